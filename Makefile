@@ -1,0 +1,62 @@
+# faithlab — two commands do all set-up on a fresh machine: `make book` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+UV ?= $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
+VENV := .venv
+PY := $(VENV)/bin/python
+PROFILE ?= book
+JOBS ?= 2
+NB ?=
+ARGS ?=
+BOOK_FLAGS := -W -n --keep-going --all
+
+.PHONY: help setup book notebooks html test browser-deps clean
+
+help:
+	@echo "make book      build the book on embedded data (set-up + notebooks with the 'book' profile + HTML)"
+	@echo "make test      run the test suite (set-up + pytest)"
+	@echo "make notebooks PROFILE=smoke|book|paper [NB='paper/experiment ...'] [ARGS='-p name value']"
+	@echo "make html      rebuild the HTML from the generated notebooks only"
+	@echo "make clean     remove the built book, generated artifacts and caches (keeps .venv)"
+
+# Set-up: uv (installed with pip if missing), then the locked environment; fails loudly if torchvision is broken.
+$(VENV)/.synced: pyproject.toml uv.lock
+	@if [ ! -x "$(UV)" ]; then \
+	  echo "uv not found: installing it with pip --user"; \
+	  $(PYTHON) -m pip install --user --quiet uv || $(PYTHON) -m pip install --user --quiet --break-system-packages uv; \
+	fi
+	$(UV) sync --locked
+	@$(PY) -c "import torch, torchvision, captum, faithlab; print(f'torch {torch.__version__}, torchvision {torchvision.__version__}, cuda available: {torch.cuda.is_available()}')" \
+	  || { echo "set-up failed: torch/torchvision/faithlab do not import in $(VENV)" >&2; exit 1; }
+	@touch $@
+
+setup: $(VENV)/.synced
+
+notebooks: setup
+	$(PY) -m faithlab.study run --profile $(PROFILE) -j $(JOBS) $(NB) $(ARGS)
+
+html: setup
+	$(VENV)/bin/jupyter-book build book --config _config.yml --toc book/_toc.yml $(BOOK_FLAGS)
+	@echo "book built: file://$(CURDIR)/book/_build/html/index.html"
+
+book: setup
+	$(MAKE) --no-print-directory notebooks PROFILE=book
+	$(MAKE) --no-print-directory html
+
+# Debian's chromium lets the browser test look at the built book; skipped (with a reason) when it cannot install.
+browser-deps:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian's chromium for the browser test"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	      || echo "could not install chromium: the browser test will be skipped"; \
+	  else echo "chromium absent and not installable here: the browser test will be skipped"; fi; \
+	fi
+
+test: setup browser-deps
+	$(PY) -m pytest $(ARGS)
+
+clean:
+	rm -rf book/_build book/_generated data/cache .pytest_cache

@@ -1,0 +1,88 @@
+"""Argument checks shared by the library. Each raises ValueError/TypeError naming the argument."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+
+def tensor(value, name: str, *, ndim: int | Sequence[int] | None = None, floating: bool = False) -> torch.Tensor:
+    """Check that ``value`` is a tensor (optionally of given rank(s) and floating dtype) and return it."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if value.ndim not in allowed:
+            raise ValueError(f"{name} must have {' or '.join(map(str, allowed))} dimensions, got shape {tuple(value.shape)}")
+    if floating and not value.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got dtype {value.dtype}")
+    if value.ndim > 0 and value.shape[0] == 0:
+        raise ValueError(f"{name} is empty (batch dimension of size 0)")
+    return value
+
+
+def finite(value: torch.Tensor, name: str) -> torch.Tensor:
+    """Raise if ``value`` holds NaN or inf."""
+    if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+        raise ValueError(f"{name} contains NaN or inf values")
+    return value
+
+
+def same_device(a: torch.Tensor, b: torch.Tensor, name_a: str, name_b: str) -> None:
+    """Raise if two tensors live on different devices."""
+    if a.device != b.device:
+        raise ValueError(f"{name_b} is on {b.device} but {name_a} is on {a.device}; move them to the same device")
+
+
+def batch_match(a: torch.Tensor, b: torch.Tensor, name_a: str, name_b: str) -> None:
+    """Raise if two tensors disagree on the batch dimension."""
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(f"{name_b} has batch size {b.shape[0]} but {name_a} has {a.shape[0]}")
+
+
+def eval_mode(model: torch.nn.Module, name: str = "model") -> None:
+    """Raise if a model (or any submodule) is in training mode: dropout/batch-norm would make scores random."""
+    if not isinstance(model, torch.nn.Module):
+        if callable(model):
+            return
+        raise TypeError(f"{name} must be a torch.nn.Module or a callable, got {type(model).__name__}")
+    if any(m.training for m in model.modules()):
+        raise ValueError(f"{name} is in training mode; call {name}.eval() before evaluating explanations")
+
+
+def positive_int(value, name: str) -> int:
+    """Check a strictly positive integer."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def fraction(value: float, name: str, *, closed_low: bool = True) -> float:
+    """Check a number in [0, 1] (or (0, 1] when ``closed_low`` is False)."""
+    v = float(value)
+    low_ok = v >= 0 if closed_low else v > 0
+    if not (low_ok and v <= 1):
+        interval = "[0, 1]" if closed_low else "(0, 1]"
+        raise ValueError(f"{name} must lie in {interval}, got {value!r}")
+    return v
+
+
+def not_constant(value: torch.Tensor, name: str, dim: int = 1) -> None:
+    """Raise if any row of ``value`` (flattened from ``dim``) is constant: its ranking is undefined."""
+    flat = value.flatten(dim)
+    constant = (flat.amax(dim=-1) == flat.amin(dim=-1))
+    if bool(constant.any()):
+        idx = constant.nonzero().flatten()[:5].tolist()
+        raise ValueError(f"{name} is constant for sample(s) {idx}; a constant map defines no ranking")
+
+
+def generator(value, name: str = "generator", *, why: str = "") -> torch.Generator:
+    """Return a ``torch.Generator`` from a generator or an int seed (a fresh CPU generator); ``None`` raises."""
+    if isinstance(value, torch.Generator):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return torch.Generator().manual_seed(value)
+    if value is None:
+        raise ValueError(f"{name} is required{' ' + why if why else ''}; pass a torch.Generator or an int seed")
+    raise TypeError(f"{name} must be a torch.Generator or an int seed, got {type(value).__name__}")

@@ -1,0 +1,259 @@
+"""Tests of the notebook runner (faithlab.study) and the artifact writer (faithlab.outputs) on a throw-away project."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from faithlab import outputs, study
+
+HEADER = "# ---\n# jupyter:\n#   jupytext:\n#     formats: py:percent\n# ---\n\n"
+
+
+def notebook(params: str, body: str) -> str:
+    return HEADER + '# %% tags=["parameters"]\n' + textwrap.dedent(params) + "\n# %%\n" + textwrap.dedent(body)
+
+
+OK_BODY = """
+import pandas as pd
+import faithlab as fl
+out = fl.outputs.for_notebook(NAME)
+out.table(pd.DataFrame({"value": [value * 2]}), "result")
+out.claim("doubling", paper_value=2 * value, our_value=value * 2, verdict="reproduced")
+"""
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    root = tmp_path / "proj"
+    (root / "notebooks" / "params").mkdir(parents=True)
+    (root / "_config.yml").write_text("title: t\n")
+    (root / "uv.lock").write_text("lock v1\n")
+    for profile in study.PROFILES:
+        (root / "notebooks" / "params" / f"{profile}.yaml").write_text("defaults: {}\nnotebooks: {}\n")
+    write(root, "demo/first", 'NAME = "demo/first"\nvalue = 1\nprofile = "none"\n', OK_BODY)
+    write(root, "demo/second", 'NAME = "demo/second"\nvalue = 10\n', OK_BODY)
+    monkeypatch.setenv("FAITHLAB_ROOT", str(root))
+    monkeypatch.delenv("FAITHLAB_GENERATED", raising=False)
+    monkeypatch.setattr(study, "library_hash", lambda: "library v1")  # isolate from edits to lib/
+    return root
+
+
+def write(root: Path, name: str, params: str, body: str) -> Path:
+    path = root / "notebooks" / f"{name}.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(notebook(params, body))
+    return path
+
+
+def run(root: Path, *selectors, **kw):
+    messages: list[str] = []
+    results = study.run(list(selectors), root=root, generated=root / "book" / "_generated", echo=messages.append, **kw)
+    return {r.name: r for r in results}, messages
+
+
+def result_value(root: Path, name: str) -> float:
+    return pd.read_csv(root / "book" / "_generated" / name / "result.csv")["value"].item()
+
+
+# ------------------------------------------------------------------------------------------------ discovery
+
+
+def test_discover_reads_parameter_defaults(project):
+    found = {nb.name: nb.defaults for nb in study.discover(project)}
+    assert found == {
+        "demo/first": {"NAME": "demo/first", "value": 1, "profile": "none"},
+        "demo/second": {"NAME": "demo/second", "value": 10},
+    }
+
+
+def test_discover_rejects_two_parameter_cells(project):
+    path = project / "notebooks" / "demo" / "bad.py"
+    path.write_text(notebook("a = 1\n", 'b = 2\n# %% tags=["parameters"]\nc = 3\n'))
+    with pytest.raises(study.StudyError, match="exactly one cell tagged 'parameters'"):
+        study.discover(project)
+
+
+def test_select_by_paper_and_unknown_name(project):
+    nbs = study.discover(project)
+    assert [nb.name for nb in study.select(nbs, ["demo"])] == ["demo/first", "demo/second"]
+    assert [nb.name for nb in study.select(nbs, ["notebooks/demo/second.py"])] == ["demo/second"]
+    with pytest.raises(study.StudyError, match="no notebook matches 'demo/nope'"):
+        study.select(nbs, ["demo/nope"])
+
+
+# ------------------------------------------------------------------------------------------------ parameters
+
+
+def test_parameter_precedence(project):
+    (project / "notebooks" / "params" / "smoke.yaml").write_text(
+        "defaults: {value: 5, unrelated: 1}\nnotebooks:\n  demo/second: {value: 7}\n"
+    )
+    spec = study.load_profile("smoke", project)
+    first, second = study.discover(project)
+    assert study.merge_parameters(first, "smoke", spec, {})["value"] == 5
+    assert "unrelated" not in study.merge_parameters(first, "smoke", spec, {})
+    assert study.merge_parameters(second, "smoke", spec, {})["value"] == 7
+    assert study.merge_parameters(second, "smoke", spec, {"value": 9})["value"] == 9
+    assert study.merge_parameters(first, "smoke", spec, {})["profile"] == "smoke"
+
+
+def test_profile_typo_is_an_error(project):
+    (project / "notebooks" / "params" / "book.yaml").write_text("notebooks:\n  demo/first: {valeu: 3}\n")
+    with pytest.raises(study.StudyError, match="valeu"):
+        run(project, profile="book")
+
+
+def test_unknown_command_line_parameter_is_an_error(project):
+    with pytest.raises(study.StudyError, match="nonexistent"):
+        run(project, overrides={"nonexistent": 1})
+
+
+def test_parse_overrides_types_values():
+    assert study.parse_overrides([("n", "3"), ("xs", "[0.1, 0.2]"), ("name", "cuda")]) == {
+        "n": 3,
+        "xs": [0.1, 0.2],
+        "name": "cuda",
+    }
+
+
+# ------------------------------------------------------------------------------------------------ cache
+
+
+def test_second_run_is_cached_and_changes_rerun_only_what_changed(project, monkeypatch):
+    results, _ = run(project)
+    assert {r.status for r in results.values()} == {"ran"}
+    assert result_value(project, "demo/first") == 2
+
+    results, messages = run(project)
+    assert {r.status for r in results.values()} == {"cached"}
+    assert any("[cached] demo/first" in m for m in messages)
+
+    # A parameter on the command line re-executes only the notebook that has it.
+    (project / "notebooks" / "demo" / "first.py").write_text(
+        notebook('NAME = "demo/first"\nvalue = 1\nprofile = "none"\nonly_first = 0\n', OK_BODY)
+    )
+    run(project)
+    results, _ = run(project, overrides={"only_first": 4})
+    assert results["demo/first"].status == "ran" and results["demo/second"].status == "cached"
+
+    # Editing a source re-executes that notebook only.
+    src = project / "notebooks" / "demo" / "second.py"
+    src.write_text(src.read_text().replace("value = 10", "value = 11"))
+    results, _ = run(project, overrides={"only_first": 4})
+    assert results["demo/second"].status == "ran" and results["demo/first"].status == "cached"
+    assert result_value(project, "demo/second") == 22
+
+    # A change in the library or the lock file re-executes everything.
+    monkeypatch.setattr(study, "library_hash", lambda: "another library")
+    results, _ = run(project, overrides={"only_first": 4})
+    assert {r.status for r in results.values()} == {"ran"}
+    (project / "uv.lock").write_text("lock v2\n")
+    results, _ = run(project, overrides={"only_first": 4})
+    assert {r.status for r in results.values()} == {"ran"}
+
+
+def test_library_hash_tracks_library_sources():
+    assert study.library_hash() == study.library_hash()
+    assert len(study.library_hash()) == 64
+
+
+def test_parallel_jobs(project):
+    results, messages = run(project, jobs=2)
+    assert {r.status for r in results.values()} == {"ran"}
+    assert result_value(project, "demo/second") == 20
+    assert any("[2/2]" in m for m in messages)
+
+
+# ------------------------------------------------------------------------------------------------ failures
+
+
+FAILING_BODY = """
+import pandas as pd
+import faithlab as fl
+out = fl.outputs.for_notebook("demo/first")
+out.table(pd.DataFrame({"value": [-1]}), "result")
+if value > 1:
+    raise RuntimeError("deliberate failure for the test")
+"""
+
+
+def test_failure_reports_notebook_and_leaves_no_stale_output(project, capsys):
+    generated = project / "book" / "_generated"
+    run(project, "demo/first")
+    assert (generated / "demo" / "first.ipynb").is_file()
+
+    write(project, "demo/first", "value = 2\n", FAILING_BODY)
+    results, messages = run(project, "demo/first")
+    failed = results["demo/first"]
+    assert failed.status == "failed"
+    assert "deliberate failure" in failed.message
+    traceback_nb = project / "book" / "_build" / "failed" / "demo" / "first.ipynb"
+    assert str(traceback_nb) in failed.message and traceback_nb.is_file()
+    assert "deliberate failure" in traceback_nb.read_text()
+    # The old outputs are gone (no stale page) and the half-written new ones never appeared.
+    assert not (generated / "demo" / "first.ipynb").exists()
+    assert not (generated / "demo" / "first").exists()
+    assert not (generated / ".staging").exists()
+    assert any("FAILED demo/first" in m for m in messages)
+
+
+def test_cli_exit_code_names_failed_notebook(project, capsys):
+    write(project, "demo/first", "value = 2\n", FAILING_BODY)
+    code = study.main(["run", "demo", "--profile", "smoke"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "demo/first" in err and "failed" in err
+    assert study.main(["run", "demo/none"]) == 2
+
+
+# ------------------------------------------------------------------------------------------------ outputs
+
+
+def test_outputs_atomic_table_and_claims(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAITHLAB_OUTPUT_DIR", str(tmp_path / "stage"))
+    monkeypatch.delenv("FAITHLAB_NOTEBOOK", raising=False)
+    out = outputs.for_notebook("paper/exp")
+    out.table(pd.DataFrame({"a": [1.5]}), "t")
+    assert pd.read_csv(tmp_path / "stage" / "t.csv")["a"].item() == 1.5
+
+    class Boom:
+        def to_csv(self, path, **kw):
+            Path(path).write_text("half")
+            raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        out.table(Boom(), "t")
+    assert pd.read_csv(tmp_path / "stage" / "t.csv")["a"].item() == 1.5  # the old file is intact
+    assert sorted(p.name for p in (tmp_path / "stage").iterdir()) == ["t.csv"]
+
+    out.claim("c1", paper_value=0.9, our_value=0.8, verdict="partly reproduced")
+    out.claim("c1", paper_value=0.9, our_value=0.85, verdict="partly reproduced")
+    claims = pd.read_csv(tmp_path / "stage" / study.CLAIMS)
+    assert claims["our_value"].tolist() == [0.85] and claims["paper"].item() == "paper"
+    with pytest.raises(ValueError, match="verdict"):
+        out.claim("c2", paper_value=1, our_value=1, verdict="great")
+    with pytest.raises(ValueError, match="name"):
+        out.table(pd.DataFrame(), "../escape")
+    with pytest.raises(ValueError, match="notebook"):
+        outputs.for_notebook("no-slash")
+
+
+def test_outputs_refuse_another_notebooks_folder(monkeypatch, tmp_path):
+    monkeypatch.setenv("FAITHLAB_NOTEBOOK", "a/b")
+    monkeypatch.setenv("FAITHLAB_OUTPUT_DIR", str(tmp_path))
+    with pytest.raises(ValueError, match="'a/b'"):
+        outputs.for_notebook("c/d")
+
+
+def test_scorecard_collects_claims(project):
+    run(project)
+    card = pd.read_csv(project / "book" / "_generated" / study.SCORECARD)
+    assert card["experiment"].tolist() == ["first", "second"]
+    assert card["our_value"].tolist() == [2, 20]
+    stamp = json.loads((project / "book" / "_generated" / "demo" / "first" / study.STAMP).read_text())
+    assert stamp["params"]["value"] == 1
