@@ -11,6 +11,8 @@ JOBS ?= 2
 NB ?=
 ARGS ?=
 BOOK_FLAGS := -W -n --keep-going --all
+# Byte-compiled caches make the many kernel starts of the study much faster; some shells switch them off.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: help setup book notebooks html test browser-deps clean
 
@@ -38,8 +40,8 @@ notebooks: setup
 	$(PY) -m faithlab.study run --profile $(PROFILE) -j $(JOBS) $(NB) $(ARGS)
 
 html: setup
-	$(VENV)/bin/jupyter-book build book --config _config.yml --toc book/_toc.yml $(BOOK_FLAGS)
-	@echo "book built: file://$(CURDIR)/book/_build/html/index.html"
+	$(VENV)/bin/jupyter-book build book --config _config.yml $(BOOK_FLAGS)
+	@echo "book built: file://$(CURDIR)/_build/html/index.html"
 
 book: setup
 	$(MAKE) --no-print-directory notebooks PROFILE=book
@@ -59,4 +61,4 @@ test: setup browser-deps
 	$(PY) -m pytest $(ARGS)
 
 clean:
-	rm -rf book/_build book/_generated data/cache .pytest_cache
+	rm -rf _build book/_build book/_generated data/cache .pytest_cache

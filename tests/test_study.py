@@ -192,7 +192,7 @@ def test_failure_reports_notebook_and_leaves_no_stale_output(project, capsys):
     failed = results["demo/first"]
     assert failed.status == "failed"
     assert "deliberate failure" in failed.message
-    traceback_nb = project / "book" / "_build" / "failed" / "demo" / "first.ipynb"
+    traceback_nb = project / "_build" / "failed" / "demo" / "first.ipynb"
     assert str(traceback_nb) in failed.message and traceback_nb.is_file()
     assert "deliberate failure" in traceback_nb.read_text()
     # The old outputs are gone (no stale page) and the half-written new ones never appeared.

@@ -18,19 +18,6 @@ VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "not testable h
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-def _atomic_write(target: Path, write) -> Path:
-    """Call ``write(tmp_path)`` then rename the temporary file onto ``target``."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return target
-
-
 def _check_name(name: str) -> str:
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValueError(f"name must be a plain file stem (letters, digits, _ . -), got {name!r}")
@@ -53,7 +40,7 @@ class Outputs:
 
     def table(self, frame, name: str, *, index: bool = False, float_format: str | None = "%.4g") -> Path:
         """Write a pandas DataFrame as ``<name>.csv``; returns the path."""
-        return _atomic_write(
+        return paths.atomic_write(
             self.folder / f"{_check_name(name)}.csv",
             lambda tmp: frame.to_csv(tmp, index=index, float_format=float_format),
         )
@@ -62,8 +49,8 @@ class Outputs:
         """Save a matplotlib figure as ``<name>.png`` (and ``.svg`` if asked); returns the PNG path."""
         stem = _check_name(name)
         if svg:
-            _atomic_write(self.folder / f"{stem}.svg", lambda tmp: fig.savefig(tmp, format="svg", bbox_inches="tight"))
-        return _atomic_write(
+            paths.atomic_write(self.folder / f"{stem}.svg", lambda tmp: fig.savefig(tmp, format="svg", bbox_inches="tight"))
+        return paths.atomic_write(
             self.folder / f"{stem}.png", lambda tmp: fig.savefig(tmp, format="png", dpi=dpi, bbox_inches="tight")
         )
 
@@ -93,7 +80,7 @@ class Outputs:
         )
         self._claims = [c for c in self._claims if c["claim"] != claim] + [row]
         frame = pd.DataFrame(self._claims, columns=list(CLAIM_COLUMNS))
-        _atomic_write(self.folder / CLAIMS, lambda tmp: frame.to_csv(tmp, index=False))
+        paths.atomic_write(self.folder / CLAIMS, lambda tmp: frame.to_csv(tmp, index=False))
         return row
 
 

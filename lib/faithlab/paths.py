@@ -8,6 +8,8 @@ repository root as working directory), else the current working directory.
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -35,3 +37,21 @@ def generated_dir() -> Path:
     """Folder for executed notebooks, tables and figures (``FAITHLAB_GENERATED`` or ``<root>/book/_generated``)."""
     env = os.environ.get("FAITHLAB_GENERATED")
     return Path(env).resolve() if env else project_root() / "book" / "_generated"
+
+
+def atomic_write(target: Path, write: Callable[[Path], object]) -> Path:
+    """Call ``write(tmp)`` on a temporary file beside ``target``, then rename it onto ``target``.
+
+    Readers see the old file or the complete new one, never half of it; on failure nothing is left behind.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target

@@ -15,7 +15,7 @@ is executed with parameters merged from, lowest to highest priority: its own par
 claims). A run is skipped when the stamp of the last successful run matches the hash of (notebook source, merged
 parameters, library source, uv.lock). Outputs are written to a staging folder and moved into place only on
 success; a failed run removes the old outputs (no stale page) and keeps the executed notebook with the traceback
-under ``book/_build/failed/``.
+under ``_build/failed/``.
 """
 
 from __future__ import annotations
@@ -246,7 +246,7 @@ def execute(nb: Notebook, params: dict, key: str, root: Path, generated: Path, t
             log_output=False,
         )
     except Exception as exc:  # papermill raises PapermillExecutionError with the cell's traceback
-        failed = root / "book" / "_build" / "failed" / nb.paper / f"{nb.experiment}.ipynb"
+        failed = root / "_build" / "failed" / nb.paper / f"{nb.experiment}.ipynb"
         failed.parent.mkdir(parents=True, exist_ok=True)
         if staged_ipynb.is_file():
             shutil.copyfile(staged_ipynb, failed)
@@ -331,11 +331,18 @@ def run(
     if jobs > 1 and total > 1:
         import multiprocessing
 
-        with futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            pending = {pool.submit(_execute_job, job): job[0].name for job in todo}
-            for future in futures.as_completed(pending):
-                done += 1
-                results.append(_report(future.result(), done, total, echo))
+        # Parallel notebooks share the cores: one kernel's torch threads must not oversubscribe the others'.
+        threads = os.environ.get("OMP_NUM_THREADS")
+        os.environ["OMP_NUM_THREADS"] = threads or str(max(1, (os.cpu_count() or 1) // jobs))
+        try:
+            with futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+                pending = {pool.submit(_execute_job, job): job[0].name for job in todo}
+                for future in futures.as_completed(pending):
+                    done += 1
+                    results.append(_report(future.result(), done, total, echo))
+        finally:
+            if threads is None:
+                os.environ.pop("OMP_NUM_THREADS")
     else:
         for job in todo:
             echo(f"[{done + 1}/{total}] {job[0].name} ...")

@@ -1,0 +1,92 @@
+"""Throughput of ``faithlab.perturb.removal_curve`` against bare batched forward passes.
+
+Both sides push the same B·F perturbed inputs of shape 1×32×32 (MoRF pixel removal, zero reference) through the
+same small CNN, ``batch_size`` per call: the bare side on inputs built beforehand (the model's speed depends on
+the values, so the inputs must be the same), the removal curve ranking the pixels and building every perturbed
+input on the fly. ratio = t_bare / t_removal_curve (1.0 is the limit; the engine's overhead lowers it).
+Also timed: the curve with the model replaced by a no-op, i.e. the engine's own cost, which is less sensitive to
+the noise of a shared machine than the ratio.
+
+    python benchmarks/removal_curve.py [--device cpu|cuda] [--n 512] [--fractions 11] [--batch-size 256]
+                                       [--repeats 7] [--threads N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import batched_forward, median_times  # noqa: E402
+
+import faithlab as fl  # noqa: E402
+
+
+def small_cnn() -> nn.Module:
+    """2 conv + linear classifier for 1×32×32 inputs, 10 classes."""
+    return nn.Sequential(
+        nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(32 * 8 * 8, 10),
+    )
+
+
+class NoOp(nn.Module):
+    """Stands in for the model to time the engine alone: constant logits."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.new_zeros(x.shape[0], 10)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--n", type=int, default=512, help="samples B")
+    parser.add_argument("--fractions", type=int, default=11, help="curve points F")
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (a shared machine: try 1)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    device = torch.device(args.device)
+    g = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)  # weight init of the benchmark model only
+    model = small_cnn().to(device).eval()
+    x = torch.randn(args.n, 1, 32, 32, generator=g).to(device)
+    attributions = torch.randn(args.n, 1, 32, 32, generator=g).to(device)
+    target = torch.randint(0, 10, (args.n,), generator=g).to(device)
+    fractions = torch.linspace(0, 1, args.fractions)
+    units = fl.perturb.pixel_units(x)
+    ranks = fl.perturb.order(fl.perturb.unit_scores(attributions, units)).argsort(dim=1)
+    counts = torch.round(fractions * units.n).long().tolist()
+    prebuilt = torch.stack([fl.perturb.apply_removal(x, ranks < k, units) for k in counts], dim=1).flatten(0, 1)
+
+    def curve(net: nn.Module = model) -> torch.Tensor:
+        return fl.perturb.removal_curve(net, x, attributions, fractions, order="morf", reference="zero",
+                                        output="prob", target=target, batch_size=args.batch_size)
+
+    with torch.no_grad():  # both sides compute the same thing
+        probs = torch.cat([model(chunk).softmax(1) for chunk in prebuilt.split(args.batch_size)])
+    same = probs.gather(1, target.repeat_interleave(args.fractions)[:, None]).view(args.n, args.fractions)
+    torch.testing.assert_close(curve(), same)
+
+    noop = NoOp().eval()
+    times = median_times({"bare": lambda: batched_forward(model, prebuilt, args.batch_size), "curve": curve,
+                          "engine": lambda: curve(noop)}, device, args.repeats)
+    t_bare, t_curve, t_engine = times["bare"], times["curve"], times["engine"]
+    print(f"device={device} threads={torch.get_num_threads()} B={args.n} F={args.fractions} "
+          f"inputs={prebuilt.shape[0]} batch_size={args.batch_size}")
+    print(f"bare forward passes : {t_bare * 1e3:9.1f} ms")
+    print(f"removal_curve       : {t_curve * 1e3:9.1f} ms")
+    print(f"engine alone (no-op): {t_engine * 1e3:9.1f} ms  ({t_engine / t_bare:.1%} of bare)")
+    print(f"ratio t_bare/t_curve: {t_bare / t_curve:9.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""Datasets for the study: embedded generators with known ground truth (no network, ever) and loaders for the
+papers' real datasets behind a ``data_dir``.
+
+One entry point::
+
+    import faithlab as fl
+    train = fl.data.load("canvas_digits", split="train", r=0.2, seed=0)    # TensorData: x, y, mask, info, boxes
+    test = fl.data.load("cifar10", split="test", data_dir="~/data")        # torchvision Dataset with .info
+
+Embedded (TensorData, ``data_dir``/``download`` ignored): digits, canvas_digits, seq_comb, freq_shape, tokens.
+Real (need ``data_dir``): cifar10, cifar100, fashion_mnist, eurosat, tiny_imagenet, imagenet_val, sst2, pam, boiler.
+Images are (N, C, H, W) normalised per channel (``info['mean']``, ``info['std']``), series (N, T, C), tokens (N, L)
+int64 with pad id 0. Randomness: a non-negative integer ``seed`` turned into CPU ``torch.Generator`` streams.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from pathlib import Path
+from typing import Any
+
+from torch.utils.data import Dataset
+
+from ._core import (
+    TensorData,
+    fraction_subset,
+    generator,
+    kfold_indices,
+    split_indices,
+    switch_labels,
+    to_tensors,
+)
+from ._embedded import canvas_digits, digits, timeseries, tokens
+from ._real import (
+    CIFAR10_STATS,
+    CIFAR100_STATS,
+    FASHION_MNIST_STATS,
+    IMAGENET_STATS,
+    TINY_IMAGENET_STATS,
+    ImageFiles,
+    boiler,
+    cifar10,
+    cifar100,
+    eurosat,
+    fashion_mnist,
+    imagenet_val,
+    pam,
+    sst2,
+    tiny_imagenet,
+)
+
+__all__ = [
+    "TensorData", "load", "available", "to_tensors", "generator",
+    "split_indices", "kfold_indices", "fraction_subset", "switch_labels",
+    "digits", "canvas_digits", "timeseries", "tokens",
+    "cifar10", "cifar100", "fashion_mnist", "eurosat", "tiny_imagenet", "imagenet_val", "sst2", "pam", "boiler",
+    "ImageFiles", "CIFAR10_STATS", "CIFAR100_STATS", "FASHION_MNIST_STATS", "IMAGENET_STATS", "TINY_IMAGENET_STATS",
+]
+
+_EMBEDDED = {
+    "digits": digits,
+    "canvas_digits": canvas_digits,
+    "seq_comb": functools.partial(timeseries, "seq_comb"),
+    "freq_shape": functools.partial(timeseries, "freq_shape"),
+    "tokens": tokens,
+}
+_REAL = {
+    "cifar10": cifar10,
+    "cifar100": cifar100,
+    "fashion_mnist": fashion_mnist,
+    "eurosat": eurosat,
+    "tiny_imagenet": tiny_imagenet,
+    "imagenet_val": imagenet_val,
+    "sst2": sst2,
+    "pam": pam,
+    "boiler": boiler,
+}
+
+
+def available() -> list[str]:
+    """Names accepted by :func:`load`: the embedded datasets first, then the real ones."""
+    return [*_EMBEDDED, *_REAL]
+
+
+def load(
+    name: str,
+    split: str = "train",
+    data_dir: str | Path | None = None,
+    seed: int = 0,
+    download: bool = False,
+    **params: Any,
+) -> TensorData | Dataset:
+    """Load dataset ``name`` (see :func:`available`) — the one entry point of ``faithlab.data``.
+
+    ``params`` go to the dataset's function (e.g. ``size``, ``r``, ``classes`` for canvas_digits; ``n``,
+    ``length`` for the series). Embedded datasets ignore ``data_dir`` and ``download``; real ones use ``seed``
+    only where they draw a split (eurosat). Unknown names raise ValueError listing the available ones.
+    """
+    if name in _EMBEDDED:
+        return _EMBEDDED[name](split=split, seed=seed, **params)
+    if name in _REAL:
+        loader = _REAL[name]
+        if "seed" in inspect.signature(loader).parameters:
+            params["seed"] = seed
+        return loader(split=split, data_dir=data_dir, download=download, **params)
+    raise ValueError(f"name must be one of {available()}, got {name!r}")

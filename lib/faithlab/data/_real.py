@@ -1,0 +1,328 @@
+"""Loaders for the papers' real datasets, read from ``data_dir`` in their published on-disk layouts.
+
+Nothing is fetched unless ``download=True`` (torchvision datasets only). Image datasets are returned as torch
+Datasets yielding (normalised tensor, label) with an ``info`` dict attached; SST-2, PAM and Boiler are small and
+returned as :class:`TensorData`. Use :func:`to_tensors` to materialise the first n items of an image dataset.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset, Subset
+
+from faithlab import _validate
+
+from ._core import TensorData, check_split, split_indices
+
+# Per-channel statistics of the training images (values in [0, 1]).
+CIFAR10_STATS = ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616))
+CIFAR100_STATS = ((0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762))
+FASHION_MNIST_STATS = ((0.2860,), (0.3530,))
+TINY_IMAGENET_STATS = ((0.4802, 0.4481, 0.3975), (0.2302, 0.2265, 0.2262))
+IMAGENET_STATS = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
+
+
+def _root(data_dir: str | Path | None, name: str) -> Path:
+    if data_dir is None:
+        raise ValueError(f"data_dir is required for the real dataset {name!r} (a folder holding its files)")
+    return Path(data_dir).expanduser()
+
+
+def _missing(name: str, data_dir: Path, layout: str, downloadable: bool = False) -> FileNotFoundError:
+    hint = "\nPass download=True to fetch it." if downloadable else ""
+    where = f"{name}: files not found under data_dir={str(data_dir)!r}"
+    return FileNotFoundError(f"{where}. Expected layout:\n{layout}{hint}")
+
+
+def _no_download(name: str, download: bool) -> None:
+    if download:
+        raise ValueError(f"download=True is not supported for {name!r}; place its files under data_dir")
+
+
+def _transform(mean: tuple, std: tuple, resize: int | None = None, crop: int | None = None):
+    from torchvision import transforms as T
+
+    steps = ([T.Resize(resize)] if resize else []) + ([T.CenterCrop(crop)] if crop else [])
+    return T.Compose([*steps, T.ToTensor(), T.Normalize(mean, std)])
+
+
+def _stats(default: tuple, mean: tuple | None, std: tuple | None) -> tuple[tuple, tuple]:
+    return tuple(default[0] if mean is None else mean), tuple(default[1] if std is None else std)
+
+
+def _tag(dataset: Dataset, **info: Any) -> Dataset:
+    dataset.info = info  # type: ignore[attr-defined]
+    return dataset
+
+
+class ImageFiles(Dataset):
+    """Images read with PIL (converted to RGB) from a list of (path, label) pairs, then ``transform``."""
+
+    def __init__(self, samples: list[tuple[Path, int]], transform=None) -> None:
+        self.samples = samples
+        self.targets = [label for _, label in samples]
+        self.transform = transform
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, index: int):
+        from PIL import Image
+
+        path, label = self.samples[index]
+        with Image.open(path) as image:
+            image = image.convert("RGB")
+        return (self.transform(image) if self.transform else image), label
+
+
+# ---------------------------------------------------------------------------------------------------- torchvision
+def _torchvision(cls_name: str, name: str, folder: str, layout: str, stats: tuple, split: str, data_dir, download,
+                 mean, std) -> Dataset:
+    check_split(split)
+    root = _root(data_dir, name)
+    if not download and not (root / folder).exists():
+        raise _missing(name, root, layout, downloadable=True)
+    import torchvision
+
+    mean, std = _stats(stats, mean, std)
+    cls = getattr(torchvision.datasets, cls_name)
+    ds = cls(str(root), train=split == "train", download=download, transform=_transform(mean, std))
+    return _tag(ds, name=name, n_classes=len(ds.classes), class_names=list(ds.classes), mean=mean, std=std, split=split)
+
+
+def cifar10(split: str = "train", data_dir: str | Path | None = None, download: bool = False,
+            mean: tuple | None = None, std: tuple | None = None) -> Dataset:
+    """CIFAR-10 via torchvision: (3, 32, 32) ToTensor + Normalize(CIFAR10_STATS); 50,000 train / 10,000 test.
+    Layout: data_dir/cifar-10-batches-py/{data_batch_1..5, test_batch, batches.meta} (md5-checked by torchvision)."""
+    layout = "  data_dir/cifar-10-batches-py/{data_batch_1..data_batch_5, test_batch, batches.meta}"
+    return _torchvision("CIFAR10", "cifar10", "cifar-10-batches-py", layout, CIFAR10_STATS, split, data_dir,
+                        download, mean, std)
+
+
+def cifar100(split: str = "train", data_dir: str | Path | None = None, download: bool = False,
+             mean: tuple | None = None, std: tuple | None = None) -> Dataset:
+    """CIFAR-100 (fine labels) via torchvision: (3, 32, 32) ToTensor + Normalize(CIFAR100_STATS).
+    Layout: data_dir/cifar-100-python/{train, test, meta} (md5-checked by torchvision)."""
+    layout = "  data_dir/cifar-100-python/{train, test, meta}"
+    return _torchvision("CIFAR100", "cifar100", "cifar-100-python", layout, CIFAR100_STATS, split, data_dir,
+                        download, mean, std)
+
+
+def fashion_mnist(split: str = "train", data_dir: str | Path | None = None, download: bool = False,
+                  mean: tuple | None = None, std: tuple | None = None) -> Dataset:
+    """FashionMNIST via torchvision: (1, 28, 28) ToTensor + Normalize(FASHION_MNIST_STATS); 60,000 / 10,000.
+    Layout: data_dir/FashionMNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte (uncompressed idx files)."""
+    layout = "  data_dir/FashionMNIST/raw/{train,t10k}-images-idx3-ubyte and {train,t10k}-labels-idx1-ubyte"
+    return _torchvision("FashionMNIST", "fashion_mnist", "FashionMNIST/raw", layout, FASHION_MNIST_STATS, split,
+                        data_dir, download, mean, std)
+
+
+def eurosat(split: str = "train", data_dir: str | Path | None = None, download: bool = False, seed: int = 0,
+            test_fraction: float = 0.2, mean: tuple | None = None, std: tuple | None = None) -> Dataset:
+    """EuroSAT RGB (27,000 64×64 images, 10 classes) via torchvision, ToTensor + Normalize.
+
+    EuroSAT has no official split: a stratified split from ``seed`` (:func:`split_indices`, 80/20 by default) is
+    returned as a ``Subset``. No canonical RGB statistics exist; ImageNet's are used unless mean/std are given.
+    Layout: data_dir/eurosat/2750/<ClassName>/*.jpg (torchvision's).
+    """
+    import torchvision
+
+    check_split(split)
+    root = _root(data_dir, "eurosat")
+    if not download and not (root / "eurosat" / "2750").is_dir():
+        raise _missing("eurosat", root, "  data_dir/eurosat/2750/<ClassName>/<ClassName>_<k>.jpg", downloadable=True)
+    mean, std = _stats(IMAGENET_STATS, mean, std)
+    full = torchvision.datasets.EuroSAT(str(root), transform=_transform(mean, std), download=download)
+    parts = dict(zip(("train", "test"), split_indices(len(full), seed, test_fraction, torch.tensor(full.targets))))
+    ds = Subset(full, parts[split].tolist())
+    return _tag(ds, name="eurosat", n_classes=len(full.classes), class_names=list(full.classes), mean=mean, std=std,
+                split=split, seed=seed, test_fraction=test_fraction)
+
+
+# --------------------------------------------------------------------------------------------- ImageNet family
+def tiny_imagenet(split: str = "train", data_dir: str | Path | None = None, download: bool = False,
+                  mean: tuple | None = None, std: tuple | None = None) -> Dataset:
+    """Tiny-ImageNet (200 classes, 64×64): ``train`` = train/, ``test`` = the labelled val/ (the test/ folder has
+    no labels). ToTensor + Normalize(TINY_IMAGENET_STATS); class index = position in sorted wnids.
+
+    Layout (the official zip), data_dir/ or data_dir/tiny-imagenet-200/ holding: wnids.txt, [words.txt],
+    train/<wnid>/images/*.JPEG, val/images/*.JPEG and val/val_annotations.txt (file, wnid, x0, y0, x1, y1).
+    The test split also carries ``boxes`` (N, 4) from val_annotations.txt, in 64×64 pixel coordinates.
+    """
+    check_split(split)
+    _no_download("tiny_imagenet", download)
+    root = _root(data_dir, "tiny_imagenet")
+    base = root / "tiny-imagenet-200" if (root / "tiny-imagenet-200").is_dir() else root
+    layout = ("  data_dir[/tiny-imagenet-200]/wnids.txt, train/<wnid>/images/<wnid>_<k>.JPEG,\n"
+              "  val/images/val_<k>.JPEG, val/val_annotations.txt")
+    wnids_file = base / "wnids.txt"
+    if not wnids_file.is_file():
+        raise _missing("tiny_imagenet", root, layout)
+    wnids = sorted(line.strip() for line in wnids_file.read_text().splitlines() if line.strip())
+    index = {w: i for i, w in enumerate(wnids)}
+    boxes = None
+    if split == "train":
+        samples = [(p, index[w]) for w in wnids for p in sorted((base / "train" / w / "images").glob("*.JPEG"))]
+    else:
+        annotations = base / "val" / "val_annotations.txt"
+        if not annotations.is_file():
+            raise _missing("tiny_imagenet", root, layout)
+        rows = [line.split("\t") for line in annotations.read_text().splitlines() if line.strip()]
+        samples = [(base / "val" / "images" / row[0], index[row[1]]) for row in rows]
+        boxes = torch.tensor([[int(v) for v in row[2:6]] for row in rows])
+    if not samples:
+        raise _missing("tiny_imagenet", root, layout)
+    words_file = base / "words.txt"
+    words = dict(line.split("\t", 1) for line in words_file.read_text().splitlines() if "\t" in line) \
+        if words_file.is_file() else {}
+    mean, std = _stats(TINY_IMAGENET_STATS, mean, std)
+    ds = ImageFiles(samples, _transform(mean, std))
+    if boxes is not None:
+        ds.boxes = boxes
+    return _tag(ds, name="tiny_imagenet", n_classes=len(wnids), class_names=[words.get(w, w) for w in wnids],
+                wnids=wnids, mean=mean, std=std, split=split)
+
+
+def imagenet_val(split: str = "test", data_dir: str | Path | None = None, download: bool = False,
+                 resize: int = 256, crop: int = 224, mean: tuple | None = None, std: tuple | None = None) -> Dataset:
+    """ILSVRC2012 validation images (the only split: ``split="test"``) as a torchvision ImageFolder: Resize(256),
+    CenterCrop(224), ToTensor, Normalize(IMAGENET_STATS). Class index = position in sorted wnid folder names (the
+    standard ImageNet index when all 1,000 folders are present).
+    Layout: data_dir/val/<wnid>/*.JPEG (e.g. after the usual valprep reorganisation)."""
+    import torchvision
+
+    check_split(split, ("test",))
+    _no_download("imagenet_val", download)
+    root = _root(data_dir, "imagenet_val")
+    if not (root / "val").is_dir():
+        raise _missing("imagenet_val", root, "  data_dir/val/<wnid>/<name>.JPEG  (one folder per class)")
+    mean, std = _stats(IMAGENET_STATS, mean, std)
+    ds = torchvision.datasets.ImageFolder(str(root / "val"), transform=_transform(mean, std, resize, crop))
+    return _tag(ds, name="imagenet_val", n_classes=len(ds.classes), class_names=list(ds.classes), mean=mean, std=std,
+                split=split)
+
+
+# ---------------------------------------------------------------------------------------------------------- SST-2
+def _read_glue_tsv(path: Path) -> tuple[list[str], list[int]]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    header = lines[0].split("\t") if lines else []
+    if "sentence" not in header or "label" not in header:
+        raise ValueError(f"{path}: the header must name the columns 'sentence' and 'label', got {header}")
+    text, label = header.index("sentence"), header.index("label")
+    rows = [line.split("\t") for line in lines[1:] if line.strip()]
+    return [row[text] for row in rows], [int(row[label]) for row in rows]
+
+
+def sst2(split: str = "train", data_dir: str | Path | None = None, download: bool = False, max_len: int = 64,
+         min_freq: int = 1, max_vocab: int | None = None) -> TensorData:
+    """SST-2 (GLUE): ``train`` = train.tsv (67,349), ``test`` = dev.tsv (872; GLUE's test.tsv has no labels).
+
+    Tokens: lower-cased whitespace split. Vocabulary from train.tsv only: tokens with count ≥ min_freq, most
+    frequent first (ties alphabetical), at most max_vocab, ids from 2 (0 = pad, 1 = unk). Sequences truncated
+    to max_len and right-padded with 0.
+    Layout: data_dir/ or data_dir/SST-2/ holding train.tsv and dev.tsv with header "sentence<TAB>label".
+
+    Returns TensorData: x (N, max_len) int64, y (N,) (0 negative, 1 positive); extras ``lengths`` (N,);
+    info ``vocab`` (list: token of id 2 + i).
+    """
+    check_split(split)
+    _no_download("sst2", download)
+    _validate.positive_int(max_len, "max_len")
+    _validate.positive_int(min_freq, "min_freq")
+    if max_vocab is not None:
+        _validate.positive_int(max_vocab, "max_vocab")
+    root = _root(data_dir, "sst2")
+    base = root / "SST-2" if (root / "SST-2").is_dir() else root
+    files = {"train": base / "train.tsv", "test": base / "dev.tsv"}
+    if not (files["train"].is_file() and files[split].is_file()):
+        raise _missing("sst2", root, "  data_dir[/SST-2]/train.tsv and dev.tsv, header 'sentence\\tlabel'")
+    counts = Counter(t for sentence in _read_glue_tsv(files["train"])[0] for t in sentence.lower().split())
+    vocab = sorted((t for t, c in counts.items() if c >= min_freq), key=lambda t: (-counts[t], t))[:max_vocab]
+    ids = {t: i + 2 for i, t in enumerate(vocab)}
+    sentences, labels = _read_glue_tsv(files[split])
+    x = torch.zeros(len(sentences), max_len, dtype=torch.int64)
+    lengths = torch.zeros(len(sentences), dtype=torch.int64)
+    for i, sentence in enumerate(sentences):
+        encoded = [ids.get(t, 1) for t in sentence.lower().split()[:max_len]]
+        x[i, : len(encoded)] = torch.tensor(encoded, dtype=torch.int64)
+        lengths[i] = len(encoded)
+    info = dict(name="sst2", n_classes=2, class_names=["negative", "positive"], mean=None, std=None, split=split,
+                vocab=vocab, vocab_size=len(vocab) + 2, pad_id=0, unk_id=1, max_len=max_len)
+    return TensorData(x, torch.tensor(labels, dtype=torch.int64), None, info, {"lengths": lengths})
+
+
+# --------------------------------------------------------------------------------------------------- PAM / Boiler
+_SERIES_SPLITS = ("train", "val", "test")
+
+
+def pam(split: str = "train", data_dir: str | Path | None = None, download: bool = False,
+        split_no: int = 1) -> TensorData:
+    """PAMAP2 activity recognition (8 classes, 600 steps, 17 sensors) in the files TimeX (``process_PAM``) reads.
+
+    Layout (data_dir = the PAMAP2data folder): processed_data/PTdict_list.npy (N, T, F) array,
+    processed_data/arr_outcomes.npy (N, ≥1) labels in the last column, splits/PAMAP2_split_<split_no>.npy holding
+    (idx_train, idx_val, idx_test). Normalisation as TimeX: per-channel mean/std of the *observed* (> 0) train
+    values; observed values standardised, missing (≤ 0) set to 0; TimeX's appended missingness channels are not
+    added (TimeX drops them too, ``gethalf=True``).
+
+    Returns TensorData: x (N, T, F) float32, y (N,).
+    """
+    check_split(split, _SERIES_SPLITS)
+    _no_download("pam", download)
+    _validate.positive_int(split_no, "split_no")
+    root = _root(data_dir, "pam")
+    files = [root / "processed_data" / "PTdict_list.npy", root / "processed_data" / "arr_outcomes.npy",
+             root / "splits" / f"PAMAP2_split_{split_no}.npy"]
+    if not all(f.is_file() for f in files):
+        raise _missing("pam", root, "  data_dir/processed_data/{PTdict_list.npy, arr_outcomes.npy},\n"
+                                    f"  data_dir/splits/PAMAP2_split_{split_no}.npy")
+    raw = np.load(files[0], allow_pickle=True)
+    x_all = torch.from_numpy(np.stack(list(raw)) if raw.dtype == object else raw).float()
+    outcomes = np.load(files[1], allow_pickle=True)
+    y_all = torch.from_numpy(outcomes.reshape(len(outcomes), -1)[:, -1].astype(np.int64))
+    parts = dict(zip(_SERIES_SPLITS, (torch.as_tensor(np.asarray(p, dtype=np.int64))
+                                      for p in np.load(files[2], allow_pickle=True))))
+    train = x_all[parts["train"]]
+    observed = (train > 0).float()
+    count = observed.sum(dim=(0, 1)).clamp_min(1)
+    mean = (train * observed).sum(dim=(0, 1)) / count
+    std = (((train - mean) ** 2 * observed).sum(dim=(0, 1)) / count).sqrt().clamp_min(1e-7)
+    part = x_all[parts[split]]
+    x = torch.where(part > 0, (part - mean) / std, 0.0)
+    n_classes = int(y_all.max()) + 1
+    info = dict(name="pam", n_classes=n_classes, class_names=[str(c) for c in range(n_classes)],
+                mean=tuple(mean.tolist()), std=tuple(std.tolist()), split=split, split_no=split_no)
+    return TensorData(x, y_all[parts[split]], None, info)
+
+
+def boiler(split: str = "train", data_dir: str | Path | None = None, download: bool = False, split_no: int = 1,
+           weights_only: bool = True) -> TensorData:
+    """Boiler fault detection (2 classes, 36 steps, 20 channels) in the files TimeX (``process_Boiler``) reads.
+
+    Layout: data_dir/xfull.pt (T, N, C) float tensor, data_dir/yfull.pt (N,), data_dir/split=<split_no>.pt holding
+    (idx_train, idx_val, idx_test). Not normalised (as TimeX). Files are read with ``torch.load(weights_only=True)``;
+    pass ``weights_only=False`` only for files you trust (e.g. if the split file pickles numpy arrays).
+
+    Returns TensorData: x (N, T, C) float32, y (N,).
+    """
+    check_split(split, _SERIES_SPLITS)
+    _no_download("boiler", download)
+    _validate.positive_int(split_no, "split_no")
+    root = _root(data_dir, "boiler")
+    files = [root / "xfull.pt", root / "yfull.pt", root / f"split={split_no}.pt"]
+    if not all(f.is_file() for f in files):
+        layout = f"  data_dir/xfull.pt (T, N, C), data_dir/yfull.pt (N,), data_dir/split={split_no}.pt"
+        raise _missing("boiler", root, layout)
+    x_all, y_all, split_parts = (torch.load(f, map_location="cpu", weights_only=weights_only) for f in files)
+    index = torch.as_tensor(np.asarray(split_parts[_SERIES_SPLITS.index(split)], dtype=np.int64))
+    x = torch.as_tensor(x_all).float().permute(1, 0, 2)[index]
+    y_all = torch.as_tensor(y_all).long().flatten()
+    n_classes = int(y_all.max()) + 1
+    info = dict(name="boiler", n_classes=n_classes, class_names=[str(c) for c in range(n_classes)],
+                mean=(0.0,) * x.shape[2], std=(1.0,) * x.shape[2], split=split, split_no=split_no)
+    return TensorData(x, y_all[index], None, info)

@@ -1,0 +1,460 @@
+"""Seeded, cached training and fine-tuning, plus the batch augmentation hooks of F-Fidelity and ROAR.
+
+:func:`fit` trains a :func:`faithlab.models.build` model once per configuration and caches its weights under
+``faithlab.paths.cache_dir()/models/<key>.pt`` (``key`` = sha256 of the canonical JSON of everything that
+determines the weights); a second call with the same configuration loads them and trains nothing.
+:func:`finetune` does the same starting from a trained model (F-Fidelity eq. 5 with :class:`RandomRemoval`).
+
+Randomness: one ``seed`` gives the weight initialisation, the shuffling, the augmentation draws and dropout. Model
+init and dropout use the global RNG inside ``torch.random.fork_rng``, so the caller's global RNG state is left
+untouched; shuffling and augmentations use CPU ``torch.Generator``s (drawn on CPU, then moved to the device).
+Training on CPU is bitwise reproducible; on a GPU, non-deterministic kernels may make runs differ slightly.
+
+An augmentation hook is any callable ``hook(x, y, idx, generator) -> x`` with a JSON-serialisable ``key`` attribute
+(part of the cache key): x ``(B, ...)`` and y ``(B,)`` are the batch on the training device, idx ``(B,)`` int64
+(CPU) the batch's indices into the training set, generator the CPU augmentation generator.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader, Dataset, TensorDataset
+from tqdm import tqdm  # plain text bar: tqdm.auto would need ipywidgets inside notebooks
+
+import faithlab
+
+from . import _validate, models, paths, perturb
+
+_OPTIMIZERS = ("adam", "adamw", "sgd")
+_SCHEDULERS = (None, "cosine")
+
+
+# ------------------------------------------------------------------------------------------------ augmentations
+
+
+def _digest(t: torch.Tensor) -> str:
+    """sha256 of a tensor's dtype, shape and bytes (for cache keys)."""
+    flat = t.detach().cpu().contiguous().flatten()
+    h = hashlib.sha256(f"{t.dtype}{tuple(t.shape)}".encode())
+    h.update(flat.view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+def _reference_key(reference: perturb.Reference) -> Any:
+    return {"tensor": _digest(reference)} if isinstance(reference, torch.Tensor) else reference
+
+
+def _reference_on(reference: perturb.Reference, x: torch.Tensor) -> perturb.Reference:
+    return reference.to(x.device) if isinstance(reference, torch.Tensor) else reference
+
+
+_UNITS: dict[str, Callable[[torch.Tensor], perturb.Units]] = {
+    "pixels": perturb.pixel_units,
+    "time": perturb.time_units,
+    "tokens": perturb.token_units,
+}
+
+
+def _check_units(units: str) -> str:
+    if units not in _UNITS:
+        raise ValueError(f"units must be one of {list(_UNITS)}, got {units!r}")
+    return units
+
+
+class RandomRemoval:
+    """F-Fidelity fine-tuning mask M_β (eq. 5, spec §1.4 [recon]): per sample u ~ U(0, β), remove ⌊u·n⌋ units
+    (whole pixels / time steps / tokens) chosen uniformly, replacing them by ``reference``."""
+
+    def __init__(self, max_fraction: float = 0.1, units: str = "pixels", reference: perturb.Reference = "zero"):
+        self.max_fraction = _validate.fraction(max_fraction, "max_fraction")
+        self.units = _check_units(units)
+        self.reference = reference
+
+    @property
+    def key(self) -> dict:
+        return {"random_removal": self.max_fraction, "units": self.units, "reference": _reference_key(self.reference)}
+
+    def __call__(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        units = _UNITS[self.units](x)
+        removed = perturb.uniform_fraction_mask(len(x), units.n, self.max_fraction, generator, x.device)
+        return perturb.apply_removal(x, removed, units, _reference_on(self.reference, x))
+
+
+class ExplanationGuidedRemoval:
+    """ROAR training removal (spec §1.6): per sample and draw r ~ U(0, 1), remove its top ⌊r·n⌋ units ranked by
+    precomputed training-set unit ``scores`` (N, n) (ties: lower unit id first).
+
+    key: cache-key label of the scores (default: a sha256 of the scores tensor).
+    """
+
+    def __init__(self, scores: torch.Tensor, units: str = "pixels", reference: perturb.Reference = "zero",
+                 key: str | None = None):
+        _validate.tensor(scores, "scores", ndim=2, floating=True)
+        _validate.finite(scores, "scores")
+        self.scores, self.units, self.reference = scores, _check_units(units), reference
+        self._scores_key = key if key is not None else _digest(scores)
+
+    @property
+    def key(self) -> dict:
+        return {"explanation_guided_removal": self._scores_key, "units": self.units,
+                "reference": _reference_key(self.reference)}
+
+    def __call__(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        units = _UNITS[self.units](x)
+        scores = self.scores[idx.to(self.scores.device)].to(x.device)
+        if scores.shape[1] != units.n:
+            raise ValueError(f"scores has {scores.shape[1]} units per sample but the batch has {units.n} {self.units}")
+        r = torch.rand(len(x), generator=generator, dtype=torch.float64).to(x.device)
+        count = torch.floor(r * units.n).long()
+        ranking = perturb.order(scores, "morf")
+        steps = torch.arange(units.n, device=x.device).expand_as(ranking)
+        removed = torch.zeros_like(ranking, dtype=torch.bool).scatter_(1, ranking, steps < count[:, None])
+        return perturb.apply_removal(x, removed, units, _reference_on(self.reference, x))
+
+
+class CropFlip:
+    """Standard CIFAR augmentation on image batches (B, C, H, W): random crop of the image zero-padded by
+    ``padding`` (zero = dataset mean for normalised images), then horizontal flip with probability 1/2."""
+
+    def __init__(self, padding: int = 4):
+        self.padding = _validate.positive_int(padding, "padding")
+
+    @property
+    def key(self) -> dict:
+        return {"crop_flip": self.padding}
+
+    def __call__(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        _validate.tensor(x, "x", ndim=4)
+        b, _, h, w = x.shape
+        p = self.padding
+        shift = torch.randint(0, 2 * p + 1, (b, 2), generator=generator).to(x.device)
+        flip = (torch.rand(b, generator=generator) < 0.5).to(x.device)
+        rows = shift[:, :1] + torch.arange(h, device=x.device)
+        cols = torch.arange(w, device=x.device).expand(b, w)
+        cols = shift[:, 1:] + torch.where(flip[:, None], cols.flip(1), cols)
+        padded = F.pad(x, (p, p, p, p))
+        batch = torch.arange(b, device=x.device)[:, None, None]
+        return padded[batch, :, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2)
+
+
+class Compose:
+    """Apply augmentation hooks in order (each sees the previous one's output and the same generator)."""
+
+    def __init__(self, *hooks):
+        for i, hook in enumerate(hooks):
+            _check_hook(hook, f"hooks[{i}]")
+        self.hooks = hooks
+
+    @property
+    def key(self) -> list:
+        return [hook.key for hook in self.hooks]
+
+    def __call__(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        for hook in self.hooks:
+            x = hook(x, y, idx, generator)
+        return x
+
+
+AUGMENTATIONS: dict[str, Callable[[], Any]] = {"crop_flip": CropFlip}
+"""Standard augmentations selectable by name in ``TrainConfig.augment`` (applied before the ``augment`` hook)."""
+
+
+def _check_hook(hook, name: str) -> None:
+    if not callable(hook) or not hasattr(hook, "key"):
+        raise TypeError(f"{name} must be a callable (x, y, idx, generator) -> x with a 'key' attribute")
+
+
+# ------------------------------------------------------------------------------------------------------ config
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Training hyper-parameters (all part of the cache key).
+
+    optimizer: "adam" | "adamw" | "sgd" (``momentum`` is used by SGD only). scheduler: None or "cosine" (per
+    epoch over ``epochs``). augment: names from :data:`AUGMENTATIONS`, applied in order before any hook.
+    drop_last: skip the last incomplete batch of each epoch (avoids size-1 batches with batch norm).
+    """
+
+    epochs: int = 10
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    optimizer: str = "adam"
+    batch_size: int = 128
+    seed: int = 0
+    momentum: float = 0.9
+    scheduler: str | None = None
+    augment: tuple[str, ...] = ()
+    drop_last: bool = False
+
+    def __post_init__(self) -> None:
+        _validate.positive_int(self.epochs, "epochs")
+        _validate.positive_int(self.batch_size, "batch_size")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
+        for name, positive in (("lr", True), ("weight_decay", False), ("momentum", False)):
+            value = getattr(self, name)
+            number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            if not (number and (value > 0 if positive else value >= 0)):
+                sign = "positive" if positive else "non-negative"
+                raise ValueError(f"{name} must be a finite {sign} number, got {value!r}")
+            object.__setattr__(self, name, float(value))
+        if self.optimizer not in _OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {_OPTIMIZERS}, got {self.optimizer!r}")
+        if self.scheduler not in _SCHEDULERS:
+            raise ValueError(f"scheduler must be one of {_SCHEDULERS}, got {self.scheduler!r}")
+        augment = (self.augment,) if isinstance(self.augment, str) else tuple(self.augment)
+        unknown = [a for a in augment if a not in AUGMENTATIONS]
+        if unknown:
+            raise ValueError(f"augment must name entries of {list(AUGMENTATIONS)}, got {unknown}")
+        object.__setattr__(self, "augment", augment)
+
+
+# ----------------------------------------------------------------------------------------------------- caching
+
+
+def cache_key(payload: dict) -> str:
+    """sha256 hex digest of the canonical JSON (sorted keys, no spaces) of ``payload``."""
+    try:
+        text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"model_config, data_key and augment keys must be JSON-serialisable: {err}") from None
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _cache_files(key: str, cache_dir: str | os.PathLike | None) -> tuple[Path, Path]:
+    folder = (Path(cache_dir) if cache_dir is not None else paths.cache_dir()) / "models"
+    return folder / f"{key}.pt", folder / f"{key}.json"
+
+
+# ------------------------------------------------------------------------------------------------------ loops
+
+
+@contextmanager
+def _private_global_rng(seed: int) -> Iterator[None]:
+    """Seed the global CPU (and CUDA) RNG inside a fork, restoring the caller's state on exit."""
+    cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=cuda):
+        torch.manual_seed(seed)
+        yield
+
+
+def _tensors(data: Dataset) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(x, y) of in-memory datasets (TensorData, TensorDataset) for the fast path, else None."""
+    if isinstance(data, TensorDataset) and len(data.tensors) >= 2:
+        return data.tensors[0], data.tensors[1]
+    x, y = getattr(data, "x", None), getattr(data, "y", None)
+    return (x, y) if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) else None
+
+
+def _check_data(data, name: str) -> int:
+    if not isinstance(data, Dataset) or not hasattr(data, "__len__"):
+        raise TypeError(f"{name} must be a torch Dataset with a length yielding (x, y), got {type(data).__name__}")
+    if len(data) == 0:
+        raise ValueError(f"{name} is empty")
+    return len(data)
+
+
+def _batches(data: Dataset, order: torch.Tensor, batch_size: int, device: torch.device, drop_last: bool = False
+             ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """Yield (idx, x, y) batches of ``data`` in the given index order, x and y on device."""
+    chunks = list(order.split(batch_size))
+    if drop_last and len(chunks) > 1 and len(chunks[-1]) < batch_size:
+        chunks.pop()
+    tensors = _tensors(data)
+    if tensors is not None:
+        x, y = tensors
+        for idx in chunks:
+            yield idx, x[idx].to(device), y[idx].to(device)
+        return
+    # a private generator: otherwise the loader draws its worker base seed from the global RNG (dropout's stream)
+    loader = DataLoader(data, batch_sampler=[idx.tolist() for idx in chunks], generator=torch.Generator())
+    for idx, (xb, yb) in zip(chunks, loader):
+        yield idx, xb.to(device), yb.to(device)
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, data: Dataset, *, batch_size: int = 256, device: torch.device | str | None = None
+             ) -> dict[str, float]:
+    """Mean cross-entropy ``loss`` and ``accuracy`` (higher is better) of an eval-mode model on a dataset."""
+    _validate.eval_mode(model)
+    n = _check_data(data, "data")
+    _validate.positive_int(batch_size, "batch_size")
+    device = torch.device(device) if device is not None else next(model.parameters()).device
+    loss = correct = 0.0
+    for _, xb, yb in _batches(data, torch.arange(n), batch_size, device):
+        logits = model(xb)
+        loss += float(F.cross_entropy(logits, yb, reduction="sum"))
+        correct += float((logits.argmax(dim=1) == yb).sum())
+    return {"loss": loss / n, "accuracy": correct / n}
+
+
+def _optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
+    params = [p for p in model.parameters() if p.requires_grad]
+    if config.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
+    cls = torch.optim.Adam if config.optimizer == "adam" else torch.optim.AdamW
+    return cls(params, lr=config.lr, weight_decay=config.weight_decay)
+
+
+def _train(model: nn.Module, train_data: Dataset, config: TrainConfig, hook, test_data: Dataset | None,
+           device: torch.device, generators: tuple[torch.Generator, torch.Generator], progress: bool, desc: str
+           ) -> dict[str, Any]:
+    """The epoch loop; leaves the best-on-test (or last) weights in ``model`` and returns the history."""
+    shuffle_gen, aug_gen = generators
+    n = len(train_data)
+    opt = _optimizer(model, config)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, config.epochs) if config.scheduler == "cosine" else None
+    epochs, best_acc, best_epoch, best_state = [], -1.0, config.epochs, None
+    bar = tqdm(range(1, config.epochs + 1), desc=desc, disable=not progress)
+    for epoch in bar:
+        model.train()
+        loss_sum = torch.zeros((), device=device)
+        correct = torch.zeros((), device=device, dtype=torch.long)
+        seen = 0
+        for idx, xb, yb in _batches(train_data, torch.randperm(n, generator=shuffle_gen), config.batch_size,
+                                    device, config.drop_last):
+            if hook is not None:
+                xb = hook(xb, yb, idx, aug_gen)
+            logits = model(xb)
+            loss = F.cross_entropy(logits, yb)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            loss_sum += loss.detach() * len(yb)
+            correct += (logits.detach().argmax(dim=1) == yb).sum()
+            seen += len(yb)
+        train_loss = float(loss_sum) / seen
+        if not math.isfinite(train_loss):
+            raise RuntimeError(f"training loss became {train_loss} in epoch {epoch} of {config.epochs} "
+                               f"(lr={config.lr}); lower the learning rate or check the data")
+        if sched is not None:
+            sched.step()
+        row = {"epoch": epoch, "train_loss": train_loss, "train_acc": float(correct) / seen}
+        if test_data is not None:
+            model.eval()
+            scores = evaluate(model, test_data, batch_size=config.batch_size, device=device)
+            row.update(test_loss=scores["loss"], test_acc=scores["accuracy"])
+            if scores["accuracy"] > best_acc:
+                best_acc, best_epoch = scores["accuracy"], epoch
+                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        epochs.append(row)
+        bar.set_postfix({k: round(v, 4) for k, v in row.items() if k != "epoch"})
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    return {"epochs": epochs, "best_epoch": best_epoch}
+
+
+def _run(make_model: Callable[[], nn.Module], spec: dict, train_data: Dataset, config: TrainConfig, augment,
+         test_data: Dataset | None, cache: bool, cache_dir, device: torch.device, progress: bool, desc: str
+         ) -> tuple[nn.Module, dict[str, Any]]:
+    """Shared body of fit/finetune: validate, look up the cache, else train seeded and write the cache."""
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    _check_data(train_data, "train_data")
+    if test_data is not None:
+        _check_data(test_data, "test_data")
+    if augment is not None:
+        _check_hook(augment, "augment")
+    named = [AUGMENTATIONS[name]() for name in config.augment]
+    hooks = [*named, *([augment] if augment is not None else [])]
+    hook = Compose(*hooks) if hooks else None
+    spec = {**spec, "train": dataclasses.asdict(config), "augment": None if augment is None else augment.key,
+            "test_data": test_data is not None, "version": faithlab.__version__}
+    key = cache_key(spec)
+    weights_file, history_file = _cache_files(key, cache_dir) if cache else (None, None)
+
+    master = torch.Generator().manual_seed(config.seed)
+    init_seed, shuffle_seed, aug_seed = torch.randint(0, 2**62, (3,), generator=master).tolist()
+    with _private_global_rng(init_seed):
+        model = make_model()
+        if cache and weights_file.is_file() and history_file.is_file():
+            model.load_state_dict(torch.load(weights_file, map_location="cpu", weights_only=True))
+            history = json.loads(history_file.read_text())
+            return model.to(device).eval(), {**history, "from_cache": True}
+        model.to(device)
+        start = time.perf_counter()
+        generators = (torch.Generator().manual_seed(shuffle_seed), torch.Generator().manual_seed(aug_seed))
+        history = _train(model, train_data, config, hook, test_data, device, generators, progress, desc)
+    history = {"key": key, **history, "train_seconds": time.perf_counter() - start, "spec": spec}
+    if cache:
+        state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+        paths.atomic_write(weights_file, lambda tmp: torch.save(state, tmp))
+        paths.atomic_write(history_file, lambda tmp: tmp.write_text(json.dumps(history, indent=1)))
+    return model.eval(), {**history, "from_cache": False}
+
+
+def fit(
+    model_name: str,
+    model_config: dict,
+    train_data: Dataset,
+    config: TrainConfig,
+    *,
+    data_key: str,
+    test_data: Dataset | None = None,
+    augment=None,
+    cache: bool = True,
+    cache_dir: str | os.PathLike | None = None,
+    device: torch.device | str | None = None,
+    progress: bool = True,
+) -> tuple[nn.Module, dict[str, Any]]:
+    """Train ``models.build(model_name, **model_config)`` with cross-entropy, or load it from the cache.
+
+    train_data/test_data: torch Datasets yielding (x, y); TensorData / TensorDataset are indexed directly (fast
+    path). data_key: a string that identifies the training data (name, split, size, seed, …) in the cache key.
+    With ``test_data`` the weights of the epoch with the best test accuracy are kept (as the F-Fidelity code),
+    else the last. augment: a hook (see module docstring), applied after ``config.augment``. device: default CUDA
+    if available, else CPU. Raises RuntimeError naming the epoch if the loss becomes NaN/inf.
+    Returns (model in eval mode on device, history dict with ``key``, per-epoch ``epochs`` rows, ``best_epoch``,
+    ``train_seconds``, ``spec`` and ``from_cache``).
+    """
+    if model_name not in models.available():
+        raise ValueError(f"model_name must be one of {models.available()}, got {model_name!r}")
+    if not isinstance(model_config, dict):
+        raise TypeError(f"model_config must be a dict, got {type(model_config).__name__}")
+    spec = {"model": model_name, "model_config": model_config, "data": data_key}
+    dev = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return _run(lambda: models.build(model_name, **model_config), spec, train_data, config, augment,
+                test_data, cache, cache_dir, dev, progress, model_name)
+
+
+def finetune(
+    model: nn.Module,
+    train_data: Dataset,
+    config: TrainConfig,
+    augment=None,
+    *,
+    data_key: str,
+    base_key: str,
+    test_data: Dataset | None = None,
+    cache: bool = True,
+    cache_dir: str | os.PathLike | None = None,
+    device: torch.device | str | None = None,
+    progress: bool = True,
+) -> tuple[nn.Module, dict[str, Any]]:
+    """:func:`fit` starting from a copy of ``model``'s weights (``model`` itself is not modified), e.g. F-Fidelity
+    fine-tuning (eq. 5) with ``augment=RandomRemoval(0.1)``. base_key: the base model's cache key
+    (``history["key"]`` of its :func:`fit`). device: default the model's device."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not isinstance(base_key, str) or not base_key:
+        raise ValueError(f"base_key must be a non-empty string (the base model's cache key), got {base_key!r}")
+    dev = torch.device(device) if device is not None else next(model.parameters()).device
+    spec = {"base": base_key, "data": data_key}
+    return _run(lambda: copy.deepcopy(model), spec, train_data, config, augment, test_data, cache,
+                cache_dir, dev, progress, "finetune")

@@ -1,0 +1,113 @@
+"""Every notebook runs in the smoke profile, the book builds with warnings as errors, and a browser looks at it.
+
+The notebooks write into a temporary copy of the book (FAITHLAB_GENERATED), so the test never touches the
+user's book/_generated or its stamps.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from faithlab import study
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = [nb.name for nb in study.discover(ROOT)]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def smoke_book(tmp_path_factory):
+    """A copy of book/ whose _generated folder holds the smoke-profile outputs of every notebook."""
+    site = tmp_path_factory.mktemp("site")
+    shutil.copytree(ROOT / "book", site / "book", ignore=shutil.ignore_patterns("_build", "_generated"))
+    shutil.copy(ROOT / "_config.yml", site / "_config.yml")
+    generated = site / "book" / "_generated"
+    results = study.run(profile="smoke", root=ROOT, generated=generated, force=True, jobs=1, timeout=600)
+    return site, {r.name: r for r in results}
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_runs_in_smoke_profile(smoke_book, name):
+    site, results = smoke_book
+    result = results[name]
+    assert result.status == "ran", f"{name} failed: {result.message}"
+    paper, experiment = name.split("/")
+    assert (site / "book" / "_generated" / paper / f"{experiment}.ipynb").is_file()
+    assert any((site / "book" / "_generated" / paper / experiment).iterdir()), f"{name} wrote no artifact"
+
+
+@pytest.fixture(scope="module")
+def built_book(smoke_book):
+    site, results = smoke_book
+    failed = [r.name for r in results.values() if r.status != "ran"]
+    if failed:
+        pytest.fail(f"cannot build the book: notebooks failed: {failed}")
+    jb = Path(sys.executable).with_name("jupyter-book")
+    cmd = [str(jb), "build", "book", "--config", "_config.yml", "-W", "-n", "--keep-going", "--all"]
+    proc = subprocess.run(cmd, cwd=site, capture_output=True, text=True, timeout=900)
+    return site / "_build" / "html", proc
+
+
+def test_book_builds_with_warnings_as_errors(built_book):
+    html, proc = built_book
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert (html / "index.html").is_file()
+    for page in ("basics", "ffidelity", "saco", "scorecard", "references"):
+        assert (html / f"{page}.html").is_file(), page
+    basics = (html / "basics.html").read_text()
+    assert "deletion_curves.png" in basics and "<table" in basics
+
+
+def _pages(html: Path) -> list[Path]:
+    """Every page of the book (the chapters and the executed notebooks), but Sphinx's index/search pages."""
+    skip = {"index.html", "genindex.html", "search.html"}
+    return sorted(p for p in html.rglob("*.html") if p.name not in skip and "_static" not in p.parts)
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (make test installs Debian's chromium when it can)")
+def test_browser_sees_titles_images_and_working_links(built_book):
+    from playwright.sync_api import sync_playwright
+
+    html, proc = built_book
+    assert proc.returncode == 0, "the book did not build"
+    problems: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
+        )
+        page = browser.new_page()
+        # index.html redirects to the first page of the table of contents.
+        page.goto((html / "index.html").as_uri())
+        page.wait_for_url("**/intro.html", timeout=10_000)
+        if "faithlab" not in page.title():
+            problems.append(f"index.html: landing page title is {page.title()!r}")
+        for path in _pages(html):
+            page.goto(path.as_uri(), wait_until="load")
+            if not page.title().strip():
+                problems.append(f"{path.name}: empty title")
+            images = page.eval_on_selector_all("img", "els => els.map(e => [e.src, e.complete, e.naturalWidth])")
+            problems += [f"{path.name}: image did not load: {src}" for src, complete, width in images if width == 0]
+            links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
+            for link in links:
+                url = urlparse(link)
+                if url.scheme != "file":
+                    continue
+                target = Path(unquote(url.path))
+                if not target.exists():
+                    problems.append(f"{path.name}: broken link {link}")
+                elif url.fragment and target.suffix == ".html":
+                    text = target.read_text()
+                    if f'id="{url.fragment}"' not in text and f"name=\"{url.fragment}\"" not in text:
+                        problems.append(f"{path.name}: missing anchor {link}")
+        browser.close()
+    assert not problems, "\n".join(problems)

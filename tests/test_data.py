@@ -1,0 +1,511 @@
+"""Tests for faithlab.data: seeded index utilities, embedded datasets with known ground truth (oracle checks of the
+ground truth) and the real-dataset loaders on tiny fake copies written in each dataset's real on-disk format."""
+
+from __future__ import annotations
+
+import math
+import os
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+import faithlab as fl
+from faithlab.data import TensorData
+
+D = fl.data
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Data generation runs many small matrix products: one thread avoids oversubscribing a loaded 2-core box."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _runs(mask_row: torch.Tensor) -> list[tuple[int, int]]:
+    """Contiguous True runs of a 1-D bool tensor as (start, stop)."""
+    padded = torch.cat([torch.tensor([False]), mask_row, torch.tensor([False])]).int()
+    edges = (padded[1:] - padded[:-1]).nonzero().flatten().tolist()
+    return list(zip(edges[0::2], edges[1::2]))
+
+
+# --------------------------------------------------------------------------------------------------- TensorData
+def test_tensordata_indexing_subset_and_extras():
+    x = torch.arange(24.0).reshape(6, 4)
+    y = torch.tensor([0, 1, 0, 1, 2, 2])
+    mask = x > 10
+    data = TensorData(x, y, mask, {"name": "toy", "n_classes": 3}, {"boxes": torch.arange(12).reshape(6, 2)})
+    assert len(data) == 6 and data.n_classes == 3
+    xi, yi = data[2]
+    assert torch.equal(xi, x[2]) and int(yi) == 0
+    sub = data.subset([4, 1])
+    assert torch.equal(sub.x, x[[4, 1]]) and torch.equal(sub.mask, mask[[4, 1]])
+    assert torch.equal(sub.boxes, torch.tensor([[8, 9], [2, 3]]))
+    by_mask = data.subset(y == 2)
+    assert torch.equal(by_mask.y, torch.tensor([2, 2])) and by_mask.info == data.info
+    moved = data.to("cpu")
+    assert moved is not data and torch.equal(moved.extras["boxes"], data.boxes)
+    with pytest.raises(AttributeError, match="nope"):
+        _ = data.nope
+    x_batch, y_batch = next(iter(torch.utils.data.DataLoader(data, batch_size=4)))
+    assert x_batch.shape == (4, 4) and torch.equal(y_batch, y[:4])
+
+
+def test_tensordata_rejects_bad_input():
+    y = torch.tensor([0, 1])
+    with pytest.raises(ValueError, match="x"):
+        TensorData(torch.zeros(0, 3), torch.zeros(0, dtype=torch.int64))
+    with pytest.raises(TypeError, match="y"):
+        TensorData(torch.zeros(2, 3), y.float())
+    with pytest.raises(ValueError, match="y"):
+        TensorData(torch.zeros(3, 3), y)
+    with pytest.raises(TypeError, match="mask"):
+        TensorData(torch.zeros(2, 3), y, torch.zeros(2, 3))
+    with pytest.raises(ValueError, match="indices"):
+        TensorData(torch.zeros(2, 3), y).subset([])
+
+
+# ------------------------------------------------------------------------------------------- index utilities
+def test_split_indices_partition_sizes_and_stratification():
+    train, test = D.split_indices(10, seed=3, test_fraction=0.25)
+    assert test.numel() == 3  # round(2.5) half up
+    assert torch.equal(torch.cat([train, test]).sort().values, torch.arange(10))
+    labels = torch.tensor([0] * 10 + [1] * 5 + [2] * 7)
+    train, test = D.split_indices(22, seed=1, test_fraction=0.2, labels=labels)
+    assert torch.bincount(labels[test]).tolist() == [2, 1, 1]  # round(2.0), round(1.0), round(1.4)
+    assert torch.equal(torch.cat([train, test]).sort().values, torch.arange(22))
+    again = D.split_indices(22, seed=1, test_fraction=0.2, labels=labels)[1]
+    other = D.split_indices(22, seed=2, test_fraction=0.2, labels=labels)[1]
+    assert torch.equal(test, again) and not torch.equal(test, other)
+    for bad in (0.0, 1.0):
+        with pytest.raises(ValueError, match="test_fraction"):
+            D.split_indices(10, test_fraction=bad)
+    with pytest.raises(ValueError, match="labels"):
+        D.split_indices(10, labels=torch.zeros(9))
+
+
+def test_kfold_indices_disjoint_covering_and_complementary():
+    folds = D.kfold_indices(23, k=5, seed=7)
+    blocks = [block for _, block in folds]
+    assert sorted(b.numel() for b in blocks) == [4, 4, 5, 5, 5]
+    assert torch.equal(torch.cat(blocks).sort().values, torch.arange(23))  # disjoint and covering
+    for train, block in folds:
+        assert torch.equal(torch.cat([train, block]).sort().values, torch.arange(23))
+    assert all(torch.equal(a[1], b[1]) for a, b in zip(folds, D.kfold_indices(23, k=5, seed=7)))
+    assert not torch.equal(blocks[0], D.kfold_indices(23, k=5, seed=8)[0][1])
+    with pytest.raises(ValueError, match="k"):
+        D.kfold_indices(3, k=4)
+
+
+def test_switch_labels_exact_count_always_a_different_class():
+    y = torch.arange(1000) % 10
+    for fraction in (0.0, 0.05, 0.3, 1.0):
+        switched = D.switch_labels(y, fraction, n_classes=10, seed=1)
+        changed = switched != y
+        assert int(changed.sum()) == math.floor(fraction * 1000)  # ⌊fraction·n⌋ and none kept its label
+    y10 = torch.tensor([0, 1, 2, 0, 1, 2, 0, 1, 2, 0])
+    assert int((D.switch_labels(y10, 0.3, 3) != y10).sum()) == 3
+    # the new class is uniform over the other classes: with 2 classes it is forced, with 3 both shifts appear
+    big = torch.zeros(3000, dtype=torch.int64)
+    new = D.switch_labels(big, 1.0, n_classes=3, seed=0)
+    share = torch.bincount(new, minlength=3).float() / 3000
+    assert share[0] == 0 and abs(share[1].item() - 0.5) < 0.05
+    assert torch.equal(D.switch_labels(y, 0.3, 10, seed=4), D.switch_labels(y, 0.3, 10, seed=4))
+    with pytest.raises(ValueError, match="n_classes"):
+        D.switch_labels(y, 0.1, n_classes=1)
+    with pytest.raises(ValueError, match="y"):
+        D.switch_labels(y, 0.1, n_classes=5)
+    with pytest.raises(ValueError, match="fraction"):
+        D.switch_labels(y, 1.5, n_classes=10)
+
+
+def test_fraction_subset_size_and_determinism():
+    subset = D.fraction_subset(50, 0.3, seed=2)
+    assert subset.numel() == 15 and torch.equal(subset, subset.unique())
+    assert torch.equal(subset, D.fraction_subset(50, 0.3, seed=2))
+    assert not torch.equal(subset, D.fraction_subset(50, 0.3, seed=3))
+    assert torch.equal(D.fraction_subset(7, 1.0), torch.arange(7))
+    with pytest.raises(ValueError, match="fraction"):
+        D.fraction_subset(10, 0.0)
+
+
+def test_to_tensors_any_dataset_and_batch_size_invariance():
+    class Pairs(torch.utils.data.Dataset):
+        def __len__(self):
+            return 10
+
+        def __getitem__(self, i):
+            return torch.full((2, 3), float(i)), i % 3
+
+    x4, y4 = D.to_tensors(Pairs(), n=7, batch_size=4)
+    x1, y1 = D.to_tensors(Pairs(), n=7, batch_size=1)
+    assert x4.shape == (7, 2, 3) and y4.dtype == torch.int64
+    assert torch.equal(x4, x1) and torch.equal(y4, torch.arange(7) % 3)
+    assert D.to_tensors(Pairs())[0].shape[0] == 10
+
+
+# ------------------------------------------------------------------------------------------------------- digits
+def test_digits_content_split_and_normalisation():
+    from sklearn.datasets import load_digits
+
+    reference = load_digits()
+    train = D.load("digits", split="train", size=8, seed=0)
+    test = D.load("digits", split="test", size=8, seed=0)
+    assert len(train) + len(test) == 1797 and train.x.shape[1:] == (1, 8, 8)
+    assert torch.bincount(test.y).tolist() == [round(0.2 * c) for c in np.bincount(reference.target)]
+    assert not set(train.source_index.tolist()) & set(test.source_index.tolist())
+    # size 8 is the identity resize: undoing the normalisation gives sklearn's pixels / 16
+    mean, std = test.info["mean"][0], test.info["std"][0]
+    raw = torch.tensor(reference.images[test.source_index.numpy()] / 16.0, dtype=torch.float32)
+    assert torch.allclose(test.x[:, 0] * std + mean, raw, atol=1e-5)
+    assert torch.equal(test.y, torch.tensor(reference.target[test.source_index.numpy()]))
+    assert abs(train.x.mean().item()) < 1e-5 and abs(train.x.std(unbiased=False).item() - 1) < 1e-4
+
+
+def test_digits_colour_seeds_and_classes():
+    a = D.digits(seed=1, size=16, color=True)
+    b = D.digits(seed=1, size=16, color=True)
+    c = D.digits(seed=2, size=16, color=True)
+    assert a.x.shape[1:] == (3, 16, 16) and torch.equal(a.x, b.x) and not torch.equal(a.x[:50], c.x[:50])
+    per_channel = a.x.transpose(0, 1).flatten(1)
+    assert torch.allclose(per_channel.mean(1), torch.zeros(3), atol=1e-5)
+    assert torch.allclose(per_channel.std(1, unbiased=False), torch.ones(3), atol=1e-4)
+    few = D.digits(classes=[7, 2], size=8)
+    assert few.info["n_classes"] == 2 and few.info["class_names"] == ["7", "2"]
+    targets = torch.tensor(D._embedded._sklearn_digits()[1])[few.source_index]
+    assert torch.equal(torch.tensor([7, 2])[few.y], targets)  # label k ↔ classes[k]
+    with pytest.raises(ValueError, match="classes"):
+        D.digits(classes=[3])
+    with pytest.raises(ValueError, match="n_classes"):
+        D.digits(classes=[1, 2], n_classes=3)
+    with pytest.raises(ValueError, match="split"):
+        D.digits(split="val")
+
+
+# ------------------------------------------------------------------------------------------------ canvas digits
+@pytest.mark.parametrize("r", [0.1, 0.2, 0.3])
+def test_canvas_foreground_fraction_matches_r(r):
+    data = D.canvas_digits(r=r, seed=0)
+    realised = data.mask.float().mean(dim=(1, 2))
+    assert torch.equal(realised, data.fraction)
+    deviation = (realised - r).abs()
+    assert deviation.mean() < 0.005 and torch.quantile(deviation, 0.95) < 0.01
+
+
+def test_canvas_mask_boxes_and_colours_are_ground_truth():
+    data = D.canvas_digits(split="test", r=0.15, seed=3, n=64)
+    assert len(data) == 64 and data.x.shape[1:] == (3, 32, 32)
+    mean = torch.tensor(data.info["mean"])[None, :, None, None]
+    std = torch.tensor(data.info["std"])[None, :, None, None]
+    raw = (data.x * std + mean).permute(0, 2, 3, 1)  # (N, H, W, 3) in [0, 1]
+    for i in range(len(data)):
+        inside, outside = raw[i][data.mask[i]], raw[i][~data.mask[i]]
+        # two flat colours: the mask is exactly the set of digit-coloured pixels
+        assert (inside - inside[0]).abs().max() < 1e-5 and (outside - outside[0]).abs().max() < 1e-5
+        assert (inside[0] - outside[0]).abs().min() > 0.24
+        x0, y0, x1, y1 = data.boxes[i].tolist()
+        rows, cols = data.mask[i].any(1).nonzero().flatten(), data.mask[i].any(0).nonzero().flatten()
+        assert (y0, y1, x0, x1) == (rows.min(), rows.max() + 1, cols.min(), cols.max() + 1)
+
+
+def test_canvas_few_class_remap_determinism_and_errors():
+    two = D.canvas_digits(classes=[0, 1], r=0.2, seed=0)
+    three = D.canvas_digits(classes=[5, 1, 2], r=0.2, seed=0, color=False)
+    assert set(two.y.tolist()) == {0, 1} and two.info["n_classes"] == 2
+    targets = torch.tensor(D._embedded._sklearn_digits()[1])
+    assert torch.equal(torch.tensor([5, 1, 2])[three.y], targets[three.source_index])
+    assert three.x.shape[1] == 1 and torch.bincount(three.y).min() > 100
+    again = D.canvas_digits(classes=[0, 1], r=0.2, seed=0)
+    other = D.canvas_digits(classes=[0, 1], r=0.2, seed=1)
+    assert torch.equal(two.x, again.x) and torch.equal(two.mask, again.mask)
+    assert not torch.equal(two.mask[:20], other.mask[:20])
+    for bad in (0.0, 1.0):
+        with pytest.raises(ValueError, match="r"):
+            D.canvas_digits(r=bad)
+    with pytest.raises(ValueError, match="classes"):
+        D.canvas_digits(classes=[0, 0])
+
+
+# -------------------------------------------------------------------------------------------------- time series
+def _seq_comb_oracle(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Class from the slope sign of the (channel-mean) signal in each masked window: bit j ↔ window j rising."""
+    predictions = []
+    for series, row in zip(x.mean(-1), mask):
+        label = 0
+        for j, (a, b) in enumerate(_runs(row)):
+            t = torch.arange(b - a, dtype=torch.float32)
+            label |= int(((t - t.mean()) * series[a:b]).sum() > 0) << j
+        predictions.append(label)
+    return torch.tensor(predictions)
+
+
+def _freq_shape_oracle(x: torch.Tensor, mask: torch.Tensor, freqs: list[float]) -> torch.Tensor:
+    """Class whose frequency carries the most power (summed over the masked windows)."""
+    f = torch.tensor(freqs)
+    predictions = []
+    for series, row in zip(x.mean(-1), mask):
+        power = torch.zeros(len(freqs))
+        for a, b in _runs(row):
+            t = torch.arange(b - a, dtype=torch.float32)[:, None]
+            angle = 2 * math.pi * f[None, :] * t
+            seg = series[a:b, None]
+            power += (seg * angle.cos()).sum(0) ** 2 + (seg * angle.sin()).sum(0) ** 2
+        predictions.append(int(power.argmax()))
+    return torch.tensor(predictions)
+
+
+def test_seq_comb_mask_holds_the_label():
+    data = D.load("seq_comb", n=300, length=80, channels=2, seed=5)
+    assert data.x.shape == (300, 80, 2) and data.mask.shape == (300, 80)
+    assert all(len(_runs(row)) == 2 for row in data.mask)
+    kept = data.x * data.mask[:, :, None]  # every non-salient step zeroed
+    assert (_seq_comb_oracle(kept, data.mask) == data.y).float().mean() == 1.0
+    clean = D.timeseries("seq_comb", n=50, noise=0.0, seed=5)
+    assert (clean.x[~clean.mask] == 0).all()  # without noise, nothing outside the windows
+    assert torch.bincount(data.y, minlength=4).min() > 40  # all 2**2 shape combinations occur
+
+
+def test_freq_shape_mask_holds_the_label():
+    data = D.load("freq_shape", n=300, n_classes=3, seed=2, window=(16, 24))
+    kept = data.x * data.mask[:, :, None]
+    accuracy = (_freq_shape_oracle(kept, data.mask, data.info["frequencies"]) == data.y).float().mean()
+    assert accuracy >= 0.98
+    lengths = data.window_length
+    assert lengths.min() >= 16 and lengths.max() <= 24 and torch.equal(data.mask.sum(1), lengths.sum(1))
+
+
+def test_timeseries_seeds_and_errors():
+    a, b = D.timeseries("freq_shape", n=20, seed=1), D.timeseries("freq_shape", n=20, seed=1)
+    c = D.timeseries("freq_shape", n=20, seed=2)
+    test = D.timeseries("freq_shape", split="test", n=20, seed=1)
+    assert torch.equal(a.x, b.x) and torch.equal(a.mask, b.mask)
+    assert not torch.equal(a.x, c.x) and not torch.equal(a.x, test.x)
+    with pytest.raises(ValueError, match="task"):
+        D.timeseries("sawtooth")
+    with pytest.raises(ValueError, match="window"):
+        D.timeseries(window=(1, 5))
+    with pytest.raises(ValueError, match="length"):
+        D.timeseries(length=30, window=(10, 20))
+    with pytest.raises(ValueError, match="n_classes"):
+        D.timeseries("seq_comb", n_classes=5, n_windows=2)
+
+
+# ------------------------------------------------------------------------------------------------------- tokens
+def test_tokens_label_follows_from_rationale_alone():
+    data = D.load("tokens", n=400, length=20, vocab_size=30, n_signal=3, seed=4)
+    info = data.info
+    pos_lo, pos_hi = info["positive_ids"]
+    neg_lo, neg_hi = info["negative_ids"]
+    is_pos = (data.x >= pos_lo) & (data.x < pos_hi)
+    is_neg = (data.x >= neg_lo) & (data.x < neg_hi)
+    assert torch.equal(data.mask, is_pos | is_neg)  # the rationale is exactly the signal tokens
+    rule = ((is_pos & data.mask).sum(1) > (is_neg & data.mask).sum(1)).long()
+    assert torch.equal(rule, data.y) and 0.35 < data.y.float().mean() < 0.65
+    positions = torch.arange(20)[None, :]
+    assert torch.equal(data.x == 0, positions >= data.lengths[:, None])  # right padding with 0 only
+    assert data.lengths.min() >= info["min_length"] and data.lengths.max() <= 20 and data.lengths.unique().numel() > 5
+    assert torch.equal(data.x, D.tokens(n=400, length=20, vocab_size=30, n_signal=3, seed=4).x)
+    assert not torch.equal(data.x, D.tokens(n=400, length=20, vocab_size=30, n_signal=3, seed=5).x)
+    with pytest.raises(ValueError, match="vocab_size"):
+        D.tokens(vocab_size=8, n_signal=3)
+    with pytest.raises(ValueError, match="min_length"):
+        D.tokens(length=10, min_length=2, max_signal=3)
+
+
+# --------------------------------------------------------------------------------------------------------- load
+def test_load_dispatch_and_errors(tmp_path):
+    names = D.available()
+    assert {"digits", "canvas_digits", "seq_comb", "freq_shape", "tokens", "cifar10", "sst2", "pam"} <= set(names)
+    with pytest.raises(ValueError, match="name must be one of .*canvas_digits"):
+        D.load("mnist")
+    with pytest.raises(ValueError, match="data_dir"):
+        D.load("cifar10")
+    with pytest.raises(FileNotFoundError, match="cifar-10-batches-py") as err:
+        D.load("cifar10", data_dir=tmp_path)
+    assert str(tmp_path) in str(err.value)
+    with pytest.raises(ValueError, match="download"):
+        D.load("sst2", data_dir=tmp_path, download=True)
+    assert len(D.load("tokens", n=5)) == 5
+
+
+# -------------------------------------------------------------------------------------- real loaders, fake files
+def _pixels(n: int, offset: int) -> np.ndarray:
+    return ((np.arange(n * 3072).reshape(n, 3072) + offset * 7) % 256).astype(np.uint8)
+
+
+@pytest.fixture
+def cifar_md5_bypass(monkeypatch):
+    """torchvision verifies the md5 of every CIFAR file (``check_integrity`` in torchvision.datasets.cifar, used by
+    ``_check_integrity`` and ``_load_meta``); the fake files cannot match, so the test replaces that function by
+    an existence check."""
+    import torchvision.datasets.cifar as cifar
+
+    monkeypatch.setattr(cifar, "check_integrity", lambda path, md5=None: os.path.isfile(path))
+
+
+def test_cifar10_fake_pickle_batches(tmp_path, cifar_md5_bypass):
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    for k, name in enumerate([f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]):
+        with open(folder / name, "wb") as f:
+            pickle.dump({"data": _pixels(2, k), "labels": [k % 10, (k + 3) % 10]}, f)
+    with open(folder / "batches.meta", "wb") as f:
+        pickle.dump({"label_names": [f"class{i}" for i in range(10)]}, f)
+    train = D.load("cifar10", split="train", data_dir=tmp_path)
+    test = D.load("cifar10", split="test", data_dir=str(tmp_path))
+    assert len(train) == 10 and len(test) == 2 and train.info["n_classes"] == 10
+    x, y = D.to_tensors(test, batch_size=1)
+    mean, std = (torch.tensor(s)[:, None, None] for s in D.CIFAR10_STATS)
+    expected = (torch.tensor(_pixels(2, 5)).reshape(2, 3, 32, 32).float() / 255 - mean) / std
+    assert torch.allclose(x, expected, atol=1e-5) and y.tolist() == [5, 8]
+
+
+def test_cifar100_fake_pickle(tmp_path, cifar_md5_bypass):
+    folder = tmp_path / "cifar-100-python"
+    folder.mkdir()
+    for k, name in enumerate(["train", "test"]):
+        with open(folder / name, "wb") as f:
+            pickle.dump({"data": _pixels(3, k), "fine_labels": [99, 0, 42], "coarse_labels": [0, 1, 2]}, f)
+    with open(folder / "meta", "wb") as f:
+        pickle.dump({"fine_label_names": [f"c{i}" for i in range(100)]}, f)
+    data = D.load("cifar100", split="train", data_dir=tmp_path)
+    x, y = D.to_tensors(data)
+    assert y.tolist() == [99, 0, 42] and data.info["n_classes"] == 100 and x.shape == (3, 3, 32, 32)
+    assert data.info["mean"] == D.CIFAR100_STATS[0]
+
+
+def _write_idx(path, array: np.ndarray) -> None:
+    header = bytes([0, 0, 8, array.ndim]) + b"".join(int(d).to_bytes(4, "big") for d in array.shape)
+    path.write_bytes(header + array.astype(np.uint8).tobytes())
+
+
+def test_fashion_mnist_fake_idx_files(tmp_path):
+    raw = tmp_path / "FashionMNIST" / "raw"
+    raw.mkdir(parents=True)
+    images = (np.arange(4 * 28 * 28).reshape(4, 28, 28) % 256).astype(np.uint8)
+    for prefix, n in (("train", 4), ("t10k", 2)):
+        _write_idx(raw / f"{prefix}-images-idx3-ubyte", images[:n])
+        _write_idx(raw / f"{prefix}-labels-idx1-ubyte", np.arange(n) * 3 % 10)
+    x, y = D.to_tensors(D.load("fashion_mnist", split="train", data_dir=tmp_path))
+    (mean,), (std,) = D.FASHION_MNIST_STATS
+    assert x.shape == (4, 1, 28, 28) and y.tolist() == [0, 3, 6, 9]
+    assert torch.allclose(x[:, 0], (torch.tensor(images).float() / 255 - mean) / std, atol=1e-5)
+    assert len(D.load("fashion_mnist", split="test", data_dir=tmp_path)) == 2
+
+
+def _solid_jpeg(path, colour, size=(64, 64)) -> None:
+    from PIL import Image
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", size, colour).save(path, "JPEG", quality=100)
+
+
+COLOURS = [(200, 30, 30), (30, 200, 30), (30, 30, 200)]
+
+
+def _decoded_class(x: torch.Tensor, mean, std) -> int:
+    """Which of COLOURS a normalised solid image shows."""
+    rgb = (x.mean(dim=(1, 2)) * torch.tensor(std) + torch.tensor(mean)) * 255
+    return int(torch.stack([(rgb - torch.tensor(c)).abs().sum() for c in COLOURS]).argmin())
+
+
+def test_eurosat_fake_image_folder_split(tmp_path):
+    for c, name in enumerate(["AnnualCrop", "Forest", "River"]):
+        for k in range(5):
+            _solid_jpeg(tmp_path / "eurosat" / "2750" / name / f"{name}_{k + 1}.jpg", COLOURS[c])
+    train = D.load("eurosat", split="train", data_dir=tmp_path, seed=1)
+    test = D.load("eurosat", split="test", data_dir=tmp_path, seed=1)
+    assert (len(train), len(test)) == (12, 3) and not set(train.indices) & set(test.indices)
+    x, y = D.to_tensors(test)
+    assert sorted(y.tolist()) == [0, 1, 2] and x.shape == (3, 3, 64, 64)
+    assert [_decoded_class(xi, *D.IMAGENET_STATS) for xi in x] == y.tolist()
+    assert test.info["class_names"] == ["AnnualCrop", "Forest", "River"]
+
+
+def test_tiny_imagenet_fake_layout(tmp_path):
+    base = tmp_path / "tiny-imagenet-200"
+    wnids = ["n02", "n01", "n03"]  # file order ≠ sorted order: the class index follows sorted wnids
+    base.mkdir()
+    (base / "wnids.txt").write_text("\n".join(wnids) + "\n")
+    (base / "words.txt").write_text("n01\tgoldfish\nn02\tshark\nn03\tray\n")
+    annotations = []
+    for wnid in wnids:
+        colour = COLOURS[sorted(wnids).index(wnid)]
+        for k in range(2):
+            _solid_jpeg(base / "train" / wnid / "images" / f"{wnid}_{k}.JPEG", colour)
+        _solid_jpeg(base / "val" / "images" / f"val_{wnid}.JPEG", colour)
+        annotations.append(f"val_{wnid}.JPEG\t{wnid}\t1\t2\t50\t60")
+    (base / "val" / "val_annotations.txt").write_text("\n".join(annotations) + "\n")
+    train = D.load("tiny_imagenet", split="train", data_dir=tmp_path)
+    test = D.load("tiny_imagenet", split="test", data_dir=base)
+    assert len(train) == 6 and train.info["class_names"] == ["goldfish", "shark", "ray"]
+    for dataset in (train, test):
+        x, y = D.to_tensors(dataset)
+        assert [_decoded_class(xi, *D.TINY_IMAGENET_STATS) for xi in x] == y.tolist()
+    assert D.to_tensors(test)[1].tolist() == [1, 0, 2] and test.boxes.tolist()[0] == [1, 2, 50, 60]
+    with pytest.raises(FileNotFoundError, match="wnids.txt"):
+        D.load("tiny_imagenet", data_dir=tmp_path / "nothing")
+
+
+def test_imagenet_val_fake_image_folder(tmp_path):
+    for c, wnid in enumerate(["n01440764", "n01443537"]):
+        _solid_jpeg(tmp_path / "val" / wnid / f"ILSVRC2012_val_0000000{c}.JPEG", COLOURS[c], size=(300, 260))
+    data = D.load("imagenet_val", split="test", data_dir=tmp_path)
+    x, y = D.to_tensors(data)
+    assert x.shape == (2, 3, 224, 224) and y.tolist() == [0, 1]
+    assert [_decoded_class(xi, *D.IMAGENET_STATS) for xi in x] == [0, 1]
+    with pytest.raises(ValueError, match="split"):
+        D.load("imagenet_val", split="train", data_dir=tmp_path)
+
+
+def test_sst2_fake_tsv(tmp_path):
+    folder = tmp_path / "SST-2"
+    folder.mkdir()
+    (folder / "train.tsv").write_text("sentence\tlabel\nGood movie good\t1\nbad movie\t0\nvery very good\t1\n")
+    (folder / "dev.tsv").write_text("sentence\tlabel\ngood but unseen words\t1\nbad\t0\n")
+    train = D.load("sst2", split="train", data_dir=tmp_path, max_len=4)
+    assert train.info["vocab"] == ["good", "movie", "very", "bad"]  # by count, ties alphabetical
+    assert train.x.tolist() == [[2, 3, 2, 0], [5, 3, 0, 0], [4, 4, 2, 0]] and train.y.tolist() == [1, 0, 1]
+    test = D.load("sst2", split="test", data_dir=tmp_path, max_len=3)
+    assert test.x.tolist() == [[2, 1, 1], [5, 0, 0]] and test.lengths.tolist() == [3, 1]  # unk = 1, truncated
+    with pytest.raises(FileNotFoundError, match="dev.tsv"):
+        D.load("sst2", split="test", data_dir=tmp_path / "SST-2" / "missing")
+
+
+def test_pam_fake_timex_files(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0.5, 3.0, size=(10, 6, 3)).astype(np.float32)
+    x[rng.uniform(size=x.shape) < 0.3] = 0.0  # missing observations
+    (tmp_path / "processed_data").mkdir()
+    (tmp_path / "splits").mkdir()
+    np.save(tmp_path / "processed_data" / "PTdict_list.npy", x)
+    np.save(tmp_path / "processed_data" / "arr_outcomes.npy", np.stack([np.zeros(10), np.arange(10) % 8], 1))
+    parts = np.empty(3, dtype=object)
+    parts[:] = [np.arange(6), np.arange(6, 8), np.arange(8, 10)]
+    np.save(tmp_path / "splits" / "PAMAP2_split_2.npy", parts, allow_pickle=True)
+    data = D.load("pam", split="test", data_dir=tmp_path, split_no=2)
+    assert data.x.shape == (2, 6, 3) and data.y.tolist() == [0, 1] and data.info["n_classes"] == 8
+    expected = np.zeros((2, 6, 3), dtype=np.float32)
+    for f in range(3):  # TimeX: statistics of the observed (> 0) train values, missing → 0
+        observed = x[:6, :, f][x[:6, :, f] > 0]
+        part = x[8:, :, f]
+        expected[:, :, f] = np.where(part > 0, (part - observed.mean()) / max(observed.std(), 1e-7), 0)
+    assert np.allclose(data.x.numpy(), expected, atol=1e-5)
+    with pytest.raises(FileNotFoundError, match="PAMAP2_split_1.npy"):
+        D.load("pam", data_dir=tmp_path)
+
+
+def test_boiler_fake_timex_files(tmp_path):
+    x_full = torch.randn(5, 8, 2)  # TimeX stores (T, N, C)
+    torch.save(x_full, tmp_path / "xfull.pt")
+    torch.save(torch.tensor([0, 1] * 4), tmp_path / "yfull.pt")
+    torch.save((torch.arange(5), torch.tensor([5]), torch.tensor([6, 7])), tmp_path / "split=1.pt")
+    data = D.load("boiler", split="train", data_dir=tmp_path)
+    assert torch.equal(data.x, x_full.permute(1, 0, 2)[:5]) and data.y.tolist() == [0, 1, 0, 1, 0]
+    assert len(D.load("boiler", split="val", data_dir=tmp_path)) == 1
+    with pytest.raises(ValueError, match="split"):
+        D.load("boiler", split="dev", data_dir=tmp_path)

@@ -1,0 +1,284 @@
+"""Tests of faithlab.models: registry, shapes, gradients, attention recording, text padding, Lipschitz bound,
+pretrained loading from local files only."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+import faithlab as fl
+
+B = 3
+IMG = dict(in_channels=3, n_classes=5)
+TEXT = dict(vocab_size=30, n_classes=5)
+
+
+def _image(g):
+    return torch.randn(B, 3, 16, 16, generator=g)
+
+
+def _series(g):
+    return torch.randn(B, 7, 3, generator=g)
+
+
+def _tokens(g):
+    return torch.randint(1, 30, (B, 9), generator=g)
+
+
+CASES = {
+    "small_cnn": (dict(IMG, width=4), _image),
+    "resnet9": (dict(IMG, width=0.0625), _image),
+    "resnet18_cifar": (dict(IMG, base_width=4, dropout=0.25), _image),
+    "vit": (dict(IMG, image_size=16, patch_size=4, dim=16, depth=2, heads=2), _image),
+    "bilstm": (dict(IMG, hidden=6), _series),
+    "cnn1d": (dict(IMG, width=6), _series),
+    "lstm_text": (dict(TEXT, embed_dim=8, hidden=8), _tokens),
+    "transformer_text": (dict(TEXT, dim=8, heads=2), _tokens),
+    "lipschitz_cnn": (dict(IMG, image_size=16, width=0.25), _image),
+}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny models: one thread avoids OpenMP oversubscription on a busy 2-core machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _build(name: str, **extra) -> tuple[nn.Module, torch.Tensor]:
+    config, make_x = CASES[name]
+    torch.manual_seed(0)
+    return fl.models.build(name, **{**config, **extra}), make_x(torch.Generator().manual_seed(1))
+
+
+def test_registry_lists_every_model_and_rejects_unknown_names():
+    assert fl.models.available() == sorted(CASES)
+    with pytest.raises(ValueError, match="name must be one of .*small_cnn"):
+        fl.models.build("resnet1000")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_forward_shape_and_gradients_reach_every_parameter_and_the_input(name):
+    model, x = _build(name)
+    logits = model(x)
+    assert logits.shape == (B, 5) and bool(torch.isfinite(logits).all())
+    inp = model.embed(x).detach().requires_grad_(True) if x.dtype == torch.int64 else x.clone().requires_grad_(True)
+    out = model.forward_embeddings(inp, x != 0) if x.dtype == torch.int64 else model(inp)
+    (out * torch.arange(1.0, 6.0)).sum().backward()
+    assert inp.grad is not None and float(inp.grad.abs().sum()) > 0
+    dead = [n for n, p in model.named_parameters() if p.grad is None or float(p.grad.abs().sum()) == 0]
+    if x.dtype == torch.int64:  # embeddings are the input here; the table itself gets no gradient
+        dead.remove("embedding.weight")
+    assert dead == []
+
+
+@pytest.mark.parametrize("name", ["small_cnn", "resnet9", "resnet18_cifar", "cnn1d", "lipschitz_cnn"])
+def test_cam_layer_is_a_feature_map_module_called_once_and_not_registered_twice(name):
+    model, x = _build(name)
+    outputs = []
+    handle = model.cam_layer.register_forward_hook(lambda m, i, o: outputs.append(o))
+    model.eval()(x)
+    handle.remove()
+    assert len(outputs) == 1 and outputs[0].ndim == x.ndim and outputs[0].shape[0] == B
+    assert any(m is model.cam_layer for m in model.modules())
+    assert not any(k.startswith("cam_layer") for k in model.state_dict())
+
+
+def test_resnet9_follows_ffidelity_layout_and_width_scales():
+    full = fl.models.build("resnet9", n_classes=100)
+    convs = [m.out_channels for m in full.modules() if isinstance(m, nn.Conv2d)]
+    assert convs == [64, 128, 128, 128, 256, 512, 512, 512]
+    assert full.cam_layer is full.res2[-1] and full.head[-1].in_features == 512
+    assert isinstance(full.head[0], nn.AdaptiveMaxPool2d) and full.head[2].p == 0.2
+    half = fl.models.build("resnet9", width=0.5)
+    assert [m.out_channels for m in half.modules() if isinstance(m, nn.Conv2d)] == [c // 2 for c in convs]
+
+
+def test_resnet18_cifar_stem_blocks_and_widths():
+    model = fl.models.build("resnet18_cifar", base_width=26, dropout=0.4)
+    assert model.stem[0].kernel_size == (3, 3) and model.stem[0].stride == (1, 1)
+    assert not any(isinstance(m, nn.MaxPool2d) for m in model.modules())
+    blocks = [m for m in model.modules() if isinstance(m, fl.models.BasicBlock)]
+    assert len(blocks) == 8 and [b.conv2.out_channels for b in blocks[1::2]] == [26, 52, 104, 208]
+    assert model.cam_layer is model.layer4[-1] and model.head[2].p == 0.4
+
+
+def test_vit_attention_recording_gives_row_stochastic_maps_and_their_exact_gradients():
+    model, x = _build("vit")
+    model.eval()
+    assert model.n_patches == 16 and model.patch_size == 4 and len(model.blocks) == 2
+    model(x)
+    with pytest.raises(RuntimeError, match="record_attention"):
+        model.attentions()
+    model.record_attention(True)
+    out = model(x)
+    maps = model.attentions()
+    assert [tuple(a.shape) for a in maps] == [(B, 2, 17, 17)] * 2
+    for a in maps:
+        assert bool((a >= 0).all()) and torch.allclose(a.sum(-1), torch.ones(B, 2, 17))
+    loss = out[:, 1].sum()
+    expected = torch.autograd.grad(loss, maps, retain_graph=True)
+    loss.backward()
+    for got, want in zip(model.attention_grads(), expected):
+        assert got.shape == want.shape and torch.equal(got, want) and float(want.abs().sum()) > 0
+    copied = copy.deepcopy(model)  # recorded graph tensors are dropped, not deep-copied
+    assert copied.blocks[0].attn.attn is None and torch.equal(copied(x), model(x))
+    model.record_attention(False)
+    model(x)
+    assert all(blk.attn.attn is None for blk in model.blocks)
+
+
+def test_bilstm_last_pool_uses_final_forward_and_backward_states():
+    model, x = _build("bilstm")
+    model.eval()
+    out, _ = model.lstm(x)
+    h = model.lstm.hidden_size
+    expected = model.fc(torch.cat([out[:, -1, :h], out[:, 0, h:]], dim=-1))
+    assert torch.allclose(model(x), expected, atol=1e-6)
+    mean_model, _ = _build("bilstm", pool="mean")
+    mean_model.eval()
+    out, _ = mean_model.lstm(x)
+    assert torch.allclose(mean_model(x), mean_model.fc(out.mean(1)), atol=1e-6)
+    with pytest.raises(ValueError, match="pool"):
+        fl.models.build("bilstm", in_channels=3, n_classes=2, pool="max")
+
+
+@pytest.mark.parametrize("name", ["lstm_text", "transformer_text"])
+def test_text_models_forward_equals_forward_embeddings_and_ignore_trailing_pads(name):
+    model, tokens = _build(name)
+    model.eval()
+    tokens[0, 6:] = 0  # a shorter sentence, padded
+    emb = model.embed(tokens)
+    assert emb.shape == (B, 9, 8)
+    expected = model.forward_embeddings(emb, tokens != 0)
+    assert torch.equal(model(tokens), expected)
+    assert torch.equal(fl.models.FromEmbeddings(model)(emb, tokens != 0), expected)
+    padded = torch.cat([tokens, torch.zeros(B, 5, dtype=torch.int64)], dim=1)
+    assert torch.allclose(model(padded), expected, rtol=1e-5, atol=1e-6)
+    changed = tokens.clone()
+    changed[:, 2] = changed[:, 2] % 29 + 1
+    assert not torch.allclose(model(changed), expected)
+    if name == "transformer_text":  # pad keys get exactly zero attention
+        with torch.no_grad():
+            model.record_attention(True)(tokens)
+        assert all(float(a[0, :, :, 6:].abs().max()) == 0 and float(a[1:].min()) > 0 for a in model.attentions())
+
+
+def test_text_model_errors():
+    with pytest.raises(TypeError, match="forward_embeddings"):
+        fl.models.FromEmbeddings(nn.Linear(2, 2))
+    model, _ = _build("transformer_text", max_len=4)
+    with pytest.raises(ValueError, match="max_len"):
+        model(torch.ones(1, 5, dtype=torch.int64))
+
+
+def _operator_norm(layer: nn.Module, shape: tuple[int, ...], iters: int = 30) -> float:
+    """Largest singular value of the linear part of ``layer`` at input ``shape`` by power iteration."""
+    g = torch.Generator().manual_seed(0)
+    v = torch.randn(shape, generator=g)
+    zero = layer(torch.zeros(shape)).detach()
+    for _ in range(iters):
+        v = (v / v.norm()).requires_grad_(True)
+        u = layer(v) - zero
+        (v,) = torch.autograd.grad((u * u.detach()).sum(), v)
+    v = v / v.norm()
+    with torch.no_grad():
+        return float((layer(v) - zero).norm())
+
+
+@pytest.mark.parametrize("activation", ["prelu", "groupsort"])
+def test_lipschitz_cnn_is_one_lipschitz(activation):
+    model = fl.models.build("lipschitz_cnn", in_channels=1, n_classes=4, image_size=8, width=0.25,
+                            activation=activation).eval()
+    shapes = {0: (1, 1, 8, 8), 4: (1, 12, 4, 4), 8: (1, 24, 2, 2)}
+    norms = [_operator_norm(model[i], s) for i, s in shapes.items()]
+    norms.append(float(torch.linalg.matrix_norm(model[11].weight.detach(), 2)))
+    assert max(norms) <= 1 + 1e-3 and norms[0] > 0.9  # tight: orthogonalised kernels
+    assert _operator_norm(nn.Conv2d(12, 24, 3, padding=1), (1, 12, 4, 4)) > 1  # the check can fail
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(2, 64, 1, 8, 8, generator=g)
+    near = a + 1e-2 * torch.randn(a.shape, generator=g)
+    with torch.no_grad():
+        for other in (b, near):
+            ratio = (model(a) - model(other)).norm(dim=1) / (a - other).flatten(1).norm(dim=1)
+            assert float(ratio.max()) <= 1 + 1e-4
+
+
+def test_lipschitz_cnn_argument_errors():
+    with pytest.raises(ValueError, match="activation"):
+        fl.models.build("lipschitz_cnn", activation="relu")
+    with pytest.raises(ValueError, match="image_size"):
+        fl.models.build("lipschitz_cnn", image_size=30)
+
+
+# ------------------------------------------------------------------------------------------- pretrained
+
+
+def test_pretrained_builds_architectures_without_weights():
+    model = fl.models.pretrained("resnet18", num_classes=7)
+    assert not model.training and model(torch.randn(1, 3, 32, 32)).shape == (1, 7)
+    vit = fl.models.pretrained("test_vit", source="timm", num_classes=3)
+    assert not vit.training and vit(torch.randn(1, 3, 160, 160)).shape == (1, 3)
+
+
+def test_pretrained_argument_errors(tmp_path):
+    with pytest.raises(ValueError, match="source"):
+        fl.models.pretrained("resnet18", source="hub")
+    with pytest.raises(ValueError, match="name"):
+        fl.models.pretrained("resnet_nope")
+    with pytest.raises(ValueError, match="name"):
+        fl.models.pretrained("resnet_nope", source="timm")
+    with pytest.raises(ValueError, match="weights"):
+        fl.models.pretrained("resnet18", weights="IMAGENET99")
+    with pytest.raises(ValueError, match="weights_path"):
+        fl.models.pretrained("resnet18", weights="DEFAULT", weights_path=tmp_path / "w.pt")
+    with pytest.raises(FileNotFoundError, match="weights_path"):
+        fl.models.pretrained("resnet18", weights_path=tmp_path / "missing.pt")
+
+
+def _same_params(a: nn.Module, b: nn.Module) -> bool:
+    sa, sb = a.state_dict(), b.state_dict()
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def test_pretrained_loads_local_state_dicts(tmp_path):
+    torch.manual_seed(0)
+    source = fl.models.pretrained("squeezenet1_1", num_classes=4)
+    torch.save({"state_dict": source.state_dict()}, tmp_path / "ckpt.pt")
+    loaded = fl.models.pretrained("squeezenet1_1", num_classes=4, weights_path=tmp_path / "ckpt.pt")
+    assert _same_params(source, loaded)
+
+
+def test_pretrained_torchvision_weights_come_from_the_local_hub_cache_only(tmp_path, monkeypatch):
+    import torchvision
+
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="not on disk"):
+        fl.models.pretrained("squeezenet1_1", weights="DEFAULT")
+    url = torchvision.models.get_model_weights("squeezenet1_1").DEFAULT.url
+    (tmp_path / "hub" / "checkpoints").mkdir(parents=True)
+    source = fl.models.pretrained("squeezenet1_1")
+    torch.save(source.state_dict(), tmp_path / "hub" / "checkpoints" / url.rsplit("/", 1)[-1])
+    assert _same_params(source, fl.models.pretrained("squeezenet1_1", weights="IMAGENET1K_V1"))
+
+
+def test_pretrained_timm_weights_come_from_the_local_hf_cache_only(tmp_path, monkeypatch):
+    import huggingface_hub
+    from safetensors.torch import save_file
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="Hugging Face cache"):
+        fl.models.pretrained("test_vit", weights="DEFAULT", source="timm")
+    repo = tmp_path / "models--timm--test_vit.r160_in1k"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("0" * 40)
+    (repo / "snapshots" / ("0" * 40)).mkdir(parents=True)
+    torch.manual_seed(1)
+    source = fl.models.pretrained("test_vit", source="timm")
+    save_file(source.state_dict(), str(repo / "snapshots" / ("0" * 40) / "model.safetensors"))
+    assert _same_params(source, fl.models.pretrained("test_vit", weights="DEFAULT", source="timm"))

@@ -1,0 +1,138 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.stats
+import torch
+
+import faithlab as fl
+from faithlab import stats
+
+
+def _close(actual: torch.Tensor, expected: torch.Tensor, atol: float = 1e-6, rtol: float = 1e-5) -> None:
+    """allclose with a readable failure (torch.testing.assert_close imports torch.distributed: seconds)."""
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    assert torch.allclose(actual, expected.to(actual.dtype), atol=atol, rtol=rtol), (actual - expected).abs().max()
+
+
+def _tied_rows(seed: int, rows: int = 40, n: int = 9) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, 4, (rows, n), generator=g).double()  # few distinct values → many ties
+
+
+@pytest.mark.parametrize("method", ["average", "min"])
+def test_rankdata_matches_scipy_with_ties(method):
+    x = _tied_rows(0)
+    expected = scipy.stats.rankdata(x.numpy(), method=method, axis=1)
+    np.testing.assert_array_equal(stats.rankdata(x, method=method).numpy(), expected)
+    # along another dim
+    np.testing.assert_array_equal(stats.rankdata(x.T, dim=0, method=method).T.numpy(), expected)
+
+
+def test_rankdata_nan_row_propagates_and_hand_case():
+    x = torch.tensor([[3.0, 1.0, 3.0, 2.0], [1.0, float("nan"), 0.0, 2.0]])
+    r = stats.rankdata(x)
+    assert r[0].tolist() == [3.5, 1.0, 3.5, 2.0]
+    assert r[1].isnan().all()
+    assert stats.rankdata(x[:1], method="min")[0].tolist() == [3.0, 1.0, 3.0, 2.0]
+
+
+def test_spearman_and_pearson_match_scipy():
+    a, b = _tied_rows(1), _tied_rows(2)
+    b[:5] = torch.randn(5, 9, generator=torch.Generator().manual_seed(3)).double()
+    ours = stats.spearman(a, b)
+    ref = [scipy.stats.spearmanr(u, v).statistic for u, v in zip(a.numpy(), b.numpy())]
+    np.testing.assert_allclose(ours.numpy(), ref, rtol=1e-10, atol=1e-12)
+    ref_p = [scipy.stats.pearsonr(u, v).statistic for u, v in zip(a.numpy(), b.numpy())]
+    np.testing.assert_allclose(stats.pearson(a, b).numpy(), ref_p, rtol=1e-10, atol=1e-12)
+
+
+def test_spearman_constant_vector_is_nan_and_broadcasts():
+    a = torch.tensor([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0]])
+    b = torch.tensor([3.0, 2.0, 1.0])
+    r = stats.spearman(a, b)
+    assert r[0].item() == pytest.approx(-1.0)
+    assert math.isnan(r[1].item())
+    with pytest.warns(scipy.stats.ConstantInputWarning):
+        assert math.isnan(scipy.stats.spearmanr(a[1].numpy(), b.numpy()).statistic)
+    assert math.isnan(stats.pearson(b, torch.full((3,), 0.1)).item())  # constant 0.1 whose mean is inexact
+
+
+def test_trapezoid_auc_uniform_and_given_x():
+    curve = torch.tensor([[0.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
+    assert stats.trapezoid_auc(curve).tolist() == [0.5, 1.0]
+    x = torch.tensor([0.0, 0.1, 1.0])
+    assert stats.trapezoid_auc(curve, x).tolist() == pytest.approx([0.5, 1.0])
+    assert stats.trapezoid_auc(torch.tensor([0.0, 1.0, 1.0]), x).item() == pytest.approx(0.05 + 0.9)
+    assert stats.trapezoid_auc(curve.T, dim=0).tolist() == [0.5, 1.0]
+
+
+def test_macro_correlations_perfect_order():
+    xi = torch.tensor([0.0, 0.2, 0.4, 0.6, 0.8, 1.0])
+    levels = torch.linspace(0.05, 0.95, 19)
+    # a good evaluation: more noise → lower Fid+ (P) and higher Fid− (Q); 3 seeds with different offsets
+    P = torch.stack([(1 - xi)[:, None] * (1 - levels) + s for s in (0.0, 0.1, 0.2)])
+    Q = torch.stack([xi[:, None] * levels + s for s in (0.0, 0.1, 0.2)])
+    out = stats.macro_correlations(P, Q, xi)
+    assert set(out) == set(stats.DIRECTIONS)
+    _close(out["morf_vs_gt"], torch.full((3,), -1.0))
+    _close(out["lerf_vs_gt"], torch.full((3,), 1.0))
+    _close(out["morf_vs_lerf"], torch.full((3,), -1.0))
+    # swap two explainers' curves in seed 0 only: Spearman of a single transposition of adjacent items with n=6
+    P2 = P.clone()
+    P2[0, [0, 1]] = P2[0, [1, 0]]
+    rho = 1 - 6 * 2 / (6 * 35)
+    assert stats.macro_correlations(P2, Q, xi)["morf_vs_gt"][0].item() == pytest.approx(-rho)
+
+
+def test_micro_correlations_per_level_with_constant_level():
+    xi = torch.tensor([0.0, 0.5, 1.0])
+    P = torch.tensor([[[3.0, 1.0], [2.0, 1.0], [1.0, 1.0]]])  # level 1 is constant across explainers
+    Q = torch.tensor([[[1.0, 0.0], [2.0, 2.0], [3.0, 1.0]]])
+    out = stats.micro_correlations(P, Q, xi)
+    assert out["morf_vs_gt"].shape == (1, 2)
+    assert out["morf_vs_gt"][0, 0].item() == pytest.approx(-1.0)
+    assert math.isnan(out["morf_vs_gt"][0, 1].item())
+    assert out["lerf_vs_gt"][0].tolist() == pytest.approx([1.0, 0.5])
+    assert out["morf_vs_lerf"][0, 0].item() == pytest.approx(-1.0)
+
+
+def test_micro_ranks_ties_min_and_nan_last():
+    c = torch.tensor([-1.0, -1.0, 0.5, float("nan")])
+    assert stats.micro_ranks(c, "min").tolist() == [1.0, 1.0, 3.0, 4.0]
+    assert stats.micro_ranks(c, "max").tolist() == [2.0, 2.0, 1.0, 4.0]
+    # vectorised over extra dims: methods on dim 0
+    c2 = torch.stack([c, c.flip(0)], dim=1)
+    assert stats.micro_ranks(c2, "min")[:, 1].tolist() == [4.0, 3.0, 1.0, 1.0]
+
+
+def test_nan_mean_std():
+    x = torch.tensor([[1.0, float("nan"), 3.0], [float("nan")] * 3])
+    mean, std = stats.nan_mean_std(x, dim=1)
+    assert mean[0].item() == 2.0 and std[0].item() == 1.0
+    assert mean[1].isnan() and std[1].isnan()
+    m, s = stats.nan_mean_std(x, correction=1)
+    assert m.item() == 2.0 and s.item() == pytest.approx(math.sqrt(2))
+    np.testing.assert_allclose(s.item(), np.nanstd(x.numpy(), ddof=1))
+
+
+def test_errors_name_arguments():
+    P = torch.zeros(2, 3, 4)
+    with pytest.raises(ValueError, match="Q"):
+        stats.macro_correlations(P, torch.zeros(2, 3, 5), torch.arange(3.0))
+    with pytest.raises(ValueError, match="gt"):
+        stats.micro_correlations(P, P, torch.arange(4.0))
+    with pytest.raises(ValueError, match="direction"):
+        stats.micro_ranks(torch.zeros(3), "up")
+    with pytest.raises(ValueError, match="method"):
+        stats.rankdata(torch.zeros(3), method="dense")
+    with pytest.raises(ValueError, match="curve"):
+        stats.trapezoid_auc(torch.zeros(3, 1))
+    with pytest.raises(TypeError, match="a"):
+        stats.spearman([1, 2], torch.zeros(2))
+
+
+def test_lazy_import():
+    assert fl.stats is stats
