@@ -1,7 +1,7 @@
 """Throughput of ``faithlab.perturb.removal_curve`` against bare batched forward passes.
 
-Both sides push the same B·F perturbed inputs of shape 1×32×32 (MoRF pixel removal, zero reference) through the
-same small CNN, ``batch_size`` per call: the bare side on inputs built beforehand (the model's speed depends on
+Both sides push the same B·F perturbed inputs — scikit-learn digits upsampled to 1×32×32, MoRF pixel removal, zero
+reference — through the same small CNN (``fl.models.build("small_cnn")``), ``batch_size`` per call: the bare side on inputs built beforehand (the model's speed depends on
 the values, so the inputs must be the same), the removal curve ranking the pixels and building every perturbed
 input on the fly. ratio = t_bare / t_removal_curve (1.0 is the limit; the engine's overhead lowers it).
 Also timed: the curve with the model replaced by a no-op, i.e. the engine's own cost, which is less sensitive to
@@ -26,15 +26,6 @@ from _timing import batched_forward, median_times  # noqa: E402
 import faithlab as fl  # noqa: E402
 
 
-def small_cnn() -> nn.Module:
-    """2 conv + linear classifier for 1×32×32 inputs, 10 classes."""
-    return nn.Sequential(
-        nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(32 * 8 * 8, 10),
-    )
-
-
 class NoOp(nn.Module):
     """Stands in for the model to time the engine alone: constant logits."""
 
@@ -56,9 +47,10 @@ def main() -> None:
 
     device = torch.device(args.device)
     g = torch.Generator().manual_seed(0)
-    torch.manual_seed(0)  # weight init of the benchmark model only
-    model = small_cnn().to(device).eval()
-    x = torch.randn(args.n, 1, 32, 32, generator=g).to(device)
+    torch.manual_seed(0)  # weight init of the benchmark model only (speed does not depend on training)
+    model = fl.models.build("small_cnn", in_channels=1, n_classes=10).to(device).eval()
+    digits = fl.data.load("digits", split="train", size=32).x
+    x = digits[torch.arange(args.n) % len(digits)].to(device)
     attributions = torch.randn(args.n, 1, 32, 32, generator=g).to(device)
     target = torch.randint(0, 10, (args.n,), generator=g).to(device)
     fractions = torch.linspace(0, 1, args.fractions)
