@@ -111,12 +111,16 @@ out.figure(ax.figure, "deletion_curves")
 
 # %%
 n_show = 4
-images = [x[i, 0].cpu() for i in range(n_show)]
-titles = [f"label {int(y[i])}" for i in range(n_show)]
+short = {"integrated_gradients": "IG", "saliency": "saliency", "random": "random"}
+images, maps, titles = [], [], []
 for method in methods:
-    images += [attributions[method][i].abs().sum(0).cpu() for i in range(n_show)]
-    titles += [method.replace("_", " ")] * n_show
-fig = fl.plots.image_grid(images, titles, ncols=n_show)
+    for i in range(n_show):
+        images.append(x[i].cpu())
+        maps.append(attributions[method][i].abs().sum(0).cpu())
+        titles.append(f"{short.get(method, method)}, label {int(y[i])}")
+fig = fl.plots.image_grid(
+    images, titles, ncols=n_show, attributions=maps, mean=test.info["mean"], std=test.info["std"], alpha=0.5
+)
 out.figure(fig, "examples")
 plt.show()
 
