@@ -17,15 +17,6 @@ from faithlab.data import TensorData
 D = fl.data
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Data generation runs many small matrix products: one thread avoids oversubscribing a loaded 2-core box."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _runs(mask_row: torch.Tensor) -> list[tuple[int, int]]:
     """Contiguous True runs of a 1-D bool tensor as (start, stop)."""
     padded = torch.cat([torch.tensor([False]), mask_row, torch.tensor([False])]).int()

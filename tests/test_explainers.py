@@ -9,7 +9,6 @@ from torch import nn
 import faithlab as fl
 from faithlab import explainers as ex
 
-torch.set_num_threads(2)
 
 
 def _close(actual: torch.Tensor, expected: torch.Tensor, atol: float = 1e-6, rtol: float = 1e-5) -> None:

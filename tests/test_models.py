@@ -41,15 +41,6 @@ CASES = {
 }
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models: one thread avoids OpenMP oversubscription on a busy 2-core machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _build(name: str, **extra) -> tuple[nn.Module, torch.Tensor]:
     config, make_x = CASES[name]
     torch.manual_seed(0)

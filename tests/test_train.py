@@ -20,12 +20,8 @@ FAST = TrainConfig(epochs=2, lr=1e-2, batch_size=16)
 
 @pytest.fixture(autouse=True)
 def _setup(tmp_path, monkeypatch):
-    """Each test gets its own cache folder; one thread avoids OpenMP oversubscription on a busy machine."""
+    """Each test gets its own cache folder."""
     monkeypatch.setenv("FAITHLAB_CACHE", str(tmp_path / "cache"))
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _squares(n: int, seed: int) -> TensorDataset:
