@@ -109,7 +109,7 @@ def test_curve_matches_closed_form(kind, how):
 def test_unit_scores_match_independent_aggregation():
     for kind in KINDS:
         x, _, a, units, _, us = _case(kind)
-        torch.testing.assert_close(P.unit_scores(a, units or P._infer_units(x)), us)
+        torch.testing.assert_close(P.unit_scores(a, units or P.default_units(x)), us)
 
 
 def test_deletion_morf_equals_insertion_lerf():
@@ -138,7 +138,7 @@ def test_removal_outputs_additive_oracle_and_curve_agreement():
     torch.testing.assert_close(got, uw.sum(1, keepdim=True) - (removed * uw[:, None]).sum(2))
     single = P.removal_outputs(model, x, removed[:, 0], output="logit")
     torch.testing.assert_close(single, got[:, 0])
-    ranks = P._ranks(P.order(us, "morf"))
+    ranks = P.ranks(P.order(us, "morf"))
     masks = torch.stack([ranks < round(f * 64) for f in FRACTIONS], dim=1)
     torch.testing.assert_close(P.removal_outputs(model, x, masks, output="logit"),
                                P.removal_curve(model, x, a, FRACTIONS, output="logit"))

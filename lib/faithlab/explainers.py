@@ -432,3 +432,7 @@ def degrade(scores: torch.Tensor, xi: float, generator: torch.Generator | int) -
     chosen = keys.argsort(dim=1, stable=True)[:, :k]  # a uniform random subset, in uniform random order
     # Writing the values found along that random order back in the subset's sorted order permutes them uniformly.
     return flat.scatter(1, chosen.sort(dim=1).values, flat.gather(1, chosen)).view_as(scores)
+
+
+# ViT attention explainers live in their own module and register themselves here (imported last: it uses _register).
+from faithlab import vit_explainers as _vit_explainers  # noqa: E402

@@ -32,6 +32,8 @@ __all__ = [
     "make_reference",
     "apply_removal",
     "order",
+    "ranks",
+    "default_units",
     "removal_curve",
     "removal_outputs",
     "bernoulli_subset",
@@ -129,7 +131,7 @@ def token_units(x: torch.Tensor) -> Units:
     return _dim1_units(x)
 
 
-def _infer_units(x: torch.Tensor) -> Units:
+def default_units(x: torch.Tensor) -> Units:
     """Default units: pixels for 4-D images, dim-1 units (time steps, tokens, embedding positions) otherwise."""
     if x.ndim == 4:
         return pixel_units(x)
@@ -340,8 +342,8 @@ def order(scores: torch.Tensor, order: str = "morf", generator: torch.Generator 
 _order = order  # removal_curve's argument ``order`` shadows the function
 
 
-def _ranks(perm: torch.Tensor) -> torch.Tensor:
-    """Inverse permutation per row: position of each unit in the removal order."""
+def ranks(perm: torch.Tensor) -> torch.Tensor:
+    """Position of each unit in a removal order ``(B, n)`` (the inverse permutation per row; 0 = removed first)."""
     steps = torch.arange(perm.shape[1], device=perm.device).expand_as(perm)
     return torch.empty_like(perm).scatter_(1, perm, steps)
 
@@ -382,7 +384,7 @@ def _prepare(model: Callable, x: torch.Tensor, units: Units | None, output: Outp
     _validate.positive_int(batch_size, "batch_size")
     if not callable(output) and output not in _OUTPUTS:
         raise ValueError(f"output must be one of {_OUTPUTS} or a callable(logits, target), got {output!r}")
-    units = _infer_units(x) if units is None else units
+    units = default_units(x) if units is None else units
     _check_units(units, x)
     if target is not None:
         _validate.tensor(target, "target", ndim=1)
@@ -495,12 +497,12 @@ def removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor |
         scores = unit_scores(attributions, units)
         _validate.batch_match(x, scores, "x", "attributions")
         perm = _order(scores, order, generator)
-    ranks = _ranks(perm)
+    rank = ranks(perm)
     counts = torch.round(f * units.n).long().to(x.device)
     ref = make_reference(x, reference)
 
     def masks(b0: int, b1: int, v0: int, v1: int) -> torch.Tensor:
-        return ranks[b0:b1, None, :] < counts[None, v0:v1, None]
+        return rank[b0:b1, None, :] < counts[None, v0:v1, None]
 
     return _evaluate(model, x, units, ref, output, target, f.numel(), masks, batch_size)
 
@@ -573,7 +575,7 @@ def bernoulli_subset(candidates: torch.Tensor, rate: float | torch.Tensor, gener
 
 def _smallest_keys(keys: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
     """Bool mask of the ``count`` smallest keys per row (last dim)."""
-    return _ranks(keys.argsort(dim=-1).reshape(-1, keys.shape[-1])).view(keys.shape) < count
+    return ranks(keys.argsort(dim=-1).reshape(-1, keys.shape[-1])).view(keys.shape) < count
 
 
 def exact_subset(candidates: torch.Tensor, count: int | torch.Tensor, generator: torch.Generator | int,

@@ -1,0 +1,88 @@
+"""Throughput of ``faithlab.metrics.fidelity.fid_plus`` (F-Fidelity FFid+) against bare batched forward passes.
+
+Both sides push the same B·(1 + L·N) inputs (the clean image, then N Bernoulli masks at each of L sparsity levels)
+through the same small CNN (``fl.models.build("small_cnn")``), ``batch_size`` per call: the bare side on inputs
+built beforehand, FFid+ ranking the pixels, drawing every mask, building every perturbed input on the fly and
+scoring correctness. ratio = t_bare / t_ffid (1.0 is the limit). The engine sends whole samples per forward call
+(⌊batch_size / (1 + L·N)⌋ samples), so the bare side is also timed at that chunk size: on CPU some batch sizes
+are much slower than others. "engine alone" runs FFid+ with a no-op model:
+the library's own cost (ranking, mask sampling, building inputs), least disturbed by load on a shared machine.
+
+    python benchmarks/ffidelity.py [--device cpu|cuda] [--n 128] [--levels 9] [--samples 10] [--image-size 32]
+                                   [--batch-size 512] [--repeats 5] [--threads N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import batched_forward, median_times  # noqa: E402
+
+import faithlab as fl  # noqa: E402
+from faithlab.metrics import fidelity  # noqa: E402
+
+
+class _NoOp(torch.nn.Module):
+    """A model that costs nothing: constant logits."""
+
+    def __init__(self, n_classes: int) -> None:
+        super().__init__()
+        self.n_classes = n_classes
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.new_zeros(x.shape[0], self.n_classes)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--n", type=int, default=128, help="samples B")
+    parser.add_argument("--levels", type=int, default=9, help="sparsity levels L")
+    parser.add_argument("--samples", type=int, default=10, help="Monte-Carlo masks N per level")
+    parser.add_argument("--image-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=512)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (a shared machine: try 1)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    device = torch.device(args.device)
+    g = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)  # weight init of the benchmark model only (speed does not depend on training)
+    s = args.image_size
+    model = fl.models.build("small_cnn", in_channels=1, n_classes=10).to(device).eval()
+    digits = fl.data.load("digits", split="train", size=s)
+    x = digits.x[torch.arange(args.n) % len(digits.x)].to(device)
+    y = digits.y[torch.arange(args.n) % len(digits.y)].to(device)
+    attributions = torch.rand(args.n, 1, s, s, generator=g).to(device)
+    sparsity = torch.linspace(0.1, 0.9, args.levels).tolist()
+    per_sample = 1 + args.levels * args.samples
+    prebuilt = x.repeat_interleave(per_sample, dim=0)
+
+    def ffid(net: torch.nn.Module) -> torch.Tensor:
+        return fidelity.fid_plus(net, x, y, attributions, sparsity, alpha=0.5, beta=0.1, n_samples=args.samples,
+                                 generator=0, batch_size=args.batch_size)
+
+    noop = _NoOp(10).eval()
+    chunk = max(1, args.batch_size // per_sample) * per_sample  # the engine sends whole samples per call
+    times = median_times({"bare": lambda: batched_forward(model, prebuilt, args.batch_size),
+                          "bare_chunk": lambda: batched_forward(model, prebuilt, chunk),
+                          "ffid": lambda: ffid(model), "engine": lambda: ffid(noop)}, device, args.repeats)
+    print(f"device={device} threads={torch.get_num_threads()} B={args.n} L={args.levels} N={args.samples} "
+          f"image={s}x{s} inputs={prebuilt.shape[0]} batch_size={args.batch_size}")
+    print(f"bare forward passes : {times['bare'] * 1e3:9.1f} ms")
+    print(f"FFid+               : {times['ffid'] * 1e3:9.1f} ms")
+    print(f"engine alone        : {times['engine'] * 1e3:9.1f} ms ({times['engine'] / times['ffid']:.1%} of FFid+)")
+    print(f"bare, {chunk} per call: {times['bare_chunk'] * 1e3:9.1f} ms (the engine's chunk size)")
+    print(f"ratio t_bare/t_ffid : {times['bare'] / times['ffid']:9.3f}  (ideal 1.000)")
+    print(f"ratio at equal chunks: {times['bare_chunk'] / times['ffid']:8.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""Attention-based explainers for Vision Transformers (SaCo §3.4): raw attention, rollout, attention Grad-CAM and
+Transformer-MM. They are registered with ``faithlab.explainers`` (names in :data:`METHODS`), so
+``fl.explainers.explain(model, x, target, method="rollout")`` works on a ViT.
+
+The model must record its attention like ``faithlab.models.ViT``: ``record_attention(enabled)``, ``attentions()``
+(one ``(B, heads, T, T)`` tensor per block), a square patch ``grid`` and the CLS token at index 0. Every method
+reads the CLS row over the patch tokens, a ``(B, grid²)`` token map, and upsamples it to the image: ``(B, 1, H,
+W)``, bilinear by default (Chefer et al.'s convention followed by SaCo) or ``upsample="nearest"`` (every pixel of a
+patch gets its token's value). One forward (and, for gradient methods, one backward) per chunk of inputs.
+
+The pure functions :func:`raw_attention`, :func:`rollout`, :func:`attention_gradcam` and :func:`transformer_mm`
+take the recorded maps and return the ``(B, T − 1)`` token relevance; the registered methods wrap them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from faithlab.explainers import _register
+
+__all__ = ["METHODS", "raw_attention", "rollout", "attention_gradcam", "transformer_mm", "to_pixels"]
+
+METHODS = ("raw_attention", "rollout", "attention_gradcam", "transformer_mm")  # registered, ViT-only
+
+_LAYERS = ("all", "last")
+
+
+def _check_maps(maps: Sequence[torch.Tensor], name: str) -> None:
+    if len(maps) == 0 or any(not isinstance(m, torch.Tensor) or m.ndim != 4 or m.shape[-1] != m.shape[-2]
+                             for m in maps):
+        raise ValueError(f"{name} must be a non-empty sequence of (B, heads, T, T) tensors")
+
+
+def raw_attention(attentions: Sequence[torch.Tensor]) -> torch.Tensor:
+    """Last block's attention of CLS to the patch tokens, mean over heads → ``(B, T − 1)`` (Jain & Wallace)."""
+    _check_maps(attentions, "attentions")
+    return attentions[-1].mean(1)[:, 0, 1:]
+
+
+def rollout(attentions: Sequence[torch.Tensor]) -> torch.Tensor:
+    """Attention rollout (Abnar & Zuidema 2020): R = Â_L ··· Â_1 with Â = rownorm(½·mean_h A + ½·I), the residual
+    connection as identity; CLS row over the patch tokens → ``(B, T − 1)``."""
+    _check_maps(attentions, "attentions")
+    eye = torch.eye(attentions[0].shape[-1], dtype=attentions[0].dtype, device=attentions[0].device)
+    result = None
+    for a in attentions:
+        a_hat = 0.5 * a.mean(1) + 0.5 * eye
+        a_hat = a_hat / a_hat.sum(-1, keepdim=True)
+        result = a_hat if result is None else a_hat @ result
+    return result[:, 0, 1:]
+
+
+def attention_gradcam(attention: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    """Chefer et al.'s ViT Grad-CAM: last block's CLS-row attention per head, weighted by the mean of its gradient
+    over the patch tokens, mean over heads, ReLU → ``(B, T − 1)``."""
+    _check_maps([attention, grad], "attention and grad")
+    cam, g = attention[:, :, 0, 1:], grad[:, :, 0, 1:]
+    return (cam * g.mean(-1, keepdim=True)).mean(1).clamp_min(0)
+
+
+def transformer_mm(attentions: Sequence[torch.Tensor], grads: Sequence[torch.Tensor],
+                   layers: str = "all") -> torch.Tensor:
+    """Transformer-MM (Chefer et al., ICCV 2021, eqs. 6–7 for self-attention): R = I, then for every block in
+    forward order R ← R + mean_h[(∇A ⊙ A)⁺]·R; CLS row over the patch tokens → ``(B, T − 1)``.
+
+    ``layers="last"`` applies the rule to the last block only (SaCo Table 1, "last layer + gradient")."""
+    _check_maps(attentions, "attentions")
+    _check_maps(grads, "grads")
+    if layers not in _LAYERS:
+        raise ValueError(f"layers must be one of {_LAYERS}, got {layers!r}")
+    if len(grads) != len(attentions):
+        raise ValueError(f"grads must hold one tensor per attention map ({len(attentions)}), got {len(grads)}")
+    pairs = list(zip(attentions, grads))
+    if layers == "last":
+        pairs = pairs[-1:]
+    t = attentions[0].shape[-1]
+    r = torch.eye(t, dtype=attentions[0].dtype, device=attentions[0].device).expand(len(attentions[0]), t, t)
+    for a, g in pairs:
+        r = r + (g * a).clamp_min(0).mean(1) @ r
+    return r[:, 0, 1:]
+
+
+def to_pixels(tokens: torch.Tensor, grid: int, size: Sequence[int], upsample: str = "bilinear") -> torch.Tensor:
+    """Token relevance ``(B, grid²)`` (row-major patches) → pixel map ``(B, 1, H, W)``, upsampled bilinearly
+    (align_corners=False) or by nearest neighbour (constant within a patch)."""
+    if upsample not in ("bilinear", "nearest"):
+        raise ValueError(f"upsample must be 'bilinear' or 'nearest', got {upsample!r}")
+    if tokens.ndim != 2 or tokens.shape[1] != grid * grid:
+        raise ValueError(f"tokens must have shape (B, {grid * grid}), got {tuple(tokens.shape)}")
+    maps = tokens.reshape(-1, 1, grid, grid)
+    if upsample == "nearest":
+        return F.interpolate(maps, size=tuple(size), mode="nearest")
+    return F.interpolate(maps, size=tuple(size), mode="bilinear", align_corners=False)
+
+
+# --------------------------------------------------------------------------------------- registered methods
+def _record(model: nn.Module, x: torch.Tensor, target: torch.Tensor, gradient: bool):
+    """One forward (and backward when ``gradient``) with attention recording on; returns maps and their grads."""
+    if not all(hasattr(model, a) for a in ("record_attention", "attentions", "blocks", "grid")):
+        raise TypeError(f"model must record attention like faithlab.models.ViT (record_attention, attentions, "
+                        f"blocks, grid); got {type(model).__name__}")
+    if x.ndim != 4:
+        raise ValueError(f"x must be images (B, C, H, W), got shape {tuple(x.shape)}")
+    previous = [blk.attn.record for blk in model.blocks]
+    model.record_attention(True)
+    try:
+        with torch.enable_grad() if gradient else torch.no_grad():
+            out = model(x)
+            maps = model.attentions()
+            grads = None
+            if gradient:
+                grads = torch.autograd.grad(out.gather(1, target[:, None]).sum(), maps)
+        return [m.detach() for m in maps], grads
+    finally:
+        for blk, rec in zip(model.blocks, previous):
+            blk.attn.record = rec
+            blk.attn.attn = blk.attn.attn_grad = None
+
+
+def _output(model: nn.Module, x: torch.Tensor, tokens: torch.Tensor, upsample: str) -> torch.Tensor:
+    return to_pixels(tokens, model.grid, x.shape[-2:], upsample)
+
+
+@_register("raw_attention")
+def _raw_attention(model, x, target, extra, *, batch_size, generator, upsample: str = "bilinear"):
+    """Raw attention: last block, CLS row, mean over heads (ViT only); ``upsample`` "bilinear" | "nearest"."""
+    maps, _ = _record(model, x, target, gradient=False)
+    return _output(model, x, raw_attention(maps), upsample)
+
+
+@_register("rollout")
+def _rollout(model, x, target, extra, *, batch_size, generator, upsample: str = "bilinear"):
+    """Attention rollout (Abnar & Zuidema) over all blocks, CLS row (ViT only)."""
+    maps, _ = _record(model, x, target, gradient=False)
+    return _output(model, x, rollout(maps), upsample)
+
+
+@_register("attention_gradcam")
+def _attention_gradcam(model, x, target, extra, *, batch_size, generator, upsample: str = "bilinear"):
+    """Chefer et al.'s ViT Grad-CAM on the last block's attention (ViT only)."""
+    maps, grads = _record(model, x, target, gradient=True)
+    return _output(model, x, attention_gradcam(maps[-1], grads[-1]), upsample)
+
+
+@_register("transformer_mm")
+def _transformer_mm(model, x, target, extra, *, batch_size, generator, layers: str = "all",
+                    upsample: str = "bilinear"):
+    """Transformer-MM (Chefer et al. ICCV'21); ``layers="last"`` keeps the last block only (ViT only)."""
+    if layers not in _LAYERS:
+        raise ValueError(f"layers must be one of {_LAYERS}, got {layers!r}")
+    maps, grads = _record(model, x, target, gradient=True)
+    return _output(model, x, transformer_mm(maps, grads, layers), upsample)

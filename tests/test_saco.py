@@ -1,0 +1,144 @@
+"""Oracle, invariance and error tests for faithlab.metrics.saco (SaCo and the four cumulative metrics)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+import faithlab.metrics as sm  # the SaCo family is re-exported there
+
+
+class LinearProb(nn.Module):
+    """Two classes with p(class 0 | x) = q(x) = q0 + Σ β_p x_p exactly (logits log q, log(1 − q)).
+
+    With x = ones and reference 0, removing a set G of pixels lowers q by Σ_{p∈G} β_p: an additive oracle."""
+
+    def __init__(self, beta: torch.Tensor, q0: float = 0.0) -> None:
+        super().__init__()
+        self.register_buffer("beta", beta.flatten())
+        self.q0 = q0
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        q = self.q0 + (x.flatten(1) * self.beta).sum(1)
+        return torch.stack([q.log(), (1 - q).log()], dim=1)
+
+
+def _ones(b: int, h: int, w: int) -> torch.Tensor:
+    return torch.ones(b, 1, h, w, dtype=torch.float64)
+
+
+def test_saco_hand_computed_k3():
+    # units 0..5 with salience 6..1 → G1={0,1} s=11, G2={2,3} s=7, G3={4,5} s=3; drops = Σβ: 0.15, 0.03, 0.10.
+    # pairs: (1,2) w=4 consistent +4; (1,3) w=8 consistent +8; (2,3) w=4 violated −4 → F = 8, W = 16 → 0.5
+    beta = torch.tensor([0.10, 0.05, 0.02, 0.01, 0.06, 0.04], dtype=torch.float64)
+    model = LinearProb(beta, q0=0.5).eval()
+    x = _ones(1, 2, 3)
+    attr = torch.tensor([6.0, 5, 4, 3, 2, 1], dtype=torch.float64).view(1, 1, 2, 3)
+    d = sm.saco_details(model, x, attr, k=3, reference="zero")
+    assert d["saco"].item() == pytest.approx(0.5)
+    assert d["salience"].tolist() == [[11.0, 7.0, 3.0]]
+    assert d["drop"][0].tolist() == pytest.approx([0.15, 0.03, 0.10])
+    assert d["prob"].item() == pytest.approx(0.78)
+    assert d["groups"].tolist() == [[0, 0, 1, 1, 2, 2]]
+
+
+def _oracle(b: int = 8, side: int = 6, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    beta = torch.rand(side * side, generator=g, dtype=torch.float64) * 0.02
+    model = LinearProb(beta, q0=0.3).eval()  # q(x) ≈ 0.66: class 0 predicted
+    return model, _ones(b, side, side), beta.view(1, 1, side, side).expand(b, 1, side, side), g
+
+
+def test_faithful_map_scores_one_and_reversal_minus_one():
+    model, x, effects, _ = _oracle()
+    assert torch.allclose(sm.saco(model, x, effects, k=4, reference="zero"), torch.ones(8, dtype=torch.float64))
+    assert torch.allclose(sm.saco(model, x, -effects, k=4, reference="zero"), -torch.ones(8, dtype=torch.float64))
+
+
+def test_random_maps_average_zero_on_additive_model():
+    model, x, effects, g = _oracle(b=400)
+    random_maps = torch.rand(x.shape, generator=g, dtype=torch.float64)
+    scores = sm.saco(model, x, random_maps, k=6, reference="zero")
+    assert abs(scores.mean().item()) < 0.06  # standard error ≈ 0.02
+    assert scores.std().item() > 0.1  # individual random maps do vary
+    noisy = effects + 0.3 * effects.std() * torch.randn(x.shape, generator=g, dtype=torch.float64)
+    assert sm.saco(model, x, noisy, k=6, reference="zero").mean().item() > 0.5
+
+
+def test_invariant_to_positive_scaling_and_offset():
+    model, x, effects, g = _oracle()
+    maps = torch.rand(x.shape, generator=g, dtype=torch.float64) + 0.5 * effects / effects.max()
+    base = sm.saco(model, x, maps, k=4, reference="zero")  # 36 units, k = 4 divides them
+    assert torch.allclose(sm.saco(model, x, 3.7 * maps + 5.0, k=4, reference="zero"), base)
+    assert torch.allclose(sm.saco(model, x, 0.01 * maps - 2.0, k=4, reference="zero"), base)
+    assert not torch.allclose(sm.saco(model, x, -maps, k=4, reference="zero"), base)
+
+
+def test_batch_size_invariance_and_single_batched_call():
+    model, x, effects, g = _oracle()
+    maps = torch.rand(x.shape, generator=g, dtype=torch.float64)
+    model.calls = 0
+    full = sm.saco(model, x, maps, k=5, reference="channel_mean", batch_size=1024)
+    assert model.calls == 2  # predictions on the clean x, then all B·(K+1) perturbed inputs at once
+    assert torch.equal(sm.saco(model, x, maps, k=5, reference="channel_mean", batch_size=3), full)
+
+
+def test_constant_map_gives_zero_and_is_flagged():
+    model, x, effects, _ = _oracle(b=2)
+    maps = torch.cat([torch.full_like(effects[:1], 2.0), effects[1:]])
+    d = sm.saco_details(model, x, maps, k=3, reference="zero")
+    assert d["undefined"].tolist() == [True, False]
+    assert d["saco"].tolist() == pytest.approx([0.0, 1.0])
+
+
+def test_uneven_groups_when_k_does_not_divide_units():
+    model, x, effects, _ = _oracle(b=1, side=5)  # 25 units, 4 groups of sizes 7, 6, 6, 6
+    d = sm.saco_details(model, x, effects, k=4, reference="zero")
+    assert torch.bincount(d["groups"][0]).tolist() == [7, 6, 6, 6]
+    assert d["saco"].item() == pytest.approx(1.0)
+
+
+def _linear_case():
+    # 10 units, β known: with the map = β, removing the top k units lowers q by the sum of the k largest β.
+    beta = torch.tensor([0.09, 0.01, 0.08, 0.02, 0.07, 0.03, 0.06, 0.04, 0.05, 0.0], dtype=torch.float64)
+    model = LinearProb(beta, q0=0.36).eval()  # q(x) = 0.81; argmax flips once q < 0.5
+    return model, _ones(1, 2, 5), beta.view(1, 1, 2, 5), beta
+
+
+def test_cumulative_metrics_match_closed_forms():
+    model, x, attr, beta = _linear_case()
+    desc = beta.sort(descending=True).values
+    top = 0.81 - torch.cat([torch.zeros(1, dtype=torch.float64), desc.cumsum(0)])  # q after removing top k, k=0..10
+    bot = 0.81 - torch.cat([torch.zeros(1, dtype=torch.float64), desc.flip(0).cumsum(0)])
+    kw = {"reference": "zero"}
+    assert sm.aopc(model, x, attr, **kw).item() == pytest.approx((0.81 - top).mean().item())
+    assert sm.comprehensiveness(model, x, attr, **kw).item() == pytest.approx((0.81 - bot).mean().item())
+    assert sm.log_odds(model, x, attr, **kw).item() == pytest.approx(
+        sum(math.log(q / 0.81) for q in top.tolist()) / 11)
+    correct = (top > 0.5).double()  # label 0 predicted while q > 0.5
+    expected_auc = (0.1 * (correct[1:] + correct[:-1]) / 2).sum().item()
+    assert sm.auc_accuracy(model, x, attr, torch.tensor([0]), **kw).item() == pytest.approx(expected_auc)
+    assert sm.auc_accuracy(model, x, attr, torch.tensor([1]), **kw).item() == pytest.approx(1 - expected_auc)
+    # a better map (β) beats its reversal on every metric in the stated direction
+    assert sm.aopc(model, x, attr, **kw) > sm.aopc(model, x, -attr, **kw)
+    assert sm.log_odds(model, x, attr, **kw) < sm.log_odds(model, x, -attr, **kw)
+    assert sm.comprehensiveness(model, x, attr, **kw) < sm.comprehensiveness(model, x, -attr, **kw)
+
+
+def test_errors_name_the_argument():
+    model, x, attr, _ = _linear_case()
+    with pytest.raises(ValueError, match="k must be at most"):
+        sm.saco(model, x, attr, k=11)
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        sm.saco(model, x, attr, k=0)
+    with pytest.raises(ValueError, match="attributions"):
+        sm.saco(model, x, attr.expand(2, 1, 2, 5), k=2)
+    with pytest.raises(ValueError, match="fractions"):
+        sm.aopc(model, x, attr, fractions=[0.5, 1.0])
+    with pytest.raises(ValueError, match="model is in training mode"):
+        sm.saco(model.train(), x, attr, k=2)
