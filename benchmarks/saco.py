@@ -1,4 +1,4 @@
-"""Throughput of ``faithlab.metrics.saco.saco`` against bare batched forward passes.
+"""Throughput of ``faithlab.metrics.saco`` against bare batched forward passes.
 
 Both sides push the same B·(K+1) inputs (the clean image and each of the K salience groups removed alone, per-image
 per-channel mean reference) through the same small ViT (``fl.models.build("vit")``), ``batch_size`` per call: the
@@ -22,7 +22,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import batched_forward, median_times  # noqa: E402
 
 import faithlab as fl  # noqa: E402
-from faithlab.metrics import saco as sm  # noqa: E402
 
 
 def main() -> None:
@@ -47,7 +46,7 @@ def main() -> None:
     digits = fl.data.load("digits", split="train", size=s).x
     x = digits[torch.arange(args.n) % len(digits)].to(device)
     attributions = torch.rand(args.n, 1, s, s, generator=g).to(device)
-    details = sm.saco_details(model, x, attributions, k=args.k, batch_size=args.batch_size)
+    details = fl.metrics.saco_details(model, x, attributions, k=args.k, batch_size=args.batch_size)
     removed = details["groups"][:, None, :] == torch.arange(args.k, device=device)[None, :, None]
     removed = torch.cat([torch.zeros_like(removed[:, :1]), removed], dim=1)
     units = fl.perturb.pixel_units(x)
@@ -55,7 +54,7 @@ def main() -> None:
                             for i in range(args.k + 1)], dim=1).flatten(0, 1)
 
     times = median_times({"bare": lambda: batched_forward(model, prebuilt, args.batch_size),
-                          "saco": lambda: sm.saco(model, x, attributions, k=args.k, batch_size=args.batch_size)},
+                          "saco": lambda: fl.metrics.saco(model, x, attributions, k=args.k, batch_size=args.batch_size)},
                          device, args.repeats)
     print(f"device={device} threads={torch.get_num_threads()} B={args.n} K={args.k} image={s}x{s} "
           f"inputs={prebuilt.shape[0]} batch_size={args.batch_size}")

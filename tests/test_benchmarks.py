@@ -1,0 +1,29 @@
+"""The benchmark scripts run (tiny sizes, one repeat) and check their own results; no timing is asserted here."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+TINY = {
+    "removal_curve.py": ["--n", "8", "--fractions", "3", "--batch-size", "16", "--repeats", "1"],
+    "ffidelity.py": ["--n", "4", "--levels", "2", "--samples", "2", "--image-size", "8", "--batch-size", "16",
+                     "--repeats", "1"],
+    "saco.py": ["--n", "4", "--k", "3", "--image-size", "8", "--batch-size", "16", "--repeats", "1"],
+}
+
+
+def test_every_benchmark_is_listed():
+    assert sorted(p.name for p in BENCH.glob("*.py") if not p.name.startswith("_")) == sorted(TINY)
+
+
+@pytest.mark.parametrize("script", sorted(TINY))
+def test_benchmark_runs_and_reports_a_ratio(script):
+    proc = subprocess.run([sys.executable, str(BENCH / script), *TINY[script]], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "ratio" in proc.stdout
