@@ -68,7 +68,7 @@ def vit():
     return model, x
 
 
-@pytest.mark.parametrize("method", ve.METHODS)
+@pytest.mark.parametrize("method", ve.ATTENTION_METHODS)
 def test_registered_methods_shape_sign_batch_invariance(vit, method):
     model, x = vit
     target = torch.tensor([0, 1, 2, 0, 1])
@@ -105,3 +105,53 @@ def test_non_vit_model_raises():
     cnn = fl.models.build("small_cnn", in_channels=3, n_classes=3).eval()
     with pytest.raises(TypeError, match="model must record attention"):
         fl.explainers.explain(cnn, torch.randn(2, 3, 8, 8), 0, method="rollout")
+
+
+def _linearised_vit():
+    """Tiny ViT without bias terms (biases, LayerNorm shift, CLS token, positional embedding) and with GELU
+    replaced by the identity: with attention and LayerNorm scale fixed it is linear in x, so gradient × input
+    through the conservative forward must sum exactly to the target logit."""
+    torch.manual_seed(3)
+    model = fl.models.build("vit", image_size=8, patch_size=4, in_channels=3, n_classes=3, dim=16, depth=2,
+                            heads=2).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("bias") or name in ("cls_token", "pos_embed"):
+                p.zero_()
+    for blk in model.blocks:
+        blk.mlp.act = torch.nn.Identity()
+    return model.eval()
+
+
+def test_conservative_forward_matches_model(vit):
+    model, x = vit
+    with torch.no_grad():
+        assert torch.allclose(ve.conservative_forward(model, x), model(x), atol=1e-5)
+
+
+def test_conservative_lrp_conserves_logit_and_plain_gradient_input_does_not():
+    model = _linearised_vit()
+    x = torch.randn(4, 3, 8, 8, generator=torch.Generator().manual_seed(2))
+    target = torch.tensor([0, 1, 2, 1])
+    logit = model(x).gather(1, target[:, None])[:, 0].detach()
+    relevance = fl.explainers.explain(model, x, target, method="conservative_lrp")
+    assert relevance.shape == x.shape
+    assert torch.allclose(relevance.sum((1, 2, 3)), logit, atol=1e-4, rtol=1e-4)
+    plain = fl.explainers.explain(model, x, target, method="input_x_gradient")
+    assert not torch.allclose(plain.sum((1, 2, 3)), logit, atol=1e-2, rtol=1e-2)  # softmax/LN break conservation
+
+
+def test_conservative_lrp_batch_invariance_and_target(vit):
+    model, x = vit
+    target = torch.tensor([0, 1, 2, 0, 1])
+    full = fl.explainers.explain(model, x, target, method="conservative_lrp", batch_size=5)
+    assert torch.allclose(fl.explainers.explain(model, x, target, method="conservative_lrp", batch_size=2), full,
+                          atol=1e-6)
+    other = fl.explainers.explain(model, x, torch.zeros(5, dtype=torch.int64), method="conservative_lrp")
+    assert not torch.allclose(full, other)
+
+
+def test_conservative_lrp_non_vit_raises():
+    cnn = fl.models.build("small_cnn", in_channels=3, n_classes=3).eval()
+    with pytest.raises(TypeError, match="ViT-like"):
+        fl.explainers.explain(cnn, torch.randn(2, 3, 8, 8), 0, method="conservative_lrp")

@@ -24,6 +24,8 @@ _SUBMODULES = (
     "paths",
     "outputs",
     "study",
+    "recipes",
+    "protocols",
 )
 
 __all__ = ["__version__", *_SUBMODULES]

@@ -1,5 +1,5 @@
-"""Attention-based explainers for Vision Transformers (SaCo §3.4): raw attention, rollout, attention Grad-CAM and
-Transformer-MM. They are registered with ``faithlab.explainers`` (names in :data:`METHODS`), so
+"""ViT explainers (SaCo §3.4): raw attention, rollout, attention Grad-CAM, Transformer-MM and conservative LRP.
+They are registered with ``faithlab.explainers`` (names in :data:`METHODS`), so
 ``fl.explainers.explain(model, x, target, method="rollout")`` works on a ViT.
 
 The model must record its attention like ``faithlab.models.ViT``: ``record_attention(enabled)``, ``attentions()``
@@ -7,6 +7,11 @@ The model must record its attention like ``faithlab.models.ViT``: ``record_atten
 reads the CLS row over the patch tokens, a ``(B, grid²)`` token map, and upsamples it to the image: ``(B, 1, H,
 W)``, bilinear by default (Chefer et al.'s convention followed by SaCo) or ``upsample="nearest"`` (every pixel of a
 patch gets its token's value). One forward (and, for gradient methods, one backward) per chunk of inputs.
+
+``conservative_lrp`` (Ali et al., ICML 2022, "XAI for Transformers: better explanations through conservative
+propagation") is gradient × input through :func:`conservative_forward`, the ViT's forward with the attention
+probabilities (AH rule) and the LayerNorm scale 1/√(var + ε) (LN rule) detached; it returns a signed pixel map
+``(B, C, H, W)``. GELU keeps its ordinary gradient (approximation, see the function).
 
 The pure functions :func:`raw_attention`, :func:`rollout`, :func:`attention_gradcam` and :func:`transformer_mm`
 take the recorded maps and return the ``(B, T − 1)`` token relevance; the registered methods wrap them.
@@ -22,9 +27,11 @@ from torch import nn
 
 from faithlab.explainers import _register
 
-__all__ = ["METHODS", "raw_attention", "rollout", "attention_gradcam", "transformer_mm", "to_pixels"]
+__all__ = ["METHODS", "raw_attention", "rollout", "attention_gradcam", "transformer_mm", "to_pixels",
+           "conservative_forward", "ATTENTION_METHODS"]
 
-METHODS = ("raw_attention", "rollout", "attention_gradcam", "transformer_mm")  # registered, ViT-only
+ATTENTION_METHODS = ("raw_attention", "rollout", "attention_gradcam", "transformer_mm")  # (B, 1, H, W), ≥ 0 maps
+METHODS = (*ATTENTION_METHODS, "conservative_lrp")  # every registered ViT-only method
 
 _LAYERS = ("all", "last")
 
@@ -154,3 +161,50 @@ def _transformer_mm(model, x, target, extra, *, batch_size, generator, layers: s
         raise ValueError(f"layers must be one of {_LAYERS}, got {layers!r}")
     maps, grads = _record(model, x, target, gradient=True)
     return _output(model, x, transformer_mm(maps, grads, layers), upsample)
+
+
+# ------------------------------------------------------------------------------------- conservative LRP
+def _layer_norm_detached(norm: nn.LayerNorm, z: torch.Tensor) -> torch.Tensor:
+    """LayerNorm whose scale 1/√(var + ε) is a constant for the backward pass (Ali et al.'s LN rule)."""
+    centred = z - z.mean(-1, keepdim=True)
+    scale = (z.var(-1, unbiased=False, keepdim=True) + norm.eps).rsqrt().detach()
+    return centred * scale * norm.weight + norm.bias
+
+
+def _attention_detached(attn: nn.Module, z: torch.Tensor) -> torch.Tensor:
+    """Self-attention whose softmax probabilities are constants for the backward pass (Ali et al.'s AH rule)."""
+    b, t, d = z.shape
+    q, k, v = attn.qkv(z).reshape(b, t, 3, attn.heads, d // attn.heads).permute(2, 0, 3, 1, 4)
+    probs = torch.softmax((q @ k.transpose(-2, -1)) * attn.scale, dim=-1).detach()
+    return attn.proj((probs @ v).transpose(1, 2).reshape(b, t, d))
+
+
+def conservative_forward(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """Logits ``(B, n_classes)`` of a ``faithlab.models.ViT`` (eval mode, no dropout) computed with the attention
+    probabilities and the LayerNorm scales detached (Ali et al. 2022, §4, AH and LN rules). The values equal
+    ``model(x)``; only the gradient changes. With those factors fixed, the network is linear in its input up to
+    GELU and the bias terms (biases, CLS token, positional embedding), so gradient × input conserves the target
+    logit minus the relevance absorbed by the bias terms; GELU keeps its ordinary gradient here (the paper's
+    rules for attention and LayerNorm only)."""
+    missing = [a for a in ("patch_embed", "cls_token", "pos_embed", "blocks", "norm", "head") if not hasattr(model, a)]
+    if missing:
+        raise TypeError(f"model must be a faithlab.models.ViT-like module; missing {missing}")
+    tokens = model.patch_embed(x).flatten(2).transpose(1, 2)
+    z = torch.cat([model.cls_token.expand(len(x), -1, -1), tokens], dim=1) + model.pos_embed
+    for blk in model.blocks:
+        z = z + _attention_detached(blk.attn, _layer_norm_detached(blk.norm1, z))
+        z = z + blk.mlp(_layer_norm_detached(blk.norm2, z))
+    return model.head(_layer_norm_detached(model.norm, z)[:, 0])
+
+
+@_register("conservative_lrp")
+def _conservative_lrp(model, x, target, extra, *, batch_size, generator):
+    """Conservative LRP (Ali et al., ICML 2022): x ⊙ ∂f_target/∂x through :func:`conservative_forward`; signed
+    ``(B, C, H, W)`` (ViT only)."""
+    if x.ndim != 4:
+        raise ValueError(f"x must be images (B, C, H, W), got shape {tuple(x.shape)}")
+    with torch.enable_grad():
+        inputs = x.detach().requires_grad_(True)
+        logit = conservative_forward(model, inputs).gather(1, target[:, None]).sum()
+        (grad,) = torch.autograd.grad(logit, inputs)
+    return (inputs * grad).detach()

@@ -111,7 +111,6 @@ accuracy
 # zeros, the coarse CAM grid) are ordered at random rather than by pixel position.
 
 # %%
-minus_sparsity = [round(1 - s, 6) for s in sparsity]
 settings = {  # method → (model, which explanations, alpha, beta, n_samples)
     "Fidelity": (lambda m: base, "original", 1.0, None, 1),
     "ROAR": (lambda m: roar[m], "original", 1.0, None, 1),
@@ -123,15 +122,9 @@ curve_rows, P, Q = [], {}, {}
 for method in explainers:
     clean = {"original": explain(base, x, y, method), "fine-tuned": explain(tuned, x, y, method)}
     for name, (pick, source, a, b, n_mc) in settings.items():
-        plus = torch.zeros(n_seeds, len(noise_levels), len(sparsity))
-        minus = torch.zeros_like(plus)
-        for s in range(n_seeds):
-            for k, xi in enumerate(noise_levels):
-                attr = fl.explainers.degrade(clean[source], xi, generator=1000 * s + k).view(-1, *x.shape[2:])
-                common = dict(alpha=a, beta=b, n_samples=n_mc, generator=s, batch_size=batch_size, units=units,
-                              ties="random")
-                plus[s, k] = fidelity.fid_plus(pick(method), x, y, attr, sparsity, **common).mean(0).cpu()
-                minus[s, k] = fidelity.fid_minus(pick(method), x, y, attr, minus_sparsity, **common).mean(0).cpu()
+        plus, minus = fl.protocols.degraded_fidelity_curves(
+            pick(method), x, y, clean[source].view(-1, *x.shape[2:]), noise_levels, sparsity, n_seeds=n_seeds,
+            alpha=a, beta=b, n_samples=n_mc, units=units, batch_size=batch_size)
         P[method, name], Q[method, name] = plus, minus
         for sign, t in (("+", plus), ("−", minus)):
             for s in range(n_seeds):
