@@ -3,9 +3,7 @@
 Both sides push the same B·(1 + L·N) inputs (the clean image, then N Bernoulli masks at each of L sparsity levels)
 through the same small CNN (``fl.models.build("small_cnn")``), ``batch_size`` per call: the bare side on inputs
 built beforehand, FFid+ ranking the pixels, drawing every mask, building every perturbed input on the fly and
-scoring correctness. ratio = t_bare / t_ffid (1.0 is the limit). The engine sends whole samples per forward call
-(⌊batch_size / (1 + L·N)⌋ samples), so the bare side is also timed at that chunk size: on CPU some batch sizes
-are much slower than others. "engine alone" runs FFid+ with a no-op model:
+scoring correctness. ratio = t_bare / t_ffid (1.0 is the limit). "engine alone" runs FFid+ with a no-op model:
 the library's own cost (ranking, mask sampling, building inputs), least disturbed by load on a shared machine.
 
     python benchmarks/ffidelity.py [--device cpu|cuda] [--n 128] [--levels 9] [--samples 10] [--image-size 32]
@@ -70,18 +68,14 @@ def main() -> None:
                                  generator=0, batch_size=args.batch_size)
 
     noop = _NoOp(10).eval()
-    chunk = max(1, args.batch_size // per_sample) * per_sample  # the engine sends whole samples per call
     times = median_times({"bare": lambda: batched_forward(model, prebuilt, args.batch_size),
-                          "bare_chunk": lambda: batched_forward(model, prebuilt, chunk),
                           "ffid": lambda: ffid(model), "engine": lambda: ffid(noop)}, device, args.repeats)
     print(f"device={device} threads={torch.get_num_threads()} B={args.n} L={args.levels} N={args.samples} "
           f"image={s}x{s} inputs={prebuilt.shape[0]} batch_size={args.batch_size}")
     print(f"bare forward passes : {times['bare'] * 1e3:9.1f} ms")
     print(f"FFid+               : {times['ffid'] * 1e3:9.1f} ms")
     print(f"engine alone        : {times['engine'] * 1e3:9.1f} ms ({times['engine'] / times['ffid']:.1%} of FFid+)")
-    print(f"bare, {chunk} per call: {times['bare_chunk'] * 1e3:9.1f} ms (the engine's chunk size)")
     print(f"ratio t_bare/t_ffid : {times['bare'] / times['ffid']:9.3f}  (ideal 1.000)")
-    print(f"ratio at equal chunks: {times['bare_chunk'] / times['ffid']:8.3f}")
 
 
 if __name__ == "__main__":

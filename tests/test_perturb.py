@@ -179,8 +179,11 @@ def test_forward_calls_respect_batch_size():
     counting = lambda z: (sizes.append(z.shape[0]), model(z))[1]  # plain callables are accepted too
     for bs, n_fractions in ((4, 6), (5, 6), (7, 2), (9, 3), (1000, 6)):
         sizes.clear()
-        P.removal_curve(counting, x, a, FRACTIONS[:n_fractions], batch_size=bs)  # target=None: +1 clean pass
+        P.removal_curve(counting, x, a, FRACTIONS[:n_fractions], batch_size=bs)  # target=None: clean passes first
         assert max(sizes) <= bs and sum(sizes) == 5 * n_fractions + 5
+        n_calls = -(-5 * n_fractions // bs)  # the perturbed inputs fill every call but the last
+        perturbed = sizes[-n_calls:]
+        assert all(size == bs for size in perturbed[:-1]) and sum(perturbed) == 5 * n_fractions
 
 
 def test_seeded_randomness_is_reproducible_and_seed_dependent():

@@ -398,16 +398,23 @@ def _prepare(model: Callable, x: torch.Tensor, units: Units | None, output: Outp
 
 
 def _blocks(batch: int, per_sample: int, batch_size: int):
-    """Chunks (b0, b1, v0, v1) of the (sample, variant) grid with at most batch_size cells each: whole samples
-    when per_sample ≤ batch_size, else slices of one sample's variants. Chunks never need a gather of x."""
-    if per_sample <= batch_size:
-        step = batch_size // per_sample
-        for b0 in range(0, batch, step):
-            yield b0, min(b0 + step, batch), 0, per_sample
-    else:
-        for b in range(batch):
-            for v0 in range(0, per_sample, batch_size):
-                yield b, b + 1, v0, min(v0 + batch_size, per_sample)
+    """Chunks of exactly ``batch_size`` cells (the last one smaller) of the row-major (sample, variant) grid: the
+    first cell's flat index and the chunk as a list of rectangular pieces (b0, b1, v0, v1): a partial first sample, whole middle samples, a partial last
+    sample. Full chunks keep every forward pass at the batch size the caller chose (on CPU a smaller batch can cost
+    far more than its share)."""
+    total = batch * per_sample
+    for c0 in range(0, total, batch_size):
+        c1 = min(c0 + batch_size, total)
+        first, v_first = divmod(c0, per_sample)
+        last, v_last = divmod(c1 - 1, per_sample)
+        if first == last:
+            yield c0, [(first, first + 1, v_first, v_last + 1)]
+            continue
+        pieces = [(first, first + 1, v_first, per_sample)]
+        if last > first + 1:
+            pieces.append((first + 1, last, 0, per_sample))
+        pieces.append((last, last + 1, 0, v_last + 1))
+        yield c0, pieces
 
 
 def _evaluate(model: Callable, x: torch.Tensor, units: Units, reference: torch.Tensor, output: Output,
@@ -423,29 +430,34 @@ def _evaluate(model: Callable, x: torch.Tensor, units: Units, reference: torch.T
     idx = units.index
     identity = idx.shape[0] == 1 and idx.numel() == units.n and torch.equal(
         idx.flatten(), torch.arange(units.n, device=idx.device))
-    result = None
     with torch.no_grad():
         if target is None:
             target = torch.cat([_logits(model, x[i:i + batch_size]).argmax(dim=1)
                                 for i in range(0, x.shape[0], batch_size)])
-        for b0, b1, v0, v1 in _blocks(x.shape[0], per_sample, batch_size):
-            m = masks(b0, b1, v0, v1)
-            element_mask = m.view(*m.shape[:2], *idx.shape[1:]) if identity else _expand(m, _rows(idx, b0, b1))
-            inputs = torch.where(element_mask, _rows(reference, b0, b1)[:, None], x[b0:b1, None])
-            logits = _logits(model, inputs.flatten(0, 1))
-            if result is None and not callable(output):
+        flat = None
+        for c0, pieces in _blocks(x.shape[0], per_sample, batch_size):
+            batch_inputs, batch_targets = [], []
+            for b0, b1, v0, v1 in pieces:
+                m = masks(b0, b1, v0, v1)
+                element_mask = m.view(*m.shape[:2], *idx.shape[1:]) if identity else _expand(m, _rows(idx, b0, b1))
+                batch_inputs.append(torch.where(element_mask, _rows(reference, b0, b1)[:, None], x[b0:b1, None])
+                                    .flatten(0, 1))
+                batch_targets.append(target[b0:b1].repeat_interleave(v1 - v0))
+            inputs = batch_inputs[0] if len(pieces) == 1 else torch.cat(batch_inputs)
+            logits = _logits(model, inputs)
+            if flat is None and not callable(output):
                 if output != "logit" and logits.shape[1] < 2:
                     raise ValueError(f"output={output!r} needs logits for at least 2 classes, got {logits.shape[1]}")
                 if int(target.max()) >= logits.shape[1]:
                     raise ValueError(f"target holds class {int(target.max())} but the model returns "
                                      f"{logits.shape[1]} logits")
-            out = fn(logits, target[b0:b1].repeat_interleave(v1 - v0))
+            out = fn(logits, torch.cat(batch_targets))
             if not isinstance(out, torch.Tensor) or out.shape != (logits.shape[0],):
                 raise ValueError(f"output must give one value per input, shape ({logits.shape[0]},)")
-            if result is None:
-                result = torch.empty(x.shape[0], per_sample, dtype=out.dtype, device=out.device)
-            result[b0:b1, v0:v1] = out.view(b1 - b0, v1 - v0)
-    return result
+            if flat is None:
+                flat = torch.empty(x.shape[0] * per_sample, dtype=out.dtype, device=out.device)
+            flat[c0:c0 + logits.shape[0]] = out
+    return flat.view(x.shape[0], per_sample)
 
 
 def _fractions(fractions: Sequence[float] | torch.Tensor) -> torch.Tensor:
