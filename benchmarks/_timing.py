@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 from collections.abc import Callable
 
 import torch
+
+import faithlab as fl
 
 
 def sync(device: torch.device | str) -> None:
@@ -40,3 +43,40 @@ def batched_forward(model: Callable, inputs: torch.Tensor, batch_size: int) -> N
     with torch.no_grad():
         for start in range(0, inputs.shape[0], batch_size):
             model(inputs[start:start + batch_size])
+
+
+class NoOp(torch.nn.Module):
+    """Stands in for the model to time the library alone: constant logits."""
+
+    def __init__(self, n_classes: int = 10):
+        super().__init__()
+        self.n_classes = n_classes
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.new_zeros(x.shape[0], self.n_classes)
+
+
+def parser(doc: str, *, n: int, batch_size: int, repeats: int) -> argparse.ArgumentParser:
+    """Command-line options every benchmark shares (device, sample count, batch size, repeats, threads)."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--n", type=int, default=n, help="samples B")
+    p.add_argument("--batch-size", type=int, default=batch_size)
+    p.add_argument("--repeats", type=int, default=repeats)
+    p.add_argument("--threads", type=int, default=None, help="CPU threads (a shared machine: try 1)")
+    return p
+
+
+def setup(args: argparse.Namespace) -> torch.device:
+    """Apply --threads, seed the benchmark model's weight init (speed does not depend on training), return the device."""
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    return torch.device(args.device)
+
+
+def digits(n: int, size: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` scikit-learn digits (repeated cyclically) upsampled to ``size``², and their labels, on ``device``."""
+    data = fl.data.load("digits", split="train", size=size)
+    pick = torch.arange(n) % len(data)
+    return data.x[pick].to(device), data.y[pick].to(device)

@@ -12,52 +12,29 @@ the library's own cost (ranking, mask sampling, building inputs), least disturbe
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import batched_forward, median_times  # noqa: E402
+from _timing import NoOp, batched_forward, digits, median_times, parser, setup  # noqa: E402
 
 import faithlab as fl  # noqa: E402
 from faithlab.metrics import fidelity  # noqa: E402
 
 
-class _NoOp(torch.nn.Module):
-    """A model that costs nothing: constant logits."""
-
-    def __init__(self, n_classes: int) -> None:
-        super().__init__()
-        self.n_classes = n_classes
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x.new_zeros(x.shape[0], self.n_classes)
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--n", type=int, default=128, help="samples B")
-    parser.add_argument("--levels", type=int, default=9, help="sparsity levels L")
-    parser.add_argument("--samples", type=int, default=10, help="Monte-Carlo masks N per level")
-    parser.add_argument("--image-size", type=int, default=32)
-    parser.add_argument("--batch-size", type=int, default=512)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads (a shared machine: try 1)")
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-
-    device = torch.device(args.device)
+    p = parser(__doc__, n=128, batch_size=512, repeats=5)
+    p.add_argument("--levels", type=int, default=9, help="sparsity levels L")
+    p.add_argument("--samples", type=int, default=10, help="Monte-Carlo masks N per level")
+    p.add_argument("--image-size", type=int, default=32)
+    args = p.parse_args()
+    device = setup(args)
     g = torch.Generator().manual_seed(0)
-    torch.manual_seed(0)  # weight init of the benchmark model only (speed does not depend on training)
     s = args.image_size
     model = fl.models.build("small_cnn", in_channels=1, n_classes=10).to(device).eval()
-    digits = fl.data.load("digits", split="train", size=s)
-    x = digits.x[torch.arange(args.n) % len(digits.x)].to(device)
-    y = digits.y[torch.arange(args.n) % len(digits.y)].to(device)
+    x, y = digits(args.n, s, device)
     attributions = torch.rand(args.n, 1, s, s, generator=g).to(device)
     sparsity = torch.linspace(0.1, 0.9, args.levels).tolist()
     per_sample = 1 + args.levels * args.samples
@@ -67,7 +44,7 @@ def main() -> None:
         return fidelity.fid_plus(net, x, y, attributions, sparsity, alpha=0.5, beta=0.1, n_samples=args.samples,
                                  generator=0, batch_size=args.batch_size)
 
-    noop = _NoOp(10).eval()
+    noop = NoOp(10).eval()
     times = median_times({"bare": lambda: batched_forward(model, prebuilt, args.batch_size),
                           "ffid": lambda: ffid(model), "engine": lambda: ffid(noop)}, device, args.repeats)
     print(f"device={device} threads={torch.get_num_threads()} B={args.n} L={args.levels} N={args.samples} "

@@ -13,7 +13,6 @@ the noise of a shared machine than the ratio.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -21,36 +20,19 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import batched_forward, median_times  # noqa: E402
+from _timing import NoOp, batched_forward, digits, median_times, parser, setup  # noqa: E402
 
 import faithlab as fl  # noqa: E402
 
 
-class NoOp(nn.Module):
-    """Stands in for the model to time the engine alone: constant logits."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x.new_zeros(x.shape[0], 10)
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--n", type=int, default=512, help="samples B")
-    parser.add_argument("--fractions", type=int, default=11, help="curve points F")
-    parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads (a shared machine: try 1)")
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-
-    device = torch.device(args.device)
+    p = parser(__doc__, n=512, batch_size=256, repeats=7)
+    p.add_argument("--fractions", type=int, default=11, help="curve points F")
+    args = p.parse_args()
+    device = setup(args)
     g = torch.Generator().manual_seed(0)
-    torch.manual_seed(0)  # weight init of the benchmark model only (speed does not depend on training)
     model = fl.models.build("small_cnn", in_channels=1, n_classes=10).to(device).eval()
-    digits = fl.data.load("digits", split="train", size=32).x
-    x = digits[torch.arange(args.n) % len(digits)].to(device)
+    x, _ = digits(args.n, 32, device)
     attributions = torch.randn(args.n, 1, 32, 32, generator=g).to(device)
     target = torch.randint(0, 10, (args.n,), generator=g).to(device)
     fractions = torch.linspace(0, 1, args.fractions)

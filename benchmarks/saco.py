@@ -12,39 +12,28 @@ to find ŷ, so its ideal ratio is (K+1)/(K+2)).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import batched_forward, median_times  # noqa: E402
+from _timing import batched_forward, digits, median_times, parser, setup  # noqa: E402
 
 import faithlab as fl  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--n", type=int, default=256, help="samples B")
-    parser.add_argument("--k", type=int, default=10, help="groups K")
-    parser.add_argument("--image-size", type=int, default=32)
-    parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads (a shared machine: try 1)")
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-
-    device = torch.device(args.device)
+    p = parser(__doc__, n=256, batch_size=256, repeats=5)
+    p.add_argument("--k", type=int, default=10, help="groups K")
+    p.add_argument("--image-size", type=int, default=32)
+    args = p.parse_args()
+    device = setup(args)
     g = torch.Generator().manual_seed(0)
-    torch.manual_seed(0)  # weight init of the benchmark model only (speed does not depend on training)
     s = args.image_size
     model = fl.models.build("vit", image_size=s, patch_size=4, in_channels=1, n_classes=10, dim=64, depth=4,
                             heads=4).to(device).eval()
-    digits = fl.data.load("digits", split="train", size=s).x
-    x = digits[torch.arange(args.n) % len(digits)].to(device)
+    x, _ = digits(args.n, s, device)
     attributions = torch.rand(args.n, 1, s, s, generator=g).to(device)
     details = fl.metrics.saco_details(model, x, attributions, k=args.k, batch_size=args.batch_size)
     removed = details["groups"][:, None, :] == torch.arange(args.k, device=device)[None, :, None]
