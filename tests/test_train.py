@@ -96,6 +96,7 @@ def test_cache_key_changes_with_every_config_piece(tmp_path, monkeypatch):
         key(augment=RandomRemoval(0.1)),
         key(augment=RandomRemoval(0.2)),
         key(test_data=data),
+        key(test_data=_squares(32, 1)),  # which test set picks the best epoch is part of the key
     ]
     changes = dict(epochs=2, lr=2e-3, weight_decay=1e-4, optimizer="sgd", batch_size=16, seed=1, momentum=0.5,
                    scheduler="cosine", augment=("crop_flip",), drop_last=True)

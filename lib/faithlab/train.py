@@ -262,6 +262,15 @@ def _tensors(data: Dataset) -> tuple[torch.Tensor, torch.Tensor] | None:
     return (x, y) if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) else None
 
 
+def _data_digest(data: Dataset) -> str:
+    """sha256 of every (x, y) of ``data`` (cache key of the test set that picks the best epoch)."""
+    tensors = _tensors(data)
+    if tensors is None:  # a file-backed dataset: read it once, in order
+        pairs = [data[i] for i in range(len(data))]
+        tensors = (torch.stack([torch.as_tensor(x) for x, _ in pairs]), torch.as_tensor([int(y) for _, y in pairs]))
+    return _digest(tensors[0]) + _digest(tensors[1])
+
+
 def _check_data(data, name: str) -> int:
     if not isinstance(data, Dataset) or not hasattr(data, "__len__"):
         raise TypeError(f"{name} must be a torch Dataset with a length yielding (x, y), got {type(data).__name__}")
@@ -375,7 +384,7 @@ def _run(make_model: Callable[[], nn.Module], spec: dict, train_data: Dataset, c
     hooks = [*named, *([augment] if augment is not None else [])]
     hook = Compose(*hooks) if hooks else None
     spec = {**spec, "train": dataclasses.asdict(config), "augment": None if augment is None else augment.key,
-            "test_data": test_data is not None, "version": faithlab.__version__}
+            "test_data": None if test_data is None else _data_digest(test_data), "version": faithlab.__version__}
     key = cache_key(spec)
     weights_file, history_file = _cache_files(key, cache_dir) if cache else (None, None)
 
@@ -417,8 +426,8 @@ def fit(
 
     train_data/test_data: torch Datasets yielding (x, y); TensorData / TensorDataset are indexed directly (fast
     path). data_key: a string that identifies the training data (name, split, size, seed, …) in the cache key.
-    With ``test_data`` the weights of the epoch with the best test accuracy are kept (as the F-Fidelity code),
-    else the last. augment: a hook (see module docstring), applied after ``config.augment``. device: default CUDA
+    With ``test_data`` the weights of the epoch with the best test accuracy are kept (as the F-Fidelity code; a
+    digest of its contents is part of the cache key), else the last. augment: a hook (see module docstring), applied after ``config.augment``. device: default CUDA
     if available, else CPU. Raises RuntimeError naming the epoch if the loss becomes NaN/inf.
     Returns (model in eval mode on device, history dict with ``key``, per-epoch ``epochs`` rows, ``best_epoch``,
     ``train_seconds``, ``spec`` and ``from_cache``).
