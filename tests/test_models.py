@@ -273,3 +273,53 @@ def test_pretrained_timm_weights_come_from_the_local_hf_cache_only(tmp_path, mon
     source = fl.models.pretrained("test_vit", source="timm")
     save_file(source.state_dict(), str(repo / "snapshots" / ("0" * 40) / "model.safetensors"))
     assert _same_params(source, fl.models.pretrained("test_vit", weights="DEFAULT", source="timm"))
+
+
+# ------------------------------------------------------------------------------------------- timm ViT conversion
+
+
+def _timm_vit(**kwargs):
+    import timm
+
+    torch.manual_seed(0)
+    config = dict(pretrained=False, img_size=32, patch_size=8, num_classes=5, embed_dim=24, depth=2, num_heads=3)
+    return timm.create_model("vit_tiny_patch16_224", **{**config, **kwargs}).eval()
+
+
+@pytest.mark.parametrize("options", [{}, {"qkv_bias": False}])
+def test_vit_from_timm_gives_identical_logits_and_supports_the_vit_explainers(options):
+    source = _timm_vit(**options)
+    with torch.no_grad():  # timm initialises biases, CLS token and LayerNorm shifts to 0: make them matter
+        for name, p in source.named_parameters():
+            if name.endswith("bias") or name == "cls_token":
+                p.normal_(std=0.1)
+    vit = fl.models.vit_from_timm(source)
+    assert isinstance(vit, fl.models.ViT) and not vit.training
+    assert (vit.grid, len(vit.blocks), vit.blocks[0].attn.heads, vit.norm.eps) == (4, 2, 3, 1e-6)
+    x = torch.randn(4, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert torch.allclose(vit(x), source(x), atol=1e-5)
+    maps = fl.explainers.explain(vit, x, 0, method="transformer_attribution")
+    assert maps.shape == (4, 1, 32, 32) and bool(torch.isfinite(maps).all())
+
+
+@pytest.mark.parametrize("options, need", [
+    ({"reg_tokens": 2}, "register"), ({"global_pool": "avg", "fc_norm": True}, "global_pool"),
+    ({"qk_norm": True}, "qk_norm"), ({"init_values": 1e-5}, "layer scale"), ({"pre_norm": True}, "pre_norm"),
+])
+def test_vit_from_timm_rejects_inexact_configurations(options, need):
+    with pytest.raises(ValueError, match=f"timm_model.*{need}"):
+        fl.models.vit_from_timm(_timm_vit(**options))
+
+
+def test_vit_from_timm_rejects_other_models():
+    with pytest.raises(TypeError, match="timm_model"):
+        fl.models.vit_from_timm(fl.models.build("vit", image_size=8, patch_size=4))
+
+
+def test_pretrained_converts_timm_vits_on_request():
+    vit = fl.models.pretrained("vit_tiny_patch16_224", source="timm", faithlab_vit=True, img_size=32,
+                               patch_size=8, num_classes=5)
+    assert isinstance(vit, fl.models.ViT) and vit(torch.randn(1, 3, 32, 32)).shape == (1, 5)
+    with pytest.raises(ValueError, match="faithlab_vit"):
+        fl.models.pretrained("resnet18", faithlab_vit=True)

@@ -434,5 +434,6 @@ def degrade(scores: torch.Tensor, xi: float, generator: torch.Generator | int) -
     return flat.scatter(1, chosen.sort(dim=1).values, flat.gather(1, chosen)).view_as(scores)
 
 
-# ViT attention explainers live in their own module and register themselves here (imported last: it uses _register).
-from faithlab import vit_explainers as _vit_explainers  # noqa: E402
+# ViT explainers (attention, relevance propagation) live in their own modules and register themselves here
+# (imported last: they use _register).
+from faithlab import vit_explainers as _vit_explainers, vit_lrp as _vit_lrp  # noqa: E402

@@ -209,12 +209,12 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    """Pre-norm transformer block: x + attn(norm1(x)), then x + mlp(norm2(x))."""
+    """Pre-norm transformer block: x + attn(norm1(x)), then x + mlp(norm2(x)); LayerNorms with epsilon ``eps``."""
 
-    def __init__(self, dim: int, heads: int, mlp_ratio: float, dropout: float = 0.0) -> None:
+    def __init__(self, dim: int, heads: int, mlp_ratio: float, dropout: float = 0.0, eps: float = 1e-5) -> None:
         super().__init__()
-        self.norm1, self.attn = nn.LayerNorm(dim), Attention(dim, heads, dropout)
-        self.norm2, self.mlp = nn.LayerNorm(dim), MLP(dim, _scaled(dim, mlp_ratio), dropout)
+        self.norm1, self.attn = nn.LayerNorm(dim, eps=eps), Attention(dim, heads, dropout)
+        self.norm2, self.mlp = nn.LayerNorm(dim, eps=eps), MLP(dim, _scaled(dim, mlp_ratio), dropout)
 
     def forward(self, x: torch.Tensor, key_mask: torch.Tensor | None = None) -> torch.Tensor:
         x = x + self.attn(self.norm1(x), key_mask)
@@ -251,7 +251,8 @@ class _AttentionRecorder(nn.Module):
 class ViT(_AttentionRecorder):
     """Small Vision Transformer (F-Fidelity App. C: patch 4, dim 128, depth 6, heads 8, MLP 256): conv patch
     embedding, CLS token, learned positional embedding, pre-norm blocks, final LayerNorm, linear head on CLS.
-    Token 0 is CLS; patch tokens follow in row-major order (``n_patches`` of them, ``patch_size`` pixels wide)."""
+    Token 0 is CLS; patch tokens follow in row-major order (``n_patches`` of them, ``patch_size`` pixels wide).
+    ``norm_eps`` is every LayerNorm's epsilon (timm's ViTs use 1e-6, see :func:`vit_from_timm`)."""
 
     def __init__(
         self,
@@ -264,6 +265,7 @@ class ViT(_AttentionRecorder):
         heads: int = 8,
         mlp_ratio: float = 2.0,
         dropout: float = 0.0,
+        norm_eps: float = 1e-5,
     ) -> None:
         super().__init__()
         if image_size % patch_size:
@@ -274,8 +276,8 @@ class ViT(_AttentionRecorder):
         self.patch_embed = nn.Conv2d(in_channels, dim, patch_size, stride=patch_size)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
         self.pos_embed = nn.Parameter(torch.randn(1, self.n_patches + 1, dim) * 0.02)
-        self.blocks = nn.ModuleList(Block(dim, heads, mlp_ratio, dropout) for _ in range(depth))
-        self.norm = nn.LayerNorm(dim)
+        self.blocks = nn.ModuleList(Block(dim, heads, mlp_ratio, dropout, norm_eps) for _ in range(depth))
+        self.norm = nn.LayerNorm(dim, eps=norm_eps)
         self.head = nn.Linear(dim, n_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -485,6 +487,7 @@ def pretrained(
     source: str = "torchvision",
     weights_path: str | os.PathLike | None = None,
     download: bool = False,
+    faithlab_vit: bool = False,
     **kwargs,
 ) -> nn.Module:
     """A torchvision or timm architecture by ``name`` (``paper`` profile), in eval mode.
@@ -494,18 +497,23 @@ def pretrained(
     ``download`` is True; otherwise FileNotFoundError says where they were expected.
     weights_path: a local state-dict file loaded with ``weights_only=True`` (exclusive with ``weights``).
     kwargs go to ``torchvision.models.get_model`` / ``timm.create_model`` (e.g. ``num_classes``).
+    faithlab_vit: with ``source="timm"``, convert the loaded ViT with :func:`vit_from_timm` (same logits), so the
+    ViT explainers (attention methods, LRP family, ATTCAT) can read its attention, e.g.
+    ``pretrained("vit_base_patch16_224", weights="augreg2_in21k_ft_in1k", source="timm", faithlab_vit=True)``.
     """
     if source not in ("torchvision", "timm"):
         raise ValueError(f"source must be 'torchvision' or 'timm', got {source!r}")
     if weights is not None and weights_path is not None:
         raise ValueError("pass either weights or weights_path, not both")
+    if faithlab_vit and source != "timm":
+        raise ValueError(f"faithlab_vit=True needs source='timm', got source={source!r}")
     model = (_torchvision_model if source == "torchvision" else _timm_model)(name, weights, download, kwargs)
     if weights_path is not None:
         path = Path(weights_path)
         if not path.is_file():
             raise FileNotFoundError(f"weights_path {str(path)!r} does not exist")
         model.load_state_dict(_unwrap_state(torch.load(path, map_location="cpu", weights_only=True)))
-    return model.eval()
+    return (vit_from_timm(model) if faithlab_vit else model).eval()
 
 
 def _torchvision_model(name: str, weights: str | None, download: bool, kwargs: dict) -> nn.Module:
@@ -556,3 +564,62 @@ def _timm_model(name: str, weights: str | None, download: bool, kwargs: dict) ->
             "weights_path=<state dict>, or allow download=True on a machine with internet access"
         )
     return timm.create_model(full, pretrained=True, **kwargs)
+
+
+def _timm_vit_problems(m: nn.Module) -> list[str]:
+    """What keeps a timm VisionTransformer from being an exact ``ViT`` (empty when it converts)."""
+    from timm.layers import Mlp
+    from timm.models.vision_transformer import Block as TimmBlock
+
+    def plain(*modules: nn.Module | None) -> bool:
+        return all(mod is None or isinstance(mod, nn.Identity) for mod in modules)
+
+    eps = m.norm.eps if isinstance(m.norm, nn.LayerNorm) else None
+    checks = {
+        "a class token and no register or distillation tokens": m.has_class_token and m.num_prefix_tokens == 1,
+        "global_pool='token'": m.global_pool == "token",
+        "a learned positional embedding that includes the class token": m.pos_embed is not None
+        and not m.no_embed_class and not m.dynamic_img_size,
+        "no pre_norm, fc_norm or attention pooling": plain(m.norm_pre, m.fc_norm, m.attn_pool),
+        "a square, non-overlapping conv patch embedding without norm": isinstance(m.patch_embed.proj, nn.Conv2d)
+        and m.patch_embed.proj.kernel_size == m.patch_embed.proj.stride and m.patch_embed.proj.padding == (0, 0)
+        and plain(m.patch_embed.norm) and m.patch_embed.img_size[0] == m.patch_embed.img_size[1]
+        and m.patch_embed.patch_size[0] == m.patch_embed.patch_size[1],
+        "a linear head": isinstance(m.head, nn.Linear),
+        "LayerNorms with one epsilon": eps is not None and all(
+            isinstance(n, nn.LayerNorm) and n.eps == eps for b in m.blocks for n in (b.norm1, b.norm2)),
+        "plain blocks (no layer scale, qk_norm, scale_norm, gated attention, or other MLP/activation)": all(
+            type(b) is TimmBlock and plain(b.ls1, b.ls2, b.attn.q_norm, b.attn.k_norm, getattr(b.attn, "norm", None))
+            and getattr(b.attn, "gate", None) is None and type(b.mlp) is Mlp and plain(b.mlp.norm)
+            and type(b.mlp.act) is nn.GELU and b.mlp.act.approximate == "none"
+            and b.attn.head_dim * b.attn.num_heads == m.embed_dim for b in m.blocks),
+    }
+    return [need for need, ok in checks.items() if not ok]
+
+
+def vit_from_timm(timm_model: nn.Module) -> ViT:
+    """A :class:`ViT` with the weights of a timm ``VisionTransformer`` (e.g. ``vit_base_patch16_224``,
+    ``vit_large_patch16_224``, ``deit_base_patch16_224``) giving the same logits, in eval mode, on the timm model's
+    device and dtype. Supported: class token, ``global_pool="token"``, learned positional embedding, pre-norm
+    blocks with exact GELU; missing qkv/proj biases become zeros. Distilled or register tokens, average pooling,
+    qk_norm, layer scale, fc_norm, pre_norm, ... raise ValueError."""
+    from timm.models.vision_transformer import VisionTransformer
+
+    if not isinstance(timm_model, VisionTransformer):
+        raise TypeError(f"timm_model must be a timm VisionTransformer, got {type(timm_model).__name__}")
+    problems = _timm_vit_problems(timm_model)
+    if problems:
+        raise ValueError(f"timm_model cannot be converted exactly; it needs {'; '.join(problems)}")
+    m = timm_model
+    proj = m.patch_embed.proj
+    dim, blocks = m.embed_dim, list(m.blocks)
+    vit = ViT(image_size=m.patch_embed.img_size[0], patch_size=proj.kernel_size[0], in_channels=proj.in_channels,
+              n_classes=m.head.out_features, dim=dim, depth=len(blocks), heads=blocks[0].attn.num_heads,
+              mlp_ratio=blocks[0].mlp.fc1.out_features / dim, norm_eps=m.norm.eps)
+    state = {k.replace("patch_embed.proj.", "patch_embed."): v for k, v in m.state_dict().items()}
+    ours = vit.state_dict()
+    for key, value in ours.items():  # timm layers built with bias=False: zero biases are the same function
+        if key not in state and key.endswith(".bias"):
+            state[key] = torch.zeros_like(value)
+    vit.load_state_dict(state)
+    return vit.to(device=m.cls_token.device, dtype=m.cls_token.dtype).eval()

@@ -13,6 +13,9 @@ propagation") is gradient × input through :func:`conservative_forward`, the ViT
 probabilities (AH rule) and the LayerNorm scale 1/√(var + ε) (LN rule) detached; it returns a signed pixel map
 ``(B, C, H, W)``. GELU keeps its ordinary gradient (approximation, see the function).
 
+The relevance-propagation methods (LRP, Partial LRP, Transformer Attribution, ATTCAT) live in
+``faithlab.vit_lrp``; their names are :data:`LRP_METHODS`.
+
 The pure functions :func:`raw_attention`, :func:`rollout`, :func:`attention_gradcam` and :func:`transformer_mm`
 take the recorded maps and return the ``(B, T − 1)`` token relevance; the registered methods wrap them.
 """
@@ -28,10 +31,11 @@ from torch import nn
 from faithlab.explainers import _register
 
 __all__ = ["METHODS", "raw_attention", "rollout", "attention_gradcam", "transformer_mm", "to_pixels",
-           "conservative_forward", "ATTENTION_METHODS"]
+           "conservative_forward", "ATTENTION_METHODS", "LRP_METHODS"]
 
 ATTENTION_METHODS = ("raw_attention", "rollout", "attention_gradcam", "transformer_mm")  # (B, 1, H, W), ≥ 0 maps
-METHODS = (*ATTENTION_METHODS, "conservative_lrp")  # every registered ViT-only method
+LRP_METHODS = ("lrp", "partial_lrp", "transformer_attribution", "attcat")  # registered by faithlab.vit_lrp
+METHODS = (*ATTENTION_METHODS, "conservative_lrp", *LRP_METHODS)  # every registered ViT-only method
 
 _LAYERS = ("all", "last")
 
