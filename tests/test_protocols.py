@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
@@ -43,3 +44,102 @@ def test_seeds_reproduce_and_differ():
     b = fl.protocols.degraded_fidelity_curves(model, x, y, clean, [0.5], [0.25, 0.5], **kw)
     assert all(torch.equal(p, q) for p, q in zip(a, b))
     assert not torch.equal(a[0][0], a[0][1])  # seed 0 and seed 1 degrade differently
+
+
+# --------------------------------------------------------------------------------------- image_ranking_study
+def key_pixel_data(n: int, seed: int) -> fl.data.TensorData:
+    """4×4 grey images of small noise whose class is the sign of one key pixel (±2 at (1, 1)): removing the key
+    (zero reference) leaves no evidence, removing any other pixel changes nothing."""
+    g = torch.Generator().manual_seed(seed)
+    y = torch.randint(0, 2, (n,), generator=g)
+    x = 0.3 * torch.randn(n, 1, 4, 4, generator=g)
+    x[:, 0, 1, 1] = 4.0 * y - 2.0
+    return fl.data.TensorData(x, y, info={"name": "key_pixel", "n_classes": 2})
+
+
+STUDY = dict(noise_levels=[0.0, 1.0], sparsity=[0.25, 0.5], n_test=64, n_seeds=1, alpha=0.5, beta=0.25,
+             n_samples=4, batch_size=100)
+
+
+def run_study(tmp_path, monkeypatch, methods=("Fidelity", "R-Fidelity", "F-Fidelity", "Fidelity+Fine-tune", "ROAR")):
+    monkeypatch.setenv("FAITHLAB_CACHE", str(tmp_path))
+    config = fl.train.TrainConfig(epochs=6, lr=1e-2, batch_size=32, seed=0)
+    return fl.protocols.image_ranking_study(
+        "small_cnn", {"in_channels": 1, "n_classes": 2, "width": 4}, key_pixel_data(192, 0), key_pixel_data(64, 1),
+        {"IxG": ("input_x_gradient", {})}, data_key={"dataset": "key_pixel"}, train_config=config,
+        finetune_config=fl.train.TrainConfig(epochs=2, lr=1e-3, batch_size=32, seed=0), roar_config=config,
+        methods=methods, **STUDY)
+
+
+def test_study_ranks_a_clean_map_above_a_random_one(tmp_path, monkeypatch):
+    """Oracle: input × gradient of the key-pixel model puts the key first, its full permutation (ξ = 1) does not, so every
+    setting that keeps a trained model must give MoRF vs GT = −1, LeRF vs GT = +1 and MoRF vs LeRF = −1."""
+    study = run_study(tmp_path, monkeypatch)
+    assert study.accuracy["original"] > 0.95 and study.accuracy["fine-tuned"] > 0.95
+    assert bool((study.clean["IxG", "original"].argmax(1) == 5).all())  # pixel (1, 1) is unit 5
+    tidy = study.correlations(["Fidelity", "R-Fidelity", "F-Fidelity", "Fidelity+Fine-tune"])
+    macro = tidy[tidy["row"] == "Macro Corr."].set_index(["method", "correlation"])["mean"]
+    assert macro.xs("morf_vs_gt", level=1).eq(-1).all() and macro.xs("lerf_vs_gt", level=1).eq(1).all()
+    assert macro.xs("morf_vs_lerf", level=1).eq(-1).all()
+    assert set(study.curves["method"]) == set(fl.protocols.SETTINGS) and len(study.curves) == 5 * 2 * 2 * 2
+    # the curves equal a direct call with the same model, map and settings
+    plus, minus = fl.protocols.degraded_fidelity_curves(
+        study.models["fine-tuned"], study.x, study.y, study.clean["IxG", "fine-tuned"].view(-1, 4, 4),
+        STUDY["noise_levels"], STUDY["sparsity"], n_seeds=1, alpha=0.5, beta=0.25, n_samples=4)
+    assert torch.equal(plus, study.P["IxG", "F-Fidelity"]) and torch.equal(minus, study.Q["IxG", "F-Fidelity"])
+
+
+def test_study_costs_count_every_image_pass(tmp_path, monkeypatch):
+    study = run_study(tmp_path, monkeypatch, methods=("Fidelity", "F-Fidelity", "ROAR"))
+    costs = study.costs.set_index(["stage", "method"], drop=False)
+    n, levels, per_level = 64, 2, 2 * 1 * 2  # test images, sparsity levels, (+, −) × seeds × noise levels
+    assert costs.loc[("evaluate", "Fidelity"), "image passes"] == per_level * n * (1 + levels)
+    assert costs.loc[("evaluate", "F-Fidelity"), "image passes"] == per_level * n * (1 + levels * 4)
+    assert costs.loc[("explain train set", None), "image passes"] == 192  # input × gradient: one pass per image
+    assert costs.loc[("explain train set", None), "backward passes"] == 192
+    assert costs.loc[("evaluate", "Fidelity"), "backward passes"] == 0
+    assert costs.loc[("train original", None), "image passes"] == 6 * (192 + 64)
+    assert costs.loc[("train original", None), "backward passes"] == 6 * 192
+    assert costs.loc[("fine-tune", None), "image passes"] == 2 * (192 + 64)
+    assert set(costs["model"]) == {"original", "fine-tuned", "ROAR IxG"} and bool((costs["seconds"] >= 0).all())
+    again = run_study(tmp_path, monkeypatch, methods=("Fidelity", "F-Fidelity", "ROAR"))  # weights from the cache
+    assert bool(again.costs.loc[again.costs["stage"].isin(["train original", "fine-tune", "retrain (ROAR)"]),
+                                "cached"].all())
+    assert all(torch.equal(again.P[k], study.P[k]) for k in study.P)
+
+
+def test_study_rejects_bad_arguments(tmp_path, monkeypatch):
+    with pytest.raises(ValueError, match="methods"):
+        run_study(tmp_path, monkeypatch, methods=("Fidelity", "AOPC"))
+    monkeypatch.setenv("FAITHLAB_CACHE", str(tmp_path))
+    config = fl.train.TrainConfig(epochs=1)
+    with pytest.raises(ValueError, match="roar_config"):
+        fl.protocols.image_ranking_study("small_cnn", {}, key_pixel_data(8, 0), key_pixel_data(8, 1),
+                                         {"S": ("saliency", {})}, data_key={}, train_config=config,
+                                         finetune_config=config, methods=("ROAR",))
+    with pytest.raises(ValueError, match="explainer_specs"):
+        fl.protocols.image_ranking_study("small_cnn", {}, key_pixel_data(8, 0), key_pixel_data(8, 1), {},
+                                         data_key={}, train_config=config, finetune_config=config)
+
+
+# ------------------------------------------------------------------------------------------------- tables
+def test_correlation_table_layout_and_wins_on_hand_made_curves():
+    """Method "good" orders three explainers perfectly, "bad" in reverse: correlations ∓1, ranks 1 and 2."""
+    xi = torch.tensor([0.0, 0.5, 1.0])
+    good_p = (1 - xi)[None, :, None].expand(2, 3, 4).clone()   # MoRF decreasing in ξ
+    good_q = xi[None, :, None].expand(2, 3, 4).clone()         # LeRF increasing in ξ
+    P = {("E", "good"): good_p, ("E", "bad"): good_q}
+    Q = {("E", "good"): good_q, ("E", "bad"): good_p}
+    tidy = fl.protocols.ranking_correlations(P, Q, xi.tolist(), [0.2, 0.4, 0.6, 0.8], ["good", "bad"], group="e")
+    corr = tidy[tidy["row"] != "Micro Rank"].set_index(["method", "correlation", "row"])["mean"].sort_index()
+    assert corr.loc["good", "morf_vs_gt"].eq(-1).all() and corr.loc["bad", "morf_vs_gt"].eq(1).all()
+    assert corr.loc["good", "morf_vs_lerf"].eq(-1).all() and corr.loc["bad", "morf_vs_lerf"].eq(-1).all()
+    ranks = tidy[tidy["row"] == "Micro Rank"].set_index(["method", "correlation"])["mean"]
+    assert ranks["good", "morf_vs_gt"] == 1 and ranks["bad", "morf_vs_gt"] == 2
+    assert ranks["good", "morf_vs_lerf"] == ranks["bad", "morf_vs_lerf"] == 1  # tie: both share the minimum rank
+    means, wins = fl.protocols.micro_rank_wins(tidy, "e", method="good")
+    assert wins == {"E": True} and means.loc["E", "bad"] == pytest.approx(5 / 3)
+    assert fl.protocols.micro_rank_wins(tidy, "e", method="bad")[1] == {"E": False}
+    layout = fl.protocols.table_layout(tidy.assign(paper=-0.5), "e", paper="paper")
+    assert list(layout.columns) == ["row", "correlation", "E good", "E bad"]
+    assert layout.iloc[0]["E good"] == "-1.00 ± 0.00 (-0.50)" and layout.iloc[0]["correlation"] == "MoRF vs GT ↓"

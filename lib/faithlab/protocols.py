@@ -1,17 +1,26 @@
-"""Experimental protocols that combine explainers and metrics (so they cannot live in the pure metric modules).
+"""Experimental protocols that combine data, training, explainers and metrics (so they cannot live in the pure
+metric modules); tables are tidy pandas frames.
 
-F-Fidelity's degraded-explainer protocol (spec §1.8–1.9): degrade a clean map at known noise levels ξ with several
-seeds, score every degraded map with Fid+ and Fid− curves; :func:`faithlab.metrics.ground_truth_ranking` then turns
-the curves into the paper's macro/micro correlations.
+F-Fidelity's degraded-explainer protocol (spec §1.6–1.9): degrade a clean map at known noise levels ξ with several
+seeds and score every degraded map with Fid+ and Fid− curves (:func:`degraded_fidelity_curves`);
+:func:`image_ranking_study` runs the whole image study (original, fine-tuned and ROAR models, five evaluation
+settings, the wall-clock cost and forward passes of every stage), and :func:`ranking_correlations` turns the curves
+into the paper's macro/micro correlations and micro ranks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 
+import pandas as pd
 import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
 
-from faithlab import explainers
+from faithlab import _validate, explainers, perturb, stats, train
 from faithlab.metrics import fidelity
 
 
@@ -36,3 +45,244 @@ def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, 
             plus[s, k] = fidelity.fid_plus(model, x, y, attr, sparsity, generator=s, **common).mean(0).cpu()
             minus[s, k] = fidelity.fid_minus(model, x, y, attr, minus_sparsity, generator=s, **common).mean(0).cpu()
     return plus, minus
+
+
+# ------------------------------------------------------------------------------------------ the image study
+SETTINGS: dict[str, tuple[str, bool]] = {
+    "Fidelity": ("original", False),
+    "ROAR": ("roar", False),
+    "R-Fidelity": ("original", True),
+    "F-Fidelity": ("fine-tuned", True),
+    "Fidelity+Fine-tune": ("fine-tuned", False),  # ablation of App. D.7
+}
+"""Evaluation settings (spec §1.6): method → (model, randomised). The model is the original one, the ROAR model of
+the explainer, or the fine-tuned one, whose own explanations are then scored (as the authors' code). Randomised
+settings remove a Bernoulli fraction α of R with N masks, capped at βn for the fine-tuned model (F-Fidelity);
+the others remove all of R."""
+
+
+@dataclass
+class RankingStudy:
+    """Result of :func:`image_ranking_study`.
+
+    curves: tidy frame (explainer, method, curve "+"/"−", seed, xi, level, score) of the mean scores.
+    P, Q: ``{(explainer, method): (n_seeds, n_levels, n_sparsity)}`` mean "+" and "−" curves.
+    clean: ``{(explainer, "original" | "fine-tuned"): (n_test, n_pixels)}`` unit scores of the clean explainers.
+    accuracy: test accuracy per model ("original", "fine-tuned", "ROAR <explainer>").
+    costs: one row per stage (stage, explainer, model, method, seconds, image passes, backward passes, cached).
+    models: the eval-mode models by the names of ``accuracy``. x, y: the evaluated test inputs and labels.
+    """
+
+    curves: pd.DataFrame
+    P: dict[tuple[str, str], torch.Tensor]
+    Q: dict[tuple[str, str], torch.Tensor]
+    clean: dict[tuple[str, str], torch.Tensor]
+    accuracy: dict[str, float]
+    costs: pd.DataFrame
+    models: dict[str, nn.Module]
+    x: torch.Tensor
+    y: torch.Tensor
+    noise_levels: list[float]
+    sparsity: list[float]
+
+    def correlations(self, methods: Sequence[str] | None = None) -> pd.DataFrame:
+        """:func:`ranking_correlations` (first column "explainer") of ``methods`` (default: all scored)."""
+        names = list(dict.fromkeys(m for _, m in self.P)) if methods is None else list(methods)
+        return ranking_correlations(self.P, self.Q, self.noise_levels, self.sparsity, names, group="explainer")
+
+
+@contextmanager
+def _count_passes(model: nn.Module) -> Iterator[list[int]]:
+    """Count the inputs (rows of the first argument) of every forward call of ``model`` inside the block."""
+    count = [0]
+    handle = model.register_forward_hook(lambda _m, args, _out: count.__setitem__(0, count[0] + len(args[0])))
+    try:
+        yield count
+    finally:
+        handle.remove()
+
+
+def _all_tensors(data: Dataset) -> tuple[torch.Tensor, torch.Tensor]:
+    """(x, y) of a dataset: the tensors of a TensorData, else the whole dataset stacked in one batch."""
+    x, y = getattr(data, "x", None), getattr(data, "y", None)
+    if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
+        return x, y
+    return next(iter(DataLoader(data, batch_size=len(data))))[:2]
+
+
+def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset, test_data: Dataset,
+                        explainer_specs: Mapping[str, tuple[str, dict]], *, data_key: dict,
+                        train_config: train.TrainConfig, finetune_config: train.TrainConfig,
+                        roar_config: train.TrainConfig | None = None, methods: Sequence[str] = tuple(SETTINGS),
+                        noise_levels: Sequence[float] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0),
+                        sparsity: Sequence[float] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
+                        n_test: int = 150, n_seeds: int = 5, alpha: float = 0.5, beta: float = 0.1,
+                        n_samples: int = 50, seed: int = 0, device: str | torch.device = "cpu",
+                        batch_size: int = 2048, cache: bool = True) -> RankingStudy:
+    """F-Fidelity's degraded-explainer study on images (spec §1.4–1.9, Tables 1–2, 5, 10; cost as Table 13).
+
+    Trains (or loads from the cache of :func:`faithlab.train.fit`) the original model ``models.build(model_name,
+    **model_config)``, fine-tunes it with ``RandomRemoval(beta)`` (eq. 5) and, when "ROAR" is in ``methods``,
+    retrains one model per explainer on ``ExplanationGuidedRemoval`` of its train-set maps (on the original
+    model). Then each explainer's clean map of the first ``n_test`` test images (Σ|a| per pixel) is degraded at
+    ``noise_levels`` with ``n_seeds`` seeds and scored by :func:`degraded_fidelity_curves` in every setting of
+    :data:`SETTINGS` listed in ``methods``.
+
+    explainer_specs: ``{label: (method, options)}`` for :func:`faithlab.explainers.explain` (generator ``seed``).
+    data_key: identifies the training data in the cache keys. roar_config: required when "ROAR" is scored.
+    cache: False trains every model afresh (to time it) instead of loading cached weights.
+    train_data/test_data: TensorData (or any Dataset, loaded whole for the ROAR train-set maps).
+    costs rows: "train original", "fine-tune", "retrain (ROAR)" (seconds measured when the weights were trained
+    — ``cached`` says they were loaded — and image passes epochs·(n_train + n_test), each epoch evaluating the
+    test set), "explain train set", "explain test set" and "evaluate" (wall-clock of this call; image passes
+    counted by a forward hook on the model). Backward passes: the training images of every epoch, and one per
+    image pass of the explain stages (gradient explainers); evaluation has none.
+    """
+    unknown = [m for m in methods if m not in SETTINGS]
+    if unknown or not methods:
+        raise ValueError(f"methods must be a non-empty list of {list(SETTINGS)}, got {list(methods)}")
+    if not explainer_specs:
+        raise ValueError("explainer_specs must map at least one label to (method, options)")
+    roar = "ROAR" in methods
+    if roar and roar_config is None:
+        raise ValueError("roar_config is required when methods include 'ROAR'")
+    n_test = _validate.positive_int(n_test, "n_test")
+    n_train, n_eval = len(train_data), len(test_data)
+    costs: list[dict] = []
+
+    def trained(stage: str, label: str | None, model: str, config: train.TrainConfig, hist: dict) -> None:
+        costs.append({"stage": stage, "explainer": label, "model": model, "method": None,
+                      "seconds": hist["train_seconds"], "image passes": config.epochs * (n_train + n_eval),
+                      "backward passes": config.epochs * n_train, "cached": hist["from_cache"]})
+
+    def timed(stage: str, label: str, model: str, method: str | None, fn: Callable):
+        with _count_passes(models[model]) as count:
+            start = time.perf_counter()
+            result = fn()
+            seconds = time.perf_counter() - start
+        costs.append({"stage": stage, "explainer": label, "model": model, "method": method, "seconds": seconds,
+                      "image passes": count[0], "backward passes": 0 if stage == "evaluate" else count[0],
+                      "cached": False})
+        return result
+
+    def pixel_scores(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, method: str, options: dict):
+        attr = explainers.explain(model, inputs, targets, method=method, generator=seed, **options)
+        return perturb.unit_scores(attr, perturb.pixel_units(inputs))  # (B, H·W): Σ|a| over channels
+
+    base, hist = train.fit(model_name, model_config, train_data, train_config, data_key=data_key,
+                           test_data=test_data, cache=cache, device=device, progress=False)
+    base = base.to(device).eval()
+    models = {"original": base}
+    trained("train original", None, "original", train_config, hist)
+    if any(SETTINGS[m][0] == "fine-tuned" for m in methods):
+        tuned, ft_hist = train.finetune(base, train_data, finetune_config, train.RandomRemoval(beta),
+                                        data_key=data_key, base_key=hist["key"], test_data=test_data,
+                                        cache=cache, device=device, progress=False)
+        models["fine-tuned"] = tuned.to(device).eval()
+        trained("fine-tune", None, "fine-tuned", finetune_config, ft_hist)
+    if roar:
+        train_x, train_y = (t.to(device) for t in _all_tensors(train_data))
+        for label, (method, options) in explainer_specs.items():
+            scores = timed("explain train set", label, "original", None,
+                           lambda: pixel_scores(base, train_x, train_y, method, options).cpu())
+            model, roar_hist = train.fit(model_name, model_config, train_data, roar_config,
+                                         data_key={**data_key, "roar": method},
+                                         augment=train.ExplanationGuidedRemoval(scores), test_data=test_data,
+                                         cache=cache, device=device, progress=False)
+            models[f"ROAR {label}"] = model.to(device).eval()
+            trained("retrain (ROAR)", label, f"ROAR {label}", roar_config, roar_hist)
+    accuracy = {name: train.evaluate(model, test_data, batch_size=batch_size, device=device)["accuracy"]
+                for name, model in models.items()}
+
+    x, y = (t[:n_test].to(device) for t in _all_tensors(test_data))
+    units = perturb.pixel_units(x)
+    sources = {"original" if SETTINGS[m][0] == "roar" else SETTINGS[m][0] for m in methods}
+    curve_rows: list[dict] = []
+    P: dict[tuple[str, str], torch.Tensor] = {}
+    Q: dict[tuple[str, str], torch.Tensor] = {}
+    clean: dict[tuple[str, str], torch.Tensor] = {}
+    for label, (method, options) in explainer_specs.items():
+        for source in ("original", "fine-tuned"):
+            if source in sources:
+                clean[label, source] = timed("explain test set", label, source, None,
+                                             lambda: pixel_scores(models[source], x, y, method, options))
+        for name in methods:
+            kind, randomised = SETTINGS[name]
+            evaluated = f"ROAR {label}" if kind == "roar" else kind
+            model = models[evaluated]
+            maps = clean[label, "fine-tuned" if kind == "fine-tuned" else "original"].view(-1, *x.shape[2:])
+            plus, minus = timed("evaluate", label, evaluated, name, lambda: degraded_fidelity_curves(
+                model, x, y, maps, noise_levels, sparsity, n_seeds=n_seeds, alpha=alpha if randomised else 1.0,
+                beta=beta if kind == "fine-tuned" and randomised else None,
+                n_samples=n_samples if randomised else 1, units=units, batch_size=batch_size))
+            P[label, name], Q[label, name] = plus, minus
+            for sign, t in (("+", plus), ("−", minus)):
+                for s in range(n_seeds):
+                    for k, xi in enumerate(noise_levels):
+                        curve_rows += [{"explainer": label, "method": name, "curve": sign, "seed": s, "xi": xi,
+                                        "level": lv, "score": float(v)} for lv, v in zip(sparsity, t[s, k])]
+    return RankingStudy(pd.DataFrame(curve_rows), P, Q, clean, accuracy, pd.DataFrame(costs), models, x, y,
+                        list(noise_levels), list(sparsity))
+
+
+# -------------------------------------------------------------------------------------------------- tables
+def ranking_correlations(P: Mapping[tuple[str, str], torch.Tensor], Q: Mapping[tuple[str, str], torch.Tensor],
+                         noise_levels: Sequence[float], sparsity: Sequence[float],
+                         methods: Sequence[str], group: str = "group") -> pd.DataFrame:
+    """Tables 1–7 of F-Fidelity as a tidy frame (<group>, row, correlation, method, mean, std).
+
+    P/Q: ``{(group, method): (n_seeds, n_levels, n_sparsity)}`` curves (a group is an explainer or a model).
+    Rows "Macro Corr." (± over seeds) and "Micro Corr." (± over levels, seeds pooled) of
+    :func:`faithlab.metrics.ground_truth_ranking`, and "Micro Rank" of :func:`faithlab.metrics.rank_methods` among
+    ``methods``; correlation keys as ``stats.DIRECTIONS``. group: the name of the first column.
+    """
+    rows: list[dict] = []
+    for g in dict.fromkeys(g for g, _ in P):
+        micro = {}
+        for method in methods:
+            res = fidelity.ground_truth_ranking(P[g, method], Q[g, method], noise_levels, sparsity)
+            micro[method] = res["micro"]
+            for kind in ("macro", "micro"):
+                for key in stats.DIRECTIONS:
+                    mean, std = stats.nan_mean_std(res[kind][key])
+                    rows.append({group: g, "row": f"{kind.capitalize()} Corr.", "correlation": key,
+                                 "method": method, "mean": mean.item(), "std": std.item()})
+        for key, per_method in fidelity.rank_methods(micro).items():
+            for method, (mean, std) in per_method.items():
+                rows.append({group: g, "row": "Micro Rank", "correlation": key, "method": method,
+                             "mean": mean, "std": std})
+    return pd.DataFrame(rows)
+
+
+CORRELATION_LABELS = {"morf_vs_gt": "MoRF vs GT ↓", "lerf_vs_gt": "LeRF vs GT ↑", "morf_vs_lerf": "MoRF vs LeRF ↓"}
+"""Column labels of the correlations with their ideal direction, as in the paper's tables."""
+
+
+def table_layout(tidy: pd.DataFrame, group: str, paper: str | None = None) -> pd.DataFrame:
+    """The paper's table layout: rows (row, correlation), one column per ``"<group> <method>"``, cells
+    "mean ± std" followed by the paper's value in parentheses when the ``paper`` column holds one."""
+    def cell(m: float, s: float, p: float) -> str:
+        return f"{m:.2f} ± {s:.2f}" + ("" if p != p else f" ({p:.2f})")
+
+    values = tidy[paper] if paper is not None else [float("nan")] * len(tidy)
+    table = tidy.assign(cell=[cell(m, s, p) for m, s, p in zip(tidy["mean"], tidy["std"], values)],
+                        correlation=tidy["correlation"].map(CORRELATION_LABELS)).pivot_table(
+        index=["row", "correlation"], columns=[group, "method"], values="cell", aggfunc="first", sort=False)
+    table.columns = [f"{g} {m}" for g, m in table.columns]
+    return table.reset_index()
+
+
+def separation(curves: pd.DataFrame, group: str) -> pd.DataFrame:
+    """Spread (max − min over ξ) of each method's mean "+" and "−" scores, averaged over levels, per ``group``."""
+    means = curves.groupby([group, "method", "curve", "level", "xi"])["score"].mean()
+    spread = (means.groupby([group, "method", "curve", "level"]).agg(lambda v: v.max() - v.min())
+              .groupby([group, "method", "curve"]).mean().unstack("curve").reset_index())
+    spread.columns = [group, "method", "spread of + scores", "spread of − scores"]
+    return spread
+
+
+def micro_rank_wins(tidy: pd.DataFrame, group: str, method: str = "F-Fidelity") -> tuple[pd.DataFrame, dict]:
+    """Mean micro rank of every method per ``group`` (averaged over the three correlations; lower is better) and,
+    per group, whether ``method``'s is the lowest (ties allowed): the rule of the ranking claims."""
+    ranks = tidy[tidy["row"] == "Micro Rank"].groupby([group, "method"])["mean"].mean().unstack()
+    return ranks, {g: bool(ranks.loc[g, method] <= ranks.loc[g].min() + 1e-9) for g in ranks.index}
