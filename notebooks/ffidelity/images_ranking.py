@@ -48,7 +48,6 @@ batch_size = 2048
 # %%
 import matplotlib.pyplot as plt
 import pandas as pd
-import torch
 
 import faithlab as fl
 from faithlab.metrics import fidelity
@@ -59,83 +58,38 @@ NAMES = {"sg_sq_ig": "SG-SQ", "gradcam": "GradCAM"}
 METHODS = ["Fidelity", "ROAR", "R-Fidelity", "F-Fidelity"]
 
 # %% [markdown]
-# ## Models: original, fine-tuned (β) and one ROAR model per explainer
-# ROAR retrains a fresh network on training images whose top ⌊u·n⌋ pixels (u ~ U(0, 1)), ranked by the clean
-# explainer on the original model, are replaced by zero (the dataset mean colour).
+# ## Models and scores of the degraded explainers
+# `fl.protocols.image_ranking_study` runs the whole protocol. It trains the original model, fine-tunes it with
+# random removal of up to β of the pixels, and retrains one ROAR model per explainer: a fresh network trained on
+# images whose top ⌊u·n⌋ pixels (u ~ U(0, 1)), ranked by the clean explainer on the original model, are replaced by
+# zero (the dataset mean colour). Explanations of the original model feed Fidelity, R-Fidelity and ROAR;
+# F-Fidelity uses explanations recomputed on the fine-tuned model (as the authors' code). Curves are index-paired
+# as in the code: at level i, "+" removes (a fraction α of) the top i and "−" removes (a fraction α of) the
+# bottom i of the pixels. Equal scores (GradCAM's zeros, the coarse CAM grid) are ordered at random rather than by
+# pixel position. "Fidelity+Fine-tune" (the fine-tuned model, all of R removed) serves the ablation of App. D.7.
 
 # %%
 canvas = {"size": image_size, "r": r, "color": color, "seed": seed}
 train = fl.data.load("canvas_digits", split="train", n=n_train, **canvas)
 test = fl.data.load("canvas_digits", split="test", **canvas)
-key = {"dataset": "canvas_digits", "n": n_train, **canvas}
-model_config = {"in_channels": 3 if color else 1, "n_classes": 10, "width": width}
-config = fl.train.TrainConfig(epochs=n_epochs, lr=3e-3, batch_size=64, seed=seed)
-base, hist = fl.train.fit(model_name, model_config, train, config, data_key=key, test_data=test, device=device,
-                          progress=False)
-base = base.to(device).eval()
-ft_config = fl.train.TrainConfig(epochs=n_finetune_epochs, lr=1e-3, batch_size=64, seed=seed)
-tuned, _ = fl.train.finetune(base, train, ft_config, fl.train.RandomRemoval(beta), data_key=key,
-                             base_key=hist["key"], test_data=test, device=device, progress=False)
-tuned = tuned.to(device).eval()
-x, y = test.x[:n_test].to(device), test.y[:n_test].to(device)
-units = fl.perturb.pixel_units(x)
-
-
-def explain(model, inputs, targets, method):
-    options = {"nt_samples": sg_samples, "n_steps": ig_steps} if method == "sg_sq_ig" else {}
-    attr = fl.explainers.explain(model, inputs, targets, method=method, generator=seed, **options)
-    return fl.perturb.unit_scores(attr, fl.perturb.pixel_units(inputs))  # (B, H·W): Σ|a| over channels
-
-
-roar = {}
-for method in explainers:
-    train_scores = explain(base, train.x.to(device), train.y.to(device), method).cpu()
-    roar_config = fl.train.TrainConfig(epochs=n_roar_epochs, lr=3e-3, batch_size=64, seed=seed)
-    model, _ = fl.train.fit(model_name, model_config, train, roar_config, data_key={**key, "roar": method},
-                            augment=fl.train.ExplanationGuidedRemoval(train_scores, key=f"{method}-{seed}"),
-                            test_data=test, device=device, progress=False)
-    roar[method] = model.to(device).eval()
-
-accuracy = {}
-with torch.no_grad():
-    for name, model in [("original", base), ("fine-tuned", tuned)] + [(f"ROAR {NAMES[m]}", roar[m]) for m in roar]:
-        accuracy[name] = (model(test.x.to(device)).argmax(1) == test.y.to(device)).float().mean().item()
+specs = {NAMES[m]: (m, {"nt_samples": sg_samples, "n_steps": ig_steps} if m == "sg_sq_ig" else {})
+         for m in explainers}
+study = fl.protocols.image_ranking_study(
+    model_name, {"in_channels": 3 if color else 1, "n_classes": 10, "width": width}, train, test, specs,
+    data_key={"dataset": "canvas_digits", "n": n_train, **canvas},
+    train_config=fl.train.TrainConfig(epochs=n_epochs, lr=3e-3, batch_size=64, seed=seed),
+    finetune_config=fl.train.TrainConfig(epochs=n_finetune_epochs, lr=1e-3, batch_size=64, seed=seed),
+    roar_config=fl.train.TrainConfig(epochs=n_roar_epochs, lr=3e-3, batch_size=64, seed=seed),
+    noise_levels=noise_levels, sparsity=sparsity, n_test=n_test, n_seeds=n_seeds, alpha=alpha, beta=beta,
+    n_samples=n_samples, seed=seed, device=device, batch_size=batch_size)
+accuracy = study.accuracy
 out.table(pd.DataFrame({"model": list(accuracy), "test accuracy": list(accuracy.values())}), "accuracy")
-accuracy
-
-# %% [markdown]
-# ## Scores of the degraded explainers
-# Explanations of the original model feed Fidelity, R-Fidelity and ROAR; F-Fidelity uses explanations recomputed on
-# the fine-tuned model (as the authors' code). Curves are index-paired as in the code: at level i, "+" removes (a
-# fraction α of) the top i and "−" removes (a fraction α of) the bottom i of the pixels. Equal scores (GradCAM's
-# zeros, the coarse CAM grid) are ordered at random rather than by pixel position.
-
-# %%
-settings = {  # method → (model, which explanations, alpha, beta, n_samples)
-    "Fidelity": (lambda m: base, "original", 1.0, None, 1),
-    "ROAR": (lambda m: roar[m], "original", 1.0, None, 1),
-    "R-Fidelity": (lambda m: base, "original", alpha, None, n_samples),
-    "F-Fidelity": (lambda m: tuned, "fine-tuned", alpha, beta, n_samples),
-    "Fidelity+Fine-tune": (lambda m: tuned, "fine-tuned", 1.0, None, 1),  # ablation of App. D.7 only
-}
-curve_rows, P, Q = [], {}, {}
-for method in explainers:
-    clean = {"original": explain(base, x, y, method), "fine-tuned": explain(tuned, x, y, method)}
-    for name, (pick, source, a, b, n_mc) in settings.items():
-        plus, minus = fl.protocols.degraded_fidelity_curves(
-            pick(method), x, y, clean[source].view(-1, *x.shape[2:]), noise_levels, sparsity, n_seeds=n_seeds,
-            alpha=a, beta=b, n_samples=n_mc, units=units, batch_size=batch_size)
-        P[method, name], Q[method, name] = plus, minus
-        for sign, t in (("+", plus), ("−", minus)):
-            for s in range(n_seeds):
-                for k, xi in enumerate(noise_levels):
-                    curve_rows += [{"explainer": NAMES[method], "method": name, "curve": sign, "seed": s, "xi": xi,
-                                    "level": lv, "score": float(v)} for lv, v in zip(sparsity, t[s, k])]
-curves = pd.DataFrame(curve_rows)
+curves = study.curves
 out.table(curves, "curves")
 for name, value in {"n_test": n_test, "n_seeds": n_seeds, "n_samples": n_samples, "n_levels": len(sparsity),
                     "sg_samples": sg_samples, "ig_steps": ig_steps}.items():
     out.glue(name, value)
+accuracy
 
 # %% [markdown]
 # ## Macro and micro correlations, micro ranks (Tables 1/2 layout)
@@ -145,7 +99,7 @@ for name, value in {"n_test": n_test, "n_seeds": n_seeds, "n_samples": n_samples
 # rank last).
 
 # %%
-KEYS = {"morf_vs_gt": "MoRF vs GT ↓", "lerf_vs_gt": "LeRF vs GT ↑", "morf_vs_lerf": "MoRF vs LeRF ↓"}
+KEYS = fl.protocols.CORRELATION_LABELS
 PAPER = {  # F-Fidelity Table 1 (CIFAR-100, ResNet-9), means; order Fidelity, ROAR, R-Fidelity, F-Fidelity
     ("SG-SQ", "Macro Corr."): {"morf_vs_gt": [-0.68, -0.66, -1.00, -1.00], "lerf_vs_gt": [1.00, 1.00, 1.00, 1.00],
                                "morf_vs_lerf": [-0.68, -0.66, -1.00, -1.00]},
@@ -160,34 +114,11 @@ PAPER = {  # F-Fidelity Table 1 (CIFAR-100, ResNet-9), means; order Fidelity, RO
     ("GradCAM", "Micro Rank"): {"morf_vs_gt": [3.00, 3.74, 2.11, 1.00], "lerf_vs_gt": [2.05, 1.68, 1.21, 1.11],
                                 "morf_vs_lerf": [3.00, 3.74, 2.16, 1.00]},
 }
-rows = []
-results = {}
-for method in explainers:
-    micro = {}
-    for name in METHODS:
-        res = fidelity.ground_truth_ranking(P[method, name], Q[method, name], noise_levels, sparsity)
-        micro[name] = res["micro"]
-        results[method, name] = res
-        for kind in ("macro", "micro"):
-            for k in KEYS:
-                mean, std = fl.stats.nan_mean_std(res[kind][k])
-                rows.append({"explainer": NAMES[method], "row": f"{kind.capitalize()} Corr.", "correlation": k,
-                             "method": name, "mean": mean.item(), "std": std.item()})
-    for k, per_method in fidelity.rank_methods(micro).items():
-        for name, (mean, std) in per_method.items():
-            rows.append({"explainer": NAMES[method], "row": "Micro Rank", "correlation": k, "method": name,
-                         "mean": mean, "std": std})
-tidy = pd.DataFrame(rows)
+tidy = study.correlations(METHODS)
 tidy["paper (CIFAR-100)"] = [PAPER[r.explainer, r.row][r.correlation][METHODS.index(r.method)]
                              for r in tidy.itertuples()]
 out.table(tidy, "correlations_tidy")
-display_table = tidy.assign(
-    cell=[f"{m:.2f} ± {s:.2f} ({p:.2f})" for m, s, p in zip(tidy["mean"], tidy["std"], tidy["paper (CIFAR-100)"])],
-    correlation=tidy["correlation"].map(KEYS),
-).pivot_table(index=["row", "correlation"], columns=["explainer", "method"], values="cell", aggfunc="first",
-              sort=False)
-display_table.columns = [f"{e} {m}" for e, m in display_table.columns]
-display_table = display_table.reset_index()
+display_table = fl.protocols.table_layout(tidy, "explainer", paper="paper (CIFAR-100)")
 out.table(display_table, "table_1_layout")
 display_table
 
@@ -198,15 +129,15 @@ display_table
 # %%
 fig, axes = plt.subplots(2 * len(explainers), len(METHODS), figsize=(3.2 * len(METHODS), 2.6 * 2 * len(explainers)),
                          sharex=True, squeeze=False)
-for i, method in enumerate(explainers):
+for i, label in enumerate(specs):
     for j, sign in enumerate(("+", "−")):
         for c, name in enumerate(METHODS):
             ax = axes[2 * i + j][c]
-            part = curves[(curves["explainer"] == NAMES[method]) & (curves["method"] == name)
+            part = curves[(curves["explainer"] == label) & (curves["method"] == name)
                           & (curves["curve"] == sign)]
             fl.plots.curves(part, x="level", y="score", hue="xi", band=None, ax=ax, palette="viridis",
                             legend=(i == 0 and j == 0 and c == len(METHODS) - 1))
-            ax.set_title(f"{NAMES[method]} {name} {sign}", fontsize="small")
+            ax.set_title(f"{label} {name} {sign}", fontsize="small")
             ax.set_xlabel("fraction removed" if 2 * i + j == 2 * len(explainers) - 1 else "")
             ax.set_ylabel("score")
 fig.tight_layout()
@@ -219,10 +150,7 @@ plt.show()
 # barely tell the explainers apart, whatever the correlations say.
 
 # %%
-means = curves.groupby(["explainer", "method", "curve", "level", "xi"])["score"].mean()
-spread = (means.groupby(["explainer", "method", "curve", "level"]).agg(lambda v: v.max() - v.min())
-          .groupby(["explainer", "method", "curve"]).mean().unstack("curve").reset_index())
-spread.columns = ["explainer", "method", "spread of + scores", "spread of − scores"]
+spread = fl.protocols.separation(curves, "explainer")
 out.table(spread, "separation")
 spread
 
@@ -236,11 +164,11 @@ spread
 ABLATION = ["Fidelity", "Fidelity+Fine-tune", "F-Fidelity"]
 SIGN = {"morf_vs_gt": -1.0, "lerf_vs_gt": 1.0, "morf_vs_lerf": -1.0}
 abl_rows = []
-for method in explainers:
+for label in specs:
     for name in ABLATION:
-        res = fidelity.ground_truth_ranking(P[method, name], Q[method, name], noise_levels, sparsity)
+        res = fidelity.ground_truth_ranking(study.P[label, name], study.Q[label, name], noise_levels, sparsity)
         for kind in ("macro", "micro"):
-            row = {"explainer": NAMES[method], "method": name, "kind": kind}
+            row = {"explainer": label, "method": name, "kind": kind}
             for k in KEYS:
                 row[KEYS[k]] = fl.stats.nan_mean_std(res[kind][k])[0].item()
             row["oriented mean"] = sum(SIGN[k] * row[KEYS[k]] for k in KEYS) / len(KEYS)
@@ -263,8 +191,8 @@ ablation
 #    reproduced if one of the two holds; else not reproduced (not testable here if a correlation is undefined).
 
 # %%
-ranks = tidy[tidy["row"] == "Micro Rank"].groupby(["explainer", "method"])["mean"].mean().unstack()
-wins = [bool(ranks.loc[e, "F-Fidelity"] <= ranks.loc[e].min() + 1e-9) for e in ranks.index]
+ranks, wins = fl.protocols.micro_rank_wins(tidy, "explainer")
+wins = list(wins.values())
 verdict = "reproduced" if all(wins) else "partly reproduced" if any(wins) else "not reproduced"
 summary = "; ".join(f"{e}: " + ", ".join(f"{m} {ranks.loc[e, m]:.2f}" for m in METHODS) for e in ranks.index)
 out.glue("mean_micro_rank_ffid", float(ranks["F-Fidelity"].mean()))

@@ -70,36 +70,17 @@ NAMES = {"cnn1d": "CNN-1D", "bilstm": "Bi-LSTM", "lstm_text": "LSTM", "transform
 # The same removal is used for fine-tuning (`RandomRemoval(β, units="time" | "tokens")`, which also writes 0).
 
 # %%
-window = (max(2, ts_length // 10), ts_length // 5)  # salient windows scale with the length (10–20 steps at T = 100)
-ts_train = fl.data.load("seq_comb", split="train", n=ts_n_train, length=ts_length, window=window, seed=seed)
-ts_test = fl.data.load("seq_comb", split="test", n=n_test, length=ts_length, window=window, seed=seed)
-tx_train = fl.data.load("tokens", split="train", n=text_n_train, length=text_length, seed=seed)
-tx_test = fl.data.load("tokens", split="test", n=n_test, length=text_length, seed=seed)
-vocab = tx_train.info["vocab_size"]
-MODEL_CONFIG = {
-    "cnn1d": {"in_channels": 1, "n_classes": ts_train.info["n_classes"], "width": ts_width,
-              "kernel_size": ts_kernel},
-    "bilstm": {"in_channels": 1, "n_classes": ts_train.info["n_classes"], "hidden": ts_width,
-               "layers": ts_lstm_layers},
-    "lstm_text": {"vocab_size": vocab, "n_classes": 2, "embed_dim": text_width, "hidden": text_width},
-    "transformer_text": {"vocab_size": vocab, "n_classes": 2, "dim": tf_dim, "depth": 2, "heads": 4,
-                         "max_len": text_length},
-}
-cases = [("time series", m, ts_train, ts_test, "time") for m in ts_models] + \
-        [("text", m, tx_train, tx_test, "tokens") for m in text_models]
-
-models, accuracy_rows = {}, []
-for domain, name, train, test, unit_kind in cases:
-    key = {"dataset": train.info["name"], "n": len(train), "length": train.x.shape[1], "seed": seed,
-           "window": list(train.info.get("window", ()))}
-    lr = 3e-3
-    config = fl.train.TrainConfig(epochs=n_epochs, lr=lr, batch_size=64, seed=seed)
-    base, hist = fl.train.fit(name, MODEL_CONFIG[name], train, config, data_key=key, test_data=test,
-                              device=device, progress=False)
-    ft_config = fl.train.TrainConfig(epochs=n_finetune_epochs, lr=1e-3, batch_size=64, seed=seed)
-    tuned, _ = fl.train.finetune(base, train, ft_config, fl.train.RandomRemoval(beta, units=unit_kind), data_key=key,
-                                 base_key=hist["key"], test_data=test, device=device, progress=False)
-    models[name] = (base.to(device).eval(), tuned.to(device).eval())
+sizes = {"time series": {"n_train": ts_n_train, "length": ts_length, "width": ts_width},
+         "text": {"n_train": text_n_train, "length": text_length, "width": text_width}}
+cases = [("time series", m, "time") for m in ts_models] + [("text", m, "tokens") for m in text_models]
+models, tests, accuracy_rows = {}, {}, []
+for domain, name, unit_kind in cases:  # `fl.recipes`: the same cached models as `ffidelity/robustness`
+    base, hist, train, test = fl.recipes.series_text_classifier(
+        name, n_test=n_test, kernel_size=ts_kernel, lstm_layers=ts_lstm_layers, tf_dim=tf_dim, n_epochs=n_epochs,
+        seed=seed, device=device, **sizes[domain])
+    tuned = fl.recipes.ffidelity_finetune(base, hist, train, test, beta=beta, units=unit_kind,
+                                          n_epochs=n_finetune_epochs, seed=seed, device=device)
+    models[name], tests[name] = (base, tuned), test
     with torch.no_grad():
         for label, model in zip(("original", "fine-tuned"), models[name]):
             acc = (model(test.x.to(device)).argmax(1) == test.y.to(device)).float().mean().item()
@@ -117,9 +98,9 @@ accuracy
 
 # %%
 P, Q, curve_rows = {}, {}, []
-for domain, name, train, test, unit_kind in cases:
+for domain, name, unit_kind in cases:
     base, tuned = models[name]
-    x, y = test.x[:n_test].to(device), test.y[:n_test].to(device)
+    x, y = tests[name].x[:n_test].to(device), tests[name].y[:n_test].to(device)
     units = fl.perturb.time_units(x) if unit_kind == "time" else fl.perturb.token_units(x)
     clean = {}
     for source, model in (("original", base), ("fine-tuned", tuned)):

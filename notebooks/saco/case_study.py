@@ -20,8 +20,8 @@
 # 10 %, 20 %, … of the pixels are removed cumulatively (AOPC). Their claim (S5): the cumulative drops saturate
 # for every method, so AOPC is high for all three, while SaCo separates the good explanation from the poor ones.
 # Here the explained model is the small digits ViT of {doc}`random_vs_methods` (same configuration, so the cached
-# weights are reused) and the best attention method we have, Transformer-MM, stands in for Transformer
-# Attribution.
+# weights are reused); the `paper` profile sets `timm_model` (ViT-B/16 with its ImageNet weights, converted with
+# `fl.models.vit_from_timm`) and `dataset = "imagenet_val"`.
 
 # %% tags=["parameters"]
 image_size = 16
@@ -32,6 +32,9 @@ heads = 4
 n_epochs = 30
 k = 10
 sample_index = 0
+dataset = "digits"
+data_dir = None
+timm_model = None
 seed = 0
 device = "cpu"
 batch_size = 512
@@ -52,37 +55,56 @@ generator = torch.Generator().manual_seed(seed)
 # %% [markdown]
 # ## Model
 # The same recipe as `random_vs_methods` (`fl.recipes.digits_vit` with the same parameters), so the cached
-# weights of that notebook's model are loaded instead of retraining.
+# weights of that notebook's model are loaded instead of retraining. With `timm_model` (`arch.weights_tag`), the
+# timm ViT is converted with `fl.models.vit_from_timm` and the candidate images are the first 100 of `dataset`
+# from `sample_index` on, normalised with the model's own mean and std.
 
 # %%
-model, train, test = fl.recipes.digits_vit(image_size, patch_size, dim, depth, heads, n_epochs, seed, device)
+if timm_model is None:
+    model, train, test = fl.recipes.digits_vit(image_size, patch_size, dim, depth, heads, n_epochs, seed, device)
+    images, labels = test.x[sample_index:], test.y[sample_index:]
+else:
+    arch, _, tag = timm_model.partition(".")
+    source = fl.models.pretrained(arch, weights=tag or None, source="timm")
+    mean, std = (torch.tensor(source.pretrained_cfg[key]).view(1, -1, 1, 1) for key in ("mean", "std"))
+    model = fl.models.vit_from_timm(source).to(device)
+    raw = fl.data.load(dataset, split="test", data_dir=data_dir, mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))
+    candidates = range(sample_index, min(sample_index + 100, len(raw)))
+    images = (torch.stack([raw[i][0] for i in candidates]) - mean) / std
+    labels = torch.tensor([int(raw[i][1]) for i in candidates])
 
 # %% [markdown]
 # ## The image
-# The first test digit at or after `sample_index` that the model classifies correctly (chosen by this rule, not by
+# The first test image at or after `sample_index` that the model classifies correctly (chosen by this rule, not by
 # looking at the scores).
 
 # %%
 with torch.no_grad():
-    predictions = model(test.x.to(device)).argmax(1).cpu()
-correct = torch.nonzero((predictions == test.y)[sample_index:]).flatten()
-index = int(sample_index + correct[0])
-x = test.x[index:index + 1].to(device)
-predicted = model(x).argmax(1)
+    predictions = model(images.to(device)).argmax(1).cpu()
+correct = torch.nonzero(predictions == labels).flatten()
+if len(correct) == 0:
+    raise RuntimeError(f"no correctly classified image among the {len(labels)} from index {sample_index} on")
+first = int(correct[0])
+index = sample_index + first
+x = images[first:first + 1].to(device)
+with torch.no_grad():
+    predicted = model(x).argmax(1)
 out.glue("image_index", index)
 out.glue("predicted_class", int(predicted))
-print(f"test digit {index}, label {int(test.y[index])}, predicted {int(predicted)}")
+print(f"test image {index}, label {int(labels[first])}, predicted {int(predicted)}")
 
 # %% [markdown]
 # ## Three explanations, SaCo's individual removals and AOPC's cumulative removals
-# Maps as in `random_vs_methods` (predicted class, |map| summed over channels, bilinear upsampling of token maps,
-# Random uniform per pixel). `saco_details` gives s(G_i) and ∇pred(G_i) = p(ŷ|x) − p(ŷ|x without G_i); the
-# cumulative drop after removing the top 10·i % of the pixels is p(ŷ|x) − p(ŷ|x̃_top), read from the same removal
-# engine and reference (per-image channel mean) that `fl.metrics.aopc` uses.
+# Maps as in `random_vs_methods`: Transformer Attribution (Chefer et al.'s relevance propagation, rollout of
+# gradient-weighted attention relevance), Raw Attention (last block, CLS row) and Random (uniform per pixel),
+# explaining the predicted class, token maps upsampled bilinearly. `saco_details` gives s(G_i) and
+# ∇pred(G_i) = p(ŷ|x) − p(ŷ|x without G_i); the cumulative drop after removing the top 10·i % of the pixels is
+# p(ŷ|x) − p(ŷ|x̃_top), read from the same removal engine and reference (per-image channel mean) that
+# `fl.metrics.aopc` uses.
 
 # %%
 METHODS = {
-    "Transformer-MM": ("transformer_mm", {}),
+    "Transformer Attribution": ("transformer_attribution", {}),
     "Raw Attention": ("raw_attention", {}),
     "Random": ("random", {}),
 }
@@ -149,23 +171,23 @@ plt.show()
 # ## Claim S5
 # Rule. *Saturation*: a method's cumulative drop has saturated if the drop after removing the top 30 % is at least
 # 90 % of its largest cumulative drop (the paper: "almost unchanged after the removal of the top 30 %").
-# *Separation*: SaCo orders the methods Transformer-MM > Raw Attention > Random, and SaCo's spread over the three
-# methods, relative to its range (max − min over methods, divided by 2, the width of [−1, 1]), exceeds AOPC's
-# relative spread (max − min divided by p(ŷ|x), the largest drop possible). Reproduced: all three saturate and
-# SaCo separates; partly reproduced: SaCo separates but not every method saturates, or every method saturates and
-# SaCo ranks Transformer-MM first without the full order; not reproduced otherwise. One image is an anecdote: the
-# verdict says what this image shows, {doc}`random_vs_methods` gives the averages.
+# *Separation*: SaCo orders the methods Transformer Attribution > Raw Attention > Random, and SaCo's spread over
+# the three methods, relative to its range (max − min over methods, divided by 2, the width of [−1, 1]), exceeds
+# AOPC's relative spread (max − min divided by p(ŷ|x), the largest drop possible). Reproduced: all three saturate
+# and SaCo separates; partly reproduced: SaCo separates but not every method saturates, or every method saturates
+# and SaCo ranks Transformer Attribution first without the full order; not reproduced otherwise. One image is an
+# anecdote: the verdict says what this image shows, {doc}`random_vs_methods` gives the averages.
 
 # %%
 saturated = scores["cumulative drop at 30 %"] >= 0.9 * scores["max cumulative drop"]
 s = scores["SaCo"]
-ordered = bool(s["Transformer-MM"] > s["Raw Attention"] > s["Random"])
+ordered = bool(s["Transformer Attribution"] > s["Raw Attention"] > s["Random"])
 saco_spread = float(s.max() - s.min()) / 2
 aopc_spread = float(scores["AOPC"].max() - scores["AOPC"].min()) / float(scores["p(ŷ|x)"].iloc[0])
 separates = ordered and saco_spread > aopc_spread
 if separates and saturated.all():
     s5 = "reproduced"
-elif separates or (saturated.all() and s.idxmax() == "Transformer-MM"):
+elif separates or (saturated.all() and s.idxmax() == "Transformer Attribution"):
     s5 = "partly reproduced"
 else:
     s5 = "not reproduced"
@@ -180,12 +202,11 @@ out.claim(
     "S5: in the case study the cumulative drops saturate for every method while SaCo separates them (Fig. 3)",
     paper_value="cumulative drops > 0.9 after the top 30 % for all three methods; SaCo high for Transformer "
                 "Attribution, lower for Raw Attention, ≈ 0 for Random",
-    our_value=f"SaCo {s['Transformer-MM']:.3f} / {s['Raw Attention']:.3f} / {s['Random']:.3f}, AOPC "
+    our_value=f"SaCo {s['Transformer Attribution']:.3f} / {s['Raw Attention']:.3f} / {s['Random']:.3f}, AOPC "
               + " / ".join(f"{v:.3f}" for v in scores["AOPC"])
-              + f" (TMM / Raw / Random); saturated {int(saturated.sum())}/3; relative spread SaCo "
+              + f" (TA / Raw / Random); saturated {int(saturated.sum())}/3; relative spread SaCo "
                 f"{saco_spread:.3f} vs AOPC {aopc_spread:.3f}",
     verdict=s5,
-    note=f"one test digit (index {index}), ViT depth {depth}, K={k}; Transformer-MM stands in for Transformer "
-         "Attribution",
+    note=f"one test image (index {index}), {timm_model or f'digits ViT depth {depth}'}, K={k}",
 )
 print(s5, dict(saturated))
