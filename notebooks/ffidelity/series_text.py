@@ -57,7 +57,6 @@ from faithlab.metrics import fidelity
 out = fl.outputs.for_notebook("ffidelity/series_text")
 fl.plots.set_style()
 METHODS = ["Fidelity", "R-Fidelity", "F-Fidelity"]
-KEYS = {"morf_vs_gt": "MoRF vs GT ↓", "lerf_vs_gt": "LeRF vs GT ↑", "morf_vs_lerf": "MoRF vs LeRF ↓"}
 NAMES = {"cnn1d": "CNN-1D", "bilstm": "Bi-LSTM", "lstm_text": "LSTM", "transformer_text": "Transformer"}
 
 # %% [markdown]
@@ -155,38 +154,14 @@ PAPER = {  # means; order Fidelity, R-Fidelity, F-Fidelity
         ("Micro Rank", "morf_vs_gt"): [2.05, 1.32, 1.05], ("Micro Rank", "lerf_vs_gt"): [1.16, 1.26, 1.16],
         ("Micro Rank", "morf_vs_lerf"): [2.05, 1.32, 1.11]},
 }
-rows = []
-for domain, name, *_ in cases:
-    micro = {}
-    for method in METHODS:
-        res = fidelity.ground_truth_ranking(P[name, method], Q[name, method], noise_levels, sparsity)
-        micro[method] = res["micro"]
-        for kind in ("macro", "micro"):
-            for k in KEYS:
-                mean, std = fl.stats.nan_mean_std(res[kind][k])
-                rows.append({"domain": domain, "model": NAMES[name], "row": f"{kind.capitalize()} Corr.",
-                             "correlation": k, "method": method, "mean": mean.item(), "std": std.item()})
-    for k, per_method in fidelity.rank_methods(micro).items():
-        for method, (mean, std) in per_method.items():
-            rows.append({"domain": domain, "model": NAMES[name], "row": "Micro Rank", "correlation": k,
-                         "method": method, "mean": mean, "std": std})
-tidy = pd.DataFrame(rows)
-by_name = {NAMES[n]: n for n in NAMES}
-tidy["paper"] = [PAPER[by_name[r.model]].get((r.row, r.correlation), [float("nan")] * 3)[METHODS.index(r.method)]
+tidy = fl.protocols.ranking_correlations(P, Q, noise_levels, sparsity, METHODS, group="model")
+domains = {name: domain for domain, name, *_ in cases}
+tidy.insert(0, "domain", tidy["model"].map(domains))
+tidy["paper"] = [PAPER[r.model].get((r.row, r.correlation), [float("nan")] * 3)[METHODS.index(r.method)]
                  for r in tidy.itertuples()]
+tidy["model"] = tidy["model"].map(NAMES)
 out.table(tidy, "correlations_tidy")
-
-
-def cell(m, s, p):
-    return f"{m:.2f} ± {s:.2f}" + ("" if p != p else f" ({p:.2f})")
-
-
-display_table = tidy.assign(
-    cell=[cell(m, s, p) for m, s, p in zip(tidy["mean"], tidy["std"], tidy["paper"])],
-    correlation=tidy["correlation"].map(KEYS),
-).pivot_table(index=["row", "correlation"], columns=["model", "method"], values="cell", aggfunc="first", sort=False)
-display_table.columns = [f"{m} {k}" for m, k in display_table.columns]
-display_table = display_table.reset_index()
+display_table = fl.protocols.table_layout(tidy, "model", paper="paper")
 out.table(display_table, "table_layout")
 display_table
 
