@@ -92,3 +92,24 @@ def test_set_style_and_column_errors():
     with pytest.raises(ValueError, match="band"):
         plots.curves(_tidy(), "sparsity", "score", band="ci")
     plt.rcdefaults()
+
+
+def test_radar_one_closed_polygon_per_row_and_value_errors():
+    values = pd.DataFrame([[0.0, 0.5, 1.0, 0.25], [1.0, 0.2, 0.0, 0.75], [0.3, 0.3, 0.3, 0.3]],
+                          index=["A", "Random", "B"], columns=["m1", "m2", "m3", "m4"])
+    ax = plots.radar(values, title="t")
+    assert ax.name == "polar" and ax.get_title() == "t" and len(ax.lines) == 3
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["m1", "m2", "m3", "m4"]
+    for line, (name, row) in zip(ax.lines, values.iterrows()):
+        theta, r = line.get_data()
+        assert line.get_label() == name
+        np.testing.assert_allclose(r, [*row, row.iloc[0]])
+        np.testing.assert_allclose(theta, np.append(np.arange(4) * np.pi / 2, 0.0))
+    assert ax.lines[1].get_linewidth() > ax.lines[0].get_linewidth()  # Random highlighted
+    for bad in (1.2, -0.1, np.nan):
+        wrong = values.copy()
+        wrong.iloc[0, 1] = bad
+        with pytest.raises(ValueError, match="values"):
+            plots.radar(wrong)
+    with pytest.raises(ValueError, match="ax"):
+        plots.radar(values, ax=plt.subplots()[1])

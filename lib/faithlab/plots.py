@@ -16,7 +16,7 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-__all__ = ["set_style", "curves", "correlation_bars", "heatmap_overlay", "image_grid"]
+__all__ = ["set_style", "curves", "correlation_bars", "radar", "heatmap_overlay", "image_grid"]
 
 ArrayLike = torch.Tensor | np.ndarray
 PALETTE = "colorblind"
@@ -65,6 +65,38 @@ def correlation_bars(df: pd.DataFrame, x: str, y: str, hue: str | None = None, a
     sns.barplot(data=df, x=x, y=y, hue=hue, errorbar="sd", ax=ax, **kwargs)
     ax.axhline(0.0, color="0.3", linewidth=0.8)
     ax.set_ylim(-1.05, 1.05)
+    return ax
+
+
+def radar(values: pd.DataFrame, ax: Axes | None = None, title: str | None = None,
+          highlight: str | None = "Random") -> Axes:
+    """Radar chart: one closed polygon per row of ``values`` (rows = methods, columns = axes, e.g. metrics).
+
+    values must already be rescaled to [0, 1] with outward = better (e.g. SaCo's Fig. 4); the row named
+    ``highlight`` is drawn thick and black. ``ax`` must be a polar Axes (a new one when None)."""
+    if not isinstance(values, pd.DataFrame):
+        raise TypeError(f"values must be a pandas DataFrame, got {type(values).__name__}")
+    if values.empty or values.shape[1] < 3:
+        raise ValueError(f"values must have at least one row and three columns, got shape {values.shape}")
+    v = values.to_numpy(dtype=np.float64)
+    if not np.isfinite(v).all() or v.min() < 0.0 or v.max() > 1.0:
+        raise ValueError("values must be finite and within [0, 1] (rescale each axis first)")
+    if ax is None:
+        ax = plt.subplots(figsize=(4.5, 4.5), subplot_kw={"projection": "polar"})[1]
+    elif ax.name != "polar":
+        raise ValueError(f"ax must be a polar Axes (projection='polar'), got {ax.name!r}")
+    angles = np.linspace(0.0, 2.0 * np.pi, v.shape[1], endpoint=False)
+    closed = np.append(angles, angles[0])
+    colors = sns.color_palette("tab20", len(values))
+    for (name, row), color in zip(zip(values.index, v), colors):
+        strong = name == highlight
+        ax.plot(closed, np.append(row, row[0]), label=str(name), color="black" if strong else color,
+                linewidth=2.5 if strong else 1.2, zorder=3 if strong else 2)
+    ax.set_xticks(angles, [str(c) for c in values.columns])
+    ax.set_ylim(0.0, 1.0)
+    ax.set_yticks([0.25, 0.5, 0.75, 1.0], [])
+    if title is not None:
+        ax.set_title(title)
     return ax
 
 
