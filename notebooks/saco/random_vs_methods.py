@@ -19,17 +19,15 @@
 # Random near zero and below the methods (Fig. 4), that SaCo correlates only weakly with those metrics across
 # samples while they correlate with each other (Fig. 2), that gradients and all-layer aggregation make attention
 # explanations more faithful (Table 1) and that SaCo declines slightly as the number of groups K grows (Table 2).
-# Here a small ViT is trained on scikit-learn's digits and the same protocol is run on its test digits. The
-# `paper` profile instead sets `timm_models` (ViT-B/16, ViT-L/16, DeiT-B/16 with their ImageNet weights) and
-# `dataset = "imagenet_val"`; every number is then averaged over the models, as in the paper.
+# Here small ViTs are trained on scikit-learn's digits, one per entry of `vit_settings` (image size, patch size,
+# width, depth, heads, epochs), and the same protocol is run on their test digits; every number is computed per
+# setting and then averaged over the settings, as the paper averages over its three ViTs. The `paper` profile
+# instead sets `timm_models` (ViT-B/16, ViT-L/16, DeiT-B/16 with their ImageNet weights) and
+# `dataset = "imagenet_val"`; the timm models are then the settings.
 
 # %% tags=["parameters"]
-image_size = 16
-patch_size = 4
-dim = 48
-depth = 4
-heads = 4
-n_epochs = 30
+vit_settings = [{"name": "16 px, ViT 48×4", "image_size": 16, "patch_size": 4, "dim": 48, "depth": 4, "heads": 4,
+                 "n_epochs": 30}]
 n_test = 200
 k = 10
 k_values = [5, 10, 20]
@@ -56,20 +54,27 @@ generator = torch.Generator().manual_seed(seed)
 
 # %% [markdown]
 # ## Data and models
-# Default: grey digits upsampled to `image_size`² pixels, normalised per channel; a ViT with `patch_size`²
-# patches, a CLS token and pre-norm blocks, trained with AdamW and a cosine schedule (cached by configuration
-# hash), evaluated on the first `n_test` test digits. With `timm_models` (names `arch.weights_tag`), each timm
-# ViT is loaded from the local Hugging Face cache, converted with `fl.models.vit_from_timm` (identical logits, and
-# our attention/relevance explainers can read it) and fed a fixed random subset of `n_test` images of `dataset`,
-# normalised with that model's own mean and std.
+# Default: per entry of `vit_settings`, grey digits upsampled to `image_size`² pixels, normalised per channel; a
+# ViT with `patch_size`² patches, `depth` pre-norm blocks of width `dim` with `heads` heads and a CLS token,
+# trained for `n_epochs` with AdamW and a cosine schedule (`fl.recipes.digits_vit`, cached by configuration
+# hash), evaluated on the first `n_test` test digits (or the setting's own `n_test`, which keeps costly settings
+# affordable). With `timm_models` (names `arch.weights_tag`), each timm ViT is loaded from the local Hugging Face
+# cache, converted with `fl.models.vit_from_timm` (identical logits, and our attention/relevance explainers can
+# read it) and fed a fixed random subset of `n_test` images of `dataset`, normalised with that model's own mean
+# and std.
 
 # %%
-models = {}  # name: (model, x, y)
+models = {}  # setting name: (model, x, y)
+accuracies = {}  # setting name: accuracy on the whole test split (timm: on the n_test images)
 if not timm_models:
-    model, train, test = fl.recipes.digits_vit(image_size, patch_size, dim, depth, heads, n_epochs, seed, device)
-    with torch.no_grad():
-        accuracy = (model(test.x.to(device)).argmax(1) == test.y.to(device)).float().mean().item()
-    models["digits ViT"] = (model, test.x[:n_test].to(device), test.y[:n_test].to(device))
+    for setting in vit_settings:
+        config = {key: setting[key] for key in ("image_size", "patch_size", "dim", "depth", "heads", "n_epochs")}
+        model, train, test = fl.recipes.digits_vit(**config, seed=seed, device=device)
+        with torch.no_grad():
+            test_predicted = model(test.x.to(device)).argmax(1)
+        accuracies[setting["name"]] = (test_predicted == test.y.to(device)).float().mean().item()
+        n = setting.get("n_test", n_test)
+        models[setting["name"]] = (model, test.x[:n].to(device), test.y[:n].to(device))
 else:
     raw = fl.data.load(dataset, split="test", data_dir=data_dir, mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))
     chosen = torch.randperm(len(raw), generator=torch.Generator().manual_seed(seed))[:n_test].tolist()
@@ -82,9 +87,18 @@ else:
         models[name] = (fl.models.vit_from_timm(source).to(device), ((images - mean) / std).to(device),
                         labels.to(device))
     with torch.no_grad():
-        accuracy = float(np.mean([(m(xm).argmax(1) == ym).float().mean().item() for m, xm, ym in models.values()]))
+        accuracies = {name: (m(xm).argmax(1) == ym).float().mean().item() for name, (m, xm, ym) in models.items()}
+settings_table = pd.DataFrame({"setting": list(models), "test accuracy": list(accuracies.values()),
+                               "images evaluated": [len(x) for _, x, _ in models.values()]})
+if not timm_models:
+    settings_table = settings_table.merge(pd.DataFrame(vit_settings).drop(columns="n_test", errors="ignore")
+                                          .rename(columns={"name": "setting"}))
+out.table(settings_table, "settings")
+accuracy = float(np.mean(list(accuracies.values())))
 out.glue("test_accuracy", round(accuracy, 3))
-print(f"test accuracy {accuracy:.3f}")
+out.glue("test_accuracy_min", round(min(accuracies.values()), 3))
+out.glue("n_settings", len(models))
+settings_table
 
 # %% [markdown]
 # ## Explanations
@@ -146,13 +160,16 @@ def metrics(model, x, y, a):
 
 
 HIGHER = {"SaCo": True, "AUC": False, "AOPC": True, "LOdds": False, "Comprehensiveness": False}  # higher is better
+SIGN = pd.Series({metric: 1.0 if higher else -1.0 for metric, higher in HIGHER.items()})  # orients: higher = better
 per_sample = pd.concat([
-    pd.DataFrame({"model": m, "method": name, "sample": range(len(models[m][1])),
+    pd.DataFrame({"setting": m, "method": name, "sample": range(len(models[m][1])),
                   **{metric: v.cpu().numpy() for metric, v in metrics(*models[m], a).items()}})
     for (m, name), a in maps.items()
 ])
 out.table(per_sample, "per_sample")
-summary = per_sample.groupby("method", sort=False)[list(HIGHER)].mean()  # over samples and models
+per_setting = per_sample.groupby(["setting", "method"], sort=False)[list(HIGHER)].mean()  # over samples
+out.table(per_setting.reset_index(), "summary_per_setting")
+summary = per_setting.groupby("method", sort=False).mean()  # then over settings
 # SaCo with K = 10 in the paper's Table 2 (ImageNet, mean of ViT-B, ViT-L, DeiT-B); Random: ≈ 0 by Fig. 4.
 PAPER_SACO = {"Random": 0.0, "Integrated Gradients": 0.1647, "Grad-CAM (attention)": 0.1142, "LRP": 0.0120,
               "Partial LRP": 0.3066, "Transformer Attribution": 0.3902, "Conservative LRP": 0.0155,
@@ -163,39 +180,63 @@ out.table(summary.reset_index(), "summary")
 summary
 
 # %% [markdown]
-# ## Fig. 4: every metric rescaled so that outward (up) is better
-# Per metric, the method means are min–max scaled across methods, lower-is-better metrics flipped first.
+# ## Fig. 4: radar charts, every metric rescaled so that outward is better
+# Per setting (and for the mean over settings), each metric's method means are min–max scaled across the methods
+# after flipping the lower-is-better metrics, so 1 is the best method on that axis and 0 the worst (spec §3.5); an
+# axis on which all methods tie is drawn at 0.5.
 
 # %%
-oriented = summary[list(HIGHER)].copy()
-for metric, higher in HIGHER.items():
-    if not higher:
-        oriented[metric] = -oriented[metric]
-scaled = (oriented - oriented.min()) / (oriented.max() - oriented.min()).replace(0, np.nan)
-long = scaled.reset_index().melt(id_vars="method", var_name="metric", value_name="rescaled score (1 = best)")
-fig, ax = plt.subplots(figsize=(9, 3.8))
-import seaborn as sns
+def oriented(table):
+    return table[list(HIGHER)] * SIGN
 
-sns.barplot(data=long, x="metric", y="rescaled score (1 = best)", hue="method", palette="tab20", ax=ax)
-ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-out.figure(fig, "metrics_rescaled")
+
+def rescale(table):
+    o = oriented(table)
+    return ((o - o.min()) / (o.max() - o.min()).replace(0, np.nan)).fillna(0.5)
+
+
+panels = {f"mean of {len(models)} settings": summary, **{m: per_setting.loc[m] for m in models}}
+scaled = pd.concat({name: rescale(table) for name, table in panels.items()}, names=["setting", "method"])
+out.table(scaled.reset_index(), "metrics_rescaled")
+fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 4.2), subplot_kw={"projection": "polar"},
+                         squeeze=False)
+for ax, name in zip(axes.flat, panels):
+    fl.plots.radar(scaled.loc[name], ax=ax, title=name)
+    ax.tick_params(axis="x", labelsize=7)
+    ax.title.set_fontsize(9)
+axes.flat[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.15, 1.0))
+out.figure(fig, "radar")
 plt.show()
 
 # %% [markdown]
 # ## Claim S1: SaCo sets Random apart, the cumulative metrics do not
-# Rule: SaCo reproduces the claim if its mean for Random lies within ±0.05 of 0 and below every method; a
-# cumulative metric "fails to separate" Random if at least one method scores worse than Random on it (after
-# orientation). Reproduced: SaCo's part holds and at least two of the four cumulative metrics fail to separate
-# Random; partly reproduced: only SaCo's part holds; not reproduced otherwise.
+# Rule, applied to the means over settings (the paper's Fig. 4 averages over its ViTs): SaCo reproduces the claim
+# if its mean for Random lies within ±0.05 of 0 and below every method; a cumulative metric "fails to separate"
+# Random if at least one method scores worse than Random on it (after orientation). Reproduced: SaCo's part holds
+# and at least two of the four cumulative metrics fail to separate Random; partly reproduced: only SaCo's part
+# holds; not reproduced otherwise. The same tests per setting are tabulated alongside.
 
 # %%
 others = [m for m in METHODS if m != "Random"]
+
+
+def s1_test(table):
+    o = oriented(table)
+    saco = table["SaCo"]
+    saco_ok = abs(saco["Random"]) < 0.05 and bool((saco[others] > saco["Random"]).all())
+    beaten = {metric: int((o.loc[others, metric] < o.loc["Random", metric]).sum())
+              for metric in HIGHER if metric != "SaCo"}
+    n_fail = sum(v > 0 for v in beaten.values())
+    verdict = "reproduced" if saco_ok and n_fail >= 2 else "partly reproduced" if saco_ok else "not reproduced"
+    return {"SaCo(Random)": saco["Random"], "min SaCo(method)": saco[others].min(),
+            "SaCo part holds": saco_ok, **{f"methods worse than Random on {m}": v for m, v in beaten.items()},
+            "verdict": verdict}, beaten, verdict
+
+
+s1_rows = pd.DataFrame([{"setting": name, **s1_test(table)[0]} for name, table in panels.items()])
+out.table(s1_rows, "s1_per_setting")
+_, beaten, verdict = s1_test(summary)
 saco_random = summary.loc["Random", "SaCo"]
-saco_ok = abs(saco_random) < 0.05 and bool((summary.loc[others, "SaCo"] > saco_random).all())
-beaten = {metric: int((oriented.loc[others, metric] < oriented.loc["Random", metric]).sum())
-          for metric in HIGHER if metric != "SaCo"}
-n_fail = sum(v > 0 for v in beaten.values())
-verdict = "reproduced" if saco_ok and n_fail >= 2 else "partly reproduced" if saco_ok else "not reproduced"
 out.glue("saco_random", round(float(saco_random), 3))
 out.glue("saco_min_method", round(float(summary.loc[others, "SaCo"].min()), 3))
 out.claim(
@@ -204,32 +245,34 @@ out.claim(
     our_value=f"SaCo(Random) {saco_random:.3f}, methods ≥ {summary.loc[others, 'SaCo'].min():.3f}; methods "
               f"worse than Random: " + ", ".join(f"{m} {v}/{len(others)}" for m, v in beaten.items()),
     verdict=verdict,
-    note=f"{n_test} test images, {len(models)} model(s), K={k}",
+    note=f"means over {len(models)} setting(s), K={k}",
 )
-print(verdict, beaten)
+s1_rows
 
 # %% [markdown]
 # ## Fig. 2: rank correlation across samples (claims S2 and S6)
-# Per model and method (Random excluded), Spearman ρ across the test images between SaCo and each cumulative
-# metric, and among the four cumulative metrics, all oriented so that higher is better; then the mean over models
-# and methods (NaN, from a metric constant over the samples, is skipped).
+# Per setting and method (Random excluded), Spearman ρ across the test images between SaCo and each cumulative
+# metric, and among the four cumulative metrics, all oriented so that higher is better; then the mean over
+# settings × methods (NaN, from a metric constant over the samples, is skipped), with the per-setting means in a
+# second table.
 
 # %%
 existing = [m for m in HIGHER if m != "SaCo"]
-sign = {metric: 1.0 if higher else -1.0 for metric, higher in HIGHER.items()}
 rows = []
-for (m, method), frame in per_sample[per_sample["method"].isin(others)].groupby(["model", "method"], sort=False):
-    values = {metric: torch.tensor(frame[metric].to_numpy() * sign[metric]) for metric in HIGHER}
+for (m, method), frame in per_sample[per_sample["method"].isin(others)].groupby(["setting", "method"], sort=False):
+    values = {metric: torch.tensor(frame[metric].to_numpy() * SIGN[metric]) for metric in HIGHER}
     for i, a in enumerate(["SaCo", *existing]):
         for b in existing[max(0, i):]:
             if a != b:
-                rows.append({"model": m, "method": method, "pair": f"{a} vs {b}",
+                rows.append({"setting": m, "method": method, "pair": f"{a} vs {b}",
                              "kind": "SaCo vs existing" if a == "SaCo" else "among existing",
                              "rho": fl.stats.spearman(values[a], values[b]).item()})
 corr = pd.DataFrame(rows)
 out.table(corr, "correlations")
 pair_means = corr.groupby(["pair", "kind"], sort=False)["rho"].mean().reset_index()
 out.table(pair_means, "correlation_means")
+out.table(corr.groupby(["pair", "kind", "setting"], sort=False)["rho"].mean().unstack("setting").reset_index(),
+          "correlation_per_setting")
 ax = fl.plots.correlation_bars(corr[corr["kind"] == "SaCo vs existing"].assign(
     pair=lambda d: d["pair"].str.replace("SaCo vs ", "")), x="pair", y="rho")
 ax.axhline(corr.loc[corr["kind"] == "among existing", "rho"].mean(), color="C3", linestyle="--",
@@ -254,19 +297,20 @@ out.glue("rho_among", round(among, 3))
 s2 = "reproduced" if saco_vs.max() < 0.35 else "partly reproduced" if saco_vs.max() < 0.5 else "not reproduced"
 out.claim("S2: SaCo correlates weakly with the existing metrics across samples (Fig. 2)",
           paper_value="ρ = 0.18–0.22", our_value=f"ρ = {saco_vs.min():.3f}–{saco_vs.max():.3f}", verdict=s2,
-          note=f"Spearman, mean over {len(others)} methods")
+          note=f"Spearman, mean over {len(models)} setting(s) × {len(others)} methods")
 gap = among - float(saco_vs.mean())
 s6 = "reproduced" if gap >= 0.1 else "partly reproduced" if gap > 0 else "not reproduced"
 out.claim("S6: the existing metrics correlate more with each other than with SaCo (Fig. 2)",
           paper_value="0.4764 among existing vs 0.18–0.22", our_value=f"{among:.3f} vs {saco_vs.mean():.3f}",
-          verdict=s6, note=f"Spearman, mean over {len(others)} methods")
+          verdict=s6, note=f"Spearman, mean over {len(models)} setting(s) × {len(others)} methods")
 
 # %% [markdown]
 # ## Table 1: gradient and multi-layer aggregation (claim S3)
 # The four attention variants: last layer without gradient (raw attention), all layers without gradient
 # (rollout), last layer with gradient (Transformer-MM rule on the last block), all layers with gradient
-# (Transformer-MM). Rule: reproduced if adding the gradient raises SaCo at both aggregation levels and all-layer
-# aggregation raises it with and without the gradient (4 comparisons); partly reproduced if 2 or 3 hold.
+# (Transformer-MM). Rule, on the SaCo means over settings: reproduced if adding the gradient raises SaCo at both
+# aggregation levels and all-layer aggregation raises it with and without the gradient (4 comparisons); partly
+# reproduced if 2 or 3 hold. The per-setting SaCo values are listed too.
 
 # %%
 ablation = pd.DataFrame({
@@ -275,6 +319,8 @@ ablation = pd.DataFrame({
     "method": ["Raw Attention", "Rollout", "Transformer-MM (last layer)", "Transformer-MM"],
 })
 ablation["SaCo (ours)"] = [summary.loc[m, "SaCo"] for m in ablation["method"]]
+for m in models:
+    ablation[f"SaCo ({m})"] = [per_setting.loc[(m, method), "SaCo"] for method in ablation["method"]]
 ablation["SaCo (paper)"] = [PAPER_SACO[m] for m in ablation["method"]]
 out.table(ablation, "attention_ablation")
 s = dict(zip(ablation["method"], ablation["SaCo (ours)"]))
@@ -289,21 +335,30 @@ ablation
 
 # %% [markdown]
 # ## Table 2: number of groups K (claim S4)
-# Rule: reproduced if SaCo at the largest K is below SaCo at the smallest K for most (more than half) of the
-# non-random methods; partly reproduced if for at least one.
+# Rule, on the SaCo means over settings: reproduced if SaCo at the largest K is below SaCo at the smallest K for
+# most (more than half) of the non-random methods; partly reproduced if for at least one. The number of declining
+# methods per setting is tabulated too.
 
 # %%
-k_rows = [{"model": m, "method": name, "K": kk,
+k_rows = [{"setting": m, "method": name, "K": kk,
            "SaCo": fl.metrics.saco(models[m][0], models[m][1], a, k=kk, batch_size=batch_size).mean().item()}
           for (m, name), a in maps.items() for kk in k_values]
-k_table = pd.DataFrame(k_rows).groupby(["method", "K"])["SaCo"].mean().unstack("K").loc[list(METHODS)]
+k_per_setting = pd.DataFrame(k_rows).set_index(["setting", "method", "K"])["SaCo"].unstack("K")
+k_table = k_per_setting.groupby("method").mean().loc[list(METHODS)]
 # The paper's Table 2 (ImageNet, mean of three ViTs) for K = 5, 10, 20; Random and the last-layer variant not listed.
 PAPER_K = {"Integrated Gradients": (0.1585, 0.1647, 0.1785), "Grad-CAM (attention)": (0.1659, 0.1142, 0.1000),
            "LRP": (0.0246, 0.0120, 0.0054), "Partial LRP": (0.4628, 0.3066, 0.2282),
            "Transformer Attribution": (0.5680, 0.3902, 0.2906), "Conservative LRP": (0.0544, 0.0155, -0.0201),
            "Raw Attention": (0.3200, 0.1835, 0.1411), "Rollout": (0.3372, 0.2453, 0.1956),
            "Transformer-MM": (0.6041, 0.4558, 0.3651), "ATTCAT": (0.3178, 0.3629, 0.3617)}
-declines = int(sum(k_table.loc[m, max(k_values)] < k_table.loc[m, min(k_values)] for m in others))
+def n_declines(table):
+    return int((table.loc[others, max(k_values)] < table.loc[others, min(k_values)]).sum())
+
+
+declines = n_declines(k_table)
+out.table(pd.DataFrame({"setting": list(models), "of": len(others),
+                        "methods declining": [n_declines(k_per_setting.loc[m]) for m in models]}),
+          "k_declines_per_setting")
 k_table.columns = [f"K={c}" for c in k_table.columns]
 for i, kk in enumerate((5, 10, 20)):
     k_table[f"paper K={kk}"] = [PAPER_K[m][i] if m in PAPER_K else np.nan for m in k_table.index]
