@@ -98,6 +98,18 @@ def test_cache_key_changes_with_every_config_piece(tmp_path, monkeypatch):
         key(test_data=data),
         key(test_data=_squares(32, 1)),  # which test set picks the best epoch is part of the key
     ]
+
+    class Items(Dataset):  # file-backed stand-in: items one by one, no tensors attribute
+        def __init__(self, ds):
+            self.ds = ds
+
+        def __len__(self):
+            return len(self.ds)
+
+        def __getitem__(self, i):
+            return self.ds[i]
+
+    assert key(test_data=Items(data)) == key(test_data=data)  # the key is the content, not the container
     changes = dict(epochs=2, lr=2e-3, weight_decay=1e-4, optimizer="sgd", batch_size=16, seed=1, momentum=0.5,
                    scheduler="cosine", augment=("crop_flip",), drop_last=True)
     assert set(changes) == {f.name for f in dataclasses.fields(TrainConfig)}

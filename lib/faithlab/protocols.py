@@ -103,11 +103,9 @@ def _count_passes(model: nn.Module) -> Iterator[list[int]]:
 
 
 def _all_tensors(data: Dataset) -> tuple[torch.Tensor, torch.Tensor]:
-    """(x, y) of a dataset: the tensors of a TensorData, else the whole dataset stacked in one batch."""
-    x, y = getattr(data, "x", None), getattr(data, "y", None)
-    if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
-        return x, y
-    return next(iter(DataLoader(data, batch_size=len(data))))[:2]
+    """(x, y) of a dataset: the tensors of a TensorData/TensorDataset, else the whole dataset stacked in one batch."""
+    tensors = train._tensors(data)
+    return tensors if tensors is not None else next(iter(DataLoader(data, batch_size=len(data))))[:2]
 
 
 def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset, test_data: Dataset,
