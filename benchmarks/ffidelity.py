@@ -1,4 +1,4 @@
-"""Throughput of ``faithlab.metrics.fidelity.fid_plus`` (F-Fidelity FFid+) against bare batched forward passes.
+"""Throughput of ``faithlab.metrics.fid_plus`` (F-Fidelity FFid+) against bare batched forward passes.
 
 Both sides push the same B·(1 + L·N) inputs (the clean image, then N Bernoulli masks at each of L sparsity levels)
 through the same small CNN (``fl.models.build("small_cnn")``), ``batch_size`` per call: the bare side on the very
@@ -22,7 +22,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import NoOp, batched_forward, captured_inputs, digits, median_times, parser, setup  # noqa: E402
 
 import faithlab as fl  # noqa: E402
-from faithlab.metrics import fidelity  # noqa: E402
 
 
 def main() -> None:
@@ -41,7 +40,7 @@ def main() -> None:
     per_sample = 1 + args.levels * args.samples
 
     def ffid(net: torch.nn.Module) -> torch.Tensor:
-        return fidelity.fid_plus(net, x, y, attributions, sparsity, alpha=0.5, beta=0.1, n_samples=args.samples,
+        return fl.metrics.fid_plus(net, x, y, attributions, sparsity, alpha=0.5, beta=0.1, n_samples=args.samples,
                                  generator=0, batch_size=args.batch_size)
 
     prebuilt = captured_inputs(ffid, model)

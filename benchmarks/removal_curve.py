@@ -37,7 +37,7 @@ def main() -> None:
     target = torch.randint(0, 10, (args.n,), generator=g).to(device)
     fractions = torch.linspace(0, 1, args.fractions)
     units = fl.perturb.pixel_units(x)
-    ranks = fl.perturb.order(fl.perturb.unit_scores(attributions, units)).argsort(dim=1)
+    ranks = fl.perturb.ranks(fl.perturb.order(fl.perturb.unit_scores(attributions, units, reduce="sum_abs")))
     counts = torch.round(fractions * units.n).long().tolist()
     prebuilt = torch.stack([fl.perturb.apply_removal(x, ranks < k, units) for k in counts], dim=1).flatten(0, 1)
 

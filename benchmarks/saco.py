@@ -39,7 +39,7 @@ def main() -> None:
     removed = details["groups"][:, None, :] == torch.arange(args.k, device=device)[None, :, None]
     removed = torch.cat([torch.zeros_like(removed[:, :1]), removed], dim=1)
     units = fl.perturb.pixel_units(x)
-    prebuilt = torch.stack([fl.perturb.apply_removal(x, removed[:, i], units, "channel_mean")
+    prebuilt = torch.stack([fl.perturb.apply_removal(x, removed[:, i], units, reference="channel_mean")
                             for i in range(args.k + 1)], dim=1).flatten(0, 1)
 
     times = median_times({"bare": lambda: batched_forward(model, prebuilt, args.batch_size),

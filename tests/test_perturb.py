@@ -6,32 +6,12 @@ import math
 
 import pytest
 import torch
-from torch import nn
+from oracles import Additive, small_cnn
 
 import faithlab as fl
 
 P = fl.perturb
 FRACTIONS = [0.0, 0.15625, 0.21875, 0.5, 0.8, 1.0]  # ·16 = 2.5 and 3.5 exercise round-half-to-even
-
-
-class Additive(nn.Module):
-    """logits = [s, s − 1], s = Σ_i w_i·x_i (class 0 always predicted); with all-ones x and zero reference,
-    removing the set S leaves s = Σ_{i∉S} w_i."""
-
-    def __init__(self, w: torch.Tensor, tokens: bool = False):
-        super().__init__()
-        self.w, self.tokens = w, tokens
-        self.eval()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        z = (x != 0).double() if self.tokens else x
-        s = (z * self.w).flatten(1).sum(1)
-        return torch.stack([s, s - 1], dim=1)
-
-
-def small_cnn() -> nn.Module:
-    torch.manual_seed(0)
-    return nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 8 * 8, 3)).eval()
 
 
 def expected_curve(unit_w, unit_s, fractions, how):
@@ -109,7 +89,7 @@ def test_curve_matches_closed_form(kind, how):
 def test_unit_scores_match_independent_aggregation():
     for kind in KINDS:
         x, _, a, units, _, us = _case(kind)
-        torch.testing.assert_close(P.unit_scores(a, units or P.default_units(x)), us)
+        torch.testing.assert_close(P.unit_scores(a, units or P.default_units(x), reduce="sum_abs"), us)
 
 
 def test_deletion_morf_equals_insertion_lerf():
@@ -123,9 +103,9 @@ def test_deletion_morf_equals_insertion_lerf():
     ref = P.make_reference(x, "channel_mean")
     with torch.no_grad():
         y = model(x).argmax(1)
-    deletion = P.removal_curve(model, x, a, fractions, "morf", reference=ref, target=y, units=units)
+    deletion = P.removal_curve(model, x, a, fractions, order="morf", reference=ref, target=y, units=units)
     baseline = torch.broadcast_to(ref, x.shape).clone()
-    insertion = P.removal_curve(model, baseline, a, fractions, "lerf", reference=x, target=y, units=units)
+    insertion = P.removal_curve(model, baseline, a, fractions, order="lerf", reference=x, target=y, units=units)
     torch.testing.assert_close(insertion, deletion.flip(1))
     assert deletion[:, 0].ne(deletion[:, -1]).all()  # the curve is not flat, so the identity is informative
 
@@ -142,6 +122,30 @@ def test_removal_outputs_additive_oracle_and_curve_agreement():
     masks = torch.stack([ranks < round(f * 64) for f in FRACTIONS], dim=1)
     torch.testing.assert_close(P.removal_outputs(model, x, masks, output="logit"),
                                P.removal_curve(model, x, a, FRACTIONS, output="logit"))
+    counts = torch.tensor([round(f * 64) for f in FRACTIONS])
+    assert torch.equal(P.top_masks(ranks, counts), masks)
+
+
+def test_evaluate_builds_masks_lazily_per_chunk():
+    x, model, a, _, uw, us = _case("pixel")
+    g = torch.Generator().manual_seed(6)
+    removed = torch.rand(2, 7, 64, generator=g) < 0.4
+    asked = []
+
+    def masks(b0, b1, v0, v1):
+        asked.append((b0, b1, v0, v1))
+        return removed[b0:b1, v0:v1]
+
+    got = P.evaluate(model, x, masks, n_variants=7, output="logit", batch_size=4)
+    torch.testing.assert_close(got, uw.sum(1, keepdim=True) - (removed * uw[:, None]).sum(2))
+    assert sum((b1 - b0) * (v1 - v0) for b0, b1, v0, v1 in asked) == 2 * 7  # every variant built exactly once
+    assert max((b1 - b0) * (v1 - v0) for b0, b1, v0, v1 in asked) <= 4
+    with pytest.raises(ValueError, match="masks"):
+        P.evaluate(model, x, lambda b0, b1, v0, v1: removed[b0:b1, v0:v1, :10], n_variants=7)
+    with pytest.raises(TypeError, match="masks"):
+        P.evaluate(model, x, removed, n_variants=7)
+    with pytest.raises(ValueError, match="n_variants"):
+        P.evaluate(model, x, masks, n_variants=0)
 
 
 def test_outputs_follow_their_formulas():
@@ -153,6 +157,7 @@ def test_outputs_follow_their_formulas():
     pick = lambda z, t: z[torch.arange(len(t)), t]
     torch.testing.assert_close(prob, curve(lambda logits, t: pick(logits.log_softmax(1), t)).exp())
     torch.testing.assert_close(curve("logit"), curve(pick))
+    assert torch.equal(curve("predicted"), curve(lambda logits, t: logits.argmax(1)))
     torch.testing.assert_close(curve("log_odds"), torch.log(prob / (1 - prob)))
     per_class = torch.stack([curve("prob", torch.full((4,), c)) for c in range(3)])
     assert torch.equal(curve("correct"), (per_class.argmax(0) == y[:, None]).double())
@@ -163,7 +168,7 @@ def test_batch_size_invariance():
     g = torch.Generator().manual_seed(0)
     model = small_cnn()
     x, a = torch.randn(5, 2, 8, 8, generator=g), torch.randn(5, 2, 8, 8, generator=g)
-    curves = [P.removal_curve(model, x, a, FRACTIONS, "lerf", "blur", batch_size=bs, units=P.patch_units(x, 4))
+    curves = [P.removal_curve(model, x, a, FRACTIONS, order="lerf", reference="blur", batch_size=bs, units=P.patch_units(x, 4))
               for bs in (1, 3, 1000)]
     removed = torch.rand(5, 3, 64, generator=g) < 0.5
     outs = [P.removal_outputs(model, x, removed, reference="mean", batch_size=bs) for bs in (1, 3, 1000)]
@@ -191,12 +196,12 @@ def test_seeded_randomness_is_reproducible_and_seed_dependent():
     scores = torch.zeros(4, 50)
     x, model, _, _, _, _ = _case("pixel")
     draws = {
-        "order": lambda s: P.order(scores, "random", torch.Generator().manual_seed(s)),
-        "ties": lambda s: P.order(scores, "morf", s, ties="random"),
-        "curve": lambda s: P.removal_curve(model, x, None, FRACTIONS, "random", output="logit", generator=s),
-        "bernoulli": lambda s: P.bernoulli_subset(cand, 0.5, s, n_samples=2),
-        "exact": lambda s: P.exact_subset(cand, 7, s, n_samples=2),
-        "uniform": lambda s: P.uniform_fraction_mask(4, 50, 0.5, s),
+        "order": lambda s: P.order(scores, "random", generator=torch.Generator().manual_seed(s)),
+        "ties": lambda s: P.order(scores, "morf", generator=s, ties="random"),
+        "curve": lambda s: P.removal_curve(model, x, None, FRACTIONS, order="random", output="logit", generator=s),
+        "bernoulli": lambda s: P.bernoulli_subset(cand, 0.5, generator=s, n_samples=2),
+        "exact": lambda s: P.exact_subset(cand, 7, generator=s, n_samples=2),
+        "uniform": lambda s: P.uniform_fraction_mask(4, 50, 0.5, generator=s),
     }
     for name, draw in draws.items():
         assert torch.equal(draw(0), draw(0)), name
@@ -207,12 +212,15 @@ def test_seeded_randomness_is_reproducible_and_seed_dependent():
 def test_cpu_generator_gives_same_results_on_gpu():
     x, model, a, _, _, _ = _case("pixel")
     cand = torch.rand(3, 64, generator=torch.Generator().manual_seed(0)) < 0.5
-    cpu = [P.removal_curve(model, x, a, FRACTIONS, "random", generator=7), P.bernoulli_subset(cand, 0.3, 7, 4),
-           P.exact_subset(cand, 5, 7, 4), P.order(a.flatten(1)[:, :64], "lerf", 7, ties="random")]
+    cpu = [P.removal_curve(model, x, a, FRACTIONS, order="random", generator=7),
+           P.bernoulli_subset(cand, 0.3, generator=7, n_samples=4),
+           P.exact_subset(cand, 5, generator=7, n_samples=4),
+           P.order(a.flatten(1)[:, :64], "lerf", generator=7, ties="random")]
     gpu_model = Additive(model.w.cuda())
-    gpu = [P.removal_curve(gpu_model, x.cuda(), a.cuda(), FRACTIONS, "random", generator=7),
-           P.bernoulli_subset(cand.cuda(), 0.3, 7, 4), P.exact_subset(cand.cuda(), 5, 7, 4),
-           P.order(a.flatten(1)[:, :64].cuda(), "lerf", 7, ties="random")]
+    gpu = [P.removal_curve(gpu_model, x.cuda(), a.cuda(), FRACTIONS, order="random", generator=7),
+           P.bernoulli_subset(cand.cuda(), 0.3, generator=7, n_samples=4),
+           P.exact_subset(cand.cuda(), 5, generator=7, n_samples=4),
+           P.order(a.flatten(1)[:, :64].cuda(), "lerf", generator=7, ties="random")]
     for c, g in zip(cpu, gpu):
         torch.testing.assert_close(g.cpu(), c)
 
@@ -221,9 +229,9 @@ def test_tie_breaking_lower_index_first():
     s = torch.tensor([[1.0, 3.0, 3.0, 0.0, 3.0, 1.0]])
     assert P.order(s, "morf").tolist() == [[1, 2, 4, 0, 5, 3]]
     assert P.order(s, "lerf").tolist() == [[3, 0, 5, 1, 2, 4]]
-    random_ties = P.order(s, "morf", 0, ties="random")[0]
+    random_ties = P.order(s, "morf", generator=0, ties="random")[0]
     assert sorted(random_ties[:3].tolist()) == [1, 2, 4] and sorted(random_ties[3:5].tolist()) == [0, 5]
-    seen = {tuple(P.order(s, "morf", k, ties="random")[0, :3].tolist()) for k in range(20)}
+    seen = {tuple(P.order(s, "morf", generator=k, ties="random")[0, :3].tolist()) for k in range(20)}
     assert len(seen) > 1
 
 
@@ -239,8 +247,8 @@ def test_references_on_hand_built_tensors():
         torch.testing.assert_close(P.make_reference(const, "blur", kernel_size=k, sigma=s), const)
     removed = torch.tensor([[True, False, False, True]])
     ids = torch.tensor([[5, 6, 7, 8]])
-    assert P.apply_removal(ids, removed, P.token_units(ids), 99).tolist() == [[99, 6, 7, 99]]
-    img = P.apply_removal(x, removed, P.pixel_units(x), "channel_mean")
+    assert P.apply_removal(ids, removed, P.token_units(ids), reference=99).tolist() == [[99, 6, 7, 99]]
+    img = P.apply_removal(x, removed, P.pixel_units(x), reference="channel_mean")
     assert img[0, :, 0, 0].tolist() == [2.5, 25.0] and img[0, :, 1, 1].tolist() == [2.5, 25.0]
     assert img[0, :, 0, 1].tolist() == [2.0, 20.0]
 
@@ -263,8 +271,8 @@ def test_unit_scores_reduce_rules():
     want = {"sum_abs": [11.0, 17.0], "sum": [5.0, 1.0], "mean_abs": [11 / 8, 17 / 8], "mean": [5 / 8, 1 / 8],
             "max": [3.0, 4.0]}
     for reduce, values in want.items():
-        assert P.unit_scores(a, units, reduce).flatten().tolist() == values, reduce
-    assert P.unit_scores(a.sum(1), units, "sum").flatten().tolist() == [5.0, 1.0]  # (B, H, W) maps
+        assert P.unit_scores(a, units, reduce=reduce).flatten().tolist() == values, reduce
+    assert P.unit_scores(a.sum(1), units, reduce="sum").flatten().tolist() == [5.0, 1.0]  # (B, H, W) maps
 
 
 def test_segment_units_relabel_and_patch_layout():
@@ -279,7 +287,7 @@ def test_exact_and_bernoulli_subsets():
     g = torch.Generator().manual_seed(0)
     cand = torch.rand(3, 40, generator=g) < 0.5
     count = torch.tensor([0, 3, int(cand[2].sum())])
-    pick = P.exact_subset(cand, count, 1, n_samples=500)
+    pick = P.exact_subset(cand, count, generator=1, n_samples=500)
     assert pick.shape == (3, 500, 40)
     assert torch.equal(pick.sum(-1), count[:, None].expand(3, 500))
     assert not (pick & ~cand[:, None]).any()
@@ -287,13 +295,13 @@ def test_exact_and_bernoulli_subsets():
     assert torch.allclose(freq, torch.full_like(freq, 3 / cand[1].sum().item()), atol=0.06)
     many = torch.ones(2, 20000, dtype=torch.bool)
     many[:, ::2] = False
-    kept = P.bernoulli_subset(many, torch.tensor([0.1, 0.7]), 2)
+    kept = P.bernoulli_subset(many, torch.tensor([0.1, 0.7]), generator=2)
     assert not (kept & ~many).any()
     assert torch.allclose(kept.sum(1) / 10000.0, torch.tensor([0.1, 0.7]), atol=0.02)
 
 
 def test_uniform_fraction_mask():
-    m = P.uniform_fraction_mask(4000, 50, 0.2, 0)
+    m = P.uniform_fraction_mask(4000, 50, 0.2, generator=0)
     counts = m.sum(1)
     assert counts.max() <= 10 and counts.min() == 0
     assert abs(counts.double().mean().item() - 4.5) < 0.2  # E⌊u·50⌋ for u ~ U(0, 0.2) = 4.5
@@ -309,11 +317,11 @@ def test_errors_name_the_argument():
     cases = [
         ("attributions", lambda: P.removal_curve(model, x, nan, [0.5])),
         ("attributions", lambda: P.removal_curve(model, x, a[..., :4], [0.5])),
-        ("attributions", lambda: P.unit_scores(a.to("meta"), P.pixel_units(x))),
+        ("attributions", lambda: P.unit_scores(a.to("meta"), P.pixel_units(x), reduce="sum")),
         ("fractions", lambda: P.removal_curve(model, x, a, [0.0, 1.2])),
         ("model", lambda: P.removal_curve(small_cnn().train(), x, a, [0.5])),
         ("patch_size", lambda: P.patch_units(x, 3)),
-        ("count", lambda: P.exact_subset(torch.tensor([[True, False, True]]), 3, 0)),
+        ("count", lambda: P.exact_subset(torch.tensor([[True, False, True]]), 3, generator=0)),
         ("x", lambda: P.removal_curve(model, x[:0], a[:0], [0.5])),
         ("order", lambda: P.removal_curve(model, x, a, [0.5], order="top")),
         ("order", lambda: P.removal_curve(model, x, None, [0.5], order=torch.zeros(64).long())),
@@ -327,9 +335,9 @@ def test_errors_name_the_argument():
         ("kernel_size", lambda: P.make_reference(x, "blur", kernel_size=4)),
         ("batch_size", lambda: P.removal_curve(model, x, a, [0.5], batch_size=0)),
         ("removed", lambda: P.removal_outputs(model, x, torch.zeros(2, 10, dtype=torch.bool))),
-        ("reduce", lambda: P.unit_scores(a, P.pixel_units(x), "median")),
-        ("rate", lambda: P.bernoulli_subset(torch.ones(2, 3, dtype=torch.bool), 1.5, 0)),
-        ("max_fraction", lambda: P.uniform_fraction_mask(2, 5, -0.1, 0)),
+        ("reduce", lambda: P.unit_scores(a, P.pixel_units(x), reduce="median")),
+        ("rate", lambda: P.bernoulli_subset(torch.ones(2, 3, dtype=torch.bool), 1.5, generator=0)),
+        ("max_fraction", lambda: P.uniform_fraction_mask(2, 5, -0.1, generator=0)),
         ("labels", lambda: P.segment_units(torch.tensor([[[0, 1]], [[0, 0]]]))),
         ("units", lambda: P.removal_curve(model, x, a, [0.5], units=P.patch_units(torch.zeros(1, 1, 4, 4), 2))),
     ]

@@ -30,7 +30,7 @@ def _tidy() -> pd.DataFrame:
 @pytest.mark.parametrize("band", ["sd", "se", None])
 def test_curves_one_line_per_hue_with_mean_and_band(band):
     df = _tidy()
-    ax = plots.curves(df, "sparsity", "score", hue="method", band=band)
+    ax = plots.curves(df, x="sparsity", y="score", hue="method", band=band)
     lines = [line for line in ax.lines if len(line.get_xdata())]  # seaborn adds empty lines as legend handles
     assert len(lines) == 3 and len(ax.get_legend().get_texts()) == 3
     bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
@@ -47,7 +47,7 @@ def test_curves_one_line_per_hue_with_mean_and_band(band):
 
 def test_correlation_bars_heights_are_group_means():
     df = _tidy()
-    ax = plots.correlation_bars(df, "method", "score", hue="sparsity")
+    ax = plots.correlation_bars(df, x="method", y="score", hue="sparsity")
     bars = [p for c in ax.containers for p in c]
     assert len(bars) == 9
     heights = sorted(b.get_height() for b in bars)
@@ -88,9 +88,9 @@ def test_set_style_and_column_errors():
     plots.set_style()
     assert plt.rcParams["axes.grid"] and not plt.rcParams["axes.spines.top"]
     with pytest.raises(ValueError, match="hue"):
-        plots.curves(_tidy(), "sparsity", "score", hue="nope")
+        plots.curves(_tidy(), x="sparsity", y="score", hue="nope")
     with pytest.raises(ValueError, match="band"):
-        plots.curves(_tidy(), "sparsity", "score", band="ci")
+        plots.curves(_tidy(), x="sparsity", y="score", band="ci")
     plt.rcdefaults()
 
 

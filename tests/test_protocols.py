@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch import nn
+from oracles import Gated
 
 import faithlab as fl
 
 
-class CountModel(nn.Module):
+def CountModel() -> Gated:
     """Class 1 while at least 3 of the first 4 pixels are kept (x = 1 there, zero reference), else class 0."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        kept = x.flatten(1)[:, :4].sum(1)
-        return torch.stack([torch.zeros_like(kept), 10 * (kept - 2.5)], dim=1)
+    return Gated((torch.arange(16) < 4).view(1, 4, 4), m=2, label=1)
 
 
 def setup():
@@ -28,7 +25,7 @@ def setup():
 def test_clean_level_equals_plain_fidelity_and_degradation_lowers_fid_plus():
     model, x, y, clean = setup()
     sparsity = [0.0625, 0.125, 0.5]  # 1, 2 and 8 of the 16 pixels
-    plus, minus = fl.protocols.degraded_fidelity_curves(model, x, y, clean, [0.0, 1.0], sparsity, n_seeds=2,
+    plus, minus = fl.protocols.degraded_fidelity_curves(model, x, y, clean, noise_levels=[0.0, 1.0], sparsity=sparsity, n_seeds=2,
                                                         batch_size=7)
     assert plus.shape == minus.shape == (2, 2, 3)
     expected = fl.metrics.fid_plus(model, x, y, clean, sparsity, generator=0, ties="random").mean(0)
@@ -40,8 +37,8 @@ def test_clean_level_equals_plain_fidelity_and_degradation_lowers_fid_plus():
 def test_seeds_reproduce_and_differ():
     model, x, y, clean = setup()
     kw = dict(n_seeds=2, alpha=0.5, n_samples=4)
-    a = fl.protocols.degraded_fidelity_curves(model, x, y, clean, [0.5], [0.25, 0.5], **kw)
-    b = fl.protocols.degraded_fidelity_curves(model, x, y, clean, [0.5], [0.25, 0.5], **kw)
+    a = fl.protocols.degraded_fidelity_curves(model, x, y, clean, noise_levels=[0.5], sparsity=[0.25, 0.5], **kw)
+    b = fl.protocols.degraded_fidelity_curves(model, x, y, clean, noise_levels=[0.5], sparsity=[0.25, 0.5], **kw)
     assert all(torch.equal(p, q) for p, q in zip(a, b))
     assert not torch.equal(a[0][0], a[0][1])  # seed 0 and seed 1 degrade differently
 
@@ -85,7 +82,7 @@ def test_study_ranks_a_clean_map_above_a_random_one(tmp_path, monkeypatch):
     # the curves equal a direct call with the same model, map and settings
     plus, minus = fl.protocols.degraded_fidelity_curves(
         study.models["fine-tuned"], study.x, study.y, study.clean["IxG", "fine-tuned"].view(-1, 4, 4),
-        STUDY["noise_levels"], STUDY["sparsity"], n_seeds=1, alpha=0.5, beta=0.25, n_samples=4)
+        noise_levels=STUDY["noise_levels"], sparsity=STUDY["sparsity"], n_seeds=1, alpha=0.5, beta=0.25, n_samples=4)
     assert torch.equal(plus, study.P["IxG", "F-Fidelity"]) and torch.equal(minus, study.Q["IxG", "F-Fidelity"])
 
 
@@ -130,16 +127,30 @@ def test_correlation_table_layout_and_wins_on_hand_made_curves():
     good_q = xi[None, :, None].expand(2, 3, 4).clone()         # LeRF increasing in ξ
     P = {("E", "good"): good_p, ("E", "bad"): good_q}
     Q = {("E", "good"): good_q, ("E", "bad"): good_p}
-    tidy = fl.protocols.ranking_correlations(P, Q, xi.tolist(), [0.2, 0.4, 0.6, 0.8], ["good", "bad"], group="e")
+    tidy = fl.protocols.ranking_correlations(P, Q, noise_levels=xi.tolist(), sparsity=[0.2, 0.4, 0.6, 0.8],
+                                             methods=["good", "bad"], group="e")
     corr = tidy[tidy["row"] != "Micro Rank"].set_index(["method", "correlation", "row"])["mean"].sort_index()
     assert corr.loc["good", "morf_vs_gt"].eq(-1).all() and corr.loc["bad", "morf_vs_gt"].eq(1).all()
     assert corr.loc["good", "morf_vs_lerf"].eq(-1).all() and corr.loc["bad", "morf_vs_lerf"].eq(-1).all()
     ranks = tidy[tidy["row"] == "Micro Rank"].set_index(["method", "correlation"])["mean"]
     assert ranks["good", "morf_vs_gt"] == 1 and ranks["bad", "morf_vs_gt"] == 2
     assert ranks["good", "morf_vs_lerf"] == ranks["bad", "morf_vs_lerf"] == 1  # tie: both share the minimum rank
-    means, wins = fl.protocols.micro_rank_wins(tidy, "e", method="good")
+    means, wins = fl.protocols.micro_rank_wins(tidy, group="e", method="good")
     assert wins == {"E": True} and means.loc["E", "bad"] == pytest.approx(5 / 3)
-    assert fl.protocols.micro_rank_wins(tidy, "e", method="bad")[1] == {"E": False}
-    layout = fl.protocols.table_layout(tidy.assign(paper=-0.5), "e", paper="paper")
+    assert fl.protocols.micro_rank_wins(tidy, group="e", method="bad")[1] == {"E": False}
+    layout = fl.protocols.table_layout(tidy.assign(paper=-0.5), group="e", paper="paper")
     assert list(layout.columns) == ["row", "correlation", "E good", "E bad"]
     assert layout.iloc[0]["E good"] == "-1.00 ± 0.00 (-0.50)" and layout.iloc[0]["correlation"] == "MoRF vs GT ↓"
+
+
+def test_oriented_correlations_sign_each_correlation_towards_higher_is_better():
+    xi = torch.tensor([0.0, 0.5, 1.0])
+    good_p = (1 - xi).view(1, 3, 1).expand(2, 3, 2)  # ideal evaluation: −1, +1, −1
+    good_q = xi.view(1, 3, 1).expand(2, 3, 2)
+    P = {("E", "good"): good_p, ("E", "bad"): good_q}  # "bad" swaps the curves: +1, −1 and still −1
+    Q = {("E", "good"): good_q, ("E", "bad"): good_p}
+    table = fl.protocols.oriented_correlations(P, Q, noise_levels=xi.tolist(), sparsity=[0.3, 0.6],
+                                               methods=["good", "bad"], group="e").set_index(["method", "kind"])
+    assert table.loc[("good", "macro"), "oriented mean"] == pytest.approx(1.0)
+    assert table.loc[("bad", "micro"), "oriented mean"] == pytest.approx((-1 - 1 + 1) / 3)
+    assert table.loc[("good", "macro"), fl.protocols.CORRELATION_LABELS["lerf_vs_gt"]] == pytest.approx(1.0)

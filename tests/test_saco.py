@@ -6,26 +6,9 @@ import math
 
 import pytest
 import torch
-from torch import nn
+from oracles import LinearProb
 
-import faithlab.metrics as sm  # the SaCo family is re-exported there
-
-
-class LinearProb(nn.Module):
-    """Two classes with p(class 0 | x) = q(x) = q0 + Σ β_p x_p exactly (logits log q, log(1 − q)).
-
-    With x = ones and reference 0, removing a set G of pixels lowers q by Σ_{p∈G} β_p: an additive oracle."""
-
-    def __init__(self, beta: torch.Tensor, q0: float = 0.0) -> None:
-        super().__init__()
-        self.register_buffer("beta", beta.flatten())
-        self.q0 = q0
-        self.calls = 0
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.calls += 1
-        q = self.q0 + (x.flatten(1) * self.beta).sum(1)
-        return torch.stack([q.log(), (1 - q).log()], dim=1)
+import faithlab.metrics as sm  # SaCo and the cumulative metrics are re-exported there
 
 
 def _ones(b: int, h: int, w: int) -> torch.Tensor:
@@ -128,6 +111,29 @@ def test_cumulative_metrics_match_closed_forms():
     assert sm.aopc(model, x, attr, **kw) > sm.aopc(model, x, -attr, **kw)
     assert sm.log_odds(model, x, attr, **kw) < sm.log_odds(model, x, -attr, **kw)
     assert sm.comprehensiveness(model, x, attr, **kw) < sm.comprehensiveness(model, x, -attr, **kw)
+
+
+def test_cumulative_details_return_the_curves_behind_the_scores():
+    model, x, attr, beta = _linear_case()
+    desc = beta.sort(descending=True).values
+    top = 0.81 - torch.cat([torch.zeros(1, dtype=torch.float64), desc.cumsum(0)])
+    bot = 0.81 - torch.cat([torch.zeros(1, dtype=torch.float64), desc.flip(0).cumsum(0)])
+    kw = {"reference": "zero"}
+    d = sm.aopc_details(model, x, attr, **kw)
+    torch.testing.assert_close(d["curve"][0], top)
+    torch.testing.assert_close(d["drop"][0], 0.81 - top)
+    assert d["clean"].item() == pytest.approx(0.81)
+    assert d["fractions"].tolist() == pytest.approx(list(sm.FRACTIONS))
+    assert torch.equal(d["score"], sm.aopc(model, x, attr, **kw))
+    c = sm.comprehensiveness_details(model, x, attr, **kw)
+    torch.testing.assert_close(c["drop"][0], 0.81 - bot)
+    lo = sm.log_odds_details(model, x, attr, **kw)
+    torch.testing.assert_close(lo["log_ratio"][0], torch.log(top / 0.81))
+    auc = sm.auc_accuracy_details(model, x, attr, torch.tensor([0]), **kw)
+    torch.testing.assert_close(auc["curve"][0], (top > 0.5).double())
+    assert torch.equal(auc["score"], sm.auc_accuracy(model, x, attr, torch.tensor([0]), **kw))
+    # the unit-reduction rule is an argument: |a| ranks the reversed map like the map itself
+    assert torch.equal(sm.aopc(model, x, -attr, reduce="sum_abs", **kw), sm.aopc(model, x, attr, **kw))
 
 
 def test_errors_name_the_argument():

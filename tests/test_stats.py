@@ -69,45 +69,6 @@ def test_trapezoid_auc_uniform_and_given_x():
     assert stats.trapezoid_auc(curve.T, dim=0).tolist() == [0.5, 1.0]
 
 
-def test_macro_correlations_perfect_order():
-    xi = torch.tensor([0.0, 0.2, 0.4, 0.6, 0.8, 1.0])
-    levels = torch.linspace(0.05, 0.95, 19)
-    # a good evaluation: more noise → lower Fid+ (P) and higher Fid− (Q); 3 seeds with different offsets
-    P = torch.stack([(1 - xi)[:, None] * (1 - levels) + s for s in (0.0, 0.1, 0.2)])
-    Q = torch.stack([xi[:, None] * levels + s for s in (0.0, 0.1, 0.2)])
-    out = stats.macro_correlations(P, Q, xi)
-    assert set(out) == set(stats.DIRECTIONS)
-    _close(out["morf_vs_gt"], torch.full((3,), -1.0))
-    _close(out["lerf_vs_gt"], torch.full((3,), 1.0))
-    _close(out["morf_vs_lerf"], torch.full((3,), -1.0))
-    # swap two explainers' curves in seed 0 only: Spearman of a single transposition of adjacent items with n=6
-    P2 = P.clone()
-    P2[0, [0, 1]] = P2[0, [1, 0]]
-    rho = 1 - 6 * 2 / (6 * 35)
-    assert stats.macro_correlations(P2, Q, xi)["morf_vs_gt"][0].item() == pytest.approx(-rho)
-
-
-def test_micro_correlations_per_level_with_constant_level():
-    xi = torch.tensor([0.0, 0.5, 1.0])
-    P = torch.tensor([[[3.0, 1.0], [2.0, 1.0], [1.0, 1.0]]])  # level 1 is constant across explainers
-    Q = torch.tensor([[[1.0, 0.0], [2.0, 2.0], [3.0, 1.0]]])
-    out = stats.micro_correlations(P, Q, xi)
-    assert out["morf_vs_gt"].shape == (1, 2)
-    assert out["morf_vs_gt"][0, 0].item() == pytest.approx(-1.0)
-    assert math.isnan(out["morf_vs_gt"][0, 1].item())
-    assert out["lerf_vs_gt"][0].tolist() == pytest.approx([1.0, 0.5])
-    assert out["morf_vs_lerf"][0, 0].item() == pytest.approx(-1.0)
-
-
-def test_micro_ranks_ties_min_and_nan_last():
-    c = torch.tensor([-1.0, -1.0, 0.5, float("nan")])
-    assert stats.micro_ranks(c, "min").tolist() == [1.0, 1.0, 3.0, 4.0]
-    assert stats.micro_ranks(c, "max").tolist() == [2.0, 2.0, 1.0, 4.0]
-    # vectorised over extra dims: methods on dim 0
-    c2 = torch.stack([c, c.flip(0)], dim=1)
-    assert stats.micro_ranks(c2, "min")[:, 1].tolist() == [4.0, 3.0, 1.0, 1.0]
-
-
 def test_nan_mean_std():
     x = torch.tensor([[1.0, float("nan"), 3.0], [float("nan")] * 3])
     mean, std = stats.nan_mean_std(x, dim=1)
@@ -119,13 +80,6 @@ def test_nan_mean_std():
 
 
 def test_errors_name_arguments():
-    P = torch.zeros(2, 3, 4)
-    with pytest.raises(ValueError, match="Q"):
-        stats.macro_correlations(P, torch.zeros(2, 3, 5), torch.arange(3.0))
-    with pytest.raises(ValueError, match="gt"):
-        stats.micro_correlations(P, P, torch.arange(4.0))
-    with pytest.raises(ValueError, match="direction"):
-        stats.micro_ranks(torch.zeros(3), "up")
     with pytest.raises(ValueError, match="method"):
         stats.rankdata(torch.zeros(3), method="dense")
     with pytest.raises(ValueError, match="curve"):

@@ -247,7 +247,7 @@ def test_random_removal_removes_floor_u_n_whole_pixels_as_uniform_fraction_mask(
     assert torch.equal(removed[:, 0], removed[:, 1])  # whole pixels, all channels
     counts = removed[:, 0].sum(1)
     assert 8 <= int(counts.max()) <= math.floor(0.3 * 30) and int(counts.min()) == 0  # u < β: at most ⌊β·n⌋
-    expected = fl.perturb.uniform_fraction_mask(200, 30, 0.3, torch.Generator().manual_seed(3))
+    expected = fl.perturb.uniform_fraction_mask(200, 30, 0.3, generator=torch.Generator().manual_seed(3))
     assert torch.equal(removed[:, 0], expected)
     tokens = torch.randint(1, 9, (50, 20))
     kept = RandomRemoval(0.5, units="tokens")(tokens, None, torch.arange(50), torch.Generator().manual_seed(0))

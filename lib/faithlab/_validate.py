@@ -68,6 +68,24 @@ def fraction(value: float, name: str, *, closed_low: bool = True) -> float:
     return v
 
 
+def one_of(value, name: str, allowed: Sequence) -> object:
+    """Check that ``value`` is one of the ``allowed`` options (compared with ==; unhashable values are refused)."""
+    if isinstance(value, (list, dict, set, torch.Tensor)) or value not in allowed:
+        raise ValueError(f"{name} must be one of {tuple(allowed)}, got {value!r}")
+    return value
+
+
+def fractions(value, name: str) -> torch.Tensor:
+    """Check a non-empty 1-D sequence of numbers in [0, 1]; returns it as a float64 CPU tensor."""
+    f = (value.detach() if isinstance(value, torch.Tensor) else torch.as_tensor(value, dtype=torch.float64))
+    f = f.to("cpu", torch.float64)  # a list is read in float64 directly: 0.1 stays 0.1, not float32's 0.1000000015
+    if f.ndim != 1 or f.numel() == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D sequence of fractions, got shape {tuple(f.shape)}")
+    if not bool(torch.isfinite(f).all()) or bool(((f < 0) | (f > 1)).any()):
+        raise ValueError(f"{name} must lie in [0, 1], got {f.tolist()}")
+    return f
+
+
 def not_constant(value: torch.Tensor, name: str, dim: int = 1) -> None:
     """Raise if any row of ``value`` (flattened from ``dim``) is constant: its ranking is undefined."""
     flat = value.flatten(dim)

@@ -43,7 +43,7 @@ def _check_columns(df: pd.DataFrame, **columns: str | None) -> None:
             raise ValueError(f"{arg}={col!r} is not a column of df; columns: {list(df.columns)}")
 
 
-def curves(df: pd.DataFrame, x: str, y: str, hue: str | None = None, band: str | None = "sd",
+def curves(df: pd.DataFrame, *, x: str, y: str, hue: str | None = None, band: str | None = "sd",
            ax: Axes | None = None, **kwargs) -> Axes:
     """Mean of ``y`` against ``x``, one line per ``hue`` level, with a ±1 standard deviation (``band="sd"``) or
     standard error (``"se"``) band over the rows sharing (x, hue), or no band (None). kwargs go to
@@ -56,7 +56,7 @@ def curves(df: pd.DataFrame, x: str, y: str, hue: str | None = None, band: str |
     return ax
 
 
-def correlation_bars(df: pd.DataFrame, x: str, y: str, hue: str | None = None, ax: Axes | None = None,
+def correlation_bars(df: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax: Axes | None = None,
                      **kwargs) -> Axes:
     """Bars of the mean correlation ``y`` per ``x`` (and ``hue``), ±1 sd over the rows, on a [−1, 1] axis with a
     zero line. kwargs go to ``seaborn.barplot``."""
@@ -68,7 +68,7 @@ def correlation_bars(df: pd.DataFrame, x: str, y: str, hue: str | None = None, a
     return ax
 
 
-def radar(values: pd.DataFrame, ax: Axes | None = None, title: str | None = None,
+def radar(values: pd.DataFrame, *, ax: Axes | None = None, title: str | None = None,
           highlight: str | None = "Random") -> Axes:
     """Radar chart: one closed polygon per row of ``values`` (rows = methods, columns = axes, e.g. metrics).
 
@@ -131,7 +131,7 @@ def _display_image(image: ArrayLike, mean: Sequence[float] | None, std: Sequence
     return img[..., 0] if img.ndim == 3 and img.shape[-1] == 1 else img
 
 
-def heatmap_overlay(image: ArrayLike, attribution: ArrayLike, ax: Axes | None = None, alpha: float = 0.5,
+def heatmap_overlay(image: ArrayLike, attribution: ArrayLike, *, ax: Axes | None = None, alpha: float = 0.5,
                     cmap: str = ATTRIBUTION_CMAP, mean: Sequence[float] | None = None,
                     std: Sequence[float] | None = None) -> Axes:
     """Show ``image`` (C, H, W) or (H, W) with ``attribution`` (H, W) (or (1, H, W)) on top at opacity ``alpha``.
@@ -150,7 +150,7 @@ def heatmap_overlay(image: ArrayLike, attribution: ArrayLike, ax: Axes | None = 
     return ax
 
 
-def image_grid(images: ArrayLike | Sequence[ArrayLike], titles: Sequence[str] | None = None, ncols: int = 4,
+def image_grid(images: ArrayLike | Sequence[ArrayLike], *, titles: Sequence[str] | None = None, ncols: int = 4,
                attributions: ArrayLike | Sequence[ArrayLike] | None = None, size: float = 2.0,
                **overlay: object) -> Figure:
     """Grid of images (N × (C, H, W) or (H, W)), optionally with one attribution overlay each and a title each.

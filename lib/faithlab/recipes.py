@@ -12,7 +12,7 @@ import torch
 from faithlab import data, train
 
 
-def digits_vit(image_size: int = 16, patch_size: int = 4, dim: int = 48, depth: int = 4, heads: int = 4,
+def digits_vit(*, image_size: int = 16, patch_size: int = 4, dim: int = 48, depth: int = 4, heads: int = 4,
                n_epochs: int = 30, seed: int = 0, device: str | torch.device = "cpu"):
     """Small ViT on grey scikit-learn digits (SaCo chapter) → ``(model, train_data, test_data)``.
 
@@ -30,7 +30,7 @@ def digits_vit(image_size: int = 16, patch_size: int = 4, dim: int = 48, depth: 
     return model.to(device).eval(), train_data, test_data
 
 
-def canvas_classifier(image_size: int = 16, r: float = 0.3, color: bool = False, n_train: int | None = None,
+def canvas_classifier(*, image_size: int = 16, r: float = 0.3, color: bool = False, n_train: int | None = None,
                       model_name: str = "small_cnn", width: float = 16, n_epochs: int = 8, seed: int = 0,
                       device: str | torch.device = "cpu"):
     """Classifier of the F-Fidelity image chapter on canvas digits → ``(model, history, train_data, test_data)``.
@@ -53,7 +53,7 @@ SERIES_MODELS = ("cnn1d", "bilstm")
 TEXT_MODELS = ("lstm_text", "transformer_text")
 
 
-def series_text_classifier(name: str, n_train: int, n_test: int, length: int, width: int = 16,
+def series_text_classifier(name: str, *, n_train: int, n_test: int, length: int, width: int = 16,
                            kernel_size: int = 9, lstm_layers: int = 1, tf_dim: int = 32, n_epochs: int = 20,
                            seed: int = 0, device: str | torch.device = "cpu"):
     """Classifier of the F-Fidelity series/text chapter → ``(model, history, train_data, test_data)``.
@@ -89,7 +89,7 @@ def series_text_classifier(name: str, n_train: int, n_test: int, length: int, wi
     return model.to(device).eval(), history, train_data, test_data
 
 
-def ffidelity_finetune(model: torch.nn.Module, history: dict, train_data, test_data, beta: float = 0.1,
+def ffidelity_finetune(model: torch.nn.Module, history: dict, train_data, test_data, *, beta: float = 0.1,
                        units: str = "pixels", n_epochs: int = 4, seed: int = 0,
                        device: str | torch.device = "cpu") -> torch.nn.Module:
     """F-Fidelity fine-tuning (eq. 5) of a model from a recipe above → the fine-tuned model in eval mode.

@@ -91,8 +91,8 @@ class RandomRemoval:
 
     def __call__(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         units = _UNITS[self.units](x)
-        removed = perturb.uniform_fraction_mask(len(x), units.n, self.max_fraction, generator, x.device)
-        return perturb.apply_removal(x, removed, units, _reference_on(self.reference, x))
+        removed = perturb.uniform_fraction_mask(len(x), units.n, self.max_fraction, generator=generator, device=x.device)
+        return perturb.apply_removal(x, removed, units, reference=_reference_on(self.reference, x))
 
 
 class ExplanationGuidedRemoval:
@@ -124,7 +124,7 @@ class ExplanationGuidedRemoval:
         ranking = perturb.order(scores, "morf")
         steps = torch.arange(units.n, device=x.device).expand_as(ranking)
         removed = torch.zeros_like(ranking, dtype=torch.bool).scatter_(1, ranking, steps < count[:, None])
-        return perturb.apply_removal(x, removed, units, _reference_on(self.reference, x))
+        return perturb.apply_removal(x, removed, units, reference=_reference_on(self.reference, x))
 
 
 class CropFlip:

@@ -85,6 +85,7 @@ def available() -> list[str]:
 
 def load(
     name: str,
+    *,
     split: str = "train",
     data_dir: str | Path | None = None,
     seed: int = 0,

@@ -128,7 +128,7 @@ class TensorData(Dataset):
 
 
 def split_indices(
-    n: int, seed: int = 0, test_fraction: float = 0.2, labels: torch.Tensor | None = None
+    n: int, *, seed: int = 0, test_fraction: float = 0.2, labels: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Deterministic random train/test split of ``range(n)``.
 
@@ -160,7 +160,7 @@ def split_indices(
     return train, test
 
 
-def kfold_indices(n: int, k: int, seed: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
+def kfold_indices(n: int, k: int, *, seed: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """k-fold cross-training blocks (ReCo/MeGe Algorithm 1, step 1): a random partition of ``range(n)``.
 
     Returns k pairs ``(train, block)`` of sorted int64 tensors: the blocks are disjoint, cover ``range(n)`` and
@@ -175,7 +175,7 @@ def kfold_indices(n: int, k: int, seed: int = 0) -> list[tuple[torch.Tensor, tor
     return [(torch.cat(blocks[:i] + blocks[i + 1 :]).sort().values, b) for i, b in enumerate(blocks)]
 
 
-def fraction_subset(n: int, fraction: float, seed: int = 0) -> torch.Tensor:
+def fraction_subset(n: int, fraction: float, *, seed: int = 0) -> torch.Tensor:
     """Random ⌊fraction·n⌋ of ``range(n)`` (sorted int64), e.g. ReCo/MeGe "limited data" 75/50/25 % (spec §4.5)."""
     _validate.positive_int(n, "n")
     fraction = _validate.fraction(fraction, "fraction", closed_low=False)
@@ -185,7 +185,7 @@ def fraction_subset(n: int, fraction: float, seed: int = 0) -> torch.Tensor:
     return torch.randperm(n, generator=generator(seed, "subset"))[:count].sort().values
 
 
-def switch_labels(y: torch.Tensor, fraction: float, n_classes: int, seed: int = 0) -> torch.Tensor:
+def switch_labels(y: torch.Tensor, fraction: float, n_classes: int, *, seed: int = 0) -> torch.Tensor:
     """Label inversion (ReCo/MeGe spec §4.5): exactly ⌊fraction·N⌋ labels, chosen at random, are replaced by a
     class drawn uniformly among the n_classes − 1 *other* classes.
 
@@ -210,7 +210,7 @@ def switch_labels(y: torch.Tensor, fraction: float, n_classes: int, seed: int = 
     return out.to(y.device)
 
 
-def to_tensors(dataset: Dataset, n: int | None = None, batch_size: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
+def to_tensors(dataset: Dataset, n: int | None = None, *, batch_size: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
     """Materialise the first ``n`` items (all if None) of any map-style Dataset yielding (x, y, ...) as (x, y)
     tensors: x stacked (n, ...), y int64 (n,). TensorData is sliced directly."""
     size = len(dataset)  # type: ignore[arg-type]

@@ -78,19 +78,12 @@ def _standardize(x_train: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, 
 
 
 def _split_parts(labels: torch.Tensor, seed: int, test_fraction: float) -> dict[str, torch.Tensor]:
-    train, test = split_indices(labels.shape[0], seed, test_fraction, labels)
+    train, test = split_indices(labels.shape[0], seed=seed, test_fraction=test_fraction, labels=labels)
     return {"train": train, "test": test}
 
 
-def digits(
-    split: str = "train",
-    seed: int = 0,
-    size: int = 32,
-    color: bool = False,
-    classes: Sequence[int] | None = None,
-    n_classes: int | None = None,
-    test_fraction: float = 0.2,
-) -> TensorData:
+def digits(*, split: str = "train", seed: int = 0, size: int = 32, color: bool = False,
+           classes: Sequence[int] | None = None, n_classes: int | None = None, test_fraction: float = 0.2) -> TensorData:
     """scikit-learn's 1,797 real 8×8 handwritten digits, upsampled to size×size (bilinear) and optionally coloured.
 
     Split: stratified, round(test_fraction·n_c) digits of each class to test (80/20 by default), from ``seed``.
@@ -214,17 +207,9 @@ def _canvas_part(
     return x, mask, boxes, labels[idx], source[idx]
 
 
-def canvas_digits(
-    split: str = "train",
-    seed: int = 0,
-    size: int = 32,
-    r: float = 0.2,
-    n_classes: int | None = None,
-    classes: Sequence[int] | None = None,
-    color: bool = True,
-    n: int | None = None,
-    test_fraction: float = 0.2,
-) -> TensorData:
+def canvas_digits(*, split: str = "train", seed: int = 0, size: int = 32, r: float = 0.2,
+                  n_classes: int | None = None, classes: Sequence[int] | None = None, color: bool = True,
+                  n: int | None = None, test_fraction: float = 0.2) -> TensorData:
     """Digits on a size×size canvas, scaled so that the digit's foreground covers a fraction ``r`` of the image.
 
     For F-Fidelity's explanation-size plateau (spec §1.10: the digit is tier T_1 of |T_1| = r·n pixels), few-class
@@ -272,19 +257,9 @@ def canvas_digits(
 
 
 # ------------------------------------------------------------------------------------------------------ time series
-def timeseries(
-    task: str = "seq_comb",
-    split: str = "train",
-    seed: int = 0,
-    n: int = 1000,
-    length: int = 100,
-    channels: int = 1,
-    n_classes: int = 4,
-    n_windows: int = 2,
-    window: tuple[int, int] = (10, 20),
-    amplitude: float = 1.0,
-    noise: float = 0.5,
-) -> TensorData:
+def timeseries(task: str = "seq_comb", *, split: str = "train", seed: int = 0, n: int = 1000, length: int = 100,
+               channels: int = 1, n_classes: int = 4, n_windows: int = 2, window: tuple[int, int] = (10, 20),
+               amplitude: float = 1.0, noise: float = 0.5) -> TensorData:
     """Synthetic series whose label lives only in ``n_windows`` salient windows (in the spirit of TimeX's benchmarks).
 
     Background: i.i.d. N(0, noise²) in every channel. Windows: non-overlapping, separated by ≥ 1 step, lengths
@@ -345,16 +320,8 @@ def timeseries(
 
 
 # ----------------------------------------------------------------------------------------------------------- tokens
-def tokens(
-    split: str = "train",
-    seed: int = 0,
-    n: int = 1000,
-    length: int = 32,
-    min_length: int | None = None,
-    vocab_size: int = 64,
-    n_signal: int = 4,
-    max_signal: int = 3,
-) -> TensorData:
+def tokens(*, split: str = "train", seed: int = 0, n: int = 1000, length: int = 32, min_length: int | None = None,
+           vocab_size: int = 64, n_signal: int = 4, max_signal: int = 3) -> TensorData:
     """Synthetic sentiment-like token classification with a known rationale.
 
     Vocabulary: 0 = pad, 1 = unk (reserved, unused here), fillers 2..F+1, positive signal ids (next n_signal),

@@ -95,7 +95,7 @@ def _torchvision(cls_name: str, name: str, folder: str, layout: str, stats: tupl
     return _tag(ds, name=name, n_classes=len(ds.classes), class_names=list(ds.classes), mean=mean, std=std, split=split)
 
 
-def cifar10(split: str = "train", data_dir: str | Path | None = None, download: bool = False,
+def cifar10(*, split: str = "train", data_dir: str | Path | None = None, download: bool = False,
             mean: tuple | None = None, std: tuple | None = None) -> Dataset:
     """CIFAR-10 via torchvision: (3, 32, 32) ToTensor + Normalize(CIFAR10_STATS); 50,000 train / 10,000 test.
     Layout: data_dir/cifar-10-batches-py/{data_batch_1..5, test_batch, batches.meta} (md5-checked by torchvision)."""
@@ -104,7 +104,7 @@ def cifar10(split: str = "train", data_dir: str | Path | None = None, download: 
                         download, mean, std)
 
 
-def cifar100(split: str = "train", data_dir: str | Path | None = None, download: bool = False,
+def cifar100(*, split: str = "train", data_dir: str | Path | None = None, download: bool = False,
              mean: tuple | None = None, std: tuple | None = None) -> Dataset:
     """CIFAR-100 (fine labels) via torchvision: (3, 32, 32) ToTensor + Normalize(CIFAR100_STATS).
     Layout: data_dir/cifar-100-python/{train, test, meta} (md5-checked by torchvision)."""
@@ -113,7 +113,7 @@ def cifar100(split: str = "train", data_dir: str | Path | None = None, download:
                         download, mean, std)
 
 
-def fashion_mnist(split: str = "train", data_dir: str | Path | None = None, download: bool = False,
+def fashion_mnist(*, split: str = "train", data_dir: str | Path | None = None, download: bool = False,
                   mean: tuple | None = None, std: tuple | None = None) -> Dataset:
     """FashionMNIST via torchvision: (1, 28, 28) ToTensor + Normalize(FASHION_MNIST_STATS); 60,000 / 10,000.
     Layout: data_dir/FashionMNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte (uncompressed idx files)."""
@@ -122,7 +122,7 @@ def fashion_mnist(split: str = "train", data_dir: str | Path | None = None, down
                         data_dir, download, mean, std)
 
 
-def eurosat(split: str = "train", data_dir: str | Path | None = None, download: bool = False, seed: int = 0,
+def eurosat(*, split: str = "train", data_dir: str | Path | None = None, download: bool = False, seed: int = 0,
             test_fraction: float = 0.2, mean: tuple | None = None, std: tuple | None = None) -> Dataset:
     """EuroSAT RGB (27,000 64×64 images, 10 classes) via torchvision, ToTensor + Normalize.
 
@@ -138,14 +138,15 @@ def eurosat(split: str = "train", data_dir: str | Path | None = None, download: 
         raise _missing("eurosat", root, "  data_dir/eurosat/2750/<ClassName>/<ClassName>_<k>.jpg", downloadable=True)
     mean, std = _stats(IMAGENET_STATS, mean, std)
     full = torchvision.datasets.EuroSAT(str(root), transform=_transform(mean, std), download=download)
-    parts = dict(zip(("train", "test"), split_indices(len(full), seed, test_fraction, torch.tensor(full.targets))))
+    parts = dict(zip(("train", "test"), split_indices(len(full), seed=seed, test_fraction=test_fraction,
+                                                       labels=torch.tensor(full.targets))))
     ds = Subset(full, parts[split].tolist())
     return _tag(ds, name="eurosat", n_classes=len(full.classes), class_names=list(full.classes), mean=mean, std=std,
                 split=split, seed=seed, test_fraction=test_fraction)
 
 
 # --------------------------------------------------------------------------------------------- ImageNet family
-def tiny_imagenet(split: str = "train", data_dir: str | Path | None = None, download: bool = False,
+def tiny_imagenet(*, split: str = "train", data_dir: str | Path | None = None, download: bool = False,
                   mean: tuple | None = None, std: tuple | None = None) -> Dataset:
     """Tiny-ImageNet (200 classes, 64×64): ``train`` = train/, ``test`` = the labelled val/ (the test/ folder has
     no labels). ToTensor + Normalize(TINY_IMAGENET_STATS); class index = position in sorted wnids.
@@ -188,7 +189,7 @@ def tiny_imagenet(split: str = "train", data_dir: str | Path | None = None, down
                 wnids=wnids, mean=mean, std=std, split=split)
 
 
-def imagenet_val(split: str = "test", data_dir: str | Path | None = None, download: bool = False,
+def imagenet_val(*, split: str = "test", data_dir: str | Path | None = None, download: bool = False,
                  resize: int = 256, crop: int = 224, mean: tuple | None = None, std: tuple | None = None) -> Dataset:
     """ILSVRC2012 validation images (the only split: ``split="test"``) as a torchvision ImageFolder: Resize(256),
     CenterCrop(224), ToTensor, Normalize(IMAGENET_STATS). Class index = position in sorted wnid folder names (the
@@ -218,7 +219,7 @@ def _read_glue_tsv(path: Path) -> tuple[list[str], list[int]]:
     return [row[text] for row in rows], [int(row[label]) for row in rows]
 
 
-def sst2(split: str = "train", data_dir: str | Path | None = None, download: bool = False, max_len: int = 64,
+def sst2(*, split: str = "train", data_dir: str | Path | None = None, download: bool = False, max_len: int = 64,
          min_freq: int = 1, max_vocab: int | None = None) -> TensorData:
     """SST-2 (GLUE): ``train`` = train.tsv (67,349), ``test`` = dev.tsv (872; GLUE's test.tsv has no labels).
 
@@ -260,7 +261,7 @@ def sst2(split: str = "train", data_dir: str | Path | None = None, download: boo
 _SERIES_SPLITS = ("train", "val", "test")
 
 
-def pam(split: str = "train", data_dir: str | Path | None = None, download: bool = False,
+def pam(*, split: str = "train", data_dir: str | Path | None = None, download: bool = False,
         split_no: int = 1) -> TensorData:
     """PAMAP2 activity recognition (8 classes, 600 steps, 17 sensors) in the files TimeX (``process_PAM``) reads.
 
@@ -300,7 +301,7 @@ def pam(split: str = "train", data_dir: str | Path | None = None, download: bool
     return TensorData(x, y_all[parts[split]], None, info)
 
 
-def boiler(split: str = "train", data_dir: str | Path | None = None, download: bool = False, split_no: int = 1,
+def boiler(*, split: str = "train", data_dir: str | Path | None = None, download: bool = False, split_no: int = 1,
            weights_only: bool = True) -> TensorData:
     """Boiler fault detection (2 classes, 36 steps, 20 channels) in the files TimeX (``process_Boiler``) reads.
 

@@ -1,31 +1,23 @@
-"""Faithfulness metrics, one module per paper's metric family (pure torch, built on faithlab.perturb).
+"""Faithfulness metrics: pure tensor functions, one module per paper family, built on :mod:`faithlab.perturb`.
 
-The public functions of every family are re-exported here, so ``fl.metrics.fid_plus(...)`` and
-``fl.metrics.saco(...)`` work directly; the modules are ``faithlab.metrics.fidelity`` and
-``faithlab.metrics.saco`` (the latter shadowed here by its main function).
+``ffidelity`` (Fid±/RFid±/FFid±, paired curves, macro/micro correlations and ranks, explanation size),
+``cumulative`` (accuracy AUC, AOPC, log-odds, comprehensiveness, each with a ``*_details`` twin holding the curve),
+``saco`` (SaCo and its details), ``statistics`` (the rank statistics and curve areas they share). Their public
+names are gathered here: ``fl.metrics.fid_plus(...)``, ``fl.metrics.saco(...)``.
 """
 
-from faithlab.metrics.fidelity import (
-    critical_points,
-    explanation_size,
-    fid_minus,
-    fid_plus,
-    ground_truth_ranking,
-    rank_methods,
-)
-from faithlab.metrics.saco import aopc, auc_accuracy, comprehensiveness, log_odds, saco, saco_details
+from faithlab.metrics.cumulative import (FRACTIONS, aopc, aopc_details, auc_accuracy, auc_accuracy_details,
+                                         comprehensiveness, comprehensiveness_details, log_odds, log_odds_details)
+from faithlab.metrics.ffidelity import (DIRECTIONS, critical_points, explanation_size, fid_curves, fid_minus,
+                                        fid_plus, ground_truth_ranking, macro_correlations, micro_correlations,
+                                        micro_ranks, minus_sparsity, rank_methods)
+from faithlab.metrics.saco import saco, saco_details
 
 __all__ = [
-    "fid_plus",
-    "fid_minus",
-    "ground_truth_ranking",
-    "rank_methods",
-    "explanation_size",
+    "fid_plus", "fid_minus", "fid_curves", "minus_sparsity", "DIRECTIONS", "macro_correlations",
+    "micro_correlations", "micro_ranks", "ground_truth_ranking", "rank_methods", "explanation_size",
     "critical_points",
-    "saco",
-    "saco_details",
-    "auc_accuracy",
-    "aopc",
-    "log_odds",
-    "comprehensiveness",
+    "FRACTIONS", "auc_accuracy", "auc_accuracy_details", "aopc", "aopc_details", "log_odds", "log_odds_details",
+    "comprehensiveness", "comprehensiveness_details",
+    "saco", "saco_details",
 ]

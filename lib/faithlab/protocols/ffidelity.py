@@ -1,7 +1,7 @@
-"""Experimental protocols that combine data, training, explainers and metrics (so they cannot live in the pure
-metric modules); tables are tidy pandas frames.
+"""F-Fidelity's experimental protocols (Zheng et al., ICLR 2025), which combine data, training, explainers and
+metrics; tables are tidy pandas frames.
 
-F-Fidelity's degraded-explainer protocol (spec §1.6–1.9): degrade a clean map at known noise levels ξ with several
+The degraded-explainer protocol (spec §1.6–1.9): degrade a clean map at known noise levels ξ with several
 seeds and score every degraded map with Fid+ and Fid− curves (:func:`degraded_fidelity_curves`);
 :func:`image_ranking_study` runs the whole image study (original, fine-tuned and ROAR models, five evaluation
 settings, the wall-clock cost and forward passes of every stage), and :func:`ranking_correlations` turns the curves
@@ -18,32 +18,31 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
 
-from faithlab import _validate, explainers, perturb, stats, train
-from faithlab.metrics import fidelity
+from faithlab import _validate, data, explainers, perturb, stats, train
+from faithlab.metrics import ffidelity
 
 
-def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, clean: torch.Tensor,
-                             noise_levels: Sequence[float], sparsity: Sequence[float], *, n_seeds: int = 5,
+def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, clean: torch.Tensor, *,
+                             noise_levels: Sequence[float], sparsity: Sequence[float], n_seeds: int = 5,
                              alpha: float = 1.0, beta: float | None = None, n_samples: int = 1,
                              units=None, ties: str = "random", batch_size: int = 256) -> tuple[torch.Tensor, ...]:
     """Mean Fid+ and Fid− curves of ``clean`` degraded at every noise level → two ``(n_seeds, n_levels, n_sparsity)``.
 
     clean: the explainer's map, any layout ``fid_plus`` accepts. Degradation ``k`` of seed ``s`` uses generator
     ``1000·s + k`` and the Monte-Carlo masks generator ``s``, so every evaluation method sees the same degraded
-    maps. "−" curves are index-paired as in the authors' code: at level i they remove the bottom i (keep the top
-    1 − i). alpha/beta/n_samples select Fidelity (1, None, 1), R-Fidelity (α, None, N) or F-Fidelity (α, β, N).
+    maps. The "+" and "−" curves are index-paired by :func:`faithlab.metrics.fid_curves`. alpha/beta/n_samples
+    select Fidelity (1, None, 1), R-Fidelity (α, None, N) or F-Fidelity (α, β, N).
     """
-    minus_sparsity = [round(1 - s, 6) for s in sparsity]
     plus = torch.zeros(n_seeds, len(noise_levels), len(sparsity))
     minus = torch.zeros_like(plus)
     common = dict(alpha=alpha, beta=beta, n_samples=n_samples, batch_size=batch_size, units=units, ties=ties)
     for s in range(n_seeds):  # a handful of (seed, level) pairs; each call is batched over samples and masks
         for k, xi in enumerate(noise_levels):
             attr = explainers.degrade(clean, xi, generator=1000 * s + k)
-            plus[s, k] = fidelity.fid_plus(model, x, y, attr, sparsity, generator=s, **common).mean(0).cpu()
-            minus[s, k] = fidelity.fid_minus(model, x, y, attr, minus_sparsity, generator=s, **common).mean(0).cpu()
+            curves = ffidelity.fid_curves(model, x, y, attr, sparsity, generator=s, **common)
+            plus[s, k], minus[s, k] = curves["plus"].mean(0).cpu(), curves["minus"].mean(0).cpu()
     return plus, minus
 
 
@@ -88,7 +87,8 @@ class RankingStudy:
     def correlations(self, methods: Sequence[str] | None = None) -> pd.DataFrame:
         """:func:`ranking_correlations` (first column "explainer") of ``methods`` (default: all scored)."""
         names = list(dict.fromkeys(m for _, m in self.P)) if methods is None else list(methods)
-        return ranking_correlations(self.P, self.Q, self.noise_levels, self.sparsity, names, group="explainer")
+        return ranking_correlations(self.P, self.Q, noise_levels=self.noise_levels, sparsity=self.sparsity,
+                                    methods=names, group="explainer")
 
 
 @contextmanager
@@ -100,12 +100,6 @@ def _count_passes(model: nn.Module) -> Iterator[list[int]]:
         yield count
     finally:
         handle.remove()
-
-
-def _all_tensors(data: Dataset) -> tuple[torch.Tensor, torch.Tensor]:
-    """(x, y) of a dataset: the tensors of a TensorData/TensorDataset, else the whole dataset stacked in one batch."""
-    tensors = train._tensors(data)
-    return tensors if tensors is not None else next(iter(DataLoader(data, batch_size=len(data))))[:2]
 
 
 def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset, test_data: Dataset,
@@ -165,7 +159,7 @@ def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset
 
     def pixel_scores(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, method: str, options: dict):
         attr = explainers.explain(model, inputs, targets, method=method, generator=seed, **options)
-        return perturb.unit_scores(attr, perturb.pixel_units(inputs))  # (B, H·W): Σ|a| over channels
+        return perturb.unit_scores(attr, perturb.pixel_units(inputs), reduce=ffidelity.REDUCE)  # (B, H·W)
 
     base, hist = train.fit(model_name, model_config, train_data, train_config, data_key=data_key,
                            test_data=test_data, cache=cache, device=device, progress=False)
@@ -179,7 +173,7 @@ def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset
         models["fine-tuned"] = tuned.to(device).eval()
         trained("fine-tune", None, "fine-tuned", finetune_config, ft_hist)
     if roar:
-        train_x, train_y = (t.to(device) for t in _all_tensors(train_data))
+        train_x, train_y = (t.to(device) for t in data.to_tensors(train_data))
         for label, (method, options) in explainer_specs.items():
             scores = timed("explain train set", label, "original", None,
                            lambda: pixel_scores(base, train_x, train_y, method, options).cpu())
@@ -192,7 +186,7 @@ def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset
     accuracy = {name: train.evaluate(model, test_data, batch_size=batch_size, device=device)["accuracy"]
                 for name, model in models.items()}
 
-    x, y = (t[:n_test].to(device) for t in _all_tensors(test_data))
+    x, y = (t[:n_test].to(device) for t in data.to_tensors(test_data))
     units = perturb.pixel_units(x)
     sources = {"original" if SETTINGS[m][0] == "roar" else SETTINGS[m][0] for m in methods}
     curve_rows: list[dict] = []
@@ -210,7 +204,7 @@ def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset
             model = models[evaluated]
             maps = clean[label, "fine-tuned" if kind == "fine-tuned" else "original"].view(-1, *x.shape[2:])
             plus, minus = timed("evaluate", label, evaluated, name, lambda: degraded_fidelity_curves(
-                model, x, y, maps, noise_levels, sparsity, n_seeds=n_seeds, alpha=alpha if randomised else 1.0,
+                model, x, y, maps, noise_levels=noise_levels, sparsity=sparsity, n_seeds=n_seeds, alpha=alpha if randomised else 1.0,
                 beta=beta if kind == "fine-tuned" and randomised else None,
                 n_samples=n_samples if randomised else 1, units=units, batch_size=batch_size))
             P[label, name], Q[label, name] = plus, minus
@@ -224,7 +218,7 @@ def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset
 
 
 # -------------------------------------------------------------------------------------------------- tables
-def ranking_correlations(P: Mapping[tuple[str, str], torch.Tensor], Q: Mapping[tuple[str, str], torch.Tensor],
+def ranking_correlations(P: Mapping[tuple[str, str], torch.Tensor], Q: Mapping[tuple[str, str], torch.Tensor], *,
                          noise_levels: Sequence[float], sparsity: Sequence[float],
                          methods: Sequence[str], group: str = "group") -> pd.DataFrame:
     """Tables 1–7 of F-Fidelity as a tidy frame (<group>, row, correlation, method, mean, std).
@@ -232,20 +226,20 @@ def ranking_correlations(P: Mapping[tuple[str, str], torch.Tensor], Q: Mapping[t
     P/Q: ``{(group, method): (n_seeds, n_levels, n_sparsity)}`` curves (a group is an explainer or a model).
     Rows "Macro Corr." (± over seeds) and "Micro Corr." (± over levels, seeds pooled) of
     :func:`faithlab.metrics.ground_truth_ranking`, and "Micro Rank" of :func:`faithlab.metrics.rank_methods` among
-    ``methods``; correlation keys as ``stats.DIRECTIONS``. group: the name of the first column.
+    ``methods``; correlation keys as ``ffidelity.DIRECTIONS``. group: the name of the first column.
     """
     rows: list[dict] = []
     for g in dict.fromkeys(g for g, _ in P):
         micro = {}
         for method in methods:
-            res = fidelity.ground_truth_ranking(P[g, method], Q[g, method], noise_levels, sparsity)
+            res = ffidelity.ground_truth_ranking(P[g, method], Q[g, method], noise_levels, sparsity)
             micro[method] = res["micro"]
             for kind in ("macro", "micro"):
-                for key in stats.DIRECTIONS:
+                for key in ffidelity.DIRECTIONS:
                     mean, std = stats.nan_mean_std(res[kind][key])
                     rows.append({group: g, "row": f"{kind.capitalize()} Corr.", "correlation": key,
                                  "method": method, "mean": mean.item(), "std": std.item()})
-        for key, per_method in fidelity.rank_methods(micro).items():
+        for key, per_method in ffidelity.rank_methods(micro).items():
             for method, (mean, std) in per_method.items():
                 rows.append({group: g, "row": "Micro Rank", "correlation": key, "method": method,
                              "mean": mean, "std": std})
@@ -256,7 +250,30 @@ CORRELATION_LABELS = {"morf_vs_gt": "MoRF vs GT ↓", "lerf_vs_gt": "LeRF vs GT 
 """Column labels of the correlations with their ideal direction, as in the paper's tables."""
 
 
-def table_layout(tidy: pd.DataFrame, group: str, paper: str | None = None) -> pd.DataFrame:
+def oriented_correlations(P: Mapping[tuple[str, str], torch.Tensor], Q: Mapping[tuple[str, str], torch.Tensor], *,
+                          noise_levels: Sequence[float], sparsity: Sequence[float], methods: Sequence[str],
+                          group: str = "group") -> pd.DataFrame:
+    """Mean macro and micro correlations per (<group>, method) with their oriented mean (App. D.7 ablation).
+
+    One row per group, method and kind ("macro"/"micro"); a column per correlation (labelled as
+    :data:`CORRELATION_LABELS`, mean over seeds, and levels for micro) and "oriented mean": the three correlations
+    signed so that higher is better (−MoRF vs GT, +LeRF vs GT, −MoRF vs LeRF, from ``DIRECTIONS``), averaged.
+    """
+    sign = {k: -1.0 if d == "min" else 1.0 for k, d in ffidelity.DIRECTIONS.items()}
+    rows: list[dict] = []
+    for g in dict.fromkeys(g for g, _ in P):
+        for method in methods:
+            res = ffidelity.ground_truth_ranking(P[g, method], Q[g, method], noise_levels, sparsity)
+            for kind in ("macro", "micro"):
+                row = {group: g, "method": method, "kind": kind}
+                for k, label in CORRELATION_LABELS.items():
+                    row[label] = stats.nan_mean_std(res[kind][k])[0].item()
+                row["oriented mean"] = sum(sign[k] * row[label] for k, label in CORRELATION_LABELS.items()) / len(sign)
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def table_layout(tidy: pd.DataFrame, *, group: str, paper: str | None = None) -> pd.DataFrame:
     """The paper's table layout: rows (row, correlation), one column per ``"<group> <method>"``, cells
     "mean ± std" followed by the paper's value in parentheses when the ``paper`` column holds one."""
     def cell(m: float, s: float, p: float) -> str:
@@ -270,7 +287,7 @@ def table_layout(tidy: pd.DataFrame, group: str, paper: str | None = None) -> pd
     return table.reset_index()
 
 
-def separation(curves: pd.DataFrame, group: str) -> pd.DataFrame:
+def separation(curves: pd.DataFrame, *, group: str) -> pd.DataFrame:
     """Spread (max − min over ξ) of each method's mean "+" and "−" scores, averaged over levels, per ``group``."""
     means = curves.groupby([group, "method", "curve", "level", "xi"])["score"].mean()
     spread = (means.groupby([group, "method", "curve", "level"]).agg(lambda v: v.max() - v.min())
@@ -279,7 +296,7 @@ def separation(curves: pd.DataFrame, group: str) -> pd.DataFrame:
     return spread
 
 
-def micro_rank_wins(tidy: pd.DataFrame, group: str, method: str = "F-Fidelity") -> tuple[pd.DataFrame, dict]:
+def micro_rank_wins(tidy: pd.DataFrame, *, group: str, method: str = "F-Fidelity") -> tuple[pd.DataFrame, dict]:
     """Mean micro rank of every method per ``group`` (averaged over the three correlations; lower is better) and,
     per group, whether ``method``'s is the lowest (ties allowed): the rule of the ranking claims."""
     ranks = tidy[tidy["row"] == "Micro Rank"].groupby([group, "method"])["mean"].mean().unstack()

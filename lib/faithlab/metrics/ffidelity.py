@@ -1,5 +1,6 @@
-"""F-Fidelity family (Zheng et al., ICLR 2025; spec §1): Fid±, R-Fidelity RFid±, F-Fidelity FFid±, the
-ground-truth-ranking correlation analysis and the explanation-size read-out of Theorem 1.
+"""F-Fidelity family (Zheng et al., ICLR 2025; spec §1): Fid±, R-Fidelity RFid±, F-Fidelity FFid±, the paired
+± curves, the ground-truth-ranking correlation analysis (macro/micro correlations, micro ranks) and the
+explanation-size read-out of Theorem 1.
 
 All scores are per sample and per sparsity level. They are built on ``faithlab.perturb``: one batched call of
 ``removal_outputs`` evaluates the clean input and every (level, Monte-Carlo mask) variant, chunked by
@@ -15,42 +16,33 @@ from collections.abc import Callable, Mapping, Sequence
 
 import torch
 
-from faithlab import _validate, perturb, stats
+from faithlab import _validate, perturb
+from faithlab.metrics.statistics import _float, rankdata, spearman, trapezoid_auc
 
 __all__ = [
     "fid_plus",
     "fid_minus",
+    "fid_curves",
+    "minus_sparsity",
+    "DIRECTIONS",
+    "macro_correlations",
+    "micro_correlations",
+    "micro_ranks",
     "ground_truth_ranking",
     "rank_methods",
     "explanation_size",
     "critical_points",
 ]
 
-_OUTPUTS = ("correct", "prob")
-
-
-def _sparsity(sparsity: Sequence[float] | torch.Tensor) -> torch.Tensor:
-    s = torch.as_tensor(sparsity, dtype=torch.float64).detach().cpu()
-    if s.ndim != 1 or s.numel() == 0:
-        raise ValueError(f"sparsity must be a non-empty 1-D sequence of fractions, got shape {tuple(s.shape)}")
-    if not bool(torch.isfinite(s).all()) or bool(((s < 0) | (s > 1)).any()):
-        raise ValueError(f"sparsity must lie in [0, 1], got {s.tolist()}")
-    return s
-
-
-def _removal_sets(scores: torch.Tensor, counts: torch.Tensor, plus: bool, ties: str,
-                  generator: torch.Generator | None) -> torch.Tensor:
-    """Candidate sets ``(B, L, n)``: R+ = the top ``counts[l]`` units (plus) or R− = the rest (minus)."""
-    perm = perturb.order(scores, "morf", generator=generator, ties=ties)
-    steps = torch.arange(scores.shape[1], device=scores.device).expand_as(perm)
-    pos = torch.empty_like(perm).scatter_(1, perm, steps)  # rank of each unit, 0 = most relevant
-    top = pos[:, None, :] < counts.to(scores.device)[None, :, None]
-    return top if plus else ~top
+OUTPUTS = ("correct", "prob")
+SAMPLING = ("bernoulli", "exact")
+REDUCE = "sum_abs"
+"""The paper's unit-reduction rule: a unit's score is Σ|a| over its elements (spec §1.1)."""
 
 
 def _fidelity(plus: bool, model: Callable, x: torch.Tensor, y: torch.Tensor, attributions: torch.Tensor,
-              sparsity: Sequence[float] | torch.Tensor, alpha: float, beta: float | None, n_samples: int,
-              sampling: str, output: str, units: perturb.Units | None, reference: perturb.Reference,
+              sparsity: Sequence[float] | torch.Tensor, *, alpha: float, beta: float | None, n_samples: int,
+              sampling: str, output: str, reduce: str, units: perturb.Units | None, reference: perturb.Reference,
               batch_size: int, generator: torch.Generator | int | None, ties: str) -> torch.Tensor:
     _validate.tensor(x, "x")
     _validate.tensor(y, "y", ndim=1)
@@ -61,25 +53,23 @@ def _fidelity(plus: bool, model: Callable, x: torch.Tensor, y: torch.Tensor, att
     b = None if beta is None else _validate.fraction(beta, "beta", closed_low=False)
     _validate.positive_int(n_samples, "n_samples")
     _validate.positive_int(batch_size, "batch_size")
-    if sampling not in ("bernoulli", "exact"):
-        raise ValueError(f"sampling must be 'bernoulli' or 'exact', got {sampling!r}")
-    if output not in _OUTPUTS:
-        raise ValueError(f"output must be 'correct' (accuracy form, the paper's) or 'prob', got {output!r}")
-    if ties not in ("index", "random"):
-        raise ValueError(f"ties must be 'index' or 'random', got {ties!r}")
+    _validate.one_of(sampling, "sampling", SAMPLING)
+    _validate.one_of(output, "output", OUTPUTS)
+    _validate.one_of(ties, "ties", perturb.TIES)
     if x.ndim not in (2, 3, 4):
         raise ValueError(f"x must be images (B, C, H, W), series (B, T, C) or tokens (B, L), got {tuple(x.shape)}")
     units = perturb.default_units(x) if units is None else units
-    scores = perturb.unit_scores(attributions, units)
+    scores = perturb.unit_scores(attributions, units, reduce=reduce)
     _validate.batch_match(x, scores, "x", "attributions")
-    s = _sparsity(sparsity)
+    s = _validate.fractions(sparsity, "sparsity")
     n = units.n
     counts = torch.round(s * n).long()                        # |R+| per level (half to even, as removal_curve)
     size = counts if plus else n - counts                     # |R| per level
     random = a < 1 or (b is not None and bool((b * n < size).any()))
     g = _validate.generator(generator, why="for random removal (alpha < 1 or a beta cap)") if (
         random or ties == "random") else None
-    cand = _removal_sets(scores, counts, plus, ties, g)       # (B, L, n)
+    top = perturb.top_masks(perturb.ranks(perturb.order(scores, "morf", generator=g, ties=ties)), counts)
+    cand = top if plus else ~top                              # (B, L, n) candidate sets R+ or R−
     bsz, levels = cand.shape[:2]
     if not random:
         masks = cand[:, :, None, :]                           # remove all of R: one mask per level
@@ -87,23 +77,23 @@ def _fidelity(plus: bool, model: Callable, x: torch.Tensor, y: torch.Tensor, att
         rate = torch.full((levels,), a, dtype=torch.float64)
         if b is not None:
             rate = torch.minimum(rate, b * n / size.clamp(min=1).double())
-        masks = perturb.bernoulli_subset(cand.flatten(0, 1), rate.repeat(bsz), g, n_samples=n_samples)
+        masks = perturb.bernoulli_subset(cand.flatten(0, 1), rate.repeat(bsz), generator=g, n_samples=n_samples)
     else:                                                     # exact count min(round(α|R|), ⌊βn⌋)
         k = torch.round(a * size.double()).long()
         if b is not None:
             k = k.clamp(max=math.floor(b * n + 1e-9))
-        masks = perturb.exact_subset(cand.flatten(0, 1), k.repeat(bsz), g, n_samples=n_samples)
+        masks = perturb.exact_subset(cand.flatten(0, 1), k.repeat(bsz), generator=g, n_samples=n_samples)
     masks = masks.reshape(bsz, levels * masks.shape[-2], n)
     clean = torch.zeros(bsz, 1, n, dtype=torch.bool, device=masks.device)
-    out = perturb.removal_outputs(model, x, torch.cat([clean, masks], dim=1), units, reference,
-                                  output, y, batch_size)
+    out = perturb.removal_outputs(model, x, torch.cat([clean, masks], dim=1), units=units, reference=reference,
+                                  output=output, target=y, batch_size=batch_size)
     return out[:, :1] - out[:, 1:].reshape(bsz, levels, -1).mean(dim=-1)
 
 
 _ARGS_DOC = """
     model: eval-mode classifier returning logits. x: images ``(B, C, H, W)`` (normalised), series ``(B, T, C)``,
     token ids ``(B, L)`` or embeddings ``(B, L, D)``. y: ``(B,)`` int64 ground-truth labels.
-    attributions: see ``perturb.unit_scores`` (reduced per unit by Σ|a|, spec §1.1).
+    attributions: see ``perturb.unit_scores``. reduce: the unit-reduction rule, default Σ|a| (the paper's, §1.1).
     sparsity: explanation sizes s ∈ [0, 1]; |R+| = round(s·n) (spec §1.7).
     alpha: removal fraction α of the candidate set (1 → plain Fid±; <1 with n_samples → RFid±, eqs. 3–4).
     beta: F-Fidelity cap; the rate becomes min(α, βn/|R|) (eq. 6). None → no cap.
@@ -118,34 +108,123 @@ _ARGS_DOC = """
 
 
 def fid_plus(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions: torch.Tensor,
-             sparsity: Sequence[float] | torch.Tensor, alpha: float = 1.0, beta: float | None = None,
-             n_samples: int = 1, sampling: str = "bernoulli", output: str = "correct",
+             sparsity: Sequence[float] | torch.Tensor, *, alpha: float = 1.0, beta: float | None = None,
+             n_samples: int = 1, sampling: str = "bernoulli", output: str = "correct", reduce: str = REDUCE,
              units: perturb.Units | None = None, reference: perturb.Reference = "zero", batch_size: int = 256,
              generator: torch.Generator | int | None = None, ties: str = "index") -> torch.Tensor:
     """Fid+ / RFid+ / FFid+ (F-Fidelity eqs. 1, 3, 6): 1[y = ŷ(x)] − mean_j 1[y = ŷ(x − x⊙m'_j)], m'_j ⊆ R+
     (the explanation, top round(s·n) units). Higher is better (removing the explanation hurts).
     """
-    return _fidelity(True, model, x, y, attributions, sparsity, alpha, beta, n_samples, sampling, output, units,
-                     reference, batch_size, generator, ties)
+    return _fidelity(True, model, x, y, attributions, sparsity, alpha=alpha, beta=beta, n_samples=n_samples,
+                     sampling=sampling, output=output, reduce=reduce, units=units, reference=reference,
+                     batch_size=batch_size, generator=generator, ties=ties)
 
 
 def fid_minus(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions: torch.Tensor,
-              sparsity: Sequence[float] | torch.Tensor, alpha: float = 1.0, beta: float | None = None,
-              n_samples: int = 1, sampling: str = "bernoulli", output: str = "correct",
+              sparsity: Sequence[float] | torch.Tensor, *, alpha: float = 1.0, beta: float | None = None,
+              n_samples: int = 1, sampling: str = "bernoulli", output: str = "correct", reduce: str = REDUCE,
               units: perturb.Units | None = None, reference: perturb.Reference = "zero", batch_size: int = 256,
               generator: torch.Generator | int | None = None, ties: str = "index") -> torch.Tensor:
     """Fid− / RFid− / FFid− (F-Fidelity eqs. 2, 4, 6): as :func:`fid_plus` but m'_j ⊆ R− (the complement of
     the explanation, which is kept). Lower is better (keeping the explanation preserves the prediction).
     """
-    return _fidelity(False, model, x, y, attributions, sparsity, alpha, beta, n_samples, sampling, output, units,
-                     reference, batch_size, generator, ties)
+    return _fidelity(False, model, x, y, attributions, sparsity, alpha=alpha, beta=beta, n_samples=n_samples,
+                     sampling=sampling, output=output, reduce=reduce, units=units, reference=reference,
+                     batch_size=batch_size, generator=generator, ties=ties)
 
 
 fid_plus.__doc__ += _ARGS_DOC
 fid_minus.__doc__ += _ARGS_DOC
 
 
+# ------------------------------------------------------------------------------------------- paired curves
+def minus_sparsity(sparsity: Sequence[float] | torch.Tensor) -> list[float]:
+    """Sparsity levels of the "−" curve index-paired with the "+" levels, as in the authors' code: at level i the
+    "+" curve removes the top ``s_i`` and the "−" curve the bottom ``s_i`` (it keeps the top ``1 − s_i``, so its
+    explanation size is ``1 − s_i``, rounded to 6 decimals)."""
+    return [round(1 - s, 6) for s in _validate.fractions(sparsity, "sparsity").tolist()]
+
+
+def fid_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions: torch.Tensor,
+               sparsity: Sequence[float] | torch.Tensor, **options) -> dict[str, torch.Tensor]:
+    """Index-paired Fid+ and Fid− curves (F-Fidelity spec §1.7, Tables 1–7) → ``{"plus", "minus"}`` ``(B, L)``.
+
+    ``plus[:, i]`` is :func:`fid_plus` at explanation size ``sparsity[i]`` and ``minus[:, i]`` :func:`fid_minus`
+    at :func:`minus_sparsity` ``[i]`` = 1 − ``sparsity[i]``: the "+" curve removes the top s and the "−" curve
+    the bottom s of the units, as the authors pair them. Both calls get the same ``generator`` (an int seed
+    restarts it for each). options: the keyword options of :func:`fid_plus` (alpha, beta, n_samples, …).
+    Returns also ``"sparsity"`` and ``"minus_sparsity"`` ``(L,)`` float64.
+    """
+    levels = _validate.fractions(sparsity, "sparsity")
+    minus = minus_sparsity(levels)
+    return {"plus": fid_plus(model, x, y, attributions, levels.tolist(), **options),
+            "minus": fid_minus(model, x, y, attributions, minus, **options),
+            "sparsity": levels, "minus_sparsity": torch.tensor(minus, dtype=torch.float64)}
+
+
 # ------------------------------------------------------------------------------------ ground-truth ranking
+#: Ideal direction of each F-Fidelity correlation (spec §1.9): "min" means −1 is ideal, "max" means +1 is ideal.
+DIRECTIONS: dict[str, str] = {"morf_vs_gt": "min", "lerf_vs_gt": "max", "morf_vs_lerf": "min"}
+
+
+def _check_pqg(P: torch.Tensor, Q: torch.Tensor, gt: torch.Tensor) -> None:
+    _validate.tensor(P, "P", ndim=3)
+    _validate.tensor(Q, "Q", ndim=3)
+    _validate.tensor(gt, "gt", ndim=1)
+    if P.shape != Q.shape:
+        raise ValueError(f"Q must have P's shape {tuple(P.shape)} (n_seeds, n_explainers, n_levels), got {tuple(Q.shape)}")
+    if gt.shape[0] != P.shape[1]:
+        raise ValueError(f"gt must have one value per explainer ({P.shape[1]}), got {gt.shape[0]}")
+
+
+def macro_correlations(
+    P: torch.Tensor, Q: torch.Tensor, gt: torch.Tensor, levels: torch.Tensor | None = None
+) -> dict[str, torch.Tensor]:
+    """F-Fidelity macro correlations (spec §1.9): Spearman across explainers of the curves' trapezoid AUCs.
+
+    P: (n_seeds, n_explainers, n_levels) "+" curves (MoRF-like), Q: same for "−" curves (LeRF-like), gt:
+    (n_explainers,) ground-truth quality order (noise level ξ; higher = worse). levels: optional abscissae for the AUC.
+    Returns {"morf_vs_gt", "lerf_vs_gt", "morf_vs_lerf"} → (n_seeds,) each; ideal values in ``DIRECTIONS``
+    (−1, +1, −1).
+    """
+    _check_pqg(P, Q, gt)
+    auc_p, auc_q = trapezoid_auc(P, levels), trapezoid_auc(Q, levels)
+    return {
+        "morf_vs_gt": spearman(auc_p, gt),
+        "lerf_vs_gt": spearman(auc_q, gt),
+        "morf_vs_lerf": spearman(auc_p, auc_q),
+    }
+
+
+def micro_correlations(P: torch.Tensor, Q: torch.Tensor, gt: torch.Tensor) -> dict[str, torch.Tensor]:
+    """F-Fidelity micro correlations (spec §1.9): Spearman across explainers at every seed and level.
+
+    P, Q: (n_seeds, n_explainers, n_levels); gt: (n_explainers,). Returns the same three keys as
+    :func:`macro_correlations`, each (n_seeds, n_levels), NaN where a vector is constant (average with nan-mean).
+    """
+    _check_pqg(P, Q, gt)
+    g = gt.view(1, -1, 1)
+    return {
+        "morf_vs_gt": spearman(P, g, dim=1),
+        "lerf_vs_gt": spearman(Q, g, dim=1),
+        "morf_vs_lerf": spearman(P, Q, dim=1),
+    }
+
+
+def micro_ranks(corrs: torch.Tensor, *, direction: str) -> torch.Tensor:
+    """F-Fidelity micro rank (spec §1.9): rank evaluation methods (dim 0) by their correlation, best = 1.
+
+    corrs: (n_methods, ...) correlations, e.g. (n_methods, n_seeds, n_levels). direction: "min" (most negative is
+    best) or "max" (most positive is best), see ``DIRECTIONS``. Ties share the minimum rank; NaN ranks last.
+    Returns float ranks shaped like corrs. Lower is better.
+    """
+    _validate.tensor(corrs, "corrs")
+    if direction not in ("min", "max"):
+        raise ValueError(f"direction must be 'min' or 'max', got {direction!r}")
+    oriented = _float(corrs) if direction == "min" else -_float(corrs)
+    return rankdata(oriented.nan_to_num(nan=torch.inf), dim=0, method="min")
+
+
 def ground_truth_ranking(P: torch.Tensor, Q: torch.Tensor, noise_levels: Sequence[float] | torch.Tensor,
                          sparsity: Sequence[float] | torch.Tensor | None = None) -> dict[str, dict[str, torch.Tensor]]:
     """F-Fidelity correlation analysis (spec §1.8–1.9) of explainers degraded at known noise levels ξ.
@@ -154,7 +233,7 @@ def ground_truth_ranking(P: torch.Tensor, Q: torch.Tensor, noise_levels: Sequenc
     (LeRF-like). noise_levels: (n_explainers,) ξ of each explainer (the ground truth: lower is better).
     sparsity: optional abscissae of the levels for the macro AUC (default: uniform).
     Returns ``{"macro": {key: (n_seeds,)}, "micro": {key: (n_seeds, n_levels)}}`` with keys ``morf_vs_gt`` (ideal
-    −1), ``lerf_vs_gt`` (ideal +1), ``morf_vs_lerf`` (ideal −1) — see ``stats.DIRECTIONS``. The micro correlations
+    −1), ``lerf_vs_gt`` (ideal +1), ``morf_vs_lerf`` (ideal −1) — see ``DIRECTIONS``. The micro correlations
     are the inputs of :func:`rank_methods`. NaN where a vector is constant.
     """
     _validate.tensor(P, "P", ndim=3)
@@ -162,13 +241,13 @@ def ground_truth_ranking(P: torch.Tensor, Q: torch.Tensor, noise_levels: Sequenc
     _validate.tensor(gt, "noise_levels", ndim=1)
     if gt.shape[0] != P.shape[1]:
         raise ValueError(f"noise_levels must give one ξ per explainer ({P.shape[1]}), got {gt.shape[0]}")
-    lv = None if sparsity is None else _sparsity(sparsity).to(P.device)
-    return {"macro": stats.macro_correlations(P, Q, gt, lv), "micro": stats.micro_correlations(P, Q, gt)}
+    lv = None if sparsity is None else _validate.fractions(sparsity, "sparsity").to(P.device)
+    return {"macro": macro_correlations(P, Q, gt, lv), "micro": micro_correlations(P, Q, gt)}
 
 
 def rank_methods(micro: Mapping[str, Mapping[str, torch.Tensor]]) -> dict[str, dict[str, tuple[float, float]]]:
     """Micro ranks of evaluation methods (spec §1.9): at every seed and level rank the methods by their micro
-    correlation (best = 1 in the ``stats.DIRECTIONS`` sense, ties share the minimum rank, NaN last).
+    correlation (best = 1 in the ``DIRECTIONS`` sense, ties share the minimum rank, NaN last).
 
     micro: ``{method: ground_truth_ranking(...)["micro"]}``, all tensors (n_seeds, n_levels) of the same shape.
     Returns ``{key: {method: (mean rank, std rank)}}`` over all seeds × levels (population std). Lower is better.
@@ -177,14 +256,14 @@ def rank_methods(micro: Mapping[str, Mapping[str, torch.Tensor]]) -> dict[str, d
         raise ValueError("micro must be a non-empty mapping {method: {correlation key: tensor}}")
     methods = list(micro)
     result: dict[str, dict[str, tuple[float, float]]] = {}
-    for key, direction in stats.DIRECTIONS.items():
+    for key, direction in DIRECTIONS.items():
         missing = [m for m in methods if key not in micro[m]]
         if missing:
             raise ValueError(f"micro[{missing[0]!r}] lacks the correlation {key!r}")
         shapes = {tuple(micro[m][key].shape) for m in methods}
         if len(shapes) != 1:
             raise ValueError(f"micro tensors for {key!r} must share one shape, got {sorted(shapes)}")
-        ranks = stats.micro_ranks(torch.stack([micro[m][key] for m in methods]), direction).flatten(1)
+        ranks = micro_ranks(torch.stack([micro[m][key] for m in methods]), direction=direction).flatten(1)
         mean, std = ranks.mean(dim=1), ranks.std(dim=1, correction=0)
         result[key] = {m: (float(mean[i]), float(std[i])) for i, m in enumerate(methods)}
     return result
@@ -200,7 +279,7 @@ def critical_points(alpha: float, beta: float) -> float:
     return b / a
 
 
-def explanation_size(curve: torch.Tensor, sparsity: Sequence[float] | torch.Tensor, alpha: float | None = None,
+def explanation_size(curve: torch.Tensor, sparsity: Sequence[float] | torch.Tensor, *, alpha: float | None = None,
                      beta: float | None = None, tol: float = 0.05) -> torch.Tensor:
     """Read the explanation size r off an FFid+ curve (Theorem 1, spec §1.10).
 
@@ -211,7 +290,7 @@ def explanation_size(curve: torch.Tensor, sparsity: Sequence[float] | torch.Tens
     """
     _validate.tensor(curve, "curve", floating=True)
     _validate.finite(curve, "curve")
-    s = _sparsity(sparsity).to(curve.device, curve.dtype)
+    s = _validate.fractions(sparsity, "sparsity").to(curve.device, curve.dtype)
     if curve.shape[-1] != s.shape[0] or s.shape[0] < 2:
         raise ValueError(f"curve's last dim ({curve.shape[-1]}) must match sparsity's {s.shape[0]} (≥ 2) levels")
     if bool((s[1:] <= s[:-1]).any()):

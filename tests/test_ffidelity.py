@@ -1,4 +1,4 @@
-"""Oracle, invariance and error tests for faithlab.metrics.fidelity (F-Fidelity, spec §1)."""
+"""Oracle, invariance and error tests for faithlab.metrics.ffidelity (F-Fidelity, spec §1)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import math
 
 import pytest
 import torch
-from torch import nn
+from oracles import Gated
 
-from faithlab.metrics import fidelity as fd
+import faithlab as fl
+from faithlab.metrics import ffidelity as fd
 
 H = W = 8
 N = H * W
@@ -16,18 +17,9 @@ D = 16  # "digit" pixels: the first D pixels in row-major order
 M = 6   # the oracle is correct iff fewer than M digit pixels are removed
 
 
-class Oracle(nn.Module):
-    """Correct (class 0) iff fewer than M of the D digit pixels are removed; input = presence indicators."""
-
-    def __init__(self, m: int = M):
-        super().__init__()
-        self.m = m
-        self.register_buffer("digit", (torch.arange(N) < D).float().view(1, 1, H, W))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        removed = D - (x * self.digit).sum(dim=(1, 2, 3))
-        z = (removed < self.m).float()
-        return torch.stack([z, 1 - z], dim=1)
+def Oracle(m: int = M) -> Gated:
+    """Correct (class 0) iff fewer than m of the D digit pixels are removed; input = presence indicators."""
+    return Gated((torch.arange(N) < D).view(1, H, W), m)
 
 
 def _setup(b: int = 2):
@@ -150,6 +142,54 @@ def test_explanation_size_plateau_start_and_batched():
     assert fd.critical_points(0.5, 0.1) == pytest.approx(0.2)
 
 
+def test_macro_correlations_perfect_order():
+    xi = torch.tensor([0.0, 0.2, 0.4, 0.6, 0.8, 1.0])
+    levels = torch.linspace(0.05, 0.95, 19)
+    # a good evaluation: more noise → lower Fid+ (P) and higher Fid− (Q); 3 seeds with different offsets
+    P = torch.stack([(1 - xi)[:, None] * (1 - levels) + s for s in (0.0, 0.1, 0.2)])
+    Q = torch.stack([xi[:, None] * levels + s for s in (0.0, 0.1, 0.2)])
+    out = fd.macro_correlations(P, Q, xi)
+    assert set(out) == set(fd.DIRECTIONS)
+    for key, ideal in (("morf_vs_gt", -1.0), ("lerf_vs_gt", 1.0), ("morf_vs_lerf", -1.0)):
+        torch.testing.assert_close(out[key], torch.full((3,), ideal))
+    # swap two explainers' curves in seed 0 only: Spearman of a single transposition of adjacent items with n=6
+    P2 = P.clone()
+    P2[0, [0, 1]] = P2[0, [1, 0]]
+    rho = 1 - 6 * 2 / (6 * 35)
+    assert fd.macro_correlations(P2, Q, xi)["morf_vs_gt"][0].item() == pytest.approx(-rho)
+
+
+def test_micro_correlations_per_level_with_constant_level():
+    xi = torch.tensor([0.0, 0.5, 1.0])
+    P = torch.tensor([[[3.0, 1.0], [2.0, 1.0], [1.0, 1.0]]])  # level 1 is constant across explainers
+    Q = torch.tensor([[[1.0, 0.0], [2.0, 2.0], [3.0, 1.0]]])
+    out = fd.micro_correlations(P, Q, xi)
+    assert out["morf_vs_gt"].shape == (1, 2)
+    assert out["morf_vs_gt"][0, 0].item() == pytest.approx(-1.0)
+    assert math.isnan(out["morf_vs_gt"][0, 1].item())
+    assert out["lerf_vs_gt"][0].tolist() == pytest.approx([1.0, 0.5])
+    assert out["morf_vs_lerf"][0, 0].item() == pytest.approx(-1.0)
+
+
+def test_micro_ranks_ties_min_and_nan_last():
+    c = torch.tensor([-1.0, -1.0, 0.5, float("nan")])
+    assert fd.micro_ranks(c, direction="min").tolist() == [1.0, 1.0, 3.0, 4.0]
+    assert fd.micro_ranks(c, direction="max").tolist() == [2.0, 2.0, 1.0, 4.0]
+    # vectorised over extra dims: methods on dim 0
+    c2 = torch.stack([c, c.flip(0)], dim=1)
+    assert fd.micro_ranks(c2, direction="min")[:, 1].tolist() == [4.0, 3.0, 1.0, 1.0]
+
+
+def test_correlation_errors_name_arguments():
+    P = torch.zeros(2, 3, 4)
+    with pytest.raises(ValueError, match="Q"):
+        fd.macro_correlations(P, torch.zeros(2, 3, 5), torch.arange(3.0))
+    with pytest.raises(ValueError, match="gt"):
+        fd.micro_correlations(P, P, torch.arange(4.0))
+    with pytest.raises(ValueError, match="direction"):
+        fd.micro_ranks(torch.zeros(3), direction="up")
+
+
 def test_ground_truth_ranking_and_rank_methods():
     xi = torch.tensor([0.0, 0.2, 0.4, 0.6, 0.8, 1.0])
     levels = torch.linspace(0.1, 0.9, 5)
@@ -216,3 +256,20 @@ def test_random_ties_within_tiers_match_closed_form():
         assert torch.equal(got, want)
     with pytest.raises(ValueError, match="generator"):
         fd.fid_plus(model, x, y, gt, SPARSITY, ties="random")
+
+
+def test_fid_curves_pair_plus_at_s_with_minus_at_one_minus_s():
+    model, x, y, attr = _setup()
+    kw = dict(alpha=0.5, beta=0.2, n_samples=20, generator=5)
+    paired = fl.metrics.fid_curves(model, x, y, attr, SPARSITY, **kw)
+    minus = [round(1 - s, 6) for s in SPARSITY]
+    assert torch.equal(paired["plus"], fd.fid_plus(model, x, y, attr, SPARSITY, **kw))
+    assert torch.equal(paired["minus"], fd.fid_minus(model, x, y, attr, minus, **kw))
+    assert paired["minus_sparsity"].tolist() == minus == fd.minus_sparsity(SPARSITY)
+    # plain Fidelity on the gated oracle: "+" fails once ≥ M digit pixels are among the top s·N, "−" (keeping the
+    # top 1 − s, removing the rest) fails once ≥ M digit pixels fall outside the kept top
+    plain = fl.metrics.fid_curves(model, x, y, attr, SPARSITY)
+    for i, s in enumerate(SPARSITY):
+        top = round(s * N)
+        assert plain["plus"][0, i].item() == float(min(top, D) >= M)
+        assert plain["minus"][0, i].item() == float(D - min(round(minus[i] * N), D) >= M)

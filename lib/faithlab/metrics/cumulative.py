@@ -1,0 +1,137 @@
+"""Cumulative-removal metrics (SaCo spec §3.2): accuracy AUC, AOPC, log-odds and comprehensiveness.
+
+Each removes the top (or bottom) 0, 10, …, 100 % of the units cumulatively, 11 points by default, and reads the
+model at every point; each has a score call and a ``*_details`` twin that also returns the curve. Defaults follow
+SaCo's comparison (Wu et al., CVPR 2024): units ranked by the signed sum of the map (``reduce="sum"``, the group
+salience of SaCo), removed units replaced by the per-image per-channel mean. The fractions must include 0: the clean
+output p(ŷ|x) is read there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+
+from faithlab import _validate, perturb
+from faithlab.metrics.statistics import trapezoid_auc
+
+__all__ = ["FRACTIONS", "REDUCE", "auc_accuracy", "auc_accuracy_details", "aopc", "aopc_details", "log_odds",
+           "log_odds_details", "comprehensiveness", "comprehensiveness_details"]
+
+FRACTIONS = tuple(i / 10 for i in range(11))  # 0, 10, ..., 100 % (spec §3.2)
+REDUCE = "sum"
+"""SaCo's unit-reduction rule: a unit's salience is the signed sum of the map over its elements (spec §3.1)."""
+_EPS = 1e-12
+
+
+def unit_salience(x: torch.Tensor, attributions: torch.Tensor, units: perturb.Units | None,
+                  reduce: str) -> tuple[perturb.Units, torch.Tensor]:
+    """Units (pixels / time steps / tokens when None) and the salience of each unit ``(B, n)`` by ``reduce``."""
+    _validate.tensor(x, "x", ndim=(2, 3, 4))
+    units = perturb.default_units(x) if units is None else units
+    scores = perturb.unit_scores(attributions, units, reduce=reduce)
+    _validate.batch_match(x, scores, "x", "attributions")
+    return units, scores
+
+
+def _clean_index(fractions: Sequence[float]) -> int:
+    """Position of fraction 0 (the clean input, read as p(ŷ|x)); the fractions must include it."""
+    values = _validate.fractions(fractions, "fractions").tolist()
+    if 0.0 not in values:
+        raise ValueError(f"fractions must include 0 (the clean input), got {values}")
+    return values.index(0.0)
+
+
+def _curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor, direction: str, output: str,
+           target: torch.Tensor | None, reduce: str, units: perturb.Units | None, reference: perturb.Reference,
+           fractions: Sequence[float], batch_size: int) -> dict[str, torch.Tensor]:
+    """Cumulative removal curve ``(B, F)``, its clean value ``(B,)`` and the fractions ``(F,)``; units ordered by
+    their salience (ties by lower unit id)."""
+    units, scores = unit_salience(x, attributions, units, reduce)
+    curve = perturb.removal_curve(model, x, None, fractions, order=perturb.order(scores, direction),
+                                  reference=reference, output=output, target=target, units=units,
+                                  batch_size=batch_size)
+    f = torch.as_tensor(fractions, dtype=curve.dtype, device=curve.device)
+    return {"curve": curve, "clean": curve[:, _clean_index(fractions)], "fractions": f}
+
+
+def auc_accuracy_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, y: torch.Tensor, *,
+                         reduce: str = REDUCE, reference: perturb.Reference = "channel_mean",
+                         units: perturb.Units | None = None, fractions: Sequence[float] = FRACTIONS,
+                         batch_size: int = 256) -> dict[str, torch.Tensor]:
+    """:func:`auc_accuracy` with its curve: ``score`` ``(B,)``, ``curve`` ``(B, F)`` the 0/1 indicator
+    argmax f(x̃_top) = y at each fraction, ``clean`` ``(B,)`` and ``fractions`` ``(F,)``."""
+    _validate.tensor(y, "y", ndim=1)
+    d = _curve(model, x, attributions, "morf", "correct", y, reduce, units, reference, fractions, batch_size)
+    return {"score": trapezoid_auc(d["curve"], d["fractions"]), **d}
+
+
+def auc_accuracy(model: Callable, x: torch.Tensor, attributions: torch.Tensor, y: torch.Tensor,
+                 **options) -> torch.Tensor:
+    """Per-sample accuracy AUC (spec §3.2; Ancona et al.): trapezoid area, x = fraction removed, under the 0/1
+    indicator argmax f(x̃_top) = y as the most salient units are removed cumulatively → ``(B,)`` in [0, 1].
+    The dataset AUC is the mean over samples. y: ``(B,)`` ground-truth labels. Lower = more faithful.
+    options: ``reduce`` (default signed sum, SaCo's), ``reference`` (default per-channel mean), ``units``,
+    ``fractions`` (default 0, 0.1, …, 1), ``batch_size``; see :func:`auc_accuracy_details` for the curve."""
+    return auc_accuracy_details(model, x, attributions, y, **options)["score"]
+
+
+def _drop_details(direction: str, model: Callable, x: torch.Tensor, attributions: torch.Tensor,
+                  target: torch.Tensor | None, reduce: str, reference: perturb.Reference,
+                  units: perturb.Units | None, fractions: Sequence[float], batch_size: int) -> dict[str, torch.Tensor]:
+    d = _curve(model, x, attributions, direction, "prob", target, reduce, units, reference, fractions, batch_size)
+    drop = d["clean"][:, None] - d["curve"]
+    return {"score": drop.mean(1), "drop": drop, **d}
+
+
+def aopc_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, target: torch.Tensor | None = None,
+                 *, reduce: str = REDUCE, reference: perturb.Reference = "channel_mean",
+                 units: perturb.Units | None = None, fractions: Sequence[float] = FRACTIONS,
+                 batch_size: int = 256) -> dict[str, torch.Tensor]:
+    """:func:`aopc` with its curve: ``score`` ``(B,)``, ``curve`` ``(B, F)`` p(ŷ|x̃_top), ``drop`` ``(B, F)``
+    p(ŷ|x) − p(ŷ|x̃_top), ``clean`` ``(B,)`` p(ŷ|x), ``fractions`` ``(F,)``."""
+    return _drop_details("morf", model, x, attributions, target, reduce, reference, units, fractions, batch_size)
+
+
+def aopc(model: Callable, x: torch.Tensor, attributions: torch.Tensor, target: torch.Tensor | None = None,
+         **options) -> torch.Tensor:
+    """AOPC (spec §3.2; Samek et al.): mean over the fractions of p(ŷ|x) − p(ŷ|x̃_top) → ``(B,)``; target None
+    → ŷ. Higher = more faithful. options as :func:`aopc_details` (which also returns the curve)."""
+    return aopc_details(model, x, attributions, target, **options)["score"]
+
+
+def log_odds_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor,
+                     target: torch.Tensor | None = None, *, reduce: str = REDUCE,
+                     reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
+                     fractions: Sequence[float] = FRACTIONS, batch_size: int = 256) -> dict[str, torch.Tensor]:
+    """:func:`log_odds` with its curve: ``score`` ``(B,)``, ``curve`` ``(B, F)`` p(ŷ|x̃_top), ``log_ratio``
+    ``(B, F)`` log((p(ŷ|x̃_top) + ε) / (p(ŷ|x) + ε)), ``clean`` ``(B,)``, ``fractions`` ``(F,)``."""
+    d = _curve(model, x, attributions, "morf", "prob", target, reduce, units, reference, fractions, batch_size)
+    ratio = torch.log(d["curve"] + _EPS) - torch.log(d["clean"][:, None] + _EPS)
+    return {"score": ratio.mean(1), "log_ratio": ratio, **d}
+
+
+def log_odds(model: Callable, x: torch.Tensor, attributions: torch.Tensor, target: torch.Tensor | None = None,
+             **options) -> torch.Tensor:
+    """LOdds (spec §3.2; Shrikumar et al., ATTCAT): mean over the fractions of log((p(ŷ|x̃_top) + ε) / (p(ŷ|x) +
+    ε)), ε = 1e-12 → ``(B,)``, ≤ 0 when removal only lowers p. Lower = more faithful. options as
+    :func:`log_odds_details`."""
+    return log_odds_details(model, x, attributions, target, **options)["score"]
+
+
+def comprehensiveness_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor,
+                              target: torch.Tensor | None = None, *, reduce: str = REDUCE,
+                              reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
+                              fractions: Sequence[float] = FRACTIONS, batch_size: int = 256) -> dict[str, torch.Tensor]:
+    """:func:`comprehensiveness` with its curve: ``score``, ``curve`` p(ŷ|x̃_bot), ``drop`` p(ŷ|x) − p(ŷ|x̃_bot),
+    ``clean``, ``fractions`` (shapes as :func:`aopc_details`)."""
+    return _drop_details("lerf", model, x, attributions, target, reduce, reference, units, fractions, batch_size)
+
+
+def comprehensiveness(model: Callable, x: torch.Tensor, attributions: torch.Tensor,
+                      target: torch.Tensor | None = None, **options) -> torch.Tensor:
+    """Comprehensiveness, SaCo's least-salient-first variant (spec §3.2; DeYoung et al.): mean over the fractions
+    of p(ŷ|x) − p(ŷ|x̃_bot) → ``(B,)``; removing unimportant units should change little. Lower = more faithful.
+    options as :func:`comprehensiveness_details`."""
+    return comprehensiveness_details(model, x, attributions, target, **options)["score"]

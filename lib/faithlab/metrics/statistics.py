@@ -1,0 +1,90 @@
+"""Rank statistics and curve areas shared by the metric families (torch in, torch out, vectorised): ranks with
+scipy's tie conventions, Pearson and Spearman correlations, the trapezoid area under a curve.
+
+All functions accept any leading batch shape and work on the inputs' device. Correlations of a constant vector are
+NaN (undefined), never 0. ``faithlab.stats`` re-exports them for analysis code.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from faithlab import _validate
+
+__all__ = ["rankdata", "pearson", "spearman", "trapezoid_auc"]
+
+
+def _float(x: torch.Tensor) -> torch.Tensor:
+    return x if x.is_floating_point() else x.to(torch.get_default_dtype())
+
+
+def rankdata(x: torch.Tensor, *, dim: int = -1, method: str = "average") -> torch.Tensor:
+    """Ranks (1 = smallest) along ``dim``, ties sharing the ``"average"`` or the ``"min"`` rank (scipy's conventions).
+
+    x: any shape. Returns a float tensor shaped like x. A row holding NaN gets NaN ranks (scipy's ``propagate``).
+    """
+    _validate.tensor(x, "x")
+    if method not in ("average", "min"):
+        raise ValueError(f"method must be 'average' or 'min', got {method!r}")
+    v = _float(x).movedim(dim, -1)
+    n = v.shape[-1]
+    sorted_v, order = v.sort(dim=-1, stable=True)
+    pos = torch.arange(n, device=v.device).expand_as(sorted_v)
+    starts = torch.ones_like(sorted_v, dtype=torch.bool)
+    starts[..., 1:] = sorted_v[..., 1:] != sorted_v[..., :-1]
+    first = torch.where(starts, pos, 0).cummax(dim=-1).values  # index of the first member of each tie group
+    if method == "min":
+        ranks = first.to(v.dtype) + 1
+    else:
+        ends = torch.ones_like(starts)
+        ends[..., :-1] = starts[..., 1:]
+        last = torch.where(ends, pos, n).flip(-1).cummin(dim=-1).values.flip(-1)
+        ranks = (first + last).to(v.dtype) / 2 + 1
+    out = torch.empty_like(ranks).scatter_(-1, order, ranks)
+    out = torch.where(v.isnan().any(dim=-1, keepdim=True), torch.nan, out)
+    return out.movedim(-1, dim)
+
+
+def pearson(a: torch.Tensor, b: torch.Tensor, *, dim: int = -1) -> torch.Tensor:
+    """Pearson correlation along ``dim`` of broadcastable ``a`` and ``b``; NaN where either vector is constant.
+
+    Returns the broadcast shape without ``dim``.
+    """
+    _validate.tensor(a, "a")
+    _validate.tensor(b, "b")
+    a, b = torch.broadcast_tensors(_float(a), _float(b))
+    constant = (a.amax(dim) == a.amin(dim)) | (b.amax(dim) == b.amin(dim))
+    ac = a - a.mean(dim, keepdim=True)
+    bc = b - b.mean(dim, keepdim=True)
+    r = (ac * bc).sum(dim) / ((ac * ac).sum(dim) * (bc * bc).sum(dim)).sqrt()
+    return torch.where(constant, torch.nan, r.clamp(-1.0, 1.0))
+
+
+def spearman(a: torch.Tensor, b: torch.Tensor, *, dim: int = -1) -> torch.Tensor:
+    """Spearman rank correlation along ``dim`` (Pearson of average ranks); NaN where either vector is constant.
+
+    a, b: broadcastable tensors. Returns the broadcast shape without ``dim``.
+    """
+    _validate.tensor(a, "a")
+    _validate.tensor(b, "b")
+    a, b = torch.broadcast_tensors(_float(a), _float(b))
+    return pearson(rankdata(a, dim=dim), rankdata(b, dim=dim), dim=dim)
+
+
+def trapezoid_auc(curve: torch.Tensor, x: torch.Tensor | None = None, *, dim: int = -1) -> torch.Tensor:
+    """Area under ``curve`` along ``dim`` by the trapezoid rule.
+
+    With ``x=None`` the points are taken as uniformly spaced on [0, 1] (so the area equals the mean-like normalised
+    AUC); with ``x`` given (1-D, one abscissa per point) it integrates over x. Returns curve's shape without ``dim``.
+    """
+    _validate.tensor(curve, "curve")
+    n = curve.shape[dim]
+    if n < 2:
+        raise ValueError(f"curve needs at least 2 points along dim {dim}, got {n}")
+    curve = _float(curve)
+    if x is None:
+        return torch.trapezoid(curve, dx=1.0 / (n - 1), dim=dim)
+    _validate.tensor(x, "x", ndim=1)
+    if x.shape[0] != n:
+        raise ValueError(f"x has {x.shape[0]} points but curve has {n} along dim {dim}")
+    return torch.trapezoid(curve, x=x.to(curve), dim=dim)

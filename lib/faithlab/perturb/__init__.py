@@ -1,0 +1,18 @@
+"""The removal engine shared by every metric: units, references, orders, random subsets and batched removal.
+
+A *unit* is a group of input elements removed together; removing it replaces its elements by a *reference*.
+Masks over units are ``(B, n)`` bool tensors. Knows no dataset, model family or paper. One concept per module:
+``units``, ``references``, ``orders``, ``sampling``, ``engine``; their public names are gathered here.
+"""
+
+from faithlab.perturb.engine import OUTPUTS, Masks, Output, evaluate, removal_curve, removal_outputs
+from faithlab.perturb.orders import ORDERS, TIES, order, ranks, top_masks
+from faithlab.perturb.references import Reference, apply_removal, make_reference
+from faithlab.perturb.sampling import bernoulli_subset, exact_subset, uniform_fraction_mask
+from faithlab.perturb.units import (REDUCE, UNIT_KINDS, Units, default_units, expand, patch_units, pixel_units,
+                                    segment_units, time_units, token_units, unit_scores)
+
+__all__ = ["Units", "pixel_units", "patch_units", "segment_units", "time_units", "token_units", "default_units",
+           "UNIT_KINDS", "expand", "unit_scores", "REDUCE", "Reference", "make_reference", "apply_removal", "ORDERS", "TIES",
+           "order", "ranks", "top_masks", "bernoulli_subset", "exact_subset", "uniform_fraction_mask", "Output",
+           "OUTPUTS", "Masks", "evaluate", "removal_curve", "removal_outputs"]

@@ -1,0 +1,95 @@
+"""References: the values that replace removed units (zero, per-sample mean, per-channel mean, Gaussian blur, a
+constant or a tensor), and :func:`apply_removal`, which builds one perturbed input from a unit mask."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from faithlab import _validate
+from faithlab.perturb.units import Units, _broadcasts, _check_units, expand
+
+__all__ = ["Reference", "make_reference", "apply_removal"]
+
+Reference = str | int | float | torch.Tensor
+"""A reference: ``"zero"``, ``"mean"``, ``"channel_mean"``, ``"blur"``, a number or a tensor (:func:`make_reference`)."""
+
+def _gaussian_blur(x: torch.Tensor, kernel_size: int, sigma: float) -> torch.Tensor:
+    """Separable Gaussian blur over H, W with reflect padding (no edge repeat; valid for any kernel size)."""
+    r = kernel_size // 2
+    t = torch.arange(kernel_size, dtype=x.dtype, device=x.device) - r
+    k = torch.exp(-0.5 * (t / sigma) ** 2)
+    k = k / k.sum()
+    c = x.shape[1]
+    out = x
+    for dim in (2, 3):
+        size = x.shape[dim]
+        pos = torch.arange(-r, size + r, device=x.device)
+        if size == 1:
+            pos = torch.zeros_like(pos)
+        else:
+            pos = pos.remainder(2 * (size - 1))
+            pos = torch.where(pos >= size, 2 * (size - 1) - pos, pos)
+        padded = out.index_select(dim, pos)
+        weight = k.view(1, 1, -1, 1) if dim == 2 else k.view(1, 1, 1, -1)
+        out = F.conv2d(padded, weight.expand(c, 1, *weight.shape[2:]), groups=c)
+    return out
+
+
+def make_reference(x: torch.Tensor, kind: Reference = "zero", *, kernel_size: int = 31,
+                   sigma: float = 56.0) -> torch.Tensor:
+    """Reference values that replace removed units, as a tensor with x's rank broadcastable to x.
+
+    kind: ``"zero"`` 0 in the model's input space (dataset mean for normalised images; pad id 0 / zero embedding
+    for tokens); ``"mean"`` per-sample scalar mean over all elements; ``"channel_mean"`` per-sample per-channel mean
+    (images over H, W; series over T); ``"blur"`` Gaussian blur of each image (``kernel_size``, ``sigma``; reflect
+    padding; defaults are TRACE's 31 and 56); a number (a constant, e.g. a token id for integer x); or a tensor
+    broadcastable to x (e.g. ``(B, C, H, W)`` or ``(C, H, W)``).
+    """
+    _validate.tensor(x, "x")
+    if isinstance(kind, torch.Tensor):
+        _validate.same_device(x, kind, "x", "reference")
+        if kind.is_floating_point() and not x.is_floating_point():
+            raise TypeError(f"reference must be an integer tensor for integer x, got dtype {kind.dtype}")
+        _validate.finite(kind, "reference")
+        ref = kind.reshape((1,) * (x.ndim - kind.ndim) + tuple(kind.shape)) if kind.ndim <= x.ndim else kind
+        if not _broadcasts(ref.shape, x.shape):
+            raise ValueError(f"reference of shape {tuple(kind.shape)} does not broadcast to x of shape "
+                             f"{tuple(x.shape)}")
+        return ref.to(x.dtype)
+    if isinstance(kind, (int, float)) and not isinstance(kind, bool):
+        if isinstance(kind, float) and not x.is_floating_point():
+            raise TypeError(f"reference must be an int token id for integer x, got {kind!r}")
+        if not math.isfinite(kind):
+            raise ValueError(f"reference must be finite, got {kind!r}")
+        return torch.full((1,) * x.ndim, kind, dtype=x.dtype, device=x.device)
+    if kind == "zero":
+        return torch.zeros((1,) * x.ndim, dtype=x.dtype, device=x.device)
+    if kind not in ("mean", "channel_mean", "blur"):
+        raise ValueError(f"reference must be 'zero', 'mean', 'channel_mean', 'blur', a number or a tensor, "
+                         f"got {kind!r}")
+    if not x.is_floating_point():
+        raise TypeError(f"reference={kind!r} needs floating-point x; for token ids pass an int token id")
+    if kind == "mean":
+        return x.mean(dim=tuple(range(1, x.ndim)), keepdim=True)
+    if kind == "channel_mean":
+        return x.mean(dim=(2, 3) if x.ndim == 4 else 1, keepdim=True)
+    if x.ndim != 4:
+        raise ValueError(f"reference='blur' needs images (B, C, H, W), got x of shape {tuple(x.shape)}")
+    k = _validate.positive_int(kernel_size, "kernel_size")
+    if k % 2 == 0:
+        raise ValueError(f"kernel_size must be odd, got {k}")
+    if not float(sigma) > 0:
+        raise ValueError(f"sigma must be positive, got {sigma!r}")
+    return _gaussian_blur(x, k, float(sigma))
+
+
+def apply_removal(x: torch.Tensor, removed: torch.Tensor, units: Units, *, reference: Reference = "zero") -> torch.Tensor:
+    """x with the units flagged in removed ``(B, n)`` bool replaced by the reference (``make_reference``)."""
+    _validate.tensor(x, "x")
+    _check_units(units, x)
+    mask = expand(removed, units)
+    _validate.batch_match(x, removed, "x", "removed")
+    return torch.where(mask, make_reference(x, reference), x)

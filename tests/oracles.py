@@ -1,0 +1,83 @@
+"""Oracle models shared by the test files: models whose output is a known function of the features present, so a
+metric's exact value can be written down by hand.
+
+- :class:`Additive`: logits ``[s, s − 1]`` with ``s = Σ w·x`` (class 0 always predicted); with all-ones x and a zero
+  reference, removing the set S leaves ``s = Σ_{i∉S} w_i`` (``tokens=True``: x ≠ 0 counts as present).
+- :class:`Gated`: predicts ``label`` iff fewer than ``m`` of the ``relevant`` units are removed (x = 1 present, 0
+  removed); its accuracy under removal is a step function, its Monte-Carlo expectation binomial/hypergeometric.
+- :class:`LinearProb`: two classes with ``p(class 0 | x) = q0 + Σ β·x`` exactly, so removing a set G lowers the
+  probability by ``Σ_{p∈G} β_p``: probability drops are additive.
+- :func:`small_cnn`: a seeded nonlinear net for invariance tests (batch size, device, seeds), no closed form.
+Each counts its forward calls in ``calls``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class _Counted(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        return super().__call__(*args, **kwargs)
+
+
+class Additive(_Counted):
+    """logits = [s, s − 1], s = Σ_i w_i·x_i (class 0 always predicted)."""
+
+    def __init__(self, w: torch.Tensor, tokens: bool = False):
+        super().__init__()
+        self.w, self.tokens = w, tokens
+        self.eval()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        z = (x != 0).double() if self.tokens else x
+        s = (z * self.w).flatten(1).sum(1)
+        return torch.stack([s, s - 1], dim=1)
+
+
+class Gated(_Counted):
+    """Predicts ``label`` (of 2 classes) iff fewer than ``m`` of the relevant input elements are removed.
+
+    relevant: bool tensor broadcastable to one input (e.g. ``(1, H, W)``) marking the relevant elements; an element
+    counts as removed when its value is 0 (inputs are presence indicators, reference zero)."""
+
+    def __init__(self, relevant: torch.Tensor, m: int, label: int = 0):
+        super().__init__()
+        self.register_buffer("relevant", relevant.float().unsqueeze(0))
+        self.m, self.label = m, label
+        self.eval()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        removed = self.relevant.sum() - (x * self.relevant).flatten(1).sum(1)
+        z = (removed < self.m).to(x.dtype)
+        logits = [z, 1 - z] if self.label == 0 else [1 - z, z]
+        return torch.stack(logits, dim=1)
+
+
+class LinearProb(_Counted):
+    """Two classes with p(class 0 | x) = q(x) = q0 + Σ β_p x_p exactly (logits log q, log(1 − q))."""
+
+    def __init__(self, beta: torch.Tensor, q0: float = 0.0) -> None:
+        super().__init__()
+        self.register_buffer("beta", beta.flatten())
+        self.q0 = q0
+        self.eval()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q = self.q0 + (x.flatten(1) * self.beta).sum(1)
+        return torch.stack([q.log(), (1 - q).log()], dim=1)
+
+
+def small_cnn(in_channels: int = 2, side: int = 8, n_classes: int = 3) -> nn.Module:
+    """A seeded nonlinear conv net (conv, ReLU, linear) on ``(B, in_channels, side, side)`` inputs, in eval mode."""
+    with torch.random.fork_rng():  # PyTorch's default initialisation, seeded, leaving the global RNG as it was
+        torch.manual_seed(0)
+        net = nn.Sequential(nn.Conv2d(in_channels, 4, 3, padding=1), nn.ReLU(), nn.Flatten(),
+                            nn.Linear(4 * side * side, n_classes))
+    return net.eval()
