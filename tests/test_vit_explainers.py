@@ -1,4 +1,4 @@
-"""Hand-computed and wiring tests for faithlab.vit_explainers (attention-based ViT explainers)."""
+"""Hand-computed and wiring tests for faithlab.explainers.vit_attention (attention-based ViT explainers)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import faithlab as fl
-from faithlab import vit_explainers as ve
+from faithlab.explainers import vit_attention as ve
 
 
 def _t(rows) -> torch.Tensor:

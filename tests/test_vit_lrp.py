@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import faithlab as fl
-from faithlab import vit_explainers as ve
-from faithlab import vit_lrp as vl
+from faithlab.explainers import vit_attention as ve
+from faithlab.explainers import vit_lrp as vl
 
 
 def _t(rows) -> torch.Tensor:

@@ -14,7 +14,7 @@ probabilities (AH rule) and the LayerNorm scale 1/√(var + ε) (LN rule) detach
 ``(B, C, H, W)``. GELU keeps its ordinary gradient (approximation, see the function).
 
 The relevance-propagation methods (LRP, Partial LRP, Transformer Attribution, ATTCAT) live in
-``faithlab.vit_lrp``; their names are :data:`LRP_METHODS`.
+``faithlab.explainers.vit_lrp``; their names are :data:`LRP_METHODS`.
 
 The pure functions :func:`raw_attention`, :func:`rollout`, :func:`attention_gradcam` and :func:`transformer_mm`
 take the recorded maps and return the ``(B, T − 1)`` token relevance; the registered methods wrap them.
@@ -28,13 +28,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from faithlab.explainers import _register
+from faithlab.explainers.core import register
 
 __all__ = ["METHODS", "raw_attention", "rollout", "attention_gradcam", "transformer_mm", "to_pixels",
-           "conservative_forward", "ATTENTION_METHODS", "LRP_METHODS"]
+           "token_pixels", "conservative_forward", "ATTENTION_METHODS", "LRP_METHODS"]
 
 ATTENTION_METHODS = ("raw_attention", "rollout", "attention_gradcam", "transformer_mm")  # (B, 1, H, W), ≥ 0 maps
-LRP_METHODS = ("lrp", "partial_lrp", "transformer_attribution", "attcat")  # registered by faithlab.vit_lrp
+LRP_METHODS = ("lrp", "partial_lrp", "transformer_attribution", "attcat")  # registered by explainers.vit_lrp
 METHODS = (*ATTENTION_METHODS, "conservative_lrp", *LRP_METHODS)  # every registered ViT-only method
 
 _LAYERS = ("all", "last")
@@ -132,39 +132,40 @@ def _record(model: nn.Module, x: torch.Tensor, target: torch.Tensor, gradient: b
             blk.attn.attn = blk.attn.attn_grad = None
 
 
-def _output(model: nn.Module, x: torch.Tensor, tokens: torch.Tensor, upsample: str) -> torch.Tensor:
+def token_pixels(model: nn.Module, x: torch.Tensor, tokens: torch.Tensor, upsample: str) -> torch.Tensor:
+    """A ViT's token map ``(B, grid²)`` as a pixel map of x's size ``(B, 1, H, W)`` (:func:`to_pixels`)."""
     return to_pixels(tokens, model.grid, x.shape[-2:], upsample)
 
 
-@_register("raw_attention")
+@register("raw_attention")
 def _raw_attention(model, x, target, extra, *, batch_size, generator, upsample: str = "bilinear"):
     """Raw attention: last block, CLS row, mean over heads (ViT only); ``upsample`` "bilinear" | "nearest"."""
     maps, _ = _record(model, x, target, gradient=False)
-    return _output(model, x, raw_attention(maps), upsample)
+    return token_pixels(model, x, raw_attention(maps), upsample)
 
 
-@_register("rollout")
+@register("rollout")
 def _rollout(model, x, target, extra, *, batch_size, generator, upsample: str = "bilinear"):
     """Attention rollout (Abnar & Zuidema) over all blocks, CLS row (ViT only)."""
     maps, _ = _record(model, x, target, gradient=False)
-    return _output(model, x, rollout(maps), upsample)
+    return token_pixels(model, x, rollout(maps), upsample)
 
 
-@_register("attention_gradcam")
+@register("attention_gradcam")
 def _attention_gradcam(model, x, target, extra, *, batch_size, generator, upsample: str = "bilinear"):
     """Chefer et al.'s ViT Grad-CAM on the last block's attention (ViT only)."""
     maps, grads = _record(model, x, target, gradient=True)
-    return _output(model, x, attention_gradcam(maps[-1], grads[-1]), upsample)
+    return token_pixels(model, x, attention_gradcam(maps[-1], grads[-1]), upsample)
 
 
-@_register("transformer_mm")
+@register("transformer_mm")
 def _transformer_mm(model, x, target, extra, *, batch_size, generator, layers: str = "all",
                     upsample: str = "bilinear"):
     """Transformer-MM (Chefer et al. ICCV'21); ``layers="last"`` keeps the last block only (ViT only)."""
     if layers not in _LAYERS:
         raise ValueError(f"layers must be one of {_LAYERS}, got {layers!r}")
     maps, grads = _record(model, x, target, gradient=True)
-    return _output(model, x, transformer_mm(maps, grads, layers), upsample)
+    return token_pixels(model, x, transformer_mm(maps, grads, layers), upsample)
 
 
 # ------------------------------------------------------------------------------------- conservative LRP
@@ -201,7 +202,7 @@ def conservative_forward(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return model.head(_layer_norm_detached(model.norm, z)[:, 0])
 
 
-@_register("conservative_lrp")
+@register("conservative_lrp")
 def _conservative_lrp(model, x, target, extra, *, batch_size, generator):
     """Conservative LRP (Ali et al., ICML 2022): x ⊙ ∂f_target/∂x through :func:`conservative_forward`; signed
     ``(B, C, H, W)`` (ViT only)."""

@@ -37,11 +37,11 @@ Faithfulness to Chefer's code (``ViT_LRP.py`` / ``layers_ours.py``), read for fa
   ``faithlab.models.ViT`` (or of a timm ViT converted by ``faithlab.models.vit_from_timm``).
 
 Registered methods (``fl.explainers.explain(model, x, target, method=...)``; names in
-``faithlab.vit_explainers.LRP_METHODS``), all ``(B, 1, H, W)``:
+``faithlab.explainers.vit_attention.LRP_METHODS``), all ``(B, 1, H, W)``:
 ``lrp`` (relevance at the pixels, summed over channels; signed), ``partial_lrp`` (Voita et al. 2019 as in
 Chefer's code: last block's R_A, positive part, mean over heads, CLS row), ``transformer_attribution`` (Chefer
 2021: Ā_l = mean_h[(∇A_l ⊙ R_A,l)⁺], R = I, R ← R + Ā_l·R in forward order, CLS row) and ``attcat`` (see
-:func:`attcat`). Token maps are upsampled with :func:`faithlab.vit_explainers.to_pixels`.
+:func:`attcat`). Token maps are upsampled with :func:`faithlab.explainers.vit_attention.to_pixels`.
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from faithlab import vit_explainers  # attributes read at call time: the two modules import each other via explainers
-from faithlab.explainers import _register
+from faithlab.explainers.core import register
+from faithlab.explainers.vit_attention import token_pixels, transformer_mm
 
 __all__ = ["Relevance", "relevance", "linear_alpha_beta", "attcat"]
 
@@ -210,33 +210,29 @@ def attcat(attentions: Sequence[torch.Tensor], features: Sequence[torch.Tensor],
 
 
 # --------------------------------------------------------------------------------------- registered methods
-def _tokens(model: nn.Module, x: torch.Tensor, tokens: torch.Tensor, upsample: str) -> torch.Tensor:
-    return vit_explainers.to_pixels(tokens, model.grid, x.shape[-2:], upsample)
-
-
-@_register("lrp")
+@register("lrp")
 def _lrp(model, x, target, extra, *, batch_size, generator):
     """Full LRP (Chefer et al. 2021's "full"): pixel relevance summed over channels, signed ``(B, 1, H, W)``
     (ViT only)."""
     return relevance(model, x, target).pixels.sum(1, keepdim=True)
 
 
-@_register("partial_lrp")
+@register("partial_lrp")
 def _partial_lrp(model, x, target, extra, *, batch_size, generator, upsample: str = "bilinear"):
     """Partial LRP (Voita et al. 2019, Chefer's version): last block's R_A, positive part, head mean, CLS row."""
     r_a = relevance(model, x, target).attention_relevance[-1]
-    return _tokens(model, x, r_a.clamp_min(0).mean(1)[:, 0, 1:], upsample)
+    return token_pixels(model, x, r_a.clamp_min(0).mean(1)[:, 0, 1:], upsample)
 
 
-@_register("transformer_attribution")
+@register("transformer_attribution")
 def _transformer_attribution(model, x, target, extra, *, batch_size, generator, upsample: str = "bilinear"):
     """Transformer Attribution (Chefer et al. 2021): rollout of mean_h[(∇A ⊙ R_A)⁺] with the identity, CLS row."""
     rel = relevance(model, x, target)
-    return _tokens(model, x, vit_explainers.transformer_mm(rel.attention_relevance, rel.attention_grads), upsample)
+    return token_pixels(model, x, transformer_mm(rel.attention_relevance, rel.attention_grads), upsample)
 
 
-@_register("attcat")
+@register("attcat")
 def _attcat(model, x, target, extra, *, batch_size, generator, upsample: str = "bilinear"):
     """ATTCAT (Qiang et al. 2022), see :func:`attcat`; signed token map upsampled (ViT only)."""
     rel = relevance(model, x, target, propagate=False)
-    return _tokens(model, x, attcat(rel.attentions, rel.features, rel.feature_grads), upsample)
+    return token_pixels(model, x, attcat(rel.attentions, rel.features, rel.feature_grads), upsample)

@@ -1,0 +1,181 @@
+"""Gradient-based and perturbation explainers over captum, registered with :func:`faithlab.explainers.explain`:
+saliency, gradient, input × gradient, integrated gradients, SmoothGrad (², and F-Fidelity's SG-SQ IG), guided
+backpropagation, deconvolution, expected gradients, occlusion, and the random baseline map. Noise comes from the
+``generator`` (captum's NoiseTunnel and GradientShap draw from the global RNG, so we draw it and call the base
+captum method ourselves)."""
+
+from __future__ import annotations
+
+import torch
+from captum.attr import Deconvolution, GuidedBackprop, InputXGradient, IntegratedGradients, Occlusion, Saliency
+
+from faithlab import _validate
+from faithlab.explainers.core import (chunks, forward_args, get_method, leaf, normal, register, repeat_rows,
+                                      uniform)
+
+Baseline = str | float | torch.Tensor
+
+
+def _baseline(x: torch.Tensor, baseline: Baseline) -> torch.Tensor:
+    """IG reference: "zero", "min"/"max" (per-sample minimum/maximum of x), a number, or a tensor broadcastable to x."""
+    x = x.detach()
+    if isinstance(baseline, torch.Tensor):
+        try:
+            return baseline.to(x).expand_as(x)
+        except RuntimeError:
+            raise ValueError(f"baseline of shape {tuple(baseline.shape)} does not broadcast to x {tuple(x.shape)}") from None
+    if baseline in ("min", "max"):
+        flat = x.flatten(1)
+        value = flat.amin(1) if baseline == "min" else flat.amax(1)
+        return value.view(-1, *[1] * (x.ndim - 1)).expand_as(x)
+    if baseline == "zero":
+        return torch.zeros_like(x)
+    if isinstance(baseline, (int, float)) and not isinstance(baseline, bool):
+        return torch.full_like(x, float(baseline))
+    raise ValueError(f"baseline must be 'zero', 'min', 'max', a number or a tensor, got {baseline!r}")
+
+
+@register("saliency")
+def _saliency(model, x, target, extra, *, batch_size, generator):
+    """|∂f_target/∂x| (Simonyan et al.)."""
+    return Saliency(model).attribute(x, target=target, abs=True, additional_forward_args=forward_args(extra))
+
+
+@register("gradient")
+def _gradient(model, x, target, extra, *, batch_size, generator):
+    """Signed gradient ∂f_target/∂x ("BP" in Few-class Fidelity)."""
+    return Saliency(model).attribute(x, target=target, abs=False, additional_forward_args=forward_args(extra))
+
+
+@register("input_x_gradient")
+def _input_x_gradient(model, x, target, extra, *, batch_size, generator):
+    """x ⊙ ∂f_target/∂x."""
+    return InputXGradient(model).attribute(x, target=target, additional_forward_args=forward_args(extra))
+
+
+@register("integrated_gradients")
+def _integrated_gradients(model, x, target, extra, *, batch_size, generator, baseline: Baseline = "zero",
+                          n_steps: int = 50, integration: str = "gausslegendre"):
+    """Integrated gradients from ``baseline``; ``integration`` is captum's ``method`` (e.g. "riemann_trapezoid")."""
+    n = _validate.positive_int(n_steps, "n_steps")
+    attr = IntegratedGradients(model).attribute(
+        x, baselines=_baseline(x, baseline), target=target, additional_forward_args=forward_args(extra), n_steps=n,
+        method=integration, internal_batch_size=max(batch_size, len(x)))
+    # captum 0.9's trapezoid weights are 1/n (halved at the ends) on linspace(0, 1, n), summing to (n−1)/n, not 1;
+    # rescale so that completeness holds (the true trapezoid rule uses 1/(n−1)).
+    return attr * (n / (n - 1)) if integration == "riemann_trapezoid" else attr
+
+
+@register("smoothgrad", random=True)
+def _smoothgrad(model, x, target, extra, *, batch_size, generator, base: str = "saliency", nt_samples: int = 10,
+                stdevs: float = 1.0, relative: bool = False, square: bool = False, **base_options):
+    """SmoothGrad: mean of ``base`` maps over ``nt_samples`` copies x + N(0, σ²), σ = ``stdevs`` (times the sample's
+    max − min when ``relative``); ``square`` averages squared maps (SmoothGrad², captum's "smoothgrad_sq").
+
+    captum's NoiseTunnel draws its noise from the global RNG; we draw it from ``generator`` and call the base
+    captum method on the noisy copies ourselves (same estimator, seeded)."""
+    if base not in ("saliency", "integrated_gradients"):
+        raise ValueError(f"base must be 'saliency' or 'integrated_gradients', got {base!r}")
+    n = _validate.positive_int(nt_samples, "nt_samples")
+    if float(stdevs) < 0:
+        raise ValueError(f"stdevs must be >= 0, got {stdevs!r}")
+    base_fn = get_method(base)
+    # captum keeps the IG baseline fixed across noisy copies: resolve it on the clean inputs.
+    ref = _baseline(x, base_options.pop("baseline", "zero")) if base == "integrated_gradients" else None
+
+    def noisy_maps(xc, tc, ec, rc):
+        b = len(xc)
+        sigma = float(stdevs)
+        if relative:
+            flat = xc.flatten(1)
+            sigma = (sigma * (flat.amax(1) - flat.amin(1))).view(b, 1, *[1] * (xc.ndim - 1))
+        noisy = leaf((xc.unsqueeze(1) + sigma * normal((b, n, *xc.shape[1:]), generator, xc)).flatten(0, 1))
+        options = base_options if rc is None else {**base_options, "baseline": repeat_rows(rc, n)}
+        maps = base_fn(model, noisy, repeat_rows(tc, n), repeat_rows(ec, n), batch_size=batch_size, generator=None, **options)
+        maps = maps.unflatten(0, (b, n))
+        return (maps * maps if square else maps).mean(1)
+
+    return chunks(max(1, batch_size // n), noisy_maps, x, target, extra, ref)
+
+
+@register("smoothgrad_sq", random=True)
+def _smoothgrad_sq(model, x, target, extra, *, batch_size, generator, **options):
+    """SmoothGrad² (mean of squared maps), options as "smoothgrad"."""
+    return _smoothgrad(model, x, target, extra, batch_size=batch_size, generator=generator, square=True, **options)
+
+
+@register("sg_sq_ig", random=True)
+def _sg_sq_ig(model, x, target, extra, *, batch_size, generator, nt_samples: int = 10, stdevs: float = 1.0,
+              **ig_options):
+    """F-Fidelity's "SG-SQ" (spec §1.8): NoiseTunnel(IG, nt_type='smoothgrad_sq', nt_samples=10, stdevs=1)."""
+    return _smoothgrad(model, x, target, extra, batch_size=batch_size, generator=generator, base="integrated_gradients",
+                       nt_samples=nt_samples, stdevs=stdevs, square=True, **ig_options)
+
+
+@register("guided_backprop")
+def _guided_backprop(model, x, target, extra, *, batch_size, generator):
+    """Guided backpropagation (needs nn.ReLU modules, not functional relu)."""
+    return GuidedBackprop(model).attribute(x, target=target, additional_forward_args=forward_args(extra))
+
+
+@register("deconvolution")
+def _deconvolution(model, x, target, extra, *, batch_size, generator):
+    """Deconvolution (Zeiler & Fergus; needs nn.ReLU modules)."""
+    return Deconvolution(model).attribute(x, target=target, additional_forward_args=forward_args(extra))
+
+
+@register("expected_gradients", random=True)
+def _expected_gradients(model, x, target, extra, *, batch_size, generator, background: torch.Tensor,
+                        n_samples: int = 20):
+    """Expected gradients (captum's GradientShap without noise; SHAP GradientExplainer): mean over ``n_samples``
+    draws of ∂f(r + α(x − r)) ⊙ (x − r), r uniform from ``background`` (N, *x.shape[1:]), α ~ U(0, 1).
+
+    captum's GradientShap draws r and α from the global RNG; here both come from ``generator``."""
+    bg = _validate.tensor(background, "background", floating=True)
+    if bg.shape[1:] != x.shape[1:]:
+        raise ValueError(f"background must be shaped (N, {', '.join(map(str, x.shape[1:]))}), got {tuple(bg.shape)}")
+    bg = bg.to(x)
+    n = _validate.positive_int(n_samples, "n_samples")
+    saliency = Saliency(model)
+
+    def sampled_maps(xc, tc, ec):
+        b = len(xc)
+        u = uniform((b, n, 2), generator, xc.device)  # one contiguous block per input: chunking-invariant
+        ref = bg[(u[..., 0] * len(bg)).long().clamp_max(len(bg) - 1)]
+        alpha = u[..., 1].to(xc.dtype).view(b, n, *[1] * (xc.ndim - 1))
+        delta = xc.detach().unsqueeze(1) - ref
+        points = leaf((ref + alpha * delta).flatten(0, 1))
+        grads = saliency.attribute(points, target=repeat_rows(tc, n), abs=False,
+                                   additional_forward_args=forward_args(repeat_rows(ec, n)))
+        return (grads.unflatten(0, (b, n)) * delta).mean(1)
+
+    return chunks(max(1, batch_size // n), sampled_maps, x, target, extra)
+
+
+@register("occlusion")
+def _occlusion(model, x, target, extra, *, batch_size, generator, window: int = 4, stride: int | None = None,
+               baseline: float = 0.0):
+    """Occlusion (captum): drop in f_target when a ``window``-wide square (images) / span (series, embeddings) of
+    all channels is set to ``baseline``, averaged over the windows covering each element."""
+    w = _validate.positive_int(window, "window")
+    s = w if stride is None else _validate.positive_int(stride, "stride")
+    if x.ndim == 4:
+        shape, strides = (x.shape[1], w, w), (x.shape[1], s, s)
+    elif x.ndim == 3:
+        shape, strides = (w, x.shape[2]), (s, x.shape[2])
+    else:
+        shape, strides = (w,), (s,)
+    return Occlusion(model).attribute(x, sliding_window_shapes=shape, strides=strides, baselines=float(baseline),
+                                      target=target, additional_forward_args=forward_args(extra),
+                                      perturbations_per_eval=max(1, batch_size // len(x)))
+
+
+@register("random", random=True)
+def _random(model, x, target, extra, *, batch_size, generator):
+    """U[0, 1) map with one channel: images (B, 1, H, W), series/embeddings (B, T, 1), 2-D inputs (B, F)."""
+    shape = list(x.shape)
+    if x.ndim == 4:
+        shape[1] = 1
+    elif x.ndim == 3:
+        shape[2] = 1
+    return uniform(tuple(shape), generator, x.device).to(x.dtype)
