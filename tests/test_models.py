@@ -323,3 +323,22 @@ def test_pretrained_converts_timm_vits_on_request():
     assert isinstance(vit, fl.models.ViT) and vit(torch.randn(1, 3, 32, 32)).shape == (1, 5)
     with pytest.raises(ValueError, match="faithlab_vit"):
         fl.models.pretrained("resnet18", faithlab_vit=True)
+
+
+def test_user_registered_model_is_built_by_name_and_names_are_unique():
+    @fl.models.register("test_linear_probe")
+    class LinearProbe(torch.nn.Module):
+        def __init__(self, n_features: int = 4, n_classes: int = 2):
+            super().__init__()
+            self.fc = torch.nn.Linear(n_features, n_classes)
+
+        def forward(self, x):
+            return self.fc(x.flatten(1))
+
+    model = fl.models.build("test_linear_probe", n_features=6, n_classes=3)
+    assert isinstance(model, LinearProbe) and model(torch.zeros(2, 6)).shape == (2, 3)
+    assert "test_linear_probe" in fl.models.available()
+    with pytest.raises(ValueError, match="test_linear_probe"):
+        fl.models.register("test_linear_probe")(LinearProbe)
+    with pytest.raises(ValueError, match="small_cnn"):
+        fl.models.register("small_cnn")(LinearProbe)
