@@ -299,3 +299,15 @@ def test_compose_chains_hooks_and_keys():
     assert set(out.unique().tolist()) <= {0.0, 5.0, -1.0} and bool((out == 5.0).any()) and bool((out == -1.0).any())
     with pytest.raises(TypeError, match=r"hooks\[0\]"):
         Compose(lambda x, y, i, g: x)
+
+
+def test_cache_key_of_a_fixed_configuration_is_pinned(tmp_path):
+    """A change of the cache key silently retrains every cached model and drops the reuse of published weights:
+    this pins the key of one configuration (with a test set and an augmentation hook) to the value the library
+    computed when the key's recipe last changed on purpose. Update the literal only with such a change."""
+    x = torch.linspace(-1, 1, 8 * 2 * 4 * 4).view(8, 2, 4, 4)
+    data = torch.utils.data.TensorDataset(x, torch.tensor([0, 1] * 4))
+    _, history = fl.train.fit("small_cnn", {"in_channels": 2, "n_classes": 2, "width": 2}, data,
+                              TrainConfig(epochs=1, batch_size=4), data_key="pinned", test_data=data,
+                              augment=RandomRemoval(0.2), cache_dir=tmp_path, device="cpu", progress=False)
+    assert history["key"] == "1f5b9404168e9e0f96fd5943e171772277dbee2119c30c0ae617f3c66b4cc3f5"

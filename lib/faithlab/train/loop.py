@@ -1,25 +1,20 @@
-"""Seeded, cached training and fine-tuning, plus the batch augmentation hooks of F-Fidelity and ROAR.
+"""Seeded, cached training and fine-tuning, and evaluation.
 
-:func:`fit` trains a :func:`faithlab.models.build` model once per configuration and caches its weights under
-``faithlab.paths.cache_dir()/models/<key>.pt`` (``key`` = sha256 of the canonical JSON of everything that
-determines the weights); a second call with the same configuration loads them and trains nothing.
-:func:`finetune` does the same starting from a trained model (F-Fidelity eq. 5 with :class:`RandomRemoval`).
+:func:`fit` trains a :func:`faithlab.models.build` model once per configuration and caches its weights (see
+:mod:`faithlab.train.cache`); a second call with the same configuration loads them and trains nothing.
+:func:`finetune` does the same starting from a trained model (F-Fidelity eq. 5 with
+:class:`~faithlab.train.augment.RandomRemoval`).
 
 Randomness: one ``seed`` gives the weight initialisation, the shuffling, the augmentation draws and dropout. Model
 init and dropout use the global RNG inside ``torch.random.fork_rng``, so the caller's global RNG state is left
 untouched; shuffling and augmentations use CPU ``torch.Generator``s (drawn on CPU, then moved to the device).
 Training on CPU is bitwise reproducible; on a GPU, non-deterministic kernels may make runs differ slightly.
-
-An augmentation hook is any callable ``hook(x, y, idx, generator) -> x`` with a JSON-serialisable ``key`` attribute
-(part of the cache key): x ``(B, ...)`` and y ``(B,)`` are the batch on the training device, idx ``(B,)`` int64
-(CPU) the batch's indices into the training set, generator the CPU augmentation generator.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import hashlib
 import json
 import math
 import os
@@ -27,159 +22,24 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils.data import DataLoader, Dataset, TensorDataset
+from torch.utils.data import Dataset
 from tqdm import tqdm  # plain text bar: tqdm.auto would need ipywidgets inside notebooks
 
 import faithlab
+from faithlab import _validate, models, paths
+from faithlab.train.augment import AUGMENTATIONS, Compose, check_hook
+from faithlab.train.batching import batches, check_data
+from faithlab.train.cache import cache_files, cache_key, data_digest
 
-from . import _validate, models, paths, perturb
+__all__ = ["TrainConfig", "evaluate", "fit", "finetune"]
 
 _OPTIMIZERS = ("adam", "adamw", "sgd")
 _SCHEDULERS = (None, "cosine")
-
-
-# ------------------------------------------------------------------------------------------------ augmentations
-
-
-def _digest(t: torch.Tensor) -> str:
-    """sha256 of a tensor's dtype, shape and bytes (for cache keys)."""
-    flat = t.detach().cpu().contiguous().flatten()
-    h = hashlib.sha256(f"{t.dtype}{tuple(t.shape)}".encode())
-    h.update(flat.view(torch.uint8).numpy().tobytes())
-    return h.hexdigest()
-
-
-def _reference_key(reference: perturb.Reference) -> Any:
-    return {"tensor": _digest(reference)} if isinstance(reference, torch.Tensor) else reference
-
-
-def _reference_on(reference: perturb.Reference, x: torch.Tensor) -> perturb.Reference:
-    return reference.to(x.device) if isinstance(reference, torch.Tensor) else reference
-
-
-_UNITS: dict[str, Callable[[torch.Tensor], perturb.Units]] = {
-    "pixels": perturb.pixel_units,
-    "time": perturb.time_units,
-    "tokens": perturb.token_units,
-}
-
-
-def _check_units(units: str) -> str:
-    if units not in _UNITS:
-        raise ValueError(f"units must be one of {list(_UNITS)}, got {units!r}")
-    return units
-
-
-class RandomRemoval:
-    """F-Fidelity fine-tuning mask M_β (eq. 5, spec §1.4 [recon]): per sample u ~ U(0, β), remove ⌊u·n⌋ units
-    (whole pixels / time steps / tokens) chosen uniformly, replacing them by ``reference``."""
-
-    def __init__(self, max_fraction: float = 0.1, units: str = "pixels", reference: perturb.Reference = "zero"):
-        self.max_fraction = _validate.fraction(max_fraction, "max_fraction")
-        self.units = _check_units(units)
-        self.reference = reference
-
-    @property
-    def key(self) -> dict:
-        return {"random_removal": self.max_fraction, "units": self.units, "reference": _reference_key(self.reference)}
-
-    def __call__(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        units = _UNITS[self.units](x)
-        removed = perturb.uniform_fraction_mask(len(x), units.n, self.max_fraction, generator=generator, device=x.device)
-        return perturb.apply_removal(x, removed, units, reference=_reference_on(self.reference, x))
-
-
-class ExplanationGuidedRemoval:
-    """ROAR training removal (spec §1.6): per sample and draw r ~ U(0, 1), remove its top ⌊r·n⌋ units ranked by
-    precomputed training-set unit ``scores`` (N, n) (ties: lower unit id first).
-
-    key: cache-key label of the scores (default: a sha256 of the scores tensor).
-    """
-
-    def __init__(self, scores: torch.Tensor, units: str = "pixels", reference: perturb.Reference = "zero",
-                 key: str | None = None):
-        _validate.tensor(scores, "scores", ndim=2, floating=True)
-        _validate.finite(scores, "scores")
-        self.scores, self.units, self.reference = scores, _check_units(units), reference
-        self._scores_key = key if key is not None else _digest(scores)
-
-    @property
-    def key(self) -> dict:
-        return {"explanation_guided_removal": self._scores_key, "units": self.units,
-                "reference": _reference_key(self.reference)}
-
-    def __call__(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        units = _UNITS[self.units](x)
-        scores = self.scores[idx.to(self.scores.device)].to(x.device)
-        if scores.shape[1] != units.n:
-            raise ValueError(f"scores has {scores.shape[1]} units per sample but the batch has {units.n} {self.units}")
-        r = torch.rand(len(x), generator=generator, dtype=torch.float64).to(x.device)
-        count = torch.floor(r * units.n).long()
-        ranking = perturb.order(scores, "morf")
-        steps = torch.arange(units.n, device=x.device).expand_as(ranking)
-        removed = torch.zeros_like(ranking, dtype=torch.bool).scatter_(1, ranking, steps < count[:, None])
-        return perturb.apply_removal(x, removed, units, reference=_reference_on(self.reference, x))
-
-
-class CropFlip:
-    """Standard CIFAR augmentation on image batches (B, C, H, W): random crop of the image zero-padded by
-    ``padding`` (zero = dataset mean for normalised images), then horizontal flip with probability 1/2."""
-
-    def __init__(self, padding: int = 4):
-        self.padding = _validate.positive_int(padding, "padding")
-
-    @property
-    def key(self) -> dict:
-        return {"crop_flip": self.padding}
-
-    def __call__(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        _validate.tensor(x, "x", ndim=4)
-        b, _, h, w = x.shape
-        p = self.padding
-        shift = torch.randint(0, 2 * p + 1, (b, 2), generator=generator).to(x.device)
-        flip = (torch.rand(b, generator=generator) < 0.5).to(x.device)
-        rows = shift[:, :1] + torch.arange(h, device=x.device)
-        cols = torch.arange(w, device=x.device).expand(b, w)
-        cols = shift[:, 1:] + torch.where(flip[:, None], cols.flip(1), cols)
-        padded = F.pad(x, (p, p, p, p))
-        batch = torch.arange(b, device=x.device)[:, None, None]
-        return padded[batch, :, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2)
-
-
-class Compose:
-    """Apply augmentation hooks in order (each sees the previous one's output and the same generator)."""
-
-    def __init__(self, *hooks):
-        for i, hook in enumerate(hooks):
-            _check_hook(hook, f"hooks[{i}]")
-        self.hooks = hooks
-
-    @property
-    def key(self) -> list:
-        return [hook.key for hook in self.hooks]
-
-    def __call__(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        for hook in self.hooks:
-            x = hook(x, y, idx, generator)
-        return x
-
-
-AUGMENTATIONS: dict[str, Callable[[], Any]] = {"crop_flip": CropFlip}
-"""Standard augmentations selectable by name in ``TrainConfig.augment`` (applied before the ``augment`` hook)."""
-
-
-def _check_hook(hook, name: str) -> None:
-    if not callable(hook) or not hasattr(hook, "key"):
-        raise TypeError(f"{name} must be a callable (x, y, idx, generator) -> x with a 'key' attribute")
-
-
-# ------------------------------------------------------------------------------------------------------ config
 
 
 @dataclass(frozen=True)
@@ -225,26 +85,6 @@ class TrainConfig:
         object.__setattr__(self, "augment", augment)
 
 
-# ----------------------------------------------------------------------------------------------------- caching
-
-
-def cache_key(payload: dict) -> str:
-    """sha256 hex digest of the canonical JSON (sorted keys, no spaces) of ``payload``."""
-    try:
-        text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"model_config, data_key and augment keys must be JSON-serialisable: {err}") from None
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _cache_files(key: str, cache_dir: str | os.PathLike | None) -> tuple[Path, Path]:
-    folder = (Path(cache_dir) if cache_dir is not None else paths.cache_dir()) / "models"
-    return folder / f"{key}.pt", folder / f"{key}.json"
-
-
-# ------------------------------------------------------------------------------------------------------ loops
-
-
 @contextmanager
 def _private_global_rng(seed: int) -> Iterator[None]:
     """Seed the global CPU (and CUDA) RNG inside a fork, restoring the caller's state on exit."""
@@ -254,61 +94,16 @@ def _private_global_rng(seed: int) -> Iterator[None]:
         yield
 
 
-def _tensors(data: Dataset) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """(x, y) of in-memory datasets (TensorData, TensorDataset) for the fast path, else None."""
-    if isinstance(data, TensorDataset) and len(data.tensors) >= 2:
-        return data.tensors[0], data.tensors[1]
-    x, y = getattr(data, "x", None), getattr(data, "y", None)
-    return (x, y) if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) else None
-
-
-def _data_digest(data: Dataset) -> str:
-    """sha256 of every (x, y) of ``data`` in order (cache key of the test set that picks the best epoch); streamed
-    in chunks, so a file-backed dataset is read once and never held whole."""
-    h = hashlib.sha256()
-    for _, xb, yb in _batches(data, torch.arange(len(data)), 1024, torch.device("cpu")):
-        for t in (xb, yb):
-            h.update(f"{t.dtype}{tuple(t.shape[1:])}".encode())
-            h.update(t.contiguous().flatten().view(torch.uint8).numpy().tobytes())
-    return h.hexdigest()
-
-
-def _check_data(data, name: str) -> int:
-    if not isinstance(data, Dataset) or not hasattr(data, "__len__"):
-        raise TypeError(f"{name} must be a torch Dataset with a length yielding (x, y), got {type(data).__name__}")
-    if len(data) == 0:
-        raise ValueError(f"{name} is empty")
-    return len(data)
-
-
-def _batches(data: Dataset, order: torch.Tensor, batch_size: int, device: torch.device, drop_last: bool = False
-             ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """Yield (idx, x, y) batches of ``data`` in the given index order, x and y on device."""
-    chunks = list(order.split(batch_size))
-    if drop_last and len(chunks) > 1 and len(chunks[-1]) < batch_size:
-        chunks.pop()
-    tensors = _tensors(data)
-    if tensors is not None:
-        x, y = tensors
-        for idx in chunks:
-            yield idx, x[idx].to(device), y[idx].to(device)
-        return
-    # a private generator: otherwise the loader draws its worker base seed from the global RNG (dropout's stream)
-    loader = DataLoader(data, batch_sampler=[idx.tolist() for idx in chunks], generator=torch.Generator())
-    for idx, (xb, yb) in zip(chunks, loader):
-        yield idx, xb.to(device), yb.to(device)
-
-
 @torch.no_grad()
 def evaluate(model: nn.Module, data: Dataset, *, batch_size: int = 256, device: torch.device | str | None = None
              ) -> dict[str, float]:
     """Mean cross-entropy ``loss`` and ``accuracy`` (higher is better) of an eval-mode model on a dataset."""
     _validate.eval_mode(model)
-    n = _check_data(data, "data")
+    n = check_data(data, "data")
     _validate.positive_int(batch_size, "batch_size")
     device = torch.device(device) if device is not None else next(model.parameters()).device
     loss = correct = 0.0
-    for _, xb, yb in _batches(data, torch.arange(n), batch_size, device):
+    for _, xb, yb in batches(data, torch.arange(n), batch_size, device):
         logits = model(xb)
         loss += float(F.cross_entropy(logits, yb, reduction="sum"))
         correct += float((logits.argmax(dim=1) == yb).sum())
@@ -338,7 +133,7 @@ def _train(model: nn.Module, train_data: Dataset, config: TrainConfig, hook, tes
         loss_sum = torch.zeros((), device=device)
         correct = torch.zeros((), device=device, dtype=torch.long)
         seen = 0
-        for idx, xb, yb in _batches(train_data, torch.randperm(n, generator=shuffle_gen), config.batch_size,
+        for idx, xb, yb in batches(train_data, torch.randperm(n, generator=shuffle_gen), config.batch_size,
                                     device, config.drop_last):
             if hook is not None:
                 xb = hook(xb, yb, idx, aug_gen)
@@ -377,18 +172,18 @@ def _run(make_model: Callable[[], nn.Module], spec: dict, train_data: Dataset, c
     """Shared body of fit/finetune: validate, look up the cache, else train seeded and write the cache."""
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
-    _check_data(train_data, "train_data")
+    check_data(train_data, "train_data")
     if test_data is not None:
-        _check_data(test_data, "test_data")
+        check_data(test_data, "test_data")
     if augment is not None:
-        _check_hook(augment, "augment")
+        check_hook(augment, "augment")
     named = [AUGMENTATIONS[name]() for name in config.augment]
     hooks = [*named, *([augment] if augment is not None else [])]
     hook = Compose(*hooks) if hooks else None
     spec = {**spec, "train": dataclasses.asdict(config), "augment": None if augment is None else augment.key,
-            "test_data": None if test_data is None else _data_digest(test_data), "version": faithlab.__version__}
+            "test_data": None if test_data is None else data_digest(test_data), "version": faithlab.__version__}
     key = cache_key(spec)
-    weights_file, history_file = _cache_files(key, cache_dir) if cache else (None, None)
+    weights_file, history_file = cache_files(key, cache_dir) if cache else (None, None)
 
     master = torch.Generator().manual_seed(config.seed)
     init_seed, shuffle_seed, aug_seed = torch.randint(0, 2**62, (3,), generator=master).tolist()
