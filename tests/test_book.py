@@ -6,6 +6,8 @@ user's book/_generated or its stamps.
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
 import sys
@@ -40,8 +42,15 @@ def test_notebook_runs_in_smoke_profile(smoke_book, name):
     result = results[name]
     assert result.status == "ran", f"{name} failed: {result.message}"
     paper, experiment = name.split("/")
-    assert (site / "book" / "_generated" / paper / f"{experiment}.ipynb").is_file()
+    executed = site / "book" / "_generated" / paper / f"{experiment}.ipynb"
+    assert executed.is_file()
     assert any((site / "book" / "_generated" / paper / experiment).iterdir()), f"{name} wrote no artifact"
+    outputs = [o for cell in json.loads(executed.read_text())["cells"] for o in cell.get("outputs", [])]
+    shown = sum("image/png" in o.get("data", {}) for o in outputs)
+    saved = len(list((site / "book" / "_generated" / paper / experiment).glob("*.png")))
+    assert shown >= saved, f"{name} saved {saved} figure(s) but shows {shown} in its outputs"
+    printed = "".join("".join(o.get("text", "")) for o in outputs if o.get("output_type") == "stream")
+    assert not WARNING_TEXT.search(printed), f"{name} prints a warning: {WARNING_TEXT.search(printed).group(0)}"
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +75,18 @@ def test_book_builds_with_warnings_as_errors(built_book):
     assert "deletion_curves.png" in basics and "<table" in basics
 
 
+# Python warnings as they print ("UserWarning: ...", "TqdmWarning: ...") and the kernel's own log lines.
+WARNING_TEXT = re.compile(r"\b[A-Z]\w*Warning: |\[IPKernelApp\] WARNING")
+
+
+def _saved_pngs(site: Path, page: Path, html: Path) -> list[Path]:
+    """The PNG files that an executed-notebook page's notebook saved (empty for a chapter page)."""
+    rel = page.relative_to(html).with_suffix("")
+    if rel.parts[:1] != ("_generated",):
+        return []
+    return sorted((site / "book" / rel).glob("*.png"))
+
+
 def _pages(html: Path) -> list[Path]:
     """Every page of the book (the chapters and the executed notebooks), but Sphinx's index/search pages."""
     skip = {"index.html", "genindex.html", "search.html"}
@@ -75,9 +96,12 @@ def _pages(html: Path) -> list[Path]:
 @pytest.mark.browser
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (make test installs Debian's chromium when it can)")
 def test_browser_sees_titles_images_and_working_links(built_book):
+    """Every page, chapters and executed notebooks alike: a title, every image loaded, no broken link or anchor,
+    no Python warning text; an executed notebook's page shows at least as many images as it saved PNG figures."""
     from playwright.sync_api import sync_playwright
 
     html, proc = built_book
+    site = html.parents[1]
     assert proc.returncode == 0, "the book did not build"
     problems: list[str] = []
     with sync_playwright() as p:
@@ -97,6 +121,13 @@ def test_browser_sees_titles_images_and_working_links(built_book):
                 problems.append(f"{path.name}: empty title")
             images = page.eval_on_selector_all("img", "els => els.map(e => [e.src, e.complete, e.naturalWidth])")
             problems += [f"{path.name}: image did not load: {src}" for src, complete, width in images if width == 0]
+            saved = _saved_pngs(site, path, html)
+            if len(images) < len(saved):
+                problems.append(f"{path.name}: shows {len(images)} image(s) but its notebook saved {len(saved)} "
+                                f"figure(s): {[p.name for p in saved]}")
+            warning = WARNING_TEXT.search(page.inner_text("body"))
+            if warning:
+                problems.append(f"{path.name}: warning text on the page: {warning.group(0)!r}")
             links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
             for link in links:
                 url = urlparse(link)

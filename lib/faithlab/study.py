@@ -244,6 +244,9 @@ def execute(nb: Notebook, params: dict, key: str, root: Path, generated: Path, t
             execution_timeout=timeout,
             progress_bar=False,
             log_output=False,
+            # the kernel's own log (e.g. "running over TCP without encryption" on every start, for a kernel
+            # that only ever listens on localhost) goes to the runner's terminal: keep its errors only
+            extra_arguments=["--IPKernelApp.log_level=ERROR"],
         )
     except Exception as exc:  # papermill raises PapermillExecutionError with the cell's traceback
         failed = root / "_build" / "failed" / nb.paper / f"{nb.experiment}.ipynb"

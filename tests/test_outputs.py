@@ -1,0 +1,38 @@
+"""The artifact writer's figure call: it saves the PNG, shows it when a Jupyter kernel runs, and closes the figure."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pytest
+
+from faithlab import outputs
+
+
+def test_figure_saves_closes_and_shows_only_in_a_kernel(tmp_path, monkeypatch):
+    monkeypatch.delenv("FAITHLAB_NOTEBOOK", raising=False)
+    monkeypatch.setenv("FAITHLAB_OUTPUT_DIR", str(tmp_path))
+    out = outputs.for_notebook("paper/experiment")
+    shown = []
+    monkeypatch.setattr(outputs, "_show_in_notebook", lambda png: shown.append(png))
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    png = out.figure(fig, "line")
+    assert png == tmp_path / "line.png" and png.stat().st_size > 0
+    assert shown == [png]
+    assert not plt.fignum_exists(fig.number)
+
+
+def test_show_in_notebook_is_a_no_op_outside_a_kernel(tmp_path):
+    fig, _ = plt.subplots()
+    fig.savefig(tmp_path / "x.png")
+    plt.close(fig)
+    assert outputs._show_in_notebook(tmp_path / "x.png") is False
+
+
+def test_figure_name_is_validated(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAITHLAB_OUTPUT_DIR", str(tmp_path))
+    monkeypatch.delenv("FAITHLAB_NOTEBOOK", raising=False)
+    fig, _ = plt.subplots()
+    with pytest.raises(ValueError, match="name"):
+        outputs.for_notebook("paper/experiment").figure(fig, "../escape")
+    plt.close(fig)
