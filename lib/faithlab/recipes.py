@@ -51,6 +51,9 @@ def canvas_classifier(*, image_size: int = 16, r: float = 0.3, color: bool = Fal
 
 SERIES_MODELS = ("cnn1d", "bilstm")
 TEXT_MODELS = ("lstm_text", "transformer_text")
+DISPLAY_NAMES = {"small_cnn": "CNN", "resnet9": "ResNet-9", "vit": "ViT", "cnn1d": "CNN-1D", "bilstm": "Bi-LSTM",
+                 "lstm_text": "LSTM", "transformer_text": "Transformer"}
+"""How the book names the recipes' architectures in its tables."""
 
 
 def series_text_classifier(name: str, *, n_train: int, n_test: int, length: int, width: int = 16,

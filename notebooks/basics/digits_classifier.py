@@ -30,7 +30,6 @@ device = "cpu"
 batch_size = 512
 
 # %%
-import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 
@@ -61,8 +60,7 @@ model, history = fl.train.fit(
 model = model.to(device).eval()
 
 x, y = test.x[:n_test].to(device), test.y[:n_test].to(device)
-with torch.no_grad():
-    accuracy = (model(test.x.to(device)).argmax(1) == test.y.to(device)).float().mean().item()
+accuracy = fl.train.evaluate(model, test, device=device)["accuracy"]
 out.glue("test_accuracy", round(accuracy, 3))
 print(f"test accuracy: {accuracy:.3f}")
 
@@ -119,10 +117,9 @@ for method in methods:
         maps.append(attributions[method][i].abs().sum(0).cpu())
         titles.append(f"{short.get(method, method)}, label {int(y[i])}")
 fig = fl.plots.image_grid(
-    images, titles, ncols=n_show, attributions=maps, mean=test.info["mean"], std=test.info["std"], alpha=0.5
+    images, titles=titles, ncols=n_show, attributions=maps, mean=test.info["mean"], std=test.info["std"], alpha=0.5
 )
 out.figure(fig, "examples")
-plt.show()
 
 # %% [markdown]
 # ## Sanity claim
@@ -137,6 +134,6 @@ if "integrated_gradients" in auc and "random" in auc:
         "IG deletion AUC below random (sanity check)",
         paper_value="— (study check)",
         our_value=f"IG {auc['integrated_gradients']:.3f} vs random {auc['random']:.3f}",
-        verdict="reproduced" if better else "not reproduced",
+        verdict=fl.outputs.verdict([better]),
         note=f"{len(x)} test digits, {image_size}x{image_size}, zero reference",
     )

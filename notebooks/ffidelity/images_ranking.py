@@ -50,7 +50,6 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 import faithlab as fl
-from faithlab.metrics import fidelity
 
 out = fl.outputs.for_notebook("ffidelity/images_ranking")
 fl.plots.set_style()
@@ -99,7 +98,6 @@ accuracy
 # rank last).
 
 # %%
-KEYS = fl.protocols.CORRELATION_LABELS
 PAPER = {  # F-Fidelity Table 1 (CIFAR-100, ResNet-9), means; order Fidelity, ROAR, R-Fidelity, F-Fidelity
     ("SG-SQ", "Macro Corr."): {"morf_vs_gt": [-0.68, -0.66, -1.00, -1.00], "lerf_vs_gt": [1.00, 1.00, 1.00, 1.00],
                                "morf_vs_lerf": [-0.68, -0.66, -1.00, -1.00]},
@@ -118,7 +116,7 @@ tidy = study.correlations(METHODS)
 tidy["paper (CIFAR-100)"] = [PAPER[r.explainer, r.row][r.correlation][METHODS.index(r.method)]
                              for r in tidy.itertuples()]
 out.table(tidy, "correlations_tidy")
-display_table = fl.protocols.table_layout(tidy, "explainer", paper="paper (CIFAR-100)")
+display_table = fl.protocols.table_layout(tidy, group="explainer", paper="paper (CIFAR-100)")
 out.table(display_table, "table_1_layout")
 display_table
 
@@ -142,7 +140,6 @@ for i, label in enumerate(specs):
             ax.set_ylabel("score")
 fig.tight_layout()
 out.figure(fig, "curves_per_level")
-plt.show()
 
 # %% [markdown]
 # How far apart are the six explainers at all? For each method, curve and level we take the spread (max − min over
@@ -150,7 +147,7 @@ plt.show()
 # barely tell the explainers apart, whatever the correlations say.
 
 # %%
-spread = fl.protocols.separation(curves, "explainer")
+spread = fl.protocols.separation(curves, group="explainer")
 out.table(spread, "separation")
 spread
 
@@ -162,18 +159,8 @@ spread
 
 # %%
 ABLATION = ["Fidelity", "Fidelity+Fine-tune", "F-Fidelity"]
-SIGN = {"morf_vs_gt": -1.0, "lerf_vs_gt": 1.0, "morf_vs_lerf": -1.0}
-abl_rows = []
-for label in specs:
-    for name in ABLATION:
-        res = fidelity.ground_truth_ranking(study.P[label, name], study.Q[label, name], noise_levels, sparsity)
-        for kind in ("macro", "micro"):
-            row = {"explainer": label, "method": name, "kind": kind}
-            for k in KEYS:
-                row[KEYS[k]] = fl.stats.nan_mean_std(res[kind][k])[0].item()
-            row["oriented mean"] = sum(SIGN[k] * row[KEYS[k]] for k in KEYS) / len(KEYS)
-            abl_rows.append(row)
-ablation = pd.DataFrame(abl_rows)
+ablation = fl.protocols.oriented_correlations(study.P, study.Q, noise_levels=noise_levels, sparsity=sparsity,
+                                              methods=ABLATION, group="explainer")
 out.table(ablation, "ablation")
 ablation
 
@@ -191,9 +178,8 @@ ablation
 #    reproduced if one of the two holds; else not reproduced (not testable here if a correlation is undefined).
 
 # %%
-ranks, wins = fl.protocols.micro_rank_wins(tidy, "explainer")
-wins = list(wins.values())
-verdict = "reproduced" if all(wins) else "partly reproduced" if any(wins) else "not reproduced"
+ranks, wins = fl.protocols.micro_rank_wins(tidy, group="explainer")
+verdict = fl.outputs.verdict(list(wins.values()))
 summary = "; ".join(f"{e}: " + ", ".join(f"{m} {ranks.loc[e, m]:.2f}" for m in METHODS) for e in ranks.index)
 out.glue("mean_micro_rank_ffid", float(ranks["F-Fidelity"].mean()))
 out.claim("F-Fidelity recovers the ground-truth explainer ranking better than Fidelity, ROAR, R-Fidelity "
@@ -206,8 +192,7 @@ lerf_mean = float(lerf["mean"].mean())
 out.glue("ffid_macro_lerf_vs_gt", lerf_mean)
 out.claim("F-Fidelity LeRF vs GT macro correlation ≈ +1 (Tables 1-2)", paper_value="1.00 (SG-SQ and GradCAM)",
           our_value=f"{lerf_mean:.2f}",
-          verdict="not testable here" if lerf_mean != lerf_mean else "reproduced" if lerf_mean >= 0.8
-          else "partly reproduced" if lerf_mean >= 0.5 else "not reproduced",
+          verdict=fl.outputs.verdict(lerf_mean, reproduced=">= 0.8", partly=">= 0.5"),
           note="mean over explainers and seeds")
 sg = ablation[(ablation["explainer"] == "SG-SQ") & (ablation["kind"] == "macro")].set_index("method")["oriented mean"]
 if len(sg) == len(ABLATION):
@@ -215,6 +200,5 @@ if len(sg) == len(ABLATION):
     out.claim("Ablation: Fidelity+Fine-tune beats Fidelity and F-Fidelity beats both (App. D.7, Fig. 3, SG-SQ)",
               paper_value="F-Fid > Fid+FT > Fid on all three correlations (Fig. 3)",
               our_value="macro oriented mean " + ", ".join(f"{m} {sg[m]:.2f}" for m in ABLATION),
-              verdict="not testable here" if bool(sg.isna().any()) else "reproduced" if all(held)
-              else "partly reproduced" if any(held) else "not reproduced",
+              verdict=fl.outputs.verdict(held, untestable="a correlation is undefined" if sg.isna().any() else None),
               note="oriented mean = (−MoRF vs GT + LeRF vs GT − MoRF vs LeRF)/3; higher is better")

@@ -70,7 +70,6 @@ import faithlab as fl
 out = fl.outputs.for_notebook("ffidelity/images_variants")
 fl.plots.set_style()
 METHODS = ["Fidelity", "ROAR", "R-Fidelity", "F-Fidelity"]
-KEYS = fl.protocols.CORRELATION_LABELS
 
 # %% [markdown]
 # ## Data and the shared settings
@@ -153,14 +152,14 @@ tidy = pd.concat([st.correlations(METHODS) for st in studies.values()], ignore_i
 tidy["paper (CIFAR-100)"] = [PAPER[t.explainer][t.row, t.correlation][METHODS.index(t.method)]
                              for t in tidy.itertuples()]
 out.table(tidy, "correlations_tidy")
-display_table = fl.protocols.table_layout(tidy, "explainer", paper="paper (CIFAR-100)")
+display_table = fl.protocols.table_layout(tidy, group="explainer", paper="paper (CIFAR-100)")
 out.table(display_table, "tables_5_10_layout")
 display_table
 
 # %%
 curves = pd.concat([st.curves for st in studies.values()], ignore_index=True)
 out.table(curves, "curves")
-spread = fl.protocols.separation(curves, "explainer")
+spread = fl.protocols.separation(curves, group="explainer")
 out.table(spread, "separation")
 fig, axes = plt.subplots(2 * len(studies), len(METHODS), figsize=(3.2 * len(METHODS), 2.6 * 2 * len(studies)),
                          sharex=True, squeeze=False)
@@ -176,7 +175,6 @@ for i, label in enumerate(studies):
             ax.set_ylabel("score")
 fig.tight_layout()
 out.figure(fig, "curves_per_level")
-plt.show()
 
 # %% [markdown]
 # ## Claims of Tables 5 and 10
@@ -190,11 +188,11 @@ PAPER_RANKS = {"ViT SG-SQ": "F-Fid 1.00/1.32/1.00 vs Fid 3.47/1.16/3.58, ROAR 3.
                "CNN LayerCAM": "F-Fid 1.21/1.00/1.21 vs Fid 2.95/2.53/2.89, ROAR 3.95/1.95/3.95, "
                                "R-Fid 1.89/1.05/1.89"}
 TABLE = {"ViT SG-SQ": "Table 5, ViT", "CNN LayerCAM": "Table 10, LayerCAM"}
-ranks, wins = fl.protocols.micro_rank_wins(tidy, "explainer")
+ranks, wins = fl.protocols.micro_rank_wins(tidy, group="explainer")
 for label, study in studies.items():
     micro = tidy[(tidy["explainer"] == label) & (tidy["row"] == "Micro Corr.")]["mean"]
-    verdict = ("not testable here" if bool(micro.isna().all()) else "reproduced" if wins[label]
-               else "not reproduced")
+    verdict = fl.outputs.verdict([wins[label]], untestable="every micro correlation is undefined"
+                                 if micro.isna().all() else None)
     out.glue(f"rank_ffid_{label.split()[0].lower()}", float(ranks.loc[label, "F-Fidelity"]))
     out.claim(f"F-Fidelity recovers the ground-truth explainer ranking better than Fidelity, ROAR, R-Fidelity "
               f"({TABLE[label]})", paper_value=f"CIFAR-100 micro ranks (MoRF/LeRF/MoRF-LeRF): {PAPER_RANKS[label]}",
@@ -218,7 +216,8 @@ pair = fl.protocols.image_ranking_study(
     roar_config=cnn_roar, methods=["ROAR", "F-Fidelity"], cache=False,
     **{**ranking, "noise_levels": [0.0], "n_seeds": 1})
 ffid = pair.curves[pair.curves["method"] == "F-Fidelity"].assign(
-    **{"explanation size": lambda d: d["level"].where(d["curve"] == "+", (1 - d["level"]).round(6))})
+    **{"explanation size": lambda d: d["level"].where(
+        d["curve"] == "+", d["level"].map(dict(zip(sparsity, fl.metrics.minus_sparsity(sparsity)))))})
 ffid["metric"] = ffid["curve"].map({"+": "FFid+ (↑)", "−": "FFid− (↓)"})
 out.table(ffid[["explainer", "metric", "explanation size", "score"]], "gradcam_vs_saliency_curves")
 fig, axes = plt.subplots(1, 2, figsize=(8, 3.2), sharex=True)
@@ -228,7 +227,6 @@ for ax, metric in zip(axes, ("FFid+ (↑)", "FFid− (↓)")):
     ax.set_title(metric)
 fig.tight_layout()
 out.figure(fig, "gradcam_vs_saliency_curves")
-plt.show()
 
 # %% [markdown]
 # Per-image FFid± (mean over explanation sizes) of a few test images, with both maps on the fine-tuned model.
@@ -240,8 +238,8 @@ common = dict(alpha=alpha, beta=beta, n_samples=n_samples, generator=seed, ties=
 cases, images, maps, titles = [], [], [], []
 for label in ("GradCAM", "Saliency"):
     attr = pair.clean[label, "fine-tuned"][:n_cases].view(-1, *xc.shape[2:])
-    plus = fl.metrics.fid_plus(tuned, xc, yc, attr, sparsity, **common).mean(1)
-    minus = fl.metrics.fid_minus(tuned, xc, yc, attr, [round(1 - s, 6) for s in sparsity], **common).mean(1)
+    paired = fl.metrics.fid_curves(tuned, xc, yc, attr, sparsity, **common)
+    plus, minus = paired["plus"].mean(1), paired["minus"].mean(1)
     cases += [{"case": i + 1, "explainer": label, "FFid+": float(p), "FFid−": float(m)}
               for i, (p, m) in enumerate(zip(plus, minus))]
 cases = pd.DataFrame(cases)
@@ -254,7 +252,6 @@ for i in range(n_cases):
         titles.append(f"{i + 1}: {label}\nFFid+ {c['FFid+']:.2f}, FFid− {c['FFid−']:.2f}")
 fig = fl.plots.image_grid(images, titles=titles, ncols=2, attributions=maps, size=2.2)
 out.figure(fig, "cases")
-plt.show()
 
 # %% [markdown]
 # ### Claim (App. D.10)
@@ -274,7 +271,7 @@ out.claim("F-Fidelity rates GradCAM above Saliency: higher FFid+, lower FFid- (A
           paper_value="FFid+ 0.2286 vs 0.2020, FFid- 0.0547 vs 0.1050 (Tiny-ImageNet)",
           our_value=f"FFid+ {means.loc['GradCAM', 'FFid+ (↑)']:.4f} vs {means.loc['Saliency', 'FFid+ (↑)']:.4f}, "
                     f"FFid- {means.loc['GradCAM', 'FFid− (↓)']:.4f} vs {means.loc['Saliency', 'FFid− (↓)']:.4f}",
-          verdict="reproduced" if all(held) else "partly reproduced" if any(held) else "not reproduced",
+          verdict=fl.outputs.verdict(held),
           note=f"{dataset} {size}px, {cnn_name}, {n_test} images, N={n_samples}")
 means
 
@@ -331,6 +328,6 @@ out.claim("F-Fidelity (one fine-tuning) is cheaper than ROAR (one retraining per
           paper_value=f"4026 s vs 7378 s for two explainers (ratio {ratio['paper seconds']:.2f})",
           our_value=f"ratio F-Fid/ROAR: {ratio['seconds']:.2f} in seconds, {ratio['forward equivalents']:.2f} in "
                     f"forward-pass equivalents ({ratio['image passes']:.2f} in forward passes alone)",
-          verdict="reproduced" if all(cheaper) else "partly reproduced" if any(cheaper) else "not reproduced",
+          verdict=fl.outputs.verdict(cheaper),
           note=f"two explainers, {n_roar_epochs} epochs for each retraining and for the fine-tuning, "
                f"{n_test} test images, N={n_samples}, {len(sparsity)} sizes")

@@ -65,8 +65,7 @@ import faithlab as fl
 
 out = fl.outputs.for_notebook("ffidelity/robustness")
 fl.plots.set_style()
-NAMES = {"small_cnn": "CNN", "resnet9": "ResNet-9", "cnn1d": "CNN-1D", "bilstm": "Bi-LSTM", "lstm_text": "LSTM",
-         "transformer_text": "Transformer"}
+NAMES = fl.recipes.DISPLAY_NAMES
 
 # %% [markdown]
 # ## Models
@@ -74,8 +73,9 @@ NAMES = {"small_cnn": "CNN", "resnet9": "ResNet-9", "cnn1d": "CNN-1D", "bilstm":
 # per β of the decision-boundary study as well (β = the chapter's β is the Table 8 model).
 
 # %%
-base, hist, img_train, img_test = fl.recipes.canvas_classifier(image_size, r, color, n_train, image_model, width,
-                                                              image_epochs, seed, device)
+base, hist, img_train, img_test = fl.recipes.canvas_classifier(
+    image_size=image_size, r=r, color=color, n_train=n_train, model_name=image_model, width=width,
+    n_epochs=image_epochs, seed=seed, device=device)
 tuned_by_beta = {b: fl.recipes.ffidelity_finetune(base, hist, img_train, img_test, beta=b, units="pixels",
                                                   n_epochs=image_finetune_epochs, seed=seed, device=device)
                  for b in sorted({beta, *betas})}
@@ -90,7 +90,6 @@ for domain, names, unit_kind in (("time series", ts_models, "time"), ("text", te
         tuned = fl.recipes.ffidelity_finetune(model, h, train, test, beta=beta, units=unit_kind,
                                               n_epochs=st_finetune_epochs, seed=seed, device=device)
         cases[domain, name] = (model, tuned, test, unit_kind)
-UNITS = {"pixels": fl.perturb.pixel_units, "time": fl.perturb.time_units, "tokens": fl.perturb.token_units}
 
 # %% [markdown]
 # ## Random removal
@@ -102,17 +101,12 @@ UNITS = {"pixels": fl.perturb.pixel_units, "time": fl.perturb.time_units, "token
 
 
 # %%
-def predicted(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    return logits.argmax(dim=1)
-
-
 def masked_predictions(models: dict, x: torch.Tensor, ratio: float, unit_kind: str) -> dict:
     """Predicted classes (B, n_draws) of each model on the same randomly masked copies of x."""
-    units = UNITS[unit_kind](x)
+    units = fl.perturb.UNIT_KINDS[unit_kind](x)
     everything = torch.ones(len(x), units.n, dtype=torch.bool, device=x.device)
-    removed = fl.perturb.exact_subset(everything, round(ratio * units.n), torch.Generator().manual_seed(seed),
-                                      n_samples=n_draws)
-    return {k: fl.perturb.removal_outputs(m, x, removed, units, reference="zero", output=predicted,
+    removed = fl.perturb.exact_subset(everything, round(ratio * units.n), generator=seed, n_samples=n_draws)
+    return {k: fl.perturb.removal_outputs(m, x, removed, units=units, reference="zero", output="predicted",
                                           batch_size=batch_size) for k, m in models.items()}
 
 
@@ -220,7 +214,6 @@ for ax, metric in zip(axes, metrics):
 axes[-1].legend(title="fine-tuning", fontsize="small", loc="lower left")
 fig.tight_layout()
 out.figure(fig, "boundary")
-plt.show()
 
 # %% [markdown]
 # ## Claims
@@ -244,10 +237,6 @@ plt.show()
 
 
 # %%
-def verdict(held: list[bool]) -> str:
-    return "reproduced" if all(held) else "partly reproduced" if any(held) else "not reproduced"
-
-
 acc = summary.set_index(["domain", "architecture", "model", "ratio"])["mean"]
 clean_ratio, worst_ratio = min(ratios), max(ratios)
 held, parts = [], []
@@ -268,7 +257,7 @@ paper_parts = [f"{ds} {arch}: clean {PAPER[ds, arch, 'fine-tuned'][0] - PAPER[ds
                for ds, arch in paper_rows if ds != "SST2"]
 out.claim("Table 8: on images and time series, fine-tuning preserves clean accuracy and restores accuracy under "
           "random removal", paper_value="; ".join(paper_parts),
-          our_value="fine-tuned − original: " + "; ".join(parts), verdict=verdict(held),
+          our_value="fine-tuned − original: " + "; ".join(parts), verdict=fl.outputs.verdict(held),
           note=f"β = {beta}, {n_draws} draws of exactly round(ρn) removed units")
 
 drops = {(d, NAMES[n]): float(acc[d, NAMES[n], "original", clean_ratio] - acc[d, NAMES[n], "original", worst_ratio])
@@ -284,7 +273,7 @@ if text_drops and other_drops:
                   for ds, arch in paper_rows) + " points",
               our_value="drop 0→10 % of the original: " + ", ".join(f"{a} {100 * v:.1f}" for (_, a), v in
                                                                    drops.items()) + " points",
-              verdict="reproduced" if robust_text[0] else "partly reproduced" if robust_text[1] else "not reproduced",
+              verdict=fl.outputs.verdict(robust_text),  # the first check implies the second
               note="image and series models need a drop larger than every text model's")
 
 final = boundary.groupby(["beta", "ratio"])[["accuracy", "agreement with the original", "stability"]].mean()
@@ -302,7 +291,8 @@ out.claim("D.3: fine-tuning with a larger β keeps accuracy under heavier random
           our_value=f"at {100 * top:g} % masking, accuracy " + ", ".join(
               f"β={b:g} {100 * at_top.loc[b, 'accuracy']:.1f} %" for b in at_top.index)
           + f"; Spearman(β, accuracy) = {rho_acc:.2f}",
-          verdict="not testable here" if rho_acc != rho_acc else verdict([rho_acc >= 0.8, all(beats)]),
+          verdict=fl.outputs.verdict([rho_acc >= 0.8, all(beats)],
+                                     untestable="Spearman undefined" if rho_acc != rho_acc else None),
           note="original = β 0; not testable if all accuracies tie (Spearman undefined)")
 tuned_top = at_top.loc[betas]
 rho_agree = (float(fl.stats.spearman(torch.tensor(betas, dtype=torch.float64),
@@ -315,6 +305,6 @@ out.claim("D.3: larger β agrees less with the original model on masked inputs, 
           paper_value="higher β → lower agreement with the original (Fig. 1(b)); high clean agreement",
           our_value=f"Spearman(β, agreement at {100 * top:g} %) = {rho_agree:.2f}; clean agreement "
           + ", ".join(f"β={b:g} {100 * v:.1f} %" for b, v in clean_agree.items()),
-          verdict="not testable here" if rho_agree != rho_agree
-          else verdict([rho_agree <= -0.8, bool((clean_agree >= 0.9).all())]),
+          verdict=fl.outputs.verdict([rho_agree <= -0.8, bool((clean_agree >= 0.9).all())],
+                                     untestable="Spearman undefined" if rho_agree != rho_agree else None),
           note="agreement = same predicted class as the original model on the same masked input")

@@ -40,10 +40,8 @@ batch_size = 2048
 # %%
 import matplotlib.pyplot as plt
 import pandas as pd
-import torch
 
 import faithlab as fl
-from faithlab.metrics import fidelity
 
 out = fl.outputs.for_notebook("ffidelity/sensitivity")
 fl.plots.set_style()
@@ -68,28 +66,22 @@ for beta in sorted(set(grids["beta"]) | {default["beta"]}):
 test = data["test"]
 x, y = test.x[:n_test].to(device), test.y[:n_test].to(device)
 gt = fl.explainers.ground_truth(test.mask[:n_test], x)
-degraded = {(s, k): fl.explainers.degrade(gt, xi, generator=1000 * s + k)
-            for s in range(n_seeds) for k, xi in enumerate(noise_levels)}
 
 # %% [markdown]
 # ## One hyper-parameter at a time
-# Curves are index-paired as in the ranking notebook: at level i, FFid+ samples from the top i and FFid− from the
-# bottom i of the pixels.
+# The ground-truth map degraded at every ξ with every seed and scored as in the ranking notebook
+# (`fl.protocols.degraded_fidelity_curves`: index-paired curves, at level i FFid+ samples from the top i and FFid−
+# from the bottom i of the pixels).
 
 # %%
-minus_sparsity = [round(1 - s, 6) for s in sparsity]
 rows = []
 for varied, values in grids.items():
     for value in values:
         hp = {**default, varied: value}
-        plus = torch.zeros(n_seeds, len(noise_levels), len(sparsity))
-        minus = torch.zeros_like(plus)
-        for (s, k), attr in degraded.items():
-            common = dict(alpha=hp["alpha"], beta=hp["beta"], n_samples=hp["n_samples"], generator=s,
-                          batch_size=batch_size, ties="random")
-            plus[s, k] = fidelity.fid_plus(tuned[hp["beta"]], x, y, attr, sparsity, **common).mean(0).cpu()
-            minus[s, k] = fidelity.fid_minus(tuned[hp["beta"]], x, y, attr, minus_sparsity, **common).mean(0).cpu()
-        macro = fidelity.ground_truth_ranking(plus, minus, noise_levels, sparsity)["macro"]
+        plus, minus = fl.protocols.degraded_fidelity_curves(
+            tuned[hp["beta"]], x, y, gt, noise_levels=noise_levels, sparsity=sparsity, n_seeds=n_seeds,
+            alpha=hp["alpha"], beta=hp["beta"], n_samples=hp["n_samples"], batch_size=batch_size)
+        macro = fl.metrics.ground_truth_ranking(plus, minus, noise_levels, sparsity)["macro"]
         row = {"varied": varied, "value": value}
         for k, v in macro.items():
             mean, std = fl.stats.nan_mean_std(v)
@@ -100,7 +92,7 @@ out.table(table, "macro_correlations")
 table
 
 # %%
-long = table.melt(id_vars=["varied", "value"], value_vars=list(fl.stats.DIRECTIONS), var_name="correlation",
+long = table.melt(id_vars=["varied", "value"], value_vars=list(fl.metrics.DIRECTIONS), var_name="correlation",
                   value_name="Spearman")
 fig, axes = plt.subplots(1, len(grids), figsize=(4.2 * len(grids), 3.2), sharey=True, squeeze=False)
 for ax, varied in zip(axes[0], grids):
@@ -111,7 +103,6 @@ for ax, varied in zip(axes[0], grids):
         ax.get_legend().remove()
 fig.tight_layout()
 out.figure(fig, "macro_correlations")
-plt.show()
 
 # %% [markdown]
 # ## Claim: F-Fidelity is robust to its hyper-parameters
@@ -123,9 +114,9 @@ plt.show()
 ok = ((table["morf_vs_gt"] <= -threshold) & (table["lerf_vs_gt"] >= threshold)
       & (table["morf_vs_lerf"] <= -threshold))
 share = float(ok.mean())
-undefined = bool(table[list(fl.stats.DIRECTIONS)].isna().any().any())
-verdict = ("not testable here" if undefined else "reproduced" if share == 1.0
-           else "partly reproduced" if share >= 0.5 else "not reproduced")
+undefined = bool(table[list(fl.metrics.DIRECTIONS)].isna().any().any())
+verdict = fl.outputs.verdict(share, reproduced="== 1", partly=">= 0.5",
+                             untestable="a correlation is undefined" if undefined else None)
 out.glue("share_pass", share)
 out.claim("F-Fidelity's ranking is robust to N, β and α (App. D.9, Tables 24-26)",
           paper_value="robust across N ∈ {10..150}, β ∈ {0.05..0.25}, α ∈ {0.2..0.8}",

@@ -49,16 +49,14 @@ batch_size = 2048
 
 # %%
 import pandas as pd
-import torch
 
 import faithlab as fl
-from faithlab.metrics import fidelity
 
 out = fl.outputs.for_notebook("ffidelity/series_text")
 fl.plots.set_style()
 TS_METHODS = ["Fidelity", "ROAR", "R-Fidelity", "F-Fidelity"]
 TEXT_METHODS = ["Fidelity", "R-Fidelity", "F-Fidelity"]
-NAMES = {"cnn1d": "CNN-1D", "bilstm": "Bi-LSTM", "lstm_text": "LSTM", "transformer_text": "Transformer"}
+NAMES = fl.recipes.DISPLAY_NAMES
 
 # %% [markdown]
 # ## Data and models
@@ -84,7 +82,7 @@ for domain, name, unit_kind in cases:  # `fl.recipes`: the same cached models as
     if domain == "time series":  # ROAR: retrain on series whose top ⌊u·T⌋ steps by IG (original model) are zeroed
         train_scores = fl.perturb.unit_scores(fl.explainers.explain(
             base, train.x.to(device), train.y.to(device), method="integrated_gradients", n_steps=ig_steps,
-            generator=seed), fl.perturb.time_units(train.x)).cpu()
+            generator=seed), fl.perturb.time_units(train.x), reduce="sum_abs").cpu()
         spec = hist["spec"]
         models[name]["ROAR"], _ = fl.train.fit(
             spec["model"], spec["model_config"], train, fl.train.TrainConfig(epochs=n_epochs, lr=3e-3, batch_size=64,
@@ -92,10 +90,9 @@ for domain, name, unit_kind in cases:  # `fl.recipes`: the same cached models as
             data_key=spec["data"], augment=fl.train.ExplanationGuidedRemoval(train_scores, units="time"),
             test_data=test, device=device, progress=False)
         models[name]["ROAR"] = models[name]["ROAR"].to(device).eval()
-    with torch.no_grad():
-        for label, model in models[name].items():
-            acc = (model(test.x.to(device)).argmax(1) == test.y.to(device)).float().mean().item()
-            accuracy_rows.append({"domain": domain, "model": NAMES[name], "version": label, "test accuracy": acc})
+    for label, model in models[name].items():
+        acc = fl.train.evaluate(model, test, device=device)["accuracy"]
+        accuracy_rows.append({"domain": domain, "model": NAMES[name], "version": label, "test accuracy": acc})
 accuracy = pd.DataFrame(accuracy_rows)
 out.table(accuracy, "accuracy")
 accuracy
@@ -116,14 +113,14 @@ for domain, name, unit_kind in cases:
     clean = {}
     for source, model in (("original", base), ("fine-tuned", tuned)):
         attr = fl.explainers.explain(model, x, y, method="integrated_gradients", n_steps=ig_steps, generator=seed)
-        clean[source] = fl.perturb.unit_scores(attr, units)  # (B, n): Σ|a| per time step / token
+        clean[source] = fl.perturb.unit_scores(attr, units, reduce="sum_abs")  # (B, n) per time step / token
     settings = {"Fidelity": (base, "original", 1.0, None, 1),
                 **({"ROAR": (models[name]["ROAR"], "original", 1.0, None, 1)} if "ROAR" in models[name] else {}),
                 "R-Fidelity": (base, "original", alpha, None, n_samples),
                 "F-Fidelity": (tuned, "fine-tuned", alpha, beta, n_samples)}
     for method, (model, source, a, b, n_mc) in settings.items():
         plus, minus = fl.protocols.degraded_fidelity_curves(
-            model, x, y, clean[source], noise_levels, sparsity, n_seeds=n_seeds, alpha=a, beta=b, n_samples=n_mc,
+            model, x, y, clean[source], noise_levels=noise_levels, sparsity=sparsity, n_seeds=n_seeds, alpha=a, beta=b, n_samples=n_mc,
             units=units, batch_size=batch_size)
         P[name, method], Q[name, method] = plus, minus
         for sign, t in (("+", plus), ("−", minus)):
@@ -179,8 +176,8 @@ PAPER = {  # means; order TS_METHODS (Fidelity, ROAR, R-Fidelity, F-Fidelity) fo
 }
 domain_methods = {"time series": TS_METHODS, "text": TEXT_METHODS}
 tidy = pd.concat([fl.protocols.ranking_correlations(
-    {k: v for k, v in P.items() if k[0] in names}, {k: v for k, v in Q.items() if k[0] in names}, noise_levels,
-    sparsity, domain_methods[domain], group="model").assign(domain=domain)
+    {k: v for k, v in P.items() if k[0] in names}, {k: v for k, v in Q.items() if k[0] in names},
+    noise_levels=noise_levels, sparsity=sparsity, methods=domain_methods[domain], group="model").assign(domain=domain)
     for domain in domain_methods if (names := [n for d, n, *_ in cases if d == domain])], ignore_index=True)
 tidy.insert(0, "domain", tidy.pop("domain"))
 methods_of = {r.model: domain_methods[r.domain] for r in tidy.itertuples()}
@@ -188,7 +185,7 @@ tidy["paper"] = [PAPER[r.model].get((r.row, r.correlation), [float("nan")] * 4)[
                  for r in tidy.itertuples()]
 tidy["model"] = tidy["model"].map(NAMES)
 out.table(tidy, "correlations_tidy")
-display_table = fl.protocols.table_layout(tidy, "model", paper="paper")
+display_table = fl.protocols.table_layout(tidy, group="model", paper="paper")
 out.table(display_table, "table_layout")
 display_table
 
@@ -197,10 +194,7 @@ display_table
 # over levels; a spread near the Monte-Carlo noise means the method barely separates the explainers.
 
 # %%
-means = curves.groupby(["model", "method", "curve", "level", "xi"])["score"].mean()
-spread = (means.groupby(["model", "method", "curve", "level"]).agg(lambda v: v.max() - v.min())
-          .groupby(["model", "method", "curve"]).mean().unstack("curve").reset_index())
-spread.columns = ["model", "method", "spread of + scores", "spread of − scores"]
+spread = fl.protocols.separation(curves, group="model")
 out.table(spread, "separation")
 spread
 
@@ -230,14 +224,13 @@ if "time series" in avg_rank.index.get_level_values(0):
               "and R-Fidelity (Tables 3, 6)",
               paper_value="PAM micro ranks F-Fid 1.05-1.11 vs Fid 1.53-2.37 (LSTM), 1.00-1.11 vs 2.68-3.68 (CNN)",
               our_value=f"mean micro rank over 3 correlations — {summary}",
-              verdict="not testable here" if not wins else "reproduced" if all(wins)
-              else "partly reproduced" if any(wins) else "not reproduced",
+              verdict=fl.outputs.verdict(wins),  # no model with defined correlations: not testable here
               note=f"seq_comb T={ts_length}, {n_test} series, {n_seeds} seeds, N={n_samples}")
 macro = tidy[tidy["row"] == "Macro Corr."].set_index(["domain", "model", "method", "correlation"])["mean"]
 if "text" in macro.index.get_level_values(0):
-    gaps = {}
+    gaps, lookup = {}, macro.sort_index()  # a sorted index for the lookups; the models keep the table's order
     for m in macro.loc["text"].index.get_level_values(0).unique():
-        diff = (macro.loc["text", m, "Fidelity"] - macro.loc["text", m, "F-Fidelity"]).abs()
+        diff = (lookup.loc["text", m, "Fidelity"] - lookup.loc["text", m, "F-Fidelity"]).abs()
         gaps[m] = float("nan") if bool(diff.isna().any()) else float(diff.max())
     worst = max(gaps.values())
     out.glue("text_max_gap", worst)
@@ -245,6 +238,5 @@ if "text" in macro.index.get_level_values(0):
               paper_value="SST2 macro correlations Fid vs F-Fid: identical (LSTM), |Δ| ≤ 0.06 (Transformer)",
               our_value="max |Fid − FFid| over macro correlations — " + ", ".join(f"{m} {g:.2f}"
                                                                                 for m, g in gaps.items()),
-              verdict="not testable here" if worst != worst else "reproduced" if worst <= 0.1
-              else "partly reproduced" if worst <= 0.3 else "not reproduced",
+              verdict=fl.outputs.verdict(worst, reproduced="<= 0.1", partly="<= 0.3"),
               note=f"tokens L={text_length}, {n_test} sequences, {n_seeds} seeds, N={n_samples}")

@@ -41,10 +41,8 @@ batch_size = 2048
 # %%
 import matplotlib.pyplot as plt
 import pandas as pd
-import torch
 
 import faithlab as fl
-from faithlab.metrics import fidelity
 
 out = fl.outputs.for_notebook("ffidelity/size_plateau")
 fl.plots.set_style()
@@ -73,15 +71,12 @@ for r in rs:
         model, _ = fl.train.finetune(base, data["train"], ft_config, fl.train.RandomRemoval(beta), data_key=key,
                                      base_key=hist["key"], test_data=test, device=device, progress=False)
         model = model.to(device).eval()
-        scores = fidelity.fid_plus(model, x, y, attr, sparsity, alpha=alpha, beta=beta,
-                                              n_samples=n_samples, generator=seed, ties="random",
-                                              batch_size=batch_size)
+        scores = fl.metrics.fid_plus(model, x, y, attr, sparsity, alpha=alpha, beta=beta, n_samples=n_samples,
+                                     generator=seed, ties="random", batch_size=batch_size)
         curve = scores.mean(dim=0).cpu()
-        r_hat = fidelity.explanation_size(curve.double(), sparsity, alpha=alpha, beta=beta,
-                                                     tol=tolerance).item()
-        with torch.no_grad():
-            acc = (model(x).argmax(1) == y).float().mean().item()
-        rows.append({"r": r, "beta": beta, "beta/alpha": fidelity.critical_points(alpha, beta),
+        r_hat = fl.metrics.explanation_size(curve.double(), sparsity, alpha=alpha, beta=beta, tol=tolerance).item()
+        acc = fl.train.evaluate(model, test.subset(range(n_test)), device=device)["accuracy"]
+        rows.append({"r": r, "beta": beta, "beta/alpha": fl.metrics.critical_points(alpha, beta),
                      "realised r": test.extras["fraction"][:n_test].mean().item(), "r read off": r_hat,
                      "|error|": abs(r_hat - r), "fine-tuned accuracy": acc})
         curves.append(pd.DataFrame({"r": r, "beta": beta, "explanation size s": sparsity,
@@ -106,14 +101,13 @@ for ax, beta in zip(axes[0], betas):
         colour = palette(i / max(1, len(rs) - 1))
         ax.plot(part["explanation size s"], part["FFid+"], color=colour, label=f"r = {r}")
         ax.axvline(r, color=colour, linestyle=":", linewidth=1)
-    ax.axvline(fidelity.critical_points(alpha, beta), color="black", linestyle="--", linewidth=1)
+    ax.axvline(fl.metrics.critical_points(alpha, beta), color="black", linestyle="--", linewidth=1)
     ax.set_title(f"β = {beta}, α+ = {alpha}")
     ax.set_xlabel("explanation size s")
 axes[0][0].set_ylabel("FFid+")
 axes[0][-1].legend(fontsize="small")
 fig.tight_layout()
 out.figure(fig, "ffid_plus_vs_size")
-plt.show()
 
 # %% [markdown]
 # ## Claim: the plateau start / turning point reveals r
@@ -125,8 +119,7 @@ plt.show()
 # %%
 eligible = table[(table["r"] - table["beta/alpha"]).abs() > 1e-9]
 share = float((eligible["|error|"] <= tolerance + 1e-9).mean()) if len(eligible) else float("nan")
-verdict = ("reproduced" if share >= 0.8 else "partly reproduced" if share >= 0.5 else "not reproduced") \
-    if len(eligible) else "not testable here"
+verdict = fl.outputs.verdict(share, reproduced=">= 0.8", partly=">= 0.5")  # no eligible case: NaN, not testable
 out.glue("share_correct", share)
 out.glue("mean_abs_error", float(eligible["|error|"].mean()) if len(eligible) else float("nan"))
 out.claim(

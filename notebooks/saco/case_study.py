@@ -41,7 +41,6 @@ batch_size = 512
 
 # %%
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 import torch
 
@@ -61,7 +60,8 @@ generator = torch.Generator().manual_seed(seed)
 
 # %%
 if timm_model is None:
-    model, train, test = fl.recipes.digits_vit(image_size, patch_size, dim, depth, heads, n_epochs, seed, device)
+    model, train, test = fl.recipes.digits_vit(image_size=image_size, patch_size=patch_size, dim=dim, depth=depth,
+                                               heads=heads, n_epochs=n_epochs, seed=seed, device=device)
     images, labels = test.x[sample_index:], test.y[sample_index:]
 else:
     arch, _, tag = timm_model.partition(".")
@@ -99,8 +99,8 @@ print(f"test image {index}, label {int(labels[first])}, predicted {int(predicted
 # gradient-weighted attention relevance), Raw Attention (last block, CLS row) and Random (uniform per pixel),
 # explaining the predicted class, token maps upsampled bilinearly. `saco_details` gives s(G_i) and
 # ∇pred(G_i) = p(ŷ|x) − p(ŷ|x without G_i); the cumulative drop after removing the top 10·i % of the pixels is
-# p(ŷ|x) − p(ŷ|x̃_top), read from the same removal engine and reference (per-image channel mean) that
-# `fl.metrics.aopc` uses.
+# p(ŷ|x) − p(ŷ|x̃_top), the curve behind AOPC (`fl.metrics.aopc_details`: same removal engine, reference
+# per-image channel mean and salience).
 
 # %%
 METHODS = {
@@ -108,25 +108,21 @@ METHODS = {
     "Raw Attention": ("raw_attention", {}),
     "Random": ("random", {}),
 }
-fractions = [i / 10 for i in range(11)]  # 0, 10, …, 100 %, as fl.metrics.aopc
 maps, rows, scores = {}, [], []
 for name, (method, options) in METHODS.items():
     a = fl.explainers.explain(model, x, predicted, method=method, batch_size=batch_size, generator=generator,
                               **options).abs().sum(1, keepdim=True)
     maps[name] = a
     details = fl.metrics.saco_details(model, x, a, k=k, batch_size=batch_size)
-    units = fl.perturb.default_units(x)
-    unit_salience = fl.perturb.unit_scores(a, units, reduce="sum")
-    curve = fl.perturb.removal_curve(model, x, None, fractions, fl.perturb.order(unit_salience, "morf"),
-                                     "channel_mean", "prob", None, units, batch_size)[0]
-    cumulative = (curve[0] - curve).cpu().numpy()
+    aopc = fl.metrics.aopc_details(model, x, a, batch_size=batch_size)  # 0, 10, …, 100 % removed
+    cumulative, n_points = aopc["drop"][0].cpu().numpy(), len(aopc["fractions"])
     for i in range(k):
         rows.append({"method": name, "group": i + 1, "salience": details["salience"][0, i].item(),
                      "salience share": (details["salience"][0, i] / details["salience"][0].sum()).item(),
                      "individual drop": details["drop"][0, i].item(),
-                     "cumulative drop": cumulative[round((i + 1) * (len(fractions) - 1) / k)]})
+                     "cumulative drop": cumulative[round((i + 1) * (n_points - 1) / k)]})
     scores.append({"method": name, "SaCo": details["saco"].item(),
-                   "AOPC": fl.metrics.aopc(model, x, a, batch_size=batch_size).item(),
+                   "AOPC": aopc["score"].item(),
                    "p(ŷ|x)": details["prob"].item(),
                    "cumulative drop at 30 %": cumulative[3], "max cumulative drop": cumulative.max()})
 groups = pd.DataFrame(rows)
@@ -165,7 +161,6 @@ for col, name in enumerate(METHODS):
         twin.set_ylabel("individual drop ∇pred(G_i)", color="C0")
 fig.tight_layout()
 out.figure(fig, "case_study")
-plt.show()
 
 # %% [markdown]
 # ## Claim S5
@@ -185,12 +180,8 @@ ordered = bool(s["Transformer Attribution"] > s["Raw Attention"] > s["Random"])
 saco_spread = float(s.max() - s.min()) / 2
 aopc_spread = float(scores["AOPC"].max() - scores["AOPC"].min()) / float(scores["p(ŷ|x)"].iloc[0])
 separates = ordered and saco_spread > aopc_spread
-if separates and saturated.all():
-    s5 = "reproduced"
-elif separates or (saturated.all() and s.idxmax() == "Transformer Attribution"):
-    s5 = "partly reproduced"
-else:
-    s5 = "not reproduced"
+s5 = fl.outputs.ladder(separates and saturated.all(),
+                       separates or (saturated.all() and s.idxmax() == "Transformer Attribution"))
 for name in METHODS:
     key = name.lower().replace(" ", "_").replace("-", "_")
     out.glue(f"saco_{key}", round(float(s[name]), 3))

@@ -107,7 +107,7 @@ settings_table
 # |IG| summed over channels; Random is U(0, 1) per pixel. "Transformer-MM (last layer)" applies the
 # Transformer-MM rule to the last block only (Table 1's "last layer + gradient"). Conservative LRP (Ali et al.
 # 2022) is gradient × input with the attention probabilities and LayerNorm scales detached, reduced like IG.
-# LRP, Partial LRP and Transformer Attribution run Chefer et al.'s relevance propagation (`faithlab.vit_lrp`):
+# LRP, Partial LRP and Transformer Attribution run Chefer et al.'s relevance propagation (`faithlab.explainers.vit_lrp`):
 # LRP is the relevance reaching the pixels (summed over channels), Partial LRP the last block's attention
 # relevance, Transformer Attribution the rollout of gradient-weighted attention relevance over all blocks. ATTCAT
 # weights each block's gradient × token features by the CLS attention. LRP and ATTCAT are signed relevance maps
@@ -149,21 +149,11 @@ maps = {(m, name): explain(m, *spec) for m in models for name, spec in METHODS.i
 # least salient first for comprehensiveness). Every removal replaces pixels with the image's per-channel mean.
 
 # %%
-def metrics(model, x, y, a):
-    return {
-        "SaCo": fl.metrics.saco(model, x, a, k=k, batch_size=batch_size),
-        "AUC": fl.metrics.auc_accuracy(model, x, a, y, batch_size=batch_size),
-        "AOPC": fl.metrics.aopc(model, x, a, batch_size=batch_size),
-        "LOdds": fl.metrics.log_odds(model, x, a, batch_size=batch_size),
-        "Comprehensiveness": fl.metrics.comprehensiveness(model, x, a, batch_size=batch_size),
-    }
-
-
-HIGHER = {"SaCo": True, "AUC": False, "AOPC": True, "LOdds": False, "Comprehensiveness": False}  # higher is better
-SIGN = pd.Series({metric: 1.0 if higher else -1.0 for metric, higher in HIGHER.items()})  # orients: higher = better
+HIGHER = fl.protocols.saco.HIGHER_IS_BETTER
 per_sample = pd.concat([
     pd.DataFrame({"setting": m, "method": name, "sample": range(len(models[m][1])),
-                  **{metric: v.cpu().numpy() for metric, v in metrics(*models[m], a).items()}})
+                  **{metric: v.cpu().numpy() for metric, v in fl.protocols.saco.per_sample_metrics(
+                      *models[m], a, k=k, batch_size=batch_size).items()}})
     for (m, name), a in maps.items()
 ])
 out.table(per_sample, "per_sample")
@@ -186,17 +176,9 @@ summary
 # axis on which all methods tie is drawn at 0.5.
 
 # %%
-def oriented(table):
-    return table[list(HIGHER)] * SIGN
-
-
-def rescale(table):
-    o = oriented(table)
-    return ((o - o.min()) / (o.max() - o.min()).replace(0, np.nan)).fillna(0.5)
-
-
 panels = {f"mean of {len(models)} settings": summary, **{m: per_setting.loc[m] for m in models}}
-scaled = pd.concat({name: rescale(table) for name, table in panels.items()}, names=["setting", "method"])
+scaled = pd.concat({name: fl.protocols.saco.radar_scale(table) for name, table in panels.items()},
+                   names=["setting", "method"])
 out.table(scaled.reset_index(), "metrics_rescaled")
 fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 4.2), subplot_kw={"projection": "polar"},
                          squeeze=False)
@@ -206,7 +188,6 @@ for ax, name in zip(axes.flat, panels):
     ax.title.set_fontsize(9)
 axes.flat[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.15, 1.0))
 out.figure(fig, "radar")
-plt.show()
 
 # %% [markdown]
 # ## Claim S1: SaCo sets Random apart, the cumulative metrics do not
@@ -218,24 +199,14 @@ plt.show()
 
 # %%
 others = [m for m in METHODS if m != "Random"]
-
-
-def s1_test(table):
-    o = oriented(table)
-    saco = table["SaCo"]
-    saco_ok = abs(saco["Random"]) < 0.05 and bool((saco[others] > saco["Random"]).all())
-    beaten = {metric: int((o.loc[others, metric] < o.loc["Random", metric]).sum())
-              for metric in HIGHER if metric != "SaCo"}
-    n_fail = sum(v > 0 for v in beaten.values())
-    verdict = "reproduced" if saco_ok and n_fail >= 2 else "partly reproduced" if saco_ok else "not reproduced"
-    return {"SaCo(Random)": saco["Random"], "min SaCo(method)": saco[others].min(),
-            "SaCo part holds": saco_ok, **{f"methods worse than Random on {m}": v for m, v in beaten.items()},
-            "verdict": verdict}, beaten, verdict
-
-
-s1_rows = pd.DataFrame([{"setting": name, **s1_test(table)[0]} for name, table in panels.items()])
+s1 = {name: fl.protocols.saco.random_separation(table) for name, table in {**panels, "mean": summary}.items()}
+s1_verdict = {name: fl.outputs.ladder(t["SaCo part holds"] and sum(v > 0 for v in t["beaten"].values()) >= 2,
+                                      t["SaCo part holds"]) for name, t in s1.items()}
+s1_rows = pd.DataFrame([{"setting": name, **{key: v for key, v in s1[name].items() if key != "beaten"},
+                         **{f"methods worse than Random on {m}": v for m, v in s1[name]["beaten"].items()},
+                         "verdict": s1_verdict[name]} for name in panels])
 out.table(s1_rows, "s1_per_setting")
-_, beaten, verdict = s1_test(summary)
+beaten, verdict = s1["mean"]["beaten"], s1_verdict["mean"]
 saco_random = summary.loc["Random", "SaCo"]
 out.glue("saco_random", round(float(saco_random), 3))
 out.glue("saco_min_method", round(float(summary.loc[others, "SaCo"].min()), 3))
@@ -260,7 +231,8 @@ s1_rows
 existing = [m for m in HIGHER if m != "SaCo"]
 rows = []
 for (m, method), frame in per_sample[per_sample["method"].isin(others)].groupby(["setting", "method"], sort=False):
-    values = {metric: torch.tensor(frame[metric].to_numpy() * SIGN[metric]) for metric in HIGHER}
+    signed = fl.protocols.saco.oriented(frame)
+    values = {metric: torch.tensor(signed[metric].to_numpy()) for metric in HIGHER}
     for i, a in enumerate(["SaCo", *existing]):
         for b in existing[max(0, i):]:
             if a != b:
@@ -280,7 +252,6 @@ ax.axhline(corr.loc[corr["kind"] == "among existing", "rho"].mean(), color="C3",
 ax.set_xlabel("SaCo vs")
 ax.legend()
 out.figure(ax.figure, "correlations")
-plt.show()
 
 saco_vs = corr[corr["kind"] == "SaCo vs existing"].groupby("pair")["rho"].mean()
 among = float(corr.loc[corr["kind"] == "among existing", "rho"].mean())
@@ -294,12 +265,12 @@ out.glue("rho_among", round(among, 3))
 # at least 0.1, partly reproduced if it exceeds it at all.
 
 # %%
-s2 = "reproduced" if saco_vs.max() < 0.35 else "partly reproduced" if saco_vs.max() < 0.5 else "not reproduced"
+s2 = fl.outputs.verdict(float(saco_vs.max()), reproduced="< 0.35", partly="< 0.5")
 out.claim("S2: SaCo correlates weakly with the existing metrics across samples (Fig. 2)",
           paper_value="ρ = 0.18–0.22", our_value=f"ρ = {saco_vs.min():.3f}–{saco_vs.max():.3f}", verdict=s2,
           note=f"Spearman, mean over {len(models)} setting(s) × {len(others)} methods")
 gap = among - float(saco_vs.mean())
-s6 = "reproduced" if gap >= 0.1 else "partly reproduced" if gap > 0 else "not reproduced"
+s6 = fl.outputs.verdict(gap, reproduced=">= 0.1", partly="> 0")
 out.claim("S6: the existing metrics correlate more with each other than with SaCo (Fig. 2)",
           paper_value="0.4764 among existing vs 0.18–0.22", our_value=f"{among:.3f} vs {saco_vs.mean():.3f}",
           verdict=s6, note=f"Spearman, mean over {len(models)} setting(s) × {len(others)} methods")
@@ -326,7 +297,7 @@ out.table(ablation, "attention_ablation")
 s = dict(zip(ablation["method"], ablation["SaCo (ours)"]))
 holds = [s["Transformer-MM (last layer)"] > s["Raw Attention"], s["Transformer-MM"] > s["Rollout"],
          s["Rollout"] > s["Raw Attention"], s["Transformer-MM"] > s["Transformer-MM (last layer)"]]
-s3 = "reproduced" if all(holds) else "partly reproduced" if sum(holds) >= 2 else "not reproduced"
+s3 = fl.outputs.verdict(holds, reproduced="== 1", partly=">= 0.5")  # 4 comparisons: partly if 2 or 3 hold
 out.claim("S3: gradient and all-layer aggregation raise SaCo of attention explanations (Table 1)",
           paper_value="0.1835 / 0.2453 / 0.3783 / 0.4558",
           our_value=" / ".join(f"{v:.3f}" for v in ablation["SaCo (ours)"]), verdict=s3,
@@ -351,19 +322,16 @@ PAPER_K = {"Integrated Gradients": (0.1585, 0.1647, 0.1785), "Grad-CAM (attentio
            "Transformer Attribution": (0.5680, 0.3902, 0.2906), "Conservative LRP": (0.0544, 0.0155, -0.0201),
            "Raw Attention": (0.3200, 0.1835, 0.1411), "Rollout": (0.3372, 0.2453, 0.1956),
            "Transformer-MM": (0.6041, 0.4558, 0.3651), "ATTCAT": (0.3178, 0.3629, 0.3617)}
-def n_declines(table):
-    return int((table.loc[others, max(k_values)] < table.loc[others, min(k_values)]).sum())
-
-
-declines = n_declines(k_table)
+declining = {name: int((t.loc[others, max(k_values)] < t.loc[others, min(k_values)]).sum())
+             for name, t in {"mean": k_table, **{m: k_per_setting.loc[m] for m in models}}.items()}
+declines = declining["mean"]
 out.table(pd.DataFrame({"setting": list(models), "of": len(others),
-                        "methods declining": [n_declines(k_per_setting.loc[m]) for m in models]}),
-          "k_declines_per_setting")
+                        "methods declining": [declining[m] for m in models]}), "k_declines_per_setting")
 k_table.columns = [f"K={c}" for c in k_table.columns]
 for i, kk in enumerate((5, 10, 20)):
     k_table[f"paper K={kk}"] = [PAPER_K[m][i] if m in PAPER_K else np.nan for m in k_table.index]
 out.table(k_table.reset_index(), "k_ablation")
-s4 = ("reproduced" if declines > len(others) / 2 else "partly reproduced" if declines else "not reproduced")
+s4 = fl.outputs.verdict(declines / len(others), reproduced="> 0.5", partly="> 0")
 out.claim("S4: SaCo declines slightly as K grows for most methods (Table 2)",
           paper_value="e.g. Transformer-MM 0.6041 / 0.4558 / 0.3651 for K = 5 / 10 / 20",
           our_value=f"{declines}/{len(others)} methods decline from K={min(k_values)} to K={max(k_values)}",
