@@ -51,12 +51,12 @@ def test_attention_gradcam_hand_computed():
 
 def test_to_pixels_nearest_and_bilinear():
     tokens = _t([[1.0, 2.0, 3.0, 4.0]])
-    near = ve.to_pixels(tokens, 2, (4, 4), "nearest")
+    near = ve.to_pixels(tokens, 2, (4, 4), upsample="nearest")
     assert near[0, 0].tolist() == [[1, 1, 2, 2], [1, 1, 2, 2], [3, 3, 4, 4], [3, 3, 4, 4]]
     bil = ve.to_pixels(tokens, 2, (4, 4))
     assert bil[0, 0, 0, 0].item() == 1.0 and 1.0 < bil[0, 0, 1, 1].item() < 4.0
     with pytest.raises(ValueError, match="upsample"):
-        ve.to_pixels(tokens, 2, (4, 4), "cubic")
+        ve.to_pixels(tokens, 2, (4, 4), upsample="cubic")
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +86,7 @@ def test_explain_wires_recorded_attention(vit):
         model(x)
         maps = model.attentions()
         model.record_attention(False)
-    expected = ve.to_pixels(ve.rollout(maps), model.grid, (8, 8), "nearest")
+    expected = ve.to_pixels(ve.rollout(maps), model.grid, (8, 8), upsample="nearest")
     got = fl.explainers.explain(model, x, target, method="rollout", upsample="nearest")
     assert torch.allclose(got, expected, atol=1e-6)
 

@@ -103,7 +103,7 @@ def test_partial_lrp_reads_last_block_relevance(vit):
     r_a = vl.relevance(model, x, target).attention_relevance[-1]
     got = fl.explainers.explain(model, x, target, method="partial_lrp", upsample="nearest")
     tokens = r_a.clamp_min(0).mean(1)[:, 0, 1:]
-    assert torch.allclose(got, ve.to_pixels(tokens, model.grid, (8, 8), "nearest"))
+    assert torch.allclose(got, ve.to_pixels(tokens, model.grid, (8, 8), upsample="nearest"))
     assert bool((got >= 0).all()) and bool((got > 0).any())
 
 
@@ -123,7 +123,7 @@ def test_attcat_matches_direct_autograd(vit):
     expected = sum(torch.einsum("bt,btd,btd->bt", a.mean(1)[:, 0, 1:], h[:, 1:], g[:, 1:])
                    for a, h, g in zip(maps, outputs, grads))
     got = fl.explainers.explain(model, x, target, method="attcat", upsample="nearest")
-    assert torch.allclose(got, ve.to_pixels(expected.detach(), model.grid, (8, 8), "nearest"), atol=1e-10)
+    assert torch.allclose(got, ve.to_pixels(expected.detach(), model.grid, (8, 8), upsample="nearest"), atol=1e-10)
     with pytest.raises(ValueError, match="one tensor per block"):
         vl.attcat(maps, outputs[:1], grads)
 

@@ -23,7 +23,7 @@ PALETTE = "colorblind"
 ATTRIBUTION_CMAP = "jet"
 
 
-def set_style(context: str = "notebook") -> None:
+def set_style(*, context: str = "notebook") -> None:
     """Apply the book's seaborn theme (white grid, colour-blind palette, tight saved figures)."""
     sns.set_theme(context=context, style="whitegrid", palette=PALETTE, rc={
         "figure.dpi": 110, "savefig.dpi": 150, "savefig.bbox": "tight",

@@ -19,9 +19,9 @@ with warnings.catch_warnings():
 from faithlab.explainers import cams, gradients, vit_attention, vit_lrp  # noqa: E402, F401  (they register methods)
 from faithlab.explainers.core import available, explain, register  # noqa: E402
 from faithlab.explainers.ground_truth import degrade, ground_truth  # noqa: E402
-from faithlab.explainers.vit_attention import (ATTENTION_METHODS,  # noqa: E402 LRP_METHODS, METHODS, attention_gradcam,
-                                               conservative_forward, raw_attention, rollout, to_pixels,
-                                               transformer_mm)
+from faithlab.explainers.vit_attention import (  # noqa: E402
+    ATTENTION_METHODS, LRP_METHODS, METHODS, attention_gradcam, conservative_forward, raw_attention, rollout,
+    to_pixels, transformer_mm)
 from faithlab.explainers.vit_lrp import Relevance, attcat, linear_alpha_beta, relevance  # noqa: E402
 
 __all__ = ["explain", "register", "available", "ground_truth", "degrade", "raw_attention", "rollout",

@@ -73,7 +73,7 @@ def attention_gradcam(attention: torch.Tensor, grad: torch.Tensor) -> torch.Tens
     return (cam * g.mean(-1, keepdim=True)).mean(1).clamp_min(0)
 
 
-def transformer_mm(attentions: Sequence[torch.Tensor], grads: Sequence[torch.Tensor],
+def transformer_mm(attentions: Sequence[torch.Tensor], grads: Sequence[torch.Tensor], *,
                    layers: str = "all") -> torch.Tensor:
     """Transformer-MM (Chefer et al., ICCV 2021, eqs. 6–7 for self-attention): R = I, then for every block in
     forward order R ← R + mean_h[(∇A ⊙ A)⁺]·R; CLS row over the patch tokens → ``(B, T − 1)``.
@@ -95,7 +95,7 @@ def transformer_mm(attentions: Sequence[torch.Tensor], grads: Sequence[torch.Ten
     return r[:, 0, 1:]
 
 
-def to_pixels(tokens: torch.Tensor, grid: int, size: Sequence[int], upsample: str = "bilinear") -> torch.Tensor:
+def to_pixels(tokens: torch.Tensor, grid: int, size: Sequence[int], *, upsample: str = "bilinear") -> torch.Tensor:
     """Token relevance ``(B, grid²)`` (row-major patches) → pixel map ``(B, 1, H, W)``, upsampled bilinearly
     (align_corners=False) or by nearest neighbour (constant within a patch)."""
     if upsample not in ("bilinear", "nearest"):
@@ -134,7 +134,7 @@ def _record(model: nn.Module, x: torch.Tensor, target: torch.Tensor, gradient: b
 
 def token_pixels(model: nn.Module, x: torch.Tensor, tokens: torch.Tensor, upsample: str) -> torch.Tensor:
     """A ViT's token map ``(B, grid²)`` as a pixel map of x's size ``(B, 1, H, W)`` (:func:`to_pixels`)."""
-    return to_pixels(tokens, model.grid, x.shape[-2:], upsample)
+    return to_pixels(tokens, model.grid, x.shape[-2:], upsample=upsample)
 
 
 @register("raw_attention")
@@ -165,7 +165,7 @@ def _transformer_mm(model, x, target, extra, *, batch_size, generator, layers: s
     if layers not in _LAYERS:
         raise ValueError(f"layers must be one of {_LAYERS}, got {layers!r}")
     maps, grads = _record(model, x, target, gradient=True)
-    return token_pixels(model, x, transformer_mm(maps, grads, layers), upsample)
+    return token_pixels(model, x, transformer_mm(maps, grads, layers=layers), upsample)
 
 
 # ------------------------------------------------------------------------------------- conservative LRP

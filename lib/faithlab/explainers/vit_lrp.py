@@ -126,7 +126,7 @@ def _check_vit(model: nn.Module) -> None:
                         f" {type(model).__name__} lacks {lacks}")
 
 
-def relevance(model: nn.Module, x: torch.Tensor, target: torch.Tensor, propagate: bool = True) -> Relevance:
+def relevance(model: nn.Module, x: torch.Tensor, target: torch.Tensor, *, propagate: bool = True) -> Relevance:
     """Chefer et al.'s relevance pass (rules in the module docstring) for ``model`` (a ``faithlab.models.ViT`` in
     eval mode), images ``x`` (B, C, H, W) and ``target`` (B,) int64 class indices. One forward, one backward for
     the gradients and, when ``propagate``, one relevance pass (else ``pixels`` is None and

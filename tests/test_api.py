@@ -1,0 +1,39 @@
+"""The public API's shape: every exported name exists, and options after the tensors are keyword-only."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import pytest
+
+PACKAGES = ["perturb", "metrics", "explainers", "models", "train", "protocols", "stats", "data", "outputs",
+            "recipes", "plots"]
+# positional parameters with a default that are not tensors, on purpose: the removal order is the second thing
+# one says about an order (``order(scores, "lerf")``); finetune's augmentation hook is the point of the call.
+POSITIONAL_OPTIONS = {("perturb", "order", "order"), ("train", "finetune", "augment"),
+                      ("data", "to_tensors", "n"), ("outputs", "ladder", "partly"),
+                      ("perturb", "make_reference", "kind"), ("data", "timeseries", "task")}
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_every_exported_name_exists(name):
+    module = importlib.import_module(f"faithlab.{name}")
+    missing = [n for n in getattr(module, "__all__", []) if not hasattr(module, n)]
+    assert not missing, f"faithlab.{name}.__all__ names missing attributes: {missing}"
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_options_after_the_tensors_are_keyword_only(name):
+    module = importlib.import_module(f"faithlab.{name}")
+    offenders = []
+    for attr in getattr(module, "__all__", []):
+        fn = getattr(module, attr)
+        if not inspect.isfunction(fn):
+            continue
+        for p in inspect.signature(fn).parameters.values():
+            tensor_like = any(t in str(p.annotation) for t in ("Tensor", "Generator", "Mapping[tuple"))
+            if (p.kind is p.POSITIONAL_OR_KEYWORD and p.default is not p.empty and not tensor_like
+                    and (name, attr, p.name) not in POSITIONAL_OPTIONS):
+                offenders.append(f"{attr}({p.name}=...)")
+    assert not offenders, f"faithlab.{name}: options that should be keyword-only: {offenders}"
