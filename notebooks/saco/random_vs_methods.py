@@ -70,9 +70,7 @@ if not timm_models:
     for setting in vit_settings:
         config = {key: setting[key] for key in ("image_size", "patch_size", "dim", "depth", "heads", "n_epochs")}
         model, train, test = fl.recipes.digits_vit(**config, seed=seed, device=device)
-        with torch.no_grad():
-            test_predicted = model(test.x.to(device)).argmax(1)
-        accuracies[setting["name"]] = (test_predicted == test.y.to(device)).float().mean().item()
+        accuracies[setting["name"]] = fl.train.evaluate(model, test, device=device)["accuracy"]
         n = setting.get("n_test", n_test)
         models[setting["name"]] = (model, test.x[:n].to(device), test.y[:n].to(device))
 else:
@@ -86,8 +84,8 @@ else:
         mean, std = (torch.tensor(source.pretrained_cfg[key]).view(1, -1, 1, 1) for key in ("mean", "std"))
         models[name] = (fl.models.vit_from_timm(source).to(device), ((images - mean) / std).to(device),
                         labels.to(device))
-    with torch.no_grad():
-        accuracies = {name: (m(xm).argmax(1) == ym).float().mean().item() for name, (m, xm, ym) in models.items()}
+    accuracies = {name: fl.train.evaluate(m, fl.data.TensorData(xm, ym), device=device)
+                  ["accuracy"] for name, (m, xm, ym) in models.items()}
 settings_table = pd.DataFrame({"setting": list(models), "test accuracy": list(accuracies.values()),
                                "images evaluated": [len(x) for _, x, _ in models.values()]})
 if not timm_models:
