@@ -41,7 +41,6 @@ def build(name: str, **config) -> nn.Module:
     return _REGISTRY[name](**config)
 
 
-
 def scaled(base: int, width: float) -> int:
     """A channel count ``base`` scaled by ``width`` (at least 1): the width knob of the zoo's models."""
     return max(1, int(round(base * width)))

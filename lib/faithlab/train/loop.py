@@ -211,7 +211,7 @@ def fit(
     train_data: Dataset,
     config: TrainConfig,
     *,
-    data_key: str,
+    data_key: str | dict,
     test_data: Dataset | None = None,
     augment=None,
     cache: bool = True,
@@ -222,10 +222,11 @@ def fit(
     """Train ``models.build(model_name, **model_config)`` with cross-entropy, or load it from the cache.
 
     train_data/test_data: torch Datasets yielding (x, y); TensorData / TensorDataset are indexed directly (fast
-    path). data_key: a string that identifies the training data (name, split, size, seed, …) in the cache key.
-    With ``test_data`` the weights of the epoch with the best test accuracy are kept (as the F-Fidelity code; a
-    digest of its contents is part of the cache key), else the last. augment: a hook (see module docstring), applied after ``config.augment``. device: default CUDA
-    if available, else CPU. Raises RuntimeError naming the epoch if the loss becomes NaN/inf.
+    path). data_key: a string or JSON-serialisable dict that identifies the training data (name, split, size,
+    seed, …) in the cache key. With ``test_data`` the weights of the epoch with the best test accuracy are kept (as
+    the F-Fidelity code; a digest of its contents is part of the cache key), else the last. augment: a hook (see
+    :mod:`faithlab.train.augment`), applied after ``config.augment``. device: default CUDA if available, else CPU.
+    Raises RuntimeError naming the epoch if the loss becomes NaN/inf.
     Returns (model in eval mode on device, history dict with ``key``, per-epoch ``epochs`` rows, ``best_epoch``,
     ``train_seconds``, ``spec`` and ``from_cache``).
     """
@@ -245,7 +246,7 @@ def finetune(
     config: TrainConfig,
     augment=None,
     *,
-    data_key: str,
+    data_key: str | dict,
     base_key: str,
     test_data: Dataset | None = None,
     cache: bool = True,
