@@ -1,4 +1,5 @@
-"""Oracle, conservation and wiring tests for faithlab.vit_lrp (LRP, Partial LRP, Transformer Attribution, ATTCAT)."""
+"""Oracle, conservation and wiring tests for faithlab.explainers.vit_lrp (LRP, Partial LRP, Transformer
+Attribution, ATTCAT)."""
 
 from __future__ import annotations
 

@@ -109,13 +109,18 @@ def to_pixels(tokens: torch.Tensor, grid: int, size: Sequence[int], *, upsample:
 
 
 # --------------------------------------------------------------------------------------- registered methods
+def check_images(x: torch.Tensor) -> None:
+    """Refuse anything but a batch of images (B, C, H, W): the ViT methods read a patch grid."""
+    if x.ndim != 4:
+        raise ValueError(f"x must be images (B, C, H, W), got shape {tuple(x.shape)}")
+
+
 def _record(model: nn.Module, x: torch.Tensor, target: torch.Tensor, gradient: bool):
     """One forward (and backward when ``gradient``) with attention recording on; returns maps and their grads."""
     if not all(hasattr(model, a) for a in ("record_attention", "attentions", "blocks", "grid")):
         raise TypeError(f"model must record attention like faithlab.models.ViT (record_attention, attentions, "
                         f"blocks, grid); got {type(model).__name__}")
-    if x.ndim != 4:
-        raise ValueError(f"x must be images (B, C, H, W), got shape {tuple(x.shape)}")
+    check_images(x)
     previous = [blk.attn.record for blk in model.blocks]
     model.record_attention(True)
     try:
@@ -206,8 +211,7 @@ def conservative_forward(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
 def _conservative_lrp(model, x, target, extra, *, batch_size, generator):
     """Conservative LRP (Ali et al., ICML 2022): x ⊙ ∂f_target/∂x through :func:`conservative_forward`; signed
     ``(B, C, H, W)`` (ViT only)."""
-    if x.ndim != 4:
-        raise ValueError(f"x must be images (B, C, H, W), got shape {tuple(x.shape)}")
+    check_images(x)
     with torch.enable_grad():
         inputs = x.detach().requires_grad_(True)
         logit = conservative_forward(model, inputs).gather(1, target[:, None]).sum()

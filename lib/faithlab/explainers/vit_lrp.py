@@ -54,7 +54,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from faithlab.explainers.core import register
-from faithlab.explainers.vit_attention import token_pixels, transformer_mm
+from faithlab.explainers.vit_attention import check_images, token_pixels, transformer_mm
 
 __all__ = ["Relevance", "relevance", "linear_alpha_beta", "attcat"]
 
@@ -132,8 +132,7 @@ def relevance(model: nn.Module, x: torch.Tensor, target: torch.Tensor, *, propag
     the gradients and, when ``propagate``, one relevance pass (else ``pixels`` is None and
     ``attention_relevance`` empty); everything batched."""
     _check_vit(model)
-    if x.ndim != 4:
-        raise ValueError(f"x must be images (B, C, H, W), got shape {tuple(x.shape)}")
+    check_images(x)
     if target.dtype != torch.int64 or target.shape != (len(x),):
         raise ValueError(f"target must be ({len(x)},) int64 class indices, got {target.dtype} {tuple(target.shape)}")
     p = model.patch_size
