@@ -6,6 +6,7 @@ user's book/_generated or its stamps.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -75,8 +76,9 @@ def test_book_builds_with_warnings_as_errors(built_book):
     assert "deletion_curves.png" in basics and "<table" in basics
 
 
-# Python warnings as they print ("UserWarning: ...", "TqdmWarning: ...") and the kernel's own log lines.
-WARNING_TEXT = re.compile(r"\b[A-Z]\w*Warning: |\[IPKernelApp\] WARNING")
+# Python warnings as they print ("Warning: ...", "UserWarning: ...", "TqdmExperimentalWarning: ...") and the
+# kernel's own log lines ("[IPKernelApp] WARNING | ...").
+WARNING_TEXT = re.compile(r"\b(?:[A-Z]\w*)?Warning: |\[IPKernelApp\] WARNING")
 
 
 def _saved_pngs(site: Path, page: Path, html: Path) -> list[Path]:
@@ -85,6 +87,16 @@ def _saved_pngs(site: Path, page: Path, html: Path) -> list[Path]:
     if rel.parts[:1] != ("_generated",):
         return []
     return sorted((site / "book" / rel).glob("*.png"))
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _local_file(url: str) -> Path | None:
+    """The file a ``file:`` URL of the built book points to (None for a web address or a data: URI)."""
+    parsed = urlparse(url)
+    return Path(unquote(parsed.path)) if parsed.scheme == "file" else None
 
 
 def _pages(html: Path) -> list[Path]:
@@ -96,14 +108,19 @@ def _pages(html: Path) -> list[Path]:
 @pytest.mark.browser
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (make test installs Debian's chromium when it can)")
 def test_browser_sees_titles_images_and_working_links(built_book):
-    """Every page, chapters and executed notebooks alike: a title, every image loaded, no broken link or anchor,
-    no Python warning text; an executed notebook's page shows at least as many images as it saved PNG figures."""
+    """Every page, chapters and executed notebooks (_generated/...) alike: a title, every image loaded, every local
+    href/src an existing file of the built book (and every anchor a present id), no Python warning text nor the
+    runner's staging path; an executed notebook's page shows each PNG figure its notebook saved (the same bytes)."""
     from playwright.sync_api import sync_playwright
 
     html, proc = built_book
     site = html.parents[1]
     assert proc.returncode == 0, "the book did not build"
+    pages = _pages(html)
+    executed = {str(p.relative_to(html / "_generated").with_suffix("")) for p in pages if "_generated" in p.parts}
+    assert executed == set(NOTEBOOKS), f"executed-notebook pages {sorted(executed)} != notebooks {NOTEBOOKS}"
     problems: list[str] = []
+    texts: dict[Path, str] = {}  # the pages read for their anchors
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=CHROMIUM,
@@ -115,30 +132,44 @@ def test_browser_sees_titles_images_and_working_links(built_book):
         page.wait_for_url("**/intro.html", timeout=10_000)
         if "faithlab" not in page.title():
             problems.append(f"index.html: landing page title is {page.title()!r}")
-        for path in _pages(html):
+        for path in pages:
+            name = str(path.relative_to(html))
             page.goto(path.as_uri(), wait_until="load")
             if not page.title().strip():
-                problems.append(f"{path.name}: empty title")
-            images = page.eval_on_selector_all("img", "els => els.map(e => [e.src, e.complete, e.naturalWidth])")
-            problems += [f"{path.name}: image did not load: {src}" for src, complete, width in images if width == 0]
-            saved = _saved_pngs(site, path, html)
-            if len(images) < len(saved):
-                problems.append(f"{path.name}: shows {len(images)} image(s) but its notebook saved {len(saved)} "
-                                f"figure(s): {[p.name for p in saved]}")
-            warning = WARNING_TEXT.search(page.inner_text("body"))
+                problems.append(f"{name}: empty title")
+            images = page.eval_on_selector_all("img", "els => els.map(e => [e.src, e.naturalWidth])")
+            problems += [f"{name}: image did not load: {src}" for src, width in images if width == 0]
+            shown = {_digest(f) for f in (_local_file(src) for src, _ in images) if f is not None and f.is_file()}
+            missing = [png.name for png in _saved_pngs(site, path, html) if _digest(png) not in shown]
+            if missing:
+                problems.append(f"{name}: does not show the figure(s) its notebook saved: {missing}")
+            text = page.inner_text("body")
+            warning = WARNING_TEXT.search(text)
             if warning:
-                problems.append(f"{path.name}: warning text on the page: {warning.group(0)!r}")
-            links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
-            for link in links:
-                url = urlparse(link)
-                if url.scheme != "file":
+                problems.append(f"{name}: warning text on the page: {warning.group(0)!r}")
+            if "/.staging/" in text:  # e.g. a returned artifact path echoed as a cell's result
+                problems.append(f"{name}: the runner's staging folder is printed on the page")
+            if "{'paper': " in text:  # a claim's row echoed as a cell's result
+                problems.append(f"{name}: a claim's raw dict is printed on the page")
+            # Every local reference: links, images, scripts, stylesheets, any other src.
+            refs = page.eval_on_selector_all(
+                "[href], [src]",
+                "els => els.map(e => new URL(e.getAttribute('href') ?? e.getAttribute('src'), document.baseURI).href)",
+            )
+            for ref in refs:
+                target = _local_file(ref)
+                if target is None:
                     continue
-                target = Path(unquote(url.path))
-                if not target.exists():
-                    problems.append(f"{path.name}: broken link {link}")
-                elif url.fragment and target.suffix == ".html":
-                    text = target.read_text()
-                    if f'id="{url.fragment}"' not in text and f"name=\"{url.fragment}\"" not in text:
-                        problems.append(f"{path.name}: missing anchor {link}")
+                if not (target.is_file() or (target / "index.html").is_file()):
+                    problems.append(f"{name}: broken link {ref}")
+                    continue
+                if html.resolve() not in target.resolve().parents:
+                    problems.append(f"{name}: link outside the built book {ref}")
+                fragment = urlparse(ref).fragment
+                if fragment and target.suffix == ".html":
+                    if target not in texts:
+                        texts[target] = target.read_text()
+                    if f'id="{fragment}"' not in texts[target] and f'name="{fragment}"' not in texts[target]:
+                        problems.append(f"{name}: missing anchor {ref}")
         browser.close()
     assert not problems, "\n".join(problems)

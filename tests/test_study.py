@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import textwrap
 from pathlib import Path
@@ -209,6 +210,61 @@ def test_cli_exit_code_names_failed_notebook(project, capsys):
     assert code == 1
     assert "demo/first" in err and "failed" in err
     assert study.main(["run", "demo/none"]) == 2
+
+
+# ------------------------------------------------------------------------------------------------ kernels
+
+
+FIGURE_BODY = """
+import warnings
+import matplotlib.pyplot as plt
+import faithlab as fl
+out = fl.outputs.for_notebook("demo/first")
+fig, ax = plt.subplots()
+ax.plot([0, 1], [value, 0])
+out.figure(fig, "line")
+# %%
+import tqdm, tqdm.auto  # the import captum and huggingface_hub make: no "IProgress not found" notice
+warnings.warn("Using `tqdm.autonotebook.tqdm` in notebook mode. Use `tqdm.tqdm` instead", tqdm.TqdmExperimentalWarning)
+# %%
+warnings.warn("a warning of the notebook's own", UserWarning)
+"""
+
+
+def test_kernel_shows_figures_and_no_tqdm_or_kernel_notices(project, capfd):
+    """A notebook run by the runner: the cell that calls ``out.figure`` shows the saved PNG, and only it; tqdm's
+    notebook-mode notices are silent but the notebook's own warnings are not; the kernel logs nothing at start."""
+    write(project, "demo/first", "value = 1\n", FIGURE_BODY)
+    results, _ = run(project, "demo/first")
+    assert results["demo/first"].status == "ran", results["demo/first"].message
+    generated = project / "book" / "_generated" / "demo"
+    png = generated / "first" / "line.png"
+    cells = [c for c in json.loads((generated / "first.ipynb").read_text())["cells"] if c["cell_type"] == "code"]
+
+    def cell(text: str) -> dict:
+        return next(c for c in cells if text in "".join(c["source"]))
+
+    def printed(c: dict) -> str:
+        return "".join("".join(o.get("text", "")) for o in c["outputs"])
+
+    shown = [o["data"]["image/png"] for o in cell("out.figure(")["outputs"] if "image/png" in o.get("data", {})]
+    assert len(shown) == 1 and base64.b64decode("".join(shown[0])) == png.read_bytes()
+    # The returned path, last expression of the cell, is not echoed (it would print the staging folder).
+    assert [o["output_type"] for o in cell("out.figure(")["outputs"]] == ["display_data"]
+    assert "Warning" not in printed(cell("import tqdm")) and "IProgress" not in printed(cell("import tqdm"))
+    assert "UserWarning: a warning of the notebook's own" in printed(cell("notebook's own"))
+    log = capfd.readouterr()
+    assert "[IPKernelApp] WARNING" not in log.out + log.err, log.err[-2000:]
+
+
+def test_kernel_options_encrypt_instead_of_muting_the_kernel_log():
+    import zmq
+
+    options = study.kernel_options()
+    assert options["extra_arguments"][0] == f"--IPKernelApp.exec_lines={study.KERNEL_STARTUP}"
+    if zmq.has("curve"):  # the locked pyzmq wheels have Curve: the kernel's log level is left alone
+        assert options["config"]["KernelManager"]["transport_encryption"] == "auto"
+        assert not any("log_level" in a for a in options["extra_arguments"])
 
 
 # ------------------------------------------------------------------------------------------------ outputs

@@ -33,6 +33,22 @@ def _show_in_notebook(png: Path) -> bool:
     return True
 
 
+class _ShownPath(type(Path())):
+    """The path :meth:`Outputs.figure` returns: a plain path, except that IPython does not echo it as a cell's
+    result (the figure itself is already shown, and the path would print the run's staging folder on the page)."""
+
+    def _ipython_display_(self):
+        pass
+
+
+class _Recorded(dict):
+    """The row :meth:`Outputs.claim` returns: a plain dict that IPython does not echo as a cell's result (the
+    claim is shown on the scorecard page, not as a raw dict under the cell)."""
+
+    def _ipython_display_(self):
+        pass
+
+
 def _check_name(name: str) -> str:
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValueError(f"name must be a plain file stem (letters, digits, _ . -), got {name!r}")
@@ -63,7 +79,8 @@ class Outputs:
     def figure(self, fig, name: str, *, dpi: int = 120, svg: bool = False) -> Path:
         """Save a matplotlib figure as ``<name>.png`` (and ``.svg`` if asked), show that PNG in the notebook's output
         (the executed-notebook page of the book shows it; the runner's kernels use the non-interactive Agg
-        backend, so nothing else would) and close the figure; returns the PNG path."""
+        backend, so nothing else would) and close the figure; returns the PNG path (which IPython does not echo
+        when the call ends a cell)."""
         import matplotlib.pyplot as plt
 
         stem = _check_name(name)
@@ -74,7 +91,7 @@ class Outputs:
         )
         _show_in_notebook(png)
         plt.close(fig)
-        return png
+        return _ShownPath(png)
 
     def glue(self, name: str, value, *, display: bool = False):
         """Glue a value for the book (``{glue:text}`` on the chapter page); returns the value."""
@@ -103,7 +120,7 @@ class Outputs:
         self._claims = [c for c in self._claims if c["claim"] != claim] + [row]
         frame = pd.DataFrame(self._claims, columns=list(CLAIM_COLUMNS))
         paths.atomic_write(self.folder / CLAIMS, lambda tmp: frame.to_csv(tmp, index=False))
-        return row
+        return _Recorded(row)
 
 
 def for_notebook(notebook: str) -> Outputs:

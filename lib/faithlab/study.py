@@ -204,6 +204,41 @@ def _remove(path: Path) -> None:
 # --------------------------------------------------------------------------------------------------- execution
 
 
+# Run in each kernel before the notebook's first cell (IPython's exec_lines, hidden from the user namespace).
+# tqdm.auto (imported by captum and huggingface_hub, hence by faithlab.explainers and timm) prints a notice the
+# first time it is imported in a Jupyter kernel: "IProgress not found" without ipywidgets, "Using
+# `tqdm.autonotebook.tqdm` in notebook mode" (TqdmExperimentalWarning) with them. Neither is about our results
+# (faithlab never shows those libraries' progress bars, and a static page could not show a widget anyway), so the
+# runner's kernels ignore exactly these two tqdm messages; every other warning still prints in the notebook.
+KERNEL_STARTUP = (
+    "import warnings as _fl_warnings, tqdm as _fl_tqdm; "
+    "_fl_warnings.filterwarnings('ignore', category=_fl_tqdm.TqdmWarning, "
+    "message=r'IProgress not found|Using `tqdm\\.autonotebook\\.tqdm` in notebook mode'); "
+    "del _fl_warnings, _fl_tqdm"
+)
+
+
+def kernel_options() -> dict:
+    """papermill/nbclient options for the kernels the runner starts.
+
+    A kernel reached over TCP without transport encryption logs "[IPKernelApp] WARNING | Kernel is running over
+    TCP without encryption" on every start. The kernel manager provisions CurveZMQ keys instead when pyzmq has
+    Curve and the kernelspec declares it (ipykernel's does): the kernel's sockets are then encrypted and it has
+    nothing to warn about, while any other kernel warning still reaches the runner's terminal. Only without Curve
+    support does the runner fall back to keeping the kernel's log at errors.
+    """
+    import zmq
+    from jupyter_client.manager import KernelManager
+    from traitlets.config import Config
+
+    options: dict = {"extra_arguments": [f"--IPKernelApp.exec_lines={KERNEL_STARTUP}"]}
+    if zmq.has("curve") and KernelManager.class_traits().get("transport_encryption") is not None:
+        options["config"] = Config({"KernelManager": {"transport_encryption": "auto"}})
+    else:
+        options["extra_arguments"].append("--IPKernelApp.log_level=ERROR")
+    return options
+
+
 @dataclass
 class Result:
     name: str
@@ -244,9 +279,7 @@ def execute(nb: Notebook, params: dict, key: str, root: Path, generated: Path, t
             execution_timeout=timeout,
             progress_bar=False,
             log_output=False,
-            # the kernel's own log (e.g. "running over TCP without encryption" on every start, for a kernel
-            # that only ever listens on localhost) goes to the runner's terminal: keep its errors only
-            extra_arguments=["--IPKernelApp.log_level=ERROR"],
+            **kernel_options(),
         )
     except Exception as exc:  # papermill raises PapermillExecutionError with the cell's traceback
         failed = root / "_build" / "failed" / nb.paper / f"{nb.experiment}.ipynb"
