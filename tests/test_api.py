@@ -7,12 +7,12 @@ import inspect
 
 import pytest
 
-PACKAGES = ["perturb", "metrics", "explainers", "models", "train", "protocols", "stats", "data", "outputs",
+PACKAGES = ["perturb", "metrics", "explainers", "models", "train", "protocols", "stats", "data", "outputs", "verdicts",
             "recipes", "plots"]
 # positional parameters with a default that are not tensors, on purpose: the removal order is the second thing
 # one says about an order (``order(scores, "lerf")``); finetune's augmentation hook is the point of the call.
 POSITIONAL_OPTIONS = {("perturb", "order", "order"), ("train", "finetune", "augment"),
-                      ("data", "to_tensors", "n"), ("outputs", "ladder", "partly"),
+                      ("data", "to_tensors", "n"), ("verdicts", "ladder", "partly"), ("verdicts", "bootstrap_diff", "b"),
                       ("perturb", "make_reference", "kind"), ("data", "timeseries", "task")}
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from faithlab.outputs import VERDICTS, ladder, verdict
+from faithlab.verdicts import VERDICTS, ladder, verdict
 
 REPRODUCED, PARTLY, NOT, UNTESTABLE = VERDICTS
 
@@ -62,3 +62,106 @@ def test_bad_rules_and_values_name_the_argument():
         verdict(object())
     with pytest.raises(ValueError, match="untestable"):
         verdict(0.5, untestable="  ")
+
+
+# ------------------------------------------------------------------------------ premise checks and the bootstrap
+from faithlab.verdicts import (  # noqa: E402
+    Comparison, Verdict, at_ideal, bootstrap_diff, compare, first_reason, from_comparison, undefined,
+)
+
+
+def test_verdicts_carry_the_rule_outcome():
+    v = verdict(math.nan)
+    assert isinstance(v, Verdict) and v == UNTESTABLE and "undefined" in v.why
+    assert ladder(False, untestable="saturated").why == "not testable: saturated"
+    with pytest.raises(ValueError, match="verdict"):
+        Verdict("probably")
+
+
+def test_premise_at_ideal_and_undefined():
+    assert at_ideal(-0.99, ideal=-1, tol=0.05, what="Fidelity's MoRF vs GT") is not None
+    assert "Fidelity" in at_ideal([1.0, 0.97], ideal=1, tol=0.05, what="Fidelity")
+    assert at_ideal(-0.9, ideal=-1, tol=0.05, what="x") is None
+    assert undefined(0.3, what="ρ") is None
+    assert "ρ" in undefined([0.2, math.nan], what="ρ")
+    assert undefined([], what="ρ") is not None
+    assert first_reason(None, "b", "c") == "b" and first_reason(None, None) is None
+    with pytest.raises(ValueError, match="tol"):
+        at_ideal(0.0, ideal=0, tol=-1, what="x")
+
+
+def test_bootstrap_known_answers():
+    g = torch.Generator().manual_seed(1)
+    base = torch.randn(60, generator=g, dtype=torch.float64)
+    better = base + 0.8 + 0.1 * torch.randn(60, generator=g, dtype=torch.float64)
+    assert bootstrap_diff(better, base).outcome == "win"
+    assert bootstrap_diff(base, better).outcome == "loss"
+    # lower is better (ranks): the smaller values win
+    assert bootstrap_diff(base, better, higher_is_better=False).outcome == "win"
+    same = bootstrap_diff(base, base.clone())
+    assert same.outcome == "tie" and same.low == same.high == 0.0
+    constant_gap = bootstrap_diff(base + 1e-3, base)
+    assert constant_gap.outcome == "win" and constant_gap.low == pytest.approx(1e-3)
+    # deterministic for a seed; the interval contains the mean
+    a, b = bootstrap_diff(better, base, seed=3), bootstrap_diff(better, base, seed=3)
+    assert a == b and a.low <= a.mean <= a.high and a.n == 60
+
+
+def test_bootstrap_error_rates_on_synthetic_data():
+    """With no true difference a 95 % interval calls a winner rarely; with a clear one it almost always does."""
+    false_calls = true_calls = 0
+    for s in range(100):
+        g = torch.Generator().manual_seed(100 + s)
+        d0 = torch.randn(40, generator=g, dtype=torch.float64)
+        d1 = torch.randn(40, generator=g, dtype=torch.float64) + 0.8
+        false_calls += bootstrap_diff(d0, n_boot=1000, seed=s).outcome != "tie"
+        true_calls += bootstrap_diff(d1, n_boot=1000, seed=s).outcome == "win"
+    assert false_calls <= 12  # nominal 5 %; percentile intervals on n = 40 run a little narrow
+    assert true_calls >= 95
+
+
+def test_bootstrap_drops_nan_pairs_and_checks_inputs():
+    a = torch.tensor([1.0, 2.0, math.nan, 4.0])
+    assert bootstrap_diff(a, torch.zeros(4)).n == 3
+    with pytest.raises(ValueError, match="paired units"):
+        bootstrap_diff([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="at least 2"):
+        bootstrap_diff([1.0, math.nan], [0.0, 0.0])
+    with pytest.raises(ValueError, match="n_boot"):
+        bootstrap_diff([1.0, 2.0], n_boot=10)
+    with pytest.raises(ValueError, match="level"):
+        bootstrap_diff([1.0, 2.0], level=1.5)
+    with pytest.raises(TypeError, match="a must be numbers"):
+        bootstrap_diff("high")
+
+
+def _c(outcome):
+    return Comparison(0.0, -1.0, 1.0, 0.95, 10, outcome)
+
+
+@pytest.mark.parametrize("outcomes,expected", [
+    (("win", "win"), REPRODUCED), (("win", "tie"), REPRODUCED), (("tie", "tie"), PARTLY),
+    (("win", "loss"), PARTLY), (("loss", "tie"), NOT), (("loss",), NOT),
+])
+def test_from_comparison_rule(outcomes, expected):
+    v = from_comparison({f"m{i}": _c(o) for i, o in enumerate(outcomes)})
+    assert v == expected and "bootstrap" in v.why
+    assert from_comparison({"m": _c("win")}, untestable="baseline at the ideal") == UNTESTABLE
+
+
+def test_compare_ranks_lower_is_better():
+    ranks = {"F-Fidelity": [1, 1, 2, 1, 1, 1], "Fidelity": [3, 4, 3, 4, 3, 4], "R-Fidelity": [1, 2, 1, 1, 2, 1]}
+    result = compare(ranks, target="F-Fidelity", higher_is_better=False, n_boot=500)
+    assert result["Fidelity"].outcome == "win" and result["R-Fidelity"].outcome == "tie"
+    assert from_comparison(result) == REPRODUCED
+    with pytest.raises(ValueError, match="target"):
+        compare(ranks, target="ROAR", higher_is_better=False)
+
+
+def test_claim_note_carries_the_why(tmp_path):
+    pytest.importorskip("pandas")
+    from faithlab.outputs import Outputs
+
+    out = Outputs("paper/experiment", tmp_path)
+    row = out.claim("c", paper_value="p", our_value="o", verdict=ladder(False, untestable="saturated"), note="n")
+    assert row["verdict"] == UNTESTABLE and row["note"] == "n; not testable: saturated"

@@ -23,6 +23,7 @@ _SUBMODULES = (
     "plots",
     "paths",
     "outputs",
+    "verdicts",
     "study",
     "recipes",
     "protocols",

@@ -13,8 +13,7 @@ import re
 from pathlib import Path
 
 from faithlab import paths
-
-VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "not testable here")
+from faithlab.verdicts import VERDICTS
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -101,20 +100,26 @@ class Outputs:
         return value
 
     def claim(self, claim: str, *, paper_value, our_value, verdict: str, note: str = "") -> dict:
-        """Record a claim's verdict for the reproduction scorecard; rewrites ``claims.csv``."""
+        """Record a claim's verdict for the reproduction scorecard; rewrites ``claims.csv``.
+
+        verdict: one of :data:`faithlab.verdicts.VERDICTS`, normally from :mod:`faithlab.verdicts`; the rule's
+        outcome it carries (``why``) is appended to ``note``.
+        """
         import pandas as pd
 
         from faithlab.study import CLAIM_COLUMNS, CLAIMS
 
         if verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
+        why = getattr(verdict, "why", "")
+        note = "; ".join(part for part in (note, why) if part)
         row = dict(
             paper=self.paper,
             experiment=self.experiment,
             claim=claim,
             paper_value=paper_value,
             our_value=our_value,
-            verdict=verdict,
+            verdict=str(verdict),
             note=note,
         )
         self._claims = [c for c in self._claims if c["claim"] != claim] + [row]
@@ -134,62 +139,3 @@ def for_notebook(notebook: str) -> Outputs:
     folder = Path(staged) if staged else paths.generated_dir() / notebook
     return Outputs(notebook, folder)
 
-
-# ------------------------------------------------------------------------------------------------- verdicts
-_COMPARISONS = {">=": float.__ge__, ">": float.__gt__, "<=": float.__le__, "<": float.__lt__, "==": float.__eq__}
-
-
-def _condition(rule: str, name: str) -> tuple[str, float]:
-    """Parse a rule such as ``">= 0.8"`` into (operator, threshold); the text is parsed, never evaluated."""
-    op, _, number = str(rule).strip().partition(" ")
-    try:
-        threshold = float(number)
-    except ValueError:
-        threshold = float("nan")
-    if op not in _COMPARISONS or threshold != threshold:
-        raise ValueError(f"{name} must read '<op> <number>' with op in {tuple(_COMPARISONS)}, got {rule!r}")
-    return op, threshold
-
-
-def ladder(reproduced: bool, partly: bool = False, *, untestable: str | None = None) -> str:
-    """The verdict ladder from two stated tests: "reproduced" if the first holds, else "partly reproduced" if the
-    second holds, else "not reproduced"; "not testable here" when ``untestable`` gives a reason."""
-    if untestable is not None:
-        if not isinstance(untestable, str) or not untestable.strip():
-            raise ValueError(f"untestable must be a non-empty reason, got {untestable!r}")
-        return VERDICTS[3]
-    return VERDICTS[0] if bool(reproduced) else VERDICTS[1] if bool(partly) else VERDICTS[2]
-
-
-def verdict(value, *, reproduced: str = "== 1", partly: str | None = "> 0", untestable: str | None = None) -> str:
-    """The verdict of a claim from the value our run measured and a stated rule; every notebook verdict comes here.
-
-    value: a number (a correlation, a share, a gap), or a sequence of booleans — one per check the claim needs —
-    read as the share of checks that hold. reproduced / partly: the rule, as ``"<op> <threshold>"`` with op in
-    ``>=, >, <=, <, ==`` (e.g. ``reproduced=">= 0.8", partly=">= 0.5"``); the default reads "every check holds →
-    reproduced, at least one → partly reproduced". untestable: a reason why the comparison cannot discriminate
-    here; when given, the verdict is "not testable here" whatever the value.
-    Premise check: a NaN value (an undefined statistic) or an empty sequence of checks is "not testable here".
-    Returns one of :data:`VERDICTS`.
-    """
-    if untestable is not None:
-        return ladder(False, untestable=untestable)
-    if isinstance(value, (str, bytes)):
-        raise TypeError(f"value must be a number or a sequence of booleans, got {value!r}")
-    if isinstance(value, (list, tuple)) or getattr(value, "ndim", 0) == 1:  # list, array, Series or tensor of checks
-        checks = [bool(v) for v in value]
-        if not checks:
-            return VERDICTS[3]
-        value = sum(checks) / len(checks)
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"value must be a number or a sequence of booleans, got {value!r}") from None
-    if number != number:
-        return VERDICTS[3]
-    op, threshold = _condition(reproduced, "reproduced")
-    partly_holds = False
-    if partly is not None:
-        p_op, p_threshold = _condition(partly, "partly")
-        partly_holds = _COMPARISONS[p_op](number, p_threshold)
-    return ladder(_COMPARISONS[op](number, threshold), partly_holds)

@@ -134,6 +134,6 @@ if "integrated_gradients" in auc and "random" in auc:
         "IG deletion AUC below random (sanity check)",
         paper_value="— (study check)",
         our_value=f"IG {auc['integrated_gradients']:.3f} vs random {auc['random']:.3f}",
-        verdict=fl.outputs.verdict([better]),
+        verdict=fl.verdicts.verdict([better]),
         note=f"{len(x)} test digits, {image_size}x{image_size}, zero reference",
     )

@@ -179,7 +179,7 @@ ablation
 
 # %%
 ranks, wins = fl.protocols.micro_rank_wins(tidy, group="explainer")
-verdict = fl.outputs.verdict(list(wins.values()))
+verdict = fl.verdicts.verdict(list(wins.values()))
 summary = "; ".join(f"{e}: " + ", ".join(f"{m} {ranks.loc[e, m]:.2f}" for m in METHODS) for e in ranks.index)
 out.glue("mean_micro_rank_ffid", float(ranks["F-Fidelity"].mean()))
 out.claim("F-Fidelity recovers the ground-truth explainer ranking better than Fidelity, ROAR, R-Fidelity "
@@ -192,7 +192,7 @@ lerf_mean = float(lerf["mean"].mean())
 out.glue("ffid_macro_lerf_vs_gt", lerf_mean)
 out.claim("F-Fidelity LeRF vs GT macro correlation ≈ +1 (Tables 1-2)", paper_value="1.00 (SG-SQ and GradCAM)",
           our_value=f"{lerf_mean:.2f}",
-          verdict=fl.outputs.verdict(lerf_mean, reproduced=">= 0.8", partly=">= 0.5"),
+          verdict=fl.verdicts.verdict(lerf_mean, reproduced=">= 0.8", partly=">= 0.5"),
           note="mean over explainers and seeds")
 sg = ablation[(ablation["explainer"] == "SG-SQ") & (ablation["kind"] == "macro")].set_index("method")["oriented mean"]
 if len(sg) == len(ABLATION):
@@ -200,5 +200,5 @@ if len(sg) == len(ABLATION):
     out.claim("Ablation: Fidelity+Fine-tune beats Fidelity and F-Fidelity beats both (App. D.7, Fig. 3, SG-SQ)",
               paper_value="F-Fid > Fid+FT > Fid on all three correlations (Fig. 3)",
               our_value="macro oriented mean " + ", ".join(f"{m} {sg[m]:.2f}" for m in ABLATION),
-              verdict=fl.outputs.verdict(held, untestable="a correlation is undefined" if sg.isna().any() else None),
+              verdict=fl.verdicts.verdict(held, untestable="a correlation is undefined" if sg.isna().any() else None),
               note="oriented mean = (−MoRF vs GT + LeRF vs GT − MoRF vs LeRF)/3; higher is better")

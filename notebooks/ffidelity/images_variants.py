@@ -191,7 +191,7 @@ TABLE = {"ViT SG-SQ": "Table 5, ViT", "CNN LayerCAM": "Table 10, LayerCAM"}
 ranks, wins = fl.protocols.micro_rank_wins(tidy, group="explainer")
 for label, study in studies.items():
     micro = tidy[(tidy["explainer"] == label) & (tidy["row"] == "Micro Corr.")]["mean"]
-    verdict = fl.outputs.verdict([wins[label]], untestable="every micro correlation is undefined"
+    verdict = fl.verdicts.verdict([wins[label]], untestable="every micro correlation is undefined"
                                  if micro.isna().all() else None)
     out.glue(f"rank_ffid_{label.split()[0].lower()}", float(ranks.loc[label, "F-Fidelity"]))
     out.claim(f"F-Fidelity recovers the ground-truth explainer ranking better than Fidelity, ROAR, R-Fidelity "
@@ -271,7 +271,7 @@ out.claim("F-Fidelity rates GradCAM above Saliency: higher FFid+, lower FFid- (A
           paper_value="FFid+ 0.2286 vs 0.2020, FFid- 0.0547 vs 0.1050 (Tiny-ImageNet)",
           our_value=f"FFid+ {means.loc['GradCAM', 'FFid+ (↑)']:.4f} vs {means.loc['Saliency', 'FFid+ (↑)']:.4f}, "
                     f"FFid- {means.loc['GradCAM', 'FFid− (↓)']:.4f} vs {means.loc['Saliency', 'FFid− (↓)']:.4f}",
-          verdict=fl.outputs.verdict(held),
+          verdict=fl.verdicts.verdict(held),
           note=f"{dataset} {size}px, {cnn_name}, {n_test} images, N={n_samples}")
 means
 
@@ -328,6 +328,6 @@ out.claim("F-Fidelity (one fine-tuning) is cheaper than ROAR (one retraining per
           paper_value=f"4026 s vs 7378 s for two explainers (ratio {ratio['paper seconds']:.2f})",
           our_value=f"ratio F-Fid/ROAR: {ratio['seconds']:.2f} in seconds, {ratio['forward equivalents']:.2f} in "
                     f"forward-pass equivalents ({ratio['image passes']:.2f} in forward passes alone)",
-          verdict=fl.outputs.verdict(cheaper),
+          verdict=fl.verdicts.verdict(cheaper),
           note=f"two explainers, {n_roar_epochs} epochs for each retraining and for the fine-tuning, "
                f"{n_test} test images, N={n_samples}, {len(sparsity)} sizes")

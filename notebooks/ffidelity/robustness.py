@@ -257,7 +257,7 @@ paper_parts = [f"{ds} {arch}: clean {PAPER[ds, arch, 'fine-tuned'][0] - PAPER[ds
                for ds, arch in paper_rows if ds != "SST2"]
 out.claim("Table 8: on images and time series, fine-tuning preserves clean accuracy and restores accuracy under "
           "random removal", paper_value="; ".join(paper_parts),
-          our_value="fine-tuned − original: " + "; ".join(parts), verdict=fl.outputs.verdict(held),
+          our_value="fine-tuned − original: " + "; ".join(parts), verdict=fl.verdicts.verdict(held),
           note=f"β = {beta}, {n_draws} draws of exactly round(ρn) removed units")
 
 drops = {(d, NAMES[n]): float(acc[d, NAMES[n], "original", clean_ratio] - acc[d, NAMES[n], "original", worst_ratio])
@@ -273,7 +273,7 @@ if text_drops and other_drops:
                   for ds, arch in paper_rows) + " points",
               our_value="drop 0→10 % of the original: " + ", ".join(f"{a} {100 * v:.1f}" for (_, a), v in
                                                                    drops.items()) + " points",
-              verdict=fl.outputs.verdict(robust_text),  # the first check implies the second
+              verdict=fl.verdicts.verdict(robust_text),  # the first check implies the second
               note="image and series models need a drop larger than every text model's")
 
 final = boundary.groupby(["beta", "ratio"])[["accuracy", "agreement with the original", "stability"]].mean()
@@ -291,7 +291,7 @@ out.claim("D.3: fine-tuning with a larger β keeps accuracy under heavier random
           our_value=f"at {100 * top:g} % masking, accuracy " + ", ".join(
               f"β={b:g} {100 * at_top.loc[b, 'accuracy']:.1f} %" for b in at_top.index)
           + f"; Spearman(β, accuracy) = {rho_acc:.2f}",
-          verdict=fl.outputs.verdict([rho_acc >= 0.8, all(beats)],
+          verdict=fl.verdicts.verdict([rho_acc >= 0.8, all(beats)],
                                      untestable="Spearman undefined" if rho_acc != rho_acc else None),
           note="original = β 0; not testable if all accuracies tie (Spearman undefined)")
 tuned_top = at_top.loc[betas]
@@ -305,6 +305,6 @@ out.claim("D.3: larger β agrees less with the original model on masked inputs, 
           paper_value="higher β → lower agreement with the original (Fig. 1(b)); high clean agreement",
           our_value=f"Spearman(β, agreement at {100 * top:g} %) = {rho_agree:.2f}; clean agreement "
           + ", ".join(f"β={b:g} {100 * v:.1f} %" for b, v in clean_agree.items()),
-          verdict=fl.outputs.verdict([rho_agree <= -0.8, bool((clean_agree >= 0.9).all())],
+          verdict=fl.verdicts.verdict([rho_agree <= -0.8, bool((clean_agree >= 0.9).all())],
                                      untestable="Spearman undefined" if rho_agree != rho_agree else None),
           note="agreement = same predicted class as the original model on the same masked input")

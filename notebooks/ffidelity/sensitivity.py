@@ -115,7 +115,7 @@ ok = ((table["morf_vs_gt"] <= -threshold) & (table["lerf_vs_gt"] >= threshold)
       & (table["morf_vs_lerf"] <= -threshold))
 share = float(ok.mean())
 undefined = bool(table[list(fl.metrics.DIRECTIONS)].isna().any().any())
-verdict = fl.outputs.verdict(share, reproduced="== 1", partly=">= 0.5",
+verdict = fl.verdicts.verdict(share, reproduced="== 1", partly=">= 0.5",
                              untestable="a correlation is undefined" if undefined else None)
 out.glue("share_pass", share)
 out.claim("F-Fidelity's ranking is robust to N, β and α (App. D.9, Tables 24-26)",

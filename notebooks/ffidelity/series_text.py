@@ -224,7 +224,7 @@ if "time series" in avg_rank.index.get_level_values(0):
               "and R-Fidelity (Tables 3, 6)",
               paper_value="PAM micro ranks F-Fid 1.05-1.11 vs Fid 1.53-2.37 (LSTM), 1.00-1.11 vs 2.68-3.68 (CNN)",
               our_value=f"mean micro rank over 3 correlations — {summary}",
-              verdict=fl.outputs.verdict(wins),  # no model with defined correlations: not testable here
+              verdict=fl.verdicts.verdict(wins),  # no model with defined correlations: not testable here
               note=f"seq_comb T={ts_length}, {n_test} series, {n_seeds} seeds, N={n_samples}")
 macro = tidy[tidy["row"] == "Macro Corr."].set_index(["domain", "model", "method", "correlation"])["mean"]
 if "text" in macro.index.get_level_values(0):
@@ -238,5 +238,5 @@ if "text" in macro.index.get_level_values(0):
               paper_value="SST2 macro correlations Fid vs F-Fid: identical (LSTM), |Δ| ≤ 0.06 (Transformer)",
               our_value="max |Fid − FFid| over macro correlations — " + ", ".join(f"{m} {g:.2f}"
                                                                                 for m, g in gaps.items()),
-              verdict=fl.outputs.verdict(worst, reproduced="<= 0.1", partly="<= 0.3"),
+              verdict=fl.verdicts.verdict(worst, reproduced="<= 0.1", partly="<= 0.3"),
               note=f"tokens L={text_length}, {n_test} sequences, {n_seeds} seeds, N={n_samples}")

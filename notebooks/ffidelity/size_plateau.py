@@ -119,7 +119,7 @@ out.figure(fig, "ffid_plus_vs_size")
 # %%
 eligible = table[(table["r"] - table["beta/alpha"]).abs() > 1e-9]
 share = float((eligible["|error|"] <= tolerance + 1e-9).mean()) if len(eligible) else float("nan")
-verdict = fl.outputs.verdict(share, reproduced=">= 0.8", partly=">= 0.5")  # no eligible case: NaN, not testable
+verdict = fl.verdicts.verdict(share, reproduced=">= 0.8", partly=">= 0.5")  # no eligible case: NaN, not testable
 out.glue("share_correct", share)
 out.glue("mean_abs_error", float(eligible["|error|"].mean()) if len(eligible) else float("nan"))
 out.claim(

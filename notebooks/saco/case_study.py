@@ -180,7 +180,7 @@ ordered = bool(s["Transformer Attribution"] > s["Raw Attention"] > s["Random"])
 saco_spread = float(s.max() - s.min()) / 2
 aopc_spread = float(scores["AOPC"].max() - scores["AOPC"].min()) / float(scores["p(ŷ|x)"].iloc[0])
 separates = ordered and saco_spread > aopc_spread
-s5 = fl.outputs.ladder(separates and saturated.all(),
+s5 = fl.verdicts.ladder(separates and saturated.all(),
                        separates or (saturated.all() and s.idxmax() == "Transformer Attribution"))
 for name in METHODS:
     key = name.lower().replace(" ", "_").replace("-", "_")

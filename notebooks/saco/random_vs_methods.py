@@ -198,7 +198,7 @@ out.figure(fig, "radar")
 # %%
 others = [m for m in METHODS if m != "Random"]
 s1 = {name: fl.protocols.saco.random_separation(table) for name, table in {**panels, "mean": summary}.items()}
-s1_verdict = {name: fl.outputs.ladder(t["SaCo part holds"] and sum(v > 0 for v in t["beaten"].values()) >= 2,
+s1_verdict = {name: fl.verdicts.ladder(t["SaCo part holds"] and sum(v > 0 for v in t["beaten"].values()) >= 2,
                                       t["SaCo part holds"]) for name, t in s1.items()}
 s1_rows = pd.DataFrame([{"setting": name, **{key: v for key, v in s1[name].items() if key != "beaten"},
                          **{f"methods worse than Random on {m}": v for m, v in s1[name]["beaten"].items()},
@@ -263,12 +263,12 @@ out.glue("rho_among", round(among, 3))
 # at least 0.1, partly reproduced if it exceeds it at all.
 
 # %%
-s2 = fl.outputs.verdict(float(saco_vs.max()), reproduced="< 0.35", partly="< 0.5")
+s2 = fl.verdicts.verdict(float(saco_vs.max()), reproduced="< 0.35", partly="< 0.5")
 out.claim("S2: SaCo correlates weakly with the existing metrics across samples (Fig. 2)",
           paper_value="ρ = 0.18–0.22", our_value=f"ρ = {saco_vs.min():.3f}–{saco_vs.max():.3f}", verdict=s2,
           note=f"Spearman, mean over {len(models)} setting(s) × {len(others)} methods")
 gap = among - float(saco_vs.mean())
-s6 = fl.outputs.verdict(gap, reproduced=">= 0.1", partly="> 0")
+s6 = fl.verdicts.verdict(gap, reproduced=">= 0.1", partly="> 0")
 out.claim("S6: the existing metrics correlate more with each other than with SaCo (Fig. 2)",
           paper_value="0.4764 among existing vs 0.18–0.22", our_value=f"{among:.3f} vs {saco_vs.mean():.3f}",
           verdict=s6, note=f"Spearman, mean over {len(models)} setting(s) × {len(others)} methods")
@@ -295,7 +295,7 @@ out.table(ablation, "attention_ablation")
 s = dict(zip(ablation["method"], ablation["SaCo (ours)"]))
 holds = [s["Transformer-MM (last layer)"] > s["Raw Attention"], s["Transformer-MM"] > s["Rollout"],
          s["Rollout"] > s["Raw Attention"], s["Transformer-MM"] > s["Transformer-MM (last layer)"]]
-s3 = fl.outputs.verdict(holds, reproduced="== 1", partly=">= 0.5")  # 4 comparisons: partly if 2 or 3 hold
+s3 = fl.verdicts.verdict(holds, reproduced="== 1", partly=">= 0.5")  # 4 comparisons: partly if 2 or 3 hold
 out.claim("S3: gradient and all-layer aggregation raise SaCo of attention explanations (Table 1)",
           paper_value="0.1835 / 0.2453 / 0.3783 / 0.4558",
           our_value=" / ".join(f"{v:.3f}" for v in ablation["SaCo (ours)"]), verdict=s3,
@@ -329,7 +329,7 @@ k_table.columns = [f"K={c}" for c in k_table.columns]
 for i, kk in enumerate((5, 10, 20)):
     k_table[f"paper K={kk}"] = [PAPER_K[m][i] if m in PAPER_K else np.nan for m in k_table.index]
 out.table(k_table.reset_index(), "k_ablation")
-s4 = fl.outputs.verdict(declines / len(others), reproduced="> 0.5", partly="> 0")
+s4 = fl.verdicts.verdict(declines / len(others), reproduced="> 0.5", partly="> 0")
 out.claim("S4: SaCo declines slightly as K grows for most methods (Table 2)",
           paper_value="e.g. Transformer-MM 0.6041 / 0.4558 / 0.3651 for K = 5 / 10 / 20",
           our_value=f"{declines}/{len(others)} methods decline from K={min(k_values)} to K={max(k_values)}",

@@ -1,0 +1,246 @@
+"""Verdicts of the study's claims: one home for the rules every notebook applies.
+
+A verdict is one of :data:`VERDICTS`. It comes from a stated rule, in two steps:
+
+1. **Premise check** — can the comparison discriminate at all? When a baseline is already at the ideal value
+   (:func:`at_ideal`), a statistic is undefined (:func:`undefined`) or a comparison has too few paired units, the
+   claim is "not testable here" and the reason is kept with the verdict.
+2. **Decision with uncertainty** — a threshold rule on a measured value (:func:`verdict`), or a paired bootstrap
+   over the experiment's units (seeds × levels, images, draws) that calls each comparison a win, a tie or a loss
+   from the confidence interval of the mean difference (:func:`bootstrap_diff`, :func:`compare`) and turns the
+   outcomes into a verdict (:func:`from_comparison`).
+
+Every function returns a :class:`Verdict`: a plain ``str`` (one of :data:`VERDICTS`) that also carries ``why``, a
+sentence with the rule's outcome, which :meth:`faithlab.outputs.Outputs.claim` adds to the claim's note.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import torch
+
+__all__ = [
+    "VERDICTS", "Verdict", "ladder", "verdict", "at_ideal", "undefined", "first_reason", "Comparison",
+    "bootstrap_diff", "compare", "from_comparison", "comparison_table",
+]
+
+VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "not testable here")
+
+
+class Verdict(str):
+    """One of :data:`VERDICTS`, with ``why``: the rule's outcome (or the reason it is not testable)."""
+
+    why: str
+
+    def __new__(cls, value: str, why: str = ""):
+        if value not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {value!r}")
+        obj = super().__new__(cls, value)
+        obj.why = why
+        return obj
+
+
+# ----------------------------------------------------------------------------------------------- threshold rules
+_COMPARISONS = {">=": float.__ge__, ">": float.__gt__, "<=": float.__le__, "<": float.__lt__, "==": float.__eq__}
+
+
+def _condition(rule: str, name: str) -> tuple[str, float]:
+    """Parse a rule such as ``">= 0.8"`` into (operator, threshold); the text is parsed, never evaluated."""
+    op, _, number = str(rule).strip().partition(" ")
+    try:
+        threshold = float(number)
+    except ValueError:
+        threshold = float("nan")
+    if op not in _COMPARISONS or threshold != threshold:
+        raise ValueError(f"{name} must read '<op> <number>' with op in {tuple(_COMPARISONS)}, got {rule!r}")
+    return op, threshold
+
+
+def _reason(untestable) -> str:
+    if not isinstance(untestable, str) or not untestable.strip():
+        raise ValueError(f"untestable must be a non-empty reason, got {untestable!r}")
+    return untestable.strip()
+
+
+def ladder(reproduced: bool, partly: bool = False, *, untestable: str | None = None) -> Verdict:
+    """The verdict ladder from two stated tests: "reproduced" if the first holds, else "partly reproduced" if the
+    second holds, else "not reproduced"; "not testable here" when ``untestable`` gives a reason."""
+    if untestable is not None:
+        return Verdict(VERDICTS[3], f"not testable: {_reason(untestable)}")
+    return Verdict(VERDICTS[0] if bool(reproduced) else VERDICTS[1] if bool(partly) else VERDICTS[2])
+
+
+def verdict(value, *, reproduced: str = "== 1", partly: str | None = "> 0", untestable: str | None = None) -> Verdict:
+    """The verdict of a claim from the value our run measured and a stated threshold rule.
+
+    value: a number (a correlation, a share, a gap), or a sequence of booleans — one per check the claim needs —
+    read as the share of checks that hold. reproduced / partly: the rule, as ``"<op> <threshold>"`` with op in
+    ``>=, >, <=, <, ==`` (e.g. ``reproduced=">= 0.8", partly=">= 0.5"``); the default reads "every check holds →
+    reproduced, at least one → partly reproduced". untestable: a reason why the comparison cannot discriminate
+    here (see :func:`at_ideal`, :func:`undefined`); when given, the verdict is "not testable here" whatever the value.
+    Premise check: a NaN value (an undefined statistic) or an empty sequence of checks is "not testable here".
+    """
+    if untestable is not None:
+        return ladder(False, untestable=untestable)
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"value must be a number or a sequence of booleans, got {value!r}")
+    if isinstance(value, (list, tuple)) or getattr(value, "ndim", 0) == 1:  # list, array, Series or tensor of checks
+        checks = [bool(v) for v in value]
+        if not checks:
+            return ladder(False, untestable="no check to make")
+        value = sum(checks) / len(checks)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"value must be a number or a sequence of booleans, got {value!r}") from None
+    if number != number:
+        return ladder(False, untestable="the statistic is undefined (NaN)")
+    op, threshold = _condition(reproduced, "reproduced")
+    partly_holds = False
+    if partly is not None:
+        p_op, p_threshold = _condition(partly, "partly")
+        partly_holds = _COMPARISONS[p_op](number, p_threshold)
+    return ladder(_COMPARISONS[op](number, threshold), partly_holds)
+
+
+# ------------------------------------------------------------------------------------------------ premise checks
+def _number(value, name: str) -> float:
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number, got {value!r}") from None
+
+
+def at_ideal(value, *, ideal: float, tol: float, what: str) -> str | None:
+    """Premise check: the reason "<what> is already at the ideal …" when ``|value − ideal| ≤ tol`` (a baseline that
+    leaves no room to improve on it), else None. value: a number, or a sequence whose mean is checked."""
+    if isinstance(value, (list, tuple)) or getattr(value, "ndim", 0) >= 1:
+        value = torch.as_tensor(value, dtype=torch.float64).nanmean()
+    number, ideal, tol = _number(value, "value"), _number(ideal, "ideal"), _number(tol, "tol")
+    if not tol >= 0:
+        raise ValueError(f"tol must be ≥ 0, got {tol}")
+    if abs(number - ideal) <= tol:
+        return f"{what} is already at the ideal ({number:.2f} vs {ideal:g} ± {tol:g}), so nothing can beat it"
+    return None
+
+
+def undefined(value, *, what: str) -> str | None:
+    """Premise check: the reason "<what> is undefined" when ``value`` (a number or any of a sequence) is NaN."""
+    values = torch.as_tensor(value, dtype=torch.float64).flatten()
+    if values.numel() == 0 or bool(values.isnan().any()):
+        return f"{what} is undefined (a constant vector or no data)"
+    return None
+
+
+def first_reason(*reasons: str | None) -> str | None:
+    """The first premise that fails (a non-None reason), or None when every premise holds."""
+    return next((r for r in reasons if r is not None), None)
+
+
+# ------------------------------------------------------------------------------------------ bootstrap comparisons
+@dataclass(frozen=True)
+class Comparison:
+    """Paired comparison of a target with one competitor: mean difference (oriented so that > 0 favours the
+    target), its bootstrap confidence interval [low, high] at ``level``, the number of paired units, and the
+    outcome: "win" (low > 0), "loss" (high < 0) or "tie"."""
+
+    mean: float
+    low: float
+    high: float
+    level: float
+    n: int
+    outcome: str
+
+
+def _values(values, name: str) -> torch.Tensor:
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"{name} must be numbers (a sequence, array or tensor), got {values!r}")
+    try:
+        t = torch.as_tensor(values, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"{name} must be numbers (a sequence, array or tensor), got {type(values).__name__}") from None
+    return t.flatten()
+
+
+def bootstrap_diff(a, b=None, *, higher_is_better: bool = True, n_boot: int = 4000, level: float = 0.95,
+                   seed: int = 0) -> Comparison:
+    """Paired percentile bootstrap of the mean difference ``a − b`` (or of ``a`` alone when b is None).
+
+    a, b: per-unit values of the target and the competitor on the same units (e.g. one micro rank per seed ×
+    level, one score per image), flattened; units where either is NaN are dropped. higher_is_better: False flips
+    the sign so that a positive mean always favours ``a``. The ``n_boot`` resamples of the units (generator
+    ``seed``, so the outcome is reproducible) give the ``level`` percentile interval.
+    Raises ValueError when fewer than 2 paired units remain (use :func:`undefined` as a premise check first).
+    """
+    x = _values(a, "a")
+    if b is not None:
+        y = _values(b, "b")
+        if y.shape != x.shape:
+            raise ValueError(f"a and b must hold the same number of paired units, got {x.numel()} and {y.numel()}")
+        x = x - y
+    x = x[~x.isnan()]
+    if not higher_is_better:
+        x = -x
+    if not isinstance(n_boot, int) or isinstance(n_boot, bool) or n_boot < 100:
+        raise ValueError(f"n_boot must be an int ≥ 100, got {n_boot!r}")
+    if not 0.5 <= _number(level, "level") < 1:
+        raise ValueError(f"level must lie in [0.5, 1), got {level!r}")
+    n = x.numel()
+    if n < 2:
+        raise ValueError(f"a bootstrap needs at least 2 paired units without NaN, got {n}")
+    g = torch.Generator().manual_seed(int(seed))
+    means = x[torch.randint(n, (n_boot, n), generator=g)].mean(1)
+    tail = (1 - level) / 2
+    low, high = torch.quantile(means, torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
+    mean = x.mean().item()
+    spread = 1e-12 * max(1.0, abs(mean))  # a constant difference has a zero-width interval: exact ties are ties
+    outcome = "win" if low > spread else "loss" if high < -spread else "tie"
+    return Comparison(mean, low, high, float(level), n, outcome)
+
+
+def compare(scores: Mapping[str, object], *, target: str, higher_is_better: bool, n_boot: int = 4000,
+            level: float = 0.95, seed: int = 0) -> dict[str, Comparison]:
+    """Paired bootstrap comparison of ``scores[target]`` with every other entry → ``{competitor: Comparison}``.
+
+    scores: ``{name: per-unit values}``, all on the same units in the same order (e.g. micro ranks per seed ×
+    level). higher_is_better: the direction of the scores (False for ranks). Each comparison uses generator
+    ``seed`` (the same resamples of the units for every competitor).
+    """
+    if not isinstance(scores, Mapping) or target not in scores:
+        raise ValueError(f"target must be one of the keys of scores, got {target!r} for {list(scores)!r}")
+    if len(scores) < 2:
+        raise ValueError("scores must hold the target and at least one competitor")
+    return {name: bootstrap_diff(scores[target], values, higher_is_better=higher_is_better, n_boot=n_boot,
+                                 level=level, seed=seed)
+            for name, values in scores.items() if name != target}
+
+
+def from_comparison(comparisons: Mapping[str, Comparison], *, untestable: str | None = None) -> Verdict:
+    """Verdict of "the target beats its competitors" from :func:`compare`'s outcomes.
+
+    Rule: reproduced when the target loses to no competitor and beats at least one; partly reproduced when it
+    loses to none and beats none (indistinguishable within the interval) or when it both beats and loses to some;
+    not reproduced when it loses to at least one and beats none. ``untestable`` (a premise reason) wins over all.
+    """
+    if untestable is not None:
+        return ladder(False, untestable=untestable)
+    if not comparisons:
+        raise ValueError("comparisons must hold at least one Comparison")
+    wins = [n for n, c in comparisons.items() if c.outcome == "win"]
+    losses = [n for n, c in comparisons.items() if c.outcome == "loss"]
+    level = next(iter(comparisons.values())).level
+    why = (f"{math.floor(level * 100 + 0.5)} % bootstrap interval: beats {', '.join(wins) or 'none'}; "
+           f"loses to {', '.join(losses) or 'none'}; ties the rest")
+    return Verdict(VERDICTS[2] if losses and not wins else VERDICTS[0] if wins and not losses else VERDICTS[1], why)
+
+
+def comparison_table(comparisons: Mapping[str, Comparison], *, target: str) -> list[dict]:
+    """Rows (target, competitor, mean difference, low, high, outcome, units) of :func:`compare` for a table."""
+    return [{"target": target, "competitor": name, "mean difference": c.mean, "low": c.low, "high": c.high,
+             "outcome": c.outcome, "units": c.n} for name, c in comparisons.items()]
+
