@@ -1,12 +1,15 @@
 """Experimental protocols, one module per paper: they combine data, training, explainers and metrics (so they
 cannot live in the pure metric modules) and return tidy pandas frames. ``ffidelity``: F-Fidelity's degraded-explainer
-study and its tables; ``saco``: SaCo's per-sample comparison with the cumulative metrics. Public names are gathered
+study and its tables; ``saco``: SaCo's per-sample comparison with the cumulative metrics; ``diagnostics``: whether
+removal is out of distribution (every chapter that removes features shows it). Public names are gathered
 here (``fl.protocols.image_ranking_study``, ``fl.protocols.saco.radar_scale``)."""
 
 from faithlab.protocols.ffidelity import (CORRELATION_LABELS, SETTINGS, RankingStudy, degraded_fidelity_curves,
                                           image_ranking_study, micro_rank_wins, oriented_correlations,
                                           ranking_correlations, separation, table_layout)
-from faithlab.protocols import saco
+from faithlab.protocols import diagnostics, saco
+from faithlab.protocols.diagnostics import ood_gap, removal_diagnostic
 
 __all__ = ["degraded_fidelity_curves", "SETTINGS", "RankingStudy", "image_ranking_study", "ranking_correlations",
-           "CORRELATION_LABELS", "oriented_correlations", "table_layout", "separation", "micro_rank_wins", "saco"]
+           "CORRELATION_LABELS", "oriented_correlations", "table_layout", "separation", "micro_rank_wins", "saco",
+           "diagnostics", "removal_diagnostic", "ood_gap"]
