@@ -276,6 +276,23 @@ def test_explanation_guided_removal_removes_exactly_the_top_scored_units():
     assert ExplanationGuidedRemoval(scores).key != ExplanationGuidedRemoval(scores + 1).key
 
 
+def test_explanation_guided_removal_breaks_ties_like_the_evaluation():
+    """Tied scores (GradCAM's zeros) are removed in a random order, as the evaluation orders them; "index" keeps
+    the old top-left-first order."""
+    scores = torch.zeros(40, 16)
+    idx, x = torch.arange(40), torch.ones(40, 1, 4, 4)
+    tied = ExplanationGuidedRemoval(scores)(x, None, idx, torch.Generator().manual_seed(1)).eq(0).flatten(1)
+    r = torch.rand(40, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    assert torch.equal(tied.sum(1), torch.floor(r * 16).long())
+    assert len({tuple(row.tolist()) for row in tied if 0 < row.sum() < 16}) > 10  # not always the same pixels
+    by_index = ExplanationGuidedRemoval(scores, ties="index")(x, None, idx, torch.Generator().manual_seed(1))
+    removed = by_index.eq(0).flatten(1)
+    assert all(bool(row[: int(row.sum())].all()) for row in removed)
+    assert ExplanationGuidedRemoval(scores).key != ExplanationGuidedRemoval(scores, ties="index").key
+    with pytest.raises(ValueError, match="ties"):
+        ExplanationGuidedRemoval(scores, ties="lowest")
+
+
 def test_crop_flip_returns_shifted_padded_crops_possibly_mirrored():
     x = torch.arange(20 * 2 * 4 * 4, dtype=torch.float32).view(20, 2, 4, 4) + 1
     out = CropFlip(padding=1)(x, None, torch.arange(20), torch.Generator().manual_seed(0))

@@ -55,22 +55,26 @@ class RandomRemoval:
 
 class ExplanationGuidedRemoval:
     """ROAR training removal (spec §1.6): per sample and draw r ~ U(0, 1), remove its top ⌊r·n⌋ units ranked by
-    precomputed training-set unit ``scores`` (N, n) (ties: lower unit id first).
+    precomputed training-set unit ``scores`` (N, n).
 
+    ties: how equal scores are ordered — ``"random"`` (default: a fresh random order per draw, from the training
+    generator, as the evaluation side orders ties, e.g. GradCAM's zeros and coarse CAM cells) or ``"index"``
+    (lower unit id first, which would always remove the top-left of a tied region first).
     key: cache-key label of the scores (default: a sha256 of the scores tensor).
     """
 
     def __init__(self, scores: torch.Tensor, units: str = "pixels", reference: perturb.Reference = "zero",
-                 key: str | None = None):
+                 key: str | None = None, *, ties: str = "random"):
         _validate.tensor(scores, "scores", ndim=2, floating=True)
         _validate.finite(scores, "scores")
         self.scores, self.units, self.reference = scores, _check_units(units), reference
+        self.ties = _validate.one_of(ties, "ties", perturb.TIES)
         self._scores_key = key if key is not None else tensor_digest(scores)
 
     @property
     def key(self) -> dict:
         return {"explanation_guided_removal": self._scores_key, "units": self.units,
-                "reference": _reference_key(self.reference)}
+                "reference": _reference_key(self.reference), "ties": self.ties}
 
     def __call__(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         units = perturb.UNIT_KINDS[self.units](x)
@@ -79,7 +83,7 @@ class ExplanationGuidedRemoval:
             raise ValueError(f"scores has {scores.shape[1]} units per sample but the batch has {units.n} {self.units}")
         r = torch.rand(len(x), generator=generator, dtype=torch.float64).to(x.device)
         count = torch.floor(r * units.n).long()
-        removed = perturb.ranks(perturb.order(scores, "morf")) < count[:, None]
+        removed = perturb.ranks(perturb.order(scores, "morf", ties=self.ties, generator=generator)) < count[:, None]
         return perturb.apply_removal(x, removed, units, reference=_reference_on(self.reference, x))
 
 
