@@ -135,9 +135,6 @@ def test_correlation_table_layout_and_wins_on_hand_made_curves():
     ranks = tidy[tidy["row"] == "Micro Rank"].set_index(["method", "correlation"])["mean"]
     assert ranks["good", "morf_vs_gt"] == 1 and ranks["bad", "morf_vs_gt"] == 2
     assert ranks["good", "morf_vs_lerf"] == ranks["bad", "morf_vs_lerf"] == 1  # tie: both share the minimum rank
-    means, wins = fl.protocols.micro_rank_wins(tidy, group="e", method="good")
-    assert wins == {"E": True} and means.loc["E", "bad"] == pytest.approx(5 / 3)
-    assert fl.protocols.micro_rank_wins(tidy, group="e", method="bad")[1] == {"E": False}
     layout = fl.protocols.table_layout(tidy.assign(paper=-0.5), group="e", paper="paper")
     assert list(layout.columns) == ["row", "correlation", "E good", "E bad"]
     assert layout.iloc[0]["E good"] == "-1.00 ± 0.00 (-0.50)" and layout.iloc[0]["correlation"] == "MoRF vs GT ↓"
@@ -154,3 +151,54 @@ def test_oriented_correlations_sign_each_correlation_towards_higher_is_better():
     assert table.loc[("good", "macro"), "oriented mean"] == pytest.approx(1.0)
     assert table.loc[("bad", "micro"), "oriented mean"] == pytest.approx((-1 - 1 + 1) / 3)
     assert table.loc[("good", "macro"), fl.protocols.CORRELATION_LABELS["lerf_vs_gt"]] == pytest.approx(1.0)
+
+
+def _three_methods(n_seeds=3, n_levels=8):
+    """Curves of three methods over three explainers: "perfect" orders them ideally at every seed and level,
+    "reversed" swaps MoRF and LeRF (oriented micro −1/3), "half" is perfect on even levels and reversed on odd."""
+    xi = torch.tensor([0.0, 0.5, 1.0])
+    good_p = (1 - xi)[None, :, None].expand(n_seeds, 3, n_levels).clone()
+    good_q = xi[None, :, None].expand(n_seeds, 3, n_levels).clone()
+    half_p, half_q = good_p.clone(), good_q.clone()
+    half_p[..., 1::2], half_q[..., 1::2] = good_q[..., 1::2], good_p[..., 1::2]
+    P = {("E", "reversed"): good_q, ("E", "half"): half_p, ("E", "perfect"): good_p}
+    Q = {("E", "reversed"): good_p, ("E", "half"): half_q, ("E", "perfect"): good_q}
+    levels = [(i + 1) / (n_levels + 1) for i in range(n_levels)]
+    return fl.protocols.micro_cells(P, Q, noise_levels=xi.tolist(), sparsity=levels,
+                                    methods=["reversed", "half", "perfect"], group="e")
+
+
+def test_micro_cells_hold_per_cell_ranks_and_oriented_correlations():
+    cells = _three_methods()
+    by = cells.set_index(["method", "seed", "level"]).sort_index()
+    assert len(cells) == 3 * 3 * 8
+    assert bool((by.loc["perfect", "oriented micro"] == 1).all())
+    assert by.loc["reversed", "oriented micro"].to_numpy() == pytest.approx(-1 / 3)
+    even = cells["level"].isin(sorted(cells["level"].unique())[0::2])
+    half = cells[(cells["method"] == "half") & even]
+    assert bool((half["oriented micro"] == 1).all()) and bool((half["micro rank"] == 1).all())
+    # MoRF vs LeRF is −1 for every method (rank 1 shared). On even levels "reversed" is ranked 3 on both GT
+    # correlations behind two perfect methods → 7/3; on odd levels it ties with "half" at rank 2 → 5/3
+    rev = cells[cells["method"] == "reversed"]
+    assert rev[even[rev.index]]["micro rank"].to_numpy() == pytest.approx(7 / 3)
+    assert rev[~even[rev.index]]["micro rank"].to_numpy() == pytest.approx(5 / 3)
+
+
+def test_ranking_and_ablation_verdicts_on_known_answers():
+    cells = _three_methods()
+    v, comps = fl.protocols.ranking_verdict(cells, group="e", value="E", target="perfect", baseline="reversed")
+    assert v == "reproduced" and comps["reversed"].outcome == "win" and comps["half"].outcome == "win"
+    v, _ = fl.protocols.ranking_verdict(cells, group="e", value="E", target="reversed", baseline="half")
+    assert v == "not reproduced" and "loses to half, perfect" in v.why
+    v, _ = fl.protocols.ranking_verdict(cells, group="e", value="E", target="half", baseline="perfect")
+    assert v == "not testable here" and "already at the ideal" in v.why   # the premise check
+    v, comps = fl.protocols.ablation_verdict(cells, group="e", value="E", chain=("reversed", "half", "perfect"))
+    assert v == "reproduced" and list(comps) == ["half vs reversed", "perfect vs half"]
+    v, _ = fl.protocols.ablation_verdict(cells, group="e", value="E", chain=("reversed", "perfect", "half"))
+    assert v == "partly reproduced"
+    v, _ = fl.protocols.ablation_verdict(cells, group="e", value="E", chain=("perfect", "half", "reversed"))
+    assert v == "not testable here"
+    with pytest.raises(ValueError, match="not in the cells"):
+        fl.protocols.ranking_verdict(cells, group="e", value="F", target="perfect", baseline="half")
+    with pytest.raises(ValueError, match="ROAR"):
+        fl.protocols.ranking_verdict(cells, group="e", value="E", target="ROAR", baseline="half")

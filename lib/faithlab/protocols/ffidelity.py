@@ -20,7 +20,7 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset
 
-from faithlab import _validate, data, explainers, perturb, stats, train
+from faithlab import _validate, data, explainers, perturb, stats, train, verdicts
 from faithlab.metrics import ffidelity
 
 
@@ -296,8 +296,88 @@ def separation(curves: pd.DataFrame, *, group: str) -> pd.DataFrame:
     return spread
 
 
-def micro_rank_wins(tidy: pd.DataFrame, *, group: str, method: str = "F-Fidelity") -> tuple[pd.DataFrame, dict]:
-    """Mean micro rank of every method per ``group`` (averaged over the three correlations; lower is better) and,
-    per group, whether ``method``'s is the lowest (ties allowed): the rule of the ranking claims."""
-    ranks = tidy[tidy["row"] == "Micro Rank"].groupby([group, "method"])["mean"].mean().unstack()
-    return ranks, {g: bool(ranks.loc[g, method] <= ranks.loc[g].min() + 1e-9) for g in ranks.index}
+def micro_cells(P: Mapping[tuple[str, str], torch.Tensor], Q: Mapping[tuple[str, str], torch.Tensor], *,
+                noise_levels: Sequence[float], sparsity: Sequence[float], methods: Sequence[str],
+                group: str = "group") -> pd.DataFrame:
+    """The units the ranking verdicts resample: one row per (<group>, method, seed, level).
+
+    Columns "micro rank": the method's micro rank among ``methods`` at that seed and level
+    (:func:`faithlab.metrics.micro_ranks`), averaged over the three correlations (lower is better); "oriented
+    micro": its three micro correlations signed so that higher is better (−MoRF vs GT, +LeRF vs GT, −MoRF vs LeRF)
+    and averaged over the defined ones (NaN when all three are undefined; ideal +1).
+    """
+    sign = {k: -1.0 if d == "min" else 1.0 for k, d in ffidelity.DIRECTIONS.items()}
+    rows: list[dict] = []
+    for g in dict.fromkeys(g for g, _ in P):
+        micro = {m: ffidelity.ground_truth_ranking(P[g, m], Q[g, m], noise_levels, sparsity)["micro"]
+                 for m in methods}
+        ranks = torch.stack([ffidelity.micro_ranks(torch.stack([micro[m][k] for m in methods]), direction=d)
+                             for k, d in ffidelity.DIRECTIONS.items()]).mean(0)  # (n_methods, seeds, levels)
+        for i, m in enumerate(methods):
+            oriented = torch.stack([sign[k] * micro[m][k] for k in ffidelity.DIRECTIONS]).nanmean(0)
+            n_seeds, n_levels = oriented.shape
+            rows += [{group: g, "method": m, "seed": s, "level": sparsity[j], "micro rank": ranks[i, s, j].item(),
+                      "oriented micro": oriented[s, j].item()} for s in range(n_seeds) for j in range(n_levels)]
+    return pd.DataFrame(rows)
+
+
+def _cells(cells: pd.DataFrame, group: str, value, column: str) -> dict[str, torch.Tensor]:
+    part = cells[cells[group] == value]
+    if part.empty:
+        raise ValueError(f"{group} {value!r} is not in the cells (have {sorted(cells[group].unique())})")
+    return {m: torch.tensor(v.sort_values(["seed", "level"])[column].to_numpy(), dtype=torch.float64)
+            for m, v in part.groupby("method", sort=False)}
+
+
+def _baseline_premise(oriented: Mapping[str, torch.Tensor], target: str, baseline: str, tol: float) -> str | None:
+    return verdicts.first_reason(
+        verdicts.undefined(oriented[target].nanmean(), what=f"{target}'s micro correlation"),
+        verdicts.at_ideal(oriented[baseline].nanmean(), ideal=1.0, tol=tol,
+                          what=f"{baseline}'s oriented micro correlation"))
+
+
+def ranking_verdict(cells: pd.DataFrame, *, group: str, value, target: str = "F-Fidelity",
+                    baseline: str = "Fidelity", tol: float = 0.05, seed: int = 0
+                    ) -> tuple[verdicts.Verdict, dict[str, verdicts.Comparison]]:
+    """Verdict of "``target`` recovers the ground-truth ranking better than the other methods" for one
+    ``group == value`` (an explainer or a model), from :func:`micro_cells`.
+
+    Premise: not testable when the target's micro correlations are all undefined or when ``baseline``'s oriented
+    micro correlation is already within ``tol`` of the ideal +1 (no method can beat it). Decision: paired
+    bootstrap over seeds × levels of the mean micro rank (lower is better) of the target against every other
+    method (:func:`faithlab.verdicts.compare`, rule of :func:`faithlab.verdicts.from_comparison`).
+    """
+    ranks, oriented = _cells(cells, group, value, "micro rank"), _cells(cells, group, value, "oriented micro")
+    for name in (target, baseline):
+        if name not in ranks:
+            raise ValueError(f"{name!r} is not among the methods of the cells ({list(ranks)})")
+    comparisons = verdicts.compare(ranks, target=target, higher_is_better=False, seed=seed)
+    why = _baseline_premise(oriented, target, baseline, tol)
+    return verdicts.from_comparison(comparisons, untestable=why), comparisons
+
+
+def ablation_verdict(cells: pd.DataFrame, *, group: str, value, chain: Sequence[str] = (
+        "Fidelity", "Fidelity+Fine-tune", "F-Fidelity"), tol: float = 0.05, seed: int = 0
+                     ) -> tuple[verdicts.Verdict, dict[str, verdicts.Comparison]]:
+    """Verdict of App. D.7's ablation "each step of ``chain`` improves on the one before" (Fidelity <
+    Fidelity+Fine-tune < F-Fidelity) on the oriented micro correlations of :func:`micro_cells`.
+
+    Micro, not macro: with six explainers the macro correlation takes few values and saturates at ±1. Premise: not
+    testable when the last method's correlations are undefined or the first is already within ``tol`` of +1.
+    Decision: a paired bootstrap over seeds × levels for each consecutive pair; reproduced when every step is a
+    win, partly reproduced when at least one is, else not reproduced. Returns the verdict and the comparisons
+    keyed "<later> vs <earlier>".
+    """
+    oriented = _cells(cells, group, value, "oriented micro")
+    missing = [m for m in chain if m not in oriented]
+    if len(chain) < 2 or missing:
+        raise ValueError(f"chain must name at least two methods of the cells, missing {missing}")
+    comparisons = {f"{b} vs {a}": verdicts.bootstrap_diff(oriented[b], oriented[a], seed=seed)
+                   for a, b in zip(chain, chain[1:])}
+    why = _baseline_premise(oriented, chain[-1], chain[0], tol)
+    if why is not None:
+        return verdicts.ladder(False, untestable=why), comparisons
+    wins = [c.outcome == "win" for c in comparisons.values()]
+    result = verdicts.ladder(all(wins), any(wins))
+    steps = "; ".join(f"{k}: {c.outcome} ({c.mean:+.3f} [{c.low:+.3f}, {c.high:+.3f}])" for k, c in comparisons.items())
+    return verdicts.Verdict(result, f"95 % bootstrap interval over seeds × levels — {steps}"), comparisons
