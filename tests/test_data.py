@@ -500,3 +500,14 @@ def test_boiler_fake_timex_files(tmp_path):
     assert len(D.load("boiler", split="val", data_dir=tmp_path)) == 1
     with pytest.raises(ValueError, match="split"):
         D.load("boiler", split="dev", data_dir=tmp_path)
+
+
+def test_seq_comb_offset_shifts_every_value_and_nothing_else():
+    import faithlab as fl
+
+    a = fl.data.load("seq_comb", split="test", n=20, length=40, window=(4, 8), seed=3)
+    b = fl.data.load("seq_comb", split="test", n=20, length=40, window=(4, 8), seed=3, offset=3.0)
+    assert torch.allclose(b.x, a.x + 3.0) and torch.equal(a.y, b.y) and torch.equal(a.mask, b.mask)
+    assert b.info["offset"] == 3.0
+    with pytest.raises(ValueError, match="offset"):
+        fl.data.load("seq_comb", split="test", n=4, length=40, window=(4, 8), offset=float("nan"))

@@ -342,3 +342,45 @@ def test_user_registered_model_is_built_by_name_and_names_are_unique():
         fl.models.register("test_linear_probe")(LinearProbe)
     with pytest.raises(ValueError, match="small_cnn"):
         fl.models.register("small_cnn")(LinearProbe)
+
+
+@pytest.mark.parametrize("name", ["lstm_text", "transformer_text"])
+def test_removed_token_is_a_zero_embedding_kept_in_the_sequence(name):
+    """F-Fidelity's text removal (spec §1.1): a removed token is a zero embedding that still counts in the pool;
+    the pad id deletes it. Padding positions stay padding under reference='removed_token'."""
+    import faithlab as fl
+
+    torch.manual_seed(0)
+    kw = {"embed_dim": 8, "hidden": 8} if name == "lstm_text" else {"dim": 8, "depth": 1, "heads": 2, "max_len": 6}
+    model = fl.models.build(name, vocab_size=20, n_classes=2, **kw).eval()
+    x = torch.tensor([[5, 6, 7, 9, 0, 0], [8, 9, 3, 4, 2, 0]])
+    removed = torch.tensor([[True, False, False, False, True, True], [False, True, False, False, False, True]])
+    units = fl.perturb.token_units(x)
+    zeroed = fl.perturb.apply_removal(x, removed, units, reference="removed_token")
+    assert zeroed.tolist() == [[1, 6, 7, 9, 0, 0], [8, 1, 3, 4, 2, 0]]
+    emb = model.embed(x).clone()
+    emb[removed & (x != 0)] = 0.0
+    with torch.no_grad():
+        expected = model.forward_embeddings(emb, x != 0)
+        assert torch.allclose(model(zeroed), expected, atol=1e-6)
+        deleted = fl.perturb.apply_removal(x, removed, units, reference="zero")
+        assert not torch.allclose(model(deleted), expected, atol=1e-4)  # deletion drops the token from the pool
+    with pytest.raises(TypeError, match="removed_token"):
+        fl.perturb.make_reference(torch.zeros(2, 3, 4), "removed_token")
+
+
+def test_cnn1d_positional_channel_is_made_inside_the_model():
+    import faithlab as fl
+
+    torch.manual_seed(0)
+    model = fl.models.build("cnn1d", in_channels=2, n_classes=3, width=4, layers=2, kernel_size=3, positional=True,
+                            dilation_growth=2).eval()
+    x = torch.randn(5, 11, 2)
+    t = torch.linspace(0, 1, 11).expand(5, 1, 11)
+    manual = model.fc(model.features(torch.cat([x.transpose(1, 2), t], 1)).mean(-1))
+    assert torch.allclose(model(x), manual, atol=1e-6)
+    assert model.features[1][0].dilation == (2,) and model.features[0][0].in_channels == 3
+    # the position breaks time-reversal symmetry: a reversed series is not classified as its mirror image
+    plain = fl.models.build("cnn1d", in_channels=2, n_classes=3, width=4, layers=1, kernel_size=1).eval()
+    assert torch.allclose(plain(x), plain(x.flip(1)), atol=1e-6)
+    assert not torch.allclose(model(x), model(x.flip(1)), atol=1e-4)

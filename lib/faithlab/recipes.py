@@ -58,17 +58,20 @@ DISPLAY_NAMES = {"small_cnn": "CNN", "resnet9": "ResNet-9", "vit": "ViT", "cnn1d
 
 def series_text_classifier(name: str, *, n_train: int, n_test: int, length: int, width: int = 16,
                            kernel_size: int = 9, lstm_layers: int = 1, tf_dim: int = 32, n_epochs: int = 20,
-                           seed: int = 0, device: str | torch.device = "cpu"):
+                           offset: float = 0.0, positional: bool = False, seed: int = 0,
+                           device: str | torch.device = "cpu"):
     """Classifier of the F-Fidelity series/text chapter → ``(model, history, train_data, test_data)``.
 
     name: a series model of :data:`SERIES_MODELS` on ``seq_comb`` (one channel, salient windows of 10–20 % of
-    ``length``) or a text model of :data:`TEXT_MODELS` on ``tokens`` (sequences of ``length`` tokens). width: the
-    CNN-1D channels / bi-LSTM hidden size / text LSTM embedding and hidden size; tf_dim: the transformer's width
-    (depth 2, 4 heads). Adam lr 3e-3, batch 64, best test epoch kept.
+    ``length``, every value shifted by ``offset``: with an offset the zeroed time step is out of distribution) or
+    a text model of :data:`TEXT_MODELS` on ``tokens`` (sequences of ``length`` tokens). width: the CNN-1D channels
+    / bi-LSTM hidden size / text LSTM embedding and hidden size; positional: the CNN-1D gets the time position as
+    an input channel, so it can tell which window came first; tf_dim: the transformer's width (depth 2, 4 heads).
+    Adam lr 3e-3, batch 64, best test epoch kept.
     """
     if name in SERIES_MODELS:
         window = (max(2, length // 10), length // 5)
-        splits = [data.load("seq_comb", split=s, n=n, length=length, window=window, seed=seed)
+        splits = [data.load("seq_comb", split=s, n=n, length=length, window=window, offset=offset, seed=seed)
                   for s, n in (("train", n_train), ("test", n_test))]
     elif name in TEXT_MODELS:
         splits = [data.load("tokens", split=s, n=n, length=length, seed=seed)
@@ -78,14 +81,15 @@ def series_text_classifier(name: str, *, n_train: int, n_test: int, length: int,
     train_data, test_data = splits
     n_classes, vocab = train_data.info["n_classes"], train_data.info.get("vocab_size")
     model_config = {
-        "cnn1d": {"in_channels": 1, "n_classes": n_classes, "width": width, "kernel_size": kernel_size},
+        "cnn1d": {"in_channels": 1, "n_classes": n_classes, "width": width, "kernel_size": kernel_size,
+                  **({"positional": True} if positional else {})},
         "bilstm": {"in_channels": 1, "n_classes": n_classes, "hidden": width, "layers": lstm_layers},
         "lstm_text": {"vocab_size": vocab, "n_classes": 2, "embed_dim": width, "hidden": width},
         "transformer_text": {"vocab_size": vocab, "n_classes": 2, "dim": tf_dim, "depth": 2, "heads": 4,
                              "max_len": length},
     }[name]
     key = {"dataset": train_data.info["name"], "n": len(train_data), "length": train_data.x.shape[1], "seed": seed,
-           "window": list(train_data.info.get("window", ()))}
+           "window": list(train_data.info.get("window", ())), **({"offset": float(offset)} if offset else {})}
     config = train.TrainConfig(epochs=n_epochs, lr=3e-3, batch_size=64, seed=seed)
     model, history = train.fit(name, model_config, train_data, config, data_key=key, test_data=test_data,
                                device=device, progress=False)
@@ -93,15 +97,16 @@ def series_text_classifier(name: str, *, n_train: int, n_test: int, length: int,
 
 
 def ffidelity_finetune(model: torch.nn.Module, history: dict, train_data, test_data, *, beta: float = 0.1,
-                       units: str = "pixels", n_epochs: int = 4, seed: int = 0,
+                       units: str = "pixels", reference: str = "zero", n_epochs: int = 4, seed: int = 0,
                        device: str | torch.device = "cpu") -> torch.nn.Module:
     """F-Fidelity fine-tuning (eq. 5) of a model from a recipe above → the fine-tuned model in eval mode.
 
-    ``RandomRemoval(beta, units)`` (up to ⌊β·n⌋ pixels / time steps / tokens replaced by zero per sample), Adam
-    lr 1e-3, batch 64, best test epoch kept; cached under the base model's key (``history["key"]``).
+    ``RandomRemoval(beta, units, reference)`` (up to ⌊β·n⌋ pixels / time steps / tokens replaced by the reference
+    per sample: zero, or for text ``"removed_token"``, the zero embedding the evaluation then uses), Adam lr 1e-3,
+    batch 64, best test epoch kept; cached under the base model's key (``history["key"]``).
     """
     config = train.TrainConfig(epochs=n_epochs, lr=1e-3, batch_size=64, seed=seed)
-    tuned, _ = train.finetune(model, train_data, config, train.RandomRemoval(beta, units=units),
+    tuned, _ = train.finetune(model, train_data, config, train.RandomRemoval(beta, units=units, reference=reference),
                               data_key=history["spec"]["data"], base_key=history["key"], test_data=test_data,
                               device=device, progress=False)
     return tuned.to(device).eval()

@@ -259,7 +259,7 @@ def canvas_digits(*, split: str = "train", seed: int = 0, size: int = 32, r: flo
 # ------------------------------------------------------------------------------------------------------ time series
 def timeseries(task: str = "seq_comb", *, split: str = "train", seed: int = 0, n: int = 1000, length: int = 100,
                channels: int = 1, n_classes: int = 4, n_windows: int = 2, window: tuple[int, int] = (10, 20),
-               amplitude: float = 1.0, noise: float = 0.5) -> TensorData:
+               amplitude: float = 1.0, noise: float = 0.5, offset: float = 0.0) -> TensorData:
     """Synthetic series whose label lives only in ``n_windows`` salient windows (in the spirit of TimeX's benchmarks).
 
     Background: i.i.d. N(0, noise²) in every channel. Windows: non-overlapping, separated by ≥ 1 step, lengths
@@ -268,8 +268,10 @@ def timeseries(task: str = "seq_comb", *, split: str = "train", seed: int = 0, n
       class index is 1 and decreasing otherwise (class 0 = all decreasing); n_classes ≤ 2**n_windows.
     * ``freq_shape``: every window holds amplitude·sin(2π f_y t + φ) (t counted from the window start, φ random per
       window) at the class frequency f_k = 0.5·(k+1)/(n_classes+1) cycles per step, evenly spaced below Nyquist.
-    Labels are uniform over classes. Series are not normalised (info mean 0 / std 1 per channel) so that zero is
-    the background mean.
+    Labels are uniform over classes. Series are not normalised (info mean 0 / std 1 per channel). ``offset`` shifts
+    every value: with 0 a removed (zeroed) step equals the background mean, in distribution; with an offset of a
+    few noise levels the zero reference lies outside the data, as an image's black pixel does (F-Fidelity's OOD
+    premise).
 
     Returns TensorData: x (n, length, channels), y (n,), mask (n, length) bool = salient steps; extras
     ``window_start``, ``window_length`` (n, n_windows).
@@ -289,6 +291,9 @@ def timeseries(task: str = "seq_comb", *, split: str = "train", seed: int = 0, n
         raise ValueError(f"n_classes must be >= 2 (and <= 2**n_windows for seq_comb), got {n_classes}")
     if amplitude <= 0 or noise < 0:
         raise ValueError(f"amplitude must be > 0 and noise >= 0, got amplitude={amplitude}, noise={noise}")
+    offset = float(offset)
+    if not math.isfinite(offset):
+        raise ValueError(f"offset must be a finite number, got {offset}")
 
     g = generator(seed, task, split)
     y = torch.randint(0, n_classes, (n,), generator=g)
@@ -310,11 +315,11 @@ def timeseries(task: str = "seq_comb", *, split: str = "train", seed: int = 0, n
         class_names = [f"f={f:.3f}" for f in freqs.tolist()]
         rule = {"frequencies": freqs.tolist()}
     signal = amplitude * (shape * inside).sum(1)
-    x = signal[:, :, None] + noise * torch.randn(n, length, channels, generator=g)
+    x = signal[:, :, None] + noise * torch.randn(n, length, channels, generator=g) + offset
     info = dict(
         name=task, n_classes=n_classes, class_names=class_names, mean=(0.0,) * channels, std=(1.0,) * channels,
         split=split, seed=seed, n=n, length=length, channels=channels, n_windows=n_windows, window=(lo, hi),
-        amplitude=amplitude, noise=noise, **rule,
+        amplitude=amplitude, noise=noise, offset=offset, **rule,
     )
     return TensorData(x, y, inside.any(1), info, {"window_start": starts, "window_length": lengths})
 

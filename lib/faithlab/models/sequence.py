@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from faithlab import _validate
+from faithlab.perturb.references import PAD_TOKEN, REMOVED_TOKEN
 from faithlab.models.registry import register
 from faithlab.models.vit import Block, _AttentionRecorder
 
@@ -44,14 +45,25 @@ class BiLSTM(nn.Module):
 @register("cnn1d")
 class CNN1D(nn.Module):
     """1-D CNN for (B, T, C) series: ``layers`` conv(k)+BN+ReLU blocks, global average pool over time, linear.
-    ``cam_layer`` is the last conv block (output (B, width, T))."""
+    ``cam_layer`` is the last conv block (output (B, width, T)).
+
+    dilation_growth: block i uses dilation ``dilation_growth**i`` (1: plain convolutions). The average pool keeps
+    no order, so a plain CNN cannot tell which of two distant patterns came first; with growth 2 the receptive
+    field spans 1 + (k−1)(2^layers − 1) steps and a block can see both patterns in order.
+    positional: append the position t/(T−1) ∈ [0, 1] as an extra input channel (made inside the model, so removing
+    a time step never removes its position). The pooled features then carry where each pattern sits, and "which
+    pattern came first" becomes a linear read-out of the pooled features."""
 
     def __init__(self, in_channels: int, n_classes: int, width: int = 64, layers: int = 3,
-                 kernel_size: int = 5) -> None:
+                 kernel_size: int = 5, dilation_growth: int = 1, positional: bool = False) -> None:
         super().__init__()
-        blocks, c_in = [], in_channels
-        for _ in range(_validate.positive_int(layers, "layers")):
-            blocks.append(nn.Sequential(nn.Conv1d(c_in, width, kernel_size, padding=kernel_size // 2, bias=False),
+        self.positional = bool(positional)
+        blocks, c_in = [], in_channels + self.positional
+        _validate.positive_int(dilation_growth, "dilation_growth")
+        for i in range(_validate.positive_int(layers, "layers")):
+            d = dilation_growth**i
+            blocks.append(nn.Sequential(nn.Conv1d(c_in, width, kernel_size, padding=d * (kernel_size // 2),
+                                                  dilation=d, bias=False),
                                         nn.BatchNorm1d(width), nn.ReLU()))
             c_in = width
         self.features = nn.Sequential(*blocks)
@@ -62,7 +74,11 @@ class CNN1D(nn.Module):
         return self.features[-1]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc(self.features(x.transpose(1, 2)).mean(dim=-1))
+        z = x.transpose(1, 2)
+        if self.positional:
+            t = torch.linspace(0, 1, z.shape[-1], dtype=z.dtype, device=z.device)
+            z = torch.cat([z, t.expand(z.shape[0], 1, -1)], dim=1)
+        return self.fc(self.features(z).mean(dim=-1))
 
 
 def _masked_mean(h: torch.Tensor, pad_mask: torch.Tensor | None) -> torch.Tensor:
@@ -73,20 +89,23 @@ def _masked_mean(h: torch.Tensor, pad_mask: torch.Tensor | None) -> torch.Tensor
     return (h * m).sum(dim=1) / m.sum(dim=1).clamp_min(1.0)
 
 
+
+
 class _TextModel(nn.Module):
-    """Shared text interface: ``embed(tokens)`` → (B, L, D); ``forward_embeddings(emb, pad_mask)`` → logits;
-    ``forward(tokens) = forward_embeddings(embed(tokens), tokens != 0)`` (pad id 0 is masked out of the pool)."""
+    """Shared text interface: ``embed(tokens)`` → (B, L, D) with a zero vector for :data:`REMOVED_TOKEN`;
+    ``forward_embeddings(emb, pad_mask)`` → logits; ``forward(tokens) = forward_embeddings(embed(tokens),
+    tokens != PAD_TOKEN)`` (padding is masked out of the pool, a removed token is not)."""
 
     embedding: nn.Embedding
 
     def embed(self, tokens: torch.Tensor) -> torch.Tensor:
-        return self.embedding(tokens)
+        return self.embedding(tokens).masked_fill((tokens == REMOVED_TOKEN).unsqueeze(-1), 0.0)
 
     def forward_embeddings(self, emb: torch.Tensor, pad_mask: torch.Tensor | None = None) -> torch.Tensor:
         raise NotImplementedError
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        return self.forward_embeddings(self.embed(tokens), tokens != 0)
+        return self.forward_embeddings(self.embed(tokens), tokens != PAD_TOKEN)
 
 
 @register("lstm_text")

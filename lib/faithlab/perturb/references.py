@@ -38,6 +38,15 @@ def _gaussian_blur(x: torch.Tensor, kernel_size: int, sigma: float) -> torch.Ten
     return out
 
 
+PAD_TOKEN = 0
+"""Token id of padding: the text models mask it out of their pool and attention, so replacing a token by it
+*deletes* the token (``reference="zero"`` on token ids)."""
+REMOVED_TOKEN = 1
+"""Token id the text models embed as the zero vector while keeping it in the pool and attention (the reserved
+``unk`` id, unused by the embedded data). Replacing a token by it is F-Fidelity's text removal, "replacing the
+token with zeros" at the embedding layer (spec §1.1): ``reference="removed_token"``."""
+
+
 def make_reference(x: torch.Tensor, kind: Reference = "zero", *, kernel_size: int = 31,
                    sigma: float = 56.0) -> torch.Tensor:
     """Reference values that replace removed units, as a tensor with x's rank broadcastable to x.
@@ -45,7 +54,9 @@ def make_reference(x: torch.Tensor, kind: Reference = "zero", *, kernel_size: in
     kind: ``"zero"`` 0 in the model's input space (dataset mean for normalised images; pad id 0 / zero embedding
     for tokens); ``"mean"`` per-sample scalar mean over all elements; ``"channel_mean"`` per-sample per-channel mean
     (images over H, W; series over T); ``"blur"`` Gaussian blur of each image (``kernel_size``, ``sigma``; reflect
-    padding; defaults are TRACE's 31 and 56); a number (a constant, e.g. a token id for integer x); or a tensor
+    padding; defaults are TRACE's 31 and 56); ``"removed_token"`` for token ids: every real token becomes
+    :data:`REMOVED_TOKEN` (a zero embedding kept in the sequence) and padding stays :data:`PAD_TOKEN`, so removing
+    a pad position changes nothing; a number (a constant, e.g. a token id for integer x); or a tensor
     broadcastable to x (e.g. ``(B, C, H, W)`` or ``(C, H, W)``).
     """
     _validate.tensor(x, "x")
@@ -67,9 +78,13 @@ def make_reference(x: torch.Tensor, kind: Reference = "zero", *, kernel_size: in
         return torch.full((1,) * x.ndim, kind, dtype=x.dtype, device=x.device)
     if kind == "zero":
         return torch.zeros((1,) * x.ndim, dtype=x.dtype, device=x.device)
+    if kind == "removed_token":
+        if x.is_floating_point():
+            raise TypeError("reference='removed_token' needs integer token ids x; for embeddings use 'zero'")
+        return torch.where(x == PAD_TOKEN, PAD_TOKEN, REMOVED_TOKEN).to(x.dtype)
     if kind not in ("mean", "channel_mean", "blur"):
-        raise ValueError(f"reference must be 'zero', 'mean', 'channel_mean', 'blur', a number or a tensor, "
-                         f"got {kind!r}")
+        raise ValueError(f"reference must be 'zero', 'mean', 'channel_mean', 'blur', 'removed_token', a number or "
+                         f"a tensor, got {kind!r}")
     if not x.is_floating_point():
         raise TypeError(f"reference={kind!r} needs floating-point x; for token ids pass an int token id")
     if kind == "mean":
