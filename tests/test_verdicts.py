@@ -165,3 +165,10 @@ def test_claim_note_carries_the_why(tmp_path):
     out = Outputs("paper/experiment", tmp_path)
     row = out.claim("c", paper_value="p", our_value="o", verdict=ladder(False, untestable="saturated"), note="n")
     assert row["verdict"] == UNTESTABLE and row["note"] == "n; not testable: saturated"
+
+
+def test_bootstrap_accepts_series_and_arrays_alike():
+    pd = pytest.importorskip("pandas")
+    a, b = [0.3, 0.5, 0.9, 0.7], [0.1, 0.2, 0.4, 0.3]
+    ref = bootstrap_diff(torch.tensor(a, dtype=torch.float64), torch.tensor(b, dtype=torch.float64))
+    assert bootstrap_diff(pd.Series(a), np.array(b)) == ref == bootstrap_diff(a, b)

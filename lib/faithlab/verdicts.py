@@ -20,6 +20,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 __all__ = [
@@ -160,11 +161,12 @@ class Comparison:
 def _values(values, name: str) -> torch.Tensor:
     if isinstance(values, (str, bytes)):
         raise TypeError(f"{name} must be numbers (a sequence, array or tensor), got {values!r}")
-    try:
-        t = torch.as_tensor(values, dtype=torch.float64)
-    except (TypeError, ValueError, RuntimeError):
+    if isinstance(values, torch.Tensor):
+        return values.detach().to("cpu", torch.float64).flatten()
+    try:  # lists, numpy arrays, pandas Series
+        return torch.from_numpy(np.asarray(values, dtype=np.float64)).flatten()
+    except (TypeError, ValueError):
         raise TypeError(f"{name} must be numbers (a sequence, array or tensor), got {type(values).__name__}") from None
-    return t.flatten()
 
 
 def bootstrap_diff(a, b=None, *, higher_is_better: bool = True, n_boot: int = 4000, level: float = 0.95,

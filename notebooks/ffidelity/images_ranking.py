@@ -18,29 +18,43 @@
 # permuting the scores at a fraction ξ ∈ {0, 0.2, …, 1} of the pixels, and ask each evaluation method — Fidelity,
 # ROAR, R-Fidelity and F-Fidelity — to score the six explainers. The ground-truth order is ξ (less noise is better);
 # a good evaluation method has MoRF scores decreasing in ξ (correlation −1), LeRF scores increasing in ξ (+1) and
-# MoRF and LeRF anti-correlated (−1). Our stand-in for CIFAR-100/Tiny-ImageNet is the canvas-digits data with a
-# small CNN (the paper's ResNet-9 in the `paper` profile); everything else follows the paper's recipe, scaled down.
+# MoRF and LeRF anti-correlated (−1).
+#
+# F-Fidelity exists to correct one mechanism: removed pixels are *out of distribution* (OOD) for the classifier,
+# so plain Fidelity measures the model's reaction to odd inputs as much as the explanation. A stand-in must carry
+# that mechanism or the comparison tests nothing. We therefore run two settings of the canvas-digits data:
+#
+# - **main — coloured canvases**: random background and digit colours; a removed pixel becomes the dataset-mean
+#   colour, which no canvas contains, so removal is OOD (as a black pixel on a CIFAR image);
+# - **control — grey canvases**: a removed pixel becomes the normalised zero, the grey of the blank background,
+#   so removing background pixels changes nothing the model has not seen.
+#
+# The diagnostic below measures which setting has OOD removal; the paper's claims are judged on the main setting,
+# and the control shows what the same rules say when the mechanism is absent. The `paper` profile runs ResNet-9 on
+# 32-pixel coloured canvases with the paper's sizes.
 
 # %% tags=["parameters"]
 image_size = 16
 r = 0.3
-color = False
-n_train = None
+color = True
+n_train = 6000
 model_name = "small_cnn"
-width = 16
-n_epochs = 8
-n_finetune_epochs = 4
-n_roar_epochs = 8
+width = 32
+n_epochs = 30
+n_finetune_epochs = 10
+n_roar_epochs = 30
+control = {"color": False, "n_train": None, "width": 16, "n_epochs": 8, "n_finetune_epochs": 4, "n_roar_epochs": 8}
 beta = 0.1
 alpha = 0.5
 n_samples = 10
-n_test = 150
+n_test = 100
 noise_levels = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
 n_seeds = 3
 sparsity = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
 explainers = ["sg_sq_ig", "gradcam"]
 sg_samples = 4
 ig_steps = 8
+ood_ks = [8, 26]
 seed = 0
 device = "cpu"
 batch_size = 2048
@@ -55,47 +69,88 @@ out = fl.outputs.for_notebook("ffidelity/images_ranking")
 fl.plots.set_style()
 NAMES = {"sg_sq_ig": "SG-SQ", "gradcam": "GradCAM"}
 METHODS = ["Fidelity", "ROAR", "R-Fidelity", "F-Fidelity"]
+ABLATION = ["Fidelity", "Fidelity+Fine-tune", "F-Fidelity"]
+main = {"color": color, "n_train": n_train, "width": width, "n_epochs": n_epochs,
+        "n_finetune_epochs": n_finetune_epochs, "n_roar_epochs": n_roar_epochs}
+settings = {"main": main, **({"control": {**main, **control}} if control else {})}
+LABEL = {k: f"{k}: {'coloured' if v['color'] else 'grey'}" for k, v in settings.items()}
 
 # %% [markdown]
 # ## Models and scores of the degraded explainers
-# `fl.protocols.image_ranking_study` runs the whole protocol. It trains the original model, fine-tunes it with
-# random removal of up to β of the pixels, and retrains one ROAR model per explainer: a fresh network trained on
-# images whose top ⌊u·n⌋ pixels (u ~ U(0, 1)), ranked by the clean explainer on the original model, are replaced by
-# zero (the dataset mean colour). Explanations of the original model feed Fidelity, R-Fidelity and ROAR;
-# F-Fidelity uses explanations recomputed on the fine-tuned model (as the authors' code). Curves are index-paired
-# as in the code: at level i, "+" removes (a fraction α of) the top i and "−" removes (a fraction α of) the
-# bottom i of the pixels. Equal scores (GradCAM's zeros, the coarse CAM grid) are ordered at random rather than by
-# pixel position. "Fidelity+Fine-tune" (the fine-tuned model, all of R removed) serves the ablation of App. D.7.
+# `fl.protocols.image_ranking_study` runs the whole protocol in each setting. It trains the original model,
+# fine-tunes it with random removal of up to β of the pixels, and retrains one ROAR model per explainer: a fresh
+# network trained on images whose top ⌊u·n⌋ pixels (u ~ U(0, 1)), ranked by the clean explainer on the original
+# model, are replaced by zero (the dataset mean colour). Explanations of the original model feed Fidelity,
+# R-Fidelity and ROAR; F-Fidelity uses explanations recomputed on the fine-tuned model (as the authors' code).
+# Curves are index-paired as in the code: at level i, "+" removes (a fraction α of) the top i and "−" removes (a
+# fraction α of) the bottom i of the pixels. Equal scores (GradCAM's zeros, the coarse CAM grid) are ordered at
+# random, in the evaluation and in ROAR's training alike. "Fidelity+Fine-tune" (the fine-tuned model, all of R
+# removed) serves the ablation of App. D.7. A ROAR model is trained on images with up to all of their pixels
+# removed, so its accuracy on clean test images is low by design; the table also gives it.
 
 # %%
-canvas = {"size": image_size, "r": r, "color": color, "seed": seed}
-train = fl.data.load("canvas_digits", split="train", n=n_train, **canvas)
-test = fl.data.load("canvas_digits", split="test", **canvas)
 specs = {NAMES[m]: (m, {"nt_samples": sg_samples, "n_steps": ig_steps} if m == "sg_sq_ig" else {})
          for m in explainers}
-study = fl.protocols.image_ranking_study(
-    model_name, {"in_channels": 3 if color else 1, "n_classes": 10, "width": width}, train, test, specs,
-    data_key={"dataset": "canvas_digits", "n": n_train, **canvas},
-    train_config=fl.train.TrainConfig(epochs=n_epochs, lr=3e-3, batch_size=64, seed=seed),
-    finetune_config=fl.train.TrainConfig(epochs=n_finetune_epochs, lr=1e-3, batch_size=64, seed=seed),
-    roar_config=fl.train.TrainConfig(epochs=n_roar_epochs, lr=3e-3, batch_size=64, seed=seed),
-    noise_levels=noise_levels, sparsity=sparsity, n_test=n_test, n_seeds=n_seeds, alpha=alpha, beta=beta,
-    n_samples=n_samples, seed=seed, device=device, batch_size=batch_size)
-accuracy = study.accuracy
-out.table(pd.DataFrame({"model": list(accuracy), "test accuracy": list(accuracy.values())}), "accuracy")
-curves = study.curves
+studies, tests = {}, {}
+for key, s in settings.items():
+    canvas = {"size": image_size, "r": r, "color": s["color"], "seed": seed}
+    train = fl.data.load("canvas_digits", split="train", n=s["n_train"], **canvas)
+    tests[key] = fl.data.load("canvas_digits", split="test", **canvas)
+    studies[key] = fl.protocols.image_ranking_study(
+        model_name, {"in_channels": 3 if s["color"] else 1, "n_classes": 10, "width": s["width"]}, train,
+        tests[key], specs, data_key={"dataset": "canvas_digits", "n": s["n_train"], **canvas},
+        train_config=fl.train.TrainConfig(epochs=s["n_epochs"], lr=3e-3, batch_size=64, seed=seed),
+        finetune_config=fl.train.TrainConfig(epochs=s["n_finetune_epochs"], lr=1e-3, batch_size=64, seed=seed),
+        roar_config=fl.train.TrainConfig(epochs=s["n_roar_epochs"], lr=3e-3, batch_size=64, seed=seed),
+        noise_levels=noise_levels, sparsity=sparsity, n_test=n_test, n_seeds=n_seeds, alpha=alpha, beta=beta,
+        n_samples=n_samples, seed=seed, device=device, batch_size=batch_size)
+accuracy = pd.DataFrame([{"setting": LABEL[k], "model": m, "test accuracy": a}
+                         for k, st in studies.items() for m, a in st.accuracy.items()])
+out.table(accuracy, "accuracy")
+curves = pd.concat([st.curves.assign(setting=LABEL[k]) for k, st in studies.items()], ignore_index=True)
 out.table(curves, "curves")
 for name, value in {"n_test": n_test, "n_seeds": n_seeds, "n_samples": n_samples, "n_levels": len(sparsity),
-                    "sg_samples": sg_samples, "ig_steps": ig_steps}.items():
+                    "sg_samples": sg_samples, "ig_steps": ig_steps, "n_train_main": n_train or 0,
+                    "width_main": width, "epochs_main": n_epochs}.items():
     out.glue(name, value)
+out.glue("accuracy_main", studies["main"].accuracy["original"])
 accuracy
+
+# %% [markdown]
+# ## Is removal out of distribution here? (the mechanism)
+# For the original and the fine-tuned model of each setting: test accuracy after removing k pixels of the digit
+# (salient), k background pixels (non-salient) or k random pixels, each replaced by the removal value of the
+# metrics (`fl.protocols.removal_diagnostic`, 5 draws). Background pixels carry no evidence, so accuracy lost to
+# them is the OOD effect F-Fidelity's fine-tuning is meant to absorb; k = 26 is about β·n, F-Fidelity's cap.
+
+# %%
+diagnostic = pd.concat([fl.protocols.removal_diagnostic(
+    {m: st.models[m] for m in ("original", "fine-tuned")}, st.x, st.y, tests[k].mask[:n_test].flatten(1).to(device),
+    ks=ood_ks, n_draws=5, generator=seed, batch_size=batch_size).assign(setting=LABEL[k])
+    for k, st in studies.items()], ignore_index=True)
+out.table(diagnostic, "ood_diagnostic")
+gaps = {k: fl.protocols.ood_gap(diagnostic[diagnostic["setting"] == LABEL[k]]) for k in studies}
+for k, gap in gaps.items():
+    out.glue(f"ood_gap_{k}", float(gap["original"]))
+    out.glue(f"ood_gap_{k}_finetuned", float(gap["fine-tuned"]))
+fig, axes = plt.subplots(1, len(studies), figsize=(4.6 * len(studies), 3.2), sharey=True, squeeze=False)
+for ax, (k, st) in zip(axes[0], studies.items()):
+    part = diagnostic[(diagnostic["setting"] == LABEL[k]) & (diagnostic["k"] == max(ood_ks))]
+    clean = diagnostic[(diagnostic["setting"] == LABEL[k]) & (diagnostic["removed"] == "none")]
+    fl.plots.correlation_bars(pd.concat([clean, part]), x="removed", y="accuracy", hue="model", ax=ax)
+    ax.set_ylim(0, 1.02)
+    ax.set_title(f"{LABEL[k]}: remove {max(ood_ks)} pixels")
+fig.tight_layout()
+out.figure(fig, "ood_diagnostic")
+diagnostic.pivot_table(index=["setting", "model"], columns=["k", "removed"], values="accuracy", sort=False)
 
 # %% [markdown]
 # ## Macro and micro correlations, micro ranks (Tables 1/2 layout)
 # Macro: Spearman correlation across the six explainers of the curves' trapezoid areas (± over degradation seeds).
 # Micro: the same correlation at every level (± over levels, seeds pooled). Micro rank: at every level and seed,
 # the four methods are ranked by their micro correlation (ties share the minimum rank, undefined correlations
-# rank last).
+# rank last). The table is the main setting's, with the paper's CIFAR-100 value in parentheses; the control's is
+# written beside it (`table_1_layout_control.csv`).
 
 # %%
 PAPER = {  # F-Fidelity Table 1 (CIFAR-100, ResNet-9), means; order Fidelity, ROAR, R-Fidelity, F-Fidelity
@@ -112,27 +167,32 @@ PAPER = {  # F-Fidelity Table 1 (CIFAR-100, ResNet-9), means; order Fidelity, RO
     ("GradCAM", "Micro Rank"): {"morf_vs_gt": [3.00, 3.74, 2.11, 1.00], "lerf_vs_gt": [2.05, 1.68, 1.21, 1.11],
                                 "morf_vs_lerf": [3.00, 3.74, 2.16, 1.00]},
 }
-tidy = study.correlations(METHODS)
+tidy = pd.concat([st.correlations(METHODS).assign(setting=LABEL[k]) for k, st in studies.items()],
+                 ignore_index=True)
 tidy["paper (CIFAR-100)"] = [PAPER[r.explainer, r.row][r.correlation][METHODS.index(r.method)]
                              for r in tidy.itertuples()]
 out.table(tidy, "correlations_tidy")
-display_table = fl.protocols.table_layout(tidy, group="explainer", paper="paper (CIFAR-100)")
-out.table(display_table, "table_1_layout")
-display_table
+layouts = {k: fl.protocols.table_layout(tidy[tidy["setting"] == LABEL[k]].drop(columns="setting"),
+                                        group="explainer", paper="paper (CIFAR-100)") for k in studies}
+out.table(layouts["main"], "table_1_layout")
+if "control" in layouts:
+    out.table(layouts["control"], "table_1_layout_control")
+layouts["main"]
 
 # %% [markdown]
-# ## Curves per noise level
+# ## Curves per noise level (main setting)
 # Mean scores over the test images (and seeds) for each degraded explainer; the colour is ξ.
 
 # %%
+main_curves = curves[curves["setting"] == LABEL["main"]]
 fig, axes = plt.subplots(2 * len(explainers), len(METHODS), figsize=(3.2 * len(METHODS), 2.6 * 2 * len(explainers)),
                          sharex=True, squeeze=False)
 for i, label in enumerate(specs):
     for j, sign in enumerate(("+", "−")):
         for c, name in enumerate(METHODS):
             ax = axes[2 * i + j][c]
-            part = curves[(curves["explainer"] == label) & (curves["method"] == name)
-                          & (curves["curve"] == sign)]
+            part = main_curves[(main_curves["explainer"] == label) & (main_curves["method"] == name)
+                               & (main_curves["curve"] == sign)]
             fl.plots.curves(part, x="level", y="score", hue="xi", band=None, ax=ax, palette="viridis",
                             legend=(i == 0 and j == 0 and c == len(METHODS) - 1))
             ax.set_title(f"{label} {name} {sign}", fontsize="small")
@@ -147,58 +207,134 @@ out.figure(fig, "curves_per_level")
 # barely tell the explainers apart, whatever the correlations say.
 
 # %%
-spread = fl.protocols.separation(curves, group="explainer")
+spread = pd.concat([fl.protocols.separation(curves[curves["setting"] == LABEL[k]], group="explainer")
+                    .assign(setting=LABEL[k]) for k in studies], ignore_index=True)
 out.table(spread, "separation")
 spread
 
 # %% [markdown]
-# ## Ablation: Fidelity, Fidelity + fine-tune, F-Fidelity (App. D.7, Fig. 3)
-# "Fidelity + fine-tune" removes all of R (α = 1, no cap) but scores with the fine-tuned model and its
-# explanations. Quality score per correlation, oriented so that higher is better: −(MoRF vs GT), +(LeRF vs GT),
-# −(MoRF vs LeRF); the mean of the three is the summary.
+# ## With and without out-of-distribution removal
+# The units every verdict resamples: at each degradation seed and sparsity level, each method's three micro
+# correlations signed so that higher is better (−MoRF vs GT, +LeRF vs GT, −MoRF vs LeRF) and averaged ("oriented
+# micro", ideal +1), and its micro rank among the four methods averaged over the three correlations. The figure
+# puts both settings side by side (bars: mean ± sd over seeds × levels).
 
 # %%
-ABLATION = ["Fidelity", "Fidelity+Fine-tune", "F-Fidelity"]
-ablation = fl.protocols.oriented_correlations(study.P, study.Q, noise_levels=noise_levels, sparsity=sparsity,
-                                              methods=ABLATION, group="explainer")
+cells = pd.concat([part.assign(setting=LABEL[k]) for k, st in studies.items() for part in (
+    fl.protocols.micro_cells(st.P, st.Q, noise_levels=noise_levels, sparsity=sparsity, methods=METHODS,
+                             group="explainer"),
+    # the ablation's extra method: its correlations only (micro ranks are among the paper's four methods)
+    fl.protocols.micro_cells(st.P, st.Q, noise_levels=noise_levels, sparsity=sparsity,
+                             methods=["Fidelity+Fine-tune"], group="explainer").assign(**{"micro rank": float("nan")}))],
+                  ignore_index=True)
+out.table(cells, "micro_cells")
+fig, axes = plt.subplots(1, len(specs), figsize=(5.2 * len(specs), 3.4), sharey=True, squeeze=False)
+for ax, label in zip(axes[0], specs):
+    fl.plots.correlation_bars(cells[cells["explainer"] == label], x="method", y="oriented micro", hue="setting",
+                              ax=ax, order=METHODS + ["Fidelity+Fine-tune"])
+    ax.set_title(label)
+    ax.tick_params(axis="x", labelrotation=30)
+    ax.set_ylabel("oriented micro correlation (↑)")
+fig.tight_layout()
+out.figure(fig, "with_and_without_ood")
+
+# %% [markdown]
+# ## Ablation: Fidelity, Fidelity + fine-tune, F-Fidelity (App. D.7, Fig. 3)
+# "Fidelity + fine-tune" removes all of R (α = 1, no cap) but scores with the fine-tuned model and its
+# explanations. Quality score per correlation, oriented so that higher is better; the mean of the three is the
+# summary. The verdict is judged on the micro correlations: with six explainers a macro correlation takes few
+# values and saturates at ±1.
+
+# %%
+ablation = pd.concat([fl.protocols.oriented_correlations(st.P, st.Q, noise_levels=noise_levels, sparsity=sparsity,
+                                                         methods=ABLATION, group="explainer").assign(setting=LABEL[k])
+                      for k, st in studies.items()], ignore_index=True)
 out.table(ablation, "ablation")
 ablation
 
 # %% [markdown]
-# ## Claims
-# 1. *F-Fidelity recovers the ground-truth ranking better than Fidelity, ROAR and R-Fidelity.* Rule: for each
-#    explainer, average F-Fidelity's micro ranks over the three correlations; the claim holds for that explainer if
-#    this average is the lowest (ties allowed) of the four methods. Reproduced if it holds for every explainer,
-#    partly reproduced if for at least one, else not reproduced.
-# 2. *LeRF vs GT is ≈ +1 for F-Fidelity.* Rule: the macro LeRF-vs-GT correlation, averaged over seeds and
-#    explainers, is ≥ 0.8 (reproduced), ≥ 0.5 (partly reproduced), else not reproduced (undefined, i.e. all
-#    scores tied: not testable here).
-# 3. *Ablation (D.7, SG-SQ): fine-tuning alone improves Fidelity, and F-Fidelity is best.* Rule on the macro
-#    oriented mean for SG-SQ: reproduced if Fidelity+Fine-tune > Fidelity and F-Fidelity ≥ both; partly
-#    reproduced if one of the two holds; else not reproduced (not testable here if a correlation is undefined).
+# ## Verdicts
+# Rules (`fl.protocols.ranking_verdict`, `fl.protocols.ablation_verdict`, `fl.verdicts`), one verdict per
+# explainer as the paper reports one per explainer:
+# 1. *F-Fidelity recovers the ground-truth ranking better than Fidelity, ROAR and R-Fidelity.* Premise: not
+#    testable when plain Fidelity's oriented micro correlation is already within 0.05 of the ideal +1 (nothing can
+#    beat it) or F-Fidelity's is undefined. Decision: paired bootstrap (4000 resamples, 95 % interval) over seeds ×
+#    levels of the difference in mean micro rank between F-Fidelity and each other method: reproduced when
+#    F-Fidelity loses to none and beats at least one; partly reproduced when it beats none and loses to none, or
+#    beats some and loses to others; not reproduced when it loses to some and beats none.
+# 2. *LeRF vs GT is ≈ +1 for F-Fidelity.* Rule: the macro LeRF-vs-GT correlation (mean over seeds) is ≥ 0.8
+#    (reproduced), ≥ 0.5 (partly reproduced), else not reproduced; undefined: not testable here.
+# 3. *Ablation (D.7, SG-SQ): fine-tuning alone improves Fidelity, and F-Fidelity improves on it.* Premise as in
+#    1. Decision: paired bootstraps of the oriented micro correlation, Fidelity+Fine-tune against Fidelity and
+#    F-Fidelity against Fidelity+Fine-tune: reproduced when both are wins, partly reproduced when one is.
+#
+# The scorecard takes the main setting's verdicts; the control's, under the same rules, are in the table below.
 
 # %%
-ranks, wins = fl.protocols.micro_rank_wins(tidy, group="explainer")
-verdict = fl.verdicts.verdict(list(wins.values()))
-summary = "; ".join(f"{e}: " + ", ".join(f"{m} {ranks.loc[e, m]:.2f}" for m in METHODS) for e in ranks.index)
-out.glue("mean_micro_rank_ffid", float(ranks["F-Fidelity"].mean()))
-out.claim("F-Fidelity recovers the ground-truth explainer ranking better than Fidelity, ROAR, R-Fidelity "
-          "(Tables 1-2)", paper_value="mean micro rank of F-Fid best in Tables 1-2 (e.g. 1.00 vs 3.68/3.26/1.11)",
-          our_value=f"mean micro rank over 3 correlations — {summary}", verdict=verdict,
-          note=f"canvas digits {image_size}px, {model_name} width {width}, {n_test} images, {n_seeds} seeds, "
-               f"N={n_samples}")
-lerf = tidy[(tidy["row"] == "Macro Corr.") & (tidy["correlation"] == "lerf_vs_gt") & (tidy["method"] == "F-Fidelity")]
-lerf_mean = float(lerf["mean"].mean())
-out.glue("ffid_macro_lerf_vs_gt", lerf_mean)
-out.claim("F-Fidelity LeRF vs GT macro correlation ≈ +1 (Tables 1-2)", paper_value="1.00 (SG-SQ and GradCAM)",
-          our_value=f"{lerf_mean:.2f}",
-          verdict=fl.verdicts.verdict(lerf_mean, reproduced=">= 0.8", partly=">= 0.5"),
-          note="mean over explainers and seeds")
-sg = ablation[(ablation["explainer"] == "SG-SQ") & (ablation["kind"] == "macro")].set_index("method")["oriented mean"]
-if len(sg) == len(ABLATION):
-    held = [bool(sg["Fidelity+Fine-tune"] > sg["Fidelity"]), bool(sg["F-Fidelity"] >= sg.max() - 1e-9)]
+rows, ranked = [], {}
+for key in studies:
+    part = cells[cells["setting"] == LABEL[key]]
+    for label in specs:
+        v, comps = fl.protocols.ranking_verdict(part[part["method"].isin(METHODS)], group="explainer", value=label,
+                                                seed=seed)
+        ranked[key, label] = (v, comps)
+        rows.append({"setting": LABEL[key], "explainer": label, "claim": "ranking (Tables 1-2)", "verdict": str(v),
+                     "why": v.why})
+        lerf = tidy[(tidy["setting"] == LABEL[key]) & (tidy["explainer"] == label) & (tidy["row"] == "Macro Corr.")
+                    & (tidy["correlation"] == "lerf_vs_gt") & (tidy["method"] == "F-Fidelity")]["mean"].iloc[0]
+        v = fl.verdicts.verdict(lerf, reproduced=">= 0.8", partly=">= 0.5")
+        ranked[key, label, "lerf"] = (v, lerf)
+        rows.append({"setting": LABEL[key], "explainer": label, "claim": "LeRF vs GT ≈ +1", "verdict": str(v),
+                     "why": f"macro LeRF vs GT {lerf:.2f}"})
+        v, comps = fl.protocols.ablation_verdict(part, group="explainer", value=label, seed=seed)
+        ranked[key, label, "ablation"] = (v, comps)
+        rows.append({"setting": LABEL[key], "explainer": label, "claim": "ablation (D.7)", "verdict": str(v),
+                     "why": v.why})
+verdicts = pd.DataFrame(rows)
+out.table(verdicts, "verdicts_by_setting")
+comparisons = pd.DataFrame([{"setting": LABEL[k], "explainer": e, **row}
+                            for (k, e, *rest), (v, comps) in ranked.items() if not rest
+                            for row in fl.verdicts.comparison_table(comps, target="F-Fidelity")])
+out.table(comparisons, "rank_comparisons")
+verdicts
+
+# %% [markdown]
+# The scorecard's claims (main setting). A last check is our own, not the paper's: that the two settings differ
+# in the mechanism as intended. Rule: the original model loses at least 5 accuracy points to removing the larger k
+# background pixels in the main setting (OOD removal) and less than 2 points in the control (reproduced when both
+# hold, partly reproduced when one does).
+
+# %%
+means = cells[cells["setting"] == LABEL["main"]].groupby(["explainer", "method"])["micro rank"].mean()
+for label in specs:
+    v, comps = ranked["main", label]
+    out.glue(f"ranking_verdict_{label}", str(v))
+    out.claim(f"F-Fidelity recovers the ground-truth explainer ranking better than Fidelity, ROAR, R-Fidelity "
+              f"(Tables 1-2, {label})",
+              paper_value="F-Fid best; micro ranks (MoRF/LeRF/MoRF-LeRF, Table 1) " + ", ".join(
+                  f"{m} " + "/".join(f"{PAPER[label, 'Micro Rank'][c][i]:.2f}" for c in fl.protocols.CORRELATION_LABELS)
+                  for i, m in enumerate(METHODS)),
+              our_value="mean micro rank over 3 correlations: "
+                        + ", ".join(f"{m} {means[label, m]:.2f}" for m in METHODS),
+              verdict=v, note=f"coloured canvases {image_size}px, {model_name} width {width}, {n_test} images, "
+                              f"{n_seeds} seeds × {len(sparsity)} levels, N={n_samples}")
+    v, lerf = ranked["main", label, "lerf"]
+    out.claim(f"F-Fidelity LeRF vs GT macro correlation ≈ +1 (Tables 1-2, {label})", paper_value="1.00",
+              our_value=f"{lerf:.2f}", verdict=v, note="mean over seeds, coloured canvases")
+v, comps = ranked["main", "SG-SQ", "ablation"] if "SG-SQ" in specs else (None, None)
+if v is not None:
+    sg = ablation[(ablation["setting"] == LABEL["main"]) & (ablation["explainer"] == "SG-SQ")
+                  & (ablation["kind"] == "micro")].set_index("method")["oriented mean"]
     out.claim("Ablation: Fidelity+Fine-tune beats Fidelity and F-Fidelity beats both (App. D.7, Fig. 3, SG-SQ)",
               paper_value="F-Fid > Fid+FT > Fid on all three correlations (Fig. 3)",
-              our_value="macro oriented mean " + ", ".join(f"{m} {sg[m]:.2f}" for m in ABLATION),
-              verdict=fl.verdicts.verdict(held, untestable="a correlation is undefined" if sg.isna().any() else None),
-              note="oriented mean = (−MoRF vs GT + LeRF vs GT − MoRF vs LeRF)/3; higher is better")
+              our_value="micro oriented mean " + ", ".join(f"{m} {sg[m]:.2f}" for m in ABLATION), verdict=v,
+              note="oriented = (−MoRF vs GT + LeRF vs GT − MoRF vs LeRF)/3, higher is better; coloured canvases")
+if "control" in gaps:
+    k_max = max(ood_ks)
+    held = [float(gaps["main"]["original"]) >= 0.05, float(gaps["control"]["original"]) < 0.02]
+    out.claim("Study check: removal is out of distribution on the coloured canvases and not on the grey control",
+              paper_value="— (F-Fidelity's premise)",
+              our_value=f"accuracy lost to {k_max} background pixels: coloured {gaps['main']['original']:.3f}, "
+                        f"grey {gaps['control']['original']:.3f} (fine-tuned: "
+                        f"{gaps['main']['fine-tuned']:.3f}, {gaps['control']['fine-tuned']:.3f})",
+              verdict=fl.verdicts.verdict(held), note="original models; 5 draws of background pixels")

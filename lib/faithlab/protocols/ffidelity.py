@@ -363,20 +363,23 @@ def ablation_verdict(cells: pd.DataFrame, *, group: str, value, chain: Sequence[
     Fidelity+Fine-tune < F-Fidelity) on the oriented micro correlations of :func:`micro_cells`.
 
     Micro, not macro: with six explainers the macro correlation takes few values and saturates at ±1. Premise: not
-    testable when the last method's correlations are undefined or the first is already within ``tol`` of +1.
-    Decision: a paired bootstrap over seeds × levels for each consecutive pair; reproduced when every step is a
-    win, partly reproduced when at least one is, else not reproduced. Returns the verdict and the comparisons
-    keyed "<later> vs <earlier>".
+    testable when a consecutive pair shares fewer than 2 cells with defined correlations, the last method's are
+    undefined or the first is already within ``tol`` of +1. Decision: a paired bootstrap over seeds × levels for
+    each consecutive pair; reproduced when every step is a win, partly reproduced when at least one is, else not
+    reproduced. Returns the verdict and the comparisons keyed "<later> vs <earlier>" (empty when not testable).
     """
     oriented = _cells(cells, group, value, "oriented micro")
     missing = [m for m in chain if m not in oriented]
     if len(chain) < 2 or missing:
         raise ValueError(f"chain must name at least two methods of the cells, missing {missing}")
-    comparisons = {f"{b} vs {a}": verdicts.bootstrap_diff(oriented[b], oriented[a], seed=seed)
-                   for a, b in zip(chain, chain[1:])}
-    why = _baseline_premise(oriented, chain[-1], chain[0], tol)
+    pairs = list(zip(chain, chain[1:]))
+    why = verdicts.first_reason(
+        *(f"{a} and {b} share fewer than 2 seed × level cells with defined correlations"
+          for a, b in pairs if int((oriented[a].isfinite() & oriented[b].isfinite()).sum()) < 2),
+        _baseline_premise(oriented, chain[-1], chain[0], tol))
     if why is not None:
-        return verdicts.ladder(False, untestable=why), comparisons
+        return verdicts.ladder(False, untestable=why), {}
+    comparisons = {f"{b} vs {a}": verdicts.bootstrap_diff(oriented[b], oriented[a], seed=seed) for a, b in pairs}
     wins = [c.outcome == "win" for c in comparisons.values()]
     result = verdicts.ladder(all(wins), any(wins))
     steps = "; ".join(f"{k}: {c.outcome} ({c.mean:+.3f} [{c.low:+.3f}, {c.high:+.3f}])" for k, c in comparisons.items())
