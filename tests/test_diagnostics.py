@@ -76,3 +76,20 @@ def test_errors_name_the_argument():
         diagnostics.removal_diagnostic(models, x, y, mask, ks=[])
     with pytest.raises(ValueError, match="k must be one of"):
         diagnostics.ood_gap(diagnostics.removal_diagnostic(models, x, y, mask, ks=[1]), k=3)
+
+
+def test_candidates_restrict_every_draw():
+    x, y, mask, models = _setup()
+    allowed = torch.ones_like(mask)
+    allowed[:, 6:12] = False  # only 4 background units remain candidates
+    frame = diagnostics.removal_diagnostic({"ood": models["ood"]}, x, y, mask, ks=[4], candidates=allowed)
+    assert _acc(frame, "ood", 4, "non-salient") == 0.0
+    with pytest.raises(ValueError, match="ks must not exceed 4"):
+        diagnostics.removal_diagnostic({"ood": models["ood"]}, x, y, mask, ks=[5], candidates=allowed)
+    # only the units 12..15 may go: a gate on units 6..11 never closes
+    gate = torch.zeros(1, SIDE, SIDE, dtype=torch.bool)
+    gate.view(-1)[6:12] = True
+    frame = diagnostics.removal_diagnostic({"g": Gated(gate, m=1)}, x, y, mask, ks=[4], candidates=allowed)
+    assert _acc(frame, "g", 4, "non-salient") == 1.0 and _acc(frame, "g", 4, "random") == 1.0
+    with pytest.raises(ValueError, match="candidates"):
+        diagnostics.removal_diagnostic(models, x, y, mask, ks=[1], candidates=allowed.float())

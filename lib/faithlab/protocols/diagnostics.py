@@ -33,7 +33,7 @@ def _draw_masks(allowed: torch.Tensor, k: int, n_draws: int, g: torch.Generator)
 
 
 def removal_diagnostic(models: Mapping[str, Callable], x: torch.Tensor, y: torch.Tensor, salient: torch.Tensor, *,
-                       ks: Sequence[int], units: perturb.Units | None = None,
+                       ks: Sequence[int], units: perturb.Units | None = None, candidates: torch.Tensor | None = None,
                        reference: perturb.Reference = "zero", n_draws: int = 5,
                        generator: torch.Generator | int = 0, batch_size: int = 256) -> pd.DataFrame:
     """Accuracy and p(label) of every model after removing k salient, non-salient or random units.
@@ -45,7 +45,8 @@ def removal_diagnostic(models: Mapping[str, Callable], x: torch.Tensor, y: torch
       k must not exceed the smallest mask (or its complement) of any sample.
     - scores: "salient" removes the top-k units, "non-salient" the bottom-k (ties in random order).
     "random" removes k units drawn uniformly. Random choices use ``n_draws`` draws from ``generator``, so every
-    model sees the same masks.
+    model sees the same masks. candidates: optional ``(B, n)`` bool, the units that may be removed at all (e.g. the
+    real tokens of padded text: a pad position is neither evidence nor background); default all.
     Returns a tidy frame (model, k, removed, accuracy, accuracy std, p(label)) — means over samples and draws;
     "accuracy std" is over the draws; the clean accuracy is the row with k = 0 (removed "none").
     """
@@ -62,22 +63,30 @@ def removal_diagnostic(models: Mapping[str, Callable], x: torch.Tensor, y: torch
     ks = [_validate.positive_int(k, "ks") for k in ks]
     g = _validate.generator(generator, why="for the random draws")
     everything = torch.ones_like(salient, dtype=torch.bool)
+    if candidates is not None:
+        _validate.tensor(candidates, "candidates", ndim=2)
+        if candidates.dtype != torch.bool or candidates.shape != salient.shape:
+            raise ValueError(f"candidates must be a bool tensor shaped like salient {tuple(salient.shape)}, got "
+                             f"{candidates.dtype} {tuple(candidates.shape)}")
+        everything = candidates
     if salient.dtype == torch.bool:
-        room = min(int(salient.sum(1).min()), int((~salient).sum(1).min()))
+        inside, outside = salient & everything, ~salient & everything
+        room = min(int(inside.sum(1).min()), int(outside.sum(1).min()))
         if max(ks) > room:
             raise ValueError(f"ks must not exceed {room}, the fewest salient or non-salient units of any sample, "
                              f"got {max(ks)}")
-        pick = {"salient": lambda k: _draw_masks(salient, k, n_draws, g),
-                "non-salient": lambda k: _draw_masks(~salient, k, n_draws, g)}
+        pick = {"salient": lambda k: _draw_masks(inside, k, n_draws, g),
+                "non-salient": lambda k: _draw_masks(outside, k, n_draws, g)}
     else:
         _validate.finite(salient, "salient")
-        if max(ks) > units.n:
-            raise ValueError(f"ks must not exceed the {units.n} units, got {max(ks)}")
-        morf = ranks(perturb.order(salient, "morf", ties="random", generator=g))
-        lerf = ranks(perturb.order(salient, "lerf", ties="random", generator=g))
+        if max(ks) > int(everything.sum(1).min()):
+            raise ValueError(f"ks must not exceed the {int(everything.sum(1).min())} candidate units, got {max(ks)}")
+        big = torch.finfo(torch.float64).max
+        morf = ranks(perturb.order(salient.double().masked_fill(~everything, -big), "morf", ties="random", generator=g))
+        lerf = ranks(perturb.order(salient.double().masked_fill(~everything, big), "lerf", ties="random", generator=g))
         pick = {"salient": lambda k: (morf < k)[:, None], "non-salient": lambda k: (lerf < k)[:, None]}
     pick["random"] = lambda k: _draw_masks(everything, k, n_draws, g)
-    plans = [(0, "none", torch.zeros_like(everything)[:, None])]
+    plans = [(0, "none", torch.zeros_like(salient, dtype=torch.bool)[:, None])]
     plans += [(k, kind, pick[kind](k)) for k in ks for kind in KINDS]
     rows = []
     for name, model in models.items():

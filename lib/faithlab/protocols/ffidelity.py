@@ -27,17 +27,20 @@ from faithlab.metrics import ffidelity
 def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, clean: torch.Tensor, *,
                              noise_levels: Sequence[float], sparsity: Sequence[float], n_seeds: int = 5,
                              alpha: float = 1.0, beta: float | None = None, n_samples: int = 1,
-                             units=None, ties: str = "random", batch_size: int = 256) -> tuple[torch.Tensor, ...]:
+                             units=None, reference: perturb.Reference = "zero", ties: str = "random",
+                             batch_size: int = 256) -> tuple[torch.Tensor, ...]:
     """Mean Fid+ and Fid− curves of ``clean`` degraded at every noise level → two ``(n_seeds, n_levels, n_sparsity)``.
 
     clean: the explainer's map, any layout ``fid_plus`` accepts. Degradation ``k`` of seed ``s`` uses generator
     ``1000·s + k`` and the Monte-Carlo masks generator ``s``, so every evaluation method sees the same degraded
     maps. The "+" and "−" curves are index-paired by :func:`faithlab.metrics.fid_curves`. alpha/beta/n_samples
-    select Fidelity (1, None, 1), R-Fidelity (α, None, N) or F-Fidelity (α, β, N).
+    select Fidelity (1, None, 1), R-Fidelity (α, None, N) or F-Fidelity (α, β, N). reference: the removal value
+    (e.g. ``"removed_token"`` for F-Fidelity's zero-embedding removal of text).
     """
     plus = torch.zeros(n_seeds, len(noise_levels), len(sparsity))
     minus = torch.zeros_like(plus)
-    common = dict(alpha=alpha, beta=beta, n_samples=n_samples, batch_size=batch_size, units=units, ties=ties)
+    common = dict(alpha=alpha, beta=beta, n_samples=n_samples, batch_size=batch_size, units=units,
+                  reference=reference, ties=ties)
     for s in range(n_seeds):  # a handful of (seed, level) pairs; each call is batched over samples and masks
         for k, xi in enumerate(noise_levels):
             attr = explainers.degrade(clean, xi, generator=1000 * s + k)
