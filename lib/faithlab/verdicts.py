@@ -164,7 +164,7 @@ def _values(values, name: str) -> torch.Tensor:
     if isinstance(values, torch.Tensor):
         return values.detach().to("cpu", torch.float64).flatten()
     try:  # lists, numpy arrays, pandas Series
-        return torch.from_numpy(np.asarray(values, dtype=np.float64)).flatten()
+        return torch.from_numpy(np.array(values, dtype=np.float64)).flatten()
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be numbers (a sequence, array or tensor), got {type(values).__name__}") from None
 

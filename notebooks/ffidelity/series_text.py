@@ -90,6 +90,11 @@ def group_name(domain, name, reference):
     return NAMES[name] if domain == "time series" else f"{NAMES[name]} ({REMOVAL[reference]})"
 
 
+def glue_key(group):
+    """Short glue key of a group: "CNN-1D" → "cnn1d", "LSTM (pad deletion)" → "lstm_pad"."""
+    return "".join(c for c in group.split()[0].lower() if c.isalnum()) + ("_pad" if "pad" in group else "")
+
+
 models, tests, accuracy_rows = {}, {}, []
 for domain, name, unit_kind, reference in cases:  # `fl.recipes`: the same cached models as `ffidelity/robustness`
     group = group_name(domain, name, reference)
@@ -116,7 +121,7 @@ for domain, name, unit_kind, reference in cases:  # `fl.recipes`: the same cache
 accuracy = pd.DataFrame(accuracy_rows)
 out.table(accuracy, "accuracy")
 for group in models:
-    out.glue(f"accuracy_{group.split()[0].lower()}", float(accuracy[(accuracy["model"] == group)
+    out.glue(f"accuracy_{glue_key(group)}", float(accuracy[(accuracy["model"] == group)
                                                                     & (accuracy["version"] == "original")]
                                                            ["test accuracy"].iloc[0]))
 accuracy
@@ -144,7 +149,8 @@ diagnostic = pd.concat(diag_rows, ignore_index=True)
 out.table(diagnostic, "ood_diagnostic")
 ood = {g: fl.protocols.ood_gap(part) for g, part in diagnostic.groupby("group", sort=False)}
 for g, gap in ood.items():
-    out.glue(f"ood_gap_{g.split()[0].lower()}{'_pad' if 'pad' in g else ''}", float(gap["original"]))
+    out.glue(f"ood_gap_{glue_key(g)}", float(gap["original"]))
+    out.glue(f"ood_gap_{glue_key(g)}_finetuned", float(gap["fine-tuned"]))
 diagnostic.pivot_table(index=["group", "model"], columns=["k", "removed"], values="accuracy", sort=False)
 
 # %% [markdown]
@@ -183,7 +189,8 @@ for domain, name, unit_kind, reference in cases:
 curves = pd.DataFrame(curve_rows)
 out.table(curves, "curves")
 for key_, value in {"n_test": n_test, "n_seeds": n_seeds, "n_samples": n_samples, "n_levels": len(sparsity),
-                    "ig_steps": ig_steps, "ts_length": ts_length, "text_length": text_length}.items():
+                    "ig_steps": ig_steps, "ts_length": ts_length, "text_length": text_length,
+                    "ts_offset": ts_offset}.items():
     out.glue(key_, value)
 
 # %% [markdown]
@@ -278,8 +285,8 @@ for g in models:
     if ARCH[g] in ts_models:
         v, comps = fl.protocols.ranking_verdict(cells, group="model", value=g, seed=seed)
         rows.append({"model": g, "claim": "series ranking (Tables 3, 6)", "verdict": str(v), "why": v.why})
-        out.glue(f"ts_ffid_rank_{g.split()[0].lower()}", float(ranks.loc[g, "F-Fidelity"]))
-        out.glue(f"ts_fid_rank_{g.split()[0].lower()}", float(ranks.loc[g, "Fidelity"]))
+        out.glue(f"ts_ffid_rank_{glue_key(g)}", float(ranks.loc[g, "F-Fidelity"]))
+        out.glue(f"ts_fid_rank_{glue_key(g)}", float(ranks.loc[g, "Fidelity"]))
         out.claim(f"Time series: F-Fidelity recovers the degraded-explainer ranking at least as well as Fidelity, ROAR "
                   f"and R-Fidelity (Tables 3, 6; {g})",
                   paper_value="PAM micro ranks F-Fid 1.05-1.11 vs Fid 1.53-2.37 (LSTM), 1.00-1.11 vs 2.68-3.68 (CNN)",
@@ -300,7 +307,7 @@ for g in models:
     else:
         v = fl.verdicts.ladder(False, untestable=why)
     rows.append({"model": g, "claim": "text: Fidelity ≈ F-Fidelity (Tables 4, 7)", "verdict": str(v), "why": v.why})
-    out.glue(f"text_gap_{g.split()[0].lower()}{'_pad' if 'pad' in g else ''}",
+    out.glue(f"text_gap_{glue_key(g)}",
              float((ffid - fid).mean()) if why is None else float("nan"))
     if "pad" not in g:
         out.claim(f"Text: models are robust to removal, so Fidelity ≈ F-Fidelity in ranking explainers "
