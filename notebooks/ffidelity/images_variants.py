@@ -280,6 +280,7 @@ for label in ("GradCAM", "Saliency"):
                   for i, (p, m) in enumerate(zip(paired["plus"].mean(1), paired["minus"].mean(1)))]
 per_image = pd.DataFrame(per_image)
 out.table(per_image, "per_image_ffid")
+out.glue("n_pair", len(pair.x))
 cases = per_image[per_image["case"] <= n_cases]
 out.table(cases, "cases")
 images, maps, titles = [], [], []
