@@ -16,15 +16,16 @@ def _ones(b: int, h: int, w: int) -> torch.Tensor:
 
 
 def test_saco_hand_computed_k3():
-    # units 0..5 with salience 6..1 → G1={0,1} s=11, G2={2,3} s=7, G3={4,5} s=3; drops = Σβ: 0.15, 0.03, 0.10.
-    # pairs: (1,2) w=4 consistent +4; (1,3) w=8 consistent +8; (2,3) w=4 violated −4 → F = 8, W = 16 → 0.5
+    # units 0..5 with salience 6..1 → G1={0,1} mean s=5.5, G2={2,3} 3.5, G3={4,5} 1.5; drops = Σβ: 0.15, 0.03,
+    # 0.10. pairs: (1,2) w=2 consistent +2; (1,3) w=4 consistent +4; (2,3) w=2 violated −2 → F = 4, W = 8 → 0.5
+    # (the paper's sums 11, 7, 3 give 8/16: equal groups, same score)
     beta = torch.tensor([0.10, 0.05, 0.02, 0.01, 0.06, 0.04], dtype=torch.float64)
     model = LinearProb(beta, q0=0.5).eval()
     x = _ones(1, 2, 3)
     attr = torch.tensor([6.0, 5, 4, 3, 2, 1], dtype=torch.float64).view(1, 1, 2, 3)
     d = sm.saco_details(model, x, attr, k=3, reference="zero")
     assert d["saco"].item() == pytest.approx(0.5)
-    assert d["salience"].tolist() == [[11.0, 7.0, 3.0]]
+    assert d["salience"].tolist() == [[5.5, 3.5, 1.5]]
     assert d["drop"][0].tolist() == pytest.approx([0.15, 0.03, 0.10])
     assert d["prob"].item() == pytest.approx(0.78)
     assert d["groups"].tolist() == [[0, 0, 1, 1, 2, 2]]
@@ -84,6 +85,28 @@ def test_uneven_groups_when_k_does_not_divide_units():
     d = sm.saco_details(model, x, effects, k=4, reference="zero")
     assert torch.bincount(d["groups"][0]).tolist() == [7, 6, 6, 6]
     assert d["saco"].item() == pytest.approx(1.0)
+
+
+def test_offset_invariance_with_unequal_groups_in_float32_on_a_real_map():
+    """K = 10 does not divide the 64 pixels (groups of 7 and 6): SaCo compares group means, so adding a constant to
+    a float32 saliency map of a trained-looking network changes nothing; summing would (a 7-pixel group gains 7c)."""
+    from oracles import small_cnn
+
+    import faithlab as fl
+
+    model = small_cnn(in_channels=2, side=8, n_classes=3)
+    x = torch.randn(6, 2, 8, 8, generator=torch.Generator().manual_seed(0))
+    y = model(x).argmax(1)
+    maps = fl.explainers.explain(model, x, y, method="saliency").abs().sum(1, keepdim=True)
+    assert maps.dtype == torch.float32
+    d = sm.saco_details(model, x, maps, k=10)
+    assert sorted(torch.bincount(d["groups"][0]).tolist()) == [6] * 6 + [7] * 4
+    for shifted in (maps + 0.5 * maps.max(), 3.0 * maps - 1.0):
+        assert (sm.saco(model, x, shifted, k=10) - d["saco"]).abs().max().item() <= 1e-6
+    # the group means, not sums: every salience is the mean of its members
+    scores = maps.flatten(1).double()
+    for i in range(10):
+        assert d["salience"][0, i].item() == pytest.approx(scores[0][d["groups"][0] == i].mean().item())
 
 
 def _linear_case():

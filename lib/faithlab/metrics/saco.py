@@ -4,9 +4,14 @@ four cumulative-removal metrics it is compared with live in :mod:`faithlab.metri
 SaCo (Algorithm 1, spec §3.1). Units (pixels by default) are sorted by salience, most salient first, and split into
 K groups G_1..G_K of equal size (sizes differ by one when K does not divide n: unit of rank r goes to group
 ⌊r·K/n⌋). Each group is removed *alone* and ∇pred(G_i) = p(ŷ|x) − p(ŷ|x without G_i). Over all pairs i < j,
-w = s(G_i) − s(G_j) with s(G) the sum of the salience in G; F accumulates +w if ∇pred(G_i) ≥ ∇pred(G_j) else −w,
-and W accumulates |w|. SaCo = F / W ∈ [−1, 1], higher = more faithful. A map that is constant over the units
-gives W = 0: the score is then 0 (spec §6.12) and ``saco_details`` reports it in ``undefined``.
+w = s(G_i) − s(G_j); F accumulates +w if ∇pred(G_i) ≥ ∇pred(G_j) else −w, and W accumulates |w|. SaCo = F / W
+∈ [−1, 1], higher = more faithful. A map that is constant over the units gives W = 0: the score is then 0 (spec
+§6.12) and ``saco_details`` reports it in ``undefined``.
+
+s(G) is the *mean* salience of the group (computed in float64). The paper writes the sum; with groups of equal
+size the two differ by the factor 1/|G|, which cancels in F / W, so the score is the paper's. When K does not
+divide n the sum would make SaCo depend on an additive offset of the map (a bigger group gains |G|·c); the mean
+keeps SaCo exactly invariant to offsets and positive scaling for any K.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ def saco_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
     Returns a dict of tensors: ``saco`` ``(B,)`` in [−1, 1] (higher = more faithful); ``salience`` ``(B, K)``
     s(G_i), most salient group first; ``drop`` ``(B, K)`` ∇pred(G_i); ``prob`` ``(B,)`` p(target|x); ``groups``
     ``(B, n)`` group index of every unit; ``undefined`` ``(B,)`` bool, True where W = 0 (score set to 0).
+    ``salience`` is the mean salience of each group (float64), see the module docstring; ``saco`` has the dtype of
+    the model's probabilities.
     """
     units, scores = unit_salience(x, attributions, units, reduce)
     k = _validate.positive_int(k, "k")
@@ -47,7 +54,9 @@ def saco_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
     groups = torch.div(ranks * k, n, rounding_mode="floor")  # (B, n), near-equal groups
     ids = torch.arange(k, device=scores.device)
     member = groups[:, None, :] == ids[None, :, None]  # (B, K, n)
-    salience = (member * scores[:, None, :]).sum(-1)  # s(G_i)
+    # s(G_i): the group mean (offset-invariant with unequal groups), in float64 so the differences w do not lose
+    # digits to a large offset
+    salience = (member * scores.double()[:, None, :]).sum(-1) / member.sum(-1)
     removed = torch.cat([torch.zeros(b, 1, n, dtype=torch.bool, device=member.device), member], dim=1)
     out = perturb.removal_outputs(model, x, removed, units=units, reference=reference, output="prob", target=target,
                                   batch_size=batch_size)
@@ -57,7 +66,7 @@ def saco_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
     signed = torch.where(drop[:, i] >= drop[:, j], w, -w).sum(1)
     total = w.abs().sum(1)
     undefined = total == 0
-    value = torch.where(undefined, torch.zeros_like(total), signed / torch.where(undefined, 1.0, total))
+    value = torch.where(undefined, torch.zeros_like(total), signed / torch.where(undefined, 1.0, total)).to(prob.dtype)
     return {"saco": value, "salience": salience, "drop": drop, "prob": prob, "groups": groups,
             "undefined": undefined}
 
@@ -66,7 +75,7 @@ def saco(model: Callable, x: torch.Tensor, attributions: torch.Tensor, **options
     """Salience-guided Faithfulness Coefficient per sample → ``(B,)`` in [−1, 1]; higher = more faithful.
 
     Wu et al. 2024, Algorithm 1 (see the module docstring; arguments as in :func:`saco_details`). Invariant to
-    positive scaling of the map, and to adding a constant when k divides the number of units. A constant map
-    (W = 0) scores 0; a uniform random map scores 0 in expectation.
+    positive scaling of the map and to adding a constant, for any k (groups are compared by their mean salience).
+    A constant map (W = 0) scores 0; a uniform random map scores 0 in expectation.
     """
     return saco_details(model, x, attributions, **options)["saco"]
