@@ -202,3 +202,42 @@ def test_ranking_and_ablation_verdicts_on_known_answers():
         fl.protocols.ranking_verdict(cells, group="e", value="F", target="perfect", baseline="half")
     with pytest.raises(ValueError, match="ROAR"):
         fl.protocols.ranking_verdict(cells, group="e", value="E", target="ROAR", baseline="half")
+
+
+def _per_sample(effects: dict, n: int = 60, seed: int = 0):
+    """Synthetic per-sample metrics: each method's oriented metric = its effect + N(0, 0.05²) noise."""
+    import pandas as pd
+
+    g = torch.Generator().manual_seed(seed)
+    rows = []
+    for method, by_metric in effects.items():
+        noise = {m: 0.05 * torch.randn(n, generator=g, dtype=torch.float64) for m in fl.protocols.saco.HIGHER_IS_BETTER}
+        for i in range(n):
+            rows.append({"method": method, "sample": i, **{
+                m: (1 if up else -1) * (by_metric.get(m, 0.0) + float(noise[m][i]))
+                for m, up in fl.protocols.saco.HIGHER_IS_BETTER.items()}})
+    return pd.DataFrame(rows)
+
+
+def test_random_separation_known_answers():
+    zero = {"SaCo": 0.0}
+    good = {"SaCo": 0.4, "AUC": 0.3, "AOPC": 0.3, "LOdds": 0.3, "Comprehensiveness": 0.3}
+    weak_cumulative = {"SaCo": 0.4, "AUC": -0.2, "AOPC": -0.2, "LOdds": 0.3, "Comprehensiveness": 0.3}
+    frame = _per_sample({"Random": zero, "A": good, "B": weak_cumulative, "C": good})
+    v, d = fl.protocols.saco.random_separation(frame)
+    assert v == "reproduced" and d["methods beating Random on SaCo"] == 3
+    assert d["not beating Random"] == {"AUC": 1, "AOPC": 1, "LOdds": 0, "Comprehensiveness": 0}
+    v, _ = fl.protocols.saco.random_separation(_per_sample({"Random": zero, "A": good, "C": good}))
+    assert v == "partly reproduced"  # every cumulative metric separates Random too
+    v, d = fl.protocols.saco.random_separation(_per_sample({"Random": {"SaCo": 0.3}, "A": good, "B": good}))
+    assert v == "not reproduced" and not d["SaCo part holds"]  # Random is far from 0
+
+
+def test_order_sensitivity_best_and_worst():
+    ig = {"SaCo": 0.2, "AUC": 0.5, "AOPC": 0.5, "LOdds": 0.5, "Comprehensiveness": -0.5}
+    other = {"SaCo": 0.2, "AUC": 0.1, "AOPC": 0.1, "LOdds": 0.1, "Comprehensiveness": 0.1}
+    checks = fl.protocols.saco.order_sensitivity(_per_sample({"Integrated Gradients": ig, "X": other, "Y": other}))
+    assert checks == {"best on AOPC": True, "best on LOdds": True, "best on AUC": True,
+                      "worst on Comprehensiveness": True}
+    swapped = fl.protocols.saco.order_sensitivity(_per_sample({"Integrated Gradients": other, "X": ig}))
+    assert not any(swapped.values())
