@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import matplotlib.pyplot as plt
 import pytest
 
@@ -36,3 +38,18 @@ def test_figure_name_is_validated(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="name"):
         outputs.for_notebook("paper/experiment").figure(fig, "../escape")
     plt.close(fig)
+
+
+def test_every_glued_text_in_the_book_names_a_format():
+    """``{glue:text}`path::key``` without a format is split by myst-nb at the last colon (a broken key)."""
+    import re
+
+    root = Path(__file__).resolve().parents[1] / "book"
+    roles = [
+        (page.name, m.group(1))
+        for page in root.glob("*.md")
+        for m in re.finditer(r"\{glue:text\}`([^`]*)`", page.read_text())
+    ]
+    assert roles, "the book glues no text: the pattern is wrong"
+    broken = [(page, role) for page, role in roles if not re.fullmatch(r"[^:]+::\w+:[^:]*[a-zA-Z%]", role)]
+    assert not broken, f"glue roles need path::key:format, e.g. ':.3f' or ':s': {broken}"
