@@ -8,6 +8,7 @@ import pytest
 import torch
 from oracles import LinearProb
 
+from faithlab import perturb
 import faithlab.metrics as sm  # SaCo and the cumulative metrics are re-exported there
 
 
@@ -75,7 +76,8 @@ def test_batch_size_invariance_and_single_batched_call():
 def test_constant_map_gives_zero_and_is_flagged():
     model, x, effects, _ = _oracle(b=2)
     maps = torch.cat([torch.full_like(effects[:1], 2.0), effects[1:]])
-    d = sm.saco_details(model, x, maps, k=3, reference="zero")
+    with pytest.warns(perturb.ConstantMapWarning, match=r"1 of 2 sample"):
+        d = sm.saco_details(model, x, maps, k=3, reference="zero")
     assert d["undefined"].tolist() == [True, False]
     assert d["saco"].tolist() == pytest.approx([0.0, 1.0])
 

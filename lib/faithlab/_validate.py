@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 
 import torch
@@ -53,14 +54,26 @@ def eval_mode(model: torch.nn.Module, name: str = "model") -> None:
 
 def positive_int(value, name: str) -> int:
     """Check a strictly positive integer."""
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return value
+    return int(value)
+
+
+def number(value, name: str) -> float:
+    """Check a real number (int or float, not bool, not NaN) and return it as a float."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_complex() and value.dtype != torch.bool:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    v = float(value)
+    if v != v:
+        raise ValueError(f"{name} must be a number, got NaN")
+    return v
 
 
 def fraction(value: float, name: str, *, closed_low: bool = True) -> float:
     """Check a number in [0, 1] (or (0, 1] when ``closed_low`` is False)."""
-    v = float(value)
+    v = number(value, name)
     low_ok = v >= 0 if closed_low else v > 0
     if not (low_ok and v <= 1):
         interval = "[0, 1]" if closed_low else "(0, 1]"
@@ -75,24 +88,32 @@ def one_of(value, name: str, allowed: Sequence) -> object:
     return value
 
 
-def fractions(value, name: str) -> torch.Tensor:
-    """Check a non-empty 1-D sequence of numbers in [0, 1]; returns it as a float64 CPU tensor."""
-    f = (value.detach() if isinstance(value, torch.Tensor) else torch.as_tensor(value, dtype=torch.float64))
+def fractions(value, name: str, *, increasing: bool = False) -> torch.Tensor:
+    """Check a non-empty 1-D sequence of real numbers in [0, 1] (strictly increasing if ``increasing``); returns it
+    as a float64 CPU tensor."""
+    if isinstance(value, torch.Tensor):
+        if value.is_complex() or value.dtype == torch.bool:
+            raise TypeError(f"{name} must hold real numbers, got a tensor of dtype {value.dtype}")
+        f = value.detach()
+    else:
+        if value is None or isinstance(value, (str, bytes, dict, set)) or not hasattr(value, "__len__"):
+            raise TypeError(f"{name} must be a 1-D sequence of numbers in [0, 1], got {type(value).__name__}")
+        items = [v.item() if isinstance(v, torch.Tensor) and v.numel() == 1 else v for v in value]
+        bad = [v for v in items if isinstance(v, bool) or not isinstance(v, numbers.Real)]
+        if bad:
+            raise TypeError(f"{name} must hold real numbers, got {bad[0]!r} ({type(bad[0]).__name__})")
+        f = torch.as_tensor([float(v) for v in items], dtype=torch.float64)
     f = f.to("cpu", torch.float64)  # a list is read in float64 directly: 0.1 stays 0.1, not float32's 0.1000000015
     if f.ndim != 1 or f.numel() == 0:
         raise ValueError(f"{name} must be a non-empty 1-D sequence of fractions, got shape {tuple(f.shape)}")
     if not bool(torch.isfinite(f).all()) or bool(((f < 0) | (f > 1)).any()):
         raise ValueError(f"{name} must lie in [0, 1], got {f.tolist()}")
+    if increasing and bool((f[1:] <= f[:-1]).any()):
+        raise ValueError(f"{name} must be strictly increasing, got {f.tolist()}")
     return f
 
 
-def not_constant(value: torch.Tensor, name: str, dim: int = 1) -> None:
-    """Raise if any row of ``value`` (flattened from ``dim``) is constant: its ranking is undefined."""
-    flat = value.flatten(dim)
-    constant = (flat.amax(dim=-1) == flat.amin(dim=-1))
-    if bool(constant.any()):
-        idx = constant.nonzero().flatten()[:5].tolist()
-        raise ValueError(f"{name} is constant for sample(s) {idx}; a constant map defines no ranking")
+_SEED_RANGE = (-(2**63), 2**64 - 1)  # what torch.Generator.manual_seed accepts
 
 
 def generator(value, name: str = "generator", *, why: str = "") -> torch.Generator:
@@ -100,7 +121,31 @@ def generator(value, name: str = "generator", *, why: str = "") -> torch.Generat
     if isinstance(value, torch.Generator):
         return value
     if isinstance(value, int) and not isinstance(value, bool):
+        if not _SEED_RANGE[0] <= value <= _SEED_RANGE[1]:
+            raise ValueError(f"{name} seed must lie in [-2**63, 2**64 - 1], got {value}")
         return torch.Generator().manual_seed(value)
     if value is None:
         raise ValueError(f"{name} is required{' ' + why if why else ''}; pass a torch.Generator or an int seed")
     raise TypeError(f"{name} must be a torch.Generator or an int seed, got {type(value).__name__}")
+
+
+def model(value, name: str = "model") -> None:
+    """Check a model: callable and, for a ``torch.nn.Module``, in eval mode (see :func:`eval_mode`)."""
+    if not callable(value):
+        raise TypeError(f"{name} must be a torch.nn.Module or a callable returning logits, got {type(value).__name__}")
+    eval_mode(value, name)
+
+
+def model_accepts(value, x: torch.Tensor, name: str = "model", x_name: str = "x") -> None:
+    """Raise if ``x`` cannot go through a ``torch.nn.Module`` ``value``: its floating parameters live on another
+    device or have another dtype than floating ``x``. Callables without parameters are not checked."""
+    if not isinstance(value, torch.nn.Module):
+        return
+    param = next((p for p in value.parameters() if p.is_floating_point()), None)
+    if param is None:
+        return
+    if param.device != x.device:
+        raise ValueError(f"{name} is on {param.device} but {x_name} is on {x.device}; move them to the same device")
+    if x.is_floating_point() and x.dtype != param.dtype:
+        raise TypeError(f"{x_name} has dtype {x.dtype} but {name}'s parameters are {param.dtype}; convert "
+                        f"{x_name} with .to({param.dtype})")

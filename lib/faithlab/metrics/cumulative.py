@@ -3,8 +3,12 @@
 Each removes the top (or bottom) 0, 10, …, 100 % of the units cumulatively, 11 points by default, and reads the
 model at every point; each has a score call and a ``*_details`` twin that also returns the curve. Defaults follow
 SaCo's comparison (Wu et al., CVPR 2024): units ranked by the signed sum of the map (``reduce="sum"``, the group
-salience of SaCo), removed units replaced by the per-image per-channel mean. The fractions must include 0: the clean
-output p(ŷ|x) is read there.
+salience of SaCo), removed units replaced by the per-image per-channel mean. The fractions must increase strictly
+and include 0: the clean output p(ŷ|x) is read there.
+
+A constant map defines no ranking: its units are removed in index order, the score is returned, every ``*_details``
+dict flags those samples in ``constant`` ``(B,)`` and a ``perturb.ConstantMapWarning`` counts them. A model
+returning NaN/inf logits raises a ValueError naming the samples (never a finite score).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import torch
 
 from faithlab import _validate, perturb
 from faithlab.metrics.statistics import trapezoid_auc
+from faithlab.perturb.engine import _removal_curve
 
 __all__ = ["FRACTIONS", "REDUCE", "auc_accuracy", "auc_accuracy_details", "aopc", "aopc_details", "log_odds",
            "log_odds_details", "comprehensiveness", "comprehensiveness_details"]
@@ -30,14 +35,15 @@ def unit_salience(x: torch.Tensor, attributions: torch.Tensor, units: perturb.Un
     """Units (pixels / time steps / tokens when None) and the salience of each unit ``(B, n)`` by ``reduce``."""
     _validate.tensor(x, "x", ndim=(2, 3, 4))
     units = perturb.default_units(x) if units is None else units
+    perturb.check_attributions(attributions, x)
     scores = perturb.unit_scores(attributions, units, reduce=reduce)
     _validate.batch_match(x, scores, "x", "attributions")
     return units, scores
 
 
-def _clean_index(fractions: Sequence[float]) -> int:
+def _clean_index(f: torch.Tensor) -> int:
     """Position of fraction 0 (the clean input, read as p(ŷ|x)); the fractions must include it."""
-    values = _validate.fractions(fractions, "fractions").tolist()
+    values = f.tolist()
     if 0.0 not in values:
         raise ValueError(f"fractions must include 0 (the clean input), got {values}")
     return values.index(0.0)
@@ -45,15 +51,19 @@ def _clean_index(fractions: Sequence[float]) -> int:
 
 def _curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor, direction: str, output: str,
            target: torch.Tensor | None, reduce: str, units: perturb.Units | None, reference: perturb.Reference,
-           fractions: Sequence[float], batch_size: int) -> dict[str, torch.Tensor]:
-    """Cumulative removal curve ``(B, F)``, its clean value ``(B,)`` and the fractions ``(F,)``; units ordered by
-    their salience (ties by lower unit id)."""
+           fractions: Sequence[float], batch_size: int, target_name: str = "target") -> dict[str, torch.Tensor]:
+    """Cumulative removal curve ``(B, F)``, its clean value ``(B,)``, the fractions ``(F,)`` and ``constant``
+    ``(B,)`` (maps without a ranking, warned about); units ordered by their salience (ties by lower unit id)."""
+    f = _validate.fractions(fractions, "fractions", increasing=True)
+    clean_at = _clean_index(f)
     units, scores = unit_salience(x, attributions, units, reduce)
-    curve = perturb.removal_curve(model, x, None, fractions, order=perturb.order(scores, direction),
-                                  reference=reference, output=output, target=target, units=units,
-                                  batch_size=batch_size)
-    f = torch.as_tensor(fractions, dtype=curve.dtype, device=curve.device)
-    return {"curve": curve, "clean": curve[:, _clean_index(fractions)], "fractions": f}
+    constant = perturb.warn_constant(perturb.constant_maps(scores), "their units are removed in index order; "
+                                     "flagged in the details' 'constant'")
+    curve = _removal_curve(model, x, None, f, order=perturb.order(scores, direction), reduce=reduce,
+                           reference=reference, output=output, target=target, units=units, batch_size=batch_size,
+                           generator=None, target_name=target_name)
+    return {"curve": curve, "clean": curve[:, clean_at], "fractions": f.to(curve.device, curve.dtype),
+            "constant": constant}
 
 
 def auc_accuracy_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, y: torch.Tensor, *,
@@ -63,7 +73,7 @@ def auc_accuracy_details(model: Callable, x: torch.Tensor, attributions: torch.T
     """:func:`auc_accuracy` with its curve: ``score`` ``(B,)``, ``curve`` ``(B, F)`` the 0/1 indicator
     argmax f(x̃_top) = y at each fraction, ``clean`` ``(B,)`` and ``fractions`` ``(F,)``."""
     _validate.tensor(y, "y", ndim=1)
-    d = _curve(model, x, attributions, "morf", "correct", y, reduce, units, reference, fractions, batch_size)
+    d = _curve(model, x, attributions, "morf", "correct", y, reduce, units, reference, fractions, batch_size, "y")
     return {"score": trapezoid_auc(d["curve"], d["fractions"]), **d}
 
 

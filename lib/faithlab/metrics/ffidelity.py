@@ -12,12 +12,14 @@ held at once as a ``(B, L·N, n)`` bool tensor: call on slices of the batch when
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 
 import torch
 
 from faithlab import _validate, perturb
 from faithlab.metrics.statistics import _float, rankdata, spearman, trapezoid_auc
+from faithlab.perturb.engine import _removal_outputs
 
 __all__ = [
     "fid_plus",
@@ -44,7 +46,7 @@ def _fidelity(plus: bool, model: Callable, x: torch.Tensor, y: torch.Tensor, att
               sparsity: Sequence[float] | torch.Tensor, *, alpha: float, beta: float | None, n_samples: int,
               sampling: str, output: str, reduce: str, units: perturb.Units | None, reference: perturb.Reference,
               batch_size: int, generator: torch.Generator | int | None, ties: str) -> torch.Tensor:
-    _validate.tensor(x, "x")
+    _validate.tensor(x, "x", ndim=(2, 3, 4))
     _validate.tensor(y, "y", ndim=1)
     if y.dtype != torch.int64:
         raise TypeError(f"y must be an int64 tensor of class labels, got dtype {y.dtype}")
@@ -59,9 +61,12 @@ def _fidelity(plus: bool, model: Callable, x: torch.Tensor, y: torch.Tensor, att
     if x.ndim not in (2, 3, 4):
         raise ValueError(f"x must be images (B, C, H, W), series (B, T, C) or tokens (B, L), got {tuple(x.shape)}")
     units = perturb.default_units(x) if units is None else units
+    perturb.check_attributions(attributions, x)
     scores = perturb.unit_scores(attributions, units, reduce=reduce)
     _validate.batch_match(x, scores, "x", "attributions")
     s = _validate.fractions(sparsity, "sparsity")
+    perturb.warn_constant(perturb.constant_maps(scores), f"their explanation is the first units by the ties rule "
+                          f"({ties!r}); fid_curves flags them in 'constant'")
     n = units.n
     counts = torch.round(s * n).long()                        # |R+| per level (half to even, as removal_curve)
     size = counts if plus else n - counts                     # |R| per level
@@ -85,8 +90,8 @@ def _fidelity(plus: bool, model: Callable, x: torch.Tensor, y: torch.Tensor, att
         masks = perturb.exact_subset(cand.flatten(0, 1), k.repeat(bsz), generator=g, n_samples=n_samples)
     masks = masks.reshape(bsz, levels * masks.shape[-2], n)
     clean = torch.zeros(bsz, 1, n, dtype=torch.bool, device=masks.device)
-    out = perturb.removal_outputs(model, x, torch.cat([clean, masks], dim=1), units=units, reference=reference,
-                                  output=output, target=y, batch_size=batch_size)
+    out = _removal_outputs(model, x, torch.cat([clean, masks], dim=1), units=units, reference=reference,
+                           output=output, target=y, batch_size=batch_size, target_name="y")
     return out[:, :1] - out[:, 1:].reshape(bsz, levels, -1).mean(dim=-1)
 
 
@@ -104,7 +109,10 @@ _ARGS_DOC = """
     units: feature units (default pixels / time steps / tokens). reference: removal value (default ``"zero"``).
     batch_size: forward-pass chunk; results do not depend on it. generator: torch.Generator or int seed, needed
     when masks are random or ``ties="random"``. ties: how equal scores are ordered (``"index"`` or ``"random"``).
-    Returns ``(B, len(sparsity))`` per-sample scores; average over samples for the paper's numbers."""
+    Returns ``(B, len(sparsity))`` per-sample scores; average over samples for the paper's numbers.
+    A constant map (e.g. an all-zero Grad-CAM) defines no explanation: its "explanation" is the first units by
+    the ties rule, the scores are returned and a ``perturb.ConstantMapWarning`` counts those samples
+    (:func:`fid_curves` flags them in ``"constant"``). NaN/inf logits raise a ValueError naming the samples."""
 
 
 def fid_plus(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions: torch.Tensor,
@@ -153,13 +161,20 @@ def fid_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions: 
     at :func:`minus_sparsity` ``[i]`` = 1 − ``sparsity[i]``: the "+" curve removes the top s and the "−" curve
     the bottom s of the units, as the authors pair them. Both calls get the same ``generator`` (an int seed
     restarts it for each). options: the keyword options of :func:`fid_plus` (alpha, beta, n_samples, …).
-    Returns also ``"sparsity"`` and ``"minus_sparsity"`` ``(L,)`` float64.
+    Returns also ``"sparsity"`` and ``"minus_sparsity"`` ``(L,)`` float64 and ``"constant"`` ``(B,)`` bool, the
+    samples whose map is constant over the units (no ranking; see :func:`fid_plus`).
     """
     levels = _validate.fractions(sparsity, "sparsity")
     minus = minus_sparsity(levels)
-    return {"plus": fid_plus(model, x, y, attributions, levels.tolist(), **options),
-            "minus": fid_minus(model, x, y, attributions, minus, **options),
-            "sparsity": levels, "minus_sparsity": torch.tensor(minus, dtype=torch.float64)}
+    with warnings.catch_warnings():  # one warning for both curves, issued below
+        warnings.simplefilter("ignore", perturb.ConstantMapWarning)
+        plus = fid_plus(model, x, y, attributions, levels.tolist(), **options)
+        minus_curve = fid_minus(model, x, y, attributions, minus, **options)
+    units = options.get("units") or perturb.default_units(x)
+    constant = perturb.warn_constant(perturb.constant_maps(perturb.unit_scores(
+        attributions, units, reduce=options.get("reduce", REDUCE))), "flagged in 'constant'")
+    return {"plus": plus, "minus": minus_curve, "sparsity": levels,
+            "minus_sparsity": torch.tensor(minus, dtype=torch.float64), "constant": constant}
 
 
 # ------------------------------------------------------------------------------------ ground-truth ranking

@@ -59,13 +59,14 @@ def saco_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
     salience = (member * scores.double()[:, None, :]).sum(-1) / member.sum(-1)
     removed = torch.cat([torch.zeros(b, 1, n, dtype=torch.bool, device=member.device), member], dim=1)
     out = perturb.removal_outputs(model, x, removed, units=units, reference=reference, output="prob", target=target,
-                                  batch_size=batch_size)
+                                  batch_size=batch_size)  # NaN/inf logits raise here, naming the samples
     prob, drop = out[:, 0], out[:, :1] - out[:, 1:]
     i, j = torch.triu_indices(k, k, offset=1, device=scores.device)
     w = salience[:, i] - salience[:, j]
     signed = torch.where(drop[:, i] >= drop[:, j], w, -w).sum(1)
     total = w.abs().sum(1)
-    undefined = total == 0
+    undefined = perturb.warn_constant(total == 0, "SaCo is set to 0 and flagged in 'undefined'",
+                                     over="salience groups")
     value = torch.where(undefined, torch.zeros_like(total), signed / torch.where(undefined, 1.0, total)).to(prob.dtype)
     return {"saco": value, "salience": salience, "drop": drop, "prob": prob, "groups": groups,
             "undefined": undefined}

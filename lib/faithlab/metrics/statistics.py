@@ -75,9 +75,14 @@ def trapezoid_auc(curve: torch.Tensor, x: torch.Tensor | None = None, *, dim: in
     """Area under ``curve`` along ``dim`` by the trapezoid rule.
 
     With ``x=None`` the points are taken as uniformly spaced on [0, 1] (so the area equals the mean-like normalised
-    AUC); with ``x`` given (1-D, one abscissa per point) it integrates over x. Returns curve's shape without ``dim``.
+    AUC); with ``x`` given (1-D, strictly increasing, one abscissa per point) it integrates over x. Returns curve's
+    shape without ``dim``. NaN in the curve gives NaN.
     """
     _validate.tensor(curve, "curve")
+    if curve.is_complex() or curve.dtype == torch.bool:
+        raise TypeError(f"curve must be real, got dtype {curve.dtype}")
+    if curve.ndim == 0:
+        raise ValueError("curve must have at least one dimension, got a 0-d tensor")
     n = curve.shape[dim]
     if n < 2:
         raise ValueError(f"curve needs at least 2 points along dim {dim}, got {n}")
@@ -87,4 +92,9 @@ def trapezoid_auc(curve: torch.Tensor, x: torch.Tensor | None = None, *, dim: in
     _validate.tensor(x, "x", ndim=1)
     if x.shape[0] != n:
         raise ValueError(f"x has {x.shape[0]} points but curve has {n} along dim {dim}")
+    if x.is_complex() or x.dtype == torch.bool:
+        raise TypeError(f"x must hold real abscissae, got dtype {x.dtype}")
+    _validate.finite(x, "x")
+    if bool((x[1:] <= x[:-1]).any()):  # a non-monotone x gives a signed, meaningless area
+        raise ValueError(f"x must be strictly increasing, got {x.tolist()}")
     return torch.trapezoid(curve, x=x.to(curve), dim=dim)

@@ -9,10 +9,12 @@ from faithlab.perturb.engine import OUTPUTS, Masks, Output, evaluate, removal_cu
 from faithlab.perturb.orders import ORDERS, TIES, order, ranks, top_masks
 from faithlab.perturb.references import PAD_TOKEN, REMOVED_TOKEN, Reference, apply_removal, make_reference
 from faithlab.perturb.sampling import bernoulli_subset, exact_subset, uniform_fraction_mask
-from faithlab.perturb.units import (REDUCE, UNIT_KINDS, Units, default_units, expand, patch_units, pixel_units,
-                                    segment_units, time_units, token_units, unit_scores)
+from faithlab.perturb.units import (REDUCE, UNIT_KINDS, ConstantMapWarning, Units, check_attributions, constant_maps,
+                                    default_units, expand, patch_units, pixel_units, segment_units, time_units,
+                                    token_units, unit_scores, warn_constant)
 
 __all__ = ["Units", "pixel_units", "patch_units", "segment_units", "time_units", "token_units", "default_units",
-           "UNIT_KINDS", "expand", "unit_scores", "REDUCE", "Reference", "make_reference", "PAD_TOKEN", "REMOVED_TOKEN", "apply_removal", "ORDERS", "TIES",
+           "UNIT_KINDS", "expand", "unit_scores", "REDUCE", "check_attributions", "constant_maps",
+           "ConstantMapWarning", "warn_constant", "Reference", "make_reference", "PAD_TOKEN", "REMOVED_TOKEN", "apply_removal", "ORDERS", "TIES",
            "order", "ranks", "top_masks", "bernoulli_subset", "exact_subset", "uniform_fraction_mask", "Output",
            "OUTPUTS", "Masks", "evaluate", "removal_curve", "removal_outputs"]

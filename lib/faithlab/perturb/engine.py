@@ -17,7 +17,8 @@ from faithlab import _validate
 from faithlab.perturb.orders import order as _order
 from faithlab.perturb.orders import ranks, top_masks
 from faithlab.perturb.references import Reference, make_reference
-from faithlab.perturb.units import Units, _check_units, _expand, _rows, default_units, unit_scores
+from faithlab.perturb.units import (Units, _check_units, _expand, _rows, check_attributions, constant_maps,
+                                    default_units, unit_scores, warn_constant)
 
 __all__ = ["Output", "OUTPUTS", "Masks", "evaluate", "removal_curve", "removal_outputs"]
 
@@ -54,28 +55,46 @@ def _logits(model: Callable, inputs: torch.Tensor) -> torch.Tensor:
     if not isinstance(logits, torch.Tensor) or logits.ndim != 2 or logits.shape[0] != inputs.shape[0]:
         shape = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
         raise ValueError(f"model must return logits of shape (N, n_classes), got {shape} for {inputs.shape[0]} inputs")
+    if not logits.is_floating_point():
+        raise TypeError(f"model must return floating-point logits, got dtype {logits.dtype}")
     return logits
 
 
+def _non_finite_error(bad: torch.Tensor, per_sample: int, where: str) -> ValueError:
+    """The error for model outputs that are NaN/inf: ``bad`` flags the flat (sample, variant) cells."""
+    cells = bad.nonzero().flatten().cpu()
+    samples = torch.unique(cells // per_sample)
+    variants = torch.unique(cells % per_sample)
+    return ValueError(f"model returned NaN or inf on {cells.numel()} of {bad.numel()} {where} (sample(s) "
+                      f"{samples[:8].tolist()}{' …' if samples.numel() > 8 else ''}, variant(s) "
+                      f"{variants[:8].tolist()}{' …' if variants.numel() > 8 else ''}); no score can be computed "
+                      f"from them")
+
+
 def _prepare(model: Callable, x: torch.Tensor, units: Units | None, output: Output, target: torch.Tensor | None,
-             batch_size: int) -> Units:
-    """Validation shared by the engine's entry points; returns the units (inferred when None)."""
-    _validate.eval_mode(model, "model")
+             batch_size: int, target_name: str = "target") -> Units:
+    """Validation shared by the engine's entry points; returns the units (inferred when None). ``target_name``:
+    the caller's name for the target argument (the F-Fidelity and accuracy metrics call it ``y``)."""
+    _validate.model(model, "model")
     _validate.tensor(x, "x", ndim=(2, 3, 4))
+    if x.is_complex() or x.dtype == torch.bool or (x.ndim > 2 and not x.is_floating_point()):
+        raise TypeError(f"x of shape {tuple(x.shape)} must be floating-point (only token ids (B, L) are integers), "
+                        f"got dtype {x.dtype}")
     _validate.finite(x, "x")
+    _validate.model_accepts(model, x, "model", "x")
     _validate.positive_int(batch_size, "batch_size")
     if not callable(output) and (isinstance(output, (list, dict, set, torch.Tensor)) or output not in OUTPUTS):
         raise ValueError(f"output must be one of {OUTPUTS} or a callable(logits, target), got {output!r}")
     units = default_units(x) if units is None else units
     _check_units(units, x)
     if target is not None:
-        _validate.tensor(target, "target", ndim=1)
+        _validate.tensor(target, target_name, ndim=1)
         if target.dtype != torch.int64:
-            raise TypeError(f"target must be an int64 tensor of class indices, got dtype {target.dtype}")
-        _validate.batch_match(x, target, "x", "target")
-        _validate.same_device(x, target, "x", "target")
+            raise TypeError(f"{target_name} must be an int64 tensor of class indices, got dtype {target.dtype}")
+        _validate.batch_match(x, target, "x", target_name)
+        _validate.same_device(x, target, "x", target_name)
         if bool((target < 0).any()):
-            raise ValueError("target must hold non-negative class indices")
+            raise ValueError(f"{target_name} must hold non-negative class indices")
     return units
 
 
@@ -100,13 +119,15 @@ def _blocks(batch: int, per_sample: int, batch_size: int):
 
 
 def _run(model: Callable, x: torch.Tensor, units: Units, reference: torch.Tensor, output: Output,
-              target: torch.Tensor | None, per_sample: int, masks: Callable[[int, int, int, int], torch.Tensor],
-              batch_size: int) -> torch.Tensor:
+         target: torch.Tensor | None, per_sample: int, masks: Callable[[int, int, int, int], torch.Tensor],
+         batch_size: int, target_name: str = "target") -> torch.Tensor:
     """Run ``per_sample`` perturbed variants of every sample through the model, ≤ ``batch_size`` inputs per call.
 
     ``masks(b0, b1, v0, v1)`` gives the ``(b1-b0, v1-v0, n)`` bool unit masks of variants v0..v1-1 of samples
     b0..b1-1; perturbed inputs are built chunk by chunk. target None → prediction on the clean x.
-    Returns ``(B, per_sample)``.
+    Returns ``(B, per_sample)``. Non-finite logits (or a non-finite read-out of a callable ``output``) on any
+    input raise a ValueError naming the samples and variants: no score is computed from them. The check is
+    accumulated on the device and read once at the end (no synchronisation per chunk).
     """
     fn = _output_fn(output)
     idx = units.index
@@ -114,9 +135,13 @@ def _run(model: Callable, x: torch.Tensor, units: Units, reference: torch.Tensor
         idx.flatten(), torch.arange(units.n, device=idx.device))
     with torch.no_grad():
         if target is None:
-            target = torch.cat([_logits(model, x[i:i + batch_size]).argmax(dim=1)
-                                for i in range(0, x.shape[0], batch_size)])
+            clean = [_logits(model, x[i:i + batch_size]) for i in range(0, x.shape[0], batch_size)]
+            bad = torch.cat([~torch.isfinite(c).all(dim=1) for c in clean])
+            if bool(bad.any()):
+                raise _non_finite_error(bad, 1, "clean inputs (read for the predicted class)")
+            target = torch.cat([c.argmax(dim=1) for c in clean])
         flat = None
+        finite = torch.ones(x.shape[0] * per_sample, dtype=torch.bool, device=x.device)
         for c0, pieces in _blocks(x.shape[0], per_sample, batch_size):
             batch_inputs, batch_targets = [], []
             for b0, b1, v0, v1 in pieces:
@@ -135,14 +160,20 @@ def _run(model: Callable, x: torch.Tensor, units: Units, reference: torch.Tensor
                 if output != "logit" and logits.shape[1] < 2:
                     raise ValueError(f"output={output!r} needs logits for at least 2 classes, got {logits.shape[1]}")
                 if int(target.max()) >= logits.shape[1]:
-                    raise ValueError(f"target holds class {int(target.max())} but the model returns "
+                    raise ValueError(f"{target_name} holds class {int(target.max())} but the model returns "
                                      f"{logits.shape[1]} logits")
             out = fn(logits, torch.cat(batch_targets))
             if not isinstance(out, torch.Tensor) or out.shape != (logits.shape[0],):
                 raise ValueError(f"output must give one value per input, shape ({logits.shape[0]},)")
+            ok = torch.isfinite(logits).all(dim=1)
+            if out.is_floating_point():
+                ok &= torch.isfinite(out)
+            finite[c0:c0 + logits.shape[0]] = ok.to(finite.device)
             if flat is None:
                 flat = torch.empty(x.shape[0] * per_sample, dtype=out.dtype, device=out.device)
             flat[c0:c0 + logits.shape[0]] = out
+    if not bool(finite.all()):
+        raise _non_finite_error(~finite, per_sample, "inputs it was given")
     return flat.view(x.shape[0], per_sample)
 
 
@@ -189,9 +220,21 @@ def removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor |
     target: ``(B,)`` int64 classes; None → the model's prediction on the clean x.
     units: None infers pixels for 4-D x and dim-1 units (time steps, tokens) otherwise.
     batch_size: at most this many perturbed inputs per forward call; results do not depend on it.
+    A constant map defines no order: its units are removed in index order and a
+    :class:`~faithlab.perturb.ConstantMapWarning` counts those samples. NaN/inf logits raise a ValueError.
     """
-    units = _prepare(model, x, units, output, target, batch_size)
-    f = _validate.fractions(fractions, "fractions")
+    return _removal_curve(model, x, attributions, fractions, order=order, reduce=reduce, reference=reference,
+                          output=output, target=target, units=units, batch_size=batch_size, generator=generator)
+
+
+def _removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor | None,
+                   fractions: Sequence[float] | torch.Tensor, *, order: str | torch.Tensor, reduce: str,
+                   reference: Reference, output: Output, target: torch.Tensor | None, units: Units | None,
+                   batch_size: int, generator: torch.Generator | int | None, target_name: str = "target",
+                   fractions_name: str = "fractions") -> torch.Tensor:
+    """:func:`removal_curve` with the caller's names for the target and fractions arguments (for messages)."""
+    units = _prepare(model, x, units, output, target, batch_size, target_name)
+    f = _validate.fractions(fractions, fractions_name)
     if isinstance(order, torch.Tensor):
         _validate.same_device(x, order, "x", "order")
         perm = order.expand(x.shape[0], -1) if order.ndim == 1 else order
@@ -201,10 +244,13 @@ def removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor |
     elif order == "random":
         perm = _order(torch.zeros(x.shape[0], units.n, device=x.device), "random", generator=generator)
     else:
+        _validate.one_of(order, "order", ("morf", "lerf", "random"))
         if attributions is None:
             raise ValueError(f"attributions are required for order={order!r}")
+        check_attributions(attributions, x)
         scores = unit_scores(attributions, units, reduce=reduce)
         _validate.batch_match(x, scores, "x", "attributions")
+        warn_constant(constant_maps(scores), "their units are removed in index order")
         perm = _order(scores, order, generator=generator)
     rank = ranks(perm)
     counts = torch.round(f * units.n).long().to(x.device)
@@ -213,7 +259,7 @@ def removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor |
     def masks(b0: int, b1: int, v0: int, v1: int) -> torch.Tensor:
         return top_masks(rank[b0:b1], counts[v0:v1])
 
-    return _run(model, x, units, ref, output, target, f.numel(), masks, batch_size)
+    return _run(model, x, units, ref, output, target, f.numel(), masks, batch_size, target_name)
 
 
 def removal_outputs(model: Callable, x: torch.Tensor, removed: torch.Tensor, *, units: Units | None = None,
@@ -225,7 +271,15 @@ def removal_outputs(model: Callable, x: torch.Tensor, removed: torch.Tensor, *, 
     and μF subsets (§4.6). removed: ``(B, n)`` bool, or ``(B, S, n)`` for S masks per sample. Other arguments as
     in ``removal_curve``; at most ``batch_size`` perturbed inputs go through the model per call.
     """
-    units = _prepare(model, x, units, output, target, batch_size)
+    return _removal_outputs(model, x, removed, units=units, reference=reference, output=output, target=target,
+                            batch_size=batch_size)
+
+
+def _removal_outputs(model: Callable, x: torch.Tensor, removed: torch.Tensor, *, units: Units | None,
+                     reference: Reference, output: Output, target: torch.Tensor | None, batch_size: int,
+                     target_name: str = "target") -> torch.Tensor:
+    """:func:`removal_outputs` with the caller's name for the target argument (for messages)."""
+    units = _prepare(model, x, units, output, target, batch_size, target_name)
     _validate.tensor(removed, "removed", ndim=(2, 3))
     if removed.dtype != torch.bool:
         raise TypeError(f"removed must be a bool tensor, got dtype {removed.dtype}")
@@ -234,7 +288,9 @@ def removal_outputs(model: Callable, x: torch.Tensor, removed: torch.Tensor, *, 
     if removed.shape[-1] != units.n:
         raise ValueError(f"removed must have {units.n} units in its last dim, got shape {tuple(removed.shape)}")
     per_sample = removed.shape[1] if removed.ndim == 3 else 1
+    if per_sample == 0:
+        raise ValueError(f"removed holds no masks: shape {tuple(removed.shape)}; expected (B, n) or (B, S, n), S ≥ 1")
     blocks = removed.reshape(x.shape[0], per_sample, units.n)
     out = _run(model, x, units, make_reference(x, reference), output, target, per_sample,
-               lambda b0, b1, v0, v1: blocks[b0:b1, v0:v1], batch_size)
+               lambda b0, b1, v0, v1: blocks[b0:b1, v0:v1], batch_size, target_name)
     return out if removed.ndim == 3 else out.squeeze(1)

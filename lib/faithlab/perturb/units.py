@@ -8,6 +8,8 @@ element masks by :func:`expand`. :func:`unit_scores` reduces a map to one score 
 from __future__ import annotations
 
 import math
+import sys
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,7 +18,8 @@ import torch
 from faithlab import _validate
 
 __all__ = ["Units", "pixel_units", "patch_units", "segment_units", "time_units", "token_units", "default_units",
-           "UNIT_KINDS", "expand", "unit_scores", "REDUCE"]
+           "UNIT_KINDS", "expand", "unit_scores", "REDUCE", "check_attributions", "constant_maps",
+           "ConstantMapWarning", "warn_constant"]
 
 REDUCE = ("sum_abs", "sum", "mean", "mean_abs", "max")
 """Unit-reduction rules of :func:`unit_scores`. Paper defaults: F-Fidelity and Few-class Fidelity Σ|a|
@@ -204,3 +207,52 @@ def unit_scores(attributions: torch.Tensor, units: Units, *, reduce: str) -> tor
         sizes.scatter_add_(1, flat, torch.ones_like(vals))
         scores = scores / (sizes * per_unit_channels)
     return scores
+
+
+def check_attributions(attributions: torch.Tensor, x: torch.Tensor, *, name: str = "attributions") -> None:
+    """Raise unless ``attributions`` fit the input ``x``: x's shape, x's shape with size 1 in the channel dim,
+    x's shape without its channel dim (images ``(B, H, W)``, series ``(B, T)``), or ``(B, L, D)`` for token ids
+    ``(B, L)``. A map with more channels or other sizes than x is refused rather than reduced into unit scores."""
+    a = _validate.tensor(attributions, name)
+    shape, xs = tuple(a.shape), tuple(x.shape)
+    channel = 1 if x.ndim == 4 else x.ndim - 1  # images (B, C, H, W); series/embeddings (B, T, C)
+    allowed = {xs}
+    if x.ndim >= 3:
+        allowed |= {xs[:channel] + (1,) + xs[channel + 1:], xs[:channel] + xs[channel + 1:]}
+    fits = shape in allowed or (x.ndim == 2 and not x.is_floating_point() and a.ndim == 3 and shape[:2] == xs)
+    if not fits:
+        raise ValueError(f"{name} of shape {shape} do not fit x of shape {xs}: expected x's shape, x's shape with "
+                         f"1 channel, or x's shape without the channel dim")
+
+
+def _caller_level() -> int:
+    """``stacklevel`` of the first frame outside faithlab, so a warning points at the user's call whatever the
+    depth of the library calls in between (Python 3.11 has no ``skip_file_prefixes``)."""
+    frame, level = sys._getframe(2), 2  # 1 = warn_constant's own frame
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("faithlab."):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+class ConstantMapWarning(UserWarning):
+    """Some attribution maps are constant over the units: they define no ranking (the metric's value for those
+    samples reflects the tie rule, not the explanation)."""
+
+
+def constant_maps(scores: torch.Tensor) -> torch.Tensor:
+    """Which rows of unit scores ``(B, n)`` are constant (no ranking) → ``(B,)`` bool."""
+    _validate.tensor(scores, "scores", ndim=2)
+    return scores.amax(dim=1) == scores.amin(dim=1)
+
+
+def warn_constant(constant: torch.Tensor, what: str, *, over: str = "units") -> torch.Tensor:
+    """Issue a :class:`ConstantMapWarning` counting the flagged samples of ``constant`` ``(B,)`` bool (nothing
+    when none is flagged); ``what`` says what the metric returns for them; ``over``: units or groups. Returns
+    ``constant``."""
+    count = int(constant.sum())
+    if count:
+        idx = constant.nonzero().flatten()[:5].tolist()
+        warnings.warn(f"attributions are constant over the {over} for {count} of {constant.shape[0]} sample(s) "
+                      f"(e.g. {idx}): they define no ranking; {what}", ConstantMapWarning,
+                      stacklevel=_caller_level())
+    return constant
