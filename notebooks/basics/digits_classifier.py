@@ -139,6 +139,58 @@ out.glue("ood_k", max(ks))
 diagnostic
 
 # %% [markdown]
+# ## What the library refuses, and what it flags
+# Garbage must never come out looking like a score. Each row below calls the library on this notebook's model and
+# digits with one thing wrong and records what came back: an error naming the argument, or a flagged result with
+# a warning that counts the flagged samples. A model returning NaN on perturbed inputs only is the case a silent
+# metric would turn into a finite number.
+
+# %%
+import warnings
+
+
+class NaNWhenPerturbed(torch.nn.Module):
+    """The model, but NaN logits on any input that is not one of the clean digits."""
+
+    def __init__(self, inner, clean):
+        super().__init__()
+        self.inner, self.clean = inner, clean.flatten(1)
+
+    def forward(self, inputs):
+        is_clean = (inputs.flatten(1)[:, None, :] == self.clean[None]).all(-1).any(1)
+        return torch.where(is_clean[:, None], self.inner(inputs), torch.nan)
+
+
+few, ig = x[:8], attributions["integrated_gradients"][:8]
+blank = ig.clone()
+blank[:3] = 0.0  # three all-zero maps: no ranking
+cases = {
+    "model returns NaN on perturbed inputs": lambda: fl.metrics.aopc(NaNWhenPerturbed(model, few).eval(), few, ig),
+    "float64 images, float32 model": lambda: fl.metrics.aopc(model, few.double(), ig),
+    "attributions with 3 channels for 1-channel images": lambda: fl.metrics.aopc(model, few, ig.repeat(1, 3, 1, 1)),
+    "fractions not increasing": lambda: fl.metrics.auc_accuracy(model, few, ig, y[:8], fractions=[0, 1, 0.5]),
+    "target class out of range": lambda: fl.metrics.fid_plus(model, few, torch.full_like(y[:8], 12), ig, [0.2]),
+    "three all-zero maps": lambda: fl.metrics.aopc_details(model, few, blank)["constant"],
+}
+rows = []
+for case, call in cases.items():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = call()
+            outcome = f"result returned; flagged samples: {result.nonzero().flatten().tolist()}" if (
+                result.dtype == torch.bool) else "result returned"
+        except (ValueError, TypeError) as err:
+            outcome = f"{type(err).__name__}: {err}"
+    raised = "; ".join(f"{w.category.__name__}: {w.message}" for w in caught)
+    rows.append({"input": case, "outcome": outcome, "warning": raised or "—"})
+guard_rails = pd.DataFrame(rows)
+out.table(guard_rails, "guard_rails")
+out.glue("n_guard_rails", len(guard_rails))
+out.glue("n_guard_rails_errors", int(guard_rails["outcome"].str.contains("Error").sum()))
+guard_rails
+
+# %% [markdown]
 # ## Sanity claim
 # Not a paper's claim but the study's first check: on a model that learned the task, integrated gradients must
 # order pixels better than chance. Rule: a paired bootstrap over the test digits (95 % interval) of the random
