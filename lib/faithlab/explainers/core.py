@@ -13,11 +13,21 @@ A method is a function ``fn(model, x, target, extra, *, batch_size, generator, *
 attributions of the rows it is given (``extra``: None, or a per-row tensor passed to the model as a second argument,
 the pad mask of token inputs). :func:`register` adds one under a name; the method modules of this package
 (gradients, cams, vit_attention, vit_lrp) register theirs when ``faithlab.explainers`` is imported.
+
+Bad input raises a ValueError or TypeError naming the argument, before captum sees it. The model's logits are
+checked on the forward passes the method already makes (no extra pass; a method that never calls the model, such
+as ``random``, is not checked against it): they must be a floating ``(N, n_classes)`` tensor, every
+target must lie in ``[0, n_classes)``, and NaN/inf logits raise naming the samples of x. A map that comes out
+non-finite raises too, naming the method and the samples: no NaN map is ever returned.
 """
 
 from __future__ import annotations
 
+import contextvars
 import inspect
+import itertools
+import math
+import numbers
 from collections.abc import Callable
 
 import torch
@@ -101,20 +111,154 @@ def forward_args(extra: torch.Tensor | None) -> tuple | None:
     return None if extra is None else (extra,)
 
 
+def real(value, name: str, *, minimum: float | None = None) -> float:
+    """A finite real number (int, float or a one-element real tensor; not bool), at least ``minimum``; else a
+    TypeError/ValueError naming ``name``."""
+    v = _validate.number(value, name)
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be a finite number, got {v}")
+    if minimum is not None and v < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    return v
+
+
+def _samples(idx: torch.Tensor) -> str:
+    """A short list of sample indices for an error message."""
+    idx = idx.flatten().tolist()
+    return f"{idx[:8]}{f' and {len(idx) - 8} more' if len(idx) > 8 else ''}"
+
+
+def _logit_structure(out, n_inputs: int | None) -> None:
+    """Raise unless ``out`` is a floating (N, n_classes) tensor with one row per input."""
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"model must return a tensor of logits (N, n_classes), got {type(out).__name__}")
+    if out.ndim != 2 or (n_inputs is not None and out.shape[0] != n_inputs):
+        raise ValueError(f"model must return logits of shape (N, n_classes), got shape {tuple(out.shape)}"
+                         + ("" if n_inputs is None else f" for {n_inputs} inputs"))
+    if not out.is_floating_point():
+        raise TypeError(f"model must return floating-point logits, got dtype {out.dtype} (attributions are "
+                        "gradients or differences of real-valued logits)")
+
+
+def _target_range(target: torch.Tensor, n_classes: int) -> None:
+    """Raise if a target is not a class index of the model's ``n_classes`` logits."""
+    bad = target >= n_classes
+    if bool(bad.any()):
+        raise ValueError(f"target must lie in [0, {n_classes}) (the model returns {n_classes} logits), got "
+                         f"{_samples(target[bad].cpu())} for sample(s) {_samples(bad.nonzero().cpu())} of x")
+
+
+class _LogitCheck:
+    """Watches the logits a method computes while ``explain`` runs it: their structure on every forward pass, the
+    targets against the width of the first, and whether any is NaN/inf (a flag read once per chunk, so the
+    forward passes stay free of device synchronisation)."""
+
+    def __init__(self, method: str, target: torch.Tensor) -> None:
+        self.method, self.target = method, target
+        self.n_classes: int | None = None
+        self.bad: torch.Tensor | None = None  # 0-d bool: a non-finite logit in the current chunk
+        self.seen = self.active = False
+
+    def __call__(self, out, n_inputs: int | None = None) -> None:
+        if not self.active:
+            return
+        _logit_structure(out, n_inputs)
+        if self.n_classes is None:
+            self.n_classes = out.shape[1]
+            _target_range(self.target, self.n_classes)
+        flag = ~torch.isfinite(out.detach()).all()
+        self.bad = flag if self.bad is None else self.bad | flag
+        self.seen = True
+
+    def verify(self, maps: torch.Tensor | None, idx: torch.Tensor, call: Callable, xc: torch.Tensor,
+               ec: torch.Tensor | None) -> None:
+        """After a chunk (global sample indices ``idx``): raise if a logit or the map is NaN/inf."""
+        map_bad = None
+        if isinstance(maps, torch.Tensor) and maps.ndim > 0 and len(maps) == len(idx) and maps.is_floating_point():
+            map_bad = ~torch.isfinite(maps).reshape(len(maps), -1).all(1)
+        flags = [f.reshape(1) for f in (self.bad, None if map_bad is None else map_bad.any()) if f is not None]
+        if not flags or not bool(torch.cat(flags).any()):  # one synchronisation per chunk
+            return
+        if self.bad is not None and bool(self.bad):
+            self.active = False  # the diagnosis runs the model on x itself; error path only
+            try:
+                with torch.no_grad():
+                    out = call(xc) if ec is None else call(xc, ec)
+            finally:
+                self.active = True
+            on_x = ~torch.isfinite(out).reshape(len(out), -1).all(1).cpu()
+            if bool(on_x.any()):
+                raise ValueError(f"model returned NaN or inf logits on x for sample(s) {_samples(idx[on_x])}; "
+                                 f"method {self.method!r} cannot explain them (check the model and these inputs)")
+            raise ValueError(f"model returned NaN or inf logits on the inputs that method {self.method!r} built "
+                             f"from sample(s) {_samples(idx)} of x (baselines, interpolation points, noisy copies "
+                             "or perturbations; the logits on x are finite); check the method's options")
+        raise ValueError(f"method {self.method!r} produced a non-finite (NaN or inf) map for sample(s) "
+                         f"{_samples(idx[map_bad.cpu()])} of x")
+
+
+_ACTIVE: contextvars.ContextVar[_LogitCheck | None] = contextvars.ContextVar("faithlab_logit_check", default=None)
+
+
+def check_logits(logits, target: torch.Tensor, n_inputs: int | None = None) -> None:
+    """For methods that compute a model's logits without calling the model (e.g. a relevance pass rebuilt from its
+    weights): check them as ``explain`` checks the model's output. Within ``explain`` the check is deferred to the
+    end of the chunk (NaN/inf) and the targets are those of all of x; outside, it raises at once."""
+    checker = _ACTIVE.get()
+    if checker is not None:
+        checker(logits, n_inputs)
+        return
+    _logit_structure(logits, n_inputs)
+    _target_range(target, logits.shape[1])
+    bad = ~torch.isfinite(logits.detach()).all(1)
+    if bool(bad.any()):
+        raise ValueError(f"model returned NaN or inf logits for sample(s) {_samples(bad.nonzero().cpu())}")
+
+
 # ----------------------------------------------------------------------------------------------------- API
 def _target(target: int | torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    if isinstance(target, int) and not isinstance(target, bool):
-        return torch.full((len(x),), target, dtype=torch.int64, device=x.device)
-    if not isinstance(target, torch.Tensor) or target.is_floating_point() or target.dtype == torch.bool:
+    if isinstance(target, numbers.Integral) and not isinstance(target, bool):
+        if not 0 <= int(target) < 2**63:
+            raise ValueError(f"target must be a class index (0 <= target < n_classes), got {int(target)}")
+        return torch.full((len(x),), int(target), dtype=torch.int64, device=x.device)
+    if (not isinstance(target, torch.Tensor) or target.is_floating_point() or target.is_complex()
+            or target.dtype == torch.bool):
         raise TypeError(f"target must be an int or an integer tensor of shape (B,), got {target!r:.80}")
     if target.ndim == 0:
         target = target.expand(len(x))
     _validate.tensor(target, "target", ndim=1)
     _validate.batch_match(x, target, "x", "target")
-    return target.to(device=x.device, dtype=torch.int64)
+    target = target.to(device=x.device, dtype=torch.int64)
+    negative = target < 0
+    if bool(negative.any()):
+        raise ValueError(f"target must hold class indices >= 0, got {_samples(target[negative].cpu())} for "
+                         f"sample(s) {_samples(negative.nonzero().cpu())} of x")
+    return target
 
 
-def _check_options(name: str, fn: Method, options: dict) -> None:
+def _model_input(model, x: torch.Tensor) -> None:
+    """Raise if ``x`` cannot go through ``model`` (an nn.Module): parameters/buffers on another device, floating
+    parameters of another dtype than x, or integer x (token ids) for a model that takes no tokens."""
+    if x.is_complex() or x.dtype == torch.bool:
+        raise TypeError(f"x must be a floating-point tensor (or int64 token ids (B, L)), got dtype {x.dtype}")
+    if not isinstance(model, nn.Module):
+        return
+    ref = next(itertools.chain(model.parameters(), model.buffers()), None)
+    if ref is not None and ref.device != x.device:
+        raise ValueError(f"model is on {ref.device} but x is on {x.device}; move them to the same device")
+    _validate.model_accepts(model, x, "model", "x")  # floating x of another dtype than the parameters
+    param = next((p for p in model.parameters() if p.is_floating_point()), None)
+    if not x.is_floating_point() and not (hasattr(model, "embed") and hasattr(model, "forward_embeddings")):
+        wants = f"model's parameters are {param.dtype}" if param is not None else "model takes float inputs"
+        raise TypeError(f"dtype mismatch: x has dtype {x.dtype} but {wants}; pass float inputs (e.g. x.to("
+                        f"{param.dtype if param is not None else torch.get_default_dtype()})). Integer x is read "
+                        f"as token ids (B, L), which need a model defining embed and forward_embeddings; got x "
+                        f"{tuple(x.shape)}, model {type(model).__name__}")
+
+
+def _check_options(name: str, fn: Method, options: dict, where: str = "") -> None:
+    """Refuse options that ``fn`` (the method ``name``) does not accept; ``where`` overrides the message's
+    "for method <name>" (e.g. for the base method of SmoothGrad)."""
     params = inspect.signature(fn).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return  # forwarded to a base method, which checks them
@@ -122,7 +266,7 @@ def _check_options(name: str, fn: Method, options: dict) -> None:
                 if p.kind is inspect.Parameter.KEYWORD_ONLY and k not in ("batch_size", "generator")]
     unknown = sorted(set(options) - set(accepted))
     if unknown:
-        raise TypeError(f"unknown option(s) {unknown} for method {name!r}; accepted: {accepted}")
+        raise TypeError(f"unknown option(s) {unknown} for {where or f'method {name!r}'}; accepted: {accepted}")
 
 
 def explain(model: nn.Module, x: torch.Tensor, target: int | torch.Tensor, *, method: str = "integrated_gradients",
@@ -136,16 +280,24 @@ def explain(model: nn.Module, x: torch.Tensor, target: int | torch.Tensor, *, me
     :func:`available`; ``options`` are the method's keyword options (see each method's docstring, e.g.
     ``baseline``, ``n_steps``, ``nt_samples``, ``stdevs``, ``layer``, ``normalize``, ``window``, ``background``).
     batch_size: inputs per chunk (memory bound). generator: ``torch.Generator`` or int seed, required by
-    smoothgrad*, sg_sq_ig, expected_gradients and random. Returns a float tensor (see the module docstring for
-    shapes); higher = more important (signed methods: sign gives the direction).
+    smoothgrad*, sg_sq_ig, expected_gradients and random (an int seed must lie in [-2**63, 2**64 - 1]). Returns
+    a float tensor (see the module docstring for shapes); higher = more important (signed methods: sign gives the
+    direction).
+
+    Raises a TypeError/ValueError naming the argument for bad input (target type, shape or range; x's rank, dtype
+    or device against the model's; the model's output; the method's options), and a ValueError naming the samples
+    when the model returns NaN/inf logits or a map comes out NaN/inf.
     """
     fn = get_method(method)
     _check_options(method, fn, options)
     _validate.eval_mode(model)
     _validate.tensor(x, "x")
+    if x.ndim < 2:
+        raise ValueError(f"x must be a batch of inputs (B, ...) with at least 2 dimensions, got shape {tuple(x.shape)}")
     batch_size = _validate.positive_int(batch_size, "batch_size")
-    if method in _RANDOM:
+    if method in _RANDOM or generator is not None:
         generator = _validate.generator(generator, why=f"by method {method!r}")
+    _model_input(model, x)
     target = _target(target, x)
     tokens = not x.is_floating_point()
     if tokens:
@@ -164,9 +316,39 @@ def explain(model: nn.Module, x: torch.Tensor, target: int | torch.Tensor, *, me
             and v.ndim == inputs.ndim and v.shape[0] == len(x) > 1}
     fixed = {k: v for k, v in options.items() if k not in rows}
 
-    def run(xc, tc, ec, *row_values):
-        per_row = dict(zip(rows, row_values))
-        return fn(net, leaf(xc), tc, ec, batch_size=batch_size, generator=generator, **fixed, **per_row).detach()
+    # every logit the method computes is checked (_LogitCheck): through a forward hook on a module, a wrapper
+    # around a plain callable, and core.check_logits for methods that rebuild the logits themselves
+    checker = _LogitCheck(method, target)
+    handle = None
+    if isinstance(net, nn.Module):
+        handle = net.register_forward_hook(lambda _m, args, out: checker(out, _rows(args)))
+        call = net
+    else:
+        def call(*args, **kwargs):
+            out = net(*args, **kwargs)
+            checker(out, _rows(args))
+            return out
 
-    out = chunks(batch_size, run, inputs, target, extra, *rows.values())
+    def run(ic, xc, tc, ec, *row_values):
+        per_row = dict(zip(rows, row_values))
+        checker.bad = None
+        maps = fn(call, leaf(xc), tc, ec, batch_size=batch_size, generator=generator, **fixed, **per_row)
+        maps = maps.detach() if isinstance(maps, torch.Tensor) else maps
+        checker.verify(maps, ic, call, xc, ec)
+        return maps
+
+    checker.active = True
+    context = _ACTIVE.set(checker)
+    try:
+        out = chunks(batch_size, run, torch.arange(len(x)), inputs, target, extra, *rows.values())
+    finally:
+        _ACTIVE.reset(context)
+        checker.active = False
+        if handle is not None:
+            handle.remove()
     return out.sum(-1) if tokens else out
+
+
+def _rows(args: tuple) -> int | None:
+    """Rows of a forward call's first positional argument (None when it has none)."""
+    return args[0].shape[0] if args and isinstance(args[0], torch.Tensor) and args[0].ndim > 0 else None

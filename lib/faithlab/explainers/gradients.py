@@ -6,32 +6,36 @@ captum method ourselves)."""
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 from captum.attr import Deconvolution, GuidedBackprop, InputXGradient, IntegratedGradients, Occlusion, Saliency
 
 from faithlab import _validate
-from faithlab.explainers.core import (chunks, forward_args, get_method, leaf, normal, register, repeat_rows,
-                                      uniform)
+from faithlab.explainers.core import (_check_options, chunks, forward_args, get_method, leaf, normal, real, register,
+                                      repeat_rows, uniform)
 
 Baseline = str | float | torch.Tensor
+_INTEGRATIONS = ("gausslegendre", "riemann_left", "riemann_right", "riemann_middle", "riemann_trapezoid")  # captum's
 
 
 def _baseline(x: torch.Tensor, baseline: Baseline) -> torch.Tensor:
     """IG reference: "zero", "min"/"max" (per-sample minimum/maximum of x), a number, or a tensor broadcastable to x."""
     x = x.detach()
     if isinstance(baseline, torch.Tensor):
+        _validate.finite(baseline, "baseline")
         try:
             return baseline.to(x).expand_as(x)
         except RuntimeError:
             raise ValueError(f"baseline of shape {tuple(baseline.shape)} does not broadcast to x {tuple(x.shape)}") from None
-    if baseline in ("min", "max"):
+    if isinstance(baseline, str) and baseline in ("min", "max"):
         flat = x.flatten(1)
         value = flat.amin(1) if baseline == "min" else flat.amax(1)
         return value.view(-1, *[1] * (x.ndim - 1)).expand_as(x)
-    if baseline == "zero":
+    if isinstance(baseline, str) and baseline == "zero":
         return torch.zeros_like(x)
-    if isinstance(baseline, (int, float)) and not isinstance(baseline, bool):
-        return torch.full_like(x, float(baseline))
+    if isinstance(baseline, numbers.Real) and not isinstance(baseline, bool):
+        return torch.full_like(x, real(baseline, "baseline"))
     raise ValueError(f"baseline must be 'zero', 'min', 'max', a number or a tensor, got {baseline!r}")
 
 
@@ -56,8 +60,13 @@ def _input_x_gradient(model, x, target, extra, *, batch_size, generator):
 @register("integrated_gradients")
 def _integrated_gradients(model, x, target, extra, *, batch_size, generator, baseline: Baseline = "zero",
                           n_steps: int = 50, integration: str = "gausslegendre"):
-    """Integrated gradients from ``baseline``; ``integration`` is captum's ``method`` (e.g. "riemann_trapezoid")."""
+    """Integrated gradients from ``baseline`` (finite); ``integration`` is captum's ``method``, one of
+    ``_INTEGRATIONS`` (the Riemann rules need ``n_steps`` >= 2)."""
+    if not isinstance(integration, str) or integration not in _INTEGRATIONS:
+        raise ValueError(f"integration must be one of {_INTEGRATIONS}, got {integration!r}")
     n = _validate.positive_int(n_steps, "n_steps")
+    if n < 2 and integration != "gausslegendre":
+        raise ValueError(f"n_steps must be >= 2 for integration {integration!r}, got {n}")
     attr = IntegratedGradients(model).attribute(
         x, baselines=_baseline(x, baseline), target=target, additional_forward_args=forward_args(extra), n_steps=n,
         method=integration, internal_batch_size=max(batch_size, len(x)))
@@ -70,22 +79,25 @@ def _integrated_gradients(model, x, target, extra, *, batch_size, generator, bas
 def _smoothgrad(model, x, target, extra, *, batch_size, generator, base: str = "saliency", nt_samples: int = 10,
                 stdevs: float = 1.0, relative: bool = False, square: bool = False, **base_options):
     """SmoothGrad: mean of ``base`` maps over ``nt_samples`` copies x + N(0, σ²), σ = ``stdevs`` (times the sample's
-    max − min when ``relative``); ``square`` averages squared maps (SmoothGrad², captum's "smoothgrad_sq").
+    max − min when ``relative``; a finite number >= 0); ``square`` averages squared maps (SmoothGrad², captum's
+    "smoothgrad_sq"). Other options go to ``base`` and are checked against its own.
 
     captum's NoiseTunnel draws its noise from the global RNG; we draw it from ``generator`` and call the base
     captum method on the noisy copies ourselves (same estimator, seeded)."""
     if base not in ("saliency", "integrated_gradients"):
         raise ValueError(f"base must be 'saliency' or 'integrated_gradients', got {base!r}")
     n = _validate.positive_int(nt_samples, "nt_samples")
-    if float(stdevs) < 0:
-        raise ValueError(f"stdevs must be >= 0, got {stdevs!r}")
+    stdevs = real(stdevs, "stdevs", minimum=0)
     base_fn = get_method(base)
+    where = (f"SmoothGrad with base {base!r} (its own options: nt_samples, stdevs, relative, base; the base's are "
+             "listed)")
+    _check_options(base, base_fn, base_options, where)
     # captum keeps the IG baseline fixed across noisy copies: resolve it on the clean inputs.
     ref = _baseline(x, base_options.pop("baseline", "zero")) if base == "integrated_gradients" else None
 
     def noisy_maps(xc, tc, ec, rc):
         b = len(xc)
-        sigma = float(stdevs)
+        sigma = stdevs
         if relative:
             flat = xc.flatten(1)
             sigma = (sigma * (flat.amax(1) - flat.amin(1))).view(b, 1, *[1] * (xc.ndim - 1))
@@ -132,8 +144,9 @@ def _expected_gradients(model, x, target, extra, *, batch_size, generator, backg
 
     captum's GradientShap draws r and α from the global RNG; here both come from ``generator``."""
     bg = _validate.tensor(background, "background", floating=True)
-    if bg.shape[1:] != x.shape[1:]:
+    if bg.ndim == 0 or bg.shape[1:] != x.shape[1:]:
         raise ValueError(f"background must be shaped (N, {', '.join(map(str, x.shape[1:]))}), got {tuple(bg.shape)}")
+    _validate.finite(bg, "background")
     bg = bg.to(x)
     n = _validate.positive_int(n_samples, "n_samples")
     saliency = Saliency(model)
@@ -156,16 +169,25 @@ def _expected_gradients(model, x, target, extra, *, batch_size, generator, backg
 def _occlusion(model, x, target, extra, *, batch_size, generator, window: int = 4, stride: int | None = None,
                baseline: float = 0.0):
     """Occlusion (captum): drop in f_target when a ``window``-wide square (images) / span (series, embeddings) of
-    all channels is set to ``baseline``, averaged over the windows covering each element."""
+    all channels is set to ``baseline`` (a finite number), averaged over the windows covering each element.
+    ``window`` may not exceed the input; ``stride`` (default ``window``) may not exceed ``window``."""
     w = _validate.positive_int(window, "window")
     s = w if stride is None else _validate.positive_int(stride, "stride")
+    value = real(baseline, "baseline")
     if x.ndim == 4:
-        shape, strides = (x.shape[1], w, w), (x.shape[1], s, s)
+        shape, strides, sizes = (x.shape[1], w, w), (x.shape[1], s, s), tuple(x.shape[2:])
     elif x.ndim == 3:
-        shape, strides = (w, x.shape[2]), (s, x.shape[2])
+        shape, strides, sizes = (w, x.shape[2]), (s, x.shape[2]), tuple(x.shape[1:2])
+    elif x.ndim == 2:
+        shape, strides, sizes = (w,), (s,), tuple(x.shape[1:])
     else:
-        shape, strides = (w,), (s,)
-    return Occlusion(model).attribute(x, sliding_window_shapes=shape, strides=strides, baselines=float(baseline),
+        raise ValueError(f"occlusion needs x as images (B, C, H, W), series (B, T, C) or vectors (B, F), got shape "
+                         f"{tuple(x.shape)}")
+    if w > min(sizes):
+        raise ValueError(f"window {w} is larger than the input {sizes}; it must be at most {min(sizes)}")
+    if s > w and w < max(sizes):  # captum: windows that do not cover the input may not skip elements
+        raise ValueError(f"stride {s} is larger than window {w}; it must be at most {w}")
+    return Occlusion(model).attribute(x, sliding_window_shapes=shape, strides=strides, baselines=value,
                                       target=target, additional_forward_args=forward_args(extra),
                                       perturbations_per_eval=max(1, batch_size // len(x)))
 

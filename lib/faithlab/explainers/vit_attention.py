@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from faithlab.explainers.core import register
+from faithlab.explainers.core import check_logits, register
 
 __all__ = ["METHODS", "raw_attention", "rollout", "attention_gradcam", "transformer_mm", "to_pixels",
            "token_pixels", "conservative_forward", "ATTENTION_METHODS", "LRP_METHODS"]
@@ -214,6 +214,8 @@ def _conservative_lrp(model, x, target, extra, *, batch_size, generator):
     check_images(x)
     with torch.enable_grad():
         inputs = x.detach().requires_grad_(True)
-        logit = conservative_forward(model, inputs).gather(1, target[:, None]).sum()
+        logits = conservative_forward(model, inputs)
+        check_logits(logits, target, len(x))
+        logit = logits.gather(1, target[:, None]).sum()
         (grad,) = torch.autograd.grad(logit, inputs)
     return (inputs * grad).detach()

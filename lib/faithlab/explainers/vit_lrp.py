@@ -53,7 +53,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from faithlab.explainers.core import register
+from faithlab.explainers.core import check_logits, register
 from faithlab.explainers.vit_attention import check_images, token_pixels, transformer_mm
 
 __all__ = ["Relevance", "relevance", "linear_alpha_beta", "attcat"]
@@ -160,6 +160,7 @@ def relevance(model: nn.Module, x: torch.Tensor, target: torch.Tensor, *, propag
             z = z2
         cls_out = model.norm(z)[:, 0]
         logits = model.head(cls_out)
+        check_logits(logits, target, len(x))
         grads = torch.autograd.grad(logits.gather(1, target[:, None]).sum(),
                                     [s["a"] for s in saved] + [s["out"] for s in saved])
     n = len(saved)
