@@ -129,9 +129,19 @@ class Outputs:
 
 
 def for_notebook(notebook: str) -> Outputs:
-    """Outputs of notebook ``"<paper>/<experiment>"`` (the runner's staging folder when run by the study)."""
-    if not isinstance(notebook, str) or notebook.count("/") != 1:
-        raise ValueError(f"notebook must be named '<paper>/<experiment>', got {notebook!r}")
+    """Outputs of notebook ``"<paper>/<experiment>"`` (the runner's staging folder when run by the study).
+
+    Both parts must be plain names (letters, digits, ``_ . -``, not starting with ``.`` or ``-``): run interactively
+    the folder is ``book/_generated/<paper>/<experiment>``, and a name such as ``"/abs"`` or ``"../x"`` would create
+    folders outside it.
+    """
+    parts = notebook.split("/") if isinstance(notebook, str) else []
+    plain = [re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", p) and p not in {".", ".."} for p in parts]
+    if len(parts) != 2 or not all(plain):
+        raise ValueError(
+            f"notebook must be named '<paper>/<experiment>' with plain names (letters, digits, _ . -, not starting "
+            f"with . or -), got {notebook!r}"
+        )
     running = os.environ.get("FAITHLAB_NOTEBOOK")
     if running and running != notebook:
         raise ValueError(f"notebook is {notebook!r} but the study runner is executing {running!r}")

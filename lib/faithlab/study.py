@@ -13,18 +13,44 @@ is executed with parameters merged from, lowest to highest priority: its own par
 {<paper>/<experiment>: {...}}``), and ``-p name value`` on the command line. Outputs go to
 ``book/_generated/<paper>/<experiment>.ipynb`` and ``book/_generated/<paper>/<experiment>/`` (tables, figures,
 claims). A run is skipped when the stamp of the last successful run matches the hash of (notebook source, merged
-parameters, library source, uv.lock). Outputs are written to a staging folder and moved into place only on
-success; a failed run removes the old outputs (no stale page) and keeps the executed notebook with the traceback
-under ``_build/failed/``.
+parameters, library source, uv.lock); an unreadable stamp counts as no stamp (the notebook is executed again).
+
+Guarantees, also with several runners at once and with a runner killed at any point:
+
+* Parameters cells are parsed, never executed: only ``name = <literal>`` lines (numbers, strings, booleans, None,
+  lists, tuples, dicts, sets) and comments are allowed, anything else is an error naming the file and line. A
+  profile or ``-p`` value that is not valid YAML, has a key twice or has the wrong shape is an error naming the
+  file and line or the parameter.
+* One runner at a time executes a given notebook: it holds the lock ``<generated>/.locks/<paper>--<experiment>.lock``
+  (fcntl.flock, released by the system when its process ends) from its staging to its promotion. Another runner
+  that wants the same notebook waits, then skips it if the first one produced exactly the outputs it wanted.
+* Each execution stages its outputs in its own folder ``<generated>/.staging/<paper>--<experiment>--<id>/``, which
+  only the holder of that notebook's lock removes (its owner, or a later runner once the owner is dead).
+* Promotion (the staged outputs replace the old ones) is journaled in ``<generated>/.promoting/``, and the executed
+  notebook leaves first and arrives last: at every instant ``<experiment>.ipynb`` exists only beside its complete
+  folder. A promotion interrupted by a kill is completed by the next runner (or ``scorecard`` command).
+* ``scorecard.csv`` is rebuilt from the notebooks that are present (``<experiment>.ipynb`` and its folder), under a
+  lock that promotions also take; an unreadable ``claims.csv`` is skipped with a message naming it.
+* A notebook whose cell raises loses its previous outputs (they no longer describe its source: no stale page) and
+  its executed copy with the traceback is kept as ``_build/failed/<paper>/<experiment>.ipynb``, which its next
+  successful run removes. A failure of anything else (the kernel did not start, a timeout) keeps the previous
+  outputs; they stay out of date, so the next run executes the notebook again.
+
+The locks rely on ``fcntl.flock`` (Linux, macOS), like the rest of the tooling, which assumes a POSIX system; they
+exclude runners on one machine (a network file system may not honour them across machines).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import concurrent.futures as futures
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -41,6 +67,9 @@ STAMP = ".stamp.json"
 CLAIMS = "claims.csv"
 SCORECARD = "scorecard.csv"
 CLAIM_COLUMNS = ("paper", "experiment", "claim", "paper_value", "our_value", "verdict", "note")
+LOCKS = ".locks"  # per-notebook lock files, and the lock of the outputs (promotions and scorecard)
+STAGING = ".staging"  # per-execution staging folders
+JOURNAL = ".promoting"  # one journal file per promotion in progress
 
 
 class StudyError(RuntimeError):
@@ -69,19 +98,69 @@ def notebooks_dir(root: Path | None = None) -> Path:
 
 
 def _parameters_cell(source: Path) -> dict:
-    """Parse a jupytext py:percent file and return the default values of its single ``parameters`` cell."""
+    """Parse a jupytext py:percent file and return the default values of its single ``parameters`` cell.
+
+    The cell is parsed with :mod:`ast`, never executed: discovery runs on every notebook of the tree (``list``,
+    ``run`` of any other notebook), so code in a parameters cell would run without anyone asking for that notebook.
+    Only ``name = <literal>`` statements (``ast.literal_eval``: numbers, negative ones too, strings, booleans, None,
+    lists, tuples, dicts, sets) and comments are accepted; names starting with ``_`` are not parameters.
+    """
     import jupytext
 
-    nb = jupytext.read(source, fmt="py:percent")
+    try:
+        text = source.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StudyError(f"{source}: cannot read the notebook ({exc})") from None
+    nb = jupytext.reads(text, fmt="py:percent")
     cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     if len(cells) != 1:
         raise StudyError(f"{source}: expected exactly one cell tagged 'parameters', found {len(cells)}")
-    namespace: dict = {}
+    cell = cells[0].source
+    first = _first_line_of_cell(text, cell)
+
+    def where(lineno: int | None) -> str:
+        lineno = lineno or 1
+        return f"{source}:{first + lineno - 1}" if first else f"{source} (line {lineno} of the parameters cell)"
+
     try:
-        exec(compile(cells[0].source, f"{source}:parameters", "exec"), {}, namespace)  # noqa: S102 (our own file)
-    except Exception as exc:  # the cell must be plain assignments of literals
-        raise StudyError(f"{source}: the parameters cell must only assign plain values ({exc})") from exc
-    return {k: v for k, v in namespace.items() if not k.startswith("_")}
+        tree = ast.parse(cell, filename=str(source))
+    except SyntaxError as exc:
+        raise StudyError(f"{where(exc.lineno)}: the parameters cell is not valid Python ({exc.msg})") from None
+    values: dict = {}
+    for stmt in tree.body:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+            raise StudyError(
+                f"{where(stmt.lineno)}: the parameters cell may only contain `name = <literal>` lines, found "
+                f"{_snippet(stmt)}"
+            )
+        name = stmt.targets[0].id
+        try:
+            values[name] = ast.literal_eval(stmt.value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            raise StudyError(
+                f"{where(stmt.lineno)}: parameter {name!r} must be a literal (number, string, bool, None, list, tuple,"
+                f" dict, set), found {_snippet(stmt.value)}"
+            ) from None
+    return {k: v for k, v in values.items() if not k.startswith("_")}
+
+
+def _snippet(node: ast.AST) -> str:
+    text = ast.unparse(node)
+    return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
+def _first_line_of_cell(text: str, cell: str) -> int | None:
+    """1-based line of the file where the parameters cell's source starts, or None if it cannot be located (then
+    errors name the line within the cell)."""
+    lines = text.splitlines()
+    markers = [i for i, line in enumerate(lines) if line.startswith("# %%") and "parameters" in line]
+    body = cell.splitlines()
+    if len(markers) != 1 or not body:
+        return None
+    for i in range(markers[0] + 1, len(lines)):
+        if lines[i] == body[0]:
+            return i + 1
+    return None
 
 
 def discover(root: Path | None = None) -> list[Notebook]:
@@ -113,23 +192,141 @@ def select(notebooks: list[Notebook], selectors: list[str]) -> list[Notebook]:
 # --------------------------------------------------------------------------------------------------- parameters
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a mapping with the same key twice is an error: PyYAML silently keeps the
+    last value, so a profile that sets a parameter twice would run with one of them without a word."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor` may legitimately repeat
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    if key in seen:
+                        raise yaml.constructor.ConstructorError(
+                            "while constructing a mapping", node.start_mark,
+                            f"found duplicate key {key!r} (first on line {seen[key] + 1})", key_node.start_mark,
+                        )
+                    seen[key] = key_node.start_mark.line
+                except TypeError:  # unhashable key: the base class reports it
+                    continue
+        return super().construct_mapping(node, deep=deep)
+
+
+def _load_yaml(text: str):
+    """(data, root node) of a YAML document with :class:`_StrictLoader`; raises yaml.YAMLError."""
+    loader = _StrictLoader(text)
+    try:
+        node = loader.get_single_node()
+        return (loader.construct_document(node) if node is not None else None), node
+    finally:
+        loader.dispose()
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> tuple[int | None, int | None, str]:
+    """(1-based line, 1-based column, one-line description) of a PyYAML error (line and column None if unknown)."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        text = ": ".join(str(part) for part in (exc.context, exc.problem) if part)
+        mark = exc.problem_mark or exc.context_mark
+        if mark is not None:
+            return mark.line + 1, mark.column + 1, text or type(exc).__name__
+        return None, None, text or type(exc).__name__
+    return None, None, " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _value_line(node, *keys) -> int | None:
+    """1-based line of the value at ``keys`` in a composed YAML mapping (None if not found)."""
+    for key in keys:
+        if not isinstance(node, yaml.MappingNode):
+            return None
+        node = next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
+        if node is None:
+            return None
+    return node.start_mark.line + 1
+
+
+def _check_parameters(value, what: str, where: str) -> dict:
+    """A YAML value that must be a mapping of parameter names (strings) to values; None means empty."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise StudyError(f"{where}: {what} must be a mapping of parameter names to values, found a "
+                         f"{type(value).__name__} ({value!r:.60})")
+    bad = [k for k in value if not isinstance(k, str)]
+    if bad:
+        raise StudyError(f"{where}: {what} has parameter names that are not strings: {bad[:3]}")
+    return value
+
+
 def load_profile(profile: str, root: Path | None = None) -> dict:
-    """Read ``notebooks/params/<profile>.yaml`` → {'defaults': {...}, 'notebooks': {name: {...}}}."""
+    """Read ``notebooks/params/<profile>.yaml`` → {'defaults': {...}, 'notebooks': {name: {...}}}.
+
+    Raises StudyError naming the file (and the line where YAML gives one) for a file that is not valid YAML, has a
+    key twice, or is not a mapping of ``defaults`` (parameter → value) and ``notebooks`` (name → parameters).
+    """
     if profile not in PROFILES:
         raise StudyError(f"profile must be one of {PROFILES}, got {profile!r}")
     path = notebooks_dir(root) / "params" / f"{profile}.yaml"
     if not path.is_file():
         raise StudyError(f"profile file {path} is missing")
-    data = yaml.safe_load(path.read_text()) or {}
+    try:
+        data, node = _load_yaml(path.read_text())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StudyError(f"{path}: cannot read the profile ({exc})") from None
+    except yaml.YAMLError as exc:
+        line, column, problem = _yaml_problem(exc)
+        at = f":{line}:{column}" if line else ""
+        raise StudyError(f"{path}{at}: not a valid profile: {problem}") from None
+
+    def at(*keys) -> str:
+        line = _value_line(node, *keys)
+        return f"{path}:{line}" if line else str(path)
+
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise StudyError(f"{at()}: a profile must be a mapping with 'defaults' and 'notebooks', found a "
+                         f"{type(data).__name__} ({data!r:.60})")
     unknown = set(data) - {"defaults", "notebooks"}
     if unknown:
-        raise StudyError(f"{path}: unknown top-level keys {sorted(unknown)} (expected 'defaults', 'notebooks')")
-    return {"defaults": data.get("defaults") or {}, "notebooks": data.get("notebooks") or {}}
+        raise StudyError(f"{path}: unknown top-level keys {sorted(map(str, unknown))} "
+                         "(expected 'defaults', 'notebooks')")
+    defaults = _check_parameters(data.get("defaults"), "'defaults'", at("defaults"))
+    notebooks = data.get("notebooks")
+    if notebooks is None:
+        notebooks = {}
+    if not isinstance(notebooks, dict):
+        raise StudyError(f"{at('notebooks')}: 'notebooks' must be a mapping of '<paper>/<experiment>' to parameters, "
+                         f"found a {type(notebooks).__name__} ({notebooks!r:.60})")
+    checked = {}
+    for name, params in notebooks.items():
+        if not isinstance(name, str):
+            raise StudyError(f"{at('notebooks')}: notebook names must be strings, found {name!r}")
+        checked[name] = _check_parameters(params, f"'notebooks: {name}'", at("notebooks", name))
+    return {"defaults": defaults, "notebooks": checked}
 
 
 def parse_overrides(pairs: list[tuple[str, str]] | None) -> dict:
-    """``-p name value`` pairs → dict; values are parsed as YAML (``3`` → int, ``[1, 2]`` → list)."""
-    return {name: yaml.safe_load(value) for name, value in (pairs or [])}
+    """``-p name value`` pairs → dict; values are parsed as YAML (``3`` → int, ``[1, 2]`` → list).
+
+    Raises StudyError naming the parameter for a name that is not an identifier (e.g. ``-p n=3 ...``) or a value
+    that is not valid YAML or has a key twice.
+    """
+    overrides = {}
+    for name, value in pairs or []:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            left, eq, right = name.partition("=")
+            hint = f"; did you mean -p {left} {right!r}?" if eq else ""
+            raise StudyError(f"-p {name!r} {value!r}: {name!r} is not a parameter name (usage: -p NAME VALUE){hint}")
+        try:
+            overrides[name] = _load_yaml(value)[0]
+        except yaml.YAMLError as exc:
+            _, column, problem = _yaml_problem(exc)
+            at = f" at column {column}" if column else ""
+            raise StudyError(f"-p {name}: value {value!r} is not valid YAML ({problem}{at})") from None
+    return overrides
 
 
 def merge_parameters(nb: Notebook, profile: str, spec: dict, overrides: dict) -> dict:
@@ -183,15 +380,29 @@ def output_paths(nb: Notebook, generated: Path) -> tuple[Path, Path]:
     return generated / nb.paper / f"{nb.experiment}.ipynb", generated / nb.paper / nb.experiment
 
 
-def is_current(nb: Notebook, key: str, generated: Path) -> bool:
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _first_line(exc: BaseException) -> str:
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+
+
+def is_current(nb: Notebook, key: str, generated: Path, echo=None) -> bool:
+    """Whether the notebook's outputs are complete and stamped with ``key``; an unreadable stamp is reported (with
+    ``echo``, default stderr) and counts as missing."""
     ipynb, folder = output_paths(nb, generated)
     stamp = folder / STAMP
     if not (ipynb.is_file() and stamp.is_file()):
         return False
     try:
-        return json.loads(stamp.read_text()).get("key") == key
-    except json.JSONDecodeError:
+        data = json.loads(stamp.read_text())
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object, found a {type(data).__name__}")
+    except (OSError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        (echo or _stderr)(f"{stamp}: unreadable stamp ({_first_line(exc)}); {nb.name} will be executed again")
         return False
+    return data.get("key") == key
 
 
 def _remove(path: Path) -> None:
@@ -199,6 +410,163 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
     elif path.exists():
         path.unlink()
+
+
+# --------------------------------------------------------------------------------------------------- locks, promotion
+
+
+def _slug(paper: str, experiment: str) -> str:
+    """Name of a notebook's lock, journal and (as prefix) staging folders."""
+    return f"{paper}--{experiment}"
+
+
+@contextlib.contextmanager
+def _locked(path: Path, *, block: bool = True, on_wait=None):
+    """Hold an exclusive ``flock`` on ``path`` (created if missing) for the ``with`` block.
+
+    Yields "free" (taken at once), "waited" (taken after ``on_wait()`` and waiting for the holder) or, only with
+    ``block=False``, "busy" (not taken). flock belongs to the open file, so it excludes other processes and other
+    threads alike, and the system releases it when its holder dies: a killed runner never leaves a lock behind.
+    Lock files are never deleted: a process waiting on a deleted file's lock would not exclude one that creates a
+    new file under the same name.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)  # not inherited by the kernels (PEP 446)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            state = "free"
+        except BlockingIOError:
+            state = "busy"
+        if state == "busy" and block:
+            if on_wait is not None:
+                on_wait()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            state = "waited"
+        yield state
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _notebook_lock(generated: Path, slug: str) -> Path:
+    return generated / LOCKS / f"{slug}.lock"
+
+
+def _outputs_lock(generated: Path) -> Path:
+    """Taken for each promotion and while the scorecard is read and written (never for long), so the scorecard
+    always sees every notebook either before or after its promotion."""
+    return generated / LOCKS / "outputs.lock"
+
+
+def _new_staging(generated: Path, slug: str, experiment: str) -> Path:
+    """Create ``<generated>/.staging/<slug>--<id>/<experiment>/`` and return ``<generated>/.staging/<slug>--<id>``."""
+    for _ in range(10):
+        staging = generated / STAGING / f"{slug}--{uuid.uuid4().hex[:8]}"
+        try:
+            (staging / experiment).mkdir(parents=True)
+            return staging
+        except FileNotFoundError:  # another runner's end-of-run tidy removed the empty .staging in between
+            continue
+    raise StudyError(f"could not create a staging folder under {generated / STAGING}")
+
+
+def _move_in(paper: str, experiment: str, staging: Path, generated: Path) -> None:
+    """Move the outputs staged in ``staging`` into place, replacing the old ones; safe to repeat after a kill.
+
+    The executed notebook leaves first and arrives last, so in every intermediate state ``<experiment>.ipynb`` is
+    absent: an ``.ipynb`` always sits beside the complete folder it was executed with, which is what
+    :func:`is_current` and :func:`write_scorecard` rely on. Each step checks what is left to do, so a recovery can
+    run this again from whatever state a kill left.
+    """
+    ipynb, folder = generated / paper / f"{experiment}.ipynb", generated / paper / experiment
+    staged_ipynb, staged_folder = staging / f"{experiment}.ipynb", staging / experiment
+    if not staged_ipynb.is_file():  # nothing left to move: the promotion was complete (or its staging is gone)
+        return
+    ipynb.parent.mkdir(parents=True, exist_ok=True)
+    trash = staging / f"old-{uuid.uuid4().hex[:8]}"  # a fresh one per attempt: an earlier attempt's is not empty
+    trash.mkdir()
+    if ipynb.exists():
+        os.replace(ipynb, trash / ipynb.name)
+    if staged_folder.is_dir():  # else it was moved in before the kill
+        if folder.exists():
+            os.replace(folder, trash / folder.name)
+        os.replace(staged_folder, folder)
+    os.replace(staged_ipynb, ipynb)
+
+
+def _promote(nb: Notebook, key: str, staging: Path, generated: Path) -> None:
+    """Replace a notebook's outputs by the ones staged in ``staging`` (caller holds the notebook's lock)."""
+    journal = generated / JOURNAL / f"{_slug(nb.paper, nb.experiment)}.json"
+    entry = {"paper": nb.paper, "experiment": nb.experiment, "key": key, "staging": staging.name}
+    with _locked(_outputs_lock(generated)):
+        # Written before the first rename and removed after the last: a journal on disk means "this promotion may
+        # be half done; finish it from <staging>" (see _recover_notebook).
+        paths.atomic_write(journal, lambda tmp: tmp.write_text(json.dumps(entry)))
+        _move_in(nb.paper, nb.experiment, staging, generated)
+        journal.unlink()
+
+
+def _recover_notebook(slug: str, generated: Path, echo) -> None:
+    """Finish a promotion that a killed runner left half done and delete that notebook's left-over staging folders.
+
+    The caller holds the notebook's lock, so no live runner uses any ``.staging/<slug>--*`` folder.
+    """
+    journal = generated / JOURNAL / f"{slug}.json"
+    if journal.exists():
+        try:
+            entry = json.loads(journal.read_text())
+            paper, experiment, staging, key = entry["paper"], entry["experiment"], entry["staging"], entry["key"]
+            # The journal names folders that are moved: accept only what _promote writes, nothing outside.
+            if _slug(paper, experiment) != slug or Path(staging).name != staging or not staging.startswith(f"{slug}--"):
+                raise ValueError("it names another notebook or folder")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            echo(f"{journal}: unreadable promotion journal ({_first_line(exc)}); ignored (an incomplete notebook "
+                 "is executed again)")
+        else:
+            with _locked(_outputs_lock(generated)):
+                _move_in(paper, experiment, generated / STAGING / staging, generated)
+            nb = Notebook(paper, experiment, Path())
+            if is_current(nb, key, generated, echo):
+                echo(f"[recovered] {nb.name}: completed the promotion of its outputs that a killed runner left")
+            elif output_paths(nb, generated)[0].is_file():
+                echo(f"[recovered] {nb.name}: the outputs a killed runner was promoting are gone; previous ones kept")
+            else:
+                echo(f"[recovered] {nb.name}: a killed runner left its outputs incomplete; it will be executed again")
+        journal.unlink(missing_ok=True)
+    for leftover in _staging_folders(generated):
+        if leftover.name.rsplit("--", 1)[0] == slug:
+            shutil.rmtree(leftover, ignore_errors=True)
+
+
+def recover(generated: Path | None = None, echo=print) -> None:
+    """Complete the promotions that killed runners left half done and delete their staging folders.
+
+    Each notebook is handled under its lock, taken without waiting: a notebook that another runner is executing is
+    left to that runner, which recovers it itself before executing it.
+    """
+    generated = Path(generated or paths.generated_dir())
+    slugs = set()
+    if (generated / JOURNAL).is_dir():
+        paths.remove_stale_tmp(generated / JOURNAL)
+        slugs.update(p.stem for p in (generated / JOURNAL).glob("*.json"))
+    slugs.update(p.name.rsplit("--", 1)[0] for p in _staging_folders(generated) if "--" in p.name)
+    for slug in sorted(slugs):
+        with _locked(_notebook_lock(generated, slug), block=False) as state:
+            if state != "busy":
+                _recover_notebook(slug, generated, echo)
+
+
+def _staging_folders(generated: Path) -> list[Path]:
+    try:
+        return list((generated / STAGING).iterdir())
+    except FileNotFoundError:  # none yet, or another runner's _tidy has just removed the empty folder
+        return []
+
+
+def _tidy(generated: Path) -> None:
+    """Remove ``.staging`` if no runner has a folder in it (rmdir fails on a non-empty folder)."""
+    with contextlib.suppress(OSError):
+        os.rmdir(generated / STAGING)
 
 
 # --------------------------------------------------------------------------------------------------- execution
@@ -247,75 +615,103 @@ class Result:
     message: str = ""
 
 
-def execute(nb: Notebook, params: dict, key: str, root: Path, generated: Path, timeout: int) -> Result:
-    """Execute one notebook with papermill into a staging folder; move outputs into place only on success."""
+def execute(nb: Notebook, params: dict, key: str, root: Path, generated: Path, timeout: int, echo=print) -> Result:
+    """Execute one notebook with papermill into its own staging folder; move outputs into place only on success.
+
+    Holds the notebook's lock throughout (see the module docstring); when another runner held it, the notebook is
+    not executed again if that runner left it current for ``key``.
+    """
+    start = time.monotonic()
+    slug = _slug(nb.paper, nb.experiment)
+
+    def waiting():
+        echo(f"[waiting] {nb.name}: another runner is executing it; waiting for it to finish")
+
+    with _locked(_notebook_lock(generated, slug), on_wait=waiting) as state:
+        _recover_notebook(slug, generated, echo)
+        if state == "waited" and is_current(nb, key, generated, echo):
+            return Result(nb.name, "cached", time.monotonic() - start, "executed by another runner meanwhile")
+        return _execute_locked(nb, params, key, root, generated, timeout, start)
+
+
+def _execute_locked(nb: Notebook, params: dict, key: str, root: Path, generated: Path, timeout: int,
+                    start: float) -> Result:
     import jupytext
     import nbformat
     import papermill
+    from papermill.exceptions import PapermillExecutionError
 
-    start = time.monotonic()
     ipynb, folder = output_paths(nb, generated)
-    staging = generated / ".staging" / f"{nb.paper}--{nb.experiment}--{uuid.uuid4().hex[:8]}"
+    staging = _new_staging(generated, _slug(nb.paper, nb.experiment), nb.experiment)
     staged_folder = staging / nb.experiment
-    staged_folder.mkdir(parents=True)
     source_ipynb = staging / "source.ipynb"
     staged_ipynb = staging / f"{nb.experiment}.ipynb"
-    source_nb = jupytext.read(nb.source, fmt="py:percent")
-    source_nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    source_nb.metadata.setdefault("language_info", {"name": "python"})
-    nbformat.write(source_nb, source_ipynb)
-
-    env_backup = {k: os.environ.get(k) for k in ("FAITHLAB_OUTPUT_DIR", "FAITHLAB_NOTEBOOK", "FAITHLAB_ROOT")}
-    os.environ.update(FAITHLAB_OUTPUT_DIR=str(staged_folder), FAITHLAB_NOTEBOOK=nb.name, FAITHLAB_ROOT=str(root))
-    os.environ.setdefault("MPLBACKEND", "Agg")
+    failed = root / "_build" / "failed" / nb.paper / f"{nb.experiment}.ipynb"
     try:
-        papermill.execute_notebook(
-            str(source_ipynb),
-            str(staged_ipynb),
-            parameters=params,
-            kernel_name="python3",
-            language="python",
-            cwd=str(root),
-            execution_timeout=timeout,
-            progress_bar=False,
-            log_output=False,
-            **kernel_options(),
-        )
-    except Exception as exc:  # papermill raises PapermillExecutionError with the cell's traceback
-        failed = root / "_build" / "failed" / nb.paper / f"{nb.experiment}.ipynb"
-        failed.parent.mkdir(parents=True, exist_ok=True)
-        if staged_ipynb.is_file():
-            shutil.copyfile(staged_ipynb, failed)
-            where = f"traceback in {failed}"
-        else:
-            where = "the notebook did not start (see the message above)"
-        # No stale page: the previous outputs of this notebook no longer describe its source.
-        _remove(ipynb)
-        _remove(folder)
-        shutil.rmtree(staging, ignore_errors=True)
-        summary = str(exc).strip().splitlines()
-        detail = next((line for line in reversed(summary) if line.strip()), type(exc).__name__)
-        return Result(nb.name, "failed", time.monotonic() - start, f"{detail}\n    {where}")
-    finally:
-        for k, v in env_backup.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        source_nb = jupytext.read(nb.source, fmt="py:percent")
+        source_nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        source_nb.metadata.setdefault("language_info", {"name": "python"})
+        nbformat.write(source_nb, source_ipynb)
 
-    (staged_folder / STAMP).write_text(json.dumps({"key": key, "params": params}, sort_keys=True, default=str))
-    ipynb.parent.mkdir(parents=True, exist_ok=True)
-    # Replace old outputs: rename the old ones away first, then rename the new ones in (same filesystem).
-    trash = staging / "old"
-    trash.mkdir()
-    if ipynb.exists():
-        os.replace(ipynb, trash / ipynb.name)
-    if folder.exists():
-        os.replace(folder, trash / folder.name)
-    os.replace(staged_folder, folder)
-    os.replace(staged_ipynb, ipynb)
-    shutil.rmtree(staging, ignore_errors=True)
-    return Result(nb.name, "ran", time.monotonic() - start)
+        env_backup = {k: os.environ.get(k) for k in ("FAITHLAB_OUTPUT_DIR", "FAITHLAB_NOTEBOOK", "FAITHLAB_ROOT")}
+        os.environ.update(FAITHLAB_OUTPUT_DIR=str(staged_folder), FAITHLAB_NOTEBOOK=nb.name, FAITHLAB_ROOT=str(root))
+        os.environ.setdefault("MPLBACKEND", "Agg")
+        try:
+            papermill.execute_notebook(
+                str(source_ipynb),
+                str(staged_ipynb),
+                parameters=params,
+                kernel_name="python3",
+                language="python",
+                cwd=str(root),
+                execution_timeout=timeout,
+                progress_bar=False,
+                log_output=False,
+                **kernel_options(),
+            )
+        except Exception as exc:  # papermill raises PapermillExecutionError with the cell's traceback
+            failed.parent.mkdir(parents=True, exist_ok=True)
+            if staged_ipynb.is_file():
+                shutil.copyfile(staged_ipynb, failed)
+                where = f"traceback in {failed}"
+            else:
+                failed.unlink(missing_ok=True)  # an older traceback would be taken for this failure's
+                where = "the notebook did not start (see the message above)"
+            if isinstance(exc, PapermillExecutionError):
+                # No stale page: the notebook itself failed, so its previous outputs no longer describe its source.
+                # We hold its lock, so they are this notebook's outputs, which this run was to replace; the .ipynb
+                # goes first (an .ipynb never stands beside an incomplete folder).
+                with _locked(_outputs_lock(generated)):
+                    _remove(ipynb)
+                    _remove(folder)
+            else:
+                # The kernel did not start or died, a cell timed out: nothing says the previous outputs are wrong
+                # for good. They are kept (their stamp does not match, so the next run executes the notebook again).
+                where += "; its previous outputs are kept"
+            return Result(nb.name, "failed", time.monotonic() - start, f"{_last_line(exc)}\n    {where}")
+        finally:
+            for k, v in env_backup.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+        (staged_folder / STAMP).write_text(json.dumps({"key": key, "params": params}, sort_keys=True, default=str))
+        _promote(nb, key, staging, generated)
+        failed.unlink(missing_ok=True)  # an old traceback no longer describes this notebook
+        return Result(nb.name, "ran", time.monotonic() - start)
+    finally:
+        # Only this run uses this folder. It is kept when a promotion was interrupted (by an exception such as
+        # KeyboardInterrupt; a kill runs no code at all): the next holder of the lock finishes the journaled
+        # promotion from it, then deletes it (_recover_notebook).
+        if not (generated / JOURNAL / f"{_slug(nb.paper, nb.experiment)}.json").exists():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _last_line(exc: BaseException) -> str:
+    """Last non-empty line of an exception's message (papermill puts the error itself last)."""
+    summary = str(exc).strip().splitlines()
+    return next((line for line in reversed(summary) if line.strip()), type(exc).__name__)
 
 
 def _execute_job(args) -> Result:
@@ -348,13 +744,14 @@ def run(
     if unknown_nbs:
         raise StudyError(f"profile {profile!r} names unknown notebooks {sorted(unknown_nbs)}")
     lib_hash = library_hash()
+    recover(generated, echo)  # before the stamps are read: a half-promoted notebook may become current
 
     results: list[Result] = []
     todo = []
     for nb in notebooks:
         params = merge_parameters(nb, profile, spec, overrides)
         key = run_key(nb, params, lib_hash, root)
-        if not force and is_current(nb, key, generated):
+        if not force and is_current(nb, key, generated, echo):
             results.append(Result(nb.name, "cached"))
             echo(f"[cached] {nb.name}")
         else:
@@ -383,15 +780,19 @@ def run(
         for job in todo:
             echo(f"[{done + 1}/{total}] {job[0].name} ...")
             done += 1
-            results.append(_report(execute(*job), done, total, echo))
-    shutil.rmtree(generated / ".staging", ignore_errors=True)
-    write_scorecard(generated)
+            results.append(_report(execute(*job, echo=echo), done, total, echo))
+    # Never remove other runners' staging folders (a shared rmtree here once made a concurrent runner fail and
+    # delete good outputs): each execution removes its own, and .staging goes only when empty.
+    _tidy(generated)
+    write_scorecard(generated, echo=echo)
     return results
 
 
 def _report(result: Result, done: int, total: int, echo) -> Result:
     if result.status == "failed":
         echo(f"[{done}/{total}] FAILED {result.name} after {result.seconds:.1f} s: {result.message}")
+    elif result.status == "cached":
+        echo(f"[{done}/{total}] up to date {result.name}: {result.message}")
     else:
         echo(f"[{done}/{total}] done {result.name} in {result.seconds:.1f} s")
     return result
@@ -400,20 +801,40 @@ def _report(result: Result, done: int, total: int, echo) -> Result:
 # --------------------------------------------------------------------------------------------------- scorecard
 
 
-def write_scorecard(generated: Path | None = None) -> Path:
-    """Collect every notebook's ``claims.csv`` into ``book/_generated/scorecard.csv`` (atomically)."""
+def write_scorecard(generated: Path | None = None, echo=None) -> Path:
+    """Collect the ``claims.csv`` of every notebook present into ``book/_generated/scorecard.csv`` (atomically).
+
+    A notebook is present when its executed ``<experiment>.ipynb`` stands beside its folder (a folder without it is
+    an interrupted run's or an interactive session's). An unreadable ``claims.csv`` is skipped with a message
+    (``echo``, default stderr) naming it. Runs under the outputs lock, so no promotion is seen half done and
+    concurrent runners write the scorecard one after the other, each from the complete state of its moment.
+    """
     import pandas as pd
 
     generated = Path(generated or paths.generated_dir())
+    echo = echo or _stderr
     generated.mkdir(parents=True, exist_ok=True)
-    frames = [pd.read_csv(p) for p in sorted(generated.glob(f"*/*/{CLAIMS}"))]
-    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(CLAIM_COLUMNS))
-    table = table.sort_values(["paper", "experiment", "claim"], kind="stable")
-    target = generated / SCORECARD
-    tmp = target.with_suffix(".csv.tmp")
-    table.to_csv(tmp, index=False)
-    os.replace(tmp, target)
-    return target
+    with _locked(_outputs_lock(generated)):
+        frames = []
+        for claims in sorted(generated.glob(f"*/*/{CLAIMS}")):
+            folder = claims.parent
+            if folder.parent.name.startswith("."):  # .staging and the like are not notebooks
+                continue
+            if not (folder.parent / f"{folder.name}.ipynb").is_file():
+                echo(f"{claims}: skipped, {folder.parent.name}/{folder.name}.ipynb is missing (an interrupted run?)")
+                continue
+            try:
+                frame = pd.read_csv(claims, dtype={"paper": str, "experiment": str, "claim": str})
+                missing = [c for c in CLAIM_COLUMNS if c not in frame.columns]
+                if missing:
+                    raise ValueError(f"no column {missing}")
+            except (OSError, ValueError) as exc:  # pandas' ParserError/EmptyDataError and UnicodeDecodeError too
+                echo(f"{claims}: unreadable claims, skipped ({_first_line(exc)})")
+                continue
+            frames.append(frame)
+        table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(CLAIM_COLUMNS))
+        table = table.sort_values(["paper", "experiment", "claim"], kind="stable")
+        return paths.atomic_write(generated / SCORECARD, lambda tmp: table.to_csv(tmp, index=False))
 
 
 # --------------------------------------------------------------------------------------------------- CLI
@@ -439,7 +860,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{nb.name}: {nb.defaults}")
             return 0
         if args.command == "scorecard":
-            print(write_scorecard())
+            generated = paths.generated_dir()
+            recover(generated)
+            print(write_scorecard(generated))
             return 0
         if args.jobs < 1:
             parser.error("-j/--jobs must be a positive integer")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 import math
 import os
 import time
@@ -31,10 +30,10 @@ from torch.utils.data import Dataset
 from tqdm import tqdm  # plain text bar: tqdm.auto would need ipywidgets inside notebooks
 
 import faithlab
-from faithlab import _validate, models, paths
+from faithlab import _validate, models
 from faithlab.train.augment import AUGMENTATIONS, Compose, check_hook
 from faithlab.train.batching import batches, check_data
-from faithlab.train.cache import cache_files, cache_key, data_digest
+from faithlab.train.cache import cache_files, cache_key, data_digest, load_cached, save_cached
 
 __all__ = ["TrainConfig", "evaluate", "fit", "finetune"]
 
@@ -189,9 +188,9 @@ def _run(make_model: Callable[[], nn.Module], spec: dict, train_data: Dataset, c
     init_seed, shuffle_seed, aug_seed = torch.randint(0, 2**62, (3,), generator=master).tolist()
     with _private_global_rng(init_seed):
         model = make_model()
-        if cache and weights_file.is_file() and history_file.is_file():
-            model.load_state_dict(torch.load(weights_file, map_location="cpu", weights_only=True))
-            history = json.loads(history_file.read_text())
+        # An unusable entry is warned about, deleted and retrained (the model is left as initialised).
+        history = load_cached(model, weights_file, history_file) if cache else None
+        if history is not None:
             return model.to(device).eval(), {**history, "from_cache": True}
         model.to(device)
         start = time.perf_counter()
@@ -200,8 +199,7 @@ def _run(make_model: Callable[[], nn.Module], spec: dict, train_data: Dataset, c
     history = {"key": key, **history, "train_seconds": time.perf_counter() - start, "spec": spec}
     if cache:
         state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-        paths.atomic_write(weights_file, lambda tmp: torch.save(state, tmp))
-        paths.atomic_write(history_file, lambda tmp: tmp.write_text(json.dumps(history, indent=1)))
+        save_cached(state, history, weights_file, history_file)
     return model.eval(), {**history, "from_cache": False}
 
 
