@@ -475,9 +475,9 @@ def test_pam_fake_timex_files(tmp_path):
     (tmp_path / "splits").mkdir()
     np.save(tmp_path / "processed_data" / "PTdict_list.npy", x)
     np.save(tmp_path / "processed_data" / "arr_outcomes.npy", np.stack([np.zeros(10), np.arange(10) % 8], 1))
-    parts = np.empty(3, dtype=object)
-    parts[:] = [np.arange(6), np.arange(6, 8), np.arange(8, 10)]
-    np.save(tmp_path / "splits" / "PAMAP2_split_2.npy", parts, allow_pickle=True)
+    # The published split is an object .npy (pickled); its non-pickle form, the .npz beside it (see fl.data.pam)
+    np.savez(tmp_path / "splits" / "PAMAP2_split_2.npz", idx_train=np.arange(6), idx_val=np.arange(6, 8),
+             idx_test=np.arange(8, 10))
     data = D.load("pam", split="test", data_dir=tmp_path, split_no=2)
     assert data.x.shape == (2, 6, 3) and data.y.tolist() == [0, 1] and data.info["n_classes"] == 8
     expected = np.zeros((2, 6, 3), dtype=np.float32)

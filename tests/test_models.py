@@ -4,6 +4,7 @@ pretrained loading from local files only."""
 from __future__ import annotations
 
 import copy
+import hashlib
 
 import pytest
 import torch
@@ -251,10 +252,14 @@ def test_pretrained_torchvision_weights_come_from_the_local_hub_cache_only(tmp_p
     monkeypatch.setenv("TORCH_HOME", str(tmp_path))
     with pytest.raises(FileNotFoundError, match="not on disk"):
         fl.models.pretrained("squeezenet1_1", weights="DEFAULT")
-    url = torchvision.models.get_model_weights("squeezenet1_1").DEFAULT.url
     (tmp_path / "hub" / "checkpoints").mkdir(parents=True)
     source = fl.models.pretrained("squeezenet1_1")
-    torch.save(source.state_dict(), tmp_path / "hub" / "checkpoints" / url.rsplit("/", 1)[-1])
+    torch.save(source.state_dict(), tmp_path / "w.pth")
+    # the file must match the sha256 prefix in its published name: publish this one under its own hash
+    name = f"squeezenet1_1-{hashlib.sha256((tmp_path / 'w.pth').read_bytes()).hexdigest()[:8]}.pth"
+    weights = torchvision.models.get_model_weights("squeezenet1_1")
+    monkeypatch.setattr(weights, "url", property(lambda self: f"https://download.pytorch.org/models/{name}"))
+    (tmp_path / "w.pth").rename(tmp_path / "hub" / "checkpoints" / name)
     assert _same_params(source, fl.models.pretrained("squeezenet1_1", weights="IMAGENET1K_V1"))
 
 

@@ -7,6 +7,7 @@ returned as :class:`TensorData`. Use :func:`to_tensors` to materialise the first
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -261,15 +262,66 @@ def sst2(*, split: str = "train", data_dir: str | Path | None = None, download: 
 _SERIES_SPLITS = ("train", "val", "test")
 
 
+def _pickled(path: Path, conversion: str) -> ValueError:
+    return ValueError(
+        f"data_dir file {str(path)!r} holds Python objects (pickled data), which faithlab never loads because "
+        f"unpickling can run code; convert it once, from a copy you trust, into plain arrays: {conversion}")
+
+
+def _npy(path: Path, conversion: str) -> np.ndarray:
+    """The array in an .npy file, read with ``allow_pickle=False``: an object array would be unpickled."""
+    try:
+        array = np.load(path, allow_pickle=False)
+    except ValueError as err:  # numpy's refusals all mention pickling; anything else is a damaged file
+        if "pickle" in str(err):
+            raise _pickled(path, conversion) from None
+        raise ValueError(f"data_dir file {str(path)!r} is not a readable .npy array: {err}") from None
+    if not isinstance(array, np.ndarray):  # np.load opens a zip archive whatever the file is called
+        array.close()
+        raise ValueError(f"data_dir file {str(path)!r} is an .npz archive, expected a single .npy array")
+    return array
+
+
+def _npz_parts(path: Path, keys: tuple[str, ...]) -> list[np.ndarray]:
+    """The named arrays of an .npz archive, read with ``allow_pickle=False``: an object array would be unpickled."""
+    conversion = f"np.savez(path, {', '.join(f'{k}=<int array>' for k in keys)})"
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except ValueError as err:  # a pickle file with an .npz name
+        if "pickle" in str(err):
+            raise _pickled(path, conversion) from None
+        raise ValueError(f"data_dir file {str(path)!r} is not a readable .npz archive: {err}") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise ValueError(f"data_dir file {str(path)!r} is a single .npy array, expected an .npz archive of {keys}")
+    with archive:
+        missing = [k for k in keys if k not in archive.files]
+        if missing:
+            raise ValueError(f"data_dir file {str(path)!r} lacks the arrays {missing} (it holds {archive.files})")
+        try:
+            return [archive[k] for k in keys]
+        except ValueError as err:  # an object array inside the archive
+            if "pickle" in str(err):
+                raise _pickled(path, conversion) from None
+            raise
+
+
 def pam(*, split: str = "train", data_dir: str | Path | None = None, download: bool = False,
         split_no: int = 1) -> TensorData:
     """PAMAP2 activity recognition (8 classes, 600 steps, 17 sensors) in the files TimeX (``process_PAM``) reads.
 
     Layout (data_dir = the PAMAP2data folder): processed_data/PTdict_list.npy (N, T, F) array,
-    processed_data/arr_outcomes.npy (N, ≥1) labels in the last column, splits/PAMAP2_split_<split_no>.npy holding
-    (idx_train, idx_val, idx_test). Normalisation as TimeX: per-channel mean/std of the *observed* (> 0) train
-    values; observed values standardised, missing (≤ 0) set to 0; TimeX's appended missingness channels are not
-    added (TimeX drops them too, ``gethalf=True``).
+    processed_data/arr_outcomes.npy (N, ≥1) labels in the last column, and the split: splits/PAMAP2_split_<split_no>
+    as .npz with the int arrays ``idx_train``, ``idx_val``, ``idx_test``, or as the published .npy when it holds
+    a plain (3, n) int array. Normalisation as TimeX: per-channel mean/std of the *observed* (> 0) train values;
+    observed values standardised, missing (≤ 0) set to 0; TimeX's appended missingness channels are not added
+    (TimeX drops them too, ``gethalf=True``).
+
+    Files are read with ``allow_pickle=False``, since unpickling a file can run code. The published split files
+    are object arrays (three index arrays of different lengths) and are refused with ValueError; convert each
+    once, from a copy you trust, into the .npz placed next to it (the error message gives the command)::
+
+        tr, va, te = np.load("splits/PAMAP2_split_1.npy", allow_pickle=True)  # trusted file only
+        np.savez("splits/PAMAP2_split_1.npz", idx_train=tr, idx_val=va, idx_test=te)
 
     Returns TensorData: x (N, T, F) float32, y (N,).
     """
@@ -277,17 +329,31 @@ def pam(*, split: str = "train", data_dir: str | Path | None = None, download: b
     _no_download("pam", download)
     _validate.positive_int(split_no, "split_no")
     root = _root(data_dir, "pam")
-    files = [root / "processed_data" / "PTdict_list.npy", root / "processed_data" / "arr_outcomes.npy",
-             root / "splits" / f"PAMAP2_split_{split_no}.npy"]
+    split_file = root / "splits" / f"PAMAP2_split_{split_no}.npz"
+    if not split_file.is_file():
+        split_file = split_file.with_suffix(".npy")
+    files = [root / "processed_data" / "PTdict_list.npy", root / "processed_data" / "arr_outcomes.npy", split_file]
     if not all(f.is_file() for f in files):
         raise _missing("pam", root, "  data_dir/processed_data/{PTdict_list.npy, arr_outcomes.npy},\n"
-                                    f"  data_dir/splits/PAMAP2_split_{split_no}.npy")
-    raw = np.load(files[0], allow_pickle=True)
-    x_all = torch.from_numpy(np.stack(list(raw)) if raw.dtype == object else raw).float()
-    outcomes = np.load(files[1], allow_pickle=True)
+                                    f"  data_dir/splits/PAMAP2_split_{split_no}.npz (or PAMAP2_split_{split_no}.npy)")
+
+    def convert(path: Path, save: str) -> str:  # the one-off command that an error message gives
+        return f"python -c \"import numpy as np; a = np.load({str(path)!r}, allow_pickle=True); {save}\""
+
+    stacked = "np.save({!r}, np.stack(list(a)).astype(np.{}))"
+    x_all = torch.from_numpy(_npy(files[0], convert(files[0], stacked.format(str(files[0]), "float32")))).float()
+    outcomes = _npy(files[1], convert(files[1], stacked.format(str(files[1]), "int64")))
     y_all = torch.from_numpy(outcomes.reshape(len(outcomes), -1)[:, -1].astype(np.int64))
-    parts = dict(zip(_SERIES_SPLITS, (torch.as_tensor(np.asarray(p, dtype=np.int64))
-                                      for p in np.load(files[2], allow_pickle=True))))
+    keys = ("idx_train", "idx_val", "idx_test")
+    if split_file.suffix == ".npz":
+        split_parts = _npz_parts(split_file, keys)
+    else:
+        to_npz = f"np.savez({str(split_file.with_suffix('.npz'))!r}, idx_train=a[0], idx_val=a[1], idx_test=a[2])"
+        split_parts = list(_npy(split_file, convert(split_file, to_npz)))
+    if len(split_parts) != 3:
+        raise ValueError(f"data_dir file {str(split_file)!r} must hold 3 index arrays (train, val, test), "
+                         f"got {len(split_parts)}")
+    parts = dict(zip(_SERIES_SPLITS, (torch.as_tensor(np.asarray(p, dtype=np.int64)) for p in split_parts)))
     train = x_all[parts["train"]]
     observed = (train > 0).float()
     count = observed.sum(dim=(0, 1)).clamp_min(1)
@@ -301,13 +367,39 @@ def pam(*, split: str = "train", data_dir: str | Path | None = None, download: b
     return TensorData(x, y_all[parts[split]], None, info)
 
 
-def boiler(*, split: str = "train", data_dir: str | Path | None = None, download: bool = False, split_no: int = 1,
-           weights_only: bool = True) -> TensorData:
+def _load_failure(err: Exception) -> str:
+    """Why torch.load refused a file, in a few words: the object the weights-only loader does not construct (its
+    own message is a page of advice that includes retrying with weights_only=False), else the error's first line."""
+    refused = re.search(r"Unsupported global: GLOBAL (\S+)", str(err))
+    if refused:
+        return f"it needs {refused.group(1)}, which is neither a tensor nor a plain container"
+    return (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+
+
+def _torch_tensors(path: Path, conversion: str):
+    """``torch.load(weights_only=True)``: tensors and plain containers only, never arbitrary pickled objects."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except OSError:
+        raise
+    # The weights-only loader refuses anything but tensors and plain containers (UnpicklingError; numpy arrays are
+    # refused too), a damaged file fails as RuntimeError or EOFError: one ValueError names the file either way.
+    except Exception as err:  # noqa: BLE001
+        raise ValueError(
+            f"data_dir file {str(path)!r} is not a plain tensor file and is not loaded ({_load_failure(err)}); if it "
+            f"is a trusted file holding numpy arrays or other objects, convert it once into tensors: {conversion}"
+        ) from err
+
+
+def boiler(*, split: str = "train", data_dir: str | Path | None = None, download: bool = False,
+           split_no: int = 1) -> TensorData:
     """Boiler fault detection (2 classes, 36 steps, 20 channels) in the files TimeX (``process_Boiler``) reads.
 
     Layout: data_dir/xfull.pt (T, N, C) float tensor, data_dir/yfull.pt (N,), data_dir/split=<split_no>.pt holding
-    (idx_train, idx_val, idx_test). Not normalised (as TimeX). Files are read with ``torch.load(weights_only=True)``;
-    pass ``weights_only=False`` only for files you trust (e.g. if the split file pickles numpy arrays).
+    (idx_train, idx_val, idx_test). Not normalised (as TimeX). Files are read with ``torch.load(weights_only=True)``
+    (tensors, lists, tuples and numbers; unpickling anything else can run code): a file holding numpy arrays or other
+    objects is refused with ValueError, whose message gives the one-off command that re-saves a trusted copy as
+    tensors, e.g. ``torch.save(tuple(torch.as_tensor(i) for i in parts), "split=1.pt")``.
 
     Returns TensorData: x (N, T, C) float32, y (N,).
     """
@@ -319,7 +411,14 @@ def boiler(*, split: str = "train", data_dir: str | Path | None = None, download
     if not all(f.is_file() for f in files):
         layout = f"  data_dir/xfull.pt (T, N, C), data_dir/yfull.pt (N,), data_dir/split={split_no}.pt"
         raise _missing("boiler", root, layout)
-    x_all, y_all, split_parts = (torch.load(f, map_location="cpu", weights_only=weights_only) for f in files)
+
+    def convert(path: Path, expression: str) -> str:  # a one-line command for the error message
+        return (f"python -c \"import torch; a = torch.load({str(path)!r}, weights_only=False); "
+                f"torch.save({expression}, {str(path)!r})\"")
+
+    x_all = _torch_tensors(files[0], convert(files[0], "torch.as_tensor(a).float()"))
+    y_all = _torch_tensors(files[1], convert(files[1], "torch.as_tensor(a).long()"))
+    split_parts = _torch_tensors(files[2], convert(files[2], "tuple(torch.as_tensor(i).long() for i in a)"))
     index = torch.as_tensor(np.asarray(split_parts[_SERIES_SPLITS.index(split)], dtype=np.int64))
     x = torch.as_tensor(x_all).float().permute(1, 0, 2)[index]
     y_all = torch.as_tensor(y_all).long().flatten()

@@ -1,15 +1,29 @@
 """Pretrained architectures (``paper`` profile): torchvision and timm models with weights from the local caches or a
-file (``weights_only=True``), and the exact conversion of a timm ViT into :class:`faithlab.models.ViT`."""
+file, and the exact conversion of a timm ViT into :class:`faithlab.models.ViT`.
+
+Every weights file is read by :func:`_load_tensors` (safetensors, or ``torch.load(weights_only=True)``), never by
+torchvision's or timm's own loaders: torch.hub reads with ``weights_only=False`` and does not hash-check a file that
+is already in its cache, so a file placed there could run code. Cache files are checked against the sha256 that
+their publisher put in the file name (torchvision) or the Hugging Face cache's blob name before they are read."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from pathlib import Path
+from urllib.parse import urlparse
 
 import torch
 from torch import nn
 
 from faithlab.models.vit import ViT
+
+# torchvision publishes ``<stem>-<first 8+ hex digits of the file's sha256>.pth``: torch.hub's HASH_REGEX, but with
+# at least 8 digits so that a name such as ``IN22K-vit.g.16-600e.pth.tar`` is not taken for a hash.
+_NAME_HASH = re.compile(r"-([0-9a-f]{8,64})\.")
+# huggingface_hub stores a large (LFS) file as blobs/<sha256 of its content>, linked from snapshots/<revision>/.
+_HF_BLOB = re.compile(r"[0-9a-f]{64}")
 
 
 def _unwrap_state(obj) -> dict:
@@ -18,6 +32,70 @@ def _unwrap_state(obj) -> dict:
         if isinstance(obj, dict) and isinstance(obj.get(key), dict):
             return obj[key]
     return obj
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _check_sha256(path: Path, expected: str, what: str) -> None:
+    """Raise ValueError naming ``path`` unless its sha256 starts with ``expected`` (torch.hub's check_hash rule)."""
+    actual = _sha256(path)
+    if not actual.startswith(expected):
+        raise ValueError(f"{what}: the file {path} is not the published one (its sha256 starts {actual[:len(expected)]}"
+                         f", the published sha256 starts {expected}); delete it and put the original file there")
+
+
+def _load_failure(err: Exception) -> str:
+    """Why torch.load refused a file, in a few words: the object the weights-only loader does not construct (its
+    own message is a page of advice that includes retrying with weights_only=False), else the error's first line."""
+    refused = re.search(r"Unsupported global: GLOBAL (\S+)", str(err))
+    if refused:
+        return f"it needs {refused.group(1)}, which is neither a tensor nor a plain container"
+    return (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+
+
+def _load_tensors(path: Path, what: str) -> dict:
+    """The state dict in ``path``: safetensors, or a torch checkpoint holding only tensors and plain containers."""
+    if path.name.endswith(".safetensors"):
+        from safetensors.torch import load_file
+
+        return load_file(str(path), device="cpu")
+    try:
+        return _unwrap_state(torch.load(path, map_location="cpu", weights_only=True))
+    except OSError:
+        raise
+    # The weights-only loader refuses a file that needs anything but tensors and plain containers (UnpicklingError),
+    # a damaged file fails as RuntimeError or EOFError: all mean "not a usable weights file", so one ValueError
+    # names the file and the original error stays attached as the cause.
+    except Exception as err:  # noqa: BLE001
+        raise ValueError(f"{what}: {path} is not a plain tensor checkpoint and is not loaded ({_load_failure(err)}); "
+                         "save the weights as a state dict of tensors (torch.save(model.state_dict(), path)) or as "
+                         "safetensors") from err
+
+
+def _hub_file(url: str, download: bool, what: str, hashed: bool) -> Path:
+    """The torch-hub cache file for ``url`` (``torch.hub.get_dir()/checkpoints/<file name>``), fetched first when
+    ``download`` and absent, and, when ``hashed``, checked against the sha256 prefix in its name."""
+    name = os.path.basename(urlparse(url).path)
+    local = Path(torch.hub.get_dir()) / "checkpoints" / name
+    match = _NAME_HASH.search(name) if hashed else None
+    if not local.is_file():
+        if not download:
+            check = " (it is checked against the sha256 in its name)" if match else ""
+            raise FileNotFoundError(
+                f"{what} are not on disk: put the published file {name} ({url}) at {local}{check}, pass "
+                "weights_path=<state dict file>, or pass download=True on a machine with internet access")
+        local.parent.mkdir(parents=True, exist_ok=True)
+        # download_url_to_file writes to a temporary file and moves it into place only if its hash matches
+        torch.hub.download_url_to_file(url, str(local), hash_prefix=match.group(1) if match else None)
+    if match:
+        _check_sha256(local, match.group(1), what)
+    return local
 
 
 def pretrained(
@@ -34,8 +112,13 @@ def pretrained(
 
     weights: None (random init), "DEFAULT" or a torchvision weights name ("IMAGENET1K_V1") / a timm pretrained
     tag ("augreg_in21k_ft_in1k"). They must already be in the local torch-hub / Hugging Face cache unless
-    ``download`` is True; otherwise FileNotFoundError says where they were expected.
-    weights_path: a local state-dict file loaded with ``weights_only=True`` (exclusive with ``weights``).
+    ``download`` is True; otherwise FileNotFoundError says where the file is expected. torchvision files
+    (``torch.hub.get_dir()/checkpoints/<name>-<sha256 prefix>.pth``) must match the sha256 prefix in their name and
+    Hugging Face cache blobs their sha256 name, else ValueError names the file. timm weights published only by URL
+    (a few legacy models) are read from the torch-hub checkpoints folder without a hash check (timm publishes none).
+    weights_path: a local state-dict file (exclusive with ``weights``).
+    Weights files are read as safetensors or with ``torch.load(weights_only=True)``: a file that needs anything but
+    tensors and plain containers is refused with ValueError.
     kwargs go to ``torchvision.models.get_model`` / ``timm.create_model`` (e.g. ``num_classes``).
     faithlab_vit: with ``source="timm"``, convert the loaded ViT with :func:`vit_from_timm` (same logits), so the
     ViT explainers (attention methods, LRP family, ATTCAT) can read its attention, e.g.
@@ -52,8 +135,41 @@ def pretrained(
         path = Path(weights_path)
         if not path.is_file():
             raise FileNotFoundError(f"weights_path {str(path)!r} does not exist")
-        model.load_state_dict(_unwrap_state(torch.load(path, map_location="cpu", weights_only=True)))
+        model.load_state_dict(_load_tensors(path, "weights_path"))
     return (vit_from_timm(model) if faithlab_vit else model).eval()
+
+
+class _LoadedWeights:
+    """Stands in for a torchvision weights enum member, with the state dict already loaded by :func:`_load_tensors`.
+
+    torchvision's model builders fetch weights with ``weights.get_state_dict(...)``, i.e. torch.hub with
+    ``weights_only=False``; handing them this stand-in instead keeps everything else they do with the weights
+    (arguments from ``meta``, renamed keys, dropped auxiliary heads, quantisation) exactly as published.
+    """
+
+    def __init__(self, member, state: dict) -> None:
+        self._member, self._state = member, state
+
+    @property
+    def __class__(self):  # the builders' ``<Enum>.verify`` accepts only instances of their own enum
+        return type(self._member)
+
+    def __getattr__(self, attr: str):  # meta, url, transforms, name, value
+        if attr in ("_member", "_state"):  # not set yet (copy.copy builds one without __init__): no recursion
+            raise AttributeError(attr)
+        return getattr(self._member, attr)
+
+    def __eq__(self, other) -> bool:  # some builders compare the weights with a specific member
+        return other is self._member or (type(other) is _LoadedWeights and other._member is self._member)
+
+    def __hash__(self) -> int:
+        return hash(self._member)
+
+    def __repr__(self) -> str:
+        return repr(self._member)
+
+    def get_state_dict(self, *args, **kwargs) -> dict:
+        return self._state
 
 
 def _torchvision_model(name: str, weights: str | None, download: bool, kwargs: dict) -> nn.Module:
@@ -69,13 +185,33 @@ def _torchvision_model(name: str, weights: str | None, download: bool, kwargs: d
     except KeyError:
         names = ["DEFAULT", *enum.__members__]
         raise ValueError(f"weights must be one of {names} for {name}, got {weights!r}") from None
-    local = Path(torch.hub.get_dir()) / "checkpoints" / os.path.basename(w.url)
-    if not local.is_file() and not download:
-        raise FileNotFoundError(
-            f"pretrained weights {w} for {name} are not on disk (expected {local}); copy the file there, pass "
-            "weights_path=<state dict>, or allow download=True on a machine with internet access"
-        )
-    return torchvision.models.get_model(name, weights=w, **kwargs)
+    what = f"pretrained weights {w} for {name} (weights={weights!r})"
+    state = _load_tensors(_hub_file(w.url, download, what, hashed=True), what)
+    return torchvision.models.get_model(name, weights=_LoadedWeights(w, state), **kwargs)
+
+
+def _hf_file(hub_id: str, download: bool, what: str) -> Path | None:
+    """The cached (or, when ``download``, downloaded) weights file of a Hugging Face repo, its blob hash-checked."""
+    from huggingface_hub import hf_hub_download, try_to_load_from_cache
+    from huggingface_hub.utils import EntryNotFoundError
+
+    repo, _, revision = hub_id.partition("@")  # timm's "<repo>@<revision>" ids
+    names = ("model.safetensors", "pytorch_model.bin")  # timm's files, the safe format first
+    found = next((p for f in names if isinstance(p := try_to_load_from_cache(repo, f, revision=revision or None),
+                                                  str)), None)
+    if found is None and download:
+        for f in names:
+            try:
+                found = hf_hub_download(repo, f, revision=revision or None)
+                break
+            except EntryNotFoundError:
+                continue
+    if found is None:
+        return None
+    blob = Path(found).resolve()
+    if blob.parent.name == "blobs" and _HF_BLOB.fullmatch(blob.name):
+        _check_sha256(blob, blob.name, what)
+    return Path(found)
 
 
 def _timm_model(name: str, weights: str | None, download: bool, kwargs: dict) -> nn.Module:
@@ -88,22 +224,26 @@ def _timm_model(name: str, weights: str | None, download: bool, kwargs: dict) ->
         raise ValueError(f"name {full!r} is not a timm model: {err}") from None
     if weights is None:
         return model
-    from huggingface_hub import try_to_load_from_cache
-
-    hub_id = model.pretrained_cfg.get("hf_hub_id")
-    cached = [
-        p for f in ("model.safetensors", "pytorch_model.bin")
-        if hub_id and isinstance(p := try_to_load_from_cache(hub_id, f), str)
-    ]
-    if cached:
-        overlay = dict(file=cached[0], custom_load=False)
-        return timm.create_model(full, pretrained=True, pretrained_cfg_overlay=overlay, **kwargs)
-    if not download:
-        raise FileNotFoundError(
-            f"pretrained weights for timm model {full} (hub id {hub_id}) are not in the Hugging Face cache; pass "
-            "weights_path=<state dict>, or allow download=True on a machine with internet access"
-        )
-    return timm.create_model(full, pretrained=True, **kwargs)
+    cfg = model.pretrained_cfg
+    hub_id, url = cfg.get("hf_hub_id"), cfg.get("url")
+    what = f"pretrained weights for timm model {full} (weights={weights!r})"
+    if hub_id:
+        path = _hf_file(hub_id, download, what)
+        if path is None:
+            raise FileNotFoundError(f"{what} are not in the Hugging Face cache (hub id {hub_id}); pass "
+                                    "weights_path=<state dict file>, or pass download=True on a machine with internet "
+                                    "access")
+    elif url:  # a few legacy weights, published by URL only; timm publishes no hash for them
+        path = _hub_file(url, download, what, hashed=False)
+    else:
+        raise ValueError(f"weights={weights!r}: timm publishes no weights file for {full}; pass weights_path instead")
+    # timm gets the tensors, not the file: its own loaders differ across versions in how they call torch.load.
+    # source=None: a cfg whose source is "hf-hub" would make timm ignore state_dict and fetch from the hub.
+    overlay = dict(state_dict=_load_tensors(path, what), source=None)
+    model = timm.create_model(full, pretrained=True, pretrained_cfg_overlay=overlay, **kwargs)
+    if isinstance(getattr(model, "pretrained_cfg", None), dict):  # the weights are in the model: no second copy
+        model.pretrained_cfg["state_dict"] = None
+    return model
 
 
 def _timm_vit_problems(m: nn.Module) -> list[str]:
