@@ -182,8 +182,9 @@ for case, call in cases.items():
                 result.dtype == torch.bool) else "result returned"
         except (ValueError, TypeError) as err:
             outcome = f"{type(err).__name__}: {err}"
-    raised = "; ".join(f"{w.category.__name__}: {w.message}" for w in caught)
-    rows.append({"input": case, "outcome": outcome, "warning": raised or "—"})
+    rows.append({"input": case, "outcome": outcome,
+                 "warning issued": "; ".join(w.category.__name__ for w in caught) or "—",
+                 "its message": "; ".join(str(w.message) for w in caught) or "—"})
 guard_rails = pd.DataFrame(rows)
 out.table(guard_rails, "guard_rails")
 out.glue("n_guard_rails", len(guard_rails))

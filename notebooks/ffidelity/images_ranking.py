@@ -114,6 +114,12 @@ for name, value in {"n_test": n_test, "n_seeds": n_seeds, "n_samples": n_samples
                     "width_main": width, "epochs_main": n_epochs}.items():
     out.glue(name, value)
 out.glue("accuracy_main", studies["main"].accuracy["original"])
+# maps without a ranking (e.g. an all-zero GradCAM): ordered by the random ties rule, counted here
+constant = pd.concat([st.constant_maps().assign(setting=LABEL[k]) for k, st in studies.items()], ignore_index=True)
+out.table(constant, "constant_maps")
+main_constant = constant[constant["setting"] == LABEL["main"]]
+out.glue("constant_maps_main", int(main_constant["constant maps"].sum()))
+out.glue("maps_main", int(main_constant["maps"].sum()))
 accuracy
 
 # %% [markdown]

@@ -65,6 +65,8 @@ device = "cpu"
 batch_size = 2048
 
 # %%
+import warnings
+
 import matplotlib.pyplot as plt
 import pandas as pd
 
@@ -128,6 +130,7 @@ accuracy = pd.DataFrame([{"study": k, "model": m, "test accuracy": a}
 out.table(accuracy, "accuracy")
 for k, st in studies.items():
     out.glue(f"accuracy_{k.split()[0].lower()}", st.accuracy["original"])
+constant = pd.concat([st.constant_maps().assign(study=k) for k, st in studies.items()], ignore_index=True)
 accuracy
 
 # %% [markdown]
@@ -252,6 +255,11 @@ pair = fl.protocols.image_ranking_study(
     finetune_config=fl.train.TrainConfig(epochs=n_roar_epochs, lr=1e-3, batch_size=64, seed=seed),
     roar_config=cnn_roar, methods=["ROAR", "F-Fidelity"], cache=False,
     **{**ranking, "noise_levels": [0.0], "n_seeds": 1, "n_test": pair_n_test or len(test)})
+# maps without a ranking (an all-zero GradCAM): ordered by the random ties rule, counted for every study here
+constant = pd.concat([constant, pair.constant_maps().assign(study="GradCAM vs Saliency")], ignore_index=True)
+out.table(constant, "constant_maps")
+pair_constant = constant[(constant["study"] == "GradCAM vs Saliency") & (constant["model"] == "original")]
+out.glue("constant_gradcam_pair", int(pair_constant.loc[pair_constant["explainer"] == "GradCAM", "constant maps"].sum()))
 ffid = pair.curves[pair.curves["method"] == "F-Fidelity"].assign(
     **{"explanation size": lambda d: d["level"].where(
         d["curve"] == "+", d["level"].map(dict(zip(sparsity, fl.metrics.minus_sparsity(sparsity)))))})
@@ -275,9 +283,12 @@ common = dict(alpha=alpha, beta=beta, n_samples=n_samples, generator=seed, ties=
 per_image = []
 for label in ("GradCAM", "Saliency"):
     attr = pair.clean[label, "fine-tuned"].view(-1, *pair.x.shape[2:])
-    paired = fl.metrics.fid_curves(tuned, pair.x, pair.y, attr, sparsity, **common)
-    per_image += [{"case": i + 1, "explainer": label, "FFid+": float(p), "FFid−": float(m)}
-                  for i, (p, m) in enumerate(zip(paired["plus"].mean(1), paired["minus"].mean(1)))]
+    with warnings.catch_warnings():  # constant maps are flagged in the table (and counted in constant_maps.csv)
+        warnings.simplefilter("ignore", fl.perturb.ConstantMapWarning)
+        paired = fl.metrics.fid_curves(tuned, pair.x, pair.y, attr, sparsity, **common)
+    per_image += [{"case": i + 1, "explainer": label, "FFid+": float(p), "FFid−": float(m), "constant map": bool(c)}
+                  for i, (p, m, c) in enumerate(zip(paired["plus"].mean(1), paired["minus"].mean(1),
+                                                    paired["constant"]))]
 per_image = pd.DataFrame(per_image)
 out.table(per_image, "per_image_ffid")
 out.glue("n_pair", len(pair.x))

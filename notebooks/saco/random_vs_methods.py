@@ -40,6 +40,8 @@ device = "cpu"
 batch_size = 512
 
 # %%
+import warnings
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -155,6 +157,12 @@ per_sample = pd.concat([
     for (m, name), a in maps.items()
 ])
 out.table(per_sample, "per_sample")
+# maps without a ranking (SaCo 0, cumulative metrics in index order), flagged by the protocol and counted here
+constant = per_sample.groupby(["setting", "method"], sort=False)["constant map"].agg(["sum", "size"]).reset_index()
+constant = constant.rename(columns={"sum": "constant maps", "size": "maps"})
+out.table(constant, "constant_maps")
+out.glue("constant_maps", int(constant["constant maps"].sum()))
+out.glue("n_maps", int(constant["maps"].sum()))
 per_setting = per_sample.groupby(["setting", "method"], sort=False)[list(HIGHER)].mean()  # over samples
 out.table(per_setting.reset_index(), "summary_per_setting")
 summary = per_setting.groupby("method", sort=False).mean()  # then over settings
@@ -393,9 +401,11 @@ ablation
 # methods per setting is tabulated too.
 
 # %%
-k_rows = [{"setting": m, "method": name, "K": kk,
-           "SaCo": fl.metrics.saco(models[m][0], models[m][1], a, k=kk, batch_size=batch_size).mean().item()}
-          for (m, name), a in maps.items() for kk in k_values]
+with warnings.catch_warnings():  # constant maps (SaCo 0) are counted in constant_maps.csv above
+    warnings.simplefilter("ignore", fl.perturb.ConstantMapWarning)
+    k_rows = [{"setting": m, "method": name, "K": kk,
+               "SaCo": fl.metrics.saco(models[m][0], models[m][1], a, k=kk, batch_size=batch_size).mean().item()}
+              for (m, name), a in maps.items() for kk in k_values]
 k_per_setting = pd.DataFrame(k_rows).set_index(["setting", "method", "K"])["SaCo"].unstack("K")
 k_table = k_per_setting.groupby("method").mean().loc[list(METHODS)]
 # The paper's Table 2 (ImageNet, mean of three ViTs) for K = 5, 10, 20; Random and the last-layer variant not listed.

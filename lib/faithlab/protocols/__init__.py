@@ -4,14 +4,15 @@ study and its tables; ``saco``: SaCo's per-sample comparison with the cumulative
 removal is out of distribution (every chapter that removes features shows it). Public names are gathered
 here (``fl.protocols.image_ranking_study``, ``fl.protocols.saco.radar_scale``)."""
 
-from faithlab.protocols.ffidelity import (CORRELATION_LABELS, SETTINGS, RankingStudy, degraded_fidelity_curves,
+from faithlab.protocols.ffidelity import (CORRELATION_LABELS, SETTINGS, RankingStudy, constant_map_counts,
+                                          degraded_fidelity_curves,
                                           ablation_verdict, image_ranking_study, micro_cells,
                                           oriented_correlations, ranking_verdict,
                                           ranking_correlations, separation, table_layout)
 from faithlab.protocols import diagnostics, saco
 from faithlab.protocols.diagnostics import ood_gap, removal_diagnostic
 
-__all__ = ["degraded_fidelity_curves", "SETTINGS", "RankingStudy", "image_ranking_study", "ranking_correlations",
+__all__ = ["degraded_fidelity_curves", "constant_map_counts", "SETTINGS", "RankingStudy", "image_ranking_study", "ranking_correlations",
            "CORRELATION_LABELS", "oriented_correlations", "table_layout", "separation", "micro_cells", "ranking_verdict",
            "ablation_verdict", "saco",
            "diagnostics", "removal_diagnostic", "ood_gap"]

@@ -11,6 +11,7 @@ into the paper's macro/micro correlations and micro ranks.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,6 +37,9 @@ def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, 
     maps. The "+" and "−" curves are index-paired by :func:`faithlab.metrics.fid_curves`. alpha/beta/n_samples
     select Fidelity (1, None, 1), R-Fidelity (α, None, N) or F-Fidelity (α, β, N). reference: the removal value
     (e.g. ``"removed_token"`` for F-Fidelity's zero-embedding removal of text).
+    A constant map (e.g. an all-zero Grad-CAM, possible at ξ = 0 only) is ranked by the ties rule (random by
+    default); the per-call ``ConstantMapWarning`` is silenced here: count those maps once with
+    :func:`constant_map_counts` (``RankingStudy.constant_maps()``) and report them.
     """
     plus = torch.zeros(n_seeds, len(noise_levels), len(sparsity))
     minus = torch.zeros_like(plus)
@@ -44,9 +48,19 @@ def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, 
     for s in range(n_seeds):  # a handful of (seed, level) pairs; each call is batched over samples and masks
         for k, xi in enumerate(noise_levels):
             attr = explainers.degrade(clean, xi, generator=1000 * s + k)
-            curves = ffidelity.fid_curves(model, x, y, attr, sparsity, generator=s, **common)
+            with warnings.catch_warnings():  # counted once by constant_map_counts, not per (seed, level)
+                warnings.simplefilter("ignore", perturb.ConstantMapWarning)
+                curves = ffidelity.fid_curves(model, x, y, attr, sparsity, generator=s, **common)
             plus[s, k], minus[s, k] = curves["plus"].mean(0).cpu(), curves["minus"].mean(0).cpu()
     return plus, minus
+
+
+def constant_map_counts(scores: Mapping[tuple[str, str], torch.Tensor]) -> pd.DataFrame:
+    """How many maps define no ranking: ``{(explainer, model): (B, n) unit scores}`` → one row per key with the
+    number of maps constant over the units (``perturb.constant_maps``) and the number of maps."""
+    rows = [{"explainer": e, "model": m, "constant maps": int(perturb.constant_maps(v).sum()), "maps": v.shape[0]}
+            for (e, m), v in scores.items()]
+    return pd.DataFrame(rows, columns=["explainer", "model", "constant maps", "maps"])
 
 
 # ------------------------------------------------------------------------------------------ the image study
@@ -86,6 +100,10 @@ class RankingStudy:
     y: torch.Tensor
     noise_levels: list[float]
     sparsity: list[float]
+
+    def constant_maps(self) -> pd.DataFrame:
+        """:func:`constant_map_counts` of the clean explainers' maps (explainer, model, constant maps, maps)."""
+        return constant_map_counts(self.clean)
 
     def correlations(self, methods: Sequence[str] | None = None) -> pd.DataFrame:
         """:func:`ranking_correlations` (first column "explainer") of ``methods`` (default: all scored)."""

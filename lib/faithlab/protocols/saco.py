@@ -4,12 +4,13 @@ Tables are pandas frames with one column per metric."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import pandas as pd
 import torch
 
-from faithlab import metrics, verdicts
+from faithlab import metrics, perturb, verdicts
 
 __all__ = ["HIGHER_IS_BETTER", "per_sample_metrics", "oriented", "radar_scale", "random_separation",
            "order_sensitivity"]
@@ -22,14 +23,20 @@ def per_sample_metrics(model: Callable, x: torch.Tensor, y: torch.Tensor, attrib
                        batch_size: int = 256) -> dict[str, torch.Tensor]:
     """SaCo (K = ``k`` groups) and the cumulative metrics of one map → ``{metric: (B,)}`` in
     :data:`HIGHER_IS_BETTER` order; every removal uses the metrics' defaults (per-channel mean, signed-sum salience).
-    AUC is read against the labels ``y``, the others against the predicted class."""
-    return {
-        "SaCo": metrics.saco(model, x, attributions, k=k, batch_size=batch_size),
-        "AUC": metrics.auc_accuracy(model, x, attributions, y, batch_size=batch_size),
-        "AOPC": metrics.aopc(model, x, attributions, batch_size=batch_size),
-        "LOdds": metrics.log_odds(model, x, attributions, batch_size=batch_size),
-        "Comprehensiveness": metrics.comprehensiveness(model, x, attributions, batch_size=batch_size),
-    }
+    AUC is read against the labels ``y``, the others against the predicted class. A last entry ``"constant map"``
+    ``(B,)`` bool flags the maps that are constant over the pixels (no ranking: SaCo 0, the cumulative metrics
+    remove pixels in index order); the metrics' per-call warnings are silenced here, report the flags instead."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", perturb.ConstantMapWarning)
+        scores = {
+            "SaCo": metrics.saco(model, x, attributions, k=k, batch_size=batch_size),
+            "AUC": metrics.auc_accuracy(model, x, attributions, y, batch_size=batch_size),
+            "AOPC": metrics.aopc(model, x, attributions, batch_size=batch_size),
+            "LOdds": metrics.log_odds(model, x, attributions, batch_size=batch_size),
+            "Comprehensiveness": metrics.comprehensiveness(model, x, attributions, batch_size=batch_size),
+        }
+    units = perturb.default_units(x)
+    return {**scores, "constant map": perturb.constant_maps(perturb.unit_scores(attributions, units, reduce="sum"))}
 
 
 def oriented(table: pd.DataFrame) -> pd.DataFrame:
