@@ -241,3 +241,25 @@ def test_order_sensitivity_best_and_worst():
                       "worst on Comprehensiveness": True}
     swapped = fl.protocols.saco.order_sensitivity(_per_sample({"Integrated Gradients": other, "X": ig}))
     assert not any(swapped.values())
+
+
+def test_constant_map_counts_count_maps_without_a_ranking():
+    scores = {("GradCAM", "original"): torch.tensor([[0.0, 0.0, 0.0], [0.1, 0.0, 0.2], [2.0, 2.0, 2.0]]),
+              ("Saliency", "original"): torch.tensor([[0.3, 0.1, 0.2], [0.1, 0.0, 0.2], [1.0, 2.0, 3.0]])}
+    table = fl.protocols.constant_map_counts(scores).set_index("explainer")
+    assert table.loc["GradCAM", "constant maps"] == 2 and table.loc["Saliency", "constant maps"] == 0
+    assert table["maps"].tolist() == [3, 3]
+
+
+def test_saco_protocol_flags_constant_maps_instead_of_warning(recwarn):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 3)).eval()
+    x = torch.randn(3, 1, 4, 4)
+    maps = torch.randn(3, 1, 4, 4)
+    maps[1] = 0.0
+    out = fl.protocols.saco.per_sample_metrics(model, x, torch.tensor([0, 1, 2]), maps, k=4)
+    assert out["constant map"].tolist() == [False, True, False]
+    assert out["SaCo"][1] == 0
+    assert not [w for w in recwarn if issubclass(w.category, fl.perturb.ConstantMapWarning)]
+    with pytest.warns(fl.perturb.ConstantMapWarning):  # the metric itself still warns when called directly
+        fl.metrics.saco(model, x, maps, k=4)
