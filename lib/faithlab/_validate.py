@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import re
 from collections.abc import Sequence
 
 import torch
@@ -149,3 +150,13 @@ def model_accepts(value, x: torch.Tensor, name: str = "model", x_name: str = "x"
     if x.is_floating_point() and x.dtype != param.dtype:
         raise TypeError(f"{x_name} has dtype {x.dtype} but {name}'s parameters are {param.dtype}; convert "
                         f"{x_name} with .to({param.dtype})")
+
+
+def load_refusal(err: Exception) -> str:
+    """Why ``torch.load(weights_only=True)`` refused a file, in a few words: the object the weights-only loader does
+    not construct (its own message is a page of advice that includes retrying with weights_only=False, which a file
+    from elsewhere must never get), else the error's first line."""
+    refused = re.search(r"Unsupported global: GLOBAL (\S+)", str(err))
+    if refused:
+        return f"it needs {refused.group(1)}, which is neither a tensor nor a plain container"
+    return (str(err).strip().splitlines() or [type(err).__name__])[0][:200]

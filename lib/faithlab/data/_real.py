@@ -7,7 +7,6 @@ returned as :class:`TensorData`. Use :func:`to_tensors` to materialise the first
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -367,15 +366,6 @@ def pam(*, split: str = "train", data_dir: str | Path | None = None, download: b
     return TensorData(x, y_all[parts[split]], None, info)
 
 
-def _load_failure(err: Exception) -> str:
-    """Why torch.load refused a file, in a few words: the object the weights-only loader does not construct (its
-    own message is a page of advice that includes retrying with weights_only=False), else the error's first line."""
-    refused = re.search(r"Unsupported global: GLOBAL (\S+)", str(err))
-    if refused:
-        return f"it needs {refused.group(1)}, which is neither a tensor nor a plain container"
-    return (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
-
-
 def _torch_tensors(path: Path, conversion: str):
     """``torch.load(weights_only=True)``: tensors and plain containers only, never arbitrary pickled objects."""
     try:
@@ -386,7 +376,7 @@ def _torch_tensors(path: Path, conversion: str):
     # refused too), a damaged file fails as RuntimeError or EOFError: one ValueError names the file either way.
     except Exception as err:  # noqa: BLE001
         raise ValueError(
-            f"data_dir file {str(path)!r} is not a plain tensor file and is not loaded ({_load_failure(err)}); if it "
+            f"data_dir file {str(path)!r} is not a plain tensor file and is not loaded ({_validate.load_refusal(err)}); if it "
             f"is a trusted file holding numpy arrays or other objects, convert it once into tensors: {conversion}"
         ) from err
 

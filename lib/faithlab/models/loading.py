@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 import torch
 from torch import nn
 
+from faithlab import _validate
 from faithlab.models.vit import ViT
 
 # torchvision publishes ``<stem>-<first 8+ hex digits of the file's sha256>.pth``: torch.hub's HASH_REGEX, but with
@@ -50,15 +51,6 @@ def _check_sha256(path: Path, expected: str, what: str) -> None:
                          f", the published sha256 starts {expected}); delete it and put the original file there")
 
 
-def _load_failure(err: Exception) -> str:
-    """Why torch.load refused a file, in a few words: the object the weights-only loader does not construct (its
-    own message is a page of advice that includes retrying with weights_only=False), else the error's first line."""
-    refused = re.search(r"Unsupported global: GLOBAL (\S+)", str(err))
-    if refused:
-        return f"it needs {refused.group(1)}, which is neither a tensor nor a plain container"
-    return (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
-
-
 def _load_tensors(path: Path, what: str) -> dict:
     """The state dict in ``path``: safetensors, or a torch checkpoint holding only tensors and plain containers."""
     if path.name.endswith(".safetensors"):
@@ -73,7 +65,7 @@ def _load_tensors(path: Path, what: str) -> dict:
     # a damaged file fails as RuntimeError or EOFError: all mean "not a usable weights file", so one ValueError
     # names the file and the original error stays attached as the cause.
     except Exception as err:  # noqa: BLE001
-        raise ValueError(f"{what}: {path} is not a plain tensor checkpoint and is not loaded ({_load_failure(err)}); "
+        raise ValueError(f"{what}: {path} is not a plain tensor checkpoint and is not loaded ({_validate.load_refusal(err)}); "
                          "save the weights as a state dict of tensors (torch.save(model.state_dict(), path)) or as "
                          "safetensors") from err
 
