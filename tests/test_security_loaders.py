@@ -35,9 +35,6 @@ def _object_array(*items) -> np.ndarray:
     return array
 
 
-def _run_conversion(message: str) -> None:
-    """Run, in this process, the one-off ``python -c "..."`` conversion that a loader's error message gives."""
-    exec(re.search(r'python -c "(.*)"', message).group(1), {})
 
 
 def _refused_without_running(marker: Path, pattern: str, load) -> None:
@@ -108,10 +105,10 @@ def test_pam_published_object_split_is_refused_with_a_conversion_that_works(tmp_
     _pam_files(tmp_path)
     split = tmp_path / "splits" / "PAMAP2_split_1.npy"
     np.save(split, _object_array(np.arange(6), np.arange(6, 8), np.arange(8, 10)), allow_pickle=True)
-    with pytest.raises(ValueError, match="PAMAP2_split_1.npz") as refused:
+    with pytest.raises(ValueError, match=r"np\.savez to .*PAMAP2_split_1\.npz.* as idx_train, idx_val and idx_test"):
         D.load("pam", split="val", data_dir=tmp_path)
-    _run_conversion(str(refused.value))
-    assert (tmp_path / "splits" / "PAMAP2_split_1.npz").is_file()
+    tr, va, te = np.load(split, allow_pickle=True)  # what the message asks the owner of a trusted copy to do
+    np.savez(split.with_suffix(".npz"), idx_train=tr, idx_val=va, idx_test=te)
     assert D.load("pam", split="val", data_dir=tmp_path).y.tolist() == [6, 7]
 
 
@@ -141,9 +138,10 @@ def test_boiler_refuses_pickled_objects_without_running_them(tmp_path):
 def test_boiler_numpy_split_is_refused_with_a_conversion_that_works(tmp_path):
     _boiler_files(tmp_path)
     torch.save((np.arange(5), np.array([5]), np.array([6, 7])), tmp_path / "split=1.pt")
-    with pytest.raises(ValueError, match="split=1.pt") as refused:
+    with pytest.raises(ValueError, match=r"torch\.save\(tuple\(torch\.as_tensor\(i\)\.long\(\) for i in a\), .*split=1\.pt"):
         D.load("boiler", split="test", data_dir=tmp_path)
-    _run_conversion(str(refused.value))
+    a = torch.load(tmp_path / "split=1.pt", weights_only=False)  # the owner's step, on a copy they trust
+    torch.save(tuple(torch.as_tensor(i).long() for i in a), tmp_path / "split=1.pt")
     assert D.load("boiler", split="test", data_dir=tmp_path).y.tolist() == [0, 1]
 
 

@@ -264,7 +264,7 @@ _SERIES_SPLITS = ("train", "val", "test")
 def _pickled(path: Path, conversion: str) -> ValueError:
     return ValueError(
         f"data_dir file {str(path)!r} holds Python objects (pickled data), which faithlab never loads because "
-        f"unpickling can run code; convert it once, from a copy you trust, into plain arrays: {conversion}")
+        f"unpickling can run code; if it is a copy you trust, convert it once outside faithlab into {conversion}")
 
 
 def _npy(path: Path, conversion: str) -> np.ndarray:
@@ -317,10 +317,9 @@ def pam(*, split: str = "train", data_dir: str | Path | None = None, download: b
 
     Files are read with ``allow_pickle=False``, since unpickling a file can run code. The published split files
     are object arrays (three index arrays of different lengths) and are refused with ValueError; convert each
-    once, from a copy you trust, into the .npz placed next to it (the error message gives the command)::
-
-        tr, va, te = np.load("splits/PAMAP2_split_1.npy", allow_pickle=True)  # trusted file only
-        np.savez("splits/PAMAP2_split_1.npz", idx_train=tr, idx_val=va, idx_test=te)
+    once, from a copy you trust and outside faithlab (numpy must be told to unpickle it), into the .npz placed next
+    to it: ``np.savez("splits/PAMAP2_split_1.npz", idx_train=..., idx_val=..., idx_test=...)`` with the three
+    int arrays it holds, in that order.
 
     Returns TensorData: x (N, T, F) float32, y (N,).
     """
@@ -336,19 +335,18 @@ def pam(*, split: str = "train", data_dir: str | Path | None = None, download: b
         raise _missing("pam", root, "  data_dir/processed_data/{PTdict_list.npy, arr_outcomes.npy},\n"
                                     f"  data_dir/splits/PAMAP2_split_{split_no}.npz (or PAMAP2_split_{split_no}.npy)")
 
-    def convert(path: Path, save: str) -> str:  # the one-off command that an error message gives
-        return f"python -c \"import numpy as np; a = np.load({str(path)!r}, allow_pickle=True); {save}\""
-
-    stacked = "np.save({!r}, np.stack(list(a)).astype(np.{}))"
-    x_all = torch.from_numpy(_npy(files[0], convert(files[0], stacked.format(str(files[0]), "float32")))).float()
-    outcomes = _npy(files[1], convert(files[1], stacked.format(str(files[1]), "int64")))
+    # what an error message asks the owner of a trusted copy to save instead (the unpickling is theirs, not ours)
+    stacked = "the same values stacked into one plain {} array, saved with np.save to {!r}"
+    x_all = torch.from_numpy(_npy(files[0], stacked.format("float32", str(files[0])))).float()
+    outcomes = _npy(files[1], stacked.format("int64", str(files[1])))
     y_all = torch.from_numpy(outcomes.reshape(len(outcomes), -1)[:, -1].astype(np.int64))
     keys = ("idx_train", "idx_val", "idx_test")
     if split_file.suffix == ".npz":
         split_parts = _npz_parts(split_file, keys)
     else:
-        to_npz = f"np.savez({str(split_file.with_suffix('.npz'))!r}, idx_train=a[0], idx_val=a[1], idx_test=a[2])"
-        split_parts = list(_npy(split_file, convert(split_file, to_npz)))
+        to_npz = (f"its three index arrays (train, val, test) saved with np.savez to "
+                  f"{str(split_file.with_suffix('.npz'))!r} as idx_train, idx_val and idx_test")
+        split_parts = list(_npy(split_file, to_npz))
     if len(split_parts) != 3:
         raise ValueError(f"data_dir file {str(split_file)!r} must hold 3 index arrays (train, val, test), "
                          f"got {len(split_parts)}")
@@ -377,7 +375,8 @@ def _torch_tensors(path: Path, conversion: str):
     except Exception as err:  # noqa: BLE001
         raise ValueError(
             f"data_dir file {str(path)!r} is not a plain tensor file and is not loaded ({_validate.load_refusal(err)}); if it "
-            f"is a trusted file holding numpy arrays or other objects, convert it once into tensors: {conversion}"
+            f"is a trusted file holding numpy arrays or other objects, re-save it once outside faithlab as tensors: "
+            f"{conversion}"
         ) from err
 
 
@@ -388,8 +387,8 @@ def boiler(*, split: str = "train", data_dir: str | Path | None = None, download
     Layout: data_dir/xfull.pt (T, N, C) float tensor, data_dir/yfull.pt (N,), data_dir/split=<split_no>.pt holding
     (idx_train, idx_val, idx_test). Not normalised (as TimeX). Files are read with ``torch.load(weights_only=True)``
     (tensors, lists, tuples and numbers; unpickling anything else can run code): a file holding numpy arrays or other
-    objects is refused with ValueError, whose message gives the one-off command that re-saves a trusted copy as
-    tensors, e.g. ``torch.save(tuple(torch.as_tensor(i) for i in parts), "split=1.pt")``.
+    objects is refused with ValueError, whose message says what to save instead: re-save a trusted copy, outside
+    faithlab, as tensors, e.g. ``torch.save(tuple(torch.as_tensor(i) for i in parts), "split=1.pt")``.
 
     Returns TensorData: x (N, T, C) float32, y (N,).
     """
@@ -402,9 +401,8 @@ def boiler(*, split: str = "train", data_dir: str | Path | None = None, download
         layout = f"  data_dir/xfull.pt (T, N, C), data_dir/yfull.pt (N,), data_dir/split={split_no}.pt"
         raise _missing("boiler", root, layout)
 
-    def convert(path: Path, expression: str) -> str:  # a one-line command for the error message
-        return (f"python -c \"import torch; a = torch.load({str(path)!r}, weights_only=False); "
-                f"torch.save({expression}, {str(path)!r})\"")
+    def convert(path: Path, expression: str) -> str:  # what to save instead (the unpickling is the owner's, not ours)
+        return f"torch.save({expression}, {str(path)!r}), with `a` its current content"
 
     x_all = _torch_tensors(files[0], convert(files[0], "torch.as_tensor(a).float()"))
     y_all = _torch_tensors(files[1], convert(files[1], "torch.as_tensor(a).long()"))

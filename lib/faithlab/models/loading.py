@@ -2,7 +2,7 @@
 file, and the exact conversion of a timm ViT into :class:`faithlab.models.ViT`.
 
 Every weights file is read by :func:`_load_tensors` (safetensors, or ``torch.load(weights_only=True)``), never by
-torchvision's or timm's own loaders: torch.hub reads with ``weights_only=False`` and does not hash-check a file that
+torchvision's or timm's own loaders: torch.hub unpickles without the weights-only restriction and does not hash-check a file that
 is already in its cache, so a file placed there could run code. Cache files are checked against the sha256 that
 their publisher put in the file name (torchvision) or the Hugging Face cache's blob name before they are read."""
 
@@ -134,8 +134,8 @@ def pretrained(
 class _LoadedWeights:
     """Stands in for a torchvision weights enum member, with the state dict already loaded by :func:`_load_tensors`.
 
-    torchvision's model builders fetch weights with ``weights.get_state_dict(...)``, i.e. torch.hub with
-    ``weights_only=False``; handing them this stand-in instead keeps everything else they do with the weights
+    torchvision's model builders fetch weights with ``weights.get_state_dict(...)``, i.e. torch.hub without the
+    weights-only restriction; handing them this stand-in instead keeps everything else they do with the weights
     (arguments from ``meta``, renamed keys, dropped auxiliary heads, quantisation) exactly as published.
     """
 
