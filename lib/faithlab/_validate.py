@@ -154,8 +154,8 @@ def model_accepts(value, x: torch.Tensor, name: str = "model", x_name: str = "x"
 
 def load_refusal(err: Exception) -> str:
     """Why ``torch.load(weights_only=True)`` refused a file, in a few words: the object the weights-only loader does
-    not construct (its own message is a page of advice that includes retrying without the weights-only restriction, which a file
-    from elsewhere must never get), else the error's first line."""
+    not construct (its own message is a page of advice that includes retrying without the weights-only
+    restriction, which a file from elsewhere must never get), else the error's first line."""
     refused = re.search(r"Unsupported global: GLOBAL (\S+)", str(err))
     if refused:
         return f"it needs {refused.group(1)}, which is neither a tensor nor a plain container"
