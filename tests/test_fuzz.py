@@ -263,16 +263,20 @@ def _bad_classes():
         x, a, y = _inputs()
         return _model(), x, a, y, {label: y[:, None]}, label
 
+    def option(arg, bad_name, value, extra=None):
+        """A bad value of one option, for the callables that accept it."""
+        def make(name, opts, label):
+            if arg not in opts:
+                return None
+            x, a, y = _inputs()
+            return _model(), x, a, y, {arg: value, **(extra or {})}, arg
+        classes[f"{arg}_{bad_name}"] = make
+
     for arg in ("fractions", "sparsity"):
-        for bad_name, value, in (("none", None), ("string", "0.5"), ("complex", [0.0, 0.5 + 1j]),
-                                 ("out_of_range", [0.0, 1.5]), ("nan", [0.0, float("nan")]), ("empty", []),
-                                 ("nested", [[0.0, 0.5]]), ("bools", [False, True])):
-            def make(name, opts, label, arg=arg, value=value):
-                if arg not in opts:
-                    return None
-                x, a, y = _inputs()
-                return _model(), x, a, y, {arg: value}, arg
-            classes[f"{arg}_{bad_name}"] = make
+        for bad_name, value in (("none", None), ("string", "0.5"), ("complex", [0.0, 0.5 + 1j]),
+                                ("out_of_range", [0.0, 1.5]), ("nan", [0.0, float("nan")]), ("empty", []),
+                                ("nested", [[0.0, 0.5]]), ("bools", [False, True])):
+            option(arg, bad_name, value)
 
     @case("fractions_unsorted")
     def _(name, opts, label):
@@ -286,46 +290,21 @@ def _bad_classes():
                                 ("above_one", 1.5), ("bool", True), ("list", [0.5])):
             if arg == "beta" and bad_name == "none_alpha":
                 continue  # beta=None means "no cap": legal
-            def make(name, opts, label, arg=arg, value=value):
-                if arg not in opts:
-                    return None
-                x, a, y = _inputs()
-                return _model(), x, a, y, {arg: value}, arg
-            classes[f"{arg}_{bad_name}"] = make
+            option(arg, bad_name, value)
 
     for bad_name, value in (("zero", 0), ("negative", -2), ("float", 2.5), ("string", "8"), ("none", None)):
-        def make(name, opts, label, value=value):
-            if "batch_size" not in opts:
-                return None
-            x, a, y = _inputs()
-            return _model(), x, a, y, {"batch_size": value}, "batch_size"
-        classes[f"batch_size_{bad_name}"] = make
+        option("batch_size", bad_name, value)
 
     for bad_name, value in (("zero", 0), ("too_many", 17), ("float", 2.5)):
-        def make(name, opts, label, value=value):
-            if "k" not in opts:
-                return None
-            x, a, y = _inputs()
-            return _model(), x, a, y, {"k": value}, "k"
-        classes[f"k_{bad_name}"] = make
+        option("k", bad_name, value)
 
     for bad_name, value in (("overflow", 2**70), ("string", "seed"), ("float", 1.5)):
-        def make(name, opts, label, value=value):
-            if "generator" not in opts:
-                return None
-            x, a, y = _inputs()
-            return _model(), x, a, y, {"generator": value, "alpha": 0.5}, "generator"
-        classes[f"generator_{bad_name}"] = make
+        option("generator", bad_name, value, {"alpha": 0.5})
 
     for bad_name, value in (("empty", torch.zeros(B, 0, 16, dtype=torch.bool)),
                             ("float", torch.zeros(B, 2, 16)), ("wrong_n", torch.zeros(B, 2, 15, dtype=torch.bool)),
                             ("wrong_batch", torch.zeros(B - 1, 2, 16, dtype=torch.bool))):
-        def make(name, opts, label, value=value):
-            if "removed" not in opts:
-                return None
-            x, a, y = _inputs()
-            return _model(), x, a, y, {"removed": value}, "removed"
-        classes[f"removed_{bad_name}"] = make
+        option("removed", bad_name, value)
 
     return classes
 
