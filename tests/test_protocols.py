@@ -263,3 +263,25 @@ def test_saco_protocol_flags_constant_maps_instead_of_warning(recwarn):
     assert not [w for w in recwarn if issubclass(w.category, fl.perturb.ConstantMapWarning)]
     with pytest.warns(fl.perturb.ConstantMapWarning):  # the metric itself still warns when called directly
         fl.metrics.saco(model, x, maps, k=4)
+
+
+def test_random_masking_removes_exactly_the_ratio_with_the_same_draws_for_every_model():
+    class CountsZeros(torch.nn.Module):  # predicts the number of removed (zeroed) pixels, and which ones in logits
+        def forward(self, x):
+            zeros = (x.flatten(1) == 0).sum(1)
+            return -(torch.arange(17.0)[None] - zeros[:, None]) ** 2
+
+    class FirstZero(torch.nn.Module):  # predicts the index of the first removed pixel
+        def forward(self, x):
+            return (x.flatten(1) == 0).float() * 10 + torch.linspace(0, -1, 16)[None]
+
+    x = torch.ones(5, 1, 4, 4)
+    run = lambda seed: fl.protocols.random_masking_predictions(  # noqa: E731
+        {"count": CountsZeros().eval(), "first": FirstZero().eval()}, x, 0.25, n_draws=3, generator=seed, batch_size=4)
+    out = run(0)
+    assert out["count"].shape == (5, 3) and bool((out["count"] == 4).all())  # round(0.25·16) units each time
+    assert torch.equal(out["first"], run(0)["first"])  # the draws depend only on the seed
+    assert not torch.equal(out["first"], run(1)["first"])
+    assert out["first"].unique().numel() > 1  # different draws for different inputs and draws
+    with pytest.raises(ValueError, match="ratio"):
+        fl.protocols.random_masking_predictions({"count": CountsZeros().eval()}, x, 1.5, generator=0)

@@ -115,21 +115,14 @@ def architecture(domain: str, name: str, reference: str) -> str:
 
 
 # %%
-def masked_predictions(models: dict, x: torch.Tensor, ratio: float, unit_kind: str,
-                       reference: str = "zero") -> dict:
-    """Predicted classes (B, n_draws) of each model on the same randomly masked copies of x."""
-    units = fl.perturb.UNIT_KINDS[unit_kind](x)
-    everything = torch.ones(len(x), units.n, dtype=torch.bool, device=x.device)
-    removed = fl.perturb.exact_subset(everything, round(ratio * units.n), generator=seed, n_samples=n_draws)
-    return {k: fl.perturb.removal_outputs(m, x, removed, units=units, reference=reference, output="predicted",
-                                          batch_size=batch_size) for k, m in models.items()}
-
-
+masking = dict(n_draws=n_draws, generator=seed, batch_size=batch_size)
 rows = []
 for (domain, name, reference), (original, tuned, test, unit_kind) in cases.items():
     x, y = test.x.to(device), test.y.to(device)
     for ratio in ratios:
-        preds = masked_predictions({"original": original, "fine-tuned": tuned}, x, ratio, unit_kind, reference)
+        preds = fl.protocols.random_masking_predictions({"original": original, "fine-tuned": tuned}, x, ratio,
+                                                        units=fl.perturb.UNIT_KINDS[unit_kind](x),
+                                                        reference=reference, **masking)
         for version, p in preds.items():
             rows += [{"domain": domain, "architecture": architecture(domain, name, reference), "model": version,
                       "ratio": ratio, "draw": d,
@@ -196,10 +189,11 @@ table_8
 # %%
 x, y = img_test.x.to(device), img_test.y.to(device)
 boundary_models = {0.0: base, **{b: tuned_by_beta[b] for b in betas}}
-clean_pred = {b: masked_predictions({b: m}, x, 0.0, "pixels")[b][:, 0] for b, m in boundary_models.items()}
+clean_pred = {b: fl.protocols.random_masking_predictions({b: m}, x, 0.0, **masking)[b][:, 0]
+              for b, m in boundary_models.items()}
 rows = []
 for ratio in boundary_ratios:
-    preds = masked_predictions(boundary_models, x, ratio, "pixels")
+    preds = fl.protocols.random_masking_predictions(boundary_models, x, ratio, **masking)
     for b, p in preds.items():
         scores = {"accuracy": p == y[:, None], "agreement with the original": p == preds[0.0],
                   "stability": p == clean_pred[b][:, None]}

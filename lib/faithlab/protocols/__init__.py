@@ -5,14 +5,14 @@ removal is out of distribution (every chapter that removes features shows it). P
 here (``fl.protocols.image_ranking_study``, ``fl.protocols.saco.radar_scale``)."""
 
 from faithlab.protocols.ffidelity import (CORRELATION_LABELS, SETTINGS, RankingStudy, constant_map_counts,
-                                          degraded_fidelity_curves,
+                                          degraded_fidelity_curves, random_masking_predictions,
                                           ablation_verdict, image_ranking_study, micro_cells,
                                           oriented_correlations, ranking_verdict,
                                           ranking_correlations, separation, table_layout)
 from faithlab.protocols import diagnostics, saco
 from faithlab.protocols.diagnostics import ood_gap, removal_diagnostic
 
-__all__ = ["degraded_fidelity_curves", "constant_map_counts", "SETTINGS", "RankingStudy", "image_ranking_study", "ranking_correlations",
+__all__ = ["degraded_fidelity_curves", "constant_map_counts", "random_masking_predictions", "SETTINGS", "RankingStudy", "image_ranking_study", "ranking_correlations",
            "CORRELATION_LABELS", "oriented_correlations", "table_layout", "separation", "micro_cells", "ranking_verdict",
            "ablation_verdict", "saco",
            "diagnostics", "removal_diagnostic", "ood_gap"]

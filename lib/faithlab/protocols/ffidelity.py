@@ -55,6 +55,26 @@ def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, 
     return plus, minus
 
 
+def random_masking_predictions(models: Mapping[str, Callable], x: torch.Tensor, ratio: float, *,
+                               units: perturb.Units | None = None, n_draws: int = 5,
+                               generator: torch.Generator | int, reference: perturb.Reference = "zero",
+                               batch_size: int = 256) -> dict[str, torch.Tensor]:
+    """Predicted classes of each model on the same randomly masked copies of x → ``{name: (B, n_draws)}`` int64.
+
+    Table 8 and App. D.3 of F-Fidelity (robustness to random removal): every input loses exactly round(ratio·n) of
+    its n units, drawn uniformly without replacement (``perturb.exact_subset``), ``n_draws`` independent draws per
+    input. The draws depend only on ``generator``, so all models see the very same masked inputs; compare the
+    predictions with the labels (accuracy) or with another model's (agreement).
+    """
+    r = _validate.fraction(ratio, "ratio")
+    units = perturb.default_units(x) if units is None else units
+    everything = torch.ones(len(x), units.n, dtype=torch.bool, device=x.device)
+    removed = perturb.exact_subset(everything, round(r * units.n), generator=generator,
+                                   n_samples=_validate.positive_int(n_draws, "n_draws"))
+    return {k: perturb.removal_outputs(m, x, removed, units=units, reference=reference, output="predicted",
+                                       batch_size=batch_size) for k, m in models.items()}
+
+
 def constant_map_counts(scores: Mapping[tuple[str, str], torch.Tensor]) -> pd.DataFrame:
     """How many maps define no ranking: ``{(explainer, model): (B, n) unit scores}`` → one row per key with the
     number of maps constant over the units (``perturb.constant_maps``) and the number of maps."""
