@@ -15,7 +15,7 @@ import torch
 
 from faithlab import _validate
 from faithlab.perturb.orders import order as _order
-from faithlab.perturb.orders import ranks, top_masks
+from faithlab.perturb.orders import ORDERS, ranks, top_masks
 from faithlab.perturb.references import Reference, make_reference
 from faithlab.perturb.units import (Units, _check_units, _expand, _rows, check_attributions, constant_maps,
                                     default_units, unit_scores, warn_constant)
@@ -230,11 +230,11 @@ def removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor |
 def _removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor | None,
                    fractions: Sequence[float] | torch.Tensor, *, order: str | torch.Tensor, reduce: str,
                    reference: Reference, output: Output, target: torch.Tensor | None, units: Units | None,
-                   batch_size: int, generator: torch.Generator | int | None, target_name: str = "target",
-                   fractions_name: str = "fractions") -> torch.Tensor:
-    """:func:`removal_curve` with the caller's names for the target and fractions arguments (for messages)."""
+                   batch_size: int, generator: torch.Generator | int | None,
+                   target_name: str = "target") -> torch.Tensor:
+    """:func:`removal_curve` with the caller's name for the target argument (for messages)."""
     units = _prepare(model, x, units, output, target, batch_size, target_name)
-    f = _validate.fractions(fractions, fractions_name)
+    f = _validate.fractions(fractions, "fractions")
     if isinstance(order, torch.Tensor):
         _validate.same_device(x, order, "x", "order")
         perm = order.expand(x.shape[0], -1) if order.ndim == 1 else order
@@ -244,7 +244,7 @@ def _removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor 
     elif order == "random":
         perm = _order(torch.zeros(x.shape[0], units.n, device=x.device), "random", generator=generator)
     else:
-        _validate.one_of(order, "order", ("morf", "lerf", "random"))
+        _validate.one_of(order, "order", ORDERS)
         if attributions is None:
             raise ValueError(f"attributions are required for order={order!r}")
         check_attributions(attributions, x)
