@@ -344,3 +344,30 @@ def test_errors_name_the_argument():
     for name, call in cases:
         with pytest.raises((ValueError, TypeError), match=name):
             call()
+
+
+def test_removal_outputs_with_a_sample_index_equals_gathered_inputs():
+    perturb = fl.perturb
+    net = small_cnn(2, 6, 3)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 2, 6, 6, generator=g)
+    sample = torch.tensor([3, 0, 0, 2, 3, 3, 1])
+    removed = torch.rand(7, 36, generator=g) < 0.4
+    y = torch.tensor([2, 1, 0, 1])
+    units = perturb.pixel_units(x)
+    for reference in ("zero", "mean", "blur"):
+        gathered = perturb.removal_outputs(net, x[sample], removed, units=units, reference=reference,
+                                           target=y[sample])
+        for size in (3, 100):
+            out = perturb.removal_outputs(net, x, removed, units=units, reference=reference, target=y,
+                                          sample=sample, batch_size=size)
+            torch.testing.assert_close(out, gathered)
+    predicted = perturb.removal_outputs(net, x, removed, units=units, sample=sample)
+    torch.testing.assert_close(predicted, perturb.removal_outputs(net, x[sample], removed, units=units,
+                                                                  target=net(x).argmax(1)[sample]))
+    with pytest.raises(ValueError, match="sample"):
+        perturb.removal_outputs(net, x, removed, units=units, sample=sample + 1)
+    with pytest.raises(ValueError, match="sample"):
+        perturb.removal_outputs(net, x, removed, units=units, sample=sample[:3])
+    with pytest.raises(TypeError, match="sample"):
+        perturb.removal_outputs(net, x, removed, units=units, sample=sample.float())

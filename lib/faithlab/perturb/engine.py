@@ -120,11 +120,13 @@ def _blocks(batch: int, per_sample: int, batch_size: int):
 
 def _run(model: Callable, x: torch.Tensor, units: Units, reference: torch.Tensor, output: Output,
          target: torch.Tensor | None, per_sample: int, masks: Callable[[int, int, int, int], torch.Tensor],
-         batch_size: int, target_name: str = "target") -> torch.Tensor:
+         batch_size: int, target_name: str = "target", rows: torch.Tensor | None = None) -> torch.Tensor:
     """Run ``per_sample`` perturbed variants of every sample through the model, ≤ ``batch_size`` inputs per call.
 
     ``masks(b0, b1, v0, v1)`` gives the ``(b1-b0, v1-v0, n)`` bool unit masks of variants v0..v1-1 of samples
     b0..b1-1; perturbed inputs are built chunk by chunk. target None → prediction on the clean x.
+    rows: optional ``(R,)`` int64 indices into x; the samples are then ``x[rows]`` (gathered chunk by chunk, so a
+    sample may appear many times without being copied) and the result is ``(R, per_sample)``.
     Returns ``(B, per_sample)``. Non-finite logits (or a non-finite read-out of a callable ``output``) on any
     input raise a ValueError naming the samples and variants: no score is computed from them. The check is
     accumulated on the device and read once at the end (no synchronisation per chunk).
@@ -140,9 +142,16 @@ def _run(model: Callable, x: torch.Tensor, units: Units, reference: torch.Tensor
             if bool(bad.any()):
                 raise _non_finite_error(bad, 1, "clean inputs (read for the predicted class)")
             target = torch.cat([c.argmax(dim=1) for c in clean])
+        n_samples = x.shape[0] if rows is None else rows.numel()
+        if rows is not None:
+            target = target[rows]
+
+        def take(t: torch.Tensor, b0: int, b1: int) -> torch.Tensor:
+            return _rows(t, b0, b1) if rows is None or t.shape[0] == 1 else t[rows[b0:b1]]
+
         flat = None
-        finite = torch.ones(x.shape[0] * per_sample, dtype=torch.bool, device=x.device)
-        for c0, pieces in _blocks(x.shape[0], per_sample, batch_size):
+        finite = torch.ones(n_samples * per_sample, dtype=torch.bool, device=x.device)
+        for c0, pieces in _blocks(n_samples, per_sample, batch_size):
             batch_inputs, batch_targets = [], []
             for b0, b1, v0, v1 in pieces:
                 m = masks(b0, b1, v0, v1)
@@ -150,9 +159,9 @@ def _run(model: Callable, x: torch.Tensor, units: Units, reference: torch.Tensor
                     got = (m.dtype, tuple(m.shape)) if isinstance(m, torch.Tensor) else type(m).__name__
                     raise ValueError(f"masks({b0}, {b1}, {v0}, {v1}) must return a bool tensor of shape "
                                      f"({b1 - b0}, {v1 - v0}, {units.n}), got {got}")
-                element_mask = m.view(*m.shape[:2], *idx.shape[1:]) if identity else _expand(m, _rows(idx, b0, b1))
-                batch_inputs.append(torch.where(element_mask, _rows(reference, b0, b1)[:, None], x[b0:b1, None])
-                                    .flatten(0, 1))
+                element_mask = m.view(*m.shape[:2], *idx.shape[1:]) if identity else _expand(m, take(idx, b0, b1))
+                batch_inputs.append(torch.where(element_mask, take(reference, b0, b1)[:, None],
+                                                take(x, b0, b1)[:, None]).flatten(0, 1))
                 batch_targets.append(target[b0:b1].repeat_interleave(v1 - v0))
             inputs = batch_inputs[0] if len(pieces) == 1 else torch.cat(batch_inputs)
             logits = _logits(model, inputs)
@@ -170,11 +179,11 @@ def _run(model: Callable, x: torch.Tensor, units: Units, reference: torch.Tensor
                 ok &= torch.isfinite(out)
             finite[c0:c0 + logits.shape[0]] = ok.to(finite.device)
             if flat is None:
-                flat = torch.empty(x.shape[0] * per_sample, dtype=out.dtype, device=out.device)
+                flat = torch.empty(n_samples * per_sample, dtype=out.dtype, device=out.device)
             flat[c0:c0 + logits.shape[0]] = out
     if not bool(finite.all()):
         raise _non_finite_error(~finite, per_sample, "inputs it was given")
-    return flat.view(x.shape[0], per_sample)
+    return flat.view(n_samples, per_sample)
 
 
 def evaluate(model: Callable, x: torch.Tensor, masks: Masks, *, n_variants: int, units: Units | None = None,
@@ -264,27 +273,48 @@ def _removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor 
 
 def removal_outputs(model: Callable, x: torch.Tensor, removed: torch.Tensor, *, units: Units | None = None,
                     reference: Reference = "zero", output: Output = "prob", target: torch.Tensor | None = None,
-                    batch_size: int = 256) -> torch.Tensor:
+                    batch_size: int = 256, sample: torch.Tensor | None = None) -> torch.Tensor:
     """Model output after removing exactly the units flagged in removed → ``(B,)`` or ``(B, S)``.
 
     The single-step primitive behind Fid±/RFid±/FFid± (F-Fidelity §1.2–1.5), SaCo's group perturbations (§3.1)
     and μF subsets (§4.6). removed: ``(B, n)`` bool, or ``(B, S, n)`` for S masks per sample. Other arguments as
     in ``removal_curve``; at most ``batch_size`` perturbed inputs go through the model per call.
+    sample: optional ``(R,)`` int64 indices into x for an irregular set of masks (TRACE's annealing evaluates a
+    different number of masks per image each step): mask ``removed[r]`` (``(R, n)``) is applied to
+    ``x[sample[r]]`` (with its reference and target) → ``(R,)``; x is not copied per mask.
     """
     return _removal_outputs(model, x, removed, units=units, reference=reference, output=output, target=target,
-                            batch_size=batch_size)
+                            batch_size=batch_size, sample=sample)
 
 
 def _removal_outputs(model: Callable, x: torch.Tensor, removed: torch.Tensor, *, units: Units | None,
                      reference: Reference, output: Output, target: torch.Tensor | None, batch_size: int,
-                     target_name: str = "target") -> torch.Tensor:
+                     target_name: str = "target", sample: torch.Tensor | None = None) -> torch.Tensor:
     """:func:`removal_outputs` with the caller's name for the target argument (for messages)."""
     units = _prepare(model, x, units, output, target, batch_size, target_name)
-    _validate.tensor(removed, "removed", ndim=(2, 3))
+    _validate.tensor(removed, "removed", ndim=(2, 3) if sample is None else 2)
     if removed.dtype != torch.bool:
         raise TypeError(f"removed must be a bool tensor, got dtype {removed.dtype}")
-    _validate.batch_match(x, removed, "x", "removed")
     _validate.same_device(x, removed, "x", "removed")
+    if sample is not None:
+        _validate.tensor(sample, "sample", ndim=1)
+        if sample.dtype != torch.int64:
+            raise TypeError(f"sample must be an int64 tensor of indices into x, got dtype {sample.dtype}")
+        _validate.same_device(x, sample, "x", "sample")
+        if sample.numel() != removed.shape[0]:
+            raise ValueError(f"sample has {sample.numel()} indices but removed has {removed.shape[0]} masks")
+        if sample.numel() and (int(sample.min()) < 0 or int(sample.max()) >= x.shape[0]):
+            raise ValueError(f"sample must index x's {x.shape[0]} samples, got values in "
+                             f"[{int(sample.min())}, {int(sample.max())}]")
+        if removed.shape[-1] != units.n:
+            raise ValueError(f"removed must have {units.n} units in its last dim, got shape {tuple(removed.shape)}")
+        if sample.numel() == 0:
+            return torch.empty(0, dtype=x.dtype if output != "predicted" else torch.int64, device=x.device)
+        blocks = removed[:, None, :]
+        out = _run(model, x, units, make_reference(x, reference), output, target, 1,
+                   lambda b0, b1, v0, v1: blocks[b0:b1], batch_size, target_name, rows=sample)
+        return out.squeeze(1)
+    _validate.batch_match(x, removed, "x", "removed")
     if removed.shape[-1] != units.n:
         raise ValueError(f"removed must have {units.n} units in its last dim, got shape {tuple(removed.shape)}")
     per_sample = removed.shape[1] if removed.ndim == 3 else 1
