@@ -33,6 +33,8 @@ CASES = {
     "small_cnn": (dict(IMG, width=4), _image),
     "resnet9": (dict(IMG, width=0.0625), _image),
     "resnet18_cifar": (dict(IMG, base_width=4, dropout=0.25), _image),
+    "vgg_small": (dict(IMG, width=4), _image),
+    "mobilenet_small": (dict(IMG, width=4, expand=2), _image),
     "vit": (dict(IMG, image_size=16, patch_size=4, dim=16, depth=2, heads=2), _image),
     "bilstm": (dict(IMG, hidden=6), _series),
     "cnn1d": (dict(IMG, width=6), _series),
@@ -69,7 +71,8 @@ def test_forward_shape_and_gradients_reach_every_parameter_and_the_input(name):
     assert dead == []
 
 
-@pytest.mark.parametrize("name", ["small_cnn", "resnet9", "resnet18_cifar", "cnn1d", "lipschitz_cnn"])
+@pytest.mark.parametrize("name", ["small_cnn", "resnet9", "resnet18_cifar", "vgg_small", "mobilenet_small", "cnn1d",
+                                  "lipschitz_cnn"])
 def test_cam_layer_is_a_feature_map_module_called_once_and_not_registered_twice(name):
     model, x = _build(name)
     outputs = []
@@ -98,6 +101,107 @@ def test_resnet18_cifar_stem_blocks_and_widths():
     blocks = [m for m in model.modules() if isinstance(m, fl.models.BasicBlock)]
     assert len(blocks) == 8 and [b.conv2.out_channels for b in blocks[1::2]] == [26, 52, 104, 208]
     assert model.cam_layer is model.layer4[-1] and model.head[2].p == 0.4
+
+
+def test_vgg_small_is_a_plain_stack_of_conv_pairs_with_relu_modules():
+    model = fl.models.build("vgg_small", width=6, dropout=0.3)
+    assert [m.out_channels for m in model.modules() if isinstance(m, nn.Conv2d)] == [6, 6, 12, 12, 24, 24]
+    assert all(m.kernel_size == (3, 3) for m in model.modules() if isinstance(m, nn.Conv2d))
+    assert [type(m) for m in model.features] == [nn.Sequential, nn.MaxPool2d] * 3
+    relus = [m for m in model.modules() if isinstance(m, nn.ReLU)]
+    assert len(relus) == 7 and not any(r.inplace for r in relus) and len({id(r) for r in relus}) == 7
+    assert model.cam_layer is model.features[4] and model.classifier[2].p == 0.3
+    model.eval()
+    x = torch.randn(2, 3, 28, 28, generator=torch.Generator().manual_seed(0))
+    h = x
+    for module in model.features:  # plain stack: no shortcut anywhere
+        h = module(h)
+    assert torch.equal(model(x), model.classifier(h.mean((2, 3))))
+    with pytest.raises(ValueError, match="width"):
+        fl.models.build("vgg_small", width=0)
+    with pytest.raises(ValueError, match="dropout"):
+        fl.models.build("vgg_small", dropout=1.5)
+
+
+def test_mobilenet_small_uses_depthwise_inverted_residuals_with_shortcuts_where_shapes_match():
+    model = fl.models.build("mobilenet_small", width=8, expand=3).eval()
+    blocks = [m for m in model.modules() if isinstance(m, fl.models.InvertedResidual)]
+    assert [b.use_residual for b in blocks] == [True, False, True, False, True]
+    assert [b.depthwise[0].stride for b in blocks] == [(1, 1), (2, 2), (1, 1), (2, 2), (1, 1)]
+    assert isinstance(blocks[0].expand, nn.Identity) and blocks[1].expand[0].out_channels == 8 * 3
+    for b in blocks:
+        dw = b.depthwise[0]
+        assert dw.groups == dw.in_channels == dw.out_channels and dw.kernel_size == (3, 3)
+        assert len(b.project) == 2  # linear bottleneck: conv + BN, no activation
+    assert [b.project[0].out_channels for b in blocks] == [8, 16, 16, 32, 32]
+    assert model.cam_layer is model.features[-1] and model.fc.in_features == 64
+    x = torch.randn(2, 8, 14, 14, generator=torch.Generator().manual_seed(0))
+    b = blocks[2]
+    with torch.no_grad():  # the shortcut is really added
+        y = torch.randn(2, 16, 14, 14, generator=torch.Generator().manual_seed(0))
+        assert torch.allclose(b(y), y + b.project(b.depthwise(b.expand(y))))
+        assert blocks[1](x).shape == (2, 16, 7, 7)
+    assert not any(r.inplace for r in model.modules() if isinstance(r, nn.ReLU))
+    hard = fl.models.build("mobilenet_small", width=4, activation="hardswish")
+    assert any(isinstance(m, nn.Hardswish) for m in hard.modules())
+    assert not any(isinstance(m, nn.ReLU) for m in hard.modules())
+    with pytest.raises(ValueError, match="activation"):
+        fl.models.build("mobilenet_small", activation="gelu")
+    with pytest.raises(ValueError, match="expand"):
+        fl.models.build("mobilenet_small", expand=0)
+
+
+@pytest.mark.parametrize("name", ["vgg_small", "mobilenet_small"])
+def test_small_vgg_and_mobilenet_shapes_cam_width_and_determinism(name):
+    torch.manual_seed(0)
+    model = fl.models.build(name).eval()  # the defaults: 3 channels, 10 classes, width 16
+    g = torch.Generator().manual_seed(1)
+    for size in (28, 16, 8):
+        x = torch.randn(4, 3, size, size, generator=g)
+        with torch.no_grad():
+            out = model(x)
+            assert out.shape == (4, 10) and bool(torch.isfinite(out).all())
+            assert torch.equal(model(x), out)  # eval mode: dropout off, BN running stats
+    feats = []
+    handle = model.cam_layer.register_forward_hook(lambda m, i, o: feats.append(o))
+    with torch.no_grad():
+        model(torch.randn(2, 3, 28, 28, generator=g))
+    handle.remove()
+    assert len(feats) == 1 and feats[0].ndim == 4 and tuple(feats[0].shape[2:]) == (7, 7)
+    assert feats[0].shape[1] == (64 if name == "vgg_small" else 128)
+    n_params = [sum(p.numel() for p in fl.models.build(name, width=w).parameters()) for w in (8, 16, 24)]
+    assert n_params[0] < n_params[1] < n_params[2]
+    x = torch.randn(2, 3, 28, 28, generator=g)
+    cam = fl.explainers.explain(model, x, 3, method="gradcam")
+    guided = fl.explainers.explain(model, x, 3, method="guided_backprop")
+    assert cam.shape[0] == guided.shape[0] == 2 and bool(torch.isfinite(cam).all() & torch.isfinite(guided).all())
+    assert float(guided.abs().sum()) > 0
+
+
+@pytest.mark.parametrize("name", ["vgg_small", "mobilenet_small"])
+def test_small_vgg_and_mobilenet_learn_a_separable_batch(name):
+    g = torch.Generator().manual_seed(0)
+    y = torch.arange(16) % 2
+    x = 0.5 * torch.randn(16, 3, 28, 28, generator=g)
+    x[:, 0] += (2.0 * y - 1.0).view(-1, 1, 1)  # the class is the sign of channel 0's mean
+    torch.manual_seed(0)
+    model = fl.models.build(name, n_classes=2, width=8)
+    optimiser = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(12):
+        loss = nn.functional.cross_entropy(model(x), y)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        losses.append(float(loss.detach()))
+    assert max(losses[-3:]) < 0.3 * losses[0]
+    for bn in (m for m in model.modules() if isinstance(m, nn.BatchNorm2d)):  # 12 steps leave stale running stats:
+        bn.reset_running_stats()  # re-estimate them from the batch, as many epochs would
+        bn.momentum = None
+    with torch.no_grad():
+        model(x)
+        model.eval()
+        assert bool((model(x).argmax(1) == y).all())
 
 
 def test_vit_attention_recording_gives_row_stochastic_maps_and_their_exact_gradients():

@@ -1,5 +1,5 @@
-"""Model zoo of the study: small CNNs, ResNet-9/18, a ViT with reachable attention, series and text models, a
-1-Lipschitz CNN, and pretrained torchvision/timm architectures.
+"""Model zoo of the study: small CNNs, ResNet-9/18, a small VGG and MobileNet, a ViT with reachable attention,
+series and text models, a 1-Lipschitz CNN, and pretrained torchvision/timm architectures.
 
 Every model returns LOGITS ``(B, n_classes)``. Build one by name with :func:`build`; list names with
 :func:`available`; add yours with :func:`register`. Image models take normalised ``(B, C, H, W)``, series models
@@ -9,7 +9,7 @@ architectures (and their weights, if on disk). One concept per module: ``registr
 ``sequence``, ``lipschitz``, ``loading``.
 """
 
-from faithlab.models.cnn import BasicBlock, ResNet9, ResNet18CIFAR, SmallCNN
+from faithlab.models.cnn import BasicBlock, InvertedResidual, MobileNetSmall, ResNet9, ResNet18CIFAR, SmallCNN, VGGSmall
 from faithlab.models.lipschitz import LipschitzCNN
 from faithlab.models.loading import pretrained, vit_from_timm
 from faithlab.models.registry import available, build, register
@@ -17,5 +17,5 @@ from faithlab.models.sequence import CNN1D, BiLSTM, FromEmbeddings, LSTMText, Tr
 from faithlab.models.vit import MLP, Attention, Block, ViT
 
 __all__ = ["register", "available", "build", "pretrained", "vit_from_timm", "SmallCNN", "ResNet9", "BasicBlock",
-           "ResNet18CIFAR", "Attention", "MLP", "Block", "ViT", "BiLSTM", "CNN1D", "LSTMText", "TransformerText",
-           "FromEmbeddings", "LipschitzCNN"]
+           "ResNet18CIFAR", "VGGSmall", "InvertedResidual", "MobileNetSmall", "Attention", "MLP", "Block", "ViT",
+           "BiLSTM", "CNN1D", "LSTMText", "TransformerText", "FromEmbeddings", "LipschitzCNN"]

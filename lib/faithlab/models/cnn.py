@@ -1,5 +1,5 @@
-"""Convolutional image classifiers: a small CNN, ResNet-9 (F-Fidelity's CIFAR model) and a CIFAR ResNet-18. Each
-returns logits and exposes ``cam_layer``, the feature map Grad-CAM reads."""
+"""Convolutional image classifiers: a small CNN, ResNet-9 (F-Fidelity's CIFAR model), a CIFAR ResNet-18, a small
+VGG and a small MobileNet. Each returns logits and exposes ``cam_layer``, the feature map Grad-CAM reads."""
 
 from __future__ import annotations
 
@@ -113,3 +113,91 @@ class ResNet18CIFAR(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.layer4(self.layer3(self.layer2(self.layer1(self.stem(x)))))
         return self.head(x)
+
+
+@register("vgg_small")
+class VGGSmall(nn.Module):
+    """A small VGG (stands in for VGG-16): a plain stack of three blocks of two 3×3 conv+BN+ReLU with widths
+    ``width``·(1, 2, 4), each followed by a 2×2 max-pool (``ceil_mode``, so odd sizes lose no row), global average
+    pool, then Linear(4w, 4w) → ReLU → Dropout(``dropout``) → Linear. No skip connections; every ReLU is its own
+    non-inplace ``nn.ReLU`` module. ``cam_layer`` = ``features[4]``, the last conv block before its pool (7×7 at
+    28 px). Takes any H, W ≥ 8."""
+
+    def __init__(self, in_channels: int = 3, n_classes: int = 10, width: int = 16, dropout: float = 0.5) -> None:
+        super().__init__()
+        w = _validate.positive_int(width, "width")
+        p = _validate.fraction(dropout, "dropout")
+        layers, c_in = [], _validate.positive_int(in_channels, "in_channels")
+        for c_out in (w, 2 * w, 4 * w):
+            layers += [nn.Sequential(_conv_bn(c_in, c_out), _conv_bn(c_out, c_out)), nn.MaxPool2d(2, ceil_mode=True)]
+            c_in = c_out
+        self.features = nn.Sequential(*layers)
+        self.pool = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        self.classifier = nn.Sequential(nn.Linear(c_in, c_in), nn.ReLU(), nn.Dropout(p), nn.Linear(c_in, n_classes))
+
+    @property
+    def cam_layer(self) -> nn.Module:
+        return self.features[4]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.classifier(self.pool(self.features(x)))
+
+
+_ACTIVATIONS = {"relu": nn.ReLU, "hardswish": nn.Hardswish}
+
+
+def _conv_bn_act(c_in: int, c_out: int, kernel: int, stride: int, groups: int, act: type[nn.Module] | None
+                 ) -> nn.Sequential:
+    layers = [nn.Conv2d(c_in, c_out, kernel, stride=stride, padding=kernel // 2, groups=groups, bias=False),
+              nn.BatchNorm2d(c_out)]
+    return nn.Sequential(*layers, act()) if act is not None else nn.Sequential(*layers)
+
+
+class InvertedResidual(nn.Module):
+    """MobileNetV2/V3 inverted residual: 1×1 expand (skipped when ``expand`` is 1) → 3×3 depthwise (``stride``) →
+    1×1 linear projection, each conv followed by BN, the first two by ``act``; identity shortcut added when the
+    stride is 1 and the channel counts match (``use_residual``)."""
+
+    def __init__(self, c_in: int, c_out: int, stride: int, expand: int, act: type[nn.Module] = nn.ReLU) -> None:
+        super().__init__()
+        hidden = c_in * expand
+        self.expand = _conv_bn_act(c_in, hidden, 1, 1, 1, act) if expand != 1 else nn.Identity()
+        self.depthwise = _conv_bn_act(hidden, hidden, 3, stride, hidden, act)
+        self.project = _conv_bn_act(hidden, c_out, 1, 1, 1, None)
+        self.use_residual = stride == 1 and c_in == c_out
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.project(self.depthwise(self.expand(x)))
+        return x + out if self.use_residual else out
+
+
+@register("mobilenet_small")
+class MobileNetSmall(nn.Module):
+    """A small MobileNet (stands in for MobileNetV2/V3-Small): 3×3 conv stem (w) → five inverted residual blocks
+    (w, t=1) · (2w, stride 2) · (2w) · (4w, stride 2) · (4w), t = ``expand`` except the first → 1×1 conv to 8w →
+    global average pool → linear, w = ``width``. ``activation`` is "relu" (default: separate non-inplace
+    ``nn.ReLU`` modules, as guided backprop needs) or "hardswish" (MobileNetV3's). ``cam_layer`` = ``features[-1]``,
+    the final 1×1 conv block (7×7 at 28 px). Takes any H, W ≥ 8."""
+
+    def __init__(self, in_channels: int = 3, n_classes: int = 10, width: int = 16, expand: int = 4,
+                 activation: str = "relu") -> None:
+        super().__init__()
+        w = _validate.positive_int(width, "width")
+        t = _validate.positive_int(expand, "expand")
+        act = _ACTIVATIONS[_validate.one_of(activation, "activation", tuple(_ACTIVATIONS))]
+        stem = _conv_bn_act(_validate.positive_int(in_channels, "in_channels"), w, 3, 1, 1, act)
+        plan = [(w, 1, 1), (2 * w, 2, t), (2 * w, 1, t), (4 * w, 2, t), (4 * w, 1, t)]  # (c_out, stride, expand)
+        blocks, c_in = [], w
+        for c_out, stride, e in plan:
+            blocks.append(InvertedResidual(c_in, c_out, stride, e, act))
+            c_in = c_out
+        self.features = nn.Sequential(stem, *blocks, _conv_bn_act(c_in, 8 * w, 1, 1, 1, act))
+        self.pool = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        self.fc = nn.Linear(8 * w, n_classes)
+
+    @property
+    def cam_layer(self) -> nn.Module:
+        return self.features[-1]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.pool(self.features(x)))
