@@ -76,6 +76,7 @@ for m, model in setup.models.items():
                                           batch_size=batch_size).assign(model=m))
 curves = pd.concat(frames, ignore_index=True)
 curves["patch"] = curves["patch side"].map(lambda s: f"{s} px")
+PATCHES = [f"{s} px" for s in sorted(set(curves["patch side"]))]  # one colour per patch side in every panel
 wide = curves.pivot_table(index=["model", "patch", "patch side", "image", "deleted", "fraction"],
                           columns="reference", values="value").reset_index()
 wide["zero − blur"] = wide["zero"] - wide["blur"]
@@ -86,7 +87,7 @@ for m in setup.models:
     for ax, (title, frame, column) in zip(axes, [("(a) zero reference", sel[sel.reference == "zero"], "value"),
                                                   ("(b) blur reference", sel[sel.reference == "blur"], "value"),
                                                   ("(c) (a) − (b)", sel_w, "zero − blur")]):
-        fl.plots.curves(frame, x="fraction", y=column, hue="patch", band=None, ax=ax)
+        fl.plots.curves(frame, x="fraction", y=column, hue="patch", band=None, ax=ax, hue_order=PATCHES)
         ax.set(title=f"{m}: {title}", xlabel="fraction of patches deleted", ylabel=P.OUTPUT_NAMES[output])
     fig.tight_layout()
     out.figure(fig, f"fig4_{m}".replace(" ", "_").replace("/", "_"))

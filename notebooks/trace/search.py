@@ -136,9 +136,11 @@ t1
 x1, y1 = x[:1], y[:1]
 heat = {}
 for e in heat_edges:
+    kw_1 = {"reference": reference, "output": output, "target": y1, "batch_size": batch_size}
+    starts = {o: T.greedy(model, x1, edge=e, objective=o, **kw_1) for o in ("le", "mo")}  # -Le and -Le−Mo share one
     for objective in ("le-mo", "le", "mo"):
-        s = T.anneal(model, x1, edge=e, objective=objective, iterations=heat_iterations, eta=eta, generator=generator,
-                     reference=reference, output=output, target=y1, batch_size=batch_size)
+        s = T.anneal(model, x1, edge=e, objective=objective, init=starts["mo" if objective == "mo" else "le"],
+                     iterations=heat_iterations, eta=eta, generator=generator, **kw_1)
         heat[objective, e] = T.trajectory_map(s.trajectory, x.shape[-1], alpha=2.0)[0, 0]
 fig, axes = plt.subplots(3, len(heat_edges), figsize=(2.6 * len(heat_edges), 7.8), squeeze=False)
 for row, objective in enumerate(("le-mo", "le", "mo")):
