@@ -219,6 +219,7 @@ out.figure(fig, "fig2b")
 
 # %%
 pixel_edge = x.shape[-1]
+out.glue("pixel_points", pixel_points)
 PIXEL = {name: METHODS[name] for name in pixel_methods}
 pixel_scores, pixel_curves = [], []
 for m, model in setup.models.items():
