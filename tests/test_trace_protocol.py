@@ -120,3 +120,20 @@ def test_deletion_frames_on_a_fraction_grid_sample_the_full_curves():
     assert scores[scores.image == 0].iloc[0].LeRF == pytest.approx(10 + 7 + 0)
     with pytest.raises(ValueError, match="points"):
         P.deletion_frames(model, x, y, {"m": tau}, edge=2, reference="zero", points=1)
+
+
+def test_method_maps_pass_the_cam_layer_to_the_layer_methods_only():
+    model, x = small_cnn(2, 8, 3), torch.randn(2, 2, 8, 8, generator=torch.Generator().manual_seed(3))
+    y = torch.tensor([0, 2])
+    methods = {"GC": ("gradcam", {}, "mean"), "Grad": ("saliency", {}, "mean")}
+    maps = P.method_maps(model, x, y, methods, batch_size=8, generator=0, layer="1")
+    torch.testing.assert_close(maps["GC"], fl.explainers.explain(model, x, y, method="gradcam", layer=model[1]))
+    torch.testing.assert_close(maps["Grad"], fl.explainers.explain(model, x, y, method="saliency"))
+    with pytest.raises(ValueError, match="cam_layer"):  # the model has none and no layer was given
+        P.method_maps(model, x, y, methods, batch_size=8, generator=0)
+
+
+def test_setup_refuses_empty_or_incomplete_settings():
+    for bad in ([], [{"name": "a", "model": "small_cnn"}]):
+        with pytest.raises(ValueError, match="settings"):
+            P.setup(bad, n_images=2)

@@ -95,6 +95,10 @@ def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float
     n_images = _validate.positive_int(n_images, "n_images")
     trained: dict[str, nn.Module] = {}
     if not torchvision_models:
+        if not settings or not all(isinstance(s, dict) and {"name", "model", "width", "n_epochs"} <= set(s)
+                                   for s in settings):
+            raise ValueError("settings must be a non-empty list of {'name', 'model', 'width', 'n_epochs'} dicts, got "
+                             f"{settings!r:.200}")
         rows = []
         for s in settings:
             model, _, _, test = recipes.canvas_classifier(image_size=image_size, r=r, color=True,
