@@ -11,6 +11,7 @@ from contextlib import contextmanager
 import torch
 import torch.nn.functional as F
 
+from faithlab import _validate
 from faithlab.explainers.cams import _cam_output, _layer
 from faithlab.explainers.core import real, register, uniform
 
@@ -20,10 +21,17 @@ def _images(x: torch.Tensor, method: str) -> None:
         raise ValueError(f"method {method!r} needs images (B, C, H, W), got x of shape {tuple(x.shape)}")
 
 
-def _count(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
+def _torchray_model(model, extra, method: str) -> None:
+    """TorchRay reads the model's parameters and calls it as model(x)."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"method {method!r} needs an nn.Module model (TorchRay reads its parameters), got "
+                        f"{type(model).__name__}")
+    if extra is not None:
+        raise ValueError(f"method {method!r} takes image models called as model(x) only")
+
+
+class _NonFinite(Exception):
+    """Raised from TorchRay's reward when the logits are NaN/inf, to stop its optimisation."""
 
 
 @contextmanager
@@ -35,6 +43,19 @@ def _torchray():
         warnings.filterwarnings("ignore", message=r"torch\.meshgrid: in an upcoming release", category=UserWarning)
         warnings.filterwarnings("ignore", message=r"open_text is deprecated", category=DeprecationWarning)
         yield
+
+
+@contextmanager
+def _keeping_requires_grad(model):
+    """TorchRay switches off ``requires_grad`` on the model's parameters (and restores it only when it returns
+    normally); put every flag back as it was, also when the model or our logit check raises mid-call."""
+    params = list(model.parameters()) if isinstance(model, torch.nn.Module) else []
+    flags = [q.requires_grad for q in params]
+    try:
+        yield
+    finally:
+        for q, flag in zip(params, flags):
+            q.requires_grad_(flag)
 
 
 # ---------------------------------------------------------------------------------------------------- RISE
@@ -49,7 +70,7 @@ def _rise(model, x, target, extra, *, batch_size, generator, n_masks: int = 4000
     from the global RNG, hence ours. The masked inputs of all images go through the model ``batch_size`` at a time.
     """
     _images(x, "rise")
-    n_masks, cell = _count(n_masks, "n_masks"), _count(cell, "cell")
+    n_masks, cell = _validate.positive_int(n_masks, "n_masks"), _validate.positive_int(cell, "cell")
     p = real(p, "p")
     if not 0 < p <= 1:
         raise ValueError(f"p must lie in (0, 1], got {p!r}")
@@ -89,31 +110,43 @@ def _extremal_perturbation(model, x, target, extra, *, batch_size, generator, ar
     224 px to the image size. Deterministic (TorchRay's jitter flips the image on even steps).
 
     TorchRay optimises one image's masks at a time (its ``areas`` argument is the batch), so images are explained
-    one by one; the model's ``requires_grad`` flags, which TorchRay switches off, are restored afterwards."""
+    one by one; the model's ``requires_grad`` flags, which TorchRay switches off, are restored afterwards (also when
+    a call raises)."""
     with _torchray():
-        from torchray.attribution.extremal_perturbation import extremal_perturbation
+        from torchray.attribution.extremal_perturbation import (
+            extremal_perturbation,
+            simple_reward,
+        )
 
     _images(x, "extremal_perturbation")
-    if extra is not None:
-        raise ValueError("method 'extremal_perturbation' takes image models called as model(x) only")
+    _torchray_model(model, extra, "extremal_perturbation")
     area = real(area, "area")
     if not 0 < area < 1:
         raise ValueError(f"area must lie in (0, 1), got {area!r}")
-    max_iter = _count(max_iter, "max_iter")
+    max_iter = _validate.positive_int(max_iter, "max_iter")
     side = min(x.shape[-2:])
-    step = _count(step, "step") if step is not None else max(1, round(7 * side / 224))
-    sigma = real(sigma, "sigma", minimum=0) if sigma is not None else 21 * side / 224
-    flags = [q.requires_grad for q in model.parameters()]
+    step = _validate.positive_int(step, "step") if step is not None else max(1, round(7 * side / 224))
+    sigma = real(sigma, "sigma") if sigma is not None else 21 * side / 224
+    if not sigma > 0:  # TorchRay divides by sigma
+        raise ValueError(f"sigma must be > 0, got {sigma!r}")
+
+    def reward(y, target, variant):
+        # NaN/inf logits would turn the mask into NaN, on which TorchRay's next step fails with an indexing error
+        # (one synchronisation per step; TorchRay already makes one, recording the energy on the CPU)
+        if not bool(torch.isfinite(y.detach()).all()):
+            raise _NonFinite
+        return simple_reward(y, target, variant)
+
     maps = []
     try:
-        with _torchray(), torch.enable_grad():
+        with _torchray(), torch.enable_grad(), _keeping_requires_grad(model):
             for i in range(x.shape[0]):  # TorchRay's optimiser holds one image's masks (see the docstring)
                 mask, _ = extremal_perturbation(model, x[i : i + 1].detach(), int(target[i]), areas=[area],
-                                                max_iter=max_iter, step=step, sigma=sigma)
+                                                max_iter=max_iter, step=step, sigma=sigma, reward_func=reward)
                 maps.append(mask.detach())
-    finally:
-        for q, flag in zip(model.parameters(), flags):
-            q.requires_grad_(flag)
+    except _NonFinite:
+        # a NaN map: explain has seen the logits and raises, naming the samples (on x, or on the masked inputs)
+        return torch.full((x.shape[0], 1, *x.shape[-2:]), float("nan"), dtype=x.dtype, device=x.device)
     out = torch.cat(maps)
     if out.shape[-2:] != x.shape[-2:]:
         out = F.interpolate(out, size=x.shape[-2:], mode="bilinear", align_corners=False)
@@ -122,19 +155,20 @@ def _extremal_perturbation(model, x, target, extra, *, batch_size, generator, ar
 
 # ------------------------------------------------------------------------------------- Excitation Backprop
 @register("excitation_backprop")
-def _excitation_backprop(model, x, target, extra, *, batch_size, generator, layer=None):
+def _excitation_backprop(model, x, target, extra, *, batch_size, generator, layer: torch.nn.Module | str | None = None):
     """Excitation Backprop (Zhang et al. 2016, TorchRay's ``excitation_backprop``; not the contrastive variant):
     the marginal winning probability of the target reaching ``layer`` (default ``model.cam_layer``), summed over
     channels and upsampled to the image like Grad-CAM. TorchRay rewires convolutions, linear layers, pooling and
     normalisation during the pass; residual additions of our ResNets pass the excitation unchanged (TorchRay only
-    rewires torchvision's ResNets)."""
+    rewires torchvision's ResNets). The rewiring swaps functions of ``torch.nn.functional`` process-wide for the
+    duration of the pass (TorchRay's patching; not thread-safe), and the ``requires_grad`` flags TorchRay switches off
+    are restored, also when a call raises."""
     with _torchray():
         from torchray.attribution.excitation_backprop import excitation_backprop
 
     _images(x, "excitation_backprop")
-    if extra is not None:
-        raise ValueError("method 'excitation_backprop' takes image models called as model(x) only")
+    _torchray_model(model, extra, "excitation_backprop")
     module = _layer(model, layer)
-    with _torchray(), torch.enable_grad():
+    with _torchray(), torch.enable_grad(), _keeping_requires_grad(model):
         sal = excitation_backprop(model, x.detach(), target, saliency_layer=module)
     return _cam_output(sal.detach().to(x.dtype), x, normalize=False)
