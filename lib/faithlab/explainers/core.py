@@ -12,7 +12,7 @@ generator's device, then moved to the inputs' device: a CPU generator gives iden
 A method is a function ``fn(model, x, target, extra, *, batch_size, generator, **options)`` returning the
 attributions of the rows it is given (``extra``: None, or a per-row tensor passed to the model as a second argument,
 the pad mask of token inputs). :func:`register` adds one under a name; the method modules of this package
-(gradients, cams, vit_attention, vit_lrp) register theirs when ``faithlab.explainers`` is imported.
+(gradients, cams, perturbation, vit_attention, vit_lrp) register theirs when ``faithlab.explainers`` is imported.
 
 Bad input raises a ValueError or TypeError naming the argument, before captum sees it. The model's logits are
 checked on the forward passes the method already makes (no extra pass; a method that never calls the model, such
