@@ -137,3 +137,24 @@ def test_setup_refuses_empty_or_incomplete_settings():
     for bad in ([], [{"name": "a", "model": "small_cnn"}]):
         with pytest.raises(ValueError, match="settings"):
             P.setup(bad, n_images=2)
+
+
+def test_setup_in_the_paper_profile_loads_the_first_files_and_the_named_models(monkeypatch):
+    class Folder(torch.utils.data.Dataset):
+        samples = [(f"val/n{i % 3}/ILSVRC2012_val_{9 - i:08d}.JPEG", i % 3) for i in range(6)]
+
+        def __len__(self):
+            return len(self.samples)
+
+        def __getitem__(self, i):
+            return torch.full((3, 8, 8), float(i)), self.samples[i][1]
+
+    loaded = {}
+    monkeypatch.setattr(P.data, "load", lambda name, **kw: loaded.update(name=name, **kw) or Folder())
+    monkeypatch.setattr(P.models, "pretrained", lambda name, weights: small_cnn(3, 8, 3))
+    s = P.setup([], n_images=2, dataset="imagenet_val", data_dir="/data", torchvision_models=("resnet18", "vgg16"))
+    assert loaded == {"name": "imagenet_val", "split": "test", "data_dir": "/data"}
+    assert s.x[:, 0, 0, 0].tolist() == [5.0, 4.0]  # ILSVRC2012_val_00000004 and …05, the smallest names
+    assert s.y.tolist() == [2, 1] and list(s.models) == ["resnet18", "vgg16"]
+    assert s.layers == {"resnet18": "layer4", "vgg16": "features.29"}
+    assert list(s.info.model) == ["resnet18", "vgg16"]
