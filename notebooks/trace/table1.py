@@ -101,6 +101,8 @@ REFERENCES = {name: REFERENCES[name] for name in references}
 # score.
 
 # %%
+out.glue("rise_masks", rise_masks)
+out.glue("ep_iterations", ep_iterations)
 OPTIONS = {"RISE": {"n_masks": rise_masks}, "EP": {"max_iter": ep_iterations}, "IG": {"n_steps": ig_steps}}
 METHODS = {name: (P.TABLE1_METHODS[name][0], {**P.TABLE1_METHODS[name][1], **OPTIONS.get(name, {})},
                   P.TABLE1_METHODS[name][2]) for name in methods}
