@@ -22,7 +22,7 @@ B, C, H, W, K = 4, 1, 4, 4, 3
 METHODS = [m for m in ex.available() if not m.startswith("test_")]  # test files may register their own
 VIT = set(vit_attention.METHODS)
 CAM = {"gradcam", "layercam"}
-RANDOM = {"random", "smoothgrad", "smoothgrad_sq", "sg_sq_ig", "expected_gradients"}
+RANDOM = {"random", "smoothgrad", "smoothgrad_sq", "sg_sq_ig", "expected_gradients", "rise"}
 # the ViT methods that rebuild the logits from the weights (never call model.forward)
 REBUILDS_LOGITS = {"conservative_lrp", *vit_attention.LRP_METHODS}
 
@@ -60,6 +60,8 @@ def _y() -> torch.Tensor:
 GOOD_OPTIONS: dict[str, dict] = {
     "integrated_gradients": {"n_steps": 4},
     "smoothgrad": {"nt_samples": 2},
+    "rise": {"n_masks": 4},
+    "extremal_perturbation": {"max_iter": 2},
     "smoothgrad_sq": {"nt_samples": 2},
     "sg_sq_ig": {"nt_samples": 2, "n_steps": 3},
     "expected_gradients": {"background": torch.zeros(2, C, H, W), "n_samples": 2},

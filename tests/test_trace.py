@@ -129,8 +129,22 @@ def test_incremental_energy_equals_full_reevaluation(objective):
         torch.testing.assert_close(fast.lerf, again["lerf"], atol=1e-6, rtol=0)
         torch.testing.assert_close(fast.morf, again["morf"], atol=1e-6, rtol=0)
         assert int(fast.accepted.sum()) > 0 or iterations == 1
-        # an incremental step evaluates j − i inputs per curve, a full one 2(t + 1)
+        # an incremental step evaluates j − i inputs per curve, a full one t + 1 per curve the objective needs
+        # (the published cost), the ignored curve once at the end
         assert int(fast.passes[-1] - fast.passes[0]) < int(slow.passes[-1] - slow.passes[0])
+        b, t = x.shape[0], 16
+        curves = 2 if objective == "le-mo" else 1
+        assert int(slow.passes[-1] - slow.passes[0]) == iterations * curves * b * (t + 1) + (2 - curves) * b * (t + 1)
+
+
+def test_annealing_refuses_an_init_search_of_other_images():
+    model, x, y = _cnn_case()
+    g = T.greedy(model, x[:2], edge=4, target=y[:2])
+    with pytest.raises(ValueError, match="init"):
+        T.anneal(model, x, edge=4, init=g, iterations=2, generator=0, target=y)
+    wrong = T.Search(T.greedy(model, x, edge=4, target=y).trajectory, g.lerf, g.morf, g.passes)
+    with pytest.raises(ValueError, match="init's curves"):
+        T.anneal(model, x, edge=4, init=wrong, iterations=2, generator=0, target=y)
 
 
 def test_annealing_never_ends_worse_than_its_greedy_start():

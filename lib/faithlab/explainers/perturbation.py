@@ -30,6 +30,16 @@ def _torchray_model(model, extra, method: str) -> None:
         raise ValueError(f"method {method!r} takes image models called as model(x) only")
 
 
+def _finite_logits_on(model, x: torch.Tensor) -> bool:
+    """One plain forward pass on x before TorchRay runs: ``explain``'s logit check sees it (shape, rows, target range
+    raise at once, naming the argument), and NaN/inf logits are reported as False so that the caller returns a NaN
+    map, which ``explain`` turns into its error naming the samples. TorchRay would otherwise fail first with its
+    own indexing errors."""
+    with torch.no_grad():
+        logits = model(x.detach())
+    return bool(torch.isfinite(logits).all())
+
+
 class _NonFinite(Exception):
     """Raised from TorchRay's reward when the logits are NaN/inf, to stop its optimisation."""
 
@@ -120,6 +130,8 @@ def _extremal_perturbation(model, x, target, extra, *, batch_size, generator, ar
 
     _images(x, "extremal_perturbation")
     _torchray_model(model, extra, "extremal_perturbation")
+    if not _finite_logits_on(model, x):
+        return torch.full((x.shape[0], 1, *x.shape[-2:]), float("nan"), dtype=x.dtype, device=x.device)
     area = real(area, "area")
     if not 0 < area < 1:
         raise ValueError(f"area must lie in (0, 1), got {area!r}")
@@ -168,6 +180,8 @@ def _excitation_backprop(model, x, target, extra, *, batch_size, generator, laye
 
     _images(x, "excitation_backprop")
     _torchray_model(model, extra, "excitation_backprop")
+    if not _finite_logits_on(model, x):
+        return torch.full((x.shape[0], 1, *x.shape[-2:]), float("nan"), dtype=x.dtype, device=x.device)
     module = _layer(model, layer)
     with _torchray(), torch.enable_grad(), _keeping_requires_grad(model):
         sal = excitation_backprop(model, x.detach(), target, saliency_layer=module)

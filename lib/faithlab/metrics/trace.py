@@ -242,7 +242,7 @@ def greedy(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le"
     the highest (``"le"``) or lowest (``"mo"``) output, ties by the smaller patch id.
 
     Each step evaluates every remaining patch of every image in one engine call (t(t+1)/2 − 1 inputs per image
-    in all). Exact for a model whose target output is a monotone function of an additive score of the patches
+    over the steps, plus the clean and the fully deleted image). Exact for a model whose target output is a monotone function of an additive score of the patches
     kept. For ``"mo"`` the greedy deletion order is rev(τ), so the returned trajectory is its flip. The other
     curve (MoRF for ``"le"``, LeRF for ``"mo"``) is evaluated too (t + 1 more inputs) for cross-tests.
     """
@@ -305,8 +305,9 @@ def anneal(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-
     incremental (default): a swap of positions i < j changes LeRF points k ∈ (i, j] and MoRF points
     k ∈ [t − j, t − i) only, so only those j − i inputs per curve are evaluated (≈ t/3 on average instead of
     t + 1), and all images' proposals go through the model together, ``batch_size`` at a time.
-    ``incremental=False`` re-evaluates both whole curves per proposal, the published algorithm's cost (kept for
-    tests and benchmarks); with the same generator both give the same trajectories up to float rounding.
+    ``incremental=False`` re-evaluates the whole curve(s) the objective needs per proposal (both for ``"le-mo"``),
+    the published algorithm's cost (kept for tests and benchmarks); with the same generator both give the same
+    trajectories up to float rounding.
     Draws: three float64 uniforms per image and iteration from ``generator`` (required).
     Returns the best trajectory per image with both its curves (:class:`Search`; the curve the objective ignores is
     evaluated once at the end; ``energy`` is the best energy after the start and after each iteration,
@@ -338,6 +339,9 @@ def anneal(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-
     if isinstance(init, Search):
         tau, lerf, morf = init.trajectory.to(dev), init.lerf.to(dev), init.morf.to(dev)
         _check_trajectory(tau, "init", b, t)
+        if lerf.shape != (b, t + 1) or morf.shape != (b, t + 1):
+            raise ValueError(f"init's curves must be ({b}, {t + 1}) for these images and edge={edge}, got lerf "
+                             f"{tuple(lerf.shape)} and morf {tuple(morf.shape)}")
     else:
         tau = _check_trajectory(init, "init", b, t).to(dev)
         both = _curves(model, x, s, output, torch.cat([tau, tau.flip(1)]), torch.arange(b, device=dev).repeat(2),
@@ -380,9 +384,12 @@ def anneal(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-
                 new_morf[rows, k_mo] = out[-n_each:]
             passes.append(passes[-1] + out.numel())
         else:
-            both = _curves(model, x, s, output, torch.cat([new_tau, new_tau.flip(1)]), rows_all.repeat(2),
-                           batch_size)
-            new_lerf, new_morf = both[:b], both[b:]
+            orders = [o for o, need in ((new_tau, need_le), (new_tau.flip(1), need_mo)) if need]
+            both = _curves(model, x, s, output, torch.cat(orders), rows_all.repeat(len(orders)), batch_size)
+            if need_le:
+                new_lerf = both[:b]
+            if need_mo:
+                new_morf = both[-b:]
             passes.append(passes[-1] + both.numel())
         new_energy = -objective_value(new_lerf, new_morf, objective)
         delta = new_energy - energy

@@ -53,7 +53,7 @@ import torch
 
 import faithlab as fl
 
-out = fl.outputs.for_notebook("trace/search")
+out = fl.outputs.for_notebook("trace/searches")
 fl.plots.set_style()
 T = fl.metrics.trace
 P = fl.protocols.trace
