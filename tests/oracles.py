@@ -81,3 +81,30 @@ def small_cnn(in_channels: int = 2, side: int = 8, n_classes: int = 3) -> nn.Mod
         net = nn.Sequential(nn.Conv2d(in_channels, 4, 3, padding=1), nn.ReLU(), nn.Flatten(),
                             nn.Linear(4 * side * side, n_classes))
     return net.eval()
+
+
+def fewclass_candidates_reference(image, grid):
+    """Few-class Fidelity's candidates of one ``(C, H, W)`` numpy image, one at a time in the style of the authors'
+    code (scipy ``gaussian_filter`` spatially, ``skimage.exposure.match_histograms`` per channel, min–max range
+    scaling over the whole image): the slow reference of ``fewclass.candidates`` → list of ``(C, H, W)`` arrays."""
+    import numpy as np
+    from scipy.ndimage import gaussian_filter
+    from skimage.exposure import match_histograms
+
+    mu = image.mean()
+    out = []
+    for op, sigma, adjustment in grid:
+        def blur(a):
+            return gaussian_filter(a, sigma=(0, sigma, sigma))
+        c = {"V1": lambda: blur(image), "V2": lambda: blur(image) * image, "V3": lambda: blur(image) * mu,
+             "V4": lambda: blur(image) / mu, "V5": lambda: blur(image) * (1 - mu),
+             "V14": lambda: blur(image) * image ** 2, "V8": lambda: blur(image * image),
+             "V9": lambda: blur(image * mu), "V10": lambda: blur(image / mu), "V11": lambda: blur(image * (1 - mu)),
+             "V15": lambda: blur(image ** 3)}[op]().astype(image.dtype)
+        if adjustment == "s":
+            lo, hi = c.min(), c.max()
+            c = ((c - lo) / (hi - lo) * (image.max() - image.min()) + image.min()).astype(image.dtype)
+        elif adjustment == "m":
+            c = match_histograms(c, image, channel_axis=0).astype(image.dtype)
+        out.append(c)
+    return out

@@ -371,3 +371,35 @@ def test_removal_outputs_with_a_sample_index_equals_gathered_inputs():
         perturb.removal_outputs(net, x, removed, units=units, sample=sample[:3])
     with pytest.raises(TypeError, match="sample"):
         perturb.removal_outputs(net, x, removed, units=units, sample=sample.float())
+
+
+def test_evaluate_inputs_reads_generated_inputs_like_direct_calls_in_any_chunking():
+    model = small_cnn(in_channels=2, side=8, n_classes=3)
+    x = torch.rand(3, 2, 8, 8, generator=torch.Generator().manual_seed(0))
+    shifts = torch.linspace(-1, 1, 5)
+
+    def inputs(b0, b1, v0, v1):
+        return x[b0:b1, None] + shifts[v0:v1].view(1, -1, 1, 1, 1)
+
+    target = torch.tensor([0, 2, 1])
+    with torch.no_grad():
+        direct = torch.stack([model(x + s).softmax(1).gather(1, target[:, None])[:, 0] for s in shifts], dim=1)
+    for bs in (1, 4, 100):
+        got = fl.perturb.evaluate_inputs(model, inputs, n_samples=3, n_variants=5, target=target, batch_size=bs)
+        torch.testing.assert_close(got, direct, atol=1e-6, rtol=0)
+    spread = fl.perturb.evaluate_inputs(model, inputs, n_samples=3, n_variants=5,
+                                     output=lambda logits, _: logits.softmax(1).amax(1))
+    assert spread.shape == (3, 5)
+
+
+def test_evaluate_inputs_refuses_missing_targets_bad_shapes_and_nan():
+    model = small_cnn(in_channels=2, side=8, n_classes=3)
+    x = torch.rand(2, 2, 8, 8)
+    with pytest.raises(ValueError, match="target"):
+        fl.perturb.evaluate_inputs(model, lambda b0, b1, v0, v1: x[b0:b1, None], n_samples=2, n_variants=1)
+    with pytest.raises(ValueError, match="must return a tensor of shape"):
+        fl.perturb.evaluate_inputs(model, lambda b0, b1, v0, v1: x[b0:b1], n_samples=2, n_variants=1,
+                                target=torch.zeros(2, dtype=torch.int64))
+    with pytest.raises(ValueError, match="NaN"):
+        fl.perturb.evaluate_inputs(model, lambda b0, b1, v0, v1: torch.full((b1 - b0, v1 - v0, 2, 8, 8), float("nan")),
+                                n_samples=2, n_variants=3, target=torch.zeros(2, dtype=torch.int64))

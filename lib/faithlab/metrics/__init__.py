@@ -2,7 +2,8 @@
 
 ``ffidelity`` (Fid±/RFid±/FFid±, paired curves, macro/micro correlations and ranks, explanation size),
 ``cumulative`` (accuracy AUC, AOPC, log-odds, comprehensiveness, each with a ``*_details`` twin holding the curve),
-``saco`` (SaCo and its details), ``trace`` (TRACE's patch deletion curves and trajectory searches, used as
+``saco`` (SaCo and its details), ``fewclass`` (Few-class Fidelity: the candidate search, MIF/LIF curves and
+localisation; ``fewclass_fid``, ``fewclass_fid_details`` and ``select_perturbation`` are gathered here), ``trace`` (TRACE's patch deletion curves and trajectory searches, used as
 ``fl.metrics.trace.anneal(...)``), ``statistics`` (the rank statistics and curve areas they share). Their public
 names are gathered here: ``fl.metrics.fid_plus(...)``, ``fl.metrics.saco(...)``.
 """
@@ -13,6 +14,8 @@ from faithlab.metrics.ffidelity import (DIRECTIONS, critical_points, explanation
                                         fid_plus, ground_truth_ranking, macro_correlations, micro_correlations,
                                         micro_ranks, minus_sparsity, rank_methods)
 from faithlab.metrics.saco import saco, saco_details
+from faithlab.metrics.fewclass import fewclass_fid, fewclass_fid_details, select_perturbation
+from faithlab.metrics import fewclass
 from faithlab.metrics import trace
 
 __all__ = [
@@ -21,5 +24,5 @@ __all__ = [
     "critical_points",
     "FRACTIONS", "auc_accuracy", "auc_accuracy_details", "aopc", "aopc_details", "log_odds", "log_odds_details",
     "comprehensiveness", "comprehensiveness_details",
-    "saco", "saco_details", "trace",
+    "saco", "saco_details", "fewclass", "fewclass_fid", "fewclass_fid_details", "select_perturbation", "trace",
 ]

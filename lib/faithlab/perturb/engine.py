@@ -20,7 +20,7 @@ from faithlab.perturb.references import Reference, make_reference
 from faithlab.perturb.units import (Units, _check_units, _expand, _rows, check_attributions, constant_maps,
                                     default_units, unit_scores, warn_constant)
 
-__all__ = ["Output", "OUTPUTS", "Masks", "evaluate", "removal_curve", "removal_outputs"]
+__all__ = ["Output", "OUTPUTS", "Masks", "evaluate", "evaluate_inputs", "removal_curve", "removal_outputs"]
 
 Output = str | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 OUTPUTS = ("prob", "logit", "correct", "log_odds", "predicted")
@@ -149,19 +149,32 @@ def _run(model: Callable, x: torch.Tensor, units: Units, reference: torch.Tensor
         def take(t: torch.Tensor, b0: int, b1: int) -> torch.Tensor:
             return _rows(t, b0, b1) if rows is None or t.shape[0] == 1 else t[rows[b0:b1]]
 
+        def build(b0: int, b1: int, v0: int, v1: int) -> torch.Tensor:
+            m = masks(b0, b1, v0, v1)
+            if not isinstance(m, torch.Tensor) or m.dtype != torch.bool or m.shape != (b1 - b0, v1 - v0, units.n):
+                got = (m.dtype, tuple(m.shape)) if isinstance(m, torch.Tensor) else type(m).__name__
+                raise ValueError(f"masks({b0}, {b1}, {v0}, {v1}) must return a bool tensor of shape "
+                                 f"({b1 - b0}, {v1 - v0}, {units.n}), got {got}")
+            element_mask = m.view(*m.shape[:2], *idx.shape[1:]) if identity else _expand(m, take(idx, b0, b1))
+            return torch.where(element_mask, take(reference, b0, b1)[:, None], take(x, b0, b1)[:, None])
+
+        return _forward_grid(model, build, n_samples, per_sample, fn, output, target, batch_size, target_name)
+
+
+def _forward_grid(model: Callable, build: Callable[[int, int, int, int], torch.Tensor], n_samples: int,
+                  per_sample: int, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], output: Output,
+                  target: torch.Tensor, batch_size: int, target_name: str = "target") -> torch.Tensor:
+    """The one batched forward loop: ``build(b0, b1, v0, v1)`` gives the ``(b1-b0, v1-v0, ...)`` inputs of variants
+    v0..v1-1 of samples b0..b1-1; exactly ``batch_size`` of them per forward call (the last call smaller), read
+    out by ``fn(logits, target)`` → ``(n_samples, per_sample)``. Non-finite logits or read-outs raise a ValueError
+    naming the cells, checked on the device and read once at the end."""
+    with torch.no_grad():
         flat = None
-        finite = torch.ones(n_samples * per_sample, dtype=torch.bool, device=x.device)
+        finite = None
         for c0, pieces in _blocks(n_samples, per_sample, batch_size):
             batch_inputs, batch_targets = [], []
             for b0, b1, v0, v1 in pieces:
-                m = masks(b0, b1, v0, v1)
-                if not isinstance(m, torch.Tensor) or m.dtype != torch.bool or m.shape != (b1 - b0, v1 - v0, units.n):
-                    got = (m.dtype, tuple(m.shape)) if isinstance(m, torch.Tensor) else type(m).__name__
-                    raise ValueError(f"masks({b0}, {b1}, {v0}, {v1}) must return a bool tensor of shape "
-                                     f"({b1 - b0}, {v1 - v0}, {units.n}), got {got}")
-                element_mask = m.view(*m.shape[:2], *idx.shape[1:]) if identity else _expand(m, take(idx, b0, b1))
-                batch_inputs.append(torch.where(element_mask, take(reference, b0, b1)[:, None],
-                                                take(x, b0, b1)[:, None]).flatten(0, 1))
+                batch_inputs.append(build(b0, b1, v0, v1).flatten(0, 1))
                 batch_targets.append(target[b0:b1].repeat_interleave(v1 - v0))
             inputs = batch_inputs[0] if len(pieces) == 1 else torch.cat(batch_inputs)
             logits = _logits(model, inputs)
@@ -171,15 +184,16 @@ def _run(model: Callable, x: torch.Tensor, units: Units, reference: torch.Tensor
                 if int(target.max()) >= logits.shape[1]:
                     raise ValueError(f"{target_name} holds class {int(target.max())} but the model returns "
                                      f"{logits.shape[1]} logits")
-            out = fn(logits, torch.cat(batch_targets))
+            out = fn(logits, torch.cat(batch_targets).to(logits.device))
             if not isinstance(out, torch.Tensor) or out.shape != (logits.shape[0],):
                 raise ValueError(f"output must give one value per input, shape ({logits.shape[0]},)")
             ok = torch.isfinite(logits).all(dim=1)
             if out.is_floating_point():
                 ok &= torch.isfinite(out)
-            finite[c0:c0 + logits.shape[0]] = ok.to(finite.device)
             if flat is None:
                 flat = torch.empty(n_samples * per_sample, dtype=out.dtype, device=out.device)
+                finite = torch.ones(n_samples * per_sample, dtype=torch.bool, device=out.device)
+            finite[c0:c0 + logits.shape[0]] = ok.to(finite.device)
             flat[c0:c0 + logits.shape[0]] = out
     if not bool(finite.all()):
         raise _non_finite_error(~finite, per_sample, "inputs it was given")
@@ -201,6 +215,46 @@ def evaluate(model: Callable, x: torch.Tensor, masks: Masks, *, n_variants: int,
     if not callable(masks):
         raise TypeError(f"masks must be a callable(b0, b1, v0, v1) -> bool tensor, got {type(masks).__name__}")
     return _run(model, x, units, make_reference(x, reference), output, target, n_variants, masks, batch_size)
+
+
+def evaluate_inputs(model: Callable, inputs: Callable[[int, int, int, int], torch.Tensor], *, n_samples: int,
+                    n_variants: int, output: Output = "prob", target: torch.Tensor | None = None,
+                    batch_size: int = 256) -> torch.Tensor:
+    """Model read-out on ``n_variants`` generated inputs of each of ``n_samples`` samples → ``(n_samples, n_variants)``.
+
+    The engine's loop for inputs that are not unit removals of x (Few-class Fidelity's 804 blurred candidates per
+    image, spec §2.3): ``inputs(b0, b1, v0, v1)`` returns the ``(b1-b0, v1-v0, *input_shape)`` inputs of variants
+    v0..v1-1 of samples b0..b1-1, built lazily; exactly ``batch_size`` of them go through the model per call.
+    output: as in :func:`removal_curve`; a callable ``(logits, target) → (N,)`` may read every logit (e.g. an
+    uncertainty score). target: ``(n_samples,)`` int64, required by the built-in read-outs (there is no clean x
+    to predict from); a callable output gets zeros when it is None.
+    """
+    _validate.model(model, "model")
+    n_samples = _validate.positive_int(n_samples, "n_samples")
+    n_variants = _validate.positive_int(n_variants, "n_variants")
+    batch_size = _validate.positive_int(batch_size, "batch_size")
+    if not callable(inputs):
+        raise TypeError(f"inputs must be a callable(b0, b1, v0, v1) -> tensor, got {type(inputs).__name__}")
+    if not callable(output):
+        _validate.one_of(output, "output", OUTPUTS)
+        if target is None:
+            raise ValueError(f"output={output!r} needs target: evaluate_inputs has no clean input to predict from")
+    if target is None:
+        target = torch.zeros(n_samples, dtype=torch.int64)
+    _validate.tensor(target, "target", ndim=1)
+    if target.shape[0] != n_samples or target.dtype != torch.int64 or bool((target < 0).any()):
+        raise ValueError(f"target must hold {n_samples} non-negative int64 classes, got {tuple(target.shape)} "
+                         f"{target.dtype}")
+
+    def build(b0: int, b1: int, v0: int, v1: int) -> torch.Tensor:
+        t = inputs(b0, b1, v0, v1)
+        if not isinstance(t, torch.Tensor) or t.ndim < 3 or tuple(t.shape[:2]) != (b1 - b0, v1 - v0):
+            got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+            raise ValueError(f"inputs({b0}, {b1}, {v0}, {v1}) must return a tensor of shape "
+                             f"({b1 - b0}, {v1 - v0}, ...), got {got}")
+        return t
+
+    return _forward_grid(model, build, n_samples, n_variants, _output_fn(output), output, target, batch_size)
 
 
 def removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor | None,

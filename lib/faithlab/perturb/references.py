@@ -3,6 +3,7 @@ constant or a tensor), and :func:`apply_removal`, which builds one perturbed inp
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -11,7 +12,7 @@ import torch.nn.functional as F
 from faithlab import _validate
 from faithlab.perturb.units import Units, _broadcasts, _check_units, expand
 
-__all__ = ["Reference", "make_reference", "apply_removal"]
+__all__ = ["Reference", "make_reference", "apply_removal", "gaussian_filter"]
 
 Reference = str | int | float | torch.Tensor
 """A reference: ``"zero"``, ``"mean"``, ``"channel_mean"``, ``"blur"``, a number or a tensor (:func:`make_reference`)."""
@@ -36,6 +37,49 @@ def _gaussian_blur(x: torch.Tensor, kernel_size: int, sigma: float) -> torch.Ten
         weight = k.view(1, 1, -1, 1) if dim == 2 else k.view(1, 1, 1, -1)
         out = F.conv2d(padded, weight.expand(c, 1, *weight.shape[2:]), groups=c)
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _reflect_operator(length: int, sigma: float, truncate: float) -> torch.Tensor:
+    """``(L, L)`` float64 CPU matrix M with ``M @ v`` = scipy's 1-D Gaussian filter of v (mode 'reflect', the edge
+    repeated: d c b a | a b c d | d c b a). Taps beyond the signal fold back as often as needed, so any radius works
+    (σ = 80 on 28 pixels). Cached: one matrix per (length, σ), the same whatever other σ a call asks for."""
+    r = int(truncate * sigma + 0.5)
+    t = torch.arange(-r, r + 1, dtype=torch.float64)
+    w = torch.exp(-0.5 / (sigma * sigma) * t ** 2)
+    w = w / w.sum()
+    pos = (torch.arange(length)[:, None] + t.long()[None]).remainder(2 * length)  # (L, taps): tap's input index
+    pos = torch.where(pos >= length, 2 * length - 1 - pos, pos)
+    m = torch.zeros(length, length, dtype=torch.float64)
+    return m.scatter_add_(1, pos, w[None].expand(length, -1).contiguous())
+
+
+def gaussian_filter(x: torch.Tensor, sigmas, *, truncate: float = 4.0) -> torch.Tensor:
+    """Gaussian blur of every image at every σ → ``(B, S, C, H, W)``, spatially only (each channel on its own).
+
+    Equals ``scipy.ndimage.gaussian_filter(x[b, c], sigma)`` (mode 'reflect', ``truncate`` 4 → radius
+    ⌊4σ + 0.5⌋) to float tolerance, for any σ including σ larger than the image: Few-class Fidelity's candidate
+    blurs (spec §2.3, σ = 1…80; RGB blurred with σ = (σ, σ, 0)). Written here because scipy filters one image at a
+    time on the CPU; as two matrix products per σ it runs batched on the inputs' device. x: ``(B, C, H, W)``
+    floating point; sigmas: positive numbers ``(S,)``. Not the ``"blur"`` reference of :func:`make_reference`
+    (TRACE's fixed 31-tap kernel, torch's mirror padding).
+    """
+    _validate.tensor(x, "x", ndim=4, floating=True)
+    s = torch.as_tensor(sigmas, dtype=torch.float64).flatten()
+    if s.numel() == 0 or not bool(torch.isfinite(s).all()) or not bool((s > 0).all()):
+        raise ValueError(f"sigmas must be positive finite numbers, got {s.tolist()[:8]}")
+    truncate = _validate.number(truncate, "truncate")
+    if not truncate > 0:
+        raise ValueError(f"truncate must be positive, got {truncate!r}")
+
+    def operators(length: int) -> torch.Tensor:
+        return torch.stack([_reflect_operator(length, float(v), truncate) for v in s.tolist()]).to(x.device, x.dtype)
+
+    mh = operators(x.shape[2])
+    mw = mh if x.shape[3] == x.shape[2] else operators(x.shape[3])
+    # one small matrix product per (image, σ, channel): the same arithmetic whatever else the call holds, so a
+    # candidate's blur does not depend on how the candidates were chunked
+    return mh[None, :, None] @ x[:, None] @ mw.transpose(1, 2)[None, :, None]
 
 
 PAD_TOKEN = 0

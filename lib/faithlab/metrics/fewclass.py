@@ -1,0 +1,450 @@
+"""Few-class Fidelity (Marchadour, Soto Vega, Vermet, Hatt; spec §2): MIF/LIF curves towards an optimised perturbed
+image, the Fid score of eq. (1), the candidate search of eqs. (2)–(5) and the localisation protocols of §2.4.
+
+For each image the search builds 804 candidates (11 blur operations × σ grid × 3 adjustments, spec §2.3 and
+§6.9), scores each by its uncertainty U and its dissimilarity S, and keeps argmin P = U + (10/Δ)·S among those with
+U < Δ (the lowest U when none passes). MIF replaces the most important p % of pixels (by Σ_c |map|) with the
+selected image's pixels, LIF the least important; the curve is the probability of the originally predicted class
+at p = 0, 1, …, 100 %. A faithful map keeps LIF near 1 (area A_LIF → 1) and drops MIF to the uncertain 1/N
+(A_MIF → 1/N): Fid = 1 − (|1 − A_LIF| + |1/N − A_MIF|) / (1 + (N − 1)/N) ∈ [0, 1], higher is better.
+
+Models may return N ≥ 2 logits (softmax) or a single logit (binary, sigmoid: N = 2, class 1 = logit > 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+import torch
+
+from faithlab import _validate, perturb
+from faithlab.metrics.statistics import trapezoid_auc
+from faithlab.perturb.engine import _removal_curve
+
+__all__ = ["OPERATIONS", "ADJUSTMENTS", "FRACTIONS", "candidate_grid", "candidates", "match_histograms",
+           "match_range", "class_probabilities", "predicted_class", "uncertainty", "threshold", "similarity",
+           "perturbation_score", "select_perturbation", "fid", "fewclass_fid", "fewclass_fid_details",
+           "box_from_mask", "localisation_iou", "dice_curve", "localisation_dice"]
+
+OPERATIONS: dict[str, tuple[str, int]] = {
+    "V1": ("G(x)", 12), "V2": ("G(x)·x", 80), "V3": ("G(x)·μ", 12), "V4": ("G(x)/μ", 12),
+    "V5": ("G(x)·(1−μ)", 12), "V14": ("G(x)·x²", 80), "V8": ("G(x·x)", 12), "V9": ("G(x·μ)", 12),
+    "V10": ("G(x/μ)", 12), "V11": ("G(x·(1−μ))", 12), "V15": ("G(x³)", 12)}
+"""The 11 label-free operations of spec §2.3 / §6.9: id → (formula, largest σ; σ = 1, 2, …, largest). G is the
+Gaussian blur, μ the image mean. V2 and V14 (blur, then multiply by the image) get σ up to 80, the rest 12:
+2·80 + 9·12 = 268 blurs × 3 adjustments = 804 candidates. Because μ is a scalar and the blur is linear, V9 ≡ V3,
+V10 ≡ V4 and V11 ≡ V5 up to rounding: the grid holds 8 distinct operations, as the paper's formulas imply."""
+ADJUSTMENTS = ("o", "s", "m")
+"""o: the operation's output as is; s: min–max rescaled to the original image's [min, max]; m: histogram-matched to
+the original image, channel by channel (``skimage.exposure.match_histograms``)."""
+FRACTIONS = tuple(i / 100 for i in range(101))
+"""p = 0, 1, …, 100 % (spec §2.1)."""
+_BASE = {"V8": 2, "V15": 3}  # blurred power of x; every other operation blurs x itself
+
+
+def candidate_grid(operations: Sequence[str] | None = None) -> list[tuple[str, int, str]]:
+    """The candidate list as (operation, σ, adjustment), operation-major, adjustment fastest → 804 entries for the
+    default 11 operations. operations: a subset of :data:`OPERATIONS` (in that order of the dict)."""
+    ops = list(OPERATIONS) if operations is None else list(operations)
+    if not ops:
+        raise ValueError("operations must name at least one operation")
+    for op in ops:
+        _validate.one_of(op, "operations", tuple(OPERATIONS))
+    if len(set(ops)) != len(ops):
+        raise ValueError(f"operations must not repeat, got {ops}")
+    return [(op, s, adj) for op in ops for s in range(1, OPERATIONS[op][1] + 1) for adj in ADJUSTMENTS]
+
+
+def _check_grid(grid) -> list[tuple[str, int, str]]:
+    grid = candidate_grid() if grid is None else list(grid)
+    if not grid:
+        raise ValueError("grid must hold at least one (operation, sigma, adjustment)")
+    for entry in grid:
+        if (not isinstance(entry, tuple) or len(entry) != 3 or entry[0] not in OPERATIONS
+                or isinstance(entry[1], bool) or not isinstance(entry[1], (int, float)) or not entry[1] > 0
+                or entry[2] not in ADJUSTMENTS):
+            raise ValueError(f"grid entries must be (operation in OPERATIONS, sigma > 0, adjustment in "
+                             f"{ADJUSTMENTS}), got {entry!r}")
+    return grid
+
+
+def match_histograms(source: torch.Tensor, template: torch.Tensor) -> torch.Tensor:
+    """Histogram matching of every row of ``source`` ``(..., R, n)`` to the row of ``template`` ``(R, n)`` →
+    like ``source``; equals ``skimage.exposure.match_histograms`` on each row (float images).
+
+    Each source value takes the template value at its quantile (the fraction of the source ≤ it), linearly
+    interpolated between the template's distinct values' quantiles (np.interp). Written here because
+    scikit-image matches one image at a time on the CPU; the quantiles are integer counts, so this is exact.
+    """
+    n = source.shape[-1]
+    if template.shape[-1] != n or template.shape != source.shape[-template.ndim:]:
+        raise ValueError(f"template of shape {tuple(template.shape)} does not match the rows of source "
+                         f"{tuple(source.shape)}")
+    src_sorted, src_order = source.sort(dim=-1)
+    # count of source values ≤ each sorted value (ties share the last position: np.unique's cumulative counts)
+    k_src = torch.searchsorted(src_sorted.contiguous(), src_sorted.contiguous(), right=True)
+    tmpl_sorted = template.sort(dim=-1).values.contiguous()
+    k_tmpl = torch.searchsorted(tmpl_sorted, tmpl_sorted, right=True)  # (R, n), non-decreasing, ends at n
+    k_t = k_tmpl.expand(*source.shape[:-1], n).contiguous()
+    t_vals = tmpl_sorted.expand(*source.shape[:-1], n)
+    # np.interp(k_src, k_t, t_vals): j = last knot ≤ x; duplicated knots (template ties) carry the same value
+    j = torch.searchsorted(k_t, k_src.contiguous(), right=True) - 1
+    below = j < 0
+    j = j.clamp(0, n - 1)
+    j1 = (j + 1).clamp(max=n - 1)
+    x0, x1 = k_t.gather(-1, j), k_t.gather(-1, j1)
+    y0, y1 = t_vals.gather(-1, j), t_vals.gather(-1, j1)
+    step = (x1 - x0).clamp(min=1)
+    slope = (y1.double() - y0.double()) / step.double()
+    y = (slope * (k_src - x0).double() + y0.double()).to(source.dtype)
+    y = torch.where(below, t_vals[..., :1].expand_as(y), y)
+    return torch.empty_like(source).scatter_(-1, src_order, y)
+
+
+def match_range(source: torch.Tensor, template: torch.Tensor) -> torch.Tensor:
+    """Min–max rescaling of every ``(..., C, H, W)`` source image to the [min, max] of its template ``(C, H, W)``
+    (over all channels, as the thesis code does). A constant source has no range to map and is returned as is."""
+    dims = tuple(range(-3, 0))
+    lo, hi = source.amin(dim=dims, keepdim=True), source.amax(dim=dims, keepdim=True)
+    t_lo, t_hi = template.amin(dim=dims, keepdim=True), template.amax(dim=dims, keepdim=True)
+    span = hi - lo
+    scaled = (source - lo) / torch.where(span > 0, span, torch.ones_like(span)) * (t_hi - t_lo) + t_lo
+    return torch.where(span > 0, scaled, source)
+
+
+def _build(x: torch.Tensor, grid: list[tuple[str, int, str]], b0: int, b1: int, v0: int, v1: int) -> torch.Tensor:
+    """Candidates v0..v1-1 of images b0..b1-1 → ``(b1-b0, v1-v0, C, H, W)``: each needed blur computed once."""
+    xb = x[b0:b1]
+    entries = grid[v0:v1]
+    mu = xb.mean(dim=(1, 2, 3), keepdim=True)  # (b, 1, 1, 1)
+    blurred: dict[tuple[int, float], torch.Tensor] = {}
+    for power in sorted({_BASE.get(op, 1) for op, _, _ in entries}):
+        sig = sorted({float(s) for op, s, _ in entries if _BASE.get(op, 1) == power})
+        g = perturb.gaussian_filter(xb ** power, sig)  # (b, S, C, H, W)
+        blurred.update({(power, s): g[:, i] for i, s in enumerate(sig)})
+    out = []
+    for op, s, _ in entries:
+        g = blurred[(_BASE.get(op, 1), float(s))]
+        if op in ("V1", "V8", "V15"):
+            c = g
+        elif op == "V2":
+            c = g * xb
+        elif op == "V14":
+            c = g * xb * xb
+        elif op in ("V3", "V9"):  # G(x)·μ, G(x·μ)
+            c = g * mu
+        elif op in ("V4", "V10"):  # G(x)/μ, G(x/μ)
+            c = g / mu
+        else:  # V5, V11: G(x)·(1−μ), G(x·(1−μ))
+            c = g * (1 - mu)
+        out.append(c)
+    cand = torch.stack(out, dim=1)  # (b, v, C, H, W)
+    adj = [a for _, _, a in entries]
+    if "s" in adj:
+        pick = torch.tensor([a == "s" for a in adj], device=x.device)[None, :, None, None, None]
+        cand = torch.where(pick, match_range(cand, xb[:, None]), cand)
+    if "m" in adj:
+        pick = torch.tensor([a == "m" for a in adj], device=x.device)
+        rows = cand[:, pick].flatten(-2)  # (b, m, C, H·W)
+        matched = match_histograms(rows.transpose(0, 1), xb.flatten(-2)).transpose(0, 1)
+        cand = cand.clone()
+        cand[:, pick] = matched.view(rows.shape[0], rows.shape[1], *xb.shape[1:])
+    return cand
+
+
+def _selected(x: torch.Tensor, grid: list[tuple[str, int, str]], index: torch.Tensor) -> torch.Tensor:
+    """Candidate ``index[b]`` of every image b → ``(B, C, H, W)``, rebuilt once per distinct winner for all the
+    images that chose it (a loop over distinct winners, not over images)."""
+    out = torch.empty_like(x)
+    for v in torch.unique(index).tolist():
+        rows = (index == v).nonzero().flatten()
+        out[rows] = _build(x[rows], [grid[v]], 0, rows.numel(), 0, 1)[:, 0]
+    return out
+
+
+def candidates(x: torch.Tensor, *, grid: Sequence[tuple[str, int, str]] | None = None,
+               batch_size: int = 256) -> Iterator[tuple[int, int, int, int, torch.Tensor]]:
+    """The perturbed candidates of every image (spec §2.3), in chunks of at most ``batch_size`` images in all:
+    yields ``(b0, b1, v0, v1, tensor (b1-b0, v1-v0, C, H, W))`` in row-major (image, candidate) order.
+
+    x: ``(B, C, H, W)`` floating-point images in the model's input space. grid: (operation, σ, adjustment)
+    entries, default :func:`candidate_grid` (804). Memory is bounded by ``batch_size`` candidates (plus the
+    blurs they need), on x's device."""
+    _validate.tensor(x, "x", ndim=4, floating=True)
+    _validate.finite(x, "x")
+    grid = _check_grid(grid)
+    batch_size = _validate.positive_int(batch_size, "batch_size")
+    for _, pieces in perturb.engine._blocks(x.shape[0], len(grid), batch_size):
+        for b0, b1, v0, v1 in pieces:
+            yield b0, b1, v0, v1, _build(x, grid, b0, b1, v0, v1)
+
+
+def class_probabilities(logits: torch.Tensor) -> torch.Tensor:
+    """Class probabilities ``(M, N)``: softmax of N ≥ 2 logits, or ``[1 − σ(z), σ(z)]`` for a single logit z."""
+    if logits.shape[1] == 1:
+        p = torch.sigmoid(logits[:, 0])
+        return torch.stack([1 - p, p], dim=1)
+    return logits.softmax(dim=1)
+
+
+def _class_probability(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    return class_probabilities(logits).gather(1, target[:, None]).squeeze(1)
+
+
+def predicted_class(model: Callable, x: torch.Tensor, *, batch_size: int = 256) -> torch.Tensor:
+    """The model's predicted class ``(B,)`` int64: argmax of N ≥ 2 logits, ``logit > 0`` for a single logit."""
+    _validate.model(model, "model")
+    batch_size = _validate.positive_int(batch_size, "batch_size")
+    with torch.no_grad():
+        logits = torch.cat([perturb.engine._logits(model, x[i:i + batch_size])
+                            for i in range(0, x.shape[0], batch_size)])
+    bad = ~torch.isfinite(logits).all(dim=1)
+    if bool(bad.any()):
+        raise perturb.engine._non_finite_error(bad, 1, "clean inputs (read for the predicted class)")
+    return class_probabilities(logits).argmax(dim=1)
+
+
+def _n_classes(logits_width: int) -> int:
+    return 2 if logits_width == 1 else logits_width
+
+
+def uncertainty(probabilities: torch.Tensor) -> torch.Tensor:
+    """U of eq. (2): mean over the N classes of |1/N − f_c(x')| → ``probabilities.shape[:-1]``; 0 = maximally
+    uncertain. probabilities: ``(..., N)`` (see :func:`class_probabilities`)."""
+    n = probabilities.shape[-1]
+    if n < 2:
+        raise ValueError(f"probabilities must cover at least 2 classes, got {n}")
+    return (probabilities - 1.0 / n).abs().mean(dim=-1)
+
+
+def threshold(n_classes: int) -> float:
+    """Δ of eq. (3): min(0.1, N/40) — 0.05 for N = 2, 0.075 for N = 3, 0.1 for N ≥ 4."""
+    n = _validate.positive_int(n_classes, "n_classes")
+    if n < 2:
+        raise ValueError(f"n_classes must be at least 2, got {n}")
+    return min(0.1, n / 40)
+
+
+def similarity(x: torch.Tensor, perturbed: torch.Tensor) -> torch.Tensor:
+    """S of eq. (4): MSE(x, x') / (max x − min x)² per image; x ``(B, C, H, W)``, perturbed ``(B, ..., C, H, W)`` →
+    ``perturbed.shape[:-3]``. Lower = more similar. A constant x (no range) gives inf unless x' equals it."""
+    extra = perturbed.ndim - x.ndim
+    xv = x.reshape(x.shape[0], *([1] * extra), *x.shape[1:])
+    span = (x.amax(dim=(1, 2, 3)) - x.amin(dim=(1, 2, 3))).reshape(x.shape[0], *([1] * extra))
+    mse = (perturbed - xv).pow(2).mean(dim=(-3, -2, -1))
+    return torch.where(mse == 0, torch.zeros_like(mse), mse / span.pow(2))
+
+
+def perturbation_score(u: torch.Tensor, s: torch.Tensor, n_classes: int) -> torch.Tensor:
+    """P of eq. (5): U + (10/Δ)·S (U + 200·S for N = 2, U + 133.3·S for N = 3); lower is better."""
+    return u + (10 / threshold(n_classes)) * s
+
+
+def select_perturbation(model: Callable, x: torch.Tensor, *, grid: Sequence[tuple[str, int, str]] | None = None,
+                        batch_size: int = 256) -> dict:
+    """Few-class Fidelity's perturbed image per input (spec §2.3): argmin P among the candidates with U < Δ, the
+    lowest U when none passes.
+
+    x: ``(B, C, H, W)`` images in the model's input space; the model returns N ≥ 2 logits or one (binary).
+    Candidates are generated and scored chunk by chunk (≤ ``batch_size`` per forward call) on x's device.
+    Returns a dict: ``image`` ``(B, C, H, W)`` the selected candidates; ``index`` ``(B,)`` into ``grid``; ``u``,
+    ``s``, ``p`` ``(B,)`` their scores; ``passed`` ``(B,)`` bool U < Δ; ``all_u``, ``all_s`` ``(B, V)`` every
+    candidate's U and S; ``delta`` Δ; ``n_classes`` N; ``grid`` the (operation, σ, adjustment) list;
+    ``operation``, ``sigma``, ``adjustment`` lists of the winners.
+    """
+    _validate.model(model, "model")
+    _validate.tensor(x, "x", ndim=4, floating=True)
+    _validate.finite(x, "x")
+    grid = _check_grid(grid)
+    batch_size = _validate.positive_int(batch_size, "batch_size")
+    with torch.no_grad():
+        width = perturb.engine._logits(model, x[:1]).shape[1]
+    n = _n_classes(width)
+    delta = threshold(n)
+    all_s = torch.empty(x.shape[0], len(grid), dtype=x.dtype, device=x.device)
+
+    def inputs(b0: int, b1: int, v0: int, v1: int) -> torch.Tensor:
+        c = _build(x, grid, b0, b1, v0, v1)
+        all_s[b0:b1, v0:v1] = similarity(x[b0:b1], c)
+        return c
+
+    all_u = perturb.evaluate_inputs(model, inputs, n_samples=x.shape[0], n_variants=len(grid),
+                                    output=lambda logits, _: uncertainty(class_probabilities(logits)),
+                                    batch_size=batch_size).to(x.dtype)
+    score = perturbation_score(all_u, all_s, n)
+    passed_any = (all_u < delta).any(dim=1)
+    masked = torch.where(all_u < delta, score, torch.full_like(score, float("inf")))
+    index = torch.where(passed_any, masked.argmin(dim=1), all_u.argmin(dim=1))
+    rows = torch.arange(x.shape[0], device=x.device)
+    picked = [grid[v] for v in index.tolist()]
+    return {"image": _selected(x, grid, index), "index": index, "u": all_u[rows, index],
+            "s": all_s[rows, index], "p": score[rows, index], "passed": passed_any, "all_u": all_u, "all_s": all_s,
+            "delta": delta, "n_classes": n, "grid": grid, "operation": [g[0] for g in picked],
+            "sigma": [g[1] for g in picked], "adjustment": [g[2] for g in picked]}
+
+
+def fid(a_mif: torch.Tensor, a_lif: torch.Tensor, n_classes: int) -> torch.Tensor:
+    """Few-class Fid of eq. (1): 1 − (|1 − A_LIF| + |1/N − A_MIF|) / (1 + (N − 1)/N), in [0, 1] for areas in
+    [0, 1]; 1 = ideal (A_LIF = 1, A_MIF = 1/N). Higher is better."""
+    n = _validate.positive_int(n_classes, "n_classes")
+    if n < 2:
+        raise ValueError(f"n_classes must be at least 2, got {n}")
+    score = 1 - ((1 - a_lif).abs() + (1.0 / n - a_mif).abs()) / (1 + (n - 1) / n)
+    return score.clamp(0, 1)  # only rounding can leave [0, 1] (e.g. −2e-16 at the worst case)
+
+
+def fewclass_fid_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, perturbed: torch.Tensor, *,
+                         target: torch.Tensor | None = None, generator: torch.Generator | int = 0,
+                         fractions: Sequence[float] = FRACTIONS, batch_size: int = 256) -> dict[str, torch.Tensor]:
+    """:func:`fewclass_fid` with its curves: ``score`` ``(B,)``, ``mif`` and ``lif`` ``(B, F)`` the probability of
+    the target class as the most / least important pixels are replaced, ``a_mif``, ``a_lif`` ``(B,)`` their
+    trapezoid areas over the fractions, ``fractions`` ``(F,)``, ``target`` ``(B,)``, ``n_classes`` and
+    ``constant`` ``(B,)`` (maps without a ranking: every pixel ties, the random tie order decides)."""
+    _validate.tensor(x, "x", ndim=4, floating=True)
+    _validate.tensor(perturbed, "perturbed", ndim=4, floating=True)
+    if perturbed.shape != x.shape:
+        raise ValueError(f"perturbed must have x's shape {tuple(x.shape)}, got {tuple(perturbed.shape)}")
+    _validate.same_device(x, perturbed, "x", "perturbed")
+    f = _validate.fractions(fractions, "fractions", increasing=True)
+    units = perturb.pixel_units(x)
+    perturb.check_attributions(attributions, x)
+    scores = perturb.unit_scores(attributions, units, reduce="sum_abs")
+    constant = perturb.constant_maps(scores)
+    g = _validate.generator(generator, why="for the random tie order")
+    if target is None:
+        target = predicted_class(model, x, batch_size=batch_size)
+    with torch.no_grad():
+        n = _n_classes(perturb.engine._logits(model, x[:1]).shape[1])
+    curves = {}
+    for name, direction in (("mif", "morf"), ("lif", "lerf")):
+        order = perturb.order(scores, direction, generator=g, ties="random")
+        curves[name] = _removal_curve(model, x, None, f, order=order, reduce="sum_abs", reference=perturbed,
+                                      output=_class_probability, target=target, units=units,
+                                      batch_size=batch_size, generator=None)
+    ff = f.to(x.device, curves["mif"].dtype)
+    a_mif, a_lif = trapezoid_auc(curves["mif"], ff), trapezoid_auc(curves["lif"], ff)
+    return {"score": fid(a_mif, a_lif, n), "mif": curves["mif"], "lif": curves["lif"], "a_mif": a_mif,
+            "a_lif": a_lif, "fractions": ff, "target": target, "n_classes": n, "constant": constant}
+
+
+def fewclass_fid(model: Callable, x: torch.Tensor, attributions: torch.Tensor, perturbed: torch.Tensor,
+                 **options) -> torch.Tensor:
+    """Few-class Fidelity per image (spec §2.1–2.2) → ``(B,)`` in [0, 1], higher = more faithful.
+
+    x: ``(B, C, H, W)``; attributions: x's shape or ``(B, H, W)``, ranked by Σ_c |map| with random tie order;
+    perturbed: ``(B, C, H, W)`` the replacement images (``select_perturbation(model, x)["image"]``). The model
+    returns N ≥ 2 logits (softmax) or one (sigmoid, N = 2). options: ``target`` (default the predicted class),
+    ``generator`` (tie order; seed or torch.Generator, default 0), ``fractions`` (default 0, 0.01, …, 1),
+    ``batch_size``; :func:`fewclass_fid_details` also returns the MIF/LIF curves. The paper reports the mean."""
+    return fewclass_fid_details(model, x, attributions, perturbed, **options)["score"]
+
+
+# --- localisation (spec §2.4) ----------------------------------------------------------------------------------
+
+
+def _pixel_map(attributions: torch.Tensor, name: str) -> torch.Tensor:
+    a = _validate.tensor(attributions, name, ndim=(3, 4), floating=True)
+    _validate.finite(a, name)
+    return a.abs().sum(dim=1) if a.ndim == 4 else a.abs()
+
+
+def box_from_mask(mask: torch.Tensor) -> torch.Tensor:
+    """Tight bounding box ``(B, 4)`` = (row0, col0, row1, col1), inclusive, of every ``(B, H, W)`` bool mask; an
+    empty mask gives (-1, -1, -1, -1)."""
+    rows, cols = mask.any(dim=2), mask.any(dim=1)
+    h, w = mask.shape[1:]
+    r_idx = torch.arange(h, device=mask.device)
+    c_idx = torch.arange(w, device=mask.device)
+    r0 = torch.where(rows, r_idx, h).amin(dim=1)
+    r1 = torch.where(rows, r_idx, -1).amax(dim=1)
+    c0 = torch.where(cols, c_idx, w).amin(dim=1)
+    c1 = torch.where(cols, c_idx, -1).amax(dim=1)
+    box = torch.stack([r0, c0, r1, c1], dim=1)
+    return torch.where(mask.flatten(1).any(dim=1)[:, None], box, torch.full_like(box, -1))
+
+
+def _box_iou(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """IoU of inclusive pixel boxes ``(B, 4)``; an empty box (-1s) gives 0."""
+    ih = (torch.minimum(a[:, 2], b[:, 2]) - torch.maximum(a[:, 0], b[:, 0]) + 1).clamp(min=0)
+    iw = (torch.minimum(a[:, 3], b[:, 3]) - torch.maximum(a[:, 1], b[:, 1]) + 1).clamp(min=0)
+    inter = ih * iw
+    area = lambda z: (z[:, 2] - z[:, 0] + 1).clamp(min=0) * (z[:, 3] - z[:, 1] + 1).clamp(min=0)  # noqa: E731
+    union = area(a) + area(b) - inter
+    valid = (a[:, 0] >= 0) & (b[:, 0] >= 0)
+    return torch.where(valid & (union > 0), inter.double() / union.clamp(min=1).double(), torch.zeros_like(inter,
+                       dtype=torch.float64))
+
+
+def _largest_component(mask: torch.Tensor) -> torch.Tensor:
+    """The largest 8-connected region of every ``(B, H, W)`` bool mask (ties: the lowest label). scipy labels one
+    image at a time; localisation reads a handful of masks per image, not a hot path."""
+    from scipy import ndimage
+    import numpy as np
+
+    out = np.zeros(tuple(mask.shape), dtype=bool)
+    m = mask.cpu().numpy()
+    structure = np.ones((3, 3), dtype=int)
+    for i in range(m.shape[0]):
+        labels, count = ndimage.label(m[i], structure=structure)
+        if count:
+            sizes = np.bincount(labels.ravel())[1:]
+            out[i] = labels == int(np.argmax(sizes)) + 1
+    return torch.from_numpy(out).to(mask.device)
+
+
+def localisation_iou(attributions: torch.Tensor, boxes: torch.Tensor) -> torch.Tensor:
+    """Box localisation of spec §2.4 (ImageNet vehicles, Table 3) → ``(B,)`` IoU in [0, 1], higher = better.
+
+    Keep the top-A pixels of Σ_c |map| (A = the ground-truth box area; ties by lower pixel index), take their
+    largest 8-connected region, fit its tight box and return its IoU with the ground-truth box.
+    attributions: ``(B, C, H, W)`` or ``(B, H, W)``; boxes: ``(B, 4)`` int (row0, col0, row1, col1), inclusive."""
+    a = _pixel_map(attributions, "attributions")
+    boxes = _validate.tensor(boxes, "boxes", ndim=2)
+    if boxes.shape != (a.shape[0], 4) or boxes.is_floating_point():
+        raise ValueError(f"boxes must be ({a.shape[0]}, 4) integer (row0, col0, row1, col1), got "
+                         f"{tuple(boxes.shape)} {boxes.dtype}")
+    h, w = a.shape[1:]
+    if bool((boxes[:, :2] < 0).any() | (boxes[:, 2] >= h).any() | (boxes[:, 3] >= w).any()
+            | (boxes[:, 2] < boxes[:, 0]).any() | (boxes[:, 3] < boxes[:, 1]).any()):
+        raise ValueError(f"boxes must lie inside the {h}×{w} maps with row0 ≤ row1 and col0 ≤ col1")
+    boxes = boxes.to(a.device).long()
+    area = (boxes[:, 2] - boxes[:, 0] + 1) * (boxes[:, 3] - boxes[:, 1] + 1)
+    rank = perturb.ranks(torch.sort(a.flatten(1), dim=1, descending=True, stable=True).indices)
+    keep = (rank < area[:, None]).view_as(a)
+    return _box_iou(box_from_mask(_largest_component(keep)), boxes)
+
+
+def dice_curve(attributions: torch.Tensor, masks: torch.Tensor, *,
+               percents: Sequence[float] = tuple(range(1, 101))) -> torch.Tensor:
+    """DSC = 2TP / (2TP + FP + FN) of the map binarised at its top p % (``map ≥ percentile(100 − p)``, linear
+    percentile as numpy's) against the ground-truth mask, per image and p → ``(B, len(percents))``.
+    attributions: ``(B, C, H, W)`` or ``(B, H, W)`` (Σ_c |·|); masks: ``(B, H, W)`` bool."""
+    a = _pixel_map(attributions, "attributions").flatten(1)
+    masks = _validate.tensor(masks, "masks", ndim=3)
+    if masks.dtype != torch.bool or masks.shape[0] != a.shape[0] or masks.flatten(1).shape != a.shape:
+        raise ValueError(f"masks must be bool ({a.shape[0]}, H, W) matching the maps, got {tuple(masks.shape)} "
+                         f"{masks.dtype}")
+    p = torch.as_tensor(list(percents), dtype=torch.float64)
+    if p.numel() == 0 or not bool(((p > 0) & (p <= 100)).all()):
+        raise ValueError(f"percents must lie in (0, 100], got {p.tolist()[:8]}")
+    q = torch.quantile(a.double(), (1 - p / 100).to(a.device), dim=1).T  # (B, P)
+    pred = a.double()[:, None, :] >= q[:, :, None]
+    gt = masks.flatten(1).to(a.device)[:, None, :]
+    tp = (pred & gt).sum(-1)
+    fp = (pred & ~gt).sum(-1)
+    fn = (~pred & gt).sum(-1)
+    den = 2 * tp + fp + fn
+    return torch.where(den > 0, 2 * tp.double() / den.clamp(min=1).double(), torch.ones_like(den, dtype=torch.float64))
+
+
+def localisation_dice(attributions: torch.Tensor, masks: torch.Tensor, *, aggregate: str = "image",
+                      percents: Sequence[float] = tuple(range(1, 101))) -> torch.Tensor:
+    """Segmentation localisation of spec §2.4 (CT, Table 4) → ``(B,)`` Dice in [0, 1], higher = better.
+
+    aggregate: ``"image"`` (the paper) each image's best DSC over p = 1…100 %; ``"curve"`` (the thesis code) the p
+    that maximises the mean DSC curve over the images, every image's DSC at that p."""
+    _validate.one_of(aggregate, "aggregate", ("image", "curve"))
+    d = dice_curve(attributions, masks, percents=percents)
+    if aggregate == "image":
+        return d.amax(dim=1)
+    return d[:, int(d.mean(dim=0).argmax())]

@@ -1,0 +1,392 @@
+"""Few-class Fidelity (spec §2): the candidate grid against scipy/scikit-image, U/Δ/S/P and the Fid formula by hand,
+the selection against brute force, closed-form MIF/LIF areas, localisation on hand-made masks, invariances."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import ndimage
+from scipy.ndimage import gaussian_filter as scipy_gaussian
+from skimage.exposure import match_histograms as skimage_match
+
+from faithlab import perturb
+from faithlab.metrics import fewclass as fc
+from oracles import LinearProb, fewclass_candidates_reference, small_cnn
+
+
+def _images(b=2, c=3, h=9, w=7, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.rand(b, c, h, w, generator=g, dtype=torch.float64)
+
+
+# --- the grid ------------------------------------------------------------------------------------------------
+
+
+def test_grid_has_33_variations_and_804_candidates():
+    grid = fc.candidate_grid()
+    assert len(grid) == 804
+    assert len({(op, adj) for op, _, adj in grid}) == 33
+    sigmas = {op: sorted({s for o, s, _ in grid if o == op}) for op in fc.OPERATIONS}
+    assert sigmas["V2"] == sigmas["V14"] == list(range(1, 81))
+    assert all(sigmas[op] == list(range(1, 13)) for op in fc.OPERATIONS if op not in ("V2", "V14"))
+    assert [adj for _, _, adj in grid[:6]] == ["o", "s", "m"] * 2
+
+
+def test_grid_refuses_unknown_operations():
+    with pytest.raises(ValueError, match="operations"):
+        fc.candidate_grid(["V6"])
+    with pytest.raises(ValueError, match="grid"):
+        list(fc.candidates(_images(), grid=[("V1", 0, "o")]))
+
+
+# --- batched image operations against their per-image references -------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(9, 7), (4, 4), (1, 5)])
+def test_gaussian_filter_equals_scipy_for_any_sigma(shape):
+    x = _images(h=shape[0], w=shape[1])
+    sigmas = [0.5, 1, 3, 12, 80]  # σ = 80 reaches far past the image: the reflection folds many times
+    y = perturb.gaussian_filter(x, sigmas)
+    assert y.shape == (2, 5, 3, *shape)
+    for b in range(2):
+        for i, s in enumerate(sigmas):
+            for c in range(3):
+                np.testing.assert_allclose(y[b, i, c].numpy(), scipy_gaussian(x[b, c].numpy(), s), atol=1e-12)
+
+
+def test_gaussian_filter_refuses_bad_sigmas():
+    with pytest.raises(ValueError, match="sigmas"):
+        perturb.gaussian_filter(_images(), [1, 0])
+    with pytest.raises(ValueError, match="x"):
+        perturb.gaussian_filter(_images()[0], [1])
+
+
+def test_match_histograms_equals_scikit_image_with_ties():
+    g = torch.Generator().manual_seed(1)
+    src = torch.rand(4, 3, 50, generator=g, dtype=torch.float64)
+    src[0, 0, :20] = 0.5  # ties in the source
+    src[1, 2] = torch.round(src[1, 2] * 3) / 3
+    tmpl = torch.rand(3, 50, generator=g, dtype=torch.float64)
+    tmpl[1, :25] = 0.25  # ties in the template
+    out = fc.match_histograms(src, tmpl)
+    for i in range(4):
+        for c in range(3):
+            np.testing.assert_allclose(out[i, c].numpy(), skimage_match(src[i, c].numpy(), tmpl[c].numpy()),
+                                       atol=1e-12)
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_candidates_equal_the_per_candidate_scipy_loop(channels):
+    x = _images(b=2, c=channels, h=8, w=6) + 0.1
+    grid = fc.candidate_grid()
+    got = torch.cat([c for b0, _, _, _, c in fc.candidates(x[:1], batch_size=300)], dim=1)[0]
+    ref = fewclass_candidates_reference(x[0].numpy(), grid)
+    assert got.shape[0] == len(ref) == 804
+    for v, r in enumerate(ref):
+        np.testing.assert_allclose(got[v].numpy(), r, atol=1e-10, err_msg=str(grid[v]))
+
+
+def test_candidates_do_not_depend_on_batch_size():
+    x = _images(b=3, c=1)
+    grid = fc.candidate_grid(["V1", "V2", "V15"])
+
+    def collect(bs):
+        out = torch.empty(3, len(grid), *x.shape[1:], dtype=x.dtype)
+        for b0, b1, v0, v1, c in fc.candidates(x, grid=grid, batch_size=bs):
+            assert (b1 - b0) * (v1 - v0) <= bs
+            out[b0:b1, v0:v1] = c
+        return out
+
+    torch.testing.assert_close(collect(7), collect(10_000), rtol=0, atol=1e-9)  # BLAS blocking differs
+
+
+def test_range_matching_maps_to_the_image_range():
+    x = _images(b=1)
+    c = fc.match_range(x[None] * 5 - 2, x[0])
+    assert torch.allclose(c.amin(), x.amin()) and torch.allclose(c.amax(), x.amax())
+    flat = torch.full_like(x, 0.3)
+    assert torch.equal(fc.match_range(flat, x[0]), flat)  # no range: returned as is
+
+
+# --- U, Δ, S, P and Fid by hand ----------------------------------------------------------------------------
+
+
+def test_uncertainty_threshold_similarity_and_score_by_hand():
+    p = torch.tensor([[0.7, 0.2, 0.1], [1 / 3, 1 / 3, 1 / 3]], dtype=torch.float64)
+    u = fc.uncertainty(p)
+    assert u[0].item() == pytest.approx((abs(1 / 3 - 0.7) + abs(1 / 3 - 0.2) + abs(1 / 3 - 0.1)) / 3)
+    assert u[1].item() == pytest.approx(0.0)
+    assert fc.uncertainty(torch.tensor([0.9, 0.1])).item() == pytest.approx(0.4)
+    assert fc.threshold(2) == 0.05 and fc.threshold(3) == 0.075 and fc.threshold(4) == 0.1
+    assert fc.threshold(10) == 0.1
+    x = torch.tensor([[[[0.0, 2.0], [1.0, 1.0]]]])
+    xp = torch.tensor([[[[1.0, 2.0], [1.0, 0.0]]]])
+    assert fc.similarity(x, xp).item() == pytest.approx((1 + 0 + 0 + 1) / 4 / 2 ** 2)
+    assert fc.perturbation_score(torch.tensor(0.01), torch.tensor(0.001), 2).item() == pytest.approx(0.01 + 0.2)
+    assert fc.perturbation_score(torch.tensor(0.0), torch.tensor(0.003), 3).item() == pytest.approx(0.4)
+    logits = torch.tensor([[0.0], [2.0]])
+    probs = fc.class_probabilities(logits)
+    assert torch.allclose(probs[1], torch.tensor([1 - torch.sigmoid(torch.tensor(2.0)), torch.sigmoid(torch.tensor(2.0))]))
+
+
+@pytest.mark.parametrize("n", [2, 3, 10])
+def test_fid_formula_by_hand(n):
+    den = 1 + (n - 1) / n
+    assert fc.fid(torch.tensor(1 / n), torch.tensor(1.0), n).item() == pytest.approx(1.0)
+    assert fc.fid(torch.tensor(1.0), torch.tensor(0.0), n).item() == pytest.approx(0.0)
+    a_mif, a_lif = 0.6, 0.8
+    assert fc.fid(torch.tensor(a_mif), torch.tensor(a_lif), n).item() == pytest.approx(
+        1 - (abs(1 - a_lif) + abs(1 / n - a_mif)) / den)
+    if n == 2:
+        assert den == 1.5  # the code's hard-coded denominator
+
+
+def test_fid_lies_in_unit_interval_for_any_areas():
+    g = torch.Generator().manual_seed(0)
+    areas = torch.rand(2, 10_000, generator=g, dtype=torch.float64)
+    areas[:, :4] = torch.tensor([[0.0, 1.0, 0.0, 1.0], [0.0, 0.0, 1.0, 1.0]])
+    for n in (2, 3, 5, 1000):
+        f = fc.fid(areas[0], areas[1], n)
+        assert bool((f >= 0).all() & (f <= 1).all())
+
+
+# --- selection ------------------------------------------------------------------------------------------------
+
+
+class _MeanModel(torch.nn.Module):
+    """3 classes with logits depending on the image mean m: near-uniform when m ≈ 0.3 (so U falls as the blur
+    pulls m towards it), confident otherwise."""
+
+    def __init__(self, scale=8.0):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        m = x.mean(dim=(1, 2, 3))
+        d = self.scale * (m - 0.3)
+        return torch.stack([d, -d, 0 * d], dim=1)
+
+
+def _brute_force(model, x, grid):
+    """Every candidate from the scipy loop, scored with numpy: U, S, P and the selection rule of spec §2.3."""
+    out = []
+    for b in range(x.shape[0]):
+        cands = np.stack(fewclass_candidates_reference(x[b].numpy(), grid))
+        with torch.no_grad():
+            probs = fc.class_probabilities(model(torch.from_numpy(cands))).numpy()
+        n = probs.shape[1]
+        u = np.abs(probs - 1 / n).mean(axis=1)
+        img = x[b].numpy()
+        s = ((cands - img) ** 2).mean(axis=(1, 2, 3)) / (img.max() - img.min()) ** 2
+        delta = min(0.1, n / 40)
+        p = u + 10 / delta * s
+        ok = u < delta
+        out.append(int(np.argmin(np.where(ok, p, np.inf))) if ok.any() else int(np.argmin(u)))
+    return out
+
+
+def test_selection_is_argmin_p_among_uncertain_candidates():
+    x = _images(b=3, c=1, h=6, w=6)
+    x[0] *= 0.5  # mean ≈ 0.25: close to uncertain already
+    grid = fc.candidate_grid(["V1", "V2", "V3", "V8"])
+    model = _MeanModel().double().eval()
+    sel = fc.select_perturbation(model, x, grid=grid, batch_size=50)
+    assert sel["index"].tolist() == _brute_force(model, x, grid)
+    assert bool(sel["passed"].any())
+    v = sel["index"]
+    rows = torch.arange(3)
+    assert torch.equal(sel["u"], sel["all_u"][rows, v]) and torch.equal(sel["s"], sel["all_s"][rows, v])
+    ref = [fewclass_candidates_reference(x[b].numpy(), [grid[int(v[b])]])[0] for b in range(3)]
+    np.testing.assert_allclose(sel["image"].numpy(), np.stack(ref), atol=1e-10)
+    assert sel["operation"] == [grid[int(i)][0] for i in v] and sel["delta"] == 0.075 and sel["n_classes"] == 3
+
+
+def test_selection_falls_back_to_the_lowest_uncertainty():
+    x = _images(b=2, c=1, h=6, w=6)
+    grid = fc.candidate_grid(["V1", "V3"])
+
+    class Confident(torch.nn.Module):  # class 0 at p > 0.96 on every candidate, less so as the image flattens
+        def forward(self, z):
+            d = 4 + 3 * z.flatten(1).std(dim=1)
+            return torch.stack([d, 0 * d, 0 * d], dim=1)
+
+    model = Confident().double().eval()
+    sel = fc.select_perturbation(model, x, grid=grid, batch_size=64)
+    assert not bool(sel["passed"].any())
+    assert sel["index"].tolist() == sel["all_u"].argmin(dim=1).tolist() == _brute_force(model, x, grid)
+
+
+def test_selection_does_not_depend_on_batch_size():
+    x = _images(b=2, c=2, h=8, w=8).float()
+    model = small_cnn(in_channels=2, side=8, n_classes=3)
+    grid = fc.candidate_grid(["V1", "V2", "V15"])
+    a = fc.select_perturbation(model, x, grid=grid, batch_size=16)
+    b = fc.select_perturbation(model, x, grid=grid, batch_size=1000)
+    assert torch.allclose(a["all_u"], b["all_u"], atol=1e-6) and torch.equal(a["all_s"], b["all_s"])
+    assert torch.equal(a["index"], b["index"])
+
+
+def test_selection_with_a_single_logit_model_uses_two_classes():
+    x = _images(b=2, c=1, h=6, w=6)
+
+    class OneLogit(torch.nn.Module):
+        def forward(self, z):
+            return (10 * (z.mean(dim=(1, 2, 3)) - 0.3))[:, None]
+
+    sel = fc.select_perturbation(OneLogit().double().eval(), x, grid=fc.candidate_grid(["V3"]))
+    assert sel["n_classes"] == 2 and sel["delta"] == 0.05
+
+
+def test_selection_refuses_a_nan_model():
+    class NaN(torch.nn.Module):
+        def forward(self, z):
+            return torch.full((z.shape[0], 3), float("nan"))
+
+    with pytest.raises(ValueError, match="NaN"):
+        fc.select_perturbation(NaN().eval(), _images().float(), grid=fc.candidate_grid(["V1"]))
+
+
+# --- MIF / LIF curves -----------------------------------------------------------------------------------------
+
+
+def test_mif_lif_areas_in_closed_form():
+    """p(class 0) = 0.5 + Σ β_i over the pixels still showing the original (1) rather than the perturbed image
+    (0); the map is β itself, so MIF removes β in descending order and LIF in ascending order."""
+    n = 100
+    g = torch.Generator().manual_seed(3)
+    beta = torch.rand(n, generator=g, dtype=torch.float64)
+    beta = 0.45 * beta / beta.sum()
+    model = LinearProb(beta, q0=0.5)
+    x = torch.ones(1, 1, 10, 10, dtype=torch.float64)
+    perturbed = torch.zeros_like(x)
+    d = fc.fewclass_fid_details(model, x, beta.view(1, 1, 10, 10), perturbed, batch_size=37)
+    desc = np.sort(beta.numpy())[::-1]
+    mif = 0.5 + 0.45 - np.concatenate([[0], np.cumsum(desc)])  # k = 0..100 pixels replaced
+    lif = 0.5 + 0.45 - np.concatenate([[0], np.cumsum(desc[::-1])])
+    np.testing.assert_allclose(d["mif"][0].numpy(), mif, atol=1e-12)
+    np.testing.assert_allclose(d["lif"][0].numpy(), lif, atol=1e-12)
+    p = np.linspace(0, 1, 101)
+    a_mif, a_lif = np.trapezoid(mif, p), np.trapezoid(lif, p)
+    assert d["a_mif"].item() == pytest.approx(a_mif) and d["a_lif"].item() == pytest.approx(a_lif)
+    assert d["score"].item() == pytest.approx(1 - (abs(1 - a_lif) + abs(0.5 - a_mif)) / 1.5)
+    assert d["target"].tolist() == [0] and d["n_classes"] == 2
+
+
+def test_single_logit_curves_equal_the_two_logit_model():
+    x = _images(b=3, c=1, h=6, w=6).float()
+    net = small_cnn(in_channels=1, side=6, n_classes=1)
+
+    class Two(torch.nn.Module):
+        def forward(self, z):
+            logit = net(z)
+            return torch.cat([-logit / 2, logit / 2], dim=1)  # softmax = [1 − σ(z), σ(z)]
+
+    a = torch.rand(3, 1, 6, 6, generator=torch.Generator().manual_seed(0))
+    pert = torch.zeros_like(x)
+    one = fc.fewclass_fid_details(net, x, a, pert, generator=5)
+    two = fc.fewclass_fid_details(Two().eval(), x, a, pert, generator=5)
+    assert torch.equal(one["target"], two["target"])
+    assert torch.allclose(one["mif"], two["mif"], atol=1e-6) and torch.allclose(one["lif"], two["lif"], atol=1e-6)
+
+
+def test_curves_end_at_the_perturbed_prediction_and_are_invariant():
+    x = _images(b=4, c=2, h=8, w=8).float()
+    model = small_cnn(in_channels=2, side=8, n_classes=3)
+    pert = x.flip(-1)
+    a = torch.randn(4, 2, 8, 8, generator=torch.Generator().manual_seed(1))
+    d1 = fc.fewclass_fid_details(model, x, a, pert, batch_size=7, generator=2)
+    d2 = fc.fewclass_fid_details(model, x, a, pert, batch_size=1000, generator=2)
+    assert torch.allclose(d1["mif"], d2["mif"], atol=1e-6) and torch.allclose(d1["score"], d2["score"], atol=1e-6)
+    with torch.no_grad():
+        p_clean = model(x).softmax(1).gather(1, d1["target"][:, None])[:, 0]
+        p_pert = model(pert).softmax(1).gather(1, d1["target"][:, None])[:, 0]
+    for curve in (d1["mif"], d1["lif"]):
+        assert torch.allclose(curve[:, 0], p_clean, atol=1e-6) and torch.allclose(curve[:, -1], p_pert, atol=1e-6)
+    assert bool(((d1["score"] >= 0) & (d1["score"] <= 1)).all())
+
+
+def test_random_ties_follow_the_generator_and_constant_maps_are_flagged():
+    x = _images(b=2, c=1, h=6, w=6).float()
+    model = small_cnn(in_channels=1, side=6, n_classes=3)
+    flat = torch.ones(2, 1, 6, 6)
+    a = fc.fewclass_fid_details(model, x, flat, torch.zeros_like(x), generator=1)
+    b = fc.fewclass_fid_details(model, x, flat, torch.zeros_like(x), generator=1)
+    c = fc.fewclass_fid_details(model, x, flat, torch.zeros_like(x), generator=2)
+    assert torch.equal(a["mif"], b["mif"]) and not torch.equal(a["mif"], c["mif"])
+    assert a["constant"].tolist() == [True, True]
+
+
+def test_fid_refuses_mismatched_perturbed_images():
+    x = _images(b=2, c=1).float()
+    model = small_cnn(in_channels=1, side=9, n_classes=3)
+    with pytest.raises(ValueError, match="perturbed"):
+        fc.fewclass_fid(model, x, torch.rand(2, 1, 9, 7), torch.zeros(1, 1, 9, 7))
+
+
+# --- localisation ---------------------------------------------------------------------------------------------
+
+
+def test_iou_of_a_map_that_fills_the_box_is_one_and_takes_the_largest_region():
+    a = torch.zeros(2, 10, 10)
+    a[0, 2:5, 3:7] = 1.0  # exactly the box: 12 pixels
+    a[1, 0, 0:2] = 5.0  # a small bright blob (2 px) …
+    a[1, 5:9, 5:8] = 4.0  # … and a larger one: 10 of its 12 px are kept (ties by pixel index)
+    boxes = torch.tensor([[2, 3, 4, 6], [5, 5, 8, 7]])
+    iou = fc.localisation_iou(a, boxes)
+    assert iou[0].item() == pytest.approx(1.0)
+    assert iou[1].item() == pytest.approx(1.0)  # rows 5–7 and one pixel of row 8: the box again
+
+
+def test_iou_against_scipy_labelling_and_a_hand_box():
+    g = torch.Generator().manual_seed(4)
+    a = torch.rand(5, 12, 12, generator=g)
+    boxes = torch.tensor([[1, 1, 5, 6], [0, 0, 11, 11], [3, 4, 3, 4], [2, 2, 9, 3], [6, 6, 10, 10]])
+    got = fc.localisation_iou(a, boxes)
+    for i in range(5):
+        area = int((boxes[i, 2] - boxes[i, 0] + 1) * (boxes[i, 3] - boxes[i, 1] + 1))
+        order = np.argsort(-a[i].flatten().numpy(), kind="stable")
+        keep = np.zeros(144, bool)
+        keep[order[:area]] = True
+        labels, k = ndimage.label(keep.reshape(12, 12), structure=np.ones((3, 3)))
+        biggest = labels == (np.argmax(np.bincount(labels.ravel())[1:]) + 1)
+        r, c = np.nonzero(biggest)
+        pb = (r.min(), c.min(), r.max(), c.max())
+        gb = boxes[i].tolist()
+        inter = max(0, min(pb[2], gb[2]) - max(pb[0], gb[0]) + 1) * max(0, min(pb[3], gb[3]) - max(pb[1], gb[1]) + 1)
+        union = (pb[2] - pb[0] + 1) * (pb[3] - pb[1] + 1) + area - inter
+        assert got[i].item() == pytest.approx(inter / union)
+
+
+def test_dice_by_hand_and_both_aggregations():
+    mask = torch.zeros(2, 10, 10, dtype=torch.bool)
+    mask[:, :5, :] = True  # half the image
+    a = torch.zeros(2, 10, 10)
+    a[0] = mask[0].float() + torch.linspace(0, 0.1, 100).view(10, 10)  # the mask ranks first
+    a[1] = torch.linspace(0, 1, 100).view(10, 10)  # the bottom half ranks first: disjoint from the mask
+    d = fc.dice_curve(a, mask)
+    assert d.shape == (2, 100)
+    assert d[0, 49].item() == pytest.approx(1.0)  # top 50 % = the mask
+    assert d[1, 49].item() == pytest.approx(0.0)
+    assert d[0, 0].item() == pytest.approx(2 * 1 / (2 * 1 + 0 + 49))  # top 1 pixel inside the mask
+    img = fc.localisation_dice(a, mask)
+    assert img.tolist() == pytest.approx([1.0, 2 * 50 / (2 * 50 + 50)])  # image 1 best at p = 100 %
+    curve = fc.localisation_dice(a, mask, aggregate="curve")
+    best = int(d.mean(0).argmax())
+    assert curve.tolist() == pytest.approx(d[:, best].tolist())
+    q = np.percentile(a[1].numpy(), 100 - 30)
+    assert d[1, 29].item() == pytest.approx(0.0 if (a[1].numpy() >= q).sum() else math.nan)
+
+
+def test_localisation_refuses_bad_boxes_and_masks():
+    a = torch.rand(2, 6, 6)
+    with pytest.raises(ValueError, match="boxes"):
+        fc.localisation_iou(a, torch.tensor([[0, 0, 6, 2], [0, 0, 1, 1]]))
+    with pytest.raises(ValueError, match="boxes"):
+        fc.localisation_iou(a, torch.tensor([[0.0, 0, 1, 1], [0, 0, 1, 1]]))
+    with pytest.raises(ValueError, match="masks"):
+        fc.dice_curve(a, torch.ones(2, 6, 6))
+    with pytest.raises(ValueError, match="aggregate"):
+        fc.localisation_dice(a, torch.ones(2, 6, 6, dtype=torch.bool), aggregate="max")
