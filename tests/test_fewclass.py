@@ -334,7 +334,7 @@ def test_iou_of_a_map_that_fills_the_box_is_one_and_takes_the_largest_region():
     a[0, 2:5, 3:7] = 1.0  # exactly the box: 12 pixels
     a[1, 0, 0:2] = 5.0  # a small bright blob (2 px) …
     a[1, 5:9, 5:8] = 4.0  # … and a larger one: 10 of its 12 px are kept (ties by pixel index)
-    boxes = torch.tensor([[2, 3, 4, 6], [5, 5, 8, 7]])
+    boxes = torch.tensor([[3, 2, 7, 5], [5, 5, 8, 9]])  # (x0, y0, x1, y1), end exclusive
     iou = fc.localisation_iou(a, boxes)
     assert iou[0].item() == pytest.approx(1.0)
     assert iou[1].item() == pytest.approx(1.0)  # rows 5–7 and one pixel of row 8: the box again
@@ -343,20 +343,20 @@ def test_iou_of_a_map_that_fills_the_box_is_one_and_takes_the_largest_region():
 def test_iou_against_scipy_labelling_and_a_hand_box():
     g = torch.Generator().manual_seed(4)
     a = torch.rand(5, 12, 12, generator=g)
-    boxes = torch.tensor([[1, 1, 5, 6], [0, 0, 11, 11], [3, 4, 3, 4], [2, 2, 9, 3], [6, 6, 10, 10]])
+    boxes = torch.tensor([[1, 1, 7, 6], [0, 0, 12, 12], [4, 3, 5, 4], [2, 2, 4, 10], [6, 6, 11, 11]])
     got = fc.localisation_iou(a, boxes)
     for i in range(5):
-        area = int((boxes[i, 2] - boxes[i, 0] + 1) * (boxes[i, 3] - boxes[i, 1] + 1))
+        x0, y0, x1, y1 = boxes[i].tolist()
+        area = (x1 - x0) * (y1 - y0)
         order = np.argsort(-a[i].flatten().numpy(), kind="stable")
         keep = np.zeros(144, bool)
         keep[order[:area]] = True
         labels, k = ndimage.label(keep.reshape(12, 12), structure=np.ones((3, 3)))
         biggest = labels == (np.argmax(np.bincount(labels.ravel())[1:]) + 1)
         r, c = np.nonzero(biggest)
-        pb = (r.min(), c.min(), r.max(), c.max())
-        gb = boxes[i].tolist()
-        inter = max(0, min(pb[2], gb[2]) - max(pb[0], gb[0]) + 1) * max(0, min(pb[3], gb[3]) - max(pb[1], gb[1]) + 1)
-        union = (pb[2] - pb[0] + 1) * (pb[3] - pb[1] + 1) + area - inter
+        pr0, pc0, pr1, pc1 = r.min(), c.min(), r.max() + 1, c.max() + 1
+        inter = max(0, min(pr1, y1) - max(pr0, y0)) * max(0, min(pc1, x1) - max(pc0, x0))
+        union = (pr1 - pr0) * (pc1 - pc0) + area - inter
         assert got[i].item() == pytest.approx(inter / union)
 
 
@@ -380,10 +380,17 @@ def test_dice_by_hand_and_both_aggregations():
     assert d[1, 29].item() == pytest.approx(0.0 if (a[1].numpy() >= q).sum() else math.nan)
 
 
+def test_box_from_mask_matches_the_data_convention():
+    from faithlab import data
+
+    d = data.canvas_digits(split="test", size=16, n=5, color=False)
+    assert torch.equal(fc.box_from_mask(d.mask), d.extras["boxes"])
+
+
 def test_localisation_refuses_bad_boxes_and_masks():
     a = torch.rand(2, 6, 6)
     with pytest.raises(ValueError, match="boxes"):
-        fc.localisation_iou(a, torch.tensor([[0, 0, 6, 2], [0, 0, 1, 1]]))
+        fc.localisation_iou(a, torch.tensor([[0, 0, 7, 2], [0, 0, 1, 1]]))
     with pytest.raises(ValueError, match="boxes"):
         fc.localisation_iou(a, torch.tensor([[0.0, 0, 1, 1], [0, 0, 1, 1]]))
     with pytest.raises(ValueError, match="masks"):

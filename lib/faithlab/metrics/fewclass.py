@@ -349,30 +349,29 @@ def _pixel_map(attributions: torch.Tensor, name: str) -> torch.Tensor:
 
 
 def box_from_mask(mask: torch.Tensor) -> torch.Tensor:
-    """Tight bounding box ``(B, 4)`` = (row0, col0, row1, col1), inclusive, of every ``(B, H, W)`` bool mask; an
-    empty mask gives (-1, -1, -1, -1)."""
+    """Tight bounding box of every ``(B, H, W)`` bool mask → ``(B, 4)`` int64 (x0, y0, x1, y1), x = column, end
+    exclusive (the convention of ``fl.data.canvas_digits``' ``boxes`` and torchvision); an empty mask gives zeros."""
     rows, cols = mask.any(dim=2), mask.any(dim=1)
     h, w = mask.shape[1:]
     r_idx = torch.arange(h, device=mask.device)
     c_idx = torch.arange(w, device=mask.device)
-    r0 = torch.where(rows, r_idx, h).amin(dim=1)
-    r1 = torch.where(rows, r_idx, -1).amax(dim=1)
-    c0 = torch.where(cols, c_idx, w).amin(dim=1)
-    c1 = torch.where(cols, c_idx, -1).amax(dim=1)
-    box = torch.stack([r0, c0, r1, c1], dim=1)
-    return torch.where(mask.flatten(1).any(dim=1)[:, None], box, torch.full_like(box, -1))
+    y0 = torch.where(rows, r_idx, h).amin(dim=1)
+    y1 = torch.where(rows, r_idx, -1).amax(dim=1) + 1
+    x0 = torch.where(cols, c_idx, w).amin(dim=1)
+    x1 = torch.where(cols, c_idx, -1).amax(dim=1) + 1
+    box = torch.stack([x0, y0, x1, y1], dim=1)
+    return torch.where(mask.flatten(1).any(dim=1)[:, None], box, torch.zeros_like(box))
 
 
 def _box_iou(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """IoU of inclusive pixel boxes ``(B, 4)``; an empty box (-1s) gives 0."""
-    ih = (torch.minimum(a[:, 2], b[:, 2]) - torch.maximum(a[:, 0], b[:, 0]) + 1).clamp(min=0)
-    iw = (torch.minimum(a[:, 3], b[:, 3]) - torch.maximum(a[:, 1], b[:, 1]) + 1).clamp(min=0)
-    inter = ih * iw
-    area = lambda z: (z[:, 2] - z[:, 0] + 1).clamp(min=0) * (z[:, 3] - z[:, 1] + 1).clamp(min=0)  # noqa: E731
-    union = area(a) + area(b) - inter
-    valid = (a[:, 0] >= 0) & (b[:, 0] >= 0)
-    return torch.where(valid & (union > 0), inter.double() / union.clamp(min=1).double(), torch.zeros_like(inter,
-                       dtype=torch.float64))
+    """IoU of end-exclusive boxes ``(B, 4)`` (x0, y0, x1, y1) → float64 ``(B,)``; empty boxes give 0."""
+    iw = (torch.minimum(a[:, 2], b[:, 2]) - torch.maximum(a[:, 0], b[:, 0])).clamp(min=0)
+    ih = (torch.minimum(a[:, 3], b[:, 3]) - torch.maximum(a[:, 1], b[:, 1])).clamp(min=0)
+    inter = (iw * ih).double()
+    area_a = ((a[:, 2] - a[:, 0]).clamp(min=0) * (a[:, 3] - a[:, 1]).clamp(min=0)).double()
+    area_b = ((b[:, 2] - b[:, 0]).clamp(min=0) * (b[:, 3] - b[:, 1]).clamp(min=0)).double()
+    union = area_a + area_b - inter
+    return torch.where(union > 0, inter / union.clamp(min=1), torch.zeros_like(union))
 
 
 def _largest_component(mask: torch.Tensor) -> torch.Tensor:
@@ -397,18 +396,19 @@ def localisation_iou(attributions: torch.Tensor, boxes: torch.Tensor) -> torch.T
 
     Keep the top-A pixels of Σ_c |map| (A = the ground-truth box area; ties by lower pixel index), take their
     largest 8-connected region, fit its tight box and return its IoU with the ground-truth box.
-    attributions: ``(B, C, H, W)`` or ``(B, H, W)``; boxes: ``(B, 4)`` int (row0, col0, row1, col1), inclusive."""
+    attributions: ``(B, C, H, W)`` or ``(B, H, W)``; boxes: ``(B, 4)`` integer (x0, y0, x1, y1), x = column, end
+    exclusive (``fl.data.canvas_digits``' ``boxes``)."""
     a = _pixel_map(attributions, "attributions")
     boxes = _validate.tensor(boxes, "boxes", ndim=2)
     if boxes.shape != (a.shape[0], 4) or boxes.is_floating_point():
-        raise ValueError(f"boxes must be ({a.shape[0]}, 4) integer (row0, col0, row1, col1), got "
+        raise ValueError(f"boxes must be ({a.shape[0]}, 4) integer (x0, y0, x1, y1), got "
                          f"{tuple(boxes.shape)} {boxes.dtype}")
     h, w = a.shape[1:]
-    if bool((boxes[:, :2] < 0).any() | (boxes[:, 2] >= h).any() | (boxes[:, 3] >= w).any()
-            | (boxes[:, 2] < boxes[:, 0]).any() | (boxes[:, 3] < boxes[:, 1]).any()):
-        raise ValueError(f"boxes must lie inside the {h}×{w} maps with row0 ≤ row1 and col0 ≤ col1")
+    if bool((boxes[:, :2] < 0).any() | (boxes[:, 2] > w).any() | (boxes[:, 3] > h).any()
+            | (boxes[:, 2] <= boxes[:, 0]).any() | (boxes[:, 3] <= boxes[:, 1]).any()):
+        raise ValueError(f"boxes must be non-empty and lie inside the {h}×{w} maps (x0 < x1 ≤ W, y0 < y1 ≤ H)")
     boxes = boxes.to(a.device).long()
-    area = (boxes[:, 2] - boxes[:, 0] + 1) * (boxes[:, 3] - boxes[:, 1] + 1)
+    area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
     rank = perturb.ranks(torch.sort(a.flatten(1), dim=1, descending=True, stable=True).indices)
     keep = (rank < area[:, None]).view_as(a)
     return _box_iou(box_from_mask(_largest_component(keep)), boxes)
