@@ -35,6 +35,8 @@ CASES = {
     "resnet18_cifar": (dict(IMG, base_width=4, dropout=0.25), _image),
     "vgg_small": (dict(IMG, width=4), _image),
     "mobilenet_small": (dict(IMG, width=4, expand=2), _image),
+    "densenet_small": (dict(IMG, growth_rate=4, block_config=(2, 2), num_init_features=8), _image),
+    "xception_small": (dict(IMG, width=4), _image),
     "vit": (dict(IMG, image_size=16, patch_size=4, dim=16, depth=2, heads=2), _image),
     "bilstm": (dict(IMG, hidden=6), _series),
     "cnn1d": (dict(IMG, width=6), _series),
@@ -72,7 +74,7 @@ def test_forward_shape_and_gradients_reach_every_parameter_and_the_input(name):
 
 
 @pytest.mark.parametrize("name", ["small_cnn", "resnet9", "resnet18_cifar", "vgg_small", "mobilenet_small", "cnn1d",
-                                  "lipschitz_cnn"])
+                                  "lipschitz_cnn", "densenet_small", "xception_small"])
 def test_cam_layer_is_a_feature_map_module_called_once_and_not_registered_twice(name):
     model, x = _build(name)
     outputs = []
@@ -493,3 +495,21 @@ def test_cnn1d_positional_channel_is_made_inside_the_model():
     plain = fl.models.build("cnn1d", in_channels=2, n_classes=3, width=4, layers=1, kernel_size=1).eval()
     assert torch.allclose(plain(x), plain(x.flip(1)), atol=1e-6)
     assert not torch.allclose(model(x), model(x.flip(1)), atol=1e-4)
+
+
+def test_densenet_small_is_torchvisions_densenet_with_a_small_image_stem():
+    from torchvision.models import DenseNet
+
+    model = fl.models.build("densenet_small", in_channels=1, n_classes=3, growth_rate=6, block_config=(2, 3))
+    assert isinstance(model.net, DenseNet) and model.cam_layer is model.net.features.norm5
+    assert model.net.features.conv0.kernel_size == (3, 3) and isinstance(model.net.features.pool0, nn.Identity)
+    blocks = [m for n, m in model.net.features.named_children() if n.startswith("denseblock")]
+    assert [len(b) for b in blocks] == [2, 3]
+
+
+def test_xception_small_uses_separable_convolutions_with_strided_shortcuts():
+    model = fl.models.build("xception_small", width=4, n_classes=1).eval()
+    depthwise = [m for m in model.modules() if isinstance(m, nn.Conv2d) and m.groups > 1]
+    assert len(depthwise) == 7 and all(m.groups == m.in_channels == m.out_channels for m in depthwise)
+    assert [b.shortcut[0].stride for b in model.blocks] == [(2, 2), (2, 2), (1, 1)]
+    assert model(torch.rand(2, 1, 28, 28)).shape == (2, 1)

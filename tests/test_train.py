@@ -169,6 +169,20 @@ def test_easy_task_is_learnt_and_the_best_test_epoch_is_kept():
     assert [row["epoch"] for row in history["epochs"]] == [1, 2, 3, 4]
 
 
+def test_a_single_logit_model_is_trained_and_evaluated_as_binary():
+    train, test = _squares(128, 0), _squares(64, 1)
+    config = TrainConfig(epochs=4, lr=1e-2, batch_size=16)
+    model, history = _fit(train, config=config, test_data=test, model_config={**CNN, "n_classes": 1})
+    scores = fl.train.evaluate(model, test)
+    assert scores["accuracy"] == max(row["test_acc"] for row in history["epochs"]) >= 0.95
+    x, y = test.tensors
+    with torch.no_grad():
+        logit = model(x)[:, 0]
+    assert scores["accuracy"] == float(((logit > 0).long() == y).float().mean())
+    assert scores["loss"] == pytest.approx(float(torch.nn.functional.binary_cross_entropy_with_logits(
+        logit, y.float())), rel=1e-5)
+
+
 def test_nan_loss_raises_naming_the_epoch_and_caches_nothing(tmp_path):
     x, y = _squares(32, 0).tensors
     bad = x.clone()

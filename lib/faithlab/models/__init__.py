@@ -9,7 +9,8 @@ architectures (and their weights, if on disk). One concept per module: ``registr
 ``sequence``, ``lipschitz``, ``loading``.
 """
 
-from faithlab.models.cnn import BasicBlock, InvertedResidual, MobileNetSmall, ResNet9, ResNet18CIFAR, SmallCNN, VGGSmall
+from faithlab.models.cnn import (BasicBlock, DenseNetSmall, InvertedResidual, MobileNetSmall, ResNet9, ResNet18CIFAR,
+                                SmallCNN, VGGSmall, XceptionSmall)
 from faithlab.models.lipschitz import LipschitzCNN
 from faithlab.models.loading import pretrained, vit_from_timm
 from faithlab.models.registry import available, build, register
@@ -17,5 +18,5 @@ from faithlab.models.sequence import CNN1D, BiLSTM, FromEmbeddings, LSTMText, Tr
 from faithlab.models.vit import MLP, Attention, Block, ViT
 
 __all__ = ["register", "available", "build", "pretrained", "vit_from_timm", "SmallCNN", "ResNet9", "BasicBlock",
-           "ResNet18CIFAR", "VGGSmall", "InvertedResidual", "MobileNetSmall", "Attention", "MLP", "Block", "ViT",
+           "ResNet18CIFAR", "VGGSmall", "InvertedResidual", "MobileNetSmall", "DenseNetSmall", "XceptionSmall", "Attention", "MLP", "Block", "ViT",
            "BiLSTM", "CNN1D", "LSTMText", "TransformerText", "FromEmbeddings", "LipschitzCNN"]

@@ -201,3 +201,73 @@ class MobileNetSmall(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.fc(self.pool(self.features(x)))
+
+
+@register("densenet_small")
+class DenseNetSmall(nn.Module):
+    """torchvision's DenseNet at small size (stands in for DenseNet-121 in Few-class Fidelity, spec §2.5):
+    ``torchvision.models.DenseNet(growth_rate, block_config, num_init_features)`` with its 7×7/stride-2 stem and
+    max-pool replaced by one 3×3 stride-1 conv for small images; torchvision's forward (dense blocks, final
+    ``features.norm5``, functional ReLU, average pool, linear). ``cam_layer`` = ``features.norm5``."""
+
+    def __init__(self, in_channels: int = 3, n_classes: int = 10, growth_rate: int = 8,
+                 block_config: tuple[int, ...] = (2, 2, 2), num_init_features: int = 16) -> None:
+        super().__init__()
+        from torchvision.models import DenseNet
+
+        c0 = _validate.positive_int(num_init_features, "num_init_features")
+        self.net = DenseNet(growth_rate=_validate.positive_int(growth_rate, "growth_rate"),
+                            block_config=tuple(block_config), num_init_features=c0, num_classes=n_classes)
+        self.net.features.conv0 = nn.Conv2d(_validate.positive_int(in_channels, "in_channels"), c0, 3, padding=1,
+                                            bias=False)
+        self.net.features.pool0 = nn.Identity()
+
+    @property
+    def cam_layer(self) -> nn.Module:
+        return self.net.features.norm5
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+class _SeparableBlock(nn.Module):
+    """Xception's residual unit: ReLU → separable 3×3 conv (depthwise + pointwise) → BN, twice, then a 3×3 max-pool
+    of stride ``stride``; the shortcut is a strided 1×1 conv + BN. Separate ReLU modules (guided backprop)."""
+
+    def __init__(self, c_in: int, c_out: int, stride: int) -> None:
+        super().__init__()
+
+        def separable(a: int, b: int) -> list[nn.Module]:
+            return [nn.ReLU(), nn.Conv2d(a, a, 3, padding=1, groups=a, bias=False), nn.Conv2d(a, b, 1, bias=False),
+                    nn.BatchNorm2d(b)]
+
+        self.body = nn.Sequential(*separable(c_in, c_out), *separable(c_out, c_out),
+                                  nn.MaxPool2d(3, stride=stride, padding=1))
+        self.shortcut = nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride=stride, bias=False), nn.BatchNorm2d(c_out))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x) + self.shortcut(x)
+
+
+@register("xception_small")
+class XceptionSmall(nn.Module):
+    """A small Xception (stands in for Xception on the CT study, spec §2.5): 3×3 conv+BN+ReLU stem (w), three
+    separable residual blocks (2w stride 2, 4w stride 2, 4w stride 1), ReLU, separable conv to 8w + BN + ReLU, global
+    average pool, linear. ``cam_layer`` = ``exit``, the last feature map. Takes any H, W ≥ 8."""
+
+    def __init__(self, in_channels: int = 1, n_classes: int = 1, width: int = 8) -> None:
+        super().__init__()
+        w = _validate.positive_int(width, "width")
+        self.stem = _conv_bn(_validate.positive_int(in_channels, "in_channels"), w)
+        self.blocks = nn.Sequential(_SeparableBlock(w, 2 * w, 2), _SeparableBlock(2 * w, 4 * w, 2),
+                                    _SeparableBlock(4 * w, 4 * w, 1))
+        self.exit = nn.Sequential(nn.ReLU(), nn.Conv2d(4 * w, 4 * w, 3, padding=1, groups=4 * w, bias=False),
+                                  nn.Conv2d(4 * w, 8 * w, 1, bias=False), nn.BatchNorm2d(8 * w), nn.ReLU())
+        self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8 * w, n_classes))
+
+    @property
+    def cam_layer(self) -> nn.Module:
+        return self.exit
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.exit(self.blocks(self.stem(x))))

@@ -93,10 +93,23 @@ def _private_global_rng(seed: int) -> Iterator[None]:
         yield
 
 
+def _loss(logits: torch.Tensor, y: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    """Cross-entropy over N ≥ 2 logits; binary cross-entropy on the logit of a single-output model (class 1 =
+    logit > 0), the CT classifiers of Few-class Fidelity (spec §2.5)."""
+    if logits.shape[1] == 1:
+        return F.binary_cross_entropy_with_logits(logits[:, 0], y.to(logits.dtype), reduction=reduction)
+    return F.cross_entropy(logits, y, reduction=reduction)
+
+
+def _predicted(logits: torch.Tensor) -> torch.Tensor:
+    return (logits[:, 0] > 0).long() if logits.shape[1] == 1 else logits.argmax(dim=1)
+
+
 @torch.no_grad()
 def evaluate(model: nn.Module, data: Dataset, *, batch_size: int = 256, device: torch.device | str | None = None
              ) -> dict[str, float]:
-    """Mean cross-entropy ``loss`` and ``accuracy`` (higher is better) of an eval-mode model on a dataset."""
+    """Mean cross-entropy ``loss`` and ``accuracy`` (higher is better) of an eval-mode model on a dataset; a
+    single-logit model is read as binary (sigmoid, class 1 = logit > 0)."""
     _validate.eval_mode(model)
     n = check_data(data, "data")
     _validate.positive_int(batch_size, "batch_size")
@@ -104,8 +117,8 @@ def evaluate(model: nn.Module, data: Dataset, *, batch_size: int = 256, device: 
     loss = correct = 0.0
     for _, xb, yb in batches(data, torch.arange(n), batch_size, device):
         logits = model(xb)
-        loss += float(F.cross_entropy(logits, yb, reduction="sum"))
-        correct += float((logits.argmax(dim=1) == yb).sum())
+        loss += float(_loss(logits, yb, reduction="sum"))
+        correct += float((_predicted(logits) == yb).sum())
     return {"loss": loss / n, "accuracy": correct / n}
 
 
@@ -137,12 +150,12 @@ def _train(model: nn.Module, train_data: Dataset, config: TrainConfig, hook, tes
             if hook is not None:
                 xb = hook(xb, yb, idx, aug_gen)
             logits = model(xb)
-            loss = F.cross_entropy(logits, yb)
+            loss = _loss(logits, yb)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             loss_sum += loss.detach() * len(yb)
-            correct += (logits.detach().argmax(dim=1) == yb).sum()
+            correct += (_predicted(logits.detach()) == yb).sum()
             seen += len(yb)
         train_loss = float(loss_sum) / seen
         if not math.isfinite(train_loss):
@@ -217,7 +230,8 @@ def fit(
     device: torch.device | str | None = None,
     progress: bool = True,
 ) -> tuple[nn.Module, dict[str, Any]]:
-    """Train ``models.build(model_name, **model_config)`` with cross-entropy, or load it from the cache.
+    """Train ``models.build(model_name, **model_config)`` with cross-entropy (binary cross-entropy on the logit of a
+    single-output model, ``n_classes=1``), or load it from the cache.
 
     train_data/test_data: torch Datasets yielding (x, y); TensorData / TensorDataset are indexed directly (fast
     path). data_key: a string or JSON-serialisable dict that identifies the training data (name, split, size,
