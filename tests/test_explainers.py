@@ -136,6 +136,28 @@ def test_smoothgrad_linear_is_noise_invariant_and_seeded():
     assert torch.equal(a, b) and not torch.allclose(a, c)
 
 
+def test_smoothgrad_over_any_method_is_the_mean_of_its_maps_on_the_same_noise():
+    # the quadratic net's signed gradient 2(x + ε) averages to 2x (SG keeps signs, unlike base "saliency"),
+    # its square to 4(x² + σ²); a CAM base (B, 1, H, W) and a random base (expected gradients) run too
+    quad = _QuadNet().eval()
+    x = torch.tensor([[0.5, -1.0], [2.0, 0.0]])
+    sg = ex.explain(quad, x, 0, method="smoothgrad", base="gradient", generator=0, stdevs=0.2, nt_samples=20000,
+                    batch_size=40000)
+    _close(sg, 2 * x, atol=0.02, rtol=0)
+    sq = ex.explain(quad, x, 0, method="smoothgrad_sq", base="gradient", generator=0, stdevs=0.2, nt_samples=20000,
+                    batch_size=40000)
+    _close(sq, 4 * (x * x + 0.04), atol=0.05, rtol=0.02)
+    model, xi = SmallCNN().eval(), _x()
+    cam = ex.explain(model, xi, 1, method="smoothgrad", base="gradcam", generator=0, nt_samples=3)
+    assert cam.shape == (xi.shape[0], 1, *xi.shape[2:]) and bool(torch.isfinite(cam).all())
+    bg = torch.randn(4, *xi.shape[1:], generator=torch.Generator().manual_seed(0))
+    a = ex.explain(model, xi, 1, method="smoothgrad", base="expected_gradients", background=bg, generator=5,
+                   nt_samples=3)
+    b = ex.explain(model, xi, 1, method="smoothgrad", base="expected_gradients", background=bg, generator=5,
+                   nt_samples=3)
+    assert torch.equal(a, b)
+
+
 def test_sg_sq_ig_linear_matches_its_expectation():
     # IG of a linear model at a noisy input x + ε (zero baseline) is (x + ε)·w, so SG² → w²(x² + σ²)
     model = _linear(1, 2, 2, 2)
@@ -372,7 +394,7 @@ def test_errors_name_arguments():
     with pytest.raises(ValueError, match="background"):
         ex.explain(model, x, 0, method="expected_gradients", generator=0, background=torch.zeros(2, 3))
     with pytest.raises(ValueError, match="base"):
-        ex.explain(model, x, 0, method="smoothgrad", generator=0, base="gradcam")
+        ex.explain(model, x, 0, method="smoothgrad", generator=0, base="smoothgrad_sq")
     with pytest.raises(ValueError, match="x"):
         ex.explain(model, x.clone().fill_(float("nan")), 0, method="saliency")
     with pytest.raises(TypeError, match="forward_embeddings"):

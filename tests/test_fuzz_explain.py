@@ -66,6 +66,7 @@ GOOD_OPTIONS: dict[str, dict] = {
     "sg_sq_ig": {"nt_samples": 2, "n_steps": 3},
     "expected_gradients": {"background": torch.zeros(2, C, H, W), "n_samples": 2},
     "occlusion": {"window": 2},
+    "xrai": {"base": "saliency"},  # PAIR's segmentation runs at 224 × 224 whatever the size: ~0.7 s per image
 }
 
 
@@ -178,7 +179,7 @@ def _bad_classes() -> dict[str, Class]:
     for bad, value in (("nan", float("nan")), ("inf", float("inf")), ("negative", -1.0), ("string", "1"),
                        ("none", None), ("bool", True), ("list", [1.0])):
         every(f"stdevs_{bad}", lambda m, v=value: {"stdevs": v}, "stdevs", lambda m: m in sg)
-    every("smoothgrad_base_unknown", lambda m: {"base": "gradcam"}, "base",
+    every("smoothgrad_base_unknown", lambda m: {"base": "xrai"}, "base",
           lambda m: m in {"smoothgrad", "smoothgrad_sq"})
     every("smoothgrad_base_option_unknown", lambda m: {"n_step": 3}, "n_step", lambda m: m in sg)
     eg = {"expected_gradients"}
@@ -203,6 +204,16 @@ def _bad_classes() -> dict[str, Class]:
           lambda m: m in VIT and m not in {"conservative_lrp", "lrp"})
     every("layers_unknown", lambda m: {"layers": "first"}, "layers", lambda m: m == "transformer_mm")
     every("vit_method_on_a_cnn", lambda m: {"model": _Cam().eval()}, "model", lambda m: m in VIT)
+    xr = {"xrai"}
+    for bad, value in (("unknown", "nope"), ("itself", "xrai"), ("none", None), ("list", ["saliency"])):
+        every(f"xrai_base_{bad}", lambda m, v=value: {"base": v}, "base", lambda m: m in xr)
+    every("xrai_base_option_unknown", lambda m: {"n_step": 3}, "n_step", lambda m: m in xr)
+    every("xrai_random_base_without_generator", lambda m: {"base": "random"}, "generator", lambda m: m in xr)
+    for bad, value in (("nan", float("nan")), ("above_one", 1.5), ("negative", -0.1), ("string", "all")):
+        every(f"area_threshold_{bad}", lambda m, v=value: {"area_threshold": v}, "area_threshold", lambda m: m in xr)
+    for bad, value in (("unknown", "slow"), ("none", None), ("list", ["full"])):
+        every(f"algorithm_{bad}", lambda m, v=value: {"algorithm": v}, "algorithm", lambda m: m in xr)
+    every("xrai_not_images", lambda m: {"x": _x().flatten(1)}, "x", lambda m: m in xr)
     return classes
 
 

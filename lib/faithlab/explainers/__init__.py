@@ -3,8 +3,9 @@
 One concept per module: ``core`` (the registry, ``explain`` and the helpers methods share), ``gradients``
 (captum-backed gradient and perturbation methods, random), ``cams`` (Grad-CAM, LayerCAM), ``perturbation`` (RISE,
 Extremal Perturbations, Excitation Backprop), ``vit_attention`` (ViT
-attention maps, conservative LRP), ``vit_lrp`` (Chefer et al.'s relevance propagation), ``ground_truth`` (ground-
-truth and degraded maps). Importing this package registers every method of its modules.
+attention maps, conservative LRP), ``vit_lrp`` (Chefer et al.'s relevance propagation), ``xrai`` (PAIR's XRAI over
+any other method's map), ``ground_truth`` (ground-truth and degraded maps). Importing this package registers every
+method of its modules.
 """
 
 import warnings
@@ -17,7 +18,7 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="IProgress not found", category=TqdmWarning)
     import captum.attr  # noqa: F401
 
-from faithlab.explainers import cams, gradients, perturbation, vit_attention, vit_lrp  # noqa: E402, F401  (they register methods)
+from faithlab.explainers import cams, gradients, perturbation, vit_attention, vit_lrp, xrai  # noqa: E402, F401  (they register methods)
 from faithlab.explainers.core import available, explain, register  # noqa: E402
 from faithlab.explainers.ground_truth import degrade, ground_truth  # noqa: E402
 from faithlab.explainers.vit_attention import (  # noqa: E402

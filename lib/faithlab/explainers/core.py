@@ -1,9 +1,10 @@
 """The explainer registry and ``explain``: attribution maps over captum, batched and seeded.
 
 ``explain(model, x, target, method=...)`` returns attributions shaped like x (CAM methods: ``(B, 1, H, W)`` for
-images, ``(B, T, 1)`` for series; ``random``: x with one channel; token ids ``(B, L)`` → ``(B, L)``, the embedding
-attribution summed over the embedding dim). Inputs are processed ``batch_size`` at a time and no forward pass sees
-more than ``max(batch_size, n_samples)`` inputs, so results do not depend on ``batch_size``.
+images, ``(B, T, 1)`` for series; ``xrai``: ``(B, 1, H, W)``; ``random``: x with one channel; token ids ``(B, L)`` →
+``(B, L)``, the embedding attribution summed over the embedding dim). Inputs are processed ``batch_size`` at a time
+and no forward pass sees more than ``max(batch_size, n_samples)`` inputs, so results do not depend on
+``batch_size``.
 
 Randomness (SmoothGrad noise, expected-gradients references, random maps, ``degrade``) comes only from the
 ``generator`` argument (a ``torch.Generator`` or an int seed). Numbers are drawn as float64 uniforms on the
@@ -12,7 +13,8 @@ generator's device, then moved to the inputs' device: a CPU generator gives iden
 A method is a function ``fn(model, x, target, extra, *, batch_size, generator, **options)`` returning the
 attributions of the rows it is given (``extra``: None, or a per-row tensor passed to the model as a second argument,
 the pad mask of token inputs). :func:`register` adds one under a name; the method modules of this package
-(gradients, cams, perturbation, vit_attention, vit_lrp) register theirs when ``faithlab.explainers`` is imported.
+(gradients, cams, perturbation, vit_attention, vit_lrp, xrai) register theirs when ``faithlab.explainers`` is
+imported.
 
 Bad input raises a ValueError or TypeError naming the argument, before captum sees it. The model's logits are
 checked on the forward passes the method already makes (no extra pass; a method that never calls the model, such

@@ -75,17 +75,27 @@ def _integrated_gradients(model, x, target, extra, *, batch_size, generator, bas
     return attr * (n / (n - 1)) if integration == "riemann_trapezoid" else attr
 
 
+_NOT_A_BASE = ("smoothgrad", "smoothgrad_sq", "sg_sq_ig", "xrai", "random")
+
+
 @register("smoothgrad", random=True)
 def _smoothgrad(model, x, target, extra, *, batch_size, generator, base: str = "saliency", nt_samples: int = 10,
                 stdevs: float = 1.0, relative: bool = False, square: bool = False, **base_options):
     """SmoothGrad: mean of ``base`` maps over ``nt_samples`` copies x + N(0, σ²), σ = ``stdevs`` (times the sample's
     max − min when ``relative``; a finite number >= 0); ``square`` averages squared maps (SmoothGrad², captum's
-    "smoothgrad_sq"). Other options go to ``base`` and are checked against its own.
+    "smoothgrad_sq"). ``base``: any registered method that is not itself a noise or region alteration (e.g.
+    "saliency", "gradient", "deconvolution", "integrated_gradients", "expected_gradients", "gradcam": Few-class
+    Fidelity applies SG/SG² to every method, spec §2.5); a random base draws from the same generator after the
+    noise. Other options go to ``base`` and are checked against its own.
 
     captum's NoiseTunnel draws its noise from the global RNG; we draw it from ``generator`` and call the base
-    captum method on the noisy copies ourselves (same estimator, seeded)."""
-    if base not in ("saliency", "integrated_gradients"):
-        raise ValueError(f"base must be 'saliency' or 'integrated_gradients', got {base!r}")
+    method on the noisy copies ourselves (same estimator, seeded)."""
+    from faithlab.explainers.core import _RANDOM, available
+
+    if not isinstance(base, str) or base in _NOT_A_BASE or base not in available():
+        raise ValueError(f"base must name a registered method other than {_NOT_A_BASE} (one of "
+                         f"{[m for m in available() if m not in _NOT_A_BASE]}), got {base!r}")
+    base_generator = generator if base in _RANDOM else None
     n = _validate.positive_int(nt_samples, "nt_samples")
     stdevs = real(stdevs, "stdevs", minimum=0)
     base_fn = get_method(base)
@@ -103,7 +113,8 @@ def _smoothgrad(model, x, target, extra, *, batch_size, generator, base: str = "
             sigma = (sigma * (flat.amax(1) - flat.amin(1))).view(b, 1, *[1] * (xc.ndim - 1))
         noisy = leaf((xc.unsqueeze(1) + sigma * normal((b, n, *xc.shape[1:]), generator, xc)).flatten(0, 1))
         options = base_options if rc is None else {**base_options, "baseline": repeat_rows(rc, n)}
-        maps = base_fn(model, noisy, repeat_rows(tc, n), repeat_rows(ec, n), batch_size=batch_size, generator=None, **options)
+        maps = base_fn(model, noisy, repeat_rows(tc, n), repeat_rows(ec, n), batch_size=batch_size,
+                       generator=base_generator, **options)
         maps = maps.unflatten(0, (b, n))
         return (maps * maps if square else maps).mean(1)
 
