@@ -511,3 +511,175 @@ def test_seq_comb_offset_shifts_every_value_and_nothing_else():
     assert b.info["offset"] == 3.0
     with pytest.raises(ValueError, match="offset"):
         fl.data.load("seq_comb", split="test", n=4, length=40, window=(4, 8), offset=float("nan"))
+
+
+# -------------------------------------------------------------------------------------------------- CT slices
+def test_ct_slices_deterministic_balanced_and_split():
+    test = D.load("ct_slices", split="test", seed=0)
+    assert test.x.shape == (200, 1, 32, 32) and test.mask.shape == (200, 32, 32) and test.mask.dtype == torch.bool
+    assert torch.bincount(test.y).tolist() == [100, 100] and test.info["class_names"] == list(D.CT_CLASS_NAMES)
+    again, other = D.ct_slices(split="test", seed=0), D.ct_slices(split="test", seed=1)
+    assert torch.equal(test.x, again.x) and torch.equal(test.y, again.y) and torch.equal(test.mask, again.mask)
+    assert not torch.equal(test.x, other.x) and not torch.equal(test.mask, other.mask)
+    train = D.ct_slices(split="train", seed=0)
+    assert len(train) == 800 and torch.bincount(train.y).tolist() == [400, 400]
+    assert abs(train.x.mean().item()) < 1e-4 and abs(train.x.std(unbiased=False).item() - 1) < 1e-3
+    assert test.info["mean"] == train.info["mean"] and test.info["std"] == train.info["std"]  # train statistics
+    assert torch.cdist(train.x.flatten(1), test.x.flatten(1)).min() > 1.0  # independent streams: no shared slice
+    few = D.ct_slices(split="test", n=7, seed=0, size=16)
+    assert few.x.shape == (7, 1, 16, 16) and sorted(torch.bincount(few.y).tolist()) == [3, 4]
+    assert len(D.ct_slices(split="test", test_fraction=0.3, size=16)) == 300
+
+
+def test_ct_slices_mask_boxes_and_label_evidence():
+    data = D.ct_slices(split="test", seed=2)
+    mask = data.mask
+    assert mask.flatten(1).any(1).all() and not (mask & ~data.body).any()  # a non-empty organ inside the body
+    assert torch.equal(data.fraction, mask.float().mean(dim=(1, 2)))
+    for i in range(len(data)):
+        x0, y0, x1, y1 = data.boxes[i].tolist()
+        rows, cols = mask[i].any(1).nonzero().flatten(), mask[i].any(0).nonzero().flatten()
+        assert (y0, y1, x0, x1) == (rows.min(), rows.max() + 1, cols.min(), cols.max() + 1)
+    raw = data.x[:, 0] * data.info["std"][0] + data.info["mean"][0]
+    organ = torch.stack([raw[i][mask[i]].mean() for i in range(len(data))])
+    tissue = torch.stack([raw[i][data.body[i] & ~mask[i]].median() for i in range(len(data))])
+    outside = torch.stack([raw[i][~mask[i]].mean() for i in range(len(data))])
+    yes = data.y == 1
+    assert organ[yes].mean() - organ[~yes].mean() > 0.15  # contrast agent: a brighter organ
+    assert ((organ - tissue > 0.05) == yes).float().mean() > 0.9  # an oracle reading the organ alone
+    assert abs(outside[yes].mean() - outside[~yes].mean()) < 0.03  # nothing outside tells the label
+    assert torch.equal(data.enhancement >= 0.1, yes)  # default contrast (0.1, 0.4)
+
+
+def test_ct_slices_label_changes_only_the_organ():
+    from faithlab.data._embedded import _render_ct
+
+    y = torch.tensor([0, 1] * 8)
+    a, mask, body, enh = _render_ct(y, 32, (0.1, 0.4), 0.05, torch.Generator().manual_seed(5))
+    b, mask_b, body_b, enh_b = _render_ct(1 - y, 32, (0.1, 0.4), 0.05, torch.Generator().manual_seed(5))
+    assert torch.equal(mask, mask_b) and torch.equal(body, body_b)
+    outside = ~mask[:, None]
+    assert torch.equal(a[outside], b[outside])  # the same slice but for the organ
+    with_contrast = torch.where(y[:, None, None, None] == 1, a, b)
+    without = torch.where(y[:, None, None, None] == 1, b, a)
+    assert (with_contrast - without)[mask[:, None]].min() > 0  # flipping to "with contrast" brightens every pixel
+
+
+def test_ct_slices_errors_and_registry():
+    assert {"ct_slices", "imagenet_vehicles", "ct_contrast"} <= set(D.available())
+    with pytest.raises(ValueError, match="size"):
+        D.ct_slices(size=8)
+    with pytest.raises(ValueError, match="contrast"):
+        D.ct_slices(contrast=(0.4, 0.1))
+    with pytest.raises(ValueError, match="split"):
+        D.ct_slices(split="val")
+    with pytest.raises(ValueError, match="test_fraction"):
+        D.ct_slices(test_fraction=1.0)
+
+
+# ----------------------------------------------------------------------------- paper-profile loaders, fake files
+def test_imagenet_vehicles_fake_image_folder_and_boxes(tmp_path):
+    from PIL import Image
+
+    classes = ["two-wheeled", "private", "trucks-and-services"]  # class index = sorted folder order
+    for name in classes:
+        c = sorted(classes).index(name)
+        if c == 2:
+            path = tmp_path / "test" / name / "img_2.png"
+            path.parent.mkdir(parents=True)
+            Image.new("RGB", (300, 260), COLOURS[c]).save(path)
+        else:
+            _solid_jpeg(tmp_path / "test" / name / f"img_{c}.jpeg", COLOURS[c], size=(300, 260))
+    data = D.load("imagenet_vehicles", split="test", data_dir=tmp_path)
+    assert data.info["class_names"] == sorted(classes) and data.info["n_classes"] == 3
+    assert not hasattr(data, "boxes")
+    x, y = D.to_tensors(data)
+    assert x.shape == (3, 3, 224, 224) and y.tolist() == [0, 1, 2]
+    assert [_decoded_class(xi, *D.IMAGENET_STATS) for xi in x] == [0, 1, 2]
+    rows = ["file,x0,y0,x1,y1", "two-wheeled/img_2.png,0,0,224,224", "private/img_0.jpeg,10,20,110,120",
+            "trucks-and-services/img_1.jpeg,1,2,3,4"]
+    (tmp_path / "test_boxes.csv").write_text("\n".join(rows) + "\n")
+    data = D.imagenet_vehicles(data_dir=tmp_path)
+    assert data.boxes.tolist() == [[10, 20, 110, 120], [1, 2, 3, 4], [0, 0, 224, 224]]  # in sample order
+    (tmp_path / "test_boxes.csv").write_text("\n".join(rows[:3]) + "\n")
+    with pytest.raises(ValueError, match="trucks-and-services/img_1.jpeg"):
+        D.imagenet_vehicles(data_dir=tmp_path)
+    (tmp_path / "test_boxes.csv").write_text("\n".join(rows[:3] + ["trucks-and-services/img_1.jpeg,0,0,225,9"]))
+    with pytest.raises(ValueError, match="x1 <= 224"):
+        D.imagenet_vehicles(data_dir=tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"data_dir/train/<class>") as err:
+        D.load("imagenet_vehicles", split="train", data_dir=tmp_path)
+    assert str(tmp_path) in str(err.value)
+    with pytest.raises(ValueError, match="data_dir"):
+        D.load("imagenet_vehicles", split="test")
+
+
+def _ct_folder(base, slices: dict, masks: dict, labels: dict) -> None:
+    """A fake ct_contrast split: images/*.npy, masks/<name> (.npy or .png), labels.csv."""
+    from PIL import Image
+
+    (base / "images").mkdir(parents=True)
+    (base / "masks").mkdir()
+    for name, array in slices.items():
+        np.save(base / "images" / name, array)
+    for name, array in masks.items():
+        if name.endswith(".png"):
+            Image.fromarray(array.astype(np.uint8) * 255).save(base / "masks" / name)
+        else:
+            np.save(base / "masks" / name, array)
+    (base / "labels.csv").write_text("file,label\n" + "".join(f"{k},{v}\n" for k, v in labels.items()))
+
+
+def test_ct_contrast_fake_folder(tmp_path):
+    rng = np.random.default_rng(0)
+    shape = (12, 10)
+    train = {f"t{k}.npy": rng.normal(40.0, 200.0, shape).astype(np.float32) for k in range(3)}
+    organ = np.zeros(shape, dtype=bool)
+    organ[3:7, 2:5] = True
+    _ct_folder(tmp_path / "train", train, {k: organ for k in train}, {k: int(k[1] == "1") for k in train})
+    slices = {"b.npy": rng.normal(0.0, 300.0, shape), "a.npy": rng.normal(100.0, 300.0, shape).astype(np.float32)}
+    masks = {"b.png": organ, "a.npy": np.zeros(shape, dtype=np.uint8)}  # a .png mask for an .npy slice; empty mask
+    _ct_folder(tmp_path / "test", slices, masks, {"b.npy": 1, "a.npy": 0})
+    data = D.load("ct_contrast", split="test", data_dir=tmp_path)
+    assert data.x.shape == (2, 1, 12, 10) and data.x.dtype == torch.float32 and data.y.tolist() == [0, 1]
+    assert data.info["files"] == ["a.npy", "b.npy"] and data.info["stats_from"] == "train"  # file-name order
+    reference = np.stack(list(train.values())).astype(np.float64)
+    (mean,), (std,) = data.info["mean"], data.info["std"]
+    assert np.isclose(mean, reference.mean()) and np.isclose(std, reference.std())
+    expected = (np.stack([slices["a.npy"], slices["b.npy"]]) - reference.mean()) / reference.std()
+    assert np.allclose(data.x[:, 0].numpy(), expected, atol=1e-4)
+    assert torch.equal(data.mask, torch.tensor(np.stack([np.zeros(shape, bool), organ])))
+    assert data.boxes.tolist() == [[0, 0, 0, 0], [2, 3, 5, 7]]  # (x0, y0, x1, y1), end exclusive; empty → zeros
+    own = D.ct_contrast(split="train", data_dir=tmp_path)
+    assert own.info["stats_from"] == "train" and abs(own.x.mean().item()) < 1e-5
+    given = D.ct_contrast(data_dir=tmp_path, mean=100.0, std=(50.0,))
+    assert given.info["stats_from"] == "given" and np.allclose(given.x[0, 0].numpy(), (slices["a.npy"] - 100) / 50,
+                                                                atol=1e-4)
+    (tmp_path / "test" / "labels.csv").write_text("file,label\nb.npy,1\n")
+    with pytest.raises(ValueError, match="a.npy"):  # a slice without a label
+        D.ct_contrast(data_dir=tmp_path)
+
+
+def test_ct_contrast_missing_folder_and_pickled_npy(tmp_path):
+    with pytest.raises(FileNotFoundError, match="labels.csv") as err:
+        D.load("ct_contrast", split="test", data_dir=tmp_path / "nothing")
+    assert "images/<name>.npy" in str(err.value) and str(tmp_path / "nothing") in str(err.value)
+    base = tmp_path / "test"
+    _ct_folder(base, {"s.npy": np.zeros((4, 4), np.float32)}, {"s.npy": np.ones((4, 4), bool)}, {"s.npy": 1})
+    np.save(base / "images" / "s.npy", np.array([{"code": "runs on load"}], dtype=object), allow_pickle=True)
+    with pytest.raises(ValueError, match="pickled"):
+        D.ct_contrast(data_dir=tmp_path)
+    np.save(base / "images" / "s.npy", np.zeros((2, 4, 4), np.float32))
+    with pytest.raises(ValueError, match="2-D"):
+        D.ct_contrast(data_dir=tmp_path)
+    # a 16-bit grey PNG slice, its mask under the same stem as .npy
+    from PIL import Image
+
+    (base / "images" / "s.npy").unlink()
+    values = (np.arange(16).reshape(4, 4) * 1000).astype(np.uint16)
+    Image.fromarray(values).save(base / "images" / "s.png")
+    (base / "labels.csv").write_text("file,label\ns.png,1\n")
+    data = D.ct_contrast(data_dir=tmp_path)
+    (mean,), (std,) = data.info["mean"], data.info["std"]
+    assert data.info["stats_from"] == "test" and data.mask.all() and data.y.tolist() == [1]
+    assert np.allclose(data.x[0, 0].numpy() * std + mean, values, atol=1e-2)

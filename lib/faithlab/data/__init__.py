@@ -7,8 +7,9 @@ One entry point::
     train = fl.data.load("canvas_digits", split="train", r=0.2, seed=0)    # TensorData: x, y, mask, info, boxes
     test = fl.data.load("cifar10", split="test", data_dir="~/data")        # torchvision Dataset with .info
 
-Embedded (TensorData, ``data_dir``/``download`` ignored): digits, canvas_digits, seq_comb, freq_shape, tokens.
-Real (need ``data_dir``): cifar10, cifar100, fashion_mnist, eurosat, tiny_imagenet, imagenet_val, sst2, pam, boiler.
+Embedded (TensorData, ``data_dir``/``download`` ignored): digits, canvas_digits, ct_slices, seq_comb, freq_shape,
+tokens. Real (need ``data_dir``): cifar10, cifar100, fashion_mnist, eurosat, tiny_imagenet, imagenet_val,
+imagenet_vehicles, ct_contrast, sst2, pam, boiler.
 Images are (N, C, H, W) normalised per channel (``info['mean']``, ``info['std']``), series (N, T, C), tokens (N, L)
 int64 with pad id 0. Randomness: a non-negative integer ``seed`` turned into CPU ``torch.Generator`` streams.
 """
@@ -31,7 +32,7 @@ from ._core import (
     switch_labels,
     to_tensors,
 )
-from ._embedded import canvas_digits, digits, timeseries, tokens
+from ._embedded import CT_CLASS_NAMES, canvas_digits, ct_slices, digits, timeseries, tokens
 from ._real import (
     CIFAR10_STATS,
     CIFAR100_STATS,
@@ -42,9 +43,11 @@ from ._real import (
     boiler,
     cifar10,
     cifar100,
+    ct_contrast,
     eurosat,
     fashion_mnist,
     imagenet_val,
+    imagenet_vehicles,
     pam,
     sst2,
     tiny_imagenet,
@@ -53,14 +56,16 @@ from ._real import (
 __all__ = [
     "TensorData", "load", "available", "to_tensors", "generator",
     "split_indices", "kfold_indices", "fraction_subset", "switch_labels",
-    "digits", "canvas_digits", "timeseries", "tokens",
-    "cifar10", "cifar100", "fashion_mnist", "eurosat", "tiny_imagenet", "imagenet_val", "sst2", "pam", "boiler",
+    "digits", "canvas_digits", "ct_slices", "timeseries", "tokens", "CT_CLASS_NAMES",
+    "cifar10", "cifar100", "fashion_mnist", "eurosat", "tiny_imagenet", "imagenet_val", "imagenet_vehicles",
+    "ct_contrast", "sst2", "pam", "boiler",
     "ImageFiles", "CIFAR10_STATS", "CIFAR100_STATS", "FASHION_MNIST_STATS", "IMAGENET_STATS", "TINY_IMAGENET_STATS",
 ]
 
 _EMBEDDED = {
     "digits": digits,
     "canvas_digits": canvas_digits,
+    "ct_slices": ct_slices,
     "seq_comb": functools.partial(timeseries, "seq_comb"),
     "freq_shape": functools.partial(timeseries, "freq_shape"),
     "tokens": tokens,
@@ -72,6 +77,8 @@ _REAL = {
     "eurosat": eurosat,
     "tiny_imagenet": tiny_imagenet,
     "imagenet_val": imagenet_val,
+    "imagenet_vehicles": imagenet_vehicles,
+    "ct_contrast": ct_contrast,
     "sst2": sst2,
     "pam": pam,
     "boiler": boiler,
@@ -95,8 +102,9 @@ def load(
     """Load dataset ``name`` (see :func:`available`) — the one entry point of ``faithlab.data``.
 
     ``params`` go to the dataset's function (e.g. ``size``, ``r``, ``classes`` for canvas_digits; ``n``,
-    ``length`` for the series). Embedded datasets ignore ``data_dir`` and ``download``; real ones use ``seed``
-    only where they draw a split (eurosat). Unknown names raise ValueError listing the available ones.
+    ``contrast`` for ct_slices; ``n``, ``length`` for the series). Embedded datasets ignore ``data_dir`` and
+    ``download``; real ones use ``seed`` only where they draw a split (eurosat). Unknown names raise ValueError
+    listing the available ones.
     """
     if name in _EMBEDDED:
         return _EMBEDDED[name](split=split, seed=seed, **params)

@@ -1,5 +1,6 @@
 """Embedded datasets (no files, no network): scikit-learn's real 8×8 digits, digits on a coloured canvas with a
-ground-truth mask, synthetic time series with salient windows, and synthetic sentiment-like token sequences.
+ground-truth mask, synthetic CT-like slices with a contrast-enhanced (or not) organ mask, synthetic time series with
+salient windows, and synthetic sentiment-like token sequences.
 
 Every generator is a pure function of its arguments: the same ``seed`` gives identical tensors, and the train and
 test splits come from independent random streams of that seed.
@@ -375,3 +376,157 @@ def tokens(*, split: str = "train", seed: int = 0, n: int = 1000, length: int = 
         negative_ids=(2 + n_filler + n_signal, vocab_size),
     )
     return TensorData(x, y, is_dominant | is_minority, info, {"lengths": lengths})
+
+
+# -------------------------------------------------------------------------------------------------------- CT slices
+CT_CLASS_NAMES = ("without contrast", "with contrast")
+_CT_STUDY = 1000  # slices of the notional study that the default split sizes divide
+
+
+def _ct_frame(u: torch.Tensor, v: torch.Tensor, cu: torch.Tensor, cv: torch.Tensor,
+              angle: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Coordinates (u, v) seen from per-sample frames centred at (cu, cv) (N,) and rotated by ``angle`` (N,)."""
+    du, dv = u - cu[:, None, None], v - cv[:, None, None]
+    c, s = angle.cos()[:, None, None], angle.sin()[:, None, None]
+    return c * du + s * dv, c * dv - s * du
+
+
+def _render_ct(y: torch.Tensor, size: int, contrast: tuple[float, float], noise: float,
+               g: torch.Generator) -> tuple[torch.Tensor, ...]:
+    """Unnormalised CT-like slices for labels y (N,): (x (N, 1, size, size), organ mask, body mask, enhancement (N,)).
+
+    Every random draw has the same shape and order whatever the labels, and only the organ's enhancement reads y:
+    rendering 1 − y from the same generator state changes the organ's pixels and nothing else.
+    """
+    n = y.shape[0]
+
+    def uniform(lo: float, hi: float) -> torch.Tensor:
+        return lo + (hi - lo) * torch.rand(n, generator=g)
+
+    grid = (2 * torch.arange(size, dtype=torch.float32) + 1) / size - 1  # pixel centres in [-1, 1]
+    u, v = grid[None, None, :], grid[None, :, None]  # u: column (left → right), v: row (top → bottom)
+    # body: an ellipse wider than high, jittered, slightly rotated
+    ba, bb = uniform(0.72, 0.9), uniform(0.52, 0.68)
+    p, q = _ct_frame(u, v, uniform(-0.06, 0.06), uniform(-0.06, 0.06), uniform(-0.15, 0.15))
+    body = (p / ba[:, None, None]) ** 2 + (q / bb[:, None, None]) ** 2 <= 1
+    # two dark lungs left and right of the centre, a bright vertebra at the back (bottom): label-free structures
+    lungs = torch.zeros_like(body)
+    for side in (-1.0, 1.0):
+        lp, lq = side * 0.45 * ba * uniform(0.9, 1.1), -0.1 * bb * uniform(0.5, 1.5)
+        la, lb = 0.28 * ba * uniform(0.85, 1.1), 0.6 * bb * uniform(0.85, 1.1)
+        lp, lq, la, lb = (a[:, None, None] for a in (lp, lq, la, lb))
+        lungs |= ((p - lp) / la) ** 2 + ((q - lq) / lb) ** 2 <= 1
+    lungs &= body
+    rv = uniform(0.08, 0.12)
+    vp, vq = uniform(-0.05, 0.05) * ba, bb - rv - 0.05
+    vertebra = body & ((p - vp[:, None, None]) ** 2 + (q - vq[:, None, None]) ** 2 <= (rv**2)[:, None, None])
+    # organ: a rotated ellipse with a wavy rim (2nd and 3rd angular harmonics), anywhere inside the body
+    ra, rb, angle = uniform(0.16, 0.3), uniform(0.16, 0.3), uniform(0.0, math.pi)
+    a2, a3, phase2, phase3 = uniform(0.0, 0.1), uniform(0.0, 0.1), uniform(0.0, 2 * math.pi), uniform(0.0, 2 * math.pi)
+    reach = torch.maximum(ra, rb) * (1 + a2 + a3)  # no organ pixel lies farther than this from its centre
+    radius, theta = uniform(0.0, 1.0).sqrt(), uniform(0.0, 2 * math.pi)  # uniform in the inner ellipse
+    op, oq = 0.9 * radius * theta.cos() * (ba - reach), 0.9 * radius * theta.sin() * (bb - reach)
+    s, t = _ct_frame(p, q, op, oq, angle)
+    s, t = s / ra[:, None, None], t / rb[:, None, None]
+    phi = torch.atan2(t, s)
+    rim = 1 + a2[:, None, None] * torch.cos(2 * phi + phase2[:, None, None]) \
+        + a3[:, None, None] * torch.cos(3 * phi + phase3[:, None, None])
+    organ = body & ((s**2 + t**2).sqrt() <= rim)
+    # intensities: smooth texture on every tissue, per-image levels, gain, offset and pixel noise
+    texture = F.interpolate(torch.randn(n, 1, 6, 6, generator=g), size=(size, size), mode="bicubic",
+                            align_corners=False)[:, 0] * uniform(0.03, 0.07)[:, None, None]
+    tissue, air, bone = uniform(0.35, 0.5), uniform(0.03, 0.1), uniform(0.3, 0.45)
+    draw = uniform(0.0, 1.0)
+    lo, hi = contrast
+    enhancement = torch.where(y == 1, lo + draw * (hi - lo), -0.1 * draw)  # the label's only trace
+    tissue_, air_, bone_, enh_ = (a[:, None, None] for a in (tissue, air, bone, enhancement))
+    raw = torch.where(body, tissue_ + texture, torch.zeros(()))
+    raw = torch.where(lungs, air_ + 0.5 * texture, raw)
+    raw = torch.where(vertebra, tissue_ + bone_ + 0.5 * texture, raw)
+    raw = torch.where(organ, tissue_ + enh_ + texture, raw)
+    gain, offset, sigma = uniform(0.85, 1.15), uniform(-0.08, 0.08), noise * uniform(0.5, 1.0)
+    gain, offset, sigma = (a[:, None, None] for a in (gain, offset, sigma))
+    x = gain * raw + offset + sigma * torch.randn(n, size, size, generator=g)
+    return x[:, None], organ, body, enhancement
+
+
+def _tight_boxes(mask: torch.Tensor) -> torch.Tensor:
+    """Tight boxes (N, 4) int64 (x0, y0, x1, y1), end exclusive, of masks (N, H, W); (0, 0, 0, 0) for an empty one."""
+    height, width = mask.shape[1:]
+    rows, cols = mask.any(2), mask.any(1)
+    y0, x0 = rows.int().argmax(1), cols.int().argmax(1)
+    y1, x1 = height - rows.flip(1).int().argmax(1), width - cols.flip(1).int().argmax(1)
+    boxes = torch.stack([x0, y0, x1, y1], 1).long()
+    return torch.where(mask.flatten(1).any(1)[:, None], boxes, 0)
+
+
+def _ct_count(part: str, n: int | None, test_fraction: float) -> int:
+    if n is not None:
+        return n
+    n_test = int(math.floor(test_fraction * _CT_STUDY + 0.5))
+    return n_test if part == "test" else _CT_STUDY - n_test
+
+
+@functools.lru_cache(maxsize=4)
+def _ct_part(seed: int, size: int, contrast: tuple[float, float], noise: float, test_fraction: float, part: str,
+             n: int | None) -> tuple[torch.Tensor, ...]:
+    """Unnormalised slices of one split (cached: the test split needs the train statistics)."""
+    count = _ct_count(part, n, test_fraction)
+    y = torch.randperm(count, generator=generator(seed, "ct_slices-labels", part)) % 2
+    return (y, *_render_ct(y, size, contrast, noise, generator(seed, "ct_slices", part)))
+
+
+def ct_slices(*, split: str = "train", seed: int = 0, size: int = 32, n: int | None = None,
+              test_fraction: float = 0.2, contrast: tuple[float, float] = (0.1, 0.4),
+              noise: float = 0.05) -> TensorData:
+    """Synthetic grey CT-like slices for a binary contrast-agent task: does the organ show contrast agent?
+
+    The stand-in for the Few-class Fidelity paper's CT study (a single-logit classifier decides whether a slice
+    shows contrast agent; a manual mediastinum mask is the localisation ground truth); the real data are read by
+    :func:`faithlab.data.ct_contrast`. Each slice shows, on black air, a textured elliptical body (size, position
+    and tilt jittered) with two dark lungs, a bright vertebra at the bottom and an organ: a rotated ellipse with a
+    wavy rim (random size, shape and position inside the body). The label acts on the organ only: y = 1 ("with
+    contrast") adds an enhancement drawn uniformly in ``contrast`` to the body's tissue level inside the organ,
+    y = 0 ("without contrast") adds one in [−0.1, 0] (body-like to dark). Everything else is drawn independently
+    of the label and per image: tissue, lung and bone levels, a smooth texture (bicubic-upsampled 6×6 noise of
+    amplitude 0.03–0.07), a gain in [0.85, 1.15], an offset in [−0.08, 0.08] and pixel noise of std
+    ``noise``·U[0.5, 1]. The vertebra is as bright as an enhanced organ, so brightness alone does not decide.
+    So the mask (the organ) holds all the label's evidence: the pixels outside it have the same distribution for
+    both classes.
+
+    Splits: independent random streams of ``seed`` (no slice is shared); ``n`` slices in the split, by default
+    those of a notional 1,000-slice study split by ``test_fraction`` (800 train / 200 test). Classes balanced
+    (counts differ by at most one), in random order. Normalised with the mean/std of the default train split
+    (``info['mean']``, ``info['std']``, one channel). ``size`` ≥ 16 keeps every organ a few pixels wide.
+
+    Returns TensorData: x (N, 1, size, size), y (N,) (0 without, 1 with contrast), mask (N, size, size) bool
+    (organ); extras ``boxes`` (N, 4) int64 tight box of the mask as (x0, y0, x1, y1), end exclusive (as
+    :func:`canvas_digits`); ``fraction`` (N,) organ area fraction; ``enhancement`` (N,) the organ's intensity
+    offset over the tissue level before gain; ``body`` (N, size, size) bool body mask.
+    """
+    check_split(split)
+    size = _validate.positive_int(size, "size")
+    if size < 16:
+        raise ValueError(f"size must be at least 16 (the organ must stay a few pixels wide), got {size}")
+    if n is not None:
+        n = _validate.positive_int(n, "n")
+    test_fraction = _validate.fraction(test_fraction, "test_fraction", closed_low=False)
+    if test_fraction >= 1:
+        raise ValueError(f"test_fraction must lie in (0, 1), got {test_fraction!r}")
+    lo, hi = (_validate.number(c, "contrast") for c in contrast)
+    if not 0 < lo <= hi:
+        raise ValueError(f"contrast must be a range (low, high) with 0 < low <= high, got {contrast}")
+    noise = _validate.number(noise, "noise")
+    if not (noise >= 0 and math.isfinite(noise)):
+        raise ValueError(f"noise must be a finite number >= 0, got {noise}")
+    key = (seed, size, (lo, hi), noise, test_fraction)
+    x_train = _ct_part(*key, "train", None)[1]
+    y, x, mask, body, enhancement = _ct_part(*key, split, n)
+    x, mean, std = _standardize(x_train, x)
+    info = dict(
+        name="ct_slices", n_classes=2, class_names=list(CT_CLASS_NAMES), mean=mean, std=std, split=split, seed=seed,
+        size=size, n=len(y), test_fraction=test_fraction, contrast=(lo, hi), noise=noise,
+    )
+    extras = {"boxes": _tight_boxes(mask), "fraction": mask.float().mean(dim=(1, 2)),
+              "enhancement": enhancement.clone(), "body": body.clone()}
+    return TensorData(x, y.clone(), mask.clone(), info, extras)

@@ -1,8 +1,9 @@
 """Loaders for the papers' real datasets, read from ``data_dir`` in their published on-disk layouts.
 
 Nothing is fetched unless ``download=True`` (torchvision datasets only). Image datasets are returned as torch
-Datasets yielding (normalised tensor, label) with an ``info`` dict attached; SST-2, PAM and Boiler are small and
-returned as :class:`TensorData`. Use :func:`to_tensors` to materialise the first n items of an image dataset.
+Datasets yielding (normalised tensor, label) with an ``info`` dict attached; SST-2, PAM, Boiler and the CT slices
+(ct_contrast) are small and returned as :class:`TensorData`. Use :func:`to_tensors` to materialise the first n items
+of an image dataset.
 """
 
 from __future__ import annotations
@@ -206,6 +207,210 @@ def imagenet_val(*, split: str = "test", data_dir: str | Path | None = None, dow
     ds = torchvision.datasets.ImageFolder(str(root / "val"), transform=_transform(mean, std, resize, crop))
     return _tag(ds, name="imagenet_val", n_classes=len(ds.classes), class_names=list(ds.classes), mean=mean, std=std,
                 split=split)
+
+
+_FOLDER_SPLITS = ("train", "val", "test")
+
+
+def _read_csv(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
+    """Rows of a comma-separated file whose header names at least ``columns`` (cells stripped of spaces)."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        header = [h.strip() for h in reader.fieldnames or []]
+        missing = [c for c in columns if c not in header]
+        if missing:
+            raise ValueError(f"{path}: the header must name the columns {list(columns)}, got {header}")
+        reader.fieldnames = header
+        return [{k: (v or "").strip() for k, v in row.items() if k is not None} for row in reader
+                if any((v or "").strip() for v in row.values() if isinstance(v, str))]
+
+
+def _box_rows(path: Path, files: list[str], crop: int) -> torch.Tensor:
+    """Boxes (N, 4) int64 of ``files`` (paths relative to the split folder) from a ``file,x0,y0,x1,y1`` CSV."""
+    rows = _read_csv(path, ("file", "x0", "y0", "x1", "y1"))
+    boxes: dict[str, list[int]] = {}
+    for row in rows:
+        name = row["file"].replace("\\", "/")
+        if name in boxes:
+            raise ValueError(f"{path}: {name!r} has more than one row (one box per image)")
+        try:
+            box = [int(row[k]) for k in ("x0", "y0", "x1", "y1")]
+        except ValueError:
+            raise ValueError(f"{path}: the box of {name!r} must be four integers, got {row}") from None
+        x0, y0, x1, y1 = box
+        if not (0 <= x0 < x1 <= crop and 0 <= y0 < y1 <= crop):
+            raise ValueError(f"{path}: the box of {name!r} must satisfy 0 <= x0 < x1 <= {crop} and "
+                             f"0 <= y0 < y1 <= {crop} (end exclusive, in the {crop}x{crop} crop), got {box}")
+        boxes[name] = box
+    unlisted, unknown = [f for f in files if f not in boxes], sorted(set(boxes) - set(files))
+    if unlisted or unknown:
+        raise ValueError(f"{path} must hold one row per image of the split (file = path relative to the split "
+                         f"folder, e.g. {files[0]!r}); images without a row: {unlisted[:5]}, rows without an image: "
+                         f"{unknown[:5]}")
+    return torch.tensor([boxes[f] for f in files], dtype=torch.int64)
+
+
+def imagenet_vehicles(*, split: str = "test", data_dir: str | Path | None = None, download: bool = False,
+                      resize: int = 256, crop: int = 224, mean: tuple | None = None,
+                      std: tuple | None = None) -> Dataset:
+    """The Few-class Fidelity paper's 3-class ImageNet "vehicles" task (Kaggle "imagenet-3classes": private,
+    two-wheeled, trucks-and-services) as a torchvision ImageFolder: Resize(256), CenterCrop(224), ToTensor,
+    Normalize(IMAGENET_STATS), as :func:`imagenet_val`. Class index = position in the sorted class folder names
+    (``info['class_names']``), whatever the folders are called.
+
+    Layout: data_dir/<split>/<class>/<name>.jpeg (or .jpg, .png: any format ImageFolder reads), split one of
+    train, val, test. Optional ground-truth boxes: data_dir/<split>_boxes.csv, a comma-separated file with the
+    header ``file,x0,y0,x1,y1`` and one row per image of the split: ``file`` the image's path relative to
+    data_dir/<split> with forward slashes (e.g. ``private/img_001.jpeg``), the box in pixel coordinates of the
+    crop×crop centre crop (the model's input), x0, y0 inclusive and x1, y1 exclusive (``boxes`` of
+    :func:`canvas_digits` and :func:`faithlab.metrics` localisation). When the file exists the dataset carries
+    ``boxes`` (N, 4) int64 in sample order; a missing or extra row, or a box outside the crop, is a ValueError.
+    """
+    import torchvision
+
+    check_split(split, _FOLDER_SPLITS)
+    _no_download("imagenet_vehicles", download)
+    _validate.positive_int(resize, "resize")
+    _validate.positive_int(crop, "crop")
+    root = _root(data_dir, "imagenet_vehicles")
+    folder = root / split
+    if not folder.is_dir() or not any(p.is_dir() for p in folder.iterdir()):
+        raise _missing("imagenet_vehicles", root,
+                       f"  data_dir/{split}/<class>/<name>.jpeg|.png  (one folder per class, sorted = class index),\n"
+                       f"  optional data_dir/{split}_boxes.csv with header file,x0,y0,x1,y1 (file relative to "
+                       f"data_dir/{split})")
+    mean, std = _stats(IMAGENET_STATS, mean, std)
+    ds = torchvision.datasets.ImageFolder(str(folder), transform=_transform(mean, std, resize, crop))
+    box_file = root / f"{split}_boxes.csv"
+    if box_file.is_file():
+        ds.boxes = _box_rows(box_file, [Path(p).relative_to(folder).as_posix() for p, _ in ds.samples], crop)
+    return _tag(ds, name="imagenet_vehicles", n_classes=len(ds.classes), class_names=list(ds.classes), mean=mean,
+                std=std, split=split, resize=resize, crop=crop)
+
+
+# ------------------------------------------------------------------------------------------------------ CT slices
+_CT_SUFFIXES = (".npy", ".png")
+
+
+def _ct_array(path: Path, what: str) -> np.ndarray:
+    """One 2-D slice or mask from an .npy file (``allow_pickle=False``) or a PNG (8 or 16 bit grey; colour → grey)."""
+    if path.suffix == ".npy":
+        array = _npy(path, f"the {what} as a plain numeric array, np.save({str(path)!r}, np.asarray(a, "
+                           f"dtype=np.float32))")
+        if array.dtype.kind not in "biuf":
+            raise ValueError(f"data_dir file {str(path)!r} must hold a numeric {what}, got dtype {array.dtype}")
+    else:
+        from PIL import Image
+
+        with Image.open(path) as image:
+            if image.mode not in ("1", "L", "I", "F") and not image.mode.startswith("I;16"):
+                image = image.convert("L")
+            array = np.asarray(image)
+    if array.ndim == 3 and 1 in (array.shape[0], array.shape[-1]):
+        array = array.reshape(array.shape[1:] if array.shape[0] == 1 else array.shape[:-1])
+    if array.ndim != 2:
+        raise ValueError(f"data_dir file {str(path)!r} must hold one 2-D {what} (H, W), got shape {array.shape}")
+    return array
+
+
+def _ct_files(folder: Path) -> list[Path]:
+    return sorted(p for p in (folder / "images").iterdir() if p.is_file() and p.suffix.lower() in _CT_SUFFIXES)
+
+
+def _ct_stack(arrays: list[np.ndarray], paths: list[Path]) -> torch.Tensor:
+    shapes = {a.shape for a in arrays}
+    if len(shapes) != 1:
+        first = {a.shape: p.name for a, p in zip(arrays, paths)}
+        raise ValueError(f"the CT slices must share one shape (H, W), got {sorted(shapes)} (e.g. {first})")
+    return torch.from_numpy(np.stack(arrays).astype(np.float32))
+
+
+def ct_contrast(*, split: str = "test", data_dir: str | Path | None = None, download: bool = False,
+                mean: float | tuple | None = None, std: float | tuple | None = None) -> TensorData:
+    """The Few-class Fidelity paper's CT contrast-agent study: slices labelled with (1) or without (0) contrast
+    agent, with a manual organ (mediastinum) mask as the localisation ground truth. Embedded stand-in:
+    :func:`faithlab.data.ct_slices`.
+
+    Layout, split one of train, val, test:
+      data_dir/<split>/images/<name>.npy or .png: one 2-D slice (H, W) each (.npy any numeric dtype, e.g. float
+      HU values; .png 8- or 16-bit grey, colour converted to grey); all slices of a split share one shape.
+      data_dir/<split>/masks/<name>: the slice's mask under the same file name (or the same stem with the other
+      suffix, e.g. a .png mask for an .npy slice), same shape; nonzero = organ (bool, 0/1 or 0/255).
+      data_dir/<split>/labels.csv: comma-separated, header ``file,label``, one row per file of images/ (``file`` =
+      its name, e.g. ``slice_001.npy``), label 0 (without contrast) or 1 (with contrast).
+    Slices are ordered by file name (``info['files']``). Values are used as stored (no windowing), then
+    standardised with one mean and one std (population, over every pixel of every slice): those of the train
+    split (data_dir/train/images) when it exists, else those of the loaded split, or the given ``mean``/``std``
+    (e.g. the statistics the classifier was trained with); ``info['stats_from']`` says which ("train", the split,
+    or "given"). .npy files are read with ``allow_pickle=False`` (unpickling can run code): an object array is
+    refused with ValueError.
+
+    Returns TensorData: x (N, 1, H, W) float32, y (N,), mask (N, H, W) bool; extras ``boxes`` (N, 4) int64 tight
+    box of the mask as (x0, y0, x1, y1), end exclusive ((0, 0, 0, 0) for an empty mask).
+    """
+    from ._embedded import CT_CLASS_NAMES, _tight_boxes
+
+    check_split(split, _FOLDER_SPLITS)
+    _no_download("ct_contrast", download)
+    root = _root(data_dir, "ct_contrast")
+    folder = root / split
+    layout = (f"  data_dir/{split}/images/<name>.npy|.png  (one 2-D slice each),\n"
+              f"  data_dir/{split}/masks/<name>.npy|.png  (same name or stem; nonzero = organ),\n"
+              f"  data_dir/{split}/labels.csv  (header file,label; label 1 = with contrast, 0 = without)")
+    if not (folder / "images").is_dir() or not (folder / "masks").is_dir() or not (folder / "labels.csv").is_file():
+        raise _missing("ct_contrast", root, layout)
+    paths = _ct_files(folder)
+    if not paths:
+        raise _missing("ct_contrast", root, layout)
+    rows = _read_csv(folder / "labels.csv", ("file", "label"))
+    labels: dict[str, int] = {}
+    for row in rows:
+        if row["label"] not in ("0", "1") or row["file"] in labels:
+            problem = "is listed twice" if row["file"] in labels else f"has label {row['label']!r} (0 or 1 expected)"
+            raise ValueError(f"{folder / 'labels.csv'}: {row['file']!r} {problem}")
+        labels[row["file"]] = int(row["label"])
+    names = [p.name for p in paths]
+    unlabelled, unknown = [n for n in names if n not in labels], sorted(set(labels) - set(names))
+    if unlabelled or unknown:
+        raise ValueError(f"{folder / 'labels.csv'} must hold one row per file of {folder / 'images'}; files without "
+                         f"a row: {unlabelled[:5]}, rows without a file: {unknown[:5]}")
+    images, masks = [], []
+    for path in paths:
+        candidates = [folder / "masks" / path.name] + [folder / "masks" / (path.stem + s) for s in _CT_SUFFIXES]
+        mask_path = next((c for c in candidates if c.is_file()), None)
+        if mask_path is None:
+            raise _missing("ct_contrast", root, f"{layout}\n(no mask for {path.name})")
+        images.append(_ct_array(path, "slice"))
+        masks.append(_ct_array(mask_path, "mask"))
+        if masks[-1].shape != images[-1].shape:
+            raise ValueError(f"the mask {str(mask_path)!r} has shape {masks[-1].shape}, "
+                             f"its slice {images[-1].shape}")
+    x = _ct_stack(images, paths)
+    if (mean is None) != (std is None):
+        raise ValueError("give both mean and std, or neither")
+    if mean is not None:
+        stats_from = "given"
+        mean, std = (_validate.number(value[0] if isinstance(value, (tuple, list)) else value, label)
+                     for value, label in ((mean, "mean"), (std, "std")))
+        if not std > 0:
+            raise ValueError(f"std must be > 0, got {std}")
+    else:
+        train = root / "train"
+        if split != "train" and (train / "images").is_dir() and _ct_files(train):
+            stats_from, train_paths = "train", _ct_files(train)
+            reference = _ct_stack([_ct_array(p, "slice") for p in train_paths], train_paths)
+        else:
+            stats_from, reference = split, x
+        mean = reference.double().mean().item()
+        std = max(reference.double().std(unbiased=False).item(), 1e-8)
+    x = ((x - mean) / std)[:, None]
+    mask = torch.from_numpy(np.stack(masks) != 0)
+    info = dict(name="ct_contrast", n_classes=2, class_names=list(CT_CLASS_NAMES), mean=(mean,), std=(std,),
+                split=split, stats_from=stats_from, files=names)
+    y = torch.tensor([labels[n] for n in names], dtype=torch.int64)
+    return TensorData(x.float(), y, mask, info, {"boxes": _tight_boxes(mask)})
 
 
 # ---------------------------------------------------------------------------------------------------------- SST-2
