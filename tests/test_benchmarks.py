@@ -16,6 +16,8 @@ TINY = {
     "saco.py": ["--n", "4", "--k", "3", "--image-size", "8", "--batch-size", "16", "--repeats", "1"],
     "trace.py": ["--n", "2", "--iterations", "3", "--pub-images", "1", "--pub-iterations", "2", "--cs-n", "1",
                  "--cs-edge", "2", "--image-size", "14", "--width", "4", "--batch-size", "64", "--repeats", "1"],
+    "fewclass.py": ["--n", "1", "--ref-images", "1", "--image-size", "8", "--width", "4", "--batch-size", "256",
+                    "--repeats", "1", "--threads", "1"],
 }
 
 

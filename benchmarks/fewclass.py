@@ -1,0 +1,132 @@
+"""Speed of ``faithlab.metrics.fewclass`` (Few-class Fidelity): the batched search over the 804 candidate
+perturbations against bare batched forward passes and against the authors' per-candidate loop, and the MIF/LIF
+curves against bare batched forward passes.
+
+One 3-class model (``fl.models.build("small_cnn", n_classes=3)``, random init: speed does not depend on training)
+and the same digits upsampled to 1×28×28 (``--image-size``); the default grid of ``candidate_grid()``: 11
+operations × σ grid × 3 adjustments = 804 candidates per image.
+
+(a) Candidate search: ``select_perturbation`` on all B images (every blur computed once per image and σ as matrix
+    products, histogram matching batched, candidates built chunk by chunk, U and S of all 804·B candidates, argmin
+    P) against the bare side: the very inputs it sends to the model (recorded once, untimed: the 804·B candidates
+    and the one-image probe of the output width), ``batch_size`` per call. "selection ratio" = t_bare / t_ours
+    (goal ≥ 0.8 on CPU; 1.0 is the limit).
+(b) The authors' loop, on the first ``--ref-images`` images: for each image and each of the 804 (operation, σ,
+    adjustment) entries, build the candidate on numpy with ``scipy.ndimage.gaussian_filter`` and
+    ``skimage.exposure.match_histograms`` (``tests/oracles.py::fewclass_candidates_reference``, one entry at a
+    time), run the model on it alone (a batch of 1) and compute U, S and P with numpy; then the same selection
+    rule. Timed alongside (a) (interleaved repeats) and scaled per image: "speed-up over per-candidate loop" =
+    (t_loop / ref-images) / (t_ours / B) (goal ≥ 20×), printed with its ceiling (t_loop / ref-images) / (t_bare /
+    B): the batched model time alone bounds it, so a costlier model (``--width``, ``--image-size``) lowers both.
+    "same selection": on those images the loop and ours must pick the same candidate index (checked, not
+    assumed; the run fails otherwise).
+(c) MIF/LIF curves: ``fewclass_fid_details`` with the perturbed images selected in (a) and a random attribution
+    map (101 fractions, both curves, plus the predicted-class pass) against bare forward passes of the very inputs
+    it sends, ``batch_size`` per call: "curves ratio" = t_bare / t_curves (goal ≥ 0.8).
+
+    python benchmarks/fewclass.py [--device cpu|cuda] [--n 8] [--ref-images 1] [--image-size 28] [--width 16]
+                                  [--batch-size 256] [--repeats 3] [--threads N]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "tests"))
+from _timing import batched_forward, captured_inputs, digits, median_times, parser, setup  # noqa: E402
+from oracles import fewclass_candidates_reference  # noqa: E402
+
+import faithlab as fl  # noqa: E402
+
+FC = fl.metrics.fewclass
+N_CLASSES = 3
+
+
+def per_candidate_loop(model: torch.nn.Module, x: torch.Tensor, grid: list[tuple[str, int, str]]) -> list[int]:
+    """The authors' style: one image, one candidate at a time (numpy candidate, batch-1 forward, numpy U, S, P) →
+    the selected candidate index of every image of x."""
+    delta = FC.threshold(N_CLASSES)
+    picks = []
+    with torch.no_grad():
+        for b in range(x.shape[0]):
+            img = x[b].cpu().numpy()
+            span2 = float(img.max() - img.min()) ** 2
+            u, s = np.empty(len(grid)), np.empty(len(grid))
+            for v, entry in enumerate(grid):
+                c = fewclass_candidates_reference(img, [entry])[0]
+                probs = model(torch.from_numpy(c)[None].to(x.device)).softmax(dim=1)[0].cpu().numpy()
+                u[v] = np.abs(probs - 1 / N_CLASSES).mean()
+                s[v] = ((c - img) ** 2).mean() / span2
+            p = u + 10 / delta * s
+            ok = u < delta
+            picks.append(int(np.argmin(np.where(ok, p, np.inf))) if ok.any() else int(np.argmin(u)))
+    return picks
+
+
+def main() -> None:
+    p = parser(__doc__, n=8, batch_size=256, repeats=3)
+    p.add_argument("--ref-images", type=int, default=1, help="images the per-candidate loop runs (one at a time)")
+    p.add_argument("--image-size", type=int, default=28, help="image side (at least 4: two 2×2 max-pools)")
+    p.add_argument("--width", type=int, default=16, help="small_cnn width")
+    args = p.parse_args()
+    if not 1 <= args.ref_images <= args.n:
+        p.error(f"--ref-images must lie in [1, --n = {args.n}], got {args.ref_images}")
+    device = setup(args)
+    s = args.image_size
+    model = fl.models.build("small_cnn", in_channels=1, n_classes=N_CLASSES, width=args.width).to(device).eval()
+    x, _ = digits(args.n, s, device)
+    grid = FC.candidate_grid()
+    v, bs, r = len(grid), args.batch_size, args.ref_images
+    print(f"device={device} threads={torch.get_num_threads()} B={args.n} image=1x{s}x{s} N={N_CLASSES} "
+          f"candidates={v}/image ref-images={r} small_cnn width={args.width} batch_size={bs}")
+
+    # (a) + (b) candidate search -------------------------------------------------------------------------------
+    def ours(net: torch.nn.Module = model) -> dict:
+        return FC.select_perturbation(net, x, batch_size=bs)
+
+    recorded = captured_inputs(ours, model)
+    if recorded.shape[0] != v * args.n + 1:
+        raise RuntimeError(f"select_perturbation sent {recorded.shape[0]} inputs, expected {v * args.n + 1}")
+    loop_picks: list[list[int]] = []
+    times = median_times({"bare": lambda: batched_forward(model, recorded, bs), "ours": ours,
+                          "loop": lambda: loop_picks.append(per_candidate_loop(model, x[:r], grid))},
+                         device, args.repeats)
+    sel = ours()
+    same = sel["index"][:r].tolist() == loop_picks[-1]
+    ours_per, loop_per = times["ours"] / args.n, times["loop"] / r
+    print(f"selection: {recorded.shape[0]} inputs, bare {times['bare'] * 1e3:.1f} ms, "
+          f"ours {times['ours'] * 1e3:.1f} ms ({ours_per * 1e3:.1f} ms/image)")
+    print(f"selection ratio t_bare/t_ours: {times['bare'] / times['ours']:8.3f}  (goal >= 0.8)")
+    print(f"per-candidate loop: {loop_per * 1e3:.1f} ms/image ({r} image(s), {v} batch-1 forward calls each)")
+    print(f"same selection: {same}  (ours {sel['index'][:r].tolist()}, loop {loop_picks[-1]})")
+    print(f"speed-up over per-candidate loop (s per image): {loop_per / ours_per:8.2f}  (goal >= 20; the bare "
+          f"forward passes alone allow {loop_per / (times['bare'] / args.n):.2f})")
+    if not same:
+        raise SystemExit("the batched search and the per-candidate loop selected different candidates: "
+                         "the speed comparison is void")
+
+    # (c) MIF/LIF curves -----------------------------------------------------------------------------------------
+    g = torch.Generator().manual_seed(0)
+    attributions = torch.rand(args.n, 1, s, s, generator=g).to(device)
+    perturbed = sel["image"]
+
+    def curves(net: torch.nn.Module = model) -> dict:
+        return FC.fewclass_fid_details(net, x, attributions, perturbed, generator=0, batch_size=bs)
+
+    recorded = captured_inputs(curves, model)
+    times = median_times({"bare": lambda: batched_forward(model, recorded, bs), "curves": curves},
+                         device, args.repeats)
+    print(f"curves: {recorded.shape[0]} inputs ({len(FC.FRACTIONS)} fractions x 2 curves x {args.n} images, the "
+          f"predicted-class pass, the output-width probe), bare {times['bare'] * 1e3:.1f} ms, "
+          f"curves {times['curves'] * 1e3:.1f} ms")
+    print(f"curves ratio t_bare/t_curves: {times['bare'] / times['curves']:8.3f}  (goal >= 0.8)")
+
+
+if __name__ == "__main__":
+    main()
