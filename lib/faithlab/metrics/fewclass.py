@@ -21,7 +21,7 @@ from faithlab import _validate, perturb
 from faithlab.metrics.statistics import trapezoid_auc
 from faithlab.perturb.engine import _removal_curve
 
-__all__ = ["OPERATIONS", "ADJUSTMENTS", "FRACTIONS", "candidate_grid", "candidates", "match_histograms",
+__all__ = ["OPERATIONS", "ADJUSTMENTS", "FRACTIONS", "candidate_grid", "candidates", "candidate_images", "match_histograms",
            "match_range", "class_probabilities", "predicted_class", "uncertainty", "threshold", "similarity",
            "perturbation_score", "select_perturbation", "fid", "fewclass_fid", "fewclass_fid_details",
            "box_from_mask", "localisation_iou", "dice_curve", "localisation_dice"]
@@ -152,9 +152,16 @@ def _build(x: torch.Tensor, grid: list[tuple[str, int, str]], b0: int, b1: int, 
     return cand
 
 
-def _selected(x: torch.Tensor, grid: list[tuple[str, int, str]], index: torch.Tensor) -> torch.Tensor:
-    """Candidate ``index[b]`` of every image b → ``(B, C, H, W)``, rebuilt once per distinct winner for all the
-    images that chose it (a loop over distinct winners, not over images)."""
+def candidate_images(x: torch.Tensor, index: torch.Tensor, *,
+                     grid: Sequence[tuple[str, int, str]] | None = None) -> torch.Tensor:
+    """Candidate ``index[b]`` of ``grid`` for every image b → ``(B, C, H, W)`` (e.g. the winners of
+    :func:`select_perturbation`, or chosen candidates to show), built once per distinct index for all the images
+    that use it."""
+    _validate.tensor(x, "x", ndim=4, floating=True)
+    grid = _check_grid(grid)
+    index = _validate.tensor(index, "index", ndim=1)
+    if index.shape[0] != x.shape[0] or index.is_floating_point() or bool(((index < 0) | (index >= len(grid))).any()):
+        raise ValueError(f"index must hold {x.shape[0]} integers in [0, {len(grid)}), got {index.tolist()[:8]}")
     out = torch.empty_like(x)
     for v in torch.unique(index).tolist():
         rows = (index == v).nonzero().flatten()
@@ -277,7 +284,7 @@ def select_perturbation(model: Callable, x: torch.Tensor, *, grid: Sequence[tupl
     index = torch.where(passed_any, masked.argmin(dim=1), all_u.argmin(dim=1))
     rows = torch.arange(x.shape[0], device=x.device)
     picked = [grid[v] for v in index.tolist()]
-    return {"image": _selected(x, grid, index), "index": index, "u": all_u[rows, index],
+    return {"image": candidate_images(x, index, grid=grid), "index": index, "u": all_u[rows, index],
             "s": all_s[rows, index], "p": score[rows, index], "passed": passed_any, "all_u": all_u, "all_s": all_s,
             "delta": delta, "n_classes": n, "grid": grid, "operation": [g[0] for g in picked],
             "sigma": [g[1] for g in picked], "adjustment": [g[2] for g in picked]}

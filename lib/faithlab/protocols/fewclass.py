@@ -1,0 +1,356 @@
+"""Few-class Fidelity's experimental protocol (Marchadour et al.; spec §2.5): the two few-class tasks, their models
+and XAI sets, the maps of every method × alteration, and tidy frames of Fid, localisation and the class-flip
+diagnostic for Tables 1–4 and Figs. 2–7.
+
+The metric, the candidate search and the localisation scores live in :mod:`faithlab.metrics.fewclass`; this module
+only runs them over tasks, models, methods and alterations and lays the results out, one row per image.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import torch
+from torch import nn
+
+from faithlab import _validate, data, explainers, models, perturb, train, verdicts
+from faithlab.metrics import fewclass
+
+__all__ = ["METHODS", "ALTERATIONS", "NO_SG", "TASKS", "Setup", "setup", "method_maps", "fid_frame", "evaluate_task",
+           "curve_frame", "localisation_frame", "selection_frame", "flip_frame", "rank_agreement", "wide_table",
+           "random_lowest", "alteration_gains"]
+
+METHODS: dict[str, tuple[str, dict]] = {
+    "BP": ("gradient", {}),
+    "Deconv": ("deconvolution", {}),
+    "EG": ("expected_gradients", {}),
+    "IG(min)": ("integrated_gradients", {"baseline": "min"}),
+    "IG(zero)": ("integrated_gradients", {"baseline": "zero"}),
+    "IG(max)": ("integrated_gradients", {"baseline": "max"}),
+    "GradCAM": ("gradcam", {}),
+    "Random": ("random", {}),
+}
+"""The methods of spec §2.5 as ``{name: (explainer, options)}``: BP the plain input gradient, Deconv captum's
+Deconvolution, EG Expected Gradients over a background set of training images (SHAP's GradientExplainer in the
+paper), IG from the image's min / zero / max (PAIR's IG in the paper), GradCAM at the model's last block, Random
+U(−1, 1). Every map is scored by Σ_c |·|, so signs do not matter."""
+ALTERATIONS = ("none", "XRAI", "SG", "SG²")
+"""Alterations applied after the map (spec §2.5): XRAI over the map (PAIR), SmoothGrad and SmoothGrad² of the
+method (noise std a fraction of the image range)."""
+NO_SG = {"ct": ("Deconv", "IG(max)")}
+"""Method × alteration cells the paper leaves empty: SG/SG² not applied to Deconv and IG(max) on CT (Table 2);
+Random is never altered."""
+TASKS = ("vehicles", "ct")
+"""``"vehicles"``: 3 classes with a ground-truth box per image (the paper's ImageNet vehicles); ``"ct"``: binary,
+single-logit, with a ground-truth segmentation mask (the paper's CT contrast-agent slices)."""
+
+
+@dataclass(frozen=True)
+class Setup:
+    """A task's models and XAI set: ``models`` ``{name: eval-mode model}``; images ``x`` ``(N, C, H, W)`` and
+    labels ``y`` that every model predicts correctly (the paper's XAI set); ``boxes`` ``(N, 4)`` (vehicles) or
+    ``masks`` ``(N, H, W)`` (CT) as localisation ground truth; ``background`` training images for Expected
+    Gradients; ``n_classes``; ``info`` one row per model (accuracy, where it comes from)."""
+
+    task: str
+    models: dict[str, nn.Module]
+    x: torch.Tensor
+    y: torch.Tensor
+    boxes: torch.Tensor | None
+    masks: torch.Tensor | None
+    background: torch.Tensor
+    n_classes: int
+    info: pd.DataFrame
+
+
+def _stand_in(task: str, split: str, *, image_size: int, seed: int, n: int | None):
+    if task == "vehicles":
+        return data.load("canvas_digits", split=split, size=image_size, r=0.2, classes=[0, 1, 7], color=True,
+                         seed=seed, n=n)
+    return data.load("ct_slices", split=split, size=image_size, seed=seed, n=n)
+
+
+def setup(task: str, settings: Sequence[Mapping], *, n_images: int, image_size: int = 28, n_train: int = 1500,
+          n_background: int = 20, seed: int = 0, data_dir: str | None = None, paper: bool = False,
+          batch_size: int = 256, device: str | torch.device = "cpu") -> Setup:
+    """The models of a task and its XAI set: the first ``n_images`` test images every model predicts correctly.
+
+    Book profile (``paper=False``): generated stand-ins with known ground truth, ``image_size``² pixels —
+    vehicles: coloured canvas digits of three classes (0, 1, 7) with their tight boxes; CT: ``ct_slices``, a
+    textured body whose organ is bright with contrast and dark without (the mask is the organ), single-logit
+    models. ``settings``: ``[{"name", "model", "config", "n_epochs"}]`` trained here with
+    :func:`faithlab.train.fit` on ``n_train`` images (cached). Paper profile: ``imagenet_vehicles`` /
+    ``ct_contrast`` from ``data_dir``/imagenet_vehicles and ``data_dir``/ct_contrast (layouts in
+    :mod:`faithlab.data`) and ``settings`` ``[{"name", "arch", "weights_path", "source"?,
+    "config"?}]`` loaded by :func:`faithlab.models.pretrained` (state dicts read with ``weights_only``).
+    n_background: training images for Expected Gradients (the paper: 200).
+    """
+    _validate.one_of(task, "task", TASKS)
+    n_images = _validate.positive_int(n_images, "n_images")
+    if not settings:
+        raise ValueError("settings must name at least one model")
+    n_classes = 3 if task == "vehicles" else 2
+    trained: dict[str, nn.Module] = {}
+    rows = []
+    if not paper:
+        train_data = _stand_in(task, "train", image_size=image_size, seed=seed, n=n_train)
+        test_data = _stand_in(task, "test", image_size=image_size, seed=seed, n=None)
+        for s in settings:
+            if not {"name", "model", "n_epochs"} <= set(s):
+                raise ValueError(f"settings entries need 'name', 'model' and 'n_epochs', got {dict(s)!r:.200}")
+            config = {"in_channels": train_data.x.shape[1], "n_classes": 3 if task == "vehicles" else 1,
+                      **dict(s.get("config", {}))}
+            model, _ = train.fit(s["model"], config, train_data,
+                                 train.TrainConfig(epochs=int(s["n_epochs"]), lr=3e-3, batch_size=64, seed=seed),
+                                 test_data=test_data, device=device, progress=False,
+                                 data_key={"dataset": f"fewclass_{task}", "size": image_size, "n": n_train,
+                                           "seed": seed})
+            trained[s["name"]] = model.to(device).eval()
+            rows.append({"model": s["name"], "architecture": s["model"], "epochs": s["n_epochs"],
+                         "test accuracy": train.evaluate(trained[s["name"]], test_data, device=device)["accuracy"]})
+    else:
+        name = "imagenet_vehicles" if task == "vehicles" else "ct_contrast"
+        if data_dir is None:
+            raise ValueError("data_dir is required with paper=True (a folder holding imagenet_vehicles/ and "
+                             "ct_contrast/)")
+        root = Path(data_dir).expanduser() / name
+        test_data = data.load(name, split="test", data_dir=root)
+        train_data = data.load(name, split="train", data_dir=root)
+        for s in settings:
+            model = models.pretrained(s["arch"], source=s.get("source", "torchvision"),
+                                      weights_path=s["weights_path"], **dict(s.get("config", {})))
+            trained[s["name"]] = model.to(device).eval()
+            rows.append({"model": s["name"], "architecture": s["arch"], "weights": str(s["weights_path"]),
+                         "test accuracy": train.evaluate(trained[s["name"]], test_data, device=device)["accuracy"]})
+    x_all, y_all = data.to_tensors(test_data)
+    x_all, y_all = x_all.to(device), y_all.to(device)
+    correct = torch.ones(len(y_all), dtype=torch.bool, device=device)
+    for model in trained.values():
+        correct &= fewclass.predicted_class(model, x_all, batch_size=batch_size) == y_all
+    keep = correct.nonzero().flatten()[:n_images]
+    if keep.numel() == 0:
+        raise ValueError("no test image is predicted correctly by every model: train longer or change settings")
+    extras = getattr(test_data, "extras", {}) or {}
+    boxes = extras.get("boxes", getattr(test_data, "boxes", None))  # TensorData extras or ImageFolder .boxes
+    masks = getattr(test_data, "mask", None)
+    bg, _ = data.to_tensors(train_data, n_background)
+    for row in rows:
+        row["XAI set"] = int(keep.numel())
+    return Setup(task, trained, x_all[keep], y_all[keep],
+                 boxes[keep.cpu()].to(device) if boxes is not None and task == "vehicles" else None,
+                 masks[keep.cpu()].to(device) if masks is not None and task == "ct" else None,
+                 bg.to(device), n_classes, pd.DataFrame(rows))
+
+
+def _explain_target(model: nn.Module, x: torch.Tensor, target: torch.Tensor) -> tuple[nn.Module, torch.Tensor]:
+    """Single-logit models are explained through their one output (target 0), as the paper's code does."""
+    with torch.no_grad():
+        width = model(x[:1]).shape[1]
+    return model, (torch.zeros_like(target) if width == 1 else target)
+
+
+def method_maps(model: nn.Module, x: torch.Tensor, target: torch.Tensor, *, methods: Mapping[str, tuple[str, dict]],
+                alterations: Sequence[str] = ALTERATIONS, background: torch.Tensor | None = None,
+                ig_steps: int = 32, sg_samples: int = 10, sg_noise: float = 0.15, skip: Sequence[str] = (),
+                batch_size: int = 256, generator: torch.Generator | int = 0) -> dict[tuple[str, str], torch.Tensor]:
+    """Maps ``{(method, alteration): (B, C|1, H, W)}`` of every method × alteration (Random only unaltered;
+    ``skip`` lists methods without SG/SG², :data:`NO_SG`). SG/SG²: ``sg_samples`` noisy copies with noise std
+    ``sg_noise`` × the range of x; IG ``ig_steps`` steps; EG draws from ``background``. One generator shared in
+    the order of the methods, so the maps depend on the seed only."""
+    g = _validate.generator(generator, why="for the random methods and noise")
+    model, tgt = _explain_target(model, x, target)
+    stdev = float(sg_noise) * float(x.max() - x.min())
+    out: dict[tuple[str, str], torch.Tensor] = {}
+    for name, (method, options) in methods.items():
+        opts = dict(options)
+        if method == "integrated_gradients":
+            opts.setdefault("n_steps", ig_steps)
+        if method == "expected_gradients":
+            if background is None:
+                raise ValueError("background images are needed for Expected Gradients")
+            opts.setdefault("background", background)
+        base = explainers.explain(model, x, tgt, method=method, batch_size=batch_size, generator=g, **opts)
+        out[name, "none"] = base
+        if method == "random":
+            continue
+        for alt in alterations:
+            if alt == "XRAI":  # PAIR's XRAI over the method's map (recomputed inside, same generator stream)
+                out[name, alt] = explainers.explain(model, x, tgt, method="xrai", base=method,
+                                                    batch_size=batch_size, generator=g, **opts)
+            elif alt in ("SG", "SG²") and name not in skip:
+                out[name, alt] = explainers.explain(model, x, tgt, method="smoothgrad" if alt == "SG" else
+                                                    "smoothgrad_sq", base=method, nt_samples=sg_samples,
+                                                    stdevs=stdev, batch_size=batch_size, generator=g, **opts)
+    return out
+
+
+def fid_frame(model: nn.Module, x: torch.Tensor, maps: Mapping[tuple[str, str], torch.Tensor],
+              perturbed: torch.Tensor, *, labels: Mapping[str, object] | None = None, batch_size: int = 256,
+              generator: int = 0) -> tuple[pd.DataFrame, dict[tuple[str, str], dict]]:
+    """Few-class Fid of every map → (rows per method × alteration × image with ``Fid``, ``A_MIF``, ``A_LIF``;
+    the details dicts with the curves). The tie order of each map is seeded by ``generator``."""
+    rows, details = [], {}
+    for (name, alt), a in maps.items():
+        d = fewclass.fewclass_fid_details(model, x, a, perturbed, generator=generator, batch_size=batch_size)
+        details[name, alt] = d
+        rows.append(pd.DataFrame({**(labels or {}), "method": name, "alteration": alt, "image": range(x.shape[0]),
+                                  "Fid": d["score"].cpu().numpy(), "A_MIF": d["a_mif"].cpu().numpy(),
+                                  "A_LIF": d["a_lif"].cpu().numpy()}))
+    return pd.concat(rows, ignore_index=True), details
+
+
+def curve_frame(details: Mapping[tuple[str, str], dict], *, labels: Mapping[str, object] | None = None
+                ) -> pd.DataFrame:
+    """Long rows (method, alteration, curve MIF/LIF, image, p, value) of the curves in ``fid_frame``'s details."""
+    rows = []
+    for (name, alt), d in details.items():
+        f = d["fractions"].cpu().numpy()
+        for curve in ("mif", "lif"):
+            c = d[curve].detach().cpu().double()
+            rows.append(pd.DataFrame({**(labels or {}), "method": name, "alteration": alt, "curve": curve.upper(),
+                                      "image": torch.arange(c.shape[0]).repeat_interleave(c.shape[1]).numpy(),
+                                      "p": list(f) * c.shape[0], "value": c.flatten().numpy()}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def localisation_frame(maps: Mapping[tuple[str, str], torch.Tensor], *, boxes: torch.Tensor | None = None,
+                       masks: torch.Tensor | None = None, labels: Mapping[str, object] | None = None
+                       ) -> pd.DataFrame:
+    """IoU (boxes, Table 3) or Dice (masks, Table 4; per-image max over p, the paper, and at the p that maximises
+    the mean curve, the thesis code) of every map → rows per method × alteration × image."""
+    if (boxes is None) == (masks is None):
+        raise ValueError("pass exactly one of boxes (IoU) or masks (Dice)")
+    rows = []
+    for (name, alt), a in maps.items():
+        base = {**(labels or {}), "method": name, "alteration": alt, "image": range(a.shape[0])}
+        if boxes is not None:
+            rows.append(pd.DataFrame({**base, "IoU": fewclass.localisation_iou(a, boxes).cpu().numpy()}))
+        else:
+            rows.append(pd.DataFrame({**base, "Dice": fewclass.localisation_dice(a, masks).cpu().numpy(),
+                                      "Dice (code)": fewclass.localisation_dice(a, masks, aggregate="curve")
+                                      .cpu().numpy()}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def selection_frame(selection: Mapping, *, labels: Mapping[str, object] | None = None) -> pd.DataFrame:
+    """One row per image of :func:`faithlab.metrics.fewclass.select_perturbation`'s result: the winning operation,
+    σ and adjustment, its U, S, P, whether U < Δ, and the image's best U over all candidates."""
+    n = len(selection["operation"])
+    return pd.DataFrame({**(labels or {}), "image": range(n), "operation": selection["operation"],
+                         "sigma": selection["sigma"], "adjustment": selection["adjustment"],
+                         "variation": [f"{o}{a}" for o, a in zip(selection["operation"], selection["adjustment"])],
+                         "U": selection["u"].cpu().numpy(), "S": selection["s"].cpu().numpy(),
+                         "P": selection["p"].cpu().numpy(), "U < Δ": selection["passed"].cpu().numpy(),
+                         "best U": selection["all_u"].amin(dim=1).cpu().numpy(), "Δ": selection["delta"]})
+
+
+def flip_frame(model: Callable, x: torch.Tensor, perturbed: torch.Tensor, *, references: Sequence[str] = ("zero",
+               "mean"), labels: Mapping[str, object] | None = None, batch_size: int = 256) -> pd.DataFrame:
+    """What replacing every pixel does (claim C5): for each classic reference (``perturb.make_reference``) and the
+    selected perturbation, per image, the predicted class, whether it differs from the clean prediction, the
+    class probabilities' uncertainty U (eq. 2) and the top probability."""
+    target = fewclass.predicted_class(model, x, batch_size=batch_size)
+    replaced = {ref: perturb.make_reference(x, ref).expand_as(x) for ref in references}
+    replaced["selected perturbation"] = perturbed
+    rows = []
+    for name, img in replaced.items():
+        with torch.no_grad():
+            probs = torch.cat([fewclass.class_probabilities(model(img[i:i + batch_size]))
+                               for i in range(0, img.shape[0], batch_size)])
+        pred = probs.argmax(dim=1)
+        rows.append(pd.DataFrame({**(labels or {}), "replacement": name, "image": range(x.shape[0]),
+                                  "flipped": (pred != target).cpu().numpy(),
+                                  "U": fewclass.uncertainty(probs).cpu().numpy(),
+                                  "top probability": probs.amax(dim=1).cpu().numpy()}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def rank_agreement(fid: pd.DataFrame, loc: pd.DataFrame, *, score: str, by: Sequence[str] = ("model",)
+                   ) -> pd.DataFrame:
+    """Spearman correlation, per group of ``by``, between the mean Fid and the mean localisation ``score`` of the
+    method × alteration cells (claim C4), with the number of cells."""
+    from faithlab import stats
+
+    keys = [*by, "method", "alteration"]
+    merged = fid.groupby(keys)["Fid"].mean().to_frame().join(loc.groupby(keys)[score].mean()).reset_index()
+    rows = []
+    for group, frame in merged.groupby(list(by)):
+        rho = stats.spearman(torch.tensor(frame["Fid"].to_numpy()), torch.tensor(frame[score].to_numpy()))
+        rows.append({**dict(zip(by, group if isinstance(group, tuple) else (group,))), "cells": len(frame),
+                     "Spearman": float(rho)})
+    return pd.DataFrame(rows)
+
+
+def evaluate_task(s: Setup, *, methods: Sequence[str] = tuple(METHODS), alterations: Sequence[str] = ALTERATIONS,
+                  ig_steps: int = 32, sg_samples: int = 10, sg_noise: float = 0.15, grid=None, batch_size: int = 256,
+                  seed: int = 0) -> dict[str, pd.DataFrame]:
+    """Everything Tables 1–4 need for one task, per model: the selected perturbation of every image, the maps of
+    ``methods`` × ``alterations``, their Fid with curves, and their localisation (IoU for vehicles, Dice for CT).
+    Returns frames ``selection``, ``fid``, ``curves`` and ``localisation`` (a ``model`` column in each)."""
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ValueError(f"methods must be names of METHODS {tuple(METHODS)}, got {unknown}")
+    frames: dict[str, list[pd.DataFrame]] = {"selection": [], "fid": [], "curves": [], "localisation": []}
+    for i, (m, model) in enumerate(s.models.items()):
+        labels = {"model": m}
+        sel = fewclass.select_perturbation(model, s.x, grid=grid, batch_size=batch_size)
+        frames["selection"].append(selection_frame(sel, labels=labels))
+        maps = method_maps(model, s.x, s.y, methods={k: METHODS[k] for k in methods}, alterations=alterations,
+                           background=s.background, ig_steps=ig_steps, sg_samples=sg_samples, sg_noise=sg_noise,
+                           skip=NO_SG.get(s.task, ()), batch_size=batch_size,
+                           generator=torch.Generator().manual_seed(seed + i))
+        fid, details = fid_frame(model, s.x, maps, sel["image"], labels=labels, batch_size=batch_size,
+                                 generator=seed)
+        frames["fid"].append(fid)
+        frames["curves"].append(curve_frame(details, labels=labels))
+        frames["localisation"].append(localisation_frame(maps, boxes=s.boxes, masks=s.masks, labels=labels))
+    return {k: pd.concat(v, ignore_index=True) for k, v in frames.items()}
+
+
+def wide_table(frame: pd.DataFrame, value: str) -> pd.DataFrame:
+    """Mean ``value`` per model × method (rows, :data:`METHODS` order) and alteration (columns,
+    :data:`ALTERATIONS` order; empty where the cell was not computed): the layout of the paper's Tables 1–4."""
+    order = {m: i for i, m in enumerate(METHODS)}
+    table = frame.groupby(["model", "method", "alteration"], sort=False)[value].mean().unstack("alteration")
+    table = table[[a for a in ALTERATIONS if a in table.columns]].reset_index()
+    models_order = {m: i for i, m in enumerate(dict.fromkeys(frame["model"]))}
+    return table.sort_values(["model", "method"], key=lambda c: c.map(models_order if c.name == "model" else order)
+                             ).reset_index(drop=True)
+
+
+def _per_image(frame: pd.DataFrame, value: str, model: str, method: str, alteration: str):
+    cell = frame[(frame.model == model) & (frame.method == method) & (frame.alteration == alteration)]
+    return cell.sort_values("image")[value].to_numpy()
+
+
+def random_lowest(fid: pd.DataFrame) -> tuple[dict[str, verdicts.Verdict], pd.DataFrame]:
+    """Claim C1 per model: Random's unaltered Fid against every other method's unaltered Fid, paired over images
+    (:func:`faithlab.verdicts.compare`, Random as target, lower is "better") → ``({model: verdict}, table)``."""
+    out, rows = {}, []
+    for m in dict.fromkeys(fid["model"]):
+        names = [n for n in METHODS if n in set(fid.method)]
+        scores = {n: _per_image(fid, "Fid", m, n, "none") for n in names}
+        comparisons = verdicts.compare(scores, target="Random", higher_is_better=False)
+        out[m] = verdicts.from_comparison(comparisons)
+        rows += [{"model": m, **r} for r in verdicts.comparison_table(comparisons, target="Random")]
+    return out, pd.DataFrame(rows)
+
+
+def alteration_gains(fid: pd.DataFrame, *, alterations: Sequence[str] = ("SG", "SG²")) -> pd.DataFrame:
+    """Claim C3: for every model × method × alteration computed, the paired bootstrap of Fid(altered) − Fid(none)
+    over images → rows with the mean gain, its 95 % interval and the outcome (win = the alteration raises Fid)."""
+    rows = []
+    for m in dict.fromkeys(fid["model"]):
+        for n in METHODS:
+            base = _per_image(fid, "Fid", m, n, "none")
+            for alt in alterations:
+                altered = _per_image(fid, "Fid", m, n, alt)
+                if len(altered) == 0 or len(base) < 2:
+                    continue
+                c = verdicts.bootstrap_diff(altered, base)
+                rows.append({"model": m, "method": n, "alteration": alt, "gain": c.mean, "low": c.low,
+                             "high": c.high, "outcome": c.outcome})
+    return pd.DataFrame(rows)

@@ -1,0 +1,151 @@
+"""Few-class Fidelity's protocol: the XAI sets, the method × alteration grid, the frames and the claim helpers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+import faithlab as fl
+from faithlab.metrics import fewclass as F
+from oracles import small_cnn
+
+P = fl.protocols.fewclass
+
+
+class _Fixed(nn.Module):
+    """Predicts class ``image index % n`` for the images of one dataset (via their first pixel), constant logits."""
+
+    def __init__(self, n: int, wrong: set[int] = frozenset()) -> None:
+        super().__init__()
+        self.n, self.wrong = n, wrong
+
+    def forward(self, x):
+        idx = x[:, 0, 0, 0].round().long()
+        cls = idx % self.n
+        cls = torch.where(torch.tensor([int(i) in self.wrong for i in idx]), (cls + 1) % self.n, cls)
+        return torch.nn.functional.one_hot(cls, self.n).float() * 4.0
+
+
+def test_paper_setup_keeps_images_every_model_gets_right_and_reads_folder_boxes(monkeypatch, tmp_path):
+    class Folder(torch.utils.data.Dataset):
+        boxes = torch.tensor([[0, 0, 4, 4], [1, 1, 5, 5], [2, 2, 6, 6], [0, 1, 3, 7], [1, 0, 8, 8], [0, 0, 2, 2]])
+
+        def __len__(self):
+            return 6
+
+        def __getitem__(self, i):
+            return torch.full((3, 8, 8), float(i)), i % 3
+
+    loaded = []
+    monkeypatch.setattr(P.data, "load", lambda name, **kw: loaded.append((name, kw)) or Folder())
+    built = {"a": _Fixed(3, wrong={1}), "b": _Fixed(3, wrong={4})}
+    monkeypatch.setattr(P.models, "pretrained", lambda arch, **kw: built[arch])
+    s = P.setup("vehicles", [{"name": "A", "arch": "a", "weights_path": "w.pt"},
+                             {"name": "B", "arch": "b", "weights_path": "v.pt"}],
+                n_images=3, paper=True, data_dir=str(tmp_path), n_background=2)
+    assert loaded[0] == ("imagenet_vehicles", {"split": "test", "data_dir": tmp_path / "imagenet_vehicles"})
+    assert s.x[:, 0, 0, 0].tolist() == [0.0, 2.0, 3.0]  # 1 and 4 are mispredicted by one model each
+    assert torch.equal(s.boxes, Folder.boxes[[0, 2, 3]]) and s.masks is None and s.n_classes == 3
+    assert s.info["XAI set"].tolist() == [3, 3] and s.background.shape == (2, 3, 8, 8)
+    with pytest.raises(ValueError, match="data_dir"):
+        P.setup("ct", [{"name": "A", "arch": "a", "weights_path": "w.pt"}], n_images=2, paper=True)
+
+
+@pytest.mark.parametrize("task", ["vehicles", "ct"])
+def test_book_setup_trains_models_that_get_the_xai_set_right(task):
+    settings = [{"name": "cnn", "model": "small_cnn", "config": {"width": 4}, "n_epochs": 1}]
+    s = P.setup(task, settings, n_images=4, image_size=16, n_train=96, n_background=3)
+    model = s.models["cnn"]
+    assert torch.equal(F.predicted_class(model, s.x), s.y)
+    with torch.no_grad():
+        width = model(s.x[:1]).shape[1]
+    if task == "vehicles":
+        assert width == 3 and s.n_classes == 3 and s.x.shape[1] == 3 and s.masks is None
+        assert bool(((s.boxes[:, 2] > s.boxes[:, 0]) & (s.boxes[:, 3] > s.boxes[:, 1])).all())
+    else:
+        assert width == 1 and s.n_classes == 2 and s.x.shape[1] == 1 and s.boxes is None
+        assert s.masks.dtype == torch.bool and s.masks.shape == (len(s.x), 16, 16) and bool(s.masks.any())
+
+
+def test_method_maps_follow_the_papers_grid():
+    model = small_cnn(in_channels=1, side=8, n_classes=1)
+    x = torch.rand(2, 1, 8, 8, generator=torch.Generator().manual_seed(0))
+    methods = {k: P.METHODS[k] for k in ("BP", "IG(max)", "Random")}
+    maps = P.method_maps(model, x, torch.zeros(2, dtype=torch.long), methods=methods, alterations=["none", "SG", "SG²"],
+                         skip=P.NO_SG["ct"], ig_steps=4, sg_samples=3)
+    assert sorted(maps) == sorted([("BP", "none"), ("BP", "SG"), ("BP", "SG²"), ("IG(max)", "none"),
+                                   ("Random", "none")])
+    again = P.method_maps(model, x, torch.zeros(2, dtype=torch.long), methods=methods,
+                          alterations=["none", "SG", "SG²"], skip=P.NO_SG["ct"], ig_steps=4, sg_samples=3)
+    assert all(torch.equal(maps[k], again[k]) for k in maps)  # seeded
+    bp = fl.explainers.explain(model, x, 0, method="gradient")
+    assert torch.equal(maps["BP", "none"], bp)
+    assert not torch.allclose(maps["BP", "SG"], bp)
+
+
+def _frame(values: dict[tuple[str, str], list[float]], score: str = "Fid", model: str = "m") -> pd.DataFrame:
+    return pd.DataFrame([{"model": model, "method": m, "alteration": a, "image": i, score: v}
+                         for (m, a), vs in values.items() for i, v in enumerate(vs)])
+
+
+def test_wide_table_is_the_cell_mean_in_the_papers_order():
+    fid = _frame({("Random", "none"): [0.1, 0.3], ("BP", "SG"): [0.5, 0.7], ("BP", "none"): [0.2, 0.4]})
+    table = P.wide_table(fid, "Fid")
+    assert table["method"].tolist() == ["BP", "Random"] and list(table.columns) == ["model", "method", "none", "SG"]
+    assert table.loc[0, "none"] == pytest.approx(0.3) and table.loc[0, "SG"] == pytest.approx(0.6)
+    assert np.isnan(table.loc[1, "SG"])
+
+
+def test_random_lowest_and_alteration_gains_can_come_out_either_way():
+    g = np.random.default_rng(0)
+    low = _frame({("Random", "none"): list(0.3 + 0.01 * g.standard_normal(12)),
+                  ("BP", "none"): list(0.6 + 0.01 * g.standard_normal(12)),
+                  ("BP", "SG"): list(0.7 + 0.01 * g.standard_normal(12))})
+    verdict, table = P.random_lowest(low)
+    assert verdict["m"] == "reproduced" and table["outcome"].tolist() == ["win"]
+    high = low.assign(Fid=np.where(low.method == "Random", 0.9, low.Fid))
+    assert P.random_lowest(high)[0]["m"] == "not reproduced"
+    gains = P.alteration_gains(low, alterations=("SG", "SG²"))
+    assert gains[["method", "alteration", "outcome"]].values.tolist() == [["BP", "SG", "win"]]
+    assert gains["gain"].item() == pytest.approx(low[low.alteration == "SG"].Fid.mean()
+                                                 - low[(low.method == "BP") & (low.alteration == "none")].Fid.mean())
+    worse = low.assign(Fid=np.where(low.alteration == "SG", 0.4, low.Fid))
+    assert P.alteration_gains(worse)["outcome"].tolist() == ["loss"]
+
+
+def test_rank_agreement_is_spearman_over_cells():
+    fid = _frame({("BP", "none"): [0.1], ("BP", "SG"): [0.2], ("EG", "none"): [0.3], ("EG", "SG"): [0.4]})
+    same = _frame({("BP", "none"): [0.5], ("BP", "SG"): [0.6], ("EG", "none"): [0.7], ("EG", "SG"): [0.8]}, "IoU")
+    flipped = same.assign(IoU=-same.IoU)
+    assert P.rank_agreement(fid, same, score="IoU")["Spearman"].item() == pytest.approx(1.0)
+    assert P.rank_agreement(fid, flipped, score="IoU")["Spearman"].item() == pytest.approx(-1.0)
+    assert P.rank_agreement(fid, same, score="IoU")["cells"].item() == 4
+
+
+def test_flip_frame_reads_the_prediction_after_replacing_every_pixel():
+    class Sign(nn.Module):  # one logit = 5·(mean − 0.1): zero image → class 0 with p ≈ 0.62, bright → class 1
+        def forward(self, x):
+            return 5 * (x.mean(dim=(1, 2, 3)) - 0.1)[:, None]
+
+    x = torch.full((3, 1, 4, 4), 1.0)
+    perturbed = torch.full_like(x, 0.1)  # logit 0: p = 1/2 for both classes
+    frame = P.flip_frame(Sign().eval(), x, perturbed, references=("zero", "mean"))
+    zero = frame[frame.replacement == "zero"]
+    assert zero["flipped"].all() and zero["U"].iloc[0] == pytest.approx(abs(torch.sigmoid(torch.tensor(-0.5)).item()
+                                                                          - 0.5))
+    assert not frame[frame.replacement == "mean"]["flipped"].any()  # the mean of a constant image is the image
+    sel = frame[frame.replacement == "selected perturbation"]
+    assert sel["U"].max() == pytest.approx(0.0, abs=1e-7)
+
+
+def test_selection_frame_lays_out_the_winners():
+    model = small_cnn(in_channels=1, side=8, n_classes=3)
+    x = torch.rand(2, 1, 8, 8, generator=torch.Generator().manual_seed(2))
+    sel = F.select_perturbation(model, x, grid=F.candidate_grid(["V1", "V2"]))
+    frame = P.selection_frame(sel, labels={"model": "m"})
+    assert frame["variation"].tolist() == [f"{o}{a}" for o, a in zip(sel["operation"], sel["adjustment"])]
+    assert frame["U"].tolist() == pytest.approx(sel["u"].tolist())
+    assert (frame["best U"] <= frame["U"] + 1e-12).all() and frame["Δ"].iloc[0] == 0.075
