@@ -81,23 +81,26 @@ def match_histograms(source: torch.Tensor, template: torch.Tensor) -> torch.Tens
         raise ValueError(f"template of shape {tuple(template.shape)} does not match the rows of source "
                          f"{tuple(source.shape)}")
     src_sorted, src_order = source.sort(dim=-1)
-    # count of source values ≤ each sorted value (ties share the last position: np.unique's cumulative counts)
-    k_src = torch.searchsorted(src_sorted.contiguous(), src_sorted.contiguous(), right=True)
+    # count of source values ≤ each sorted value (ties share their last position, np.unique's cumulative counts):
+    # the next position that ends a run of equal values, by a reversed running minimum (O(n) after the sort)
+    is_last = torch.ones_like(src_sorted, dtype=torch.bool)
+    is_last[..., :-1] = src_sorted[..., 1:] != src_sorted[..., :-1]
+    pos = torch.arange(n, device=source.device).expand_as(src_sorted)
+    k_src = torch.where(is_last, pos, n).flip(-1).cummin(dim=-1).values.flip(-1) + 1
+    # the matched value depends only on that count c ∈ 1..n: one lookup table per template row,
+    # np.interp(c, knots, values) with knots = the template's own counts (ties share a knot and its value)
     tmpl_sorted = template.sort(dim=-1).values.contiguous()
-    k_tmpl = torch.searchsorted(tmpl_sorted, tmpl_sorted, right=True)  # (R, n), non-decreasing, ends at n
-    k_t = k_tmpl.expand(*source.shape[:-1], n).contiguous()
-    t_vals = tmpl_sorted.expand(*source.shape[:-1], n)
-    # np.interp(k_src, k_t, t_vals): j = last knot ≤ x; duplicated knots (template ties) carry the same value
-    j = torch.searchsorted(k_t, k_src.contiguous(), right=True) - 1
+    k_t = torch.searchsorted(tmpl_sorted, tmpl_sorted, right=True)  # (R, n), non-decreasing, ends at n
+    c = torch.arange(n + 1, device=source.device).expand(*k_t.shape[:-1], n + 1).contiguous()
+    j = torch.searchsorted(k_t, c, right=True) - 1  # last knot ≤ c
     below = j < 0
     j = j.clamp(0, n - 1)
     j1 = (j + 1).clamp(max=n - 1)
     x0, x1 = k_t.gather(-1, j), k_t.gather(-1, j1)
-    y0, y1 = t_vals.gather(-1, j), t_vals.gather(-1, j1)
-    step = (x1 - x0).clamp(min=1)
-    slope = (y1.double() - y0.double()) / step.double()
-    y = (slope * (k_src - x0).double() + y0.double()).to(source.dtype)
-    y = torch.where(below, t_vals[..., :1].expand_as(y), y)
+    y0, y1 = tmpl_sorted.gather(-1, j).double(), tmpl_sorted.gather(-1, j1).double()
+    slope = (y1 - y0) / (x1 - x0).clamp(min=1).double()
+    table = torch.where(below, tmpl_sorted[..., :1].double(), slope * (c - x0).double() + y0).to(source.dtype)
+    y = table.expand(*source.shape[:-1], n + 1).gather(-1, k_src)
     return torch.empty_like(source).scatter_(-1, src_order, y)
 
 
@@ -112,43 +115,46 @@ def match_range(source: torch.Tensor, template: torch.Tensor) -> torch.Tensor:
     return torch.where(span > 0, scaled, source)
 
 
+_FACTOR = {"V2": ("one", 1), "V14": ("one", 2), "V3": ("mu", 0), "V9": ("mu", 0), "V4": ("inv_mu", 0),
+           "V10": ("inv_mu", 0), "V5": ("one_minus_mu", 0), "V11": ("one_minus_mu", 0)}
+"""How each operation scales its blur: by a function of the image mean μ and by x to a power (V1, V8, V15: 1).
+G(x·μ) = μ·G(x) etc. because the blur is linear and μ a scalar."""
+_SCALARS = ("one", "mu", "inv_mu", "one_minus_mu")
+
+
 def _build(x: torch.Tensor, grid: list[tuple[str, int, str]], b0: int, b1: int, v0: int, v1: int) -> torch.Tensor:
-    """Candidates v0..v1-1 of images b0..b1-1 → ``(b1-b0, v1-v0, C, H, W)``: each needed blur computed once."""
+    """Candidates v0..v1-1 of images b0..b1-1 → ``(b1-b0, v1-v0, C, H, W)``: each needed blur computed once, the
+    operations and adjustments applied to all candidates of a kind at once."""
     xb = x[b0:b1]
     entries = grid[v0:v1]
-    mu = xb.mean(dim=(1, 2, 3), keepdim=True)  # (b, 1, 1, 1)
-    blurred: dict[tuple[int, float], torch.Tensor] = {}
+    blurs, where = [], {}
     for power in sorted({_BASE.get(op, 1) for op, _, _ in entries}):
         sig = sorted({float(s) for op, s, _ in entries if _BASE.get(op, 1) == power})
-        g = perturb.gaussian_filter(xb ** power, sig)  # (b, S, C, H, W)
-        blurred.update({(power, s): g[:, i] for i, s in enumerate(sig)})
-    out = []
-    for op, s, _ in entries:
-        g = blurred[(_BASE.get(op, 1), float(s))]
-        if op in ("V1", "V8", "V15"):
-            c = g
-        elif op == "V2":
-            c = g * xb
-        elif op == "V14":
-            c = g * xb * xb
-        elif op in ("V3", "V9"):  # G(x)·μ, G(x·μ)
-            c = g * mu
-        elif op in ("V4", "V10"):  # G(x)/μ, G(x/μ)
-            c = g / mu
-        else:  # V5, V11: G(x)·(1−μ), G(x·(1−μ))
-            c = g * (1 - mu)
-        out.append(c)
-    cand = torch.stack(out, dim=1)  # (b, v, C, H, W)
+        where.update({(power, s): len(where) + i for i, s in enumerate(sig)})
+        blurs.append(perturb.gaussian_filter(xb if power == 1 else xb ** power, sig))  # (b, S, C, H, W)
+    g = blurs[0] if len(blurs) == 1 else torch.cat(blurs, dim=1)
+    dev = x.device
+    pick = torch.tensor([where[(_BASE.get(op, 1), float(s))] for op, s, _ in entries], device=dev)
+    cand = g.index_select(1, pick)  # (b, v, C, H, W)
+    kind = [_FACTOR.get(op, ("one", 0)) for op, _, _ in entries]
+    mu = xb.mean(dim=(1, 2, 3))  # (b,)
+    scalars = torch.stack([torch.ones_like(mu), mu, 1 / mu, 1 - mu], dim=1)  # (b, 4)
+    scale = scalars.index_select(1, torch.tensor([_SCALARS.index(k) for k, _ in kind], device=dev))
+    if bool((scale != 1).any()):
+        cand = cand * scale[:, :, None, None, None]
+    powers = torch.tensor([q for _, q in kind], device=dev)
+    if bool((powers > 0).any()):
+        xpow = torch.stack([torch.ones_like(xb), xb, xb * xb], dim=1).index_select(1, powers)  # (b, v, C, H, W)
+        cand = cand * xpow
     adj = [a for _, _, a in entries]
     if "s" in adj:
-        pick = torch.tensor([a == "s" for a in adj], device=x.device)[None, :, None, None, None]
-        cand = torch.where(pick, match_range(cand, xb[:, None]), cand)
+        idx = torch.tensor([i for i, a in enumerate(adj) if a == "s"], device=dev)
+        cand = cand.index_copy(1, idx, match_range(cand.index_select(1, idx), xb[:, None]))
     if "m" in adj:
-        pick = torch.tensor([a == "m" for a in adj], device=x.device)
-        rows = cand[:, pick].flatten(-2)  # (b, m, C, H·W)
+        idx = torch.tensor([i for i, a in enumerate(adj) if a == "m"], device=dev)
+        rows = cand.index_select(1, idx).flatten(-2)  # (b, m, C, H·W)
         matched = match_histograms(rows.transpose(0, 1), xb.flatten(-2)).transpose(0, 1)
-        cand = cand.clone()
-        cand[:, pick] = matched.view(rows.shape[0], rows.shape[1], *xb.shape[1:])
+        cand = cand.index_copy(1, idx, matched.reshape(rows.shape[0], rows.shape[1], *xb.shape[1:]))
     return cand
 
 

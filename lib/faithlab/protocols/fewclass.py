@@ -19,7 +19,7 @@ from torch import nn
 from faithlab import _validate, data, explainers, models, perturb, train, verdicts
 from faithlab.metrics import fewclass
 
-__all__ = ["METHODS", "ALTERATIONS", "NO_SG", "TASKS", "Setup", "setup", "method_maps", "fid_frame", "evaluate_task",
+__all__ = ["METHODS", "ALTERATIONS", "NO_SG", "TASKS", "STAND_INS", "Setup", "setup", "method_maps", "fid_frame", "evaluate_task",
            "curve_frame", "localisation_frame", "selection_frame", "flip_frame", "rank_agreement", "wide_table",
            "random_lowest", "alteration_gains"]
 
@@ -48,6 +48,17 @@ TASKS = ("vehicles", "ct")
 single-logit, with a ground-truth segmentation mask (the paper's CT contrast-agent slices)."""
 
 
+STAND_INS: dict[str, list[dict]] = {
+    "vehicles": [{"name": "ResNet-18 (small)", "model": "resnet18_cifar", "config": {"base_width": 4}, "n_epochs": 3},
+                 {"name": "DenseNet (small)", "model": "densenet_small",
+                  "config": {"growth_rate": 4, "block_config": [2, 2], "num_init_features": 8}, "n_epochs": 3}],
+    "ct": [{"name": "ResNet-18 (small)", "model": "resnet18_cifar", "config": {"base_width": 4}, "n_epochs": 3},
+           {"name": "Xception (small)", "model": "xception_small", "config": {"width": 4}, "n_epochs": 3}],
+}
+"""Default stand-in models per task (small and quick; the ``book`` profile trains wider ones longer): a CIFAR-style
+ResNet-18 for ResNet-18 / ResNet-50, torchvision's DenseNet at small size for DenseNet-121, a small Xception."""
+
+
 @dataclass(frozen=True)
 class Setup:
     """A task's models and XAI set: ``models`` ``{name: eval-mode model}``; images ``x`` ``(N, C, H, W)`` and
@@ -73,7 +84,7 @@ def _stand_in(task: str, split: str, *, image_size: int, seed: int, n: int | Non
     return data.load("ct_slices", split=split, size=image_size, seed=seed, n=n)
 
 
-def setup(task: str, settings: Sequence[Mapping], *, n_images: int, image_size: int = 28, n_train: int = 1500,
+def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int, image_size: int = 28, n_train: int = 1500,
           n_background: int = 20, seed: int = 0, data_dir: str | None = None, paper: bool = False,
           batch_size: int = 256, device: str | torch.device = "cpu") -> Setup:
     """The models of a task and its XAI set: the first ``n_images`` test images every model predicts correctly.
@@ -81,7 +92,7 @@ def setup(task: str, settings: Sequence[Mapping], *, n_images: int, image_size: 
     Book profile (``paper=False``): generated stand-ins with known ground truth, ``image_size``² pixels —
     vehicles: coloured canvas digits of three classes (0, 1, 7) with their tight boxes; CT: ``ct_slices``, a
     textured body whose organ is bright with contrast and dark without (the mask is the organ), single-logit
-    models. ``settings``: ``[{"name", "model", "config", "n_epochs"}]`` trained here with
+    models. ``settings``: ``[{"name", "model", "config", "n_epochs"}]`` (None: :data:`STAND_INS`) trained here with
     :func:`faithlab.train.fit` on ``n_train`` images (cached). Paper profile: ``imagenet_vehicles`` /
     ``ct_contrast`` from ``data_dir``/imagenet_vehicles and ``data_dir``/ct_contrast (layouts in
     :mod:`faithlab.data`) and ``settings`` ``[{"name", "arch", "weights_path", "source"?,
@@ -90,6 +101,8 @@ def setup(task: str, settings: Sequence[Mapping], *, n_images: int, image_size: 
     """
     _validate.one_of(task, "task", TASKS)
     n_images = _validate.positive_int(n_images, "n_images")
+    if settings is None and not paper:
+        settings = STAND_INS[task]
     if not settings:
         raise ValueError("settings must name at least one model")
     n_classes = 3 if task == "vehicles" else 2
