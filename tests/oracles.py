@@ -87,7 +87,6 @@ def fewclass_candidates_reference(image, grid):
     """Few-class Fidelity's candidates of one ``(C, H, W)`` numpy image, one at a time in the style of the authors'
     code (scipy ``gaussian_filter`` spatially, ``skimage.exposure.match_histograms`` per channel, min–max range
     scaling over the whole image): the slow reference of ``fewclass.candidates`` → list of ``(C, H, W)`` arrays."""
-    import numpy as np
     from scipy.ndimage import gaussian_filter
     from skimage.exposure import match_histograms
 

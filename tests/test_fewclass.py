@@ -397,3 +397,19 @@ def test_localisation_refuses_bad_boxes_and_masks():
         fc.dice_curve(a, torch.ones(2, 6, 6))
     with pytest.raises(ValueError, match="aggregate"):
         fc.localisation_dice(a, torch.ones(2, 6, 6, dtype=torch.bool), aggregate="max")
+
+
+def test_largest_region_equals_scipy_labelling_with_ties():
+    g = torch.Generator().manual_seed(7)
+    masks = torch.rand(40, 13, 11, generator=g) < 0.45
+    masks[0] = False  # empty
+    masks[1] = False
+    masks[1, 0:2, 0:2] = True  # two regions of 4 pixels: the first in raster order wins
+    masks[1, 5:7, 5:7] = True
+    masks[2] = False
+    masks[2, range(11), range(11)] = True  # a diagonal: one 8-connected region
+    got = fc._largest_component(masks)
+    for i in range(40):
+        labels, k = ndimage.label(masks[i].numpy(), structure=np.ones((3, 3)))
+        want = np.zeros_like(labels, dtype=bool) if k == 0 else labels == np.argmax(np.bincount(labels.ravel())[1:]) + 1
+        assert np.array_equal(got[i].numpy(), want), i

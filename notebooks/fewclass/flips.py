@@ -35,7 +35,6 @@ device = "cpu"
 batch_size = 256
 
 # %%
-import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 import torch
