@@ -145,11 +145,12 @@ P.wide_table(frames[tasks[0]]["localisation"], SCORE[tasks[0]]).style.format(pre
 # %% [markdown]
 # ## Claims
 # **C1**, per task and model: Random's unaltered Fid against every other unaltered method, paired bootstrap over
-# images (95 %): reproduced when Random is significantly above no method and significantly below at least one. **C3** (vehicles): the share of model × method × {SG, SG²} cells where the
-# alteration raises Fid significantly (paired bootstrap, 95 %): reproduced above one half ("most methods"),
-# partly above zero. **C4**, per task: Spearman's ρ between the cell means of Fid and of localisation over the
-# method × alteration cells of each model; reproduced when the mean ρ over models exceeds 0.5, partly when it is
-# positive; not testable with fewer than 5 cells.
+# images (95 %): reproduced when Random is significantly above no method and significantly below at least one.
+# **C3** (vehicles): the share of model × method × {SG, SG²} cells where the alteration raises Fid significantly
+# (paired bootstrap, 95 %): reproduced above one half ("most methods"), partly above zero. **C4**, per task:
+# Spearman's ρ between the cell means of Fid and of localisation over the method × alteration cells of each model;
+# reproduced when the mean ρ over models exceeds 0.5, partly when it is positive; not testable with fewer than 5
+# cells.
 
 # %%
 PAPER_C1 = {"vehicles": "Random 0.595 / 0.596; lowest unaltered method 0.614 / 0.611 (BP)",

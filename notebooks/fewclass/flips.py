@@ -120,6 +120,7 @@ in_range = bool(((bounds["min"] >= 0) & (bounds["max"] <= 1)).all()) and bool((b
 out.claim("C5b: Few-class Fid lies in [0, 1] for any number of classes, 1 at the ideal and 0 at the worst curves",
           paper_value="Fid ∈ [0, 1] (eq. 1)",
           our_value=f"random areas: min {bounds['min'].min():.3f}, max {bounds['max'].max():.3f}; ideal and worst "
-                    f"reached for N = 2, 3, 10, 1000; {len(real)} real Fid values in [{real.min():.3f}, {real.max():.3f}]",
+                    f"reached for N = 2, 3, 10, 1000; {len(real)} real Fid values in "
+                    f"[{real.min():.3f}, {real.max():.3f}]",
           verdict=fl.verdicts.ladder(in_range), note="holds by construction of eq. (1)")
 bounds

@@ -99,7 +99,8 @@ for task, s in setups.items():
     sel = selections[task, m]
     for i in range(min(n_shown, len(s.x))):
         picks = [GRID.index(c) for c in (("V1", 2, "o"), ("V2", 40, "s"), ("V8", 6, "m"), ("V15", 12, "s"))]
-        shown = [s.x[i]] + [F.candidate_images(s.x[i:i + 1], torch.tensor([v]), grid=GRID)[0] for v in picks] + [sel["image"][i]]
+        shown = [s.x[i], *F.candidate_images(s.x[i:i + 1].expand(len(picks), -1, -1, -1), torch.tensor(picks),
+                                             grid=GRID), sel["image"][i]]
         titles = ["original"] + [f"{GRID[v][0]}{GRID[v][2]} σ={GRID[v][1]}\nU={float(sel['all_u'][i, v]):.3f}"
                                  for v in picks] + [f"selected {sel['operation'][i]}{sel['adjustment'][i]} "
                                                     f"σ={sel['sigma'][i]}\nU={float(sel['u'][i]):.3f}"]

@@ -21,9 +21,9 @@ from faithlab import _validate, perturb
 from faithlab.metrics.statistics import trapezoid_auc
 from faithlab.perturb.engine import _removal_curve
 
-__all__ = ["OPERATIONS", "ADJUSTMENTS", "FRACTIONS", "candidate_grid", "candidates", "candidate_images", "match_histograms",
-           "match_range", "class_probabilities", "predicted_class", "uncertainty", "threshold", "similarity",
-           "perturbation_score", "select_perturbation", "fid", "fewclass_fid", "fewclass_fid_details",
+__all__ = ["OPERATIONS", "ADJUSTMENTS", "FRACTIONS", "candidate_grid", "candidates", "candidate_images",
+           "match_histograms", "match_range", "class_probabilities", "predicted_class", "uncertainty", "threshold",
+           "similarity", "perturbation_score", "select_perturbation", "fid", "fewclass_fid", "fewclass_fid_details",
            "box_from_mask", "localisation_iou", "dice_curve", "localisation_dice"]
 
 OPERATIONS: dict[str, tuple[str, int]] = {

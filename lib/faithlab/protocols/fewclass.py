@@ -19,7 +19,8 @@ from torch import nn
 from faithlab import _validate, data, explainers, models, perturb, train, verdicts
 from faithlab.metrics import fewclass
 
-__all__ = ["METHODS", "ALTERATIONS", "NO_SG", "TASKS", "STAND_INS", "Setup", "setup", "method_maps", "fid_frame", "evaluate_task",
+__all__ = ["METHODS", "ALTERATIONS", "NO_SG", "TASKS", "STAND_INS", "Setup", "setup", "method_maps", "fid_frame",
+           "evaluate_task",
            "curve_frame", "localisation_frame", "selection_frame", "flip_frame", "rank_agreement", "wide_table",
            "random_lowest", "alteration_gains"]
 
@@ -84,8 +85,8 @@ def _stand_in(task: str, split: str, *, image_size: int, seed: int, n: int | Non
     return data.load("ct_slices", split=split, size=image_size, seed=seed, n=n)
 
 
-def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int, image_size: int = 28, n_train: int = 1500,
-          n_background: int = 20, seed: int = 0, data_dir: str | None = None, paper: bool = False,
+def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int, image_size: int = 28,
+          n_train: int = 1500, n_background: int = 20, seed: int = 0, data_dir: str | None = None, paper: bool = False,
           batch_size: int = 256, device: str | torch.device = "cpu") -> Setup:
     """The models of a task and its XAI set: the first ``n_images`` test images every model predicts correctly.
 
@@ -134,7 +135,7 @@ def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int
         train_data = data.load(name, split="train", data_dir=root)
         for s in settings:
             model = models.pretrained(s["arch"], source=s.get("source", "torchvision"),
-                                      weights_path=s["weights_path"], **dict(s.get("config", {})))
+                                      weights_path=Path(s["weights_path"]).expanduser(), **dict(s.get("config", {})))
             trained[s["name"]] = model.to(device).eval()
             rows.append({"model": s["name"], "architecture": s["arch"], "weights": str(s["weights_path"]),
                          "test accuracy": train.evaluate(trained[s["name"]], test_data, device=device)["accuracy"]})
