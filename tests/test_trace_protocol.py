@@ -158,3 +158,15 @@ def test_setup_in_the_paper_profile_loads_the_first_files_and_the_named_models(m
     assert s.y.tolist() == [2, 1] and list(s.models) == ["resnet18", "vgg16"]
     assert s.layers == {"resnet18": "layer4", "vgg16": "features.29"}
     assert list(s.info.model) == ["resnet18", "vgg16"]
+
+
+def test_table_layout_is_the_mean_per_reference_model_and_method():
+    import pandas as pd
+
+    scores = pd.DataFrame({"reference": ["zero"] * 4 + ["blur"] * 2, "model": ["m"] * 6,
+                           "output": ["probability"] * 4 + ["logit"] * 2,
+                           "method": ["T-p", "T-p", "Grad", "Grad", "T-p", "Grad"],
+                           "LeRF − MoRF": [1.0, 3.0, 0.5, 1.5, 9.0, 9.0]})
+    table = P.table_layout(scores, output="probability", methods=["T-p", "Grad"])
+    assert table.columns.tolist() == ["reference", "model", "T-p", "Grad"]
+    assert table.values.tolist() == [["zero", "m", 2.0, 1.0]]

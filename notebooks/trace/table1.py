@@ -135,13 +135,7 @@ ORDER = ["T-y", "T-p", *METHODS]
 # blur references) for scale: the paper's numbers are on 224-px ImageNet images with t = 49 as well.
 
 # %%
-def layout(output):
-    table = (scores[scores.output == output].groupby(["reference", "model", "method"], sort=False)["LeRF − MoRF"]
-             .mean().unstack("method")[ORDER])
-    return table.reset_index()
-
-
-table1, appendix_g = layout("probability"), layout("logit")
+table1, appendix_g = (P.table_layout(scores, output=o, methods=ORDER) for o in ("probability", "logit"))
 out.table(table1, "table1")
 out.table(appendix_g, "appendix_g")
 PAPER_TABLE1_RESNET18 = pd.DataFrame(  # Table 1, rows (i) ResNet-18; IBA omitted (we have no IBA)

@@ -21,7 +21,8 @@ from faithlab.metrics import trace
 from faithlab.perturb.references import Reference
 
 __all__ = ["TABLE1_METHODS", "OUTPUT_NAMES", "PAPER_MODELS", "CAM_LAYERS", "Setup", "setup", "first_by_filename", "method_maps", "trajectories", "deletion_frames",
-           "search_frames", "curve_rows", "random_deletion_frame", "reference_spread", "normalised_auc", "beats_all"]
+           "search_frames", "curve_rows", "random_deletion_frame", "reference_spread", "normalised_auc", "beats_all",
+           "table_layout"]
 
 TABLE1_METHODS: dict[str, tuple[str, dict, str]] = {
     "Grad": ("saliency", {}, "mean"),
@@ -190,6 +191,15 @@ def deletion_frames(model: Callable, x: torch.Tensor, target: torch.Tensor, traj
             for criterion in ("LeRF", "MoRF"):
                 curves.append(curve_rows(d[criterion.lower()], {**base, "criterion": criterion}, deleted=deleted))
     return pd.concat(scores, ignore_index=True), pd.concat(curves, ignore_index=True)
+
+
+def table_layout(scores: pd.DataFrame, *, output: str, methods: list[str]) -> pd.DataFrame:
+    """Table 1 / Appendix G layout of :func:`deletion_frames`' scores: the mean ΣLeRF − ΣMoRF over images per
+    reference × model (rows, in order of appearance) and method (columns, in the order ``methods``), for one
+    ``output`` ("probability" or "logit")."""
+    table = (scores[scores.output == output].groupby(["reference", "model", "method"], sort=False)["LeRF − MoRF"]
+             .mean().unstack("method")[list(methods)])
+    return table.reset_index()
 
 
 def curve_rows(curve: torch.Tensor, labels: Mapping[str, object], *, deleted: torch.Tensor | None = None
