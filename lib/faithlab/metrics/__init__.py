@@ -3,7 +3,8 @@
 ``ffidelity`` (Fid±/RFid±/FFid±, paired curves, macro/micro correlations and ranks, explanation size),
 ``cumulative`` (accuracy AUC, AOPC, log-odds, comprehensiveness, each with a ``*_details`` twin holding the curve),
 ``saco`` (SaCo and its details), ``fewclass`` (Few-class Fidelity: the candidate search, MIF/LIF curves and
-localisation; ``fewclass_fid``, ``fewclass_fid_details`` and ``select_perturbation`` are gathered here), ``trace`` (TRACE's patch deletion curves and trajectory searches, used as
+localisation; ``fewclass_fid``, ``fewclass_fid_details`` and ``select_perturbation`` are gathered here), ``reco_mege`` (ReCo, MeGe, μF and S_avg over k cross-trained models; its public names are gathered here, the
+module itself is shadowed by the ``reco_mege`` function: import from ``faithlab.metrics.reco_mege``), ``trace`` (TRACE's patch deletion curves and trajectory searches, used as
 ``fl.metrics.trace.anneal(...)``), ``statistics`` (the rank statistics and curve areas they share). Their public
 names are gathered here: ``fl.metrics.fid_plus(...)``, ``fl.metrics.saco(...)``.
 """
@@ -17,6 +18,9 @@ from faithlab.metrics.saco import saco, saco_details
 from faithlab.metrics.fewclass import fewclass_fid, fewclass_fid_details, select_perturbation
 from faithlab.metrics import fewclass
 from faithlab.metrics import trace
+from faithlab.metrics.reco_mege import (average_stability, average_stability_details, mege, mu_fidelity,
+                                         mu_fidelity_details, pair_distances, reco, reco_auc, reco_curve, reco_mege,
+                                         reco_mege_details, reco_scan, split_sets)
 
 __all__ = [
     "fid_plus", "fid_minus", "fid_curves", "minus_sparsity", "DIRECTIONS", "macro_correlations",
@@ -25,4 +29,6 @@ __all__ = [
     "FRACTIONS", "auc_accuracy", "auc_accuracy_details", "aopc", "aopc_details", "log_odds", "log_odds_details",
     "comprehensiveness", "comprehensiveness_details",
     "saco", "saco_details", "fewclass", "fewclass_fid", "fewclass_fid_details", "select_perturbation", "trace",
+    "reco_mege", "reco_mege_details", "pair_distances", "split_sets", "reco", "reco_curve", "reco_scan",
+    "reco_auc", "mege", "mu_fidelity", "mu_fidelity_details", "average_stability", "average_stability_details",
 ]

@@ -1,0 +1,363 @@
+"""ReCo and MeGe (Fel & Vigouroux 2020; spec §4) and the two measures the paper compares them with, μF and S_avg.
+
+k models are cross-trained on k folds (:func:`faithlab.train.cross_train`); every model explains every sample.
+For a sample of block j, the model f_j that never saw it is paired with each of the k − 1 others (spec §4.1 step 4);
+the distance between their explanations (d = sqrt(1 − |ρ_Spearman|) of the flattened, channel-averaged maps, spec
+§4.2) goes to S= when both models are right, to S≠ when exactly one is, and is dropped when both are wrong or the
+distance is NaN (a constant map). MeGe = 1/(1 + mean S=) ∈ (0.5, 1] (higher: more representative); ReCo = the best
+TPR + TNR − 1 over thresholds γ with TPR(γ) = |{d ∈ S= : d < γ}|/|S=| and TNR(γ) = |{d ∈ S≠ : d > γ}|/|S≠| (recall
+form, spec §4.3; every cut between consecutive values of S= ∪ S≠ is tried), clipped at 0 (higher: explanations separate agreeing from disagreeing models).
+
+Everything is batched tensor code on the maps' device: ranks are computed once per map (not per pair), the
+exact ReCo takes one sort and cumulative counts (O(m log m)) instead of xplique's scan of every ⌈m/20⌉-th value
+(:func:`reco_scan` reproduces that scan for comparison).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from faithlab import _validate, perturb
+from faithlab.metrics.statistics import pearson, rankdata
+
+__all__ = ["DISTANCES", "PAIR_KINDS", "Pairs", "flatten_maps", "explanation_distance", "pair_distances", "split_sets",
+           "reco", "reco_curve", "reco_scan", "reco_auc", "mege", "reco_mege", "reco_mege_details",
+           "mu_fidelity", "mu_fidelity_details", "average_stability", "average_stability_details"]
+
+DISTANCES = ("sqrt", "linear")
+"""Spearman distances: ``"sqrt"`` = sqrt(1 − |ρ|) (xplique, the chosen default, spec §6.14), ``"linear"`` = 1 − |ρ|."""
+PAIR_KINDS = ("S=", "S≠", "both wrong")
+"""Codes 0, 1, 2 of :attr:`Pairs.kind`: both models right, exactly one right, both wrong (dropped)."""
+_BLOCK = 32  # samples per random draw in μF / S_avg: fixed, so results never depend on batch_size
+
+
+# ------------------------------------------------------------------------------------------------------ distances
+def flatten_maps(maps: torch.Tensor, *, channel_dim: int | None = None) -> torch.Tensor:
+    """Maps ``(..., *map_shape)`` → ``(..., d)`` float: the channel axis averaged first (xplique's sanitising, spec
+    §4.2), NaN replaced by 0. channel_dim: the axis (counted from the end of the batch shape, e.g. -3 for
+    ``(N, C, H, W)`` maps) averaged; None flattens as is."""
+    m = _validate.tensor(maps, "maps")
+    if channel_dim is not None:
+        m = m.float().mean(dim=channel_dim)
+    return torch.nan_to_num(m.float(), nan=0.0)
+
+
+def explanation_distance(a: torch.Tensor, b: torch.Tensor, *, distance: str = "sqrt") -> torch.Tensor:
+    """Spearman distance between flattened maps along the last dim (spec §4.2) → broadcast shape without it.
+
+    ``"sqrt"``: sqrt(1 − |ρ|), ``"linear"``: 1 − |ρ|; ties get average ranks (scipy's ``spearmanr``). NaN where a map
+    is constant (ρ undefined; such pairs are dropped from S= and S≠). 0 = same ranking (or reversed), 1 = none.
+    """
+    _validate.one_of(distance, "distance", DISTANCES)
+    return _distance_from_ranks(rankdata(_validate.tensor(a, "a")), rankdata(_validate.tensor(b, "b")), distance)
+
+
+def _distance_from_ranks(ra: torch.Tensor, rb: torch.Tensor, distance: str) -> torch.Tensor:
+    gap = (1.0 - pearson(ra.double(), rb.double()).abs()).clamp(min=0.0)
+    return (gap.sqrt() if distance == "sqrt" else gap).float()
+
+
+# --------------------------------------------------------------------------------------------------------- pairs
+@dataclass(frozen=True)
+class Pairs:
+    """The k − 1 explanation distances of every sample (spec §4.1 steps 4–6).
+
+    distance ``(N, k−1)`` float (NaN: a constant map); other ``(N, k−1)`` the model paired with the sample's unseen
+    model ``folds[n]``; kind ``(N, k−1)`` int8 codes of :data:`PAIR_KINDS`.
+    """
+
+    distance: torch.Tensor
+    other: torch.Tensor
+    kind: torch.Tensor
+
+    @property
+    def dropped(self) -> dict[str, int]:
+        """How many distances were left out of S= and S≠, and why."""
+        nan = torch.isnan(self.distance)
+        return {"both wrong": int((self.kind == 2).sum()), "NaN (constant map)": int((nan & (self.kind < 2)).sum())}
+
+
+def _check_cross(maps: torch.Tensor, predictions: torch.Tensor, labels: torch.Tensor, folds: torch.Tensor) -> int:
+    _validate.tensor(maps, "maps")
+    if maps.ndim < 3:
+        raise ValueError(f"maps must be (k, N, *map_shape) with k ≥ 2 models, got shape {tuple(maps.shape)}")
+    k, n = maps.shape[:2]
+    if k < 2:
+        raise ValueError(f"maps must hold the explanations of k ≥ 2 models along dim 0, got k={k}")
+    for value, name, shape in ((predictions, "predictions", (k, n)), (labels, "labels", (n,)), (folds, "folds", (n,))):
+        _validate.tensor(value, name)
+        if tuple(value.shape) != shape or value.is_floating_point():
+            raise ValueError(f"{name} must be an integer tensor of shape {shape} (maps has k={k} models and N={n} "
+                             f"samples), got {tuple(value.shape)} {value.dtype}")
+    if bool(((folds < 0) | (folds >= k)).any()):
+        raise ValueError(f"folds must hold each sample's unseen model index in [0, k={k}), got range "
+                         f"[{int(folds.min())}, {int(folds.max())}]")
+    return k
+
+
+def pair_distances(maps: torch.Tensor, predictions: torch.Tensor, labels: torch.Tensor, folds: torch.Tensor, *,
+                   distance: str = "sqrt", channel_dim: int | None = None, batch_size: int = 256) -> Pairs:
+    """Distances between the explanation of each sample by its unseen model and by each of the k − 1 others.
+
+    maps: ``(k, N, *map_shape)`` — ``maps[i, n]`` explains sample n by model i (explaining the class model i
+    predicts, spec §6.15). predictions: ``(k, N)`` the models' predicted classes; labels ``(N,)``; folds ``(N,)`` the
+    block of each sample, i.e. the index of the model not trained on it. channel_dim: as in :func:`flatten_maps`
+    (-3 for ``(C, H, W)`` maps: averaged over channels). Ranks are computed once per map, ``batch_size`` samples at
+    a time, on the maps' device. Returns :class:`Pairs`.
+    """
+    k = _check_cross(maps, predictions, labels, folds)
+    _validate.one_of(distance, "distance", DISTANCES)
+    batch_size = _validate.positive_int(batch_size, "batch_size")
+    n, dev = maps.shape[1], maps.device
+    folds, labels, predictions = folds.to(dev).long(), labels.to(dev).long(), predictions.to(dev).long()
+    # the k − 1 partners of each sample, in increasing model order
+    others = torch.arange(k, device=dev).expand(n, k)
+    others = others[others != folds[:, None]].view(n, k - 1)
+    dist = torch.empty(n, k - 1, device=dev)
+    for b0 in range(0, n, batch_size):
+        b1 = min(n, b0 + batch_size)
+        flat = flatten_maps(maps[:, b0:b1], channel_dim=channel_dim).flatten(2)   # (k, b, d)
+        ranks = rankdata(flat)
+        rows = torch.arange(b1 - b0, device=dev)
+        unseen = ranks[folds[b0:b1], rows]                                          # (b, d)
+        partner = ranks[others[b0:b1].T, rows[None, :]].transpose(0, 1)             # (b, k−1, d)
+        dist[b0:b1] = _distance_from_ranks(unseen[:, None], partner, distance)
+    right = predictions == labels[None, :]                                          # (k, N)
+    rows = torch.arange(n, device=dev)
+    right_unseen = right[folds, rows][:, None]
+    right_other = right[others.T, rows[None, :]].T
+    kind = torch.where(right_unseen & right_other, 0, torch.where(right_unseen ^ right_other, 1, 2)).to(torch.int8)
+    return Pairs(dist, others, kind)
+
+
+def split_sets(pairs: Pairs) -> tuple[torch.Tensor, torch.Tensor]:
+    """S= and S≠ as 1-D tensors (NaN distances and both-wrong pairs dropped; see :attr:`Pairs.dropped`)."""
+    ok = ~torch.isnan(pairs.distance)
+    return pairs.distance[ok & (pairs.kind == 0)], pairs.distance[ok & (pairs.kind == 1)]
+
+
+# ------------------------------------------------------------------------------------------------- ReCo and MeGe
+def _sets(s_equal: torch.Tensor, s_unequal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    out = []
+    for value, name in ((s_equal, "s_equal"), (s_unequal, "s_unequal")):
+        _validate.tensor(value, name, ndim=1, floating=True)
+        if value.numel() == 0:
+            raise ValueError(f"{name} is empty: ReCo needs distances in both S= and S≠")
+        if bool(torch.isnan(value).any()):
+            raise ValueError(f"{name} holds NaN distances: drop them first (split_sets does)")
+        out.append(value.double())
+    _validate.same_device(out[0], out[1], "s_equal", "s_unequal")
+    return out[0], out[1]
+
+
+def reco_curve(s_equal: torch.Tensor, s_unequal: torch.Tensor) -> dict[str, torch.Tensor]:
+    """TPR, TNR and TPR + TNR − 1 at a threshold just above every distinct value γ of S= ∪ S≠ — the details twin of
+    :func:`reco`. TPR = |{d ∈ S= : d ≤ γ}|/|S=|, TNR = |{d ∈ S≠ : d > γ}|/|S≠|. One sort and binary searches:
+    O(m log m) for m distances. Returns 1-D float64 tensors ``gamma`` (sorted distinct values), ``tpr``, ``tnr``,
+    ``balanced`` (= tpr + tnr − 1)."""
+    eq, ne = _sets(s_equal, s_unequal)
+    eq, ne = eq.sort().values, ne.sort().values
+    gamma = torch.unique(torch.cat([eq, ne]))                                     # sorted
+    tpr = torch.searchsorted(eq, gamma, side="right").double() / eq.numel()     # d ≤ γ
+    tnr = (ne.numel() - torch.searchsorted(ne, gamma, side="right")).double() / ne.numel()   # d > γ
+    return {"gamma": gamma, "tpr": tpr, "tnr": tnr, "balanced": tpr + tnr - 1.0}
+
+
+def reco(s_equal: torch.Tensor, s_unequal: torch.Tensor) -> torch.Tensor:
+    """Exact ReCo (spec §4.3, Youden's J): max(0, sup over thresholds γ of TPR(γ) + TNR(γ) − 1) → 0-d float64 tensor
+    in [0, 1], with the recall form TPR(γ) = |{d ∈ S= : d < γ}|/|S=|, TNR(γ) = |{d ∈ S≠ : d > γ}|/|S≠|.
+
+    The supremum over real γ is reached just above one of the m values (between two consecutive distinct values),
+    so every one of them is tried (:func:`reco_curve`). Taking γ exactly at a value of S, as the paper's "γ ∈ S"
+    reads, leaves that value out of both counts and is never higher. s_equal, s_unequal: 1-D float distances (S=,
+    S≠), no NaN. 1: all S= below all S≠; 0: no threshold does better than chance. Higher is better."""
+    return reco_curve(s_equal, s_unequal)["balanced"].max().clamp(min=0.0)
+
+
+def reco_scan(s_equal: torch.Tensor, s_unequal: torch.Tensor, *, n_thresholds: int = 20) -> torch.Tensor:
+    """ReCo as xplique computes it (``MeGe.evaluate``), for comparison with the exact :func:`reco`: only every
+    (m // n_thresholds + 1)-th sorted value of S is tried, and TPR = tp/(tp + fn), TNR = tn/(tn + fp) leave the
+    values equal to γ out of both denominators (+1e-10). Starts from 0, so ≥ 0. Vectorised; 0-d float64 tensor."""
+    eq, ne = _sets(s_equal, s_unequal)
+    n_thresholds = _validate.positive_int(n_thresholds, "n_thresholds")
+    total = torch.cat([eq, ne]).sort().values
+    gamma = total[:: total.numel() // n_thresholds + 1].contiguous()
+    eq, ne = eq.sort().values, ne.sort().values
+    tp = torch.searchsorted(eq, gamma, side="left").double()
+    fn = eq.numel() - torch.searchsorted(eq, gamma, side="right").double()
+    fp = torch.searchsorted(ne, gamma, side="left").double()
+    tn = ne.numel() - torch.searchsorted(ne, gamma, side="right").double()
+    balanced = tp / (tp + fn + 1e-10) + tn / (tn + fp + 1e-10) - 1.0
+    return balanced.max().clamp(min=0.0)
+
+
+def reco_auc(s_equal: torch.Tensor, s_unequal: torch.Tensor) -> torch.Tensor:
+    """ReCo_AUC (appendix A.2): ∫ (TPR(γ) + TNR(γ) − 1) dγ over the distance range [0, 1] → 0-d float64 tensor.
+
+    For γ off the data TPR(γ) + TNR(γ) − 1 = F=(γ) − F≠(γ) (the two empirical CDFs), so the integral is exactly
+    mean(S≠) − mean(S=) (the data points have measure zero). In [−1, 1]; higher is better."""
+    eq, ne = _sets(s_equal, s_unequal)
+    return ne.mean() - eq.mean()
+
+
+def mege(s_equal: torch.Tensor) -> torch.Tensor:
+    """MeGe = 1 / (1 + mean S=) (spec §4.4, eq. 8) → 0-d float64 tensor; 1 when models that agree explain alike.
+    Higher is better."""
+    _validate.tensor(s_equal, "s_equal", ndim=1, floating=True)
+    if s_equal.numel() == 0 or bool(torch.isnan(s_equal).any()):
+        raise ValueError("s_equal must be a non-empty 1-D tensor of distances without NaN")
+    return 1.0 / (1.0 + s_equal.double().mean())
+
+
+def reco_mege_details(maps: torch.Tensor, predictions: torch.Tensor, labels: torch.Tensor, folds: torch.Tensor, *,
+                      distance: str = "sqrt", channel_dim: int | None = None, batch_size: int = 256) -> dict:
+    """Everything behind ReCo and MeGe for one method and one family of k cross-trained models.
+
+    Arguments as in :func:`pair_distances`. Returns a dict: ``reco``, ``mege``, ``reco_scan`` (xplique's
+    approximation), ``reco_auc`` (floats; NaN when S= or S≠ is empty), ``pairs`` (:class:`Pairs`), ``s_equal``,
+    ``s_unequal`` (1-D tensors), ``curve`` (:func:`reco_curve`, None if a set is empty), ``counts`` (sizes of S=,
+    S≠ and of each dropped group).
+    """
+    pairs = pair_distances(maps, predictions, labels, folds, distance=distance, channel_dim=channel_dim,
+                           batch_size=batch_size)
+    eq, ne = split_sets(pairs)
+    out = {"pairs": pairs, "s_equal": eq, "s_unequal": ne,
+           "counts": {"S=": eq.numel(), "S≠": ne.numel(), **pairs.dropped}}
+    both = eq.numel() > 0 and ne.numel() > 0
+    out["mege"] = float(mege(eq)) if eq.numel() else math.nan
+    out["reco"] = float(reco(eq, ne)) if both else math.nan
+    out["reco_scan"] = float(reco_scan(eq, ne)) if both else math.nan
+    out["reco_auc"] = float(reco_auc(eq, ne)) if both else math.nan
+    out["curve"] = reco_curve(eq, ne) if both else None
+    return out
+
+
+def reco_mege(maps: torch.Tensor, predictions: torch.Tensor, labels: torch.Tensor, folds: torch.Tensor, *,
+              distance: str = "sqrt", channel_dim: int | None = None, batch_size: int = 256) -> dict[str, float]:
+    """ReCo and MeGe of one explanation method on k cross-trained models → ``{"reco": …, "mege": …}`` (higher is
+    better for both; NaN when S≠ (ReCo) or S= (both) is empty). See :func:`reco_mege_details`."""
+    d = reco_mege_details(maps, predictions, labels, folds, distance=distance, channel_dim=channel_dim,
+                          batch_size=batch_size)
+    return {"reco": d["reco"], "mege": d["mege"]}
+
+
+# ------------------------------------------------------------------------------------------------------------ μF
+def _sample_blocks(n: int, generator: torch.Generator):
+    """Fixed-size blocks of samples, each with its own generator seeded from ``generator``: the random draws of a
+    sample do not depend on batch_size."""
+    seeds = torch.randint(0, 2**62, (math.ceil(n / _BLOCK),), generator=generator).tolist()
+    for i, seed in enumerate(seeds):
+        yield i * _BLOCK, min(n, (i + 1) * _BLOCK), torch.Generator().manual_seed(seed)
+
+
+def mu_fidelity_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, target: torch.Tensor, *,
+                        n_subsets: int = 200, subset_fraction: float = 0.15, reference: perturb.Reference = "zero",
+                        units: perturb.Units | None = None, output: perturb.Output = "prob",
+                        correlation: str = "pearson", generator: torch.Generator | int = 0,
+                        batch_size: int = 256) -> dict[str, torch.Tensor]:
+    """Per-sample μF (Bhatt et al. 2020; paper eq. 1, spec §4.6) with its raw draws.
+
+    For each sample, ``n_subsets`` random subsets S of round(subset_fraction · n) units (pixels by default, all
+    channels together) are removed (replaced by ``reference``, default 0); μF is the correlation over the subsets
+    between Σ_{i∈S} e_i (unit scores = Σ over the unit's attribution elements) and f_t(x) − f_t(x with S removed),
+    f = ``output`` of ``target``. correlation: ``"pearson"`` (Bhatt, the default) or ``"spearman"`` (xplique).
+    Every removed input goes through :mod:`faithlab.perturb`'s engine, ``batch_size`` per forward call; the subsets
+    of each sample depend only on ``generator`` (not on batch_size).
+
+    x ``(B, ...)``, attributions shaped like x (or without the channel dim), target ``(B,)`` int64. Returns
+    ``mu_f`` ``(B,)`` (NaN where the attribution sums or the output drops are constant), ``sums`` and ``drops``
+    ``(B, n_subsets)``. Higher is better.
+    """
+    _validate.one_of(correlation, "correlation", ("pearson", "spearman"))
+    n_subsets = _validate.positive_int(n_subsets, "n_subsets")
+    frac = _validate.fraction(subset_fraction, "subset_fraction", closed_low=False)
+    units = perturb.default_units(x) if units is None else units
+    perturb.check_attributions(attributions, x)
+    scores = perturb.unit_scores(attributions, units, reduce="sum").double()
+    count = round(frac * units.n)
+    if count < 1:
+        raise ValueError(f"subset_fraction={subset_fraction} of {units.n} units removes no unit")
+    gen = _validate.generator(generator, why="to draw the subsets")
+    clean = perturb.removal_outputs(model, x, torch.zeros(x.shape[0], units.n, dtype=torch.bool, device=x.device),
+                                    units=units, reference=reference, output=output, target=target,
+                                    batch_size=batch_size)
+    sums = torch.empty(x.shape[0], n_subsets, dtype=torch.float64, device=x.device)
+    drops = torch.empty_like(sums)
+    every = torch.ones(1, units.n, dtype=torch.bool, device=x.device)
+    for b0, b1, g in _sample_blocks(x.shape[0], gen):
+        removed = perturb.exact_subset(every.expand(b1 - b0, -1), count, generator=g, n_samples=n_subsets)
+        out = perturb.removal_outputs(model, x[b0:b1], removed, units=units,
+                                      reference=_rows(reference, b0, b1), output=output, target=target[b0:b1],
+                                      batch_size=batch_size)
+        sums[b0:b1] = (removed.double() * scores[b0:b1, None, :]).sum(-1)
+        drops[b0:b1] = clean[b0:b1, None].double() - out.double()
+    if correlation == "spearman":
+        mu = pearson(rankdata(sums), rankdata(drops))
+    else:
+        mu = pearson(sums, drops)
+    return {"mu_f": mu, "sums": sums, "drops": drops}
+
+
+def _rows(reference: perturb.Reference, b0: int, b1: int) -> perturb.Reference:
+    return reference[b0:b1] if isinstance(reference, torch.Tensor) and reference.ndim >= 2 else reference
+
+
+def mu_fidelity(model: Callable, x: torch.Tensor, attributions: torch.Tensor, target: torch.Tensor,
+                **options) -> torch.Tensor:
+    """Per-sample μF ``(B,)`` (see :func:`mu_fidelity_details` for the options); the paper's score is the mean over
+    samples (NaN rows, constant maps or outputs, left out and counted by the caller). Higher is better."""
+    return mu_fidelity_details(model, x, attributions, target, **options)["mu_f"]
+
+
+# --------------------------------------------------------------------------------------------------------- S_avg
+def average_stability_details(explainer: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], x: torch.Tensor,
+                              target: torch.Tensor, *, n_neighbours: int = 200, radius: float = 0.1,
+                              generator: torch.Generator | int = 0, batch_size: int = 256) -> dict[str, torch.Tensor]:
+    """Per-sample S_avg (paper eq. 2, spec §4.6, [recon] §6.16): the mean over ``n_neighbours`` neighbours
+    z = x + u, u_i ~ U(−r/d, r/d) (so ‖u‖₁ ≤ r = ``radius``, d = elements of one input), of ‖g(x) − g(z)‖²₂.
+
+    explainer: ``explainer(inputs, target) → maps`` for a batch (e.g. a ``functools.partial`` of
+    :func:`faithlab.explainers.explain`); it is called on at most ``batch_size`` neighbours at a time (rows of
+    several samples together), each neighbour explained for its sample's ``target``. The neighbours of a sample
+    depend only on ``generator``. Returns ``s_avg`` ``(B,)`` and ``distances`` ``(B, n_neighbours)``. Lower is
+    better (0 for an explainer whose map does not change within the radius).
+    """
+    if not callable(explainer):
+        raise TypeError(f"explainer must be a callable(inputs, target) -> maps, got {type(explainer).__name__}")
+    _validate.tensor(x, "x")
+    _validate.tensor(target, "target", ndim=1)
+    _validate.batch_match(x, target, "x", "target")
+    s = _validate.positive_int(n_neighbours, "n_neighbours")
+    r = _validate.number(radius, "radius")
+    if r <= 0:
+        raise ValueError(f"radius must be positive, got {radius}")
+    batch_size = _validate.positive_int(batch_size, "batch_size")
+    gen = _validate.generator(generator, why="to draw the neighbours")
+    base = explainer(x, target)
+    d = x[0].numel()
+    dist = torch.empty(x.shape[0], s, dtype=torch.float64, device=x.device)
+    for b0, b1, g in _sample_blocks(x.shape[0], gen):
+        u = (torch.rand((b1 - b0, s, *x.shape[1:]), generator=g, dtype=torch.float64) * 2 - 1) * (r / d)
+        z = (x[b0:b1, None] + u.to(x.device, x.dtype)).flatten(0, 1)
+        t = target[b0:b1].repeat_interleave(s)
+        ref = base[b0:b1].repeat_interleave(s, dim=0).double()
+        for c0 in range(0, z.shape[0], batch_size):
+            c1 = min(z.shape[0], c0 + batch_size)
+            maps = explainer(z[c0:c1], t[c0:c1])
+            if not bool(torch.isfinite(maps).all()):
+                raise ValueError("explainer returned non-finite maps on neighbours of samples "
+                                 f"{sorted({b0 + i // s for i in range(c0, c1)})[:8]}")
+            sq = (maps.double() - ref[c0:c1]).flatten(1).pow(2).sum(1)
+            dist.view(-1)[b0 * s + c0: b0 * s + c1] = sq
+    return {"s_avg": dist.mean(1), "distances": dist}
+
+
+def average_stability(explainer: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], x: torch.Tensor,
+                      target: torch.Tensor, **options) -> torch.Tensor:
+    """Per-sample S_avg ``(B,)`` (see :func:`average_stability_details`); the paper reports the mean. Lower is
+    better."""
+    return average_stability_details(explainer, x, target, **options)["s_avg"]

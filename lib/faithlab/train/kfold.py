@@ -1,0 +1,142 @@
+"""k-fold cross-training (ReCo/MeGe Algorithm 1, spec §4.1) and the model degradations of its validation (§4.5).
+
+:func:`cross_train` splits a dataset D into k random blocks B_0..B_{k−1} and trains model i on D \\ B_i with the
+cached, seeded :func:`~faithlab.train.fit` (one cache entry per fold and degradation). Degradations apply to all k
+models alike: ``limited`` (each model trained on a random fraction of D \\ B_i), ``switched`` (a fraction of D's
+training labels replaced by another class before training) and ``randomised`` (after training, a fraction of the
+parameterised layers, cascading from the output, get Gaussian noise of their own weights' std: :func:`randomise_layers`).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from faithlab import _validate
+from faithlab.data import TensorData
+from faithlab.data._core import fraction_subset, kfold_indices, switch_labels
+from faithlab.train.loop import TrainConfig, evaluate, fit
+
+__all__ = ["CrossTrained", "cross_train", "parameterised_layers", "randomise_layers"]
+
+
+@dataclass
+class CrossTrained:
+    """k models cross-trained on the folds of D.
+
+    models: the k models (eval mode); folds ``(N,)`` int64: for each sample of D, the index of the one model not
+    trained on it (its block); accuracy ``(k,)``: each model's accuracy on its held-out block (true labels);
+    histories: the :func:`~faithlab.train.fit` histories; degradation: what was applied
+    (``limited``/``switched``/``randomised`` fractions, None = not applied), ``randomised_layers`` (names),
+    ``train_sizes`` (samples each model was trained on) and ``labels_switched`` (labels of D changed).
+    """
+
+    models: list[nn.Module]
+    folds: torch.Tensor
+    accuracy: torch.Tensor
+    histories: list[dict]
+    degradation: dict = field(default_factory=dict)
+
+    @property
+    def k(self) -> int:
+        return len(self.models)
+
+    def comparable(self, tolerance: float = 0.03) -> bool:
+        """True when every model's held-out accuracy lies within ``tolerance`` of their mean (the paper's ±3 %)."""
+        return bool(((self.accuracy - self.accuracy.mean()).abs() <= tolerance + 1e-12).all())
+
+    @torch.no_grad()
+    def predictions(self, x: torch.Tensor, *, batch_size: int = 256) -> torch.Tensor:
+        """Predicted classes ``(k, N)`` of every model on inputs x (single-logit models: logit > 0)."""
+        _validate.tensor(x, "x")
+        batch_size = _validate.positive_int(batch_size, "batch_size")
+        rows = []
+        for model in self.models:
+            dev = next(model.parameters()).device
+            preds = []
+            for b0 in range(0, x.shape[0], batch_size):
+                logits = model(x[b0:b0 + batch_size].to(dev))
+                if not bool(torch.isfinite(logits).all()):
+                    raise ValueError(f"model returned non-finite logits on samples {b0}..{b0 + len(logits) - 1}")
+                preds.append((logits[:, 0] > 0).long() if logits.shape[1] == 1 else logits.argmax(1))
+            rows.append(torch.cat(preds).cpu())
+        return torch.stack(rows)
+
+
+def parameterised_layers(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """The convolution and linear layers of a model that own a weight (batch-norm and other layers excluded), in
+    the order the model registers them (input → output)."""
+    kinds = (nn.modules.conv._ConvNd, nn.Linear)
+    return [(name, m) for name, m in model.named_modules()
+            if isinstance(m, kinds) and isinstance(getattr(m, "weight", None), nn.Parameter)]
+
+
+@torch.no_grad()
+def randomise_layers(model: nn.Module, fraction: float, *, generator: torch.Generator | int) -> tuple[nn.Module,
+                                                                                                      list[str]]:
+    """Weight randomisation (spec §4.5, [recon]): a copy of ``model`` in which the last ⌈fraction · L⌉ of its L
+    :func:`parameterised_layers` (cascading from the output, as Adebayo et al.) get N(0, σ_l²) added to their
+    weights, σ_l the std of that layer's weights. ``model`` is not modified. Returns (copy in eval mode, the
+    randomised layers' names, output side first)."""
+    fraction = _validate.fraction(fraction, "fraction")
+    gen = _validate.generator(generator, why="to draw the noise")
+    out = copy.deepcopy(model).eval()
+    layers = parameterised_layers(out)
+    if not layers:
+        raise ValueError("model has no convolution or linear layer to randomise")
+    count = math.ceil(fraction * len(layers) - 1e-9)
+    chosen = layers[::-1][:count]
+    for _, layer in chosen:
+        w = layer.weight
+        noise = torch.randn(w.shape, generator=gen, dtype=torch.float64).to(w.device, w.dtype)
+        w.add_(noise * w.detach().double().std().to(w.dtype))
+    return out, [name for name, _ in chosen]
+
+
+def cross_train(model_name: str, model_config: dict, data: TensorData, config: TrainConfig, *, data_key: str | dict,
+                k: int = 5, seed: int = 0, limited: float | None = None, switched: float | None = None,
+                randomised: float | None = None, cache: bool = True, cache_dir: str | os.PathLike | None = None,
+                device: torch.device | str | None = None, progress: bool = True) -> CrossTrained:
+    """Algorithm 1 of ReCo/MeGe: k models of ``models.build(model_name, **model_config)``, model i trained on
+    D \\ B_i with :func:`~faithlab.train.fit` (cached per fold; ``data_key`` must identify D), optionally degraded.
+
+    data: the TensorData D (every sample is later explained by every model). k: folds (paper 5). seed: the blocks,
+    the label switching, the limited subsets and the weight noise (training itself is seeded by ``config.seed``).
+    limited: train each model on that fraction of D \\ B_i (75/50/25 % in the paper); switched: that fraction of
+    D's labels replaced by a uniformly drawn other class before training (5/10/30 %); randomised: the fraction of
+    layers randomised after training (5/10/30 %, :func:`randomise_layers`). Held-out accuracies use the true labels.
+    """
+    if not isinstance(data, TensorData):
+        raise TypeError(f"data must be a faithlab TensorData, got {type(data).__name__}")
+    k = _validate.positive_int(k, "k")
+    n = len(data)
+    splits = kfold_indices(n, k, seed=seed)
+    folds = torch.empty(n, dtype=torch.int64)
+    for i, (_, block) in enumerate(splits):
+        folds[block] = i
+    labels = data.y
+    if switched is not None:
+        labels = switch_labels(data.y, switched, data.n_classes, seed=seed)
+    key = data_key if isinstance(data_key, dict) else {"data": data_key}
+    models, histories, accuracy, names, sizes = [], [], [], [], []
+    for i, (train_idx, block) in enumerate(splits):
+        if limited is not None:
+            train_idx = train_idx[fraction_subset(train_idx.numel(), limited, seed=seed + 1000 * (i + 1))]
+        sizes.append(train_idx.numel())
+        train_data = TensorData(data.x[train_idx], labels[train_idx], info=data.info)
+        fold_key = {**key, "kfold": {"k": k, "seed": seed, "fold": i, "limited": limited, "switched": switched}}
+        model, history = fit(model_name, model_config, train_data, config, data_key=fold_key, cache=cache,
+                             cache_dir=cache_dir, device=device, progress=progress)
+        if randomised is not None:
+            model, names = randomise_layers(model, randomised, generator=torch.Generator().manual_seed(seed + i))
+        accuracy.append(evaluate(model, data.subset(block), batch_size=config.batch_size)["accuracy"])
+        models.append(model)
+        histories.append(history)
+    degradation = {"limited": limited, "switched": switched, "randomised": randomised, "randomised_layers": names,
+                   "train_sizes": sizes, "labels_switched": int((labels != data.y).sum())}
+    return CrossTrained(models, folds, torch.tensor(accuracy, dtype=torch.float64), histories, degradation)

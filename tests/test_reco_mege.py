@@ -1,0 +1,244 @@
+"""ReCo / MeGe / μF / S_avg (spec §4): oracle cases, slow references (scipy spearmanr, a brute-force ReCo, a loop
+port of xplique's pairing), invariances and bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import spearmanr
+
+import faithlab as fl
+from faithlab.metrics.reco_mege import (Pairs, explanation_distance, mege, pair_distances, reco, reco_auc, reco_curve,
+                                        reco_mege_details, reco_scan, split_sets)
+from oracles import Additive, small_cnn
+
+
+def _brute_reco(eq: np.ndarray, ne: np.ndarray) -> float:
+    """O(m²) reference: Youden's J at a threshold just above every value and just below the smallest."""
+    values = np.concatenate([eq, ne])
+    cuts = np.concatenate([values + 1e-12, [values.min() - 1.0]])
+    best = 0.0
+    for g in cuts:
+        best = max(best, np.mean(eq < g) + np.mean(ne > g) - 1.0)
+    return best
+
+
+def _xplique_scan(eq: np.ndarray, ne: np.ndarray) -> float:
+    """A literal loop port of xplique's MeGe.evaluate ReCo scan (every (m//20 + 1)-th sorted value)."""
+    total = np.sort(np.concatenate([eq, ne]))
+    best = 0.0
+    for gamma in total[:: len(total) // 20 + 1]:
+        tp, tn = np.sum(eq < gamma), np.sum(ne > gamma)
+        fp, fn = np.sum(ne < gamma), np.sum(eq > gamma)
+        best = max(best, tp / (tp + fn + 1e-10) + tn / (tn + fp + 1e-10) - 1.0)
+    return best
+
+
+# ------------------------------------------------------------------------------------------------------ distances
+def test_spearman_distance_equals_scipy_with_ties():
+    g = torch.Generator().manual_seed(0)
+    a = torch.randint(0, 5, (6, 40), generator=g).float()      # many ties
+    b = torch.randint(0, 5, (6, 40), generator=g).float()
+    got = explanation_distance(a, b)
+    want = [math.sqrt(1 - abs(spearmanr(a[i], b[i]).statistic)) for i in range(6)]
+    assert torch.allclose(got.double(), torch.tensor(want, dtype=torch.float64), atol=1e-6)
+    lin = explanation_distance(a, b, distance="linear")
+    assert torch.allclose(lin, got ** 2, atol=1e-6)
+
+
+def test_spearman_distance_zero_for_same_or_reversed_ranking_nan_for_constant():
+    a = torch.randn(3, 50, generator=torch.Generator().manual_seed(1))
+    assert torch.allclose(explanation_distance(a, 2 * a + 1), torch.zeros(3), atol=1e-6)
+    assert torch.allclose(explanation_distance(a, -a), torch.zeros(3), atol=1e-6)
+    d = explanation_distance(torch.ones(2, 50), a[:2])
+    assert torch.isnan(d).all()
+
+
+def _cross(k=4, n=40, shape=(2, 5, 5), seed=0):
+    g = torch.Generator().manual_seed(seed)
+    maps = torch.randn(k, n, *shape, generator=g)
+    labels = torch.randint(0, 3, (n,), generator=g)
+    predictions = torch.where(torch.rand(k, n, generator=g) < 0.7, labels, (labels + 1) % 3)
+    folds = torch.randint(0, k, (n,), generator=g)
+    return maps, predictions, labels, folds
+
+
+def test_pairs_equal_the_xplique_loop():
+    maps, predictions, labels, folds = _cross()
+    k, n = maps.shape[:2]
+    pairs = pair_distances(maps, predictions, labels, folds, channel_dim=-3, batch_size=7)
+    eq, ne = split_sets(pairs)
+    ref_eq, ref_ne = [], []
+    flat = maps.mean(2).flatten(2).numpy()
+    for i in range(k):                                      # xplique: unordered pairs, keep the block i or j
+        for j in range(i + 1, k):
+            for s in range(n):
+                if folds[s] not in (i, j):
+                    continue
+                d = math.sqrt(1 - abs(spearmanr(flat[i, s], flat[j, s]).statistic))
+                ri, rj = predictions[i, s] == labels[s], predictions[j, s] == labels[s]
+                if ri and rj:
+                    ref_eq.append(d)
+                elif ri or rj:
+                    ref_ne.append(d)
+    assert np.allclose(np.sort(eq.numpy()), np.sort(ref_eq), atol=1e-5)
+    assert np.allclose(np.sort(ne.numpy()), np.sort(ref_ne), atol=1e-5)
+    assert pairs.distance.shape == (n, k - 1) and not (pairs.other == folds[:, None]).any()
+    assert pairs.dropped["both wrong"] == int((pairs.kind == 2).sum())
+
+
+def test_identical_models_give_mege_one_and_zero_distances():
+    # R5 oracle: the same map from every model → every distance 0, MeGe = 1
+    maps, predictions, labels, folds = _cross()
+    same = maps[:1].expand_as(maps).clone()
+    d = reco_mege_details(same, predictions, labels, folds, channel_dim=-3)
+    assert torch.allclose(d["pairs"].distance, torch.zeros_like(d["pairs"].distance), atol=1e-6)
+    assert d["mege"] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_pair_distances_batch_size_invariant_and_constant_maps_counted():
+    maps, predictions, labels, folds = _cross(seed=3)
+    maps[1, :5] = 0.0                                       # constant maps of model 1 on five samples
+    a = pair_distances(maps, predictions, labels, folds, channel_dim=-3, batch_size=1)
+    b = pair_distances(maps, predictions, labels, folds, channel_dim=-3, batch_size=1000)
+    assert torch.equal(a.kind, b.kind) and torch.allclose(a.distance, b.distance, equal_nan=True)
+    nan = torch.isnan(a.distance)
+    assert nan.any() and a.dropped["NaN (constant map)"] == int((nan & (a.kind < 2)).sum())
+    eq, ne = split_sets(a)
+    assert not torch.isnan(eq).any() and not torch.isnan(ne).any()
+
+
+# ----------------------------------------------------------------------------------------------------- ReCo, MeGe
+def test_reco_perfect_separation_and_identical_sets():
+    eq, ne = torch.tensor([0.1, 0.2, 0.3]), torch.tensor([0.5, 0.6])
+    assert float(reco(eq, ne)) == 1.0
+    assert float(reco(ne, eq)) == 0.0                       # reversed: S= above S≠ → no better than chance
+    same = torch.rand(50, generator=torch.Generator().manual_seed(0))
+    assert float(reco(same, same.clone())) == 0.0
+    # hand case: S= {0.1, 0.4}, S≠ {0.3, 0.5}: γ just above 0.1 → TPR 1/2, TNR 1 → J = 0.5
+    assert float(reco(torch.tensor([0.1, 0.4]), torch.tensor([0.3, 0.5]))) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_reco_exact_equals_brute_force_and_beats_the_scan(seed):
+    g = torch.Generator().manual_seed(seed)
+    eq = torch.rand(300, generator=g, dtype=torch.float64) * 0.8
+    ne = torch.rand(90, generator=g, dtype=torch.float64) * 0.8 + 0.15
+    exact = float(reco(eq, ne))
+    assert exact == pytest.approx(_brute_reco(eq.numpy(), ne.numpy()), abs=1e-12)
+    scan = float(reco_scan(eq, ne))
+    assert scan == pytest.approx(_xplique_scan(eq.numpy(), ne.numpy()), abs=1e-12)
+    assert exact >= scan - 1e-12
+
+
+def test_reco_with_ties_equals_brute_force():
+    eq = torch.tensor([0.2, 0.2, 0.2, 0.5, 0.7], dtype=torch.float64)
+    ne = torch.tensor([0.2, 0.5, 0.5, 0.9], dtype=torch.float64)
+    assert float(reco(eq, ne)) == pytest.approx(_brute_reco(eq.numpy(), ne.numpy()))
+    curve = reco_curve(eq, ne)
+    assert curve["gamma"].tolist() == [0.2, 0.5, 0.7, 0.9]
+    assert curve["tpr"].tolist() == [0.6, 0.8, 1.0, 1.0] and curve["tnr"].tolist() == [0.75, 0.25, 0.25, 0.0]
+
+
+def test_reco_auc_and_mege_closed_forms():
+    eq, ne = torch.tensor([0.1, 0.3]), torch.tensor([0.6, 0.8, 1.0])
+    assert float(reco_auc(eq, ne)) == pytest.approx(0.8 - 0.2)
+    # numerical integral of the step function over [0, 1]
+    grid = torch.linspace(0, 1, 200001, dtype=torch.float64)
+    j = (eq.double()[None] < grid[:, None]).double().mean(1) + (ne.double()[None] > grid[:, None]).double().mean(1) - 1
+    assert float(torch.trapezoid(j, grid)) == pytest.approx(0.6, abs=1e-4)
+    assert float(mege(eq)) == pytest.approx(1 / 1.2)
+
+
+def test_reco_bad_input():
+    with pytest.raises(ValueError, match="s_unequal"):
+        reco(torch.tensor([0.1]), torch.tensor([]))
+    with pytest.raises(ValueError, match="s_equal"):
+        reco(torch.tensor([float("nan")]), torch.tensor([0.2]))
+    maps, predictions, labels, folds = _cross()
+    with pytest.raises(ValueError, match="folds"):
+        pair_distances(maps, predictions, labels, folds + 10)
+    with pytest.raises(ValueError, match="predictions"):
+        pair_distances(maps, predictions[:2], labels, folds)
+    with pytest.raises(ValueError, match="distance"):
+        pair_distances(maps, predictions, labels, folds, distance="cosine")
+
+
+def test_details_report_empty_sets_as_nan():
+    maps, _, labels, folds = _cross()
+    right = labels[None].expand(maps.shape[0], -1).clone()           # every model right → S≠ empty
+    d = reco_mege_details(maps, right, labels, folds, channel_dim=-3)
+    assert d["counts"]["S≠"] == 0 and math.isnan(d["reco"]) and not math.isnan(d["mege"])
+    assert isinstance(d["pairs"], Pairs)
+
+
+# ------------------------------------------------------------------------------------------------------------- μF
+def test_mu_fidelity_is_one_for_the_exact_linear_attribution():
+    # xplique's oracle: f(x) = Σ x (logit), attribution = x, zero baseline → drop = Σ_S x_i exactly
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(6, 1, 8, 8, generator=g)
+    model = Additive(torch.ones(1, 8, 8))
+    mu = fl.metrics.mu_fidelity(model, x, x, torch.zeros(6, dtype=torch.int64), output="logit", n_subsets=50)
+    assert torch.allclose(mu, torch.ones(6, dtype=torch.float64), atol=1e-6)
+    rnd = fl.metrics.mu_fidelity(model, x, torch.rand(6, 1, 8, 8, generator=g), torch.zeros(6, dtype=torch.int64),
+                                 output="logit", n_subsets=200, generator=1)
+    assert abs(float(rnd.mean())) < 0.15
+
+
+def test_mu_fidelity_subset_size_batch_invariance_and_spearman_option():
+    model = small_cnn(in_channels=2, side=8, n_classes=3)
+    g = torch.Generator().manual_seed(2)
+    x, a = torch.randn(40, 2, 8, 8, generator=g), torch.randn(40, 2, 8, 8, generator=g)
+    t = torch.randint(0, 3, (40,), generator=g)
+    d1 = fl.metrics.mu_fidelity_details(model, x, a, t, n_subsets=30, generator=5, batch_size=7)
+    d2 = fl.metrics.mu_fidelity_details(model, x, a, t, n_subsets=30, generator=5, batch_size=512)
+    assert torch.allclose(d1["mu_f"], d2["mu_f"], atol=1e-6) and torch.allclose(d1["drops"], d2["drops"], atol=1e-6)
+    # every subset removes round(0.15 · 64) = 10 pixels: with all-ones unit scores the sums are exactly 10 · 2 channels
+    ones = fl.metrics.mu_fidelity_details(model, x, torch.ones_like(x), t, n_subsets=5, generator=5)
+    assert torch.equal(ones["sums"], torch.full((40, 5), 20.0, dtype=torch.float64))
+    assert torch.isnan(ones["mu_f"]).all()                  # constant sums: correlation undefined
+    sp = fl.metrics.mu_fidelity(model, x, a, t, n_subsets=30, generator=5, correlation="spearman")
+    assert sp.shape == (40,) and not torch.allclose(sp, d1["mu_f"])
+
+
+def test_mu_fidelity_nan_model_raises():
+    class NaNModel(torch.nn.Module):
+        def forward(self, x):
+            return torch.full((x.shape[0], 2), float("nan"))
+    x = torch.rand(2, 1, 4, 4)
+    with pytest.raises(ValueError, match="(?i)non-finite|nan"):
+        fl.metrics.mu_fidelity(NaNModel().eval(), x, x, torch.zeros(2, dtype=torch.int64))
+
+
+# ---------------------------------------------------------------------------------------------------------- S_avg
+def test_average_stability_oracles():
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(5, 1, 6, 6, generator=g)
+    t = torch.zeros(5, dtype=torch.int64)
+    const = fl.metrics.average_stability(lambda z, c: torch.ones_like(z), x, t)
+    assert torch.equal(const, torch.zeros(5, dtype=torch.float64))
+    # identity explainer: E‖u‖² = d · (r/d)² / 3 for u_i ~ U(−r/d, r/d)
+    r, d = 0.1, 36
+    ident = fl.metrics.average_stability_details(lambda z, c: z.double(), x.double(), t, radius=r, n_neighbours=400)
+    assert float(ident["s_avg"].mean()) == pytest.approx(r ** 2 / (3 * d), rel=0.05)
+    # ‖u‖₁ ≤ r for every neighbour: the largest squared distance is at most d·(r/d)²
+    assert float(ident["distances"].max()) <= d * (r / d) ** 2 + 1e-15
+
+
+def test_average_stability_batch_size_invariant_and_bad_input():
+    model = small_cnn(in_channels=2, side=8, n_classes=3)
+    x = torch.randn(9, 2, 8, 8, generator=torch.Generator().manual_seed(4))
+    t = torch.zeros(9, dtype=torch.int64)
+
+    def explainer(z, c):
+        return fl.explainers.explain(model, z, c, method="saliency")
+    a = fl.metrics.average_stability(explainer, x, t, n_neighbours=6, batch_size=5, generator=3)
+    b = fl.metrics.average_stability(explainer, x, t, n_neighbours=6, batch_size=64, generator=3)
+    assert torch.allclose(a, b, rtol=1e-5)
+    with pytest.raises(ValueError, match="radius"):
+        fl.metrics.average_stability(explainer, x, t, radius=0)
+    with pytest.raises(TypeError, match="explainer"):
+        fl.metrics.average_stability("saliency", x, t)
