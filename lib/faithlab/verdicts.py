@@ -25,7 +25,7 @@ import torch
 
 __all__ = [
     "VERDICTS", "Verdict", "ladder", "verdict", "at_ideal", "undefined", "first_reason", "Comparison",
-    "bootstrap_diff", "compare", "from_comparison", "comparison_table",
+    "bootstrap_diff", "comparison_from_draws", "compare", "from_comparison", "comparison_table",
 ]
 
 VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "not testable here")
@@ -203,6 +203,24 @@ def bootstrap_diff(a, b=None, *, higher_is_better: bool = True, n_boot: int = 40
     spread = 1e-12 * max(1.0, abs(mean))  # a constant difference has a zero-width interval: exact ties are ties
     outcome = "win" if low > spread else "loss" if high < -spread else "tie"
     return Comparison(mean, low, high, float(level), n, outcome)
+
+
+def comparison_from_draws(estimate: float, draws, *, level: float = 0.95) -> Comparison:
+    """A :class:`Comparison` from bootstrap draws of a difference that is not a mean of per-unit values (e.g. ReCo,
+    a maximum over thresholds, resampled by samples): ``estimate`` the difference on the data (> 0 favours the
+    target), its ``level`` percentile interval from ``draws``; outcome as in :func:`bootstrap_diff`."""
+    x = _values(draws, "draws")
+    x = x[~x.isnan()]
+    if x.numel() < 100:
+        raise ValueError(f"draws must hold at least 100 bootstrap values without NaN, got {x.numel()}")
+    if not 0.5 <= _number(level, "level") < 1:
+        raise ValueError(f"level must lie in [0.5, 1), got {level!r}")
+    mean = _number(estimate, "estimate")
+    tail = (1 - level) / 2
+    low, high = torch.quantile(x, torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
+    spread = 1e-12 * max(1.0, abs(mean))
+    outcome = "win" if low > spread else "loss" if high < -spread else "tie"
+    return Comparison(mean, low, high, float(level), int(x.numel()), outcome)
 
 
 def compare(scores: Mapping[str, object], *, target: str, higher_is_better: bool, n_boot: int = 4000,

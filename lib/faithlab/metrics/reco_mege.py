@@ -25,7 +25,7 @@ from faithlab import _validate, perturb
 from faithlab.metrics.statistics import pearson, rankdata
 
 __all__ = ["DISTANCES", "PAIR_KINDS", "Pairs", "flatten_maps", "explanation_distance", "pair_distances", "split_sets",
-           "reco", "reco_curve", "reco_scan", "reco_auc", "mege", "reco_mege", "reco_mege_details",
+           "reco", "reco_curve", "reco_scan", "reco_auc", "mege", "reco_mege", "reco_mege_details", "details_from_pairs", "details_from_pairs",
            "mu_fidelity", "mu_fidelity_details", "average_stability", "average_stability_details"]
 
 DISTANCES = ("sqrt", "linear")
@@ -224,6 +224,11 @@ def reco_mege_details(maps: torch.Tensor, predictions: torch.Tensor, labels: tor
     """
     pairs = pair_distances(maps, predictions, labels, folds, distance=distance, channel_dim=channel_dim,
                            batch_size=batch_size)
+    return details_from_pairs(pairs)
+
+
+def details_from_pairs(pairs: Pairs) -> dict:
+    """The dict of :func:`reco_mege_details` from already computed :class:`Pairs` (e.g. loaded from a cache)."""
     eq, ne = split_sets(pairs)
     out = {"pairs": pairs, "s_equal": eq, "s_unequal": ne,
            "counts": {"S=": eq.numel(), "S≠": ne.numel(), **pairs.dropped}}
