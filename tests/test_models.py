@@ -307,6 +307,17 @@ def test_lipschitz_cnn_is_one_lipschitz(activation):
             assert float(ratio.max()) <= 1 + 1e-4
 
 
+def test_lipschitz_cnn_tau_scales_the_logits_only():
+    base = fl.models.build("lipschitz_cnn", in_channels=1, n_classes=4, image_size=8, width=0.25).eval()
+    hot = fl.models.build("lipschitz_cnn", in_channels=1, n_classes=4, image_size=8, width=0.25, tau=10.0).eval()
+    hot.load_state_dict(base.state_dict())
+    x = torch.randn(5, 1, 8, 8, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert torch.allclose(hot(x), 10.0 * base(x), atol=1e-5)
+    with pytest.raises(ValueError, match="tau"):
+        fl.models.build("lipschitz_cnn", tau=0)
+
+
 def test_lipschitz_cnn_argument_errors():
     with pytest.raises(ValueError, match="activation"):
         fl.models.build("lipschitz_cnn", activation="relu")

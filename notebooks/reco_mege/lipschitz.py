@@ -33,6 +33,7 @@ lipschitz_epochs = 1
 train_batch = 32
 lr = 0.003
 lipschitz_lr = 0.003
+lipschitz_tau = 10.0
 ig_steps = 4
 sg_samples = 4
 shap_samples = 4
@@ -62,7 +63,7 @@ families = {
                           config=fl.train.TrainConfig(epochs=epochs, batch_size=train_batch, lr=lr, seed=seed),
                           name="ResNet-18"),
     "1-Lipschitz": P.family(task, d, model="lipschitz_cnn", model_config={"width": lipschitz_width, "dropout": 0.2,
-                                                                 "image_size": d.x.shape[-1]},
+                                                                 "image_size": d.x.shape[-1], "tau": lipschitz_tau},
                             k=k, seed=seed, device=device, batch_size=batch_size, name="1-Lipschitz",
                             config=fl.train.TrainConfig(epochs=lipschitz_epochs, batch_size=train_batch,
                                                         lr=lipschitz_lr, seed=seed)),

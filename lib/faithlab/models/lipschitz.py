@@ -12,10 +12,12 @@ class LipschitzCNN(nn.Sequential):
     """1-Lipschitz CNN of ReCo/MeGe §4.7 with deel-torchlip: SpectralConv48–act–ScaledAvgPool–Drop–SpectralConv96–
     act–ScaledAvgPool–Drop–SpectralConv96–ScaledAvgPool–Flatten–SpectralLinear (widths × ``width``);
     ``activation`` "prelu" (LPReLU) or "groupsort" (GroupSort2). 1-Lipschitz in ℓ2 in eval mode.
-    ``cam_layer`` is the last spectral conv."""
+    ``cam_layer`` is the last spectral conv. ``tau``: the logits are multiplied by τ, the temperature of deel-lip's
+    ``TauCategoricalCrossentropy`` folded into the model so that plain cross-entropy can train it (the network
+    before the scale is 1-Lipschitz; τ only rescales every gradient map, which leaves rank distances unchanged)."""
 
     def __init__(self, in_channels: int = 3, n_classes: int = 10, image_size: int = 32, width: float = 1.0,
-                 activation: str = "prelu", dropout: float = 0.2) -> None:
+                 activation: str = "prelu", dropout: float = 0.2, tau: float = 1.0) -> None:
         from deel import torchlip
 
         if activation not in ("prelu", "groupsort"):
@@ -29,6 +31,9 @@ class LipschitzCNN(nn.Sequential):
         def act(c: int) -> nn.Module:
             return torchlip.LPReLU(c) if activation == "prelu" else torchlip.GroupSort2()
 
+        if not (isinstance(tau, (int, float)) and not isinstance(tau, bool) and tau > 0):
+            raise ValueError(f"tau must be a positive number, got {tau!r}")
+        self.tau = float(tau)
         side = image_size // 8
         conv = dict(kernel_size=3, padding=1)
         super().__init__(
@@ -41,3 +46,7 @@ class LipschitzCNN(nn.Sequential):
     @property
     def cam_layer(self) -> nn.Module:
         return self[8]
+
+    def forward(self, x):
+        out = super().forward(x)
+        return out * self.tau if self.tau != 1.0 else out

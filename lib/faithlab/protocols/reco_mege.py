@@ -254,7 +254,8 @@ def chance_premise(fam: Family, *, factor: float = 2.0) -> str | None:
     chance = 1.0 / fam.data.n_classes
     acc = float(fam.cross.accuracy.mean())
     if acc < factor * chance:
-        return f"{fam.task} {fam.name}: mean held-out accuracy {acc:.2f} < {factor:g} × chance ({chance:.2f})"
+        return (f"{fam.task} {fam.name}: mean held-out accuracy {acc:.2f} < {factor * chance:.2f} "
+                f"({factor:g} × chance)")
     return None
 
 
