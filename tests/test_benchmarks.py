@@ -18,6 +18,9 @@ TINY = {
                  "--cs-edge", "2", "--image-size", "14", "--width", "4", "--batch-size", "64", "--repeats", "1"],
     "fewclass.py": ["--n", "1", "--ref-images", "1", "--image-size", "8", "--width", "4", "--batch-size", "256",
                     "--repeats", "1", "--threads", "1"],
+    "reco_mege.py": ["--n", "20", "--k", "3", "--ref-samples", "10", "--mu-n", "2", "--subsets", "5", "--stab-n", "2",
+                     "--neighbours", "3", "--image-size", "8", "--width", "4", "--batch-size", "16", "--repeats", "1",
+                     "--threads", "1"],
 }
 
 

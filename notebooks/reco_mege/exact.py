@@ -73,7 +73,9 @@ rows = []
 for t in tasks:
     s = scores[scores.task == t].set_index("method")
     rows.append({"task": t, "rank ρ (exact vs scan)": P.rank_agreement(s["ReCo"], s["ReCo (xplique scan)"]),
-                 "best (exact)": s["ReCo"].idxmax(), "best (scan)": s["ReCo (xplique scan)"].idxmax(),
+                 "best (exact)": s["ReCo"].idxmax() if s["ReCo"].notna().any() else None,
+                 "best (scan)": (s["ReCo (xplique scan)"].idxmax() if s["ReCo (xplique scan)"].notna().any()
+                                 else None),
                  "largest |exact − scan|": float(s["exact − scan"].abs().max())})
 ranks = pd.DataFrame(rows)
 out.table(ranks, "ranks")

@@ -71,6 +71,9 @@ out.glue("n", n)
 out.glue("k", k)
 out.glue("ig_steps", ig_steps)
 out.glue("sg_samples", sg_samples)
+f0 = next(iter(families.values()))
+out.glue("cam_grid", "×".join(map(str, P.cam_grid(f0.cross.models[0], f0.data.x))))
+out.glue("image_side", f0.data.x.shape[-1])
 accuracy
 
 # %% [markdown]

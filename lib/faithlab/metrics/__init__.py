@@ -4,7 +4,8 @@
 ``cumulative`` (accuracy AUC, AOPC, log-odds, comprehensiveness, each with a ``*_details`` twin holding the curve),
 ``saco`` (SaCo and its details), ``fewclass`` (Few-class Fidelity: the candidate search, MIF/LIF curves and
 localisation; ``fewclass_fid``, ``fewclass_fid_details`` and ``select_perturbation`` are gathered here), ``reco_mege`` (ReCo, MeGe, μF and S_avg over k cross-trained models; its public names are gathered here, the
-module itself is shadowed by the ``reco_mege`` function: import from ``faithlab.metrics.reco_mege``), ``trace`` (TRACE's patch deletion curves and trajectory searches, used as
+module itself is shadowed by the ``reco_mege`` function: import from ``faithlab.metrics.reco_mege``), ``distances``
+(the six map distances of ReCo/MeGe's sanity checks, ``map_distance``), ``trace`` (TRACE's patch deletion curves and trajectory searches, used as
 ``fl.metrics.trace.anneal(...)``), ``statistics`` (the rank statistics and curve areas they share). Their public
 names are gathered here: ``fl.metrics.fid_plus(...)``, ``fl.metrics.saco(...)``.
 """
@@ -18,6 +19,8 @@ from faithlab.metrics.saco import saco, saco_details
 from faithlab.metrics.fewclass import fewclass_fid, fewclass_fid_details, select_perturbation
 from faithlab.metrics import fewclass
 from faithlab.metrics import trace
+from faithlab.metrics import distances
+from faithlab.metrics.distances import map_distance
 from faithlab.metrics.reco_mege import (average_stability, average_stability_details, mege, mu_fidelity,
                                          mu_fidelity_details, pair_distances, reco, reco_auc, reco_curve, reco_mege,
                                          reco_mege_details, reco_scan, split_sets)
@@ -30,5 +33,5 @@ __all__ = [
     "comprehensiveness", "comprehensiveness_details",
     "saco", "saco_details", "fewclass", "fewclass_fid", "fewclass_fid_details", "select_perturbation", "trace",
     "reco_mege", "reco_mege_details", "pair_distances", "split_sets", "reco", "reco_curve", "reco_scan",
-    "reco_auc", "mege", "mu_fidelity", "mu_fidelity_details", "average_stability", "average_stability_details",
+    "reco_auc", "mege", "distances", "map_distance", "mu_fidelity", "mu_fidelity_details", "average_stability", "average_stability_details",
 ]

@@ -28,7 +28,7 @@ def rankdata(x: torch.Tensor, *, dim: int = -1, method: str = "average") -> torc
         raise ValueError(f"method must be 'average' or 'min', got {method!r}")
     v = _float(x).movedim(dim, -1)
     n = v.shape[-1]
-    sorted_v, order = v.sort(dim=-1, stable=True)
+    sorted_v, order = v.sort(dim=-1)  # tie order is irrelevant: tied values share one rank
     pos = torch.arange(n, device=v.device).expand_as(sorted_v)
     starts = torch.ones_like(sorted_v, dtype=torch.bool)
     starts[..., 1:] = sorted_v[..., 1:] != sorted_v[..., :-1]

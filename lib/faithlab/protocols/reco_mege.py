@@ -23,7 +23,7 @@ from faithlab.train.cache import cache_key
 
 __all__ = ["TASKS", "METHODS", "DEGRADATIONS", "Family", "load_task", "family", "method_options", "explain_family",
            "distance_sets", "scores", "bootstrap_scores", "score_draws", "histogram_frame", "comparison",
-           "accuracy_frame", "chance_premise", "fidelity_stability", "PAPER", "rank_agreement", "beside", "identical_models"]
+           "accuracy_frame", "chance_premise", "fidelity_stability", "PAPER", "rank_agreement", "beside", "identical_models", "cam_grid"]
 
 TASKS: dict[str, dict] = {
     "FashionMNIST": {"stand_in": "digits", "kwargs": {"color": False}, "paper": "fashion_mnist",
@@ -351,3 +351,16 @@ def identical_models(fam: Family, method: str, *, batch_size: int = 256, seed: i
     dist = d["pairs"].distance
     return {"MeGe": d["mege"], "max distance": float(dist[~dist.isnan()].max()) if (~dist.isnan()).any() else 0.0,
             "n S=": d["counts"]["S="]}
+
+
+@torch.no_grad()
+def cam_grid(model, x: torch.Tensor) -> tuple[int, ...]:
+    """Spatial size of the model's ``cam_layer`` output on inputs like x (the resolution of its Grad-CAM maps before
+    upsampling)."""
+    seen = []
+    handle = model.cam_layer.register_forward_hook(lambda m, i, o: seen.append(tuple(o.shape[2:])))
+    try:
+        model(x[:1])
+    finally:
+        handle.remove()
+    return seen[0]
