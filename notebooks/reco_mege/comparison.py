@@ -53,9 +53,9 @@ import faithlab as fl
 
 out = fl.outputs.for_notebook("reco_mege/comparison")
 P = fl.protocols.reco_mege
-d = P.load_task(task, n=n, image_size=image_size, seed=seed, dataset=dataset, data_dir=data_dir)
-fam = P.family(task, d, width_scale=width_scale, k=k, seed=seed, device=device, batch_size=batch_size,
-               config=fl.train.TrainConfig(epochs=epochs, batch_size=train_batch, lr=lr, seed=seed))
+fam = P.families([task], n=n, image_size=image_size, k=k, width_scale=width_scale, epochs=epochs,
+                 train_batch=train_batch, lr=lr, seed=seed, dataset=dataset, data_dir=data_dir, device=device,
+                 batch_size=batch_size)[task]
 SETTINGS = dict(ig_steps=ig_steps, sg_samples=sg_samples, batch_size=batch_size, seed=seed)
 # μF and S_avg on the first model, for the first n_eval samples of its held-out block (unseen images, as a test set)
 model = fam.cross.models[0]

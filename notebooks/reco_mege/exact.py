@@ -51,12 +51,10 @@ import faithlab as fl
 out = fl.outputs.for_notebook("reco_mege/exact")
 fl.plots.set_style()
 P = fl.protocols.reco_mege
-config = fl.train.TrainConfig(epochs=epochs, batch_size=train_batch, lr=lr, seed=seed)
 SETTINGS = dict(ig_steps=ig_steps, sg_samples=sg_samples, batch_size=batch_size, seed=seed)
-families = {t: P.family(t, P.load_task(t, n=n, image_size=image_size, seed=seed, dataset=dataset,
-                                       data_dir=data_dir),
-                        width_scale=width_scale, config=config, k=k, seed=seed, device=device,
-                        batch_size=batch_size) for t in tasks}
+families = P.families(tasks, n=n, image_size=image_size, k=k, width_scale=width_scale, epochs=epochs,
+                      train_batch=train_batch, lr=lr, seed=seed, dataset=dataset, data_dir=data_dir, device=device,
+                      batch_size=batch_size)
 details = {t: {m: P.distance_sets(f, m, **SETTINGS) for m in methods} for t, f in families.items()}
 scores = pd.concat([P.scores(d, task=t) for t, d in details.items()], ignore_index=True)
 scores["exact − scan"] = scores["ReCo"] - scores["ReCo (xplique scan)"]

@@ -49,7 +49,6 @@ import faithlab as fl
 out = fl.outputs.for_notebook("reco_mege/tables")
 fl.plots.set_style()
 P = fl.protocols.reco_mege
-config = fl.train.TrainConfig(epochs=epochs, batch_size=train_batch, lr=lr, seed=seed)
 SETTINGS = dict(ig_steps=ig_steps, sg_samples=sg_samples, batch_size=batch_size, seed=seed)
 
 # %% [markdown]
@@ -58,10 +57,9 @@ SETTINGS = dict(ig_steps=ig_steps, sg_samples=sg_samples, batch_size=batch_size,
 # task, each trained on k − 1 blocks; accuracy on the held-out block (the paper keeps the k models within ±3 %).
 
 # %%
-families = {t: P.family(t, P.load_task(t, n=n, image_size=image_size, seed=seed, dataset=dataset,
-                                       data_dir=data_dir),
-                        width_scale=width_scale, config=config, k=k, seed=seed, device=device,
-                        batch_size=batch_size) for t in tasks}
+families = P.families(tasks, n=n, image_size=image_size, k=k, width_scale=width_scale, epochs=epochs,
+                      train_batch=train_batch, lr=lr, seed=seed, dataset=dataset, data_dir=data_dir, device=device,
+                      batch_size=batch_size)
 accuracy = P.accuracy_frame(list(families.values()))
 out.table(accuracy, "accuracy")
 out.table(pd.DataFrame([{"task": t, "stand-in": P.TASKS[t]["note"], "paper dataset": P.TASKS[t]["paper"],

@@ -23,7 +23,7 @@ from faithlab.train.cache import cache_key
 
 __all__ = ["TASKS", "METHODS", "DEGRADATIONS", "Family", "load_task", "family", "method_options", "explain_family",
            "distance_sets", "scores", "bootstrap_scores", "score_draws", "histogram_frame", "comparison",
-           "accuracy_frame", "chance_premise", "fidelity_stability", "PAPER", "rank_agreement", "beside", "identical_models", "cam_grid"]
+           "accuracy_frame", "chance_premise", "fidelity_stability", "PAPER", "rank_agreement", "beside", "identical_models", "cam_grid", "families"]
 
 TASKS: dict[str, dict] = {
     "FashionMNIST": {"stand_in": "digits", "kwargs": {"color": False}, "paper": "fashion_mnist",
@@ -364,3 +364,15 @@ def cam_grid(model, x: torch.Tensor) -> tuple[int, ...]:
     finally:
         handle.remove()
     return seen[0]
+
+
+def families(tasks: list[str], *, n: int, image_size: int, k: int = 5, width_scale: float = 1.0, epochs: int = 15,
+             train_batch: int = 32, lr: float = 3e-3, seed: int = 0, dataset: str | None = None,
+             data_dir: str | None = None, device: str | torch.device = "cpu", batch_size: int = 256,
+             degradation: str = "Normal") -> dict[str, Family]:
+    """The normally trained (or ``degradation``) ResNet-18 family of every task, as the notebooks' parameters state
+    it: D = :func:`load_task`, models by :func:`family` with ``TrainConfig(epochs, train_batch, lr, seed)``."""
+    config = train.TrainConfig(epochs=epochs, batch_size=train_batch, lr=lr, seed=seed)
+    return {t: family(t, load_task(t, n=n, image_size=image_size, seed=seed, dataset=dataset, data_dir=data_dir),
+                      width_scale=width_scale, config=config, k=k, degradation=degradation, seed=seed, device=device,
+                      batch_size=batch_size, name=degradation) for t in tasks}
