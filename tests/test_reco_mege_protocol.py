@@ -84,3 +84,19 @@ def test_family_and_cached_sets(tmp_path, monkeypatch):
         P.load_task("MNIST", n=10, image_size=8)
     with pytest.raises(ValueError, match="degradation"):
         P.family("FashionMNIST", d, config=cfg, degradation="Broken")
+
+
+def test_load_task_paper_reads_the_papers_loader(monkeypatch):
+    calls = {}
+
+    def fake_load(name, *, split, data_dir):
+        calls.update(name=name, split=split, data_dir=data_dir)
+        g = torch.Generator().manual_seed(0)
+        return torch.utils.data.TensorDataset(torch.rand(12, 3, 8, 8, generator=g), torch.arange(12) % 4)
+
+    monkeypatch.setattr(fl.data, "load", fake_load)
+    d = P.load_task("CIFAR-10", n=10, image_size=32, dataset="paper", data_dir="/somewhere")
+    assert calls == {"name": "cifar10", "split": "train", "data_dir": "/somewhere"}
+    assert isinstance(d, fl.data.TensorData) and len(d) == 10 and d.n_classes == 4
+    with pytest.raises(ValueError, match="dataset"):
+        P.load_task("CIFAR-10", n=10, image_size=32, dataset="imagenet")

@@ -17,7 +17,6 @@ import time
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-import ot
 import pandas as pd
 import torch
 
@@ -106,7 +105,9 @@ def wasserstein(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     leading dims broadcast. Returns the broadcast batch shape, float64, on a's device. 0 = identical distributions.
     """
     # Not a hot path: Figs. 2–3 only. ot.emd2 solves one pair at a time on the CPU (a linear programme, about
-    # 0.05–0.1 s per pair of 32×32 maps); we loop over the pairs in Python.
+    # 0.05–0.1 s per pair of 32×32 maps); we loop over the pairs in Python. POT is imported here, not with
+    # faithlab: only this check needs it.
+    import ot
     for x, name in ((a, "a"), (b, "b")):
         _validate.tensor(x, name)
         if x.ndim < 2 or x.is_complex() or x.dtype == torch.bool:
