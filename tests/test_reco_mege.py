@@ -204,6 +204,21 @@ def test_mu_fidelity_subset_size_batch_invariance_and_spearman_option():
     assert sp.shape == (40,) and not torch.allclose(sp, d1["mu_f"])
 
 
+def test_mu_fidelity_reference_per_image_or_shared():
+    # a (C, H, W) reference is shared by every image; a (B, C, H, W) one gives each image its own row
+    model = small_cnn(in_channels=2, side=8, n_classes=3)
+    g = torch.Generator().manual_seed(6)
+    x, a = torch.randn(40, 2, 8, 8, generator=g), torch.randn(40, 2, 8, 8, generator=g)
+    t = torch.randint(0, 3, (40,), generator=g)
+    ref = torch.randn(2, 8, 8, generator=g)
+    shared = fl.metrics.mu_fidelity(model, x, a, t, n_subsets=10, reference=ref)
+    rows = fl.metrics.mu_fidelity(model, x, a, t, n_subsets=10, reference=ref.expand(40, -1, -1, -1).clone())
+    assert torch.allclose(shared, rows, atol=1e-6, equal_nan=True)
+    # each image as its own reference: removal changes nothing, every drop is exactly 0 (rows matched per block)
+    own = fl.metrics.mu_fidelity_details(model, x, a, t, n_subsets=10, reference=x.clone(), batch_size=7)
+    assert torch.equal(own["drops"], torch.zeros_like(own["drops"])) and torch.isnan(own["mu_f"]).all()
+
+
 def test_mu_fidelity_nan_model_raises():
     class NaNModel(torch.nn.Module):
         def forward(self, x):

@@ -287,6 +287,8 @@ def mu_fidelity_details(model: Callable, x: torch.Tensor, attributions: torch.Te
     if count < 1:
         raise ValueError(f"subset_fraction={subset_fraction} of {units.n} units removes no unit")
     gen = _validate.generator(generator, why="to draw the subsets")
+    if isinstance(reference, torch.Tensor):   # x's rank; rows are sliced per block only if it has one per sample
+        reference = perturb.make_reference(x, reference)
     clean = perturb.removal_outputs(model, x, torch.zeros(x.shape[0], units.n, dtype=torch.bool, device=x.device),
                                     units=units, reference=reference, output=output, target=target,
                                     batch_size=batch_size)
@@ -308,7 +310,8 @@ def mu_fidelity_details(model: Callable, x: torch.Tensor, attributions: torch.Te
 
 
 def _rows(reference: perturb.Reference, b0: int, b1: int) -> perturb.Reference:
-    return reference[b0:b1] if isinstance(reference, torch.Tensor) and reference.ndim >= 2 else reference
+    per_sample = isinstance(reference, torch.Tensor) and reference.shape[0] > 1
+    return reference[b0:b1] if per_sample else reference
 
 
 def mu_fidelity(model: Callable, x: torch.Tensor, attributions: torch.Tensor, target: torch.Tensor,
@@ -342,7 +345,8 @@ def average_stability_details(explainer: Callable[[torch.Tensor, torch.Tensor], 
         raise ValueError(f"radius must be positive, got {radius}")
     batch_size = _validate.positive_int(batch_size, "batch_size")
     gen = _validate.generator(generator, why="to draw the neighbours")
-    base = explainer(x, target)
+    base = torch.cat([explainer(x[c0:c0 + batch_size], target[c0:c0 + batch_size])
+                      for c0 in range(0, x.shape[0], batch_size)])
     d = x[0].numel()
     dist = torch.empty(x.shape[0], s, dtype=torch.float64, device=x.device)
     for b0, b1, g in _sample_blocks(x.shape[0], gen):
