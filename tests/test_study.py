@@ -103,6 +103,23 @@ def test_parameter_precedence(project):
     assert study.merge_parameters(first, "smoke", spec, {})["profile"] == "smoke"
 
 
+def test_profile_extends_another_name_by_name(project):
+    params = project / "notebooks" / "params"
+    (params / "paper.yaml").write_text(
+        "defaults: {value: 5, other: 1}\nnotebooks:\n  demo/second: {value: 7, NAME: kept}\n"
+    )
+    (params / "paper-dry.yaml").write_text("extends: paper\ndefaults: {other: 2}\nnotebooks:\n  demo/second: {value: 8}\n")
+    spec = study.load_profile("paper-dry", project)
+    assert spec["defaults"] == {"value": 5, "other": 2}
+    assert spec["notebooks"]["demo/second"] == {"value": 8, "NAME": "kept"}
+    (params / "paper.yaml").write_text("extends: paper-dry\n")
+    with pytest.raises(study.StudyError, match="circle"):
+        study.load_profile("paper-dry", project)
+    (params / "paper-dry.yaml").write_text("extends: papr\n")
+    with pytest.raises(study.StudyError, match="papr"):
+        study.load_profile("paper-dry", project)
+
+
 def test_profile_typo_is_an_error(project):
     (project / "notebooks" / "params" / "book.yaml").write_text("notebooks:\n  demo/first: {valeu: 3}\n")
     with pytest.raises(study.StudyError, match="valeu"):

@@ -62,7 +62,7 @@ import yaml
 
 from faithlab import paths
 
-PROFILES = ("smoke", "book", "paper")
+PROFILES = ("smoke", "book", "paper", "paper-dry")
 STAMP = ".stamp.json"
 CLAIMS = "claims.csv"
 SCORECARD = "scorecard.csv"
@@ -260,11 +260,14 @@ def _check_parameters(value, what: str, where: str) -> dict:
     return value
 
 
-def load_profile(profile: str, root: Path | None = None) -> dict:
+def load_profile(profile: str, root: Path | None = None, _seen: tuple[str, ...] = ()) -> dict:
     """Read ``notebooks/params/<profile>.yaml`` → {'defaults': {...}, 'notebooks': {name: {...}}}.
 
+    A profile may start from another one with ``extends: <profile>``: its ``defaults`` and each notebook's
+    parameters are laid over the other's, name by name (``paper-dry`` is ``paper`` with tiny fake data).
     Raises StudyError naming the file (and the line where YAML gives one) for a file that is not valid YAML, has a
-    key twice, or is not a mapping of ``defaults`` (parameter → value) and ``notebooks`` (name → parameters).
+    key twice, or is not a mapping of ``defaults`` (parameter → value) and ``notebooks`` (name → parameters), and
+    for an ``extends`` that names an unknown profile or goes round in a circle.
     """
     if profile not in PROFILES:
         raise StudyError(f"profile must be one of {PROFILES}, got {profile!r}")
@@ -289,10 +292,10 @@ def load_profile(profile: str, root: Path | None = None) -> dict:
     if not isinstance(data, dict):
         raise StudyError(f"{at()}: a profile must be a mapping with 'defaults' and 'notebooks', found a "
                          f"{type(data).__name__} ({data!r:.60})")
-    unknown = set(data) - {"defaults", "notebooks"}
+    unknown = set(data) - {"defaults", "notebooks", "extends"}
     if unknown:
         raise StudyError(f"{path}: unknown top-level keys {sorted(map(str, unknown))} "
-                         "(expected 'defaults', 'notebooks')")
+                         "(expected 'defaults', 'notebooks', 'extends')")
     defaults = _check_parameters(data.get("defaults"), "'defaults'", at("defaults"))
     notebooks = data.get("notebooks")
     if notebooks is None:
@@ -305,7 +308,19 @@ def load_profile(profile: str, root: Path | None = None) -> dict:
         if not isinstance(name, str):
             raise StudyError(f"{at('notebooks')}: notebook names must be strings, found {name!r}")
         checked[name] = _check_parameters(params, f"'notebooks: {name}'", at("notebooks", name))
-    return {"defaults": defaults, "notebooks": checked}
+    base = data.get("extends")
+    if base is None:
+        return {"defaults": defaults, "notebooks": checked}
+    if base not in PROFILES:
+        raise StudyError(f"{at('extends')}: 'extends' must name one of the profiles {PROFILES}, got {base!r}")
+    if base == profile or base in _seen:
+        raise StudyError(f"{at('extends')}: profiles extend each other in a circle: "
+                         f"{' -> '.join((*_seen, profile, base))}")
+    parent = load_profile(base, root, (*_seen, profile))
+    merged = {name: dict(params) for name, params in parent["notebooks"].items()}
+    for name, params in checked.items():
+        merged.setdefault(name, {}).update(params)
+    return {"defaults": {**parent["defaults"], **defaults}, "notebooks": merged}
 
 
 def parse_overrides(pairs: list[tuple[str, str]] | None) -> dict:
