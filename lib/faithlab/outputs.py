@@ -149,3 +149,82 @@ def for_notebook(notebook: str) -> Outputs:
     folder = Path(staged) if staged else paths.generated_dir() / notebook
     return Outputs(notebook, folder)
 
+
+
+def shard_bounds(n_items: int, n_shards: int) -> list[tuple[int, int]]:
+    """Contiguous ``[start, stop)`` ranges splitting ``n_items`` items into ``n_shards`` near-equal parts, in order
+    (the first ``n_items % n_shards`` parts one longer; parts are empty when there are more shards than items)."""
+    base, extra = divmod(n_items, n_shards)
+    bounds, start = [], 0
+    for i in range(n_shards):
+        stop = start + base + (i < extra)
+        bounds.append((start, stop))
+        start = stop
+    return bounds
+
+
+def _through_csv(frame):
+    """The frame as every mode of :func:`sharded` returns it: written to CSV and read back (so float32 becomes
+    float64 and the index 0..n-1 in every mode alike, and a sharded run hands its summary the very same table)."""
+    import io
+
+    import pandas as pd
+
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"compute must return a pandas DataFrame, got {type(frame).__name__}")
+    buffer = io.StringIO()
+    frame.to_csv(buffer, index=False)
+    buffer.seek(0)
+    if not frame.columns.size:
+        return pd.DataFrame()
+    return pd.read_csv(buffer)
+
+
+def sharded(name: str, compute, items, *, shard: int | None = None, n_shards: int = 1):
+    """Per-item work of a notebook that the study runner can split into shards (``-p n_shards N``).
+
+    The runner executes a notebook that declares the parameters ``shard = None`` and ``n_shards = 1`` as
+    ``n_shards`` independent executions (on a Dask cluster, or local processes) and a reduce step. Each shard
+    executes the notebook up to its last cell tagged ``shard`` with ``shard = i``; the reduce step executes the whole
+    notebook with ``shard = None``. This function is the seam:
+
+    * ``n_shards == 1``: returns ``compute(items)``;
+    * ``shard = i``: returns ``compute(part i)`` (contiguous, :func:`shard_bounds`) and stores it for the reduce step;
+    * ``shard is None`` and ``n_shards > 1`` (the reduce step): returns the stored parts concatenated in order, and
+      does not call ``compute``.
+
+    name: a plain file stem, unique within the notebook. compute: ``part → pandas.DataFrame`` of columns holding
+    numbers, strings or booleans; its rows for an item must not depend on the other items of the part (draw
+    randomness per item or per fixed block, never once per call), which is what makes a sharded run equal the
+    unsharded one. items: an int ``n`` (items ``range(n)``) or a sequence. Every mode returns the table after a
+    CSV round trip (float64 columns, index 0..n-1), so the rest of the notebook sees the same frame either way.
+    """
+    name = _check_name(name)
+    seq = range(items) if isinstance(items, int) and not isinstance(items, bool) else items
+    if isinstance(n_shards, bool) or not isinstance(n_shards, int) or n_shards < 1:
+        raise ValueError(f"n_shards must be a positive integer, got {n_shards!r}")
+    if shard is not None and (isinstance(shard, bool) or not isinstance(shard, int) or not 0 <= shard < n_shards):
+        raise ValueError(f"shard must be None or an integer in [0, n_shards={n_shards}), got {shard!r}")
+    if n_shards == 1:
+        return _through_csv(compute(seq))
+    store = os.environ.get(paths.SHARDS_ENV)
+    if not store:
+        raise ValueError(f"n_shards={n_shards} needs the study runner, which sets {paths.SHARDS_ENV} (run python -m "
+                         f"faithlab.study run <notebook> -p n_shards {n_shards}; interactively, keep n_shards = 1)")
+    import pandas as pd
+
+    if shard is not None:
+        start, stop = shard_bounds(len(seq), n_shards)[shard]
+        frame = _through_csv(compute(seq[start:stop]))
+        folder = Path(store) / str(shard)
+        folder.mkdir(parents=True, exist_ok=True)
+        paths.atomic_write(folder / f"{name}.csv", lambda tmp: frame.to_csv(tmp, index=False))
+        return frame
+    parts = []
+    for i in range(n_shards):
+        path = Path(store) / str(i) / f"{name}.csv"
+        if not path.is_file():
+            raise ValueError(f"shard {i} of {n_shards} left no table {name!r} ({path}): was it computed?")
+        parts.append(path)
+    frames = [pd.read_csv(p) if p.stat().st_size > 1 else pd.DataFrame() for p in parts]
+    return _through_csv(pd.concat(frames, ignore_index=True))

@@ -292,10 +292,16 @@ def load_profile(profile: str, root: Path | None = None, _seen: tuple[str, ...] 
     if not isinstance(data, dict):
         raise StudyError(f"{at()}: a profile must be a mapping with 'defaults' and 'notebooks', found a "
                          f"{type(data).__name__} ({data!r:.60})")
-    unknown = set(data) - {"defaults", "notebooks", "extends"}
+    unknown = set(data) - {"defaults", "notebooks", "extends", "cluster"}
     if unknown:
         raise StudyError(f"{path}: unknown top-level keys {sorted(map(str, unknown))} "
-                         "(expected 'defaults', 'notebooks', 'extends')")
+                         "(expected 'defaults', 'notebooks', 'extends', 'cluster')")
+    from faithlab.study import cluster as clusters
+
+    try:
+        resources = clusters.check_resources(data.get("cluster"), f"{at('cluster')}: 'cluster'")
+    except clusters.ClusterError as exc:
+        raise StudyError(str(exc)) from None
     defaults = _check_parameters(data.get("defaults"), "'defaults'", at("defaults"))
     notebooks = data.get("notebooks")
     if notebooks is None:
@@ -310,7 +316,7 @@ def load_profile(profile: str, root: Path | None = None, _seen: tuple[str, ...] 
         checked[name] = _check_parameters(params, f"'notebooks: {name}'", at("notebooks", name))
     base = data.get("extends")
     if base is None:
-        return {"defaults": defaults, "notebooks": checked}
+        return {"defaults": defaults, "notebooks": checked, "cluster": resources}
     if base not in PROFILES:
         raise StudyError(f"{at('extends')}: 'extends' must name one of the profiles {PROFILES}, got {base!r}")
     if base == profile or base in _seen:
@@ -320,7 +326,8 @@ def load_profile(profile: str, root: Path | None = None, _seen: tuple[str, ...] 
     merged = {name: dict(params) for name, params in parent["notebooks"].items()}
     for name, params in checked.items():
         merged.setdefault(name, {}).update(params)
-    return {"defaults": {**parent["defaults"], **defaults}, "notebooks": merged}
+    return {"defaults": {**parent["defaults"], **defaults}, "notebooks": merged,
+            "cluster": {**parent["cluster"], **resources}}
 
 
 def parse_overrides(pairs: list[tuple[str, str]] | None) -> dict:
@@ -376,7 +383,7 @@ def _hash_files(files) -> str:
 
 def library_hash() -> str:
     """Hash of the library's source files (a change in lib re-runs every notebook)."""
-    return _hash_files(Path(__file__).parent.rglob("*.py"))
+    return _hash_files(Path(__file__).resolve().parents[1].rglob("*.py"))
 
 
 def run_key(nb: Notebook, params: dict, lib_hash: str, root: Path) -> str:
@@ -628,48 +635,140 @@ class Result:
     status: str  # "ran", "cached", "failed"
     seconds: float = 0.0
     message: str = ""
+    cell_error: bool = False  # failed because a cell raised (not a kernel or time-out problem)
 
 
-def execute(nb: Notebook, params: dict, key: str, root: Path, generated: Path, timeout: int, echo=print) -> Result:
+def execute(nb: Notebook, params: dict, key: str, root: Path, generated: Path, timeout: int, echo=print, *,
+            shard: int | None = None, n_shards: int = 1) -> Result:
     """Execute one notebook with papermill into its own staging folder; move outputs into place only on success.
 
     Holds the notebook's lock throughout (see the module docstring); when another runner held it, the notebook is
     not executed again if that runner left it current for ``key``.
+
+    Sharded notebooks (``n_shards`` > 1, see :func:`shard_plan`): with ``shard=i`` this executes shard i only — the
+    notebook with parameter ``shard = i``, up to its last cell tagged ``shard`` — whose per-sample tables go to the
+    shard store of ``key`` (nothing is promoted; a shard already stored for ``key`` is not executed again); with
+    ``shard=None`` it is the reduce step: the whole notebook with ``shard = None``, whose
+    :func:`faithlab.outputs.sharded` calls read the stored shards, promoted like any run. ``key`` is the reduce
+    step's run key in both cases.
     """
+    from faithlab.study import cluster
+
+    with cluster.EXECUTION_LOCK:
+        if shard is not None:
+            return _execute_shard(nb, params, key, root, generated, timeout, shard, n_shards)
+        start = time.monotonic()
+        slug = _slug(nb.paper, nb.experiment)
+
+        def waiting():
+            echo(f"[waiting] {nb.name}: another runner is executing it; waiting for it to finish")
+
+        with _locked(_notebook_lock(generated, slug), on_wait=waiting) as state:
+            _recover_notebook(slug, generated, echo)
+            if state == "waited" and is_current(nb, key, generated, echo):
+                return Result(nb.name, "cached", time.monotonic() - start, "executed by another runner meanwhile")
+            store = shard_store(nb, key, generated) if n_shards > 1 else None
+            result = _execute_locked(nb, params, key, root, generated, timeout, start, shards=store)
+            if store is not None and result.status == "ran":
+                _remove_store(nb, key, generated)
+            return result
+
+
+SHARDS = ".shards"  # per-sample tables of sharded notebooks: <generated>/.shards/<slug>/<key[:16]>/<i>/<name>.csv
+SHARD_DONE = ".done"  # in a shard's folder: the run key it was computed for (written last)
+
+
+def shard_store(nb: Notebook, key: str, generated: Path) -> Path:
+    """Folder of the shards computed for the reduce step's run ``key`` (one sub-folder per shard)."""
+    return generated / SHARDS / _slug(nb.paper, nb.experiment) / key[:16]
+
+
+def _remove_store(nb: Notebook, key: str, generated: Path) -> None:
+    shutil.rmtree(shard_store(nb, key, generated), ignore_errors=True)
+    with contextlib.suppress(OSError):
+        (generated / SHARDS / _slug(nb.paper, nb.experiment)).rmdir()
+        (generated / SHARDS).rmdir()
+
+
+def shard_plan(nb: Notebook, params: dict) -> int:
+    """How many shards a notebook runs as: its ``n_shards`` parameter when it declares both ``shard`` and
+    ``n_shards`` (else 1). Raises StudyError for an ``n_shards`` that is not a positive integer or a ``shard`` set
+    by a profile or ``-p`` (the runner sets it)."""
+    if not {"shard", "n_shards"} <= set(nb.defaults):
+        return 1
+    n = params["n_shards"]
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise StudyError(f"{nb.name}: n_shards must be a positive integer, got {n!r}")
+    if params["shard"] is not None:
+        raise StudyError(f"{nb.name}: shard is set by the runner (give n_shards instead), got shard = "
+                         f"{params['shard']!r}")
+    return n
+
+
+def _shard_cells(notebook, source: Path):
+    """The notebook cut after its last cell tagged ``shard`` (what a shard executes)."""
+    tagged = [i for i, c in enumerate(notebook.cells) if "shard" in c.get("metadata", {}).get("tags", [])]
+    if not tagged:
+        raise StudyError(f"{source}: declares shard and n_shards but has no cell tagged 'shard' (the last cell "
+                         "a shard executes)")
+    notebook.cells = notebook.cells[:tagged[-1] + 1]
+    return notebook
+
+
+def _execute_shard(nb: Notebook, params: dict, key: str, root: Path, generated: Path, timeout: int, shard: int,
+                   n_shards: int) -> Result:
+    """Execute shard ``shard`` of ``n_shards`` into the shard store of ``key`` (see :func:`execute`)."""
     start = time.monotonic()
-    slug = _slug(nb.paper, nb.experiment)
-
-    def waiting():
-        echo(f"[waiting] {nb.name}: another runner is executing it; waiting for it to finish")
-
-    with _locked(_notebook_lock(generated, slug), on_wait=waiting) as state:
-        _recover_notebook(slug, generated, echo)
-        if state == "waited" and is_current(nb, key, generated, echo):
-            return Result(nb.name, "cached", time.monotonic() - start, "executed by another runner meanwhile")
-        return _execute_locked(nb, params, key, root, generated, timeout, start)
+    name = f"{nb.name} [shard {shard + 1}/{n_shards}]"
+    store = shard_store(nb, key, generated)
+    folder = store / str(shard)
+    lock = generated / LOCKS / f"{_slug(nb.paper, nb.experiment)}--{key[:16]}--shard-{shard}.lock"
+    with _locked(lock):
+        done = folder / SHARD_DONE
+        if done.is_file() and done.read_text().strip() == key:
+            return Result(name, "cached", time.monotonic() - start, "shard already computed")
+        shutil.rmtree(folder, ignore_errors=True)
+        result = _execute_locked(nb, {**params, "shard": shard}, key, root, generated, timeout, start,
+                                 shards=store, shard=shard)
+        result.name = name
+        if result.status == "ran":
+            paths.atomic_write(done, lambda tmp: tmp.write_text(key))
+        return result
 
 
 def _execute_locked(nb: Notebook, params: dict, key: str, root: Path, generated: Path, timeout: int,
-                    start: float) -> Result:
+                    start: float, shards: Path | None = None, shard: int | None = None) -> Result:
     import jupytext
     import nbformat
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
     ipynb, folder = output_paths(nb, generated)
-    staging = _new_staging(generated, _slug(nb.paper, nb.experiment), nb.experiment)
+    if shard is None:
+        staging = _new_staging(generated, _slug(nb.paper, nb.experiment), nb.experiment)
+        failed = root / "_build" / "failed" / nb.paper / f"{nb.experiment}.ipynb"
+    else:  # a shard's outputs are discarded but for its tables in the store: it stages beside them
+        staging = shards / f"staging-{shard}-{uuid.uuid4().hex[:8]}"
+        (staging / nb.experiment).mkdir(parents=True)
+        failed = root / "_build" / "failed" / nb.paper / f"{nb.experiment}--shard-{shard}.ipynb"
     staged_folder = staging / nb.experiment
     source_ipynb = staging / "source.ipynb"
     staged_ipynb = staging / f"{nb.experiment}.ipynb"
-    failed = root / "_build" / "failed" / nb.paper / f"{nb.experiment}.ipynb"
     try:
         source_nb = jupytext.read(nb.source, fmt="py:percent")
+        if shard is not None:
+            source_nb = _shard_cells(source_nb, nb.source)
         source_nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
         source_nb.metadata.setdefault("language_info", {"name": "python"})
         nbformat.write(source_nb, source_ipynb)
 
-        env_backup = {k: os.environ.get(k) for k in ("FAITHLAB_OUTPUT_DIR", "FAITHLAB_NOTEBOOK", "FAITHLAB_ROOT")}
+        env_backup = {k: os.environ.get(k) for k in ("FAITHLAB_OUTPUT_DIR", "FAITHLAB_NOTEBOOK", "FAITHLAB_ROOT",
+                                                     paths.SHARDS_ENV)}
         os.environ.update(FAITHLAB_OUTPUT_DIR=str(staged_folder), FAITHLAB_NOTEBOOK=nb.name, FAITHLAB_ROOT=str(root))
+        if shards is not None:
+            os.environ[paths.SHARDS_ENV] = str(shards)
+        else:
+            os.environ.pop(paths.SHARDS_ENV, None)
         os.environ.setdefault("MPLBACKEND", "Agg")
         try:
             papermill.execute_notebook(
@@ -692,18 +791,22 @@ def _execute_locked(nb: Notebook, params: dict, key: str, root: Path, generated:
             else:
                 failed.unlink(missing_ok=True)  # an older traceback would be taken for this failure's
                 where = "the notebook did not start (see the message above)"
-            if isinstance(exc, PapermillExecutionError):
+            cell_error = isinstance(exc, PapermillExecutionError)
+            if cell_error and shard is None:
                 # No stale page: the notebook itself failed, so its previous outputs no longer describe its source.
                 # We hold its lock, so they are this notebook's outputs, which this run was to replace; the .ipynb
                 # goes first (an .ipynb never stands beside an incomplete folder).
                 with _locked(_outputs_lock(generated)):
                     _remove(ipynb)
                     _remove(folder)
+            elif cell_error:
+                where += "; its previous outputs are removed once the other shards are done"
             else:
                 # The kernel did not start or died, a cell timed out: nothing says the previous outputs are wrong
                 # for good. They are kept (their stamp does not match, so the next run executes the notebook again).
                 where += "; its previous outputs are kept"
-            return Result(nb.name, "failed", time.monotonic() - start, f"{_last_line(exc)}\n    {where}")
+            return Result(nb.name, "failed", time.monotonic() - start, f"{_last_line(exc)}\n    {where}",
+                          cell_error=cell_error)
         finally:
             for k, v in env_backup.items():
                 if v is None:
@@ -711,6 +814,9 @@ def _execute_locked(nb: Notebook, params: dict, key: str, root: Path, generated:
                 else:
                     os.environ[k] = v
 
+        if shard is not None:  # its tables are in the store already (faithlab.outputs.sharded wrote them)
+            failed.unlink(missing_ok=True)
+            return Result(nb.name, "ran", time.monotonic() - start)
         (staged_folder / STAMP).write_text(json.dumps({"key": key, "params": params}, sort_keys=True, default=str))
         _promote(nb, key, staging, generated)
         failed.unlink(missing_ok=True)  # an old traceback no longer describes this notebook
@@ -719,7 +825,7 @@ def _execute_locked(nb: Notebook, params: dict, key: str, root: Path, generated:
         # Only this run uses this folder. It is kept when a promotion was interrupted (by an exception such as
         # KeyboardInterrupt; a kill runs no code at all): the next holder of the lock finishes the journaled
         # promotion from it, then deletes it (_recover_notebook).
-        if not (generated / JOURNAL / f"{_slug(nb.paper, nb.experiment)}.json").exists():
+        if shard is not None or not (generated / JOURNAL / f"{_slug(nb.paper, nb.experiment)}.json").exists():
             shutil.rmtree(staging, ignore_errors=True)
 
 
@@ -729,8 +835,152 @@ def _last_line(exc: BaseException) -> str:
     return next((line for line in reversed(summary) if line.strip()), type(exc).__name__)
 
 
-def _execute_job(args) -> Result:
-    return execute(*args)
+def _execute_job(args, kwargs=None) -> Result:
+    return execute(*args, **(kwargs or {}))
+
+
+@dataclass
+class _Plan:
+    """One notebook to execute: its shard jobs (none when unsharded) and the job that executes and promotes it."""
+
+    nb: Notebook
+    args: tuple  # (nb, params, key, root, generated, timeout) of the final execution
+    n_shards: int = 1
+    shards_left: set = field(default_factory=set)
+    shard_failure: Result | None = None
+    shard_seconds: float = 0.0
+
+
+class _Inline:
+    """Executes each job as it is submitted, in this process (``-j 1`` without a cluster)."""
+
+    def __init__(self, echo):
+        self.echo = echo
+        self.started = 0
+
+    def submit(self, label: str, total: int, args: tuple, kwargs: dict) -> futures.Future:
+        self.started += 1
+        self.echo(f"[{self.started}/{total}] {label} ...")
+        future: futures.Future = futures.Future()
+        try:
+            future.set_result(execute(*args, echo=self.echo, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - reported as the notebook's failure below
+            future.set_exception(exc)
+        return future
+
+    @staticmethod
+    def wait(pending):
+        return set(pending)
+
+
+class _Pool:
+    """Local worker processes (``-j N``)."""
+
+    def __init__(self, jobs: int):
+        import multiprocessing
+
+        self.pool = futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
+
+    def submit(self, label, total, args, kwargs):
+        return self.pool.submit(_execute_job, args, kwargs)
+
+    @staticmethod
+    def wait(pending):
+        return futures.wait(pending, return_when=futures.FIRST_COMPLETED).done
+
+
+class _Dask:
+    """A Dask distributed cluster (``--cluster``): each job is a task that needs one ``notebook`` resource. A task
+    whose worker dies is given to another worker by the scheduler, i.e. its notebook is executed again."""
+
+    def __init__(self, connection):
+        self.connection = connection
+
+    def submit(self, label, total, args, kwargs):
+        from faithlab.study import cluster
+
+        resources = {cluster.RESOURCE: 1} if self.connection.uses_resources else None
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", label).strip("-")
+        return self.connection.client.submit(_execute_job, args, kwargs, pure=False, resources=resources,
+                                             key=f"faithlab-{slug}-{uuid.uuid4().hex[:8]}")
+
+    @staticmethod
+    def wait(pending):
+        import distributed
+
+        return set(distributed.wait(list(pending), return_when="FIRST_COMPLETED").done)
+
+
+def _outcome(future, label: str, start: float) -> Result:
+    """A job's Result, or a failed Result when the job itself raised (e.g. a cluster gave up on a task whose workers
+    kept dying)."""
+    try:
+        return future.result()
+    except Exception as exc:  # noqa: BLE001
+        return Result(label, "failed", time.monotonic() - start, f"{type(exc).__name__}: {_first_line(exc)}")
+
+
+def _drop_outputs(nb: Notebook, generated: Path) -> None:
+    """Remove a notebook's outputs (a shard's cell failed: they no longer describe its source), under its lock."""
+    ipynb, folder = output_paths(nb, generated)
+    with _locked(_notebook_lock(generated, _slug(nb.paper, nb.experiment))):
+        with _locked(_outputs_lock(generated)):
+            _remove(ipynb)
+            _remove(folder)
+
+
+def _schedule(plans: list[_Plan], executor, echo) -> list[Result]:
+    """Run every plan's shards, then (when all succeeded) its final execution; one Result per notebook."""
+    total = sum(p.n_shards + (p.n_shards > 1) for p in plans)
+    pending: dict = {}  # future -> (plan, shard index or None, start)
+    results: list[Result] = []
+    done = 0
+
+    def submit(plan: _Plan, shard: int | None) -> None:
+        kwargs = {"n_shards": plan.n_shards} if plan.n_shards > 1 else {}
+        label = plan.nb.name
+        if shard is not None:
+            kwargs["shard"] = shard
+            label = f"{label} [shard {shard + 1}/{plan.n_shards}]"
+        elif plan.n_shards > 1:
+            label = f"{label} [reduce of {plan.n_shards} shards]"
+        pending[executor.submit(label, total, plan.args, kwargs)] = (plan, shard, time.monotonic(), label)
+
+    for plan in plans:
+        if plan.n_shards > 1:
+            plan.shards_left = set(range(plan.n_shards))
+            for i in range(plan.n_shards):
+                submit(plan, i)
+        else:
+            submit(plan, None)
+    while pending:
+        for future in executor.wait(pending):
+            plan, shard, start, label = pending.pop(future)
+            result = _outcome(future, label, start)
+            done += 1
+            if shard is None:
+                if plan.n_shards > 1:
+                    result.name = plan.nb.name
+                    result.seconds += plan.shard_seconds
+                    result.message = (result.message + "; " if result.message else "") + f"{plan.n_shards} shards"
+                results.append(_report(result, done, total, echo))
+                continue
+            _report(result, done, total, echo)
+            plan.shards_left.discard(shard)
+            plan.shard_seconds += result.seconds
+            if result.status == "failed" and plan.shard_failure is None:
+                plan.shard_failure = result
+            if plan.shards_left:
+                continue
+            if plan.shard_failure is None:
+                submit(plan, None)
+                continue
+            failure = plan.shard_failure
+            if failure.cell_error:
+                _drop_outputs(plan.nb, plan.args[4])
+            results.append(Result(plan.nb.name, "failed", plan.shard_seconds, failure.message, failure.cell_error))
+            echo(f"FAILED {plan.nb.name}: {failure.name} failed, the notebook was not reduced")
+    return results
 
 
 def run(
@@ -743,8 +993,15 @@ def run(
     root: Path | None = None,
     generated: Path | None = None,
     echo=print,
+    cluster=None,
 ) -> list[Result]:
-    """Execute the selected notebooks (all by default) with a profile; return one Result per notebook."""
+    """Execute the selected notebooks (all by default) with a profile; return one Result per notebook.
+
+    cluster: None (this machine: ``jobs`` processes), a :class:`faithlab.study.cluster.Connection`, or a
+    ``--cluster`` value (an address, ``local[:N]``, ``slurm``, ``pbs``, ``sge``, ``lsf``; ``jobs`` is then the
+    number of local workers or batch jobs). Notebooks that declare ``shard``/``n_shards`` with ``n_shards`` > 1 run
+    as that many shards and a reduce step (:func:`execute`), here or on the cluster.
+    """
     root = Path(root or paths.project_root()).resolve()
     generated = Path(generated or paths.generated_dir()).resolve()
     overrides = overrides or {}
@@ -762,45 +1019,58 @@ def run(
     recover(generated, echo)  # before the stamps are read: a half-promoted notebook may become current
 
     results: list[Result] = []
-    todo = []
+    plans = []
     for nb in notebooks:
         params = merge_parameters(nb, profile, spec, overrides)
+        n_shards = shard_plan(nb, params)
         key = run_key(nb, params, lib_hash, root)
         if not force and is_current(nb, key, generated, echo):
             results.append(Result(nb.name, "cached"))
             echo(f"[cached] {nb.name}")
         else:
-            todo.append((nb, params, key, root, generated, timeout))
+            plans.append(_Plan(nb, (nb, params, key, root, generated, timeout), n_shards))
 
-    total = len(todo)
-    if total:
-        echo(f"executing {total} notebook(s) with profile {profile!r} ({jobs} in parallel)")
-    done = 0
-    if jobs > 1 and total > 1:
-        import multiprocessing
-
-        # Parallel notebooks share the cores: one kernel's torch threads must not oversubscribe the others'.
-        threads = os.environ.get("OMP_NUM_THREADS")
-        os.environ["OMP_NUM_THREADS"] = threads or str(max(1, (os.cpu_count() or 1) // jobs))
-        try:
-            with futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-                pending = {pool.submit(_execute_job, job): job[0].name for job in todo}
-                for future in futures.as_completed(pending):
-                    done += 1
-                    results.append(_report(future.result(), done, total, echo))
-        finally:
-            if threads is None:
-                os.environ.pop("OMP_NUM_THREADS")
-    else:
-        for job in todo:
-            echo(f"[{done + 1}/{total}] {job[0].name} ...")
-            done += 1
-            results.append(_report(execute(*job, echo=echo), done, total, echo))
+    if plans:
+        shards = sum(p.n_shards for p in plans if p.n_shards > 1)
+        where = f"on the cluster {cluster}" if isinstance(cluster, str) else (
+            "on the cluster" if cluster is not None else f"({jobs} in parallel)")
+        echo(f"executing {len(plans)} notebook(s) with profile {profile!r} {where}"
+             + (f", {shards} shard(s)" if shards else ""))
+        results += _run_plans(plans, jobs, cluster, spec, root, generated, echo)
     # Never remove other runners' staging folders (a shared rmtree here once made a concurrent runner fail and
     # delete good outputs): each execution removes its own, and .staging goes only when empty.
     _tidy(generated)
     write_scorecard(generated, echo=echo)
     return results
+
+
+def _run_plans(plans: list[_Plan], jobs: int, cluster, spec: dict, root: Path, generated: Path, echo) -> list[Result]:
+    """Choose the executor (cluster, local processes or this process) and schedule the plans on it."""
+    from faithlab.study import cluster as clusters
+
+    if cluster is not None:
+        if isinstance(cluster, str):
+            try:
+                connection = clusters.connect(cluster, workers=jobs, resources=spec.get("cluster"), root=root,
+                                              environment={"FAITHLAB_GENERATED": str(generated)}, echo=echo)
+            except clusters.ClusterError as exc:
+                raise StudyError(str(exc)) from None
+            with connection:
+                return _schedule(plans, _Dask(connection), echo)
+        return _schedule(plans, _Dask(cluster), echo)
+    total = sum(p.n_shards + (p.n_shards > 1) for p in plans)
+    if jobs > 1 and total > 1:
+        # Parallel notebooks share the cores: one kernel's torch threads must not oversubscribe the others'.
+        threads = os.environ.get("OMP_NUM_THREADS")
+        os.environ["OMP_NUM_THREADS"] = threads or str(max(1, (os.cpu_count() or 1) // jobs))
+        pool = _Pool(jobs)
+        try:
+            return _schedule(plans, pool, echo)
+        finally:
+            pool.pool.shutdown()
+            if threads is None:
+                os.environ.pop("OMP_NUM_THREADS")
+    return _schedule(plans, _Inline(echo), echo)
 
 
 def _report(result: Result, done: int, total: int, echo) -> Result:
@@ -866,6 +1136,9 @@ def main(argv: list[str] | None = None) -> int:
     run_p.add_argument("-j", "--jobs", type=int, default=1, help="notebooks executed in parallel processes")
     run_p.add_argument("--force", action="store_true", help="execute even when the stamp matches")
     run_p.add_argument("--timeout", type=int, default=3600, help="seconds allowed per cell")
+    run_p.add_argument("--cluster", default=None, metavar="ADDRESS|local[:N]|slurm|pbs|sge|lsf",
+                       help="execute on a Dask cluster: a scheduler address, a local cluster of N workers, or -j "
+                            "batch jobs with the profile's 'cluster:' resources (see faithlab.study.cluster)")
     sub.add_parser("scorecard", help="rebuild book/_generated/scorecard.csv from the notebooks' claims")
     args = parser.parse_args(argv)
 
@@ -881,7 +1154,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.jobs < 1:
             parser.error("-j/--jobs must be a positive integer")
-        results = run(args.notebooks, args.profile, parse_overrides(args.params), args.jobs, args.force, args.timeout)
+        results = run(args.notebooks, args.profile, parse_overrides(args.params), args.jobs, args.force, args.timeout,
+                      cluster=args.cluster)
     except StudyError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -895,6 +1169,3 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{ran} executed, {len(results) - ran} up to date")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

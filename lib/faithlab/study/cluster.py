@@ -1,0 +1,175 @@
+"""Hand the study's notebook executions to a Dask distributed cluster (``run --cluster ...``).
+
+Three ways to get one:
+
+* ``--cluster tcp://host:8786`` (any address ``distributed.Client`` accepts, or a scheduler file ending in
+  ``.json``): workers someone already started. Start them with ``--resources notebook=1`` so that each runs one
+  notebook at a time; workers without that resource get notebooks one after the other anyway (the runner
+  serialises executions inside a worker process), but the scheduler may queue several on one worker.
+* ``--cluster local`` or ``local:N``: a ``distributed.LocalCluster`` of N worker processes on this machine
+  (loopback only; N defaults to ``-j``), to try the cluster path on one machine.
+* ``--cluster slurm`` (or ``pbs``, ``sge``, ``lsf``): ``dask-jobqueue`` submits ``-j`` batch jobs, each one
+  worker that runs one notebook at a time, with the resources of the profile's ``cluster:`` section::
+
+      cluster:
+        cores: 8            # CPU cores per job (OMP_NUM_THREADS of the notebooks)
+        memory: 64GB        # memory per job
+        walltime: "12:00:00"
+        gpus: 1             # GPUs per job, i.e. per notebook
+        queue: gpu          # optional: queue / partition, account, extra directives, prologue lines
+        account: my-project
+        job_extra_directives: ["--constraint=a100"]
+        job_script_prologue: ["module load cuda"]
+
+The workers must see the repository and the generated folder at the same paths as the runner (a shared file
+system): the runner keeps its locks, stamps and promotions there. Tasks travel to the workers with Dask's own
+serialisation (the runner's own cluster; nothing is read back from data files that way).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import threading
+from pathlib import Path
+
+RESOURCE = "notebook"  # the worker resource one notebook execution takes
+SYSTEMS = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster", "lsf": "LSFCluster"}
+RESOURCE_KEYS = {"cores", "memory", "walltime", "gpus", "queue", "account", "job_extra_directives",
+                 "job_script_prologue", "interface", "local_directory", "log_directory", "python",
+                 "dashboard_address"}
+
+# One notebook execution at a time per worker process: an execution sets the environment variables its kernel
+# inherits (output folder, notebook name), which threads of one process would otherwise overwrite.
+EXECUTION_LOCK = threading.Lock()
+
+
+class ClusterError(ValueError):
+    """A --cluster value or a profile's ``cluster:`` section that cannot be used."""
+
+
+def check_resources(resources: dict | None, where: str = "cluster") -> dict:
+    """The profile's ``cluster:`` section, checked: known keys, positive cores/gpus, lists of strings."""
+    resources = dict(resources or {})
+    unknown = set(resources) - RESOURCE_KEYS
+    if unknown:
+        raise ClusterError(f"{where}: unknown keys {sorted(map(str, unknown))} (known: {sorted(RESOURCE_KEYS)})")
+    for key in ("cores", "gpus"):
+        value = resources.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < (key == "cores")):
+            raise ClusterError(f"{where}: {key} must be a {'positive' if key == 'cores' else 'non-negative'} "
+                               f"integer, got {value!r}")
+    for key in ("job_extra_directives", "job_script_prologue"):
+        value = resources.get(key, [])
+        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise ClusterError(f"{where}: {key} must be a list of strings, got {value!r}")
+    return resources
+
+
+def _job_resources(system: str, cores: int, gpus: int, memory: str | None, account: str | None) -> dict:
+    """Keyword arguments of the ``dask_jobqueue`` cluster that ask the batch system for ``cores`` CPU cores and
+    ``gpus`` GPUs per job, in each system's usual spelling (SGE has no standard for cores: give a parallel
+    environment in ``job_extra_directives``, e.g. ``-pe smp 8``)."""
+    if system == "slurm":
+        return {"job_cpu": cores, "account": account,
+                "job_extra_directives": [f"--gres=gpu:{gpus}"] if gpus else []}
+    if system == "pbs":
+        spec = f"select=1:ncpus={cores}" + (f":ngpus={gpus}" if gpus else "") + (f":mem={memory}" if memory else "")
+        return {"resource_spec": spec, "account": account, "job_extra_directives": []}
+    if system == "sge":
+        return {"project": account, "job_extra_directives": [f"-l gpu={gpus}"] if gpus else []}
+    return {"ncpus": cores, "project": account,  # lsf
+            "job_extra_directives": [f'-gpu "num={gpus}"'] if gpus else []}
+
+
+def jobqueue_cluster(system: str, resources: dict | None, *, root: Path, environment: dict | None = None):
+    """A ``dask_jobqueue`` cluster whose jobs are one single-threaded worker each (one notebook at a time).
+
+    system: slurm, pbs, sge or lsf. resources: the profile's ``cluster:`` section (see the module docstring).
+    root: the repository, where each job starts (``cd``) and which it exports as ``FAITHLAB_ROOT``.
+    environment: more variables each job exports (e.g. ``FAITHLAB_GENERATED``). No job is submitted until the
+    cluster is scaled.
+    """
+    if system not in SYSTEMS:
+        raise ClusterError(f"--cluster: unknown batch system {system!r} (known: {sorted(SYSTEMS)})")
+    import dask_jobqueue
+
+    resources = check_resources(resources)
+    cores = resources.get("cores", 1)
+    memory = resources.get("memory")
+    gpus = resources.get("gpus", 0)
+    env = {"FAITHLAB_ROOT": str(root), "OMP_NUM_THREADS": str(cores), **(environment or {})}
+    prologue = [f"cd {shlex.quote(str(root))}", *(f"export {k}={shlex.quote(str(v))}" for k, v in env.items()),
+                *resources.get("job_script_prologue", [])]
+    extra = _job_resources(system, cores, gpus, memory, resources.get("account"))
+    options = dict(
+        # One single-threaded worker per job (Dask's "cores"): one notebook per job at a time, which gets the
+        # job's cores (asked of the batch system above) through OMP_NUM_THREADS.
+        cores=1, processes=1, memory=memory or "4GB", walltime=resources.get("walltime"),
+        queue=resources.get("queue"), job_script_prologue=prologue,
+        job_extra_directives=[*extra.pop("job_extra_directives"), *resources.get("job_extra_directives", [])],
+        worker_extra_args=["--resources", f"{RESOURCE}=1"],
+        interface=resources.get("interface"), local_directory=resources.get("local_directory"),
+        log_directory=resources.get("log_directory"), python=resources.get("python"),
+        # the scheduler's dashboard on a free port unless the profile names one (its link is printed)
+        scheduler_options={"dashboard_address": resources.get("dashboard_address", ":0")},
+        **extra,
+    )
+    options = {k: v for k, v in options.items() if v is not None}
+    return getattr(dask_jobqueue, SYSTEMS[system])(**options)
+
+
+class Connection:
+    """A ``distributed.Client`` to the cluster ``--cluster`` named, and whatever must be closed with it."""
+
+    def __init__(self, client, closers=(), uses_resources: bool = True):
+        self.client = client
+        self._closers = list(closers)
+        self.uses_resources = uses_resources
+
+    def close(self) -> None:
+        self.client.close()
+        for close in self._closers:
+            close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def connect(cluster: str, *, workers: int, resources: dict | None = None, root: Path,
+            environment: dict | None = None, echo=print) -> Connection:
+    """Open the cluster ``--cluster`` names (see the module docstring); ``workers``: local processes or batch jobs."""
+    import distributed
+
+    if not isinstance(cluster, str) or not cluster:
+        raise ClusterError(f"--cluster must be an address, 'local[:N]' or one of {sorted(SYSTEMS)}, got {cluster!r}")
+    if cluster == "local" or cluster.startswith("local:"):
+        count = cluster.partition(":")[2]
+        if count and not (count.isdigit() and int(count) > 0):
+            raise ClusterError(f"--cluster {cluster!r}: the number of local workers must be a positive integer")
+        n = int(count) if count else workers
+        # The kernels of the N workers share the cores, as with -j N.
+        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // n)))
+        local = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                         dashboard_address=None, resources={RESOURCE: 1})
+        echo(f"local Dask cluster with {n} worker processes at {local.scheduler_address}")
+        return Connection(distributed.Client(local), [local.close])
+    if cluster in SYSTEMS:
+        batch = jobqueue_cluster(cluster, resources, root=root, environment=environment)
+        batch.scale(jobs=workers)
+        echo(f"{cluster}: {workers} job(s) requested from scheduler {batch.scheduler_address} (dashboard "
+             f"{batch.dashboard_link}); job script:\n" + batch.job_script())
+        return Connection(distributed.Client(batch), [batch.close])
+    if cluster.endswith(".json"):
+        client = distributed.Client(scheduler_file=cluster)
+    else:
+        client = distributed.Client(cluster)
+    workers_info = client.scheduler_info().get("workers", {})
+    with_resource = [w for w in workers_info.values() if RESOURCE in (w.get("resources") or {})]
+    if not with_resource:
+        echo(f"note: no worker of {cluster} declares the resource '{RESOURCE}' (start them with --resources "
+             f"{RESOURCE}=1); notebooks are sent without it")
+    return Connection(client, uses_resources=bool(with_resource))
