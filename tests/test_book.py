@@ -54,6 +54,30 @@ def test_notebook_runs_in_smoke_profile(smoke_book, name):
     assert not WARNING_TEXT.search(printed), f"{name} prints a warning: {WARNING_TEXT.search(printed).group(0)}"
 
 
+SHARDED = [nb.name for nb in study.discover(ROOT) if {"shard", "n_shards"} <= set(nb.defaults)]
+
+
+def test_sharded_notebooks_equal_their_unsharded_smoke_runs(smoke_book, tmp_path):
+    """SaCo's and F-Fidelity's image notebooks run as 2 shards and a reduce step (2 local processes): every table
+    they write equals the unsharded run's (floats to 1e-6 relative: shards run with other thread counts)."""
+    import pandas as pd
+
+    assert {"saco/random_vs_methods", "ffidelity/images_ranking"} <= set(SHARDED)
+    site, _ = smoke_book
+    generated = tmp_path / "generated"
+    results = study.run(SHARDED, profile="smoke", root=ROOT, generated=generated, force=True, jobs=2, timeout=600,
+                        overrides={"n_shards": 2}, echo=lambda *_: None)
+    assert all(r.status == "ran" and "2 shards" in r.message for r in results), [r.message for r in results]
+    for name in SHARDED:
+        unsharded = site / "book" / "_generated" / name
+        tables = sorted(p.name for p in unsharded.glob("*.csv"))
+        assert tables and tables == sorted(p.name for p in (generated / name).glob("*.csv")), name
+        for table in tables:
+            pd.testing.assert_frame_equal(pd.read_csv(generated / name / table), pd.read_csv(unsharded / table),
+                                          rtol=1e-6, obj=f"{name}/{table}")
+    assert not (generated / study.SHARDS).exists()
+
+
 @pytest.fixture(scope="module")
 def built_book(smoke_book):
     site, results = smoke_book

@@ -105,6 +105,37 @@ def test_study_costs_count_every_image_pass(tmp_path, monkeypatch):
     assert all(torch.equal(again.P[k], study.P[k]) for k in study.P)
 
 
+def test_study_split_over_grid_cells_equals_the_whole_study(tmp_path, monkeypatch):
+    """The study runner's shards: studies of parts of the (seed, level) grid, joined with with_curves (in any order,
+    after a CSV round trip as fl.outputs.sharded does), give the very same curves, P and Q as the whole study."""
+    import io
+
+    import pandas as pd
+
+    monkeypatch.setitem(STUDY, "n_seeds", 2)
+    whole = run_study(tmp_path, monkeypatch, methods=("Fidelity", "F-Fidelity"))
+    grid = [(s, k) for s in range(2) for k in range(2)]
+
+    def part(cells):
+        study = fl.protocols.image_ranking_study(
+            "small_cnn", {"in_channels": 1, "n_classes": 2, "width": 4}, key_pixel_data(192, 0), key_pixel_data(64, 1),
+            {"IxG": ("input_x_gradient", {})}, data_key={"dataset": "key_pixel"},
+            train_config=fl.train.TrainConfig(epochs=6, lr=1e-2, batch_size=32, seed=0),
+            finetune_config=fl.train.TrainConfig(epochs=2, lr=1e-3, batch_size=32, seed=0),
+            methods=("Fidelity", "F-Fidelity"), cells=cells, **STUDY)
+        return study, pd.read_csv(io.StringIO(study.curves.to_csv(index=False)))
+
+    (empty, _), (_, a), (_, b) = part([]), part(grid[3:]), part(grid[:3])
+    assert empty.P["IxG", "Fidelity"].isnan().all() and len(empty.curves) == 0
+    joined = empty.with_curves(pd.concat([a, b], ignore_index=True))
+    assert all(torch.equal(joined.P[k], whole.P[k]) and torch.equal(joined.Q[k], whole.Q[k]) for k in whole.P)
+    pd.testing.assert_frame_equal(joined.curves, whole.curves, check_dtype=False)
+    with pytest.raises(ValueError, match="missing"):
+        empty.with_curves(b)
+    with pytest.raises(ValueError, match="outside"):
+        part([(2, 0)])
+
+
 def test_study_rejects_bad_arguments(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="methods"):
         run_study(tmp_path, monkeypatch, methods=("Fidelity", "AOPC"))

@@ -136,7 +136,7 @@ def test_a_shard_executes_only_up_to_its_last_shard_cell(sharded_project):
     text = SHARDED.replace('out.table(table, "per_sample"', 'assert len(table) == n, len(table)\nout.table(table, '
                            '"per_sample"')
     write(sharded_project, "demo/sharded", text)
-    results, _ = run(sharded_project, "demo/sharded", overrides={"n_shards": 4})
+    results, _ = run(sharded_project, "demo/sharded", overrides={"n_shards": 2})
     assert results["demo/sharded"].status == "ran"
 
 

@@ -58,6 +58,8 @@ ood_ks = [8, 26]
 seed = 0
 device = "cpu"
 batch_size = 2048
+shard = None  # set by the runner: with -p n_shards N the (seed, noise level) grid is scored in N shards
+n_shards = 1
 
 # %%
 import matplotlib.pyplot as plt
@@ -87,23 +89,46 @@ LABEL = {k: f"{k}: {'coloured' if v['color'] else 'grey'}" for k, v in settings.
 # random, in the evaluation and in ROAR's training alike. "Fidelity+Fine-tune" (the fine-tuned model, all of R
 # removed) serves the ablation of App. D.7. A ROAR model is trained on images with up to all of their pixels
 # removed, so its accuracy on clean test images is low by design; the table also gives it.
+#
+# The scoring is the costly part, and each (seed, noise level) cell of the grid depends on that cell only: with
+# `n_shards` > 1 the runner scores the grid in shards (`fl.outputs.sharded`, each shard loading the trained models
+# from the cache) and the cells below see the same curves.
 
-# %%
+# %% tags=["shard"]
 specs = {NAMES[m]: (m, {"nt_samples": sg_samples, "n_steps": ig_steps} if m == "sg_sq_ig" else {})
          for m in explainers}
 studies, tests = {}, {}
-for key, s in settings.items():
+
+
+def study(key, cells):
+    s = settings[key]
     canvas = {"size": image_size, "r": r, "color": s["color"], "seed": seed}
     train = fl.data.load("canvas_digits", split="train", n=s["n_train"], **canvas)
     tests[key] = fl.data.load("canvas_digits", split="test", **canvas)
-    studies[key] = fl.protocols.image_ranking_study(
+    return fl.protocols.image_ranking_study(
         model_name, {"in_channels": 3 if s["color"] else 1, "n_classes": 10, "width": s["width"]}, train,
         tests[key], specs, data_key={"dataset": "canvas_digits", "n": s["n_train"], **canvas},
         train_config=fl.train.TrainConfig(epochs=s["n_epochs"], lr=3e-3, batch_size=64, seed=seed),
         finetune_config=fl.train.TrainConfig(epochs=s["n_finetune_epochs"], lr=1e-3, batch_size=64, seed=seed),
         roar_config=fl.train.TrainConfig(epochs=s["n_roar_epochs"], lr=3e-3, batch_size=64, seed=seed),
         noise_levels=noise_levels, sparsity=sparsity, n_test=n_test, n_seeds=n_seeds, alpha=alpha, beta=beta,
-        n_samples=n_samples, seed=seed, device=device, batch_size=batch_size)
+        n_samples=n_samples, seed=seed, device=device, batch_size=batch_size, cells=cells)
+
+
+def score_cells(cells):
+    for key in settings:
+        studies[key] = study(key, cells)
+    return pd.concat([st.curves.assign(key=key) for key, st in studies.items()], ignore_index=True)
+
+
+grid = [(s, k) for s in range(n_seeds) for k in range(len(noise_levels))]
+scored = fl.outputs.sharded("curves", score_cells, grid, shard=shard, n_shards=n_shards)
+
+# %%
+for key in settings:
+    if key not in studies:  # the reduce step of a sharded run: models from the cache, the grid from the shards
+        studies[key] = study(key, [])
+    studies[key] = studies[key].with_curves(scored[scored["key"] == key].drop(columns="key"))
 accuracy = pd.DataFrame([{"setting": LABEL[k], "model": m, "test accuracy": a}
                          for k, st in studies.items() for m, a in st.accuracy.items()])
 out.table(accuracy, "accuracy")

@@ -38,6 +38,8 @@ timm_models = []
 seed = 0
 device = "cpu"
 batch_size = 512
+shard = None  # set by the runner: with -p n_shards N the per-image work runs as N shards (e.g. on a Dask cluster)
+n_shards = 1
 
 # %%
 import warnings
@@ -134,28 +136,54 @@ with torch.no_grad():
     predicted = {m: model(x).argmax(1) for m, (model, x, _) in models.items()}
 
 
-def explain(m, method, options, signed):
+def explain(m, method, options, signed, images=slice(None)):
     model, x, _ = models[m]
-    a = fl.explainers.explain(model, x, predicted[m], method=method, batch_size=batch_size, generator=generator,
-                              **options)
+    a = fl.explainers.explain(model, x[images], predicted[m][images], method=method, batch_size=batch_size,
+                              generator=generator, **options)
     return a.sum(1, keepdim=True) if signed else a.abs().sum(1, keepdim=True)
 
 
-maps = {(m, name): explain(m, *spec) for m in models for name, spec in METHODS.items()}
+# Random maps are drawn for every image up front, so that a shard's maps are the unsharded run's.
+random_maps = {m: explain(m, *METHODS["Random"]) for m in models}
 
 # %% [markdown]
 # ## Five metrics per sample
-# SaCo with K = `k` groups; the cumulative metrics remove 0, 10, …, 100 % of the pixels (most salient first, or
-# least salient first for comprehensiveness). Every removal replaces pixels with the image's per-channel mean.
+# SaCo with K = `k` groups (and with every K of `k_values`, for Table 2); the cumulative metrics remove 0, 10, …,
+# 100 % of the pixels (most salient first, or least salient first for comprehensiveness). Every removal replaces
+# pixels with the image's per-channel mean. This is the per-image work: with `n_shards` > 1 the runner computes it
+# in shards (`fl.outputs.sharded`) and the cells below see the same table.
+
+# %% tags=["shard"]
+HIGHER = fl.protocols.saco.HIGHER_IS_BETTER
+K_COLUMNS = {kk: f"SaCo K={kk}" for kk in k_values}
+
+
+def per_image(images):
+    frames = []
+    for m, (model, x, y) in models.items():
+        idx = torch.tensor([i for i in images if i < len(x)], dtype=torch.long)
+        for name, spec in METHODS.items():
+            if not len(idx):
+                continue
+            a = random_maps[m][idx] if name == "Random" else explain(m, *spec, images=idx)
+            metrics = fl.protocols.saco.per_sample_metrics(model, x[idx], y[idx], a, k=k, batch_size=batch_size)
+            with warnings.catch_warnings():  # constant maps (SaCo 0) are counted in constant_maps.csv below
+                warnings.simplefilter("ignore", fl.perturb.ConstantMapWarning)
+                by_k = {column: fl.metrics.saco(model, x[idx], a, k=kk, batch_size=batch_size)
+                        for kk, column in K_COLUMNS.items()}
+            frames.append(pd.DataFrame({"setting": m, "method": name, "sample": idx.numpy(),
+                                        **{c: v.cpu().numpy() for c, v in {**metrics, **by_k}.items()}}))
+    return pd.concat(frames, ignore_index=True)
+
+
+image_rows = fl.outputs.sharded("per_image", per_image, max(len(x) for _, x, _ in models.values()), shard=shard,
+                          n_shards=n_shards)
 
 # %%
-HIGHER = fl.protocols.saco.HIGHER_IS_BETTER
-per_sample = pd.concat([
-    pd.DataFrame({"setting": m, "method": name, "sample": range(len(models[m][1])),
-                  **{metric: v.cpu().numpy() for metric, v in fl.protocols.saco.per_sample_metrics(
-                      *models[m], a, k=k, batch_size=batch_size).items()}})
-    for (m, name), a in maps.items()
-])
+ORDER = {"setting": {m: i for i, m in enumerate(models)}, "method": {m: i for i, m in enumerate(METHODS)}}
+image_rows = image_rows.sort_values(["setting", "method", "sample"], key=lambda c: c.map(ORDER[c.name]) if c.name in ORDER
+                        else c, kind="stable", ignore_index=True)
+per_sample = image_rows.drop(columns=list(K_COLUMNS.values()))
 out.table(per_sample, "per_sample")
 # maps without a ranking (SaCo 0, cumulative metrics in index order), flagged by the protocol and counted here
 constant = per_sample.groupby(["setting", "method"], sort=False)["constant map"].agg(["sum", "size"]).reset_index()
@@ -186,7 +214,7 @@ summary
 # %%
 diag_rows = []
 for m, (model, xm, ym) in models.items():
-    scores = maps[m, "Transformer-MM"].flatten(1)
+    scores = explain(m, *METHODS["Transformer-MM"]).flatten(1)
     n_pix = scores.shape[1]
     diag_rows.append(fl.protocols.removal_diagnostic(
         {m: model}, xm, ym, scores, ks=[round(0.1 * n_pix), round(0.2 * n_pix)], reference="channel_mean",
@@ -401,12 +429,9 @@ ablation
 # methods per setting is tabulated too.
 
 # %%
-with warnings.catch_warnings():  # constant maps (SaCo 0) are counted in constant_maps.csv above
-    warnings.simplefilter("ignore", fl.perturb.ConstantMapWarning)
-    k_rows = [{"setting": m, "method": name, "K": kk,
-               "SaCo": fl.metrics.saco(models[m][0], models[m][1], a, k=kk, batch_size=batch_size).mean().item()}
-              for (m, name), a in maps.items() for kk in k_values]
-k_per_setting = pd.DataFrame(k_rows).set_index(["setting", "method", "K"])["SaCo"].unstack("K")
+k_per_setting = image_rows.groupby(["setting", "method"], sort=False)[list(K_COLUMNS.values())].mean()
+k_per_setting.columns = list(K_COLUMNS)
+k_per_setting.columns.name = "K"
 k_table = k_per_setting.groupby("method").mean().loc[list(METHODS)]
 # The paper's Table 2 (ImageNet, mean of three ViTs) for K = 5, 10, 20; Random and the last-layer variant not listed.
 PAPER_K = {"Integrated Gradients": (0.1585, 0.1647, 0.1785), "Grad-CAM (attention)": (0.1659, 0.1142, 0.1000),

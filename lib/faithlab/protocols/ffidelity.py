@@ -14,7 +14,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 import torch
@@ -29,7 +29,7 @@ def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, 
                              noise_levels: Sequence[float], sparsity: Sequence[float], n_seeds: int = 5,
                              alpha: float = 1.0, beta: float | None = None, n_samples: int = 1,
                              units=None, reference: perturb.Reference = "zero", ties: str = "random",
-                             batch_size: int = 256) -> tuple[torch.Tensor, ...]:
+                             batch_size: int = 256, cells=None) -> tuple[torch.Tensor, ...]:
     """Mean Fid+ and Fid− curves of ``clean`` degraded at every noise level → two ``(n_seeds, n_levels, n_sparsity)``.
 
     clean: the explainer's map, any layout ``fid_plus`` accepts. Degradation ``k`` of seed ``s`` uses generator
@@ -40,19 +40,40 @@ def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, 
     A constant map (e.g. an all-zero Grad-CAM, possible at ξ = 0 only) is ranked by the ties rule (random by
     default); the per-call ``ConstantMapWarning`` is silenced here: count those maps once with
     :func:`constant_map_counts` (``RankingStudy.constant_maps()``) and report them.
+    cells: the ``(seed, level index)`` pairs to evaluate (default: all); the others stay NaN. Each pair's curves
+    depend on that pair only, so a grid split into parts (e.g. the study runner's shards) gives the same numbers.
     """
-    plus = torch.zeros(n_seeds, len(noise_levels), len(sparsity))
-    minus = torch.zeros_like(plus)
+    plus = torch.full((n_seeds, len(noise_levels), len(sparsity)), float("nan"))
+    minus = torch.full_like(plus, float("nan"))
     common = dict(alpha=alpha, beta=beta, n_samples=n_samples, batch_size=batch_size, units=units,
                   reference=reference, ties=ties)
+    grid = _grid_cells(cells, n_seeds, len(noise_levels))
     for s in range(n_seeds):  # a handful of (seed, level) pairs; each call is batched over samples and masks
         for k, xi in enumerate(noise_levels):
+            if (s, k) not in grid:
+                continue
             attr = explainers.degrade(clean, xi, generator=1000 * s + k)
             with warnings.catch_warnings():  # counted once by constant_map_counts, not per (seed, level)
                 warnings.simplefilter("ignore", perturb.ConstantMapWarning)
                 curves = ffidelity.fid_curves(model, x, y, attr, sparsity, generator=s, **common)
             plus[s, k], minus[s, k] = curves["plus"].mean(0).cpu(), curves["minus"].mean(0).cpu()
     return plus, minus
+
+
+def _grid_cells(cells, n_seeds: int, n_levels: int) -> set[tuple[int, int]]:
+    """The ``cells`` argument as a set of (seed, level index) pairs, checked; None means every pair."""
+    if cells is None:
+        return {(s, k) for s in range(n_seeds) for k in range(n_levels)}
+    grid = set()
+    for cell in cells:
+        try:
+            s, k = (int(v) for v in cell)
+        except (TypeError, ValueError):
+            raise ValueError(f"cells must hold (seed, level index) pairs, got {cell!r}") from None
+        if not (0 <= s < n_seeds and 0 <= k < n_levels):
+            raise ValueError(f"cells: ({s}, {k}) is outside {n_seeds} seeds × {n_levels} noise levels")
+        grid.add((s, k))
+    return grid
 
 
 def random_masking_predictions(models: Mapping[str, Callable], x: torch.Tensor, ratio: float, *,
@@ -125,6 +146,32 @@ class RankingStudy:
         """:func:`constant_map_counts` of the clean explainers' maps (explainer, model, constant maps, maps)."""
         return constant_map_counts(self.clean)
 
+    def with_curves(self, curves: pd.DataFrame) -> RankingStudy:
+        """This study with ``curves`` (rows of :attr:`curves`, e.g. concatenated from studies run on parts of the
+        (seed, level) grid with ``cells``) and P, Q rebuilt from them; raises ValueError if a grid cell is missing."""
+        P: dict[tuple[str, str], torch.Tensor] = {}
+        Q: dict[tuple[str, str], torch.Tensor] = {}
+        shape = (int(curves["seed"].max()) + 1 if len(curves) else 0, len(self.noise_levels), len(self.sparsity))
+        xi_index = {v: i for i, v in enumerate(self.noise_levels)}
+        level_index = {v: i for i, v in enumerate(self.sparsity)}
+        # the order image_ranking_study writes: explainers and methods as they first appear, "+" before "−", then
+        # seed, noise level and sparsity level (parts of the grid may come in any order)
+        order = {"explainer": {v: i for i, v in enumerate(dict.fromkeys(curves["explainer"]))},
+                 "method": {v: i for i, v in enumerate(dict.fromkeys(curves["method"]))},
+                 "curve": {"+": 0, "−": 1}, "xi": xi_index, "level": level_index}
+        curves = curves.sort_values(["explainer", "method", "curve", "seed", "xi", "level"], kind="stable",
+                                    key=lambda c: c.map(order[c.name]) if c.name in order else c)
+        for (label, name, sign), part in curves.groupby(["explainer", "method", "curve"], sort=False):
+            t = torch.full(shape, float("nan"))
+            t[torch.as_tensor(part["seed"].to_numpy(), dtype=torch.long),
+              torch.as_tensor(part["xi"].map(xi_index).to_numpy(), dtype=torch.long),
+              torch.as_tensor(part["level"].map(level_index).to_numpy(), dtype=torch.long)] = torch.as_tensor(
+                part["score"].to_numpy(), dtype=torch.float32)
+            if t.isnan().any():
+                raise ValueError(f"curves: {int(t.isnan().sum())} grid values of {label} / {name} {sign} are missing")
+            (P if sign == "+" else Q)[label, name] = t
+        return replace(self, curves=curves.reset_index(drop=True), P=P, Q=Q)
+
     def correlations(self, methods: Sequence[str] | None = None) -> pd.DataFrame:
         """:func:`ranking_correlations` (first column "explainer") of ``methods`` (default: all scored)."""
         names = list(dict.fromkeys(m for _, m in self.P)) if methods is None else list(methods)
@@ -151,7 +198,7 @@ def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset
                         sparsity: Sequence[float] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
                         n_test: int = 150, n_seeds: int = 5, alpha: float = 0.5, beta: float = 0.1,
                         n_samples: int = 50, seed: int = 0, device: str | torch.device = "cpu",
-                        batch_size: int = 2048, cache: bool = True) -> RankingStudy:
+                        batch_size: int = 2048, cache: bool = True, cells=None) -> RankingStudy:
     """F-Fidelity's degraded-explainer study on images (spec §1.4–1.9, Tables 1–2, 5, 10; cost as Table 13).
 
     Trains (or loads from the cache of :func:`faithlab.train.fit`) the original model ``models.build(model_name,
@@ -164,6 +211,9 @@ def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset
     explainer_specs: ``{label: (method, options)}`` for :func:`faithlab.explainers.explain` (generator ``seed``).
     data_key: identifies the training data in the cache keys. roar_config: required when "ROAR" is scored.
     cache: False trains every model afresh (to time it) instead of loading cached weights.
+    cells: the ``(seed, level index)`` pairs to score (default: all, see :func:`degraded_fidelity_curves`); the
+    curves then hold those cells only, and P, Q are NaN elsewhere. Studies of parts of the grid are joined with
+    :meth:`RankingStudy.with_curves` (how the study runner's shards split this study).
     train_data/test_data: TensorData (or any Dataset, loaded whole for the ROAR train-set maps).
     costs rows: "train original", "fine-tune", "retrain (ROAR)" (seconds measured when the weights were trained
     — ``cached`` says they were loaded — and image passes epochs·(n_train + n_test), each epoch evaluating the
@@ -228,6 +278,7 @@ def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset
                 for name, model in models.items()}
 
     x, y = (t[:n_test].to(device) for t in data.to_tensors(test_data))
+    grid = _grid_cells(cells, n_seeds, len(noise_levels))
     units = perturb.pixel_units(x)
     sources = {"original" if SETTINGS[m][0] == "roar" else SETTINGS[m][0] for m in methods}
     curve_rows: list[dict] = []
@@ -247,14 +298,17 @@ def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset
             plus, minus = timed("evaluate", label, evaluated, name, lambda: degraded_fidelity_curves(
                 model, x, y, maps, noise_levels=noise_levels, sparsity=sparsity, n_seeds=n_seeds, alpha=alpha if randomised else 1.0,
                 beta=beta if kind == "fine-tuned" and randomised else None,
-                n_samples=n_samples if randomised else 1, units=units, batch_size=batch_size))
+                n_samples=n_samples if randomised else 1, units=units, batch_size=batch_size, cells=grid))
             P[label, name], Q[label, name] = plus, minus
             for sign, t in (("+", plus), ("−", minus)):
                 for s in range(n_seeds):
                     for k, xi in enumerate(noise_levels):
+                        if (s, k) not in grid:
+                            continue
                         curve_rows += [{"explainer": label, "method": name, "curve": sign, "seed": s, "xi": xi,
                                         "level": lv, "score": float(v)} for lv, v in zip(sparsity, t[s, k])]
-    return RankingStudy(pd.DataFrame(curve_rows), P, Q, clean, accuracy, pd.DataFrame(costs), models, x, y,
+    curves = pd.DataFrame(curve_rows, columns=["explainer", "method", "curve", "seed", "xi", "level", "score"])
+    return RankingStudy(curves, P, Q, clean, accuracy, pd.DataFrame(costs), models, x, y,
                         list(noise_levels), list(sparsity))
 
 

@@ -6,6 +6,11 @@ Usage (from the repository root)::
     python -m faithlab.study run --profile book -j 2
     python -m faithlab.study run basics/digits_classifier --profile smoke -p n_epochs 3
     python -m faithlab.study scorecard
+    python -m faithlab.study run saco --profile paper --cluster slurm -j 8 -p n_shards 8   # on a Dask cluster
+
+Notebooks can run on a Dask distributed cluster (``--cluster``, :mod:`faithlab.study.cluster`) and, when they
+declare the parameters ``shard = None`` and ``n_shards = 1``, as ``n_shards`` shards plus a reduce step
+(:func:`execute`, :func:`faithlab.outputs.sharded`), here or there; everything below holds in every case.
 
 Each notebook ``notebooks/<paper>/<experiment>.py`` (jupytext py:percent, exactly one cell tagged ``parameters``)
 is executed with parameters merged from, lowest to highest priority: its own parameters cell, the profile file
