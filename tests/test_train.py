@@ -78,6 +78,45 @@ def test_cache_hit_returns_identical_weights_without_training(tmp_path, monkeypa
         _fit(cache=False)
 
 
+def _fit_in_process(cache: str) -> bool:
+    """Run in a fresh process: fit the test configuration into ``cache``; True if it came from the cache."""
+    import os
+
+    os.environ["FAITHLAB_CACHE"] = cache
+    return _fit(config=TrainConfig(epochs=30, lr=1e-2, batch_size=16))[1]["from_cache"]
+
+
+def test_a_fit_waits_for_the_entry_s_lock_then_loads_what_its_holder_saved(tmp_path):
+    """Two processes (e.g. two shards of a notebook) fitting one configuration at once: the second waits while the
+    first holds the entry's lock, then loads the weights the first saved instead of training again."""
+    import concurrent.futures
+    import multiprocessing
+    import shutil
+    import time
+
+    from faithlab.train.cache import cache_files, training_lock
+
+    trained_elsewhere = tmp_path / "elsewhere"
+    _, history = _fit_elsewhere(str(trained_elsewhere))
+    weights, meta = cache_files(history["key"], tmp_path / "shared")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with training_lock(weights):  # the "first process", still training
+            waiting = pool.submit(_fit_in_process, str(tmp_path / "shared"))
+            time.sleep(8)
+            assert not waiting.done() and not weights.exists()
+            weights.parent.mkdir(parents=True)
+            for f in cache_files(history["key"], trained_elsewhere):
+                shutil.copy(f, weights.parent / f.name)
+        assert waiting.result(timeout=120) is True
+
+
+def _fit_elsewhere(cache: str):
+    import os
+
+    os.environ["FAITHLAB_CACHE"] = cache
+    return _fit(config=TrainConfig(epochs=30, lr=1e-2, batch_size=16))
+
+
 def test_cache_key_changes_with_every_config_piece(tmp_path, monkeypatch):
     tiny = TrainConfig(epochs=1, batch_size=32)
     data = _squares(32, 0)

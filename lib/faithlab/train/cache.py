@@ -9,10 +9,13 @@ killed are removed by the next write to the cache folder once they are an hour o
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -45,6 +48,27 @@ def cache_key(payload: dict) -> str:
 def cache_files(key: str, cache_dir: str | os.PathLike | None) -> tuple[Path, Path]:
     folder = (Path(cache_dir) if cache_dir is not None else paths.cache_dir()) / "models"
     return folder / f"{key}.pt", folder / f"{key}.json"
+
+
+@contextmanager
+def training_lock(weights_file: Path | None) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``<cache>/locks/<key>.lock`` for the entry ``weights_file`` (``<cache>/models/
+    <key>.pt``; no lock when None, i.e. no cache).
+
+    The system releases it when its holder dies, so a killed trainer never blocks the next one; the lock file is
+    never deleted (a waiter on a deleted file's lock would not exclude a process that creates it anew).
+    """
+    if weights_file is None:
+        yield
+        return
+    locks = weights_file.parent.parent / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    fd = os.open(locks / f"{weights_file.stem}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _check_state(state, model: nn.Module) -> None:

@@ -33,7 +33,7 @@ import faithlab
 from faithlab import _validate, models
 from faithlab.train.augment import AUGMENTATIONS, Compose, check_hook
 from faithlab.train.batching import batches, check_data
-from faithlab.train.cache import cache_files, cache_key, data_digest, load_cached, save_cached
+from faithlab.train.cache import cache_files, cache_key, data_digest, load_cached, save_cached, training_lock
 
 __all__ = ["TrainConfig", "evaluate", "fit", "finetune"]
 
@@ -199,7 +199,9 @@ def _run(make_model: Callable[[], nn.Module], spec: dict, train_data: Dataset, c
 
     master = torch.Generator().manual_seed(config.seed)
     init_seed, shuffle_seed, aug_seed = torch.randint(0, 2**62, (3,), generator=master).tolist()
-    with _private_global_rng(init_seed):
+    # One process trains a given entry at a time: others (e.g. the shards of a notebook, started together) wait,
+    # then load what it saved instead of training the same model again.
+    with training_lock(weights_file), _private_global_rng(init_seed):
         model = make_model()
         # An unusable entry is warned about, deleted and retrained (the model is left as initialised).
         history = load_cached(model, weights_file, history_file) if cache else None
@@ -209,10 +211,10 @@ def _run(make_model: Callable[[], nn.Module], spec: dict, train_data: Dataset, c
         start = time.perf_counter()
         generators = (torch.Generator().manual_seed(shuffle_seed), torch.Generator().manual_seed(aug_seed))
         history = _train(model, train_data, config, hook, test_data, device, generators, progress, desc)
-    history = {"key": key, **history, "train_seconds": time.perf_counter() - start, "spec": spec}
-    if cache:
-        state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-        save_cached(state, history, weights_file, history_file)
+        history = {"key": key, **history, "train_seconds": time.perf_counter() - start, "spec": spec}
+        if cache:
+            state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+            save_cached(state, history, weights_file, history_file)
     return model.eval(), {**history, "from_cache": False}
 
 
