@@ -59,10 +59,19 @@ SHARDED = [nb.name for nb in study.discover(ROOT) if {"shard", "n_shards"} <= se
 
 def test_sharded_notebooks_equal_their_unsharded_smoke_runs(smoke_book, tmp_path):
     """SaCo's and F-Fidelity's image notebooks run as 2 shards and a reduce step (2 local processes): every table
-    they write equals the unsharded run's (floats to 1e-6 relative: shards run with other thread counts)."""
+    they write equals the unsharded run's (floats to 1e-6 relative: shards run with other thread counts), but for
+    wall-clock timings (columns named "seconds", and the seconds a claim quotes), which differ from run to run."""
+    import re
+
     import pandas as pd
 
-    assert {"saco/random_vs_methods", "ffidelity/images_ranking"} <= set(SHARDED)
+    def untimed(frame: pd.DataFrame) -> pd.DataFrame:
+        frame = frame.drop(columns=[c for c in frame.columns if "seconds" in str(c)])
+        if "our_value" in frame.columns:
+            frame["our_value"] = frame["our_value"].astype(str).map(lambda v: re.sub(r"[\d.]+ in seconds", "…", v))
+        return frame
+
+    assert {"saco/random_vs_methods", "ffidelity/images_ranking", "ffidelity/images_variants"} <= set(SHARDED)
     site, _ = smoke_book
     generated = tmp_path / "generated"
     results = study.run(SHARDED, profile="smoke", root=ROOT, generated=generated, force=True, jobs=2, timeout=600,
@@ -73,8 +82,8 @@ def test_sharded_notebooks_equal_their_unsharded_smoke_runs(smoke_book, tmp_path
         tables = sorted(p.name for p in unsharded.glob("*.csv"))
         assert tables and tables == sorted(p.name for p in (generated / name).glob("*.csv")), name
         for table in tables:
-            pd.testing.assert_frame_equal(pd.read_csv(generated / name / table), pd.read_csv(unsharded / table),
-                                          rtol=1e-6, obj=f"{name}/{table}")
+            pd.testing.assert_frame_equal(untimed(pd.read_csv(generated / name / table)),
+                                          untimed(pd.read_csv(unsharded / table)), rtol=1e-6, obj=f"{name}/{table}")
     assert not (generated / study.SHARDS).exists()
 
 

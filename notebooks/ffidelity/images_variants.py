@@ -63,6 +63,8 @@ ood_ks = [8, 26]
 seed = 0
 device = "cpu"
 batch_size = 2048
+shard = None  # set by the runner: with -p n_shards N the (seed, noise level) grids of Tables 5 and 10 are scored in N shards
+n_shards = 1
 
 # %%
 import warnings
@@ -112,19 +114,35 @@ for name, value in {"n_test": n_test, "n_seeds": n_seeds, "n_samples": n_samples
 # Six explainers per table (the clean map degraded at ξ ∈ {0, 0.2, …, 1}), scored by Fidelity, ROAR (a network
 # retrained on explanation-guided removal), R-Fidelity and F-Fidelity (the fine-tuned network and its own maps).
 # The ViT is trained with AdamW (weight decay 1e-4, as the paper's Adam) and a cosine schedule, and fine-tuned with
-# the same recipe (at `vit_finetune_lr`).
+# the same recipe (at `vit_finetune_lr`). With `n_shards` > 1 the runner scores the (seed, noise level) grid in
+# shards (`fl.outputs.sharded`; each cell depends on that cell only) and the cells below see the same curves.
 
-# %%
-studies = {
-    "ViT SG-SQ": fl.protocols.image_ranking_study(
+# %% tags=["shard"]
+STUDIES = {
+    "ViT SG-SQ": lambda cells: fl.protocols.image_ranking_study(
         "vit", vit_config, train, test, {"ViT SG-SQ": SG_SQ}, data_key=data_key,
         train_config=fl.train.TrainConfig(epochs=vit_epochs, **vit_kw),
         finetune_config=fl.train.TrainConfig(epochs=vit_finetune_epochs, **{**vit_kw, "lr": vit_finetune_lr}),
-        roar_config=fl.train.TrainConfig(epochs=vit_epochs, **vit_kw), methods=METHODS, **ranking),
-    "CNN LayerCAM": fl.protocols.image_ranking_study(
+        roar_config=fl.train.TrainConfig(epochs=vit_epochs, **vit_kw), methods=METHODS, cells=cells, **ranking),
+    "CNN LayerCAM": lambda cells: fl.protocols.image_ranking_study(
         cnn_name, cnn_config, train, test, {"CNN LayerCAM": ("layercam", {})}, data_key=data_key,
-        train_config=cnn_train, finetune_config=cnn_finetune, roar_config=cnn_roar, methods=METHODS, **ranking),
+        train_config=cnn_train, finetune_config=cnn_finetune, roar_config=cnn_roar, methods=METHODS, cells=cells,
+        **ranking),
 }
+studies = {}
+
+
+def score_cells(cells):
+    studies.update({k: make_study(cells) for k, make_study in STUDIES.items()})
+    return pd.concat([st.curves.assign(study=k) for k, st in studies.items()], ignore_index=True)
+
+
+grid = [(s, k) for s in range(n_seeds) for k in range(len(noise_levels))]
+scored = fl.outputs.sharded("curves", score_cells, grid, shard=shard, n_shards=n_shards)
+
+# %%
+for k, make_study in STUDIES.items():  # the reduce step of a sharded run builds the studies from the cache and the shards
+    studies[k] = (studies.get(k) or make_study([])).with_curves(scored[scored["study"] == k].drop(columns="study"))
 accuracy = pd.DataFrame([{"study": k, "model": m, "test accuracy": a}
                          for k, st in studies.items() for m, a in st.accuracy.items()])
 out.table(accuracy, "accuracy")
