@@ -151,10 +151,11 @@ def connect(cluster: str, *, workers: int, resources: dict | None = None, root: 
         if count and not (count.isdigit() and int(count) > 0):
             raise ClusterError(f"--cluster {cluster!r}: the number of local workers must be a positive integer")
         n = int(count) if count else workers
-        # The kernels of the N workers share the cores, as with -j N.
-        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // n)))
+        # The kernels of the N workers share the cores, as with -j N (the workers' environment only).
+        threads = os.environ.get("OMP_NUM_THREADS") or str(max(1, (os.cpu_count() or 1) // n))
         local = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                         dashboard_address=None, resources={RESOURCE: 1})
+                                         dashboard_address=None, resources={RESOURCE: 1},
+                                         env={"OMP_NUM_THREADS": threads, **(environment or {})})
         echo(f"local Dask cluster with {n} worker processes at {local.scheduler_address}")
         return Connection(distributed.Client(local), [local.close])
     if cluster in SYSTEMS:
