@@ -139,6 +139,14 @@ class Connection:
         self.close()
 
 
+def _restore_environment(saved: dict):
+    def restore() -> None:
+        for key in set(os.environ) - set(saved):
+            del os.environ[key]
+        os.environ.update(saved)
+    return restore
+
+
 def connect(cluster: str, *, workers: int, resources: dict | None = None, root: Path,
             environment: dict | None = None, echo=print) -> Connection:
     """Open the cluster ``--cluster`` names (see the module docstring); ``workers``: local processes or batch jobs."""
@@ -153,11 +161,12 @@ def connect(cluster: str, *, workers: int, resources: dict | None = None, root: 
         n = int(count) if count else workers
         # The kernels of the N workers share the cores, as with -j N (the workers' environment only).
         threads = os.environ.get("OMP_NUM_THREADS") or str(max(1, (os.cpu_count() or 1) // n))
+        saved = dict(os.environ)  # Dask's nannies set OMP_NUM_THREADS & co. in this process too: undone on close
         local = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                                          dashboard_address=None, resources={RESOURCE: 1},
                                          env={"OMP_NUM_THREADS": threads, **(environment or {})})
         echo(f"local Dask cluster with {n} worker processes at {local.scheduler_address}")
-        return Connection(distributed.Client(local), [local.close])
+        return Connection(distributed.Client(local), [local.close, _restore_environment(saved)])
     if cluster in SYSTEMS:
         batch = jobqueue_cluster(cluster, resources, root=root, environment=environment)
         batch.scale(jobs=workers)
