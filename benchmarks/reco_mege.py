@@ -25,9 +25,17 @@ against an xplique-style loop, and μF and S_avg against bare batched forward pa
     afresh: "S_avg ratio" = t_bare / t_ours (goal ≥ 0.8). "S_avg alone": the same call with an identity explainer
     (maps = inputs, as large as the saliency maps), i.e. drawing the neighbours and the distances.
 
+On CUDA the peak GPU memory of every timed call is printed; ``--sweep`` repeats (b) and (c) at batch sizes
+64…4096 (ReCo/MeGe's batch size counts samples, not forward inputs: not swept). ``--paper-scale`` (for a GPU): the
+paper's sizes (Fel & Vigouroux 2020 §4; ``notebooks/params/paper.yaml``, ``reco_mege/*``): k = 5 models ×
+N = 10,000 maps of 3×32×32, the CIFAR ResNet-18 (``fl.models.build("resnet18_cifar")``, width 64, random init)
+for μF (200 subsets) and S_avg (200 neighbours), batch size 512; μF on 256 images and S_avg on 64 (the paper
+evaluates 10,000; time scales linearly), the loop on 200 samples. Options given explicitly override it.
+
     python benchmarks/reco_mege.py [--device cpu|cuda] [--n 2000] [--k 5] [--ref-samples 200] [--mu-n 8]
                                    [--subsets 200] [--stab-n 4] [--neighbours 200] [--image-size 32] [--width 16]
-                                   [--batch-size 256] [--repeats 3] [--threads N]
+                                   [--model small_cnn|resnet18_cifar] [--batch-size 256] [--repeats 3] [--threads N]
+                                   [--sweep] [--paper-scale]
 """
 
 from __future__ import annotations
@@ -42,7 +50,8 @@ import torch
 from scipy.stats import spearmanr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import NoOp, batched_forward, captured_inputs, digits, median_times, parser, setup  # noqa: E402
+from _timing import (NoOp, batched_forward, captured_inputs, digits, median_times, parser, report_memory,  # noqa: E402
+                     setup, sweep, sweep_sizes, timed)
 
 import faithlab as fl  # noqa: E402
 
@@ -84,7 +93,11 @@ def xplique_loop(maps: torch.Tensor, predictions: torch.Tensor, labels: torch.Te
 
 
 def main() -> None:
-    p = parser(__doc__, n=2000, batch_size=256, repeats=3)
+    paper = {"n": 10000, "k": 5, "ref_samples": 200, "mu_n": 256, "subsets": 200, "stab_n": 64, "neighbours": 200,
+             "image_size": 32, "model": "resnet18_cifar", "batch_size": 512, "repeats": 3}
+    p = parser(__doc__, n=2000, batch_size=256, repeats=3, paper=paper,
+               paper_note="k=5 x N=10000 maps 3x32x32, CIFAR ResNet-18, muF 256 images x 200 subsets, S_avg 64 x 200 "
+                          "neighbours, batch 512")
     p.add_argument("--k", type=int, default=5, help="models (folds) k")
     p.add_argument("--ref-samples", type=int, default=200, help="samples the xplique-style loop runs")
     p.add_argument("--mu-n", type=int, default=8, help="images of the μF part")
@@ -92,7 +105,8 @@ def main() -> None:
     p.add_argument("--stab-n", type=int, default=4, help="images of the S_avg part")
     p.add_argument("--neighbours", type=int, default=200, help="S_avg neighbours per image")
     p.add_argument("--image-size", type=int, default=32, help="map and image side (at least 4: two 2×2 max-pools)")
-    p.add_argument("--width", type=int, default=16, help="small_cnn width")
+    p.add_argument("--width", type=int, default=16, help="small_cnn width (resnet18_cifar: its base width 64)")
+    p.add_argument("--model", default="small_cnn", choices=["small_cnn", "resnet18_cifar"])
     args = p.parse_args()
     if args.k < 2:
         p.error(f"--k must be at least 2, got {args.k}")
@@ -100,8 +114,9 @@ def main() -> None:
         p.error(f"--ref-samples must lie in [1, --n = {args.n}], got {args.ref_samples}")
     device = setup(args)
     k, n, r, s, bs = args.k, args.n, args.ref_samples, args.image_size, args.batch_size
+    name = f"small_cnn width={args.width}" if args.model == "small_cnn" else "resnet18_cifar"
     print(f"device={device} threads={torch.get_num_threads()} k={k} N={n} maps=3x{s}x{s} ref-samples={r} "
-          f"small_cnn width={args.width} batch_size={bs}")
+          f"{name} batch_size={bs}")
 
     # (a) distances + ReCo / MeGe ------------------------------------------------------------------------------
     g = torch.Generator().manual_seed(0)
@@ -149,31 +164,33 @@ def main() -> None:
     print(f"ReCo/MeGe speed-up over the loop (s per sample): {loop_per / ours_per:8.1f}  (goal >= 50)")
 
     # (b) μF -----------------------------------------------------------------------------------------------------
-    model = fl.models.build("small_cnn", in_channels=3, n_classes=N_CLASSES, width=args.width).to(device).eval()
+    width = {"width": args.width} if args.model == "small_cnn" else {}
+    model = fl.models.build(args.model, in_channels=3, n_classes=N_CLASSES, **width).to(device).eval()
     x, y = digits(max(args.mu_n, args.stab_n), s, device)
     x = x.expand(-1, 3, -1, -1).contiguous()
     xm, ym = x[:args.mu_n], y[:args.mu_n]
     attributions = torch.rand(xm.shape, generator=g).to(device)
 
-    def mu(net: torch.nn.Module = model) -> torch.Tensor:
-        return M.mu_fidelity(net, xm, attributions, ym, n_subsets=args.subsets, generator=0, batch_size=bs)
+    def mu(net: torch.nn.Module = model, batch_size: int = bs) -> torch.Tensor:
+        return M.mu_fidelity(net, xm, attributions, ym, n_subsets=args.subsets, generator=0, batch_size=batch_size)
 
     recorded = captured_inputs(mu, model)
     noop = NoOp(N_CLASSES).eval()
-    times = median_times({"bare": lambda: batched_forward(model, recorded, bs), "mu": mu,
+    times, peaks = timed({"bare": lambda: batched_forward(model, recorded, bs), "mu": mu,
                           "engine": lambda: mu(noop)}, device, args.repeats)
     print(f"muF: {args.mu_n} images x {args.subsets} subsets, {recorded.shape[0]} inputs, "
           f"bare {times['bare'] * 1e3:.1f} ms, muF {times['mu'] * 1e3:.1f} ms, engine alone (no-op model) "
           f"{times['engine'] * 1e3:.1f} ms ({100 * times['engine'] / times['mu']:.1f} %)")
     print(f"muF ratio t_bare/t_ours: {times['bare'] / times['mu']:8.3f}  (goal >= 0.8)")
+    report_memory(peaks, "muF")
 
     # (c) S_avg --------------------------------------------------------------------------------------------------
     xs, ys = x[:args.stab_n], y[:args.stab_n]
     explainer = functools.partial(fl.explainers.explain, model, method="saliency", batch_size=bs)
 
-    def stability(expl=explainer) -> torch.Tensor:
+    def stability(expl=explainer, batch_size: int = bs) -> torch.Tensor:
         return M.average_stability(expl, xs, ys, n_neighbours=args.neighbours, radius=0.1, generator=0,
-                                   batch_size=bs)
+                                   batch_size=batch_size)
 
     seen: list[tuple[torch.Tensor, torch.Tensor]] = []
 
@@ -185,17 +202,28 @@ def main() -> None:
     z_all = torch.cat([z for z, _ in seen])
     t_all = torch.cat([t for _, t in seen])
 
-    def bare_explain() -> None:
-        for c0 in range(0, z_all.shape[0], bs):
-            explainer(z_all[c0:c0 + bs].clone(), t_all[c0:c0 + bs])
+    def bare_explain(batch_size: int = bs) -> None:
+        expl = functools.partial(fl.explainers.explain, model, method="saliency", batch_size=batch_size)
+        for c0 in range(0, z_all.shape[0], batch_size):
+            expl(z_all[c0:c0 + batch_size].clone(), t_all[c0:c0 + batch_size])
 
-    times = median_times({"bare": bare_explain, "stab": stability,
+    times, peaks = timed({"bare": bare_explain, "stab": stability,
                           "alone": lambda: stability(lambda z, t: z)}, device, args.repeats)
     print(f"S_avg: {args.stab_n} images x {args.neighbours} neighbours, {z_all.shape[0]} explained inputs in "
           f"{math.ceil(z_all.shape[0] / bs)} bare calls ({len(seen)} by S_avg), bare {times['bare'] * 1e3:.1f} ms, "
           f"S_avg {times['stab'] * 1e3:.1f} ms, S_avg alone (identity explainer) {times['alone'] * 1e3:.1f} ms "
           f"({100 * times['alone'] / times['stab']:.1f} %)")
     print(f"S_avg ratio t_bare/t_ours: {times['bare'] / times['stab']:8.3f}  (goal >= 0.8)")
+    report_memory(peaks, "S_avg")
+    if args.sweep:
+        def explained(b: int):
+            expl = functools.partial(fl.explainers.explain, model, method="saliency", batch_size=b)
+            return lambda: stability(expl, b)
+
+        sweep(lambda b: {"muF": (recorded.shape[0], lambda: batched_forward(model, recorded, b),
+                                 lambda: mu(model, b)),
+                         "S_avg (explained inputs)": (z_all.shape[0], lambda: bare_explain(b), explained(b))},
+              sweep_sizes(max(recorded.shape[0], z_all.shape[0])), device, args.repeats)
 
 
 if __name__ == "__main__":

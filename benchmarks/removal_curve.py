@@ -7,8 +7,10 @@ input on the fly. ratio = t_bare / t_removal_curve (1.0 is the limit; the engine
 Also timed: the curve with the model replaced by a no-op, i.e. the engine's own cost, which is less sensitive to
 the noise of a shared machine than the ratio.
 
+On CUDA the peak GPU memory of each side is printed; ``--sweep`` repeats the timing at batch sizes 64…4096.
+
     python benchmarks/removal_curve.py [--device cpu|cuda] [--n 512] [--fractions 11] [--batch-size 256]
-                                       [--repeats 7] [--threads N]
+                                       [--repeats 7] [--threads N] [--sweep]
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import NoOp, batched_forward, digits, median_times, parser, setup  # noqa: E402
+from _timing import NoOp, batched_forward, digits, parser, report_memory, setup, sweep, sweep_sizes, timed  # noqa: E402
 
 import faithlab as fl  # noqa: E402
 
@@ -41,9 +43,9 @@ def main() -> None:
     counts = torch.round(fractions * units.n).long().tolist()
     prebuilt = torch.stack([fl.perturb.apply_removal(x, ranks < k, units) for k in counts], dim=1).flatten(0, 1)
 
-    def curve(net: nn.Module = model) -> torch.Tensor:
+    def curve(net: nn.Module = model, batch_size: int = args.batch_size) -> torch.Tensor:
         return fl.perturb.removal_curve(net, x, attributions, fractions, order="morf", reference="zero",
-                                        output="prob", target=target, batch_size=args.batch_size)
+                                        output="prob", target=target, batch_size=batch_size)
 
     with torch.no_grad():  # both sides compute the same thing
         probs = torch.cat([model(chunk).softmax(1) for chunk in prebuilt.split(args.batch_size)])
@@ -51,7 +53,7 @@ def main() -> None:
     torch.testing.assert_close(curve(), same)
 
     noop = NoOp().eval()
-    times = median_times({"bare": lambda: batched_forward(model, prebuilt, args.batch_size), "curve": curve,
+    times, peaks = timed({"bare": lambda: batched_forward(model, prebuilt, args.batch_size), "curve": curve,
                           "engine": lambda: curve(noop)}, device, args.repeats)
     t_bare, t_curve, t_engine = times["bare"], times["curve"], times["engine"]
     print(f"device={device} threads={torch.get_num_threads()} B={args.n} F={args.fractions} "
@@ -60,6 +62,11 @@ def main() -> None:
     print(f"removal_curve       : {t_curve * 1e3:9.1f} ms")
     print(f"engine alone (no-op): {t_engine * 1e3:9.1f} ms  ({t_engine / t_bare:.1%} of bare)")
     print(f"ratio t_bare/t_curve: {t_bare / t_curve:9.3f}")
+    report_memory(peaks)
+    if args.sweep:
+        sweep(lambda bs: {"removal_curve": (prebuilt.shape[0], lambda: batched_forward(model, prebuilt, bs),
+                                            lambda: curve(model, bs))},
+              sweep_sizes(prebuilt.shape[0]), device, args.repeats)
 
 
 if __name__ == "__main__":

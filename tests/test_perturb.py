@@ -403,3 +403,91 @@ def test_evaluate_inputs_refuses_missing_targets_bad_shapes_and_nan():
     with pytest.raises(ValueError, match="NaN"):
         fl.perturb.evaluate_inputs(model, lambda b0, b1, v0, v1: torch.full((b1 - b0, v1 - v0, 2, 8, 8), float("nan")),
                                 n_samples=2, n_variants=3, target=torch.zeros(2, dtype=torch.int64))
+
+
+def test_fast_row_sort_equals_the_stable_sort(monkeypatch):
+    """The engine's flat int64-key sort (float32/16 scores, blocks of rows) gives torch's stable row sort: ties by
+    unit id, -0.0 equal to 0.0, infinities and denormals in place; also when the rows are split into blocks."""
+    from faithlab.perturb import orders
+
+    g = torch.Generator().manual_seed(0)
+    special = torch.tensor([0.0, -0.0, 1e-45, -1e-45, 2.5, math.inf, -math.inf, 3e38, -3e38, 1.0])
+    for blocks in (False, True):
+        if blocks:  # blocks of 3 rows (a short last block joins the one before)
+            monkeypatch.setattr(orders, "_SORT_ELEMENTS", 1)
+            monkeypatch.setattr(orders, "_MIN_SORT_ROWS", 3)
+        for _ in range(8):
+            b, n = int(torch.randint(1, 40, (1,), generator=g)), int(torch.randint(1, 200, (1,), generator=g))
+            s = torch.randint(-2, 3, (b, n), generator=g) * special[torch.randint(0, 10, (b, n), generator=g)]
+            s = torch.where(s.isnan(), 0.0, s)
+            for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+                sd = s.to(dtype)
+                for how in ("morf", "lerf"):
+                    want = torch.sort(sd, dim=1, descending=how == "morf", stable=True).indices
+                    assert torch.equal(orders._stable_argsort(sd, how == "morf"), want), (blocks, dtype, how)
+                    if dtype != torch.float64 and bool(torch.isfinite(sd).all()):
+                        assert torch.equal(P.order(sd, how), want)
+                        ranks = orders._order_ranks(sd, how, torch.float32)
+                        assert torch.equal(ranks, P.ranks(want).float())
+
+
+class _Recorder(torch.nn.Module):
+    """Records every input it sees (cloned) and returns fixed random logits of a linear read-out."""
+
+    def __init__(self, features: int, classes: int = 3):
+        super().__init__()
+        self.seen = []
+        self.w = torch.randn(features, classes, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+        self.eval()
+
+    def forward(self, z):
+        self.seen.append(z.detach().clone())
+        return z.flatten(1).to(self.w.dtype) @ self.w
+
+
+def test_engine_builds_exactly_the_inputs_of_apply_removal():
+    """Perturbed inputs are written as x·keep + reference·(1 - keep): equal to ``torch.where`` (apply_removal) for
+    every reference, unit kind (identity pixels, channels spanned, patches, per-image segments), dtype, batch size
+    and path (cumulative thresholds, given masks, lazy masks)."""
+    g = torch.Generator().manual_seed(3)
+    grid = torch.arange(36).view(6, 6)
+    labels = torch.stack([grid % 5, grid.T // 8, grid % 5])
+    for dtype, c in ((torch.float32, 2), (torch.float64, 2), (torch.float32, 1)):
+        x = torch.randn(3, c, 6, 6, generator=g).to(dtype)
+        a = torch.randn(3, c, 6, 6, generator=g).to(dtype)
+        unit_sets = {"pixel": P.pixel_units(x), "patch": P.patch_units(x, 2), "segment": P.segment_units(labels)}
+        refs = ["zero", "mean", "channel_mean", "blur", 0.5, torch.randn(c, 6, 6, generator=g).to(dtype)]
+        for (name, units), ref in zip([*unit_sets.items()] * 4, [*refs, *refs[::-1]]):
+            scores = P.unit_scores(a, units, reduce="sum_abs")
+            ranks = P.ranks(P.order(scores, "morf"))
+            counts = [round(f * units.n) for f in FRACTIONS]
+            want = torch.stack([P.apply_removal(x, ranks < k, units, reference=ref) for k in counts], 1)
+            for bs in (1, 5, 64):
+                rec = _Recorder(36 * c)
+                P.removal_curve(rec, x, a, FRACTIONS, reference=ref, units=units, target=torch.zeros(3).long(),
+                                batch_size=bs)
+                assert torch.equal(torch.cat(rec.seen), want.flatten(0, 1)), (dtype, name, ref, bs)
+                rec = _Recorder(36 * c)
+                removed = torch.stack([ranks < k for k in counts], 1)
+                P.removal_outputs(rec, x, removed, reference=ref, units=units, target=torch.zeros(3).long(),
+                                  batch_size=bs)
+                assert torch.equal(torch.cat(rec.seen), want.flatten(0, 1)), (dtype, name, ref, bs)
+                rec = _Recorder(36 * c)
+                P.evaluate(rec, x, lambda b0, b1, v0, v1: removed[b0:b1, v0:v1], n_variants=len(counts),
+                           reference=ref, units=units, target=torch.zeros(3).long(), batch_size=bs)
+                assert torch.equal(torch.cat(rec.seen), want.flatten(0, 1)), (dtype, name, ref, bs)
+
+
+def test_non_finite_logits_raise_even_when_the_read_out_is_finite():
+    """A -inf logit leaves the target's probability finite; the engine still refuses it (and NaN, +inf)."""
+    x = torch.randn(3, 1, 4, 4)
+    a = torch.randn(3, 1, 4, 4)
+    for bad in (-math.inf, math.inf, math.nan):
+        def model(z, bad=bad):
+            logits = torch.stack([z.flatten(1).sum(1), torch.zeros(z.shape[0])], 1)
+            logits[z.flatten(1)[:, 0] == 0, 1] = bad  # inputs whose first pixel is removed
+            return logits
+
+        for output in ("prob", "logit", "log_odds", "correct"):
+            with pytest.raises(ValueError, match="NaN or inf"):
+                P.removal_curve(model, x, a, [0.0, 1.0], output=output, target=torch.zeros(3).long(), batch_size=2)

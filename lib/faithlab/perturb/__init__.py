@@ -3,8 +3,10 @@
 A *unit* is a group of input elements removed together; removing it replaces its elements by a *reference*.
 Masks over units are ``(B, n)`` bool tensors. Knows no dataset, model family or paper. One concept per module:
 ``units``, ``references``, ``orders``, ``sampling``, ``engine``; their public names are gathered here.
+``autobatch`` (``batch_size="auto"``: a timing probe picks the batch size) is used as a module.
 """
 
+from faithlab.perturb import autobatch
 from faithlab.perturb.engine import OUTPUTS, Masks, Output, evaluate, evaluate_inputs, removal_curve, removal_outputs
 from faithlab.perturb.orders import ORDERS, TIES, order, ranks, top_masks
 from faithlab.perturb.references import (PAD_TOKEN, REMOVED_TOKEN, Reference, apply_removal, gaussian_filter,
@@ -18,4 +20,4 @@ __all__ = ["Units", "pixel_units", "patch_units", "segment_units", "time_units",
            "UNIT_KINDS", "expand", "unit_scores", "REDUCE", "check_attributions", "constant_maps",
            "ConstantMapWarning", "warn_constant", "Reference", "make_reference", "PAD_TOKEN", "REMOVED_TOKEN", "apply_removal", "gaussian_filter", "ORDERS", "TIES",
            "order", "ranks", "top_masks", "bernoulli_subset", "exact_subset", "uniform_fraction_mask", "Output",
-           "OUTPUTS", "Masks", "evaluate", "evaluate_inputs", "removal_curve", "removal_outputs"]
+           "OUTPUTS", "Masks", "evaluate", "evaluate_inputs", "removal_curve", "removal_outputs", "autobatch"]

@@ -1,9 +1,17 @@
 """The removal engine: the one batched forward loop behind every metric.
 
 Every entry point builds perturbed inputs chunk by chunk (never all at once) and sends exactly ``batch_size`` of
-them per forward call, straddling samples, so memory is bounded by ``batch_size`` and results do not depend on it.
+them per forward call, straddling samples, so memory is bounded by ``batch_size`` (removal curves fill up to
+:data:`_GROUP_BYTES` of inputs at once) and results do not depend on it. ``batch_size="auto"`` picks the size by a
+timing probe of the model (:mod:`faithlab.perturb.autobatch`), resolved once per call.
 :func:`evaluate` is the general form (unit masks from a callback, e.g. a search that builds candidates lazily);
 :func:`removal_outputs` evaluates given masks and :func:`removal_curve` cumulative removal in an order.
+
+The loop is written for small models too, where the engine's own cost shows (a 1×32×32 → 10 linear model runs
+5,632 forward passes in ~10 ms on one CPU thread): perturbed inputs are computed as ``x·keep + reference·(1-keep)``
+from float masks written by one comparison (a select on a bool mask is ~10x slower), removal curves compare
+element ranks with the counts and fill whole samples of several chunks per op, read-outs and checks run once per
+group of chunks, and the removal order comes from a flat integer sort (:func:`faithlab.perturb.orders.order`).
 """
 
 from __future__ import annotations
@@ -14,11 +22,13 @@ from collections.abc import Callable, Sequence
 import torch
 
 from faithlab import _validate
+from faithlab.perturb import autobatch
 from faithlab.perturb.orders import order as _order
-from faithlab.perturb.orders import ORDERS, ranks, top_masks
+from faithlab.perturb.orders import ORDERS, _order_ranks, _ranks, top_masks
 from faithlab.perturb.references import Reference, make_reference
-from faithlab.perturb.units import (Units, _check_units, _expand, _rows, check_attributions, constant_maps,
-                                    default_units, unit_scores, warn_constant)
+from faithlab.perturb.units import (Units, _check_units, _expand, _is_identity, _rows, check_attributions,
+                                    constant_maps, default_units, unit_scores, warn_constant)
+from faithlab.perturb.autobatch import BatchSize
 
 __all__ = ["Output", "OUTPUTS", "Masks", "evaluate", "evaluate_inputs", "removal_curve", "removal_outputs"]
 
@@ -72,7 +82,7 @@ def _non_finite_error(bad: torch.Tensor, per_sample: int, where: str) -> ValueEr
 
 
 def _prepare(model: Callable, x: torch.Tensor, units: Units | None, output: Output, target: torch.Tensor | None,
-             batch_size: int, target_name: str = "target") -> Units:
+             batch_size: BatchSize, target_name: str = "target") -> Units:
     """Validation shared by the engine's entry points; returns the units (inferred when None). ``target_name``:
     the caller's name for the target argument (the F-Fidelity and accuracy metrics call it ``y``)."""
     _validate.model(model, "model")
@@ -82,7 +92,7 @@ def _prepare(model: Callable, x: torch.Tensor, units: Units | None, output: Outp
                         f"got dtype {x.dtype}")
     _validate.finite(x, "x")
     _validate.model_accepts(model, x, "model", "x")
-    _validate.positive_int(batch_size, "batch_size")
+    _validate.batch_size(batch_size, "batch_size")
     if not callable(output) and (isinstance(output, (list, dict, set, torch.Tensor)) or output not in OUTPUTS):
         raise ValueError(f"output must be one of {OUTPUTS} or a callable(logits, target), got {output!r}")
     units = default_units(x) if units is None else units
@@ -98,43 +108,78 @@ def _prepare(model: Callable, x: torch.Tensor, units: Units | None, output: Outp
     return units
 
 
+def _pieces(c0: int, c1: int, per_sample: int) -> list[tuple[int, int, int, int]]:
+    """Cells c0..c1-1 of the row-major (sample, variant) grid as rectangular pieces (b0, b1, v0, v1): a partial
+    first sample, whole middle samples, a partial last sample."""
+    first, v_first = divmod(c0, per_sample)
+    last, v_last = divmod(c1 - 1, per_sample)
+    if first == last:
+        return [(first, first + 1, v_first, v_last + 1)]
+    pieces = [(first, first + 1, v_first, per_sample)]
+    if last > first + 1:
+        pieces.append((first + 1, last, 0, per_sample))
+    pieces.append((last, last + 1, 0, v_last + 1))
+    return pieces
+
+
 def _blocks(batch: int, per_sample: int, batch_size: int):
     """Chunks of exactly ``batch_size`` cells (the last one smaller) of the row-major (sample, variant) grid: the
-    first cell's flat index and the chunk as a list of rectangular pieces (b0, b1, v0, v1): a partial first sample, whole middle samples, a partial last
-    sample. Full chunks keep every forward pass at the batch size the caller chose (on CPU a smaller batch can cost
-    far more than its share)."""
+    first cell's flat index and the chunk as a list of rectangular pieces (b0, b1, v0, v1), see :func:`_pieces`.
+    Full chunks keep every forward pass at the batch size the caller chose (on CPU a smaller batch can cost far
+    more than its share)."""
     total = batch * per_sample
     for c0 in range(0, total, batch_size):
-        c1 = min(c0 + batch_size, total)
-        first, v_first = divmod(c0, per_sample)
-        last, v_last = divmod(c1 - 1, per_sample)
-        if first == last:
-            yield c0, [(first, first + 1, v_first, v_last + 1)]
-            continue
-        pieces = [(first, first + 1, v_first, per_sample)]
-        if last > first + 1:
-            pieces.append((first + 1, last, 0, per_sample))
-        pieces.append((last, last + 1, 0, v_last + 1))
-        yield c0, pieces
+        yield c0, _pieces(c0, min(c0 + batch_size, total), per_sample)
+
+
+class _Thresholds:
+    """Cumulative removal masks: variant v of sample b removes the units with ``rank[b, u] < counts[v]``, i.e. the
+    first ``counts[v]`` units of its order (rank: ``(B, n)`` positions, a float dtype that holds them exactly).
+
+    The engine turns the ranks into element ranks once per call and compares them with the counts chunk by chunk,
+    writing the perturbed inputs directly (no bool masks, no gather per chunk)."""
+
+    __slots__ = ("rank", "counts")
+
+    def __init__(self, rank: torch.Tensor, counts: torch.Tensor):
+        self.rank, self.counts = rank, counts.to(rank.device, rank.dtype)
+
+    def __call__(self, b0: int, b1: int, v0: int, v1: int) -> torch.Tensor:
+        """The ``(b1-b0, v1-v0, n)`` bool unit masks, as a masks callback (used for integer inputs)."""
+        return top_masks(self.rank[b0:b1], self.counts[v0:v1])
+
+
+def _exact_float(n: int, dtype: torch.dtype) -> torch.dtype:
+    """A float dtype holding the integers 0..n exactly, ``dtype`` itself when it can."""
+    for d in (dtype, torch.float32, torch.float64):
+        if d.is_floating_point and n <= 2 / torch.finfo(d).eps:  # float32: every integer up to 2^24
+            return d
+    return torch.float64
 
 
 def _run(model: Callable, x: torch.Tensor, units: Units, reference: torch.Tensor, output: Output,
-         target: torch.Tensor | None, per_sample: int, masks: Callable[[int, int, int, int], torch.Tensor],
-         batch_size: int, target_name: str = "target", rows: torch.Tensor | None = None) -> torch.Tensor:
+         target: torch.Tensor | None, per_sample: int, masks: Masks | _Thresholds,
+         batch_size: BatchSize, target_name: str = "target", rows: torch.Tensor | None = None) -> torch.Tensor:
     """Run ``per_sample`` perturbed variants of every sample through the model, ≤ ``batch_size`` inputs per call.
 
     ``masks(b0, b1, v0, v1)`` gives the ``(b1-b0, v1-v0, n)`` bool unit masks of variants v0..v1-1 of samples
-    b0..b1-1; perturbed inputs are built chunk by chunk. target None → prediction on the clean x.
+    b0..b1-1 (or a :class:`_Thresholds`); perturbed inputs are built chunk by chunk, straight into the buffer that
+    goes through the model. target None → prediction on the clean x. batch_size ``"auto"``: resolved here, once,
+    by :func:`faithlab.perturb.autobatch.resolve`.
     rows: optional ``(R,)`` int64 indices into x; the samples are then ``x[rows]`` (gathered chunk by chunk, so a
     sample may appear many times without being copied) and the result is ``(R, per_sample)``.
     Returns ``(B, per_sample)``. Non-finite logits (or a non-finite read-out of a callable ``output``) on any
     input raise a ValueError naming the samples and variants: no score is computed from them. The check is
     accumulated on the device and read once at the end (no synchronisation per chunk).
+
+    Removed elements equal the reference and kept ones x, as ``torch.where(mask, reference, x)`` would give, but
+    floating-point inputs are written as ``x·keep + reference·(1 - keep)`` (keep = 1.0 or 0.0; zero reference:
+    ``0 + x·keep``), several times faster on the CPU than a select on a bool mask; only the sign of a zero can
+    differ (a kept -0.0 may become 0.0).
     """
     fn = _output_fn(output)
-    idx = units.index
-    identity = idx.shape[0] == 1 and idx.numel() == units.n and torch.equal(
-        idx.flatten(), torch.arange(units.n, device=idx.device))
+    n_samples = x.shape[0] if rows is None else rows.numel()
+    batch_size = autobatch.resolve(batch_size, model, x, n_samples * per_sample)
     with torch.no_grad():
         if target is None:
             clean = [_logits(model, x[i:i + batch_size]) for i in range(0, x.shape[0], batch_size)]
@@ -142,73 +187,200 @@ def _run(model: Callable, x: torch.Tensor, units: Units, reference: torch.Tensor
             if bool(bad.any()):
                 raise _non_finite_error(bad, 1, "clean inputs (read for the predicted class)")
             target = torch.cat([c.argmax(dim=1) for c in clean])
-        n_samples = x.shape[0] if rows is None else rows.numel()
         if rows is not None:
             target = target[rows]
+        fill = _filler(x, units, reference, masks, rows)
+        return _forward_grid(model, fill, n_samples, per_sample, fn, output, target, batch_size, target_name,
+                             inputs_like=x, spans=isinstance(masks, _Thresholds))
 
-        def take(t: torch.Tensor, b0: int, b1: int) -> torch.Tensor:
-            return _rows(t, b0, b1) if rows is None or t.shape[0] == 1 else t[rows[b0:b1]]
 
-        def build(b0: int, b1: int, v0: int, v1: int) -> torch.Tensor:
-            m = masks(b0, b1, v0, v1)
-            if not isinstance(m, torch.Tensor) or m.dtype != torch.bool or m.shape != (b1 - b0, v1 - v0, units.n):
-                got = (m.dtype, tuple(m.shape)) if isinstance(m, torch.Tensor) else type(m).__name__
-                raise ValueError(f"masks({b0}, {b1}, {v0}, {v1}) must return a bool tensor of shape "
-                                 f"({b1 - b0}, {v1 - v0}, {units.n}), got {got}")
+def _filler(x: torch.Tensor, units: Units, reference: torch.Tensor,
+            masks: Callable[[int, int, int, int], torch.Tensor] | _Thresholds, rows: torch.Tensor | None):
+    """``fill(b0, b1, v0, v1, dest)``: writes the perturbed inputs of variants v0..v1-1 of samples b0..b1-1 into
+    ``dest`` ``(b1-b0, v1-v0, *x.shape[1:])``."""
+    idx = units.index
+    n = units.n
+    broadcast = idx.shape[1:] != x.shape[1:]  # a unit spans a dim (channels): element masks broadcast over it
+    identity = _is_identity(idx, n)
+
+    def take(t: torch.Tensor, b0: int, b1: int) -> torch.Tensor:
+        return _rows(t, b0, b1) if rows is None or t.shape[0] == 1 else t[rows[b0:b1]]
+
+    if not x.is_floating_point():  # token ids: a select (integer arithmetic would serve as well, but they are rare)
+        def fill_select(b0: int, b1: int, v0: int, v1: int, dest: torch.Tensor) -> None:
+            m = _unit_masks(masks, b0, b1, v0, v1, n)
             element_mask = m.view(*m.shape[:2], *idx.shape[1:]) if identity else _expand(m, take(idx, b0, b1))
-            return torch.where(element_mask, take(reference, b0, b1)[:, None], take(x, b0, b1)[:, None])
+            torch.where(element_mask, take(reference, b0, b1)[:, None], take(x, b0, b1)[:, None], out=dest)
 
-        return _forward_grid(model, build, n_samples, per_sample, fn, output, target, batch_size, target_name)
+        return fill_select
+
+    zero = reference.numel() == 1 and float(reference.reshape(())) == 0.0
+    nothing = torch.zeros((), dtype=x.dtype, device=x.device)
+    x1, ref1 = x[:, None], reference[:, None]  # (B | 1, 1, ...): broadcast over the variants
+    keep_shape = idx.shape[1:]
+    if isinstance(masks, _Thresholds):
+        rank = masks.rank  # (B, n) positions in the order, exact in their float dtype
+        if not identity:
+            flat = idx.reshape(idx.shape[0], -1)
+            rank = rank.gather(1, flat.expand(rank.shape[0], -1))
+        rank1 = rank.view(rank.shape[0], 1, *keep_shape)  # element ranks: each element's unit's position
+        counts = masks.counts.view(-1, *([1] * (x.ndim - 1)))
+        n_counts = counts.shape[0]
+
+        def keep_fn(b0: int, b1: int, v0: int, v1: int, out: torch.Tensor) -> torch.Tensor:
+            c = counts if v0 == 0 and v1 == n_counts else counts[v0:v1]
+            return torch.ge(take(rank1, b0, b1), c, out=out)
+
+        def drop_fn(b0: int, b1: int, v0: int, v1: int, out: torch.Tensor) -> torch.Tensor:
+            c = counts if v0 == 0 and v1 == n_counts else counts[v0:v1]
+            return torch.lt(take(rank1, b0, b1), c, out=out)
+    else:
+        def element_masks(b0: int, b1: int, v0: int, v1: int) -> torch.Tensor:
+            m = _unit_masks(masks, b0, b1, v0, v1, n)
+            return m.view(*m.shape[:2], *keep_shape) if identity else _expand(m, take(idx, b0, b1))
+
+        def keep_fn(b0: int, b1: int, v0: int, v1: int, out: torch.Tensor) -> torch.Tensor:
+            return torch.logical_not(element_masks(b0, b1, v0, v1), out=out)
+
+        def drop_fn(b0: int, b1: int, v0: int, v1: int, out: torch.Tensor) -> torch.Tensor:
+            return out.neg_().add_(1)  # called right after keep_fn on the same buffer: 1 - keep
+
+    def fill(b0: int, b1: int, v0: int, v1: int, dest: torch.Tensor) -> None:
+        if zero:
+            keep = dest if not broadcast else dest.new_empty(b1 - b0, v1 - v0, *keep_shape)
+            keep_fn(b0, b1, v0, v1, keep)
+            torch.addcmul(nothing, take(x1, b0, b1), keep, out=dest)  # 0 + x·keep: removed elements are +0.0
+            return
+        keep = dest.new_empty(b1 - b0, v1 - v0, *keep_shape)
+        torch.mul(take(x1, b0, b1), keep_fn(b0, b1, v0, v1, keep), out=dest)
+        dest.addcmul_(take(ref1, b0, b1), drop_fn(b0, b1, v0, v1, keep))
+
+    return fill
 
 
-def _forward_grid(model: Callable, build: Callable[[int, int, int, int], torch.Tensor], n_samples: int,
-                  per_sample: int, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], output: Output,
-                  target: torch.Tensor, batch_size: int, target_name: str = "target") -> torch.Tensor:
-    """The one batched forward loop: ``build(b0, b1, v0, v1)`` gives the ``(b1-b0, v1-v0, ...)`` inputs of variants
-    v0..v1-1 of samples b0..b1-1; exactly ``batch_size`` of them per forward call (the last call smaller), read
+def _unit_masks(masks: Callable[[int, int, int, int], torch.Tensor], b0: int, b1: int, v0: int, v1: int,
+                n: int) -> torch.Tensor:
+    m = masks(b0, b1, v0, v1)
+    if not isinstance(m, torch.Tensor) or m.dtype != torch.bool or m.shape != (b1 - b0, v1 - v0, n):
+        got = (m.dtype, tuple(m.shape)) if isinstance(m, torch.Tensor) else type(m).__name__
+        raise ValueError(f"masks({b0}, {b1}, {v0}, {v1}) must return a bool tensor of shape "
+                         f"({b1 - b0}, {v1 - v0}, {n}), got {got}")
+    return m
+
+
+_GROUP_BYTES = 1 << 20
+"""Inputs filled at once when they are built by comparisons (removal curves): up to this many bytes (at least one
+chunk), then sent through the model ``batch_size`` at a time. On a CPU every small tensor op costs microseconds
+whatever its size, so filling and reading out several chunks per op matters for small models; 1 MiB stays in a
+CPU's cache."""
+
+
+def _forward_grid(model: Callable, build: Callable, n_samples: int, per_sample: int,
+                  fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], output: Output, target: torch.Tensor,
+                  batch_size: int, target_name: str = "target", inputs_like: torch.Tensor | None = None,
+                  spans: bool = False) -> torch.Tensor:
+    """The one batched forward loop: exactly ``batch_size`` inputs per forward call (the last call smaller), read
     out by ``fn(logits, target)`` → ``(n_samples, per_sample)``. Non-finite logits or read-outs raise a ValueError
-    naming the cells, checked on the device and read once at the end."""
+    naming the cells, checked on the device and read once at the end.
+
+    inputs_like None: ``build(b0, b1, v0, v1)`` returns the ``(b1-b0, v1-v0, ...)`` inputs of variants v0..v1-1 of
+    samples b0..b1-1 (joined by a cat when a chunk has several pieces). Else ``build(b0, b1, v0, v1, dest)`` writes
+    them into ``dest``, a view of a fresh buffer of ``inputs_like``'s per-sample shape, dtype and device: one per
+    chunk, or with ``spans`` one per group of chunks of up to :data:`_GROUP_BYTES` (see :func:`_fill`).
+
+    The logits of a group are read out together: ``"prob"``/``"logit"`` gathered straight into the result, and the
+    finiteness check one reduction into a per-cell buffer (float32/16 logits summed in float64, which no finite
+    value overflows; float64 logits as ``logits·0``: 0 if all finite, else NaN).
+    """
+    total = n_samples * per_sample
+    targets = (target.repeat_interleave(per_sample) if per_sample > 1 else target)[:, None]  # (cells, 1)
+    shape = None if inputs_like is None else tuple(inputs_like.shape[1:])
+    group = batch_size
+    if spans and shape is not None:
+        per_input = inputs_like.element_size() * math.prod(shape)
+        group = batch_size * max(1, _GROUP_BYTES // max(1, per_input * batch_size))
+    direct = output in ("prob", "logit") if not callable(output) else False
+    check_out = callable(output) or output == "log_odds"  # the others are finite when the logits are
+    flat = flat2d = check = None
     with torch.no_grad():
-        flat = None
-        finite = None
-        for c0, pieces in _blocks(n_samples, per_sample, batch_size):
-            batch_inputs, batch_targets = [], []
-            for b0, b1, v0, v1 in pieces:
-                batch_inputs.append(build(b0, b1, v0, v1).flatten(0, 1))
-                batch_targets.append(target[b0:b1].repeat_interleave(v1 - v0))
-            inputs = batch_inputs[0] if len(pieces) == 1 else torch.cat(batch_inputs)
-            logits = _logits(model, inputs)
-            if flat is None and not callable(output):
-                if output != "logit" and logits.shape[1] < 2:
-                    raise ValueError(f"output={output!r} needs logits for at least 2 classes, got {logits.shape[1]}")
-                if int(target.max()) >= logits.shape[1]:
-                    raise ValueError(f"{target_name} holds class {int(target.max())} but the model returns "
-                                     f"{logits.shape[1]} logits")
-            out = fn(logits, torch.cat(batch_targets).to(logits.device))
+        for g0 in range(0, total, group):
+            g1 = min(g0 + group, total)
+            if shape is None:
+                built = [build(b0, b1, v0, v1).flatten(0, 1) for b0, b1, v0, v1 in _pieces(g0, g1, per_sample)]
+                chunks = [built[0] if len(built) == 1 else torch.cat(built)]
+            else:
+                inputs = _fill(build, g0, g1, per_sample, shape, inputs_like, spans)
+                chunks = [inputs[c0:c0 + batch_size] for c0 in range(0, g1 - g0, batch_size)]
+            logits = [_logits(model, chunk) for chunk in chunks]
+            logits = logits[0] if len(logits) == 1 else torch.cat(logits)
+            if flat is None:
+                if not callable(output):
+                    if output != "logit" and logits.shape[1] < 2:
+                        raise ValueError(f"output={output!r} needs logits for at least 2 classes, got "
+                                         f"{logits.shape[1]}")
+                    if int(target.max()) >= logits.shape[1]:
+                        raise ValueError(f"{target_name} holds class {int(target.max())} but the model returns "
+                                         f"{logits.shape[1]} logits")
+                targets = targets.to(logits.device)
+                exact = torch.float32 if logits.device.type == "mps" else torch.float64  # MPS has no float64
+                check = torch.empty(total, dtype=exact, device=logits.device)
+            # float32/16 logits summed in float64 cannot overflow; otherwise logits·0 (0, or NaN if not finite)
+            wide = logits.dtype != torch.float64 and check.dtype == torch.float64
+            if direct and flat is not None and logits.dtype == flat.dtype:
+                torch.gather(logits.softmax(dim=1) if output == "prob" else logits, 1, targets[g0:g1],
+                             out=flat2d[g0:g1])
+                torch.sum(logits if wide else logits.mul(0), dim=1, dtype=check.dtype, out=check[g0:g1])
+                continue
+            out = fn(logits, targets[g0:g1, 0])
             if not isinstance(out, torch.Tensor) or out.shape != (logits.shape[0],):
                 raise ValueError(f"output must give one value per input, shape ({logits.shape[0]},)")
-            ok = torch.isfinite(logits).all(dim=1)
-            if out.is_floating_point():
-                ok &= torch.isfinite(out)
             if flat is None:
-                flat = torch.empty(n_samples * per_sample, dtype=out.dtype, device=out.device)
-                finite = torch.ones(n_samples * per_sample, dtype=torch.bool, device=out.device)
-            finite[c0:c0 + logits.shape[0]] = ok.to(finite.device)
-            flat[c0:c0 + logits.shape[0]] = out
+                flat = torch.empty(total, dtype=out.dtype, device=out.device)
+                flat2d = flat[:, None]
+            flat[g0:g1] = out
+            part = logits.sum(dim=1, dtype=torch.float64) if wide else logits.mul(0).sum(dim=1)
+            if check_out and out.is_floating_point():
+                part = part + out.mul(0).to(part.device)
+            check[g0:g1] = part
+    finite = torch.isfinite(check)
     if not bool(finite.all()):
         raise _non_finite_error(~finite, per_sample, "inputs it was given")
     return flat.view(n_samples, per_sample)
 
 
+def _fill(fill: Callable, c0: int, c1: int, per_sample: int, shape: tuple, like: torch.Tensor,
+          spans: bool) -> torch.Tensor:
+    """The inputs of cells c0..c1-1, written by ``fill(b0, b1, v0, v1, dest)`` into a fresh buffer.
+
+    spans: their samples are filled whole, in one call (every variant), and the cells are the contiguous slice
+    of them, when that computes at most twice as many inputs; one call per piece costs more on a CPU when the
+    samples have few variants (a curve of 11 points fills ~6 samples per chunk of 64)."""
+    b0, b1 = c0 // per_sample, (c1 - 1) // per_sample + 1
+    whole = (b1 - b0) * per_sample
+    if spans and whole <= 2 * (c1 - c0):
+        buffer = torch.empty((whole, *shape), dtype=like.dtype, device=like.device)
+        fill(b0, b1, 0, per_sample, buffer.view(b1 - b0, per_sample, *shape))
+        start = c0 - b0 * per_sample
+        return buffer[start:start + c1 - c0]
+    inputs = torch.empty((c1 - c0, *shape), dtype=like.dtype, device=like.device)
+    at = 0
+    for b0, b1, v0, v1 in _pieces(c0, c1, per_sample):
+        k = (b1 - b0) * (v1 - v0)
+        fill(b0, b1, v0, v1, inputs[at:at + k].view(b1 - b0, v1 - v0, *shape))
+        at += k
+    return inputs
+
+
 def evaluate(model: Callable, x: torch.Tensor, masks: Masks, *, n_variants: int, units: Units | None = None,
              reference: Reference = "zero", output: Output = "prob", target: torch.Tensor | None = None,
-             batch_size: int = 256) -> torch.Tensor:
+             batch_size: BatchSize = 256) -> torch.Tensor:
     """Model output on ``n_variants`` perturbed variants of every sample, masks built lazily → ``(B, n_variants)``.
 
     The general entry point of the engine, for callers whose masks are cheaper to build per chunk than to hold
     (TRACE's greedy search, Few-class candidate scoring). masks: a callable ``masks(b0, b1, v0, v1)`` returning
     the ``(b1-b0, v1-v0, n)`` bool masks (True = removed) of variants v0..v1-1 of samples b0..b1-1; it is called
-    once per piece of every chunk of at most ``batch_size`` inputs. Other arguments as in :func:`removal_curve`.
+    once per piece of every chunk of at most ``batch_size`` inputs (an int; with ``"auto"`` the size the probe
+    picks). Other arguments as in :func:`removal_curve`.
     """
     units = _prepare(model, x, units, output, target, batch_size)
     n_variants = _validate.positive_int(n_variants, "n_variants")
@@ -219,7 +391,7 @@ def evaluate(model: Callable, x: torch.Tensor, masks: Masks, *, n_variants: int,
 
 def evaluate_inputs(model: Callable, inputs: Callable[[int, int, int, int], torch.Tensor], *, n_samples: int,
                     n_variants: int, output: Output = "prob", target: torch.Tensor | None = None,
-                    batch_size: int = 256) -> torch.Tensor:
+                    batch_size: BatchSize = 256) -> torch.Tensor:
     """Model read-out on ``n_variants`` generated inputs of each of ``n_samples`` samples → ``(n_samples, n_variants)``.
 
     The engine's loop for inputs that are not unit removals of x (Few-class Fidelity's 804 blurred candidates per
@@ -227,12 +399,13 @@ def evaluate_inputs(model: Callable, inputs: Callable[[int, int, int, int], torc
     v0..v1-1 of samples b0..b1-1, built lazily; exactly ``batch_size`` of them go through the model per call.
     output: as in :func:`removal_curve`; a callable ``(logits, target) → (N,)`` may read every logit (e.g. an
     uncertainty score). target: ``(n_samples,)`` int64, required by the built-in read-outs (there is no clean x
-    to predict from); a callable output gets zeros when it is None.
+    to predict from); a callable output gets zeros when it is None. batch_size: as in :func:`removal_curve`; with
+    ``"auto"`` ``inputs(0, 1, 0, 1)`` is called once more, to show the probe one input.
     """
     _validate.model(model, "model")
     n_samples = _validate.positive_int(n_samples, "n_samples")
     n_variants = _validate.positive_int(n_variants, "n_variants")
-    batch_size = _validate.positive_int(batch_size, "batch_size")
+    batch_size = _validate.batch_size(batch_size, "batch_size")
     if not callable(inputs):
         raise TypeError(f"inputs must be a callable(b0, b1, v0, v1) -> tensor, got {type(inputs).__name__}")
     if not callable(output):
@@ -254,13 +427,15 @@ def evaluate_inputs(model: Callable, inputs: Callable[[int, int, int, int], torc
                              f"({b1 - b0}, {v1 - v0}, ...), got {got}")
         return t
 
+    if batch_size == autobatch.AUTO:  # the probe needs one input's shape: the first one, built once more
+        batch_size = autobatch.resolve(batch_size, model, build(0, 1, 0, 1)[0], n_samples * n_variants)
     return _forward_grid(model, build, n_samples, n_variants, _output_fn(output), output, target, batch_size)
 
 
 def removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor | None,
                   fractions: Sequence[float] | torch.Tensor, *, order: str | torch.Tensor = "morf",
                   reduce: str = "sum_abs", reference: Reference = "zero", output: Output = "prob",
-                  target: torch.Tensor | None = None, units: Units | None = None, batch_size: int = 256,
+                  target: torch.Tensor | None = None, units: Units | None = None, batch_size: BatchSize = 256,
                   generator: torch.Generator | int | None = None) -> torch.Tensor:
     """Model output after cumulatively removing a fraction of units in a given order → ``(B, len(fractions))``.
 
@@ -282,7 +457,10 @@ def removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor |
     ``(N,)``.
     target: ``(B,)`` int64 classes; None → the model's prediction on the clean x.
     units: None infers pixels for 4-D x and dim-1 units (time steps, tokens) otherwise.
-    batch_size: at most this many perturbed inputs per forward call; results do not depend on it.
+    batch_size: at most this many perturbed inputs per forward call; results do not depend on it. ``"auto"``: the
+    size with the least forward time per input for this model and input shape, found by a short timing probe of
+    bare forward passes (the first sample repeated, a few percent of the call's forward time, global RNG left
+    untouched) on the first call and cached for the process; :mod:`faithlab.perturb.autobatch` has the rules.
     A constant map defines no order: its units are removed in index order and a
     :class:`~faithlab.perturb.ConstantMapWarning` counts those samples. NaN/inf logits raise a ValueError.
     """
@@ -293,7 +471,7 @@ def removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor |
 def _removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor | None,
                    fractions: Sequence[float] | torch.Tensor, *, order: str | torch.Tensor, reduce: str,
                    reference: Reference, output: Output, target: torch.Tensor | None, units: Units | None,
-                   batch_size: int, generator: torch.Generator | int | None,
+                   batch_size: BatchSize, generator: torch.Generator | int | None,
                    target_name: str = "target") -> torch.Tensor:
     """:func:`removal_curve` with the caller's name for the target argument (for messages)."""
     units = _prepare(model, x, units, output, target, batch_size, target_name)
@@ -301,8 +479,7 @@ def _removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor 
     if isinstance(order, torch.Tensor):
         _validate.same_device(x, order, "x", "order")
         perm = order.expand(x.shape[0], -1) if order.ndim == 1 else order
-        if perm.shape != (x.shape[0], units.n) or perm.dtype != torch.int64 or not torch.equal(
-                perm.sort(dim=1).values.cpu(), torch.arange(units.n).expand(x.shape[0], -1)):
+        if perm.shape != (x.shape[0], units.n) or perm.dtype != torch.int64 or not _is_permutation(perm):
             raise ValueError(f"order tensor must hold an int64 permutation of the {units.n} unit ids per sample")
     elif order == "random":
         perm = _order(torch.zeros(x.shape[0], units.n, device=x.device), "random", generator=generator)
@@ -314,25 +491,32 @@ def _removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor 
         scores = unit_scores(attributions, units, reduce=reduce)
         _validate.batch_match(x, scores, "x", "attributions")
         warn_constant(constant_maps(scores), "their units are removed in index order")
-        perm = _order(scores, order, generator=generator)
-    rank = ranks(perm)
-    counts = torch.round(f * units.n).long().to(x.device)
-    ref = make_reference(x, reference)
+        perm = None
+    cmp = _exact_float(units.n, x.dtype if x.is_floating_point() else torch.float32)
+    rank = _ranks(perm, cmp) if perm is not None else _order_ranks(scores, order, cmp)
+    counts = torch.round(f * units.n)
+    return _run(model, x, units, make_reference(x, reference), output, target, f.numel(), _Thresholds(rank, counts),
+                batch_size, target_name)
 
-    def masks(b0: int, b1: int, v0: int, v1: int) -> torch.Tensor:
-        return top_masks(rank[b0:b1], counts[v0:v1])
 
-    return _run(model, x, units, ref, output, target, f.numel(), masks, batch_size, target_name)
+def _is_permutation(perm: torch.Tensor) -> bool:
+    """Whether every row of an int64 ``(B, n)`` tensor holds each of 0..n-1 once (a count, not a sort)."""
+    n = perm.shape[1]
+    if not bool(((perm >= 0) & (perm < n)).all()):
+        return False
+    seen = torch.zeros(perm.shape, dtype=torch.int32, device=perm.device)
+    return bool((seen.scatter_add_(1, perm, torch.ones_like(seen)) == 1).all())
 
 
 def removal_outputs(model: Callable, x: torch.Tensor, removed: torch.Tensor, *, units: Units | None = None,
                     reference: Reference = "zero", output: Output = "prob", target: torch.Tensor | None = None,
-                    batch_size: int = 256, sample: torch.Tensor | None = None) -> torch.Tensor:
+                    batch_size: BatchSize = 256, sample: torch.Tensor | None = None) -> torch.Tensor:
     """Model output after removing exactly the units flagged in removed → ``(B,)`` or ``(B, S)``.
 
     The single-step primitive behind Fid±/RFid±/FFid± (F-Fidelity §1.2–1.5), SaCo's group perturbations (§3.1)
     and μF subsets (§4.6). removed: ``(B, n)`` bool, or ``(B, S, n)`` for S masks per sample. Other arguments as
-    in ``removal_curve``; at most ``batch_size`` perturbed inputs go through the model per call.
+    in ``removal_curve``; at most ``batch_size`` perturbed inputs go through the model per call (``"auto"``: see
+    ``removal_curve``).
     sample: optional ``(R,)`` int64 indices into x for an irregular set of masks (TRACE's annealing evaluates a
     different number of masks per image each step): mask ``removed[r]`` (``(R, n)``) is applied to
     ``x[sample[r]]`` (with its reference and target) → ``(R,)``; x is not copied per mask.
@@ -342,7 +526,7 @@ def removal_outputs(model: Callable, x: torch.Tensor, removed: torch.Tensor, *, 
 
 
 def _removal_outputs(model: Callable, x: torch.Tensor, removed: torch.Tensor, *, units: Units | None,
-                     reference: Reference, output: Output, target: torch.Tensor | None, batch_size: int,
+                     reference: Reference, output: Output, target: torch.Tensor | None, batch_size: BatchSize,
                      target_name: str = "target", sample: torch.Tensor | None = None) -> torch.Tensor:
     """:func:`removal_outputs` with the caller's name for the target argument (for messages)."""
     units = _prepare(model, x, units, output, target, batch_size, target_name)

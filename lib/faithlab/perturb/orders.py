@@ -44,14 +44,77 @@ def order(scores: torch.Tensor, order: str = "morf", *, generator: torch.Generat
     if ties == "random":
         perm = uniform(s.shape, _validate.generator(generator, why="for ties='random'"), s.device).argsort(dim=1)
         s = s.gather(1, perm)
-    idx = torch.sort(s, dim=1, descending=order == "morf", stable=True).indices
+    idx = _stable_argsort(s, descending=order == "morf")
     return idx if perm is None else perm.gather(1, idx)
+
+
+_KEY_BITS = 32  # an order-preserving integer key of a float32 value
+_SORT_ELEMENTS = 1 << 15  # keys per flat sort at least: torch sorts ≥ 2^15 int64 keys ascending by radix, 3x
+# faster than below; and blocks of 2^15 sort 1.5x faster than 2^18 keys at once (cache)
+_MIN_SORT_ROWS = 16  # rows per flat sort at least, so that no Python loop runs per sample
+
+
+def _stable_argsort(s: torch.Tensor, descending: bool) -> torch.Tensor:
+    """``torch.sort(s, dim=1, descending=descending, stable=True).indices`` of scores ``(B, n)``, faster.
+
+    A batched row sort on the CPU costs two to three times a flat sort of as many integers, so float32 (and exactly
+    widened float16/bfloat16) scores become int64 keys ``row · 2^32 + (2^31 ± k)``, k an int32 in the order of the
+    floats (-0.0 and 0.0 equal, as in the sort's comparisons), sorted flat and stably in blocks of rows of at
+    least 2^15 keys (torch's radix sort); a block's positions are its rows' orders. Other dtypes (float64) use the
+    row sort itself."""
+    return _sorted(s, descending, None)
+
+
+def _order_ranks(scores: torch.Tensor, order: str, dtype: torch.dtype) -> torch.Tensor:
+    """``ranks(order(scores, order))`` as ``dtype`` (which must hold 0..n-1 exactly), for ``"morf"``/``"lerf"``
+    with ties by index: the sort's positions are scattered straight into ranks, the order itself never built."""
+    s = _validate.tensor(scores, "scores", ndim=2)
+    _validate.finite(s, "scores")
+    _validate.one_of(order, "order", ORDERS[:2])
+    return _sorted(s, order == "morf", dtype)
+
+
+def _sorted(s: torch.Tensor, descending: bool, ranks_dtype: torch.dtype | None) -> torch.Tensor:
+    """The stable order of every row of s (ranks_dtype None), or its ranks as ranks_dtype."""
+    b, n = s.shape
+    if s.dtype not in (torch.float32, torch.float16, torch.bfloat16) or n < 2:
+        perm = torch.sort(s, dim=1, descending=descending, stable=True).indices
+        return perm if ranks_dtype is None else _ranks(perm, ranks_dtype)
+    bits = s.float().view(torch.int32)
+    sign = bits >> 31  # -1 for a set sign bit, else 0
+    key = (bits ^ (sign & 0x7FFFFFFF)).sub_(sign).long()  # order-preserving; -0.0 → -1 → 0, as 0.0; |key| < 2^31
+    rows = max(_MIN_SORT_ROWS, -(-_SORT_ELEMENTS // n))
+    starts = list(range(0, b, rows))
+    if len(starts) > 1 and b - starts[-1] < rows:
+        starts.pop()  # a short last block joins the one before (stays above the radix threshold)
+    out = torch.empty(b, n, dtype=torch.int64 if ranks_dtype is None else ranks_dtype, device=s.device)
+    steps = None
+    for i, r0 in enumerate(starts):
+        r1 = starts[i + 1] if i + 1 < len(starts) else b
+        block = key[r0:r1]
+        row = torch.arange(block.shape[0], device=s.device)[:, None]
+        offset = (row << _KEY_BITS) + (1 << (_KEY_BITS - 1))
+        flat = (offset - block) if descending else block.add_(offset)  # rows never mix, ties keep unit order
+        where = torch.sort(flat.flatten(), stable=True).indices  # position p of the block holds cell where[p]
+        if ranks_dtype is None:
+            torch.sub(where.view(block.shape), row * n, out=out[r0:r1])
+            continue
+        if steps is None or steps.numel() != where.numel():
+            steps = torch.arange(n, dtype=ranks_dtype, device=s.device).repeat(block.shape[0])
+        out[r0:r1].view(-1).scatter_(0, where, steps)  # the cell's position within its row
+    return out
 
 
 def ranks(perm: torch.Tensor) -> torch.Tensor:
     """Position of each unit in a removal order ``(B, n)`` (the inverse permutation per row; 0 = removed first)."""
-    steps = torch.arange(perm.shape[1], device=perm.device).expand_as(perm)
-    return torch.empty_like(perm).scatter_(1, perm, steps)
+    return _ranks(perm, perm.dtype)
+
+
+def _ranks(perm: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """:func:`ranks` as ``dtype`` (a float dtype holds them exactly up to its mantissa: 2^24 for float32); a scatter
+    of contiguous values of the output's own dtype, several times faster than of an expanded int64 arange."""
+    steps = torch.arange(perm.shape[1], dtype=dtype, device=perm.device).repeat(perm.shape[0], 1)
+    return torch.empty(perm.shape, dtype=dtype, device=perm.device).scatter_(1, perm, steps)
 
 
 def top_masks(rank: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:

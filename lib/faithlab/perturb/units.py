@@ -141,6 +141,12 @@ def _rows(t: torch.Tensor, b0: int, b1: int) -> torch.Tensor:
     return t if t.shape[0] == 1 else t[b0:b1]
 
 
+def _is_identity(index: torch.Tensor, n: int) -> bool:
+    """Whether a units index maps its ``n`` positions to units 0..n-1 in order, shared by the batch."""
+    return index.shape[0] == 1 and index.numel() == n and torch.equal(
+        index.flatten(), torch.arange(n, device=index.device))
+
+
 def _expand(removed: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """Unit masks ``(B, ..., n)`` → element masks ``(B, ..., *index.shape[1:])`` via index ``(1|B, ...)``."""
     lead = removed.shape[:-1]
@@ -193,10 +199,16 @@ def unit_scores(attributions: torch.Tensor, units: Units, *, reduce: str) -> tor
     if reduce in ("sum_abs", "mean_abs"):
         a = a.abs()
     per_unit_channels = math.prod(a.shape[d] for d in spanned)
-    if spanned:
+    if per_unit_channels > 1:  # a reduction over size-1 dims would only copy
         a = a.amax(dim=spanned, keepdim=True) if reduce == "max" else a.sum(dim=spanned, keepdim=True)
     b = a.shape[0]
     vals = a.reshape(b, -1)
+    if _is_identity(idx, units.n):  # one position per unit, in order (pixels, time steps): no scatter needed
+        shared = vals.untyped_storage().data_ptr() == attributions.untyped_storage().data_ptr()
+        scores = vals.clone() if shared else vals  # never a view of the caller's tensor
+        if reduce in ("mean", "mean_abs") and per_unit_channels > 1:
+            scores = scores / per_unit_channels
+        return scores
     flat = idx.reshape(idx.shape[0], -1).expand(b, -1)
     if reduce == "max":
         init = torch.full((b, units.n), -math.inf, dtype=vals.dtype, device=vals.device)

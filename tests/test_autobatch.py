@@ -1,0 +1,209 @@
+"""Tests of faithlab.perturb.autobatch and batch_size="auto": same results as any fixed size, the probe's rules
+(cache, budget, out of memory, RNG untouched), and errors naming the argument."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+from oracles import small_cnn
+
+import faithlab as fl
+from faithlab.perturb import autobatch
+
+P = fl.perturb
+
+
+class Counting(torch.nn.Module):
+    """Wraps a model and counts its forward calls and the inputs it sees."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model, self.calls, self.inputs = model, 0, 0
+        self.eval()
+
+    def forward(self, z):
+        self.calls += 1
+        self.inputs += z.shape[0]
+        return self.model(z)
+
+
+class Sleepy(torch.nn.Module):
+    """A model whose forward call of c inputs sleeps ``c · per_input[c]`` seconds (a known cost curve)."""
+
+    def __init__(self, per_input: dict[int, float], fail_above: int | None = None, error: type = RuntimeError):
+        super().__init__()
+        self.per_input, self.fail_above, self.error, self.calls = per_input, fail_above, error, 0
+        self.w = torch.nn.Parameter(torch.zeros(1))
+        self.eval()
+
+    def forward(self, z):
+        self.calls += 1
+        c = z.shape[0]
+        if self.fail_above is not None and c > self.fail_above:
+            raise self.error("CUDA out of memory. Tried to allocate 2.00 GiB")
+        time.sleep(c * self.per_input.get(c, 1e-4))
+        return torch.zeros(c, 2)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    autobatch.clear_cache()
+    yield
+    autobatch.clear_cache()
+
+
+def _data(n=260, side=4, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, 2, side, side, generator=g), torch.randn(n, 2, side, side, generator=g)
+
+
+def test_auto_gives_the_results_of_any_fixed_batch_size():
+    model = small_cnn(in_channels=2, side=4, n_classes=3)
+    x, a = _data()
+    fractions = torch.linspace(0, 1, 11)  # 2,860 inputs: enough for the probe to run (3 % ≥ 2 calls of 32)
+    removed = torch.rand(260, 4, 16, generator=torch.Generator().manual_seed(1)) < 0.5
+    target = torch.randint(0, 3, (260,), generator=torch.Generator().manual_seed(2))
+
+    def inputs(b0, b1, v0, v1):
+        return x[b0:b1, None] * torch.linspace(0, 1, 11)[v0:v1].view(1, -1, 1, 1, 1)
+
+    runs = {
+        "curve": lambda bs: P.removal_curve(model, x, a, fractions, reference="blur", batch_size=bs),
+        "outputs": lambda bs: P.removal_outputs(model, x, removed, reference="mean", batch_size=bs),
+        "evaluate": lambda bs: P.evaluate(model, x, lambda b0, b1, v0, v1: removed[b0:b1, v0:v1], n_variants=4,
+                                          target=target, batch_size=bs),
+        "inputs": lambda bs: P.evaluate_inputs(model, inputs, n_samples=260, n_variants=11, target=target,
+                                               batch_size=bs),
+    }
+    for name, run in runs.items():
+        fixed = run(7)
+        for bs in ("auto", "auto", 64, 1000):  # the second "auto" is served from the cache
+            torch.testing.assert_close(run(bs), fixed, rtol=1e-6, atol=1e-7, msg=name)
+
+
+def test_the_probe_runs_once_then_the_cache_answers():
+    model = Counting(small_cnn(in_channels=2, side=4, n_classes=3))
+    x, a = _data()
+    fractions = torch.linspace(0, 1, 11)
+    target = torch.zeros(260, dtype=torch.int64)
+    rng = torch.get_rng_state()
+    first = P.removal_curve(model, x, a, fractions, target=target, batch_size="auto")
+    assert torch.equal(torch.get_rng_state(), rng)  # the probe ran inside fork_rng
+    probed = model.inputs - 260 * 11
+    assert probed > 0 and autobatch.cache_size() == 1
+    chosen = autobatch.resolve("auto", model, x, 260 * 11)
+    model.calls = model.inputs = 0
+    second = P.removal_curve(model, x, a, fractions, target=target, batch_size="auto")
+    assert torch.equal(first, second)
+    assert model.inputs == 260 * 11 and model.calls == -(-260 * 11 // chosen)  # no probe: only the curve's calls
+    assert not model.training
+
+
+def test_a_changed_model_or_input_is_probed_again():
+    model = Sleepy({})
+    probe = lambda shape=(2, 4, 4), dtype=torch.float32: autobatch.best_batch_size(  # noqa: E731
+        model, shape, dtype, "cpu", budget_s=0.05, candidates=(8, 16))
+    probe()
+    calls = model.calls
+    probe()
+    assert autobatch.cache_size() == 1 and model.calls == calls
+    with torch.no_grad():
+        model.w.add_(1.0)  # an in-place update bumps the parameter's version
+    probe()
+    assert autobatch.cache_size() == 2 and model.calls > calls
+    probe(dtype=torch.float64)
+    probe(shape=(3, 4, 4))
+    assert autobatch.cache_size() == 4  # another dtype or shape, another entry
+    autobatch.clear_cache()
+    assert autobatch.cache_size() == 0
+
+
+def best(model, *args, **options):
+    return autobatch.best_batch_size(model, *args, torch.float32, "cpu", **options)
+
+
+def test_the_cheapest_batch_per_input_wins():
+    """Cost per input falls to 128 then rises: the probe stops after the rise and returns 128."""
+    model = Sleepy({32: 3e-4, 64: 2e-4, 128: 1e-4, 256: 4e-4, 512: 4e-4})
+    assert best(model, (1,), budget_s=5.0) == 128
+    calls = model.calls
+    assert best(model, (1,), budget_s=5.0) == 128 and model.calls == calls  # cached, done
+
+
+def test_a_probe_cut_short_while_costs_still_fall_answers_the_fallback():
+    model = Sleepy({32: 3e-4, 64: 2e-4, 128: 1e-4})
+    assert best(model, (1,), budget_s=0.005) == autobatch.FALLBACK
+    assert best(model, (1,), budget_s=0.005, fallback=16) == 32  # never below the best seen
+    tiny = Sleepy({})
+    # 40 inputs cannot pay for probing batches of 32 within 3 % of their time: no model call, the fallback
+    assert best(tiny, (1,), max_inputs=40) == autobatch.FALLBACK and tiny.calls == 0
+    # one candidate holds them all: nothing to probe
+    assert best(tiny, (1,), max_inputs=20, candidates=(32, 64)) == 32 and tiny.calls == 0
+
+
+def test_a_bigger_call_probes_further_from_where_a_small_one_stopped():
+    model = Sleepy({32: 1e-4, 64: 6e-5, 128: 3e-5, 256: 1.2e-4, 512: 1.2e-4})
+    assert best(model, (1,), max_inputs=3000) == autobatch.FALLBACK  # 3 % of 3,000 inputs: batch 32 only
+    calls = model.calls
+    assert calls > 0
+    assert best(model, (1,), max_inputs=10 ** 7) == 128 and model.calls > calls
+    calls = model.calls
+    assert best(model, (1,), max_inputs=10 ** 7) == 128 and model.calls == calls
+
+
+def test_out_of_memory_stops_the_growth_and_other_errors_propagate():
+    model = Sleepy({32: 1e-5, 64: 1e-5}, fail_above=64, error=torch.cuda.OutOfMemoryError)
+    assert best(model, (1,), budget_s=5.0) in (32, 64)
+    cpu = Sleepy({32: 1e-5, 64: 1e-5}, fail_above=64, error=RuntimeError)  # "out of memory" in the message
+    assert best(cpu, (1,), budget_s=5.0) in (32, 64)
+    broken = Sleepy({}, fail_above=0, error=ValueError)
+    with pytest.raises(ValueError, match="out of memory"):
+        best(broken, (1,), budget_s=5.0)
+
+
+def test_callables_without_weak_references_are_cached_too():
+    class Holder:
+        def __init__(self):
+            self.net = small_cnn(in_channels=2, side=4, n_classes=3)
+
+        def logits(self, z):
+            return self.net(z)
+
+    holder = Holder()
+    first = best(holder.logits, (2, 4, 4), budget_s=0.05, candidates=(8, 16))
+    assert best(holder.logits, (2, 4, 4), budget_s=0.05, candidates=(8, 16)) == first
+    assert autobatch.cache_size() == 1  # hung on the instance, not on the short-lived bound method
+
+
+def test_errors_name_the_argument():
+    model = small_cnn(in_channels=2, side=4, n_classes=3)
+    x, a = _data(4)
+    removed = torch.zeros(4, 16, dtype=torch.bool)
+    for bad in ("fast", "Auto", 0, -3, True, 2.5, None):
+        with pytest.raises(ValueError, match="batch_size"):
+            P.removal_curve(model, x, a, [0.5], batch_size=bad)
+        with pytest.raises(ValueError, match="batch_size"):
+            P.removal_outputs(model, x, removed, batch_size=bad)
+        with pytest.raises(ValueError, match="batch_size"):
+            P.evaluate(model, x, lambda b0, b1, v0, v1: removed[b0:b1, None], n_variants=1, batch_size=bad)
+        with pytest.raises(ValueError, match="batch_size"):
+            P.evaluate_inputs(model, lambda b0, b1, v0, v1: x[b0:b1, None], n_samples=4, n_variants=1,
+                              target=torch.zeros(4).long(), batch_size=bad)
+    with pytest.raises(ValueError, match="batch_size"):
+        autobatch.resolve("fast", model, x, 10)
+    f32 = torch.float32
+    cases = [
+        ("candidates", lambda: autobatch.best_batch_size(model, (2, 4, 4), f32, "cpu", candidates=())),
+        ("candidates", lambda: autobatch.best_batch_size(model, (2, 4, 4), f32, "cpu", candidates=(0, 8))),
+        ("example_input_shape", lambda: autobatch.best_batch_size(model, (2, 0, 4), f32, "cpu")),
+        ("example", lambda: autobatch.best_batch_size(model, (2, 4, 4), f32, "cpu", example=x)),
+        ("max_inputs", lambda: autobatch.best_batch_size(model, (2, 4, 4), f32, "cpu", max_inputs=0)),
+        ("budget_s", lambda: autobatch.best_batch_size(model, (2, 4, 4), f32, "cpu", budget_s="1")),
+        ("dtype", lambda: autobatch.best_batch_size(model, (2, 4, 4), "float32", "cpu")),
+        ("model", lambda: autobatch.best_batch_size(3, (2, 4, 4), f32, "cpu")),
+    ]
+    for name, call in cases:
+        with pytest.raises((ValueError, TypeError), match=name):
+            call()
