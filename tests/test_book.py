@@ -68,7 +68,7 @@ def test_sharded_notebooks_equal_their_unsharded_smoke_runs(smoke_book, tmp_path
     def untimed(frame: pd.DataFrame) -> pd.DataFrame:
         frame = frame.drop(columns=[c for c in frame.columns if "seconds" in str(c)])
         if "our_value" in frame.columns:
-            frame["our_value"] = frame["our_value"].astype(str).map(lambda v: re.sub(r"[\d.]+ in seconds", "…", v))
+            frame["our_value"] = frame["our_value"].map(lambda v: re.sub(r"[\d.]+ in seconds", "…", str(v)))
         return frame
 
     assert {"saco/random_vs_methods", "ffidelity/images_ranking", "ffidelity/images_variants"} <= set(SHARDED)

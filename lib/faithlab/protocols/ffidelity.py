@@ -163,10 +163,10 @@ class RankingStudy:
                                     key=lambda c: c.map(order[c.name]) if c.name in order else c)
         for (label, name, sign), part in curves.groupby(["explainer", "method", "curve"], sort=False):
             t = torch.full(shape, float("nan"))
-            t[torch.as_tensor(part["seed"].to_numpy(), dtype=torch.long),
-              torch.as_tensor(part["xi"].map(xi_index).to_numpy(), dtype=torch.long),
-              torch.as_tensor(part["level"].map(level_index).to_numpy(), dtype=torch.long)] = torch.as_tensor(
-                part["score"].to_numpy(), dtype=torch.float32)
+            t[torch.tensor(part["seed"].to_numpy(copy=True), dtype=torch.long),
+              torch.tensor(part["xi"].map(xi_index).to_numpy(copy=True), dtype=torch.long),
+              torch.tensor(part["level"].map(level_index).to_numpy(copy=True), dtype=torch.long)] = torch.tensor(
+                part["score"].to_numpy(copy=True), dtype=torch.float32)
             if t.isnan().any():
                 raise ValueError(f"curves: {int(t.isnan().sum())} grid values of {label} / {name} {sign} are missing")
             (P if sign == "+" else Q)[label, name] = t
