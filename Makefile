@@ -14,7 +14,7 @@ BOOK_FLAGS := -W -n --keep-going --all
 # Byte-compiled caches make the many kernel starts of the study much faster; some shells switch them off.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help setup book notebooks html test browser-deps clean
+.PHONY: help setup book notebooks html test browser-deps clean paper-dry
 
 help:
 	@echo "make book      build the book on embedded data (set-up + notebooks with the 'book' profile + HTML)"
@@ -59,6 +59,14 @@ browser-deps:
 
 test: setup browser-deps
 	$(PY) -m pytest $(ARGS)
+
+# The paper profile's code paths on CPU: fake data in the real formats and random weights at the real sizes
+# (data/cache/paper-dry, written once by fl.data.fake.write_paper_dry), every notebook with the paper-dry profile,
+# outputs and trained models under _build/paper-dry (never the book's). NB/ARGS as for `make notebooks`.
+paper-dry: setup
+	$(PY) -c "from faithlab.data.fake import write_paper_dry; write_paper_dry('data/cache/paper-dry')"
+	HF_HUB_CACHE=$(CURDIR)/data/cache/paper-dry/huggingface/hub FAITHLAB_GENERATED=$(CURDIR)/_build/paper-dry/generated \
+	  FAITHLAB_CACHE=$(CURDIR)/_build/paper-dry/cache $(PY) -m faithlab.study run --profile paper-dry -j $(JOBS) $(NB) $(ARGS)
 
 clean:
 	rm -rf _build book/_build book/_generated data/cache .pytest_cache

@@ -13,6 +13,7 @@ import torch
 
 import faithlab as fl
 from faithlab.data import TensorData
+from faithlab.data import fake
 
 D = fl.data
 
@@ -369,18 +370,45 @@ def test_cifar100_fake_pickle(tmp_path, cifar_md5_bypass):
     assert data.info["mean"] == D.CIFAR100_STATS[0]
 
 
-def _write_idx(path, array: np.ndarray) -> None:
-    header = bytes([0, 0, 8, array.ndim]) + b"".join(int(d).to_bytes(4, "big") for d in array.shape)
-    path.write_bytes(header + array.astype(np.uint8).tobytes())
+def test_cifar_binary_version_matches_the_python_version(tmp_path, cifar_md5_bypass):
+    """The binary version (no pickle) decodes to the same images and labels as the python version."""
+    images = _pixels(7, 3).reshape(7, 3, 32, 32).transpose(0, 2, 3, 1)
+    labels = np.array([9, 0, 3, 3, 1, 8, 2])
+    names = [f"class{i}" for i in range(10)]
+    fake.write_cifar_binary(tmp_path / "bin", "cifar10", train=(images, labels), test=(images[:2], labels[:2]),
+                            class_names=names)
+    train = D.load("cifar10", split="train", data_dir=tmp_path / "bin")
+    assert train.info["class_names"] == names and len(D.load("cifar10", split="test", data_dir=tmp_path / "bin")) == 2
+    x, y = D.to_tensors(train)
+    mean, std = (torch.tensor(s)[:, None, None] for s in D.CIFAR10_STATS)
+    assert y.tolist() == labels.tolist()
+    assert torch.allclose(x, (torch.tensor(images).permute(0, 3, 1, 2).float() / 255 - mean) / std, atol=1e-5)
+    folder = tmp_path / "py" / "cifar-10-batches-py"  # the same images in the python version
+    folder.mkdir(parents=True)
+    for k, name in enumerate([f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]):
+        with open(folder / name, "wb") as f:
+            rows = slice(0, 7) if k == 0 else slice(0, 0)
+            data = images.transpose(0, 3, 1, 2).reshape(7, 3072)[rows]
+            pickle.dump({"data": data, "labels": labels[rows].tolist()}, f)
+    with open(folder / "batches.meta", "wb") as f:
+        pickle.dump({"label_names": names}, f)
+    xp, yp = D.to_tensors(D.load("cifar10", split="train", data_dir=tmp_path / "py"))
+    assert torch.equal(x, xp) and torch.equal(y, yp)
+    fine = np.arange(7) * 13 % 100
+    fake.write_cifar_binary(tmp_path / "bin", "cifar100", train=(images, fine), test=(images, fine),
+                            class_names=[f"c{i}" for i in range(100)])
+    data = D.load("cifar100", split="test", data_dir=tmp_path / "bin")
+    assert D.to_tensors(data)[1].tolist() == fine.tolist() and data.info["n_classes"] == 100  # fine labels
+    (tmp_path / "bin" / "cifar-10-batches-bin" / "test_batch.bin").write_bytes(bytes(3000))
+    with pytest.raises(ValueError, match="test_batch.bin.*record size 3073"):
+        D.load("cifar10", split="test", data_dir=tmp_path / "bin")
+    with pytest.raises(FileNotFoundError, match="cifar-10-batches-bin"):
+        D.load("cifar10", data_dir=tmp_path / "nothing")
 
 
 def test_fashion_mnist_fake_idx_files(tmp_path):
-    raw = tmp_path / "FashionMNIST" / "raw"
-    raw.mkdir(parents=True)
     images = (np.arange(4 * 28 * 28).reshape(4, 28, 28) % 256).astype(np.uint8)
-    for prefix, n in (("train", 4), ("t10k", 2)):
-        _write_idx(raw / f"{prefix}-images-idx3-ubyte", images[:n])
-        _write_idx(raw / f"{prefix}-labels-idx1-ubyte", np.arange(n) * 3 % 10)
+    fake.write_fashion_mnist(tmp_path, train=(images, np.arange(4) * 3 % 10), test=(images[:2], np.arange(2) * 3 % 10))
     x, y = D.to_tensors(D.load("fashion_mnist", split="train", data_dir=tmp_path))
     (mean,), (std,) = D.FASHION_MNIST_STATS
     assert x.shape == (4, 1, 28, 28) and y.tolist() == [0, 3, 6, 9]
@@ -389,10 +417,7 @@ def test_fashion_mnist_fake_idx_files(tmp_path):
 
 
 def _solid_jpeg(path, colour, size=(64, 64)) -> None:
-    from PIL import Image
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    Image.new("RGB", size, colour).save(path, "JPEG", quality=100)
+    fake.write_image(path, fake.solid(colour, size=size))
 
 
 COLOURS = [(200, 30, 30), (30, 200, 30), (30, 30, 200)]
@@ -405,9 +430,8 @@ def _decoded_class(x: torch.Tensor, mean, std) -> int:
 
 
 def test_eurosat_fake_image_folder_split(tmp_path):
-    for c, name in enumerate(["AnnualCrop", "Forest", "River"]):
-        for k in range(5):
-            _solid_jpeg(tmp_path / "eurosat" / "2750" / name / f"{name}_{k + 1}.jpg", COLOURS[c])
+    fake.write_eurosat(tmp_path, {name: [fake.solid(COLOURS[c])] * 5
+                                  for c, name in enumerate(["AnnualCrop", "Forest", "River"])})
     train = D.load("eurosat", split="train", data_dir=tmp_path, seed=1)
     test = D.load("eurosat", split="test", data_dir=tmp_path, seed=1)
     assert (len(train), len(test)) == (12, 3) and not set(train.indices) & set(test.indices)
@@ -420,17 +444,10 @@ def test_eurosat_fake_image_folder_split(tmp_path):
 def test_tiny_imagenet_fake_layout(tmp_path):
     base = tmp_path / "tiny-imagenet-200"
     wnids = ["n02", "n01", "n03"]  # file order ≠ sorted order: the class index follows sorted wnids
-    base.mkdir()
-    (base / "wnids.txt").write_text("\n".join(wnids) + "\n")
-    (base / "words.txt").write_text("n01\tgoldfish\nn02\tshark\nn03\tray\n")
-    annotations = []
-    for wnid in wnids:
-        colour = COLOURS[sorted(wnids).index(wnid)]
-        for k in range(2):
-            _solid_jpeg(base / "train" / wnid / "images" / f"{wnid}_{k}.JPEG", colour)
-        _solid_jpeg(base / "val" / "images" / f"val_{wnid}.JPEG", colour)
-        annotations.append(f"val_{wnid}.JPEG\t{wnid}\t1\t2\t50\t60")
-    (base / "val" / "val_annotations.txt").write_text("\n".join(annotations) + "\n")
+    image = {w: fake.solid(COLOURS[sorted(wnids).index(w)]) for w in wnids}
+    fake.write_tiny_imagenet(base, wnids=wnids, words={"n01": "goldfish", "n02": "shark", "n03": "ray"},
+                             train={w: [image[w]] * 2 for w in wnids},
+                             val=[(f"val_{w}.JPEG", image[w], w, (1, 2, 50, 60)) for w in wnids])
     train = D.load("tiny_imagenet", split="train", data_dir=tmp_path)
     test = D.load("tiny_imagenet", split="test", data_dir=base)
     assert len(train) == 6 and train.info["class_names"] == ["goldfish", "shark", "ray"]
@@ -454,10 +471,8 @@ def test_imagenet_val_fake_image_folder(tmp_path):
 
 
 def test_sst2_fake_tsv(tmp_path):
-    folder = tmp_path / "SST-2"
-    folder.mkdir()
-    (folder / "train.tsv").write_text("sentence\tlabel\nGood movie good\t1\nbad movie\t0\nvery very good\t1\n")
-    (folder / "dev.tsv").write_text("sentence\tlabel\ngood but unseen words\t1\nbad\t0\n")
+    fake.write_sst2(tmp_path / "SST-2", train=[("Good movie good", 1), ("bad movie", 0), ("very very good", 1)],
+                    dev=[("good but unseen words", 1), ("bad", 0)])
     train = D.load("sst2", split="train", data_dir=tmp_path, max_len=4)
     assert train.info["vocab"] == ["good", "movie", "very", "bad"]  # by count, ties alphabetical
     assert train.x.tolist() == [[2, 3, 2, 0], [5, 3, 0, 0], [4, 4, 2, 0]] and train.y.tolist() == [1, 0, 1]
@@ -471,13 +486,9 @@ def test_pam_fake_timex_files(tmp_path):
     rng = np.random.default_rng(0)
     x = rng.uniform(0.5, 3.0, size=(10, 6, 3)).astype(np.float32)
     x[rng.uniform(size=x.shape) < 0.3] = 0.0  # missing observations
-    (tmp_path / "processed_data").mkdir()
-    (tmp_path / "splits").mkdir()
-    np.save(tmp_path / "processed_data" / "PTdict_list.npy", x)
-    np.save(tmp_path / "processed_data" / "arr_outcomes.npy", np.stack([np.zeros(10), np.arange(10) % 8], 1))
     # The published split is an object .npy (pickled); its non-pickle form, the .npz beside it (see fl.data.pam)
-    np.savez(tmp_path / "splits" / "PAMAP2_split_2.npz", idx_train=np.arange(6), idx_val=np.arange(6, 8),
-             idx_test=np.arange(8, 10))
+    fake.write_pam(tmp_path, x, np.stack([np.zeros(10), np.arange(10) % 8], 1),
+                   splits=(np.arange(6), np.arange(6, 8), np.arange(8, 10)), split_no=2)
     data = D.load("pam", split="test", data_dir=tmp_path, split_no=2)
     assert data.x.shape == (2, 6, 3) and data.y.tolist() == [0, 1] and data.info["n_classes"] == 8
     expected = np.zeros((2, 6, 3), dtype=np.float32)
@@ -492,9 +503,8 @@ def test_pam_fake_timex_files(tmp_path):
 
 def test_boiler_fake_timex_files(tmp_path):
     x_full = torch.randn(5, 8, 2)  # TimeX stores (T, N, C)
-    torch.save(x_full, tmp_path / "xfull.pt")
-    torch.save(torch.tensor([0, 1] * 4), tmp_path / "yfull.pt")
-    torch.save((torch.arange(5), torch.tensor([5]), torch.tensor([6, 7])), tmp_path / "split=1.pt")
+    fake.write_boiler(tmp_path, x_full, torch.tensor([0, 1] * 4),
+                      splits=(torch.arange(5), torch.tensor([5]), torch.tensor([6, 7])))
     data = D.load("boiler", split="train", data_dir=tmp_path)
     assert torch.equal(data.x, x_full.permute(1, 0, 2)[:5]) and data.y.tolist() == [0, 1, 0, 1, 0]
     assert len(D.load("boiler", split="val", data_dir=tmp_path)) == 1
@@ -579,17 +589,11 @@ def test_ct_slices_errors_and_registry():
 
 # ----------------------------------------------------------------------------- paper-profile loaders, fake files
 def test_imagenet_vehicles_fake_image_folder_and_boxes(tmp_path):
-    from PIL import Image
-
     classes = ["two-wheeled", "private", "trucks-and-services"]  # class index = sorted folder order
     for name in classes:
         c = sorted(classes).index(name)
-        if c == 2:
-            path = tmp_path / "test" / name / "img_2.png"
-            path.parent.mkdir(parents=True)
-            Image.new("RGB", (300, 260), COLOURS[c]).save(path)
-        else:
-            _solid_jpeg(tmp_path / "test" / name / f"img_{c}.jpeg", COLOURS[c], size=(300, 260))
+        suffix = "png" if c == 2 else "jpeg"
+        fake.write_image(tmp_path / "test" / name / f"img_{c}.{suffix}", fake.solid(COLOURS[c], size=(300, 260)))
     data = D.load("imagenet_vehicles", split="test", data_dir=tmp_path)
     assert data.info["class_names"] == sorted(classes) and data.info["n_classes"] == 3
     assert not hasattr(data, "boxes")
@@ -614,20 +618,7 @@ def test_imagenet_vehicles_fake_image_folder_and_boxes(tmp_path):
         D.load("imagenet_vehicles", split="test")
 
 
-def _ct_folder(base, slices: dict, masks: dict, labels: dict) -> None:
-    """A fake ct_contrast split: images/*.npy, masks/<name> (.npy or .png), labels.csv."""
-    from PIL import Image
-
-    (base / "images").mkdir(parents=True)
-    (base / "masks").mkdir()
-    for name, array in slices.items():
-        np.save(base / "images" / name, array)
-    for name, array in masks.items():
-        if name.endswith(".png"):
-            Image.fromarray(array.astype(np.uint8) * 255).save(base / "masks" / name)
-        else:
-            np.save(base / "masks" / name, array)
-    (base / "labels.csv").write_text("file,label\n" + "".join(f"{k},{v}\n" for k, v in labels.items()))
+_ct_folder = fake.write_ct_split  # images/*.npy, masks/<name> (.npy or .png), labels.csv
 
 
 def test_ct_contrast_fake_folder(tmp_path):
@@ -673,11 +664,9 @@ def test_ct_contrast_missing_folder_and_pickled_npy(tmp_path):
     with pytest.raises(ValueError, match="2-D"):
         D.ct_contrast(data_dir=tmp_path)
     # a 16-bit grey PNG slice, its mask under the same stem as .npy
-    from PIL import Image
-
     (base / "images" / "s.npy").unlink()
     values = (np.arange(16).reshape(4, 4) * 1000).astype(np.uint16)
-    Image.fromarray(values).save(base / "images" / "s.png")
+    fake.write_image(base / "images" / "s.png", values)
     (base / "labels.csv").write_text("file,label\ns.png,1\n")
     data = D.ct_contrast(data_dir=tmp_path)
     (mean,), (std,) = data.info["mean"], data.info["std"]

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 import faithlab as fl
+from faithlab.data import fake
 
 D = fl.data
 
@@ -61,10 +62,7 @@ def test_the_payload_really_runs_when_unpickled(tmp_path):
 def _pam_files(root: Path, n: int = 10) -> np.ndarray:
     rng = np.random.default_rng(0)
     x = rng.uniform(0.5, 3.0, size=(n, 6, 3)).astype(np.float32)
-    (root / "processed_data").mkdir(parents=True)
-    (root / "splits").mkdir()
-    np.save(root / "processed_data" / "PTdict_list.npy", x)
-    np.save(root / "processed_data" / "arr_outcomes.npy", np.stack([np.zeros(n), np.arange(n) % 8], 1))
+    fake.write_pam(root, x, np.stack([np.zeros(n), np.arange(n) % 8], 1))  # no split file: each test writes its own
     return x
 
 
@@ -119,8 +117,7 @@ def test_pam_reads_a_plain_int_split_npy(tmp_path):
 
 
 def _boiler_files(root: Path) -> None:
-    torch.save(torch.randn(5, 8, 2), root / "xfull.pt")
-    torch.save(torch.tensor([0, 1] * 4), root / "yfull.pt")
+    fake.write_boiler(root, torch.randn(5, 8, 2), torch.tensor([0, 1] * 4))  # no split file: each test writes its own
 
 
 def test_boiler_refuses_pickled_objects_without_running_them(tmp_path):
@@ -232,17 +229,9 @@ def timm_hf_cache(tmp_path, monkeypatch):
     import huggingface_hub.constants
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
-    repo = tmp_path / "hf" / "models--timm--test_vit.r160_in1k"
-    revision = "0" * 40
 
     def put(file: Path, filename: str, blob_name: str | None = None) -> Path:
-        (repo / "refs").mkdir(parents=True, exist_ok=True)
-        (repo / "refs" / "main").write_text(revision)
-        (repo / "blobs").mkdir(exist_ok=True)
-        (repo / "snapshots" / revision).mkdir(parents=True, exist_ok=True)
-        blob = file.rename(repo / "blobs" / (blob_name or _sha256(file)))
-        (repo / "snapshots" / revision / filename).symlink_to(Path("..", "..", "blobs", blob.name))
-        return blob
+        return fake.put_in_hf_cache(tmp_path / "hf", "timm/test_vit.r160_in1k", file, filename, blob_name=blob_name)
 
     return put
 

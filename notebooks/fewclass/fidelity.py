@@ -35,6 +35,7 @@ alterations = ["none", "XRAI", "SG", "SG²"]
 ig_steps = 8
 sg_samples = 4
 sg_noise = 0.15
+fid_points = 101  # points of the MIF/LIF curves from 0 to 100 % replaced (the paper: every percent)
 paper = False
 data_dir = None
 seed = 0
@@ -77,7 +78,8 @@ info
 
 # %%
 frames = {task: P.evaluate_task(s, methods=methods, alterations=alterations, ig_steps=ig_steps,
-                                sg_samples=sg_samples, sg_noise=sg_noise, batch_size=batch_size, seed=seed)
+                                sg_samples=sg_samples, sg_noise=sg_noise, batch_size=batch_size, seed=seed,
+                                fractions=[i / (fid_points - 1) for i in range(fid_points)])
           for task, s in setups.items()}
 for task, fr in frames.items():
     for name, frame in fr.items():

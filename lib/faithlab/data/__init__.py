@@ -12,6 +12,8 @@ tokens. Real (need ``data_dir``): cifar10, cifar100, fashion_mnist, eurosat, tin
 imagenet_vehicles, ct_contrast, sst2, pam, boiler.
 Images are (N, C, H, W) normalised per channel (``info['mean']``, ``info['std']``), series (N, T, C), tokens (N, L)
 int64 with pad id 0. Randomness: a non-negative integer ``seed`` turned into CPU ``torch.Generator`` streams.
+:mod:`faithlab.data.fake` writes tiny fake copies of the real datasets in their on-disk formats (the loader tests, and
+the ``paper-dry`` profile's folder: :func:`faithlab.data.fake.write_paper_dry`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ._core import (
     switch_labels,
     to_tensors,
 )
+from . import fake
 from ._embedded import CT_CLASS_NAMES, canvas_digits, ct_slices, digits, timeseries, tokens
 from ._real import (
     CIFAR10_STATS,
@@ -39,6 +42,7 @@ from ._real import (
     FASHION_MNIST_STATS,
     IMAGENET_STATS,
     TINY_IMAGENET_STATS,
+    ArrayImages,
     ImageFiles,
     boiler,
     cifar10,
@@ -59,7 +63,8 @@ __all__ = [
     "digits", "canvas_digits", "ct_slices", "timeseries", "tokens", "CT_CLASS_NAMES",
     "cifar10", "cifar100", "fashion_mnist", "eurosat", "tiny_imagenet", "imagenet_val", "imagenet_vehicles",
     "ct_contrast", "sst2", "pam", "boiler",
-    "ImageFiles", "CIFAR10_STATS", "CIFAR100_STATS", "FASHION_MNIST_STATS", "IMAGENET_STATS", "TINY_IMAGENET_STATS",
+    "ImageFiles", "ArrayImages", "fake",
+    "CIFAR10_STATS", "CIFAR100_STATS", "FASHION_MNIST_STATS", "IMAGENET_STATS", "TINY_IMAGENET_STATS",
 ]
 
 _EMBEDDED = {

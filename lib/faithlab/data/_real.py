@@ -96,22 +96,83 @@ def _torchvision(cls_name: str, name: str, folder: str, layout: str, stats: tupl
     return _tag(ds, name=name, n_classes=len(ds.classes), class_names=list(ds.classes), mean=mean, std=std, split=split)
 
 
+class ArrayImages(Dataset):
+    """Images held as one (N, H, W, C) uint8 array (as torchvision's CIFAR datasets hold them): ``data``,
+    ``targets`` and ``classes`` as there, items ``(transform(PIL image), label)``."""
+
+    def __init__(self, data: np.ndarray, targets: list[int], classes: list[str], transform=None) -> None:
+        self.data, self.targets, self.classes, self.transform = data, targets, classes, transform
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitem__(self, index: int):
+        from PIL import Image
+
+        image = Image.fromarray(self.data[index])
+        return (self.transform(image) if self.transform else image), self.targets[index]
+
+
+# The CIFAR "binary version" (the files for C programs): fixed-size records, label byte(s) then 3072 pixel bytes
+# (R, G, B planes of 32×32, row-major, as in the python version's ``data`` rows). No pickle involved.
+_CIFAR_BINARY = {
+    "cifar10": ("cifar-10-batches-bin", [f"data_batch_{i}.bin" for i in range(1, 6)], ["test_batch.bin"],
+                "batches.meta.txt", 1),
+    "cifar100": ("cifar-100-binary", ["train.bin"], ["test.bin"], "fine_label_names.txt", 2),
+}
+
+
+def _cifar(name: str, cls_name: str, folder: str, stats: tuple, split: str, data_dir, download, mean,
+           std) -> Dataset:
+    """CIFAR-10/100 from the python version (torchvision, md5-checked) or, when only it is present, the binary
+    version (read here with numpy: fixed-size records, the label in the last label byte)."""
+    check_split(split)
+    root = _root(data_dir, name)
+    binary, train_files, test_files, names_file, label_bytes = _CIFAR_BINARY[name]
+    layout = (f"  data_dir/{folder}/ (the python version, md5-checked by torchvision), or\n"
+              f"  data_dir/{binary}/{{{', '.join(train_files + test_files)}, {names_file}}} (the binary version)")
+    if download or (root / folder).exists() or not (root / binary).is_dir():
+        return _torchvision(cls_name, name, folder, layout, stats, split, data_dir, download, mean, std)
+    base = root / binary
+    files = [base / f for f in (train_files if split == "train" else test_files)]
+    if not all(f.is_file() for f in [*files, base / names_file]):
+        raise _missing(name, root, layout, downloadable=True)
+    record = label_bytes + 3072
+    parts = []
+    for f in files:
+        raw = np.fromfile(f, dtype=np.uint8)
+        if raw.size == 0 or raw.size % record:
+            raise ValueError(f"data_dir file {str(f)!r} is not a CIFAR binary file: its size {raw.size} is not a "
+                             f"positive multiple of the record size {record} ({label_bytes} label byte(s) + 3072)")
+        parts.append(raw.reshape(-1, record))
+    rows = np.concatenate(parts)
+    classes = [line.strip() for line in (base / names_file).read_text().splitlines() if line.strip()]
+    targets = rows[:, label_bytes - 1].astype(np.int64).tolist()
+    if max(targets) >= len(classes):
+        raise ValueError(f"data_dir file {str(base / names_file)!r} names {len(classes)} classes, but the labels "
+                         f"go up to {max(targets)}")
+    images = np.ascontiguousarray(rows[:, label_bytes:].reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1))
+    mean, std = _stats(stats, mean, std)
+    ds = ArrayImages(images, targets, classes, _transform(mean, std))
+    return _tag(ds, name=name, n_classes=len(classes), class_names=classes, mean=mean, std=std, split=split)
+
+
 def cifar10(*, split: str = "train", data_dir: str | Path | None = None, download: bool = False,
             mean: tuple | None = None, std: tuple | None = None) -> Dataset:
-    """CIFAR-10 via torchvision: (3, 32, 32) ToTensor + Normalize(CIFAR10_STATS); 50,000 train / 10,000 test.
-    Layout: data_dir/cifar-10-batches-py/{data_batch_1..5, test_batch, batches.meta} (md5-checked by torchvision)."""
-    layout = "  data_dir/cifar-10-batches-py/{data_batch_1..data_batch_5, test_batch, batches.meta}"
-    return _torchvision("CIFAR10", "cifar10", "cifar-10-batches-py", layout, CIFAR10_STATS, split, data_dir,
-                        download, mean, std)
+    """CIFAR-10: (3, 32, 32) ToTensor + Normalize(CIFAR10_STATS); 50,000 train / 10,000 test.
+    Layout: the python version data_dir/cifar-10-batches-py/{data_batch_1..5, test_batch, batches.meta} (read by
+    torchvision, md5-checked: its files are pickles), or, when that folder is absent, the binary version
+    data_dir/cifar-10-batches-bin/{data_batch_1..5.bin, test_batch.bin, batches.meta.txt} (no pickle)."""
+    return _cifar("cifar10", "CIFAR10", "cifar-10-batches-py", CIFAR10_STATS, split, data_dir, download, mean, std)
 
 
 def cifar100(*, split: str = "train", data_dir: str | Path | None = None, download: bool = False,
              mean: tuple | None = None, std: tuple | None = None) -> Dataset:
-    """CIFAR-100 (fine labels) via torchvision: (3, 32, 32) ToTensor + Normalize(CIFAR100_STATS).
-    Layout: data_dir/cifar-100-python/{train, test, meta} (md5-checked by torchvision)."""
-    layout = "  data_dir/cifar-100-python/{train, test, meta}"
-    return _torchvision("CIFAR100", "cifar100", "cifar-100-python", layout, CIFAR100_STATS, split, data_dir,
-                        download, mean, std)
+    """CIFAR-100 (fine labels): (3, 32, 32) ToTensor + Normalize(CIFAR100_STATS).
+    Layout: the python version data_dir/cifar-100-python/{train, test, meta} (read by torchvision, md5-checked), or,
+    when that folder is absent, the binary version data_dir/cifar-100-binary/{train.bin, test.bin,
+    fine_label_names.txt} (records: coarse label, fine label, 3072 pixels; no pickle)."""
+    return _cifar("cifar100", "CIFAR100", "cifar-100-python", CIFAR100_STATS, split, data_dir, download, mean, std)
 
 
 def fashion_mnist(*, split: str = "train", data_dir: str | Path | None = None, download: bool = False,

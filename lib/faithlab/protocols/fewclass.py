@@ -9,7 +9,7 @@ only runs them over tasks, models, methods and alterations and lays the results 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -19,8 +19,8 @@ from torch import nn
 from faithlab import _validate, data, explainers, models, perturb, train, verdicts
 from faithlab.metrics import fewclass
 
-__all__ = ["METHODS", "ALTERATIONS", "NO_SG", "TASKS", "STAND_INS", "Setup", "setup", "method_maps", "fid_frame",
-           "evaluate_task",
+__all__ = ["METHODS", "ALTERATIONS", "NO_SG", "TASKS", "STAND_INS", "CAM_LAYERS", "Setup", "setup", "method_maps",
+           "fid_frame", "evaluate_task",
            "curve_frame", "localisation_frame", "selection_frame", "flip_frame", "rank_agreement", "wide_table",
            "random_lowest", "alteration_gains"]
 
@@ -59,13 +59,20 @@ STAND_INS: dict[str, list[dict]] = {
 """Default stand-in models per task (small and quick; the ``book`` profile trains wider ones longer): a CIFAR-style
 ResNet-18 for ResNet-18 / ResNet-50, torchvision's DenseNet at small size for DenseNet-121, a small Xception."""
 
+CAM_LAYERS = {"resnet18": "layer4", "resnet50": "layer4", "densenet121": "features.norm5",
+              "legacy_xception": "act4"}
+"""Grad-CAM's layer for the paper's architectures (torchvision ResNet-18 / DenseNet-121, timm ResNet-50 /
+Xception): the output of the last convolutional block. A paper setting may name another with ``"cam_layer"``; our
+stand-ins expose ``cam_layer`` themselves."""
+
 
 @dataclass(frozen=True)
 class Setup:
     """A task's models and XAI set: ``models`` ``{name: eval-mode model}``; images ``x`` ``(N, C, H, W)`` and
     labels ``y`` that every model predicts correctly (the paper's XAI set); ``boxes`` ``(N, 4)`` (vehicles) or
     ``masks`` ``(N, H, W)`` (CT) as localisation ground truth; ``background`` training images for Expected
-    Gradients; ``n_classes``; ``info`` one row per model (accuracy, where it comes from)."""
+    Gradients; ``n_classes``; ``info`` one row per model (accuracy, where it comes from); ``layers`` Grad-CAM's
+    layer per model (a dotted name; None: the model's own ``cam_layer``)."""
 
     task: str
     models: dict[str, nn.Module]
@@ -76,6 +83,7 @@ class Setup:
     background: torch.Tensor
     n_classes: int
     info: pd.DataFrame
+    layers: dict[str, str | None] = field(default_factory=dict)
 
 
 def _stand_in(task: str, split: str, *, image_size: int, seed: int, n: int | None):
@@ -97,7 +105,9 @@ def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int
     :func:`faithlab.train.fit` on ``n_train`` images (cached). Paper profile: ``imagenet_vehicles`` /
     ``ct_contrast`` from ``data_dir``/imagenet_vehicles and ``data_dir``/ct_contrast (layouts in
     :mod:`faithlab.data`) and ``settings`` ``[{"name", "arch", "weights_path", "source"?,
-    "config"?}]`` loaded by :func:`faithlab.models.pretrained` (state dicts read with ``weights_only``).
+    "config"?, "cam_layer"?}]`` loaded by :func:`faithlab.models.pretrained` (state dicts read with
+    ``weights_only``); Grad-CAM reads ``cam_layer`` (default :data:`CAM_LAYERS` of the arch; :func:`evaluate_task`
+    asks for one when GradCAM is among its methods and the arch has none).
     n_background: training images for Expected Gradients (the paper: 200).
     """
     _validate.one_of(task, "task", TASKS)
@@ -108,6 +118,7 @@ def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int
         raise ValueError("settings must name at least one model")
     n_classes = 3 if task == "vehicles" else 2
     trained: dict[str, nn.Module] = {}
+    layers: dict[str, str | None] = {}
     rows = []
     if not paper:
         train_data = _stand_in(task, "train", image_size=image_size, seed=seed, n=n_train)
@@ -137,6 +148,7 @@ def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int
             model = models.pretrained(s["arch"], source=s.get("source", "torchvision"),
                                       weights_path=Path(s["weights_path"]).expanduser(), **dict(s.get("config", {})))
             trained[s["name"]] = model.to(device).eval()
+            layers[s["name"]] = s.get("cam_layer", CAM_LAYERS.get(s["arch"]))
             rows.append({"model": s["name"], "architecture": s["arch"], "weights": str(s["weights_path"]),
                          "test accuracy": train.evaluate(trained[s["name"]], test_data, device=device)["accuracy"]})
     x_all, y_all = data.to_tensors(test_data)
@@ -156,7 +168,7 @@ def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int
     return Setup(task, trained, x_all[keep], y_all[keep],
                  boxes[keep.cpu()].to(device) if boxes is not None and task == "vehicles" else None,
                  masks[keep.cpu()].to(device) if masks is not None and task == "ct" else None,
-                 bg.to(device), n_classes, pd.DataFrame(rows))
+                 bg.to(device), n_classes, pd.DataFrame(rows), {name: layers.get(name) for name in trained})
 
 
 def _explain_target(model: nn.Module, x: torch.Tensor, target: torch.Tensor) -> tuple[nn.Module, torch.Tensor]:
@@ -169,11 +181,13 @@ def _explain_target(model: nn.Module, x: torch.Tensor, target: torch.Tensor) -> 
 def method_maps(model: nn.Module, x: torch.Tensor, target: torch.Tensor, *, methods: Mapping[str, tuple[str, dict]],
                 alterations: Sequence[str] = ALTERATIONS, background: torch.Tensor | None = None,
                 ig_steps: int = 32, sg_samples: int = 10, sg_noise: float = 0.15, skip: Sequence[str] = (),
-                batch_size: int = 256, generator: torch.Generator | int = 0) -> dict[tuple[str, str], torch.Tensor]:
+                batch_size: int = 256, generator: torch.Generator | int = 0, layer: str | None = None
+                ) -> dict[tuple[str, str], torch.Tensor]:
     """Maps ``{(method, alteration): (B, C|1, H, W)}`` of every method × alteration (Random only unaltered;
     ``skip`` lists methods without SG/SG², :data:`NO_SG`). SG/SG²: ``sg_samples`` noisy copies with noise std
     ``sg_noise`` × the range of x; IG ``ig_steps`` steps; EG draws from ``background``. One generator shared in
-    the order of the methods, so the maps depend on the seed only."""
+    the order of the methods, so the maps depend on the seed only. layer: Grad-CAM's layer (``Setup.layers``; None:
+    the model's ``cam_layer``)."""
     g = _validate.generator(generator, why="for the random methods and noise")
     model, tgt = _explain_target(model, x, target)
     stdev = float(sg_noise) * float(x.max() - x.min())
@@ -182,6 +196,8 @@ def method_maps(model: nn.Module, x: torch.Tensor, target: torch.Tensor, *, meth
         opts = dict(options)
         if method == "integrated_gradients":
             opts.setdefault("n_steps", ig_steps)
+        if method == "gradcam" and layer is not None:
+            opts.setdefault("layer", layer)
         if method == "expected_gradients":
             if background is None:
                 raise ValueError("background images are needed for Expected Gradients")
@@ -203,12 +219,15 @@ def method_maps(model: nn.Module, x: torch.Tensor, target: torch.Tensor, *, meth
 
 def fid_frame(model: nn.Module, x: torch.Tensor, maps: Mapping[tuple[str, str], torch.Tensor],
               perturbed: torch.Tensor, *, labels: Mapping[str, object] | None = None, batch_size: int = 256,
-              generator: int = 0) -> tuple[pd.DataFrame, dict[tuple[str, str], dict]]:
+              generator: int = 0, fractions: Sequence[float] = fewclass.FRACTIONS
+              ) -> tuple[pd.DataFrame, dict[tuple[str, str], dict]]:
     """Few-class Fid of every map → (rows per method × alteration × image with ``Fid``, ``A_MIF``, ``A_LIF``;
-    the details dicts with the curves). The tie order of each map is seeded by ``generator``."""
+    the details dicts with the curves). The tie order of each map is seeded by ``generator``; ``fractions``: the
+    curves' points (default the paper's p = 0, 1, …, 100 %)."""
     rows, details = [], {}
     for (name, alt), a in maps.items():
-        d = fewclass.fewclass_fid_details(model, x, a, perturbed, generator=generator, batch_size=batch_size)
+        d = fewclass.fewclass_fid_details(model, x, a, perturbed, generator=generator, batch_size=batch_size,
+                                          fractions=fractions)
         details[name, alt] = d
         rows.append(pd.DataFrame({**(labels or {}), "method": name, "alteration": alt, "image": range(x.shape[0]),
                                   "Fid": d["score"].cpu().numpy(), "A_MIF": d["a_mif"].cpu().numpy(),
@@ -300,13 +319,20 @@ def rank_agreement(fid: pd.DataFrame, loc: pd.DataFrame, *, score: str, by: Sequ
 
 def evaluate_task(s: Setup, *, methods: Sequence[str] = tuple(METHODS), alterations: Sequence[str] = ALTERATIONS,
                   ig_steps: int = 32, sg_samples: int = 10, sg_noise: float = 0.15, grid=None, batch_size: int = 256,
-                  seed: int = 0) -> dict[str, pd.DataFrame]:
+                  seed: int = 0, fractions: Sequence[float] = fewclass.FRACTIONS) -> dict[str, pd.DataFrame]:
     """Everything Tables 1–4 need for one task, per model: the selected perturbation of every image, the maps of
-    ``methods`` × ``alterations``, their Fid with curves, and their localisation (IoU for vehicles, Dice for CT).
-    Returns frames ``selection``, ``fid``, ``curves`` and ``localisation`` (a ``model`` column in each)."""
+    ``methods`` × ``alterations``, their Fid with curves at ``fractions`` (default p = 0, 1, …, 100 %), and their
+    localisation (IoU for vehicles, Dice for CT). Returns frames ``selection``, ``fid``, ``curves`` and
+    ``localisation`` (a ``model`` column in each)."""
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ValueError(f"methods must be names of METHODS {tuple(METHODS)}, got {unknown}")
+    if any(METHODS[k][0] == "gradcam" for k in methods):
+        no_layer = [m for m, model in s.models.items() if s.layers.get(m) is None and
+                    getattr(model, "cam_layer", None) is None]
+        if no_layer:
+            raise ValueError(f"methods include GradCAM, but the models {no_layer} have no Grad-CAM layer: give their "
+                             "settings entries a 'cam_layer' (a dotted module name; defaults in CAM_LAYERS)")
     frames: dict[str, list[pd.DataFrame]] = {"selection": [], "fid": [], "curves": [], "localisation": []}
     for i, (m, model) in enumerate(s.models.items()):
         labels = {"model": m}
@@ -315,9 +341,9 @@ def evaluate_task(s: Setup, *, methods: Sequence[str] = tuple(METHODS), alterati
         maps = method_maps(model, s.x, s.y, methods={k: METHODS[k] for k in methods}, alterations=alterations,
                            background=s.background, ig_steps=ig_steps, sg_samples=sg_samples, sg_noise=sg_noise,
                            skip=NO_SG.get(s.task, ()), batch_size=batch_size,
-                           generator=torch.Generator().manual_seed(seed + i))
+                           generator=torch.Generator().manual_seed(seed + i), layer=s.layers.get(m))
         fid, details = fid_frame(model, s.x, maps, sel["image"], labels=labels, batch_size=batch_size,
-                                 generator=seed)
+                                 generator=seed, fractions=fractions)
         frames["fid"].append(fid)
         frames["curves"].append(curve_frame(details, labels=labels))
         frames["localisation"].append(localisation_frame(maps, boxes=s.boxes, masks=s.masks, labels=labels))

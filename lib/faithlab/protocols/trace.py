@@ -81,8 +81,20 @@ def first_by_filename(dataset, n: int) -> list[int]:
     return sorted(range(len(names)), key=lambda i: (names[i], i))[:n]
 
 
+def _torchvision_entry(entry) -> tuple[str, dict]:
+    """A ``torchvision_models`` entry → (name, keyword arguments of :func:`faithlab.models.pretrained`)."""
+    if isinstance(entry, str):
+        return entry, {"weights": "DEFAULT"}
+    if isinstance(entry, Mapping) and {"name", "weights_path"} <= set(entry) \
+            and set(entry) <= {"name", "weights_path", "config"}:
+        return str(entry["name"]), {"weights_path": Path(entry["weights_path"]).expanduser(),
+                                    **dict(entry.get("config") or {})}
+    raise ValueError("torchvision_models entries must be torchvision model names or {'name', 'weights_path', "
+                     f"'config'?}} dicts, got {entry!r:.200}")
+
+
 def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float = 0.45,
-          dataset: str = "canvas_digits", data_dir: str | None = None, torchvision_models: tuple[str, ...] = (),
+          dataset: str = "canvas_digits", data_dir: str | None = None, torchvision_models: tuple = (),
           seed: int = 0, device: str | torch.device = "cpu") -> Setup:
     """Stand-ins or the paper's models, and the images they are all evaluated on.
 
@@ -91,7 +103,10 @@ def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float
     "n_epochs"}``, trained by :func:`faithlab.recipes.canvas_classifier`, cached), all evaluated on the first
     ``n_images`` test digits; accuracy on the whole test split. With ``torchvision_models`` (the ``paper``
     profile, e.g. :data:`PAPER_MODELS`): their ImageNet weights from the local torch-hub cache and the first
-    ``n_images`` images of ``dataset`` (``"imagenet_val"``) by file name; accuracy on those images.
+    ``n_images`` images of ``dataset`` (``"imagenet_val"``) by file name; accuracy on those images. An entry may
+    also be ``{"name": <torchvision name>, "weights_path": <state dict file>, "config": {builder arguments}}``
+    (weights read with ``weights_only``, e.g. the ``paper-dry`` profile's random ones); Grad-CAM's layer follows
+    the name (:data:`CAM_LAYERS`).
     """
     n_images = _validate.positive_int(n_images, "n_images")
     trained: dict[str, nn.Module] = {}
@@ -115,10 +130,12 @@ def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float
         x = torch.stack([ds[i][0] for i in chosen])
         y = torch.tensor([int(ds[i][1]) for i in chosen])
         rows = []
-        for name in torchvision_models:
-            model = models.pretrained(name, weights="DEFAULT").to(device).eval()
+        for entry in torchvision_models:
+            name, how = _torchvision_entry(entry)
+            model = models.pretrained(name, **how).to(device).eval()
             trained[name] = model
-            rows.append({"model": name, "architecture": name, "weights": "torchvision DEFAULT",
+            rows.append({"model": name, "architecture": name,
+                         "weights": str(how.get("weights_path", "torchvision DEFAULT")),
                          "test accuracy": train.evaluate(model, data.TensorData(x, y), device=device)["accuracy"]})
     layers = {name: CAM_LAYERS.get(name) for name in trained} if torchvision_models else dict.fromkeys(trained)
     return Setup(trained, x.to(device), y.to(device), pd.DataFrame(rows), layers)
