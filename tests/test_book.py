@@ -33,7 +33,8 @@ def smoke_book(tmp_path_factory):
     shutil.copytree(ROOT / "book", site / "book", ignore=shutil.ignore_patterns("_build", "_generated"))
     shutil.copy(ROOT / "_config.yml", site / "_config.yml")
     generated = site / "book" / "_generated"
-    results = study.run(profile="smoke", root=ROOT, generated=generated, force=True, jobs=1, timeout=600)
+    # two notebooks at a time, as `make book` runs them (shared trained models wait on the cache's per-key lock)
+    results = study.run(profile="smoke", root=ROOT, generated=generated, force=True, jobs=2, timeout=600)
     return site, {r.name: r for r in results}
 
 
