@@ -78,6 +78,28 @@ def batched_forward(model: Callable, inputs: torch.Tensor, batch_size: int) -> N
             model(inputs[start:start + batch_size].clone())
 
 
+def morf_workload(model: torch.nn.Module, x: torch.Tensor, attributions: torch.Tensor, target: torch.Tensor,
+                  n_fractions: int, batch_size: int) -> tuple[torch.Tensor, Callable[..., torch.Tensor]]:
+    """The removal-curve workload of removal_curve.py and engine_overhead.py: ``curve(net=model, batch_size=...)``,
+    the MoRF curve (zero reference, probabilities, ``n_fractions`` points), and the very inputs it perturbs, prebuilt
+    for bare forward passes (B × F of them, sample-major). Checks first that bare passes over them give the curve."""
+    fractions = torch.linspace(0, 1, n_fractions)
+    units = fl.perturb.pixel_units(x)
+    ranks = fl.perturb.ranks(fl.perturb.order(fl.perturb.unit_scores(attributions, units, reduce="sum_abs")))
+    counts = torch.round(fractions * units.n).long().tolist()
+    prebuilt = torch.stack([fl.perturb.apply_removal(x, ranks < k, units) for k in counts], dim=1).flatten(0, 1)
+
+    def curve(net: torch.nn.Module = model, batch_size: int | str = batch_size) -> torch.Tensor:
+        return fl.perturb.removal_curve(net, x, attributions, fractions, order="morf", reference="zero",
+                                        output="prob", target=target, batch_size=batch_size)
+
+    with torch.no_grad():  # both sides compute the same thing
+        probs = torch.cat([model(chunk).softmax(1) for chunk in prebuilt.split(batch_size)])
+    same = probs.gather(1, target.repeat_interleave(n_fractions)[:, None]).view(len(x), n_fractions)
+    torch.testing.assert_close(curve(), same)
+    return prebuilt, curve
+
+
 def captured_inputs(run: Callable[[torch.nn.Module], object], model: torch.nn.Module) -> torch.Tensor:
     """Every input ``run(model)`` sends to ``model``, concatenated: the bare side then times the very inputs the
     metric builds (a model's speed can depend on the values: on CPU the small CNN runs about 15 % slower on

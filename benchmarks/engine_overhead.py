@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import NoOp, batched_forward, digits, median_times, parser, setup, sync  # noqa: E402
+from _timing import NoOp, batched_forward, digits, morf_workload, median_times, parser, setup, sync  # noqa: E402
 
 import faithlab as fl  # noqa: E402
 
@@ -71,20 +71,7 @@ def main() -> None:
     x, _ = digits(args.n, 32, device)
     attributions = torch.randn(args.n, 1, 32, 32, generator=g).to(device)
     target = torch.randint(0, 10, (args.n,), generator=g).to(device)
-    fractions = torch.linspace(0, 1, args.fractions)
-    units = fl.perturb.pixel_units(x)
-    ranks = fl.perturb.ranks(fl.perturb.order(fl.perturb.unit_scores(attributions, units, reduce="sum_abs")))
-    counts = torch.round(fractions * units.n).long().tolist()
-    prebuilt = torch.stack([fl.perturb.apply_removal(x, ranks < k, units) for k in counts], dim=1).flatten(0, 1)
-
-    def curve(net: nn.Module = model, batch_size: int | str = args.batch_size) -> torch.Tensor:
-        return fl.perturb.removal_curve(net, x, attributions, fractions, order="morf", reference="zero",
-                                        output="prob", target=target, batch_size=batch_size)
-
-    with torch.no_grad():  # both sides compute the same thing
-        probs = torch.cat([model(chunk).softmax(1) for chunk in prebuilt.split(args.batch_size)])
-    same = probs.gather(1, target.repeat_interleave(args.fractions)[:, None]).view(args.n, args.fractions)
-    torch.testing.assert_close(curve(), same)
+    prebuilt, curve = morf_workload(model, x, attributions, target, args.fractions, args.batch_size)
 
     noop = NoOp().eval()
     times = median_times({"bare": lambda: batched_forward(model, prebuilt, args.batch_size), "curve": curve,
