@@ -22,7 +22,9 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import NoOp, batched_forward, digits, morf_workload, parser, report_memory, setup, sweep, sweep_sizes, timed  # noqa: E402
+from _timing import (  # noqa: E402
+    NoOp, batched_forward, digits, morf_workload, parser, report_memory, setup, sweep, sweep_sizes, timed,
+)
 
 import faithlab as fl  # noqa: E402
 
