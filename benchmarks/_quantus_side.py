@@ -39,7 +39,8 @@ from torch import nn
 
 
 class SmallCNN(nn.Module):
-    """faithlab's ``small_cnn``, rebuilt with the same parameter names."""
+    """faithlab's ``small_cnn``, rebuilt with the same parameter names: this script runs in the peer's own environment,
+    where faithlab is not installed (its state dict is loaded strictly, so a drift from the original fails)."""
 
     def __init__(self, in_channels: int, n_classes: int, width: int) -> None:
         super().__init__()
