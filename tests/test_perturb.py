@@ -358,7 +358,8 @@ def test_errors_name_the_argument():
         ("order", lambda: P.removal_curve(model, x, None, [0.5], order=torch.zeros(64).long())),
         ("generator", lambda: P.removal_curve(model, x, None, [0.5], order="random")),
         ("output", lambda: P.removal_curve(model, x, a, [0.5], output="probability")),
-        ("output", lambda: P.removal_curve(model, x, a, [0.5], output=lambda logits, t: logits)),
+        ("output", lambda: P.removal_curve(model, x, a, [0.5], output=lambda logits, t: logits[..., None])),
+        ("output", lambda: P.removal_curve(model, x, a, [0.5], output=lambda logits, t: logits.sum())),
         ("x", lambda: P.removal_curve(model, x * math.nan, a, [0.5])),
         ("target", lambda: P.removal_curve(model, x, a, [0.5], target=torch.tensor([0, 7]))),
         ("reference", lambda: P.removal_curve(model, x, a, [0.5], reference="median")),
@@ -522,3 +523,23 @@ def test_non_finite_logits_raise_even_when_the_read_out_is_finite():
         for output in ("prob", "logit", "log_odds", "correct"):
             with pytest.raises(ValueError, match="NaN or inf"):
                 P.removal_curve(model, x, a, [0.0, 1.0], output=output, target=torch.zeros(3).long(), batch_size=2)
+
+
+def test_a_callable_output_may_read_several_values_per_input():
+    """output (N, K): one pass gives K read-outs, each equal to its own single read-out curve."""
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 3)).eval()
+    g = torch.Generator().manual_seed(0)
+    x, a = torch.randn(5, 1, 4, 4, generator=g), torch.randn(5, 1, 4, 4, generator=g)
+    t = torch.tensor([0, 1, 2, 1, 0])
+    both = P.removal_curve(model, x, a, FRACTIONS, target=t, batch_size=7,
+                           output=lambda z, tt: torch.stack([z.softmax(1).gather(1, tt[:, None])[:, 0],
+                                                             z.logsumexp(1)], dim=1))
+    assert both.shape == (5, len(FRACTIONS), 2)
+    torch.testing.assert_close(both[..., 0], P.removal_curve(model, x, a, FRACTIONS, target=t, output="prob"))
+    torch.testing.assert_close(both[..., 1], P.removal_curve(model, x, a, FRACTIONS, target=t,
+                                                             output=lambda z, _: z.logsumexp(1)))
+    masks = torch.rand(5, 3, 16, generator=g) < 0.5
+    out = P.removal_outputs(model, x, masks, target=t, output=lambda z, _: torch.stack([z[:, 0], z[:, 1]], 1))
+    assert out.shape == (5, 3, 2)
+    torch.testing.assert_close(out[..., 1], P.removal_outputs(model, x, masks, target=t,
+                                                              output=lambda z, _: z[:, 1]))

@@ -4,6 +4,7 @@ Submodules are imported lazily so that ``import faithlab as fl`` stays cheap::
 
     import faithlab as fl
     curves = fl.perturb.removal_curve(model, x, attributions, fractions, target=y)
+    report = fl.evaluate(model, x, y, {"IG": maps_ig, "Saliency": maps_sal})   # every metric of the study
 """
 
 from __future__ import annotations
@@ -27,12 +28,17 @@ _SUBMODULES = (
     "study",
     "recipes",
     "protocols",
+    "evaluation",
 )
 
-__all__ = ["__version__", *_SUBMODULES]
+__all__ = ["__version__", "evaluate", *_SUBMODULES]
 
 
 def __getattr__(name: str):
+    if name == "evaluate":  # every metric in one call: faithlab.evaluation.evaluate
+        value = importlib.import_module(f"{__name__}.evaluation").evaluate
+        globals()[name] = value
+        return value
     if name in _SUBMODULES:
         module = importlib.import_module(f"{__name__}.{name}")
         globals()[name] = module

@@ -332,20 +332,22 @@ def _forward_grid(model: Callable, build: Callable, n_samples: int, per_sample: 
                 torch.sum(logits if wide else logits.mul(0), dim=1, dtype=check.dtype, out=check[g0:g1])
                 continue
             out = fn(logits, targets[g0:g1, 0])
-            if not isinstance(out, torch.Tensor) or out.shape != (logits.shape[0],):
-                raise ValueError(f"output must give one value per input, shape ({logits.shape[0]},)")
+            if not isinstance(out, torch.Tensor) or out.ndim not in (1, 2) or out.shape[0] != logits.shape[0] or (
+                    flat is not None and out.shape[1:] != flat.shape[1:]):
+                raise ValueError(f"output must give one value per input, shape ({logits.shape[0]},), or the same "
+                                 f"number of values per input, shape ({logits.shape[0]}, K)")
             if flat is None:
-                flat = torch.empty(total, dtype=out.dtype, device=out.device)
-                flat2d = flat[:, None]
+                flat = torch.empty((total, *out.shape[1:]), dtype=out.dtype, device=out.device)
+                flat2d = flat[:, None] if flat.ndim == 1 else None
             flat[g0:g1] = out
             part = logits.sum(dim=1, dtype=torch.float64) if wide else logits.mul(0).sum(dim=1)
             if check_out and out.is_floating_point():
-                part = part + out.mul(0).to(part.device)
+                part = part + out.mul(0).reshape(out.shape[0], -1).sum(1).to(part.device)
             check[g0:g1] = part
     finite = torch.isfinite(check)
     if not bool(finite.all()):
         raise _non_finite_error(~finite, per_sample, "inputs it was given")
-    return flat.view(n_samples, per_sample)
+    return flat.view(n_samples, per_sample, *flat.shape[1:])
 
 
 def _fill(fill: Callable, c0: int, c1: int, per_sample: int, shape: tuple, like: torch.Tensor,
@@ -454,7 +456,7 @@ def removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor |
     reference: see ``make_reference`` (pass a tensor for a blur with non-default parameters).
     output: ``"prob"`` softmax probability of target, ``"logit"``, ``"correct"`` (1.0 if argmax == target),
     ``"log_odds"`` log p/(1-p), ``"predicted"`` the predicted class (int64), or a callable(logits, target) →
-    ``(N,)``.
+    ``(N,)``, or ``(N, K)`` for K read-outs of the same inputs (the result then has a trailing dim K).
     target: ``(B,)`` int64 classes; None → the model's prediction on the clean x.
     units: None infers pixels for 4-D x and dim-1 units (time steps, tokens) otherwise.
     batch_size: at most this many perturbed inputs per forward call; results do not depend on it. ``"auto"``: the

@@ -1,0 +1,232 @@
+"""fl.evaluate: the same numbers as the individual metric calls, shared work (counted model calls), oracles,
+invariance and errors."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+import torch
+from oracles import LinearProb, small_cnn
+
+import faithlab as fl
+from faithlab.metrics import cumulative, trace
+
+SPARSITY = (0.25, 0.5, 0.75)
+OPTIONS = dict(sparsity=SPARSITY, n_samples=3, n_subsets=12, n_neighbours=3, saco_k=4, edge=4, seed=3,
+               progress=False)
+
+
+def _explain(model, inputs, target):
+    return fl.explainers.explain(model, inputs, target, method="saliency")
+
+
+def _setup(b: int = 6):
+    model = small_cnn(in_channels=2, side=8, n_classes=3)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(b, 2, 8, 8, generator=g)
+    y = torch.randint(0, 3, (b,), generator=g)
+    maps = {"A": torch.randn(b, 2, 8, 8, generator=g), "B": torch.randn(b, 1, 8, 8, generator=g).abs()}
+    tuned = small_cnn(in_channels=2, side=8, n_classes=3)
+    with torch.no_grad():
+        tuned[0].weight.mul_(1.5)  # a different model: FFid must read it, not the original
+    return model, x, y, maps, tuned
+
+
+def _scores(frame: pd.DataFrame, explainer: str, metric: str) -> torch.Tensor:
+    rows = frame[(frame["explainer"] == explainer) & (frame["metric"] == metric)]
+    return torch.tensor(rows["score"].to_numpy(), dtype=torch.float64)
+
+
+def _kfold(x: torch.Tensor):
+    models = []
+    for seed in range(3):
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            models.append(torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(x[0].numel(), 3)).eval())
+    return SimpleNamespace(models=models, folds=torch.arange(x.shape[0]) % 3)
+
+
+def test_every_metric_equals_its_own_call():
+    model, x, y, maps, tuned = _setup()
+    kfold = _kfold(x)
+    frame = fl.evaluate(model, x, y, maps, finetuned=tuned, explainer=_explain, kfold=kfold, **OPTIONS)
+    assert set(frame["metric"]) == set(fl.evaluation.available())
+    target = model(x).argmax(1)
+    sel = fl.metrics.select_perturbation(model, x)["image"]
+    for name, a in maps.items():
+        expected = {
+            "fid+": fl.metrics.fid_plus(model, x, y, a, SPARSITY).mean(1),
+            "fid-": fl.metrics.fid_minus(model, x, y, a, SPARSITY).mean(1),
+            "rfid+": fl.metrics.fid_plus(model, x, y, a, SPARSITY, alpha=0.5, n_samples=3, generator=3).mean(1),
+            "rfid-": fl.metrics.fid_minus(model, x, y, a, SPARSITY, alpha=0.5, n_samples=3, generator=3).mean(1),
+            "ffid+": fl.metrics.fid_plus(tuned, x, y, a, SPARSITY, alpha=0.5, beta=0.1, n_samples=3,
+                                         generator=3).mean(1),
+            "ffid-": fl.metrics.fid_minus(tuned, x, y, a, SPARSITY, alpha=0.5, beta=0.1, n_samples=3,
+                                          generator=3).mean(1),
+            "fewclass_fid": fl.metrics.fewclass_fid(model, x, a, sel, generator=3),
+            "saco": fl.metrics.saco(model, x, a, k=4),
+            "auc_accuracy": fl.metrics.auc_accuracy(model, x, a, y),
+            "aopc": fl.metrics.aopc(model, x, a),
+            "log_odds": fl.metrics.log_odds(model, x, a),
+            "comprehensiveness": fl.metrics.comprehensiveness(model, x, a),
+            "mu_fidelity": fl.metrics.mu_fidelity(model, x, a, target, n_subsets=12, generator=3),
+            "s_avg": fl.metrics.average_stability(lambda i, t: _explain(model, i, t), x, target, n_neighbours=3,
+                                                  generator=3),
+        }
+        d = trace.lerf_morf_details(model, x, trace.trajectory_from_map(a, x, edge=4), edge=4)
+        expected.update({"lerf": d["lerf_auc"], "morf": d["morf_auc"], "le-mo": d["lerf_morf"]})
+        for metric, value in expected.items():
+            got = _scores(frame, name, metric)
+            assert got.shape == (x.shape[0],), metric
+            torch.testing.assert_close(got, value.double(), rtol=0, atol=1e-12, equal_nan=True, msg=metric)
+        preds = torch.stack([m(x).argmax(1) for m in kfold.models])
+        stacked = torch.stack([_explain(m, x, p) for m, p in zip(kfold.models, preds)])
+        rm = fl.metrics.reco_mege(stacked, preds, y, kfold.folds)
+        for metric in ("reco", "mege"):
+            rows = frame[(frame["explainer"] == name) & (frame["metric"] == metric)]
+            assert len(rows) == 1 and rows["sample"].isna().all() and (rows["level"] == "dataset").all()
+            assert rows["score"].item() == pytest.approx(rm[metric], nan_ok=True)
+
+
+def test_directions_papers_and_orientation():
+    model, x, y, maps, _ = _setup()
+    frame = fl.evaluate(model, x, y, maps["A"], metrics=["fid-", "aopc", "log_odds"], **OPTIONS)
+    assert list(frame["explainer"].unique()) == ["explainer"]
+    direction = frame.groupby("metric")["direction"].first().to_dict()
+    assert direction == {"fid-": "lower is better", "aopc": "higher is better", "log_odds": "lower is better"}
+    assert frame.groupby("metric")["paper"].first().to_dict() == {"fid-": "ffidelity", "aopc": "saco",
+                                                                  "log_odds": "saco"}
+    o = fl.evaluation.oriented(frame)
+    lower = o["metric"].isin(["fid-", "log_odds"])
+    assert (o.loc[lower, "oriented"] == -o.loc[lower, "score"]).all()
+    assert (o.loc[~lower, "oriented"] == o.loc[~lower, "score"]).all()
+
+
+class _Counter(torch.nn.Module):
+    def __init__(self, net):
+        super().__init__()
+        self.net, self.inputs, self.calls = net, 0, 0
+
+    def forward(self, x):
+        self.inputs += x.shape[0]
+        self.calls += 1
+        return self.net(x)
+
+
+def test_shared_work_is_done_once():
+    net, x, y, maps, _ = _setup(b=5)
+    b, f = x.shape[0], len(cumulative.FRACTIONS)
+    counter = _Counter(net).eval()
+    frame = fl.evaluate(counter, x, y, maps, metrics=["auc_accuracy", "aopc", "log_odds"], **OPTIONS)
+    # one clean pass for both explainers, then one MoRF curve of F inputs per sample and explainer (not three)
+    assert counter.inputs == b + len(maps) * b * f
+    assert frame.attrs["forward_inputs"] == counter.inputs
+    cost = fl.evaluation.cost(frame)
+    assert cost.loc[cost["group"] == "morf", "forward_inputs"].tolist() == [b * f] * len(maps)
+    assert cost.loc[cost["group"] == "morf", "metrics"].iloc[0] == "AUC, AOPC, LOdds"
+    # the separate calls need three curves per explainer, plus their own clean read-outs of the prediction
+    counter.inputs = 0
+    for a in maps.values():
+        fl.metrics.auc_accuracy(counter, x, a, y), fl.metrics.aopc(counter, x, a), fl.metrics.log_odds(counter, x, a)
+    assert counter.inputs >= 3 * len(maps) * b * f
+
+    # Few-class Fidelity's perturbation search runs once for every explainer
+    counter.inputs = 0
+    fl.evaluate(counter, x, y, maps, metrics=["fewclass_fid"], **OPTIONS)
+    grid = len(fl.metrics.fewclass.candidate_grid())
+    curves = 2 * len(fl.metrics.fewclass.FRACTIONS)
+    # (+1 and +1 per explainer: the search and each Fid call read the number of classes on one input)
+    assert counter.inputs == b + (b * grid + 1) + len(maps) * (b * curves + 1)
+
+
+def test_oracle_true_map_scores_ideal():
+    # p(class 0 | x) = q0 + Σ β x on all-ones inputs: removing a set lowers p by Σβ over it, exactly, so the true map
+    # β is perfectly faithful: SaCo = 1 and μF (Pearson of Σβ over subsets vs the drops) = 1; its reversal SaCo = −1
+    g = torch.Generator().manual_seed(0)
+    beta = torch.rand(36, generator=g, dtype=torch.float64) * 0.02
+    model = LinearProb(beta, q0=0.3)
+    x = torch.ones(4, 1, 6, 6, dtype=torch.float64)
+    y = torch.zeros(4, dtype=torch.int64)
+    truth = beta.view(1, 1, 6, 6).expand(4, 1, 6, 6)
+    frame = fl.evaluate(model, x, y, {"truth": truth, "reversed": -truth}, metrics=["saco", "mu_fidelity"],
+                        reference="zero", saco_k=6, n_subsets=30, progress=False)
+    assert _scores(frame, "truth", "saco").tolist() == pytest.approx([1.0] * 4)
+    assert _scores(frame, "reversed", "saco").tolist() == pytest.approx([-1.0] * 4)
+    assert _scores(frame, "truth", "mu_fidelity").tolist() == pytest.approx([1.0] * 4)
+    assert _scores(frame, "reversed", "mu_fidelity").tolist() == pytest.approx([-1.0] * 4)
+
+
+def test_batch_size_and_chunks():
+    model, x, y, maps, tuned = _setup(b=7)
+    metrics = ["fid+", "rfid-", "saco", "aopc", "mu_fidelity", "le-mo"]
+    one = fl.evaluate(model, x, y, maps, metrics=metrics, batch_size=256, **OPTIONS)
+    other = fl.evaluate(model, x, y, maps, metrics=metrics, batch_size=5, **OPTIONS)
+    pd.testing.assert_frame_equal(one, other, check_exact=False, rtol=0, atol=1e-6)
+    chunked = fl.evaluate(model, x, y, maps, metrics=metrics, chunk_size=4, **OPTIONS)
+    # deterministic metrics do not depend on the chunks; random ones equal the calls on each chunk
+    for metric in ("fid+", "saco", "aopc", "le-mo"):
+        torch.testing.assert_close(_scores(chunked, "A", metric), _scores(one, "A", metric))
+    a = maps["A"]
+    part = fl.metrics.fid_minus(model, x[4:], y[4:], a[4:], SPARSITY, alpha=0.5, n_samples=3, generator=3).mean(1)
+    torch.testing.assert_close(_scores(chunked, "A", "rfid-")[4:], part.double())
+    assert chunked["sample"].tolist() == one["sample"].tolist()
+
+
+def test_default_metrics_follow_the_arguments():
+    model, x, y, maps, tuned = _setup()
+    plain = set(fl.evaluate(model, x, y, maps["A"], **OPTIONS)["metric"])
+    needs = {m for m, i in fl.evaluation.METRICS.items() if i.needs and i.needs != ("images",)}
+    assert plain == set(fl.evaluation.available()) - needs
+    series = torch.randn(3, 10, 2)
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(20, 2)).eval()
+    got = set(fl.evaluate(net, series, torch.zeros(3, dtype=torch.int64), torch.randn(3, 10, 2),
+                          **{**OPTIONS, "edge": None})["metric"])
+    assert got == plain - {m for m, i in fl.evaluation.METRICS.items() if "images" in i.needs}
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"metrics": ["nope"]}, ValueError, "metrics: unknown metric 'nope'"),
+    ({"metrics": "saco"}, TypeError, "metrics must be a list"),
+    ({"metrics": ["ffid+"]}, ValueError, r"'ffid\+' needs finetuned="),
+    ({"metrics": ["s_avg"]}, ValueError, "'s_avg' needs explainer="),
+    ({"metrics": ["reco"], "explainer": _explain}, ValueError, "'reco' needs kfold="),
+    ({"explainer": 3}, TypeError, "explainer must be a callable"),
+    ({"explainer": {"Z": _explain}}, ValueError, r"explainer names explainers \['Z'\]"),
+    ({"finetuned": small_cnn(2, 8, 3), "finetune": lambda: None}, ValueError, "not both"),
+    ({"kfold": object()}, TypeError, "kfold must have .models"),
+    ({"sparsity": [0.5, 1.5]}, ValueError, "sparsity"),
+    ({"batch_size": 0}, ValueError, "batch_size"),
+    ({"seed": 1.5}, TypeError, "seed must be an int"),
+    ({"perturbed": torch.zeros(2, 2, 8, 8)}, ValueError, "perturbed must have x's shape"),
+])
+def test_bad_arguments_name_the_argument(kwargs, error, match):
+    model, x, y, maps, _ = _setup()
+    with pytest.raises(error, match=match):
+        fl.evaluate(model, x, y, maps, **{**OPTIONS, **kwargs})
+
+
+def test_bad_inputs_and_nan_models():
+    model, x, y, maps, _ = _setup()
+    with pytest.raises(ValueError, match=r"attributions\['A'\]"):
+        fl.evaluate(model, x, y, {"A": torch.randn(6, 3, 5, 5)}, **OPTIONS)
+    with pytest.raises(TypeError, match="y must be an int64"):
+        fl.evaluate(model, x, y.float(), maps, **OPTIONS)
+    with pytest.raises(ValueError, match="edge"):
+        fl.evaluate(model, torch.randn(6, 2, 9, 9), y, torch.randn(6, 2, 9, 9), metrics=["lerf"],
+                    **{**OPTIONS, "edge": None})
+
+    class NaNModel(torch.nn.Module):
+        def forward(self, inputs):
+            out = model(inputs)
+            return torch.where(inputs.flatten(1)[:, :1] > 10, math.nan, out)  # NaN only for the removal value
+
+    x_nan = x.clone()
+    with pytest.raises(ValueError, match="NaN or inf"):
+        fl.evaluate(NaNModel().eval(), x_nan, y, maps, metrics=["saco"], reference=torch.full_like(x, 20.0),
+                    **OPTIONS)
+    with pytest.raises(ValueError, match="NaN or inf"):
+        fl.evaluate(lambda inputs: torch.full((inputs.shape[0], 3), math.nan), x, y, maps, metrics=["aopc"],
+                    **OPTIONS)
