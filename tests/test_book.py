@@ -108,6 +108,8 @@ def test_book_builds_with_warnings_as_errors(built_book):
         assert (html / f"{page}.html").is_file(), page
     basics = (html / "basics.html").read_text()
     assert "deletion_curves.png" in basics and "<table" in basics
+    intro = (html / "intro.html").read_text()  # the front page opens with the study map and the verdict counts
+    assert "study_map.png" in intro and "all papers" in intro and intro.index("study_map.png") < intro.index("<table")
 
 
 # Python warnings as they print ("Warning: ...", "UserWarning: ...", "TqdmExperimentalWarning: ...") and the
@@ -116,8 +118,11 @@ WARNING_TEXT = re.compile(r"\b(?:[A-Z]\w*)?Warning: |\[IPKernelApp\] WARNING")
 
 
 def _saved_pngs(site: Path, page: Path, html: Path) -> list[Path]:
-    """The PNG files that an executed-notebook page's notebook saved (empty for a chapter page)."""
+    """The PNG files a page must show: those its notebook saved for an executed-notebook page, the study map that
+    the runner drew for the front page (intro), none for another chapter page."""
     rel = page.relative_to(html).with_suffix("")
+    if rel == Path("intro"):
+        return [site / "book" / "_generated" / f"{study.STUDY_MAP}.png"]
     if rel.parts[:1] != ("_generated",):
         return []
     return sorted((site / "book" / rel).glob("*.png"))
@@ -144,7 +149,8 @@ def _pages(html: Path) -> list[Path]:
 def test_browser_sees_titles_images_and_working_links(built_book):
     """Every page, chapters and executed notebooks (_generated/...) alike: a title, every image loaded, every local
     href/src an existing file of the built book (and every anchor a present id), no Python warning text nor the
-    runner's staging path; an executed notebook's page shows each PNG figure its notebook saved (the same bytes)."""
+    runner's staging path; an executed notebook's page shows each PNG figure its notebook saved (the same bytes), and
+    the front page the study map."""
     from playwright.sync_api import sync_playwright
 
     html, proc = built_book

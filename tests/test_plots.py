@@ -113,3 +113,57 @@ def test_radar_one_closed_polygon_per_row_and_value_errors():
             plots.radar(wrong)
     with pytest.raises(ValueError, match="ax"):
         plots.radar(values, ax=plt.subplots()[1])
+
+
+def _scorecard() -> pd.DataFrame:
+    rows = [("saco", "case_study", "reproduced"), ("ffidelity", "ranking", "reproduced"),
+            ("ffidelity", "ranking", "not reproduced"), ("ffidelity", "robustness", "reproduced"),
+            ("basics", "digits", "not testable here")]
+    return pd.DataFrame(rows, columns=["paper", "experiment", "verdict"])
+
+
+def test_study_map_one_label_per_paper_metric_and_experiment_and_bars_per_verdict():
+    from collections import Counter
+
+    from matplotlib.patches import Rectangle
+
+    metrics = {"trace": ["ΣLeRF"], "saco": ["SaCo", "AUC"], "ffidelity": ["Fid+", "Fid−", "FFid+"]}
+    fig = plots.study_map(_scorecard(), metrics, names={"ffidelity": "F-Fid", "saco": "SaCo"})
+    (ax,) = fig.axes
+    texts = Counter(t.get_text() for t in ax.texts)
+    expected = Counter(["F-Fid", "SaCo", "trace", "basics",  # papers: display name, else the slug
+                        "Fid+", "Fid−", "FFid+", "SaCo", "AUC", "ΣLeRF",  # metrics ("SaCo" twice: paper and metric)
+                        "ranking", "robustness", "case_study", "digits"])  # experiments, once per paper
+    assert {label: texts[label] for label in expected} == dict(expected)
+    assert texts["no verdict yet"] == 1  # trace has metrics but no claim
+    papers = [t for t in ax.texts if t.get_text() in {"F-Fid", "SaCo", "trace", "basics"} and t.get_bbox_patch()]
+    assert [t.get_text() for t in sorted(papers, key=lambda t: t.get_position()[1])] == [  # y grows downwards
+        "F-Fid", "SaCo", "trace", "basics"]
+    colours = {matplotlib.colors.to_hex(c): v for v, c in plots.VERDICT_COLORS.items()}
+    bars = [(colours[matplotlib.colors.to_hex(p.get_facecolor())], p.get_width()) for p in ax.patches
+            if isinstance(p, Rectangle) and matplotlib.colors.to_hex(p.get_facecolor()) in colours]
+    assert [v for v, _ in bars] == ["reproduced", "not reproduced", "reproduced", "not testable here"]
+    np.testing.assert_allclose([w for _, w in bars], np.array([2, 1, 1, 1]) * bars[0][1] / 2)  # one scale
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(plots.VERDICT_COLORS)
+    small, large = (plots.study_map(_scorecard().iloc[:n], metrics).get_size_inches()[1] for n in (1, 5))
+    assert large > small  # the height follows the rows
+
+
+def test_study_map_rejects_bad_arguments():
+    card, metrics = _scorecard(), {"saco": ["SaCo"]}
+    with pytest.raises(TypeError, match="scorecard"):
+        plots.study_map(card.to_dict(), metrics)
+    with pytest.raises(ValueError, match="scorecard.*verdict"):
+        plots.study_map(card.drop(columns="verdict"), metrics)
+    with pytest.raises(ValueError, match="scorecard.*great"):
+        plots.study_map(card.assign(verdict="great"), metrics)
+    with pytest.raises(TypeError, match="metrics"):
+        plots.study_map(card, [("saco", ["SaCo"])])
+    with pytest.raises(TypeError, match=r"metrics\['saco'\]"):
+        plots.study_map(card, {"saco": "SaCo"})
+    with pytest.raises(TypeError, match="names"):
+        plots.study_map(card, metrics, names=["SaCo"])
+    with pytest.raises(ValueError, match="no paper"):
+        plots.study_map(card.iloc[:0], {})
+    with pytest.raises(TypeError, match="papers"):
+        plots.paper_order("saco")

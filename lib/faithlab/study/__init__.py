@@ -35,7 +35,8 @@ Guarantees, also with several runners at once and with a runner killed at any po
   notebook leaves first and arrives last: at every instant ``<experiment>.ipynb`` exists only beside its complete
   folder. A promotion interrupted by a kill is completed by the next runner (or ``scorecard`` command).
 * ``scorecard.csv`` is rebuilt from the notebooks that are present (``<experiment>.ipynb`` and its folder), under a
-  lock that promotions also take; an unreadable ``claims.csv`` is skipped with a message naming it.
+  lock that promotions also take; an unreadable ``claims.csv`` is skipped with a message naming it. The front page's
+  ``scorecard_summary.csv`` and ``study_map.png``/``.svg`` are rebuilt with it, even when there is no claim.
 * A notebook whose cell raises loses its previous outputs (they no longer describe its source: no stale page) and
   its executed copy with the traceback is kept as ``_build/failed/<paper>/<experiment>.ipynb``, which its next
   successful run removes. A failure of anything else (the kernel did not start, a timeout) keeps the previous
@@ -71,6 +72,9 @@ PROFILES = ("smoke", "book", "paper", "paper-dry")
 STAMP = ".stamp.json"
 CLAIMS = "claims.csv"
 SCORECARD = "scorecard.csv"
+SUMMARY = "scorecard_summary.csv"  # verdict counts per paper, for the front page
+STUDY_MAP = "study_map"  # .png and .svg: the front page's map of papers → metrics → experiments → verdicts
+ALL_PAPERS = "all papers"  # the summary's last row
 CLAIM_COLUMNS = ("paper", "experiment", "claim", "paper_value", "our_value", "verdict", "note")
 LOCKS = ".locks"  # per-notebook lock files, and the lock of the outputs (promotions and scorecard)
 STAGING = ".staging"  # per-execution staging folders
@@ -1091,15 +1095,40 @@ def _report(result: Result, done: int, total: int, echo) -> Result:
 # --------------------------------------------------------------------------------------------------- scorecard
 
 
+def summarise(scorecard: pd.DataFrame) -> pd.DataFrame:
+    """Verdict counts per paper of a scorecard frame (columns :data:`CLAIM_COLUMNS`) → one row per paper present,
+    in :func:`faithlab.plots.paper_order`, with columns paper (display name, :data:`faithlab.plots.PAPER_NAMES`),
+    one per verdict (:data:`faithlab.verdicts.VERDICTS` order) and total (its claims), then the row "all papers"."""
+    import pandas as pd
+
+    from faithlab.plots import PAPER_NAMES, paper_order
+    from faithlab.verdicts import VERDICTS
+
+    papers = scorecard["paper"].astype(str)
+    rows = [[PAPER_NAMES.get(p, p), *((scorecard["verdict"][papers == p] == v).sum() for v in VERDICTS),
+             int((papers == p).sum())] for p in paper_order(papers)]
+    table = pd.DataFrame(rows, columns=["paper", *VERDICTS, "total"]).astype({c: int for c in (*VERDICTS, "total")})
+    table.loc[len(table)] = [ALL_PAPERS, *table[[*VERDICTS, "total"]].sum().astype(int)]
+    return table
+
+
 def write_scorecard(generated: Path | None = None, echo=None) -> Path:
-    """Collect the ``claims.csv`` of every notebook present into ``book/_generated/scorecard.csv`` (atomically).
+    """Collect the ``claims.csv`` of every notebook present into ``book/_generated/scorecard.csv`` (atomically),
+    with the front page's ``scorecard_summary.csv`` (:func:`summarise`) and ``study_map.png``/``.svg``
+    (:func:`faithlab.plots.study_map`, the metrics of :data:`faithlab.evaluation.PAPER_METRICS`); all three are
+    written even when no claim exists, so the book never misses them. Returns the scorecard's path.
 
     A notebook is present when its executed ``<experiment>.ipynb`` stands beside its folder (a folder without it is
-    an interrupted run's or an interactive session's). An unreadable ``claims.csv`` is skipped with a message
-    (``echo``, default stderr) naming it. Runs under the outputs lock, so no promotion is seen half done and
-    concurrent runners write the scorecard one after the other, each from the complete state of its moment.
+    an interrupted run's or an interactive session's). An unreadable ``claims.csv`` (or one with a verdict outside
+    :data:`faithlab.verdicts.VERDICTS`) is skipped with a message (``echo``, default stderr) naming it. Runs under
+    the outputs lock, so no promotion is seen half done and concurrent runners write the scorecard one after the
+    other, each from the complete state of its moment.
     """
     import pandas as pd
+
+    from faithlab import plots
+    from faithlab.evaluation import PAPER_METRICS  # the runner knows no metric: the library lists them
+    from faithlab.verdicts import VERDICTS
 
     generated = Path(generated or paths.generated_dir())
     echo = echo or _stderr
@@ -1118,13 +1147,23 @@ def write_scorecard(generated: Path | None = None, echo=None) -> Path:
                 missing = [c for c in CLAIM_COLUMNS if c not in frame.columns]
                 if missing:
                     raise ValueError(f"no column {missing}")
+                unknown = sorted(set(frame["verdict"].astype(str)) - set(VERDICTS))
+                if unknown:
+                    raise ValueError(f"verdicts {unknown} outside {VERDICTS}")
             except (OSError, ValueError) as exc:  # pandas' ParserError/EmptyDataError and UnicodeDecodeError too
                 echo(f"{claims}: unreadable claims, skipped ({_first_line(exc)})")
                 continue
             frames.append(frame)
         table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(CLAIM_COLUMNS))
         table = table.sort_values(["paper", "experiment", "claim"], kind="stable")
-        return paths.atomic_write(generated / SCORECARD, lambda tmp: table.to_csv(tmp, index=False))
+        card = paths.atomic_write(generated / SCORECARD, lambda tmp: table.to_csv(tmp, index=False))
+        summary = summarise(table)
+        paths.atomic_write(generated / SUMMARY, lambda tmp: summary.to_csv(tmp, index=False))
+        fig = plots.study_map(table, PAPER_METRICS)
+        for fmt in ("png", "svg"):
+            paths.atomic_write(generated / f"{STUDY_MAP}.{fmt}",
+                               lambda tmp: fig.savefig(tmp, format=fmt, dpi=150, bbox_inches="tight"))
+        return card
 
 
 # --------------------------------------------------------------------------------------------------- CLI
@@ -1144,7 +1183,8 @@ def main(argv: list[str] | None = None) -> int:
     run_p.add_argument("--cluster", default=None, metavar="ADDRESS|local[:N]|slurm|pbs|sge|lsf",
                        help="execute on a Dask cluster: a scheduler address, a local cluster of N workers, or -j "
                             "batch jobs with the profile's 'cluster:' resources (see faithlab.study.cluster)")
-    sub.add_parser("scorecard", help="rebuild book/_generated/scorecard.csv from the notebooks' claims")
+    sub.add_parser("scorecard", help="rebuild book/_generated/scorecard.csv, its summary and the study map from the "
+                                     "notebooks' claims")
     args = parser.parse_args(argv)
 
     try:

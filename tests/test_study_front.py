@@ -1,0 +1,70 @@
+"""The book's front page artifacts that write_scorecard adds: the verdict counts per paper and the study map."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from faithlab import study
+from faithlab.verdicts import VERDICTS
+
+R, P, N, T = VERDICTS  # reproduced, partly reproduced, not reproduced, not testable here
+
+
+def claims(generated: Path, paper: str, experiment: str, verdicts: list[str], *, executed: bool = True) -> None:
+    """A notebook's outputs as the runner leaves them: <paper>/<experiment>/claims.csv beside <experiment>.ipynb."""
+    folder = generated / paper / experiment
+    folder.mkdir(parents=True)
+    rows = [(paper, experiment, f"claim {i}", 1.0, 1.0, v, "") for i, v in enumerate(verdicts)]
+    pd.DataFrame(rows, columns=list(study.CLAIM_COLUMNS)).to_csv(folder / study.CLAIMS, index=False)
+    if executed:
+        (generated / paper / f"{experiment}.ipynb").write_text("{}")
+
+
+def assert_map_written(generated: Path) -> None:
+    assert (generated / f"{study.STUDY_MAP}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<svg" in (generated / f"{study.STUDY_MAP}.svg").read_text()
+
+
+def test_summary_counts_verdicts_per_paper_in_chapter_order(tmp_path):
+    generated = tmp_path / "generated"
+    claims(generated, "trace", "table1", [N, N, T])
+    claims(generated, "zeta", "extra", [R])  # a slug without a display name, after the chapters and "basics"
+    claims(generated, "ffidelity", "robustness", [R, P])
+    claims(generated, "ffidelity", "images_ranking", [R, T])
+    claims(generated, "basics", "digits_classifier", [P])
+    claims(generated, "saco", "case_study", [R, R, N], executed=False)  # interrupted run: not counted
+    claims(generated, "reco_mege", "tables", ["great"])  # a verdict outside VERDICTS: skipped with a message
+    messages: list[str] = []
+    assert study.write_scorecard(generated, echo=messages.append) == generated / study.SCORECARD
+    assert any("reco_mege/tables" in m and "great" in m for m in messages), messages
+    summary = pd.read_csv(generated / study.SUMMARY)
+    expected = pd.DataFrame(
+        [["F-Fidelity", 2, 1, 0, 1, 4], ["TRACE", 0, 0, 2, 1, 3], ["Basics", 0, 1, 0, 0, 1], ["zeta", 1, 0, 0, 0, 1],
+         [study.ALL_PAPERS, 3, 2, 2, 2, 9]],
+        columns=["paper", *VERDICTS, "total"],
+    )
+    pd.testing.assert_frame_equal(summary, expected)
+    body = summary.iloc[:-1]
+    assert summary.iloc[-1, 1:].tolist() == body.iloc[:, 1:].sum().tolist()  # the last row sums the columns
+    assert (body[list(VERDICTS)].sum(axis=1) == body["total"]).all()
+    assert_map_written(generated)
+
+
+def test_empty_scorecard_still_writes_summary_and_map(tmp_path):
+    generated = tmp_path / "generated"
+    study.write_scorecard(generated, echo=lambda message: None)
+    assert pd.read_csv(generated / study.SCORECARD).empty
+    summary = pd.read_csv(generated / study.SUMMARY)
+    assert summary.columns.tolist() == ["paper", *VERDICTS, "total"]
+    assert summary.values.tolist() == [[study.ALL_PAPERS, 0, 0, 0, 0, 0]]
+    assert_map_written(generated)
+
+
+def test_summarise_orders_chapters_then_other_slugs_alphabetically():
+    papers = ["synthesis", "trace", "basics", "reco_mege", "saco", "fewclass", "ffidelity", "aaa"]
+    card = pd.DataFrame({"paper": papers, "experiment": "e", "verdict": R})
+    assert study.summarise(card)["paper"].tolist() == [
+        "F-Fidelity", "Few-class Fidelity", "SaCo", "ReCo / MeGe", "TRACE", "aaa", "Basics", "Synthesis",
+        study.ALL_PAPERS]
