@@ -178,6 +178,7 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
              finetune: Callable[[], Callable] | None = None, kfold=None, perturbed: torch.Tensor | None = None,
              reference: perturb.Reference | None = None, sparsity: Sequence[float] = SPARSITY,
              alpha: float = 0.5, beta: float = 0.1, n_samples: int = 50, saco_k: int = 10, edge: int | None = None,
+             fewclass_fractions: Sequence[float] = fewclass.FRACTIONS,
              n_subsets: int = 200, n_neighbours: int = 50, radius: float = 0.1, seed: int = 0,
              chunk_size: int | None = None, batch_size: int = 256, progress: bool = True):
     """Every faithfulness metric of the study for one or several explainers of one model → tidy pandas frame.
@@ -192,7 +193,8 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
       ``finetune()`` returns, with α and the cap ``beta``): F-Fidelity eqs. 1–6, accuracy form, mean over the
       explanation sizes ``sparsity`` (Fid+ removes the top s, Fid− the bottom s). Defaults α 0.5, β 0.1, N 50 (the
       paper's code). The paper explains the fine-tuned model for FFid; here the given maps are used for all three.
-    * Few-class Fid: MIF/LIF areas with ``perturbed`` images (None: ``select_perturbation`` once for all maps).
+    * Few-class Fid: MIF/LIF areas over ``fewclass_fractions`` (default 0, 0.01, …, 1) with ``perturbed`` images
+      (None: ``select_perturbation`` once for all maps).
     * SaCo with ``saco_k`` groups; AUC, AOPC, LOdds (one MoRF curve) and Comprehensiveness at 0, 10, …, 100 %.
     * μF (``n_subsets`` subsets of 15 %), S_avg (``n_neighbours`` neighbours within ``radius``; needs
       ``explainer``), ReCo and MeGe (need ``kfold``, an object with ``models`` (k eval-mode models) and ``folds``
@@ -319,6 +321,7 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
                     start, before = time.perf_counter(), (use.inputs, use.calls)
                     explained = _group(group, chosen, emit, who, b0, use, xc, yc, a, target, sel, ref, levels,
                                        alpha=alpha, beta=beta, n_samples=n_samples, saco_k=saco_k, edge=edge_,
+                                       fewclass_fractions=fewclass_fractions,
                                        n_subsets=n_subsets, n_neighbours=n_neighbours, radius=radius, seed=seed,
                                        batch_size=batch_size, explainer=explainers.get(who), model_user=model)
                     account(group, who, use, before, time.perf_counter() - start, explained)
@@ -375,6 +378,7 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
 def _group(group: str, chosen: list[str], emit: Callable, who: str, b0: int, model: _Counted, x: torch.Tensor,
            y: torch.Tensor, a: torch.Tensor, target: torch.Tensor, perturbed: torch.Tensor | None, ref: dict,
            levels: list[float], *, alpha: float, beta: float, n_samples: int, saco_k: int, edge: int | None,
+           fewclass_fractions: Sequence[float],
            n_subsets: int, n_neighbours: int, radius: float, seed: int, batch_size: int, explainer: Callable | None,
            model_user: Callable) -> int:
     """Compute one metric group for one explainer on one chunk; emit its rows; return the inputs explained."""
@@ -403,7 +407,7 @@ def _group(group: str, chosen: list[str], emit: Callable, who: str, b0: int, mod
         return 0
     if group == "fewclass":
         emit(who, "fewclass_fid", fm.fewclass_fid(model, x, a, perturbed, target=target, generator=seed,
-                                                       batch_size=batch_size), b0)
+                                                  fractions=fewclass_fractions, batch_size=batch_size), b0)
         return 0
     if group == "mu_fidelity":
         emit(who, "mu_fidelity", fm.mu_fidelity(model, x, a, target, n_subsets=n_subsets, generator=seed,

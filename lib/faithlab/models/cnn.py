@@ -1,4 +1,4 @@
-"""Convolutional image classifiers: a small CNN, ResNet-9 (F-Fidelity's CIFAR model), a CIFAR ResNet-18, a small
+"""Image classifiers: a linear model (transparent: its logits are sums of pixel contributions), a small CNN, ResNet-9 (F-Fidelity's CIFAR model), a CIFAR ResNet-18, a small
 VGG and a small MobileNet. Each returns logits and exposes ``cam_layer``, the feature map Grad-CAM reads."""
 
 from __future__ import annotations
@@ -12,6 +12,31 @@ from faithlab.models.registry import register, scaled as _scaled
 
 def _conv_bn(c_in: int, c_out: int) -> nn.Sequential:
     return nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU())
+
+
+@register("linear")
+class LinearClassifier(nn.Module):
+    """Logits = W·vec(x) + b: the contribution of input element p to the logit of class c is exactly W[c, p]·x_p
+    (relative to a zero input), which makes the model's true feature importance known (:meth:`contributions`)."""
+
+    def __init__(self, in_channels: int = 1, n_classes: int = 10, image_size: int = 16) -> None:
+        super().__init__()
+        side = _validate.positive_int(image_size, "image_size")
+        self.shape = (_validate.positive_int(in_channels, "in_channels"), side, side)
+        self.fc = nn.Linear(self.shape[0] * side * side, _validate.positive_int(n_classes, "n_classes"))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x.flatten(1))
+
+    def contributions(self, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """W[target, p]·x_p per input element → x's shape: what removing element p (setting it to 0) subtracts from
+        the target logit, exactly."""
+        _validate.tensor(x, "x", ndim=4)
+        _validate.tensor(target, "target", ndim=1)
+        _validate.batch_match(x, target, "x", "target")
+        if tuple(x.shape[1:]) != self.shape:
+            raise ValueError(f"x must be (B, {', '.join(map(str, self.shape))}), got {tuple(x.shape)}")
+        return self.fc.weight[target].view(-1, *self.shape).detach() * x
 
 
 @register("small_cnn")

@@ -2,7 +2,8 @@
 cannot live in the pure metric modules) and return tidy pandas frames. ``ffidelity``: F-Fidelity's degraded-explainer
 study and its tables; ``saco``: SaCo's per-sample comparison with the cumulative metrics; ``trace``: TRACE's
 method trajectories, searches and deletion frames; ``fewclass``: Few-class Fidelity's tasks, maps, Fid and
-localisation frames; ``reco_mege``: ReCo/MeGe's tasks, k-fold families and S=/S≠ sets; ``reco_sanity``: the distance sanity checks (Figs. 2–3); ``diagnostics``: whether
+localisation frames; ``reco_mege``: ReCo/MeGe's tasks, k-fold families and S=/S≠ sets; ``reco_sanity``: the distance sanity checks (Figs. 2–3); ``synthesis``: every metric on setups
+with a known answer (recovery, meta-evaluation, report card); ``diagnostics``: whether
 removal is out of distribution (every chapter that removes features shows it). Public names are gathered
 here (``fl.protocols.image_ranking_study``, ``fl.protocols.saco.radar_scale``)."""
 
@@ -11,10 +12,10 @@ from faithlab.protocols.ffidelity import (CORRELATION_LABELS, SETTINGS, RankingS
                                           ablation_verdict, image_ranking_study, micro_cells,
                                           oriented_correlations, ranking_verdict,
                                           ranking_correlations, separation, table_layout)
-from faithlab.protocols import diagnostics, fewclass, reco_mege, reco_sanity, saco, trace
+from faithlab.protocols import diagnostics, fewclass, reco_mege, reco_sanity, saco, synthesis, trace
 from faithlab.protocols.diagnostics import ood_gap, removal_diagnostic
 
 __all__ = ["degraded_fidelity_curves", "constant_map_counts", "random_masking_predictions", "SETTINGS", "RankingStudy", "image_ranking_study", "ranking_correlations",
            "CORRELATION_LABELS", "oriented_correlations", "table_layout", "separation", "micro_cells", "ranking_verdict",
-           "ablation_verdict", "saco", "trace", "fewclass", "reco_mege", "reco_sanity",
+           "ablation_verdict", "saco", "synthesis", "trace", "fewclass", "reco_mege", "reco_sanity",
            "diagnostics", "removal_diagnostic", "ood_gap"]

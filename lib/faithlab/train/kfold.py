@@ -77,13 +77,17 @@ def parameterised_layers(model: nn.Module) -> list[tuple[str, nn.Module]]:
 
 
 @torch.no_grad()
-def randomise_layers(model: nn.Module, fraction: float, *, generator: torch.Generator | int) -> tuple[nn.Module,
-                                                                                                      list[str]]:
+def randomise_layers(model: nn.Module, fraction: float, *, generator: torch.Generator | int,
+                     scale: float = 1.0) -> tuple[nn.Module, list[str]]:
     """Weight randomisation (spec §4.5, [recon]): a copy of ``model`` in which the last ⌈fraction · L⌉ of its L
-    :func:`parameterised_layers` (cascading from the output, as Adebayo et al.) get N(0, σ_l²) added to their
-    weights, σ_l the std of that layer's weights. ``model`` is not modified. Returns (copy in eval mode, the
-    randomised layers' names, output side first)."""
+    :func:`parameterised_layers` (cascading from the output, as Adebayo et al.) get N(0, (scale·σ_l)²) added to
+    their weights, σ_l the std of that layer's weights. scale: 1 in ReCo/MeGe's degradation; small values give the
+    slight model perturbations of a meta-evaluation (MetaQuantus), large ones a model whose weights are mostly
+    noise. ``model`` is not modified. Returns (copy in eval mode, the randomised layers' names, output side first)."""
     fraction = _validate.fraction(fraction, "fraction")
+    scale = _validate.number(scale, "scale")
+    if not scale > 0:
+        raise ValueError(f"scale must be positive, got {scale}")
     gen = _validate.generator(generator, why="to draw the noise")
     out = copy.deepcopy(model).eval()
     layers = parameterised_layers(out)
@@ -94,7 +98,7 @@ def randomise_layers(model: nn.Module, fraction: float, *, generator: torch.Gene
     for _, layer in chosen:
         w = layer.weight
         noise = torch.randn(w.shape, generator=gen, dtype=torch.float64).to(w.device, w.dtype)
-        w.add_(noise * w.detach().double().std().to(w.dtype))
+        w.add_(noise * (scale * w.detach().double().std()).to(w.dtype))
     return out, [name for name, _ in chosen]
 
 

@@ -1,0 +1,354 @@
+"""The synthesis protocol: every metric of the study on setups whose right answer is known.
+
+A setup is a classifier of canvas digits (only the digit's pixels carry the class) with its data, its F-Fidelity
+fine-tuned twin and the ground-truth map of each test image: the digit mask, or for the transparent linear model
+its exact pixel contributions to the predicted logit. Explainers of known quality are that map degraded at noise
+levels ξ (F-Fidelity's protocol, spec §1.8): lower ξ is better. From :func:`faithlab.evaluate` frames this module
+computes, per metric, how well it recovers that ranking (:func:`recovery`), how far the perfect explanation lands
+from the metric's own ideal (:func:`ideal_gap`), a MetaQuantus-style meta-evaluation (:func:`resilience`,
+:func:`reactivity`; Hedström et al., TMLR 2023), and the report card that ranks the metrics (:func:`report_card`,
+:func:`recommendations`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+import torch
+from torch import nn
+
+from faithlab import _validate, data, evaluation, explainers, train
+from faithlab.data import TensorData
+from faithlab.metrics.statistics import spearman
+
+__all__ = ["Setup", "setup", "degraded_name", "explainer_maps", "recovery", "ideal_gap", "resilience", "reactivity",
+           "report_card", "recommendations", "CRITERIA", "cost_per_metric", "noisy_inputs", "beats"]
+
+
+@dataclass
+class Setup:
+    """One classifier with the data and ground truth the synthesis needs.
+
+    name, use_case: labels; model/finetuned: eval-mode classifier and its F-Fidelity fine-tuned twin; x, y: the
+    test images and labels evaluated; truth ``(B, 1, H, W)``: the ground-truth map; accuracy: of model on x;
+    spec: the setup's configuration."""
+
+    name: str
+    use_case: str
+    model: nn.Module
+    finetuned: nn.Module
+    x: torch.Tensor
+    y: torch.Tensor
+    truth: torch.Tensor
+    accuracy: float
+    spec: dict = field(default_factory=dict)
+
+
+def _classes(d: TensorData, classes: Sequence[int] | None) -> TensorData:
+    """The samples of ``classes`` only, relabelled 0..len(classes)-1 (None: all)."""
+    if classes is None:
+        return d
+    keep = torch.zeros_like(d.y, dtype=torch.bool)
+    relabel = torch.full((int(d.y.max()) + 1,), -1, dtype=torch.int64)
+    for i, c in enumerate(classes):
+        keep |= d.y == c
+        relabel[c] = i
+    idx = keep.nonzero().squeeze(1)
+    info = {**d.info, "n_classes": len(classes), "classes": list(classes),
+            "class_names": [d.info["class_names"][c] for c in classes]}
+    return TensorData(d.x[idx], relabel[d.y[idx]], mask=None if d.mask is None else d.mask[idx], info=info)
+
+
+def setup(spec: Mapping, *, n_test: int, image_size: int = 16, r: float = 0.3, beta: float = 0.1,
+          n_finetune_epochs: int = 4, seed: int = 0, device: str | torch.device = "cpu") -> Setup:
+    """Train (or load from the cache) the classifier a setup describes → :class:`Setup`.
+
+    spec: ``name``, ``use_case``, ``model`` ("linear", "small_cnn" or "vit"), ``color`` (coloured canvases: the
+    removal value is out of distribution), ``classes`` (a subset of the digits, relabelled; None: all ten),
+    ``n_epochs``, and the model's own options (``width``; ``patch_size``, ``dim``, ``depth``, ``heads``).
+    Canvas digits of ``image_size`` px covering a fraction ``r``; Adam lr 3e-3 (ViT: AdamW 2e-3, cosine), batch 64;
+    the fine-tuned twin: F-Fidelity's random removal of up to β·n pixels, ``n_finetune_epochs`` epochs, lr 1e-3.
+    The first ``n_test`` test images are evaluated.
+    """
+    for key in ("name", "model"):
+        if key not in spec:
+            raise ValueError(f"spec must have a {key!r} entry, got keys {sorted(spec)}")
+    kind = _validate.one_of(spec["model"], "spec['model']", ("linear", "small_cnn", "vit"))
+    color, classes, n_train = bool(spec.get("color", False)), spec.get("classes"), spec.get("n_train")
+    canvas = {"size": image_size, "r": r, "color": color, "seed": seed}
+    parts = {s: _classes(data.load("canvas_digits", split=s, **({"n": n_train} if s == "train" else {}), **canvas),
+                         classes) for s in ("train", "test")}
+    channels, n_classes = 3 if color else 1, parts["train"].info["n_classes"]
+    epochs = spec.get("n_epochs", 8)
+    if kind == "linear":
+        config = {"in_channels": channels, "n_classes": n_classes, "image_size": image_size}
+        tc = train.TrainConfig(epochs=epochs, lr=3e-3, batch_size=64, seed=seed)
+    elif kind == "small_cnn":
+        config = {"in_channels": channels, "n_classes": n_classes, "width": spec.get("width", 16)}
+        tc = train.TrainConfig(epochs=epochs, lr=3e-3, batch_size=64, seed=seed)
+    else:
+        config = {"image_size": image_size, "patch_size": spec.get("patch_size", 4), "in_channels": channels,
+                  "n_classes": n_classes, "dim": spec.get("dim", 48), "depth": spec.get("depth", 2),
+                  "heads": spec.get("heads", 4)}
+        tc = train.TrainConfig(epochs=epochs, lr=2e-3, batch_size=64, seed=seed, optimizer="adamw",
+                               weight_decay=0.05, scheduler="cosine")
+    # the F-Fidelity chapter's key for the same data, so its trained CNNs are found in the cache
+    key = {"dataset": "canvas_digits", "n": n_train, **canvas, **({"classes": list(classes)} if classes else {})}
+    model, history = train.fit(kind, config, parts["train"], tc, data_key=key, test_data=parts["test"],
+                               device=device, progress=False)
+    model = model.to(device).eval()
+    ft = train.TrainConfig(epochs=spec.get("n_finetune_epochs", n_finetune_epochs), lr=1e-3, batch_size=64,
+                           seed=seed)
+    tuned, _ = train.finetune(model, parts["train"], ft, train.RandomRemoval(beta), data_key=key,
+                              base_key=history["key"], test_data=parts["test"], device=device, progress=False)
+    test = parts["test"]
+    n = min(_validate.positive_int(n_test, "n_test"), len(test))
+    x, y = test.x[:n].to(device), test.y[:n].to(device)
+    with torch.no_grad():
+        pred = model(x).argmax(1)
+    if kind == "linear":
+        truth = model.contributions(x, pred).sum(1, keepdim=True)
+    else:
+        truth = explainers.ground_truth(test.mask[:n], x)[:, None]
+    return Setup(spec["name"], spec.get("use_case", ""), model, tuned.to(device).eval(), x, y, truth,
+                 float((pred == y).double().mean()), dict(spec))
+
+
+def degraded_name(xi: float) -> str:
+    """The explainer name of the ground truth degraded at level ξ."""
+    return f"GT ξ={xi:g}"
+
+
+def explainer_maps(s: Setup, *, noise_levels: Sequence[float], methods: Mapping[str, tuple[str, dict]],
+                   seed: int = 0, x: torch.Tensor | None = None, model: nn.Module | None = None,
+                   batch_size: int = 256) -> tuple[dict[str, torch.Tensor], dict[str, float]]:
+    """The explainers of a setup → (maps by name, quality by name for the ones whose quality is known).
+
+    The ground truth degraded at every ξ of ``noise_levels`` (quality −ξ; the same permutation seed for every
+    level, so the levels differ by the share permuted only), then ``methods`` ``{name: (explainer method,
+    options)}`` through :func:`faithlab.explainers.explain` on ``model`` (default the setup's) and ``x`` (default
+    the setup's), explaining the model's prediction; their quality is unknown. The ground truth does not depend
+    on the model or on small input noise, so it is reused as it is."""
+    model = s.model if model is None else model
+    x = s.x if x is None else x
+    maps, quality = {}, {}
+    for xi in noise_levels:
+        name = degraded_name(xi)
+        maps[name] = explainers.degrade(s.truth, xi, generator=seed)
+        quality[name] = -float(xi)
+    with torch.no_grad():
+        target = model(x).argmax(1)
+    for name, (method, options) in methods.items():
+        opts = dict(options)
+        if method == "random":
+            opts.setdefault("generator", seed)
+        maps[name] = explainers.explain(model, x, target, method=method, batch_size=batch_size, **opts).detach()
+    return maps, quality
+
+
+def _matrix(frame: pd.DataFrame, metric: str, names: Sequence[str]) -> torch.Tensor:
+    """Oriented per-sample scores of one metric ``(samples, explainers)`` in the order of ``names``."""
+    part = evaluation.oriented(frame[(frame["metric"] == metric) & frame["explainer"].isin(names)])
+    wide = part.pivot(index="sample", columns="explainer", values="oriented")[list(names)]
+    return torch.tensor(wide.to_numpy(dtype=float).copy(), dtype=torch.float64)
+
+
+def recovery(frame: pd.DataFrame, quality: Mapping[str, float]) -> pd.DataFrame:
+    """How well each per-sample metric of an :func:`~faithlab.evaluate` frame recovers a known ranking of explainers.
+
+    quality: ``{explainer: known quality}`` (higher = better; e.g. −ξ). Per metric: ``spearman`` the mean over
+    samples of the Spearman correlation between the metric's oriented scores and the quality (a sample whose
+    scores do not vary across the explainers has no ranking and counts as 0), ``spearman std`` over samples,
+    ``undefined`` the share of such samples, ``pairwise`` the share of explainer pairs of different quality that
+    the metric orders rightly (ties count ½), and ``dataset spearman`` the Spearman of the mean scores (the
+    ranking a user who averages over samples sees). 1 is perfect recovery for all but ``undefined``.
+    """
+    names = list(quality)
+    if len(names) < 2:
+        raise ValueError(f"quality must rank at least 2 explainers, got {names}")
+    q = torch.tensor([quality[n] for n in names], dtype=torch.float64)
+    i, j = torch.triu_indices(len(names), len(names), offset=1)
+    differ = q[i] != q[j]
+    rows = []
+    for metric in frame.loc[frame["level"] == "sample", "metric"].unique():
+        m = _matrix(frame, metric, names)
+        flat = (m == m[:, :1]).all(1)
+        rho = torch.where(flat, torch.zeros(()), spearman(m, q.expand_as(m)).nan_to_num(0.0))
+        better = torch.sign(m[:, i] - m[:, j]) * torch.sign(q[i] - q[j])
+        pair = ((better > 0).double() + 0.5 * (better == 0).double())[:, differ]
+        means = m.mean(0)
+        rows.append({"metric": metric, "label": evaluation.METRICS[metric].label, "spearman": rho.mean().item(),
+                     "spearman std": rho.std(correction=0).item(), "undefined": flat.double().mean().item(),
+                     "pairwise": pair.mean().item(),
+                     "dataset spearman": 0.0 if bool((means == means[0]).all()) else spearman(means, q).item()})
+    return pd.DataFrame(rows)
+
+
+def ideal_gap(frame: pd.DataFrame, explainer: str, *, tolerance: float = 0.3) -> pd.DataFrame:
+    """Distance of one explainer's scores from each metric's ideal value, as a share of the metric's range, for the
+    metrics that define both (:data:`faithlab.evaluation.METRICS`): ``gap`` mean |score − ideal| / span,
+    ``within`` the share of samples within ``tolerance`` of the ideal (Miró-Nicolau et al. 2024 asked whether
+    fidelity metrics score a perfect explanation within 30 % of their ideal)."""
+    tolerance = _validate.fraction(tolerance, "tolerance")
+    part = frame[(frame["explainer"] == explainer) & (frame["level"] == "sample")]
+    if part.empty:
+        raise ValueError(f"explainer {explainer!r} has no per-sample rows in frame")
+    rows = []
+    for metric, scores in part.groupby("metric", sort=False)["score"]:
+        info = evaluation.METRICS[metric]
+        if info.ideal is None or info.span is None:
+            continue
+        gap = (scores - info.ideal).abs() / info.span
+        rows.append({"metric": metric, "label": info.label, "ideal": info.ideal, "mean score": scores.mean(),
+                     "gap": gap.mean(), "within": float((gap <= tolerance).mean())})
+    return pd.DataFrame(rows)
+
+
+def _means(frame: pd.DataFrame, names: Sequence[str]) -> dict[str, torch.Tensor]:
+    out = {}
+    for metric in frame.loc[frame["level"] == "sample", "metric"].unique():
+        out[metric] = _matrix(frame, metric, names).nanmean(0)  # NaN: a μF of constant outputs
+    return out
+
+
+def _rank_agreement(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Spearman of two explainer rankings; 0 when either does not vary (no ranking to keep), NaN when either is
+    undefined."""
+    if bool(torch.isnan(a).any()) or bool(torch.isnan(b).any()):
+        return float("nan")
+    if bool((a == a[0]).all()) or bool((b == b[0]).all()):
+        return 0.0
+    return spearman(a, b).item()
+
+
+def resilience(base: pd.DataFrame, perturbed: Mapping[str, pd.DataFrame], names: Sequence[str]) -> pd.DataFrame:
+    """Noise resilience (MetaQuantus): the Spearman between each metric's ranking of the explainers ``names`` (mean
+    oriented scores) on the original frame and on each frame of slightly perturbed models or inputs
+    (``perturbed`` ``{condition: frame}``) → one row per metric and condition plus the mean (``condition``
+    "mean"); 1: the ranking does not move."""
+    ref = _means(base, names)
+    rows = []
+    for condition, frame in perturbed.items():
+        other = _means(frame, names)
+        rows += [{"metric": m, "condition": condition, "resilience": _rank_agreement(ref[m], other[m])} for m in ref]
+    table = pd.DataFrame(rows)
+    mean = table.groupby("metric", sort=False)["resilience"].mean().reset_index().assign(condition="mean")
+    return pd.concat([table, mean], ignore_index=True)
+
+
+def reactivity(base: pd.DataFrame, randomised: pd.DataFrame, names: Sequence[str], *, truth: str,
+               random: str) -> pd.DataFrame:
+    """Adversary reactivity (MetaQuantus): per metric, ``model`` (1 − Spearman between its ranking of ``names`` on
+    the original and on a randomised model) / 2, 1 when the ranking reverses and ½ when it is unrelated;
+    ``explanation`` the share of samples where the ground truth ``truth`` scores better than the random map
+    ``random`` (ties ½; ½ when the metric cannot tell them apart); ``reactivity`` their mean."""
+    ref, other = _means(base, names), _means(randomised, names)
+    wins = beats(base, truth, random).set_index("metric")["share"]
+    rows = []
+    for metric in ref:
+        model = (1 - _rank_agreement(ref[metric], other[metric])) / 2
+        rows.append({"metric": metric, "model": model, "explanation": wins[metric],
+                     "reactivity": (model + wins[metric]) / 2})
+    return pd.DataFrame(rows)
+
+
+def beats(frame: pd.DataFrame, explainer: str, other: str) -> pd.DataFrame:
+    """Per per-sample metric, the share of samples where ``explainer`` scores better than ``other`` (oriented
+    scores; ties count ½, so ½ means the metric cannot tell them apart) → columns ``metric``, ``share``."""
+    rows = []
+    for metric in frame.loc[frame["level"] == "sample", "metric"].unique():
+        both = _matrix(frame, metric, [explainer, other])
+        win = (both[:, 0] > both[:, 1]).double() + 0.5 * (both[:, 0] == both[:, 1]).double()
+        rows.append({"metric": metric, "share": win.mean().item()})
+    return pd.DataFrame(rows, columns=["metric", "share"])
+
+
+CRITERIA = {"recovery": True, "OOD recovery": True, "resilience": True, "reactivity": True, "cost": False}
+"""The report card's criteria and whether higher is better."""
+
+
+def report_card(recovery_by_setup: pd.DataFrame, resilience_table: pd.DataFrame, reactivity_table: pd.DataFrame,
+                cost_table: pd.DataFrame, *, ood_setup: str) -> pd.DataFrame:
+    """One row per metric: ``recovery`` (mean per-sample Spearman over the setups), ``OOD recovery`` (on
+    ``ood_setup``), ``resilience`` (mean), ``reactivity``, ``cost`` (model inputs per sample and explainer), the
+    rank on each criterion (1 = best, ties averaged) and ``overall`` the mean rank, sorted by it.
+
+    recovery_by_setup: :func:`recovery` tables stacked with a ``setup`` column; cost_table: ``metric`` and
+    ``inputs per sample``."""
+    rec = recovery_by_setup.groupby("metric", sort=False)["spearman"].mean()
+    ood = recovery_by_setup[recovery_by_setup["setup"] == ood_setup].set_index("metric")["spearman"]
+    if ood.empty:
+        raise ValueError(f"ood_setup {ood_setup!r} is not a setup of recovery_by_setup")
+    res = resilience_table[resilience_table["condition"] == "mean"].set_index("metric")["resilience"]
+    card = pd.DataFrame({"recovery": rec, "OOD recovery": ood, "resilience": res,
+                         "reactivity": reactivity_table.set_index("metric")["reactivity"],
+                         "cost": cost_table.set_index("metric")["inputs per sample"]}).dropna()
+    card.index.name = "metric"
+    for criterion, higher in CRITERIA.items():
+        card[f"rank {criterion}"] = card[criterion].rank(ascending=not higher, method="average")
+    card["overall"] = card[[f"rank {c}" for c in CRITERIA]].mean(1)
+    card.insert(0, "label", [evaluation.METRICS[m].label for m in card.index])
+    return card.sort_values(["overall", "recovery"], ascending=[True, False]).reset_index()
+
+
+def recommendations(recovery_by_setup: pd.DataFrame, card: pd.DataFrame, use_cases: Mapping[str, str], *,
+                    top: int = 2) -> dict[str, str]:
+    """One generated sentence per use case: the metrics that recovered the known ranking best on the setup of that
+    use case (``use_cases`` ``{use case: setup name}``), with their numbers, the worst one, and the overall
+    report-card leader. Every number comes from the tables."""
+    out = {}
+    for case, name in use_cases.items():
+        part = recovery_by_setup[recovery_by_setup["setup"] == name].sort_values("spearman", ascending=False)
+        if part.empty:
+            raise ValueError(f"use_cases[{case!r}] names setup {name!r}, absent from recovery_by_setup")
+        best = part.head(top)
+        worst = part.iloc[-1]
+        listed = " and ".join(f"{r.label} (Spearman {r.spearman:.2f})" for r in best.itertuples())
+        out[case] = (f"For {case} (setup “{name}”), {listed} recovered the known ranking of the degraded explainers "
+                     f"best; {worst.label} did worst ({worst.spearman:.2f}).")
+    lead = card.iloc[0]
+    out["overall"] = (f"Over all criteria the report card ranks {lead.label} first (mean rank {lead.overall:.1f} "
+                      f"of {len(card)} metrics).")
+    return out
+
+
+def cost_per_metric(frame: pd.DataFrame) -> pd.DataFrame:
+    """What each metric of an :func:`~faithlab.evaluate` frame costs for one explainer: ``inputs per sample``
+    (model inputs; Few-class Fid includes its perturbation search, which :func:`~faithlab.evaluate` runs once for
+    all explainers), ``explained per sample`` (inputs given to the explainer) and ``ms per sample``; metrics
+    computed together (``shared with``) share these numbers. The clean pass (one input per sample) is left out."""
+    table = evaluation.cost(frame)
+    n = int(frame.loc[frame["level"] == "sample", "sample"].nunique())
+    if n == 0:
+        raise ValueError("frame has no per-sample rows")
+    per = table[table["explainer"] != "all"].groupby("group")[["forward_inputs", "explained_inputs",
+                                                                 "seconds"]].mean()
+    extra = table[table["group"] == "fewclass selection"][["forward_inputs", "seconds"]].sum()
+    rows = []
+    for metric in frame["metric"].unique():
+        info = evaluation.METRICS[metric]
+        if info.group not in per.index:
+            continue
+        g = per.loc[info.group]
+        inputs, seconds = g["forward_inputs"], g["seconds"]
+        if info.group == "fewclass":
+            inputs, seconds = inputs + extra["forward_inputs"], seconds + extra["seconds"]
+        together = [evaluation.METRICS[m].label for m in frame["metric"].unique()
+                    if evaluation.METRICS[m].group == info.group and m != metric]
+        rows.append({"metric": metric, "label": info.label, "inputs per sample": inputs / n,
+                     "explained per sample": g["explained_inputs"] / n, "ms per sample": 1000 * seconds / n,
+                     "shared with": ", ".join(together)})
+    return pd.DataFrame(rows)
+
+
+def noisy_inputs(x: torch.Tensor, sigma: float, *, generator: torch.Generator | int) -> torch.Tensor:
+    """x plus Gaussian noise of std ``sigma`` (in x's units) → x's shape: the slight input perturbation of the
+    meta-evaluation. The noise is drawn on the CPU from ``generator`` (device-independent)."""
+    sigma = _validate.number(sigma, "sigma")
+    if sigma < 0:
+        raise ValueError(f"sigma must be non-negative, got {sigma}")
+    g = _validate.generator(generator, why="to draw the noise")
+    noise = torch.randn(tuple(x.shape), generator=g, dtype=torch.float64)
+    return x + (sigma * noise).to(x.device, x.dtype)

@@ -1,0 +1,152 @@
+"""The synthesis protocol: recovery, ideal gap, meta-evaluation and report card on hand-built frames, the linear
+(transparent) model's exact contributions, and the weight-noise scale of randomise_layers."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+import torch
+
+import faithlab as fl
+from faithlab.protocols import synthesis as syn
+
+
+def _frame(scores: dict[str, dict[str, list[float]]]) -> pd.DataFrame:
+    """An evaluate-like frame from {metric: {explainer: per-sample scores}}."""
+    rows = []
+    for metric, by in scores.items():
+        info = fl.evaluation.METRICS[metric]
+        for explainer, values in by.items():
+            rows += [{"explainer": explainer, "sample": i, "metric": metric, "label": info.label,
+                      "paper": info.paper, "level": "sample", "score": v, "higher_is_better": info.higher_is_better,
+                      "direction": ""} for i, v in enumerate(values)]
+    frame = pd.DataFrame(rows)
+    frame["sample"] = frame["sample"].astype("Int64")
+    return frame
+
+
+QUALITY = {"a": 0.0, "b": -0.5, "c": -1.0}
+
+
+def test_recovery_hand_computed():
+    frame = _frame({
+        "aopc": {"a": [3, 3, 1], "b": [2, 2, 2], "c": [1, 1, 3]},        # higher is better: right, right, reversed
+        "log_odds": {"a": [1, 1, 1], "b": [2, 2, 1], "c": [3, 3, 1]},    # lower is better: right, right, flat
+    })
+    rec = syn.recovery(frame, QUALITY).set_index("metric")
+    assert rec.loc["aopc", "spearman"] == pytest.approx((1 + 1 - 1) / 3)
+    assert rec.loc["aopc", "pairwise"] == pytest.approx(6 / 9)
+    assert rec.loc["aopc", "undefined"] == 0
+    assert rec.loc["aopc", "dataset spearman"] == pytest.approx(1.0)  # means 7/3, 2, 5/3
+    assert rec.loc["log_odds", "spearman"] == pytest.approx(2 / 3)     # the flat sample counts as 0
+    assert rec.loc["log_odds", "undefined"] == pytest.approx(1 / 3)
+    assert rec.loc["log_odds", "pairwise"] == pytest.approx((3 + 3 + 1.5) / 9)
+    with pytest.raises(ValueError, match="quality must rank at least 2"):
+        syn.recovery(frame, {"a": 0.0})
+
+
+def test_ideal_gap_uses_each_metrics_ideal_and_span():
+    frame = _frame({"saco": {"GT": [1.0, 0.2, -1.0]}, "mu_fidelity": {"GT": [0.5, 0.5, 0.5]},
+                    "aopc": {"GT": [0.1, 0.2, 0.3]}})
+    gaps = syn.ideal_gap(frame, "GT", tolerance=0.3).set_index("metric")
+    assert "aopc" not in gaps.index  # no ideal value defined
+    assert gaps.loc["saco", "gap"] == pytest.approx((0 + 0.4 + 1.0) / 3)
+    assert gaps.loc["saco", "within"] == pytest.approx(1 / 3)
+    assert gaps.loc["mu_fidelity", "gap"] == pytest.approx(0.25)
+    assert gaps.loc["mu_fidelity", "within"] == 1.0
+    with pytest.raises(ValueError, match="explainer 'nope'"):
+        syn.ideal_gap(frame, "nope")
+
+
+def test_resilience_and_reactivity():
+    base = _frame({"aopc": {"a": [3, 3], "b": [2, 2], "c": [1, 1]}, "saco": {"a": [1, 1], "b": [0, 0], "c": [0, 0]}})
+    same = base.copy()
+    reversed_ = _frame({"aopc": {"a": [1, 1], "b": [2, 2], "c": [3, 3]}, "saco": {"a": [0, 0], "b": [0, 0],
+                                                                                   "c": [0, 0]}})
+    res = syn.resilience(base, {"same": same, "reversed": reversed_}, list(QUALITY))
+    mean = res[res["condition"] == "mean"].set_index("metric")["resilience"]
+    assert mean["aopc"] == pytest.approx(0.0)  # (1 + (−1)) / 2
+    assert res.query("metric == 'aopc' and condition == 'same'")["resilience"].item() == pytest.approx(1.0)
+    assert res.query("metric == 'saco' and condition == 'reversed'")["resilience"].item() == 0.0  # flat: no ranking
+    react = syn.reactivity(base, reversed_, list(QUALITY), truth="a", random="c").set_index("metric")
+    assert react.loc["aopc", "model"] == pytest.approx(1.0)
+    assert react.loc["aopc", "explanation"] == 1.0
+    assert react.loc["saco", "explanation"] == 1.0 and react.loc["saco", "model"] == pytest.approx(0.5)
+    tie = syn.beats(base, "b", "c").set_index("metric")["share"]
+    assert tie["saco"] == 0.5 and tie["aopc"] == 1.0
+
+
+def test_report_card_ranks_and_recommendations():
+    rec = pd.DataFrame({"metric": ["aopc", "saco", "aopc", "saco"], "label": ["AOPC", "SaCo"] * 2,
+                        "spearman": [0.9, 0.1, 0.2, 0.8], "setup": ["s1", "s1", "ood", "ood"]})
+    res = pd.DataFrame({"metric": ["aopc", "saco"], "condition": "mean", "resilience": [0.5, 0.9]})
+    react = pd.DataFrame({"metric": ["aopc", "saco"], "reactivity": [0.7, 0.8]})
+    cost = pd.DataFrame({"metric": ["aopc", "saco"], "inputs per sample": [11.0, 11.0]})
+    card = syn.report_card(rec, res, react, cost, ood_setup="ood").set_index("metric")
+    assert card.loc["aopc", "recovery"] == pytest.approx(0.55) and card.loc["saco", "OOD recovery"] == 0.8
+    assert card.loc["saco", "rank OOD recovery"] == 1 and card.loc["saco", "rank reactivity"] == 1
+    assert card.loc["aopc", "rank cost"] == 1.5  # ties share the rank
+    assert card.loc["saco", "overall"] == pytest.approx((2 + 1 + 1 + 1 + 1.5) / 5)
+    assert list(card.index) == ["saco", "aopc"]
+    advice = syn.recommendations(rec, card.reset_index(), {"OOD models": "ood"}, top=1)
+    assert advice["OOD models"].startswith("For OOD models (setup “ood”), SaCo (Spearman 0.80)")
+    assert "AOPC did worst (0.20)" in advice["OOD models"]
+    assert "SaCo first" in advice["overall"]
+    with pytest.raises(ValueError, match="ood_setup 'x'"):
+        syn.report_card(rec, res, react, cost, ood_setup="x")
+    with pytest.raises(ValueError, match="names setup 'x'"):
+        syn.recommendations(rec, card.reset_index(), {"case": "x"})
+
+
+def test_cost_per_metric_from_an_evaluate_frame():
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 3)).eval()
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(4, 1, 4, 4, generator=g), torch.zeros(4, dtype=torch.int64)
+    frame = fl.evaluate(model, x, y, {"A": torch.randn(4, 1, 4, 4, generator=g), "B": torch.rand(4, 1, 4, 4)},
+                        metrics=["aopc", "log_odds", "saco", "fewclass_fid"], saco_k=4, progress=False,
+                        fewclass_fractions=[0, 0.5, 1])
+    cost = syn.cost_per_metric(frame).set_index("metric")
+    assert cost.loc["aopc", "inputs per sample"] == 11 and cost.loc["aopc", "shared with"] == "LOdds"
+    assert cost.loc["saco", "inputs per sample"] == 5
+    grid = len(fl.metrics.fewclass.candidate_grid())
+    assert cost.loc["fewclass_fid", "inputs per sample"] == pytest.approx(6 + 0.25 + grid + 0.25)  # +1 probe each
+
+
+def test_linear_model_contributions_are_exact():
+    torch.manual_seed(0)
+    model = fl.models.build("linear", in_channels=2, n_classes=4, image_size=3).eval()
+    x, t = torch.randn(5, 2, 3, 3), torch.tensor([0, 1, 2, 3, 0])
+    c = model.contributions(x, t)
+    logits = model(x).gather(1, t[:, None])[:, 0]
+    torch.testing.assert_close(c.flatten(1).sum(1) + model.fc.bias[t], logits)
+    removed = x.clone()
+    removed[:, 1, 2, 0] = 0  # removing one element subtracts exactly its contribution
+    torch.testing.assert_close(logits - model(removed).gather(1, t[:, None])[:, 0], c[:, 1, 2, 0])
+    with pytest.raises(ValueError, match=r"x must be \(B, 2, 3, 3\)"):
+        model.contributions(torch.randn(5, 1, 3, 3), t)
+
+
+def test_randomise_layers_scale():
+    model = torch.nn.Sequential(torch.nn.Linear(50, 50), torch.nn.ReLU(), torch.nn.Linear(50, 3)).eval()
+    small, _ = fl.train.randomise_layers(model, 1.0, generator=0, scale=0.01)
+    big, _ = fl.train.randomise_layers(model, 1.0, generator=0, scale=1.0)
+    for i in (0, 2):
+        w, std = model[i].weight.detach(), model[i].weight.std().item()
+        d_small, d_big = (small[i].weight - w).std().item(), (big[i].weight - w).std().item()
+        assert d_small == pytest.approx(0.01 * std, rel=0.2) and d_big == pytest.approx(std, rel=0.2)
+        torch.testing.assert_close(small[i].weight - w, 0.01 * (big[i].weight - w), rtol=1e-3, atol=1e-7)
+    with pytest.raises(ValueError, match="scale must be positive"):
+        fl.train.randomise_layers(model, 1.0, generator=0, scale=0.0)
+
+
+def test_noisy_inputs_are_seeded():
+    x = torch.zeros(3, 1, 4, 4)
+    a, b = syn.noisy_inputs(x, 0.5, generator=1), syn.noisy_inputs(x, 0.5, generator=1)
+    assert torch.equal(a, b) and not torch.equal(a, syn.noisy_inputs(x, 0.5, generator=2))
+    assert a.std().item() == pytest.approx(0.5, rel=0.3)
+    assert torch.equal(syn.noisy_inputs(x, 0.0, generator=1), x)
+    with pytest.raises(ValueError, match="sigma must be non-negative"):
+        syn.noisy_inputs(x, -1.0, generator=0)
+    assert math.isfinite(float(a.sum()))
