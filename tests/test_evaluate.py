@@ -85,6 +85,8 @@ def test_every_metric_equals_its_own_call():
         preds = torch.stack([m(x).argmax(1) for m in kfold.models])
         stacked = torch.stack([_explain(m, x, p) for m, p in zip(kfold.models, preds)])
         rm = fl.metrics.reco_mege(stacked, preds, y, kfold.folds)
+        cost = fl.evaluation.cost(frame)
+        assert cost.loc[cost["group"] == "reco_mege predictions", "forward_inputs"].tolist() == [3 * x.shape[0]]
         for metric in ("reco", "mege"):
             rows = frame[(frame["explainer"] == name) & (frame["metric"] == metric)]
             assert len(rows) == 1 and rows["sample"].isna().all() and (rows["level"] == "dataset").all()

@@ -4,7 +4,7 @@ Submodules are imported lazily so that ``import faithlab as fl`` stays cheap::
 
     import faithlab as fl
     curves = fl.perturb.removal_curve(model, x, attributions, fractions, target=y)
-    report = fl.evaluate(model, x, y, {"IG": maps_ig, "Saliency": maps_sal})   # every metric of the study
+    report = fl.evaluate(model, x, y, {"IG": attributions})   # every metric of the study
 """
 
 from __future__ import annotations

@@ -329,33 +329,35 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
         if "reco_mege" in groups:
             k = len(kfold.models)
             folded = [_Counted(m) for m in kfold.models]
+            start = time.perf_counter()
+            none = torch.zeros(n, perturb.default_units(x).n, dtype=torch.bool, device=x.device)
+            predictions = []  # once for every explainer
+            for i, (m, c) in enumerate(zip(kfold.models, folded)):
+                _validate.model(m, f"kfold.models[{i}]")
+                predictions.append(perturb.removal_outputs(c, x, none, output="predicted", target=y,
+                                                           batch_size=batch_size))
+            shared = time.perf_counter() - start
             for who in names:
                 bar.set_postfix_str(f"{who}: reco_mege")
                 start = time.perf_counter()
                 fn = explainers[who]
-                stacks, predictions = [], []
-                for m, c in zip(kfold.models, folded):
-                    _validate.model(m, "kfold.models[i]")
-                    none = torch.zeros(n, perturb.default_units(x).n, dtype=torch.bool, device=x.device)
-                    pred = perturb.removal_outputs(c, x, none, output="predicted", target=y, batch_size=batch_size)
-                    predictions.append(pred)
-                    stacks.append(torch.cat([fn(m, x[c0:c0 + batch_size], pred[c0:c0 + batch_size]).detach()
-                                             for c0 in range(0, n, batch_size)]))
+                stacks = [torch.cat([fn(m, x[c0:c0 + batch_size], pred[c0:c0 + batch_size]).detach()
+                                     for c0 in range(0, n, batch_size)])
+                          for m, pred in zip(kfold.models, predictions)]
                 d = fm.reco_mege_details(torch.stack(stacks), torch.stack(predictions), y,
-                                                kfold.folds.to(x.device), batch_size=batch_size)
+                                         kfold.folds.to(x.device), batch_size=batch_size)
                 for metric in ("reco", "mege"):
                     if metric in chosen:
                         emit(who, metric, d[metric], None)
                 row = cost_rows.setdefault(("reco_mege", who), {
                     "group": "reco_mege", "explainer": who, "forward_inputs": 0, "model_calls": 0,
                     "explained_inputs": 0, "seconds": 0.0})
-                row["forward_inputs"] += sum(c.inputs for c in folded)
-                row["model_calls"] += sum(c.calls for c in folded)
                 row["explained_inputs"] += k * n
                 row["seconds"] += time.perf_counter() - start
-                for c in folded:
-                    c.inputs = c.calls = 0
                 bar.update()
+            cost_rows[("reco_mege predictions", "all")] = {
+                "group": "reco_mege predictions", "explainer": "all", "forward_inputs": sum(c.inputs for c in folded),
+                "model_calls": sum(c.calls for c in folded), "explained_inputs": 0, "seconds": shared}
     finally:
         bar.close()
     frame = pd.DataFrame.from_records(records, columns=["explainer", "sample", "metric", "score"])
