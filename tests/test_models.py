@@ -30,6 +30,7 @@ def _tokens(g):
 
 
 CASES = {
+    "linear": (dict(IMG, image_size=16), _image),
     "small_cnn": (dict(IMG, width=4), _image),
     "resnet9": (dict(IMG, width=0.0625), _image),
     "resnet18_cifar": (dict(IMG, base_width=4, dropout=0.25), _image),

@@ -177,29 +177,32 @@ gaps.round(3)
 # %% [markdown]
 # ## 2. Meta-evaluation (MetaQuantus-style)
 # After Hedström et al. (TMLR 2023), on the CNN with in-distribution removal. **Noise resilience**: slight
-# perturbations (Gaussian noise of 5 % of each layer's weight std on every layer, or of std 0.05 on the normalised
-# inputs; the real explainers recomputed) should not move a metric's ranking of the explainers: the Spearman
-# between the rankings, 1 = unchanged. **Adversary reactivity**: on a randomised model (noise of 10× each layer's
-# weight std) the ranking should change, and a random map should score below the ground truth: each in [0, 1],
-# ½ = no reaction.
+# perturbations should not move a metric's ranking of the explainers (Spearman between the rankings, 1 =
+# unchanged): Gaussian noise of `model_noise` × each layer's weight std on every layer of the model and of its
+# fine-tuned twin, or of std `input_noise` on the normalised inputs; the real explainers are recomputed.
+# **Adversary reactivity**: on a randomised model (noise of `randomise_scale` × each layer's weight std) the
+# ranking should change, and a random map should score below the ground truth: each in [0, 1], ½ = no reaction.
 
 # %%
 m0 = S[meta_setup]
 names = list(maps_by_setup[meta_setup])
 
 
-def rerun(model, x):
+def rerun(model, tuned, x):
     maps, _ = syn.explainer_maps(m0, noise_levels=noise_levels, methods=methods, seed=seed, x=x, model=model,
                                  batch_size=batch_size)
     sel = fl.metrics.select_perturbation(model, x, grid=grid, batch_size=batch_size)["image"]
-    return fl.evaluate(model, x, m0.y, maps, finetuned=m0.finetuned, perturbed=sel, **options)
+    return fl.evaluate(model, x, m0.y, maps, finetuned=tuned, perturbed=sel, **options)
 
 
-jitter, _ = fl.train.randomise_layers(m0.model, 1.0, generator=seed, scale=model_noise)
-random_model, _ = fl.train.randomise_layers(m0.model, 1.0, generator=seed, scale=randomise_scale)
+# the fine-tuned twin (read by FFid±) gets the same perturbation as the model
+jitter, jitter_ft = (fl.train.randomise_layers(m, 1.0, generator=seed, scale=model_noise)[0]
+                     for m in (m0.model, m0.finetuned))
+random_model, random_ft = (fl.train.randomise_layers(m, 1.0, generator=seed, scale=randomise_scale)[0]
+                           for m in (m0.model, m0.finetuned))
 noisy = syn.noisy_inputs(m0.x, input_noise, generator=seed)
-conditions = {"model noise": rerun(jitter, m0.x), "input noise": rerun(m0.model, noisy)}
-randomised = rerun(random_model, m0.x)
+conditions = {"model noise": rerun(jitter, jitter_ft, m0.x), "input noise": rerun(m0.model, m0.finetuned, noisy)}
+randomised = rerun(random_model, random_ft, m0.x)
 accuracy = {label: float((model(x).argmax(1) == m0.y).double().mean()) for label, model, x in (
     ("original", m0.model, m0.x), ("model noise", jitter, m0.x), ("input noise", m0.model, noisy),
     ("randomised", random_model, m0.x))}
