@@ -288,7 +288,7 @@ def report_card(recovery_by_setup: pd.DataFrame, resilience_table: pd.DataFrame,
     card.index.name = "metric"
     for criterion, higher in CRITERIA.items():
         card[f"rank {criterion}"] = card[criterion].rank(ascending=not higher, method="average")
-    card["overall"] = card[[f"rank {c}" for c in CRITERIA]].mean(1)
+    card["overall"] = card[[f"rank {c}" for c in CRITERIA]].mean(axis=1)
     card.insert(0, "label", [evaluation.METRICS[m].label for m in card.index])
     return card.sort_values(["overall", "recovery"], ascending=[True, False]).reset_index()
 
