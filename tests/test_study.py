@@ -120,6 +120,32 @@ def test_profile_extends_another_name_by_name(project):
         study.load_profile("paper-dry", project)
 
 
+def test_start_first_submits_those_notebooks_first_in_its_order(project):
+    write(project, "demo/third", 'NAME = "demo/third"\nvalue = 3\n', OK_BODY)
+    params = project / "notebooks" / "params"
+    (params / "book.yaml").write_text("start_first: [demo/third, demo/second]\nnotebooks: {}\n")
+    results, messages = run(project, profile="book")
+    started = [m.split()[1] for m in messages if m.endswith(" ...")]  # "[i/n] name ...", in submission order
+    assert started == ["demo/third", "demo/second", "demo/first"]
+    assert all(r.status == "ran" for r in results.values())
+    (params / "paper.yaml").write_text("start_first: [demo/second]\n")
+    (params / "paper-dry.yaml").write_text("extends: paper\n")
+    assert study.load_profile("paper-dry", project)["start_first"] == ["demo/second"]  # inherited
+    (params / "paper-dry.yaml").write_text("extends: paper\nstart_first: []\n")
+    assert study.load_profile("paper-dry", project)["start_first"] == []  # its own list wins, even an empty one
+
+
+@pytest.mark.parametrize("value, match", [
+    ("demo/first", "'start_first' must be a list"),
+    ("[demo/first, demo/first]", "distinct"),
+    ("[demo/frist]", "unknown notebooks \\['demo/frist'\\]"),
+])
+def test_a_bad_start_first_is_an_error_naming_it(project, value, match):
+    (project / "notebooks" / "params" / "book.yaml").write_text(f"start_first: {value}\nnotebooks: {{}}\n")
+    with pytest.raises(study.StudyError, match=match):
+        run(project, profile="book")
+
+
 def test_profile_typo_is_an_error(project):
     (project / "notebooks" / "params" / "book.yaml").write_text("notebooks:\n  demo/first: {valeu: 3}\n")
     with pytest.raises(study.StudyError, match="valeu"):

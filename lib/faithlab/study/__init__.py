@@ -274,6 +274,9 @@ def load_profile(profile: str, root: Path | None = None, _seen: tuple[str, ...] 
 
     A profile may start from another one with ``extends: <profile>``: its ``defaults`` and each notebook's
     parameters are laid over the other's, name by name (``paper-dry`` is ``paper`` with tiny fake data).
+    ``start_first: [name, ...]`` lists notebooks the runner submits before the others, in that order (the long
+    ones: with parallel jobs, a long notebook started last keeps one job busy after the rest are done); the
+    others follow in name order. A profile that extends another keeps the other's list unless it has its own.
     Raises StudyError naming the file (and the line where YAML gives one) for a file that is not valid YAML, has a
     key twice, or is not a mapping of ``defaults`` (parameter → value) and ``notebooks`` (name → parameters), and
     for an ``extends`` that names an unknown profile or goes round in a circle.
@@ -301,10 +304,15 @@ def load_profile(profile: str, root: Path | None = None, _seen: tuple[str, ...] 
     if not isinstance(data, dict):
         raise StudyError(f"{at()}: a profile must be a mapping with 'defaults' and 'notebooks', found a "
                          f"{type(data).__name__} ({data!r:.60})")
-    unknown = set(data) - {"defaults", "notebooks", "extends", "cluster"}
+    unknown = set(data) - {"defaults", "notebooks", "extends", "cluster", "start_first"}
     if unknown:
         raise StudyError(f"{path}: unknown top-level keys {sorted(map(str, unknown))} "
-                         "(expected 'defaults', 'notebooks', 'extends', 'cluster')")
+                         "(expected 'defaults', 'notebooks', 'extends', 'cluster', 'start_first')")
+    first = data.get("start_first")
+    if first is not None and (not isinstance(first, list) or not all(isinstance(n, str) for n in first)
+                              or len(set(first)) != len(first)):
+        raise StudyError(f"{at('start_first')}: 'start_first' must be a list of distinct notebook names "
+                         f"'<paper>/<experiment>', found {first!r:.80}")
     from faithlab.study import cluster as clusters
 
     try:
@@ -325,7 +333,7 @@ def load_profile(profile: str, root: Path | None = None, _seen: tuple[str, ...] 
         checked[name] = _check_parameters(params, f"'notebooks: {name}'", at("notebooks", name))
     base = data.get("extends")
     if base is None:
-        return {"defaults": defaults, "notebooks": checked, "cluster": resources}
+        return {"defaults": defaults, "notebooks": checked, "cluster": resources, "start_first": first or []}
     if base not in PROFILES:
         raise StudyError(f"{at('extends')}: 'extends' must name one of the profiles {PROFILES}, got {base!r}")
     if base == profile or base in _seen:
@@ -336,7 +344,8 @@ def load_profile(profile: str, root: Path | None = None, _seen: tuple[str, ...] 
     for name, params in checked.items():
         merged.setdefault(name, {}).update(params)
     return {"defaults": {**parent["defaults"], **defaults}, "notebooks": merged,
-            "cluster": {**parent["cluster"], **resources}}
+            "cluster": {**parent["cluster"], **resources},
+            "start_first": parent["start_first"] if first is None else first}
 
 
 def parse_overrides(pairs: list[tuple[str, str]] | None) -> dict:
@@ -1021,9 +1030,11 @@ def run(
         if unknown:
             raise StudyError(f"-p {sorted(unknown)}: no selected notebook has such a parameter")
     spec = load_profile(profile, root)
-    unknown_nbs = set(spec["notebooks"]) - {nb.name for nb in discover(root)}
+    unknown_nbs = (set(spec["notebooks"]) | set(spec["start_first"])) - {nb.name for nb in discover(root)}
     if unknown_nbs:
         raise StudyError(f"profile {profile!r} names unknown notebooks {sorted(unknown_nbs)}")
+    rank = {name: i for i, name in enumerate(spec["start_first"])}
+    notebooks.sort(key=lambda nb: (rank.get(nb.name, len(rank)), nb.name))
     lib_hash = library_hash()
     recover(generated, echo)  # before the stamps are read: a half-promoted notebook may become current
 
