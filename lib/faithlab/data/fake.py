@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
@@ -38,7 +39,7 @@ __all__ = ["solid", "texture", "write_image", "write_image_folder", "write_boxes
            "write_fashion_mnist", "write_cifar_binary", "write_eurosat", "write_tiny_imagenet", "write_sst2",
            "write_pam", "write_boiler", "write_ct_split", "put_in_hf_cache", "random_model", "write_paper_dry",
            "IMAGENET_WNIDS", "VEHICLE_CLASSES", "EUROSAT_CLASSES", "TORCHVISION_MODELS", "FEWCLASS_MODELS",
-           "TIMM_MODELS"]
+           "TIMM_MODELS", "BIAS_QUANTUM"]
 
 IMAGENET_WNIDS = ("n01440764", "n01443537", "n01484850")
 """The fake ImageNet validation folder's classes (the first three ILSVRC2012 wnids: class index 0, 1, 2)."""
@@ -64,6 +65,11 @@ and TRACE's DenseNet-161 runs torchvision's DenseNet code)."""
 TIMM_MODELS = ("vit_base_patch16_224.augreg_in21k_ft_in1k", "vit_tiny_patch16_224.augreg_in21k_ft_in1k")
 """The timm ViTs put in the fake Hugging Face cache: SaCo's ViT-B/16, and ViT-Ti/16 (the same timm class and
 conversion at a twelfth of the cost) for the notebook that explains images twelve ways with five metrics each."""
+
+BIAS_QUANTUM = 2.0 ** -8
+"""The grid of :func:`random_model`'s classifier-bias steps (about 0.004): far above the few-ULP differences between
+float summation orders of logits of order 1-100, far below the margin of 1 it aims for."""
+
 
 def _seed(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
@@ -328,7 +334,13 @@ def random_model(build: Callable[[], nn.Module], *, seed: int, inputs: torch.Ten
     """``build()`` with its own random initialisation, drawn inside ``torch.random.fork_rng`` from ``seed`` (the
     caller's global RNG state is left as it was), in eval mode. With ``inputs`` (the images the model will see,
     preprocessed as the notebook does), the classifier bias is raised until the model predicts class 0 on every
-    one of them (a single logit: a positive logit) by a margin of at least 1."""
+    one of them (a single logit: a positive logit) by a margin of at least 1.
+
+    The bias moves in steps of :data:`BIAS_QUANTUM` with at least one quantum of slack beyond the measured margin: a
+    linear head is done in one step whatever the float summation order (torch's thread count changes it by a few ULP,
+    and a step of exactly the margin can leave the new margin a few ULP above 0, with later ULP-sized steps lost in
+    rounding), and the written bias is the same at every thread count unless the margin sits within ULPs of a
+    quantum's edge."""
     seed = _seed(seed, "seed")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -350,8 +362,8 @@ def random_model(build: Callable[[], nn.Module], *, seed: int, inputs: torch.Ten
             return model
         if head is None:
             head = _head(model, _width(model, inputs))
-        with torch.no_grad():
-            head.bias[0] += need
+        with torch.no_grad():  # floor(need / q) + 2 quanta: between one and two quanta of slack
+            head.bias[0] += (math.floor(float(need) / BIAS_QUANTUM) + 2) * BIAS_QUANTUM
         need = margin()
     raise ValueError(f"could not make {type(model).__name__} predict class 0 on every input")
 
