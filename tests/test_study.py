@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -206,11 +207,44 @@ def test_library_hash_tracks_library_sources():
     assert len(study.library_hash()) == 64
 
 
-def test_parallel_jobs(project):
+def test_parallel_jobs(project, monkeypatch):
+    """Two notebooks at a time; each kernel gets its share of the cores even when the caller's OMP_NUM_THREADS asks
+    for more (and the caller's value is back afterwards)."""
+    from faithlab.study import cluster as clusters
+
+    write(project, "demo/threads", 'NAME = "demo/threads"\n', """
+        import os
+        import pandas as pd
+        import faithlab as fl
+        fl.outputs.for_notebook(NAME).table(pd.DataFrame({"value": [int(os.environ["OMP_NUM_THREADS"])]}), "result")
+        """)
+    monkeypatch.setenv("OMP_NUM_THREADS", "64")
     results, messages = run(project, jobs=2)
     assert {r.status for r in results.values()} == {"ran"}
     assert result_value(project, "demo/second") == 20
-    assert any("[2/2]" in m for m in messages)
+    assert result_value(project, "demo/threads") == max(1, clusters.cores() // 2)
+    assert any("[3/3]" in m for m in messages) and any("OMP_NUM_THREADS=64" in m for m in messages)
+    assert os.environ["OMP_NUM_THREADS"] == "64"
+
+
+@pytest.mark.parametrize("asked, jobs, cores, expected", [
+    (None, 2, 2, "1"), (None, 1, 2, "2"), (None, 3, 2, "1"), (None, 2, 16, "8"),
+    ("4", 2, 2, "1"), ("1", 2, 2, "1"), ("8", 1, 16, "8"), ("12", 2, 16, "8"), ("0", 2, 2, "1"), ("x", 2, 4, "2")])
+def test_local_kernels_share_the_cores(monkeypatch, asked, jobs, cores, expected):
+    """OMP_NUM_THREADS per kernel: the cores shared out among the jobs, or the caller's smaller value; a larger one
+    is cut to the share with a message (4 threads in each of 2 kernels on 2 cores made the smoke notebooks ~6x
+    slower)."""
+    from faithlab.study import cluster as clusters
+
+    monkeypatch.setattr(clusters, "cores", lambda: cores)
+    if asked is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", asked)
+    messages: list[str] = []
+    assert clusters.local_threads(jobs, messages.append) == expected
+    cut = asked is not None and asked.isdigit() and int(asked) > int(expected)
+    assert bool(messages) == cut and all(f"OMP_NUM_THREADS={asked}" in m for m in messages)
 
 
 # ------------------------------------------------------------------------------------------------ failures

@@ -1082,7 +1082,7 @@ def _run_plans(plans: list[_Plan], jobs: int, cluster, spec: dict, root: Path, g
     if jobs > 1 and total > 1:
         # Parallel notebooks share the cores: one kernel's torch threads must not oversubscribe the others'.
         threads = os.environ.get("OMP_NUM_THREADS")
-        os.environ["OMP_NUM_THREADS"] = threads or str(max(1, (os.cpu_count() or 1) // jobs))
+        os.environ["OMP_NUM_THREADS"] = clusters.local_threads(jobs, echo)
         pool = _Pool(jobs)
         try:
             return _schedule(plans, pool, echo)
@@ -1090,6 +1090,8 @@ def _run_plans(plans: list[_Plan], jobs: int, cluster, spec: dict, root: Path, g
             pool.pool.shutdown()
             if threads is None:
                 os.environ.pop("OMP_NUM_THREADS")
+            else:
+                os.environ["OMP_NUM_THREADS"] = threads
     return _schedule(plans, _Inline(echo), echo)
 
 

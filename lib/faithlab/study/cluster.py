@@ -147,6 +147,31 @@ def _restore_environment(saved: dict):
     return restore
 
 
+def cores() -> int:
+    """The CPU cores this process may run on (its affinity mask, which containers and batch jobs restrict; not the
+    host's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity call on this platform
+        return max(1, os.cpu_count() or 1)
+
+
+def local_threads(jobs: int, echo=print) -> str:
+    """OMP_NUM_THREADS for each of ``jobs`` kernels running at once on this machine: the cores shared out
+    (at least 1), or the caller's OMP_NUM_THREADS when it is smaller. A larger value is cut to the share with a
+    message: torch's OpenMP threads spin while they wait, so kernels that ask for more threads than the machine
+    has slow each other down many times over (4 threads per kernel, 2 kernels on 2 cores: the smoke notebooks take
+    about 6x as long)."""
+    share = max(1, cores() // max(1, jobs))
+    asked = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if asked.isdigit() and int(asked) > 0:
+        if int(asked) <= share:
+            return asked
+        echo(f"OMP_NUM_THREADS={asked} with {jobs} notebooks at a time on {cores()} cores: each kernel gets {share} "
+             "thread(s)")
+    return str(share)
+
+
 def connect(cluster: str, *, workers: int, resources: dict | None = None, root: Path,
             environment: dict | None = None, echo=print) -> Connection:
     """Open the cluster ``--cluster`` names (see the module docstring); ``workers``: local processes or batch jobs."""
@@ -160,7 +185,7 @@ def connect(cluster: str, *, workers: int, resources: dict | None = None, root: 
             raise ClusterError(f"--cluster {cluster!r}: the number of local workers must be a positive integer")
         n = int(count) if count else workers
         # The kernels of the N workers share the cores, as with -j N (the workers' environment only).
-        threads = os.environ.get("OMP_NUM_THREADS") or str(max(1, (os.cpu_count() or 1) // n))
+        threads = local_threads(n, echo)
         saved = dict(os.environ)  # Dask's nannies set OMP_NUM_THREADS & co. in this process too: undone on close
         local = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                                          dashboard_address=None, resources={RESOURCE: 1},
