@@ -19,9 +19,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
+
+# torch is imported inside the functions that compute: faithlab.outputs imports this module for VERDICTS, and a
+# notebook that only writes tables then starts without torch's 1.2 s import.
 
 __all__ = [
     "VERDICTS", "Verdict", "ladder", "verdict", "at_ideal", "undefined", "first_reason", "Comparison",
@@ -120,6 +126,8 @@ def _number(value, name: str) -> float:
 def at_ideal(value, *, ideal: float, tol: float, what: str) -> str | None:
     """Premise check: the reason "<what> is already at the ideal …" when ``|value − ideal| ≤ tol`` (a baseline that
     leaves no room to improve on it), else None. value: a number, or a sequence whose mean is checked."""
+    import torch
+
     if isinstance(value, (list, tuple)) or getattr(value, "ndim", 0) >= 1:
         value = torch.as_tensor(value, dtype=torch.float64).nanmean()
     number, ideal, tol = _number(value, "value"), _number(ideal, "ideal"), _number(tol, "tol")
@@ -132,6 +140,8 @@ def at_ideal(value, *, ideal: float, tol: float, what: str) -> str | None:
 
 def undefined(value, *, what: str) -> str | None:
     """Premise check: the reason "<what> is undefined" when ``value`` (a number or any of a sequence) is NaN."""
+    import torch
+
     values = torch.as_tensor(value, dtype=torch.float64).flatten()
     if values.numel() == 0 or bool(values.isnan().any()):
         return f"{what} is undefined (a constant vector or no data)"
@@ -159,6 +169,8 @@ class Comparison:
 
 
 def _values(values, name: str) -> torch.Tensor:
+    import torch
+
     if isinstance(values, (str, bytes)):
         raise TypeError(f"{name} must be numbers (a sequence, array or tensor), got {values!r}")
     if isinstance(values, torch.Tensor):
@@ -179,6 +191,8 @@ def bootstrap_diff(a, b=None, *, higher_is_better: bool = True, n_boot: int = 40
     ``seed``, so the outcome is reproducible) give the ``level`` percentile interval.
     Raises ValueError when fewer than 2 paired units remain (use :func:`undefined` as a premise check first).
     """
+    import torch
+
     x = _values(a, "a")
     if b is not None:
         y = _values(b, "b")
@@ -209,6 +223,8 @@ def comparison_from_draws(estimate: float, draws, *, level: float = 0.95) -> Com
     """A :class:`Comparison` from bootstrap draws of a difference that is not a mean of per-unit values (e.g. ReCo,
     a maximum over thresholds, resampled by samples): ``estimate`` the difference on the data (> 0 favours the
     target), its ``level`` percentile interval from ``draws``; outcome as in :func:`bootstrap_diff`."""
+    import torch
+
     x = _values(draws, "draws")
     x = x[~x.isnan()]
     if x.numel() < 100:

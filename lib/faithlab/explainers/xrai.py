@@ -13,7 +13,6 @@ at a time by nature, and we do not rewrite the algorithm. It costs well under a 
 from __future__ import annotations
 
 import numpy as np
-import saliency.core as saliency
 import torch
 
 from faithlab import _validate
@@ -41,6 +40,8 @@ def xrai_map(image: np.ndarray, attribution: np.ndarray, *, area_threshold: floa
     """PAIR's XRAI map (H, W) of one (H, W, C) image over the (H, W, C) base attribution (PAIR takes its maximum
     over channels). A constant image, which PAIR's min–max scaling would turn into NaN (0 / 0), is one segment:
     what Felzenszwalb gives on any constant image."""
+    import saliency.core as saliency  # here, not at the top: 0.7 s that every kernel importing explainers paid
+
     params = saliency.XRAIParameters(area_threshold=area_threshold, algorithm=algorithm)
     segments = [np.ones(image.shape[:2], dtype=bool)] if image.max() == image.min() else None
     return saliency.XRAI().GetMask(image, _no_model, segments=segments, base_attribution=attribution,
