@@ -172,3 +172,81 @@ def test_bootstrap_accepts_series_and_arrays_alike():
     a, b = [0.3, 0.5, 0.9, 0.7], [0.1, 0.2, 0.4, 0.3]
     ref = bootstrap_diff(torch.tensor(a, dtype=torch.float64), torch.tensor(b, dtype=torch.float64))
     assert bootstrap_diff(pd.Series(a), np.array(b)) == ref == bootstrap_diff(a, b)
+
+
+# ------------------------------------------------------------------------------------------------ nulls, settings
+def test_null_range_from_known_draws_and_the_premise_it_gives():
+    from faithlab.verdicts import Null, within_null
+
+    null = Null("shuffled pairings", tuple(np.linspace(-1.0, 1.0, 401)))  # uniform on [-1, 1]: 95 % = ±0.95
+    assert null.low == pytest.approx(-0.95) and null.high == pytest.approx(0.95) and null.median == pytest.approx(0)
+    assert null.contains(0.9) and not null.contains(0.96) and null.contains(float("nan"))
+    reason = within_null(0.5, null, what="Spearman ρ")
+    assert "Spearman ρ (0.500)" in reason and "shuffled pairings" in reason and "[-0.950, 0.950]" in reason
+    assert within_null(-0.99, null, what="ρ") is None  # below chance is outside it too: a decision can be made
+    assert verdict(0.5, reproduced="> 0.4", untestable=reason) == UNTESTABLE  # inside the null → not testable
+
+
+def test_null_of_shuffled_pairings_separates_a_real_pairing_from_chance():
+    from faithlab.verdicts import null_draws, within_null
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=40)
+    paired, unrelated = a + 0.3 * rng.normal(size=40), rng.normal(size=40)
+
+    def rho(u, v):
+        return float(np.corrcoef(u, v)[0, 1])
+
+    null = null_draws(rho, a, paired, what="shuffled pairings", n_draws=300, seed=1)
+    assert abs(null.median) < 0.1 and null.high < 0.45  # chance level of ρ on 40 pairs: about ±0.31
+    assert within_null(rho(a, paired), null, what="ρ") is None  # the real pairing (ρ ≈ 0.95) is outside
+    assert within_null(rho(a, unrelated), null_draws(rho, a, unrelated, what="shuffled pairings", n_draws=300),
+                       what="ρ") is not None
+    again = null_draws(rho, a, paired, what="shuffled pairings", n_draws=300, seed=1)
+    assert again.draws == null.draws  # seeded
+
+
+def test_null_and_settings_arguments_are_checked():
+    from faithlab.verdicts import Null, from_settings, null_draws, within_null
+
+    with pytest.raises(ValueError, match="what"):
+        Null("", (0.0,) * 30)
+    with pytest.raises(ValueError, match="draws"):
+        Null("x", (0.0,) * 5)
+    with pytest.raises(ValueError, match="level"):
+        Null("x", (0.0,) * 30, level=0.3)
+    with pytest.raises(TypeError, match="null"):
+        within_null(0.1, (0.0, 1.0), what="x")
+    with pytest.raises(ValueError, match="same number of rows"):
+        null_draws(lambda a, b: 0.0, [1, 2, 3], [1, 2], what="x")
+    with pytest.raises(ValueError, match="n_draws"):
+        null_draws(lambda a, b: 0.0, [1, 2, 3], [1, 2, 3], what="x", n_draws=5)
+    with pytest.raises(TypeError, match="holds"):
+        from_settings([1, 0])
+    with pytest.raises(ValueError, match="partly"):
+        from_settings([True], partly=0.0)
+    with pytest.raises(ValueError, match="partly"):
+        from_settings([True], partly=0.8, reproduced=0.5)
+
+
+@pytest.mark.parametrize("holds, expected", [
+    ([True] * 28, REPRODUCED), ([True] * 19 + [False] * 9, REPRODUCED), ([True] * 18 + [False] * 10, PARTLY),
+    ([True] * 10 + [False] * 18, PARTLY), ([True] * 9 + [False] * 19, NOT), ([True] + [False] * 27, NOT),
+    ([], UNTESTABLE)])
+def test_a_share_of_settings_fixed_before_the_result(holds, expected):
+    """1 significant cell of 28 is not 'partly' (Few-class C3 was): partly needs a third, reproduced two thirds."""
+    from faithlab.verdicts import from_settings
+
+    v = from_settings(holds, what="cells")
+    assert v == expected
+    if holds:
+        assert f"{sum(holds)} of {len(holds)} cells" in v.why
+
+
+def test_settings_read_comparisons_and_a_stated_share():
+    from faithlab.verdicts import Comparison, from_settings
+
+    win, tie = Comparison(0.1, 0.05, 0.2, 0.95, 10, "win"), Comparison(0.0, -0.1, 0.1, 0.95, 10, "tie")
+    assert from_settings([win, win, tie]) == REPRODUCED and from_settings([win, tie, tie]) == PARTLY
+    assert from_settings([win, tie], reproduced=0.51) == PARTLY  # "most" stated as more than a half
+    assert from_settings([win], untestable="the premise failed") == UNTESTABLE

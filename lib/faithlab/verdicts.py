@@ -3,12 +3,17 @@
 A verdict is one of :data:`VERDICTS`. It comes from a stated rule, in two steps:
 
 1. **Premise check** — can the comparison discriminate at all? When a baseline is already at the ideal value
-   (:func:`at_ideal`), a statistic is undefined (:func:`undefined`) or a comparison has too few paired units, the
-   claim is "not testable here" and the reason is kept with the verdict.
+   (:func:`at_ideal`), a statistic is undefined (:func:`undefined`), a comparison has too few paired units, or the
+   value lies inside the spread of its **null** — the same statistic at chance, on shuffled pairings, random maps or
+   permuted labels (:class:`Null`, :func:`null_draws`, :func:`within_null`) — the claim is "not testable here" and
+   the reason is kept with the verdict.
 2. **Decision with uncertainty** — a threshold rule on a measured value (:func:`verdict`), or a paired bootstrap
    over the experiment's units (seeds × levels, images, draws) that calls each comparison a win, a tie or a loss
    from the confidence interval of the mean difference (:func:`bootstrap_diff`, :func:`compare`) and turns the
-   outcomes into a verdict (:func:`from_comparison`).
+   outcomes into a verdict (:func:`from_comparison`). A claim made over several settings (tasks × models ×
+   methods) is decided by the share of settings where it holds significantly, with thresholds fixed before any
+   result (:func:`from_settings`: reproduced from :data:`REPRODUCED_SHARE`, partly from :data:`PARTLY_SHARE`), so
+   one significant cell of 28 cannot read as "partly reproduced".
 
 Every function returns a :class:`Verdict`: a plain ``str`` (one of :data:`VERDICTS`) that also carries ``why``, a
 sentence with the rule's outcome, which :meth:`faithlab.outputs.Outputs.claim` adds to the claim's note.
@@ -32,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "VERDICTS", "Verdict", "ladder", "verdict", "at_ideal", "undefined", "first_reason", "Comparison",
     "bootstrap_diff", "comparison_from_draws", "compare", "from_comparison", "comparison_table",
+    "Null", "null_draws", "within_null", "REPRODUCED_SHARE", "PARTLY_SHARE", "from_settings",
 ]
 
 VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "not testable here")
@@ -280,3 +286,131 @@ def comparison_table(comparisons: Mapping[str, Comparison], *, target: str) -> l
     return [{"target": target, "competitor": name, "mean difference": c.mean, "low": c.low, "high": c.high,
              "outcome": c.outcome, "units": c.n} for name, c in comparisons.items()]
 
+
+
+# ------------------------------------------------------------------------------------------------------- nulls
+@dataclass(frozen=True)
+class Null:
+    """The chance level of a compared quantity: ``draws`` of the same statistic under a null hypothesis (``what``:
+    "shuffled image pairings", "random maps", "permuted labels", ...), summarised by its central ``level`` interval
+    [low, high] and median. A measured value inside [low, high] cannot be told from chance."""
+
+    what: str
+    draws: tuple
+    level: float = 0.95
+
+    def __post_init__(self):
+        if not isinstance(self.what, str) or not self.what.strip():
+            raise ValueError(f"what must name the null (e.g. 'shuffled pairings'), got {self.what!r}")
+        values = _values(self.draws, "draws")
+        values = values[~values.isnan()]
+        if values.numel() < 20:
+            raise ValueError(f"draws must hold at least 20 values without NaN, got {values.numel()}")
+        if not 0.5 <= _number(self.level, "level") < 1:
+            raise ValueError(f"level must lie in [0.5, 1), got {self.level!r}")
+        object.__setattr__(self, "draws", tuple(values.tolist()))
+
+    def _quantiles(self, *qs: float) -> list[float]:
+        import torch
+
+        return torch.quantile(torch.tensor(self.draws, dtype=torch.float64),
+                              torch.tensor(qs, dtype=torch.float64)).tolist()
+
+    @property
+    def low(self) -> float:
+        return self._quantiles((1 - self.level) / 2)[0]
+
+    @property
+    def high(self) -> float:
+        return self._quantiles(1 - (1 - self.level) / 2)[0]
+
+    @property
+    def median(self) -> float:
+        return self._quantiles(0.5)[0]
+
+    def contains(self, value) -> bool:
+        """Whether ``value`` (a number; NaN counts as inside) lies within [low, high]."""
+        number = _number(value, "value")
+        return not (number < self.low or number > self.high)
+
+    def describe(self, digits: int = 3) -> str:
+        """One phrase for a table: "<what>: median m, 95 % range [low, high] (n draws)"."""
+        return (f"{self.what}: median {self.median:.{digits}f}, {math.floor(self.level * 100 + 0.5)} % range "
+                f"[{self.low:.{digits}f}, {self.high:.{digits}f}] ({len(self.draws)} draws)")
+
+
+def null_draws(statistic, *arrays, what: str, n_draws: int = 1000, seed: int = 0, level: float = 0.95) -> Null:
+    """The null of ``statistic(*arrays)`` under shuffled pairings: ``n_draws`` values of ``statistic`` with the
+    rows of the last array permuted (generator ``seed``), every other array kept in place.
+
+    statistic: a function of the arrays (numpy arrays, tensors or sequences of equal length) returning a number,
+    e.g. a correlation between per-image scores and per-image references, or a mean distance between paired maps.
+    Use it for "does this pairing carry information?"; for a random-map or permuted-label null, compute the draws in
+    the protocol and pass them to :class:`Null` directly."""
+    if not callable(statistic):
+        raise TypeError(f"statistic must be a callable of the arrays, got {type(statistic).__name__}")
+    if not arrays:
+        raise ValueError("arrays must hold at least one array whose rows are shuffled")
+    if not isinstance(n_draws, int) or isinstance(n_draws, bool) or n_draws < 20:
+        raise ValueError(f"n_draws must be an int ≥ 20, got {n_draws!r}")
+    n = len(arrays[-1])
+    if any(len(a) != n for a in arrays):
+        raise ValueError(f"arrays must hold the same number of rows, got {[len(a) for a in arrays]}")
+    if n < 3:
+        raise ValueError(f"a shuffled-pairing null needs at least 3 rows, got {n}")
+    rng = np.random.default_rng(seed)
+    last = arrays[-1]
+    draws = [float(statistic(*arrays[:-1], last[rng.permutation(n)])) for _ in range(n_draws)]
+    return Null(what, tuple(draws), level)
+
+
+def within_null(value, null: Null, *, what: str) -> str | None:
+    """Premise check: the reason "<what> (value) lies within the null's range …" when ``value`` cannot be told from
+    ``null``'s draws (inside its central interval, or NaN), else None."""
+    if not isinstance(null, Null):
+        raise TypeError(f"null must be a faithlab.verdicts.Null, got {type(null).__name__}")
+    number = _number(value, "value")
+    if number != number or null.contains(number):
+        return f"{what} ({number:.3f}) lies within the chance range of {null.describe()}"
+    return None
+
+
+# ----------------------------------------------------------------------------------------------- several settings
+REPRODUCED_SHARE = 2 / 3
+"""Share of a claim's settings that must hold significantly for "reproduced" (fixed before any result)."""
+PARTLY_SHARE = 1 / 3
+"""Share of a claim's settings that must hold significantly for "partly reproduced" (fixed before any result)."""
+
+
+def from_settings(holds, *, reproduced: float = REPRODUCED_SHARE, partly: float = PARTLY_SHARE,
+                  untestable: str | None = None, what: str = "settings") -> Verdict:
+    """Verdict of a claim made over several settings from whether it holds significantly in each.
+
+    holds: one entry per testable setting — a bool (the claim holds significantly there), or a
+    :class:`Comparison` (holds when its outcome is "win"). Rule: reproduced when the share that holds is at least
+    ``reproduced``, partly reproduced when it is at least ``partly`` (> 0), else not reproduced; "not testable
+    here" without testable settings or when ``untestable`` gives a reason. The thresholds are the house's
+    (:data:`REPRODUCED_SHARE`, :data:`PARTLY_SHARE`) unless a claim states others before its result (e.g. "most"
+    read as more than a half)."""
+    if untestable is not None:
+        return ladder(False, untestable=untestable)
+    if isinstance(holds, (str, bytes)):
+        raise TypeError(f"holds must be a sequence of bools or Comparisons, got {holds!r}")
+    items = list(holds)
+    flags = []
+    for h in items:
+        if isinstance(h, Comparison):
+            flags.append(h.outcome == "win")
+        elif isinstance(h, (bool, np.bool_)):
+            flags.append(bool(h))
+        else:
+            raise TypeError(f"holds must hold bools or Comparisons, got {type(h).__name__}")
+    r, p = _number(reproduced, "reproduced"), _number(partly, "partly")
+    if not 0 < p <= r <= 1:
+        raise ValueError(f"need 0 < partly ≤ reproduced ≤ 1, got partly={partly!r}, reproduced={reproduced!r}")
+    if not flags:
+        return ladder(False, untestable=f"no testable {what}")
+    k, n = sum(flags), len(flags)
+    share = k / n
+    why = (f"holds significantly in {k} of {n} {what} ({share:.0%}); reproduced from {r:.0%}, partly from {p:.0%}")
+    return Verdict(VERDICTS[0] if share >= r else VERDICTS[1] if share >= p else VERDICTS[2], why)
