@@ -12,12 +12,16 @@ from faithlab.verdicts import VERDICTS
 R, P, N, T = VERDICTS  # reproduced, partly reproduced, not reproduced, not testable here
 
 
-def claims(generated: Path, paper: str, experiment: str, verdicts: list[str], *, executed: bool = True) -> None:
-    """A notebook's outputs as the runner leaves them: <paper>/<experiment>/claims.csv beside <experiment>.ipynb."""
+def claims(generated: Path, paper: str, experiment: str, verdicts: list[str], *, executed: bool = True,
+           legacy: bool = False) -> None:
+    """A notebook's outputs as the runner leaves them: <paper>/<experiment>/claims.csv beside <experiment>.ipynb
+    (``legacy``: without the rule and premise columns, as claims were written before claim functions)."""
     folder = generated / paper / experiment
     folder.mkdir(parents=True)
-    rows = [(paper, experiment, f"claim {i}", 1.0, 1.0, v, "") for i, v in enumerate(verdicts)]
-    pd.DataFrame(rows, columns=list(study.CLAIM_COLUMNS)).to_csv(folder / study.CLAIMS, index=False)
+    columns = [c for c in study.CLAIM_COLUMNS if not (legacy and c in ("rule", "premise"))]
+    rows = [{"paper": paper, "experiment": experiment, "claim": f"claim {i}", "paper_value": 1.0, "our_value": 1.0,
+             "verdict": v, "rule": "a rule", "premise": "a premise", "note": ""} for i, v in enumerate(verdicts)]
+    pd.DataFrame(rows)[columns].to_csv(folder / study.CLAIMS, index=False)
     if executed:
         (generated / paper / f"{experiment}.ipynb").write_text("{}")
 
@@ -29,7 +33,7 @@ def assert_map_written(generated: Path) -> None:
 
 def test_summary_counts_verdicts_per_paper_in_chapter_order(tmp_path):
     generated = tmp_path / "generated"
-    claims(generated, "trace", "table1", [N, N, T])
+    claims(generated, "trace", "table1", [N, N, T], legacy=True)  # read, with empty rule and premise
     claims(generated, "zeta", "extra", [R])  # a slug without a display name, after the chapters and "basics"
     claims(generated, "ffidelity", "robustness", [R, P])
     claims(generated, "ffidelity", "images_ranking", [R, T])
@@ -49,6 +53,9 @@ def test_summary_counts_verdicts_per_paper_in_chapter_order(tmp_path):
     body = summary.iloc[:-1]
     assert summary.iloc[-1, 1:].tolist() == body.iloc[:, 1:].sum().tolist()  # the last row sums the columns
     assert (body[list(VERDICTS)].sum(axis=1) == body["total"]).all()
+    card = pd.read_csv(generated / study.SCORECARD, keep_default_na=False)
+    assert card.columns.tolist() == list(study.CLAIM_COLUMNS)
+    assert set(card[card.paper == "trace"]["rule"]) == {""} and set(card[card.paper != "trace"]["rule"]) == {"a rule"}
     assert_map_written(generated)
 
 

@@ -250,3 +250,29 @@ def test_settings_read_comparisons_and_a_stated_share():
     assert from_settings([win, win, tie]) == REPRODUCED and from_settings([win, tie, tie]) == PARTLY
     assert from_settings([win, tie], reproduced=0.51) == PARTLY  # "most" stated as more than a half
     assert from_settings([win], untestable="the premise failed") == UNTESTABLE
+
+
+def test_a_claim_function_s_record_reaches_claims_csv_with_its_rule_and_premise(tmp_path):
+    import pandas as pd
+
+    from faithlab.outputs import Outputs
+    from faithlab.study import CLAIM_COLUMNS, CLAIMS
+    from faithlab.verdicts import Claim, from_settings
+
+    result = Claim("C3: SG raises Fid", rule="reproduced when 2/3 of cells rise significantly",
+                   premise="the cells' gains lie outside the random-map null", paper_value="12 of 14",
+                   our_value="1 of 28", verdict=from_settings([True] + [False] * 27, what="cells"))
+    out = Outputs("paper/experiment", tmp_path)
+    row = out.claim(result)
+    saved = pd.read_csv(tmp_path / CLAIMS)
+    assert list(saved.columns) == list(CLAIM_COLUMNS) and len(saved) == 1
+    assert row["rule"] == saved["rule"][0] == result.rule and saved["premise"][0] == result.premise
+    assert saved["verdict"][0] == NOT and "1 of 28 cells" in saved["note"][0]
+    with pytest.raises(TypeError, match="carries"):
+        out.claim(result, verdict=REPRODUCED)
+    with pytest.raises(ValueError, match="rule"):
+        Claim("c", rule=" ", premise="p", paper_value="", our_value="", verdict=ladder(True))
+    with pytest.raises(TypeError, match="verdict"):
+        Claim("c", rule="r", premise="p", paper_value="", our_value="", verdict="reproduced")
+    with pytest.raises(TypeError, match="claim"):
+        out.claim(None, paper_value="p", our_value="o", verdict=REPRODUCED)

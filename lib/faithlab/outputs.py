@@ -99,16 +99,27 @@ class Outputs:
         glue(_check_name(name), value, display=display)
         return value
 
-    def claim(self, claim: str, *, paper_value, our_value, verdict: str, note: str = "") -> dict:
+    def claim(self, claim, *, paper_value=None, our_value=None, verdict: str | None = None, note: str = "") -> dict:
         """Record a claim's verdict for the reproduction scorecard; rewrites ``claims.csv``.
 
-        verdict: one of :data:`faithlab.verdicts.VERDICTS`, normally from :mod:`faithlab.verdicts`; the rule's
-        outcome it carries (``why``) is appended to ``note``.
+        claim: a :class:`faithlab.verdicts.Claim` (what a claim function of ``faithlab.protocols`` returns: its rule
+        and premise go to the ``rule`` and ``premise`` columns), or the claim's text with ``paper_value``,
+        ``our_value`` and ``verdict`` given here. verdict: one of :data:`faithlab.verdicts.VERDICTS`, normally from
+        :mod:`faithlab.verdicts`; the rule's outcome it carries (``why``) is appended to ``note``.
         """
         import pandas as pd
 
         from faithlab.study import CLAIM_COLUMNS, CLAIMS
+        from faithlab.verdicts import Claim
 
+        rule = premise = ""
+        if isinstance(claim, Claim):
+            if not (paper_value is None and our_value is None and verdict is None):
+                raise TypeError("claim is a Claim: it carries paper_value, our_value and verdict, give none of them")
+            claim, rule, premise, paper_value, our_value, verdict = (
+                claim.claim, claim.rule, claim.premise, claim.paper_value, claim.our_value, claim.verdict)
+        elif not isinstance(claim, str) or not claim.strip():
+            raise TypeError(f"claim must be a faithlab.verdicts.Claim or the claim's text, got {claim!r}")
         if verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
         why = getattr(verdict, "why", "")
@@ -120,6 +131,8 @@ class Outputs:
             paper_value=paper_value,
             our_value=our_value,
             verdict=str(verdict),
+            rule=rule,
+            premise=premise,
             note=note,
         )
         self._claims = [c for c in self._claims if c["claim"] != claim] + [row]

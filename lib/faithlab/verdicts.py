@@ -15,6 +15,11 @@ A verdict is one of :data:`VERDICTS`. It comes from a stated rule, in two steps:
    result (:func:`from_settings`: reproduced from :data:`REPRODUCED_SHARE`, partly from :data:`PARTLY_SHARE`), so
    one significant cell of 28 cannot read as "partly reproduced".
 
+A claim is a function in ``faithlab.protocols.<paper>`` that takes the notebook's frames and returns a
+:class:`Claim`: the claim, its rule (one sentence, fixed before the result), its premise with the null it was checked
+against, the paper's value, ours, the verdict and the table behind it. Notebooks call it and record it with
+:meth:`faithlab.outputs.Outputs.claim`; no verdict rule or bootstrap is spelled out in a notebook.
+
 Every function returns a :class:`Verdict`: a plain ``str`` (one of :data:`VERDICTS`) that also carries ``why``, a
 sentence with the rule's outcome, which :meth:`faithlab.outputs.Outputs.claim` adds to the claim's note.
 """
@@ -37,7 +42,7 @@ if TYPE_CHECKING:
 __all__ = [
     "VERDICTS", "Verdict", "ladder", "verdict", "at_ideal", "undefined", "first_reason", "Comparison",
     "bootstrap_diff", "comparison_from_draws", "compare", "from_comparison", "comparison_table",
-    "Null", "null_draws", "within_null", "REPRODUCED_SHARE", "PARTLY_SHARE", "from_settings",
+    "Null", "null_draws", "within_null", "REPRODUCED_SHARE", "PARTLY_SHARE", "from_settings", "Claim",
 ]
 
 VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "not testable here")
@@ -414,3 +419,31 @@ def from_settings(holds, *, reproduced: float = REPRODUCED_SHARE, partly: float 
     share = k / n
     why = (f"holds significantly in {k} of {n} {what} ({share:.0%}); reproduced from {r:.0%}, partly from {p:.0%}")
     return Verdict(VERDICTS[0] if share >= r else VERDICTS[1] if share >= p else VERDICTS[2], why)
+
+
+# ----------------------------------------------------------------------------------------------------- claims
+@dataclass(frozen=True)
+class Claim:
+    """What a claim function returns (see the module docstring).
+
+    claim: the claim's label and text ("C3 (vehicles): SmoothGrad raises Fid for most methods"). rule: one sentence
+    saying how the verdict is decided, written before the result. premise: one sentence naming what must hold for
+    the comparison to discriminate and the null it was checked against, with that check's outcome. paper_value /
+    our_value: short texts. verdict: a :class:`Verdict`. table: the frame behind the verdict (one row per setting
+    or comparison), or None."""
+
+    claim: str
+    rule: str
+    premise: str
+    paper_value: str
+    our_value: str
+    verdict: Verdict
+    table: object = None
+
+    def __post_init__(self):
+        for name in ("claim", "rule", "premise"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"{name} must be a non-empty sentence, got {value!r}")
+        if not isinstance(self.verdict, Verdict):
+            raise TypeError(f"verdict must be a faithlab.verdicts.Verdict, got {type(self.verdict).__name__}")

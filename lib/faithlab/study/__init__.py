@@ -75,7 +75,8 @@ SCORECARD = "scorecard.csv"
 SUMMARY = "scorecard_summary.csv"  # verdict counts per paper, for the front page
 STUDY_MAP = "study_map"  # .png and .svg: the front page's map of papers → metrics → experiments → verdicts
 ALL_PAPERS = "all papers"  # the summary's last row
-CLAIM_COLUMNS = ("paper", "experiment", "claim", "paper_value", "our_value", "verdict", "note")
+CLAIM_COLUMNS = ("paper", "experiment", "claim", "paper_value", "our_value", "verdict", "rule", "premise", "note")
+_OPTIONAL_CLAIM_COLUMNS = ("rule", "premise")  # absent from claims written before claims were functions
 LOCKS = ".locks"  # per-notebook lock files, and the lock of the outputs (promotions and scorecard)
 STAGING = ".staging"  # per-execution staging folders
 JOURNAL = ".promoting"  # one journal file per promotion in progress
@@ -1157,6 +1158,9 @@ def write_scorecard(generated: Path | None = None, echo=None) -> Path:
                 continue
             try:
                 frame = pd.read_csv(claims, dtype={"paper": str, "experiment": str, "claim": str})
+                for column in _OPTIONAL_CLAIM_COLUMNS:
+                    if column not in frame.columns:
+                        frame[column] = ""
                 missing = [c for c in CLAIM_COLUMNS if c not in frame.columns]
                 if missing:
                     raise ValueError(f"no column {missing}")
@@ -1167,7 +1171,8 @@ def write_scorecard(generated: Path | None = None, echo=None) -> Path:
                 echo(f"{claims}: unreadable claims, skipped ({_first_line(exc)})")
                 continue
             frames.append(frame)
-        table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(CLAIM_COLUMNS))
+        table = (pd.concat(frames, ignore_index=True)[list(CLAIM_COLUMNS)] if frames
+                 else pd.DataFrame(columns=list(CLAIM_COLUMNS)))
         table = table.sort_values(["paper", "experiment", "claim"], kind="stable")
         card = paths.atomic_write(generated / SCORECARD, lambda tmp: table.to_csv(tmp, index=False))
         summary = summarise(table)
