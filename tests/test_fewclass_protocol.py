@@ -149,3 +149,86 @@ def test_selection_frame_lays_out_the_winners():
     assert frame["variation"].tolist() == [f"{o}{a}" for o, a in zip(sel["operation"], sel["adjustment"])]
     assert frame["U"].tolist() == pytest.approx(sel["u"].tolist())
     assert (frame["best U"] <= frame["U"] + 1e-12).all() and frame["Δ"].iloc[0] == 0.075
+
+
+# ------------------------------------------------------------------------------------- claims as functions (C1 C3 C4)
+V = fl.verdicts.VERDICTS
+
+
+def _fid(means: dict, *, models=("m",), alterations=("none",), gain: dict | None = None, n: int = 30,
+         noise: float = 0.02, seed: int = 0) -> pd.DataFrame:
+    """Per-image Fid of each method (and alteration: + gain[(method, alteration)]), around the given means."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for m in models:
+        for method, mu in means.items():
+            for alt in alterations:
+                if method == "Random" and alt != "none":
+                    continue
+                shift = (gain or {}).get((method, alt), 0.0)
+                for i, v in enumerate(mu + shift + noise * rng.normal(size=n)):
+                    rows.append({"model": m, "method": method, "alteration": alt, "image": i, "Fid": v})
+    return pd.DataFrame(rows)
+
+
+OTHERS = ["BP", "Deconv", "EG", "IG(min)", "IG(zero)", "IG(max)", "GradCAM"]
+
+
+@pytest.mark.parametrize("above, below, expected", [
+    (7, 0, V[0]),   # Random lower than every method
+    (3, 0, V[1]),   # lower than 3 of 7: partly (from 1/3)
+    (1, 0, V[2]),   # lower than 1 of 7 (the CT case: one significant win) is not reproduced
+    (6, 1, V[1]),   # lower than 6 of 7 but one method significantly below Random: capped at partly
+    (0, 0, V[3]),   # every method scores as Random maps do: Fid tells nothing from random maps here
+])
+def test_claim_c1_gives_every_verdict(above, below, expected):
+    means = {n: 0.5 + 0.2 * (i < above) - 0.2 * (above <= i < above + below) for i, n in enumerate(OTHERS)}
+    frame = _fid({**means, "Random": 0.5})
+    if above == below == 0:  # the same per-image Fid for every method
+        frame["Fid"] = frame.groupby(["model", "method", "alteration"]).cumcount() / 30 + 0.3
+    claim = P.claim_random_lowest(frame, task="ct", model="m", paper_value="p")
+    assert claim.verdict == expected, claim.verdict.why
+    assert claim.rule and "Random maps' mean Fid" in claim.premise and "chance level" in claim.premise
+    assert len(claim.table) == 7 and claim.table["outcome"].eq("win").sum() == above
+    assert claim.claim.startswith("C1 (ct, m)")
+
+
+@pytest.mark.parametrize("raised, base, expected", [
+    (14, 0.6, V[0]), (7, 0.6, V[1]), (1, 0.6, V[2]), (14, 1.0, V[3])])
+def test_claim_c3_gives_every_verdict(raised, base, expected):
+    """14 cells (7 methods × SG, SG²); the gain is significant in ``raised`` of them. At Fid = 1 (the ideal, no
+    noise) nothing can rise: not testable."""
+    cells = [(n, a) for n in OTHERS for a in ("SG", "SG²")]
+    gain = {cell: 0.1 for cell in cells[:raised]}
+    frame = _fid({**{n: base for n in OTHERS}, "Random": base}, alterations=("none", "SG", "SG²"), gain=gain,
+                 noise=0.0 if base == 1.0 else 0.02)
+    if base == 1.0:
+        frame["Fid"] = frame["Fid"].clip(upper=1.0)
+    claim = P.claim_alteration_gains(frame)
+    assert claim.verdict == expected, claim.verdict.why
+    assert len(claim.table) == 14 and "room to rise" in claim.premise
+
+
+def _cells(fid_values, loc_values, model="m"):
+    rows_f, rows_l = [], []
+    for k, (f, l) in enumerate(zip(fid_values, loc_values)):
+        method, alteration = OTHERS[k % 7], ("none", "XRAI", "SG", "SG²")[k // 7]
+        rows_f.append({"model": model, "method": method, "alteration": alteration, "image": 0, "Fid": f})
+        rows_l.append({"model": model, "method": method, "alteration": alteration, "image": 0, "IoU": l})
+    return pd.DataFrame(rows_f), pd.DataFrame(rows_l)
+
+
+@pytest.mark.parametrize("kind, expected", [("same", V[0]), ("weak", V[1]), ("reversed", V[2]), ("unrelated", V[3]),
+                                            ("few", V[3])])
+def test_claim_c4_gives_every_verdict(kind, expected):
+    rng = np.random.default_rng(3)
+    fid = np.linspace(0.2, 0.9, 28)
+    loc = {"same": fid, "reversed": -fid, "unrelated": rng.permutation(fid),
+           "weak": fid + rng.normal(scale=0.35, size=28), "few": fid}[kind]
+    f, l = _cells(fid[:4] if kind == "few" else fid, loc[:4] if kind == "few" else loc)
+    claim = P.claim_rank_agreement(f, l, task="vehicles", score="IoU", n_draws=400)
+    assert claim.verdict == expected, (kind, claim.our_value, claim.verdict.why)
+    assert "shuffled" in claim.premise and {"null_low", "null_high"} <= set(claim.table.columns)
+    if kind == "weak":
+        rho = float(claim.table["Spearman"].mean())
+        assert 0 < rho <= 0.5 and rho > claim.table["null_high"].iloc[0]  # a positive ρ outside the null

@@ -140,7 +140,7 @@ def at_ideal(value, *, ideal: float, tol: float, what: str) -> str | None:
     import torch
 
     if isinstance(value, (list, tuple)) or getattr(value, "ndim", 0) >= 1:
-        value = torch.as_tensor(value, dtype=torch.float64).nanmean()
+        value = _values(value, "value").nanmean()  # a copy: pandas may hand out read-only arrays
     number, ideal, tol = _number(value, "value"), _number(ideal, "ideal"), _number(tol, "tol")
     if not tol >= 0:
         raise ValueError(f"tol must be ≥ 0, got {tol}")

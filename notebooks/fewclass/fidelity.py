@@ -146,44 +146,31 @@ P.wide_table(frames[tasks[0]]["localisation"], SCORE[tasks[0]]).style.format(pre
 
 # %% [markdown]
 # ## Claims
-# **C1**, per task and model: Random's unaltered Fid against every other unaltered method, paired bootstrap over
-# images (95 %): reproduced when Random is significantly above no method and significantly below at least one.
-# **C3** (vehicles): the share of model × method × {SG, SG²} cells where the alteration raises Fid significantly
-# (paired bootstrap, 95 %): reproduced above one half ("most methods"), partly above zero. **C4**, per task:
-# Spearman's ρ between the cell means of Fid and of localisation over the method × alteration cells of each model;
-# reproduced when the mean ρ over models exceeds 0.5, partly when it is positive; not testable with fewer than 5
-# cells.
+# Each claim is a function of `faithlab.protocols.fewclass` that states its rule, its premise and the null it is
+# checked against (chance level), and returns the verdict with the table behind it; the rule and premise stand in
+# the claims table below. **C1**, per task and model: Random's unaltered Fid against every other unaltered method
+# (paired bootstrap over images); the premise is that some method's Fid differs from random maps' at all.
+# **C3** (vehicles): the share of model × method × {SG, SG²} cells where the alteration raises Fid significantly.
+# **C4**, per task: Spearman's ρ between the cells' mean Fid and mean localisation, against its null with the
+# localisation shuffled over the cells. "Partly" always means a share of settings fixed before the result
+# (`faithlab.verdicts.from_settings`).
 
 # %%
-PAPER_C1 = {"vehicles": "Random 0.595 / 0.596; lowest unaltered method 0.614 / 0.611 (BP)",
-            "ct": "Random 0.615 / 0.551; lowest unaltered method 0.646 / 0.665 (IG(max))"}
 agreements = []
 for task, fr in frames.items():
     fid, loc = fr["fid"], fr["localisation"]
-    c1, c1_table = P.random_lowest(fid)
-    out.table(c1_table, f"{task}_c1_comparisons")
-    for m, v in c1.items():
-        means = fid[(fid.model == m) & (fid.alteration == "none")].groupby("method")["Fid"].mean()
-        out.claim(f"C1 ({task}, {m}): Random maps get the lowest Few-class Fid", paper_value=PAPER_C1[task],
-                  our_value=f"Random {means['Random']:.3f}; lowest other {means.drop('Random').min():.3f} "
-                            f"({means.drop('Random').idxmin()})", verdict=v)
+    c1 = [P.claim_random_lowest(fid, task=task, model=m, paper_value=P.PAPER_C1[task], seed=seed)
+          for m in dict.fromkeys(fid["model"])]
+    out.table(pd.concat([c.table for c in c1], ignore_index=True), f"{task}_c1_comparisons")
+    for c in c1:
+        out.claim(c)
     if task == "vehicles" and {"SG", "SG²"} & set(alterations):
-        gains = P.alteration_gains(fid)
-        out.table(gains, "c3_gains")
-        share = float((gains.outcome == "win").mean()) if len(gains) else float("nan")
-        out.claim("C3 (vehicles): SmoothGrad and SmoothGrad² raise Fid for most methods",
-                  paper_value="SG raises the mean Fid in 12 of 14 model × method cells, SG² in 11 (Table 1)",
-                  our_value=f"{int((gains.outcome == 'win').sum())} of {len(gains)} cells raised significantly "
-                            f"(mean gain {gains.gain.mean():.3f})",
-                  verdict=fl.verdicts.verdict(share, reproduced="> 0.5", partly="> 0"))
-    agreement = P.rank_agreement(fid, loc, score=SCORE[task]).assign(task=task)
-    agreements.append(agreement)
-    out.claim(f"C4 ({task}): Fid rankings of the methods agree with {SCORE[task]} rankings",
-              paper_value="\"a strong correlation appears in model-wise XAI methods rankings\" (Tables 1–4)",
-              our_value="Spearman ρ per model: " + ", ".join(f"{r.model} {r.Spearman:.2f}"
-                                                             for r in agreement.itertuples()),
-              verdict=fl.verdicts.verdict(float(agreement["Spearman"].mean()), reproduced="> 0.5", partly="> 0",
-                                          untestable=None if agreement["cells"].min() >= 5 else "fewer than 5 cells"))
+        c3 = P.claim_alteration_gains(fid, task=task, seed=seed)
+        out.table(c3.table, "c3_gains")
+        out.claim(c3)
+    c4 = P.claim_rank_agreement(fid, loc, task=task, score=SCORE[task], seed=seed)
+    agreements.append(c4.table)
+    out.claim(c4)
 agreements = pd.concat(agreements, ignore_index=True)
 out.table(agreements, "c4_agreement")
 agreements
