@@ -232,3 +232,57 @@ def test_claim_c4_gives_every_verdict(kind, expected):
     if kind == "weak":
         rho = float(claim.table["Spearman"].mean())
         assert 0 < rho <= 0.5 and rho > claim.table["null_high"].iloc[0]  # a positive ρ outside the null
+
+
+def _selection(passed: dict, chance: float, n: int = 20) -> pd.DataFrame:
+    """Selection rows per (task, model): the first passed[key] · n images reach U < Δ; every image's candidates
+    reach it with probability ``chance``."""
+    rows = []
+    for (task, model), share in passed.items():
+        for i in range(n):
+            rows.append({"task": task, "model": model, "image": i, "U < Δ": i < round(share * n),
+                         "candidates U < Δ": chance})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("passed, chance, expected", [
+    ({("a", "m"): 1.0, ("b", "m"): 0.95}, 0.1, V[0]),
+    ({("a", "m"): 1.0, ("b", "m"): 0.5}, 0.1, V[1]),
+    ({("a", "m"): 0.3, ("b", "m"): 0.2}, 0.0, V[2]),
+    ({("a", "m"): 1.0, ("b", "m"): 0.95}, 0.97, V[3]),  # any candidate would do: the search is not tested
+])
+def test_claim_c2_gives_every_verdict(passed, chance, expected):
+    claim = P.claim_uncertain_selection(_selection(passed, chance))
+    assert claim.verdict == expected, claim.verdict.why
+    assert "drawn at random" in claim.premise and len(claim.table) == 2
+
+
+def _flip_summary(cases: dict) -> pd.DataFrame:
+    rows = []
+    for (task, model), (classic_u, flipped, selected_u) in cases.items():
+        for ref in ("zero", "mean"):
+            rows.append({"task": task, "model": model, "replacement": ref, "flipped": flipped, "mean_U": classic_u,
+                         "delta": 0.2})
+        rows.append({"task": task, "model": model, "replacement": "selected perturbation", "flipped": 0.0,
+                     "mean_U": selected_u, "delta": 0.2})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("cases, binary, expected", [
+    ({("ct", "a"): (0.9, 0.5, 0.1), ("ct", "b"): (0.8, 0.3, 0.05)}, ["ct"], V[0]),
+    ({("ct", "a"): (0.9, 0.5, 0.1), ("ct", "b"): (0.1, 0.3, 0.05)}, ["ct"], V[1]),  # b's references not confident
+    ({("ct", "a"): (0.9, 0.1, 0.1), ("ct", "b"): (0.9, 0.5, 0.5)}, ["ct"], V[2]),  # too few flips; b not uncertain
+    ({("ct", "a"): (0.9, 0.5, 0.1)}, [], V[3]),
+])
+def test_claim_c5a_gives_every_verdict(cases, binary, expected):
+    claim = P.claim_class_flip(_flip_summary(cases), binary=binary)
+    assert claim.verdict == expected, claim.verdict.why
+
+
+def test_claim_c5b_checks_the_bounds():
+    good = pd.DataFrame({"N": [2, 3, "real curves"], "min": [0.0, 0.1, 0.2], "max": [1.0, 0.9, 0.8],
+                         "ideal": [1.0, 1.0, 1.0], "worst": [0.0, 0.0, 0.0]})
+    assert P.claim_fid_bounds(good).verdict == V[0]
+    assert P.claim_fid_bounds(good.assign(max=[1.0, 1.01, 0.8])).verdict == V[2]
+    assert P.claim_fid_bounds(good.assign(worst=[0.0, 0.1, 0.0])).verdict == V[2]
+    assert "by construction" in P.claim_fid_bounds(good).premise

@@ -417,7 +417,7 @@ def from_settings(holds, *, reproduced: float = REPRODUCED_SHARE, partly: float 
         return ladder(False, untestable=f"no testable {what}")
     k, n = sum(flags), len(flags)
     share = k / n
-    why = (f"holds significantly in {k} of {n} {what} ({share:.0%}); reproduced from {r:.0%}, partly from {p:.0%}")
+    why = f"holds in {k} of {n} {what} ({share:.0%}); reproduced from {r:.0%}, partly from {p:.0%}"
     return Verdict(VERDICTS[0] if share >= r else VERDICTS[1] if share >= p else VERDICTS[2], why)
 
 

@@ -24,7 +24,7 @@ __all__ = ["METHODS", "ALTERATIONS", "NO_SG", "TASKS", "STAND_INS", "CAM_LAYERS"
            "fid_frame", "evaluate_task",
            "curve_frame", "localisation_frame", "selection_frame", "flip_frame", "rank_agreement", "wide_table",
            "random_lowest", "alteration_gains", "PAPER_C1", "claim_random_lowest", "claim_alteration_gains",
-           "claim_rank_agreement"]
+           "claim_rank_agreement", "claim_uncertain_selection", "claim_class_flip", "claim_fid_bounds"]
 
 METHODS: dict[str, tuple[str, dict]] = {
     "BP": ("gradient", {}),
@@ -272,14 +272,17 @@ def localisation_frame(maps: Mapping[tuple[str, str], torch.Tensor], *, boxes: t
 
 def selection_frame(selection: Mapping, *, labels: Mapping[str, object] | None = None) -> pd.DataFrame:
     """One row per image of :func:`faithlab.metrics.fewclass.select_perturbation`'s result: the winning operation,
-    σ and adjustment, its U, S, P, whether U < Δ, and the image's best U over all candidates."""
+    σ and adjustment, its U, S, P, whether U < Δ, the image's best U over all candidates, and the share of its
+    candidates with U < Δ (the chance that a candidate drawn at random reaches Δ: claim C2's null)."""
     n = len(selection["operation"])
     return pd.DataFrame({**(labels or {}), "image": range(n), "operation": selection["operation"],
                          "sigma": selection["sigma"], "adjustment": selection["adjustment"],
                          "variation": [f"{o}{a}" for o, a in zip(selection["operation"], selection["adjustment"])],
                          "U": selection["u"].cpu().numpy(), "S": selection["s"].cpu().numpy(),
                          "P": selection["p"].cpu().numpy(), "U < Δ": selection["passed"].cpu().numpy(),
-                         "best U": selection["all_u"].amin(dim=1).cpu().numpy(), "Δ": selection["delta"]})
+                         "best U": selection["all_u"].amin(dim=1).cpu().numpy(),
+                         "candidates U < Δ": (selection["all_u"] < selection["delta"]).double().mean(1).cpu().numpy(),
+                         "Δ": selection["delta"]})
 
 
 def flip_frame(model: Callable, x: torch.Tensor, perturbed: torch.Tensor, *, references: Sequence[str] = ("zero",
@@ -516,3 +519,95 @@ def claim_rank_agreement(fid: pd.DataFrame, loc: pd.DataFrame, *, task: str, sco
         our_value=f"mean ρ {rho:.2f}; per model: " + ", ".join(f"{r.model} {r.Spearman:.2f}"
                                                               for r in agreement.itertuples()),
         verdict=v, table=table)
+
+
+def claim_uncertain_selection(selection: pd.DataFrame, *, each: float = 0.9, overall: float = 0.5,
+                              n_draws: int = 2000, seed: int = 0) -> verdicts.Claim:
+    """Claim C2: the perturbation framework finds, per image, a similar candidate that makes the model uncertain
+    (U < Δ).
+
+    selection: :func:`selection_frame` rows with ``task`` and ``model`` columns. Null: a candidate drawn at random
+    from the grid for every image (image i reaches Δ with probability "candidates U < Δ"); its share of images
+    over ``n_draws`` draws (generator ``seed``). Premise: the selection's share lies above that null's 95 % range,
+    else the search does no better than chance and the claim is not testable here. Rule: reproduced when U < Δ
+    on at least ``each`` of the images of every task × model, partly when on at least ``overall`` of all images."""
+    if not len(selection):
+        raise ValueError("selection must hold at least one image")
+    shares = selection.groupby(["task", "model"])["U < Δ"].mean()
+    share = float(selection["U < Δ"].mean())
+    p = torch.tensor(selection["candidates U < Δ"].to_numpy(dtype=np.float64))
+    u = torch.rand(n_draws, len(p), generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    null = verdicts.Null("one candidate drawn at random per image, share of images with U < Δ",
+                         tuple((u < p).double().mean(1).tolist()))
+    untestable = verdicts.within_null(share, null, what="the selected candidates' share")
+    v = (verdicts.ladder(False, untestable=untestable) if untestable
+         else verdicts.ladder(bool((shares >= each).all()), share >= overall))
+    table = shares.rename("U < Δ").reset_index().merge(
+        selection.groupby(["task", "model"])["candidates U < Δ"].mean().rename("random candidate").reset_index())
+    return verdicts.Claim(
+        "C2: the perturbation framework finds, per image, a similar candidate that makes the model uncertain (U < Δ)",
+        rule=f"reproduced when U < Δ on at least {each:.0%} of the images of every task × model, partly on at least "
+             f"{overall:.0%} of all images",
+        premise=f"the selected share ({share:.0%}) lies above the chance range of {null.describe(2)}",
+        paper_value="the selected perturbation sets the MIF/LIF end point at ≈ 1/N (Fig. 2; method)",
+        our_value=", ".join(f"{t}/{m} {v:.0%}" for (t, m), v in shares.items()), verdict=v, table=table)
+
+
+def claim_class_flip(summary: pd.DataFrame, *, binary: Sequence[str], flip_share: float = 0.25) -> verdicts.Claim:
+    """Claim C5a: with few classes, replacing every pixel by a fixed reference flips the class with confidence
+    instead of reaching 1/N, while the selected perturbation reaches it.
+
+    summary: per task × model × replacement, the mean ``flipped`` share, ``mean_U`` and ``delta`` (the flips
+    notebook's summary; replacement "selected perturbation" beside the classic references). Premise: a binary
+    task was run (the paper's case). Null: the selected perturbation on the same images — the classic references
+    must leave the model confident (mean U ≥ Δ) where the selection reaches mean U < Δ, so the contrast is not one
+    every replacement shows. Rule: per binary model, the three checks (classic references confident, at least
+    ``flip_share`` of the images flipped by some classic reference, selection uncertain); reproduced when they
+    hold for every binary model, partly from 1/3 of them (:func:`faithlab.verdicts.from_settings`)."""
+    rows, checks = [], []
+    for (task, model), cell in summary[summary.task.isin(list(binary))].groupby(["task", "model"], sort=False):
+        cell = cell.set_index("replacement")
+        classic = cell.drop("selected perturbation")
+        selected = cell.loc["selected perturbation"]
+        confident = bool((classic.mean_U >= classic.delta).all())
+        flipped = bool((classic.flipped >= flip_share).any())
+        uncertain = bool(selected.mean_U < selected.delta)
+        checks.append(confident and flipped and uncertain)
+        rows.append({"task": task, "model": model, "classic confident": confident,
+                     f"flipped ≥ {flip_share:.0%}": flipped, "selection uncertain": uncertain, "holds": checks[-1]})
+    v = verdicts.from_settings(checks, reproduced=1.0, untestable=None if checks else "no binary task was run",
+                               what="binary models")
+    classic_rows = summary[summary.task.isin(list(binary)) & (summary.replacement != "selected perturbation")]
+    return verdicts.Claim(
+        "C5a: with few classes, replacing every pixel by a fixed reference flips the class with confidence instead "
+        "of reaching 1/N; the selected perturbation reaches it",
+        rule=f"per binary model: the classic references leave mean U ≥ Δ, one flips at least {flip_share:.0%} of the "
+             "images, the selection reaches mean U < Δ; reproduced when all hold for every binary model, partly "
+             "from 1/3 of them",
+        premise="a binary task was run; the selected perturbation on the same images is the contrast (null) the "
+                "classic references are held against",
+        paper_value="the motivation of the metric (Sec. 1, 3): no table",
+        our_value="binary task, zero/mean: flipped " + ", ".join(
+            f"{r.model} {r.replacement} {r.flipped:.0%} (U {r.mean_U:.2f})" for r in classic_rows.itertuples()),
+        verdict=v, table=pd.DataFrame(rows))
+
+
+def claim_fid_bounds(bounds: pd.DataFrame) -> verdicts.Claim:
+    """Claim C5b: Few-class Fid lies in [0, 1] for any number of classes, 1 at the ideal and 0 at the worst curves.
+
+    bounds: rows with ``N``, ``min``, ``max``, ``ideal`` and ``worst`` (Fid of random area pairs per N, and of real
+    curves). This holds by construction of eq. (1): the check guards our implementation, so its premise names no
+    null. Rule: reproduced when every min ≥ 0, max ≤ 1, ideal = 1 and worst = 0; else not reproduced."""
+    in_range = bool(((bounds["min"] >= 0) & (bounds["max"] <= 1)).all() and (bounds.ideal == 1).all()
+                    and (bounds.worst == 0).all())
+    real = bounds[bounds["N"].astype(str).str.startswith("real")]
+    return verdicts.Claim(
+        "C5b: Few-class Fid lies in [0, 1] for any number of classes, 1 at the ideal and 0 at the worst curves",
+        rule="reproduced when every Fid computed lies in [0, 1], the ideal curves give 1 and the worst give 0",
+        premise="none needed: the bound holds by construction of eq. (1), so this checks our implementation, not "
+                "the paper",
+        paper_value="Fid ∈ [0, 1] (eq. 1)",
+        our_value=f"random areas: min {bounds['min'].min():.3f}, max {bounds['max'].max():.3f}; ideal and worst "
+                  "reached for N = " + ", ".join(str(n) for n in bounds["N"] if not str(n).startswith("real"))
+                  + ("" if real.empty else f"; real curves in [{real['min'].min():.3f}, {real['max'].max():.3f}]"),
+        verdict=verdicts.ladder(in_range), table=bounds)
