@@ -182,6 +182,27 @@ def test_batch_size_and_chunks():
     assert chunked["sample"].tolist() == one["sample"].tolist()
 
 
+def test_s_avg_passes_seeds_to_an_explainer_that_takes_them_and_ignores_chunks():
+    model, x, y, maps, _ = _setup(b=5)
+    target = model(x).argmax(1)
+
+    def smoothgrad(m, inputs, t, seeds=None):
+        return fl.explainers.explain(m, inputs, t, method="smoothgrad", generator=0, sample_seeds=seeds, nt_samples=3)
+    # radius 10 (u_i ≤ 10/128): the ReLU net's gradients change within it, so S_avg with common noise is not 0
+    options = {**OPTIONS, "metrics": ["s_avg"], "radius": 10.0}
+    one = fl.evaluate(model, x, y, maps["A"], explainer=smoothgrad, **options)
+    direct = fl.metrics.average_stability(lambda i, t, seeds: smoothgrad(model, i, t, seeds), x, target,
+                                          n_neighbours=3, radius=10.0, generator=3)
+    torch.testing.assert_close(_scores(one, "explainer", "s_avg"), direct)
+    assert bool((direct > 0).all())
+    # a callable without seeds cannot share its noise: its S_avg holds SmoothGrad's Monte-Carlo noise too
+    fresh = fl.evaluate(model, x, y, maps["A"], explainer=lambda m, i, t: smoothgrad(m, i, t), **options)
+    assert bool((_scores(fresh, "explainer", "s_avg") > 5 * direct).all())
+    # global sample indices: chunks of 2 give the same neighbours and seeds (other batch shapes: float32 tolerance)
+    chunked = fl.evaluate(model, x, y, maps["A"], explainer=smoothgrad, chunk_size=2, **options)
+    torch.testing.assert_close(_scores(chunked, "explainer", "s_avg"), direct, rtol=1e-4, atol=1e-9)
+
+
 def test_default_metrics_follow_the_arguments():
     model, x, y, maps, tuned = _setup()
     plain = set(fl.evaluate(model, x, y, maps["A"], **OPTIONS)["metric"])

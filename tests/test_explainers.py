@@ -322,6 +322,63 @@ def test_batch_size_invariance(method):
     assert big.abs().sum() > 0
 
 
+# ------------------------------------------------------------------------------- per-row seeds (sample_seeds)
+_SEEDED = {
+    "smoothgrad": {"nt_samples": 3, "stdevs": 0.3},
+    "smoothgrad_sq": {"nt_samples": 3, "base": "integrated_gradients", "n_steps": 4},
+    "sg_sq_ig": {"nt_samples": 3, "n_steps": 4},
+    "expected_gradients": {"background": _x(3, 2, 6, 6, seed=11), "n_samples": 3},
+    "random": {},
+    "rise": {"n_masks": 6, "cell": 2},
+    "smoothgrad over expected gradients": {"base": "expected_gradients", "background": _x(3, 2, 6, 6, seed=11),
+                                           "n_samples": 2, "nt_samples": 2},
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SEEDED))
+def test_sample_seeds_make_each_row_depend_on_its_own_seed_only(case):
+    method, opts = case.split(" over ")[0], _SEEDED[case]
+    model, x = SmallCNN().eval(), _x(5, 2, 6, 6)
+    t = torch.tensor([0, 1, 2, 0, 1])
+    seeds = torch.tensor([7, 3, 7, 11, 3])
+
+    def run(xs, ts, ss, **kw):
+        return ex.explain(model, xs, ts, method=method, sample_seeds=ss, **{"batch_size": 64, **kw}, **opts)
+    full = run(x, t, seeds)
+    # a row's map is the row explained alone with its seed (other batch shapes: float32 tolerance)
+    for j in range(len(x)):
+        _close(run(x[j:j + 1], t[j:j + 1], seeds[j:j + 1]), full[j:j + 1])
+    _close(run(x, t, seeds, batch_size=2), full)                 # chunks of the batch
+    _close(run(x.flip(0), t.flip(0), seeds.flip(0)), full.flip(0))  # positions in the batch
+    # equal seeds give equal draws: the same input and target three times, seeds 5, 5, 6
+    same = run(x[[0, 0, 0]], t[[0, 0, 0]], torch.tensor([5, 5, 6]))
+    _close(same[1], same[0], atol=0, rtol=0)
+    assert not torch.allclose(same[2], same[0])
+    # sample_seeds replaces the generator: another generator changes nothing
+    _close(run(x, t, seeds, generator=123), full, atol=0, rtol=0)
+
+
+def test_sample_seeds_none_keeps_the_generator_stream_and_deterministic_methods_ignore_them():
+    model, x = SmallCNN().eval(), _x(5, 2, 6, 6)
+    # None: the generator's stream over the rows in order, as before (the random map is its uniforms)
+    expected = torch.rand(5, 1, 6, 6, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    assert torch.equal(ex.explain(model, x, 0, method="random", generator=7, batch_size=2), expected.float())
+    seeds = torch.arange(5)
+    _close(ex.explain(model, x, 1, method="saliency", sample_seeds=seeds), ex.explain(model, x, 1, method="saliency"),
+           atol=0, rtol=0)
+
+
+def test_bad_sample_seeds_raise_naming_the_argument():
+    model, x = SmallCNN().eval(), _x(5, 2, 6, 6)
+    for bad, error in ((torch.zeros(5), TypeError), (torch.zeros(5, dtype=torch.bool), TypeError),
+                       ([1, 2, 3, 4, 5], TypeError), (torch.zeros(4, dtype=torch.int64), ValueError),
+                       (torch.zeros(5, 1, dtype=torch.int64), ValueError)):
+        with pytest.raises(error, match="sample_seeds"):
+            ex.explain(model, x, 0, method="smoothgrad", sample_seeds=bad)
+    # int32 seeds are integers too
+    ex.explain(model, x, 0, method="random", sample_seeds=torch.arange(5, dtype=torch.int32))
+
+
 # ------------------------------------------------------------------------------------------ ground truth, ξ
 def test_ground_truth():
     mask = torch.tensor([[[True, False], [False, True]]])

@@ -276,3 +276,93 @@ def test_average_stability_batch_size_invariant_and_bad_input():
         fl.metrics.average_stability(explainer, x, t, radius=0)
     with pytest.raises(TypeError, match="explainer"):
         fl.metrics.average_stability("saliency", x, t)
+
+
+# ----------------------------------------------------------------------------- S_avg with common random numbers
+def _smooth_cnn() -> torch.nn.Module:
+    """A seeded float64 conv net with a smooth activation (softplus): its gradient, hence SmoothGrad's map, changes
+    smoothly with the input (a ReLU net's gradient is piecewise constant), so S_avg with common noise shrinks like
+    radius². float64, so that even u_i ≈ 1e-6/128 is not lost in x + u."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Conv2d(2, 4, 3, padding=1), torch.nn.Softplus(), torch.nn.Flatten(),
+                                  torch.nn.Linear(4 * 8 * 8, 3))
+    return net.double().eval()
+
+
+def _smoothgrad(model: torch.nn.Module):
+    """SmoothGrad (8 noisy copies, σ = 0.3) as an S_avg explainer: seeds reach explain's sample_seeds."""
+    def explainer(z, t, seeds=None):
+        return fl.explainers.explain(model, z, t, method="smoothgrad", generator=0, sample_seeds=seeds,
+                                     nt_samples=8, stdevs=0.3)
+    return explainer
+
+
+def _images(b: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(b, 2, 8, 8, generator=g, dtype=torch.float64), torch.randint(0, 3, (b,), generator=g)
+
+
+def test_average_stability_with_common_noise_vanishes_with_the_radius():
+    # with common random numbers g(x) and g(z) share SmoothGrad's noise, so ‖g(x) − g(z)‖² → 0 as z → x (like r²
+    # for a smooth model); explained with fresh noise (the old call) S_avg stays at the Monte-Carlo level
+    # E‖ĝ₁(x) − ĝ₂(x)‖² > 0 however small the radius
+    model, (x, t) = _smooth_cnn(), _images(4, 5)
+    sg = _smoothgrad(model)
+    radii = (1e-1, 1e-3, 1e-6)
+    common = [float(fl.metrics.average_stability(sg, x, t, n_neighbours=8, radius=r, generator=1).mean())
+              for r in radii]
+    fresh = [float(fl.metrics.average_stability(sg, x, t, n_neighbours=8, radius=r, generator=1,
+                                                common_noise=False).mean()) for r in radii]
+    assert common[0] > common[1] > common[2] >= 0, common
+    assert common[2] < 1e-6 * common[0], common
+    assert min(fresh) > 0.5 * max(fresh), fresh           # the noise level, not a function of the radius
+    assert fresh[2] > 1e3 * common[0], (fresh, common)    # and far above even the largest radius' common value
+
+
+def test_average_stability_of_a_deterministic_explainer_is_the_same_with_common_noise():
+    model, (x, t) = _smooth_cnn(), _images(5, 6)  # smooth: saliency changes within the radius (ReLU's would not)
+
+    def saliency(z, c, seeds=None):
+        return fl.explainers.explain(model, z, c, method="saliency", sample_seeds=seeds)
+    common = fl.metrics.average_stability_details(saliency, x, t, n_neighbours=5, generator=2)
+    fresh = fl.metrics.average_stability_details(saliency, x, t, n_neighbours=5, generator=2, common_noise=False)
+    assert common["seeds"] is not None and common["seeds"].shape == (5,) and fresh["seeds"] is None
+    assert torch.equal(common["s_avg"], fresh["s_avg"]) and bool((common["s_avg"] > 0).all())
+    # an explainer that takes only (inputs, target) gets no seeds: common_noise cannot reach it
+    two = fl.metrics.average_stability_details(lambda z, c: saliency(z, c), x, t, n_neighbours=5, generator=2)
+    assert two["seeds"] is None and torch.equal(two["s_avg"], common["s_avg"])
+
+
+def test_average_stability_with_common_noise_ignores_batch_size_and_splitting():
+    # the model sees other batch shapes (1, 3, 256 inputs; two parts), which change float64 summation orders: maps
+    # may differ by ~1e-16 relative, and S_avg, a squared difference of maps, by ‖g‖/‖g(x) − g(z)‖ times that (~1e-13
+    # here; bitwise equal on our CPU); rtol 1e-9 leaves room and still catches a change of noise or neighbours
+    model, (x, t) = _smooth_cnn(), _images(5, 7)
+    sg = _smoothgrad(model)
+    whole = fl.metrics.average_stability(sg, x, t, n_neighbours=4, generator=3, batch_size=256)
+    assert bool((whole > 0).all())
+    for bs in (1, 3):
+        assert torch.allclose(fl.metrics.average_stability(sg, x, t, n_neighbours=4, generator=3, batch_size=bs),
+                              whole, rtol=1e-9, atol=0), bs
+    k = 2
+    parts = torch.cat([
+        fl.metrics.average_stability(sg, x[:k], t[:k], n_neighbours=4, generator=3),
+        fl.metrics.average_stability(sg, x[k:], t[k:], n_neighbours=4, generator=3, sample_index=torch.arange(k, 5))])
+    assert torch.allclose(parts, whole, rtol=1e-9, atol=0)
+    # the global indices are what make parts add up: without them the second part reuses samples 0, 1, 2's keys
+    alone = fl.metrics.average_stability(sg, x[k:], t[k:], n_neighbours=4, generator=3)
+    assert not torch.allclose(alone, whole[k:], rtol=1e-2, atol=0)
+
+
+def test_average_stability_bad_common_noise_and_sample_index():
+    x, t = _images(3, 8)
+    explainer = _smoothgrad(_smooth_cnn())
+    with pytest.raises(TypeError, match="common_noise"):
+        fl.metrics.average_stability(explainer, x, t, common_noise="yes")
+    with pytest.raises(ValueError, match="sample_index"):
+        fl.metrics.average_stability(explainer, x, t, sample_index=torch.arange(2))
+    with pytest.raises(TypeError, match="sample_index"):
+        fl.metrics.average_stability(explainer, x, t, sample_index=torch.arange(3.0))
+    with pytest.raises(ValueError, match="non-finite"):
+        fl.metrics.average_stability(lambda z, c, seeds: torch.full_like(z, float("nan")), x, t, n_neighbours=2)

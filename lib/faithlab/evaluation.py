@@ -18,6 +18,7 @@ inputs given to the explainer and the seconds (:func:`cost`); ``attrs["forward_i
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -203,11 +204,16 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
       the first that divides the side), trajectory from the map's patch means.
 
     explainer: ``explainer(model, inputs, target) → maps`` (one callable, or one per explainer name), used by
-    S_avg on neighbours and by ReCo/MeGe on the fold models. reference: None keeps each metric's own removal value
-    (zero for F-Fidelity, μF and TRACE, the per-channel mean for SaCo and the cumulative metrics); any
+    S_avg on neighbours and by ReCo/MeGe on the fold models. If it has a ``seeds`` parameter with a default (e.g.
+    ``lambda m, i, t, seeds=None: explain(m, i, t, method="smoothgrad", generator=0, sample_seeds=seeds)``), S_avg
+    passes ``seeds=`` ``(rows,)`` int64, one per input, equal for a sample and its neighbours (common random numbers:
+    a stochastic explainer's S_avg then measures the map's change, not its Monte-Carlo noise); without one it
+    cannot share its noise and is called as above (ReCo/MeGe never pass seeds). reference: None keeps each metric's
+    own removal value (zero for F-Fidelity, μF and TRACE, the per-channel mean for SaCo and the cumulative metrics); any
     ``perturb.Reference`` replaces it for all of them (Few-class Fid keeps its perturbed images). seed: every random
     draw (the same for every explainer). chunk_size: samples per chunk (None: all at once; the Monte-Carlo masks of
-    a chunk are held in memory); results equal the metric calls on each chunk. batch_size: inputs per forward call.
+    a chunk are held in memory); results equal the metric calls on each chunk (S_avg's with the chunk's global
+    ``sample_index``, so S_avg does not depend on the chunks). batch_size: inputs per forward call.
 
     Returns a DataFrame with columns ``explainer``, ``sample`` (nullable int; missing for dataset-level metrics),
     ``metric``, ``label``, ``paper``, ``level``, ``score``, ``higher_is_better`` and ``direction``. Its
@@ -377,6 +383,15 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
     return frame
 
 
+def _takes_seeds_keyword(explainer: Callable) -> bool:
+    """Whether the user's explainer has a ``seeds`` parameter that can be passed by keyword."""
+    try:
+        p = inspect.signature(explainer).parameters.get("seeds")
+    except (TypeError, ValueError):  # no signature
+        return False
+    return p is not None and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+
+
 def _group(group: str, chosen: list[str], emit: Callable, who: str, b0: int, model: _Counted, x: torch.Tensor,
            y: torch.Tensor, a: torch.Tensor, target: torch.Tensor, perturbed: torch.Tensor | None, ref: dict,
            levels: list[float], *, alpha: float, beta: float, n_samples: int, saco_k: int, edge: int | None,
@@ -425,12 +440,19 @@ def _group(group: str, chosen: list[str], emit: Callable, who: str, b0: int, mod
     if group == "s_avg":
         explained = [0]
 
-        def bound(inputs: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-            explained[0] += inputs.shape[0]
-            return explainer(model_user, inputs, t).detach()
+        if _takes_seeds_keyword(explainer):  # common random numbers: a sample and its neighbours share one seed
+            def bound(inputs: torch.Tensor, t: torch.Tensor, seeds: torch.Tensor) -> torch.Tensor:
+                explained[0] += inputs.shape[0]
+                return explainer(model_user, inputs, t, seeds=seeds).detach()
+        else:  # the explainer cannot be given seeds: its own noise, if any, enters S_avg
+            def bound(inputs: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+                explained[0] += inputs.shape[0]
+                return explainer(model_user, inputs, t).detach()
 
+        # global sample indices: S_avg's neighbours and seeds do not depend on chunk_size
+        index = torch.arange(b0, b0 + x.shape[0])
         emit(who, "s_avg", fm.average_stability(bound, x, target, n_neighbours=n_neighbours, radius=radius,
-                                                     generator=seed, batch_size=batch_size), b0)
+                                                     sample_index=index, generator=seed, batch_size=batch_size), b0)
         return explained[0]
     raise AssertionError(group)
 

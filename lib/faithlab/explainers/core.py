@@ -6,15 +6,19 @@ images, ``(B, T, 1)`` for series; ``xrai``: ``(B, 1, H, W)``; ``random``: x with
 and no forward pass sees more than ``max(batch_size, n_samples)`` inputs, so results do not depend on
 ``batch_size``.
 
-Randomness (SmoothGrad noise, expected-gradients references, random maps, ``degrade``) comes only from the
-``generator`` argument (a ``torch.Generator`` or an int seed). Numbers are drawn as float64 uniforms on the
-generator's device, then moved to the inputs' device: a CPU generator gives identical maps on every device.
+Randomness (SmoothGrad noise, expected-gradients references, random maps, RISE masks, ``degrade``) comes only from
+the ``generator`` argument (a ``torch.Generator`` or an int seed), or, with ``explain(..., sample_seeds=...)``, from
+one stream per row keyed by the row's own seed (:class:`SampleSeeds`: a row's map then depends only on its input,
+target and seed). Numbers are drawn as float64 uniforms on the generator's device (CPU for sample seeds), then moved
+to the inputs' device: a CPU generator gives identical maps on every device.
 
 A method is a function ``fn(model, x, target, extra, *, batch_size, generator, **options)`` returning the
 attributions of the rows it is given (``extra``: None, or a per-row tensor passed to the model as a second argument,
 the pad mask of token inputs). :func:`register` adds one under a name; the method modules of this package
 (gradients, cams, perturbation, vit_attention, vit_lrp, xrai) register theirs when ``faithlab.explainers`` is
-imported.
+imported. A random method draws through :func:`uniform` / :func:`normal`, one ``(rows, ...)`` block per draw for
+the rows it was given (and passes ``generator`` to :func:`chunks` with its rows when it splits them), so that it
+works with a ``torch.Generator`` and with :class:`SampleSeeds` alike.
 
 Bad input raises a ValueError or TypeError naming the argument, before captum sees it. The model's logits are
 checked on the forward passes the method already makes (no extra pass; a method that never calls the model, such
@@ -35,7 +39,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from faithlab import _validate
+from faithlab import _validate, perturb
 from faithlab.models import FromEmbeddings
 
 __all__ = ["register", "available", "explain"]
@@ -49,7 +53,9 @@ _PER_SAMPLE_OPTIONS = ("baseline",)  # tensor options that may hold one row per 
 def register(name: str, *, random: bool = False) -> Callable[[Method], Method]:
     """Decorator adding ``fn(model, x, target, extra, *, batch_size, generator, **options)`` to :func:`explain` under
     ``name``. Its keyword-only options become ``explain``'s options for that method (unknown ones are refused);
-    ``random=True`` makes ``explain`` require a ``generator``. A name can be registered once."""
+    ``random=True`` makes ``explain`` require a ``generator`` (or ``sample_seeds``); such a method draws through
+    :func:`uniform` / :func:`normal` (see the module docstring) so that ``sample_seeds`` reaches its draws. A name can
+    be registered once."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty string, got {name!r}")
     if name in _METHODS:
@@ -79,12 +85,68 @@ def get_method(name: str) -> Method:
 
 
 # ---------------------------------------------------------------------------------- helpers shared by methods
-def uniform(shape: tuple[int, ...], generator: torch.Generator, device: torch.device) -> torch.Tensor:
-    """Float64 U[0, 1) drawn on the generator's device, then moved to ``device``."""
+class SampleSeeds:
+    """The random source of ``explain(..., sample_seeds=...)``: one stream per row, keyed by the row's seed.
+
+    A method receives it as its ``generator`` in place of a ``torch.Generator`` and draws through :func:`uniform` /
+    :func:`normal` with a shape ``(rows, ...)`` (rows = ``len(self)``). Draw number k (0, 1, … in the order the
+    method draws) of a row with seed s is ``torch.rand`` of the per-row shape from a CPU generator seeded with
+    ``perturb.keyed_seed(s, k)``: it depends on the seed and on the method's sequence of draws (the same for every
+    row), never on batch_size, on the row's position or on the other rows, and rows with equal seeds get equal
+    draws. A slice ``self[i:j]`` (what :func:`chunks` hands a sub-chunk) continues the streams of its rows.
+
+    seeds: ``(rows,)`` int64 on the CPU; draws: how many draws the rows have made so far.
+    """
+
+    def __init__(self, seeds: torch.Tensor, draws: int = 0) -> None:
+        self.seeds, self.draws = seeds, draws
+
+    def __len__(self) -> int:
+        return self.seeds.shape[0]
+
+    def __getitem__(self, rows: slice) -> SampleSeeds:
+        return SampleSeeds(self.seeds[rows], self.draws)
+
+    def _next(self) -> int:
+        self.draws += 1
+        return self.draws - 1
+
+    def uniform(self, shape: tuple[int, ...], device: torch.device) -> torch.Tensor:
+        """Float64 U[0, 1) of ``shape`` = (rows, *per-row shape), one block per distinct seed, moved to ``device``."""
+        shape = tuple(shape)
+        if not shape or shape[0] != len(self):
+            raise RuntimeError(f"a method drew random numbers of shape {shape} with sample_seeds for {len(self)} rows; "
+                               "with sample_seeds every draw must be one (rows, ...) block through "
+                               "faithlab.explainers.core.uniform / normal")
+        k = self._next()
+        if not len(self):
+            return torch.empty(shape, dtype=torch.float64, device=device)
+        distinct, inverse = torch.unique(self.seeds, return_inverse=True)
+        # torch has no vectorised keyed generator (one generator per tensor call), so one call per distinct seed of
+        # the rows; rows sharing a seed share its block (S_avg's neighbours: a handful of seeds per chunk)
+        block = torch.stack([torch.rand(shape[1:], generator=torch.Generator().manual_seed(perturb.keyed_seed(s, k)),
+                                        dtype=torch.float64) for s in distinct.tolist()])
+        return block.to(device)[inverse.to(device)]
+
+    def repeat_interleave(self, n: int) -> SampleSeeds:
+        """``n`` sub-streams per row, row j's copy c seeded with ``keyed_seed(s_j, k, c)`` (k: this draw), in the
+        order of ``repeat_interleave(n)`` — for a method that runs a random base on n copies of each row (SmoothGrad
+        over expected gradients): the copies get unrelated draws, as they would from one generator. One draw."""
+        k = self._next()
+        distinct, inverse = torch.unique(self.seeds, return_inverse=True)
+        sub = torch.tensor([[perturb.keyed_seed(s, k, c) for c in range(n)] for s in distinct.tolist()],
+                           dtype=torch.int64).view(-1, n)
+        return SampleSeeds(sub[inverse].flatten())
+
+
+def uniform(shape: tuple[int, ...], generator: torch.Generator | SampleSeeds, device: torch.device) -> torch.Tensor:
+    """Float64 U[0, 1) drawn on the generator's device, then moved to ``device`` (:class:`SampleSeeds`: per row)."""
+    if isinstance(generator, SampleSeeds):
+        return generator.uniform(shape, device)
     return torch.rand(shape, generator=generator, device=generator.device, dtype=torch.float64).to(device)
 
 
-def normal(shape: tuple[int, ...], generator: torch.Generator, like: torch.Tensor) -> torch.Tensor:
+def normal(shape: tuple[int, ...], generator: torch.Generator | SampleSeeds, like: torch.Tensor) -> torch.Tensor:
     """Standard normal draws. torch.randn's CPU kernel fills blocks of 16 (Box-Muller), so randn(a) then randn(b)
     differs from randn(a + b) and the noise would depend on how the batch is chunked. Uniform draws are consumed
     one by one, so we map uniforms through the inverse normal CDF instead."""
@@ -92,10 +154,12 @@ def normal(shape: tuple[int, ...], generator: torch.Generator, like: torch.Tenso
     return torch.special.ndtri(u).to(like.dtype)
 
 
-def chunks(size: int, fn: Callable[..., torch.Tensor], *rows: torch.Tensor | None) -> torch.Tensor:
-    """Apply ``fn`` to consecutive slices of ``size`` rows of every tensor in ``rows`` (None passes through)."""
+def chunks(size: int, fn: Callable[..., torch.Tensor], *rows) -> torch.Tensor:
+    """Apply ``fn`` to consecutive slices of ``size`` rows of every tensor and :class:`SampleSeeds` in ``rows``
+    (anything else — None, a ``torch.Generator`` — passes through unchanged)."""
     n = rows[0].shape[0]
-    return torch.cat([fn(*(None if r is None else r[i : i + size] for r in rows)) for i in range(0, n, size)])
+    return torch.cat([fn(*(r[i : i + size] if isinstance(r, (torch.Tensor, SampleSeeds)) else r for r in rows))
+                      for i in range(0, n, size)])
 
 
 def leaf(t: torch.Tensor) -> torch.Tensor:
@@ -238,6 +302,19 @@ def _target(target: int | torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return target
 
 
+def _sample_seeds(seeds, n: int) -> torch.Tensor:
+    """``sample_seeds`` checked (an integer tensor of shape (n,)) → int64 on the CPU."""
+    if not isinstance(seeds, torch.Tensor):
+        raise TypeError(f"sample_seeds must be None or an integer tensor of shape ({n},) (one seed per row of x), got "
+                        f"{type(seeds).__name__}")
+    if seeds.is_floating_point() or seeds.is_complex() or seeds.dtype == torch.bool:
+        raise TypeError(f"sample_seeds must have an integer dtype (one seed per row of x), got dtype {seeds.dtype}")
+    if seeds.ndim != 1 or seeds.shape[0] != n:
+        raise ValueError(f"sample_seeds must have shape ({n},) (one seed per row of x), got shape "
+                         f"{tuple(seeds.shape)}")
+    return seeds.detach().to("cpu", torch.int64)
+
+
 def _model_input(model, x: torch.Tensor) -> None:
     """Raise if ``x`` cannot go through ``model`` (an nn.Module): parameters/buffers on another device, floating
     parameters of another dtype than x, or integer x (token ids) for a model that takes no tokens."""
@@ -272,7 +349,8 @@ def _check_options(name: str, fn: Method, options: dict, where: str = "") -> Non
 
 
 def explain(model: nn.Module, x: torch.Tensor, target: int | torch.Tensor, *, method: str = "integrated_gradients",
-            batch_size: int = 64, generator: torch.Generator | int | None = None, **options) -> torch.Tensor:
+            batch_size: int = 64, generator: torch.Generator | int | None = None,
+            sample_seeds: torch.Tensor | None = None, **options) -> torch.Tensor:
     """Attribution maps of ``model``'s ``target`` logit for inputs ``x``.
 
     model: eval-mode module returning logits. x: images (B, C, H, W), series (B, T, C), any float (B, ...), or
@@ -281,14 +359,20 @@ def explain(model: nn.Module, x: torch.Tensor, target: int | torch.Tensor, *, me
     the pad token's) and summed over the embedding dim. target: int or (B,) int64. method: one of
     :func:`available`; ``options`` are the method's keyword options (see each method's docstring, e.g.
     ``baseline``, ``n_steps``, ``nt_samples``, ``stdevs``, ``layer``, ``normalize``, ``window``, ``background``).
-    batch_size: inputs per chunk (memory bound). generator: ``torch.Generator`` or int seed, required by
-    smoothgrad*, sg_sq_ig, expected_gradients and random (an int seed must lie in [-2**63, 2**64 - 1]). Returns
+    batch_size: inputs per chunk (memory bound). generator: ``torch.Generator`` or int seed, required by the
+    random methods (smoothgrad*, sg_sq_ig, expected_gradients, rise, random; an int seed must lie in
+    [-2**63, 2**64 - 1]) unless sample_seeds is given; their draws follow the rows in order, so a row's noise depends on
+    its position in x. sample_seeds: None, or a ``(B,)`` integer tensor: then every random draw of row j comes from its
+    own stream seeded with ``sample_seeds[j]`` (:class:`SampleSeeds`) and ``generator`` is not used, so a row's map
+    depends only on its input, target and seed (not on batch_size, its position or the other rows) and rows with
+    equal seeds get the same noise — common random numbers, e.g. for S_avg (an input and its neighbours share one
+    seed). Deterministic methods ignore it. Returns
     a float tensor (see the module docstring for shapes); higher = more important (signed methods: sign gives the
     direction).
 
-    Raises a TypeError/ValueError naming the argument for bad input (target type, shape or range; x's rank, dtype
-    or device against the model's; the model's output; the method's options), and a ValueError naming the samples
-    when the model returns NaN/inf logits or a map comes out NaN/inf.
+    Raises a TypeError/ValueError naming the argument for bad input (target type, shape or range; sample_seeds' dtype
+    or shape; x's rank, dtype or device against the model's; the model's output; the method's options), and a
+    ValueError naming the samples when the model returns NaN/inf logits or a map comes out NaN/inf.
     """
     fn = get_method(method)
     _check_options(method, fn, options)
@@ -297,8 +381,9 @@ def explain(model: nn.Module, x: torch.Tensor, target: int | torch.Tensor, *, me
     if x.ndim < 2:
         raise ValueError(f"x must be a batch of inputs (B, ...) with at least 2 dimensions, got shape {tuple(x.shape)}")
     batch_size = _validate.positive_int(batch_size, "batch_size")
-    if method in _RANDOM or generator is not None:
-        generator = _validate.generator(generator, why=f"by method {method!r}")
+    if generator is not None or (method in _RANDOM and sample_seeds is None):
+        generator = _validate.generator(generator, why=f"by method {method!r} (or pass sample_seeds)")
+    keys = None if sample_seeds is None else SampleSeeds(_sample_seeds(sample_seeds, len(x)))
     _model_input(model, x)
     target = _target(target, x)
     tokens = not x.is_floating_point()
@@ -331,10 +416,11 @@ def explain(model: nn.Module, x: torch.Tensor, target: int | torch.Tensor, *, me
             checker(out, _rows(args))
             return out
 
-    def run(ic, xc, tc, ec, *row_values):
+    def run(ic, xc, tc, ec, kc, *row_values):
         per_row = dict(zip(rows, row_values))
         checker.bad = None
-        maps = fn(call, leaf(xc), tc, ec, batch_size=batch_size, generator=generator, **fixed, **per_row)
+        maps = fn(call, leaf(xc), tc, ec, batch_size=batch_size, generator=generator if kc is None else kc, **fixed,
+                 **per_row)
         maps = maps.detach() if isinstance(maps, torch.Tensor) else maps
         checker.verify(maps, ic, call, xc, ec)
         return maps
@@ -342,7 +428,7 @@ def explain(model: nn.Module, x: torch.Tensor, target: int | torch.Tensor, *, me
     checker.active = True
     context = _ACTIVE.set(checker)
     try:
-        out = chunks(batch_size, run, torch.arange(len(x)), inputs, target, extra, *rows.values())
+        out = chunks(batch_size, run, torch.arange(len(x)), inputs, target, extra, keys, *rows.values())
     finally:
         _ACTIVE.reset(context)
         checker.active = False

@@ -12,8 +12,8 @@ import torch
 from captum.attr import Deconvolution, GuidedBackprop, InputXGradient, IntegratedGradients, Occlusion, Saliency
 
 from faithlab import _validate
-from faithlab.explainers.core import (_check_options, chunks, forward_args, get_method, leaf, normal, real, register,
-                                      repeat_rows, uniform)
+from faithlab.explainers.core import (SampleSeeds, _check_options, chunks, forward_args, get_method, leaf, normal,
+                                      real, register, repeat_rows, uniform)
 
 Baseline = str | float | torch.Tensor
 _INTEGRATIONS = ("gausslegendre", "riemann_left", "riemann_right", "riemann_middle", "riemann_trapezoid")  # captum's
@@ -86,7 +86,8 @@ def _smoothgrad(model, x, target, extra, *, batch_size, generator, base: str = "
     "smoothgrad_sq"). ``base``: any registered method that is not itself a noise or region alteration (e.g.
     "saliency", "gradient", "deconvolution", "integrated_gradients", "expected_gradients", "gradcam": Few-class
     Fidelity applies SG/SG² to every method, spec §2.5); a random base draws from the same generator after the
-    noise. Other options go to ``base`` and are checked against its own.
+    noise (with ``sample_seeds``: from streams keyed by the row and the noisy copy). Other options go to ``base`` and
+    are checked against its own.
 
     captum's NoiseTunnel draws its noise from the global RNG; we draw it from ``generator`` and call the base
     method on the noisy copies ourselves (same estimator, seeded)."""
@@ -95,7 +96,6 @@ def _smoothgrad(model, x, target, extra, *, batch_size, generator, base: str = "
     if not isinstance(base, str) or base in _NOT_A_BASE or base not in available():
         raise ValueError(f"base must name a registered method other than {_NOT_A_BASE} (one of "
                          f"{[m for m in available() if m not in _NOT_A_BASE]}), got {base!r}")
-    base_generator = generator if base in _RANDOM else None
     n = _validate.positive_int(nt_samples, "nt_samples")
     stdevs = real(stdevs, "stdevs", minimum=0)
     base_fn = get_method(base)
@@ -105,20 +105,23 @@ def _smoothgrad(model, x, target, extra, *, batch_size, generator, base: str = "
     # captum keeps the IG baseline fixed across noisy copies: resolve it on the clean inputs.
     ref = _baseline(x, base_options.pop("baseline", "zero")) if base == "integrated_gradients" else None
 
-    def noisy_maps(xc, tc, ec, rc):
+    def noisy_maps(xc, tc, ec, rc, gc):
         b = len(xc)
         sigma = stdevs
         if relative:
             flat = xc.flatten(1)
             sigma = (sigma * (flat.amax(1) - flat.amin(1))).view(b, 1, *[1] * (xc.ndim - 1))
-        noisy = leaf((xc.unsqueeze(1) + sigma * normal((b, n, *xc.shape[1:]), generator, xc)).flatten(0, 1))
+        noisy = leaf((xc.unsqueeze(1) + sigma * normal((b, n, *xc.shape[1:]), gc, xc)).flatten(0, 1))
         options = base_options if rc is None else {**base_options, "baseline": repeat_rows(rc, n)}
+        base_gc = None  # a random base draws after the noise: from the same generator, or per row and copy
+        if base in _RANDOM:
+            base_gc = gc.repeat_interleave(n) if isinstance(gc, SampleSeeds) else gc
         maps = base_fn(model, noisy, repeat_rows(tc, n), repeat_rows(ec, n), batch_size=batch_size,
-                       generator=base_generator, **options)
+                       generator=base_gc, **options)
         maps = maps.unflatten(0, (b, n))
         return (maps * maps if square else maps).mean(1)
 
-    return chunks(max(1, batch_size // n), noisy_maps, x, target, extra, ref)
+    return chunks(max(1, batch_size // n), noisy_maps, x, target, extra, ref, generator)
 
 
 @register("smoothgrad_sq", random=True)
@@ -162,9 +165,9 @@ def _expected_gradients(model, x, target, extra, *, batch_size, generator, backg
     n = _validate.positive_int(n_samples, "n_samples")
     saliency = Saliency(model)
 
-    def sampled_maps(xc, tc, ec):
+    def sampled_maps(xc, tc, ec, gc):
         b = len(xc)
-        u = uniform((b, n, 2), generator, xc.device)  # one contiguous block per input: chunking-invariant
+        u = uniform((b, n, 2), gc, xc.device)  # one contiguous block per input: chunking-invariant
         ref = bg[(u[..., 0] * len(bg)).long().clamp_max(len(bg) - 1)]
         alpha = u[..., 1].to(xc.dtype).view(b, n, *[1] * (xc.ndim - 1))
         delta = xc.detach().unsqueeze(1) - ref
@@ -173,7 +176,7 @@ def _expected_gradients(model, x, target, extra, *, batch_size, generator, backg
                                    additional_forward_args=forward_args(repeat_rows(ec, n)))
         return (grads.unflatten(0, (b, n)) * delta).mean(1)
 
-    return chunks(max(1, batch_size // n), sampled_maps, x, target, extra)
+    return chunks(max(1, batch_size // n), sampled_maps, x, target, extra, generator)
 
 
 @register("occlusion")

@@ -15,6 +15,7 @@ exact ReCo takes one sort and cumulative counts (O(m log m)) instead of xplique'
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -322,20 +323,70 @@ def mu_fidelity(model: Callable, x: torch.Tensor, attributions: torch.Tensor, ta
 
 
 # --------------------------------------------------------------------------------------------------------- S_avg
-def average_stability_details(explainer: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], x: torch.Tensor,
-                              target: torch.Tensor, *, n_neighbours: int = 200, radius: float = 0.1,
-                              generator: torch.Generator | int = 0, batch_size: int = 256) -> dict[str, torch.Tensor]:
-    """Per-sample S_avg (paper eq. 2, spec §4.6, [recon] §6.16): the mean over ``n_neighbours`` neighbours
-    z = x + u, u_i ~ U(−r/d, r/d) (so ‖u‖₁ ≤ r = ``radius``, d = elements of one input), of ‖g(x) − g(z)‖²₂.
+def _takes_seeds(explainer: Callable) -> bool:
+    """Whether ``explainer`` can be called as ``explainer(inputs, target, seeds)``."""
+    try:
+        inspect.signature(explainer).bind(None, None, None)
+    except (TypeError, ValueError):  # ValueError: a callable without a signature (some builtins)
+        return False
+    return True
 
-    explainer: ``explainer(inputs, target) → maps`` for a batch (e.g. a ``functools.partial`` of
-    :func:`faithlab.explainers.explain`); it is called on at most ``batch_size`` neighbours at a time (rows of
-    several samples together), each neighbour explained for its sample's ``target``. The neighbours of a sample
-    depend only on ``generator``. Returns ``s_avg`` ``(B,)`` and ``distances`` ``(B, n_neighbours)``. Lower is
-    better (0 for an explainer whose map does not change within the radius).
+
+def _sample_index(sample_index: torch.Tensor | None, n: int) -> list[int]:
+    """The global index of each sample of x (default 0 … n − 1) as Python ints."""
+    if sample_index is None:
+        return list(range(n))
+    _validate.tensor(sample_index, "sample_index", ndim=1)
+    if sample_index.is_floating_point() or sample_index.is_complex() or sample_index.dtype == torch.bool:
+        raise TypeError(f"sample_index must be an integer tensor (the global index of each sample of x), got dtype "
+                        f"{sample_index.dtype}")
+    if sample_index.shape[0] != n:
+        raise ValueError(f"sample_index must have shape ({n},) (one global index per sample of x), got shape "
+                         f"{tuple(sample_index.shape)}")
+    return sample_index.tolist()
+
+
+def _finite_maps(maps: torch.Tensor, samples: list[int], what: str) -> None:
+    if not isinstance(maps, torch.Tensor):
+        raise TypeError(f"explainer must return a tensor of maps, got {type(maps).__name__}")
+    if not bool(torch.isfinite(maps).all()):
+        raise ValueError(f"explainer returned non-finite maps on {what} of samples {samples[:8]}")
+
+
+def average_stability_details(explainer: Callable[..., torch.Tensor], x: torch.Tensor, target: torch.Tensor, *,
+                              n_neighbours: int = 200, radius: float = 0.1, common_noise: bool = True,
+                              sample_index: torch.Tensor | None = None, generator: torch.Generator | int = 0,
+                              batch_size: int = 256) -> dict[str, torch.Tensor | None]:
+    """Per-sample S_avg (Bhatt et al. 2020 via the paper's eq. 2, spec §4.6, [recon] §6.16): the mean over
+    ``n_neighbours`` neighbours z = x + u, u_i ~ U(−r/d, r/d) (so ‖u‖₁ ≤ r = ``radius``, d = elements of one input),
+    of ‖g(x) − g(z)‖²₂. The maps enter the distance as the explainer returns them, not normalised: spec §4.6 names
+    no normalisation and xplique's AverageStability (the reference, spec §0) applies none (Quantus' AvgSensitivity,
+    which divides by ‖g(x)‖, is a different metric).
+
+    explainer: ``explainer(inputs, target) → maps`` or ``explainer(inputs, target, seeds) → maps`` for a batch,
+    called on at most ``batch_size`` inputs at a time (x first, then the neighbours of several samples together),
+    each explained for its sample's ``target``. common_noise (default True): common random numbers — an explainer
+    that accepts a third argument gets ``seeds``, ``(rows,)`` int64, one per input, where every neighbour of sample i
+    carries sample i's own seed (e.g. ``lambda z, t, seeds: explain(model, z, t, method="smoothgrad",
+    sample_seeds=seeds)``). A stochastic explainer then draws the same noise for x and for each of its neighbours,
+    so the distance measures how the map changes with the input, not the explainer's Monte-Carlo noise (which would
+    otherwise dominate: it does not vanish as the radius goes to 0); a deterministic explainer gives the same S_avg
+    either way. With common_noise=False, or an explainer that takes only (inputs, target) (it gets no seeds, so it
+    cannot share its noise), the explainer is called as ``explainer(inputs, target)``.
+
+    Randomness is keyed to the sample: from ``generator`` one root seed is drawn, and sample i's neighbours and seed
+    come from ``perturb.keyed_seed(root, sample_index[i], ·)``. sample_index: ``(B,)`` integer global indices of
+    x's samples (None: 0 … B − 1), so that x split into parts with their global indices (and an int seed, or equally
+    seeded generators) gives the scores of the whole; nothing depends on batch_size or on the other samples (beyond
+    the float rounding of the model's other batch shapes).
+
+    x ``(B, ...)``, target ``(B,)`` int64. Returns ``s_avg`` ``(B,)`` float64, ``distances`` ``(B, n_neighbours)``
+    and ``seeds`` (the ``(B,)`` int64 seeds given to the explainer, None when it was called without). Lower is better
+    (0 for an explainer whose map does not change within the radius).
     """
     if not callable(explainer):
-        raise TypeError(f"explainer must be a callable(inputs, target) -> maps, got {type(explainer).__name__}")
+        raise TypeError("explainer must be a callable(inputs, target) or (inputs, target, seeds) -> maps, got "
+                        f"{type(explainer).__name__}")
     _validate.tensor(x, "x")
     _validate.tensor(target, "target", ndim=1)
     _validate.batch_match(x, target, "x", "target")
@@ -343,30 +394,52 @@ def average_stability_details(explainer: Callable[[torch.Tensor, torch.Tensor], 
     r = _validate.number(radius, "radius")
     if r <= 0:
         raise ValueError(f"radius must be positive, got {radius}")
+    if not isinstance(common_noise, bool):
+        raise TypeError(f"common_noise must be a bool, got {type(common_noise).__name__}")
     batch_size = _validate.positive_int(batch_size, "batch_size")
+    n = x.shape[0]
+    index = _sample_index(sample_index, n)
     gen = _validate.generator(generator, why="to draw the neighbours")
-    base = torch.cat([explainer(x[c0:c0 + batch_size], target[c0:c0 + batch_size])
-                      for c0 in range(0, x.shape[0], batch_size)])
+    root = int(torch.randint(0, 2**62, (1,), generator=gen))
+    seeds = None
+    if common_noise and _takes_seeds(explainer):
+        seeds = torch.tensor([perturb.keyed_seed(root, i, 1) for i in index], dtype=torch.int64, device=x.device)
+
+    def explain(inputs: torch.Tensor, t: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
+        return explainer(inputs, t) if rows is None else explainer(inputs, t, rows)
+
+    base = []
+    for c0 in range(0, n, batch_size):
+        c1 = min(n, c0 + batch_size)
+        maps = explain(x[c0:c1], target[c0:c1], None if seeds is None else seeds[c0:c1])
+        _finite_maps(maps, list(range(c0, c1)), "x")
+        base.append(maps)
+    base = torch.cat(base)
     d = x[0].numel()
-    dist = torch.empty(x.shape[0], s, dtype=torch.float64, device=x.device)
-    for b0, b1, g in _sample_blocks(x.shape[0], gen):
-        u = (torch.rand((b1 - b0, s, *x.shape[1:]), generator=g, dtype=torch.float64) * 2 - 1) * (r / d)
+    dist = torch.empty(n, s, dtype=torch.float64, device=x.device)
+    for b0 in range(0, n, _BLOCK):
+        b1 = min(n, b0 + _BLOCK)
+        # torch has no vectorised keyed generator: the neighbours of each sample come from its own generator, keyed
+        # by the root seed and the sample's global index (one call per sample, each drawing all its neighbours)
+        u = torch.stack([torch.rand((s, *x.shape[1:]), dtype=torch.float64,
+                                    generator=torch.Generator().manual_seed(perturb.keyed_seed(root, i, 0)))
+                         for i in index[b0:b1]])
+        u = (u * 2 - 1) * (r / d)
         z = (x[b0:b1, None] + u.to(x.device, x.dtype)).flatten(0, 1)
         t = target[b0:b1].repeat_interleave(s)
+        zs = None if seeds is None else seeds[b0:b1].repeat_interleave(s)
         ref = base[b0:b1].repeat_interleave(s, dim=0).double()
         for c0 in range(0, z.shape[0], batch_size):
             c1 = min(z.shape[0], c0 + batch_size)
-            maps = explainer(z[c0:c1], t[c0:c1])
-            if not bool(torch.isfinite(maps).all()):
-                raise ValueError("explainer returned non-finite maps on neighbours of samples "
-                                 f"{sorted({b0 + i // s for i in range(c0, c1)})[:8]}")
+            maps = explain(z[c0:c1], t[c0:c1], None if zs is None else zs[c0:c1])
+            _finite_maps(maps, sorted({b0 + i // s for i in range(c0, c1)}), "neighbours")
             sq = (maps.double() - ref[c0:c1]).flatten(1).pow(2).sum(1)
             dist.view(-1)[b0 * s + c0: b0 * s + c1] = sq
-    return {"s_avg": dist.mean(1), "distances": dist}
+    return {"s_avg": dist.mean(1), "distances": dist, "seeds": seeds}
 
 
-def average_stability(explainer: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], x: torch.Tensor,
-                      target: torch.Tensor, **options) -> torch.Tensor:
-    """Per-sample S_avg ``(B,)`` (see :func:`average_stability_details`); the paper reports the mean. Lower is
-    better."""
+def average_stability(explainer: Callable[..., torch.Tensor], x: torch.Tensor, target: torch.Tensor,
+                      **options) -> torch.Tensor:
+    """Per-sample S_avg ``(B,)`` (see :func:`average_stability_details` for the options: n_neighbours, radius,
+    common_noise, sample_index, generator, batch_size); the paper reports the mean. Lower is better."""
     return average_stability_details(explainer, x, target, **options)["s_avg"]

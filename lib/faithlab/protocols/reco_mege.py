@@ -275,16 +275,20 @@ def accuracy_frame(families: list[Family]) -> pd.DataFrame:
 def fidelity_stability(model, x: torch.Tensor, y: torch.Tensor, method: str, *, n_subsets: int = 200,
                        subset_fraction: float = 0.15, n_neighbours: int = 200, radius: float = 0.1,
                        output: str = "prob", seed: int = 0, batch_size: int = 256, **settings) -> pd.DataFrame:
-    """Per-sample μF (Pearson, zero baseline, 15 % pixel subsets) and S_avg (squared ℓ2, ‖u‖₁ ≤ radius) of one
-    method on one model (Table 3), explaining the label → frame (``sample``, ``μF``, ``S_avg``)."""
+    """Per-sample μF (Pearson, zero baseline, 15 % pixel subsets) and S_avg (squared ℓ2, ‖u‖₁ ≤ radius, common
+    random numbers: a sample and its neighbours are explained with the same seed) of one method on one model
+    (Table 3), explaining the label → frame (``sample``, ``μF``, ``S_avg``)."""
     name, options = method_options(method, **settings)
     explain = functools.partial(explainers.explain, model, method=name, batch_size=batch_size, generator=seed,
                                 **options)
     attributions = explain(x, y)
     mu = mu_fidelity_details(model, x, attributions, y, n_subsets=n_subsets, subset_fraction=subset_fraction,
                              output=output, generator=seed, batch_size=batch_size)["mu_f"]
-    s = average_stability_details(lambda z, t: explain(z, t), x, y, n_neighbours=n_neighbours, radius=radius,
-                                  generator=seed, batch_size=batch_size)["s_avg"]
+    # common random numbers: each sample and its neighbours share one seed, so a stochastic method's S_avg measures
+    # how its map changes within the radius, not its Monte-Carlo noise (the attributions for μF keep `generator`)
+    s = average_stability_details(lambda z, t, seeds: explain(z, t, sample_seeds=seeds), x, y,
+                                  n_neighbours=n_neighbours, radius=radius, generator=seed,
+                                  batch_size=batch_size)["s_avg"]
     return pd.DataFrame({"method": method, "sample": np.arange(len(x)), "μF": mu.cpu().numpy(),
                          "S_avg": s.cpu().numpy()})
 
