@@ -147,3 +147,81 @@ def test_noisy_inputs_are_seeded():
     assert torch.equal(syn.noisy_inputs(x, 0.0, generator=1), x)
     with pytest.raises(ValueError, match="sigma must be non-negative"):
         syn.noisy_inputs(x, -1.0, generator=0)
+
+
+# claim_ideal_gap on synthetic frames: one per verdict. SaCo and μF: ideal 1 over a range of 2 (gap (1 − s) / 2);
+# Few-class Fid: ideal 1 over a range of 1; AOPC has no ideal and is ignored.
+FAR = [-0.2, -0.3, -0.1, -0.25, -0.15, -0.2, -0.22, -0.18]         # gaps ≈ 0.6: beyond 30 %
+NEAR = [0.9, 0.95, 0.85, 0.9, 0.92, 0.88, 0.9, 0.91]               # gaps ≈ 0.05: within
+STRADDLE = [0.8, 0.0, 0.6, 0.2, 0.4, 0.4, 0.3, 0.5]                # gaps 0.1 … 0.5, mean ≈ 0.3
+LOW = [-0.8, -0.9, -0.7, -0.85, -0.75, -0.8, -0.82, -0.78]         # random maps, well below all of them
+
+
+def _claim(scores, **kw):
+    return syn.claim_ideal_gap(_frame(scores), perfect="perfect", random="Random", **kw)
+
+
+def test_claim_ideal_gap_reproduced_when_every_counted_metric_is_beyond_tolerance():
+    c = _claim({"saco": {"perfect": FAR, "Random": LOW}, "mu_fidelity": {"perfect": FAR, "Random": LOW},
+                "aopc": {"perfect": NEAR, "Random": LOW}}, setting="tree")
+    assert c.verdict == "reproduced" and "within 30 %: none" in c.verdict.why
+    t = c.table.set_index("metric")
+    assert list(t.index) == ["saco", "mu_fidelity"]  # AOPC has no ideal value
+    assert t.loc["saco", "gap"] == pytest.approx((1 - sum(FAR) / 8) / 2)
+    assert t.loc["saco", "gap low"] > 0.3 and bool(t["beats random"].all()) and set(t["outcome"]) == {"beyond"}
+    assert t.loc["saco", "chance low"] < sum(LOW) / 8 < t.loc["saco", "chance high"]
+    assert c.claim.endswith("(tree)") and "0 of 2 counted metrics within 30 %" in c.our_value
+
+
+def test_claim_ideal_gap_not_reproduced_when_one_counted_metric_is_within():
+    c = _claim({"saco": {"perfect": FAR, "Random": LOW}, "mu_fidelity": {"perfect": NEAR, "Random": LOW}})
+    assert c.verdict == "not reproduced" and "within 30 %: μF" in c.verdict.why
+    assert c.table.set_index("metric").loc["mu_fidelity", "outcome"] == "within"
+    assert "μF 5 % off" in c.our_value
+
+
+def test_claim_ideal_gap_partly_when_none_within_but_one_undecided():
+    c = _claim({"saco": {"perfect": FAR, "Random": LOW}, "mu_fidelity": {"perfect": STRADDLE, "Random": LOW}})
+    assert c.verdict == "partly reproduced" and "undecided: μF" in c.verdict.why
+
+
+def test_claim_ideal_gap_metrics_that_do_not_beat_random_maps_do_not_count():
+    # μF scores the perfect explanation near its ideal, but random maps as high: it cannot count against the claim
+    c = _claim({"saco": {"perfect": FAR, "Random": LOW}, "mu_fidelity": {"perfect": NEAR, "Random": NEAR}})
+    assert c.verdict == "reproduced"
+    t = c.table.set_index("metric")
+    assert t.loc["mu_fidelity", "outcome"] == "not counted" and not t.loc["mu_fidelity", "beats random"]
+    assert "not above them" in c.our_value and "SaCo of SaCo, μF" in c.premise
+
+
+def test_claim_ideal_gap_not_testable_without_a_counted_metric():
+    same = _claim({"saco": {"perfect": NEAR, "Random": NEAR}, "fewclass_fid": {"perfect": LOW, "Random": NEAR}})
+    assert same.verdict == "not testable here"
+    assert "no metric scores the perfect explanation significantly above random maps" in same.verdict.why
+    no_ideal = _claim({"aopc": {"perfect": NEAR, "Random": LOW}})
+    assert no_ideal.verdict == "not testable here" and "no metric of the frame has an ideal" in no_ideal.verdict.why
+    nan = float("nan")
+    undefined = _claim({"mu_fidelity": {"perfect": [nan] * 7 + [1.0], "Random": LOW}})  # one image left: no test
+    assert undefined.verdict == "not testable here" and undefined.table["images"].item() == 1
+
+
+def test_claim_ideal_gap_argument_errors():
+    frame = _frame({"saco": {"perfect": FAR, "Random": LOW}})
+    with pytest.raises(ValueError, match="perfect must name an explainer .* got 'GT'"):
+        syn.claim_ideal_gap(frame, perfect="GT", random="Random")
+    with pytest.raises(ValueError, match="random must name an explainer"):
+        syn.claim_ideal_gap(frame, perfect="perfect", random="noise")
+    with pytest.raises(ValueError, match="perfect and random must name different explainers"):
+        syn.claim_ideal_gap(frame, perfect="perfect", random="perfect")
+    with pytest.raises(ValueError, match="tolerance"):
+        syn.claim_ideal_gap(frame, perfect="perfect", random="Random", tolerance=1.5)
+
+
+def test_tree_setup_explains_its_tree_by_its_decision_path():
+    s = syn.tree_setup(max_depth=3, n_test=5, seed=0)
+    assert s.finetuned is None and s.spec["depth"] <= 3 and len(s.y) == 5
+    assert isinstance(s.model, fl.models.DecisionTree) and not s.model.training
+    torch.testing.assert_close(s.truth, s.model.path_importance(s.x))
+    assert s.accuracy == pytest.approx(float((s.model(s.x).argmax(1) == s.y).double().mean()))
+    with pytest.raises(ValueError, match="max_depth must be"):
+        syn.tree_setup(max_depth=0, n_test=5)

@@ -19,7 +19,8 @@
 # carry the class, and a transparent linear model whose exact pixel contributions are known. The explainers of
 # known quality are the ground-truth map degraded at noise levels ξ (F-Fidelity's protocol): a lower ξ is a better
 # explainer, so the right ranking is known in advance. Real explainers (gradients, integrated gradients, a random
-# map) are scored beside them.
+# map) are scored beside them. A decision tree, transparent but not additive, tests Miró-Nicolau et al.'s claim that
+# no metric scores a perfect explanation near its ideal.
 
 # %% tags=["parameters"]
 image_size = 16
@@ -53,6 +54,8 @@ randomise_scale = 10.0
 reference_setups = ["CNN, grey canvas", "CNN, coloured canvas"]
 references = ["zero", "channel_mean", "blur"]
 ideal_tolerance = 0.3
+tree_depth = 8
+tree_images = 200
 seed = 0
 device = "cpu"
 batch_size = 512
@@ -147,32 +150,78 @@ out.table(mean_scores.reset_index(), "mean_scores")
 mean_scores.round(3)
 
 # %% [markdown]
-# ### A perfect explanation on a transparent model
-# Miró-Nicolau et al. (2024) found that no fidelity metric scored perfect explanations of a transparent model
-# within 30 % of the metric's ideal. On the linear model the undegraded ground truth (ξ = 0) is its exact
-# explanation for the predicted logit; for the metrics that state an ideal value, how far do they land?
+# ### A perfect explanation of a transparent model
+# Miró-Nicolau et al. (2024) explained a decision tree by its own decision path and found that no fidelity metric
+# scored this perfect explanation within 30 % of the metric's ideal. For the metrics that state an ideal value
+# (SaCo, μF, Few-class Fid), how far from it does a perfect explanation land, and is that closer than random maps?
+# `syn.claim_ideal_gap` states the rule before the result: a metric counts only if it scores the perfect
+# explanation significantly above random maps (paired bootstrap over images, 95 %); the claim is not reproduced
+# when the 95 % interval of some counted metric's mean gap |score − ideal| / range lies below 30 %, reproduced when
+# every counted metric's lies above, partly when none lies below and some straddle 30 %.
+#
+# **Control, where the answer is known in advance.** On the linear model the undegraded ground truth (ξ = 0) is its
+# exact explanation of the predicted logit. For an additive model the logit drop of a removed subset is exactly the
+# sum of its contributions, so μF and SaCo land near their ideal by construction (not exactly at it: they read the
+# predicted probability, not the logit) and this check cannot fail; it is shown, not claimed.
 
 # %%
 linear = next(name for name, s in S.items() if s.spec["model"] == "linear")
-gaps = syn.ideal_gap(frames[linear], syn.degraded_name(0.0), tolerance=ideal_tolerance)
-out.table(gaps, "ideal_gap")
-within = gaps[gaps["gap"] <= ideal_tolerance]
-if within.empty:
-    sentence = (f"None of the {len(gaps)} metrics with an ideal value scored the perfect explanation within "
-                f"{ideal_tolerance:.0%} of it on average, as Miró-Nicolau et al. found.")
-else:
-    sentence = (f"{len(within)} of the {len(gaps)} metrics with an ideal value scored the perfect explanation within "
-                f"{ideal_tolerance:.0%} of it on average ({', '.join(within['label'])}), unlike Miró-Nicolau et "
-                f"al.'s finding; " + ", ".join(f"{r.label} {r.gap:.0%}" for r in gaps.itertuples()) + " off.")
-out.glue("ideal_sentence", sentence)
-share = 1 - len(within) / len(gaps)
-out.claim("No fidelity metric scores a perfect explanation of a transparent model within 30 % of its ideal "
-          "(Miró-Nicolau et al. 2024)", paper_value="none within 30 %",
-          our_value=f"{len(within)} of {len(gaps)} within {ideal_tolerance:.0%}: "
-          + ", ".join(f"{r.label} {r.gap:.0%} off" for r in gaps.itertuples()),
-          verdict=fl.verdicts.verdict(share, reproduced="== 1", partly=">= 0.5"),
-          note=f"linear model on grey canvases, {n_test} images, mean |score − ideal| / range")
-gaps.round(3)
+control = syn.claim_ideal_gap(frames[linear], perfect=syn.degraded_name(0.0), random="Random",
+                              tolerance=ideal_tolerance, setting="linear model", seed=seed)
+out.table(control.table, "ideal_gap_linear")
+out.glue("ideal_control_sentence", f"On the linear model, the control: {control.our_value}.")
+control.table[["label", "perfect mean", "random mean", "gap", "gap low", "gap high", "outcome"]].round(3)
+
+# %% [markdown]
+# **The claim, on a model that is not additive.** A scikit-learn decision tree (depth `tree_depth`, seeded) fitted
+# on the pixels of the grey canvases, evaluated in torch by `fl.models.DecisionTree` (its forward pass walks every
+# image's root-to-leaf path at once and equals scikit-learn's `predict_proba`). Its perfect explanation is
+# Miró-Nicolau et al.'s: along the image's decision path, each split adds the impurity drop from the node to the
+# child taken to the pixel it splits on, normalised to sum 1 (`DecisionTree.path_importance`). The tree's output is
+# piecewise constant, so it has no useful gradient: every metric below reads forward passes on removed copies only.
+# FFid± needs a fine-tuned twin (a tree is not fine-tuned), S_avg an explainer to rerun on neighbours and ReCo/MeGe
+# k cross-trained models: they are left out.
+
+# %%
+tree = syn.tree_setup(max_depth=tree_depth, n_test=tree_images, image_size=image_size, r=r, seed=seed,
+                      device=device)
+tree_maps, _ = syn.explainer_maps(tree, noise_levels=[0.0], methods={"Random": ["random", {}]}, seed=seed,
+                                  batch_size=batch_size)
+tree_perfect = "perfect (decision path)"
+tree_maps = {tree_perfect: tree_maps[syn.degraded_name(0.0)], "Random": tree_maps["Random"]}
+tree_selection = fl.metrics.select_perturbation(tree.model, tree.x, grid=grid, batch_size=batch_size)["image"]
+tree_frame = fl.evaluate(tree.model, tree.x, tree.y, tree_maps, perturbed=tree_selection, **options)
+left_out = [info.label for m, info in fl.evaluation.METRICS.items() if m not in set(tree_frame["metric"])]
+claim = syn.claim_ideal_gap(tree_frame, perfect=tree_perfect, random="Random", tolerance=ideal_tolerance,
+                            setting="decision tree", seed=seed)
+out.table(claim.table, "ideal_gap")
+out.claim(claim, note=f"decision tree of depth {tree.model.depth} ({tree.spec['nodes']} nodes, accuracy "
+                      f"{tree.accuracy:.2f}) on {len(tree.y)} grey canvases of {image_size} px; "
+                      f"not computed: {', '.join(left_out)}")
+out.glue("tree_depth", tree.model.depth)
+out.glue("tree_images", len(tree.y))
+out.glue("tree_accuracy", tree.accuracy)
+out.glue("tree_left_out", ", ".join(left_out))
+out.glue("ideal_verdict", str(claim.verdict))
+out.glue("ideal_sentence", f"{claim.verdict.capitalize()}: {claim.our_value}. {claim.verdict.why}.")
+pd.DataFrame([{"setup": tree.name, "nodes": tree.spec["nodes"], "depth": tree.model.depth, "images": len(tree.y),
+               "accuracy": tree.accuracy, "not computed": ", ".join(left_out)}])
+
+# %%
+claim.table[["label", "ideal", "perfect mean", "random mean", "chance low", "chance high", "beats random", "gap",
+             "gap low", "gap high", "random gap", "share within", "images", "outcome"]].round(3)
+
+# %% [markdown]
+# Every metric the tree allows, perfect explanation against random maps (mean over images, oriented so that higher
+# is better; the metrics without an ideal value have no gap but show whether they tell the two apart):
+
+# %%
+tree_means = (fl.evaluation.oriented(tree_frame).groupby(["label", "explainer"])["oriented"].mean()
+              .unstack("explainer")[list(tree_maps)])
+tree_means["perfect wins (share of images)"] = syn.beats(tree_frame, tree_perfect, "Random").assign(
+    label=lambda t: t["metric"].map(LABELS)).set_index("label")["share"]
+out.table(tree_means.reset_index(), "tree_scores")
+tree_means.round(3)
 
 # %% [markdown]
 # ## 2. Meta-evaluation (MetaQuantus-style)
