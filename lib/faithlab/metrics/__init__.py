@@ -23,7 +23,8 @@ from faithlab.metrics import distances
 from faithlab.metrics.distances import map_distance
 from faithlab.metrics.reco_mege import (average_stability, average_stability_details, mege, mu_fidelity,
                                          mu_fidelity_details, pair_distances, reco, reco_auc, reco_curve, reco_mege,
-                                         reco_mege_details, reco_scan, split_sets)
+                                         reco_mege_details, reco_scan, shuffled_distances, shuffled_partners,
+                                         split_sets)
 
 __all__ = [
     "fid_plus", "fid_minus", "fid_curves", "minus_sparsity", "DIRECTIONS", "macro_correlations",
@@ -32,6 +33,7 @@ __all__ = [
     "FRACTIONS", "auc_accuracy", "auc_accuracy_details", "aopc", "aopc_details", "log_odds", "log_odds_details",
     "comprehensiveness", "comprehensiveness_details",
     "saco", "saco_details", "fewclass", "fewclass_fid", "fewclass_fid_details", "select_perturbation", "trace",
-    "reco_mege", "reco_mege_details", "pair_distances", "split_sets", "reco", "reco_curve", "reco_scan",
+    "reco_mege", "reco_mege_details", "pair_distances", "split_sets", "shuffled_partners",
+    "shuffled_distances", "reco", "reco_curve", "reco_scan",
     "reco_auc", "mege", "distances", "map_distance", "mu_fidelity", "mu_fidelity_details", "average_stability", "average_stability_details",
 ]

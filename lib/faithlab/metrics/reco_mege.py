@@ -7,6 +7,9 @@ the distance between their explanations (d = sqrt(1 − |ρ_Spearman|) of the fl
 distance is NaN (a constant map). MeGe = 1/(1 + mean S=) ∈ (0.5, 1] (higher: more representative); ReCo = the best
 TPR + TNR − 1 over thresholds γ with TPR(γ) = |{d ∈ S= : d < γ}|/|S=| and TNR(γ) = |{d ∈ S≠ : d > γ}|/|S≠| (recall
 form, spec §4.3; every cut between consecutive values of S= ∪ S≠ is tried), clipped at 0 (higher: explanations separate agreeing from disagreeing models).
+The chance level of S= is the same pairs with the second model's map of another image (:func:`shuffled_partners`,
+:func:`shuffled_distances`): explanations of the same image by two agreeing models that sit at that level share
+nothing image-specific, and MeGe and ReCo computed from them compare noise.
 
 Everything is batched tensor code on the maps' device: ranks are computed once per map (not per pair), the
 exact ReCo takes one sort and cumulative counts (O(m log m)) instead of xplique's scan of every ⌈m/20⌉-th value
@@ -26,7 +29,8 @@ from faithlab import _validate, perturb
 from faithlab.metrics.statistics import pearson, rankdata
 
 __all__ = ["DISTANCES", "PAIR_KINDS", "Pairs", "flatten_maps", "explanation_distance", "pair_distances", "split_sets",
-           "reco", "reco_curve", "reco_scan", "reco_auc", "mege", "reco_mege", "reco_mege_details", "details_from_pairs", "details_from_pairs",
+           "shuffled_partners", "shuffled_distances", "reco", "reco_curve", "reco_scan", "reco_auc", "mege",
+           "reco_mege", "reco_mege_details", "details_from_pairs",
            "mu_fidelity", "mu_fidelity_details", "average_stability", "average_stability_details"]
 
 DISTANCES = ("sqrt", "linear")
@@ -139,6 +143,75 @@ def split_sets(pairs: Pairs) -> tuple[torch.Tensor, torch.Tensor]:
     """S= and S≠ as 1-D tensors (NaN distances and both-wrong pairs dropped; see :attr:`Pairs.dropped`)."""
     ok = ~torch.isnan(pairs.distance)
     return pairs.distance[ok & (pairs.kind == 0)], pairs.distance[ok & (pairs.kind == 1)]
+
+
+# ------------------------------------------------------------------------------------------- the chance level of S=
+def shuffled_partners(eligible: torch.Tensor, *, generator: torch.Generator | int = 0) -> torch.Tensor:
+    """Another image for every eligible sample: a random cycle through the eligible samples (each is paired with the
+    next one in a random order of them, so none with itself), drawn once for the whole set from ``generator``.
+
+    eligible: ``(N,)`` bool, the samples the shuffle runs within (e.g. those with a pair in S=). Returns ``(N,)``
+    int64 on eligible's device: ``partners[n]`` ≠ n for every eligible n when at least two are eligible; n itself for
+    the others (and for a lone eligible sample). The draw does not depend on how the samples are later batched."""
+    _validate.tensor(eligible, "eligible", ndim=1)
+    if eligible.dtype != torch.bool:
+        raise TypeError(f"eligible must be a bool tensor (one flag per sample), got dtype {eligible.dtype}")
+    gen = _validate.generator(generator, why="to shuffle the image pairings")
+    n = eligible.shape[0]
+    partners = torch.arange(n)
+    pool = eligible.cpu().nonzero().flatten()
+    if pool.numel() >= 2:
+        order = pool[torch.randperm(pool.numel(), generator=gen)]
+        partners[order] = order.roll(-1)
+    return partners.to(eligible.device)
+
+
+def shuffled_distances(maps: torch.Tensor, folds: torch.Tensor, partners: torch.Tensor, *, distance: str = "sqrt",
+                       channel_dim: int | None = None, batch_size: int = 256) -> torch.Tensor:
+    """The chance level of :func:`pair_distances`: each of its pairs with the second model's map of ANOTHER image.
+
+    For sample n, the distance between its explanation by its unseen model ``folds[n]`` and the explanation of
+    sample ``partners[n]`` (e.g. :func:`shuffled_partners`) by each of the k − 1 other models, in
+    :func:`pair_distances`' order of partners and with the same Spearman distance (spec §4.2). Explanations of
+    different images by two models share only what every explanation of the method shares (a centred blob, the
+    image border): S= distances at this level carry no information about the image.
+
+    maps ``(k, N, *map_shape)``, folds ``(N,)``, partners ``(N,)`` integer indices into the N samples; distance and
+    channel_dim as in :func:`pair_distances`. Ranks are computed ``batch_size`` samples at a time on the maps' device
+    (the result does not depend on batch_size). Returns ``(N, k − 1)`` float: NaN where a map is constant or
+    ``partners[n] == n`` (no other image to pair with).
+    """
+    _validate.tensor(maps, "maps")
+    if maps.ndim < 3 or maps.shape[0] < 2:
+        raise ValueError(f"maps must be (k, N, *map_shape) with k ≥ 2 models, got shape {tuple(maps.shape)}")
+    k, n = maps.shape[:2]
+    for value, name in ((folds, "folds"), (partners, "partners")):
+        _validate.tensor(value, name)
+        if tuple(value.shape) != (n,) or value.is_floating_point() or value.dtype == torch.bool:
+            raise ValueError(f"{name} must be an integer tensor of shape ({n},) (maps has N={n} samples), got "
+                             f"{tuple(value.shape)} {value.dtype}")
+    if bool(((folds < 0) | (folds >= k)).any()):
+        raise ValueError(f"folds must hold each sample's unseen model index in [0, k={k}), got range "
+                         f"[{int(folds.min())}, {int(folds.max())}]")
+    if bool(((partners < 0) | (partners >= n)).any()):
+        raise ValueError(f"partners must index the N={n} samples, got range [{int(partners.min())}, "
+                         f"{int(partners.max())}]")
+    _validate.one_of(distance, "distance", DISTANCES)
+    batch_size = _validate.positive_int(batch_size, "batch_size")
+    dev = maps.device
+    folds, partners = folds.to(dev).long(), partners.to(dev).long()
+    others = torch.arange(k, device=dev).expand(n, k)
+    others = others[others != folds[:, None]].view(n, k - 1)
+    dist = torch.empty(n, k - 1, device=dev)
+    for b0 in range(0, n, batch_size):
+        b1 = min(n, b0 + batch_size)
+        rows = torch.arange(b0, b1, device=dev)
+        unseen = rankdata(flatten_maps(maps[folds[b0:b1], rows], channel_dim=channel_dim).flatten(1))      # (b, d)
+        shuffled = maps[others[b0:b1].T, partners[b0:b1][None, :]]                                # (k−1, b, ...)
+        partner = rankdata(flatten_maps(shuffled, channel_dim=channel_dim).flatten(2)).transpose(0, 1)  # (b, k−1, d)
+        dist[b0:b1] = _distance_from_ranks(unseen[:, None], partner, distance)
+    dist[partners == torch.arange(n, device=dev)] = math.nan
+    return dist
 
 
 # ------------------------------------------------------------------------------------------------- ReCo and MeGe

@@ -1,6 +1,8 @@
 """ReCo/MeGe protocols (spec §4): the four tasks and their stand-ins, k-fold families of models (normal, degraded,
-1-Lipschitz), every model's explanations of every sample, the S= / S≠ sets per method (cached on disk, so the
-notebooks that need the same sets compute them once), paired bootstrap draws of ReCo and MeGe, and tidy frames.
+1-Lipschitz), every model's explanations of every sample, the S= / S≠ sets per method with the chance level of every
+pair (the image pairings shuffled; cached on disk, so the notebooks that need the same sets compute them once),
+paired bootstrap draws of ReCo and MeGe, tidy frames, and the claims R1 (:func:`claim_gradcam_best_reco`) and R2
+(:func:`claim_mege_falls`), each with that chance level as its null.
 
 The metric lives in :mod:`faithlab.metrics.reco_mege`; the training in :func:`faithlab.train.cross_train`.
 """
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,14 +19,15 @@ import pandas as pd
 import torch
 
 import faithlab
-from faithlab import _validate, data, explainers, paths, train
+from faithlab import _validate, data, explainers, paths, perturb, train, verdicts
 from faithlab.metrics.reco_mege import (Pairs, average_stability_details, details_from_pairs, mu_fidelity_details,
-                                        reco_mege_details)
+                                        reco_mege_details, shuffled_distances, shuffled_partners)
 from faithlab.train.cache import cache_key
 
 __all__ = ["TASKS", "METHODS", "DEGRADATIONS", "Family", "load_task", "family", "method_options", "explain_family",
-           "distance_sets", "scores", "bootstrap_scores", "score_draws", "histogram_frame", "comparison",
-           "accuracy_frame", "chance_premise", "fidelity_stability", "PAPER", "rank_agreement", "beside", "identical_models", "cam_grid", "families"]
+           "with_null", "distance_sets", "null_frame", "claim_gradcam_best_reco", "claim_mege_falls", "scores",
+           "bootstrap_scores", "score_draws", "histogram_frame", "comparison", "accuracy_frame", "chance_premise",
+           "fidelity_stability", "PAPER", "rank_agreement", "beside", "identical_models", "cam_grid", "families"]
 
 TASKS: dict[str, dict] = {
     "FashionMNIST": {"stand_in": "digits", "kwargs": {"color": False}, "paper": "fashion_mnist",
@@ -146,11 +150,31 @@ def explain_family(fam: Family, method: str, *, batch_size: int = 256, seed: int
     return torch.stack(maps)
 
 
+_NULL_VERSION = 1
+"""What the cached null of :func:`distance_sets` is (shuffled_partners over the samples with an S= pair, stream
+:data:`_NULL_STREAM` of the seed); a cache file without it, or with another version, is recomputed."""
+_NULL_STREAM = 1  # the shuffled pairings' generator: keyed_seed(seed, _NULL_STREAM), apart from the explainers' seeds
+
+
+def with_null(pairs: Pairs, shuffled: torch.Tensor, partners: torch.Tensor | None = None) -> dict:
+    """The dict of :func:`faithlab.metrics.reco_mege.details_from_pairs` with the chance level of its pairs added:
+    ``shuffled`` ``(N, k − 1)`` (:func:`faithlab.metrics.reco_mege.shuffled_distances`, the same pairs with the second
+    model's map of another image) and ``partners`` ``(N,)`` (that other image; None when unknown)."""
+    if not isinstance(shuffled, torch.Tensor) or tuple(shuffled.shape) != tuple(pairs.distance.shape):
+        raise ValueError(f"shuffled must be a tensor shaped like pairs.distance {tuple(pairs.distance.shape)}, got "
+                         f"{tuple(getattr(shuffled, 'shape', ()))}")
+    return {**details_from_pairs(pairs), "shuffled": shuffled, "partners": partners}
+
+
 def distance_sets(fam: Family, method: str, *, batch_size: int = 256, seed: int = 0, distance: str = "sqrt",
                   cache: bool = True, **settings) -> dict:
-    """:func:`faithlab.metrics.reco_mege.reco_mege_details` for one family and method; the pair distances are cached
-    under ``<cache>/reco_mege/`` (keyed by the models, the method and its settings), so another notebook asking for
-    the same sets loads them (``torch.load(weights_only=True)``)."""
+    """:func:`faithlab.metrics.reco_mege.reco_mege_details` for one family and method, with the chance level of every
+    pair (``"shuffled"``, see :func:`with_null`): the same distance with the second model's map of another image, the
+    image pairings shuffled within the samples that have an S= pair (:func:`faithlab.metrics.shuffled_partners`,
+    generator ``keyed_seed(seed, 1)``, drawn once per family, so every method of a family gets the same pairings and
+    batch_size changes nothing). Both are computed from the same maps and cached under ``<cache>/reco_mege/`` (keyed
+    by the models, the method and its settings), so another notebook asking for the same sets loads them
+    (``torch.load(weights_only=True)``); a cache file written before the null existed is recomputed."""
     name, options = method_options(method, **settings)
     key = cache_key({"family": fam.key, "method": name, "options": {k: v for k, v in options.items()
                                                                     if not isinstance(v, torch.Tensor)},
@@ -158,24 +182,29 @@ def distance_sets(fam: Family, method: str, *, batch_size: int = 256, seed: int 
                      "n": len(fam.data)})
     file = paths.cache_dir() / "reco_mege" / f"{key}.pt"
     labels, folds = fam.data.y.cpu(), fam.cross.folds
-    pairs = None
     if cache and file.exists():
         try:
             state = torch.load(file, weights_only=True)
-            pairs = Pairs(state["distance"], state["other"], state["kind"])
-        except (RuntimeError, KeyError, OSError):
-            file.unlink(missing_ok=True)
-    if pairs is None:
-        maps = explain_family(fam, method, batch_size=batch_size, seed=seed, **settings)
-        channel_dim = -3 if maps.ndim == 5 else None
-        details = reco_mege_details(maps, fam.predictions.to(maps.device), labels.to(maps.device),
-                                    folds.to(maps.device), distance=distance, channel_dim=channel_dim,
-                                    batch_size=batch_size)
-        pairs = Pairs(*(t.cpu() for t in (details["pairs"].distance, details["pairs"].other, details["pairs"].kind)))
-        if cache:
-            paths.atomic_write(file, lambda tmp: torch.save({"distance": pairs.distance, "other": pairs.other,
-                                                             "kind": pairs.kind}, tmp))
-    return details_from_pairs(pairs)
+            if state.get("null_version") == _NULL_VERSION:
+                return with_null(Pairs(state["distance"], state["other"], state["kind"]), state["shuffled"],
+                                 state["partners"])
+        except Exception:  # noqa: BLE001 — any unreadable file (truncated, not a torch file) is recomputed
+            pass
+        file.unlink(missing_ok=True)  # unreadable, or written before the null existed: recomputed below
+    maps = explain_family(fam, method, batch_size=batch_size, seed=seed, **settings)
+    channel_dim = -3 if maps.ndim == 5 else None
+    details = reco_mege_details(maps, fam.predictions.to(maps.device), labels.to(maps.device),
+                                folds.to(maps.device), distance=distance, channel_dim=channel_dim,
+                                batch_size=batch_size)
+    pairs = Pairs(*(t.cpu() for t in (details["pairs"].distance, details["pairs"].other, details["pairs"].kind)))
+    partners = shuffled_partners((pairs.kind == 0).any(1), generator=perturb.keyed_seed(seed, _NULL_STREAM))
+    shuffled = shuffled_distances(maps, folds.to(maps.device), partners.to(maps.device), distance=distance,
+                                  channel_dim=channel_dim, batch_size=batch_size).cpu()
+    if cache:
+        paths.atomic_write(file, lambda tmp: torch.save({"distance": pairs.distance, "other": pairs.other,
+                                                         "kind": pairs.kind, "shuffled": shuffled,
+                                                         "partners": partners, "null_version": _NULL_VERSION}, tmp))
+    return with_null(pairs, shuffled, partners)
 
 
 def scores(details: dict[str, dict], **columns) -> pd.DataFrame:
@@ -209,14 +238,18 @@ def score_draws(pairs: Pairs, weights: torch.Tensor) -> tuple[torch.Tensor, torc
     return reco, mege
 
 
+def _boot_weights(n: int, n_boot: int, seed: int) -> torch.Tensor:
+    """Bootstrap multiplicities ``(n_boot, n)`` float64 of n samples (generator ``seed``): the same resamples for any
+    method or family on the same D."""
+    idx = torch.randint(n, (n_boot, n), generator=torch.Generator().manual_seed(seed))
+    return torch.zeros(n_boot, n, dtype=torch.float64).scatter_add_(1, idx, torch.ones(n_boot, n, dtype=torch.float64))
+
+
 def bootstrap_scores(details: dict[str, dict], *, n_boot: int = 200, seed: int = 0) -> pd.DataFrame:
     """Paired bootstrap over samples (the same resamples for every method): ``n_boot`` draws of ReCo and MeGe per
     method → tidy frame (``method``, ``draw``, ``ReCo``, ``MeGe``)."""
     n = next(iter(details.values()))["pairs"].distance.shape[0]
-    g = torch.Generator().manual_seed(seed)
-    idx = torch.randint(n, (n_boot, n), generator=g)
-    weights = torch.zeros(n_boot, n, dtype=torch.float64).scatter_add_(1, idx, torch.ones(n_boot, n,
-                                                                                           dtype=torch.float64))
+    weights = _boot_weights(n, n_boot, seed)
     frames = []
     for m, d in details.items():
         reco, mege = score_draws(d["pairs"], weights)
@@ -380,3 +413,217 @@ def families(tasks: list[str], *, n: int, image_size: int, k: int = 5, width_sca
     return {t: family(t, load_task(t, n=n, image_size=image_size, seed=seed, dataset=dataset, data_dir=data_dir),
                       width_scale=width_scale, config=config, k=k, degradation=degradation, seed=seed, device=device,
                       batch_size=batch_size, name=degradation) for t in tasks}
+
+
+# ------------------------------------------------------------------------------------- the chance level and claims
+def _undefined(level: float) -> verdicts.Comparison:
+    return verdicts.Comparison(math.nan, math.nan, math.nan, float(level), 0, "undefined")
+
+
+def null_frame(details: Mapping[str, dict], *, n_boot: int = 2000, level: float = 0.95, seed: int = 0,
+               **columns) -> pd.DataFrame:
+    """The chance level of every method's S= distances (one row per method, + ``columns``).
+
+    details: ``{method: distance_sets(...)}`` of one family (each with ``"shuffled"``, see :func:`with_null`). For the
+    pairs of S=, ``S= mean`` is the mean distance (MeGe's), ``shuffled mean`` the mean of the same pairs with the
+    second model's map of another image; ``MeGe`` and ``MeGe (shuffled)`` = 1/(1 + each). ``shuffled − S=``, ``low``,
+    ``high``: the mean difference over the pairs where both are defined and its ``level`` percentile interval from
+    ``n_boot`` paired bootstrap resamples of the images (generator ``seed``; the same resamples for every method);
+    ``below chance``: the interval lies above 0, i.e. S= is significantly below its shuffled level (False when
+    undefined: fewer than two images with an S= pair defined both ways). A method whose S= is not below chance has
+    a MeGe, and a ReCo, that compare noise."""
+    if not isinstance(details, Mapping) or not details:
+        raise ValueError("details must map at least one method to its distance_sets(...) dict")
+    n_boot = _validate.positive_int(n_boot, "n_boot")
+    if n_boot < 100:
+        raise ValueError(f"n_boot must be at least 100 (the percentile interval needs them), got {n_boot}")
+    n = next(iter(details.values()))["pairs"].distance.shape[0]
+    weights = _boot_weights(n, n_boot, seed)
+    rows = []
+    for m, d in details.items():
+        if d.get("shuffled") is None:
+            raise ValueError(f"details[{m!r}] has no 'shuffled' distances: compute them with distance_sets (or "
+                             "with_null)")
+        pairs = d["pairs"]
+        if pairs.distance.shape[0] != n:
+            raise ValueError(f"details must hold the same N samples for every method, got {pairs.distance.shape[0]} "
+                             f"for {m!r} and {n} for the first")
+        eq, sh = pairs.distance.double(), d["shuffled"].double()
+        in_eq = pairs.kind == 0
+        eq_ok, sh_ok = in_eq & ~eq.isnan(), in_eq & ~sh.isnan()
+        both = eq_ok & sh_ok
+        per_image = torch.where(both, sh - eq, 0.0).sum(1)             # (N,) summed over the image's S= pairs
+        count = both.sum(1).double()
+        mean_eq = float(eq[eq_ok].mean()) if eq_ok.any() else math.nan
+        mean_sh = float(sh[sh_ok].mean()) if sh_ok.any() else math.nan
+        c = _undefined(level)
+        if int((count > 0).sum()) >= 2:                                 # pairs weigh alike, as in MeGe's mean
+            draws = (weights @ per_image) / (weights @ count)           # NaN for a resample without S= pairs
+            if int(draws.isfinite().sum()) >= max(100, n_boot // 2):
+                c = verdicts.comparison_from_draws(float(per_image.sum() / count.sum()), draws, level=level)
+        rows.append({**columns, "method": m, "n S=": int(eq_ok.sum()), "S= mean": mean_eq, "shuffled mean": mean_sh,
+                     "MeGe": 1.0 / (1.0 + mean_eq), "MeGe (shuffled)": 1.0 / (1.0 + mean_sh),
+                     "shuffled − S=": c.mean, "low": c.low, "high": c.high, "below chance": c.outcome == "win"})
+    return pd.DataFrame(rows)
+
+
+def _at_chance(row, name: str) -> str:
+    """One phrase: "<name> S= 0.660 vs shuffled 0.662 (below chance | at chance)"."""
+    return (f"{name} S= {row['S= mean']:.3f} vs shuffled {row['shuffled mean']:.3f} "
+            f"({'below chance' if row['below chance'] else 'at chance'})")
+
+
+def claim_gradcam_best_reco(details: Mapping[str, Mapping[str, dict]], *,
+                            premises: Mapping[str, str | None] | None = None, target: str = "GC",
+                            min_pairs: int = 20, n_boot: int = 500, null_boot: int = 2000, level: float = 0.95,
+                            seed: int = 0) -> verdicts.Claim:
+    """Claim R1 (Table 1): Grad-CAM (``target``) has the best ReCo of the methods on every task.
+
+    details: ``{task: {method: distance_sets(...)}}`` of the normally trained families. premises: ``{task: reason
+    or None}``, e.g. :func:`chance_premise` of each family (the models must beat chance). Null, per method: its S=
+    distances with the image pairings shuffled (:func:`null_frame`, ``null_boot`` resamples); a method whose S= is
+    not significantly below that level explains an image by two agreeing models no more alike than two different
+    images, so its ReCo separates noise. Premises, per task: the models beat chance, every method has at least
+    ``min_pairs`` distances in S= and in S≠, Grad-CAM's S= lies below its chance level, and at least one competitor's
+    does (competitors at their chance level do not count); else the task is not testable here, with the reason.
+    Rule: on each testable task, Grad-CAM's ReCo minus the best counted competitor's, percentile interval of
+    ``n_boot`` paired bootstrap resamples of the samples (:func:`bootstrap_scores`, :func:`comparison`);
+    reproduced when Grad-CAM wins on every testable task, partly when on some. Table: one row per task."""
+    if not isinstance(details, Mapping) or not details:
+        raise ValueError("details must map at least one task to {method: distance_sets(...)}")
+    premises = dict(premises or {})
+    rows = []
+    for task, d in details.items():
+        if target not in d or len(d) < 2:
+            raise ValueError(f"details[{task!r}] must hold target {target!r} and at least one competitor, got "
+                             f"{list(d)}")
+        nulls = null_frame(d, n_boot=null_boot, level=level, seed=seed).set_index("method")
+        competitors = [m for m in d if m != target]
+        counted = [m for m in competitors if nulls.loc[m, "below chance"]]
+        fewest = {s: min(v["counts"][s] for v in d.values()) for s in ("S=", "S≠")}
+        reason = verdicts.first_reason(
+            premises.get(task),
+            *[f"{task}: only {c} distances in {s} (< {min_pairs})" for s, c in fewest.items() if c < min_pairs],
+            None if nulls.loc[target, "below chance"] else
+            f"{task}: {_at_chance(nulls.loc[target], target)}: its S= distances are not significantly below their "
+            "shuffled-pairings chance level, so its ReCo compares noise",
+            None if counted else f"{task}: no competitor's S= lies below its shuffled-pairings chance level "
+                                 f"({', '.join(competitors)} at chance), so there is nothing to compare {target} with")
+        pool = counted or competitors
+        draws = bootstrap_scores({m: d[m] for m in [target, *pool]}, n_boot=n_boot, seed=seed)
+        rival = max(pool, key=lambda m: -math.inf if math.isnan(d[m]["reco"]) else d[m]["reco"])
+        c = comparison(draws, {m: d[m]["reco"] for m in [target, *pool]}, a=target, b=rival, level=level)
+        rows.append({"task": task, f"{target} S=": nulls.loc[target, "S= mean"],
+                     f"{target} shuffled": nulls.loc[target, "shuffled mean"],
+                     f"{target} below chance": bool(nulls.loc[target, "below chance"]),
+                     "counted": ", ".join(counted), "at chance": ", ".join(m for m in competitors if m not in counted),
+                     "rival": rival, f"{target} − rival": c.mean, "low": c.low, "high": c.high, "outcome": c.outcome,
+                     "untestable": reason})
+    table = pd.DataFrame(rows)
+    testable = table[table.untestable.isna()]
+    wins = int((testable.outcome == "win").sum())
+    if len(testable):
+        v = verdicts.ladder(wins == len(testable), wins > 0)
+        v = verdicts.Verdict(v, f"{target} wins on {wins} of {len(testable)} testable tasks "
+                                f"({len(table) - len(testable)} not testable)")
+    else:
+        v = verdicts.ladder(False, untestable="; ".join(table.untestable))
+    return verdicts.Claim(
+        "R1: Grad-CAM has the best ReCo of the five methods on every dataset (normally trained ResNet-18)",
+        rule=f"on each task, {target}'s ReCo minus the best ReCo among the competitors whose S= distances lie "
+             f"significantly below their shuffled-pairings chance level ({level * 100:g} % paired bootstrap over "
+             "samples): reproduced when it wins on every testable task, partly when on some",
+        premise=f"per task: the models beat chance, every method has at least {min_pairs} distances in S= and S≠, "
+                f"and {target}'s S= distances lie significantly below the same distances with the image pairings "
+                "shuffled (paired bootstrap over images), as must a competitor's for it to count: "
+                + "; ".join(f"{r.task} {r[f'{target} S=']:.3f} vs {r[f'{target} shuffled']:.3f}"
+                            + ("" if r[f"{target} below chance"] else " (at chance)")
+                            + (f", {r['at chance']} at chance" if r["at chance"] else "")
+                            for _, r in table.iterrows()),
+        paper_value="Table 1: GC best on all 4 datasets (0.517–0.800)",
+        our_value=f"{target} wins on {wins} of {len(testable)} testable tasks; " + "; ".join(
+            f"{r.task} {target} − {r.rival} = {r[f'{target} − rival']:.3f} [{r.low:.3f}, {r.high:.3f}]"
+            + ("" if pd.isna(r.untestable) else " (not testable)")
+            for _, r in table.iterrows()),
+        verdict=v, table=table)
+
+
+def claim_mege_falls(details: Mapping[tuple[str, str], Mapping[str, dict]], types: Mapping[str, Sequence[str]], *,
+                     premises: Mapping[str, str | None] | None = None, normal: str = "Normal", n_boot: int = 500,
+                     null_boot: int = 2000, level: float = 0.95, seed: int = 0) -> verdicts.Claim:
+    """Claim R2 (Fig. 4, Tables 7–14): MeGe (and ReCo) fall as the k models are degraded.
+
+    details: ``{(task, degradation): {method: distance_sets(...)}}``, the ``normal`` family of every task among them.
+    types: ``{type: [normal, level, …, strongest]}`` (e.g. Randomized: Normal, 5 %, 10 %, 30 %). premises:
+    ``{task: reason or None}`` (:func:`chance_premise` of the normal family). Per (task × method × type) cell: the
+    normal family's score minus the strongest level's, percentile interval of ``n_boot`` paired bootstrap resamples
+    of the samples (the same D); "falls" when it lies above 0. Null and premise: a cell is testable only if its
+    task's normal models beat chance and the normal family's S= distances of that method lie significantly below
+    the same distances with the image pairings shuffled (:func:`null_frame`); otherwise the normal models already
+    explain an image no more alike than two different images and there is nothing for a degradation to destroy.
+    Rule (:func:`faithlab.verdicts.from_settings`): reproduced when MeGe falls in at least 2/3 of the testable
+    cells, partly in at least 1/3; not testable here without a testable cell. ReCo is reported the same way.
+    Table: one row per cell and score."""
+    if not isinstance(details, Mapping) or not details:
+        raise ValueError("details must map (task, degradation) to {method: distance_sets(...)}")
+    if not isinstance(types, Mapping) or not types:
+        raise ValueError("types must map at least one degradation type to its levels, normal first")
+    premises = dict(premises or {})
+    tasks = list(dict.fromkeys(t for t, _ in details))
+    rows, phrases = [], []
+    for task in tasks:
+        if (task, normal) not in details:
+            raise ValueError(f"details must hold the {normal!r} family of task {task!r}")
+        base = details[task, normal]
+        nulls = null_frame(base, n_boot=null_boot, level=level, seed=seed).set_index("method")
+        phrases += [f"{task} {_at_chance(nulls.loc[m], m)}" for m in base]
+        for kind, levels in types.items():
+            levels = list(levels)
+            if len(levels) < 2 or levels[0] != normal:
+                raise ValueError(f"types[{kind!r}] must list {normal!r} and at least one degradation, got {levels}")
+            strongest = levels[-1]
+            if (task, strongest) not in details:
+                raise ValueError(f"details has no family ({task!r}, {strongest!r}) for types[{kind!r}]")
+            both = {**{f"N:{m}": base[m] for m in base}, **{f"D:{m}": details[task, strongest][m] for m in base}}
+            draws = bootstrap_scores(both, n_boot=n_boot, seed=seed)
+            for m in base:
+                null = nulls.loc[m]
+                reason = verdicts.first_reason(
+                    premises.get(task), None if null["below chance"] else
+                    f"{task} {normal} {_at_chance(null, m)}")
+                for score in ("MeGe", "ReCo"):
+                    c = comparison(draws, {key: v[score.lower()] for key, v in both.items()}, a=f"N:{m}", b=f"D:{m}",
+                                   score=score, level=level)
+                    rows.append({"task": task, "type": kind, "level": strongest, "method": m, "score": score,
+                                 "normal S=": null["S= mean"], "normal shuffled": null["shuffled mean"],
+                                 "normal below chance": bool(null["below chance"]), "normal − degraded": c.mean,
+                                 "low": c.low, "high": c.high, "falls": c.outcome == "win",
+                                 "testable": reason is None, "untestable": reason})
+    table = pd.DataFrame(rows)
+    mege_cells = table[(table.score == "MeGe") & table.testable]
+    reco_cells = table[(table.score == "ReCo") & table.testable]
+    n_cells = int((table.score == "MeGe").sum())
+    chance = [premises.get(t) for t in tasks]
+    untestable = None
+    if not len(mege_cells):
+        untestable = (verdicts.first_reason(*chance) if all(chance) else
+                      f"in none of the {n_cells} (task × method × type) cells does the normal family's S= lie "
+                      "significantly below its shuffled-pairings chance level")
+    v = verdicts.from_settings(mege_cells.falls.tolist(), untestable=untestable,
+                               what="testable (task × method × type) cells")
+    at_chance = table[(table.score == "MeGe") & ~table["normal below chance"]].drop_duplicates(["task", "method"])
+    return verdicts.Claim(
+        "R2: MeGe (and ReCo) fall as the k models are degraded (randomised weights, switched labels, less data)",
+        rule=f"per (task × method × type) cell, the normal family's MeGe minus the strongest level's "
+             f"({level * 100:g} % paired bootstrap over samples): reproduced when it falls significantly in at "
+             "least 2/3 of the testable cells, partly in at least 1/3 (ReCo reported the same way)",
+        premise="the normal models beat chance, and a cell is testable only if the normal family's S= distances lie "
+                "significantly below the same method's distances with the image pairings shuffled (paired bootstrap "
+                "over images), else there is nothing for a degradation to destroy: "
+                + "; ".join(phrases),
+        paper_value="Fig. 4 / Tables 7–14: MeGe decreases with randomisation and label switching on CIFAR-10",
+        our_value=f"MeGe falls significantly at the strongest level in {int(mege_cells.falls.sum())} of "
+                  f"{len(mege_cells)} testable (task × method × type) cells; ReCo in {int(reco_cells.falls.sum())} "
+                  f"of {len(reco_cells)}; {n_cells - len(mege_cells)} of {n_cells} cells not testable"
+                  + (f" ({', '.join(sorted(set(at_chance.method)))} at chance)" if len(at_chance) else ""),
+        verdict=v, table=table)

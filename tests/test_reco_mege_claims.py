@@ -1,0 +1,227 @@
+"""ReCo/MeGe R1 and R2 as claim functions: the shuffled-pairings chance level of S= (against a brute-force
+computation, independent of batch_size, cached with the sets), and synthetic families built to give every verdict,
+including "not testable here" when S= sits at its chance level."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import spearmanr
+
+import faithlab as fl
+from faithlab.metrics.reco_mege import Pairs, details_from_pairs
+
+P = fl.protocols.reco_mege
+R, PARTLY, N, T = fl.verdicts.VERDICTS
+
+
+# ------------------------------------------------------------------------------------------------ the null itself
+def test_shuffled_partners_is_a_seeded_derangement_within_the_eligible_samples():
+    eligible = torch.tensor([True, False, True, True, False, True, True])
+    partners = fl.metrics.shuffled_partners(eligible, generator=3)
+    idx = torch.arange(7)
+    assert torch.equal(partners[~eligible], idx[~eligible])                  # the others stay themselves
+    assert bool((partners[eligible] != idx[eligible]).all())                 # nobody is paired with itself
+    assert sorted(partners[eligible].tolist()) == idx[eligible].tolist()     # a permutation of the eligible ones
+    assert torch.equal(partners, fl.metrics.shuffled_partners(eligible, generator=3))
+    assert not all(torch.equal(partners, fl.metrics.shuffled_partners(eligible, generator=s)) for s in range(4, 9))
+    lone = torch.tensor([False, True, False])
+    assert torch.equal(fl.metrics.shuffled_partners(lone, generator=0), torch.arange(3))
+    with pytest.raises(TypeError, match="eligible"):
+        fl.metrics.shuffled_partners(torch.ones(3), generator=0)
+
+
+def _brute_force(maps, folds, partners, *, channel_dim=None, distance="sqrt"):
+    """scipy's Spearman ρ per pair, in a Python loop: the unseen model's map of n against each other model's map of
+    partners[n] (models in increasing order), d = sqrt(1 − |ρ|) or 1 − |ρ|; NaN for a constant map."""
+    k, n = maps.shape[:2]
+    out = torch.full((n, k - 1), math.nan)
+    for i in range(n):
+        if int(partners[i]) == i:
+            continue
+        for j, o in enumerate(m for m in range(k) if m != int(folds[i])):
+            a, b = maps[int(folds[i]), i], maps[o, int(partners[i])]
+            if channel_dim is not None:
+                a, b = a.mean(0), b.mean(0)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")                              # scipy warns on a constant map
+                rho = spearmanr(a.flatten().numpy(), b.flatten().numpy()).statistic
+            gap = 1.0 - abs(float(rho))                                      # NaN stays NaN
+            out[i, j] = np.sqrt(max(gap, 0.0)) if distance == "sqrt" and gap == gap else gap
+    return out
+
+
+@pytest.mark.parametrize("shape, channel_dim", [((4, 4), None), ((3, 4, 4), -3)])
+def test_shuffled_distances_equal_a_brute_force_computation_and_ignore_batch_size(shape, channel_dim):
+    g = torch.Generator().manual_seed(0)
+    k, n = 3, 7
+    maps = torch.rand(k, n, *shape, generator=g)
+    maps[1, 4] = 0.0                                                         # a constant map: NaN distances
+    folds = torch.tensor([0, 1, 2, 0, 1, 2, 0])
+    eligible = torch.tensor([True, True, True, False, True, True, True])
+    partners = fl.metrics.shuffled_partners(eligible, generator=1)
+    expected = _brute_force(maps, folds, partners, channel_dim=channel_dim)
+    for batch_size in (1, 2, 3, 256):
+        got = fl.metrics.shuffled_distances(maps, folds, partners, channel_dim=channel_dim, batch_size=batch_size)
+        assert torch.allclose(got, expected, atol=1e-6, equal_nan=True), batch_size
+    assert bool(got[3].isnan().all())                                        # not eligible: paired with itself
+    # with every image paired with itself the null is pair_distances' own S=/S≠ distances
+    same = fl.metrics.shuffled_distances(maps, folds, torch.arange(n), channel_dim=channel_dim)
+    assert bool(same.isnan().all())
+    linear = fl.metrics.shuffled_distances(maps, folds, partners, channel_dim=channel_dim, distance="linear")
+    assert torch.allclose(linear, _brute_force(maps, folds, partners, channel_dim=channel_dim, distance="linear"),
+                          atol=1e-6, equal_nan=True)
+
+
+def test_shuffled_distances_name_the_bad_argument():
+    maps, folds = torch.rand(3, 5, 4), torch.zeros(5, dtype=torch.long)
+    with pytest.raises(ValueError, match="partners"):
+        fl.metrics.shuffled_distances(maps, folds, torch.arange(4))
+    with pytest.raises(ValueError, match="partners"):
+        fl.metrics.shuffled_distances(maps, folds, torch.arange(5) + 1)
+    with pytest.raises(ValueError, match="folds"):
+        fl.metrics.shuffled_distances(maps, folds + 3, torch.arange(5))
+    with pytest.raises(ValueError, match="distance"):
+        fl.metrics.shuffled_distances(maps, folds, torch.arange(5), distance="l2")
+
+
+def test_distance_sets_cache_the_null_and_recompute_an_old_cache_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAITHLAB_CACHE", str(tmp_path))
+    d = P.load_task("FashionMNIST", n=40, image_size=8)
+    fam = P.family("FashionMNIST", d, width_scale=0.1, config=fl.train.TrainConfig(epochs=1, batch_size=16), k=3)
+    first = P.distance_sets(fam, "SA")
+    assert first["shuffled"].shape == first["pairs"].distance.shape == (40, 2)
+    eligible = (first["pairs"].kind == 0).any(1)
+    assert bool((first["partners"][eligible] != torch.arange(40)[eligible]).all())
+    # the null from the same maps: the brute force on the family's own explanations
+    maps = P.explain_family(fam, "SA")
+    assert torch.allclose(first["shuffled"], _brute_force(maps, fam.cross.folds, first["partners"]), atol=1e-6,
+                          equal_nan=True)
+    small = P.distance_sets(fam, "SA", batch_size=7, cache=False)           # batch size changes nothing
+    assert torch.equal(small["partners"], first["partners"])
+    assert torch.allclose(small["shuffled"], first["shuffled"], atol=1e-6, equal_nan=True)
+    [file] = (tmp_path / "reco_mege").glob("*.pt")
+    again = P.distance_sets(fam, "SA")                                      # loaded from the cache
+    assert torch.equal(again["shuffled"].nan_to_num(-1), first["shuffled"].nan_to_num(-1))
+    state = torch.load(file, weights_only=True)                             # a file written before the null existed
+    torch.save({key: state[key] for key in ("distance", "other", "kind")}, file)
+    old = P.distance_sets(fam, "SA")
+    assert torch.allclose(old["shuffled"], first["shuffled"], atol=1e-6, equal_nan=True)
+    assert torch.load(file, weights_only=True)["null_version"] == 1        # rewritten with the null
+    file.write_bytes(b"not a torch file")                                   # unreadable: recomputed too
+    assert torch.equal(P.distance_sets(fam, "SA")["partners"], first["partners"])
+    # the same pairings for every method of the family
+    assert torch.equal(P.distance_sets(fam, "GC")["partners"], first["partners"])
+
+
+# ------------------------------------------------------------------------------------------- synthetic families
+def sets(eq: float, ne: float, null: float, *, n: int = 80, k: int = 3, noise: float = 0.05, seed: int = 0) -> dict:
+    """distance_sets(...) of one synthetic method: S= distances around ``eq``, S≠ around ``ne``, and the S= pairs
+    with shuffled image pairings around ``null`` (the same pairs kinds for every seed: one family)."""
+    kinds = torch.Generator().manual_seed(99)
+    kind = torch.where(torch.rand(n, k - 1, generator=kinds) < 0.7, 0, 1).to(torch.int8)
+    kind[::11, 0] = 2                                                       # a few both-wrong pairs
+    g = torch.Generator().manual_seed(seed)
+    dist = torch.where(kind == 0, eq, ne) + noise * torch.randn(n, k - 1, generator=g)
+    shuffled = null + noise * torch.randn(n, k - 1, generator=g)
+    pairs = Pairs(dist.clamp(0, 1), torch.zeros(n, k - 1, dtype=torch.int64), kind)
+    return P.with_null(pairs, shuffled.clamp(0, 1))
+
+
+def test_null_frame_tells_s_equal_below_chance_from_at_chance():
+    frame = P.null_frame({"good": sets(0.3, 0.7, 0.7), "noise": sets(0.66, 0.7, 0.66, seed=1)}, n_boot=500)
+    good, noise = frame.set_index("method").loc["good"], frame.set_index("method").loc["noise"]
+    assert good["below chance"] and not noise["below chance"]
+    assert good["low"] > 0.3 and noise["low"] < 0 < noise["high"]
+    det = sets(0.3, 0.7, 0.7)
+    assert good["MeGe"] == pytest.approx(det["mege"])                       # MeGe from the same S= mean
+    assert good["MeGe (shuffled)"] == pytest.approx(1 / (1 + good["shuffled mean"]))
+    assert good["n S="] == det["counts"]["S="]
+    with pytest.raises(ValueError, match="shuffled"):
+        P.null_frame({"bare": details_from_pairs(det["pairs"])})
+    with pytest.raises(ValueError, match="n_boot"):
+        P.null_frame({"good": det}, n_boot=50)
+
+
+GOOD, WEAK, NOISE = (0.3, 0.7, 0.7), (0.5, 0.6, 0.7), (0.66, 0.7, 0.66)
+
+
+def task(gc, sa, ig=WEAK, seed=0):
+    return {"SA": sets(*sa, seed=seed + 1), "IG": sets(*ig, seed=seed + 2), "GC": sets(*gc, seed=seed + 3)}
+
+
+@pytest.mark.parametrize("tasks, premises, expected", [
+    ({"A": task(GOOD, WEAK), "B": task(GOOD, WEAK, seed=5)}, None, R),           # GC best on both tasks
+    ({"A": task(GOOD, WEAK), "B": task(WEAK, GOOD, seed=5)}, None, PARTLY),      # on one of two
+    ({"A": task(WEAK, GOOD), "B": task(WEAK, GOOD, seed=5)}, None, N),           # on none
+    ({"A": task(NOISE, WEAK), "B": task(NOISE, WEAK, seed=5)}, None, T),         # GC's S= at its chance level
+    ({"A": task(GOOD, NOISE, ig=NOISE)}, None, T),                               # no competitor above chance
+    ({"A": task(GOOD, WEAK)}, {"A": "A Normal: mean held-out accuracy 0.11 < 0.20"}, T),  # models at chance
+])
+def test_claim_r1_gives_every_verdict(tasks, premises, expected):
+    claim = P.claim_gradcam_best_reco(tasks, premises=premises, n_boot=200, null_boot=500)
+    assert isinstance(claim, fl.verdicts.Claim)
+    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
+    assert "shuffled" in claim.premise and len(claim.table) == len(tasks)
+    if expected == T and premises is None:
+        assert "chance level" in claim.verdict.why
+
+
+def test_claim_r1_leaves_out_a_competitor_at_its_chance_level():
+    # SA separates S= from S≠ best (its S≠ is far), but its S= is at chance: its ReCo compares noise
+    loud_noise, fair = (0.66, 0.97, 0.66), (0.4, 0.6, 0.7)
+    claim = P.claim_gradcam_best_reco({"A": task(fair, loud_noise)}, n_boot=200, null_boot=500)
+    assert claim.verdict == R, claim.our_value
+    row = claim.table.iloc[0]
+    assert row["rival"] == "IG" and row["at chance"] == "SA" and row["counted"] == "IG"
+    d = task(fair, loud_noise)
+    assert d["SA"]["reco"] > d["GC"]["reco"] > d["IG"]["reco"]              # counted, SA would have won
+
+
+TYPES = {"Randomized": ["Normal", "Randomized 5%", "Randomized 30%"], "Switched": ["Normal", "Switched 30%"]}
+
+
+def degraded(normal: dict[str, tuple], strongest: dict[str, tuple]) -> dict:
+    """{(task, degradation): {method: sets}} for one task: the normal family, and the strongest level of each type
+    (the intermediate level a copy of the normal family)."""
+    fams = {}
+    for i, g in enumerate(("Normal", "Randomized 5%", "Randomized 30%", "Switched 30%")):
+        spec = normal if g in ("Normal", "Randomized 5%") else strongest
+        fams["CIFAR-10", g] = {m: sets(*s, seed=10 * i + j) for j, (m, s) in enumerate(spec.items())}
+    return fams
+
+
+FALLS = (0.6, 0.7, 0.7)
+
+
+@pytest.mark.parametrize("normal, strongest, premises, expected", [
+    ({"SA": GOOD, "GC": GOOD}, {"SA": FALLS, "GC": FALLS}, None, R),          # falls in 4 of 4 cells
+    ({"SA": GOOD, "GC": GOOD}, {"SA": FALLS, "GC": (0.25, 0.7, 0.7)}, None, PARTLY),   # 2 of 4
+    ({"SA": GOOD, "GC": GOOD}, {"SA": (0.25, 0.7, 0.7), "GC": (0.25, 0.7, 0.7)}, None, N),  # rises everywhere
+    ({"SA": NOISE, "GC": NOISE}, {"SA": FALLS, "GC": FALLS}, None, T),        # normal S= at chance: no testable cell
+    ({"SA": GOOD, "GC": GOOD}, {"SA": FALLS, "GC": FALLS},
+     {"CIFAR-10": "CIFAR-10 Normal: mean held-out accuracy 0.11 < 0.20"}, T),  # the models do not beat chance
+])
+def test_claim_r2_gives_every_verdict(normal, strongest, premises, expected):
+    claim = P.claim_mege_falls(degraded(normal, strongest), TYPES, premises=premises, n_boot=200, null_boot=500)
+    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
+    assert len(claim.table) == 2 * 2 * 2 and "shuffled" in claim.premise
+    if expected == T:
+        assert ("chance level" in claim.verdict.why) == (premises is None)
+
+
+def test_claim_r2_tests_only_the_cells_above_their_own_chance_level():
+    # SA's normal S= is at its chance level (the old fixed floor would have judged MeGe alone); GC's is not
+    claim = P.claim_mege_falls(degraded({"SA": NOISE, "GC": GOOD}, {"SA": FALLS, "GC": FALLS}), TYPES,
+                               n_boot=200, null_boot=500)
+    table = claim.table[claim.table.score == "MeGe"]
+    assert set(table[table.testable].method) == {"GC"} and claim.verdict == R
+    assert "2 of 4 cells not testable (SA at chance)" in claim.our_value
+    with pytest.raises(ValueError, match="types"):
+        P.claim_mege_falls(degraded({"SA": GOOD}, {"SA": FALLS}), {"Limited": ["Normal", "Limited 25%"]})
+    with pytest.raises(ValueError, match="types"):
+        P.claim_mege_falls(degraded({"SA": GOOD}, {"SA": FALLS}), {"Randomized": ["Randomized 30%"]})
