@@ -267,23 +267,33 @@ def compare(scores: Mapping[str, object], *, target: str, higher_is_better: bool
             for name, values in scores.items() if name != target}
 
 
-def from_comparison(comparisons: Mapping[str, Comparison], *, untestable: str | None = None) -> Verdict:
+def from_comparison(comparisons: Mapping[str, Comparison], *, untestable: str | None = None,
+                    reproduced: float | None = None) -> Verdict:
     """Verdict of "the target beats its competitors" from :func:`compare`'s outcomes.
 
-    Rule: reproduced when the target loses to no competitor and beats at least one; partly reproduced when it
-    loses to none and beats none (indistinguishable within the interval) or when it both beats and loses to some;
-    not reproduced when it loses to at least one and beats none. ``untestable`` (a premise reason) wins over all.
+    Rule (fixed before any result): reproduced when the target loses to no competitor and beats at least
+    ``reproduced`` of them (the house share, two thirds); partly reproduced when it beats at least one (fewer, or
+    while losing to others); not reproduced when it loses to at least one and beats none; "not testable here" when
+    it ties with every competitor (each difference lies within its interval: the comparison cannot tell them apart
+    here). ``untestable`` (a premise reason) wins over all.
     """
     if untestable is not None:
         return ladder(False, untestable=untestable)
     if not comparisons:
         raise ValueError("comparisons must hold at least one Comparison")
+    reproduced = REPRODUCED_SHARE if reproduced is None else _number(reproduced, "reproduced")
     wins = [n for n, c in comparisons.items() if c.outcome == "win"]
     losses = [n for n, c in comparisons.items() if c.outcome == "loss"]
     level = next(iter(comparisons.values())).level
     why = (f"{math.floor(level * 100 + 0.5)} % bootstrap interval: beats {', '.join(wins) or 'none'}; "
            f"loses to {', '.join(losses) or 'none'}; ties the rest")
-    return Verdict(VERDICTS[2] if losses and not wins else VERDICTS[0] if wins and not losses else VERDICTS[1], why)
+    if not wins and not losses:
+        return ladder(False, untestable=f"ties with every competitor ({why})")
+    if losses and not wins:
+        return Verdict(VERDICTS[2], why)
+    share = len(wins) / len(comparisons)
+    return Verdict(VERDICTS[0] if not losses and share >= reproduced - 1e-12 else VERDICTS[1],
+                   f"{why}; reproduced from {reproduced:.0%} of the competitors beaten")
 
 
 def comparison_table(comparisons: Mapping[str, Comparison], *, target: str) -> list[dict]:
