@@ -247,8 +247,15 @@ spread
 # ## With and without out-of-distribution removal
 # The units every verdict resamples: at each degradation seed and sparsity level, each method's three micro
 # correlations signed so that higher is better (−MoRF vs GT, +LeRF vs GT, −MoRF vs LeRF) and averaged ("oriented
-# micro", ideal +1), and its micro rank among the four methods averaged over the three correlations. The figure
-# puts both settings side by side (bars: mean ± sd over seeds × levels).
+# micro", ideal +1), the two with the ground truth alone ("GT micro"), and its micro rank among the four methods
+# averaged over the three correlations. The figure puts both settings side by side (bars: mean ± sd over seeds ×
+# levels).
+#
+# The chance level of each correlation with the ground truth (`fl.protocols.ground_truth_null`): the same
+# statistic with the ground-truth order ξ permuted over the six explainers (1000 permutations, one per draw for
+# every seed and level, since the ground truth is one order; for MoRF vs LeRF, the pairing of the "+" and "−"
+# curves shuffled). With six explainers one Spearman ρ has a wide chance range — its central 95 % spans about
+# ±0.83 — so only a method that orders the explainers almost perfectly lies beyond it.
 
 # %%
 cells = pd.concat([part.assign(setting=LABEL[k]) for k, st in studies.items() for part in (
@@ -259,6 +266,10 @@ cells = pd.concat([part.assign(setting=LABEL[k]) for k, st in studies.items() fo
                              methods=["Fidelity+Fine-tune"], group="explainer").assign(**{"micro rank": float("nan")}))],
                   ignore_index=True)
 out.table(cells, "micro_cells")
+nulls = pd.concat([fl.protocols.ground_truth_null(st.P, st.Q, noise_levels=noise_levels, sparsity=sparsity,
+                                                  methods=METHODS + ["Fidelity+Fine-tune"], group="explainer",
+                                                  seed=seed).assign(setting=LABEL[k]) for k, st in studies.items()],
+                  ignore_index=True)
 fig, axes = plt.subplots(1, len(specs), figsize=(5.2 * len(specs), 3.4), sharey=True, squeeze=False)
 for ax, label in zip(axes[0], specs):
     fl.plots.correlation_bars(cells[cells["explainer"] == label], x="method", y="oriented micro", hue="setting",
@@ -285,87 +296,72 @@ ablation
 
 # %% [markdown]
 # ## Verdicts
-# Rules (`fl.protocols.ranking_verdict`, `fl.protocols.ablation_verdict`, `fl.verdicts`), one verdict per
-# explainer as the paper reports one per explainer:
-# 1. *F-Fidelity recovers the ground-truth ranking better than Fidelity, ROAR and R-Fidelity.* Premise: not
-#    testable when plain Fidelity's oriented micro correlation is already within 0.05 of the ideal +1 (nothing can
-#    beat it) or F-Fidelity's is undefined. Decision: paired bootstrap (4000 resamples, 95 % interval) over seeds ×
+# Each claim is a function of `fl.protocols.ffidelity` that states its rule, its premise and the null it is
+# checked against; one verdict per explainer, as the paper reports one per explainer:
+# 1. **F1** *F-Fidelity recovers the ground-truth ranking better than Fidelity, ROAR and R-Fidelity*
+#    (`claim_ranking`). Premise: plain Fidelity's oriented micro correlation is not already within 0.05 of the
+#    ideal +1 (nothing could beat it) and F-Fidelity's is defined; null: at least one method's GT micro
+#    correlation lies beyond its chance range under a permuted ground-truth order, else no method sees the ground
+#    truth and the ranks compare noise. Decision: paired bootstrap (4000 resamples, 95 % interval) over seeds ×
 #    levels of the difference in mean micro rank between F-Fidelity and each other method: reproduced when
 #    F-Fidelity loses to none and beats at least one; partly reproduced when it beats none and loses to none, or
 #    beats some and loses to others; not reproduced when it loses to some and beats none.
-# 2. *LeRF vs GT is ≈ +1 for F-Fidelity.* Rule: the macro LeRF-vs-GT correlation (mean over seeds) is ≥ 0.8
-#    (reproduced), ≥ 0.5 (partly reproduced), else not reproduced; undefined: not testable here.
-# 3. *Ablation (D.7, SG-SQ): fine-tuning alone improves Fidelity, and F-Fidelity improves on it.* Premise as in
-#    1. Decision: paired bootstraps of the oriented micro correlation, Fidelity+Fine-tune against Fidelity and
-#    F-Fidelity against Fidelity+Fine-tune: reproduced when both are wins, partly reproduced when one is.
+# 2. **F2** *LeRF vs GT is ≈ +1 for F-Fidelity* (`claim_lerf_near_one`). Null: the macro LeRF-vs-GT correlation
+#    (mean over seeds) must lie beyond its chance range under a permuted order. Rule: ≥ 0.8 reproduced, ≥ 0.5
+#    partly reproduced, else not reproduced.
+# 3. **F3** *Ablation (D.7, SG-SQ): fine-tuning alone improves Fidelity, and F-Fidelity improves on it*
+#    (`claim_ablation`). Premise and null as in 1. Decision: paired bootstraps of the oriented micro correlation,
+#    Fidelity+Fine-tune against Fidelity and F-Fidelity against Fidelity+Fine-tune: reproduced when both are wins,
+#    partly reproduced when one is.
 #
 # The scorecard takes the main setting's verdicts; the control's, under the same rules, are in the table below.
 
 # %%
-rows, ranked = [], {}
+P = fl.protocols.ffidelity
+PAPER_RANKS = {label: "F-Fid best; micro ranks (MoRF/LeRF/MoRF-LeRF, Table 1) " + ", ".join(
+    f"{m} " + "/".join(f"{PAPER[label, 'Micro Rank'][c][i]:.2f}" for c in fl.protocols.CORRELATION_LABELS)
+    for i, m in enumerate(METHODS)) for label in specs}
+claims, rows = {}, []
 for key in studies:
-    part = cells[cells["setting"] == LABEL[key]]
+    part, chance = cells[cells["setting"] == LABEL[key]], nulls[nulls["setting"] == LABEL[key]]
     for label in specs:
-        v, comps = fl.protocols.ranking_verdict(part[part["method"].isin(METHODS)], group="explainer", value=label,
-                                                seed=seed)
-        ranked[key, label] = (v, comps)
-        rows.append({"setting": LABEL[key], "explainer": label, "claim": "ranking (Tables 1-2)", "verdict": str(v),
-                     "why": v.why})
-        lerf = tidy[(tidy["setting"] == LABEL[key]) & (tidy["explainer"] == label) & (tidy["row"] == "Macro Corr.")
-                    & (tidy["correlation"] == "lerf_vs_gt") & (tidy["method"] == "F-Fidelity")]["mean"].iloc[0]
-        v = fl.verdicts.verdict(lerf, reproduced=">= 0.8", partly=">= 0.5")
-        ranked[key, label, "lerf"] = (v, lerf)
-        rows.append({"setting": LABEL[key], "explainer": label, "claim": "LeRF vs GT ≈ +1", "verdict": str(v),
-                     "why": f"macro LeRF vs GT {lerf:.2f}"})
-        v, comps = fl.protocols.ablation_verdict(part, group="explainer", value=label, seed=seed)
-        ranked[key, label, "ablation"] = (v, comps)
-        rows.append({"setting": LABEL[key], "explainer": label, "claim": "ablation (D.7)", "verdict": str(v),
-                     "why": v.why})
-verdicts = pd.DataFrame(rows)
-out.table(verdicts, "verdicts_by_setting")
-comparisons = pd.DataFrame([{"setting": LABEL[k], "explainer": e, **row}
-                            for (k, e, *rest), (v, comps) in ranked.items() if not rest
-                            for row in fl.verdicts.comparison_table(comps, target="F-Fidelity")])
+        claims[key, label] = (
+            P.claim_ranking(part, chance, group="explainer", value=label, methods=METHODS,
+                            paper_value=PAPER_RANKS[label], seed=seed),
+            P.claim_lerf_near_one(tidy[tidy["setting"] == LABEL[key]], chance, group="explainer", value=label),
+            P.claim_ablation(part, chance, group="explainer", value=label, chain=ABLATION, seed=seed))
+        rows += [{"setting": LABEL[key], "explainer": label, "claim": c.claim, "verdict": str(c.verdict),
+                  "why": c.verdict.why, "premise": c.premise} for c in claims[key, label]]
+verdict_table = pd.DataFrame(rows)
+out.table(verdict_table, "verdicts_by_setting")
+comparisons = pd.concat([claims[k, label][0].table.assign(setting=LABEL[k], explainer=label)
+                         for k, label in claims], ignore_index=True)
 out.table(comparisons, "rank_comparisons")
-verdicts
+verdict_table
 
 # %% [markdown]
 # The scorecard's claims (main setting). A last check is our own, not the paper's: that the two settings differ
-# in the mechanism as intended. Rule: the original model loses at least 5 accuracy points to removing the larger k
-# background pixels in the main setting (OOD removal) and less than 2 points in the control (reproduced when both
-# hold, partly reproduced when one does).
+# in the mechanism as intended (`claim_ood_check`). The grey control is the diagnostic's null: its removal value is
+# its own background, so the original model must lose less than 2 accuracy points to the larger k background
+# pixels there (else not testable). Decision: the coloured gap minus the grey one, with a 95 % interval from a
+# conservative binomial error over the test images: reproduced when the interval lies above 0 and the coloured
+# gap is at least 5 points, partly when above 0 with a smaller gap, not reproduced when below 0; an interval
+# containing 0 cannot tell the coloured canvases from the null (not testable here).
 
 # %%
-means = cells[cells["setting"] == LABEL["main"]].groupby(["explainer", "method"])["micro rank"].mean()
+setup = (f"coloured canvases {image_size}px, {model_name} width {width}, {n_test} images, {n_seeds} seeds × "
+         f"{len(sparsity)} levels, N={n_samples}")
 for label in specs:
-    v, comps = ranked["main", label]
-    out.glue(f"ranking_verdict_{label}", str(v))
-    out.claim(f"F-Fidelity recovers the ground-truth explainer ranking better than Fidelity, ROAR, R-Fidelity "
-              f"(Tables 1-2, {label})",
-              paper_value="F-Fid best; micro ranks (MoRF/LeRF/MoRF-LeRF, Table 1) " + ", ".join(
-                  f"{m} " + "/".join(f"{PAPER[label, 'Micro Rank'][c][i]:.2f}" for c in fl.protocols.CORRELATION_LABELS)
-                  for i, m in enumerate(METHODS)),
-              our_value="mean micro rank over 3 correlations: "
-                        + ", ".join(f"{m} {means[label, m]:.2f}" for m in METHODS),
-              verdict=v, note=f"coloured canvases {image_size}px, {model_name} width {width}, {n_test} images, "
-                              f"{n_seeds} seeds × {len(sparsity)} levels, N={n_samples}")
-    v, lerf = ranked["main", label, "lerf"]
-    out.claim(f"F-Fidelity LeRF vs GT macro correlation ≈ +1 (Tables 1-2, {label})", paper_value="1.00",
-              our_value=f"{lerf:.2f}", verdict=v, note="mean over seeds, coloured canvases")
-v, comps = ranked["main", "SG-SQ", "ablation"] if "SG-SQ" in specs else (None, None)
-if v is not None:
-    sg = ablation[(ablation["setting"] == LABEL["main"]) & (ablation["explainer"] == "SG-SQ")
-                  & (ablation["kind"] == "micro")].set_index("method")["oriented mean"]
-    out.claim("Ablation: Fidelity+Fine-tune beats Fidelity and F-Fidelity beats both (App. D.7, Fig. 3, SG-SQ)",
-              paper_value="F-Fid > Fid+FT > Fid on all three correlations (Fig. 3)",
-              our_value="micro oriented mean " + ", ".join(f"{m} {sg[m]:.2f}" for m in ABLATION), verdict=v,
-              note="oriented = (−MoRF vs GT + LeRF vs GT − MoRF vs LeRF)/3, higher is better; coloured canvases")
+    ranking, lerf, _ = claims["main", label]
+    out.glue(f"ranking_verdict_{label}", str(ranking.verdict))
+    out.claim(ranking, note=setup)
+    out.claim(lerf, note="mean over seeds, coloured canvases")
+if "SG-SQ" in specs:
+    out.claim(claims["main", "SG-SQ"][2], note="oriented = (−MoRF vs GT + LeRF vs GT − MoRF vs LeRF)/3, higher is "
+                                               "better; coloured canvases")
 if "control" in gaps:
-    k_max = max(ood_ks)
-    held = [float(gaps["main"]["original"]) >= 0.05, float(gaps["control"]["original"]) < 0.02]
-    out.claim("Study check: removal is out of distribution on the coloured canvases and not on the grey control",
-              paper_value="— (F-Fidelity's premise)",
-              our_value=f"accuracy lost to {k_max} background pixels: coloured {gaps['main']['original']:.3f}, "
-                        f"grey {gaps['control']['original']:.3f} (fine-tuned: "
-                        f"{gaps['main']['fine-tuned']:.3f}, {gaps['control']['fine-tuned']:.3f})",
-              verdict=fl.verdicts.verdict(held), note="original models; 5 draws of background pixels")
+    check = P.claim_ood_check(diagnostic, main=LABEL["main"], control=LABEL["control"],
+                              n_images=len(studies["main"].x))
+    out.claim(check, note=f"original models, 5 draws of background pixels (fine-tuned: coloured "
+                          f"{gaps['main']['fine-tuned']:.3f}, grey {gaps['control']['fine-tuned']:.3f})")
+    out.table(check.table, "ood_check")

@@ -260,62 +260,54 @@ spread
 
 # %% [markdown]
 # ## Claims
+# Both claims are functions of `fl.protocols.ffidelity`; their rules and premises stand in the claims table. The
+# units are the seeds × levels of `micro_cells`; the null of a ranking is the ground-truth order permuted over the
+# degraded explainers (`ground_truth_null`: with six explainers a Spearman ρ has a wide chance range).
 # 1. *Time series: F-Fidelity recovers the ground-truth ranking at least as well as Fidelity, ROAR and R-Fidelity
-#    (Tables 3, 6).* One verdict per series model, by `fl.protocols.ranking_verdict` (as on images): premise — not
-#    testable when Fidelity's oriented micro correlation is within 0.05 of the ideal or F-Fidelity's is
-#    undefined; decision — paired bootstrap over seeds × levels of the mean micro rank of F-Fidelity against each
-#    other method (reproduced: loses to none and beats at least one; partly: beats none and loses to none, or
-#    beats some and loses to others; not reproduced: loses to some, beats none).
+#    (Tables 3, 6)* (`claim_series_ranking`). Premise, per series model: some method's correlation with the ground
+#    truth lies above its permuted-order chance range (else the ranks compare noise), and Fidelity is not already
+#    within 0.05 of the ideal. Rule: per model × competitor, a paired bootstrap of F-Fidelity's mean micro rank
+#    minus the competitor's; a pair holds when F-Fidelity ranks significantly better; reproduced from 2/3 of the
+#    pairs, partly from 1/3, capped at partly if F-Fidelity ranks significantly worse somewhere.
 # 2. *Text: models are robust to removal, so plain Fidelity already ranks the explainers as well as F-Fidelity
-#    (Tables 4, 7).* One verdict per text model under the paper's removal (zero embedding); the pad-deletion
-#    variant is judged the same way in the table below. A stated equivalence test: the paired bootstrap interval
-#    (95 %, seeds × levels) of F-Fidelity's minus Fidelity's oriented micro correlation lies inside ±0.1
-#    (reproduced); its mean does but the interval does not (partly reproduced); else not reproduced. Premise: not
-#    testable when either correlation is undefined everywhere.
+#    (Tables 4, 7)* (`claim_text_equivalence`), decided on the paper's removal (zero embedding); the pad-deletion
+#    variant is judged the same way in the table below. An equivalence test per model: the paired bootstrap interval
+#    (95 %) of F-Fidelity's minus Fidelity's oriented micro correlation lies inside ±0.1. Premise: both recover the
+#    ground truth above chance (two rankings at chance are "equal" by construction).
 
 # %%
+C = fl.protocols.ffidelity
 cells = pd.concat([fl.protocols.micro_cells(
     {k: v for k, v in P.items() if k[0] == g}, {k: v for k, v in Q.items() if k[0] == g}, noise_levels=noise_levels,
     sparsity=sparsity, methods=TS_METHODS if "ROAR" in models[g] else TEXT_METHODS, group="model")
     for g in models], ignore_index=True)
 out.table(cells, "micro_cells")
+null = pd.concat([C.ground_truth_null(
+    {k: v for k, v in P.items() if k[0] == g}, {k: v for k, v in Q.items() if k[0] == g}, noise_levels=noise_levels,
+    sparsity=sparsity, methods=TS_METHODS if "ROAR" in models[g] else TEXT_METHODS, group="model", seed=seed)
+    for g in models], ignore_index=True)
 ranks = cells.groupby(["model", "method"], sort=False)["micro rank"].mean().unstack()
-rows = []
-for g in models:
-    if ARCH[g] in ts_models:
-        v, comps = fl.protocols.ranking_verdict(cells, group="model", value=g, seed=seed)
-        rows.append({"model": g, "claim": "series ranking (Tables 3, 6)", "verdict": str(v), "why": v.why})
-        out.glue(f"ts_ffid_rank_{glue_key(g)}", float(ranks.loc[g, "F-Fidelity"]))
-        out.glue(f"ts_fid_rank_{glue_key(g)}", float(ranks.loc[g, "Fidelity"]))
-        out.claim(f"Time series: F-Fidelity recovers the degraded-explainer ranking at least as well as Fidelity, ROAR "
-                  f"and R-Fidelity (Tables 3, 6; {g})",
-                  paper_value="PAM micro ranks F-Fid 1.05-1.11 vs Fid 1.53-2.37 (LSTM), 1.00-1.11 vs 2.68-3.68 (CNN)",
-                  our_value="mean micro rank over 3 correlations: " + ", ".join(f"{m} {ranks.loc[g, m]:.2f}"
-                                                                             for m in TS_METHODS),
-                  verdict=v, note=f"seq_comb T={ts_length} at offset {ts_offset:g}, {n_test} series, "
-                                  f"{n_seeds} seeds × {len(sparsity)} levels, N={n_samples}")
-        continue
-    part = cells[cells["model"] == g].set_index(["method", "seed", "level"])["oriented micro"]
-    fid, ffid = part.loc["Fidelity"], part.loc["F-Fidelity"]
-    why = fl.verdicts.first_reason(fl.verdicts.undefined(fid.mean(), what="Fidelity's micro correlation"),
-                                   fl.verdicts.undefined(ffid.mean(), what="F-Fidelity's micro correlation"))
-    if why is None:
-        c = fl.verdicts.bootstrap_diff(ffid.to_numpy(), fid.to_numpy(), seed=seed)
-        v = fl.verdicts.Verdict(fl.verdicts.ladder(-0.1 <= c.low and c.high <= 0.1, abs(c.mean) <= 0.1),
-                                f"F-Fid − Fid oriented micro correlation {c.mean:+.3f}, 95 % interval "
-                                f"[{c.low:+.3f}, {c.high:+.3f}] against the margin ±0.1")
-    else:
-        v = fl.verdicts.ladder(False, untestable=why)
-    rows.append({"model": g, "claim": "text: Fidelity ≈ F-Fidelity (Tables 4, 7)", "verdict": str(v), "why": v.why})
-    out.glue(f"text_gap_{glue_key(g)}",
-             float((ffid - fid).mean()) if why is None else float("nan"))
-    if "pad" not in g:
-        out.claim(f"Text: models are robust to removal, so Fidelity ≈ F-Fidelity in ranking explainers "
-                  f"(Tables 4, 7; {g})",
-                  paper_value="SST2 macro correlations Fid vs F-Fid: identical (LSTM), |Δ| ≤ 0.06 (Transformer)",
-                  our_value=f"oriented micro correlation: Fidelity {fid.mean():.2f}, F-Fidelity {ffid.mean():.2f}",
-                  verdict=v, note=f"tokens L={text_length}, {n_test} sequences, {n_seeds} seeds × {len(sparsity)} "
-                                  f"levels, N={n_samples}")
-verdict_table = pd.DataFrame(rows)
-out.table(verdict_table, "verdicts_by_model")
-verdict_table
+series_groups = [g for g in models if ARCH[g] in ts_models]
+text_groups = [g for g in models if ARCH[g] in text_models]
+for g in series_groups:
+    out.glue(f"ts_ffid_rank_{glue_key(g)}", float(ranks.loc[g, "F-Fidelity"]))
+    out.glue(f"ts_fid_rank_{glue_key(g)}", float(ranks.loc[g, "Fidelity"]))
+claims = []
+if series_groups:
+    claims.append(C.claim_series_ranking(
+        cells, null, models=series_groups, methods=TS_METHODS, seed=seed,
+        paper_value="PAM micro ranks F-Fid 1.05-1.11 vs Fid 1.53-2.37 (LSTM), 1.00-1.11 vs 2.68-3.68 (CNN)"))
+if text_groups:
+    claims.append(C.claim_text_equivalence(
+        cells, null, models=text_groups, seed=seed,
+        counted=[group_name("text", n, text_removals["zero embedding"]) for n in text_models],
+        paper_value="SST2 macro correlations Fid vs F-Fid: identical (LSTM), |Δ| ≤ 0.06 (Transformer)"))
+    for r in claims[-1].table.to_dict("records"):
+        out.glue(f"text_gap_{glue_key(r['model'])}", r["difference"])
+for claim in claims:
+    out.claim(claim, note=f"series T={ts_length} at offset {ts_offset:g}, tokens L={text_length}; {n_test} inputs, "
+                          f"{n_seeds} seeds × {len(sparsity)} levels, N={n_samples}")
+by_model = pd.concat([c.table.assign(claim=c.claim.split(" (")[0]) for c in claims], ignore_index=True)
+by_model = by_model[["claim", *[c for c in by_model.columns if c != "claim"]]]
+out.table(by_model, "verdicts_by_model")
+by_model

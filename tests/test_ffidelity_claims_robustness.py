@@ -1,0 +1,212 @@
+"""F-Fidelity's robustness (Table 8, App. D.3) and series/text ranking claims (Tables 3-4, 6-7) as functions: each
+gives every verdict it can give on synthetic frames with a known answer, and each premise is checked against its
+null (no drop, chance accuracy, a permuted ground-truth ranking)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import faithlab as fl
+
+F = fl.protocols.ffidelity
+R, P, N, T = fl.verdicts.VERDICTS
+
+
+# ------------------------------------------------------------------------------------------------ Table 8 frames
+def table8(accuracy: dict[tuple[str, str], dict[str, tuple[float, float]]], *, n: int = 400,
+           seed: int = 0) -> pd.DataFrame:
+    """Per-sample rows as the robustness notebook builds them: ``{(domain, architecture): {model: (accuracy at 0 %,
+    at 10 %)}}``. Every input has one latent u ~ U(0, 1) shared by the models and ratios (the same masked copies),
+    and is right when u < accuracy: differences between models are then paired, as in the notebook. Image and series
+    inputs carry 10 balanced classes (chance 0.1), text inputs 2 (chance 0.5)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for (domain, arch), models in accuracy.items():
+        u = rng.random(n)
+        labels = np.arange(n) % (2 if domain == "text" else 10)
+        for model, accs in models.items():
+            for ratio, acc in zip((0.0, 0.05, 0.1), (accs[0], (accs[0] + accs[1]) / 2, accs[1])):
+                rows.append(pd.DataFrame({"domain": domain, "architecture": arch, "model": model, "ratio": ratio,
+                                          "sample": range(n), "label": labels, "correct": (u < acc).astype(float)}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def pair(clean: float, removed: float, tuned_clean: float, tuned_removed: float) -> dict[str, tuple[float, float]]:
+    return {"original": (clean, removed), "fine-tuned": (tuned_clean, tuned_removed)}
+
+
+RESTORES, NO_GAIN, NO_DROP = pair(0.9, 0.5, 0.89, 0.86), pair(0.9, 0.5, 0.9, 0.5), pair(0.9, 0.9, 0.9, 0.9)
+
+
+@pytest.mark.parametrize("image, series, expected", [
+    (RESTORES, RESTORES, R),                  # both drop and both are restored at no clean cost
+    (RESTORES, NO_GAIN, P),                   # one of the two testable models
+    (NO_GAIN, pair(0.9, 0.5, 0.7, 0.86), N),  # no gain; a gain bought with 20 clean points
+    (NO_DROP, NO_DROP, T),                    # nothing to restore: the originals do not drop (the null)
+    (RESTORES, NO_DROP, R),                   # the series model leaves the settings; the image model holds
+])
+def test_claim_finetune_restores_gives_every_verdict(image, series, expected):
+    claim = F.claim_finetune_restores(table8({("images", "CNN"): image, ("time series", "CNN-1D"): series}))
+    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
+    assert claim.claim.startswith("Table 8: on images and time series") and "null of no drop" in claim.premise
+    table = claim.table.set_index("architecture")
+    assert table.loc["CNN", "testable"] == (image is not NO_DROP)
+    assert table.loc["CNN", "original drop"] == pytest.approx(image["original"][0] - image["original"][1], abs=0.06)
+
+
+def test_claim_finetune_restores_ignores_text_and_names_the_cost_margin():
+    frame = table8({("images", "CNN"): RESTORES, ("text", "LSTM"): NO_GAIN})
+    claim = F.claim_finetune_restores(frame, margin=0.02)
+    assert claim.verdict == R and list(claim.table["architecture"]) == ["CNN"] and "−2 points" in claim.rule
+    with pytest.raises(ValueError, match="no model of the domains"):
+        F.claim_finetune_restores(frame, domains=("audio",))
+
+
+ROBUST, FRAGILE, AT_CHANCE = pair(0.9, 0.88, 0.9, 0.88), pair(0.9, 0.4, 0.9, 0.85), pair(0.5, 0.5, 0.5, 0.5)
+
+
+@pytest.mark.parametrize("lstm, transformer, references, expected", [
+    (ROBUST, ROBUST, (FRAGILE, pair(0.9, 0.6, 0.9, 0.85)), R),  # both text drops far below both references
+    (ROBUST, FRAGILE, (pair(0.9, 0.6, 0.9, 0.85),) * 2, P),     # one text model drops more than the references
+    (FRAGILE, FRAGILE, (pair(0.9, 0.7, 0.9, 0.85),) * 2, N),    # text drops more than every reference
+    (ROBUST, ROBUST, (NO_DROP, NO_DROP), T),                    # removal hurts no reference: true by construction
+    (AT_CHANCE, AT_CHANCE, (FRAGILE, FRAGILE), T),              # text at chance has no accuracy to lose
+])
+def test_claim_text_robust_gives_every_verdict(lstm, transformer, references, expected):
+    frame = table8({("images", "CNN"): references[0], ("time series", "CNN-1D"): references[1],
+                    ("text", "LSTM (zero embedding)"): lstm, ("text", "Transformer (zero embedding)"): transformer,
+                    ("text", "LSTM (pad deletion)"): FRAGILE})  # shown, not counted
+    claim = F.claim_text_robust(frame, text=["LSTM (zero embedding)", "Transformer (zero embedding)"])
+    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
+    assert len(claim.table) == 3 * 2 and not claim.table[claim.table["text model"].str.contains("pad")]["counted"].any()
+    assert "removal can hurt" in claim.premise and "chance" in claim.premise
+
+
+def test_claim_text_robust_counts_the_pad_variant_when_asked():
+    frame = table8({("images", "CNN"): FRAGILE, ("text", "LSTM (zero embedding)"): ROBUST,
+                    ("text", "LSTM (pad deletion)"): FRAGILE})
+    assert F.claim_text_robust(frame, text=["LSTM (zero embedding)"]).verdict == R
+    assert F.claim_text_robust(frame).verdict == P  # both text models count: one of two pairs holds
+
+
+# ------------------------------------------------------------------------------------------------- D.3 frames
+def boundary(accuracy: dict[float, tuple[float, float]], agreement: dict[float, tuple[float, float]], *,
+             n: int = 400, n_classes: int = 10, seed: int = 0) -> pd.DataFrame:
+    """Per-sample rows as the robustness notebook's decision-boundary study builds them: ``accuracy[β] = (clean,
+    at 50 %)`` and ``agreement[β]`` alike (β = 0 is the original: agreement 1), from latents shared by the models."""
+    rng = np.random.default_rng(seed)
+    u, w = rng.random(n), rng.random(n)
+    rows = []
+    for beta, (clean, top) in accuracy.items():
+        agree = agreement.get(beta, (1.0, 1.0))
+        for ratio, acc, agr in ((0.0, clean, agree[0]), (0.5, top, agree[1])):
+            rows.append(pd.DataFrame({"beta": beta, "model": "original" if beta == 0 else f"β = {beta:g}",
+                                      "ratio": ratio, "sample": range(n), "label": np.arange(n) % n_classes,
+                                      "accuracy": (u < acc).astype(float),
+                                      "agreement with the original": (w < agr).astype(float)}))
+    return pd.concat(rows, ignore_index=True)
+
+
+@pytest.mark.parametrize("top, expected", [
+    ({0.0: 0.3, 0.1: 0.5, 0.3: 0.7}, R),               # every larger β keeps more accuracy
+    ({0.0: 0.3, 0.1: 0.6, 0.3: 0.6}, P),               # one step of two
+    ({0.0: 0.3, 0.1: 0.3, 0.3: 0.3}, N),               # fine-tuning keeps nothing
+    ({0.0: 0.3, 0.1: 0.6, 0.2: 0.7, 0.3: 0.5}, P),     # 2 of 3 steps, but the largest β falls back: capped
+    ({0.0: 0.9, 0.1: 0.9, 0.3: 0.9}, T),               # masking costs the original nothing (the null)
+])
+def test_claim_beta_accuracy_gives_every_verdict(top, expected):
+    claim = F.claim_beta_accuracy(boundary({b: (0.9, a) for b, a in top.items()}, {}))
+    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
+    assert len(claim.table) == len(top) - 1 and "50 %" in claim.rule and "null of no drop" in claim.premise
+
+
+@pytest.mark.parametrize("agreement, clean_accuracy, expected", [
+    ({0.1: (0.93, 0.8), 0.2: (0.92, 0.6), 0.3: (0.9, 0.4)}, 0.9, R),  # falls with β; clean agreement kept
+    ({0.1: (0.6, 0.8), 0.2: (0.6, 0.6), 0.3: (0.6, 0.4)}, 0.9, P),    # falls, but clean agreement is lost
+    ({0.1: (0.6, 0.6), 0.2: (0.6, 0.6), 0.3: (0.6, 0.6)}, 0.9, N),    # neither part
+    ({0.1: (0.93, 0.8), 0.2: (0.92, 0.6), 0.3: (0.9, 0.4)}, 0.1, T),  # the original is at chance (10 classes)
+    ({0.3: (0.9, 0.4)}, 0.9, T),                                      # one fine-tuned β: no step to compare
+])
+def test_claim_beta_agreement_gives_every_verdict(agreement, clean_accuracy, expected):
+    accuracy = {0.0: (clean_accuracy, 0.3), **{b: (clean_accuracy, 0.6) for b in agreement}}
+    claim = F.claim_beta_agreement(boundary(accuracy, agreement))
+    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
+    assert "chance" in claim.premise and "(a)" in claim.rule and "(b)" in claim.rule
+
+
+# --------------------------------------------------------------------------------------- series / text frames
+XI = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+LEVELS = [0.1, 0.3, 0.5, 0.7, 0.9]
+
+
+def frames(quality: dict[tuple[str, str], float], *, n_seeds: int = 5, noise: float = 0.1,
+           seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The notebook's micro_cells and ground_truth_null frames of synthetic curves: for ``quality[model, method]``
+    = q the "+" curve falls with ξ and the "−" curve rises (the ideal rankings, −1 / +1 / −1) with slope q, plus
+    noise; q = 0 gives curves unrelated to ξ (chance)."""
+    g = torch.Generator().manual_seed(seed)
+    xi = torch.tensor(XI, dtype=torch.float64).view(1, -1, 1)
+    P_, Q_ = {}, {}
+    for key, q in quality.items():
+        P_[key] = -q * xi + noise * torch.randn(n_seeds, len(XI), len(LEVELS), generator=g, dtype=torch.float64)
+        Q_[key] = q * xi + noise * torch.randn(n_seeds, len(XI), len(LEVELS), generator=g, dtype=torch.float64)
+    methods = list(dict.fromkeys(m for _, m in quality))
+    common = {"noise_levels": XI, "sparsity": LEVELS, "methods": methods, "group": "model"}
+    return F.micro_cells(P_, Q_, **common), F.ground_truth_null(P_, Q_, **common)
+
+
+TS = ("Fidelity", "ROAR", "R-Fidelity", "F-Fidelity")
+
+
+@pytest.mark.parametrize("quality, expected", [
+    ((0.1, 0.1, 1.0, 1.0), R),   # beats Fidelity and ROAR, ties R-Fidelity: 2 of 3 pairs
+    ((0.2, 1.0, 1.0, 1.0), P),   # beats Fidelity only
+    ((0.3, 1.0, 1.0, 0.3), N),   # loses to ROAR and R-Fidelity, beats none
+    ((0.0, 0.0, 0.0, 0.0), T),   # no method beyond the permuted-order chance range: the ranks compare noise
+    ((1.0, 0.1, 0.1, 1.0), T),   # Fidelity already ideal: nothing can beat it
+])
+def test_claim_series_ranking_gives_every_verdict(quality, expected):
+    cells, null = frames({("CNN-1D", m): q for m, q in zip(TS, quality)})
+    claim = F.claim_series_ranking(cells, null, models=["CNN-1D"])
+    assert claim.verdict == expected, (claim.our_value, claim.premise, claim.verdict.why)
+    assert claim.claim.startswith("Time series: F-Fidelity recovers") and "permuted" in claim.premise
+    assert len(claim.table) == 3 and set(claim.table["competitor"]) == {"Fidelity", "ROAR", "R-Fidelity"}
+
+
+def test_claim_series_ranking_is_decided_over_models():
+    good, bad = (0.1, 0.1, 1.0, 1.0), (0.3, 1.0, 1.0, 0.3)
+    cells, null = frames({**{("A", m): q for m, q in zip(TS, good)}, **{("B", m): q for m, q in zip(TS, bad)}})
+    claim = F.claim_series_ranking(cells, null, models=["A", "B"])
+    assert claim.verdict == P, claim.verdict.why  # 2 of 6 pairs hold (A's), B's hold none
+    assert "2 of 6" in claim.verdict.why and len(claim.table) == 6
+    with pytest.raises(ValueError, match="null holds no draws"):
+        F.claim_series_ranking(cells, null[null["model"] == "A"], models=["A", "B"])
+
+
+TEXT = ("Fidelity", "R-Fidelity", "F-Fidelity")
+ZERO = ("LSTM (zero embedding)", "Transformer (zero embedding)")
+
+
+@pytest.mark.parametrize("fidelity, expected", [
+    ((1.0, 1.0), R),    # Fidelity ranks as well as F-Fidelity for both models
+    ((1.0, 0.05), P),   # one model of two
+    ((0.05, 0.05), N),  # Fidelity is above chance but clearly worse for both
+    ((0.0, 0.0), T),    # Fidelity at chance: "equal" would hold by construction
+    ((0.12, 0.12), T),  # both intervals straddle the margin: too imprecise to decide either way
+    ((1.0, 0.12), P),   # one model equivalent, the other undecided
+])
+def test_claim_text_equivalence_gives_every_verdict(fidelity, expected):
+    quality = {(m, "R-Fidelity"): 1.0 for m in (*ZERO, "LSTM (pad deletion)")}
+    quality |= {(m, "F-Fidelity"): 1.0 for m in (*ZERO, "LSTM (pad deletion)")}
+    quality |= {(m, "Fidelity"): q for m, q in zip(ZERO, fidelity)} | {("LSTM (pad deletion)", "Fidelity"): 0.05}
+    cells, null = frames(quality, noise=0.02)
+    claim = F.claim_text_equivalence(cells, null, models=[*ZERO, "LSTM (pad deletion)"], counted=ZERO)
+    assert claim.verdict == expected, (claim.our_value, claim.premise, claim.verdict.why)
+    table = claim.table.set_index("model")
+    assert not table.loc["LSTM (pad deletion)", "counted"] and table.loc["LSTM (pad deletion)", "outcome"] == "different"
+    assert claim.claim.startswith("Text: models are robust to removal, so Fidelity ≈ F-Fidelity")
+    assert "permuted" in claim.premise
+    assert ("straddles" in claim.verdict.why) == (fidelity == (0.12, 0.12))
