@@ -116,3 +116,167 @@ def test_case_study_frame_reads_saco_and_the_cumulative_curve():
                                curve["drop"][:, j].double().numpy(), rtol=1e-12)
     sat = frame["drop at 30%"] >= 0.9 * frame["max drop"]
     assert (frame["saturated"] == sat).all()
+
+
+# ------------------------------------------------------------------------------------ S1, S7, S3, S4 as claims
+SETTINGS = ("s1", "s2", "s3")
+
+
+def metric_frame(effects, *, n: int = 40, noise: float = 0.05, common: float = 0.1, seed: int = 0,
+                 columns=tuple(S.HIGHER_IS_BETTER)) -> pd.DataFrame:
+    """Per setting × method × sample rows: each column = the method's oriented effect in that setting (``effects``:
+    ``{setting: {method: {column: effect}}}``, missing = 0) + a per-sample term shared by all methods (``common``) +
+    the method's own noise (``noise``; 0 makes methods with equal effects identical, i.e. at Random's level exactly),
+    stored in the metric's own direction."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for setting, by_method in effects.items():
+        shared = {c: common * rng.normal(size=n) for c in columns}
+        for method, by_column in by_method.items():
+            values = {c: (by_column.get(c, 0.0) + shared[c] + noise * rng.normal(size=n))
+                      * (1 if S.HIGHER_IS_BETTER.get(c, True) else -1) for c in columns}
+            rows.append(pd.DataFrame({"setting": setting, "method": method, "sample": range(n), **values}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def test_batched_bootstrap_equals_bootstrap_diff_column_by_column():
+    rng = np.random.default_rng(1)
+    diffs = rng.normal([0.3, 0.0, -0.2, 0.05], 1.0, size=(50, 4))
+    diffs[3, 3] = np.nan  # a column with NaN goes through bootstrap_diff, which drops the unit
+    for j, c in enumerate(S._paired(diffs, seed=3)):
+        ref = fl.verdicts.bootstrap_diff(diffs[:, j], seed=3)
+        assert c.outcome == ref.outcome and c.n == ref.n
+        np.testing.assert_allclose([c.mean, c.low, c.high], [ref.mean, ref.low, ref.high], rtol=1e-12, atol=1e-15)
+    assert [c.outcome for c in S._paired(diffs[:, :3], seed=3)] == ["win", "tie", "loss"]
+
+
+GOOD = {"SaCo": 0.4, "AUC": 0.3, "AOPC": 0.3, "LOdds": 0.3, "Comprehensiveness": 0.3}
+WEAK_CUMULATIVE = {"SaCo": 0.4, "AUC": 0.0, "AOPC": -0.1, "LOdds": 0.3, "Comprehensiveness": 0.3}
+S1_HOLDS = {"Random": {}, "A": GOOD, "B": WEAK_CUMULATIVE, "C": GOOD}   # SaCo separates, AUC and AOPC do not
+S1_FAILS = {"Random": {}, "A": GOOD, "B": GOOD, "C": GOOD}              # every metric separates Random
+AT_CHANCE = {"Random": {}, "A": {}, "B": {}, "C": {}}                   # every map exactly at Random's level
+
+
+@pytest.mark.parametrize("per_setting, noise, expected", [
+    ((S1_HOLDS, S1_HOLDS, S1_HOLDS), 0.05, R),
+    ((S1_HOLDS, S1_FAILS, S1_FAILS), 0.05, P),
+    ((S1_FAILS, S1_FAILS, S1_FAILS), 0.05, N),
+    (({"Random": {"SaCo": 0.3}, "A": GOOD, "B": WEAK_CUMULATIVE, "C": GOOD},) * 3, 0.05, N),  # Random far from 0
+    ((AT_CHANCE, AT_CHANCE, AT_CHANCE), 0.0, T),  # no method differs from Random on any metric: the null
+])
+def test_claim_s1_gives_every_verdict(per_setting, noise, expected):
+    frame = metric_frame(dict(zip(SETTINGS, per_setting, strict=True)), noise=noise)
+    claim = S.claim_random_separation(frame, n_boot=1000)
+    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
+    assert claim.claim.startswith("S1: ") and "null" in claim.premise and len(claim.table) == 3
+    if expected == T:
+        assert not claim.table["testable"].any() and "chance" in claim.verdict.why
+
+
+def test_claim_s1_reads_random_near_zero_from_its_interval():
+    """Few, noisy samples: a mean SaCo(Random) beyond ±0.05 whose interval contains 0 still reads as near 0."""
+    frame = metric_frame({"s": {"Random": {"SaCo": 0.1}, "A": GOOD, "B": WEAK_CUMULATIVE}}, n=10, noise=0.4,
+                         seed=1)
+    row = S.claim_random_separation(frame, n_boot=1000).table.iloc[0]
+    assert row["SaCo(Random) low"] <= 0 <= row["SaCo(Random) high"] and abs(row["SaCo(Random)"]) > 0.05
+    assert "near 0: within ±0.05 or interval containing 0: yes" in row["why"]
+
+
+IG_ORDER = {"AUC": 0.5, "AOPC": 0.5, "LOdds": 0.5, "Comprehensiveness": -0.5}   # best MoRF, worst LeRF
+IG_BEST = {"AUC": 0.5, "AOPC": 0.5, "LOdds": 0.5, "Comprehensiveness": 0.5}     # best everywhere
+OTHER = {"AUC": 0.1, "AOPC": 0.1, "LOdds": 0.1, "Comprehensiveness": 0.1}
+
+
+def s7_setting(ig, other=OTHER):
+    return {"Random": {}, "Integrated Gradients": ig, "X": other, "Y": other}
+
+
+@pytest.mark.parametrize("per_setting, expected", [
+    ((s7_setting(IG_ORDER),) * 3, R),
+    ((s7_setting(IG_ORDER), s7_setting(IG_BEST), s7_setting(IG_BEST)), P),
+    ((s7_setting(IG_BEST),) * 3, N),
+    # IG ties every method on Comprehensiveness: beaten by none, so not "worst" (the old rule counted it)
+    ((s7_setting({**IG_ORDER, "Comprehensiveness": 0.1}),) * 3, N),
+    # Comprehensiveness cannot tell any map from Random (the null) in any setting
+    ((s7_setting({**IG_ORDER, "Comprehensiveness": 0.0}, {**OTHER, "Comprehensiveness": 0.0}),) * 3, T),
+])
+def test_claim_s7_gives_every_verdict(per_setting, expected):
+    frame = metric_frame(dict(zip(SETTINGS, per_setting, strict=True)), noise=0.05)
+    if expected == T:  # make Comprehensiveness exactly Random's for every map
+        rnd = frame[frame.method == "Random"].set_index(["setting", "sample"])["Comprehensiveness"]
+        frame["Comprehensiveness"] = rnd.loc[list(zip(frame.setting, frame["sample"], strict=True))].to_numpy()
+    claim = S.claim_order_sensitivity(frame, n_boot=1000)
+    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
+    assert claim.claim.startswith("S7: ") and "Random" in claim.premise
+    if expected == T:
+        assert set(claim.table["metrics at chance"]) == {"Comprehensiveness"}
+
+
+def test_order_sensitivity_needs_a_significant_worst():
+    frame = metric_frame({"s": s7_setting({**IG_ORDER, "Comprehensiveness": 0.1})})
+    checks = S.order_sensitivity(frame, n_boot=1000)
+    assert checks["best on AOPC"] and not checks["worst on Comprehensiveness"]
+
+
+VARIANTS = ("Raw Attention", "Rollout", "Transformer-MM (last layer)", "Transformer-MM")
+
+
+def s3_setting(*saco):
+    return {"Random": {}, **{v: {"SaCo": s} for v, s in zip(VARIANTS, saco, strict=True)}}
+
+
+@pytest.mark.parametrize("saco, noise, expected", [
+    ((0.1, 0.2, 0.3, 0.4), 0.05, R),   # every comparison gains
+    ((0.1, 0.3, 0.1, 0.3), 0.05, P),   # aggregation gains, the gradient does not: 2 of 4 comparisons
+    ((0.4, 0.3, 0.2, 0.1), 0.05, N),   # every comparison loses
+    ((0.0, 0.0, 0.0, 0.0), 0.0, T),    # all four variants exactly at Random's level: the null
+])
+def test_claim_s3_gives_every_verdict(saco, noise, expected):
+    frame = metric_frame({s: s3_setting(*saco) for s in SETTINGS}, noise=noise, columns=("SaCo",))
+    claim = S.claim_attention_ablation(frame, n_boot=1000)
+    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
+    assert claim.claim.startswith("S3: ") and len(claim.table) == 12
+    assert claim.table["testable"].any() == (expected != T)
+
+
+def k_frame(decline: dict, *, random_decline: float = 0.0, noise: float = 0.05, n: int = 40) -> pd.DataFrame:
+    """SaCo at K = 2 and K = 8 per setting × method × sample: K=2 at 0.3 (Random 0), K=8 lower by the method's
+    decline; the per-sample noise of each K is shared by all methods, ``noise`` is each method's own."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for setting in SETTINGS:
+        z2, z8 = 0.1 * rng.normal(size=n), 0.1 * rng.normal(size=n)
+        for method, d in {"Random": random_decline, **decline}.items():
+            base = 0.0 if method == "Random" else 0.3
+            rows.append(pd.DataFrame({"setting": setting, "method": method, "sample": range(n),
+                                      "SaCo K=2": base + z2 + noise * rng.normal(size=n),
+                                      "SaCo K=8": base - d + z8 + noise * rng.normal(size=n)}))
+    return pd.concat(rows, ignore_index=True)
+
+
+@pytest.mark.parametrize("frame, expected", [
+    (k_frame({"A": 0.2, "B": 0.2, "C": 0.2, "D": 0.2}), R),
+    (k_frame({"A": 0.2, "B": 0.2, "C": -0.2, "D": -0.2}), P),   # half decline, half rise
+    (k_frame({"A": -0.2, "B": -0.2, "C": -0.2, "D": -0.2}), N),
+    # every map declines exactly as much as the Random map: the decline lies within the null, whatever its size
+    (k_frame({"A": 0.1, "B": 0.1, "C": 0.1, "D": 0.1}, random_decline=0.1, noise=0.0), T),
+    # one method in four declines beyond Random, the rest sit exactly on it: too few cells to speak of "most"
+    (k_frame({"A": 0.2, "B": 0.0, "C": 0.0, "D": 0.0}, noise=0.0), T),
+])
+def test_claim_s4_gives_every_verdict(frame, expected):
+    claim = S.claim_k_decline(frame, columns={2: "SaCo K=2", 8: "SaCo K=8"}, n_boot=1000)
+    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
+    assert claim.claim.startswith("S4: ") and len(claim.table) == 12 and "K=2" in claim.rule
+    if expected == T and claim.table["holds"].sum() == 0:
+        assert (claim.table["decline low"] > 0).all()  # significant declines, yet not testable against Random's
+    elif expected == T:
+        assert claim.table["testable"].sum() == 3 and "only 3 of 12" in claim.verdict.why
+
+
+def test_claim_s4_holds_only_beyond_random():
+    """Random's SaCo itself falls by 0.15 with K: a method falling by 0.15 + 0.1 counts, one falling by 0.15 − 0.1
+    (a real decline, but less than the null's) does not."""
+    frame = k_frame({"A": 0.25, "B": 0.25, "C": 0.05, "D": 0.05}, random_decline=0.15)
+    table = S.claim_k_decline(frame, columns={2: "SaCo K=2", 8: "SaCo K=8"}, n_boot=1000).table
+    assert table[table.method.isin(["A", "B"])]["holds"].all()
+    assert not table[table.method.isin(["C", "D"])]["holds"].any()

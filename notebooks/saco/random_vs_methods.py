@@ -254,64 +254,38 @@ out.figure(fig, "radar")
 # ## Claim S1: SaCo sets Random apart, the cumulative metrics do not
 # The paper (§5): "SaCo consistently scores Random Attribution near zero, while most explanation methods obtain
 # positive scores", whereas on the other metrics Random "appears to have comparable performance, even surpassing
-# some state-of-the-art methods". Rule, one verdict per setting (`fl.protocols.saco.random_separation`): paired
-# bootstraps over the test images (95 %) compare every method with Random on every oriented metric. SaCo's part
-# holds when |SaCo(Random)| ≤ 0.05 and more than half of the methods beat Random on SaCo; a cumulative metric
-# fails to separate Random when at least one method does not beat it. Reproduced: SaCo's part holds and at least
-# two of the four cumulative metrics fail; partly reproduced: only SaCo's part holds; else not reproduced. The
-# scorecard's verdict: reproduced if every setting's is, partly reproduced if at least one setting's is reproduced
-# or partly, else not reproduced.
+# some state-of-the-art methods". The claim function `fl.protocols.saco.claim_random_separation` compares every
+# method with Random on every oriented metric, image by image (paired bootstraps, 95 %). In a setting the claim
+# holds when SaCo(Random) is near 0 (mean within ±0.05 or its interval containing 0), more than half of the methods
+# beat Random on SaCo, and on at least two of the four cumulative metrics some method does not beat Random. Random
+# is the null: a setting where no method differs from Random on any metric is not testable. The verdict is the
+# share of testable settings where the claim holds (its rule in the claims table).
 
 # %%
 others = [m for m in METHODS if m != "Random"]
-s1 = {m: fl.protocols.saco.random_separation(per_sample[per_sample["setting"] == m], seed=seed) for m in models}
-s1_rows = pd.DataFrame([{"setting": m, "verdict": str(v), "SaCo(Random)": d["SaCo(Random)"],
-                         "methods beating Random on SaCo": f"{d['methods beating Random on SaCo']}/{d['methods']}",
-                         **{f"methods not beating Random on {k}": c for k, c in d["not beating Random"].items()},
-                         "why": v.why} for m, (v, d) in s1.items()])
-out.table(s1_rows, "s1_per_setting")
-per_setting_verdicts = [str(v) for v, _ in s1.values()]
-s1_verdict = fl.verdicts.ladder(all(v == "reproduced" for v in per_setting_verdicts),
-                                any(v in ("reproduced", "partly reproduced") for v in per_setting_verdicts))
+s1 = fl.protocols.saco.claim_random_separation(per_sample, seed=seed)
+out.claim(s1, note=f"{len(models)} setting(s), K={k}, paired bootstrap over the test images")
+out.table(s1.table, "s1_per_setting")
 saco_random = summary.loc["Random", "SaCo"]
 out.glue("saco_random", round(float(saco_random), 3))
 out.glue("saco_min_method", round(float(summary.loc[others, "SaCo"].min()), 3))
-out.claim(
-    "S1: SaCo puts Random near 0 and below most methods; cumulative metrics barely separate it (Fig. 4)",
-    paper_value="SaCo(Random) ≈ 0 < most methods; Random comparable to or better than some methods on "
-                "AUC/AOPC/LOdds/Comp.",
-    our_value="; ".join(f"{m}: {v} (SaCo(Random) {d['SaCo(Random)']:+.3f}, "
-                        f"{d['methods beating Random on SaCo']}/{d['methods']} methods beat it on SaCo)"
-                        for m, (v, d) in s1.items()),
-    verdict=fl.verdicts.Verdict(s1_verdict, "per-setting verdicts: " + ", ".join(per_setting_verdicts)),
-    note=f"{len(models)} setting(s), K={k}, paired bootstrap over the test images",
-)
-s1_rows
+s1.table
 
 # %% [markdown]
 # ## Claim S7: the cumulative metrics depend on the removal order
 # The paper (§5): "while I.G. performs best on AOPC, LOdds, and AUC (with Most Relevant First removal), it is
-# surprisingly the worst on Comprehensiveness (with the reverse removal order)". Rule, per setting
-# (`fl.protocols.saco.order_sensitivity`): paired bootstraps over the test images (95 %) of IG against every other
-# method; "best on M" holds when no method beats IG on M, "worst on Comprehensiveness" when IG beats none. The
-# claim's four checks are pooled over the settings: reproduced when all hold, partly reproduced when at least one
-# does, else not reproduced.
+# surprisingly the worst on Comprehensiveness (with the reverse removal order)". The claim function
+# `fl.protocols.saco.claim_order_sensitivity` compares IG with every other method image by image (paired
+# bootstraps, 95 %): best on a metric means beaten by none and beating at least one, worst means beating none and
+# beaten by at least one; the claim holds in a setting when all four checks do. Random is the null: a setting is
+# testable when each of the four metrics separates some method from Random. The verdict is the share of testable
+# settings where the claim holds.
 
 # %%
-order_checks = {m: fl.protocols.saco.order_sensitivity(per_sample[per_sample["setting"] == m], seed=seed)
-                for m in models}
-order_table = pd.DataFrame(order_checks).T.rename_axis("setting").reset_index()
-out.table(order_table, "s7_removal_order")
-pooled = [held for checks in order_checks.values() for held in checks.values()]
-ig_rank = fl.protocols.saco.oriented(summary).rank(ascending=False).loc["Integrated Gradients"]
-out.claim("S7: IG is best on AOPC, LOdds and AUC but worst on Comprehensiveness (removal-order sensitivity, §5)",
-          paper_value="I.G. best on AOPC, LOdds, AUC; worst on Comprehensiveness (all three datasets)",
-          our_value="IG's rank among the methods (mean over settings, 1 = best): "
-                    + ", ".join(f"{metric} {ig_rank[metric]:.0f}" for metric in ("AOPC", "LOdds", "AUC",
-                                                                                   "Comprehensiveness"))
-                    + f"; {sum(pooled)}/{len(pooled)} per-setting checks hold",
-          verdict=fl.verdicts.verdict(pooled), note=f"{len(models)} setting(s), {len(METHODS)} methods incl. Random")
-order_table
+s7 = fl.protocols.saco.claim_order_sensitivity(per_sample, seed=seed)
+out.claim(s7, note=f"{len(models)} setting(s), {len(METHODS)} methods incl. Random")
+out.table(s7.table, "s7_removal_order")
+s7.table
 
 # %% [markdown]
 # ## Fig. 2: rank correlation across samples (claims S2 and S6)
@@ -361,9 +335,11 @@ s6.table
 # ## Table 1: gradient and multi-layer aggregation (claim S3)
 # The four attention variants: last layer without gradient (raw attention), all layers without gradient
 # (rollout), last layer with gradient (Transformer-MM rule on the last block), all layers with gradient
-# (Transformer-MM). Rule, on the SaCo means over settings: reproduced if adding the gradient raises SaCo at both
-# aggregation levels and all-layer aggregation raises it with and without the gradient (4 comparisons); partly
-# reproduced if 2 or 3 hold. The per-setting SaCo values are listed too.
+# (Transformer-MM). The table lists their SaCo, averaged over the settings and per setting. The claim function
+# `fl.protocols.saco.claim_attention_ablation` tests the four comparisons (the gradient at the last layer and over
+# all layers; aggregation without and with the gradient) in every setting, image by image (paired bootstrap, 95 %),
+# with Random as the null: a comparison of two variants that are both indistinguishable from Random is not
+# testable. The verdict is the share of testable setting × comparison cells with a significant gain.
 
 # %%
 ablation = pd.DataFrame({
@@ -376,21 +352,22 @@ for m in models:
     ablation[f"SaCo ({m})"] = [per_setting.loc[(m, method), "SaCo"] for method in ablation["method"]]
 ablation["SaCo (paper)"] = [PAPER_SACO[m] for m in ablation["method"]]
 out.table(ablation, "attention_ablation")
-s = dict(zip(ablation["method"], ablation["SaCo (ours)"]))
-holds = [s["Transformer-MM (last layer)"] > s["Raw Attention"], s["Transformer-MM"] > s["Rollout"],
-         s["Rollout"] > s["Raw Attention"], s["Transformer-MM"] > s["Transformer-MM (last layer)"]]
-s3 = fl.verdicts.verdict(holds, reproduced="== 1", partly=">= 0.5")  # 4 comparisons: partly if 2 or 3 hold
-out.claim("S3: gradient and all-layer aggregation raise SaCo of attention explanations (Table 1)",
-          paper_value="0.1835 / 0.2453 / 0.3783 / 0.4558",
-          our_value=" / ".join(f"{v:.3f}" for v in ablation["SaCo (ours)"]), verdict=s3,
-          note=f"{sum(holds)}/4 comparisons hold")
+s3 = fl.protocols.saco.claim_attention_ablation(per_sample, seed=seed)
+out.claim(s3)
+out.table(s3.table, "s3_comparisons")
 ablation
+
+# %%
+s3.table
 
 # %% [markdown]
 # ## Table 2: number of groups K (claim S4)
-# Rule, on the SaCo means over settings: reproduced if SaCo at the largest K is below SaCo at the smallest K for
-# most (more than half) of the non-random methods; partly reproduced if for at least one. The number of declining
-# methods per setting is tabulated too.
+# Mean SaCo per method for every K, and per setting the number of non-random methods whose mean SaCo is lower at
+# the largest K than at the smallest. The claim function `fl.protocols.saco.claim_k_decline` decides the claim image
+# by image: per setting × method, paired bootstraps (95 %) of the decline SaCo(smallest K) − SaCo(largest K) and of
+# that decline minus Random's on the same images. Random's change across K is the null (a random map's SaCo is 0
+# only in expectation): a method whose decline cannot be told from Random's is not testable; a testable cell holds
+# when it declines, and more than Random. The verdict is the share of testable cells that hold.
 
 # %%
 k_per_setting = image_rows.groupby(["setting", "method"], sort=False)[list(K_COLUMNS.values())].mean()
@@ -403,18 +380,18 @@ PAPER_K = {"Integrated Gradients": (0.1585, 0.1647, 0.1785), "Grad-CAM (attentio
            "Transformer Attribution": (0.5680, 0.3902, 0.2906), "Conservative LRP": (0.0544, 0.0155, -0.0201),
            "Raw Attention": (0.3200, 0.1835, 0.1411), "Rollout": (0.3372, 0.2453, 0.1956),
            "Transformer-MM": (0.6041, 0.4558, 0.3651), "ATTCAT": (0.3178, 0.3629, 0.3617)}
-declining = {name: int((t.loc[others, max(k_values)] < t.loc[others, min(k_values)]).sum())
-             for name, t in {"mean": k_table, **{m: k_per_setting.loc[m] for m in models}}.items()}
-declines = declining["mean"]
+declining = {m: int((k_per_setting.loc[m].loc[others, max(k_values)]
+                     < k_per_setting.loc[m].loc[others, min(k_values)]).sum()) for m in models}
 out.table(pd.DataFrame({"setting": list(models), "of": len(others),
                         "methods declining": [declining[m] for m in models]}), "k_declines_per_setting")
 k_table.columns = [f"K={c}" for c in k_table.columns]
 for i, kk in enumerate((5, 10, 20)):
     k_table[f"paper K={kk}"] = [PAPER_K[m][i] if m in PAPER_K else np.nan for m in k_table.index]
 out.table(k_table.reset_index(), "k_ablation")
-s4 = fl.verdicts.verdict(declines / len(others), reproduced="> 0.5", partly="> 0")
-out.claim("S4: SaCo declines slightly as K grows for most methods (Table 2)",
-          paper_value="e.g. Transformer-MM 0.6041 / 0.4558 / 0.3651 for K = 5 / 10 / 20",
-          our_value=f"{declines}/{len(others)} methods decline from K={min(k_values)} to K={max(k_values)}",
-          verdict=s4)
+s4 = fl.protocols.saco.claim_k_decline(image_rows, columns=K_COLUMNS, seed=seed)
+out.claim(s4)
+out.table(s4.table, "s4_declines")
 k_table
+
+# %%
+s4.table
