@@ -225,3 +225,65 @@ def test_claim_r2_tests_only_the_cells_above_their_own_chance_level():
         P.claim_mege_falls(degraded({"SA": GOOD}, {"SA": FALLS}), {"Limited": ["Normal", "Limited 25%"]})
     with pytest.raises(ValueError, match="types"):
         P.claim_mege_falls(degraded({"SA": GOOD}, {"SA": FALLS}), {"Randomized": ["Randomized 30%"]})
+
+
+# ------------------------------------------------------------------------------------------------- R3 (Tables 4–5)
+@pytest.mark.parametrize("lipschitz, resnet, premises, expected", [
+    ({"SA": GOOD, "GC": GOOD}, {"SA": WEAK, "GC": WEAK}, (), R),                        # rises in 3 of 3 cells
+    ({"SA": (0.3, 0.35, 0.7), "GC": WEAK}, {"SA": WEAK, "GC": WEAK}, (), PARTLY),     # MeGe SA only: 1 of 3
+    ({"SA": WEAK, "GC": WEAK}, {"SA": GOOD, "GC": GOOD}, (), N),                        # falls everywhere
+    ({"SA": NOISE, "GC": NOISE}, {"SA": NOISE, "GC": (0.66, 0.7, 0.66)}, (), T),       # every S= at chance
+    ({"SA": GOOD, "GC": GOOD}, {"SA": WEAK, "GC": WEAK}, ("CIFAR-10 1-Lipschitz: not comparable", None), T),
+])
+def test_claim_r3_gives_every_verdict(lipschitz, resnet, premises, expected):
+    details = {"1-Lipschitz": {m: sets(*v, seed=i) for i, (m, v) in enumerate(lipschitz.items())},
+               "ResNet-18": {m: sets(*v, seed=10 + i) for i, (m, v) in enumerate(resnet.items())}}
+    claim = P.claim_lipschitz(details, gradient_methods=["SA"], premises=premises, n_boot=200, null_boot=500)
+    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
+    assert len(claim.table) == 3 and "shuffled" in claim.premise        # ReCo SA, MeGe SA, MeGe GC
+    if expected == T:
+        assert ("chance level" in claim.verdict.why) == (not premises)
+    with pytest.raises(ValueError, match="ResNet-18"):
+        P.claim_lipschitz({"1-Lipschitz": details["1-Lipschitz"]}, gradient_methods=["SA"])
+
+
+# ------------------------------------------------------------------------------------------------------ Table 3
+def per_sample(mu: dict, s_avg: dict, *, chance: float = 0.0, n: int = 60, seed: int = 0) -> "pd.DataFrame":
+    """fidelity_stability frames of synthetic methods: μF around mu[m], its shuffled chance level around
+    ``chance``, S_avg around s_avg[m] (noise 10 % of each)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    return pd.concat([pd.DataFrame({"method": m, "sample": np.arange(n), "μF": mu[m] + 0.05 * rng.normal(size=n),
+                                    "μF (shuffled)": chance + 0.05 * rng.normal(size=n),
+                                    "S_avg": s_avg[m] * (1 + 0.1 * rng.normal(size=n))}) for m in mu],
+                     ignore_index=True)
+
+
+STABLE = {"GC": 0.01, "SG": 0.02, "IG": 2.0, "SA": 2.5}
+
+
+@pytest.mark.parametrize("mu, s_avg, premise, expected", [
+    ({"GC": 0.8, "SG": 0.3, "IG": 0.3, "SA": 0.2}, STABLE, None, R),                    # both parts hold
+    ({"GC": 0.1, "SG": 0.3, "IG": 0.4, "SA": 0.2}, STABLE, None, PARTLY),               # (b) only
+    ({"GC": 0.1, "SG": 0.3, "IG": 0.4, "SA": 0.2}, {"GC": 2.0, "SG": 0.02, "IG": 0.01, "SA": 2.5}, None, N),
+    ({"GC": 0.0, "SG": 0.0, "IG": 0.0, "SA": 0.0}, STABLE, None, T),                    # μF at chance everywhere
+    ({"GC": 0.8, "SG": 0.3, "IG": 0.3, "SA": 0.2}, STABLE, "CIFAR-10 Normal: not comparable", T),
+])
+def test_claim_table3_gives_every_verdict(mu, s_avg, premise, expected):
+    claim = P.claim_table3(per_sample(mu, s_avg), premise=premise, n_boot=500)
+    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
+    assert "another image" in claim.premise and len(claim.table) == 4
+    assert bool(claim.table.set_index("method").loc["GC", "μF above chance"]) == (mu["GC"] > 0.05)
+    if expected == T and premise is None:
+        assert "chance level" in claim.verdict.why
+
+
+def test_claim_table3_names_a_bad_frame():
+    with pytest.raises(ValueError, match="per_sample"):
+        P.claim_table3(per_sample({"GC": 0.5, "SG": 0.5, "IG": 0.5}, STABLE).drop(columns="μF (shuffled)"))
+    with pytest.raises(ValueError, match="per_sample"):
+        P.claim_table3(per_sample({"GC": 0.5}, STABLE))                        # nothing to compare with
+    for methods, why in ((("GC", "SG"), "no method besides"), (("GC", "SA"), "lacks SG")):  # a cheaper run
+        claim = P.claim_table3(per_sample({m: 0.5 for m in methods}, STABLE))
+        assert claim.verdict == T and why in claim.verdict.why and len(claim.table) == 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -100,3 +101,57 @@ def test_load_task_paper_reads_the_papers_loader(monkeypatch):
     assert isinstance(d, fl.data.TensorData) and len(d) == 10 and d.n_classes == 4
     with pytest.raises(ValueError, match="dataset"):
         P.load_task("CIFAR-10", n=10, image_size=32, dataset="imagenet")
+
+
+class _LookupModel(torch.nn.Module):
+    """Predicts, for an image whose first pixel holds its index, a fixed class from ``table``: a model with a known
+    accuracy on a known test set."""
+
+    def __init__(self, table: torch.Tensor, n_classes: int):
+        super().__init__()
+        self.register_buffer("logits", torch.nn.functional.one_hot(table, n_classes).float())
+        self.scale = torch.nn.Parameter(torch.ones(()))   # a model has parameters (their device is the model's)
+
+    def forward(self, x):
+        return self.scale * self.logits[x[:, 0, 0, 0].long()]
+
+
+def _lookup_family(accuracies, *, n_test=100, n_classes=4):
+    """A family whose model i is right on the first ``accuracies[i] · n_test`` images of its test set."""
+    y = torch.arange(n_test) % n_classes
+    x = torch.arange(n_test, dtype=torch.float32).view(-1, 1, 1, 1).expand(-1, 1, 2, 2).clone()
+    test = fl.data.TensorData(x, y, info={"n_classes": n_classes})
+    models = []
+    for a in accuracies:
+        right = round(a * n_test)
+        models.append(_LookupModel(torch.where(torch.arange(n_test) < right, y, (y + 1) % n_classes), n_classes))
+    cross = fl.train.CrossTrained(models, torch.arange(n_test) % len(models), torch.tensor(accuracies), [],
+                                  {"train_sizes": [n_test] * len(models), "labels_switched": 0,
+                                   "randomised_layers": []})
+    return P.Family("Normal", "CIFAR-10", cross, test, cross.predictions(x), "key"), test
+
+
+@pytest.mark.parametrize("accuracies, comparable", [
+    ([0.70, 0.72, 0.68, 0.71, 0.69], True),     # every model within ±3 points of the mean 0.70
+    ([0.70, 0.72, 0.60, 0.71, 0.77], False),    # 0.60 is 0.10 below the mean
+])
+def test_comparable_premise_checks_the_papers_three_percent_on_the_test_set(accuracies, comparable):
+    fam, test = _lookup_family(accuracies)
+    assert P.test_accuracy(fam, test).tolist() == pytest.approx(accuracies)
+    reason = P.comparable_premise(fam, test)
+    assert (reason is None) == comparable
+    if not comparable:
+        assert "not of comparable accuracy on the test set" in reason and "0.600–0.770" in reason
+    assert (P.family_premise(fam, test) is None) == comparable    # 0.70 beats 2 × chance (0.50)
+    frame = P.accuracy_frame([fam], {"CIFAR-10": test})
+    assert bool(frame["test within ±3 %"].iloc[0]) == comparable
+    assert frame["test accuracy"].iloc[0] == pytest.approx(np.mean(accuracies))
+
+
+def test_family_premise_names_chance_first_and_rejects_a_bad_tolerance():
+    fam, test = _lookup_family([0.30, 0.31, 0.29])                  # 4 classes: 2 × chance = 0.50
+    assert "beat" not in (P.family_premise(fam, test) or "") and "< 0.50" in P.family_premise(fam, test)
+    with pytest.raises(ValueError, match="tolerance"):
+        P.comparable_premise(fam, test, tolerance=2)
+    with pytest.raises(ValueError, match="test"):
+        P.test_accuracy(fam, torch.zeros(3))

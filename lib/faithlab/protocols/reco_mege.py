@@ -20,14 +20,18 @@ import torch
 
 import faithlab
 from faithlab import _validate, data, explainers, paths, perturb, train, verdicts
-from faithlab.metrics.reco_mege import (Pairs, average_stability_details, details_from_pairs, mu_fidelity_details,
-                                        reco_mege_details, shuffled_distances, shuffled_partners)
+from faithlab.metrics.reco_mege import (Pairs, average_stability_details, details_from_pairs, explanation_distance,
+                                        flatten_maps, mu_fidelity_details, reco_mege_details, shuffled_distances,
+                                        shuffled_partners)
 from faithlab.train.cache import cache_key
 
 __all__ = ["TASKS", "METHODS", "DEGRADATIONS", "Family", "load_task", "family", "method_options", "explain_family",
            "with_null", "distance_sets", "null_frame", "claim_gradcam_best_reco", "claim_mege_falls", "scores",
            "bootstrap_scores", "score_draws", "histogram_frame", "comparison", "accuracy_frame", "chance_premise",
-           "fidelity_stability", "PAPER", "rank_agreement", "beside", "identical_models", "cam_grid", "families"]
+           "test_accuracy", "comparable_premise", "family_premise", "claim_table3", "claim_lipschitz",
+           "steps_diagnostic",
+           "fidelity_stability", "PAPER", "rank_agreement", "beside", "identical_models", "cam_grid", "families",
+           "claim_identical_models"]
 
 TASKS: dict[str, dict] = {
     "FashionMNIST": {"stand_in": "digits", "kwargs": {"color": False}, "paper": "fashion_mnist",
@@ -79,15 +83,17 @@ class Family:
 
 
 def load_task(task: str, *, n: int, image_size: int, seed: int = 0, dataset: str | None = None,
-              data_dir: str | None = None) -> data.TensorData:
-    """D for a task: the first ``n`` images of the stand-in's train split (``dataset=None``) or of the paper's dataset
+              data_dir: str | None = None, split: str = "train") -> data.TensorData:
+    """D for a task: the first ``n`` images of the stand-in's ``split`` (``dataset=None``) or of the paper's dataset
     (``dataset="paper"``: :data:`TASKS`' loader reading ``data_dir``, resized to ``image_size`` by the loader's own
-    transform where it has one)."""
+    transform where it has one). ``split="test"`` gives the test set on which the paper checks that the k models
+    have comparable accuracy (:func:`comparable_premise`)."""
     _validate.one_of(task, "task", tuple(TASKS))
+    _validate.one_of(split, "split", ("train", "test"))
     n = _validate.positive_int(n, "n")
     spec = TASKS[task]
     if dataset == "paper":
-        ds = data.load(spec["paper"], split="train", data_dir=data_dir)
+        ds = data.load(spec["paper"], split=split, data_dir=data_dir)
         x, y = data.to_tensors(ds, n)
         info = {**getattr(ds, "info", {}), "name": spec["paper"], "n_classes": int(y.max()) + 1}
         info.setdefault("class_names", [str(c) for c in range(info["n_classes"])])
@@ -96,7 +102,7 @@ def load_task(task: str, *, n: int, image_size: int, seed: int = 0, dataset: str
         return data.TensorData(x, y, info=info)
     if dataset is not None:
         raise ValueError(f"dataset must be None (the stand-in) or 'paper', got {dataset!r}")
-    ds = data.load(spec["stand_in"], split="train", size=image_size, seed=seed, **spec["kwargs"])
+    ds = data.load(spec["stand_in"], split=split, size=image_size, seed=seed, **spec["kwargs"])
     return ds.subset(torch.arange(min(n, len(ds))))
 
 
@@ -292,16 +298,59 @@ def chance_premise(fam: Family, *, factor: float = 2.0) -> str | None:
     return None
 
 
-def accuracy_frame(families: list[Family]) -> pd.DataFrame:
-    """Held-out block accuracy of every model of every family, and whether the family meets the paper's ±3 %."""
+def test_accuracy(fam: Family, test: data.TensorData, *, batch_size: int = 256) -> torch.Tensor:
+    """Accuracy ``(k,)`` of each of the family's models on the same test set (the paper's comparability check)."""
+    if not isinstance(test, data.TensorData) or len(test) == 0:
+        raise ValueError(f"test must be a non-empty faithlab.data.TensorData, got {type(test).__name__}")
+    preds = fam.cross.predictions(test.x.to(fam.data.x.device), batch_size=batch_size)
+    return (preds == test.y.cpu()).double().mean(1)
+
+
+def comparable_premise(fam: Family, test: data.TensorData | None = None, *, tolerance: float = 0.03,
+                       batch_size: int = 256) -> str | None:
+    """Premise of every verdict on a family (§4.1, "comparable accuracy (±3 %) on the test set"): each model's
+    accuracy on ``test`` lies within ``tolerance`` of the family's mean → None, else the reason. Without ``test`` the
+    held-out block accuracies are used (each model on its own block: blocks of a small D add their sampling noise)."""
+    if not 0 <= float(tolerance) < 1:
+        raise ValueError(f"tolerance must lie in [0, 1), got {tolerance!r}")
+    acc = test_accuracy(fam, test, batch_size=batch_size) if test is not None else fam.cross.accuracy.double()
+    spread = float((acc - acc.mean()).abs().max())
+    if spread > tolerance + 1e-12:
+        where = f"on the test set ({len(test)} images)" if test is not None else "on their held-out blocks"
+        return (f"{fam.task} {fam.name}: the {fam.cross.k} models are not of comparable accuracy {where}: "
+                f"{float(acc.min()):.3f}–{float(acc.max()):.3f}, up to {spread:.3f} from their mean "
+                f"(the paper keeps them within ±{tolerance:.0%})")
+    return None
+
+
+def family_premise(fam: Family, test: data.TensorData | None = None, *, tolerance: float = 0.03,
+                   batch_size: int = 256) -> str | None:
+    """Both premises of a normally trained family: its models beat chance clearly (:func:`chance_premise`) and are of
+    comparable accuracy (:func:`comparable_premise`) → the first that fails, or None."""
+    return verdicts.first_reason(chance_premise(fam),
+                                 comparable_premise(fam, test, tolerance=tolerance, batch_size=batch_size))
+
+
+def accuracy_frame(families: list[Family], tests: Mapping[str, data.TensorData] | None = None, *,
+                   tolerance: float = 0.03, batch_size: int = 256) -> pd.DataFrame:
+    """Held-out block accuracy of every model of every family and, given ``tests`` (``{task: test set}``), the
+    models' accuracy on that test set and whether they meet the paper's ±3 % there (the premise of the family's
+    verdicts, :func:`comparable_premise`)."""
     rows = []
     for f in families:
         acc = f.cross.accuracy
-        rows.append({"task": f.task, "family": f.name, "k": f.cross.k, "mean accuracy": float(acc.mean()),
-                     "min": float(acc.min()), "max": float(acc.max()), "within ±3 %": f.cross.comparable(0.03),
-                     "trained on": int(np.mean(f.cross.degradation["train_sizes"])),
-                     "labels switched": f.cross.degradation["labels_switched"],
-                     "layers randomised": len(f.cross.degradation["randomised_layers"])})
+        row = {"task": f.task, "family": f.name, "k": f.cross.k, "mean accuracy": float(acc.mean()),
+               "min": float(acc.min()), "max": float(acc.max()), "within ±3 %": f.cross.comparable(tolerance)}
+        test = (tests or {}).get(f.task)
+        if test is not None:
+            t = test_accuracy(f, test, batch_size=batch_size)
+            row.update({"test images": len(test), "test accuracy": float(t.mean()), "test min": float(t.min()),
+                        "test max": float(t.max()),
+                        "test within ±3 %": bool(((t - t.mean()).abs() <= tolerance + 1e-12).all())})
+        row.update({"trained on": int(np.mean(f.cross.degradation["train_sizes"])),
+                    "labels switched": f.cross.degradation["labels_switched"],
+                    "layers randomised": len(f.cross.degradation["randomised_layers"])})
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -310,20 +359,163 @@ def fidelity_stability(model, x: torch.Tensor, y: torch.Tensor, method: str, *, 
                        output: str = "prob", seed: int = 0, batch_size: int = 256, **settings) -> pd.DataFrame:
     """Per-sample μF (Pearson, zero baseline, 15 % pixel subsets) and S_avg (squared ℓ2, ‖u‖₁ ≤ radius, common
     random numbers: a sample and its neighbours are explained with the same seed) of one method on one model
-    (Table 3), explaining the label → frame (``sample``, ``μF``, ``S_avg``)."""
+    (Table 3), explaining the label → frame (``sample``, ``μF``, ``μF (shuffled)``, ``S_avg``).
+
+    ``μF (shuffled)`` is μF's chance level: the same subsets and output drops scored with the method's map of
+    another image (:func:`faithlab.metrics.shuffled_partners` over the samples, generator ``keyed_seed(seed, 1)``),
+    so a method whose μF does not exceed it orders pixels no better than an unrelated map of its own kind."""
     name, options = method_options(method, **settings)
     explain = functools.partial(explainers.explain, model, method=name, batch_size=batch_size, generator=seed,
                                 **options)
     attributions = explain(x, y)
-    mu = mu_fidelity_details(model, x, attributions, y, n_subsets=n_subsets, subset_fraction=subset_fraction,
-                             output=output, generator=seed, batch_size=batch_size)["mu_f"]
+    mu_options = dict(n_subsets=n_subsets, subset_fraction=subset_fraction, output=output, generator=seed,
+                      batch_size=batch_size)
+    mu = mu_fidelity_details(model, x, attributions, y, **mu_options)["mu_f"]
+    partners = shuffled_partners(torch.ones(len(x), dtype=torch.bool, device=x.device),
+                                 generator=perturb.keyed_seed(seed, _NULL_STREAM))
+    mu_null = mu_fidelity_details(model, x, attributions[partners], y, **mu_options)["mu_f"]
     # common random numbers: each sample and its neighbours share one seed, so a stochastic method's S_avg measures
     # how its map changes within the radius, not its Monte-Carlo noise (the attributions for μF keep `generator`)
     s = average_stability_details(lambda z, t, seeds: explain(z, t, sample_seeds=seeds), x, y,
                                   n_neighbours=n_neighbours, radius=radius, generator=seed,
                                   batch_size=batch_size)["s_avg"]
     return pd.DataFrame({"method": method, "sample": np.arange(len(x)), "μF": mu.cpu().numpy(),
-                         "S_avg": s.cpu().numpy()})
+                         "μF (shuffled)": mu_null.cpu().numpy(), "S_avg": s.cpu().numpy()})
+
+
+def claim_table3(per_sample: pd.DataFrame, *, premise: str | None = None, target: str = "GC",
+                 stable: Sequence[str] = ("GC", "SG"), n_boot: int = 4000, level: float = 0.95,
+                 seed: int = 0) -> verdicts.Claim:
+    """Claim of Table 3: Grad-CAM (``target``) has the highest μF, and Grad-CAM and SmoothGrad (``stable``) the
+    lowest S_avg (CIFAR-10).
+
+    per_sample: :func:`fidelity_stability` frames of every method, concatenated (``method``, ``sample``, ``μF``,
+    ``μF (shuffled)``, ``S_avg``); a NaN μF (a constant map) counts as 0, as xplique does. premise: a reason the
+    family cannot be tested (:func:`family_premise`), or None. Null: each method's μF against the same μF with its
+    map of another image (paired bootstrap over samples); without any method above that chance level μF does not
+    discriminate on this model and the claim is not testable here. Rule, two parts, each decided by paired
+    bootstraps over samples (``level``): (a) ``target``'s μF is above the best other method's; (b) every method of
+    ``stable`` has a lower S_avg than every other method. Reproduced when both hold, partly when one does, not
+    reproduced when neither. Table: one row per method (means, chance level, comparisons)."""
+    need = {"method", "sample", "μF", "μF (shuffled)", "S_avg"}
+    if not isinstance(per_sample, pd.DataFrame) or not need <= set(per_sample.columns):
+        raise ValueError(f"per_sample must be a frame with columns {sorted(need)} (fidelity_stability)")
+    methods = list(dict.fromkeys(per_sample["method"]))
+    if target not in methods or len(methods) < 2:
+        raise ValueError(f"per_sample must hold {target!r} and at least one other method, got {methods}")
+    lacking = [m for m in stable if m not in methods]
+    if lacking or len(methods) <= len(set(stable)):
+        reason = (f"the run lacks {', '.join(lacking)}" if lacking else
+                  f"the run has no method besides {', '.join(stable)} to compare their S_avg with")
+        means = per_sample.groupby("method", sort=False)[["μF", "μF (shuffled)", "S_avg"]].mean().reset_index()
+        return verdicts.Claim(
+            "Table 3: Grad-CAM has the highest μF, and Grad-CAM and SmoothGrad the lowest S_avg (CIFAR-10)",
+            rule="(a) Grad-CAM's μF above every other method's and (b) Grad-CAM's and SmoothGrad's S_avg below every "
+                 "other method's, paired bootstraps over samples",
+            premise=reason, paper_value="μF GC 0.907 (next SG 0.305); S_avg GC 0.012, SG 0.024, others > 2",
+            our_value="; ".join(f"{r.method} μF {r['μF']:.3f}, S_avg {r['S_avg']:.3g}" for _, r in means.iterrows()),
+            verdict=verdicts.ladder(False, untestable=reason), table=means)
+    wide = {c: per_sample.pivot(index="sample", columns="method", values=c).reindex(columns=methods)
+            for c in ("μF", "μF (shuffled)", "S_avg")}
+    mu, mu_null, s_avg = wide["μF"].fillna(0.0), wide["μF (shuffled)"].fillna(0.0), wide["S_avg"]
+    boot = dict(n_boot=n_boot, level=level, seed=seed)
+    chance = {m: verdicts.bootstrap_diff(mu[m].to_numpy(), mu_null[m].to_numpy(), **boot) for m in methods}
+    above = [m for m in methods if chance[m].outcome == "win"]
+    rival = mu.drop(columns=target).mean().idxmax()
+    a = verdicts.bootstrap_diff(mu[target].to_numpy(), mu[rival].to_numpy(), **boot)
+    others = [m for m in methods if m not in stable]
+    b = {(m, o): verdicts.bootstrap_diff(s_avg[m].to_numpy(), s_avg[o].to_numpy(), higher_is_better=False, **boot)
+         for m in stable for o in others}
+    a_holds, b_holds = a.outcome == "win", all(c.outcome == "win" for c in b.values())
+    untestable = verdicts.first_reason(
+        premise, None if above else
+        f"no method's μF lies above its chance level (the same method's map of another image, paired bootstrap "
+        f"over {a.n} samples): μF does not discriminate on this model")
+    v = verdicts.ladder(a_holds and b_holds, a_holds or b_holds, untestable=untestable)
+    if untestable is None:
+        v = verdicts.Verdict(v, f"(a) {target} − {rival} μF {a.mean:+.3f} [{a.low:+.3f}, {a.high:+.3f}] → "
+                                f"{'holds' if a_holds else 'fails'}; (b) {', '.join(stable)} below every other "
+                                f"S_avg → {'holds' if b_holds else 'fails'}")
+    table = pd.DataFrame([{"method": m, "μF": float(mu[m].mean()), "μF (shuffled)": float(mu_null[m].mean()),
+                           "μF − chance": chance[m].mean, "low": chance[m].low, "high": chance[m].high,
+                           "μF above chance": m in above, "S_avg": float(s_avg[m].mean()),
+                           "S_avg rank": int(s_avg.mean().rank().loc[m])} for m in methods])
+    lowest = list(s_avg.mean().sort_values().index[:len(stable)])
+    worst_b = max(b.items(), key=lambda kv: kv[1].high)
+    return verdicts.Claim(
+        "Table 3: Grad-CAM has the highest μF, and Grad-CAM and SmoothGrad the lowest S_avg (CIFAR-10)",
+        rule=f"(a) {target}'s μF minus the best other method's and (b) each of {', '.join(stable)}'s S_avg minus "
+             f"each other method's, paired bootstrap over samples ({level * 100:g} %): reproduced when both hold "
+             "significantly, partly when one does",
+        premise="the model beats chance, and μF discriminates: at least one method's "
+                "μF lies significantly above the same method's μF with the map of another image (chance); "
+                + ", ".join(f"{m} {mu[m].mean():.3f} vs {mu_null[m].mean():.3f}" for m in methods)
+                + (f" — {premise}" if premise else ""),
+        paper_value="μF GC 0.907 (next SG 0.305); S_avg GC 0.012, SG 0.024, others > 2",
+        our_value=f"μF {target} − {rival} = {a.mean:.3f} [{a.low:.3f}, {a.high:.3f}]; two lowest S_avg: "
+                  f"{', '.join(lowest)}; weakest S_avg comparison {worst_b[0][0]} − {worst_b[0][1]} = "
+                  f"{worst_b[1].mean:.3g} [{worst_b[1].low:.3g}, {worst_b[1].high:.3g}] (lower is better)",
+        verdict=v, table=table)
+
+
+def claim_lipschitz(details: Mapping[str, Mapping[str, dict]], *, gradient_methods: Sequence[str],
+                    premises: Sequence[str | None] = (), lipschitz: str = "1-Lipschitz", resnet: str = "ResNet-18",
+                    n_boot: int = 500, null_boot: int = 2000, level: float = 0.95, seed: int = 0) -> verdicts.Claim:
+    """Claim R3 (Tables 4–5): 1-Lipschitz models raise ReCo for the gradient methods and MeGe for every method.
+
+    details: ``{family: {method: distance_sets(...)}}`` with the ``lipschitz`` and ``resnet`` families explaining the
+    same D. premises: reasons a family cannot be tested (:func:`family_premise` of both), None where it can.
+    Cells: ReCo of every method of ``gradient_methods`` and MeGe of every method; per cell, 1-Lipschitz minus
+    ResNet-18 with a ``level`` percentile interval of ``n_boot`` paired bootstrap resamples of the samples. Null: a
+    cell counts only when at least one family's S= of that method lies below its shuffled-pairings chance level
+    (:func:`null_frame`) and both scores are defined; where both explain an image no more alike than two different images, a difference in
+    their scores compares noise. Rule (:func:`faithlab.verdicts.from_settings`): reproduced when the score rises
+    significantly in at least 2/3 of the testable cells, partly in at least 1/3. Table: one row per cell."""
+    for name in (lipschitz, resnet):
+        if name not in details:
+            raise ValueError(f"details must hold the {name!r} family, got {list(details)}")
+    methods = [m for m in details[lipschitz] if m in details[resnet]]
+    if not methods:
+        raise ValueError("details' two families share no method")
+    nulls = {f: null_frame({m: details[f][m] for m in methods}, n_boot=null_boot, level=level, seed=seed)
+             .set_index("method") for f in (lipschitz, resnet)}
+    both = {**{f"L:{m}": details[lipschitz][m] for m in methods}, **{f"R:{m}": details[resnet][m] for m in methods}}
+    draws = bootstrap_scores(both, n_boot=n_boot, seed=seed)
+    rows = []
+    for m in methods:
+        informative = bool(nulls[lipschitz].loc[m, "below chance"] or nulls[resnet].loc[m, "below chance"])
+        for score in ("ReCo", "MeGe"):
+            if score == "ReCo" and m not in gradient_methods:
+                continue
+            c = comparison(draws, {key: v[score.lower()] for key, v in both.items()}, a=f"L:{m}", b=f"R:{m}",
+                           score=score, level=level)
+            vs = {f: f"{nulls[f].loc[m, 'S= mean']:.3f} vs {nulls[f].loc[m, 'shuffled mean']:.3f}"
+                  for f in (lipschitz, resnet)}
+            rows.append({"method": m, "score": score, "Lipschitz − ResNet": c.mean, "low": c.low, "high": c.high,
+                         "outcome": c.outcome, "Lipschitz S= vs shuffled": vs[lipschitz],
+                         "ResNet S= vs shuffled": vs[resnet],
+                         "testable": informative and c.outcome != "undefined"})  # undefined: a NaN score
+    table = pd.DataFrame(rows)
+    cells = table[table.testable]
+    reason = verdicts.first_reason(*premises)
+    if reason is None and not len(cells):
+        reason = "in no cell does either family's S= lie below its shuffled-pairings chance level"
+    v = verdicts.from_settings((cells.outcome == "win").tolist(), untestable=reason,
+                               what="testable (method × score) cells")
+    return verdicts.Claim(
+        "R3: 1-Lipschitz models raise ReCo for the gradient methods and MeGe for every method (CIFAR-10)",
+        rule=f"per cell (ReCo of {', '.join(gradient_methods)}; MeGe of every method), 1-Lipschitz minus ResNet-18, "
+             f"paired bootstrap over samples ({level * 100:g} %): reproduced when the score rises significantly in at "
+             "least 2/3 of the testable cells, partly in at least 1/3",
+        premise="both families beat chance and are of comparable accuracy, and a cell is testable only if at least "
+                "one family's S= distances lie significantly below the same distances with the image pairings "
+                "shuffled: " + "; ".join(f"{r.method} L {r['Lipschitz S= vs shuffled']}, R {r['ResNet S= vs shuffled']}"
+                                         for _, r in table.drop_duplicates("method").iterrows()),
+        paper_value="Tables 4–5: ReCo e.g. SG 0.154 → 0.898, SA 0.151 → 0.810; MeGe higher for all six methods",
+        our_value=f"{int((cells.outcome == 'win').sum())} of {len(cells)} testable cells rise "
+                  f"({len(table) - len(cells)} not testable); " + "; ".join(
+                      f"{r.score} {r.method} {r['Lipschitz − ResNet']:+.3f}" for _, r in cells.iterrows()),
+        verdict=v, table=table)
 
 
 # ------------------------------------------------------------------------------------------- the paper's numbers
@@ -391,6 +583,38 @@ def identical_models(fam: Family, method: str, *, batch_size: int = 256, seed: i
 
 
 @torch.no_grad()
+def steps_diagnostic(fam: Family, details: Mapping[str, dict], *, used: Mapping[str, int],
+                     paper: int = 60, n_images: int = 50, seed: int = 0, batch_size: int = 256) -> pd.DataFrame:
+    """Does IG's step count (SmoothGrad's sample count) matter for ReCo and MeGe? For the methods of ``used``
+    (``{"IG": steps, "SG": samples}`` the notebook ran with) among ``details``: the first model's maps of the first
+    ``n_images`` images at the ``used`` count and at the ``paper``'s (60), and the mean Spearman distance between
+    the two (the distance ReCo and MeGe use), beside that method's mean S= distance (two models' maps of one image)
+    and its shuffled level. A distance far below S= says the cheaper count changes the maps less than another model
+    does. One row per method."""
+    rows = []
+    model, x = fam.cross.models[0], fam.data.x[:n_images]
+    target = fam.predictions[0, :n_images].to(x.device)
+    channel_dim = -3 if x.ndim == 4 else None
+    for method, count in used.items():
+        if method not in details or method not in ("IG", "SG"):
+            continue
+        key = "ig_steps" if method == "IG" else "sg_samples"
+        maps = []
+        for c in (count, paper):
+            name, options = method_options(method, **{key: c})
+            maps.append(explainers.explain(model, x, target, method=name, batch_size=batch_size, generator=seed,
+                                           **options))
+        a, b = (flatten_maps(m, channel_dim=channel_dim) for m in maps)
+        d = explanation_distance(a.flatten(1), b.flatten(1))
+        pairs = details[method]["pairs"]
+        s_equal = pairs.distance[pairs.kind == 0]
+        shuffled = details[method]["shuffled"][pairs.kind == 0]
+        rows.append({"method": method, "used": count, "paper": paper, "images": len(x),
+                     f"d({count}, {paper}) mean": float(d.nanmean()), "S= mean": float(s_equal.nanmean()),
+                     "shuffled mean": float(shuffled.nanmean())})
+    return pd.DataFrame(rows)
+
+
 def cam_grid(model, x: torch.Tensor) -> tuple[int, ...]:
     """Spatial size of the model's ``cam_layer`` output on inputs like x (the resolution of its Grad-CAM maps before
     upsampling)."""
@@ -406,10 +630,12 @@ def cam_grid(model, x: torch.Tensor) -> tuple[int, ...]:
 def families(tasks: list[str], *, n: int, image_size: int, k: int = 5, width_scale: float = 1.0, epochs: int = 15,
              train_batch: int = 32, lr: float = 3e-3, seed: int = 0, dataset: str | None = None,
              data_dir: str | None = None, device: str | torch.device = "cpu", batch_size: int = 256,
-             degradation: str = "Normal") -> dict[str, Family]:
+             degradation: str = "Normal", scheduler: str | None = None) -> dict[str, Family]:
     """The normally trained (or ``degradation``) ResNet-18 family of every task, as the notebooks' parameters state
-    it: D = :func:`load_task`, models by :func:`family` with ``TrainConfig(epochs, train_batch, lr, seed)``."""
-    config = train.TrainConfig(epochs=epochs, batch_size=train_batch, lr=lr, seed=seed)
+    it: D = :func:`load_task`, models by :func:`family` with ``TrainConfig(epochs, train_batch, lr, seed,
+    scheduler)`` (``"cosine"`` anneals the rate to 0, so the k models end at comparable accuracy rather than at
+    wherever a constant rate leaves them)."""
+    config = train.TrainConfig(epochs=epochs, batch_size=train_batch, lr=lr, seed=seed, scheduler=scheduler)
     return {t: family(t, load_task(t, n=n, image_size=image_size, seed=seed, dataset=dataset, data_dir=data_dir),
                       width_scale=width_scale, config=config, k=k, degradation=degradation, seed=seed, device=device,
                       batch_size=batch_size, name=degradation) for t in tasks}
@@ -488,7 +714,10 @@ def claim_gradcam_best_reco(details: Mapping[str, Mapping[str, dict]], *,
     does (competitors at their chance level do not count); else the task is not testable here, with the reason.
     Rule: on each testable task, Grad-CAM's ReCo minus the best counted competitor's, percentile interval of
     ``n_boot`` paired bootstrap resamples of the samples (:func:`bootstrap_scores`, :func:`comparison`);
-    reproduced when Grad-CAM wins on every testable task, partly when on some. Table: one row per task."""
+    reproduced when Grad-CAM wins on every testable task, partly when on at least
+    :data:`~faithlab.verdicts.PARTLY_SHARE` of them (:func:`~faithlab.verdicts.from_settings`). premises would
+    normally be :func:`family_premise` of each family (models beat chance and are within ±3 % on the test set).
+    Table: one row per task."""
     if not isinstance(details, Mapping) or not details:
         raise ValueError("details must map at least one task to {method: distance_sets(...)}")
     premises = dict(premises or {})
@@ -523,17 +752,18 @@ def claim_gradcam_best_reco(details: Mapping[str, Mapping[str, dict]], *,
     testable = table[table.untestable.isna()]
     wins = int((testable.outcome == "win").sum())
     if len(testable):
-        v = verdicts.ladder(wins == len(testable), wins > 0)
-        v = verdicts.Verdict(v, f"{target} wins on {wins} of {len(testable)} testable tasks "
-                                f"({len(table) - len(testable)} not testable)")
+        v = verdicts.from_settings((testable.outcome == "win").tolist(), reproduced=1.0, what="testable tasks")
+        v = verdicts.Verdict(v, f"{v.why} ({len(table) - len(testable)} not testable)")
     else:
         v = verdicts.ladder(False, untestable="; ".join(table.untestable))
     return verdicts.Claim(
         "R1: Grad-CAM has the best ReCo of the five methods on every dataset (normally trained ResNet-18)",
         rule=f"on each task, {target}'s ReCo minus the best ReCo among the competitors whose S= distances lie "
              f"significantly below their shuffled-pairings chance level ({level * 100:g} % paired bootstrap over "
-             "samples): reproduced when it wins on every testable task, partly when on some",
-        premise=f"per task: the models beat chance, every method has at least {min_pairs} distances in S= and S≠, "
+             f"samples): reproduced when it wins on every testable task, partly when on at least "
+             f"{verdicts.PARTLY_SHARE:.0%} of them",
+        premise=f"per task: the models beat chance and are of comparable accuracy (the caller's premises), every "
+                f"method has at least {min_pairs} distances in S= and S≠, "
                 f"and {target}'s S= distances lie significantly below the same distances with the image pairings "
                 "shuffled (paired bootstrap over images), as must a competitor's for it to count: "
                 + "; ".join(f"{r.task} {r[f'{target} S=']:.3f} vs {r[f'{target} shuffled']:.3f}"
@@ -626,4 +856,101 @@ def claim_mege_falls(details: Mapping[tuple[str, str], Mapping[str, dict]], type
                   f"{len(mege_cells)} testable (task × method × type) cells; ReCo in {int(reco_cells.falls.sum())} "
                   f"of {len(reco_cells)}; {n_cells - len(mege_cells)} of {n_cells} cells not testable"
                   + (f" ({', '.join(sorted(set(at_chance.method)))} at chance)" if len(at_chance) else ""),
+        verdict=v, table=table)
+
+
+# ---- R5: identical models (an identity of the definitions: a check of the pipeline by construction)
+_R5_VALUES = ("MeGe", "max distance", "n S=")
+
+
+def claim_identical_models(identical: pd.DataFrame, contrast: pd.DataFrame | None = None, *,
+                           tolerance: float = 1e-6) -> verdicts.Claim:
+    """Claim R5 (eq. 8): k identical models give MeGe = 1 (every distance 0).
+
+    identical: one row per cell (e.g. task × method) with :func:`identical_models`' ``MeGe``, ``max distance`` and
+    ``n S=``; every other column is the cell's key. contrast: optional, the chapter's null for the same cells, e.g.
+    :func:`null_frame` rows (the key columns and ``MeGe (shuffled)``, the same method's MeGe when the second model
+    explains another image). With k copies of one model every distance is 0 and MeGe = 1/(1 + 0) = 1: an identity of
+    the definitions, so the claim checks the pipeline by construction and no null can apply to its value (a correct
+    pipeline gives exactly 1). Premise, per cell: it has an S= pair (else MeGe is undefined) and, given the contrast,
+    maps of different images give MeGe below 1 − ``tolerance`` (else MeGe = 1 is met by any maps and the check could
+    not tell a correct pipeline from one that returns 0 for every distance); a cell that fails the premise is not
+    testable here. Rule (:func:`faithlab.verdicts.from_settings` with both shares 1): reproduced when every testable
+    cell has |MeGe − 1| ≤ ``tolerance`` and max distance ≤ ``tolerance``, not reproduced when any cell misses (no
+    partly: one miss is a broken pipeline); not testable here without a testable cell. A cell whose MeGe misses 1
+    fails whatever its contrast. Table: ``identical`` with ``MeGe (different images)``, ``status`` (holds / fails /
+    no S= pair / contrast at 1 / contrast undefined) and ``testable``."""
+    if not isinstance(identical, pd.DataFrame) or identical.empty:
+        raise ValueError("identical must be a non-empty DataFrame of identical_models(...) rows")
+    missing = [c for c in _R5_VALUES if c not in identical.columns]
+    if missing:
+        raise ValueError(f"identical lacks the columns {missing} (rows of identical_models(...))")
+    tolerance = _validate.number(tolerance, "tolerance")
+    if not 0 <= tolerance < 0.1:
+        raise ValueError(f"tolerance must lie in [0, 0.1) (float error, not a loose match), got {tolerance!r}")
+    keys = [c for c in identical.columns if c not in _R5_VALUES]
+    table = identical.copy()
+    if contrast is not None:
+        if not isinstance(contrast, pd.DataFrame):
+            raise TypeError(f"contrast must be a DataFrame (e.g. null_frame rows) or None, got "
+                            f"{type(contrast).__name__}")
+        lacking = [c for c in [*keys, "MeGe (shuffled)"] if c not in contrast.columns]
+        if lacking:
+            raise ValueError(f"contrast lacks the columns {lacking}: it needs identical's key columns {keys} and "
+                             "'MeGe (shuffled)' (null_frame(...) rows)")
+        if contrast.duplicated(keys).any():
+            raise ValueError(f"contrast must hold one row per cell ({keys}), got duplicates")
+        table = table.merge(contrast[[*keys, "MeGe (shuffled)"]].rename(
+            columns={"MeGe (shuffled)": "MeGe (different images)"}), on=keys, how="left", validate="one_to_one")
+    mege = table["MeGe"].astype(float)
+    far = table["max distance"].astype(float)
+    has_pairs = table["n S="].astype(float) > 0
+    at_one = ((mege - 1).abs() <= tolerance) & (far.abs() <= tolerance)   # NaN compares False: a miss
+    status = pd.Series(np.where(~has_pairs, "no S= pair", np.where(at_one, "holds", "fails")), index=table.index)
+    if contrast is not None:
+        other = table["MeGe (different images)"].astype(float)
+        status = status.mask((status == "holds") & other.isna(), "contrast undefined")
+        status = status.mask((status == "holds") & (other >= 1 - tolerance), "contrast at 1")
+    table["status"] = status
+    table["testable"] = status.isin(["holds", "fails"])
+    testable = table[table["testable"]]
+
+    def cell(row) -> str:
+        return " ".join(str(row[k]) for k in keys) or f"row {row.name}"
+
+    skipped = {s: [cell(r) for _, r in table[table.status == s].iterrows()]
+               for s in ("no S= pair", "contrast at 1", "contrast undefined")}
+    reasons = {"no S= pair": "no S= pair (MeGe undefined)",
+               "contrast at 1": "maps of different images also give MeGe = 1",
+               "contrast undefined": "no contrast (the shuffled pairs are undefined)"}
+    untestable = None
+    if testable.empty:
+        untestable = "no testable cell: " + "; ".join(f"{reasons[s]} in {', '.join(c)}" for s, c in skipped.items()
+                                                      if c)
+    v = verdicts.from_settings((testable.status == "holds").tolist(), reproduced=1.0, partly=1.0,
+                               untestable=untestable, what="testable cells")
+    if contrast is None:
+        contrast_text = ("no contrast given: a pipeline that returned 0 for every distance would pass as well")
+    else:
+        other = table["MeGe (different images)"]
+        contrast_text = (f"contrast, the chapter's null (the same method's MeGe when the second model explains "
+                         f"another image): MeGe {other.min():.3f}–{other.max():.3f}, below 1, so MeGe = 1 is not "
+                         "met by any maps" if other.notna().any() and other.max() < 1 - tolerance else
+                         "contrast, the chapter's null (the same method's MeGe on maps of different images): "
+                         + (f"MeGe {other.min():.3f}–{other.max():.3f}" if other.notna().any() else "undefined"))
+    skipped_text = "; ".join(f"{reasons[s]}: {', '.join(c)}" for s, c in skipped.items() if c) or "none"
+    worst = float((testable["MeGe"].astype(float) - 1).abs().max()) if len(testable) else math.nan
+    farthest = float(testable["max distance"].astype(float).abs().max()) if len(testable) else math.nan
+    return verdicts.Claim(
+        "R5: k identical models give MeGe = 1 (every distance 0)",
+        rule=f"reproduced when every testable cell has |MeGe − 1| ≤ {tolerance:g} and every distance ≤ "
+             f"{tolerance:g}; not reproduced when any cell misses (no partly: one miss is a broken pipeline)",
+        premise="an identity of the definitions (eq. 8: with k copies of one model every distance is 0, so MeGe = "
+                "1/(1 + 0)): a check of the pipeline by construction, so no null can apply to its value; a cell is "
+                f"testable when it has an S= pair and its contrast lies below 1; {contrast_text}; not testable: "
+                f"{skipped_text}",
+        paper_value="by construction (eq. 8)",
+        our_value=(f"max |MeGe − 1| = {worst:.1e}, max distance {farthest:.1e} over {len(testable)} testable cells"
+                   if len(testable) else "no testable cell")
+                  + f" ({len(table) - len(testable)} of {len(table)} not testable)",
         verdict=v, table=table)

@@ -6,7 +6,9 @@ added to a map; the distance between the clean map and each noisy copy should gr
 checked: 1-Wasserstein (the earth mover's distance of POT, the paper's ref. [9]), Sørensen–Dice, Spearman, SSIM,
 ℓ1 and ℓ2. The five tensor distances come from :func:`faithlab.metrics.distances.map_distance`; the Wasserstein
 distance is solved here, pair by pair, with ``ot.emd2``. A distance passes a check when the Spearman correlation
-between the displacement (or σ) and the distance is positive and strong (:func:`monotonicity`).
+between the displacement (or σ) and the distance is positive and strong and lies above its chance level, the same
+correlation with the pairing of maps and displacement shuffled (:func:`monotonicity`). Claim R4, "all six distances
+pass both checks", is decided over the distances × checks by :func:`claim_sanity_checks`.
 """
 
 from __future__ import annotations
@@ -20,14 +22,19 @@ import numpy as np
 import pandas as pd
 import torch
 
-from faithlab import _validate
+from faithlab import _validate, verdicts
 from faithlab.metrics.distances import DISTANCES, map_distance
-from faithlab.metrics.statistics import spearman
+from faithlab.metrics.statistics import rankdata, spearman
 
-__all__ = ["KINDS", "moving_point_maps", "noise_maps", "wasserstein", "distance_frame", "monotonicity"]
+__all__ = ["KINDS", "LABELS", "moving_point_maps", "noise_maps", "wasserstein", "distance_frame", "monotonicity",
+           "claim_sanity_checks"]
 
 KINDS = ("wasserstein", "dice", "spearman", "ssim", "l1", "l2")
 """The six distances of Figs. 2–3 in the paper's order (``"spearman"`` = sqrt(1 − |ρ|), xplique's, spec §4.2)."""
+
+LABELS = {"wasserstein": "1-Wasserstein", "dice": "Dice", "spearman": "Spearman", "ssim": "SSIM", "l1": "ℓ1",
+          "l2": "ℓ2"}
+"""The names of :data:`KINDS` in tables and figures."""
 
 
 def moving_point_maps(*, size: int = 32, steps: int = 100, radius: float = 2.0,
@@ -179,14 +186,18 @@ def distance_frame(reference_map: torch.Tensor, maps: torch.Tensor, *, kinds: Se
 
 
 def monotonicity(frame: pd.DataFrame, *, x: str = "step", by: str = "distance", value: str = "value",
-                 threshold: float = 0.9) -> pd.DataFrame:
+                 threshold: float = 0.9, n_draws: int = 1000, level: float = 0.95, seed: int = 0) -> pd.DataFrame:
     """Does each distance grow with ``x``? The paper's criterion (§4.3): a monotone positive relation.
 
     frame: tidy rows (e.g. from :func:`distance_frame`); x: the column of the displacement or noise level; by: the
     column naming the distance. Per group: ``spearman`` = Spearman ρ between x and the distance over every row
     (every repeat; NaN distances dropped, ``n`` rows used), ``spearman of means`` = ρ between x and the mean
     distance per x, ``non-decreasing means`` = whether the mean distance never falls as x grows, ``sign`` of ρ, and
-    ``passes`` = ρ ≥ threshold (rule fixed before looking: a strong monotone positive relation over all rows).
+    ``passes`` = ρ ≥ ``threshold`` (kept in column ``threshold``; rule fixed before looking: a strong monotone
+    positive relation over all rows). Chance level: ``null low``, ``null median``, ``null high`` = the central
+    ``level`` range (column ``null level``) of ρ over ``n_draws`` shuffles of which distance goes with which x
+    (generator ``seed``; NaN with fewer than 3 rows or a constant column); ``at chance`` = ρ is undefined or lies
+    within that range (the check cannot tell the distance from one unrelated to x), ``above chance`` = ρ > null high.
     Returns one row per group, in order of first appearance.
     """
     if not isinstance(frame, pd.DataFrame):
@@ -195,16 +206,149 @@ def monotonicity(frame: pd.DataFrame, *, x: str = "step", by: str = "distance", 
         if col not in frame.columns:
             raise ValueError(f"{arg}={col!r} is not a column of frame; columns: {list(frame.columns)}")
     threshold = _validate.number(threshold, "threshold")
+    n_draws = _validate.positive_int(n_draws, "n_draws")
+    if n_draws < 20:
+        raise ValueError(f"n_draws must be at least 20 (a chance range needs them), got {n_draws}")
+    level = _validate.number(level, "level")
+    if not 0.5 <= level < 1:
+        raise ValueError(f"level must lie in [0.5, 1), got {level!r}")
     rows = []
     for name, g in frame.groupby(by, sort=False):
         g = g.dropna(subset=[value])
         means = g.groupby(x)[value].mean().sort_index()
         rho = _rho(g[x], g[value]) if len(g) > 1 else math.nan
+        null = _shuffled_rho(g[x], g[value], n_draws=n_draws, level=level, seed=seed)
+        low, median, high = (null.low, null.median, null.high) if null is not None else (math.nan,) * 3
         rows.append({by: name, "spearman": rho, "spearman of means": _rho(means.index, means) if len(means) > 1
                      else math.nan, "non-decreasing means": bool((np.diff(means.to_numpy()) >= 0).all()),
-                     "sign": np.sign(rho), "n": len(g), "passes": bool(rho >= threshold)})
+                     "sign": np.sign(rho), "n": len(g), "passes": bool(rho >= threshold), "threshold": threshold,
+                     "null low": low, "null median": median, "null high": high,
+                     "null draws": len(null.draws) if null is not None else 0, "null level": level,
+                     "at chance": bool(null is None or math.isnan(rho) or null.contains(rho)),
+                     "above chance": bool(null is not None and rho > high)})
     return pd.DataFrame(rows)
 
 
 def _rho(x, y) -> float:
     return float(spearman(torch.tensor(np.asarray(x, dtype=np.float64)), torch.tensor(np.asarray(y, dtype=np.float64))))
+
+
+def _shuffled_rho(x, y, *, n_draws: int, level: float, seed: int) -> verdicts.Null | None:
+    """The chance level of ρ(x, y): ``n_draws`` Spearman ρ with y's rows permuted (generator ``seed``: every group of
+    the same length gets the same permutations), batched. A permutation moves the ranks, not their values, so each
+    draw is the Pearson correlation of x's fixed centred ranks with y's permuted ones: one gather and one product
+    (:func:`faithlab.verdicts.null_draws` draws the same null one shuffle at a time). None with fewer than 3 rows
+    or a constant column (ρ undefined in every draw)."""
+    xs = torch.tensor(np.asarray(x, dtype=np.float64))
+    ys = torch.tensor(np.asarray(y, dtype=np.float64))
+    n = xs.numel()
+    if n < 3:
+        return None
+    rx, ry = rankdata(xs), rankdata(ys)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    scale = float(rx.norm() * ry.norm())
+    if scale == 0:
+        return None
+    draws = (ry[_permutations(n, n_draws, int(seed))] @ rx) / scale
+    return verdicts.Null("ρ with the pairing of maps and x shuffled", tuple(draws.tolist()), level)
+
+
+@functools.lru_cache(maxsize=4)
+def _permutations(n: int, n_draws: int, seed: int) -> torch.Tensor:
+    """``(n_draws, n)`` random permutations of range(n) from generator ``seed`` (cached: the checks share them)."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.rand((n_draws, n), generator=g, dtype=torch.float64).argsort(dim=1)
+
+
+def claim_sanity_checks(checks: pd.DataFrame, *, control: Sequence[str] = ()) -> verdicts.Claim:
+    """Claim R4 (§4.3, Figs. 2–3): all six distances pass both sanity checks (a monotone positive relation).
+
+    checks: :func:`monotonicity` frames of the checks, concatenated with a ``check`` column naming each (e.g.
+    "Fig. 2 (moving point)", "Fig. 3 (noise)"); control: the names of checks that are reported beside the verdict but
+    not decided (e.g. the blend reading of Fig. 2). Null and premise, per (distance × check) setting: its ρ must lie
+    outside the chance range of the same ρ with the pairing of maps and displacement (or σ) shuffled (``null low``,
+    ``null high``); a ρ inside it (or undefined) cannot be told from a distance unrelated to the displacement, and
+    that setting is not testable here. Rule (fixed before the result; :func:`faithlab.verdicts.from_settings`): a
+    testable setting holds when ρ ≥ its ``threshold`` and lies above its chance range; the claim says "all six", so
+    it is reproduced only when every testable setting holds and none is at chance (share 1), partly reproduced when at
+    least :data:`~faithlab.verdicts.PARTLY_SHARE` of the testable settings hold, else not reproduced; not testable
+    here when every setting is at chance. Table: ``checks`` with ``in verdict``, ``testable`` and ``status``
+    (holds / fails / at chance / control) per row."""
+    if not isinstance(checks, pd.DataFrame):
+        raise TypeError(f"checks must be a pandas DataFrame, got {type(checks).__name__}")
+    needed = ("check", "distance", "spearman", "passes", "threshold", "null low", "null high", "null draws",
+              "null level", "at chance", "above chance")
+    missing = [c for c in needed if c not in checks.columns]
+    if missing:
+        raise ValueError(f"checks lacks the columns {missing}: build it from monotonicity(...) frames with a 'check' "
+                         "column")
+    if isinstance(control, str):
+        control = (control,)
+    unknown = [c for c in control if c not in set(checks["check"])]
+    if unknown:
+        raise ValueError(f"control names checks that checks does not hold: {unknown}; checks: "
+                         f"{list(dict.fromkeys(checks['check']))}")
+    table = checks.copy()
+    table["in verdict"] = ~table["check"].isin(list(control))
+    table["testable"] = table["in verdict"] & ~table["at chance"].astype(bool)
+    holds = table["passes"].astype(bool) & table["above chance"].astype(bool)
+    table["status"] = np.where(~table["in verdict"], "control", np.where(
+        ~table["testable"], "at chance", np.where(holds, "holds", "fails")))
+    main = table[table["in verdict"]]
+    if main.empty:
+        raise ValueError("checks must hold at least one check that is not a control")
+    thresholds = sorted(set(main["threshold"]))
+    threshold = ", ".join(f"{t:g}" for t in thresholds)
+    testable = main[main["testable"]]
+    at_chance = main[~main["testable"]]
+
+    def label(row) -> str:
+        return f"{LABELS.get(row['distance'], row['distance'])} in {row['check']}"
+
+    def why_at_chance(row) -> str:
+        if math.isnan(row["spearman"]):
+            return f"{label(row)} (ρ undefined: a constant distance or fewer than 2 maps)"
+        if not row["null draws"]:
+            return f"{label(row)} (ρ {row['spearman']:.3f} has no chance range: fewer than 3 maps)"
+        return f"{label(row)} (ρ {row['spearman']:.3f} within [{row['null low']:.3f}, {row['null high']:.3f}])"
+
+    chance_phrases = [why_at_chance(r) for _, r in at_chance.iterrows()]
+    untestable = None
+    if testable.empty:
+        untestable = ("every (distance × check) ρ lies within its shuffled-pairing chance range: "
+                      + "; ".join(chance_phrases))
+    v = verdicts.from_settings((testable["status"] == "holds").tolist(), reproduced=1.0,
+                               partly=verdicts.PARTLY_SHARE, untestable=untestable,
+                               what="testable (distance × check) settings")
+    if v == verdicts.VERDICTS[0] and len(at_chance):
+        v = verdicts.Verdict(verdicts.VERDICTS[1], f"{v.why}, but {len(at_chance)} setting(s) at chance: "
+                                                   f"{', '.join(label(r) for _, r in at_chance.iterrows())}, so "
+                                                   "'all six' is not shown")
+    ranges = "; ".join(f"{c} [{g['null low'].min():.2f}, {g['null high'].max():.2f}]"
+                       for c, g in table.groupby("check", sort=False))
+    draws = int(main["null draws"].max())
+    level = ", ".join(f"{x * 100:g} %" for x in sorted(set(main["null level"])))
+
+    def rhos(frame: pd.DataFrame) -> str:
+        return "; ".join(f"{c}: " + ", ".join(f"{LABELS.get(d, d)} {r:.2f}" for d, r in zip(g["distance"],
+                                                                                           g["spearman"]))
+                         for c, g in frame.groupby("check", sort=False))
+
+    controls = table[~table["in verdict"]]
+    return verdicts.Claim(
+        "R4: all six distances pass both sanity checks (monotone positive relation)",
+        rule=f"per distance × check, the Spearman ρ between the displacement (or σ) and the distance over every "
+             f"map: a setting holds when ρ ≥ {threshold} and ρ lies above its shuffled-pairing chance range; the "
+             f"claim says all six, so reproduced only when every setting holds (share 1), partly when at least "
+             f"{verdicts.PARTLY_SHARE:.0%} of the testable settings hold, else not reproduced"
+             + (f"; {', '.join(dict.fromkeys(controls['check']))} reported as a control, not decided"
+                if len(controls) else ""),
+        premise=f"a setting is testable only if its ρ lies outside the central {level} chance range of the same ρ "
+                f"with the pairing of maps and displacement (or σ) shuffled ({draws} draws per setting; chance ranges "
+                f"{ranges}); at chance: " + ("; ".join(chance_phrases) if chance_phrases else "none"),
+        paper_value="Figs. 2–3: all six pass; SSIM and ℓ2 have higher variance",
+        our_value=f"{int((testable['status'] == 'holds').sum())} of {len(main)} settings hold "
+                  f"({len(at_chance)} at chance); ρ with the displacement / σ: {rhos(main)}"
+                  + (f"; control, {rhos(controls)}" if len(controls) else ""),
+        verdict=v, table=table)
+
