@@ -20,7 +20,7 @@
 # degradation grows: "a correlation between the MeGe score and the degradation applied to the models" (Fig. 4).
 
 # %% tags=["parameters"]
-tasks = ["CIFAR-10"]
+tasks = ["EuroSAT", "CIFAR-10"]
 methods = ["IG", "SG", "SA", "GI", "GC"]
 degradations = ["Normal", "Limited 75%", "Limited 50%", "Limited 25%", "Randomized 5%", "Randomized 10%",
                 "Randomized 30%", "Switched 5%", "Switched 10%", "Switched 30%"]

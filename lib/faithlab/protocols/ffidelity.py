@@ -841,12 +841,11 @@ def claim_cost(cost_table: pd.DataFrame, stages: pd.DataFrame, *, target: str = 
     cost_table: rows (method, stage, seconds, forward equivalents, …) with a "total" stage per method; stages: the
     study's ``costs`` (one row per stage and explainer, with "cached"). Work is counted exactly (forward hooks;
     forward-pass equivalents = image passes + 2 × backward passes), so the work ratio has no sampling null: it is
-    decisive by the count of training runs (ROAR retrains once per explainer, F-Fidelity fine-tunes once) against
-    F-Fidelity's N-mask evaluation. Seconds carry the machine's noise: its spread is read off ROAR's retrainings,
-    which do identical work (relative range of their seconds; it needs two retrainings not loaded from the cache).
-    Rule: reproduced when the work ratio target/other is below 1 and the seconds ratio below 1 by more than that
-    noise; partly when only the work ratio is below 1; not reproduced when the work ratio is at least 1; not
-    testable when a method's total work is missing or zero."""
+    decided by the count of training runs (ROAR retrains once per explainer, F-Fidelity fine-tunes once) against
+    F-Fidelity's N-mask evaluation, and it is the same on every machine and run. Rule: reproduced when the work
+    ratio target/other is below 1, not reproduced when it is at least 1; not testable when a method's total work is
+    missing or zero. Seconds are reported beside it (with the timing noise, the relative range of ROAR's identical
+    retrainings), never decided on: they depend on the machine and on what else it runs, and a verdict must not."""
     total = cost_table[cost_table["stage"] == "total"].set_index("method")
     missing = [m for m in (target, other) if m not in total.index]
     work = seconds = float("nan")
@@ -859,25 +858,21 @@ def claim_cost(cost_table: pd.DataFrame, stages: pd.DataFrame, *, target: str = 
              if equal else float("nan"))
     untestable = (f"no total work of {', '.join(missing)}" if missing else
                   None if pd.notna(work) else f"{other}'s total work is zero")
-    faster = bool(pd.notna(noise) and seconds < 1 - noise)
-    v = verdicts.ladder(work < 1 and faster, work < 1, untestable=untestable)
+    v = verdicts.ladder(work < 1, untestable=untestable)
     if untestable is None:
-        v = verdicts.Verdict(v, f"work ratio {work:.2f}; seconds ratio {seconds:.2f} against a timing noise of "
-                                + (f"{noise:.0%}" if pd.notna(noise) else "unknown (fewer than 2 fresh retrainings)"))
+        v = verdicts.Verdict(v, f"work ratio {work:.2f}")
     return verdicts.Claim(
         f"{label}: {target} (one fine-tuning) is cheaper than {other} (one retraining per explainer) "
         f"(App. D.11, Table 13)",
-        rule=f"ratio {target}/{other} of the total forward-pass equivalents: reproduced when below 1 and the seconds "
-             f"ratio is below 1 by more than the timing noise, partly when only the work ratio is below 1, not "
-             f"reproduced when the work ratio is at least 1",
+        rule=f"ratio {target}/{other} of the total forward-pass equivalents: reproduced when below 1, not reproduced "
+             f"when at least 1 (seconds are shown, not decided on: they depend on the machine)",
         premise="no sampling null: work is counted exactly, and the ratio is decided by the number of training runs "
                 f"({len(stages[stages['stage'] == 'retrain (ROAR)'])} retrainings against one fine-tuning of as many "
-                f"epochs) against the N-mask evaluation; seconds are checked against the timing noise, the relative "
-                f"range of {other}'s identical retrainings ("
-                + (f"{noise:.0%}" if pd.notna(noise) else "not measurable here") + ")",
+                f"epochs) against the N-mask evaluation",
         paper_value=paper_value,
         our_value=f"ratio {target}/{other}: {work:.2f} in forward-pass equivalents, {seconds:.2f} in seconds",
-        verdict=v, table=pd.DataFrame([{"work ratio": work, "seconds ratio": seconds, "timing noise": noise}]))
+        verdict=v, table=pd.DataFrame([{"work ratio": work, "seconds ratio": seconds,
+                                        "seconds: timing noise": noise}]))
 
 
 def claim_size_readout(table: pd.DataFrame, *, tolerance: float, reproduced: float = 0.8, partly: float = 0.5,
