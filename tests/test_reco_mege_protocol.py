@@ -146,6 +146,10 @@ def test_comparable_premise_checks_the_papers_three_percent_on_the_test_set(accu
     frame = P.accuracy_frame([fam], {"CIFAR-10": test})
     assert bool(frame["test within ±3 %"].iloc[0]) == comparable
     assert frame["test accuracy"].iloc[0] == pytest.approx(np.mean(accuracies))
+    summary = P.accuracy_summary(frame)
+    assert list(summary.columns) == ["task", "family", "held-out accuracy", "test accuracy", "within ±3 % (test)"]
+    assert summary["test accuracy"].iloc[0] == (f"{np.mean(accuracies):.3f} ({min(accuracies):.3f}–"
+                                               f"{max(accuracies):.3f})")
 
 
 def test_family_premise_names_chance_first_and_rejects_a_bad_tolerance():

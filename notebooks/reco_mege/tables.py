@@ -70,6 +70,7 @@ tests = {t: P.load_task(t, n=n_test, image_size=image_size, seed=seed, dataset=d
 premises = {t: P.family_premise(f, tests[t], batch_size=batch_size) for t, f in families.items()}
 accuracy = P.accuracy_frame(list(families.values()), tests, batch_size=batch_size)
 out.table(accuracy, "accuracy")
+out.table(P.accuracy_summary(accuracy), "accuracy_summary")
 out.table(pd.DataFrame([{"task": t, "stand-in": P.TASKS[t]["note"], "paper dataset": P.TASKS[t]["paper"],
                          "ResNet-18 base width": P.TASKS[t]["base_width"], "dropout": P.TASKS[t]["dropout"]}
                         for t in tasks]), "stand_ins")

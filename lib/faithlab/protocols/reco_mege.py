@@ -28,7 +28,7 @@ from faithlab.train.cache import cache_key
 __all__ = ["TASKS", "METHODS", "DEGRADATIONS", "Family", "load_task", "family", "method_options", "explain_family",
            "with_null", "distance_sets", "null_frame", "claim_gradcam_best_reco", "claim_mege_falls", "scores",
            "bootstrap_scores", "score_draws", "histogram_frame", "comparison", "accuracy_frame", "chance_premise",
-           "test_accuracy", "comparable_premise", "family_premise", "claim_table3", "claim_lipschitz",
+           "test_accuracy", "comparable_premise", "family_premise", "accuracy_summary", "claim_table3", "claim_lipschitz",
            "steps_diagnostic",
            "fidelity_stability", "PAPER", "rank_agreement", "beside", "identical_models", "cam_grid", "families",
            "claim_identical_models"]
@@ -352,6 +352,21 @@ def accuracy_frame(families: list[Family], tests: Mapping[str, data.TensorData] 
                     "layers randomised": len(f.cross.degradation["randomised_layers"])})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def accuracy_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """:func:`accuracy_frame` narrowed for a page: per family, the held-out and test accuracies as "mean (min–max)"
+    and whether the models meet the paper's ±3 % on the test split."""
+    def span(prefix: str) -> pd.Series:
+        mean, low, high = (f"{prefix}accuracy" if prefix else "mean accuracy", f"{prefix}min", f"{prefix}max")
+        return frame.apply(lambda r: f"{r[mean]:.3f} ({r[low]:.3f}–{r[high]:.3f})", axis=1)
+
+    out = frame[["task", "family"]].copy()
+    out["held-out accuracy"] = span("")
+    if "test accuracy" in frame:
+        out["test accuracy"] = span("test ")
+        out["within ±3 % (test)"] = frame["test within ±3 %"]
+    return out
 
 
 def fidelity_stability(model, x: torch.Tensor, y: torch.Tensor, method: str, *, n_subsets: int = 200,
