@@ -280,3 +280,13 @@ def test_claim_s4_holds_only_beyond_random():
     table = S.claim_k_decline(frame, columns={2: "SaCo K=2", 8: "SaCo K=8"}, n_boot=1000).table
     assert table[table.method.isin(["A", "B"])]["holds"].all()
     assert not table[table.method.isin(["C", "D"])]["holds"].any()
+
+
+def test_narrow_joins_each_interval_into_one_column_and_names_a_missing_one():
+    table = pd.DataFrame({"setting": ["a", "b"], "gain": [0.12, -0.5], "low": [0.01, -0.7], "high": [0.2, -0.31],
+                          "holds": [True, False], "extra": [1, 2]})
+    out = S.narrow(table, ["setting", "holds"], {"gain": ("gain", "low", "high")}, digits=2)
+    assert list(out.columns) == ["setting", "holds", "gain"]
+    assert out["gain"].tolist() == ["+0.12 [+0.01, +0.20]", "-0.50 [-0.70, -0.31]"]
+    with pytest.raises(ValueError, match="'hi'"):
+        S.narrow(table, ["setting"], {"gain": ("gain", "low", "hi")})

@@ -355,6 +355,9 @@ out.table(ablation, "attention_ablation")
 s3 = fl.protocols.saco.claim_attention_ablation(per_sample, seed=seed)
 out.claim(s3)
 out.table(s3.table, "s3_comparisons")
+narrow = fl.protocols.saco.narrow
+out.table(narrow(s3.table, ["setting", "with", "without", "testable", "holds"], {"gain": ("gain", "low", "high")}),
+          "s3_summary")
 ablation
 
 # %%
@@ -391,6 +394,9 @@ out.table(k_table.reset_index(), "k_ablation")
 s4 = fl.protocols.saco.claim_k_decline(image_rows, columns=K_COLUMNS, seed=seed)
 out.claim(s4)
 out.table(s4.table, "s4_declines")
+out.table(narrow(s4.table, ["setting", "method", "testable", "holds"],
+                 {"decline K=5 → 20": ("decline", "decline low", "decline high"),
+                  "beyond Random": ("beyond Random", "low", "high")}), "s4_summary")
 k_table
 
 # %%

@@ -7,7 +7,7 @@ frames with one column per metric."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -18,7 +18,7 @@ from faithlab import metrics, perturb, verdicts
 __all__ = ["HIGHER_IS_BETTER", "per_sample_metrics", "oriented", "radar_scale", "random_separation",
            "order_sensitivity", "rank_correlations", "claim_weak_correlation", "claim_existing_agree_more",
            "case_study_frame", "claim_saturation", "claim_random_separation", "claim_order_sensitivity",
-           "ATTENTION_ABLATION", "claim_attention_ablation", "claim_k_decline"]
+           "ATTENTION_ABLATION", "claim_attention_ablation", "claim_k_decline", "narrow"]
 
 HIGHER_IS_BETTER = {"SaCo": True, "AUC": False, "AOPC": True, "LOdds": False, "Comprehensiveness": False}
 """Direction of each metric of the SaCo comparison (spec §3.2): True when a higher score means more faithful."""
@@ -114,6 +114,21 @@ def _settings(per_sample: pd.DataFrame):
     if "setting" not in per_sample:
         return [("all", per_sample)]
     return list(per_sample.groupby("setting", sort=False))
+
+
+def narrow(table: pd.DataFrame, keep: Sequence[str], intervals: Mapping[str, tuple[str, str, str]], *,
+           digits: int = 3) -> pd.DataFrame:
+    """A claim table narrowed for a page: the ``keep`` columns, then each ``intervals`` entry ``{name: (mean, low,
+    high)}`` as one text column "mean [low, high]" (signed, ``digits`` decimals); the full table stays in the
+    notebook's outputs."""
+    missing = [c for c in [*keep, *(c for cols in intervals.values() for c in cols)] if c not in table]
+    if missing:
+        raise ValueError(f"table has no column {missing[0]!r} (columns: {list(table.columns)})")
+    out = table[list(keep)].copy()
+    for name, (mean, low, high) in intervals.items():
+        out[name] = [f"{m:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
+                     for m, lo, hi in zip(table[mean], table[low], table[high])]
+    return out
 
 
 def random_separation(per_sample: pd.DataFrame, *, random: str = "Random", tolerance: float = 0.05,
