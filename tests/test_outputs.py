@@ -24,6 +24,29 @@ def test_figure_saves_closes_and_shows_only_in_a_kernel(tmp_path, monkeypatch):
     assert not plt.fignum_exists(fig.number)
 
 
+def test_figure_that_breaks_the_style_is_saved_with_a_warning_naming_it(tmp_path, monkeypatch):
+    monkeypatch.delenv("FAITHLAB_NOTEBOOK", raising=False)
+    monkeypatch.setenv("FAITHLAB_OUTPUT_DIR", str(tmp_path))
+    monkeypatch.setattr(outputs, "_show_in_notebook", lambda png: True)
+    out = outputs.for_notebook("paper/experiment")
+    fig, ax = plt.subplots()
+    for i in range(4):
+        ax.plot([0, 1], [i, i + 1], label=f"series {i}")
+    ax.legend(loc="center")  # over the lines
+    ax.set_xlabel("morf_vs_gt")  # a raw column name
+    with pytest.warns(UserWarning, match=r"'crowded' breaks the book's figure style: .*legend.*|.*morf_vs_gt"):
+        png = out.figure(fig, "crowded")
+    assert png.stat().st_size > 0  # saved all the same
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    ax.set_xlabel("share of pixels removed")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a figure in the style saves silently
+        out.figure(fig, "clean")
+
+
 def test_show_in_notebook_is_a_no_op_outside_a_kernel(tmp_path):
     fig, _ = plt.subplots()
     fig.savefig(tmp_path / "x.png")

@@ -310,9 +310,10 @@ warnings.warn("a warning of the notebook's own", UserWarning)
 
 def test_kernel_shows_figures_and_no_tqdm_or_kernel_notices(project, capfd):
     """A notebook run by the runner: the cell that calls ``out.figure`` shows the saved PNG, and only it; tqdm's
-    notebook-mode notices are silent but the notebook's own warnings are not; the kernel logs nothing at start."""
+    notebook-mode notices are silent but the notebook's own warnings are not (they leave the page for its
+    ``stderr.log`` and the runner's messages); the kernel logs nothing at start."""
     write(project, "demo/first", "value = 1\n", FIGURE_BODY)
-    results, _ = run(project, "demo/first")
+    results, messages = run(project, "demo/first")
     assert results["demo/first"].status == "ran", results["demo/first"].message
     generated = project / "book" / "_generated" / "demo"
     png = generated / "first" / "line.png"
@@ -328,8 +329,11 @@ def test_kernel_shows_figures_and_no_tqdm_or_kernel_notices(project, capfd):
     assert len(shown) == 1 and base64.b64decode("".join(shown[0])) == png.read_bytes()
     # The returned path, last expression of the cell, is not echoed (it would print the staging folder).
     assert [o["output_type"] for o in cell("out.figure(")["outputs"]] == ["display_data"]
-    assert "Warning" not in printed(cell("import tqdm")) and "IProgress" not in printed(cell("import tqdm"))
-    assert "UserWarning: a warning of the notebook's own" in printed(cell("notebook's own"))
+    stderr = (generated / "first" / "stderr.log").read_text()
+    assert "UserWarning: a warning of the notebook's own" in stderr and "Tqdm" not in stderr
+    assert "IProgress" not in stderr and "IProgress" not in printed(cell("import tqdm"))
+    assert not printed(cell("notebook's own"))  # off the page
+    assert any("a warning of the notebook's own" in m for m in messages if m.startswith("[stderr] demo/first"))
     log = capfd.readouterr()
     assert "[IPKernelApp] WARNING" not in log.out + log.err, log.err[-2000:]
 

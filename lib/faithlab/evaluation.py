@@ -5,15 +5,16 @@ One row per explainer × sample × metric (dataset-level metrics, ReCo and MeGe,
 (:mod:`faithlab.metrics`); this module only chooses the calls and shares their work:
 
 * the clean forward pass runs once; its prediction ŷ is the class every metric explains (``target``);
-* accuracy AUC, AOPC and LOdds read one most-salient-first removal curve (:func:`faithlab.metrics.cumulative.
-  morf_details`), TRACE's ΣLeRF, ΣMoRF and their difference one pair of patch deletion curves, Few-class
+* accuracy AUC, AOPC and LOdds read one most-salient-first removal curve
+  (:func:`faithlab.metrics.cumulative.morf_details`), TRACE's ΣLeRF, ΣMoRF and their difference one pair of patch deletion curves, Few-class
   Fidelity's perturbed images are selected once for all explainers, the k fold models' predictions once;
 * every random metric of every explainer gets the same seed (common random numbers), so explainers differ by
   their maps only.
 
-A progress bar (tqdm) runs over the chunks of samples × explainers × metric groups, and the frame's
-``attrs["cost"]`` records, per metric group and explainer, the model inputs evaluated, the model calls, the
-inputs given to the explainer and the seconds (:func:`cost`); ``attrs["forward_inputs"]`` is the total.
+A progress bar (tqdm) runs over the chunks of samples × explainers × metric groups (``progress``: by default on,
+except where ``FAITHLAB_PROGRESS=0``, as in the study runner's kernels), and the frame's ``attrs["cost"]``
+records, per metric group and explainer, the model inputs evaluated, the model calls, the inputs given to the
+explainer and the seconds (:func:`cost`); ``attrs["forward_inputs"]`` is the total.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-from faithlab import _validate, perturb
+from faithlab import _progress, _validate, perturb
 from faithlab import metrics as fm
 from faithlab.metrics import cumulative, fewclass, trace
 
@@ -181,7 +182,7 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
              alpha: float = 0.5, beta: float = 0.1, n_samples: int = 50, saco_k: int = 10, edge: int | None = None,
              fewclass_fractions: Sequence[float] = fewclass.FRACTIONS,
              n_subsets: int = 200, n_neighbours: int = 50, radius: float = 0.1, seed: int = 0,
-             chunk_size: int | None = None, batch_size: int = 256, progress: bool = True):
+             chunk_size: int | None = None, batch_size: int = 256, progress: bool | None = None):
     """Every faithfulness metric of the study for one or several explainers of one model → tidy pandas frame.
 
     model: eval-mode classifier returning logits. x: ``(B, C, H, W)`` images (the patch and Few-class metrics need
@@ -213,7 +214,8 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
     ``perturb.Reference`` replaces it for all of them (Few-class Fid keeps its perturbed images). seed: every random
     draw (the same for every explainer). chunk_size: samples per chunk (None: all at once; the Monte-Carlo masks of
     a chunk are held in memory); results equal the metric calls on each chunk (S_avg's with the chunk's global
-    ``sample_index``, so S_avg does not depend on the chunks). batch_size: inputs per forward call.
+    ``sample_index``, so S_avg does not depend on the chunks). batch_size: inputs per forward call. progress: a tqdm
+    bar over the chunks (None: on unless the environment sets ``FAITHLAB_PROGRESS=0``, as the study runner does).
 
     Returns a DataFrame with columns ``explainer``, ``sample`` (nullable int; missing for dataset-level metrics),
     ``metric``, ``label``, ``paper``, ``level``, ``score``, ``higher_is_better`` and ``direction``. Its
@@ -294,7 +296,7 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
     chunks = [(b0, min(n, b0 + chunk)) for b0 in range(0, n, chunk)]
     per_sample_groups = [g for g in groups if g != "reco_mege"]
     total = len(chunks) * (1 + len(names) * len(per_sample_groups)) + (len(names) if "reco_mege" in groups else 0)
-    bar = tqdm(total=total, desc="evaluate", disable=not progress, leave=False)
+    bar = tqdm(total=total, desc="evaluate", disable=not _progress.enabled(progress), leave=False)
     ref = {} if reference is None else {"reference": reference}
     try:
         for b0, b1 in chunks:

@@ -8,23 +8,31 @@ final folder directly. Every file is written to a temporary name and renamed, so
 
 from __future__ import annotations
 
+import html
+import math
 import os
 import re
 from pathlib import Path
 
 from faithlab import paths
 from faithlab.verdicts import VERDICTS
+
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-def _show_in_notebook(png: Path) -> bool:
-    """Display a saved PNG as an output of the running Jupyter kernel; returns False (and does nothing) elsewhere."""
+def _in_kernel() -> bool:
+    """Whether this code runs in a Jupyter kernel (where ``IPython.display.display`` adds an output to the cell)."""
     try:
         from IPython import get_ipython
     except ImportError:
         return False
     shell = get_ipython()
-    if shell is None or not hasattr(shell, "kernel"):
+    return shell is not None and hasattr(shell, "kernel")
+
+
+def _show_in_notebook(png: Path) -> bool:
+    """Display a saved PNG as an output of the running Jupyter kernel; returns False (and does nothing) elsewhere."""
+    if not _in_kernel():
         return False
     from IPython.display import Image, display
 
@@ -41,11 +49,73 @@ class _ShownPath(type(Path())):
 
 
 class _Recorded(dict):
-    """The row :meth:`Outputs.claim` returns: a plain dict that IPython does not echo as a cell's result (the
-    claim is shown on the scorecard page, not as a raw dict under the cell)."""
+    """The row :meth:`Outputs.claim` returns: a plain dict that IPython does not echo as a cell's result (under a
+    kernel :meth:`Outputs.claim` has displayed the claim's row already, :class:`ClaimRow`; echoing it again would
+    show the claim twice when the call ends a cell and once otherwise)."""
 
     def _ipython_display_(self):
         pass
+
+
+_DASH = "–"  # an empty value in a claim's row
+
+
+def _cell(value) -> str:
+    """A value of a claim's row as escaped HTML text (a dash for a missing one)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or (isinstance(value, str) and not value.strip()):
+        return _DASH
+    return html.escape(str(value))
+
+
+class ClaimRow:
+    """How a notebook shows a claim where it computes it: a one-row table claim | paper | ours | verdict, its rule,
+    premise and note folded under the claim (:func:`claim_html`). Displayed by :meth:`Outputs.claim` in a kernel."""
+
+    def __init__(self, row: dict):
+        self.row = dict(row)
+
+    def _repr_html_(self) -> str:
+        return claim_html(self.row)
+
+    def __repr__(self) -> str:
+        row = self.row
+        return f"{row.get('claim')} — paper {row.get('paper_value')}, ours {row.get('our_value')}: {row.get('verdict')}"
+
+
+def claim_anchor(claim: str) -> str:
+    """The HTML id of a claim's row where its notebook shows it (``claim-`` and 10 hex digits of the claim text's
+    SHA-1): the chapter pages and the scorecard link each claim to ``<notebook page>.html#<anchor>``."""
+    import hashlib
+
+    return "claim-" + hashlib.sha1(str(claim).encode("utf-8")).hexdigest()[:10]
+
+
+def verdict_badge(verdict: str) -> str:
+    """A verdict as the book's coloured badge: ``<span class="fl-badge fl-badge-<verdict with dashes>">``
+    (styled by book/_static/faithlab.css)."""
+    import html
+
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
+    slug = str(verdict).replace(" ", "-")
+    return f'<span class="fl-badge fl-badge-{slug}">{html.escape(str(verdict))}</span>'
+
+
+def claim_html(row: dict) -> str:
+    """A claim's row (a dict with the ``faithlab.study.CLAIM_COLUMNS`` keys, as :meth:`Outputs.claim` records
+    it) as the HTML its notebook's page shows: a one-row ``<table class="fl-glance fl-claim-row">`` carrying
+    ``id="<claim_anchor(claim)>"`` (the target of the chapter pages' and the scorecard's links), with the columns
+    claim | paper | ours | verdict (:func:`verdict_badge`) and the rule, premise and note folded in a ``<details>``
+    under the claim. Every text is escaped. The table fills the column and no wider (book/_static/faithlab.css)."""
+    folded = "".join(f"<p><b>{name}</b>: {_cell(row.get(name))}</p>" for name in ("rule", "premise", "note")
+                     if _cell(row.get(name)) != _DASH)
+    fold = f'<details class="fl-rule"><summary>rule and premise</summary>{folded}</details>' if folded else ""
+    head = ('<thead><tr><th class="fl-claim">claim</th><th>paper</th><th>ours</th><th class="fl-verdict">verdict</th>'
+            "</tr></thead>")
+    body = (f'<tr><td class="fl-claim">{_cell(row.get("claim"))}{fold}</td><td>{_cell(row.get("paper_value"))}</td>'
+            f'<td>{_cell(row.get("our_value"))}</td><td class="fl-verdict">{verdict_badge(row["verdict"])}</td></tr>')
+    return (f'<table class="fl-glance fl-claim-row" id="{claim_anchor(row["claim"])}">{head}<tbody>{body}</tbody>'
+            "</table>")
 
 
 def _check_name(name: str) -> str:
@@ -79,10 +149,19 @@ class Outputs:
         """Save a matplotlib figure as ``<name>.png`` (and ``.svg`` if asked), show that PNG in the notebook's output
         (the executed-notebook page of the book shows it; the runner's kernels use the non-interactive Agg
         backend, so nothing else would) and close the figure; returns the PNG path (which IPython does not echo
-        when the call ends a cell)."""
+        when the call ends a cell). A figure that breaks the book's figure style (:func:`faithlab.plots.check_style`:
+        fonts too small once shown in the column, a legend over the data, raw column names, too many panels) is
+        saved all the same, with a warning that names it and says why (the runner logs it beside the notebook)."""
+        import warnings
+
         import matplotlib.pyplot as plt
 
+        from faithlab.plots import check_style
+
         stem = _check_name(name)
+        problems = check_style(fig, dpi=dpi)
+        if problems:
+            warnings.warn(f"figure {stem!r} breaks the book's figure style: " + "; ".join(problems), stacklevel=2)
         if svg:
             paths.atomic_write(self.folder / f"{stem}.svg", lambda tmp: fig.savefig(tmp, format="svg", bbox_inches="tight"))
         png = paths.atomic_write(
@@ -100,7 +179,9 @@ class Outputs:
         return value
 
     def claim(self, claim, *, paper_value=None, our_value=None, verdict: str | None = None, note: str = "") -> dict:
-        """Record a claim's verdict for the reproduction scorecard; rewrites ``claims.csv``.
+        """Record a claim's verdict for the reproduction scorecard (rewrites ``claims.csv``) and, in a Jupyter kernel,
+        show it where it is computed: the claim's row (:func:`claim_html`) is displayed as an output of the calling
+        cell, once per call, and the returned dict is not echoed.
 
         claim: a :class:`faithlab.verdicts.Claim` (what a claim function of ``faithlab.protocols`` returns: its rule
         and premise go to the ``rule`` and ``premise`` columns), or the claim's text with ``paper_value``,
@@ -138,6 +219,10 @@ class Outputs:
         self._claims = [c for c in self._claims if c["claim"] != claim] + [row]
         frame = pd.DataFrame(self._claims, columns=list(CLAIM_COLUMNS))
         paths.atomic_write(self.folder / CLAIMS, lambda tmp: frame.to_csv(tmp, index=False))
+        if _in_kernel():  # here, not as the cell's result: a claim recorded in a loop or mid-cell shows too
+            from IPython.display import display
+
+            display(ClaimRow(row))
         return _Recorded(row)
 
 

@@ -6,7 +6,9 @@ captum method ourselves)."""
 
 from __future__ import annotations
 
+import contextlib
 import numbers
+import warnings
 
 import torch
 from captum.attr import Deconvolution, GuidedBackprop, InputXGradient, IntegratedGradients, Occlusion, Saliency
@@ -138,16 +140,34 @@ def _sg_sq_ig(model, x, target, extra, *, batch_size, generator, nt_samples: int
                        nt_samples=nt_samples, stdevs=stdevs, square=True, **ig_options)
 
 
+@contextlib.contextmanager
+def _relu_hooks_notice_off():
+    """Ignore the one notice captum's GuidedBackprop and Deconvolution give on every ``attribute`` call.
+
+    Both (``ModifiedReluGradientAttribution.attribute``) warn "Setting backward hooks on ReLU activations. The hooks
+    will be removed after the attribution is finished" unconditionally: overriding the ReLU gradients with hooks is
+    what the two methods are, no argument avoids it, and captum removes the hooks itself. The notice names no
+    problem of the call, yet it printed captum's installed path on the book's pages. Only that message, from captum's
+    module, is ignored, and only around these calls; every other warning still shows.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Setting backward hooks on ReLU activations", category=UserWarning,
+                                module=r"captum\.attr\._core\.guided_backprop_deconvnet")
+        yield
+
+
 @register("guided_backprop")
 def _guided_backprop(model, x, target, extra, *, batch_size, generator):
     """Guided backpropagation (needs nn.ReLU modules, not functional relu)."""
-    return GuidedBackprop(model).attribute(x, target=target, additional_forward_args=forward_args(extra))
+    with _relu_hooks_notice_off():
+        return GuidedBackprop(model).attribute(x, target=target, additional_forward_args=forward_args(extra))
 
 
 @register("deconvolution")
 def _deconvolution(model, x, target, extra, *, batch_size, generator):
     """Deconvolution (Zeiler & Fergus; needs nn.ReLU modules)."""
-    return Deconvolution(model).attribute(x, target=target, additional_forward_args=forward_args(extra))
+    with _relu_hooks_notice_off():
+        return Deconvolution(model).attribute(x, target=target, additional_forward_args=forward_args(extra))
 
 
 @register("expected_gradients", random=True)

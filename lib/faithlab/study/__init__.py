@@ -19,6 +19,10 @@ is executed with parameters merged from, lowest to highest priority: its own par
 ``book/_generated/<paper>/<experiment>.ipynb`` and ``book/_generated/<paper>/<experiment>/`` (tables, figures,
 claims). A run is skipped when the stamp of the last successful run matches the hash of (notebook source, merged
 parameters, library source, uv.lock); an unreadable stamp counts as no stamp (the notebook is executed again).
+The kernels run with ``FAITHLAB_PROGRESS=0`` (the library's progress bars off), and each executed notebook is made
+a page of the book before its promotion (``faithlab.study.notebook_page``): one parameters cell, "this run's
+parameters", a first cell linking to its chapter with the run time, and no stderr stream (moved to
+``<experiment>/stderr.log`` and reported on the terminal).
 
 Guarantees, also with several runners at once and with a runner killed at any point:
 
@@ -66,7 +70,8 @@ from pathlib import Path
 
 import yaml
 
-from faithlab import paths
+from faithlab import _progress, paths
+from faithlab.study import notebook_page
 
 PROFILES = ("smoke", "book", "paper", "paper-dry")
 STAMP = ".stamp.json"
@@ -74,7 +79,8 @@ CLAIMS = "claims.csv"
 SCORECARD = "scorecard.csv"
 SUMMARY = "scorecard_summary.csv"  # verdict counts per paper, for the front page
 STUDY_MAP = "study_map"  # .png and .svg: the front page's map of papers → metrics → experiments → verdicts
-ALL_PAPERS = "all papers"  # the summary's last row
+ALL_PAPERS = "all papers"  # the summary's row after the five papers
+STUDY_CHECK = "(study check)"  # the suffix of a summary row that is not a paper (basics, synthesis)
 CLAIM_COLUMNS = ("paper", "experiment", "claim", "paper_value", "our_value", "verdict", "rule", "premise", "note")
 _OPTIONAL_CLAIM_COLUMNS = ("rule", "premise")  # absent from claims written before claims were functions
 LOCKS = ".locks"  # per-notebook lock files, and the lock of the outputs (promotions and scorecard)
@@ -658,7 +664,7 @@ class Result:
 
 
 def execute(nb: Notebook, params: dict, key: str, root: Path, generated: Path, timeout: int, echo=print, *,
-            shard: int | None = None, n_shards: int = 1) -> Result:
+            shard: int | None = None, n_shards: int = 1, profile: str | None = None) -> Result:
     """Execute one notebook with papermill into its own staging folder; move outputs into place only on success.
 
     Holds the notebook's lock throughout (see the module docstring); when another runner held it, the notebook is
@@ -670,6 +676,10 @@ def execute(nb: Notebook, params: dict, key: str, root: Path, generated: Path, t
     ``shard=None`` it is the reduce step: the whole notebook with ``shard = None``, whose
     :func:`faithlab.outputs.sharded` calls read the stored shards, promoted like any run. ``key`` is the reduce
     step's run key in both cases.
+
+    A successful execution's notebook is made a page of the book before it is promoted
+    (``faithlab.study.notebook_page.finish``: one parameters cell headed with ``profile``, the chapter link
+    and the run time, its stderr moved to ``<experiment>/stderr.log`` and reported with ``echo``).
     """
     from faithlab.study import cluster
 
@@ -687,7 +697,8 @@ def execute(nb: Notebook, params: dict, key: str, root: Path, generated: Path, t
             if state == "waited" and is_current(nb, key, generated, echo):
                 return Result(nb.name, "cached", time.monotonic() - start, "executed by another runner meanwhile")
             store = shard_store(nb, key, generated) if n_shards > 1 else None
-            result = _execute_locked(nb, params, key, root, generated, timeout, start, shards=store)
+            result = _execute_locked(nb, params, key, root, generated, timeout, start, shards=store,
+                                     page={"profile": profile, "echo": echo, "n_shards": n_shards})
             if store is not None and result.status == "ran":
                 _remove_store(nb, key, generated)
             return result
@@ -695,6 +706,7 @@ def execute(nb: Notebook, params: dict, key: str, root: Path, generated: Path, t
 
 SHARDS = ".shards"  # per-sample tables of sharded notebooks: <generated>/.shards/<slug>/<key[:16]>/<i>/<name>.csv
 SHARD_DONE = ".done"  # in a shard's folder: the run key it was computed for (written last)
+SHARD_SECONDS = ".seconds"  # in a shard's folder: how long its execution took (for the page's run time)
 
 
 def shard_store(nb: Notebook, key: str, generated: Path) -> Path:
@@ -751,12 +763,25 @@ def _execute_shard(nb: Notebook, params: dict, key: str, root: Path, generated: 
                                  shards=store, shard=shard)
         result.name = name
         if result.status == "ran":
+            paths.atomic_write(folder / SHARD_SECONDS, lambda tmp: tmp.write_text(f"{result.seconds:.3f}"))
             paths.atomic_write(done, lambda tmp: tmp.write_text(key))
         return result
 
 
+def _shard_seconds(store: Path, n_shards: int) -> float:
+    """The execution seconds the shards of a store recorded (a shard without a record counts 0)."""
+    total = 0.0
+    for i in range(n_shards):
+        with contextlib.suppress(OSError, ValueError):
+            total += float((store / str(i) / SHARD_SECONDS).read_text())
+    return total
+
+
 def _execute_locked(nb: Notebook, params: dict, key: str, root: Path, generated: Path, timeout: int,
-                    start: float, shards: Path | None = None, shard: int | None = None) -> Result:
+                    start: float, shards: Path | None = None, shard: int | None = None,
+                    page: dict | None = None) -> Result:
+    """Execute with papermill into a staging folder and, unless a shard, finish the page and promote it. page: the
+    options of ``faithlab.study.notebook_page.finish`` (``profile``, ``echo``, ``n_shards``)."""
     import jupytext
     import nbformat
     import papermill
@@ -782,13 +807,16 @@ def _execute_locked(nb: Notebook, params: dict, key: str, root: Path, generated:
         nbformat.write(source_nb, source_ipynb)
 
         env_backup = {k: os.environ.get(k) for k in ("FAITHLAB_OUTPUT_DIR", "FAITHLAB_NOTEBOOK", "FAITHLAB_ROOT",
-                                                     paths.SHARDS_ENV)}
+                                                     paths.SHARDS_ENV, _progress.ENV)}
         os.environ.update(FAITHLAB_OUTPUT_DIR=str(staged_folder), FAITHLAB_NOTEBOOK=nb.name, FAITHLAB_ROOT=str(root))
+        # The library's progress bars off (progress=None reads it): in a page of the book they are stderr noise.
+        os.environ[_progress.ENV] = "0"
         if shards is not None:
             os.environ[paths.SHARDS_ENV] = str(shards)
         else:
             os.environ.pop(paths.SHARDS_ENV, None)
         os.environ.setdefault("MPLBACKEND", "Agg")
+        ran_from = time.monotonic()
         try:
             papermill.execute_notebook(
                 str(source_ipynb),
@@ -836,6 +864,13 @@ def _execute_locked(nb: Notebook, params: dict, key: str, root: Path, generated:
         if shard is not None:  # its tables are in the store already (faithlab.outputs.sharded wrote them)
             failed.unlink(missing_ok=True)
             return Result(nb.name, "ran", time.monotonic() - start)
+        page = page or {}
+        n_shards = page.get("n_shards", 1)
+        seconds = time.monotonic() - ran_from + (_shard_seconds(shards, n_shards) if shards is not None else 0.0)
+        notebook_page.finish(staged_ipynb, name=nb.name, params=params, profile=page.get("profile"), seconds=seconds,
+                             root=root, generated=generated, log_folder=staged_folder,
+                             final_log=folder / notebook_page.STDERR_LOG, shards=n_shards if n_shards > 1 else 0,
+                             echo=page.get("echo") or print)
         (staged_folder / STAMP).write_text(json.dumps({"key": key, "params": params}, sort_keys=True, default=str))
         _promote(nb, key, staging, generated)
         failed.unlink(missing_ok=True)  # an old traceback no longer describes this notebook
@@ -868,6 +903,7 @@ class _Plan:
     shards_left: set = field(default_factory=set)
     shard_failure: Result | None = None
     shard_seconds: float = 0.0
+    profile: str | None = None
 
 
 class _Inline:
@@ -957,6 +993,7 @@ def _schedule(plans: list[_Plan], executor, echo) -> list[Result]:
 
     def submit(plan: _Plan, shard: int | None) -> None:
         kwargs = {"n_shards": plan.n_shards} if plan.n_shards > 1 else {}
+        kwargs["profile"] = plan.profile
         label = plan.nb.name
         if shard is not None:
             kwargs["shard"] = shard
@@ -1049,7 +1086,7 @@ def run(
             results.append(Result(nb.name, "cached"))
             echo(f"[cached] {nb.name}")
         else:
-            plans.append(_Plan(nb, (nb, params, key, root, generated, timeout), n_shards))
+            plans.append(_Plan(nb, (nb, params, key, root, generated, timeout), n_shards, profile=profile))
 
     if plans:
         shards = sum(p.n_shards for p in plans if p.n_shards > 1)
@@ -1110,20 +1147,29 @@ def _report(result: Result, done: int, total: int, echo) -> Result:
 
 
 def summarise(scorecard: pd.DataFrame) -> pd.DataFrame:
-    """Verdict counts per paper of a scorecard frame (columns :data:`CLAIM_COLUMNS`) → one row per paper present,
-    in :func:`faithlab.plots.paper_order`, with columns paper (display name, :data:`faithlab.plots.PAPER_NAMES`),
-    one per verdict (:data:`faithlab.verdicts.VERDICTS` order) and total (its claims), then the row "all papers"."""
+    """Verdict counts per paper of a scorecard frame (columns :data:`CLAIM_COLUMNS`) → one row per paper of
+    :data:`faithlab.plots.CHAPTERS` present, in the book's order, with columns paper (display name,
+    :data:`faithlab.plots.PAPER_NAMES`), one per verdict (:data:`faithlab.verdicts.VERDICTS` order) and total (its
+    claims); then the row "all papers" (the five papers' sum); then the study's own checks (any other slug: basics,
+    synthesis, ...), one row each named "<name> (study check)", which the papers' total does not count."""
     import pandas as pd
 
-    from faithlab.plots import PAPER_NAMES, paper_order
+    from faithlab.plots import CHAPTERS, PAPER_NAMES, paper_order
     from faithlab.verdicts import VERDICTS
 
     papers = scorecard["paper"].astype(str)
-    rows = [[PAPER_NAMES.get(p, p), *((scorecard["verdict"][papers == p] == v).sum() for v in VERDICTS),
-             int((papers == p).sum())] for p in paper_order(papers)]
+
+    def row(p: str, name: str) -> list:
+        return [name, *((scorecard["verdict"][papers == p] == v).sum() for v in VERDICTS), int((papers == p).sum())]
+
+    ordered = paper_order(papers)
+    rows = [row(p, PAPER_NAMES.get(p, p)) for p in ordered if p in CHAPTERS]
     table = pd.DataFrame(rows, columns=["paper", *VERDICTS, "total"]).astype({c: int for c in (*VERDICTS, "total")})
     table.loc[len(table)] = [ALL_PAPERS, *table[[*VERDICTS, "total"]].sum().astype(int)]
-    return table
+    for p in ordered:
+        if p not in CHAPTERS:
+            table.loc[len(table)] = row(p, f"{PAPER_NAMES.get(p, p)} {STUDY_CHECK}")
+    return table.astype({c: int for c in (*VERDICTS, "total")})
 
 
 def write_scorecard(generated: Path | None = None, echo=None) -> Path:

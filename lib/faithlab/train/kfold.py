@@ -105,7 +105,7 @@ def randomise_layers(model: nn.Module, fraction: float, *, generator: torch.Gene
 def cross_train(model_name: str, model_config: dict, data: TensorData, config: TrainConfig, *, data_key: str | dict,
                 k: int = 5, seed: int = 0, limited: float | None = None, switched: float | None = None,
                 randomised: float | None = None, cache: bool = True, cache_dir: str | os.PathLike | None = None,
-                device: torch.device | str | None = None, progress: bool = True) -> CrossTrained:
+                device: torch.device | str | None = None, progress: bool | None = None) -> CrossTrained:
     """Algorithm 1 of ReCo/MeGe: k models of ``models.build(model_name, **model_config)``, model i trained on
     D \\ B_i with :func:`~faithlab.train.fit` (cached per fold; ``data_key`` must identify D), optionally degraded.
 

@@ -7,7 +7,7 @@
 
 Randomness: one ``seed`` gives the weight initialisation, the shuffling, the augmentation draws and dropout. Model
 init and dropout use the global RNG inside ``torch.random.fork_rng``, so the caller's global RNG state is left
-untouched; shuffling and augmentations use CPU ``torch.Generator``s (drawn on CPU, then moved to the device).
+untouched; shuffling and augmentations use CPU ``torch.Generator`` objects (drawn on CPU, then moved to the device).
 Training on CPU is bitwise reproducible; on a GPU, non-deterministic kernels may make runs differ slightly.
 """
 
@@ -30,7 +30,7 @@ from torch.utils.data import Dataset
 from tqdm import tqdm  # plain text bar: tqdm.auto would need ipywidgets inside notebooks
 
 import faithlab
-from faithlab import _validate, models
+from faithlab import _progress, _validate, models
 from faithlab.train.augment import AUGMENTATIONS, Compose, check_hook
 from faithlab.train.batching import batches, check_data
 from faithlab.train.cache import cache_files, cache_key, data_digest, load_cached, save_cached, training_lock
@@ -230,7 +230,7 @@ def fit(
     cache: bool = True,
     cache_dir: str | os.PathLike | None = None,
     device: torch.device | str | None = None,
-    progress: bool = True,
+    progress: bool | None = None,
 ) -> tuple[nn.Module, dict[str, Any]]:
     """Train ``models.build(model_name, **model_config)`` with cross-entropy (binary cross-entropy on the logit of a
     single-output model, ``n_classes=1``), or load it from the cache.
@@ -240,6 +240,8 @@ def fit(
     seed, …) in the cache key. With ``test_data`` the weights of the epoch with the best test accuracy are kept (as
     the F-Fidelity code; a digest of its contents is part of the cache key), else the last. augment: a hook (see
     :mod:`faithlab.train.augment`), applied after ``config.augment``. device: default CUDA if available, else CPU.
+    progress: a tqdm bar over the epochs (None: on unless the environment sets ``FAITHLAB_PROGRESS=0``, as the study
+    runner does for its kernels).
     Raises RuntimeError naming the epoch if the loss becomes NaN/inf.
     Returns (model in eval mode on device, history dict with ``key``, per-epoch ``epochs`` rows, ``best_epoch``,
     ``train_seconds``, ``spec`` and ``from_cache``).
@@ -251,7 +253,7 @@ def fit(
     spec = {"model": model_name, "model_config": model_config, "data": data_key}
     dev = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return _run(lambda: models.build(model_name, **model_config), spec, train_data, config, augment,
-                test_data, cache, cache_dir, dev, progress, model_name)
+                test_data, cache, cache_dir, dev, _progress.enabled(progress), model_name)
 
 
 def finetune(
@@ -266,7 +268,7 @@ def finetune(
     cache: bool = True,
     cache_dir: str | os.PathLike | None = None,
     device: torch.device | str | None = None,
-    progress: bool = True,
+    progress: bool | None = None,
 ) -> tuple[nn.Module, dict[str, Any]]:
     """:func:`fit` starting from a copy of ``model``'s weights (``model`` itself is not modified), e.g. F-Fidelity
     fine-tuning (eq. 5) with ``augment=RandomRemoval(0.1)``. base_key: the base model's cache key
@@ -278,4 +280,4 @@ def finetune(
     dev = torch.device(device) if device is not None else next(model.parameters()).device
     spec = {"base": base_key, "data": data_key}
     return _run(lambda: copy.deepcopy(model), spec, train_data, config, augment, test_data, cache,
-                cache_dir, dev, progress, "finetune")
+                cache_dir, dev, _progress.enabled(progress), "finetune")
