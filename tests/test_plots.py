@@ -167,3 +167,148 @@ def test_study_map_rejects_bad_arguments():
         plots.study_map(card.iloc[:0], {})
     with pytest.raises(TypeError, match="papers"):
         plots.paper_order("saco")
+
+
+# ------------------------------------------------------------------------- the book's figure style (check_style)
+
+
+def _styled_curves():
+    """A figure drawn the book's way: set_style, one column wide, legend outside, labels in words."""
+    plots.set_style()
+    fig, axes = plots.panels(1, 2, legend="right", sharey=True)
+    for ax, method in zip(axes[0], ["fid", "rfid"]):
+        df = _tidy()
+        plots.curves(df[df["method"] == method], x="sparsity", y="score", hue="seed", ax=ax)
+        ax.set(xlabel="fraction removed", ylabel="score", title=method)
+    plots.legend_outside(fig, title="seed")
+    return fig, axes
+
+
+def test_check_style_passes_a_figure_drawn_the_books_way_and_style_sets_the_fonts():
+    fig, axes = _styled_curves()
+    assert plots.check_style(fig) == []
+    assert not any(ax.get_legend() for ax in axes.flat) and len(fig.legends) == 1  # merged into one legend
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["0", "1", "2", "3"]
+    assert min(plots.FONT_PT.values()) >= plots.MIN_FONT_PT / 0.9 and plt.rcParams["savefig.dpi"] == plots.SAVE_DPI
+    plt.rcdefaults()
+
+
+@pytest.mark.parametrize("where", ["right", "below"])
+def test_legend_outside_moves_a_covering_legend_off_the_data(where):
+    plots.set_style()
+    ax = plots.correlation_bars(_tidy(), x="method", y="score", hue="sparsity")
+    ax.set(xlabel="method", ylabel="Spearman correlation")
+    ax.legend(loc="center", title="sparsity")  # over the bars
+    assert any("legend" in p and "overlaps" in p for p in plots.check_style(ax.figure))
+    plots.legend_outside(ax, where=where)
+    assert plots.check_style(ax.figure) == []
+    legend = ax.get_legend() if where == "right" else ax.figure.legends[0]
+    assert [t.get_text() for t in legend.get_texts()] == ["0.1", "0.5", "0.9"] and legend.get_title().get_text() == (
+        "sparsity")
+    with pytest.raises(ValueError, match="where"):
+        plots.legend_outside(ax, where="inside")
+    with pytest.raises(ValueError, match="no legend"):
+        plots.legend_outside(plt.subplots()[1])
+    plt.rcdefaults()
+
+
+def test_check_style_finds_small_fonts_after_shrinking_to_the_column():
+    plots.set_style()
+    fig, ax = plt.subplots(figsize=(6.0, 3.0))
+    ax.plot([0, 1], [0, 1])
+    ax.set(xlabel="fraction removed", ylabel="score")
+    assert plots.check_style(fig) == []  # 6 in at 120 dpi fits the 772 px column: 10 pt ticks stay 10 pt
+    assert plots.check_style(fig, dpi=240) == []  # twice the pixels, shrunk by half: the same size as seen
+    fig.set_size_inches(12.0, 3.0)  # about 1,200 px as saved (tight), shrunk by about 0.64: 10 pt ticks at 6.4 pt
+    problems = plots.check_style(fig)
+    assert problems and all(p.startswith("font") for p in problems)
+    assert any("10 pt × 0.6" in p for p in problems)
+    fig.set_size_inches(6.0, 3.0)
+    ax.set_title("tiny", fontsize=7)
+    assert [p.split(" pt as")[0] for p in plots.check_style(fig)] == ["font 7.0"]
+    assert plots.check_style(fig, min_font_pt=7) == []
+    plt.rcdefaults()
+
+
+@pytest.mark.parametrize("raw", ["morf_vs_gt", "n_samples", "value", "mean of n_samples"])
+def test_check_style_finds_raw_column_names(raw):
+    fig, ax = plt.subplots(figsize=(5, 3))
+    ax.plot([0, 1], [0, 1], label="integrated gradients")
+    ax.set(xlabel="fraction removed", ylabel="score")
+    plots.legend_outside(ax)
+    assert plots.check_style(fig) == []
+    ax.set_ylabel(raw)
+    assert plots.check_style(fig) == [f"raw column name {raw!r} as a label: say it in words (plots.label)"]
+    ax.set_ylabel(plots.label(raw) if raw != "value" else "score")  # a placeholder has no words: name the score
+    assert plots.check_style(fig) == []
+    ax.get_legend().get_texts()[0].set_text("integrated_gradients")  # a raw category in the legend
+    assert len(plots.check_style(fig)) == 1
+    assert plots.label("morf_vs_gt") == "MoRF vs ground truth" and plots.label("new_column") == "new column"
+
+
+def test_check_style_counts_panels_not_colour_bars_twins_or_empty_slots():
+    fig, axes = plt.subplots(4, 4, figsize=(6.4, 6.4))
+    for ax in axes.flat:
+        ax.plot([0, 1], [0, 1])
+        ax.tick_params(labelsize=10)
+    assert plots.check_style(fig) == ["16 panels in one figure (more than 8): split it or show fewer"]
+    assert plots.check_style(fig, max_panels=16) == []
+    fig, axes = plt.subplots(2, 4, figsize=(6.4, 3.2))
+    for ax in axes.flat:
+        ax.set_axis_off()
+    image = axes[0, 0].imshow(np.eye(3))
+    fig.colorbar(image, ax=axes[0, 0])
+    axes[0, 1].plot([0, 1], [0, 1])
+    axes[0, 1].twinx().plot([0, 1], [1, 0])
+    assert plots.check_style(fig, max_panels=2) == []  # the image and the plot; not the colour bar or the twin
+    with pytest.raises(ValueError, match="9 panels"):
+        plots.panels(3, 3)
+    with pytest.raises(TypeError, match="fig"):
+        plots.check_style(axes[0, 0])
+
+
+def test_library_figures_pass_the_style():
+    plots.set_style()
+    ax = plots.curves(_tidy(), x="sparsity", y="score", hue="method")
+    ax.set(xlabel="fraction removed", ylabel="score")
+    plots.legend_outside(ax)
+    assert plots.check_style(ax.figure) == []
+    images = torch.rand(8, 3, 6, 6, generator=torch.Generator().manual_seed(2))
+    fig = plots.image_grid(images, titles=[f"IG, label {i}" for i in range(8)], attributions=torch.rand(8, 6, 6))
+    assert plots.check_style(fig) == []  # 8 thumbnails, axes off: their hidden tick labels are not texts
+    assert fig.get_size_inches()[0] <= plots.WIDTH_IN
+    plt.rcdefaults()
+
+
+def test_radar_uses_the_colour_blind_palette_and_its_legend_goes_outside():
+    plots.set_style()
+    methods = [f"method {i}" for i in range(12)] + ["Random"]
+    rng = np.random.default_rng(3)
+    values = pd.DataFrame(rng.uniform(size=(13, 5)), index=methods, columns=[f"metric {j}" for j in range(5)])
+    fig, axes = plots.panels(1, 2, height=3.0, legend="right", subplot_kw={"projection": "polar"})
+    for ax in axes[0]:
+        plots.radar(values, ax=ax, title="setting")
+    palette = [matplotlib.colors.to_hex(c) for c in plots.sns.color_palette(plots.PALETTE)]
+    lines = axes[0, 0].lines
+    assert [matplotlib.colors.to_hex(line.get_color()) for line in lines[:10]] == palette
+    assert lines[10].get_linestyle() == "--" and matplotlib.colors.to_hex(lines[12].get_color()) == "#000000"
+    plots.legend_outside(fig)
+    assert plots.check_style(fig) == []
+    assert len(fig.legends[0].get_texts()) == 13
+    plt.rcdefaults()
+
+
+def test_check_style_finds_crowded_tick_labels_and_a_legend_on_an_axis_label():
+    plots.set_style()
+    fig, ax = plt.subplots(figsize=(3.0, 2.5))
+    ax.bar(["Comprehensiveness", "LOdds", "Sufficiency"], [1, 2, 3], label="mean")
+    ax.set(xlabel="metric", ylabel="score")
+    assert [p.split(" overlap")[0] for p in plots.check_style(fig)] == [
+        "tick labels 'Comprehensiveness' and 'LOdds'"]
+    ax.tick_params(axis="x", labelrotation=60)
+    fig.tight_layout()
+    fig.legend(loc="lower center", bbox_to_anchor=(0.5, 0.0))  # on the figure's bottom edge, over "metric"
+    assert [p.split(":")[0] for p in plots.check_style(fig)] == ["legend 'mean' covers the label 'metric'"]
+    plots.legend_outside(fig, where="below")  # below everything drawn, the rotated tick labels included
+    assert plots.check_style(fig) == []
+    plt.rcdefaults()

@@ -104,11 +104,13 @@ long = pd.concat(
     ]
 )
 out.table(long, "deletion_curves")
-ax = fl.plots.curves(long, x="fraction removed", y="probability of true class", hue="explainer", band="se")
+ax = fl.plots.curves(long.assign(explainer=long["explainer"].map(fl.plots.label)), x="fraction removed",
+                     y="probability of true class", hue="explainer", band="se")
+fl.plots.legend_outside(ax)
 out.figure(ax.figure, "deletion_curves")
 
 # %%
-n_show = 4
+n_show = 2  # images per explainer: at most 8 maps in one figure, each large enough to read
 short = {"integrated_gradients": "IG", "saliency": "saliency", "random": "random"}
 images, maps, titles = [], [], []
 for method in methods:

@@ -43,7 +43,6 @@ device = "cpu"
 batch_size = 256
 
 # %%
-import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
@@ -97,13 +96,14 @@ pd.concat([fr["selection"].assign(task=t) for t, fr in frames.items()]).groupby(
 # %%
 def boxes(frame, value, title):
     names = list(dict.fromkeys(frame["model"]))
-    fig, axes = plt.subplots(1, len(names), figsize=(6.5 * len(names), 3.8), squeeze=False)
-    for ax, m in zip(axes[0], names):
+    fig, axes = fl.plots.panels(len(names), 1, height=2.6, sharex=True)
+    for ax, m in zip(axes[:, 0], names):
         sns.boxplot(data=frame[frame.model == m], x="method", y=value, hue="alteration", hue_order=alterations,
                     ax=ax, fliersize=2)
         ax.set(title=f"{title}: {m}", xlabel="", ylim=(0, 1))
         ax.tick_params(axis="x", rotation=45)
     fig.tight_layout()
+    fl.plots.legend_outside(fig, where="below")
     return fig
 
 
@@ -121,15 +121,16 @@ P.wide_table(frames[tasks[0]]["fid"], "Fid").style.format(precision=3, na_rep=""
 for task, fr in frames.items():
     plain = fr["curves"][fr["curves"].alteration == "none"]
     names = list(dict.fromkeys(plain["model"]))
-    fig, axes = plt.subplots(1, len(names), figsize=(6.5 * len(names), 3.6), squeeze=False)
-    for ax, m in zip(axes[0], names):
+    fig, axes = fl.plots.panels(len(names), 1, height=2.6, legend="right", sharex=True)
+    for ax, m in zip(axes[:, 0], names):
         sns.lineplot(data=plain[plain.model == m], x="p", y="value", hue="method", style="curve", errorbar=None,
                      ax=ax)
-        ax.axhline(1 / setups[task].n_classes, color="grey", ls=":", label="U_obj = 1/N")
+        ax.axhline(1 / setups[task].n_classes, color="grey", ls=":", label="$U_{obj}$ = 1/N")
         ax.set(title=f"{task}: {m}", xlabel="fraction of pixels replaced", ylabel="p(original class)",
                ylim=(0, 1.02))
-        ax.legend(fontsize=7, ncol=2)
+        ax.legend()
     fig.tight_layout()
+    fl.plots.legend_outside(fig, title="")
     out.figure(fig, f"{task}_curves")
 
 # %% [markdown]

@@ -69,9 +69,11 @@ summary = flips.groupby(["task", "model", "replacement"]).agg(flipped=("flipped"
                                                               top_probability=("top probability", "mean"),
                                                               delta=("Δ", "first")).reset_index()
 out.table(summary, "summary")
-g = sns.catplot(data=flips, x="replacement", y="U", hue="model", col="task", kind="box", height=3.4, aspect=1.3)
+g = sns.catplot(data=flips, x="replacement", y="U", hue="model", row="task", kind="box", height=2.6, aspect=2.3)
 for ax, task in zip(g.axes.flat, tasks):
     ax.axhline(F.threshold(setups[task].n_classes), color="grey", ls="--")
+g.set_axis_labels("replacement", "uncertainty U")
+fl.plots.legend_outside(g.figure, where="below")
 out.figure(g.figure, "flips_uncertainty")
 summary
 

@@ -79,13 +79,16 @@ summary
 # %%
 winners = selection.groupby(["task", "variation"]).size().rename("wins").reset_index()
 out.table(winners, "winners")
-fig, axes = plt.subplots(1, 2, figsize=(12, 3.6))
-sns.barplot(data=winners, x="variation", y="wins", hue="task", ax=axes[0])
+fig, axes = fl.plots.panels(2, 1, height=2.8, legend="right")
+axes = axes[:, 0]
+order = list(dict.fromkeys(selection["task"]))  # one colour per task in both panels
+sns.barplot(data=winners, x="variation", y="wins", hue="task", hue_order=order, ax=axes[0])
 axes[0].tick_params(axis="x", rotation=60)
-axes[0].set(title="winning variation", xlabel="")
-sns.histplot(data=selection, x="sigma", hue="task", multiple="dodge", discrete=True, ax=axes[1])
-axes[1].set(title="winning σ")
+axes[0].set(title="winning variation", xlabel="", ylabel="images won")
+sns.histplot(data=selection, x="sigma", hue="task", hue_order=order, multiple="dodge", discrete=True, ax=axes[1])
+axes[1].set(title="winning σ", xlabel="σ", ylabel="images")
 fig.tight_layout()
+fl.plots.legend_outside(fig)
 out.figure(fig, "winners")
 
 # %% [markdown]
@@ -104,14 +107,15 @@ for task, s in setups.items():
         titles = ["original"] + [f"{GRID[v][0]}{GRID[v][2]} σ={GRID[v][1]}\nU={float(sel['all_u'][i, v]):.3f}"
                                  for v in picks] + [f"selected {sel['operation'][i]}{sel['adjustment'][i]} "
                                                     f"σ={sel['sigma'][i]}\nU={float(sel['u'][i]):.3f}"]
-        fig = fl.plots.image_grid([t.cpu() for t in shown], titles=titles, ncols=6)
+        fig = fl.plots.image_grid([t.cpu() for t in shown], titles=titles, ncols=3)
         out.figure(fig, f"{task}_candidates_{i}")
         fig, ax = plt.subplots(figsize=(5, 3.4))
         ax.scatter(sel["all_s"][i].cpu(), sel["all_u"][i].cpu(), s=4, alpha=0.5)
-        ax.scatter([float(sel["s"][i])], [float(sel["u"][i])], color="red", s=30, label="selected")
+        ax.scatter([float(sel["s"][i])], [float(sel["u"][i])], color="C1", s=30, label="selected")
         ax.axhline(sel["delta"], color="grey", ls="--", label="Δ")
-        ax.set(xscale="symlog", xlabel="S (MSE / range²)", ylabel="U", title=f"{task}, image {i}: 804 candidates")
-        ax.legend()
+        ax.set(xscale="symlog", xlabel="S (MSE / range²)", ylabel="uncertainty U",
+               xlim=(0, None), title=f"{task}, image {i}: 804 candidates")  # S ≥ 0
+        fl.plots.legend_outside(ax)
         out.figure(fig, f"{task}_candidates_scores_{i}")
 
 # %% [markdown]

@@ -62,7 +62,6 @@ shard = None  # set by the runner: with -p n_shards N the (seed, noise level) gr
 n_shards = 1
 
 # %%
-import matplotlib.pyplot as plt
 import pandas as pd
 
 import faithlab as fl
@@ -164,14 +163,15 @@ gaps = {k: fl.protocols.ood_gap(diagnostic[diagnostic["setting"] == LABEL[k]]) f
 for k, gap in gaps.items():
     out.glue(f"ood_gap_{k}", float(gap["original"]))
     out.glue(f"ood_gap_{k}_finetuned", float(gap["fine-tuned"]))
-fig, axes = plt.subplots(1, len(studies), figsize=(4.6 * len(studies), 3.2), sharey=True, squeeze=False)
-for ax, (k, st) in zip(axes[0], studies.items()):
+fig, axes = fl.plots.panels(len(studies), 1, height=2.4, legend="right", sharex=True, sharey=True)
+for ax, (k, st) in zip(axes[:, 0], studies.items()):
     part = diagnostic[(diagnostic["setting"] == LABEL[k]) & (diagnostic["k"] == max(ood_ks))]
     clean = diagnostic[(diagnostic["setting"] == LABEL[k]) & (diagnostic["removed"] == "none")]
     fl.plots.correlation_bars(pd.concat([clean, part]), x="removed", y="accuracy", hue="model", ax=ax)
     ax.set_ylim(0, 1.02)
-    ax.set_title(f"{LABEL[k]}: remove {max(ood_ks)} pixels")
+    ax.set(title=f"{LABEL[k]}: remove {max(ood_ks)} pixels", xlabel="pixels removed")
 fig.tight_layout()
+fl.plots.legend_outside(fig)
 out.figure(fig, "ood_diagnostic")
 diagnostic.pivot_table(index=["setting", "model"], columns=["k", "removed"], values="accuracy", sort=False)
 
@@ -216,21 +216,21 @@ layouts["main"]
 
 # %%
 main_curves = curves[curves["setting"] == LABEL["main"]]
-fig, axes = plt.subplots(2 * len(explainers), len(METHODS), figsize=(3.2 * len(METHODS), 2.6 * 2 * len(explainers)),
-                         sharex=True, squeeze=False)
-for i, label in enumerate(specs):
+for i, label in enumerate(specs):  # one figure per explainer: methods in rows, the + and − curves in columns
+    fig, axes = fl.plots.panels(len(METHODS), 2, height=1.9, legend="right", sharex=True)
     for j, sign in enumerate(("+", "−")):
         for c, name in enumerate(METHODS):
-            ax = axes[2 * i + j][c]
+            ax = axes[c][j]
             part = main_curves[(main_curves["explainer"] == label) & (main_curves["method"] == name)
                                & (main_curves["curve"] == sign)]
             fl.plots.curves(part, x="level", y="score", hue="xi", band=None, ax=ax, palette="viridis",
-                            legend=(i == 0 and j == 0 and c == len(METHODS) - 1))
-            ax.set_title(f"{label} {name} {sign}", fontsize="small")
-            ax.set_xlabel("fraction removed" if 2 * i + j == 2 * len(explainers) - 1 else "")
+                            legend=(j == 0 and c == 0))
+            ax.set_title(f"{label} {name} {sign}")
+            ax.set_xlabel("fraction removed" if c == len(METHODS) - 1 else "")
             ax.set_ylabel("score")
-fig.tight_layout()
-out.figure(fig, "curves_per_level")
+    fig.tight_layout()
+    fl.plots.legend_outside(fig, title=fl.plots.label("xi"))
+    out.figure(fig, "curves_per_level" if i == 0 else f"curves_per_level_{i + 1}")
 
 # %% [markdown]
 # How far apart are the six explainers at all? For each method, curve and level we take the spread (max − min over
@@ -270,14 +270,15 @@ nulls = pd.concat([fl.protocols.ground_truth_null(st.P, st.Q, noise_levels=noise
                                                   methods=METHODS + ["Fidelity+Fine-tune"], group="explainer",
                                                   seed=seed).assign(setting=LABEL[k]) for k, st in studies.items()],
                   ignore_index=True)
-fig, axes = plt.subplots(1, len(specs), figsize=(5.2 * len(specs), 3.4), sharey=True, squeeze=False)
-for ax, label in zip(axes[0], specs):
+fig, axes = fl.plots.panels(len(specs), 1, height=2.5, sharex=True, sharey=True)
+for ax, label in zip(axes[:, 0], specs):
     fl.plots.correlation_bars(cells[cells["explainer"] == label], x="method", y="oriented micro", hue="setting",
                               ax=ax, order=METHODS + ["Fidelity+Fine-tune"])
     ax.set_title(label)
-    ax.tick_params(axis="x", labelrotation=30)
-    ax.set_ylabel("oriented micro correlation (↑)")
+    ax.tick_params(axis="x", labelrotation=20)
+    ax.set_ylabel("oriented micro\ncorrelation (↑)")
 fig.tight_layout()
+fl.plots.legend_outside(fig, where="below")
 out.figure(fig, "with_and_without_ood")
 
 # %% [markdown]

@@ -69,7 +69,6 @@ n_shards = 1
 # %%
 import warnings
 
-import matplotlib.pyplot as plt
 import pandas as pd
 
 import faithlab as fl
@@ -209,20 +208,20 @@ curves = pd.concat([st.curves for st in studies.values()], ignore_index=True)
 out.table(curves, "curves")
 spread = fl.protocols.separation(curves, group="explainer")
 out.table(spread, "separation")
-fig, axes = plt.subplots(2 * len(studies), len(METHODS), figsize=(3.2 * len(METHODS), 2.6 * 2 * len(studies)),
-                         sharex=True, squeeze=False)
-for i, label in enumerate(studies):
+for i, label in enumerate(studies):  # one figure per study: methods in rows, the + and − curves in columns
+    fig, axes = fl.plots.panels(len(METHODS), 2, height=1.9, legend="right", sharex=True)
     for j, sign in enumerate(("+", "−")):
         for c, name in enumerate(METHODS):
-            ax = axes[2 * i + j][c]
+            ax = axes[c][j]
             part = curves[(curves["explainer"] == label) & (curves["method"] == name) & (curves["curve"] == sign)]
             fl.plots.curves(part, x="level", y="score", hue="xi", band=None, ax=ax, palette="viridis",
-                            legend=(i == 0 and j == 0 and c == len(METHODS) - 1))
-            ax.set_title(f"{label} {name} {sign}", fontsize="small")
-            ax.set_xlabel("fraction removed" if 2 * i + j == 2 * len(studies) - 1 else "")
+                            legend=(j == 0 and c == 0))
+            ax.set_title(f"{label} {name} {sign}")
+            ax.set_xlabel("fraction removed" if c == len(METHODS) - 1 else "")
             ax.set_ylabel("score")
-fig.tight_layout()
-out.figure(fig, "curves_per_level")
+    fig.tight_layout()
+    fl.plots.legend_outside(fig, title=fl.plots.label("xi"))
+    out.figure(fig, "curves_per_level" if i == 0 else f"curves_per_level_{i + 1}")
 
 # %% [markdown]
 # ## Claims of Tables 5 and 10
@@ -288,12 +287,13 @@ ffid = pair.curves[pair.curves["method"] == "F-Fidelity"].assign(
         d["curve"] == "+", d["level"].map(dict(zip(sparsity, fl.metrics.minus_sparsity(sparsity)))))})
 ffid["metric"] = ffid["curve"].map({"+": "FFid+ (↑)", "−": "FFid− (↓)"})
 out.table(ffid[["explainer", "metric", "explanation size", "score"]], "gradcam_vs_saliency_curves")
-fig, axes = plt.subplots(1, 2, figsize=(8, 3.2), sharex=True)
-for ax, metric in zip(axes, ("FFid+ (↑)", "FFid− (↓)")):
+fig, axes = fl.plots.panels(1, 2, height=3.0, legend="right", sharex=True)
+for ax, metric in zip(axes[0], ("FFid+ (↑)", "FFid− (↓)")):
     fl.plots.curves(ffid[ffid["metric"] == metric], x="explanation size", y="score", hue="explainer", band=None,
                     ax=ax, legend=metric == "FFid+ (↑)")
     ax.set_title(metric)
 fig.tight_layout()
+fl.plots.legend_outside(fig)
 out.figure(fig, "gradcam_vs_saliency_curves")
 
 # %% [markdown]
@@ -324,8 +324,10 @@ for i in range(min(n_cases, len(pair.x))):
         images.append(pair.x[i].cpu())
         maps.append(pair.clean[label, "fine-tuned"][i].view(pair.x.shape[2:]).cpu())
         titles.append(f"{i + 1}: {label}\nFFid+ {c['FFid+']:.2f}, FFid− {c['FFid−']:.2f}")
-fig = fl.plots.image_grid(images, titles=titles, ncols=2, attributions=maps, size=2.2)
-out.figure(fig, "cases")
+for start in range(0, len(images), 6):  # three cases (six maps) per figure, each large enough to read
+    part = slice(start, start + 6)
+    fig = fl.plots.image_grid(images[part], titles=titles[part], ncols=2, attributions=maps[part], size=2.2)
+    out.figure(fig, "cases" if start == 0 else f"cases_{start // 6 + 1}")
 
 # %% [markdown]
 # ### Claim (App. D.10)

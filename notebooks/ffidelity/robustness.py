@@ -62,7 +62,6 @@ device = "cpu"
 batch_size = 2048
 
 # %%
-import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 
@@ -221,17 +220,17 @@ boundary_table
 
 # %%
 metrics = ["accuracy", "agreement with the original", "stability"]
-fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.4), sharex=True, sharey=True)
-for ax, metric in zip(axes, metrics):
+fig, axes = fl.plots.panels(len(metrics), 1, height=2.0, legend="right", sharex=True, sharey=True)
+for ax, metric in zip(axes[:, 0], metrics):
     fl.plots.curves(boundary, x="ratio", y=metric, hue="model", band="sd", ax=ax, marker="o",
                     legend=metric == metrics[-1])
     for b in betas:
         ax.axvline(b, color="0.8", lw=0.8, zorder=0)
     ax.set_xlabel("test-time masking ratio")
-    ax.set_ylabel("fraction of test images")
+    ax.set_ylabel("fraction of\ntest images")
     ax.set_title(metric)
-axes[-1].legend(title="fine-tuning", fontsize="small", loc="lower left")
 fig.tight_layout()
+fl.plots.legend_outside(fig, title="fine-tuning")
 out.figure(fig, "boundary")
 
 # %% [markdown]

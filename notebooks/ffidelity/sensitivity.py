@@ -38,7 +38,6 @@ device = "cpu"
 batch_size = 2048
 
 # %%
-import matplotlib.pyplot as plt
 import pandas as pd
 
 import faithlab as fl
@@ -99,14 +98,14 @@ table
 # %%
 long = table.melt(id_vars=["varied", "value"], value_vars=list(fl.metrics.DIRECTIONS), var_name="correlation",
                   value_name="Spearman")
-fig, axes = plt.subplots(1, len(grids), figsize=(4.2 * len(grids), 3.2), sharey=True, squeeze=False)
+fig, axes = fl.plots.panels(1, len(grids), height=3.0, sharey=True)
 for ax, varied in zip(axes[0], grids):
-    part = long[long["varied"] == varied].assign(value=lambda d: d["value"].map(lambda v: f"{v:g}"))
+    part = long[long["varied"] == varied].assign(value=lambda d: d["value"].map(lambda v: f"{v:g}"),
+                                                 correlation=lambda d: d["correlation"].map(fl.plots.label))
     fl.plots.correlation_bars(part, x="value", y="Spearman", hue="correlation", ax=ax)
-    ax.set_xlabel(varied)
-    if ax is not axes[0][-1]:
-        ax.get_legend().remove()
+    ax.set_xlabel(fl.plots.label(varied))
 fig.tight_layout()
+fl.plots.legend_outside(fig, where="below")
 out.figure(fig, "macro_correlations")
 
 # %% [markdown]

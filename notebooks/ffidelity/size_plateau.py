@@ -93,9 +93,9 @@ table
 # critical point) and the dashed black line β/α+ (second critical point).
 
 # %%
-fig, axes = plt.subplots(1, len(betas), figsize=(4.2 * len(betas), 3.4), sharey=True, squeeze=False)
+fig, axes = fl.plots.panels(len(betas), 1, height=2.2, legend="right", sharex=True, sharey=True)
 palette = plt.get_cmap("viridis")
-for ax, beta in zip(axes[0], betas):
+for ax, beta in zip(axes[:, 0], betas):
     for i, r in enumerate(rs):
         part = long[(long["beta"] == beta) & (long["r"] == r)]
         colour = palette(i / max(1, len(rs) - 1))
@@ -103,10 +103,10 @@ for ax, beta in zip(axes[0], betas):
         ax.axvline(r, color=colour, linestyle=":", linewidth=1)
     ax.axvline(fl.metrics.critical_points(alpha, beta), color="black", linestyle="--", linewidth=1)
     ax.set_title(f"β = {beta}, α+ = {alpha}")
-    ax.set_xlabel("explanation size s")
-axes[0][0].set_ylabel("FFid+")
-axes[0][-1].legend(fontsize="small")
+    ax.set_ylabel("FFid+")
+axes[-1][0].set_xlabel("explanation size s")
 fig.tight_layout()
+fl.plots.legend_outside(fig)
 out.figure(fig, "ffid_plus_vs_size")
 
 # %% [markdown]

@@ -14,9 +14,9 @@
 # %% [markdown]
 # # ReCo and MeGe beside fidelity (μF) and stability (S_avg) (Table 3)
 #
-# The paper compares its two measures with μF (Bhatt et al.: the correlation, over random subsets S of 15 % of
-# the pixels set to 0, between Σ_{i∈S} of the attribution and the drop of the output) and S_avg (the mean
-# distance between the explanation of x and of neighbours z with ‖z − x‖₁ ≤ 0.1), on CIFAR-10. It reports
+# The paper compares its two measures with μF ({cite:t}`bhatt2020aggregating`: the correlation, over random subsets S
+# of 15 % of the pixels set to 0, between Σ_{i∈S} of the attribution and the drop of the output) and S_avg (the
+# mean distance between the explanation of x and of neighbours z with ‖z − x‖₁ ≤ 0.1), on CIFAR-10. It reports
 # Grad-CAM as the most faithful method (highest μF) and, with SmoothGrad, the most stable (lowest S_avg), in line
 # with ReCo and MeGe. S_avg's distance is squared ℓ2 (spec §6.16: the reported values exceed 1, so it cannot be
 # the Spearman correlation the text names).

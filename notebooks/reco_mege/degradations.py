@@ -43,7 +43,6 @@ device = "cpu"
 batch_size = 256
 
 # %%
-import matplotlib.pyplot as plt
 import pandas as pd
 
 import faithlab as fl
@@ -97,15 +96,16 @@ TYPES = {"Randomized": ["Normal", "Randomized 5%", "Randomized 10%", "Randomized
 TYPES = {kind: [g for g in levels if g in degradations] for kind, levels in TYPES.items()}
 TYPES = {kind: levels for kind, levels in TYPES.items() if len(levels) >= 2 and levels[0] == "Normal"}
 for t in tasks:
-    fig, axes = plt.subplots(2, len(TYPES), figsize=(5 * len(TYPES), 7), squeeze=False)
-    for j, (kind, levels) in enumerate(TYPES.items()):
-        for i, score in enumerate(("MeGe", "ReCo")):
+    fig, axes = fl.plots.panels(len(TYPES), 2, height=2.1, legend="right")  # a row per degradation type
+    for i, (kind, levels) in enumerate(TYPES.items()):
+        for j, score in enumerate(("MeGe", "ReCo")):
             sel = scores[(scores.task == t) & scores.degradation.isin(levels)].copy()
             sel["level"] = sel.degradation.map({g: levels.index(g) for g in levels})
             fl.plots.curves(sel, x="level", y=score, hue="method", band=None, ax=axes[i, j], hue_order=methods)
             axes[i, j].set_xticks(range(len(levels)), ["0 %"] + [g.split()[-1] for g in levels[1:]])
             axes[i, j].set(title=f"{t}: {kind}", xlabel="degradation", ylabel=score)
     fig.tight_layout()
+    fl.plots.legend_outside(fig)
     out.figure(fig, f"fig4_{t}".replace("-", ""))
 
 # %% [markdown]

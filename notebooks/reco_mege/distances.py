@@ -39,7 +39,6 @@ top_fraction = 0.1
 seed = 0
 
 # %%
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -55,18 +54,21 @@ out.glue("n_sigmas", len(sigmas))
 
 
 def panels(frame, x, xlabel, band, snapshots, titles):
-    """Top row: example maps; bottom row: the distance against x, one panel per distance."""
-    fig, axes = plt.subplots(2, len(R.KINDS), figsize=(2.6 * len(R.KINDS), 5.2))
+    """Two figures: the example maps in a row; the distance against x, one panel per distance (3 per row)."""
+    maps_fig, axes = fl.plots.panels(1, len(snapshots), height=fl.plots.WIDTH_IN / len(snapshots) + 0.3)
     for ax, image, title in zip(axes[0], snapshots, titles):
         ax.imshow(image, cmap="viridis")
         ax.set(title=title, xticks=[], yticks=[])
-    for ax in axes[0][len(snapshots):]:
+    maps_fig.tight_layout()
+    ncols = 3
+    fig, axes = fl.plots.panels(-(-len(R.KINDS) // ncols), ncols, height=2.1)
+    for ax in axes.flat[len(R.KINDS):]:
         ax.axis("off")
-    for ax, kind in zip(axes[1], R.KINDS):
+    for ax, kind in zip(axes.flat, R.KINDS):
         fl.plots.curves(frame[frame.distance == kind], x=x, y="value", band=band, ax=ax)
-        ax.set(title=NAMES[kind], xlabel=xlabel, ylabel="distance" if kind == R.KINDS[0] else "")
+        ax.set(title=NAMES[kind], xlabel=xlabel, ylabel="distance" if ax in axes[:, 0] else "")
     fig.tight_layout()
-    return fig
+    return maps_fig, fig
 
 
 # %% [markdown]
@@ -81,8 +83,9 @@ fig2 = {how: R.distance_frame(maps[0], maps, coords={"step": range(steps)}, top_
 shown = np.linspace(0, steps - 1, 6).round().astype(int)
 for how, frame in fig2.items():
     out.table(frame, f"fig2_{how}")
-    fig = panels(frame, "step", "step", None, moving[how][shown].numpy(), [f"step {i}" for i in shown])
+    maps_fig, fig = panels(frame, "step", "step", None, moving[how][shown].numpy(), [f"step {i}" for i in shown])
     fig.suptitle(f"Moving point ({how} reading)", y=1.02)
+    out.figure(maps_fig, f"fig2_{how}_maps")
     out.figure(fig, f"fig2_{how}")
 
 # %% [markdown]
@@ -96,8 +99,9 @@ noisy = R.noise_maps(image, sigmas, repeats=repeats, generator=seed)
 fig3 = R.distance_frame(image, noisy, coords={"sigma": sigmas, "repeat": range(repeats)}, top_fraction=top_fraction)
 out.table(fig3.groupby(["distance", "sigma"], sort=False)["value"].agg(["mean", "std"]).reset_index(), "fig3")
 picked = sorted(set(np.linspace(0, len(sigmas) - 1, min(5, len(sigmas))).round().astype(int)))
-fig = panels(fig3, "sigma", "σ", "sd", [image.numpy()] + [noisy[i, 0].numpy() for i in picked],
-             ["original"] + [f"σ = {sigmas[i]:g}" for i in picked])
+maps_fig, fig = panels(fig3, "sigma", "σ", "sd", [image.numpy()] + [noisy[i, 0].numpy() for i in picked],
+                       ["original"] + [f"σ = {sigmas[i]:g}" for i in picked])
+out.figure(maps_fig, "fig3_maps")
 out.figure(fig, "fig3")
 
 # %% [markdown]

@@ -99,9 +99,10 @@ for m in (50, 200, 1000, 5000):
                                                                    - fl.metrics.reco_scan(eq[i], ne[i]))})
 sim = pd.DataFrame(rows)
 out.table(sim.groupby(["m", "δ"])["exact − scan"].describe().reset_index(), "simulation")
-fig, ax = plt.subplots(figsize=(6, 3.5))
+fig, ax = plt.subplots(figsize=(5.0, 3.3))
 fl.plots.curves(sim, x="m", y="exact − scan", hue="δ", band="sd", ax=ax)
 ax.set(xscale="log", xlabel="m = |S=| + |S≠|", ylabel="exact − scan (mean ± sd)")
+fl.plots.legend_outside(ax)
 out.figure(fig, "simulation")
 
 # %% [markdown]

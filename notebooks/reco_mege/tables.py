@@ -44,7 +44,6 @@ device = "cpu"
 batch_size = 256
 
 # %%
-import matplotlib.pyplot as plt
 import pandas as pd
 
 import faithlab as fl
@@ -104,12 +103,12 @@ table1
 table2
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
-for ax, (score, wide) in zip(axes, [("ReCo", reco), ("MeGe", mege)]):
+fig, axes = fl.plots.panels(2, 1, height=2.6, sharex=True)
+for ax, (score, wide) in zip(axes[:, 0], [("ReCo", reco), ("MeGe", mege)]):
     wide.plot.bar(ax=ax, rot=0)
     ax.set(title=f"{score} (higher is better)", xlabel="", ylabel=score)
-    ax.legend(ncol=5, fontsize=8)
 fig.tight_layout()
+fl.plots.legend_outside(fig, where="below", ncol=5)
 out.figure(fig, "tables12")
 
 # %% [markdown]

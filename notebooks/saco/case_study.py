@@ -14,7 +14,7 @@
 # %% [markdown]
 # # SaCo case study: one image, three explanations (Fig. 3)
 #
-# Wu et al. (CVPR 2024, Fig. 3) explain one ImageNet image with Transformer Attribution, Raw Attention and Random
+# {cite:t}`wu2024saco` (Fig. 3) explain one ImageNet image with Transformer Attribution, Raw Attention and Random
 # Attribution, cut the pixels into K = 10 salience groups and compare each group's salience s(G_i) with the drop
 # in the predicted class's probability when that group alone is removed (SaCo), and with the drops when the top
 # 10 %, 20 %, … of the pixels are removed cumulatively (AOPC). Their claim (S5): the cumulative drops saturate
@@ -42,7 +42,6 @@ device = "cpu"
 batch_size = 512
 
 # %%
-import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 
@@ -97,8 +96,8 @@ print(f"test image {index}, label {int(labels[first])}, predicted {int(predicted
 
 # %% [markdown]
 # ## Three explanations, SaCo's individual removals and AOPC's cumulative removals
-# Maps as in `random_vs_methods`: Transformer Attribution (Chefer et al.'s relevance propagation, rollout of
-# gradient-weighted attention relevance), Raw Attention (last block, CLS row) and Random (uniform per pixel),
+# Maps as in `random_vs_methods`: Transformer Attribution ({cite:t}`chefer2021transformer`'s relevance propagation,
+# rollout of gradient-weighted attention relevance), Raw Attention (last block, CLS row) and Random (uniform per pixel),
 # explaining the predicted class, token maps upsampled bilinearly. `saco_details` gives s(G_i) and
 # ∇pred(G_i) = p(ŷ|x) − p(ŷ|x without G_i); the cumulative drop after removing the top 10·i % of the pixels is
 # p(ŷ|x) − p(ŷ|x̃_top), the curve behind AOPC (`fl.metrics.aopc_details`: same removal engine, reference
@@ -143,30 +142,27 @@ scores
 # divides 10 (K = 10 here; with another K the nearest 10 % point is used).
 
 # %%
-fig, axes = plt.subplots(2, len(METHODS), figsize=(3.9 * len(METHODS), 6.4),
-                         gridspec_kw={"height_ratios": [1, 1.1]})
-for col, name in enumerate(METHODS):
-    fl.plots.heatmap_overlay(x[0].cpu(), maps[name][0, 0].cpu(), ax=axes[0, col])
-    axes[0, col].set_title(f"{name}\nSaCo {scores.loc[name, 'SaCo']:.3f}   AOPC {scores.loc[name, 'AOPC']:.3f}",
-                           fontsize=9)
+fig, axes = fl.plots.panels(len(METHODS), 2, height=2.3, gridspec_kw={"width_ratios": [1, 2.2]})
+for row, name in enumerate(METHODS):  # one row per method: its map, then its groups
+    fl.plots.heatmap_overlay(x[0].cpu(), maps[name][0, 0].cpu(), ax=axes[row, 0])
+    axes[row, 0].set_title(f"{name}\nSaCo {scores.loc[name, 'SaCo']:.3f}   AOPC {scores.loc[name, 'AOPC']:.3f}")
     g = groups[groups["method"] == name]
-    ax = axes[1, col]
+    ax = axes[row, 1]
     ax.bar(g["group"], g["salience share"], color="0.75", label="s(G_i) / Σ s")
     ax.plot(g["group"], g["cumulative drop"], "s--", color="C3", label="drop, top 10·i % removed")
     ax.axhline(0, color="k", linewidth=0.5)
-    ax.set_xlabel("group i (most salient first)")
+    ax.set_xlabel("group i (most salient first)" if row == len(METHODS) - 1 else "")
     ax.set_xticks(list(g["group"]))
+    ax.set_ylabel("share / cum. drop")
     twin = ax.twinx()  # individual drops are much smaller than cumulative ones: own scale
     twin.plot(g["group"], g["individual drop"], "o-", color="C0", label="∇pred(G_i), alone (right axis)")
-    twin.tick_params(axis="y", colors="C0", labelsize=7)
+    twin.tick_params(axis="y", colors="C0")
     twin.grid(False)
-    if col == 0:
-        ax.set_ylabel("salience share / cumulative drop")
-        handles = ax.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
-        ax.legend(handles, [h.get_label() for h in handles], fontsize=7, loc="center right")
-    if col == len(METHODS) - 1:
-        twin.set_ylabel("individual drop ∇pred(G_i)", color="C0")
+    twin.set_ylabel("∇pred(G_i)", color="C0")
+handles = ax.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
+ax.legend(handles, [h.get_label() for h in handles])
 fig.tight_layout()
+fl.plots.legend_outside(fig, where="below", ncol=2)
 out.figure(fig, "case_study")
 
 # %% [markdown]

@@ -14,7 +14,7 @@
 # %% [markdown]
 # # SaCo: explanation methods versus Random Attribution on a small ViT
 #
-# Wu et al. (CVPR 2024) claim that the four cumulative-removal metrics (accuracy AUC, AOPC, log-odds,
+# {cite:t}`wu2024saco` claim that the four cumulative-removal metrics (accuracy AUC, AOPC, log-odds,
 # comprehensiveness) barely separate Vision Transformer explanations from a uniform random map, while SaCo puts
 # Random near zero and below the methods (Fig. 4), that SaCo correlates only weakly with those metrics across
 # samples while they correlate with each other (Fig. 2), that gradients and all-layer aggregation make attention
@@ -44,7 +44,6 @@ n_shards = 1
 # %%
 import warnings
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
@@ -107,9 +106,10 @@ settings_table
 # Every map explains the predicted class ŷ (Algorithm 1) and is a `(B, 1, H, W)` pixel map: attention methods
 # give token maps upsampled bilinearly; integrated gradients (zero baseline, i.e. the mean digit) is reduced to
 # |IG| summed over channels; Random is U(0, 1) per pixel. "Transformer-MM (last layer)" applies the
-# Transformer-MM rule to the last block only (Table 1's "last layer + gradient"). Conservative LRP (Ali et al.
-# 2022) is gradient × input with the attention probabilities and LayerNorm scales detached, reduced like IG.
-# LRP, Partial LRP and Transformer Attribution run Chefer et al.'s relevance propagation (`faithlab.explainers.vit_lrp`):
+# Transformer-MM rule to the last block only (Table 1's "last layer + gradient"). Conservative LRP
+# {cite:p}`ali2022conservative` is gradient × input with the attention probabilities and LayerNorm scales detached,
+# reduced like IG. LRP, Partial LRP and Transformer Attribution run {cite:t}`chefer2021transformer`'s relevance
+# propagation (`faithlab.explainers.vit_lrp`):
 # LRP is the relevance reaching the pixels (summed over channels), Partial LRP the last block's attention
 # relevance, Transformer Attribution the rollout of gradient-weighted attention relevance over all blocks. ATTCAT
 # weights each block's gradient × token features by the CLS attention. LRP and ATTCAT are signed relevance maps
@@ -241,13 +241,14 @@ panels = {f"mean of {len(models)} settings": summary, **{m: per_setting.loc[m] f
 scaled = pd.concat({name: fl.protocols.saco.radar_scale(table) for name, table in panels.items()},
                    names=["setting", "method"])
 out.table(scaled.reset_index(), "metrics_rescaled")
-fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 4.2), subplot_kw={"projection": "polar"},
-                         squeeze=False)
+fig, axes = fl.plots.panels(-(-len(panels) // 2), min(2, len(panels)), height=3.4,
+                            subplot_kw={"projection": "polar"})
 for ax, name in zip(axes.flat, panels):
     fl.plots.radar(scaled.loc[name], ax=ax, title=name)
-    ax.tick_params(axis="x", labelsize=7)
-    ax.title.set_fontsize(9)
-axes.flat[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.15, 1.0))
+for ax in axes.flat[len(panels):]:
+    ax.set_axis_off()
+fig.tight_layout()
+fl.plots.legend_outside(fig, where="below", ncol=3)
 out.figure(fig, "radar")
 
 # %% [markdown]
@@ -310,8 +311,9 @@ ax = fl.plots.correlation_bars(corr[corr["kind"] == "SaCo vs existing"].assign(
     pair=lambda d: d["pair"].str.replace("SaCo vs ", "")), x="pair", y="rho")
 ax.axhline(corr.loc[corr["kind"] == "among existing", "rho"].mean(), color="C3", linestyle="--",
            label="mean among existing")
-ax.set_xlabel("SaCo vs")
-ax.legend()
+ax.set(xlabel="SaCo vs", ylabel="Spearman ρ")
+ax.tick_params(axis="x", labelrotation=20)
+fl.plots.legend_outside(ax, where="below")
 out.figure(ax.figure, "correlations")
 
 saco_vs = corr[corr["kind"] == "SaCo vs existing"].groupby("pair")["rho"].mean()

@@ -19,8 +19,8 @@
 # carry the class, and a transparent linear model whose exact pixel contributions are known. The explainers of
 # known quality are the ground-truth map degraded at noise levels ξ (F-Fidelity's protocol): a lower ξ is a better
 # explainer, so the right ranking is known in advance. Real explainers (gradients, integrated gradients, a random
-# map) are scored beside them. A decision tree, transparent but not additive, tests Miró-Nicolau et al.'s claim that
-# no metric scores a perfect explanation near its ideal.
+# map) are scored beside them. A decision tree, transparent but not additive, tests {cite:t}`miro2024fidelity`'s
+# claim that no metric scores a perfect explanation near its ideal.
 
 # %% tags=["parameters"]
 image_size = 16
@@ -129,11 +129,12 @@ recovered = pd.concat([syn.recovery(f, quality[name]).assign(setup=name) for nam
 out.table(recovered, "recovery")
 wide = recovered.pivot(index="label", columns="setup", values="spearman")[list(S)]
 wide = wide.loc[[LABELS[m] for m in fl.evaluation.METRICS if LABELS[m] in wide.index]]
-fig, ax = plt.subplots(figsize=(1.6 * len(S) + 3, 0.42 * len(wide) + 1.5))
+fig, ax = plt.subplots(figsize=(fl.plots.WIDTH_IN, 0.42 * len(wide) + 1.8))
 sns.heatmap(wide, annot=True, fmt=".2f", cmap="RdBu", vmin=-1, vmax=1, ax=ax, cbar_kws={"label": "Spearman"})
 ax.set_xlabel("")
 ax.set_ylabel("")
-ax.set_title("Recovery of the known ranking (mean per-image Spearman with −ξ)")
+ax.tick_params(axis="x", labelrotation=30)
+ax.set_title("Recovery of the known ranking\n(mean per-image Spearman with −ξ)")
 out.figure(fig, "recovery")
 
 # %%
@@ -151,7 +152,7 @@ mean_scores.round(3)
 
 # %% [markdown]
 # ### A perfect explanation of a transparent model
-# Miró-Nicolau et al. (2024) explained a decision tree by its own decision path and found that no fidelity metric
+# {cite:t}`miro2024fidelity` explained a decision tree by its own decision path and found that no fidelity metric
 # scored this perfect explanation within 30 % of the metric's ideal. For the metrics that state an ideal value
 # (SaCo, μF, Few-class Fid), how far from it does a perfect explanation land, and is that closer than random maps?
 # `syn.claim_ideal_gap` states the rule before the result: a metric counts only if it scores the perfect
@@ -176,7 +177,7 @@ control.table[["label", "perfect mean", "random mean", "gap", "gap low", "gap hi
 # **The claim, on a model that is not additive.** A scikit-learn decision tree (depth `tree_depth`, seeded) fitted
 # on the pixels of the grey canvases, evaluated in torch by `fl.models.DecisionTree` (its forward pass walks every
 # image's root-to-leaf path at once and equals scikit-learn's `predict_proba`). Its perfect explanation is
-# Miró-Nicolau et al.'s: along the image's decision path, each split adds the impurity drop from the node to the
+# {cite:t}`miro2024fidelity`'s: along the image's decision path, each split adds the impurity drop from the node to the
 # child taken to the pixel it splits on, normalised to sum 1 (`DecisionTree.path_importance`). The tree's output is
 # piecewise constant, so it has no useful gradient: every metric below reads forward passes on removed copies only.
 # FFid± needs a fine-tuned twin (a tree is not fine-tuned), S_avg an explainer to rerun on neighbours and ReCo/MeGe
@@ -225,7 +226,7 @@ tree_means.round(3)
 
 # %% [markdown]
 # ## 2. Meta-evaluation (MetaQuantus-style)
-# After Hedström et al. (TMLR 2023), on the CNN with in-distribution removal. **Noise resilience**: slight
+# After {cite:t}`hedstrom2023metaquantus`, on the CNN with in-distribution removal. **Noise resilience**: slight
 # perturbations should not move a metric's ranking of the explainers (Spearman between the rankings, 1 =
 # unchanged): Gaussian noise of `model_noise` × each layer's weight std on every layer of the model and of its
 # fine-tuned twin, or of std `input_noise` on the normalised inputs; the real explainers are recomputed.
@@ -267,11 +268,11 @@ pd.DataFrame([accuracy], index=["accuracy"])
 meta.round(2)
 
 # %%
-fig, ax = plt.subplots(figsize=(6.5, 5))
+fig, ax = plt.subplots(figsize=(5.6, 4.4))
 points = res[res["condition"] == "mean"].merge(react, on="metric")
-ax.scatter(points["resilience"], points["reactivity"], color="tab:blue")
+ax.scatter(points["resilience"], points["reactivity"], color="C0")
 for row in points.itertuples():
-    ax.annotate(LABELS[row.metric], (row.resilience, row.reactivity), fontsize=8, xytext=(3, 3),
+    ax.annotate(LABELS[row.metric], (row.resilience, row.reactivity), fontsize=9, xytext=(3, 3),
                 textcoords="offset points")
 ax.axhline(0.5, color="grey", lw=0.8, ls=":")
 ax.set_xlabel("noise resilience (Spearman, 1 = ranking unchanged)")
@@ -308,13 +309,14 @@ for name in reference_setups:
 by_reference = pd.concat(rows, ignore_index=True)
 out.table(by_reference, "recovery_by_reference")
 spread = by_reference.groupby(["setup", "label"])["spearman"].agg(lambda v: v.max() - v.min()).unstack("setup")
-fig, axes = plt.subplots(1, len(reference_setups), figsize=(5 * len(reference_setups), 6), sharey=True)
-for ax, name in zip(axes, reference_setups):
+fig, axes = plt.subplots(1, len(reference_setups), figsize=(fl.plots.WIDTH_IN, 6), sharey=True, squeeze=False)
+for ax, name in zip(axes[0], reference_setups):
     part = by_reference[by_reference["setup"] == name].pivot(index="label", columns="reference", values="spearman")
     sns.heatmap(part[references], annot=True, fmt=".2f", cmap="RdBu", vmin=-1, vmax=1, ax=ax, cbar=False)
-    ax.set_title(name)
+    ax.set_title(name.replace(", ", ",\n"))
     ax.set_xlabel("reference")
     ax.set_ylabel("")
+    ax.set_xticklabels([fl.plots.label(t.get_text()) for t in ax.get_xticklabels()], rotation=30, ha="right")
 fig.tight_layout()
 out.figure(fig, "recovery_by_reference")
 moved = spread[spread.max(axis=1) > 0.3].index.tolist()
@@ -331,12 +333,12 @@ spread.round(2)
 # %%
 card = syn.report_card(recovered, res, react, cost, ood_setup=ood_setup)
 out.table(card, "report_card")
-fig, ax = plt.subplots(figsize=(8, 0.42 * len(card) + 1.5))
+fig, ax = plt.subplots(figsize=(fl.plots.WIDTH_IN, 0.42 * len(card) + 1.5))
 ranks = card.set_index("label")[[f"rank {c}" for c in syn.CRITERIA] + ["overall"]]
 sns.heatmap(ranks, annot=True, fmt=".1f", cmap="viridis_r", ax=ax, cbar_kws={"label": "rank (1 = best)"})
 ax.set_xticklabels([c.get_text().replace("rank ", "") for c in ax.get_xticklabels()], rotation=30, ha="right")
 ax.set_ylabel("")
-ax.set_title("Report card: rank of every metric on every criterion")
+ax.set_title("Report card: rank of every metric\non every criterion")
 out.figure(fig, "report_card")
 advice = syn.recommendations(recovered, card, {s.use_case: s.name for s in S.values()})
 for case, text in advice.items():

@@ -40,7 +40,6 @@ device = "cpu"
 batch_size = 256
 
 # %%
-import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 
@@ -81,14 +80,15 @@ wide = curves.pivot_table(index=["model", "patch", "patch side", "image", "delet
 wide["zero − blur"] = wide["zero"] - wide["blur"]
 out.table(curves.groupby(["model", "reference", "patch side", "fraction"])["value"].mean().reset_index(), "fig4")
 for m in setup.models:
-    fig, axes = plt.subplots(1, 3, figsize=(15, 3.6))
+    fig, axes = fl.plots.panels(3, 1, height=2.1, legend="right", sharex=True)
     sel, sel_w = curves[curves.model == m], wide[wide.model == m]
-    for ax, (title, frame, column) in zip(axes, [("(a) zero reference", sel[sel.reference == "zero"], "value"),
+    for ax, (title, frame, column) in zip(axes[:, 0], [("(a) zero reference", sel[sel.reference == "zero"], "value"),
                                                   ("(b) blur reference", sel[sel.reference == "blur"], "value"),
                                                   ("(c) (a) − (b)", sel_w, "zero − blur")]):
         fl.plots.curves(frame, x="fraction", y=column, hue="patch", band=None, ax=ax, hue_order=PATCHES)
         ax.set(title=f"{m}: {title}", xlabel="fraction of patches deleted", ylabel=P.OUTPUT_NAMES[output])
     fig.tight_layout()
+    fl.plots.legend_outside(fig)
     out.figure(fig, f"fig4_{m}".replace(" ", "_").replace("/", "_"))
 
 # %% [markdown]

@@ -99,10 +99,11 @@ curves_2a = {("CS", "Le"): cs["max"], ("SA", "Le"): sa_le.lerf, ("Greedy", "Le")
 frame_2a = pd.concat([P.curve_rows(c, {"search": s, "objective": o}) for (s, o), c in curves_2a.items()],
                      ignore_index=True)
 out.table(frame_2a, "fig2a_curves")
-fig, ax = plt.subplots(figsize=(6, 4))
+fig, ax = plt.subplots(figsize=(4.8, 3.4))
 fl.plots.curves(frame_2a, x="deleted", y="value", hue="search", style="objective", band=None, ax=ax)
 ax.set(xlabel="patches deleted", ylabel=f"{P.OUTPUT_NAMES[output]} of the label",
-       title=f"{model_name}, t = {cs_edge ** 2}: -Le solid (LeRF), -Mo dashed (MoRF)")
+       title=f"{model_name}, t = {cs_edge ** 2}\n-Le solid (LeRF), -Mo dashed (MoRF)")
+fl.plots.legend_outside(ax)
 out.figure(fig, "fig2a")
 
 # %%
@@ -135,7 +136,7 @@ fig, axes = plt.subplots(3, len(heat_edges), figsize=(2.6 * len(heat_edges), 7.8
 for row, objective in enumerate(("le-mo", "le", "mo")):
     for col, e in enumerate(heat_edges):
         fl.plots.heatmap_overlay(x1[0].cpu(), heat[objective, e].cpu(), ax=axes[row, col])
-        axes[row, col].set_title(f"SA-{objective.title()}, t = {e * e}", fontsize=9)
+        axes[row, col].set_title(f"SA-{objective.title()}, t = {e * e}")
 fig.tight_layout()
 out.figure(fig, "fig3a")
 
@@ -160,12 +161,13 @@ cross = {"SA-Le−Mo": T.anneal(model, x, edge=edge, objective="le-mo", init=gre
          "Greedy-Le": greedy_le, "Greedy-Mo": greedy_mo}
 cross_scores, cross_curves = P.search_frames(cross, labels={"model": model_name})
 out.table(cross_scores, "fig3b_scores")
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
-for ax, criterion in zip(axes, ("LeRF", "MoRF")):
+fig, axes = fl.plots.panels(2, 1, height=2.4, legend="right", sharex=True)
+for ax, criterion in zip(axes[:, 0], ("LeRF", "MoRF")):
     fl.plots.curves(cross_curves[cross_curves.criterion == criterion], x="deleted", y="value", hue="method",
                     band=None, ax=ax)
-    ax.set(title=f"{criterion} test", xlabel="patches deleted", ylabel=f"{P.OUTPUT_NAMES[output]} of the label")
+    ax.set(title=f"{criterion} test", xlabel="patches deleted", ylabel=f"{P.OUTPUT_NAMES[output]}\nof the label")
 fig.tight_layout()
+fl.plots.legend_outside(fig)
 out.figure(fig, "fig3b")
 
 summary_3b = cross_scores.groupby("method", sort=False)[["LeRF", "MoRF", "LeRF − MoRF"]].mean().reset_index()
@@ -223,9 +225,9 @@ per_proposal = {name: (s.passes[-1] - s.passes[0]).item() / (iterations * len(xc
                 for name, s in (("incremental", sa_same), ("published", full))}
 out.glue("passes_incremental", round(per_proposal["incremental"], 1))
 out.glue("passes_published", round(per_proposal["published"], 1))
-fig, ax = plt.subplots(figsize=(6, 3.8))
+fig, ax = plt.subplots(figsize=(4.8, 3.4))
 for name, part in trade.groupby("search", sort=False):
     ax.plot(part["passes per image"], part["objective"], marker="o" if len(part) == 1 else None, label=name)
 ax.set(xscale="log", xlabel="forward passes per image", ylabel="best ΣLeRF − ΣMoRF (mean)", title=model_name)
-ax.legend(fontsize=8)
+fl.plots.legend_outside(ax, where="below", ncol=2)
 out.figure(fig, "speed_quality")

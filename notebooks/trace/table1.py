@@ -14,7 +14,7 @@
 # %% [markdown]
 # # TRACE against attribution methods: Table 1, Appendix G, Fig. 1 and Fig. 2b
 #
-# Wang & Wang (ICLR 2024) find, by simulated annealing, the deletion order that maximises the LeRF − MoRF
+# {cite:t}`wang2024trace` find, by simulated annealing, the deletion order that maximises the LeRF − MoRF
 # deletion score itself (TRACE-SA-Le−Mo) and compare it with eight attribution methods on six ImageNet models
 # under three references (Table 1: probabilities; Appendix G: logits). They claim that TRACE beats every method
 # in every setting (T2), that the trajectory optimised for the probability (T-p) beats the one optimised for the
@@ -48,7 +48,6 @@ device = "cpu"
 batch_size = 256
 
 # %%
-import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 
@@ -179,17 +178,15 @@ t2
 
 # %%
 first = next(iter(setup.models))
-fig, axes = plt.subplots(1, 4, figsize=(17, 3.6), sharex=True)
+fig, axes = fl.plots.panels(2, 2, height=2.4, legend="right", sharex=True)
 panels = [("logit", "LeRF"), ("logit", "MoRF"), ("probability", "LeRF"), ("probability", "MoRF")]
 sel = curves[(curves.model == first) & (curves.reference == references[0])]
-for ax, (output, criterion), tag in zip(axes, panels, ["i", "ii", "iii", "iv"]):
+for ax, (output, criterion), tag in zip(axes.flat, panels, ["i", "ii", "iii", "iv"]):
     panel = sel[(sel.output == output) & (sel.criterion == criterion)]
     fl.plots.curves(panel, x="deleted", y="value", hue="method", band=None, ax=ax)
     ax.set(title=f"({tag}) {criterion}, {output}", xlabel="patches deleted", ylabel=output)
-    if ax is not axes[-1]:
-        ax.get_legend().remove()
-axes[-1].legend(fontsize=7, loc="upper right")
 fig.tight_layout()
+fl.plots.legend_outside(fig)
 out.figure(fig, "fig2b")
 
 # %% [markdown]
@@ -223,12 +220,13 @@ pixel_scores = pd.concat(pixel_scores, ignore_index=True)
 pixel_curves = pd.concat(pixel_curves, ignore_index=True)
 out.table(pixel_scores, "pixel_scores")
 
-fig, axes = plt.subplots(1, len(PIXEL), figsize=(5 * len(PIXEL), 3.6), sharey=True, squeeze=False)
-for ax, name in zip(axes[0], PIXEL):
+fig, axes = fl.plots.panels(len(PIXEL), 1, height=2.4, legend="right", sharex=True, sharey=True)
+for ax, name in zip(axes[:, 0], PIXEL):
     fl.plots.curves(pixel_curves[pixel_curves.method == name], x="fraction", y="value", hue="reference",
                     style="criterion", band=None, ax=ax)
-    ax.set(title=name, xlabel="fraction of pixels deleted", ylabel="probability of the label")
+    ax.set(title=name, xlabel="fraction of pixels deleted", ylabel="probability\nof the label")
 fig.tight_layout()
+fl.plots.legend_outside(fig)
 out.figure(fig, "fig1")
 
 # %%
