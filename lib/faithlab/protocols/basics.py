@@ -8,8 +8,20 @@ import numpy as np
 import pandas as pd
 
 from faithlab import verdicts
+from faithlab.protocols.setup import Setting
 
 __all__ = ["claim_deletion_sanity"]
+
+SETUP: tuple[Setting, ...] = (
+    Setting("data", "—", "basics/digits_classifier", "scikit-learn digits, {image_size} px"),
+    Setting("model", "—", "basics/digits_classifier", lambda p: f"small CNN, {p['n_epochs']} epochs"),
+    Setting("test images", "—", "basics/digits_classifier", "{n_test}"),
+    Setting("explainers", "—", "basics/digits_classifier",
+            lambda p: ", ".join(m.replace("_", " ") for m in p["methods"])),
+    Setting("fractions removed", "—", "basics/digits_classifier",
+            lambda p: f"{min(p['fractions']) * 100:g}–{max(p['fractions']) * 100:g} %, {len(p['fractions'])} levels"),
+)
+"""The chapter's set-up table: no paper behind it ("—"), ours from the executed notebook's parameters."""
 
 
 def claim_deletion_sanity(deletion: pd.DataFrame, predictions, labels, *, method: str = "integrated_gradients",

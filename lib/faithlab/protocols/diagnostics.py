@@ -41,9 +41,11 @@ def removal_diagnostic(models: Mapping[str, Callable], x: torch.Tensor, y: torch
     models: ``{name: eval-mode model}``, all seeing the same removals. x, y: inputs and labels (int64).
     salient: ``(B, n)`` per sample, either a bool mask of the salient units (a ground truth: the digit's pixels,
     the class-carrying windows) or float unit scores (an explanation; higher = more salient).
+
     - bool mask: "salient" removes k units drawn at random inside the mask, "non-salient" k drawn outside it;
       k must not exceed the smallest mask (or its complement) of any sample.
     - scores: "salient" removes the top-k units, "non-salient" the bottom-k (ties in random order).
+
     "random" removes k units drawn uniformly. Random choices use ``n_draws`` draws from ``generator``, so every
     model sees the same masks. candidates: optional ``(B, n)`` bool, the units that may be removed at all (e.g. the
     real tokens of padded text: a pad position is neither evidence nor background); default all.

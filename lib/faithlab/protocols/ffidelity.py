@@ -21,8 +21,54 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset
 
-from faithlab import _validate, data, explainers, perturb, stats, train, verdicts
+from faithlab import _validate, data, explainers, perturb, recipes, stats, train, verdicts
 from faithlab.metrics import ffidelity
+from faithlab.protocols.setup import Setting
+
+
+def _grid(values, percent: bool = False) -> str:
+    """A set-up table's summary of a grid: ``"first–last, n levels"`` (in percent with ``percent``)."""
+    values = sorted(values)
+    lo, hi = (100 * values[0], 100 * values[-1]) if percent else (values[0], values[-1])
+    return f"{lo:g}–{hi:g}{' %' if percent else ''}, {len(values)} levels"
+
+
+def _model(name: str, width) -> str:
+    """A model in a set-up table: its display name and width (``CNN (width 32)``)."""
+    return f"{recipes.DISPLAY_NAMES.get(name, name)} (width {width:g})"
+
+
+SETUP: tuple[Setting, ...] = (
+    Setting("image data", "CIFAR-100, Tiny-ImageNet", "ffidelity/images_ranking",
+            lambda p: f"{'coloured' if p['color'] else 'grey'} digit canvases, {p['image_size']} px, "
+                      f"{'all' if p['n_train'] is None else format(p['n_train'], ',')} train"),
+    Setting("image model", "ResNet-9, 100 epochs", "ffidelity/images_ranking",
+            lambda p: f"{_model(p['model_name'], p['width'])}, {p['n_epochs']} epochs"),
+    Setting("fine-tuning, ROAR retraining", "100 epochs, 100 epochs", "ffidelity/images_ranking",
+            "{n_finetune_epochs} epochs, {n_roar_epochs} epochs"),
+    Setting("explainers", "SG-SQ over IG (10 samples), GradCAM", "ffidelity/images_ranking",
+            lambda p: ", ".join(f"SG-SQ over IG ({p['sg_samples']} samples, {p['ig_steps']} steps)"
+                                if e == "sg_sq_ig" else {"gradcam": "GradCAM"}.get(e, e) for e in p["explainers"])),
+    Setting("cap β, removal rate α, masks N", "β = 0.1, α+ = α− = 0.5, N = 50", "ffidelity/images_ranking",
+            "β = {beta}, α+ = α− = {alpha}, N = {n_samples}"),
+    Setting("sparsity grid", "5–95 %, 19 levels", "ffidelity/images_ranking",
+            lambda p: _grid(p["sparsity"], percent=True)),
+    Setting("noise levels ξ, degradation seeds", "0–1, 6 levels; 5 seeds", "ffidelity/images_ranking",
+            lambda p: f"{_grid(p['noise_levels'])}; {p['n_seeds']} seeds"),
+    Setting("evaluation images", "10,000 (CIFAR-100), 2,000 (Tiny-ImageNet)", "ffidelity/images_ranking",
+            "{n_test:,} test canvases"),
+    Setting("series, text data (Tables 3–4, 6–7)", "PAM, Boiler; SST2, BoolQ", "ffidelity/series_text",
+            lambda p: f"synthetic series of {p['ts_length']} steps; {p['text_length']}-token sentences"),
+    Setting("series, text models", "Bi-LSTM, CNN; LSTM, Transformer", "ffidelity/series_text",
+            lambda p: "; ".join(", ".join(recipes.DISPLAY_NAMES.get(m, m) for m in p[key])
+                                for key in ("ts_models", "text_models"))),
+    Setting("plateau (Fig. 4): r × β", "colored-MNIST, 5 r × 3 β", "ffidelity/size_plateau",
+            lambda p: f"{'coloured' if p['color'] else 'grey'} digit canvases, {len(p['rs'])} r × {len(p['betas'])} β"),
+    Setting("sensitivity grids (Tables 24–26)", "N 10–150, β 0.05–0.25, α 0.2–0.8", "ffidelity/sensitivity",
+            lambda p: ", ".join(f"{name} {min(p['grids'][key]):g}–{max(p['grids'][key]):g}"
+                                for name, key in (("N", "n_samples"), ("β", "beta"), ("α", "alpha")))),
+)
+"""The chapter's set-up table, paper (spec §1.4–1.12) against ours (the executed notebooks' parameters)."""
 
 
 def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, clean: torch.Tensor, *,

@@ -23,6 +23,7 @@ from faithlab import _validate, data, explainers, paths, perturb, train, verdict
 from faithlab.metrics.reco_mege import (Pairs, average_stability_details, details_from_pairs, explanation_distance,
                                         flatten_maps, mu_fidelity_details, reco_mege_details, shuffled_distances,
                                         shuffled_partners)
+from faithlab.protocols.setup import Setting
 from faithlab.train.cache import cache_key
 
 __all__ = ["TASKS", "METHODS", "DEGRADATIONS", "Family", "load_task", "family", "method_options", "explain_family",
@@ -32,6 +33,49 @@ __all__ = ["TASKS", "METHODS", "DEGRADATIONS", "Family", "load_task", "family", 
            "steps_diagnostic",
            "fidelity_stability", "PAPER", "rank_agreement", "beside", "identical_models", "cam_grid", "families",
            "claim_identical_models"]
+
+
+def _tasks(p: Mapping) -> str:
+    """The datasets in a set-up table: the paper's, or the stand-ins' loaders (:data:`TASKS`)."""
+    if p["dataset"] == "paper":
+        return f"{', '.join(p['tasks'])}, {p['image_size']} px"
+    loaders = dict.fromkeys(TASKS[t]["stand_in"].replace("_", " ") for t in p["tasks"])
+    return f"{len(p['tasks'])} stand-ins ({', '.join(loaders)}), {p['image_size']} px"
+
+
+def _degradations(names) -> str:
+    """Degradation names folded by kind, ``Normal`` left out: ``Limited 50%, Limited 25%`` → ``Limited 50/25 %``."""
+    kinds: dict[str, list[str]] = {}
+    for name in names:
+        kind, _, level = name.partition(" ")
+        if level:
+            kinds.setdefault(kind, []).append(level.rstrip("%"))
+    return ", ".join(f"{kind} {'/'.join(levels)}" for kind, levels in kinds.items()) + " %" if kinds else "none"
+
+
+SETUP: tuple[Setting, ...] = (
+    Setting("datasets", "Fashion-MNIST, EuroSAT, CIFAR-10, CIFAR-100", "reco_mege/tables", _tasks),
+    Setting("images in D (k-fold data)", "not stated in the text", "reco_mege/tables", "{n:,} per dataset"),
+    Setting("k folds (models per family)", "k = 5, accuracies within ±3 %", "reco_mege/tables", "k = {k}"),
+    Setting("model, training", "ResNet-18 (base width 26–46), epochs not stated", "reco_mege/tables",
+            lambda p: f"ResNet-18 at {p['width_scale']:g}× width, {p['epochs']} epochs"),
+    Setting("methods (Tables 1–2)", "SM, GI, IG, SG, GC", "reco_mege/tables",
+            lambda p: ", ".join("SM" if m == "SA" else m for m in p["methods"])),
+    Setting("IG points, SmoothGrad samples", "IG m = 60; SG m = 60, σ = 0.2", "reco_mege/tables",
+            lambda p: f"IG m = {p['ig_steps']}; SG m = {p['sg_samples']}, σ = {METHODS['SG'][1]['stdevs']:g}"),
+    Setting("degradations (Tables 7–14)", "Limited 75/50/25, Randomized 5/10/30, Switched 5/10/30 %",
+            "reco_mege/degradations", lambda p: _degradations(p["degradations"])),
+    Setting("degradations on", "all four datasets", "reco_mege/degradations", lambda p: ", ".join(p["tasks"])),
+    Setting("1-Lipschitz family (Tables 4–5)", "Deel-Lip CNN 48-96-96, CIFAR-10", "reco_mege/lipschitz",
+            lambda p: f"1-Lipschitz CNN at {p['lipschitz_width']:g}× width, {p['lipschitz_epochs']} epochs"),
+    Setting("μF (Table 3)", "15 % subsets, 10,000 test images", "reco_mege/comparison",
+            lambda p: f"{p['n_subsets']} subsets of {p['subset_fraction'] * 100:g} %, {p['n_eval']:,} images"),
+    Setting("S_avg (Table 3)", "radius r = 0.1, 10,000 test images", "reco_mege/comparison",
+            lambda p: f"r = {p['radius']:g}, {p['n_neighbours']} neighbours, {p['n_eval']:,} images"),
+    Setting("distance checks (Figs. 2–3)", "32×32 masks, 100 interpolation steps", "reco_mege/distances",
+            "{size}×{size} masks, {steps} steps; {repeats} noise repeats"),
+)
+"""The chapter's set-up table, paper (spec §4.1–4.8) against ours (the executed notebooks' parameters)."""
 
 TASKS: dict[str, dict] = {
     "FashionMNIST": {"stand_in": "digits", "kwargs": {"color": False}, "paper": "fashion_mnist",

@@ -21,13 +21,51 @@ import pandas as pd
 import torch
 from torch import nn
 
-from faithlab import _validate, data, evaluation, explainers, models, train, verdicts
+from faithlab import _validate, data, evaluation, explainers, models, recipes, train, verdicts
 from faithlab.data import TensorData
+from faithlab.metrics.fewclass import candidate_grid
 from faithlab.metrics.statistics import spearman
+from faithlab.protocols.setup import Setting
 
 __all__ = ["Setup", "setup", "tree_setup", "claim_ideal_gap", "PAPER_IDEAL_GAP", "degraded_name", "explainer_maps",
            "recovery", "ideal_gap", "resilience", "reactivity", "report_card", "recommendations", "CRITERIA",
            "cost_per_metric", "noisy_inputs", "beats"]
+
+
+def _setups(p: Mapping) -> str:
+    """The synthesis' classifiers in a set-up table, counted by kind: ``linear, 3 CNNs, ViT on 16 px canvases``."""
+    kinds: dict[str, int] = {}
+    for s in p["setups"]:
+        kind = recipes.DISPLAY_NAMES.get(s["model"], s["model"])
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return ", ".join(f"{n} {k}s" if n > 1 else k for k, n in kinds.items()) + f" on {p['image_size']} px canvases"
+
+
+def _explainers(names) -> str:
+    """Explainer names in a set-up table: all of them, or a count and the first two when they would not fit."""
+    text = ", ".join(names)
+    return text if len(text) <= 60 else f"{len(names)} explainers ({', '.join(list(names)[:2])}, …)"
+
+
+SETUP: tuple[Setting, ...] = (
+    Setting("classifiers", "— (each paper has its own)", "synthesis/metrics_compared", _setups),
+    Setting("test images per classifier", "—", "synthesis/metrics_compared", "{n_test}"),
+    Setting("degraded ground truth ξ", "0–1, 6 levels (F-Fidelity)", "synthesis/metrics_compared",
+            lambda p: f"{min(p['noise_levels']):g}–{max(p['noise_levels']):g}, {len(p['noise_levels'])} levels"),
+    Setting("real explainers", "—", "synthesis/metrics_compared", lambda p: _explainers(list(p["methods"]))),
+    Setting("sparsity grid", "5–95 %, 19 levels (F-Fidelity)", "synthesis/metrics_compared",
+            lambda p: f"{min(p['sparsity']) * 100:g}–{max(p['sparsity']) * 100:g} %, {len(p['sparsity'])} levels"),
+    Setting("F-Fidelity masks", "N = 50", "synthesis/metrics_compared", "N = {n_samples}"),
+    Setting("μF subsets", "200 (xplique's default)", "synthesis/metrics_compared", "{n_subsets}"),
+    Setting("Few-class curve, candidates", "101 points, 804 candidates", "synthesis/metrics_compared",
+            lambda p: f"{p['fewclass_points']} points, {len(candidate_grid(p['fewclass_operations']))} candidates"),
+    Setting("removal references", "—", "synthesis/metrics_compared",
+            lambda p: ", ".join(r.replace("_", " ") for r in p["references"])),
+    Setting("decision tree (Miró-Nicolau et al.)", "—", "synthesis/metrics_compared",
+            "depth {tree_depth}, {tree_images} images"),
+)
+"""The chapter's set-up table: the papers' defaults for each metric against ours (the executed notebook's
+parameters); "—" where no paper sets it."""
 
 
 @dataclass
