@@ -14,7 +14,7 @@ BOOK_FLAGS := -W -n --keep-going --all
 # Byte-compiled caches make the many kernel starts of the study much faster; some shells switch them off.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help setup book notebooks html test browser-deps clean paper-dry
+.PHONY: help setup book notebooks html test browser-deps clean paper-dry publish
 
 help:
 	@echo "make book      build the book on embedded data (set-up + notebooks with the 'book' profile + HTML)"
@@ -22,6 +22,7 @@ help:
 	@echo "make notebooks PROFILE=smoke|book|paper [NB='paper/experiment ...'] [ARGS='-p name value']"
 	@echo "make html      rebuild the HTML from the generated notebooks only"
 	@echo "make clean     remove the built book, generated artifacts and caches (keeps .venv)"
+	@echo "make publish   build the book, then push _build/html to the gh-pages branch (GitHub Pages) with ghp-import"
 
 # Set-up: uv (installed with pip if missing), then the locked environment; fails loudly if torchvision is broken.
 $(VENV)/.synced: pyproject.toml uv.lock
@@ -46,6 +47,11 @@ html: setup
 book: setup
 	$(MAKE) --no-print-directory notebooks PROFILE=book
 	$(MAKE) --no-print-directory html
+
+# By hand what .github/workflows/book.yml does on every push to main: build, then commit _build/html to the gh-pages
+# branch (-n: add .nojekyll so _static/ is served; -f: replace the branch's history; -p: push to origin).
+publish: book
+	$(VENV)/bin/ghp-import -n -p -f _build/html
 
 # Debian's chromium lets the browser test look at the built book; skipped (with a reason) when it cannot install.
 browser-deps:

@@ -16,7 +16,7 @@ def digits_vit(*, image_size: int = 16, patch_size: int = 4, dim: int = 48, dept
                n_epochs: int = 30, seed: int = 0, device: str | torch.device = "cpu"):
     """Small ViT on grey scikit-learn digits (SaCo chapter) → ``(model, train_data, test_data)``.
 
-    Digits upsampled to ``image_size``², normalised per channel; ``patch_size``² patches, CLS token, pre-norm
+    Digits upsampled to ``image_size`` ², normalised per channel; ``patch_size`` ² patches, CLS token, pre-norm
     blocks; AdamW (lr 2e-3, weight decay 0.05), cosine schedule, batch 64, best test epoch kept.
     """
     train_data = data.load("digits", split="train", size=image_size, seed=seed)

@@ -45,13 +45,14 @@ class TensorData(Dataset):
     """An in-memory dataset of tensors with optional ground truth; ``data[i]`` is ``(x[i], y[i])``.
 
     Attributes:
-        x: (N, ...) inputs — images (N, C, H, W) normalised, series (N, T, C), tokens (N, L) int64.
-        y: (N,) int64 labels in ``0..n_classes-1``.
-        mask: optional (N, H, W) / (N, T) / (N, L) bool ground-truth relevant features (no channel axis).
-        info: dict with at least ``name``, ``n_classes``, ``class_names``, ``mean``, ``std`` (per channel, as used
-            to normalise; None where nothing was normalised) and the generator's parameters.
-        extras: dict of further per-sample tensors (first dim N), e.g. ``boxes``; also readable as attributes
-            (``data.boxes``). ``subset`` and ``to`` carry them along.
+
+    - x: (N, ...) inputs — images (N, C, H, W) normalised, series (N, T, C), tokens (N, L) int64.
+    - y: (N,) int64 labels in ``0..n_classes-1``.
+    - mask: optional (N, H, W) / (N, T) / (N, L) bool ground-truth relevant features (no channel axis).
+    - info: dict with at least ``name``, ``n_classes``, ``class_names``, ``mean``, ``std`` (per channel, as used
+      to normalise; None where nothing was normalised) and the generator's parameters.
+    - extras: dict of further per-sample tensors (first dim N), e.g. ``boxes``; also readable as attributes
+      (``data.boxes``). ``subset`` and ``to`` carry them along.
     """
 
     def __init__(

@@ -265,10 +265,12 @@ def timeseries(task: str = "seq_comb", *, split: str = "train", seed: int = 0, n
 
     Background: i.i.d. N(0, noise²) in every channel. Windows: non-overlapping, separated by ≥ 1 step, lengths
     uniform in [window[0], window[1]], positions uniform; the signal is added to all channels.
+
     * ``seq_comb``: window j (in time order) holds a ramp from −amplitude to +amplitude, increasing if bit j of the
       class index is 1 and decreasing otherwise (class 0 = all decreasing); n_classes ≤ 2**n_windows.
     * ``freq_shape``: every window holds amplitude·sin(2π f_y t + φ) (t counted from the window start, φ random per
       window) at the class frequency f_k = 0.5·(k+1)/(n_classes+1) cycles per step, evenly spaced below Nyquist.
+
     Labels are uniform over classes. Series are not normalised (info mean 0 / std 1 per channel). ``offset`` shifts
     every value: with 0 a removed (zeroed) step equals the background mean, in distribution; with an offset of a
     few noise levels the zero reference lies outside the data, as an image's black pixel does (F-Fidelity's OOD

@@ -190,7 +190,7 @@ def eurosat(*, split: str = "train", data_dir: str | Path | None = None, downloa
 
     EuroSAT has no official split: a stratified split from ``seed`` (:func:`split_indices`, 80/20 by default) is
     returned as a ``Subset``. No canonical RGB statistics exist; ImageNet's are used unless mean/std are given.
-    Layout: data_dir/eurosat/2750/<ClassName>/*.jpg (torchvision's).
+    Layout: ``data_dir/eurosat/2750/<ClassName>/*.jpg`` (torchvision's).
     """
     import torchvision
 
@@ -256,7 +256,7 @@ def imagenet_val(*, split: str = "test", data_dir: str | Path | None = None, dow
     """ILSVRC2012 validation images (the only split: ``split="test"``) as a torchvision ImageFolder: Resize(256),
     CenterCrop(224), ToTensor, Normalize(IMAGENET_STATS). Class index = position in sorted wnid folder names (the
     standard ImageNet index when all 1,000 folders are present).
-    Layout: data_dir/val/<wnid>/*.JPEG (e.g. after the usual valprep reorganisation)."""
+    Layout: ``data_dir/val/<wnid>/*.JPEG`` (e.g. after the usual valprep reorganisation)."""
     import torchvision
 
     check_split(split, ("test",))
@@ -395,12 +395,14 @@ def ct_contrast(*, split: str = "test", data_dir: str | Path | None = None, down
     :func:`faithlab.data.ct_slices`.
 
     Layout, split one of train, val, test:
-      data_dir/<split>/images/<name>.npy or .png: one 2-D slice (H, W) each (.npy any numeric dtype, e.g. float
+
+    - data_dir/<split>/images/<name>.npy or .png: one 2-D slice (H, W) each (.npy any numeric dtype, e.g. float
       HU values; .png 8- or 16-bit grey, colour converted to grey); all slices of a split share one shape.
-      data_dir/<split>/masks/<name>: the slice's mask under the same file name (or the same stem with the other
+    - data_dir/<split>/masks/<name>: the slice's mask under the same file name (or the same stem with the other
       suffix, e.g. a .png mask for an .npy slice), same shape; nonzero = organ (bool, 0/1 or 0/255).
-      data_dir/<split>/labels.csv: comma-separated, header ``file,label``, one row per file of images/ (``file`` =
+    - data_dir/<split>/labels.csv: comma-separated, header ``file,label``, one row per file of images/ (``file`` =
       its name, e.g. ``slice_001.npy``), label 0 (without contrast) or 1 (with contrast).
+
     Slices are ordered by file name (``info['files']``). Values are used as stored (no windowing), then
     standardised with one mean and one std (population, over every pixel of every slice): those of the train
     split (data_dir/train/images) when it exists, else those of the loaded split, or the given ``mean``/``std``

@@ -482,14 +482,18 @@ def write_paper_dry(root: str | os.PathLike, *, seed: int = 0, per_class: int = 
     Face cache, where the ``paper`` profile expects them).
 
     Layout under ``root`` (the ``paper`` profile's ``~/data``), ``per_class`` images per class unless said:
-      imagenet/val/<wnid>/ILSVRC2012_val_<n>.JPEG            3 classes (:data:`IMAGENET_WNIDS`), various sizes
-      fewclass/imagenet_vehicles/{train,val,test}/<class>/   3 classes, with <split>_boxes.csv
-      fewclass/ct_contrast/{train,val,test}/                 64×64 float HU slices, .npy and .png masks, labels.csv
-      fewclass/models/<key>.pt                               :data:`FEWCLASS_MODELS`
-      torchvision/<name>.pt                                  :data:`TORCHVISION_MODELS` (1000 classes)
-      huggingface/hub/models--timm--<name>/                  :data:`TIMM_MODELS` (pytorch_model.bin blobs)
-      cifar-10-batches-bin/, cifar-100-binary/ (2 per class), FashionMNIST/raw/, eurosat/2750/,
-      tiny-imagenet-200/, SST-2/, PAMAP2data/, boiler/       every other format faithlab.data reads
+
+    ::
+
+        imagenet/val/<wnid>/ILSVRC2012_val_<n>.JPEG            3 classes (IMAGENET_WNIDS), various sizes
+        fewclass/imagenet_vehicles/{train,val,test}/<class>/   3 classes, with <split>_boxes.csv
+        fewclass/ct_contrast/{train,val,test}/                 64×64 float HU slices, .npy and .png masks, labels.csv
+        fewclass/models/<key>.pt                               FEWCLASS_MODELS
+        torchvision/<name>.pt                                  TORCHVISION_MODELS (1000 classes)
+        huggingface/hub/models--timm--<name>/                  TIMM_MODELS (pytorch_model.bin blobs)
+        cifar-10-batches-bin/, cifar-100-binary/ (2 per class), FashionMNIST/raw/, eurosat/2750/,
+        tiny-imagenet-200/, SST-2/, PAMAP2data/, boiler/       every other format faithlab.data reads
+
     Weights: random (``seed``) at the architectures' real sizes, state dicts saved with ``torch.save``; the
     Few-class models and the timm ViTs predict class 0 (CT: a positive logit) on every fake image (see the module
     docstring). Only paths under ``root`` are written. A folder already written by this version of this module with

@@ -27,6 +27,7 @@ checks both. (A zero CLS token would not do: with zero LayerNorm shifts its firs
 relevance is lost at the qkv layer.)
 
 Faithfulness to Chefer's code (``ViT_LRP.py`` / ``layers_ours.py``), read for facts only:
+
 * The start follows their ``generate_LRP``: the gradient is of the target logit (``one_hot * output``), the
   relevance pass starts from the one-hot vector itself (relevance 1 at the target, not the logit value).
 * Same rules and halving for Linear, matmuls, Add, clone, LayerNorm/GELU/softmax. Differences: (1) the Add

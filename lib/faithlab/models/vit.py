@@ -109,7 +109,7 @@ class ViT(_AttentionRecorder):
     """Small Vision Transformer (F-Fidelity App. C: patch 4, dim 128, depth 6, heads 8, MLP 256): conv patch
     embedding, CLS token, learned positional embedding, pre-norm blocks, final LayerNorm, linear head on CLS.
     Token 0 is CLS; patch tokens follow in row-major order (``n_patches`` of them, ``patch_size`` pixels wide).
-    ``norm_eps`` is every LayerNorm's epsilon (timm's ViTs use 1e-6, see :func:`vit_from_timm`)."""
+    ``norm_eps`` is every LayerNorm's epsilon (timm's ViTs use 1e-6, see :func:`faithlab.models.vit_from_timm`)."""
 
     def __init__(
         self,
