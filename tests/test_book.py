@@ -53,6 +53,9 @@ def test_notebook_runs_in_smoke_profile(smoke_book, name):
     assert shown >= saved, f"{name} saved {saved} figure(s) but shows {shown} in its outputs"
     printed = "".join("".join(o.get("text", "")) for o in outputs if o.get("output_type") == "stream")
     assert not WARNING_TEXT.search(printed), f"{name} prints a warning: {WARNING_TEXT.search(printed).group(0)}"
+    # The runner moves stderr (warnings, progress bars) off the page into stderr.log: a notebook must write none.
+    log = site / "book" / "_generated" / paper / experiment / "stderr.log"
+    assert not log.is_file(), f"{name} wrote to stderr:\n{log.read_text()[:2000]}"
 
 
 SHARDED = [nb.name for nb in study.discover(ROOT) if {"shard", "n_shards"} <= set(nb.defaults)]
@@ -117,6 +120,32 @@ def test_book_builds_with_warnings_as_errors(built_book):
 WARNING_TEXT = re.compile(r"\b(?:[A-Z]\w*)?Warning: |\[IPKernelApp\] WARNING")
 
 
+# tqdm's bars as they print ("45%|████▌     | 9/20 [00:01<00:02, 5.1it/s]").
+PROGRESS_TEXT = re.compile(r"\d+%\|[^|\n]*\|\s*\d+/\d+|\d+(?:\.\d+)?(?:it|s)/(?:s|it)\]")
+FIRST_VERDICT_PX = 1500
+# The pages that open with their claims: the five papers' chapters, F-Fidelity's sub-pages, the study's own checks.
+CHAPTER_PAGES = {"ffidelity", "fewclass", "saco", "reco_mege", "trace", "basics", "synthesis", "scorecard",
+                 *(f"ffidelity/{p}" for p in ("ranking", "variants", "size", "sensitivity", "series_text", "robustness"))}
+# In the page at 1400 px: the article column's width, every table wider than it outside a <details> fold, the first
+# verdict badge's offset from the top of the page, and the badges whose right edge is beyond the window.
+LAYOUT_JS = """() => {
+  const art = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
+  const column = art.getBoundingClientRect().width;
+  const wide = [];
+  for (const t of art.querySelectorAll('table')) {
+    if (t.closest('details')) continue;
+    if (t.getBoundingClientRect().width > column + 1 || t.scrollWidth > column + 1)
+      wide.push([Math.max(t.getBoundingClientRect().width, t.scrollWidth),
+                 (t.querySelector('caption') || {}).innerText || t.className]);
+  }
+  const badges = [...art.querySelectorAll('.fl-badge')];
+  const first = badges.length ? badges[0].getBoundingClientRect().top + window.scrollY : null;
+  const off = badges.filter(b => !b.closest('details'))
+                    .map(b => b.getBoundingClientRect().right).filter(r => r > window.innerWidth);
+  return {height: document.documentElement.scrollHeight, column, first_verdict: first, wide, badges_off: off};
+}"""
+
+
 def _saved_pngs(site: Path, page: Path, html: Path) -> list[Path]:
     """The PNG files a page must show: those its notebook saved for an executed-notebook page, the study map that
     the runner drew for the front page (intro), none for another chapter page."""
@@ -149,8 +178,10 @@ def _pages(html: Path) -> list[Path]:
 def test_browser_sees_titles_images_and_working_links(built_book):
     """Every page, chapters and executed notebooks (_generated/...) alike: a title, every image loaded, every local
     href/src an existing file of the built book (and every anchor a present id), no Python warning text nor the
-    runner's staging path; an executed notebook's page shows each PNG figure its notebook saved (the same bytes), and
-    the front page the study map."""
+    runner's staging path nor progress-bar text; an executed notebook's page shows each PNG figure its notebook saved
+    (the same bytes), and the front page the study map. At a 1400 px window: no table wider than the article's column
+    outside a fold, no verdict badge off-screen, and every chapter page (CHAPTER_PAGES) shows its first verdict within
+    1,500 px of its top. Each page's height and first verdict's offset are written to _build/browser-layout.csv."""
     from playwright.sync_api import sync_playwright
 
     html, proc = built_book
@@ -160,13 +191,14 @@ def test_browser_sees_titles_images_and_working_links(built_book):
     executed = {str(p.relative_to(html / "_generated").with_suffix("")) for p in pages if "_generated" in p.parts}
     assert executed == set(NOTEBOOKS), f"executed-notebook pages {sorted(executed)} != notebooks {NOTEBOOKS}"
     problems: list[str] = []
+    measured: list[dict] = []  # each page's height and first verdict's offset, written beside the built book
     texts: dict[Path, str] = {}  # the pages read for their anchors
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=CHROMIUM,
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
         )
-        page = browser.new_page()
+        page = browser.new_page(viewport={"width": 1400, "height": 1500})
         # index.html redirects to the first page of the table of contents.
         page.goto((html / "index.html").as_uri())
         page.wait_for_url("**/intro.html", timeout=10_000)
@@ -184,6 +216,18 @@ def test_browser_sees_titles_images_and_working_links(built_book):
             if missing:
                 problems.append(f"{name}: does not show the figure(s) its notebook saved: {missing}")
             text = page.inner_text("body")
+            layout = page.evaluate(LAYOUT_JS)
+            measured.append({"page": name, "height": layout["height"], "first_verdict": layout["first_verdict"]})
+            problems += [f"{name}: table {width:.0f} px wide in a {layout['column']:.0f} px column outside a fold: "
+                         f"{what!r:.80}" for width, what in layout["wide"]]
+            problems += [f"{name}: a verdict badge ends at {right:.0f} px, off-screen at 1400 px"
+                         for right in layout["badges_off"]]
+            rel = path.relative_to(html).with_suffix("").as_posix()
+            if rel in CHAPTER_PAGES and (layout["first_verdict"] is None or layout["first_verdict"] > FIRST_VERDICT_PX):
+                problems.append(f"{name}: first verdict at {layout['first_verdict']} px (must be ≤ {FIRST_VERDICT_PX})")
+            bar = PROGRESS_TEXT.search(text)
+            if bar:
+                problems.append(f"{name}: progress-bar text on the page: {bar.group(0)!r}")
             warning = WARNING_TEXT.search(text)
             if warning:
                 problems.append(f"{name}: warning text on the page: {warning.group(0)!r}")
@@ -212,4 +256,11 @@ def test_browser_sees_titles_images_and_working_links(built_book):
                     if f'id="{fragment}"' not in texts[target] and f'name="{fragment}"' not in texts[target]:
                         problems.append(f"{name}: missing anchor {ref}")
         browser.close()
+    import pandas as pd
+
+    report = pd.DataFrame(measured)
+    report.to_csv(html.parent / "browser-layout.csv", index=False)
+    print(report.to_string(index=False))
+    missing = sorted(CHAPTER_PAGES - {m["page"].removesuffix(".html") for m in measured})
+    assert not missing, f"chapter pages not built: {missing}"
     assert not problems, "\n".join(problems)

@@ -1,0 +1,176 @@
+"""The book's Sphinx extension: directives that show the generated outputs (the logic is in faithlab.study.pages).
+
+- ``csv-table`` (Sphinx's, extended): a table read from ``:file:`` is formatted for reading (fixed decimals per
+  column, ``mean ± sd`` and ``[low, high]`` cells: :func:`faithlab.study.pages.format_table`), followed by a link to
+  download its CSV (every digit and column), and folded into a dropdown when it is too wide for the column or too
+  long (``:no-fold:`` keeps it open); ``:columns: a, b`` shows only those columns.
+- ``fl-glance <paper>[/<experiment>]``: the claims at a glance (claim | paper | ours | verdict), from the scorecard.
+- ``fl-setup <paper>``: the set-up table, paper against ours (``faithlab.protocols.<paper>.SETUP``).
+- ``fl-summary``: one sentence per paper (and per study check) from the scorecard, for the intro.
+- on the executed notebooks' pages, a table output too wide for the column (or too long) is folded into a dropdown.
+
+The directives read ``_generated/`` when the page is built, so ``make html`` shows what the notebooks computed.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib
+from pathlib import Path
+
+import pandas as pd
+import yaml
+from docutils import nodes
+from docutils.parsers.rst import directives
+from docutils.statemachine import StringList
+from sphinx import addnodes
+from sphinx.directives.patches import CSVTable
+from sphinx.util.docutils import SphinxDirective
+
+from faithlab.study import pages
+
+GENERATED = "_generated"
+SCORECARD = "scorecard.csv"
+
+
+def _srcdir(directive: SphinxDirective) -> Path:
+    return Path(directive.env.srcdir)
+
+
+def _raw(text: str) -> nodes.raw:
+    return nodes.raw("", text, format="html")
+
+
+def _scorecard(directive: SphinxDirective) -> pd.DataFrame:
+    path = _srcdir(directive) / GENERATED / SCORECARD
+    directive.env.note_dependency(str(path))
+    if not path.is_file():
+        return pd.DataFrame(columns=["paper", "experiment", "claim", "paper_value", "our_value", "verdict", "rule",
+                                     "premise", "note"])
+    return pd.read_csv(path, keep_default_na=False, dtype=str)
+
+
+def _toc_order(directive: SphinxDirective) -> list[str]:
+    toc = _srcdir(directive) / "_toc.yml"
+    return pages.toc_order(yaml.safe_load(toc.read_text())) if toc.is_file() else []
+
+
+class ReadableCSVTable(CSVTable):
+    """Sphinx's csv-table; a ``:file:`` table is formatted, linked for download and folded when too big."""
+
+    option_spec = {**CSVTable.option_spec, "no-fold": directives.flag, "columns": directives.unchanged}
+
+    def run(self):
+        if "file" not in self.options:
+            return super().run()
+        env = self.state.document.settings.env
+        relative = self.options["file"]
+        _, path = env.relfn2path(relative, env.docname)
+        env.note_dependency(path)
+        frame = pd.read_csv(path, keep_default_na=True)
+        if "columns" in self.options:  # a narrower view of the table; the CSV link keeps every column
+            wanted = [c.strip() for c in self.options["columns"].split(",") if c.strip()]
+            missing = [c for c in wanted if c not in frame.columns]
+            if missing:
+                raise self.error(f"{relative} has no column {missing} (columns: {list(frame.columns)})")
+            frame = frame[wanted]
+        shown = pages.format_table(frame)
+        lines = [",".join('"' + str(v).replace('"', '""') + '"' for v in shown.columns)]
+        lines += [",".join('"' + str(v).replace('"', '""') + '"' for v in row) for row in shown.itertuples(index=False)]
+        self.options = {k: v for k, v in self.options.items() if k not in ("file", "no-fold", "columns")}
+        self.options["header-rows"] = 1
+        self.content = StringList(lines, source=path)
+        table = super().run()
+        link = nodes.paragraph(classes=["fl-csv"])
+        ref = addnodes.download_reference("", "", reftarget=relative, refdoc=env.docname, refexplicit=True,
+                                          refdomain="", reftype="download", refwarn=True)
+        ref += nodes.literal("", f"CSV: {Path(relative).name}")
+        link += ref
+        fold = None if "no-fold" in self.arguments or "no-fold" in self.options else pages.should_fold(shown)
+        if fold is None:
+            return [*table, link]
+        caption = self.arguments[0] if self.arguments else Path(relative).stem
+        summary = f"Table ({fold}): {html.escape(caption)}"
+        return [_raw(f'<details class="fl-fold"><summary>{summary}</summary><div class="fl-fold-body">'), *table,
+                link, _raw("</div></details>")]
+
+
+class Glance(SphinxDirective):
+    """``fl-glance paper[/experiment]`` (``:notes:`` adds each claim's note to its fold)."""
+
+    required_arguments = 1
+    option_spec = {"notes": directives.flag}
+
+    def run(self):
+        paper, _, experiment = self.arguments[0].partition("/")
+        order = [item.split("/", 1)[1] for item in _toc_order(self) if item.startswith(f"{paper}/")]
+        claims = pages.claims_for(_scorecard(self), paper, experiment or None, order)
+        return [_raw(pages.glance_html(claims, self.env.docname, notes="notes" in self.options))]
+
+
+class Setup(SphinxDirective):
+    """``fl-setup paper``: the chapter's paper-vs-ours table (``faithlab.protocols.<paper>.SETUP``)."""
+
+    required_arguments = 1
+
+    def run(self):
+        module = importlib.import_module(f"faithlab.protocols.{self.arguments[0]}")
+        settings = getattr(module, "SETUP", ())
+        if not settings:
+            raise self.error(f"faithlab.protocols.{self.arguments[0]} has no SETUP")
+        generated = _srcdir(self) / GENERATED
+        for setting in settings:
+            paper, experiment = setting.notebook.split("/")
+            self.env.note_dependency(str(generated / paper / f"{experiment}.ipynb"))
+        frame = pages.setup_rows(settings, generated)
+        return [_raw(pages.table_html(frame, css_class="fl-setup"))]
+
+
+class Summary(SphinxDirective):
+    """``fl-summary``: one sentence per paper, then per study check, from the scorecard."""
+
+    def run(self):
+        from faithlab.plots import CHAPTERS, PAPER_NAMES, paper_order
+
+        card = _scorecard(self)
+        items = []
+        for paper in paper_order([*CHAPTERS, *card["paper"].astype(str)]):
+            name = PAPER_NAMES.get(paper, paper)
+            name = name if paper in CHAPTERS else f"{name} (study check)"
+            sentence = pages.summary_sentence(name, card[card["paper"].astype(str) == paper])
+            href = f"{paper}.html" if (Path(self.env.srcdir) / f"{paper}.md").is_file() else None
+            head, _, rest = sentence.partition(":")
+            head = f'<a href="{href}"><b>{html.escape(head)}</b></a>' if href else f"<b>{html.escape(head)}</b>"
+            items.append(f"<li>{head}:{html.escape(rest)}</li>")
+        return [_raw(f'<ul class="fl-summary">{"".join(items)}</ul>')]
+
+
+def _fold_wide_outputs(app, doctree):
+    """On an executed notebook's page, every HTML table output (a pandas frame) too wide for the column or too long
+    is folded into a dropdown (:func:`faithlab.study.pages.fold_html_output`); the notebook file is not changed."""
+    if not app.env.docname.startswith(f"{GENERATED}/"):
+        return
+    for node in list(doctree.findall(nodes.raw)):
+        if "html" not in node.get("format", "").split():
+            continue
+        folded = pages.fold_html_output(node.astext())
+        if folded is not None:
+            node.replace_self(nodes.raw("", folded, format="html"))
+
+
+def _no_numbers(app, config):
+    """No automatic "Fig. N"/"Table N": the captions name the paper's figure ("paper Fig. 4 ↔ ours"), and Sphinx's
+    own numbers beside them read as the paper's. sphinx-jupyterbook-latex switches numfig on when the configuration
+    is read, so this runs after it (priority 900)."""
+    config.numfig = False
+
+
+def setup(app):
+    app.connect("config-inited", _no_numbers, priority=900)
+    app.connect("doctree-read", _fold_wide_outputs)
+    app.add_directive("csv-table", ReadableCSVTable, override=True)
+    app.add_directive("fl-glance", Glance)
+    app.add_directive("fl-setup", Setup)
+    app.add_directive("fl-summary", Summary)
+    app.add_css_file("faithlab.css")
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
