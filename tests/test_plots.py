@@ -144,9 +144,24 @@ def test_study_map_one_label_per_paper_metric_and_experiment_and_bars_per_verdic
             if isinstance(p, Rectangle) and matplotlib.colors.to_hex(p.get_facecolor()) in colours]
     assert [v for v, _ in bars] == ["reproduced", "not reproduced", "reproduced", "not testable here"]
     np.testing.assert_allclose([w for _, w in bars], np.array([2, 1, 1, 1]) * bars[0][1] / 2)  # one scale
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(plots.VERDICT_COLORS)
+    (legend,) = fig.legends  # below the map, outside its axes
+    assert [t.get_text() for t in legend.get_texts()] == list(plots.VERDICT_COLORS)
     small, large = (plots.study_map(_scorecard().iloc[:n], metrics).get_size_inches()[1] for n in (1, 5))
     assert large > small  # the height follows the rows
+
+
+def test_study_map_of_the_whole_study_keeps_the_book_style():
+    """The front page's map, with the five papers' metrics and every notebook, saved at the runner's 150 dpi and
+    shown in the book's column: 9-pt text stays 9 pt (the map is narrow enough not to be shrunk), the legend is
+    outside the map, no more than the allowed panels."""
+    from faithlab import study
+    from faithlab.evaluation import PAPER_METRICS
+
+    names = [nb.name.split("/") for nb in study.discover()]
+    card = pd.DataFrame([{"paper": p, "experiment": e, "verdict": plots.VERDICTS[i % 4]}
+                         for i, (p, e) in enumerate(names) if p != "templates"])
+    fig = plots.study_map(card, PAPER_METRICS)
+    assert plots.check_style(fig, dpi=150) == []
 
 
 def test_study_map_rejects_bad_arguments():

@@ -525,18 +525,20 @@ def study_map(scorecard: pd.DataFrame, metrics: Mapping[str, Sequence[str]], *,
         counts = claims["verdict"].value_counts()
         blocks.append((p, names.get(p, p), metrics.get(p, []), sorted(claims["experiment"].unique()),
                        [int(counts.get(v, 0)) for v in VERDICTS]))
-    heads = ("paper", "metrics", "experiments (notebooks)", "verdicts (claims)")
+    heads = ("paper", "metrics", "notebooks", "verdicts (claims)")
     x_paper = 0.1
-    x_metric = x_paper + width([b[1] for b in blocks], bold=True) + 0.55
-    x_exp = x_metric + max(width([m for b in blocks for m in b[2]]), width(heads[1:2], bold=True)) + 0.55
-    x_bar = x_exp + max(width([e for b in blocks for e in b[3]]), width(heads[2:3], bold=True)) + 0.55
-    bar_width = 2.4
+    # narrow enough (about 6.5 inches) to be shown in the book's column without shrinking its 9-pt text
+    x_metric = x_paper + width([b[1] for b in blocks], bold=True) + 0.25
+    x_exp = x_metric + max(width([m for b in blocks for m in b[2]]), width(heads[1:2], bold=True)) + 0.25
+    x_bar = x_exp + max(width([e for b in blocks for e in b[3]]), width(heads[2:3], bold=True)) + 0.25
+    bar_width = 0.9
     n_rows = sum(max(len(b[2]), len(b[3]), 1) for b in blocks) + gap * (len(blocks) - 1)
-    top, bottom = 1.6, 1.8  # rows for the column heads and for the legend
-    fig_width, fig_height = x_bar + bar_width + 0.8, (top + n_rows + bottom) * row
+    top, bottom, legend_rows = 1.6, 0.6, 2.6  # rows for the column heads, a margin, and the legend below the map
+    fig_width, fig_height = x_bar + bar_width + 0.3, (top + n_rows + bottom + legend_rows) * row
     fig = Figure(figsize=(fig_width, fig_height))
     FigureCanvasAgg(fig)
-    ax = fig.add_axes((0, 0, 1, 1))
+    below = legend_rows * row / fig_height  # the legend's strip, outside the map's axes
+    ax = fig.add_axes((0, below, 1, 1 - below))
     ax.set_xlim(0, fig_width)
     ax.set_ylim(n_rows + bottom, -top)  # y in rows, downwards; x in inches
     ax.set_axis_off()
@@ -594,6 +596,6 @@ def study_map(scorecard: pd.DataFrame, metrics: Mapping[str, Sequence[str]], *,
         if sum(counts):
             ax.text(left + 0.08, centre, str(sum(counts)), color="0.35", **text)
         y0 += rows + gap
-    ax.legend(handles=[Patch(facecolor=VERDICT_COLORS[v], label=v) for v in VERDICTS], loc="lower center",
-              ncol=len(VERDICTS), frameon=False, fontsize=size, bbox_to_anchor=(0.5, 0.0))
+    fig.legend(handles=[Patch(facecolor=VERDICT_COLORS[v], label=v) for v in VERDICTS], loc="lower center",
+               ncol=2, frameon=False, fontsize=size, bbox_to_anchor=(0.5, 0.0))
     return fig
