@@ -367,3 +367,21 @@ def test_fit_and_evaluate_bars_obey_the_environment(monkeypatch, capsys):
     assert bars("0") == ""
     forced = bars("0", progress=True)
     assert "small_cnn" in forced and "evaluate" in forced
+
+
+def test_chapter_link_is_relative_to_the_book_being_built_wherever_the_runner_writes(tmp_path):
+    """The runner may write into another copy's _generated (the test suite's smoke book does): the link still goes
+    two folders up from <book>/_generated/<paper>/ to the chapter page, never through the writer's own paths."""
+    book = tmp_path / "root" / "book"
+    (book / "ffidelity").mkdir(parents=True)
+    (book / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n  - file: ffidelity\n    sections:\n"
+                                   "      - file: ffidelity/ranking\n        sections:\n"
+                                   "          - file: _generated/ffidelity/images_ranking\n")
+    (book / "ffidelity" / "ranking.md").write_text("# Ranking\n")
+    path = tmp_path / "x.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("a = 1")]), str(path))
+    elsewhere = tmp_path / "site" / "book" / "_generated"
+    notebook_page.finish(path, name="ffidelity/images_ranking", params={"a": 1}, profile="smoke", seconds=3,
+                         root=tmp_path / "root", generated=elsewhere, log_folder=tmp_path, echo=lambda _: None)
+    first = nbformat.read(str(path), as_version=4).cells[0].source
+    assert first.startswith("Part of the chapter [Ranking](../../ffidelity/ranking.md).")

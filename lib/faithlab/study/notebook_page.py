@@ -228,7 +228,9 @@ def finish(ipynb: Path, *, name: str, params: dict, profile: str | None, seconds
 
     page = chapter_page(paper, experiment, Path(root) / "book")
     if page is not None:
-        href = Path(os.path.relpath(page, Path(generated) / paper)).as_posix()
+        # the page renders at <book>/_generated/<paper>/<experiment> of whichever copy of the book is built (the
+        # runner may write into another book's _generated, as the tests do): the link is relative to that place
+        href = "../../" + page.relative_to(Path(root) / "book").as_posix()
         title = page_title(page).replace("[", r"\[").replace("]", r"\]")
         where = f"Part of the chapter [{title}]({href})."
     else:
