@@ -185,10 +185,18 @@ def test_one_visible_parameters_cell_holds_every_effective_parameter(site):
     assert {k: namespace[k] for k in effective} == effective
 
 
+def _header(cells: list[dict]) -> dict:
+    (header,) = [c for c in cells if notebook_page.HEADER_TAG in _tags(c)]
+    return header
+
+
 def test_first_cell_links_the_chapter_page_of_the_toc_and_gives_the_run_time(site):
     root, results, _ = site
-    first = _cells(root, "demo/page")[0]
+    cells = _cells(root, "demo/page")
+    titled = cells[0]["cell_type"] == "markdown" and "".join(cells[0]["source"]).startswith("# ")
+    first = cells[1 if titled else 0]  # under the page's title when it has one
     assert first["cell_type"] == "markdown" and notebook_page.HEADER_TAG in _tags(first)
+    assert sum(notebook_page.HEADER_TAG in _tags(c) for c in cells) == 1
     text = "".join(first["source"])
     # demo/page's parent in the toc is the sub-page demo/part (not demo.md); its title's brackets are escaped
     assert text.startswith(r"Part of the chapter [Demo \[part\] page](../../demo/part.md).")
@@ -197,14 +205,14 @@ def test_first_cell_links_the_chapter_page_of_the_toc_and_gives_the_run_time(sit
     assert abs(int(ran.group(1)) - results["demo/page"].seconds) <= 2
     assert "CPU core" in ran.group(2)
     # a notebook in no toc entry links to book/<paper>.md, titled by its first heading
-    sharded = "".join(_cells(root, "other/sharded")[0]["source"])
+    sharded = "".join(_header(_cells(root, "other/sharded"))["source"])
     assert sharded.startswith("Part of the chapter [Other chapter](../../other.md).")
 
 
 def test_sharded_notebook_page_counts_its_shards(site):
     root, _, _ = site
     cells = _cells(root, "other/sharded")
-    assert "(2 shards and a reduce step) with the smoke profile" in "".join(cells[0]["source"])
+    assert "(2 shards and a reduce step) with the smoke profile" in "".join(_header(cells)["source"])
     shown = _visible([c for c in cells if {"parameters", "injected-parameters"} & set(_tags(c))])
     assert len(shown) == 1 and "n_shards = 2" in "".join(shown[0]["source"])
 
@@ -379,9 +387,11 @@ def test_chapter_link_is_relative_to_the_book_being_built_wherever_the_runner_wr
                                    "          - file: _generated/ffidelity/images_ranking\n")
     (book / "ffidelity" / "ranking.md").write_text("# Ranking\n")
     path = tmp_path / "x.ipynb"
-    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("a = 1")]), str(path))
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# The title\nIntro."),
+                                                   nbformat.v4.new_code_cell("a = 1")]), str(path))
     elsewhere = tmp_path / "site" / "book" / "_generated"
     notebook_page.finish(path, name="ffidelity/images_ranking", params={"a": 1}, profile="smoke", seconds=3,
                          root=tmp_path / "root", generated=elsewhere, log_folder=tmp_path, echo=lambda _: None)
-    first = nbformat.read(str(path), as_version=4).cells[0].source
-    assert first.startswith("Part of the chapter [Ranking](../../ffidelity/ranking.md).")
+    cells = nbformat.read(str(path), as_version=4).cells
+    assert cells[0].source.startswith("# The title")  # the link and run time come under the page's title
+    assert cells[1].source.startswith("Part of the chapter [Ranking](../../ffidelity/ranking.md).")

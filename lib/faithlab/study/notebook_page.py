@@ -10,7 +10,7 @@ sharded run is executed, hence finished, like any run):
   holds every effective parameter (the notebook's defaults merged with the profile and ``-p``, as the runner passed
   them all); the notebook's own cell is tagged ``remove-cell``, which myst-nb leaves off the page. Both stay in the
   notebook in their order, so re-running the executed ``.ipynb`` gives the same values;
-* **a first markdown cell** (tagged ``chapter-link``): "Part of the chapter <link>" to the chapter page that lists
+* **a markdown cell under the title** (tagged ``chapter-link``; first when the notebook opens without a title): "Part of the chapter <link>" to the chapter page that lists
   the notebook in ``book/_toc.yml`` (the parent ``file:`` of its ``_generated/<paper>/<experiment>`` entry, else
   ``book/<paper>.md``), and what produced the page: run time, profile, machine and date;
 * **no stderr on the page**: the stderr streams are removed from the page, after being written to
@@ -36,7 +36,7 @@ import yaml
 
 PARAMETERS_HEADER = "# this run's parameters (profile {profile})"
 HIDDEN = "remove-cell"  # myst-nb's tag for a cell left off the page (input and output)
-HEADER_TAG = "chapter-link"  # the page's first markdown cell
+HEADER_TAG = "chapter-link"  # the markdown cell under the page's title (or first) with the link and run time
 STDERR_LOG = "stderr.log"  # in the notebook's artifact folder: the stderr streams removed from its page
 _WIDTH = 88  # characters of a code line that fit the book's column without scrolling
 _ECHOED_LINES = 5  # stderr lines echoed to the runner's user per notebook (all of them are in the log)
@@ -241,5 +241,8 @@ def finish(ipynb: Path, *, name: str, params: dict, profile: str | None, seconds
            f"{host_summary(params.get('device'))}, {today}.")
     header = nbformat.v4.new_markdown_cell(f"{where}\n{ran}", metadata={"tags": [HEADER_TAG]})
     notebook.cells = [c for c in notebook.cells if HEADER_TAG not in c.get("metadata", {}).get("tags", [])]
-    notebook.cells.insert(0, header)
+    # under the page's title when the notebook opens with one (a markdown cell starting "# "), else first
+    first = notebook.cells[0] if notebook.cells else None
+    titled = first is not None and first.cell_type == "markdown" and first.source.lstrip().startswith("# ")
+    notebook.cells.insert(1 if titled else 0, header)
     nbformat.write(notebook, str(ipynb))
