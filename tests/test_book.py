@@ -225,6 +225,8 @@ def test_browser_sees_titles_images_and_working_links(built_book):
             rel = path.relative_to(html).with_suffix("").as_posix()
             if rel in CHAPTER_PAGES and (layout["first_verdict"] is None or layout["first_verdict"] > FIRST_VERDICT_PX):
                 problems.append(f"{name}: first verdict at {layout['first_verdict']} px (must be ≤ {FIRST_VERDICT_PX})")
+            if rel.startswith("api/"):  # the API reference documents the runner: it names these texts on purpose
+                text = ""
             bar = PROGRESS_TEXT.search(text)
             if bar:
                 problems.append(f"{name}: progress-bar text on the page: {bar.group(0)!r}")
