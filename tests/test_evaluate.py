@@ -258,3 +258,19 @@ def test_bad_inputs_and_nan_models():
     with pytest.raises(ValueError, match="NaN or inf"):
         fl.evaluate(lambda inputs: torch.full((inputs.shape[0], 3), math.nan), x, y, maps, metrics=["aopc"],
                     **OPTIONS)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"metrics": ["saco"], "saco_k": 65}, r"^saco_k must be at most the number of units of x \(64\), got 65"),
+    ({"metrics": ["fewclass_fid"], "fewclass_fractions": [0.0, 1.5]}, r"^fewclass_fractions must lie in \[0, 1\]"),
+    ({"metrics": ["fewclass_fid"], "fewclass_fractions": [0.5, 0.2]}, "^fewclass_fractions must be strictly "),
+    ({"metrics": ["s_avg"], "explainer": _explain, "radius": math.inf}, "^radius must be a positive finite"),
+    ({"metrics": ["s_avg"], "explainer": _explain, "radius": 0.0}, "^radius must be a positive finite"),
+    ({"metrics": ["s_avg"], "explainer": _explain, "radius": math.nan}, "^radius must be a number"),
+])
+def test_bad_metric_options_are_named_as_evaluate_s_options(kwargs, match):
+    """The option of evaluate is named (saco_k, fewclass_fractions, radius), not the metric function's own
+    argument (k, fractions) or the inputs a bad radius spoils (x contains NaN or inf)."""
+    model, x, y, maps, _ = _setup()
+    with pytest.raises(ValueError, match=match):
+        fl.evaluate(model, x, y, maps, **{**OPTIONS, **kwargs})

@@ -79,3 +79,30 @@ def test_cross_train_bad_input(tmp_path):
         fl.train.randomise_layers(torch.nn.Linear(2, 2), 1.5, generator=0)
     with pytest.raises(ValueError, match="k"):
         _train(tmp_path, k=100)
+
+
+def test_without_data_key_the_cache_entry_follows_the_data_s_contents(tmp_path):
+    """data_key=None with the cache on: each data set gets its own entries (keyed by a digest of x and y), so a
+    second data set never loads the first one's models; the same data again does."""
+    def train(data):
+        return fl.train.cross_train("small_cnn", {"in_channels": 1, "n_classes": 3, "width": 4}, data, CONFIG,
+                                    data_key=None, k=3, cache_dir=tmp_path, progress=False, device="cpu")
+
+    first = train(_data(seed=0))
+    other = train(_data(seed=1))
+    relabelled = _data(seed=0)
+    relabelled = TensorData(relabelled.x, (relabelled.y + 1) % 3, info=relabelled.info)  # same x, other labels
+    third = train(relabelled)
+    assert not any(h["from_cache"] for h in first.histories + other.histories + third.histories)
+    keys = [[h["key"] for h in ct.histories] for ct in (first, other, third)]
+    assert len({key for row in keys for key in row}) == 9
+    again = train(_data(seed=0))
+    assert all(h["from_cache"] for h in again.histories) and [h["key"] for h in again.histories] == keys[0]
+
+
+@pytest.mark.parametrize("option, value", [("limited", 1.5), ("limited", 0), ("limited", 0.001),
+                                           ("switched", 1.5), ("switched", -0.1), ("randomised", 2.0),
+                                           ("randomised", float("nan"))])
+def test_a_bad_degradation_is_named_as_the_caller_wrote_it(tmp_path, option, value):
+    with pytest.raises(ValueError, match=f"^{option} "):
+        _train(tmp_path, **{option: value})

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -276,3 +280,54 @@ def test_cluster_section_of_a_profile_is_checked_and_extended(project):  # noqa:
         study.load_profile("paper", project)
     with pytest.raises(study.StudyError, match="number of local workers must be a positive integer"):
         study.run(["demo/first"], root=project, generated=project / "g", cluster="local:x", echo=lambda *_: None)
+
+
+# ------------------------------------------------------------------------------------------------ bad --cluster values
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (connections to it are refused at once)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("cluster, why", [
+    ("/nonexistent/scheduler.json", "scheduler file .* does not exist"),
+    ("slurm", "'sbatch' is not on PATH"),
+    ("tcp://127.0.0.1:{port}", "cannot connect to the scheduler"),
+])
+def test_an_unusable_cluster_fails_at_once_with_one_line_naming_the_option(project, tmp_path, cluster,  # noqa: F811
+                                                                            why):
+    """The command line, in a process of its own: a scheduler file that is not there, a batch system whose submit
+    command is missing and a scheduler address that refuses connections each end the run within seconds, with
+    exit code 2 and one line that names --cluster (not a traceback, nor a hang)."""
+    cluster = cluster.format(port=_closed_port())
+    env = {**os.environ, "FAITHLAB_ROOT": str(project), "FAITHLAB_GENERATED": str(tmp_path / "gen")}
+    if cluster == "slurm":
+        (tmp_path / "bin").mkdir()
+        env["PATH"] = str(tmp_path / "bin")  # no sbatch
+    start = time.monotonic()
+    try:
+        done = subprocess.run([sys.executable, "-m", "faithlab.study", "run", "demo/first", "--force", "--cluster",
+                               cluster], check=False, cwd=project, env=env, capture_output=True, text=True,
+                              timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"--cluster {cluster} hung")
+    elapsed = time.monotonic() - start
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1 and lines[0].startswith(f"error: --cluster {cluster!r}: "), done.stderr
+    assert re.search(why, lines[0]), lines[0]
+    assert elapsed < 20, elapsed
+
+
+@pytest.mark.parametrize("system, command", [("slurm", "sbatch"), ("pbs", "qsub"), ("sge", "qsub"), ("lsf", "bsub")])
+def test_a_batch_system_without_its_submit_command_is_refused_before_any_cluster_starts(monkeypatch, tmp_path,
+                                                                                         system, command):
+    monkeypatch.setattr(clusters.shutil, "which", lambda name: None)
+    started = []
+    monkeypatch.setattr(clusters, "jobqueue_cluster", lambda *a, **k: started.append(a))
+    with pytest.raises(clusters.ClusterError, match=f"--cluster '{system}': '{command}' is not on PATH"):
+        clusters.connect(system, workers=1, root=tmp_path, echo=lambda *_: None)
+    assert not started

@@ -20,6 +20,7 @@ explainer and the seconds (:func:`cost`); ``attrs["forward_inputs"]`` is the tot
 from __future__ import annotations
 
 import inspect
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -259,6 +260,12 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
     for value, arg in ((n_samples, "n_samples"), (saco_k, "saco_k"), (n_subsets, "n_subsets"),
                        (n_neighbours, "n_neighbours"), (batch_size, "batch_size")):
         _validate.positive_int(value, arg)
+    # the metric functions' own checks would name their arguments (k, fractions) or the spoilt inputs: name ours
+    if "saco" in chosen and saco_k > (units := perturb.default_units(x).n):
+        raise ValueError(f"saco_k must be at most the number of units of x ({units}), got {saco_k}")
+    _validate.fractions(fewclass_fractions, "fewclass_fractions", increasing=True)
+    if not 0 < _validate.number(radius, "radius") < math.inf:
+        raise ValueError(f"radius must be a positive finite number, got {radius!r}")
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
     n = x.shape[0]

@@ -30,11 +30,14 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import threading
 from pathlib import Path
 
 RESOURCE = "notebook"  # the worker resource one notebook execution takes
 SYSTEMS = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster", "lsf": "LSFCluster"}
+SUBMIT = {"slurm": "sbatch", "pbs": "qsub", "sge": "qsub", "lsf": "bsub"}  # each batch system's submit command
+CONNECT_TIMEOUT = 5  # seconds to reach a running scheduler (an address or a scheduler file) before giving up
 RESOURCE_KEYS = {"cores", "memory", "walltime", "gpus", "queue", "account", "job_extra_directives",
                  "job_script_prologue", "interface", "local_directory", "log_directory", "python",
                  "dashboard_address"}
@@ -174,7 +177,11 @@ def local_threads(jobs: int, echo=print) -> str:
 
 def connect(cluster: str, *, workers: int, resources: dict | None = None, root: Path,
             environment: dict | None = None, echo=print) -> Connection:
-    """Open the cluster ``--cluster`` names (see the module docstring); ``workers``: local processes or batch jobs."""
+    """Open the cluster ``--cluster`` names (see the module docstring); ``workers``: local processes or batch jobs.
+
+    Raises ClusterError naming the value, at once, for a scheduler file that does not exist or a batch system whose
+    submit command (``sbatch``, ``qsub``, ``bsub``) is not on PATH, and after ``CONNECT_TIMEOUT`` seconds for a
+    scheduler that cannot be reached."""
     import distributed
 
     if not isinstance(cluster, str) or not cluster:
@@ -193,15 +200,30 @@ def connect(cluster: str, *, workers: int, resources: dict | None = None, root: 
         echo(f"local Dask cluster with {n} worker processes at {local.scheduler_address}")
         return Connection(distributed.Client(local), [local.close, _restore_environment(saved)])
     if cluster in SYSTEMS:
+        # dask-jobqueue would start its scheduler, fail to submit in the background and wait for workers forever
+        if shutil.which(SUBMIT[cluster]) is None:
+            raise ClusterError(f"--cluster {cluster!r}: {SUBMIT[cluster]!r} is not on PATH (run from a machine that "
+                               f"can submit {cluster} jobs)")
         batch = jobqueue_cluster(cluster, resources, root=root, environment=environment)
         batch.scale(jobs=workers)
         echo(f"{cluster}: {workers} job(s) requested from scheduler {batch.scheduler_address} (dashboard "
              f"{batch.dashboard_link}); job script:\n" + batch.job_script())
         return Connection(distributed.Client(batch), [batch.close])
     if cluster.endswith(".json"):
-        client = distributed.Client(scheduler_file=cluster)
+        # distributed waits, silently and for ever, for a scheduler file to appear
+        if not Path(cluster).is_file():
+            raise ClusterError(f"--cluster {cluster!r}: the scheduler file {cluster} does not exist")
+        target = {"scheduler_file": cluster}
     else:
-        client = distributed.Client(cluster)
+        target = {"address": cluster}
+    try:
+        client = distributed.Client(**target, timeout=CONNECT_TIMEOUT)
+    except ValueError as exc:  # e.g. "missing port number in address 'x'"
+        raise ClusterError(f"--cluster {cluster!r}: not a scheduler address, 'local[:N]' or one of "
+                           f"{sorted(SYSTEMS)} ({exc})") from None
+    except OSError as exc:  # refused, unreachable or no answer in time
+        raise ClusterError(f"--cluster {cluster!r}: cannot connect to the scheduler within {CONNECT_TIMEOUT} s "
+                           f"({exc})") from None
     workers_info = client.scheduler_info().get("workers", {})
     with_resource = [w for w in workers_info.values() if RESOURCE in (w.get("resources") or {})]
     if not with_resource:

@@ -10,6 +10,7 @@ parameterised layers, cascading from the output, get Gaussian noise of their own
 from __future__ import annotations
 
 import copy
+import hashlib
 import math
 import os
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from torch import nn
 
 from faithlab import _validate
 from faithlab.data import TensorData
-from faithlab.data._core import fraction_subset, kfold_indices, switch_labels
+from faithlab.data._core import _count, fraction_subset, kfold_indices, switch_labels
 from faithlab.train.loop import TrainConfig, evaluate, fit
 
 __all__ = ["CrossTrained", "cross_train", "parameterised_layers", "randomise_layers"]
@@ -102,13 +103,28 @@ def randomise_layers(model: nn.Module, fraction: float, *, generator: torch.Gene
     return out, [name for name, _ in chosen]
 
 
-def cross_train(model_name: str, model_config: dict, data: TensorData, config: TrainConfig, *, data_key: str | dict,
-                k: int = 5, seed: int = 0, limited: float | None = None, switched: float | None = None,
-                randomised: float | None = None, cache: bool = True, cache_dir: str | os.PathLike | None = None,
-                device: torch.device | str | None = None, progress: bool | None = None) -> CrossTrained:
-    """Algorithm 1 of ReCo/MeGe: k models of ``models.build(model_name, **model_config)``, model i trained on
-    D \\ B_i with :func:`~faithlab.train.fit` (cached per fold; ``data_key`` must identify D), optionally degraded.
+def _digest(data: TensorData) -> str:
+    """SHA-256 of a data set's tensors x and y (dtype, shape and bytes, on the CPU): its cache identity when the
+    caller names none."""
+    h = hashlib.sha256()
+    for t in (data.x, data.y):
+        t = t.detach().cpu().contiguous()
+        h.update(f"{t.dtype}{tuple(t.shape)}".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
 
+
+def cross_train(model_name: str, model_config: dict, data: TensorData, config: TrainConfig, *,
+                data_key: str | dict | None = None, k: int = 5, seed: int = 0, limited: float | None = None,
+                switched: float | None = None, randomised: float | None = None, cache: bool = True,
+                cache_dir: str | os.PathLike | None = None, device: torch.device | str | None = None,
+                progress: bool | None = None) -> CrossTrained:
+    """Algorithm 1 of ReCo/MeGe: k models of ``models.build(model_name, **model_config)``, model i trained on
+    D \\ B_i with :func:`~faithlab.train.fit` (cached per fold), optionally degraded.
+
+    data_key: a string or JSON-serialisable dict that identifies D in the cache key (name, split, size, …); None:
+    a SHA-256 digest of D's tensors ``x`` and ``y`` (read once on the CPU), so that two data sets never share an
+    entry.
     data: the TensorData D (every sample is later explained by every model). k: folds (paper 5). seed: the blocks,
     the label switching, the limited subsets and the weight noise (training itself is seeded by ``config.seed``).
     limited: train each model on that fraction of D \\ B_i (75/50/25 % in the paper); switched: that fraction of
@@ -118,14 +134,29 @@ def cross_train(model_name: str, model_config: dict, data: TensorData, config: T
     if not isinstance(data, TensorData):
         raise TypeError(f"data must be a faithlab TensorData, got {type(data).__name__}")
     k = _validate.positive_int(k, "k")
+    # the degradations are checked here, so that a bad one is named as the caller wrote it (the values, not
+    # their float(), go into the cache key as before)
+    if limited is not None:
+        _validate.fraction(limited, "limited", closed_low=False)
+    if switched is not None:
+        _validate.fraction(switched, "switched")
+    if randomised is not None:
+        _validate.fraction(randomised, "randomised")
     n = len(data)
     splits = kfold_indices(n, k, seed=seed)
+    if limited is not None:
+        smallest = min(train_idx.numel() for train_idx, _ in splits)
+        if _count(limited, smallest) < 1:
+            raise ValueError(f"limited must keep at least one sample: {limited} of a fold's {smallest} training "
+                             "samples keeps none")
     folds = torch.empty(n, dtype=torch.int64)
     for i, (_, block) in enumerate(splits):
         folds[block] = i
     labels = data.y
     if switched is not None:
         labels = switch_labels(data.y, switched, data.n_classes, seed=seed)
+    if data_key is None:
+        data_key = {"digest": _digest(data)} if cache else None
     key = data_key if isinstance(data_key, dict) else {"data": data_key}
     models, histories, accuracy, names, sizes = [], [], [], [], []
     for i, (train_idx, block) in enumerate(splits):
