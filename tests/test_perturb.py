@@ -543,3 +543,13 @@ def test_a_callable_output_may_read_several_values_per_input():
     assert out.shape == (5, 3, 2)
     torch.testing.assert_close(out[..., 1], P.removal_outputs(model, x, masks, target=t,
                                                               output=lambda z, _: z[:, 1]))
+
+
+def test_x_on_another_device_than_the_model_is_named_before_x_is_read():
+    """The engine checks the model against x before reading x's values: x on the meta device (or any device the
+    model is not on) gets the device message, not torch's "Tensor.item() cannot be called on meta tensors"."""
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(4, 2)).eval()
+    x = torch.zeros(3, 1, 2, 2, device="meta")
+    with pytest.raises(ValueError, match="model is on cpu but x is on meta"):
+        fl.perturb.removal_curve(model, x, torch.ones(3, 1, 2, 2, device="meta"), fractions=[0.0, 0.5], order="morf",
+                                 target=torch.zeros(3, dtype=torch.long, device="meta"))

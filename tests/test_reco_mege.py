@@ -11,8 +11,9 @@ import torch
 from scipy.stats import spearmanr
 
 import faithlab as fl
-from faithlab.metrics.reco_mege import (Pairs, explanation_distance, mege, pair_distances, reco, reco_auc, reco_curve,
-                                        reco_mege_details, reco_scan, split_sets)
+from faithlab.metrics.reco_mege import (Pairs, explanation_distance, flatten_maps, mege, pair_distances, reco,
+                                        reco_auc, reco_curve, reco_mege_details, reco_scan, shuffled_distances,
+                                        split_sets)
 from oracles import Additive, small_cnn
 
 
@@ -167,6 +168,79 @@ def test_reco_bad_input():
         pair_distances(maps, predictions, labels, folds, distance="cosine")
 
 
+def test_inf_maps_and_negative_classes_raise_naming_the_argument():
+    maps, predictions, labels, folds = _cross()
+    bad = maps.clone()
+    bad[1, 3, 0, 2, 2] = -math.inf                  # one value: the maps still rank, the ranking means nothing
+    with pytest.raises(ValueError, match="maps"):
+        fl.metrics.reco_mege(bad, predictions, labels, folds, channel_dim=-3)
+    partners = torch.arange(1, 41) % 40
+    with pytest.raises(ValueError, match="maps"):
+        shuffled_distances(bad, folds, partners, channel_dim=-3)
+    bad_pred = predictions.clone()
+    bad_pred[0, 0] = -1
+    with pytest.raises(ValueError, match="predictions"):
+        fl.metrics.reco_mege(maps, bad_pred, labels, folds)
+    bad_labels = labels.clone()
+    bad_labels[0] = -1
+    with pytest.raises(ValueError, match="labels"):
+        fl.metrics.reco_mege(maps, predictions, bad_labels, folds)
+    with pytest.raises(TypeError, match="maps"):                   # the imaginary part would be dropped
+        fl.metrics.reco_mege(maps.to(torch.complex64), predictions, labels, folds)
+    with pytest.raises(ValueError, match="maps"):
+        fl.metrics.reco_mege(maps[:, :0], predictions[:, :0], labels[:0], folds[:0])
+    with pytest.raises(ValueError, match="predictions"):            # bool is no class index
+        fl.metrics.reco_mege(maps, predictions > 0, labels, folds)
+    with pytest.raises(ValueError, match="folds"):
+        fl.metrics.reco_mege(maps, predictions, labels, folds > 0)
+
+
+def test_channel_dim_is_checked_against_the_map_axes():
+    maps, predictions, labels, folds = _cross()     # (k, N, C, H, W)
+    partners = torch.arange(1, 41) % 40
+    for bad in (5, -4, 0, 1, 1.0, True):
+        with pytest.raises((ValueError, TypeError), match="channel_dim"):
+            fl.metrics.reco_mege(maps, predictions, labels, folds, channel_dim=bad)
+        with pytest.raises((ValueError, TypeError), match="channel_dim"):
+            shuffled_distances(maps, folds, partners, channel_dim=bad)
+    with pytest.raises(ValueError, match="channel_dim"):
+        flatten_maps(maps[0], channel_dim=4)
+    with pytest.raises(ValueError, match="channel_dim"):         # (k, N, d) maps have a single axis to rank
+        fl.metrics.reco_mege(maps.flatten(2), predictions, labels, folds, channel_dim=-1)
+    # 2 counts in maps' layout: the channel axis, the same as -3, for the pairs and for their chance level
+    assert fl.metrics.reco_mege(maps, predictions, labels, folds, channel_dim=2) == \
+        fl.metrics.reco_mege(maps, predictions, labels, folds, channel_dim=-3)
+    torch.testing.assert_close(shuffled_distances(maps, folds, partners, channel_dim=2),
+                               shuffled_distances(maps, folds, partners, channel_dim=-3), equal_nan=True)
+
+
+def test_inf_distances_raise_naming_the_set():
+    inf, ok = torch.tensor([0.1, math.inf]), torch.tensor([0.2, 0.5])
+    for f in (reco, reco_scan, reco_auc, reco_curve):
+        with pytest.raises(ValueError, match="s_equal"):
+            f(inf, ok)
+        with pytest.raises(ValueError, match="s_unequal"):
+            f(ok, -inf)
+    with pytest.raises(ValueError, match="s_equal"):
+        mege(inf)
+
+
+def test_float64_maps_are_ranked_in_float64():
+    """Values 1e-9 apart are distinct in float64 but tie in float32: the distance is scipy's on the float64 maps."""
+    g = torch.Generator().manual_seed(3)
+    a = torch.randint(0, 4, (2, 60), generator=g).double() + torch.rand(2, 60, generator=g, dtype=torch.float64) * 1e-9
+    assert a[0].float().unique().numel() < a[0].unique().numel() == 60      # float32 would merge ranks
+    want = math.sqrt(1 - abs(spearmanr(a[0].numpy(), a[1].numpy()).statistic))
+    rounded = math.sqrt(1 - abs(spearmanr(a[0].float().numpy(), a[1].float().numpy()).statistic))
+    assert abs(want - rounded) > 1e-3                                          # the case tells the two apart
+    one = torch.zeros(1, dtype=torch.int64)
+    pairs = pair_distances(a[:, None], torch.zeros(2, 1, dtype=torch.int64), one, one)
+    assert float(pairs.distance) == pytest.approx(want, abs=1e-6)
+    chans = a.view(2, 1, 1, 6, 10).expand(-1, -1, 2, -1, -1)                  # channel averaging keeps float64 too
+    pairs = pair_distances(chans, torch.zeros(2, 1, dtype=torch.int64), one, one, channel_dim=-3)
+    assert float(pairs.distance) == pytest.approx(want, abs=1e-6)
+
+
 def test_details_report_empty_sets_as_nan():
     maps, _, labels, folds = _cross()
     right = labels[None].expand(maps.shape[0], -1).clone()           # every model right → S≠ empty
@@ -274,6 +348,8 @@ def test_average_stability_batch_size_invariant_and_bad_input():
     assert torch.allclose(a, b, rtol=1e-5)
     with pytest.raises(ValueError, match="radius"):
         fl.metrics.average_stability(explainer, x, t, radius=0)
+    with pytest.raises(ValueError, match="radius must be a positive finite number"):  # not "x contains NaN or inf"
+        fl.metrics.average_stability(explainer, x, t, radius=float("inf"))
     with pytest.raises(TypeError, match="explainer"):
         fl.metrics.average_stability("saliency", x, t)
 

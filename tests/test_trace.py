@@ -242,6 +242,8 @@ def test_bad_arguments_name_themselves():
         T.anneal(model, x, edge=4, iterations=2, generator=0, output="log_odds")
     with pytest.raises(ValueError, match="eta"):
         T.anneal(model, x, edge=4, iterations=2, generator=0, eta=1.5)
+    with pytest.raises(ValueError, match="t0"):                     # an infinite temperature accepts every move
+        T.anneal(model, x, edge=4, iterations=2, generator=0, t0=math.inf)
     with pytest.raises(ValueError, match="init"):
         T.anneal(model, x, edge=4, iterations=2, generator=0, init=torch.zeros(3, 16, dtype=torch.int64))
     with pytest.raises(ValueError, match="complete search"):
@@ -250,6 +252,29 @@ def test_bad_arguments_name_themselves():
         T.trajectory_attribution(tau, alpha=0)
     with pytest.raises(TypeError, match="trajectory"):
         T.lerf_morf(model, x, tau.float(), edge=4)
+
+
+def test_a_map_with_other_channels_than_x_raises():
+    x = torch.randn(2, 1, 8, 8, generator=torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match="attributions"):
+        T.trajectory_from_map(torch.randn(2, 3, 8, 8), x, edge=4)
+    _, x3, _ = _cnn_case()                                      # 2 channels
+    with pytest.raises(ValueError, match="attributions"):
+        T.trajectory_from_map(torch.randn(3, 3, 8, 8), x3, edge=4)
+    a = torch.randn(3, 1, 8, 8, generator=torch.Generator().manual_seed(1))
+    torch.testing.assert_close(T.trajectory_from_map(a, x3, edge=4), T.trajectory_from_map(a[:, 0], x3, edge=4))
+
+
+def test_x_on_another_device_than_the_model_raises_before_reading_x():
+    model, x, y = _cnn_case()
+    tau = torch.arange(16).expand(3, -1)
+    meta = x.to("meta")                                         # its values cannot be read: the device check is first
+    with pytest.raises(ValueError, match="model is on cpu but x is on meta"):
+        T.lerf_morf(model, meta, tau.to("meta"), edge=4, target=y.to("meta"))
+    with pytest.raises(ValueError, match="model is on cpu but x is on meta"):
+        T.greedy(model, meta, edge=4)
+    with pytest.raises(ValueError, match="model is on meta but x is on cpu"):
+        T.deletion_curve(small_cnn(2, 8, 3).to("meta"), x, tau, edge=4)
 
 
 def test_a_model_returning_nan_never_gives_a_score():

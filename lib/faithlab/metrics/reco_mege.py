@@ -42,13 +42,45 @@ _BLOCK = 32  # samples per random draw in μF / S_avg: fixed, so results never d
 
 # ------------------------------------------------------------------------------------------------------ distances
 def flatten_maps(maps: torch.Tensor, *, channel_dim: int | None = None) -> torch.Tensor:
-    """Maps ``(..., *map_shape)`` → ``(..., d)`` float: the channel axis averaged first (xplique's sanitising, spec
-    §4.2), NaN replaced by 0. channel_dim: the axis (counted from the end of the batch shape, e.g. -3 for
-    ``(N, C, H, W)`` maps) averaged; None flattens as is."""
+    """Maps ``(..., *map_shape)`` → ``(..., *map_shape without the channel axis)`` float: the channel axis averaged
+    first (xplique's sanitising, spec §4.2), NaN replaced by 0 (inf raises: it has no place in a ranking of map
+    values). channel_dim: the axis averaged (an index of maps' dims, e.g. -3 for ``(N, C, H, W)`` maps); None keeps
+    every axis. float64 maps stay float64 (their ranks are not those of the float32-rounded values); any other
+    dtype is read as float32."""
     m = _validate.tensor(maps, "maps")
+    if m.is_complex():
+        raise TypeError(f"maps must hold real values, got dtype {m.dtype}")
+    _no_inf(m, "maps")
+    dtype = torch.float64 if m.dtype == torch.float64 else torch.float32
     if channel_dim is not None:
-        m = m.float().mean(dim=channel_dim)
-    return torch.nan_to_num(m.float(), nan=0.0)
+        if isinstance(channel_dim, bool) or not isinstance(channel_dim, int) or not -m.ndim <= channel_dim < m.ndim:
+            raise ValueError(f"channel_dim must be an int indexing one of maps' {m.ndim} dims (shape "
+                             f"{tuple(m.shape)}), got {channel_dim!r}")
+        m = m.to(dtype).mean(dim=channel_dim)
+    return torch.nan_to_num(m.to(dtype), nan=0.0)
+
+
+def _no_inf(maps: torch.Tensor, name: str) -> None:
+    """Raise if maps hold ±inf (NaN is allowed: :func:`flatten_maps` reads it as 0, as xplique does)."""
+    if maps.is_floating_point() and bool(torch.isinf(maps).any()):
+        raise ValueError(f"{name} contains inf values; explanation maps must be finite (NaN is read as 0)")
+
+
+def _map_channel_dim(channel_dim: int | None, maps: torch.Tensor) -> int | None:
+    """Check channel_dim against the map axes of ``(k, N, *map_shape)`` maps → a negative index of a map axis (a
+    non-negative one counts in maps' layout: 2 is the first map axis), so that it means the same axis for one
+    map ``(*map_shape)`` and for a stack of them; at least one map axis must remain after averaging."""
+    if channel_dim is None:
+        return None
+    n_map = maps.ndim - 2
+    if isinstance(channel_dim, bool) or not isinstance(channel_dim, int):
+        raise TypeError(f"channel_dim must be an int or None, got {type(channel_dim).__name__}")
+    axis = channel_dim - maps.ndim if channel_dim >= 0 else channel_dim
+    if n_map < 2 or not -n_map <= axis <= -1:
+        raise ValueError(f"channel_dim={channel_dim} must index one of the {n_map} map axes of maps "
+                         f"(k, N, *map_shape) of shape {tuple(maps.shape)} (-{n_map} … -1, or 2 … {maps.ndim - 1}), "
+                         f"leaving at least one axis to rank")
+    return axis
 
 
 def explanation_distance(a: torch.Tensor, b: torch.Tensor, *, distance: str = "sqrt") -> torch.Tensor:
@@ -93,11 +125,16 @@ def _check_cross(maps: torch.Tensor, predictions: torch.Tensor, labels: torch.Te
     k, n = maps.shape[:2]
     if k < 2:
         raise ValueError(f"maps must hold the explanations of k ≥ 2 models along dim 0, got k={k}")
+    if n == 0:
+        raise ValueError(f"maps holds no sample (N = 0), got shape {tuple(maps.shape)}")
     for value, name, shape in ((predictions, "predictions", (k, n)), (labels, "labels", (n,)), (folds, "folds", (n,))):
         _validate.tensor(value, name)
-        if tuple(value.shape) != shape or value.is_floating_point():
+        if tuple(value.shape) != shape or value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
             raise ValueError(f"{name} must be an integer tensor of shape {shape} (maps has k={k} models and N={n} "
                              f"samples), got {tuple(value.shape)} {value.dtype}")
+    for value, name in ((predictions, "predictions"), (labels, "labels")):
+        if bool((value < 0).any()):
+            raise ValueError(f"{name} must hold non-negative class indices, got minimum {int(value.min())}")
     if bool(((folds < 0) | (folds >= k)).any()):
         raise ValueError(f"folds must hold each sample's unseen model index in [0, k={k}), got range "
                          f"[{int(folds.min())}, {int(folds.max())}]")
@@ -116,6 +153,7 @@ def pair_distances(maps: torch.Tensor, predictions: torch.Tensor, labels: torch.
     """
     k = _check_cross(maps, predictions, labels, folds)
     _validate.one_of(distance, "distance", DISTANCES)
+    channel_dim = _map_channel_dim(channel_dim, maps)
     batch_size = _validate.positive_int(batch_size, "batch_size")
     n, dev = maps.shape[1], maps.device
     folds, labels, predictions = folds.to(dev).long(), labels.to(dev).long(), predictions.to(dev).long()
@@ -187,7 +225,7 @@ def shuffled_distances(maps: torch.Tensor, folds: torch.Tensor, partners: torch.
     k, n = maps.shape[:2]
     for value, name in ((folds, "folds"), (partners, "partners")):
         _validate.tensor(value, name)
-        if tuple(value.shape) != (n,) or value.is_floating_point() or value.dtype == torch.bool:
+        if tuple(value.shape) != (n,) or value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
             raise ValueError(f"{name} must be an integer tensor of shape ({n},) (maps has N={n} samples), got "
                              f"{tuple(value.shape)} {value.dtype}")
     if bool(((folds < 0) | (folds >= k)).any()):
@@ -197,6 +235,7 @@ def shuffled_distances(maps: torch.Tensor, folds: torch.Tensor, partners: torch.
         raise ValueError(f"partners must index the N={n} samples, got range [{int(partners.min())}, "
                          f"{int(partners.max())}]")
     _validate.one_of(distance, "distance", DISTANCES)
+    channel_dim = _map_channel_dim(channel_dim, maps)
     batch_size = _validate.positive_int(batch_size, "batch_size")
     dev = maps.device
     folds, partners = folds.to(dev).long(), partners.to(dev).long()
@@ -223,6 +262,7 @@ def _sets(s_equal: torch.Tensor, s_unequal: torch.Tensor) -> tuple[torch.Tensor,
             raise ValueError(f"{name} is empty: ReCo needs distances in both S= and S≠")
         if bool(torch.isnan(value).any()):
             raise ValueError(f"{name} holds NaN distances: drop them first (split_sets does)")
+        _validate.finite(value, name)   # NaN is excluded above: this refuses ±inf
         out.append(value.double())
     _validate.same_device(out[0], out[1], "s_equal", "s_unequal")
     return out[0], out[1]
@@ -284,6 +324,7 @@ def mege(s_equal: torch.Tensor) -> torch.Tensor:
     _validate.tensor(s_equal, "s_equal", ndim=1, floating=True)
     if s_equal.numel() == 0 or bool(torch.isnan(s_equal).any()):
         raise ValueError("s_equal must be a non-empty 1-D tensor of distances without NaN")
+    _validate.finite(s_equal, "s_equal")
     return 1.0 / (1.0 + s_equal.double().mean())
 
 
@@ -465,8 +506,8 @@ def average_stability_details(explainer: Callable[..., torch.Tensor], x: torch.T
     _validate.batch_match(x, target, "x", "target")
     s = _validate.positive_int(n_neighbours, "n_neighbours")
     r = _validate.number(radius, "radius")
-    if r <= 0:
-        raise ValueError(f"radius must be positive, got {radius}")
+    if not 0 < r < math.inf:
+        raise ValueError(f"radius must be a positive finite number, got {radius}")
     if not isinstance(common_noise, bool):
         raise TypeError(f"common_noise must be a bool, got {type(common_noise).__name__}")
     batch_size = _validate.positive_int(batch_size, "batch_size")

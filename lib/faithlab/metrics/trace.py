@@ -87,14 +87,18 @@ def trajectory_from_map(attributions: torch.Tensor, x: torch.Tensor, *, edge: in
                         reduce: str = "mean") -> torch.Tensor:
     """The trajectory σ(ψ) of a pixel map → ``(B, t)``: patch scores by average pooling (``reduce="mean"``, the
     code's area interpolation; ``"mean_abs"`` for |·|, as the paper treats IG and I×G), sorted ascending with ties
-    by the smaller patch id (spec §5.1). attributions: ``(B, C|1, H, W)`` or ``(B, H, W)``; or ``(B, t)`` patch
-    scores directly."""
+    by the smaller patch id (spec §5.1). attributions: ``(B, C|1, H, W)`` (C = x's channels) or ``(B, H, W)``; or
+    ``(B, t)`` patch scores directly."""
     units = patch_grid(x, edge)
     a = _validate.tensor(attributions, "attributions")
     if a.ndim == 2 and a.shape == (x.shape[0], units.n):
         _validate.finite(a, "attributions")
         scores = a
     else:
+        if a.ndim == 4 and a.shape[1] not in (1, x.shape[1]):
+            shapes = "(B, 1, H, W)" if x.shape[1] == 1 else f"(B, {x.shape[1]}, H, W), (B, 1, H, W)"
+            raise ValueError(f"attributions has {a.shape[1]} channels but x has {x.shape[1]}: pass a map of shape "
+                             f"{shapes} or (B, H, W), got {tuple(a.shape)}")
         scores = unit_scores(a, units, reduce=reduce)
         _validate.batch_match(x, scores, "x", "attributions")
     return _orders.order(scores, "lerf")
@@ -146,6 +150,8 @@ def _setup(model: Callable, x: torch.Tensor, edge: int, reference: Reference, ou
            target: torch.Tensor | None, batch_size: int) -> _Setup:
     """Validation shared by every entry point; the target is resolved once (the prediction on the clean x)."""
     units = patch_grid(x, edge)
+    _validate.model(model, "model")
+    _validate.model_accepts(model, x, "model", "x")  # before _prepare's finiteness check, which cannot read a meta x
     _prepare(model, x, units, output, target, batch_size)
     if target is None:
         none = torch.zeros(x.shape[0], 1, units.n, dtype=torch.bool, device=x.device)
@@ -322,8 +328,8 @@ def anneal(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-
         t0 = _T0[output]
     t0 = _validate.number(t0, "t0")
     eta = _validate.number(eta, "eta")
-    if not t0 > 0:
-        raise ValueError(f"t0 must be positive, got {t0!r}")
+    if not 0 < t0 < math.inf:
+        raise ValueError(f"t0 must be positive and finite, got {t0!r}")
     if not 0 < eta <= 1:
         raise ValueError(f"eta must lie in (0, 1], got {eta!r}")
     s = _setup(model, x, edge, reference, output, target, batch_size)

@@ -90,8 +90,8 @@ def _prepare(model: Callable, x: torch.Tensor, units: Units | None, output: Outp
     if x.is_complex() or x.dtype == torch.bool or (x.ndim > 2 and not x.is_floating_point()):
         raise TypeError(f"x of shape {tuple(x.shape)} must be floating-point (only token ids (B, L) are integers), "
                         f"got dtype {x.dtype}")
+    _validate.model_accepts(model, x, "model", "x")  # first: reading x on another device (e.g. meta) would fail
     _validate.finite(x, "x")
-    _validate.model_accepts(model, x, "model", "x")
     _validate.batch_size(batch_size, "batch_size")
     if not callable(output) and (isinstance(output, (list, dict, set, torch.Tensor)) or output not in OUTPUTS):
         raise ValueError(f"output must be one of {OUTPUTS} or a callable(logits, target), got {output!r}")
