@@ -274,3 +274,24 @@ def test_bad_metric_options_are_named_as_evaluate_s_options(kwargs, match):
     model, x, y, maps, _ = _setup()
     with pytest.raises(ValueError, match=match):
         fl.evaluate(model, x, y, maps, **{**OPTIONS, **kwargs})
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+def test_reco_mege_names_an_explainer_returning_non_finite_maps(bad):
+    """NaN maps would drop out of S= and S≠ and leave a NaN ReCo/MeGe (S_avg raises for the same explainer)."""
+    model, x, y, maps, _ = _setup()
+
+    def spoilt(m, inputs, target):
+        out = _explain(m, inputs, target)
+        return torch.where(torch.arange(inputs.shape[0])[:, None, None, None] == 1, bad, out)
+
+    with pytest.raises(ValueError, match=r"^explainer 'A' returned NaN or inf maps on kfold\.models\[0\] for "
+                                         r"samples \[1\]"):
+        fl.evaluate(model, x, y, {"A": maps["A"]}, metrics=["reco", "mege"], explainer=spoilt, kfold=_kfold(x),
+                    **OPTIONS)
+
+
+def test_fewclass_fid_warns_about_constant_maps_through_evaluate():
+    model, x, y, maps, _ = _setup()
+    with pytest.warns(fl.perturb.ConstantMapWarning, match=r"for 6 of 6 sample"):
+        fl.evaluate(model, x, y, {"Z": torch.zeros_like(maps["A"])}, metrics=["fewclass_fid"], **OPTIONS)

@@ -312,9 +312,12 @@ def test_random_ties_follow_the_generator_and_constant_maps_are_flagged():
     x = _images(b=2, c=1, h=6, w=6).float()
     model = small_cnn(in_channels=1, side=6, n_classes=3)
     flat = torch.ones(2, 1, 6, 6)
-    a = fc.fewclass_fid_details(model, x, flat, torch.zeros_like(x), generator=1)
-    b = fc.fewclass_fid_details(model, x, flat, torch.zeros_like(x), generator=1)
-    c = fc.fewclass_fid_details(model, x, flat, torch.zeros_like(x), generator=2)
+    with pytest.warns(perturb.ConstantMapWarning):
+        a = fc.fewclass_fid_details(model, x, flat, torch.zeros_like(x), generator=1)
+    with pytest.warns(perturb.ConstantMapWarning):
+        b = fc.fewclass_fid_details(model, x, flat, torch.zeros_like(x), generator=1)
+    with pytest.warns(perturb.ConstantMapWarning):
+        c = fc.fewclass_fid_details(model, x, flat, torch.zeros_like(x), generator=2)
     assert torch.equal(a["mif"], b["mif"]) and not torch.equal(a["mif"], c["mif"])
     assert a["constant"].tolist() == [True, True]
 
@@ -413,3 +416,60 @@ def test_largest_region_equals_scipy_labelling_with_ties():
         labels, k = ndimage.label(masks[i].numpy(), structure=np.ones((3, 3)))
         want = np.zeros_like(labels, dtype=bool) if k == 0 else labels == np.argmax(np.bincount(labels.ravel())[1:]) + 1
         assert np.array_equal(got[i].numpy(), want), i
+
+
+# --- issue 32: torch's errors and silent tie orders -----------------------------------------------------------
+
+
+def test_fewclass_names_a_target_beyond_the_model_s_classes_and_x_s_dtype():
+    """A target the model has no class for, or float64 x for a float32 model, is named (target, x) instead of
+    torch's "index 3 is out of bounds" or "Input type (double) and bias type (float)"."""
+    model = small_cnn(in_channels=2, side=8, n_classes=3)
+    x = torch.rand(2, 2, 8, 8, generator=torch.Generator().manual_seed(0))
+    a = torch.rand(2, 8, 8, generator=torch.Generator().manual_seed(1))
+    with pytest.raises(ValueError, match=r"^target holds class 3 but the model returns 3 classes \(0\.\.2\)"):
+        fc.fewclass_fid(model, x, a, x.flip(-1), target=torch.tensor([0, 3]))
+    with pytest.raises(TypeError, match=r"^target must be an int64 tensor"):
+        fc.fewclass_fid_details(model, x, a, x.flip(-1), target=torch.tensor([0.0, 1.0]))
+    binary = small_cnn(in_channels=2, side=8, n_classes=1)  # one logit: classes 0 and 1
+    with pytest.raises(ValueError, match=r"^target holds class 2 but the model returns 2 classes"):
+        fc.fewclass_fid(binary, x, a, x.flip(-1), target=torch.tensor([1, 2]))
+    with pytest.raises(TypeError, match=r"^x has dtype torch.float64 but model's parameters are torch.float32"):
+        fc.fewclass_fid(model, x.double(), a.double(), x.flip(-1).double(), target=torch.tensor([0, 1]))
+    with pytest.raises(TypeError, match=r"^x has dtype torch.float64 but model's parameters are torch.float32"):
+        fc.select_perturbation(model, x.double(), grid=fc.candidate_grid(["V1"]))
+
+
+def test_fewclass_warns_once_about_constant_maps_and_flags_them():
+    import warnings
+
+    model = small_cnn(in_channels=2, side=8, n_classes=3)
+    x = torch.rand(3, 2, 8, 8, generator=torch.Generator().manual_seed(0))
+    a = torch.rand(3, 8, 8, generator=torch.Generator().manual_seed(1))
+    a[1] = 0.0   # all zero
+    a[2] = -0.5  # constant
+    with pytest.warns(perturb.ConstantMapWarning, match=r"for 2 of 3 sample\(s\) \(e\.g\. \[1, 2\]\)") as record:
+        d = fc.fewclass_fid_details(model, x, a, x.flip(-1))
+    assert sum(issubclass(w.category, perturb.ConstantMapWarning) for w in record) == 1
+    assert d["constant"].tolist() == [False, True, True]
+    with warnings.catch_warnings():  # ranked maps: no warning
+        warnings.simplefilter("error", perturb.ConstantMapWarning)
+        fc.fewclass_fid(model, x, torch.rand(3, 8, 8, generator=torch.Generator().manual_seed(2)), x.flip(-1))
+
+
+def test_fid_frame_silences_the_constant_map_warning_and_keeps_the_flags():
+    """The book's protocol (an all-zero Grad-CAM is possible) reports the flags, as SaCo's and F-Fidelity's do:
+    its notebooks must print no warning."""
+    import warnings
+
+    from faithlab.protocols import fewclass as protocol
+
+    model = small_cnn(in_channels=2, side=8, n_classes=3)
+    x = torch.rand(2, 2, 8, 8, generator=torch.Generator().manual_seed(0))
+    maps = {("GradCAM", "none"): torch.zeros(2, 8, 8), ("Random", "none"): torch.rand(2, 8, 8)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", perturb.ConstantMapWarning)
+        frame, details = protocol.fid_frame(model, x, maps, x.flip(-1), fractions=[0.0, 0.5, 1.0])
+    assert details["GradCAM", "none"]["constant"].tolist() == [True, True]
+    assert details["Random", "none"]["constant"].tolist() == [False, False]
+    assert len(frame) == 4

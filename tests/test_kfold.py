@@ -106,3 +106,24 @@ def test_without_data_key_the_cache_entry_follows_the_data_s_contents(tmp_path):
 def test_a_bad_degradation_is_named_as_the_caller_wrote_it(tmp_path, option, value):
     with pytest.raises(ValueError, match=f"^{option} "):
         _train(tmp_path, **{option: value})
+
+
+def test_cross_train_names_a_label_beyond_the_classes(tmp_path):
+    """A label the data or the model has no class for is named (data.y) before training, instead of torch's
+    "Target 5 is out of bounds" from inside the loss."""
+    d = _data()
+    y = d.y.clone()
+    y[4] = 5
+
+    def train(data):
+        return fl.train.cross_train("small_cnn", {"in_channels": 1, "n_classes": 3, "width": 4}, data, CONFIG,
+                                    data_key="toy", k=3, cache_dir=tmp_path, progress=False, device="cpu")
+
+    with pytest.raises(ValueError, match=r"^data\.y holds label 5 but data\.n_classes is 3 \(labels 0\.\.2\)"):
+        train(TensorData(d.x, y, info=d.info))
+    with pytest.raises(ValueError, match=r"^data\.y holds label 5 but model_config's n_classes=3 gives the model 3 "):
+        train(TensorData(d.x, y, info={**d.info, "n_classes": 6}))
+    y[4] = -1
+    with pytest.raises(ValueError, match=r"^data\.y must hold class indices ≥ 0, got label -1"):
+        train(TensorData(d.x, y, info=d.info))
+    assert not list(tmp_path.rglob("*.pt"))  # refused before anything was trained

@@ -90,3 +90,13 @@ def test_errors_name_arguments():
 
 def test_lazy_import():
     assert fl.stats is stats
+
+
+@pytest.mark.parametrize("fn", [stats.pearson, stats.spearman])
+def test_correlations_refuse_0d_tensors(fn):
+    """Two 0-d tensors are no vectors: named, where pearson returned NaN and spearman leaked an IndexError. A 0-d
+    tensor against a vector broadcasts to a constant vector: NaN, as documented for constant vectors."""
+    with pytest.raises(ValueError, match="^a and b are 0-d tensors"):
+        fn(torch.tensor(1.0), torch.tensor(2.0))
+    assert torch.isnan(fn(torch.tensor([1.0, 2.0, 3.0]), torch.tensor(2.0)))
+    assert float(fn(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 3.0, 2.0]))) == pytest.approx(0.5)

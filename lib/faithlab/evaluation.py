@@ -221,7 +221,8 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
     Returns a DataFrame with columns ``explainer``, ``sample`` (nullable int; missing for dataset-level metrics),
     ``metric``, ``label``, ``paper``, ``level``, ``score``, ``higher_is_better`` and ``direction``. Its
     ``attrs["cost"]`` (see :func:`cost`) and ``attrs["forward_inputs"]`` count the model's work. A model returning
-    NaN/inf raises a ValueError naming the samples; constant maps are scored as each metric documents.
+    NaN/inf raises a ValueError naming the samples, and so does an explainer returning NaN/inf maps (S_avg, ReCo,
+    MeGe); constant maps are scored as each metric documents.
     """
     import pandas as pd
     from tqdm.auto import tqdm
@@ -359,6 +360,12 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
                 stacks = [torch.cat([fn(m, x[c0:c0 + batch_size], pred[c0:c0 + batch_size]).detach()
                                      for c0 in range(0, n, batch_size)])
                           for m, pred in zip(kfold.models, predictions)]
+                for i, maps_i in enumerate(stacks):  # NaN maps would drop out of S= and S≠: a NaN score
+                    if maps_i.is_floating_point() and not bool(torch.isfinite(maps_i).all()):
+                        bad = (~torch.isfinite(maps_i)).reshape(maps_i.shape[0], -1).any(dim=1)
+                        bad = bad.nonzero().flatten()[:8].tolist()
+                        raise ValueError(f"explainer {who!r} returned NaN or inf maps on kfold.models[{i}] for "
+                                         f"samples {bad}")
                 d = fm.reco_mege_details(torch.stack(stacks), torch.stack(predictions), y,
                                          kfold.folds.to(x.device), batch_size=batch_size)
                 for metric in ("reco", "mege"):

@@ -267,6 +267,7 @@ def select_perturbation(model: Callable, x: torch.Tensor, *, grid: Sequence[tupl
     """
     _validate.model(model, "model")
     _validate.tensor(x, "x", ndim=4, floating=True)
+    _validate.model_accepts(model, x, "model", "x")
     _validate.finite(x, "x")
     grid = _check_grid(grid)
     batch_size = _validate.positive_int(batch_size, "batch_size")
@@ -312,8 +313,11 @@ def fewclass_fid_details(model: Callable, x: torch.Tensor, attributions: torch.T
     """:func:`fewclass_fid` with its curves: ``score`` ``(B,)``, ``mif`` and ``lif`` ``(B, F)`` the probability of
     the target class as the most / least important pixels are replaced, ``a_mif``, ``a_lif`` ``(B,)`` their
     trapezoid areas over the fractions, ``fractions`` ``(F,)``, ``target`` ``(B,)``, ``n_classes`` and
-    ``constant`` ``(B,)`` (maps without a ranking: every pixel ties, the random tie order decides)."""
+    ``constant`` ``(B,)`` (maps without a ranking: every pixel ties, the random tie order decides; a
+    ``perturb.ConstantMapWarning`` counts them)."""
+    _validate.model(model, "model")
     _validate.tensor(x, "x", ndim=4, floating=True)
+    _validate.model_accepts(model, x, "model", "x")
     _validate.tensor(perturbed, "perturbed", ndim=4, floating=True)
     if perturbed.shape != x.shape:
         raise ValueError(f"perturbed must have x's shape {tuple(x.shape)}, got {tuple(perturbed.shape)}")
@@ -322,12 +326,20 @@ def fewclass_fid_details(model: Callable, x: torch.Tensor, attributions: torch.T
     units = perturb.pixel_units(x)
     perturb.check_attributions(attributions, x)
     scores = perturb.unit_scores(attributions, units, reduce="sum_abs")
-    constant = perturb.constant_maps(scores)
+    constant = perturb.warn_constant(perturb.constant_maps(scores), "their pixels are replaced in a random order "
+                                     "(flagged in 'constant')")
     g = _validate.generator(generator, why="for the random tie order")
-    if target is None:
+    if target is not None:
+        _validate.tensor(target, "target", ndim=1)
+        if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
+            raise TypeError(f"target must be an int64 tensor of class indices, got dtype {target.dtype}")
+    else:
         target = predicted_class(model, x, batch_size=batch_size)
     with torch.no_grad():
         n = _n_classes(perturb.engine._logits(model, x[:1]).shape[1])
+    if int(target.max()) >= n:  # the model's classes are known only now; the engine checks the rest of target
+        raise ValueError(f"target holds class {int(target.max())} but the model returns {n} classes "
+                         f"(0..{n - 1})")
     curves = {}
     for name, direction in (("mif", "morf"), ("lif", "lerf")):
         order = perturb.order(scores, direction, generator=g, ties="random")
@@ -348,7 +360,8 @@ def fewclass_fid(model: Callable, x: torch.Tensor, attributions: torch.Tensor, p
     perturbed: ``(B, C, H, W)`` the replacement images (``select_perturbation(model, x)["image"]``). The model
     returns N ≥ 2 logits (softmax) or one (sigmoid, N = 2). options: ``target`` (default the predicted class),
     ``generator`` (tie order; seed or torch.Generator, default 0), ``fractions`` (default 0, 0.01, …, 1),
-    ``batch_size``; :func:`fewclass_fid_details` also returns the MIF/LIF curves. The paper reports the mean."""
+    ``batch_size``; :func:`fewclass_fid_details` also returns the MIF/LIF curves. A constant map (no ranking) is
+    replaced in a random pixel order and counted by a ``perturb.ConstantMapWarning``. The paper reports the mean."""
     return fewclass_fid_details(model, x, attributions, perturbed, **options)["score"]
 
 

@@ -45,14 +45,22 @@ def rankdata(x: torch.Tensor, *, dim: int = -1, method: str = "average") -> torc
     return out.movedim(-1, dim)
 
 
+def _vectors(broadcast: torch.Tensor) -> None:
+    """Raise if ``a`` and ``b`` broadcast to a 0-d tensor (both are single numbers: nothing to correlate)."""
+    if broadcast.ndim == 0:
+        raise ValueError("a and b are 0-d tensors: a correlation needs vectors along dim (at least 1 dimension)")
+
+
 def pearson(a: torch.Tensor, b: torch.Tensor, *, dim: int = -1) -> torch.Tensor:
     """Pearson correlation along ``dim`` of broadcastable ``a`` and ``b``; NaN where either vector is constant.
 
-    Returns the broadcast shape without ``dim``.
+    Returns the broadcast shape without ``dim``. Two 0-d tensors raise: a single number is no vector to correlate
+    (torch would reduce it along any ``dim`` and give NaN).
     """
     _validate.tensor(a, "a")
     _validate.tensor(b, "b")
     a, b = torch.broadcast_tensors(_float(a), _float(b))
+    _vectors(a)
     constant = (a.amax(dim) == a.amin(dim)) | (b.amax(dim) == b.amin(dim))
     ac = a - a.mean(dim, keepdim=True)
     bc = b - b.mean(dim, keepdim=True)
@@ -63,11 +71,12 @@ def pearson(a: torch.Tensor, b: torch.Tensor, *, dim: int = -1) -> torch.Tensor:
 def spearman(a: torch.Tensor, b: torch.Tensor, *, dim: int = -1) -> torch.Tensor:
     """Spearman rank correlation along ``dim`` (Pearson of average ranks); NaN where either vector is constant.
 
-    a, b: broadcastable tensors. Returns the broadcast shape without ``dim``.
+    a, b: broadcastable tensors. Returns the broadcast shape without ``dim``; two 0-d tensors raise.
     """
     _validate.tensor(a, "a")
     _validate.tensor(b, "b")
     a, b = torch.broadcast_tensors(_float(a), _float(b))
+    _vectors(a)
     return pearson(rankdata(a, dim=dim), rankdata(b, dim=dim), dim=dim)
 
 

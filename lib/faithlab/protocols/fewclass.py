@@ -8,6 +8,7 @@ only runs them over tasks, models, methods and alterations and lays the results 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -271,11 +272,14 @@ def fid_frame(model: nn.Module, x: torch.Tensor, maps: Mapping[tuple[str, str], 
               ) -> tuple[pd.DataFrame, dict[tuple[str, str], dict]]:
     """Few-class Fid of every map → (rows per method × alteration × image with ``Fid``, ``A_MIF``, ``A_LIF``;
     the details dicts with the curves). The tie order of each map is seeded by ``generator``; ``fractions``: the
-    curves' points (default the paper's p = 0, 1, …, 100 %)."""
+    curves' points (default the paper's p = 0, 1, …, 100 %). The per-call ``ConstantMapWarning`` is silenced
+    here: each details dict flags its constant maps (e.g. an all-zero Grad-CAM) in ``constant``."""
     rows, details = [], {}
     for (name, alt), a in maps.items():
-        d = fewclass.fewclass_fid_details(model, x, a, perturbed, generator=generator, batch_size=batch_size,
-                                          fractions=fractions)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", perturb.ConstantMapWarning)
+            d = fewclass.fewclass_fid_details(model, x, a, perturbed, generator=generator, batch_size=batch_size,
+                                              fractions=fractions)
         details[name, alt] = d
         rows.append(pd.DataFrame({**(labels or {}), "method": name, "alteration": alt, "image": range(x.shape[0]),
                                   "Fid": d["score"].cpu().numpy(), "A_MIF": d["a_mif"].cpu().numpy(),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import math
+import numbers
 import os
 from dataclasses import dataclass, field
 
@@ -114,6 +115,31 @@ def _digest(data: TensorData) -> str:
     return h.hexdigest()
 
 
+def _check_labels(data: TensorData, model_config) -> None:
+    """Raise, naming ``data.y``, if a label lies outside ``data.n_classes`` or the classes of the model that
+    ``model_config["n_classes"]`` builds (a single logit: classes 0 and 1): training would stop in torch's loss
+    with "Target … is out of bounds"."""
+    if data.y.numel() == 0:
+        return
+    low, high = int(data.y.min()), int(data.y.max())
+    if low < 0:
+        raise ValueError(f"data.y must hold class indices ≥ 0, got label {low}")
+
+    def count(value) -> int | None:
+        ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and value > 0
+        return int(value) if ok else None
+
+    limits = []
+    if (info := count(data.info.get("n_classes"))) is not None:
+        limits.append((info, f"data.n_classes is {info}"))
+    if (width := count(model_config.get("n_classes") if isinstance(model_config, dict) else None)) is not None:
+        classes = 2 if width == 1 else width
+        limits.append((classes, f"model_config's n_classes={width} gives the model {classes} classes"))
+    for classes, why in limits:
+        if high >= classes:
+            raise ValueError(f"data.y holds label {high} but {why} (labels 0..{classes - 1})")
+
+
 def cross_train(model_name: str, model_config: dict, data: TensorData, config: TrainConfig, *,
                 data_key: str | dict | None = None, k: int = 5, seed: int = 0, limited: float | None = None,
                 switched: float | None = None, randomised: float | None = None, cache: bool = True,
@@ -134,6 +160,7 @@ def cross_train(model_name: str, model_config: dict, data: TensorData, config: T
     if not isinstance(data, TensorData):
         raise TypeError(f"data must be a faithlab TensorData, got {type(data).__name__}")
     k = _validate.positive_int(k, "k")
+    _check_labels(data, model_config)
     # the degradations are checked here, so that a bad one is named as the caller wrote it (the values, not
     # their float(), go into the cache key as before)
     if limited is not None:
