@@ -25,6 +25,15 @@ operations × σ grid × 3 adjustments = 804 candidates per image.
 (c) MIF/LIF curves: ``fewclass_fid_details`` with the perturbed images selected in (a) and a random attribution
     map (101 fractions, both curves, plus the predicted-class pass) against bare forward passes of the very inputs
     it sends, ``batch_size`` per call: "curves ratio" = t_bare / t_curves (goal ≥ 0.8).
+(d) Localisation (spec §2.4) at ``--loc-size`` px (default 224, the paper's ImageNet size), ``--loc-n`` maps,
+    ``--loc-batch-size`` images at a time: ``localisation_iou`` (top-A pixels, their largest 8-connected region,
+    its box) on smooth random maps (uniform noise averaged over 31×31 windows: blobs) with a centred box of a
+    quarter of the image, and on raw uniform noise with a centred box of 9/16 of the image (the kept pixels
+    percolate: one sprawling region with long winding paths); the largest region alone (``_largest_component``) of
+    a snake (full rows every other row joined at alternating ends: the longest path a region of its area can have,
+    the worst case of label spreading); ``dice_curve`` (p = 1…100 %) of the smooth maps against a centred disc.
+    No bare counterpart: the times are printed as they are (compare with an older version of the module by timing
+    its functions on :func:`localisation_inputs` and :func:`snake_masks`). ``--localisation-only`` skips (a)–(c).
 
 On CUDA the peak GPU memory of every timed call is printed; ``--sweep`` repeats the bare comparisons (a) and
 (c) at batch sizes 64…4096. ``--paper-scale`` (for a GPU): the paper's vehicles setting (``notebooks/params/
@@ -35,7 +44,8 @@ per-candidate loop, 2 repeats. Options given explicitly override it.
 
     python benchmarks/fewclass.py [--device cpu|cuda] [--n 8] [--ref-images 1] [--image-size 28] [--width 16]
                                   [--model small_cnn|resnet18] [--channels 1] [--batch-size 256] [--repeats 3]
-                                  [--threads N] [--sweep] [--paper-scale]
+                                  [--threads N] [--sweep] [--paper-scale] [--loc-n 8] [--loc-size 224]
+                                  [--loc-batch-size 64] [--localisation-only]
 """
 
 from __future__ import annotations
@@ -82,6 +92,48 @@ def per_candidate_loop(model: torch.nn.Module, x: torch.Tensor,
     return picks
 
 
+def localisation_inputs(n: int, size: int, device: torch.device | str = "cpu", *, smooth: bool = True
+                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Case (d): ``n`` random maps ``(n, size, size)`` (seed 0; smooth: averaged over 31×31 windows, else raw
+    uniform noise), a centred box ``(n, 4)`` (a quarter of the image when smooth, else 9/16) and a centred disc
+    mask ``(n, size, size)`` bool."""
+    g = torch.Generator().manual_seed(0)
+    noise = torch.rand(n, 1, size, size, generator=g, dtype=torch.float64)
+    if smooth:
+        noise = torch.nn.functional.avg_pool2d(noise, 31, stride=1, padding=15, count_include_pad=False)
+    lo = size // 4 if smooth else size // 8
+    boxes = torch.tensor([[lo, lo, size - lo, size - lo]] * n)
+    r = torch.arange(size, dtype=torch.float64) - (size - 1) / 2
+    disc = (r[:, None] ** 2 + r[None, :] ** 2) <= (size / 4) ** 2
+    return noise[:, 0].float().to(device), boxes.to(device), disc.expand(n, -1, -1).contiguous().to(device)
+
+
+def snake_masks(n: int, size: int, device: torch.device | str = "cpu") -> torch.Tensor:
+    """Case (d): ``n`` copies of one ``(size, size)`` snake: full rows 0, 2, 4, … joined at alternating ends."""
+    m = torch.zeros(size, size, dtype=torch.bool)
+    m[::2] = True
+    for j, r in enumerate(range(0, size - 2, 2)):
+        m[r + 1, size - 1 if j % 2 == 0 else 0] = True
+    return m.expand(n, -1, -1).contiguous().to(device)
+
+
+def localisation(args, device: torch.device) -> None:
+    """Case (d): ``localisation_iou`` and ``dice_curve`` at ``--loc-size`` px."""
+    maps, boxes, masks = localisation_inputs(args.loc_n, args.loc_size, device)
+    noise, noise_boxes, _ = localisation_inputs(args.loc_n, args.loc_size, device, smooth=False)
+    bs = args.loc_batch_size
+    snake = snake_masks(args.loc_n, args.loc_size, device)
+    times, peaks = timed({"snake": lambda: FC._largest_component(snake, batch_size=bs),
+                          "iou": lambda: FC.localisation_iou(maps, boxes, batch_size=bs),
+                          "iou noise": lambda: FC.localisation_iou(noise, noise_boxes, batch_size=bs),
+                          "dice": lambda: FC.dice_curve(maps, masks, batch_size=bs)}, device, args.repeats)
+    print(f"localisation: {args.loc_n} maps of {args.loc_size}x{args.loc_size}, batch_size={bs}: "
+          f"localisation_iou {times['iou'] * 1e3:.1f} ms (smooth maps), {times['iou noise'] * 1e3:.1f} ms "
+          f"(noise maps); largest region of a snake {times['snake'] * 1e3:.1f} ms; "
+          f"dice_curve (100 p) {times['dice'] * 1e3:.1f} ms")
+    report_memory(peaks, "localisation")
+
+
 def main() -> None:
     paper = {"model": "resnet18", "channels": 3, "image_size": 224, "n": 32, "ref_images": 1, "batch_size": 256,
              "repeats": 2}
@@ -93,7 +145,14 @@ def main() -> None:
     p.add_argument("--model", default="small_cnn", choices=["small_cnn", "resnet18"],
                    help="resnet18: torchvision's ImageNet ResNet-18 with 3 outputs, random init")
     p.add_argument("--channels", type=int, default=1, choices=[1, 3], help="image channels (digits repeated)")
+    p.add_argument("--loc-n", type=int, default=8, help="(d) maps of the localisation case")
+    p.add_argument("--loc-size", type=int, default=224, help="(d) map side")
+    p.add_argument("--loc-batch-size", type=int, default=64, help="(d) images labelled / scored at a time")
+    p.add_argument("--localisation-only", action="store_true", help="run (d) alone")
     args = p.parse_args()
+    if args.localisation_only:
+        localisation(args, setup(args))
+        return
     if not 1 <= args.ref_images <= args.n:
         p.error(f"--ref-images must lie in [1, --n = {args.n}], got {args.ref_images}")
     device = setup(args)
@@ -168,6 +227,9 @@ def main() -> None:
                          "MIF/LIF curves": (recorded.shape[0], lambda: batched_forward(model, recorded, b),
                                             lambda: curves(model, b))},
               sweep_sizes(max(selection_inputs.shape[0], recorded.shape[0])), device, args.repeats)
+
+    # (d) localisation -------------------------------------------------------------------------------------------
+    localisation(args, device)
 
 
 if __name__ == "__main__":

@@ -473,3 +473,70 @@ def test_fid_frame_silences_the_constant_map_warning_and_keeps_the_flags():
     assert details["GradCAM", "none"]["constant"].tolist() == [True, True]
     assert details["Random", "none"]["constant"].tolist() == [False, False]
     assert len(frame) == 4
+
+
+def _snake(size: int, step: int, flip: bool) -> np.ndarray:
+    """One boustrophedon path: full rows every ``step`` rows joined at alternating ends (the longest path inside a
+    region for its area: the worst case of label spreading); ``flip`` mirrors it so that it starts at the right."""
+    m = np.zeros((size, size), bool)
+    rows = list(range(0, size, step))
+    for j, r in enumerate(rows):
+        m[r] = True
+        if j + 1 < len(rows):
+            col = size - 1 if j % 2 == 0 else 0
+            m[r:rows[j + 1] + 1, col] = True
+    return m[:, ::-1] if flip else m
+
+
+def _spiral(size: int) -> np.ndarray:
+    """A square spiral inwards with one-pixel gaps between its turns (one region)."""
+    m = np.zeros((size, size), bool)
+    top, left, bottom, right = 0, 0, size - 1, size - 1
+    while top <= bottom and left <= right:
+        m[top, left:right + 1] = True
+        m[top:bottom + 1, right] = True
+        if bottom - top >= 2:
+            m[bottom, left:right + 1] = True
+        if right - left >= 2:
+            m[top + 2:bottom + 1, left] = True
+        top, left, bottom, right = top + 2, left + 2, bottom - 2, right - 2
+        if top <= bottom:
+            m[top, left - 1] = True  # the step inwards, one pixel into the gap (8-connected to the next turn)
+    return m
+
+
+def test_largest_region_equals_scipy_on_long_snakes():
+    rng = np.random.default_rng(11)
+    shapes = [_snake(64, 2, False), _snake(64, 2, True), _snake(64, 3, False).T, _spiral(64)]
+    broken = []
+    for m in shapes:  # the same paths cut into pieces of random length, plus stray pixels
+        cut = m & (rng.random(m.shape) > 0.01)
+        cut |= rng.random(m.shape) < 0.02
+        broken.append(cut)
+    masks = torch.from_numpy(np.stack(shapes + broken))
+    assert max(ndimage.label(m, structure=np.ones((3, 3)))[1] for m in shapes) == 1  # each path is one region
+    for batch_size in (1, 3, 64):
+        got = fc._largest_component(masks, batch_size=batch_size)
+        for i, m in enumerate(masks.numpy()):
+            labels = ndimage.label(m, structure=np.ones((3, 3)))[0]
+            want = labels == np.argmax(np.bincount(labels.ravel())[1:]) + 1
+            assert np.array_equal(got[i].numpy(), want), (batch_size, i)
+
+
+def test_dice_curve_does_not_depend_on_the_batch_size():
+    g = torch.Generator().manual_seed(12)
+    a = torch.rand(70, 2, 16, 16, generator=g)
+    a[:10] = a[:10].mul(4).round()  # many ties at the percentiles
+    a[10] = 0.0  # a constant map: every p keeps all pixels
+    masks = torch.rand(70, 16, 16, generator=g) < 0.3
+    masks[11] = False  # an empty mask
+    one = fc.dice_curve(a, masks, batch_size=1)
+    assert torch.equal(one, fc.dice_curve(a, masks, batch_size=64))
+    assert torch.equal(fc.localisation_dice(a, masks, batch_size=1), fc.localisation_dice(a, masks, batch_size=64))
+    sums = a.abs().sum(1).flatten(1).double()
+    for i in (0, 10, 11, 40):  # against the definition: map ≥ numpy's percentile, then 2TP / (2TP + FP + FN)
+        for j in (0, 24, 99):
+            pred = sums[i].numpy() >= np.percentile(sums[i].numpy(), 100 - (j + 1))
+            gt = masks[i].flatten().numpy()
+            tp, fp, fn = (pred & gt).sum(), (pred & ~gt).sum(), (~pred & gt).sum()
+            assert one[i, j].item() == pytest.approx(2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 1.0)

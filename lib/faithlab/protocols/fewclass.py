@@ -314,9 +314,9 @@ def localisation_frame(maps: Mapping[tuple[str, str], torch.Tensor], *, boxes: t
         if boxes is not None:
             rows.append(pd.DataFrame({**base, "IoU": fewclass.localisation_iou(a, boxes).cpu().numpy()}))
         else:
-            rows.append(pd.DataFrame({**base, "Dice": fewclass.localisation_dice(a, masks).cpu().numpy(),
-                                      "Dice (code)": fewclass.localisation_dice(a, masks, aggregate="curve")
-                                      .cpu().numpy()}))
+            d = fewclass.dice_curve(a, masks)  # once for both aggregations of localisation_dice
+            rows.append(pd.DataFrame({**base, "Dice": d.amax(dim=1).cpu().numpy(),
+                                      "Dice (code)": d[:, int(d.mean(dim=0).argmax())].cpu().numpy()}))
     return pd.concat(rows, ignore_index=True)
 
 
