@@ -31,7 +31,7 @@ TINY = {
     "trace.py": ["--n", "2", "--iterations", "3", "--pub-images", "1", "--pub-iterations", "2", "--cs-n", "1",
                  "--cs-edge", "2", "--image-size", "14", "--width", "4", "--batch-size", "64", "--repeats", "1"],
     "fewclass.py": ["--n", "1", "--ref-images", "1", "--image-size", "8", "--width", "4", "--batch-size", "256",
-                    "--repeats", "1", "--threads", "1"],
+                    "--repeats", "1", "--threads", "1", "--loc-n", "2", "--loc-size", "32"],
     "reco_mege.py": ["--n", "20", "--k", "3", "--ref-samples", "10", "--mu-n", "2", "--subsets", "5", "--stab-n", "2",
                      "--neighbours", "3", "--image-size", "8", "--width", "4", "--batch-size", "16", "--repeats", "1",
                      "--threads", "1"],

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import shutil
 import socket
 import subprocess
 import sys
@@ -295,18 +296,26 @@ def _closed_port() -> int:
 @pytest.mark.parametrize("cluster, why", [
     ("/nonexistent/scheduler.json", "scheduler file .* does not exist"),
     ("slurm", "'sbatch' is not on PATH"),
+    ("slurm-refused", "sbatch refused the job script \\(sbatch: error: Invalid account\\)"),
     ("tcp://127.0.0.1:{port}", "cannot connect to the scheduler"),
 ])
 def test_an_unusable_cluster_fails_at_once_with_one_line_naming_the_option(project, tmp_path, cluster,  # noqa: F811
                                                                             why):
     """The command line, in a process of its own: a scheduler file that is not there, a batch system whose submit
-    command is missing and a scheduler address that refuses connections each end the run within seconds, with
-    exit code 2 and one line that names --cluster (not a traceback, nor a hang)."""
+    command is missing or refuses the job (dask-jobqueue only logs that and waits for workers for ever) and a
+    scheduler address that refuses connections each end the run within seconds, with exit code 2 and one line that
+    names --cluster (not a traceback, nor a hang)."""
     cluster = cluster.format(port=_closed_port())
     env = {**os.environ, "FAITHLAB_ROOT": str(project), "FAITHLAB_GENERATED": str(tmp_path / "gen")}
-    if cluster == "slurm":
+    if cluster.startswith("slurm"):
         (tmp_path / "bin").mkdir()
         env["PATH"] = str(tmp_path / "bin")  # no sbatch
+    if cluster == "slurm-refused":  # an sbatch that refuses every job, as with a wrong account
+        cluster = "slurm"
+        sbatch = tmp_path / "bin" / "sbatch"
+        sbatch.write_text("#!/bin/sh\necho 'sbatch: error: Invalid account' >&2\nexit 1\n")
+        sbatch.chmod(0o755)
+        env["PATH"] += os.pathsep + os.path.dirname(shutil.which("sh"))
     start = time.monotonic()
     try:
         done = subprocess.run([sys.executable, "-m", "faithlab.study", "run", "demo/first", "--force", "--cluster",

@@ -28,15 +28,18 @@ serialisation (the runner's own cluster; nothing is read back from data files th
 
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import shutil
 import threading
+import time
 from pathlib import Path
 
 RESOURCE = "notebook"  # the worker resource one notebook execution takes
 SYSTEMS = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster", "lsf": "LSFCluster"}
 SUBMIT = {"slurm": "sbatch", "pbs": "qsub", "sge": "qsub", "lsf": "bsub"}  # each batch system's submit command
+SUBMIT_TIMEOUT = 60  # seconds for the batch system's submit command to answer for every job (it takes about one)
 CONNECT_TIMEOUT = 5  # seconds to reach a running scheduler (an address or a scheduler file) before giving up
 RESOURCE_KEYS = {"cores", "memory", "walltime", "gpus", "queue", "account", "job_extra_directives",
                  "job_script_prologue", "interface", "local_directory", "log_directory", "python",
@@ -175,6 +178,60 @@ def local_threads(jobs: int, echo=print) -> str:
     return str(share)
 
 
+class _SubmitErrors(logging.Filter):
+    """Catches dask-jobqueue's submit failures. It submits the jobs in the background; when the submit command fails
+    (a wrong account, queue or walltime) the error is only logged, as tracebacks, and the cluster then waits for its
+    workers for ever. This filter keeps those records (for :func:`_check_submitted`'s one-line error) off the
+    terminal."""
+
+    LOGGERS = ("asyncio", "tornado.application", "distributed")
+    _installed: _SubmitErrors | None = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    @classmethod
+    def install(cls) -> _SubmitErrors:
+        if cls._installed is None:
+            cls._installed = cls()
+            for name in cls.LOGGERS:
+                logging.getLogger(name).addFilter(cls._installed)
+        cls._installed.messages.clear()
+        return cls._installed
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        text = str(exc) if exc is not None else record.getMessage()
+        if "Command exited with non-zero exit code" not in text:
+            return True
+        stderr = text.partition("stderr:")[2].strip()
+        self.messages.append(stderr.splitlines()[0] if stderr else text.splitlines()[0])
+        return False
+
+
+def _check_submitted(batch, cluster: str, jobs: int, refused: _SubmitErrors) -> None:
+    """Wait (at most ``SUBMIT_TIMEOUT`` s) until the submit command has answered for every job; raise ClusterError
+    with its message if it refused one, rather than let the run wait for workers that will never come."""
+    deadline = time.monotonic() + SUBMIT_TIMEOUT
+    while len(batch.workers) < jobs and time.monotonic() < deadline:  # filled once every submission has answered
+        time.sleep(0.05)
+    failed = [name for name, job in batch.workers.items() if getattr(job, "job_id", None) is None]
+    if failed or len(batch.workers) < jobs:
+        time.sleep(0.2)  # let the background task log its error
+        for name in failed:  # jobs never submitted: nothing to cancel (close() would refuse their state)
+            batch.workers.pop(name, None)
+            batch.worker_spec.pop(name, None)
+        try:
+            batch.close()
+        except Exception:  # noqa: BLE001 - the error below is the one to report; the process ends anyway
+            pass
+        why = refused.messages[0] if refused.messages else (
+            f"no answer within {SUBMIT_TIMEOUT} s" if len(batch.workers) < jobs else "no job id returned")
+        raise ClusterError(f"--cluster {cluster!r}: {SUBMIT[cluster]} refused the job script ({why}); check the "
+                           f"profile's cluster: section (queue, account, walltime)")
+
+
 def connect(cluster: str, *, workers: int, resources: dict | None = None, root: Path,
             environment: dict | None = None, echo=print) -> Connection:
     """Open the cluster ``--cluster`` names (see the module docstring); ``workers``: local processes or batch jobs.
@@ -205,7 +262,9 @@ def connect(cluster: str, *, workers: int, resources: dict | None = None, root: 
             raise ClusterError(f"--cluster {cluster!r}: {SUBMIT[cluster]!r} is not on PATH (run from a machine that "
                                f"can submit {cluster} jobs)")
         batch = jobqueue_cluster(cluster, resources, root=root, environment=environment)
+        refused = _SubmitErrors.install()
         batch.scale(jobs=workers)
+        _check_submitted(batch, cluster, workers, refused)
         echo(f"{cluster}: {workers} job(s) requested from scheduler {batch.scheduler_address} (dashboard "
              f"{batch.dashboard_link}); job script:\n" + batch.job_script())
         return Connection(distributed.Client(batch), [batch.close])
