@@ -278,6 +278,32 @@ def test_mu_fidelity_subset_size_batch_invariance_and_spearman_option():
     assert sp.shape == (40,) and not torch.allclose(sp, d1["mu_f"])
 
 
+def test_mu_fidelity_is_keyed_to_the_sample_so_splitting_the_data_changes_nothing():
+    """Issue 32: the subsets followed the sample's position in the call (sample 4: 0.149 over 8 images, 0.076 over
+    the last 4). Now a slice evaluated with its global indices gives the whole call's rows, exactly; the same slice
+    without them (indices 0…3, other streams) differs, so the check can fail; and every sample differs from the
+    others (one stream per sample, not one shared draw)."""
+    model = _OneAtATime(small_cnn(in_channels=1, side=8, n_classes=3))
+    g = torch.Generator().manual_seed(4)
+    x, a = torch.randn(40, 1, 8, 8, generator=g), torch.randn(40, 1, 8, 8, generator=g)
+    t = torch.randint(0, 3, (40,), generator=g)
+    whole = fl.metrics.mu_fidelity_details(model, x, a, t, n_subsets=12, generator=9, batch_size=64)
+    for lo, hi in ((0, 5), (5, 37), (37, 40)):   # slices across the 32-sample draw blocks
+        part = fl.metrics.mu_fidelity_details(model, x[lo:hi], a[lo:hi], t[lo:hi], n_subsets=12, generator=9,
+                                              sample_index=torch.arange(lo, hi), batch_size=5)
+        assert torch.equal(part["sums"], whole["sums"][lo:hi]) and torch.equal(part["mu_f"], whole["mu_f"][lo:hi])
+    shifted = fl.metrics.mu_fidelity_details(model, x[5:37], a[5:37], t[5:37], n_subsets=12, generator=9)
+    assert not torch.equal(shifted["sums"], whole["sums"][5:37])
+    # the same image under two global indices gets two streams; under one index, one stream wherever it sits
+    twice = fl.metrics.mu_fidelity_details(model, x[[3, 3]], a[[3, 3]], t[[3, 3]], n_subsets=12, generator=9,
+                                           sample_index=torch.tensor([3, 8]))
+    assert torch.equal(twice["sums"][0], whole["sums"][3]) and not torch.equal(twice["sums"][1], whole["sums"][3])
+    with pytest.raises(ValueError, match="sample_index must have shape"):
+        fl.metrics.mu_fidelity(model, x[:4], a[:4], t[:4], sample_index=torch.arange(3))
+    with pytest.raises(TypeError, match="sample_index must be an integer"):
+        fl.metrics.mu_fidelity(model, x[:4], a[:4], t[:4], sample_index=torch.arange(4.0))
+
+
 class _OneAtATime(torch.nn.Module):
     """The wrapped model run on one input at a time: an input's logits do not depend on the batch it comes in."""
 

@@ -85,58 +85,9 @@ def get_method(name: str) -> Method:
 
 
 # ---------------------------------------------------------------------------------- helpers shared by methods
-class SampleSeeds:
-    """The random source of ``explain(..., sample_seeds=...)``: one stream per row, keyed by the row's seed.
-
-    A method receives it as its ``generator`` in place of a ``torch.Generator`` and draws through :func:`uniform` /
-    :func:`normal` with a shape ``(rows, ...)`` (rows = ``len(self)``). Draw number k (0, 1, … in the order the
-    method draws) of a row with seed s is ``torch.rand`` of the per-row shape from a CPU generator seeded with
-    ``perturb.keyed_seed(s, k)``: it depends on the seed and on the method's sequence of draws (the same for every
-    row), never on batch_size, on the row's position or on the other rows, and rows with equal seeds get equal
-    draws. A slice ``self[i:j]`` (what :func:`chunks` hands a sub-chunk) continues the streams of its rows.
-
-    seeds: ``(rows,)`` int64 on the CPU; draws: how many draws the rows have made so far.
-    """
-
-    def __init__(self, seeds: torch.Tensor, draws: int = 0) -> None:
-        self.seeds, self.draws = seeds, draws
-
-    def __len__(self) -> int:
-        return self.seeds.shape[0]
-
-    def __getitem__(self, rows: slice) -> SampleSeeds:
-        return SampleSeeds(self.seeds[rows], self.draws)
-
-    def _next(self) -> int:
-        self.draws += 1
-        return self.draws - 1
-
-    def uniform(self, shape: tuple[int, ...], device: torch.device) -> torch.Tensor:
-        """Float64 U[0, 1) of ``shape`` = (rows, *per-row shape), one block per distinct seed, moved to ``device``."""
-        shape = tuple(shape)
-        if not shape or shape[0] != len(self):
-            raise RuntimeError(f"a method drew random numbers of shape {shape} with sample_seeds for {len(self)} rows; "
-                               "with sample_seeds every draw must be one (rows, ...) block through "
-                               "faithlab.explainers.core.uniform / normal")
-        k = self._next()
-        if not len(self):
-            return torch.empty(shape, dtype=torch.float64, device=device)
-        distinct, inverse = torch.unique(self.seeds, return_inverse=True)
-        # torch has no vectorised keyed generator (one generator per tensor call), so one call per distinct seed of
-        # the rows; rows sharing a seed share its block (S_avg's neighbours: a handful of seeds per chunk)
-        block = torch.stack([torch.rand(shape[1:], generator=torch.Generator().manual_seed(perturb.keyed_seed(s, k)),
-                                        dtype=torch.float64) for s in distinct.tolist()])
-        return block.to(device)[inverse.to(device)]
-
-    def repeat_interleave(self, n: int) -> SampleSeeds:
-        """``n`` sub-streams per row, row j's copy c seeded with ``keyed_seed(s_j, k, c)`` (k: this draw), in the
-        order of ``repeat_interleave(n)`` — for a method that runs a random base on n copies of each row (SmoothGrad
-        over expected gradients): the copies get unrelated draws, as they would from one generator. One draw."""
-        k = self._next()
-        distinct, inverse = torch.unique(self.seeds, return_inverse=True)
-        sub = torch.tensor([[perturb.keyed_seed(s, k, c) for c in range(n)] for s in distinct.tolist()],
-                           dtype=torch.int64).view(-1, n)
-        return SampleSeeds(sub[inverse].flatten())
+SampleSeeds = perturb.SampleSeeds
+"""The random source of ``explain(..., sample_seeds=...)`` (:class:`faithlab.perturb.SampleSeeds`): a method receives it
+as its ``generator`` and draws through :func:`uniform` / :func:`normal` with a shape ``(rows, ...)``."""
 
 
 def uniform(shape: tuple[int, ...], generator: torch.Generator | SampleSeeds, device: torch.device) -> torch.Tensor:

@@ -45,7 +45,8 @@ REDUCE = "sum_abs"
 def _fidelity(plus: bool, model: Callable, x: torch.Tensor, y: torch.Tensor, attributions: torch.Tensor,
               sparsity: Sequence[float] | torch.Tensor, *, alpha: float, beta: float | None, n_samples: int,
               sampling: str, output: str, reduce: str, units: perturb.Units | None, reference: perturb.Reference,
-              batch_size: int, generator: torch.Generator | int | None, ties: str) -> torch.Tensor:
+              batch_size: int, generator: torch.Generator | int | None, ties: str,
+              sample_index: torch.Tensor | None) -> torch.Tensor:
     _validate.tensor(x, "x", ndim=(2, 3, 4))
     _validate.tensor(y, "y", ndim=1)
     if y.dtype != torch.int64:
@@ -71,8 +72,11 @@ def _fidelity(plus: bool, model: Callable, x: torch.Tensor, y: torch.Tensor, att
     counts = torch.round(s * n).long()                        # |R+| per level (half to even, as removal_curve)
     size = counts if plus else n - counts                     # |R| per level
     random = a < 1 or (b is not None and bool((b * n < size).any()))
-    g = _validate.generator(generator, why="for random removal (alpha < 1 or a beta cap)") if (
-        random or ties == "random") else None
+    g = None
+    if random or ties == "random":  # one stream per sample (and per level below), keyed by its global index
+        g = perturb.sample_seeds(generator, sample_index, x.shape[0], why="for random removal (alpha < 1 or a beta cap)")
+    else:
+        perturb.sample_index(sample_index, x.shape[0])  # checked though unused
     top = perturb.top_masks(perturb.ranks(perturb.order(scores, "morf", generator=g, ties=ties)), counts)
     cand = top if plus else ~top                              # (B, L, n) candidate sets R+ or R−
     bsz, levels = cand.shape[:2]
@@ -82,12 +86,14 @@ def _fidelity(plus: bool, model: Callable, x: torch.Tensor, y: torch.Tensor, att
         rate = torch.full((levels,), a, dtype=torch.float64)
         if b is not None:
             rate = torch.minimum(rate, b * n / size.clamp(min=1).double())
-        masks = perturb.bernoulli_subset(cand.flatten(0, 1), rate.repeat(bsz), generator=g, n_samples=n_samples)
+        masks = perturb.bernoulli_subset(cand.flatten(0, 1), rate.repeat(bsz), generator=g.repeat_interleave(levels),
+                                         n_samples=n_samples)
     else:                                                     # exact count min(round(α|R|), ⌊βn⌋)
         k = torch.round(a * size.double()).long()
         if b is not None:
             k = k.clamp(max=math.floor(b * n + 1e-9))
-        masks = perturb.exact_subset(cand.flatten(0, 1), k.repeat(bsz), generator=g, n_samples=n_samples)
+        masks = perturb.exact_subset(cand.flatten(0, 1), k.repeat(bsz), generator=g.repeat_interleave(levels),
+                                     n_samples=n_samples)
     masks = masks.reshape(bsz, levels * masks.shape[-2], n)
     clean = torch.zeros(bsz, 1, n, dtype=torch.bool, device=masks.device)
     out = _removal_outputs(model, x, torch.cat([clean, masks], dim=1), units=units, reference=reference,
@@ -109,6 +115,9 @@ _ARGS_DOC = """
     units: feature units (default pixels / time steps / tokens). reference: removal value (default ``"zero"``).
     batch_size: forward-pass chunk; results do not depend on it. generator: torch.Generator or int seed, needed
     when masks are random or ``ties="random"``. ties: how equal scores are ordered (``"index"`` or ``"random"``).
+    sample_index: ``(B,)`` global index of each sample (default 0 … B − 1). Randomness is keyed to the sample: one
+    root seed is drawn from ``generator``, and sample i's tie order and masks (each level its own stream) come from
+    the root and ``sample_index[i]``, so a slice of the data given its global indices gets the whole's rows.
     Returns ``(B, len(sparsity))`` per-sample scores; average over samples for the paper's numbers.
     A constant map (e.g. an all-zero Grad-CAM) defines no explanation: its "explanation" is the first units by
     the ties rule, the scores are returned and a ``perturb.ConstantMapWarning`` counts those samples
@@ -119,26 +128,28 @@ def fid_plus(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions: to
              sparsity: Sequence[float] | torch.Tensor, *, alpha: float = 1.0, beta: float | None = None,
              n_samples: int = 1, sampling: str = "bernoulli", output: str = "correct", reduce: str = REDUCE,
              units: perturb.Units | None = None, reference: perturb.Reference = "zero", batch_size: int = 256,
-             generator: torch.Generator | int | None = None, ties: str = "index") -> torch.Tensor:
+             generator: torch.Generator | int | None = None, ties: str = "index",
+             sample_index: torch.Tensor | None = None) -> torch.Tensor:
     """Fid+ / RFid+ / FFid+ (F-Fidelity eqs. 1, 3, 6): 1[y = ŷ(x)] − mean_j 1[y = ŷ(x − x⊙m'_j)], m'_j ⊆ R+
     (the explanation, top round(s·n) units). Higher is better (removing the explanation hurts).
     """
     return _fidelity(True, model, x, y, attributions, sparsity, alpha=alpha, beta=beta, n_samples=n_samples,
                      sampling=sampling, output=output, reduce=reduce, units=units, reference=reference,
-                     batch_size=batch_size, generator=generator, ties=ties)
+                     batch_size=batch_size, generator=generator, ties=ties, sample_index=sample_index)
 
 
 def fid_minus(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions: torch.Tensor,
               sparsity: Sequence[float] | torch.Tensor, *, alpha: float = 1.0, beta: float | None = None,
               n_samples: int = 1, sampling: str = "bernoulli", output: str = "correct", reduce: str = REDUCE,
               units: perturb.Units | None = None, reference: perturb.Reference = "zero", batch_size: int = 256,
-              generator: torch.Generator | int | None = None, ties: str = "index") -> torch.Tensor:
+              generator: torch.Generator | int | None = None, ties: str = "index",
+             sample_index: torch.Tensor | None = None) -> torch.Tensor:
     """Fid− / RFid− / FFid− (F-Fidelity eqs. 2, 4, 6): as :func:`fid_plus` but m'_j ⊆ R− (the complement of
     the explanation, which is kept). Lower is better (keeping the explanation preserves the prediction).
     """
     return _fidelity(False, model, x, y, attributions, sparsity, alpha=alpha, beta=beta, n_samples=n_samples,
                      sampling=sampling, output=output, reduce=reduce, units=units, reference=reference,
-                     batch_size=batch_size, generator=generator, ties=ties)
+                     batch_size=batch_size, generator=generator, ties=ties, sample_index=sample_index)
 
 
 fid_plus.__doc__ += _ARGS_DOC

@@ -37,7 +37,7 @@ DISTANCES = ("sqrt", "linear")
 """Spearman distances: ``"sqrt"`` = sqrt(1 − |ρ|) (xplique, the chosen default, spec §6.14), ``"linear"`` = 1 − |ρ|."""
 PAIR_KINDS = ("S=", "S≠", "both wrong")
 """Codes 0, 1, 2 of :attr:`Pairs.kind`: both models right, exactly one right, both wrong (dropped)."""
-_BLOCK = 32  # samples per random draw in μF / S_avg: fixed, so results never depend on batch_size
+_BLOCK = 32  # samples whose μF subsets / S_avg neighbours are drawn and held at once (memory, not results)
 
 
 # ------------------------------------------------------------------------------------------------------ distances
@@ -366,27 +366,22 @@ def reco_mege(maps: torch.Tensor, predictions: torch.Tensor, labels: torch.Tenso
 
 
 # ------------------------------------------------------------------------------------------------------------ μF
-def _sample_blocks(n: int, generator: torch.Generator):
-    """Fixed-size blocks of samples, each with its own generator seeded from ``generator``: the random draws of a
-    sample do not depend on batch_size."""
-    seeds = torch.randint(0, 2**62, (math.ceil(n / _BLOCK),), generator=generator).tolist()
-    for i, seed in enumerate(seeds):
-        yield i * _BLOCK, min(n, (i + 1) * _BLOCK), torch.Generator().manual_seed(seed)
-
-
 def mu_fidelity_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, target: torch.Tensor, *,
                         n_subsets: int = 200, subset_fraction: float = 0.15, reference: perturb.Reference = "zero",
                         units: perturb.Units | None = None, output: perturb.Output = "prob",
                         correlation: str = "pearson", generator: torch.Generator | int = 0,
-                        batch_size: int = 256) -> dict[str, torch.Tensor]:
+                        sample_index: torch.Tensor | None = None, batch_size: int = 256) -> dict[str, torch.Tensor]:
     """Per-sample μF (Bhatt et al. 2020; paper eq. 1, spec §4.6) with its raw draws.
 
     For each sample, ``n_subsets`` random subsets S of round(subset_fraction · n) units (pixels by default, all
     channels together) are removed (replaced by ``reference``, default 0); μF is the correlation over the subsets
     between Σ_{i∈S} e_i (unit scores = Σ over the unit's attribution elements) and f_t(x) − f_t(x with S removed),
     f = ``output`` of ``target``. correlation: ``"pearson"`` (Bhatt, the default) or ``"spearman"`` (xplique).
-    Every removed input goes through :mod:`faithlab.perturb`'s engine, ``batch_size`` per forward call; the subsets
-    of each sample depend only on ``generator`` (not on batch_size).
+    Every removed input goes through :mod:`faithlab.perturb`'s engine, ``batch_size`` per forward call.
+
+    Randomness is keyed to the sample: one root seed is drawn from ``generator`` and sample i's subsets come from its
+    own stream, keyed by the root and ``sample_index[i]``, its global index (default its position in x, 0 … B − 1).
+    A slice of the data evaluated with its global indices gives the rows of the whole, whatever batch_size.
 
     x ``(B, ...)``, attributions shaped like x (or without the channel dim), target ``(B,)`` int64. Returns
     ``mu_f`` ``(B,)`` (NaN where the attribution sums or the output drops are constant), ``sums`` and ``drops``
@@ -401,7 +396,7 @@ def mu_fidelity_details(model: Callable, x: torch.Tensor, attributions: torch.Te
     count = round(frac * units.n)
     if count < 1:
         raise ValueError(f"subset_fraction={subset_fraction} of {units.n} units removes no unit")
-    gen = _validate.generator(generator, why="to draw the subsets")
+    seeds = perturb.sample_seeds(generator, sample_index, x.shape[0], why="to draw the subsets")
     if isinstance(reference, torch.Tensor):   # x's rank; rows are sliced per block only if it has one per sample
         reference = perturb.make_reference(x, reference)
     clean = perturb.removal_outputs(model, x, torch.zeros(x.shape[0], units.n, dtype=torch.bool, device=x.device),
@@ -410,8 +405,9 @@ def mu_fidelity_details(model: Callable, x: torch.Tensor, attributions: torch.Te
     sums = torch.empty(x.shape[0], n_subsets, dtype=torch.float64, device=x.device)
     drops = torch.empty_like(sums)
     every = torch.ones(1, units.n, dtype=torch.bool, device=x.device)
-    for b0, b1, g in _sample_blocks(x.shape[0], gen):
-        removed = perturb.exact_subset(every.expand(b1 - b0, -1), count, generator=g, n_samples=n_subsets)
+    for b0 in range(0, x.shape[0], _BLOCK):  # all subsets of _BLOCK samples at once (B·n_subsets·n bools in all)
+        b1 = min(x.shape[0], b0 + _BLOCK)
+        removed = perturb.exact_subset(every.expand(b1 - b0, -1), count, generator=seeds[b0:b1], n_samples=n_subsets)
         out = perturb.removal_outputs(model, x[b0:b1], removed, units=units,
                                       reference=_rows(reference, b0, b1), output=output, target=target[b0:b1],
                                       batch_size=batch_size)
@@ -444,20 +440,6 @@ def _takes_seeds(explainer: Callable) -> bool:
     except (TypeError, ValueError):  # ValueError: a callable without a signature (some builtins)
         return False
     return True
-
-
-def _sample_index(sample_index: torch.Tensor | None, n: int) -> list[int]:
-    """The global index of each sample of x (default 0 … n − 1) as Python ints."""
-    if sample_index is None:
-        return list(range(n))
-    _validate.tensor(sample_index, "sample_index", ndim=1)
-    if sample_index.is_floating_point() or sample_index.is_complex() or sample_index.dtype == torch.bool:
-        raise TypeError(f"sample_index must be an integer tensor (the global index of each sample of x), got dtype "
-                        f"{sample_index.dtype}")
-    if sample_index.shape[0] != n:
-        raise ValueError(f"sample_index must have shape ({n},) (one global index per sample of x), got shape "
-                         f"{tuple(sample_index.shape)}")
-    return sample_index.tolist()
 
 
 def _finite_maps(maps: torch.Tensor, samples: list[int], what: str) -> None:
@@ -512,7 +494,7 @@ def average_stability_details(explainer: Callable[..., torch.Tensor], x: torch.T
         raise TypeError(f"common_noise must be a bool, got {type(common_noise).__name__}")
     batch_size = _validate.positive_int(batch_size, "batch_size")
     n = x.shape[0]
-    index = _sample_index(sample_index, n)
+    index = perturb.sample_index(sample_index, n)
     gen = _validate.generator(generator, why="to draw the neighbours")
     root = int(torch.randint(0, 2**62, (1,), generator=gen))
     seeds = None

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from faithlab import _validate
+from faithlab import _validate, perturb
 from faithlab.perturb import orders as _orders
 from faithlab.perturb.engine import Output, _prepare, _run
 from faithlab.perturb.references import Reference, make_reference
@@ -296,7 +296,7 @@ def anneal(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-
            init: Search | torch.Tensor | None = None, iterations: int = 5000, t0: float | None = None,
            eta: float = 0.999, generator: torch.Generator | int | None = None, reference: Reference = "zero",
            output: Output = "prob", target: torch.Tensor | None = None, batch_size: int = 256,
-           incremental: bool = True) -> Search:
+           incremental: bool = True, sample_index: torch.Tensor | None = None) -> Search:
     """TRACE-SA (spec §5.4): simulated annealing over trajectories with the swap neighbourhood.
 
     Every iteration proposes, for every image, τ' = τ with two distinct positions i < j swapped (uniform over the
@@ -314,14 +314,16 @@ def anneal(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-
     ``incremental=False`` re-evaluates the whole curve(s) the objective needs per proposal (both for ``"le-mo"``),
     the published algorithm's cost (kept for tests and benchmarks); with the same generator both give the same
     trajectories up to float rounding.
-    Draws: three float64 uniforms per image and iteration from ``generator`` (required).
+    Draws: three float64 uniforms per image and iteration, keyed to the sample: one root seed from ``generator``
+    (required), image i's draws from its own stream keyed by the root and ``sample_index[i]`` (its global index,
+    default its position 0 … B − 1), so an image's search does not depend on the other images in the call.
     Returns the best trajectory per image with both its curves (:class:`Search`; the curve the objective ignores is
     evaluated once at the end; ``energy`` is the best energy after the start and after each iteration,
     ``accepted`` the accepted moves).
     """
     _validate.one_of(objective, "objective", OBJECTIVES)
     iterations = _validate.positive_int(iterations, "iterations")
-    g = _validate.generator(generator, why="for the annealing proposals")
+    seeds = perturb.sample_seeds(generator, sample_index, x.shape[0], why="for the annealing proposals")
     if t0 is None:
         if callable(output) or output not in _T0:
             raise ValueError(f"t0 has no paper default for output={output!r}; pass t0")
@@ -362,8 +364,9 @@ def anneal(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-
     accepted = torch.zeros(b, dtype=torch.int64, device=dev)
     rows_all = torch.arange(b, device=dev)
     temperature = t0
-    for _ in range(iterations):
-        u = _orders.uniform((b, 3), g, dev)
+    draws = _orders.uniform((b, iterations, 3), seeds, dev)  # every iteration's draws at once: one call per image
+    for step in range(iterations):
+        u = draws[:, step]
         i = (u[:, 0] * t).long().clamp_max(t - 1)
         j = (u[:, 1] * (t - 1)).long().clamp_max(t - 2)
         j = j + (j >= i).long()
@@ -452,14 +455,16 @@ def complete_search(model: Callable, x: torch.Tensor, *, edge: int = 4, referenc
 def random_deletion_curves(model: Callable, x: torch.Tensor, *, edge: int, n_orders: int,
                            generator: torch.Generator | int | None, reference: Reference = "zero",
                            output: Output = "prob", target: torch.Tensor | None = None,
-                           batch_size: int = 256) -> torch.Tensor:
+                           batch_size: int = 256, sample_index: torch.Tensor | None = None) -> torch.Tensor:
     """The random deletion test (Fig. 4, spec §5.6): deletion curves along ``n_orders`` uniformly random orders per
-    image → ``(B, n_orders, t + 1)``; plot the mean against k/t for several ``edge`` values and references."""
+    image → ``(B, n_orders, t + 1)``; plot the mean against k/t for several ``edge`` values and references. The
+    orders are keyed to the sample: image i's come from a stream keyed by a root seed drawn from ``generator`` and
+    ``sample_index[i]`` (its global index, default its position)."""
     s = _setup(model, x, edge, reference, output, target, batch_size)
     n_orders = _validate.positive_int(n_orders, "n_orders")
-    g = _validate.generator(generator, why="for the random orders")
+    seeds = perturb.sample_seeds(generator, sample_index, x.shape[0], why="for the random orders")
     b = x.shape[0]
-    perm = _orders.order(torch.zeros(b * n_orders, s.t, device=x.device), "random", generator=g)
+    perm = _orders.uniform((b, n_orders, s.t), seeds, x.device).reshape(b * n_orders, s.t).argsort(dim=1)
     rows = torch.arange(b, device=x.device).repeat_interleave(n_orders)
     return _curves(model, x, s, output, perm, rows, batch_size).view(b, n_orders, s.t + 1)
 

@@ -2,7 +2,7 @@
 
 A *unit* is a group of input elements removed together; removing it replaces its elements by a *reference*.
 Masks over units are ``(B, n)`` bool tensors. Knows no dataset, model family or paper. One concept per module:
-``units``, ``references``, ``orders``, ``sampling``, ``engine``; their public names are gathered here.
+``units``, ``references``, ``orders``, ``keys`` (randomness keyed to the sample), ``sampling``, ``engine``; their public names are gathered here.
 ``autobatch`` (``batch_size="auto"``: a timing probe picks the batch size) is used as a module.
 """
 
@@ -11,7 +11,8 @@ from faithlab.perturb.engine import OUTPUTS, Masks, Output, evaluate, evaluate_i
 from faithlab.perturb.orders import ORDERS, TIES, order, ranks, top_masks
 from faithlab.perturb.references import (PAD_TOKEN, REMOVED_TOKEN, Reference, apply_removal, gaussian_filter,
                                         make_reference)
-from faithlab.perturb.sampling import bernoulli_subset, exact_subset, keyed_seed, uniform_fraction_mask
+from faithlab.perturb.keys import SampleSeeds, keyed_seed, sample_index, sample_seeds
+from faithlab.perturb.sampling import bernoulli_subset, exact_subset, uniform_fraction_mask
 from faithlab.perturb.units import (REDUCE, UNIT_KINDS, ConstantMapWarning, Units, check_attributions, constant_maps,
                                     default_units, expand, patch_units, pixel_units, segment_units, time_units,
                                     token_units, unit_scores, warn_constant)
@@ -19,5 +20,6 @@ from faithlab.perturb.units import (REDUCE, UNIT_KINDS, ConstantMapWarning, Unit
 __all__ = ["Units", "pixel_units", "patch_units", "segment_units", "time_units", "token_units", "default_units",
            "UNIT_KINDS", "expand", "unit_scores", "REDUCE", "check_attributions", "constant_maps",
            "ConstantMapWarning", "warn_constant", "Reference", "make_reference", "PAD_TOKEN", "REMOVED_TOKEN", "apply_removal", "gaussian_filter", "ORDERS", "TIES",
-           "order", "ranks", "top_masks", "bernoulli_subset", "exact_subset", "uniform_fraction_mask", "keyed_seed", "Output",
+           "order", "ranks", "top_masks", "bernoulli_subset", "exact_subset", "uniform_fraction_mask", "keyed_seed",
+           "SampleSeeds", "sample_seeds", "sample_index", "Output",
            "OUTPUTS", "Masks", "evaluate", "evaluate_inputs", "removal_curve", "removal_outputs", "autobatch"]

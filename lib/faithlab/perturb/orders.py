@@ -1,6 +1,7 @@
 """Removal orders: MoRF / LeRF / random permutations of units, their inverse (ranks) and top-k masks.
 
-Randomness comes only from an explicit ``torch.Generator`` (or an int seed turned into a CPU one). Random numbers
+Randomness comes only from an explicit ``torch.Generator`` (or an int seed turned into a CPU one), or from a
+:class:`~faithlab.perturb.keys.SampleSeeds` (one stream per row: keyed to the sample). Random numbers
 are drawn on the generator's device and then moved to the scores' device, so a CPU generator gives the same
 results whatever the device of the inputs.
 """
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 import torch
 
 from faithlab import _validate
+from faithlab.perturb.keys import SampleSeeds
 
 __all__ = ["ORDERS", "TIES", "order", "ranks", "top_masks"]
 
@@ -19,8 +21,17 @@ ORDERS = ("morf", "lerf", "random")
 TIES = ("index", "random")
 
 
-def uniform(shape: Sequence[int], generator: torch.Generator, device: torch.device) -> torch.Tensor:
-    """Uniform [0, 1) float64 draws made on the generator's device, then moved to ``device``."""
+def random_source(generator: torch.Generator | SampleSeeds | int | None, name: str = "generator", *,
+                  why: str = "") -> torch.Generator | SampleSeeds:
+    """A :class:`SampleSeeds` as is, else ``_validate.generator`` (a torch.Generator, or an int seed → a CPU one)."""
+    return generator if isinstance(generator, SampleSeeds) else _validate.generator(generator, name, why=why)
+
+
+def uniform(shape: Sequence[int], generator: torch.Generator | SampleSeeds, device: torch.device) -> torch.Tensor:
+    """Uniform [0, 1) float64 draws made on the generator's device, then moved to ``device``; a
+    :class:`SampleSeeds` draws each row (first dim) from its own stream."""
+    if isinstance(generator, SampleSeeds):
+        return generator.uniform(shape, device)
     return torch.rand(tuple(shape), generator=generator, device=generator.device, dtype=torch.float64).to(device)
 
 
@@ -38,11 +49,11 @@ def order(scores: torch.Tensor, order: str = "morf", *, generator: torch.Generat
     _validate.one_of(order, "order", ORDERS)
     _validate.one_of(ties, "ties", TIES)
     if order == "random":
-        g = _validate.generator(generator, why="for order='random'")
+        g = random_source(generator, why="for order='random'")
         return uniform(s.shape, g, s.device).argsort(dim=1)
     perm = None
     if ties == "random":
-        perm = uniform(s.shape, _validate.generator(generator, why="for ties='random'"), s.device).argsort(dim=1)
+        perm = uniform(s.shape, random_source(generator, why="for ties='random'"), s.device).argsort(dim=1)
         s = s.gather(1, perm)
     idx = _stable_argsort(s, descending=order == "morf")
     return idx if perm is None else perm.gather(1, idx)

@@ -1,38 +1,18 @@
 """Random subsets of units: Bernoulli and exact-count subsets of candidate sets (R-/F-Fidelity Monte-Carlo masks,
 μF subsets) and the uniform-fraction mask of F-Fidelity's fine-tuning. Draws come from an explicit generator, on its
-device, so the result does not depend on the device of the candidates. :func:`keyed_seed` derives the seed of a
-sample's own generator from a seed and keys such as the global sample index."""
+device, so the result does not depend on the device of the candidates. A :class:`SampleSeeds` in place of the
+generator draws each row from its own stream (randomness keyed to the sample, :mod:`faithlab.perturb.keys`)."""
 
 from __future__ import annotations
 
 import torch
 
 from faithlab import _validate
-from faithlab.perturb.orders import ranks, uniform
+from faithlab.perturb.keys import SampleSeeds, keyed_seed
+from faithlab.perturb.orders import random_source, ranks, uniform
 
-__all__ = ["bernoulli_subset", "exact_subset", "uniform_fraction_mask", "keyed_seed"]
+__all__ = ["bernoulli_subset", "exact_subset", "uniform_fraction_mask", "keyed_seed", "SampleSeeds"]
 
-_MASK64 = (1 << 64) - 1
-
-
-def _splitmix64(z: int) -> int:
-    """One step of splitmix64 (Steele, Lea & Flood 2014): a bijection of 64-bit integers that scrambles every bit."""
-    z = (z + 0x9E3779B97F4A7C15) & _MASK64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return z ^ (z >> 31)
-
-
-def keyed_seed(seed: int, *keys: int) -> int:
-    """A generator seed in [0, 2**63) derived from an integer ``seed`` and integer ``keys`` (a global sample index, a
-    draw number, ...) by splitmix64 mixing, so that randomness is keyed to the sample rather than to its position in
-    a batch: the same (seed, keys) always give the same seed, and seeds that differ in any key give unrelated
-    ``torch.Generator`` streams (nearby integers as seeds would not be unrelated after an additive key). Fits an
-    int64 tensor. Plain Python integer arithmetic: the same on every platform and device."""
-    z = _splitmix64(int(seed) & _MASK64)
-    for k in keys:
-        z = _splitmix64(z ^ _splitmix64(int(k) & _MASK64))
-    return z >> 1
 
 def _per_row(value: float | int | torch.Tensor, name: str, batch: int, device: torch.device,
              dtype: torch.dtype) -> torch.Tensor:
@@ -72,7 +52,7 @@ def bernoulli_subset(candidates: torch.Tensor, rate: float | torch.Tensor, *, ge
     shape = _sample_shape(c, n_samples)
     if n_samples is not None:
         c, r = c[:, None], r[:, None]
-    return c & (uniform(shape, _validate.generator(generator, why="for sampling"), c.device) < r)
+    return c & (uniform(shape, random_source(generator, why="for sampling"), c.device) < r)
 
 
 def _smallest_keys(keys: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
@@ -116,7 +96,7 @@ def exact_subset(candidates: torch.Tensor, count: int | torch.Tensor, *, generat
     shape = _sample_shape(c, n_samples)
     if n_samples is not None:
         c, k = c[:, None], k[:, None]
-    keys = uniform(shape, _validate.generator(generator, why="for sampling"), c.device).masked_fill(~c, 2.0)
+    keys = uniform(shape, random_source(generator, why="for sampling"), c.device).masked_fill(~c, 2.0)
     return _smallest_keys(keys, k)
 
 
