@@ -171,14 +171,18 @@ def test_batch_size_and_chunks():
     # probabilities, so its rounding scales with those sums (differences near 1e-6 seen on AVX2 and SSE CPUs)
     pd.testing.assert_frame_equal(one, other, check_exact=False, rtol=1.3e-6, atol=1e-5)
     chunked = fl.evaluate(model, x, y, maps, metrics=metrics, chunk_size=4, **OPTIONS)
-    # deterministic metrics do not depend on the chunks; random ones equal the calls on each chunk. A chunk of 4
-    # samples sends the model other batch shapes than all 7: equal to float32 tolerance, not bitwise (the scores
+    # no metric depends on the chunks, the random ones included (draws keyed to the global sample index); a chunk of
+    # 4 samples sends the model other batch shapes than all 7: equal to float32 tolerance, not bitwise (the scores
     # are float32 results read as float64, so float64's default tolerance is too tight)
-    for metric in ("fid+", "saco", "aopc", "le-mo"):
+    for metric in metrics:
         torch.testing.assert_close(_scores(chunked, "A", metric), _scores(one, "A", metric), rtol=1.3e-6, atol=1e-5)
+    # and a chunk equals the metric's own call with the chunk's global indices (not without: other draws)
     a = maps["A"]
-    part = fl.metrics.fid_minus(model, x[4:], y[4:], a[4:], SPARSITY, alpha=0.5, n_samples=3, generator=3).mean(1)
+    part = fl.metrics.fid_minus(model, x[4:], y[4:], a[4:], SPARSITY, alpha=0.5, n_samples=3, generator=3,
+                                sample_index=torch.arange(4, 7)).mean(1)
     torch.testing.assert_close(_scores(chunked, "A", "rfid-")[4:], part.double())
+    moved = fl.metrics.fid_minus(model, x[4:], y[4:], a[4:], SPARSITY, alpha=0.5, n_samples=3, generator=3).mean(1)
+    assert not torch.allclose(_scores(chunked, "A", "rfid-")[4:], moved.double())
     assert chunked["sample"].tolist() == one["sample"].tolist()
 
 
@@ -295,3 +299,17 @@ def test_fewclass_fid_warns_about_constant_maps_through_evaluate():
     model, x, y, maps, _ = _setup()
     with pytest.warns(fl.perturb.ConstantMapWarning, match=r"for 6 of 6 sample"):
         fl.evaluate(model, x, y, {"Z": torch.zeros_like(maps["A"])}, metrics=["fewclass_fid"], **OPTIONS)
+
+
+def test_fewclass_search_gets_the_normalisation_and_equals_the_direct_call():
+    """With ``normalisation`` evaluate's own candidate search runs on pixel values (issue 32), as the direct call
+    with the same argument; without it the search (on normalised values) picks other images for these inputs."""
+    model, x, y, maps, _ = _setup(b=5)
+    norm = ((0.4,), (0.2,))
+    kw = {"metrics": ["fewclass_fid"], "progress": False, "seed": 2}
+    frame = fl.evaluate(model, x, y, maps["A"], normalisation=norm, **kw)
+    sel = fl.metrics.select_perturbation(model, x, normalisation=norm)["image"]
+    direct = fl.metrics.fewclass_fid(model, x, maps["A"], sel, generator=2)
+    torch.testing.assert_close(torch.tensor(frame["score"].to_numpy(), dtype=torch.float64), direct.double())
+    plain = fl.evaluate(model, x, y, maps["A"], **kw)
+    assert frame["score"].tolist() != plain["score"].tolist()

@@ -33,6 +33,9 @@ def test_paper_setup_keeps_images_every_model_gets_right_and_reads_folder_boxes(
     class Folder(torch.utils.data.Dataset):
         boxes = torch.tensor([[0, 0, 4, 4], [1, 1, 5, 5], [2, 2, 6, 6], [0, 1, 3, 7], [1, 0, 8, 8], [0, 0, 2, 2]])
 
+        def __init__(self):
+            self.info = {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)}  # as imagenet_vehicles tags it
+
         def __len__(self):
             return 6
 
@@ -50,6 +53,7 @@ def test_paper_setup_keeps_images_every_model_gets_right_and_reads_folder_boxes(
     assert s.x[:, 0, 0, 0].tolist() == [0.0, 2.0, 3.0]  # 1 and 4 are mispredicted by one model each
     assert torch.equal(s.boxes, Folder.boxes[[0, 2, 3]]) and s.masks is None and s.n_classes == 3
     assert s.info["XAI set"].tolist() == [3, 3] and s.background.shape == (2, 3, 8, 8)
+    assert s.normalisation == ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))  # the loader's, for the search
     with pytest.raises(ValueError, match="data_dir"):
         P.setup("ct", [{"name": "A", "arch": "a", "weights_path": "w.pt"}], n_images=2, paper=True)
 
@@ -60,6 +64,12 @@ def test_book_setup_trains_models_that_get_the_xai_set_right(task):
     s = P.setup(task, settings, n_images=4, image_size=16, n_train=96, n_background=3)
     model = s.models["cnn"]
     assert torch.equal(F.predicted_class(model, s.x), s.y)
+    # the stand-ins are standardised too: the search gets their statistics and runs on pixels in about [0, 1]
+    channels = 3 if task == "vehicles" else 1
+    assert s.normalisation is not None and len(s.normalisation[0]) == len(s.normalisation[1]) == channels
+    mean, std = (torch.tensor(v).view(1, -1, 1, 1) for v in s.normalisation)
+    pixels = s.x * std + mean
+    assert float(pixels.amin()) > -0.5 and float(pixels.amax()) < 1.5 and abs(float(s.x.mean())) < 1
     with torch.no_grad():
         width = model(s.x[:1]).shape[1]
     if task == "vehicles":
@@ -68,6 +78,55 @@ def test_book_setup_trains_models_that_get_the_xai_set_right(task):
     else:
         assert width == 1 and s.n_classes == 2 and s.x.shape[1] == 1 and s.boxes is None
         assert s.masks.dtype == torch.bool and s.masks.shape == (len(s.x), 16, 16) and bool(s.masks.any())
+
+
+def test_paper_setup_carries_the_ct_scalar_normalisation_and_refuses_data_without_one(monkeypatch, tmp_path):
+    """ct_contrast standardises the stored values with one mean and one std (info['mean'] = (m,)): the search gets
+    them, so it runs on the values as stored. A paper dataset without the statistics is refused, not searched in
+    its normalised space."""
+    x = torch.arange(4.0).view(4, 1, 1, 1).expand(4, 1, 8, 8).contiguous()
+    ct = fl.data.TensorData(x, torch.tensor([0, 1, 0, 1]), torch.ones(4, 8, 8, dtype=torch.bool),
+                            {"mean": (-420.5,), "std": (310.25,)}, {})
+    monkeypatch.setattr(P.data, "load", lambda name, **kw: ct)
+    monkeypatch.setattr(P.models, "pretrained", lambda arch, **kw: _Fixed(2))
+    s = P.setup("ct", [{"name": "A", "arch": "a", "weights_path": "w.pt"}], n_images=4, paper=True,
+                data_dir=str(tmp_path), n_background=2)
+    assert s.normalisation == ((-420.5,), (310.25,)) and s.masks is not None
+    bare = fl.data.TensorData(x, ct.y, ct.mask, {}, {})
+    monkeypatch.setattr(P.data, "load", lambda name, **kw: bare)
+    with pytest.raises(ValueError, match=r"ct_contrast data must carry info\['mean'\] and info\['std'\]"):
+        P.setup("ct", [{"name": "A", "arch": "a", "weights_path": "w.pt"}], n_images=4, paper=True,
+                data_dir=str(tmp_path))
+
+
+def test_evaluate_task_searches_the_pixels_of_a_normalised_setup(monkeypatch):
+    """evaluate_task hands ``Setup.normalisation`` to the candidate search: its selection is the one of the pixels
+    (a model on pixels fed through the normalisation), not the one of the normalised values."""
+    mean, std = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+    m, sd = torch.tensor(mean).view(1, 3, 1, 1), torch.tensor(std).view(1, 3, 1, 1)
+    raw = small_cnn(in_channels=3, side=8, n_classes=3)
+
+    class OnPixels(nn.Module):  # the net on pixels, made confident (× 10) so the search must move the images
+        def forward(self, z):
+            return 10 * raw(z * sd + m)
+
+    pixels = torch.rand(3, 3, 8, 8, generator=torch.Generator().manual_seed(4))
+    xn = (pixels - m) / sd
+    model = OnPixels().eval()
+    y = F.predicted_class(model, xn)
+    s = P.Setup("vehicles", {"net": model}, xn, y, torch.tensor([[0, 0, 4, 4]] * 3), None, xn[:2], 3,
+                pd.DataFrame(), {"net": None}, (mean, std))
+    calls = []
+    search = F.select_perturbation
+    monkeypatch.setattr(P.fewclass, "select_perturbation", lambda *a, **kw: calls.append(kw) or search(*a, **kw))
+    grid = F.candidate_grid(["V2", "V5", "V15"])  # one scaled blur only: no two candidates coincide on pixels
+    frames = P.evaluate_task(s, methods=["Random"], alterations=("none",), grid=grid, fractions=(0, 0.5, 1))
+    assert [c["normalisation"] for c in calls] == [(mean, std)]
+    want = search(lambda z: 10 * raw(z), pixels, grid=grid)  # the same model on the pixels themselves
+    assert frames["selection"]["operation"].tolist() == want["operation"]
+    assert frames["selection"]["sigma"].tolist() == want["sigma"]
+    assert frames["selection"]["adjustment"].tolist() == want["adjustment"]
+    assert frames["selection"]["S"].to_numpy() == pytest.approx(want["s"].numpy(), rel=1e-4, abs=1e-7)
 
 
 def test_method_maps_follow_the_papers_grid():

@@ -181,7 +181,7 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
              finetune: Callable[[], Callable] | None = None, kfold=None, perturbed: torch.Tensor | None = None,
              reference: perturb.Reference | None = None, sparsity: Sequence[float] = SPARSITY,
              alpha: float = 0.5, beta: float = 0.1, n_samples: int = 50, saco_k: int = 10, edge: int | None = None,
-             fewclass_fractions: Sequence[float] = fewclass.FRACTIONS,
+             fewclass_fractions: Sequence[float] = fewclass.FRACTIONS, normalisation: tuple | None = None,
              n_subsets: int = 200, n_neighbours: int = 50, radius: float = 0.1, seed: int = 0,
              chunk_size: int | None = None, batch_size: int = 256, progress: bool | None = None):
     """Every faithfulness metric of the study for one or several explainers of one model → tidy pandas frame.
@@ -197,7 +197,8 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
       explanation sizes ``sparsity`` (Fid+ removes the top s, Fid− the bottom s). Defaults α 0.5, β 0.1, N 50 (the
       paper's code). The paper explains the fine-tuned model for FFid; here the given maps are used for all three.
     * Few-class Fid: MIF/LIF areas over ``fewclass_fractions`` (default 0, 0.01, …, 1) with ``perturbed`` images
-      (None: ``select_perturbation`` once for all maps).
+      (None: ``select_perturbation`` once for all maps, on pixel values when ``normalisation`` gives the
+      ``(mean, std)`` x was normalised with, e.g. a dataset's ``info['mean']``, ``info['std']``).
     * SaCo with ``saco_k`` groups; AUC, AOPC, LOdds (one MoRF curve) and Comprehensiveness at 0, 10, …, 100 %.
     * μF (``n_subsets`` subsets of 15 %), S_avg (``n_neighbours`` neighbours within ``radius``; needs
       ``explainer``), ReCo and MeGe (need ``kfold``, an object with ``models`` (k eval-mode models) and ``folds``
@@ -214,9 +215,10 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
     own removal value (zero for F-Fidelity, μF and TRACE, the per-channel mean for SaCo and the cumulative metrics); any
     ``perturb.Reference`` replaces it for all of them (Few-class Fid keeps its perturbed images). seed: every random
     draw (the same for every explainer). chunk_size: samples per chunk (None: all at once; the Monte-Carlo masks of
-    a chunk are held in memory); results equal the metric calls on each chunk (S_avg's with the chunk's global
-    ``sample_index``, so S_avg does not depend on the chunks). batch_size: inputs per forward call. progress: a tqdm
-    bar over the chunks (None: on unless the environment sets ``FAITHLAB_PROGRESS=0``, as the study runner does).
+    a chunk are held in memory); results equal the metric calls on each chunk with the chunk's global
+    ``sample_index``: every random draw is keyed to the sample, so no score depends on the chunks. batch_size:
+    inputs per forward call. progress: a tqdm bar over the chunks (None: on unless the environment sets
+    ``FAITHLAB_PROGRESS=0``, as the study runner does).
 
     Returns a DataFrame with columns ``explainer``, ``sample`` (nullable int; missing for dataset-level metrics),
     ``metric``, ``label``, ``paper``, ``level``, ``score``, ``higher_is_better`` and ``direction``. Its
@@ -324,7 +326,8 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
                     sel = perturbed[b0:b1]
                 else:
                     start, before = time.perf_counter(), (counted.inputs, counted.calls)
-                    sel = fewclass.select_perturbation(counted, xc, batch_size=batch_size)["image"]
+                    sel = fewclass.select_perturbation(counted, xc, normalisation=normalisation,
+                                                       batch_size=batch_size)["image"]
                     account("fewclass selection", "all", counted, before, time.perf_counter() - start)
             if "ffid" in groups and tuned is None:
                 tuned = _Counted(finetuned if finetuned is not None else finetune())
@@ -416,9 +419,10 @@ def _group(group: str, chosen: list[str], emit: Callable, who: str, b0: int, mod
            model_user: Callable) -> int:
     """Compute one metric group for one explainer on one chunk; emit its rows; return the inputs explained."""
     want = [m for m in chosen if METRICS[m].group == group]
+    index = torch.arange(b0, b0 + x.shape[0])  # global sample indices: random draws do not depend on chunk_size
     if group in ("fid", "rfid", "ffid"):
         options = {"alpha": 1.0} if group == "fid" else {"alpha": alpha, "n_samples": n_samples,
-                                                           "generator": seed}
+                                                           "generator": seed, "sample_index": index}
         if group == "ffid":
             options["beta"] = beta
         for m in want:
@@ -440,11 +444,12 @@ def _group(group: str, chosen: list[str], emit: Callable, who: str, b0: int, mod
         return 0
     if group == "fewclass":
         emit(who, "fewclass_fid", fm.fewclass_fid(model, x, a, perturbed, target=target, generator=seed,
-                                                  fractions=fewclass_fractions, batch_size=batch_size), b0)
+                                                  sample_index=index, fractions=fewclass_fractions,
+                                                  batch_size=batch_size), b0)
         return 0
     if group == "mu_fidelity":
         emit(who, "mu_fidelity", fm.mu_fidelity(model, x, a, target, n_subsets=n_subsets, generator=seed,
-                                                     batch_size=batch_size, **ref), b0)
+                                                     sample_index=index, batch_size=batch_size, **ref), b0)
         return 0
     if group == "trace":
         tau = trace.trajectory_from_map(a, x, edge=edge)
@@ -465,8 +470,6 @@ def _group(group: str, chosen: list[str], emit: Callable, who: str, b0: int, mod
                 explained[0] += inputs.shape[0]
                 return explainer(model_user, inputs, t).detach()
 
-        # global sample indices: S_avg's neighbours and seeds do not depend on chunk_size
-        index = torch.arange(b0, b0 + x.shape[0])
         emit(who, "s_avg", fm.average_stability(bound, x, target, n_neighbours=n_neighbours, radius=radius,
                                                      sample_index=index, generator=seed, batch_size=batch_size), b0)
         return explained[0]

@@ -59,7 +59,8 @@ setups = {task: P.setup(task, settings.get(task), n_images=n_images, image_size=
 selections, frames = {}, []
 for task, s in setups.items():
     for m, model in s.models.items():
-        selections[task, m] = F.select_perturbation(model, s.x, grid=GRID, batch_size=batch_size)
+        selections[task, m] = F.select_perturbation(model, s.x, grid=GRID, batch_size=batch_size,
+                                                    normalisation=s.normalisation)
         frames.append(P.selection_frame(selections[task, m], labels={"task": task, "model": m}))
 selection = pd.concat(frames, ignore_index=True)
 out.table(selection, "selection")
@@ -103,7 +104,7 @@ for task, s in setups.items():
     for i in range(min(n_shown, len(s.x))):
         picks = [GRID.index(c) for c in (("V1", 2, "o"), ("V2", 40, "s"), ("V8", 6, "m"), ("V15", 12, "s"))]
         shown = [s.x[i], *F.candidate_images(s.x[i:i + 1].expand(len(picks), -1, -1, -1), torch.tensor(picks),
-                                             grid=GRID), sel["image"][i]]
+                                             grid=GRID, normalisation=s.normalisation), sel["image"][i]]
         titles = ["original"] + [f"{GRID[v][0]}{GRID[v][2]} σ={GRID[v][1]}\nU={float(sel['all_u'][i, v]):.3f}"
                                  for v in picks] + [f"selected {sel['operation'][i]}{sel['adjustment'][i]} "
                                                     f"σ={sel['sigma'][i]}\nU={float(sel['u'][i]):.3f}"]

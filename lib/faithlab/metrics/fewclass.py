@@ -9,10 +9,19 @@ at p = 0, 1, …, 100 %. A faithful map keeps LIF near 1 (area A_LIF → 1) and 
 (A_MIF → 1/N): Fid = 1 − (|1 − A_LIF| + |1/N − A_MIF|) / (1 + (N − 1)/N) ∈ [0, 1], higher is better.
 
 Models may return N ≥ 2 logits (softmax) or a single logit (binary, sigmoid: N = 2, class 1 = logit > 0).
+
+Pixel space: the operations of §2.3 (G(x)/μ, (1 − μ), x², x³, range and histogram matching) assume pixel
+intensities, e.g. in [0, 1]. When x holds normalised model inputs (torchvision's ``Normalize``: x = (pixels − mean) /
+std), pass ``normalisation=(mean, std)`` to :func:`select_perturbation`, :func:`candidates` and
+:func:`candidate_images`: the candidates and their similarity S are then computed on pixels = x·std + mean and
+normalised back, (c − mean)/std, before the model sees them and in what is returned. Without it (the default) x is
+taken as pixels.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable, Iterator, Sequence
 
 import torch
@@ -158,38 +167,93 @@ def _build(x: torch.Tensor, grid: list[tuple[str, int, str]], b0: int, b1: int, 
     return cand
 
 
+def _check_normalisation(normalisation, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """``normalisation`` (mean, std) → two ``(C, 1, 1)`` (or ``(1, 1, 1)``) tensors in x's dtype on x's device, or
+    None; raises naming ``normalisation`` unless each part is a finite number or one per channel of x, std > 0."""
+    if normalisation is None:
+        return None
+    if (isinstance(normalisation, (str, bytes, torch.Tensor)) or not isinstance(normalisation, Sequence)
+            or len(normalisation) != 2):
+        raise TypeError(f"normalisation must be a pair (mean, std) of numbers or per-channel sequences, or None, got "
+                        f"{normalisation!r:.120}")
+    channels = x.shape[1]
+    parts = []
+    for value, part in zip(normalisation, ("mean", "std"), strict=True):
+        what = f"normalisation's {part}"
+        if hasattr(value, "tolist") and not isinstance(value, numbers.Real):  # tensors, numpy arrays
+            value = value.tolist()
+        values = list(value) if isinstance(value, (list, tuple)) else [value]
+        if not values or len(values) not in (1, channels):
+            raise ValueError(f"{what} must hold one value or one per channel of x ({channels}), got {len(values)}: "
+                             f"{values!r:.120}")
+        checked = [_validate.number(v, what) for v in values]
+        if not all(math.isfinite(v) for v in checked):
+            raise ValueError(f"{what} must be finite, got {checked}")
+        if part == "std" and not all(v > 0 for v in checked):
+            raise ValueError(f"{what} must be > 0, got {checked}")
+        parts.append(torch.tensor(checked, dtype=x.dtype, device=x.device).view(-1, 1, 1))
+    return parts[0], parts[1]
+
+
+def _to_pixels(x: torch.Tensor, norm: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
+    """Model inputs → pixels: x·std + mean (x itself without a normalisation)."""
+    return x if norm is None else x * norm[1] + norm[0]
+
+
+def _to_inputs(pixels: torch.Tensor, norm: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
+    """Pixels ``(..., C, H, W)`` → model inputs: (pixels − mean) / std (the pixels without a normalisation)."""
+    return pixels if norm is None else (pixels - norm[0]) / norm[1]
+
+
 def candidate_images(x: torch.Tensor, index: torch.Tensor, *,
-                     grid: Sequence[tuple[str, int, str]] | None = None) -> torch.Tensor:
-    """Candidate ``index[b]`` of ``grid`` for every image b → ``(B, C, H, W)`` (e.g. the winners of
+                     grid: Sequence[tuple[str, int, str]] | None = None,
+                     normalisation: tuple[Sequence[float] | float, Sequence[float] | float] | None = None
+                     ) -> torch.Tensor:
+    """Candidate ``index[b]`` of ``grid`` for every image b → ``(B, C, H, W)`` in x's space (e.g. the winners of
     :func:`select_perturbation`, or chosen candidates to show), built once per distinct index for all the images
-    that use it."""
+    that use it. normalisation: ``(mean, std)`` when x holds normalised inputs (see :func:`candidates`)."""
     _validate.tensor(x, "x", ndim=4, floating=True)
     grid = _check_grid(grid)
+    norm = _check_normalisation(normalisation, x)
     index = _validate.tensor(index, "index", ndim=1)
     if index.shape[0] != x.shape[0] or index.is_floating_point() or bool(((index < 0) | (index >= len(grid))).any()):
         raise ValueError(f"index must hold {x.shape[0]} integers in [0, {len(grid)}), got {index.tolist()[:8]}")
+    pixels = _to_pixels(x, norm)
     out = torch.empty_like(x)
     for v in torch.unique(index).tolist():
         rows = (index == v).nonzero().flatten()
-        out[rows] = _build(x[rows], [grid[v]], 0, rows.numel(), 0, 1)[:, 0]
+        out[rows] = _to_inputs(_build(pixels[rows], [grid[v]], 0, rows.numel(), 0, 1)[:, 0], norm)
     return out
 
 
 def candidates(x: torch.Tensor, *, grid: Sequence[tuple[str, int, str]] | None = None,
-               batch_size: int = 256) -> Iterator[tuple[int, int, int, int, torch.Tensor]]:
+               batch_size: int = 256,
+               normalisation: tuple[Sequence[float] | float, Sequence[float] | float] | None = None
+               ) -> Iterator[tuple[int, int, int, int, torch.Tensor]]:
     """The perturbed candidates of every image (spec §2.3), in chunks of at most ``batch_size`` images in all:
-    yields ``(b0, b1, v0, v1, tensor (b1-b0, v1-v0, C, H, W))`` in row-major (image, candidate) order.
+    yields ``(b0, b1, v0, v1, tensor (b1-b0, v1-v0, C, H, W))`` in row-major (image, candidate) order, in x's
+    space.
 
-    x: ``(B, C, H, W)`` floating-point images in the model's input space. grid: (operation, σ, adjustment)
-    entries, default :func:`candidate_grid` (804). Memory is bounded by ``batch_size`` candidates (plus the
-    blurs they need), on x's device."""
+    x: ``(B, C, H, W)`` floating-point images. normalisation: None (default) when x holds pixel values (the
+    operations assume intensities, e.g. in [0, 1]); ``(mean, std)``, per channel or one scalar each, when x holds
+    normalised model inputs x = (pixels − mean) / std (torchvision's ``Normalize``, a dataset's ``info['mean']``,
+    ``info['std']``): the candidates are built from pixels = x·std + mean (operations, μ, range and histogram
+    matching) and returned normalised, (c − mean)/std. grid: (operation, σ, adjustment) entries, default
+    :func:`candidate_grid` (804). Memory is bounded by ``batch_size`` candidates (plus the blurs they need), on x's
+    device."""
     _validate.tensor(x, "x", ndim=4, floating=True)
     _validate.finite(x, "x")
     grid = _check_grid(grid)
+    norm = _check_normalisation(normalisation, x)
     batch_size = _validate.positive_int(batch_size, "batch_size")
-    for _, pieces in perturb.engine._blocks(x.shape[0], len(grid), batch_size):
+    return _candidates(_to_pixels(x, norm), grid, batch_size, norm)
+
+
+def _candidates(pixels: torch.Tensor, grid: list[tuple[str, int, str]], batch_size: int,
+                norm: tuple[torch.Tensor, torch.Tensor] | None) -> Iterator[tuple[int, int, int, int, torch.Tensor]]:
+    for _, pieces in perturb.engine._blocks(pixels.shape[0], len(grid), batch_size):
         for b0, b1, v0, v1 in pieces:
-            yield b0, b1, v0, v1, _build(x, grid, b0, b1, v0, v1)
+            yield b0, b1, v0, v1, _to_inputs(_build(pixels, grid, b0, b1, v0, v1), norm)
 
 
 def class_probabilities(logits: torch.Tensor) -> torch.Tensor:
@@ -254,12 +318,19 @@ def perturbation_score(u: torch.Tensor, s: torch.Tensor, n_classes: int) -> torc
 
 
 def select_perturbation(model: Callable, x: torch.Tensor, *, grid: Sequence[tuple[str, int, str]] | None = None,
-                        batch_size: int = 256) -> dict:
+                        batch_size: int = 256,
+                        normalisation: tuple[Sequence[float] | float, Sequence[float] | float] | None = None) -> dict:
     """Few-class Fidelity's perturbed image per input (spec §2.3): argmin P among the candidates with U < Δ, the
     lowest U when none passes.
 
-    x: ``(B, C, H, W)`` images in the model's input space; the model returns N ≥ 2 logits or one (binary).
-    Candidates are generated and scored chunk by chunk (≤ ``batch_size`` per forward call) on x's device.
+    x: ``(B, C, H, W)`` the model's inputs; the model returns N ≥ 2 logits or one (binary). normalisation: None
+    (default) when x holds pixel values (the operations assume intensities, e.g. in [0, 1]); ``(mean, std)``, per
+    channel or one scalar each, when x holds normalised inputs x = (pixels − mean) / std (torchvision's
+    ``Normalize``; a dataset's ``(info['mean'], info['std'])``): the candidates are built from the pixels
+    x·std + mean, S of eq. (4) is computed between pixels (MSE over the pixel range squared), and each candidate is
+    normalised back, (c − mean)/std, before the model sees it and in ``image``, so ``image`` lives in x's space
+    (:func:`fewclass_fid` takes it with x as is). Candidates are generated and scored chunk by chunk (≤
+    ``batch_size`` per forward call) on x's device, in x's dtype.
     Returns a dict: ``image`` ``(B, C, H, W)`` the selected candidates; ``index`` ``(B,)`` into ``grid``; ``u``,
     ``s``, ``p`` ``(B,)`` their scores; ``passed`` ``(B,)`` bool U < Δ; ``all_u``, ``all_s`` ``(B, V)`` every
     candidate's U and S; ``delta`` Δ; ``n_classes`` N; ``grid`` the (operation, σ, adjustment) list;
@@ -270,17 +341,19 @@ def select_perturbation(model: Callable, x: torch.Tensor, *, grid: Sequence[tupl
     _validate.model_accepts(model, x, "model", "x")
     _validate.finite(x, "x")
     grid = _check_grid(grid)
+    norm = _check_normalisation(normalisation, x)
     batch_size = _validate.positive_int(batch_size, "batch_size")
     with torch.no_grad():
         width = perturb.engine._logits(model, x[:1]).shape[1]
     n = _n_classes(width)
     delta = threshold(n)
+    pixels = _to_pixels(x, norm)
     all_s = torch.empty(x.shape[0], len(grid), dtype=x.dtype, device=x.device)
 
     def inputs(b0: int, b1: int, v0: int, v1: int) -> torch.Tensor:
-        c = _build(x, grid, b0, b1, v0, v1)
-        all_s[b0:b1, v0:v1] = similarity(x[b0:b1], c)
-        return c
+        c = _build(pixels, grid, b0, b1, v0, v1)
+        all_s[b0:b1, v0:v1] = similarity(pixels[b0:b1], c)
+        return _to_inputs(c, norm)
 
     all_u = perturb.evaluate_inputs(model, inputs, n_samples=x.shape[0], n_variants=len(grid),
                                     output=lambda logits, _: uncertainty(class_probabilities(logits)),
@@ -291,10 +364,11 @@ def select_perturbation(model: Callable, x: torch.Tensor, *, grid: Sequence[tupl
     index = torch.where(passed_any, masked.argmin(dim=1), all_u.argmin(dim=1))
     rows = torch.arange(x.shape[0], device=x.device)
     picked = [grid[v] for v in index.tolist()]
-    return {"image": candidate_images(x, index, grid=grid), "index": index, "u": all_u[rows, index],
-            "s": all_s[rows, index], "p": score[rows, index], "passed": passed_any, "all_u": all_u, "all_s": all_s,
-            "delta": delta, "n_classes": n, "grid": grid, "operation": [g[0] for g in picked],
-            "sigma": [g[1] for g in picked], "adjustment": [g[2] for g in picked]}
+    return {"image": candidate_images(x, index, grid=grid, normalisation=normalisation), "index": index,
+            "u": all_u[rows, index], "s": all_s[rows, index], "p": score[rows, index], "passed": passed_any,
+            "all_u": all_u, "all_s": all_s, "delta": delta, "n_classes": n, "grid": grid,
+            "operation": [g[0] for g in picked], "sigma": [g[1] for g in picked],
+            "adjustment": [g[2] for g in picked]}
 
 
 def fid(a_mif: torch.Tensor, a_lif: torch.Tensor, n_classes: int) -> torch.Tensor:
@@ -309,12 +383,15 @@ def fid(a_mif: torch.Tensor, a_lif: torch.Tensor, n_classes: int) -> torch.Tenso
 
 def fewclass_fid_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, perturbed: torch.Tensor, *,
                          target: torch.Tensor | None = None, generator: torch.Generator | int = 0,
-                         fractions: Sequence[float] = FRACTIONS, batch_size: int = 256) -> dict[str, torch.Tensor]:
+                         fractions: Sequence[float] = FRACTIONS, sample_index: torch.Tensor | None = None,
+                         batch_size: int = 256) -> dict[str, torch.Tensor]:
     """:func:`fewclass_fid` with its curves: ``score`` ``(B,)``, ``mif`` and ``lif`` ``(B, F)`` the probability of
     the target class as the most / least important pixels are replaced, ``a_mif``, ``a_lif`` ``(B,)`` their
     trapezoid areas over the fractions, ``fractions`` ``(F,)``, ``target`` ``(B,)``, ``n_classes`` and
     ``constant`` ``(B,)`` (maps without a ranking: every pixel ties, the random tie order decides; a
-    ``perturb.ConstantMapWarning`` counts them)."""
+    ``perturb.ConstantMapWarning`` counts them). The tie order is keyed to the sample: image i's comes from a
+    stream keyed by a root seed drawn from ``generator`` and ``sample_index[i]`` (its global index, default its
+    position), so it does not depend on the other images in the call."""
     _validate.model(model, "model")
     _validate.tensor(x, "x", ndim=4, floating=True)
     _validate.model_accepts(model, x, "model", "x")
@@ -328,7 +405,7 @@ def fewclass_fid_details(model: Callable, x: torch.Tensor, attributions: torch.T
     scores = perturb.unit_scores(attributions, units, reduce="sum_abs")
     constant = perturb.warn_constant(perturb.constant_maps(scores), "their pixels are replaced in a random order "
                                      "(flagged in 'constant')")
-    g = _validate.generator(generator, why="for the random tie order")
+    g = perturb.sample_seeds(generator, sample_index, x.shape[0], why="for the random tie order")
     if target is not None:
         _validate.tensor(target, "target", ndim=1)
         if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
@@ -359,9 +436,10 @@ def fewclass_fid(model: Callable, x: torch.Tensor, attributions: torch.Tensor, p
     x: ``(B, C, H, W)``; attributions: x's shape or ``(B, H, W)``, ranked by Σ_c |map| with random tie order;
     perturbed: ``(B, C, H, W)`` the replacement images (``select_perturbation(model, x)["image"]``). The model
     returns N ≥ 2 logits (softmax) or one (sigmoid, N = 2). options: ``target`` (default the predicted class),
-    ``generator`` (tie order; seed or torch.Generator, default 0), ``fractions`` (default 0, 0.01, …, 1),
-    ``batch_size``; :func:`fewclass_fid_details` also returns the MIF/LIF curves. A constant map (no ranking) is
-    replaced in a random pixel order and counted by a ``perturb.ConstantMapWarning``. The paper reports the mean."""
+    ``generator`` (tie order; seed or torch.Generator, default 0), ``sample_index`` (global indices keying the tie
+    order, default 0 … B − 1), ``fractions`` (default 0, 0.01, …, 1), ``batch_size``; :func:`fewclass_fid_details`
+    also returns the MIF/LIF curves. A constant map (no ranking) is replaced in a random pixel order and counted by
+    a ``perturb.ConstantMapWarning``. The paper reports the mean."""
     return fewclass_fid_details(model, x, attributions, perturbed, **options)["score"]
 
 

@@ -121,7 +121,11 @@ class Setup:
     labels ``y`` that every model predicts correctly (the paper's XAI set); ``boxes`` ``(N, 4)`` (vehicles) or
     ``masks`` ``(N, H, W)`` (CT) as localisation ground truth; ``background`` training images for Expected
     Gradients; ``n_classes``; ``info`` one row per model (accuracy, where it comes from); ``layers`` Grad-CAM's
-    layer per model (a dotted name; None: the model's own ``cam_layer``)."""
+    layer per model (a dotted name; None: the model's own ``cam_layer``); ``normalisation`` the ``(mean, std)`` that
+    turned the images' values into ``x`` = (values − mean) / std, per channel (the paper data's ``info['mean']``,
+    ``info['std']``), passed as ``normalisation=`` to the candidate search so that the perturbations are built on
+    the values themselves (:func:`faithlab.metrics.fewclass.select_perturbation`); None: x is searched as is (the
+    stand-ins)."""
 
     task: str
     models: dict[str, nn.Module]
@@ -133,6 +137,7 @@ class Setup:
     n_classes: int
     info: pd.DataFrame
     layers: dict[str, str | None] = field(default_factory=dict)
+    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
 def _stand_in(task: str, split: str, *, image_size: int, seed: int, n: int | None):
@@ -156,7 +161,14 @@ def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int
     :mod:`faithlab.data`) and ``settings`` ``[{"name", "arch", "weights_path", "source"?,
     "config"?, "cam_layer"?}]`` loaded by :func:`faithlab.models.pretrained` (state dicts read with
     ``weights_only``); Grad-CAM reads ``cam_layer`` (default :data:`CAM_LAYERS` of the arch; :func:`evaluate_task`
-    asks for one when GradCAM is among its methods and the arch has none).
+    asks for one when GradCAM is among its methods and the arch has none). The paper data come normalised, and
+    ``Setup.normalisation`` carries the loader's ``(info['mean'], info['std'])`` so that the candidate search
+    perturbs pixel values (spec §2.3): ImageNet's per-channel statistics for ``imagenet_vehicles`` (pixels in
+    [0, 1]); for ``ct_contrast`` its one scalar mean and std, so the search runs on the slices' values as stored
+    (the loader does no windowing). The operations with (1 − μ) (V5, V11) assume intensities in [0, 1]: CT values
+    in Hounsfield units should be windowed to [0, 1] before they are saved for ``ct_contrast``, or those candidates
+    (and G(x)/μ where μ is near 0 or negative) lose their meaning. The stand-ins are standardised too (their
+    train split's mean and std, ``info``), and carry them the same way: their pixels lie in about [0, 1].
     n_background: training images for Expected Gradients (the paper: 200).
     """
     _validate.one_of(task, "task", TASKS)
@@ -168,10 +180,12 @@ def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int
     n_classes = 3 if task == "vehicles" else 2
     trained: dict[str, nn.Module] = {}
     layers: dict[str, str | None] = {}
+    normalisation = None
     rows = []
     if not paper:
         train_data = _stand_in(task, "train", image_size=image_size, seed=seed, n=n_train)
         test_data = _stand_in(task, "test", image_size=image_size, seed=seed, n=None)
+        normalisation = _normalisation(test_data, f"{task} stand-in")
         for s in settings:
             if not {"name", "model", "n_epochs"} <= set(s):
                 raise ValueError(f"settings entries need 'name', 'model' and 'n_epochs', got {dict(s)!r:.200}")
@@ -193,6 +207,7 @@ def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int
         root = Path(data_dir).expanduser() / name
         test_data = data.load(name, split="test", data_dir=root)
         train_data = data.load(name, split="train", data_dir=root)
+        normalisation = _normalisation(test_data, name)
         for s in settings:
             model = models.pretrained(s["arch"], source=s.get("source", "torchvision"),
                                       weights_path=Path(s["weights_path"]).expanduser(), **dict(s.get("config", {})))
@@ -217,7 +232,22 @@ def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int
     return Setup(task, trained, x_all[keep], y_all[keep],
                  boxes[keep.cpu()].to(device) if boxes is not None and task == "vehicles" else None,
                  masks[keep.cpu()].to(device) if masks is not None and task == "ct" else None,
-                 bg.to(device), n_classes, pd.DataFrame(rows), {name: layers.get(name) for name in trained})
+                 bg.to(device), n_classes, pd.DataFrame(rows), {name: layers.get(name) for name in trained},
+                 normalisation)
+
+
+def _normalisation(dataset, name: str) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    """The ``(mean, std)`` a loader normalised its images with (``info['mean']``, ``info['std']``; None when
+    both are None: nothing was normalised)."""
+    info = getattr(dataset, "info", None) or {}
+    if "mean" not in info or "std" not in info:
+        raise ValueError(f"the {name} data must carry info['mean'] and info['std'] (the normalisation its loader "
+                         "applied, None for none): the candidate search perturbs pixel values")
+    if info["mean"] is None and info["std"] is None:
+        return None
+    mean, std = (tuple(float(e) for e in v) if isinstance(v, (tuple, list)) else (float(v),)
+                 for v in (info["mean"], info["std"]))
+    return mean, std
 
 
 def _explain_target(model: nn.Module, x: torch.Tensor, target: torch.Tensor) -> tuple[nn.Module, torch.Tensor]:
@@ -375,10 +405,10 @@ def rank_agreement(fid: pd.DataFrame, loc: pd.DataFrame, *, score: str, by: Sequ
 def evaluate_task(s: Setup, *, methods: Sequence[str] = tuple(METHODS), alterations: Sequence[str] = ALTERATIONS,
                   ig_steps: int = 32, sg_samples: int = 10, sg_noise: float = 0.15, grid=None, batch_size: int = 256,
                   seed: int = 0, fractions: Sequence[float] = fewclass.FRACTIONS) -> dict[str, pd.DataFrame]:
-    """Everything Tables 1–4 need for one task, per model: the selected perturbation of every image, the maps of
-    ``methods`` × ``alterations``, their Fid with curves at ``fractions`` (default p = 0, 1, …, 100 %), and their
-    localisation (IoU for vehicles, Dice for CT). Returns frames ``selection``, ``fid``, ``curves`` and
-    ``localisation`` (a ``model`` column in each)."""
+    """Everything Tables 1–4 need for one task, per model: the selected perturbation of every image (built on pixel
+    values when ``s.normalisation`` is set, see :func:`setup`), the maps of ``methods`` × ``alterations``, their Fid
+    with curves at ``fractions`` (default p = 0, 1, …, 100 %), and their localisation (IoU for vehicles, Dice for
+    CT). Returns frames ``selection``, ``fid``, ``curves`` and ``localisation`` (a ``model`` column in each)."""
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ValueError(f"methods must be names of METHODS {tuple(METHODS)}, got {unknown}")
@@ -391,7 +421,8 @@ def evaluate_task(s: Setup, *, methods: Sequence[str] = tuple(METHODS), alterati
     frames: dict[str, list[pd.DataFrame]] = {"selection": [], "fid": [], "curves": [], "localisation": []}
     for i, (m, model) in enumerate(s.models.items()):
         labels = {"model": m}
-        sel = fewclass.select_perturbation(model, s.x, grid=grid, batch_size=batch_size)
+        sel = fewclass.select_perturbation(model, s.x, grid=grid, batch_size=batch_size,
+                                           normalisation=s.normalisation)
         frames["selection"].append(selection_frame(sel, labels=labels))
         maps = method_maps(model, s.x, s.y, methods={k: METHODS[k] for k in methods}, alterations=alterations,
                            background=s.background, ig_steps=ig_steps, sg_samples=sg_samples, sg_noise=sg_noise,
