@@ -87,13 +87,13 @@ def _evaluate(m, x, a, y, **o):
 
 
 def _fid(fn, **fixed):
-    def call(m, x, a, y, **o):
+    def call(m, x, a, y, /, **o):  # positional-only: a label override "y" must reach o, not collide with y
         return fn(m, x, o.pop("y", y), a, o.pop("sparsity", [0.2, 0.5]), **{**fixed, **o})
     return call
 
 
 def _curve_metric(fn, y_name):
-    def call(m, x, a, y, **o):
+    def call(m, x, a, y, /, **o):
         label = o.pop(y_name, y)
         return fn(m, x, a, label, **o)
     return call

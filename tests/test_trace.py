@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import faithlab as fl
+from faithlab import perturb
 from faithlab.metrics import trace as T
 from oracles import Additive, small_cnn
 
@@ -61,7 +62,8 @@ def test_trajectory_from_map_sorts_patch_means_ascending_with_ties_by_index():
     tau = T.trajectory_from_map(a.view(1, 1, 4, 4), x, edge=2)
     # patch means: [1, 0, 5, 1.5]; ascending → 1, 0, 3, 2
     assert tau.tolist() == [[1, 0, 3, 2]]
-    tied = T.trajectory_from_map(torch.zeros(1, 1, 4, 4), x, edge=2)
+    with pytest.warns(perturb.ConstantMapWarning, match="1 of 1"):  # no ranking: the ids in order, counted
+        tied = T.trajectory_from_map(torch.zeros(1, 1, 4, 4), x, edge=2)
     assert tied.tolist() == [[0, 1, 2, 3]]
     signed = torch.tensor([[-4.0, 1.0, 2.0, 3.0]])
     assert T.trajectory_from_map(signed, x, edge=2).tolist() == [[0, 1, 2, 3]]

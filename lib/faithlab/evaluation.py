@@ -360,9 +360,10 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
                 bar.set_postfix_str(f"{who}: reco_mege")
                 start = time.perf_counter()
                 fn = explainers[who]
-                stacks = [torch.cat([fn(m, x[c0:c0 + batch_size], pred[c0:c0 + batch_size]).detach()
+                stacks = [torch.cat([_explained(who, fn(m, x[c0:c0 + batch_size], pred[c0:c0 + batch_size]),
+                                                x[c0:c0 + batch_size], f"kfold.models[{i}]")
                                      for c0 in range(0, n, batch_size)])
-                          for m, pred in zip(kfold.models, predictions)]
+                          for i, (m, pred) in enumerate(zip(kfold.models, predictions))]
                 for i, maps_i in enumerate(stacks):  # NaN maps would drop out of S= and S≠: a NaN score
                     if maps_i.is_floating_point() and not bool(torch.isfinite(maps_i).all()):
                         bad = (~torch.isfinite(maps_i)).reshape(maps_i.shape[0], -1).any(dim=1)
@@ -400,6 +401,19 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
     frame.attrs["cost"] = list(cost_rows.values())
     frame.attrs["forward_inputs"] = int(sum(r["forward_inputs"] for r in cost_rows.values()))
     return frame
+
+
+def _explained(who: str, maps, inputs: torch.Tensor, where: str) -> torch.Tensor:
+    """The explainer's maps of ``inputs``, detached, checked: a tensor of maps that fit the inputs (one per input,
+    any layout ``perturb.check_attributions`` accepts), named by the explainer."""
+    if not isinstance(maps, torch.Tensor):
+        raise TypeError(f"explainer {who!r} must return a tensor of maps, got {type(maps).__name__} on {where}")
+    try:
+        perturb.check_attributions(maps, inputs)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"explainer {who!r} returned maps that do not fit its {inputs.shape[0]} inputs on {where} "
+                        f"(shape {tuple(inputs.shape)}): {exc}") from None
+    return maps.detach()
 
 
 def _takes_seeds_keyword(explainer: Callable) -> bool:
@@ -464,11 +478,11 @@ def _group(group: str, chosen: list[str], emit: Callable, who: str, b0: int, mod
         if _takes_seeds_keyword(explainer):  # common random numbers: a sample and its neighbours share one seed
             def bound(inputs: torch.Tensor, t: torch.Tensor, seeds: torch.Tensor) -> torch.Tensor:
                 explained[0] += inputs.shape[0]
-                return explainer(model_user, inputs, t, seeds=seeds).detach()
+                return _explained(who, explainer(model_user, inputs, t, seeds=seeds), inputs, "S_avg's inputs")
         else:  # the explainer cannot be given seeds: its own noise, if any, enters S_avg
             def bound(inputs: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
                 explained[0] += inputs.shape[0]
-                return explainer(model_user, inputs, t).detach()
+                return _explained(who, explainer(model_user, inputs, t), inputs, "S_avg's inputs")
 
         emit(who, "s_avg", fm.average_stability(bound, x, target, n_neighbours=n_neighbours, radius=radius,
                                                      sample_index=index, generator=seed, batch_size=batch_size), b0)

@@ -71,8 +71,8 @@ def _check_grid(grid) -> list[tuple[str, int, str]]:
     for entry in grid:
         if (not isinstance(entry, tuple) or len(entry) != 3 or entry[0] not in OPERATIONS
                 or isinstance(entry[1], bool) or not isinstance(entry[1], (int, float)) or not entry[1] > 0
-                or entry[2] not in ADJUSTMENTS):
-            raise ValueError(f"grid entries must be (operation in OPERATIONS, sigma > 0, adjustment in "
+                or not math.isfinite(entry[1]) or entry[2] not in ADJUSTMENTS):
+            raise ValueError(f"grid entries must be (operation in OPERATIONS, finite sigma > 0, adjustment in "
                              f"{ADJUSTMENTS}), got {entry!r}")
     return grid
 
@@ -213,6 +213,7 @@ def candidate_images(x: torch.Tensor, index: torch.Tensor, *,
     :func:`select_perturbation`, or chosen candidates to show), built once per distinct index for all the images
     that use it. normalisation: ``(mean, std)`` when x holds normalised inputs (see :func:`candidates`)."""
     _validate.tensor(x, "x", ndim=4, floating=True)
+    _validate.finite(x, "x")
     grid = _check_grid(grid)
     norm = _check_normalisation(normalisation, x)
     index = _validate.tensor(index, "index", ndim=1)
@@ -399,6 +400,7 @@ def fewclass_fid_details(model: Callable, x: torch.Tensor, attributions: torch.T
     if perturbed.shape != x.shape:
         raise ValueError(f"perturbed must have x's shape {tuple(x.shape)}, got {tuple(perturbed.shape)}")
     _validate.same_device(x, perturbed, "x", "perturbed")
+    _validate.finite(perturbed, "perturbed")
     f = _validate.fractions(fractions, "fractions", increasing=True)
     units = perturb.pixel_units(x)
     perturb.check_attributions(attributions, x)
@@ -549,10 +551,27 @@ def localisation_iou(attributions: torch.Tensor, boxes: torch.Tensor, *, batch_s
             | (boxes[:, 2] <= boxes[:, 0]).any() | (boxes[:, 3] <= boxes[:, 1]).any()):
         raise ValueError(f"boxes must be non-empty and lie inside the {h}×{w} maps (x0 < x1 ≤ W, y0 < y1 ≤ H)")
     boxes = boxes.to(a.device).long()
+    perturb.warn_constant(perturb.constant_maps(a.flatten(1)), "their top pixels are the first by pixel index")
     area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
     rank = perturb.ranks(torch.sort(a.flatten(1), dim=1, descending=True, stable=True).indices)
     keep = (rank < area[:, None]).view_as(a)
     return _box_iou(box_from_mask(_largest_component(keep, batch_size=batch_size)), boxes)
+
+
+def _percents(percents) -> torch.Tensor:
+    """A non-empty 1-D sequence of numbers in (0, 100] as a float64 CPU tensor."""
+    if isinstance(percents, (str, bytes)) or not hasattr(percents, "__len__"):
+        raise TypeError(f"percents must be a 1-D sequence of numbers in (0, 100], got {type(percents).__name__}")
+    if isinstance(percents, torch.Tensor) and (percents.is_complex() or percents.dtype == torch.bool):
+        raise TypeError(f"percents must hold real numbers, got dtype {percents.dtype}")
+    try:
+        p = torch.as_tensor(percents.tolist() if isinstance(percents, torch.Tensor) else list(percents),
+                            dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"percents must hold real numbers, got {list(percents)[:8]!r}") from None
+    if p.ndim != 1 or p.numel() == 0 or not bool(((p > 0) & (p <= 100)).all()):
+        raise ValueError(f"percents must be a non-empty 1-D sequence in (0, 100], got {p.tolist()[:8]}")
+    return p
 
 
 def dice_curve(attributions: torch.Tensor, masks: torch.Tensor, *,
@@ -566,10 +585,9 @@ def dice_curve(attributions: torch.Tensor, masks: torch.Tensor, *,
     if masks.dtype != torch.bool or masks.shape[0] != a.shape[0] or masks.flatten(1).shape != a.shape:
         raise ValueError(f"masks must be bool ({a.shape[0]}, H, W) matching the maps, got {tuple(masks.shape)} "
                          f"{masks.dtype}")
-    p = torch.as_tensor(list(percents), dtype=torch.float64)
-    if p.numel() == 0 or not bool(((p > 0) & (p <= 100)).all()):
-        raise ValueError(f"percents must lie in (0, 100], got {p.tolist()[:8]}")
+    p = _percents(percents)
     batch_size = _validate.positive_int(batch_size, "batch_size")
+    perturb.warn_constant(perturb.constant_maps(a), "every pixel is at the percentile: the whole image is kept")
     levels = (1 - p / 100).to(a.device)
     n = a.shape[1]
     out = []

@@ -90,7 +90,20 @@ def explanation_distance(a: torch.Tensor, b: torch.Tensor, *, distance: str = "s
     is constant (ρ undefined; such pairs are dropped from S= and S≠). 0 = same ranking (or reversed), 1 = none.
     """
     _validate.one_of(distance, "distance", DISTANCES)
-    return _distance_from_ranks(rankdata(_validate.tensor(a, "a")), rankdata(_validate.tensor(b, "b")), distance)
+    for m, name in ((a, "a"), (b, "b")):
+        _validate.tensor(m, name)
+        if m.is_complex():
+            raise TypeError(f"{name} must hold real values, got dtype {m.dtype}")
+        _no_inf(m, name)
+    try:
+        torch.broadcast_shapes(a.shape[:-1], b.shape[:-1])
+    except RuntimeError:
+        raise ValueError(f"a and b must broadcast over all but their last dim, got shapes {tuple(a.shape)} and "
+                         f"{tuple(b.shape)}") from None
+    if a.shape[-1:] != b.shape[-1:]:
+        raise ValueError(f"a and b must hold maps of one length (last dim), got shapes {tuple(a.shape)} and "
+                         f"{tuple(b.shape)}")
+    return _distance_from_ranks(rankdata(a), rankdata(b), distance)
 
 
 def _distance_from_ranks(ra: torch.Tensor, rb: torch.Tensor, distance: str) -> torch.Tensor:
@@ -387,6 +400,7 @@ def mu_fidelity_details(model: Callable, x: torch.Tensor, attributions: torch.Te
     ``mu_f`` ``(B,)`` (NaN where the attribution sums or the output drops are constant), ``sums`` and ``drops``
     ``(B, n_subsets)``. Higher is better.
     """
+    _validate.tensor(x, "x")
     _validate.one_of(correlation, "correlation", ("pearson", "spearman"))
     n_subsets = _validate.positive_int(n_subsets, "n_subsets")
     frac = _validate.fraction(subset_fraction, "subset_fraction", closed_low=False)
@@ -442,9 +456,12 @@ def _takes_seeds(explainer: Callable) -> bool:
     return True
 
 
-def _finite_maps(maps: torch.Tensor, samples: list[int], what: str) -> None:
+def _finite_maps(maps: torch.Tensor, samples: list[int], what: str, rows: int) -> None:
     if not isinstance(maps, torch.Tensor):
         raise TypeError(f"explainer must return a tensor of maps, got {type(maps).__name__}")
+    if maps.ndim == 0 or maps.shape[0] != rows:
+        raise ValueError(f"explainer must return one map per input: {rows} inputs ({what}) gave maps of shape "
+                         f"{tuple(maps.shape)}")
     if not bool(torch.isfinite(maps).all()):
         raise ValueError(f"explainer returned non-finite maps on {what} of samples {samples[:8]}")
 
@@ -483,8 +500,13 @@ def average_stability_details(explainer: Callable[..., torch.Tensor], x: torch.T
     if not callable(explainer):
         raise TypeError("explainer must be a callable(inputs, target) or (inputs, target, seeds) -> maps, got "
                         f"{type(explainer).__name__}")
-    _validate.tensor(x, "x")
+    _validate.tensor(x, "x", floating=True)
+    _validate.finite(x, "x")
     _validate.tensor(target, "target", ndim=1)
+    if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
+        raise TypeError(f"target must be an integer tensor of class indices, got dtype {target.dtype}")
+    if target.numel() and int(target.min()) < 0:
+        raise ValueError(f"target must hold class indices ≥ 0, got {int(target.min())}")
     _validate.batch_match(x, target, "x", "target")
     s = _validate.positive_int(n_neighbours, "n_neighbours")
     r = _validate.number(radius, "radius")
@@ -508,7 +530,7 @@ def average_stability_details(explainer: Callable[..., torch.Tensor], x: torch.T
     for c0 in range(0, n, batch_size):
         c1 = min(n, c0 + batch_size)
         maps = explain(x[c0:c1], target[c0:c1], None if seeds is None else seeds[c0:c1])
-        _finite_maps(maps, list(range(c0, c1)), "x")
+        _finite_maps(maps, list(range(c0, c1)), "x", c1 - c0)
         base.append(maps)
     base = torch.cat(base)
     d = x[0].numel()
@@ -528,7 +550,7 @@ def average_stability_details(explainer: Callable[..., torch.Tensor], x: torch.T
         for c0 in range(0, z.shape[0], batch_size):
             c1 = min(z.shape[0], c0 + batch_size)
             maps = explain(z[c0:c1], t[c0:c1], None if zs is None else zs[c0:c1])
-            _finite_maps(maps, sorted({b0 + i // s for i in range(c0, c1)}), "neighbours")
+            _finite_maps(maps, sorted({b0 + i // s for i in range(c0, c1)}), "neighbours", c1 - c0)
             sq = (maps.double() - ref[c0:c1]).flatten(1).pow(2).sum(1)
             dist.view(-1)[b0 * s + c0: b0 * s + c1] = sq
     return {"s_avg": dist.mean(1), "distances": dist, "seeds": seeds}

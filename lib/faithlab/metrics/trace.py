@@ -88,7 +88,8 @@ def trajectory_from_map(attributions: torch.Tensor, x: torch.Tensor, *, edge: in
     """The trajectory σ(ψ) of a pixel map → ``(B, t)``: patch scores by average pooling (``reduce="mean"``, the
     code's area interpolation; ``"mean_abs"`` for |·|, as the paper treats IG and I×G), sorted ascending with ties
     by the smaller patch id (spec §5.1). attributions: ``(B, C|1, H, W)`` (C = x's channels) or ``(B, H, W)``; or
-    ``(B, t)`` patch scores directly."""
+    ``(B, t)`` patch scores directly. A constant map (no ranking) gives the patch ids in order and is counted by a
+    ``perturb.ConstantMapWarning``."""
     units = patch_grid(x, edge)
     a = _validate.tensor(attributions, "attributions")
     if a.ndim == 2 and a.shape == (x.shape[0], units.n):
@@ -101,6 +102,7 @@ def trajectory_from_map(attributions: torch.Tensor, x: torch.Tensor, *, edge: in
                              f"{shapes} or (B, H, W), got {tuple(a.shape)}")
         scores = unit_scores(a, units, reduce=reduce)
         _validate.batch_match(x, scores, "x", "attributions")
+    perturb.warn_constant(perturb.constant_maps(scores), "their trajectory is the patch ids in order (ties by id)")
     return _orders.order(scores, "lerf")
 
 
@@ -109,8 +111,8 @@ def trajectory_attribution(trajectory: torch.Tensor, *, alpha: float = 2.0) -> t
     gets 1, the first 1/tᵅ. Sorting π ascending gives τ back. alpha: > 0 (Fig. 3 uses 2, the code 3)."""
     tau = _check_trajectory(trajectory, "trajectory")
     a = _validate.number(alpha, "alpha")
-    if not a > 0:
-        raise ValueError(f"alpha must be positive, got {alpha!r}")
+    if not 0 < a < math.inf:
+        raise ValueError(f"alpha must be a positive finite number, got {alpha!r}")
     t = tau.shape[1]
     return ((_orders.ranks(tau) + 1).double() / t).pow(a).float()
 
@@ -131,6 +133,8 @@ def _check_trajectory(trajectory, name: str, batch: int | None = None, t: int | 
         raise TypeError(f"{name} must be an int64 tensor of patch ids, got dtype {tau.dtype}")
     if (batch is not None and tau.shape[0] != batch) or (t is not None and tau.shape[1] != t):
         raise ValueError(f"{name} must have shape ({batch}, {t}), got {tuple(tau.shape)}")
+    if tau.shape[1] == 0:
+        raise ValueError(f"{name} must order at least one patch, got shape {tuple(tau.shape)}")
     ids = torch.arange(tau.shape[1], device=tau.device).expand_as(tau)
     if not torch.equal(tau.sort(dim=1).values, ids):
         raise ValueError(f"{name} must hold a permutation of the {tau.shape[1]} patch ids in every row")
@@ -323,7 +327,6 @@ def anneal(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-
     """
     _validate.one_of(objective, "objective", OBJECTIVES)
     iterations = _validate.positive_int(iterations, "iterations")
-    seeds = perturb.sample_seeds(generator, sample_index, x.shape[0], why="for the annealing proposals")
     if t0 is None:
         if callable(output) or output not in _T0:
             raise ValueError(f"t0 has no paper default for output={output!r}; pass t0")
@@ -335,6 +338,7 @@ def anneal(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-
     if not 0 < eta <= 1:
         raise ValueError(f"eta must lie in (0, 1], got {eta!r}")
     s = _setup(model, x, edge, reference, output, target, batch_size)
+    seeds = perturb.sample_seeds(generator, sample_index, x.shape[0], why="for the annealing proposals")
     b, t, dev = x.shape[0], s.t, x.device
     if t < 2:
         raise ValueError(f"annealing needs at least 2 patches, got edge={edge}")

@@ -335,16 +335,22 @@ def localisation_frame(maps: Mapping[tuple[str, str], torch.Tensor], *, boxes: t
                        masks: torch.Tensor | None = None, labels: Mapping[str, object] | None = None
                        ) -> pd.DataFrame:
     """IoU (boxes, Table 3) or Dice (masks, Table 4; per-image max over p, the paper, and at the p that maximises
-    the mean curve, the thesis code) of every map → rows per method × alteration × image."""
+    the mean curve, the thesis code) of every map → rows per method × alteration × image, with ``constant``
+    flagging the maps without a ranking (their per-call ``ConstantMapWarning`` is silenced here)."""
     if (boxes is None) == (masks is None):
         raise ValueError("pass exactly one of boxes (IoU) or masks (Dice)")
     rows = []
     for (name, alt), a in maps.items():
-        base = {**(labels or {}), "method": name, "alteration": alt, "image": range(a.shape[0])}
+        constant = perturb.constant_maps(a.abs().sum(dim=1).flatten(1) if a.ndim == 4 else a.abs().flatten(1))
+        base = {**(labels or {}), "method": name, "alteration": alt, "image": range(a.shape[0]),
+                "constant": constant.cpu().numpy()}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", perturb.ConstantMapWarning)
+            loc = fewclass.localisation_iou(a, boxes) if boxes is not None else fewclass.dice_curve(a, masks)
         if boxes is not None:
-            rows.append(pd.DataFrame({**base, "IoU": fewclass.localisation_iou(a, boxes).cpu().numpy()}))
+            rows.append(pd.DataFrame({**base, "IoU": loc.cpu().numpy()}))
         else:
-            d = fewclass.dice_curve(a, masks)  # once for both aggregations of localisation_dice
+            d = loc  # once for both aggregations of localisation_dice
             rows.append(pd.DataFrame({**base, "Dice": d.amax(dim=1).cpu().numpy(),
                                       "Dice (code)": d[:, int(d.mean(dim=0).argmax())].cpu().numpy()}))
     return pd.concat(rows, ignore_index=True)

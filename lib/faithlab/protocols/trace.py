@@ -16,6 +16,7 @@ claims judge it by (T2, T2b), and T6 is an identity of the definitions: their pr
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -231,8 +232,11 @@ def trajectories(maps: Mapping[str, torch.Tensor], x: torch.Tensor, methods: Map
                  edge: int) -> dict[str, torch.Tensor]:
     """Bottom-to-top patch trajectories ``{name: (B, t)}`` of pixel maps on an ``edge``×``edge`` grid, each map
     pooled with its method's reduce rule (``methods[name][2]``) and sorted ascending, ties by the smaller patch
-    id (``metrics.trace.trajectory_from_map``)."""
-    return {name: trace.trajectory_from_map(a, x, edge=edge, reduce=methods[name][2]) for name, a in maps.items()}
+    id (``metrics.trace.trajectory_from_map``). A constant map (e.g. an all-zero Grad-CAM) gives the patch ids in
+    order; the per-call ``ConstantMapWarning`` is silenced here (the chapters count constant maps themselves)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", perturb.ConstantMapWarning)
+        return {name: trace.trajectory_from_map(a, x, edge=edge, reduce=methods[name][2]) for name, a in maps.items()}
 
 
 def deletion_frames(model: Callable, x: torch.Tensor, target: torch.Tensor, trajs: Mapping[str, torch.Tensor], *,

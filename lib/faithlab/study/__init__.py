@@ -1058,6 +1058,8 @@ def run(
     number of local workers or batch jobs). Notebooks that declare ``shard``/``n_shards`` with ``n_shards`` > 1 run
     as that many shards and a reduce step (:func:`execute`), here or on the cluster.
     """
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 1:
+        raise StudyError(f"timeout must be a positive number of seconds (allowed per cell), got {timeout!r}")
     root = Path(root or paths.project_root()).resolve()
     generated = Path(generated or paths.generated_dir()).resolve()
     overrides = overrides or {}
@@ -1263,6 +1265,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.jobs < 1:
             parser.error("-j/--jobs must be a positive integer")
+        if args.timeout < 1:
+            parser.error("--timeout must be a positive number of seconds (allowed per cell)")
         results = run(args.notebooks, args.profile, parse_overrides(args.params), args.jobs, args.force, args.timeout,
                       cluster=args.cluster)
     except StudyError as exc:
