@@ -8,6 +8,8 @@ metric's exact value can be written down by hand.
 - :class:`LinearProb`: two classes with ``p(class 0 | x) = q0 + Σ β·x`` exactly, so removing a set G lowers the
   probability by ``Σ_{p∈G} β_p``: probability drops are additive.
 - :func:`small_cnn`: a seeded nonlinear net for invariance tests (batch size, device, seeds), no closed form.
+- :func:`nan_everywhere`, :func:`inf_everywhere`, :func:`nan_when_perturbed`: logit spoilers ``fn(inputs, logits)``
+  for the fuzz suites' wrapped models (a metric must raise, never score, on non-finite outputs).
 Each counts its forward calls in ``calls``.
 """
 
@@ -107,3 +109,21 @@ def fewclass_candidates_reference(image, grid):
             c = match_histograms(c, image, channel_axis=0).astype(image.dtype)
         out.append(c)
     return out
+
+
+def nan_everywhere(inputs: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+    return torch.full_like(logits, torch.nan)
+
+
+def inf_everywhere(inputs: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+    return torch.full_like(logits, torch.inf)
+
+
+def nan_when_perturbed(clean: torch.Tensor):
+    """NaN logits for every input that is not one of the clean samples: the clean read-out is finite."""
+
+    def fn(inputs: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+        is_clean = (inputs.flatten(1)[:, None, :] == clean.flatten(1)[None]).all(-1).any(1)
+        return torch.where(is_clean[:, None], logits, torch.nan)
+
+    return fn

@@ -21,6 +21,7 @@ from faithlab import perturb, stats
 from faithlab.metrics import (aopc, aopc_details, auc_accuracy, auc_accuracy_details, comprehensiveness,
                               comprehensiveness_details, fid_curves, fid_minus, fid_plus, log_odds, log_odds_details,
                               saco, saco_details)
+from oracles import inf_everywhere, nan_everywhere, nan_when_perturbed
 
 B, C, H, W, K = 4, 1, 4, 4, 3
 
@@ -47,24 +48,6 @@ class _Wrap(nn.Module):
 
     def forward(self, inputs):
         return self.fn(inputs, self.inner(inputs))
-
-
-def _nan_everywhere(inputs, logits):
-    return torch.full_like(logits, torch.nan)
-
-
-def _inf_everywhere(inputs, logits):
-    return torch.full_like(logits, torch.inf)
-
-
-def _nan_when_perturbed(clean: torch.Tensor):
-    """NaN logits for every input that is not one of the clean samples: the clean read-out is finite."""
-
-    def fn(inputs, logits):
-        is_clean = (inputs.flatten(1)[:, None, :] == clean.flatten(1)[None]).all(-1).any(1)
-        return torch.where(is_clean[:, None], logits, torch.nan)
-
-    return fn
 
 
 # --------------------------------------------------------------------------------------------- the callables
@@ -329,8 +312,8 @@ def test_the_fuzz_covers_every_callable_and_enough_cases():
 
 
 # ----------------------------------------------------------------------------------- non-finite model outputs
-NON_FINITE = {"nan_everywhere": lambda x: _nan_everywhere, "inf_everywhere": lambda x: _inf_everywhere,
-              "nan_when_perturbed": _nan_when_perturbed}
+NON_FINITE = {"nan_everywhere": lambda x: nan_everywhere, "inf_everywhere": lambda x: inf_everywhere,
+              "nan_when_perturbed": nan_when_perturbed}
 
 
 @pytest.mark.parametrize("kind", list(NON_FINITE))
@@ -350,7 +333,7 @@ def test_non_finite_on_clean_inputs_with_predicted_target(call):
     fn, _, _ = CALLS[call]
     x, a, _ = _inputs()
     with pytest.raises(ValueError, match=r"NaN or inf .*clean inputs"):
-        fn(_Wrap(_nan_everywhere).eval(), x, a, None, target=None)
+        fn(_Wrap(nan_everywhere).eval(), x, a, None, target=None)
 
 
 def test_non_finite_error_names_only_the_bad_samples():

@@ -31,6 +31,7 @@ from faithlab.metrics import fewclass, trace
 from faithlab.metrics.reco_mege import (average_stability, average_stability_details, explanation_distance, mege,
                                         mu_fidelity, mu_fidelity_details, pair_distances, reco, reco_auc, reco_mege,
                                         reco_mege_details, reco_scan, shuffled_partners)
+from oracles import inf_everywhere, nan_everywhere, nan_when_perturbed
 from test_study import project  # noqa: F401 (a fixture: the throw-away project of the runner tests)
 
 pytestmark = pytest.mark.timeout(60)  # a case that hangs fails instead of blocking the suite
@@ -71,24 +72,6 @@ class _Wrap(nn.Module):
 
     def forward(self, inputs):
         return self.fn(inputs, self.inner(inputs))
-
-
-def _nan_everywhere(inputs, logits):
-    return torch.full_like(logits, torch.nan)
-
-
-def _inf_everywhere(inputs, logits):
-    return torch.full_like(logits, torch.inf)
-
-
-def _nan_when_perturbed(clean: torch.Tensor):
-    """NaN logits for every input that is not one of the clean samples: the clean read-out is finite."""
-
-    def fn(inputs, logits):
-        is_clean = (inputs.flatten(1)[:, None, :] == clean.flatten(1)[None]).all(-1).any(1)
-        return torch.where(is_clean[:, None], logits, torch.nan)
-
-    return fn
 
 
 class _Kfold:
@@ -534,8 +517,8 @@ def _finite_result(out) -> bool:
 
 
 # ----------------------------------------------------------------------------------- non-finite model outputs
-NON_FINITE = {"nan_everywhere": lambda x: _nan_everywhere, "inf_everywhere": lambda x: _inf_everywhere,
-              "nan_when_perturbed": _nan_when_perturbed}
+NON_FINITE = {"nan_everywhere": lambda x: nan_everywhere, "inf_everywhere": lambda x: inf_everywhere,
+              "nan_when_perturbed": nan_when_perturbed}
 MODEL_CALLS = [c for c, spec in CALLS.items() if "model" in spec[1]]
 
 
@@ -557,7 +540,7 @@ def test_non_finite_on_clean_inputs_with_predicted_target(call):
     spec = CALLS[call]
     x, a, _ = _inputs(spec[4])
     with pytest.raises(ValueError, match=r"NaN or inf .*clean inputs"):
-        spec[0](_Wrap(_nan_everywhere, spec[4]).eval(), x, a, None, target=None)
+        spec[0](_Wrap(nan_everywhere, spec[4]).eval(), x, a, None, target=None)
 
 
 # ------------------------------------------------------------------------------------------------ constant maps
