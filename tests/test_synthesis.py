@@ -223,5 +223,9 @@ def test_tree_setup_explains_its_tree_by_its_decision_path():
     assert isinstance(s.model, fl.models.DecisionTree) and not s.model.training
     torch.testing.assert_close(s.truth, s.model.path_importance(s.x))
     assert s.accuracy == pytest.approx(float((s.model(s.x).argmax(1) == s.y).double().mean()))
+    # the canvases' standardisation, for Few-class's search on pixels: x·std + mean are the canvas pixels in [0, 1]
+    mean, std = s.normalisation
+    pixels = s.x * torch.tensor(std).view(1, -1, 1, 1) + torch.tensor(mean).view(1, -1, 1, 1)
+    assert len(mean) == len(std) == s.x.shape[1] and -1e-5 < float(pixels.min()) and float(pixels.max()) < 1 + 1e-5
     with pytest.raises(ValueError, match="max_depth must be"):
         syn.tree_setup(max_depth=0, n_test=5)

@@ -121,7 +121,8 @@ frames, quality, maps_by_setup, selection = {}, {}, {}, {}
 for name, s in S.items():
     maps_by_setup[name], quality[name] = syn.explainer_maps(s, noise_levels=noise_levels, methods=methods,
                                                              seed=seed, batch_size=batch_size)
-    selection[name] = fl.metrics.select_perturbation(s.model, s.x, grid=grid, batch_size=batch_size)["image"]
+    selection[name] = fl.metrics.select_perturbation(s.model, s.x, grid=grid, batch_size=batch_size,
+                                                     normalisation=s.normalisation)["image"]
     frames[name] = fl.evaluate(s.model, s.x, s.y, maps_by_setup[name], finetuned=s.finetuned,
                                perturbed=selection[name], **options)
 recovered = pd.concat([syn.recovery(f, quality[name]).assign(setup=name) for name, f in frames.items()],
@@ -190,7 +191,8 @@ tree_maps, _ = syn.explainer_maps(tree, noise_levels=[0.0], methods={"Random": [
                                   batch_size=batch_size)
 tree_perfect = "perfect (decision path)"
 tree_maps = {tree_perfect: tree_maps[syn.degraded_name(0.0)], "Random": tree_maps["Random"]}
-tree_selection = fl.metrics.select_perturbation(tree.model, tree.x, grid=grid, batch_size=batch_size)["image"]
+tree_selection = fl.metrics.select_perturbation(tree.model, tree.x, grid=grid, batch_size=batch_size,
+                                                normalisation=tree.normalisation)["image"]
 tree_frame = fl.evaluate(tree.model, tree.x, tree.y, tree_maps, perturbed=tree_selection, **options)
 left_out = [info.label for m, info in fl.evaluation.METRICS.items() if m not in set(tree_frame["metric"])]
 claim = syn.claim_ideal_gap(tree_frame, perfect=tree_perfect, random="Random", tolerance=ideal_tolerance,
@@ -241,7 +243,8 @@ names = list(maps_by_setup[meta_setup])
 def rerun(model, tuned, x):
     maps, _ = syn.explainer_maps(m0, noise_levels=noise_levels, methods=methods, seed=seed, x=x, model=model,
                                  batch_size=batch_size)
-    sel = fl.metrics.select_perturbation(model, x, grid=grid, batch_size=batch_size)["image"]
+    sel = fl.metrics.select_perturbation(model, x, grid=grid, batch_size=batch_size,
+                                         normalisation=m0.normalisation)["image"]
     return fl.evaluate(model, x, m0.y, maps, finetuned=tuned, perturbed=sel, **options)
 
 

@@ -75,7 +75,8 @@ class Setup:
     name, use_case: labels; model/finetuned: eval-mode classifier and its F-Fidelity fine-tuned twin (None for the
     decision tree, which has no gradient to fine-tune); x, y: the
     test images and labels evaluated; truth ``(B, 1, H, W)``: the ground-truth map; accuracy: of model on x;
-    spec: the setup's configuration."""
+    spec: the setup's configuration; normalisation: the ``(mean, std)`` x was standardised with (the data's
+    ``info``), for Few-class Fidelity's candidate search on pixel values."""
 
     name: str
     use_case: str
@@ -86,6 +87,12 @@ class Setup:
     truth: torch.Tensor
     accuracy: float
     spec: dict = field(default_factory=dict)
+    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+
+
+def _normalisation(d: TensorData) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The (mean, std) per channel the canvases were standardised with (their ``info``)."""
+    return tuple(float(v) for v in d.info["mean"]), tuple(float(v) for v in d.info["std"])
 
 
 def _classes(d: TensorData, classes: Sequence[int] | None) -> TensorData:
@@ -155,7 +162,7 @@ def setup(spec: Mapping, *, n_test: int, image_size: int = 16, r: float = 0.3, b
     else:
         truth = explainers.ground_truth(test.mask[:n], x)[:, None]
     return Setup(spec["name"], spec.get("use_case", ""), model, tuned.to(device).eval(), x, y, truth,
-                 float((pred == y).double().mean()), dict(spec))
+                 float((pred == y).double().mean()), dict(spec), _normalisation(test))
 
 
 def tree_setup(*, max_depth: int, n_test: int, image_size: int = 16, r: float = 0.3, n_train: int | None = None,
@@ -187,7 +194,7 @@ def tree_setup(*, max_depth: int, n_test: int, image_size: int = 16, r: float = 
     spec = {"name": f"decision tree (depth {depth})", "model": "decision_tree", "max_depth": depth,
             "depth": model.depth, "nodes": int(model.feature.shape[0]), "n_train": len(train_part)}
     return Setup(spec["name"], "a transparent, non-additive model", model, None, x, y, model.path_importance(x),
-                 float((pred == y).double().mean()), spec)
+                 float((pred == y).double().mean()), spec, _normalisation(test))
 
 
 def degraded_name(xi: float) -> str:
