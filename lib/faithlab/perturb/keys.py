@@ -65,7 +65,8 @@ class SampleSeeds:
         return self.draws - 1
 
     def uniform(self, shape: Sequence[int], device: torch.device | str | None = None) -> torch.Tensor:
-        """Float64 U[0, 1) of ``shape`` = (rows, *per-row shape), one block per distinct seed, moved to ``device``."""
+        """Float64 U[0, 1) of ``shape`` = ``(rows, *per_row_shape)``, one block per distinct seed, moved to
+        ``device``."""
         shape = tuple(shape)
         if not shape or shape[0] != len(self):
             raise RuntimeError(f"a draw of shape {shape} was asked of SampleSeeds for {len(self)} rows; every draw "
