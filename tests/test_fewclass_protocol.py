@@ -252,6 +252,22 @@ def test_claim_c1_gives_every_verdict(above, below, expected):
     assert claim.claim.startswith("C1 (ct, m)")
 
 
+@pytest.mark.parametrize("uncertain, expected", [(10, V[0]), (5, V[0]), (4, V[3]), (0, V[3])])
+def test_claim_c1_is_not_testable_when_the_replacement_leaves_the_model_confident(uncertain, expected):
+    """The paper's mechanism: MIF falls towards the replacement's 1/N only if the replacement makes the model
+    uncertain. With the selection of 10 images, ``uncertain`` of them reaching U < Δ: from half on the comparison
+    decides (Random lowest: reproduced), below it the claim is not testable here whatever the comparison says."""
+    frame = _fid({**{n: 0.7 for n in OTHERS}, "Random": 0.5})
+    selection = pd.DataFrame({"model": "m", "image": range(10), "U < Δ": [i < uncertain for i in range(10)]})
+    claim = P.claim_random_lowest(frame, task="ct", model="m", selection=selection)
+    assert claim.verdict == expected, claim.verdict.why
+    assert f"uncertain (U < Δ) for {uncertain * 10}% of the images" in claim.premise
+    if expected == V[3]:
+        assert "leaves the model confident" in claim.verdict.why
+    with pytest.raises(ValueError, match="selection must hold"):
+        P.claim_random_lowest(frame, task="ct", model="m", selection=selection.assign(model="other"))
+
+
 @pytest.mark.parametrize("raised, base, expected", [
     (14, 0.6, V[0]), (7, 0.6, V[1]), (1, 0.6, V[2]), (14, 1.0, V[3])])
 def test_claim_c3_gives_every_verdict(raised, base, expected):

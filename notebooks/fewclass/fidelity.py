@@ -150,7 +150,8 @@ P.wide_table(frames[tasks[0]]["localisation"], SCORE[tasks[0]]).style.format(pre
 # Each claim is a function of `faithlab.protocols.fewclass` that states its rule, its premise and the null it is
 # checked against (chance level), and returns the verdict with the table behind it; the rule and premise stand in
 # the claims table below. **C1**, per task and model: Random's unaltered Fid against every other unaltered method
-# (paired bootstrap over images); the premise is that some method's Fid differs from random maps' at all.
+# (paired bootstrap over images); the premise is that some method's Fid differs from random maps' at all, and that
+# the selected replacement makes the model uncertain (U < Δ) for at least half of the images (the paper's mechanism).
 # **C3** (vehicles): the share of model × method × {SG, SG²} cells where the alteration raises Fid significantly.
 # **C4**, per task: Spearman's ρ between the cells' mean Fid and mean localisation, against its null with the
 # localisation shuffled over the cells. "Partly" always means a share of settings fixed before the result
@@ -160,7 +161,8 @@ P.wide_table(frames[tasks[0]]["localisation"], SCORE[tasks[0]]).style.format(pre
 agreements = []
 for task, fr in frames.items():
     fid, loc = fr["fid"], fr["localisation"]
-    c1 = [P.claim_random_lowest(fid, task=task, model=m, paper_value=P.PAPER_C1[task], seed=seed)
+    c1 = [P.claim_random_lowest(fid, task=task, model=m, paper_value=P.PAPER_C1[task], seed=seed,
+                                selection=fr["selection"])
           for m in dict.fromkeys(fid["model"])]
     out.table(pd.concat([c.table for c in c1], ignore_index=True), f"{task}_c1_comparisons")
     for c in c1:

@@ -502,12 +502,16 @@ def _bootstrap_means(values, *, n_boot: int, seed: int):
 
 
 def claim_random_lowest(fid: pd.DataFrame, *, task: str, model: str, paper_value: str = "", n_boot: int = 4000,
-                        seed: int = 0) -> verdicts.Claim:
+                        seed: int = 0, selection: pd.DataFrame | None = None,
+                        min_uncertain: float = 0.5) -> verdicts.Claim:
     """Claim C1 for one task and model: Random maps get the lowest Few-class Fid (unaltered maps).
 
     Premise and null: the chance level is Random maps' own Fid (its mean, images resampled, is shown); at least one
     other method's Fid must differ from it significantly (the paired bootstrap below, either way), else Fid cannot
-    tell any method from random maps here and the claim is not testable.
+    tell any method from random maps here and the claim is not testable. With ``selection`` (the model's rows of
+    :func:`selection_frame`) the paper's mechanism is checked too: the selected replacement images must make the
+    model uncertain (U < Δ) for at least ``min_uncertain`` of the images, else MIF has no uncertain end point to
+    fall to and the claim is not testable here.
     Rule: Random against every other method, paired bootstrap over images (95 %); reproduced when Random is
     significantly lower than at least 2/3 of the methods, partly from 1/3 (:func:`faithlab.verdicts.from_settings`);
     a method significantly *below* Random caps the verdict at partly. Table: one row per compared method."""
@@ -524,6 +528,16 @@ def claim_random_lowest(fid: pd.DataFrame, *, task: str, model: str, paper_value
     premise = (f"at least one method's Fid differs significantly from the chance level, {null.describe()}: "
                f"{', '.join(apart) or 'none does'}")
     untestable = None if apart else "no method's Fid can be told from random maps' here"
+    if selection is not None:
+        rows = selection[selection["model"] == model] if "model" in selection else selection
+        if rows.empty or "U < Δ" not in rows:
+            raise ValueError(f"selection must hold selection_frame rows (with 'U < Δ') for model {model!r}")
+        share = float(rows["U < Δ"].astype(bool).mean())
+        premise += (f"; the selected replacement makes the model uncertain (U < Δ) for {share:.0%} of the images "
+                    f"(at least {min_uncertain:.0%} needed)")
+        if share < min_uncertain and untestable is None:
+            untestable = (f"the selected replacement leaves the model confident for {1 - share:.0%} of the images: "
+                          "MIF has no uncertain end point here")
     v = verdicts.from_settings(list(comparisons.values()), untestable=untestable, what="methods")
     below = [n for n, c in comparisons.items() if c.outcome == "loss"]
     if v == verdicts.VERDICTS[0] and below:
