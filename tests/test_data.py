@@ -672,3 +672,23 @@ def test_ct_contrast_missing_folder_and_pickled_npy(tmp_path):
     (mean,), (std,) = data.info["mean"], data.info["std"]
     assert data.info["stats_from"] == "test" and data.mask.all() and data.y.tolist() == [1]
     assert np.allclose(data.x[0, 0].numpy() * std + mean, values, atol=1e-2)
+
+
+@pytest.mark.parametrize("name, options", [
+    ("ct_slices", {"size": 28, "seed": 0}),
+    ("canvas_digits", {"size": 28, "r": 0.2, "classes": [0, 1, 7], "color": True, "seed": 0}),
+])
+def test_embedded_data_do_not_depend_on_the_number_of_threads(name, options):
+    """The standardisation statistics were float32 torch reductions, which split the sum by the number of CPU
+    threads: ct_slices' mean changed in its last bit between 1 and 2 threads, and with it every pixel, model and
+    Few-class score of the CT chapter (-j 2 in make book against -j 1 by hand). Now bit-identical."""
+    before = torch.get_num_threads()
+    digests = []
+    try:
+        for threads in (1, 2, 3):
+            torch.set_num_threads(threads)
+            d = fl.data.load(name, split="test", **options)
+            digests.append((d.x.numpy().tobytes(), d.info["mean"], d.info["std"]))
+    finally:
+        torch.set_num_threads(before)
+    assert digests[0] == digests[1] == digests[2]

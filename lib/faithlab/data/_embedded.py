@@ -71,9 +71,14 @@ def _paint(v: torch.Tensor, color: bool, g: torch.Generator) -> torch.Tensor:
 
 
 def _standardize(x_train: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, tuple, tuple]:
-    """Normalise x (N, C, H, W) per channel with the mean/std (population) of x_train."""
-    mean = x_train.mean(dim=(0, 2, 3))
-    std = x_train.std(dim=(0, 2, 3), unbiased=False).clamp_min(1e-8)
+    """Normalise x (N, C, H, W) per channel with the mean/std (population) of x_train.
+
+    The statistics are summed by numpy in float64: torch's float32 reductions split the sum by the number of CPU
+    threads, so the mean's last bit (and every standardised pixel, model and score after it) depended on -j and on
+    the machine's cores; numpy's pairwise sum does not."""
+    v = x_train.detach().cpu().double().numpy()
+    mean = torch.from_numpy(v.mean(axis=(0, 2, 3))).to(x.dtype)
+    std = torch.from_numpy(v.std(axis=(0, 2, 3))).to(x.dtype).clamp_min(1e-8)
     x = (x - mean[None, :, None, None]) / std[None, :, None, None]
     return x, tuple(mean.tolist()), tuple(std.tolist())
 
