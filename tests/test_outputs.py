@@ -76,3 +76,68 @@ def test_every_glued_text_in_the_book_names_a_format():
     assert roles, "the book glues no text: the pattern is wrong"
     broken = [(page, role) for page, role in roles if not re.fullmatch(r"[^:]+::\w+:[^:]*[a-zA-Z%]", role)]
     assert not broken, f"glue roles need path::key:format, e.g. ':.3f' or ':s': {broken}"
+
+
+# ------------------------------------------------------------------------------------ for_notebook() without a name
+
+
+@pytest.fixture
+def interactive(tmp_path, monkeypatch):
+    """No runner, no Jupyter, no notebook script: what for_notebook() sees in a plain interpreter."""
+    import sys
+
+    for name in ("FAITHLAB_NOTEBOOK", "FAITHLAB_OUTPUT_DIR", "JPY_SESSION_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(sys.modules["__main__"], "__file__", str(tmp_path / "some_script.py"), raising=False)
+    monkeypatch.setenv("FAITHLAB_GENERATED", str(tmp_path / "generated"))
+    return tmp_path
+
+
+def test_for_notebook_under_the_runner_takes_the_runners_name_and_folder(interactive, monkeypatch):
+    monkeypatch.setenv("FAITHLAB_NOTEBOOK", "saco/case_study")
+    monkeypatch.setenv("FAITHLAB_OUTPUT_DIR", str(interactive / "staging" / "case_study"))
+    monkeypatch.setenv("JPY_SESSION_NAME", str(interactive / "notebooks" / "other" / "nb.py"))  # the runner wins
+    out = outputs.for_notebook()
+    assert (out.notebook, out.paper, out.experiment) == ("saco/case_study", "saco", "case_study")
+    assert out.folder == interactive / "staging" / "case_study"
+    assert outputs.for_notebook("saco/case_study").folder == out.folder  # the explicit name still works
+
+
+def test_for_notebook_without_a_name_outside_the_runner_asks_for_it(interactive):
+    with pytest.raises(ValueError, match=r"cannot tell which notebook this is.*pass its name, e\.g\. "
+                                         r"fl\.outputs\.for_notebook\(\"basics/digits_classifier\"\)"):
+        outputs.for_notebook()
+    assert outputs.notebook_name() is None
+    out = outputs.for_notebook("paper/experiment")  # the explicit name works there
+    assert out.folder == interactive / "generated" / "paper" / "experiment" and out.folder.is_dir()
+
+
+@pytest.mark.parametrize("where", ["jupyter", "jupyter-relative", "script", "vscode"])
+def test_for_notebook_finds_the_interactive_notebooks_name(interactive, monkeypatch, where):
+    import sys
+
+    source = interactive / "repo" / "notebooks" / "fewclass" / "flips.py"
+    source.parent.mkdir(parents=True)
+    source.write_text("# a notebook\n")
+    if where == "jupyter":  # Jupyter Server 2 names the opened file to its kernel
+        monkeypatch.setenv("JPY_SESSION_NAME", "repo/notebooks/fewclass/flips.py")
+    elif where == "jupyter-relative":  # served from notebooks/: the kernel runs in the notebook's folder
+        monkeypatch.setenv("JPY_SESSION_NAME", "fewclass/flips.py")
+        monkeypatch.chdir(source.parent)
+    elif where == "script":  # python notebooks/fewclass/flips.py, or %run
+        monkeypatch.setattr(sys.modules["__main__"], "__file__", str(source))
+    else:
+        monkeypatch.setattr(outputs, "_in_kernel", lambda: True)
+        shell = type("Shell", (), {"user_ns": {"__vsc_ipynb_file__": str(source.with_suffix(".ipynb"))}})()
+        monkeypatch.setattr("IPython.get_ipython", lambda: shell)
+    out = outputs.for_notebook()
+    assert out.notebook == "fewclass/flips"
+    assert out.folder == interactive / "generated" / "fewclass" / "flips"
+
+
+@pytest.mark.parametrize("session", ["Untitled.ipynb", "fewclass/flips.py", "analysis/notes/flips.py",
+                                     "notebooks/fewclass/flips.txt", "notebooks/flips.py"])
+def test_for_notebook_does_not_guess_from_a_file_outside_notebooks(interactive, monkeypatch, session):
+    monkeypatch.setenv("JPY_SESSION_NAME", session)  # fewclass/flips.py: no such file in the working directory
+    with pytest.raises(ValueError, match="pass its name"):
+        outputs.for_notebook()

@@ -41,7 +41,7 @@ def project(tmp_path, monkeypatch):
     write(root, "demo/second", 'NAME = "demo/second"\nvalue = 10\n', OK_BODY)
     monkeypatch.setenv("FAITHLAB_ROOT", str(root))
     monkeypatch.delenv("FAITHLAB_GENERATED", raising=False)
-    monkeypatch.setattr(study, "library_hash", lambda: "library v1")  # isolate from edits to lib/
+    monkeypatch.setattr(study.stamps, "library_hash", lambda: "library v1")  # isolate from edits to lib/
     return root
 
 
@@ -194,7 +194,7 @@ def test_second_run_is_cached_and_changes_rerun_only_what_changed(project, monke
     assert result_value(project, "demo/second") == 22
 
     # A change in the library or the lock file re-executes everything.
-    monkeypatch.setattr(study, "library_hash", lambda: "another library")
+    monkeypatch.setattr(study.stamps, "library_hash", lambda: "another library")
     results, _ = run(project, overrides={"only_first": 4})
     assert {r.status for r in results.values()} == {"ran"}
     (project / "uv.lock").write_text("lock v2\n")
@@ -202,9 +202,24 @@ def test_second_run_is_cached_and_changes_rerun_only_what_changed(project, monke
     assert {r.status for r in results.values()} == {"ran"}
 
 
-def test_library_hash_tracks_library_sources():
-    assert study.library_hash() == study.library_hash()
-    assert len(study.library_hash()) == 64
+def test_library_hash_tracks_library_sources(tmp_path):
+    from faithlab.study import stamps
+
+    lib = Path(study.__file__).resolve().parents[1]
+    assert stamps.library_hash() == stamps._hash_files(lib.rglob("*.py"))  # every source of the package, no other
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "b.py").write_text("y = 2\n")
+    before = stamps._hash_files(tmp_path.glob("*.py"))
+    (tmp_path / "b.py").write_text("y = 3\n")
+    assert stamps._hash_files(tmp_path.glob("*.py")) != before
+
+
+def test_the_package_does_not_reexport_library_hash():
+    """run() reads faithlab.study.stamps.library_hash: a patch of the package's name would not reach it, so there is
+    no such name to patch (monkeypatch.setattr then fails loudly instead of passing silently)."""
+    assert not hasattr(study, "library_hash")
+    with pytest.raises(AttributeError):
+        pytest.MonkeyPatch().setattr(study, "library_hash", lambda: "x")
 
 
 def test_parallel_jobs(project, monkeypatch):
@@ -245,6 +260,30 @@ def test_local_kernels_share_the_cores(monkeypatch, asked, jobs, cores, expected
     assert clusters.local_threads(jobs, messages.append) == expected
     cut = asked is not None and asked.isdigit() and int(asked) > int(expected)
     assert bool(messages) == cut and all(f"OMP_NUM_THREADS={asked}" in m for m in messages)
+
+
+def test_the_runner_hands_each_notebook_its_name_and_folder(project):
+    """A notebook that opens its outputs with fl.outputs.for_notebook() (no name) writes to its own folder: the runner
+    names it in the kernel (here two notebooks in one run, so a name left over from the first would show)."""
+    body = """
+import os
+import pandas as pd
+import faithlab as fl
+out = fl.outputs.for_notebook()
+out.table(pd.DataFrame({"name": [out.notebook], "staged": [str(out.folder) == os.environ["FAITHLAB_OUTPUT_DIR"]]}),
+          "result")
+out.claim("named", paper_value=1, our_value=1, verdict="reproduced")
+"""
+    write(project, "demo/first", "value = 1\n", body)
+    write(project, "other/third", "value = 1\n", body)
+    results, _ = run(project, "demo/first", "other/third")
+    assert {r.status for r in results.values()} == {"ran"}, {r.name: r.message for r in results.values()}
+    generated = project / "book" / "_generated"
+    for name in ("demo/first", "other/third"):
+        table = pd.read_csv(generated / name / "result.csv")
+        assert table["name"].item() == name and bool(table["staged"].item())  # staged, then promoted here
+        claims = pd.read_csv(generated / name / study.CLAIMS)
+        assert claims[["paper", "experiment"]].values.tolist() == [name.split("/")]
 
 
 # ------------------------------------------------------------------------------------------------ failures

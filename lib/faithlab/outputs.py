@@ -1,9 +1,10 @@
 """The one place notebooks write their artifacts: tables (CSV), figures (PNG + SVG), glued values and claims.
 
-A notebook calls ``out = fl.outputs.for_notebook("paper/experiment")`` and never builds a path by hand. Under the
-study runner the folder is the run's staging folder (``FAITHLAB_OUTPUT_DIR``), moved into
-``book/_generated/<paper>/<experiment>/`` only when the whole notebook succeeded; run interactively, it is that
-final folder directly. Every file is written to a temporary name and renamed, so no reader sees half a file.
+A notebook calls ``out = fl.outputs.for_notebook()`` and never builds a path by hand. Under the study runner the
+runner names the notebook (``FAITHLAB_NOTEBOOK``) and its folder, the run's staging folder (``FAITHLAB_OUTPUT_DIR``),
+moved into ``book/_generated/<paper>/<experiment>/`` only when the whole notebook succeeded; run interactively, the
+name comes from where the notebook runs (:func:`notebook_name`) and the folder is that final folder directly. Every
+file is written to a temporary name and renamed, so no reader sees half a file.
 """
 
 from __future__ import annotations
@@ -12,12 +13,17 @@ import html
 import math
 import os
 import re
+import sys
 from pathlib import Path
 
 from faithlab import paths
 from faithlab.verdicts import VERDICTS
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+NOTEBOOK_ENV = "FAITHLAB_NOTEBOOK"  # set by the study runner in a notebook's kernel: "<paper>/<experiment>"
+OUTPUT_DIR_ENV = "FAITHLAB_OUTPUT_DIR"  # set by the study runner in a notebook's kernel: its staging folder
+CLAIMS = "claims.csv"  # a notebook's claims, in its folder; the runner's scorecard collects them
+CLAIM_COLUMNS = ("paper", "experiment", "claim", "paper_value", "our_value", "verdict", "rule", "premise", "note")
 
 
 def _in_kernel() -> bool:
@@ -102,7 +108,7 @@ def verdict_badge(verdict: str) -> str:
 
 
 def claim_html(row: dict) -> str:
-    """A claim's row (a dict with the ``faithlab.study.CLAIM_COLUMNS`` keys, as :meth:`Outputs.claim` records
+    """A claim's row (a dict with the :data:`CLAIM_COLUMNS` keys, as :meth:`Outputs.claim` records
     it) as the HTML its notebook's page shows: a one-row ``<table class="fl-glance fl-claim-row">`` carrying
     ``id="<claim_anchor(claim)>"`` (the target of the chapter pages' and the scorecard's links), with the columns
     claim | paper | ours | verdict (:func:`verdict_badge`) and the rule, premise and note folded in a ``<details>``
@@ -190,7 +196,6 @@ class Outputs:
         """
         import pandas as pd
 
-        from faithlab.study import CLAIM_COLUMNS, CLAIMS
         from faithlab.verdicts import Claim
 
         rule = premise = ""
@@ -205,17 +210,17 @@ class Outputs:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
         why = getattr(verdict, "why", "")
         note = "; ".join(part for part in (note, why) if part)
-        row = dict(
-            paper=self.paper,
-            experiment=self.experiment,
-            claim=claim,
-            paper_value=paper_value,
-            our_value=our_value,
-            verdict=str(verdict),
-            rule=rule,
-            premise=premise,
-            note=note,
-        )
+        row = {
+            "paper": self.paper,
+            "experiment": self.experiment,
+            "claim": claim,
+            "paper_value": paper_value,
+            "our_value": our_value,
+            "verdict": str(verdict),
+            "rule": rule,
+            "premise": premise,
+            "note": note,
+        }
         self._claims = [c for c in self._claims if c["claim"] != claim] + [row]
         frame = pd.DataFrame(self._claims, columns=list(CLAIM_COLUMNS))
         paths.atomic_write(self.folder / CLAIMS, lambda tmp: frame.to_csv(tmp, index=False))
@@ -226,13 +231,64 @@ class Outputs:
         return _Recorded(row)
 
 
-def for_notebook(notebook: str) -> Outputs:
-    """Outputs of notebook ``"<paper>/<experiment>"`` (the runner's staging folder when run by the study).
+def _name_of_file(path: str | os.PathLike) -> str | None:
+    """``"<paper>/<experiment>"`` of a file ``notebooks/<paper>/<experiment>.py`` (or ``.ipynb``), else None.
 
-    Both parts must be plain names (letters, digits, ``_ . -``, not starting with ``.`` or ``-``): run interactively
-    the folder is ``book/_generated/<paper>/<experiment>``, and a name such as ``"/abs"`` or ``"../x"`` would create
-    folders outside it.
+    A relative path too short to show the ``notebooks`` folder (Jupyter gives the notebook's path relative to the
+    folder it serves) is looked for in the working directory, where Jupyter starts the notebook's kernel."""
+    path = Path(path)
+    if path.suffix not in {".py", ".ipynb"}:
+        return None
+    if not path.is_absolute() and len(path.parts) < 3:
+        path = Path.cwd() / path.name
+        if not path.is_file():
+            return None
+    if len(path.parts) < 3 or path.parent.parent.name != "notebooks":
+        return None
+    return f"{path.parent.name}/{path.stem}"
+
+
+def notebook_name() -> str | None:
+    """The name ``"<paper>/<experiment>"`` of the notebook this code runs in, or None when nothing says it.
+
+    In order: the study runner's ``FAITHLAB_NOTEBOOK``; the script run as ``python notebooks/<paper>/<experiment>.py``
+    (or with IPython's ``%run``); the notebook Jupyter opened (``JPY_SESSION_NAME``, which Jupyter Server 2 gives its
+    kernels: the ``.py`` source opened with jupytext, or an ``.ipynb`` saved beside it); VS Code's notebook file
+    (``__vsc_ipynb_file__``). A file counts only under a folder named ``notebooks``, as the study's sources are."""
+    running = os.environ.get(NOTEBOOK_ENV)
+    if running:
+        return running
+    candidates = [getattr(sys.modules.get("__main__"), "__file__", None), os.environ.get("JPY_SESSION_NAME")]
+    if _in_kernel():
+        from IPython import get_ipython
+
+        candidates.append(get_ipython().user_ns.get("__vsc_ipynb_file__"))
+    for candidate in candidates:
+        name = _name_of_file(candidate) if isinstance(candidate, str) and candidate else None
+        if name is not None:
+            return name
+    return None
+
+
+def for_notebook(notebook: str | None = None) -> Outputs:
+    """Outputs of a notebook: the runner's staging folder when run by the study, else
+    ``book/_generated/<paper>/<experiment>``.
+
+    notebook: ``"<paper>/<experiment>"``, or None (what the study's notebooks pass) for the notebook this code runs
+    in (:func:`notebook_name`: the one the study runner is executing, or the file run or opened interactively); a
+    ValueError asks for the name when none can be found. Both parts must be plain names (letters, digits, ``_ . -``,
+    not starting with ``.`` or ``-``): run interactively the folder is ``book/_generated/<paper>/<experiment>``, and a
+    name such as ``"/abs"`` or ``"../x"`` would create folders outside it. Under the runner, a name other than the
+    one it is executing is a ValueError.
     """
+    if notebook is None:
+        notebook = notebook_name()
+        if notebook is None:
+            raise ValueError(
+                "notebook: cannot tell which notebook this is (the study runner is not executing one, and neither the "
+                "script's path, Jupyter's JPY_SESSION_NAME nor VS Code names a file notebooks/<paper>/<experiment>"
+                ".py); pass its name, e.g. fl.outputs.for_notebook(\"basics/digits_classifier\")"
+            )
     parts = notebook.split("/") if isinstance(notebook, str) else []
     plain = [re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", p) and p not in {".", ".."} for p in parts]
     if len(parts) != 2 or not all(plain):
@@ -240,13 +296,12 @@ def for_notebook(notebook: str) -> Outputs:
             f"notebook must be named '<paper>/<experiment>' with plain names (letters, digits, _ . -, not starting "
             f"with . or -), got {notebook!r}"
         )
-    running = os.environ.get("FAITHLAB_NOTEBOOK")
+    running = os.environ.get(NOTEBOOK_ENV)
     if running and running != notebook:
         raise ValueError(f"notebook is {notebook!r} but the study runner is executing {running!r}")
-    staged = os.environ.get("FAITHLAB_OUTPUT_DIR")
+    staged = os.environ.get(OUTPUT_DIR_ENV)
     folder = Path(staged) if staged else paths.generated_dir() / notebook
     return Outputs(notebook, folder)
-
 
 
 def shard_bounds(n_items: int, n_shards: int) -> list[tuple[int, int]]:
