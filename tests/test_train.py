@@ -205,7 +205,7 @@ def test_easy_task_is_learnt_and_the_best_test_epoch_is_kept():
     assert max(accs) >= 0.95
     assert history["best_epoch"] == 1 + accs.index(max(accs))
     # fit evaluates in batches of config.batch_size: the same batch shapes here, so the same logits bit for bit
-    assert fl.train.evaluate(model, test, batch_size=config.batch_size)["accuracy"] == max(accs)
+    assert fl.train.loss_and_accuracy(model, test, batch_size=config.batch_size)["accuracy"] == max(accs)
     assert [row["epoch"] for row in history["epochs"]] == [1, 2, 3, 4]
 
 
@@ -213,7 +213,7 @@ def test_a_single_logit_model_is_trained_and_evaluated_as_binary():
     train, test = _squares(128, 0), _squares(64, 1)
     config = TrainConfig(epochs=4, lr=1e-2, batch_size=16)
     model, history = _fit(train, config=config, test_data=test, model_config={**CNN, "n_classes": 1})
-    scores = fl.train.evaluate(model, test, batch_size=config.batch_size)  # fit's batch shapes: the same logits
+    scores = fl.train.loss_and_accuracy(model, test, batch_size=config.batch_size)  # fit's batch shapes: same logits
     assert scores["accuracy"] == max(row["test_acc"] for row in history["epochs"]) >= 0.95
     x, y = test.tensors
     with torch.no_grad():
@@ -288,7 +288,7 @@ def test_argument_errors():
     with pytest.raises(ValueError, match="base_key"):
         fl.train.finetune(torch.nn.Linear(2, 2), data, FAST, None, data_key="d", base_key="")
     with pytest.raises(ValueError, match="training mode"):
-        fl.train.evaluate(fl.models.build("small_cnn", **CNN), data)
+        fl.train.loss_and_accuracy(fl.models.build("small_cnn", **CNN), data)
 
 
 # ----------------------------------------------------------------------------------------------- augmentations

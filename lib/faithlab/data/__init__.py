@@ -25,6 +25,7 @@ from typing import Any
 
 from torch.utils.data import Dataset
 
+from . import fake
 from ._core import (
     TensorData,
     fraction_subset,
@@ -34,9 +35,9 @@ from ._core import (
     switch_labels,
     to_tensors,
 )
-from . import fake
 from ._embedded import CT_CLASS_NAMES, canvas_digits, ct_slices, digits, timeseries, tokens
-from ._real import (
+from ._real.ct import ct_contrast
+from ._real.images import (
     CIFAR10_STATS,
     CIFAR100_STATS,
     FASHION_MNIST_STATS,
@@ -44,18 +45,16 @@ from ._real import (
     TINY_IMAGENET_STATS,
     ArrayImages,
     ImageFiles,
-    boiler,
     cifar10,
     cifar100,
-    ct_contrast,
     eurosat,
     fashion_mnist,
     imagenet_val,
     imagenet_vehicles,
-    pam,
-    sst2,
     tiny_imagenet,
 )
+from ._real.series import boiler, pam
+from ._real.text import sst2
 
 __all__ = [
     "TensorData", "load", "available", "to_tensors", "generator",

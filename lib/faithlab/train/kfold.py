@@ -22,7 +22,7 @@ from torch import nn
 from faithlab import _validate
 from faithlab.data import TensorData
 from faithlab.data._core import _count, fraction_subset, kfold_indices, switch_labels
-from faithlab.train.loop import TrainConfig, evaluate, fit
+from faithlab.train.loop import TrainConfig, fit, loss_and_accuracy
 
 __all__ = ["CrossTrained", "cross_train", "parameterised_layers", "randomise_layers"]
 
@@ -196,7 +196,7 @@ def cross_train(model_name: str, model_config: dict, data: TensorData, config: T
                              cache_dir=cache_dir, device=device, progress=progress)
         if randomised is not None:
             model, names = randomise_layers(model, randomised, generator=torch.Generator().manual_seed(seed + i))
-        accuracy.append(evaluate(model, data.subset(block), batch_size=config.batch_size)["accuracy"])
+        accuracy.append(loss_and_accuracy(model, data.subset(block), batch_size=config.batch_size)["accuracy"])
         models.append(model)
         histories.append(history)
     degradation = {"limited": limited, "switched": switched, "randomised": randomised, "randomised_layers": names,

@@ -35,7 +35,7 @@ from faithlab.train.augment import AUGMENTATIONS, Compose, check_hook
 from faithlab.train.batching import batches, check_data
 from faithlab.train.cache import cache_files, cache_key, data_digest, load_cached, save_cached, training_lock
 
-__all__ = ["TrainConfig", "evaluate", "fit", "finetune"]
+__all__ = ["TrainConfig", "finetune", "fit", "loss_and_accuracy"]
 
 _OPTIMIZERS = ("adam", "adamw", "sgd")
 _SCHEDULERS = (None, "cosine")
@@ -106,10 +106,11 @@ def _predicted(logits: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def evaluate(model: nn.Module, data: Dataset, *, batch_size: int = 256, device: torch.device | str | None = None
-             ) -> dict[str, float]:
-    """Mean cross-entropy ``loss`` and ``accuracy`` (higher is better) of an eval-mode model on a dataset; a
-    single-logit model is read as binary (sigmoid, class 1 = logit > 0)."""
+def loss_and_accuracy(model: nn.Module, data: Dataset, *, batch_size: int = 256,
+                      device: torch.device | str | None = None) -> dict[str, float]:
+    """Mean cross-entropy ``loss`` and ``accuracy`` (higher is better) of an eval-mode model on a dataset, as the dict
+    ``{"loss": float, "accuracy": float}``; a single-logit model is read as binary (sigmoid, class 1 = logit > 0).
+    (Model accuracy, not an explanation metric: those are :func:`faithlab.evaluate`.)"""
     _validate.eval_mode(model)
     n = check_data(data, "data")
     _validate.positive_int(batch_size, "batch_size")
@@ -166,7 +167,7 @@ def _train(model: nn.Module, train_data: Dataset, config: TrainConfig, hook, tes
         row = {"epoch": epoch, "train_loss": train_loss, "train_acc": float(correct) / seen}
         if test_data is not None:
             model.eval()
-            scores = evaluate(model, test_data, batch_size=config.batch_size, device=device)
+            scores = loss_and_accuracy(model, test_data, batch_size=config.batch_size, device=device)
             row.update(test_loss=scores["loss"], test_acc=scores["accuracy"])
             if scores["accuracy"] > best_acc:
                 best_acc, best_epoch = scores["accuracy"], epoch
