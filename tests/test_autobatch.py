@@ -72,8 +72,8 @@ def test_auto_gives_the_results_of_any_fixed_batch_size():
     runs = {
         "curve": lambda bs: P.removal_curve(model, x, a, fractions, reference="blur", batch_size=bs),
         "outputs": lambda bs: P.removal_outputs(model, x, removed, reference="mean", batch_size=bs),
-        "evaluate": lambda bs: P.evaluate(model, x, lambda b0, b1, v0, v1: removed[b0:b1, v0:v1], n_variants=4,
-                                          target=target, batch_size=bs),
+        "masked": lambda bs: P.masked_outputs(model, x, lambda b0, b1, v0, v1: removed[b0:b1, v0:v1], n_variants=4,
+                                              target=target, batch_size=bs),
         "inputs": lambda bs: P.evaluate_inputs(model, inputs, n_samples=260, n_variants=11, target=target,
                                                batch_size=bs),
     }
@@ -187,7 +187,7 @@ def test_errors_name_the_argument():
         with pytest.raises(ValueError, match="batch_size"):
             P.removal_outputs(model, x, removed, batch_size=bad)
         with pytest.raises(ValueError, match="batch_size"):
-            P.evaluate(model, x, lambda b0, b1, v0, v1: removed[b0:b1, None], n_variants=1, batch_size=bad)
+            P.masked_outputs(model, x, lambda b0, b1, v0, v1: removed[b0:b1, None], n_variants=1, batch_size=bad)
         with pytest.raises(ValueError, match="batch_size"):
             P.evaluate_inputs(model, lambda b0, b1, v0, v1: x[b0:b1, None], n_samples=4, n_variants=1,
                               target=torch.zeros(4).long(), batch_size=bad)

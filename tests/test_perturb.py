@@ -126,7 +126,7 @@ def test_removal_outputs_additive_oracle_and_curve_agreement():
     assert torch.equal(P.top_masks(ranks, counts), masks)
 
 
-def test_evaluate_builds_masks_lazily_per_chunk():
+def test_masked_outputs_builds_masks_lazily_per_chunk():
     x, model, a, _, uw, us = _case("pixel")
     g = torch.Generator().manual_seed(6)
     removed = torch.rand(2, 7, 64, generator=g) < 0.4
@@ -136,16 +136,16 @@ def test_evaluate_builds_masks_lazily_per_chunk():
         asked.append((b0, b1, v0, v1))
         return removed[b0:b1, v0:v1]
 
-    got = P.evaluate(model, x, masks, n_variants=7, output="logit", batch_size=4)
+    got = P.masked_outputs(model, x, masks, n_variants=7, output="logit", batch_size=4)
     torch.testing.assert_close(got, uw.sum(1, keepdim=True) - (removed * uw[:, None]).sum(2))
     assert sum((b1 - b0) * (v1 - v0) for b0, b1, v0, v1 in asked) == 2 * 7  # every variant built exactly once
     assert max((b1 - b0) * (v1 - v0) for b0, b1, v0, v1 in asked) <= 4
     with pytest.raises(ValueError, match="masks"):
-        P.evaluate(model, x, lambda b0, b1, v0, v1: removed[b0:b1, v0:v1, :10], n_variants=7)
+        P.masked_outputs(model, x, lambda b0, b1, v0, v1: removed[b0:b1, v0:v1, :10], n_variants=7)
     with pytest.raises(TypeError, match="masks"):
-        P.evaluate(model, x, removed, n_variants=7)
+        P.masked_outputs(model, x, removed, n_variants=7)
     with pytest.raises(ValueError, match="n_variants"):
-        P.evaluate(model, x, masks, n_variants=0)
+        P.masked_outputs(model, x, masks, n_variants=0)
 
 
 def test_outputs_follow_their_formulas():
@@ -505,8 +505,8 @@ def test_engine_builds_exactly_the_inputs_of_apply_removal():
                                   batch_size=bs)
                 assert torch.equal(torch.cat(rec.seen), want.flatten(0, 1)), (dtype, name, ref, bs)
                 rec = _Recorder(36 * c)
-                P.evaluate(rec, x, lambda b0, b1, v0, v1: removed[b0:b1, v0:v1], n_variants=len(counts),
-                           reference=ref, units=units, target=torch.zeros(3).long(), batch_size=bs)
+                P.masked_outputs(rec, x, lambda b0, b1, v0, v1: removed[b0:b1, v0:v1], n_variants=len(counts),
+                                 reference=ref, units=units, target=torch.zeros(3).long(), batch_size=bs)
                 assert torch.equal(torch.cat(rec.seen), want.flatten(0, 1)), (dtype, name, ref, bs)
 
 
@@ -553,3 +553,90 @@ def test_x_on_another_device_than_the_model_is_named_before_x_is_read():
     with pytest.raises(ValueError, match="model is on cpu but x is on meta"):
         fl.perturb.removal_curve(model, x, torch.ones(3, 1, 2, 2, device="meta"), fractions=[0.0, 0.5], order="morf",
                                  target=torch.zeros(3, dtype=torch.long, device="meta"))
+
+
+def test_removal_runner_checks_once_and_equals_the_one_shot_calls(monkeypatch):
+    """A bound Removal checks x (and the rest) once, however many mask sets, curves and lazy masks it runs, and
+    gives bitwise the numbers of removal_outputs, removal_curve and masked_outputs; target None is predicted once."""
+    model = small_cnn()
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(5, 2, 8, 8, generator=g)
+    a = torch.randn(5, 2, 8, 8, generator=g)
+    removed = torch.rand(5, 3, 64, generator=g) < 0.3
+    lazy = lambda b0, b1, v0, v1: removed[b0:b1, v0:v1]  # noqa: E731
+    options = dict(reference="mean", output="log_odds", batch_size=4)
+    checked = []
+    finite = fl._validate.finite
+    monkeypatch.setattr(fl._validate, "finite", lambda t, name: checked.append(name) or finite(t, name))
+    runner = P.Removal(model, x, **options)
+    assert checked == ["x"] and isinstance(runner.reference, torch.Tensor)
+    got = [runner.outputs(removed), runner.outputs(removed[:, 0]), runner.curve(a, FRACTIONS),
+           runner.curve(None, FRACTIONS, order="random", generator=2), runner.masked(lazy, n_variants=3),
+           runner.outputs(removed[:4, 1], sample=torch.tensor([4, 0, 4, 1])),
+           runner.masked(lazy, n_variants=3, sample=torch.tensor([2, 2]))]
+    assert checked.count("x") == 1  # none of the seven runs checked x again (a curve's attributions are new input)
+    want = [P.removal_outputs(model, x, removed, **options), P.removal_outputs(model, x, removed[:, 0], **options),
+            P.removal_curve(model, x, a, FRACTIONS, **options),
+            P.removal_curve(model, x, None, FRACTIONS, order="random", generator=2, **options),
+            P.masked_outputs(model, x, lazy, n_variants=3, **options),
+            P.removal_outputs(model, x, removed[:4, 1], sample=torch.tensor([4, 0, 4, 1]), **options),
+            P.masked_outputs(model, x[[2, 2]], lazy, n_variants=3, **options)]  # masks indexed by row of sample
+    assert checked.count("x") == 1 + len(want)  # each one-shot call checks x once
+    for r, w in zip(got, want, strict=True):
+        assert r.dtype == w.dtype and torch.equal(r, w)
+    predicted = model(x).argmax(dim=1)
+    assert torch.equal(runner.target, predicted)  # target None: the prediction on the clean x, kept
+    given = P.Removal(model, x, target=predicted.flip(0), batch_size=4)
+    assert torch.equal(given.outputs(removed), P.removal_outputs(model, x, removed, target=predicted.flip(0),
+                                                                 batch_size=4))
+
+
+def test_removal_runner_refuses_bad_masks_and_samples_naming_them():
+    model = small_cnn()
+    x = torch.randn(3, 2, 8, 8)
+    runner = P.Removal(model, x)
+    with pytest.raises(TypeError, match="removed"):
+        runner.outputs(torch.zeros(3, 64))
+    with pytest.raises(ValueError, match="removed"):
+        runner.outputs(torch.zeros(3, 63, dtype=torch.bool))
+    with pytest.raises(ValueError, match="sample"):
+        runner.outputs(torch.zeros(2, 64, dtype=torch.bool), sample=torch.tensor([0, 3]))
+    with pytest.raises(TypeError, match="sample"):
+        runner.masked(lambda b0, b1, v0, v1: None, n_variants=1, sample=torch.tensor([0.0]))
+    with pytest.raises(ValueError, match="masks"):
+        runner.masked(lambda b0, b1, v0, v1: torch.zeros(b1 - b0, v1 - v0, 5, dtype=torch.bool), n_variants=2)
+    with pytest.raises(ValueError, match="order"):
+        runner.curve(None, [0.5], order=torch.zeros(64, dtype=torch.int64))
+    with pytest.raises(ValueError, match="fractions"):
+        runner.curve(torch.randn(3, 2, 8, 8), [1.5])
+    with pytest.raises(ValueError, match="target"):
+        P.Removal(model, x, target=torch.zeros(2, dtype=torch.int64))
+
+
+def test_logits_and_grid_chunks():
+    """logits: batch_size inputs per call, equal to one call, NaN named by sample; grid_chunks: full chunks of the
+    row-major (sample, variant) grid, every cell once, in order."""
+    model = small_cnn()
+    x = torch.randn(7, 2, 8, 8)
+    with torch.no_grad():
+        whole = model(x)
+    torch.testing.assert_close(P.logits(model, x, batch_size=3), whole)
+
+    class NaNOnSample(torch.nn.Module):
+        def forward(self, inputs):
+            out = model(inputs)
+            return torch.where((inputs.flatten(1)[:, :1] == 7.0), torch.nan, out)
+
+    bad = x.clone()
+    bad[5].view(-1)[0] = 7.0
+    with pytest.raises(ValueError, match=r"NaN or inf on 1 of 7 clean inputs \(sample\(s\) \[5\]"):
+        P.logits(NaNOnSample().eval(), bad, batch_size=2, what="clean inputs")
+    assert P.logits(NaNOnSample().eval(), bad, finite=False)[5].isnan().all()
+    chunks = list(P.grid_chunks(3, 5, batch_size=4))
+    sizes = [sum((b1 - b0) * (v1 - v0) for b0, b1, v0, v1 in pieces) for pieces in chunks]
+    assert sizes == [4, 4, 4, 3]
+    cells = [(b, v) for pieces in chunks for b0, b1, v0, v1 in pieces for b in range(b0, b1) for v in range(v0, v1)]
+    assert cells == [(b, v) for b in range(3) for v in range(5)]
+    assert chunks[1] == [(0, 1, 4, 5), (1, 2, 0, 3)]
+    with pytest.raises(ValueError, match="batch_size"):
+        list(P.grid_chunks(3, 5, batch_size=0))

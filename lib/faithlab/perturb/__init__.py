@@ -2,16 +2,19 @@
 
 A *unit* is a group of input elements removed together; removing it replaces its elements by a *reference*.
 Masks over units are ``(B, n)`` bool tensors. Knows no dataset, model family or paper. One concept per module:
-``units``, ``references``, ``orders``, ``keys`` (randomness keyed to the sample), ``sampling``, ``engine``; their public names are gathered here.
+``units``, ``references``, ``orders``, ``keys`` (randomness keyed to the sample), ``sampling``, ``engine`` (the
+batched forward loop) and ``runner`` (:class:`Removal`: arguments checked once, then any number of mask sets,
+curves or lazily built masks); their public names are gathered here.
 ``autobatch`` (``batch_size="auto"``: a timing probe picks the batch size) is used as a module.
 """
 
 from faithlab.perturb import autobatch
-from faithlab.perturb.engine import OUTPUTS, Masks, Output, evaluate, evaluate_inputs, removal_curve, removal_outputs
+from faithlab.perturb.engine import OUTPUTS, Masks, Output, evaluate_inputs, grid_chunks, logits
 from faithlab.perturb.orders import ORDERS, TIES, order, ranks, top_masks
 from faithlab.perturb.references import (PAD_TOKEN, REMOVED_TOKEN, Reference, apply_removal, gaussian_filter,
                                         make_reference)
 from faithlab.perturb.keys import SampleSeeds, keyed_seed, sample_index, sample_seeds
+from faithlab.perturb.runner import Removal, masked_outputs, removal_curve, removal_outputs
 from faithlab.perturb.sampling import bernoulli_subset, exact_subset, uniform_fraction_mask
 from faithlab.perturb.units import (REDUCE, UNIT_KINDS, ConstantMapWarning, Units, check_attributions, constant_maps,
                                     default_units, expand, patch_units, pixel_units, segment_units, time_units,
@@ -19,7 +22,9 @@ from faithlab.perturb.units import (REDUCE, UNIT_KINDS, ConstantMapWarning, Unit
 
 __all__ = ["Units", "pixel_units", "patch_units", "segment_units", "time_units", "token_units", "default_units",
            "UNIT_KINDS", "expand", "unit_scores", "REDUCE", "check_attributions", "constant_maps",
-           "ConstantMapWarning", "warn_constant", "Reference", "make_reference", "PAD_TOKEN", "REMOVED_TOKEN", "apply_removal", "gaussian_filter", "ORDERS", "TIES",
+           "ConstantMapWarning", "warn_constant", "Reference", "make_reference", "PAD_TOKEN", "REMOVED_TOKEN",
+           "apply_removal", "gaussian_filter", "ORDERS", "TIES",
            "order", "ranks", "top_masks", "bernoulli_subset", "exact_subset", "uniform_fraction_mask", "keyed_seed",
            "SampleSeeds", "sample_seeds", "sample_index", "Output",
-           "OUTPUTS", "Masks", "evaluate", "evaluate_inputs", "removal_curve", "removal_outputs", "autobatch"]
+           "OUTPUTS", "Masks", "Removal", "masked_outputs", "evaluate_inputs", "grid_chunks", "logits", "removal_curve",
+           "removal_outputs", "autobatch"]

@@ -3,9 +3,11 @@
 Every entry point builds perturbed inputs chunk by chunk (never all at once) and sends exactly ``batch_size`` of
 them per forward call, straddling samples, so memory is bounded by ``batch_size`` (removal curves fill up to
 :data:`_GROUP_BYTES` of inputs at once) and results do not depend on it. ``batch_size="auto"`` picks the size by a
-timing probe of the model (:mod:`faithlab.perturb.autobatch`), resolved once per call.
-:func:`evaluate` is the general form (unit masks from a callback, e.g. a search that builds candidates lazily);
-:func:`removal_outputs` evaluates given masks and :func:`removal_curve` cumulative removal in an order.
+timing probe of the model (:mod:`faithlab.perturb.autobatch`), resolved once per run.
+Metrics reach the loop through the bound runner :class:`faithlab.perturb.runner.Removal` (unit removals of x:
+given masks, cumulative curves, lazily built masks); this module holds the loop itself and its public pieces for
+inputs that are not unit removals: :func:`evaluate_inputs` (generated inputs, e.g. Few-class Fidelity's blurred
+candidates), :func:`grid_chunks` (the chunks of a (sample, variant) grid) and :func:`logits` (checked logits).
 
 The loop is written for small models too, where the engine's own cost shows (a 1×32×32 → 10 linear model runs
 5,632 forward passes in ~10 ms on one CPU thread): perturbed inputs are computed as ``x·keep + reference·(1-keep)``
@@ -17,20 +19,18 @@ group of chunks, and the removal order comes from a flat integer sort (:func:`fa
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
 from faithlab import _validate
 from faithlab.perturb import autobatch
-from faithlab.perturb.orders import order as _order
-from faithlab.perturb.orders import ORDERS, _order_ranks, _ranks, top_masks
-from faithlab.perturb.references import Reference, make_reference
-from faithlab.perturb.units import (Units, _check_units, _expand, _is_identity, _rows, check_attributions,
-                                    constant_maps, default_units, unit_scores, warn_constant)
+from faithlab.perturb.orders import top_masks
+from faithlab.perturb.references import Reference
+from faithlab.perturb.units import Units, _check_units, _expand, _is_identity, _rows, default_units
 from faithlab.perturb.autobatch import BatchSize
 
-__all__ = ["Output", "OUTPUTS", "Masks", "evaluate", "evaluate_inputs", "removal_curve", "removal_outputs"]
+__all__ = ["Output", "OUTPUTS", "Masks", "evaluate_inputs", "grid_chunks", "logits"]
 
 Output = str | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 OUTPUTS = ("prob", "logit", "correct", "log_odds", "predicted")
@@ -81,6 +81,34 @@ def _non_finite_error(bad: torch.Tensor, per_sample: int, where: str) -> ValueEr
                       f"from them")
 
 
+def logits(model: Callable, inputs: torch.Tensor, *, batch_size: int = 256, finite: bool = True,
+           what: str = "inputs") -> torch.Tensor:
+    """The model's logits on inputs, checked → ``(N, n_classes)``.
+
+    ``batch_size`` inputs per forward call (the last call smaller), without gradients, joined in order. The model
+    must return a floating ``(n, n_classes)`` tensor for n inputs (else ValueError/TypeError). finite: NaN/inf
+    logits raise a ValueError naming the samples (False: returned as they are, e.g. to read the number of
+    classes). what: how that message names the inputs (e.g. ``"clean inputs"``).
+    """
+    _validate.model(model, "model")
+    _validate.tensor(inputs, "inputs")
+    batch_size = _validate.positive_int(batch_size, "batch_size")
+    with torch.no_grad():
+        out = [_logits(model, inputs[i:i + batch_size]) for i in range(0, inputs.shape[0], batch_size)]
+    out = out[0] if len(out) == 1 else torch.cat(out)
+    if finite:
+        bad = ~torch.isfinite(out).all(dim=1)
+        if bool(bad.any()):
+            raise _non_finite_error(bad, 1, what)
+    return out
+
+
+def _predict(model: Callable, x: torch.Tensor, batch_size: int) -> torch.Tensor:
+    """The model's predicted class (argmax) on the clean x ``(B,)``, ``batch_size`` samples per forward call;
+    NaN/inf logits raise naming the samples."""
+    return logits(model, x, batch_size=batch_size, what="clean inputs (read for the predicted class)").argmax(dim=1)
+
+
 def _prepare(model: Callable, x: torch.Tensor, units: Units | None, output: Output, target: torch.Tensor | None,
              batch_size: BatchSize, target_name: str = "target") -> Units:
     """Validation shared by the engine's entry points; returns the units (inferred when None). ``target_name``:
@@ -122,6 +150,20 @@ def _pieces(c0: int, c1: int, per_sample: int) -> list[tuple[int, int, int, int]
     return pieces
 
 
+def grid_chunks(n_samples: int, n_variants: int, *, batch_size: int) -> Iterator[list[tuple[int, int, int, int]]]:
+    """The chunks of ``batch_size`` inputs (the last one smaller) of the row-major (sample, variant) grid of
+    ``n_samples`` × ``n_variants`` inputs, each as a list of rectangular pieces ``(b0, b1, v0, v1)``: variants
+    v0..v1-1 of samples b0..b1-1 (a partial first sample, whole middle samples, a partial last sample).
+
+    The batching the engine uses, for callers that build generated inputs chunk by chunk (Few-class Fidelity's
+    candidate images): full chunks keep every forward pass at the batch size the caller chose.
+    """
+    n_samples = _validate.positive_int(n_samples, "n_samples")
+    n_variants = _validate.positive_int(n_variants, "n_variants")
+    batch_size = _validate.positive_int(batch_size, "batch_size")
+    return (pieces for _, pieces in _blocks(n_samples, n_variants, batch_size))
+
+
 def _blocks(batch: int, per_sample: int, batch_size: int):
     """Chunks of exactly ``batch_size`` cells (the last one smaller) of the row-major (sample, variant) grid: the
     first cell's flat index and the chunk as a list of rectangular pieces (b0, b1, v0, v1), see :func:`_pieces`.
@@ -149,14 +191,6 @@ class _Thresholds:
         return top_masks(self.rank[b0:b1], self.counts[v0:v1])
 
 
-def _exact_float(n: int, dtype: torch.dtype) -> torch.dtype:
-    """A float dtype holding the integers 0..n exactly, ``dtype`` itself when it can."""
-    for d in (dtype, torch.float32, torch.float64):
-        if d.is_floating_point and n <= 2 / torch.finfo(d).eps:  # float32: every integer up to 2^24
-            return d
-    return torch.float64
-
-
 def _run(model: Callable, x: torch.Tensor, units: Units, reference: torch.Tensor, output: Output,
          target: torch.Tensor | None, per_sample: int, masks: Masks | _Thresholds,
          batch_size: BatchSize, target_name: str = "target", rows: torch.Tensor | None = None) -> torch.Tensor:
@@ -180,13 +214,9 @@ def _run(model: Callable, x: torch.Tensor, units: Units, reference: torch.Tensor
     fn = _output_fn(output)
     n_samples = x.shape[0] if rows is None else rows.numel()
     batch_size = autobatch.resolve(batch_size, model, x, n_samples * per_sample)
+    if target is None:
+        target = _predict(model, x, batch_size)
     with torch.no_grad():
-        if target is None:
-            clean = [_logits(model, x[i:i + batch_size]) for i in range(0, x.shape[0], batch_size)]
-            bad = torch.cat([~torch.isfinite(c).all(dim=1) for c in clean])
-            if bool(bad.any()):
-                raise _non_finite_error(bad, 1, "clean inputs (read for the predicted class)")
-            target = torch.cat([c.argmax(dim=1) for c in clean])
         if rows is not None:
             target = target[rows]
         fill = _filler(x, units, reference, masks, rows)
@@ -373,24 +403,6 @@ def _fill(fill: Callable, c0: int, c1: int, per_sample: int, shape: tuple, like:
     return inputs
 
 
-def evaluate(model: Callable, x: torch.Tensor, masks: Masks, *, n_variants: int, units: Units | None = None,
-             reference: Reference = "zero", output: Output = "prob", target: torch.Tensor | None = None,
-             batch_size: BatchSize = 256) -> torch.Tensor:
-    """Model output on ``n_variants`` perturbed variants of every sample, masks built lazily → ``(B, n_variants)``.
-
-    The general entry point of the engine, for callers whose masks are cheaper to build per chunk than to hold
-    (TRACE's greedy search, Few-class candidate scoring). masks: a callable ``masks(b0, b1, v0, v1)`` returning
-    the ``(b1-b0, v1-v0, n)`` bool masks (True = removed) of variants v0..v1-1 of samples b0..b1-1; it is called
-    once per piece of every chunk of at most ``batch_size`` inputs (an int; with ``"auto"`` the size the probe
-    picks). Other arguments as in :func:`removal_curve`.
-    """
-    units = _prepare(model, x, units, output, target, batch_size)
-    n_variants = _validate.positive_int(n_variants, "n_variants")
-    if not callable(masks):
-        raise TypeError(f"masks must be a callable(b0, b1, v0, v1) -> bool tensor, got {type(masks).__name__}")
-    return _run(model, x, units, make_reference(x, reference), output, target, n_variants, masks, batch_size)
-
-
 def evaluate_inputs(model: Callable, inputs: Callable[[int, int, int, int], torch.Tensor], *, n_samples: int,
                     n_variants: int, output: Output = "prob", target: torch.Tensor | None = None,
                     batch_size: BatchSize = 256) -> torch.Tensor:
@@ -399,10 +411,11 @@ def evaluate_inputs(model: Callable, inputs: Callable[[int, int, int, int], torc
     The engine's loop for inputs that are not unit removals of x (Few-class Fidelity's 804 blurred candidates per
     image, spec §2.3): ``inputs(b0, b1, v0, v1)`` returns the ``(b1-b0, v1-v0, *input_shape)`` inputs of variants
     v0..v1-1 of samples b0..b1-1, built lazily; exactly ``batch_size`` of them go through the model per call.
-    output: as in :func:`removal_curve`; a callable ``(logits, target) → (N,)`` may read every logit (e.g. an
-    uncertainty score). target: ``(n_samples,)`` int64, required by the built-in read-outs (there is no clean x
-    to predict from); a callable output gets zeros when it is None. batch_size: as in :func:`removal_curve`; with
-    ``"auto"`` ``inputs(0, 1, 0, 1)`` is called once more, to show the probe one input.
+    output: as in :func:`~faithlab.perturb.runner.removal_curve`; a callable ``(logits, target) → (N,)`` may
+    read every logit (e.g. an uncertainty score). target: ``(n_samples,)`` int64, required by the built-in
+    read-outs (there is no clean x to predict from); a callable output gets zeros when it is None. batch_size: as
+    in :func:`~faithlab.perturb.runner.removal_curve`; with ``"auto"`` ``inputs(0, 1, 0, 1)`` is called once
+    more, to show the probe one input.
     """
     _validate.model(model, "model")
     n_samples = _validate.positive_int(n_samples, "n_samples")
@@ -432,135 +445,3 @@ def evaluate_inputs(model: Callable, inputs: Callable[[int, int, int, int], torc
     if batch_size == autobatch.AUTO:  # the probe needs one input's shape: the first one, built once more
         batch_size = autobatch.resolve(batch_size, model, build(0, 1, 0, 1)[0], n_samples * n_variants)
     return _forward_grid(model, build, n_samples, n_variants, _output_fn(output), output, target, batch_size)
-
-
-def removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor | None,
-                  fractions: Sequence[float] | torch.Tensor, *, order: str | torch.Tensor = "morf",
-                  reduce: str = "sum_abs", reference: Reference = "zero", output: Output = "prob",
-                  target: torch.Tensor | None = None, units: Units | None = None, batch_size: BatchSize = 256,
-                  generator: torch.Generator | int | None = None) -> torch.Tensor:
-    """Model output after cumulatively removing a fraction of units in a given order → ``(B, len(fractions))``.
-
-    Deletion curves of TRACE §5.1 (MoRF/LeRF), Few-class MIF/LIF §2.1, SaCo's AOPC/LOdds/AUC §3.2, F-Fidelity's
-    Fid± §1.2. At fraction f the first ``round(f·n)`` units of the order are removed; rounding is half to even
-    (Python's ``round``, ``torch.round``), so ``f = k/n`` removes exactly k units.
-    Direction: under MoRF a faster drop (lower curve) means a more faithful attribution; under LeRF, slower.
-
-    x: images ``(B, C, H, W)``, series ``(B, T, C)``, token ids ``(B, L)`` or embeddings ``(B, L, D)``.
-    attributions: see ``unit_scores``; ties by lower unit id (for random ties pass
-    ``order=order(unit_scores(a, units, reduce=...), ..., ties="random")``). Unused (may be None) when order is
-    ``"random"`` or a tensor.
-    order: ``"morf"``, ``"lerf"``, ``"random"`` (needs generator) or a ``(B, n)``/``(n,)`` permutation of unit ids.
-    reduce: the unit-reduction rule of ``unit_scores``; default ``"sum_abs"`` (Σ|a|, F-Fidelity's and Few-class
-    Fidelity's convention); SaCo's metrics pass ``"sum"``, TRACE ``"mean"``.
-    reference: see ``make_reference`` (pass a tensor for a blur with non-default parameters).
-    output: ``"prob"`` softmax probability of target, ``"logit"``, ``"correct"`` (1.0 if argmax == target),
-    ``"log_odds"`` log p/(1-p), ``"predicted"`` the predicted class (int64), or a callable(logits, target) →
-    ``(N,)``, or ``(N, K)`` for K read-outs of the same inputs (the result then has a trailing dim K).
-    target: ``(B,)`` int64 classes; None → the model's prediction on the clean x.
-    units: None infers pixels for 4-D x and dim-1 units (time steps, tokens) otherwise.
-    batch_size: at most this many perturbed inputs per forward call; results do not depend on it. ``"auto"``: the
-    size with the least forward time per input for this model and input shape, found by a short timing probe of
-    bare forward passes (the first sample repeated, a few percent of the call's forward time, global RNG left
-    untouched) on the first call and cached for the process; :mod:`faithlab.perturb.autobatch` has the rules.
-    A constant map defines no order: its units are removed in index order and a
-    :class:`~faithlab.perturb.ConstantMapWarning` counts those samples. NaN/inf logits raise a ValueError.
-    """
-    return _removal_curve(model, x, attributions, fractions, order=order, reduce=reduce, reference=reference,
-                          output=output, target=target, units=units, batch_size=batch_size, generator=generator)
-
-
-def _removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor | None,
-                   fractions: Sequence[float] | torch.Tensor, *, order: str | torch.Tensor, reduce: str,
-                   reference: Reference, output: Output, target: torch.Tensor | None, units: Units | None,
-                   batch_size: BatchSize, generator: torch.Generator | int | None,
-                   target_name: str = "target") -> torch.Tensor:
-    """:func:`removal_curve` with the caller's name for the target argument (for messages)."""
-    units = _prepare(model, x, units, output, target, batch_size, target_name)
-    f = _validate.fractions(fractions, "fractions")
-    if isinstance(order, torch.Tensor):
-        _validate.same_device(x, order, "x", "order")
-        perm = order.expand(x.shape[0], -1) if order.ndim == 1 else order
-        if perm.shape != (x.shape[0], units.n) or perm.dtype != torch.int64 or not _is_permutation(perm):
-            raise ValueError(f"order tensor must hold an int64 permutation of the {units.n} unit ids per sample")
-    elif order == "random":
-        perm = _order(torch.zeros(x.shape[0], units.n, device=x.device), "random", generator=generator)
-    else:
-        _validate.one_of(order, "order", ORDERS)
-        if attributions is None:
-            raise ValueError(f"attributions are required for order={order!r}")
-        check_attributions(attributions, x)
-        scores = unit_scores(attributions, units, reduce=reduce)
-        _validate.batch_match(x, scores, "x", "attributions")
-        warn_constant(constant_maps(scores), "their units are removed in index order")
-        perm = None
-    cmp = _exact_float(units.n, x.dtype if x.is_floating_point() else torch.float32)
-    rank = _ranks(perm, cmp) if perm is not None else _order_ranks(scores, order, cmp)
-    counts = torch.round(f * units.n)
-    return _run(model, x, units, make_reference(x, reference), output, target, f.numel(), _Thresholds(rank, counts),
-                batch_size, target_name)
-
-
-def _is_permutation(perm: torch.Tensor) -> bool:
-    """Whether every row of an int64 ``(B, n)`` tensor holds each of 0..n-1 once (a count, not a sort)."""
-    n = perm.shape[1]
-    if not bool(((perm >= 0) & (perm < n)).all()):
-        return False
-    seen = torch.zeros(perm.shape, dtype=torch.int32, device=perm.device)
-    return bool((seen.scatter_add_(1, perm, torch.ones_like(seen)) == 1).all())
-
-
-def removal_outputs(model: Callable, x: torch.Tensor, removed: torch.Tensor, *, units: Units | None = None,
-                    reference: Reference = "zero", output: Output = "prob", target: torch.Tensor | None = None,
-                    batch_size: BatchSize = 256, sample: torch.Tensor | None = None) -> torch.Tensor:
-    """Model output after removing exactly the units flagged in removed → ``(B,)`` or ``(B, S)``.
-
-    The single-step primitive behind Fid±/RFid±/FFid± (F-Fidelity §1.2–1.5), SaCo's group perturbations (§3.1)
-    and μF subsets (§4.6). removed: ``(B, n)`` bool, or ``(B, S, n)`` for S masks per sample. Other arguments as
-    in ``removal_curve``; at most ``batch_size`` perturbed inputs go through the model per call (``"auto"``: see
-    ``removal_curve``).
-    sample: optional ``(R,)`` int64 indices into x for an irregular set of masks (TRACE's annealing evaluates a
-    different number of masks per image each step): mask ``removed[r]`` (``(R, n)``) is applied to
-    ``x[sample[r]]`` (with its reference and target) → ``(R,)``; x is not copied per mask.
-    """
-    return _removal_outputs(model, x, removed, units=units, reference=reference, output=output, target=target,
-                            batch_size=batch_size, sample=sample)
-
-
-def _removal_outputs(model: Callable, x: torch.Tensor, removed: torch.Tensor, *, units: Units | None,
-                     reference: Reference, output: Output, target: torch.Tensor | None, batch_size: BatchSize,
-                     target_name: str = "target", sample: torch.Tensor | None = None) -> torch.Tensor:
-    """:func:`removal_outputs` with the caller's name for the target argument (for messages)."""
-    units = _prepare(model, x, units, output, target, batch_size, target_name)
-    _validate.tensor(removed, "removed", ndim=(2, 3) if sample is None else 2)
-    if removed.dtype != torch.bool:
-        raise TypeError(f"removed must be a bool tensor, got dtype {removed.dtype}")
-    _validate.same_device(x, removed, "x", "removed")
-    if sample is not None:
-        _validate.tensor(sample, "sample", ndim=1)
-        if sample.dtype != torch.int64:
-            raise TypeError(f"sample must be an int64 tensor of indices into x, got dtype {sample.dtype}")
-        _validate.same_device(x, sample, "x", "sample")
-        if sample.numel() != removed.shape[0]:
-            raise ValueError(f"sample has {sample.numel()} indices but removed has {removed.shape[0]} masks")
-        if sample.numel() and (int(sample.min()) < 0 or int(sample.max()) >= x.shape[0]):
-            raise ValueError(f"sample must index x's {x.shape[0]} samples, got values in "
-                             f"[{int(sample.min())}, {int(sample.max())}]")
-        if removed.shape[-1] != units.n:
-            raise ValueError(f"removed must have {units.n} units in its last dim, got shape {tuple(removed.shape)}")
-        if sample.numel() == 0:
-            return torch.empty(0, dtype=x.dtype if output != "predicted" else torch.int64, device=x.device)
-        blocks = removed[:, None, :]
-        out = _run(model, x, units, make_reference(x, reference), output, target, 1,
-                   lambda b0, b1, v0, v1: blocks[b0:b1], batch_size, target_name, rows=sample)
-        return out.squeeze(1)
-    _validate.batch_match(x, removed, "x", "removed")
-    if removed.shape[-1] != units.n:
-        raise ValueError(f"removed must have {units.n} units in its last dim, got shape {tuple(removed.shape)}")
-    per_sample = removed.shape[1] if removed.ndim == 3 else 1
-    if per_sample == 0:
-        raise ValueError(f"removed holds no masks: shape {tuple(removed.shape)}; expected (B, n) or (B, S, n), S ≥ 1")
-    blocks = removed.reshape(x.shape[0], per_sample, units.n)
-    out = _run(model, x, units, make_reference(x, reference), output, target, per_sample,
-               lambda b0, b1, v0, v1: blocks[b0:b1, v0:v1], batch_size, target_name)
-    return out if removed.ndim == 3 else out.squeeze(1)

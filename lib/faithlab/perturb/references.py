@@ -15,7 +15,8 @@ from faithlab.perturb.units import Units, _broadcasts, _check_units, expand
 __all__ = ["Reference", "make_reference", "apply_removal", "gaussian_filter"]
 
 Reference = str | int | float | torch.Tensor
-"""A reference: ``"zero"``, ``"mean"``, ``"channel_mean"``, ``"blur"``, a number or a tensor (:func:`make_reference`)."""
+"""A reference: ``"zero"``, ``"mean"``, ``"channel_mean"``, ``"blur"``, a number or a tensor
+(:func:`make_reference`)."""
 
 def _gaussian_blur(x: torch.Tensor, kernel_size: int, sigma: float) -> torch.Tensor:
     """Separable Gaussian blur over H, W with reflect padding (no edge repeat; valid for any kernel size)."""
@@ -145,7 +146,8 @@ def make_reference(x: torch.Tensor, kind: Reference = "zero", *, kernel_size: in
     return _gaussian_blur(x, k, float(sigma))
 
 
-def apply_removal(x: torch.Tensor, removed: torch.Tensor, units: Units, *, reference: Reference = "zero") -> torch.Tensor:
+def apply_removal(x: torch.Tensor, removed: torch.Tensor, units: Units, *,
+                  reference: Reference = "zero") -> torch.Tensor:
     """x with the units flagged in removed ``(B, n)`` bool replaced by the reference (``make_reference``)."""
     _validate.tensor(x, "x")
     _check_units(units, x)
