@@ -66,6 +66,7 @@ from oracles import fewclass_candidates_reference  # noqa: E402
 import faithlab as fl  # noqa: E402
 
 FC = fl.metrics.fewclass
+LOC = fl.metrics.localisation
 N_CLASSES = 3
 
 
@@ -123,10 +124,10 @@ def localisation(args, device: torch.device) -> None:
     noise, noise_boxes, _ = localisation_inputs(args.loc_n, args.loc_size, device, smooth=False)
     bs = args.loc_batch_size
     snake = snake_masks(args.loc_n, args.loc_size, device)
-    times, peaks = timed({"snake": lambda: FC._largest_component(snake, batch_size=bs),
-                          "iou": lambda: FC.localisation_iou(maps, boxes, batch_size=bs),
-                          "iou noise": lambda: FC.localisation_iou(noise, noise_boxes, batch_size=bs),
-                          "dice": lambda: FC.dice_curve(maps, masks, batch_size=bs)}, device, args.repeats)
+    times, peaks = timed({"snake": lambda: LOC._largest_component(snake, batch_size=bs),
+                          "iou": lambda: LOC.localisation_iou(maps, boxes, batch_size=bs),
+                          "iou noise": lambda: LOC.localisation_iou(noise, noise_boxes, batch_size=bs),
+                          "dice": lambda: LOC.dice_curve(maps, masks, batch_size=bs)}, device, args.repeats)
     print(f"localisation: {args.loc_n} maps of {args.loc_size}x{args.loc_size}, batch_size={bs}: "
           f"localisation_iou {times['iou'] * 1e3:.1f} ms (smooth maps), {times['iou noise'] * 1e3:.1f} ms "
           f"(noise maps); largest region of a snake {times['snake'] * 1e3:.1f} ms; "
@@ -210,7 +211,7 @@ def main() -> None:
     perturbed = sel["image"]
 
     def curves(net: torch.nn.Module = model, batch_size: int = bs) -> dict:
-        return FC.fewclass_fid_details(net, x, attributions, perturbed, generator=0, batch_size=batch_size)
+        return FC.fewclass_fid_details(net, x, attributions, perturbed=perturbed, generator=0, batch_size=batch_size)
 
     selection_inputs = recorded
     recorded = captured_inputs(curves, model)

@@ -55,8 +55,8 @@ def main() -> None:
     per_sample = 1 + args.levels * args.samples
 
     def ffid(net: torch.nn.Module, batch_size: int = args.batch_size) -> torch.Tensor:
-        return fl.metrics.fid_plus(net, x, y, attributions, sparsity, alpha=0.5, beta=0.1, n_samples=args.samples,
-                                 generator=0, batch_size=batch_size)
+        return fl.metrics.fid_plus(net, x, attributions, target=y, sparsity=sparsity, alpha=0.5, beta=0.1,
+                                   n_samples=args.samples, generator=0, batch_size=batch_size)
 
     prebuilt = captured_inputs(ffid, model)
     if prebuilt.shape[0] != args.n * per_sample:

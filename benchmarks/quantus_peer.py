@@ -75,7 +75,7 @@ import faithlab as fl  # noqa: E402
 PEER_SCRIPT = Path(__file__).resolve().with_name("_quantus_side.py")
 READY = ".faithlab-ready"   # written once the peer environment imports quantus, numpy and torch
 SIZE = 32                   # digits at 1×32×32: 1,024 features
-RM = importlib.import_module("faithlab.metrics.reco_mege")
+RM = importlib.import_module("faithlab.metrics.crossfold")
 
 
 def default_peer_env() -> Path:
@@ -151,7 +151,7 @@ def faithlab_mu_fidelity_on(masks: torch.Tensor, model: nn.Module, x: torch.Tens
         return out
 
     with mock.patch.object(fl.perturb, "exact_subset", stand_in):
-        d = RM.mu_fidelity_details(model, x, attributions, y, n_subsets=s, subset_fraction=count / n,
+        d = RM.mu_fidelity_details(model, x, attributions, target=y, n_subsets=s, subset_fraction=count / n,
                                    reference="zero", output="prob", batch_size=batch_size)
     if done[0] != b:
         raise RuntimeError(f"mu_fidelity_details used {done[0]} of the {b} rows of subsets: the stand-in missed")
@@ -280,7 +280,7 @@ def main() -> None:
                 return faithlab_pixel_flipping(net, x, a, y, args.features_in_step, size)
 
             def mu(net: nn.Module = model, size: int = bs) -> torch.Tensor:
-                return fl.metrics.mu_fidelity(net, x, a, y, n_subsets=args.subsets,
+                return fl.metrics.mu_fidelity(net, x, a, target=y, n_subsets=args.subsets,
                                               subset_fraction=args.subset_size / n_features, generator=0,
                                               batch_size=size)
 

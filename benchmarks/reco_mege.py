@@ -1,25 +1,25 @@
-"""Speed of ``faithlab.metrics.reco_mege`` (ReCo / MeGe, Fel & Vigouroux 2020): batched distances and the exact ReCo
+"""Speed of ``faithlab.metrics.crossfold`` (ReCo / MeGe, Fel & Vigouroux 2020): batched distances and the exact ReCo
 against an xplique-style loop, and μF and S_avg against bare batched forward passes / explainer calls.
 
 (a) ReCo / MeGe on the same random maps: k = ``--k`` models × N = ``--n`` samples, maps 3×S×S (S = ``--image-size``),
     random labels (10 classes), predictions right with probability 0.8, random folds (each sample's unseen model).
-    Ours: ``reco_mege(maps, predictions, labels, folds, channel_dim=-3)`` on all N samples (ranks once per map,
-    ``batch_size`` samples at a time, Pearson of the ranks for every (unseen, other) pair, the exact ReCo from one
-    sort, and xplique's scan alongside). The loop, in the style of xplique's ``MeGe`` (``representativity.py``): for
-    each unordered pair of models i < j and each sample of block i or j, both maps averaged over channels and
-    flattened, ``scipy.stats.spearmanr``, d = sqrt(1 − |ρ|), the pair put in S= (both right) or S≠ (exactly one
-    right); then MeGe = 1/(1 + mean S=) and xplique's 20-threshold ReCo scan, a Python loop over numpy. The loop runs
-    on the first ``--ref-samples`` samples only (one scipy call per pair and sample: slow) and is scaled per sample:
-    "speed-up" = (t_loop / ref-samples) / (t_ours / N) (goal ≥ 50×). Checked before timing, on those samples (the
-    run fails otherwise): the same S= and S≠ multisets (sorted, allclose), the same MeGe, and our ``reco_scan`` equal
-    to the loop's scan value.
+    Ours: ``reco_mege_from_predictions(maps, predictions, labels, folds, channel_dim=-3)`` on all N samples (ranks
+    once per map, ``batch_size`` samples at a time, Pearson of the ranks for every (unseen, other) pair, the exact
+    ReCo from one sort, and xplique's scan alongside). The loop, in the style of xplique's ``MeGe``
+    (``representativity.py``): for each unordered pair of models i < j and each sample of block i or j, both maps
+    averaged over channels and flattened, ``scipy.stats.spearmanr``, d = sqrt(1 − |ρ|), the pair put in S= (both
+    right) or S≠ (exactly one right); then MeGe = 1/(1 + mean S=) and xplique's 20-threshold ReCo scan, a Python loop
+    over numpy. The loop runs on the first ``--ref-samples`` samples only (one scipy call per pair and sample: slow)
+    and is scaled per sample: "speed-up" = (t_loop / ref-samples) / (t_ours / N) (goal ≥ 50×). Checked before
+    timing, on those samples (the run fails otherwise): the same S= and S≠ multisets (sorted, allclose), the same
+    MeGe, and our ``reco_scan`` equal to the loop's scan value.
 (b) μF: ``mu_fidelity`` (``--subsets`` random subsets of 15 % of the pixels per image, zero reference, probability
     of the label) on ``--mu-n`` digits (3×S×S) through ``fl.models.build("small_cnn")`` (random init: speed does not
     depend on training) against bare batched forward passes of the very inputs it sends (recorded once, untimed),
     ``batch_size`` per call: "μF ratio" = t_bare / t_ours (goal ≥ 0.8). "Engine alone": μF with a no-op model
     (constant logits), the library's own share, the figure least disturbed by other load on a shared machine.
 (c) S_avg: ``average_stability`` with the saliency explainer
-    ``functools.partial(fl.explainers.explain, model, method="saliency", batch_size=batch_size)`` on ``--stab-n``
+    ``functools.partial(fl.explainers.explain, method="saliency", batch_size=batch_size)`` on ``--stab-n``
     digits, ``--neighbours`` neighbours each, radius 0.1, against the bare side: the same explainer called on the
     very inputs (clean images and neighbours, recorded once, untimed) ``batch_size`` at a time, each chunk copied
     afresh: "S_avg ratio" = t_bare / t_ours (goal ≥ 0.8). "S_avg alone": the same call with an identity explainer
@@ -128,7 +128,7 @@ def main() -> None:
     maps, predictions, labels, folds = (t.to(device) for t in (maps, predictions, labels, folds))
 
     def ours() -> dict[str, float]:
-        return M.reco_mege(maps, predictions, labels, folds, channel_dim=-3, batch_size=bs)
+        return M.reco_mege_from_predictions(maps, predictions, labels, folds, channel_dim=-3, batch_size=bs)
 
     def loop() -> tuple[np.ndarray, np.ndarray, float, float]:
         return xplique_loop(maps[:, :r], predictions[:, :r], labels[:r], folds[:r])
@@ -153,7 +153,7 @@ def main() -> None:
         raise SystemExit("the batched distances / scan and the xplique-style loop disagree: the speed comparison is "
                          "void")
 
-    full = M.reco_mege_details(maps, predictions, labels, folds, channel_dim=-3, batch_size=bs)
+    full = M.reco_mege_details_from_predictions(maps, predictions, labels, folds, channel_dim=-3, batch_size=bs)
     times = median_times({"ours": ours, "loop": loop}, device, args.repeats, warmup=0)   # both ran once above
     ours_per, loop_per = times["ours"] / n, times["loop"] / r
     print(f"ReCo/MeGe ours: {times['ours'] * 1e3:.1f} ms for {n} samples ({ours_per * 1e6:.1f} us/sample, "
@@ -172,7 +172,8 @@ def main() -> None:
     attributions = torch.rand(xm.shape, generator=g).to(device)
 
     def mu(net: torch.nn.Module = model, batch_size: int = bs) -> torch.Tensor:
-        return M.mu_fidelity(net, xm, attributions, ym, n_subsets=args.subsets, generator=0, batch_size=batch_size)
+        return M.mu_fidelity(net, xm, attributions, target=ym, n_subsets=args.subsets, generator=0,
+                             batch_size=batch_size)
 
     recorded = captured_inputs(mu, model)
     noop = NoOp(N_CLASSES).eval()
@@ -186,17 +187,17 @@ def main() -> None:
 
     # (c) S_avg --------------------------------------------------------------------------------------------------
     xs, ys = x[:args.stab_n], y[:args.stab_n]
-    explainer = functools.partial(fl.explainers.explain, model, method="saliency", batch_size=bs)
+    explainer = functools.partial(fl.explainers.explain, method="saliency", batch_size=bs)  # (model, inputs, target)
 
     def stability(expl=explainer, batch_size: int = bs) -> torch.Tensor:
-        return M.average_stability(expl, xs, ys, n_neighbours=args.neighbours, radius=0.1, generator=0,
-                                   batch_size=batch_size)
+        return M.average_stability(model, xs, explainer=expl, target=ys, n_neighbours=args.neighbours, radius=0.1,
+                                   generator=0, batch_size=batch_size)
 
     seen: list[tuple[torch.Tensor, torch.Tensor]] = []
 
-    def recording(z: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    def recording(net: torch.nn.Module, z: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         seen.append((z.detach().clone(), t.clone()))
-        return explainer(z, t)
+        return explainer(net, z, t)
 
     stability(recording)
     z_all = torch.cat([z for z, _ in seen])
@@ -208,7 +209,7 @@ def main() -> None:
             expl(z_all[c0:c0 + batch_size].clone(), t_all[c0:c0 + batch_size])
 
     times, peaks = timed({"bare": bare_explain, "stab": stability,
-                          "alone": lambda: stability(lambda z, t: z)}, device, args.repeats)
+                          "alone": lambda: stability(lambda net, z, t: z)}, device, args.repeats)
     print(f"S_avg: {args.stab_n} images x {args.neighbours} neighbours, {z_all.shape[0]} explained inputs in "
           f"{math.ceil(z_all.shape[0] / bs)} bare calls ({len(seen)} by S_avg), bare {times['bare'] * 1e3:.1f} ms, "
           f"S_avg {times['stab'] * 1e3:.1f} ms, S_avg alone (identity explainer) {times['alone'] * 1e3:.1f} ms "
@@ -217,7 +218,7 @@ def main() -> None:
     report_memory(peaks, "S_avg")
     if args.sweep:
         def explained(b: int):
-            expl = functools.partial(fl.explainers.explain, model, method="saliency", batch_size=b)
+            expl = functools.partial(fl.explainers.explain, method="saliency", batch_size=b)
             return lambda: stability(expl, b)
 
         sweep(lambda b: {"muF": (recorded.shape[0], lambda: batched_forward(model, recorded, b),

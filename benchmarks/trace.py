@@ -47,7 +47,7 @@ from _timing import (batched_forward, captured_inputs, digits, parser, report_me
 
 import faithlab as fl  # noqa: E402
 
-T = fl.metrics.trace
+S = fl.metrics.trace_search
 EDGE = 7
 
 
@@ -82,16 +82,16 @@ def main() -> None:
           f"t={t} {name} batch_size={args.batch_size}")
 
     # (a) annealing ----------------------------------------------------------------------------------------------
-    start = T.greedy(model, x, objective="le", target=y, **kw)
+    start = S.greedy(model, x, objective="le", target=y, **kw)
     k, kp, n_pub = args.iterations, args.pub_iterations, args.pub_images
-    inits = [T.Search(start.trajectory[i:i + 1], start.lerf[i:i + 1], start.morf[i:i + 1], start.passes)
+    inits = [S.Search(start.trajectory[i:i + 1], start.lerf[i:i + 1], start.morf[i:i + 1], start.passes)
              for i in range(n_pub)]
 
     def ours():
-        return T.anneal(model, x, objective="le-mo", init=start, iterations=k, generator=0, target=y, **kw)
+        return S.anneal(model, x, objective="le-mo", init=start, iterations=k, generator=0, target=y, **kw)
 
     def published(incremental: bool = False):
-        return [T.anneal(model, x[i:i + 1], objective="le-mo", init=inits[i], iterations=kp, generator=1,
+        return [S.anneal(model, x[i:i + 1], objective="le-mo", init=inits[i], iterations=kp, generator=1,
                          target=y[i:i + 1], incremental=incremental, **kw) for i in range(n_pub)]
 
     times, peaks = timed({"ours": ours, "published": published}, device, args.repeats)
@@ -114,9 +114,9 @@ def main() -> None:
 
     # (b) greedy -------------------------------------------------------------------------------------------------
     def greedy(bs: int = args.batch_size):
-        return T.greedy(model, x, objective="le", target=y, **{**kw, "batch_size": bs})
+        return S.greedy(model, x, objective="le", target=y, **{**kw, "batch_size": bs})
 
-    recorded = captured_inputs(lambda m: T.greedy(m, x, objective="le", target=y, **kw), model)
+    recorded = captured_inputs(lambda m: S.greedy(m, x, objective="le", target=y, **kw), model)
     times, peaks = timed({"bare": lambda: batched_forward(model, recorded, args.batch_size), "greedy": greedy},
                          device, args.repeats)
     print(f"greedy: {recorded.shape[0]} inputs, bare {times['bare'] * 1e3:.1f} ms, greedy {times['greedy'] * 1e3:.1f} ms")
@@ -135,7 +135,7 @@ def main() -> None:
                 chunk.append(inputs.detach().clone())
             return model(inputs)
 
-    T.complete_search(FirstChunk().eval(), xs[:1], target=ys[:1], **{**cs_kw, "edge": min(args.cs_edge, 2)})
+    S.complete_search(FirstChunk().eval(), xs[:1], target=ys[:1], **{**cs_kw, "edge": min(args.cs_edge, 2)})
     sample = chunk[0]
 
     def bare_cs(bs: int = args.batch_size):
@@ -150,7 +150,7 @@ def main() -> None:
         return run
 
     def cs(bs: int = args.batch_size):
-        return T.complete_search(model, xs, target=ys, **{**cs_kw, "batch_size": bs})
+        return S.complete_search(model, xs, target=ys, **{**cs_kw, "batch_size": bs})
 
     times, peaks = timed({"bare": bare_cs(), "cs": cs}, device, max(1, args.repeats - 1))
     print(f"complete search: t={args.cs_edge ** 2}, {n_inputs} inputs, bare {times['bare'] * 1e3:.1f} ms, "

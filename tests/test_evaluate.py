@@ -58,25 +58,27 @@ def test_every_metric_equals_its_own_call():
     sel = fl.metrics.select_perturbation(model, x)["image"]
     for name, a in maps.items():
         expected = {
-            "fid+": fl.metrics.fid_plus(model, x, y, a, SPARSITY).mean(1),
-            "fid-": fl.metrics.fid_minus(model, x, y, a, SPARSITY).mean(1),
-            "rfid+": fl.metrics.fid_plus(model, x, y, a, SPARSITY, alpha=0.5, n_samples=3, generator=3).mean(1),
-            "rfid-": fl.metrics.fid_minus(model, x, y, a, SPARSITY, alpha=0.5, n_samples=3, generator=3).mean(1),
-            "ffid+": fl.metrics.fid_plus(tuned, x, y, a, SPARSITY, alpha=0.5, beta=0.1, n_samples=3,
+            "fid+": fl.metrics.fid_plus(model, x, a, target=y, sparsity=SPARSITY).mean(1),
+            "fid-": fl.metrics.fid_minus(model, x, a, target=y, sparsity=SPARSITY).mean(1),
+            "rfid+": fl.metrics.fid_plus(model, x, a, target=y, sparsity=SPARSITY, alpha=0.5, n_samples=3,
                                          generator=3).mean(1),
-            "ffid-": fl.metrics.fid_minus(tuned, x, y, a, SPARSITY, alpha=0.5, beta=0.1, n_samples=3,
+            "rfid-": fl.metrics.fid_minus(model, x, a, target=y, sparsity=SPARSITY, alpha=0.5, n_samples=3,
                                           generator=3).mean(1),
-            "fewclass_fid": fl.metrics.fewclass_fid(model, x, a, sel, generator=3),
+            "ffid+": fl.metrics.fid_plus(tuned, x, a, target=y, sparsity=SPARSITY, alpha=0.5, beta=0.1, n_samples=3,
+                                         generator=3).mean(1),
+            "ffid-": fl.metrics.fid_minus(tuned, x, a, target=y, sparsity=SPARSITY, alpha=0.5, beta=0.1, n_samples=3,
+                                          generator=3).mean(1),
+            "fewclass_fid": fl.metrics.fewclass_fid(model, x, a, perturbed=sel, generator=3),
             "saco": fl.metrics.saco(model, x, a, k=4),
-            "auc_accuracy": fl.metrics.auc_accuracy(model, x, a, y),
+            "auc_accuracy": fl.metrics.auc_accuracy(model, x, a, target=y),
             "aopc": fl.metrics.aopc(model, x, a),
             "log_odds": fl.metrics.log_odds(model, x, a),
             "comprehensiveness": fl.metrics.comprehensiveness(model, x, a),
-            "mu_fidelity": fl.metrics.mu_fidelity(model, x, a, target, n_subsets=12, generator=3),
-            "s_avg": fl.metrics.average_stability(lambda i, t: _explain(model, i, t), x, target, n_neighbours=3,
+            "mu_fidelity": fl.metrics.mu_fidelity(model, x, a, target=target, n_subsets=12, generator=3),
+            "s_avg": fl.metrics.average_stability(model, x, explainer=_explain, target=target, n_neighbours=3,
                                                   generator=3),
         }
-        d = trace.lerf_morf_details(model, x, trace.trajectory_from_map(a, x, edge=4), edge=4)
+        d = trace.lerf_morf_details(model, x, a, edge=4)
         expected.update({"lerf": d["lerf_auc"], "morf": d["morf_auc"], "le-mo": d["lerf_morf"]})
         for metric, value in expected.items():
             got = _scores(frame, name, metric)
@@ -84,7 +86,7 @@ def test_every_metric_equals_its_own_call():
             torch.testing.assert_close(got, value.double(), rtol=0, atol=1e-12, equal_nan=True, msg=metric)
         preds = torch.stack([m(x).argmax(1) for m in kfold.models])
         stacked = torch.stack([_explain(m, x, p) for m, p in zip(kfold.models, preds)])
-        rm = fl.metrics.reco_mege(stacked, preds, y, kfold.folds)
+        rm = fl.metrics.reco_mege(kfold.models, x, stacked, folds=kfold.folds, labels=y)
         cost = fl.evaluation.cost(frame)
         assert cost.loc[cost["group"] == "reco_mege predictions", "forward_inputs"].tolist() == [3 * x.shape[0]]
         for metric in ("reco", "mege"):
@@ -132,7 +134,7 @@ def test_shared_work_is_done_once():
     # the separate calls need three curves per explainer, plus their own clean read-outs of the prediction
     counter.inputs = 0
     for a in maps.values():
-        fl.metrics.auc_accuracy(counter, x, a, y), fl.metrics.aopc(counter, x, a), fl.metrics.log_odds(counter, x, a)
+        fl.metrics.auc_accuracy(counter, x, a, target=y), fl.metrics.aopc(counter, x, a), fl.metrics.log_odds(counter, x, a)
     assert counter.inputs >= 3 * len(maps) * b * f
 
     # Few-class Fidelity's perturbation search runs once for every explainer
@@ -178,10 +180,11 @@ def test_batch_size_and_chunks():
         torch.testing.assert_close(_scores(chunked, "A", metric), _scores(one, "A", metric), rtol=1.3e-6, atol=1e-5)
     # and a chunk equals the metric's own call with the chunk's global indices (not without: other draws)
     a = maps["A"]
-    part = fl.metrics.fid_minus(model, x[4:], y[4:], a[4:], SPARSITY, alpha=0.5, n_samples=3, generator=3,
-                                sample_index=torch.arange(4, 7)).mean(1)
+    part = fl.metrics.fid_minus(model, x[4:], a[4:], target=y[4:], sparsity=SPARSITY, alpha=0.5, n_samples=3,
+                                generator=3, sample_index=torch.arange(4, 7)).mean(1)
     torch.testing.assert_close(_scores(chunked, "A", "rfid-")[4:], part.double())
-    moved = fl.metrics.fid_minus(model, x[4:], y[4:], a[4:], SPARSITY, alpha=0.5, n_samples=3, generator=3).mean(1)
+    moved = fl.metrics.fid_minus(model, x[4:], a[4:], target=y[4:], sparsity=SPARSITY, alpha=0.5, n_samples=3,
+                                 generator=3).mean(1)
     assert not torch.allclose(_scores(chunked, "A", "rfid-")[4:], moved.double())
     assert chunked["sample"].tolist() == one["sample"].tolist()
 
@@ -195,7 +198,7 @@ def test_s_avg_passes_seeds_to_an_explainer_that_takes_them_and_ignores_chunks()
     # radius 10 (u_i ≤ 10/128): the ReLU net's gradients change within it, so S_avg with common noise is not 0
     options = {**OPTIONS, "metrics": ["s_avg"], "radius": 10.0}
     one = fl.evaluate(model, x, y, maps["A"], explainer=smoothgrad, **options)
-    direct = fl.metrics.average_stability(lambda i, t, seeds: smoothgrad(model, i, t, seeds), x, target,
+    direct = fl.metrics.average_stability(model, x, explainer=smoothgrad, target=target,
                                           n_neighbours=3, radius=10.0, generator=3)
     torch.testing.assert_close(_scores(one, "explainer", "s_avg"), direct)
     assert bool((direct > 0).all())
@@ -309,7 +312,7 @@ def test_fewclass_search_gets_the_normalisation_and_equals_the_direct_call():
     kw = {"metrics": ["fewclass_fid"], "progress": False, "seed": 2}
     frame = fl.evaluate(model, x, y, maps["A"], normalisation=norm, **kw)
     sel = fl.metrics.select_perturbation(model, x, normalisation=norm)["image"]
-    direct = fl.metrics.fewclass_fid(model, x, maps["A"], sel, generator=2)
+    direct = fl.metrics.fewclass_fid(model, x, maps["A"], perturbed=sel, generator=2)
     torch.testing.assert_close(torch.tensor(frame["score"].to_numpy(), dtype=torch.float64), direct.double())
     plain = fl.evaluate(model, x, y, maps["A"], **kw)
     assert frame["score"].tolist() != plain["score"].tolist()

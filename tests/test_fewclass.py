@@ -15,6 +15,7 @@ from skimage.exposure import match_histograms as skimage_match
 
 from faithlab import perturb
 from faithlab.metrics import fewclass as fc
+from faithlab.metrics import localisation as loc
 from oracles import LinearProb, fewclass_candidates_reference, small_cnn
 
 
@@ -263,7 +264,7 @@ def test_mif_lif_areas_in_closed_form():
     model = LinearProb(beta, q0=0.5)
     x = torch.ones(1, 1, 10, 10, dtype=torch.float64)
     perturbed = torch.zeros_like(x)
-    d = fc.fewclass_fid_details(model, x, beta.view(1, 1, 10, 10), perturbed, batch_size=37)
+    d = fc.fewclass_fid_details(model, x, beta.view(1, 1, 10, 10), perturbed=perturbed, batch_size=37)
     desc = np.sort(beta.numpy())[::-1]
     mif = 0.5 + 0.45 - np.concatenate([[0], np.cumsum(desc)])  # k = 0..100 pixels replaced
     lif = 0.5 + 0.45 - np.concatenate([[0], np.cumsum(desc[::-1])])
@@ -287,10 +288,28 @@ def test_single_logit_curves_equal_the_two_logit_model():
 
     a = torch.rand(3, 1, 6, 6, generator=torch.Generator().manual_seed(0))
     pert = torch.zeros_like(x)
-    one = fc.fewclass_fid_details(net, x, a, pert, generator=5)
-    two = fc.fewclass_fid_details(Two().eval(), x, a, pert, generator=5)
+    one = fc.fewclass_fid_details(net, x, a, perturbed=pert, generator=5)
+    two = fc.fewclass_fid_details(Two().eval(), x, a, perturbed=pert, generator=5)
     assert torch.equal(one["target"], two["target"])
     assert torch.allclose(one["mif"], two["mif"], atol=1e-6) and torch.allclose(one["lif"], two["lif"], atol=1e-6)
+
+
+def test_without_perturbed_images_the_selection_runs_with_the_given_grid_and_normalisation():
+    x = _images(b=3, c=2, h=8, w=8).float()
+    model = small_cnn(in_channels=2, side=8, n_classes=3)
+    a = torch.rand(3, 2, 8, 8, generator=torch.Generator().manual_seed(4))
+    grid = fc.candidate_grid(["V1", "V2"])
+    norm = ([0.3, 0.6], [0.2, 0.4])
+    chosen = fc.select_perturbation(model, x, grid=grid, normalisation=norm, batch_size=50)["image"]
+    given = fc.fewclass_fid_details(model, x, a, perturbed=chosen, generator=1, batch_size=50)
+    found = fc.fewclass_fid_details(model, x, a, grid=grid, normalisation=norm, generator=1, batch_size=50)
+    assert torch.equal(found["perturbed"], chosen) and given["perturbed"] is chosen
+    for key in ("score", "mif", "lif", "a_mif", "a_lif", "target"):
+        assert torch.equal(found[key], given[key]), key
+    assert torch.equal(fc.fewclass_fid(model, x, a, grid=grid, normalisation=norm, generator=1, batch_size=50),
+                       given["score"])
+    pixels = fc.fewclass_fid_details(model, x, a, grid=grid, generator=1, batch_size=50)  # x read as pixels
+    assert not torch.equal(pixels["perturbed"], chosen)
 
 
 def test_curves_end_at_the_perturbed_prediction_and_are_invariant():
@@ -298,8 +317,8 @@ def test_curves_end_at_the_perturbed_prediction_and_are_invariant():
     model = small_cnn(in_channels=2, side=8, n_classes=3)
     pert = x.flip(-1)
     a = torch.randn(4, 2, 8, 8, generator=torch.Generator().manual_seed(1))
-    d1 = fc.fewclass_fid_details(model, x, a, pert, batch_size=7, generator=2)
-    d2 = fc.fewclass_fid_details(model, x, a, pert, batch_size=1000, generator=2)
+    d1 = fc.fewclass_fid_details(model, x, a, perturbed=pert, batch_size=7, generator=2)
+    d2 = fc.fewclass_fid_details(model, x, a, perturbed=pert, batch_size=1000, generator=2)
     assert torch.allclose(d1["mif"], d2["mif"], atol=1e-6) and torch.allclose(d1["score"], d2["score"], atol=1e-6)
     with torch.no_grad():
         p_clean = model(x).softmax(1).gather(1, d1["target"][:, None])[:, 0]
@@ -314,11 +333,11 @@ def test_random_ties_follow_the_generator_and_constant_maps_are_flagged():
     model = small_cnn(in_channels=1, side=6, n_classes=3)
     flat = torch.ones(2, 1, 6, 6)
     with pytest.warns(perturb.ConstantMapWarning):
-        a = fc.fewclass_fid_details(model, x, flat, torch.zeros_like(x), generator=1)
+        a = fc.fewclass_fid_details(model, x, flat, perturbed=torch.zeros_like(x), generator=1)
     with pytest.warns(perturb.ConstantMapWarning):
-        b = fc.fewclass_fid_details(model, x, flat, torch.zeros_like(x), generator=1)
+        b = fc.fewclass_fid_details(model, x, flat, perturbed=torch.zeros_like(x), generator=1)
     with pytest.warns(perturb.ConstantMapWarning):
-        c = fc.fewclass_fid_details(model, x, flat, torch.zeros_like(x), generator=2)
+        c = fc.fewclass_fid_details(model, x, flat, perturbed=torch.zeros_like(x), generator=2)
     assert torch.equal(a["mif"], b["mif"]) and not torch.equal(a["mif"], c["mif"])
     assert a["constant"].tolist() == [True, True]
 
@@ -327,7 +346,7 @@ def test_fid_refuses_mismatched_perturbed_images():
     x = _images(b=2, c=1).float()
     model = small_cnn(in_channels=1, side=9, n_classes=3)
     with pytest.raises(ValueError, match="perturbed"):
-        fc.fewclass_fid(model, x, torch.rand(2, 1, 9, 7), torch.zeros(1, 1, 9, 7))
+        fc.fewclass_fid(model, x, torch.rand(2, 1, 9, 7), perturbed=torch.zeros(1, 1, 9, 7))
 
 
 # --- localisation ---------------------------------------------------------------------------------------------
@@ -339,7 +358,7 @@ def test_iou_of_a_map_that_fills_the_box_is_one_and_takes_the_largest_region():
     a[1, 0, 0:2] = 5.0  # a small bright blob (2 px) …
     a[1, 5:9, 5:8] = 4.0  # … and a larger one: 10 of its 12 px are kept (ties by pixel index)
     boxes = torch.tensor([[3, 2, 7, 5], [5, 5, 8, 9]])  # (x0, y0, x1, y1), end exclusive
-    iou = fc.localisation_iou(a, boxes)
+    iou = loc.localisation_iou(a, boxes)
     assert iou[0].item() == pytest.approx(1.0)
     assert iou[1].item() == pytest.approx(1.0)  # rows 5–7 and one pixel of row 8: the box again
 
@@ -348,7 +367,7 @@ def test_iou_against_scipy_labelling_and_a_hand_box():
     g = torch.Generator().manual_seed(4)
     a = torch.rand(5, 12, 12, generator=g)
     boxes = torch.tensor([[1, 1, 7, 6], [0, 0, 12, 12], [4, 3, 5, 4], [2, 2, 4, 10], [6, 6, 11, 11]])
-    got = fc.localisation_iou(a, boxes)
+    got = loc.localisation_iou(a, boxes)
     for i in range(5):
         x0, y0, x1, y1 = boxes[i].tolist()
         area = (x1 - x0) * (y1 - y0)
@@ -370,14 +389,14 @@ def test_dice_by_hand_and_both_aggregations():
     a = torch.zeros(2, 10, 10)
     a[0] = mask[0].float() + torch.linspace(0, 0.1, 100).view(10, 10)  # the mask ranks first
     a[1] = torch.linspace(0, 1, 100).view(10, 10)  # the bottom half ranks first: disjoint from the mask
-    d = fc.dice_curve(a, mask)
+    d = loc.dice_curve(a, mask)
     assert d.shape == (2, 100)
     assert d[0, 49].item() == pytest.approx(1.0)  # top 50 % = the mask
     assert d[1, 49].item() == pytest.approx(0.0)
     assert d[0, 0].item() == pytest.approx(2 * 1 / (2 * 1 + 0 + 49))  # top 1 pixel inside the mask
-    img = fc.localisation_dice(a, mask)
+    img = loc.localisation_dice(a, mask)
     assert img.tolist() == pytest.approx([1.0, 2 * 50 / (2 * 50 + 50)])  # image 1 best at p = 100 %
-    curve = fc.localisation_dice(a, mask, aggregate="curve")
+    curve = loc.localisation_dice(a, mask, aggregate="curve")
     best = int(d.mean(0).argmax())
     assert curve.tolist() == pytest.approx(d[:, best].tolist())
     q = np.percentile(a[1].numpy(), 100 - 30)
@@ -388,19 +407,19 @@ def test_box_from_mask_matches_the_data_convention():
     from faithlab import data
 
     d = data.canvas_digits(split="test", size=16, n=5, color=False)
-    assert torch.equal(fc.box_from_mask(d.mask), d.extras["boxes"])
+    assert torch.equal(loc.box_from_mask(d.mask), d.extras["boxes"])
 
 
 def test_localisation_refuses_bad_boxes_and_masks():
     a = torch.rand(2, 6, 6)
     with pytest.raises(ValueError, match="boxes"):
-        fc.localisation_iou(a, torch.tensor([[0, 0, 7, 2], [0, 0, 1, 1]]))
+        loc.localisation_iou(a, torch.tensor([[0, 0, 7, 2], [0, 0, 1, 1]]))
     with pytest.raises(ValueError, match="boxes"):
-        fc.localisation_iou(a, torch.tensor([[0.0, 0, 1, 1], [0, 0, 1, 1]]))
+        loc.localisation_iou(a, torch.tensor([[0.0, 0, 1, 1], [0, 0, 1, 1]]))
     with pytest.raises(ValueError, match="masks"):
-        fc.dice_curve(a, torch.ones(2, 6, 6))
+        loc.dice_curve(a, torch.ones(2, 6, 6))
     with pytest.raises(ValueError, match="aggregate"):
-        fc.localisation_dice(a, torch.ones(2, 6, 6, dtype=torch.bool), aggregate="max")
+        loc.localisation_dice(a, torch.ones(2, 6, 6, dtype=torch.bool), aggregate="max")
 
 
 def test_largest_region_equals_scipy_labelling_with_ties():
@@ -412,7 +431,7 @@ def test_largest_region_equals_scipy_labelling_with_ties():
     masks[1, 5:7, 5:7] = True
     masks[2] = False
     masks[2, range(11), range(11)] = True  # a diagonal: one 8-connected region
-    got = fc._largest_component(masks)
+    got = loc._largest_component(masks)
     for i in range(40):
         labels, k = ndimage.label(masks[i].numpy(), structure=np.ones((3, 3)))
         want = np.zeros_like(labels, dtype=bool) if k == 0 else labels == np.argmax(np.bincount(labels.ravel())[1:]) + 1
@@ -429,14 +448,14 @@ def test_fewclass_names_a_target_beyond_the_model_s_classes_and_x_s_dtype():
     x = torch.rand(2, 2, 8, 8, generator=torch.Generator().manual_seed(0))
     a = torch.rand(2, 8, 8, generator=torch.Generator().manual_seed(1))
     with pytest.raises(ValueError, match=r"^target holds class 3 but the model returns 3 classes \(0\.\.2\)"):
-        fc.fewclass_fid(model, x, a, x.flip(-1), target=torch.tensor([0, 3]))
+        fc.fewclass_fid(model, x, a, perturbed=x.flip(-1), target=torch.tensor([0, 3]))
     with pytest.raises(TypeError, match=r"^target must be an int64 tensor"):
-        fc.fewclass_fid_details(model, x, a, x.flip(-1), target=torch.tensor([0.0, 1.0]))
+        fc.fewclass_fid_details(model, x, a, perturbed=x.flip(-1), target=torch.tensor([0.0, 1.0]))
     binary = small_cnn(in_channels=2, side=8, n_classes=1)  # one logit: classes 0 and 1
     with pytest.raises(ValueError, match=r"^target holds class 2 but the model returns 2 classes"):
-        fc.fewclass_fid(binary, x, a, x.flip(-1), target=torch.tensor([1, 2]))
+        fc.fewclass_fid(binary, x, a, perturbed=x.flip(-1), target=torch.tensor([1, 2]))
     with pytest.raises(TypeError, match=r"^x has dtype torch.float64 but model's parameters are torch.float32"):
-        fc.fewclass_fid(model, x.double(), a.double(), x.flip(-1).double(), target=torch.tensor([0, 1]))
+        fc.fewclass_fid(model, x.double(), a.double(), perturbed=x.flip(-1).double(), target=torch.tensor([0, 1]))
     with pytest.raises(TypeError, match=r"^x has dtype torch.float64 but model's parameters are torch.float32"):
         fc.select_perturbation(model, x.double(), grid=fc.candidate_grid(["V1"]))
 
@@ -450,12 +469,12 @@ def test_fewclass_warns_once_about_constant_maps_and_flags_them():
     a[1] = 0.0   # all zero
     a[2] = -0.5  # constant
     with pytest.warns(perturb.ConstantMapWarning, match=r"for 2 of 3 sample\(s\) \(e\.g\. \[1, 2\]\)") as record:
-        d = fc.fewclass_fid_details(model, x, a, x.flip(-1))
+        d = fc.fewclass_fid_details(model, x, a, perturbed=x.flip(-1))
     assert sum(issubclass(w.category, perturb.ConstantMapWarning) for w in record) == 1
     assert d["constant"].tolist() == [False, True, True]
     with warnings.catch_warnings():  # ranked maps: no warning
         warnings.simplefilter("error", perturb.ConstantMapWarning)
-        fc.fewclass_fid(model, x, torch.rand(3, 8, 8, generator=torch.Generator().manual_seed(2)), x.flip(-1))
+        fc.fewclass_fid(model, x, torch.rand(3, 8, 8, generator=torch.Generator().manual_seed(2)), perturbed=x.flip(-1))
 
 
 def test_fid_frame_silences_the_constant_map_warning_and_keeps_the_flags():
@@ -517,7 +536,7 @@ def test_largest_region_equals_scipy_on_long_snakes():
     masks = torch.from_numpy(np.stack(shapes + broken))
     assert max(ndimage.label(m, structure=np.ones((3, 3)))[1] for m in shapes) == 1  # each path is one region
     for batch_size in (1, 3, 64):
-        got = fc._largest_component(masks, batch_size=batch_size)
+        got = loc._largest_component(masks, batch_size=batch_size)
         for i, m in enumerate(masks.numpy()):
             labels = ndimage.label(m, structure=np.ones((3, 3)))[0]
             want = labels == np.argmax(np.bincount(labels.ravel())[1:]) + 1
@@ -532,12 +551,12 @@ def test_dice_curve_does_not_depend_on_the_batch_size():
     masks = torch.rand(70, 16, 16, generator=g) < 0.3
     masks[11] = False  # an empty mask
     with pytest.warns(perturb.ConstantMapWarning, match=r"1 of 70 sample\(s\) \(e\.g\. \[10\]\)"):
-        one = fc.dice_curve(a, masks, batch_size=1)
+        one = loc.dice_curve(a, masks, batch_size=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", perturb.ConstantMapWarning)
-        assert torch.equal(one, fc.dice_curve(a, masks, batch_size=64))
-        assert torch.equal(fc.localisation_dice(a, masks, batch_size=1),
-                           fc.localisation_dice(a, masks, batch_size=64))
+        assert torch.equal(one, loc.dice_curve(a, masks, batch_size=64))
+        assert torch.equal(loc.localisation_dice(a, masks, batch_size=1),
+                           loc.localisation_dice(a, masks, batch_size=64))
     sums = a.abs().sum(1).flatten(1).double()
     for i in (0, 10, 11, 40):  # against the definition: map ≥ numpy's percentile, then 2TP / (2TP + FP + FN)
         for j in (0, 24, 99):

@@ -62,7 +62,7 @@ SPARSITY = [0.05, 0.1, 0.2, 0.25, 0.4, 0.6, 0.8, 0.95]
 @pytest.mark.parametrize("fn,plus", [(fd.fid_plus, True), (fd.fid_minus, False)])
 def test_plain_fidelity_matches_closed_form(fn, plus):
     model, x, y, attr = _setup()
-    got = fn(model, x, y, attr, SPARSITY)
+    got = fn(model, x, attr, target=y, sparsity=SPARSITY)
     want = torch.tensor([_expected(plus, s, 1.0, None, False) for s in SPARSITY]).expand(2, -1)
     assert torch.equal(got, want)
     # Fid+ of removing all digits is 1 and keeping only the background gives Fid- = 1 at small s
@@ -75,8 +75,8 @@ def test_plain_fidelity_matches_closed_form(fn, plus):
 def test_monte_carlo_converges_to_expectation(plus, alpha, beta, sampling):
     model, x, y, attr = _setup(b=4)
     fn = fd.fid_plus if plus else fd.fid_minus
-    got = fn(model, x, y, attr, SPARSITY, alpha=alpha, beta=beta, n_samples=600, sampling=sampling,
-             generator=0, batch_size=4096).mean(dim=0)
+    got = fn(model, x, attr, target=y, sparsity=SPARSITY, alpha=alpha, beta=beta, n_samples=600,
+             sampling=sampling, generator=0, batch_size=4096).mean(dim=0)
     want = torch.tensor([_expected(plus, s, alpha, beta, sampling == "exact") for s in SPARSITY])
     assert (got - want).abs().max().item() < 0.04, (got, want)
     # the curve is not trivially flat (FFid− is near 0 by design: βn removals rarely hit M digit pixels)
@@ -85,19 +85,21 @@ def test_monte_carlo_converges_to_expectation(plus, alpha, beta, sampling):
 
 def test_alpha_one_equals_plain_fidelity_even_with_samples():
     model, x, y, attr = _setup()
-    plain = fd.fid_plus(model, x, y, attr, SPARSITY)
-    assert torch.equal(fd.fid_plus(model, x, y, attr, SPARSITY, alpha=1.0, n_samples=7, generator=3), plain)
+    plain = fd.fid_plus(model, x, attr, target=y, sparsity=SPARSITY)
+    assert torch.equal(fd.fid_plus(model, x, attr, target=y, sparsity=SPARSITY, alpha=1.0, n_samples=7,
+                                   generator=3), plain)
     # beta large enough never caps: still plain Fid−
-    assert torch.equal(fd.fid_minus(model, x, y, attr, SPARSITY, beta=1.0, n_samples=3, generator=1),
-                       fd.fid_minus(model, x, y, attr, SPARSITY))
+    assert torch.equal(fd.fid_minus(model, x, attr, target=y, sparsity=SPARSITY, beta=1.0, n_samples=3,
+                                    generator=1),
+                       fd.fid_minus(model, x, attr, target=y, sparsity=SPARSITY))
 
 
 def test_probability_form_and_misclassified_samples():
     model, x, y, attr = _setup()
     y = torch.tensor([0, 1])  # sample 1 is misclassified on the clean input
-    acc = fd.fid_plus(model, x, y, attr, [0.5])
+    acc = fd.fid_plus(model, x, attr, target=y, sparsity=[0.5])
     assert acc.flatten().tolist() == [1.0, -1.0]  # removing the digit flips the prediction to class 1
-    prob = fd.fid_plus(model, x, y, attr, [0.5], output="prob")
+    prob = fd.fid_plus(model, x, attr, target=y, sparsity=[0.5], output="prob")
     p1 = torch.softmax(torch.tensor([1.0, 0.0]), 0)[0].item()
     assert prob.flatten().tolist() == pytest.approx([p1 - (1 - p1), (1 - p1) - p1])
 
@@ -105,13 +107,15 @@ def test_probability_form_and_misclassified_samples():
 def test_batch_size_and_seed_invariance():
     model, x, y, attr = _setup(b=5)
     kw = dict(alpha=0.5, beta=0.1, n_samples=9, generator=11)
-    ref = fd.fid_plus(model, x, y, attr, SPARSITY, batch_size=1000, **kw)
+    ref = fd.fid_plus(model, x, attr, target=y, sparsity=SPARSITY, batch_size=1000, **kw)
     for bs in (1, 7, 64):
-        assert torch.equal(fd.fid_plus(model, x, y, attr, SPARSITY, batch_size=bs, **kw), ref)
-    assert torch.equal(fd.fid_plus(model, x, y, attr, SPARSITY, **kw), ref)
-    assert torch.equal(fd.fid_plus(model, x, y, attr, SPARSITY, generator=torch.Generator().manual_seed(11),
+        assert torch.equal(fd.fid_plus(model, x, attr, target=y, sparsity=SPARSITY, batch_size=bs, **kw), ref)
+    assert torch.equal(fd.fid_plus(model, x, attr, target=y, sparsity=SPARSITY, **kw), ref)
+    assert torch.equal(fd.fid_plus(model, x, attr, target=y, sparsity=SPARSITY,
+                                   generator=torch.Generator().manual_seed(11),
                                    **{k: v for k, v in kw.items() if k != "generator"}), ref)
-    other = fd.fid_plus(model, x, y, attr, SPARSITY, alpha=0.5, beta=0.1, n_samples=9, generator=12)
+    other = fd.fid_plus(model, x, attr, target=y, sparsity=SPARSITY, alpha=0.5, beta=0.1, n_samples=9,
+                        generator=12)
     assert not torch.equal(other, ref)
 
 
@@ -210,27 +214,27 @@ def test_ground_truth_ranking_and_rank_methods():
 def test_errors_name_the_argument():
     model, x, y, attr = _setup()
     with pytest.raises(ValueError, match="sparsity"):
-        fd.fid_plus(model, x, y, attr, [0.5, 1.2])
+        fd.fid_plus(model, x, attr, target=y, sparsity=[0.5, 1.2])
     with pytest.raises(ValueError, match="alpha"):
-        fd.fid_plus(model, x, y, attr, [0.5], alpha=0.0)
+        fd.fid_plus(model, x, attr, target=y, sparsity=[0.5], alpha=0.0)
     with pytest.raises(ValueError, match="beta"):
-        fd.fid_minus(model, x, y, attr, [0.5], beta=1.5)
+        fd.fid_minus(model, x, attr, target=y, sparsity=[0.5], beta=1.5)
     with pytest.raises(ValueError, match="generator"):
-        fd.fid_plus(model, x, y, attr, [0.5], alpha=0.5, n_samples=3)
+        fd.fid_plus(model, x, attr, target=y, sparsity=[0.5], alpha=0.5, n_samples=3)
     with pytest.raises(ValueError, match="n_samples"):
-        fd.fid_plus(model, x, y, attr, [0.5], alpha=0.5, n_samples=0, generator=0)
+        fd.fid_plus(model, x, attr, target=y, sparsity=[0.5], alpha=0.5, n_samples=0, generator=0)
     with pytest.raises(ValueError, match="sampling"):
-        fd.fid_plus(model, x, y, attr, [0.5], alpha=0.5, sampling="poisson", generator=0)
+        fd.fid_plus(model, x, attr, target=y, sparsity=[0.5], alpha=0.5, sampling="poisson", generator=0)
     with pytest.raises(ValueError, match="output"):
-        fd.fid_plus(model, x, y, attr, [0.5], output="logit")
-    with pytest.raises(ValueError, match="y"):
-        fd.fid_plus(model, x, y[:1], attr, [0.5])
-    with pytest.raises(TypeError, match="y"):
-        fd.fid_plus(model, x, y.float(), attr, [0.5])
+        fd.fid_plus(model, x, attr, target=y, sparsity=[0.5], output="logit")
+    with pytest.raises(ValueError, match="target"):
+        fd.fid_plus(model, x, attr, target=y[:1], sparsity=[0.5])
+    with pytest.raises(TypeError, match="target"):
+        fd.fid_plus(model, x, attr, target=y.float(), sparsity=[0.5])
     with pytest.raises(ValueError, match="attributions"):
-        fd.fid_plus(model, x, y, attr[:, :4], [0.5])
+        fd.fid_plus(model, x, attr[:, :4], target=y, sparsity=[0.5])
     with pytest.raises(ValueError, match="model"):
-        fd.fid_plus(Oracle().train(), x, y, attr, [0.5])
+        fd.fid_plus(Oracle().train(), x, attr, target=y, sparsity=[0.5])
     with pytest.raises(ValueError, match="tol"):
         fd.explanation_size(torch.rand(5), torch.linspace(0.1, 0.5, 5), tol=2.0)
     with pytest.raises(ValueError, match="sparsity"):
@@ -251,25 +255,46 @@ def test_random_ties_within_tiers_match_closed_form():
     model, x, y, _ = _setup()
     gt = (torch.arange(N) < D).float().view(1, H, W).expand(2, H, W)
     for fn, plus in ((fd.fid_plus, True), (fd.fid_minus, False)):
-        got = fn(model, x, y, gt, SPARSITY, ties="random", generator=5)
+        got = fn(model, x, gt, target=y, sparsity=SPARSITY, ties="random", generator=5)
         want = torch.tensor([_expected(plus, s, 1.0, None, False) for s in SPARSITY]).expand(2, -1)
         assert torch.equal(got, want)
     with pytest.raises(ValueError, match="generator"):
-        fd.fid_plus(model, x, y, gt, SPARSITY, ties="random")
+        fd.fid_plus(model, x, gt, target=y, sparsity=SPARSITY, ties="random")
 
 
-def test_fid_curves_pair_plus_at_s_with_minus_at_one_minus_s():
+def test_details_twins_and_the_minus_levels_paired_with_plus():
     model, x, y, attr = _setup()
     kw = dict(alpha=0.5, beta=0.2, n_samples=20, generator=5)
-    paired = fl.metrics.fid_curves(model, x, y, attr, SPARSITY, **kw)
     minus = [round(1 - s, 6) for s in SPARSITY]
-    assert torch.equal(paired["plus"], fd.fid_plus(model, x, y, attr, SPARSITY, **kw))
-    assert torch.equal(paired["minus"], fd.fid_minus(model, x, y, attr, minus, **kw))
-    assert paired["minus_sparsity"].tolist() == minus == fd.minus_sparsity(SPARSITY)
+    assert fd.minus_sparsity(SPARSITY) == minus
+    plus_d = fl.metrics.fid_plus_details(model, x, attr, target=y, sparsity=SPARSITY, **kw)
+    minus_d = fl.metrics.fid_minus_details(model, x, attr, target=y, sparsity=minus, **kw)
+    assert torch.equal(plus_d["score"], fd.fid_plus(model, x, attr, target=y, sparsity=SPARSITY, **kw))
+    assert torch.equal(minus_d["score"], fd.fid_minus(model, x, attr, target=y, sparsity=minus, **kw))
+    for d, levels in ((plus_d, SPARSITY), (minus_d, minus)):
+        assert torch.equal(d["score"], d["clean"][:, None] - d["removed"])
+        assert d["clean"].tolist() == [1.0, 1.0]  # the gated oracle is right on both clean inputs
+        assert d["sparsity"].tolist() == levels and d["constant"].tolist() == [False, False]
+    blank = attr.clone()
+    blank[1] = 0.0
+    with pytest.warns(fl.perturb.ConstantMapWarning):
+        assert fd.fid_plus_details(model, x, blank, target=y, sparsity=SPARSITY)["constant"].tolist() == [False, True]
     # plain Fidelity on the gated oracle: "+" fails once ≥ M digit pixels are among the top s·N, "−" (keeping the
     # top 1 − s, removing the rest) fails once ≥ M digit pixels fall outside the kept top
-    plain = fl.metrics.fid_curves(model, x, y, attr, SPARSITY)
+    plus = fd.fid_plus(model, x, attr, target=y, sparsity=SPARSITY)
+    minus_curve = fd.fid_minus(model, x, attr, target=y, sparsity=fd.minus_sparsity(SPARSITY))
     for i, s in enumerate(SPARSITY):
         top = round(s * N)
-        assert plain["plus"][0, i].item() == float(min(top, D) >= M)
-        assert plain["minus"][0, i].item() == float(D - min(round(minus[i] * N), D) >= M)
+        assert plus[0, i].item() == float(min(top, D) >= M)
+        assert minus_curve[0, i].item() == float(D - min(round(minus[i] * N), D) >= M)
+
+
+def test_target_none_reads_the_prediction_and_the_defaults_are_fl_evaluate_levels():
+    model, x, y, attr = _setup()
+    y = torch.tensor([0, 1])  # sample 1 is misclassified: the prediction differs from the label
+    predicted = model(x).argmax(dim=1)
+    assert not torch.equal(predicted, y)
+    for fn in (fd.fid_plus, fd.fid_minus):
+        assert torch.equal(fn(model, x, attr), fn(model, x, attr, target=predicted, sparsity=fd.SPARSITY))
+        assert not torch.equal(fn(model, x, attr), fn(model, x, attr, target=y))
+    assert fd.SPARSITY == (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)

@@ -19,7 +19,8 @@ from torch import nn
 import faithlab as fl
 from faithlab import perturb, stats
 from faithlab.metrics import (aopc, aopc_details, auc_accuracy, auc_accuracy_details, comprehensiveness,
-                              comprehensiveness_details, fid_curves, fid_minus, fid_plus, log_odds, log_odds_details,
+                              comprehensiveness_details, fid_minus, fid_plus, fid_plus_details, log_odds,
+                              log_odds_details,
                               saco, saco_details)
 from oracles import inf_everywhere, nan_everywhere, nan_when_perturbed
 
@@ -64,21 +65,21 @@ def _removal_outputs(m, x, a, y, **o):
     return perturb.removal_outputs(m, x, removed, target=o.pop("target", y), **o)
 
 
-def _evaluate(m, x, a, y, **o):
-    return perturb.evaluate(m, x, lambda b0, b1, v0, v1: torch.ones(b1 - b0, v1 - v0, H * W, dtype=torch.bool),
-                            n_variants=2, target=o.pop("target", y), **o)
+def _masked_outputs(m, x, a, y, **o):
+    return perturb.masked_outputs(m, x, lambda b0, b1, v0, v1: torch.ones(b1 - b0, v1 - v0, H * W, dtype=torch.bool),
+                                  n_variants=2, target=o.pop("target", y), **o)
 
 
 def _fid(fn, **fixed):
-    def call(m, x, a, y, /, **o):  # positional-only: a label override "y" must reach o, not collide with y
-        return fn(m, x, o.pop("y", y), a, o.pop("sparsity", [0.2, 0.5]), **{**fixed, **o})
+    def call(m, x, a, y, /, **o):  # positional-only: a label override must reach o, not collide with y
+        return fn(m, x, a, target=o.pop("target", y), sparsity=o.pop("sparsity", [0.2, 0.5]), **{**fixed, **o})
     return call
 
 
 def _curve_metric(fn, y_name):
     def call(m, x, a, y, /, **o):
         label = o.pop(y_name, y)
-        return fn(m, x, a, label, **o)
+        return fn(m, x, a, target=label, **o)
     return call
 
 
@@ -92,22 +93,22 @@ CALLS: dict[str, tuple[Callable, set[str], str]] = {
     # name: (call, options it accepts, the name of its label argument)
     "removal_curve": (_removal_curve, {"fractions", "target", "batch_size", "generator_order"}, "target"),
     "removal_outputs": (_removal_outputs, {"removed", "target", "batch_size"}, "target"),
-    "evaluate": (_evaluate, {"target", "batch_size"}, "target"),
-    "fid_plus": (_fid(fid_plus), {"sparsity", "y", "alpha", "beta", "batch_size", "generator"}, "y"),
-    "fid_minus": (_fid(fid_minus), {"sparsity", "y", "alpha", "beta", "batch_size", "generator"}, "y"),
+    "masked_outputs": (_masked_outputs, {"target", "batch_size"}, "target"),
+    "fid_plus": (_fid(fid_plus), {"sparsity", "target", "alpha", "beta", "batch_size", "generator"}, "target"),
+    "fid_minus": (_fid(fid_minus), {"sparsity", "target", "alpha", "beta", "batch_size", "generator"}, "target"),
     "ffid_plus": (_fid(fid_plus, alpha=0.5, beta=0.1, n_samples=2, generator=0),
-                  {"sparsity", "y", "alpha", "beta", "batch_size", "generator"}, "y"),
-    "fid_curves": (_fid(fid_curves), {"sparsity", "y", "alpha", "beta", "batch_size"}, "y"),
+                  {"sparsity", "target", "alpha", "beta", "batch_size", "generator"}, "target"),
+    "fid_plus_details": (_fid(fid_plus_details), {"sparsity", "target", "alpha", "beta", "batch_size"}, "target"),
     "saco": (_saco(saco), {"k", "target", "batch_size"}, "target"),
     "saco_details": (_saco(saco_details), {"k", "target", "batch_size"}, "target"),
-    "auc_accuracy": (_curve_metric(auc_accuracy, "y"), {"fractions", "y", "batch_size"}, "y"),
+    "auc_accuracy": (_curve_metric(auc_accuracy, "target"), {"fractions", "target", "batch_size"}, "target"),
     "aopc": (_curve_metric(aopc, "target"), {"fractions", "target", "batch_size"}, "target"),
     "log_odds": (_curve_metric(log_odds, "target"), {"fractions", "target", "batch_size"}, "target"),
     "comprehensiveness": (_curve_metric(comprehensiveness, "target"), {"fractions", "target", "batch_size"},
                           "target"),
 }
-USES_ATTRIBUTIONS = set(CALLS) - {"removal_outputs", "evaluate"}
-DETAILS = {"saco_details": "undefined", "fid_curves": "constant"}
+USES_ATTRIBUTIONS = set(CALLS) - {"removal_outputs", "masked_outputs"}
+DETAILS = {"saco_details": "undefined", "fid_plus_details": "constant"}
 CUMULATIVE_DETAILS = {"auc_accuracy": auc_accuracy_details, "aopc": aopc_details, "log_odds": log_odds_details,
                       "comprehensiveness": comprehensiveness_details}
 
@@ -371,7 +372,7 @@ def test_cumulative_details_flag_constant_maps(name):
     x, a, y = _inputs()
     a[2] = 0.0
     with pytest.warns(perturb.ConstantMapWarning):
-        d = CUMULATIVE_DETAILS[name](_model(), x, a, y)
+        d = CUMULATIVE_DETAILS[name](_model(), x, a, target=y)
     assert d["constant"].tolist() == [False, False, True, False]
     assert torch.isfinite(d["score"]).all()
 
@@ -421,10 +422,10 @@ def test_unsorted_fractions_can_no_longer_give_a_negative_accuracy_auc():
     """Before: auc_accuracy with fractions (0, 1, 0.5) returned −0.25 for a model always right."""
     x, a, y = _inputs()
     with pytest.raises(ValueError, match="fractions must be strictly increasing"):
-        auc_accuracy(_model(), x, a, y, fractions=[0.0, 1.0, 0.5])
+        auc_accuracy(_model(), x, a, target=y, fractions=[0.0, 1.0, 0.5])
 
 
 def test_bad_input_is_still_an_error_through_the_top_level_namespace():
     x, a, y = _inputs()
-    with pytest.raises(ValueError, match=r"\by\b holds class 7"):
-        fl.metrics.fid_plus(_model(), x, torch.tensor([7, 0, 0, 0]), a, [0.5])
+    with pytest.raises(ValueError, match=r"\btarget\b holds class 7"):
+        fl.metrics.fid_plus(_model(), x, a, target=torch.tensor([7, 0, 0, 0]), sparsity=[0.5])

@@ -27,10 +27,11 @@ from torch import nn
 import faithlab as fl
 from faithlab import perturb
 from faithlab.data import TensorData
-from faithlab.metrics import fewclass, trace
-from faithlab.metrics.reco_mege import (average_stability, average_stability_details, explanation_distance, mege,
+from faithlab.metrics import fewclass, localisation, trace, trace_search
+from faithlab.metrics.crossfold import (average_stability, average_stability_details, explanation_distance, mege,
                                         mu_fidelity, mu_fidelity_details, pair_distances, reco, reco_auc, reco_mege,
-                                        reco_mege_details, reco_scan, shuffled_partners)
+                                        reco_mege_details, reco_mege_details_from_predictions,
+                                        reco_mege_from_predictions, reco_scan, shuffled_partners)
 from oracles import inf_everywhere, nan_everywhere, nan_when_perturbed
 from test_study import project  # noqa: F401 (a fixture: the throw-away project of the runner tests)
 
@@ -142,7 +143,14 @@ def _params(cases: list[tuple]) -> list:
 # argument, and whether its default model is the single-logit one.
 def _fewclass_fid(fn):
     def call(m, x, a, y, /, **o):
-        return fn(m, x, a, o.pop("perturbed", _perturbed()), target=o.pop("target", y), **o)
+        return fn(m, x, a, perturbed=o.pop("perturbed", _perturbed()), target=o.pop("target", y), **o)
+    return call
+
+
+def _fewclass_fid_selecting(fn):
+    """Few-class Fid without perturbed images: the call selects them (on the small GRID)."""
+    def call(m, x, a, y, /, **o):
+        return fn(m, x, a, grid=o.pop("grid", GRID), target=o.pop("target", y), **o)
     return call
 
 
@@ -153,6 +161,12 @@ def _select(m, x, a, y, /, **o):
 def _trace_order(fn, arg):
     def call(m, x, a, y, /, **o):
         return fn(m, x, o.pop(arg, _trajectory()), edge=o.pop("edge", EDGE), target=o.pop("target", y), **o)
+    return call
+
+
+def _trace_map(fn):
+    def call(m, x, a, y, /, **o):
+        return fn(m, x, a, edge=o.pop("edge", EDGE), target=o.pop("target", y), **o)
     return call
 
 
@@ -168,7 +182,7 @@ def _trajectory_from_map(m, x, a, y, /, **o):
 
 def _mu(fn):
     def call(m, x, a, y, /, **o):
-        return fn(m, x, a, o.pop("target", y), **{"n_subsets": 4, "generator": 0, **o})
+        return fn(m, x, a, target=o.pop("target", y), **{"n_subsets": 4, "generator": 0, **o})
     return call
 
 
@@ -197,6 +211,8 @@ CALLS: dict[str, tuple[Callable, set[str], set[str], str, bool]] = {
                              _FEW_OPTS, "target", False),
     "fewclass_fid_details[binary]": (_fewclass_fid(fewclass.fewclass_fid_details),
                                      _MODEL_READS | {"attributions", "label"}, _FEW_OPTS, "target", True),
+    "fewclass_fid[select]": (_fewclass_fid_selecting(fewclass.fewclass_fid), _MODEL_READS | {"attributions", "label"},
+                             (_FEW_OPTS - {"perturbed"}) | {"grid"}, "target", False),
     "select_perturbation": (_select, _MODEL_READS, {"grid", "batch_size"}, "", False),
     "select_perturbation[binary]": (_select, _MODEL_READS, {"grid", "batch_size"}, "", True),
     "trajectory_from_map": (_trajectory_from_map, {"attributions"}, {"edge", "reduce"}, "", False),
@@ -204,17 +220,21 @@ CALLS: dict[str, tuple[Callable, set[str], set[str], str, bool]] = {
                        _TRACE_OPTS | {"order"}, "target", False),
     "insertion_curve": (_trace_order(trace.insertion_curve, "order"), _MODEL_READS | {"label"},
                         _TRACE_OPTS | {"order"}, "target", False),
-    "lerf_morf": (_trace_order(trace.lerf_morf, "trajectory"), _MODEL_READS | {"label"},
-                  _TRACE_OPTS | {"trajectory"}, "target", False),
-    "lerf_morf_details": (_trace_order(trace.lerf_morf_details, "trajectory"), _MODEL_READS | {"label"},
+    "trajectory_scores": (_trace_order(trace.trajectory_scores, "trajectory"), _MODEL_READS | {"label"},
                           _TRACE_OPTS | {"trajectory"}, "target", False),
-    "greedy": (_trace_search(trace.greedy, objective="le"), _MODEL_READS | {"label"}, _TRACE_OPTS | {"objective"},
-               "target", False),
-    "anneal": (_trace_search(trace.anneal, iterations=3, generator=0), _MODEL_READS | {"label"},
+    "trajectory_scores_details": (_trace_order(trace.trajectory_scores_details, "trajectory"),
+                                  _MODEL_READS | {"label"}, _TRACE_OPTS | {"trajectory"}, "target", False),
+    "lerf_morf": (_trace_map(trace.lerf_morf), _MODEL_READS | {"attributions", "label"}, _TRACE_OPTS | {"reduce"},
+                  "target", False),
+    "lerf_morf_details": (_trace_map(trace.lerf_morf_details), _MODEL_READS | {"attributions", "label"},
+                          _TRACE_OPTS | {"reduce"}, "target", False),
+    "greedy": (_trace_search(trace_search.greedy, objective="le"), _MODEL_READS | {"label"},
+               _TRACE_OPTS | {"objective"}, "target", False),
+    "anneal": (_trace_search(trace_search.anneal, iterations=3, generator=0), _MODEL_READS | {"label"},
                _TRACE_OPTS | {"objective", "iterations", "t0", "eta", "generator", "init"}, "target", False),
-    "complete_search": (_trace_search(trace.complete_search), _MODEL_READS | {"label"}, _TRACE_OPTS, "target",
+    "complete_search": (_trace_search(trace_search.complete_search), _MODEL_READS | {"label"}, _TRACE_OPTS, "target",
                         False),
-    "random_deletion_curves": (_trace_search(trace.random_deletion_curves, n_orders=2, generator=0),
+    "random_deletion_curves": (_trace_search(trace_search.random_deletion_curves, n_orders=2, generator=0),
                                _MODEL_READS | {"label"}, _TRACE_OPTS | {"n_orders", "generator"}, "target", False),
     "mu_fidelity": (_mu(mu_fidelity), _MODEL_READS | {"attributions", "label"},
                     {"target", "n_subsets", "subset_fraction", "reference", "output", "correlation", "generator",
@@ -509,7 +529,7 @@ def _finite_result(out) -> bool:
         return out.numel() > 0 and bool(torch.isfinite(out.double()).all())
     if isinstance(out, dict):
         return all(_finite_result(v) for v in out.values() if isinstance(v, torch.Tensor) and v.is_floating_point())
-    if isinstance(out, trace.Search):
+    if isinstance(out, trace_search.Search):
         return _finite_result(out.lerf) and _finite_result(out.morf)
     if hasattr(out, "score"):  # evaluate's frame; μF is NaN where the drops are constant (documented)
         return len(out) > 0 and bool(out.loc[out["metric"] != "mu_fidelity", "score"].notna().all())
@@ -597,9 +617,9 @@ CONSTANT_CALLS: dict[str, Callable[[torch.Tensor], object]] = {
     "trajectory_from_map": lambda a: trace.trajectory_from_map(a, _inputs()[0], edge=EDGE),
     "evaluate[le-mo]": lambda a: fl.evaluate(_model(), _inputs()[0], _inputs()[2], a, metrics=["le-mo"],
                                              edge=EDGE, progress=False),
-    "localisation_iou": lambda a: fewclass.localisation_iou(a, _boxes()),
-    "dice_curve": lambda a: fewclass.dice_curve(a, _masks()),
-    "localisation_dice": lambda a: fewclass.localisation_dice(a, _masks()),
+    "localisation_iou": lambda a: localisation.localisation_iou(a, _boxes()),
+    "dice_curve": lambda a: localisation.dice_curve(a, _masks()),
+    "localisation_dice": lambda a: localisation.localisation_dice(a, _masks()),
 }
 CONSTANT_CASES = [(call, "constant_maps") for call in CONSTANT_CALLS]
 
@@ -634,11 +654,11 @@ MAP_CALLS: dict[str, tuple[Callable, set[str]]] = {
     # name: (call(values) -> result, the options it accepts)
     "candidate_images": (lambda v, **o: fewclass.candidate_images(v["x"], v["index"], grid=o.pop("grid", GRID), **o),
                          {"x", "index", "grid"}),
-    "localisation_iou": (lambda v, **o: fewclass.localisation_iou(v["attributions"], v["boxes"], **o),
+    "localisation_iou": (lambda v, **o: localisation.localisation_iou(v["attributions"], v["boxes"], **o),
                          {"attributions", "boxes", "batch_size"}),
-    "dice_curve": (lambda v, **o: fewclass.dice_curve(v["attributions"], v["masks"], **o),
+    "dice_curve": (lambda v, **o: localisation.dice_curve(v["attributions"], v["masks"], **o),
                    {"attributions", "masks", "percents", "batch_size"}),
-    "localisation_dice": (lambda v, **o: fewclass.localisation_dice(v["attributions"], v["masks"], **o),
+    "localisation_dice": (lambda v, **o: localisation.localisation_dice(v["attributions"], v["masks"], **o),
                           {"attributions", "masks", "percents", "batch_size", "aggregate"}),
     "trajectory_attribution": (lambda v, **o: trace.trajectory_attribution(v["trajectory"], **o),
                                {"trajectory", "alpha"}),
@@ -755,13 +775,26 @@ def _sets() -> tuple[torch.Tensor, torch.Tensor]:
     return torch.tensor([0.1, 0.2, 0.3]), torch.tensor([0.4, 0.25, 0.9])
 
 
+def _dataset_level(fn):
+    """ReCo/MeGe over KM models: _cross()'s maps as their attributions; the models' predictions replace _cross()'s."""
+    def call(**v):
+        v.pop("predictions")
+        return fn(v.pop("models", [_model(seed=i) for i in range(KM)]), v.pop("x", _inputs()[0]), v.pop("maps"),
+                  folds=v.pop("folds"), labels=v.pop("labels"), **v)
+    return call
+
+
 RECO_CALLS = {
-    "reco_mege": lambda **v: reco_mege(v.pop("maps"), v.pop("predictions"), v.pop("labels"), v.pop("folds"), **v),
-    "reco_mege_details": lambda **v: reco_mege_details(v.pop("maps"), v.pop("predictions"), v.pop("labels"),
-                                                       v.pop("folds"), **v),
+    "reco_mege_from_predictions": lambda **v: reco_mege_from_predictions(v.pop("maps"), v.pop("predictions"),
+                                                                         v.pop("labels"), v.pop("folds"), **v),
+    "reco_mege_details_from_predictions": lambda **v: reco_mege_details_from_predictions(
+        v.pop("maps"), v.pop("predictions"), v.pop("labels"), v.pop("folds"), **v),
     "pair_distances": lambda **v: pair_distances(v.pop("maps"), v.pop("predictions"), v.pop("labels"),
                                                  v.pop("folds"), **v),
+    "reco_mege": _dataset_level(reco_mege),
+    "reco_mege_details": _dataset_level(reco_mege_details),
 }
+_DATASET_LEVEL = ("reco_mege", "reco_mege_details")
 _maps_inf = _cross()["maps"].index_put((torch.tensor(1), torch.tensor(2), torch.tensor(0), torch.tensor(0),
                                         torch.tensor(0)), torch.tensor(torch.inf))
 RECO_BAD: dict[str, tuple[str, Callable[[], object]]] = {
@@ -798,19 +831,39 @@ RECO_BAD: dict[str, tuple[str, Callable[[], object]]] = {
     "batch_size_float": ("batch_size", lambda: 2.5),
     "batch_size_string": ("batch_size", lambda: "8"),
 }
-RECO_CASES = [(call, bad) for call in RECO_CALLS for bad in RECO_BAD]
+RECO_MODELS_BAD: dict[str, tuple[str, Callable[[], object]]] = {
+    # the dataset-level calls' own inputs: the k models and x
+    "models_one_module": ("models", lambda: _model()),
+    "models_fewer_than_maps": ("models", lambda: [_model(), _model(seed=1)]),
+    "models_training": ("models", lambda: [_model(), _model(seed=1).train(), _model(seed=2)]),
+    "models_not_callable": ("models", lambda: [_model(), "net", _model(seed=2)]),
+    "models_nan": ("models", lambda: [_model(), _Wrap(nan_everywhere), _model(seed=2)]),
+    "x_list": ("x", lambda: _inputs()[0].tolist()),
+    "x_batch_mismatch": ("x", lambda: _inputs()[0][:3]),
+    "x_nan": ("x", lambda: _inputs()[0].index_put((torch.tensor(1), torch.tensor(0), torch.tensor(0),
+                                                   torch.tensor(0)), torch.tensor(torch.nan))),
+}
+_RECO_EXPECTED = {
+    # the message names what disagrees: the k models and the maps, x's batch and the maps', a model's NaN logits
+    "models_fewer_than_maps": ("models", "attributions"), "x_batch_mismatch": ("x", "attributions"),
+    "models_nan": ("models", "model"),
+}
+RECO_CASES = ([(call, bad) for call in RECO_CALLS for bad in RECO_BAD
+               if not (call in _DATASET_LEVEL and bad.startswith("predictions"))]   # predicted by the models there
+              + [(call, bad) for call in _DATASET_LEVEL for bad in RECO_MODELS_BAD])
 
 
 @pytest.mark.parametrize(("call", "bad"), _params(RECO_CASES))
 def test_reco_mege_bad_input_names_the_argument(call, bad):
-    arg, value = RECO_BAD[bad]
+    arg, value = {**RECO_BAD, **RECO_MODELS_BAD}[bad]
     values = {**_cross(), arg: value()}
-    _check(f"{call}/{bad}", lambda: RECO_CALLS[call](**values), arg)
+    expected = _RECO_EXPECTED.get(bad, "attributions" if call in _DATASET_LEVEL and arg == "maps" else arg)
+    _check(f"{call}/{bad}", lambda: RECO_CALLS[call](**values), expected)
 
 
 def test_reco_mege_of_the_unspoilt_inputs_is_finite_and_nan_maps_read_as_zero():
     """The control of the cases above; NaN in a map is documented as read as 0 (xplique's sanitising)."""
-    d = reco_mege_details(**_cross(), channel_dim=-3)
+    d = reco_mege_details_from_predictions(**_cross(), channel_dim=-3)
     assert d["counts"]["S="] > 0 and d["counts"]["S≠"] > 0
     assert all(math.isfinite(d[k]) for k in ("reco", "mege", "reco_scan", "reco_auc"))
     maps = _cross()["maps"]
@@ -818,7 +871,8 @@ def test_reco_mege_of_the_unspoilt_inputs_is_finite_and_nan_maps_read_as_zero():
     with_nan[0, 1, 0, 0, 0] = torch.nan
     zeroed = maps.clone()
     zeroed[0, 1, 0, 0, 0] = 0.0
-    assert reco_mege(**{**_cross(), "maps": with_nan}) == reco_mege(**{**_cross(), "maps": zeroed})
+    assert reco_mege_from_predictions(**{**_cross(), "maps": with_nan}) == \
+        reco_mege_from_predictions(**{**_cross(), "maps": zeroed})
 
 
 SETS_CALLS = {"reco": reco, "reco_scan": reco_scan, "reco_auc": reco_auc, "mege": lambda eq, ne: mege(eq)}
@@ -882,12 +936,12 @@ def test_distances_and_partners_name_the_bad_argument(call, bad, thunk, argument
 
 
 # --------------------------------------------------------------------------------------------------------- S_avg
-def _savg_explainer(inputs, target):
+def _savg_explainer(model, inputs, target):
     return inputs * (target[:, None, None, None].float() + 1)
 
 
 def _explainer_returning(fn):
-    return lambda inputs, target: fn(_savg_explainer(inputs, target))
+    return lambda model, inputs, target: fn(_savg_explainer(model, inputs, target))
 
 
 SAVG_BAD: dict[str, tuple[str, Callable[[], dict]]] = {
@@ -924,6 +978,13 @@ SAVG_BAD: dict[str, tuple[str, Callable[[], dict]]] = {
     "generator_string": ("generator", lambda: {"generator": "seed"}),
     "generator_none": ("generator", lambda: {"generator": None}),
     "batch_size_zero": ("batch_size", lambda: {"batch_size": 0}),
+    "model_not_callable": ("model", lambda: {"model": "net"}),
+    "model_training": ("model", lambda: {"model": _model().train()}),
+    "target_none_model_nan": ("model", lambda: {"target": None, "model": _Wrap(nan_everywhere)}),
+    "attributions_wrong_batch": ("attributions", lambda: {"attributions": _inputs()[1][:3]}),
+    "attributions_nan": ("attributions", lambda: {"attributions": _inputs()[1] / 0 * 0}),
+    "attributions_list": ("attributions", lambda: {"attributions": _inputs()[1].tolist()}),
+    "attributions_other_shape": (("explainer", "attributions"), lambda: {"attributions": _inputs()[1][:, :, :2]}),
 }
 
 
@@ -931,9 +992,9 @@ def _nan_off_x():
     """An explainer whose maps are finite on x itself and NaN on every neighbour."""
     x = _inputs()[0]
 
-    def explainer(inputs, target):
+    def explainer(model, inputs, target):
         on_x = (inputs.flatten(1)[:, None, :] == x.flatten(1)[None]).all(-1).any(1)
-        return torch.where(on_x[:, None, None, None], _savg_explainer(inputs, target), torch.nan)
+        return torch.where(on_x[:, None, None, None], _savg_explainer(model, inputs, target), torch.nan)
 
     return explainer
 
@@ -946,16 +1007,22 @@ SAVG_CALLS = {"average_stability": average_stability, "average_stability_details
 def test_average_stability_bad_input_names_the_argument(call, bad):
     arg, over = SAVG_BAD[bad]
     x, _, y = _inputs()
-    values = {"explainer": _savg_explainer, "x": x, "target": y, "n_neighbours": 3, **over()}
+    values = {"model": _model(), "explainer": _savg_explainer, "x": x, "target": y, "n_neighbours": 3, **over()}
     fn = SAVG_CALLS[call]
-    _check(f"{call}/{bad}", lambda: fn(values.pop("explainer"), values.pop("x"), values.pop("target"), **values),
-           arg)
+    _check(f"{call}/{bad}", lambda: fn(values.pop("model"), values.pop("x"), values.pop("attributions", None),
+                                       **values), arg)
 
 
 def test_average_stability_of_the_unspoilt_inputs_is_finite():
     x, _, y = _inputs()
-    s = average_stability(_savg_explainer, x, y, n_neighbours=3)
+    s = average_stability(_model(), x, explainer=_savg_explainer, target=y, n_neighbours=3)
     assert s.shape == (B,) and torch.isfinite(s).all() and bool((s > 0).all())
+    # the model's predictions when no target is given; the explainer's own maps of x given as attributions
+    predicted = _model()(x).argmax(1)
+    assert torch.equal(average_stability(_model(), x, explainer=_savg_explainer, n_neighbours=3),
+                       average_stability(_model(), x, explainer=_savg_explainer, target=predicted, n_neighbours=3))
+    assert torch.equal(average_stability(_model(), x, _savg_explainer(None, x, y), explainer=_savg_explainer,
+                                         target=y, n_neighbours=3), s)
 
 
 # ------------------------------------------------------------------------- evaluate's explainer and k-fold models
@@ -1157,11 +1224,13 @@ ALL_CASES = {f"{c}/{b}" for c, b in CASES + MAP_CASES + RECO_CASES + SETS_CASES 
 REQUIRED = {
     # the brief of issue #32: every public callable of the newer areas
     "fewclass_fid", "fewclass_fid_details", "select_perturbation", "candidate_images", "localisation_iou",
-    "dice_curve", "localisation_dice", "reco_mege", "reco_mege_details", "pair_distances", "explanation_distance",
+    "dice_curve", "localisation_dice", "reco_mege", "reco_mege_details", "reco_mege_from_predictions",
+    "reco_mege_details_from_predictions", "pair_distances", "explanation_distance",
     "reco", "reco_scan", "reco_auc", "mege", "shuffled_partners", "mu_fidelity", "mu_fidelity_details",
     "average_stability", "average_stability_details", "cross_train", "trajectory_from_map", "trajectory_attribution",
-    "trajectory_map", "deletion_curve", "insertion_curve", "lerf_morf", "lerf_morf_details", "greedy", "anneal",
-    "complete_search", "random_deletion_curves", "evaluate", "study run"}
+    "trajectory_map", "deletion_curve", "insertion_curve", "lerf_morf", "lerf_morf_details", "trajectory_scores",
+    "trajectory_scores_details", "greedy", "anneal", "complete_search", "random_deletion_curves", "evaluate",
+    "study run"}
 
 
 def test_the_fuzz_covers_every_callable_and_enough_cases():

@@ -12,7 +12,7 @@ from torch import nn
 
 import faithlab as fl
 from faithlab import perturb
-from faithlab.metrics import fewclass, trace
+from faithlab.metrics import fewclass, trace_search
 from oracles import small_cnn
 
 SLICES = ((0, 3), (3, 10), (10, 12))
@@ -71,12 +71,13 @@ def test_ffidelity_rows_do_not_depend_on_the_split(options):
     a = a.round(decimals=0)  # ties, for ties="random"
     levels = [0.2, 0.5, 0.8]
     for fn in (fl.metrics.fid_plus, fl.metrics.fid_minus):
-        whole = fn(model, x, y, a, levels, output="prob", generator=5, **options)
+        whole = fn(model, x, a, target=y, sparsity=levels, output="prob", generator=5, **options)
         for lo, hi in SLICES:
-            part = fn(model, x[lo:hi], y[lo:hi], a[lo:hi], levels, output="prob", generator=5,
+            part = fn(model, x[lo:hi], a[lo:hi], target=y[lo:hi], sparsity=levels, output="prob", generator=5,
                       sample_index=torch.arange(lo, hi), batch_size=4, **options)
             assert torch.equal(part, whole[lo:hi]), (fn.__name__, lo, hi)
-        shifted = fn(model, x[3:10], y[3:10], a[3:10], levels, output="prob", generator=5, **options)
+        shifted = fn(model, x[3:10], a[3:10], target=y[3:10], sparsity=levels, output="prob", generator=5,
+                     **options)
         assert not torch.equal(shifted, whole[3:10])
 
 
@@ -84,20 +85,20 @@ def test_ffidelity_rows_do_not_depend_on_the_split(options):
 def test_trace_annealing_and_random_orders_do_not_depend_on_the_split():
     model, x, _, y = _data()
     kw = dict(edge=2, objective="le-mo", iterations=30, generator=3, target=y)
-    whole = trace.anneal(model, x, **kw)
+    whole = trace_search.anneal(model, x, **kw)
     for lo, hi in SLICES:
-        part = trace.anneal(model, x[lo:hi], **{**kw, "target": y[lo:hi]}, sample_index=torch.arange(lo, hi))
+        part = trace_search.anneal(model, x[lo:hi], **{**kw, "target": y[lo:hi]}, sample_index=torch.arange(lo, hi))
         assert torch.equal(part.trajectory, whole.trajectory[lo:hi]) and torch.equal(part.accepted,
                                                                                      whole.accepted[lo:hi])
-    shifted = trace.anneal(model, x[3:10], **{**kw, "target": y[3:10]})
+    shifted = trace_search.anneal(model, x[3:10], **{**kw, "target": y[3:10]})
     assert not torch.equal(shifted.accepted, whole.accepted[3:10]) or not torch.equal(
         shifted.trajectory, whole.trajectory[3:10])
-    curves = trace.random_deletion_curves(model, x, edge=2, n_orders=5, generator=4, target=y)
-    part = trace.random_deletion_curves(model, x[3:10], edge=2, n_orders=5, generator=4, target=y[3:10],
-                                        sample_index=torch.arange(3, 10))
+    curves = trace_search.random_deletion_curves(model, x, edge=2, n_orders=5, generator=4, target=y)
+    part = trace_search.random_deletion_curves(model, x[3:10], edge=2, n_orders=5, generator=4, target=y[3:10],
+                                               sample_index=torch.arange(3, 10))
     assert torch.equal(part, curves[3:10])
-    assert not torch.equal(trace.random_deletion_curves(model, x[3:10], edge=2, n_orders=5, generator=4,
-                                                        target=y[3:10]), curves[3:10])
+    assert not torch.equal(trace_search.random_deletion_curves(model, x[3:10], edge=2, n_orders=5, generator=4,
+                                                               target=y[3:10]), curves[3:10])
 
 
 # ----------------------------------------------------------------------------------------------------- Few-class
@@ -105,12 +106,13 @@ def test_fewclass_tie_order_does_not_depend_on_the_split():
     model, x, a, y = _data()
     maps = a.abs().round(decimals=0)  # many ties: the tie order decides which pixels go first
     perturbed = x.flip(-1)
-    whole = fewclass.fewclass_fid_details(model, x, maps, perturbed, target=y, generator=2)
+    whole = fewclass.fewclass_fid_details(model, x, maps, perturbed=perturbed, target=y, generator=2)
     for lo, hi in SLICES:
-        part = fewclass.fewclass_fid_details(model, x[lo:hi], maps[lo:hi], perturbed[lo:hi], target=y[lo:hi],
-                                             generator=2, sample_index=torch.arange(lo, hi), batch_size=7)
+        part = fewclass.fewclass_fid_details(model, x[lo:hi], maps[lo:hi], perturbed=perturbed[lo:hi],
+                                             target=y[lo:hi], generator=2, sample_index=torch.arange(lo, hi),
+                                             batch_size=7)
         assert torch.equal(part["mif"], whole["mif"][lo:hi]) and torch.equal(part["score"], whole["score"][lo:hi])
-    shifted = fewclass.fewclass_fid_details(model, x[3:10], maps[3:10], perturbed[3:10], target=y[3:10],
+    shifted = fewclass.fewclass_fid_details(model, x[3:10], maps[3:10], perturbed=perturbed[3:10], target=y[3:10],
                                             generator=2)
     assert not torch.equal(shifted["mif"], whole["mif"][3:10])
 

@@ -28,7 +28,7 @@ def test_clean_level_equals_plain_fidelity_and_degradation_lowers_fid_plus():
     plus, minus = fl.protocols.degraded_fidelity_curves(model, x, y, clean, noise_levels=[0.0, 1.0], sparsity=sparsity, n_seeds=2,
                                                         batch_size=7)
     assert plus.shape == minus.shape == (2, 2, 3)
-    expected = fl.metrics.fid_plus(model, x, y, clean, sparsity, generator=0, ties="random").mean(0)
+    expected = fl.metrics.fid_plus(model, x, clean, target=y, sparsity=sparsity, generator=0, ties="random").mean(0)
     assert torch.equal(plus[0, 0], expected)
     assert plus[0, 0].tolist() == [0.0, 1.0, 1.0]  # removing 1 relevant pixel keeps the class, 2 flip it
     assert bool((plus[:, 1].sum(-1) < plus[:, 0].sum(-1)).all())  # a random permutation of the map scores worse

@@ -3,7 +3,10 @@ port of xplique's pairing), invariances and bad input."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import math
+import re
 
 import numpy as np
 import pytest
@@ -11,9 +14,9 @@ import torch
 from scipy.stats import spearmanr
 
 import faithlab as fl
-from faithlab.metrics.reco_mege import (Pairs, explanation_distance, flatten_maps, mege, pair_distances, reco,
-                                        reco_auc, reco_curve, reco_mege_details, reco_scan, shuffled_distances,
-                                        split_sets)
+from faithlab.metrics.crossfold import (Pairs, explanation_distance, flatten_maps, mege, pair_distances, reco,
+                                        reco_auc, reco_details, reco_mege_details_from_predictions, reco_scan,
+                                        shuffled_distances, split_sets)
 from oracles import Additive, small_cnn
 
 
@@ -95,7 +98,7 @@ def test_identical_models_give_mege_one_and_zero_distances():
     # R5 oracle: the same map from every model → every distance 0, MeGe = 1
     maps, predictions, labels, folds = _cross()
     same = maps[:1].expand_as(maps).clone()
-    d = reco_mege_details(same, predictions, labels, folds, channel_dim=-3)
+    d = reco_mege_details_from_predictions(same, predictions, labels, folds, channel_dim=-3)
     assert torch.allclose(d["pairs"].distance, torch.zeros_like(d["pairs"].distance), atol=1e-6)
     assert d["mege"] == pytest.approx(1.0, abs=1e-6)
 
@@ -139,7 +142,7 @@ def test_reco_with_ties_equals_brute_force():
     eq = torch.tensor([0.2, 0.2, 0.2, 0.5, 0.7], dtype=torch.float64)
     ne = torch.tensor([0.2, 0.5, 0.5, 0.9], dtype=torch.float64)
     assert float(reco(eq, ne)) == pytest.approx(_brute_reco(eq.numpy(), ne.numpy()))
-    curve = reco_curve(eq, ne)
+    curve = reco_details(eq, ne)
     assert curve["gamma"].tolist() == [0.2, 0.5, 0.7, 0.9]
     assert curve["tpr"].tolist() == [0.6, 0.8, 1.0, 1.0] and curve["tnr"].tolist() == [0.75, 0.25, 0.25, 0.0]
 
@@ -173,26 +176,26 @@ def test_inf_maps_and_negative_classes_raise_naming_the_argument():
     bad = maps.clone()
     bad[1, 3, 0, 2, 2] = -math.inf                  # one value: the maps still rank, the ranking means nothing
     with pytest.raises(ValueError, match="maps"):
-        fl.metrics.reco_mege(bad, predictions, labels, folds, channel_dim=-3)
+        fl.metrics.reco_mege_from_predictions(bad, predictions, labels, folds, channel_dim=-3)
     partners = torch.arange(1, 41) % 40
     with pytest.raises(ValueError, match="maps"):
         shuffled_distances(bad, folds, partners, channel_dim=-3)
     bad_pred = predictions.clone()
     bad_pred[0, 0] = -1
     with pytest.raises(ValueError, match="predictions"):
-        fl.metrics.reco_mege(maps, bad_pred, labels, folds)
+        fl.metrics.reco_mege_from_predictions(maps, bad_pred, labels, folds)
     bad_labels = labels.clone()
     bad_labels[0] = -1
     with pytest.raises(ValueError, match="labels"):
-        fl.metrics.reco_mege(maps, predictions, bad_labels, folds)
+        fl.metrics.reco_mege_from_predictions(maps, predictions, bad_labels, folds)
     with pytest.raises(TypeError, match="maps"):                   # the imaginary part would be dropped
-        fl.metrics.reco_mege(maps.to(torch.complex64), predictions, labels, folds)
+        fl.metrics.reco_mege_from_predictions(maps.to(torch.complex64), predictions, labels, folds)
     with pytest.raises(ValueError, match="maps"):
-        fl.metrics.reco_mege(maps[:, :0], predictions[:, :0], labels[:0], folds[:0])
+        fl.metrics.reco_mege_from_predictions(maps[:, :0], predictions[:, :0], labels[:0], folds[:0])
     with pytest.raises(ValueError, match="predictions"):            # bool is no class index
-        fl.metrics.reco_mege(maps, predictions > 0, labels, folds)
+        fl.metrics.reco_mege_from_predictions(maps, predictions > 0, labels, folds)
     with pytest.raises(ValueError, match="folds"):
-        fl.metrics.reco_mege(maps, predictions, labels, folds > 0)
+        fl.metrics.reco_mege_from_predictions(maps, predictions, labels, folds > 0)
 
 
 def test_channel_dim_is_checked_against_the_map_axes():
@@ -200,23 +203,23 @@ def test_channel_dim_is_checked_against_the_map_axes():
     partners = torch.arange(1, 41) % 40
     for bad in (5, -4, 0, 1, 1.0, True):
         with pytest.raises((ValueError, TypeError), match="channel_dim"):
-            fl.metrics.reco_mege(maps, predictions, labels, folds, channel_dim=bad)
+            fl.metrics.reco_mege_from_predictions(maps, predictions, labels, folds, channel_dim=bad)
         with pytest.raises((ValueError, TypeError), match="channel_dim"):
             shuffled_distances(maps, folds, partners, channel_dim=bad)
     with pytest.raises(ValueError, match="channel_dim"):
         flatten_maps(maps[0], channel_dim=4)
     with pytest.raises(ValueError, match="channel_dim"):         # (k, N, d) maps have a single axis to rank
-        fl.metrics.reco_mege(maps.flatten(2), predictions, labels, folds, channel_dim=-1)
+        fl.metrics.reco_mege_from_predictions(maps.flatten(2), predictions, labels, folds, channel_dim=-1)
     # 2 counts in maps' layout: the channel axis, the same as -3, for the pairs and for their chance level
-    assert fl.metrics.reco_mege(maps, predictions, labels, folds, channel_dim=2) == \
-        fl.metrics.reco_mege(maps, predictions, labels, folds, channel_dim=-3)
+    assert fl.metrics.reco_mege_from_predictions(maps, predictions, labels, folds, channel_dim=2) == \
+        fl.metrics.reco_mege_from_predictions(maps, predictions, labels, folds, channel_dim=-3)
     torch.testing.assert_close(shuffled_distances(maps, folds, partners, channel_dim=2),
                                shuffled_distances(maps, folds, partners, channel_dim=-3), equal_nan=True)
 
 
 def test_inf_distances_raise_naming_the_set():
     inf, ok = torch.tensor([0.1, math.inf]), torch.tensor([0.2, 0.5])
-    for f in (reco, reco_scan, reco_auc, reco_curve):
+    for f in (reco, reco_scan, reco_auc, reco_details):
         with pytest.raises(ValueError, match="s_equal"):
             f(inf, ok)
         with pytest.raises(ValueError, match="s_unequal"):
@@ -244,9 +247,65 @@ def test_float64_maps_are_ranked_in_float64():
 def test_details_report_empty_sets_as_nan():
     maps, _, labels, folds = _cross()
     right = labels[None].expand(maps.shape[0], -1).clone()           # every model right → S≠ empty
-    d = reco_mege_details(maps, right, labels, folds, channel_dim=-3)
+    d = reco_mege_details_from_predictions(maps, right, labels, folds, channel_dim=-3)
     assert d["counts"]["S≠"] == 0 and math.isnan(d["reco"]) and not math.isnan(d["mege"])
     assert isinstance(d["pairs"], Pairs)
+
+
+def _fold_models(k: int = 3, features: int = 2 * 5 * 5, n_classes: int = 3) -> list[torch.nn.Module]:
+    """k seeded, different linear models in eval mode (stand-ins for cross-trained ones)."""
+    models = []
+    with torch.random.fork_rng():
+        for i in range(k):
+            torch.manual_seed(10 + i)
+            models.append(torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(features, n_classes)).eval())
+    return models
+
+
+def test_reco_mege_of_the_models_equals_the_building_block_on_their_predictions():
+    """The dataset-level call predicts with every model (argmax, batch_size at a time) and hands those predictions
+    to the building block: the same pairs, sets and scores, bitwise, whatever batch_size."""
+    models = _fold_models()
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(30, 2, 5, 5, generator=g)
+    maps = torch.randn(3, 30, 2, 5, 5, generator=g)
+    with torch.no_grad():
+        predictions = torch.stack([m(x).argmax(1) for m in models])
+    labels = predictions[0].clone()
+    labels[::3] = (labels[::3] + 1) % 3                      # some models right, some wrong: S= and S≠ both filled
+    folds = torch.arange(30) % 3
+    block = reco_mege_details_from_predictions(maps, predictions, labels, folds, channel_dim=-3)
+    assert block["counts"]["S="] > 0 and block["counts"]["S≠"] > 0
+    for bs in (4, 256):
+        d = fl.metrics.reco_mege_details(models, x, maps, folds=folds, labels=labels, channel_dim=-3, batch_size=bs)
+        assert torch.equal(d["predictions"], predictions)
+        assert torch.equal(d["pairs"].kind, block["pairs"].kind)
+        torch.testing.assert_close(d["pairs"].distance, block["pairs"].distance, rtol=0, atol=0, equal_nan=True)
+        assert (d["reco"], d["mege"], d["reco_scan"]) == (block["reco"], block["mege"], block["reco_scan"])
+    assert fl.metrics.reco_mege(models, x, maps, folds=folds, labels=labels, channel_dim=-3) == \
+        fl.metrics.reco_mege_from_predictions(maps, predictions, labels, folds, channel_dim=-3) == \
+        {"reco": block["reco"], "mege": block["mege"]}
+    # the models' order matters: model i explains maps[i] and folds name the unseen model
+    swapped = fl.metrics.reco_mege_details(models[::-1], x, maps, folds=folds, labels=labels, channel_dim=-3)
+    assert torch.equal(swapped["predictions"], predictions.flip(0))
+
+
+def test_reco_mege_of_the_models_names_the_bad_argument():
+    models, x = _fold_models(), torch.randn(6, 2, 5, 5)
+    maps, labels, folds = torch.randn(3, 6, 2, 5, 5), torch.zeros(6, dtype=torch.int64), torch.arange(6) % 3
+    training = _fold_models()[1].train()
+    cases = {"models": dict(models=models[0]), "models[1]": dict(models=[models[0], training, models[2]]),
+             "attributions": dict(attributions=maps[:2]), "labels": dict(labels=labels[:5]),
+             "folds": dict(folds=folds + 3)}
+    for argument, bad in cases.items():
+        values = {"models": models, "attributions": maps, "labels": labels, "folds": folds, **bad}
+        with pytest.raises((TypeError, ValueError), match=re.escape(argument)):
+            fl.metrics.reco_mege(values["models"], x, values["attributions"], folds=values["folds"],
+                                 labels=values["labels"])
+    inf = maps.clone()
+    inf[2, 1, 0, 0, 0] = math.inf
+    with pytest.raises(ValueError, match="attributions contains inf"):
+        fl.metrics.reco_mege(models, x, inf, folds=folds, labels=labels)
 
 
 # ------------------------------------------------------------------------------------------------------------- μF
@@ -255,10 +314,10 @@ def test_mu_fidelity_is_one_for_the_exact_linear_attribution():
     g = torch.Generator().manual_seed(0)
     x = torch.rand(6, 1, 8, 8, generator=g)
     model = Additive(torch.ones(1, 8, 8))
-    mu = fl.metrics.mu_fidelity(model, x, x, torch.zeros(6, dtype=torch.int64), output="logit", n_subsets=50)
+    mu = fl.metrics.mu_fidelity(model, x, x, target=torch.zeros(6, dtype=torch.int64), output="logit", n_subsets=50)
     assert torch.allclose(mu, torch.ones(6, dtype=torch.float64), atol=1e-6)
-    rnd = fl.metrics.mu_fidelity(model, x, torch.rand(6, 1, 8, 8, generator=g), torch.zeros(6, dtype=torch.int64),
-                                 output="logit", n_subsets=200, generator=1)
+    rnd = fl.metrics.mu_fidelity(model, x, torch.rand(6, 1, 8, 8, generator=g),
+                                 target=torch.zeros(6, dtype=torch.int64), output="logit", n_subsets=200, generator=1)
     assert abs(float(rnd.mean())) < 0.15
 
 
@@ -267,14 +326,14 @@ def test_mu_fidelity_subset_size_batch_invariance_and_spearman_option():
     g = torch.Generator().manual_seed(2)
     x, a = torch.randn(40, 2, 8, 8, generator=g), torch.randn(40, 2, 8, 8, generator=g)
     t = torch.randint(0, 3, (40,), generator=g)
-    d1 = fl.metrics.mu_fidelity_details(model, x, a, t, n_subsets=30, generator=5, batch_size=7)
-    d2 = fl.metrics.mu_fidelity_details(model, x, a, t, n_subsets=30, generator=5, batch_size=512)
+    d1 = fl.metrics.mu_fidelity_details(model, x, a, target=t, n_subsets=30, generator=5, batch_size=7)
+    d2 = fl.metrics.mu_fidelity_details(model, x, a, target=t, n_subsets=30, generator=5, batch_size=512)
     assert torch.allclose(d1["mu_f"], d2["mu_f"], atol=1e-6) and torch.allclose(d1["drops"], d2["drops"], atol=1e-6)
     # every subset removes round(0.15 · 64) = 10 pixels: with all-ones unit scores the sums are exactly 10 · 2 channels
-    ones = fl.metrics.mu_fidelity_details(model, x, torch.ones_like(x), t, n_subsets=5, generator=5)
+    ones = fl.metrics.mu_fidelity_details(model, x, torch.ones_like(x), target=t, n_subsets=5, generator=5)
     assert torch.equal(ones["sums"], torch.full((40, 5), 20.0, dtype=torch.float64))
     assert torch.isnan(ones["mu_f"]).all()                  # constant sums: correlation undefined
-    sp = fl.metrics.mu_fidelity(model, x, a, t, n_subsets=30, generator=5, correlation="spearman")
+    sp = fl.metrics.mu_fidelity(model, x, a, target=t, n_subsets=30, generator=5, correlation="spearman")
     assert sp.shape == (40,) and not torch.allclose(sp, d1["mu_f"])
 
 
@@ -287,21 +346,21 @@ def test_mu_fidelity_is_keyed_to_the_sample_so_splitting_the_data_changes_nothin
     g = torch.Generator().manual_seed(4)
     x, a = torch.randn(40, 1, 8, 8, generator=g), torch.randn(40, 1, 8, 8, generator=g)
     t = torch.randint(0, 3, (40,), generator=g)
-    whole = fl.metrics.mu_fidelity_details(model, x, a, t, n_subsets=12, generator=9, batch_size=64)
+    whole = fl.metrics.mu_fidelity_details(model, x, a, target=t, n_subsets=12, generator=9, batch_size=64)
     for lo, hi in ((0, 5), (5, 37), (37, 40)):   # slices across the 32-sample draw blocks
-        part = fl.metrics.mu_fidelity_details(model, x[lo:hi], a[lo:hi], t[lo:hi], n_subsets=12, generator=9,
+        part = fl.metrics.mu_fidelity_details(model, x[lo:hi], a[lo:hi], target=t[lo:hi], n_subsets=12, generator=9,
                                               sample_index=torch.arange(lo, hi), batch_size=5)
         assert torch.equal(part["sums"], whole["sums"][lo:hi]) and torch.equal(part["mu_f"], whole["mu_f"][lo:hi])
-    shifted = fl.metrics.mu_fidelity_details(model, x[5:37], a[5:37], t[5:37], n_subsets=12, generator=9)
+    shifted = fl.metrics.mu_fidelity_details(model, x[5:37], a[5:37], target=t[5:37], n_subsets=12, generator=9)
     assert not torch.equal(shifted["sums"], whole["sums"][5:37])
     # the same image under two global indices gets two streams; under one index, one stream wherever it sits
-    twice = fl.metrics.mu_fidelity_details(model, x[[3, 3]], a[[3, 3]], t[[3, 3]], n_subsets=12, generator=9,
+    twice = fl.metrics.mu_fidelity_details(model, x[[3, 3]], a[[3, 3]], target=t[[3, 3]], n_subsets=12, generator=9,
                                            sample_index=torch.tensor([3, 8]))
     assert torch.equal(twice["sums"][0], whole["sums"][3]) and not torch.equal(twice["sums"][1], whole["sums"][3])
     with pytest.raises(ValueError, match="sample_index must have shape"):
-        fl.metrics.mu_fidelity(model, x[:4], a[:4], t[:4], sample_index=torch.arange(3))
+        fl.metrics.mu_fidelity(model, x[:4], a[:4], target=t[:4], sample_index=torch.arange(3))
     with pytest.raises(TypeError, match="sample_index must be an integer"):
-        fl.metrics.mu_fidelity(model, x[:4], a[:4], t[:4], sample_index=torch.arange(4.0))
+        fl.metrics.mu_fidelity(model, x[:4], a[:4], target=t[:4], sample_index=torch.arange(4.0))
 
 
 class _OneAtATime(torch.nn.Module):
@@ -323,17 +382,17 @@ def test_mu_fidelity_reference_per_image_or_shared():
     x, a = torch.randn(40, 2, 8, 8, generator=g), torch.randn(40, 2, 8, 8, generator=g)
     t = torch.randint(0, 3, (40,), generator=g)
     ref = torch.randn(2, 8, 8, generator=g)
-    shared = fl.metrics.mu_fidelity(model, x, a, t, n_subsets=10, reference=ref)
-    rows = fl.metrics.mu_fidelity(model, x, a, t, n_subsets=10, reference=ref.expand(40, -1, -1, -1).clone())
+    shared = fl.metrics.mu_fidelity(model, x, a, target=t, n_subsets=10, reference=ref)
+    rows = fl.metrics.mu_fidelity(model, x, a, target=t, n_subsets=10, reference=ref.expand(40, -1, -1, -1).clone())
     assert torch.allclose(shared, rows, atol=1e-6, equal_nan=True)
     # each image as its own reference: removal changes nothing, every drop is 0 (rows matched per block). The clean
     # pass batches 7 different images, the removals 7 copies of one or two images, the last chunks fewer: another
     # batch shape changes the CNN's matmul summation order, so its drops are 0 to float tolerance, not bitwise
     # (ULP-sized on an AVX2 CPU). Run one image at a time, the model sees the same shape in both passes: the drops
     # are exactly 0 there, so μF is undefined (constant drops).
-    own = fl.metrics.mu_fidelity_details(model, x, a, t, n_subsets=10, reference=x.clone(), batch_size=7)
+    own = fl.metrics.mu_fidelity_details(model, x, a, target=t, n_subsets=10, reference=x.clone(), batch_size=7)
     assert torch.allclose(own["drops"], torch.zeros_like(own["drops"]), rtol=0, atol=1e-6)
-    exact = fl.metrics.mu_fidelity_details(_OneAtATime(model), x, a, t, n_subsets=10, reference=x.clone(),
+    exact = fl.metrics.mu_fidelity_details(_OneAtATime(model), x, a, target=t, n_subsets=10, reference=x.clone(),
                                            batch_size=7)
     assert torch.equal(exact["drops"], torch.zeros_like(exact["drops"])) and torch.isnan(exact["mu_f"]).all()
 
@@ -344,7 +403,20 @@ def test_mu_fidelity_nan_model_raises():
             return torch.full((x.shape[0], 2), float("nan"))
     x = torch.rand(2, 1, 4, 4)
     with pytest.raises(ValueError, match="(?i)non-finite|nan"):
-        fl.metrics.mu_fidelity(NaNModel().eval(), x, x, torch.zeros(2, dtype=torch.int64))
+        fl.metrics.mu_fidelity(NaNModel().eval(), x, x, target=torch.zeros(2, dtype=torch.int64))
+
+
+def test_mu_fidelity_reads_the_prediction_when_target_is_none():
+    model = small_cnn(in_channels=2, side=8, n_classes=3)
+    g = torch.Generator().manual_seed(11)
+    x, a = torch.randn(12, 2, 8, 8, generator=g), torch.randn(12, 2, 8, 8, generator=g)
+    with torch.no_grad():
+        predicted = model(x).argmax(1)
+    none = fl.metrics.mu_fidelity_details(model, x, a, n_subsets=9, generator=1, batch_size=5)
+    given = fl.metrics.mu_fidelity_details(model, x, a, target=predicted, n_subsets=9, generator=1, batch_size=5)
+    assert torch.equal(none["drops"], given["drops"]) and torch.equal(none["sums"], given["sums"])
+    other = fl.metrics.mu_fidelity_details(model, x, a, target=(predicted + 1) % 3, n_subsets=9, generator=1)
+    assert not torch.equal(other["drops"], none["drops"])
 
 
 # ---------------------------------------------------------------------------------------------------------- S_avg
@@ -352,11 +424,13 @@ def test_average_stability_oracles():
     g = torch.Generator().manual_seed(0)
     x = torch.rand(5, 1, 6, 6, generator=g)
     t = torch.zeros(5, dtype=torch.int64)
-    const = fl.metrics.average_stability(lambda z, c: torch.ones_like(z), x, t)
+    model = Additive(torch.ones(1, 6, 6))     # the explainers below ignore it
+    const = fl.metrics.average_stability(model, x, explainer=lambda m, z, c: torch.ones_like(z), target=t)
     assert torch.equal(const, torch.zeros(5, dtype=torch.float64))
     # identity explainer: E‖u‖² = d · (r/d)² / 3 for u_i ~ U(−r/d, r/d)
     r, d = 0.1, 36
-    ident = fl.metrics.average_stability_details(lambda z, c: z.double(), x.double(), t, radius=r, n_neighbours=400)
+    ident = fl.metrics.average_stability_details(model, x.double(), explainer=lambda m, z, c: z.double(), target=t,
+                                                 radius=r, n_neighbours=400)
     assert float(ident["s_avg"].mean()) == pytest.approx(r ** 2 / (3 * d), rel=0.05)
     # ‖u‖₁ ≤ r for every neighbour: the largest squared distance is at most d·(r/d)²
     assert float(ident["distances"].max()) <= d * (r / d) ** 2 + 1e-15
@@ -367,17 +441,19 @@ def test_average_stability_batch_size_invariant_and_bad_input():
     x = torch.randn(9, 2, 8, 8, generator=torch.Generator().manual_seed(4))
     t = torch.zeros(9, dtype=torch.int64)
 
-    def explainer(z, c):
-        return fl.explainers.explain(model, z, c, method="saliency")
-    a = fl.metrics.average_stability(explainer, x, t, n_neighbours=6, batch_size=5, generator=3)
-    b = fl.metrics.average_stability(explainer, x, t, n_neighbours=6, batch_size=64, generator=3)
+    def explainer(m, z, c):
+        return fl.explainers.explain(m, z, c, method="saliency")
+    a = fl.metrics.average_stability(model, x, explainer=explainer, target=t, n_neighbours=6, batch_size=5,
+                                     generator=3)
+    b = fl.metrics.average_stability(model, x, explainer=explainer, target=t, n_neighbours=6, batch_size=64,
+                                     generator=3)
     assert torch.allclose(a, b, rtol=1e-5)
     with pytest.raises(ValueError, match="radius"):
-        fl.metrics.average_stability(explainer, x, t, radius=0)
+        fl.metrics.average_stability(model, x, explainer=explainer, target=t, radius=0)
     with pytest.raises(ValueError, match="radius must be a positive finite number"):  # not "x contains NaN or inf"
-        fl.metrics.average_stability(explainer, x, t, radius=float("inf"))
+        fl.metrics.average_stability(model, x, explainer=explainer, target=t, radius=float("inf"))
     with pytest.raises(TypeError, match="explainer"):
-        fl.metrics.average_stability("saliency", x, t)
+        fl.metrics.average_stability(model, x, explainer="saliency", target=t)
 
 
 # ----------------------------------------------------------------------------- S_avg with common random numbers
@@ -392,12 +468,10 @@ def _smooth_cnn() -> torch.nn.Module:
     return net.double().eval()
 
 
-def _smoothgrad(model: torch.nn.Module):
+def _smoothgrad(m: torch.nn.Module, z: torch.Tensor, t: torch.Tensor, seeds: torch.Tensor | None = None):
     """SmoothGrad (8 noisy copies, σ = 0.3) as an S_avg explainer: seeds reach explain's sample_seeds."""
-    def explainer(z, t, seeds=None):
-        return fl.explainers.explain(model, z, t, method="smoothgrad", generator=0, sample_seeds=seeds,
-                                     nt_samples=8, stdevs=0.3)
-    return explainer
+    return fl.explainers.explain(m, z, t, method="smoothgrad", generator=0, sample_seeds=seeds, nt_samples=8,
+                                 stdevs=0.3)
 
 
 def _images(b: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -410,12 +484,11 @@ def test_average_stability_with_common_noise_vanishes_with_the_radius():
     # for a smooth model); explained with fresh noise (the old call) S_avg stays at the Monte-Carlo level
     # E‖ĝ₁(x) − ĝ₂(x)‖² > 0 however small the radius
     model, (x, t) = _smooth_cnn(), _images(4, 5)
-    sg = _smoothgrad(model)
     radii = (1e-1, 1e-3, 1e-6)
-    common = [float(fl.metrics.average_stability(sg, x, t, n_neighbours=8, radius=r, generator=1).mean())
-              for r in radii]
-    fresh = [float(fl.metrics.average_stability(sg, x, t, n_neighbours=8, radius=r, generator=1,
-                                                common_noise=False).mean()) for r in radii]
+    common = [float(fl.metrics.average_stability(model, x, explainer=_smoothgrad, target=t, n_neighbours=8,
+                                                 radius=r, generator=1).mean()) for r in radii]
+    fresh = [float(fl.metrics.average_stability(model, x, explainer=_smoothgrad, target=t, n_neighbours=8, radius=r,
+                                                generator=1, common_noise=False).mean()) for r in radii]
     assert common[0] > common[1] > common[2] >= 0, common
     assert common[2] < 1e-6 * common[0], common
     assert min(fresh) > 0.5 * max(fresh), fresh           # the noise level, not a function of the radius
@@ -425,14 +498,15 @@ def test_average_stability_with_common_noise_vanishes_with_the_radius():
 def test_average_stability_of_a_deterministic_explainer_is_the_same_with_common_noise():
     model, (x, t) = _smooth_cnn(), _images(5, 6)  # smooth: saliency changes within the radius (ReLU's would not)
 
-    def saliency(z, c, seeds=None):
-        return fl.explainers.explain(model, z, c, method="saliency", sample_seeds=seeds)
-    common = fl.metrics.average_stability_details(saliency, x, t, n_neighbours=5, generator=2)
-    fresh = fl.metrics.average_stability_details(saliency, x, t, n_neighbours=5, generator=2, common_noise=False)
+    def saliency(m, z, c, seeds=None):
+        return fl.explainers.explain(m, z, c, method="saliency", sample_seeds=seeds)
+    kw = dict(target=t, n_neighbours=5, generator=2)
+    common = fl.metrics.average_stability_details(model, x, explainer=saliency, **kw)
+    fresh = fl.metrics.average_stability_details(model, x, explainer=saliency, common_noise=False, **kw)
     assert common["seeds"] is not None and common["seeds"].shape == (5,) and fresh["seeds"] is None
     assert torch.equal(common["s_avg"], fresh["s_avg"]) and bool((common["s_avg"] > 0).all())
-    # an explainer that takes only (inputs, target) gets no seeds: common_noise cannot reach it
-    two = fl.metrics.average_stability_details(lambda z, c: saliency(z, c), x, t, n_neighbours=5, generator=2)
+    # an explainer that takes only (model, inputs, target) gets no seeds: common_noise cannot reach it
+    two = fl.metrics.average_stability_details(model, x, explainer=lambda m, z, c: saliency(m, z, c), **kw)
     assert two["seeds"] is None and torch.equal(two["s_avg"], common["s_avg"])
 
 
@@ -441,30 +515,76 @@ def test_average_stability_with_common_noise_ignores_batch_size_and_splitting():
     # may differ by ~1e-16 relative, and S_avg, a squared difference of maps, by ‖g‖/‖g(x) − g(z)‖ times that (~1e-13
     # here; bitwise equal on our CPU); rtol 1e-9 leaves room and still catches a change of noise or neighbours
     model, (x, t) = _smooth_cnn(), _images(5, 7)
-    sg = _smoothgrad(model)
-    whole = fl.metrics.average_stability(sg, x, t, n_neighbours=4, generator=3, batch_size=256)
+
+    def s_avg(lo: int = 0, hi: int = 5, **kw) -> torch.Tensor:
+        return fl.metrics.average_stability(model, x[lo:hi], explainer=_smoothgrad, target=t[lo:hi], n_neighbours=4,
+                                            generator=3, **kw)
+    whole = s_avg(batch_size=256)
     assert bool((whole > 0).all())
     for bs in (1, 3):
-        assert torch.allclose(fl.metrics.average_stability(sg, x, t, n_neighbours=4, generator=3, batch_size=bs),
-                              whole, rtol=1e-9, atol=0), bs
+        assert torch.allclose(s_avg(batch_size=bs), whole, rtol=1e-9, atol=0), bs
     k = 2
-    parts = torch.cat([
-        fl.metrics.average_stability(sg, x[:k], t[:k], n_neighbours=4, generator=3),
-        fl.metrics.average_stability(sg, x[k:], t[k:], n_neighbours=4, generator=3, sample_index=torch.arange(k, 5))])
+    parts = torch.cat([s_avg(0, k), s_avg(k, 5, sample_index=torch.arange(k, 5))])
     assert torch.allclose(parts, whole, rtol=1e-9, atol=0)
     # the global indices are what make parts add up: without them the second part reuses samples 0, 1, 2's keys
-    alone = fl.metrics.average_stability(sg, x[k:], t[k:], n_neighbours=4, generator=3)
+    alone = s_avg(k, 5)
     assert not torch.allclose(alone, whole[k:], rtol=1e-2, atol=0)
 
 
 def test_average_stability_bad_common_noise_and_sample_index():
-    x, t = _images(3, 8)
-    explainer = _smoothgrad(_smooth_cnn())
+    (x, t), model = _images(3, 8), _smooth_cnn()
     with pytest.raises(TypeError, match="common_noise"):
-        fl.metrics.average_stability(explainer, x, t, common_noise="yes")
+        fl.metrics.average_stability(model, x, explainer=_smoothgrad, target=t, common_noise="yes")
     with pytest.raises(ValueError, match="sample_index"):
-        fl.metrics.average_stability(explainer, x, t, sample_index=torch.arange(2))
+        fl.metrics.average_stability(model, x, explainer=_smoothgrad, target=t, sample_index=torch.arange(2))
     with pytest.raises(TypeError, match="sample_index"):
-        fl.metrics.average_stability(explainer, x, t, sample_index=torch.arange(3.0))
+        fl.metrics.average_stability(model, x, explainer=_smoothgrad, target=t, sample_index=torch.arange(3.0))
     with pytest.raises(ValueError, match="non-finite"):
-        fl.metrics.average_stability(lambda z, c, seeds: torch.full_like(z, float("nan")), x, t, n_neighbours=2)
+        fl.metrics.average_stability(model, x, explainer=lambda m, z, c, seeds: torch.full_like(z, float("nan")),
+                                     target=t, n_neighbours=2)
+
+
+
+def test_average_stability_reads_the_prediction_and_takes_given_maps_of_x():
+    model, (x, _) = _smooth_cnn(), _images(4, 9)
+    with torch.no_grad():
+        predicted = model(x).argmax(1)
+    kw = dict(n_neighbours=3, generator=4)
+    none = fl.metrics.average_stability_details(model, x, explainer=_smoothgrad, **kw)
+    assert torch.equal(none["s_avg"], fl.metrics.average_stability(model, x, explainer=_smoothgrad, target=predicted,
+                                                                   **kw))
+    # maps of x given: used as g(x). The explainer's own maps of x (with each sample's seed) give the same S_avg ...
+    own = _smoothgrad(model, x, predicted, none["seeds"])
+    assert torch.equal(fl.metrics.average_stability(model, x, own, explainer=_smoothgrad, **kw), none["s_avg"])
+    # ... maps whose noise comes from elsewhere (one generator, as the study's maps for μF) bring that noise in:
+    # why the study passes None
+    elsewhere = fl.explainers.explain(model, x, predicted, method="smoothgrad", generator=0, nt_samples=8, stdevs=0.3)
+    assert bool((fl.metrics.average_stability(model, x, elsewhere, explainer=_smoothgrad, **kw)
+                 > 10 * none["s_avg"]).all())
+    with pytest.raises(ValueError, match="attributions"):
+        fl.metrics.average_stability(model, x, own[:3], explainer=_smoothgrad, **kw)
+    with pytest.raises(ValueError, match="explainer returned maps of shape"):
+        fl.metrics.average_stability(model, x, own[:, :1], explainer=_smoothgrad, **kw)
+
+
+def test_one_call_shape_and_no_function_hides_its_module():
+    """Issue 30: model, x, attributions positional, every option a keyword with its default (no **options), a
+    *_details twin with the same parameters; the modules are reachable under their own names."""
+    module = importlib.import_module("faithlab.metrics.crossfold")
+    assert inspect.ismodule(module) and inspect.isfunction(fl.metrics.reco_mege)
+    assert fl.metrics.reco_mege is module.reco_mege and fl.metrics.crossfold is module
+    pairs = [(fl.metrics.mu_fidelity, fl.metrics.mu_fidelity_details),
+             (fl.metrics.average_stability, fl.metrics.average_stability_details),
+             (fl.metrics.reco_mege, fl.metrics.reco_mege_details),
+             (fl.metrics.reco_mege_from_predictions, fl.metrics.reco_mege_details_from_predictions)]
+    for plain, details in pairs:
+        p, d = inspect.signature(plain).parameters, inspect.signature(details).parameters
+        assert [(q.name, q.kind, q.default) for q in p.values()] == [(q.name, q.kind, q.default) for q in d.values()]
+        assert not any(q.kind in (q.VAR_KEYWORD, q.VAR_POSITIONAL) for q in p.values()), plain.__name__
+    for plain in (fl.metrics.mu_fidelity, fl.metrics.average_stability):
+        params = list(inspect.signature(plain).parameters.values())
+        assert [q.name for q in params[:3]] == ["model", "x", "attributions"]
+        assert all(q.kind == q.KEYWORD_ONLY for q in params[3:])
+        assert inspect.signature(plain).parameters["target"].default is None
+    params = inspect.signature(fl.metrics.reco_mege).parameters
+    assert list(params)[:3] == ["models", "x", "attributions"] and params["folds"].kind == params["folds"].KEYWORD_ONLY

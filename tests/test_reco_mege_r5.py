@@ -9,7 +9,8 @@ import pytest
 import torch
 
 import faithlab as fl
-from faithlab.metrics.reco_mege import pair_distances, reco_mege_details, shuffled_distances, shuffled_partners
+from faithlab.metrics.crossfold import (pair_distances, reco_mege_details_from_predictions, shuffled_distances,
+                                        shuffled_partners)
 
 P = fl.protocols.reco_mege
 REP, PART, NOT, UNTESTABLE = fl.verdicts.VERDICTS
@@ -31,7 +32,7 @@ def identical_row(task: str, *, broken: float = 0.0, wrong: bool = False, seed: 
     copies = maps[:1].expand_as(maps).clone()
     copies[1:] += broken * torch.randn(copies[1:].shape, generator=torch.Generator().manual_seed(seed + 1))
     preds = ((labels + 1) % 3 if wrong else preds[0]).expand_as(preds)
-    d = reco_mege_details(copies, preds, labels, folds, channel_dim=-3)
+    d = reco_mege_details_from_predictions(copies, preds, labels, folds, channel_dim=-3)
     dist = d["pairs"].distance
     return {"task": task, "method": "SA", "MeGe": d["mege"],
             "max distance": float(dist[~dist.isnan()].max()) if (~dist.isnan()).any() else 0.0,

@@ -1,7 +1,9 @@
-"""Oracle, invariance and error tests for faithlab.metrics.saco (SaCo and the four cumulative metrics)."""
+"""Oracle, invariance and error tests for faithlab.metrics.consistency (SaCo) and the four cumulative metrics."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import math
 
 import pytest
@@ -130,8 +132,8 @@ def test_cumulative_metrics_match_closed_forms():
         sum(math.log(q / 0.81) for q in top.tolist()) / 11)
     correct = (top > 0.5).double()  # label 0 predicted while q > 0.5
     expected_auc = (0.1 * (correct[1:] + correct[:-1]) / 2).sum().item()
-    assert sm.auc_accuracy(model, x, attr, torch.tensor([0]), **kw).item() == pytest.approx(expected_auc)
-    assert sm.auc_accuracy(model, x, attr, torch.tensor([1]), **kw).item() == pytest.approx(1 - expected_auc)
+    assert sm.auc_accuracy(model, x, attr, target=torch.tensor([0]), **kw).item() == pytest.approx(expected_auc)
+    assert sm.auc_accuracy(model, x, attr, target=torch.tensor([1]), **kw).item() == pytest.approx(1 - expected_auc)
     # a better map (β) beats its reversal on every metric in the stated direction
     assert sm.aopc(model, x, attr, **kw) > sm.aopc(model, x, -attr, **kw)
     assert sm.log_odds(model, x, attr, **kw) < sm.log_odds(model, x, -attr, **kw)
@@ -154,11 +156,29 @@ def test_cumulative_details_return_the_curves_behind_the_scores():
     torch.testing.assert_close(c["drop"][0], 0.81 - bot)
     lo = sm.log_odds_details(model, x, attr, **kw)
     torch.testing.assert_close(lo["log_ratio"][0], torch.log(top / 0.81))
-    auc = sm.auc_accuracy_details(model, x, attr, torch.tensor([0]), **kw)
+    auc = sm.auc_accuracy_details(model, x, attr, target=torch.tensor([0]), **kw)
     torch.testing.assert_close(auc["curve"][0], (top > 0.5).double())
-    assert torch.equal(auc["score"], sm.auc_accuracy(model, x, attr, torch.tensor([0]), **kw))
+    assert torch.equal(auc["score"], sm.auc_accuracy(model, x, attr, target=torch.tensor([0]), **kw))
     # the unit-reduction rule is an argument: |a| ranks the reversed map like the map itself
     assert torch.equal(sm.aopc(model, x, -attr, reduce="sum_abs", **kw), sm.aopc(model, x, attr, **kw))
+
+
+def test_morf_details_equals_the_three_calls_and_needs_labels():
+    """One most-salient-first curve gives the accuracy AUC (read against labels) and AOPC/LOdds (read for
+    target, default ŷ) bitwise as their own calls; the labels are required by name."""
+    model, x, attr, _ = _linear_case()
+    x, attr = torch.cat([x, x * 0.5]), torch.cat([attr, attr.flip(-1)])
+    labels = torch.tensor([0, 1])
+    for target in (None, torch.tensor([1, 0])):
+        d = sm.cumulative.morf_details(model, x, attr, target=target, labels=labels, reference="zero")
+        assert torch.equal(d["auc_accuracy"], sm.auc_accuracy(model, x, attr, target=labels, reference="zero"))
+        assert torch.equal(d["aopc"], sm.aopc(model, x, attr, target=target, reference="zero"))
+        assert torch.equal(d["log_odds"], sm.log_odds(model, x, attr, target=target, reference="zero"))
+    assert not torch.equal(d["aopc"], sm.aopc(model, x, attr, reference="zero"))  # the target is read
+    with pytest.raises(ValueError, match="labels"):
+        sm.cumulative.morf_details(model, x, attr)
+    with pytest.raises(TypeError, match="labels"):
+        sm.cumulative.morf_details(model, x, attr, labels=labels.float())
 
 
 def test_errors_name_the_argument():
@@ -173,3 +193,18 @@ def test_errors_name_the_argument():
         sm.aopc(model, x, attr, fractions=[0.5, 1.0])
     with pytest.raises(ValueError, match="model is in training mode"):
         sm.saco(model.train(), x, attr, k=2)
+
+
+def test_saco_has_the_one_call_shape_and_its_module_its_own_name():
+    """Issue 30: model, x, attributions positional, every option a keyword with its default (no **options), the
+    details twin with the same parameters; ``faithlab.metrics.consistency`` is the module, ``fl.metrics.saco`` the
+    function."""
+    module = importlib.import_module("faithlab.metrics.consistency")
+    assert inspect.ismodule(module) and sm.consistency is module and sm.saco is module.saco
+    plain, details = inspect.signature(sm.saco).parameters, inspect.signature(sm.saco_details).parameters
+    assert [(q.name, q.kind, q.default) for q in plain.values()] == \
+        [(q.name, q.kind, q.default) for q in details.values()]
+    params = list(plain.values())
+    assert [q.name for q in params[:3]] == ["model", "x", "attributions"]
+    assert all(q.kind == q.KEYWORD_ONLY for q in params[3:]) and plain["target"].default is None
+    assert {"k", "reduce", "reference", "units", "batch_size"} <= set(plain)

@@ -12,6 +12,7 @@ import torch
 import faithlab as fl
 from faithlab import perturb
 from faithlab.metrics import trace as T
+from faithlab.metrics import trace_search as S
 from oracles import Additive, small_cnn
 
 
@@ -40,11 +41,40 @@ def test_deletion_curve_of_an_additive_model_is_the_remaining_weight():
     curve = T.deletion_curve(model, x, tau, edge=3, output="logit", target=y)
     expected = w.sum() - torch.cat([torch.zeros(2, 1, dtype=torch.float64), w[tau].cumsum(1)], 1)
     torch.testing.assert_close(curve, expected)
-    d = T.lerf_morf_details(model, x, tau, edge=3, output="logit", target=y)
+    d = T.trajectory_scores_details(model, x, tau, edge=3, output="logit", target=y)
     torch.testing.assert_close(d["lerf"], expected)
     torch.testing.assert_close(d["morf"], T.deletion_curve(model, x, tau.flip(1), edge=3, output="logit", target=y))
     torch.testing.assert_close(d["lerf_morf"], d["lerf"].sum(1) - d["morf"].sum(1))
-    torch.testing.assert_close(T.lerf_morf(model, x, tau, edge=3, output="logit", target=y), d["lerf_morf"])
+    torch.testing.assert_close(T.trajectory_scores(model, x, tau, edge=3, output="logit", target=y), d["lerf_morf"])
+
+
+def test_lerf_morf_scores_the_trajectory_of_each_map():
+    """The metric's call shape takes maps: their patch-mean trajectory scored by trajectory_scores, exactly."""
+    model, x, _ = _cnn_case()
+    maps = torch.randn(3, 1, 8, 8, generator=torch.Generator().manual_seed(6))
+    for edge, reduce in ((4, "mean"), (2, "mean_abs")):
+        tau = T.trajectory_from_map(maps, x, edge=edge, reduce=reduce)
+        want = T.trajectory_scores_details(model, x, tau, edge=edge, reference="mean", output="logit")
+        got = T.lerf_morf_details(model, x, maps, edge=edge, reduce=reduce, reference="mean", output="logit")
+        assert torch.equal(got["trajectory"], tau)
+        for key in ("lerf", "morf", "lerf_auc", "morf_auc", "lerf_morf"):
+            assert torch.equal(got[key], want[key]), key
+        assert torch.equal(T.lerf_morf(model, x, maps, edge=edge, reduce=reduce, reference="mean", output="logit"),
+                           want["lerf_morf"])
+    assert not torch.equal(T.lerf_morf(model, x, maps, edge=4), T.lerf_morf(model, x, -maps, edge=4))
+    assert torch.equal(T.lerf_morf(model, x, maps), T.lerf_morf(model, x, maps, edge=4))  # 8 px: the 4 × 4 grid
+
+
+def test_default_edge_is_the_first_of_7_4_2_that_divides_the_side():
+    sides = {14: 7, 28: 7, 8: 4, 12: 4, 6: 2, 10: 2}
+    assert {s: T.default_edge(torch.zeros(1, 1, s, s)) for s in sides} == sides
+    assert T.default_edge(torch.zeros(1, 1, 9, 9), 3) == 3
+    with pytest.raises(ValueError, match="^edge: no default patch grid divides images of 9×9"):
+        T.default_edge(torch.zeros(1, 1, 9, 9))
+    with pytest.raises(ValueError, match="^edge: no default patch grid divides images of 8×16"):
+        T.default_edge(torch.zeros(1, 1, 8, 16))
+    with pytest.raises(ValueError, match="edge"):
+        T.default_edge(torch.zeros(1, 1, 8, 8), 0)
 
 
 def test_insertion_equals_deletion_in_auc_theorem_3_1():
@@ -98,10 +128,10 @@ def test_greedy_is_exact_for_an_additive_model():
     model, x, w, y = _additive()
     optimum = w.argsort().expand(2, -1)
     for objective in ("le", "mo"):
-        found = T.greedy(model, x, edge=3, objective=objective, output="logit", target=y)
+        found = S.greedy(model, x, edge=3, objective=objective, output="logit", target=y)
         assert torch.equal(found.trajectory, optimum), objective
-    best = T.lerf_morf_details(model, x, optimum, edge=3, output="logit", target=y)
-    g = T.greedy(model, x, edge=3, objective="le", output="logit", target=y)
+    best = T.trajectory_scores_details(model, x, optimum, edge=3, output="logit", target=y)
+    g = S.greedy(model, x, edge=3, objective="le", output="logit", target=y)
     torch.testing.assert_close(g.lerf, best["lerf"])
     torch.testing.assert_close(g.morf, best["morf"])
     # t(t+1)/2 − 1 step inputs plus the start, the end and the other curve
@@ -112,7 +142,7 @@ def test_greedy_is_exact_for_an_additive_model():
 def test_annealing_reaches_the_optimum_of_an_additive_model_from_a_random_start(objective):
     model, x, w, y = _additive()
     start = torch.stack([torch.randperm(9, generator=torch.Generator().manual_seed(s)) for s in (5, 6)])
-    found = T.anneal(model, x, edge=3, objective=objective, init=start, iterations=1500, t0=2.0, generator=0,
+    found = S.anneal(model, x, edge=3, objective=objective, init=start, iterations=1500, t0=2.0, generator=0,
                      output="logit", target=y)
     assert torch.equal(found.trajectory, w.argsort().expand(2, -1))
 
@@ -121,13 +151,13 @@ def test_annealing_reaches_the_optimum_of_an_additive_model_from_a_random_start(
 def test_incremental_energy_equals_full_reevaluation(objective):
     model, x, y = _cnn_case()
     for iterations in (1, 7, 60):
-        fast = T.anneal(model, x, edge=4, objective=objective, iterations=iterations, t0=0.05, generator=4,
+        fast = S.anneal(model, x, edge=4, objective=objective, iterations=iterations, t0=0.05, generator=4,
                         target=y)
-        slow = T.anneal(model, x, edge=4, objective=objective, iterations=iterations, t0=0.05, generator=4,
+        slow = S.anneal(model, x, edge=4, objective=objective, iterations=iterations, t0=0.05, generator=4,
                         target=y, incremental=False)
         assert torch.equal(fast.trajectory, slow.trajectory)
         torch.testing.assert_close(fast.energy, slow.energy, atol=1e-5, rtol=0)
-        again = T.lerf_morf_details(model, x, fast.trajectory, edge=4, target=y)
+        again = T.trajectory_scores_details(model, x, fast.trajectory, edge=4, target=y)
         torch.testing.assert_close(fast.lerf, again["lerf"], atol=1e-6, rtol=0)
         torch.testing.assert_close(fast.morf, again["morf"], atol=1e-6, rtol=0)
         assert int(fast.accepted.sum()) > 0 or iterations == 1
@@ -141,28 +171,28 @@ def test_incremental_energy_equals_full_reevaluation(objective):
 
 def test_annealing_refuses_an_init_search_of_other_images():
     model, x, y = _cnn_case()
-    g = T.greedy(model, x[:2], edge=4, target=y[:2])
+    g = S.greedy(model, x[:2], edge=4, target=y[:2])
     with pytest.raises(ValueError, match="init"):
-        T.anneal(model, x, edge=4, init=g, iterations=2, generator=0, target=y)
-    wrong = T.Search(T.greedy(model, x, edge=4, target=y).trajectory, g.lerf, g.morf, g.passes)
+        S.anneal(model, x, edge=4, init=g, iterations=2, generator=0, target=y)
+    wrong = S.Search(S.greedy(model, x, edge=4, target=y).trajectory, g.lerf, g.morf, g.passes)
     with pytest.raises(ValueError, match="init's curves"):
-        T.anneal(model, x, edge=4, init=wrong, iterations=2, generator=0, target=y)
+        S.anneal(model, x, edge=4, init=wrong, iterations=2, generator=0, target=y)
 
 
 def test_annealing_never_ends_worse_than_its_greedy_start():
     model, x, y = _cnn_case()
     for objective, start in (("le", "le"), ("mo", "mo"), ("le-mo", "le")):
-        g = T.greedy(model, x, edge=4, objective=start, target=y)
-        sa = T.anneal(model, x, edge=4, objective=objective, iterations=40, generator=1, target=y)
-        start_energy = -T.objective_value(g.lerf, g.morf, objective)
+        g = S.greedy(model, x, edge=4, objective=start, target=y)
+        sa = S.anneal(model, x, edge=4, objective=objective, iterations=40, generator=1, target=y)
+        start_energy = -S.objective_value(g.lerf, g.morf, objective)
         torch.testing.assert_close(sa.energy[0], start_energy)
         assert bool((sa.energy[1:] <= sa.energy[:-1]).all())
-        assert bool((-T.objective_value(sa.lerf, sa.morf, objective) <= start_energy + 1e-12).all())
+        assert bool((-S.objective_value(sa.lerf, sa.morf, objective) <= start_energy + 1e-12).all())
 
 
 def test_complete_search_equals_brute_force_and_bounds_the_searches():
     model, x, y = _cnn_case(b=2, side=6)
-    cs = T.complete_search(model, x, edge=3, target=y, batch_size=97)
+    cs = S.complete_search(model, x, edge=3, target=y, batch_size=97)
     units = T.patch_grid(x, 3)
     for b in range(2):
         for k in range(10):
@@ -171,10 +201,10 @@ def test_complete_search_equals_brute_force_and_bounds_the_searches():
                                              units=units, target=y[b:b + 1].expand(len(subsets)))
             torch.testing.assert_close(cs["min"][b, k], out.min())
             torch.testing.assert_close(cs["max"][b, k], out.max())
-    greedy_le = T.greedy(model, x, edge=3, objective="le", target=y)
-    greedy_mo = T.greedy(model, x, edge=3, objective="mo", target=y)
-    sa_le = T.anneal(model, x, edge=3, objective="le", iterations=200, generator=0, target=y)
-    sa_mo = T.anneal(model, x, edge=3, objective="mo", iterations=200, generator=0, target=y)
+    greedy_le = S.greedy(model, x, edge=3, objective="le", target=y)
+    greedy_mo = S.greedy(model, x, edge=3, objective="mo", target=y)
+    sa_le = S.anneal(model, x, edge=3, objective="le", iterations=200, generator=0, target=y)
+    sa_mo = S.anneal(model, x, edge=3, objective="mo", iterations=200, generator=0, target=y)
     tol = 1e-5
     assert bool((cs["max"].sum(1) + tol >= sa_le.lerf.sum(1)).all())
     assert bool((sa_le.lerf.sum(1) + tol >= greedy_le.lerf.sum(1)).all())
@@ -184,9 +214,9 @@ def test_complete_search_equals_brute_force_and_bounds_the_searches():
 
 def test_random_deletion_curves():
     model, x, y = _cnn_case()
-    a = T.random_deletion_curves(model, x, edge=4, n_orders=5, generator=7, target=y)
-    b = T.random_deletion_curves(model, x, edge=4, n_orders=5, generator=7, target=y, batch_size=3)
-    c = T.random_deletion_curves(model, x, edge=4, n_orders=5, generator=8, target=y)
+    a = S.random_deletion_curves(model, x, edge=4, n_orders=5, generator=7, target=y)
+    b = S.random_deletion_curves(model, x, edge=4, n_orders=5, generator=7, target=y, batch_size=3)
+    c = S.random_deletion_curves(model, x, edge=4, n_orders=5, generator=8, target=y)
     assert a.shape == (3, 5, 17)
     torch.testing.assert_close(a, b)
     assert not torch.allclose(a, c)
@@ -200,19 +230,19 @@ def test_random_deletion_curves():
 def test_batch_size_and_seed_invariance_of_the_searches():
     model, x, y = _cnn_case()
     ref = fl.perturb.make_reference(x, "blur", kernel_size=3, sigma=1.0)
-    runs = [T.anneal(model, x, edge=4, objective="le-mo", iterations=30, generator=3, reference=ref, target=y,
+    runs = [S.anneal(model, x, edge=4, objective="le-mo", iterations=30, generator=3, reference=ref, target=y,
                      batch_size=size) for size in (5, 1000)]
     assert torch.equal(runs[0].trajectory, runs[1].trajectory)
     torch.testing.assert_close(runs[0].lerf, runs[1].lerf)
-    other = T.anneal(model, x, edge=4, objective="le-mo", iterations=30, generator=4, reference=ref, target=y)
+    other = S.anneal(model, x, edge=4, objective="le-mo", iterations=30, generator=4, reference=ref, target=y)
     assert not torch.equal(other.accepted, runs[0].accepted) or not torch.equal(other.trajectory, runs[0].trajectory)
-    g = [T.greedy(model, x, edge=4, objective="mo", reference="mean", target=y, batch_size=size) for size in (3, 999)]
+    g = [S.greedy(model, x, edge=4, objective="mo", reference="mean", target=y, batch_size=size) for size in (3, 999)]
     assert torch.equal(g[0].trajectory, g[1].trajectory)
-    cs = [T.complete_search(model, x[:1], edge=4, target=y[:1], batch_size=size)["min"]
+    cs = [S.complete_search(model, x[:1], edge=4, target=y[:1], batch_size=size)["min"]
           for size in (1000, 4096)]
     torch.testing.assert_close(cs[0], cs[1])
     state = torch.random.get_rng_state()
-    T.anneal(model, x, edge=4, iterations=3, generator=0, target=y)
+    S.anneal(model, x, edge=4, iterations=3, generator=0, target=y)
     assert torch.equal(state, torch.random.get_rng_state())
 
 
@@ -233,27 +263,27 @@ def test_bad_arguments_name_themselves():
     with pytest.raises(ValueError, match="order"):
         T.deletion_curve(model, x, torch.zeros(3, 16, dtype=torch.int64), edge=4)
     with pytest.raises(ValueError, match="objective"):
-        T.greedy(model, x, edge=4, objective="le-mo")
+        S.greedy(model, x, edge=4, objective="le-mo")
     with pytest.raises(ValueError, match="objective"):
-        T.anneal(model, x, edge=4, objective="best", generator=0)
+        S.anneal(model, x, edge=4, objective="best", generator=0)
     with pytest.raises(ValueError, match="iterations"):
-        T.anneal(model, x, edge=4, iterations=0, generator=0)
+        S.anneal(model, x, edge=4, iterations=0, generator=0)
     with pytest.raises(ValueError, match="generator"):
-        T.anneal(model, x, edge=4, iterations=2)
+        S.anneal(model, x, edge=4, iterations=2)
     with pytest.raises(ValueError, match="t0"):
-        T.anneal(model, x, edge=4, iterations=2, generator=0, output="log_odds")
+        S.anneal(model, x, edge=4, iterations=2, generator=0, output="log_odds")
     with pytest.raises(ValueError, match="eta"):
-        T.anneal(model, x, edge=4, iterations=2, generator=0, eta=1.5)
+        S.anneal(model, x, edge=4, iterations=2, generator=0, eta=1.5)
     with pytest.raises(ValueError, match="t0"):                     # an infinite temperature accepts every move
-        T.anneal(model, x, edge=4, iterations=2, generator=0, t0=math.inf)
+        S.anneal(model, x, edge=4, iterations=2, generator=0, t0=math.inf)
     with pytest.raises(ValueError, match="init"):
-        T.anneal(model, x, edge=4, iterations=2, generator=0, init=torch.zeros(3, 16, dtype=torch.int64))
+        S.anneal(model, x, edge=4, iterations=2, generator=0, init=torch.zeros(3, 16, dtype=torch.int64))
     with pytest.raises(ValueError, match="complete search"):
-        T.complete_search(model, x, edge=8)
+        S.complete_search(model, x, edge=8)
     with pytest.raises(ValueError, match="alpha"):
         T.trajectory_attribution(tau, alpha=0)
     with pytest.raises(TypeError, match="trajectory"):
-        T.lerf_morf(model, x, tau.float(), edge=4)
+        T.trajectory_scores(model, x, tau.float(), edge=4)
 
 
 def test_a_map_with_other_channels_than_x_raises():
@@ -272,9 +302,9 @@ def test_x_on_another_device_than_the_model_raises_before_reading_x():
     tau = torch.arange(16).expand(3, -1)
     meta = x.to("meta")                                         # its values cannot be read: the device check is first
     with pytest.raises(ValueError, match="model is on cpu but x is on meta"):
-        T.lerf_morf(model, meta, tau.to("meta"), edge=4, target=y.to("meta"))
+        T.trajectory_scores(model, meta, tau.to("meta"), edge=4, target=y.to("meta"))
     with pytest.raises(ValueError, match="model is on cpu but x is on meta"):
-        T.greedy(model, meta, edge=4)
+        S.greedy(model, meta, edge=4)
     with pytest.raises(ValueError, match="model is on meta but x is on cpu"):
         T.deletion_curve(small_cnn(2, 8, 3).to("meta"), x, tau, edge=4)
 
@@ -289,8 +319,8 @@ def test_a_model_returning_nan_never_gives_a_score():
     model = NaNAfterDeletion().eval()
     y = torch.zeros(2, dtype=torch.int64)
     with pytest.raises(ValueError, match="NaN"):
-        T.greedy(model, x, edge=4, target=y)
+        S.greedy(model, x, edge=4, target=y)
     with pytest.raises(ValueError, match="NaN"):
-        T.anneal(model, x, edge=4, init=torch.arange(16).expand(2, -1), iterations=5, generator=0, target=y)
+        S.anneal(model, x, edge=4, init=torch.arange(16).expand(2, -1), iterations=5, generator=0, target=y)
     with pytest.raises(ValueError, match="NaN"):
-        T.complete_search(model, x, edge=2, target=y)
+        S.complete_search(model, x, edge=2, target=y)

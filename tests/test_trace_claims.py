@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import faithlab as fl
-from faithlab.metrics import trace as T
+from faithlab.metrics import trace_search as S
 from faithlab.protocols import trace as P
 from oracles import small_cnn
 
@@ -231,11 +231,11 @@ def test_random_order_sums_and_curve_sums_hold_the_metric_curves():
     model, x = small_cnn(2, 8, 3), torch.randn(3, 2, 8, 8, generator=torch.Generator().manual_seed(2))
     y = torch.tensor([0, 1, 2])
     frame = P.random_order_sums(model, x, y, edge=2, n_orders=4, generator=7)
-    curves = T.random_deletion_curves(model, x, edge=2, n_orders=4, generator=torch.Generator().manual_seed(7),
+    curves = S.random_deletion_curves(model, x, edge=2, n_orders=4, generator=torch.Generator().manual_seed(7),
                                       target=y)
     np.testing.assert_allclose(frame.sort_values(["image", "order"])["sum"], curves.double().sum(2).flatten(),
                                rtol=1e-6)
-    g = T.greedy(model, x, edge=2, objective="le", target=y)
+    g = S.greedy(model, x, edge=2, objective="le", target=y)
     sums = P.curve_sums({("Greedy", "Le"): g.lerf, ("Greedy", "Mo"): g.morf})
     np.testing.assert_allclose(sums[sums.objective == "Mo"]["sum"], g.morf.double().sum(1), rtol=1e-6)
 
@@ -243,7 +243,7 @@ def test_random_order_sums_and_curve_sums_hold_the_metric_curves():
 def test_insertion_deletion_frame_pairs_each_deletion_with_the_reverse_insertion():
     model, x = small_cnn(2, 8, 3), torch.randn(2, 2, 8, 8, generator=torch.Generator().manual_seed(4))
     y = torch.tensor([1, 2])
-    searches = {"Greedy-Le": T.greedy(model, x, edge=2, objective="le", target=y)}
+    searches = {"Greedy-Le": S.greedy(model, x, edge=2, objective="le", target=y)}
     frame = P.insertion_deletion_frame(model, x, searches, edge=2, target=y)
     assert len(frame) == 2 * 2 and set(frame["deletion"]) == {"LeRF", "MoRF"}
     np.testing.assert_allclose(frame["insertion AUC"], frame["deletion AUC"], rtol=1e-5)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import faithlab as fl
-from faithlab.metrics import trace as T
+from faithlab.metrics import trace_search as S
 from faithlab.protocols import trace as P
 from oracles import Additive, small_cnn
 
@@ -45,7 +45,7 @@ def test_search_frames_match_the_searches_curves():
     model, x = small_cnn(2, 8, 3), torch.randn(3, 2, 8, 8, generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         y = model(x).argmax(1)
-    g = T.greedy(model, x, edge=2, objective="le", target=y)
+    g = S.greedy(model, x, edge=2, objective="le", target=y)
     scores, curves = P.search_frames({"Greedy-Le": g}, labels={"output": "probability"})
     np.testing.assert_allclose(scores.LeRF, g.lerf.double().sum(1).numpy())
     np.testing.assert_allclose(scores["LeRF − MoRF"], (g.lerf.double().sum(1) - g.morf.double().sum(1)).numpy())
@@ -73,7 +73,7 @@ def test_random_deletion_frame_averages_the_metric_curves():
     y = model(x).argmax(1)
     frame = P.random_deletion_frame(model, x, y, edges=(2, 4), references={"zero": "zero"}, n_orders=3,
                                     generator=torch.Generator().manual_seed(5))
-    expected = T.random_deletion_curves(model, x, edge=2, n_orders=3, generator=torch.Generator().manual_seed(5),
+    expected = S.random_deletion_curves(model, x, edge=2, n_orders=3, generator=torch.Generator().manual_seed(5),
                                         target=y).mean(1)
     got = frame[frame.edge == 2].sort_values(["image", "deleted"]).value.to_numpy()
     np.testing.assert_allclose(got, expected.double().flatten().numpy(), rtol=1e-6)

@@ -35,7 +35,7 @@ import torch
 
 import faithlab as fl
 
-out = fl.outputs.for_notebook("basics/digits_classifier")
+out = fl.outputs.for_notebook()
 fl.plots.set_style()
 generator = torch.Generator().manual_seed(seed)
 
@@ -60,7 +60,7 @@ model, history = fl.train.fit(
 model = model.to(device).eval()
 
 x, y = test.x[:n_test].to(device), test.y[:n_test].to(device)
-accuracy = fl.train.evaluate(model, test, device=device)["accuracy"]
+accuracy = fl.train.loss_and_accuracy(model, test, device=device)["accuracy"]
 out.glue("test_accuracy", round(accuracy, 3))
 print(f"test accuracy: {accuracy:.3f}")
 
@@ -170,8 +170,9 @@ cases = {
     "model returns NaN on perturbed inputs": lambda: fl.metrics.aopc(NaNWhenPerturbed(model, few).eval(), few, ig),
     "float64 images, float32 model": lambda: fl.metrics.aopc(model, few.double(), ig),
     "attributions with 3 channels for 1-channel images": lambda: fl.metrics.aopc(model, few, ig.repeat(1, 3, 1, 1)),
-    "fractions not increasing": lambda: fl.metrics.auc_accuracy(model, few, ig, y[:8], fractions=[0, 1, 0.5]),
-    "target class out of range": lambda: fl.metrics.fid_plus(model, few, torch.full_like(y[:8], 12), ig, [0.2]),
+    "fractions not increasing": lambda: fl.metrics.auc_accuracy(model, few, ig, target=y[:8], fractions=[0, 1, 0.5]),
+    "target class out of range": lambda: fl.metrics.fid_plus(model, few, ig, target=torch.full_like(y[:8], 12),
+                                                             sparsity=[0.2]),
     "three all-zero maps": lambda: fl.metrics.aopc_details(model, few, blank)["constant"],
 }
 rows = []

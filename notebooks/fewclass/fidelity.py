@@ -48,7 +48,7 @@ import seaborn as sns
 
 import faithlab as fl
 
-out = fl.outputs.for_notebook("fewclass/fidelity")
+out = fl.outputs.for_notebook()
 fl.plots.set_style()
 P = fl.protocols.fewclass
 SCORE = {"vehicles": "IoU", "ct": "Dice"}

@@ -41,7 +41,7 @@ import torch
 
 import faithlab as fl
 
-out = fl.outputs.for_notebook("fewclass/flips")
+out = fl.outputs.for_notebook()
 fl.plots.set_style()
 P = fl.protocols.fewclass
 F = fl.metrics.fewclass
@@ -62,7 +62,7 @@ for task, s in setups.items():
         frames.append(P.flip_frame(model, s.x, sel["image"], labels={"task": task, "model": m, "Δ": sel["delta"]},
                                    batch_size=batch_size))
         random_map = fl.explainers.explain(model, s.x, torch.zeros_like(s.y), method="random", generator=seed)
-        real_fid.append(F.fewclass_fid(model, s.x, random_map, sel["image"], batch_size=batch_size))
+        real_fid.append(F.fewclass_fid(model, s.x, random_map, perturbed=sel["image"], batch_size=batch_size))
 flips = pd.concat(frames, ignore_index=True)
 out.table(flips, "flips")
 summary = flips.groupby(["task", "model", "replacement"]).agg(flipped=("flipped", "mean"), mean_U=("U", "mean"),

@@ -41,7 +41,7 @@ import torch
 
 import faithlab as fl
 
-out = fl.outputs.for_notebook("fewclass/perturbation")
+out = fl.outputs.for_notebook()
 fl.plots.set_style()
 P = fl.protocols.fewclass
 F = fl.metrics.fewclass

@@ -66,7 +66,7 @@ import pandas as pd
 
 import faithlab as fl
 
-out = fl.outputs.for_notebook("ffidelity/images_ranking")
+out = fl.outputs.for_notebook()
 fl.plots.set_style()
 NAMES = {"sg_sq_ig": "SG-SQ", "gradcam": "GradCAM"}
 METHODS = ["Fidelity", "ROAR", "R-Fidelity", "F-Fidelity"]

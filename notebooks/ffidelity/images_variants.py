@@ -73,7 +73,7 @@ import pandas as pd
 
 import faithlab as fl
 
-out = fl.outputs.for_notebook("ffidelity/images_variants")
+out = fl.outputs.for_notebook()
 fl.plots.set_style()
 METHODS = ["Fidelity", "ROAR", "R-Fidelity", "F-Fidelity"]
 
@@ -308,10 +308,11 @@ for label in ("GradCAM", "Saliency"):
     attr = pair.clean[label, "fine-tuned"].view(-1, *pair.x.shape[2:])
     with warnings.catch_warnings():  # constant maps are flagged in the table (and counted in constant_maps.csv)
         warnings.simplefilter("ignore", fl.perturb.ConstantMapWarning)
-        paired = fl.metrics.fid_curves(tuned, pair.x, pair.y, attr, sparsity, **common)
+        plus = fl.metrics.fid_plus_details(tuned, pair.x, attr, target=pair.y, sparsity=sparsity, **common)
+        minus = fl.metrics.fid_minus(tuned, pair.x, attr, target=pair.y,
+                                     sparsity=fl.metrics.minus_sparsity(sparsity), **common)
     per_image += [{"case": i + 1, "explainer": label, "FFid+": float(p), "FFid−": float(m), "constant map": bool(c)}
-                  for i, (p, m, c) in enumerate(zip(paired["plus"].mean(1), paired["minus"].mean(1),
-                                                    paired["constant"]))]
+                  for i, (p, m, c) in enumerate(zip(plus["score"].mean(1), minus.mean(1), plus["constant"]))]
 per_image = pd.DataFrame(per_image)
 out.table(per_image, "per_image_ffid")
 out.glue("n_pair", len(pair.x))

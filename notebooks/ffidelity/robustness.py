@@ -35,23 +35,7 @@ image_model = "small_cnn"
 width = 32
 image_epochs = 30
 image_finetune_epochs = 10
-ts_models = ["cnn1d"]
-text_models = ["lstm_text", "transformer_text"]
-ts_n_train = 4000
-ts_length = 60
-ts_width = 32
-ts_offset = 3.0
-ts_positional = True
-ts_kernel = 9
-ts_lstm_layers = 1
-text_n_train = 1000
-text_length = 24
-text_width = 32
-tf_dim = 32
-st_epochs = 30
-text_removals = {"zero embedding": "removed_token", "pad deletion": "zero"}
-st_finetune_epochs = 3
-st_n_test = 100
+series_text_models = {}  # overrides of fl.protocols.ffidelity.SeriesTextModels (the models of ffidelity/series_text)
 beta = 0.1
 ratios = [0.0, 0.05, 0.1]
 betas = [0.05, 0.1, 0.2, 0.3]
@@ -67,9 +51,10 @@ import torch
 
 import faithlab as fl
 
-out = fl.outputs.for_notebook("ffidelity/robustness")
+out = fl.outputs.for_notebook()
 fl.plots.set_style()
 NAMES = fl.recipes.DISPLAY_NAMES
+st = fl.protocols.ffidelity.SeriesTextModels(**series_text_models)
 
 # %% [markdown]
 # ## Models
@@ -84,20 +69,12 @@ tuned_by_beta = {b: fl.recipes.ffidelity_finetune(base, hist, img_train, img_tes
                                                   n_epochs=image_finetune_epochs, seed=seed, device=device)
                  for b in sorted({beta, *betas})}
 cases = {("images", image_model, "zero"): (base, tuned_by_beta[beta], img_test, "pixels")}
-sizes = {"time series": {"n_train": ts_n_train, "length": ts_length, "width": ts_width, "offset": ts_offset,
-                         "positional": ts_positional},
-         "text": {"n_train": text_n_train, "length": text_length, "width": text_width}}
-for domain, names, unit_kind in (("time series", ts_models, "time"), ("text", text_models, "tokens")):
-    for name in names:
-        model, h, train, test = fl.recipes.series_text_classifier(
-            name, n_test=st_n_test, kernel_size=ts_kernel, lstm_layers=ts_lstm_layers, tf_dim=tf_dim,
-            n_epochs=st_epochs, seed=seed, device=device, **sizes[domain])
-        for reference in (text_removals.values() if domain == "text" else ["zero"]):
-            tuned = fl.recipes.ffidelity_finetune(model, h, train, test, beta=beta, units=unit_kind,
-                                                  reference=reference, n_epochs=st_finetune_epochs, seed=seed,
-                                                  device=device)
-            cases[domain, name, reference] = (model, tuned, test, unit_kind)
-REMOVAL = {v: k for k, v in text_removals.items()}
+for domain, name, unit_kind, reference in st.cases():  # the cached models of `ffidelity/series_text`
+    model, h, train, test = st.classifier(name, seed=seed, device=device)
+    tuned = st.finetune(model, h, train, test, beta=beta, units=unit_kind, reference=reference, seed=seed,
+                        device=device)
+    cases[domain, name, reference] = (model, tuned, test, unit_kind)
+REMOVAL = {v: k for k, v in st.text_removals.items()}
 
 
 def architecture(domain: str, name: str, reference: str) -> str:
@@ -136,7 +113,7 @@ samples = pd.concat(sample_rows, ignore_index=True)
 out.table(robust, "table_8_draws")
 out.glue("n_draws", n_draws)
 out.glue("n_image_test", len(img_test))
-out.glue("n_series_test", st_n_test)
+out.glue("n_series_test", st.n_test)
 
 # %% [markdown]
 # ## Table 8
@@ -279,7 +256,7 @@ for d, n, ref in cases:
     a = architecture(d, n, ref)
     drop = float(acc[d, a, "original", min(ratios)] - acc[d, a, "original", max(ratios)])
     out.glue(f"drop_{a.split()[0].lower()}{'_pad' if 'pad' in a else ''}", 100 * drop)
-zero_embedding = [architecture("text", n, text_removals["zero embedding"]) for n in text_models]
+zero_embedding = [architecture("text", n, st.text_removals["zero embedding"]) for n in st.text_models]
 text_robust = C.claim_text_robust(
     samples, text=zero_embedding, clean=min(ratios), removed=max(ratios), seed=seed,
     paper_value="drop 0→10 % of the original: " + ", ".join(

@@ -42,7 +42,7 @@ import pandas as pd
 
 import faithlab as fl
 
-out = fl.outputs.for_notebook("ffidelity/sensitivity")
+out = fl.outputs.for_notebook()
 fl.plots.set_style()
 
 # %% [markdown]

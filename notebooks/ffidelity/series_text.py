@@ -29,27 +29,11 @@
 # zeros"); deleting the token (the pad id, dropped from the pool) is run beside it as a labelled variant.
 
 # %% tags=["parameters"]
-ts_models = ["cnn1d"]
-text_models = ["lstm_text", "transformer_text"]
-ts_n_train = 4000
-ts_length = 60
-ts_width = 32
-ts_offset = 3.0
-ts_positional = True
-ts_kernel = 9
-ts_lstm_layers = 1
-text_n_train = 1000
-text_length = 24
-text_width = 32
-tf_dim = 32
-n_epochs = 30
-n_finetune_epochs = 3
-text_removals = {"zero embedding": "removed_token", "pad deletion": "zero"}
+series_text_models = {}  # overrides of fl.protocols.ffidelity.SeriesTextModels (the models of ffidelity/robustness)
 ood_ks = [3, 6]
 beta = 0.1
 alpha = 0.5
 n_samples = 10
-n_test = 100
 noise_levels = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
 n_seeds = 3
 sparsity = [0.1, 0.3, 0.5, 0.7, 0.9]
@@ -63,11 +47,13 @@ import pandas as pd
 
 import faithlab as fl
 
-out = fl.outputs.for_notebook("ffidelity/series_text")
+out = fl.outputs.for_notebook()
 fl.plots.set_style()
 TS_METHODS = ["Fidelity", "ROAR", "R-Fidelity", "F-Fidelity"]
 TEXT_METHODS = ["Fidelity", "R-Fidelity", "F-Fidelity"]
 NAMES = fl.recipes.DISPLAY_NAMES
+st = fl.protocols.ffidelity.SeriesTextModels(**series_text_models)
+ts_models, text_models, n_test = st.ts_models, st.text_models, st.n_test
 
 # %% [markdown]
 # ## Data and models
@@ -78,12 +64,8 @@ NAMES = fl.recipes.DISPLAY_NAMES
 # gets its own fine-tuned model (`RandomRemoval(β, units, reference)` removes the same way it is evaluated).
 
 # %%
-sizes = {"time series": {"n_train": ts_n_train, "length": ts_length, "width": ts_width, "offset": ts_offset,
-                         "positional": ts_positional},
-         "text": {"n_train": text_n_train, "length": text_length, "width": text_width}}
-cases = [("time series", m, "time", "zero") for m in ts_models]
-cases += [("text", m, "tokens", ref) for m in text_models for ref in text_removals.values()]
-REMOVAL = {"zero": "zeroed step", **{v: k for k, v in text_removals.items()}}
+cases = st.cases()
+REMOVAL = {"zero": "zeroed step", **{v: k for k, v in st.text_removals.items()}}
 
 
 def group_name(domain, name, reference):
@@ -96,13 +78,11 @@ def glue_key(group):
 
 
 models, tests, accuracy_rows = {}, {}, []
-for domain, name, unit_kind, reference in cases:  # `fl.recipes`: the same cached models as `ffidelity/robustness`
+for domain, name, unit_kind, reference in cases:  # `st`: the same cached models as `ffidelity/robustness`
     group = group_name(domain, name, reference)
-    base, hist, train, test = fl.recipes.series_text_classifier(
-        name, n_test=n_test, kernel_size=ts_kernel, lstm_layers=ts_lstm_layers, tf_dim=tf_dim, n_epochs=n_epochs,
-        seed=seed, device=device, **sizes[domain])
-    tuned = fl.recipes.ffidelity_finetune(base, hist, train, test, beta=beta, units=unit_kind, reference=reference,
-                                          n_epochs=n_finetune_epochs, seed=seed, device=device)
+    base, hist, train, test = st.classifier(name, seed=seed, device=device)
+    tuned = st.finetune(base, hist, train, test, beta=beta, units=unit_kind, reference=reference, seed=seed,
+                        device=device)
     models[group], tests[group] = {"original": base, "fine-tuned": tuned}, test
     if domain == "time series":  # ROAR: retrain on series whose top ⌊u·T⌋ steps by IG (original model) are zeroed
         train_scores = fl.perturb.unit_scores(fl.explainers.explain(
@@ -110,13 +90,13 @@ for domain, name, unit_kind, reference in cases:  # `fl.recipes`: the same cache
             generator=seed), fl.perturb.time_units(train.x), reduce="sum_abs").cpu()
         spec = hist["spec"]
         models[group]["ROAR"], _ = fl.train.fit(
-            spec["model"], spec["model_config"], train, fl.train.TrainConfig(epochs=n_epochs, lr=3e-3, batch_size=64,
-                                                                               seed=seed),
+            spec["model"], spec["model_config"], train, fl.train.TrainConfig(epochs=st.n_epochs, lr=3e-3,
+                                                                               batch_size=64, seed=seed),
             data_key=spec["data"], augment=fl.train.ExplanationGuidedRemoval(train_scores, units="time"),
             test_data=test, device=device, progress=False)
         models[group]["ROAR"] = models[group]["ROAR"].to(device).eval()
     for label, model in models[group].items():
-        acc = fl.train.evaluate(model, test, device=device)["accuracy"]
+        acc = fl.train.loss_and_accuracy(model, test, device=device)["accuracy"]
         accuracy_rows.append({"domain": domain, "model": group, "version": label, "test accuracy": acc})
 accuracy = pd.DataFrame(accuracy_rows)
 out.table(accuracy, "accuracy")
@@ -189,8 +169,8 @@ for domain, name, unit_kind, reference in cases:
 curves = pd.DataFrame(curve_rows)
 out.table(curves, "curves")
 for key_, value in {"n_test": n_test, "n_seeds": n_seeds, "n_samples": n_samples, "n_levels": len(sparsity),
-                    "ig_steps": ig_steps, "ts_length": ts_length, "text_length": text_length,
-                    "ts_offset": ts_offset}.items():
+                    "ig_steps": ig_steps, "ts_length": st.ts_length, "text_length": st.text_length,
+                    "ts_offset": st.ts_offset}.items():
     out.glue(key_, value)
 
 # %% [markdown]
@@ -300,13 +280,13 @@ if series_groups:
 if text_groups:
     claims.append(C.claim_text_equivalence(
         cells, null, models=text_groups, seed=seed,
-        counted=[group_name("text", n, text_removals["zero embedding"]) for n in text_models],
+        counted=[group_name("text", n, st.text_removals["zero embedding"]) for n in text_models],
         paper_value="SST2 macro correlations Fid vs F-Fid: identical (LSTM), |Δ| ≤ 0.06 (Transformer)"))
     for r in claims[-1].table.to_dict("records"):
         out.glue(f"text_gap_{glue_key(r['model'])}", r["difference"])
 for claim in claims:
-    out.claim(claim, note=f"series T={ts_length} at offset {ts_offset:g}, tokens L={text_length}; {n_test} inputs, "
-                          f"{n_seeds} seeds × {len(sparsity)} levels, N={n_samples}")
+    out.claim(claim, note=f"series T={st.ts_length} at offset {st.ts_offset:g}, tokens L={st.text_length}; {n_test} "
+                          f"inputs, {n_seeds} seeds × {len(sparsity)} levels, N={n_samples}")
 by_model = pd.concat([c.table.assign(claim=c.claim.split(" (")[0]) for c in claims], ignore_index=True)
 by_model = by_model[["claim", *[c for c in by_model.columns if c != "claim"]]]
 out.table(by_model, "verdicts_by_model")

@@ -44,7 +44,7 @@ import pandas as pd
 
 import faithlab as fl
 
-out = fl.outputs.for_notebook("ffidelity/size_plateau")
+out = fl.outputs.for_notebook()
 fl.plots.set_style()
 
 # %% [markdown]
@@ -71,11 +71,11 @@ for r in rs:
         model, _ = fl.train.finetune(base, data["train"], ft_config, fl.train.RandomRemoval(beta), data_key=key,
                                      base_key=hist["key"], test_data=test, device=device, progress=False)
         model = model.to(device).eval()
-        scores = fl.metrics.fid_plus(model, x, y, attr, sparsity, alpha=alpha, beta=beta, n_samples=n_samples,
-                                     generator=seed, ties="random", batch_size=batch_size)
+        scores = fl.metrics.fid_plus(model, x, attr, target=y, sparsity=sparsity, alpha=alpha, beta=beta,
+                                     n_samples=n_samples, generator=seed, ties="random", batch_size=batch_size)
         curve = scores.mean(dim=0).cpu()
         r_hat = fl.metrics.explanation_size(curve.double(), sparsity, alpha=alpha, beta=beta, tol=tolerance).item()
-        acc = fl.train.evaluate(model, test.subset(range(n_test)), device=device)["accuracy"]
+        acc = fl.train.loss_and_accuracy(model, test.subset(range(n_test)), device=device)["accuracy"]
         rows.append({"r": r, "beta": beta, "beta/alpha": fl.metrics.critical_points(alpha, beta),
                      "realised r": test.extras["fraction"][:n_test].mean().item(), "r read off": r_hat,
                      "|error|": abs(r_hat - r), "fine-tuned accuracy": acc})

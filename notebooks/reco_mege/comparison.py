@@ -53,13 +53,11 @@ import pandas as pd
 
 import faithlab as fl
 
-out = fl.outputs.for_notebook("reco_mege/comparison")
+out = fl.outputs.for_notebook()
 P = fl.protocols.reco_mege
-fam = P.families([task], n=n, image_size=image_size, k=k, width_scale=width_scale, epochs=epochs,
-                 train_batch=train_batch, lr=lr, scheduler=scheduler, seed=seed, dataset=dataset, data_dir=data_dir,
-                 device=device, batch_size=batch_size)[task]
-test = P.load_task(task, n=n_test, image_size=image_size, seed=seed, dataset=dataset, data_dir=data_dir,
-                   split="test")
+family = P.FamilySettings.from_parameters(globals())  # n, image_size, k, width_scale, epochs, ... (parameters)
+fam = P.families([task], family)[task]
+test = family.load_task(task, n=n_test, split="test")
 # μF and S_avg are read on one model: its family need not be within ±3 % (that premise is ReCo's and MeGe's), only
 # have learned the task
 premise = P.chance_premise(fam)

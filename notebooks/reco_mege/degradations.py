@@ -47,7 +47,7 @@ import pandas as pd
 
 import faithlab as fl
 
-out = fl.outputs.for_notebook("reco_mege/degradations")
+out = fl.outputs.for_notebook()
 fl.plots.set_style()
 P = fl.protocols.reco_mege
 config = fl.train.TrainConfig(epochs=epochs, batch_size=train_batch, lr=lr, seed=seed, scheduler=scheduler)

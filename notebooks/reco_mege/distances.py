@@ -45,7 +45,7 @@ import pandas as pd
 import faithlab as fl
 from faithlab.protocols import reco_sanity as R
 
-out = fl.outputs.for_notebook("reco_mege/distances")
+out = fl.outputs.for_notebook()
 fl.plots.set_style()
 NAMES = R.LABELS
 out.glue("steps", steps)

@@ -49,13 +49,11 @@ import torch
 
 import faithlab as fl
 
-out = fl.outputs.for_notebook("reco_mege/exact")
+out = fl.outputs.for_notebook()
 fl.plots.set_style()
 P = fl.protocols.reco_mege
 SETTINGS = dict(ig_steps=ig_steps, sg_samples=sg_samples, batch_size=batch_size, seed=seed)
-families = P.families(tasks, n=n, image_size=image_size, k=k, width_scale=width_scale, epochs=epochs,
-                      train_batch=train_batch, lr=lr, scheduler=scheduler, seed=seed, dataset=dataset,
-                      data_dir=data_dir, device=device, batch_size=batch_size)
+families = P.families(tasks, P.FamilySettings.from_parameters(globals()))  # n, image_size, k, ... (parameters)
 details = {t: {m: P.distance_sets(f, m, **SETTINGS) for m in methods} for t, f in families.items()}
 scores = pd.concat([P.scores(d, task=t) for t, d in details.items()], ignore_index=True)
 scores["exact − scan"] = scores["ReCo"] - scores["ReCo (xplique scan)"]

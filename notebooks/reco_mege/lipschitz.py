@@ -53,7 +53,7 @@ import seaborn as sns
 
 import faithlab as fl
 
-out = fl.outputs.for_notebook("reco_mege/lipschitz")
+out = fl.outputs.for_notebook()
 fl.plots.set_style()
 P = fl.protocols.reco_mege
 d = P.load_task(task, n=n, image_size=image_size, seed=seed, dataset=dataset, data_dir=data_dir)

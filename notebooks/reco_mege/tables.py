@@ -48,7 +48,7 @@ import pandas as pd
 
 import faithlab as fl
 
-out = fl.outputs.for_notebook("reco_mege/tables")
+out = fl.outputs.for_notebook()
 fl.plots.set_style()
 P = fl.protocols.reco_mege
 SETTINGS = dict(ig_steps=ig_steps, sg_samples=sg_samples, batch_size=batch_size, seed=seed)
@@ -61,11 +61,9 @@ SETTINGS = dict(ig_steps=ig_steps, sg_samples=sg_samples, batch_size=batch_size,
 # not testable here (the premise of R1, `family_premise`), as is one whose models do not beat chance clearly.
 
 # %%
-families = P.families(tasks, n=n, image_size=image_size, k=k, width_scale=width_scale, epochs=epochs,
-                      train_batch=train_batch, lr=lr, scheduler=scheduler, seed=seed, dataset=dataset,
-                      data_dir=data_dir, device=device, batch_size=batch_size)
-tests = {t: P.load_task(t, n=n_test, image_size=image_size, seed=seed, dataset=dataset, data_dir=data_dir,
-                        split="test") for t in tasks}
+family = P.FamilySettings.from_parameters(globals())  # n, image_size, k, width_scale, epochs, ... (parameters)
+families = P.families(tasks, family)
+tests = {t: family.load_task(t, n=n_test, split="test") for t in tasks}
 premises = {t: P.family_premise(f, tests[t], batch_size=batch_size) for t, f in families.items()}
 accuracy = P.accuracy_frame(list(families.values()), tests, batch_size=batch_size)
 out.table(accuracy, "accuracy")

@@ -48,7 +48,7 @@ import torch
 import faithlab as fl
 
 
-out = fl.outputs.for_notebook("saco/case_study")
+out = fl.outputs.for_notebook()
 fl.plots.set_style()
 generator = torch.Generator().manual_seed(seed)
 

@@ -51,7 +51,7 @@ import torch
 import faithlab as fl
 
 
-out = fl.outputs.for_notebook("saco/random_vs_methods")
+out = fl.outputs.for_notebook()
 fl.plots.set_style()
 generator = torch.Generator().manual_seed(seed)
 
@@ -73,7 +73,7 @@ if not timm_models:
     for setting in vit_settings:
         config = {key: setting[key] for key in ("image_size", "patch_size", "dim", "depth", "heads", "n_epochs")}
         model, train, test = fl.recipes.digits_vit(**config, seed=seed, device=device)
-        accuracies[setting["name"]] = fl.train.evaluate(model, test, device=device)["accuracy"]
+        accuracies[setting["name"]] = fl.train.loss_and_accuracy(model, test, device=device)["accuracy"]
         n = setting.get("n_test", n_test)
         models[setting["name"]] = (model, test.x[:n].to(device), test.y[:n].to(device))
 else:
@@ -87,7 +87,7 @@ else:
         mean, std = (torch.tensor(source.pretrained_cfg[key]).view(1, -1, 1, 1) for key in ("mean", "std"))
         models[name] = (fl.models.vit_from_timm(source).to(device), ((images - mean) / std).to(device),
                         labels.to(device))
-    accuracies = {name: fl.train.evaluate(m, fl.data.TensorData(xm, ym), device=device)
+    accuracies = {name: fl.train.loss_and_accuracy(m, fl.data.TensorData(xm, ym), device=device)
                   ["accuracy"] for name, (m, xm, ym) in models.items()}
 settings_table = pd.DataFrame({"setting": list(models), "test accuracy": list(accuracies.values()),
                                "images evaluated": [len(x) for _, x, _ in models.values()]})

@@ -69,7 +69,7 @@ import torch
 import faithlab as fl
 from faithlab.protocols import synthesis as syn
 
-out = fl.outputs.for_notebook("synthesis/metrics_compared")
+out = fl.outputs.for_notebook()
 fl.plots.set_style()
 LABELS = {m: i.label for m, i in fl.evaluation.METRICS.items()}
 fractions = [i / (fewclass_points - 1) for i in range(fewclass_points)]

@@ -62,7 +62,7 @@ import torch
 import faithlab as fl
 from faithlab.protocols import synthesis as syn
 
-out = fl.outputs.for_notebook("templates/evaluate_your_explainer")
+out = fl.outputs.for_notebook()
 fl.plots.set_style()
 LABELS = {m: i.label for m, i in fl.evaluation.METRICS.items()}
 

@@ -45,7 +45,7 @@ import torch
 
 import faithlab as fl
 
-out = fl.outputs.for_notebook("trace/random_test")
+out = fl.outputs.for_notebook()
 fl.plots.set_style()
 P = fl.protocols.trace
 

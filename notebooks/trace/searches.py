@@ -53,9 +53,10 @@ import torch
 
 import faithlab as fl
 
-out = fl.outputs.for_notebook("trace/searches")
+out = fl.outputs.for_notebook()
 fl.plots.set_style()
 T = fl.metrics.trace
+S = fl.metrics.trace_search
 P = fl.protocols.trace
 generator = torch.Generator().manual_seed(seed)
 
@@ -88,11 +89,11 @@ setup.info
 
 # %%
 xs, kw_s = x[:cs_images], {**kw, "target": y[:cs_images]}
-cs = T.complete_search(model, xs, edge=cs_edge, **kw_s)
-g_le, g_mo = (T.greedy(model, xs, edge=cs_edge, objective=o, **kw_s) for o in ("le", "mo"))
-sa_le = T.anneal(model, xs, edge=cs_edge, objective="le", init=g_le, iterations=cs_iterations, eta=eta,
+cs = S.complete_search(model, xs, edge=cs_edge, **kw_s)
+g_le, g_mo = (S.greedy(model, xs, edge=cs_edge, objective=o, **kw_s) for o in ("le", "mo"))
+sa_le = S.anneal(model, xs, edge=cs_edge, objective="le", init=g_le, iterations=cs_iterations, eta=eta,
                  generator=generator, **kw_s)
-sa_mo = T.anneal(model, xs, edge=cs_edge, objective="mo", init=g_mo, iterations=cs_iterations, eta=eta,
+sa_mo = S.anneal(model, xs, edge=cs_edge, objective="mo", init=g_mo, iterations=cs_iterations, eta=eta,
                  generator=generator, **kw_s)
 curves_2a = {("CS", "Le"): cs["max"], ("SA", "Le"): sa_le.lerf, ("Greedy", "Le"): g_le.lerf,
              ("CS", "Mo"): cs["min"], ("SA", "Mo"): sa_mo.morf, ("Greedy", "Mo"): g_mo.morf}
@@ -127,9 +128,9 @@ x1, y1 = x[:1], y[:1]
 heat = {}
 for e in heat_edges:
     kw_1 = {"reference": reference, "output": output, "target": y1, "batch_size": batch_size}
-    starts = {o: T.greedy(model, x1, edge=e, objective=o, **kw_1) for o in ("le", "mo")}  # -Le and -Le−Mo share one
+    starts = {o: S.greedy(model, x1, edge=e, objective=o, **kw_1) for o in ("le", "mo")}  # -Le and -Le−Mo share one
     for objective in ("le-mo", "le", "mo"):
-        s = T.anneal(model, x1, edge=e, objective=objective, init=starts["mo" if objective == "mo" else "le"],
+        s = S.anneal(model, x1, edge=e, objective=objective, init=starts["mo" if objective == "mo" else "le"],
                      iterations=heat_iterations, eta=eta, generator=generator, **kw_1)
         heat[objective, e] = T.trajectory_map(s.trajectory, x.shape[-1], alpha=2.0)[0, 0]
 fig, axes = plt.subplots(3, len(heat_edges), figsize=(2.6 * len(heat_edges), 7.8), squeeze=False)
@@ -151,12 +152,12 @@ out.figure(fig, "fig3a")
 # image on its own criterion, and it reports each loss as a share of the way from the search's score to chance.
 
 # %%
-greedy_le, greedy_mo = (T.greedy(model, x, edge=edge, objective=o, **kw) for o in ("le", "mo"))
-cross = {"SA-Le−Mo": T.anneal(model, x, edge=edge, objective="le-mo", init=greedy_le, iterations=iterations,
+greedy_le, greedy_mo = (S.greedy(model, x, edge=edge, objective=o, **kw) for o in ("le", "mo"))
+cross = {"SA-Le−Mo": S.anneal(model, x, edge=edge, objective="le-mo", init=greedy_le, iterations=iterations,
                               eta=eta, generator=generator, **kw),
-         "SA-Le": T.anneal(model, x, edge=edge, objective="le", init=greedy_le, iterations=iterations, eta=eta,
+         "SA-Le": S.anneal(model, x, edge=edge, objective="le", init=greedy_le, iterations=iterations, eta=eta,
                            generator=generator, **kw),
-         "SA-Mo": T.anneal(model, x, edge=edge, objective="mo", init=greedy_mo, iterations=iterations, eta=eta,
+         "SA-Mo": S.anneal(model, x, edge=edge, objective="mo", init=greedy_mo, iterations=iterations, eta=eta,
                            generator=generator, **kw),
          "Greedy-Le": greedy_le, "Greedy-Mo": greedy_mo}
 cross_scores, cross_curves = P.search_frames(cross, labels={"model": model_name})
@@ -206,10 +207,10 @@ t6.table
 # %%
 xc, yc = x[:cost_images], y[:cost_images]
 kw_c = {**kw, "target": yc}
-start = T.greedy(model, xc, edge=edge, objective="le", **kw_c)
-full = T.anneal(model, xc, edge=edge, objective="le-mo", init=start, iterations=iterations, eta=eta,
+start = S.greedy(model, xc, edge=edge, objective="le", **kw_c)
+full = S.anneal(model, xc, edge=edge, objective="le-mo", init=start, iterations=iterations, eta=eta,
                 generator=torch.Generator().manual_seed(seed + 1), incremental=False, **kw_c)
-sa_same = T.anneal(model, xc, edge=edge, objective="le-mo", init=start, iterations=iterations, eta=eta,
+sa_same = S.anneal(model, xc, edge=edge, objective="le-mo", init=start, iterations=iterations, eta=eta,
                    generator=torch.Generator().manual_seed(seed + 1), **kw_c)
 same = torch.equal(full.trajectory, sa_same.trajectory)
 rows = [{"search": "Greedy-Le", "passes per image": start.passes[-1].item() / len(xc),

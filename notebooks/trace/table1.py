@@ -53,9 +53,9 @@ import torch
 
 import faithlab as fl
 
-out = fl.outputs.for_notebook("trace/table1")
+out = fl.outputs.for_notebook()
 fl.plots.set_style()
-T = fl.metrics.trace
+S = fl.metrics.trace_search
 P = fl.protocols.trace
 
 # %% [markdown]
@@ -108,7 +108,7 @@ METHODS = {name: (P.TABLE1_METHODS[name][0], {**P.TABLE1_METHODS[name][1], **OPT
 generator = torch.Generator().manual_seed(seed)
 maps = {m: P.method_maps(model, x, y, METHODS, batch_size=batch_size, generator=generator, layer=setup.layers[m])
         for m, model in setup.models.items()}
-searches = {(m, ref, output): T.anneal(model, x, edge=edge, objective="le-mo", iterations=iterations, eta=eta,
+searches = {(m, ref, output): S.anneal(model, x, edge=edge, objective="le-mo", iterations=iterations, eta=eta,
                                        generator=generator, reference=REFERENCES[ref], output=output, target=y,
                                        batch_size=batch_size)
             for m, model in setup.models.items() for ref in REFERENCES for output in ("prob", "logit")}

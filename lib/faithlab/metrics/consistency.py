@@ -1,5 +1,7 @@
-"""SaCo, the Salience-guided Faithfulness Coefficient (Wu et al., CVPR 2024), on the shared removal engine. The
-four cumulative-removal metrics it is compared with live in :mod:`faithlab.metrics.cumulative`.
+"""SaCo, the Salience-guided Faithfulness Coefficient (Wu et al., CVPR 2024): does the model's output drop more
+where the map says the evidence is? A consistency check between salience and effect, on the shared removal engine.
+The four cumulative-removal metrics it is compared with live in :mod:`faithlab.metrics.cumulative`. The functions are
+gathered in :mod:`faithlab.metrics` (``fl.metrics.saco``, ``fl.metrics.saco_details``).
 
 SaCo (Algorithm 1, spec §3.1). Units (pixels by default) are sorted by salience, most salient first, and split into
 K groups G_1..G_K of equal size (sizes differ by one when K does not divide n: unit of rank r goes to group
@@ -26,17 +28,18 @@ from faithlab.metrics.cumulative import REDUCE, unit_salience
 __all__ = ["saco", "saco_details"]
 
 
-def saco_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, k: int = 10,
-                 reduce: str = REDUCE, reference: perturb.Reference = "channel_mean",
-                 target: torch.Tensor | None = None, units: perturb.Units | None = None,
-                 batch_size: int = 256) -> dict[str, torch.Tensor]:
+def saco_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
+                 k: int = 10, reduce: str = REDUCE, reference: perturb.Reference = "channel_mean",
+                 units: perturb.Units | None = None, batch_size: int = 256) -> dict[str, torch.Tensor]:
     """SaCo with its ingredients (Algorithm 1; Fig. 3 case study).
 
     x: ``(B, C, H, W)`` images (or any layout the removal engine accepts); attributions: see
-    ``perturb.unit_scores`` (e.g. ``(B, 1, H, W)``). k: number of groups (≤ number of units). reduce: the
-    unit-salience rule, default the signed sum (the paper's s(G) = Σ M_p). target: ``(B,)``
-    classes; None → the model's prediction ŷ (the paper). All B·(K+1) inputs (the clean one and K single-group
-    removals per sample) go through one batched ``perturb.removal_outputs`` call, ``batch_size`` at a time.
+    ``perturb.unit_scores`` (e.g. ``(B, 1, H, W)``). target: ``(B,)`` int64 classes; None → the model's prediction
+    ŷ on the clean x (the paper). k: number of groups (≤ number of units).
+    reduce: the unit-salience rule, default the signed sum (the paper's s(G) = Σ M_p). reference: what a removed
+    unit becomes (``perturb.make_reference``); units: None → pixels (``perturb.default_units``). All B·(K+1) inputs
+    (the clean one and K single-group removals per sample) go through one batched ``perturb.removal_outputs`` call,
+    ``batch_size`` at a time.
 
     Returns a dict of tensors: ``saco`` ``(B,)`` in [−1, 1] (higher = more faithful); ``salience`` ``(B, K)``
     s(G_i), most salient group first; ``drop`` ``(B, K)`` ∇pred(G_i); ``prob`` ``(B,)`` p(target|x); ``groups``
@@ -72,11 +75,14 @@ def saco_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
             "undefined": undefined}
 
 
-def saco(model: Callable, x: torch.Tensor, attributions: torch.Tensor, **options) -> torch.Tensor:
+def saco(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
+         k: int = 10, reduce: str = REDUCE, reference: perturb.Reference = "channel_mean",
+         units: perturb.Units | None = None, batch_size: int = 256) -> torch.Tensor:
     """Salience-guided Faithfulness Coefficient per sample → ``(B,)`` in [−1, 1]; higher = more faithful.
 
     Wu et al. 2024, Algorithm 1 (see the module docstring; arguments as in :func:`saco_details`). Invariant to
     positive scaling of the map and to adding a constant, for any k (groups are compared by their mean salience).
     A constant map (W = 0) scores 0; a uniform random map scores 0 in expectation.
     """
-    return saco_details(model, x, attributions, **options)["saco"]
+    return saco_details(model, x, attributions, target=target, k=k, reduce=reduce, reference=reference, units=units,
+                        batch_size=batch_size)["saco"]

@@ -6,6 +6,10 @@ SaCo's comparison (Wu et al., CVPR 2024): units ranked by the signed sum of the 
 salience of SaCo), removed units replaced by the per-image per-channel mean. The fractions must increase strictly
 and include 0: the clean output p(ŷ|x) is read there.
 
+Every metric has the call shape ``metric(model, x, attributions, *, target=None, <options>)``: ``target`` is the class
+each sample's score reads, None → the model's prediction ŷ on the clean x. The accuracy AUC is the exception in
+what the paper reads: the true labels (pass ``target=y``).
+
 A constant map defines no ranking: its units are removed in index order, the score is returned, every ``*_details``
 dict flags those samples in ``constant`` ``(B,)`` and a ``perturb.ConstantMapWarning`` counts them. A model
 returning NaN/inf logits raises a ValueError naming the samples (never a finite score).
@@ -19,7 +23,6 @@ import torch
 
 from faithlab import _validate, perturb
 from faithlab.metrics.statistics import trapezoid_auc
-from faithlab.perturb.engine import _removal_curve
 
 __all__ = ["FRACTIONS", "REDUCE", "auc_accuracy", "auc_accuracy_details", "aopc", "aopc_details", "log_odds",
            "log_odds_details", "comprehensiveness", "comprehensiveness_details", "morf_details"]
@@ -49,9 +52,9 @@ def _clean_index(f: torch.Tensor) -> int:
     return values.index(0.0)
 
 
-def _curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor, direction: str, output: str,
+def _curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor, direction: str, output: perturb.Output,
            target: torch.Tensor | None, reduce: str, units: perturb.Units | None, reference: perturb.Reference,
-           fractions: Sequence[float], batch_size: int, target_name: str = "target") -> dict[str, torch.Tensor]:
+           fractions: Sequence[float], batch_size: int) -> dict[str, torch.Tensor]:
     """Cumulative removal curve ``(B, F)``, its clean value ``(B,)``, the fractions ``(F,)`` and ``constant``
     ``(B,)`` (maps without a ranking, warned about); units ordered by their salience (ties by lower unit id)."""
     f = _validate.fractions(fractions, "fractions", increasing=True)
@@ -59,21 +62,28 @@ def _curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor, directi
     units, scores = unit_salience(x, attributions, units, reduce)
     constant = perturb.warn_constant(perturb.constant_maps(scores), "their units are removed in index order; "
                                      "flagged in the details' 'constant'")
-    curve = _removal_curve(model, x, None, f, order=perturb.order(scores, direction), reduce=reduce,
-                           reference=reference, output=output, target=target, units=units, batch_size=batch_size,
-                           generator=None, target_name=target_name)
+    runner = perturb.Removal(model, x, units=units, reference=reference, output=output, target=target,
+                             batch_size=batch_size)
+    curve = runner.curve(None, f, order=perturb.order(scores, direction), reduce=reduce)
     return {"curve": curve, "clean": curve[:, clean_at], "fractions": f.to(curve.device, curve.dtype),
             "constant": constant}
 
 
-def auc_accuracy_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, y: torch.Tensor, *,
-                         reduce: str = REDUCE, reference: perturb.Reference = "channel_mean",
-                         units: perturb.Units | None = None, fractions: Sequence[float] = FRACTIONS,
-                         batch_size: int = 256) -> dict[str, torch.Tensor]:
+_OPTIONS_DOC = """
+    target: ``(B,)`` int64 classes read at every point; None → the model's prediction ŷ on the clean x.
+    reduce: the unit-reduction rule (default signed sum, SaCo's). reference: the removal value (default the
+    per-image per-channel mean). units: default pixels / time steps / tokens. fractions: increasing, including 0
+    (default 0, 0.1, …, 1). batch_size: forward-pass chunk; results do not depend on it."""
+
+
+def auc_accuracy_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
+                         target: torch.Tensor | None = None, reduce: str = REDUCE,
+                         reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
+                         fractions: Sequence[float] = FRACTIONS, batch_size: int = 256) -> dict[str, torch.Tensor]:
     """:func:`auc_accuracy` with its curve: ``score`` ``(B,)``, ``curve`` ``(B, F)`` the 0/1 indicator
-    argmax f(x̃_top) = y at each fraction, ``clean`` ``(B,)`` and ``fractions`` ``(F,)``."""
-    _validate.tensor(y, "y", ndim=1)
-    d = _curve(model, x, attributions, "morf", "correct", y, reduce, units, reference, fractions, batch_size, "y")
+    argmax f(x̃_top) = target at each fraction, ``clean`` ``(B,)``, ``fractions`` ``(F,)`` and ``constant``
+    ``(B,)``. The paper reads the true labels: pass ``target=y``."""
+    d = _curve(model, x, attributions, "morf", "correct", target, reduce, units, reference, fractions, batch_size)
     return {"score": _auc(d["curve"], d["fractions"]), **d}
 
 
@@ -91,14 +101,16 @@ def _log_odds(curve: torch.Tensor, clean: torch.Tensor) -> tuple[torch.Tensor, t
     return ratio.mean(1), ratio
 
 
-def auc_accuracy(model: Callable, x: torch.Tensor, attributions: torch.Tensor, y: torch.Tensor,
-                 **options) -> torch.Tensor:
+def auc_accuracy(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
+                 reduce: str = REDUCE, reference: perturb.Reference = "channel_mean",
+                 units: perturb.Units | None = None, fractions: Sequence[float] = FRACTIONS,
+                 batch_size: int = 256) -> torch.Tensor:
     """Per-sample accuracy AUC (spec §3.2; Ancona et al.): trapezoid area, x = fraction removed, under the 0/1
-    indicator argmax f(x̃_top) = y as the most salient units are removed cumulatively → ``(B,)`` in [0, 1].
-    The dataset AUC is the mean over samples. y: ``(B,)`` ground-truth labels. Lower = more faithful.
-    options: ``reduce`` (default signed sum, SaCo's), ``reference`` (default per-channel mean), ``units``,
-    ``fractions`` (default 0, 0.1, …, 1), ``batch_size``; see :func:`auc_accuracy_details` for the curve."""
-    return auc_accuracy_details(model, x, attributions, y, **options)["score"]
+    indicator argmax f(x̃_top) = target as the most salient units are removed cumulatively → ``(B,)`` in [0, 1].
+    The dataset AUC is the mean over samples. Lower = more faithful. The paper reads the true labels: pass
+    ``target=y`` (None → ŷ, so the clean point is always 1). See :func:`auc_accuracy_details` for the curve."""
+    return auc_accuracy_details(model, x, attributions, target=target, reduce=reduce, reference=reference,
+                                units=units, fractions=fractions, batch_size=batch_size)["score"]
 
 
 def _drop_details(direction: str, model: Callable, x: torch.Tensor, attributions: torch.Tensor,
@@ -109,88 +121,108 @@ def _drop_details(direction: str, model: Callable, x: torch.Tensor, attributions
     return {"score": score, "drop": drop, **d}
 
 
-def aopc_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, target: torch.Tensor | None = None,
-                 *, reduce: str = REDUCE, reference: perturb.Reference = "channel_mean",
+def aopc_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
+                 reduce: str = REDUCE, reference: perturb.Reference = "channel_mean",
                  units: perturb.Units | None = None, fractions: Sequence[float] = FRACTIONS,
                  batch_size: int = 256) -> dict[str, torch.Tensor]:
     """:func:`aopc` with its curve: ``score`` ``(B,)``, ``curve`` ``(B, F)`` p(ŷ|x̃_top), ``drop`` ``(B, F)``
-    p(ŷ|x) − p(ŷ|x̃_top), ``clean`` ``(B,)`` p(ŷ|x), ``fractions`` ``(F,)``."""
+    p(ŷ|x) − p(ŷ|x̃_top), ``clean`` ``(B,)`` p(ŷ|x), ``fractions`` ``(F,)``, ``constant`` ``(B,)``."""
     return _drop_details("morf", model, x, attributions, target, reduce, reference, units, fractions, batch_size)
 
 
-def aopc(model: Callable, x: torch.Tensor, attributions: torch.Tensor, target: torch.Tensor | None = None,
-         **options) -> torch.Tensor:
-    """AOPC (spec §3.2; Samek et al.): mean over the fractions of p(ŷ|x) − p(ŷ|x̃_top) → ``(B,)``; target None
-    → ŷ. Higher = more faithful. options as :func:`aopc_details` (which also returns the curve)."""
-    return aopc_details(model, x, attributions, target, **options)["score"]
+def aopc(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
+         reduce: str = REDUCE, reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
+         fractions: Sequence[float] = FRACTIONS, batch_size: int = 256) -> torch.Tensor:
+    """AOPC (spec §3.2; Samek et al.): mean over the fractions of p(ŷ|x) − p(ŷ|x̃_top) → ``(B,)``, ŷ = target
+    (None → the prediction on the clean x). Higher = more faithful. :func:`aopc_details` also returns the curve."""
+    return aopc_details(model, x, attributions, target=target, reduce=reduce, reference=reference, units=units,
+                        fractions=fractions, batch_size=batch_size)["score"]
 
 
-def log_odds_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor,
-                     target: torch.Tensor | None = None, *, reduce: str = REDUCE,
+def log_odds_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
+                     target: torch.Tensor | None = None, reduce: str = REDUCE,
                      reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
                      fractions: Sequence[float] = FRACTIONS, batch_size: int = 256) -> dict[str, torch.Tensor]:
     """:func:`log_odds` with its curve: ``score`` ``(B,)``, ``curve`` ``(B, F)`` p(ŷ|x̃_top), ``log_ratio``
-    ``(B, F)`` log((p(ŷ|x̃_top) + ε) / (p(ŷ|x) + ε)), ``clean`` ``(B,)``, ``fractions`` ``(F,)``."""
+    ``(B, F)`` log((p(ŷ|x̃_top) + ε) / (p(ŷ|x) + ε)), ``clean`` ``(B,)``, ``fractions`` ``(F,)``, ``constant``
+    ``(B,)``."""
     d = _curve(model, x, attributions, "morf", "prob", target, reduce, units, reference, fractions, batch_size)
     score, ratio = _log_odds(d["curve"], d["clean"])
     return {"score": score, "log_ratio": ratio, **d}
 
 
-def log_odds(model: Callable, x: torch.Tensor, attributions: torch.Tensor, target: torch.Tensor | None = None,
-             **options) -> torch.Tensor:
+def log_odds(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
+             reduce: str = REDUCE, reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
+             fractions: Sequence[float] = FRACTIONS, batch_size: int = 256) -> torch.Tensor:
     """LOdds (spec §3.2; Shrikumar et al., ATTCAT): mean over the fractions of log((p(ŷ|x̃_top) + ε) / (p(ŷ|x) +
-    ε)), ε = 1e-12 → ``(B,)``, ≤ 0 when removal only lowers p. Lower = more faithful. options as
-    :func:`log_odds_details`."""
-    return log_odds_details(model, x, attributions, target, **options)["score"]
+    ε)), ε = 1e-12, ŷ = target (None → the prediction on the clean x) → ``(B,)``, ≤ 0 when removal only lowers
+    p. Lower = more faithful. :func:`log_odds_details` also returns the curve."""
+    return log_odds_details(model, x, attributions, target=target, reduce=reduce, reference=reference, units=units,
+                            fractions=fractions, batch_size=batch_size)["score"]
 
 
-def comprehensiveness_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor,
-                              target: torch.Tensor | None = None, *, reduce: str = REDUCE,
+def comprehensiveness_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
+                              target: torch.Tensor | None = None, reduce: str = REDUCE,
                               reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
                               fractions: Sequence[float] = FRACTIONS, batch_size: int = 256) -> dict[str, torch.Tensor]:
     """:func:`comprehensiveness` with its curve: ``score``, ``curve`` p(ŷ|x̃_bot), ``drop`` p(ŷ|x) − p(ŷ|x̃_bot),
-    ``clean``, ``fractions`` (shapes as :func:`aopc_details`)."""
+    ``clean``, ``fractions``, ``constant`` (shapes as :func:`aopc_details`)."""
     return _drop_details("lerf", model, x, attributions, target, reduce, reference, units, fractions, batch_size)
 
 
-def comprehensiveness(model: Callable, x: torch.Tensor, attributions: torch.Tensor,
-                      target: torch.Tensor | None = None, **options) -> torch.Tensor:
+def comprehensiveness(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
+                      target: torch.Tensor | None = None, reduce: str = REDUCE,
+                      reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
+                      fractions: Sequence[float] = FRACTIONS, batch_size: int = 256) -> torch.Tensor:
     """Comprehensiveness, SaCo's least-salient-first variant (spec §3.2; DeYoung et al.): mean over the fractions
-    of p(ŷ|x) − p(ŷ|x̃_bot) → ``(B,)``; removing unimportant units should change little. Lower = more faithful.
-    options as :func:`comprehensiveness_details`."""
-    return comprehensiveness_details(model, x, attributions, target, **options)["score"]
+    of p(ŷ|x) − p(ŷ|x̃_bot), ŷ = target (None → the prediction on the clean x) → ``(B,)``; removing unimportant
+    units should change little. Lower = more faithful. :func:`comprehensiveness_details` also returns the curve."""
+    return comprehensiveness_details(model, x, attributions, target=target, reduce=reduce, reference=reference,
+                                     units=units, fractions=fractions, batch_size=batch_size)["score"]
 
 
-def morf_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, y: torch.Tensor,
-                 target: torch.Tensor | None = None, *, reduce: str = REDUCE,
+for _fn in (auc_accuracy_details, auc_accuracy, aopc_details, aopc, log_odds_details, log_odds,
+            comprehensiveness_details, comprehensiveness):
+    if _fn.__doc__ is not None:  # None under python -OO
+        _fn.__doc__ += _OPTIONS_DOC
+del _fn
+
+
+def morf_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
+                 labels: torch.Tensor | None = None, reduce: str = REDUCE,
                  reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
                  fractions: Sequence[float] = FRACTIONS, batch_size: int = 256) -> dict[str, torch.Tensor]:
     """Accuracy AUC, AOPC and LOdds from one most-salient-first removal curve (the three read the same perturbed
     inputs: one forward pass per input instead of three).
 
-    Arguments as in :func:`auc_accuracy_details` (y: ``(B,)`` labels, read by the accuracy AUC) and
-    :func:`aopc_details` (target: the class whose probability AOPC and LOdds read; None → the prediction ŷ on the
-    clean x, found by one extra pass). Returns ``auc_accuracy``, ``aopc``, ``log_odds`` ``(B,)`` — equal to the
-    three separate calls —, ``correct`` ``(B, F)`` the accuracy curve, ``curve`` ``(B, F)`` p(target|x̃_top),
-    ``clean`` ``(B,)``, ``fractions`` ``(F,)`` and ``constant`` ``(B,)``.
+    target: the class whose probability AOPC and LOdds read; None → the prediction ŷ on the clean x, found by one
+    extra pass. labels: ``(B,)`` int64 true labels, read by the accuracy AUC (required: the paper reads them).
+    Other options as in :func:`aopc_details`. Returns ``auc_accuracy``, ``aopc``, ``log_odds`` ``(B,)`` — equal to
+    ``auc_accuracy(..., target=labels)``, ``aopc(..., target=target)`` and ``log_odds(..., target=target)`` —,
+    ``correct`` ``(B, F)`` the accuracy curve, ``curve`` ``(B, F)`` p(target|x̃_top), ``clean`` ``(B,)``,
+    ``fractions`` ``(F,)`` and ``constant`` ``(B,)``.
     """
-    _validate.tensor(y, "y", ndim=1)
-    _validate.batch_match(x, y, "x", "y")
-    if y.dtype != torch.int64:
-        raise TypeError(f"y must be an int64 tensor of class indices, got dtype {y.dtype}")
+    if labels is None:
+        raise ValueError("labels are required: morf_details reads the true labels for its accuracy AUC (pass "
+                         "labels=y)")
+    _validate.tensor(labels, "labels", ndim=1)
+    _validate.batch_match(x, labels, "x", "labels")
+    if labels.dtype != torch.int64:
+        raise TypeError(f"labels must be an int64 tensor of class indices, got dtype {labels.dtype}")
     if target is None:
         target = _predicted(model, x, batch_size)
     _validate.tensor(target, "target", ndim=1)
     _validate.batch_match(x, target, "x", "target")
-    if target.dtype != torch.int64 or bool((target < 0).any()) or bool((y < 0).any()):
-        raise ValueError("target and y must hold non-negative int64 class indices")
-    n_classes = int(torch.maximum(target.max(), y.max())) + 1
-    # one read-out of both classes per input: the cell's target carries (target, y) as target·C + y
-    both = target.to(y.device) * n_classes + y
+    if target.dtype != torch.int64 or bool((target < 0).any()) or bool((labels < 0).any()):
+        raise ValueError("target and labels must hold non-negative int64 class indices")
+    n_classes = int(torch.maximum(target.max(), labels.max())) + 1
+    # one read-out of both classes per input: the cell's target carries (target, labels) as target·C + labels
+    both = target.to(labels.device) * n_classes + labels
 
     def read(logits: torch.Tensor, code: torch.Tensor) -> torch.Tensor:
         if int(n_classes) > logits.shape[1]:
-            raise ValueError(f"target or y holds class {n_classes - 1} but the model returns {logits.shape[1]} logits")
+            raise ValueError(f"target or labels hold class {n_classes - 1} but the model returns {logits.shape[1]} "
+                             f"logits")
         t, label = torch.div(code, n_classes, rounding_mode="floor"), code % n_classes
         prob = logits.softmax(dim=1).gather(1, t[:, None]).squeeze(1)
         return torch.stack([prob, (logits.argmax(dim=1) == label).to(logits.dtype)], dim=1)

@@ -1,5 +1,6 @@
 """Few-class Fidelity (Marchadour, Soto Vega, Vermet, Hatt; spec §2): MIF/LIF curves towards an optimised perturbed
-image, the Fid score of eq. (1), the candidate search of eqs. (2)–(5) and the localisation protocols of §2.4.
+image, the Fid score of eq. (1) and the candidate search of eqs. (2)–(5). The localisation protocols of §2.4 (box
+IoU, Dice) live in :mod:`faithlab.metrics.localisation`.
 
 For each image the search builds 804 candidates (11 blur operations × σ grid × 3 adjustments, spec §2.3 and
 §6.9), scores each by its uncertainty U and its dissimilarity S, and keeps argmin P = U + (10/Δ)·S among those with
@@ -28,12 +29,10 @@ import torch
 
 from faithlab import _validate, perturb
 from faithlab.metrics.statistics import trapezoid_auc
-from faithlab.perturb.engine import _removal_curve
 
 __all__ = ["OPERATIONS", "ADJUSTMENTS", "FRACTIONS", "candidate_grid", "candidates", "candidate_images",
            "match_histograms", "match_range", "class_probabilities", "predicted_class", "uncertainty", "threshold",
-           "similarity", "perturbation_score", "select_perturbation", "fid", "fewclass_fid", "fewclass_fid_details",
-           "box_from_mask", "localisation_iou", "dice_curve", "localisation_dice"]
+           "similarity", "perturbation_score", "select_perturbation", "fid", "fewclass_fid", "fewclass_fid_details"]
 
 OPERATIONS: dict[str, tuple[str, int]] = {
     "V1": ("G(x)", 12), "V2": ("G(x)·x", 80), "V3": ("G(x)·μ", 12), "V4": ("G(x)/μ", 12),
@@ -252,7 +251,7 @@ def candidates(x: torch.Tensor, *, grid: Sequence[tuple[str, int, str]] | None =
 
 def _candidates(pixels: torch.Tensor, grid: list[tuple[str, int, str]], batch_size: int,
                 norm: tuple[torch.Tensor, torch.Tensor] | None) -> Iterator[tuple[int, int, int, int, torch.Tensor]]:
-    for _, pieces in perturb.engine._blocks(pixels.shape[0], len(grid), batch_size):
+    for pieces in perturb.grid_chunks(pixels.shape[0], len(grid), batch_size=batch_size):
         for b0, b1, v0, v1 in pieces:
             yield b0, b1, v0, v1, _to_inputs(_build(pixels, grid, b0, b1, v0, v1), norm)
 
@@ -273,12 +272,7 @@ def predicted_class(model: Callable, x: torch.Tensor, *, batch_size: int = 256) 
     """The model's predicted class ``(B,)`` int64: argmax of N ≥ 2 logits, ``logit > 0`` for a single logit."""
     _validate.model(model, "model")
     batch_size = _validate.positive_int(batch_size, "batch_size")
-    with torch.no_grad():
-        logits = torch.cat([perturb.engine._logits(model, x[i:i + batch_size])
-                            for i in range(0, x.shape[0], batch_size)])
-    bad = ~torch.isfinite(logits).all(dim=1)
-    if bool(bad.any()):
-        raise perturb.engine._non_finite_error(bad, 1, "clean inputs (read for the predicted class)")
+    logits = perturb.logits(model, x, batch_size=batch_size, what="clean inputs (read for the predicted class)")
     return class_probabilities(logits).argmax(dim=1)
 
 
@@ -344,8 +338,7 @@ def select_perturbation(model: Callable, x: torch.Tensor, *, grid: Sequence[tupl
     grid = _check_grid(grid)
     norm = _check_normalisation(normalisation, x)
     batch_size = _validate.positive_int(batch_size, "batch_size")
-    with torch.no_grad():
-        width = perturb.engine._logits(model, x[:1]).shape[1]
+    width = perturb.logits(model, x[:1], finite=False).shape[1]
     n = _n_classes(width)
     delta = threshold(n)
     pixels = _to_pixels(x, norm)
@@ -382,25 +375,29 @@ def fid(a_mif: torch.Tensor, a_lif: torch.Tensor, n_classes: int) -> torch.Tenso
     return score.clamp(0, 1)  # only rounding can leave [0, 1] (e.g. −2e-16 at the worst case)
 
 
-def fewclass_fid_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, perturbed: torch.Tensor, *,
-                         target: torch.Tensor | None = None, generator: torch.Generator | int = 0,
+def fewclass_fid_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
+                         perturbed: torch.Tensor | None = None, target: torch.Tensor | None = None,
+                         normalisation: tuple[Sequence[float] | float, Sequence[float] | float] | None = None,
+                         grid: Sequence[tuple[str, int, str]] | None = None, generator: torch.Generator | int = 0,
                          fractions: Sequence[float] = FRACTIONS, sample_index: torch.Tensor | None = None,
                          batch_size: int = 256) -> dict[str, torch.Tensor]:
     """:func:`fewclass_fid` with its curves: ``score`` ``(B,)``, ``mif`` and ``lif`` ``(B, F)`` the probability of
     the target class as the most / least important pixels are replaced, ``a_mif``, ``a_lif`` ``(B,)`` their
-    trapezoid areas over the fractions, ``fractions`` ``(F,)``, ``target`` ``(B,)``, ``n_classes`` and
+    trapezoid areas over the fractions, ``fractions`` ``(F,)``, ``target`` ``(B,)``, ``n_classes``,
+    ``perturbed`` ``(B, C, H, W)`` the replacement images used (the given ones or the selected ones) and
     ``constant`` ``(B,)`` (maps without a ranking: every pixel ties, the random tie order decides; a
     ``perturb.ConstantMapWarning`` counts them). The tie order is keyed to the sample: image i's comes from a
     stream keyed by a root seed drawn from ``generator`` and ``sample_index[i]`` (its global index, default its
-    position), so it does not depend on the other images in the call."""
+    position), so it does not depend on the other images in the call. Arguments as in :func:`fewclass_fid`."""
     _validate.model(model, "model")
     _validate.tensor(x, "x", ndim=4, floating=True)
     _validate.model_accepts(model, x, "model", "x")
-    _validate.tensor(perturbed, "perturbed", ndim=4, floating=True)
-    if perturbed.shape != x.shape:
-        raise ValueError(f"perturbed must have x's shape {tuple(x.shape)}, got {tuple(perturbed.shape)}")
-    _validate.same_device(x, perturbed, "x", "perturbed")
-    _validate.finite(perturbed, "perturbed")
+    if perturbed is not None:
+        _validate.tensor(perturbed, "perturbed", ndim=4, floating=True)
+        if perturbed.shape != x.shape:
+            raise ValueError(f"perturbed must have x's shape {tuple(x.shape)}, got {tuple(perturbed.shape)}")
+        _validate.same_device(x, perturbed, "x", "perturbed")
+        _validate.finite(perturbed, "perturbed")
     f = _validate.fractions(fractions, "fractions", increasing=True)
     units = perturb.pixel_units(x)
     perturb.check_attributions(attributions, x)
@@ -414,209 +411,45 @@ def fewclass_fid_details(model: Callable, x: torch.Tensor, attributions: torch.T
             raise TypeError(f"target must be an int64 tensor of class indices, got dtype {target.dtype}")
     else:
         target = predicted_class(model, x, batch_size=batch_size)
-    with torch.no_grad():
-        n = _n_classes(perturb.engine._logits(model, x[:1]).shape[1])
+    n = _n_classes(perturb.logits(model, x[:1], finite=False).shape[1])
     if int(target.max()) >= n:  # the model's classes are known only now; the engine checks the rest of target
         raise ValueError(f"target holds class {int(target.max())} but the model returns {n} classes "
                          f"(0..{n - 1})")
+    if perturbed is None:
+        perturbed = select_perturbation(model, x, grid=grid, normalisation=normalisation,
+                                        batch_size=batch_size)["image"]
+    runner = perturb.Removal(model, x, units=units, reference=perturbed, output=_class_probability, target=target,
+                             batch_size=batch_size)
     curves = {}
     for name, direction in (("mif", "morf"), ("lif", "lerf")):
         order = perturb.order(scores, direction, generator=g, ties="random")
-        curves[name] = _removal_curve(model, x, None, f, order=order, reduce="sum_abs", reference=perturbed,
-                                      output=_class_probability, target=target, units=units,
-                                      batch_size=batch_size, generator=None)
+        curves[name] = runner.curve(None, f, order=order)
     ff = f.to(x.device, curves["mif"].dtype)
     a_mif, a_lif = trapezoid_auc(curves["mif"], ff), trapezoid_auc(curves["lif"], ff)
     return {"score": fid(a_mif, a_lif, n), "mif": curves["mif"], "lif": curves["lif"], "a_mif": a_mif,
-            "a_lif": a_lif, "fractions": ff, "target": target, "n_classes": n, "constant": constant}
+            "a_lif": a_lif, "fractions": ff, "target": target, "n_classes": n, "perturbed": perturbed,
+            "constant": constant}
 
 
-def fewclass_fid(model: Callable, x: torch.Tensor, attributions: torch.Tensor, perturbed: torch.Tensor,
-                 **options) -> torch.Tensor:
+def fewclass_fid(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
+                 perturbed: torch.Tensor | None = None, target: torch.Tensor | None = None,
+                 normalisation: tuple[Sequence[float] | float, Sequence[float] | float] | None = None,
+                 grid: Sequence[tuple[str, int, str]] | None = None, generator: torch.Generator | int = 0,
+                 fractions: Sequence[float] = FRACTIONS, sample_index: torch.Tensor | None = None,
+                 batch_size: int = 256) -> torch.Tensor:
     """Few-class Fidelity per image (spec §2.1–2.2) → ``(B,)`` in [0, 1], higher = more faithful.
 
-    x: ``(B, C, H, W)``; attributions: x's shape or ``(B, H, W)``, ranked by Σ_c |map| with random tie order;
-    perturbed: ``(B, C, H, W)`` the replacement images (``select_perturbation(model, x)["image"]``). The model
-    returns N ≥ 2 logits (softmax) or one (sigmoid, N = 2). options: ``target`` (default the predicted class),
-    ``generator`` (tie order; seed or torch.Generator, default 0), ``sample_index`` (global indices keying the tie
-    order, default 0 … B − 1), ``fractions`` (default 0, 0.01, …, 1), ``batch_size``; :func:`fewclass_fid_details`
-    also returns the MIF/LIF curves. A constant map (no ranking) is replaced in a random pixel order and counted by
-    a ``perturb.ConstantMapWarning``. The paper reports the mean."""
-    return fewclass_fid_details(model, x, attributions, perturbed, **options)["score"]
-
-
-# --- localisation (spec §2.4) ----------------------------------------------------------------------------------
-
-
-def _pixel_map(attributions: torch.Tensor, name: str) -> torch.Tensor:
-    a = _validate.tensor(attributions, name, ndim=(3, 4), floating=True)
-    _validate.finite(a, name)
-    return a.abs().sum(dim=1) if a.ndim == 4 else a.abs()
-
-
-def box_from_mask(mask: torch.Tensor) -> torch.Tensor:
-    """Tight bounding box of every ``(B, H, W)`` bool mask → ``(B, 4)`` int64 (x0, y0, x1, y1), x = column, end
-    exclusive (the convention of ``fl.data.canvas_digits``' ``boxes`` and torchvision); an empty mask gives zeros."""
-    rows, cols = mask.any(dim=2), mask.any(dim=1)
-    h, w = mask.shape[1:]
-    r_idx = torch.arange(h, device=mask.device)
-    c_idx = torch.arange(w, device=mask.device)
-    y0 = torch.where(rows, r_idx, h).amin(dim=1)
-    y1 = torch.where(rows, r_idx, -1).amax(dim=1) + 1
-    x0 = torch.where(cols, c_idx, w).amin(dim=1)
-    x1 = torch.where(cols, c_idx, -1).amax(dim=1) + 1
-    box = torch.stack([x0, y0, x1, y1], dim=1)
-    return torch.where(mask.flatten(1).any(dim=1)[:, None], box, torch.zeros_like(box))
-
-
-def _box_iou(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """IoU of end-exclusive boxes ``(B, 4)`` (x0, y0, x1, y1) → float64 ``(B,)``; empty boxes give 0."""
-    iw = (torch.minimum(a[:, 2], b[:, 2]) - torch.maximum(a[:, 0], b[:, 0])).clamp(min=0)
-    ih = (torch.minimum(a[:, 3], b[:, 3]) - torch.maximum(a[:, 1], b[:, 1])).clamp(min=0)
-    inter = (iw * ih).double()
-    area_a = ((a[:, 2] - a[:, 0]).clamp(min=0) * (a[:, 3] - a[:, 1]).clamp(min=0)).double()
-    area_b = ((b[:, 2] - b[:, 0]).clamp(min=0) * (b[:, 3] - b[:, 1]).clamp(min=0)).double()
-    union = area_a + area_b - inter
-    return torch.where(union > 0, inter / union.clamp(min=1), torch.zeros_like(union))
-
-
-def _component_labels(mask: torch.Tensor) -> torch.Tensor:
-    """The 8-connected region labels of every ``(B, H, W)`` bool mask → ``(B, H·W)`` int64: each mask pixel gets the
-    smallest pixel index (raster order) of its region, background pixels H·W.
-
-    Hook and jump (Shiloach–Vishkin style), near-linear: each round every pixel takes the smallest label of its 3×3
-    neighbourhood inside the mask, hooks its label's root onto it as well, and pointer jumping (label = label[label]
-    until stable) flattens the chains; labels only decrease and always name a pixel of the same region, so at the
-    fixed point (no pixel sees a smaller label next to it) every region carries its smallest index. A handful of
-    rounds suffice where spreading one step per pass needs as many passes as the longest path inside a region."""
-    b, h, w = mask.shape
-    n = b * h * w
-    sentinel = n  # background, and the extra slot that points to itself
-    flat = torch.where(mask.reshape(-1), torch.arange(n, device=mask.device), sentinel)
-    labels = torch.cat([flat, flat.new_full((1,), sentinel)])
-    while True:
-        grid = torch.nn.functional.pad(labels[:n].view(b, h, w), (1, 1, 1, 1), value=sentinel)
-        near = grid[:, 1:h + 1, 1:w + 1]
-        for dy in range(3):
-            for dx in range(3):
-                if dy != 1 or dx != 1:
-                    near = torch.minimum(near, grid[:, dy:dy + h, dx:dx + w])
-        near = torch.where(mask, near, sentinel).reshape(-1)
-        old = labels[:n]
-        if torch.equal(near, old):
-            break
-        roots = old.clone()
-        labels[:n] = torch.minimum(old, near)
-        labels.scatter_reduce_(0, roots, near, reduce="amin")
-        while True:
-            jumped = labels[labels]
-            if torch.equal(jumped, labels):
-                break
-            labels = jumped
-    local = labels[:n].view(b, h * w) - torch.arange(b, device=mask.device)[:, None] * (h * w)
-    return torch.where(mask.view(b, h * w), local, h * w)
-
-
-def _largest_component(mask: torch.Tensor, *, batch_size: int = 64) -> torch.Tensor:
-    """The largest 8-connected region of every ``(B, H, W)`` bool mask, ``batch_size`` masks at a time on the mask's
-    device (labels of :func:`_component_labels`), the most frequent label wins; among equal sizes the region whose
-    first pixel comes first in raster order, as ``scipy.ndimage.label`` numbers them (the test reference)."""
-    b, h, w = mask.shape
-    batch_size = _validate.positive_int(batch_size, "batch_size")
-    out = torch.zeros_like(mask)
-    for i in range(0, b, batch_size):
-        m = mask[i:i + batch_size]
-        slot = _component_labels(m)
-        counts = torch.zeros(m.shape[0], h * w + 1, device=mask.device, dtype=torch.long).scatter_add_(
-            1, slot, torch.ones_like(slot))[:, :h * w]
-        best = counts.argmax(dim=1)  # the first maximum: the smallest label among the largest regions
-        out[i:i + batch_size] = (slot == best[:, None]).view_as(m) & m & counts.amax(dim=1).gt(0)[:, None, None]
-    return out
-
-
-def localisation_iou(attributions: torch.Tensor, boxes: torch.Tensor, *, batch_size: int = 64) -> torch.Tensor:
-    """Box localisation of spec §2.4 (ImageNet vehicles, Table 3) → ``(B,)`` IoU in [0, 1], higher = better.
-
-    Keep the top-A pixels of Σ_c |map| (A = the ground-truth box area; ties by lower pixel index), take their
-    largest 8-connected region, fit its tight box and return its IoU with the ground-truth box.
-    attributions: ``(B, C, H, W)`` or ``(B, H, W)``; boxes: ``(B, 4)`` integer (x0, y0, x1, y1), x = column, end
-    exclusive (``fl.data.canvas_digits``' ``boxes``); ``batch_size``: maps labelled at a time."""
-    a = _pixel_map(attributions, "attributions")
-    boxes = _validate.tensor(boxes, "boxes", ndim=2)
-    if boxes.shape != (a.shape[0], 4) or boxes.is_floating_point():
-        raise ValueError(f"boxes must be ({a.shape[0]}, 4) integer (x0, y0, x1, y1), got "
-                         f"{tuple(boxes.shape)} {boxes.dtype}")
-    h, w = a.shape[1:]
-    if bool((boxes[:, :2] < 0).any() | (boxes[:, 2] > w).any() | (boxes[:, 3] > h).any()
-            | (boxes[:, 2] <= boxes[:, 0]).any() | (boxes[:, 3] <= boxes[:, 1]).any()):
-        raise ValueError(f"boxes must be non-empty and lie inside the {h}×{w} maps (x0 < x1 ≤ W, y0 < y1 ≤ H)")
-    boxes = boxes.to(a.device).long()
-    perturb.warn_constant(perturb.constant_maps(a.flatten(1)), "their top pixels are the first by pixel index")
-    area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
-    rank = perturb.ranks(torch.sort(a.flatten(1), dim=1, descending=True, stable=True).indices)
-    keep = (rank < area[:, None]).view_as(a)
-    return _box_iou(box_from_mask(_largest_component(keep, batch_size=batch_size)), boxes)
-
-
-def _percents(percents) -> torch.Tensor:
-    """A non-empty 1-D sequence of numbers in (0, 100] as a float64 CPU tensor."""
-    if isinstance(percents, (str, bytes)) or not hasattr(percents, "__len__"):
-        raise TypeError(f"percents must be a 1-D sequence of numbers in (0, 100], got {type(percents).__name__}")
-    if isinstance(percents, torch.Tensor) and (percents.is_complex() or percents.dtype == torch.bool):
-        raise TypeError(f"percents must hold real numbers, got dtype {percents.dtype}")
-    try:
-        p = torch.as_tensor(percents.tolist() if isinstance(percents, torch.Tensor) else list(percents),
-                            dtype=torch.float64)
-    except (TypeError, ValueError, RuntimeError):
-        raise TypeError(f"percents must hold real numbers, got {list(percents)[:8]!r}") from None
-    if p.ndim != 1 or p.numel() == 0 or not bool(((p > 0) & (p <= 100)).all()):
-        raise ValueError(f"percents must be a non-empty 1-D sequence in (0, 100], got {p.tolist()[:8]}")
-    return p
-
-
-def dice_curve(attributions: torch.Tensor, masks: torch.Tensor, *,
-               percents: Sequence[float] = tuple(range(1, 101)), batch_size: int = 64) -> torch.Tensor:
-    """DSC = 2TP / (2TP + FP + FN) of the map binarised at its top p % (``map ≥ percentile(100 − p)``, linear
-    percentile as numpy's) against the ground-truth mask, per image and p → ``(B, len(percents))``.
-    attributions: ``(B, C, H, W)`` or ``(B, H, W)`` (Σ_c |·|); masks: ``(B, H, W)`` bool. ``batch_size`` images at a
-    time: each is sorted once and the counts at every p read off its sorted mask (no ``(B, P, H·W)`` tensor)."""
-    a = _pixel_map(attributions, "attributions").flatten(1)
-    masks = _validate.tensor(masks, "masks", ndim=3)
-    if masks.dtype != torch.bool or masks.shape[0] != a.shape[0] or masks.flatten(1).shape != a.shape:
-        raise ValueError(f"masks must be bool ({a.shape[0]}, H, W) matching the maps, got {tuple(masks.shape)} "
-                         f"{masks.dtype}")
-    p = _percents(percents)
-    batch_size = _validate.positive_int(batch_size, "batch_size")
-    perturb.warn_constant(perturb.constant_maps(a), "every pixel is at the percentile: the whole image is kept")
-    levels = (1 - p / 100).to(a.device)
-    n = a.shape[1]
-    out = []
-    for i in range(0, a.shape[0], batch_size):
-        v = a[i:i + batch_size].double()
-        q = torch.quantile(v, levels, dim=1).T.contiguous()  # (b, P)
-        ordered, order = torch.sort(v, dim=1)
-        gt = masks[i:i + batch_size].flatten(1).to(a.device).gather(1, order).long()
-        below = torch.nn.functional.pad(gt.cumsum(dim=1), (1, 0))  # below[:, k]: mask pixels among the k lowest
-        k = torch.searchsorted(ordered, q, side="left")  # pixels < q; the rest (≥ q) are predicted
-        total = below[:, -1:]
-        tp = total - below.gather(1, k)
-        fp = (n - k) - tp
-        fn = total - tp
-        den = 2 * tp + fp + fn
-        out.append(torch.where(den > 0, 2 * tp.double() / den.clamp(min=1).double(),
-                               torch.ones_like(den, dtype=torch.float64)))
-    return torch.cat(out)
-
-
-def localisation_dice(attributions: torch.Tensor, masks: torch.Tensor, *, aggregate: str = "image",
-                      percents: Sequence[float] = tuple(range(1, 101)), batch_size: int = 64) -> torch.Tensor:
-    """Segmentation localisation of spec §2.4 (CT, Table 4) → ``(B,)`` Dice in [0, 1], higher = better.
-
-    aggregate: ``"image"`` (the paper) each image's best DSC over p = 1…100 %; ``"curve"`` (the thesis code) the p
-    that maximises the mean DSC curve over the images, every image's DSC at that p. ``batch_size``: images per chunk
-    of :func:`dice_curve`."""
-    _validate.one_of(aggregate, "aggregate", ("image", "curve"))
-    d = dice_curve(attributions, masks, percents=percents, batch_size=batch_size)
-    if aggregate == "image":
-        return d.amax(dim=1)
-    return d[:, int(d.mean(dim=0).argmax())]
+    x: ``(B, C, H, W)``; attributions: x's shape or ``(B, H, W)``, ranked by Σ_c |map| with random tie order. The
+    model returns N ≥ 2 logits (softmax) or one (sigmoid, N = 2).
+    perturbed: ``(B, C, H, W)`` the replacement images, in x's space; None (default) selects them with
+    ``select_perturbation(model, x, grid=grid, normalisation=normalisation, batch_size=batch_size)["image"]``
+    (``normalisation`` and ``grid`` are read only then: pass ``(mean, std)`` when x holds normalised inputs, see
+    :func:`select_perturbation`). Select once and pass ``perturbed=`` to score several maps of the same images.
+    target: the class whose probability the curves read (``(B,)`` int64; None → the model's prediction on x).
+    generator: the random tie order (seed or torch.Generator, default 0); sample_index: global indices keying it
+    (default 0 … B − 1); fractions: the curves' points (default 0, 0.01, …, 1); batch_size: inputs per forward
+    call. :func:`fewclass_fid_details` also returns the MIF/LIF curves. A constant map (no ranking) is replaced in
+    a random pixel order and counted by a ``perturb.ConstantMapWarning``. The paper reports the mean."""
+    return fewclass_fid_details(model, x, attributions, perturbed=perturbed, target=target,
+                                normalisation=normalisation, grid=grid, generator=generator, fractions=fractions,
+                                sample_index=sample_index, batch_size=batch_size)["score"]

@@ -1,31 +1,32 @@
-"""F-Fidelity family (Zheng et al., ICLR 2025; spec §1): Fid±, R-Fidelity RFid±, F-Fidelity FFid±, the paired
-± curves, the ground-truth-ranking correlation analysis (macro/micro correlations, micro ranks) and the
-explanation-size read-out of Theorem 1.
+"""F-Fidelity family (Zheng et al., ICLR 2025; spec §1): Fid±, R-Fidelity RFid±, F-Fidelity FFid± with their
+``*_details`` twins, the "−" levels paired with the "+" levels, the ground-truth-ranking correlation analysis
+(macro/micro correlations, micro ranks) and the explanation-size read-out of Theorem 1.
 
-All scores are per sample and per sparsity level. They are built on ``faithlab.perturb``: one batched call of
-``removal_outputs`` evaluates the clean input and every (level, Monte-Carlo mask) variant, chunked by
-``batch_size``. Random masks are drawn on the generator's device (CPU by default) and moved to x's device, so
-results do not depend on the device or on ``batch_size``. The masks of all levels and Monte-Carlo samples are
-held at once as a ``(B, L·N, n)`` bool tensor: call on slices of the batch when B·L·N·n bytes is too large.
+All scores are per sample and per sparsity level. They are built on ``faithlab.perturb``: one
+:class:`~faithlab.perturb.Removal` run evaluates the clean input and every (level, Monte-Carlo mask) variant,
+chunked by ``batch_size``. Random masks are drawn on the generator's device (CPU by default) and moved to x's
+device, so results do not depend on the device or on ``batch_size``. The masks of all levels and Monte-Carlo
+samples are held at once as a ``(B, L·N, n)`` bool tensor: call on slices of the batch when B·L·N·n bytes is too
+large.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 
 import torch
 
 from faithlab import _validate, perturb
 from faithlab.metrics.statistics import _float, rankdata, spearman, trapezoid_auc
-from faithlab.perturb.engine import _removal_outputs
 
 __all__ = [
     "fid_plus",
+    "fid_plus_details",
     "fid_minus",
-    "fid_curves",
+    "fid_minus_details",
     "minus_sparsity",
+    "SPARSITY",
     "DIRECTIONS",
     "macro_correlations",
     "micro_correlations",
@@ -40,18 +41,16 @@ OUTPUTS = ("correct", "prob")
 SAMPLING = ("bernoulli", "exact")
 REDUCE = "sum_abs"
 """The paper's unit-reduction rule: a unit's score is Σ|a| over its elements (spec §1.1)."""
+SPARSITY = tuple(round(0.1 * i, 1) for i in range(1, 10))
+"""The default explanation sizes s = 0.1, 0.2, …, 0.9 (the levels ``fl.evaluate`` uses)."""
 
 
-def _fidelity(plus: bool, model: Callable, x: torch.Tensor, y: torch.Tensor, attributions: torch.Tensor,
-              sparsity: Sequence[float] | torch.Tensor, *, alpha: float, beta: float | None, n_samples: int,
-              sampling: str, output: str, reduce: str, units: perturb.Units | None, reference: perturb.Reference,
-              batch_size: int, generator: torch.Generator | int | None, ties: str,
-              sample_index: torch.Tensor | None) -> torch.Tensor:
+def _fidelity(plus: bool, model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
+              target: torch.Tensor | None, sparsity: Sequence[float] | torch.Tensor, alpha: float, beta: float | None,
+              n_samples: int, sampling: str, output: str, reduce: str, units: perturb.Units | None,
+              reference: perturb.Reference, batch_size: int, generator: torch.Generator | int | None, ties: str,
+              sample_index: torch.Tensor | None) -> dict[str, torch.Tensor]:
     _validate.tensor(x, "x", ndim=(2, 3, 4))
-    _validate.tensor(y, "y", ndim=1)
-    if y.dtype != torch.int64:
-        raise TypeError(f"y must be an int64 tensor of class labels, got dtype {y.dtype}")
-    _validate.batch_match(x, y, "x", "y")
     a = _validate.fraction(alpha, "alpha", closed_low=False)
     b = None if beta is None else _validate.fraction(beta, "beta", closed_low=False)
     _validate.positive_int(n_samples, "n_samples")
@@ -59,22 +58,22 @@ def _fidelity(plus: bool, model: Callable, x: torch.Tensor, y: torch.Tensor, att
     _validate.one_of(sampling, "sampling", SAMPLING)
     _validate.one_of(output, "output", OUTPUTS)
     _validate.one_of(ties, "ties", perturb.TIES)
-    if x.ndim not in (2, 3, 4):
-        raise ValueError(f"x must be images (B, C, H, W), series (B, T, C) or tokens (B, L), got {tuple(x.shape)}")
-    units = perturb.default_units(x) if units is None else units
+    runner = perturb.Removal(model, x, units=units, reference=reference, output=output, target=target,
+                             batch_size=batch_size)
     perturb.check_attributions(attributions, x)
-    scores = perturb.unit_scores(attributions, units, reduce=reduce)
+    scores = perturb.unit_scores(attributions, runner.units, reduce=reduce)
     _validate.batch_match(x, scores, "x", "attributions")
     s = _validate.fractions(sparsity, "sparsity")
-    perturb.warn_constant(perturb.constant_maps(scores), f"their explanation is the first units by the ties rule "
-                          f"({ties!r}); fid_curves flags them in 'constant'")
-    n = units.n
+    constant = perturb.warn_constant(perturb.constant_maps(scores), f"their explanation is the first units by the "
+                                     f"ties rule ({ties!r}); the details flag them in 'constant'")
+    n = runner.units.n
     counts = torch.round(s * n).long()                        # |R+| per level (half to even, as removal_curve)
     size = counts if plus else n - counts                     # |R| per level
     random = a < 1 or (b is not None and bool((b * n < size).any()))
     g = None
     if random or ties == "random":  # one stream per sample (and per level below), keyed by its global index
-        g = perturb.sample_seeds(generator, sample_index, x.shape[0], why="for random removal (alpha < 1 or a beta cap)")
+        g = perturb.sample_seeds(generator, sample_index, x.shape[0],
+                                 why="for random removal (alpha < 1 or a beta cap)")
     else:
         perturb.sample_index(sample_index, x.shape[0])  # checked though unused
     top = perturb.top_masks(perturb.ranks(perturb.order(scores, "morf", generator=g, ties=ties)), counts)
@@ -96,96 +95,116 @@ def _fidelity(plus: bool, model: Callable, x: torch.Tensor, y: torch.Tensor, att
                                      n_samples=n_samples)
     masks = masks.reshape(bsz, levels * masks.shape[-2], n)
     clean = torch.zeros(bsz, 1, n, dtype=torch.bool, device=masks.device)
-    out = _removal_outputs(model, x, torch.cat([clean, masks], dim=1), units=units, reference=reference,
-                           output=output, target=y, batch_size=batch_size, target_name="y")
-    return out[:, :1] - out[:, 1:].reshape(bsz, levels, -1).mean(dim=-1)
+    out = runner.outputs(torch.cat([clean, masks], dim=1))
+    removed = out[:, 1:].reshape(bsz, levels, -1).mean(dim=-1)
+    return {"score": out[:, :1] - removed, "clean": out[:, 0], "removed": removed, "sparsity": s,
+            "constant": constant}
 
 
 _ARGS_DOC = """
     model: eval-mode classifier returning logits. x: images ``(B, C, H, W)`` (normalised), series ``(B, T, C)``,
-    token ids ``(B, L)`` or embeddings ``(B, L, D)``. y: ``(B,)`` int64 ground-truth labels.
-    attributions: see ``perturb.unit_scores``. reduce: the unit-reduction rule, default Σ|a| (the paper's, §1.1).
-    sparsity: explanation sizes s ∈ [0, 1]; |R+| = round(s·n) (spec §1.7).
+    token ids ``(B, L)`` or embeddings ``(B, L, D)``. attributions: see ``perturb.unit_scores``.
+    target: ``(B,)`` int64, the class each sample's score reads; None → the model's prediction ŷ on the clean x
+    (one extra forward pass per sample). The paper reads the true labels (its accuracy form 1[y = ŷ]): pass
+    ``target=y``.
+    sparsity: explanation sizes s ∈ [0, 1]; |R+| = round(s·n) (spec §1.7); default 0.1, 0.2, …, 0.9.
     alpha: removal fraction α of the candidate set (1 → plain Fid±; <1 with n_samples → RFid±, eqs. 3–4).
     beta: F-Fidelity cap; the rate becomes min(α, βn/|R|) (eq. 6). None → no cap.
     n_samples: Monte-Carlo masks N per sample and level (ignored when nothing is random).
     sampling: ``"bernoulli"`` each candidate removed independently (the authors' code) or ``"exact"`` exactly
     min(round(α|R|), ⌊βn⌋) candidates without replacement.
-    output: ``"correct"`` accuracy form 1[y = ŷ] (the paper's tables) or ``"prob"`` the softmax f_y.
+    output: ``"correct"`` accuracy form 1[target = ŷ] (the paper's tables) or ``"prob"`` the softmax f_target.
+    reduce: the unit-reduction rule, default Σ|a| (the paper's, §1.1).
     units: feature units (default pixels / time steps / tokens). reference: removal value (default ``"zero"``).
     batch_size: forward-pass chunk; results do not depend on it. generator: torch.Generator or int seed, needed
     when masks are random or ``ties="random"``. ties: how equal scores are ordered (``"index"`` or ``"random"``).
     sample_index: ``(B,)`` global index of each sample (default 0 … B − 1). Randomness is keyed to the sample: one
     root seed is drawn from ``generator``, and sample i's tie order and masks (each level its own stream) come from
     the root and ``sample_index[i]``, so a slice of the data given its global indices gets the whole's rows.
-    Returns ``(B, len(sparsity))`` per-sample scores; average over samples for the paper's numbers.
     A constant map (e.g. an all-zero Grad-CAM) defines no explanation: its "explanation" is the first units by
-    the ties rule, the scores are returned and a ``perturb.ConstantMapWarning`` counts those samples
-    (:func:`fid_curves` flags them in ``"constant"``). NaN/inf logits raise a ValueError naming the samples."""
+    the ties rule, the scores are returned and a ``perturb.ConstantMapWarning`` counts those samples (the
+    ``*_details`` twins flag them in ``"constant"``). NaN/inf logits raise a ValueError naming the samples."""
+
+_DETAILS_DOC = """
+    Returns ``score`` ``(B, L)`` (the plain call's result), ``clean`` ``(B,)`` the read-out on x, ``removed``
+    ``(B, L)`` its mean over the Monte-Carlo masks after removal (score = clean − removed), ``sparsity`` ``(L,)``
+    float64 and ``constant`` ``(B,)`` bool, the samples whose map is constant over the units (no ranking)."""
 
 
-def fid_plus(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions: torch.Tensor,
-             sparsity: Sequence[float] | torch.Tensor, *, alpha: float = 1.0, beta: float | None = None,
+def fid_plus_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
+                     target: torch.Tensor | None = None, sparsity: Sequence[float] | torch.Tensor = SPARSITY,
+                     alpha: float = 1.0, beta: float | None = None, n_samples: int = 1, sampling: str = "bernoulli",
+                     output: str = "correct", reduce: str = REDUCE, units: perturb.Units | None = None,
+                     reference: perturb.Reference = "zero", batch_size: int = 256,
+                     generator: torch.Generator | int | None = None, ties: str = "index",
+                     sample_index: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """:func:`fid_plus` with its read-outs (F-Fidelity eqs. 1, 3, 6). Arguments as :func:`fid_plus`."""
+    return _fidelity(True, model, x, attributions, target=target, sparsity=sparsity, alpha=alpha, beta=beta,
+                     n_samples=n_samples, sampling=sampling, output=output, reduce=reduce, units=units,
+                     reference=reference, batch_size=batch_size, generator=generator, ties=ties,
+                     sample_index=sample_index)
+
+
+def fid_minus_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
+                      target: torch.Tensor | None = None, sparsity: Sequence[float] | torch.Tensor = SPARSITY,
+                      alpha: float = 1.0, beta: float | None = None, n_samples: int = 1, sampling: str = "bernoulli",
+                      output: str = "correct", reduce: str = REDUCE, units: perturb.Units | None = None,
+                      reference: perturb.Reference = "zero", batch_size: int = 256,
+                      generator: torch.Generator | int | None = None, ties: str = "index",
+                      sample_index: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """:func:`fid_minus` with its read-outs (F-Fidelity eqs. 2, 4, 6). Arguments as :func:`fid_minus`."""
+    return _fidelity(False, model, x, attributions, target=target, sparsity=sparsity, alpha=alpha, beta=beta,
+                     n_samples=n_samples, sampling=sampling, output=output, reduce=reduce, units=units,
+                     reference=reference, batch_size=batch_size, generator=generator, ties=ties,
+                     sample_index=sample_index)
+
+
+def fid_plus(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
+             sparsity: Sequence[float] | torch.Tensor = SPARSITY, alpha: float = 1.0, beta: float | None = None,
              n_samples: int = 1, sampling: str = "bernoulli", output: str = "correct", reduce: str = REDUCE,
              units: perturb.Units | None = None, reference: perturb.Reference = "zero", batch_size: int = 256,
              generator: torch.Generator | int | None = None, ties: str = "index",
              sample_index: torch.Tensor | None = None) -> torch.Tensor:
     """Fid+ / RFid+ / FFid+ (F-Fidelity eqs. 1, 3, 6): 1[y = ŷ(x)] − mean_j 1[y = ŷ(x − x⊙m'_j)], m'_j ⊆ R+
-    (the explanation, top round(s·n) units). Higher is better (removing the explanation hurts).
+    (the explanation, top round(s·n) units) → ``(B, len(sparsity))``; average over samples for the paper's
+    numbers. Higher is better (removing the explanation hurts). The "−" curve the authors pair with it removes
+    the bottom s: :func:`fid_minus` at :func:`minus_sparsity` ``(sparsity)``.
     """
-    return _fidelity(True, model, x, y, attributions, sparsity, alpha=alpha, beta=beta, n_samples=n_samples,
-                     sampling=sampling, output=output, reduce=reduce, units=units, reference=reference,
-                     batch_size=batch_size, generator=generator, ties=ties, sample_index=sample_index)
+    return fid_plus_details(model, x, attributions, target=target, sparsity=sparsity, alpha=alpha, beta=beta,
+                            n_samples=n_samples, sampling=sampling, output=output, reduce=reduce, units=units,
+                            reference=reference, batch_size=batch_size, generator=generator, ties=ties,
+                            sample_index=sample_index)["score"]
 
 
-def fid_minus(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions: torch.Tensor,
-              sparsity: Sequence[float] | torch.Tensor, *, alpha: float = 1.0, beta: float | None = None,
+def fid_minus(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
+              sparsity: Sequence[float] | torch.Tensor = SPARSITY, alpha: float = 1.0, beta: float | None = None,
               n_samples: int = 1, sampling: str = "bernoulli", output: str = "correct", reduce: str = REDUCE,
               units: perturb.Units | None = None, reference: perturb.Reference = "zero", batch_size: int = 256,
               generator: torch.Generator | int | None = None, ties: str = "index",
-             sample_index: torch.Tensor | None = None) -> torch.Tensor:
+              sample_index: torch.Tensor | None = None) -> torch.Tensor:
     """Fid− / RFid− / FFid− (F-Fidelity eqs. 2, 4, 6): as :func:`fid_plus` but m'_j ⊆ R− (the complement of
-    the explanation, which is kept). Lower is better (keeping the explanation preserves the prediction).
+    the explanation, which is kept) → ``(B, len(sparsity))``. Lower is better (keeping the explanation preserves
+    the prediction).
     """
-    return _fidelity(False, model, x, y, attributions, sparsity, alpha=alpha, beta=beta, n_samples=n_samples,
-                     sampling=sampling, output=output, reduce=reduce, units=units, reference=reference,
-                     batch_size=batch_size, generator=generator, ties=ties, sample_index=sample_index)
+    return fid_minus_details(model, x, attributions, target=target, sparsity=sparsity, alpha=alpha, beta=beta,
+                             n_samples=n_samples, sampling=sampling, output=output, reduce=reduce, units=units,
+                             reference=reference, batch_size=batch_size, generator=generator, ties=ties,
+                             sample_index=sample_index)["score"]
 
 
-fid_plus.__doc__ += _ARGS_DOC
-fid_minus.__doc__ += _ARGS_DOC
+for _fn in (fid_plus, fid_minus, fid_plus_details, fid_minus_details):
+    if _fn.__doc__ is not None:  # None under python -OO
+        _fn.__doc__ += _DETAILS_DOC if _fn.__name__.endswith("_details") else _ARGS_DOC
+del _fn
 
 
-# ------------------------------------------------------------------------------------------- paired curves
 def minus_sparsity(sparsity: Sequence[float] | torch.Tensor) -> list[float]:
     """Sparsity levels of the "−" curve index-paired with the "+" levels, as in the authors' code: at level i the
     "+" curve removes the top ``s_i`` and the "−" curve the bottom ``s_i`` (it keeps the top ``1 − s_i``, so its
-    explanation size is ``1 − s_i``, rounded to 6 decimals)."""
+    explanation size is ``1 − s_i``, rounded to 6 decimals). The paired curves are
+    ``fid_plus(..., sparsity=s)`` and ``fid_minus(..., sparsity=minus_sparsity(s))`` with the same options (an int
+    ``generator`` restarts for each call)."""
     return [round(1 - s, 6) for s in _validate.fractions(sparsity, "sparsity").tolist()]
-
-
-def fid_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions: torch.Tensor,
-               sparsity: Sequence[float] | torch.Tensor, **options) -> dict[str, torch.Tensor]:
-    """Index-paired Fid+ and Fid− curves (F-Fidelity spec §1.7, Tables 1–7) → ``{"plus", "minus"}`` ``(B, L)``.
-
-    ``plus[:, i]`` is :func:`fid_plus` at explanation size ``sparsity[i]`` and ``minus[:, i]`` :func:`fid_minus`
-    at :func:`minus_sparsity` ``[i]`` = 1 − ``sparsity[i]``: the "+" curve removes the top s and the "−" curve
-    the bottom s of the units, as the authors pair them. Both calls get the same ``generator`` (an int seed
-    restarts it for each). options: the keyword options of :func:`fid_plus` (alpha, beta, n_samples, …).
-    Returns also ``"sparsity"`` and ``"minus_sparsity"`` ``(L,)`` float64 and ``"constant"`` ``(B,)`` bool, the
-    samples whose map is constant over the units (no ranking; see :func:`fid_plus`).
-    """
-    levels = _validate.fractions(sparsity, "sparsity")
-    minus = minus_sparsity(levels)
-    with warnings.catch_warnings():  # one warning for both curves, issued below
-        warnings.simplefilter("ignore", perturb.ConstantMapWarning)
-        plus = fid_plus(model, x, y, attributions, levels.tolist(), **options)
-        minus_curve = fid_minus(model, x, y, attributions, minus, **options)
-    units = options.get("units") or perturb.default_units(x)
-    constant = perturb.warn_constant(perturb.constant_maps(perturb.unit_scores(
-        attributions, units, reduce=options.get("reduce", REDUCE))), "flagged in 'constant'")
-    return {"plus": plus, "minus": minus_curve, "sparsity": levels,
-            "minus_sparsity": torch.tensor(minus, dtype=torch.float64), "constant": constant}
 
 
 # ------------------------------------------------------------------------------------ ground-truth ranking
@@ -198,7 +217,8 @@ def _check_pqg(P: torch.Tensor, Q: torch.Tensor, gt: torch.Tensor) -> None:
     _validate.tensor(Q, "Q", ndim=3)
     _validate.tensor(gt, "gt", ndim=1)
     if P.shape != Q.shape:
-        raise ValueError(f"Q must have P's shape {tuple(P.shape)} (n_seeds, n_explainers, n_levels), got {tuple(Q.shape)}")
+        raise ValueError(f"Q must have P's shape {tuple(P.shape)} (n_seeds, n_explainers, n_levels), got "
+                         f"{tuple(Q.shape)}")
     if gt.shape[0] != P.shape[1]:
         raise ValueError(f"gt must have one value per explainer ({P.shape[1]}), got {gt.shape[0]}")
 

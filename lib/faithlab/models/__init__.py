@@ -13,7 +13,7 @@ architectures (and their weights, if on disk). One concept per module: ``registr
 from faithlab.models.cnn import (BasicBlock, DenseNetSmall, InvertedResidual, MobileNetSmall, ResNet9, ResNet18CIFAR,
                                 SmallCNN, VGGSmall, XceptionSmall)
 from faithlab.models.lipschitz import LipschitzCNN
-from faithlab.models.loading import pretrained, vit_from_timm
+from faithlab.models.loading import CAM_LAYERS, pretrained, vit_from_timm
 from faithlab.models.registry import available, build, register
 from faithlab.models.sequence import CNN1D, BiLSTM, FromEmbeddings, LSTMText, TransformerText
 from faithlab.models.tree import DecisionTree
@@ -22,4 +22,4 @@ from faithlab.models.vit import MLP, Attention, Block, ViT
 __all__ = ["register", "available", "build", "pretrained", "vit_from_timm", "SmallCNN", "ResNet9", "BasicBlock",
            "ResNet18CIFAR", "VGGSmall", "InvertedResidual", "MobileNetSmall", "DenseNetSmall", "XceptionSmall", "Attention", "MLP", "Block", "ViT",
            "BiLSTM", "CNN1D", "LSTMText", "TransformerText", "FromEmbeddings", "LipschitzCNN",
-           "DecisionTree"]
+           "DecisionTree", "CAM_LAYERS"]

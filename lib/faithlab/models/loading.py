@@ -20,6 +20,14 @@ from torch import nn
 from faithlab import _validate
 from faithlab.models.vit import ViT
 
+CAM_LAYERS = {"resnet18": "layer4", "resnet50": "layer4", "vgg16": "features.29", "alexnet": "features.11",
+              "googlenet": "inception5b", "mobilenet_v3_large": "features.16", "densenet121": "features.norm5",
+              "densenet161": "features.norm5", "legacy_xception": "act4"}
+"""The last convolutional block (a dotted module name) of each pretrained architecture the papers use (torchvision
+ResNet-18, VGG-16, AlexNet, GoogLeNet, MobileNetV3-Large, DenseNet-121/161; timm ResNet-50, Xception), read by
+Grad-CAM, LayerCAM and Excitation Backprop (spec §5.7: e.g. ResNet ``layer4``). Our own models name theirs
+``cam_layer``. The one table: Few-class Fidelity's and TRACE's protocols re-export it as ``CAM_LAYERS``."""
+
 # torchvision publishes ``<stem>-<first 8+ hex digits of the file's sha256>.pth``: torch.hub's HASH_REGEX, but with
 # at least 8 digits so that a name such as ``IN22K-vit.g.16-600e.pth.tar`` is not taken for a hash.
 _NAME_HASH = re.compile(r"-([0-9a-f]{8,64})\.")

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from faithlab import _validate, data, explainers, models, perturb, train, verdicts
-from faithlab.metrics import fewclass
+from faithlab.metrics import fewclass, localisation
 from faithlab.protocols.setup import Setting
 
 __all__ = ["METHODS", "ALTERATIONS", "NO_SG", "TASKS", "STAND_INS", "CAM_LAYERS", "Setup", "setup", "method_maps",
@@ -108,11 +108,10 @@ STAND_INS: dict[str, list[dict]] = {
 """Default stand-in models per task (small and quick; the ``book`` profile trains wider ones longer): a CIFAR-style
 ResNet-18 for ResNet-18 / ResNet-50, torchvision's DenseNet at small size for DenseNet-121, a small Xception."""
 
-CAM_LAYERS = {"resnet18": "layer4", "resnet50": "layer4", "densenet121": "features.norm5",
-              "legacy_xception": "act4"}
+CAM_LAYERS = models.CAM_LAYERS
 """Grad-CAM's layer for the paper's architectures (torchvision ResNet-18 / DenseNet-121, timm ResNet-50 /
-Xception): the output of the last convolutional block. A paper setting may name another with ``"cam_layer"``; our
-stand-ins expose ``cam_layer`` themselves."""
+Xception): the output of the last convolutional block, from the one table :data:`faithlab.models.CAM_LAYERS`. A
+paper setting may name another with ``"cam_layer"``; our stand-ins expose ``cam_layer`` themselves."""
 
 
 @dataclass(frozen=True)
@@ -197,8 +196,9 @@ def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int
                                  data_key={"dataset": f"fewclass_{task}", "size": image_size, "n": n_train,
                                            "seed": seed})
             trained[s["name"]] = model.to(device).eval()
+            accuracy = train.loss_and_accuracy(trained[s["name"]], test_data, device=device)["accuracy"]
             rows.append({"model": s["name"], "architecture": s["model"], "epochs": s["n_epochs"],
-                         "test accuracy": train.evaluate(trained[s["name"]], test_data, device=device)["accuracy"]})
+                         "test accuracy": accuracy})
     else:
         name = "imagenet_vehicles" if task == "vehicles" else "ct_contrast"
         if data_dir is None:
@@ -213,8 +213,9 @@ def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int
                                       weights_path=Path(s["weights_path"]).expanduser(), **dict(s.get("config", {})))
             trained[s["name"]] = model.to(device).eval()
             layers[s["name"]] = s.get("cam_layer", CAM_LAYERS.get(s["arch"]))
+            accuracy = train.loss_and_accuracy(trained[s["name"]], test_data, device=device)["accuracy"]
             rows.append({"model": s["name"], "architecture": s["arch"], "weights": str(s["weights_path"]),
-                         "test accuracy": train.evaluate(trained[s["name"]], test_data, device=device)["accuracy"]})
+                         "test accuracy": accuracy})
     x_all, y_all = data.to_tensors(test_data)
     x_all, y_all = x_all.to(device), y_all.to(device)
     correct = torch.ones(len(y_all), dtype=torch.bool, device=device)
@@ -308,8 +309,8 @@ def fid_frame(model: nn.Module, x: torch.Tensor, maps: Mapping[tuple[str, str], 
     for (name, alt), a in maps.items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", perturb.ConstantMapWarning)
-            d = fewclass.fewclass_fid_details(model, x, a, perturbed, generator=generator, batch_size=batch_size,
-                                              fractions=fractions)
+            d = fewclass.fewclass_fid_details(model, x, a, perturbed=perturbed, generator=generator,
+                                              batch_size=batch_size, fractions=fractions)
         details[name, alt] = d
         rows.append(pd.DataFrame({**(labels or {}), "method": name, "alteration": alt, "image": range(x.shape[0]),
                                   "Fid": d["score"].cpu().numpy(), "A_MIF": d["a_mif"].cpu().numpy(),
@@ -346,7 +347,7 @@ def localisation_frame(maps: Mapping[tuple[str, str], torch.Tensor], *, boxes: t
                 "constant": constant.cpu().numpy()}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", perturb.ConstantMapWarning)
-            loc = fewclass.localisation_iou(a, boxes) if boxes is not None else fewclass.dice_curve(a, masks)
+            loc = localisation.localisation_iou(a, boxes) if boxes is not None else localisation.dice_curve(a, masks)
         if boxes is not None:
             rows.append(pd.DataFrame({**base, "IoU": loc.cpu().numpy()}))
         else:

@@ -14,7 +14,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 import torch
@@ -31,6 +31,11 @@ def _grid(values, percent: bool = False) -> str:
     values = sorted(values)
     lo, hi = (100 * values[0], 100 * values[-1]) if percent else (values[0], values[-1])
     return f"{lo:g}–{hi:g}{' %' if percent else ''}, {len(values)} levels"
+
+
+def _series_text(params: Mapping) -> SeriesTextModels:
+    """The series/text models of a notebook's parameters (its ``series_text_models`` overrides)."""
+    return SeriesTextModels(**params["series_text_models"])
 
 
 def _model(name: str, width) -> str:
@@ -58,10 +63,11 @@ SETUP: tuple[Setting, ...] = (
     Setting("evaluation images", "10,000 (CIFAR-100), 2,000 (Tiny-ImageNet)", "ffidelity/images_ranking",
             "{n_test:,} test canvases"),
     Setting("series, text data (Tables 3–4, 6–7)", "PAM, Boiler; SST2, BoolQ", "ffidelity/series_text",
-            lambda p: f"synthetic series of {p['ts_length']} steps; {p['text_length']}-token sentences"),
+            lambda p: f"synthetic series of {_series_text(p).ts_length} steps; "
+                      f"{_series_text(p).text_length}-token sentences"),
     Setting("series, text models", "Bi-LSTM, CNN; LSTM, Transformer", "ffidelity/series_text",
-            lambda p: "; ".join(", ".join(recipes.DISPLAY_NAMES.get(m, m) for m in p[key])
-                                for key in ("ts_models", "text_models"))),
+            lambda p: "; ".join(", ".join(recipes.DISPLAY_NAMES.get(m, m) for m in names)
+                                for names in (_series_text(p).ts_models, _series_text(p).text_models))),
     Setting("plateau (Fig. 4): r × β", "colored-MNIST, 5 r × 3 β", "ffidelity/size_plateau",
             lambda p: f"{'coloured' if p['color'] else 'grey'} digit canvases, {len(p['rs'])} r × {len(p['betas'])} β"),
     Setting("sensitivity grids (Tables 24–26)", "N 10–150, β 0.05–0.25, α 0.2–0.8", "ffidelity/sensitivity",
@@ -80,7 +86,7 @@ def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, 
 
     clean: the explainer's map, any layout ``fid_plus`` accepts. Degradation ``k`` of seed ``s`` uses generator
     ``1000·s + k`` and the Monte-Carlo masks generator ``s``, so every evaluation method sees the same degraded
-    maps. The "+" and "−" curves are index-paired by :func:`faithlab.metrics.fid_curves`. alpha/beta/n_samples
+    maps. The "+" and "−" curves are index-paired by :func:`faithlab.metrics.minus_sparsity`. alpha/beta/n_samples
     select Fidelity (1, None, 1), R-Fidelity (α, None, N) or F-Fidelity (α, β, N). reference: the removal value
     (e.g. ``"removed_token"`` for F-Fidelity's zero-embedding removal of text).
     A constant map (e.g. an all-zero Grad-CAM, possible at ξ = 0 only) is ranked by the ties rule (random by
@@ -101,8 +107,10 @@ def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, 
             attr = explainers.degrade(clean, xi, generator=1000 * s + k)
             with warnings.catch_warnings():  # counted once by constant_map_counts, not per (seed, level)
                 warnings.simplefilter("ignore", perturb.ConstantMapWarning)
-                curves = ffidelity.fid_curves(model, x, y, attr, sparsity, generator=s, **common)
-            plus[s, k], minus[s, k] = curves["plus"].mean(0).cpu(), curves["minus"].mean(0).cpu()
+                fid_plus = ffidelity.fid_plus(model, x, attr, target=y, sparsity=sparsity, generator=s, **common)
+                fid_minus = ffidelity.fid_minus(model, x, attr, target=y, sparsity=ffidelity.minus_sparsity(sparsity),
+                                                generator=s, **common)
+            plus[s, k], minus[s, k] = fid_plus.mean(0).cpu(), fid_minus.mean(0).cpu()
     return plus, minus
 
 
@@ -320,7 +328,7 @@ def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset
                                          cache=cache, device=device, progress=False)
             models[f"ROAR {label}"] = model.to(device).eval()
             trained("retrain (ROAR)", label, f"ROAR {label}", roar_config, roar_hist)
-    accuracy = {name: train.evaluate(model, test_data, batch_size=batch_size, device=device)["accuracy"]
+    accuracy = {name: train.loss_and_accuracy(model, test_data, batch_size=batch_size, device=device)["accuracy"]
                 for name, model in models.items()}
 
     x, y = (t[:n_test].to(device) for t in data.to_tensors(test_data))
@@ -1005,6 +1013,77 @@ def claim_robust_hyperparameters(table: pd.DataFrame, null: pd.DataFrame, *, thr
         our_value=f"{int(sum(holds))} of {len(holds)} testable settings hold; {n_pass} of {len(frame)} pass "
                   f"|corr| ≥ {threshold:g} with the ideal sign",
         verdict=v, table=frame)
+
+
+# ---- the series and text models shared by two notebooks
+@dataclass(frozen=True)
+class SeriesTextModels:
+    """The time-series and text models of F-Fidelity's series/text study (spec §1.8–1.9, Tables 3–4, 6–8): one
+    setting read by the notebooks ``ffidelity/series_text`` and ``ffidelity/robustness``, so that both train (and
+    read from the cache) the very same original and fine-tuned models.
+
+    The defaults are the ``book`` profile's. Each notebook takes its overrides as one parameter,
+    ``series_text_models`` (``{}``: the defaults; ``-p series_text_models '{n_epochs: 5}'`` for one run); a profile
+    sets them once for both notebooks (a YAML anchor). Unknown names raise TypeError.
+
+    ts_models / text_models: names of :data:`faithlab.recipes.SERIES_MODELS` / :data:`~faithlab.recipes.TEXT_MODELS`.
+    ts_n_train, ts_length, ts_offset, ts_positional, ts_width, ts_kernel, ts_lstm_layers: the ``seq_comb`` series
+    (training size, steps, level of the background) and the CNN-1D / bi-LSTM (time position as input channel,
+    channels or hidden size, kernel, LSTM layers). text_n_train, text_length, text_width, tf_dim: the ``tokens`` task
+    and the LSTM's / transformer's widths. n_test: the test split (evaluation inputs; the model keeps its best
+    test epoch, so the split is part of its cache key). n_epochs, n_finetune_epochs: training and F-Fidelity
+    fine-tuning (eq. 5) epochs. text_removals: ``{label: fine-tuning reference}`` of the text models (one fine-tuned
+    model each; ``"removed_token"``: the zero embedding, ``"zero"``: the pad token that deletes the token).
+    """
+
+    ts_models: Sequence[str] = ("cnn1d",)
+    text_models: Sequence[str] = ("lstm_text", "transformer_text")
+    ts_n_train: int = 4000
+    ts_length: int = 60
+    ts_width: int = 32
+    ts_offset: float = 3.0
+    ts_positional: bool = True
+    ts_kernel: int = 9
+    ts_lstm_layers: int = 1
+    text_n_train: int = 1000
+    text_length: int = 24
+    text_width: int = 32
+    tf_dim: int = 32
+    n_test: int = 100
+    n_epochs: int = 30
+    n_finetune_epochs: int = 3
+    text_removals: Mapping[str, str] = field(
+        default_factory=lambda: {"zero embedding": "removed_token", "pad deletion": "zero"})
+
+    def cases(self) -> list[tuple[str, str, str, str]]:
+        """``(domain, model name, units, fine-tuning reference)`` of every model pair, series first: one per
+        series model (reference ``"zero"``), one per text model and removal of :attr:`text_removals`."""
+        cases = [("time series", name, "time", "zero") for name in self.ts_models]
+        return cases + [("text", name, "tokens", ref) for name in self.text_models
+                        for ref in self.text_removals.values()]
+
+    def classifier(self, name: str, *, seed: int = 0, device: str | torch.device = "cpu"):
+        """:func:`faithlab.recipes.series_text_classifier` of ``name`` with these settings → ``(model, history,
+        train_data, test_data)`` (cached)."""
+        if name in self.ts_models:
+            sizes = {"n_train": self.ts_n_train, "length": self.ts_length, "width": self.ts_width,
+                     "offset": self.ts_offset, "positional": self.ts_positional}
+        elif name in self.text_models:
+            sizes = {"n_train": self.text_n_train, "length": self.text_length, "width": self.text_width}
+        else:
+            raise ValueError(f"name must be one of ts_models {list(self.ts_models)} or text_models "
+                             f"{list(self.text_models)}, got {name!r}")
+        return recipes.series_text_classifier(name, n_test=self.n_test, kernel_size=self.ts_kernel,
+                                              lstm_layers=self.ts_lstm_layers, tf_dim=self.tf_dim,
+                                              n_epochs=self.n_epochs, seed=seed, device=device, **sizes)
+
+    def finetune(self, model: nn.Module, history: dict, train_data, test_data, *, beta: float, units: str,
+                 reference: str = "zero", seed: int = 0, device: str | torch.device = "cpu") -> nn.Module:
+        """:func:`faithlab.recipes.ffidelity_finetune` of a model of :meth:`classifier` with ``n_finetune_epochs``
+        (cached under the base model's key)."""
+        return recipes.ffidelity_finetune(model, history, train_data, test_data, beta=beta, units=units,
+                                          reference=reference, n_epochs=self.n_finetune_epochs, seed=seed,
+                                          device=device)
 
 
 # ---- robustness and series/text claims

@@ -4,7 +4,7 @@ pair (the image pairings shuffled; cached on disk, so the notebooks that need th
 paired bootstrap draws of ReCo and MeGe, tidy frames, and the claims R1 (:func:`claim_gradcam_best_reco`) and R2
 (:func:`claim_mege_falls`), each with that chance level as its null.
 
-The metric lives in :mod:`faithlab.metrics.reco_mege`; the training in :func:`faithlab.train.cross_train`.
+The metric lives in :mod:`faithlab.metrics.crossfold`; the training in :func:`faithlab.train.cross_train`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import pandas as pd
@@ -20,9 +20,9 @@ import torch
 
 import faithlab
 from faithlab import _validate, data, explainers, paths, perturb, train, verdicts
-from faithlab.metrics.reco_mege import (Pairs, average_stability_details, details_from_pairs, explanation_distance,
-                                        flatten_maps, mu_fidelity_details, reco_mege_details, shuffled_distances,
-                                        shuffled_partners)
+from faithlab.metrics.crossfold import (Pairs, average_stability_details, details_from_pairs, explanation_distance,
+                                        flatten_maps, mu_fidelity_details, reco_mege_details_from_predictions,
+                                        shuffled_distances, shuffled_partners)
 from faithlab.protocols.setup import Setting
 from faithlab.train.cache import cache_key
 
@@ -32,7 +32,7 @@ __all__ = ["TASKS", "METHODS", "DEGRADATIONS", "Family", "load_task", "family", 
            "test_accuracy", "comparable_premise", "family_premise", "accuracy_summary", "claim_table3", "claim_lipschitz",
            "steps_diagnostic",
            "fidelity_stability", "PAPER", "rank_agreement", "beside", "identical_models", "cam_grid", "families",
-           "claim_identical_models"]
+           "FamilySettings", "claim_identical_models"]
 
 
 def _tasks(p: Mapping) -> str:
@@ -207,8 +207,8 @@ _NULL_STREAM = 1  # the shuffled pairings' generator: keyed_seed(seed, _NULL_STR
 
 
 def with_null(pairs: Pairs, shuffled: torch.Tensor, partners: torch.Tensor | None = None) -> dict:
-    """The dict of :func:`faithlab.metrics.reco_mege.details_from_pairs` with the chance level of its pairs added:
-    ``shuffled`` ``(N, k − 1)`` (:func:`faithlab.metrics.reco_mege.shuffled_distances`, the same pairs with the second
+    """The dict of :func:`faithlab.metrics.crossfold.details_from_pairs` with the chance level of its pairs added:
+    ``shuffled`` ``(N, k − 1)`` (:func:`faithlab.metrics.crossfold.shuffled_distances`, the same pairs with the second
     model's map of another image) and ``partners`` ``(N,)`` (that other image; None when unknown)."""
     if not isinstance(shuffled, torch.Tensor) or tuple(shuffled.shape) != tuple(pairs.distance.shape):
         raise ValueError(f"shuffled must be a tensor shaped like pairs.distance {tuple(pairs.distance.shape)}, got "
@@ -218,13 +218,14 @@ def with_null(pairs: Pairs, shuffled: torch.Tensor, partners: torch.Tensor | Non
 
 def distance_sets(fam: Family, method: str, *, batch_size: int = 256, seed: int = 0, distance: str = "sqrt",
                   cache: bool = True, **settings) -> dict:
-    """:func:`faithlab.metrics.reco_mege.reco_mege_details` for one family and method, with the chance level of every
-    pair (``"shuffled"``, see :func:`with_null`): the same distance with the second model's map of another image, the
-    image pairings shuffled within the samples that have an S= pair (:func:`faithlab.metrics.shuffled_partners`,
-    generator ``keyed_seed(seed, 1)``, drawn once per family, so every method of a family gets the same pairings and
-    batch_size changes nothing). Both are computed from the same maps and cached under ``<cache>/reco_mege/`` (keyed
-    by the models, the method and its settings), so another notebook asking for the same sets loads them
-    (``torch.load(weights_only=True)``); a cache file written before the null existed is recomputed."""
+    """:func:`faithlab.metrics.crossfold.reco_mege_details_from_predictions` for one family and method (the family's
+    predictions), with the chance level of every pair (``"shuffled"``, see :func:`with_null`): the same distance
+    with the second model's map of another image, the image pairings shuffled within the samples that have an S=
+    pair (:func:`faithlab.metrics.shuffled_partners`, generator ``keyed_seed(seed, 1)``, drawn once per family, so
+    every method of a family gets the same pairings and batch_size changes nothing). Both are computed from the same
+    maps and cached under ``<cache>/reco_mege/`` (keyed by the models, the method and its settings), so another
+    notebook asking for the same sets loads them (``torch.load(weights_only=True)``); a cache file written before
+    the null existed is recomputed."""
     name, options = method_options(method, **settings)
     key = cache_key({"family": fam.key, "method": name, "options": {k: v for k, v in options.items()
                                                                     if not isinstance(v, torch.Tensor)},
@@ -243,9 +244,9 @@ def distance_sets(fam: Family, method: str, *, batch_size: int = 256, seed: int 
         file.unlink(missing_ok=True)  # unreadable, or written before the null existed: recomputed below
     maps = explain_family(fam, method, batch_size=batch_size, seed=seed, **settings)
     channel_dim = -3 if maps.ndim == 5 else None
-    details = reco_mege_details(maps, fam.predictions.to(maps.device), labels.to(maps.device),
-                                folds.to(maps.device), distance=distance, channel_dim=channel_dim,
-                                batch_size=batch_size)
+    details = reco_mege_details_from_predictions(maps, fam.predictions.to(maps.device), labels.to(maps.device),
+                                                 folds.to(maps.device), distance=distance, channel_dim=channel_dim,
+                                                 batch_size=batch_size)
     pairs = Pairs(*(t.cpu() for t in (details["pairs"].distance, details["pairs"].other, details["pairs"].kind)))
     partners = shuffled_partners((pairs.kind == 0).any(1), generator=perturb.keyed_seed(seed, _NULL_STREAM))
     shuffled = shuffled_distances(maps, folds.to(maps.device), partners.to(maps.device), distance=distance,
@@ -424,20 +425,22 @@ def fidelity_stability(model, x: torch.Tensor, y: torch.Tensor, method: str, *, 
     another image (:func:`faithlab.metrics.shuffled_partners` over the samples, generator ``keyed_seed(seed, 1)``),
     so a method whose μF does not exceed it orders pixels no better than an unrelated map of its own kind."""
     name, options = method_options(method, **settings)
-    explain = functools.partial(explainers.explain, model, method=name, batch_size=batch_size, generator=seed,
-                                **options)
-    attributions = explain(x, y)
+    explain = functools.partial(explainers.explain, method=name, batch_size=batch_size, generator=seed, **options)
+    attributions = explain(model, x, y)
     mu_options = dict(n_subsets=n_subsets, subset_fraction=subset_fraction, output=output, generator=seed,
                       batch_size=batch_size)
-    mu = mu_fidelity_details(model, x, attributions, y, **mu_options)["mu_f"]
+    mu = mu_fidelity_details(model, x, attributions, target=y, **mu_options)["mu_f"]
     partners = shuffled_partners(torch.ones(len(x), dtype=torch.bool, device=x.device),
                                  generator=perturb.keyed_seed(seed, _NULL_STREAM))
-    mu_null = mu_fidelity_details(model, x, attributions[partners], y, **mu_options)["mu_f"]
+    mu_null = mu_fidelity_details(model, x, attributions[partners], target=y, **mu_options)["mu_f"]
     # common random numbers: each sample and its neighbours share one seed, so a stochastic method's S_avg measures
-    # how its map changes within the radius, not its Monte-Carlo noise (the attributions for μF keep `generator`)
-    s = average_stability_details(lambda z, t, seeds: explain(z, t, sample_seeds=seeds), x, y,
-                                  n_neighbours=n_neighbours, radius=radius, generator=seed,
-                                  batch_size=batch_size)["s_avg"]
+    # how its map changes within the radius, not its Monte-Carlo noise. S_avg explains x itself (attributions None):
+    # the attributions for μF draw their noise from `generator`, not from the samples' seeds
+    def explainer(m, z: torch.Tensor, t: torch.Tensor, seeds: torch.Tensor | None = None) -> torch.Tensor:
+        return explain(m, z, t, sample_seeds=seeds)
+
+    s = average_stability_details(model, x, None, explainer=explainer, target=y, n_neighbours=n_neighbours,
+                                  radius=radius, generator=seed, batch_size=batch_size)["s_avg"]
     return pd.DataFrame({"method": method, "sample": np.arange(len(x)), "μF": mu.cpu().numpy(),
                          "μF (shuffled)": mu_null.cpu().numpy(), "S_avg": s.cpu().numpy()})
 
@@ -634,8 +637,8 @@ def identical_models(fam: Family, method: str, *, batch_size: int = 256, seed: i
     k = fam.cross.k
     copies = maps[None].expand(k, *maps.shape)
     preds = fam.predictions[:1].expand(k, -1).to(maps.device)
-    d = reco_mege_details(copies, preds, fam.data.y.to(maps.device), fam.cross.folds.to(maps.device),
-                          channel_dim=-3 if maps.ndim == 4 else None, batch_size=batch_size)
+    d = reco_mege_details_from_predictions(copies, preds, fam.data.y.to(maps.device), fam.cross.folds.to(maps.device),
+                                           channel_dim=-3 if maps.ndim == 4 else None, batch_size=batch_size)
     dist = d["pairs"].distance
     return {"MeGe": d["mege"], "max distance": float(dist[~dist.isnan()].max()) if (~dist.isnan()).any() else 0.0,
             "n S=": d["counts"]["S="]}
@@ -686,18 +689,59 @@ def cam_grid(model, x: torch.Tensor) -> tuple[int, ...]:
     return seen[0]
 
 
-def families(tasks: list[str], *, n: int, image_size: int, k: int = 5, width_scale: float = 1.0, epochs: int = 15,
-             train_batch: int = 32, lr: float = 3e-3, seed: int = 0, dataset: str | None = None,
-             data_dir: str | None = None, device: str | torch.device = "cpu", batch_size: int = 256,
-             degradation: str = "Normal", scheduler: str | None = None) -> dict[str, Family]:
+@dataclass(frozen=True)
+class FamilySettings:
+    """How the ReCo/MeGe notebooks build a task's ResNet-18 family, as one object (:func:`families`).
+
+    n, image_size, dataset, data_dir: the k-fold data D of :func:`load_task`; k: models per family; width_scale: the
+    ResNet-18's width; epochs, train_batch, lr, scheduler, seed: their training (:meth:`config`; ``"cosine"`` anneals
+    the rate to 0, so the k models end at comparable accuracy rather than at wherever a constant rate leaves them);
+    device, batch_size: where and how many images per forward pass. The notebooks of ``reco_mege/`` share these
+    parameter names: :meth:`from_parameters` reads them from a notebook's parameters.
+    """
+
+    n: int
+    image_size: int
+    k: int = 5
+    width_scale: float = 1.0
+    epochs: int = 15
+    train_batch: int = 32
+    lr: float = 3e-3
+    scheduler: str | None = None
+    seed: int = 0
+    dataset: str | None = None
+    data_dir: str | None = None
+    device: str | torch.device = "cpu"
+    batch_size: int = 256
+
+    @classmethod
+    def from_parameters(cls, parameters: Mapping) -> FamilySettings:
+        """The settings of the names a notebook's ``parameters`` (e.g. its ``globals()``) define; the others keep
+        their defaults (``n`` and ``image_size`` have none: a missing one raises TypeError)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{name: value for name, value in parameters.items() if name in names})
+
+    def config(self) -> train.TrainConfig:
+        """The models' ``TrainConfig(epochs, train_batch, lr, seed, scheduler)``."""
+        return train.TrainConfig(epochs=self.epochs, batch_size=self.train_batch, lr=self.lr, seed=self.seed,
+                                 scheduler=self.scheduler)
+
+    def load_task(self, task: str, *, n: int | None = None, split: str = "train") -> data.TensorData:
+        """:func:`load_task` of ``task`` at these settings' image size, seed and data (``n`` images, default D's)."""
+        return load_task(task, n=self.n if n is None else n, image_size=self.image_size, seed=self.seed,
+                         dataset=self.dataset, data_dir=self.data_dir, split=split)
+
+
+def families(tasks: list[str], settings: FamilySettings, *, degradation: str = "Normal") -> dict[str, Family]:
     """The normally trained (or ``degradation``) ResNet-18 family of every task, as the notebooks' parameters state
-    it: D = :func:`load_task`, models by :func:`family` with ``TrainConfig(epochs, train_batch, lr, seed,
-    scheduler)`` (``"cosine"`` anneals the rate to 0, so the k models end at comparable accuracy rather than at
-    wherever a constant rate leaves them)."""
-    config = train.TrainConfig(epochs=epochs, batch_size=train_batch, lr=lr, seed=seed, scheduler=scheduler)
-    return {t: family(t, load_task(t, n=n, image_size=image_size, seed=seed, dataset=dataset, data_dir=data_dir),
-                      width_scale=width_scale, config=config, k=k, degradation=degradation, seed=seed, device=device,
-                      batch_size=batch_size, name=degradation) for t in tasks}
+    it (``settings``, e.g. ``FamilySettings.from_parameters(globals())``): D = :func:`load_task`, models by
+    :func:`family` with :meth:`FamilySettings.config`."""
+    if not isinstance(settings, FamilySettings):
+        raise TypeError(f"settings must be a FamilySettings, got {type(settings).__name__}")
+    s = settings
+    config = s.config()
+    return {t: family(t, s.load_task(t), width_scale=s.width_scale, config=config, k=s.k, degradation=degradation,
+                      seed=s.seed, device=s.device, batch_size=s.batch_size, name=degradation) for t in tasks}
 
 
 # ------------------------------------------------------------------------------------- the chance level and claims

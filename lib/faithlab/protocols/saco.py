@@ -76,7 +76,7 @@ def per_sample_metrics(model: Callable, x: torch.Tensor, y: torch.Tensor, attrib
         warnings.simplefilter("ignore", perturb.ConstantMapWarning)
         scores = {
             "SaCo": metrics.saco(model, x, attributions, k=k, batch_size=batch_size),
-            "AUC": metrics.auc_accuracy(model, x, attributions, y, batch_size=batch_size),
+            "AUC": metrics.auc_accuracy(model, x, attributions, target=y, batch_size=batch_size),
             "AOPC": metrics.aopc(model, x, attributions, batch_size=batch_size),
             "LOdds": metrics.log_odds(model, x, attributions, batch_size=batch_size),
             "Comprehensiveness": metrics.comprehensiveness(model, x, attributions, batch_size=batch_size),

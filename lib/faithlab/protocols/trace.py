@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from faithlab import _validate, data, explainers, models, perturb, recipes, train, verdicts
-from faithlab.metrics import trace
+from faithlab.metrics import trace, trace_search
 from faithlab.perturb.references import Reference
 from faithlab.protocols.setup import Setting
 
@@ -80,8 +80,8 @@ SETUP: tuple[Setting, ...] = (
     Setting("patches t", "7×7 = 49 (32 px patches)", "trace/table1",
             lambda p: f"{p['edge']}×{p['edge']} = {p['edge'] ** 2} ({_side(p) // p['edge']} px patches)"),
     Setting("TRACE-SA schedule", "K = 5,000, T0 = 0.1 (-p) / 2 (-y), η = 0.999", "trace/table1",
-            lambda p: f"K = {p['iterations']:,}, T0 = {trace._T0['prob']:g} (-p) / {trace._T0['logit']:g} (-y), "
-                      f"η = {p['eta']:g}"),
+            lambda p: f"K = {p['iterations']:,}, T0 = {trace_search._T0['prob']:g} (-p) / "
+                      f"{trace_search._T0['logit']:g} (-y), η = {p['eta']:g}"),
     Setting("references", "zero, mean, blur (31×31, σ = 56)", "trace/table1",
             lambda p: ", ".join(p["references"]) + (f" ({p['blur_kernel']}×{p['blur_kernel']}, σ = {p['blur_sigma']:g})"
                                                      if "blur" in p["references"] else "")),
@@ -121,10 +121,9 @@ PAPER_MODELS = ("resnet18", "vgg16", "alexnet", "googlenet", "mobilenet_v3_large
 """The paper's six torchvision ImageNet classifiers (Table 1 (i)–(vi); MobileNetV3 is not said to be Large or
 Small, we take Large)."""
 
-CAM_LAYERS = {"resnet18": "layer4", "vgg16": "features.29", "alexnet": "features.11", "googlenet": "inception5b",
-              "mobilenet_v3_large": "features.16", "densenet161": "features.norm5"}
-"""The last convolutional block of each torchvision model, read by Grad-CAM and Excitation Backprop (spec §5.7:
-e.g. ResNet ``layer4``); our own models name theirs ``cam_layer``."""
+CAM_LAYERS = models.CAM_LAYERS
+"""The last convolutional block of each torchvision model (the one table :data:`faithlab.models.CAM_LAYERS`), read by
+Grad-CAM and Excitation Backprop (spec §5.7: e.g. ResNet ``layer4``); our own models name theirs ``cam_layer``."""
 _LAYER_METHODS = ("gradcam", "layercam", "excitation_backprop")
 
 
@@ -195,7 +194,7 @@ def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float
                                                           n_epochs=s["n_epochs"], seed=seed, device=device)
             trained[s["name"]] = model
             rows.append({"model": s["name"], "architecture": s["model"], "width": s["width"],
-                         "epochs": s["n_epochs"], "test accuracy": train.evaluate(model, test)["accuracy"]})
+                         "epochs": s["n_epochs"], "test accuracy": train.loss_and_accuracy(model, test)["accuracy"]})
         x, y = test.x[:n_images], test.y[:n_images]
     else:
         ds = data.load(dataset, split="test", data_dir=data_dir)
@@ -209,7 +208,8 @@ def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float
             trained[name] = model
             rows.append({"model": name, "architecture": name,
                          "weights": str(how.get("weights_path", "torchvision DEFAULT")),
-                         "test accuracy": train.evaluate(model, data.TensorData(x, y), device=device)["accuracy"]})
+                         "test accuracy": train.loss_and_accuracy(model, data.TensorData(x, y),
+                                                                  device=device)["accuracy"]})
     layers = {name: CAM_LAYERS.get(name) for name in trained} if torchvision_models else dict.fromkeys(trained)
     return Setup(trained, x.to(device), y.to(device), pd.DataFrame(rows), layers)
 
@@ -247,8 +247,8 @@ def deletion_frames(model: Callable, x: torch.Tensor, target: torch.Tensor, traj
 
     trajs: ``{name: (B, t)}`` bottom-to-top trajectories (methods or TRACE searches). labels: constant columns
     added to both frames (e.g. ``{"model": ..., "reference": "zero"}``). points: None evaluates every one of the
-    t + 1 curve points (``metrics.trace.lerf_morf_details``); an int evaluates ``points`` evenly spaced deleted
-    fractions 0, 1/(points − 1), …, 1 instead (``perturb.removal_curve`` along the same orders, ⌊f·t⌉ patches
+    t + 1 curve points (``metrics.trace.trajectory_scores_details``); an int evaluates ``points`` evenly spaced
+    deleted fractions 0, 1/(points − 1), …, 1 instead (``perturb.removal_curve`` along the same orders, ⌊f·t⌉ patches
     deleted), for pixel-level curves where t + 1 points would cost too much. Returns ``(scores, curves)``: scores
     has one row per name × output × image with ``LeRF`` and ``MoRF`` (plain sums over the evaluated points: with
     ``points=None`` the paper's Table 1 scale) and ``LeRF − MoRF``; curves one row per name × output × criterion ×
@@ -267,8 +267,8 @@ def deletion_frames(model: Callable, x: torch.Tensor, target: torch.Tensor, traj
     for output in outputs:
         for name, tau in trajs.items():
             if points is None:
-                d = trace.lerf_morf_details(model, x, tau, edge=edge, reference=reference, output=output,
-                                            target=target, batch_size=batch_size)
+                d = trace.trajectory_scores_details(model, x, tau, edge=edge, reference=reference, output=output,
+                                                    target=target, batch_size=batch_size)
                 deleted = None
             else:
                 d = {c: perturb.removal_curve(model, x, None, fractions.tolist(), order=order, units=units,
@@ -308,7 +308,7 @@ def curve_rows(curve: torch.Tensor, labels: Mapping[str, object], *, deleted: to
                          "value": curve.detach().cpu().double().flatten().numpy()})
 
 
-def search_frames(searches: Mapping[str, trace.Search], *, labels: Mapping[str, object] | None = None
+def search_frames(searches: Mapping[str, trace_search.Search], *, labels: Mapping[str, object] | None = None
                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The LeRF/MoRF curves a set of searches already evaluated (``{name: Search}``, e.g. TRACE-SA-Le−Mo, -Le, -Mo
     and Greedy-Le, -Mo), laid out as :func:`deletion_frames` does (without an ``output`` column: add it to
@@ -334,8 +334,9 @@ def random_deletion_frame(model: Callable, x: torch.Tensor, target: torch.Tensor
     rows = []
     for edge in edges:
         for ref_name, ref in references.items():
-            c = trace.random_deletion_curves(model, x, edge=edge, n_orders=n_orders, generator=g, reference=ref,
-                                             output=output, target=target, batch_size=batch_size).mean(1)
+            c = trace_search.random_deletion_curves(model, x, edge=edge, n_orders=n_orders, generator=g,
+                                                    reference=ref, output=output, target=target,
+                                                    batch_size=batch_size).mean(1)
             rows.append(curve_rows(c, {"edge": edge, "patch side": x.shape[-1] // edge, "t": edge * edge,
                                         "reference": ref_name}))
     return pd.concat(rows, ignore_index=True)
@@ -374,19 +375,20 @@ def random_order_sums(model: Callable, x: torch.Tensor, target: torch.Tensor, *,
                       generator: torch.Generator | int, reference: Reference = "zero", output: str = "prob",
                       batch_size: int = 256) -> pd.DataFrame:
     """Sums of the deletion curves along ``n_orders`` uniformly random orders per image
-    (``metrics.trace.random_deletion_curves``) → rows (image, order, sum). A random order and its reverse are
+    (``metrics.trace_search.random_deletion_curves``) → rows (image, order, sum). A random order and its reverse are
     equally likely, so these are draws of ΣLeRF and of ΣMoRF of a random trajectory alike: the chance level of
     both criteria (:func:`random_trajectory_null`)."""
-    c = trace.random_deletion_curves(model, x, edge=edge, n_orders=n_orders, generator=generator, reference=reference,
-                                     output=output, target=target, batch_size=batch_size).detach().cpu().double()
+    c = trace_search.random_deletion_curves(model, x, edge=edge, n_orders=n_orders, generator=generator,
+                                            reference=reference, output=output, target=target,
+                                            batch_size=batch_size).detach().cpu().double()
     b, n, _ = c.shape
     return pd.DataFrame({"image": torch.arange(b).repeat_interleave(n).numpy(),
                          "order": torch.arange(n).repeat(b).numpy(), "sum": c.sum(2).flatten().numpy()})
 
 
-def insertion_deletion_frame(model: Callable, x: torch.Tensor, searches: Mapping[str, trace.Search], *, edge: int,
-                             reference: Reference = "zero", output: str = "prob", target: torch.Tensor | None = None,
-                             batch_size: int = 256) -> pd.DataFrame:
+def insertion_deletion_frame(model: Callable, x: torch.Tensor, searches: Mapping[str, trace_search.Search], *,
+                             edge: int, reference: Reference = "zero", output: str = "prob",
+                             target: torch.Tensor | None = None, batch_size: int = 256) -> pd.DataFrame:
     """Thm 3.1 side by side: for every search's trajectory τ, its LeRF deletion AUC (the Search's curve) against
     the AUC of inserting the patches in MoRF order rev(τ) into the fully deleted image
     (``metrics.trace.insertion_curve``), and its MoRF deletion AUC against insertion in LeRF order τ → rows

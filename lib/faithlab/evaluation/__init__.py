@@ -1,0 +1,32 @@
+"""Every metric of the study in one call: ``fl.evaluate(model, x, y, attributions)`` → a tidy pandas frame.
+
+One row per explainer × sample × metric (dataset-level metrics, ReCo and MeGe, one row per explainer with
+``sample`` missing), with the metric's paper and direction. The metrics are those registered in
+:mod:`faithlab.metrics.registry` (the study's own: :mod:`faithlab.metrics.catalogue`); the metric code is the
+library's own (:mod:`faithlab.metrics`); this package only runs the registry and shares the work:
+
+* the clean forward pass runs once; its prediction ŷ is the class every metric explains (``target``);
+* metrics of one group share one computation (accuracy AUC, AOPC and LOdds read one most-salient-first removal
+  curve, TRACE's ΣLeRF, ΣMoRF and their difference one pair of patch deletion curves); shared inputs are computed
+  once for all explainers (Few-class Fidelity's perturbed images, the k fold models' predictions);
+* every random metric of every explainer gets the same seed (common random numbers), so explainers differ by
+  their maps only.
+
+``loop`` (the registry loop, :func:`evaluate`) and ``frame`` (the tidy frame, :func:`cost`, :func:`oriented`,
+:func:`describe`). A progress bar (tqdm) runs over the chunks of samples × explainers × metric groups (``progress``:
+by default on, except where ``FAITHLAB_PROGRESS=0``, as in the study runner's kernels), and the frame's
+``attrs["cost"]`` records, per metric group and explainer, the model inputs evaluated, the model calls, the inputs
+given to the explainer and the seconds (:func:`cost`); ``attrs["forward_inputs"]`` is the total.
+"""
+
+from __future__ import annotations
+
+from faithlab.evaluation.frame import cost, describe, oriented
+from faithlab.evaluation.loop import available, evaluate
+from faithlab.metrics.catalogue import SPARSITY
+from faithlab.metrics.registry import METRICS, paper_metrics
+
+PAPER_METRICS: dict[str, list[str]] = paper_metrics()
+"""Display names of the study's metrics of each paper (chapter slug → labels), for the book's study map."""
+
+__all__ = ["METRICS", "PAPER_METRICS", "SPARSITY", "available", "evaluate", "cost", "oriented", "describe"]

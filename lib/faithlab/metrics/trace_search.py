@@ -1,0 +1,375 @@
+"""TRACE's searches (Wang & Wang, spec §5.2–5.6): the trajectories that optimise the patch deletion curves of
+:mod:`faithlab.metrics.trace`, the bounds of the complete search and the random deletion test.
+
+The optimisation problems (the paper's definitions, not the released code's, whose ``'Le'``/``'Mo'`` labels are
+swapped): ``"le"`` maximise ΣLeRF(τ); ``"mo"`` minimise ΣMoRF(τ); ``"le-mo"`` maximise ΣLeRF(τ) − ΣMoRF(τ)
+(:func:`objective_value`). :func:`greedy` (TRACE-Greedy, exact for additive models), :func:`anneal` (TRACE-SA with
+the swap neighbourhood, incremental energy and all images in one batch) and :func:`complete_search` (the CS bounds
+for small t) search them, each returning a :class:`Search` (or the CS bounds) with the curves it evaluated;
+:func:`random_deletion_curves` draws uniformly random orders (Fig. 4). A searched trajectory maps back to an
+attribution with :func:`faithlab.metrics.trace.trajectory_attribution`.
+
+Every function evaluates its perturbed inputs through the removal engine, at most ``batch_size`` per forward
+call, so results do not depend on ``batch_size``; randomness comes only from ``generator``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from faithlab import _validate, perturb
+from faithlab.metrics.trace import _check_trajectory, _curves, _outputs, _Setup, _setup
+from faithlab.perturb import orders as _orders
+from faithlab.perturb import Output
+from faithlab.perturb.references import Reference
+
+__all__ = ["OBJECTIVES", "Search", "objective_value", "greedy", "anneal", "complete_search", "random_deletion_curves"]
+
+OBJECTIVES = ("le", "mo", "le-mo")
+"""TRACE-Le (maximise ΣLeRF), TRACE-Mo (minimise ΣMoRF), TRACE-Le−Mo (maximise ΣLeRF − ΣMoRF)."""
+_T0 = {"prob": 0.1, "logit": 2.0}
+"""The paper's initial SA temperatures: T0 = 0.1 for -p (probability) and 2 for -y (logit) (spec §5.4)."""
+_MAX_COMPLETE = 20
+
+
+@dataclass(frozen=True)
+class Search:
+    """A searched trajectory and its curves.
+
+    trajectory: ``(B, t)`` int64 patch ids, bottom-to-top (first = deleted first under LeRF). lerf, morf:
+    ``(B, t + 1)`` deletion curves of τ and of rev(τ). passes: ``(S,)`` int64, the cumulative number of model
+    inputs evaluated after each step of the search (greedy: per deletion step; annealing: after the start and each
+    iteration). energy: ``(S, B)`` float64, the best energy (−objective) reached after each step, or None.
+    accepted: ``(B,)`` accepted moves per image (annealing), or None.
+    """
+
+    trajectory: torch.Tensor
+    lerf: torch.Tensor
+    morf: torch.Tensor
+    passes: torch.Tensor
+    energy: torch.Tensor | None = None
+    accepted: torch.Tensor | None = None
+
+
+def objective_value(lerf: torch.Tensor, morf: torch.Tensor, objective: str) -> torch.Tensor:
+    """The value TRACE maximises, in float64 → ``(B,)``: ``"le"`` ΣLeRF, ``"mo"`` −ΣMoRF, ``"le-mo"`` their sum
+    ΣLeRF − ΣMoRF. The annealing energy is its negative."""
+    _validate.one_of(objective, "objective", OBJECTIVES)
+    le, mo = lerf.double().sum(-1), morf.double().sum(-1)
+    return le if objective == "le" else -mo if objective == "mo" else le - mo
+
+
+def greedy(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le", reference: Reference = "zero",
+           output: Output = "prob", target: torch.Tensor | None = None, batch_size: int = 256) -> Search:
+    """TRACE-Greedy (spec §5.3): from the full image, repeatedly delete the remaining patch whose deletion leaves
+    the highest (``"le"``) or lowest (``"mo"``) output, ties by the smaller patch id.
+
+    Each step evaluates every remaining patch of every image in one engine call (t(t+1)/2 − 1 inputs per image
+    over the steps, plus the clean and the fully deleted image). Exact for a model whose target output is a
+    monotone function of an additive score of the patches kept. For ``"mo"`` the greedy deletion order is rev(τ),
+    so the returned trajectory is its flip. The other curve (MoRF for ``"le"``, LeRF for ``"mo"``) is evaluated too
+    (t + 1 more inputs) for cross-tests.
+    """
+    _validate.one_of(objective, "objective", ("le", "mo"))
+    s = _setup(model, x, edge, reference, output, target, batch_size)
+    b, t, dev = x.shape[0], s.t, x.device
+    rows = torch.arange(b, device=dev)
+    deleted = torch.zeros(b, t, dtype=torch.bool, device=dev)
+    order = torch.empty(b, t, dtype=torch.int64, device=dev)
+    start = _outputs(model, x, s, output, deleted, None, batch_size)
+    curve = torch.empty(b, t + 1, dtype=start.dtype, device=dev)
+    curve[:, 0] = start
+    passes = [b]
+    for step in range(t - 1):
+        remaining = (~deleted).nonzero()[:, 1].view(b, t - step)  # ascending patch ids
+
+        def masks(b0: int, b1: int, v0: int, v1: int, remaining: torch.Tensor = remaining) -> torch.Tensor:
+            m = deleted[b0:b1, None, :].expand(-1, v1 - v0, -1).clone()
+            return m.scatter_(2, remaining[b0:b1, v0:v1, None], True)
+
+        out = s.runner.masked(masks, n_variants=t - step)
+        pick = out.argmax(1) if objective == "le" else out.argmin(1)  # first extremum = smaller patch id
+        chosen = remaining.gather(1, pick[:, None]).squeeze(1)
+        order[:, step] = chosen
+        deleted[rows, chosen] = True
+        curve[:, step + 1] = out.gather(1, pick[:, None]).squeeze(1)
+        passes.append(passes[-1] + b * (t - step))
+    order[:, t - 1] = (~deleted).nonzero()[:, 1]
+    curve[:, t] = _outputs(model, x, s, output, torch.ones_like(deleted), None, batch_size)
+    tau = order if objective == "le" else order.flip(1)
+    other = _curves(model, x, s, output, order.flip(1), None, batch_size)
+    passes.append(passes[-1] + b * (t + 2))
+    lerf, morf = (curve, other) if objective == "le" else (other, curve)
+    return Search(tau, lerf, morf, torch.tensor(passes))
+
+
+def _swap(tau: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
+    """τ with positions lo[b] and hi[b] exchanged in every row."""
+    new = tau.clone()
+    a, c = tau.gather(1, lo[:, None]), tau.gather(1, hi[:, None])
+    return new.scatter_(1, lo[:, None], c).scatter_(1, hi[:, None], a)
+
+
+def anneal(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-mo",
+           init: Search | torch.Tensor | None = None, iterations: int = 5000, t0: float | None = None,
+           eta: float = 0.999, generator: torch.Generator | int | None = None, reference: Reference = "zero",
+           output: Output = "prob", target: torch.Tensor | None = None, batch_size: int = 256,
+           incremental: bool = True, sample_index: torch.Tensor | None = None) -> Search:
+    """TRACE-SA (spec §5.4): simulated annealing over trajectories with the swap neighbourhood.
+
+    Every iteration proposes, for every image, τ' = τ with two distinct positions i < j swapped (uniform over the
+    C(t, 2) pairs), accepts it if the energy E = −objective drops, else with probability exp(−ΔE/T), keeps the
+    best trajectory seen, and cools T ← η·T. Paper values: ``iterations`` K = 5000, ``t0`` 0.1 for
+    ``output="prob"`` and 2 for ``"logit"`` (the default when None), ``eta`` 0.999. ``init``: None starts from
+    TRACE-Greedy-Le (the code's and the paper's recommendation) for ``"le"`` and ``"le-mo"`` and from
+    TRACE-Greedy-Mo for ``"mo"`` (so that SA-Mo ≤ Greedy-Mo holds as the paper's Fig. 2a assumes; the released
+    code starts every objective from Greedy-Le); the greedy inputs are counted in ``passes``. Or pass a
+    :class:`Search` / ``(B, t)`` trajectory.
+
+    incremental (default): a swap of positions i < j changes LeRF points k ∈ (i, j] and MoRF points
+    k ∈ [t − j, t − i) only, so only those j − i inputs per curve are evaluated (≈ t/3 on average instead of
+    t + 1), and all images' proposals go through the model together, ``batch_size`` at a time.
+    ``incremental=False`` re-evaluates the whole curve(s) the objective needs per proposal (both for ``"le-mo"``),
+    the published algorithm's cost (kept for tests and benchmarks); with the same generator both give the same
+    trajectories up to float rounding.
+    Draws: three float64 uniforms per image and iteration, keyed to the sample: one root seed from ``generator``
+    (required), image i's draws from its own stream keyed by the root and ``sample_index[i]`` (its global index,
+    default its position 0 … B − 1), so an image's search does not depend on the other images in the call.
+    Returns the best trajectory per image with both its curves (:class:`Search`; the curve the objective ignores is
+    evaluated once at the end; ``energy`` is the best energy after the start and after each iteration,
+    ``accepted`` the accepted moves).
+    """
+    iterations, t0, eta = _schedule(objective, iterations, t0, eta, output)
+    s = _setup(model, x, edge, reference, output, target, batch_size)
+    seeds = perturb.sample_seeds(generator, sample_index, x.shape[0], why="for the annealing proposals")
+    b, t, dev = x.shape[0], s.t, x.device
+    if t < 2:
+        raise ValueError(f"annealing needs at least 2 patches, got edge={edge}")
+    tau, lerf, morf, start_passes = _start(model, x, s, init, objective=objective, edge=edge, reference=reference,
+                                           output=output, batch_size=batch_size)
+    passes = [start_passes]
+    need = (objective in ("le", "le-mo"), objective in ("mo", "le-mo"))  # the curves the objective reads
+    chain = _Chain.starting_at(tau, lerf, morf, -objective_value(lerf, morf, objective))
+    history = [chain.best_energy.clone()]
+    proposal_curves = _swapped_points if incremental else _whole_curves
+    temperature = t0
+    draws = _orders.uniform((b, iterations, 3), seeds, dev)  # every iteration's draws at once: one call per image
+    for step in range(iterations):
+        u = draws[:, step]
+        new_tau, lo, hi = _propose(chain.tau, u, t)
+        new_lerf, new_morf, evaluated = proposal_curves(model, x, s, output, chain, new_tau, lo, hi, need,
+                                                        batch_size)
+        passes.append(passes[-1] + evaluated)
+        new_energy = -objective_value(new_lerf, new_morf, objective)
+        chain.move(new_tau, new_lerf, new_morf, new_energy, _metropolis(new_energy - chain.energy, u[:, 2],
+                                                                        temperature))
+        history.append(chain.best_energy.clone())
+        temperature *= eta
+    return _result(model, x, s, output, chain, need, passes, history, batch_size)
+
+
+def _schedule(objective: str, iterations: int, t0: float | None, eta: float, output: Output
+              ) -> tuple[int, float, float]:
+    """Validated annealing settings → (iterations K, initial temperature T0, cooling factor η); T0 None takes the
+    paper's value for ``output`` (:data:`_T0`)."""
+    _validate.one_of(objective, "objective", OBJECTIVES)
+    iterations = _validate.positive_int(iterations, "iterations")
+    if t0 is None:
+        if callable(output) or output not in _T0:
+            raise ValueError(f"t0 has no paper default for output={output!r}; pass t0")
+        t0 = _T0[output]
+    t0 = _validate.number(t0, "t0")
+    eta = _validate.number(eta, "eta")
+    if not 0 < t0 < math.inf:
+        raise ValueError(f"t0 must be positive and finite, got {t0!r}")
+    if not 0 < eta <= 1:
+        raise ValueError(f"eta must lie in (0, 1], got {eta!r}")
+    return iterations, t0, eta
+
+
+def _start(model: Callable, x: torch.Tensor, s: _Setup, init: Search | torch.Tensor | None, *, objective: str,
+           edge: int, reference: Reference, output: Output, batch_size: int
+           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    """The starting trajectory and its two curves → (τ, LeRF, MoRF, model inputs spent): TRACE-Greedy for None
+    (-Mo for ``"mo"``, -Le otherwise), a :class:`Search` as given, or a trajectory whose curves are evaluated."""
+    b, t, dev = x.shape[0], s.t, x.device
+    passes = 0
+    if init is None:
+        init = greedy(model, x, edge=edge, objective="mo" if objective == "mo" else "le", reference=reference,
+                      output=output, target=s.runner.target, batch_size=batch_size)
+        passes = int(init.passes[-1])
+    if isinstance(init, Search):
+        tau, lerf, morf = init.trajectory.to(dev), init.lerf.to(dev), init.morf.to(dev)
+        _check_trajectory(tau, "init", b, t)
+        if lerf.shape != (b, t + 1) or morf.shape != (b, t + 1):
+            raise ValueError(f"init's curves must be ({b}, {t + 1}) for these images and edge={edge}, got lerf "
+                             f"{tuple(lerf.shape)} and morf {tuple(morf.shape)}")
+    else:
+        tau = _check_trajectory(init, "init", b, t).to(dev)
+        both = _curves(model, x, s, output, torch.cat([tau, tau.flip(1)]), torch.arange(b, device=dev).repeat(2),
+                       batch_size)
+        lerf, morf = both[:b], both[b:]
+        passes += 2 * b * (t + 1)
+    return tau, lerf, morf, passes
+
+
+@dataclass
+class _Chain:
+    """The annealing state of every image: the current trajectory, its curves and energy, the best seen so far
+    (``best``, with ``best_energy``) and the number of accepted moves."""
+
+    tau: torch.Tensor
+    lerf: torch.Tensor
+    morf: torch.Tensor
+    energy: torch.Tensor
+    best: Search
+    best_energy: torch.Tensor
+    accepted: torch.Tensor
+
+    @classmethod
+    def starting_at(cls, tau: torch.Tensor, lerf: torch.Tensor, morf: torch.Tensor, energy: torch.Tensor
+                    ) -> _Chain:
+        return cls(tau, lerf, morf, energy, Search(tau.clone(), lerf.clone(), morf.clone(), torch.empty(0)),
+                   energy.clone(), torch.zeros(tau.shape[0], dtype=torch.int64, device=tau.device))
+
+    def move(self, new_tau: torch.Tensor, new_lerf: torch.Tensor, new_morf: torch.Tensor, new_energy: torch.Tensor,
+             take: torch.Tensor) -> None:
+        """Move the images where ``take`` holds to their proposal; keep the best state seen."""
+        self.tau = torch.where(take[:, None], new_tau, self.tau)
+        self.lerf = torch.where(take[:, None], new_lerf, self.lerf)
+        self.morf = torch.where(take[:, None], new_morf, self.morf)
+        self.energy = torch.where(take, new_energy, self.energy)
+        self.accepted += take.long()
+        better = self.energy < self.best_energy
+        best = self.best
+        self.best = Search(torch.where(better[:, None], self.tau, best.trajectory),
+                           torch.where(better[:, None], self.lerf, best.lerf),
+                           torch.where(better[:, None], self.morf, best.morf), best.passes)
+        self.best_energy = torch.where(better, self.energy, self.best_energy)
+
+
+def _propose(tau: torch.Tensor, u: torch.Tensor, t: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The swap proposal of every image from its uniforms ``u[:, 0]``, ``u[:, 1]`` → (τ', lo, hi): two distinct
+    positions lo < hi, uniform over the C(t, 2) pairs, exchanged."""
+    i = (u[:, 0] * t).long().clamp_max(t - 1)
+    j = (u[:, 1] * (t - 1)).long().clamp_max(t - 2)
+    j = j + (j >= i).long()
+    lo, hi = torch.minimum(i, j), torch.maximum(i, j)
+    return _swap(tau, lo, hi), lo, hi
+
+
+def _swapped_points(model: Callable, x: torch.Tensor, s: _Setup, output: Output, chain: _Chain,
+                    new_tau: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, need: tuple[bool, bool],
+                    batch_size: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """The proposals' curves by re-evaluating only the points a swap changes (LeRF k ∈ (lo, hi], MoRF
+    k ∈ [t − hi, t − lo)), all images' points in one engine call → (LeRF, MoRF, model inputs spent)."""
+    need_le, need_mo = need
+    t, dev = s.t, x.device
+    new_rank = _orders.ranks(new_tau)
+    new_lerf, new_morf = chain.lerf.clone(), chain.morf.clone()
+    d = hi - lo
+    rows = torch.arange(x.shape[0], device=dev).repeat_interleave(d)
+    offset = torch.arange(rows.numel(), device=dev) - (d.cumsum(0) - d).repeat_interleave(d)
+    masks = []
+    if need_le:
+        k_le = lo[rows] + 1 + offset
+        masks.append(new_rank[rows] < k_le[:, None])
+    if need_mo:
+        k_mo = t - hi[rows] + offset
+        masks.append(new_rank[rows] >= (t - k_mo)[:, None])
+    n_each = rows.numel()
+    out = _outputs(model, x, s, output, torch.cat(masks), rows.repeat(len(masks)), batch_size)
+    if need_le:
+        new_lerf[rows, k_le] = out[:n_each]
+    if need_mo:
+        new_morf[rows, k_mo] = out[-n_each:]
+    return new_lerf, new_morf, out.numel()
+
+
+def _whole_curves(model: Callable, x: torch.Tensor, s: _Setup, output: Output, chain: _Chain,
+                  new_tau: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, need: tuple[bool, bool],
+                  batch_size: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """The proposals' curves re-evaluated whole (the published algorithm's cost; ``lo``, ``hi`` unused) → (LeRF,
+    MoRF, model inputs spent)."""
+    need_le, need_mo = need
+    b = x.shape[0]
+    new_lerf, new_morf = chain.lerf.clone(), chain.morf.clone()
+    orders = [o for o, needed in ((new_tau, need_le), (new_tau.flip(1), need_mo)) if needed]
+    both = _curves(model, x, s, output, torch.cat(orders), torch.arange(b, device=x.device).repeat(len(orders)),
+                   batch_size)
+    if need_le:
+        new_lerf = both[:b]
+    if need_mo:
+        new_morf = both[-b:]
+    return new_lerf, new_morf, both.numel()
+
+
+def _metropolis(delta: torch.Tensor, u: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Accept a move that lowers the energy, else with probability exp(−ΔE/T) (``u`` uniform in [0, 1))."""
+    return (delta < 0) | (u < torch.exp(-delta / temperature))
+
+
+def _result(model: Callable, x: torch.Tensor, s: _Setup, output: Output, chain: _Chain, need: tuple[bool, bool],
+            passes: list[int], history: list[torch.Tensor], batch_size: int) -> Search:
+    """The best trajectory with both its curves: the curve the objective ignores was not tracked and is evaluated
+    once here."""
+    need_le, need_mo = need
+    best = chain.best
+    lerf, morf = best.lerf, best.morf
+    if not (need_le and need_mo):
+        other = _curves(model, x, s, output, best.trajectory if need_mo else best.trajectory.flip(1), None,
+                        batch_size)
+        lerf, morf = (other, morf) if need_mo else (lerf, other)
+        passes[-1] += other.numel()
+    return Search(best.trajectory, lerf, morf, torch.tensor(passes), torch.stack(history), chain.accepted)
+
+
+def complete_search(model: Callable, x: torch.Tensor, *, edge: int = 4, reference: Reference = "zero",
+                    output: Output = "prob", target: torch.Tensor | None = None,
+                    batch_size: int = 256) -> dict[str, torch.Tensor]:
+    """Complete search (CS, spec §5.5): the output after deleting every subset of the t patches, reduced per
+    subset size k → ``{"min": (B, t + 1), "max": (B, t + 1)}``.
+
+    ``min[:, k]`` is the lowest output over all size-k deletions (CS-Mo: ΣCS-Mo ≤ ΣMoRF of any trajectory),
+    ``max[:, k]`` the highest (CS-Le: ΣCS-Le ≥ ΣLeRF of any trajectory). All 2^t masked inputs per image go through
+    the engine, ``batch_size`` at a time; t ≤ 20 (the paper uses t = 16, 65,536 inputs per image).
+    """
+    s = _setup(model, x, edge, reference, output, target, batch_size)
+    t = s.t
+    if t > _MAX_COMPLETE:
+        raise ValueError(f"complete search evaluates 2^t inputs per image; edge={edge} gives t={t} > "
+                         f"{_MAX_COMPLETE}")
+    dev = x.device
+    subsets = torch.arange(2 ** t, device=dev)
+    bits = (subsets[:, None] >> torch.arange(t, device=dev)) & 1 == 1  # (2^t, t)
+
+    def masks(b0: int, b1: int, v0: int, v1: int) -> torch.Tensor:
+        return bits[v0:v1].expand(b1 - b0, -1, -1)
+
+    out = s.runner.masked(masks, n_variants=2 ** t)
+    size = bits.sum(1).expand(x.shape[0], -1)
+    init = torch.full((x.shape[0], t + 1), math.inf, dtype=out.dtype, device=dev)
+    return {"min": init.scatter_reduce(1, size, out, "amin", include_self=False),
+            "max": (-init).scatter_reduce(1, size, out, "amax", include_self=False)}
+
+
+def random_deletion_curves(model: Callable, x: torch.Tensor, *, edge: int, n_orders: int,
+                           generator: torch.Generator | int | None, reference: Reference = "zero",
+                           output: Output = "prob", target: torch.Tensor | None = None,
+                           batch_size: int = 256, sample_index: torch.Tensor | None = None) -> torch.Tensor:
+    """The random deletion test (Fig. 4, spec §5.6): deletion curves along ``n_orders`` uniformly random orders per
+    image → ``(B, n_orders, t + 1)``; plot the mean against k/t for several ``edge`` values and references. The
+    orders are keyed to the sample: image i's come from a stream keyed by a root seed drawn from ``generator`` and
+    ``sample_index[i]`` (its global index, default its position)."""
+    s = _setup(model, x, edge, reference, output, target, batch_size)
+    n_orders = _validate.positive_int(n_orders, "n_orders")
+    seeds = perturb.sample_seeds(generator, sample_index, x.shape[0], why="for the random orders")
+    b = x.shape[0]
+    perm = _orders.uniform((b, n_orders, s.t), seeds, x.device).reshape(b * n_orders, s.t).argsort(dim=1)
+    rows = torch.arange(b, device=x.device).repeat_interleave(n_orders)
+    return _curves(model, x, s, output, perm, rows, batch_size).view(b, n_orders, s.t + 1)
+
