@@ -8,6 +8,7 @@ metric's exact value can be written down by hand.
 - :class:`LinearProb`: two classes with ``p(class 0 | x) = q0 + Σ β·x`` exactly, so removing a set G lowers the
   probability by ``Σ_{p∈G} β_p``: probability drops are additive.
 - :func:`small_cnn`: a seeded nonlinear net for invariance tests (batch size, device, seeds), no closed form.
+- :func:`linear_kfold`: k = 3 seeded linear "cross-trained" models and the folds of B samples (ReCo/MeGe's input).
 - :func:`nan_everywhere`, :func:`inf_everywhere`, :func:`nan_when_perturbed`: logit spoilers ``fn(inputs, logits)``
   for the fuzz suites' wrapped models (a metric must raise, never score, on non-finite outputs).
 Each counts its forward calls in ``calls``.
@@ -83,6 +84,18 @@ def small_cnn(in_channels: int = 2, side: int = 8, n_classes: int = 3) -> nn.Mod
         net = nn.Sequential(nn.Conv2d(in_channels, 4, 3, padding=1), nn.ReLU(), nn.Flatten(),
                             nn.Linear(4 * side * side, n_classes))
     return net.eval()
+
+
+def linear_kfold(x: torch.Tensor, n_classes: int = 3):
+    """k = 3 seeded linear models of x's inputs and folds ``arange(B) % 3``: the ``kfold`` object fl.evaluate reads."""
+    from types import SimpleNamespace
+
+    models = []
+    for seed in range(3):
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            models.append(nn.Sequential(nn.Flatten(), nn.Linear(x[0].numel(), n_classes)).eval())
+    return SimpleNamespace(models=models, folds=torch.arange(x.shape[0]) % 3)
 
 
 def fewclass_candidates_reference(image, grid):

@@ -4,12 +4,11 @@ invariance and errors."""
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 import torch
-from oracles import LinearProb, small_cnn
+from oracles import LinearProb, linear_kfold, small_cnn
 
 import faithlab as fl
 from faithlab.metrics import cumulative, trace
@@ -40,18 +39,9 @@ def _scores(frame: pd.DataFrame, explainer: str, metric: str) -> torch.Tensor:
     return torch.tensor(rows["score"].to_numpy(), dtype=torch.float64)
 
 
-def _kfold(x: torch.Tensor):
-    models = []
-    for seed in range(3):
-        with torch.random.fork_rng():
-            torch.manual_seed(seed)
-            models.append(torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(x[0].numel(), 3)).eval())
-    return SimpleNamespace(models=models, folds=torch.arange(x.shape[0]) % 3)
-
-
 def test_every_metric_equals_its_own_call():
     model, x, y, maps, tuned = _setup()
-    kfold = _kfold(x)
+    kfold = linear_kfold(x)
     frame = fl.evaluate(model, x, y, maps, finetuned=tuned, explainer=_explain, kfold=kfold, **OPTIONS)
     assert set(frame["metric"]) == set(fl.evaluation.available())
     target = model(x).argmax(1)
@@ -134,7 +124,8 @@ def test_shared_work_is_done_once():
     # the separate calls need three curves per explainer, plus their own clean read-outs of the prediction
     counter.inputs = 0
     for a in maps.values():
-        fl.metrics.auc_accuracy(counter, x, a, target=y), fl.metrics.aopc(counter, x, a), fl.metrics.log_odds(counter, x, a)
+        fl.metrics.auc_accuracy(counter, x, a, target=y)
+        fl.metrics.aopc(counter, x, a), fl.metrics.log_odds(counter, x, a)
     assert counter.inputs >= 3 * len(maps) * b * f
 
     # Few-class Fidelity's perturbation search runs once for every explainer
@@ -294,7 +285,7 @@ def test_reco_mege_names_an_explainer_returning_non_finite_maps(bad):
 
     with pytest.raises(ValueError, match=r"^explainer 'A' returned NaN or inf maps on kfold\.models\[0\] for "
                                          r"samples \[1\]"):
-        fl.evaluate(model, x, y, {"A": maps["A"]}, metrics=["reco", "mege"], explainer=spoilt, kfold=_kfold(x),
+        fl.evaluate(model, x, y, {"A": maps["A"]}, metrics=["reco", "mege"], explainer=spoilt, kfold=linear_kfold(x),
                     **OPTIONS)
 
 

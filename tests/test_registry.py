@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import copy
 import inspect
-from types import SimpleNamespace
 
 import pytest
 import torch
+from oracles import linear_kfold
 from test_fuzz_registry import classify, cases, inputs, own_call
 
 import faithlab as fl
@@ -24,15 +24,6 @@ def _explain(model, x, target):
     return fl.explainers.explain(model, x, target, method="saliency")
 
 
-def _kfold(x):
-    models = []
-    for seed in range(3):
-        with torch.random.fork_rng():
-            torch.manual_seed(seed)
-            models.append(torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(x[0].numel(), 3)).eval())
-    return SimpleNamespace(models=models, folds=torch.arange(x.shape[0]) % 3)
-
-
 def _scores(frame, explainer, metric):
     rows = frame[(frame["explainer"] == explainer) & (frame["metric"] == metric)]
     return torch.tensor(rows["score"].to_numpy(), dtype=torch.float64)
@@ -44,7 +35,7 @@ def test_evaluate_equals_every_registered_metrics_own_call():
     with torch.no_grad():
         tuned[0].weight.mul_(1.5)
     maps = {"A": a, "B": a.abs().sum(1, keepdim=True)}
-    frame = fl.evaluate(model, x, y, maps, finetuned=tuned, explainer=_explain, kfold=_kfold(x),
+    frame = fl.evaluate(model, x, y, maps, finetuned=tuned, explainer=_explain, kfold=linear_kfold(x),
                         progress=False, **OPTIONS)
     assert list(dict.fromkeys(frame["metric"])) == list(METRICS)
     target = model(x).argmax(1)
@@ -56,7 +47,8 @@ def test_evaluate_equals_every_registered_metrics_own_call():
             use = tuned if metric.model == "finetuned" else model
             expected = own_call(name, use, x, m, labels=y, target=target, user_model=model, options=OPTIONS)
             got = _scores(frame, who, name)
-            torch.testing.assert_close(got, expected.double(), rtol=0, atol=0, equal_nan=True, msg=lambda m: f"{name}: {m}")
+            torch.testing.assert_close(got, expected.double(), rtol=0, atol=0, equal_nan=True,
+                                       msg=lambda m: f"{name}: {m}")
         checked += 1
     assert checked == sum(m.level == "sample" for m in METRICS.values()) >= 17
 

@@ -12,6 +12,8 @@ large.
 
 from __future__ import annotations
 
+import inspect
+
 import math
 from collections.abc import Callable, Mapping, Sequence
 
@@ -145,18 +147,17 @@ def fid_plus_details(model: Callable, x: torch.Tensor, attributions: torch.Tenso
                      sample_index=sample_index)
 
 
-def fid_minus_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
-                      target: torch.Tensor | None = None, sparsity: Sequence[float] | torch.Tensor = SPARSITY,
-                      alpha: float = 1.0, beta: float | None = None, n_samples: int = 1, sampling: str = "bernoulli",
-                      output: str = "correct", reduce: str = REDUCE, units: perturb.Units | None = None,
-                      reference: perturb.Reference = "zero", batch_size: int = 256,
-                      generator: torch.Generator | int | None = None, ties: str = "index",
-                      sample_index: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+def fid_minus_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor,
+                      **options) -> dict[str, torch.Tensor]:
     """:func:`fid_minus` with its read-outs (F-Fidelity eqs. 2, 4, 6). Arguments as :func:`fid_minus`."""
-    return _fidelity(False, model, x, attributions, target=target, sparsity=sparsity, alpha=alpha, beta=beta,
-                     n_samples=n_samples, sampling=sampling, output=output, reduce=reduce, units=units,
-                     reference=reference, batch_size=batch_size, generator=generator, ties=ties,
-                     sample_index=sample_index)
+    bound = _DETAILS_SIGNATURE.bind(model, x, attributions, **options)  # an unknown keyword: a TypeError naming it
+    bound.apply_defaults()
+    return _fidelity(False, **bound.arguments)
+
+
+# the twins take the same parameters by construction: help() and the API pages show fid_plus_details' real options
+_DETAILS_SIGNATURE = inspect.signature(fid_plus_details)
+fid_minus_details.__signature__ = _DETAILS_SIGNATURE
 
 
 def fid_plus(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,

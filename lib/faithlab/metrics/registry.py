@@ -25,8 +25,8 @@ from typing import Any
 
 import torch
 
-__all__ = ["NEEDS", "LEVELS", "Option", "Shared", "Metric", "Context", "Counted", "Tally", "register", "unregister", "registered",
-           "METRICS", "OPTIONS", "SHARED", "options_of", "check_options", "paper_metrics"]
+__all__ = ["NEEDS", "LEVELS", "Option", "Shared", "Metric", "Context", "Counted", "Tally", "register", "unregister",
+           "registered", "METRICS", "OPTIONS", "SHARED", "options_of", "check_options", "paper_metrics"]
 
 NEEDS: dict[str, str] = {"finetuned": "finetuned= (or finetune=)", "explainer": "explainer=", "kfold": "kfold=",
                          "images": "x of images (B, C, H, W)"}
@@ -72,11 +72,11 @@ class Metric:
     costed together (default: the name); level: "sample" or "dataset" (one score per explainer, ``sample`` missing;
     computed once over all samples after the chunks); needs: keys of :data:`NEEDS`; options: names of the evaluate
     options read (:data:`OPTIONS`); uses: names of :class:`Shared` inputs read; model: ``"model"`` or
-    ``"finetuned"`` (which model the function is given); maps: whether the function is given the explainer's maps of
-    x (False: it is given None and computes them itself, as S_avg does with the explainer's own noise); check: ``check(options, x)``, a check of the options
-    against the inputs run before any work when the metric is chosen (raising an error that names the option);
-    ideal/span: the metric's ideal value and range width where it
-    defines them (the synthesis report card).
+    ``"finetuned"`` (which model the function is given); maps: whether the function is given the explainer's maps
+    of x (False: it is given None and computes them itself, as S_avg does with the explainer's own noise); check:
+    ``check(options, x)``, a check of the options against the inputs run before any work when the metric is chosen
+    (raising an error that names the option); ideal/span: the metric's ideal value and range width where it defines
+    them (the synthesis report card).
     """
 
     name: str
