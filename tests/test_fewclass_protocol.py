@@ -43,9 +43,9 @@ def test_paper_setup_keeps_images_every_model_gets_right_and_reads_folder_boxes(
             return torch.full((3, 8, 8), float(i)), i % 3
 
     loaded = []
-    monkeypatch.setattr(P.data, "load", lambda name, **kw: loaded.append((name, kw)) or Folder())
+    monkeypatch.setattr(fl.data, "load", lambda name, **kw: loaded.append((name, kw)) or Folder())
     built = {"a": _Fixed(3, wrong={1}), "b": _Fixed(3, wrong={4})}
-    monkeypatch.setattr(P.models, "pretrained", lambda arch, **kw: built[arch])
+    monkeypatch.setattr(fl.models, "pretrained", lambda arch, **kw: built[arch])
     s = P.setup("vehicles", [{"name": "A", "arch": "a", "weights_path": "w.pt"},
                              {"name": "B", "arch": "b", "weights_path": "v.pt"}],
                 n_images=3, paper=True, data_dir=str(tmp_path), n_background=2)
@@ -87,13 +87,13 @@ def test_paper_setup_carries_the_ct_scalar_normalisation_and_refuses_data_withou
     x = torch.arange(4.0).view(4, 1, 1, 1).expand(4, 1, 8, 8).contiguous()
     ct = fl.data.TensorData(x, torch.tensor([0, 1, 0, 1]), torch.ones(4, 8, 8, dtype=torch.bool),
                             {"mean": (-420.5,), "std": (310.25,)}, {})
-    monkeypatch.setattr(P.data, "load", lambda name, **kw: ct)
-    monkeypatch.setattr(P.models, "pretrained", lambda arch, **kw: _Fixed(2))
+    monkeypatch.setattr(fl.data, "load", lambda name, **kw: ct)
+    monkeypatch.setattr(fl.models, "pretrained", lambda arch, **kw: _Fixed(2))
     s = P.setup("ct", [{"name": "A", "arch": "a", "weights_path": "w.pt"}], n_images=4, paper=True,
                 data_dir=str(tmp_path), n_background=2)
     assert s.normalisation == ((-420.5,), (310.25,)) and s.masks is not None
     bare = fl.data.TensorData(x, ct.y, ct.mask, {}, {})
-    monkeypatch.setattr(P.data, "load", lambda name, **kw: bare)
+    monkeypatch.setattr(fl.data, "load", lambda name, **kw: bare)
     with pytest.raises(ValueError, match=r"ct_contrast data must carry info\['mean'\] and info\['std'\]"):
         P.setup("ct", [{"name": "A", "arch": "a", "weights_path": "w.pt"}], n_images=4, paper=True,
                 data_dir=str(tmp_path))
@@ -118,7 +118,7 @@ def test_evaluate_task_searches_the_pixels_of_a_normalised_setup(monkeypatch):
                 pd.DataFrame(), {"net": None}, (mean, std))
     calls = []
     search = F.select_perturbation
-    monkeypatch.setattr(P.fewclass, "select_perturbation", lambda *a, **kw: calls.append(kw) or search(*a, **kw))
+    monkeypatch.setattr(F, "select_perturbation", lambda *a, **kw: calls.append(kw) or search(*a, **kw))
     grid = F.candidate_grid(["V2", "V5", "V15"])  # one scaled blur only: no two candidates coincide on pixels
     frames = P.evaluate_task(s, methods=["Random"], alterations=("none",), grid=grid, fractions=(0, 0.5, 1))
     assert [c["normalisation"] for c in calls] == [(mean, std)]

@@ -28,8 +28,8 @@ import faithlab as fl
 from faithlab import perturb
 from faithlab.data import TensorData
 from faithlab.metrics import fewclass, localisation, trace, trace_search
-from faithlab.metrics.crossfold import (average_stability, average_stability_details, explanation_distance, mege,
-                                        mu_fidelity, mu_fidelity_details, pair_distances, reco, reco_auc, reco_mege,
+from faithlab.metrics.bhatt import average_stability, average_stability_details, mu_fidelity, mu_fidelity_details
+from faithlab.metrics.crossfold import (explanation_distance, mege, pair_distances, reco, reco_auc, reco_mege,
                                         reco_mege_details, reco_mege_details_from_predictions,
                                         reco_mege_from_predictions, reco_scan, shuffled_partners)
 from oracles import inf_everywhere, nan_everywhere, nan_when_perturbed

@@ -573,6 +573,11 @@ def test_one_call_shape_and_no_function_hides_its_module():
     module = importlib.import_module("faithlab.metrics.crossfold")
     assert inspect.ismodule(module) and inspect.isfunction(fl.metrics.reco_mege)
     assert fl.metrics.reco_mege is module.reco_mege and fl.metrics.crossfold is module
+    # Bhatt et al.'s μF and S_avg have a module of their own, apart from ReCo/MeGe's
+    bhatt = importlib.import_module("faithlab.metrics.bhatt")
+    assert fl.metrics.bhatt is bhatt
+    for name in ("mu_fidelity", "mu_fidelity_details", "average_stability", "average_stability_details"):
+        assert getattr(fl.metrics, name) is getattr(bhatt, name) and not hasattr(module, name), name
     pairs = [(fl.metrics.mu_fidelity, fl.metrics.mu_fidelity_details),
              (fl.metrics.average_stability, fl.metrics.average_stability_details),
              (fl.metrics.reco_mege, fl.metrics.reco_mege_details),

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 import faithlab as fl
+from faithlab.protocols.saco import comparisons
 
 S = fl.protocols.saco
 R, P, N, T = fl.verdicts.VERDICTS
@@ -143,11 +144,11 @@ def test_batched_bootstrap_equals_bootstrap_diff_column_by_column():
     rng = np.random.default_rng(1)
     diffs = rng.normal([0.3, 0.0, -0.2, 0.05], 1.0, size=(50, 4))
     diffs[3, 3] = np.nan  # a column with NaN goes through bootstrap_diff, which drops the unit
-    for j, c in enumerate(S._paired(diffs, seed=3)):
+    for j, c in enumerate(comparisons._paired(diffs, seed=3)):
         ref = fl.verdicts.bootstrap_diff(diffs[:, j], seed=3)
         assert c.outcome == ref.outcome and c.n == ref.n
         np.testing.assert_allclose([c.mean, c.low, c.high], [ref.mean, ref.low, ref.high], rtol=1e-12, atol=1e-15)
-    assert [c.outcome for c in S._paired(diffs[:, :3], seed=3)] == ["win", "tie", "loss"]
+    assert [c.outcome for c in comparisons._paired(diffs[:, :3], seed=3)] == ["win", "tie", "loss"]
 
 
 GOOD = {"SaCo": 0.4, "AUC": 0.3, "AOPC": 0.3, "LOdds": 0.3, "Comprehensiveness": 0.3}

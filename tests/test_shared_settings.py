@@ -1,12 +1,15 @@
 """Settings shared by several notebooks live once: the series/text models of F-Fidelity's two notebooks, the
-ReCo/MeGe family settings, and the Grad-CAM layer table of Few-class Fidelity and TRACE."""
+canvas image models of its three image notebooks, the ReCo/MeGe family settings, and the Grad-CAM layer table of
+Few-class Fidelity and TRACE."""
+
+import dataclasses
 
 import pytest
 import torch
 
 import faithlab as fl
 from faithlab.protocols import fewclass, reco_mege, trace
-from faithlab.protocols.ffidelity import SeriesTextModels
+from faithlab.protocols.ffidelity import CanvasModels, SeriesTextModels
 from faithlab.study import parameters
 
 SHARED = ("ffidelity/series_text", "ffidelity/robustness")
@@ -54,6 +57,82 @@ def test_series_text_classifier_passes_the_shared_settings(monkeypatch):
     assert series == {"n_test": 7, "kernel_size": 9, "lstm_layers": 1, "tf_dim": 32, "n_epochs": 2, "seed": 3,
                       "device": "cpu", "n_train": 4000, "length": 40, "width": 32, "offset": 3.0, "positional": True}
     assert text["length"] == 16 and text["n_train"] == 1000 and "offset" not in text
+
+
+IMAGES = ("ffidelity/images_ranking", "ffidelity/robustness", "ffidelity/images_variants")
+
+
+def _canvas(profile: str) -> dict[str, CanvasModels]:
+    notebooks = {nb.name: nb for nb in parameters.discover()}
+    spec = parameters.load_profile(profile)
+    return {name: CanvasModels(**parameters.merge_parameters(notebooks[name], profile, spec, {})["canvas_models"])
+            for name in IMAGES}
+
+
+@pytest.mark.parametrize(("profile", "variants_differ"), [
+    ("smoke", {"n_train"}),  # images_variants trains on 200 canvases, images_ranking on 300
+    ("book", set()),
+    ("paper", set()),
+    ("paper-dry", {"width"}),  # images_variants: ResNet-9 at its real width (on CIFAR-100)
+])
+def test_image_notebooks_train_the_same_canvas_models(profile, variants_differ):
+    settings = _canvas(profile)
+    ranking, variants = settings["ffidelity/images_ranking"], settings["ffidelity/images_variants"]
+    assert settings["ffidelity/robustness"] == ranking
+    changed = {f.name for f in dataclasses.fields(CanvasModels) if getattr(ranking, f.name) != getattr(variants, f.name)}
+    assert changed == variants_differ
+
+
+def test_canvas_models_overrides_and_settings():
+    cm = CanvasModels(color=False, width=8, n_train=None, n_epochs=2, n_finetune_epochs=3, n_roar_epochs=4)
+    assert cm.data_key(5) == {"dataset": "canvas_digits", "n": None, "size": 16, "r": 0.3, "color": False, "seed": 5}
+    assert cm.model_config() == {"in_channels": 1, "n_classes": 10, "width": 8}
+    assert cm.model_config(in_channels=3, n_classes=100) == {"in_channels": 3, "n_classes": 100, "width": 8}
+    assert [(c.epochs, c.lr, c.batch_size, c.seed) for c in (cm.train_config(1), cm.finetune_config(1),
+                                                             cm.roar_config(1))] == [(2, 3e-3, 64, 1),
+                                                                                     (3, 1e-3, 64, 1),
+                                                                                     (4, 3e-3, 64, 1)]
+    with pytest.raises(TypeError, match="image_epochs"):
+        CanvasModels(image_epochs=3)
+
+
+class _Stop(Exception):
+    pass
+
+
+def _record_training(monkeypatch) -> list[tuple]:
+    """Stub fl.train.fit (a dummy model) and fl.train.finetune (stops the caller): the cache-key inputs of each."""
+    calls = []
+
+    def fit(name, config, train_data, train_config, *, data_key, **_):
+        calls.append(("fit", name, config, dataclasses.asdict(train_config), data_key))
+        return torch.nn.Identity(), {"key": "base", "spec": {"data": data_key}, "train_seconds": 0.0,
+                                     "from_cache": True}
+
+    def finetune(model, train_data, config, augment, *, data_key, base_key, **_):
+        calls.append(("finetune", dataclasses.asdict(config), augment.key, data_key, base_key))
+        raise _Stop
+
+    monkeypatch.setattr(fl.train, "fit", fit)
+    monkeypatch.setattr(fl.train, "finetune", finetune)
+    return calls
+
+
+def test_canvas_recipes_and_ranking_study_train_the_same_models(monkeypatch):
+    """robustness reaches the models through the recipes, images_ranking through the study: the same cache keys."""
+    calls = _record_training(monkeypatch)
+    cm = CanvasModels(image_size=8, n_train=30, width=4, n_epochs=2, n_finetune_epochs=3)
+    model, history, train_data, test_data = cm.classifier(seed=2)
+    with pytest.raises(_Stop):
+        cm.finetune(model, history, train_data, test_data, beta=0.2, seed=2)
+    recipes = list(calls)
+    calls.clear()
+    with pytest.raises(_Stop):
+        cm.ranking_study(*cm.load(2), {"Saliency": ("saliency", {})}, seed=2, beta=0.2, methods=["F-Fidelity"])
+    assert calls == recipes
+    assert recipes[0][1:4] == ("small_cnn", cm.model_config(), dataclasses.asdict(cm.train_config(2)))
+    assert recipes[1][1:4] == (dataclasses.asdict(cm.finetune_config(2)),
+                               {"random_removal": 0.2, "units": "pixels", "reference": "zero"}, cm.data_key(2))
 
 
 def test_family_settings_from_a_notebooks_parameters():

@@ -150,8 +150,8 @@ def test_setup_in_the_paper_profile_loads_the_first_files_and_the_named_models(m
             return torch.full((3, 8, 8), float(i)), self.samples[i][1]
 
     loaded = {}
-    monkeypatch.setattr(P.data, "load", lambda name, **kw: loaded.update(name=name, **kw) or Folder())
-    monkeypatch.setattr(P.models, "pretrained", lambda name, weights: small_cnn(3, 8, 3))
+    monkeypatch.setattr(fl.data, "load", lambda name, **kw: loaded.update(name=name, **kw) or Folder())
+    monkeypatch.setattr(fl.models, "pretrained", lambda name, weights: small_cnn(3, 8, 3))
     s = P.setup([], n_images=2, dataset="imagenet_val", data_dir="/data", torchvision_models=("resnet18", "vgg16"))
     assert loaded == {"name": "imagenet_val", "split": "test", "data_dir": "/data"}
     assert s.x[:, 0, 0, 0].tolist() == [5.0, 4.0]  # ILSVRC2012_val_00000004 and …05, the smallest names

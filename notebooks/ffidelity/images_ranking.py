@@ -34,15 +34,7 @@
 # 32-pixel coloured canvases with the paper's sizes.
 
 # %% tags=["parameters"]
-image_size = 16
-r = 0.3
-color = True
-n_train = 6000
-model_name = "small_cnn"
-width = 32
-n_epochs = 30
-n_finetune_epochs = 10
-n_roar_epochs = 30
+canvas_models = {}  # overrides of fl.protocols.ffidelity.CanvasModels (the models of robustness, images_variants too)
 control = {"color": False, "n_train": None, "width": 16, "n_epochs": 8, "n_finetune_epochs": 4, "n_roar_epochs": 8}
 beta = 0.1
 alpha = 0.5
@@ -71,10 +63,10 @@ fl.plots.set_style()
 NAMES = {"sg_sq_ig": "SG-SQ", "gradcam": "GradCAM"}
 METHODS = ["Fidelity", "ROAR", "R-Fidelity", "F-Fidelity"]
 ABLATION = ["Fidelity", "Fidelity+Fine-tune", "F-Fidelity"]
-main = {"color": color, "n_train": n_train, "width": width, "n_epochs": n_epochs,
-        "n_finetune_epochs": n_finetune_epochs, "n_roar_epochs": n_roar_epochs}
-settings = {"main": main, **({"control": {**main, **control}} if control else {})}
-LABEL = {k: f"{k}: {'coloured' if v['color'] else 'grey'}" for k, v in settings.items()}
+main = fl.protocols.ffidelity.CanvasModels(**canvas_models)
+settings = {"main": main, **({"control": fl.protocols.ffidelity.CanvasModels(**{**canvas_models, **control})}
+                             if control else {})}
+LABEL = {k: f"{k}: {'coloured' if v.color else 'grey'}" for k, v in settings.items()}
 
 # %% [markdown]
 # ## Models and scores of the degraded explainers
@@ -100,18 +92,10 @@ studies, tests = {}, {}
 
 
 def study(key, cells):
-    s = settings[key]
-    canvas = {"size": image_size, "r": r, "color": s["color"], "seed": seed}
-    train = fl.data.load("canvas_digits", split="train", n=s["n_train"], **canvas)
-    tests[key] = fl.data.load("canvas_digits", split="test", **canvas)
-    return fl.protocols.image_ranking_study(
-        model_name, {"in_channels": 3 if s["color"] else 1, "n_classes": 10, "width": s["width"]}, train,
-        tests[key], specs, data_key={"dataset": "canvas_digits", "n": s["n_train"], **canvas},
-        train_config=fl.train.TrainConfig(epochs=s["n_epochs"], lr=3e-3, batch_size=64, seed=seed),
-        finetune_config=fl.train.TrainConfig(epochs=s["n_finetune_epochs"], lr=1e-3, batch_size=64, seed=seed),
-        roar_config=fl.train.TrainConfig(epochs=s["n_roar_epochs"], lr=3e-3, batch_size=64, seed=seed),
-        noise_levels=noise_levels, sparsity=sparsity, n_test=n_test, n_seeds=n_seeds, alpha=alpha, beta=beta,
-        n_samples=n_samples, seed=seed, device=device, batch_size=batch_size, cells=cells)
+    train, tests[key] = settings[key].load(seed)
+    return settings[key].ranking_study(  # fl.protocols.image_ranking_study of the setting's models
+        train, tests[key], specs, noise_levels=noise_levels, sparsity=sparsity, n_test=n_test, n_seeds=n_seeds,
+        alpha=alpha, beta=beta, n_samples=n_samples, seed=seed, device=device, batch_size=batch_size, cells=cells)
 
 
 def score_cells(cells):
@@ -134,8 +118,8 @@ out.table(accuracy, "accuracy")
 curves = pd.concat([st.curves.assign(setting=LABEL[k]) for k, st in studies.items()], ignore_index=True)
 out.table(curves, "curves")
 for name, value in {"n_test": n_test, "n_seeds": n_seeds, "n_samples": n_samples, "n_levels": len(sparsity),
-                    "sg_samples": sg_samples, "ig_steps": ig_steps, "n_train_main": n_train or 0,
-                    "width_main": width, "epochs_main": n_epochs}.items():
+                    "sg_samples": sg_samples, "ig_steps": ig_steps, "n_train_main": main.n_train or 0,
+                    "width_main": main.width, "epochs_main": main.n_epochs}.items():
     out.glue(name, value)
 out.glue("accuracy_main", studies["main"].accuracy["original"])
 # maps without a ranking (e.g. an all-zero GradCAM): ordered by the random ties rule, counted here
@@ -350,7 +334,7 @@ verdict_table
 # containing 0 cannot tell the coloured canvases from the null (not testable here).
 
 # %%
-setup = (f"coloured canvases {image_size}px, {model_name} width {width}, {n_test} images, {n_seeds} seeds × "
+setup = (f"coloured canvases {main.image_size}px, {main.model_name} width {main.width}, {n_test} images, {n_seeds} seeds × "
          f"{len(sparsity)} levels, N={n_samples}")
 for label in specs:
     ranking, lerf, _ = claims["main", label]

@@ -31,15 +31,7 @@
 # %% tags=["parameters"]
 dataset = "canvas_digits"
 data_dir = None
-image_size = 16
-r = 0.3
-color = True
-n_train = 6000
-cnn_name = "small_cnn"
-cnn_width = 32
-n_epochs = 30
-n_finetune_epochs = 10
-n_roar_epochs = 30
+canvas_models = {}  # overrides of fl.protocols.ffidelity.CanvasModels: the CNN (and canvas data) of images_ranking
 vit_patch_size = 4
 vit_dim = 32
 vit_depth = 2
@@ -83,23 +75,20 @@ METHODS = ["Fidelity", "ROAR", "R-Fidelity", "F-Fidelity"]
 # original and fine-tuned CNN are loaded from the same cache entries.
 
 # %%
+cnn = fl.protocols.ffidelity.CanvasModels(**canvas_models)
 if dataset == "canvas_digits":
-    canvas = {"size": image_size, "r": r, "color": color, "seed": seed}
-    train = fl.data.load("canvas_digits", split="train", n=n_train, **canvas)
-    test = fl.data.load("canvas_digits", split="test", **canvas)
-    data_key = {"dataset": "canvas_digits", "n": n_train, **canvas}
+    train, test = cnn.load(seed)
+    data_key = cnn.data_key(seed)
 else:
     train = fl.data.load(dataset, split="train", data_dir=data_dir)
     test = fl.data.load(dataset, split="test", data_dir=data_dir)
     data_key = {"dataset": dataset}
 in_channels, size = train[0][0].shape[0], train[0][0].shape[-1]
 n_classes = train.info["n_classes"]
-cnn_config = {"in_channels": in_channels, "n_classes": n_classes, "width": cnn_width}
+cnn_config = cnn.model_config(in_channels=in_channels, n_classes=n_classes)
 vit_config = {"image_size": size, "patch_size": vit_patch_size, "in_channels": in_channels, "n_classes": n_classes,
               "dim": vit_dim, "depth": vit_depth, "heads": vit_heads}
-cnn_train = fl.train.TrainConfig(epochs=n_epochs, lr=3e-3, batch_size=64, seed=seed)
-cnn_finetune = fl.train.TrainConfig(epochs=n_finetune_epochs, lr=1e-3, batch_size=64, seed=seed)
-cnn_roar = fl.train.TrainConfig(epochs=n_roar_epochs, lr=3e-3, batch_size=64, seed=seed)
+cnn_train, cnn_finetune, cnn_roar = cnn.train_config(seed), cnn.finetune_config(seed), cnn.roar_config(seed)
 vit_kw = dict(lr=vit_lr, batch_size=64, seed=seed, optimizer="adamw", weight_decay=1e-4, scheduler="cosine")
 ranking = dict(noise_levels=noise_levels, sparsity=sparsity, n_test=n_test, n_seeds=n_seeds, alpha=alpha, beta=beta,
                n_samples=n_samples, seed=seed, device=device, batch_size=batch_size)
@@ -124,7 +113,7 @@ STUDIES = {
         finetune_config=fl.train.TrainConfig(epochs=vit_finetune_epochs, **{**vit_kw, "lr": vit_finetune_lr}),
         roar_config=fl.train.TrainConfig(epochs=vit_epochs, **vit_kw), methods=METHODS, cells=cells, **ranking),
     "CNN LayerCAM": lambda cells: fl.protocols.image_ranking_study(
-        cnn_name, cnn_config, train, test, {"CNN LayerCAM": ("layercam", {})}, data_key=data_key,
+        cnn.model_name, cnn_config, train, test, {"CNN LayerCAM": ("layercam", {})}, data_key=data_key,
         train_config=cnn_train, finetune_config=cnn_finetune, roar_config=cnn_roar, methods=METHODS, cells=cells,
         **ranking),
 }
@@ -272,9 +261,9 @@ comparison_rows
 
 # %%
 pair = fl.protocols.image_ranking_study(
-    cnn_name, cnn_config, train, test, {"GradCAM": ("gradcam", {}), "Saliency": ("saliency", {})},
+    cnn.model_name, cnn_config, train, test, {"GradCAM": ("gradcam", {}), "Saliency": ("saliency", {})},
     data_key=data_key, train_config=cnn_train,
-    finetune_config=fl.train.TrainConfig(epochs=n_roar_epochs, lr=1e-3, batch_size=64, seed=seed),
+    finetune_config=fl.train.TrainConfig(epochs=cnn.n_roar_epochs, lr=1e-3, batch_size=64, seed=seed),
     roar_config=cnn_roar, methods=["ROAR", "F-Fidelity"], cache=False,
     **{**ranking, "noise_levels": [0.0], "n_seeds": 1, "n_test": pair_n_test or len(test)})
 # maps without a ranking (an all-zero GradCAM): ordered by the random ties rule, counted for every study here
@@ -349,7 +338,7 @@ out.table(d10.table, "gradcam_vs_saliency_comparisons")
 for label in ("GradCAM", "Saliency"):
     out.glue(f"ffid_plus_{label.lower()}", float(means.loc[label, "FFid+"]))
     out.glue(f"ffid_minus_{label.lower()}", float(means.loc[label, "FFid−"]))
-out.claim(d10, note=f"{dataset} {size}px, {cnn_name}, {len(pair.x)} images, N={n_samples}")
+out.claim(d10, note=f"{dataset} {size}px, {cnn.model_name}, {len(pair.x)} images, N={n_samples}")
 means
 
 # %% [markdown]
@@ -406,6 +395,6 @@ cost_table
 # %%
 out.claim(P.claim_cost(cost_table, costs, paper_value=f"4026 s vs 7378 s for two explainers "
                                                       f"(ratio {ratio['paper seconds']:.2f})"),
-          note=f"two explainers, {n_roar_epochs} epochs for each retraining and for the fine-tuning, "
+          note=f"two explainers, {cnn.n_roar_epochs} epochs for each retraining and for the fine-tuning, "
                f"{len(pair.x)} test images, N={n_samples}, {len(sparsity)} sizes; forward passes alone: ratio "
                f"{ratio['image passes']:.2f}")

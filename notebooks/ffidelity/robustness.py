@@ -21,20 +21,13 @@
 # reference (the dataset-mean colour, a zero time step, a zero token embedding — or, as a labelled variant, the
 # pad token that deletes it). **App. D.3** fine-tunes the image model with several β and
 # follows accuracy and agreement with the original model's predictions as the masking ratio grows to 50 %.
-# The models are the very ones of the other F-Fidelity notebooks (the same `fl.recipes` calls and parameters, so
-# they come from the cache): the CNN on the coloured canvas digits of `images_ranking` (ResNet-9 in the `paper`
+# The models are the very ones of the other F-Fidelity notebooks (the same settings, `CanvasModels` and
+# `SeriesTextModels` of `fl.protocols.ffidelity`, so they come from the cache): the CNN on the coloured canvas digits of `images_ranking` (ResNet-9 in the `paper`
 # profile), the CNN-1D of `series_text` on series at an offset (and its bi-LSTM in the `paper` profile) and its LSTM
 # and transformer on tokens, each text model fine-tuned once per removal.
 
 # %% tags=["parameters"]
-image_size = 16
-r = 0.3
-color = True
-n_train = 6000
-image_model = "small_cnn"
-width = 32
-image_epochs = 30
-image_finetune_epochs = 10
+canvas_models = {}  # overrides of fl.protocols.ffidelity.CanvasModels (the image models of ffidelity/images_ranking)
 series_text_models = {}  # overrides of fl.protocols.ffidelity.SeriesTextModels (the models of ffidelity/series_text)
 beta = 0.1
 ratios = [0.0, 0.05, 0.1]
@@ -55,6 +48,7 @@ out = fl.outputs.for_notebook()
 fl.plots.set_style()
 NAMES = fl.recipes.DISPLAY_NAMES
 st = fl.protocols.ffidelity.SeriesTextModels(**series_text_models)
+canvas = fl.protocols.ffidelity.CanvasModels(**canvas_models)
 
 # %% [markdown]
 # ## Models
@@ -62,13 +56,10 @@ st = fl.protocols.ffidelity.SeriesTextModels(**series_text_models)
 # per β of the decision-boundary study as well (β = the chapter's β is the Table 8 model).
 
 # %%
-base, hist, img_train, img_test = fl.recipes.canvas_classifier(
-    image_size=image_size, r=r, color=color, n_train=n_train, model_name=image_model, width=width,
-    n_epochs=image_epochs, seed=seed, device=device)
-tuned_by_beta = {b: fl.recipes.ffidelity_finetune(base, hist, img_train, img_test, beta=b, units="pixels",
-                                                  n_epochs=image_finetune_epochs, seed=seed, device=device)
+base, hist, img_train, img_test = canvas.classifier(seed=seed, device=device)
+tuned_by_beta = {b: canvas.finetune(base, hist, img_train, img_test, beta=b, seed=seed, device=device)
                  for b in sorted({beta, *betas})}
-cases = {("images", image_model, "zero"): (base, tuned_by_beta[beta], img_test, "pixels")}
+cases = {("images", canvas.model_name, "zero"): (base, tuned_by_beta[beta], img_test, "pixels")}
 for domain, name, unit_kind, reference in st.cases():  # the cached models of `ffidelity/series_text`
     model, h, train, test = st.classifier(name, seed=seed, device=device)
     tuned = st.finetune(model, h, train, test, beta=beta, units=unit_kind, reference=reference, seed=seed,

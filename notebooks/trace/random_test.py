@@ -19,13 +19,12 @@
 # patch size, under the zero reference, under the blur reference, and their difference (Fig. 4). It claims (T3)
 # that smaller patches make the prediction fall faster under the zero reference (more OOD) and that the gap
 # between the zero and blur references shrinks as patches grow, which is why, on 7×7 patches, TRACE barely
-# depends on the reference (T5, see the Table 1 notebook). Here for every model of `settings` on the first
+# depends on the reference (T5, see the Table 1 notebook). Here for the first `n_models` of `trace_models` on the first
 # `n_images` test digits, with `n_orders` random orders per image.
 
 # %% tags=["parameters"]
-settings = [{"name": "ResNet-9", "model": "resnet9", "width": 0.125, "n_epochs": 8}]
-image_size = 28
-r = 0.45
+trace_models = {}  # overrides of fl.protocols.trace.TraceModels (the models of trace/table1, trace/searches)
+n_models = 2  # the first n_models of them
 n_images = 3
 edges = [2, 7, 28]
 n_orders = 2
@@ -50,8 +49,9 @@ fl.plots.set_style()
 P = fl.protocols.trace
 
 # %%
-setup = P.setup(settings, n_images=n_images, image_size=image_size, r=r, dataset=dataset, data_dir=data_dir,
-                torchvision_models=torchvision_models, seed=seed, device=device)
+canvas = P.TraceModels(**trace_models)
+setup = P.setup(canvas.first(n_models), n_images=n_images, image_size=canvas.image_size, r=canvas.r,
+                dataset=dataset, data_dir=data_dir, torchvision_models=torchvision_models, seed=seed, device=device)
 x, y = setup.x, setup.y
 REFERENCES = {"zero": "zero", "blur": fl.perturb.make_reference(x, "blur", kernel_size=blur_kernel, sigma=blur_sigma)}
 out.table(setup.info, "models")

@@ -18,14 +18,12 @@
 # shown against a complete search (CS) of every patch subset on a 4×4 grid (T1, Fig. 2a); that trajectories
 # optimised for MoRF alone (TRACE-Mo) fail the LeRF test far more than TRACE-Le fails the MoRF test (T4,
 # Fig. 3b), with the heat maps of Fig. 3a getting noisier as patches shrink; and that insertion and deletion give
-# the same AUCs (T6, Thm 3.1). Here on the first model of `settings` (a ResNet-9 trained on coloured canvas
+# the same AUCs (T6, Thm 3.1). Here on the first model of `trace_models` (a ResNet-9 trained on coloured canvas
 # digits) and the first `n_images` test digits; `paper` profile: a torchvision model on ImageNet validation
 # images.
 
 # %% tags=["parameters"]
-settings = [{"name": "ResNet-9", "model": "resnet9", "width": 0.125, "n_epochs": 8}]
-image_size = 28
-r = 0.45
+trace_models = {}  # overrides of fl.protocols.trace.TraceModels (the models of trace/table1, trace/random_test)
 n_images = 3
 reference = "zero"
 output = "prob"
@@ -61,8 +59,9 @@ P = fl.protocols.trace
 generator = torch.Generator().manual_seed(seed)
 
 # %%
-setup = P.setup(settings[:1], n_images=n_images, image_size=image_size, r=r, dataset=dataset, data_dir=data_dir,
-                torchvision_models=torchvision_models[:1], seed=seed, device=device)
+canvas = P.TraceModels(**trace_models)
+setup = P.setup(canvas.first(1), n_images=n_images, image_size=canvas.image_size, r=canvas.r, dataset=dataset,
+                data_dir=data_dir, torchvision_models=torchvision_models[:1], seed=seed, device=device)
 model_name, model = next(iter(setup.models.items()))
 x, y = setup.x, setup.y
 kw = {"reference": reference, "output": output, "target": y, "batch_size": batch_size}

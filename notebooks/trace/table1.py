@@ -20,13 +20,11 @@
 # in every setting (T2), that the trajectory optimised for the probability (T-p) beats the one optimised for the
 # logit (T-y) when scored with probabilities, and that TRACE's score barely moves with the reference on 7×7
 # patches while pixel-level scores of Gradient and IG move a lot (T5, Fig. 1). Here the models are small CNNs
-# trained on coloured canvas digits, one per entry of `settings`; the `paper` profile sets `torchvision_models`
+# trained on coloured canvas digits, those of `trace_models`; the `paper` profile sets `torchvision_models`
 # and `dataset = "imagenet_val"`.
 
 # %% tags=["parameters"]
-settings = [{"name": "ResNet-9", "model": "resnet9", "width": 0.125, "n_epochs": 8}]
-image_size = 28
-r = 0.45
+trace_models = {}  # overrides of fl.protocols.trace.TraceModels (the models of trace/searches, trace/random_test)
 n_images = 4
 edge = 7
 references = ["zero", "mean", "blur"]
@@ -60,14 +58,16 @@ P = fl.protocols.trace
 
 # %% [markdown]
 # ## Models and images
-# Default: coloured canvas digits of `image_size`² pixels (foreground fraction `r`), normalised per channel, so
-# that the zero reference is the dataset's mean colour as in the paper; one CNN per entry of `settings` trained
-# with Adam (`fl.recipes.canvas_classifier`, cached), all evaluated on the same first `n_images` test digits and
-# their labels (the paper explains the ground-truth label). The grid has t = `edge`² patches.
+# Default: coloured canvas digits of `image_size`² pixels (foreground fraction `r`; both in `trace_models`, shared
+# with the other TRACE notebooks), normalised per channel, so that the zero reference is the dataset's mean colour as
+# in the paper; one CNN per entry of its `settings` trained with Adam (`fl.recipes.canvas_classifier`, cached), all
+# evaluated on the same first `n_images` test digits and their labels (the paper explains the ground-truth label).
+# The grid has t = `edge`² patches.
 
 # %%
-setup = P.setup(settings, n_images=n_images, image_size=image_size, r=r, dataset=dataset, data_dir=data_dir,
-                torchvision_models=torchvision_models, seed=seed, device=device)
+canvas = P.TraceModels(**trace_models)
+setup = P.setup(canvas.first(), n_images=n_images, image_size=canvas.image_size, r=canvas.r, dataset=dataset,
+                data_dir=data_dir, torchvision_models=torchvision_models, seed=seed, device=device)
 x, y = setup.x, setup.y
 t = edge * edge
 out.table(setup.info, "models")

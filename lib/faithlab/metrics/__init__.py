@@ -9,8 +9,9 @@ declares the study's metrics on it (importing this package registers them).
 ``cumulative`` (accuracy AUC, AOPC, log-odds, comprehensiveness, each with a ``*_details`` twin holding the curve),
 ``consistency`` (SaCo and its details), ``fewclass`` (Few-class Fidelity: the candidate search, MIF/LIF curves and
 Fid; ``fewclass_fid``, ``fewclass_fid_details`` and ``select_perturbation`` are gathered here), ``localisation``
-(Few-class's IoU and Dice localisation of maps), ``crossfold`` (ReCo and MeGe over k cross-trained models, with μF
-and S_avg, which the paper compares them with; its public names are gathered here), ``distances`` (the six map
+(Few-class's IoU and Dice localisation of maps), ``crossfold`` (ReCo and MeGe over k cross-trained models; its
+public names are gathered here), ``bhatt`` (Bhatt et al.'s μF and S_avg, which ReCo/MeGe's paper compares them with;
+gathered here too), ``distances`` (the six map
 distances of ReCo/MeGe's sanity checks, ``map_distance``), ``trace`` (TRACE's patch grid, trajectories and deletion
 curves, ``fl.metrics.trace.lerf_morf(...)``), ``trace_search`` (TRACE's trajectory searches, used as
 ``fl.metrics.trace_search.anneal(...)``), ``statistics`` (the rank statistics and curve areas they share). Their
@@ -30,12 +31,12 @@ from faithlab.metrics import trace
 from faithlab.metrics import trace_search
 from faithlab.metrics import distances
 from faithlab.metrics.distances import map_distance
-from faithlab.metrics.crossfold import (average_stability, average_stability_details, mege, mu_fidelity,
-                                        mu_fidelity_details, pair_distances, reco, reco_auc, reco_details, reco_mege,
+from faithlab.metrics.crossfold import (mege, pair_distances, reco, reco_auc, reco_details, reco_mege,
                                         reco_mege_details, reco_mege_details_from_predictions,
                                         reco_mege_from_predictions, reco_scan, shuffled_distances, shuffled_partners,
                                         split_sets)
-from faithlab.metrics import consistency, crossfold
+from faithlab.metrics.bhatt import average_stability, average_stability_details, mu_fidelity, mu_fidelity_details
+from faithlab.metrics import bhatt, consistency, crossfold
 
 __all__ = [
     "fid_plus", "fid_plus_details", "fid_minus", "fid_minus_details", "minus_sparsity", "DIRECTIONS",
@@ -45,7 +46,7 @@ __all__ = [
     "comprehensiveness", "comprehensiveness_details",
     "saco", "saco_details", "fewclass", "fewclass_fid", "fewclass_fid_details", "select_perturbation", "localisation",
     "trace", "trace_search",
-    "consistency", "crossfold", "reco_mege", "reco_mege_details", "reco_mege_from_predictions",
+    "consistency", "crossfold", "bhatt", "reco_mege", "reco_mege_details", "reco_mege_from_predictions",
     "reco_mege_details_from_predictions", "pair_distances", "split_sets", "shuffled_partners",
     "shuffled_distances", "reco", "reco_details", "reco_scan",
     "reco_auc", "mege", "distances", "map_distance", "mu_fidelity", "mu_fidelity_details", "average_stability",

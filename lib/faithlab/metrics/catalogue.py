@@ -14,7 +14,7 @@ import math
 import torch
 
 from faithlab import _validate, perturb
-from faithlab.metrics import consistency, crossfold, cumulative, ffidelity, fewclass, trace
+from faithlab.metrics import bhatt, consistency, crossfold, cumulative, ffidelity, fewclass, trace
 from faithlab.metrics.registry import Context, Metric, Option, Shared, register
 
 __all__ = ["SPARSITY", "BUILTIN", "OPTION_LIST", "SHARED", "explained", "takes_seeds_keyword"]
@@ -261,13 +261,13 @@ BUILTIN = (
        group="morf", options=("reference",)),
     _M("comprehensiveness", "Comprehensiveness", "saco", False, cumulative.comprehensiveness,
        lambda c: {"target": c.target, "batch_size": c.batch_size, **_ref(c)}, group="lerf", options=("reference",)),
-    _M("mu_fidelity", "μF", "reco_mege", True, crossfold.mu_fidelity,
+    _M("mu_fidelity", "μF", "reco_mege", True, bhatt.mu_fidelity,
        lambda c: {"target": c.target, "n_subsets": c.options["n_subsets"], "generator": c.options["seed"],
                   "sample_index": c.sample_index, "batch_size": c.batch_size, **_ref(c)},
        options=("n_subsets", "seed", "reference"), ideal=1.0, span=2.0),
     # S_avg maps x itself: under common random numbers x's map shares its neighbours' seed, which the given maps
     # (drawn with other noise by a stochastic explainer) do not
-    _M("s_avg", "S_avg", "reco_mege", False, crossfold.average_stability, _s_avg_arguments, needs=("explainer",),
+    _M("s_avg", "S_avg", "reco_mege", False, bhatt.average_stability, _s_avg_arguments, needs=("explainer",),
        options=("n_neighbours", "radius", "seed"), maps=False, ideal=0.0),
     _M("lerf", "ΣLeRF", "trace", True, trace.lerf_morf_details, _trace_arguments, lambda d: d["lerf_auc"],
        compute=_trace("lerf_auc"), group="trace", needs=("images",), options=("edge", "reference"),

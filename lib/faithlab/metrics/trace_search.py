@@ -27,12 +27,14 @@ from faithlab.perturb import orders as _orders
 from faithlab.perturb import Output
 from faithlab.perturb.references import Reference
 
-__all__ = ["OBJECTIVES", "Search", "objective_value", "greedy", "anneal", "complete_search", "random_deletion_curves"]
+__all__ = ["OBJECTIVES", "T0", "Search", "objective_value", "greedy", "anneal", "complete_search",
+           "random_deletion_curves"]
 
 OBJECTIVES = ("le", "mo", "le-mo")
 """TRACE-Le (maximise ΣLeRF), TRACE-Mo (minimise ΣMoRF), TRACE-Le−Mo (maximise ΣLeRF − ΣMoRF)."""
-_T0 = {"prob": 0.1, "logit": 2.0}
-"""The paper's initial SA temperatures: T0 = 0.1 for -p (probability) and 2 for -y (logit) (spec §5.4)."""
+T0 = {"prob": 0.1, "logit": 2.0}
+"""The paper's initial SA temperatures per output: T0 = 0.1 for -p (``"prob"``, the probability) and 2 for -y
+(``"logit"``) (spec §5.4); :func:`anneal` takes them when its ``t0`` is None."""
 _MAX_COMPLETE = 20
 
 
@@ -175,13 +177,13 @@ def anneal(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-
 def _schedule(objective: str, iterations: int, t0: float | None, eta: float, output: Output
               ) -> tuple[int, float, float]:
     """Validated annealing settings → (iterations K, initial temperature T0, cooling factor η); T0 None takes the
-    paper's value for ``output`` (:data:`_T0`)."""
+    paper's value for ``output`` (:data:`T0`)."""
     _validate.one_of(objective, "objective", OBJECTIVES)
     iterations = _validate.positive_int(iterations, "iterations")
     if t0 is None:
-        if callable(output) or output not in _T0:
+        if callable(output) or output not in T0:
             raise ValueError(f"t0 has no paper default for output={output!r}; pass t0")
-        t0 = _T0[output]
+        t0 = T0[output]
     t0 = _validate.number(t0, "t0")
     eta = _validate.number(eta, "eta")
     if not 0 < t0 < math.inf:

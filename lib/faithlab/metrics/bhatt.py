@@ -1,0 +1,257 @@
+"""Bhatt et al. 2020's faithfulness correlation μF and average sensitivity S_avg (spec §4.6), the two measures
+ReCo/MeGe's paper (Fel & Vigouroux 2020) compares its own with in Table 3. The public names are gathered in
+:mod:`faithlab.metrics` (``fl.metrics.mu_fidelity(...)``, ``fl.metrics.average_stability(...)``); ReCo and MeGe
+themselves live in :mod:`faithlab.metrics.crossfold`.
+
+μF (:func:`mu_fidelity`) correlates, over random subsets of units, the attributions' sum on the subset with the
+output drop when the subset is removed (every removed input goes through :mod:`faithlab.perturb`'s engine); S_avg
+(:func:`average_stability`) is the mean squared ℓ2 distance between an explainer's map of x and its maps of
+neighbours within an ℓ1 radius. Each has a ``*_details`` twin. Randomness is keyed to the sample (a root seed and
+the sample's global index), so batch size and splitting the data change nothing.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable
+
+import torch
+
+from faithlab import _validate, perturb
+from faithlab.metrics.crossfold import _predicted
+from faithlab.metrics.statistics import pearson, rankdata
+
+__all__ = ["mu_fidelity", "mu_fidelity_details", "average_stability", "average_stability_details"]
+
+_BLOCK = 32  # samples whose μF subsets / S_avg neighbours are drawn and held at once (memory, not results)
+
+
+# ------------------------------------------------------------------------------------------------------------ μF
+def mu_fidelity_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
+                        target: torch.Tensor | None = None, n_subsets: int = 200, subset_fraction: float = 0.15,
+                        reference: perturb.Reference = "zero", units: perturb.Units | None = None,
+                        output: perturb.Output = "prob", correlation: str = "pearson",
+                        generator: torch.Generator | int = 0, sample_index: torch.Tensor | None = None,
+                        batch_size: int = 256) -> dict[str, torch.Tensor]:
+    """Per-sample μF (Bhatt et al. 2020; paper eq. 1, spec §4.6) with its raw draws.
+
+    For each sample, ``n_subsets`` random subsets S of round(subset_fraction · n) units (pixels by default, all
+    channels together) are removed (replaced by ``reference``, default 0); μF is the correlation over the subsets
+    between Σ_{i∈S} e_i (unit scores = Σ over the unit's attribution elements) and f_t(x) − f_t(x with S removed),
+    f = ``output`` of ``target``. correlation: ``"pearson"`` (Bhatt, the default) or ``"spearman"`` (xplique).
+    Every removed input goes through :mod:`faithlab.perturb`'s engine, ``batch_size`` per forward call.
+
+    Randomness is keyed to the sample: one root seed is drawn from ``generator`` and sample i's subsets come from its
+    own stream, keyed by the root and ``sample_index[i]``, its global index (default its position in x, 0 … B − 1).
+    A slice of the data evaluated with its global indices gives the rows of the whole, whatever batch_size.
+
+    x ``(B, ...)``, attributions shaped like x (or without the channel dim), target ``(B,)`` int64 classes; None →
+    the model's prediction ŷ on the clean x (the study's Table 3 protocol,
+    :func:`faithlab.protocols.reco_mege.fidelity_stability`, explains and reads the true labels: ``target=y``).
+    Returns ``mu_f`` ``(B,)`` (NaN where the attribution sums or the output drops are constant), ``sums`` and
+    ``drops`` ``(B, n_subsets)``. Higher is better.
+    """
+    _validate.tensor(x, "x")
+    _validate.one_of(correlation, "correlation", ("pearson", "spearman"))
+    n_subsets = _validate.positive_int(n_subsets, "n_subsets")
+    frac = _validate.fraction(subset_fraction, "subset_fraction", closed_low=False)
+    units = perturb.default_units(x) if units is None else units
+    perturb.check_attributions(attributions, x)
+    scores = perturb.unit_scores(attributions, units, reduce="sum").double()
+    count = round(frac * units.n)
+    if count < 1:
+        raise ValueError(f"subset_fraction={subset_fraction} of {units.n} units removes no unit")
+    seeds = perturb.sample_seeds(generator, sample_index, x.shape[0], why="to draw the subsets")
+    if isinstance(reference, torch.Tensor):   # x's rank; rows are sliced per block only if it has one per sample
+        reference = perturb.make_reference(x, reference)
+    if target is None:
+        target = _predicted(model, x, batch_size)
+    clean = perturb.removal_outputs(model, x, torch.zeros(x.shape[0], units.n, dtype=torch.bool, device=x.device),
+                                    units=units, reference=reference, output=output, target=target,
+                                    batch_size=batch_size)
+    sums = torch.empty(x.shape[0], n_subsets, dtype=torch.float64, device=x.device)
+    drops = torch.empty_like(sums)
+    every = torch.ones(1, units.n, dtype=torch.bool, device=x.device)
+    for b0 in range(0, x.shape[0], _BLOCK):  # all subsets of _BLOCK samples at once (B·n_subsets·n bools in all)
+        b1 = min(x.shape[0], b0 + _BLOCK)
+        removed = perturb.exact_subset(every.expand(b1 - b0, -1), count, generator=seeds[b0:b1], n_samples=n_subsets)
+        out = perturb.removal_outputs(model, x[b0:b1], removed, units=units,
+                                      reference=_rows(reference, b0, b1), output=output, target=target[b0:b1],
+                                      batch_size=batch_size)
+        sums[b0:b1] = (removed.double() * scores[b0:b1, None, :]).sum(-1)
+        drops[b0:b1] = clean[b0:b1, None].double() - out.double()
+    if correlation == "spearman":
+        mu = pearson(rankdata(sums), rankdata(drops))
+    else:
+        mu = pearson(sums, drops)
+    return {"mu_f": mu, "sums": sums, "drops": drops}
+
+
+def _rows(reference: perturb.Reference, b0: int, b1: int) -> perturb.Reference:
+    per_sample = isinstance(reference, torch.Tensor) and reference.shape[0] > 1
+    return reference[b0:b1] if per_sample else reference
+
+
+def mu_fidelity(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
+                n_subsets: int = 200, subset_fraction: float = 0.15, reference: perturb.Reference = "zero",
+                units: perturb.Units | None = None, output: perturb.Output = "prob", correlation: str = "pearson",
+                generator: torch.Generator | int = 0, sample_index: torch.Tensor | None = None,
+                batch_size: int = 256) -> torch.Tensor:
+    """Per-sample μF ``(B,)`` (arguments as in :func:`mu_fidelity_details`); the paper's score is the mean over
+    samples (NaN rows, constant maps or outputs, left out and counted by the caller). Higher is better."""
+    return mu_fidelity_details(model, x, attributions, target=target, n_subsets=n_subsets,
+                               subset_fraction=subset_fraction, reference=reference, units=units, output=output,
+                               correlation=correlation, generator=generator, sample_index=sample_index,
+                               batch_size=batch_size)["mu_f"]
+
+
+# --------------------------------------------------------------------------------------------------------- S_avg
+def _takes_seeds(explainer: Callable) -> bool:
+    """Whether ``explainer`` has a ``seeds`` parameter that can be passed by keyword (the explainer contract of
+    :func:`faithlab.evaluate`)."""
+    try:
+        p = inspect.signature(explainer).parameters.get("seeds")
+    except (TypeError, ValueError):  # ValueError: a callable without a signature (some builtins)
+        return False
+    return p is not None and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+
+
+def _finite_maps(maps: torch.Tensor, samples: list[int], what: str, rows: int, name: str = "explainer") -> None:
+    if not isinstance(maps, torch.Tensor):
+        raise TypeError(f"{name} must return a tensor of maps, got {type(maps).__name__}")
+    if maps.ndim == 0 or maps.shape[0] != rows:
+        raise ValueError(f"{name} must return one map per input: {rows} inputs ({what}) gave maps of shape "
+                         f"{tuple(maps.shape)}")
+    if not bool(torch.isfinite(maps).all()):
+        raise ValueError(f"{name} returned non-finite maps on {what} of samples {samples[:8]}")
+
+
+def average_stability_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor | None = None, *,
+                              explainer: Callable[..., torch.Tensor], target: torch.Tensor | None = None,
+                              n_neighbours: int = 200, radius: float = 0.1, common_noise: bool = True,
+                              sample_index: torch.Tensor | None = None, generator: torch.Generator | int = 0,
+                              batch_size: int = 256) -> dict[str, torch.Tensor | None]:
+    """Per-sample S_avg (Bhatt et al. 2020 via the paper's eq. 2, spec §4.6, [recon] §6.16): the mean over
+    ``n_neighbours`` neighbours z = x + u, u_i ~ U(−r/d, r/d) (so ‖u‖₁ ≤ r = ``radius``, d = elements of one input),
+    of ‖g(x) − g(z)‖²₂, g the ``explainer``. The maps enter the distance as the explainer returns them, not
+    normalised: spec §4.6 names no normalisation and xplique's AverageStability (the reference, spec §0) applies none
+    (Quantus' AvgSensitivity, which divides by ‖g(x)‖, is a different metric).
+
+    S_avg measures the explainer, not one set of maps: ``explainer(model, inputs, target) → maps`` (the contract of
+    :func:`faithlab.evaluate`) is called on at most ``batch_size`` inputs at a time (x first, then the neighbours of
+    several samples together), each explained for its sample's ``target``. common_noise (default True): common
+    random numbers — an explainer with a ``seeds`` parameter is called as ``explainer(model, inputs, target,
+    seeds=seeds)``, ``seeds`` ``(rows,)`` int64, one per input, where every neighbour of sample i carries sample i's
+    own seed (e.g. ``lambda m, z, t, seeds=None: explain(m, z, t, method="smoothgrad", sample_seeds=seeds)``). A
+    stochastic explainer then draws the same noise for x and for each of its neighbours, so the distance measures how
+    the map changes with the input, not the explainer's Monte-Carlo noise (which would otherwise dominate: it does
+    not vanish as the radius goes to 0); a deterministic explainer gives the same S_avg either way. With
+    common_noise=False, or an explainer without a ``seeds`` parameter (it cannot share its noise), the explainer is
+    called as ``explainer(model, inputs, target)``.
+
+    attributions: g(x), the maps of x ``(B, ...)``; None (the default) → the explainer's own maps of x, each
+    explained with its sample's seed (computed here first, as Bhatt et al. and xplique do). Maps given here are used
+    as they are (Quantus' convention); they give the default's S_avg only when they are what the explainer returns
+    on x with those seeds, i.e. for a deterministic explainer. The study passes None: its maps of x for μF draw a
+    stochastic method's noise (SmoothGrad) from one ``generator``, not from the per-sample seeds, and with them that
+    noise would enter S_avg (and change the book's S_avg of SmoothGrad).
+
+    target: ``(B,)`` int64 classes; None → the model's prediction ŷ on the clean x (``batch_size`` inputs per
+    forward call; the study explains the true labels: ``target=y``). Randomness is keyed to the sample: from
+    ``generator`` one root seed is drawn, and sample i's neighbours and seed come from
+    ``perturb.keyed_seed(root, sample_index[i], ·)``. sample_index: ``(B,)`` integer global indices of x's samples
+    (None: 0 … B − 1), so that x split into parts with their global indices (and an int seed, or equally seeded
+    generators) gives the scores of the whole; nothing depends on batch_size or on the other samples (beyond the
+    float rounding of the model's other batch shapes).
+
+    Returns ``s_avg`` ``(B,)`` float64, ``distances`` ``(B, n_neighbours)`` and ``seeds`` (the ``(B,)`` int64 seeds
+    given to the explainer, None when it was called without). Lower is better (0 for an explainer whose map does not
+    change within the radius).
+    """
+    if not callable(explainer):
+        raise TypeError("explainer must be a callable(model, inputs, target) or (model, inputs, target, seeds=...) "
+                        f"-> maps, got {type(explainer).__name__}")
+    _validate.model(model)
+    _validate.tensor(x, "x", floating=True)
+    _validate.finite(x, "x")
+    if target is not None:
+        _validate.tensor(target, "target", ndim=1)
+        if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
+            raise TypeError(f"target must be an integer tensor of class indices, got dtype {target.dtype}")
+        if target.numel() and int(target.min()) < 0:
+            raise ValueError(f"target must hold class indices ≥ 0, got {int(target.min())}")
+        _validate.batch_match(x, target, "x", "target")
+    if attributions is not None:
+        _validate.tensor(attributions, "attributions")
+        _validate.batch_match(x, attributions, "x", "attributions")
+        _validate.same_device(x, attributions, "x", "attributions")
+        _finite_maps(attributions, list(range(x.shape[0])), "x", x.shape[0], "attributions")
+    s = _validate.positive_int(n_neighbours, "n_neighbours")
+    r = _validate.number(radius, "radius")
+    if not 0 < r < math.inf:
+        raise ValueError(f"radius must be a positive finite number, got {radius}")
+    if not isinstance(common_noise, bool):
+        raise TypeError(f"common_noise must be a bool, got {type(common_noise).__name__}")
+    batch_size = _validate.positive_int(batch_size, "batch_size")
+    n = x.shape[0]
+    index = perturb.sample_index(sample_index, n)
+    gen = _validate.generator(generator, why="to draw the neighbours")
+    root = int(torch.randint(0, 2**62, (1,), generator=gen))
+    if target is None:
+        target = _predicted(model, x, batch_size)
+    seeds = None
+    if common_noise and _takes_seeds(explainer):
+        seeds = torch.tensor([perturb.keyed_seed(root, i, 1) for i in index], dtype=torch.int64, device=x.device)
+
+    def explain(inputs: torch.Tensor, t: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
+        return explainer(model, inputs, t) if rows is None else explainer(model, inputs, t, seeds=rows)
+
+    if attributions is None:
+        base = []
+        for c0 in range(0, n, batch_size):
+            c1 = min(n, c0 + batch_size)
+            maps = explain(x[c0:c1], target[c0:c1], None if seeds is None else seeds[c0:c1])
+            _finite_maps(maps, list(range(c0, c1)), "x", c1 - c0)
+            base.append(maps)
+        base = torch.cat(base)
+    else:
+        base = attributions.detach()
+    d = x[0].numel()
+    dist = torch.empty(n, s, dtype=torch.float64, device=x.device)
+    for b0 in range(0, n, _BLOCK):
+        b1 = min(n, b0 + _BLOCK)
+        # torch has no vectorised keyed generator: the neighbours of each sample come from its own generator, keyed
+        # by the root seed and the sample's global index (one call per sample, each drawing all its neighbours)
+        u = torch.stack([torch.rand((s, *x.shape[1:]), dtype=torch.float64,
+                                    generator=torch.Generator().manual_seed(perturb.keyed_seed(root, i, 0)))
+                         for i in index[b0:b1]])
+        u = (u * 2 - 1) * (r / d)
+        z = (x[b0:b1, None] + u.to(x.device, x.dtype)).flatten(0, 1)
+        t = target[b0:b1].repeat_interleave(s)
+        zs = None if seeds is None else seeds[b0:b1].repeat_interleave(s)
+        ref = base[b0:b1].repeat_interleave(s, dim=0).double()
+        for c0 in range(0, z.shape[0], batch_size):
+            c1 = min(z.shape[0], c0 + batch_size)
+            maps = explain(z[c0:c1], t[c0:c1], None if zs is None else zs[c0:c1])
+            _finite_maps(maps, sorted({b0 + i // s for i in range(c0, c1)}), "neighbours", c1 - c0)
+            if maps.shape[1:] != ref.shape[1:]:
+                given = "attributions has" if attributions is not None else "its maps of x have"
+                raise ValueError(f"explainer returned maps of shape {tuple(maps.shape[1:])} per neighbour but {given} "
+                                 f"{tuple(ref.shape[1:])} per sample")
+            sq = (maps.double() - ref[c0:c1]).flatten(1).pow(2).sum(1)
+            dist.view(-1)[b0 * s + c0: b0 * s + c1] = sq
+    return {"s_avg": dist.mean(1), "distances": dist, "seeds": seeds}
+
+
+def average_stability(model: Callable, x: torch.Tensor, attributions: torch.Tensor | None = None, *,
+                      explainer: Callable[..., torch.Tensor], target: torch.Tensor | None = None,
+                      n_neighbours: int = 200, radius: float = 0.1, common_noise: bool = True,
+                      sample_index: torch.Tensor | None = None, generator: torch.Generator | int = 0,
+                      batch_size: int = 256) -> torch.Tensor:
+    """Per-sample S_avg ``(B,)`` of ``explainer`` (arguments as in :func:`average_stability_details`; attributions
+    None: the explainer's maps of x); the paper reports the mean. Lower is better."""
+    return average_stability_details(model, x, attributions, explainer=explainer, target=target,
+                                     n_neighbours=n_neighbours, radius=radius, common_noise=common_noise,
+                                     sample_index=sample_index, generator=generator,
+                                     batch_size=batch_size)["s_avg"]

@@ -1,0 +1,31 @@
+"""Few-class Fidelity's experimental protocol (Marchadour et al.; spec §2.5): the two few-class tasks, their models
+and XAI sets, the maps of every method × alteration, and tidy frames of Fid, localisation and the class-flip
+diagnostic for Tables 1–4 and Figs. 2–7.
+
+The metric, the candidate search and the localisation scores live in :mod:`faithlab.metrics.fewclass` and
+:mod:`faithlab.metrics.localisation`; this package only runs them over tasks, models, methods and alterations and
+lays the results out, one row per image, one module per concept:
+
+- :mod:`~faithlab.protocols.fewclass.tasks`: the tasks, their models and XAI sets (:func:`setup`);
+- :mod:`~faithlab.protocols.fewclass.maps`: the methods and alterations and their maps;
+- :mod:`~faithlab.protocols.fewclass.frames`: the frames of Fid, curves, localisation, selections and flips;
+- :mod:`~faithlab.protocols.fewclass.claims`: the claims C1–C5 (``claim_*``) and the per-model statistics they read;
+- :mod:`~faithlab.protocols.fewclass.setup_table`: the chapter's set-up table (``SETUP``).
+
+Every public name is re-exported here (``fl.protocols.fewclass.evaluate_task``).
+"""
+
+from faithlab.protocols.fewclass.claims import (PAPER_C1, alteration_gains, claim_alteration_gains,
+                                                claim_class_flip, claim_fid_bounds, claim_random_lowest,
+                                                claim_rank_agreement, claim_uncertain_selection, random_lowest)
+from faithlab.protocols.fewclass.frames import (curve_frame, evaluate_task, fid_frame, flip_frame,
+                                                localisation_frame, rank_agreement, selection_frame, wide_table)
+from faithlab.protocols.fewclass.maps import ALTERATIONS, METHODS, NO_SG, method_maps
+from faithlab.protocols.fewclass.setup_table import SETUP
+from faithlab.protocols.fewclass.tasks import CAM_LAYERS, STAND_INS, TASKS, Setup, setup
+
+__all__ = ["METHODS", "ALTERATIONS", "NO_SG", "TASKS", "STAND_INS", "CAM_LAYERS", "Setup", "setup", "method_maps",
+           "fid_frame", "evaluate_task",
+           "curve_frame", "localisation_frame", "selection_frame", "flip_frame", "rank_agreement", "wide_table",
+           "random_lowest", "alteration_gains", "PAPER_C1", "claim_random_lowest", "claim_alteration_gains",
+           "claim_rank_agreement", "claim_uncertain_selection", "claim_class_flip", "claim_fid_bounds", "SETUP"]

@@ -1,0 +1,75 @@
+"""F-Fidelity's experimental protocols (Zheng et al., ICLR 2025), which combine data, training, explainers and
+metrics; tables are tidy pandas frames.
+
+The degraded-explainer protocol (spec §1.6–1.9): degrade a clean map at known noise levels ξ with several
+seeds and score every degraded map with Fid+ and Fid− curves (:func:`degraded_fidelity_curves`);
+:func:`image_ranking_study` runs the whole image study (original, fine-tuned and ROAR models, five evaluation
+settings, the wall-clock cost and forward passes of every stage), and :func:`ranking_correlations` turns the curves
+into the paper's macro/micro correlations and micro ranks.
+
+One module per concept, every public name gathered here (``fl.protocols.ffidelity.<name>``):
+
+* ``study``: the image study (:func:`degraded_fidelity_curves`, :func:`image_ranking_study`, :class:`RankingStudy`,
+  random masking, constant-map counts) and :class:`CanvasModels`, the image models three notebooks share;
+* ``ranking``: the correlations, their nulls (the ground-truth order permuted) and the ranking, LeRF and ablation
+  claims;
+* ``image_claims``: the OOD check of the stand-in, the map preference, the cost, size and sensitivity claims;
+* ``robustness``: Table 8 and App. D.3 (fine-tuning restores accuracy, text robust, β steps);
+* ``series_text``: :class:`SeriesTextModels`, the models two notebooks share, and their ranking claims;
+* ``setup_table``: the chapter's set-up table, :data:`SETUP`.
+"""
+
+from faithlab.protocols.ffidelity.image_claims import (
+    claim_cost,
+    claim_map_preferred,
+    claim_ood_check,
+    claim_robust_hyperparameters,
+    claim_size_readout,
+)
+from faithlab.protocols.ffidelity.ranking import (
+    CORRELATION_LABELS,
+    ablation_verdict,
+    claim_ablation,
+    claim_lerf_near_one,
+    claim_ranking,
+    ground_truth_null,
+    micro_cells,
+    oriented_correlations,
+    permuted_correlations,
+    ranking_correlations,
+    ranking_verdict,
+    separation,
+    table_layout,
+)
+from faithlab.protocols.ffidelity.robustness import (
+    claim_beta_accuracy,
+    claim_beta_agreement,
+    claim_finetune_restores,
+    claim_text_robust,
+)
+from faithlab.protocols.ffidelity.series_text import (
+    SeriesTextModels,
+    claim_series_ranking,
+    claim_text_equivalence,
+)
+from faithlab.protocols.ffidelity.setup_table import SETUP
+from faithlab.protocols.ffidelity.study import (
+    SETTINGS,
+    CanvasModels,
+    RankingStudy,
+    constant_map_counts,
+    degraded_fidelity_curves,
+    image_ranking_study,
+    random_masking_predictions,
+)
+
+# in the modules' order, which the API page follows
+__all__ = [  # noqa: RUF022
+    "SETUP", "degraded_fidelity_curves", "random_masking_predictions", "constant_map_counts", "SETTINGS",
+    "RankingStudy", "image_ranking_study", "CanvasModels", "ranking_correlations", "CORRELATION_LABELS",
+    "oriented_correlations", "table_layout", "separation", "micro_cells", "ranking_verdict", "ablation_verdict",
+    "permuted_correlations", "ground_truth_null", "claim_ranking", "claim_lerf_near_one", "claim_ablation",
+    "claim_ood_check", "claim_map_preferred", "claim_cost", "claim_size_readout", "claim_robust_hyperparameters",
+    "SeriesTextModels", "claim_finetune_restores", "claim_text_robust", "claim_beta_accuracy", "claim_beta_agreement",
+    "claim_series_ranking", "claim_text_equivalence",
+]

@@ -1,0 +1,68 @@
+"""F-Fidelity's set-up table, paper against ours (spec §1.4–1.12): :data:`SETUP`, read from the executed notebooks'
+parameters."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from faithlab import recipes
+from faithlab.protocols.ffidelity.series_text import SeriesTextModels
+from faithlab.protocols.ffidelity.study import CanvasModels
+from faithlab.protocols.setup import Setting
+
+
+def _grid(values, percent: bool = False) -> str:
+    """A set-up table's summary of a grid: ``"first–last, n levels"`` (in percent with ``percent``)."""
+    values = sorted(values)
+    lo, hi = (100 * values[0], 100 * values[-1]) if percent else (values[0], values[-1])
+    return f"{lo:g}–{hi:g}{' %' if percent else ''}, {len(values)} levels"
+
+
+def _series_text(params: Mapping) -> SeriesTextModels:
+    """The series/text models of a notebook's parameters (its ``series_text_models`` overrides)."""
+    return SeriesTextModels(**params["series_text_models"])
+
+
+def _canvas(params: Mapping) -> CanvasModels:
+    """The image models of a notebook's parameters (its ``canvas_models`` overrides)."""
+    return CanvasModels(**params["canvas_models"])
+
+
+def _model(name: str, width) -> str:
+    """A model in a set-up table: its display name and width (``CNN (width 32)``)."""
+    return f"{recipes.DISPLAY_NAMES.get(name, name)} (width {width:g})"
+
+
+SETUP: tuple[Setting, ...] = (
+    Setting("image data", "CIFAR-100, Tiny-ImageNet", "ffidelity/images_ranking",
+            lambda p: f"{'coloured' if _canvas(p).color else 'grey'} digit canvases, {_canvas(p).image_size} px, "
+                      f"{'all' if _canvas(p).n_train is None else format(_canvas(p).n_train, ',')} train"),
+    Setting("image model", "ResNet-9, 100 epochs", "ffidelity/images_ranking",
+            lambda p: f"{_model(_canvas(p).model_name, _canvas(p).width)}, {_canvas(p).n_epochs} epochs"),
+    Setting("fine-tuning, ROAR retraining", "100 epochs, 100 epochs", "ffidelity/images_ranking",
+            lambda p: f"{_canvas(p).n_finetune_epochs} epochs, {_canvas(p).n_roar_epochs} epochs"),
+    Setting("explainers", "SG-SQ over IG (10 samples), GradCAM", "ffidelity/images_ranking",
+            lambda p: ", ".join(f"SG-SQ over IG ({p['sg_samples']} samples, {p['ig_steps']} steps)"
+                                if e == "sg_sq_ig" else {"gradcam": "GradCAM"}.get(e, e) for e in p["explainers"])),
+    Setting("cap β, removal rate α, masks N", "β = 0.1, α+ = α− = 0.5, N = 50", "ffidelity/images_ranking",
+            "β = {beta}, α+ = α− = {alpha}, N = {n_samples}"),
+    Setting("sparsity grid", "5–95 %, 19 levels", "ffidelity/images_ranking",
+            lambda p: _grid(p["sparsity"], percent=True)),
+    Setting("noise levels ξ, degradation seeds", "0–1, 6 levels; 5 seeds", "ffidelity/images_ranking",
+            lambda p: f"{_grid(p['noise_levels'])}; {p['n_seeds']} seeds"),
+    Setting("evaluation images", "10,000 (CIFAR-100), 2,000 (Tiny-ImageNet)", "ffidelity/images_ranking",
+            "{n_test:,} test canvases"),
+    Setting("series, text data (Tables 3–4, 6–7)", "PAM, Boiler; SST2, BoolQ", "ffidelity/series_text",
+            lambda p: f"synthetic series of {_series_text(p).ts_length} steps; "
+                      f"{_series_text(p).text_length}-token sentences"),
+    Setting("series, text models", "Bi-LSTM, CNN; LSTM, Transformer", "ffidelity/series_text",
+            lambda p: "; ".join(", ".join(recipes.DISPLAY_NAMES.get(m, m) for m in names)
+                                for names in (_series_text(p).ts_models, _series_text(p).text_models))),
+    Setting("plateau (Fig. 4): r × β", "colored-MNIST, 5 r × 3 β", "ffidelity/size_plateau",
+            lambda p: f"{'coloured' if p['color'] else 'grey'} digit canvases, {len(p['rs'])} r × {len(p['betas'])} β"),
+    Setting("sensitivity grids (Tables 24–26)", "N 10–150, β 0.05–0.25, α 0.2–0.8", "ffidelity/sensitivity",
+            lambda p: ", ".join(f"{name} {min(p['grids'][key]):g}–{max(p['grids'][key]):g}"
+                                for name, key in (("N", "n_samples"), ("β", "beta"), ("α", "alpha")))),
+)
+"""The chapter's set-up table, paper (spec §1.4–1.12) against ours (the executed notebooks' parameters)."""
+

@@ -1,0 +1,394 @@
+"""F-Fidelity's degraded-explainer study on images (spec §1.4–1.9, Tables 1–2, 5, 10, 13): the curves of degraded
+maps (:func:`degraded_fidelity_curves`), the whole study with its models and costs (:func:`image_ranking_study`,
+:class:`RankingStudy`), the image models three notebooks share (:class:`CanvasModels`), and random masking and
+constant-map counts."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+
+import pandas as pd
+import torch
+from torch import nn
+from torch.utils.data import Dataset
+
+from faithlab import _validate, data, explainers, perturb, recipes, train
+from faithlab.metrics import ffidelity
+from faithlab.protocols.ffidelity.ranking import ranking_correlations
+
+
+def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, clean: torch.Tensor, *,
+                             noise_levels: Sequence[float], sparsity: Sequence[float], n_seeds: int = 5,
+                             alpha: float = 1.0, beta: float | None = None, n_samples: int = 1,
+                             units=None, reference: perturb.Reference = "zero", ties: str = "random",
+                             batch_size: int = 256, cells=None) -> tuple[torch.Tensor, ...]:
+    """Mean Fid+ and Fid− curves of ``clean`` degraded at every noise level → two ``(n_seeds, n_levels, n_sparsity)``.
+
+    clean: the explainer's map, any layout ``fid_plus`` accepts. Degradation ``k`` of seed ``s`` uses generator
+    ``1000·s + k`` and the Monte-Carlo masks generator ``s``, so every evaluation method sees the same degraded
+    maps. The "+" and "−" curves are index-paired by :func:`faithlab.metrics.minus_sparsity`. alpha/beta/n_samples
+    select Fidelity (1, None, 1), R-Fidelity (α, None, N) or F-Fidelity (α, β, N). reference: the removal value
+    (e.g. ``"removed_token"`` for F-Fidelity's zero-embedding removal of text).
+    A constant map (e.g. an all-zero Grad-CAM, possible at ξ = 0 only) is ranked by the ties rule (random by
+    default); the per-call ``ConstantMapWarning`` is silenced here: count those maps once with
+    :func:`constant_map_counts` (``RankingStudy.constant_maps()``) and report them.
+    cells: the ``(seed, level index)`` pairs to evaluate (default: all); the others stay NaN. Each pair's curves
+    depend on that pair only, so a grid split into parts (e.g. the study runner's shards) gives the same numbers.
+    """
+    plus = torch.full((n_seeds, len(noise_levels), len(sparsity)), float("nan"))
+    minus = torch.full_like(plus, float("nan"))
+    common = dict(alpha=alpha, beta=beta, n_samples=n_samples, batch_size=batch_size, units=units,
+                  reference=reference, ties=ties)
+    grid = _grid_cells(cells, n_seeds, len(noise_levels))
+    for s in range(n_seeds):  # a handful of (seed, level) pairs; each call is batched over samples and masks
+        for k, xi in enumerate(noise_levels):
+            if (s, k) not in grid:
+                continue
+            attr = explainers.degrade(clean, xi, generator=1000 * s + k)
+            with warnings.catch_warnings():  # counted once by constant_map_counts, not per (seed, level)
+                warnings.simplefilter("ignore", perturb.ConstantMapWarning)
+                fid_plus = ffidelity.fid_plus(model, x, attr, target=y, sparsity=sparsity, generator=s, **common)
+                fid_minus = ffidelity.fid_minus(model, x, attr, target=y, sparsity=ffidelity.minus_sparsity(sparsity),
+                                                generator=s, **common)
+            plus[s, k], minus[s, k] = fid_plus.mean(0).cpu(), fid_minus.mean(0).cpu()
+    return plus, minus
+
+
+def _grid_cells(cells, n_seeds: int, n_levels: int) -> set[tuple[int, int]]:
+    """The ``cells`` argument as a set of (seed, level index) pairs, checked; None means every pair."""
+    if cells is None:
+        return {(s, k) for s in range(n_seeds) for k in range(n_levels)}
+    grid = set()
+    for cell in cells:
+        try:
+            s, k = (int(v) for v in cell)
+        except (TypeError, ValueError):
+            raise ValueError(f"cells must hold (seed, level index) pairs, got {cell!r}") from None
+        if not (0 <= s < n_seeds and 0 <= k < n_levels):
+            raise ValueError(f"cells: ({s}, {k}) is outside {n_seeds} seeds × {n_levels} noise levels")
+        grid.add((s, k))
+    return grid
+
+
+def random_masking_predictions(models: Mapping[str, Callable], x: torch.Tensor, ratio: float, *,
+                               units: perturb.Units | None = None, n_draws: int = 5,
+                               generator: torch.Generator | int, reference: perturb.Reference = "zero",
+                               batch_size: int = 256) -> dict[str, torch.Tensor]:
+    """Predicted classes of each model on the same randomly masked copies of x → ``{name: (B, n_draws)}`` int64.
+
+    Table 8 and App. D.3 of F-Fidelity (robustness to random removal): every input loses exactly round(ratio·n) of
+    its n units, drawn uniformly without replacement (``perturb.exact_subset``), ``n_draws`` independent draws per
+    input. The draws depend only on ``generator``, so all models see the very same masked inputs; compare the
+    predictions with the labels (accuracy) or with another model's (agreement).
+    """
+    r = _validate.fraction(ratio, "ratio")
+    units = perturb.default_units(x) if units is None else units
+    everything = torch.ones(len(x), units.n, dtype=torch.bool, device=x.device)
+    removed = perturb.exact_subset(everything, round(r * units.n), generator=generator,
+                                   n_samples=_validate.positive_int(n_draws, "n_draws"))
+    return {k: perturb.removal_outputs(m, x, removed, units=units, reference=reference, output="predicted",
+                                       batch_size=batch_size) for k, m in models.items()}
+
+
+def constant_map_counts(scores: Mapping[tuple[str, str], torch.Tensor]) -> pd.DataFrame:
+    """How many maps define no ranking: ``{(explainer, model): (B, n) unit scores}`` → one row per key with the
+    number of maps constant over the units (``perturb.constant_maps``) and the number of maps."""
+    rows = [{"explainer": e, "model": m, "constant maps": int(perturb.constant_maps(v).sum()), "maps": v.shape[0]}
+            for (e, m), v in scores.items()]
+    return pd.DataFrame(rows, columns=["explainer", "model", "constant maps", "maps"])
+
+
+# ------------------------------------------------------------------------------------------ the image study
+SETTINGS: dict[str, tuple[str, bool]] = {
+    "Fidelity": ("original", False),
+    "ROAR": ("roar", False),
+    "R-Fidelity": ("original", True),
+    "F-Fidelity": ("fine-tuned", True),
+    "Fidelity+Fine-tune": ("fine-tuned", False),  # ablation of App. D.7
+}
+"""Evaluation settings (spec §1.6): method → (model, randomised). The model is the original one, the ROAR model of
+the explainer, or the fine-tuned one, whose own explanations are then scored (as the authors' code). Randomised
+settings remove a Bernoulli fraction α of R with N masks, capped at βn for the fine-tuned model (F-Fidelity);
+the others remove all of R."""
+
+
+@dataclass
+class RankingStudy:
+    """Result of :func:`image_ranking_study`.
+
+    curves: tidy frame (explainer, method, curve "+"/"−", seed, xi, level, score) of the mean scores.
+    P, Q: ``{(explainer, method): (n_seeds, n_levels, n_sparsity)}`` mean "+" and "−" curves.
+    clean: ``{(explainer, "original" | "fine-tuned"): (n_test, n_pixels)}`` unit scores of the clean explainers.
+    accuracy: test accuracy per model ("original", "fine-tuned", "ROAR <explainer>").
+    costs: one row per stage (stage, explainer, model, method, seconds, image passes, backward passes, cached).
+    models: the eval-mode models by the names of ``accuracy``. x, y: the evaluated test inputs and labels.
+    """
+
+    curves: pd.DataFrame
+    P: dict[tuple[str, str], torch.Tensor]
+    Q: dict[tuple[str, str], torch.Tensor]
+    clean: dict[tuple[str, str], torch.Tensor]
+    accuracy: dict[str, float]
+    costs: pd.DataFrame
+    models: dict[str, nn.Module]
+    x: torch.Tensor
+    y: torch.Tensor
+    noise_levels: list[float]
+    sparsity: list[float]
+
+    def constant_maps(self) -> pd.DataFrame:
+        """:func:`constant_map_counts` of the clean explainers' maps (explainer, model, constant maps, maps)."""
+        return constant_map_counts(self.clean)
+
+    def with_curves(self, curves: pd.DataFrame) -> RankingStudy:
+        """This study with ``curves`` (rows of :attr:`curves`, e.g. concatenated from studies run on parts of the
+        (seed, level) grid with ``cells``) and P, Q rebuilt from them; raises ValueError if a grid cell is missing."""
+        P: dict[tuple[str, str], torch.Tensor] = {}
+        Q: dict[tuple[str, str], torch.Tensor] = {}
+        shape = (int(curves["seed"].max()) + 1 if len(curves) else 0, len(self.noise_levels), len(self.sparsity))
+        xi_index = {v: i for i, v in enumerate(self.noise_levels)}
+        level_index = {v: i for i, v in enumerate(self.sparsity)}
+        # the order image_ranking_study writes: explainers and methods as they first appear, "+" before "−", then
+        # seed, noise level and sparsity level (parts of the grid may come in any order)
+        order = {"explainer": {v: i for i, v in enumerate(dict.fromkeys(curves["explainer"]))},
+                 "method": {v: i for i, v in enumerate(dict.fromkeys(curves["method"]))},
+                 "curve": {"+": 0, "−": 1}, "xi": xi_index, "level": level_index}
+        curves = curves.sort_values(["explainer", "method", "curve", "seed", "xi", "level"], kind="stable",
+                                    key=lambda c: c.map(order[c.name]) if c.name in order else c)
+        for (label, name, sign), part in curves.groupby(["explainer", "method", "curve"], sort=False):
+            t = torch.full(shape, float("nan"))
+            t[torch.tensor(part["seed"].to_numpy(copy=True), dtype=torch.long),
+              torch.tensor(part["xi"].map(xi_index).to_numpy(copy=True), dtype=torch.long),
+              torch.tensor(part["level"].map(level_index).to_numpy(copy=True), dtype=torch.long)] = torch.tensor(
+                part["score"].to_numpy(copy=True), dtype=torch.float32)
+            if t.isnan().any():
+                raise ValueError(f"curves: {int(t.isnan().sum())} grid values of {label} / {name} {sign} are missing")
+            (P if sign == "+" else Q)[label, name] = t
+        return replace(self, curves=curves.reset_index(drop=True), P=P, Q=Q)
+
+    def correlations(self, methods: Sequence[str] | None = None) -> pd.DataFrame:
+        """:func:`ranking_correlations` (first column "explainer") of ``methods`` (default: all scored)."""
+        names = list(dict.fromkeys(m for _, m in self.P)) if methods is None else list(methods)
+        return ranking_correlations(self.P, self.Q, noise_levels=self.noise_levels, sparsity=self.sparsity,
+                                    methods=names, group="explainer")
+
+
+@contextmanager
+def _count_passes(model: nn.Module) -> Iterator[list[int]]:
+    """Count the inputs (rows of the first argument) of every forward call of ``model`` inside the block."""
+    count = [0]
+    handle = model.register_forward_hook(lambda _m, args, _out: count.__setitem__(0, count[0] + len(args[0])))
+    try:
+        yield count
+    finally:
+        handle.remove()
+
+
+def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset, test_data: Dataset,
+                        explainer_specs: Mapping[str, tuple[str, dict]], *, data_key: dict,
+                        train_config: train.TrainConfig, finetune_config: train.TrainConfig,
+                        roar_config: train.TrainConfig | None = None, methods: Sequence[str] = tuple(SETTINGS),
+                        noise_levels: Sequence[float] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0),
+                        sparsity: Sequence[float] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
+                        n_test: int = 150, n_seeds: int = 5, alpha: float = 0.5, beta: float = 0.1,
+                        n_samples: int = 50, seed: int = 0, device: str | torch.device = "cpu",
+                        batch_size: int = 2048, cache: bool = True, cells=None) -> RankingStudy:
+    """F-Fidelity's degraded-explainer study on images (spec §1.4–1.9, Tables 1–2, 5, 10; cost as Table 13).
+
+    Trains (or loads from the cache of :func:`faithlab.train.fit`) the original model ``models.build(model_name,
+    **model_config)``, fine-tunes it with ``RandomRemoval(beta)`` (eq. 5) and, when "ROAR" is in ``methods``,
+    retrains one model per explainer on ``ExplanationGuidedRemoval`` of its train-set maps (on the original
+    model). Then each explainer's clean map of the first ``n_test`` test images (Σ|a| per pixel) is degraded at
+    ``noise_levels`` with ``n_seeds`` seeds and scored by :func:`degraded_fidelity_curves` in every setting of
+    :data:`SETTINGS` listed in ``methods``.
+
+    explainer_specs: ``{label: (method, options)}`` for :func:`faithlab.explainers.explain` (generator ``seed``).
+    data_key: identifies the training data in the cache keys. roar_config: required when "ROAR" is scored.
+    cache: False trains every model afresh (to time it) instead of loading cached weights.
+    cells: the ``(seed, level index)`` pairs to score (default: all, see :func:`degraded_fidelity_curves`); the
+    curves then hold those cells only, and P, Q are NaN elsewhere. Studies of parts of the grid are joined with
+    :meth:`RankingStudy.with_curves` (how the study runner's shards split this study).
+    train_data/test_data: TensorData (or any Dataset, loaded whole for the ROAR train-set maps).
+    costs rows: "train original", "fine-tune", "retrain (ROAR)" (seconds measured when the weights were trained
+    — ``cached`` says they were loaded — and image passes epochs·(n_train + n_test), each epoch evaluating the
+    test set), "explain train set", "explain test set" and "evaluate" (wall-clock of this call; image passes
+    counted by a forward hook on the model). Backward passes: the training images of every epoch, and one per
+    image pass of the explain stages (gradient explainers); evaluation has none.
+    """
+    unknown = [m for m in methods if m not in SETTINGS]
+    if unknown or not methods:
+        raise ValueError(f"methods must be a non-empty list of {list(SETTINGS)}, got {list(methods)}")
+    if not explainer_specs:
+        raise ValueError("explainer_specs must map at least one label to (method, options)")
+    roar = "ROAR" in methods
+    if roar and roar_config is None:
+        raise ValueError("roar_config is required when methods include 'ROAR'")
+    n_test = _validate.positive_int(n_test, "n_test")
+    n_train, n_eval = len(train_data), len(test_data)
+    costs: list[dict] = []
+
+    def trained(stage: str, label: str | None, model: str, config: train.TrainConfig, hist: dict) -> None:
+        costs.append({"stage": stage, "explainer": label, "model": model, "method": None,
+                      "seconds": hist["train_seconds"], "image passes": config.epochs * (n_train + n_eval),
+                      "backward passes": config.epochs * n_train, "cached": hist["from_cache"]})
+
+    def timed(stage: str, label: str, model: str, method: str | None, fn: Callable):
+        with _count_passes(models[model]) as count:
+            start = time.perf_counter()
+            result = fn()
+            seconds = time.perf_counter() - start
+        costs.append({"stage": stage, "explainer": label, "model": model, "method": method, "seconds": seconds,
+                      "image passes": count[0], "backward passes": 0 if stage == "evaluate" else count[0],
+                      "cached": False})
+        return result
+
+    def pixel_scores(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, method: str, options: dict):
+        attr = explainers.explain(model, inputs, targets, method=method, generator=seed, **options)
+        return perturb.unit_scores(attr, perturb.pixel_units(inputs), reduce=ffidelity.REDUCE)  # (B, H·W)
+
+    base, hist = train.fit(model_name, model_config, train_data, train_config, data_key=data_key,
+                           test_data=test_data, cache=cache, device=device, progress=False)
+    base = base.to(device).eval()
+    models = {"original": base}
+    trained("train original", None, "original", train_config, hist)
+    if any(SETTINGS[m][0] == "fine-tuned" for m in methods):
+        tuned, ft_hist = train.finetune(base, train_data, finetune_config, train.RandomRemoval(beta),
+                                        data_key=data_key, base_key=hist["key"], test_data=test_data,
+                                        cache=cache, device=device, progress=False)
+        models["fine-tuned"] = tuned.to(device).eval()
+        trained("fine-tune", None, "fine-tuned", finetune_config, ft_hist)
+    if roar:
+        train_x, train_y = (t.to(device) for t in data.to_tensors(train_data))
+        for label, (method, options) in explainer_specs.items():
+            scores = timed("explain train set", label, "original", None,
+                           lambda: pixel_scores(base, train_x, train_y, method, options).cpu())
+            model, roar_hist = train.fit(model_name, model_config, train_data, roar_config,
+                                         data_key={**data_key, "roar": method},
+                                         augment=train.ExplanationGuidedRemoval(scores), test_data=test_data,
+                                         cache=cache, device=device, progress=False)
+            models[f"ROAR {label}"] = model.to(device).eval()
+            trained("retrain (ROAR)", label, f"ROAR {label}", roar_config, roar_hist)
+    accuracy = {name: train.loss_and_accuracy(model, test_data, batch_size=batch_size, device=device)["accuracy"]
+                for name, model in models.items()}
+
+    x, y = (t[:n_test].to(device) for t in data.to_tensors(test_data))
+    grid = _grid_cells(cells, n_seeds, len(noise_levels))
+    units = perturb.pixel_units(x)
+    sources = {"original" if SETTINGS[m][0] == "roar" else SETTINGS[m][0] for m in methods}
+    curve_rows: list[dict] = []
+    P: dict[tuple[str, str], torch.Tensor] = {}
+    Q: dict[tuple[str, str], torch.Tensor] = {}
+    clean: dict[tuple[str, str], torch.Tensor] = {}
+    for label, (method, options) in explainer_specs.items():
+        for source in ("original", "fine-tuned"):
+            if source in sources:
+                clean[label, source] = timed("explain test set", label, source, None,
+                                             lambda: pixel_scores(models[source], x, y, method, options))
+        for name in methods:
+            kind, randomised = SETTINGS[name]
+            evaluated = f"ROAR {label}" if kind == "roar" else kind
+            model = models[evaluated]
+            maps = clean[label, "fine-tuned" if kind == "fine-tuned" else "original"].view(-1, *x.shape[2:])
+            plus, minus = timed("evaluate", label, evaluated, name, lambda: degraded_fidelity_curves(
+                model, x, y, maps, noise_levels=noise_levels, sparsity=sparsity, n_seeds=n_seeds, alpha=alpha if randomised else 1.0,
+                beta=beta if kind == "fine-tuned" and randomised else None,
+                n_samples=n_samples if randomised else 1, units=units, batch_size=batch_size, cells=grid))
+            P[label, name], Q[label, name] = plus, minus
+            for sign, t in (("+", plus), ("−", minus)):
+                for s in range(n_seeds):
+                    for k, xi in enumerate(noise_levels):
+                        if (s, k) not in grid:
+                            continue
+                        curve_rows += [{"explainer": label, "method": name, "curve": sign, "seed": s, "xi": xi,
+                                        "level": lv, "score": float(v)} for lv, v in zip(sparsity, t[s, k])]
+    curves = pd.DataFrame(curve_rows, columns=["explainer", "method", "curve", "seed", "xi", "level", "score"])
+    return RankingStudy(curves, P, Q, clean, accuracy, pd.DataFrame(costs), models, x, y,
+                        list(noise_levels), list(sparsity))
+
+
+# ---- the image models shared by three notebooks
+@dataclass(frozen=True)
+class CanvasModels:
+    """The image models of F-Fidelity's canvas-digit studies (spec §1.4–1.9; Tables 1–2, 8, 10–13): one setting
+    read by the notebooks ``ffidelity/images_ranking``, ``ffidelity/robustness`` and ``ffidelity/images_variants``
+    (its CNN, and its data on ``canvas_digits``), so that they train (and read from the cache) the very same
+    original, fine-tuned and ROAR models.
+
+    The defaults are the ``book`` profile's. Each notebook takes its overrides as one parameter, ``canvas_models``
+    (``{}``: the defaults; ``-p canvas_models '{n_epochs: 5}'`` for one run); a profile sets them once for the three
+    notebooks (a YAML anchor). Unknown names raise TypeError.
+
+    image_size, r, color, n_train: the ``canvas_digits`` data (canvas side in pixels, the digit's share of it,
+    coloured or grey canvases, training images; None: all). model_name, width: the network (``"small_cnn"``,
+    ``"resnet9"``) and its width. n_epochs, n_finetune_epochs, n_roar_epochs: training, F-Fidelity fine-tuning
+    (eq. 5) and ROAR retraining epochs (Adam, batch 64, lr 3e-3, 1e-3 and 3e-3, as
+    :func:`faithlab.recipes.canvas_classifier` and :func:`~faithlab.recipes.ffidelity_finetune`).
+    """
+
+    image_size: int = 16
+    r: float = 0.3
+    color: bool = True
+    n_train: int | None = 6000
+    model_name: str = "small_cnn"
+    width: float = 32
+    n_epochs: int = 30
+    n_finetune_epochs: int = 10
+    n_roar_epochs: int = 30
+
+    def canvas(self, seed: int = 0) -> dict:
+        """The ``canvas_digits`` options of :func:`faithlab.data.load` (size, r, color, seed)."""
+        return {"size": self.image_size, "r": self.r, "color": self.color, "seed": seed}
+
+    def data_key(self, seed: int = 0) -> dict:
+        """What identifies the training data in the models' cache keys."""
+        return {"dataset": "canvas_digits", "n": self.n_train, **self.canvas(seed)}
+
+    def load(self, seed: int = 0) -> tuple[Dataset, Dataset]:
+        """``(train_data, test_data)``: ``n_train`` training canvases and the whole test split."""
+        canvas = self.canvas(seed)
+        return (data.load("canvas_digits", split="train", n=self.n_train, **canvas),
+                data.load("canvas_digits", split="test", **canvas))
+
+    def model_config(self, *, in_channels: int | None = None, n_classes: int = 10) -> dict:
+        """The network's options: ``in_channels`` (default: 3 for coloured canvases, else 1), classes, width."""
+        return {"in_channels": (3 if self.color else 1) if in_channels is None else in_channels,
+                "n_classes": n_classes, "width": self.width}
+
+    def train_config(self, seed: int = 0) -> train.TrainConfig:
+        """Training of the original model: ``n_epochs``, Adam lr 3e-3, batch 64."""
+        return train.TrainConfig(epochs=self.n_epochs, lr=3e-3, batch_size=64, seed=seed)
+
+    def finetune_config(self, seed: int = 0) -> train.TrainConfig:
+        """F-Fidelity fine-tuning (eq. 5): ``n_finetune_epochs``, Adam lr 1e-3, batch 64."""
+        return train.TrainConfig(epochs=self.n_finetune_epochs, lr=1e-3, batch_size=64, seed=seed)
+
+    def roar_config(self, seed: int = 0) -> train.TrainConfig:
+        """ROAR retraining: ``n_roar_epochs``, Adam lr 3e-3, batch 64."""
+        return train.TrainConfig(epochs=self.n_roar_epochs, lr=3e-3, batch_size=64, seed=seed)
+
+    def ranking_study(self, train_data: Dataset, test_data: Dataset, explainer_specs: Mapping[str, tuple[str, dict]],
+                      *, seed: int = 0, **options) -> RankingStudy:
+        """:func:`image_ranking_study` of these models (their data key and train, fine-tune and ROAR configs);
+        ``options``: its other keyword arguments."""
+        return image_ranking_study(self.model_name, self.model_config(), train_data, test_data, explainer_specs,
+                                   data_key=self.data_key(seed), train_config=self.train_config(seed),
+                                   finetune_config=self.finetune_config(seed), roar_config=self.roar_config(seed),
+                                   seed=seed, **options)
+
+    def classifier(self, *, seed: int = 0, device: str | torch.device = "cpu"):
+        """:func:`faithlab.recipes.canvas_classifier` with these settings → ``(model, history, train_data,
+        test_data)``: the original model of :meth:`ranking_study` (the same cache entry)."""
+        return recipes.canvas_classifier(image_size=self.image_size, r=self.r, color=self.color, n_train=self.n_train,
+                                         model_name=self.model_name, width=self.width, n_epochs=self.n_epochs,
+                                         seed=seed, device=device)
+
+    def finetune(self, model: nn.Module, history: dict, train_data, test_data, *, beta: float, seed: int = 0,
+                 device: str | torch.device = "cpu") -> nn.Module:
+        """:func:`faithlab.recipes.ffidelity_finetune` of the model of :meth:`classifier` (pixels, reference zero,
+        ``n_finetune_epochs``): with the study's β, the fine-tuned model of :meth:`ranking_study`."""
+        return recipes.ffidelity_finetune(model, history, train_data, test_data, beta=beta, units="pixels",
+                                          n_epochs=self.n_finetune_epochs, seed=seed, device=device)

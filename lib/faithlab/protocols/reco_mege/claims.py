@@ -1,0 +1,243 @@
+"""Claims on ReCo and MeGe across methods and families, each with the shuffled-pairings chance level of S= as its
+null (:func:`~faithlab.protocols.reco_mege.bootstrap.null_frame`): R1 Grad-CAM has the best ReCo (Table 1,
+:func:`claim_gradcam_best_reco`), R2 MeGe falls as the k models are degraded (Fig. 4, Tables 7–14,
+:func:`claim_mege_falls`), R3 1-Lipschitz models raise ReCo and MeGe (Tables 4–5, :func:`claim_lipschitz`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from faithlab import verdicts
+from faithlab.protocols.reco_mege.bootstrap import bootstrap_scores, comparison, null_frame
+
+__all__ = ["claim_gradcam_best_reco", "claim_mege_falls", "claim_lipschitz"]
+
+
+def _at_chance(row, name: str) -> str:
+    """One phrase: "<name> S= 0.660 vs shuffled 0.662 (below chance | at chance)"."""
+    return (f"{name} S= {row['S= mean']:.3f} vs shuffled {row['shuffled mean']:.3f} "
+            f"({'below chance' if row['below chance'] else 'at chance'})")
+
+
+def claim_gradcam_best_reco(details: Mapping[str, Mapping[str, dict]], *,
+                            premises: Mapping[str, str | None] | None = None, target: str = "GC",
+                            min_pairs: int = 20, n_boot: int = 500, null_boot: int = 2000, level: float = 0.95,
+                            seed: int = 0) -> verdicts.Claim:
+    """Claim R1 (Table 1): Grad-CAM (``target``) has the best ReCo of the methods on every task.
+
+    details: ``{task: {method: distance_sets(...)}}`` of the normally trained families. premises: ``{task: reason
+    or None}``, e.g. :func:`chance_premise` of each family (the models must beat chance). Null, per method: its S=
+    distances with the image pairings shuffled (:func:`null_frame`, ``null_boot`` resamples); a method whose S= is
+    not significantly below that level explains an image by two agreeing models no more alike than two different
+    images, so its ReCo separates noise. Premises, per task: the models beat chance, every method has at least
+    ``min_pairs`` distances in S= and in S≠, Grad-CAM's S= lies below its chance level, and at least one competitor's
+    does (competitors at their chance level do not count); else the task is not testable here, with the reason.
+    Rule: on each testable task, Grad-CAM's ReCo minus the best counted competitor's, percentile interval of
+    ``n_boot`` paired bootstrap resamples of the samples (:func:`bootstrap_scores`, :func:`comparison`);
+    reproduced when Grad-CAM wins on every testable task, partly when on at least
+    :data:`~faithlab.verdicts.PARTLY_SHARE` of them (:func:`~faithlab.verdicts.from_settings`). premises would
+    normally be :func:`family_premise` of each family (models beat chance and are within ±3 % on the test set).
+    Table: one row per task."""
+    if not isinstance(details, Mapping) or not details:
+        raise ValueError("details must map at least one task to {method: distance_sets(...)}")
+    premises = dict(premises or {})
+    rows = []
+    for task, d in details.items():
+        if target not in d or len(d) < 2:
+            raise ValueError(f"details[{task!r}] must hold target {target!r} and at least one competitor, got "
+                             f"{list(d)}")
+        nulls = null_frame(d, n_boot=null_boot, level=level, seed=seed).set_index("method")
+        competitors = [m for m in d if m != target]
+        counted = [m for m in competitors if nulls.loc[m, "below chance"]]
+        fewest = {s: min(v["counts"][s] for v in d.values()) for s in ("S=", "S≠")}
+        reason = verdicts.first_reason(
+            premises.get(task),
+            *[f"{task}: only {c} distances in {s} (< {min_pairs})" for s, c in fewest.items() if c < min_pairs],
+            None if nulls.loc[target, "below chance"] else
+            f"{task}: {_at_chance(nulls.loc[target], target)}: its S= distances are not significantly below their "
+            "shuffled-pairings chance level, so its ReCo compares noise",
+            None if counted else f"{task}: no competitor's S= lies below its shuffled-pairings chance level "
+                                 f"({', '.join(competitors)} at chance), so there is nothing to compare {target} with")
+        pool = counted or competitors
+        draws = bootstrap_scores({m: d[m] for m in [target, *pool]}, n_boot=n_boot, seed=seed)
+        rival = max(pool, key=lambda m: -math.inf if math.isnan(d[m]["reco"]) else d[m]["reco"])
+        c = comparison(draws, {m: d[m]["reco"] for m in [target, *pool]}, a=target, b=rival, level=level)
+        rows.append({"task": task, f"{target} S=": nulls.loc[target, "S= mean"],
+                     f"{target} shuffled": nulls.loc[target, "shuffled mean"],
+                     f"{target} below chance": bool(nulls.loc[target, "below chance"]),
+                     "counted": ", ".join(counted), "at chance": ", ".join(m for m in competitors if m not in counted),
+                     "rival": rival, f"{target} − rival": c.mean, "low": c.low, "high": c.high, "outcome": c.outcome,
+                     "untestable": reason})
+    table = pd.DataFrame(rows)
+    testable = table[table.untestable.isna()]
+    wins = int((testable.outcome == "win").sum())
+    if len(testable):
+        v = verdicts.from_settings((testable.outcome == "win").tolist(), reproduced=1.0, what="testable tasks")
+        v = verdicts.Verdict(v, f"{v.why} ({len(table) - len(testable)} not testable)")
+    else:
+        v = verdicts.ladder(False, untestable="; ".join(table.untestable))
+    return verdicts.Claim(
+        "R1: Grad-CAM has the best ReCo of the five methods on every dataset (normally trained ResNet-18)",
+        rule=f"on each task, {target}'s ReCo minus the best ReCo among the competitors whose S= distances lie "
+             f"significantly below their shuffled-pairings chance level ({level * 100:g} % paired bootstrap over "
+             f"samples): reproduced when it wins on every testable task, partly when on at least "
+             f"{verdicts.PARTLY_SHARE:.0%} of them",
+        premise=f"per task: the models beat chance and are of comparable accuracy (the caller's premises), every "
+                f"method has at least {min_pairs} distances in S= and S≠, "
+                f"and {target}'s S= distances lie significantly below the same distances with the image pairings "
+                "shuffled (paired bootstrap over images), as must a competitor's for it to count: "
+                + "; ".join(f"{r.task} {r[f'{target} S=']:.3f} vs {r[f'{target} shuffled']:.3f}"
+                            + ("" if r[f"{target} below chance"] else " (at chance)")
+                            + (f", {r['at chance']} at chance" if r["at chance"] else "")
+                            for _, r in table.iterrows()),
+        paper_value="Table 1: GC best on all 4 datasets (0.517–0.800)",
+        our_value=f"{target} wins on {wins} of {len(testable)} testable tasks; " + "; ".join(
+            f"{r.task} {target} − {r.rival} = {r[f'{target} − rival']:.3f} [{r.low:.3f}, {r.high:.3f}]"
+            + ("" if pd.isna(r.untestable) else " (not testable)")
+            for _, r in table.iterrows()),
+        verdict=v, table=table)
+
+
+def claim_mege_falls(details: Mapping[tuple[str, str], Mapping[str, dict]], types: Mapping[str, Sequence[str]], *,
+                     premises: Mapping[str, str | None] | None = None, normal: str = "Normal", n_boot: int = 500,
+                     null_boot: int = 2000, level: float = 0.95, seed: int = 0) -> verdicts.Claim:
+    """Claim R2 (Fig. 4, Tables 7–14): MeGe (and ReCo) fall as the k models are degraded.
+
+    details: ``{(task, degradation): {method: distance_sets(...)}}``, the ``normal`` family of every task among them.
+    types: ``{type: [normal, level, …, strongest]}`` (e.g. Randomized: Normal, 5 %, 10 %, 30 %). premises:
+    ``{task: reason or None}`` (:func:`chance_premise` of the normal family). Per (task × method × type) cell: the
+    normal family's score minus the strongest level's, percentile interval of ``n_boot`` paired bootstrap resamples
+    of the samples (the same D); "falls" when it lies above 0. Null and premise: a cell is testable only if its
+    task's normal models beat chance and the normal family's S= distances of that method lie significantly below
+    the same distances with the image pairings shuffled (:func:`null_frame`); otherwise the normal models already
+    explain an image no more alike than two different images and there is nothing for a degradation to destroy.
+    Rule (:func:`faithlab.verdicts.from_settings`): reproduced when MeGe falls in at least 2/3 of the testable
+    cells, partly in at least 1/3; not testable here without a testable cell. ReCo is reported the same way.
+    Table: one row per cell and score."""
+    if not isinstance(details, Mapping) or not details:
+        raise ValueError("details must map (task, degradation) to {method: distance_sets(...)}")
+    if not isinstance(types, Mapping) or not types:
+        raise ValueError("types must map at least one degradation type to its levels, normal first")
+    premises = dict(premises or {})
+    tasks = list(dict.fromkeys(t for t, _ in details))
+    rows, phrases = [], []
+    for task in tasks:
+        if (task, normal) not in details:
+            raise ValueError(f"details must hold the {normal!r} family of task {task!r}")
+        base = details[task, normal]
+        nulls = null_frame(base, n_boot=null_boot, level=level, seed=seed).set_index("method")
+        phrases += [f"{task} {_at_chance(nulls.loc[m], m)}" for m in base]
+        for kind, levels in types.items():
+            levels = list(levels)
+            if len(levels) < 2 or levels[0] != normal:
+                raise ValueError(f"types[{kind!r}] must list {normal!r} and at least one degradation, got {levels}")
+            strongest = levels[-1]
+            if (task, strongest) not in details:
+                raise ValueError(f"details has no family ({task!r}, {strongest!r}) for types[{kind!r}]")
+            both = {**{f"N:{m}": base[m] for m in base}, **{f"D:{m}": details[task, strongest][m] for m in base}}
+            draws = bootstrap_scores(both, n_boot=n_boot, seed=seed)
+            for m in base:
+                null = nulls.loc[m]
+                reason = verdicts.first_reason(
+                    premises.get(task), None if null["below chance"] else
+                    f"{task} {normal} {_at_chance(null, m)}")
+                for score in ("MeGe", "ReCo"):
+                    c = comparison(draws, {key: v[score.lower()] for key, v in both.items()}, a=f"N:{m}", b=f"D:{m}",
+                                   score=score, level=level)
+                    rows.append({"task": task, "type": kind, "level": strongest, "method": m, "score": score,
+                                 "normal S=": null["S= mean"], "normal shuffled": null["shuffled mean"],
+                                 "normal below chance": bool(null["below chance"]), "normal − degraded": c.mean,
+                                 "low": c.low, "high": c.high, "falls": c.outcome == "win",
+                                 "testable": reason is None, "untestable": reason})
+    table = pd.DataFrame(rows)
+    mege_cells = table[(table.score == "MeGe") & table.testable]
+    reco_cells = table[(table.score == "ReCo") & table.testable]
+    n_cells = int((table.score == "MeGe").sum())
+    chance = [premises.get(t) for t in tasks]
+    untestable = None
+    if not len(mege_cells):
+        untestable = (verdicts.first_reason(*chance) if all(chance) else
+                      f"in none of the {n_cells} (task × method × type) cells does the normal family's S= lie "
+                      "significantly below its shuffled-pairings chance level")
+    v = verdicts.from_settings(mege_cells.falls.tolist(), untestable=untestable,
+                               what="testable (task × method × type) cells")
+    at_chance = table[(table.score == "MeGe") & ~table["normal below chance"]].drop_duplicates(["task", "method"])
+    return verdicts.Claim(
+        "R2: MeGe (and ReCo) fall as the k models are degraded (randomised weights, switched labels, less data)",
+        rule=f"per (task × method × type) cell, the normal family's MeGe minus the strongest level's "
+             f"({level * 100:g} % paired bootstrap over samples): reproduced when it falls significantly in at "
+             "least 2/3 of the testable cells, partly in at least 1/3 (ReCo reported the same way)",
+        premise="the normal models beat chance, and a cell is testable only if the normal family's S= distances lie "
+                "significantly below the same method's distances with the image pairings shuffled (paired bootstrap "
+                "over images), else there is nothing for a degradation to destroy: "
+                + "; ".join(phrases),
+        paper_value="Fig. 4 / Tables 7–14: MeGe decreases with randomisation and label switching on CIFAR-10",
+        our_value=f"MeGe falls significantly at the strongest level in {int(mege_cells.falls.sum())} of "
+                  f"{len(mege_cells)} testable (task × method × type) cells; ReCo in {int(reco_cells.falls.sum())} "
+                  f"of {len(reco_cells)}; {n_cells - len(mege_cells)} of {n_cells} cells not testable"
+                  + (f" ({', '.join(sorted(set(at_chance.method)))} at chance)" if len(at_chance) else ""),
+        verdict=v, table=table)
+
+
+def claim_lipschitz(details: Mapping[str, Mapping[str, dict]], *, gradient_methods: Sequence[str],
+                    premises: Sequence[str | None] = (), lipschitz: str = "1-Lipschitz", resnet: str = "ResNet-18",
+                    n_boot: int = 500, null_boot: int = 2000, level: float = 0.95, seed: int = 0) -> verdicts.Claim:
+    """Claim R3 (Tables 4–5): 1-Lipschitz models raise ReCo for the gradient methods and MeGe for every method.
+
+    details: ``{family: {method: distance_sets(...)}}`` with the ``lipschitz`` and ``resnet`` families explaining the
+    same D. premises: reasons a family cannot be tested (:func:`family_premise` of both), None where it can.
+    Cells: ReCo of every method of ``gradient_methods`` and MeGe of every method; per cell, 1-Lipschitz minus
+    ResNet-18 with a ``level`` percentile interval of ``n_boot`` paired bootstrap resamples of the samples. Null: a
+    cell counts only when at least one family's S= of that method lies below its shuffled-pairings chance level
+    (:func:`null_frame`) and both scores are defined; where both explain an image no more alike than two different
+    images, a difference in their scores compares noise. Rule (:func:`faithlab.verdicts.from_settings`): reproduced
+    when the score rises significantly in at least 2/3 of the testable cells, partly in at least 1/3. Table: one row
+    per cell."""
+    for name in (lipschitz, resnet):
+        if name not in details:
+            raise ValueError(f"details must hold the {name!r} family, got {list(details)}")
+    methods = [m for m in details[lipschitz] if m in details[resnet]]
+    if not methods:
+        raise ValueError("details' two families share no method")
+    nulls = {f: null_frame({m: details[f][m] for m in methods}, n_boot=null_boot, level=level, seed=seed)
+             .set_index("method") for f in (lipschitz, resnet)}
+    both = {**{f"L:{m}": details[lipschitz][m] for m in methods}, **{f"R:{m}": details[resnet][m] for m in methods}}
+    draws = bootstrap_scores(both, n_boot=n_boot, seed=seed)
+    rows = []
+    for m in methods:
+        informative = bool(nulls[lipschitz].loc[m, "below chance"] or nulls[resnet].loc[m, "below chance"])
+        for score in ("ReCo", "MeGe"):
+            if score == "ReCo" and m not in gradient_methods:
+                continue
+            c = comparison(draws, {key: v[score.lower()] for key, v in both.items()}, a=f"L:{m}", b=f"R:{m}",
+                           score=score, level=level)
+            vs = {f: f"{nulls[f].loc[m, 'S= mean']:.3f} vs {nulls[f].loc[m, 'shuffled mean']:.3f}"
+                  for f in (lipschitz, resnet)}
+            rows.append({"method": m, "score": score, "Lipschitz − ResNet": c.mean, "low": c.low, "high": c.high,
+                         "outcome": c.outcome, "Lipschitz S= vs shuffled": vs[lipschitz],
+                         "ResNet S= vs shuffled": vs[resnet],
+                         "testable": informative and c.outcome != "undefined"})  # undefined: a NaN score
+    table = pd.DataFrame(rows)
+    cells = table[table.testable]
+    reason = verdicts.first_reason(*premises)
+    if reason is None and not len(cells):
+        reason = "in no cell does either family's S= lie below its shuffled-pairings chance level"
+    v = verdicts.from_settings((cells.outcome == "win").tolist(), untestable=reason,
+                               what="testable (method × score) cells")
+    return verdicts.Claim(
+        "R3: 1-Lipschitz models raise ReCo for the gradient methods and MeGe for every method (CIFAR-10)",
+        rule=f"per cell (ReCo of {', '.join(gradient_methods)}; MeGe of every method), 1-Lipschitz minus ResNet-18, "
+             f"paired bootstrap over samples ({level * 100:g} %): reproduced when the score rises significantly in at "
+             "least 2/3 of the testable cells, partly in at least 1/3",
+        premise="both families beat chance and are of comparable accuracy, and a cell is testable only if at least "
+                "one family's S= distances lie significantly below the same distances with the image pairings "
+                "shuffled: " + "; ".join(f"{r.method} L {r['Lipschitz S= vs shuffled']}, R {r['ResNet S= vs shuffled']}"
+                                         for _, r in table.drop_duplicates("method").iterrows()),
+        paper_value="Tables 4–5: ReCo e.g. SG 0.154 → 0.898, SA 0.151 → 0.810; MeGe higher for all six methods",
+        our_value=f"{int((cells.outcome == 'win').sum())} of {len(cells)} testable cells rise "
+                  f"({len(table) - len(cells)} not testable); " + "; ".join(
+                      f"{r.score} {r.method} {r['Lipschitz − ResNet']:+.3f}" for _, r in cells.iterrows()),
+        verdict=v, table=table)

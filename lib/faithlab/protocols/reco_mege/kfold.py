@@ -1,0 +1,143 @@
+"""Families of k cross-trained models (spec §4.1): D for a task (:func:`load_task`), the k models trained on its
+folds, normally or degraded (:func:`family`, :class:`Family`), the notebooks' shared family settings
+(:class:`FamilySettings`, :func:`families`) and every model's explanations of every sample (:func:`explain_family`).
+The training itself is :func:`faithlab.train.cross_train` (cached)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+import torch
+
+import faithlab
+from faithlab import _validate, data, explainers, train
+from faithlab.protocols.reco_mege.tasks import DEGRADATIONS, TASKS, method_options
+from faithlab.train.cache import cache_key
+
+__all__ = ["Family", "load_task", "family", "explain_family", "FamilySettings", "families"]
+
+
+@dataclass
+class Family:
+    """k cross-trained models on a task's D: the models, the data, their predictions ``(k, N)``, and a key that
+    identifies them (the models' cache keys and the degradation)."""
+
+    name: str
+    task: str
+    cross: train.CrossTrained
+    data: data.TensorData
+    predictions: torch.Tensor
+    key: str
+
+
+def load_task(task: str, *, n: int, image_size: int, seed: int = 0, dataset: str | None = None,
+              data_dir: str | None = None, split: str = "train") -> data.TensorData:
+    """D for a task: the first ``n`` images of the stand-in's ``split`` (``dataset=None``) or of the paper's dataset
+    (``dataset="paper"``: :data:`TASKS`' loader reading ``data_dir``, resized to ``image_size`` by the loader's own
+    transform where it has one). ``split="test"`` gives the test set on which the paper checks that the k models
+    have comparable accuracy (:func:`comparable_premise`)."""
+    _validate.one_of(task, "task", tuple(TASKS))
+    _validate.one_of(split, "split", ("train", "test"))
+    n = _validate.positive_int(n, "n")
+    spec = TASKS[task]
+    if dataset == "paper":
+        ds = data.load(spec["paper"], split=split, data_dir=data_dir)
+        x, y = data.to_tensors(ds, n)
+        info = {**getattr(ds, "info", {}), "name": spec["paper"], "n_classes": int(y.max()) + 1}
+        info.setdefault("class_names", [str(c) for c in range(info["n_classes"])])
+        info.setdefault("mean", None)
+        info.setdefault("std", None)
+        return data.TensorData(x, y, info=info)
+    if dataset is not None:
+        raise ValueError(f"dataset must be None (the stand-in) or 'paper', got {dataset!r}")
+    ds = data.load(spec["stand_in"], split=split, size=image_size, seed=seed, **spec["kwargs"])
+    return ds.subset(torch.arange(min(n, len(ds))))
+
+
+def family(task: str, d: data.TensorData, *, model: str = "resnet18_cifar", width_scale: float = 1.0,
+           model_config: dict | None = None, config: train.TrainConfig, k: int = 5, degradation: str = "Normal",
+           seed: int = 0, device: str | torch.device = "cpu", batch_size: int = 256, name: str | None = None) -> Family:
+    """Cross-train (or load from the cache) the k models of one family on D.
+
+    model "resnet18_cifar": the task's base width (appendix A.3) × ``width_scale`` and its dropout; any other
+    registered model takes ``model_config`` (e.g. ``"lipschitz_cnn"``). degradation: a row of
+    :data:`DEGRADATIONS`."""
+    _validate.one_of(degradation, "degradation", tuple(DEGRADATIONS))
+    spec = TASKS[task]
+    if model == "resnet18_cifar" and model_config is None:
+        model_config = {"base_width": max(2, round(spec["base_width"] * width_scale)), "dropout": spec["dropout"]}
+    cfg = {"in_channels": d.x.shape[1], "n_classes": d.n_classes, **(model_config or {})}
+    data_key = {"task": task, "dataset": d.info.get("name"), "n": len(d), "shape": list(d.x.shape[1:]),
+                "seed": seed}
+    ct = train.cross_train(model, cfg, d, config, data_key=data_key, k=k, seed=seed, device=device, progress=False,
+                           **DEGRADATIONS[degradation])
+    d = d.to(next(ct.models[0].parameters()).device)
+    key = cache_key({"models": [h["key"] for h in ct.histories], "degradation": DEGRADATIONS[degradation],
+                     "seed": seed, "version": faithlab.__version__})
+    return Family(name or degradation, task, ct, d, ct.predictions(d.x, batch_size=batch_size), key)
+
+
+def explain_family(fam: Family, method: str, *, batch_size: int = 256, seed: int = 0, **settings) -> torch.Tensor:
+    """Every model's explanation of every sample of D → ``(k, N, *map_shape)``, each for the class that model
+    predicts (the paper, spec §6.15)."""
+    name, options = method_options(method, **settings)
+    maps = [explainers.explain(m, fam.data.x, fam.predictions[i].to(fam.data.x.device), method=name,
+                               batch_size=batch_size, generator=seed + i, **options)
+            for i, m in enumerate(fam.cross.models)]
+    return torch.stack(maps)
+
+
+@dataclass(frozen=True)
+class FamilySettings:
+    """How the ReCo/MeGe notebooks build a task's ResNet-18 family, as one object (:func:`families`).
+
+    n, image_size, dataset, data_dir: the k-fold data D of :func:`load_task`; k: models per family; width_scale: the
+    ResNet-18's width; epochs, train_batch, lr, scheduler, seed: their training (:meth:`config`; ``"cosine"`` anneals
+    the rate to 0, so the k models end at comparable accuracy rather than at wherever a constant rate leaves them);
+    device, batch_size: where and how many images per forward pass. The notebooks of ``reco_mege/`` share these
+    parameter names: :meth:`from_parameters` reads them from a notebook's parameters.
+    """
+
+    n: int
+    image_size: int
+    k: int = 5
+    width_scale: float = 1.0
+    epochs: int = 15
+    train_batch: int = 32
+    lr: float = 3e-3
+    scheduler: str | None = None
+    seed: int = 0
+    dataset: str | None = None
+    data_dir: str | None = None
+    device: str | torch.device = "cpu"
+    batch_size: int = 256
+
+    @classmethod
+    def from_parameters(cls, parameters: Mapping) -> FamilySettings:
+        """The settings of the names a notebook's ``parameters`` (e.g. its ``globals()``) define; the others keep
+        their defaults (``n`` and ``image_size`` have none: a missing one raises TypeError)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{name: value for name, value in parameters.items() if name in names})
+
+    def config(self) -> train.TrainConfig:
+        """The models' ``TrainConfig(epochs, train_batch, lr, seed, scheduler)``."""
+        return train.TrainConfig(epochs=self.epochs, batch_size=self.train_batch, lr=self.lr, seed=self.seed,
+                                 scheduler=self.scheduler)
+
+    def load_task(self, task: str, *, n: int | None = None, split: str = "train") -> data.TensorData:
+        """:func:`load_task` of ``task`` at these settings' image size, seed and data (``n`` images, default D's)."""
+        return load_task(task, n=self.n if n is None else n, image_size=self.image_size, seed=self.seed,
+                         dataset=self.dataset, data_dir=self.data_dir, split=split)
+
+
+def families(tasks: list[str], settings: FamilySettings, *, degradation: str = "Normal") -> dict[str, Family]:
+    """The normally trained (or ``degradation``) ResNet-18 family of every task, as the notebooks' parameters state
+    it (``settings``, e.g. ``FamilySettings.from_parameters(globals())``): D = :func:`load_task`, models by
+    :func:`family` with :meth:`FamilySettings.config`."""
+    if not isinstance(settings, FamilySettings):
+        raise TypeError(f"settings must be a FamilySettings, got {type(settings).__name__}")
+    s = settings
+    config = s.config()
+    return {t: family(t, s.load_task(t), width_scale=s.width_scale, config=config, k=s.k, degradation=degradation,
+                      seed=s.seed, device=s.device, batch_size=s.batch_size, name=degradation) for t in tasks}

@@ -1,0 +1,59 @@
+"""The paper's numbers (HAL v1, typed from its tables, :data:`PAPER`) and our tables beside them, with the rank
+agreement over methods (:func:`rank_agreement`, :func:`beside`)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from faithlab.protocols.reco_mege.tasks import DEGRADATIONS
+
+__all__ = ["PAPER", "rank_agreement", "beside"]
+
+
+_M5 = ("IG", "SG", "SA", "GI", "GC")
+
+PAPER: dict[str, pd.DataFrame] = {
+    "Table 1": pd.DataFrame([[0.369, 0.125, 0.1, 0.369, 0.517], [0.309, 0.182, 0.177, 0.241, 0.591],
+                             [0.107, 0.154, 0.151, 0.088, 0.637], [0.018, 0.132, 0.131, 0.004, 0.8]],
+                            index=["FashionMNIST", "EuroSAT", "CIFAR-10", "CIFAR-100"], columns=_M5),
+    "Table 2": pd.DataFrame([[0.904, 0.362, 0.304, 0.906, 0.765], [0.404, 0.415, 0.41, 0.412, 0.667],
+                             [0.584, 0.457, 0.449, 0.552, 0.723], [0.595, 0.499, 0.495, 0.571, 0.777]],
+                            index=["FashionMNIST", "EuroSAT", "CIFAR-10", "CIFAR-100"], columns=_M5),
+    "Table 3": pd.DataFrame([[0.107, 0.305, 0.229, 0.101, 0.907], [2.112, 0.024, 2.389, 2.579, 0.012]],
+                            index=["μF", "S_avg"], columns=_M5),
+    "Table 4": pd.DataFrame([[0.107, 0.154, 0.151, 0.088, 0.637, 0.387], [0.598, 0.898, 0.81, 0.5, 0.668, 0.38]],
+                            index=["ResNet-18", "1-Lipschitz"], columns=[*_M5, "SHAP"]),
+    "Table 5": pd.DataFrame([[0.584, 0.457, 0.449, 0.552, 0.723, 0.459], [0.719, 0.606, 0.575, 0.67, 0.749, 0.621]],
+                            index=["ResNet-18", "1-Lipschitz"], columns=[*_M5, "SHAP"]),
+    "Table 10": pd.DataFrame(
+        [[0.584, 0.457, 0.449, 0.552, 0.723], [0.574, 0.445, 0.435, 0.548, 0.698], [0.576, 0.461, 0.451, 0.555, 0.697],
+         [0.556, 0.445, 0.435, 0.542, 0.641], [0.575, 0.455, 0.447, 0.545, 0.686], [0.571, 0.449, 0.441, 0.537, 0.667],
+         [0.544, 0.41, 0.401, 0.507, 0.588], [0.571, 0.424, 0.414, 0.54, 0.642], [0.556, 0.413, 0.404, 0.528, 0.627],
+         [0.542, 0.393, 0.381, 0.511, 0.531]], index=list(DEGRADATIONS), columns=_M5),
+}
+"""The paper's (HAL v1) values, typed from its tables for the side-by-side columns: Tables 1–2 (ReCo, MeGe of normally
+trained ResNet-18s), 3 (μF, S_avg on CIFAR-10), 4–5 (ResNet-18 vs 1-Lipschitz on CIFAR-10) and 10 (MeGe on CIFAR-10
+per degradation, Fig. 4). Several MeGe values elsewhere in v1 fall below 0.5, impossible for 1/(1 + mean d) with
+d ∈ [0, 1] (spec §4.2): compare rankings, not absolute numbers."""
+
+
+def rank_agreement(ours: pd.Series, paper: pd.Series) -> float:
+    """Spearman correlation between our and the paper's values over the methods both have (NaN if < 3)."""
+    common = [m for m in ours.index if m in paper.index and not (pd.isna(ours[m]) or pd.isna(paper[m]))]
+    if len(common) < 3:
+        return math.nan
+    return float(pd.Series(ours[common]).rank().corr(pd.Series(paper[common]).rank()))
+
+
+def beside(ours: pd.DataFrame, paper: pd.DataFrame, *, name: str = "row") -> pd.DataFrame:
+    """Our wide table (rows × methods) and the paper's, interleaved: for each row ``ours`` then ``paper`` (where the
+    paper has that row), with the rank agreement (Spearman over methods) on our line."""
+    rows = []
+    for idx, values in ours.iterrows():
+        rows.append({name: idx, "source": "ours", **values.to_dict(),
+                     "rank ρ vs paper": rank_agreement(values, paper.loc[idx]) if idx in paper.index else math.nan})
+        if idx in paper.index:
+            rows.append({name: idx, "source": "paper", **paper.loc[idx].to_dict()})
+    return pd.DataFrame(rows)

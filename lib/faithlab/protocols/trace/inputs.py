@@ -1,0 +1,151 @@
+"""The models and images of TRACE's notebooks: the canvas stand-ins trained here (one named setting,
+:class:`TraceModels`, shared by the three notebooks) or the paper's torchvision ImageNet classifiers, and the first
+images they are all evaluated on."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import torch
+from torch import nn
+
+from faithlab import _validate, data, models, recipes, train
+
+__all__ = ["PAPER_MODELS", "CAM_LAYERS", "TraceModels", "Setup", "setup", "first_by_filename"]
+
+
+PAPER_MODELS = ("resnet18", "vgg16", "alexnet", "googlenet", "mobilenet_v3_large", "densenet161")
+"""The paper's six torchvision ImageNet classifiers (Table 1 (i)–(vi); MobileNetV3 is not said to be Large or
+Small, we take Large)."""
+
+CAM_LAYERS = models.CAM_LAYERS
+"""The last convolutional block of each torchvision model (the one table :data:`faithlab.models.CAM_LAYERS`), read by
+Grad-CAM and Excitation Backprop (spec §5.7: e.g. ResNet ``layer4``); our own models name theirs ``cam_layer``."""
+
+
+_BOOK_MODELS = ({"name": "ResNet-9", "model": "resnet9", "width": 0.125, "n_epochs": 8},
+                {"name": "VGG-small", "model": "vgg_small", "width": 8, "n_epochs": 20},
+                {"name": "MobileNet-small", "model": "mobilenet_small", "width": 8, "n_epochs": 25})
+
+
+@dataclass(frozen=True)
+class TraceModels:
+    """The canvas stand-ins of TRACE's notebooks (``trace/table1``, ``trace/searches``, ``trace/random_test``): one
+    setting read by the three notebooks, so that they train (and read from the cache) the very same classifiers.
+
+    The defaults are the ``book`` profile's. Each notebook takes its overrides as one parameter, ``trace_models``
+    (``{}``: the defaults; ``-p trace_models '{image_size: 14}'`` for one run); a profile sets them once for the
+    three notebooks (a YAML anchor). Each notebook evaluates the first models of ``settings`` (:meth:`first`): all of
+    them in Table 1, the first in the searches, ``n_models`` in the random deletion test. Unknown names raise
+    TypeError. With ``torchvision_models`` (the ``paper`` profiles) :func:`setup` trains none of them.
+
+    settings: one ``{"name", "model", "width", "n_epochs"}`` per classifier (trained by
+    :func:`faithlab.recipes.canvas_classifier`); image_size: the canvases' side in pixels; r: the share of the
+    canvas the digit's foreground covers.
+    """
+
+    settings: Sequence[Mapping] = field(default_factory=lambda: tuple(dict(s) for s in _BOOK_MODELS))
+    image_size: int = 28
+    r: float = 0.45
+
+    def __post_init__(self):
+        if isinstance(self.settings, (str, Mapping)) or not all(isinstance(s, Mapping) for s in self.settings):
+            raise TypeError("settings must be a sequence of {'name', 'model', 'width', 'n_epochs'} dicts, got "
+                            f"{self.settings!r:.200}")
+        object.__setattr__(self, "settings", tuple(dict(s) for s in self.settings))
+
+    def first(self, n: int | None = None) -> list[dict]:
+        """The first ``n`` entries of ``settings`` (None: all of them), as :func:`setup` takes them."""
+        return [dict(s) for s in self.settings[:n]]
+
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The models and images of a TRACE notebook: ``models`` ``{name: eval-mode model}``, images ``x``
+    ``(N, C, H, W)`` and labels ``y`` ``(N,)`` shared by all models, and ``info`` (one row per model: its test
+    accuracy and where it comes from)."""
+
+    models: dict[str, nn.Module]
+    x: torch.Tensor
+    y: torch.Tensor
+    info: pd.DataFrame
+    layers: dict[str, str | None]
+
+
+def first_by_filename(dataset, n: int) -> list[int]:
+    """Indices of the ``n`` samples of an ImageFolder-like dataset (``.samples`` of (path, class)) with the smallest
+    file names: for ILSVRC2012 val (``ILSVRC2012_val_00000001.JPEG`` …) the paper's "first n validation images",
+    whatever class folder they were sorted into."""
+    n = _validate.positive_int(n, "n")
+    samples = getattr(dataset, "samples", None)
+    if samples is None:
+        raise TypeError(f"dataset must have .samples (path, class) like torchvision's ImageFolder, got "
+                        f"{type(dataset).__name__}")
+    names = [Path(path).name for path, _ in samples]
+    return sorted(range(len(names)), key=lambda i: (names[i], i))[:n]
+
+
+def _torchvision_entry(entry) -> tuple[str, dict]:
+    """A ``torchvision_models`` entry → (name, keyword arguments of :func:`faithlab.models.pretrained`)."""
+    if isinstance(entry, str):
+        return entry, {"weights": "DEFAULT"}
+    if isinstance(entry, Mapping) and {"name", "weights_path"} <= set(entry) \
+            and set(entry) <= {"name", "weights_path", "config"}:
+        return str(entry["name"]), {"weights_path": Path(entry["weights_path"]).expanduser(),
+                                    **dict(entry.get("config") or {})}
+    raise ValueError("torchvision_models entries must be torchvision model names or {'name', 'weights_path', "
+                     f"'config'?}} dicts, got {entry!r:.200}")
+
+
+def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float = 0.45,
+          dataset: str = "canvas_digits", data_dir: str | None = None, torchvision_models: tuple = (),
+          seed: int = 0, device: str | torch.device = "cpu") -> Setup:
+    """Stand-ins or the paper's models, and the images they are all evaluated on.
+
+    Default (``torchvision_models`` empty): coloured canvas digits of ``image_size``² pixels whose foreground
+    covers a fraction ``r``; one classifier per entry of ``settings`` (``{"name", "model", "width",
+    "n_epochs"}``, trained by :func:`faithlab.recipes.canvas_classifier`, cached), all evaluated on the first
+    ``n_images`` test digits; accuracy on the whole test split. With ``torchvision_models`` (the ``paper``
+    profile, e.g. :data:`PAPER_MODELS`): their ImageNet weights from the local torch-hub cache and the first
+    ``n_images`` images of ``dataset`` (``"imagenet_val"``) by file name; accuracy on those images. An entry may
+    also be ``{"name": <torchvision name>, "weights_path": <state dict file>, "config": {builder arguments}}``
+    (weights read with ``weights_only``, e.g. the ``paper-dry`` profile's random ones); Grad-CAM's layer follows
+    the name (:data:`CAM_LAYERS`).
+    """
+    n_images = _validate.positive_int(n_images, "n_images")
+    trained: dict[str, nn.Module] = {}
+    if not torchvision_models:
+        if not settings or not all(isinstance(s, dict) and {"name", "model", "width", "n_epochs"} <= set(s)
+                                   for s in settings):
+            raise ValueError("settings must be a non-empty list of {'name', 'model', 'width', 'n_epochs'} dicts, got "
+                             f"{settings!r:.200}")
+        rows = []
+        for s in settings:
+            model, _, _, test = recipes.canvas_classifier(image_size=image_size, r=r, color=True,
+                                                          model_name=s["model"], width=s["width"],
+                                                          n_epochs=s["n_epochs"], seed=seed, device=device)
+            trained[s["name"]] = model
+            rows.append({"model": s["name"], "architecture": s["model"], "width": s["width"],
+                         "epochs": s["n_epochs"], "test accuracy": train.loss_and_accuracy(model, test)["accuracy"]})
+        x, y = test.x[:n_images], test.y[:n_images]
+    else:
+        ds = data.load(dataset, split="test", data_dir=data_dir)
+        chosen = first_by_filename(ds, n_images)
+        x = torch.stack([ds[i][0] for i in chosen])
+        y = torch.tensor([int(ds[i][1]) for i in chosen])
+        rows = []
+        for entry in torchvision_models:
+            name, how = _torchvision_entry(entry)
+            model = models.pretrained(name, **how).to(device).eval()
+            trained[name] = model
+            rows.append({"model": name, "architecture": name,
+                         "weights": str(how.get("weights_path", "torchvision DEFAULT")),
+                         "test accuracy": train.loss_and_accuracy(model, data.TensorData(x, y),
+                                                                  device=device)["accuracy"]})
+    layers = {name: CAM_LAYERS.get(name) for name in trained} if torchvision_models else dict.fromkeys(trained)
+    return Setup(trained, x.to(device), y.to(device), pd.DataFrame(rows), layers)
+
