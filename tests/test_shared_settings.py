@@ -79,7 +79,8 @@ def test_image_notebooks_train_the_same_canvas_models(profile, variants_differ):
     settings = _canvas(profile)
     ranking, variants = settings["ffidelity/images_ranking"], settings["ffidelity/images_variants"]
     assert settings["ffidelity/robustness"] == ranking
-    changed = {f.name for f in dataclasses.fields(CanvasModels) if getattr(ranking, f.name) != getattr(variants, f.name)}
+    changed = {f.name for f in dataclasses.fields(CanvasModels)
+               if getattr(ranking, f.name) != getattr(variants, f.name)}
     assert changed == variants_differ
 
 

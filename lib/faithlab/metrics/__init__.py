@@ -40,7 +40,8 @@ from faithlab.metrics import bhatt, consistency, crossfold
 
 __all__ = [
     "fid_plus", "fid_plus_details", "fid_minus", "fid_minus_details", "minus_sparsity", "DIRECTIONS",
-    "macro_correlations", "micro_correlations", "micro_ranks", "ground_truth_ranking", "rank_methods", "explanation_size",
+    "macro_correlations", "micro_correlations", "micro_ranks", "ground_truth_ranking", "rank_methods",
+    "explanation_size",
     "critical_points",
     "FRACTIONS", "auc_accuracy", "auc_accuracy_details", "aopc", "aopc_details", "log_odds", "log_odds_details",
     "comprehensiveness", "comprehensiveness_details",

@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from faithlab import _validate, perturb
 from faithlab.perturb import orders as _orders
 from faithlab.perturb import Output
-from faithlab.perturb.references import Reference, make_reference
+from faithlab.perturb.references import Reference
 from faithlab.perturb.units import Units, patch_units, unit_scores
 
 __all__ = ["patch_grid", "default_edge", "patch_mean_reference", "trajectory_from_map", "trajectory_attribution",

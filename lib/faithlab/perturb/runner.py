@@ -27,16 +27,17 @@ __all__ = ["Removal", "masked_outputs", "removal_curve", "removal_outputs"]
 
 class Removal:
     """Removal of units from a batch x through a model, bound once: ``Removal(model, x, ...)`` checks every
-    argument, then :meth:`outputs`, :meth:`curve` and :meth:`masked` run mask sets without checking them again.
+    argument, then :meth:`~faithlab.perturb.runner.Removal.outputs`, :meth:`~faithlab.perturb.runner.Removal.curve`
+    and :meth:`~faithlab.perturb.runner.Removal.masked` run mask sets without checking them again.
 
     model: eval-mode classifier returning logits ``(N, n_classes)``. x: images ``(B, C, H, W)``, series
     ``(B, T, C)``, token ids ``(B, L)`` or embeddings ``(B, L, D)``; finite. units: None infers pixels for 4-D x
     and dim-1 units (time steps, tokens) otherwise. reference: the removal value, see ``make_reference`` (built
-    once, a tensor afterwards: :attr:`reference`). output: the read-out of the logits, one of ``OUTPUTS``
+    once, a tensor afterwards: ``.reference``). output: the read-out of the logits, one of ``OUTPUTS``
     (``"prob"`` softmax probability of target, ``"logit"``, ``"correct"``, ``"log_odds"``, ``"predicted"``) or a
     callable(logits, target) → ``(N,)`` or ``(N, K)``. target: ``(B,)`` int64 classes; None → the model's
     prediction on the clean x, computed once, on the first run (in chunks of that run's batch size) or when
-    :attr:`target` is read. batch_size: at most this many perturbed inputs per forward call; results do not depend
+    ``.target`` is read. batch_size: at most this many perturbed inputs per forward call; results do not depend
     on it. ``"auto"``: resolved per run by a timing probe (:mod:`faithlab.perturb.autobatch`, cached per process).
 
     Every run raises a ValueError naming the samples and variants if the model returns NaN/inf logits (or a
