@@ -21,6 +21,7 @@ given to the explainer and the seconds (:func:`cost`); ``attrs["forward_inputs"]
 
 from __future__ import annotations
 
+from faithlab.evaluation.estimate import estimate
 from faithlab.evaluation.frame import cost, describe, oriented
 from faithlab.evaluation.loop import available, evaluate
 from faithlab.metrics.catalogue import SPARSITY
@@ -29,4 +30,5 @@ from faithlab.metrics.registry import METRICS, paper_metrics
 PAPER_METRICS: dict[str, list[str]] = paper_metrics()
 """Display names of the study's metrics of each paper (chapter slug → labels), for the book's study map."""
 
-__all__ = ["METRICS", "PAPER_METRICS", "SPARSITY", "available", "evaluate", "cost", "oriented", "describe"]
+__all__ = ["METRICS", "PAPER_METRICS", "SPARSITY", "available", "evaluate", "cost", "oriented", "describe",
+           "estimate"]

@@ -1,22 +1,30 @@
-"""``fl.evaluate``: the registry loop. Checks the inputs once, then, chunk by chunk, runs the clean pass, the shared
+"""``fl.evaluate``: the registry loop. Checks the inputs, then, chunk by chunk, runs the clean pass, the shared
 inputs and every chosen metric of every explainer, as the metrics declare themselves in
-:mod:`faithlab.metrics.registry`; dataset-level metrics run once over all samples after the chunks. It knows no
-metric by name: a registered metric is computed like the study's own."""
+:mod:`faithlab.metrics.registry`; dataset-level metrics run once over all samples after the chunks. The chunks are
+slices of tensors held in memory or the batches of any iterable (a ``DataLoader``), each sample keyed by its global
+index, so the frame is the same either way. It knows no metric by name: a registered metric is computed like the
+study's own."""
 
 from __future__ import annotations
 
 import inspect
+import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
 from faithlab import _progress, _validate, perturb
 from faithlab.evaluation import frame as frames
 from faithlab.metrics import registry
+from faithlab.metrics.catalogue import explained, takes_seeds_keyword
 from faithlab.metrics.registry import METRICS, NEEDS, Context, Tally
 
 __all__ = ["evaluate", "available"]
+
+_MAPS_STREAM = 0x6D617073  # "maps": the key of the seeds given to an explainer that maps the chunks itself
 
 
 def available() -> list[str]:
@@ -24,46 +32,48 @@ def available() -> list[str]:
     return list(METRICS)
 
 
-def _maps(attributions, x: torch.Tensor) -> dict[str, torch.Tensor]:
+def _maps(attributions, x: torch.Tensor, what: str = "attributions") -> dict[str, torch.Tensor]:
     if isinstance(attributions, torch.Tensor):
         attributions = {"explainer": attributions}
     if not isinstance(attributions, Mapping) or not attributions:
-        raise TypeError("attributions must be a tensor of maps or a non-empty mapping {explainer name: maps}, got "
+        raise TypeError(f"{what} must be a tensor of maps or a non-empty mapping {{explainer name: maps}}, got "
                         f"{type(attributions).__name__}")
     out = {}
     for name, a in attributions.items():
         if not isinstance(name, str):
-            raise TypeError(f"attributions keys must be explainer names (str), got {name!r}")
+            raise TypeError(f"{what} keys must be explainer names (str), got {name!r}")
         if not isinstance(a, torch.Tensor):
-            raise TypeError(f"attributions[{name!r}] must be a tensor, got {type(a).__name__}")
+            raise TypeError(f"{what}[{name!r}] must be a tensor, got {type(a).__name__}")
         try:
             perturb.check_attributions(a, x)
             perturb.unit_scores(a, perturb.default_units(x), reduce="sum")
         except (TypeError, ValueError) as exc:
-            raise type(exc)(f"attributions[{name!r}]: {exc}") from None
+            raise type(exc)(f"{what}[{name!r}]: {exc}") from None
         if a.shape[0] != x.shape[0]:
-            raise ValueError(f"attributions[{name!r}] has {a.shape[0]} maps but x has {x.shape[0]} samples")
-        _validate.same_device(x, a, "x", f"attributions[{name!r}]")
+            raise ValueError(f"{what}[{name!r}] has {a.shape[0]} maps but x has {x.shape[0]} samples")
+        _validate.same_device(x, a, "x", f"{what}[{name!r}]")
         out[name] = a
     return out
 
 
-def _per_explainer(value, names: list[str], arg: str):
-    """``explainer=`` as one callable for every explainer or a mapping per explainer name."""
+def _per_explainer(value, names: list[str] | None, arg: str) -> dict[str, Callable]:
+    """``explainer=`` as one callable for every explainer or a mapping per explainer name (names None: the
+    explainers are the mapping's keys, one callable is named "explainer")."""
     if value is None:
         return {}
     if isinstance(value, Mapping):
-        unknown = sorted(set(value) - set(names))
-        if unknown:
-            raise ValueError(f"{arg} names explainers {unknown} that attributions does not have ({names})")
-        bad = [k for k, v in value.items() if not callable(v)]
+        if names is not None:
+            unknown = sorted(set(value) - set(names))
+            if unknown:
+                raise ValueError(f"{arg} names explainers {unknown} that attributions does not have ({names})")
+        bad = [k for k, v in value.items() if not isinstance(k, str) or not callable(v)]
         if bad:
-            raise TypeError(f"{arg}[{bad[0]!r}] must be a callable(model, inputs, target) -> maps")
+            raise TypeError(f"{arg}[{bad[0]!r}] must be a callable(model, inputs, target) -> maps named by a str")
         return dict(value)
     if not callable(value):
         raise TypeError(f"{arg} must be a callable(model, inputs, target) -> maps or a mapping of them, got "
                         f"{type(value).__name__}")
-    return {name: value for name in names}
+    return {name: value for name in (names if names is not None else ["explainer"])}
 
 
 def _choose(requested, *, has: dict[str, bool]) -> list[str]:
@@ -86,13 +96,14 @@ def _choose(requested, *, has: dict[str, bool]) -> list[str]:
     return chosen
 
 
-def _check_kfold(kfold, x: torch.Tensor) -> None:
+def _check_kfold(kfold, n: int | None) -> None:
     if not hasattr(kfold, "models") or not hasattr(kfold, "folds"):
-        raise TypeError("kfold must have .models (k models) and .folds ((B,) fold of each sample), e.g. "
+        raise TypeError("kfold must have .models (k models) and .folds ((N,) fold of each sample), e.g. "
                         "fl.train.cross_train(...)")
-    if len(kfold.models) < 2 or tuple(kfold.folds.shape) != (x.shape[0],):
-        raise ValueError(f"kfold must hold k ≥ 2 models and folds of shape ({x.shape[0]},) (x's samples), got "
-                         f"{len(kfold.models)} models and folds {tuple(kfold.folds.shape)}")
+    if len(kfold.models) < 2 or kfold.folds.ndim != 1 or (n is not None and kfold.folds.shape[0] != n):
+        raise ValueError(f"kfold must hold k ≥ 2 models and folds of shape ({n if n is not None else 'N'},) (one fold "
+                         f"per sample of the data), got {len(kfold.models)} models and folds "
+                         f"{tuple(kfold.folds.shape)}")
 
 
 class _Costs:
@@ -114,21 +125,145 @@ class _Costs:
         return value
 
 
-def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
+@dataclass
+class _Chunk:
+    """Samples evaluated together: inputs, labels (None: the model's predictions), global indices ``(n,)`` int64 on
+    the CPU and the maps (None: the explainers map them)."""
+
+    x: torch.Tensor
+    y: torch.Tensor | None
+    index: torch.Tensor
+    maps: dict[str, torch.Tensor] | None
+
+
+def _check_labels(y, x: torch.Tensor, name: str) -> None:
+    _validate.tensor(y, name, ndim=1)
+    if y.dtype != torch.int64:
+        raise TypeError(f"{name} must be an int64 tensor of class labels, got dtype {y.dtype}")
+    _validate.batch_match(x, y, "x", name)
+    _validate.same_device(x, y, "x", name)
+
+
+def _batch(item, number: int) -> tuple:
+    """One batch of an iterable: ``x``, ``(x,)``, ``(x, y)`` or a mapping with ``x`` and optionally ``y``,
+    ``index`` (global indices) and ``attributions`` → (x, y, index, maps)."""
+    where = f"data's batch {number}"
+    if isinstance(item, torch.Tensor):
+        return item, None, None, None
+    if isinstance(item, Mapping):
+        unknown = sorted(set(item) - {"x", "y", "index", "attributions"})
+        if "x" not in item or unknown:
+            raise TypeError(f"{where} is a mapping with keys {sorted(item)}; it must have 'x' and may have 'y', "
+                            "'index' and 'attributions'")
+        return item["x"], item.get("y"), item.get("index"), item.get("attributions")
+    if isinstance(item, (tuple, list)) and len(item) in (1, 2):
+        return item[0], item[1] if len(item) == 2 else None, None, None
+    raise TypeError(f"{where} must be a tensor x, a pair (x, y) or a mapping {{'x': ..., 'y': ...}}, got "
+                    f"{type(item).__name__}" + (f" of length {len(item)}" if isinstance(item, (tuple, list)) else ""))
+
+
+def _split(chunk: _Chunk, size: int | None) -> Iterator[_Chunk]:
+    n = chunk.x.shape[0]
+    step = n if size is None else size
+    for b0 in range(0, n, step):
+        b1 = min(n, b0 + step)
+        yield _Chunk(chunk.x[b0:b1], None if chunk.y is None else chunk.y[b0:b1], chunk.index[b0:b1],
+                     None if chunk.maps is None else {k: v[b0:b1] for k, v in chunk.maps.items()})
+
+
+def _stream(data: Iterable, size: int | None) -> Iterator[_Chunk]:
+    """The chunks of an iterable of batches, each checked against the first (same sample shape, device, dtype,
+    labels given for all batches or none, maps for all or none); global indices count on from 0 unless a batch
+    gives its own."""
+    first, seen, start = None, set(), 0
+    for number, item in enumerate(data):
+        x, y, index, maps = _batch(item, number)
+        what = f"data's batch {number}"
+        _validate.tensor(x, f"x of {what}", ndim=(2, 3, 4))
+        if y is not None:
+            _check_labels(y, x, f"y of {what}")
+        if index is None:
+            index = torch.arange(start, start + x.shape[0])
+        else:
+            _validate.tensor(index, f"index of {what}", ndim=1)
+            if index.is_floating_point() or index.dtype == torch.bool or index.shape[0] != x.shape[0]:
+                raise ValueError(f"index of {what} must be ({x.shape[0]},) integer global indices, got "
+                                 f"{index.dtype} {tuple(index.shape)}")
+            index = index.to("cpu", torch.int64)
+        if maps is not None:
+            maps = _maps(maps, x, f"attributions of {what}")
+        if first is None:
+            first = (x.shape[1:], x.device, x.dtype, y is not None, None if maps is None else list(maps))
+        else:
+            if x.shape[1:] != first[0] or x.device != first[1] or x.dtype != first[2]:
+                raise ValueError(f"x of {what} has samples {tuple(x.shape[1:])} {x.dtype} on {x.device}, the first "
+                                 f"batch {tuple(first[0])} {first[2]} on {first[1]}: every batch must hold samples "
+                                 "alike")
+            if (y is not None) != first[3]:
+                raise ValueError(f"{what} {'has' if y is not None else 'has no'} labels y but the first batch "
+                                 f"{'had' if first[3] else 'had none'}: give labels for every batch or for none")
+            if (None if maps is None else list(maps)) != first[4]:
+                raise ValueError(f"attributions of {what} name other explainers than the first batch's {first[4]}")
+        again = set(index.tolist()) & seen if len(seen) < 10_000_000 else set()
+        if again:
+            raise ValueError(f"{what} repeats the global sample indices {sorted(again)[:8]}: each sample must be "
+                             "evaluated once")
+        seen.update(index.tolist())
+        start = int(index.max()) + 1 if index.numel() else start
+        yield from _split(_Chunk(x, y, index, maps), size)
+
+
+class _Rows:
+    """``rows=``: the frame's rows appended to ``<rows>.partial`` (CSV) as chunks finish, then the whole frame
+    written to ``rows`` in one rename; after an error the partial file stays (its name says what it is)."""
+
+    def __init__(self, path, chosen: list[str], names: list[str]):
+        self.path = Path(os.fspath(path))
+        if self.path.is_dir():
+            raise ValueError(f"rows must be a CSV file path, got the folder {str(self.path)!r}")
+        if not self.path.parent.is_dir():
+            raise FileNotFoundError(f"rows: the folder {str(self.path.parent)!r} does not exist")
+        self.partial = self.path.with_name(self.path.name + ".partial")
+        self.chosen, self.names, self.header = chosen, names, True
+        self.partial.unlink(missing_ok=True)
+
+    def add(self, records: list[dict]) -> None:
+        if records:
+            frames.tidy(records, self.chosen, self.names, []).to_csv(self.partial, mode="a", header=self.header,
+                                                                     index=False)
+            self.header = False
+
+    def finish(self, frame) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        frame.to_csv(tmp, index=False)
+        os.replace(tmp, self.path)
+        self.partial.unlink(missing_ok=True)
+
+
+def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=None, *,
              metrics: Sequence[str] | None = None, explainer=None, finetuned: Callable | None = None,
              finetune: Callable[[], Callable] | None = None, kfold=None, chunk_size: int | None = None,
-             batch_size: int = 256, progress: bool | None = None, **options):
+             batch_size: int = 256, progress: bool | None = None, rows=None, **options):
     """Every registered faithfulness metric for one or several explainers of one model → tidy pandas frame.
 
     model: eval-mode classifier returning logits. x: ``(B, C, H, W)`` images (the patch and Few-class metrics need
-    images), ``(B, T, C)`` series or tokens. y: ``(B,)`` int64 labels (read by Fid± and the accuracy AUC, where the
-    papers read the true labels). attributions: maps of x (any layout ``perturb.unit_scores`` accepts), one tensor
-    or ``{explainer name: maps}``; they should explain the model's prediction ŷ, the class every other metric reads
-    (``target``). metrics: names from :func:`available` (None: every metric the arguments allow).
+    images), ``(B, T, C)`` series or tokens — or any iterable of batches (a ``torch.utils.data.DataLoader``, a list),
+    each a tensor ``x``, a pair ``(x, y)`` or a mapping with ``"x"`` and optionally ``"y"``, ``"index"`` (the
+    batch's global sample indices) and ``"attributions"`` (its maps): the data then streams through the metrics
+    batch by batch (memory bounded by a batch, except for dataset-level metrics, which keep every sample's inputs and
+    maps on the CPU until the end), samples numbered 0, 1, … across batches unless a batch gives its ``index``.
+    y: ``(B,)`` int64 labels (read by Fid± and the accuracy AUC, where the papers read the true labels); None → the
+    model's prediction ŷ (those metrics then read agreement with ŷ). With an iterable, y comes with the batches.
+    attributions: maps of x (any layout ``perturb.unit_scores`` accepts), one tensor or ``{explainer name: maps}``;
+    they should explain the model's prediction ŷ, the class every other metric reads (``target``). None → each chunk
+    is mapped by ``explainer`` (then required: ``{name: callable}`` or one callable, named "explainer"), called as
+    ``explainer(model, inputs, ŷ)`` or, if it has a ``seeds`` parameter, with ``seeds=`` one int64 seed per sample
+    keyed by ``seed`` and the sample's global index (a stochastic explainer's maps then do not depend on the split
+    either). metrics: names from :func:`available` (None: every metric the arguments allow).
 
     The metrics and their options are those of :mod:`faithlab.metrics.registry` (the study's own are declared in
     :mod:`faithlab.metrics.catalogue`; :func:`faithlab.evaluation.describe` lists each metric's paper, direction,
-    needs and options):
+    needs and options; :func:`faithlab.evaluation.estimate` counts the model inputs a call will take):
 
     * Fid± (α = 1), RFid± (α = ``alpha``, ``n_samples`` Monte-Carlo masks), FFid± (on ``finetuned``, or the model
       ``finetune()`` returns, with α and the cap ``beta``): F-Fidelity eqs. 1–6, accuracy form, mean over the
@@ -136,11 +271,12 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
       paper's code). The paper explains the fine-tuned model for FFid; here the given maps are used for all three.
     * Few-class Fid: MIF/LIF areas over ``fewclass_fractions`` (default 0, 0.01, …, 1) with ``perturbed`` images
       (None: ``select_perturbation`` once for all maps, on pixel values when ``normalisation`` gives the
-      ``(mean, std)`` x was normalised with, e.g. a dataset's ``info['mean']``, ``info['std']``).
+      ``(mean, std)`` x was normalised with, e.g. a dataset's ``info['mean']``, ``info['std']``; given: indexed by
+      the global sample index).
     * SaCo with ``saco_k`` groups; AUC, AOPC, LOdds (one MoRF curve) and Comprehensiveness at 0, 10, …, 100 %.
     * μF (``n_subsets`` subsets of 15 %), S_avg (``n_neighbours`` neighbours within ``radius``; needs
       ``explainer``), ReCo and MeGe (need ``kfold``, an object with ``models`` (k eval-mode models) and ``folds``
-      ``(B,)`` — e.g. ``fl.train.cross_train(...)`` on the data x comes from — and ``explainer``).
+      ``(N,)`` — e.g. ``fl.train.cross_train(...)`` on the data x comes from — and ``explainer``).
     * ΣLeRF, ΣMoRF, ΣLeRF − ΣMoRF: TRACE's patch deletion curves on an ``edge`` × ``edge`` grid (None: 7, 4 or 2,
       the first that divides the side), trajectory from the map's patch means.
 
@@ -152,31 +288,42 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
     cannot share its noise and is called as above (ReCo/MeGe never pass seeds). reference: None keeps each metric's
     own removal value (zero for F-Fidelity, μF and TRACE, the per-channel mean for SaCo and the cumulative metrics);
     any ``perturb.Reference`` replaces it for all of them (Few-class Fid keeps its perturbed images). seed: every
-    random draw (the same for every explainer). chunk_size: samples per chunk (None: all at once; the Monte-Carlo
-    masks of a chunk are held in memory); results equal the metric calls on each chunk with the chunk's global
-    ``sample_index``: every random draw is keyed to the sample, so no score depends on the chunks. batch_size:
-    inputs per forward call. progress: a tqdm bar over the chunks (None: on unless the environment sets
-    ``FAITHLAB_PROGRESS=0``, as the study runner does).
+    random draw (the same for every explainer). chunk_size: samples per chunk (None: all at once, or each batch of
+    an iterable; the Monte-Carlo masks of a chunk are held in memory); every random draw is keyed to the sample's
+    global index, so no score depends on the chunks, the batches or how the data is split. batch_size: inputs per
+    forward call. progress: a tqdm bar over the chunks (None: on unless the environment sets
+    ``FAITHLAB_PROGRESS=0``, as the study runner does). rows: a CSV path; the rows are appended to
+    ``<rows>.partial`` as each chunk finishes and the whole frame is written to ``rows`` at the end (the partial
+    file is removed then; after an error it stays, holding the rows computed).
 
-    Returns a DataFrame with columns ``explainer``, ``sample`` (nullable int; missing for dataset-level metrics),
-    ``metric``, ``label``, ``paper``, ``level``, ``score``, ``higher_is_better`` and ``direction``. Its
-    ``attrs["cost"]`` (see :func:`cost`) and ``attrs["forward_inputs"]`` count the model's work. A model returning
-    NaN/inf raises a ValueError naming the samples, and so does an explainer returning NaN/inf maps (S_avg, ReCo,
-    MeGe); constant maps are scored as each metric documents.
+    Returns a DataFrame with columns ``explainer``, ``sample`` (nullable int, the global index; missing for
+    dataset-level metrics), ``metric``, ``label``, ``paper``, ``level``, ``score``, ``higher_is_better`` and
+    ``direction``. Its ``attrs["cost"]`` (see :func:`cost`) and ``attrs["forward_inputs"]`` count the model's work.
+    A model returning NaN/inf raises a ValueError naming the samples, and so does an explainer returning NaN/inf maps
+    (S_avg, ReCo, MeGe); constant maps are scored as each metric documents.
     """
     from tqdm.auto import tqdm
 
     _validate.model(model, "model")
-    _validate.tensor(x, "x", ndim=(2, 3, 4))
-    _validate.tensor(y, "y", ndim=1)
-    if y.dtype != torch.int64:
-        raise TypeError(f"y must be an int64 tensor of class labels, got dtype {y.dtype}")
-    _validate.batch_match(x, y, "x", "y")
-    _validate.same_device(x, y, "x", "y")
-    _validate.model_accepts(model, x, "model", "x")
-    maps = _maps(attributions, x)
-    names = list(maps)
-    explainers = _per_explainer(explainer, names, "explainer")
+    stream = not isinstance(x, torch.Tensor)
+    if stream:
+        if isinstance(x, (str, bytes, Mapping)) or not isinstance(x, Iterable):
+            raise TypeError(f"x must be a torch.Tensor or an iterable of batches (e.g. a DataLoader), got "
+                            f"{type(x).__name__}")
+        if y is not None or attributions is not None:
+            raise TypeError("with x an iterable of batches, y and attributions come with the batches ((x, y) or "
+                            "{'x', 'y', 'attributions'}): pass y=None and attributions=None (and explainer= to map "
+                            "the batches)")
+    else:
+        _validate.tensor(x, "x", ndim=(2, 3, 4))
+        if y is not None:
+            _check_labels(y, x, "y")
+        _validate.model_accepts(model, x, "model", "x")
+    maps = None if (attributions is None or stream) else _maps(attributions, x)
+    explainers = _per_explainer(explainer, None if maps is None else list(maps), "explainer")
+    if maps is None and not stream and not explainers:
+        raise TypeError("attributions is None: pass the maps, or explainer= (a callable or {name: callable}) to map "
+                        "x chunk by chunk")
     if finetuned is not None and finetune is not None:
         raise ValueError("pass finetuned= (a model) or finetune= (a recipe returning one), not both")
     if finetune is not None and not callable(finetune):
@@ -184,15 +331,39 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
     if finetuned is not None:
         _validate.model(finetuned, "finetuned")
     if kfold is not None:
-        _check_kfold(kfold, x)
+        _check_kfold(kfold, None if stream else x.shape[0])
+    _validate.positive_int(batch_size, "batch_size")
+    chunk = None if chunk_size is None else _validate.positive_int(chunk_size, "chunk_size")
+    if stream:
+        chunks = _stream(x, chunk)
+        try:
+            head = next(chunks)
+        except StopIteration:
+            raise ValueError("x is an iterable with no batch: nothing to evaluate") from None
+        _validate.model_accepts(model, head.x, "model", "x")
+        if head.maps is None and not explainers:
+            raise TypeError("the batches carry no attributions: pass explainer= (a callable or {name: callable}) to "
+                            "map them")
+        if head.maps is not None:  # explainer= serves S_avg and ReCo/MeGe, for the batches' explainers
+            explainers = _per_explainer(explainer, list(head.maps), "explainer")
+        names = list(head.maps) if head.maps is not None else list(explainers)
+
+        def all_chunks():
+            yield head
+            yield from chunks
+        sample_x = head.x
+    else:
+        names = list(maps) if maps is not None else list(explainers)
+        sample_x = x
+
+        def all_chunks():
+            yield from _split(_Chunk(x, y, torch.arange(x.shape[0]), maps), chunk)
     has = {"finetuned": finetuned is not None or finetune is not None,
            "explainer": bool(explainers) and set(explainers) == set(names), "kfold": kfold is not None,
-           "images": x.ndim == 4}
+           "images": sample_x.ndim == 4}
     chosen = _choose(metrics, has=has)
-    _validate.positive_int(batch_size, "batch_size")
-    values = registry.check_options(options, chosen, x)
-    n = x.shape[0]
-    chunk = n if chunk_size is None else _validate.positive_int(chunk_size, "chunk_size")
+    values = registry.check_options(options, chosen, sample_x)
+    map_with = {} if maps is not None or (stream and head.maps is not None) else explainers
 
     per_sample = [m for m in chosen if METRICS[m].level == "sample"]
     per_dataset = [m for m in chosen if METRICS[m].level == "dataset"]
@@ -205,44 +376,74 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
     costs = _Costs(tally)
     tuned = None
     records: list[dict] = []
+    writer = None if rows is None else _Rows(rows, chosen, names)
+    kept: dict[str, list] = {"x": [], "y": [], "index": [], **{f"maps:{w}": [] for w in names}}
+    root = int(perturb.sample_seeds(values.get("seed", 0), [0], 1).seeds[0]) if map_with else 0
 
     def context(xc, yc, target, index, *, who="all", a=None, model_=None, inputs=None) -> Context:
         return Context(model=model_ if model_ is not None else counted, x=xc, labels=yc, target=target,
                        attributions=a, name=who, explainer=explainers.get(who), sample_index=index, options=values,
                        batch_size=batch_size, kfold=kfold, inputs=inputs or {}, user_model=model, tally=tally)
 
-    def emit(who: str, metric: str, scores, start: int | None) -> None:
-        if start is None:
-            records.append({"explainer": who, "sample": None, "metric": metric, "score": float(scores)})
+    def emit(out: list, who: str, metric: str, scores, index: torch.Tensor | None) -> None:
+        if index is None:
+            out.append({"explainer": who, "sample": None, "metric": metric, "score": float(scores)})
             return
         values_ = scores.detach().double().cpu().tolist()
-        records.extend({"explainer": who, "sample": start + i, "metric": metric, "score": v}
-                       for i, v in enumerate(values_))
+        out.extend({"explainer": who, "sample": i, "metric": metric, "score": v}
+                   for i, v in zip(index.tolist(), values_))
 
-    chunks = [(b0, min(n, b0 + chunk)) for b0 in range(0, n, chunk)]
-    total = len(chunks) * (1 + len(names) * len(groups)) + len(names) * len(dataset_groups)
+    def map_chunk(who: str, xc: torch.Tensor, target: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        fn = map_with[who]
+        if takes_seeds_keyword(fn):
+            seeds = torch.tensor([perturb.keyed_seed(root, i, _MAPS_STREAM) for i in index.tolist()],
+                                 dtype=torch.int64, device=xc.device)
+            out = fn(model, xc, target, seeds=seeds)
+        else:
+            out = fn(model, xc, target)
+        a = explained(who, out, xc, "the chunk of samples " + f"{int(index[0])}…{int(index[-1])}")
+        _validate.same_device(xc, a, "x", f"explainer {who!r}'s maps")
+        return a
+
+    per_chunk = 1 + len(names) * (len(groups) + bool(map_with))
+    if not stream:
+        total = -(-x.shape[0] // (chunk or x.shape[0])) * per_chunk
+    else:  # a DataLoader knows its number of batches; a generator does not
+        total = len(x) * per_chunk if chunk is None and hasattr(x, "__len__") else None
+    if total is not None:
+        total += len(names) * len(dataset_groups)
     bar = tqdm(total=total, desc="evaluate", disable=not _progress.enabled(progress), leave=False)
     try:
-        for b0, b1 in chunks:
-            xc, yc = x[b0:b1], y[b0:b1]
-            index = torch.arange(b0, b1)  # global sample indices: random draws do not depend on chunk_size
+        for c in all_chunks():
+            xc, index = c.x, c.index
 
             def clean():
-                none = torch.zeros(b1 - b0, perturb.default_units(xc).n, dtype=torch.bool, device=x.device)
+                none = torch.zeros(xc.shape[0], perturb.default_units(xc).n, dtype=torch.bool, device=xc.device)
                 logits = perturb.removal_outputs(counted, xc, none, output=lambda z, _: z,
-                                                 target=torch.zeros(b1 - b0, dtype=torch.int64, device=x.device),
+                                                 target=torch.zeros(xc.shape[0], dtype=torch.int64, device=xc.device),
                                                  batch_size=batch_size)
-                bad = (yc < 0) | (yc >= logits.shape[1])  # the labels are read as classes of these logits
-                if bool(bad.any()):
-                    i = int(bad.nonzero()[0, 0])
-                    raise ValueError(f"y holds class {int(yc[i])} (sample {b0 + i}) but the model returns "
-                                     f"{logits.shape[1]} logits: y must hold class indices in [0, "
-                                     f"{logits.shape[1] - 1}]")
+                if c.y is not None:
+                    bad = (c.y < 0) | (c.y >= logits.shape[1])  # the labels are read as classes of these logits
+                    if bool(bad.any()):
+                        i = int(bad.nonzero()[0, 0])
+                        raise ValueError(f"y holds class {int(c.y[i])} (sample {int(index[i])}) but the model "
+                                         f"returns {logits.shape[1]} logits: y must hold class indices in [0, "
+                                         f"{logits.shape[1] - 1}]")
                 return logits.argmax(dim=1)
 
             target = costs.run("clean", "all", clean)
+            yc = target if c.y is None else c.y
             bar.set_postfix_str("clean pass")
             bar.update()
+            if c.maps is not None:
+                chunk_maps = c.maps
+            else:
+                chunk_maps = {}
+                for who in names:
+                    bar.set_postfix_str(f"{who}: maps")
+                    chunk_maps[who] = costs.run("maps", who, lambda: map_chunk(who, xc, target, index),
+                                                lambda: xc.shape[0])
+                    bar.update()
             inputs = {}
             for name in shared_inputs:
                 inputs[name] = costs.run(name, "all", lambda: registry.SHARED[name].compute(
@@ -250,41 +451,77 @@ def evaluate(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions, *,
             if any(METRICS[m].model == "finetuned" for m in per_sample) and tuned is None:
                 tuned = tally.counted(finetuned if finetuned is not None else finetune())
                 _validate.model(tuned.model, "the model finetune() returned" if finetuned is None else "finetuned")
+            done: list[dict] = []
             for who in names:
-                a = maps[who][b0:b1]
+                a = chunk_maps[who]
                 for group in groups:
                     bar.set_postfix_str(f"{who}: {group}")
                     want = [m for m in per_sample if METRICS[m].group == group]
                     use = tuned if METRICS[want[0]].model == "finetuned" else counted
-                    c = context(xc, yc, target, index, who=who, a=a, model_=use, inputs=inputs)
+                    ctx = context(xc, yc, target, index, who=who, a=a, model_=use, inputs=inputs)
 
                     def run_group():
                         for m in want:
-                            emit(who, m, METRICS[m].run(c), b0)
+                            emit(done, who, m, METRICS[m].run(ctx), index)
 
-                    costs.run(group, who, run_group, lambda: c.explained)
+                    costs.run(group, who, run_group, lambda: ctx.explained)
                     bar.update()
+            records.extend(done)
+            if writer is not None:
+                writer.add(done)
+            if per_dataset:  # what the dataset-level metrics read after the chunks, unless x, y and maps hold it
+                if stream:
+                    kept["x"].append(xc.cpu())
+                    kept["index"].append(index)
+                if stream or c.y is None:
+                    kept["y"].append(yc.cpu())
+                for who in names:
+                    if stream or maps is None:
+                        kept[f"maps:{who}"].append(chunk_maps[who].cpu())
         if per_dataset:
-            index = torch.arange(n)
+            device = sample_x.device
+            if stream:
+                order = torch.cat(kept["index"]).argsort()
+                xd = torch.cat(kept["x"])[order].to(device)
+                yd = torch.cat(kept["y"])[order].to(device)
+                index = torch.cat(kept["index"])[order]
+                if kfold is not None:
+                    _check_kfold(kfold, xd.shape[0])
+                    if not torch.equal(index, torch.arange(xd.shape[0])):
+                        raise ValueError("kfold's folds are read by global sample index: the batches must number "
+                                         f"their samples 0 … {xd.shape[0] - 1}")
+                dmaps = {who: torch.cat(kept[f"maps:{who}"])[order].to(device) for who in names}
+            else:
+                xd, index = x, torch.arange(x.shape[0])
+                yd = y if y is not None else torch.cat(kept["y"]).to(device)
+                dmaps = maps if maps is not None else {who: torch.cat(kept[f"maps:{who}"]).to(device)
+                                                       for who in names}
             inputs = {}
             for name in dataset_inputs:
                 inputs[name] = costs.run(name, "all", lambda: registry.SHARED[name].compute(
-                    context(x, y, None, index)))
+                    context(xd, yd, None, index)))
             for who in names:
                 for group in dataset_groups:
                     bar.set_postfix_str(f"{who}: {group}")
                     want = [m for m in per_dataset if METRICS[m].group == group]
-                    c = context(x, y, None, index, who=who, a=maps[who], inputs=inputs)
+                    ctx = context(xd, yd, None, index, who=who, a=dmaps[who], inputs=inputs)
+                    done = []
 
                     def run_dataset():
                         for m in want:
-                            emit(who, m, METRICS[m].run(c), None)
+                            emit(done, who, m, METRICS[m].run(ctx), None)
 
-                    costs.run(group, who, run_dataset, lambda: c.explained)
+                    costs.run(group, who, run_dataset, lambda: ctx.explained)
+                    records.extend(done)
+                    if writer is not None:
+                        writer.add(done)
                     bar.update()
     finally:
         bar.close()
-    return frames.tidy(records, chosen, names, list(costs.rows.values()))
+    frame = frames.tidy(records, chosen, names, list(costs.rows.values()))
+    if writer is not None:
+        writer.finish(frame)
+    return frame
 
 
 def _signature() -> None:

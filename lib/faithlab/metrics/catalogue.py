@@ -61,8 +61,10 @@ def _perturbed(value, name, x):
     if value is None:
         return None
     _validate.tensor(value, name, ndim=4)
-    if value.shape != x.shape:
-        raise ValueError(f"{name} must have x's shape {tuple(x.shape)}, got {tuple(value.shape)}")
+    # one perturbed image per sample of the data, read by global sample index (x may be one batch of a stream)
+    if value.shape[1:] != x.shape[1:] or value.shape[0] < x.shape[0]:
+        raise ValueError(f"{name} must have x's shape {tuple(x.shape)} (one image per sample, indexed by the global "
+                         f"sample index), got {tuple(value.shape)}")
     return value
 
 
@@ -99,6 +101,9 @@ def _select(c: Context):
     """Few-class's perturbed images of the chunk: the caller's, or one candidate search for all explainers."""
     given = c.options["perturbed"]
     if given is not None:
+        if int(c.sample_index.max()) >= given.shape[0]:
+            raise ValueError(f"perturbed holds {given.shape[0]} images but the data has sample "
+                             f"{int(c.sample_index.max())}: pass one perturbed image per sample of the data")
         return given[c.sample_index.to(given.device)]
     return fewclass.select_perturbation(c.model, c.x, normalisation=c.options["normalisation"],
                                         batch_size=c.batch_size)["image"]
