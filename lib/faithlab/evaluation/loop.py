@@ -405,7 +405,7 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
         _validate.same_device(xc, a, "x", f"explainer {who!r}'s maps")
         return a
 
-    per_chunk = 1 + len(names) * (len(groups) + bool(map_with))
+    per_chunk = 1 + len(shared_inputs) + len(names) * (len(groups) + bool(map_with))
     if not stream:
         total = -(-x.shape[0] // (chunk or x.shape[0])) * per_chunk
     else:  # a DataLoader knows its number of batches; a generator does not
@@ -431,9 +431,9 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
                                          f"{logits.shape[1] - 1}]")
                 return logits.argmax(dim=1)
 
+            bar.set_postfix_str("clean pass")  # the bar names the step under way
             target = costs.run("clean", "all", clean)
             yc = target if c.y is None else c.y
-            bar.set_postfix_str("clean pass")
             bar.update()
             if c.maps is not None:
                 chunk_maps = c.maps
@@ -446,8 +446,10 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
                     bar.update()
             inputs = {}
             for name in shared_inputs:
+                bar.set_postfix_str(name)
                 inputs[name] = costs.run(name, "all", lambda: registry.SHARED[name].compute(
                     context(xc, yc, target, index)))
+                bar.update()
             if any(METRICS[m].model == "finetuned" for m in per_sample) and tuned is None:
                 tuned = tally.counted(finetuned if finetuned is not None else finetune())
                 _validate.model(tuned.model, "the model finetune() returned" if finetuned is None else "finetuned")
