@@ -178,7 +178,7 @@ def main() -> None:
 
     # (a) + (b) candidate search -------------------------------------------------------------------------------
     def ours(net: torch.nn.Module = model, batch_size: int = bs) -> dict:
-        return FC.select_perturbation(net, x, batch_size=batch_size)
+        return FC.select_perturbation(net, x, grid=grid, batch_size=batch_size, cache=False, progress=False)
 
     recorded = captured_inputs(ours, model)
     if recorded.shape[0] != v * args.n + 1:

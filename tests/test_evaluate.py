@@ -131,7 +131,7 @@ def test_shared_work_is_done_once():
     # Few-class Fidelity's perturbation search runs once for every explainer
     counter.inputs = 0
     fl.evaluate(counter, x, y, maps, metrics=["fewclass_fid"], **OPTIONS)
-    grid = len(fl.metrics.fewclass.candidate_grid())
+    grid = len(fl.metrics.fewclass.QUICK_GRID)
     curves = 2 * len(fl.metrics.fewclass.FRACTIONS)
     # (+1 and +1 per explainer: the search and each Fid call read the number of classes on one input)
     assert counter.inputs == b + (b * grid + 1) + len(maps) * (b * curves + 1)

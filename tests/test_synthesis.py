@@ -108,7 +108,7 @@ def test_cost_per_metric_from_an_evaluate_frame():
     cost = syn.cost_per_metric(frame).set_index("metric")
     assert cost.loc["aopc", "inputs per sample"] == 11 and cost.loc["aopc", "shared with"] == "LOdds"
     assert cost.loc["saco", "inputs per sample"] == 5
-    grid = len(fl.metrics.fewclass.candidate_grid())
+    grid = len(fl.metrics.fewclass.QUICK_GRID)
     assert cost.loc["fewclass_fid", "inputs per sample"] == pytest.approx(6 + 0.25 + grid + 0.25)  # +1 probe each
 
 

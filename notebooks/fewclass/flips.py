@@ -58,7 +58,7 @@ setups = {task: P.setup(task, settings.get(task), n_images=n_images, image_size=
 frames, real_fid = [], []
 for task, s in setups.items():
     for m, model in s.models.items():
-        sel = F.select_perturbation(model, s.x, batch_size=batch_size, normalisation=s.normalisation)
+        sel = F.select_perturbation(model, s.x, grid="paper", batch_size=batch_size, normalisation=s.normalisation)
         frames.append(P.flip_frame(model, s.x, sel["image"], labels={"task": task, "model": m, "Δ": sel["delta"]},
                                    batch_size=batch_size))
         random_map = fl.explainers.explain(model, s.x, torch.zeros_like(s.y), method="random", generator=seed)

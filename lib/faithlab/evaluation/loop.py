@@ -18,6 +18,7 @@ import torch
 
 from faithlab import _progress, _validate, perturb
 from faithlab.evaluation import frame as frames
+from faithlab.evaluation import hints
 from faithlab.metrics import registry
 from faithlab.metrics.catalogue import explained, takes_seeds_keyword
 from faithlab.metrics.registry import METRICS, NEEDS, Context, Tally
@@ -300,7 +301,10 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
     dataset-level metrics), ``metric``, ``label``, ``paper``, ``level``, ``score``, ``higher_is_better`` and
     ``direction``. Its ``attrs["cost"]`` (see :func:`cost`) and ``attrs["forward_inputs"]`` count the model's work.
     A model returning NaN/inf raises a ValueError naming the samples, and so does an explainer returning NaN/inf maps
-    (S_avg, ReCo, MeGe); constant maps are scored as each metric documents.
+    (S_avg, ReCo, MeGe); constant maps are scored as each metric documents. A metric constant (or NaN) across the
+    samples for a known reason (no correct prediction for an accuracy form, constant maps, a perturbation that never
+    moves the model, ...) is explained by a :class:`faithlab.evaluation.hints.DegenerateResultWarning`; the messages
+    are also in ``attrs["hints"]`` (:mod:`faithlab.evaluation.hints`).
     """
     from tqdm.auto import tqdm
 
@@ -371,19 +375,23 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
     dataset_groups = list(dict.fromkeys(METRICS[m].group for m in per_dataset))
     shared_inputs = list(dict.fromkeys(s for m in per_sample for s in METRICS[m].uses))
     dataset_inputs = list(dict.fromkeys(s for m in per_dataset for s in METRICS[m].uses))
+    shown = _progress.enabled(progress)
     tally = Tally()
     counted = tally.counted(model)
     costs = _Costs(tally)
     tuned = None
     records: list[dict] = []
     writer = None if rows is None else _Rows(rows, chosen, names)
+    correct: list[torch.Tensor] = []
+    constant: dict[str, list[torch.Tensor]] = {}
     kept: dict[str, list] = {"x": [], "y": [], "index": [], **{f"maps:{w}": [] for w in names}}
     root = int(perturb.sample_seeds(values.get("seed", 0), [0], 1).seeds[0]) if map_with else 0
 
     def context(xc, yc, target, index, *, who="all", a=None, model_=None, inputs=None) -> Context:
         return Context(model=model_ if model_ is not None else counted, x=xc, labels=yc, target=target,
                        attributions=a, name=who, explainer=explainers.get(who), sample_index=index, options=values,
-                       batch_size=batch_size, kfold=kfold, inputs=inputs or {}, user_model=model, tally=tally)
+                       batch_size=batch_size, kfold=kfold, inputs=inputs or {}, user_model=model, tally=tally,
+                       progress=shown)
 
     def emit(out: list, who: str, metric: str, scores, index: torch.Tensor | None) -> None:
         if index is None:
@@ -412,7 +420,7 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
         total = len(x) * per_chunk if chunk is None and hasattr(x, "__len__") else None
     if total is not None:
         total += len(names) * len(dataset_groups)
-    bar = tqdm(total=total, desc="evaluate", disable=not _progress.enabled(progress), leave=False)
+    bar = tqdm(total=total, desc="evaluate", disable=not shown, leave=False)
     try:
         for c in all_chunks():
             xc, index = c.x, c.index
@@ -453,6 +461,11 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
             if any(METRICS[m].model == "finetuned" for m in per_sample) and tuned is None:
                 tuned = tally.counted(finetuned if finetuned is not None else finetune())
                 _validate.model(tuned.model, "the model finetune() returned" if finetuned is None else "finetuned")
+            if c.y is not None:  # for the hints: accuracy forms on a model that predicts no label, ...
+                correct.append((target == c.y).cpu())
+            for who in names:  # ... and maps constant over the units
+                s_ = perturb.unit_scores(chunk_maps[who], perturb.default_units(xc), reduce="sum")
+                constant.setdefault(who, []).append((s_.amax(dim=1) == s_.amin(dim=1)).cpu())
             done: list[dict] = []
             for who in names:
                 a = chunk_maps[who]
@@ -521,6 +534,9 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
     finally:
         bar.close()
     frame = frames.tidy(records, chosen, names, list(costs.rows.values()))
+    frame.attrs["hints"] = hints.warn_degenerate(
+        frame, correct=torch.cat(correct) if correct else None,
+        constant={who: torch.cat(parts) for who, parts in constant.items()})
     if writer is not None:
         writer.finish(frame)
     return frame

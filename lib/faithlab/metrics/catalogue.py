@@ -57,6 +57,14 @@ def _edge(value, name, x):
     return None if value is None else _validate.positive_int(value, name)
 
 
+def _grid(value, name, x):
+    try:
+        fewclass.selection_cost((1, 1, 1, 1), grid=value)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(str(exc).replace("grid", name, 1)) from None
+    return value
+
+
 def _perturbed(value, name, x):
     if value is None:
         return None
@@ -83,6 +91,8 @@ OPTION_LIST = (
     Option("fewclass_fractions", fewclass.FRACTIONS, "Few-class: the fractions of the MIF/LIF curves", _increasing),
     Option("normalisation", None, "Few-class: the (mean, std) x was normalised with; the candidate search then runs "
            "on pixel values"),
+    Option("fewclass_grid", None, "Few-class: the candidate grid of the search (None: the 144 candidates of "
+           "fewclass.QUICK_GRID; 'paper': the paper's 804; or (operation, σ, adjustment) entries)", _grid),
     Option("perturbed", None, "Few-class: the perturbed images (None: select_perturbation once for all maps)",
            _perturbed),
     Option("n_subsets", 200, "μF: random subsets of 15 % of the features", _positive),
@@ -105,8 +115,9 @@ def _select(c: Context):
             raise ValueError(f"perturbed holds {given.shape[0]} images but the data has sample "
                              f"{int(c.sample_index.max())}: pass one perturbed image per sample of the data")
         return given[c.sample_index.to(given.device)]
-    return fewclass.select_perturbation(c.model, c.x, normalisation=c.options["normalisation"],
-                                        batch_size=c.batch_size)["image"]
+    return fewclass.select_perturbation(c.model, c.x, grid=c.options["fewclass_grid"],
+                                        normalisation=c.options["normalisation"], batch_size=c.batch_size,
+                                        progress=c.progress)["image"]
 
 
 def _predictions(c: Context) -> torch.Tensor:
@@ -250,7 +261,8 @@ BUILTIN = (
        lambda c: {"perturbed": c.inputs["fewclass selection"], "target": c.target, "generator": c.options["seed"],
                   "sample_index": c.sample_index, "fractions": c.options["fewclass_fractions"],
                   "batch_size": c.batch_size},
-       group="fewclass", needs=("images",), options=("fewclass_fractions", "normalisation", "perturbed", "seed"),
+       group="fewclass", needs=("images",),
+       options=("fewclass_fractions", "fewclass_grid", "normalisation", "perturbed", "seed"),
        uses=("fewclass selection",), ideal=1.0, span=1.0),
     _M("saco", "SaCo", "saco", True, consistency.saco,
        lambda c: {"k": c.options["saco_k"], "target": c.target, "batch_size": c.batch_size, **_ref(c)},

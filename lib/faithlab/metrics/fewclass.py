@@ -2,9 +2,14 @@
 image, the Fid score of eq. (1) and the candidate search of eqs. (2)–(5). The localisation protocols of §2.4 (box
 IoU, Dice) live in :mod:`faithlab.metrics.localisation`.
 
-For each image the search builds 804 candidates (11 blur operations × σ grid × 3 adjustments, spec §2.3 and
-§6.9), scores each by its uncertainty U and its dissimilarity S, and keeps argmin P = U + (10/Δ)·S among those with
-U < Δ (the lowest U when none passes). MIF replaces the most important p % of pixels (by Σ_c |map|) with the
+For each image the search builds candidates (blur operations × σ × 3 adjustments, spec §2.3 and §6.9), scores
+each by its uncertainty U and its dissimilarity S, and keeps argmin P = U + (10/Δ)·S among those with U < Δ (the
+lowest U when none passes). The paper's grid has 804 candidates (``grid="paper"``, :func:`candidate_grid`); the
+default is the 144 of :data:`QUICK_GRID` (its 8 distinct operations, σ on a doubling ladder up to each operation's
+largest), a sixth of the model inputs: at 224 px on a CPU, 4 images × 804 candidates take minutes of forward passes
+alone. :func:`selection_cost` counts a search's model inputs before it runs, :func:`select_perturbation` shows them on
+a progress bar and remembers its last results (:func:`clear_cache`), so that ``fl.evaluate`` after a search of the
+same images reuses it. MIF replaces the most important p % of pixels (by Σ_c |map|) with the
 selected image's pixels, LIF the least important; the curve is the probability of the originally predicted class
 at p = 0, 1, …, 100 %. A faithful map keeps LIF near 1 (area A_LIF → 1) and drops MIF to the uncertain 1/N
 (A_MIF → 1/N): Fid = 1 − (|1 − A_LIF| + |1/N − A_MIF|) / (1 + (N − 1)/N) ∈ [0, 1], higher is better.
@@ -21,18 +26,24 @@ taken as pixels.
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import math
 import numbers
-from collections.abc import Callable, Iterator, Sequence
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import torch
+from tqdm import tqdm  # plain text bar: tqdm.auto would need ipywidgets inside notebooks
 
-from faithlab import _validate, perturb
+from faithlab import _progress, _validate, perturb
 from faithlab.metrics.statistics import trapezoid_auc
 
-__all__ = ["OPERATIONS", "ADJUSTMENTS", "FRACTIONS", "candidate_grid", "candidates", "candidate_images",
-           "match_histograms", "match_range", "class_probabilities", "predicted_class", "uncertainty", "threshold",
-           "similarity", "perturbation_score", "select_perturbation", "fid", "fewclass_fid", "fewclass_fid_details"]
+__all__ = ["OPERATIONS", "ADJUSTMENTS", "FRACTIONS", "QUICK_OPERATIONS", "QUICK_SIGMAS", "QUICK_GRID",
+           "candidate_grid", "candidates", "candidate_images", "match_histograms", "match_range",
+           "class_probabilities", "predicted_class", "uncertainty", "threshold", "similarity", "perturbation_score",
+           "select_perturbation", "selection_cost", "clear_cache", "fid", "fewclass_fid", "fewclass_fid_details"]
 
 OPERATIONS: dict[str, tuple[str, int]] = {
     "V1": ("G(x)", 12), "V2": ("G(x)·x", 80), "V3": ("G(x)·μ", 12), "V4": ("G(x)/μ", 12),
@@ -50,9 +61,12 @@ FRACTIONS = tuple(i / 100 for i in range(101))
 _BASE = {"V8": 2, "V15": 3}  # blurred power of x; every other operation blurs x itself
 
 
-def candidate_grid(operations: Sequence[str] | None = None) -> list[tuple[str, int, str]]:
-    """The candidate list as (operation, σ, adjustment), operation-major, adjustment fastest → 804 entries for the
-    default 11 operations. operations: a subset of :data:`OPERATIONS` (in that order of the dict)."""
+def candidate_grid(operations: Sequence[str] | None = None, *,
+                   sigmas: Sequence[int] | None = None) -> list[tuple[str, int, str]]:
+    """The candidate list as (operation, σ, adjustment), operation-major, adjustment fastest → the paper's 804
+    entries for the default 11 operations and every σ (``grid="paper"``). operations: a subset of
+    :data:`OPERATIONS` (in that order of the dict); sigmas: the σ values to keep (None: 1, 2, …, each operation's
+    largest), each operation taking those up to its largest σ."""
     ops = list(OPERATIONS) if operations is None else list(operations)
     if not ops:
         raise ValueError("operations must name at least one operation")
@@ -60,11 +74,38 @@ def candidate_grid(operations: Sequence[str] | None = None) -> list[tuple[str, i
         _validate.one_of(op, "operations", tuple(OPERATIONS))
     if len(set(ops)) != len(ops):
         raise ValueError(f"operations must not repeat, got {ops}")
-    return [(op, s, adj) for op in ops for s in range(1, OPERATIONS[op][1] + 1) for adj in ADJUSTMENTS]
+    keep = None
+    if sigmas is not None:
+        if isinstance(sigmas, (str, bytes)) or not isinstance(sigmas, Sequence) or not sigmas:
+            raise TypeError(f"sigmas must be a non-empty sequence of positive ints, got {sigmas!r:.80}")
+        keep = {_validate.positive_int(v, "sigmas") for v in sigmas}
+    return [(op, s, adj) for op in ops for s in range(1, OPERATIONS[op][1] + 1) if keep is None or s in keep
+            for adj in ADJUSTMENTS]
 
 
-def _check_grid(grid) -> list[tuple[str, int, str]]:
-    grid = candidate_grid() if grid is None else list(grid)
+QUICK_OPERATIONS = ("V1", "V2", "V3", "V4", "V5", "V14", "V8", "V15")
+"""The 8 distinct operations of :data:`OPERATIONS`: V9, V10 and V11 equal V3, V4 and V5 up to rounding (μ is a
+scalar and the blur linear), so the quick grid leaves them out."""
+QUICK_SIGMAS = (1, 2, 4, 8, 12, 16, 32, 64, 80)
+"""The quick grid's σ: a doubling ladder that keeps each operation's largest σ (12, or 80 for V2 and V14)."""
+QUICK_GRID = tuple(candidate_grid(QUICK_OPERATIONS, sigmas=QUICK_SIGMAS))
+"""The default candidate grid of :func:`select_perturbation`: 6 operations × 5 σ (1, 2, 4, 8, 12) + V2 and V14 × 9
+σ (1, 2, 4, …, 64, 80), × 3 adjustments = 144 candidates, the paper's weakest to strongest blur of each distinct
+operation, a sixth of the paper's 804 (``grid="paper"``) in model inputs and candidate builds."""
+
+
+Grid = Sequence[tuple[str, int, str]] | str | None
+"""A candidate grid argument: None or ``"quick"`` (:data:`QUICK_GRID`, 144), ``"paper"`` (the paper's 804) or
+(operation, σ, adjustment) entries (:func:`candidate_grid`)."""
+
+
+def _check_grid(grid: Grid) -> list[tuple[str, int, str]]:
+    """``grid`` → the list of (operation, σ, adjustment): None or ``"quick"`` :data:`QUICK_GRID`, ``"paper"`` the
+    paper's 804 (:func:`candidate_grid`), or the entries given, checked."""
+    if isinstance(grid, str):
+        _validate.one_of(grid, "grid", ("quick", "paper"))
+    grid = (list(QUICK_GRID) if grid is None or grid == "quick" else candidate_grid() if grid == "paper"
+            else list(grid))
     if not grid:
         raise ValueError("grid must hold at least one (operation, sigma, adjustment)")
     for entry in grid:
@@ -205,12 +246,14 @@ def _to_inputs(pixels: torch.Tensor, norm: tuple[torch.Tensor, torch.Tensor] | N
 
 
 def candidate_images(x: torch.Tensor, index: torch.Tensor, *,
-                     grid: Sequence[tuple[str, int, str]] | None = None,
+                     grid: Grid = None,
                      normalisation: tuple[Sequence[float] | float, Sequence[float] | float] | None = None
                      ) -> torch.Tensor:
     """Candidate ``index[b]`` of ``grid`` for every image b → ``(B, C, H, W)`` in x's space (e.g. the winners of
     :func:`select_perturbation`, or chosen candidates to show), built once per distinct index for all the images
-    that use it. normalisation: ``(mean, std)`` when x holds normalised inputs (see :func:`candidates`)."""
+    that use it. grid: the grid the indices point into, as in :func:`select_perturbation` (default
+    :data:`QUICK_GRID`, the selection's default; ``"paper"``: the 804). normalisation: ``(mean, std)`` when x holds
+    normalised inputs (see :func:`candidates`)."""
     _validate.tensor(x, "x", ndim=4, floating=True)
     _validate.finite(x, "x")
     grid = _check_grid(grid)
@@ -226,7 +269,7 @@ def candidate_images(x: torch.Tensor, index: torch.Tensor, *,
     return out
 
 
-def candidates(x: torch.Tensor, *, grid: Sequence[tuple[str, int, str]] | None = None,
+def candidates(x: torch.Tensor, *, grid: Grid = None,
                batch_size: int = 256,
                normalisation: tuple[Sequence[float] | float, Sequence[float] | float] | None = None
                ) -> Iterator[tuple[int, int, int, int, torch.Tensor]]:
@@ -238,9 +281,9 @@ def candidates(x: torch.Tensor, *, grid: Sequence[tuple[str, int, str]] | None =
     operations assume intensities, e.g. in [0, 1]); ``(mean, std)``, per channel or one scalar each, when x holds
     normalised model inputs x = (pixels − mean) / std (torchvision's ``Normalize``, a dataset's ``info['mean']``,
     ``info['std']``): the candidates are built from pixels = x·std + mean (operations, μ, range and histogram
-    matching) and returned normalised, (c − mean)/std. grid: (operation, σ, adjustment) entries, default
-    :func:`candidate_grid` (804). Memory is bounded by ``batch_size`` candidates (plus the blurs they need), on x's
-    device."""
+    matching) and returned normalised, (c − mean)/std. grid: as in :func:`select_perturbation` (default
+    :data:`QUICK_GRID`; ``"paper"``: the paper's 804). Memory is bounded by ``batch_size`` candidates (plus the
+    blurs they need), on x's device."""
     _validate.tensor(x, "x", ndim=4, floating=True)
     _validate.finite(x, "x")
     grid = _check_grid(grid)
@@ -312,13 +355,32 @@ def perturbation_score(u: torch.Tensor, s: torch.Tensor, n_classes: int) -> torc
     return u + (10 / threshold(n_classes)) * s
 
 
-def select_perturbation(model: Callable, x: torch.Tensor, *, grid: Sequence[tuple[str, int, str]] | None = None,
-                        batch_size: int = 256,
-                        normalisation: tuple[Sequence[float] | float, Sequence[float] | float] | None = None) -> dict:
+def selection_cost(x: torch.Tensor | Sequence[int], *, grid: Grid = None) -> int:
+    """The number of model inputs :func:`select_perturbation` evaluates for images x (a tensor ``(B, C, H, W)`` or
+    its shape) with this ``grid``, exactly: B × the grid's candidates, plus one input that reads the number of
+    classes. A call that finds its result in the cache evaluates none. Ask before a long call: at 224 px on a
+    2-core CPU a ResNet-18 input costs ~20 ms and building a candidate ~10–20 ms more."""
+    if isinstance(x, torch.Tensor):
+        _validate.tensor(x, "x", ndim=4)
+        b = x.shape[0]
+    elif (isinstance(x, (str, bytes)) or not isinstance(x, Sequence) or len(x) != 4
+          or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in x)):
+        raise TypeError(f"x must be images (B, C, H, W) or their shape, four positive ints, got {x!r:.80}")
+    else:
+        b = x[0]
+    return b * len(_check_grid(grid)) + 1
+
+
+def select_perturbation(model: Callable, x: torch.Tensor, *, grid: Grid = None, batch_size: int = 256,
+                        normalisation: tuple[Sequence[float] | float, Sequence[float] | float] | None = None,
+                        progress: bool | None = None, cache: bool = True) -> dict:
     """Few-class Fidelity's perturbed image per input (spec §2.3): argmin P among the candidates with U < Δ, the
     lowest U when none passes.
 
-    x: ``(B, C, H, W)`` the model's inputs; the model returns N ≥ 2 logits or one (binary). normalisation: None
+    x: ``(B, C, H, W)`` the model's inputs; the model returns N ≥ 2 logits or one (binary). grid: the candidates,
+    default (None, ``"quick"``) :data:`QUICK_GRID`, 144 per image; ``"paper"``: the paper's 804 (spec §2.3, 11
+    operations, σ = 1…12 or 1…80, 3 adjustments); or (operation, σ, adjustment) entries of :func:`candidate_grid`.
+    normalisation: None
     (default) when x holds pixel values (the operations assume intensities, e.g. in [0, 1]); ``(mean, std)``, per
     channel or one scalar each, when x holds normalised inputs x = (pixels − mean) / std (torchvision's
     ``Normalize``; a dataset's ``(info['mean'], info['std'])``): the candidates are built from the pixels
@@ -326,6 +388,15 @@ def select_perturbation(model: Callable, x: torch.Tensor, *, grid: Sequence[tupl
     normalised back, (c − mean)/std, before the model sees it and in ``image``, so ``image`` lives in x's space
     (:func:`fewclass_fid` takes it with x as is). Candidates are generated and scored chunk by chunk (≤
     ``batch_size`` per forward call) on x's device, in x's dtype.
+    Cost: :func:`selection_cost` model inputs (B × candidates + 1); progress: a tqdm bar over them whose description
+    states that number (None: on unless the environment sets ``FAITHLAB_PROGRESS=0``).
+    cache: the last 4 results are remembered (weakly keyed on the model) and a call with the same model — the same
+    ``torch.nn.Module`` object, or a wrapper of it that names it in ``__wrapped__``, with the same parameters,
+    buffers and structure (a fingerprint of their bytes: training it further or loading other weights misses) —
+    the same x (by content: a fingerprint of its bytes, shape, dtype and device), ``grid``, ``normalisation`` and
+    ``batch_size`` returns a copy of the remembered result without a forward pass. A model that is not a module
+    (a function) is never cached, nor is a call with ``cache=False``; :func:`clear_cache` forgets everything (a
+    model whose output changes without a change of its weights or structure, e.g. by a hook, needs it).
     Returns a dict: ``image`` ``(B, C, H, W)`` the selected candidates; ``index`` ``(B,)`` into ``grid``; ``u``,
     ``s``, ``p`` ``(B,)`` their scores; ``passed`` ``(B,)`` bool U < Δ; ``all_u``, ``all_s`` ``(B, V)`` every
     candidate's U and S; ``delta`` Δ; ``n_classes`` N; ``grid`` the (operation, σ, adjustment) list;
@@ -338,31 +409,121 @@ def select_perturbation(model: Callable, x: torch.Tensor, *, grid: Sequence[tupl
     grid = _check_grid(grid)
     norm = _check_normalisation(normalisation, x)
     batch_size = _validate.positive_int(batch_size, "batch_size")
-    width = perturb.logits(model, x[:1], finite=False).shape[1]
-    n = _n_classes(width)
-    delta = threshold(n)
-    pixels = _to_pixels(x, norm)
-    all_s = torch.empty(x.shape[0], len(grid), dtype=x.dtype, device=x.device)
+    if not isinstance(cache, bool):
+        raise TypeError(f"cache must be True or False, got {cache!r}")
+    show = _progress.enabled(progress)
+    key = _Memo.key(model, x, grid, norm, batch_size) if cache else None
+    if key is not None:
+        hit = _MEMO.get(key)
+        if hit is not None:
+            return hit
+    total = selection_cost(x.shape, grid=grid)
+    with tqdm(total=total, unit="input", disable=not show, leave=False,
+              desc=f"Few-class candidate search: {x.shape[0]} images × {len(grid)} candidates: {total:,} model "
+                   "inputs") as bar:
+        width = perturb.logits(model, x[:1], finite=False).shape[1]
+        bar.update(1)
+        n = _n_classes(width)
+        delta = threshold(n)
+        pixels = _to_pixels(x, norm)
+        all_s = torch.empty(x.shape[0], len(grid), dtype=x.dtype, device=x.device)
 
-    def inputs(b0: int, b1: int, v0: int, v1: int) -> torch.Tensor:
-        c = _build(pixels, grid, b0, b1, v0, v1)
-        all_s[b0:b1, v0:v1] = similarity(pixels[b0:b1], c)
-        return _to_inputs(c, norm)
+        def inputs(b0: int, b1: int, v0: int, v1: int) -> torch.Tensor:
+            c = _build(pixels, grid, b0, b1, v0, v1)
+            all_s[b0:b1, v0:v1] = similarity(pixels[b0:b1], c)
+            return _to_inputs(c, norm)
 
-    all_u = perturb.evaluate_inputs(model, inputs, n_samples=x.shape[0], n_variants=len(grid),
-                                    output=lambda logits, _: uncertainty(class_probabilities(logits)),
-                                    batch_size=batch_size).to(x.dtype)
+        def read(logits: torch.Tensor, _) -> torch.Tensor:
+            bar.update(logits.shape[0])
+            return uncertainty(class_probabilities(logits))
+
+        all_u = perturb.evaluate_inputs(model, inputs, n_samples=x.shape[0], n_variants=len(grid), output=read,
+                                        batch_size=batch_size).to(x.dtype)
     score = perturbation_score(all_u, all_s, n)
     passed_any = (all_u < delta).any(dim=1)
     masked = torch.where(all_u < delta, score, torch.full_like(score, float("inf")))
     index = torch.where(passed_any, masked.argmin(dim=1), all_u.argmin(dim=1))
     rows = torch.arange(x.shape[0], device=x.device)
     picked = [grid[v] for v in index.tolist()]
-    return {"image": candidate_images(x, index, grid=grid, normalisation=normalisation), "index": index,
-            "u": all_u[rows, index], "s": all_s[rows, index], "p": score[rows, index], "passed": passed_any,
-            "all_u": all_u, "all_s": all_s, "delta": delta, "n_classes": n, "grid": grid,
-            "operation": [g[0] for g in picked], "sigma": [g[1] for g in picked],
-            "adjustment": [g[2] for g in picked]}
+    result = {"image": candidate_images(x, index, grid=grid, normalisation=normalisation), "index": index,
+              "u": all_u[rows, index], "s": all_s[rows, index], "p": score[rows, index], "passed": passed_any,
+              "all_u": all_u, "all_s": all_s, "delta": delta, "n_classes": n, "grid": grid,
+              "operation": [g[0] for g in picked], "sigma": [g[1] for g in picked],
+              "adjustment": [g[2] for g in picked]}
+    if key is not None:
+        _MEMO.put(key, result)
+    return result
+
+
+def clear_cache() -> None:
+    """Forget every result :func:`select_perturbation` remembers (the next call with the same arguments searches
+    again)."""
+    _MEMO.clear()
+
+
+def _fingerprint(tensors: Iterable[tuple[str, torch.Tensor]], extra: str = "") -> bytes:
+    """A digest of named tensors' names, shapes, dtypes, devices and bytes (blake2b, 128 bits)."""
+    h = hashlib.blake2b(extra.encode(), digest_size=16)
+    for name, t in tensors:
+        t = t.detach()
+        h.update(f"{name}|{tuple(t.shape)}|{t.dtype}|{t.device}|".encode())
+        h.update(memoryview(t.contiguous().cpu().reshape(-1).view(torch.uint8).numpy()))
+    return h.digest()
+
+
+class _Memo:
+    """The last :data:`SIZE` selections: (the model, weakly; the rest of the key) → (the model's weights
+    fingerprint, the result). An entry whose model was collected is dropped; a changed fingerprint is a miss."""
+
+    SIZE = 4
+
+    def __init__(self):
+        self.entries: OrderedDict = OrderedDict()
+
+    @staticmethod
+    def key(model: Callable, x: torch.Tensor, grid: list, norm, batch_size: int) -> tuple | None:
+        """(the module, its fingerprint, the rest) of a call, or None when the model is not (a wrapper of) a
+        ``torch.nn.Module``."""
+        module, seen = model, 0
+        while not isinstance(module, torch.nn.Module) and hasattr(module, "__wrapped__") and seen < 16:
+            module, seen = module.__wrapped__, seen + 1
+        if not isinstance(module, torch.nn.Module):
+            return None
+        weights = _fingerprint(itertools.chain(((f"parameter {n}", p) for n, p in module.named_parameters()),
+                                               ((f"buffer {n}", b) for n, b in module.named_buffers())), repr(module))
+        rest = (_fingerprint([("x", x)]), tuple(grid),
+                None if norm is None else (tuple(norm[0].flatten().tolist()), tuple(norm[1].flatten().tolist())),
+                batch_size)
+        return module, weights, rest
+
+    def get(self, key: tuple) -> dict | None:
+        module, weights, rest = key
+        slot = (id(module), rest)
+        entry = self.entries.get(slot)
+        if entry is None or entry[0]() is not module or entry[1] != weights:
+            return None
+        self.entries.move_to_end(slot)
+        return _copy(entry[2])
+
+    def put(self, key: tuple, result: dict) -> None:
+        module, weights, rest = key
+        for slot in [s for s, e in self.entries.items() if e[0]() is None or s[0] == id(module) and e[1] != weights]:
+            del self.entries[slot]  # collected models, and this model's results for other weights
+        self.entries[(id(module), rest)] = (weakref.ref(module), weights, _copy(result))
+        while len(self.entries) > self.SIZE:
+            self.entries.popitem(last=False)
+
+    def clear(self) -> None:
+        self.entries.clear()
+
+
+def _copy(result: dict) -> dict:
+    """A selection result whose tensors and lists the caller may change without changing the cache."""
+    return {k: v.clone() if isinstance(v, torch.Tensor) else list(v) if isinstance(v, list) else v
+            for k, v in result.items()}
+
+
+_MEMO = _Memo()
 
 
 def fid(a_mif: torch.Tensor, a_lif: torch.Tensor, n_classes: int) -> torch.Tensor:
@@ -378,7 +539,7 @@ def fid(a_mif: torch.Tensor, a_lif: torch.Tensor, n_classes: int) -> torch.Tenso
 def fewclass_fid_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
                          perturbed: torch.Tensor | None = None, target: torch.Tensor | None = None,
                          normalisation: tuple[Sequence[float] | float, Sequence[float] | float] | None = None,
-                         grid: Sequence[tuple[str, int, str]] | None = None, generator: torch.Generator | int = 0,
+                         grid: Grid = None, generator: torch.Generator | int = 0,
                          fractions: Sequence[float] = FRACTIONS, sample_index: torch.Tensor | None = None,
                          batch_size: int = 256) -> dict[str, torch.Tensor]:
     """:func:`fewclass_fid` with its curves: ``score`` ``(B,)``, ``mif`` and ``lif`` ``(B, F)`` the probability of
@@ -434,7 +595,7 @@ def fewclass_fid_details(model: Callable, x: torch.Tensor, attributions: torch.T
 def fewclass_fid(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
                  perturbed: torch.Tensor | None = None, target: torch.Tensor | None = None,
                  normalisation: tuple[Sequence[float] | float, Sequence[float] | float] | None = None,
-                 grid: Sequence[tuple[str, int, str]] | None = None, generator: torch.Generator | int = 0,
+                 grid: Grid = None, generator: torch.Generator | int = 0,
                  fractions: Sequence[float] = FRACTIONS, sample_index: torch.Tensor | None = None,
                  batch_size: int = 256) -> torch.Tensor:
     """Few-class Fidelity per image (spec §2.1–2.2) → ``(B,)`` in [0, 1], higher = more faithful.
@@ -444,7 +605,9 @@ def fewclass_fid(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
     perturbed: ``(B, C, H, W)`` the replacement images, in x's space; None (default) selects them with
     ``select_perturbation(model, x, grid=grid, normalisation=normalisation, batch_size=batch_size)["image"]``
     (``normalisation`` and ``grid`` are read only then: pass ``(mean, std)`` when x holds normalised inputs, see
-    :func:`select_perturbation`). Select once and pass ``perturbed=`` to score several maps of the same images.
+    :func:`select_perturbation`; ``grid`` None searches :data:`QUICK_GRID`'s 144 candidates, ``grid="paper"`` the
+    paper's 804; a search already done for the same model, images and options is reused). Select once and pass
+    ``perturbed=`` to score several maps of the same images.
     target: the class whose probability the curves read (``(B,)`` int64; None → the model's prediction on x).
     generator: the random tie order (seed or torch.Generator, default 0); sample_index: global indices keying it
     (default 0 … B − 1); fractions: the curves' points (default 0, 0.01, …, 1); batch_size: inputs per forward

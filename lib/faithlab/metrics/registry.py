@@ -131,6 +131,7 @@ class Counted:
 
     def __init__(self, model: Callable):
         self.model, self.calls, self.inputs = model, 0, 0
+        self.__wrapped__ = model  # what it wraps: caches keyed on the model (Few-class's search) see through it
 
     def __call__(self, inputs: torch.Tensor) -> torch.Tensor:
         self.calls += 1
@@ -161,8 +162,8 @@ class Context:
     explainer's ``attributions`` of the chunk (None in a :class:`Shared` computation), the explainer's ``name`` and
     callable (``explainer``, or None), ``sample_index`` (the samples' global indices: random draws are keyed to
     them), the validated ``options``, ``batch_size``, ``kfold`` (or None), the :class:`Shared` inputs computed for the
-    chunk (``inputs``), ``user_model`` (the caller's model, uncounted, given to explainers) and the ``tally`` of
-    counted models."""
+    chunk (``inputs``), ``user_model`` (the caller's model, uncounted, given to explainers), the ``tally`` of
+    counted models and ``progress`` (whether a long computation may show its own progress bar)."""
 
     model: Callable
     x: torch.Tensor
@@ -178,6 +179,7 @@ class Context:
     inputs: Mapping[str, Any] = field(default_factory=dict)
     user_model: Callable | None = None
     tally: Tally = field(default_factory=Tally)
+    progress: bool = False
     _shared: dict = field(default_factory=dict)
     explained: int = 0
 

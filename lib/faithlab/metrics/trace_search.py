@@ -11,30 +11,43 @@ attribution with :func:`faithlab.metrics.trace.trajectory_attribution`.
 
 Every function evaluates its perturbed inputs through the removal engine, at most ``batch_size`` per forward
 call, so results do not depend on ``batch_size``; randomness comes only from ``generator``.
+
+Cost: a search is many forward passes of the model (at 224 px, TRACE's 7 × 7 grid, a CPU ResNet-18 spends ~20 ms
+per input). :func:`anneal_cost` says exactly how many inputs :func:`anneal` will evaluate before it runs, and
+:func:`anneal` shows it on its progress bar. Its default :data:`ITERATIONS` (50) polishes the greedy start in minutes
+on a CPU for a few images; the paper's K = 5,000 (:data:`PAPER_ITERATIONS`) is ``iterations=PAPER_ITERATIONS``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
+from tqdm import tqdm  # plain text bar: tqdm.auto would need ipywidgets inside notebooks
 
-from faithlab import _validate, perturb
+from faithlab import _progress, _validate, perturb
+from faithlab.metrics import trace as T
 from faithlab.metrics.trace import _check_trajectory, _curves, _outputs, _Setup, _setup
 from faithlab.perturb import orders as _orders
 from faithlab.perturb import Output
 from faithlab.perturb.references import Reference
 
-__all__ = ["OBJECTIVES", "T0", "Search", "objective_value", "greedy", "anneal", "complete_search",
-           "random_deletion_curves"]
+__all__ = ["OBJECTIVES", "T0", "ITERATIONS", "PAPER_ITERATIONS", "Search", "objective_value", "greedy", "anneal",
+           "anneal_cost", "complete_search", "random_deletion_curves"]
 
 OBJECTIVES = ("le", "mo", "le-mo")
 """TRACE-Le (maximise ΣLeRF), TRACE-Mo (minimise ΣMoRF), TRACE-Le−Mo (maximise ΣLeRF − ΣMoRF)."""
 T0 = {"prob": 0.1, "logit": 2.0}
 """The paper's initial SA temperatures per output: T0 = 0.1 for -p (``"prob"``, the probability) and 2 for -y
 (``"logit"``) (spec §5.4); :func:`anneal` takes them when its ``t0`` is None."""
+PAPER_ITERATIONS = 5000
+"""The paper's number of annealing iterations K (spec §5.4; the released code's default is 2,000)."""
+ITERATIONS = 50
+""":func:`anneal`'s default K: a short polish of the greedy start that finishes in minutes on a CPU for a few
+224-px images (4 images, t = 49, a ResNet-18: 1,276 greedy inputs + ~33 per iteration per image, ~11,800 inputs,
+~4 min at ~20 ms per input). The paper's K is :data:`PAPER_ITERATIONS`; pass it for the paper's search."""
 _MAX_COMPLETE = 20
 
 
@@ -78,11 +91,18 @@ def greedy(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le"
     """
     _validate.one_of(objective, "objective", ("le", "mo"))
     s = _setup(model, x, edge, reference, output, target, batch_size)
+    return _greedy(model, x, s, objective, output, batch_size, lambda n: None)
+
+
+def _greedy(model: Callable, x: torch.Tensor, s: _Setup, objective: str, output: Output, batch_size: int,
+            done: Callable[[int], None]) -> Search:
+    """:func:`greedy` after its validation; ``done(n)`` is told the number of model inputs of every step."""
     b, t, dev = x.shape[0], s.t, x.device
     rows = torch.arange(b, device=dev)
     deleted = torch.zeros(b, t, dtype=torch.bool, device=dev)
     order = torch.empty(b, t, dtype=torch.int64, device=dev)
     start = _outputs(model, x, s, output, deleted, None, batch_size)
+    done(b)
     curve = torch.empty(b, t + 1, dtype=start.dtype, device=dev)
     curve[:, 0] = start
     passes = [b]
@@ -100,11 +120,13 @@ def greedy(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le"
         deleted[rows, chosen] = True
         curve[:, step + 1] = out.gather(1, pick[:, None]).squeeze(1)
         passes.append(passes[-1] + b * (t - step))
+        done(b * (t - step))
     order[:, t - 1] = (~deleted).nonzero()[:, 1]
     curve[:, t] = _outputs(model, x, s, output, torch.ones_like(deleted), None, batch_size)
     tau = order if objective == "le" else order.flip(1)
     other = _curves(model, x, s, output, order.flip(1), None, batch_size)
     passes.append(passes[-1] + b * (t + 2))
+    done(b * (t + 2))
     lerf, morf = (curve, other) if objective == "le" else (other, curve)
     return Search(tau, lerf, morf, torch.tensor(passes))
 
@@ -117,16 +139,19 @@ def _swap(tau: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor
 
 
 def anneal(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-mo",
-           init: Search | torch.Tensor | None = None, iterations: int = 5000, t0: float | None = None,
+           init: Search | torch.Tensor | None = None, iterations: int = ITERATIONS, t0: float | None = None,
            eta: float = 0.999, generator: torch.Generator | int | None = None, reference: Reference = "zero",
            output: Output = "prob", target: torch.Tensor | None = None, batch_size: int = 256,
-           incremental: bool = True, sample_index: torch.Tensor | None = None) -> Search:
+           incremental: bool = True, sample_index: torch.Tensor | None = None,
+           progress: bool | None = None) -> Search:
     """TRACE-SA (spec §5.4): simulated annealing over trajectories with the swap neighbourhood.
 
     Every iteration proposes, for every image, τ' = τ with two distinct positions i < j swapped (uniform over the
     C(t, 2) pairs), accepts it if the energy E = −objective drops, else with probability exp(−ΔE/T), keeps the
-    best trajectory seen, and cools T ← η·T. Paper values: ``iterations`` K = 5000, ``t0`` 0.1 for
-    ``output="prob"`` and 2 for ``"logit"`` (the default when None), ``eta`` 0.999. ``init``: None starts from
+    best trajectory seen, and cools T ← η·T. ``iterations``: K, default :data:`ITERATIONS` = 50 (a short polish of
+    the greedy start that a CPU finishes in minutes for a few 224-px images); the paper's K = 5000 is
+    ``iterations=PAPER_ITERATIONS``. The other paper values are the defaults: ``t0`` 0.1 for ``output="prob"`` and
+    2 for ``"logit"`` (when None), ``eta`` 0.999. ``init``: None starts from
     TRACE-Greedy-Le (the code's and the paper's recommendation) for ``"le"`` and ``"le-mo"`` and from
     TRACE-Greedy-Mo for ``"mo"`` (so that SA-Mo ≤ Greedy-Mo holds as the paper's Fig. 2a assumes; the released
     code starts every objective from Greedy-Le); the greedy inputs are counted in ``passes``. Or pass a
@@ -141,37 +166,127 @@ def anneal(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-
     Draws: three float64 uniforms per image and iteration, keyed to the sample: one root seed from ``generator``
     (required), image i's draws from its own stream keyed by the root and ``sample_index[i]`` (its global index,
     default its position 0 … B − 1), so an image's search does not depend on the other images in the call.
+    Cost: exactly :func:`anneal_cost` model inputs (same arguments), known before the first forward pass; progress:
+    a tqdm bar over them (the greedy start's steps, then the iterations) whose description states that number
+    (None: on unless the environment sets ``FAITHLAB_PROGRESS=0``).
     Returns the best trajectory per image with both its curves (:class:`Search`; the curve the objective ignores is
     evaluated once at the end; ``energy`` is the best energy after the start and after each iteration,
     ``accepted`` the accepted moves).
     """
     iterations, t0, eta = _schedule(objective, iterations, t0, eta, output)
+    show = _progress.enabled(progress)
+    predicted = target is None
     s = _setup(model, x, edge, reference, output, target, batch_size)
     seeds = perturb.sample_seeds(generator, sample_index, x.shape[0], why="for the annealing proposals")
     b, t, dev = x.shape[0], s.t, x.device
     if t < 2:
         raise ValueError(f"annealing needs at least 2 patches, got edge={edge}")
-    tau, lerf, morf, start_passes = _start(model, x, s, init, objective=objective, edge=edge, reference=reference,
-                                           output=output, batch_size=batch_size)
-    passes = [start_passes]
-    need = (objective in ("le", "le-mo"), objective in ("mo", "le-mo"))  # the curves the objective reads
-    chain = _Chain.starting_at(tau, lerf, morf, -objective_value(lerf, morf, objective))
-    history = [chain.best_energy.clone()]
-    proposal_curves = _swapped_points if incremental else _whole_curves
-    temperature = t0
     draws = _orders.uniform((b, iterations, 3), seeds, dev)  # every iteration's draws at once: one call per image
-    for step in range(iterations):
-        u = draws[:, step]
-        new_tau, lo, hi = _propose(chain.tau, u, t)
-        new_lerf, new_morf, evaluated = proposal_curves(model, x, s, output, chain, new_tau, lo, hi, need,
-                                                        batch_size)
-        passes.append(passes[-1] + evaluated)
-        new_energy = -objective_value(new_lerf, new_morf, objective)
-        chain.move(new_tau, new_lerf, new_morf, new_energy, _metropolis(new_energy - chain.energy, u[:, 2],
-                                                                        temperature))
-        history.append(chain.best_energy.clone())
-        temperature *= eta
-    return _result(model, x, s, output, chain, need, passes, history, batch_size)
+    cost = _anneal_cost(b, t, objective, _init_kind(init), iterations, draws, incremental, predicted)
+    with tqdm(total=cost, unit="input", disable=not show, leave=False,
+              desc=f"TRACE-SA-{_NAMES[objective]}: {b} images × {iterations:,} iterations, t = {t}: {cost:,} model "
+                   "inputs") as bar:
+        bar.update(2 * b if predicted else 0)  # the prediction that fixed the target (see anneal_cost)
+        tau, lerf, morf, start_passes = _start(model, x, s, init, objective=objective, edge=edge, output=output,
+                                               batch_size=batch_size, done=bar.update)
+        passes = [start_passes]
+        need = (objective in ("le", "le-mo"), objective in ("mo", "le-mo"))  # the curves the objective reads
+        chain = _Chain.starting_at(tau, lerf, morf, -objective_value(lerf, morf, objective))
+        history = [chain.best_energy.clone()]
+        proposal_curves = _swapped_points if incremental else _whole_curves
+        temperature = t0
+        for step in range(iterations):
+            u = draws[:, step]
+            new_tau, lo, hi = _propose(chain.tau, u, t)
+            new_lerf, new_morf, evaluated = proposal_curves(model, x, s, output, chain, new_tau, lo, hi, need,
+                                                            batch_size)
+            passes.append(passes[-1] + evaluated)
+            bar.update(evaluated)
+            new_energy = -objective_value(new_lerf, new_morf, objective)
+            chain.move(new_tau, new_lerf, new_morf, new_energy, _metropolis(new_energy - chain.energy, u[:, 2],
+                                                                            temperature))
+            history.append(chain.best_energy.clone())
+            temperature *= eta
+        before = passes[-1]
+        result = _result(model, x, s, output, chain, need, passes, history, batch_size)
+        bar.update(int(result.passes[-1]) - before)  # the curve the objective did not track
+    return result
+
+
+def anneal_cost(x: torch.Tensor | Sequence[int], *, edge: int, objective: str = "le-mo",
+                init: Search | torch.Tensor | None = None, iterations: int = ITERATIONS,
+                generator: torch.Generator | int | None = None, target: torch.Tensor | None = None,
+                incremental: bool = True, sample_index: torch.Tensor | None = None) -> int:
+    """The number of model inputs :func:`anneal` evaluates with these arguments (the rest of its arguments do not
+    change it), exactly, without running the model: ask before a long call.
+
+    x: the images ``(B, C, H, W)`` or their shape. The parts: the prediction that fixes the target when ``target``
+    is None (2B: the engine predicts on the clean images, then reads the output there); the start (``init`` None:
+    TRACE-Greedy, B·(t(t + 1)/2 + t + 2), 1,276 per image for t = 49; a trajectory: both its curves, 2B(t + 1); a
+    :class:`Search`: none); the iterations (``incremental``: the j − i
+    points a swap of positions i < j changes, per curve the objective reads (two for ``"le-mo"``), ≈ (t + 1)/3
+    each; ``incremental=False``: (t + 1) per curve); the curve the objective ignores, once at the end (B(t + 1) for
+    ``"le"`` and ``"mo"``). The incremental count depends on the pairs drawn, so ``generator`` is then required as
+    in :func:`anneal` (a torch.Generator is read without being advanced) with the same ``sample_index``.
+    Multiply by the time per input of the model (about 20 ms for a ResNet-18 at 224 px on a 2-core CPU) for the
+    wall time.
+    """
+    _validate.one_of(objective, "objective", OBJECTIVES)
+    iterations = _validate.positive_int(iterations, "iterations")
+    shape = _shape(x)
+    t = T.patch_grid(torch.empty(shape, device="meta"), edge).n
+    if t < 2:
+        raise ValueError(f"annealing needs at least 2 patches, got edge={edge}")
+    draws = None
+    if incremental:
+        if isinstance(generator, torch.Generator):  # read a copy: the caller's generator is not advanced
+            copy = torch.Generator(device=generator.device)
+            generator = copy.set_state(generator.get_state())
+        seeds = perturb.sample_seeds(generator, sample_index, shape[0], why="for the annealing proposals")
+        draws = _orders.uniform((shape[0], iterations, 3), seeds, torch.device("cpu"))
+    return _anneal_cost(shape[0], t, objective, _init_kind(init), iterations, draws, incremental, target is None)
+
+
+_NAMES = {"le": "Le", "mo": "Mo", "le-mo": "Le−Mo"}
+
+
+def _shape(x) -> tuple[int, int, int, int]:
+    """Images or their shape → the shape ``(B, C, H, W)``, checked (naming ``x``)."""
+    if isinstance(x, torch.Tensor):
+        _validate.tensor(x, "x", ndim=4)
+        return tuple(x.shape)
+    if (isinstance(x, (str, bytes)) or not isinstance(x, Sequence) or len(x) != 4
+            or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in x)):
+        raise TypeError(f"x must be images (B, C, H, W) or their shape, four positive ints, got {x!r:.80}")
+    return tuple(x)
+
+
+def _init_kind(init) -> str:
+    """How the annealing starts, for its cost: ``"greedy"`` (None), ``"search"`` or ``"trajectory"``."""
+    return "greedy" if init is None else "search" if isinstance(init, Search) else "trajectory"
+
+
+def _pair(u0: torch.Tensor, u1: torch.Tensor, t: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two distinct positions lo < hi from two uniforms each, uniform over the C(t, 2) pairs (any shape)."""
+    i = (u0 * t).long().clamp_max(t - 1)
+    j = (u1 * (t - 1)).long().clamp_max(t - 2)
+    j = j + (j >= i).long()
+    return torch.minimum(i, j), torch.maximum(i, j)
+
+
+def _anneal_cost(b: int, t: int, objective: str, init: str, iterations: int, draws: torch.Tensor | None,
+                 incremental: bool, predicted: bool) -> int:
+    """Model inputs of :func:`anneal` (see :func:`anneal_cost`); ``draws`` ``(B, K, 3)``, read when
+    ``incremental``."""
+    curves = 2 if objective == "le-mo" else 1
+    cost = 2 * b if predicted else 0  # the engine's prediction of the target, then the clean outputs read
+    cost += {"greedy": b * (t * (t + 1) // 2 + t + 2), "trajectory": 2 * b * (t + 1), "search": 0}[init]
+    if incremental:
+        lo, hi = _pair(draws[..., 0], draws[..., 1], t)
+        cost += curves * int((hi - lo).sum())
+    else:
+        cost += curves * b * (t + 1) * iterations
+    return cost + (0 if objective == "le-mo" else b * (t + 1))
 
 
 def _schedule(objective: str, iterations: int, t0: float | None, eta: float, output: Output
@@ -194,15 +309,15 @@ def _schedule(objective: str, iterations: int, t0: float | None, eta: float, out
 
 
 def _start(model: Callable, x: torch.Tensor, s: _Setup, init: Search | torch.Tensor | None, *, objective: str,
-           edge: int, reference: Reference, output: Output, batch_size: int
+           edge: int, output: Output, batch_size: int, done: Callable[[int], None]
            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
     """The starting trajectory and its two curves → (τ, LeRF, MoRF, model inputs spent): TRACE-Greedy for None
-    (-Mo for ``"mo"``, -Le otherwise), a :class:`Search` as given, or a trajectory whose curves are evaluated."""
+    (-Mo for ``"mo"``, -Le otherwise), a :class:`Search` as given, or a trajectory whose curves are evaluated;
+    ``done(n)`` is told the model inputs as they are spent."""
     b, t, dev = x.shape[0], s.t, x.device
     passes = 0
     if init is None:
-        init = greedy(model, x, edge=edge, objective="mo" if objective == "mo" else "le", reference=reference,
-                      output=output, target=s.runner.target, batch_size=batch_size)
+        init = _greedy(model, x, s, "mo" if objective == "mo" else "le", output, batch_size, done)
         passes = int(init.passes[-1])
     if isinstance(init, Search):
         tau, lerf, morf = init.trajectory.to(dev), init.lerf.to(dev), init.morf.to(dev)
@@ -216,6 +331,7 @@ def _start(model: Callable, x: torch.Tensor, s: _Setup, init: Search | torch.Ten
                        batch_size)
         lerf, morf = both[:b], both[b:]
         passes += 2 * b * (t + 1)
+        done(2 * b * (t + 1))
     return tau, lerf, morf, passes
 
 
@@ -257,10 +373,7 @@ class _Chain:
 def _propose(tau: torch.Tensor, u: torch.Tensor, t: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The swap proposal of every image from its uniforms ``u[:, 0]``, ``u[:, 1]`` → (τ', lo, hi): two distinct
     positions lo < hi, uniform over the C(t, 2) pairs, exchanged."""
-    i = (u[:, 0] * t).long().clamp_max(t - 1)
-    j = (u[:, 1] * (t - 1)).long().clamp_max(t - 2)
-    j = j + (j >= i).long()
-    lo, hi = torch.minimum(i, j), torch.maximum(i, j)
+    lo, hi = _pair(u[:, 0], u[:, 1], t)
     return _swap(tau, lo, hi), lo, hi
 
 

@@ -132,12 +132,14 @@ def rank_agreement(fid: pd.DataFrame, loc: pd.DataFrame, *, score: str, by: Sequ
 
 
 def evaluate_task(s: Setup, *, methods: Sequence[str] = tuple(METHODS), alterations: Sequence[str] = ALTERATIONS,
-                  ig_steps: int = 32, sg_samples: int = 10, sg_noise: float = 0.15, grid=None, batch_size: int = 256,
+                  ig_steps: int = 32, sg_samples: int = 10, sg_noise: float = 0.15, grid="paper", batch_size: int = 256,
                   seed: int = 0, fractions: Sequence[float] = fewclass.FRACTIONS) -> dict[str, pd.DataFrame]:
     """Everything Tables 1–4 need for one task, per model: the selected perturbation of every image (built on pixel
     values when ``s.normalisation`` is set, see :func:`setup`), the maps of ``methods`` × ``alterations``, their Fid
     with curves at ``fractions`` (default p = 0, 1, …, 100 %), and their localisation (IoU for vehicles, Dice for
-    CT). Returns frames ``selection``, ``fid``, ``curves`` and ``localisation`` (a ``model`` column in each)."""
+    CT). grid: the candidate grid of the selection (default ``"paper"``, the paper's 804; see
+    :func:`faithlab.metrics.fewclass.select_perturbation`). Returns frames ``selection``, ``fid``, ``curves`` and
+    ``localisation`` (a ``model`` column in each)."""
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ValueError(f"methods must be names of METHODS {tuple(METHODS)}, got {unknown}")

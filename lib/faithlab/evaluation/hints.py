@@ -1,0 +1,237 @@
+"""Why a result is degenerate: messages for metrics that are constant (or NaN) across samples for a known reason.
+
+A metric that gives every image the same score ranks nothing, and the reason is rarely the explainer: a model that
+gets every label wrong makes every accuracy form (Fid±, RFid±, FFid±, the accuracy AUC) 0; replacing pixels by a
+perturbed image that does not move the model makes Few-class Fid N/(2N − 1) (≈ 0.5 for many classes) for every
+image; an output that does not move when features are removed makes μF NaN; an explainer whose maps are all
+constant defines no ranking at all. :func:`degenerate` reads the tidy frame of ``fl.evaluate`` and says which of
+these happened, naming the metric, the explainer, the cause and what to do; :func:`warn_degenerate` also issues each
+message as a :class:`DegenerateResultWarning`. A metric constant across at least 3 samples for none of these
+reasons gets a message that says so, without a cause. A healthy frame gets no message.
+
+The checks read the frame's per-sample rows only (dataset-level metrics, ReCo and MeGe, have one row per
+explainer) and cost one pandas groupby over them.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping
+
+import pandas as pd
+import torch
+
+from faithlab.metrics.registry import METRICS
+
+__all__ = ["ACCURACY_FORMS", "DegenerateResultWarning", "degenerate", "warn_degenerate"]
+
+ACCURACY_FORMS = ("fid+", "fid-", "rfid+", "rfid-", "ffid+", "ffid-", "auc_accuracy")
+"""The metrics that read whether the prediction equals the label y (F-Fidelity's 1[y = ŷ] forms and the accuracy
+AUC of the MoRF curve); every other metric reads the output of the predicted class."""
+_MIN_GENERIC = 3
+_RTOL = 1e-9
+
+
+class DegenerateResultWarning(UserWarning):
+    """A metric's scores are constant (or NaN) across samples: they rank nothing (the message says why)."""
+
+
+def degenerate(frame: pd.DataFrame, *, correct: torch.Tensor | None = None,
+               constant: Mapping[str, torch.Tensor] | None = None) -> list[str]:
+    """Messages for the metrics of ``frame`` whose scores are degenerate across samples → list of str (empty for a
+    healthy frame).
+
+    frame: the tidy frame of ``fl.evaluate`` (columns ``explainer``, ``sample``, ``metric``, ``score``; ``label``
+    names the metric in the messages when present). correct: ``(B,)`` bool, whether the model's prediction equals
+    the label y of each sample (None when y was not given). constant: ``{explainer name: (B,) bool}``, whether each
+    map is constant over the sample's units. The causes, checked in this order (each metric and explainer gets at
+    most one message; a cause shared by several explainers or metrics is one message):
+
+    1. an accuracy form (:data:`ACCURACY_FORMS`) while no prediction is correct (every 1[y = ŷ] is 0: the scores
+       count only removals that happen to produce the label), or constant at its no-change value (0; the AUC 1)
+       while every prediction is correct: no removal changed one;
+    2. Few-class Fid equal to N/(2N − 1) for every sample (≈ 0.5 for many classes): the MIF and LIF curves are flat,
+       the perturbed images never change the model's output;
+    3. every map of an explainer constant (no ranking): SaCo scores such a map 0, μF NaN, the removal metrics remove
+       units in index (Few-class: random) order;
+    4. μF NaN for every sample: of every explainer, the model's output does not move when subsets of features are
+       removed (the other metrics that are constant share the cause); of some explainers only, their maps are
+       constant over the units;
+    5. any other metric NaN for every sample;
+    6. any other metric constant across at least 3 samples, unless at the metric's ideal value (its registry
+       ``ideal``: SaCo 1 for a ground-truth map is not degenerate): said without a cause.
+    """
+    rows = _sample_rows(frame)
+    n_samples = int(rows["sample"].nunique()) if len(rows) else None  # None: only dataset-level rows
+    correct = _check_flags(correct, "correct", n_samples)
+    constant = {} if constant is None else _check_constant(constant, n_samples)
+    if rows.empty:
+        return []
+    g = rows.groupby(["metric", "explainer"], sort=False)["score"]
+    stats = g.agg(n="size", finite="count", lo="min", hi="max").reset_index()
+    labels = rows.drop_duplicates("metric").set_index("metric")["label"] if "label" in rows else pd.Series(dtype=object)
+    stats["label"] = [str(labels.get(m, m)) for m in stats["metric"]]
+    stats["nan"] = stats["finite"] == 0
+    same = (stats["hi"] - stats["lo"]).abs() <= _RTOL * stats[["lo", "hi"]].abs().max(axis=1).clip(lower=1.0)
+    stats["flat"] = (stats["finite"] == stats["n"]) & (stats["n"] >= 2) & same
+    done = pd.Series(False, index=stats.index)
+    messages: list[str] = []
+
+    def take(mask: pd.Series) -> pd.DataFrame:
+        chosen = stats[mask & ~done]
+        done.loc[chosen.index] = True
+        return chosen
+
+    if correct is not None and not bool(correct.any()):
+        hit = take(stats["metric"].isin(ACCURACY_FORMS))
+        if len(hit):
+            messages.append(
+                f"{_what(hit, 'are degenerate')}: these accuracy forms read whether the prediction equals the label "
+                f"y, and the model predicts none of the {correct.numel()} labels correctly, so 1[y = ŷ(x)] is 0 for "
+                "every sample: removing features cannot lower the accuracy and the scores count only removals that "
+                "happen to produce the label, not the explanation. Check that y holds the model's class indices "
+                "(e.g. ImageNet's order for a torchvision model), evaluate images the model classifies correctly, "
+                "or pass y=None to read agreement with the prediction.")
+    if correct is not None and bool(correct.all()):
+        unmoved = stats["lo"] == stats["metric"].map(lambda m: 1.0 if m == "auc_accuracy" else 0.0)
+        hit = take(stats["metric"].isin(ACCURACY_FORMS) & stats["flat"] & unmoved)
+        if len(hit):
+            messages.append(
+                f"{_what(hit)}: every prediction is correct and no removal changed one, so these accuracy forms "
+                "cannot move. The removals do not reach the model's decision: check that the model reads its input "
+                "and that the removal value (reference) differs from the images.")
+    flat_fewclass = stats["flat"] & (stats["metric"] == "fewclass_fid") & stats["lo"].map(_flat_curves_value)
+    hit = take(flat_fewclass)
+    if len(hit):
+        n = _classes(float(hit["lo"].iloc[0]))
+        messages.append(
+            f"{_what(hit)}: the value of flat MIF and LIF curves, N/(2N − 1) for N = {n} classes. Replacing pixels "
+            "by the selected perturbed images never changes the model's output, so the order of the map does not "
+            "matter. Check the selection (select_perturbation's 'u' and 'passed': a good perturbed image leaves the "
+            "model uncertain, U < Δ) and that the model reads its input; search more candidates (grid='paper') or "
+            "pass perturbed= images that move the model.")
+    for name, flags in constant.items():
+        if not bool(flags.all()):
+            continue
+        hit = take(stats["explainer"] == name)
+        shown = ", ".join(f"{lab} ({_values(part)})" for lab, part in hit.groupby("label", sort=False))
+        messages.append(
+            f"Every map of explainer {name!r} is constant over its units: it defines no ranking. SaCo scores such "
+            "a map 0 and μF NaN; Fid±, RFid±, FFid±, the cumulative metrics and TRACE remove the units in index "
+            "order and Few-class Fid in random order, so their scores describe that order, not the explainer"
+            f"{': ' + shown if shown else ''}. Check the explainer (an all-zero Grad-CAM: choose another layer; an "
+            "attribution method whose baseline equals the input).")
+    mu = (stats["metric"] == "mu_fidelity") & stats["nan"]
+    everywhere = bool(mu.any()) and bool(mu[stats["metric"] == "mu_fidelity"].all())
+    hit = take(mu)
+    if len(hit) and everywhere:  # the drops are equal for every subset: every constant removal metric shares it
+        also = take(stats["flat"])
+        messages.append(
+            f"μF is NaN for every sample of {_names(hit)}"
+            f"{' (and ' + _what(also, '') + ' are constant across the samples)' if len(also) else ''}: μF is the "
+            "correlation between the attribution removed and the output's drop over random subsets of features, "
+            "undefined when the drop is the same for every subset: the model's output does not move when features "
+            "are removed, and no removal metric can then tell the maps apart. Check that the model reads its input "
+            "(a saturated output moves no more) and the removal value (reference).")
+    elif len(hit):  # other explainers' μF is defined: the drops move, the attribution sums do not
+        messages.append(
+            f"μF is NaN for every sample of {_names(hit)}: μF is the correlation between the attribution removed "
+            "and the output's drop over random subsets of equal size, undefined when every subset removes the same "
+            "attribution sum: the maps are constant over the units (e.g. all zero). Check the explainer.")
+    for _, part in take(stats["nan"]).groupby("metric", sort=False):
+        messages.append(f"{part['label'].iloc[0]} is NaN for every sample of {_names(part)}: no score could be "
+                        "computed. See the metric's documentation (fl.evaluation.describe()) for when it is "
+                        "undefined.")
+    # a metric constant at its ideal value (SaCo 1 for a ground-truth map, S_avg 0 for a locally constant
+    # gradient) is not degenerate: the explainer is as good as the metric can say
+    ideal = stats["metric"].map(lambda m: getattr(METRICS.get(m), "ideal", None))
+    at_ideal = pd.Series([i is not None and abs(lo - i) <= 1e-9 for i, lo in zip(ideal, stats["lo"])],
+                         index=stats.index)
+    generic = take(stats["flat"] & (stats["n"] >= _MIN_GENERIC) & ~at_ideal)
+    for _, part in generic.groupby(["metric", "lo"], sort=False):
+        messages.append(f"{part['label'].iloc[0]} is {_fmt(part['lo'].iloc[0])} for all {part['n'].iloc[0]} "
+                        f"samples of {_names(part)}, for no cause faithlab recognises: a constant score ranks "
+                        "nothing. Check the model, the maps and the metric's options.")
+    return messages
+
+
+def warn_degenerate(frame: pd.DataFrame, *, correct: torch.Tensor | None = None,
+                    constant: Mapping[str, torch.Tensor] | None = None) -> list[str]:
+    """:func:`degenerate`, each message also issued as a :class:`DegenerateResultWarning` → the messages."""
+    messages = degenerate(frame, correct=correct, constant=constant)
+    for message in messages:
+        warnings.warn(message, DegenerateResultWarning, stacklevel=2)
+    return messages
+
+
+def _sample_rows(frame) -> pd.DataFrame:
+    """The per-sample rows of the frame, checked (naming ``frame``)."""
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"frame must be the pandas DataFrame fl.evaluate returns, got {type(frame).__name__}")
+    missing = [c for c in ("explainer", "sample", "metric", "score") if c not in frame.columns]
+    if missing:
+        raise ValueError(f"frame must have the columns of fl.evaluate's frame; missing {missing}")
+    rows = frame[frame["sample"].notna()]
+    return rows.assign(score=pd.to_numeric(rows["score"], errors="coerce").astype(float))
+
+
+def _check_flags(value, name: str, n: int | None) -> torch.Tensor | None:
+    """A ``(n,)`` bool tensor (or None), checked naming ``name`` (any length when n is None)."""
+    if value is None:
+        return None
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a (B,) bool tensor, got {type(value).__name__}")
+    if value.dtype != torch.bool or value.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D bool tensor, got dtype {value.dtype} and shape {tuple(value.shape)}")
+    if n is not None and value.numel() != n:
+        raise ValueError(f"{name} must hold one flag per sample of frame ({n}), got {value.numel()}")
+    return value
+
+
+def _check_constant(value, n: int | None) -> dict[str, torch.Tensor]:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"constant must map explainer names to (B,) bool tensors, got {type(value).__name__}")
+    return {str(k): _check_flags(v, f"constant[{k!r}]", n) for k, v in value.items()}
+
+
+def _flat_curves_value(v: float) -> bool:
+    """Whether a Few-class Fid equals N/(2N − 1) for an integer N ≥ 2: the score of flat MIF and LIF curves (the
+    predicted class's probability p ≥ 1/N everywhere: |1 − p| + |1/N − p| = 1 − 1/N)."""
+    if not 0.5 <= v <= 2 / 3 + 1e-6:
+        return False
+    n = _classes(v)
+    return abs(v - n / (2 * n - 1)) <= 1e-6
+
+
+def _classes(v: float) -> int:
+    """N from a Few-class Fid N/(2N − 1) of flat curves (large for v → 0.5)."""
+    return max(2, round(v / (2 * v - 1))) if v > 0.5 + 1e-12 else 10**6
+
+
+def _fmt(v: float) -> str:
+    return "NaN" if math.isnan(v) else f"{v:.4g}"
+
+
+def _values(part: pd.DataFrame) -> str:
+    """The scores of one metric's rows (one per explainer): "NaN", one constant, or their range."""
+    if bool(part["nan"].all()):
+        return "NaN"
+    lo, hi = part["lo"].min(), part["hi"].max()
+    flat = bool(part["flat"].all()) and part["lo"].nunique() == 1
+    return _fmt(lo) if flat else f"{_fmt(lo)} to {_fmt(hi)}"
+
+
+def _names(part: pd.DataFrame) -> str:
+    names = list(dict.fromkeys(part["explainer"]))
+    return ("explainer " if len(names) == 1 else "explainers ") + ", ".join(repr(str(n)) for n in names)
+
+
+def _what(hit: pd.DataFrame, state: str = "are constant") -> str:
+    """"Fid+ (0), Fid− (0) are constant across the samples of explainers 'A', 'B'" for the rows hit (``state``
+    after the metrics; "" for the list alone)."""
+    parts = [f"{label} ({_values(p)})" for label, p in hit.groupby("label", sort=False)]
+    if not state:
+        return ", ".join(parts)
+    verb = state.replace("are ", "is ", 1) if len(parts) == 1 else state
+    return f"{', '.join(parts)} {verb} across the samples of {_names(hit)}"
