@@ -129,8 +129,10 @@ def test_method_maps_pass_the_cam_layer_to_the_layer_methods_only():
     maps = P.method_maps(model, x, y, methods, batch_size=8, generator=0, layer="1")
     torch.testing.assert_close(maps["GC"], fl.explainers.explain(model, x, y, method="gradcam", layer=model[1]))
     torch.testing.assert_close(maps["Grad"], fl.explainers.explain(model, x, y, method="saliency"))
-    with pytest.raises(ValueError, match="cam_layer"):  # the model has none and no layer was given
-        P.method_maps(model, x, y, methods, batch_size=8, generator=0)
+    # no layer given and the model names none: the last Conv2d, with a warning naming it (fl.models.cam_layer)
+    with pytest.warns(UserWarning, match="last Conv2d"):
+        fallback = P.method_maps(model, x, y, methods, batch_size=8, generator=0)
+    torch.testing.assert_close(fallback["GC"], fl.explainers.explain(model, x, y, method="gradcam", layer=model[0]))
 
 
 def test_setup_refuses_empty_or_incomplete_settings():

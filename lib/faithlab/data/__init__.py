@@ -14,6 +14,8 @@ Images are (N, C, H, W) normalised per channel (``info['mean']``, ``info['std']`
 int64 with pad id 0. Randomness: a non-negative integer ``seed`` turned into CPU ``torch.Generator`` streams.
 :mod:`faithlab.data.fake` writes tiny fake copies of the real datasets in their on-disk formats (the loader tests, and
 the ``paper-dry`` profile's folder: :func:`faithlab.data.fake.write_paper_dry`).
+Your own images: :func:`image_folder` (class subfolders or a flat folder, optional labels CSV) through the model's
+own preprocessing (``fl.models.preprocessing``).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from ._real.images import (
 )
 from ._real.series import boiler, pam
 from ._real.text import sst2
+from .folder import IMAGE_EXTENSIONS, ImageFolderData, image_folder
 
 __all__ = [
     "TensorData", "load", "available", "to_tensors", "generator",
@@ -62,7 +65,7 @@ __all__ = [
     "digits", "canvas_digits", "ct_slices", "timeseries", "tokens", "CT_CLASS_NAMES",
     "cifar10", "cifar100", "fashion_mnist", "eurosat", "tiny_imagenet", "imagenet_val", "imagenet_vehicles",
     "ct_contrast", "sst2", "pam", "boiler",
-    "ImageFiles", "ArrayImages", "fake",
+    "ImageFiles", "ArrayImages", "fake", "image_folder", "ImageFolderData", "IMAGE_EXTENSIONS",
     "CIFAR10_STATS", "CIFAR100_STATS", "FASHION_MNIST_STATS", "IMAGENET_STATS", "TINY_IMAGENET_STATS",
 ]
 

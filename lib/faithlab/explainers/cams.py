@@ -1,5 +1,6 @@
 """Class-activation maps, registered with :func:`faithlab.explainers.explain`: Grad-CAM (captum's LayerGradCam) and
-LayerCAM, at a layer given as a module, a dotted name or the model's ``cam_layer``, upsampled to the input."""
+LayerCAM, at a layer given as a module, a dotted name, the model's ``cam_layer`` or, for torchvision/timm
+architectures, the layer :func:`faithlab.models.cam_layer` chooses; upsampled to the input."""
 
 from __future__ import annotations
 
@@ -12,11 +13,14 @@ from faithlab.explainers.core import forward_args, leaf, register
 
 
 def _layer(model: nn.Module, layer: nn.Module | str | None) -> nn.Module:
-    """Resolve a CAM layer: a module, a dotted submodule name, or ``model.cam_layer`` when ``layer`` is None."""
+    """Resolve a CAM layer: a module, a dotted submodule name, or, when ``layer`` is None, ``model.cam_layer`` or the
+    layer :func:`faithlab.models.cam_layer` chooses for the architecture (ValueError for a ViT, naming its methods)."""
     if layer is None:
         layer = getattr(model, "cam_layer", None)
         if layer is None:
-            raise ValueError("layer is required: model has no cam_layer attribute; pass a module or a dotted name")
+            from faithlab.models.layers import cam_layer
+
+            layer = cam_layer(model)
     if isinstance(layer, str):
         try:
             return model.get_submodule(layer)
@@ -47,9 +51,11 @@ def _cam_output(cam: torch.Tensor, x: torch.Tensor, normalize: bool) -> torch.Te
 @register("gradcam")
 def _gradcam(model, x, target, extra, *, batch_size, generator, layer: nn.Module | str | None = None,
              normalize: bool = False):
-    """Grad-CAM (captum LayerGradCam) at ``layer`` (default ``model.cam_layer``): ReLU(Σ_k mean(∂f/∂A_k) A_k),
-    upsampled to the input; ``normalize`` min-max scales each map to [0, 1] as pytorch-grad-cam does."""
-    cam = LayerGradCam(model, _layer(model, layer)).attribute(x, target=target, additional_forward_args=forward_args(extra),
+    """Grad-CAM (captum LayerGradCam) at ``layer`` (default ``faithlab.models.cam_layer(model)``):
+    ReLU(Σ_k mean(∂f/∂A_k) A_k), upsampled to the input; ``normalize`` min-max scales each map to [0, 1] as
+    pytorch-grad-cam does."""
+    cam = LayerGradCam(model, _layer(model, layer)).attribute(x, target=target,
+                                                              additional_forward_args=forward_args(extra),
                                                               relu_attributions=True)
     return _cam_output(cam, x, normalize)
 

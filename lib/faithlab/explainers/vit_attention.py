@@ -118,8 +118,11 @@ def check_images(x: torch.Tensor) -> None:
 def _record(model: nn.Module, x: torch.Tensor, target: torch.Tensor, gradient: bool):
     """One forward (and backward when ``gradient``) with attention recording on; returns maps and their grads."""
     if not all(hasattr(model, a) for a in ("record_attention", "attentions", "blocks", "grid")):
+        arch = (getattr(model, "pretrained_cfg", None) or {}).get("architecture", "<name>")
         raise TypeError(f"model must record attention like faithlab.models.ViT (record_attention, attentions, "
-                        f"blocks, grid); got {type(model).__name__}")
+                        f"blocks, grid); got {type(model).__name__}. A timm ViT: convert it with "
+                        f"fl.models.vit_from_timm(model), or load it converted with fl.models.load(\"timm:{arch}\", "
+                        "weights=<file>)")
     check_images(x)
     previous = [blk.attn.record for blk in model.blocks]
     model.record_attention(True)
@@ -197,8 +200,11 @@ def conservative_forward(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
     logit minus the relevance absorbed by the bias terms; GELU keeps its ordinary gradient here (the paper's
     rules for attention and LayerNorm only)."""
     missing = [a for a in ("patch_embed", "cls_token", "pos_embed", "blocks", "norm", "head") if not hasattr(model, a)]
-    if missing:
-        raise TypeError(f"model must be a faithlab.models.ViT-like module; missing {missing}")
+    if missing or not isinstance(model.patch_embed, nn.Conv2d):  # a timm ViT has the names, not the layout
+        missing = missing or ["a conv patch_embed"]
+        raise TypeError(f"model must be a faithlab.models.ViT-like module; missing {missing}. A timm ViT: convert it "
+                        "with fl.models.vit_from_timm(model), or load it converted with "
+                        "fl.models.load(\"timm:<name>\", weights=<file>)")
     tokens = model.patch_embed(x).flatten(2).transpose(1, 2)
     z = torch.cat([model.cls_token.expand(len(x), -1, -1), tokens], dim=1) + model.pos_embed
     for blk in model.blocks:

@@ -123,8 +123,10 @@ def _check_vit(model: nn.Module) -> None:
     missing = [a for a in _VIT_PARTS if not hasattr(model, a)]
     if missing or not isinstance(getattr(model, "patch_embed", None), nn.Conv2d):
         lacks = missing or ["a conv patch_embed"]
-        raise TypeError(f"model must be a faithlab.models.ViT (convert timm ViTs with faithlab.models.vit_from_timm);"
-                        f" {type(model).__name__} lacks {lacks}")
+        arch = (getattr(model, "pretrained_cfg", None) or {}).get("architecture", "<name>")
+        raise TypeError(f"model must be a faithlab.models.ViT; {type(model).__name__} lacks {lacks}. A timm ViT: "
+                        f"convert it with fl.models.vit_from_timm(model), or load it converted with "
+                        f"fl.models.load(\"timm:{arch}\", weights=<file>)")
 
 
 def relevance(model: nn.Module, x: torch.Tensor, target: torch.Tensor, *, propagate: bool = True) -> Relevance:

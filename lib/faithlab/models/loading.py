@@ -2,9 +2,9 @@
 file, and the exact conversion of a timm ViT into :class:`faithlab.models.ViT`.
 
 Every weights file is read by :func:`_load_tensors` (safetensors, or ``torch.load(weights_only=True)``), never by
-torchvision's or timm's own loaders: torch.hub unpickles without the weights-only restriction and does not hash-check a file that
-is already in its cache, so a file placed there could run code. Cache files are checked against the sha256 that
-their publisher put in the file name (torchvision) or the Hugging Face cache's blob name before they are read."""
+torchvision's or timm's own loaders: torch.hub unpickles without the weights-only restriction and does not hash-check a
+file that is already in its cache, so a file placed there could run code. Cache files are checked against the sha256
+that their publisher put in the file name (torchvision) or the Hugging Face cache's blob name before they are read."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from faithlab import _validate
+from faithlab._optional import require
 from faithlab.models.vit import ViT
 
 CAM_LAYERS = {"resnet18": "layer4", "resnet50": "layer4", "vgg16": "features.29", "alexnet": "features.11",
@@ -73,9 +74,9 @@ def _load_tensors(path: Path, what: str) -> dict:
     # a damaged file fails as RuntimeError or EOFError: all mean "not a usable weights file", so one ValueError
     # names the file and the original error stays attached as the cause.
     except Exception as err:  # noqa: BLE001
-        raise ValueError(f"{what}: {path} is not a plain tensor checkpoint and is not loaded ({_validate.load_refusal(err)}); "
-                         "save the weights as a state dict of tensors (torch.save(model.state_dict(), path)) or as "
-                         "safetensors") from err
+        raise ValueError(f"{what}: {path} is not a plain tensor checkpoint and is not loaded "
+                         f"({_validate.load_refusal(err)}); save the weights as a state dict of tensors "
+                         "(torch.save(model.state_dict(), path)) or as safetensors") from err
 
 
 def _hub_file(url: str, download: bool, what: str, hashed: bool) -> Path:
@@ -215,7 +216,7 @@ def _hf_file(hub_id: str, download: bool, what: str) -> Path | None:
 
 
 def _timm_model(name: str, weights: str | None, download: bool, kwargs: dict) -> nn.Module:
-    import timm
+    timm = require("timm", f"timm model {name!r}")
 
     full = name if weights in (None, "DEFAULT") else f"{name}.{weights}"
     try:

@@ -1,0 +1,283 @@
+"""Your own images: :func:`image_folder` reads a folder of image files (class subfolders, or a flat folder with an
+optional labels CSV) through a model's own preprocessing (:func:`faithlab.models.preprocessing`).
+
+Layouts (torchvision's ``ImageFolder`` conventions, whose helpers find the files)::
+
+    root/cat/001.png, root/dog/002.jpg, ...   class subfolders: labels from the folder names (sorted, or ``classes``)
+    root/001.png, root/002.png, ...           flat: no labels, unless a CSV (columns ``file,label``) gives them
+
+Without labels the evaluation uses the model's predictions (:meth:`ImageFolderData.tensors` with ``model=``). Files
+are listed in a fixed order (class, then path), and every loader keeps it, so row ``i`` of a result is ``files[i]``.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from faithlab import _validate
+
+from ._core import TensorData
+
+__all__ = ["IMAGE_EXTENSIONS", "ImageFolderData", "image_folder"]
+
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff")
+"""The file endings :func:`image_folder` reads by default (case-insensitive)."""
+
+
+class ImageFolderData(Dataset):
+    """Images of a folder, preprocessed on access: ``data[i]`` is ``(x, y)`` when labelled, ``x`` alone otherwise
+    (``x`` a ``(C, H, W)`` float tensor from ``preprocess``, ``y`` an int64 scalar).
+
+    Attributes: ``root`` (Path), ``files`` (paths relative to ``root``, POSIX, in item order), ``labels`` ((N,) int64
+    or None), ``classes`` (class names, index = label; None when unlabelled or when a CSV gives integer labels and no
+    ``classes`` were passed), ``labelled``, ``preprocess``, ``info`` (``name``, ``root``, ``files``, ``mean``,
+    ``std`` (the preprocessing's normalisation, None when it has none), ``n_classes``, ``class_names``, ``labels``:
+    "folders", the CSV's path or None)."""
+
+    def __init__(self, root: Path, files: list[str], labels: torch.Tensor | None, classes: list[str] | None,
+                 preprocess: Callable, source: str | None) -> None:
+        self.root, self.files, self.labels, self.classes = root, files, labels, classes
+        self.preprocess = preprocess
+        mean, std = getattr(preprocess, "normalisation", (None, None))
+        n_classes = len(classes) if classes is not None else (int(labels.max()) + 1 if labels is not None else None)
+        self.info: dict[str, Any] = {"name": "image_folder", "root": str(root), "files": list(files),
+                                     "mean": None if mean is None else tuple(mean),
+                                     "std": None if std is None else tuple(std), "n_classes": n_classes,
+                                     "class_names": None if classes is None else list(classes), "labels": source}
+
+    @property
+    def labelled(self) -> bool:
+        """Whether the items carry labels (class subfolders or a CSV)."""
+        return self.labels is not None
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def image(self, index: int):
+        """The raw PIL image of item ``index`` (RGB or as stored), or ValueError naming its file when unreadable."""
+        from PIL import Image, UnidentifiedImageError
+
+        path = self.root / self.files[index]
+        try:
+            with Image.open(path) as image:
+                image.load()
+                return image.copy()
+        except (OSError, UnidentifiedImageError, ValueError) as err:
+            raise ValueError(f"root: the file {self.files[index]!r} in {str(self.root)!r} is not a readable image "
+                             f"({type(err).__name__}: {err})") from err
+
+    def __getitem__(self, index: int):
+        x = self.preprocess(self.image(index))
+        return (x, self.labels[index]) if self.labels is not None else x
+
+    def loader(self, batch_size: int = 32, num_workers: int = 0) -> DataLoader:
+        """A DataLoader over the items in file order (no shuffle): batches ``(x, y)`` or ``x``."""
+        batch_size = _validate.positive_int(batch_size, "batch_size")
+        if not isinstance(num_workers, int) or isinstance(num_workers, bool) or num_workers < 0:
+            raise ValueError(f"num_workers must be a non-negative int, got {num_workers!r}")
+        return DataLoader(self, batch_size=batch_size, shuffle=False, num_workers=num_workers,
+                          collate_fn=_collate)
+
+    def tensors(self, n: int | None = None, *, model: torch.nn.Module | None = None,
+                batch_size: int = 32) -> TensorData:
+        """The first ``n`` items (all when None) in memory: a :class:`faithlab.data.TensorData` with ``x`` stacked.
+
+        ``y``: the labels; an unlabelled folder needs ``model``, whose predictions (argmax of the logits, computed
+        in batches of ``batch_size`` on the model's device, no gradient) become ``y`` (``info["labels"]`` then says
+        "predictions"). Without labels and without ``model`` this raises ValueError: pass ``labels=`` to
+        :func:`image_folder` or ``model=`` here. ``extras["index"]`` holds the item positions (``files[i]``)."""
+        count = len(self) if n is None else min(_validate.positive_int(n, "n"), len(self))
+        if self.labels is None and model is None:
+            raise ValueError(f"the images in {str(self.root)!r} have no labels: pass labels=<CSV> (or class "
+                             "subfolders with labels='folders') to image_folder, or tensors(model=model) to use the "
+                             "model's predictions as labels")
+        batch_size = _validate.positive_int(batch_size, "batch_size")
+        x = _stack([self.preprocess(self.image(i)) for i in range(count)])
+        info = dict(self.info, files=self.files[:count])
+        if self.labels is not None:
+            y = self.labels[:count].clone()
+        else:
+            _validate.model(model)
+            param = next(model.parameters(), None)
+            device = param.device if param is not None else torch.device("cpu")
+            with torch.no_grad():
+                logits = torch.cat([model(chunk.to(device)).cpu() for chunk in x.split(batch_size)])
+            y = logits.argmax(1)
+            info.update(labels="predictions", n_classes=info["n_classes"] or int(logits.shape[1]))
+        return TensorData(x, y, info=info, extras={"index": torch.arange(count)})
+
+
+def _stack(images: list[torch.Tensor]) -> torch.Tensor:
+    """Stack the images, or a ValueError naming ``preprocess`` when their sizes differ."""
+    try:
+        return torch.stack(images)
+    except RuntimeError as err:
+        raise ValueError("preprocess gives images of different sizes (it has no crop or exact resize); pass a "
+                         "preprocess with one output size, e.g. fl.models.preprocessing(model) of an ImageNet "
+                         f"model ({err})") from None
+
+
+def _collate(batch: list):
+    """DataLoader's default collation, with the different-sizes error naming ``preprocess``."""
+    from torch.utils.data import default_collate
+
+    try:
+        return default_collate(batch)
+    except RuntimeError as err:
+        raise ValueError("preprocess gives images of different sizes (it has no crop or exact resize); pass a "
+                         f"preprocess with one output size ({err})") from None
+
+
+def _is_image(name: str, extensions: tuple[str, ...]) -> bool:
+    return not name.startswith(".") and name.lower().endswith(extensions)
+
+
+def _layout(root: Path, extensions: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """(class subfolders that hold images, image files directly in root); hidden entries are skipped."""
+    subdirs, flat = [], []
+    for entry in sorted(os.scandir(root), key=lambda e: e.name):
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir():
+            if any(_is_image(f, extensions) for _, _, fs in os.walk(entry.path) for f in fs):
+                subdirs.append(entry.name)
+        elif _is_image(entry.name, extensions):
+            flat.append(entry.name)
+    return subdirs, flat
+
+
+def _read_csv(path: Path, files: list[str], classes: list[str] | None) -> tuple[list[int], list[str] | None]:
+    """Labels of ``files`` (in that order) from a CSV with columns ``file,label`` (label an int or a class name)."""
+    with path.open(newline="", encoding="utf-8-sig") as f:
+        reader = csv.DictReader(f)
+        rows = list(reader)
+        header = [h.strip() for h in reader.fieldnames or []]
+    if not {"file", "label"} <= set(header):
+        raise ValueError(f"labels: the CSV {str(path)!r} must have the columns 'file' and 'label', got {header}")
+    rows = [{k.strip(): v for k, v in row.items() if k is not None} for row in rows]
+    given: dict[str, str] = {}
+    for line, row in enumerate(rows, start=2):
+        name = Path(str(row["file"]).strip()).as_posix()
+        if name in given:
+            raise ValueError(f"labels: the CSV {str(path)!r} names {name!r} twice (line {line})")
+        given[name] = str(row["label"]).strip()
+    unknown = [f for f in given if f not in set(files)]
+    if unknown:
+        raise ValueError(f"labels: the CSV {str(path)!r} names files that are not images in the folder: {unknown[:5]}"
+                         f"{' …' if len(unknown) > 5 else ''} (paths relative to root, e.g. {files[0]!r})")
+    missing = [f for f in files if f not in given]
+    if missing:
+        raise ValueError(f"labels: the CSV {str(path)!r} gives no label for {len(missing)} image(s) of the folder: "
+                         f"{missing[:5]}{' …' if len(missing) > 5 else ''}")
+    raw = [given[f] for f in files]
+    names = sorted({v for v in raw if not _is_int(v)})
+    if classes is None and names:
+        if len(names) != len(set(raw)):
+            raise ValueError(f"labels: the CSV {str(path)!r} mixes integer labels and class names; use one kind, or "
+                             "pass classes=[...] to give the names their indices")
+        classes = names
+    out = []
+    for f, v in zip(files, raw):
+        if _is_int(v):
+            label = int(v)
+            if label < 0 or (classes is not None and label >= len(classes)):
+                raise ValueError(f"labels: the CSV {str(path)!r} gives {f!r} the label {label}, outside 0.."
+                                 f"{len(classes) - 1 if classes is not None else 'n'}")
+        elif classes is not None and v in classes:
+            label = classes.index(v)
+        else:
+            raise ValueError(f"labels: the CSV {str(path)!r} gives {f!r} the unknown class name {v!r}; the classes "
+                             f"are {classes}")
+        out.append(label)
+    return out, classes
+
+
+def _is_int(value: str) -> bool:
+    return value.lstrip("-").isdigit()
+
+
+def image_folder(
+    root: str | os.PathLike,
+    *,
+    preprocess: Callable,
+    labels: str | os.PathLike | None = "folders",
+    classes: Sequence[str] | None = None,
+    extensions: Sequence[str] = IMAGE_EXTENSIONS,
+) -> ImageFolderData:
+    """Your images as a dataset: a folder of class subfolders or a flat folder of image files.
+
+    root: the folder. preprocess: PIL image → ``(C, H, W)`` tensor, normally the model's own
+    (``fl.models.preprocessing(model)``, whose ``normalisation`` lands in ``info["mean"]``/``["std"]``).
+    labels: "folders" (default): class subfolders give the labels (torchvision ``ImageFolder``'s rule: the sorted
+    folder names, or their positions in ``classes``); a flat folder is unlabelled. A path to a CSV with columns
+    ``file,label`` (``file`` relative to root, ``label`` an int or a class name): it must name every image of the
+    folder and nothing else. None: no labels even with subfolders (the evaluation then uses the model's predictions).
+    classes: the class names in the model's output order (a name's index is its label); default: the sorted folder
+    names, or the sorted class names of the CSV. extensions: the file endings read (case-insensitive); other files
+    are skipped, as are hidden ones.
+    Errors name the argument: a missing or empty ``root``, a folder with both images and class subfolders, a CSV
+    naming files that are not there or leaving images out, an unknown class name; an unreadable image raises
+    ValueError naming the file when it is read."""
+    if not isinstance(root, (str, os.PathLike)):
+        raise TypeError(f"root must be a folder path, got {type(root).__name__}")
+    path = Path(root).expanduser()
+    if not path.is_dir():
+        raise FileNotFoundError(f"root {str(path)!r} is not a folder")
+    if not callable(preprocess):
+        raise TypeError(f"preprocess must be callable (PIL image → tensor), e.g. fl.models.preprocessing(model); got "
+                        f"{type(preprocess).__name__}")
+    if isinstance(extensions, str) or not extensions or not all(
+            isinstance(e, str) and e.startswith(".") for e in extensions):
+        raise ValueError(f"extensions must be a sequence of file endings such as ('.png', '.jpg'), got {extensions!r}")
+    exts = tuple(e.lower() for e in extensions)
+    if classes is not None:
+        if isinstance(classes, str) or not all(isinstance(c, str) for c in classes) or len(set(classes)) != len(
+                classes) or not classes:
+            raise ValueError(f"classes must be a sequence of distinct class names, got {classes!r}")
+        classes = list(classes)
+    subdirs, flat = _layout(path, exts)
+    if subdirs and flat:
+        raise ValueError(f"root {str(path)!r} mixes images ({flat[:3]}) and class subfolders ({subdirs[:3]}); put "
+                         "every image in a class subfolder, or all of them directly in root")
+    if not subdirs and not flat:
+        raise ValueError(f"root {str(path)!r} holds no images with the endings {list(exts)}")
+    folder_classes = None
+    if subdirs:
+        from torchvision.datasets.folder import make_dataset
+
+        if classes is not None and labels == "folders":
+            unknown = [d for d in subdirs if d not in classes]
+            if unknown:
+                raise ValueError(f"classes {classes} do not include the subfolders {unknown} of root {str(path)!r}")
+            folder_classes = classes
+        else:
+            folder_classes = subdirs
+        index = {c: i for i, c in enumerate(folder_classes)}
+        samples = make_dataset(str(path), {d: index[d] for d in subdirs},
+                               is_valid_file=lambda f: _is_image(os.path.basename(f), exts))
+        samples.sort(key=lambda s: (s[1], Path(s[0]).relative_to(path).as_posix()))
+        files = [Path(p).relative_to(path).as_posix() for p, _ in samples]
+        folder_labels = [label for _, label in samples]
+    else:
+        files, folder_labels = flat, None
+    if labels is None:
+        return ImageFolderData(path, files, None, None, preprocess, None)
+    if isinstance(labels, str) and labels == "folders":
+        if folder_labels is None:
+            return ImageFolderData(path, files, None, None, preprocess, None)
+        return ImageFolderData(path, files, torch.tensor(folder_labels, dtype=torch.int64), folder_classes,
+                               preprocess, "folders")
+    if not isinstance(labels, (str, os.PathLike)):
+        raise TypeError(f"labels must be 'folders', a CSV path or None, got {type(labels).__name__}")
+    csv_path = Path(labels).expanduser()
+    if not csv_path.is_file():
+        raise FileNotFoundError(f"labels {str(csv_path)!r} is not a file (pass 'folders', a CSV path or None)")
+    values, names = _read_csv(csv_path, files, classes)
+    return ImageFolderData(path, files, torch.tensor(values, dtype=torch.int64), names, preprocess, str(csv_path))
