@@ -24,13 +24,14 @@ help:
 	@echo "make clean     remove the built book, generated artifacts and caches (keeps .venv)"
 	@echo "make publish   build the book, then push _build/html to the gh-pages branch (GitHub Pages) with ghp-import"
 
-# Set-up: uv (installed with pip if missing), then the locked environment; fails loudly if torchvision is broken.
+# Set-up: uv (installed with pip if missing), then the locked environment with every extra (the study, the cluster,
+# timm, ...: pyproject.toml's optional-dependencies) and the dev group; fails loudly if torchvision is broken.
 $(VENV)/.synced: pyproject.toml uv.lock
 	@if [ ! -x "$(UV)" ]; then \
 	  echo "uv not found: installing it with pip --user"; \
 	  $(PYTHON) -m pip install --user --quiet uv || $(PYTHON) -m pip install --user --quiet --break-system-packages uv; \
 	fi
-	$(UV) sync --locked
+	$(UV) sync --locked --all-extras
 	@$(PY) -c "import torch, torchvision, captum, faithlab; print(f'torch {torch.__version__}, torchvision {torchvision.__version__}, cuda available: {torch.cuda.is_available()}')" \
 	  || { echo "set-up failed: torch/torchvision/faithlab do not import in $(VENV)" >&2; exit 1; }
 	@touch $@

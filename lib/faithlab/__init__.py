@@ -11,7 +11,18 @@ from __future__ import annotations
 
 import importlib
 
-__version__ = "0.1.0"
+
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml's ``version``, which CITATION.cff and CHANGELOG.md
+    repeat); "0+unknown" when faithlab is imported from a source tree that was never installed. Read on first use of
+    ``faithlab.__version__`` (importlib.metadata costs tens of milliseconds to import)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("faithlab")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
 
 _SUBMODULES = (
     "perturb",
@@ -35,6 +46,9 @@ __all__ = ["__version__", "evaluate", *_SUBMODULES]
 
 
 def __getattr__(name: str):
+    if name == "__version__":
+        globals()[name] = value = _version()
+        return value
     if name == "evaluate":  # every metric in one call: faithlab.evaluation.evaluate
         value = importlib.import_module(f"{__name__}.evaluation").evaluate
         globals()[name] = value

@@ -12,12 +12,14 @@ from collections.abc import Iterable, Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from faithlab._optional import require
 from faithlab.verdicts import VERDICTS
+
+sns = require("seaborn", "faithlab.plots (figures)")
 
 __all__ = [
     "CHAPTERS",

@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from faithlab import _validate
+from faithlab._optional import require
 
 from ._core import TensorData, check_split, generator, split_indices
 
@@ -27,6 +28,7 @@ TASKS = ("seq_comb", "freq_shape")
 # --------------------------------------------------------------------------------------------------- digits source
 @functools.lru_cache(maxsize=1)
 def _sklearn_digits() -> tuple[np.ndarray, np.ndarray]:
+    require("sklearn", "the embedded digits (fl.data.digits, canvas_digits)")
     from sklearn.datasets import load_digits  # ships with scikit-learn; no download
 
     bunch = load_digits()

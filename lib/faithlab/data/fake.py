@@ -34,6 +34,7 @@ import torch
 from torch import nn
 
 from faithlab import _validate
+from faithlab._optional import require
 
 __all__ = ["solid", "texture", "write_image", "write_image_folder", "write_boxes_csv", "write_idx",
            "write_fashion_mnist", "write_cifar_binary", "write_eurosat", "write_tiny_imagenet", "write_sst2",
@@ -464,7 +465,7 @@ def _small_image_sets(root: Path, rng: np.random.Generator, per_class: int) -> N
 
 def _timm_inputs(root: Path, name: str) -> torch.Tensor:
     """The fake ImageNet images as SaCo's notebooks feed the timm model ``name`` (its own mean and std)."""
-    import timm
+    timm = require("timm", "the paper-dry fake data (fl.data.fake)")
 
     from faithlab import data
 
@@ -525,7 +526,7 @@ def write_paper_dry(root: str | os.PathLike, *, seed: int = 0, per_class: int = 
 
 
 def _write_models(root: Path, seed: int) -> None:
-    import timm
+    timm = require("timm", "the paper-dry fake data (fl.data.fake)")
     import torchvision
 
     from faithlab import data

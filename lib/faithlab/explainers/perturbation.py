@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from faithlab import _validate
+from faithlab._optional import require
 from faithlab.explainers.cams import _cam_output, _layer
 from faithlab.explainers.core import real, register, uniform
 
@@ -123,6 +124,7 @@ def _extremal_perturbation(model, x, target, extra, *, batch_size, generator, ar
     one by one; the model's ``requires_grad`` flags, which TorchRay switches off, are restored afterwards (also when
     a call raises)."""
     with _torchray():
+        require("torchray", "method 'extremal_perturbation'")
         from torchray.attribution.extremal_perturbation import (
             extremal_perturbation,
             simple_reward,
@@ -176,6 +178,7 @@ def _excitation_backprop(model, x, target, extra, *, batch_size, generator, laye
     duration of the pass (TorchRay's patching; not thread-safe), and the ``requires_grad`` flags TorchRay switches off
     are restored, also when a call raises."""
     with _torchray():
+        require("torchray", "method 'excitation_backprop'")
         from torchray.attribution.excitation_backprop import excitation_backprop
 
     _images(x, "excitation_backprop")

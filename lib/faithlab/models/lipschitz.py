@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
+from faithlab._optional import require
 from faithlab.models.registry import register, scaled as _scaled
 
 
@@ -18,7 +19,7 @@ class LipschitzCNN(nn.Sequential):
 
     def __init__(self, in_channels: int = 3, n_classes: int = 10, image_size: int = 32, width: float = 1.0,
                  activation: str = "prelu", dropout: float = 0.2, tau: float = 1.0) -> None:
-        from deel import torchlip
+        torchlip = require("deel.torchlip", "LipschitzCNN (model 'lipschitz_cnn')")
 
         if activation not in ("prelu", "groupsort"):
             raise ValueError(f"activation must be 'prelu' or 'groupsort', got {activation!r}")

@@ -23,6 +23,7 @@ import pandas as pd
 import torch
 
 from faithlab import _validate, verdicts
+from faithlab._optional import require
 from faithlab.metrics.distances import DISTANCES, map_distance
 from faithlab.metrics.statistics import rankdata, spearman
 
@@ -114,7 +115,7 @@ def wasserstein(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     # Not a hot path: Figs. 2–3 only. ot.emd2 solves one pair at a time on the CPU (a linear programme, about
     # 0.05–0.1 s per pair of 32×32 maps); we loop over the pairs in Python. POT is imported here, not with
     # faithlab: only this check needs it.
-    import ot
+    ot = require("ot", "reco_sanity.wasserstein")
     for x, name in ((a, "a"), (b, "b")):
         _validate.tensor(x, name)
         if x.ndim < 2 or x.is_complex() or x.dtype == torch.bool:

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from faithlab import _validate, data, evaluation, explainers, models, recipes, train, verdicts
+from faithlab._optional import require
 from faithlab.data import TensorData
 from faithlab.metrics.fewclass import candidate_grid
 from faithlab.metrics.statistics import spearman
@@ -176,6 +177,7 @@ def tree_setup(*, max_depth: int, n_test: int, image_size: int = 16, r: float = 
     (:meth:`~faithlab.models.DecisionTree.path_importance`, Miró-Nicolau et al. 2024), which does not depend on the
     class explained. No fine-tuned twin (``finetuned`` None): the tree has no gradient to fine-tune. Fitting takes
     a fraction of a second, so the tree is not cached."""
+    require("sklearn", "tree_setup")
     from sklearn.tree import DecisionTreeClassifier
 
     depth = _validate.positive_int(max_depth, "max_depth")

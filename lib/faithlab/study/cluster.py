@@ -36,6 +36,8 @@ import threading
 import time
 from pathlib import Path
 
+from faithlab._optional import require
+
 RESOURCE = "notebook"  # the worker resource one notebook execution takes
 SYSTEMS = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster", "lsf": "LSFCluster"}
 SUBMIT = {"slurm": "sbatch", "pbs": "qsub", "sge": "qsub", "lsf": "bsub"}  # each batch system's submit command
@@ -98,7 +100,7 @@ def jobqueue_cluster(system: str, resources: dict | None, *, root: Path, environ
     """
     if system not in SYSTEMS:
         raise ClusterError(f"--cluster: unknown batch system {system!r} (known: {sorted(SYSTEMS)})")
-    import dask_jobqueue
+    dask_jobqueue = require("dask_jobqueue", f"--cluster {system}")
 
     resources = check_resources(resources)
     cores = resources.get("cores", 1)
@@ -239,7 +241,7 @@ def connect(cluster: str, *, workers: int, resources: dict | None = None, root: 
     Raises ClusterError naming the value, at once, for a scheduler file that does not exist or a batch system whose
     submit command (``sbatch``, ``qsub``, ``bsub``) is not on PATH, and after ``CONNECT_TIMEOUT`` seconds for a
     scheduler that cannot be reached."""
-    import distributed
+    distributed = require("distributed", "--cluster")
 
     if not isinstance(cluster, str) or not cluster:
         raise ClusterError(f"--cluster must be an address, 'local[:N]' or one of {sorted(SYSTEMS)}, got {cluster!r}")

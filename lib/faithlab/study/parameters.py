@@ -14,9 +14,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from faithlab import paths
+from faithlab._optional import require
+
+yaml = require("yaml", "the study runner (faithlab.study)")
 
 PROFILES = ("smoke", "book", "paper", "paper-dry")
 

@@ -1,0 +1,59 @@
+"""Optional dependencies: import one where it is needed, or say which extra installs it.
+
+``pip install faithlab`` brings the metric core only (torch, torchvision, captum, numpy, scipy, pandas, tqdm); the
+study, timm models, TorchRay's and PAIR's explainers, ... are optional-dependency groups of pyproject.toml. A
+function that needs one imports it through :func:`require`, so that a slim install fails with the command that fixes
+it instead of a bare ``No module named 'timm'``::
+
+    timm = require("timm", "fl.models.pretrained(source='timm')")
+    # ModuleNotFoundError: fl.models.pretrained(source='timm') needs timm: pip install 'faithlab[timm]'
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+# import name -> (distribution on PyPI, extra of pyproject.toml that installs it); tests/test_wheel.py checks each
+# pair against pyproject.toml
+EXTRAS: dict[str, tuple[str, str]] = {
+    "matplotlib": ("matplotlib", "report"),
+    "seaborn": ("seaborn", "report"),
+    "sklearn": ("scikit-learn", "data"),
+    "timm": ("timm", "timm"),
+    "torchray": ("torchray", "torchray"),
+    "deel": ("deel-torchlip", "lipschitz"),
+    "saliency": ("saliency", "saliency"),
+    "ot": ("pot", "ot"),
+    "yaml": ("pyyaml", "study"),
+    "papermill": ("papermill", "study"),
+    "jupytext": ("jupytext", "study"),
+    "nbformat": ("nbformat", "study"),
+    "distributed": ("distributed", "cluster"),
+    "dask_jobqueue": ("dask-jobqueue", "cluster"),
+}
+
+
+def message(module: str, what: str) -> str:
+    """The sentence a missing optional ``module`` (an import name of :data:`EXTRAS`, or a submodule of one) gives:
+    ``"<what> needs <distribution>: pip install 'faithlab[<extra>]'"``."""
+    top = module.partition(".")[0]
+    if top not in EXTRAS:
+        raise ValueError(f"module must be an optional dependency ({sorted(EXTRAS)}), got {module!r}")
+    distribution, extra = EXTRAS[top]
+    return f"{what} needs {distribution}: pip install 'faithlab[{extra}]'"
+
+
+def require(module: str, what: str) -> ModuleType:
+    """Import ``module`` (e.g. ``"timm"``, ``"sklearn.tree"``) for ``what`` (the function or feature, as the user
+    called it) and return it. When the optional package is not installed, raise ModuleNotFoundError (an ImportError)
+    saying which extra installs it (:func:`message`); a package that is installed but fails on a missing dependency
+    of its own re-raises that error unchanged."""
+    text = message(module, what)
+    top = module.partition(".")[0]
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        if err.name is None or err.name.partition(".")[0] != top:
+            raise
+        raise ModuleNotFoundError(text, name=top) from err
