@@ -711,3 +711,10 @@ def test_vit_relevance_checks_its_rebuilt_logits():
             ex.explain(vit, x, 1, method=method)
     with pytest.raises(ValueError, match=r"NaN or inf logits for sample\(s\) \[0, 1\]"):
         ex.relevance(vit, x, torch.tensor([0, 1]))
+
+
+def test_is_random_names_the_methods_that_draw():
+    assert ex.is_random("smoothgrad") and ex.is_random("random")
+    assert not ex.is_random("saliency") and not ex.is_random("gradcam")
+    with pytest.raises(ValueError, match="not registered"):
+        ex.is_random("no_such_method")

@@ -14,32 +14,40 @@
 # %% [markdown]
 # # Evaluate your explainer
 #
-# A template to copy: point the parameters cell at your model, data and explainers, run it with
-# `python -m faithlab.study run templates/evaluate_your_explainer -p weights_path my.pt -p device cuda ...` (or
-# open it in Jupyter), and it reports every faithfulness metric of the study on your explainers, how each metric
-# ranks them, the sanity checks of the synthesis chapter on your model, and the plots. As published it runs on the
-# embedded canvas digits, with a small CNN trained here.
+# A template to copy: point the parameters cell at your model, images and explainers, run it with
+# `python -m faithlab.study run templates/evaluate_your_explainer -p model torchvision:resnet18 -p weights my.pt
+# -p images my_images/` (or open it in Jupyter; `faithlab evaluate` is the same report as a command), and it
+# reports every faithfulness metric of the study on your explainers, how each metric ranks them, the sanity checks
+# of the synthesis chapter on your model, and the plots. As published it runs on the embedded canvas digits, with a
+# small CNN trained here.
 #
-# Your own model: set `model_name` / `model_config` to an architecture `fl.models.build` knows (or register
-# yours with `fl.models.register`), or `model_source` to "torchvision" / "timm" and `model_name` to one of
-# theirs, and `weights_path` to its state dict (read with `weights_only=True`); your
-# data: `dataset` and `data_options` for `fl.data.load` (CIFAR, ImageNet-val, ... from disk: see
-# `fl.data.available()`). A dataset with ground-truth masks adds the recovery check.
+# Your own model: `model` is `"torchvision:<name>"`, `"timm:<name>"` or a zoo name (`fl.models.available()`) and
+# `weights` its state dict (read with `weights_only=True`; the number of classes comes from it); Grad-CAM finds the
+# model's last convolutional block and a timm ViT is converted so that the attention and relevance methods read its
+# attention. Your images: `images` a folder (flat, or one subfolder per class), resized and normalised as the model
+# expects (`image_size` overrides the size), labelled by `labels` ("folders", a CSV file, or None for the model's
+# own predictions). Without `images` the test split of `dataset` (`fl.data.load`) is used; a dataset with
+# ground-truth masks adds the recovery check. FFid± need a copy of the model fine-tuned with random removal
+# (`finetune_epochs`, by default only for the model trained here) and ReCo/MeGe `kfold` models cross-trained on
+# labelled training data (`kfold`, off by default; zoo architectures only).
 
 # %% tags=["parameters"]
 dataset = "canvas_digits"
 data_options = {"size": 16, "r": 0.3, "color": False, "seed": 0}
-model_source = "zoo"
+model = None
+weights = None
 model_name = "small_cnn"
 model_config = {"in_channels": 1, "n_classes": 10, "width": 16}
-weights_path = None
+images = None
+labels = "folders"
+image_size = None
 n_epochs = 8
 explainers = {"Saliency": ["saliency", {}], "Integrated Gradients": ["integrated_gradients", {"n_steps": 16}],
               "Grad-CAM": ["gradcam", {}], "Random": ["random", {}]}
 metrics = None
 n_images = 32
-finetune_epochs = 4
-kfold = 3
+finetune_epochs = None
+kfold = 0
 kfold_images = 600
 kfold_epochs = 15
 noise_levels = [0.0, 0.5, 1.0]
@@ -50,16 +58,17 @@ randomise_scale = 10.0
 seed = 0
 device = "cpu"
 batch_size = 512
+report_dir = None
 
 # %%
+import dataclasses
 import functools
 
-import matplotlib.pyplot as plt
 import pandas as pd
-import seaborn as sns
 import torch
 
 import faithlab as fl
+from faithlab import report as rp
 from faithlab.protocols import synthesis as syn
 
 out = fl.outputs.for_notebook()
@@ -70,24 +79,43 @@ LABELS = {m: i.label for m, i in fl.evaluation.METRICS.items()}
 # ## Your model and data
 
 # %%
-train = fl.data.load(dataset, split="train", **data_options)
-test = fl.data.load(dataset, split="test", **data_options)
+if model is None and images is not None:
+    raise ValueError("images needs model: the small CNN trained here reads `dataset`'s images; set model (e.g. "
+                     "'torchvision:resnet18') and weights to evaluate your model on your images")
+if kfold and (images is not None or (model is not None and ":" in model)):
+    raise ValueError("kfold needs k models of the zoo architecture `model_name` cross-trained on `dataset`'s "
+                     "labelled training split: set kfold = 0 (ReCo/MeGe skipped), or cross-train your architecture "
+                     "yourself (fl.train.cross_train) and call fl.evaluate(..., kfold=...)")
+finetune_epochs = (4 if model is None else 0) if finetune_epochs is None else finetune_epochs
 key = {"dataset": dataset, **data_options}
+train = test = None
+if images is None or model is None:
+    train = fl.data.load(dataset, split="train", **data_options)
+    test = fl.data.load(dataset, split="test", **data_options)
 config = fl.train.TrainConfig(epochs=n_epochs, lr=3e-3, batch_size=64, seed=seed)
-if weights_path is None:
-    model, history = fl.train.fit(model_name, model_config, train, config, data_key=key, test_data=test,
-                                  device=device, progress=False)
-elif model_source == "zoo":
-    model = fl.models.build(model_name, **model_config)
-    model.load_state_dict(torch.load(weights_path, map_location="cpu", weights_only=True))
-    history = {"key": f"weights:{weights_path}"}
+if model is None:
+    net, history = fl.train.fit(model_name, model_config, train, config, data_key=key, test_data=test,
+                                device=device, progress=False)
 else:
-    model = fl.models.pretrained(model_name, source=model_source, weights_path=weights_path, **model_config)
-    history = {"key": f"weights:{weights_path}"}
-model = model.to(device).eval()
-x, y = test.x[:n_images].to(device), test.y[:n_images].to(device)
+    net = fl.models.load(model, weights=weights, **(model_config if ":" not in model else {}))
+    history = {"key": f"weights:{weights}"}
+    model_name = model if ":" not in model else model_name
+net = net.to(device).eval()
+normalisation = None
+if images is None:
+    x, y = test.x[:n_images].to(device), test.y[:n_images].to(device)
+else:
+    pre = fl.models.preprocessing(net)
+    if image_size is not None:
+        pre = dataclasses.replace(pre, resize=image_size, crop=(image_size, image_size))
+    folder = fl.data.image_folder(images, preprocess=pre, labels=labels)
+    data = folder.tensors(n_images, model=None if folder.labelled else net)  # no labels: the model's predictions
+    x, normalisation = data.x.to(device), pre.normalisation
+    train, key = data, {"images": str(images), "n": len(data)}  # fine-tuning, if asked, reads these images
+    print(f"{len(folder)} images in {images}; preprocessing {pre}")
+    y = data.y.to(device)
 with torch.no_grad():
-    target = model(x).argmax(1)
+    target = net(x).argmax(1)
 out.glue("accuracy", float((target == y).double().mean()))
 print(f"{len(y)} images, accuracy {float((target == y).double().mean()):.3f}")
 
@@ -103,10 +131,8 @@ def explainer_fn(method, options, model, inputs, target):
 
 
 explain = {name: functools.partial(explainer_fn, method, options) for name, (method, options) in explainers.items()}
-maps = {name: fn(model, x, target) for name, fn in explain.items()}
-fig = fl.plots.image_grid([x[0, 0]] + [m[0].abs().sum(0) for m in maps.values()],
-                          titles=["image"] + list(maps), ncols=len(maps) + 1)
-out.figure(fig, "maps")
+maps = {name: fn(net, x, target) for name, fn in explain.items()}
+out.figure(rp.maps_figure(x, maps, normalisation=normalisation), "maps")
 
 # %% [markdown]
 # ## Every metric
@@ -117,18 +143,18 @@ out.figure(fig, "maps")
 tuned = None
 if finetune_epochs:
     ft = fl.train.TrainConfig(epochs=finetune_epochs, lr=1e-3, batch_size=64, seed=seed)
-    tuned, _ = fl.train.finetune(model, train, ft, fl.train.RandomRemoval(0.1), data_key=key,
+    tuned, _ = fl.train.finetune(net, train, ft, fl.train.RandomRemoval(0.1), data_key=key,
                                  base_key=history["key"], test_data=test, device=device, progress=False)
     tuned = tuned.to(device).eval()
 chosen = metrics or [m for m, i in fl.evaluation.METRICS.items() if i.level == "sample"
                      and ("finetuned" not in i.needs or tuned is not None)]
 options = dict(sparsity=[0.1, 0.3, 0.5, 0.7, 0.9], n_samples=n_samples, n_subsets=n_subsets,
                fewclass_fractions=[i / (fewclass_points - 1) for i in range(fewclass_points)], seed=seed,
-               batch_size=batch_size)
-report = fl.evaluate(model, x, y, maps, metrics=[m for m in chosen if fl.evaluation.METRICS[m].level == "sample"],
-                     finetuned=tuned, explainer=explain, **options)
-cost = syn.cost_per_metric(report)
-forward_inputs = report.attrs["forward_inputs"]
+               batch_size=batch_size, **({} if normalisation is None else {"normalisation": normalisation}))
+frame = fl.evaluate(net, x, y, maps, metrics=[m for m in chosen if fl.evaluation.METRICS[m].level == "sample"],
+                    finetuned=tuned, explainer=explain, **options)
+cost = rp.cost(frame)
+forward_inputs = frame.attrs["forward_inputs"]
 if kfold:
     d = train.subset(torch.arange(min(kfold_images, len(train))))
     cross = fl.train.cross_train(model_name, model_config, d, fl.train.TrainConfig(
@@ -136,13 +162,12 @@ if kfold:
         device=device, progress=False)
     xd, yd = d.x.to(device), d.y.to(device)
     with torch.no_grad():
-        td = model(xd).argmax(1)
-    report = pd.concat([report, fl.evaluate(model, xd, yd, {n: fn(model, xd, td) for n, fn in explain.items()},
-                                            metrics=["reco", "mege"], kfold=cross, explainer=explain, **options)],
-                       ignore_index=True)
-out.table(report, "report")
-summary = fl.evaluation.oriented(report).groupby(["label", "explainer"], sort=False)["score"].mean().unstack()
-summary["direction"] = report.groupby("label", sort=False)["direction"].first()
+        td = net(xd).argmax(1)
+    frame = pd.concat([frame, fl.evaluate(net, xd, yd, {n: fn(net, xd, td) for n, fn in explain.items()},
+                                          metrics=["reco", "mege"], kfold=cross, explainer=explain, **options)],
+                      ignore_index=True)
+out.table(frame, "report")
+summary = rp.summary(frame)
 out.table(summary.reset_index(), "summary")
 summary.round(3)
 
@@ -152,14 +177,9 @@ summary.round(3)
 # ranking depends on the metric you pick: the synthesis chapter says which metrics recovered a known ranking.
 
 # %%
-ranks = (fl.evaluation.oriented(report).groupby(["label", "explainer"], sort=False)["oriented"].mean().unstack()
-         .rank(axis=1, ascending=False))
+ranks = rp.ranks(frame)
 out.table(ranks.reset_index(), "ranks")
-fig, ax = plt.subplots(figsize=(min(fl.plots.WIDTH_IN, 1.3 * ranks.shape[1] + 3), 0.4 * len(ranks) + 1.5))
-sns.heatmap(ranks, annot=True, fmt=".1f", cmap="viridis_r", ax=ax, cbar_kws={"label": "rank (1 = best)"})
-ax.set_xlabel("")
-ax.set_ylabel("")
-out.figure(fig, "ranks")
+out.figure(rp.ranks_figure(ranks), "ranks")
 
 # %% [markdown]
 # ## Sanity checks on your model
@@ -171,31 +191,17 @@ out.figure(fig, "ranks")
 
 # %%
 random_name = next((n for n, (m, _) in explainers.items() if m == "random"), None)
-checks = [syn.beats(report, name, random_name).assign(explainer=name) for name in maps
-          if random_name is not None and name != random_name]
-random_model, _ = fl.train.randomise_layers(model, 1.0, generator=seed, scale=randomise_scale)
-randomised = fl.evaluate(random_model, x, y, {n: fn(random_model, x, random_model(x).argmax(1).detach())
-                                              for n, fn in explain.items()},
-                         metrics=[m for m in fl.evaluation.METRICS if m in set(report["metric"])
-                                  and fl.evaluation.METRICS[m].level == "sample"
-                                  and not {"finetuned", "explainer"} & set(fl.evaluation.METRICS[m].needs)],
-                         **options)
-react = syn.reactivity(report[report["metric"].isin(set(randomised["metric"]))], randomised, list(maps),
-                       truth=list(maps)[0], random=random_name or list(maps)[-1])
-sanity = react[["metric", "model"]].rename(columns={"model": "ranking change on a randomised model"})
-if checks:
-    beats = pd.concat(checks).pivot(index="metric", columns="explainer", values="share")
-    sanity = sanity.set_index("metric").join(beats.add_prefix("beats random: ")).reset_index()
-if test.mask is not None:
+randomised = rp.on_randomised(net, x, y, explain, frame[frame["level"] == "sample"], scale=randomise_scale,
+                              generator=seed, **options)
+rec = None
+if test is not None and test.mask is not None and images is None:
     truth = fl.explainers.ground_truth(test.mask[:n_images], x)[:, None]
     known = {syn.degraded_name(xi): fl.explainers.degrade(truth, xi, generator=seed) for xi in noise_levels}
-    degraded = fl.evaluate(model, x, y, known, finetuned=tuned, **{**options, "seed": seed},
-                           metrics=[m for m in set(report["metric"]) if fl.evaluation.METRICS[m].level == "sample"
+    degraded = fl.evaluate(net, x, y, known, finetuned=tuned, **{**options, "seed": seed},
+                           metrics=[m for m in set(frame["metric"]) if fl.evaluation.METRICS[m].level == "sample"
                                     and "explainer" not in fl.evaluation.METRICS[m].needs])
     rec = syn.recovery(degraded, {n: -xi for n, xi in zip(known, noise_levels)})
-    sanity = sanity.merge(rec[["metric", "spearman", "pairwise"]].rename(
-        columns={"spearman": "recovery (Spearman)", "pairwise": "recovery (pairs right)"}), on="metric", how="left")
-sanity.insert(0, "label", sanity["metric"].map(LABELS))
+sanity = rp.sanity(frame[frame["level"] == "sample"], randomised, random=random_name, recovery=rec)
 out.table(sanity, "sanity")
 sanity.drop(columns="metric").round(2)
 
@@ -207,4 +213,9 @@ sanity.drop(columns="metric").round(2)
 # %%
 out.table(cost, "cost")
 out.glue("forward_inputs", int(forward_inputs))
+if report_dir is not None:  # the same report as `faithlab evaluate`: CSVs, figures and one HTML page
+    print(rp.write(report_dir, frame, randomised=randomised, random=random_name, images=x, maps=maps,
+                   normalisation=normalisation, costs=cost, parameters={
+                       "model": model or model_name, "weights": weights, "images": images, "n_images": len(x),
+                       "explainers": explainers, **options}))
 cost.drop(columns="metric").round(1)

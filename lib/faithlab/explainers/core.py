@@ -42,7 +42,7 @@ from torch import nn
 from faithlab import _validate, perturb
 from faithlab.models import FromEmbeddings
 
-__all__ = ["register", "available", "explain"]
+__all__ = ["register", "available", "explain", "is_random"]
 
 Method = Callable[..., torch.Tensor]
 _METHODS: dict[str, Method] = {}
@@ -70,6 +70,14 @@ def register(name: str, *, random: bool = False) -> Callable[[Method], Method]:
         return fn
 
     return deco
+
+
+def is_random(method: str) -> bool:
+    """Whether the registered ``method`` draws random numbers (registered with ``random=True``: it needs a
+    ``generator`` or per-sample ``sample_seeds``, e.g. SmoothGrad, RISE, the random map)."""
+    if method not in _METHODS:
+        raise ValueError(f"method {method!r} is not registered; known: {', '.join(available())}")
+    return method in _RANDOM
 
 
 def available() -> list[str]:
