@@ -152,6 +152,7 @@ def test_require_names_the_extra_and_passes_other_errors_through(monkeypatch):
     with pytest.raises(ModuleNotFoundError, match=re.escape("model X needs timm: pip install 'faithlab[timm]'")):
         _optional.require("timm", "model X")
     monkeypatch.setitem(sys.modules, "deel", None)
+    monkeypatch.setitem(sys.modules, "deel.torchlip", None)  # an earlier test may have imported it
     with pytest.raises(ImportError, match=re.escape("needs deel-torchlip: pip install 'faithlab[lipschitz]'")):
         _optional.require("deel.torchlip", "LipschitzCNN")
 

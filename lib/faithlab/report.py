@@ -4,9 +4,10 @@ and the template notebook (``notebooks/templates/evaluate_your_explainer.py``) b
 
 * :func:`summary`: the mean score per metric × explainer, with the metric's direction;
 * :func:`ranks`: each metric's ranking of the explainers (1 = the most faithful by that metric);
-* :func:`sanity`: the share of images where each explainer beats a random map (:func:`faithlab.protocols.synthesis.
-  beats`) and how much each metric's ranking changes on a randomised model (adversary reactivity,
-  :func:`faithlab.protocols.synthesis.reactivity`; the randomised model's frame comes from :func:`on_randomised`);
+* :func:`sanity`: the share of images where each explainer beats a random map
+  (:func:`faithlab.protocols.synthesis.beats`) and how much each metric's ranking changes on a randomised model
+  (adversary reactivity, :func:`faithlab.protocols.synthesis.reactivity`; the randomised model's frame comes from
+  :func:`on_randomised`);
 * :func:`cost`: model inputs and milliseconds per image and explainer, per metric;
 * :func:`maps_figure`, :func:`ranks_figure`: the figures (matplotlib, imported when called: the ``report`` extra);
 * :func:`write`: all of it into a folder (CSVs, PNGs and ``index.html``), atomically.
@@ -95,11 +96,11 @@ def on_randomised(model: torch.nn.Module, x, y: torch.Tensor | None, explain: Ma
                          "model or an explainer call)")
     randomised, _ = train.randomise_layers(model, 1.0, generator=generator, scale=scale)
     if not isinstance(x, torch.Tensor):
-        return evaluate(randomised, x, explainer=dict(explain), metrics=metrics, **options)
+        return evaluate(randomised, x, explainer=dict(explain), metrics=metrics, hints=False, **options)
     with torch.no_grad():
         target = randomised(x).argmax(1)
     maps = {name: fn(randomised, x, target) for name, fn in explain.items()}
-    return evaluate(randomised, x, y, maps, metrics=metrics, **options)
+    return evaluate(randomised, x, y, maps, metrics=metrics, hints=False, **options)
 
 
 def sanity(frame: pd.DataFrame, randomised: pd.DataFrame | None = None, *, random: str | None = None,

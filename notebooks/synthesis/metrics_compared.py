@@ -74,8 +74,9 @@ fl.plots.set_style()
 LABELS = {m: i.label for m, i in fl.evaluation.METRICS.items()}
 fractions = [i / (fewclass_points - 1) for i in range(fewclass_points)]
 grid = fl.metrics.fewclass.candidate_grid(fewclass_operations)
+# hints=False: the study evaluates random and degraded maps on purpose; their degenerate scores are the point
 options = dict(sparsity=sparsity, n_samples=n_samples, n_subsets=n_subsets, fewclass_fractions=fractions,
-               seed=seed, batch_size=batch_size, progress=False)
+               seed=seed, batch_size=batch_size, progress=False, hints=False)
 
 # %% [markdown]
 # ## The setups

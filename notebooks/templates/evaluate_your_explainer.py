@@ -152,7 +152,8 @@ options = dict(sparsity=[0.1, 0.3, 0.5, 0.7, 0.9], n_samples=n_samples, n_subset
                fewclass_fractions=[i / (fewclass_points - 1) for i in range(fewclass_points)], seed=seed,
                batch_size=batch_size, **({} if normalisation is None else {"normalisation": normalisation}))
 frame = fl.evaluate(net, x, y, maps, metrics=[m for m in chosen if fl.evaluation.METRICS[m].level == "sample"],
-                    finetuned=tuned, explainer=explain, **options)
+                    finetuned=tuned, explainer=explain, hints=False, **options)  # the hints are shown below
+hints = list(frame.attrs["hints"])
 cost = rp.cost(frame)
 forward_inputs = frame.attrs["forward_inputs"]
 if kfold:
@@ -170,6 +171,17 @@ out.table(frame, "report")
 summary = rp.summary(frame)
 out.table(summary.reset_index(), "summary")
 summary.round(3)
+
+# %% [markdown]
+# ### Hints
+# A metric whose scores are constant (or NaN) across your images ranks nothing; `fl.evaluate` names the cause when
+# it knows one (no correct prediction for an accuracy form, constant maps, a perturbation that never moves the
+# model, ...): `frame.attrs["hints"]`, one row per message (none: no metric was degenerate).
+
+# %%
+hint_table = pd.DataFrame({"hint": hints}, dtype=object)
+out.table(hint_table, "hints")
+hint_table.style.hide(axis="index") if len(hint_table) else print("No metric was degenerate on these images.")
 
 # %% [markdown]
 # ## How each metric ranks your explainers
@@ -197,7 +209,7 @@ rec = None
 if test is not None and test.mask is not None and images is None:
     truth = fl.explainers.ground_truth(test.mask[:n_images], x)[:, None]
     known = {syn.degraded_name(xi): fl.explainers.degrade(truth, xi, generator=seed) for xi in noise_levels}
-    degraded = fl.evaluate(net, x, y, known, finetuned=tuned, **{**options, "seed": seed},
+    degraded = fl.evaluate(net, x, y, known, finetuned=tuned, hints=False, **{**options, "seed": seed},
                            metrics=[m for m in set(frame["metric"]) if fl.evaluation.METRICS[m].level == "sample"
                                     and "explainer" not in fl.evaluation.METRICS[m].needs])
     rec = syn.recovery(degraded, {n: -xi for n, xi in zip(known, noise_levels)})
@@ -215,7 +227,7 @@ out.table(cost, "cost")
 out.glue("forward_inputs", int(forward_inputs))
 if report_dir is not None:  # the same report as `faithlab evaluate`: CSVs, figures and one HTML page
     print(rp.write(report_dir, frame, randomised=randomised, random=random_name, images=x, maps=maps,
-                   normalisation=normalisation, costs=cost, parameters={
+                   normalisation=normalisation, costs=cost, hints=hints, parameters={
                        "model": model or model_name, "weights": weights, "images": images, "n_images": len(x),
                        "explainers": explainers, **options}))
 cost.drop(columns="metric").round(1)

@@ -55,11 +55,13 @@ def degenerate(frame: pd.DataFrame, *, correct: torch.Tensor | None = None,
        the perturbed images never change the model's output;
     3. every map of an explainer constant (no ranking): SaCo scores such a map 0, μF NaN, the removal metrics remove
        units in index (Few-class: random) order;
-    4. μF NaN for every sample: of every explainer, the model's output does not move when subsets of features are
+    4. an accuracy form of Fid± (not the AUC) at 0 for every sample: no removal changed whether a prediction equals
+       its label;
+    5. μF NaN for every sample: of every explainer, the model's output does not move when subsets of features are
        removed (the other metrics that are constant share the cause); of some explainers only, their maps are
        constant over the units;
-    5. any other metric NaN for every sample;
-    6. any other metric constant across at least 3 samples, unless at the metric's ideal value (its registry
+    6. any other metric NaN for every sample;
+    7. any other metric constant across at least 3 samples, unless at the metric's ideal value (its registry
        ``ideal``: SaCo 1 for a ground-truth map is not degenerate): said without a cause.
     """
     rows = _sample_rows(frame)
@@ -122,6 +124,16 @@ def degenerate(frame: pd.DataFrame, *, correct: torch.Tensor | None = None,
             "order and Few-class Fid in random order, so their scores describe that order, not the explainer"
             f"{': ' + shown if shown else ''}. Check the explainer (an all-zero Grad-CAM: choose another layer; an "
             "attribution method whose baseline equals the input).")
+    unmoved = stats["flat"] & stats["metric"].isin([m for m in ACCURACY_FORMS if m != "auc_accuracy"]) & (
+        stats["lo"].abs() <= _RTOL)
+    hit = take(unmoved)
+    if len(hit):
+        messages.append(
+            f"{_what(hit)}: no removal changed whether any prediction equals its label (every 1[y = ŷ] term is the "
+            "same with and without the removal), so these Fid forms are 0 for every sample and rank nothing. The "
+            "model is not moved by these removals (sizes `sparsity`; RFid/FFid remove only α of them at random): "
+            "evaluate more images, larger sizes, or read the probability forms (AOPC, μF) that move before the "
+            "prediction flips.")
     mu = (stats["metric"] == "mu_fidelity") & stats["nan"]
     everywhere = bool(mu.any()) and bool(mu[stats["metric"] == "mu_fidelity"].all())
     hit = take(mu)

@@ -18,7 +18,7 @@ import torch
 
 from faithlab import _progress, _validate, perturb
 from faithlab.evaluation import frame as frames
-from faithlab.evaluation import hints
+from faithlab.evaluation import hints as hinting
 from faithlab.metrics import registry
 from faithlab.metrics.catalogue import explained, takes_seeds_keyword
 from faithlab.metrics.registry import METRICS, NEEDS, Context, Tally
@@ -244,7 +244,7 @@ class _Rows:
 def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=None, *,
              metrics: Sequence[str] | None = None, explainer=None, finetuned: Callable | None = None,
              finetune: Callable[[], Callable] | None = None, kfold=None, chunk_size: int | None = None,
-             batch_size: int = 256, progress: bool | None = None, rows=None, **options):
+             batch_size: int = 256, progress: bool | None = None, rows=None, hints: bool = True, **options):
     """Every registered faithfulness metric for one or several explainers of one model → tidy pandas frame.
 
     model: eval-mode classifier returning logits. x: ``(B, C, H, W)`` images (the patch and Few-class metrics need
@@ -303,8 +303,9 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
     A model returning NaN/inf raises a ValueError naming the samples, and so does an explainer returning NaN/inf maps
     (S_avg, ReCo, MeGe); constant maps are scored as each metric documents. A metric constant (or NaN) across the
     samples for a known reason (no correct prediction for an accuracy form, constant maps, a perturbation that never
-    moves the model, ...) is explained by a :class:`faithlab.evaluation.hints.DegenerateResultWarning`; the messages
-    are also in ``attrs["hints"]`` (:mod:`faithlab.evaluation.hints`).
+    moves the model, ...) is explained by a :class:`faithlab.evaluation.hints.DegenerateResultWarning` (hints=False:
+    no warning, as for a model randomised on purpose); the messages are in ``attrs["hints"]`` either way
+    (:mod:`faithlab.evaluation.hints`).
     """
     from tqdm.auto import tqdm
 
@@ -534,7 +535,7 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
     finally:
         bar.close()
     frame = frames.tidy(records, chosen, names, list(costs.rows.values()))
-    frame.attrs["hints"] = hints.warn_degenerate(
+    frame.attrs["hints"] = (hinting.warn_degenerate if hints else hinting.degenerate)(
         frame, correct=torch.cat(correct) if correct else None,
         constant={who: torch.cat(parts) for who, parts in constant.items()})
     if writer is not None:
