@@ -63,7 +63,7 @@ def _probe(shape, b: int, n_classes: int, explainers, metrics, finetuned: bool, 
         extra["kfold"] = _Folds([_StandIn(n_classes).eval() for _ in range(kfold)], b)
     maps = {name: _random_maps(None, x, None) for name in explainers}
     frame = evaluate(_StandIn(n_classes).eval(), x, torch.zeros(b, dtype=torch.int64), maps, metrics=metrics,
-                     batch_size=batch_size, progress=False, **extra, **options)
+                     batch_size=batch_size, progress=False, hints=False, **extra, **options)
     return cost(frame)
 
 
