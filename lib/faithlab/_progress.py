@@ -8,16 +8,12 @@ the same notebook opened in Jupyter (or a script) still shows its bars.
 
 from __future__ import annotations
 
-import os
+from faithlab import _validate
 
-ENV = "FAITHLAB_PROGRESS"
-_OFF = {"0", "false", "no", "off"}
+ENV = _validate.PROGRESS_ENV
 
 
 def enabled(progress: bool | None) -> bool:
-    """``progress`` if it is a bool, else (None) whether ``FAITHLAB_PROGRESS`` leaves progress bars on."""
-    if progress is None:
-        return os.environ.get(ENV, "1").strip().lower() not in _OFF
-    if not isinstance(progress, bool):
-        raise TypeError(f"progress must be True, False or None (the environment's FAITHLAB_PROGRESS), got {progress!r}")
-    return progress
+    """``progress`` if it is a bool, else (None) whether ``FAITHLAB_PROGRESS`` leaves progress bars on (the rule is
+    :func:`faithlab._validate.progress`, where the metrics, which import no other helper, read it)."""
+    return _validate.progress(progress)

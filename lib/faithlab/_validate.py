@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import os
 import re
 from collections.abc import Sequence
 
@@ -21,6 +22,20 @@ def tensor(value, name: str, *, ndim: int | Sequence[int] | None = None, floatin
         raise TypeError(f"{name} must be a floating-point tensor, got dtype {value.dtype}")
     if value.ndim > 0 and value.shape[0] == 0:
         raise ValueError(f"{name} is empty (batch dimension of size 0)")
+    return value
+
+
+PROGRESS_ENV = "FAITHLAB_PROGRESS"
+_PROGRESS_OFF = {"0", "false", "no", "off"}
+
+
+def progress(value: bool | None, name: str = "progress") -> bool:
+    """Whether a progress bar is shown: ``value`` if it is a bool, else (None) whether the environment variable
+    ``FAITHLAB_PROGRESS`` leaves bars on (anything but 0/false/no/off; the study runner sets 0 for its kernels)."""
+    if value is None:
+        return os.environ.get(PROGRESS_ENV, "1").strip().lower() not in _PROGRESS_OFF
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True, False or None (the environment's FAITHLAB_PROGRESS), got {value!r}")
     return value
 
 

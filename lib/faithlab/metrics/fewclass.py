@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 import torch
 from tqdm import tqdm  # plain text bar: tqdm.auto would need ipywidgets inside notebooks
 
-from faithlab import _progress, _validate, perturb
+from faithlab import _validate, perturb
 from faithlab.metrics.statistics import trapezoid_auc
 
 __all__ = ["OPERATIONS", "ADJUSTMENTS", "FRACTIONS", "QUICK_OPERATIONS", "QUICK_SIGMAS", "QUICK_GRID",
@@ -411,7 +411,7 @@ def select_perturbation(model: Callable, x: torch.Tensor, *, grid: Grid = None, 
     batch_size = _validate.positive_int(batch_size, "batch_size")
     if not isinstance(cache, bool):
         raise TypeError(f"cache must be True or False, got {cache!r}")
-    show = _progress.enabled(progress)
+    show = _validate.progress(progress)
     key = _Memo.key(model, x, grid, norm, batch_size) if cache else None
     if key is not None:
         hit = _MEMO.get(key)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import torch
 from tqdm import tqdm  # plain text bar: tqdm.auto would need ipywidgets inside notebooks
 
-from faithlab import _progress, _validate, perturb
+from faithlab import _validate, perturb
 from faithlab.metrics import trace as T
 from faithlab.metrics.trace import _check_trajectory, _curves, _outputs, _Setup, _setup
 from faithlab.perturb import orders as _orders
@@ -174,7 +174,7 @@ def anneal(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-
     ``accepted`` the accepted moves).
     """
     iterations, t0, eta = _schedule(objective, iterations, t0, eta, output)
-    show = _progress.enabled(progress)
+    show = _validate.progress(progress)
     predicted = target is None
     s = _setup(model, x, edge, reference, output, target, batch_size)
     seeds = perturb.sample_seeds(generator, sample_index, x.shape[0], why="for the annealing proposals")
