@@ -165,3 +165,14 @@ def test_template_notebook_reads_a_model_file_and_an_image_folder(inputs, tmp_pa
     for name in report.TABLES:
         assert (folder / f"{name}.csv").is_file()
     _check_report(tmp_path / "nb_report", _direct(inputs))
+
+
+def test_settings_are_checked_against_the_images_own_shape(inputs, tmp_path, capsys):
+    # TRACE's edge 7 divides a 56-pixel side: accepted (a check on any other shape would refuse it) ...
+    args = _args(inputs, tmp_path / "out", "--estimate-only", "--set", "edge=7")
+    args[args.index("--size") + 1] = "56"
+    assert cli.main(args) == 0, capsys.readouterr().err
+    # ... and refused, naming --set, where it does not divide the side
+    args[args.index("--size") + 1] = "60"
+    assert cli.main(args) == 2
+    assert "--set" in capsys.readouterr().err

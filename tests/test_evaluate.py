@@ -307,3 +307,16 @@ def test_fewclass_search_gets_the_normalisation_and_equals_the_direct_call():
     torch.testing.assert_close(torch.tensor(frame["score"].to_numpy(), dtype=torch.float64), direct.double())
     plain = fl.evaluate(model, x, y, maps["A"], **kw)
     assert frame["score"].tolist() != plain["score"].tolist()
+
+
+def test_a_patch_grid_that_does_not_divide_the_images_is_refused_before_any_work():
+    model, x, y, maps, _ = _setup()
+    counter = {"calls": 0}
+
+    def counted(inputs):
+        counter["calls"] += 1
+        return model(inputs)
+
+    with pytest.raises(ValueError, match="edge=3 must divide the height and width"):
+        fl.evaluate(counted, x, y, maps, metrics=["le-mo"], **{**OPTIONS, "edge": 3})
+    assert counter["calls"] == 0

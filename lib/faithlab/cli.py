@@ -429,7 +429,8 @@ def _evaluate(args, argv: Sequence[str], echo) -> int:
     try:
         from faithlab.metrics import registry
 
-        registry.check_options(options, chosen, torch.zeros(1, 3, 32, 32))
+        first = _inputs(next(iter(data.loader(1))))  # the options are checked against the real image shape
+        registry.check_options(options, chosen, torch.zeros(1, *first.shape[1:]))
     except (ValueError, TypeError) as err:
         raise UsageError("--set", str(err)) from None
     _estimate(args, model, data, n, chosen, explain, options, tuned, echo)

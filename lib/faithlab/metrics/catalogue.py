@@ -239,7 +239,7 @@ def _saco_check(options: dict, x: torch.Tensor) -> None:
 
 
 def _trace_check(options: dict, x: torch.Tensor) -> None:
-    trace.default_edge(x, options["edge"])
+    trace.patch_grid(x, trace.default_edge(x, options["edge"]))  # the edge must divide the side: before any work
 
 
 _FID = ("sparsity", "reference")
