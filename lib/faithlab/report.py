@@ -192,8 +192,10 @@ def ranks_figure(table: pd.DataFrame):
     image = ax.imshow(values, cmap="viridis_r", aspect="auto", vmin=1, vmax=max(table.shape[1], 2))
     for (i, j), v in np.ndenumerate(values):
         if not np.isnan(v):
-            ax.text(j, i, f"{v:.1f}", ha="center", va="center", color="white" if v < (table.shape[1] + 1) / 2
-                    else "black")
+            # viridis_r runs from light (rank 1) to dark: dark text on the light half, white on the dark one
+            ax.text(j, i, f"{v:.1f}", ha="center", va="center", color="black" if v < (table.shape[1] + 1) / 2
+                    else "white")
+    ax.grid(False)  # the house style's grid would cross the numbers
     ax.set_xticks(range(table.shape[1]), [str(c) for c in table.columns], rotation=30, ha="right")
     ax.set_yticks(range(len(table)), [str(i) for i in table.index])
     fig.colorbar(image, ax=ax, label="rank (1 = best)")
