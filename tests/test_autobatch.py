@@ -83,22 +83,81 @@ def test_auto_gives_the_results_of_any_fixed_batch_size():
             torch.testing.assert_close(run(bs), fixed, rtol=1e-6, atol=1e-7, msg=name)
 
 
-def test_the_probe_runs_once_then_the_cache_answers():
+def test_auto_probes_on_the_calls_own_work_then_the_cache_answers():
+    """"auto" sends no input the computation does not need: the plan times the run's own chunks; a second call
+    gets the cached size without probing."""
     model = Counting(small_cnn(in_channels=2, side=4, n_classes=3))
     x, a = _data()
     fractions = torch.linspace(0, 1, 11)
     target = torch.zeros(260, dtype=torch.int64)
+    fixed = P.removal_curve(model, x, a, fractions, target=target, batch_size=64)
+    needed = model.inputs
+    model.calls = model.inputs = 0
     rng = torch.get_rng_state()
     first = P.removal_curve(model, x, a, fractions, target=target, batch_size="auto")
-    assert torch.equal(torch.get_rng_state(), rng)  # the probe ran inside fork_rng
-    probed = model.inputs - 260 * 11
-    assert probed > 0 and autobatch.cache_size() == 1
-    chosen = autobatch.resolve("auto", model, x, 260 * 11)
-    model.calls = model.inputs = 0
-    second = P.removal_curve(model, x, a, fractions, target=target, batch_size="auto")
-    assert torch.equal(first, second)
-    assert model.inputs == 260 * 11 and model.calls == -(-260 * 11 // chosen)  # no probe: only the curve's calls
+    assert torch.equal(torch.get_rng_state(), rng)
+    assert model.inputs == needed and autobatch.cache_size() == 1  # no input beyond the curve's own
+    torch.testing.assert_close(first, fixed, rtol=1e-6, atol=1e-7)
+    chosen = autobatch.plan("auto", model, x, 260 * 11)
+    if isinstance(chosen, int):  # the rise was seen: the cache answers with no plan
+        model.calls = model.inputs = 0
+        second = P.removal_curve(model, x, a, fractions, target=target, batch_size="auto")
+        assert torch.equal(first, second)
+        assert model.inputs == needed and model.calls <= 2 + -(-260 * 9 // chosen)
     assert not model.training
+
+
+class Recording(torch.nn.Module):
+    """A model whose call of c inputs sleeps ``c · per_input[c]`` seconds and records c (a known cost curve)."""
+
+    def __init__(self, per_input: dict[int, float], fail_above: int | None = None):
+        super().__init__()
+        self.per_input, self.fail_above, self.sizes = per_input, fail_above, []
+        self.w = torch.nn.Parameter(torch.zeros(1))
+        self.eval()
+
+    def forward(self, z):
+        c = z.shape[0]
+        if self.fail_above is not None and c > self.fail_above:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        self.sizes.append(c)
+        time.sleep(c * self.per_input.get(c, 2e-5))
+        return z.flatten(1)[:, :2] * 0 + torch.tensor([1.0, 0.0])
+
+
+def _outputs(model, n):
+    x = torch.zeros(n, 1, 2, 2)
+    removed = torch.zeros(n, 4, dtype=torch.bool)
+    return P.removal_outputs(model, x, removed, target=torch.zeros(n, dtype=torch.int64), batch_size="auto")
+
+
+def test_the_plan_grows_until_the_cost_rises_then_keeps_the_best():
+    model = Recording({16: 1.5e-4, 32: 1e-4, 64: 5e-5, 128: 2e-4})
+    out = _outputs(model, 3000)
+    assert torch.equal(out, torch.full((3000,), 0.7310585786300049))  # softmax of (1, 0): every input computed
+    assert sum(model.sizes) == 3000
+    tried = model.sizes[:12]  # a warm-up call, two timed calls per candidate, the rise timed again with the best
+    assert tried == [16, 16, 16, 32, 32, 64, 64, 128, 128, 64, 128, 64], tried
+    assert set(model.sizes[12:-1]) == {64}
+    assert autobatch.plan("auto", model, torch.zeros(1, 1, 2, 2), 3000) == 64  # done: the cache answers
+
+
+def test_a_small_call_stops_probing_and_the_next_goes_on():
+    model = Recording({16: 1.5e-4, 32: 1e-4, 64: 5e-5, 128: 2e-4})
+    _outputs(model, 100)
+    assert sum(model.sizes) == 100 and max(model.sizes) <= 64
+    assert isinstance(autobatch.plan("auto", model, torch.zeros(1, 1, 2, 2), 3000), autobatch.Plan)
+    model.sizes.clear()
+    _outputs(model, 3000)
+    assert 16 not in model.sizes[:3]  # 16 and 32 were timed by the first call
+    assert autobatch.plan("auto", model, torch.zeros(1, 1, 2, 2), 3000) == 64
+
+
+def test_out_of_memory_while_planning_ends_the_growth_and_loses_no_input():
+    model = Recording({16: 2e-5, 32: 1e-5, 64: 1e-5}, fail_above=32)
+    out = _outputs(model, 500)
+    assert out.shape == (500,) and sum(model.sizes) == 500 and max(model.sizes) <= 32
+    assert autobatch.plan("auto", model, torch.zeros(1, 1, 2, 2), 500) in (16, 32)
 
 
 def test_a_changed_model_or_input_is_probed_again():
@@ -121,6 +180,7 @@ def test_a_changed_model_or_input_is_probed_again():
 
 
 def best(model, *args, **options):
+    options.setdefault("candidates", (32, 64, 128, 256, 512, 1024, 2048, 4096))
     return autobatch.best_batch_size(model, *args, torch.float32, "cpu", **options)
 
 

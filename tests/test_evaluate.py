@@ -115,11 +115,14 @@ def test_shared_work_is_done_once():
     b, f = x.shape[0], len(cumulative.FRACTIONS)
     counter = _Counter(net).eval()
     frame = fl.evaluate(counter, x, y, maps, metrics=["auc_accuracy", "aopc", "log_odds"], **OPTIONS)
-    # one clean pass for both explainers, then one MoRF curve of F inputs per sample and explainer (not three)
-    assert counter.inputs == b + len(maps) * b * f
+    # one clean pass for both explainers (it is every curve's first point), one pass of the fully removed images
+    # (every MoRF curve's last point, whatever the map), then one MoRF curve of the F − 2 inner points per sample
+    # and explainer (not three)
+    assert counter.inputs == b + b + len(maps) * b * (f - 2)
     assert frame.attrs["forward_inputs"] == counter.inputs
     cost = fl.evaluation.cost(frame)
-    assert cost.loc[cost["group"] == "morf", "forward_inputs"].tolist() == [b * f] * len(maps)
+    assert cost.loc[cost["group"] == "morf", "forward_inputs"].tolist() == [b + b * (f - 2)] + [b * (f - 2)] * (
+        len(maps) - 1)  # the first explainer's curves pay for the fully removed images
     assert cost.loc[cost["group"] == "morf", "metrics"].iloc[0] == "AUC, AOPC, LOdds"
     # the separate calls need three curves per explainer, plus their own clean read-outs of the prediction
     counter.inputs = 0
@@ -132,9 +135,11 @@ def test_shared_work_is_done_once():
     counter.inputs = 0
     fl.evaluate(counter, x, y, maps, metrics=["fewclass_fid"], **OPTIONS)
     grid = len(fl.metrics.fewclass.QUICK_GRID)
-    curves = 2 * len(fl.metrics.fewclass.FRACTIONS)
-    # (+1 and +1 per explainer: the search and each Fid call read the number of classes on one input)
-    assert counter.inputs == b + (b * grid + 1) + len(maps) * (b * curves + 1)
+    n = x.shape[-1] * x.shape[-2]
+    inner = len({round(f * n) for f in fl.metrics.fewclass.FRACTIONS} - {0, n})  # a count that recurs runs once
+    # (+1 and +1 per explainer: the search and each Fid call read the number of classes on one input); the clean
+    # images are the clean pass's, the fully perturbed ones go through the model once for both curves of both maps
+    assert counter.inputs == b + (b * grid + 1) + b + len(maps) * (b * 2 * inner + 1)
 
 
 def test_oracle_true_map_scores_ideal():

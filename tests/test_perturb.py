@@ -184,11 +184,15 @@ def test_forward_calls_respect_batch_size():
     counting = lambda z: (sizes.append(z.shape[0]), model(z))[1]  # plain callables are accepted too
     for bs, n_fractions in ((4, 6), (5, 6), (7, 2), (9, 3), (1000, 6)):
         sizes.clear()
-        P.removal_curve(counting, x, a, FRACTIONS[:n_fractions], batch_size=bs)  # target=None: clean passes first
-        assert max(sizes) <= bs and sum(sizes) == 5 * n_fractions + 5
-        n_calls = -(-5 * n_fractions // bs)  # the perturbed inputs fill every call but the last
-        perturbed = sizes[-n_calls:]
-        assert all(size == bs for size in perturbed[:-1]) and sum(perturbed) == 5 * n_fractions
+        fractions = FRACTIONS[:n_fractions]
+        P.removal_curve(counting, x, a, fractions, batch_size=bs)  # target=None: clean passes first
+        n = 2 * 8 * 8
+        counts = {round(f * n) for f in fractions}
+        inner = len(counts - {0, n})  # the clean point is the prediction pass, the fully removed x its own pass
+        assert max(sizes) <= bs and sum(sizes) == 5 + 5 * (n in counts) + 5 * inner
+        n_calls = -(-5 * inner // bs)  # the perturbed inputs fill every call but the last
+        perturbed = sizes[len(sizes) - n_calls:]
+        assert all(size == bs for size in perturbed[:-1]) and sum(perturbed) == 5 * inner
 
 
 def test_seeded_randomness_is_reproducible_and_seed_dependent():
@@ -494,11 +498,16 @@ def test_engine_builds_exactly_the_inputs_of_apply_removal():
             ranks = P.ranks(P.order(scores, "morf"))
             counts = [round(f * units.n) for f in FRACTIONS]
             want = torch.stack([P.apply_removal(x, ranks < k, units, reference=ref) for k in counts], 1)
+            # a curve runs the clean x, then the fully removed x, then each sample's distinct inner counts
+            inner = sorted(set(counts) - {0, units.n})
+            curve_inputs = torch.cat([x, P.apply_removal(x, torch.ones(3, units.n, dtype=torch.bool), units,
+                                                         reference=ref),
+                                      want[:, [counts.index(k) for k in inner]].flatten(0, 1)])
             for bs in (1, 5, 64):
                 rec = _Recorder(36 * c)
                 P.removal_curve(rec, x, a, FRACTIONS, reference=ref, units=units, target=torch.zeros(3).long(),
                                 batch_size=bs)
-                assert torch.equal(torch.cat(rec.seen), want.flatten(0, 1)), (dtype, name, ref, bs)
+                assert torch.equal(torch.cat(rec.seen), curve_inputs), (dtype, name, ref, bs)
                 rec = _Recorder(36 * c)
                 removed = torch.stack([ranks < k for k in counts], 1)
                 P.removal_outputs(rec, x, removed, reference=ref, units=units, target=torch.zeros(3).long(),

@@ -337,7 +337,7 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
         _validate.model(finetuned, "finetuned")
     if kfold is not None:
         _check_kfold(kfold, None if stream else x.shape[0])
-    _validate.positive_int(batch_size, "batch_size")
+    _validate.batch_size(batch_size, "batch_size")
     chunk = None if chunk_size is None else _validate.positive_int(chunk_size, "chunk_size")
     if stream:
         chunks = _stream(x, chunk)
@@ -424,76 +424,76 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
     bar = tqdm(total=total, desc="evaluate", disable=not shown, leave=False)
     try:
         for c in all_chunks():
-            xc, index = c.x, c.index
+            with perturb.sharing():  # the chunk's clean and fully removed inputs go through the model once
+                xc, index = c.x, c.index
 
-            def clean():
-                none = torch.zeros(xc.shape[0], perturb.default_units(xc).n, dtype=torch.bool, device=xc.device)
-                logits = perturb.removal_outputs(counted, xc, none, output=lambda z, _: z,
-                                                 target=torch.zeros(xc.shape[0], dtype=torch.int64, device=xc.device),
-                                                 batch_size=batch_size)
-                if c.y is not None:
-                    bad = (c.y < 0) | (c.y >= logits.shape[1])  # the labels are read as classes of these logits
-                    if bool(bad.any()):
-                        i = int(bad.nonzero()[0, 0])
-                        raise ValueError(f"y holds class {int(c.y[i])} (sample {int(index[i])}) but the model "
-                                         f"returns {logits.shape[1]} logits: y must hold class indices in [0, "
-                                         f"{logits.shape[1] - 1}]")
-                return logits.argmax(dim=1)
+                def clean():  # the clean logits, shared with every metric's clean point and prediction (sharing)
+                    zeros = torch.zeros(xc.shape[0], dtype=torch.int64, device=xc.device)
+                    logits = perturb.Removal(counted, xc, output=lambda z, _: z, batch_size=batch_size,
+                                             target=zeros).clean()
+                    if c.y is not None:
+                        bad = (c.y < 0) | (c.y >= logits.shape[1])  # the labels are read as classes of these logits
+                        if bool(bad.any()):
+                            i = int(bad.nonzero()[0, 0])
+                            raise ValueError(f"y holds class {int(c.y[i])} (sample {int(index[i])}) but the model "
+                                             f"returns {logits.shape[1]} logits: y must hold class indices in [0, "
+                                             f"{logits.shape[1] - 1}]")
+                    return logits.argmax(dim=1)
 
-            bar.set_postfix_str("clean pass")  # the bar names the step under way
-            target = costs.run("clean", "all", clean)
-            yc = target if c.y is None else c.y
-            bar.update()
-            if c.maps is not None:
-                chunk_maps = c.maps
-            else:
-                chunk_maps = {}
-                for who in names:
-                    bar.set_postfix_str(f"{who}: maps")
-                    chunk_maps[who] = costs.run("maps", who, lambda: map_chunk(who, xc, target, index),
-                                                lambda: xc.shape[0])
-                    bar.update()
-            inputs = {}
-            for name in shared_inputs:
-                bar.set_postfix_str(name)
-                inputs[name] = costs.run(name, "all", lambda: registry.SHARED[name].compute(
-                    context(xc, yc, target, index)))
+                bar.set_postfix_str("clean pass")  # the bar names the step under way
+                target = costs.run("clean", "all", clean)
+                yc = target if c.y is None else c.y
                 bar.update()
-            if any(METRICS[m].model == "finetuned" for m in per_sample) and tuned is None:
-                tuned = tally.counted(finetuned if finetuned is not None else finetune())
-                _validate.model(tuned.model, "the model finetune() returned" if finetuned is None else "finetuned")
-            if c.y is not None:  # for the hints: accuracy forms on a model that predicts no label, ...
-                correct.append((target == c.y).cpu())
-            for who in names:  # ... and maps constant over the units
-                s_ = perturb.unit_scores(chunk_maps[who], perturb.default_units(xc), reduce="sum")
-                constant.setdefault(who, []).append((s_.amax(dim=1) == s_.amin(dim=1)).cpu())
-            done: list[dict] = []
-            for who in names:
-                a = chunk_maps[who]
-                for group in groups:
-                    bar.set_postfix_str(f"{who}: {group}")
-                    want = [m for m in per_sample if METRICS[m].group == group]
-                    use = tuned if METRICS[want[0]].model == "finetuned" else counted
-                    ctx = context(xc, yc, target, index, who=who, a=a, model_=use, inputs=inputs)
-
-                    def run_group():
-                        for m in want:
-                            emit(done, who, m, METRICS[m].run(ctx), index)
-
-                    costs.run(group, who, run_group, lambda: ctx.explained)
+                if c.maps is not None:
+                    chunk_maps = c.maps
+                else:
+                    chunk_maps = {}
+                    for who in names:
+                        bar.set_postfix_str(f"{who}: maps")
+                        chunk_maps[who] = costs.run("maps", who, lambda: map_chunk(who, xc, target, index),
+                                                    lambda: xc.shape[0])
+                        bar.update()
+                inputs = {}
+                for name in shared_inputs:
+                    bar.set_postfix_str(name)
+                    inputs[name] = costs.run(name, "all", lambda: registry.SHARED[name].compute(
+                        context(xc, yc, target, index)))
                     bar.update()
-            records.extend(done)
-            if writer is not None:
-                writer.add(done)
-            if per_dataset:  # what the dataset-level metrics read after the chunks, unless x, y and maps hold it
-                if stream:
-                    kept["x"].append(xc.cpu())
-                    kept["index"].append(index)
-                if stream or c.y is None:
-                    kept["y"].append(yc.cpu())
+                if any(METRICS[m].model == "finetuned" for m in per_sample) and tuned is None:
+                    tuned = tally.counted(finetuned if finetuned is not None else finetune())
+                    _validate.model(tuned.model, "the model finetune() returned" if finetuned is None else "finetuned")
+                if c.y is not None:  # for the hints: accuracy forms on a model that predicts no label, ...
+                    correct.append((target == c.y).cpu())
+                for who in names:  # ... and maps constant over the units
+                    s_ = perturb.unit_scores(chunk_maps[who], perturb.default_units(xc), reduce="sum")
+                    constant.setdefault(who, []).append((s_.amax(dim=1) == s_.amin(dim=1)).cpu())
+                done: list[dict] = []
                 for who in names:
-                    if stream or maps is None:
-                        kept[f"maps:{who}"].append(chunk_maps[who].cpu())
+                    a = chunk_maps[who]
+                    for group in groups:
+                        bar.set_postfix_str(f"{who}: {group}")
+                        want = [m for m in per_sample if METRICS[m].group == group]
+                        use = tuned if METRICS[want[0]].model == "finetuned" else counted
+                        ctx = context(xc, yc, target, index, who=who, a=a, model_=use, inputs=inputs)
+
+                        def run_group():
+                            for m in want:
+                                emit(done, who, m, METRICS[m].run(ctx), index)
+
+                        costs.run(group, who, run_group, lambda: ctx.explained)
+                        bar.update()
+                records.extend(done)
+                if writer is not None:
+                    writer.add(done)
+                if per_dataset:  # what the dataset-level metrics read after the chunks, unless x, y and maps hold it
+                    if stream:
+                        kept["x"].append(xc.cpu())
+                        kept["index"].append(index)
+                    if stream or c.y is None:
+                        kept["y"].append(yc.cpu())
+                    for who in names:
+                        if stream or maps is None:
+                            kept[f"maps:{who}"].append(chunk_maps[who].cpu())
         if per_dataset:
             device = sample_x.device
             if stream:

@@ -138,13 +138,11 @@ class _Setup:
 
 def _setup(model: Callable, x: torch.Tensor, edge: int, reference: Reference, output: Output,
            target: torch.Tensor | None, batch_size: int) -> _Setup:
-    """Validation shared by every entry point; the target is resolved once (the prediction on the clean x)."""
+    """Validation shared by every entry point; the target is resolved once (the prediction on the clean x, from the
+    logits that are also every deletion curve's first point)."""
     units = patch_grid(x, edge)
     _validate.model(model, "model")
     _validate.model_accepts(model, x, "model", "x")  # before the runner's finiteness check, which cannot read a meta x
-    if target is None:  # the prediction on x as the engine rebuilds it (nothing removed, zero reference)
-        target = perturb.Removal(model, x, units=units, output="predicted", batch_size=batch_size).outputs(
-            torch.zeros(x.shape[0], units.n, dtype=torch.bool, device=x.device))
     return _Setup(perturb.Removal(model, x, units=units, reference=reference, output=output, target=target,
                                   batch_size=batch_size), units.n)
 
@@ -202,15 +200,14 @@ def trajectory_scores_details(model: Callable, x: torch.Tensor, trajectory: torc
 
     trajectory: ``(B, t)`` bottom-to-top (:func:`trajectory_from_map` for a pixel map; :func:`lerf_morf_details`
     takes the map itself). Returns ``lerf``, ``morf`` ``(B, t + 1)``; ``lerf_auc``, ``morf_auc`` ``(B,)`` plain
-    sums; ``lerf_morf`` ``(B,)`` ΣLeRF − ΣMoRF (higher = better). Both curves go through one engine call. Other
+    sums; ``lerf_morf`` ``(B,)`` ΣLeRF − ΣMoRF (higher = better). Both curves go through one engine run, sharing their
+    end points (the clean and the fully deleted image: 2·B·t inputs in all, not 2·B·(t + 1)). Other
     arguments as in :func:`deletion_curve`.
     """
     s = _setup(model, x, edge, reference, output, target, batch_size)
     tau = _check_trajectory(trajectory, "trajectory", x.shape[0], s.t).to(x.device)
-    b = x.shape[0]
-    both = _curves(model, x, s, output, torch.cat([tau, tau.flip(1)]), torch.arange(b, device=x.device).repeat(2),
-                   batch_size)
-    lerf, morf = both[:b], both[b:]
+    # one run: the clean and the fully deleted image are both curves' end points, each evaluated once
+    lerf, morf = s.runner.curves(None, torch.arange(s.t + 1, dtype=torch.float64) / s.t, orders=(tau, tau.flip(1)))
     return {"lerf": lerf, "morf": morf, "lerf_auc": lerf.sum(1), "morf_auc": morf.sum(1),
             "lerf_morf": lerf.sum(1) - morf.sum(1)}
 

@@ -186,7 +186,7 @@ def anneal(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-
     with tqdm(total=cost, unit="input", disable=not show, leave=False,
               desc=f"TRACE-SA-{_NAMES[objective]}: {b} images × {iterations:,} iterations, t = {t}: {cost:,} model "
                    "inputs") as bar:
-        bar.update(2 * b if predicted else 0)  # the prediction that fixed the target (see anneal_cost)
+        bar.update(b if predicted else 0)  # the prediction that fixed the target (see anneal_cost)
         tau, lerf, morf, start_passes = _start(model, x, s, init, objective=objective, edge=edge, output=output,
                                                batch_size=batch_size, done=bar.update)
         passes = [start_passes]
@@ -221,7 +221,7 @@ def anneal_cost(x: torch.Tensor | Sequence[int], *, edge: int, objective: str = 
     change it), exactly, without running the model: ask before a long call.
 
     x: the images ``(B, C, H, W)`` or their shape. The parts: the prediction that fixes the target when ``target``
-    is None (2B: the engine predicts on the clean images, then reads the output there); the start (``init`` None:
+    is None (B: one pass over the clean images); the start (``init`` None:
     TRACE-Greedy, B·(t(t + 1)/2 + t + 2), 1,276 per image for t = 49; a trajectory: both its curves, 2B(t + 1); a
     :class:`Search`: none); the iterations (``incremental``: the j − i
     points a swap of positions i < j changes, per curve the objective reads (two for ``"le-mo"``), ≈ (t + 1)/3
@@ -279,7 +279,7 @@ def _anneal_cost(b: int, t: int, objective: str, init: str, iterations: int, dra
     """Model inputs of :func:`anneal` (see :func:`anneal_cost`); ``draws`` ``(B, K, 3)``, read when
     ``incremental``."""
     curves = 2 if objective == "le-mo" else 1
-    cost = 2 * b if predicted else 0  # the engine's prediction of the target, then the clean outputs read
+    cost = b if predicted else 0  # the prediction of the target on the clean images
     cost += {"greedy": b * (t * (t + 1) // 2 + t + 2), "trajectory": 2 * b * (t + 1), "search": 0}[init]
     if incremental:
         lo, hi = _pair(draws[..., 0], draws[..., 1], t)

@@ -14,7 +14,9 @@ from faithlab.perturb.orders import ORDERS, TIES, order, ranks, top_masks
 from faithlab.perturb.references import (PAD_TOKEN, REMOVED_TOKEN, Reference, apply_removal, gaussian_filter,
                                         make_reference)
 from faithlab.perturb.keys import SampleSeeds, keyed_seed, sample_index, sample_seeds
-from faithlab.perturb.runner import Removal, masked_outputs, removal_curve, removal_outputs
+from faithlab.perturb.engine import sharing
+from faithlab.perturb.runner import (CURVE_KINDS, DELETION_INSERTION_FRACTIONS, Removal, deletion_insertion,
+                                     masked_outputs, removal_curve, removal_outputs)
 from faithlab.perturb.sampling import bernoulli_subset, exact_subset, uniform_fraction_mask
 from faithlab.perturb.units import (REDUCE, UNIT_KINDS, ConstantMapWarning, Units, check_attributions, constant_maps,
                                     default_units, expand, patch_units, pixel_units, segment_units, time_units,
@@ -27,4 +29,5 @@ __all__ = ["Units", "pixel_units", "patch_units", "segment_units", "time_units",
            "order", "ranks", "top_masks", "bernoulli_subset", "exact_subset", "uniform_fraction_mask", "keyed_seed",
            "SampleSeeds", "sample_seeds", "sample_index", "Output",
            "OUTPUTS", "Masks", "Removal", "masked_outputs", "evaluate_inputs", "grid_chunks", "logits", "removal_curve",
-           "removal_outputs", "autobatch"]
+           "removal_outputs", "autobatch", "deletion_insertion", "CURVE_KINDS", "DELETION_INSERTION_FRACTIONS",
+           "sharing"]

@@ -44,12 +44,13 @@ import torch
 
 from faithlab import _validate
 
-__all__ = ["BatchSize", "AUTO", "CANDIDATES", "FALLBACK", "best_batch_size", "resolve", "clear_cache", "cache_size"]
+__all__ = ["BatchSize", "AUTO", "CANDIDATES", "FALLBACK", "Plan", "best_batch_size", "plan", "resolve", "clear_cache",
+           "cache_size"]
 
 BatchSize = int | str
 """A batch size: a positive int, or ``"auto"`` (:func:`best_batch_size` picks one)."""
 AUTO = _validate.BATCH_SIZE_AUTO
-CANDIDATES = (32, 64, 128, 256, 512, 1024, 2048, 4096)
+CANDIDATES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 """Batch sizes the probe tries, smallest first."""
 FALLBACK = 256
 """The batch size of a call too small to afford a probe (the library's fixed default before ``"auto"``)."""
@@ -61,7 +62,10 @@ class _Probe:
     """What is known of one (model, input) key: the fastest timed forward per candidate, the probe time spent."""
 
     seconds: dict[int, float] = field(default_factory=dict)
+    calls: dict[int, int] = field(default_factory=dict)  # timed calls per candidate of a plan (real work)
     spent: float = 0.0
+    warm: bool = False  # a first, untimed call has been made
+    confirmed: set = field(default_factory=set)  # candidates whose rise was timed again
     done: bool = False  # a slower candidate, out of memory or every candidate timed: nothing more to learn
 
 
@@ -274,3 +278,132 @@ def resolve(batch_size: BatchSize, model: Callable, x: torch.Tensor, n_inputs: i
         return batch_size
     _validate.batch_size(batch_size, "batch_size")
     return best_batch_size(model, x.shape[1:], x.dtype, x.device, example=x[0], max_inputs=max(1, n_inputs))
+
+
+_PLAN_CALLS = 2  # timed calls per candidate when the engine probes on its own work (the fastest one counts)
+
+
+class Plan:
+    """``batch_size="auto"`` decided on the call's own work: the engine's forward calls themselves are the probe.
+
+    While the cost per input is unknown the engine asks :meth:`size` for each chunk and runs it through
+    :meth:`forward`, which times it: the candidates are tried smallest first on the real inputs (``_PLAN_CALLS``
+    calls each, more for calls under a millisecond; the fastest counts), a rise of more than 10 % over the best is
+    timed again before it is believed, and then every further chunk has the best size. Nothing is computed twice and
+    no input is invented, so probing costs only the difference between the sizes tried and the best one, which lets
+    a call of a thousand inputs find its size (a separate probe of bare passes could not afford to). The timings go
+    into the same per-process cache as :func:`best_batch_size`'s (per model, per-sample shape, dtype and device):
+    the next call starts where this one stopped, and once the rise has been seen, :func:`plan` returns the int.
+
+    Batch sizes do not change results beyond float rounding (each input's output is computed alone; on the CPU
+    float32 convolutions and matrix products gave bitwise equal outputs per sample at every size from 16 up in our
+    checks, which is why the smallest candidate is 16). An out-of-memory error while a candidate is tried ends the
+    growth, frees the memory and runs that chunk at the best size so far.
+    """
+
+    def __init__(self, model: Callable, probe: _Probe, cands: list[int], device: torch.device, fallback: int):
+        self.model, self.probe, self.cands, self.device, self.fallback = model, probe, cands, device, fallback
+        self.queue: list[int] = []  # candidates to time again (a rise being confirmed)
+        self.stopped = False  # this call stopped probing (the next candidate is bigger than what is left)
+
+    def _cost(self, c: int) -> float:
+        return self.probe.seconds[c] / c
+
+    def _best(self) -> int | None:
+        known = [c for c in self.cands if c in self.probe.seconds]
+        return min(known, key=self._cost) if known else None
+
+    def _need(self, c: int) -> int:
+        if c not in self.probe.seconds:
+            return _PLAN_CALLS
+        return _timed_calls(self.probe.seconds[c], _PLAN_CALLS)
+
+    def _todo(self) -> int | None:
+        if self.queue:
+            return self.queue[0]
+        for c in self.cands:
+            if c not in self.probe.seconds or self.probe.calls.get(c, 10 ** 9) < self._need(c):
+                return c
+        return None
+
+    @property
+    def probing(self) -> bool:
+        return not (self.probe.done or self.stopped)
+
+    def size(self, remaining: int) -> int:
+        """The size of the next chunk, at most ``remaining`` when probing is over."""
+        if self.probing:
+            c = self._todo()
+            if c is None:
+                self.probe.done = True
+            elif c <= remaining:
+                return c
+            else:
+                self.stopped = True  # too little work left for the next candidate: a later call goes on
+        best = self._best()
+        return best if best is not None else self.fallback
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        """The model's output on one chunk, timed (and recorded) while probing."""
+        if not self.probing or inputs.shape[0] != self._todo():
+            return self.model(inputs)
+        c = inputs.shape[0]
+        try:
+            _sync(self.device)
+            t0 = time.perf_counter()
+            out = self.model(inputs)
+            _sync(self.device)
+        except Exception as err:  # noqa: BLE001 - out of memory ends the growth; anything else is raised
+            if not _is_oom(err):
+                raise
+            del err
+            if self.device.type == "cuda":
+                torch.cuda.empty_cache()
+            self.probe.done = True
+            step = self._best() or max(1, c // 2)
+            return torch.cat([self.model(inputs[i:i + step]) for i in range(0, c, step)])
+        took = time.perf_counter() - t0
+        self.probe.spent += took
+        if not self.probe.warm:  # the model's first call of the process pays for allocations: not counted
+            self.probe.warm = True
+            return out
+        self.probe.seconds[c] = min(self.probe.seconds.get(c, math.inf), took)
+        self.probe.calls[c] = self.probe.calls.get(c, 0) + 1
+        if self.queue and self.queue[0] == c:
+            self.queue.pop(0)
+            if not self.queue:  # both timed again: believe what they say now
+                best = self._best()
+                if best is not None and best < max(self.probe.seconds):
+                    self.probe.done = True
+            return out
+        if self.probe.calls[c] >= self._need(c):
+            best = self._best()
+            if best is not None and best != c and self._cost(c) > WORSE * self._cost(best):
+                if c in self.probe.confirmed:
+                    self.probe.done = True
+                else:  # a busy machine can slow a call: time the best and this one again first
+                    self.probe.confirmed.add(c)
+                    self.queue = [best, c]
+        return out
+
+
+def plan(batch_size: BatchSize, model: Callable, x: torch.Tensor, n_inputs: int) -> int | Plan:
+    """The engine's batch size for a call of ``n_inputs`` inputs like one sample of x: ``batch_size`` itself if an
+    int; for ``"auto"`` the cached best size once known, else a :class:`Plan` that finds it on the call's own work."""
+    if not isinstance(batch_size, str):
+        return batch_size
+    _validate.batch_size(batch_size, "batch_size")
+    shape, device = tuple(x.shape[1:]), x.device
+    every = list(CANDIDATES)
+    first_all = next((c for c in every if c >= n_inputs), every[-1])
+    cands = [c for c in every if c <= first_all]
+    if len(cands) == 1:
+        return cands[0]
+    owner, part = _owner(model)
+    key = (part, shape, x.dtype, device, tuple(every), _state(owner))
+    probe = _entries(owner).setdefault(key, _Probe())
+    if probe.done:
+        known = [c for c in cands if c in probe.seconds]
+        if known:
+            return min(known, key=lambda c: probe.seconds[c] / c)
+    return Plan(model, probe, cands, device, FALLBACK)

@@ -18,6 +18,8 @@ group of chunks, and the removal order comes from a flat integer sort (:func:`fa
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 from collections.abc import Callable, Iterator, Sequence
 
@@ -26,11 +28,10 @@ import torch
 from faithlab import _validate
 from faithlab.perturb import autobatch
 from faithlab.perturb.orders import top_masks
-from faithlab.perturb.references import Reference
 from faithlab.perturb.units import Units, _check_units, _expand, _is_identity, _rows, default_units
 from faithlab.perturb.autobatch import BatchSize
 
-__all__ = ["Output", "OUTPUTS", "Masks", "evaluate_inputs", "grid_chunks", "logits"]
+__all__ = ["Output", "OUTPUTS", "Masks", "evaluate_inputs", "grid_chunks", "logits", "sharing"]
 
 Output = str | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 OUTPUTS = ("prob", "logit", "correct", "log_odds", "predicted")
@@ -60,8 +61,8 @@ def _output_fn(output: Output) -> Callable[[torch.Tensor, torch.Tensor], torch.T
     return fn
 
 
-def _logits(model: Callable, inputs: torch.Tensor) -> torch.Tensor:
-    logits = model(inputs)
+def _logits(model: Callable, inputs: torch.Tensor, plan: autobatch.Plan | None = None) -> torch.Tensor:
+    logits = model(inputs) if plan is None else plan.forward(inputs)
     if not isinstance(logits, torch.Tensor) or logits.ndim != 2 or logits.shape[0] != inputs.shape[0]:
         shape = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
         raise ValueError(f"model must return logits of shape (N, n_classes), got {shape} for {inputs.shape[0]} inputs")
@@ -81,20 +82,28 @@ def _non_finite_error(bad: torch.Tensor, per_sample: int, where: str) -> ValueEr
                       f"from them")
 
 
-def logits(model: Callable, inputs: torch.Tensor, *, batch_size: int = 256, finite: bool = True,
-           what: str = "inputs") -> torch.Tensor:
+def logits(model: Callable, inputs: torch.Tensor, *, batch_size: BatchSize | autobatch.Plan = 256,
+           finite: bool = True, what: str = "inputs") -> torch.Tensor:
     """The model's logits on inputs, checked → ``(N, n_classes)``.
 
-    ``batch_size`` inputs per forward call (the last call smaller), without gradients, joined in order. The model
-    must return a floating ``(n, n_classes)`` tensor for n inputs (else ValueError/TypeError). finite: NaN/inf
-    logits raise a ValueError naming the samples (False: returned as they are, e.g. to read the number of
-    classes). what: how that message names the inputs (e.g. ``"clean inputs"``).
+    ``batch_size`` inputs per forward call (the last call smaller; ``"auto"``: see
+    :func:`~faithlab.perturb.runner.removal_curve`), without gradients, joined in order. The model must return a
+    floating ``(n, n_classes)`` tensor for n inputs (else ValueError/TypeError). finite: NaN/inf logits raise a
+    ValueError naming the samples (False: returned as they are, e.g. to read the number of classes). what: how
+    that message names the inputs (e.g. ``"clean inputs"``).
     """
     _validate.model(model, "model")
     _validate.tensor(inputs, "inputs")
-    batch_size = _validate.positive_int(batch_size, "batch_size")
+    if not isinstance(batch_size, autobatch.Plan):
+        _validate.batch_size(batch_size, "batch_size")
+        batch_size = autobatch.plan(batch_size, model, inputs, inputs.shape[0])
+    plan = batch_size if isinstance(batch_size, autobatch.Plan) else None
+    out, i, n = [], 0, inputs.shape[0]
     with torch.no_grad():
-        out = [_logits(model, inputs[i:i + batch_size]) for i in range(0, inputs.shape[0], batch_size)]
+        while i < n:
+            step = batch_size if plan is None else plan.size(n - i)
+            out.append(_logits(model, inputs[i:i + step], plan))
+            i += step
     out = out[0] if len(out) == 1 else torch.cat(out)
     if finite:
         bad = ~torch.isfinite(out).all(dim=1)
@@ -103,10 +112,59 @@ def logits(model: Callable, inputs: torch.Tensor, *, batch_size: int = 256, fini
     return out
 
 
+_SHARED: contextvars.ContextVar[dict | None] = contextvars.ContextVar("faithlab_shared_logits", default=None)
+
+
+@contextlib.contextmanager
+def sharing() -> Iterator[None]:
+    """A block in which the logits of inputs that many metrics run are computed once: the clean x and the fully
+    removed x (every unit at the reference) of a model, wherever a removal run or a curve needs them.
+
+    ``fl.evaluate`` opens one per chunk of samples, so its clean pass serves every metric's clean point and
+    prediction, and the MoRF and LeRF curves of different metrics share their last point. The logits are kept for
+    the block's lifetime (with the model and tensors they came from, so no id is reused) and looked up by the model
+    object, the tensors' storage and in-place version and the model's parameters' storage and version: a changed
+    model or x is a miss. Nested blocks share the outer one's store. Results are those of the same calls outside a
+    block, up to the batch composition of a forward pass (float rounding; see
+    :func:`~faithlab.perturb.runner.removal_curve`).
+    """
+    token = _SHARED.set({}) if _SHARED.get() is None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _SHARED.reset(token)
+
+
+def _tensor_key(t: torch.Tensor) -> tuple:
+    return (t.data_ptr(), t._version, tuple(t.shape), t.stride(), t.dtype, t.device)
+
+
+def _shared(kind: tuple, model: Callable, tensors: Sequence[torch.Tensor], compute: Callable[[], torch.Tensor],
+            ) -> torch.Tensor:
+    """``compute()`` once per (kind, model, tensors) inside a :func:`sharing` block; plainly outside one."""
+    store = _SHARED.get()
+    if store is None:
+        return compute()
+    owner, part = autobatch._owner(model)
+    key = (kind, id(owner), part, autobatch._state(owner), *(_tensor_key(t) for t in tensors))
+    hit = store.get(key)
+    if hit is None:
+        hit = store[key] = (owner, tuple(tensors), compute())  # the objects keep their ids from being reused
+    return hit[2]
+
+
+def _clean_logits(model: Callable, x: torch.Tensor, batch_size: int) -> torch.Tensor:
+    """The model's checked logits on the clean x ``(B, n_classes)``, ``batch_size`` samples per forward call (shared
+    inside a :func:`sharing` block); NaN/inf logits raise naming the samples."""
+    return _shared(("clean",), model, (x,), lambda: logits(
+        model, x, batch_size=batch_size, what="clean inputs (read for the predicted class)"))
+
+
 def _predict(model: Callable, x: torch.Tensor, batch_size: int) -> torch.Tensor:
     """The model's predicted class (argmax) on the clean x ``(B,)``, ``batch_size`` samples per forward call;
     NaN/inf logits raise naming the samples."""
-    return logits(model, x, batch_size=batch_size, what="clean inputs (read for the predicted class)").argmax(dim=1)
+    return _clean_logits(model, x, batch_size).argmax(dim=1)
 
 
 def _prepare(model: Callable, x: torch.Tensor, units: Units | None, output: Output, target: torch.Tensor | None,
@@ -178,28 +236,50 @@ class _Thresholds:
     """Cumulative removal masks: variant v of sample b removes the units with ``rank[b, u] < counts[v]``, i.e. the
     first ``counts[v]`` units of its order (rank: ``(B, n)`` positions, a float dtype that holds them exactly).
 
-    The engine turns the ranks into element ranks once per call and compares them with the counts chunk by chunk,
-    writing the perturbed inputs directly (no bool masks, no gather per chunk)."""
+    Several orders go through one call as segments: ``rank`` and ``counts`` may be sequences of the same length,
+    the variants being segment 0's counts, then segment 1's, … (each compared with its own ranks). The engine turns
+    the ranks into element ranks once per call and compares them with the counts chunk by chunk, writing the
+    perturbed inputs directly (no bool masks, no gather per chunk)."""
 
-    __slots__ = ("rank", "counts")
+    __slots__ = ("ranks", "counts", "starts")
 
-    def __init__(self, rank: torch.Tensor, counts: torch.Tensor):
-        self.rank, self.counts = rank, counts.to(rank.device, rank.dtype)
+    def __init__(self, rank: torch.Tensor | Sequence[torch.Tensor], counts: torch.Tensor | Sequence[torch.Tensor]):
+        ranks = [rank] if isinstance(rank, torch.Tensor) else list(rank)
+        counts = [counts] if isinstance(counts, torch.Tensor) else list(counts)
+        self.ranks = ranks
+        self.counts = [c.to(r.device, r.dtype) for r, c in zip(ranks, counts)]
+        self.starts = [0]
+        for c in self.counts:
+            self.starts.append(self.starts[-1] + c.numel())
+
+    @property
+    def rank(self) -> torch.Tensor:
+        return self.ranks[0]
+
+    def spans(self, v0: int, v1: int) -> Iterator[tuple[int, int, int, int]]:
+        """The segments variants v0..v1-1 touch: (segment, first count, last count + 1, offset in v0..v1)."""
+        for j, (s0, s1) in enumerate(zip(self.starts, self.starts[1:])):
+            lo, hi = max(v0, s0), min(v1, s1)
+            if lo < hi:
+                yield j, lo - s0, hi - s0, lo - v0
 
     def __call__(self, b0: int, b1: int, v0: int, v1: int) -> torch.Tensor:
         """The ``(b1-b0, v1-v0, n)`` bool unit masks, as a masks callback (used for integer inputs)."""
-        return top_masks(self.rank[b0:b1], self.counts[v0:v1])
+        parts = [top_masks(self.ranks[j][b0:b1], self.counts[j][c0:c1]) for j, c0, c1, _ in self.spans(v0, v1)]
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
 
 
 def _run(model: Callable, x: torch.Tensor, units: Units, reference: torch.Tensor, output: Output,
          target: torch.Tensor | None, per_sample: int, masks: Masks | _Thresholds,
-         batch_size: BatchSize, target_name: str = "target", rows: torch.Tensor | None = None) -> torch.Tensor:
+         batch_size: BatchSize | autobatch.Plan, target_name: str = "target",
+         rows: torch.Tensor | None = None) -> torch.Tensor:
     """Run ``per_sample`` perturbed variants of every sample through the model, ≤ ``batch_size`` inputs per call.
 
     ``masks(b0, b1, v0, v1)`` gives the ``(b1-b0, v1-v0, n)`` bool unit masks of variants v0..v1-1 of samples
     b0..b1-1 (or a :class:`_Thresholds`); perturbed inputs are built chunk by chunk, straight into the buffer that
-    goes through the model. target None → prediction on the clean x. batch_size ``"auto"``: resolved here, once,
-    by :func:`faithlab.perturb.autobatch.resolve`.
+    goes through the model. target None → prediction on the clean x. batch_size ``"auto"``: the cached size, or a
+    :class:`faithlab.perturb.autobatch.Plan` that finds it on this run's own forward calls (a caller running
+    several passes of one computation passes its plan).
     rows: optional ``(R,)`` int64 indices into x; the samples are then ``x[rows]`` (gathered chunk by chunk, so a
     sample may appear many times without being copied) and the result is ``(R, per_sample)``.
     Returns ``(B, per_sample)``. Non-finite logits (or a non-finite read-out of a callable ``output``) on any
@@ -213,7 +293,8 @@ def _run(model: Callable, x: torch.Tensor, units: Units, reference: torch.Tensor
     """
     fn = _output_fn(output)
     n_samples = x.shape[0] if rows is None else rows.numel()
-    batch_size = autobatch.resolve(batch_size, model, x, n_samples * per_sample)
+    if not isinstance(batch_size, autobatch.Plan):
+        batch_size = autobatch.plan(batch_size, model, x, n_samples * per_sample)
     if target is None:
         target = _predict(model, x, batch_size)
     with torch.no_grad():
@@ -249,21 +330,32 @@ def _filler(x: torch.Tensor, units: Units, reference: torch.Tensor,
     x1, ref1 = x[:, None], reference[:, None]  # (B | 1, 1, ...): broadcast over the variants
     keep_shape = idx.shape[1:]
     if isinstance(masks, _Thresholds):
-        rank = masks.rank  # (B, n) positions in the order, exact in their float dtype
-        if not identity:
-            flat = idx.reshape(idx.shape[0], -1)
-            rank = rank.gather(1, flat.expand(rank.shape[0], -1))
-        rank1 = rank.view(rank.shape[0], 1, *keep_shape)  # element ranks: each element's unit's position
-        counts = masks.counts.view(-1, *([1] * (x.ndim - 1)))
-        n_counts = counts.shape[0]
+        def element_ranks(rank: torch.Tensor) -> torch.Tensor:  # each element's unit's position in the order
+            if not identity:
+                flat = idx.reshape(idx.shape[0], -1)
+                rank = rank.gather(1, flat.expand(rank.shape[0], -1))
+            return rank.view(rank.shape[0], 1, *keep_shape)
 
-        def keep_fn(b0: int, b1: int, v0: int, v1: int, out: torch.Tensor) -> torch.Tensor:
-            c = counts if v0 == 0 and v1 == n_counts else counts[v0:v1]
-            return torch.ge(take(rank1, b0, b1), c, out=out)
+        rank1s = [element_ranks(r) for r in masks.ranks]  # (B, n) positions, exact in their float dtype
+        countss = [c.view(-1, *([1] * (x.ndim - 1))) for c in masks.counts]
 
-        def drop_fn(b0: int, b1: int, v0: int, v1: int, out: torch.Tensor) -> torch.Tensor:
-            c = counts if v0 == 0 and v1 == n_counts else counts[v0:v1]
-            return torch.lt(take(rank1, b0, b1), c, out=out)
+        def compare(op: Callable) -> Callable:
+            if len(rank1s) == 1:
+                rank1, counts = rank1s[0], countss[0]
+                n_counts = counts.shape[0]
+
+                def one(b0: int, b1: int, v0: int, v1: int, out: torch.Tensor) -> torch.Tensor:
+                    c = counts if v0 == 0 and v1 == n_counts else counts[v0:v1]
+                    return op(take(rank1, b0, b1), c, out=out)
+                return one
+
+            def segments(b0: int, b1: int, v0: int, v1: int, out: torch.Tensor) -> torch.Tensor:
+                for j, c0, c1, at in masks.spans(v0, v1):  # each segment compared with its own ranks
+                    op(take(rank1s[j], b0, b1), countss[j][c0:c1], out=out[:, at:at + c1 - c0])
+                return out
+            return segments
+
+        keep_fn, drop_fn = compare(torch.ge), compare(torch.lt)
     else:
         def element_masks(b0: int, b1: int, v0: int, v1: int) -> torch.Tensor:
             m = _unit_masks(masks, b0, b1, v0, v1, n)
@@ -307,7 +399,8 @@ CPU's cache."""
 
 def _forward_grid(model: Callable, build: Callable, n_samples: int, per_sample: int,
                   fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], output: Output, target: torch.Tensor,
-                  batch_size: int, target_name: str = "target", inputs_like: torch.Tensor | None = None,
+                  batch_size: int | autobatch.Plan, target_name: str = "target",
+                  inputs_like: torch.Tensor | None = None,
                   spans: bool = False) -> torch.Tensor:
     """The one batched forward loop: exactly ``batch_size`` inputs per forward call (the last call smaller), read
     out by ``fn(logits, target)`` → ``(n_samples, per_sample)``. Non-finite logits or read-outs raise a ValueError
@@ -325,32 +418,30 @@ def _forward_grid(model: Callable, build: Callable, n_samples: int, per_sample: 
     total = n_samples * per_sample
     targets = (target.repeat_interleave(per_sample) if per_sample > 1 else target)[:, None]  # (cells, 1)
     shape = None if inputs_like is None else tuple(inputs_like.shape[1:])
-    group = batch_size
-    if spans and shape is not None:
-        per_input = inputs_like.element_size() * math.prod(shape)
-        group = batch_size * max(1, _GROUP_BYTES // max(1, per_input * batch_size))
+    plan = batch_size if isinstance(batch_size, autobatch.Plan) else None
+    per_input = None if shape is None else inputs_like.element_size() * math.prod(shape)
     direct = output in ("prob", "logit") if not callable(output) else False
     check_out = callable(output) or output == "log_odds"  # the others are finite when the logits are
     flat = flat2d = check = None
+    g1 = 0
     with torch.no_grad():
-        for g0 in range(0, total, group):
+        while g1 < total:
+            g0 = g1
+            size = batch_size if plan is None else plan.size(total - g0)  # a plan probing: one timed chunk
+            group = size
+            if spans and shape is not None and (plan is None or not plan.probing):
+                group = size * max(1, _GROUP_BYTES // max(1, per_input * size))
             g1 = min(g0 + group, total)
             if shape is None:
                 built = [build(b0, b1, v0, v1).flatten(0, 1) for b0, b1, v0, v1 in _pieces(g0, g1, per_sample)]
                 chunks = [built[0] if len(built) == 1 else torch.cat(built)]
             else:
                 inputs = _fill(build, g0, g1, per_sample, shape, inputs_like, spans)
-                chunks = [inputs[c0:c0 + batch_size] for c0 in range(0, g1 - g0, batch_size)]
-            logits = [_logits(model, chunk) for chunk in chunks]
+                chunks = [inputs[c0:c0 + size] for c0 in range(0, g1 - g0, size)]
+            logits = [_logits(model, chunk, plan) for chunk in chunks]
             logits = logits[0] if len(logits) == 1 else torch.cat(logits)
             if flat is None:
-                if not callable(output):
-                    if output != "logit" and logits.shape[1] < 2:
-                        raise ValueError(f"output={output!r} needs logits for at least 2 classes, got "
-                                         f"{logits.shape[1]}")
-                    if int(target.max()) >= logits.shape[1]:
-                        raise ValueError(f"{target_name} holds class {int(target.max())} but the model returns "
-                                         f"{logits.shape[1]} logits")
+                _check_read_out(output, logits, target, target_name)
                 targets = targets.to(logits.device)
                 exact = torch.float32 if logits.device.type == "mps" else torch.float64  # MPS has no float64
                 check = torch.empty(total, dtype=exact, device=logits.device)
@@ -378,6 +469,17 @@ def _forward_grid(model: Callable, build: Callable, n_samples: int, per_sample: 
     if not bool(finite.all()):
         raise _non_finite_error(~finite, per_sample, "inputs it was given")
     return flat.view(n_samples, per_sample, *flat.shape[1:])
+
+
+def _check_read_out(output: Output, logits: torch.Tensor, target: torch.Tensor, target_name: str = "target") -> None:
+    """A built-in read-out needs 2 classes (but the logit) and a target among the model's classes."""
+    if callable(output):
+        return
+    if output != "logit" and logits.shape[1] < 2:
+        raise ValueError(f"output={output!r} needs logits for at least 2 classes, got {logits.shape[1]}")
+    if target.numel() and int(target.max()) >= logits.shape[1]:
+        raise ValueError(f"{target_name} holds class {int(target.max())} but the model returns {logits.shape[1]} "
+                         f"logits")
 
 
 def _fill(fill: Callable, c0: int, c1: int, per_sample: int, shape: tuple, like: torch.Tensor,
@@ -442,6 +544,6 @@ def evaluate_inputs(model: Callable, inputs: Callable[[int, int, int, int], torc
                              f"({b1 - b0}, {v1 - v0}, ...), got {got}")
         return t
 
-    if batch_size == autobatch.AUTO:  # the probe needs one input's shape: the first one, built once more
-        batch_size = autobatch.resolve(batch_size, model, build(0, 1, 0, 1)[0], n_samples * n_variants)
+    if batch_size == autobatch.AUTO:  # the plan needs one input's shape: the first one, built once more
+        batch_size = autobatch.plan(batch_size, model, build(0, 1, 0, 1)[0], n_samples * n_variants)
     return _forward_grid(model, build, n_samples, n_variants, _output_fn(output), output, target, batch_size)

@@ -16,13 +16,21 @@ import torch
 from faithlab import _validate
 from faithlab.perturb import autobatch
 from faithlab.perturb.autobatch import BatchSize
-from faithlab.perturb.engine import Masks, Output, _prepare, _predict, _run, _Thresholds
+from faithlab.perturb.engine import (Masks, Output, _check_read_out, _clean_logits, _output_fn, _prepare, _run, _shared,
+                                     _Thresholds)
 from faithlab.perturb.orders import ORDERS, _order_ranks, _ranks
 from faithlab.perturb.orders import order as _order
 from faithlab.perturb.references import Reference, make_reference
 from faithlab.perturb.units import Units, check_attributions, constant_maps, unit_scores, warn_constant
 
-__all__ = ["Removal", "masked_outputs", "removal_curve", "removal_outputs"]
+__all__ = ["Removal", "masked_outputs", "removal_curve", "removal_outputs", "deletion_insertion", "CURVE_KINDS",
+           "DELETION_INSERTION_FRACTIONS"]
+
+CURVE_KINDS = ("deletion", "insertion")
+"""How a curve of :meth:`Removal.curves` moves along its order: removing units from x, or restoring them into the
+fully removed x."""
+DELETION_INSERTION_FRACTIONS = tuple(i / 20 for i in range(21))
+"""The default points of :func:`deletion_insertion`: 0, 5, …, 100 % of the units."""
 
 
 class Removal:
@@ -49,24 +57,75 @@ class Removal:
         self.units: Units = _prepare(model, x, units, output, target, batch_size)
         self.model, self.x, self.output, self.batch_size = model, x, output, batch_size
         self.reference: torch.Tensor = make_reference(x, reference)
+        # what makes the fully removed input: the reference's spec (a function of x) or the tensor itself
+        self._reference_key = (reference,) if isinstance(reference, (str, int, float)) else ("tensor",)
         self._target = target
+        self._clean: torch.Tensor | None = None
+        self._full: torch.Tensor | None = None
 
     @property
     def target(self) -> torch.Tensor:
         """The ``(B,)`` classes the read-out uses: the given target, or the model's prediction on the clean x
         (computed on first use, ``batch_size`` at a time, and kept)."""
         if self._target is None:
-            self._target = _predict(self.model, self.x,
-                                    autobatch.resolve(self.batch_size, self.model, self.x, self.x.shape[0]))
+            self._target = self._clean_logits(
+                autobatch.plan(self.batch_size, self.model, self.x, self.x.shape[0])).argmax(dim=1)
         return self._target
 
-    def _go(self, per_sample: int, masks: Masks | _Thresholds, sample: torch.Tensor | None) -> torch.Tensor:
+    def _clean_logits(self, batch_size: int | autobatch.Plan) -> torch.Tensor:
+        """The logits of the clean x, computed once (and shared inside :func:`~faithlab.perturb.engine.sharing`)."""
+        if self._clean is None:
+            self._clean = _clean_logits(self.model, self.x, batch_size)
+        return self._clean
+
+    def _full_logits(self, batch_size: int | autobatch.Plan) -> torch.Tensor:
+        """The logits of the fully removed x (every unit at the reference), computed once (and shared inside
+        :func:`~faithlab.perturb.engine.sharing`): the last point of every deletion curve, the first of every
+        insertion curve, whatever their order."""
+        if self._full is None:
+            x, b, n = self.x, self.x.shape[0], self.units.n
+            every = _Thresholds(torch.zeros(b, n, dtype=torch.float32, device=x.device),
+                                torch.tensor([n], dtype=torch.float32))  # rank 0 < n: every unit removed
+
+            def compute() -> torch.Tensor:
+                zeros = torch.zeros(b, dtype=torch.int64, device=x.device)
+                return _run(self.model, x, self.units, self.reference, lambda z, _: z, zeros, 1, every,
+                            batch_size).squeeze(1)
+
+            tensors = (x,) if self._reference_key[0] != "tensor" else (x, self.reference)
+            self._full = _shared(("full", *self._reference_key), self.model, tensors, compute)
+        return self._full
+
+    def _go(self, per_sample: int, masks: Masks | _Thresholds, sample: torch.Tensor | None,
+            batch_size: int | autobatch.Plan | None = None) -> torch.Tensor:
         n_samples = self.x.shape[0] if sample is None else sample.numel()
-        batch_size = autobatch.resolve(self.batch_size, self.model, self.x, n_samples * per_sample)
+        if batch_size is None:  # one plan for the run's passes (the prediction's and the perturbed inputs')
+            batch_size = autobatch.plan(self.batch_size, self.model, self.x, n_samples * (per_sample + 1))
         if self._target is None:  # the prediction in chunks of this run's batch size, as a one-shot call computes it
-            self._target = _predict(self.model, self.x, batch_size)
+            self._target = self._clean_logits(batch_size).argmax(dim=1)
         return _run(self.model, self.x, self.units, self.reference, self.output, self._target, per_sample, masks,
                     batch_size, rows=sample)
+
+    def _read(self, logits: torch.Tensor) -> torch.Tensor:
+        """The read-out of logits of x's samples (one input each), checked as the engine checks its own."""
+        target = self.target.to(logits.device)
+        _check_read_out(self.output, logits, target)
+        out = _output_fn(self.output)(logits, target)
+        if not isinstance(out, torch.Tensor) or out.ndim not in (1, 2) or out.shape[0] != logits.shape[0]:
+            raise ValueError(f"output must give one value per input, shape ({logits.shape[0]},), or the same "
+                             f"number of values per input, shape ({logits.shape[0]}, K)")
+        if out.is_floating_point() and not bool(torch.isfinite(out).all()):
+            bad = (~torch.isfinite(out)).reshape(out.shape[0], -1).any(dim=1).nonzero().flatten()
+            raise ValueError(f"output gave NaN or inf on samples {bad[:8].tolist()}; no score can be computed from "
+                             f"them")
+        return out
+
+    def clean(self) -> torch.Tensor:
+        """The read-out on the clean x → ``(B,)`` (or ``(B, K)``), from the logits the prediction was read from
+        when the target is predicted: the clean input goes through the model once per :class:`Removal` (once per
+        :func:`~faithlab.perturb.engine.sharing` block)."""
+        return self._read(self._clean_logits(autobatch.plan(self.batch_size, self.model, self.x,
+                                                            self.x.shape[0])))
 
     def _sample(self, sample: torch.Tensor, n_masks: int, masks_name: str) -> None:
         _validate.tensor(sample, "sample", ndim=1)
@@ -143,30 +202,97 @@ class Removal:
         when order is ``"random"`` or a tensor. order: ``"morf"``, ``"lerf"``, ``"random"`` (needs generator) or a
         ``(B, n)``/``(n,)`` int64 permutation of unit ids. reduce: the unit-reduction rule of ``unit_scores``.
         A constant map defines no order: its units are removed in index order and a
-        :class:`~faithlab.perturb.ConstantMapWarning` counts those samples.
+        :class:`~faithlab.perturb.ConstantMapWarning` counts those samples. One curve of :meth:`curves`.
+        """
+        return self.curves(attributions, fractions, orders=(order,), reduce=reduce, generator=generator)[0]
+
+    def curves(self, attributions: torch.Tensor | None, fractions: Sequence[float] | torch.Tensor, *,
+               orders: Sequence[str | torch.Tensor] = ("morf", "lerf"), kinds: str | Sequence[str] = "deletion",
+               reduce: str = "sum_abs", generator: torch.Generator | int | None = None) -> torch.Tensor:
+        """Several removal curves of the same samples in one run → ``(K, B, len(fractions))``, K = ``len(orders)``.
+
+        Curve k follows ``orders[k]`` (as ``order`` of :meth:`curve`) as ``kinds[k]`` (one kind for all, or one per
+        curve): ``"deletion"`` removes the first ``round(f·n)`` units of the order from x at fraction f;
+        ``"insertion"`` restores them into the fully removed x (every other unit at the reference), so its
+        fraction 0 is the fully removed x and fraction 1 is x (RISE's insertion; inserting in MoRF order is
+        deleting in LeRF order, read backwards).
+
+        The inputs the curves have in common go through the model once: the clean x (no unit removed, shared with
+        the prediction pass when ``target`` is None), the fully removed x (every unit removed, whatever the order)
+        and any removal that recurs (the same count of the same order). Inside a
+        :func:`~faithlab.perturb.engine.sharing` block the clean and fully removed x are shared with every other
+        run of the block on the same model and x.
         """
         x, n = self.x, self.units.n
         f = _validate.fractions(fractions, "fractions")
-        if isinstance(order, torch.Tensor):
-            _validate.same_device(x, order, "x", "order")
-            perm = order.expand(x.shape[0], -1) if order.ndim == 1 else order
-            if perm.shape != (x.shape[0], n) or perm.dtype != torch.int64 or not _is_permutation(perm):
-                raise ValueError(f"order tensor must hold an int64 permutation of the {n} unit ids per sample")
-        elif order == "random":
-            perm = _order(torch.zeros(x.shape[0], n, device=x.device), "random", generator=generator)
-        else:
-            _validate.one_of(order, "order", ORDERS)
-            if attributions is None:
-                raise ValueError(f"attributions are required for order={order!r}")
-            check_attributions(attributions, x)
-            scores = unit_scores(attributions, self.units, reduce=reduce)
-            _validate.batch_match(x, scores, "x", "attributions")
-            warn_constant(constant_maps(scores), "their units are removed in index order")
-            perm = None
+        if isinstance(orders, (str, torch.Tensor)) or not hasattr(orders, "__len__") or len(orders) == 0:
+            raise TypeError(f"orders must be a non-empty sequence of orders ('morf', 'lerf', 'random' or a "
+                            f"permutation tensor), got {type(orders).__name__}")
+        kinds = [kinds] * len(orders) if isinstance(kinds, str) else list(kinds)
+        if len(kinds) != len(orders):
+            raise ValueError(f"kinds must be one kind or one per order ({len(orders)}), got {len(kinds)}")
+        for kind in kinds:
+            _validate.one_of(kind, "kinds", CURVE_KINDS)
         cmp = _exact_float(n, x.dtype if x.is_floating_point() else torch.float32)
-        rank = _ranks(perm, cmp) if perm is not None else _order_ranks(scores, order, cmp)
+        scores = None
+        ranks = []
+        for order in orders:
+            if isinstance(order, torch.Tensor):
+                _validate.same_device(x, order, "x", "order")
+                perm = order.expand(x.shape[0], -1) if order.ndim == 1 else order
+                if perm.shape != (x.shape[0], n) or perm.dtype != torch.int64 or not _is_permutation(perm):
+                    raise ValueError(f"order tensor must hold an int64 permutation of the {n} unit ids per sample")
+                ranks.append(_ranks(perm, cmp))
+            elif isinstance(order, str) and order == "random":
+                perm = _order(torch.zeros(x.shape[0], n, device=x.device), "random", generator=generator)
+                ranks.append(_ranks(perm, cmp))
+            else:
+                _validate.one_of(order, "order", ORDERS)
+                if attributions is None:
+                    raise ValueError(f"attributions are required for order={order!r}")
+                if scores is None:
+                    check_attributions(attributions, x)
+                    scores = unit_scores(attributions, self.units, reduce=reduce)
+                    _validate.batch_match(x, scores, "x", "attributions")
+                    warn_constant(constant_maps(scores), "their units are removed in index order")
+                ranks.append(_order_ranks(scores, order, cmp))
         counts = torch.round(f * n)
-        return self._go(f.numel(), _Thresholds(rank, counts), None)
+        # every curve as deletion counts of a rank: inserting the first k units of an order removes its last n - k
+        segments, columns = [], []
+        for rank, kind in zip(ranks, kinds):
+            d = counts if kind == "deletion" else n - counts
+            if kind == "insertion":
+                rank = (n - 1) - rank  # the order reversed (exact in cmp)
+            inner = torch.unique(d[(d > 0) & (d < n)])  # sorted; a count that recurs is run once
+            segments.append((rank, inner))
+            columns.append(d)
+        n_inner = sum(inner.numel() for _, inner in segments)
+        b = x.shape[0]
+        batch_size = autobatch.plan(self.batch_size, self.model, x, b * (n_inner + 2))  # one plan, every pass
+        parts, at = [], 2  # columns: 0 the clean x, 1 the fully removed x, then the segments' inner counts
+        lookup = []
+        for (rank, inner), d in zip(segments, columns):
+            pos = torch.searchsorted(inner, d.clamp(1, n - 1)) + at if inner.numel() else torch.zeros_like(d)
+            lookup.append(torch.where(d == 0, 0, torch.where(d == n, 1, pos)).long())
+            at += inner.numel()
+        wanted = torch.cat(lookup)
+        if self._target is None or bool((wanted == 0).any()):
+            clean = self._read(self._clean_logits(batch_size))
+        else:
+            clean = None
+        full = self._read(self._full_logits(batch_size)) if bool((wanted == 1).any()) else None
+        if n_inner:
+            kept = [(rank, inner) for rank, inner in segments if inner.numel()]
+            inner_out = self._go(n_inner, _Thresholds([r for r, _ in kept], [i for _, i in kept]), None, batch_size)
+            parts.append(inner_out)
+        like = parts[0] if parts else (clean if clean is not None else full)[:, None]
+        tail = like.shape[2:]
+        pad = lambda v: (v[:, None] if v is not None else torch.zeros(b, 1, *tail, dtype=like.dtype,  # noqa: E731
+                                                                        device=like.device)).to(like.dtype)
+        table = torch.cat([pad(clean), pad(full), *parts], dim=1)  # (B, 2 + n_inner, *tail)
+        index = wanted.to(table.device).view(1, -1, *([1] * len(tail))).expand(b, -1, *tail)
+        out = table.gather(1, index).view(b, len(orders), f.numel(), *tail)
+        return out.movedim(1, 0)
 
 
 def _exact_float(n: int, dtype: torch.dtype) -> torch.dtype:
@@ -252,3 +378,35 @@ def removal_outputs(model: Callable, x: torch.Tensor, removed: torch.Tensor, *, 
     """
     return Removal(model, x, units=units, reference=reference, output=output, target=target,
                    batch_size=batch_size).outputs(removed, sample=sample)
+
+
+def deletion_insertion(model: Callable, x: torch.Tensor, attributions: torch.Tensor | None,
+                       fractions: Sequence[float] | torch.Tensor = DELETION_INSERTION_FRACTIONS, *,
+                       order: str | torch.Tensor = "morf", reduce: str = "sum_abs", reference: Reference = "zero",
+                       output: Output = "prob", target: torch.Tensor | None = None, units: Units | None = None,
+                       batch_size: BatchSize = 256,
+                       generator: torch.Generator | int | None = None) -> dict[str, torch.Tensor]:
+    """RISE's deletion and insertion curves of attribution maps and their areas (Petsiuk et al. 2018), in one run.
+
+    Deletion: the model's output as the first ``round(f·n)`` units of the order (most relevant first by default) are
+    removed from x; a faithful map makes it fall fast (low area). Insertion: the output as the same units are
+    restored into the fully removed x (every unit at the reference); a faithful map makes it rise fast (high area).
+    The clean x, which is deletion's first point and insertion's last (and the prediction pass when ``target`` is
+    None), and the fully removed x, deletion's last point and insertion's first, go through the model once per
+    sample: B·(F_inner + 2) inputs in all for F_inner distinct counts strictly between 0 and n.
+
+    fractions: the points, in [0, 1] (default 0, 0.05, …, 1); the areas are trapezoids over them, so they are
+    areas over the fraction of units when the points span [0, 1]. Other arguments as in :func:`removal_curve`
+    (``reduce="sum"`` keeps a signed map's sign: TorchCAM ranks the CAM values themselves). Returns
+    ``deletion`` and ``insertion`` ``(B, F)``, ``deletion_auc`` and ``insertion_auc`` ``(B,)`` (trapezoids in the
+    curves' dtype) and ``fractions`` ``(F,)`` float64.
+    """
+    runner = Removal(model, x, units=units, reference=reference, output=output, target=target,
+                     batch_size=batch_size)
+    f = _validate.fractions(fractions, "fractions")
+    deletion, insertion = runner.curves(attributions, f, orders=(order, order), kinds=CURVE_KINDS, reduce=reduce,
+                                        generator=generator)
+    at = f.to(deletion.device, deletion.dtype) if deletion.is_floating_point() else f.to(deletion.device)
+    area = lambda c: torch.trapezoid(c if c.is_floating_point() else c.double(), at, dim=1)  # noqa: E731
+    return {"deletion": deletion, "insertion": insertion, "deletion_auc": area(deletion),
+            "insertion_auc": area(insertion), "fractions": f}
