@@ -325,3 +325,24 @@ def test_a_patch_grid_that_does_not_divide_the_images_is_refused_before_any_work
     with pytest.raises(ValueError, match="edge=3 must divide the height and width"):
         fl.evaluate(counted, x, y, maps, metrics=["le-mo"], **{**OPTIONS, "edge": 3})
     assert counter["calls"] == 0
+
+
+def test_auto_batch_size_gives_the_frame_of_a_fixed_one():
+    """``batch_size="auto"`` is accepted by evaluate and every metric it runs (ReCo/MeGe's explainer chunks too)."""
+    from faithlab.perturb import autobatch
+
+    model, x, y, maps, tuned = _setup()
+    kfold = linear_kfold(x)
+    fixed = fl.evaluate(model, x, y, maps, finetuned=tuned, explainer=_explain, kfold=kfold, batch_size=5,
+                        **OPTIONS)
+    autobatch.clear_cache()
+    auto = fl.evaluate(model, x, y, maps, finetuned=tuned, explainer=_explain, kfold=kfold, batch_size="auto",
+                       **OPTIONS)
+    assert set(auto["metric"]) == set(fl.evaluation.available())
+    keys = ["explainer", "metric", "sample"]
+    a, f = (frame.sort_values(keys, na_position="first").reset_index(drop=True) for frame in (auto, fixed))
+    assert a[keys].equals(f[keys])
+    torch.testing.assert_close(torch.tensor(a["score"].to_numpy()), torch.tensor(f["score"].to_numpy()),
+                               rtol=1e-5, atol=1e-6, equal_nan=True)
+    with pytest.raises(ValueError, match="batch_size"):
+        fl.evaluate(model, x, y, maps, metrics=["aopc"], batch_size="fast", progress=False)

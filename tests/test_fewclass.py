@@ -833,7 +833,7 @@ def test_a_second_search_of_the_same_images_costs_no_forward_pass():
 
 
 @pytest.mark.parametrize("change", ["x in place", "weights in place", "weights loaded", "buffer", "grid",
-                                    "normalisation", "batch_size", "cache=False", "clear_cache", "structure"])
+                                    "normalisation", "cache=False", "clear_cache", "structure"])
 def test_the_cache_misses_when_anything_that_matters_changed(change):
     fc.clear_cache()
     torch.manual_seed(0)
@@ -858,8 +858,6 @@ def test_the_cache_misses_when_anything_that_matters_changed(change):
         kw["grid"] = fc.candidate_grid(["V3"])
     elif change == "normalisation":
         kw["normalisation"] = (0.5, 0.25)
-    elif change == "batch_size":
-        kw["batch_size"] = 7
     elif change == "cache=False":
         kw["cache"] = False
     elif change == "clear_cache":
@@ -870,6 +868,25 @@ def test_the_cache_misses_when_anything_that_matters_changed(change):
     assert model.inputs == spent + fc.selection_cost(x, grid=kw["grid"])  # the whole search ran again
     if change in ("x in place", "weights in place", "weights loaded", "buffer", "structure"):
         assert not torch.equal(before["all_u"], after["all_u"])
+
+
+@pytest.mark.parametrize("batch_size", [7, "auto"])
+def test_the_cache_hits_whatever_the_batch_size(batch_size):
+    """The batch size changes no result (beyond float rounding) and "auto" may resolve to another size from one call
+    to the next: it is not part of the key, so a search done at one size serves a call at another (fl.evaluate's)."""
+    fc.clear_cache()
+    model = _counting_cnn()
+    x = _images(b=2, c=3, h=8, w=8).float()
+    grid = fc.candidate_grid(["V1"])
+    first = fc.select_perturbation(model, x, grid=grid, batch_size=40, progress=False)
+    spent = model.inputs
+    again = fc.select_perturbation(model, x, grid=grid, batch_size=batch_size, progress=False)
+    assert model.inputs == spent and _same(again, first)
+    fresh = fc.select_perturbation(model, x, grid=grid, batch_size=batch_size, progress=False, cache=False)
+    assert model.inputs == spent + fc.selection_cost(x, grid=grid)  # "auto" too: the search's own inputs, no more
+    for key in ("all_u", "all_s", "u", "s", "p"):
+        torch.testing.assert_close(fresh[key], first[key], rtol=1e-6, atol=1e-7)
+    assert torch.equal(fresh["index"], first["index"])
 
 
 def test_the_cache_is_bounded_weak_and_only_for_modules():

@@ -21,6 +21,8 @@ import torch
 from faithlab import _validate, perturb
 from faithlab.metrics.crossfold import _predicted
 from faithlab.metrics.statistics import pearson, rankdata
+from faithlab.perturb import autobatch
+from faithlab.perturb.autobatch import BatchSize
 
 __all__ = ["mu_fidelity", "mu_fidelity_details", "average_stability", "average_stability_details"]
 
@@ -33,14 +35,16 @@ def mu_fidelity_details(model: Callable, x: torch.Tensor, attributions: torch.Te
                         reference: perturb.Reference = "zero", units: perturb.Units | None = None,
                         output: perturb.Output = "prob", correlation: str = "pearson",
                         generator: torch.Generator | int = 0, sample_index: torch.Tensor | None = None,
-                        batch_size: int = 256) -> dict[str, torch.Tensor]:
+                        batch_size: BatchSize = 256) -> dict[str, torch.Tensor]:
     """Per-sample μF (Bhatt et al. 2020; paper eq. 1, spec §4.6) with its raw draws.
 
     For each sample, ``n_subsets`` random subsets S of round(subset_fraction · n) units (pixels by default, all
     channels together) are removed (replaced by ``reference``, default 0); μF is the correlation over the subsets
     between Σ_{i∈S} e_i (unit scores = Σ over the unit's attribution elements) and f_t(x) − f_t(x with S removed),
     f = ``output`` of ``target``. correlation: ``"pearson"`` (Bhatt, the default) or ``"spearman"`` (xplique).
-    Every removed input goes through :mod:`faithlab.perturb`'s engine, ``batch_size`` per forward call.
+    Every removed input goes through :mod:`faithlab.perturb`'s engine, ``batch_size`` per forward call: an int, or
+    ``"auto"``, which each engine run resolves (:mod:`faithlab.perturb.autobatch`: timings cached per model and
+    input shape, so the runs share what the first learnt); results do not depend on it.
 
     Randomness is keyed to the sample: one root seed is drawn from ``generator`` and sample i's subsets come from its
     own stream, keyed by the root and ``sample_index[i]``, its global index (default its position in x, 0 … B − 1).
@@ -56,6 +60,7 @@ def mu_fidelity_details(model: Callable, x: torch.Tensor, attributions: torch.Te
     _validate.one_of(correlation, "correlation", ("pearson", "spearman"))
     n_subsets = _validate.positive_int(n_subsets, "n_subsets")
     frac = _validate.fraction(subset_fraction, "subset_fraction", closed_low=False)
+    batch_size = _validate.batch_size(batch_size, "batch_size")
     units = perturb.default_units(x) if units is None else units
     perturb.check_attributions(attributions, x)
     scores = perturb.unit_scores(attributions, units, reduce="sum").double()
@@ -97,7 +102,7 @@ def mu_fidelity(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
                 n_subsets: int = 200, subset_fraction: float = 0.15, reference: perturb.Reference = "zero",
                 units: perturb.Units | None = None, output: perturb.Output = "prob", correlation: str = "pearson",
                 generator: torch.Generator | int = 0, sample_index: torch.Tensor | None = None,
-                batch_size: int = 256) -> torch.Tensor:
+                batch_size: BatchSize = 256) -> torch.Tensor:
     """Per-sample μF ``(B,)`` (arguments as in :func:`mu_fidelity_details`); the paper's score is the mean over
     samples (NaN rows, constant maps or outputs, left out and counted by the caller). Higher is better."""
     return mu_fidelity_details(model, x, attributions, target=target, n_subsets=n_subsets,
@@ -131,7 +136,7 @@ def average_stability_details(model: Callable, x: torch.Tensor, attributions: to
                               explainer: Callable[..., torch.Tensor], target: torch.Tensor | None = None,
                               n_neighbours: int = 200, radius: float = 0.1, common_noise: bool = True,
                               sample_index: torch.Tensor | None = None, generator: torch.Generator | int = 0,
-                              batch_size: int = 256) -> dict[str, torch.Tensor | None]:
+                              batch_size: BatchSize = 256) -> dict[str, torch.Tensor | None]:
     """Per-sample S_avg (Bhatt et al. 2020 via the paper's eq. 2, spec §4.6, [recon] §6.16): the mean over
     ``n_neighbours`` neighbours z = x + u, u_i ~ U(−r/d, r/d) (so ‖u‖₁ ≤ r = ``radius``, d = elements of one input),
     of ‖g(x) − g(z)‖²₂, g the ``explainer``. The maps enter the distance as the explainer returns them, not
@@ -140,7 +145,11 @@ def average_stability_details(model: Callable, x: torch.Tensor, attributions: to
 
     S_avg measures the explainer, not one set of maps: ``explainer(model, inputs, target) → maps`` (the contract of
     :func:`faithlab.evaluate`) is called on at most ``batch_size`` inputs at a time (x first, then the neighbours of
-    several samples together), each explained for its sample's ``target``. common_noise (default True): common
+    several samples together), each explained for its sample's ``target``. batch_size: an int, or ``"auto"``: the
+    model's forward batch for x found by :func:`faithlab.perturb.autobatch.resolve` (once per call, for the
+    B·(n_neighbours + 1) inputs): an explainer runs the model on every input it explains, so the model's best batch
+    is the natural chunk; how the explainer batches its own further passes (SmoothGrad's noisy copies, say) is its
+    business. common_noise (default True): common
     random numbers — an explainer with a ``seeds`` parameter is called as ``explainer(model, inputs, target,
     seeds=seeds)``, ``seeds`` ``(rows,)`` int64, one per input, where every neighbour of sample i carries sample i's
     own seed (e.g. ``lambda m, z, t, seeds=None: explain(m, z, t, method="smoothgrad", sample_seeds=seeds)``). A
@@ -193,8 +202,9 @@ def average_stability_details(model: Callable, x: torch.Tensor, attributions: to
         raise ValueError(f"radius must be a positive finite number, got {radius}")
     if not isinstance(common_noise, bool):
         raise TypeError(f"common_noise must be a bool, got {type(common_noise).__name__}")
-    batch_size = _validate.positive_int(batch_size, "batch_size")
+    batch_size = _validate.batch_size(batch_size, "batch_size")
     n = x.shape[0]
+    batch_size = autobatch.resolve(batch_size, model, x, n * (s + 1))
     index = perturb.sample_index(sample_index, n)
     gen = _validate.generator(generator, why="to draw the neighbours")
     root = int(torch.randint(0, 2**62, (1,), generator=gen))
@@ -248,7 +258,7 @@ def average_stability(model: Callable, x: torch.Tensor, attributions: torch.Tens
                       explainer: Callable[..., torch.Tensor], target: torch.Tensor | None = None,
                       n_neighbours: int = 200, radius: float = 0.1, common_noise: bool = True,
                       sample_index: torch.Tensor | None = None, generator: torch.Generator | int = 0,
-                      batch_size: int = 256) -> torch.Tensor:
+                      batch_size: BatchSize = 256) -> torch.Tensor:
     """Per-sample S_avg ``(B,)`` of ``explainer`` (arguments as in :func:`average_stability_details`; attributions
     None: the explainer's maps of x); the paper reports the mean. Lower is better."""
     return average_stability_details(model, x, attributions, explainer=explainer, target=target,

@@ -16,6 +16,7 @@ import torch
 from faithlab import _validate, perturb
 from faithlab.metrics import bhatt, consistency, crossfold, cumulative, ffidelity, fewclass, trace
 from faithlab.metrics.registry import Context, Metric, Option, Shared, register
+from faithlab.perturb import autobatch
 
 __all__ = ["SPARSITY", "BUILTIN", "OPTION_LIST", "SHARED", "explained", "takes_seeds_keyword"]
 
@@ -214,7 +215,9 @@ def _s_avg_arguments(c: Context) -> dict:
 def _reco_mege(key: str):
     def compute(c: Context) -> float:
         def details():
-            who, fn, x, n, step = c.name, c.explainer, c.x, c.x.shape[0], c.batch_size
+            who, fn, x, n = c.name, c.explainer, c.x, c.x.shape[0]
+            # samples explained per call: the fold models' forward batch ("auto": the first model's best one)
+            step = autobatch.resolve(c.batch_size, c.kfold.models[0], x, n)
             predictions = c.inputs["reco_mege predictions"]
             stacks = [torch.cat([explained(who, fn(m, x[c0:c0 + step], pred[c0:c0 + step]), x[c0:c0 + step],
                                            f"kfold.models[{i}]") for c0 in range(0, n, step)])

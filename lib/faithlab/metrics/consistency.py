@@ -24,13 +24,14 @@ import torch
 
 from faithlab import _validate, perturb
 from faithlab.metrics.cumulative import REDUCE, unit_salience
+from faithlab.perturb.autobatch import BatchSize
 
 __all__ = ["saco", "saco_details"]
 
 
 def saco_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
                  k: int = 10, reduce: str = REDUCE, reference: perturb.Reference = "channel_mean",
-                 units: perturb.Units | None = None, batch_size: int = 256) -> dict[str, torch.Tensor]:
+                 units: perturb.Units | None = None, batch_size: BatchSize = 256) -> dict[str, torch.Tensor]:
     """SaCo with its ingredients (Algorithm 1; Fig. 3 case study).
 
     x: ``(B, C, H, W)`` images (or any layout the removal engine accepts); attributions: see
@@ -39,7 +40,8 @@ def saco_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
     reduce: the unit-salience rule, default the signed sum (the paper's s(G) = Σ M_p). reference: what a removed
     unit becomes (``perturb.make_reference``); units: None → pixels (``perturb.default_units``). All B·(K+1) inputs
     (the clean one and K single-group removals per sample) go through one batched ``perturb.removal_outputs`` call,
-    ``batch_size`` at a time.
+    ``batch_size`` at a time: an int or ``"auto"`` (resolved by that call, see :mod:`faithlab.perturb.autobatch`);
+    the scores do not depend on it.
 
     Returns a dict of tensors: ``saco`` ``(B,)`` in [−1, 1] (higher = more faithful); ``salience`` ``(B, K)``
     s(G_i), most salient group first; ``drop`` ``(B, K)`` ∇pred(G_i); ``prob`` ``(B,)`` p(target|x); ``groups``
@@ -77,7 +79,7 @@ def saco_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
 
 def saco(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
          k: int = 10, reduce: str = REDUCE, reference: perturb.Reference = "channel_mean",
-         units: perturb.Units | None = None, batch_size: int = 256) -> torch.Tensor:
+         units: perturb.Units | None = None, batch_size: BatchSize = 256) -> torch.Tensor:
     """Salience-guided Faithfulness Coefficient per sample → ``(B,)`` in [−1, 1]; higher = more faithful.
 
     Wu et al. 2024, Algorithm 1 (see the module docstring; arguments as in :func:`saco_details`). Invariant to

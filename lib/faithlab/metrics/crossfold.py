@@ -33,6 +33,8 @@ import torch
 
 from faithlab import _validate, perturb
 from faithlab.metrics.statistics import pearson, rankdata
+from faithlab.perturb import autobatch
+from faithlab.perturb.autobatch import BatchSize
 
 __all__ = ["DISTANCES", "PAIR_KINDS", "Pairs", "flatten_maps", "explanation_distance", "pair_distances", "split_sets",
            "shuffled_partners", "shuffled_distances", "reco", "reco_details", "reco_scan", "reco_auc", "mege",
@@ -173,26 +175,29 @@ def _check_cross(maps: torch.Tensor, predictions: torch.Tensor | None, labels: t
 
 
 def pair_distances(maps: torch.Tensor, predictions: torch.Tensor, labels: torch.Tensor, folds: torch.Tensor, *,
-                   distance: str = "sqrt", channel_dim: int | None = None, batch_size: int = 256) -> Pairs:
+                   distance: str = "sqrt", channel_dim: int | None = None, batch_size: BatchSize = 256) -> Pairs:
     """Distances between the explanation of each sample by its unseen model and by each of the k − 1 others.
 
     maps: ``(k, N, *map_shape)`` — ``maps[i, n]`` explains sample n by model i (explaining the class model i
     predicts, spec §6.15). predictions: ``(k, N)`` the models' predicted classes; labels ``(N,)``; folds ``(N,)`` the
     block of each sample, i.e. the index of the model not trained on it. channel_dim: as in :func:`flatten_maps`
     (-3 for ``(C, H, W)`` maps: averaged over channels). Ranks are computed once per map, ``batch_size`` samples at
-    a time, on the maps' device. Returns :class:`Pairs`.
+    a time, on the maps' device: an int or ``"auto"``, as many samples as the k maps of
+    :data:`~faithlab.perturb.autobatch.MAP_ELEMENTS` elements hold (no model is called here: the chunks bound
+    memory); the result does not depend on it. Returns :class:`Pairs`.
     """
     return _pair_distances(maps, predictions, labels, folds, distance=distance, channel_dim=channel_dim,
                            batch_size=batch_size)
 
 
 def _pair_distances(maps: torch.Tensor, predictions: torch.Tensor, labels: torch.Tensor, folds: torch.Tensor, *,
-                    distance: str, channel_dim: int | None, batch_size: int, maps_name: str = "maps") -> Pairs:
+                    distance: str, channel_dim: int | None, batch_size: BatchSize,
+                    maps_name: str = "maps") -> Pairs:
     """:func:`pair_distances`, its messages naming the caller's ``maps_name``."""
     k = _check_cross(maps, predictions, labels, folds, maps_name)
     _validate.one_of(distance, "distance", DISTANCES)
     channel_dim = _map_channel_dim(channel_dim, maps, maps_name)
-    batch_size = _validate.positive_int(batch_size, "batch_size")
+    batch_size = autobatch.map_chunk(batch_size, k * math.prod(maps.shape[2:]))
     n, dev = maps.shape[1], maps.device
     folds, labels, predictions = folds.to(dev).long(), labels.to(dev).long(), predictions.to(dev).long()
     # the k − 1 partners of each sample, in increasing model order
@@ -243,7 +248,7 @@ def shuffled_partners(eligible: torch.Tensor, *, generator: torch.Generator | in
 
 
 def shuffled_distances(maps: torch.Tensor, folds: torch.Tensor, partners: torch.Tensor, *, distance: str = "sqrt",
-                       channel_dim: int | None = None, batch_size: int = 256) -> torch.Tensor:
+                       channel_dim: int | None = None, batch_size: BatchSize = 256) -> torch.Tensor:
     """The chance level of :func:`pair_distances`: each of its pairs with the second model's map of ANOTHER image.
 
     For sample n, the distance between its explanation by its unseen model ``folds[n]`` and the explanation of
@@ -254,8 +259,8 @@ def shuffled_distances(maps: torch.Tensor, folds: torch.Tensor, partners: torch.
 
     maps ``(k, N, *map_shape)``, folds ``(N,)``, partners ``(N,)`` integer indices into the N samples; distance and
     channel_dim as in :func:`pair_distances`. Ranks are computed ``batch_size`` samples at a time on the maps' device
-    (the result does not depend on batch_size). Returns ``(N, k − 1)`` float: NaN where a map is constant or
-    ``partners[n] == n`` (no other image to pair with).
+    (an int or ``"auto"``, as in :func:`pair_distances`; the result does not depend on batch_size). Returns
+    ``(N, k − 1)`` float: NaN where a map is constant or ``partners[n] == n`` (no other image to pair with).
     """
     _validate.tensor(maps, "maps")
     if maps.ndim < 3 or maps.shape[0] < 2:
@@ -274,7 +279,7 @@ def shuffled_distances(maps: torch.Tensor, folds: torch.Tensor, partners: torch.
                          f"{int(partners.max())}]")
     _validate.one_of(distance, "distance", DISTANCES)
     channel_dim = _map_channel_dim(channel_dim, maps)
-    batch_size = _validate.positive_int(batch_size, "batch_size")
+    batch_size = autobatch.map_chunk(batch_size, k * math.prod(maps.shape[2:]))
     dev = maps.device
     folds, partners = folds.to(dev).long(), partners.to(dev).long()
     others = torch.arange(k, device=dev).expand(n, k)
@@ -368,7 +373,7 @@ def mege(s_equal: torch.Tensor) -> torch.Tensor:
 
 def reco_mege_details_from_predictions(maps: torch.Tensor, predictions: torch.Tensor, labels: torch.Tensor,
                                        folds: torch.Tensor, *, distance: str = "sqrt", channel_dim: int | None = None,
-                                       batch_size: int = 256) -> dict:
+                                       batch_size: BatchSize = 256) -> dict:
     """Everything behind ReCo and MeGe for one method and one family of k cross-trained models whose predictions are
     at hand (the building block of :func:`reco_mege_details`).
 
@@ -382,7 +387,7 @@ def reco_mege_details_from_predictions(maps: torch.Tensor, predictions: torch.Te
 
 
 def _details(maps: torch.Tensor, predictions: torch.Tensor, labels: torch.Tensor, folds: torch.Tensor, *,
-             distance: str, channel_dim: int | None, batch_size: int, maps_name: str = "maps") -> dict:
+             distance: str, channel_dim: int | None, batch_size: BatchSize, maps_name: str = "maps") -> dict:
     pairs = _pair_distances(maps, predictions, labels, folds, distance=distance, channel_dim=channel_dim,
                             batch_size=batch_size, maps_name=maps_name)
     return details_from_pairs(pairs)
@@ -405,7 +410,7 @@ def details_from_pairs(pairs: Pairs) -> dict:
 
 def reco_mege_from_predictions(maps: torch.Tensor, predictions: torch.Tensor, labels: torch.Tensor,
                                folds: torch.Tensor, *, distance: str = "sqrt", channel_dim: int | None = None,
-                               batch_size: int = 256) -> dict[str, float]:
+                               batch_size: BatchSize = 256) -> dict[str, float]:
     """ReCo and MeGe of one explanation method on k cross-trained models whose predictions are at hand →
     ``{"reco": …, "mege": …}`` (higher is better for both; NaN when S≠ (ReCo) or S= (both) is empty). Arguments as
     in :func:`pair_distances`; see :func:`reco_mege_details_from_predictions`."""
@@ -413,9 +418,10 @@ def reco_mege_from_predictions(maps: torch.Tensor, predictions: torch.Tensor, la
     return {"reco": d["reco"], "mege": d["mege"]}
 
 
-def _predicted(model: Callable, x: torch.Tensor, batch_size: int) -> torch.Tensor:
+def _predicted(model: Callable, x: torch.Tensor, batch_size: BatchSize) -> torch.Tensor:
     """The model's predicted class (argmax) of every clean sample → ``(B,)`` int64: the removal engine with nothing
-    removed, ``batch_size`` inputs per forward call, with the engine's checks (model, x, NaN/inf logits)."""
+    removed, ``batch_size`` inputs per forward call (``"auto"``: resolved by the engine for this model and the B
+    inputs), with the engine's checks (model, x, NaN/inf logits)."""
     none = torch.zeros(x.shape[0], perturb.default_units(x).n, dtype=torch.bool, device=x.device)
     # output="predicted" does not read the target: a zero target only spares the engine a pass to predict one
     unread = torch.zeros(x.shape[0], dtype=torch.int64, device=x.device)
@@ -424,7 +430,7 @@ def _predicted(model: Callable, x: torch.Tensor, batch_size: int) -> torch.Tenso
 
 def reco_mege_details(models: Sequence[Callable], x: torch.Tensor, attributions: torch.Tensor, *,
                       folds: torch.Tensor, labels: torch.Tensor, distance: str = "sqrt",
-                      channel_dim: int | None = None, batch_size: int = 256) -> dict:
+                      channel_dim: int | None = None, batch_size: BatchSize = 256) -> dict:
     """Everything behind ReCo and MeGe for one explanation method over k cross-trained models (dataset level).
 
     models: the k ≥ 2 eval-mode models (e.g. ``fl.train.cross_train(...).models``); x: ``(B, ...)`` the samples
@@ -432,7 +438,10 @@ def reco_mege_details(models: Sequence[Callable], x: torch.Tensor, attributions:
     *map_shape)``, ``attributions[i]`` model i's maps of every sample (explaining the class model i predicts, spec
     §6.15); folds: ``(B,)`` the index of the model not trained on each sample (``cross_train(...).folds``); labels:
     ``(B,)`` the true labels (a pair goes to S= or S≠ by which models are right). distance and channel_dim as in
-    :func:`pair_distances` (-3 for ``(C, H, W)`` maps: averaged over channels).
+    :func:`pair_distances` (-3 for ``(C, H, W)`` maps: averaged over channels). batch_size: an int counts forward
+    inputs for the predictions and samples for the ranks; ``"auto"`` sizes each by its own rule: the engine's timing
+    probe per model (:mod:`faithlab.perturb.autobatch`) and :func:`pair_distances`' memory rule for the ranks. No
+    result depends on it.
 
     Returns the dict of :func:`reco_mege_details_from_predictions` (the building block, for predictions already at
     hand) with ``predictions`` ``(k, B)`` int64 added. Higher ReCo and MeGe are better.
@@ -450,7 +459,7 @@ def reco_mege_details(models: Sequence[Callable], x: torch.Tensor, attributions:
     _check_cross(attributions, None, labels, folds, "attributions")  # before the forward passes
     _validate.one_of(distance, "distance", DISTANCES)
     _map_channel_dim(channel_dim, attributions, "attributions")
-    batch_size = _validate.positive_int(batch_size, "batch_size")
+    batch_size = _validate.batch_size(batch_size, "batch_size")  # "auto": resolved per model, then per map chunk
     predictions = torch.stack([_predicted(m, x, batch_size) for m in models])
     d = _details(attributions, predictions, labels, folds, distance=distance, channel_dim=channel_dim,
                  batch_size=batch_size, maps_name="attributions")
@@ -459,7 +468,7 @@ def reco_mege_details(models: Sequence[Callable], x: torch.Tensor, attributions:
 
 def reco_mege(models: Sequence[Callable], x: torch.Tensor, attributions: torch.Tensor, *, folds: torch.Tensor,
               labels: torch.Tensor, distance: str = "sqrt", channel_dim: int | None = None,
-              batch_size: int = 256) -> dict[str, float]:
+              batch_size: BatchSize = 256) -> dict[str, float]:
     """ReCo and MeGe of one explanation method over k cross-trained models → ``{"reco": …, "mege": …}`` (higher is
     better for both; NaN when S≠ (ReCo) or S= (both) is empty). Arguments as in :func:`reco_mege_details`."""
     d = reco_mege_details(models, x, attributions, folds=folds, labels=labels, distance=distance,

@@ -39,6 +39,8 @@ from tqdm import tqdm  # plain text bar: tqdm.auto would need ipywidgets inside 
 
 from faithlab import _validate, perturb
 from faithlab.metrics.statistics import trapezoid_auc
+from faithlab.perturb import autobatch
+from faithlab.perturb.autobatch import BatchSize
 
 __all__ = ["OPERATIONS", "ADJUSTMENTS", "FRACTIONS", "QUICK_OPERATIONS", "QUICK_SIGMAS", "QUICK_GRID",
            "candidate_grid", "candidates", "candidate_images", "match_histograms", "match_range",
@@ -270,7 +272,7 @@ def candidate_images(x: torch.Tensor, index: torch.Tensor, *,
 
 
 def candidates(x: torch.Tensor, *, grid: Grid = None,
-               batch_size: int = 256,
+               batch_size: BatchSize = 256,
                normalisation: tuple[Sequence[float] | float, Sequence[float] | float] | None = None
                ) -> Iterator[tuple[int, int, int, int, torch.Tensor]]:
     """The perturbed candidates of every image (spec §2.3), in chunks of at most ``batch_size`` images in all:
@@ -283,12 +285,13 @@ def candidates(x: torch.Tensor, *, grid: Grid = None,
     ``info['std']``): the candidates are built from pixels = x·std + mean (operations, μ, range and histogram
     matching) and returned normalised, (c − mean)/std. grid: as in :func:`select_perturbation` (default
     :data:`QUICK_GRID`; ``"paper"``: the paper's 804). Memory is bounded by ``batch_size`` candidates (plus the
-    blurs they need), on x's device."""
+    blurs they need), on x's device; ``"auto"`` (no model here to time): as many candidates as
+    :data:`~faithlab.perturb.autobatch.MAP_ELEMENTS` elements hold. The candidates do not depend on it."""
     _validate.tensor(x, "x", ndim=4, floating=True)
     _validate.finite(x, "x")
     grid = _check_grid(grid)
     norm = _check_normalisation(normalisation, x)
-    batch_size = _validate.positive_int(batch_size, "batch_size")
+    batch_size = autobatch.map_chunk(batch_size, math.prod(x.shape[1:]))
     return _candidates(_to_pixels(x, norm), grid, batch_size, norm)
 
 
@@ -311,10 +314,12 @@ def _class_probability(logits: torch.Tensor, target: torch.Tensor) -> torch.Tens
     return class_probabilities(logits).gather(1, target[:, None]).squeeze(1)
 
 
-def predicted_class(model: Callable, x: torch.Tensor, *, batch_size: int = 256) -> torch.Tensor:
-    """The model's predicted class ``(B,)`` int64: argmax of N ≥ 2 logits, ``logit > 0`` for a single logit."""
+def predicted_class(model: Callable, x: torch.Tensor, *, batch_size: BatchSize = 256) -> torch.Tensor:
+    """The model's predicted class ``(B,)`` int64: argmax of N ≥ 2 logits, ``logit > 0`` for a single logit.
+    ``batch_size`` inputs per forward call: an int or ``"auto"`` (resolved by :func:`faithlab.perturb.logits`, see
+    :mod:`faithlab.perturb.autobatch`); the result does not depend on it."""
     _validate.model(model, "model")
-    batch_size = _validate.positive_int(batch_size, "batch_size")
+    batch_size = _validate.batch_size(batch_size, "batch_size")
     logits = perturb.logits(model, x, batch_size=batch_size, what="clean inputs (read for the predicted class)")
     return class_probabilities(logits).argmax(dim=1)
 
@@ -358,8 +363,9 @@ def perturbation_score(u: torch.Tensor, s: torch.Tensor, n_classes: int) -> torc
 def selection_cost(x: torch.Tensor | Sequence[int], *, grid: Grid = None) -> int:
     """The number of model inputs :func:`select_perturbation` evaluates for images x (a tensor ``(B, C, H, W)`` or
     its shape) with this ``grid``, exactly: B × the grid's candidates, plus one input that reads the number of
-    classes. A call that finds its result in the cache evaluates none. Ask before a long call: at 224 px on a
-    2-core CPU a ResNet-18 input costs ~20 ms and building a candidate ~10–20 ms more."""
+    classes, whatever the batch size (``"auto"`` included). A call that finds its result in the cache evaluates
+    none. Ask before a long call: at 224 px on a 2-core CPU a ResNet-18 input costs ~20 ms and building a
+    candidate ~10–20 ms more."""
     if isinstance(x, torch.Tensor):
         _validate.tensor(x, "x", ndim=4)
         b = x.shape[0]
@@ -371,7 +377,7 @@ def selection_cost(x: torch.Tensor | Sequence[int], *, grid: Grid = None) -> int
     return b * len(_check_grid(grid)) + 1
 
 
-def select_perturbation(model: Callable, x: torch.Tensor, *, grid: Grid = None, batch_size: int = 256,
+def select_perturbation(model: Callable, x: torch.Tensor, *, grid: Grid = None, batch_size: BatchSize = 256,
                         normalisation: tuple[Sequence[float] | float, Sequence[float] | float] | None = None,
                         progress: bool | None = None, cache: bool = True) -> dict:
     """Few-class Fidelity's perturbed image per input (spec §2.3): argmin P among the candidates with U < Δ, the
@@ -387,14 +393,18 @@ def select_perturbation(model: Callable, x: torch.Tensor, *, grid: Grid = None, 
     x·std + mean, S of eq. (4) is computed between pixels (MSE over the pixel range squared), and each candidate is
     normalised back, (c − mean)/std, before the model sees it and in ``image``, so ``image`` lives in x's space
     (:func:`fewclass_fid` takes it with x as is). Candidates are generated and scored chunk by chunk (≤
-    ``batch_size`` per forward call) on x's device, in x's dtype.
+    ``batch_size`` per forward call) on x's device, in x's dtype. batch_size: an int or ``"auto"``, resolved by
+    :func:`faithlab.perturb.evaluate_inputs` (:mod:`faithlab.perturb.autobatch`: the search's own forward calls are
+    timed, so the count below holds).
     Cost: :func:`selection_cost` model inputs (B × candidates + 1); progress: a tqdm bar over them whose description
     states that number (None: on unless the environment sets ``FAITHLAB_PROGRESS=0``).
     cache: the last 4 results are remembered (weakly keyed on the model) and a call with the same model — the same
     ``torch.nn.Module`` object, or a wrapper of it that names it in ``__wrapped__``, with the same parameters,
     buffers and structure (a fingerprint of their bytes: training it further or loading other weights misses) —
-    the same x (by content: a fingerprint of its bytes, shape, dtype and device), ``grid``, ``normalisation`` and
-    ``batch_size`` returns a copy of the remembered result without a forward pass. A model that is not a module
+    the same x (by content: a fingerprint of its bytes, shape, dtype and device), ``grid`` and ``normalisation``
+    returns a copy of the remembered result without a forward pass, whatever its ``batch_size``: batch sizes change
+    no result beyond float rounding, and ``"auto"`` may resolve to another size from one call to the next, so a key
+    holding it would miss a search that ``fl.evaluate`` could reuse. A model that is not a module
     (a function) is never cached, nor is a call with ``cache=False``; :func:`clear_cache` forgets everything (a
     model whose output changes without a change of its weights or structure, e.g. by a hook, needs it).
     Returns a dict: ``image`` ``(B, C, H, W)`` the selected candidates; ``index`` ``(B,)`` into ``grid``; ``u``,
@@ -408,11 +418,11 @@ def select_perturbation(model: Callable, x: torch.Tensor, *, grid: Grid = None, 
     _validate.finite(x, "x")
     grid = _check_grid(grid)
     norm = _check_normalisation(normalisation, x)
-    batch_size = _validate.positive_int(batch_size, "batch_size")
+    batch_size = _validate.batch_size(batch_size, "batch_size")  # "auto": resolved by evaluate_inputs below
     if not isinstance(cache, bool):
         raise TypeError(f"cache must be True or False, got {cache!r}")
     show = _validate.progress(progress)
-    key = _Memo.key(model, x, grid, norm, batch_size) if cache else None
+    key = _Memo.key(model, x, grid, norm) if cache else None
     if key is not None:
         hit = _MEMO.get(key)
         if hit is not None:
@@ -481,9 +491,9 @@ class _Memo:
         self.entries: OrderedDict = OrderedDict()
 
     @staticmethod
-    def key(model: Callable, x: torch.Tensor, grid: list, norm, batch_size: int) -> tuple | None:
+    def key(model: Callable, x: torch.Tensor, grid: list, norm) -> tuple | None:
         """(the module, its fingerprint, the rest) of a call, or None when the model is not (a wrapper of) a
-        ``torch.nn.Module``."""
+        ``torch.nn.Module``. The batch size is not part of it (see :func:`select_perturbation`)."""
         module, seen = model, 0
         while not isinstance(module, torch.nn.Module) and hasattr(module, "__wrapped__") and seen < 16:
             module, seen = module.__wrapped__, seen + 1
@@ -492,8 +502,7 @@ class _Memo:
         weights = _fingerprint(itertools.chain(((f"parameter {n}", p) for n, p in module.named_parameters()),
                                                ((f"buffer {n}", b) for n, b in module.named_buffers())), repr(module))
         rest = (_fingerprint([("x", x)]), tuple(grid),
-                None if norm is None else (tuple(norm[0].flatten().tolist()), tuple(norm[1].flatten().tolist())),
-                batch_size)
+                None if norm is None else (tuple(norm[0].flatten().tolist()), tuple(norm[1].flatten().tolist())))
         return module, weights, rest
 
     def get(self, key: tuple) -> dict | None:
@@ -541,7 +550,7 @@ def fewclass_fid_details(model: Callable, x: torch.Tensor, attributions: torch.T
                          normalisation: tuple[Sequence[float] | float, Sequence[float] | float] | None = None,
                          grid: Grid = None, generator: torch.Generator | int = 0,
                          fractions: Sequence[float] = FRACTIONS, sample_index: torch.Tensor | None = None,
-                         batch_size: int = 256) -> dict[str, torch.Tensor]:
+                         batch_size: BatchSize = 256) -> dict[str, torch.Tensor]:
     """:func:`fewclass_fid` with its curves: ``score`` ``(B,)``, ``mif`` and ``lif`` ``(B, F)`` the probability of
     the target class as the most / least important pixels are replaced, ``a_mif``, ``a_lif`` ``(B,)`` their
     trapezoid areas over the fractions, ``fractions`` ``(F,)``, ``target`` ``(B,)``, ``n_classes``,
@@ -553,6 +562,7 @@ def fewclass_fid_details(model: Callable, x: torch.Tensor, attributions: torch.T
     _validate.model(model, "model")
     _validate.tensor(x, "x", ndim=4, floating=True)
     _validate.model_accepts(model, x, "model", "x")
+    _validate.batch_size(batch_size, "batch_size")  # "auto" goes on to each forward loop, which resolves it
     if perturbed is not None:
         _validate.tensor(perturbed, "perturbed", ndim=4, floating=True)
         if perturbed.shape != x.shape:
@@ -597,7 +607,7 @@ def fewclass_fid(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
                  normalisation: tuple[Sequence[float] | float, Sequence[float] | float] | None = None,
                  grid: Grid = None, generator: torch.Generator | int = 0,
                  fractions: Sequence[float] = FRACTIONS, sample_index: torch.Tensor | None = None,
-                 batch_size: int = 256) -> torch.Tensor:
+                 batch_size: BatchSize = 256) -> torch.Tensor:
     """Few-class Fidelity per image (spec §2.1–2.2) → ``(B,)`` in [0, 1], higher = more faithful.
 
     x: ``(B, C, H, W)``; attributions: x's shape or ``(B, H, W)``, ranked by Σ_c |map| with random tie order. The
@@ -611,8 +621,10 @@ def fewclass_fid(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
     target: the class whose probability the curves read (``(B,)`` int64; None → the model's prediction on x).
     generator: the random tie order (seed or torch.Generator, default 0); sample_index: global indices keying it
     (default 0 … B − 1); fractions: the curves' points (default 0, 0.01, …, 1); batch_size: inputs per forward
-    call. :func:`fewclass_fid_details` also returns the MIF/LIF curves. A constant map (no ranking) is replaced in
-    a random pixel order and counted by a ``perturb.ConstantMapWarning``. The paper reports the mean."""
+    call, an int or ``"auto"`` (the size a cached timing probe of the model finds cheapest per input, see
+    :mod:`faithlab.perturb.autobatch`); the scores do not depend on it. :func:`fewclass_fid_details` also
+    returns the MIF/LIF curves. A constant map (no ranking) is replaced in a random pixel order and counted by a
+    ``perturb.ConstantMapWarning``. The paper reports the mean."""
     return fewclass_fid_details(model, x, attributions, perturbed=perturbed, target=target,
                                 normalisation=normalisation, grid=grid, generator=generator, fractions=fractions,
                                 sample_index=sample_index, batch_size=batch_size)["score"]

@@ -21,6 +21,7 @@ import torch
 
 from faithlab import _validate, perturb
 from faithlab.metrics.statistics import _float, rankdata, spearman, trapezoid_auc
+from faithlab.perturb.autobatch import BatchSize
 
 __all__ = [
     "fid_plus",
@@ -50,13 +51,13 @@ SPARSITY = tuple(round(0.1 * i, 1) for i in range(1, 10))
 def _fidelity(plus: bool, model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
               target: torch.Tensor | None, sparsity: Sequence[float] | torch.Tensor, alpha: float, beta: float | None,
               n_samples: int, sampling: str, output: str, reduce: str, units: perturb.Units | None,
-              reference: perturb.Reference, batch_size: int, generator: torch.Generator | int | None, ties: str,
+              reference: perturb.Reference, batch_size: BatchSize, generator: torch.Generator | int | None, ties: str,
               sample_index: torch.Tensor | None) -> dict[str, torch.Tensor]:
     _validate.tensor(x, "x", ndim=(2, 3, 4))
     a = _validate.fraction(alpha, "alpha", closed_low=False)
     b = None if beta is None else _validate.fraction(beta, "beta", closed_low=False)
     _validate.positive_int(n_samples, "n_samples")
-    _validate.positive_int(batch_size, "batch_size")
+    _validate.batch_size(batch_size, "batch_size")  # "auto" goes to the runner, which resolves it per run
     _validate.one_of(sampling, "sampling", SAMPLING)
     _validate.one_of(output, "output", OUTPUTS)
     _validate.one_of(ties, "ties", perturb.TIES)
@@ -118,8 +119,10 @@ _ARGS_DOC = """
     output: ``"correct"`` accuracy form 1[target = ŷ] (the paper's tables) or ``"prob"`` the softmax f_target.
     reduce: the unit-reduction rule, default Σ|a| (the paper's, §1.1).
     units: feature units (default pixels / time steps / tokens). reference: removal value (default ``"zero"``).
-    batch_size: forward-pass chunk; results do not depend on it. generator: torch.Generator or int seed, needed
-    when masks are random or ``ties="random"``. ties: how equal scores are ordered (``"index"`` or ``"random"``).
+    batch_size: forward-pass chunk, an int or ``"auto"`` (the size a cached timing probe of the model finds
+    cheapest per input, see :mod:`faithlab.perturb.autobatch`); results do not depend on it.
+    generator: torch.Generator or int seed, needed when masks are random or ``ties="random"``. ties: how equal
+    scores are ordered (``"index"`` or ``"random"``).
     sample_index: ``(B,)`` global index of each sample (default 0 … B − 1). Randomness is keyed to the sample: one
     root seed is drawn from ``generator``, and sample i's tie order and masks (each level its own stream) come from
     the root and ``sample_index[i]``, so a slice of the data given its global indices gets the whole's rows.
@@ -137,7 +140,7 @@ def fid_plus_details(model: Callable, x: torch.Tensor, attributions: torch.Tenso
                      target: torch.Tensor | None = None, sparsity: Sequence[float] | torch.Tensor = SPARSITY,
                      alpha: float = 1.0, beta: float | None = None, n_samples: int = 1, sampling: str = "bernoulli",
                      output: str = "correct", reduce: str = REDUCE, units: perturb.Units | None = None,
-                     reference: perturb.Reference = "zero", batch_size: int = 256,
+                     reference: perturb.Reference = "zero", batch_size: BatchSize = 256,
                      generator: torch.Generator | int | None = None, ties: str = "index",
                      sample_index: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
     """:func:`fid_plus` with its read-outs (F-Fidelity eqs. 1, 3, 6). Arguments as :func:`fid_plus`."""
@@ -163,7 +166,7 @@ fid_minus_details.__signature__ = _DETAILS_SIGNATURE
 def fid_plus(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
              sparsity: Sequence[float] | torch.Tensor = SPARSITY, alpha: float = 1.0, beta: float | None = None,
              n_samples: int = 1, sampling: str = "bernoulli", output: str = "correct", reduce: str = REDUCE,
-             units: perturb.Units | None = None, reference: perturb.Reference = "zero", batch_size: int = 256,
+             units: perturb.Units | None = None, reference: perturb.Reference = "zero", batch_size: BatchSize = 256,
              generator: torch.Generator | int | None = None, ties: str = "index",
              sample_index: torch.Tensor | None = None) -> torch.Tensor:
     """Fid+ / RFid+ / FFid+ (F-Fidelity eqs. 1, 3, 6): 1[y = ŷ(x)] − mean_j 1[y = ŷ(x − x⊙m'_j)], m'_j ⊆ R+
@@ -180,7 +183,7 @@ def fid_plus(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, ta
 def fid_minus(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
               sparsity: Sequence[float] | torch.Tensor = SPARSITY, alpha: float = 1.0, beta: float | None = None,
               n_samples: int = 1, sampling: str = "bernoulli", output: str = "correct", reduce: str = REDUCE,
-              units: perturb.Units | None = None, reference: perturb.Reference = "zero", batch_size: int = 256,
+              units: perturb.Units | None = None, reference: perturb.Reference = "zero", batch_size: BatchSize = 256,
               generator: torch.Generator | int | None = None, ties: str = "index",
               sample_index: torch.Tensor | None = None) -> torch.Tensor:
     """Fid− / RFid− / FFid− (F-Fidelity eqs. 2, 4, 6): as :func:`fid_plus` but m'_j ⊆ R− (the complement of

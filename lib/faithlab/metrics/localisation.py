@@ -5,7 +5,9 @@ finds the object, the ground truth the paper compares Fid with.
 area), their largest 8-connected region and its tight box against the ground-truth box. :func:`localisation_dice` /
 :func:`dice_curve` (CT, Table 4): the Dice of the map binarised at its top p % against the ground-truth mask, best
 over p = 1…100 % per image (or the thesis code's best mean curve). :func:`box_from_mask` gives the box convention of
-``fl.data.canvas_digits``' ``boxes``. Pure tensor functions on maps: no model is called.
+``fl.data.canvas_digits``' ``boxes``. Pure tensor functions on maps: no model is called, so ``batch_size="auto"``
+(accepted as everywhere) has no forward pass to time: it takes as many maps per chunk as
+:data:`~faithlab.perturb.autobatch.MAP_ELEMENTS` elements hold (:func:`~faithlab.perturb.autobatch.map_chunk`).
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ from collections.abc import Sequence
 import torch
 
 from faithlab import _validate, perturb
+from faithlab.perturb.autobatch import BatchSize, map_chunk
 
 __all__ = ["box_from_mask", "localisation_iou", "dice_curve", "localisation_dice"]
-
 
 def _pixel_map(attributions: torch.Tensor, name: str) -> torch.Tensor:
     a = _validate.tensor(attributions, name, ndim=(3, 4), floating=True)
@@ -88,12 +90,12 @@ def _component_labels(mask: torch.Tensor) -> torch.Tensor:
     return torch.where(mask.view(b, h * w), local, h * w)
 
 
-def _largest_component(mask: torch.Tensor, *, batch_size: int = 64) -> torch.Tensor:
+def _largest_component(mask: torch.Tensor, *, batch_size: BatchSize = 64) -> torch.Tensor:
     """The largest 8-connected region of every ``(B, H, W)`` bool mask, ``batch_size`` masks at a time on the mask's
     device (labels of :func:`_component_labels`), the most frequent label wins; among equal sizes the region whose
     first pixel comes first in raster order, as ``scipy.ndimage.label`` numbers them (the test reference)."""
     b, h, w = mask.shape
-    batch_size = _validate.positive_int(batch_size, "batch_size")
+    batch_size = map_chunk(batch_size, h * w)
     out = torch.zeros_like(mask)
     for i in range(0, b, batch_size):
         m = mask[i:i + batch_size]
@@ -105,14 +107,16 @@ def _largest_component(mask: torch.Tensor, *, batch_size: int = 64) -> torch.Ten
     return out
 
 
-def localisation_iou(attributions: torch.Tensor, boxes: torch.Tensor, *, batch_size: int = 64) -> torch.Tensor:
+def localisation_iou(attributions: torch.Tensor, boxes: torch.Tensor, *, batch_size: BatchSize = 64) -> torch.Tensor:
     """Box localisation of spec §2.4 (ImageNet vehicles, Table 3) → ``(B,)`` IoU in [0, 1], higher = better.
 
     Keep the top-A pixels of Σ_c |map| (A = the ground-truth box area; ties by lower pixel index), take their
     largest 8-connected region, fit its tight box and return its IoU with the ground-truth box.
     attributions: ``(B, C, H, W)`` or ``(B, H, W)``; boxes: ``(B, 4)`` integer (x0, y0, x1, y1), x = column, end
-    exclusive (``fl.data.canvas_digits``' ``boxes``); ``batch_size``: maps labelled at a time."""
+    exclusive (``fl.data.canvas_digits``' ``boxes``); ``batch_size``: maps labelled at a time, an int or ``"auto"``
+    (:data:`~faithlab.perturb.autobatch.MAP_ELEMENTS` pixels per chunk); the result does not depend on it."""
     a = _pixel_map(attributions, "attributions")
+    _validate.batch_size(batch_size, "batch_size")  # before the work
     boxes = _validate.tensor(boxes, "boxes", ndim=2)
     if boxes.shape != (a.shape[0], 4) or boxes.is_floating_point():
         raise ValueError(f"boxes must be ({a.shape[0]}, 4) integer (x0, y0, x1, y1), got "
@@ -146,18 +150,20 @@ def _percents(percents) -> torch.Tensor:
 
 
 def dice_curve(attributions: torch.Tensor, masks: torch.Tensor, *,
-               percents: Sequence[float] = tuple(range(1, 101)), batch_size: int = 64) -> torch.Tensor:
+               percents: Sequence[float] = tuple(range(1, 101)), batch_size: BatchSize = 64) -> torch.Tensor:
     """DSC = 2TP / (2TP + FP + FN) of the map binarised at its top p % (``map ≥ percentile(100 − p)``, linear
     percentile as numpy's) against the ground-truth mask, per image and p → ``(B, len(percents))``.
     attributions: ``(B, C, H, W)`` or ``(B, H, W)`` (Σ_c |·|); masks: ``(B, H, W)`` bool. ``batch_size`` images at a
-    time: each is sorted once and the counts at every p read off its sorted mask (no ``(B, P, H·W)`` tensor)."""
+    time (an int, or ``"auto"``: :data:`~faithlab.perturb.autobatch.MAP_ELEMENTS` pixels per chunk; the result does
+    not depend on it): each is sorted once and the counts at every p read off its sorted mask (no ``(B, P, H·W)``
+    tensor)."""
     a = _pixel_map(attributions, "attributions").flatten(1)
     masks = _validate.tensor(masks, "masks", ndim=3)
     if masks.dtype != torch.bool or masks.shape[0] != a.shape[0] or masks.flatten(1).shape != a.shape:
         raise ValueError(f"masks must be bool ({a.shape[0]}, H, W) matching the maps, got {tuple(masks.shape)} "
                          f"{masks.dtype}")
     p = _percents(percents)
-    batch_size = _validate.positive_int(batch_size, "batch_size")
+    batch_size = map_chunk(batch_size, a.shape[1])
     perturb.warn_constant(perturb.constant_maps(a), "every pixel is at the percentile: the whole image is kept")
     levels = (1 - p / 100).to(a.device)
     n = a.shape[1]
@@ -180,12 +186,12 @@ def dice_curve(attributions: torch.Tensor, masks: torch.Tensor, *,
 
 
 def localisation_dice(attributions: torch.Tensor, masks: torch.Tensor, *, aggregate: str = "image",
-                      percents: Sequence[float] = tuple(range(1, 101)), batch_size: int = 64) -> torch.Tensor:
+                      percents: Sequence[float] = tuple(range(1, 101)), batch_size: BatchSize = 64) -> torch.Tensor:
     """Segmentation localisation of spec §2.4 (CT, Table 4) → ``(B,)`` Dice in [0, 1], higher = better.
 
     aggregate: ``"image"`` (the paper) each image's best DSC over p = 1…100 %; ``"curve"`` (the thesis code) the p
     that maximises the mean DSC curve over the images, every image's DSC at that p. ``batch_size``: images per chunk
-    of :func:`dice_curve`."""
+    of :func:`dice_curve` (an int or ``"auto"``)."""
     _validate.one_of(aggregate, "aggregate", ("image", "curve"))
     d = dice_curve(attributions, masks, percents=percents, batch_size=batch_size)
     if aggregate == "image":

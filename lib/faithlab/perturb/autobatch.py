@@ -44,8 +44,8 @@ import torch
 
 from faithlab import _validate
 
-__all__ = ["BatchSize", "AUTO", "CANDIDATES", "FALLBACK", "Plan", "best_batch_size", "plan", "resolve", "clear_cache",
-           "cache_size"]
+__all__ = ["BatchSize", "AUTO", "CANDIDATES", "FALLBACK", "MAP_ELEMENTS", "Plan", "best_batch_size", "map_chunk",
+           "plan", "resolve", "clear_cache", "cache_size"]
 
 BatchSize = int | str
 """A batch size: a positive int, or ``"auto"`` (:func:`best_batch_size` picks one)."""
@@ -407,3 +407,19 @@ def plan(batch_size: BatchSize, model: Callable, x: torch.Tensor, n_inputs: int)
         if known:
             return min(known, key=lambda c: probe.seconds[c] / c)
     return Plan(model, probe, cands, device, FALLBACK)
+
+
+MAP_ELEMENTS = 1 << 22
+"""Elements of the per-sample tensors one chunk holds when a function that calls no model gets ``batch_size="auto"``
+(4,194,304: 64 maps of 256 × 256, the localisation metrics' fixed default at that size). Such chunks bound
+memory, not forward passes, and no result depends on them."""
+
+
+def map_chunk(batch_size: BatchSize, per_sample: int, name: str = "batch_size") -> int:
+    """The chunk size (samples) of a function that calls no model: ``batch_size`` itself if an int, else (``"auto"``)
+    as many samples of ``per_sample`` elements each as :data:`MAP_ELEMENTS` holds, at least 1. A bad value raises
+    naming ``name``."""
+    batch_size = _validate.batch_size(batch_size, name)
+    if isinstance(batch_size, int):
+        return batch_size
+    return max(1, MAP_ELEMENTS // max(1, per_sample))
