@@ -97,10 +97,9 @@ def _fidelity(plus: bool, model: Callable, x: torch.Tensor, attributions: torch.
         masks = perturb.exact_subset(cand.flatten(0, 1), k.repeat(bsz), generator=g.repeat_interleave(levels),
                                      n_samples=n_samples)
     masks = masks.reshape(bsz, levels * masks.shape[-2], n)
-    clean = torch.zeros(bsz, 1, n, dtype=torch.bool, device=masks.device)
-    out = runner.outputs(torch.cat([clean, masks], dim=1))
-    removed = out[:, 1:].reshape(bsz, levels, -1).mean(dim=-1)
-    return {"score": out[:, :1] - removed, "clean": out[:, 0], "removed": removed, "sparsity": s,
+    clean = runner.clean()  # the clean logits, once per run (shared by Fid+ and Fid− inside perturb.sharing)
+    removed = runner.outputs(masks).reshape(bsz, levels, -1).mean(dim=-1)
+    return {"score": clean[:, None] - removed, "clean": clean, "removed": removed, "sparsity": s,
             "constant": constant}
 
 
