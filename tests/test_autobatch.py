@@ -267,3 +267,27 @@ def test_errors_name_the_argument():
     for name, call in cases:
         with pytest.raises((ValueError, TypeError), match=name):
             call()
+
+
+def test_a_pass_too_small_to_probe_leaves_the_probing_to_the_next_pass():
+    """A curve's clean and fully removed passes (4 images each) cannot time a chunk of 16: the curve's inner
+    points (60 inputs) then start the probe, instead of running in one chunk at the fallback size."""
+    model = Recording({16: 1.5e-4, 32: 1e-4, 64: 5e-5, 128: 2e-4})
+    x = torch.ones(4, 1, 4, 4)
+    a = torch.arange(16.0).view(1, 1, 4, 4).expand(4, -1, -1, -1)
+    P.removal_curve(model, x, a, [i / 16 for i in range(17)], batch_size="auto")
+    assert model.sizes[:2] == [4, 4] and model.sizes[2:5] == [16, 16, 16], model.sizes
+    assert sum(model.sizes) == 4 + 4 + 4 * 15
+
+
+def test_the_cache_keeps_one_entry_per_cpu_thread_count():
+    model = Recording({16: 1e-5})
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        _outputs(model, 40)
+        torch.set_num_threads(2)
+        _outputs(model, 40)
+    finally:
+        torch.set_num_threads(threads)
+    assert autobatch.cache_size() == 2  # a size timed on one thread says nothing of two

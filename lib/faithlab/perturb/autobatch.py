@@ -114,6 +114,11 @@ def _state(model: Callable) -> tuple:
     return tuple((t.data_ptr(), t._version) for t in (*model.parameters(), *model.buffers()))
 
 
+def _threads(device: torch.device) -> int:
+    """The CPU threads torch uses (a CPU model's best batch depends on them; 0 for other devices)."""
+    return torch.get_num_threads() if device.type == "cpu" else 0
+
+
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -177,7 +182,7 @@ def best_batch_size(model: Callable, example_input_shape: Sequence[int], dtype: 
         return cands[0]
 
     owner, part = _owner(model)
-    key = (part, shape, dtype, device, tuple(every), _state(owner))
+    key = (part, shape, dtype, device, _threads(device), tuple(every), _state(owner))
     entries = _entries(owner)
     probe = entries.setdefault(key, _Probe())
 
@@ -304,7 +309,6 @@ class Plan:
     def __init__(self, model: Callable, probe: _Probe, cands: list[int], device: torch.device, fallback: int):
         self.model, self.probe, self.cands, self.device, self.fallback = model, probe, cands, device, fallback
         self.queue: list[int] = []  # candidates to time again (a rise being confirmed)
-        self.stopped = False  # this call stopped probing (the next candidate is bigger than what is left)
 
     def _cost(self, c: int) -> float:
         return self.probe.seconds[c] / c
@@ -328,24 +332,24 @@ class Plan:
 
     @property
     def probing(self) -> bool:
-        return not (self.probe.done or self.stopped)
+        return not self.probe.done
 
     def size(self, remaining: int) -> int:
-        """The size of the next chunk, at most ``remaining`` when probing is over."""
+        """The size of the next chunk of a pass with ``remaining`` inputs left: the next candidate to time while
+        probing if it fits, else the best size so far (the fallback before any timing). A pass too small for the
+        next candidate (a clean pass of a few images) leaves it to the next pass or call."""
         if self.probing:
             c = self._todo()
             if c is None:
                 self.probe.done = True
             elif c <= remaining:
                 return c
-            else:
-                self.stopped = True  # too little work left for the next candidate: a later call goes on
         best = self._best()
         return best if best is not None else self.fallback
 
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         """The model's output on one chunk, timed (and recorded) while probing."""
-        if not self.probing or inputs.shape[0] != self._todo():
+        if not self.probing or inputs.shape[0] != self._todo():  # not a candidate being timed
             return self.model(inputs)
         c = inputs.shape[0]
         try:
@@ -400,7 +404,7 @@ def plan(batch_size: BatchSize, model: Callable, x: torch.Tensor, n_inputs: int)
     if len(cands) == 1:
         return cands[0]
     owner, part = _owner(model)
-    key = (part, shape, x.dtype, device, tuple(every), _state(owner))
+    key = (part, shape, x.dtype, device, _threads(device), tuple(every), _state(owner))
     probe = _entries(owner).setdefault(key, _Probe())
     if probe.done:
         known = [c for c in cands if c in probe.seconds]
