@@ -87,7 +87,7 @@ def main() -> None:
     if args.auto:
         from faithlab.perturb import autobatch
 
-        torch.testing.assert_close(curve(batch_size="auto"), same)  # the same curve at any batch size
+        torch.testing.assert_close(curve(batch_size="auto"), curve())  # the same curve at any batch size
 
         def first() -> torch.Tensor:  # the first call of a process: the probe runs, then the curve
             autobatch.clear_cache()
