@@ -22,7 +22,8 @@ Timed, round-robin with medians of ``--repeats`` (``_timing.timed``): the curve 
 ladder (8, 16, …, 1024, clipped to B·F; ``--ladder`` replaces it); bare forward passes (``model(chunk)`` under
 ``no_grad``, a fresh copy of each chunk) over the very B·F inputs at every ladder size; and the curve with
 ``batch_size="auto"`` twice: "first", after ``autobatch.clear_cache()`` (the probe included, as in the first call
-of a process), and "cached", run right after "first" in every round (the probe already done by it). After the
+of a process), and "cached", with the cache as ``SETTLE`` (4) untimed calls left it (restored before every timed
+call: what a process that has run this call a few times knows). After the
 timing, "auto bs" is the batch size that carried the most inputs in one more cached call (recorded with a forward
 pre-hook: what the engine really ran, whatever the probe's rules; the CSV lists every size × count, e.g. separate
 endpoint chunks), and the CSV also gives
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import copy
 import csv
 import datetime
 import os
@@ -63,6 +65,9 @@ MODELS = ("small_cnn", "resnet18", "vit")
 SIZES = (32, 64, 224)
 THREADS = (1, 2)
 LADDER = (8, 16, 32, 64, 128, 256, 512, 1024)
+SETTLE = 4
+"""Untimed "auto" calls before "auto cached" is timed: a call too small to try every candidate leaves the rest of
+the probe to the next ones, so the second call of a process is not yet what a long run sees."""
 PATCH = {32: 4, 64: 8, 224: 16}
 """ViT patch size per image size (other sizes: see :func:`patch_size`)."""
 B_TABLE = {
@@ -146,7 +151,7 @@ def run_cell(model: nn.Module, name: str, size: int, threads: int, n: int, n_fra
              device: torch.device, repeats: int, warmup: int, seed: int) -> dict[str, object]:
     """Time one cell (see the module docstring) → its row: times in seconds, sizes, ratios, the ladder's times."""
     torch.set_num_threads(threads)
-    autobatch.clear_cache()  # its key has no thread count: a probe made at another count must not serve this cell
+    autobatch.clear_cache()  # a fresh cache per cell (the key holds the thread count too)
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(n, 3, size, size, generator=g).to(device)
     attributions = torch.randn(n, 3, size, size, generator=g).to(device)
@@ -160,14 +165,21 @@ def run_cell(model: nn.Module, name: str, size: int, threads: int, n: int, n_fra
         autobatch.clear_cache()
         return curve(batch_size=autobatch.AUTO)
 
-    fns: dict[str, Callable[[], object]] = {"auto first": first,  # "cached" must run right after "first"
-                                            "auto cached": lambda: curve(batch_size=autobatch.AUTO)}
+    for _ in range(SETTLE):  # what a process that has run this call a few times knows
+        curve(batch_size=autobatch.AUTO)
+    settled = copy.deepcopy(dict(autobatch._by_model[model]))  # the cache's entries of this model (private)
+
+    def cached() -> torch.Tensor:  # the settled cache, whatever "first" cleared in between
+        autobatch._by_model[model] = copy.deepcopy(settled)
+        return curve(batch_size=autobatch.AUTO)
+
+    fns: dict[str, Callable[[], object]] = {"auto first": first, "auto cached": cached}
     for bs in sizes:
         fns[f"fixed {bs}"] = lambda bs=bs: curve(batch_size=bs)
         fns[f"bare {bs}"] = lambda bs=bs: batched_forward(model, prebuilt, bs)
     times, peaks = timed(fns, device, repeats, warmup)
 
-    chunks = chunk_sizes(model, lambda: curve(batch_size=autobatch.AUTO))  # a cached call, as timed
+    chunks = chunk_sizes(model, cached)  # a cached call, as timed
     counts = collections.Counter(chunks)
     auto_bs = max(counts, key=lambda c: (c * counts[c], c))  # the size that carried the most inputs
     resolved = autobatch.resolve(autobatch.AUTO, model, x, n_inputs)

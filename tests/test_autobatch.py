@@ -132,24 +132,24 @@ def _outputs(model, n):
 
 
 def test_the_plan_grows_until_the_cost_rises_then_keeps_the_best():
-    model = Recording({16: 1.5e-4, 32: 1e-4, 64: 5e-5, 128: 2e-4})
+    model = Recording({8: 2e-4, 16: 1.5e-4, 32: 1e-4, 64: 5e-5, 128: 2e-4})
     out = _outputs(model, 3000)
     assert torch.equal(out, torch.full((3000,), 0.7310585786300049))  # softmax of (1, 0): every input computed
     assert sum(model.sizes) == 3000
-    tried = model.sizes[:12]  # a warm-up call, two timed calls per candidate, the rise timed again with the best
-    assert tried == [16, 16, 16, 32, 32, 64, 64, 128, 128, 64, 128, 64], tried
-    assert set(model.sizes[12:-1]) == {64}
+    tried = model.sizes[:14]  # a warm-up call, two timed calls per candidate, the rise timed again with the best
+    assert tried == [8, 8, 8, 16, 16, 32, 32, 64, 64, 128, 128, 64, 128, 64], tried
+    assert set(model.sizes[14:-1]) == {64}
     assert autobatch.plan("auto", model, torch.zeros(1, 1, 2, 2), 3000) == 64  # done: the cache answers
 
 
 def test_a_small_call_stops_probing_and_the_next_goes_on():
-    model = Recording({16: 1.5e-4, 32: 1e-4, 64: 5e-5, 128: 2e-4})
+    model = Recording({8: 2e-4, 16: 1.5e-4, 32: 1e-4, 64: 5e-5, 128: 2e-4})
     _outputs(model, 100)
     assert sum(model.sizes) == 100 and max(model.sizes) <= 64
     assert isinstance(autobatch.plan("auto", model, torch.zeros(1, 1, 2, 2), 3000), autobatch.Plan)
     model.sizes.clear()
     _outputs(model, 3000)
-    assert 16 not in model.sizes[:3]  # 16 and 32 were timed by the first call
+    assert model.sizes[0] == 32 and 8 not in model.sizes[:3]  # 8 and 16 were timed by the first call
     assert autobatch.plan("auto", model, torch.zeros(1, 1, 2, 2), 3000) == 64
 
 
@@ -270,13 +270,13 @@ def test_errors_name_the_argument():
 
 
 def test_a_pass_too_small_to_probe_leaves_the_probing_to_the_next_pass():
-    """A curve's clean and fully removed passes (4 images each) cannot time a chunk of 16: the curve's inner
+    """A curve's clean and fully removed passes (4 images each) cannot time a chunk of 8: the curve's inner
     points (60 inputs) then start the probe, instead of running in one chunk at the fallback size."""
-    model = Recording({16: 1.5e-4, 32: 1e-4, 64: 5e-5, 128: 2e-4})
+    model = Recording({8: 2e-4, 16: 1.5e-4, 32: 1e-4, 64: 5e-5, 128: 2e-4})
     x = torch.ones(4, 1, 4, 4)
     a = torch.arange(16.0).view(1, 1, 4, 4).expand(4, -1, -1, -1)
     P.removal_curve(model, x, a, [i / 16 for i in range(17)], batch_size="auto")
-    assert model.sizes[:2] == [4, 4] and model.sizes[2:5] == [16, 16, 16], model.sizes
+    assert model.sizes[:2] == [4, 4] and model.sizes[2:5] == [8, 8, 8], model.sizes
     assert sum(model.sizes) == 4 + 4 + 4 * 15
 
 

@@ -50,7 +50,7 @@ __all__ = ["BatchSize", "AUTO", "CANDIDATES", "FALLBACK", "MAP_ELEMENTS", "Plan"
 BatchSize = int | str
 """A batch size: a positive int, or ``"auto"`` (:func:`best_batch_size` picks one)."""
 AUTO = _validate.BATCH_SIZE_AUTO
-CANDIDATES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+CANDIDATES = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 """Batch sizes the probe tries, smallest first."""
 FALLBACK = 256
 """The batch size of a call too small to afford a probe (the library's fixed default before ``"auto"``)."""
@@ -66,6 +66,7 @@ class _Probe:
     spent: float = 0.0
     warm: bool = False  # a first, untimed call has been made
     confirmed: set = field(default_factory=set)  # candidates whose rise was timed again
+    queue: list = field(default_factory=list)  # candidates to time again (a rise being confirmed), across calls
     done: bool = False  # a slower candidate, out of memory or every candidate timed: nothing more to learn
 
 
@@ -286,6 +287,10 @@ def resolve(batch_size: BatchSize, model: Callable, x: torch.Tensor, n_inputs: i
 
 
 _PLAN_CALLS = 2  # timed calls per candidate when the engine probes on its own work (the fastest one counts)
+PLAN_WORSE = 1.03
+"""A candidate this much slower per input than the best ends a plan's growth once both were timed again (the cost
+per input falls to a minimum and then rises; on this project's 2-core CPU the sweep's cells rose by 10-60 % past
+their best size, and a wrong stop within 3 % costs less than trying the next, slower size on real work)."""
 
 
 class Plan:
@@ -293,7 +298,7 @@ class Plan:
 
     While the cost per input is unknown the engine asks :meth:`size` for each chunk and runs it through
     :meth:`forward`, which times it: the candidates are tried smallest first on the real inputs (``_PLAN_CALLS``
-    calls each, more for calls under a millisecond; the fastest counts), a rise of more than 10 % over the best is
+    calls each, more for calls under a millisecond; the fastest counts), a rise of more than 3 % over the best is
     timed again before it is believed, and then every further chunk has the best size. Nothing is computed twice and
     no input is invented, so probing costs only the difference between the sizes tried and the best one, which lets
     a call of a thousand inputs find its size (a separate probe of bare passes could not afford to). The timings go
@@ -302,13 +307,13 @@ class Plan:
 
     Batch sizes do not change results beyond float rounding (each input's output is computed alone; on the CPU
     float32 convolutions and matrix products gave bitwise equal outputs per sample at every size from 16 up in our
-    checks, which is why the smallest candidate is 16). An out-of-memory error while a candidate is tried ends the
+    checks, not always below, and a call's last chunk is smaller anyway). An out-of-memory error while a candidate is tried ends the
     growth, frees the memory and runs that chunk at the best size so far.
     """
 
     def __init__(self, model: Callable, probe: _Probe, cands: list[int], device: torch.device, fallback: int):
         self.model, self.probe, self.cands, self.device, self.fallback = model, probe, cands, device, fallback
-        self.queue: list[int] = []  # candidates to time again (a rise being confirmed)
+        self.queue = probe.queue  # candidates to time again (a rise being confirmed), kept across calls
 
     def _cost(self, c: int) -> float:
         return self.probe.seconds[c] / c
@@ -377,12 +382,12 @@ class Plan:
             self.queue.pop(0)
             if not self.queue:  # both timed again: believe what they say now
                 best = self._best()
-                if best is not None and best < max(self.probe.seconds):
+                if best is not None and self._cost(c) > PLAN_WORSE * self._cost(best):
                     self.probe.done = True
             return out
         if self.probe.calls[c] >= self._need(c):
             best = self._best()
-            if best is not None and best != c and self._cost(c) > WORSE * self._cost(best):
+            if best is not None and best != c and self._cost(c) > PLAN_WORSE * self._cost(best):
                 if c in self.probe.confirmed:
                     self.probe.done = True
                 else:  # a busy machine can slow a call: time the best and this one again first
