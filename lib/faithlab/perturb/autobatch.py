@@ -287,10 +287,12 @@ def resolve(batch_size: BatchSize, model: Callable, x: torch.Tensor, n_inputs: i
 
 
 _PLAN_CALLS = 2  # timed calls per candidate when the engine probes on its own work (the fastest one counts)
-PLAN_WORSE = 1.03
-"""A candidate this much slower per input than the best ends a plan's growth once both were timed again (the cost
-per input falls to a minimum and then rises; on this project's 2-core CPU the sweep's cells rose by 10-60 % past
-their best size, and a wrong stop within 3 % costs less than trying the next, slower size on real work)."""
+PLAN_WORSE = WORSE
+"""A candidate this much slower per input (10 %) than the best ends a plan's growth once both were timed again. A
+lower bar stops too early: on a 2-core CPU the small CNN's cost per input falls by only 3-5 % per doubling from 8 to
+256, which one slow call hides (a 3 % bar settled on 8, 22 % slower than 256, in the sweep); going past the best
+size costs only the few calls timed there, since the best measured size is kept."""
+_PLAN_CHEAP_S = 0.01  # a plan's calls shorter than this are timed several times (up to 5): real work, not waste
 
 
 class Plan:
@@ -298,7 +300,7 @@ class Plan:
 
     While the cost per input is unknown the engine asks :meth:`size` for each chunk and runs it through
     :meth:`forward`, which times it: the candidates are tried smallest first on the real inputs (``_PLAN_CALLS``
-    calls each, more for calls under a millisecond; the fastest counts), a rise of more than 3 % over the best is
+    calls each, up to 5 for calls under 10 ms; the fastest counts), a rise of more than 10 % over the best is
     timed again before it is believed, and then every further chunk has the best size. Nothing is computed twice and
     no input is invented, so probing costs only the difference between the sizes tried and the best one, which lets
     a call of a thousand inputs find its size (a separate probe of bare passes could not afford to). The timings go
@@ -325,7 +327,7 @@ class Plan:
     def _need(self, c: int) -> int:
         if c not in self.probe.seconds:
             return _PLAN_CALLS
-        return _timed_calls(self.probe.seconds[c], _PLAN_CALLS)
+        return max(_PLAN_CALLS, min(5, int(_PLAN_CHEAP_S / max(self.probe.seconds[c], 1e-9))))
 
     def _todo(self) -> int | None:
         if self.queue:
@@ -392,7 +394,7 @@ class Plan:
                     self.probe.done = True
                 else:  # a busy machine can slow a call: time the best and this one again first
                     self.probe.confirmed.add(c)
-                    self.queue = [best, c]
+                    self.queue[:] = [best, c]  # the cache's list: a call that runs out of work leaves it to the next
         return out
 
 
