@@ -309,8 +309,8 @@ class Plan:
 
     Batch sizes do not change results beyond float rounding (each input's output is computed alone; on the CPU
     float32 convolutions and matrix products gave bitwise equal outputs per sample at every size from 16 up in our
-    checks, not always below, and a call's last chunk is smaller anyway). An out-of-memory error while a candidate is tried ends the
-    growth, frees the memory and runs that chunk at the best size so far.
+    checks, not always below, and a call's last chunk is smaller anyway). An out-of-memory error while a candidate
+    is tried ends the growth, frees the memory and runs that chunk at the best size so far.
     """
 
     def __init__(self, model: Callable, probe: _Probe, cands: list[int], device: torch.device, fallback: int):
@@ -343,14 +343,16 @@ class Plan:
 
     def size(self, remaining: int) -> int:
         """The size of the next chunk of a pass with ``remaining`` inputs left: the next candidate to time while
-        probing if it fits, else the best size so far (the fallback before any timing). A pass too small for the
-        next candidate (a clean pass of a few images) leaves it to the next pass or call."""
+        probing, if it is at most half of what is left (any size before the first timing), else the
+        best size so far (the fallback before any timing). A pass too small for the next candidate (a clean pass of
+        a few images, a call of a hundred inputs at 224 px) leaves it to the next pass or call, so a small first call
+        does not spend itself on the larger, slower sizes a probe must try."""
         if self.probing:
             c = self._todo()
             if c is None:
                 self.probe.done = True
-            elif c <= remaining:
-                return c
+            elif c <= remaining and (self._best() is None or c <= remaining // 2):
+                return c  # a chunk of at most half of what is left: a small call keeps much of its work at the best
         best = self._best()
         return best if best is not None else self.fallback
 
