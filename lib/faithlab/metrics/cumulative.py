@@ -22,7 +22,6 @@ from collections.abc import Callable, Sequence
 import torch
 
 from faithlab import _validate, perturb
-from faithlab.perturb.autobatch import BatchSize
 from faithlab.metrics.statistics import trapezoid_auc
 
 __all__ = ["FRACTIONS", "REDUCE", "auc_accuracy", "auc_accuracy_details", "aopc", "aopc_details", "log_odds",
@@ -74,15 +73,13 @@ _OPTIONS_DOC = """
     target: ``(B,)`` int64 classes read at every point; None → the model's prediction ŷ on the clean x.
     reduce: the unit-reduction rule (default signed sum, SaCo's). reference: the removal value (default the
     per-image per-channel mean). units: default pixels / time steps / tokens. fractions: increasing, including 0
-    (default 0, 0.1, …, 1). batch_size: forward-pass chunk, an int or ``"auto"`` (the default: the engine finds the
-    cheapest size per input on its own calls, :mod:`faithlab.perturb.autobatch`); results do not depend on it."""
+    (default 0, 0.1, …, 1). batch_size: forward-pass chunk; results do not depend on it."""
 
 
 def auc_accuracy_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
                          target: torch.Tensor | None = None, reduce: str = REDUCE,
                          reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
-                         fractions: Sequence[float] = FRACTIONS,
-                         batch_size: BatchSize = "auto") -> dict[str, torch.Tensor]:
+                         fractions: Sequence[float] = FRACTIONS, batch_size: int = 256) -> dict[str, torch.Tensor]:
     """:func:`auc_accuracy` with its curve: ``score`` ``(B,)``, ``curve`` ``(B, F)`` the 0/1 indicator
     argmax f(x̃_top) = target at each fraction, ``clean`` ``(B,)``, ``fractions`` ``(F,)`` and ``constant``
     ``(B,)``. The paper reads the true labels: pass ``target=y``."""
@@ -107,7 +104,7 @@ def _log_odds(curve: torch.Tensor, clean: torch.Tensor) -> tuple[torch.Tensor, t
 def auc_accuracy(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
                  reduce: str = REDUCE, reference: perturb.Reference = "channel_mean",
                  units: perturb.Units | None = None, fractions: Sequence[float] = FRACTIONS,
-                 batch_size: BatchSize = "auto") -> torch.Tensor:
+                 batch_size: int = 256) -> torch.Tensor:
     """Per-sample accuracy AUC (spec §3.2; Ancona et al.): trapezoid area, x = fraction removed, under the 0/1
     indicator argmax f(x̃_top) = target as the most salient units are removed cumulatively → ``(B,)`` in [0, 1].
     The dataset AUC is the mean over samples. Lower = more faithful. The paper reads the true labels: pass
@@ -127,7 +124,7 @@ def _drop_details(direction: str, model: Callable, x: torch.Tensor, attributions
 def aopc_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
                  reduce: str = REDUCE, reference: perturb.Reference = "channel_mean",
                  units: perturb.Units | None = None, fractions: Sequence[float] = FRACTIONS,
-                 batch_size: BatchSize = "auto") -> dict[str, torch.Tensor]:
+                 batch_size: int = 256) -> dict[str, torch.Tensor]:
     """:func:`aopc` with its curve: ``score`` ``(B,)``, ``curve`` ``(B, F)`` p(ŷ|x̃_top), ``drop`` ``(B, F)``
     p(ŷ|x) − p(ŷ|x̃_top), ``clean`` ``(B,)`` p(ŷ|x), ``fractions`` ``(F,)``, ``constant`` ``(B,)``."""
     return _drop_details("morf", model, x, attributions, target, reduce, reference, units, fractions, batch_size)
@@ -135,7 +132,7 @@ def aopc_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
 
 def aopc(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
          reduce: str = REDUCE, reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
-         fractions: Sequence[float] = FRACTIONS, batch_size: BatchSize = "auto") -> torch.Tensor:
+         fractions: Sequence[float] = FRACTIONS, batch_size: int = 256) -> torch.Tensor:
     """AOPC (spec §3.2; Samek et al.): mean over the fractions of p(ŷ|x) − p(ŷ|x̃_top) → ``(B,)``, ŷ = target
     (None → the prediction on the clean x). Higher = more faithful. :func:`aopc_details` also returns the curve."""
     return aopc_details(model, x, attributions, target=target, reduce=reduce, reference=reference, units=units,
@@ -145,7 +142,7 @@ def aopc(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target
 def log_odds_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
                      target: torch.Tensor | None = None, reduce: str = REDUCE,
                      reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
-                     fractions: Sequence[float] = FRACTIONS, batch_size: BatchSize = "auto") -> dict[str, torch.Tensor]:
+                     fractions: Sequence[float] = FRACTIONS, batch_size: int = 256) -> dict[str, torch.Tensor]:
     """:func:`log_odds` with its curve: ``score`` ``(B,)``, ``curve`` ``(B, F)`` p(ŷ|x̃_top), ``log_ratio``
     ``(B, F)`` log((p(ŷ|x̃_top) + ε) / (p(ŷ|x) + ε)), ``clean`` ``(B,)``, ``fractions`` ``(F,)``, ``constant``
     ``(B,)``."""
@@ -156,7 +153,7 @@ def log_odds_details(model: Callable, x: torch.Tensor, attributions: torch.Tenso
 
 def log_odds(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
              reduce: str = REDUCE, reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
-             fractions: Sequence[float] = FRACTIONS, batch_size: BatchSize = "auto") -> torch.Tensor:
+             fractions: Sequence[float] = FRACTIONS, batch_size: int = 256) -> torch.Tensor:
     """LOdds (spec §3.2; Shrikumar et al., ATTCAT): mean over the fractions of log((p(ŷ|x̃_top) + ε) / (p(ŷ|x) +
     ε)), ε = 1e-12, ŷ = target (None → the prediction on the clean x) → ``(B,)``, ≤ 0 when removal only lowers
     p. Lower = more faithful. :func:`log_odds_details` also returns the curve."""
@@ -167,8 +164,7 @@ def log_odds(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, ta
 def comprehensiveness_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
                               target: torch.Tensor | None = None, reduce: str = REDUCE,
                               reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
-                              fractions: Sequence[float] = FRACTIONS,
-                              batch_size: BatchSize = "auto") -> dict[str, torch.Tensor]:
+                              fractions: Sequence[float] = FRACTIONS, batch_size: int = 256) -> dict[str, torch.Tensor]:
     """:func:`comprehensiveness` with its curve: ``score``, ``curve`` p(ŷ|x̃_bot), ``drop`` p(ŷ|x) − p(ŷ|x̃_bot),
     ``clean``, ``fractions``, ``constant`` (shapes as :func:`aopc_details`)."""
     return _drop_details("lerf", model, x, attributions, target, reduce, reference, units, fractions, batch_size)
@@ -177,7 +173,7 @@ def comprehensiveness_details(model: Callable, x: torch.Tensor, attributions: to
 def comprehensiveness(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
                       target: torch.Tensor | None = None, reduce: str = REDUCE,
                       reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
-                      fractions: Sequence[float] = FRACTIONS, batch_size: BatchSize = "auto") -> torch.Tensor:
+                      fractions: Sequence[float] = FRACTIONS, batch_size: int = 256) -> torch.Tensor:
     """Comprehensiveness, SaCo's least-salient-first variant (spec §3.2; DeYoung et al.): mean over the fractions
     of p(ŷ|x) − p(ŷ|x̃_bot), ŷ = target (None → the prediction on the clean x) → ``(B,)``; removing unimportant
     units should change little. Lower = more faithful. :func:`comprehensiveness_details` also returns the curve."""
@@ -195,7 +191,7 @@ del _fn
 def morf_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
                  labels: torch.Tensor | None = None, reduce: str = REDUCE,
                  reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
-                 fractions: Sequence[float] = FRACTIONS, batch_size: BatchSize = "auto") -> dict[str, torch.Tensor]:
+                 fractions: Sequence[float] = FRACTIONS, batch_size: int = 256) -> dict[str, torch.Tensor]:
     """Accuracy AUC, AOPC and LOdds from one most-salient-first removal curve (the three read the same perturbed
     inputs: one forward pass per input instead of three).
 

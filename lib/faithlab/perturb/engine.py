@@ -507,7 +507,7 @@ def _fill(fill: Callable, c0: int, c1: int, per_sample: int, shape: tuple, like:
 
 def evaluate_inputs(model: Callable, inputs: Callable[[int, int, int, int], torch.Tensor], *, n_samples: int,
                     n_variants: int, output: Output = "prob", target: torch.Tensor | None = None,
-                    batch_size: BatchSize = "auto") -> torch.Tensor:
+                    batch_size: BatchSize = 256) -> torch.Tensor:
     """Model read-out on ``n_variants`` generated inputs of each of ``n_samples`` samples → ``(n_samples, n_variants)``.
 
     The engine's loop for inputs that are not unit removals of x (Few-class Fidelity's 804 blurred candidates per

@@ -46,15 +46,14 @@ class Removal:
     callable(logits, target) → ``(N,)`` or ``(N, K)``. target: ``(B,)`` int64 classes; None → the model's
     prediction on the clean x, computed once, on the first run (in chunks of that run's batch size) or when
     ``.target`` is read. batch_size: at most this many perturbed inputs per forward call; results do not depend
-    on it. ``"auto"`` (the default): found on each run's own forward calls (:class:`faithlab.perturb.autobatch.Plan`,
-    cached per process).
+    on it. ``"auto"``: resolved per run by a timing probe (:mod:`faithlab.perturb.autobatch`, cached per process).
 
     Every run raises a ValueError naming the samples and variants if the model returns NaN/inf logits (or a
     callable ``output`` a non-finite read-out) on any input: no score is computed from them.
     """
 
     def __init__(self, model: Callable, x: torch.Tensor, *, units: Units | None = None, reference: Reference = "zero",
-                 output: Output = "prob", target: torch.Tensor | None = None, batch_size: BatchSize = "auto"):
+                 output: Output = "prob", target: torch.Tensor | None = None, batch_size: BatchSize = 256):
         self.units: Units = _prepare(model, x, units, output, target, batch_size)
         self.model, self.x, self.output, self.batch_size = model, x, output, batch_size
         self.reference: torch.Tensor = make_reference(x, reference)
@@ -315,7 +314,7 @@ def _is_permutation(perm: torch.Tensor) -> bool:
 
 def masked_outputs(model: Callable, x: torch.Tensor, masks: Masks, *, n_variants: int, units: Units | None = None,
                    reference: Reference = "zero", output: Output = "prob", target: torch.Tensor | None = None,
-                   batch_size: BatchSize = "auto") -> torch.Tensor:
+                   batch_size: BatchSize = 256) -> torch.Tensor:
     """Model output on ``n_variants`` perturbed variants of every sample, masks built lazily → ``(B, n_variants)``.
 
     One call of :meth:`Removal.masked` (bind a :class:`Removal` to run several). masks: a callable
@@ -330,7 +329,7 @@ def masked_outputs(model: Callable, x: torch.Tensor, masks: Masks, *, n_variants
 def removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor | None,
                   fractions: Sequence[float] | torch.Tensor, *, order: str | torch.Tensor = "morf",
                   reduce: str = "sum_abs", reference: Reference = "zero", output: Output = "prob",
-                  target: torch.Tensor | None = None, units: Units | None = None, batch_size: BatchSize = "auto",
+                  target: torch.Tensor | None = None, units: Units | None = None, batch_size: BatchSize = 256,
                   generator: torch.Generator | int | None = None) -> torch.Tensor:
     """Model output after cumulatively removing a fraction of units in a given order → ``(B, len(fractions))``.
 
@@ -352,10 +351,10 @@ def removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor |
     ``(N,)``, or ``(N, K)`` for K read-outs of the same inputs (the result then has a trailing dim K).
     target: ``(B,)`` int64 classes; None → the model's prediction on the clean x.
     units: None infers pixels for 4-D x and dim-1 units (time steps, tokens) otherwise.
-    batch_size: at most this many perturbed inputs per forward call; results do not depend on it (beyond float
-    rounding). ``"auto"`` (the default): the size with the least forward time per input for this model, input
-    shape and thread count, found on the call's own first forward calls (timed at growing sizes, nothing computed
-    twice) and cached for the process; :class:`faithlab.perturb.autobatch.Plan` has the rules.
+    batch_size: at most this many perturbed inputs per forward call; results do not depend on it. ``"auto"``: the
+    size with the least forward time per input for this model and input shape, found by a short timing probe of
+    bare forward passes (the first sample repeated, a few percent of the call's forward time, global RNG left
+    untouched) on the first call and cached for the process; :mod:`faithlab.perturb.autobatch` has the rules.
     A constant map defines no order: its units are removed in index order and a
     :class:`~faithlab.perturb.ConstantMapWarning` counts those samples. NaN/inf logits raise a ValueError.
     """
@@ -366,7 +365,7 @@ def removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor |
 
 def removal_outputs(model: Callable, x: torch.Tensor, removed: torch.Tensor, *, units: Units | None = None,
                     reference: Reference = "zero", output: Output = "prob", target: torch.Tensor | None = None,
-                    batch_size: BatchSize = "auto", sample: torch.Tensor | None = None) -> torch.Tensor:
+                    batch_size: BatchSize = 256, sample: torch.Tensor | None = None) -> torch.Tensor:
     """Model output after removing exactly the units flagged in removed → ``(B,)`` or ``(B, S)``.
 
     The single-step primitive behind Fid±/RFid±/FFid± (F-Fidelity §1.2–1.5), SaCo's group perturbations (§3.1)
@@ -385,7 +384,7 @@ def deletion_insertion(model: Callable, x: torch.Tensor, attributions: torch.Ten
                        fractions: Sequence[float] | torch.Tensor = DELETION_INSERTION_FRACTIONS, *,
                        order: str | torch.Tensor = "morf", reduce: str = "sum_abs", reference: Reference = "zero",
                        output: Output = "prob", target: torch.Tensor | None = None, units: Units | None = None,
-                       batch_size: BatchSize = "auto",
+                       batch_size: BatchSize = 256,
                        generator: torch.Generator | int | None = None) -> dict[str, torch.Tensor]:
     """RISE's deletion and insertion curves of attribution maps and their areas (Petsiuk et al. 2018), in one run.
 
