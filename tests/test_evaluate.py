@@ -121,8 +121,11 @@ def test_shared_work_is_done_once():
     assert counter.inputs == b + b + len(maps) * b * (f - 2)
     assert frame.attrs["forward_inputs"] == counter.inputs
     cost = fl.evaluation.cost(frame)
-    assert cost.loc[cost["group"] == "morf", "forward_inputs"].tolist() == [b + b * (f - 2)] + [b * (f - 2)] * (
-        len(maps) - 1)  # the first explainer's curves pay for the fully removed images
+    # the fully removed images count once, in their own row for every explainer, not for the curves that asked first
+    assert cost.loc[cost["group"] == "morf", "forward_inputs"].tolist() == [b * (f - 2)] * len(maps)
+    shared = cost.set_index(["group", "explainer"])["forward_inputs"]
+    assert shared[("clean", "all")] == b and shared[("fully removed", "all")] == b
+    assert cost["forward_inputs"].sum() == counter.inputs
     assert cost.loc[cost["group"] == "morf", "metrics"].iloc[0] == "AUC, AOPC, LOdds"
     # the separate calls need three curves per explainer, plus their own clean read-outs of the prediction
     counter.inputs = 0

@@ -182,3 +182,30 @@ def test_bad_arguments_name_themselves():
         P.deletion_insertion(model, x, x, [0.5, 1.5])
     with pytest.raises(ValueError, match="attributions"):
         P.deletion_insertion(model, x, None)
+
+
+def test_the_sharing_hook_sees_each_shared_pass_once_and_returns_its_value():
+    """on_compute wraps the computation of each shared pass (clean, fully removed) exactly once per block, its return
+    value is what every run reads, and a nested block keeps the outer block's hook and store."""
+    torch.manual_seed(0)
+    model = Counting(small_cnn(in_channels=1, side=6, n_classes=3))
+    x = torch.rand(3, 1, 6, 6)
+    a = torch.rand(3, 1, 6, 6)
+    seen = []
+
+    def hook(kind, compute):
+        before = model.inputs
+        value = compute()
+        seen.append((kind[0], model.inputs - before))
+        return value
+
+    plain = P.deletion_insertion(model, x, a, fractions=[0, 0.5, 1], batch_size=64)
+    with P.sharing(hook):
+        first = P.deletion_insertion(model, x, a, fractions=[0, 0.5, 1], batch_size=64)
+        with P.sharing():  # nested: the same store and hook
+            again = P.deletion_insertion(model, x, a.flip(-1), fractions=[0, 0.5, 1], batch_size=64)
+    assert sorted(seen) == [("clean", 3), ("full", 3)]  # one per kind, for both maps and both curves
+    for key in ("deletion", "insertion"):
+        torch.testing.assert_close(first[key], plain[key])
+        torch.testing.assert_close(again[key][:, 0], plain[key][:, 0])  # same end points
+        torch.testing.assert_close(again[key][:, -1], plain[key][:, -1])

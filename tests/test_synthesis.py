@@ -106,10 +106,15 @@ def test_cost_per_metric_from_an_evaluate_frame():
                         metrics=["aopc", "log_odds", "saco", "fewclass_fid"], saco_k=4, progress=False,
                         fewclass_fractions=[0, 0.5, 1])
     cost = syn.cost_per_metric(frame).set_index("metric")
-    assert cost.loc["aopc", "inputs per sample"] == 11 and cost.loc["aopc", "shared with"] == "LOdds"
+    # AOPC's 11 fractions less its end points: the clean input and the fully removed one are shared by every
+    # explainer (and by LOdds and Few-class), so they count once, in the "all" rows, not for whichever asked first.
+    assert cost.loc["aopc", "inputs per sample"] == 9 and cost.loc["aopc", "shared with"] == "LOdds"
     assert cost.loc["saco", "inputs per sample"] == 5
     grid = len(fl.metrics.fewclass.QUICK_GRID)
-    assert cost.loc["fewclass_fid", "inputs per sample"] == pytest.approx(6 + 0.25 + grid + 0.25)  # +1 probe each
+    # MIF and LIF at 0.5 (0 and 1 are the shared end points), the selection search; +1 probe input each
+    assert cost.loc["fewclass_fid", "inputs per sample"] == pytest.approx(2 + 0.25 + grid + 0.25)
+    shared = fl.evaluation.cost(frame).set_index(["group", "explainer"])["forward_inputs"]
+    assert shared[("clean", "all")] == 4 and shared[("fully removed", "all")] == 2 * 4  # zero and Few-class's image
 
 
 def test_linear_model_contributions_are_exact():

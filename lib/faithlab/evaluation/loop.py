@@ -108,22 +108,37 @@ def _check_kfold(kfold, n: int | None) -> None:
 
 
 class _Costs:
-    """The cost table: one row per (group, explainer), in the order the work first happened."""
+    """The cost table: one row per (group, explainer), in the order the work first happened. A run inside a run
+    (the shared logits a metric asks for first, see :meth:`shared`) is counted in its own row only."""
 
     def __init__(self, tally: Tally):
         self.tally, self.rows = tally, {}
+        self._inner: list[list] = []  # per open run: the inputs, calls and seconds of the runs nested in it
 
     def run(self, group: str, who: str, fn: Callable[[], object], explained: Callable[[], int] = lambda: 0):
         before, start = self.tally.totals(), time.perf_counter()
-        value = fn()
+        self._inner.append([0, 0, 0.0])
+        try:
+            value = fn()
+        finally:
+            nested = self._inner.pop()
         seconds, after = time.perf_counter() - start, self.tally.totals()
+        spent = [after[0] - before[0], after[1] - before[1], seconds]
+        if self._inner:  # the enclosing run leaves this work out
+            self._inner[-1] = [a + b for a, b in zip(self._inner[-1], spent)]
         row = self.rows.setdefault((group, who), {"group": group, "explainer": who, "forward_inputs": 0,
                                                   "model_calls": 0, "explained_inputs": 0, "seconds": 0.0})
-        row["forward_inputs"] += after[0] - before[0]
-        row["model_calls"] += after[1] - before[1]
+        row["forward_inputs"] += spent[0] - nested[0]
+        row["model_calls"] += spent[1] - nested[1]
         row["explained_inputs"] += explained()
-        row["seconds"] += seconds
+        row["seconds"] += spent[2] - nested[2]
         return value
+
+    def shared(self, kind: tuple, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
+        """The ``on_compute`` hook of a chunk's :func:`~faithlab.perturb.sharing` block: the clean logits count in
+        the "clean" row, the fully removed inputs in "fully removed", both for every explainer ("all"), whichever
+        metric asked first."""
+        return self.run("clean" if kind[0] == "clean" else "fully removed", "all", compute)
 
 
 @dataclass
@@ -424,7 +439,7 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
     bar = tqdm(total=total, desc="evaluate", disable=not shown, leave=False)
     try:
         for c in all_chunks():
-            with perturb.sharing():  # the chunk's clean and fully removed inputs go through the model once
+            with perturb.sharing(costs.shared):  # the chunk's clean and fully removed inputs go through the model once
                 xc, index = c.x, c.index
 
                 def clean():  # the clean logits, shared with every metric's clean point and prediction (sharing)

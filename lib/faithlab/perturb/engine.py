@@ -2,8 +2,8 @@
 
 Every entry point builds perturbed inputs chunk by chunk (never all at once) and sends exactly ``batch_size`` of
 them per forward call, straddling samples, so memory is bounded by ``batch_size`` (removal curves fill up to
-:data:`_GROUP_BYTES` of inputs at once) and results do not depend on it. ``batch_size="auto"`` picks the size by a
-timing probe of the model (:mod:`faithlab.perturb.autobatch`), resolved once per run.
+:data:`_GROUP_BYTES` of inputs at once) and results do not depend on it beyond float rounding. ``batch_size="auto"``
+finds the size on the run's own forward calls (:mod:`faithlab.perturb.autobatch`).
 Metrics reach the loop through the bound runner :class:`faithlab.perturb.runner.Removal` (unit removals of x:
 given masks, cumulative curves, lazily built masks); this module holds the loop itself and its public pieces for
 inputs that are not unit removals: :func:`evaluate_inputs` (generated inputs, e.g. Few-class Fidelity's blurred
@@ -115,8 +115,17 @@ def logits(model: Callable, inputs: torch.Tensor, *, batch_size: BatchSize | aut
 _SHARED: contextvars.ContextVar[dict | None] = contextvars.ContextVar("faithlab_shared_logits", default=None)
 
 
+class _Store(dict):
+    """A :func:`sharing` block's logits, with the block's ``on_compute`` hook."""
+
+    def __init__(self, on_compute: Callable[[tuple, Callable[[], torch.Tensor]], torch.Tensor] | None):
+        super().__init__()
+        self.on_compute = on_compute
+
+
 @contextlib.contextmanager
-def sharing() -> Iterator[None]:
+def sharing(on_compute: Callable[[tuple, Callable[[], torch.Tensor]], torch.Tensor] | None = None
+            ) -> Iterator[None]:
     """A block in which the logits of inputs that many metrics run are computed once: the clean x and the fully
     removed x (every unit at the reference) of a model, wherever a removal run or a curve needs them.
 
@@ -127,8 +136,12 @@ def sharing() -> Iterator[None]:
     model or x is a miss. Nested blocks share the outer one's store. Results are those of the same calls outside a
     block, up to the batch composition of a forward pass (float rounding; see
     :func:`~faithlab.perturb.runner.removal_curve`).
+
+    on_compute: called as ``on_compute(kind, compute)`` in place of ``compute()`` when the block computes shared
+    logits (``kind[0]`` is ``"clean"`` or ``"full"``); it must return ``compute()``'s value. ``fl.evaluate`` uses it
+    to count this work apart from the metric that happened to ask first. A nested block keeps the outer one's.
     """
-    token = _SHARED.set({}) if _SHARED.get() is None else None
+    token = _SHARED.set(_Store(on_compute)) if _SHARED.get() is None else None
     try:
         yield
     finally:
@@ -150,7 +163,8 @@ def _shared(kind: tuple, model: Callable, tensors: Sequence[torch.Tensor], compu
     key = (kind, id(owner), part, autobatch._state(owner), *(_tensor_key(t) for t in tensors))
     hit = store.get(key)
     if hit is None:
-        hit = store[key] = (owner, tuple(tensors), compute())  # the objects keep their ids from being reused
+        value = compute() if store.on_compute is None else store.on_compute(kind, compute)
+        hit = store[key] = (owner, tuple(tensors), value)  # the objects keep their ids from being reused
     return hit[2]
 
 

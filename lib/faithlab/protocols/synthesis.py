@@ -510,7 +510,8 @@ def cost_per_metric(frame: pd.DataFrame) -> pd.DataFrame:
     """What each metric of an :func:`~faithlab.evaluate` frame costs for one explainer: ``inputs per sample``
     (model inputs; Few-class Fid includes its perturbation search, which :func:`~faithlab.evaluate` runs once for
     all explainers), ``explained per sample`` (inputs given to the explainer) and ``ms per sample``; metrics
-    computed together (``shared with``) share these numbers. The clean pass (one input per sample) is left out."""
+    computed together (``shared with``) share these numbers. The clean pass and the fully removed inputs, which
+    every explainer and metric share (one input per sample and reference each), are left out."""
     table = evaluation.cost(frame)
     n = int(frame.loc[frame["level"] == "sample", "sample"].nunique())
     if n == 0:
