@@ -32,6 +32,8 @@ def smoke_book(tmp_path_factory):
     site = tmp_path_factory.mktemp("site")
     shutil.copytree(ROOT / "book", site / "book", ignore=shutil.ignore_patterns("_build", "_generated"))
     shutil.copy(ROOT / "_config.yml", site / "_config.yml")
+    (site / "benchmarks").mkdir()  # the Speed page includes the benchmarks' record
+    shutil.copy(ROOT / "benchmarks" / "RESULTS.md", site / "benchmarks" / "RESULTS.md")
     generated = site / "book" / "_generated"
     # two notebooks at a time, as `make book` runs them (shared trained models wait on the cache's per-key lock)
     results = study.run(profile="smoke", root=ROOT, generated=generated, force=True, jobs=2, timeout=600)

@@ -4,8 +4,15 @@ The biggest batch is not the fastest: on 2 CPU cores 2,048 small-CNN forwards ta
 256 (caches), while on a GPU bigger batches keep paying off until memory runs out. :func:`best_batch_size` times a
 few bare forward passes of the model at growing candidate sizes and returns the cheapest per input; the result is
 cached for the process per (model, per-sample input shape, dtype, device), so a second call costs a dictionary
-look-up. Batch sizes never change results in :mod:`faithlab.perturb` (every input's output is computed alone), so
-``"auto"`` changes only the speed.
+look-up.
+
+Batch sizes change :mod:`faithlab.perturb`'s results only by float rounding (every input's output is computed
+alone, but a forward pass's kernels may depend on the batch size: on a 2-core CPU, float32 outputs were bitwise
+equal from 16 inputs per call on for a ResNet-18 and not below). ``"auto"``'s chunks follow timings, so two calls
+can differ in the last bits, and a decision that hangs on rounding (a tie in an argmin or a ranking) can differ
+with them. That is why the default stays a fixed 256 and why the study's protocols pass their own ints: pass an int
+where bitwise repeatability matters, ``"auto"`` where speed does (``benchmarks/autobatch_sweep.py`` measures it
+against every fixed size).
 
 The probe:
 

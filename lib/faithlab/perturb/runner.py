@@ -46,7 +46,8 @@ class Removal:
     callable(logits, target) → ``(N,)`` or ``(N, K)``. target: ``(B,)`` int64 classes; None → the model's
     prediction on the clean x, computed once, on the first run (in chunks of that run's batch size) or when
     ``.target`` is read. batch_size: at most this many perturbed inputs per forward call; results do not depend
-    on it. ``"auto"``: resolved per run by a timing probe (:mod:`faithlab.perturb.autobatch`, cached per process).
+    on it beyond float rounding. ``"auto"``: found on the run's own forward calls (:mod:`faithlab.perturb.autobatch`,
+    cached per process).
 
     Every run raises a ValueError naming the samples and variants if the model returns NaN/inf logits (or a
     callable ``output`` a non-finite read-out) on any input: no score is computed from them.
@@ -351,10 +352,11 @@ def removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor |
     ``(N,)``, or ``(N, K)`` for K read-outs of the same inputs (the result then has a trailing dim K).
     target: ``(B,)`` int64 classes; None → the model's prediction on the clean x.
     units: None infers pixels for 4-D x and dim-1 units (time steps, tokens) otherwise.
-    batch_size: at most this many perturbed inputs per forward call; results do not depend on it. ``"auto"``: the
-    size with the least forward time per input for this model and input shape, found by a short timing probe of
-    bare forward passes (the first sample repeated, a few percent of the call's forward time, global RNG left
-    untouched) on the first call and cached for the process; :mod:`faithlab.perturb.autobatch` has the rules.
+    batch_size: at most this many perturbed inputs per forward call; results do not depend on it beyond float
+    rounding. ``"auto"``: the size with the least forward time per input for this model, input shape and thread
+    count, found on the call's own first forward calls (timed at growing sizes, nothing computed twice) and cached
+    for the process (:class:`faithlab.perturb.autobatch.Plan`); its chunks follow timings, so repeated calls can
+    differ in the last bits (the default, a fixed 256, does not).
     A constant map defines no order: its units are removed in index order and a
     :class:`~faithlab.perturb.ConstantMapWarning` counts those samples. NaN/inf logits raise a ValueError.
     """
