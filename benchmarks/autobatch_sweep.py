@@ -1,7 +1,7 @@
-"""``batch_size="auto"`` against every fixed batch size: the sweep that decides whether "auto" may be the default.
+"""``batch_size="auto"`` and the library's default against every fixed batch size.
 
-The issue's rule: "auto" becomes the library default once it never loses more than 5 % against the best fixed batch
-size, over a small CNN, ResNet-18 and a ViT, at 32, 64 and 224 px, with 1 and 2 CPU threads (and on a GPU).
+The issue's rule: "auto" may become the library default once it never loses more than 5 % against the best fixed
+batch size, over a small CNN, ResNet-18 and a ViT, at 32, 64 and 224 px, with 1 and 2 CPU threads (and on a GPU).
 
 Cells: model × image size × threads (``--models``, ``--sizes``, ``--threads`` take lists, so a run can be split).
 Models, random init (speed does not depend on training), eval mode, 10 classes, 3 channels:
@@ -30,13 +30,17 @@ endpoint chunks), and the CSV also gives
 ``autobatch.resolve("auto", model, x, B·F)``.
 
 Per cell: the best fixed size and its time, auto's size, auto's first and cached times and their ratios to the best
-fixed time (flagged when above 1.05), the best bare size and time, and ``t_bare(best) / t_fixed(best)``, the
-metric's usual ratio to bare passes (1.0 is the limit). Printed as a Markdown table ready for RESULTS.md, then the
-worst auto/best ratios over all cells. ``--csv PATH`` writes every cell, with the whole ladder's times.
+fixed time (flagged when above 1.05), the library default's time (``batch_size``'s default of ``removal_curve``,
+256, clipped to B·F like the ladder) over the best fixed time, the best bare size and time, and
+``t_bare(best) / t_fixed(best)``, the metric's usual ratio to bare passes (1.0 is the limit). Printed as a
+Markdown table ready for RESULTS.md, then the worst auto/best and default/best ratios over all cells.
+``--csv PATH`` writes every cell, with the whole ladder's times; ``--from-csv PATH`` prints the table and summary
+of such a file again without timing anything.
 
     python benchmarks/autobatch_sweep.py [--models small_cnn resnet18 vit] [--sizes 32 64 224] [--threads 1 2]
                                          [--device cpu|cuda] [--scale 1] [--fractions 21] [--repeats 5]
                                          [--ladder 8 16 ...] [--csv PATH] [--quick]
+    python benchmarks/autobatch_sweep.py --from-csv PATH
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ import collections
 import copy
 import csv
 import datetime
+import inspect
 import os
 import sys
 import time
@@ -83,8 +88,10 @@ LIMIT = 1.05
 """auto/best fixed above this is flagged (the issue's "never loses more than 5 %")."""
 QUICK_B, QUICK_LADDER, QUICK_SIZES, QUICK_THREADS = 4, (16, 64), (16, 32), (1,)
 COLUMNS = ("date", "device", "model", "px", "threads", "inputs B×F", "best fixed bs", "t best fixed", "auto bs",
-           "t auto first", "t auto cached", "first / best", "cached / best", "best bare bs", "t best bare",
-           "ratio bare(best) / fixed(best)", "> 5 %")
+           "t auto first", "t auto cached", "first / best", "cached / best", "default / best", "best bare bs",
+           "t best bare", "ratio bare(best) / fixed(best)", "> 5 %")
+DEFAULT = inspect.signature(fl.perturb.removal_curve).parameters["batch_size"].default
+"""The library's default batch size (read from the signature, not assumed)."""
 
 
 def patch_size(size: int) -> int:
@@ -202,6 +209,14 @@ def run_cell(model: nn.Module, name: str, size: int, threads: int, n: int, n_fra
     }
 
 
+def default_ratio(row: dict[str, object]) -> float:
+    """The time at the library default (clipped to B·F, as the ladder is) over the best fixed time, read from the
+    ladder's times (``fixed_s_by_bs``); NaN when the ladder lacks that size."""
+    times = {int(b): float(t) for b, t in (part.split(":") for part in str(row["fixed_s_by_bs"]).split())}
+    size = min(DEFAULT, int(row["inputs"])) if isinstance(DEFAULT, int) else None
+    return times[size] / float(row["t_best_fixed_s"]) if size in times else float("nan")
+
+
 def ms(seconds: float) -> str:
     return f"{seconds * 1e3:,.1f} ms"
 
@@ -211,7 +226,7 @@ def markdown_row(row: dict[str, object]) -> str:
     cells = (row["date"], row["device"], row["model"], row["px"], row["threads"],
              f"{row['B']} × {row['F']} = {row['inputs']:,}", row["best_fixed_bs"], ms(row["t_best_fixed_s"]),
              row["auto_bs"], ms(row["t_auto_first_s"]), ms(row["t_auto_cached_s"]), f"{row['ratio_first']:.3f}",
-             f"{row['ratio_cached']:.3f}", row["best_bare_bs"], ms(row["t_best_bare_s"]),
+             f"{row['ratio_cached']:.3f}", f"{default_ratio(row):.3f}", row["best_bare_bs"], ms(row["t_best_bare_s"]),
              f"{row['ratio_bare_fixed']:.3f}", flags or "-")
     return "| " + " | ".join(str(c) for c in cells) + " |"
 
@@ -232,9 +247,16 @@ def summary(rows: list[dict[str, object]]) -> str:
     worst_cached = max(rows, key=lambda r: r["ratio_cached"])
     n_first = sum(bool(r["over_first"]) for r in rows)
     n_cached = sum(bool(r["over_cached"]) for r in rows)
+    known = [r for r in rows if default_ratio(r) == default_ratio(r)]
+    default = ""
+    if known:
+        worst_default = max(known, key=default_ratio)
+        n_default = sum(default_ratio(r) > LIMIT for r in known)
+        default = (f"; default ({DEFAULT}) / best fixed: worst {default_ratio(worst_default):.3f} "
+                   f"({where(worst_default)}), cells over {LIMIT:.2f}: {n_default} of {len(known)}")
     return (f"worst ratio auto / best fixed over {len(rows)} cells: first call {worst_first['ratio_first']:.3f} "
             f"({where(worst_first)}), cached {worst_cached['ratio_cached']:.3f} ({where(worst_cached)}); "
-            f"cells over {LIMIT:.2f}: first call {n_first}, cached {n_cached}")
+            f"cells over {LIMIT:.2f}: first call {n_first}, cached {n_cached}{default}")
 
 
 def write_csv(rows: list[dict[str, object]], path: Path) -> None:
@@ -243,6 +265,26 @@ def write_csv(rows: list[dict[str, object]], path: Path) -> None:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+
+
+def read_csv(path: Path) -> list[dict[str, object]]:
+    """The rows :func:`write_csv` wrote, with their numbers and flags typed again."""
+    ints = {"px", "threads", "B", "F", "inputs", "repeats", "best_fixed_bs", "auto_bs", "best_bare_bs"}
+    rows = []
+    with path.open(newline="") as f:
+        for raw in csv.DictReader(f):
+            row: dict[str, object] = dict(raw)
+            for key, value in raw.items():
+                if key in ints:
+                    row[key] = int(value)
+                elif key.startswith(("t_", "ratio_")):  # peak_mib_* stay as written ("-" on a CPU)
+                    row[key] = float(value)
+                elif key.startswith("over_"):
+                    row[key] = value == "True"
+            rows.append(row)
+    if not rows:
+        raise SystemExit(f"--from-csv {path}: no rows")
+    return rows
 
 
 def positive(kind: type) -> Callable[[str], int | float]:
@@ -273,6 +315,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         f"{' '.join(map(str, QUICK_LADDER))}), clipped to B·F")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--csv", type=Path, default=None, help="write every cell to this CSV file")
+    p.add_argument("--from-csv", type=Path, default=None,
+                   help="print the table and summary of a CSV written by --csv, timing nothing")
     p.add_argument("--quick", action="store_true",
                    help=f"smoke run: B = {QUICK_B}, a ladder of two sizes, 1 repeat, no warm-up round, image sizes "
                         f"{' '.join(map(str, QUICK_SIZES))} and 1 thread unless given")
@@ -294,6 +338,12 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, object]]:
     """Run the sweep's cells, print each as it ends, then the Markdown table and the summary; returns the rows.
     Restores the caller's torch thread count and leaves the global RNG as it was."""
     args = parse_args(argv)
+    if args.from_csv is not None:
+        rows = read_csv(args.from_csv)
+        print_table(rows)
+        print()
+        print(summary(rows))
+        return rows
     device = torch.device(args.device)
     if device.type == "cuda":
         if not torch.cuda.is_available():

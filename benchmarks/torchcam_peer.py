@@ -140,11 +140,12 @@ def torchcam_fractions(n_positions: int, steps: int) -> torch.Tensor:
 
 
 def faithlab_deletion_insertion(model: nn.Module, x: torch.Tensor, maps: torch.Tensor, steps: int,
-                                batch_size: int | None = None) -> dict[str, torch.Tensor]:
+                                batch_size: int | str | None = None) -> dict[str, torch.Tensor]:
     """Deletion and insertion as TorchCAM 0.5 computes them, with ``fl.perturb.deletion_insertion``: positions by
     descending map value (ties by lower index), zero baseline, softmax probability of the predicted class, TorchCAM's
     points. x ``(B, C, H, W)``; maps ``(B, 1, H, W)`` or ``(B, H, W)``, one score per pixel position. batch_size None
-    leaves the library's default (it is not passed). Returns the dict of ``deletion_insertion``."""
+    leaves the library's default (it is not passed); an int or ``"auto"`` is passed on. Returns the dict of
+    ``deletion_insertion``."""
     if x.ndim != 4:
         raise ValueError(f"x must be images (B, C, H, W), got shape {tuple(x.shape)}")
     kw = {} if batch_size is None else {"batch_size": batch_size}
@@ -217,7 +218,11 @@ def main() -> None:
                    help="the TorchCAM environment (default $FAITHLAB_TORCHCAM_ENV or ~/.cache/faithlab-bench/"
                         "torchcam-0.5)")
     p.add_argument("--skip-peer", action="store_true", help="faithlab side and bare passes only (no TorchCAM)")
+    p.add_argument("--auto", action="store_true",
+                   help="faithlab at batch_size='auto' (TorchCAM at its default 32); not with --batch-size")
     args = p.parse_args()
+    if args.auto and args.batch_size is not None:
+        p.error("--auto and --batch-size both set faithlab's batch size: give one")
     if args.sweep:
         p.error("--sweep is not offered here: --batch-size N times both sides at N, --bare-sizes sets the bare sweep")
     if args.batch_size is not None and args.batch_size < 1:
@@ -243,8 +248,10 @@ def main() -> None:
     for name, (m, _) in nets.items():
         maps[name], preds[name], nudged[name] = saliency_maps(m, x)
     counts = torchcam_counts(SIZE * SIZE, args.steps)
+    if args.auto:
+        args.batch_size = "auto"   # ours only: TorchCAM's side stays at its default
     ours_bs = "library default" if args.batch_size is None else args.batch_size
-    theirs_bs = 32 if args.batch_size is None else args.batch_size
+    theirs_bs = 32 if args.batch_size in (None, "auto") else args.batch_size
     print(f"device={device} threads={torch.get_num_threads()} B={args.n} digits at {CHANNELS}x{SIZE}x{SIZE} "
           f"(one channel repeated); {len(counts)} points per curve (steps={args.steps}, counts {counts[:3]}…"
           f"{counts[-2:]}); batch size: faithlab {ours_bs}, TorchCAM {theirs_bs}; load {load_start}")

@@ -10,6 +10,7 @@ a literal port of TorchCAM 0.5's deletion/insertion algorithm, one sample and on
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -78,6 +79,18 @@ def test_benchmark_runs_and_reports_a_ratio(script):
         assert proc.stdout.count("TorchCAM's classes = our predictions; fractions equal; curves and AUCs") == 1
 
 
+def test_torchcam_peer_takes_auto_for_our_side():
+    """--auto runs our side at batch_size="auto" (TorchCAM stays at its 32), agreement still checked when the peer
+    environment is there; --auto with --batch-size is refused."""
+    proc = run("torchcam_peer.py", [*TINY["torchcam_peer.py"], "--auto"])
+    assert "batch size: faithlab auto, TorchCAM 32" in proc.stdout and "ratio" in proc.stdout
+    if TORCHCAM:
+        assert proc.stdout.count("TorchCAM's classes = our predictions; fractions equal; curves and AUCs") == 1
+    bad = subprocess.run([sys.executable, str(BENCH / "torchcam_peer.py"), "--auto", "--batch-size", "8"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--auto and --batch-size" in bad.stderr
+
+
 def test_sweep_prints_one_row_per_batch_size():
     proc = run("removal_curve.py", [*TINY["removal_curve.py"], "--n", "40", "--sweep"])   # 120 inputs: 64, 120
     table = proc.stdout[proc.stdout.index("sweep removal_curve"):]
@@ -115,6 +128,28 @@ def test_autobatch_sweep_table_and_auto_choice(capsys):
     assert sum(c * k for c, k in chunks.items()) == row["inputs"]     # auto ran B·F inputs, no more
     assert isinstance(row["auto_bs"], int) and row["auto_bs"] in chunks
     assert isinstance(row["auto_resolve"], int) and row["auto_resolve"] > 0
+    # the default's column needs the ladder's time at min(default, B·F) = 84: this ladder (16, 64) lacks it
+    assert autobatch_sweep.DEFAULT == 256 and math.isnan(autobatch_sweep.default_ratio(row))
+
+
+def test_autobatch_sweep_reprints_its_csv(tmp_path, capsys):
+    """--from-csv gives back the table and summary the timed run printed, from the CSV alone; with the default in
+    the ladder (256, clipped to the 84 inputs) the "default / best" column is its time over the best."""
+    import autobatch_sweep
+
+    path = tmp_path / "sweep.csv"
+    rows = autobatch_sweep.main(["--quick", "--models", "small_cnn", "--sizes", "16", "--ladder", "16", "256",
+                                 "--csv", str(path)])
+    fixed = {int(b): float(t) for b, t in (pair.split(":") for pair in rows[0]["fixed_s_by_bs"].split())}
+    assert autobatch_sweep.default_ratio(rows[0]) == pytest.approx(fixed[84] / rows[0]["t_best_fixed_s"])
+    printed = capsys.readouterr().out
+    again = autobatch_sweep.main(["--from-csv", str(path)])
+    reprinted = capsys.readouterr().out
+    assert [r["model"] for r in again] == [r["model"] for r in rows]
+    table = lambda text: [line for line in text.splitlines() if line.startswith("| ")]  # noqa: E731
+    assert table(reprinted) == table(printed) and len(table(printed)) == 2  # the header and the cell
+    assert autobatch_sweep.summary(again) == autobatch_sweep.summary(rows) in reprinted
+    assert "default (256) / best fixed" in reprinted
 
 
 @pytest.mark.parametrize("script", sorted(PAPER_SMOKE))
