@@ -158,6 +158,31 @@ def _fold_wide_outputs(app, doctree):
             node.replace_self(nodes.raw("", folded, format="html"))
 
 
+RECORD_PAGES = {"speed"}  # pages that include benchmarks/RESULTS.md, whose record tables run wide
+
+
+def _fold_wide_tables(app, doctree):
+    """On a page that includes the benchmarks' record (:data:`RECORD_PAGES`), every Markdown table too wide for the
+    column or too long (:func:`faithlab.study.pages.should_fold`) is folded into a dropdown, as a notebook's wide
+    outputs are; the prose around it stays open."""
+    if app.env.docname not in RECORD_PAGES:
+        return
+    for table in list(doctree.findall(nodes.table)):
+        rows = [[entry.astext() for entry in row.findall(nodes.entry)] for row in table.findall(nodes.row)]
+        if len(rows) < 2:
+            continue
+        width = max(len(r) for r in rows)
+        rows = [r + [""] * (width - len(r)) for r in rows]
+        frame = pd.DataFrame(rows[1:], columns=range(width)).set_axis(rows[0], axis=1)
+        reason = pages.should_fold(frame, max_rows=40)
+        if reason is None:
+            continue
+        parent, at = table.parent, table.parent.index(table)
+        parent.insert(at + 1, nodes.raw("", "</div></details>", format="html"))
+        parent.insert(at, nodes.raw("", f'<details class="fl-fold"><summary>Table ({html.escape(reason)}): open'
+                                        '</summary><div class="fl-fold-body">', format="html"))
+
+
 def _no_numbers(app, config):
     """No automatic "Fig. N"/"Table N": the captions name the paper's figure ("paper Fig. 4 ↔ ours"), and Sphinx's
     own numbers beside them read as the paper's. sphinx-jupyterbook-latex switches numfig on when the configuration
@@ -168,6 +193,7 @@ def _no_numbers(app, config):
 def setup(app):
     app.connect("config-inited", _no_numbers, priority=900)
     app.connect("doctree-read", _fold_wide_outputs)
+    app.connect("doctree-read", _fold_wide_tables)
     app.add_directive("csv-table", ReadableCSVTable, override=True)
     app.add_directive("fl-glance", Glance)
     app.add_directive("fl-setup", Setup)
