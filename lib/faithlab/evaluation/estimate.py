@@ -19,6 +19,7 @@ from torch import nn
 
 from faithlab.evaluation.loop import _choose
 from faithlab.metrics.registry import METRICS
+from faithlab.perturb.autobatch import BatchSize
 
 __all__ = ["estimate"]
 
@@ -69,7 +70,7 @@ def _probe(shape, b: int, n_classes: int, explainers, metrics, finetuned: bool, 
 
 def estimate(shape: Sequence[int], *, n_classes: int, explainers: Sequence[str] = ("explainer",),
              metrics: Sequence[str] | None = None, finetuned: bool = False, explainer: bool = False,
-             kfold: int = 0, chunk_size: int | None = None, batch_size: int = 256, **options):
+             kfold: int = 0, chunk_size: int | None = None, batch_size: BatchSize = 256, **options):
     """The work of ``fl.evaluate`` on ``shape[0]`` samples of shape ``shape[1:]`` (e.g. ``(100, 3, 224, 224)``), per
     metric group and explainer, before any real model runs → DataFrame with ``group``, ``metrics`` (their labels),
     ``explainer`` ("all" for work shared by every explainer), ``forward_inputs`` (inputs through the model, the

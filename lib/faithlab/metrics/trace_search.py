@@ -32,6 +32,7 @@ from faithlab.metrics import trace as T
 from faithlab.metrics.trace import _check_trajectory, _curves, _outputs, _Setup, _setup
 from faithlab.perturb import orders as _orders
 from faithlab.perturb import Output
+from faithlab.perturb.autobatch import BatchSize
 from faithlab.perturb.references import Reference
 
 __all__ = ["OBJECTIVES", "T0", "ITERATIONS", "PAPER_ITERATIONS", "Search", "objective_value", "greedy", "anneal",
@@ -79,7 +80,7 @@ def objective_value(lerf: torch.Tensor, morf: torch.Tensor, objective: str) -> t
 
 
 def greedy(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le", reference: Reference = "zero",
-           output: Output = "prob", target: torch.Tensor | None = None, batch_size: int = 256) -> Search:
+           output: Output = "prob", target: torch.Tensor | None = None, batch_size: BatchSize = 256) -> Search:
     """TRACE-Greedy (spec §5.3): from the full image, repeatedly delete the remaining patch whose deletion leaves
     the highest (``"le"``) or lowest (``"mo"``) output, ties by the smaller patch id.
 
@@ -141,7 +142,7 @@ def _swap(tau: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor
 def anneal(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-mo",
            init: Search | torch.Tensor | None = None, iterations: int = ITERATIONS, t0: float | None = None,
            eta: float = 0.999, generator: torch.Generator | int | None = None, reference: Reference = "zero",
-           output: Output = "prob", target: torch.Tensor | None = None, batch_size: int = 256,
+           output: Output = "prob", target: torch.Tensor | None = None, batch_size: BatchSize = 256,
            incremental: bool = True, sample_index: torch.Tensor | None = None,
            progress: bool | None = None) -> Search:
     """TRACE-SA (spec §5.4): simulated annealing over trajectories with the swap neighbourhood.
@@ -445,7 +446,7 @@ def _result(model: Callable, x: torch.Tensor, s: _Setup, output: Output, chain: 
 
 def complete_search(model: Callable, x: torch.Tensor, *, edge: int = 4, reference: Reference = "zero",
                     output: Output = "prob", target: torch.Tensor | None = None,
-                    batch_size: int = 256) -> dict[str, torch.Tensor]:
+                    batch_size: BatchSize = 256) -> dict[str, torch.Tensor]:
     """Complete search (CS, spec §5.5): the output after deleting every subset of the t patches, reduced per
     subset size k → ``{"min": (B, t + 1), "max": (B, t + 1)}``.
 
@@ -475,7 +476,7 @@ def complete_search(model: Callable, x: torch.Tensor, *, edge: int = 4, referenc
 def random_deletion_curves(model: Callable, x: torch.Tensor, *, edge: int, n_orders: int,
                            generator: torch.Generator | int | None, reference: Reference = "zero",
                            output: Output = "prob", target: torch.Tensor | None = None,
-                           batch_size: int = 256, sample_index: torch.Tensor | None = None) -> torch.Tensor:
+                           batch_size: BatchSize = 256, sample_index: torch.Tensor | None = None) -> torch.Tensor:
     """The random deletion test (Fig. 4, spec §5.6): deletion curves along ``n_orders`` uniformly random orders per
     image → ``(B, n_orders, t + 1)``; plot the mean against k/t for several ``edge`` values and references. The
     orders are keyed to the sample: image i's come from a stream keyed by a root seed drawn from ``generator`` and
