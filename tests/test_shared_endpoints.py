@@ -209,3 +209,21 @@ def test_the_sharing_hook_sees_each_shared_pass_once_and_returns_its_value():
         torch.testing.assert_close(first[key], plain[key])
         torch.testing.assert_close(again[key][:, 0], plain[key][:, 0])  # same end points
         torch.testing.assert_close(again[key][:, -1], plain[key][:, -1])
+
+
+def test_saco_and_mu_fidelity_read_the_shared_clean_pass():
+    """SaCo's K group removals and μF's subsets need p(target | x): inside a sharing block they read the one clean
+    pass (with the prediction when target is None) instead of sending x again; the scores are those of the calls
+    outside a block."""
+    torch.manual_seed(0)
+    model = Counting(small_cnn(in_channels=1, side=6, n_classes=3))
+    x, a = torch.rand(4, 1, 6, 6), torch.rand(4, 1, 6, 6)
+    alone_saco = fl.metrics.saco(model, x, a, k=3)
+    alone_mu = fl.metrics.mu_fidelity(model, x, a, n_subsets=5, generator=0)
+    model.inputs = 0
+    with P.sharing():
+        saco = fl.metrics.saco(model, x, a, k=3)
+        mu = fl.metrics.mu_fidelity(model, x, a, n_subsets=5, generator=0)
+    assert model.inputs == 4 + 4 * 3 + 4 * 5  # one clean pass for both, then K removals and the subsets
+    torch.testing.assert_close(saco, alone_saco)
+    torch.testing.assert_close(mu, alone_mu)

@@ -70,11 +70,11 @@ def mu_fidelity_details(model: Callable, x: torch.Tensor, attributions: torch.Te
     seeds = perturb.sample_seeds(generator, sample_index, x.shape[0], why="to draw the subsets")
     if isinstance(reference, torch.Tensor):   # x's rank; rows are sliced per block only if it has one per sample
         reference = perturb.make_reference(x, reference)
-    if target is None:
-        target = _predicted(model, x, batch_size)
-    clean = perturb.removal_outputs(model, x, torch.zeros(x.shape[0], units.n, dtype=torch.bool, device=x.device),
-                                    units=units, reference=reference, output=output, target=target,
-                                    batch_size=batch_size)
+    # the clean read-out and (target None) the prediction come from one clean pass, the one fl.evaluate's other
+    # metrics share inside its perturb.sharing() block
+    run = perturb.Removal(model, x, units=units, reference=reference, output=output, target=target,
+                          batch_size=batch_size)
+    target, clean = run.target, run.clean()
     sums = torch.empty(x.shape[0], n_subsets, dtype=torch.float64, device=x.device)
     drops = torch.empty_like(sums)
     every = torch.ones(1, units.n, dtype=torch.bool, device=x.device)

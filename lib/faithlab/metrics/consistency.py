@@ -39,7 +39,7 @@ def saco_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
     ŷ on the clean x (the paper). k: number of groups (≤ number of units).
     reduce: the unit-salience rule, default the signed sum (the paper's s(G) = Σ M_p). reference: what a removed
     unit becomes (``perturb.make_reference``); units: None → pixels (``perturb.default_units``). All B·(K+1) inputs
-    (the clean one and K single-group removals per sample) go through one batched ``perturb.removal_outputs`` call,
+    (the clean one and K single-group removals per sample) go through :class:`perturb.Removal`'s batched passes,
     ``batch_size`` at a time: an int or ``"auto"`` (resolved by that call, see :mod:`faithlab.perturb.autobatch`);
     the scores do not depend on it.
 
@@ -54,7 +54,6 @@ def saco_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
     n = units.n
     if k > n:
         raise ValueError(f"k must be at most the number of units ({n}), got {k}")
-    b = scores.shape[0]
     ranks = perturb.ranks(perturb.order(scores, "morf"))  # 0 = most salient; ties by lower unit id
     groups = torch.div(ranks * k, n, rounding_mode="floor")  # (B, n), near-equal groups
     ids = torch.arange(k, device=scores.device)
@@ -62,10 +61,12 @@ def saco_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
     # s(G_i): the group mean (offset-invariant with unequal groups), in float64 so the differences w do not lose
     # digits to a large offset
     salience = (member * scores.double()[:, None, :]).sum(-1) / member.sum(-1)
-    removed = torch.cat([torch.zeros(b, 1, n, dtype=torch.bool, device=member.device), member], dim=1)
-    out = perturb.removal_outputs(model, x, removed, units=units, reference=reference, output="prob", target=target,
-                                  batch_size=batch_size)  # NaN/inf logits raise here, naming the samples
-    prob, drop = out[:, 0], out[:, :1] - out[:, 1:]
+    run = perturb.Removal(model, x, units=units, reference=reference, output="prob", target=target,
+                          batch_size=batch_size)
+    # the clean pass (shared with fl.evaluate's other metrics inside its perturb.sharing() block), then the K
+    # single-group removals; NaN/inf logits raise, naming the samples
+    prob = run.clean()
+    drop = prob[:, None] - run.outputs(member)
     i, j = torch.triu_indices(k, k, offset=1, device=scores.device)
     w = salience[:, i] - salience[:, j]
     signed = torch.where(drop[:, i] >= drop[:, j], w, -w).sum(1)
