@@ -37,7 +37,7 @@ import quantus
 import torch
 from torch import nn
 
-from _peer_models import SmallCNN  # this folder (the script runs from it): the models both peers rebuild
+from _peer_common import Recorder, SmallCNN, bare, sync  # this folder (the script runs from it)
 
 
 def build(spec: dict) -> nn.Module:
@@ -46,30 +46,6 @@ def build(spec: dict) -> nn.Module:
     if spec["arch"] == "linear":
         return nn.Sequential(nn.Flatten(), nn.Linear(spec["features"], spec["n_classes"]))
     raise ValueError(f"unknown arch {spec['arch']!r}")
-
-
-class Recorder(nn.Module):
-    """Passes inputs to the model and keeps a copy of each (to replay them as bare forward passes)."""
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model, self.seen = model, []
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.seen.append(x.detach().clone())
-        return self.model(x)
-
-
-def sync(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
-
-
-def bare(model: nn.Module, inputs: torch.Tensor, batch_size: int) -> None:
-    """Bare forward passes, ``batch_size`` per call, each chunk copied afresh (as the project side does)."""
-    with torch.no_grad():
-        for start in range(0, inputs.shape[0], batch_size):
-            model(inputs[start:start + batch_size].clone())
 
 
 def timed(fns: dict, device: str, repeats: int) -> tuple[dict, dict]:

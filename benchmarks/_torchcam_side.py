@@ -37,7 +37,7 @@ import torchvision
 from torch import nn
 from torchcam.metrics import DeletionInsertionMetric, _resize_cam
 
-from _peer_models import SmallCNN  # this folder (the script runs from it): the models both peers rebuild
+from _peer_common import Recorder, SmallCNN, bare, replay, sync  # this folder (the script runs from it)
 
 
 def build(spec: dict) -> nn.Module:
@@ -71,37 +71,6 @@ class Precomputed:
     @contextlib.contextmanager
     def _hooks_off(self):
         yield
-
-
-class Recorder(nn.Module):
-    """Passes inputs to the model and keeps a copy of each call's input."""
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model, self.seen = model, []
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.seen.append(x.detach().clone())
-        return self.model(x)
-
-
-def sync(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
-
-
-def replay(model: nn.Module, calls: list[torch.Tensor]) -> None:
-    """Bare forward passes in the very calls TorchCAM made, each input copied afresh (as the project side does)."""
-    with torch.no_grad():
-        for inputs in calls:
-            model(inputs.clone())
-
-
-def bare(model: nn.Module, inputs: torch.Tensor, batch_size: int) -> None:
-    """Bare forward passes, ``batch_size`` per call, each chunk copied afresh (as the project side does)."""
-    with torch.no_grad():
-        for start in range(0, inputs.shape[0], batch_size):
-            model(inputs[start:start + batch_size].clone())
 
 
 def timed(fns: dict, device: str, repeats: int) -> dict:

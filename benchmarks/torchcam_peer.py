@@ -64,6 +64,7 @@ import torchvision
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _peer_common import Recorder, replay  # noqa: E402
 from _timing import batched_forward, digits, parser, setup, timed  # noqa: E402
 from quantus_peer import untied  # noqa: E402
 
@@ -152,25 +153,6 @@ def faithlab_deletion_insertion(model: nn.Module, x: torch.Tensor, maps: torch.T
     fractions = torchcam_fractions(x.shape[2] * x.shape[3], steps)
     return fl.perturb.deletion_insertion(model, x, maps, fractions, order="morf", reduce="sum", reference="zero",
                                          output="prob", target=None, **kw)
-
-
-class Recorder(nn.Module):
-    """Passes inputs to the model and keeps a copy of each call's input (to count them and replay them bare)."""
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model, self.seen = model, []
-
-    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
-        self.seen.append(inputs.detach().clone())
-        return self.model(inputs)
-
-
-def replay(model: nn.Module, calls: list[torch.Tensor]) -> None:
-    """Bare forward passes in the very calls a metric made, each input copied afresh (as ``batched_forward``)."""
-    with torch.no_grad():
-        for inputs in calls:
-            model(inputs.clone())
 
 
 def build_models(names: list[str], width: int, device: torch.device) -> dict[str, tuple[nn.Module, dict]]:
