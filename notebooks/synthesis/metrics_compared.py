@@ -288,7 +288,9 @@ out.figure(fig, "meta_evaluation")
 # ## 3. Cost
 # Model inputs and milliseconds per image and explainer for every metric at this book's settings (the forward
 # passes the metric needs; S_avg also explains neighbours and ReCo/MeGe k models, which `fl.evaluate` counts as
-# explained inputs). Metrics computed together share one cost.
+# explained inputs). Metrics computed together share one cost. The clean images and the fully removed ones, which
+# every metric and explainer read, go through the model once per image and are not in these rows
+# (`fl.evaluation.cost` lists them as "clean" and "fully removed").
 
 # %%
 cost = syn.cost_per_metric(frames[meta_setup])
