@@ -204,6 +204,35 @@ def test_canvas_mask_boxes_and_colours_are_ground_truth():
         assert (y0, y1, x0, x1) == (rows.min(), rows.max() + 1, cols.min(), cols.max() + 1)
 
 
+def test_canvas_clutter_adds_digit_fragments_outside_the_mask_only():
+    clean = D.canvas_digits(split="test", size=24, r=0.15, seed=2, n=48)
+    cluttered = D.canvas_digits(split="test", size=24, r=0.15, seed=2, n=48, clutter=3)
+    for name in ("y", "mask", "boxes", "fraction", "source_index"):  # the digit, its place and label are unchanged
+        assert torch.equal(getattr(clean, name), getattr(cluttered, name)), name
+    assert cluttered.info["clutter"] == 3 and clean.info["clutter"] == 0
+
+    def raw(d):
+        return (d.x * torch.tensor(d.info["std"])[None, :, None, None]
+                + torch.tensor(d.info["mean"])[None, :, None, None]).permute(0, 2, 3, 1)
+
+    a, b = raw(clean), raw(cluttered)
+    assert torch.allclose(a[clean.mask], b[clean.mask], atol=1e-5)  # the digit keeps its colour
+    fragments = 0
+    for i in range(len(clean)):
+        fg, bg = a[i][clean.mask[i]][0], a[i][~clean.mask[i]][0]
+        outside = b[i][~clean.mask[i]]
+        is_fg = (outside - fg).abs().max(1).values < 1e-5
+        is_bg = (outside - bg).abs().max(1).values < 1e-5
+        assert bool((is_fg | is_bg).all())  # still two flat colours: fragments are painted in the digit's colour
+        fragments += int(is_fg.sum())
+    # 3 fragments of about a quarter of a digit each, minus overlaps with the digit and each other
+    assert 0.25 < fragments / int(clean.mask.sum()) < 0.75
+    assert torch.equal(cluttered.x, D.canvas_digits(split="test", size=24, r=0.15, seed=2, n=48, clutter=3).x)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="clutter"):
+            D.canvas_digits(clutter=bad)
+
+
 def test_canvas_few_class_remap_determinism_and_errors():
     two = D.canvas_digits(classes=[0, 1], r=0.2, seed=0)
     three = D.canvas_digits(classes=[5, 1, 2], r=0.2, seed=0, color=False)

@@ -95,6 +95,10 @@ def test_canvas_models_overrides_and_settings():
                                                                                      (4, 3e-3, 64, 1)]
     with pytest.raises(TypeError, match="image_epochs"):
         CanvasModels(image_epochs=3)
+    cluttered = CanvasModels(image_size=24, clutter=3)  # the clutter enters the data and its key; 0 stays out of both
+    assert cluttered.data_key(0) == {"dataset": "canvas_digits", "n": 6000, "size": 24, "r": 0.3, "color": True,
+                                     "seed": 0, "clutter": 3}
+    assert cluttered.load(0)[1].info["clutter"] == 3 and "clutter" not in CanvasModels().canvas(0)
 
 
 class _Stop(Exception):

@@ -31,15 +31,15 @@ def digits_vit(*, image_size: int = 16, patch_size: int = 4, dim: int = 48, dept
 
 
 def canvas_classifier(*, image_size: int = 16, r: float = 0.3, color: bool = False, n_train: int | None = None,
-                      model_name: str = "small_cnn", width: float = 16, n_epochs: int = 8, seed: int = 0,
-                      device: str | torch.device = "cpu"):
+                      model_name: str = "small_cnn", width: float = 16, n_epochs: int = 8, clutter: int = 0,
+                      seed: int = 0, device: str | torch.device = "cpu"):
     """Classifier of the F-Fidelity image chapter on canvas digits → ``(model, history, train_data, test_data)``.
 
-    Digits covering a fraction ``r`` of an ``image_size``² canvas (grey or coloured), ``n_train`` training images
-    (None: all); ``model_name`` "small_cnn" (or "resnet9") of ``width``; Adam lr 3e-3, batch 64, best test epoch
-    kept. ``history`` feeds :func:`ffidelity_finetune`.
+    Digits covering a fraction ``r`` of an ``image_size``² canvas (grey or coloured; ``clutter`` fragments of other
+    digits per canvas), ``n_train`` training images (None: all); ``model_name`` "small_cnn" (or "resnet9") of
+    ``width``; Adam lr 3e-3, batch 64, best test epoch kept. ``history`` feeds :func:`ffidelity_finetune`.
     """
-    canvas = {"size": image_size, "r": r, "color": color, "seed": seed}
+    canvas = {"size": image_size, "r": r, "color": color, "seed": seed, **({"clutter": clutter} if clutter else {})}
     train_data = data.load("canvas_digits", split="train", n=n_train, **canvas)
     test_data = data.load("canvas_digits", split="test", **canvas)
     model_config = {"in_channels": 3 if color else 1, "n_classes": 10, "width": width}

@@ -179,9 +179,12 @@ def _fitted_digits(size: int, r: float) -> tuple[torch.Tensor, ...]:
 
 
 def _render_canvas(
-    source: torch.Tensor, size: int, r: float, color: bool, g: torch.Generator
+    source: torch.Tensor, size: int, r: float, color: bool, g: torch.Generator, clutter: int = 0,
+    clutter_g: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Digits (indices into sklearn's) → (x (N, C, size, size) in [0, 1], mask (N, size, size) bool, boxes (N, 4))."""
+    """Digits (indices into sklearn's) → (x (N, C, size, size) in [0, 1], mask (N, size, size) bool, boxes (N, 4)).
+    With ``clutter_g``, ``clutter`` fragments of other digits are painted in the digit's colour (:func:`_clutter`);
+    they come from their own stream, so placements, colours and masks are those of the clean canvases."""
     fitted = _fitted_digits(size, r)
     patches = [fitted[i] for i in source.tolist()]
     n = len(patches)
@@ -196,13 +199,33 @@ def _render_canvas(
     y0, x0 = rows.int().argmax(1), cols.int().argmax(1)
     y1, x1 = size - rows.flip(1).int().argmax(1), size - cols.flip(1).int().argmax(1)
     boxes = torch.stack([x0, y0, x1, y1], 1)
-    return _paint(mask[:, None].float(), color, g), mask, boxes
+    ink = mask if clutter_g is None else mask | _clutter(source, fitted, size, clutter, clutter_g)
+    return _paint(ink[:, None].float(), color, g), mask, boxes
+
+
+def _clutter(source: torch.Tensor, fitted: tuple[torch.Tensor, ...], size: int, k: int,
+             g: torch.Generator) -> torch.Tensor:
+    """Clutter (N, size, size) bool of ``k`` fragments per canvas, as in cluttered translated MNIST (Mnih et al.,
+    2014): each a random window of half the height and width (rounded up) of another digit of the split (fitted to
+    the same r), placed uniformly at random. A loop over N·k small crops, once per split (the result is cached)."""
+    n = source.numel()
+    others = source[torch.randint(n, (n, k), generator=g)]
+    u = torch.rand(n, k, 4, generator=g)
+    out = torch.zeros(n, size, size, dtype=torch.bool)
+    for i in range(n):
+        for j in range(k):
+            p = fitted[int(others[i, j])]
+            h, w = -(-p.shape[0] // 2), -(-p.shape[1] // 2)
+            sy, sx = int(u[i, j, 0] * (p.shape[0] - h + 1)), int(u[i, j, 1] * (p.shape[1] - w + 1))
+            ty, tx = int(u[i, j, 2] * (size - h + 1)), int(u[i, j, 3] * (size - w + 1))
+            out[i, ty : ty + h, tx : tx + w] |= p[sy : sy + h, sx : sx + w]
+    return out
 
 
 @functools.lru_cache(maxsize=4)
 def _canvas_part(
     seed: int, size: int, r: float, classes: tuple[int, ...], color: bool, test_fraction: float, part: str,
-    n: int | None,
+    n: int | None, clutter: int = 0,
 ) -> tuple[torch.Tensor, ...]:
     """Unnormalised canvas images of one split (cached: the test split needs the train statistics)."""
     _, labels, source, _ = _digit_source(classes, None)
@@ -211,13 +234,14 @@ def _canvas_part(
         g = generator(seed, "canvas-sample", part)
         reps = -(-n // idx.numel())
         idx = idx[torch.cat([torch.randperm(idx.numel(), generator=g) for _ in range(reps)])[:n]]
-    x, mask, boxes = _render_canvas(source[idx], size, r, color, generator(seed, "canvas", part))
+    x, mask, boxes = _render_canvas(source[idx], size, r, color, generator(seed, "canvas", part), clutter,
+                                    generator(seed, "canvas-clutter", part) if clutter else None)
     return x, mask, boxes, labels[idx], source[idx]
 
 
 def canvas_digits(*, split: str = "train", seed: int = 0, size: int = 32, r: float = 0.2,
                   n_classes: int | None = None, classes: Sequence[int] | None = None, color: bool = True,
-                  n: int | None = None, test_fraction: float = 0.2) -> TensorData:
+                  n: int | None = None, test_fraction: float = 0.2, clutter: int = 0) -> TensorData:
     """Digits on a size×size canvas, scaled so that the digit's foreground covers a fraction ``r`` of the image.
 
     For F-Fidelity's explanation-size plateau (spec §1.10: the digit is tier T_1 of |T_1| = r·n pixels), few-class
@@ -232,6 +256,11 @@ def canvas_digits(*, split: str = "train", seed: int = 0, size: int = 32, r: flo
     at random. Images are crisp: pixel = bg + mask·(fg − bg) with random colours independent of the label
     (``color=False``: 1 channel, 0 background, 1 digit), then normalised per channel with the train split's
     statistics (one canvas per train digit).
+    ``clutter`` = k > 0 adds k fragments of other digits of the split to every canvas, in the digit's colour, as
+    cluttered translated MNIST (Mnih et al., 2014): each a random window of half the height and width of a digit
+    fitted to the same r, placed at random (overlaps allowed). A harder task: the classifier must find the whole
+    digit among look-alike strokes. ``mask``, ``boxes`` and ``fraction`` stay the digit's; the placements, colours
+    and labels are those of ``clutter=0`` (the fragments have their own random stream).
     Split: stratified 80/20 over sklearn's digits as in :func:`digits`. ``classes=[0, 1]`` → N=2 classes,
     relabelled 0..N-1 in that order. ``n``: number of canvases (source digits of the split reused in random order,
     each with a fresh placement and colour); default one per digit of the split.
@@ -247,10 +276,12 @@ def canvas_digits(*, split: str = "train", seed: int = 0, size: int = 32, r: flo
         raise ValueError(f"r must lie in (0, 1) and cover at least one of the {size}x{size} pixels, got {r}")
     if n is not None:
         _validate.positive_int(n, "n")
+    if isinstance(clutter, bool) or not isinstance(clutter, int) or clutter < 0:
+        raise ValueError(f"clutter must be a non-negative integer (fragments per canvas), got {clutter!r}")
     classes = tuple(_digit_source(classes, n_classes)[3])
     key = (seed, size, r, classes, color, test_fraction)
-    x_train = _canvas_part(*key, "train", None)[0]
-    x, mask, boxes, labels, source = _canvas_part(*key, split, n)
+    x_train = _canvas_part(*key, "train", None, clutter)[0]
+    x, mask, boxes, labels, source = _canvas_part(*key, split, n, clutter)
     x, mean, std = _standardize(x_train, x)
     fraction = mask.float().mean(dim=(1, 2))
     if abs(fraction.mean().item() - r) > 0.02:
@@ -259,6 +290,7 @@ def canvas_digits(*, split: str = "train", seed: int = 0, size: int = 32, r: flo
     info = dict(
         name="canvas_digits", n_classes=len(classes), class_names=[str(c) for c in classes], classes=list(classes),
         mean=mean, std=std, split=split, seed=seed, size=size, r=r, color=color, n=n, test_fraction=test_fraction,
+        clutter=clutter,
     )
     extras = {"boxes": boxes.clone(), "fraction": fraction, "source_index": source.clone()}
     return TensorData(x, labels.clone(), mask.clone(), info, extras)

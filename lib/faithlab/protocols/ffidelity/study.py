@@ -322,10 +322,10 @@ class CanvasModels:
     (``{}``: the defaults; ``-p canvas_models '{n_epochs: 5}'`` for one run); a profile sets them once for the three
     notebooks (a YAML anchor). Unknown names raise TypeError.
 
-    image_size, r, color, n_train: the ``canvas_digits`` data (canvas side in pixels, the digit's share of it,
-    coloured or grey canvases, training images; None: all). model_name, width: the network (``"small_cnn"``,
-    ``"resnet9"``) and its width. n_epochs, n_finetune_epochs, n_roar_epochs: training, F-Fidelity fine-tuning
-    (eq. 5) and ROAR retraining epochs (Adam, batch 64, lr 3e-3, 1e-3 and 3e-3, as
+    image_size, r, color, n_train, clutter: the ``canvas_digits`` data (canvas side in pixels, the digit's share of
+    it, coloured or grey canvases, training images (None: all), fragments of other digits per canvas). model_name,
+    width: the network (``"small_cnn"``, ``"resnet9"``) and its width. n_epochs, n_finetune_epochs, n_roar_epochs:
+    training, F-Fidelity fine-tuning (eq. 5) and ROAR retraining epochs (Adam, batch 64, lr 3e-3, 1e-3 and 3e-3, as
     :func:`faithlab.recipes.canvas_classifier` and :func:`~faithlab.recipes.ffidelity_finetune`).
     """
 
@@ -338,10 +338,13 @@ class CanvasModels:
     n_epochs: int = 30
     n_finetune_epochs: int = 10
     n_roar_epochs: int = 30
+    clutter: int = 0
 
     def canvas(self, seed: int = 0) -> dict:
-        """The ``canvas_digits`` options of :func:`faithlab.data.load` (size, r, color, seed)."""
-        return {"size": self.image_size, "r": self.r, "color": self.color, "seed": seed}
+        """The ``canvas_digits`` options of :func:`faithlab.data.load` (size, r, color, seed; clutter when not 0, so
+        that the cache keys of uncluttered models stay as they were)."""
+        return {"size": self.image_size, "r": self.r, "color": self.color, "seed": seed,
+                **({"clutter": self.clutter} if self.clutter else {})}
 
     def data_key(self, seed: int = 0) -> dict:
         """What identifies the training data in the models' cache keys."""
@@ -384,7 +387,7 @@ class CanvasModels:
         test_data)``: the original model of :meth:`ranking_study` (the same cache entry)."""
         return recipes.canvas_classifier(image_size=self.image_size, r=self.r, color=self.color, n_train=self.n_train,
                                          model_name=self.model_name, width=self.width, n_epochs=self.n_epochs,
-                                         seed=seed, device=device)
+                                         clutter=self.clutter, seed=seed, device=device)
 
     def finetune(self, model: nn.Module, history: dict, train_data, test_data, *, beta: float, seed: int = 0,
                  device: str | torch.device = "cpu") -> nn.Module:
