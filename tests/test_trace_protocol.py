@@ -160,6 +160,23 @@ def test_setup_in_the_paper_profile_loads_the_first_files_and_the_named_models(m
     assert s.y.tolist() == [2, 1] and list(s.models) == ["resnet18", "vgg16"]
     assert s.layers == {"resnet18": "layer4", "vgg16": "features.29"}
     assert list(s.info.model) == ["resnet18", "vgg16"]
+    assert s.reference.shape == (6, 3, 8, 8)  # IBA's statistics: the first n_reference files (all 6 here)
+    small = P.setup([], n_images=2, dataset="imagenet_val", data_dir="/data", torchvision_models=("resnet18",),
+                    n_reference=3)
+    assert small.reference[:, 0, 0, 0].tolist() == [5.0, 4.0, 3.0] and small.x[:, 0, 0, 0].tolist() == [5.0, 4.0]
+
+
+def test_method_maps_give_iba_its_statistics_at_the_layer_it_reads():
+    model, g = small_cnn(2, 8, 3), torch.Generator().manual_seed(4)
+    x, y, data = torch.randn(2, 2, 8, 8, generator=g), torch.tensor([0, 2]), torch.randn(40, 2, 8, 8, generator=g)
+    methods = {"IBA": P.TABLE1_METHODS["IBA"]}
+    with pytest.raises(ValueError, match="statistics_data"):
+        P.method_maps(model, x, y, methods, batch_size=8, generator=0, layer="1")
+    maps = P.method_maps(model, x, y, methods, batch_size=8, generator=0, layer="1", statistics_data=data)
+    stats = fl.explainers.iba_statistics(model, data, layer="1")
+    expected = fl.explainers.explain(model, x, y, method="iba", statistics=stats, layer="1", batch_size=8,
+                                     generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(maps["IBA"], expected)
 
 
 def test_table_layout_is_the_mean_per_reference_model_and_method():

@@ -67,13 +67,16 @@ class TraceModels:
 class Setup:
     """The models and images of a TRACE notebook: ``models`` ``{name: eval-mode model}``, images ``x``
     ``(N, C, H, W)`` and labels ``y`` ``(N,)`` shared by all models, and ``info`` (one row per model: its test
-    accuracy and where it comes from)."""
+    accuracy and where it comes from); ``layers`` the layer each model's Grad-CAM, Excitation Backprop and IBA read
+    (None: the model's ``cam_layer``); ``reference`` the inputs IBA's activation statistics are estimated on
+    (:func:`setup`'s ``n_reference``)."""
 
     models: dict[str, nn.Module]
     x: torch.Tensor
     y: torch.Tensor
     info: pd.DataFrame
     layers: dict[str, str | None]
+    reference: torch.Tensor | None = None
 
 
 def first_by_filename(dataset, n: int) -> list[int]:
@@ -103,7 +106,7 @@ def _torchvision_entry(entry) -> tuple[str, dict]:
 
 def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float = 0.45,
           dataset: str = "canvas_digits", data_dir: str | None = None, torchvision_models: tuple = (),
-          seed: int = 0, device: str | torch.device = "cpu") -> Setup:
+          seed: int = 0, device: str | torch.device = "cpu", n_reference: int = 1000) -> Setup:
     """Stand-ins or the paper's models, and the images they are all evaluated on.
 
     Default (``torchvision_models`` empty): coloured canvas digits of ``image_size``² pixels whose foreground
@@ -115,8 +118,13 @@ def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float
     also be ``{"name": <torchvision name>, "weights_path": <state dict file>, "config": {builder arguments}}``
     (weights read with ``weights_only``, e.g. the ``paper-dry`` profile's random ones); Grad-CAM's layer follows
     the name (:data:`CAM_LAYERS`).
+
+    ``reference`` (IBA's statistics, the authors' "10,000 training images" scaled down): the first ``n_reference``
+    training canvases, or with ``torchvision_models`` the first ``n_reference`` images of ``dataset`` by file name
+    (ImageNet's val split only is read, so they include the evaluated images).
     """
     n_images = _validate.positive_int(n_images, "n_images")
+    n_reference = _validate.positive_int(n_reference, "n_reference")
     trained: dict[str, nn.Module] = {}
     if not torchvision_models:
         if not settings or not all(isinstance(s, dict) and {"name", "model", "width", "n_epochs"} <= set(s)
@@ -125,16 +133,19 @@ def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float
                              f"{settings!r:.200}")
         rows = []
         for s in settings:
-            model, _, _, test = recipes.canvas_classifier(image_size=image_size, r=r, color=True,
+            model, _, train_data, test = recipes.canvas_classifier(image_size=image_size, r=r, color=True,
                                                           model_name=s["model"], width=s["width"],
                                                           n_epochs=s["n_epochs"], seed=seed, device=device)
             trained[s["name"]] = model
             rows.append({"model": s["name"], "architecture": s["model"], "width": s["width"],
                          "epochs": s["n_epochs"], "test accuracy": train.loss_and_accuracy(model, test)["accuracy"]})
         x, y = test.x[:n_images], test.y[:n_images]
+        reference = train_data.x[:n_reference]
     else:
         ds = data.load(dataset, split="test", data_dir=data_dir)
-        chosen = first_by_filename(ds, n_images)
+        chosen = first_by_filename(ds, max(n_images, n_reference))
+        reference = torch.stack([ds[i][0] for i in chosen[:n_reference]])
+        chosen = chosen[:n_images]
         x = torch.stack([ds[i][0] for i in chosen])
         y = torch.tensor([int(ds[i][1]) for i in chosen])
         rows = []
@@ -147,5 +158,5 @@ def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float
                          "test accuracy": train.loss_and_accuracy(model, data.TensorData(x, y),
                                                                   device=device)["accuracy"]})
     layers = {name: CAM_LAYERS.get(name) for name in trained} if torchvision_models else dict.fromkeys(trained)
-    return Setup(trained, x.to(device), y.to(device), pd.DataFrame(rows), layers)
+    return Setup(trained, x.to(device), y.to(device), pd.DataFrame(rows), layers, reference.to(device))
 
