@@ -174,6 +174,36 @@ for key_, value in {"n_test": n_test, "n_seeds": n_seeds, "n_samples": n_samples
     out.glue(key_, value)
 
 # %% [markdown]
+# ## Curves per noise level (the data behind the paper's Tables 14–23)
+# The paper lists, for every data set and model, each method's "+" and "−" scores against the sparsity, one row per
+# noise level ξ. Here they are drawn: one row of panels per model and removal, one column per method; solid lines
+# "+" (the explanation removed), dashed "−" (its complement removed), the colour ξ; means over the test sequences
+# and seeds. A method that sees the explanation fans the colours out in order.
+
+# %%
+curve_figures = []
+for domain, part in curves.groupby("domain", sort=False):
+    names = [m for m in TS_METHODS if m in set(part["method"])]
+    rows = max(1, 8 // len(names))  # at most 8 panels a figure: the models of a domain in figures of `rows`
+    every = list(part["model"].unique())
+    for i in range(0, len(every), rows):
+        curve_figures.append((domain, names, every[i : i + rows], part))
+for n, (domain, names, groups, part) in enumerate(curve_figures):
+    fig, axes = fl.plots.panels(len(groups), len(names), height=1.9, legend="right", sharex=True)
+    for r, group in enumerate(groups):
+        for c, method in enumerate(names):
+            ax = axes[r][c]
+            sel = part[(part["model"] == group) & (part["method"] == method)]
+            fl.plots.curves(sel, x="level", y="score", hue="xi", style="curve", style_order=["+", "−"], band=None,
+                            ax=ax, palette="viridis", legend=(r == 0 and c == 0))
+            ax.set_title(f"{group}: {method}" if c == 0 else method, fontsize="small")
+            ax.set_xlabel("fraction removed" if r == len(groups) - 1 else "")
+            ax.set_ylabel("score" if c == 0 else "")
+    fig.tight_layout()
+    fl.plots.legend_outside(fig, title=fl.plots.label("xi"))
+    out.figure(fig, f"curves_per_level_{n + 1}")
+
+# %% [markdown]
 # ## Macro and micro correlations, micro ranks (Table 1 layout)
 # Cells: our mean ± std (paper's value in parentheses). Paper values: PAM, Table 6 (CNN) for CNN-1D and Table 3
 # (LSTM) for Bi-LSTM, which rank four methods (with ROAR) as we do on series; SST2, Table 4 (LSTM) and Table 7
