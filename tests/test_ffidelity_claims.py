@@ -158,6 +158,9 @@ def test_claim_lerf_near_one_gives_every_verdict(order, xi, expected):
     claim = F.claim_lerf_near_one(corr, null, group="explainer", value="E")
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
     assert claim.claim.startswith("F2 (E)") and "chance range" in claim.premise
+    assert claim.claim.endswith("(Tables 1-2)")
+    table2 = F.claim_lerf_near_one(corr, null, group="explainer", value="E", source="Table 2, cluttered canvases")
+    assert table2.claim.endswith("(Table 2, cluttered canvases)") and table2.verdict == expected
 
 
 def test_claim_lerf_near_one_is_not_testable_at_0_8_with_three_explainers():

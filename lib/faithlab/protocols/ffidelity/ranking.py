@@ -363,9 +363,10 @@ def claim_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
 
 
 def claim_lerf_near_one(correlations: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
-                        target: str = "F-Fidelity", label: str = "F2", reproduced: float = 0.8,
-                        partly: float = 0.5) -> verdicts.Claim:
-    """Claim "the LeRF vs GT macro correlation of ``target`` is ≈ +1" (Tables 1–2) for one ``group == value``.
+                        target: str = "F-Fidelity", label: str = "F2", source: str = "Tables 1-2",
+                        reproduced: float = 0.8, partly: float = 0.5) -> verdicts.Claim:
+    """Claim "the LeRF vs GT macro correlation of ``target`` is ≈ +1" (Tables 1–2; ``source`` ends the claim text)
+    for one ``group == value``.
 
     correlations: :func:`ranking_correlations` (the "Macro Corr." rows); null: :func:`ground_truth_null`. Premise
     and null: the mean macro LeRF vs GT must lie beyond its 95 % chance range under a permuted ground-truth order
@@ -387,7 +388,7 @@ def claim_lerf_near_one(correlations: pd.DataFrame, null: pd.DataFrame, *, group
     table = pd.DataFrame([{group: value, "method": target, "macro LeRF vs GT": observed,
                            "chance low": n.low if n else float("nan"), "chance high": n.high if n else float("nan")}])
     return verdicts.Claim(
-        f"{label} ({value}): {target}'s LeRF vs GT macro correlation is ≈ +1 (Tables 1-2)",
+        f"{label} ({value}): {target}'s LeRF vs GT macro correlation is ≈ +1 ({source})",
         rule=f"the macro LeRF vs GT correlation (mean over seeds): reproduced from {reproduced:g}, partly from "
              f"{partly:g}, else not reproduced",
         premise="null: the correlation must lie beyond its 95 % chance range, "

@@ -28,19 +28,26 @@ def _canvas(params: Mapping) -> CanvasModels:
     return CanvasModels(**params["canvas_models"])
 
 
+def _second(params: Mapping) -> CanvasModels:
+    """The image models of the second data set (Table 2): ``canvas_models`` with the notebook's ``second``."""
+    return CanvasModels(**{**params["canvas_models"], **params["second"]})
+
+
 def _model(name: str, width) -> str:
     """A model in a set-up table: its display name and width (``CNN (width 32)``)."""
     return f"{recipes.DISPLAY_NAMES.get(name, name)} (width {width:g})"
 
 
 SETUP: tuple[Setting, ...] = (
-    Setting("image data", "CIFAR-100, Tiny-ImageNet", "ffidelity/images_ranking",
+    Setting("image data (Table 1)", "CIFAR-100", "ffidelity/images_ranking",
             lambda p: f"{'coloured' if _canvas(p).color else 'grey'} digit canvases, {_canvas(p).image_size} px, "
                       f"{'all' if _canvas(p).n_train is None else format(_canvas(p).n_train, ',')} train"),
-    Setting("image model", "ResNet-9, 100 epochs", "ffidelity/images_ranking",
-            lambda p: f"{_model(_canvas(p).model_name, _canvas(p).width)}, {_canvas(p).n_epochs} epochs"),
-    Setting("fine-tuning, ROAR retraining", "100 epochs, 100 epochs", "ffidelity/images_ranking",
-            lambda p: f"{_canvas(p).n_finetune_epochs} epochs, {_canvas(p).n_roar_epochs} epochs"),
+    Setting("second image data (Table 2)", "Tiny-ImageNet (64 px, 200 classes)", "ffidelity/images_ranking",
+            lambda p: f"cluttered canvases, {_second(p).image_size} px, r = {_second(p).r:g}, "
+                      f"{_second(p).clutter} fragments" if p.get("second") else "not run"),
+    Setting("image model; epochs: training, fine-tuning, ROAR", "ResNet-9; 100, 100, 100", "ffidelity/images_ranking",
+            lambda p: f"{_model(_canvas(p).model_name, _canvas(p).width)}; {_canvas(p).n_epochs}, "
+                      f"{_canvas(p).n_finetune_epochs}, {_canvas(p).n_roar_epochs}"),
     Setting("explainers", "SG-SQ over IG (10 samples), GradCAM", "ffidelity/images_ranking",
             lambda p: ", ".join(f"SG-SQ over IG ({p['sg_samples']} samples, {p['ig_steps']} steps)"
                                 if e == "sg_sq_ig" else {"gradcam": "GradCAM"}.get(e, e) for e in p["explainers"])),
