@@ -305,6 +305,8 @@ _OPTIONS = {
     "sg_sq_ig": {"nt_samples": 3, "n_steps": 4},
     "integrated_gradients": {"n_steps": 8, "baseline": "tensor"},
     "occlusion": {"window": 2, "stride": 1},
+    "iba": {"statistics": ex.iba_statistics(SmallCNN().eval(), torch.randn(40, 2, 6, 6, generator=torch.Generator()
+                                                                           .manual_seed(12))), "steps": 3, "copies": 3},
 }
 
 

@@ -21,8 +21,8 @@ from faithlab.explainers import vit_attention
 B, C, H, W, K = 4, 1, 4, 4, 3
 METHODS = [m for m in ex.available() if not m.startswith("test_")]  # test files may register their own
 VIT = set(vit_attention.METHODS)
-CAM = {"gradcam", "layercam"}
-RANDOM = {"random", "smoothgrad", "smoothgrad_sq", "sg_sq_ig", "expected_gradients", "rise"}
+CAM = {"gradcam", "layercam", "iba"}  # the methods that read a layer of the model (the _Cam model's cam_layer)
+RANDOM = {"random", "smoothgrad", "smoothgrad_sq", "sg_sq_ig", "expected_gradients", "rise", "iba"}
 # the ViT methods that rebuild the logits from the weights (never call model.forward)
 REBUILDS_LOGITS = {"conservative_lrp", *vit_attention.LRP_METHODS}
 
@@ -67,6 +67,9 @@ GOOD_OPTIONS: dict[str, dict] = {
     "expected_gradients": {"background": torch.zeros(2, C, H, W), "n_samples": 2},
     "occlusion": {"window": 2},
     "xrai": {"base": "saliency"},  # PAIR's segmentation runs at 224 × 224 whatever the size: ~0.7 s per image
+    # the bottleneck's statistics of the _Cam model's layer (any copy of it: the bad models keep the layer)
+    "iba": {"statistics": ex.iba_statistics(_model("iba"), torch.randn(16, C, H, W, generator=torch.Generator()
+                                                                       .manual_seed(2))), "steps": 2, "copies": 2},
 }
 
 
