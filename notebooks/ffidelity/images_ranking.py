@@ -148,10 +148,16 @@ accuracy
 # (salient), k background pixels (non-salient) or k random pixels, each replaced by the removal value of the
 # metrics (`fl.protocols.removal_diagnostic`, 5 draws). Background pixels carry no evidence, so accuracy lost to
 # them is the OOD effect F-Fidelity's fine-tuning is meant to absorb. Each setting also removes round(β·n) pixels,
-# F-Fidelity's cap (26 on 16-pixel canvases, more on the larger cluttered ones): the gaps below are read there.
+# F-Fidelity's cap (26 on 16-pixel canvases, more on the larger cluttered ones; at most the fewest digit pixels of
+# an image): the gaps below are read there.
 
 # %%
-KS = {k: sorted({*ood_ks, round(beta * st.x[0, 0].numel())}) for k, st in studies.items()}
+def cap_k(k, st):  # round(β·n), but no more than the fewest digit or background pixels of an image
+    mask = tests[k].mask[:n_test].flatten(1)
+    return min(round(beta * mask.shape[1]), int(mask.sum(1).min()), int((~mask).sum(1).min()))
+
+
+KS = {k: sorted({*ood_ks, cap_k(k, st)}) for k, st in studies.items()}
 diagnostic = pd.concat([fl.protocols.removal_diagnostic(
     {m: st.models[m] for m in ("original", "fine-tuned")}, st.x, st.y, tests[k].mask[:n_test].flatten(1).to(device),
     ks=KS[k], n_draws=5, generator=seed, batch_size=batch_size).assign(setting=LABEL[k])
@@ -229,26 +235,27 @@ if "second" in layouts:
 layouts["main"]
 
 # %% [markdown]
-# ## Curves per noise level (main setting)
+# ## Curves per noise level (main setting and the second data set; the paper's Tables 14–23)
 # Mean scores over the test images (and seeds) for each degraded explainer; the colour is ξ.
 
 # %%
-main_curves = curves[curves["setting"] == LABEL["main"]]
-for i, label in enumerate(specs):  # one figure per explainer: methods in rows, the + and − curves in columns
-    fig, axes = fl.plots.panels(len(METHODS), 2, height=1.9, legend="right", sharex=True)
-    for j, sign in enumerate(("+", "−")):
-        for c, name in enumerate(METHODS):
-            ax = axes[c][j]
-            part = main_curves[(main_curves["explainer"] == label) & (main_curves["method"] == name)
-                               & (main_curves["curve"] == sign)]
-            fl.plots.curves(part, x="level", y="score", hue="xi", band=None, ax=ax, palette="viridis",
-                            legend=(j == 0 and c == 0))
-            ax.set_title(f"{label} {name} {sign}")
-            ax.set_xlabel("fraction removed" if c == len(METHODS) - 1 else "")
-            ax.set_ylabel("score")
-    fig.tight_layout()
-    fl.plots.legend_outside(fig, title=fl.plots.label("xi"))
-    out.figure(fig, "curves_per_level" if i == 0 else f"curves_per_level_{i + 1}")
+for key in [k for k in ("main", "second") if k in studies]:
+    one = curves[curves["setting"] == LABEL[key]]
+    for i, label in enumerate(specs):  # one figure per explainer: methods in rows, the + and − curves in columns
+        fig, axes = fl.plots.panels(len(METHODS), 2, height=1.9, legend="right", sharex=True)
+        for j, sign in enumerate(("+", "−")):
+            for c, name in enumerate(METHODS):
+                ax = axes[c][j]
+                part = one[(one["explainer"] == label) & (one["method"] == name) & (one["curve"] == sign)]
+                fl.plots.curves(part, x="level", y="score", hue="xi", band=None, ax=ax, palette="viridis",
+                                legend=(j == 0 and c == 0))
+                ax.set_title(f"{label} {name} {sign}")
+                ax.set_xlabel("fraction removed" if c == len(METHODS) - 1 else "")
+                ax.set_ylabel("score")
+        fig.tight_layout()
+        fl.plots.legend_outside(fig, title=fl.plots.label("xi"))
+        stem = "curves_per_level" if key == "main" else "curves_per_level_second"
+        out.figure(fig, stem if i == 0 else f"{stem}_{i + 1}")
 
 # %% [markdown]
 # How far apart are the six explainers at all? For each method, curve and level we take the spread (max − min over

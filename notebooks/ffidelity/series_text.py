@@ -181,7 +181,7 @@ for key_, value in {"n_test": n_test, "n_seeds": n_seeds, "n_samples": n_samples
 # and seeds. A method that sees the explanation fans the colours out in order.
 
 # %%
-curve_figures = []
+curve_figures, XI_WORDS = [], {"xi": fl.plots.label("xi"), "curve": "removed"}
 for domain, part in curves.groupby("domain", sort=False):
     names = [m for m in TS_METHODS if m in set(part["method"])]
     rows = max(1, 8 // len(names))  # at most 8 panels a figure: the models of a domain in figures of `rows`
@@ -189,18 +189,19 @@ for domain, part in curves.groupby("domain", sort=False):
     for i in range(0, len(every), rows):
         curve_figures.append((domain, names, every[i : i + rows], part))
 for n, (domain, names, groups, part) in enumerate(curve_figures):
-    fig, axes = fl.plots.panels(len(groups), len(names), height=1.9, legend="right", sharex=True)
+    fig, axes = fl.plots.panels(len(groups), len(names), height=2.0, legend="below", sharex=True, sharey="row")
     for r, group in enumerate(groups):
         for c, method in enumerate(names):
             ax = axes[r][c]
-            sel = part[(part["model"] == group) & (part["method"] == method)]
-            fl.plots.curves(sel, x="level", y="score", hue="xi", style="curve", style_order=["+", "−"], band=None,
-                            ax=ax, palette="viridis", legend=(r == 0 and c == 0))
-            ax.set_title(f"{group}: {method}" if c == 0 else method, fontsize="small")
+            sel = part[(part["model"] == group) & (part["method"] == method)].rename(columns=XI_WORDS)
+            fl.plots.curves(sel, x="level", y="score", hue=XI_WORDS["xi"], style=XI_WORDS["curve"],
+                            style_order=["+", "−"], band=None, ax=ax, palette="viridis", legend=(r == 0 and c == 0))
+            ax.set_xticks([0.2, 0.8] if len(names) > 3 else [0.2, 0.5, 0.8])
+            ax.set_title(method if r == 0 else "")
             ax.set_xlabel("fraction removed" if r == len(groups) - 1 else "")
-            ax.set_ylabel("score" if c == 0 else "")
+            ax.set_ylabel(group.replace(" (", "\n(") if c == 0 else "")
     fig.tight_layout()
-    fl.plots.legend_outside(fig, title=fl.plots.label("xi"))
+    fl.plots.legend_outside(fig, where="below")
     out.figure(fig, f"curves_per_level_{n + 1}")
 
 # %% [markdown]
