@@ -93,6 +93,21 @@ def test_sharded_notebooks_equal_their_unsharded_smoke_runs(smoke_book, tmp_path
     assert not (generated / study.SHARDS).exists()
 
 
+def test_the_paper_items_tables_name_files_the_notebooks_write(smoke_book):
+    """Each chapter's "The paper's tables and figures" names the csv and png files where an item is regenerated: every
+    plain name (no pattern) must be an output of that paper's notebooks, so the inventory cannot point at nothing."""
+    site, _ = smoke_book
+    generated = site / "book" / "_generated"
+    for page in ("ffidelity", "fewclass", "saco", "reco_mege", "trace"):
+        text = (ROOT / "book" / f"{page}.md").read_text()
+        section = text.split("## The paper's tables and figures", 1)[1].split("\n## ", 1)[0]
+        names = set(re.findall(r"`([^`*{}]+\.(?:csv|png))`", section))
+        assert names, f"{page}: no file named in its paper-items table"
+        written = {f.relative_to(generated / page).as_posix() for f in (generated / page).rglob("*.*")}
+        missing = [n for n in names if not any(w == n or w.endswith("/" + n) for w in written)]
+        assert not missing, f"{page}: the paper-items table names files no notebook wrote: {missing}"
+
+
 @pytest.fixture(scope="module")
 def built_book(smoke_book):
     site, results = smoke_book
