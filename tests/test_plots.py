@@ -327,3 +327,20 @@ def test_check_style_finds_crowded_tick_labels_and_a_legend_on_an_axis_label():
     plots.legend_outside(fig, where="below")  # below everything drawn, the rotated tick labels included
     assert plots.check_style(fig) == []
     plt.rcdefaults()
+
+
+def test_curves_per_level_draws_one_line_per_noise_level_in_each_method_and_curve_panel():
+    import itertools
+
+    rows = [{"method": m, "curve": c, "level": lv, "xi": xi, "score": xi * lv + (c == "−")}
+            for m, c, lv, xi in itertools.product(["Fidelity", "F-Fidelity"], ["+", "−"], [0.1, 0.5, 0.9],
+                                                  [0.0, 0.5, 1.0])]
+    fig = plots.curves_per_level(pd.DataFrame(rows), methods=["Fidelity", "F-Fidelity"], title="GradCAM")
+    axes = fig.axes
+    assert [ax.get_title() for ax in axes] == ["GradCAM Fidelity +", "GradCAM Fidelity −", "GradCAM F-Fidelity +",
+                                               "GradCAM F-Fidelity −"]
+    drawn = [[line for line in ax.get_lines() if len(line.get_xdata())] for ax in axes]  # not the legend's handles
+    assert [len(lines) for lines in drawn] == [3, 3, 3, 3]  # ξ = 0, 0.5, 1 in every panel
+    assert list(drawn[0][2].get_ydata()) == pytest.approx([0.1, 0.5, 0.9])  # ξ = 1 on "Fidelity +": score = level
+    assert list(drawn[1][0].get_ydata()) == pytest.approx([1.0, 1.0, 1.0])  # ξ = 0 on "Fidelity −": 1
+    plt.close(fig)

@@ -34,6 +34,7 @@ __all__ = [
     "check_style",
     "correlation_bars",
     "curves",
+    "curves_per_level",
     "heatmap_overlay",
     "image_grid",
     "label",
@@ -327,6 +328,27 @@ def curves(df: pd.DataFrame, *, x: str, y: str, hue: str | None = None, band: st
     ax = _axes(ax)
     sns.lineplot(data=df, x=x, y=y, hue=hue, errorbar=band, ax=ax, **kwargs)
     return ax
+
+
+def curves_per_level(df: pd.DataFrame, *, methods: Sequence[str], title: str = "") -> Figure:
+    """F-Fidelity's curves per noise level (the data of its Tables 14–23): one panel per method (rows) and curve
+    (columns "+" and "−"), the mean ``score`` against the fraction removed (``level``), one line per noise level
+    ``xi`` (viridis). ``df``: the rows of one study (columns method, curve, level, xi, score); ``title`` starts each
+    panel's title (e.g. the explainer)."""
+    _check_columns(df, x="level", y="score", hue="xi")
+    fig, axes = panels(len(methods), 2, height=1.9, legend="right", sharex=True)
+    for j, sign in enumerate(("+", "−")):
+        for c, name in enumerate(methods):
+            ax = axes[c][j]
+            part = df[(df["method"] == name) & (df["curve"] == sign)]
+            curves(part, x="level", y="score", hue="xi", band=None, ax=ax, palette="viridis",
+                   legend=(j == 0 and c == 0))
+            ax.set_title(f"{title} {name} {sign}".strip())
+            ax.set_xlabel("fraction removed" if c == len(methods) - 1 else "")
+            ax.set_ylabel("score")
+    fig.tight_layout()
+    legend_outside(fig, title=label("xi"))
+    return fig
 
 
 def correlation_bars(df: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax: Axes | None = None,

@@ -242,18 +242,7 @@ layouts["main"]
 for key in [k for k in ("main", "second") if k in studies]:
     one = curves[curves["setting"] == LABEL[key]]
     for i, label in enumerate(specs):  # one figure per explainer: methods in rows, the + and − curves in columns
-        fig, axes = fl.plots.panels(len(METHODS), 2, height=1.9, legend="right", sharex=True)
-        for j, sign in enumerate(("+", "−")):
-            for c, name in enumerate(METHODS):
-                ax = axes[c][j]
-                part = one[(one["explainer"] == label) & (one["method"] == name) & (one["curve"] == sign)]
-                fl.plots.curves(part, x="level", y="score", hue="xi", band=None, ax=ax, palette="viridis",
-                                legend=(j == 0 and c == 0))
-                ax.set_title(f"{label} {name} {sign}")
-                ax.set_xlabel("fraction removed" if c == len(METHODS) - 1 else "")
-                ax.set_ylabel("score")
-        fig.tight_layout()
-        fl.plots.legend_outside(fig, title=fl.plots.label("xi"))
+        fig = fl.plots.curves_per_level(one[one["explainer"] == label], methods=METHODS, title=label)
         stem = "curves_per_level" if key == "main" else "curves_per_level_second"
         out.figure(fig, stem if i == 0 else f"{stem}_{i + 1}")
 

@@ -198,18 +198,7 @@ out.table(curves, "curves")
 spread = fl.protocols.separation(curves, group="explainer")
 out.table(spread, "separation")
 for i, label in enumerate(studies):  # one figure per study: methods in rows, the + and − curves in columns
-    fig, axes = fl.plots.panels(len(METHODS), 2, height=1.9, legend="right", sharex=True)
-    for j, sign in enumerate(("+", "−")):
-        for c, name in enumerate(METHODS):
-            ax = axes[c][j]
-            part = curves[(curves["explainer"] == label) & (curves["method"] == name) & (curves["curve"] == sign)]
-            fl.plots.curves(part, x="level", y="score", hue="xi", band=None, ax=ax, palette="viridis",
-                            legend=(j == 0 and c == 0))
-            ax.set_title(f"{label} {name} {sign}")
-            ax.set_xlabel("fraction removed" if c == len(METHODS) - 1 else "")
-            ax.set_ylabel("score")
-    fig.tight_layout()
-    fl.plots.legend_outside(fig, title=fl.plots.label("xi"))
+    fig = fl.plots.curves_per_level(curves[curves["explainer"] == label], methods=METHODS, title=label)
     out.figure(fig, "curves_per_level" if i == 0 else f"curves_per_level_{i + 1}")
 
 # %% [markdown]
