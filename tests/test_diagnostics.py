@@ -93,3 +93,18 @@ def test_candidates_restrict_every_draw():
     assert _acc(frame, "g", 4, "non-salient") == 1.0 and _acc(frame, "g", 4, "random") == 1.0
     with pytest.raises(ValueError, match="candidates"):
         diagnostics.removal_diagnostic(models, x, y, mask, ks=[1], candidates=allowed.float())
+
+
+def test_cap_count_is_round_beta_n_unless_a_sample_has_fewer_units_of_a_kind():
+    import faithlab as fl
+
+    mask = torch.zeros(3, 100, dtype=torch.bool)
+    mask[:, :40] = True
+    assert fl.protocols.cap_count(mask, 0.1) == 10  # round(0.1 · 100)
+    mask[1, 7:] = False  # one sample has 7 salient units only
+    assert fl.protocols.cap_count(mask, 0.1) == 7
+    assert fl.protocols.cap_count(~mask, 0.1) == 7  # and 7 non-salient ones here
+    with pytest.raises(ValueError, match="salient"):
+        fl.protocols.cap_count(mask.float(), 0.1)
+    with pytest.raises(ValueError, match="beta"):
+        fl.protocols.cap_count(mask, 1.5)

@@ -152,12 +152,7 @@ accuracy
 # an image): the gaps below are read there.
 
 # %%
-def cap_k(k, st):  # round(β·n), but no more than the fewest digit or background pixels of an image
-    mask = tests[k].mask[:n_test].flatten(1)
-    return min(round(beta * mask.shape[1]), int(mask.sum(1).min()), int((~mask).sum(1).min()))
-
-
-KS = {k: sorted({*ood_ks, cap_k(k, st)}) for k, st in studies.items()}
+KS = {k: sorted({*ood_ks, fl.protocols.cap_count(tests[k].mask[:n_test].flatten(1), beta)}) for k in studies}
 diagnostic = pd.concat([fl.protocols.removal_diagnostic(
     {m: st.models[m] for m in ("original", "fine-tuned")}, st.x, st.y, tests[k].mask[:n_test].flatten(1).to(device),
     ks=KS[k], n_draws=5, generator=seed, batch_size=batch_size).assign(setting=LABEL[k])
@@ -336,13 +331,9 @@ ablation
 P = fl.protocols.ffidelity
 
 
-def paper_ranks(key, label):
-    table, name = PAPER_OF[key]
-    return f"F-Fid best; micro ranks (MoRF/LeRF/MoRF-LeRF, {name.split(' (')[0]}) " + ", ".join(
-        f"{m} " + "/".join(f"{table[label, 'Micro Rank'][c][i]:.2f}" for c in fl.protocols.CORRELATION_LABELS)
-        for i, m in enumerate(METHODS))
-
-
+PAPER_RANKS = {(key, label): f"F-Fid best; micro ranks (MoRF/LeRF/MoRF-LeRF, {name.split(' (')[0]}) " + ", ".join(
+    f"{m} " + "/".join(f"{table[label, 'Micro Rank'][c][i]:.2f}" for c in fl.protocols.CORRELATION_LABELS)
+    for i, m in enumerate(METHODS)) for key, (table, name) in PAPER_OF.items() for label in specs}
 SOURCE = {k: "Table 2, cluttered canvases" if k == "second" else "Table 1" for k in settings}
 claims, rows = {}, []
 for key in studies:
@@ -350,7 +341,7 @@ for key in studies:
     for label in specs:
         claims[key, label] = (
             P.claim_ranking(part, chance, group="explainer", value=label, methods=METHODS, source=SOURCE[key],
-                            paper_value=paper_ranks(key, label), seed=seed),
+                            paper_value=PAPER_RANKS[key, label], seed=seed),
             P.claim_lerf_near_one(tidy[tidy["setting"] == LABEL[key]], chance, group="explainer", value=label,
                                   source=SOURCE[key]),
             P.claim_ablation(part, chance, group="explainer", value=label, chain=ABLATION, seed=seed))

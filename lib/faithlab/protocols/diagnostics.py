@@ -102,6 +102,16 @@ def removal_diagnostic(models: Mapping[str, Callable], x: torch.Tensor, y: torch
     return pd.DataFrame(rows)
 
 
+def cap_count(salient: torch.Tensor, beta: float) -> int:
+    """F-Fidelity's cap as a diagnostic count: round(β·n) units, but no more than the fewest salient or non-salient
+    units of any sample (the most :func:`removal_diagnostic` can remove of each kind). salient: (B, n) bool."""
+    _validate.tensor(salient, "salient")
+    if salient.ndim != 2 or salient.dtype != torch.bool or salient.shape[0] == 0:
+        raise ValueError(f"salient must be a non-empty (B, n) bool mask, got {tuple(salient.shape)} {salient.dtype}")
+    beta = _validate.fraction(beta, "beta")
+    return min(round(beta * salient.shape[1]), int(salient.sum(1).min()), int((~salient).sum(1).min()))
+
+
 def ood_gap(diagnostic: pd.DataFrame, *, k: int | None = None) -> pd.Series:
     """Accuracy lost to removing k non-salient units (clean − non-salient), per model: the size of the OOD effect.
     k: the count to read (default: the largest in the frame)."""
