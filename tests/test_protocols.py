@@ -137,6 +137,34 @@ def test_study_split_over_grid_cells_equals_the_whole_study(tmp_path, monkeypatc
         part([(2, 0)])
 
 
+def test_case_study_scores_one_image_as_a_direct_call(tmp_path, monkeypatch):
+    """F-Fidelity's Fig. 2: one image's curves. Every method's curves equal a direct call on that image with the
+    study's models, map and settings, and at ξ = 0 (the map not degraded, all of R removed: no randomness) plain
+    Fidelity's curves of the images one by one average to the study's."""
+    study = run_study(tmp_path, monkeypatch, methods=("Fidelity", "F-Fidelity", "ROAR"))
+    curves, P, Q = study.case_study(3, "IxG")
+    assert set(curves["method"]) == {"Fidelity", "F-Fidelity", "ROAR"} and len(curves) == 3 * 2 * 1 * 2 * 2
+    alone = torch.stack([study.case_study(i, "IxG", methods=["Fidelity"])[1]["IxG", "Fidelity"][0, 0]
+                         for i in range(len(study.x))])
+    assert torch.allclose(alone.mean(0), study.P["IxG", "Fidelity"][0, 0], atol=1e-6)
+    x, y = study.x[3:4], study.y[3:4]
+    plus, minus = fl.protocols.degraded_fidelity_curves(
+        study.models["fine-tuned"], x, y, study.clean["IxG", "fine-tuned"][3:4].view(1, 4, 4),
+        noise_levels=STUDY["noise_levels"], sparsity=STUDY["sparsity"], n_seeds=1, alpha=0.5, beta=0.25, n_samples=4,
+        batch_size=STUDY["batch_size"])
+    assert torch.equal(plus, P["IxG", "F-Fidelity"]) and torch.equal(minus, Q["IxG", "F-Fidelity"])
+    roar = fl.protocols.degraded_fidelity_curves(
+        study.models["ROAR IxG"], x, y, study.clean["IxG", "original"][3:4].view(1, 4, 4),
+        noise_levels=STUDY["noise_levels"], sparsity=STUDY["sparsity"], n_seeds=1, batch_size=STUDY["batch_size"])
+    assert torch.equal(roar[0], P["IxG", "ROAR"])
+    only, P1, _ = study.case_study(3, "IxG", methods=["Fidelity"])
+    assert set(only["method"]) == {"Fidelity"} and torch.equal(P1["IxG", "Fidelity"], P["IxG", "Fidelity"])
+    for kwargs, match in (({"index": 64}, "index"), ({"index": 0, "explainer": "GradCAM"}, "explainer"),
+                          ({"index": 0, "methods": ["R-Fidelity"]}, "methods")):
+        with pytest.raises(ValueError, match=match):
+            study.case_study(**{"explainer": "IxG", **kwargs})
+
+
 def test_study_rejects_bad_arguments(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="methods"):
         run_study(tmp_path, monkeypatch, methods=("Fidelity", "AOPC"))

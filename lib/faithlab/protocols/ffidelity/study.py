@@ -9,7 +9,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 import torch
@@ -126,6 +126,8 @@ class RankingStudy:
     accuracy: test accuracy per model ("original", "fine-tuned", "ROAR <explainer>").
     costs: one row per stage (stage, explainer, model, method, seconds, image passes, backward passes, cached).
     models: the eval-mode models by the names of ``accuracy``. x, y: the evaluated test inputs and labels.
+    options: the evaluation settings of the call (alpha, beta, n_samples, n_seeds, batch_size, methods), which
+    :meth:`case_study` reuses.
     """
 
     curves: pd.DataFrame
@@ -139,6 +141,7 @@ class RankingStudy:
     y: torch.Tensor
     noise_levels: list[float]
     sparsity: list[float]
+    options: dict = field(default_factory=dict)
 
     def constant_maps(self) -> pd.DataFrame:
         """:func:`constant_map_counts` of the clean explainers' maps (explainer, model, constant maps, maps)."""
@@ -169,6 +172,46 @@ class RankingStudy:
                 raise ValueError(f"curves: {int(t.isnan().sum())} grid values of {label} / {name} {sign} are missing")
             (P if sign == "+" else Q)[label, name] = t
         return replace(self, curves=curves.reset_index(drop=True), P=P, Q=Q)
+
+    def case_study(self, index: int, explainer: str, *, methods: Sequence[str] | None = None
+                   ) -> tuple[pd.DataFrame, dict[tuple[str, str], torch.Tensor], dict[tuple[str, str], torch.Tensor]]:
+        """One test image's curves (F-Fidelity App. D.6, Fig. 2): image ``index`` of :attr:`x` scored alone, its
+        clean ``explainer`` map degraded at every noise level and seed as in the study, by every method of
+        ``methods`` (default: those of the study) with the study's models and settings.
+
+        Returns the tidy curves (method, curve, seed, xi, level, score) and P, Q as ``{(explainer, method):
+        (n_seeds, n_levels, n_sparsity)}``, ready for :func:`ranking_correlations`. The degradations are drawn for
+        this one map (generator ``1000·seed + level``), so they are not the draws that map had in the full study."""
+        o = self.options
+        if not o:
+            raise ValueError("this study holds no evaluation options (build it with image_ranking_study)")
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(self.x):
+            raise ValueError(f"index must be an int in [0, {len(self.x)}), got {index!r}")
+        names = list(o["methods"]) if methods is None else list(methods)
+        unknown = [m for m in names if m not in o["methods"]]
+        if unknown or not names:
+            raise ValueError(f"methods must be a non-empty list of {list(o['methods'])}, got {names}")
+        if (explainer, "original") not in self.clean:
+            raise ValueError(f"explainer must be one of {sorted({e for e, _ in self.clean})}, got {explainer!r}")
+        x, y = self.x[index:index + 1], self.y[index:index + 1]
+        rows: list[dict] = []
+        P: dict[tuple[str, str], torch.Tensor] = {}
+        Q: dict[tuple[str, str], torch.Tensor] = {}
+        for name in names:
+            kind, randomised = SETTINGS[name]
+            model = self.models[f"ROAR {explainer}" if kind == "roar" else kind]
+            maps = self.clean[explainer, "fine-tuned" if kind == "fine-tuned" else "original"][index:index + 1]
+            plus, minus = degraded_fidelity_curves(
+                model, x, y, maps.view(1, *x.shape[2:]), noise_levels=self.noise_levels, sparsity=self.sparsity,
+                n_seeds=o["n_seeds"], alpha=o["alpha"] if randomised else 1.0,
+                beta=o["beta"] if kind == "fine-tuned" and randomised else None,
+                n_samples=o["n_samples"] if randomised else 1, units=perturb.pixel_units(x),
+                batch_size=o["batch_size"])
+            P[explainer, name], Q[explainer, name] = plus, minus
+            rows += [{"method": name, "curve": sign, "seed": s, "xi": xi, "level": lv, "score": float(v)}
+                     for sign, t in (("+", plus), ("−", minus)) for s in range(o["n_seeds"])
+                     for k, xi in enumerate(self.noise_levels) for lv, v in zip(self.sparsity, t[s, k])]
+        return pd.DataFrame(rows), P, Q
 
     def correlations(self, methods: Sequence[str] | None = None) -> pd.DataFrame:
         """:func:`ranking_correlations` (first column "explainer") of ``methods`` (default: all scored)."""
@@ -306,8 +349,10 @@ def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset
                         curve_rows += [{"explainer": label, "method": name, "curve": sign, "seed": s, "xi": xi,
                                         "level": lv, "score": float(v)} for lv, v in zip(sparsity, t[s, k])]
     curves = pd.DataFrame(curve_rows, columns=["explainer", "method", "curve", "seed", "xi", "level", "score"])
+    options = {"alpha": alpha, "beta": beta, "n_samples": n_samples, "n_seeds": n_seeds, "batch_size": batch_size,
+               "methods": list(methods)}
     return RankingStudy(curves, P, Q, clean, accuracy, pd.DataFrame(costs), models, x, y,
-                        list(noise_levels), list(sparsity))
+                        list(noise_levels), list(sparsity), options)
 
 
 # ---- the image models shared by three notebooks
