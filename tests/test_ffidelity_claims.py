@@ -325,3 +325,44 @@ def test_claim_robust_hyperparameters_gives_every_verdict(values, chance, expect
     claim = F.claim_robust_hyperparameters(*sensitivity(values, chance=chance))
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
     assert claim.claim.startswith("F6:") and len(claim.table) == 3 and "chance range" in claim.premise
+
+
+# ---------------------------------------------------------------------------- F10 maps kept by the fine-tuning
+def map_pair(noise: float, *, n: int = 40, pixels: int = 64, seed: int = 0):
+    """Random maps of n images and the same maps after "fine-tuning": mixed with independent noise of weight
+    ``noise`` (noise 1: unrelated maps)."""
+    g = torch.Generator().manual_seed(seed)
+    original = torch.rand(n, pixels, generator=g)
+    return original, (1 - noise) * original + noise * torch.rand(n, pixels, generator=g)
+
+
+def test_map_agreement_matches_scipy_and_a_hand_count():
+    from scipy.stats import spearmanr
+
+    a, b = map_pair(0.5)
+    a[0] = 0.0  # a constant map: its correlation is undefined
+    frame, nulls = F.map_agreement(a, b, n_draws=200)
+    expected = [spearmanr(u, v).statistic for u, v in zip(a[1:].numpy(), b[1:].numpy())]
+    assert np.isnan(frame["spearman"][0]) and np.allclose(frame["spearman"][1:], expected)
+    # top 10 % of 64 pixels = the 7 largest; hand-made maps sharing 3 of them overlap 3/7
+    u, v = torch.arange(64.0).repeat(3, 1), torch.arange(64.0).repeat(3, 1)
+    v[:, 60:] = -1.0  # pixels 60-63 leave the top 7 of v, replaced by 53-56 ...
+    frame, _ = F.map_agreement(u, v, n_draws=50)
+    assert np.allclose(frame["top overlap"], 3 / 7)  # ... so 57, 58, 59 are shared
+    assert set(nulls) == set(F.AGREEMENT) and "shuffled" in nulls["spearman"].what
+    with pytest.raises(ValueError, match="finetuned"):
+        F.map_agreement(a, b[:, :10])
+    with pytest.raises(ValueError, match="original"):
+        F.map_agreement(a[:2], b[:2])
+
+
+@pytest.mark.parametrize("noise, expected", [(0.1, R), (0.6, P), (0.9, N), (1.0, T)])
+def test_claim_maps_preserved_gives_every_verdict(noise, expected):
+    """Unrelated maps (noise 1) score like maps of other images: not testable; a faint likeness beyond that chance
+    level (noise 0.9): not reproduced."""
+    frame, nulls = F.map_agreement(*map_pair(noise), n_draws=200)
+    claim = F.claim_maps_preserved(frame, nulls, value="toy")
+    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
+    assert claim.claim.startswith("F10 (toy): fine-tuning keeps the explanations") and len(claim.table) == 2
+    with pytest.raises(ValueError, match="statistic"):
+        F.claim_maps_preserved(frame, nulls, value="toy", statistic="pearson")

@@ -110,14 +110,16 @@ def _positive(value, name: str) -> float:
     return v
 
 
+def top_mask(x: torch.Tensor, fraction: float) -> torch.Tensor:
+    """The top-``fraction`` mask of flattened maps ``(..., n)``: the elements ≥ the k-th largest, k = ⌈fraction·n⌉
+    (ties at the threshold kept, so a mask can hold more than k)."""
+    k = max(1, math.ceil(fraction * x.shape[-1] - 1e-9))  # - 1e-9: 0.1 · 1000 is 100.00000000000001 in floats
+    return x >= x.topk(k, dim=-1).values[..., -1:]
+
+
 def _dice(a: torch.Tensor, b: torch.Tensor, fraction: float) -> torch.Tensor:
     """Dice coefficient of the top-``fraction`` masks of flattened maps ``(..., n)`` (ties at the threshold kept)."""
-    k = max(1, math.ceil(fraction * a.shape[-1] - 1e-9))  # - 1e-9: 0.1 · 1000 is 100.00000000000001 in floats
-
-    def mask(x: torch.Tensor) -> torch.Tensor:
-        return x >= x.topk(k, dim=-1).values[..., -1:]
-
-    ma, mb = mask(a), mask(b)
+    ma, mb = top_mask(a, fraction), top_mask(b, fraction)
     return 2 * (ma & mb).sum(-1).double() / (ma.sum(-1) + mb.sum(-1)).double()
 
 

@@ -20,11 +20,14 @@ One module per concept, every public name gathered here (``fl.protocols.ffidelit
 """
 
 from faithlab.protocols.ffidelity.image_claims import (
+    AGREEMENT,
     claim_cost,
     claim_map_preferred,
+    claim_maps_preserved,
     claim_ood_check,
     claim_robust_hyperparameters,
     claim_size_readout,
+    map_agreement,
 )
 from faithlab.protocols.ffidelity.ranking import (
     CORRELATION_LABELS,
@@ -70,6 +73,7 @@ __all__ = [  # noqa: RUF022
     "oriented_correlations", "table_layout", "separation", "micro_cells", "ranking_verdict", "ablation_verdict",
     "permuted_correlations", "ground_truth_null", "claim_ranking", "claim_lerf_near_one", "claim_ablation",
     "claim_ood_check", "claim_map_preferred", "claim_cost", "claim_size_readout", "claim_robust_hyperparameters",
+    "AGREEMENT", "map_agreement", "claim_maps_preserved",
     "SeriesTextModels", "claim_finetune_restores", "claim_text_robust", "claim_beta_accuracy", "claim_beta_agreement",
     "claim_series_ranking", "claim_text_equivalence",
 ]

@@ -1,13 +1,17 @@
 """F-Fidelity's other image claims: removal out of distribution on the stand-in (our check), GradCAM preferred to
-Saliency (Tables 11–12), the cost of ROAR against F-Fidelity (Table 13), the size read-out of the plateau (Fig. 4)
-and robustness to the hyperparameters (Tables 24–26)."""
+Saliency (Tables 11–12), the cost of ROAR against F-Fidelity (Table 13), the size read-out of the plateau (Fig. 4),
+robustness to the hyperparameters (Tables 24–26) and explanations kept by the fine-tuning (App. D.4, Table 9)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+import torch
 
 from faithlab import _validate, verdicts
 from faithlab.metrics import ffidelity
+from faithlab.metrics.distances import top_mask
+from faithlab.metrics.statistics import rankdata
 from faithlab.protocols.ffidelity.ranking import _beyond, _null_of
 
 
@@ -243,3 +247,82 @@ def claim_robust_hyperparameters(table: pd.DataFrame, null: pd.DataFrame, *, thr
                   f"|corr| ≥ {threshold:g} with the ideal sign",
         verdict=v, table=frame)
 
+
+
+AGREEMENT = {"spearman": "Spearman ρ", "top overlap": "top-10 % overlap"}
+"""The per-image statistics of :func:`map_agreement` and their names in tables."""
+
+
+def map_agreement(original: torch.Tensor, finetuned: torch.Tensor, *, top_fraction: float = 0.1,
+                  n_draws: int = 1000, seed: int = 0) -> tuple[pd.DataFrame, dict[str, verdicts.Null]]:
+    """How alike the maps of one explainer on the original and on the fine-tuned model are, image by image (App.
+    D.4, Table 9), with the chance level of each statistic.
+
+    original, finetuned: ``(B, ...)`` maps of the same B images (e.g. ``RankingStudy.clean[label, "original"]``
+    and ``[label, "fine-tuned"]``), flattened per image. Per image: the Spearman correlation of the two maps
+    (average ranks; NaN when either is constant) and the overlap of their top ``top_fraction`` pixels (the Dice
+    coefficient, 1 − :func:`faithlab.metrics.map_distance` ``kind="dice"``). Null of the mean of each statistic
+    over the images: the fine-tuned maps' images shuffled (``n_draws`` permutations, numpy generator ``seed``),
+    i.e. how alike the maps of two images are — what a map that kept nothing of its image would score. Returns the
+    per-image frame (image, spearman, top overlap) and ``{statistic: Null}``.
+
+    Cost: the B × B agreement of every map with every other is computed once as two matrix products (the ranks,
+    centred and normalised, and the top masks); each permutation then reads B of its entries."""
+    for t, name in ((original, "original"), (finetuned, "finetuned")):
+        _validate.tensor(t, name)
+        if t.ndim < 2 or len(t) < 3:
+            raise ValueError(f"{name} must hold at least 3 maps (B, ...), got shape {tuple(t.shape)}")
+    if original.shape != finetuned.shape:
+        raise ValueError(f"finetuned has shape {tuple(finetuned.shape)} but original has {tuple(original.shape)}")
+    top_fraction = _validate.fraction(top_fraction, "top_fraction", closed_low=False)
+    a, b = (t.detach().flatten(1).double() for t in (original, finetuned))
+    za, zb = (r - r.mean(1, keepdim=True) for r in (rankdata(a), rankdata(b)))
+    za, zb = (z / z.norm(dim=1, keepdim=True) for z in (za, zb))  # a constant map: 0 / 0, NaN
+    ma, mb = (top_mask(t, top_fraction).double() for t in (a, b))
+    pairwise = {"spearman": (za @ zb.T).clamp(-1.0, 1.0),  # [i, j]: map i of original against map j of finetuned
+                "top overlap": 2 * (ma @ mb.T) / (ma.sum(1)[:, None] + mb.sum(1)[None, :])}
+    n = len(a)
+    per_image = pd.DataFrame({"image": range(n), **{k: m.diagonal().cpu().numpy() for k, m in pairwise.items()}})
+    rng = np.random.default_rng(seed)
+    perms = torch.as_tensor(np.stack([rng.permutation(n) for _ in range(n_draws)]), device=a.device)
+    rows = torch.arange(n, device=a.device).expand_as(perms)
+    nulls = {k: verdicts.Null("maps of other images (shuffled pairings)",
+                              tuple(torch.nanmean(m[rows, perms], dim=1).tolist())) for k, m in pairwise.items()}
+    return per_image, nulls
+
+
+def claim_maps_preserved(per_image: pd.DataFrame, nulls: dict[str, verdicts.Null], *, value: str,
+                         statistic: str = "spearman", reproduced: float = 0.7, partly: float = 0.4,
+                         label: str = "F10") -> verdicts.Claim:
+    """Claim of App. D.4 (Table 9): the fine-tuning keeps the explanations — the maps of the original and of the
+    fine-tuned model highlight the same regions, with minor changes of intensity.
+
+    per_image, nulls: :func:`map_agreement` of one explainer and model (``value`` names it in the claim). Statistic:
+    the mean over images of ``statistic`` (NaN images, constant maps, left out). Premise and null: the statistic
+    is defined and lies beyond the 95 % range of its chance level — the same mean with the maps of other images —
+    else an image's maps on the two models cannot be told from maps of two different images: not testable here.
+    Rule: reproduced from ``reproduced``, partly from ``partly``, else not reproduced (the thresholds are ours:
+    the paper's evidence is visual)."""
+    if statistic not in AGREEMENT:
+        raise ValueError(f"statistic must be one of {list(AGREEMENT)}, got {statistic!r}")
+    if not 0 < partly <= reproduced <= 1:
+        raise ValueError(f"need 0 < partly ≤ reproduced ≤ 1, got partly={partly!r}, reproduced={reproduced!r}")
+    values = per_image[statistic].astype(float)
+    observed = float(values.mean()) if values.notna().any() else float("nan")
+    null = nulls[statistic]
+    untestable = verdicts.first_reason(
+        verdicts.undefined(observed, what=f"the mean {AGREEMENT[statistic]}"),
+        verdicts.within_null(observed, null, what=f"the mean {AGREEMENT[statistic]}"))
+    v = verdicts.verdict(observed, reproduced=f">= {reproduced}", partly=f">= {partly}", untestable=untestable)
+    table = pd.DataFrame([{"statistic": AGREEMENT[k], "mean": float(per_image[k].mean()),
+                           "images": int(per_image[k].notna().sum()), "chance median": n.median,
+                           "chance low": n.low, "chance high": n.high} for k, n in nulls.items()])
+    return verdicts.Claim(
+        f"{label} ({value}): fine-tuning keeps the explanations: the maps of the original and the fine-tuned model "
+        f"highlight the same regions (App. D.4, Table 9)",
+        rule=f"the mean {AGREEMENT[statistic]} of an image's two maps over the images: reproduced from "
+             f"{reproduced:g}, partly from {partly:g}, else not reproduced (our thresholds: the paper shows maps)",
+        premise=f"null: the mean must lie beyond the range of the same mean with the maps of other images, "
+                f"{null.describe(2)}",
+        paper_value="similar regions, minor changes of intensity (qualitative)",
+        our_value=f"{AGREEMENT[statistic]} {observed:.2f} (chance {null.median:.2f})", verdict=v, table=table)
