@@ -84,6 +84,25 @@ def test_image_grid_layout_and_overlays():
         plots.image_grid(images, titles=["a"])
 
 
+def test_map_columns_one_row_per_image_the_image_then_each_map():
+    images = torch.rand(2, 3, 6, 6, generator=torch.Generator().manual_seed(3))
+    maps = {"original": torch.rand(2, 6, 6), "fine-tuned": torch.rand(2, 6, 6)}
+    fig = plots.map_columns(images, maps, image_title="canvas", alpha=1.0)
+    axes = np.array(fig.axes).reshape(2, 3)
+    assert [len(ax.images) for ax in axes.flat] == [1, 2, 2] * 2  # the image alone, then image + map overlays
+    assert [ax.get_title() for ax in axes[0]] == ["canvas", "original", "fine-tuned"]
+    assert all(ax.get_title() == "" for ax in axes[1])
+    np.testing.assert_allclose(np.asarray(axes[1, 2].images[1].get_array()), maps["fine-tuned"][1].numpy(),
+                               rtol=1e-6)
+    assert axes[0, 1].images[1].get_alpha() == 1.0
+    assert plots.check_style(fig) == [] and fig.get_size_inches()[0] <= plots.WIDTH_IN
+    with pytest.raises(ValueError, match="one map per image"):
+        plots.map_columns(images, {"a": torch.rand(3, 6, 6)})
+    with pytest.raises(ValueError, match="at least one column"):
+        plots.map_columns(images, {})
+    plt.close("all")
+
+
 def test_set_style_and_column_errors():
     plots.set_style()
     assert plt.rcParams["axes.grid"] and not plt.rcParams["axes.spines.top"]

@@ -474,13 +474,50 @@ def image_grid(images: ArrayLike | Sequence[ArrayLike], *, titles: Sequence[str]
             ax.set_axis_off()
             continue
         if attributions is None:
-            img = _display_image(images[i], overlay.get("mean"), overlay.get("std"))
-            ax.imshow(img, cmap="gray" if img.ndim == 2 else None, vmin=0.0, vmax=1.0)
-            ax.set_axis_off()
+            show_image(images[i], ax=ax, mean=overlay.get("mean"), std=overlay.get("std"))
         else:
             heatmap_overlay(images[i], attributions[i], ax=ax, **overlay)
         if titles is not None:
             ax.set_title(titles[i], fontsize=FONT_PT["xtick.labelsize"])
+    fig.tight_layout()
+    return fig
+
+
+def show_image(image: ArrayLike, *, ax: Axes | None = None, mean: Sequence[float] | None = None,
+               std: Sequence[float] | None = None) -> Axes:
+    """Show ``image`` (C, H, W) or (H, W) without axes: un-normalised by mean/std when given, else min-max
+    scaled."""
+    img = _display_image(image, mean, std)
+    ax = _axes(ax, (3.0, 3.0))
+    ax.imshow(img, cmap="gray" if img.ndim == 2 else None, vmin=0.0, vmax=1.0)
+    ax.set_axis_off()
+    return ax
+
+
+def map_columns(images: ArrayLike | Sequence[ArrayLike], maps: Mapping[str, ArrayLike | Sequence[ArrayLike]], *,
+                image_title: str = "image", height: float | None = None, **overlay: object) -> Figure:
+    """One row per image: the image, then one overlay per entry of ``maps`` (``{column title: one (H, W) map per
+    image}``), e.g. an explainer's maps on two models side by side, or one map degraded at several levels.
+    height: inches per row (default: square panels across the column, plus room for the titles). overlay:
+    ``alpha``, ``cmap``, ``mean``, ``std`` as in :func:`heatmap_overlay`. Returns the Figure."""
+    n = len(images)
+    if not maps:
+        raise ValueError("maps must hold at least one column {title: maps}")
+    short = {k: len(v) for k, v in maps.items() if len(v) != n}
+    if short:
+        raise ValueError(f"maps must hold one map per image ({n}) in every column, got {short}")
+    ncols = 1 + len(maps)
+    height = WIDTH_IN / ncols + 0.3 if height is None else height
+    # thumbnails, as image_grid's: not the plot panels that panels() caps at MAX_PANELS
+    fig, axes = plt.subplots(n, ncols, figsize=(WIDTH_IN, height * n), squeeze=False)
+    for i in range(n):
+        show_image(images[i], ax=axes[i, 0], mean=overlay.get("mean"), std=overlay.get("std"))
+        for j, (title, column) in enumerate(maps.items(), start=1):
+            heatmap_overlay(images[i], column[i], ax=axes[i, j], **overlay)
+            if i == 0:
+                axes[i, j].set_title(title)
+        if i == 0:
+            axes[i, 0].set_title(image_title)
     fig.tight_layout()
     return fig
 
