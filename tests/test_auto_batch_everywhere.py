@@ -146,6 +146,10 @@ CASES: dict[str, Callable[[SimpleNamespace], tuple[tuple, dict]]] = {
     "trace.lerf_morf": _metric(**_TRACE), "trace.lerf_morf_details": _metric(**_TRACE),
     "trace_search.greedy": lambda e: ((e.model, e.x), _TRACE),
     "trace_search.anneal": lambda e: ((e.model, e.x), {**_TRACE, "iterations": 3, "generator": 0, "progress": False}),
+    "trace_search.genetic": lambda e: ((e.model, e.x), {**_TRACE, "population": 4, "generations": 2, "generator": 0,
+                                                        "progress": False}),
+    "trace_search.tabu": lambda e: ((e.model, e.x), {**_TRACE, "iterations": 3, "n_neighbours": 2, "generator": 0,
+                                                     "progress": False}),
     "trace_search.complete_search": lambda e: ((e.model, e.x), _TRACE),
     "trace_search.random_deletion_curves": lambda e: ((e.model, e.x), {**_TRACE, "n_orders": 3, "generator": 0}),
 }
