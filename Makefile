@@ -8,6 +8,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PROFILE ?= book
 JOBS ?= 2
+# make test's pytest workers (pytest-xdist), one per core; each test module stays on one worker (--dist loadfile)
+TEST_WORKERS ?= 2
 NB ?=
 ARGS ?=
 BOOK_FLAGS := -W -n --keep-going --all
@@ -65,7 +67,7 @@ browser-deps:
 	fi
 
 test: setup browser-deps
-	$(PY) -m pytest $(ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(ARGS)
 
 # The paper profile's code paths on CPU: fake data in the real formats and random weights at the real sizes
 # (data/cache/paper-dry, written once by fl.data.fake.write_paper_dry), every notebook with the paper-dry profile,
