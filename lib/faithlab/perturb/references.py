@@ -74,13 +74,16 @@ def gaussian_filter(x: torch.Tensor, sigmas, *, truncate: float = 4.0) -> torch.
         raise ValueError(f"truncate must be positive, got {truncate!r}")
 
     def operators(length: int) -> torch.Tensor:
-        return torch.stack([_reflect_operator(length, float(v), truncate) for v in s.tolist()]).to(x.device, x.dtype)
+        return torch.stack([_reflect_operator(length, float(v), truncate) for v in s.tolist()]).to(x.device,
+                                                                                                   torch.float64)
 
     mh = operators(x.shape[2])
     mw = mh if x.shape[3] == x.shape[2] else operators(x.shape[3])
-    # one small matrix product per (image, σ, channel): the same arithmetic whatever else the call holds, so a
-    # candidate's blur does not depend on how the candidates were chunked
-    return mh[None, :, None] @ x[:, None] @ mw.transpose(1, 2)[None, :, None]
+    # One small matrix product per (image, σ, channel), in float64, rounded to x's dtype at the end: a batched
+    # product may pick another kernel (another summation order) for another batch size on some CPUs, and a wide σ
+    # leaves near-equal pixels whose float32 order would then depend on how the candidates were chunked (and
+    # histogram matching reads that order). float64 keeps those differences far below float32's rounding.
+    return (mh[None, :, None] @ x.double()[:, None] @ mw.transpose(1, 2)[None, :, None]).to(x.dtype)
 
 
 PAD_TOKEN = 0
