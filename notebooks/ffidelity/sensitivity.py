@@ -99,8 +99,21 @@ for varied, values in grids.items():
 table = pd.DataFrame(rows)
 micro = pd.DataFrame(micro_rows)
 nulls = pd.concat(nulls, ignore_index=True)
-out.table(table, "macro_correlations")
-out.table(micro, "micro_correlations")
+
+
+def shown(frame):
+    """The page's copy of a per-setting table: the setting as text ("β = 0.05", which a numeric column would show
+    with the column's decimals, 0.1) and the correlations under their labels with the ideal direction."""
+    symbol = {"n_samples": "N", "beta": "β", "alpha": "α"}
+    labels = {**fl.protocols.CORRELATION_LABELS, **{f"{k} std": f"{v} std" for k, v in
+                                                    fl.protocols.CORRELATION_LABELS.items()}}
+    setting = [f"{symbol.get(k, k)} = {v:g}" for k, v in zip(frame["varied"], frame["value"])]
+    return frame.drop(columns=["varied", "value"]).rename(columns=labels).assign(setting=setting)[
+        ["setting", *(labels.get(c, c) for c in frame.columns if c not in ("varied", "value"))]]
+
+
+out.table(shown(table), "macro_correlations")
+out.table(shown(micro), "micro_correlations")
 ffid_curves = pd.DataFrame(curve_rows)
 out.table(ffid_curves, "ffid_curves")
 table
@@ -129,7 +142,7 @@ ends = (ffid_curves[ffid_curves["xi"].isin([noise_levels[0], noise_levels[-1]])]
         .groupby(["varied", "value", "xi"], sort=False)[["FFid+", "FFid−"]].mean().unstack("xi"))
 ends.columns = [f"{m} (ξ = {xi:g})" for m, xi in ends.columns]
 ends = ends.reset_index()
-out.table(ends, "ffid_ends")
+out.table(shown(ends), "ffid_ends")
 micro
 
 # %% [markdown]
