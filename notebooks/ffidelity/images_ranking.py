@@ -357,8 +357,9 @@ for k, st in studies.items():
             st.clean[label, "original"], st.clean[label, "fine-tuned"], seed=seed)
         per_image, agreement_null = agreement[k, label]
         agreement_rows += [{"setting": LABEL[k], "explainer": label, "statistic": fl.protocols.ffidelity.AGREEMENT[s],
-                            "mean": float(per_image[s].mean()), "chance median": n.median, "chance low": n.low,
-                            "chance high": n.high} for s, n in agreement_null.items()]
+                            "mean": float(per_image[s].mean()), "images": int(per_image[s].notna().sum()),
+                            "chance median": n.median, "chance low": n.low, "chance high": n.high}
+                           for s, n in agreement_null.items()]
 agreement_table = pd.DataFrame(agreement_rows)
 out.table(agreement_table, "maps_agreement")
 fig = fl.plots.map_columns(case.x[:n_table9].cpu(), {

@@ -258,7 +258,8 @@ vit_agreement = {name: P.map_agreement(maps["original"], maps["fine-tuned"], see
                  for name, maps in vit_maps.items()}
 vit_agreement_table = pd.DataFrame([
     {"explainer": name, "statistic": P.AGREEMENT[s], "mean": float(per_image_vit[s].mean()),
-     "chance median": n.median, "chance low": n.low, "chance high": n.high}
+     "images": int(per_image_vit[s].notna().sum()), "chance median": n.median, "chance low": n.low,
+     "chance high": n.high}
     for name, (per_image_vit, vit_nulls) in vit_agreement.items() for s, n in vit_nulls.items()])
 out.table(vit_agreement_table, "vit_maps_agreement")
 fig = fl.plots.map_columns(vit.x[:n_table9].cpu(), {
