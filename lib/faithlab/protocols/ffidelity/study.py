@@ -239,7 +239,7 @@ def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset
                         sparsity: Sequence[float] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
                         n_test: int = 150, n_seeds: int = 5, alpha: float = 0.5, beta: float = 0.1,
                         n_samples: int = 50, seed: int = 0, device: str | torch.device = "cpu",
-                        batch_size: int = 2048, cache: bool = True, cells=None) -> RankingStudy:
+                        batch_size: int = 256, cache: bool = True, cells=None) -> RankingStudy:
     """F-Fidelity's degraded-explainer study on images (spec §1.4–1.9, Tables 1–2, 5, 10; cost as Table 13).
 
     Trains (or loads from the cache of :func:`faithlab.train.fit`) the original model ``models.build(model_name,
