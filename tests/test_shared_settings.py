@@ -9,7 +9,7 @@ import torch
 
 import faithlab as fl
 from faithlab.protocols import fewclass, reco_mege, trace
-from faithlab.protocols.ffidelity import CanvasModels, SeriesTextModels
+from faithlab.protocols.ffidelity import CanvasModels, SeriesTextModels, VitModels
 from faithlab.study import parameters
 
 SHARED = ("ffidelity/series_text", "ffidelity/robustness")
@@ -164,3 +164,50 @@ def test_family_settings_load_the_task_as_load_task():
 def test_cam_layers_is_one_table():
     assert fewclass.CAM_LAYERS is trace.CAM_LAYERS is fl.models.CAM_LAYERS
     assert {"resnet50", "legacy_xception", *trace.PAPER_MODELS} <= set(fl.models.CAM_LAYERS)
+
+
+VIT = ("ffidelity/images_variants", "ffidelity/robustness")
+
+
+@pytest.mark.parametrize("profile", ["smoke", "book", "paper", "paper-dry"])
+def test_images_variants_and_robustness_train_the_same_vit(profile):
+    notebooks = {nb.name: nb for nb in parameters.discover()}
+    spec = parameters.load_profile(profile)
+    variants, robustness = (VitModels(**parameters.merge_parameters(notebooks[name], profile, spec, {})["vit_models"])
+                            for name in VIT)
+    assert variants == robustness
+    if profile in ("paper", "paper-dry"):  # the paper's ViT (App. D.1): 6 blocks of width 128, 8 heads
+        assert (variants.dim, variants.depth, variants.heads) == (128, 6, 8)
+
+
+def test_vit_models_settings_read_the_data():
+    vit = VitModels(dim=8, depth=1, heads=2, lr=0.01, n_epochs=2, n_finetune_epochs=3, finetune_lr=0.005)
+    train_data, _ = CanvasModels(image_size=12, color=True, n_train=20).load(1)
+    assert vit.model_config(train_data) == {"image_size": 12, "patch_size": 4, "in_channels": 3, "n_classes": 10,
+                                            "dim": 8, "depth": 1, "heads": 2}
+    assert [(c.epochs, c.lr, c.batch_size, c.seed, c.optimizer, c.weight_decay, c.scheduler)
+            for c in (vit.train_config(4), vit.finetune_config(4))] == [(2, 0.01, 64, 4, "adamw", 1e-4, "cosine"),
+                                                                         (3, 0.005, 64, 4, "adamw", 1e-4, "cosine")]
+    with pytest.raises(TypeError, match="vit_dim"):
+        VitModels(vit_dim=3)
+
+
+def test_vit_models_classifier_and_ranking_study_train_the_same_models(monkeypatch):
+    """robustness reaches the ViT through classifier/finetune, images_variants through the study: same cache keys."""
+    calls = _record_training(monkeypatch)
+    vit = VitModels(dim=8, depth=1, heads=2, n_epochs=2, n_finetune_epochs=3)
+    cm = CanvasModels(image_size=8, n_train=30)
+    train_data, test_data = cm.load(2)
+    model, history = vit.classifier(train_data, test_data, data_key=cm.data_key(2), seed=2)
+    with pytest.raises(_Stop):
+        vit.finetune(model, history, train_data, test_data, beta=0.2, data_key=cm.data_key(2), seed=2)
+    direct = list(calls)
+    calls.clear()
+    with pytest.raises(_Stop):
+        vit.ranking_study(train_data, test_data, {"Saliency": ("saliency", {})}, data_key=cm.data_key(2), seed=2,
+                          beta=0.2, methods=["F-Fidelity"])
+    assert calls == direct
+    assert direct[0][1:5] == ("vit", vit.model_config(train_data), dataclasses.asdict(vit.train_config(2)),
+                              cm.data_key(2))
+    assert direct[1][1:5] == (dataclasses.asdict(vit.finetune_config(2)),
+                              {"random_removal": 0.2, "units": "pixels", "reference": "zero"}, cm.data_key(2), "base")

@@ -32,14 +32,7 @@
 dataset = "canvas_digits"
 data_dir = None
 canvas_models = {}  # overrides of fl.protocols.ffidelity.CanvasModels: the CNN (and canvas data) of images_ranking
-vit_patch_size = 4
-vit_dim = 32
-vit_depth = 2
-vit_heads = 2
-vit_lr = 2e-3
-vit_epochs = 20
-vit_finetune_epochs = 10
-vit_finetune_lr = 7e-4
+vit_models = {}  # overrides of fl.protocols.ffidelity.VitModels: the ViT (and its fine-tuning) of robustness too
 beta = 0.1
 alpha = 0.5
 n_samples = 10
@@ -87,15 +80,13 @@ else:
 in_channels, size = train[0][0].shape[0], train[0][0].shape[-1]
 n_classes = train.info["n_classes"]
 cnn_config = cnn.model_config(in_channels=in_channels, n_classes=n_classes)
-vit_config = {"image_size": size, "patch_size": vit_patch_size, "in_channels": in_channels, "n_classes": n_classes,
-              "dim": vit_dim, "depth": vit_depth, "heads": vit_heads}
+vit_spec = fl.protocols.ffidelity.VitModels(**vit_models)
 cnn_train, cnn_finetune, cnn_roar = cnn.train_config(seed), cnn.finetune_config(seed), cnn.roar_config(seed)
-vit_kw = dict(lr=vit_lr, batch_size=64, seed=seed, optimizer="adamw", weight_decay=1e-4, scheduler="cosine")
 ranking = dict(noise_levels=noise_levels, sparsity=sparsity, n_test=n_test, n_seeds=n_seeds, alpha=alpha, beta=beta,
                n_samples=n_samples, seed=seed, device=device, batch_size=batch_size)
 SG_SQ = ("sg_sq_ig", {"nt_samples": sg_samples, "n_steps": ig_steps})
 for name, value in {"n_test": n_test, "n_seeds": n_seeds, "n_samples": n_samples, "n_levels": len(sparsity),
-                    "vit_dim": vit_dim, "vit_depth": vit_depth, "vit_heads": vit_heads}.items():
+                    "vit_dim": vit_spec.dim, "vit_depth": vit_spec.depth, "vit_heads": vit_spec.heads}.items():
     out.glue(name, value)
 
 # %% [markdown]
@@ -103,16 +94,14 @@ for name, value in {"n_test": n_test, "n_seeds": n_seeds, "n_samples": n_samples
 # Six explainers per table (the clean map degraded at ξ ∈ {0, 0.2, …, 1}), scored by Fidelity, ROAR (a network
 # retrained on explanation-guided removal), R-Fidelity and F-Fidelity (the fine-tuned network and its own maps).
 # The ViT is trained with AdamW (weight decay 1e-4, as the paper's Adam) and a cosine schedule, and fine-tuned with
-# the same recipe (at `vit_finetune_lr`). With `n_shards` > 1 the runner scores the (seed, noise level) grid in
+# the same recipe (at its `finetune_lr`); `fl.protocols.ffidelity.VitModels` holds the ViT's settings, shared
+# with `robustness` (Table 8's ViT row). With `n_shards` > 1 the runner scores the (seed, noise level) grid in
 # shards (`fl.outputs.sharded`; each cell depends on that cell only) and the cells below see the same curves.
 
 # %% tags=["shard"]
 STUDIES = {
-    "ViT SG-SQ": lambda cells: fl.protocols.image_ranking_study(
-        "vit", vit_config, train, test, {"ViT SG-SQ": SG_SQ}, data_key=data_key,
-        train_config=fl.train.TrainConfig(epochs=vit_epochs, **vit_kw),
-        finetune_config=fl.train.TrainConfig(epochs=vit_finetune_epochs, **{**vit_kw, "lr": vit_finetune_lr}),
-        roar_config=fl.train.TrainConfig(epochs=vit_epochs, **vit_kw), methods=METHODS, cells=cells, **ranking),
+    "ViT SG-SQ": lambda cells: vit_spec.ranking_study(  # fl.protocols.image_ranking_study of the shared ViT
+        train, test, {"ViT SG-SQ": SG_SQ}, data_key=data_key, methods=METHODS, cells=cells, **ranking),
     "CNN LayerCAM": lambda cells: fl.protocols.image_ranking_study(
         cnn.model_name, cnn_config, train, test, {"CNN LayerCAM": ("layercam", {})}, data_key=data_key,
         train_config=cnn_train, finetune_config=cnn_finetune, roar_config=cnn_roar, methods=METHODS, cells=cells,

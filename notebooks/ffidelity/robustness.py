@@ -21,14 +21,16 @@
 # reference (the dataset-mean colour, a zero time step, a zero token embedding — or, as a labelled variant, the
 # pad token that deletes it). **App. D.3** fine-tunes the image model with several β and
 # follows accuracy and agreement with the original model's predictions as the masking ratio grows to 50 %.
-# The models are the very ones of the other F-Fidelity notebooks (the same settings, `CanvasModels` and
-# `SeriesTextModels` of `fl.protocols.ffidelity`, so they come from the cache): the CNN on the coloured canvas digits of `images_ranking` (ResNet-9 in the `paper`
-# profile), the CNN-1D of `series_text` on series at an offset (and its bi-LSTM in the `paper` profile) and its LSTM
-# and transformer on tokens, each text model fine-tuned once per removal.
+# The models are the very ones of the other F-Fidelity notebooks (the same settings, `CanvasModels`, `VitModels` and
+# `SeriesTextModels` of `fl.protocols.ffidelity`, so they come from the cache): the CNN on the coloured canvas digits
+# of `images_ranking` (ResNet-9 in the `paper` profile) and the ViT of `images_variants` on the same canvases, the
+# CNN-1D and bi-LSTM of `series_text` on series at an offset and its LSTM and transformer on tokens, each text model
+# fine-tuned once per removal.
 
 # %% tags=["parameters"]
 canvas_models = {}  # overrides of fl.protocols.ffidelity.CanvasModels (the image models of ffidelity/images_ranking)
 series_text_models = {}  # overrides of fl.protocols.ffidelity.SeriesTextModels (the models of ffidelity/series_text)
+vit_models = {}  # overrides of fl.protocols.ffidelity.VitModels (the ViT of ffidelity/images_variants)
 beta = 0.1
 ratios = [0.0, 0.05, 0.1]
 betas = [0.05, 0.1, 0.2, 0.3]
@@ -49,6 +51,7 @@ fl.plots.set_style()
 NAMES = fl.recipes.DISPLAY_NAMES
 st = fl.protocols.ffidelity.SeriesTextModels(**series_text_models)
 canvas = fl.protocols.ffidelity.CanvasModels(**canvas_models)
+vit = fl.protocols.ffidelity.VitModels(**vit_models)
 
 # %% [markdown]
 # ## Models
@@ -60,6 +63,10 @@ base, hist, img_train, img_test = canvas.classifier(seed=seed, device=device)
 tuned_by_beta = {b: canvas.finetune(base, hist, img_train, img_test, beta=b, seed=seed, device=device)
                  for b in sorted({beta, *betas})}
 cases = {("images", canvas.model_name, "zero"): (base, tuned_by_beta[beta], img_test, "pixels")}
+vit_base, vit_hist = vit.classifier(img_train, img_test, data_key=canvas.data_key(seed), seed=seed, device=device)
+cases["images", "vit", "zero"] = (vit_base, vit.finetune(vit_base, vit_hist, img_train, img_test, beta=beta,
+                                                         data_key=canvas.data_key(seed), seed=seed, device=device),
+                                  img_test, "pixels")
 for domain, name, unit_kind, reference in st.cases():  # the cached models of `ffidelity/series_text`
     model, h, train, test = st.classifier(name, seed=seed, device=device)
     tuned = st.finetune(model, h, train, test, beta=beta, units=unit_kind, reference=reference, seed=seed,
@@ -109,8 +116,8 @@ out.glue("n_series_test", st.n_test)
 # %% [markdown]
 # ## Table 8
 # Cells: our accuracy (%), mean ± std over the draws, with the paper's value in parentheses. Paper rows (Table 8):
-# CIFAR-100 ResNet for our image CNN, Boiler CNN / LSTM for our CNN-1D / bi-LSTM, SST2 LSTM / Transformer for our
-# text models. The paper's ViT row has no counterpart here.
+# CIFAR-100 ResNet / ViT for our image CNN / ViT, Boiler CNN / LSTM for our CNN-1D / bi-LSTM, SST2 LSTM / Transformer
+# for our text models.
 
 # %%
 PAPER = {  # F-Fidelity Table 8 (App. D.2): accuracy (%) at 0 %, 5 %, 10 % random removal
@@ -127,7 +134,8 @@ PAPER = {  # F-Fidelity Table 8 (App. D.2): accuracy (%) at 0 %, 5 %, 10 % rando
     ("SST2", "Transformer", "original"): [80.85, 77.29, 73.28],
     ("SST2", "Transformer", "fine-tuned"): [80.73, 81.08, 78.90],
 }
-PAPER_ROW = {"CNN": ("CIFAR-100", "ResNet"), "ResNet-9": ("CIFAR-100", "ResNet"), "CNN-1D": ("Boiler", "CNN"),
+PAPER_ROW = {"CNN": ("CIFAR-100", "ResNet"), "ResNet-9": ("CIFAR-100", "ResNet"), "ViT": ("CIFAR-100", "ViT"),
+             "CNN-1D": ("Boiler", "CNN"),
              "Bi-LSTM": ("Boiler", "LSTM"), "LSTM": ("SST2", "LSTM"), "Transformer": ("SST2", "Transformer")}
 PAPER_RATIOS = [0.0, 0.05, 0.1]
 summary = robust.groupby(["domain", "architecture", "model", "ratio"], sort=False)["accuracy"].agg(["mean", "std"])
@@ -236,9 +244,10 @@ restores = C.claim_finetune_restores(
                           for ds, arch in paper_rows if ds != "SST2"))
 out.claim(restores, note=f"β = {beta}, {n_draws} draws of exactly round(ρn) removed units per input")
 out.table(restores.table, "claim_restores")
-for r in restores.table[restores.table["domain"] == "images"].to_dict("records"):
-    for key, column in (("image_gain", "gain"), ("image_clean_gap", "clean gap"), ("image_drop", "original drop")):
-        out.glue(key, 100 * r[column])
+for r in restores.table[restores.table["domain"] == "images"].to_dict("records"):  # "image_…": the CNN, "vit_…"
+    prefix = "vit" if r["architecture"] == NAMES["vit"] else "image"
+    for key, column in (("gain", "gain"), ("clean_gap", "clean gap"), ("drop", "original drop")):
+        out.glue(f"{prefix}_{key}", 100 * r[column])
 restores.table
 
 # %%

@@ -10,7 +10,8 @@ into the paper's macro/micro correlations and micro ranks.
 One module per concept, every public name gathered here (``fl.protocols.ffidelity.<name>``):
 
 * ``study``: the image study (:func:`degraded_fidelity_curves`, :func:`image_ranking_study`, :class:`RankingStudy`,
-  random masking, constant-map counts) and :class:`CanvasModels`, the image models three notebooks share;
+  random masking, constant-map counts), :class:`CanvasModels`, the image models three notebooks share, and
+  :class:`VitModels`, the ViT two notebooks share;
 * ``ranking``: the correlations, their nulls (the ground-truth order permuted) and the ranking, LeRF and ablation
   claims;
 * ``image_claims``: the OOD check of the stand-in, the map preference, the cost, size and sensitivity claims;
@@ -60,6 +61,7 @@ from faithlab.protocols.ffidelity.study import (
     SETTINGS,
     CanvasModels,
     RankingStudy,
+    VitModels,
     constant_map_counts,
     degraded_fidelity_curves,
     image_ranking_study,
@@ -69,7 +71,7 @@ from faithlab.protocols.ffidelity.study import (
 # in the modules' order, which the API page follows
 __all__ = [  # noqa: RUF022
     "SETUP", "degraded_fidelity_curves", "random_masking_predictions", "constant_map_counts", "SETTINGS",
-    "RankingStudy", "image_ranking_study", "CanvasModels", "ranking_correlations", "CORRELATION_LABELS",
+    "RankingStudy", "image_ranking_study", "CanvasModels", "VitModels", "ranking_correlations", "CORRELATION_LABELS",
     "oriented_correlations", "table_layout", "separation", "micro_cells", "ranking_verdict", "ablation_verdict",
     "permuted_correlations", "ground_truth_null", "claim_ranking", "claim_lerf_near_one", "claim_ablation",
     "claim_ood_check", "claim_map_preferred", "claim_cost", "claim_size_readout", "claim_robust_hyperparameters",

@@ -1,7 +1,7 @@
 """F-Fidelity's degraded-explainer study on images (spec §1.4–1.9, Tables 1–2, 5, 10, 13): the curves of degraded
 maps (:func:`degraded_fidelity_curves`), the whole study with its models and costs (:func:`image_ranking_study`,
-:class:`RankingStudy`), the image models three notebooks share (:class:`CanvasModels`), and random masking and
-constant-map counts."""
+:class:`RankingStudy`), the image models three notebooks share (:class:`CanvasModels`), the ViT two share
+(:class:`VitModels`), and random masking and constant-map counts."""
 
 from __future__ import annotations
 
@@ -440,3 +440,71 @@ class CanvasModels:
         ``n_finetune_epochs``): with the study's β, the fine-tuned model of :meth:`ranking_study`."""
         return recipes.ffidelity_finetune(model, history, train_data, test_data, beta=beta, units="pixels",
                                           n_epochs=self.n_finetune_epochs, seed=seed, device=device)
+
+
+@dataclass(frozen=True)
+class VitModels:
+    """The Vision Transformer of F-Fidelity's Table 5 and Table 8 (spec §1.9, App. D.1–D.2): one setting read by the
+    notebooks ``ffidelity/images_variants`` (its degraded-explainer study) and ``ffidelity/robustness`` (its accuracy
+    under random removal), so that both train (and read from the cache) the very same original and fine-tuned ViT.
+
+    The defaults are the ``book`` profile's. Each notebook takes its overrides as one parameter, ``vit_models``
+    (``{}``: the defaults); a profile sets them once for both notebooks (a YAML anchor). Unknown names raise
+    TypeError. The network is ``models.build("vit", ...)`` on the data's image size, channels and classes.
+
+    patch_size, dim, depth, heads: the ViT (patch side in pixels, embedding width, blocks, attention heads).
+    lr, n_epochs: its training (AdamW, weight decay 1e-4 as the paper's Adam, cosine schedule, batch 64); ROAR
+    retrains with the same recipe. finetune_lr, n_finetune_epochs: F-Fidelity's fine-tuning (eq. 5), same recipe.
+    """
+
+    patch_size: int = 4
+    dim: int = 48
+    depth: int = 3
+    heads: int = 4
+    lr: float = 2e-3
+    n_epochs: int = 30
+    n_finetune_epochs: int = 10
+    finetune_lr: float = 7e-4
+
+    def model_config(self, train_data: Dataset) -> dict:
+        """The network's options for ``train_data`` (image size, channels and ``info["n_classes"]`` read from it)."""
+        image = train_data[0][0]
+        return {"image_size": image.shape[-1], "patch_size": self.patch_size, "in_channels": image.shape[0],
+                "n_classes": train_data.info["n_classes"], "dim": self.dim, "depth": self.depth, "heads": self.heads}
+
+    def _config(self, epochs: int, lr: float, seed: int) -> train.TrainConfig:
+        return train.TrainConfig(epochs=epochs, lr=lr, batch_size=64, seed=seed, optimizer="adamw",
+                                 weight_decay=1e-4, scheduler="cosine")
+
+    def train_config(self, seed: int = 0) -> train.TrainConfig:
+        """Training of the original ViT (and of a ROAR ViT): ``n_epochs`` of AdamW at ``lr``, cosine schedule."""
+        return self._config(self.n_epochs, self.lr, seed)
+
+    def finetune_config(self, seed: int = 0) -> train.TrainConfig:
+        """F-Fidelity fine-tuning (eq. 5): ``n_finetune_epochs`` at ``finetune_lr``, the same recipe."""
+        return self._config(self.n_finetune_epochs, self.finetune_lr, seed)
+
+    def ranking_study(self, train_data: Dataset, test_data: Dataset, explainer_specs: Mapping[str, tuple[str, dict]],
+                      *, data_key: dict, seed: int = 0, **options) -> RankingStudy:
+        """:func:`image_ranking_study` of this ViT (ROAR retrains with :meth:`train_config`); ``data_key``
+        identifies the data in the cache keys, ``options``: the study's other keyword arguments."""
+        return image_ranking_study("vit", self.model_config(train_data), train_data, test_data, explainer_specs,
+                                   data_key=data_key, train_config=self.train_config(seed),
+                                   finetune_config=self.finetune_config(seed), roar_config=self.train_config(seed),
+                                   seed=seed, **options)
+
+    def classifier(self, train_data: Dataset, test_data: Dataset, *, data_key: dict, seed: int = 0,
+                   device: str | torch.device = "cpu") -> tuple[nn.Module, dict]:
+        """The original ViT of :meth:`ranking_study` (the same cache entry) → ``(model in eval mode, history)``."""
+        model, history = train.fit("vit", self.model_config(train_data), train_data, self.train_config(seed),
+                                   data_key=data_key, test_data=test_data, device=device, progress=False)
+        return model.to(device).eval(), history
+
+    def finetune(self, model: nn.Module, history: dict, train_data: Dataset, test_data: Dataset, *, beta: float,
+                 data_key: dict, seed: int = 0, device: str | torch.device = "cpu") -> nn.Module:
+        """The fine-tuned ViT of :meth:`ranking_study` with this β (``RandomRemoval(beta)`` of pixels to zero, the
+        same cache entry) → the model in eval mode."""
+        tuned, _ = train.finetune(model, train_data, self.finetune_config(seed), train.RandomRemoval(beta),
+                                  data_key=data_key, base_key=history["key"], test_data=test_data, device=device,
+                                  progress=False)
+        return tuned.to(device).eval()
