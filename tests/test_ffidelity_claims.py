@@ -239,6 +239,53 @@ def test_claim_map_preferred_gives_every_verdict(plus_gap, minus_gap, expected):
     assert claim.claim.startswith("F8: F-Fidelity rates GradCAM above Saliency") and len(claim.table) == 2
 
 
+# ------------------------------------------------------------- per-image FFid±, the input of F8 (Tables 11–12)
+def gated_maps(n: int = 10):
+    """A model that flips as soon as one of the top-half pixels is removed (all-ones inputs, reference zero), the map
+    that ranks those pixels first ("truth") and the map that ranks them last ("reverse")."""
+    from oracles import Gated
+
+    relevant = torch.zeros(1, 4, 4, dtype=torch.bool)
+    relevant[0, :2] = True
+    order = torch.rand(n, 1, 4, 4, generator=torch.Generator().manual_seed(0)) * 0.5  # distinct ranks per image
+    truth = relevant.float() + order
+    return Gated(relevant, m=1), torch.ones(n, 1, 4, 4), torch.zeros(n, dtype=torch.long), {
+        "truth": truth, "reverse": 1.5 - truth}
+
+
+def test_per_image_ffid_separates_the_true_map_and_feeds_the_claim():
+    model, x, y, maps = gated_maps()
+    frame = F.per_image_ffid(model, x, y, maps, sparsity=[0.25, 0.5], alpha=0.5, beta=0.5, n_samples=8, seed=1)
+    assert frame.columns.tolist() == ["case", "explainer", "FFid+", "FFid−", "constant map"] and len(frame) == 20
+    by = frame.set_index(["explainer", "case"])
+    # "+" removes among the top quarter or half: only relevant pixels for the truth, none for the reverse; "−" the
+    # mirror image. A removed relevant pixel flips the prediction, so these are exact.
+    assert (by.loc["reverse", "FFid+"] == 0).all() and (by.loc["truth", "FFid−"] == 0).all()
+    assert (by.loc["truth", "FFid+"] > 0.5).all() and (by.loc["reverse", "FFid−"] > 0.5).all()
+    assert not frame["constant map"].any()
+    claim = F.claim_map_preferred(frame, better="truth", worse="reverse", setting="Table 12: toy")
+    assert claim.verdict == R and claim.claim.endswith("(App. D.10, Table 12: toy)")
+    assert F.claim_map_preferred(frame, better="reverse", worse="truth").verdict == N
+
+
+def test_per_image_ffid_equals_the_metrics_and_ignores_the_other_images():
+    model, x, y, maps = gated_maps()
+    options = dict(sparsity=[0.25, 0.5, 0.75], alpha=0.5, beta=0.5, n_samples=6, seed=3)
+    frame = F.per_image_ffid(model, x, y, maps, batch_size=7, **options)
+    common = dict(target=y, alpha=0.5, beta=0.5, n_samples=6, generator=3, ties="random")
+    plus = fl.metrics.fid_plus(model, x, maps["truth"], sparsity=options["sparsity"], **common).mean(1)
+    minus = fl.metrics.fid_minus(model, x, maps["truth"], sparsity=fl.metrics.minus_sparsity(options["sparsity"]),
+                                 **common).mean(1)
+    truth = frame[frame["explainer"] == "truth"]
+    np.testing.assert_allclose(truth["FFid+"], plus.numpy(), atol=1e-7)
+    np.testing.assert_allclose(truth["FFid−"], minus.numpy(), atol=1e-7)
+    part = F.per_image_ffid(model, x[:4], y[:4], {k: v[:4] for k, v in maps.items()}, batch_size=256, **options)
+    pd.testing.assert_frame_equal(part.reset_index(drop=True),
+                                  frame[frame["case"] <= 4].reset_index(drop=True), check_exact=True)
+    flat = F.per_image_ffid(model, x, y, {"flat": torch.zeros(len(x), 1, 4, 4)}, **options)
+    assert flat["constant map"].all()
+
+
 # --------------------------------------------------------------------------------------------------- F9 cost
 def cost_frames(roar_work: float, ffid_work: float, roar_seconds: float, ffid_seconds: float,
                 retrain_seconds=(10.0, 10.2), cached: bool = False):

@@ -27,6 +27,7 @@ from faithlab.protocols.ffidelity.image_claims import (
     claim_maps_preserved,
     claim_ood_check,
     claim_robust_hyperparameters,
+    per_image_ffid,
     claim_size_readout,
     map_agreement,
 )
@@ -74,7 +75,8 @@ __all__ = [  # noqa: RUF022
     "RankingStudy", "image_ranking_study", "CanvasModels", "VitModels", "ranking_correlations", "CORRELATION_LABELS",
     "oriented_correlations", "table_layout", "separation", "micro_cells", "ranking_verdict", "ablation_verdict",
     "permuted_correlations", "ground_truth_null", "claim_ranking", "claim_lerf_near_one", "claim_ablation",
-    "claim_ood_check", "claim_map_preferred", "claim_cost", "claim_size_readout", "claim_robust_hyperparameters",
+    "claim_ood_check", "per_image_ffid", "claim_map_preferred", "claim_cost", "claim_size_readout",
+    "claim_robust_hyperparameters",
     "AGREEMENT", "map_agreement", "claim_maps_preserved",
     "SeriesTextModels", "claim_finetune_restores", "claim_text_robust", "claim_beta_accuracy", "claim_beta_agreement",
     "claim_series_ranking", "claim_text_equivalence",

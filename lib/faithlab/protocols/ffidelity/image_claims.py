@@ -4,6 +4,8 @@ robustness to the hyperparameters (Tables 24–26) and explanations kept by the 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 import pandas as pd
 import torch
@@ -74,13 +76,45 @@ def claim_ood_check(diagnostic: pd.DataFrame, *, main: str, control: str, n_imag
         verdict=v, table=pd.DataFrame(list(rows.values())))
 
 
+def per_image_ffid(model, x: torch.Tensor, y: torch.Tensor, maps: Mapping[str, torch.Tensor], *,
+                   sparsity: Sequence[float], alpha: float = 0.5, beta: float = 0.1, n_samples: int = 50,
+                   seed: int = 0, batch_size: int = 256) -> pd.DataFrame:
+    """Per-image FFid+ and FFid− of several maps on one (fine-tuned) model, the input of
+    :func:`claim_map_preferred` (App. D.10, Tables 11–12) → one row per image ("case", from 1) and map label with
+    "FFid+" and "FFid−" (:func:`~faithlab.metrics.fid_plus` at ``sparsity`` and :func:`~faithlab.metrics.fid_minus`
+    at its paired :func:`~faithlab.metrics.minus_sparsity`, each averaged over the sizes) and "constant map" (the
+    map ranks no pixel above another; its removal order is the random ties rule, so its scores measure random
+    removal).
+
+    maps: ``{label: attributions}`` of ``x`` (any layout ``fid_plus`` accepts), explained for ``y``. Every map sees
+    the same Monte-Carlo masks (generator ``seed``); the scores of an image do not depend on the other images or
+    on ``batch_size``. A map's :class:`~faithlab.perturb.ConstantMapWarning` is not raised: the column counts them.
+    """
+    import warnings
+
+    from faithlab import perturb
+
+    common = dict(target=y, alpha=alpha, beta=beta, n_samples=n_samples, generator=seed, ties="random",
+                  batch_size=batch_size)
+    rows = []
+    for label, attr in maps.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", perturb.ConstantMapWarning)
+            plus = ffidelity.fid_plus_details(model, x, attr, sparsity=sparsity, **common)
+            minus = ffidelity.fid_minus(model, x, attr, sparsity=ffidelity.minus_sparsity(sparsity), **common)
+        rows += [{"case": i + 1, "explainer": label, "FFid+": float(p), "FFid−": float(m), "constant map": bool(c)}
+                 for i, (p, m, c) in enumerate(zip(plus["score"].mean(1), minus.mean(1), plus["constant"]))]
+    return pd.DataFrame(rows, columns=["case", "explainer", "FFid+", "FFid−", "constant map"])
+
+
 def claim_map_preferred(per_image: pd.DataFrame, *, better: str = "GradCAM", worse: str = "Saliency",
-                        label: str = "F8", paper_value: str = "", n_boot: int = 4000, seed: int = 0
-                        ) -> verdicts.Claim:
-    """Claim of App. D.10 (Table 11): F-Fidelity rates ``better`` above ``worse`` — higher FFid+ and lower FFid−.
+                        label: str = "F8", setting: str = "Table 11", paper_value: str = "", n_boot: int = 4000,
+                        seed: int = 0) -> verdicts.Claim:
+    """Claim of App. D.10 (Tables 11–12): F-Fidelity rates ``better`` above ``worse`` — higher FFid+ and lower FFid−.
 
     per_image: one row per image ("case") and explainer with the image's "FFid+" and "FFid−" (means over
-    explanation sizes). Null: no difference between the two maps — a paired bootstrap over the images (95 %) calls
+    explanation sizes), e.g. :func:`per_image_ffid`. setting: the table or setting, named in the claim ("Table
+    12: fine-tuned on the evaluation set"). Null: no difference between the two maps — a paired bootstrap over the images (95 %) calls
     each comparison (FFid+ higher, FFid− lower) a win, a tie or a loss; when both are ties the data cannot tell the
     maps apart and the claim is not testable here. Rule: reproduced when both are wins, partly when one is a win
     and the other a tie, not reproduced when either is a loss."""
@@ -108,7 +142,7 @@ def claim_map_preferred(per_image: pd.DataFrame, *, better: str = "GradCAM", wor
     table = pd.DataFrame([{"comparison": k, "mean difference": c.mean, "low": c.low, "high": c.high,
                            "outcome": c.outcome, "images": c.n} for k, c in comps.items()])
     return verdicts.Claim(
-        f"{label}: F-Fidelity rates {better} above {worse}: higher FFid+, lower FFid- (App. D.10, Table 11)",
+        f"{label}: F-Fidelity rates {better} above {worse}: higher FFid+, lower FFid- (App. D.10, {setting})",
         rule=f"per image, FFid± of each map averaged over explanation sizes; paired bootstrap over images (4000 "
              f"resamples, 95 %) of {better} − {worse}: reproduced when FFid+ is higher and FFid− lower (both wins), "
              f"partly when one wins and the other ties, not reproduced when either is a loss",
