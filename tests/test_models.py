@@ -382,7 +382,7 @@ def test_pretrained_torchvision_weights_come_from_the_local_hub_cache_only(tmp_p
 
 
 def test_pretrained_timm_weights_come_from_the_local_hf_cache_only(tmp_path, monkeypatch):
-    import huggingface_hub
+    import huggingface_hub.constants  # a submodule: loaded by its own import, not by the package
     from safetensors.torch import save_file
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
@@ -517,6 +517,23 @@ def test_densenet_small_is_torchvisions_densenet_with_a_small_image_stem():
     assert model.net.features.conv0.kernel_size == (3, 3) and isinstance(model.net.features.pool0, nn.Identity)
     blocks = [m for n, m in model.net.features.named_children() if n.startswith("denseblock")]
     assert [len(b) for b in blocks] == [2, 3]
+    x = torch.rand(3, 1, 12, 12)
+    with torch.no_grad():  # our forward is torchvision's, with the last ReLU out of place (Excitation Backprop)
+        assert torch.equal(model.eval()(x), DenseNet.forward(model.net, x))
+    narrow = fl.models.build("densenet_small", width=5)  # the `width` of the other small models (TRACE's settings)
+    assert narrow.net.features.conv0.out_channels == 10
+    assert {m.conv2.out_channels for m in narrow.net.modules() if type(m).__name__ == "_DenseLayer"} == {5}
+    with pytest.raises(ValueError, match="width"):
+        fl.models.build("densenet_small", width=0)
+
+
+def test_excitation_backprop_reads_densenet_small():
+    """TorchRay's Excitation Backprop takes the cam layer's output as a leaf: torchvision's in-place last ReLU
+    broke it; the map is a non-negative image-sized map of each target."""
+    model = fl.models.build("densenet_small", n_classes=4, width=4).eval()
+    x = torch.rand(2, 3, 16, 16, generator=torch.Generator().manual_seed(0))
+    maps = fl.explainers.explain(model, x, torch.tensor([1, 3]), method="excitation_backprop")
+    assert maps.shape == (2, 1, 16, 16) and torch.isfinite(maps).all() and (maps >= 0).all() and maps.sum() > 0
 
 
 def test_xception_small_uses_separable_convolutions_with_strided_shortcuts():

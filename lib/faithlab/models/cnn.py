@@ -230,16 +230,23 @@ class MobileNetSmall(nn.Module):
 
 @register("densenet_small")
 class DenseNetSmall(nn.Module):
-    """torchvision's DenseNet at small size (stands in for DenseNet-121 in Few-class Fidelity, spec §2.5):
-    ``torchvision.models.DenseNet(growth_rate, block_config, num_init_features)`` with its 7×7/stride-2 stem and
-    max-pool replaced by one 3×3 stride-1 conv for small images; torchvision's forward (dense blocks, final
-    ``features.norm5``, functional ReLU, average pool, linear). ``cam_layer`` = ``features.norm5``."""
+    """torchvision's DenseNet at small size (stands in for DenseNet-121 in Few-class Fidelity, spec §2.5, and for
+    DenseNet-161 in TRACE, spec §5.7): ``torchvision.models.DenseNet(growth_rate, block_config, num_init_features)``
+    with its 7×7/stride-2 stem and max-pool replaced by one 3×3 stride-1 conv for small images; torchvision's
+    forward (dense blocks, final ``features.norm5``, ReLU, average pool, linear), except that the final ReLU is not
+    in place: Excitation Backprop (TorchRay) reads the output of ``cam_layer`` = ``features.norm5`` as a leaf tensor,
+    which an in-place ReLU may not overwrite. ``width`` (as the other small models take it): growth rate ``width``
+    and ``2·width`` initial features, instead of ``growth_rate`` and ``num_init_features``."""
 
     def __init__(self, in_channels: int = 3, n_classes: int = 10, growth_rate: int = 8,
-                 block_config: tuple[int, ...] = (2, 2, 2), num_init_features: int = 16) -> None:
+                 block_config: tuple[int, ...] = (2, 2, 2), num_init_features: int = 16,
+                 width: int | None = None) -> None:
         super().__init__()
         from torchvision.models import DenseNet
 
+        if width is not None:
+            growth_rate = _validate.positive_int(width, "width")
+            num_init_features = 2 * growth_rate
         c0 = _validate.positive_int(num_init_features, "num_init_features")
         self.net = DenseNet(growth_rate=_validate.positive_int(growth_rate, "growth_rate"),
                             block_config=tuple(block_config), num_init_features=c0, num_classes=n_classes)
@@ -252,7 +259,8 @@ class DenseNetSmall(nn.Module):
         return self.net.features.norm5
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
+        features = torch.relu(self.net.features(x))  # torchvision's F.relu(inplace=True), out of place
+        return self.net.classifier(torch.flatten(nn.functional.adaptive_avg_pool2d(features, 1), 1))
 
 
 class _SeparableBlock(nn.Module):
