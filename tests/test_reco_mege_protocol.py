@@ -159,3 +159,14 @@ def test_family_premise_names_chance_first_and_rejects_a_bad_tolerance():
         P.comparable_premise(fam, test, tolerance=2)
     with pytest.raises(ValueError, match="test"):
         P.test_accuracy(fam, torch.zeros(3))
+
+
+def test_method_options_take_the_cheaper_settings_and_only_for_their_method():
+    background = torch.zeros(2, 3, 4, 4)
+    assert P.method_options("SHAP", shap_samples=7, background=background)[1]["n_samples"] == 7
+    assert P.method_options("SHAP", background=background)[1]["n_samples"] == P.METHODS["SHAP"][1]["n_samples"]
+    assert P.method_options("IG", ig_steps=5, shap_samples=7)[1]["n_steps"] == 5
+    assert P.method_options("SG", sg_samples=3)[1]["nt_samples"] == 3
+    assert "n_samples" not in P.method_options("SA", shap_samples=7)[1]
+    with pytest.raises(ValueError, match="needs background"):
+        P.method_options("SHAP", shap_samples=7)

@@ -58,7 +58,8 @@ fl.plots.set_style()
 P = fl.protocols.reco_mege
 d = P.load_task(task, n=n, image_size=image_size, seed=seed, dataset=dataset, data_dir=data_dir)
 background = d.x[:n_background].to(device)
-SETTINGS = dict(ig_steps=ig_steps, sg_samples=sg_samples, batch_size=batch_size, seed=seed, background=background)
+SETTINGS = dict(ig_steps=ig_steps, sg_samples=sg_samples, shap_samples=shap_samples, batch_size=batch_size, seed=seed,
+                background=background)
 families = {
     "ResNet-18": P.family(task, d, width_scale=width_scale, k=k, seed=seed, device=device, batch_size=batch_size,
                           config=fl.train.TrainConfig(epochs=epochs, batch_size=train_batch, lr=lr, seed=seed,

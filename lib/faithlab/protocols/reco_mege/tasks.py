@@ -93,8 +93,10 @@ DEGRADATIONS: dict[str, dict] = {
 
 
 def method_options(method: str, *, ig_steps: int | None = None, sg_samples: int | None = None,
-                   background: torch.Tensor | None = None) -> tuple[str, dict]:
-    """The registered explainer and its options for a method of :data:`METHODS`, with optional cheaper settings."""
+                   shap_samples: int | None = None, background: torch.Tensor | None = None) -> tuple[str, dict]:
+    """The registered explainer and its options for a method of :data:`METHODS`, with optional cheaper settings:
+    ``ig_steps`` (IG's points), ``sg_samples`` (SmoothGrad's samples), ``shap_samples`` (Expected Gradients' samples
+    per image); ``background`` (SHAP's training images) is required for SHAP."""
     _validate.one_of(method, "method", tuple(METHODS))
     name, options = METHODS[method]
     options = dict(options)
@@ -106,4 +108,6 @@ def method_options(method: str, *, ig_steps: int | None = None, sg_samples: int 
         if background is None:
             raise ValueError("method 'SHAP' (expected gradients) needs background images")
         options["background"] = background
+        if shap_samples:
+            options["n_samples"] = shap_samples
     return name, options
