@@ -542,3 +542,43 @@ def test_xception_small_uses_separable_convolutions_with_strided_shortcuts():
     assert len(depthwise) == 7 and all(m.groups == m.in_channels == m.out_channels for m in depthwise)
     assert [b.shortcut[0].stride for b in model.blocks] == [(2, 2), (2, 2), (1, 1)]
     assert model(torch.rand(2, 1, 28, 28)).shape == (2, 1)
+
+
+POOLS = [dict(kernel_size=2), dict(kernel_size=2, ceil_mode=True), dict(kernel_size=3, stride=2, padding=1)]
+
+
+@pytest.mark.parametrize("options", POOLS)
+@pytest.mark.parametrize("shape", [(5, 8, 9, 7), (4, 16, 16, 16), (3, 1, 6, 6)])
+def test_max_pool_gives_nn_max_pool_s_values_bit_for_bit_in_the_callers_layout(options, shape):
+    from faithlab.models.cnn import max_pool
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.relu(torch.randn(*shape, generator=g))
+    x[0, 0, :2, :2] = 0.5                                        # a tied window
+    x[-1, -1, -1, -1] = float("nan")                              # NaN propagates as in the plain module
+    x[1, 0, 0, :] = float("-inf")
+    fast, plain = max_pool(**options), nn.MaxPool2d(**options)
+    assert type(fast) is nn.MaxPool2d                            # captum's DeepLift / LRP find their rule by type
+    for mode in (torch.no_grad, torch.inference_mode):
+        with mode():
+            got, want = fast(x), plain(x)
+        assert got.is_contiguous() and torch.equal(got.isnan(), want.isnan())
+        assert torch.equal(got.nan_to_num(), want.nan_to_num())
+    cl = x.contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():                                        # a channels-last input keeps its layout
+        assert fast(cl).is_contiguous(memory_format=torch.channels_last)
+    xg, xp = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    fast(xg).nan_to_num().pow(2).sum().backward()                 # with autograd: the plain module, same gradients
+    plain(xp).nan_to_num().pow(2).sum().backward()
+    assert torch.equal(xg.grad, xp.grad)
+
+
+@pytest.mark.parametrize("name", ["small_cnn", "resnet9", "vgg_small", "xception_small"])
+def test_cnn_logits_do_not_depend_on_autograd(name):
+    model = fl.models.build(name, **IMG).eval()
+    assert any(m._forward_pre_hooks for m in model.modules() if isinstance(m, nn.MaxPool2d))
+    x = torch.randn(6, 3, 20, 20, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        fast = model(x)                                          # channels-last pooling
+    plain = model(x.clone().requires_grad_(True)).detach()       # autograd: the plain pooling
+    assert torch.equal(fast, plain)

@@ -14,6 +14,36 @@ def _conv_bn(c_in: int, c_out: int) -> nn.Sequential:
     return nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU())
 
 
+def _pool_channels_last(module: nn.Module, args: tuple):
+    x = args[0]
+    if x.device.type == "cpu" and x.dim() == 4 and not (torch.is_grad_enabled() and x.requires_grad) \
+            and x.is_contiguous() and not x.is_contiguous(memory_format=torch.channels_last):
+        y = x.contiguous(memory_format=torch.channels_last)
+        y._faithlab_pool_layout = True  # read by _pool_contiguous: this hook changed the layout, not the caller
+        return (y, *args[1:])
+    return None
+
+
+def _pool_contiguous(module: nn.Module, args: tuple, output: torch.Tensor):
+    return output.contiguous() if getattr(args[0], "_faithlab_pool_layout", False) else None
+
+
+def max_pool(kernel_size: int, stride: int | None = None, padding: int = 0, *, ceil_mode: bool = False) -> nn.MaxPool2d:
+    """``nn.MaxPool2d`` whose CPU passes outside autograd pool in channels-last layout.
+
+    PyTorch's CPU max-pool kernel for the default (NCHW) layout reads a strided window per output and is several
+    times slower than its channels-last kernel (2 × 2 pooling of a (256, 16, 16, 16) tensor, one thread: about 5.5
+    ms against 1 ms with both conversions); in the small CNNs it took half of an evaluation pass. A forward pre-hook
+    hands the pool a channels-last copy and a forward hook returns the output in the caller's layout, so the values
+    are the same bit for bit (a maximum is exact; only the order of the reads changes) and every later layer sees
+    what it saw before. With autograd (training, gradient explainers) and on other devices the hooks do nothing.
+    The module stays an ``nn.MaxPool2d``: captum's DeepLift and LRP find their rules by the module's type."""
+    pool = nn.MaxPool2d(kernel_size, stride, padding, ceil_mode=ceil_mode)
+    pool.register_forward_pre_hook(_pool_channels_last)
+    pool.register_forward_hook(_pool_contiguous)
+    return pool
+
+
 @register("linear")
 class LinearClassifier(nn.Module):
     """Logits = W·vec(x) + b: the contribution of input element p to the logit of class c is exactly W[c, p]·x_p
@@ -47,8 +77,8 @@ class SmallCNN(nn.Module):
         super().__init__()
         w = _validate.positive_int(width, "width")
         self.features = nn.Sequential(
-            nn.Sequential(nn.Conv2d(in_channels, w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)),
-            nn.Sequential(nn.Conv2d(w, 2 * w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)),
+            nn.Sequential(nn.Conv2d(in_channels, w, 3, padding=1), nn.ReLU(), max_pool(2)),
+            nn.Sequential(nn.Conv2d(w, 2 * w, 3, padding=1), nn.ReLU(), max_pool(2)),
             nn.Sequential(nn.Conv2d(2 * w, 2 * w, 3, padding=1), nn.ReLU()),
         )
         self.pool = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten())
@@ -72,10 +102,10 @@ class ResNet9(nn.Module):
         super().__init__()
         c1, c2, c3, c4 = (_scaled(b, width) for b in (64, 128, 256, 512))
         self.prep = _conv_bn(in_channels, c1)
-        self.layer1 = nn.Sequential(_conv_bn(c1, c2), nn.MaxPool2d(2))
+        self.layer1 = nn.Sequential(_conv_bn(c1, c2), max_pool(2))
         self.res1 = nn.Sequential(_conv_bn(c2, c2), _conv_bn(c2, c2))
-        self.layer2 = nn.Sequential(_conv_bn(c2, c3), nn.MaxPool2d(2))
-        self.layer3 = nn.Sequential(_conv_bn(c3, c4), nn.MaxPool2d(2))
+        self.layer2 = nn.Sequential(_conv_bn(c2, c3), max_pool(2))
+        self.layer3 = nn.Sequential(_conv_bn(c3, c4), max_pool(2))
         self.res2 = nn.Sequential(_conv_bn(c4, c4), _conv_bn(c4, c4))
         self.head = nn.Sequential(nn.AdaptiveMaxPool2d(1), nn.Flatten(), nn.Dropout(dropout), nn.Linear(c4, n_classes))
 
@@ -154,7 +184,7 @@ class VGGSmall(nn.Module):
         p = _validate.fraction(dropout, "dropout")
         layers, c_in = [], _validate.positive_int(in_channels, "in_channels")
         for c_out in (w, 2 * w, 4 * w):
-            layers += [nn.Sequential(_conv_bn(c_in, c_out), _conv_bn(c_out, c_out)), nn.MaxPool2d(2, ceil_mode=True)]
+            layers += [nn.Sequential(_conv_bn(c_in, c_out), _conv_bn(c_out, c_out)), max_pool(2, ceil_mode=True)]
             c_in = c_out
         self.features = nn.Sequential(*layers)
         self.pool = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten())
@@ -275,7 +305,7 @@ class _SeparableBlock(nn.Module):
                     nn.BatchNorm2d(b)]
 
         self.body = nn.Sequential(*separable(c_in, c_out), *separable(c_out, c_out),
-                                  nn.MaxPool2d(3, stride=stride, padding=1))
+                                  max_pool(3, stride=stride, padding=1))
         self.shortcut = nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride=stride, bias=False), nn.BatchNorm2d(c_out))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
