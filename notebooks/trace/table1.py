@@ -46,6 +46,8 @@ device = "cpu"
 batch_size = 64  # per forward call: on a CPU core these models run fastest per input at 64 (caches); GPUs want more
 
 # %%
+import zlib
+
 import pandas as pd
 import torch
 
@@ -109,14 +111,20 @@ out.glue("iba_reference", len(setup.reference))
 OPTIONS = {"RISE": {"n_masks": rise_masks}, "EP": {"max_iter": ep_iterations}, "IG": {"n_steps": ig_steps}}
 METHODS = {name: (P.TABLE1_METHODS[name][0], {**P.TABLE1_METHODS[name][1], **OPTIONS.get(name, {})},
                   P.TABLE1_METHODS[name][2]) for name in methods}
-generator = torch.Generator().manual_seed(seed)
-maps = {m: P.method_maps(model, x, y, METHODS, batch_size=batch_size, generator=generator, layer=setup.layers[m],
+
+# one random stream per model (keyed by its name) and per search: a model's numbers do not change when other models
+# are added, removed or reordered
+KEYS = {m: zlib.crc32(m.encode()) for m in setup.models}
+maps = {m: P.method_maps(model, x, y, METHODS, batch_size=batch_size, layer=setup.layers[m],
+                         generator=torch.Generator().manual_seed(fl.perturb.keyed_seed(seed, KEYS[m])),
                          statistics_data=setup.reference)
         for m, model in setup.models.items()}
 searches = {(m, ref, output): S.anneal(model, x, edge=edge, objective="le-mo", iterations=iterations, eta=eta,
-                                       generator=generator, reference=REFERENCES[ref], output=output, target=y,
-                                       batch_size=batch_size)
-            for m, model in setup.models.items() for ref in REFERENCES for output in ("prob", "logit")}
+                                       generator=torch.Generator().manual_seed(fl.perturb.keyed_seed(seed, KEYS[m],
+                                                                                                     i, j)),
+                                       reference=REFERENCES[ref], output=output, target=y, batch_size=batch_size)
+            for m, model in setup.models.items() for i, ref in enumerate(REFERENCES)
+            for j, output in enumerate(("prob", "logit"))}
 
 # %%
 scores, curves = [], []

@@ -28,7 +28,8 @@ Grad-CAM and Excitation Backprop (spec §5.7: e.g. ResNet ``layer4``); our own m
 
 _BOOK_MODELS = ({"name": "ResNet-9", "model": "resnet9", "width": 0.125, "n_epochs": 8},
                 {"name": "VGG-small", "model": "vgg_small", "width": 8, "n_epochs": 20},
-                {"name": "MobileNet-small", "model": "mobilenet_small", "width": 8, "n_epochs": 25})
+                {"name": "MobileNet-small", "model": "mobilenet_small", "width": 8, "n_epochs": 25},
+                {"name": "DenseNet-small", "model": "densenet_small", "width": 8, "n_epochs": 25})
 
 
 @dataclass(frozen=True)
