@@ -559,6 +559,11 @@ def test_max_pool_gives_nn_max_pool_s_values_bit_for_bit_in_the_callers_layout(o
     x[1, 0, 0, :] = float("-inf")
     fast, plain = max_pool(**options), nn.MaxPool2d(**options)
     assert type(fast) is nn.MaxPool2d                            # captum's DeepLift / LRP find their rule by type
+    with torch.no_grad():                                        # the fast path is taken (C = 1 needs none)
+        handed = fast._forward_pre_hooks[next(iter(fast._forward_pre_hooks))](fast, (x,))
+    assert (handed is None) == (shape[1] == 1)
+    if handed is not None:
+        assert handed[0].is_contiguous(memory_format=torch.channels_last) and not handed[0].is_contiguous()
     for mode in (torch.no_grad, torch.inference_mode):
         with mode():
             got, want = fast(x), plain(x)
