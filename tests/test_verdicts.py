@@ -10,7 +10,7 @@ import torch
 
 from faithlab.verdicts import VERDICTS, ladder, verdict
 
-REPRODUCED, PARTLY, NOT, UNTESTABLE = VERDICTS
+REPRODUCED, PARTLY, NOT, UNTESTABLE, INCONCLUSIVE = VERDICTS
 
 
 def test_checks_default_rule_all_then_any():
@@ -140,9 +140,11 @@ def _c(outcome):
 
 
 @pytest.mark.parametrize("outcomes,expected", [
-    (("win", "win"), REPRODUCED), (("win", "win", "tie"), REPRODUCED), (("win", "tie"), PARTLY),
-    (("win", "tie", "tie"), PARTLY), (("tie", "tie"), UNTESTABLE), (("win", "loss"), PARTLY),
-    (("win", "win", "loss"), PARTLY), (("loss", "tie"), NOT), (("loss",), NOT),
+    # a tie is undecided, never a failure: decided only when the verdict is the same whichever way the ties fall
+    (("win", "win"), REPRODUCED), (("win", "win", "tie"), INCONCLUSIVE), (("win", "tie"), INCONCLUSIVE),
+    (("win", "tie", "tie"), INCONCLUSIVE), (("tie", "tie"), INCONCLUSIVE), (("win", "loss"), PARTLY),
+    (("win", "win", "loss"), PARTLY), (("loss", "tie"), INCONCLUSIVE), (("loss",), NOT),
+    (("win", "loss", "tie"), PARTLY), (("loss", "loss"), NOT),
 ])
 def test_from_comparison_rule(outcomes, expected):
     v = from_comparison({f"m{i}": _c(o) for i, o in enumerate(outcomes)})
@@ -154,8 +156,8 @@ def test_compare_ranks_lower_is_better():
     ranks = {"F-Fidelity": [1, 1, 2, 1, 1, 1], "Fidelity": [3, 4, 3, 4, 3, 4], "R-Fidelity": [1, 2, 1, 1, 2, 1]}
     result = compare(ranks, target="F-Fidelity", higher_is_better=False, n_boot=500)
     assert result["Fidelity"].outcome == "win" and result["R-Fidelity"].outcome == "tie"
-    assert from_comparison(result) == PARTLY                      # beats one of two: below the two-thirds share
-    assert from_comparison(result, reproduced=0.5) == REPRODUCED
+    assert from_comparison(result) == INCONCLUSIVE  # beats one, ties one: reproduced or partly as the tie falls
+    assert from_comparison(result, reproduced=0.5) == INCONCLUSIVE  # the tie could still be a loss
     with pytest.raises(ValueError, match="target"):
         compare(ranks, target="ROAR", higher_is_better=False)
 
@@ -249,8 +251,11 @@ def test_settings_read_comparisons_and_a_stated_share():
     from faithlab.verdicts import Comparison, from_settings
 
     win, tie = Comparison(0.1, 0.05, 0.2, 0.95, 10, "win"), Comparison(0.0, -0.1, 0.1, 0.95, 10, "tie")
-    assert from_settings([win, win, tie]) == REPRODUCED and from_settings([win, tie, tie]) == PARTLY
-    assert from_settings([win, tie], reproduced=0.51) == PARTLY  # "most" stated as more than a half
+    assert from_settings([win, win, tie]) == REPRODUCED  # 2 of 3 hold: reproduced whichever way the tie falls
+    assert from_settings([win, tie, tie]) == INCONCLUSIVE  # 1 of 3 (partly) to 3 of 3 (reproduced)
+    assert from_settings([win, True, False, tie]) == INCONCLUSIVE  # 2 of 4 (partly) to 3 of 4 (reproduced)
+    assert from_settings([True, True, False]) == REPRODUCED and from_settings([None, None, True]) == INCONCLUSIVE
+    assert from_settings([win, tie], reproduced=0.51) == INCONCLUSIVE  # "most" stated as more than a half
     assert from_settings([win], untestable="the premise failed") == UNTESTABLE
 
 
@@ -261,7 +266,7 @@ def test_a_claim_function_s_record_reaches_claims_csv_with_its_rule_and_premise(
     from faithlab.study import CLAIM_COLUMNS, CLAIMS
     from faithlab.verdicts import Claim, from_settings
 
-    result = Claim("C3: SG raises Fid", rule="reproduced when 2/3 of cells rise significantly",
+    result = Claim("C3: SG raises Fid", rule="per cell, Fid with SG minus without; the paper's direction: up",
                    premise="the cells' gains lie outside the random-map null", paper_value="12 of 14",
                    our_value="1 of 28", verdict=from_settings([True] + [False] * 27, what="cells"))
     out = Outputs("paper/experiment", tmp_path)
@@ -270,6 +275,10 @@ def test_a_claim_function_s_record_reaches_claims_csv_with_its_rule_and_premise(
     assert list(saved.columns) == list(CLAIM_COLUMNS) and len(saved) == 1
     assert row["rule"] == saved["rule"][0] == result.rule and saved["premise"][0] == result.premise
     assert saved["verdict"][0] == NOT and "1 of 28 cells" in saved["note"][0]
+    assert saved["decision"][0] == result.verdict.decision and "reproduced from 67%" in saved["decision"][0]
+    with pytest.raises(ValueError, match="decision"):  # a hand-written threshold could contradict the code
+        Claim("c", rule="reproduced when 2/3 of cells rise", premise="p", paper_value="", our_value="",
+              verdict=ladder(True))
     with pytest.raises(TypeError, match="carries"):
         out.claim(result, verdict=REPRODUCED)
     with pytest.raises(ValueError, match="rule"):
@@ -278,3 +287,123 @@ def test_a_claim_function_s_record_reaches_claims_csv_with_its_rule_and_premise(
         Claim("c", rule="r", premise="p", paper_value="", our_value="", verdict="reproduced")
     with pytest.raises(TypeError, match="claim"):
         out.claim(None, paper_value="p", our_value="o", verdict=REPRODUCED)
+
+
+# ------------------------------------------------------------------------ the one procedure (issue 49)
+def test_hierarchical_bootstrap_counts_the_replica_as_the_unit():
+    import torch
+
+    from faithlab.verdicts import bootstrap_diff, hierarchical_means
+
+    # three replicas whose means differ a lot, little spread within: the plain bootstrap sees 90 tight units,
+    # the two-stage bootstrap sees three replicas and a wide interval
+    rng = np.random.default_rng(0)
+    shifts = [-0.5, 0.1, 0.9]
+    x = np.concatenate([s + 0.01 * rng.standard_normal(30) for s in shifts])
+    groups = np.repeat(["r0", "r1", "r2"], 30)
+    plain = bootstrap_diff(x, n_boot=2000)
+    nested = bootstrap_diff(x, n_boot=2000, groups=groups)
+    assert plain.outcome == "win" and nested.outcome == "tie"
+    assert (nested.high - nested.low) > 4 * (plain.high - plain.low)
+    # one replica: the plain bootstrap; constant data: a zero-width interval
+    same = hierarchical_means(torch.ones(12, dtype=torch.float64), torch.zeros(12, dtype=torch.long), n_boot=200)
+    assert torch.all(same == 1)
+    # unequal replica sizes (5 zeros, 20 ones), each drawn replica contributing its own units: a draw is 0 (both
+    # picks the small replica, p = 1/4), 1 (p = 1/4) or 20/25 = 0.8 (p = 1/2), so the draws average 0.65
+    x2 = torch.tensor([0.0] * 5 + [1.0] * 20, dtype=torch.float64)
+    g2 = torch.tensor([0] * 5 + [1] * 20)
+    draws = hierarchical_means(x2, g2, n_boot=4000, seed=1)
+    assert draws.min() >= 0 and draws.max() <= 1 and abs(draws.mean().item() - 0.65) < 0.02
+    with pytest.raises(ValueError, match="groups"):
+        bootstrap_diff(x, groups=groups[:10])
+
+
+@pytest.mark.parametrize("interval,expected", [
+    ((0.85, 0.95), REPRODUCED), ((0.6, 0.7), PARTLY), ((0.1, 0.3), NOT),
+    ((0.7, 0.9), INCONCLUSIVE), ((0.3, 0.6), INCONCLUSIVE),
+])
+def test_a_threshold_rule_is_applied_at_both_ends_of_the_interval(interval, expected):
+    v = verdict(sum(interval) / 2, reproduced=">= 0.8", partly=">= 0.5", interval=interval, what="ρ")
+    assert v == expected and "both ends" in v.decision and "0.8" in v.decision
+
+
+def test_decide_against_a_margin_in_the_paper_s_direction():
+    from faithlab.verdicts import decide
+
+    draws = np.linspace(0.2, 0.4, 1000)
+    assert decide(0.3, draws, margin=0.1) == REPRODUCED
+    assert decide(0.3, draws, margin=0.3) == INCONCLUSIVE
+    assert decide(0.3, draws, margin=0.5) == NOT
+    assert decide(0.3, -draws, margin=0.0, higher_is_better=False) == REPRODUCED
+    assert decide(0.3, draws, untestable="the stand-in has no OOD gap") == UNTESTABLE
+    assert decide(float("nan"), draws) == UNTESTABLE
+    assert "0.1" in decide(0.3, draws, margin=0.1).decision
+
+
+def test_more_evidence_moves_a_verdict_out_of_inconclusive_never_from_not_reproduced_to_not_testable():
+    """Monotonicity: as units grow, a real effect goes inconclusive → reproduced and an absent one inconclusive →
+    not reproduced; a claim decided "not reproduced" never turns "not testable" with more data (the premise is a
+    property of the stand-in, decided before the outcome statistic)."""
+    from faithlab.verdicts import bootstrap_diff, decide, hierarchical_means
+
+    import torch
+
+    rng = np.random.default_rng(3)
+    seen = {}
+    for effect, margin in ((0.3, 0.0), (0.0, 0.2)):
+        path = []
+        for n in (4, 15, 60, 240):
+            z = rng.standard_normal(n)
+            x = torch.from_numpy(effect + (z - z.mean()) / z.std())  # the same effect, more units
+            draws = hierarchical_means(x, n_boot=2000, seed=n)
+            path.append(str(decide(x.mean().item(), draws, margin=margin)))
+        seen[effect] = path
+        order = {INCONCLUSIVE: 0, REPRODUCED: 1, NOT: 1}
+        assert all(order[a] <= order[b] for a, b in zip(path, path[1:])), path
+        assert UNTESTABLE not in path
+    assert seen[0.3][0] == INCONCLUSIVE and seen[0.3][-1] == REPRODUCED
+    assert seen[0.0][0] == INCONCLUSIVE and seen[0.0][-1] == NOT
+
+
+def _claim_fn(frame, *, seed=0):
+    from faithlab.verdicts import Claim, bootstrap_diff, from_settings
+
+    c = bootstrap_diff(frame["a"], frame["b"], groups=frame.get("replica"), seed=seed, n_boot=400)
+    return Claim("X: a beats b", rule="per image, a minus b; the paper's direction: up", premise="none",
+                 paper_value="a > b", our_value=f"{c.mean:.2f}", verdict=from_settings([c], what="comparisons"),
+                 units=len(frame))
+
+
+def test_replicated_adds_replica_agreement_and_bootstrap_stability():
+    import pandas as pd
+
+    from faithlab.verdicts import replicated
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": 1 + rng.standard_normal(90), "b": rng.standard_normal(90),
+                          "replica": np.repeat([0, 1, 2], 30)})
+    claim = replicated(_claim_fn, frame)
+    assert claim.verdict == REPRODUCED and claim.replica_agreement == "3 of 3 replicas"
+    assert claim.bootstrap_stability == "20 of 20 seeds"
+    # a borderline effect whose verdict moves with the bootstrap seed is published as inconclusive
+    wobbly = pd.DataFrame({"a": rng.standard_normal(60), "b": rng.standard_normal(60), "replica": 0})
+    for shift in np.linspace(0, 0.8, 41):
+        c = replicated(_claim_fn, wobbly.assign(a=wobbly["a"] + shift))
+        if _claim_fn(wobbly.assign(a=wobbly["a"] + shift)).verdict in (REPRODUCED, NOT) and len(set(c.stability)) > 1:
+            assert c.verdict == INCONCLUSIVE and "moves with the seed" in c.verdict.why
+            break
+    else:
+        pytest.fail("no shift gave a seed-dependent verdict")
+    # too few units per cell: decided verdicts are published as inconclusive, the premise says why
+    small = replicated(_claim_fn, frame.iloc[:12].assign(a=5.0))
+    assert small.verdict == INCONCLUSIVE and "Underpowered" in small.premise
+
+
+def test_replica_seeds_are_keyed_to_setting_and_replica():
+    from faithlab.verdicts import replica_seed
+
+    seeds = {replica_seed(0, name, r) for name in ("vehicles/ResNet-18", "ct/Xception") for r in range(5)}
+    assert len(seeds) == 10 and all(0 <= s < 2**31 for s in seeds)
+    assert replica_seed(0, "a", 1) == replica_seed(0, "a", 1) != replica_seed(1, "a", 1)
+    with pytest.raises(ValueError, match="replica"):
+        replica_seed(0, "a", -1)

@@ -23,7 +23,8 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 NOTEBOOK_ENV = "FAITHLAB_NOTEBOOK"  # set by the study runner in a notebook's kernel: "<paper>/<experiment>"
 OUTPUT_DIR_ENV = "FAITHLAB_OUTPUT_DIR"  # set by the study runner in a notebook's kernel: its staging folder
 CLAIMS = "claims.csv"  # a notebook's claims, in its folder; the runner's scorecard collects them
-CLAIM_COLUMNS = ("paper", "experiment", "claim", "paper_value", "our_value", "verdict", "rule", "premise", "note")
+CLAIM_COLUMNS = ("paper", "experiment", "claim", "paper_value", "our_value", "verdict", "rule", "premise", "note",
+                 "kind", "decision", "replicas", "stability", "units")
 
 
 def _in_kernel() -> bool:
@@ -184,22 +185,32 @@ class Outputs:
         glue(_check_name(name), value, display=display)
         return value
 
-    def claim(self, claim, *, paper_value=None, our_value=None, verdict: str | None = None, note: str = "") -> dict:
+    def claim(self, claim, *args, paper_value=None, our_value=None, verdict: str | None = None, note: str = "",
+              **kwargs) -> dict:
         """Record a claim's verdict for the reproduction scorecard (rewrites ``claims.csv``) and, in a Jupyter kernel,
         show it where it is computed: the claim's row (:func:`claim_html`) is displayed as an output of the calling
         cell, once per call, and the returned dict is not echoed.
 
-        claim: a :class:`faithlab.verdicts.Claim` (what a claim function of ``faithlab.protocols`` returns: its rule
-        and premise go to the ``rule`` and ``premise`` columns), or the claim's text with ``paper_value``,
+        claim: a claim function of ``faithlab.protocols`` with its arguments (``out.claim(P.claim_x, frames,
+        seed=seed)``: the house way, decided through :func:`faithlab.verdicts.replicated`, which adds the replica
+        agreement and the bootstrap stability), a :class:`faithlab.verdicts.Claim` (its rule and premise go to the
+        ``rule`` and ``premise`` columns; its decision text to ``decision``), or the claim's text with ``paper_value``,
         ``our_value`` and ``verdict`` given here. verdict: one of :data:`faithlab.verdicts.VERDICTS`, normally from
         :mod:`faithlab.verdicts`; the rule's outcome it carries (``why``) is appended to ``note``.
         """
         import pandas as pd
 
-        from faithlab.verdicts import Claim
+        from faithlab.verdicts import Claim, replicated
 
-        rule = premise = ""
+        rule = premise = decision = ""
+        kind, replicas, stability, units = "paper", "—", "—", None
+        if callable(claim) and not isinstance(claim, str):
+            claim = replicated(claim, *args, **kwargs)
+        elif args or kwargs:
+            raise TypeError("positional and extra keyword arguments go to a claim function; claim is not one")
         if isinstance(claim, Claim):
+            kind, decision, units = claim.kind, claim.decision, claim.units
+            replicas, stability = claim.replica_agreement, claim.bootstrap_stability
             if not (paper_value is None and our_value is None and verdict is None):
                 raise TypeError("claim is a Claim: it carries paper_value, our_value and verdict, give none of them")
             claim, rule, premise, paper_value, our_value, verdict = (
@@ -220,6 +231,11 @@ class Outputs:
             "rule": rule,
             "premise": premise,
             "note": note,
+            "kind": kind,
+            "decision": decision,
+            "replicas": replicas,
+            "stability": stability,
+            "units": units,
         }
         self._claims = [c for c in self._claims if c["claim"] != claim] + [row]
         frame = pd.DataFrame(self._claims, columns=list(CLAIM_COLUMNS))

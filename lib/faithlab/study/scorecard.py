@@ -18,32 +18,38 @@ SUMMARY = "scorecard_summary.csv"  # verdict counts per paper, for the front pag
 STUDY_MAP = "study_map"  # .png and .svg: the front page's map of papers → metrics → experiments → verdicts
 ALL_PAPERS = "all papers"  # the summary's row after the five papers
 STUDY_CHECK = "(study check)"  # the suffix of a summary row that is not a paper (basics, synthesis)
-_OPTIONAL_CLAIM_COLUMNS = ("rule", "premise")  # absent from claims written before claims were functions
+_OPTIONAL_CLAIM_COLUMNS = {  # absent from claims written before claims were functions / before replicas
+    "rule": "", "premise": "", "kind": "paper", "decision": "", "replicas": "—", "stability": "—", "units": None}
 
 
 def summarise(scorecard: pd.DataFrame) -> pd.DataFrame:
     """Verdict counts per paper of a scorecard frame (columns :data:`CLAIM_COLUMNS`) → one row per paper of
     :data:`faithlab.plots.CHAPTERS` present, in the book's order, with columns paper (display name,
     :data:`faithlab.plots.PAPER_NAMES`), one per verdict (:data:`faithlab.verdicts.VERDICTS` order) and total (its
-    claims); then the row "all papers" (the five papers' sum); then the study's own checks (any other slug: basics,
-    synthesis, ...), one row each named "<name> (study check)", which the papers' total does not count."""
+    claims of kind "paper"); then the row "all papers" (the five papers' sum); then the study's own checks, one row
+    per slug named "<name> (study check)": every claim of another slug (basics, synthesis, ...) and a chapter's claims
+    of kind "study check" (identities, ratios fixed by design, checks of our stand-ins), which no paper's count and
+    not the papers' total hold."""
     import pandas as pd
 
     from faithlab.plots import CHAPTERS, PAPER_NAMES, paper_order
     from faithlab.verdicts import VERDICTS
 
     papers = scorecard["paper"].astype(str)
+    kinds = scorecard["kind"].astype(str) if "kind" in scorecard else pd.Series("paper", index=scorecard.index)
+    check = (kinds == "study check") | ~papers.isin(list(CHAPTERS))
 
-    def row(p: str, name: str) -> list:
-        return [name, *((scorecard["verdict"][papers == p] == v).sum() for v in VERDICTS), int((papers == p).sum())]
+    def row(p: str, name: str, mask) -> list:
+        sel = (papers == p) & mask
+        return [name, *((scorecard["verdict"][sel] == v).sum() for v in VERDICTS), int(sel.sum())]
 
     ordered = paper_order(papers)
-    rows = [row(p, PAPER_NAMES.get(p, p)) for p in ordered if p in CHAPTERS]
+    rows = [row(p, PAPER_NAMES.get(p, p), ~check) for p in ordered if p in CHAPTERS]
     table = pd.DataFrame(rows, columns=["paper", *VERDICTS, "total"]).astype({c: int for c in (*VERDICTS, "total")})
     table.loc[len(table)] = [ALL_PAPERS, *table[[*VERDICTS, "total"]].sum().astype(int)]
     for p in ordered:
-        if p not in CHAPTERS:
-            table.loc[len(table)] = row(p, f"{PAPER_NAMES.get(p, p)} {STUDY_CHECK}")
+        if ((papers == p) & check).any():
+            table.loc[len(table)] = row(p, f"{PAPER_NAMES.get(p, p)} {STUDY_CHECK}", check)
     return table.astype({c: int for c in (*VERDICTS, "total")})
 
 
@@ -79,9 +85,9 @@ def write_scorecard(generated: Path | None = None, echo=None) -> Path:
                 continue
             try:
                 frame = pd.read_csv(claims, dtype={"paper": str, "experiment": str, "claim": str})
-                for column in _OPTIONAL_CLAIM_COLUMNS:
+                for column, default in _OPTIONAL_CLAIM_COLUMNS.items():
                     if column not in frame.columns:
-                        frame[column] = ""
+                        frame[column] = default
                 missing = [c for c in CLAIM_COLUMNS if c not in frame.columns]
                 if missing:
                     raise ValueError(f"no column {missing}")
