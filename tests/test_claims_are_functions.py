@@ -29,6 +29,10 @@ def test_notebook_records_claims_from_claim_functions(notebook):
                 f"{notebook.name}:{call.lineno}: out.claim takes a faithlab.verdicts.Claim from a claim function")
             assert not {k.arg for k in call.keywords} & {"verdict", "paper_value", "our_value"}, (
                 f"{notebook.name}:{call.lineno}: the claim function gives the verdict and the values")
+            assert not isinstance(first, ast.Call), (
+                f"{notebook.name}:{call.lineno}: out.claim takes the claim function and its arguments "
+                "(out.claim(P.claim_x, frame, seed=seed)), so that faithlab.verdicts.replicated can re-run it per "
+                "replica and under other bootstrap seeds")
         if name in RULES and isinstance(call.func, ast.Attribute):
             owner = ast.unparse(call.func.value)
             assert not owner.endswith("verdicts"), (
@@ -41,3 +45,7 @@ def test_the_check_catches_a_notebook_that_writes_its_own_verdict(tmp_path):
     bad.write_text('out.claim("C1", paper_value="1", our_value="1", verdict=fl.verdicts.ladder(True))\n')
     with pytest.raises(AssertionError, match="claim function"):
         test_notebook_records_claims_from_claim_functions(bad)
+    called = tmp_path / "called.py"
+    called.write_text("out.claim(P.claim_x(frame, seed=seed))\n")
+    with pytest.raises(AssertionError, match="replicated"):
+        test_notebook_records_claims_from_claim_functions(called)

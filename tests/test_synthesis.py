@@ -185,9 +185,9 @@ def test_claim_ideal_gap_not_reproduced_when_one_counted_metric_is_within():
     assert "μF 5 % off" in c.our_value
 
 
-def test_claim_ideal_gap_partly_when_none_within_but_one_undecided():
+def test_claim_ideal_gap_inconclusive_when_none_within_but_one_undecided():
     c = _claim({"saco": {"perfect": FAR, "Random": LOW}, "mu_fidelity": {"perfect": STRADDLE, "Random": LOW}})
-    assert c.verdict == "partly reproduced" and "undecided: μF" in c.verdict.why
+    assert c.verdict == "inconclusive" and "undecided: μF" in c.verdict.why
 
 
 def test_claim_ideal_gap_metrics_that_do_not_beat_random_maps_do_not_count():

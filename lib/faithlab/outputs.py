@@ -24,7 +24,7 @@ NOTEBOOK_ENV = "FAITHLAB_NOTEBOOK"  # set by the study runner in a notebook's ke
 OUTPUT_DIR_ENV = "FAITHLAB_OUTPUT_DIR"  # set by the study runner in a notebook's kernel: its staging folder
 CLAIMS = "claims.csv"  # a notebook's claims, in its folder; the runner's scorecard collects them
 CLAIM_COLUMNS = ("paper", "experiment", "claim", "paper_value", "our_value", "verdict", "rule", "premise", "note",
-                 "kind", "decision", "replicas", "stability", "units")
+                 "kind", "decision", "replicas", "stability", "units", "function")
 
 
 def _in_kernel() -> bool:
@@ -58,7 +58,15 @@ class _ShownPath(type(Path())):
 class _Recorded(dict):
     """The row :meth:`Outputs.claim` returns: a plain dict that IPython does not echo as a cell's result (under a
     kernel :meth:`Outputs.claim` has displayed the claim's row already, :class:`ClaimRow`; echoing it again would
-    show the claim twice when the call ends a cell and once otherwise)."""
+    show the claim twice when the call ends a cell and once otherwise). ``claim`` is the recorded
+    :class:`faithlab.verdicts.Claim` (None for a claim given as text) and ``table`` its table, for the notebook to
+    show or save."""
+
+    claim = None
+
+    @property
+    def table(self):
+        return None if self.claim is None else self.claim.table
 
     def _ipython_display_(self):
         pass
@@ -202,12 +210,14 @@ class Outputs:
 
         from faithlab.verdicts import Claim, replicated
 
-        rule = premise = decision = ""
+        rule = premise = decision = function = ""
         kind, replicas, stability, units = "paper", "—", "—", None
         if callable(claim) and not isinstance(claim, str):
+            function = f"{claim.__module__}.{claim.__qualname__}"
             claim = replicated(claim, *args, **kwargs)
         elif args or kwargs:
             raise TypeError("positional and extra keyword arguments go to a claim function; claim is not one")
+        recorded = claim if isinstance(claim, Claim) else None
         if isinstance(claim, Claim):
             kind, decision, units = claim.kind, claim.decision, claim.units
             replicas, stability = claim.replica_agreement, claim.bootstrap_stability
@@ -236,6 +246,7 @@ class Outputs:
             "replicas": replicas,
             "stability": stability,
             "units": units,
+            "function": function,
         }
         self._claims = [c for c in self._claims if c["claim"] != claim] + [row]
         frame = pd.DataFrame(self._claims, columns=list(CLAIM_COLUMNS))
@@ -244,7 +255,9 @@ class Outputs:
             from IPython.display import display
 
             display(ClaimRow(row))
-        return _Recorded(row)
+        recorded_row = _Recorded(row)
+        recorded_row.claim = recorded
+        return recorded_row
 
 
 def _name_of_file(path: str | os.PathLike) -> str | None:

@@ -210,8 +210,7 @@ if "integrated_gradients" in aucs and "random" in aucs:
         predicted = model(x).argmax(1)
     deletion = pd.concat([pd.DataFrame({"explainer": method, "sample": range(len(x)), "deletion AUC": auc.numpy()})
                           for method, auc in aucs.items()], ignore_index=True)
-    sanity = fl.protocols.basics.claim_deletion_sanity(deletion, predicted.cpu().numpy(), y.cpu().numpy(),
-                                                       seed=seed)
-    out.claim(sanity, note=f"{len(x)} test digits, {image_size}x{image_size}, zero reference")
+    sanity = out.claim(fl.protocols.basics.claim_deletion_sanity, deletion, predicted.cpu().numpy(),
+                       y.cpu().numpy(), seed=seed, note=f"{len(x)} test digits, {image_size}x{image_size}, zero reference")
     out.table(sanity.table, "sanity")
     display(sanity.table)

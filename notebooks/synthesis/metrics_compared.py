@@ -196,12 +196,12 @@ tree_selection = fl.metrics.select_perturbation(tree.model, tree.x, grid=grid, b
                                                 normalisation=tree.normalisation)["image"]
 tree_frame = fl.evaluate(tree.model, tree.x, tree.y, tree_maps, perturbed=tree_selection, **options)
 left_out = [info.label for m, info in fl.evaluation.METRICS.items() if m not in set(tree_frame["metric"])]
-claim = syn.claim_ideal_gap(tree_frame, perfect=tree_perfect, random="Random", tolerance=ideal_tolerance,
-                            setting="decision tree", seed=seed)
+claim = out.claim(syn.claim_ideal_gap, tree_frame, perfect=tree_perfect, random="Random", tolerance=ideal_tolerance,
+                  setting="decision tree", seed=seed,
+                  note=f"decision tree of depth {tree.model.depth} ({tree.spec['nodes']} nodes, accuracy "
+                       f"{tree.accuracy:.2f}) on {len(tree.y)} grey canvases of {image_size} px; "
+                       f"not computed: {', '.join(left_out)}").claim
 out.table(claim.table, "ideal_gap")
-out.claim(claim, note=f"decision tree of depth {tree.model.depth} ({tree.spec['nodes']} nodes, accuracy "
-                      f"{tree.accuracy:.2f}) on {len(tree.y)} grey canvases of {image_size} px; "
-                      f"not computed: {', '.join(left_out)}")
 out.glue("tree_depth", tree.model.depth)
 out.glue("tree_images", len(tree.y))
 out.glue("tree_accuracy", tree.accuracy)

@@ -35,9 +35,10 @@ def claim_deletion_sanity(deletion: pd.DataFrame, predictions, labels, *, method
     the task — its accuracy on these samples lies above the 95 % range of the accuracy with the labels permuted
     (``n_null`` permutations, generator ``seed``) and above the majority-class share; else the maps explain a model
     that knows nothing and the comparison says nothing about the explainer. Null of the comparison: the random
-    explainer. Rule: paired bootstrap over the samples (95 %) of AUC(random) − AUC(method): reproduced when the
-    interval lies above 0, not reproduced when below 0; an interval containing 0 leaves ``method`` within the random
-    maps' spread, "not testable here". Table: the two explainers' mean AUC, the difference and its interval."""
+    explainer. Rule: paired bootstrap over the samples (95 %) of AUC(random) − AUC(method), margin 0, decided by
+    :func:`faithlab.verdicts.from_comparison` (an interval holding 0 is inconclusive, never a failure). A study
+    check (kind "study check"): no paper makes it. Table: the two explainers' mean AUC, the difference and its
+    interval."""
     names = set(deletion["explainer"])
     if method not in names or random not in names:
         raise ValueError(f"deletion must hold the explainers {method!r} and {random!r}, got {sorted(names)}")
@@ -58,12 +59,9 @@ def claim_deletion_sanity(deletion: pd.DataFrame, predictions, labels, *, method
     wide = deletion.pivot(index="sample", columns="explainer", values="deletion AUC")
     c = verdicts.bootstrap_diff(wide[random].to_numpy(np.float64), wide[method].to_numpy(np.float64),
                                 n_boot=n_boot, seed=seed)
-    if untestable is None and c.outcome == "tie":
-        untestable = (f"{method}'s deletion AUC cannot be told from the random explainer's (the null): random − "
-                      f"{method} {c.mean:+.3f}, 95 % interval [{c.low:+.3f}, {c.high:+.3f}]")
-    v = verdicts.ladder(c.outcome == "win", untestable=untestable)
+    v = verdicts.from_comparison({random: c}, untestable=untestable)
     if untestable is None:
-        v = verdicts.Verdict(v, f"random − {method} {c.mean:+.3f}, 95 % interval [{c.low:+.3f}, {c.high:+.3f}]")
+        v = v.with_why(f"random − {method} {c.mean:+.3f}, 95 % interval [{c.low:+.3f}, {c.high:+.3f}]")
     means = wide[[method, random]].mean()
     table = pd.DataFrame([{"explainer": method, "random": random, f"{method} AUC": float(means[method]),
                            f"{random} AUC": float(means[random]), "random − explainer": c.mean, "low": c.low,
@@ -72,11 +70,11 @@ def claim_deletion_sanity(deletion: pd.DataFrame, predictions, labels, *, method
     short = "IG" if method == "integrated_gradients" else method
     return verdicts.Claim(
         "IG deletion AUC below random (sanity check)",
-        rule=f"paired bootstrap over the test samples (95 %) of the deletion AUC of the random explainer minus "
-             f"that of {method}: reproduced when the interval lies above 0, not reproduced when below 0, not testable "
-             "when it contains 0 (within the random maps' spread)",
+        rule=f"per test sample, the deletion AUC of the random explainer minus that of {method}; direction: "
+             "positive (the explainer deletes the evidence faster than random maps); margin 0; paired bootstrap "
+             "over the samples",
         premise=f"the model learned the task: accuracy {accuracy:.3f} against {null.describe()} and the "
                 f"majority-class share {majority:.3f}; the random explainer is the null of the comparison",
         paper_value="— (study check)",
         our_value=f"{short} {means[method]:.3f} vs random {means[random]:.3f}",
-        verdict=v, table=table)
+        verdict=v, table=table, kind="study check", units=int(c.n))

@@ -316,9 +316,10 @@ def claim_ideal_gap(frame: pd.DataFrame, *, perfect: str, random: str, tolerance
     the perfect explanation from random maps says nothing about fidelity here and does not count; when none
     counts, the claim is not testable here.
     Rule (fixed before any result): per counted metric, the ``level`` bootstrap interval over images of its mean gap
-    lies below ``tolerance`` (within), above it (beyond) or across it (undecided). Not reproduced when at least one
-    counted metric is within; reproduced when every counted metric is beyond; partly reproduced when none is within
-    but some are undecided. setting: a label appended to the claim's text.
+    lies below ``tolerance`` (within), above it (beyond) or across it (undecided); the claim holds for a metric that is
+    beyond and fails for one within, and is decided by :func:`faithlab.verdicts.from_settings` with every counted
+    metric required (an undecided metric that could tip it leaves the claim inconclusive). setting: a label appended
+    to the claim's text.
 
     Returns a :class:`faithlab.verdicts.Claim` whose table has one row per metric with an ideal: ideal, range, the
     perfect and random means, the chance range (``chance low``/``high``), the paired comparison (``perfect −
@@ -369,9 +370,9 @@ def claim_ideal_gap(frame: pd.DataFrame, *, perfect: str, random: str, tolerance
     by = {o: (counted.loc[counted["outcome"] == o, "label"].tolist() if len(counted) else [])
           for o in ("within", "beyond", "undecided")}
     rule = (f"per metric with an ideal value that scores the perfect explanation significantly above random maps, "
-            f"the {interval} bootstrap interval over images of its mean |score − ideal| / range: not reproduced when "
-            f"it lies below {pct} for at least one metric, reproduced when it lies above {pct} for every one, partly "
-            f"reproduced when none lies below and some straddle {pct}")
+            f"the {interval} bootstrap interval over images of its mean |score − ideal| / range against the margin "
+            f"{pct}: the claim holds for the metric when the interval lies above {pct}, fails when below; it is "
+            "made of every counted metric")
     premise = (f"null: random maps; a metric counts only if the {interval} paired-bootstrap interval over images of "
                f"perfect − random (oriented) lies above 0: "
                + (f"{', '.join(counted['label']) or 'none'} of {', '.join(table['label'])}" if len(table)
@@ -379,14 +380,13 @@ def claim_ideal_gap(frame: pd.DataFrame, *, perfect: str, random: str, tolerance
     untestable = ("no metric of the frame has an ideal value and a range" if table.empty else
                   "no metric scores the perfect explanation significantly above random maps" if counted.empty
                   else None)
-    if untestable is not None:
-        v = verdicts.ladder(False, untestable=untestable)
-    else:
-        why = (f"{len(counted)} of {len(table)} metrics with an ideal tell the perfect explanation from random maps; "
-               f"within {pct}: {', '.join(by['within']) or 'none'}; beyond: {', '.join(by['beyond']) or 'none'}; "
-               f"undecided: {', '.join(by['undecided']) or 'none'}")
-        v = verdicts.Verdict(verdicts.VERDICTS[2] if by["within"] else
-                             verdicts.VERDICTS[0] if not by["undecided"] else verdicts.VERDICTS[1], why)
+    holds = ([True] * len(by["beyond"]) + [False] * len(by["within"]) + [None] * len(by["undecided"]))
+    v = verdicts.from_settings(holds, reproduced=1.0, partly=1.0, untestable=untestable, what="counted metrics")
+    if untestable is None:
+        v = v.with_why(f"{len(counted)} of {len(table)} metrics with an ideal tell the perfect explanation from random "
+                       f"maps; within {pct}: {', '.join(by['within']) or 'none'}; beyond: "
+                       f"{', '.join(by['beyond']) or 'none'}; undecided: {', '.join(by['undecided']) or 'none'}"
+                       + ("" if v != verdicts.INCONCLUSIVE else " (the undecided could tip it either way)"))
     ours = "; ".join(f"{r['label']} {100 * r['gap']:.0f} % off (random maps {100 * r['random gap']:.0f} %"
                      f"{'' if r['beats random'] else '; not above them'})" for _, r in table.iterrows())
     return verdicts.Claim(
@@ -395,7 +395,7 @@ def claim_ideal_gap(frame: pd.DataFrame, *, perfect: str, random: str, tolerance
         rule=rule, premise=premise, paper_value=PAPER_IDEAL_GAP,
         our_value=(f"{len(by['within'])} of {len(counted)} counted metrics within {pct}: {ours}" if len(table)
                    else "no metric with an ideal value"),
-        verdict=v, table=table)
+        verdict=v, table=table, units=int(counted["images"].min()) if len(counted) else None)
 
 
 def _means(frame: pd.DataFrame, names: Sequence[str]) -> dict[str, torch.Tensor]:
