@@ -9,18 +9,24 @@ import pandas as pd
 from faithlab import study
 from faithlab.verdicts import VERDICTS
 
-R, P, N, T = VERDICTS  # reproduced, partly reproduced, not reproduced, not testable here
+R, P, N, T, I = VERDICTS  # reproduced, partly, not reproduced, not testable here, inconclusive
+
+
+LEGACY = ("rule", "premise", "kind", "decision", "replicas", "stability", "units", "function")
 
 
 def claims(generated: Path, paper: str, experiment: str, verdicts: list[str], *, executed: bool = True,
-           legacy: bool = False) -> None:
+           legacy: bool = False, kinds: list[str] | None = None) -> None:
     """A notebook's outputs as the runner leaves them: <paper>/<experiment>/claims.csv beside <experiment>.ipynb
-    (``legacy``: without the rule and premise columns, as claims were written before claim functions)."""
+    (``legacy``: without the rule, premise and later columns, as claims were written before claim functions)."""
     folder = generated / paper / experiment
     folder.mkdir(parents=True)
-    columns = [c for c in study.CLAIM_COLUMNS if not (legacy and c in ("rule", "premise"))]
+    columns = [c for c in study.CLAIM_COLUMNS if not (legacy and c in LEGACY)]
+    kinds = kinds or ["paper"] * len(verdicts)
     rows = [{"paper": paper, "experiment": experiment, "claim": f"claim {i}", "paper_value": 1.0, "our_value": 1.0,
-             "verdict": v, "rule": "a rule", "premise": "a premise", "note": ""} for i, v in enumerate(verdicts)]
+             "verdict": v, "rule": "a rule", "premise": "a premise", "note": "", "kind": k, "decision": "d",
+             "replicas": "3 of 3 replicas", "stability": "20 of 20 seeds", "units": 30, "function": ""}
+            for i, (v, k) in enumerate(zip(verdicts, kinds))]
     pd.DataFrame(rows)[columns].to_csv(folder / study.CLAIMS, index=False)
     if executed:
         (generated / paper / f"{experiment}.ipynb").write_text("{}")
@@ -36,7 +42,7 @@ def test_summary_counts_verdicts_per_paper_in_chapter_order(tmp_path):
     claims(generated, "trace", "table1", [N, N, T], legacy=True)  # read, with empty rule and premise
     claims(generated, "zeta", "extra", [R])  # a slug without a display name, after the chapters and "basics"
     claims(generated, "ffidelity", "robustness", [R, P])
-    claims(generated, "ffidelity", "images_ranking", [R, T])
+    claims(generated, "ffidelity", "images_ranking", [R, T, I, N], kinds=["paper"] * 3 + ["study check"])
     claims(generated, "basics", "digits_classifier", [P])
     claims(generated, "saco", "case_study", [R, R, N], executed=False)  # interrupted run: not counted
     claims(generated, "reco_mege", "tables", ["great"])  # a verdict outside VERDICTS: skipped with a message
@@ -45,8 +51,9 @@ def test_summary_counts_verdicts_per_paper_in_chapter_order(tmp_path):
     assert any("reco_mege/tables" in m and "great" in m for m in messages), messages
     summary = pd.read_csv(generated / study.SUMMARY)
     expected = pd.DataFrame(
-        [["F-Fidelity", 2, 1, 0, 1, 4], ["TRACE", 0, 0, 2, 1, 3], [study.ALL_PAPERS, 2, 1, 2, 2, 7],
-         ["Basics (study check)", 0, 1, 0, 0, 1], ["zeta (study check)", 1, 0, 0, 0, 1]],
+        [["F-Fidelity", 2, 1, 0, 1, 1, 5], ["TRACE", 0, 0, 2, 1, 0, 3], [study.ALL_PAPERS, 2, 1, 2, 2, 1, 8],
+         ["F-Fidelity (study check)", 0, 0, 1, 0, 0, 1],  # a chapter's study check: not among the paper's claims
+         ["Basics (study check)", 0, 1, 0, 0, 0, 1], ["zeta (study check)", 1, 0, 0, 0, 0, 1]],
         columns=["paper", *VERDICTS, "total"],
     )
     pd.testing.assert_frame_equal(summary, expected)
@@ -57,6 +64,29 @@ def test_summary_counts_verdicts_per_paper_in_chapter_order(tmp_path):
     assert card.columns.tolist() == list(study.CLAIM_COLUMNS)
     assert set(card[card.paper == "trace"]["rule"]) == {""} and set(card[card.paper != "trace"]["rule"]) == {"a rule"}
     assert_map_written(generated)
+    prereg = pd.read_csv(generated / study.PREREGISTRATION, keep_default_na=False)
+    assert prereg["claim"].tolist() == card["claim"].tolist() and prereg["kind"].tolist() == card["kind"].tolist()
+    assert set(prereg["rule last changed"]) == {"—"}  # no claim function recorded: no commit to name
+
+
+def test_preregistration_names_the_commit_where_a_claim_function_last_changed():
+    from faithlab.study.scorecard import rule_commit
+
+    answer = rule_commit("faithlab.protocols.basics.claim_deletion_sanity")
+    assert answer == "uncommitted" or len(answer.split()[0]) >= 7  # "<hash> <date>" from git log -L
+    assert rule_commit("faithlab.protocols.basics.no_such_function") == "—"
+    assert rule_commit("no_such_module.f") == "—"
+
+
+def test_glance_shows_replica_agreement_stability_units_and_study_checks():
+    from faithlab.study import pages
+
+    card = pd.DataFrame([{"paper": "trace", "experiment": "table1", "claim": "T6: an identity", "paper_value": "1",
+                          "our_value": "1", "verdict": R, "rule": "r", "decision": "reproduced when x", "premise": "p",
+                          "note": "", "kind": "study check", "replicas": "2 of 3 replicas",
+                          "stability": "20 of 20 seeds", "units": "36"}])
+    html = pages.glance_html(card, "trace")
+    assert "2 of 3 replicas · 20 of 20 seeds · 36 units" in html and "fl-kind" in html and "reproduced when x" in html
 
 
 def test_empty_scorecard_still_writes_summary_and_map(tmp_path):
@@ -65,7 +95,7 @@ def test_empty_scorecard_still_writes_summary_and_map(tmp_path):
     assert pd.read_csv(generated / study.SCORECARD).empty
     summary = pd.read_csv(generated / study.SUMMARY)
     assert summary.columns.tolist() == ["paper", *VERDICTS, "total"]
-    assert summary.values.tolist() == [[study.ALL_PAPERS, 0, 0, 0, 0, 0]]
+    assert summary.values.tolist() == [[study.ALL_PAPERS, 0, 0, 0, 0, 0, 0]]
     assert_map_written(generated)
 
 

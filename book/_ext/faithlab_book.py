@@ -108,6 +108,28 @@ class Glance(SphinxDirective):
         return [_raw(pages.glance_html(claims, self.env.docname, notes="notes" in self.options))]
 
 
+class Preregistration(SphinxDirective):
+    """``fl-prereg``: the decision procedure (numbers from faithlab.verdicts), then per paper every claim's rule,
+    generated decision, premise and the commit where its claim function last changed (``preregistration.csv``)."""
+
+    def run(self):
+        from faithlab.plots import CHAPTERS, PAPER_NAMES, paper_order
+
+        path = _srcdir(self) / GENERATED / "preregistration.csv"
+        self.env.note_dependency(str(path))
+        frame = pd.read_csv(path, keep_default_na=False, dtype=str) if path.is_file() else pd.DataFrame(
+            columns=["paper", "experiment", "claim", "kind", "rule", "decision", "premise", "function",
+                     "rule last changed"])
+        parts = [pages.procedure_html()]
+        for paper in paper_order([*CHAPTERS, *frame["paper"].astype(str)]):
+            part = frame[frame["paper"].astype(str) == paper]
+            if part.empty:
+                continue
+            parts.append(f"<h2>{html.escape(PAPER_NAMES.get(paper, paper))}</h2>")
+            parts.append(pages.preregistration_html(part, self.env.docname))
+        return [_raw("".join(parts))]
+
+
 class Setup(SphinxDirective):
     """``fl-setup paper``: the chapter's paper-vs-ours table (``faithlab.protocols.<paper>.SETUP``)."""
 
@@ -198,5 +220,6 @@ def setup(app):
     app.add_directive("fl-glance", Glance)
     app.add_directive("fl-setup", Setup)
     app.add_directive("fl-summary", Summary)
+    app.add_directive("fl-prereg", Preregistration)
     app.add_css_file("faithlab.css")
     return {"parallel_read_safe": True, "parallel_write_safe": True}

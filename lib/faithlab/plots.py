@@ -54,7 +54,7 @@ CHAPTERS = ("ffidelity", "fewclass", "saco", "reco_mege", "trace")
 PAPER_NAMES = {"ffidelity": "F-Fidelity", "fewclass": "Few-class Fidelity", "saco": "SaCo", "reco_mege": "ReCo / MeGe",
                "trace": "TRACE", "synthesis": "Synthesis", "basics": "Basics"}
 """Display name of each chapter slug (the one copy: the study map, the scorecard summary)."""
-VERDICT_COLORS = dict(zip(VERDICTS, ("#009E73", "#E69F00", "#D55E00", "#999999")))
+VERDICT_COLORS = dict(zip(VERDICTS, ("#009E73", "#E69F00", "#D55E00", "#999999", "#56B4E9")))
 """One colour per verdict (Okabe-Ito, colour-blind safe), the same in every figure."""
 COLUMN_PX = 772
 """Width in pixels of the book's content column: a wider figure is shrunk to it (a narrower one is shown as is)."""

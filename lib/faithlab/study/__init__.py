@@ -91,6 +91,7 @@ from faithlab.study.scorecard import (
     STUDY_CHECK,
     STUDY_MAP,
     SUMMARY,
+    PREREGISTRATION,
     summarise,
     write_scorecard,
 )
@@ -104,7 +105,8 @@ __all__ = [  # by concept, in the order of the modules above (the API reference 
     "LOCKS", "STAGING", "JOURNAL", "recover",
     "SHARDS", "SHARD_DONE", "SHARD_SECONDS", "shard_plan", "shard_store",
     "KERNEL_STARTUP", "kernel_options", "Result", "execute",
-    "CLAIMS", "CLAIM_COLUMNS", "SCORECARD", "SUMMARY", "STUDY_MAP", "ALL_PAPERS", "STUDY_CHECK", "summarise",
+    "CLAIMS", "CLAIM_COLUMNS", "SCORECARD", "SUMMARY", "PREREGISTRATION", "STUDY_MAP", "ALL_PAPERS", "STUDY_CHECK",
+    "summarise",
     "write_scorecard",
     "run",
     "main",

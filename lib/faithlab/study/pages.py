@@ -208,13 +208,16 @@ def claims_for(scorecard: pd.DataFrame, paper: str, experiment: str | None = Non
 
 def glance_html(claims: pd.DataFrame, docname: str, *, notes: bool = False) -> str:
     """Claims as an HTML table claim | paper | ours | verdict (the verdict as a coloured badge), each claim linking
-    to its row on the notebook's page; its rule and premise (and with ``notes`` the note) folded under the claim."""
+    to its row on the notebook's page; its rule, decision and premise (and with ``notes`` the note) folded under the
+    claim. Under each verdict: its replica agreement, its bootstrap stability and the units of its smallest cell (the
+    scorecard's columns ``replicas``, ``stability``, ``units``); a study check (kind) is labelled as one."""
     if claims.empty:
         return '<p class="fl-empty">No claim of this part was computed in this build (its notebook did not run).</p>'
     rows = []
     for row in claims.itertuples(index=False):
         href = notebook_href(row.paper, row.experiment, docname, row.claim)
-        folded = [("rule", getattr(row, "rule", "")), ("premise", getattr(row, "premise", ""))]
+        folded = [("rule", getattr(row, "rule", "")), ("decision", getattr(row, "decision", "")),
+                  ("premise", getattr(row, "premise", ""))]
         if notes:
             folded.append(("note", getattr(row, "note", "")))
         details = "".join(f"<p><b>{name}</b>: {_text(text)}</p>" for name, text in folded
@@ -222,13 +225,28 @@ def glance_html(claims: pd.DataFrame, docname: str, *, notes: bool = False) -> s
         fold = f'<details class="fl-rule"><summary>rule and premise</summary>{details}</details>' if details else ""
         verdict = str(row.verdict)
         badge = verdict_badge(verdict) if verdict in VERDICTS else _text(verdict)
+        kind = str(getattr(row, "kind", "") or "")
+        label = ' <span class="fl-kind">study check</span>' if kind == "study check" else ""
         rows.append(
-            f'<tr><td class="fl-claim"><a href="{html.escape(href)}">{_text(row.claim)}</a>{fold}</td>'
+            f'<tr><td class="fl-claim"><a href="{html.escape(href)}">{_text(row.claim)}</a>{label}{fold}</td>'
             f"<td>{_text(row.paper_value)}</td><td>{_text(row.our_value)}</td>"
-            f'<td class="fl-verdict">{badge}</td></tr>')
+            f'<td class="fl-verdict">{badge}{agreement_html(row)}</td></tr>')
     head = ('<thead><tr><th class="fl-claim">claim (link: where it is computed)</th><th>paper</th><th>ours</th>'
             '<th class="fl-verdict">verdict</th></tr></thead>')
     return f'<table class="fl-glance">{head}<tbody>{"".join(rows)}</tbody></table>'
+
+
+def agreement_html(row) -> str:
+    """The line under a verdict: replica agreement · bootstrap stability · units of the smallest cell (those known)."""
+    parts = []
+    for name in ("replicas", "stability"):
+        value = str(getattr(row, name, "") or "").strip()
+        if value and value not in ("—", "nan"):
+            parts.append(value)
+    units = str(getattr(row, "units", "") or "").strip()
+    if units and units not in ("—", "nan"):
+        parts.append(f"{float(units):.0f} units")
+    return f'<br><span class="fl-agree">{_text(" · ".join(parts))}</span>' if parts else ""
 
 
 def counts(claims: pd.DataFrame) -> dict[str, int]:
@@ -369,3 +387,57 @@ def fold_html_output(text: str, *, max_rows: int = 40) -> str | None:
         return None
     return (f'<details class="fl-fold"><summary>Table ({reason}): open</summary><div class="fl-fold-body">{text}'
             "</div></details>")
+
+
+# ------------------------------------------------------------------------------------------- pre-registration
+def procedure_html() -> str:
+    """The decision procedure every claim goes through, as HTML, its numbers read from :mod:`faithlab.verdicts` (so
+    the page cannot drift from the code)."""
+    from faithlab import verdicts as V
+
+    items = [
+        f"<b>{V.NOT_TESTABLE}</b>: a premise about the stand-in fails (the paper's mechanism is absent), checked with "
+        "a tolerance before the outcome statistic is looked at;",
+        f"<b>{V.REPRODUCED}</b>: the 95 % interval lies beyond the margin in the paper's direction;",
+        f"<b>{V.NOT_REPRODUCED}</b>: the interval lies wholly on the other side of the margin (the effect is shown "
+        "absent or reversed);",
+        f"<b>{V.INCONCLUSIVE}</b>: the interval straddles the margin — a tie is never a failure; a share rule over "
+        "several parts is applied with every undecided part counted both ways, and is inconclusive when the two "
+        "disagree;",
+        f"<b>{V.PARTLY}</b>: only for claims made of several parts, from {V.PARTLY_SHARE:.0%} of the parts holding "
+        f"(reproduced from {V.REPRODUCED_SHARE:.0%}) unless the claim states another share before its result.",
+    ]
+    checks = [
+        f"the trained model is the unit of replication: claims about trained stand-ins use at least "
+        f"{V.MIN_REPLICAS} independently trained replicas per setting, seeds keyed to the setting and the replica, "
+        "and intervals from a two-stage bootstrap (replicas, then units within them);",
+        f"a decided verdict must come out the same under {V.STABILITY_SEEDS} other bootstrap seeds, else it is "
+        "published as inconclusive;",
+        f"a decided verdict on fewer than {V.MIN_UNITS} units in its smallest cell is published as inconclusive "
+        "(underpowered);",
+        "identities, ratios fixed by design and checks of our own stand-ins are study checks, not counted among the "
+        "papers' claims.",
+    ]
+    return ('<ol class="fl-procedure">' + "".join(f"<li>{i}</li>" for i in items) + "</ol>"
+            + '<ul class="fl-procedure">' + "".join(f"<li>{c}</li>" for c in checks) + "</ul>")
+
+
+def preregistration_html(frame: pd.DataFrame, docname: str) -> str:
+    """The pre-registration table (``preregistration.csv`` of :func:`faithlab.study.scorecard.preregistration`):
+    one row per claim — claim (linking where it is computed) and kind | rule | decision | premise | function and the
+    commit where it last changed."""
+    if frame.empty:
+        return '<p class="fl-empty">No claim was computed in this build.</p>'
+    rows = []
+    for row in frame.itertuples(index=False):
+        experiment = getattr(row, "experiment", "")
+        href = notebook_href(row.paper, experiment, docname, row.claim) if experiment else "#"
+        kind = ' <span class="fl-kind">study check</span>' if str(row.kind) == "study check" else ""
+        rows.append(
+            f'<tr><td class="fl-claim"><a href="{html.escape(href)}">{_text(row.claim)}</a>{kind}</td>'
+            f"<td>{_text(row.rule)}</td><td>{_text(row.decision)}</td><td>{_text(row.premise)}</td>"
+            f"<td><code>{_text(str(row.function).rpartition('.')[2])}</code><br>{_text(row[-1])}</td></tr>")
+    head = ("<thead><tr><th>claim</th><th>rule: statistic, unit, direction, margin</th><th>decision (generated by "
+            "the function that decides)</th><th>premise and null</th><th>claim function, rule last changed</th>"
+            "</tr></thead>")
+    return f'<table class="fl-glance fl-prereg">{head}<tbody>{"".join(rows)}</tbody></table>'

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 
 SCORECARD = "scorecard.csv"
 SUMMARY = "scorecard_summary.csv"  # verdict counts per paper, for the front page
+PREREGISTRATION = "preregistration.csv"  # every claim's rule, decision, premise and the commit its rule last changed
+_RULE_COMMITS = ".rule_commits.json"  # cache of git's answer per (HEAD, claim function)
 STUDY_MAP = "study_map"  # .png and .svg: the front page's map of papers → metrics → experiments → verdicts
 ALL_PAPERS = "all papers"  # the summary's row after the five papers
 STUDY_CHECK = "(study check)"  # the suffix of a summary row that is not a paper (basics, synthesis)
@@ -52,6 +54,67 @@ def summarise(scorecard: pd.DataFrame) -> pd.DataFrame:
         if ((papers == p) & check).any():
             table.loc[len(table)] = row(p, f"{PAPER_NAMES.get(p, p)} {STUDY_CHECK}", check)
     return table.astype({c: int for c in (*VERDICTS, "total")})
+
+
+def _git(*args: str) -> str | None:
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", *args], cwd=paths.project_root(), capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def rule_commit(function: str) -> str:
+    """The short hash and date of the last commit that changed claim function ``function`` ("module.qualname"), from
+    ``git log -L :name:file`` (its lines, not its file); "uncommitted" when its file has changes not yet committed,
+    "—" without git or when the function is unknown."""
+    import importlib
+    import inspect
+
+    module, _, name = str(function).rpartition(".")
+    try:
+        source = Path(inspect.getsourcefile(importlib.import_module(module))).resolve()
+        relative = source.relative_to(paths.project_root().resolve()).as_posix()
+    except (ImportError, TypeError, ValueError, OSError):
+        return "—"
+    if _git("diff", "--quiet", "HEAD", "--", relative) is None and _git("rev-parse", "HEAD") is not None:
+        return "uncommitted"
+    answer = _git("log", "-1", "--format=%h %as", "-L", f":^def {name}[(]:{relative}", "--no-patch")
+    return answer.splitlines()[0] if answer else "—"
+
+
+def preregistration(scorecard: pd.DataFrame, generated: Path | None = None) -> pd.DataFrame:
+    """The pre-registration table: one row per claim with what decides it — the paper, whether it is a paper's claim
+    or a study check, its rule (statistic, unit, direction, margin), the decision text the deciding function
+    generated, its premise (with its null), the claim function and the commit where that function last changed.
+    Git's answers are cached in ``generated`` per HEAD commit, so a warm build asks git nothing."""
+    import json
+
+    import pandas as pd
+
+    head = _git("rev-parse", "--short", "HEAD") or "—"
+    cache_path = Path(generated) / _RULE_COMMITS if generated is not None else None
+    cache: dict = {}
+    if cache_path is not None and cache_path.is_file():
+        try:
+            cache = json.loads(cache_path.read_text())
+        except (OSError, ValueError):
+            cache = {}
+    known = cache.get(head, {}) if head != "—" else {}
+    functions = scorecard["function"].fillna("").astype(str) if "function" in scorecard else pd.Series(
+        "", index=scorecard.index)
+    for f in sorted(set(functions) - set(known) - {""}):
+        known[f] = rule_commit(f)
+    if cache_path is not None and head != "—":
+        paths.atomic_write(cache_path, lambda tmp: Path(tmp).write_text(json.dumps({head: known})))
+    frame = pd.DataFrame({
+        "paper": scorecard["paper"], "experiment": scorecard.get("experiment", ""), "claim": scorecard["claim"],
+        "kind": scorecard.get("kind", "paper"), "rule": scorecard.get("rule", ""),
+        "decision": scorecard.get("decision", ""), "premise": scorecard.get("premise", ""),
+        "function": functions, "rule last changed": [known.get(f, "—") if f else "—" for f in functions]})
+    return frame.reset_index(drop=True)
 
 
 def write_scorecard(generated: Path | None = None, echo=None) -> Path:
@@ -105,6 +168,8 @@ def write_scorecard(generated: Path | None = None, echo=None) -> Path:
         card = paths.atomic_write(generated / SCORECARD, lambda tmp: table.to_csv(tmp, index=False))
         summary = summarise(table)
         paths.atomic_write(generated / SUMMARY, lambda tmp: summary.to_csv(tmp, index=False))
+        prereg = preregistration(table, generated)
+        paths.atomic_write(generated / PREREGISTRATION, lambda tmp: prereg.to_csv(tmp, index=False))
         fig = plots.study_map(table, PAPER_METRICS)
         for fmt in ("png", "svg"):
             paths.atomic_write(generated / f"{STUDY_MAP}.{fmt}",
