@@ -385,6 +385,7 @@ def test_replicated_adds_replica_agreement_and_bootstrap_stability():
     claim = replicated(_claim_fn, frame)
     assert claim.verdict == REPRODUCED and claim.replica_agreement == "3 of 3 replicas"
     assert claim.bootstrap_stability == "20 of 20 seeds"
+    assert claim.power.startswith("3 replicas suffice")  # effect 1 sd on 30 units per replica
     # a borderline effect whose verdict moves with the bootstrap seed is published as inconclusive
     wobbly = pd.DataFrame({"a": rng.standard_normal(60), "b": rng.standard_normal(60), "replica": 0})
     for shift in np.linspace(0, 0.8, 41):
@@ -407,3 +408,50 @@ def test_replica_seeds_are_keyed_to_setting_and_replica():
     assert replica_seed(0, "a", 1) == replica_seed(0, "a", 1) != replica_seed(1, "a", 1)
     with pytest.raises(ValueError, match="replica"):
         replica_seed(0, "a", -1)
+
+
+def test_power_approximation_matches_simulated_two_stage_bootstraps():
+    """decided_probability (normal approximation) against the share of simulated designs — replica means drawn
+    around the effect, units around them — whose two-stage bootstrap interval excludes 0."""
+    import torch
+
+    from faithlab.verdicts import decided_probability, hierarchical_means, variance_components
+
+    rng = np.random.default_rng(11)
+    mean, sd_b, sd_w, R, n = 0.25, 0.15, 0.6, 5, 12
+    decided = 0
+    sims = 150
+    for s in range(sims):
+        centres = mean + sd_b * rng.standard_normal(R)
+        x = torch.from_numpy(np.concatenate([c + sd_w * rng.standard_normal(n) for c in centres]))
+        g = torch.from_numpy(np.repeat(np.arange(R), n))
+        draws = hierarchical_means(x, g, n_boot=600, seed=s)
+        low, high = torch.quantile(draws, torch.tensor([0.025, 0.975], dtype=torch.float64)).tolist()
+        decided += low > 0 or high < 0
+    simulated = decided / sims
+    approx = decided_probability(mean, sd_b ** 2, sd_w ** 2, R, n)
+    # the percentile bootstrap with 5 replicas is narrower than the normal interval: it decides a little more often
+    assert abs(simulated - approx) < 0.2, (simulated, approx)
+    # variance components recovered from one large design
+    centres = mean + sd_b * rng.standard_normal(400)
+    x = np.concatenate([c + sd_w * rng.standard_normal(n) for c in centres])
+    m, vb, vw, k, nbar = variance_components(x, np.repeat(np.arange(400), n))
+    assert abs(m - mean) < 0.03 and abs(vb - sd_b ** 2) < 0.01 and abs(vw - sd_w ** 2) < 0.03 and k == 400
+
+
+def test_replicas_needed_reads_the_recorded_comparisons():
+    import torch
+
+    from faithlab.verdicts import decided_probability, replicas_needed
+
+    assert decided_probability(1.0, 0.0, 0.0, 3, 10) == 1.0 and decided_probability(0.0, 0.0, 0.0, 3, 10) == 0.0
+    big = torch.tensor([1.0, 1.1, 0.9] * 10, dtype=torch.float64)
+    groups = torch.arange(30) % 3
+    assert replicas_needed([(big, groups)]).startswith("3 replicas suffice")
+    rng = np.random.default_rng(0)
+    small = torch.from_numpy(0.2 + rng.standard_normal(30))
+    answer = replicas_needed([(small, groups)])
+    assert answer.startswith("needs") or answer.startswith("more than"), answer
+    nil = torch.from_numpy(rng.standard_normal(30) - 0.0)
+    assert replicas_needed([]) == ""
+    assert "more than 12" in replicas_needed([(nil - nil.mean(), groups)])

@@ -26,6 +26,7 @@ sentence with the rule's outcome, which :meth:`faithlab.outputs.Outputs.claim` a
 
 from __future__ import annotations
 
+import contextvars
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ __all__ = [
     "Null", "null_draws", "within_null", "REPRODUCED_SHARE", "PARTLY_SHARE", "from_settings", "Claim",
     "REPRODUCED", "PARTLY", "NOT_REPRODUCED", "NOT_TESTABLE", "INCONCLUSIVE", "DECIDED", "MIN_REPLICAS", "MIN_UNITS",
     "STABILITY_SEEDS", "KINDS", "hierarchical_means", "share_above_zero", "decide", "replica_seed", "replicated",
+    "POWER_REPLICAS", "POWER_TARGET", "variance_components", "decided_probability", "replicas_needed",
 ]
 
 VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "not testable here", "inconclusive")
@@ -246,6 +248,9 @@ def _values(values, name: str) -> torch.Tensor:
         raise TypeError(f"{name} must be numbers (a sequence, array or tensor), got {type(values).__name__}") from None
 
 
+_RECORDER: contextvars.ContextVar = contextvars.ContextVar("faithlab_bootstrap_recorder", default=None)
+
+
 def _group_codes(groups, n: int, name: str = "groups"):
     import torch
 
@@ -317,6 +322,9 @@ def bootstrap_diff(a, b=None, *, higher_is_better: bool = True, n_boot: int = 40
     n = x.numel()
     if n < 2:
         raise ValueError(f"a bootstrap needs at least 2 paired units without NaN, got {n}")
+    record = _RECORDER.get()
+    if record is not None:  # replicated() collects the units of every comparison for its power analysis
+        record.append((x.clone(), None if codes is None else codes.clone()))
     means = hierarchical_means(x, codes, n_boot=n_boot, seed=seed)
     tail = (1 - level) / 2
     low, high = torch.quantile(means, torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
@@ -614,6 +622,7 @@ class Claim:
     units: int | None = None
     replicas: tuple = ()
     stability: tuple = ()
+    power: str = ""
 
     def __post_init__(self):
         for name in ("claim", "rule", "premise"):
@@ -729,6 +738,13 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
         except ValueError:  # one replica's rows can be too few for a statistic that the pooled rows define
             per.append(NOT_TESTABLE)
     stability = ()
+    token = _RECORDER.set([])
+    try:
+        fn(*args, **kwargs)  # once more, recording the units of its paired comparisons for the power analysis
+        records = _RECORDER.get()
+    finally:
+        _RECORDER.reset(token)
+    power = replicas_needed(records)
     if seeds and "seed" in inspect.signature(fn).parameters:
         base = int(kwargs.get("seed", 0))
         stability = tuple(str(fn(*args, **{**kwargs, "seed": base + 1000 + s}).verdict) for s in range(int(seeds)))
@@ -742,4 +758,71 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
         v = v.with_why(f"{v.why}; underpowered: {claim.units} units in the smallest cell, below {MIN_UNITS}",
                        INCONCLUSIVE)
         premise = f"{premise} Underpowered here: {claim.units} units in the smallest cell (the house asks {MIN_UNITS})."
-    return replace(claim, verdict=v, premise=premise, replicas=tuple(per), stability=stability)
+    return replace(claim, verdict=v, premise=premise, replicas=tuple(per), stability=stability, power=power)
+
+
+# --------------------------------------------------------------------------------------------------------- power
+POWER_REPLICAS = (3, 5, 8, 12)
+"""Replica counts the power analysis tries (each with the claim's current units per replica)."""
+POWER_TARGET = 0.8
+"""Probability of a decided comparison the power analysis asks of a design."""
+
+
+def variance_components(x, groups=None) -> tuple[float, float, float, int, float]:
+    """Mean, between-replica and within-replica variance of per-unit values ``x`` with replica ids ``groups``
+    (one-way random-effects ANOVA estimates, the between part floored at 0) → ``(mean, var_between, var_within,
+    replicas, units per replica)``; without groups every unit is its own replica-free draw (var_between 0)."""
+    import torch
+
+    x = _values(x, "x")
+    if groups is None:
+        return float(x.mean()), 0.0, float(x.var()) if x.numel() > 1 else 0.0, 1, float(x.numel())
+    codes = torch.as_tensor(groups).long()
+    k = int(codes.max()) + 1
+    counts = torch.bincount(codes, minlength=k).double()
+    sums = torch.zeros(k, dtype=torch.float64).index_add_(0, codes, x)
+    means = sums / counts.clamp(min=1)
+    within = float(((x - means[codes]) ** 2).sum() / max(1.0, float(counts.sum() - k)))
+    n_bar = float(counts.mean())
+    between = float(means.var()) - within / n_bar if k > 1 else 0.0
+    return float(x.mean()), max(0.0, between), within, k, n_bar
+
+
+def decided_probability(mean: float, var_between: float, var_within: float, replicas: int, units: float, *,
+                        margin: float = 0.0, z: float = 1.959963984540054) -> float:
+    """Probability that a two-stage interval of a mean effect ``mean`` (with those variance components) lies wholly
+    on one side of ``margin`` in a design of ``replicas`` × ``units``: the mean of the design is normal with
+    variance var_between / R + var_within / (R·n), and the interval is its ± z standard errors (the normal
+    approximation of the bootstrap; tests compare it with simulated two-stage bootstraps)."""
+    from statistics import NormalDist
+
+    se = math.sqrt(max(var_between / replicas + var_within / (replicas * units), 0.0))
+    if se == 0:
+        return 1.0 if mean != margin else 0.0
+    d = (mean - margin) / se
+    phi = NormalDist().cdf
+    return phi(d - z) + phi(-d - z)
+
+
+def replicas_needed(records, *, target: float = POWER_TARGET, options=POWER_REPLICAS) -> str:
+    """The power analysis of one claim from the units of its paired comparisons (what :func:`bootstrap_diff`
+    recorded under :func:`replicated`): per comparison its mean effect and variance components at the claim's current
+    units per replica, then the smallest replica count of ``options`` at which every comparison whose effect is not
+    nil is decided with probability ≥ ``target``. Returns e.g. "3 replicas suffice (weakest P 0.93 at R = 3)",
+    "needs 8 replicas (P 0.71 at R = 3)", or "" when the claim makes no paired comparison."""
+    if not records:
+        return ""
+    comps = [variance_components(x, g) for x, g in records if x.numel() >= 2]
+    if not comps:
+        return ""
+    def weakest(r: int) -> float:
+        return min(decided_probability(m, vb, vw, r, n) for m, vb, vw, _, n in comps)
+
+    current = max(k for *_, k, _ in comps)
+    now = weakest(max(current, 1))
+    for r in options:
+        if weakest(r) >= target:
+            return (f"{r} replicas suffice" if r <= current else f"needs {r} replicas") + (
+                f" (weakest comparison decided with P {now:.2f} at R = {current})")
+    return (f"more than {options[-1]} replicas: an effect near 0 (weakest comparison decided with P {now:.2f} at "
+            f"R = {current})")

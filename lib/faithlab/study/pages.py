@@ -209,7 +209,7 @@ def claims_for(scorecard: pd.DataFrame, paper: str, experiment: str | None = Non
 def glance_html(claims: pd.DataFrame, docname: str, *, notes: bool = False) -> str:
     """Claims as an HTML table claim | paper | ours | verdict (the verdict as a coloured badge), each claim linking
     to its row on the notebook's page; its rule, decision and premise (and with ``notes`` the note) folded under the
-    claim. Under each verdict: its replica agreement, its bootstrap stability and the units of its smallest cell (the
+    claim, with the power analysis (replicas needed for its comparisons to be decided). Under each verdict: its replica agreement, its bootstrap stability and the units of its smallest cell (the
     scorecard's columns ``replicas``, ``stability``, ``units``); a study check (kind) is labelled as one."""
     if claims.empty:
         return '<p class="fl-empty">No claim of this part was computed in this build (its notebook did not run).</p>'
@@ -217,7 +217,7 @@ def glance_html(claims: pd.DataFrame, docname: str, *, notes: bool = False) -> s
     for row in claims.itertuples(index=False):
         href = notebook_href(row.paper, row.experiment, docname, row.claim)
         folded = [("rule", getattr(row, "rule", "")), ("decision", getattr(row, "decision", "")),
-                  ("premise", getattr(row, "premise", ""))]
+                  ("premise", getattr(row, "premise", "")), ("power", getattr(row, "power", ""))]
         if notes:
             folded.append(("note", getattr(row, "note", "")))
         details = "".join(f"<p><b>{name}</b>: {_text(text)}</p>" for name, text in folded
