@@ -105,3 +105,24 @@ def test_summarise_orders_chapters_then_other_slugs_alphabetically():
     assert study.summarise(card)["paper"].tolist() == [
         "F-Fidelity", "Few-class Fidelity", "SaCo", "ReCo / MeGe", "TRACE", study.ALL_PAPERS,
         "aaa (study check)", "Basics (study check)", "Synthesis (study check)"]
+
+
+def test_compare_runs_classes_every_change_and_the_cli_fails_on_a_flip(tmp_path, capsys):
+    from faithlab.study.cli import main
+    from faithlab.study.scorecard import compare_runs
+
+    def card(verdicts):
+        return pd.DataFrame({"paper": "trace", "experiment": "table1", "verdict": verdicts,
+                             "claim": [f"T{i}: value {v}" for i, v in enumerate(verdicts)]})
+
+    first = card([R, R, N, P, T, I])
+    second = card([R, I, R, R, N, N]).assign(claim=lambda f: [f"T{i}: other text" for i in range(6)])
+    table = compare_runs(first, second)
+    assert table["change"].tolist() == ["same", "to/from inconclusive", "flip", "flip", "to/from not testable",
+                                        "to/from inconclusive"]
+    for name, frame in (("a", first), ("b", second), ("c", first)):
+        frame.to_csv(tmp_path / f"{name}.csv", index=False)
+    assert main(["compare", str(tmp_path / "a.csv"), str(tmp_path / "b.csv")]) == 1
+    assert "2 flip" in capsys.readouterr().out
+    assert main(["compare", str(tmp_path / "a.csv"), str(tmp_path / "c.csv")]) == 0
+    assert main(["compare", str(tmp_path / "a.csv"), str(tmp_path / "missing.csv")]) == 2

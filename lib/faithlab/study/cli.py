@@ -1,4 +1,4 @@
-"""The runner's command line, ``python -m faithlab.study`` (``list``, ``run``, ``scorecard``)."""
+"""The runner's command line, ``python -m faithlab.study`` (``list``, ``run``, ``scorecard``, ``compare``)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,28 @@ from faithlab.study.scorecard import write_scorecard
 
 DESCRIPTION = ("Run the study's notebooks: jupytext sources → papermill → executed notebooks and artifacts for the "
                "book.")  # the first line of faithlab.study's docstring
+
+
+def _compare(first: str, second: str) -> int:
+    """Print :func:`faithlab.study.scorecard.compare_runs` of two scorecards; exit status 1 when a verdict flipped."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from faithlab.study.scorecard import SCORECARD, compare_runs
+
+    cards = []
+    for given in (first, second):
+        path = Path(given)
+        path = path / SCORECARD if path.is_dir() else path
+        if not path.is_file():
+            raise StudyError(f"no scorecard at {path} (give a generated folder or a scorecard.csv)")
+        cards.append(pd.read_csv(path, keep_default_na=False, dtype=str))
+    table = compare_runs(*cards)
+    with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 40):
+        print(table.to_string(index=False))
+    print("\n" + ", ".join(f"{n} {c}" for c, n in table["change"].value_counts().items()))
+    return 1 if (table["change"] == "flip").any() else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,6 +53,10 @@ def main(argv: list[str] | None = None) -> int:
                             "batch jobs with the profile's 'cluster:' resources (see faithlab.study.cluster)")
     sub.add_parser("scorecard", help="rebuild book/_generated/scorecard.csv, its summary and the study map from the "
                                      "notebooks' claims")
+    cmp_p = sub.add_parser("compare", help="compare the verdicts of two output folders (e.g. two training seeds): "
+                                           "every claim's verdict in both and whether it flipped")
+    cmp_p.add_argument("first", help="a generated folder (holding scorecard.csv) or a scorecard.csv")
+    cmp_p.add_argument("second")
     args = parser.parse_args(argv)
 
     try:
@@ -38,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
             for nb in discover():
                 print(f"{nb.name}: {nb.defaults}")
             return 0
+        if args.command == "compare":
+            return _compare(args.first, args.second)
         if args.command == "scorecard":
             generated = paths.generated_dir()
             recover(generated)

@@ -175,3 +175,33 @@ def write_scorecard(generated: Path | None = None, echo=None) -> Path:
             paths.atomic_write(generated / f"{STUDY_MAP}.{fmt}",
                                lambda tmp, fmt=fmt: fig.savefig(tmp, format=fmt, dpi=150, bbox_inches="tight"))
         return card
+
+
+def compare_runs(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
+    """Two scorecards of the same claims (e.g. training seed 0 and seed 1) side by side: one row per claim present
+    in both, with both verdicts and the change, classed as "same", "to/from inconclusive" (allowed: more or less
+    evidence), "to/from not testable" (a premise that holds in one run only) or "flip" (one decided verdict to
+    another — reproduced ↔ not reproduced, or either ↔ partly — which a stable procedure must never give).
+    Matched on paper, experiment and the claim's label (the text before its first colon, so that a value quoted in
+    the text does not break the match)."""
+    import pandas as pd
+
+    from faithlab.verdicts import DECIDED, INCONCLUSIVE, NOT_TESTABLE
+
+    def keyed(card):
+        card = card.copy()
+        card["label"] = card["claim"].astype(str).str.split(":", n=1).str[0].str.strip()
+        return card.drop_duplicates(["paper", "experiment", "label"]).set_index(["paper", "experiment", "label"])
+
+    a, b = keyed(first), keyed(second)
+    both = a.index.intersection(b.index)
+    rows = []
+    for key in both:
+        va, vb = str(a.loc[key, "verdict"]), str(b.loc[key, "verdict"])
+        change = ("same" if va == vb else
+                  "flip" if va in DECIDED and vb in DECIDED else
+                  "to/from inconclusive" if INCONCLUSIVE in (va, vb) and NOT_TESTABLE not in (va, vb) else
+                  "to/from not testable")
+        rows.append({"paper": key[0], "experiment": key[1], "claim": key[2], "first": va, "second": vb,
+                     "change": change})
+    return pd.DataFrame(rows, columns=["paper", "experiment", "claim", "first", "second", "change"])
