@@ -46,6 +46,8 @@ TINY = {
     "torchcam_peer.py": ["--n", "2", "--steps", "3", "--models", "small_cnn", "--width", "4", "--bare-sizes", "8",
                          "--repeats", "1", "--threads", "1", *([] if TORCHCAM else ["--skip-peer"])],
     "autobatch_sweep.py": ["--quick", "--models", "small_cnn", "--sizes", "16", "--threads", "1"],
+    "replica_training.py": ["--n", "128", "--epochs", "1", "--width", "4", "--size", "8", "--repeats", "1",
+                            "--threads", "1"],
 }
 # --paper-scale with the per-image workload cut down: the paper's model and input size are built and run once. trace.py
 # and fewclass.py are left out (about 20 s and 25 s of CPU even cut down: ResNet-18's 1,276 greedy inputs, and 804
