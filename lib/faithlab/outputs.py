@@ -213,6 +213,11 @@ class Outputs:
         rule = premise = decision = function = power = ""
         kind, replicas, stability, units = "paper", "—", "—", None
         if callable(claim) and not isinstance(claim, str):
+            if verdict is not None:
+                raise TypeError("claim is a claim function: it decides the verdict, give none")
+            # a claim function's own paper_value/our_value keywords (e.g. the paper's number) are its arguments
+            kwargs.update({k: v for k, v in (("paper_value", paper_value), ("our_value", our_value)) if v is not None})
+            paper_value = our_value = None
             function = f"{claim.__module__}.{claim.__qualname__}"
             claim = replicated(claim, *args, **kwargs)
         elif args or kwargs:
