@@ -59,8 +59,10 @@ vit = fl.protocols.ffidelity.VitModels(**vit_models)
 # per β of the decision-boundary study as well (β = the chapter's β is the Table 8 model).
 
 # %%
-base, hist, img_train, img_test = canvas.classifier(seed=seed, device=device)
-tuned_by_beta = {b: canvas.finetune(base, hist, img_train, img_test, beta=b, seed=seed, device=device)
+# the image CNN is replica 0 of `images_ranking`'s main setting (its training seed), so it comes from that cache
+image_train_seed = fl.verdicts.replica_seed(seed, "canvas/main", 0)
+base, hist, img_train, img_test = canvas.classifier(seed=seed, train_seed=image_train_seed, device=device)
+tuned_by_beta = {b: canvas.finetune(base, hist, img_train, img_test, beta=b, seed=image_train_seed, device=device)
                  for b in sorted({beta, *betas})}
 cases = {("images", canvas.model_name, "zero"): (base, tuned_by_beta[beta], img_test, "pixels")}
 vit_base, vit_hist = vit.classifier(img_train, img_test, data_key=canvas.data_key(seed), seed=seed, device=device)
@@ -216,33 +218,38 @@ out.figure(fig, "boundary")
 # Every comparison is a bootstrap over the test inputs (all models see the same masked copies, so model against
 # model is paired), and a claim over several models or β is decided by the share of settings where it holds
 # significantly (`fl.verdicts.from_settings`: reproduced from 2/3, partly from 1/3).
+# An interval that straddles its margin leaves its setting undecided — counted both ways, so the claim may come out
+# inconclusive, never failed by a tie — and each claim is decided through `out.claim`, which also checks that the
+# verdict does not move with the bootstrap seed. This notebook trains one model per setting (the models of the
+# other F-Fidelity notebooks, from the cache), so its intervals resample test inputs, not training runs.
 # 1. *Table 8: on images and time series, fine-tuning preserves clean accuracy and restores accuracy under removal*
-#    (`claim_finetune_restores`). Null: no drop — a model whose original does not lose accuracy significantly to
-#    10 % removal has nothing to restore and is not testable. Per testable model: clean accuracy preserved (the
-#    interval of fine-tuned − original lies above −3 points) and accuracy at 10 % restored (interval above 0).
+#    (`claim_finetune_restores`). Premise: a model whose original demonstrably loses less than 2 points to 10 %
+#    removal has nothing to restore and is not testable. Per testable model: clean accuracy fine-tuned − original
+#    against the non-inferiority margin −5 points (the paper's own ViT costs 3.3) and accuracy at 10 % fine-tuned −
+#    original against 0.
 # 2. *Table 8: text models are robust to removal even without fine-tuning* (`claim_text_robust`), judged with the
-#    paper's text removal (zero embedding; the pad-deletion rows are in the table). Each original text model's drop
-#    from 0 % to 10 % against each image or series model's drop. Premise: the removal can hurt — a reference model
-#    must drop significantly (else robustness holds by construction), and a text model must be above chance on
-#    clean inputs (a model at chance has nothing to lose).
+#    paper's text removal (zero embedding; the pad-deletion rows are in the table). Each image or series model's
+#    drop from 0 % to 10 % minus each original text model's drop, against 0. Premise: the removal can hurt — a
+#    reference model must not demonstrably lose less than 2 points (else robustness holds by construction) — and a
+#    text model must be able to beat the majority-class share by 5 points on clean inputs.
 # 3. *D.3: larger β keeps accuracy under heavier masking* (`claim_beta_accuracy`): at the largest masking ratio,
-#    each step to the next larger β (original = 0) must raise accuracy significantly; premise: masking costs the
-#    original accuracy.
+#    each step to the next larger β (original = 0), accuracy difference against 0; premise: masking costs the
+#    original accuracy (2 points, as above).
 # 4. *D.3: larger β agrees less with the original model on masked inputs, while clean predictions agree*
-#    (`claim_beta_agreement`): (a) each step between fine-tuned β lowers agreement at the largest ratio; (b) on
-#    clean inputs every fine-tuned model agrees with the original within 5 points of the original's accuracy (two
-#    models that are each right on a share a of the inputs need not agree on more). Premise: the original is above
-#    chance on clean inputs.
+#    (`claim_beta_agreement`): (a) each step between fine-tuned β, agreement at the largest ratio against 0 (lower);
+#    (b) on clean inputs each fine-tuned model's agreement with the original minus the original's accuracy against
+#    the non-inferiority margin −5 points (two models that are each right on a share a of the inputs need not agree
+#    on more). Premise: the original can beat the majority-class share by 5 points on clean inputs.
 
 # %%
 C = fl.protocols.ffidelity
 paper_rows = sorted({(ds, arch) for ds, arch, _ in PAPER})
-restores = C.claim_finetune_restores(
-    samples, clean=min(ratios), removed=max(ratios), seed=seed,
-    paper_value="; ".join(f"{ds} {arch}: clean {PAPER[ds, arch, 'fine-tuned'][0] - PAPER[ds, arch, 'original'][0]:+.1f}"
+restores = out.claim(
+    C.claim_finetune_restores, samples, clean=min(ratios), removed=max(ratios), seed=seed,
+    note=f"β = {beta}, {n_draws} draws of exactly round(ρn) removed units per input; one trained model per setting",
+    paper="; ".join(f"{ds} {arch}: clean {PAPER[ds, arch, 'fine-tuned'][0] - PAPER[ds, arch, 'original'][0]:+.1f}"
                           f", at 10 % {PAPER[ds, arch, 'fine-tuned'][2] - PAPER[ds, arch, 'original'][2]:+.1f} points"
-                          for ds, arch in paper_rows if ds != "SST2"))
-out.claim(restores, note=f"β = {beta}, {n_draws} draws of exactly round(ρn) removed units per input")
+                          for ds, arch in paper_rows if ds != "SST2")).claim
 out.table(restores.table, "claim_restores")
 for r in restores.table[restores.table["domain"] == "images"].to_dict("records"):  # "image_…": the CNN, "vit_…"
     prefix = "vit" if r["architecture"] == NAMES["vit"] else "image"
@@ -257,12 +264,12 @@ for d, n, ref in cases:
     drop = float(acc[d, a, "original", min(ratios)] - acc[d, a, "original", max(ratios)])
     out.glue(f"drop_{a.split()[0].lower()}{'_pad' if 'pad' in a else ''}", 100 * drop)
 zero_embedding = [architecture("text", n, st.text_removals["zero embedding"]) for n in st.text_models]
-text_robust = C.claim_text_robust(
-    samples, text=zero_embedding, clean=min(ratios), removed=max(ratios), seed=seed,
-    paper_value="drop 0→10 % of the original: " + ", ".join(
+text_robust = out.claim(
+    C.claim_text_robust, samples, text=zero_embedding, clean=min(ratios), removed=max(ratios), seed=seed,
+    note="zero-embedding removal for text; the pad-deletion rows are in the table; one trained model per setting",
+    paper="drop 0→10 % of the original: " + ", ".join(
         f"{ds} {arch} {PAPER[ds, arch, 'original'][0] - PAPER[ds, arch, 'original'][2]:.1f}"
-        for ds, arch in paper_rows) + " points")
-out.claim(text_robust, note="zero-embedding removal for text; the pad-deletion rows are in the table")
+        for ds, arch in paper_rows) + " points").claim
 out.table(text_robust.table, "claim_text_robust")
 text_robust.table
 
@@ -283,14 +290,12 @@ out.glue("spearman_beta_agreement",
 clean = final.xs(min(boundary_ratios), level="ratio")
 out.glue("min_clean_agreement", float(clean.loc[betas, "agreement with the original"].min()))
 out.glue("clean_agreement_bar", float(clean.loc[0.0, "accuracy"]) - 0.05)
-keeps = C.claim_beta_accuracy(boundary_samples, ratio=top, seed=seed,
-                              paper_value="β large: > 60 % at 50 % masking; original < 40 % at 10 % "
-                                          "(CIFAR-100, Fig. 1(a))")
-agrees = C.claim_beta_agreement(boundary_samples, ratio=top, seed=seed,
-                                paper_value="higher β → lower agreement with the original (Fig. 1(b)); high clean "
-                                            "agreement")
+boundary_note = (f"image model, original = β 0; {n_draws} draws per input; agreement = same predicted class as the "
+                 "original model on the same masked input; one trained model per β")
+keeps = out.claim(C.claim_beta_accuracy, boundary_samples, ratio=top, seed=seed, note=boundary_note,
+                  paper="β large: > 60 % at 50 % masking; original < 40 % at 10 % (CIFAR-100, Fig. 1(a))").claim
+agrees = out.claim(C.claim_beta_agreement, boundary_samples, ratio=top, seed=seed, note=boundary_note,
+                   paper="higher β → lower agreement with the original (Fig. 1(b)); high clean agreement").claim
 for claim, name in ((keeps, "claim_beta_accuracy"), (agrees, "claim_beta_agreement")):
-    out.claim(claim, note=f"image model, original = β 0; {n_draws} draws per input; agreement = same predicted class "
-                          "as the original model on the same masked input")
     out.table(claim.table, name)
 agrees.table

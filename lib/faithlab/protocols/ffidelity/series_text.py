@@ -1,5 +1,9 @@
 """F-Fidelity's time-series and text study (spec §1.8–1.9; Tables 3–4, 6–7): the models two notebooks share
-(:class:`SeriesTextModels`) and the claims on their rankings (series ranking, text equivalence)."""
+(:class:`SeriesTextModels`) and the claims on their rankings (series ranking, text equivalence).
+
+Every claim function takes ``paper``, the paper's value shown beside ours (not ``paper_value``, which
+:meth:`faithlab.outputs.Outputs.claim` keeps for a claim given as text), and ``seed``, the generator of all its
+resampling; notebooks call them as ``out.claim(fn, frames, ..., seed=seed)``."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import torch
 from torch import nn
 
 from faithlab import recipes, verdicts
+from faithlab.protocols.ffidelity.robustness import capped_settings
 
 
 # ---- the series and text models shared by two notebooks
@@ -85,13 +90,32 @@ class SeriesTextModels:
 
 
 # ---------------------------------------------------------------------------------- series and text rankings
+def _order(part: pd.DataFrame) -> list[str]:
+    return ["replica", "seed", "level"] if "replica" in part.columns else ["seed", "level"]
+
+
 def _method_units(cells: pd.DataFrame, group: str, value, column: str) -> dict[str, torch.Tensor]:
-    """``{method: column}`` of the :func:`micro_cells` rows of ``group == value``, each ordered by seed and level."""
+    """``{method: column}`` of the :func:`micro_cells` rows of ``group == value``, each ordered by replica (when the
+    cells carry one), seed and level."""
     part = cells[cells[group] == value]
     if part.empty:
         raise ValueError(f"{group} {value!r} is not in the cells (have {sorted(cells[group].unique())})")
-    return {m: torch.tensor(v.sort_values(["seed", "level"])[column].to_numpy(dtype="float64"))
+    return {m: torch.tensor(v.sort_values(_order(v))[column].to_numpy(dtype="float64"))
             for m, v in part.groupby("method", sort=False)}
+
+
+def _replicas_of(cells: pd.DataFrame, group: str, value, method: str):
+    """The replica of each unit :func:`_method_units` returns for ``method`` (same order), or None without replicas."""
+    if "replica" not in cells.columns:
+        return None
+    part = cells[(cells[group] == value) & (cells["method"] == method)]
+    return part.sort_values(_order(part))["replica"].astype(str).to_numpy()
+
+
+def _replica_note(cells: pd.DataFrame) -> str:
+    n = cells["replica"].nunique() if "replica" in cells.columns else 1
+    return (f"{n} independently trained replicas per model, bootstrap over replicas then seeds × levels" if n > 1
+            else "one trained model per setting: the interval resamples seeds × levels only, not training runs")
 
 
 def _gt_chance(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value, method: str
@@ -114,24 +138,27 @@ def _range(value: float, null: verdicts.Null | None) -> str:
 def claim_series_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, models: Sequence[str], group: str = "model",
                          methods: Sequence[str] = ("Fidelity", "ROAR", "R-Fidelity", "F-Fidelity"),
                          target: str = "F-Fidelity", baseline: str = "Fidelity", tol: float = 0.05,
-                         paper_value: str = "", n_boot: int = 4000, seed: int = 0) -> verdicts.Claim:
+                         paper: str = "", n_boot: int = 2000, seed: int = 0) -> verdicts.Claim:
     """Tables 3 and 6 (time series): ``target`` recovers the degraded-explainer ranking at least as well as the
     other ``methods``, decided over the series ``models`` (values of ``group``).
 
-    cells: :func:`micro_cells` (units: seeds × levels); null: :func:`ground_truth_null` of the same curves.
-    Premise and null, per model: at least one method's mean GT micro correlation (−MoRF vs GT, +LeRF vs GT) lies
-    above its 95 % chance range under a permuted ground-truth order (with a handful of explainers a Spearman ρ has
-    a wide chance range; when no method recovers the order the ranks compare noise), and ``baseline``'s oriented micro
-    correlation is not within ``tol`` of the ideal +1 (nothing could beat it); a model failing either is not
-    testable and leaves the settings. Rule: per testable model × competitor, a paired bootstrap over seeds × levels
-    (95 %) of the target's mean micro rank minus the competitor's; a pair holds when the target ranks significantly
-    better (lower). Reproduced when 2/3 of the pairs hold, partly from 1/3 (:func:`faithlab.verdicts.from_settings`);
-    a pair where the target ranks significantly worse caps it at partly. Table: one row per model × competitor.
+    cells: :func:`micro_cells` (units: seeds × levels; with a ``replica`` column, of several trained models per
+    setting); null: :func:`ground_truth_null` of the same curves.
+    Premise and null, per model (decided before the outcome): at least one method's mean GT micro correlation
+    (−MoRF vs GT, +LeRF vs GT) lies above its 95 % chance range under a permuted ground-truth order (with a handful
+    of explainers a Spearman ρ has a wide chance range; when no method recovers the order the ranks compare noise),
+    and ``baseline``'s oriented micro correlation is not within ``tol`` of the ideal +1 (nothing could beat it); a
+    model failing either is not testable and leaves the settings. Outcome: per testable model × competitor, a
+    paired bootstrap over seeds × levels (two-stage with replicas, 95 %) of the competitor's mean micro rank minus
+    the target's, against the margin 0 (the paper's direction: the target ranks better, lower); a pair holds above
+    0, fails below, and is undecided while its interval holds 0. :func:`faithlab.verdicts.from_settings` over the
+    pairs; a pair where the target ranks significantly worse caps a reproduced verdict at partly (the paper's claim
+    is "at least as well"). Table: one row per model × competitor.
     """
     if not models:
         raise ValueError("models must name at least one series model of the cells")
     others = [m for m in methods if m != target]
-    rows, holds, losses, reasons, chance_texts, ours = [], [], [], [], [], []
+    rows, holds, losses, reasons, chance_texts, ours, units = [], [], [], [], [], [], []
     for model in models:
         ranks = _method_units(cells, group, model, "micro rank")
         oriented = _method_units(cells, group, model, "oriented micro")
@@ -154,56 +181,64 @@ def claim_series_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, models: Seq
         if len(ranks[target]) < 2:
             continue
         comparisons = verdicts.compare({m: ranks[m] for m in methods}, target=target, higher_is_better=False,
-                                       n_boot=n_boot, seed=seed)
+                                       n_boot=n_boot, seed=seed,
+                                       groups=_replicas_of(cells, group, model, target))
         for name, c in comparisons.items():
             if reason is None:
-                holds.append(c.outcome == "win")
+                holds.append(c)
+                units.append(c.n)
                 losses += [f"{model} vs {name}"] if c.outcome == "loss" else []
             rows.append({group: model, "competitor": name, f"{target} rank": float(ranks[target].mean()),
                          "competitor rank": float(ranks[name].mean()), "mean difference": c.mean, "low": c.low,
                          "high": c.high, "outcome": c.outcome, "units": c.n,
                          f"{target} GT micro": chance[target][0], "competitor GT micro": chance[name][0],
-                         "testable": reason is None, "holds": reason is None and c.outcome == "win"})
-    v = verdicts.from_settings(holds, untestable=None if holds else "; ".join(reasons),
-                               what="model × competitor pairs")
-    if v == verdicts.VERDICTS[0] and losses:
-        v = verdicts.Verdict(verdicts.VERDICTS[1], f"{v.why}; but significantly worse in {', '.join(losses)}")
+                         "testable": reason is None,
+                         "holds": ("holds" if c.outcome == "win" else "fails" if c.outcome == "loss" else "undecided")
+                         if reason is None else "not testable"})
+    what = "model × competitor pairs"
+    if holds:
+        flags = [True if c.outcome == "win" else False if c.outcome == "loss" else None for c in holds]
+        v = capped_settings(flags, capped=bool(losses), what=what)
+        if losses:
+            v = v.with_why(f"{v.why} (significantly worse in {', '.join(losses)})")
+    else:
+        v = verdicts.from_settings([], untestable="; ".join(reasons) or "no testable model", what=what)
     return verdicts.Claim(
         f"Time series: {target} recovers the degraded-explainer ranking at least as well as {', '.join(others)} "
         "(Tables 3, 6)",
-        rule=f"per series model and competitor, paired bootstrap (95 %) over seeds × levels of {target}'s mean micro "
-             "rank (3 correlations) minus the competitor's: a pair holds when it is significantly lower (better); "
-             "reproduced when 2/3 of the pairs hold, partly from 1/3; a pair significantly worse caps it at partly",
+        rule=f"per series model and competitor, the competitor's mean micro rank (3 correlations) minus {target}'s, "
+             f"paired bootstrap over seeds × levels (95 %; {_replica_note(cells)}), against the margin 0 (the "
+             f"paper's direction: {target} ranks better, lower); a pair is undecided while its interval holds 0; "
+             "decided over the pairs by the house shares, a pair significantly worse capping it at partly",
         premise=f"per model, some method's mean GT micro correlation (−MoRF vs GT, +LeRF vs GT) lies above its "
                 f"95 % chance range with the ground-truth order permuted over the explainers, and {baseline}'s "
                 f"oriented micro correlation is not within {tol:g} of the ideal +1: " + "; ".join(chance_texts),
-        paper_value=paper_value, our_value="mean micro rank over 3 correlations: " + "; ".join(ours), verdict=v,
-        table=pd.DataFrame(rows))
+        paper_value=paper, our_value="mean micro rank over 3 correlations: " + "; ".join(ours), verdict=v,
+        table=pd.DataFrame(rows), kind="paper", units=min(units) if units else None)
 
 
 def claim_text_equivalence(cells: pd.DataFrame, null: pd.DataFrame, *, models: Sequence[str],
                            counted: Sequence[str] | None = None, group: str = "model", a: str = "F-Fidelity",
-                           b: str = "Fidelity", margin: float = 0.1, paper_value: str = "", n_boot: int = 4000,
+                           b: str = "Fidelity", margin: float = 0.1, paper: str = "", n_boot: int = 2000,
                            seed: int = 0) -> verdicts.Claim:
     """Tables 4 and 7 (text): the models are robust to removal, so ``b`` (Fidelity) ranks the explainers as well as
     ``a`` (F-Fidelity).
 
     cells, null: as :func:`claim_series_ranking`. models: the text models shown (values of ``group``); counted:
     those that decide the verdict (default all; e.g. the paper's zero-embedding removal, with the pad-deletion
-    variant shown beside it). An equivalence test per model: paired bootstrap (95 %) over seeds × levels of the
-    a − b oriented micro correlation; the model holds when the interval lies inside ±``margin`` (outcome
-    "equivalent"; "different" when it lies entirely outside, "inconclusive" across the margin). Premise and null:
-    both methods recover the ground-truth order above chance — their mean GT micro correlation above its 95 % range
-    under a permuted order — else two rankings at chance are "equal" by construction; a counted model failing it
-    is not testable and leaves the settings. Reproduced when 2/3 of the testable counted models hold, partly from
-    1/3 (:func:`faithlab.verdicts.from_settings`); below that, not reproduced only when some counted model is
-    "different" — when every other interval straddles the margin the data cannot decide, and the claim is not
-    testable here. Table: one row per model.
+    variant shown beside it). An equivalence test per model: paired bootstrap (two-stage with replicas, 95 %) over
+    seeds × levels of the a − b oriented micro correlation against the equivalence margin ±``margin`` (0.1 on a
+    correlation in [−1, 1]; the paper's largest text gap is 0.06); the model holds when the interval lies inside
+    ±margin ("equivalent"), fails when it lies entirely outside ("different") and is undecided across a margin.
+    Premise and null: both methods recover the ground-truth order above chance — their mean GT micro correlation
+    above its 95 % range under a permuted order — else two rankings at chance are "equal" by construction; a
+    counted model failing it is not testable and leaves the settings. :func:`faithlab.verdicts.from_settings` over
+    the testable counted models (undecided ones counted both ways). Table: one row per model.
     """
     if not models:
         raise ValueError("models must name at least one text model of the cells")
     counted = list(models) if counted is None else [m for m in models if m in set(counted)]
-    rows, holds, reasons, texts, chance_texts = [], [], [], [], []
+    rows, holds, reasons, texts, chance_texts, units = [], [], [], [], [], []
     for model in models:
         oriented = _method_units(cells, group, model, "oriented micro")
         for m in (a, b):
@@ -215,12 +250,14 @@ def claim_text_equivalence(cells: pd.DataFrame, null: pd.DataFrame, *, models: S
               "chance (permuted ground-truth order)" for m, (x, n) in chance.items()),
             None if int((oriented[a].isfinite() & oriented[b].isfinite()).sum()) >= 2 else
             "fewer than 2 seed × level cells where both micro correlations are defined")
-        c = verdicts.bootstrap_diff(oriented[a], oriented[b], n_boot=n_boot, seed=seed) if reason is None else None
-        outcome = ("untestable" if c is None else "equivalent" if -margin <= c.low and c.high <= margin
-                   else "different" if c.low > margin or c.high < -margin else "inconclusive")
+        c = verdicts.bootstrap_diff(oriented[a], oriented[b], n_boot=n_boot, seed=seed,
+                                    groups=_replicas_of(cells, group, model, a)) if reason is None else None
+        outcome = ("untestable" if c is None else "equivalent" if -margin < c.low and c.high < margin
+                   else "different" if c.low > margin or c.high < -margin else "undecided")
         if model in counted:
             if reason is None:
-                holds.append(outcome == "equivalent")
+                holds.append(True if outcome == "equivalent" else False if outcome == "different" else None)
+                units.append(c.n)
             else:
                 reasons.append(f"{model}: {reason}")
             chance_texts.append(f"{model}: " + ", ".join(f"{m} {_range(x, n)}" for m, (x, n) in chance.items()))
@@ -233,18 +270,14 @@ def claim_text_equivalence(cells: pd.DataFrame, null: pd.DataFrame, *, models: S
                      + ("" if c is None else f", difference {c.mean:+.3f} [{c.low:+.3f}, {c.high:+.3f}]"))
     v = verdicts.from_settings(holds, untestable=None if holds else "; ".join(reasons) or "no counted model",
                                what="counted text models")
-    different = [r[group] for r in rows if r["counted"] and r["outcome"] == "different"]
-    if v == verdicts.VERDICTS[2] and not different:
-        v = verdicts.ladder(False, untestable=f"{v.why}, but no interval lies outside ±{margin:g} either: each "
-                                              "straddles the margin, too imprecise to decide")
     return verdicts.Claim(
         f"Text: models are robust to removal, so {b} ≈ {a} in ranking explainers (Tables 4, 7)",
-        rule=f"per text model ({', '.join(counted)}), paired bootstrap (95 %) over seeds × levels of the {a} − {b} "
-             f"oriented micro correlation: a model holds when the interval lies inside ±{margin:g}; reproduced when "
-             "2/3 of the models hold, partly from 1/3; not reproduced only when an interval lies outside the "
-             "margin, else (intervals across it) not testable",
+        rule=f"per text model ({', '.join(counted)}), the {a} − {b} oriented micro correlation, paired bootstrap over "
+             f"seeds × levels (95 %; {_replica_note(cells)}), against the equivalence margin ±{margin:g} (the "
+             "paper's direction: equal); a model is equivalent inside the margin, different wholly outside it, "
+             "undecided across it; decided over the counted models by the house shares",
         premise=f"both {a} and {b} recover the ground-truth order above chance: their mean GT micro correlation "
                 "(−MoRF vs GT, +LeRF vs GT) above its 95 % range with the order permuted over the explainers: "
                 + "; ".join(chance_texts),
-        paper_value=paper_value, our_value="oriented micro correlation: " + "; ".join(texts), verdict=v,
-        table=pd.DataFrame(rows))
+        paper_value=paper, our_value="oriented micro correlation: " + "; ".join(texts), verdict=v,
+        table=pd.DataFrame(rows), kind="paper", units=min(units) if units else None)
