@@ -298,3 +298,22 @@ def test_target_none_reads_the_prediction_and_the_defaults_are_fl_evaluate_level
         assert torch.equal(fn(model, x, attr), fn(model, x, attr, target=predicted, sparsity=fd.SPARSITY))
         assert not torch.equal(fn(model, x, attr), fn(model, x, attr, target=y))
     assert fd.SPARSITY == (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+# ------------------------------------------------------------------------------ replicas of the image classifiers
+def test_canvas_replicas_share_the_data_and_differ_in_the_training_seed(tmp_path, monkeypatch):
+    """A replica of the chapter's canvas classifier is another training seed on the same data: its own cache entry
+    (the training config, seed included, is in the key), the same canvases; train_seed=None keeps the old key."""
+    monkeypatch.setenv("FAITHLAB_CACHE", str(tmp_path))
+    options = dict(image_size=8, n_train=40, width=4, n_epochs=1)
+    base, hist, train, _ = fl.recipes.canvas_classifier(**options)
+    same, hist_same, _, _ = fl.recipes.canvas_classifier(**options, train_seed=0)
+    seed1 = fl.verdicts.replica_seed(0, "canvas/main", 1)
+    other, hist_other, train_other, _ = fl.recipes.canvas_classifier(**options, train_seed=seed1)
+    assert hist_same["from_cache"] and hist_same["key"] == hist["key"]
+    assert not hist_other["from_cache"] and hist_other["key"] != hist["key"]
+    assert torch.equal(train.x, train_other.x) and hist_other["spec"]["data"] == hist["spec"]["data"]
+    assert any(not torch.equal(a, b) for a, b in zip(base.state_dict().values(), other.state_dict().values()))
+    cm = fl.protocols.ffidelity.CanvasModels(image_size=8, color=False, n_train=40, width=4, n_epochs=1)
+    again, hist_cm, _, _ = cm.classifier(train_seed=seed1)
+    assert hist_cm["from_cache"] and hist_cm["key"] == hist_other["key"]

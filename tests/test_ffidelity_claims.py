@@ -12,7 +12,7 @@ import torch
 import faithlab as fl
 
 F = fl.protocols.ffidelity
-R, P, N, T = fl.verdicts.VERDICTS
+R, P, N, T, I = fl.verdicts.VERDICTS
 XI = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
 LEVELS = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
 
@@ -30,16 +30,22 @@ def curves(noise: float, *, seed: int, n_seeds: int = 3, xi=XI, chance: bool = F
     return p, q
 
 
-def study(spec: dict, *, group: str = "E"):
-    """P, Q dicts, micro cells and the permuted-order null of methods given as {name: (noise, seed, chance)}."""
-    P_, Q_ = {}, {}
-    for name, (noise, seed, chance) in spec.items():
-        P_[group, name], Q_[group, name] = curves(noise, seed=seed, chance=chance)
-    methods = list(spec)
-    cells = fl.protocols.micro_cells(P_, Q_, noise_levels=XI, sparsity=LEVELS, methods=methods, group="explainer")
-    null = F.ground_truth_null(P_, Q_, noise_levels=XI, sparsity=LEVELS, methods=methods, group="explainer",
-                               n_draws=200)
-    return P_, Q_, cells, null
+def study(spec: dict, *, group: str = "E", replicas: int = 2):
+    """P, Q dicts (of replica 0), micro cells and the permuted-order null of methods given as {name: (noise, seed,
+    chance)}, for ``replicas`` trained replicas (each its own curves: seed + 100·r), with a "replica" column."""
+    cells, nulls = [], []
+    for r in range(replicas):
+        P_, Q_ = {}, {}
+        for name, (noise, seed, chance) in spec.items():
+            P_[group, name], Q_[group, name] = curves(noise, seed=seed + 100 * r, chance=chance)
+        methods = list(spec)
+        cells.append(fl.protocols.micro_cells(P_, Q_, noise_levels=XI, sparsity=LEVELS, methods=methods,
+                                              group="explainer").assign(replica=r))
+        nulls.append(F.ground_truth_null(P_, Q_, noise_levels=XI, sparsity=LEVELS, methods=methods,
+                                         group="explainer", n_draws=200).assign(replica=r))
+        if r == 0:
+            first = P_, Q_
+    return *first, pd.concat(cells, ignore_index=True), pd.concat(nulls, ignore_index=True)
 
 
 # ---------------------------------------------------------------------------------------------------- the null
@@ -88,10 +94,11 @@ def test_every_draw_is_ground_truth_ranking_on_curves_with_permuted_explainers()
 
 
 def test_micro_cells_gt_micro_is_the_oriented_mean_of_the_two_ground_truth_correlations():
-    P_, Q_, cells, null = study({"A": (0.3, 0, False)})
+    P_, Q_, cells, null = study({"A": (0.3, 0, False)}, replicas=1)
     micro = fl.metrics.ground_truth_ranking(P_["E", "A"], Q_["E", "A"], XI)["micro"]
     expected = ((-micro["morf_vs_gt"] + micro["lerf_vs_gt"]) / 2).flatten()
     assert cells["GT micro"].to_numpy() == pytest.approx(expected.numpy(), abs=1e-6)
+    assert cells["LeRF micro"].to_numpy() == pytest.approx(micro["lerf_vs_gt"].flatten().numpy(), abs=1e-6)
     assert set(null["method"]) == {"A"} and len(null) == 200
 
 
@@ -101,8 +108,10 @@ GOOD, NOISY = 0.08, 0.5
 
 @pytest.mark.parametrize("spec, expected, why", [
     ({"Fidelity": (NOISY, 1, False), "ROAR": (NOISY, 2, False), "F-Fidelity": (GOOD, 3, False)}, R, "beats"),
-    ({"Fidelity": (0.2, 1, False), "ROAR": (0.2, 1, False), "F-Fidelity": (0.2, 1, False)}, T, "ties"),
-    ({"Fidelity": (0.2, 1, False), "ROAR": (NOISY, 2, False), "F-Fidelity": (0.2, 3, False)}, P, "beats ROAR"),
+    # identical curves: exact ties are never a failure nor "not testable": inconclusive
+    ({"Fidelity": (0.2, 1, False), "ROAR": (0.2, 1, False), "F-Fidelity": (0.2, 1, False)}, I, "ties 2"),
+    ({"Fidelity": (0.2, 1, False), "ROAR": (NOISY, 2, False), "F-Fidelity": (0.2, 3, False)}, I, "beats ROAR"),
+    ({"Fidelity": (0.15, 1, False), "ROAR": (0.9, 2, False), "F-Fidelity": (0.3, 3, False)}, P, "loses to Fidelity"),
     ({"Fidelity": (0.15, 1, False), "ROAR": (0.15, 2, False), "F-Fidelity": (0.9, 3, False)}, N, "loses"),
     ({"Fidelity": (0, 1, True), "ROAR": (0, 2, True), "F-Fidelity": (0, 3, True)}, T, "permuted order"),
     ({"Fidelity": (0.0, 1, False), "ROAR": (NOISY, 2, False), "F-Fidelity": (GOOD, 3, False)}, T, "ideal"),
@@ -112,13 +121,16 @@ def test_claim_ranking_gives_every_verdict(spec, expected, why):
     claim = F.claim_ranking(cells, null, group="explainer", value="E", paper_value="F-Fid best")
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
     assert why in claim.verdict.why
+    assert claim.kind == "paper" and claim.units == 2 * 3 * len(LEVELS) and "reproduced when" in claim.decision
+    assert claim.paper_value == "F-Fid best"
+    assert F.claim_ranking(cells, null, group="explainer", value="E", paper="alias").paper_value == "alias"
     assert claim.claim.startswith("F1 (E): F-Fidelity recovers") and "chance range" in claim.premise
     assert list(claim.table["method"]) == list(spec) and "mean difference" in claim.table.columns
 
 
 def test_claim_ranking_null_moves_the_verdict_and_old_name_still_works():
     # F-Fidelity at chance, the others recover the order: F-Fidelity loses (a testable "not reproduced")
-    _, _, cells, null = study({"Fidelity": (0.15, 1, False), "F-Fidelity": (0, 3, True)})
+    _, _, cells, null = study({"Fidelity": (0.15, 1, False), "F-Fidelity": (0, 3, True)}, replicas=1)
     claim = F.claim_ranking(cells, null, group="explainer", value="E")
     assert claim.verdict == N
     table = claim.table.set_index("method")
@@ -130,43 +142,58 @@ def test_claim_ranking_null_moves_the_verdict_and_old_name_still_works():
 
 
 # ---------------------------------------------------------------------------------------------- F2 LeRF ≈ +1
-def lerf_frames(order, *, xi=XI):
-    """Correlations and null of one F-Fidelity whose "−" curves rank the explainers by ``order`` at every seed."""
+def lerf_frames(order, *, xi=XI, replicas: int = 2, noise: float = 0.0):
+    """Micro cells and null of one F-Fidelity whose "−" curves rank the explainers by ``order`` at every seed
+    (plus noise of sd ``noise``), in ``replicas`` replicas; its "+" curves mirror them."""
     n = len(xi)
-    q = torch.tensor(order, dtype=torch.float32)[None, :, None].expand(3, n, len(LEVELS)).contiguous()
-    p = 1 - q
-    P_, Q_ = {("E", "F-Fidelity"): p}, {("E", "F-Fidelity"): q}
-    corr = fl.protocols.ranking_correlations(P_, Q_, noise_levels=xi, sparsity=LEVELS, methods=["F-Fidelity"],
-                                             group="explainer")
-    null = F.ground_truth_null(P_, Q_, noise_levels=xi, sparsity=LEVELS, methods=["F-Fidelity"], group="explainer",
-                               n_draws=400)
-    return corr, null
+    cells, nulls = [], []
+    for r in range(replicas):
+        g = torch.Generator().manual_seed(r)
+        q = torch.tensor(order, dtype=torch.float32)[None, :, None].expand(3, n, len(LEVELS)).contiguous()
+        q = q + noise * torch.randn(q.shape, generator=g)
+        p = -torch.tensor(order, dtype=torch.float32)[None, :, None].expand(3, n, len(LEVELS)).contiguous()
+        P_, Q_ = {("E", "F-Fidelity"): p}, {("E", "F-Fidelity"): q}
+        common = dict(noise_levels=xi, sparsity=LEVELS, methods=["F-Fidelity"], group="explainer")
+        cells.append(fl.protocols.micro_cells(P_, Q_, **common).assign(replica=r))
+        nulls.append(F.ground_truth_null(P_, Q_, n_draws=400, **common).assign(replica=r))
+    return pd.concat(cells, ignore_index=True), pd.concat(nulls, ignore_index=True)
 
 
 XI12 = [i / 11 for i in range(12)]
 SWAPPED = [4, 1, 2, 3, 0, 9, 6, 11, 8, 5, 10, 7]  # three swaps: Spearman 0.66, beyond the 12-explainer chance range
 
 
-@pytest.mark.parametrize("order, xi, expected", [
-    (list(range(6)), XI, R),                  # ρ = 1
-    (SWAPPED, XI12, P),                       # ρ = 0.66 with 12 explainers
-    (list(range(6))[::-1], XI, N),            # ρ = −1, beyond chance on the wrong side
-    ([2, 5, 0, 3, 4, 1], XI, T),              # ρ ≈ 0: at chance
+@pytest.mark.parametrize("order, xi, noise, expected", [
+    (list(range(6)), XI, 0.0, R),                  # ρ = 1 in every unit
+    (SWAPPED, XI12, 0.0, P),                       # ρ = 0.66 with 12 explainers
+    (list(range(12)), XI12, 6.0, I),              # ρ ≈ 0.5 with a wide spread: the interval straddles 0.5
+    ([2, 5, 0, 3, 4, 1], XI, 0.0, T),              # ρ ≈ 0: F-Fidelity does not see the ground truth (chance)
 ])
-def test_claim_lerf_near_one_gives_every_verdict(order, xi, expected):
-    corr, null = lerf_frames(order, xi=xi)
-    claim = F.claim_lerf_near_one(corr, null, group="explainer", value="E")
+def test_claim_lerf_near_one_gives_every_verdict(order, xi, noise, expected):
+    cells, null = lerf_frames(order, xi=xi, noise=noise)
+    claim = F.claim_lerf_near_one(cells, null, group="explainer", value="E", seed=1)
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
     assert claim.claim.startswith("F2 (E)") and "chance range" in claim.premise
-    assert claim.claim.endswith("(Tables 1-2)")
-    table2 = F.claim_lerf_near_one(corr, null, group="explainer", value="E", source="Table 2, cluttered canvases")
+    assert claim.claim.endswith("(Tables 1-2)") and claim.units == 2 * 3 * len(LEVELS)
+    table2 = F.claim_lerf_near_one(cells, null, group="explainer", value="E", source="Table 2, cluttered canvases",
+                                   seed=1)
     assert table2.claim.endswith("(Table 2, cluttered canvases)") and table2.verdict == expected
 
 
-def test_claim_lerf_near_one_is_not_testable_at_0_8_with_three_explainers():
-    corr, null = lerf_frames([0, 1, 2], xi=[0.0, 0.5, 1.0])
-    claim = F.claim_lerf_near_one(corr, null, group="explainer", value="E")
-    assert claim.our_value == "1.00" and claim.verdict == T and "chance range" in claim.verdict.why
+def test_claim_lerf_near_one_not_reproduced_when_lerf_is_reversed():
+    """LeRF reversed while MoRF is perfect: the GT micro (their mean) is 0, at chance → not testable; with MoRF
+    perfect and LeRF flat-ish but negative (12 explainers) the GT micro stays beyond chance and LeRF ≈ −0.5."""
+    cells, null = lerf_frames(SWAPPED[::-1], xi=XI12)
+    cells = cells.assign(**{"LeRF micro": -cells["LeRF micro"].abs()})
+    cells["GT micro"] = 0.9
+    claim = F.claim_lerf_near_one(cells, null, group="explainer", value="E")
+    assert claim.verdict == N, (claim.our_value, claim.verdict.why)
+
+
+def test_claim_lerf_near_one_is_not_testable_with_three_explainers():
+    cells, null = lerf_frames([0, 1, 2], xi=[0.0, 0.5, 1.0])
+    claim = F.claim_lerf_near_one(cells, null, group="explainer", value="E")
+    assert claim.our_value.startswith("1.00") and claim.verdict == T and "chance range" in claim.verdict.why
 
 
 # ---------------------------------------------------------------------------------------------- F3 ablation
@@ -175,7 +202,8 @@ CHAIN = ("Fidelity", "Fidelity+Fine-tune", "F-Fidelity")
 
 @pytest.mark.parametrize("noises, expected", [
     ((1.2, 0.4, 0.08), R),
-    ((1.2, 0.1, 0.1), P),        # the last two are the same curves: the second step is an exact tie
+    ((1.2, 0.1, 0.1), I),        # the last two are the same curves: the second step is an exact tie, undecided
+    ((1.2, 0.15, 0.5), P),       # the first step wins, the second loses: one of two
     ((0.25, 0.6, 1.2), N),
     (None, T),                   # every method at chance
 ])
@@ -183,11 +211,11 @@ def test_claim_ablation_gives_every_verdict(noises, expected):
     if noises is None:
         spec = {m: (0, i, True) for i, m in enumerate(CHAIN)}
     else:
-        spec = {m: (s, 7 if expected == P and i > 0 else i, False) for i, (m, s) in enumerate(zip(CHAIN, noises))}
+        spec = {m: (s, 7 if expected == I and i > 0 else i, False) for i, (m, s) in enumerate(zip(CHAIN, noises))}
     _, _, cells, null = study(spec)
     claim = F.claim_ablation(cells, null, group="explainer", value="E")
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
-    assert claim.claim.startswith("F3 (E): Ablation")
+    assert claim.claim.startswith("F3 (E): Ablation") and claim.units == 2 * 3 * len(LEVELS)
     if expected != T:
         steps = {"Fidelity+Fine-tune vs Fidelity", "F-Fidelity vs Fidelity+Fine-tune"}
         assert set(claim.table["method"].dropna()) >= steps
@@ -196,14 +224,15 @@ def test_claim_ablation_gives_every_verdict(noises, expected):
 
 
 # --------------------------------------------------------------------------------------------- study check
-def diagnostic(main_gap: float, control_gap: float, *, clean: float = 0.9) -> pd.DataFrame:
+def diagnostic(main_gap: float, control_gap: float, *, clean: float = 0.9, replica=None) -> pd.DataFrame:
     rows = []
     for setting, gap in (("main: coloured", main_gap), ("control: grey", control_gap)):
         rows += [{"setting": setting, "model": "original", "k": 0, "removed": "none", "accuracy": clean},
                  {"setting": setting, "model": "original", "k": 26, "removed": "non-salient",
                   "accuracy": clean - gap},
                  {"setting": setting, "model": "original", "k": 26, "removed": "salient", "accuracy": 0.3}]
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    return frame if replica is None else frame.assign(replica=replica)
 
 
 @pytest.mark.parametrize("main_gap, control_gap, n, expected", [
@@ -211,32 +240,56 @@ def diagnostic(main_gap: float, control_gap: float, *, clean: float = 0.9) -> pd
     (0.03, 0.0, 20000, P),      # significant but small
     (-0.2, 0.01, 100, N),       # removal helps the coloured model: significantly below the control
     (0.3, 0.1, 100, T),         # the control (the null) loses accuracy itself
-    (0.06, 0.0, 20, T),         # cannot be told from the control with 20 images
+    (0.3, 0.035, 100, T),       # beyond the 0.02 cap by more than one image (0.01)
+    (0.3, 0.0200000001, 100, R),  # at the cap up to float rounding: the premise holds with its tolerance
+    (0.06, 0.0, 20, I),         # cannot be told from the control with 20 images: the interval straddles
 ])
 def test_claim_ood_check_gives_every_verdict(main_gap, control_gap, n, expected):
     frame = diagnostic(main_gap, control_gap, clean=0.9 if main_gap >= 0 else 0.6)
     claim = F.claim_ood_check(frame, main="main: coloured", control="control: grey", n_images=n)
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
     assert "grey control" in claim.premise and len(claim.table) == 2
+    assert claim.kind == "study check" and claim.units == n and "reproduced when" in claim.decision
+
+
+def test_claim_ood_check_pools_replicas_with_their_spread():
+    """Two replicas agreeing on a gap of 0.3 reproduce; two that disagree (0.5 and −0.1) straddle 0."""
+    agree = pd.concat([diagnostic(0.3, 0.0, replica=r) for r in (0, 1)], ignore_index=True)
+    claim = F.claim_ood_check(agree, main="main: coloured", control="control: grey", n_images=200)
+    assert claim.verdict == R and claim.units == 400 and len(claim.table) == 4
+    apart = pd.concat([diagnostic(0.5, 0.0, replica=0), diagnostic(-0.1, 0.0, clean=0.6, replica=1)],
+                      ignore_index=True)
+    claim = F.claim_ood_check(apart, main="main: coloured", control="control: grey", n_images=200)
+    assert claim.verdict == I, claim.verdict.why
+    one = fl.verdicts.replicated(F.claim_ood_check, agree, main="main: coloured", control="control: grey",
+                                 n_images=200, seed=0)
+    assert one.replicas == (R, R)
 
 
 # ------------------------------------------------------------------------------------ F8 GradCAM vs Saliency
-def per_image(plus_gap: float, minus_gap: float, *, n: int = 60, noise: float = 0.05) -> pd.DataFrame:
+def per_image(plus_gap: float, minus_gap: float, *, n: int = 60, noise: float = 0.05, replicas: int = 2
+              ) -> pd.DataFrame:
     rng = np.random.default_rng(0)
-    base_p, base_m = rng.uniform(0.1, 0.3, n), rng.uniform(0.05, 0.15, n)
     rows = []
-    for name, dp, dm in (("GradCAM", plus_gap, -minus_gap), ("Saliency", 0.0, 0.0)):
-        rows += [{"case": i + 1, "explainer": name, "FFid+": base_p[i] + dp + noise * rng.normal(),
-                  "FFid−": base_m[i] + dm + noise * rng.normal()} for i in range(n)]
+    for r in range(replicas):
+        base_p, base_m = rng.uniform(0.1, 0.3, n), rng.uniform(0.05, 0.15, n)
+        for name, dp, dm in (("GradCAM", plus_gap, -minus_gap), ("Saliency", 0.0, 0.0)):
+            rows += [{"replica": r, "case": i + 1, "explainer": name, "FFid+": base_p[i] + dp + noise * rng.normal(),
+                      "FFid−": base_m[i] + dm + noise * rng.normal()} for i in range(n)]
     return pd.DataFrame(rows)
 
 
 @pytest.mark.parametrize("plus_gap, minus_gap, expected", [
-    (0.1, 0.05, R), (0.1, 0.0, P), (0.1, -0.05, N), (0.0, 0.0, T)])
+    (0.1, 0.05, R), (0.1, -0.05, P), (-0.1, -0.05, N),
+    (0.1, 0.0, I),    # one part wins, the other ties: undecided, never a failure
+    (0.0, 0.0, I)])   # both tie: inconclusive, not "not testable"
 def test_claim_map_preferred_gives_every_verdict(plus_gap, minus_gap, expected):
-    claim = F.claim_map_preferred(per_image(plus_gap, minus_gap), paper_value="0.2286 vs 0.2020")
+    frame = per_image(plus_gap, minus_gap)
+    claim = F.claim_map_preferred(frame, paper_value="0.2286 vs 0.2020", seed=3)
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
     assert claim.claim.startswith("F8: F-Fidelity rates GradCAM above Saliency") and len(claim.table) == 2
+    assert claim.units == 120 and claim.kind == "paper"
+    assert F.claim_map_preferred(frame[frame["replica"] == 1], seed=3).units == 60  # one replica's rows alone
 
 
 # ------------------------------------------------------------- per-image FFid±, the input of F8 (Tables 11–12)
@@ -308,8 +361,9 @@ def cost_frames(roar_work: float, ffid_work: float, roar_seconds: float, ffid_se
     ((0.0, 55.0, 0.0, 11.0), {}, T),
 ])
 def test_claim_cost_gives_every_verdict(args, kwargs, expected):
-    claim = F.claim_cost(*cost_frames(*args, **kwargs))
+    claim = F.claim_cost(*cost_frames(*args, **kwargs), seed=5)
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
+    assert claim.kind == "study check"  # the ratio is fixed by the design (training runs), not measured
     assert "no sampling null" in claim.premise and claim.claim.startswith("F9:")
     assert "second" not in claim.verdict.why and "%" not in claim.premise   # nothing machine-dependent decides
 
@@ -333,10 +387,11 @@ def readout(correct_share: float | None) -> pd.DataFrame:
     return table
 
 
-@pytest.mark.parametrize("share, expected", [(1.0, R), (0.65, P), (0.4, N), (None, T)])
+@pytest.mark.parametrize("share, expected", [(1.0, R), (0.3, N), (0.65, I), (None, T)])
 def test_claim_size_readout_gives_every_verdict(share, expected):
     claim = F.claim_size_readout(readout(share), tolerance=0.01, n_draws=300)
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
+    assert claim.units == 29
     assert "shuffled" in claim.premise and len(claim.table) == 29  # r = 0.2 with β = 0.1 is left out
 
 
@@ -410,6 +465,49 @@ def test_claim_maps_preserved_gives_every_verdict(noise, expected):
     frame, nulls = F.map_agreement(*map_pair(noise), n_draws=200)
     claim = F.claim_maps_preserved(frame, nulls, value="toy")
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
+    assert claim.units == 40
     assert claim.claim.startswith("F10 (toy): fine-tuning keeps the explanations") and len(claim.table) == 2
     with pytest.raises(ValueError, match="statistic"):
         F.claim_maps_preserved(frame, nulls, value="toy", statistic="pearson")
+
+
+def test_claim_maps_preserved_is_inconclusive_when_the_interval_straddles_a_margin():
+    """Two replicas, one whose maps are kept (ρ ≈ 0.99) and one whose maps are mostly lost (ρ ≈ 0.2): the two-stage
+    interval over replicas spans both margins."""
+    kept, _ = F.map_agreement(*map_pair(0.1, seed=1), n_draws=50)
+    lost, nulls = F.map_agreement(*map_pair(0.8, seed=2), n_draws=200)
+    frame = pd.concat([kept.assign(replica=0), lost.assign(replica=1)], ignore_index=True)
+    claim = F.claim_maps_preserved(frame, nulls, value="toy", seed=2)
+    assert claim.verdict == I, claim.verdict.why
+    assert claim.units == 80
+
+
+# --------------------------------------------------------------------- the one procedure: replicas and seeds
+def test_claim_functions_take_seed_and_one_replicas_rows():
+    """Every claim function accepts ``seed`` and works on one replica's rows (what replicated() does), and no rule
+    text states a decision threshold (Claim refuses it)."""
+    _, _, cells, null = study({"Fidelity": (NOISY, 1, False), "ROAR": (NOISY, 2, False),
+                               "F-Fidelity": (GOOD, 3, False)})
+    claim = fl.verdicts.replicated(F.claim_ranking, cells, null, group="explainer", value="E", seed=4, seeds=3)
+    assert claim.verdict == R and claim.replicas == (R, R) and len(claim.stability) == 3
+    one = F.claim_ranking(cells[cells["replica"] == 1], null[null["replica"] == 1], group="explainer", value="E",
+                          seed=9)
+    assert one.units == 3 * len(LEVELS)
+    _, _, cells, null = study({m: (s, i, False) for i, (m, s) in enumerate(zip(CHAIN, (1.2, 0.4, 0.08)))})
+    claim = fl.verdicts.replicated(F.claim_ablation, cells, null, group="explainer", value="E", seed=1, seeds=2)
+    assert claim.verdict == R and claim.replicas == (R, R)
+    claim = fl.verdicts.replicated(F.claim_lerf_near_one, cells, null, group="explainer", value="E",
+                                   target="F-Fidelity", seed=1, seeds=2)
+    assert claim.verdict == R and len(claim.replicas) == 2
+    claim = fl.verdicts.replicated(F.claim_map_preferred, per_image(0.1, 0.05), seed=2, seeds=2)
+    assert claim.verdict == R and claim.replicas == (R, R)
+
+
+def test_claim_ranking_two_stage_interval_counts_the_replicas():
+    """The same units split over replicas that disagree give a wider interval than over one model."""
+    _, _, cells, null = study({"Fidelity": (0.3, 1, False), "F-Fidelity": (0.2, 3, False)}, replicas=3)
+    pooled = F.claim_ranking(cells.assign(replica=0), null.assign(replica=0), group="explainer", value="E")
+    nested = F.claim_ranking(cells, null, group="explainer", value="E")
+    width = {k: float(c.table.dropna(subset=["high"])["high"].iloc[0] - c.table.dropna(subset=["low"])["low"].iloc[0])
+             for k, c in (("pooled", pooled), ("nested", nested))}
+    assert width["nested"] >= width["pooled"] * 0.9

@@ -34,6 +34,12 @@
 #   digit among fragments of other digits painted in its colour (cluttered translated MNIST, Mnih et al. 2014), so
 #   the classifier must find the whole digit among look-alike strokes. Removal is OOD as in the main setting.
 #
+# **Replicas.** The unit of replication is the trained classifier: every setting trains `replicas` classifiers on
+# the same data, each with its own training seed (`fl.verdicts.replica_seed(seed, "canvas/<setting>", r)`), and
+# each replica gets its own F-Fidelity fine-tuning and ROAR retrainings (cached per replica). Within a replica the
+# units are the degradation seeds (`n_seeds`, the draws of the degraded maps) × sparsity levels; every frame below
+# carries a `replica` column, and every verdict's interval resamples replicas, then units within them.
+#
 # The diagnostic below measures which setting has OOD removal; the paper's claims are judged on the main setting
 # (Table 1) and on the second (Table 2), and the control shows what the same rules say when the mechanism is absent.
 # The `paper` profile runs ResNet-9 on 32-pixel coloured canvases (and 64-pixel cluttered ones) with the paper's
@@ -48,7 +54,8 @@ alpha = 0.5
 n_samples = 10
 n_test = 100
 noise_levels = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
-n_seeds = 3
+n_seeds = 3  # degradation seeds of the maps per trained replica (not trained models)
+replicas = 3  # independently trained classifiers (and their fine-tuned and ROAR models) per setting
 sparsity = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
 explainers = ["sg_sq_ig", "gradcam"]
 sg_samples = 4
@@ -63,6 +70,7 @@ shard = None  # set by the runner: with -p n_shards N the (seed, noise level) gr
 n_shards = 1
 
 # %%
+import numpy as np
 import pandas as pd
 import torch
 
@@ -102,48 +110,59 @@ specs = {NAMES[m]: (m, {"nt_samples": sg_samples, "n_steps": ig_steps} if m == "
 studies, tests = {}, {}
 
 
-def study(key, cells):
-    train, tests[key] = settings[key].load(seed)
+def study(key, r, cells):
+    train, tests[key] = settings[key].load(seed)  # the data: one per setting, the same for every replica
     return settings[key].ranking_study(  # fl.protocols.image_ranking_study of the setting's models
         train, tests[key], specs, noise_levels=noise_levels, sparsity=sparsity, n_test=n_test, n_seeds=n_seeds,
-        alpha=alpha, beta=beta, n_samples=n_samples, seed=seed, device=device, batch_size=batch_size, cells=cells)
+        alpha=alpha, beta=beta, n_samples=n_samples, seed=seed, train_seed=TRAIN_SEED[key, r], device=device,
+        batch_size=batch_size, cells=cells)
 
 
 def score_cells(cells):
     for key in settings:
-        studies[key] = study(key, cells)
-    return pd.concat([st.curves.assign(key=key) for key, st in studies.items()], ignore_index=True)
+        for r in REPLICAS:
+            studies[key, r] = study(key, r, cells)
+    return pd.concat([st.curves.assign(key=key, replica=r) for (key, r), st in studies.items()], ignore_index=True)
 
 
+REPLICAS = range(replicas)
+TRAIN_SEED = {(key, r): fl.verdicts.replica_seed(seed, f"canvas/{key}", r) for key in settings for r in REPLICAS}
 grid = [(s, k) for s in range(n_seeds) for k in range(len(noise_levels))]
 scored = fl.outputs.sharded("curves", score_cells, grid, shard=shard, n_shards=n_shards)
 
 # %%
 for key in settings:
-    if key not in studies:  # the reduce step of a sharded run: models from the cache, the grid from the shards
-        studies[key] = study(key, [])
-    studies[key] = studies[key].with_curves(scored[scored["key"] == key].drop(columns="key"))
-accuracy = pd.DataFrame([{"setting": LABEL[k], "model": m, "test accuracy": a}
-                         for k, st in studies.items() for m, a in st.accuracy.items()])
+    for r in REPLICAS:
+        if (key, r) not in studies:  # the reduce step of a sharded run: models from the cache, the grid from shards
+            studies[key, r] = study(key, r, [])
+        mine = (scored["key"] == key) & (scored["replica"] == r)
+        studies[key, r] = studies[key, r].with_curves(scored[mine].drop(columns=["key", "replica"]))
+FIRST = {key: studies[key, 0] for key in settings}  # replica 0: the one whose maps and images the figures show
+accuracy = pd.DataFrame([{"setting": LABEL[k], "replica": r, "train seed": TRAIN_SEED[k, r], "model": m,
+                          "test accuracy": a} for (k, r), st in studies.items() for m, a in st.accuracy.items()])
 out.table(accuracy, "accuracy")
-curves = pd.concat([st.curves.assign(setting=LABEL[k]) for k, st in studies.items()], ignore_index=True)
+curves = pd.concat([st.curves.assign(setting=LABEL[k], replica=r) for (k, r), st in studies.items()],
+                   ignore_index=True)
 out.table(curves, "curves")
-for name, value in {"n_test": n_test, "n_seeds": n_seeds, "n_samples": n_samples, "n_levels": len(sparsity),
+mean_accuracy = accuracy.groupby(["setting", "model"], sort=False)["test accuracy"].mean()
+for name, value in {"n_test": n_test, "n_seeds": n_seeds, "replicas": replicas, "n_samples": n_samples,
+                    "n_levels": len(sparsity),
                     "sg_samples": sg_samples, "ig_steps": ig_steps, "n_train_main": main.n_train or 0,
                     "width_main": main.width, "epochs_main": main.n_epochs}.items():
     out.glue(name, value)
-out.glue("accuracy_main", studies["main"].accuracy["original"])
-if "second" in studies:
-    out.glue("accuracy_second", studies["second"].accuracy["original"])
+out.glue("accuracy_main", float(mean_accuracy[LABEL["main"], "original"]))
+if "second" in settings:
+    out.glue("accuracy_second", float(mean_accuracy[LABEL["second"], "original"]))
     for name in ("image_size", "r", "clutter"):
         out.glue(f"{name}_second", getattr(settings["second"], name))
 # maps without a ranking (e.g. an all-zero GradCAM): ordered by the random ties rule, counted here
-constant = pd.concat([st.constant_maps().assign(setting=LABEL[k]) for k, st in studies.items()], ignore_index=True)
+constant = pd.concat([st.constant_maps().assign(setting=LABEL[k], replica=r) for (k, r), st in studies.items()],
+                     ignore_index=True)
 out.table(constant, "constant_maps")
 main_constant = constant[constant["setting"] == LABEL["main"]]
 out.glue("constant_maps_main", int(main_constant["constant maps"].sum()))
 out.glue("maps_main", int(main_constant["maps"].sum()))
-accuracy
+accuracy.pivot_table(index=["setting", "model"], columns="replica", values="test accuracy", sort=False)
 
 # %% [markdown]
 # ## Is removal out of distribution here? (the mechanism)
@@ -155,36 +174,41 @@ accuracy
 # an image): the gaps below are read there.
 
 # %%
-KS = {k: sorted({*ood_ks, fl.protocols.cap_count(tests[k].mask[:n_test].flatten(1), beta)}) for k in studies}
+KS = {k: sorted({*ood_ks, fl.protocols.cap_count(tests[k].mask[:n_test].flatten(1), beta)}) for k in settings}
 diagnostic = pd.concat([fl.protocols.removal_diagnostic(
     {m: st.models[m] for m in ("original", "fine-tuned")}, st.x, st.y, tests[k].mask[:n_test].flatten(1).to(device),
-    ks=KS[k], n_draws=5, generator=seed, batch_size=batch_size).assign(setting=LABEL[k])
-    for k, st in studies.items()], ignore_index=True)
+    ks=KS[k], n_draws=5, generator=seed, batch_size=batch_size).assign(setting=LABEL[k], replica=r)
+    for (k, r), st in studies.items()], ignore_index=True)
 out.table(diagnostic, "ood_diagnostic")
-gaps = {k: fl.protocols.ood_gap(diagnostic[diagnostic["setting"] == LABEL[k]]) for k in studies}
+gaps = {k: pd.DataFrame([fl.protocols.ood_gap(diagnostic[(diagnostic["setting"] == LABEL[k])
+                                                         & (diagnostic["replica"] == r)]) for r in REPLICAS]).mean()
+        for k in settings}  # mean over the replicas
 for k, gap in gaps.items():
     out.glue(f"ood_gap_{k}", float(gap["original"]))
     out.glue(f"ood_gap_{k}_finetuned", float(gap["fine-tuned"]))
-fig, axes = fl.plots.panels(len(studies), 1, height=2.4, legend="right", sharex=True, sharey=True)
-for ax, (k, st) in zip(axes[:, 0], studies.items()):
-    part = diagnostic[(diagnostic["setting"] == LABEL[k]) & (diagnostic["k"] == max(KS[k]))]
-    clean = diagnostic[(diagnostic["setting"] == LABEL[k]) & (diagnostic["removed"] == "none")]
+diagnostic_mean = (diagnostic.groupby(["setting", "model", "k", "removed"], sort=False, as_index=False)
+                   ["accuracy"].mean())  # over the replicas
+fig, axes = fl.plots.panels(len(settings), 1, height=2.4, legend="right", sharex=True, sharey=True)
+for ax, k in zip(axes[:, 0], settings):
+    part = diagnostic_mean[(diagnostic_mean["setting"] == LABEL[k]) & (diagnostic_mean["k"] == max(KS[k]))]
+    clean = diagnostic_mean[(diagnostic_mean["setting"] == LABEL[k]) & (diagnostic_mean["removed"] == "none")]
     fl.plots.correlation_bars(pd.concat([clean, part]), x="removed", y="accuracy", hue="model", ax=ax)
     ax.set_ylim(0, 1.02)
     ax.set(title=f"{LABEL[k]}: remove {max(KS[k])} pixels", xlabel="pixels removed")
 fig.tight_layout()
 fl.plots.legend_outside(fig)
 out.figure(fig, "ood_diagnostic")
-diagnostic.pivot_table(index=["setting", "model"], columns=["k", "removed"], values="accuracy", sort=False)
+diagnostic_mean.pivot_table(index=["setting", "model"], columns=["k", "removed"], values="accuracy", sort=False)
 
 # %% [markdown]
 # ## Macro and micro correlations, micro ranks (Tables 1/2 layout)
 # Macro: Spearman correlation across the six explainers of the curves' trapezoid areas (± over degradation seeds).
 # Micro: the same correlation at every level (± over levels, seeds pooled). Micro rank: at every level and seed,
 # the four methods are ranked by their micro correlation (ties share the minimum rank, undefined correlations
-# rank last). The table is the main setting's, with the paper's CIFAR-100 value in parentheses; the control's is
-# written beside it (`table_1_layout_control.csv`), and the second data set's with the paper's Tiny-ImageNet values
-# (Table 2, `table_2_layout.csv`).
+# rank last). Each trained replica gets its own mean ± sd (`correlations_by_replica.csv`); the tables show their
+# averages over the replicas. The table is the main setting's, with the paper's CIFAR-100 value in parentheses; the
+# control's is written beside it (`table_1_layout_control.csv`), and the second data set's with the paper's
+# Tiny-ImageNet values (Table 2, `table_2_layout.csv`).
 
 # %%
 PAPER = {  # F-Fidelity Table 1 (CIFAR-100, ResNet-9), means; order Fidelity, ROAR, R-Fidelity, F-Fidelity
@@ -217,14 +241,18 @@ PAPER_T2 = {  # F-Fidelity Table 2 (Tiny-ImageNet, ResNet-9), means; order Fidel
 }
 PAPER_OF = {k: (PAPER_T2, "Table 2 (Tiny-ImageNet)") if k == "second" else (PAPER, "Table 1 (CIFAR-100)")
             for k in settings}  # the control is the main setting's null: it is read against Table 1
-tidy = pd.concat([st.correlations(METHODS).assign(setting=LABEL[k], **{"paper table": PAPER_OF[k][1]})
-                  for k, st in studies.items()], ignore_index=True)
-KEY = {LABEL[k]: k for k in studies}
+by_replica = pd.concat([st.correlations(METHODS).assign(setting=LABEL[k], replica=r)
+                        for (k, r), st in studies.items()], ignore_index=True)
+out.table(by_replica, "correlations_by_replica")
+tidy = (by_replica.groupby(["setting", "explainer", "row", "correlation", "method"], sort=False, as_index=False)
+        [["mean", "std"]].mean())  # each replica's mean ± sd (over seeds / levels), averaged over the replicas
+tidy["paper table"] = [PAPER_OF[{LABEL[k]: k for k in settings}[s]][1] for s in tidy["setting"]]
+KEY = {LABEL[k]: k for k in settings}
 tidy["paper"] = [PAPER_OF[KEY[r.setting]][0][r.explainer, r.row][r.correlation][METHODS.index(r.method)]
                  for r in tidy.itertuples()]
 out.table(tidy, "correlations_tidy")
 layouts = {k: fl.protocols.table_layout(tidy[tidy["setting"] == LABEL[k]].drop(columns=["setting", "paper table"]),
-                                        group="explainer", paper="paper") for k in studies}
+                                        group="explainer", paper="paper") for k in settings}
 out.table(layouts["main"], "table_1_layout")
 if "control" in layouts:
     out.table(layouts["control"], "table_1_layout_control")
@@ -237,7 +265,7 @@ layouts["main"]
 # Mean scores over the test images (and seeds) for each degraded explainer; the colour is ξ.
 
 # %%
-for key in [k for k in ("main", "second") if k in studies]:
+for key in [k for k in ("main", "second") if k in settings]:
     one = curves[curves["setting"] == LABEL[key]]
     for i, label in enumerate(specs):  # one figure per explainer: methods in rows, the + and − curves in columns
         fig = fl.plots.curves_per_level(one[one["explainer"] == label], methods=METHODS, title=label)
@@ -253,9 +281,9 @@ for key in [k for k in ("main", "second") if k in studies]:
 # One image supports no verdict: the claims it illustrates are F1's, tested on all the images above.
 
 # %%
-case_key = "second" if "second" in studies else "main"
+case_key = "second" if "second" in settings else "main"
 case_label = "GradCAM" if "GradCAM" in specs else next(iter(specs))
-case = studies[case_key]
+case = FIRST[case_key]  # replica 0's models
 with torch.no_grad():
     correct = (case.models["original"](case.x).argmax(1) == case.y).nonzero().flatten().tolist()
 case_index = correct[min(case_image, len(correct) - 1)] if correct else 0
@@ -285,7 +313,7 @@ case_table
 
 # %%
 spread = pd.concat([fl.protocols.separation(curves[curves["setting"] == LABEL[k]], group="explainer")
-                    .assign(setting=LABEL[k]) for k in studies], ignore_index=True)
+                    .assign(setting=LABEL[k]) for k in settings], ignore_index=True)
 out.table(spread, "separation")
 spread
 
@@ -304,7 +332,7 @@ spread
 # ±0.83 — so only a method that orders the explainers almost perfectly lies beyond it.
 
 # %%
-cells = pd.concat([part.assign(setting=LABEL[k]) for k, st in studies.items() for part in (
+cells = pd.concat([part.assign(setting=LABEL[k], replica=r) for (k, r), st in studies.items() for part in (
     fl.protocols.micro_cells(st.P, st.Q, noise_levels=noise_levels, sparsity=sparsity, methods=METHODS,
                              group="explainer"),
     # the ablation's extra method: its correlations only (micro ranks are among the paper's four methods)
@@ -314,7 +342,8 @@ cells = pd.concat([part.assign(setting=LABEL[k]) for k, st in studies.items() fo
 out.table(cells, "micro_cells")
 nulls = pd.concat([fl.protocols.ground_truth_null(st.P, st.Q, noise_levels=noise_levels, sparsity=sparsity,
                                                   methods=METHODS + ["Fidelity+Fine-tune"], group="explainer",
-                                                  seed=seed).assign(setting=LABEL[k]) for k, st in studies.items()],
+                                                  seed=seed).assign(setting=LABEL[k], replica=r)
+                   for (k, r), st in studies.items()],
                   ignore_index=True)
 fig, axes = fl.plots.panels(len(specs), 1, height=2.5, sharex=True, sharey=True)
 for ax, label in zip(axes[:, 0], specs):
@@ -336,8 +365,8 @@ out.figure(fig, "with_and_without_ood")
 
 # %%
 ablation = pd.concat([fl.protocols.oriented_correlations(st.P, st.Q, noise_levels=noise_levels, sparsity=sparsity,
-                                                         methods=ABLATION, group="explainer").assign(setting=LABEL[k])
-                      for k, st in studies.items()], ignore_index=True)
+                                                         methods=ABLATION, group="explainer")
+                      .assign(setting=LABEL[k], replica=r) for (k, r), st in studies.items()], ignore_index=True)
 out.table(ablation, "ablation")
 ablation
 
@@ -351,11 +380,21 @@ ablation
 
 # %%
 agreement_rows, agreement = [], {}
-for k, st in studies.items():
+for k in settings:
     for label in specs:
-        agreement[k, label] = fl.protocols.ffidelity.map_agreement(
-            st.clean[label, "original"], st.clean[label, "fine-tuned"], seed=seed)
-        per_image, agreement_null = agreement[k, label]
+        per_replica = {r: fl.protocols.ffidelity.map_agreement(
+            studies[k, r].clean[label, "original"], studies[k, r].clean[label, "fine-tuned"], seed=seed)
+            for r in REPLICAS}
+        per_image = pd.concat([f.assign(replica=r) for r, (f, _) in per_replica.items()], ignore_index=True)
+        # the chance level of the mean over the replicas: each draw (the same permutations) averaged over them; the
+        # draws of every replica pooled instead when undefined draws (constant maps) were dropped in some
+        agreement_null = {}
+        for s, n in per_replica[0][1].items():
+            draws = [per_replica[r][1][s].draws for r in REPLICAS]
+            same = len({len(d) for d in draws}) == 1
+            pooled = np.mean(draws, axis=0) if same else np.concatenate(draws)
+            agreement_null[s] = fl.verdicts.Null(n.what, tuple(pooled))
+        agreement[k, label] = per_image, agreement_null
         agreement_rows += [{"setting": LABEL[k], "explainer": label, "statistic": fl.protocols.ffidelity.AGREEMENT[s],
                             "mean": float(per_image[s].mean()), "images": int(per_image[s].notna().sum()),
                             "chance median": n.median, "chance low": n.low, "chance high": n.high}
@@ -367,31 +406,34 @@ fig = fl.plots.map_columns(case.x[:n_table9].cpu(), {
     for model in ("original", "fine-tuned")}, alpha=1.0)
 out.figure(fig, "table_9_maps")
 if "GradCAM" in specs:
-    kept = fl.protocols.ffidelity.claim_maps_preserved(*agreement[case_key, "GradCAM"],
-                                                       value=f"GradCAM, {LABEL[case_key]}")
-    out.claim(kept, note=f"{len(case.x)} test images; Spearman of the pixel maps, chance = maps of other images")
+    kept = out.claim(fl.protocols.ffidelity.claim_maps_preserved, *agreement[case_key, "GradCAM"],
+                     value=f"GradCAM, {LABEL[case_key]}", seed=seed,
+                     note=f"{len(case.x)} test images × {replicas} replicas; Spearman of the pixel maps, chance = maps "
+                          "of other images").claim
     out.table(kept.table, "maps_preserved")
 agreement_table
 
 # %% [markdown]
 # ## Verdicts
-# Each claim is a function of `fl.protocols.ffidelity` that states its rule, its premise and the null it is
-# checked against; one verdict per explainer, as the paper reports one per explainer:
+# Each claim is a function of `fl.protocols.ffidelity` that states what it measures, per which unit, in which
+# direction and against which margin, its premise and the null it is checked against; the decision's text is
+# generated by the function that decided (shown with each claim), and `out.claim` decides it once on all replicas,
+# once per replica (the replica agreement) and under 20 other bootstrap seeds (a verdict that moves with the seed is
+# inconclusive). One verdict per explainer, as the paper reports one per explainer. The unit of every interval: a
+# degradation seed × sparsity level of one trained replica, resampled in two stages (replicas, then units).
 # 1. **F1** *F-Fidelity recovers the ground-truth ranking better than Fidelity, ROAR and R-Fidelity*
 #    (`claim_ranking`). Premise: plain Fidelity's oriented micro correlation is not already within 0.05 of the
 #    ideal +1 (nothing could beat it) and F-Fidelity's is defined; null: at least one method's GT micro
 #    correlation lies beyond its chance range under a permuted ground-truth order, else no method sees the ground
-#    truth and the ranks compare noise. Decision: paired bootstrap (4000 resamples, 95 % interval) over seeds ×
-#    levels of the difference in mean micro rank between F-Fidelity and each other method: reproduced when
-#    F-Fidelity loses to none and beats at least one; partly reproduced when it beats none and loses to none, or
-#    beats some and loses to others; not reproduced when it loses to some and beats none.
-# 2. **F2** *LeRF vs GT is ≈ +1 for F-Fidelity* (`claim_lerf_near_one`). Null: the macro LeRF-vs-GT correlation
-#    (mean over seeds) must lie beyond its chance range under a permuted order. Rule: ≥ 0.8 reproduced, ≥ 0.5
-#    partly reproduced, else not reproduced.
+#    truth and the ranks compare noise. Statistic: F-Fidelity's mean micro rank minus each competitor's (paired,
+#    2000 resamples, 95 %), each comparison a win, tie or loss (margin 0); `fl.verdicts.from_comparison` turns them
+#    into the verdict, counting every tie both ways.
+# 2. **F2** *LeRF vs GT is ≈ +1 for F-Fidelity* (`claim_lerf_near_one`): the mean LeRF vs GT micro correlation
+#    with its interval, against our margins 0.8 (≈ +1) and 0.5 (a part); null: F-Fidelity's GT micro correlation
+#    beyond its chance range.
 # 3. **F3** *Ablation (D.7, SG-SQ): fine-tuning alone improves Fidelity, and F-Fidelity improves on it*
-#    (`claim_ablation`). Premise and null as in 1. Decision: paired bootstraps of the oriented micro correlation,
-#    Fidelity+Fine-tune against Fidelity and F-Fidelity against Fidelity+Fine-tune: reproduced when both are wins,
-#    partly reproduced when one is.
+#    (`claim_ablation`). Premise and null as in 1. Statistic: the oriented micro correlation of each step's later
+#    method minus the earlier's (margin 0); the two steps decided together (`fl.verdicts.from_settings`).
 #
 # The scorecard takes the verdicts of the main setting (Table 1) and, for F1 and F2, of the second data set (Table
 # 2, against the paper's Tiny-ImageNet ranks); the control's, under the same rules, are in the table below.
@@ -404,16 +446,18 @@ PAPER_RANKS = {(key, label): f"F-Fid best; micro ranks (MoRF/LeRF/MoRF-LeRF, {na
     f"{m} " + "/".join(f"{table[label, 'Micro Rank'][c][i]:.2f}" for c in fl.protocols.CORRELATION_LABELS)
     for i, m in enumerate(METHODS)) for key, (table, name) in PAPER_OF.items() for label in specs}
 SOURCE = {k: "Table 2, cluttered canvases" if k == "second" else "Table 1" for k in settings}
-claims, rows = {}, []
-for key in studies:
+ARGS, claims, rows = {}, {}, []
+for key in settings:
     part, chance = cells[cells["setting"] == LABEL[key]], nulls[nulls["setting"] == LABEL[key]]
     for label in specs:
-        claims[key, label] = (
-            P.claim_ranking(part, chance, group="explainer", value=label, methods=METHODS, source=SOURCE[key],
-                            paper_value=PAPER_RANKS[key, label], seed=seed),
-            P.claim_lerf_near_one(tidy[tidy["setting"] == LABEL[key]], chance, group="explainer", value=label,
-                                  source=SOURCE[key]),
-            P.claim_ablation(part, chance, group="explainer", value=label, chain=ABLATION, seed=seed))
+        ARGS[key, label] = (
+            (P.claim_ranking, (part, chance), dict(group="explainer", value=label, methods=METHODS,
+                                                   source=SOURCE[key], paper=PAPER_RANKS[key, label],
+                                                   seed=seed)),
+            (P.claim_lerf_near_one, (part, chance), dict(group="explainer", value=label, source=SOURCE[key],
+                                                         seed=seed)),
+            (P.claim_ablation, (part, chance), dict(group="explainer", value=label, chain=ABLATION, seed=seed)))
+        claims[key, label] = tuple(fn(*args, **kwargs) for fn, args, kwargs in ARGS[key, label])
         rows += [{"setting": LABEL[key], "explainer": label, "claim": c.claim, "verdict": str(c.verdict),
                   "why": c.verdict.why, "premise": c.premise} for c in claims[key, label]]
 verdict_table = pd.DataFrame(rows)
@@ -424,46 +468,50 @@ out.table(comparisons, "rank_comparisons")
 verdict_table
 
 # %% [markdown]
-# The scorecard's claims (main setting, then F1 and F2 on the second data set). A last check is our own, not the
-# paper's: that the coloured settings differ from the grey control in the mechanism as intended (`claim_ood_check`,
-# once for the main canvases and once for the cluttered ones). The grey control is the diagnostic's null: its
-# removal value is its own background, so the original model must lose less than 2 accuracy points to the round(β·n)
-# background pixels there (else not testable). Decision: the coloured gap minus the grey one, with a 95 % interval
-# from a conservative binomial error over the test images: reproduced when the interval lies above 0 and the
-# coloured gap is at least 5 points, partly when above 0 with a smaller gap, not reproduced when below 0; an
-# interval containing 0 cannot tell the coloured canvases from the null (not testable here).
+# The scorecard's claims (main setting, then F1 and F2 on the second data set), each decided by `out.claim` with its
+# replica agreement and bootstrap stability. A last check is our own, not the paper's, and is shown apart as a
+# study check: that the coloured settings differ from the grey control in the mechanism as intended
+# (`claim_ood_check`, once for the main canvases and once for the cluttered ones). The grey control is the
+# diagnostic's null: its removal value is its own background, so the original models must lose at most 2 accuracy
+# points (with a tolerance of one test image) to the round(β·n) background pixels there, else not testable.
+# Statistic: the coloured gap minus the grey one, averaged over the replicas, with a 95 % interval (between-replica
+# variance plus a conservative binomial error over the test images); margins 5 points (the full check) and 0.
+
 
 # %%
-setup = (f"coloured canvases {main.image_size}px, {main.model_name} width {main.width}, {n_test} images, "
-         f"{n_seeds} seeds × {len(sparsity)} levels, N={n_samples}")
+def record(key, label, which, note):
+    fn, args, kwargs = ARGS[key, label][which]
+    return out.claim(fn, *args, **kwargs, note=note).claim
+
+
+units = f"{replicas} replicas × {n_seeds} seeds × {len(sparsity)} levels"
+setup = (f"coloured canvases {main.image_size}px, {main.model_name} width {main.width}, {n_test} images, {units}, "
+         f"N={n_samples}")
 for label in specs:
-    ranking, lerf, _ = claims["main", label]
+    ranking = record("main", label, 0, setup)
     out.glue(f"ranking_verdict_{label}", str(ranking.verdict))
-    out.claim(ranking, note=setup)
-    out.claim(lerf, note="mean over seeds, coloured canvases")
+    record("main", label, 1, f"coloured canvases, {units}")
 if "SG-SQ" in specs:
-    out.claim(claims["main", "SG-SQ"][2], note="oriented = (−MoRF vs GT + LeRF vs GT − MoRF vs LeRF)/3, higher is "
-                                               "better; coloured canvases")
-if "second" in studies:
+    record("main", "SG-SQ", 2, "oriented = (−MoRF vs GT + LeRF vs GT − MoRF vs LeRF)/3, higher is better; coloured "
+                               f"canvases, {units}")
+if "second" in settings:
     second_setup = (f"cluttered canvases {settings['second'].image_size}px (r = {settings['second'].r}, "
                     f"{settings['second'].clutter} fragments), {settings['second'].model_name} width "
-                    f"{settings['second'].width}, {n_test} images, {n_seeds} seeds × {len(sparsity)} levels, "
-                    f"N={n_samples}")
+                    f"{settings['second'].width}, {n_test} images, {units}, N={n_samples}")
     for label in specs:
-        ranking, lerf, _ = claims["second", label]
+        ranking = record("second", label, 0, second_setup)
         out.glue(f"ranking_verdict_second_{label}", str(ranking.verdict))
-        out.claim(ranking, note=second_setup)
-        out.claim(lerf, note="mean over seeds, cluttered canvases")
+        record("second", label, 1, f"cluttered canvases, {units}")
 if "control" in gaps:
-    check = P.claim_ood_check(diagnostic, main=LABEL["main"], control=LABEL["control"],
-                              n_images=len(studies["main"].x))
-    out.claim(check, note=f"original models, 5 draws of background pixels (fine-tuned: coloured "
-                          f"{gaps['main']['fine-tuned']:.3f}, grey {gaps['control']['fine-tuned']:.3f})")
+    check = out.claim(P.claim_ood_check, diagnostic, main=LABEL["main"], control=LABEL["control"],
+                      n_images=len(FIRST["main"].x), seed=seed,
+                      note=f"original models, {replicas} replicas, 5 draws of background pixels (fine-tuned: coloured "
+                           f"{gaps['main']['fine-tuned']:.3f}, grey {gaps['control']['fine-tuned']:.3f})").claim
     out.table(check.table, "ood_check")
     if "second" in gaps:
-        check2 = P.claim_ood_check(diagnostic, main=LABEL["second"], control=LABEL["control"],
-                                   n_images=len(studies["second"].x), label="Study check (Table 2 data set)")
-        out.claim(check2, note=f"cluttered canvases, original models, 5 draws of background pixels (fine-tuned: "
-                               f"cluttered {gaps['second']['fine-tuned']:.3f}, grey "
-                               f"{gaps['control']['fine-tuned']:.3f})")
+        check2 = out.claim(P.claim_ood_check, diagnostic, main=LABEL["second"], control=LABEL["control"],
+                           n_images=len(FIRST["second"].x), label="Study check (Table 2 data set)", seed=seed,
+                           note=f"cluttered canvases, original models, {replicas} replicas, 5 draws of background "
+                                f"pixels (fine-tuned: cluttered {gaps['second']['fine-tuned']:.3f}, grey "
+                                f"{gaps['control']['fine-tuned']:.3f})").claim
         out.table(check2.table, "ood_check_second")

@@ -19,61 +19,71 @@ from faithlab.protocols.ffidelity.ranking import _beyond, _null_of
 
 def claim_ood_check(diagnostic: pd.DataFrame, *, main: str, control: str, n_images: int, model: str = "original",
                     min_gap: float = 0.05, control_max: float = 0.02, level: float = 0.95,
-                    label: str = "Study check") -> verdicts.Claim:
-    """Our check of the stand-in (not the paper's claim): removal is out of distribution on the main (coloured)
-    canvases and not on the grey control.
+                    label: str = "Study check", seed: int = 0) -> verdicts.Claim:
+    """Our check of the stand-in (a study check, not the paper's claim): removal is out of distribution on the main
+    (coloured) canvases and not on the grey control.
 
     diagnostic: :func:`faithlab.protocols.removal_diagnostic` rows of both settings, with a "setting" column holding
-    ``main`` and ``control``; the OOD gap is the accuracy ``model`` loses to the largest k background pixels
-    (:func:`faithlab.protocols.ood_gap`). Premise and null: the grey control is the diagnostic's own null — there
-    the removal value is the background's grey, so its gap must stay below ``control_max``, else the diagnostic
-    flags more than OOD removal and not testable here. Decision: the main gap minus the control's, with a ``level``
-    normal interval from a conservative (unpaired) binomial standard error over ``n_images`` images per setting:
-    above 0 and a main gap of at least ``min_gap`` → reproduced; above 0 with a smaller gap → partly; below 0 → not
-    reproduced; containing 0 → not testable here (the main gap cannot be told from the null's)."""
+    ``main`` and ``control`` (and a "replica" column when the notebook trains replicas: one diagnostic per trained
+    model); the OOD gap is the accuracy ``model`` loses to the largest k background pixels
+    (:func:`faithlab.protocols.ood_gap`). Premise and null: the grey control is the diagnostic's own null — there the
+    removal value is the background's grey, so its mean gap must not exceed ``control_max`` by more than a tolerance of
+    one image's accuracy (1 / ``n_images``; the gap moves in such steps, so the premise never hinges on float
+    rounding), else the diagnostic flags more than OOD removal: not testable here. Statistic: the main gap minus the
+    control's, averaged over the replicas, with a ``level`` normal interval whose variance is the between-replica
+    variance of the differences / R plus the mean conservative (unpaired) binomial variance over ``n_images`` images
+    per setting / R. Decision (:func:`faithlab.verdicts.verdict` at both ends of the interval): ≥ ``min_gap`` for the
+    full check, > 0 for a part. Exact: no resampling (``seed`` is accepted and unused)."""
     from statistics import NormalDist
 
     from faithlab.protocols.diagnostics import ood_gap
 
     n = _validate.positive_int(n_images, "n_images")
-    rows = {}
-    for key, name in (("main", main), ("control", control)):
-        part = diagnostic[(diagnostic["setting"] == name) & (diagnostic["model"] == model)]
-        if part.empty:
-            raise ValueError(f"diagnostic holds no rows of setting {name!r} and model {model!r}")
-        k = int(part["k"].max())
-        clean = float(part.loc[part["removed"] == "none", "accuracy"].iloc[0])
-        gap = float(ood_gap(part, k=k)[model])
-        moved = clean - gap
-        se2 = (clean * (1 - clean) + moved * (1 - moved)) / n
-        rows[key] = {"setting": name, "model": model, "k": k, "clean accuracy": clean, "background removed": moved,
-                     "OOD gap": gap, "se": se2 ** 0.5}
-    diff = rows["main"]["OOD gap"] - rows["control"]["OOD gap"]
-    half = NormalDist().inv_cdf(0.5 + level / 2) * (rows["main"]["se"] ** 2 + rows["control"]["se"] ** 2) ** 0.5
+    replicas = sorted(diagnostic["replica"].unique(), key=str) if "replica" in diagnostic.columns else [None]
+    rows = []
+    for rep in replicas:
+        frame = diagnostic if rep is None else diagnostic[diagnostic["replica"] == rep]
+        for key, name in (("main", main), ("control", control)):
+            part = frame[(frame["setting"] == name) & (frame["model"] == model)]
+            if part.empty:
+                raise ValueError(f"diagnostic holds no rows of setting {name!r} and model {model!r}")
+            k = int(part["k"].max())
+            clean = float(part.loc[part["removed"] == "none", "accuracy"].iloc[0])
+            gap = float(ood_gap(part, k=k)[model])
+            moved = clean - gap
+            se2 = (clean * (1 - clean) + moved * (1 - moved)) / n
+            rows.append({"replica": rep, "which": key, "setting": name, "model": model, "k": k,
+                         "clean accuracy": clean, "background removed": moved, "OOD gap": gap, "se": se2 ** 0.5})
+    table = pd.DataFrame(rows)
+    main_rows, control_rows = table[table["which"] == "main"], table[table["which"] == "control"]
+    gaps_main = main_rows["OOD gap"].to_numpy(dtype=float)
+    gaps_control = control_rows["OOD gap"].to_numpy(dtype=float)
+    diffs = gaps_main - gaps_control  # one per replica, in the same order
+    r = len(diffs)
+    within = float((main_rows["se"].to_numpy() ** 2 + control_rows["se"].to_numpy() ** 2).mean())
+    between = float(np.var(diffs, ddof=1)) if r > 1 else 0.0
+    diff = float(diffs.mean())
+    half = NormalDist().inv_cdf(0.5 + level / 2) * ((between + within) / r) ** 0.5
     low, high = diff - half, diff + half
-    gap_main, gap_control = rows["main"]["OOD gap"], rows["control"]["OOD gap"]
-    untestable = verdicts.first_reason(
-        None if gap_control < control_max else
-        f"the grey control (the null) loses {gap_control:.3f} to background removal (≥ {control_max:g}): the "
-        f"diagnostic flags more than OOD removal",
-        None if low > 0 or high < 0 else
-        f"the coloured gap minus the control's ({diff:+.3f} [{low:+.3f}, {high:+.3f}]) cannot be told from 0 with "
-        f"{n} images")
-    v = verdicts.ladder(low > 0 and gap_main >= min_gap, low > 0, untestable=untestable)
-    if untestable is None:
-        v = verdicts.Verdict(v, f"gap difference {diff:+.3f}, {level:.0%} interval [{low:+.3f}, {high:+.3f}]")
+    gap_main, gap_control = float(gaps_main.mean()), float(gaps_control.mean())
+    tol = 1 / n
+    untestable = (None if gap_control <= control_max + tol + 1e-12 else
+                  f"the grey control (the null) loses {gap_control:.3f} to background removal (more than "
+                  f"{control_max:g} + one image, {tol:.3f}): the diagnostic flags more than OOD removal")
+    v = verdicts.verdict(diff, reproduced=f">= {min_gap}", partly="> 0", interval=(low, high), untestable=untestable,
+                         what="the coloured minus grey OOD gap")
     return verdicts.Claim(
         f"{label}: removal is out of distribution on the coloured canvases and not on the grey control",
-        rule=f"the {model} model's accuracy lost to the largest k background pixels, coloured minus grey, with a "
-             f"{level:.0%} interval (conservative binomial error over {n} images per setting): reproduced when the "
-             f"interval lies above 0 and the coloured gap is at least {min_gap:g}, partly when above 0 with a smaller "
-             f"gap, not reproduced when below 0",
-        premise=f"null: the grey control, whose removal value is its own background, must lose less than "
-                f"{control_max:g} (it loses {gap_control:.3f})",
+        rule=f"unit: a test image of one trained replica ({r} replicas, {n} images per setting); statistic: the "
+             f"{model} model's accuracy lost to the largest k background pixels, coloured minus grey, averaged over "
+             f"the replicas, with a {level:.0%} normal interval (between-replica variance plus a conservative "
+             f"binomial error); direction: coloured loses more; margins: {min_gap:g} for the full check, 0 for a part",
+        premise=f"null: the grey control, whose removal value is its own background, must lose at most "
+                f"{control_max:g} (tolerance one image, {tol:.3f}); it loses {gap_control:.3f}",
         paper_value="— (F-Fidelity's premise)",
-        our_value=f"accuracy lost to {rows['main']['k']} background pixels: coloured {gap_main:.3f}, grey "
-                  f"{gap_control:.3f}",
-        verdict=v, table=pd.DataFrame(list(rows.values())))
+        our_value=f"accuracy lost to {int(table['k'].max())} background pixels: coloured {gap_main:.3f}, grey "
+                  f"{gap_control:.3f}; difference {diff:+.3f} [{low:+.3f}, {high:+.3f}]",
+        verdict=v, table=table, kind="study check", units=n * r)
 
 
 def per_image_ffid(model, x: torch.Tensor, y: torch.Tensor, maps: Mapping[str, torch.Tensor], *,
@@ -108,65 +118,70 @@ def per_image_ffid(model, x: torch.Tensor, y: torch.Tensor, maps: Mapping[str, t
 
 
 def claim_map_preferred(per_image: pd.DataFrame, *, better: str = "GradCAM", worse: str = "Saliency",
-                        label: str = "F8", setting: str = "Table 11", paper_value: str = "", n_boot: int = 4000,
-                        seed: int = 0) -> verdicts.Claim:
+                        label: str = "F8", setting: str = "Table 11", paper_value: str = "", n_boot: int = 2000,
+                        seed: int = 0, paper: str | None = None) -> verdicts.Claim:
     """Claim of App. D.10 (Tables 11–12): F-Fidelity rates ``better`` above ``worse`` — higher FFid+ and lower FFid−.
 
     per_image: one row per image ("case") and explainer with the image's "FFid+" and "FFid−" (means over
-    explanation sizes), e.g. :func:`per_image_ffid`. setting: the table or setting, named in the claim ("Table
-    12: fine-tuned on the evaluation set"). Null: no difference between the two maps — a paired bootstrap over the images (95 %) calls
-    each comparison (FFid+ higher, FFid− lower) a win, a tie or a loss; when both are ties the data cannot tell the
-    maps apart and the claim is not testable here. Rule: reproduced when both are wins, partly when one is a win
-    and the other a tie, not reproduced when either is a loss."""
-    wide = per_image.pivot(index="case", columns="explainer", values=["FFid+", "FFid−"])
+    explanation sizes), e.g. :func:`per_image_ffid`; with a "replica" column (one fine-tuned model per replica) the
+    bootstrap is two-stage (replicas, then images). setting: the table or setting, named in the claim ("Table 12:
+    fine-tuned on the evaluation set"). Statistic: per image, ``better`` − ``worse`` of FFid+ (direction: higher)
+    and of FFid− (direction: lower), each with a paired bootstrap interval (95 %, generator ``seed``) against the
+    margin 0; the two parts are decided by :func:`faithlab.verdicts.from_settings` (both for the full claim, one for
+    a part; a tie is undecided, never a failure)."""
+    paper_value = paper_value if paper is None else paper  # out.claim keeps paper_value= for itself
+    index = ["replica", "case"] if "replica" in per_image.columns else ["case"]
+    wide = per_image.pivot_table(index=index, columns="explainer", values=["FFid+", "FFid−"], aggfunc="first")
     missing = [m for m in (better, worse) if ("FFid+", m) not in wide.columns]
     if missing:
         raise ValueError(f"per_image holds no rows of {missing}")
+    groups = wide.index.get_level_values("replica").to_numpy() if "replica" in index else None
+    what = "parts (FFid+ higher, FFid− lower)"
     if len(wide) < 2:
         comps = {}
-        untestable = "fewer than 2 images"
+        v = verdicts.from_settings([], reproduced=1.0, partly=0.5, untestable="fewer than 2 images", what=what)
     else:
         comps = {"FFid+ (higher)": verdicts.bootstrap_diff(wide["FFid+", better], wide["FFid+", worse],
-                                                           n_boot=n_boot, seed=seed),
+                                                           n_boot=n_boot, seed=seed, groups=groups),
                  "FFid− (lower)": verdicts.bootstrap_diff(wide["FFid−", better], wide["FFid−", worse],
-                                                          higher_is_better=False, n_boot=n_boot, seed=seed)}
-        outcomes = [c.outcome for c in comps.values()]
-        untestable = (f"neither FFid+ nor FFid− of {better} can be told from {worse}'s (both 95 % intervals contain 0)"
-                      if set(outcomes) == {"tie"} else None)
-    outcomes = [c.outcome for c in comps.values()]
-    v = verdicts.ladder(outcomes == ["win", "win"], "loss" not in outcomes, untestable=untestable)
+                                                          higher_is_better=False, n_boot=n_boot, seed=seed,
+                                                          groups=groups)}
+        v = verdicts.from_settings(list(comps.values()), reproduced=1.0, partly=0.5, what=what)
     steps = "; ".join(f"{k}: {c.outcome} ({c.mean:+.4f} [{c.low:+.4f}, {c.high:+.4f}])" for k, c in comps.items())
-    if untestable is None:
-        v = verdicts.Verdict(v, f"95 % bootstrap interval over {len(wide)} images — {steps}")
+    if comps:
+        v = v.with_why(f"{v.why} — 95 % bootstrap interval over {len(wide)} images: {steps}")
     means = per_image.groupby("explainer")[["FFid+", "FFid−"]].mean()
     table = pd.DataFrame([{"comparison": k, "mean difference": c.mean, "low": c.low, "high": c.high,
                            "outcome": c.outcome, "images": c.n} for k, c in comps.items()])
+    n_rep = int(per_image["replica"].nunique()) if "replica" in index else 1
     return verdicts.Claim(
         f"{label}: F-Fidelity rates {better} above {worse}: higher FFid+, lower FFid- (App. D.10, {setting})",
-        rule=f"per image, FFid± of each map averaged over explanation sizes; paired bootstrap over images (4000 "
-             f"resamples, 95 %) of {better} − {worse}: reproduced when FFid+ is higher and FFid− lower (both wins), "
-             f"partly when one wins and the other ties, not reproduced when either is a loss",
-        premise=f"null: no difference between the maps, the paired bootstrap's interval containing 0; with both "
-                f"comparisons ties the claim is not testable ({steps or 'no comparison'})",
+        rule=f"unit: a test image ({n_rep} trained replica(s)); per image, FFid± of each map averaged over explanation "
+             f"sizes; statistic: {better} − {worse} of FFid+ and of FFid−, each with a paired bootstrap interval "
+             f"({n_boot} resamples, 95 %; replicas, then images); the paper's direction: FFid+ higher and FFid− "
+             f"lower; margin 0",
+        premise=f"null: no difference between the maps (an interval containing 0 is a tie, undecided): "
+                f"{steps or 'none'}",
         paper_value=paper_value,
         our_value=f"FFid+ {means.loc[better, 'FFid+']:.4f} vs {means.loc[worse, 'FFid+']:.4f}, "
                   f"FFid- {means.loc[better, 'FFid−']:.4f} vs {means.loc[worse, 'FFid−']:.4f}",
-        verdict=v, table=table)
+        verdict=v, table=table, kind="paper", units=int(len(wide)))
 
 
 def claim_cost(cost_table: pd.DataFrame, stages: pd.DataFrame, *, target: str = "F-Fidelity", other: str = "ROAR",
-               label: str = "F9", paper_value: str = "") -> verdicts.Claim:
+               label: str = "F9", paper_value: str = "", seed: int = 0, paper: str | None = None) -> verdicts.Claim:
     """Claim of App. D.11 (Table 13): F-Fidelity (one fine-tuning) costs less than ROAR (one retraining per
-    explainer).
+    explainer) — a study check here: the work ratio is fixed by design.
 
     cost_table: rows (method, stage, seconds, forward equivalents, …) with a "total" stage per method; stages: the
     study's ``costs`` (one row per stage and explainer, with "cached"). Work is counted exactly (forward hooks;
     forward-pass equivalents = image passes + 2 × backward passes), so the work ratio has no sampling null: it is
-    decided by the count of training runs (ROAR retrains once per explainer, F-Fidelity fine-tunes once) against
-    F-Fidelity's N-mask evaluation, and it is the same on every machine and run. Rule: reproduced when the work
-    ratio target/other is below 1, not reproduced when it is at least 1; not testable when a method's total work is
-    missing or zero. Seconds are reported beside it (with the timing noise, the relative range of ROAR's identical
-    retrainings), never decided on: they depend on the machine and on what else it runs, and a verdict must not."""
+    fixed by the count of training runs (ROAR retrains once per explainer, F-Fidelity fine-tunes once) against
+    F-Fidelity's N-mask evaluation, and it is the same on every machine and run — hence ``kind="study check"``.
+    Decision (:func:`faithlab.verdicts.verdict`, an exact value): the ratio target/other below 1; not testable when a
+    method's total work is missing or zero. Seconds are reported beside it (with the timing noise, the relative range
+    of ROAR's identical retrainings), never decided on. ``seed`` is accepted and unused (nothing is resampled)."""
+    paper_value = paper_value if paper is None else paper  # out.claim keeps paper_value= for itself
     total = cost_table[cost_table["stage"] == "total"].set_index("method")
     missing = [m for m in (target, other) if m not in total.index]
     work = seconds = float("nan")
@@ -179,21 +194,20 @@ def claim_cost(cost_table: pd.DataFrame, stages: pd.DataFrame, *, target: str = 
              if equal else float("nan"))
     untestable = (f"no total work of {', '.join(missing)}" if missing else
                   None if pd.notna(work) else f"{other}'s total work is zero")
-    v = verdicts.ladder(work < 1, untestable=untestable)
-    if untestable is None:
-        v = verdicts.Verdict(v, f"work ratio {work:.2f}")
+    v = verdicts.verdict(work if pd.notna(work) else 0.0, reproduced="< 1", partly=None, untestable=untestable,
+                         what=f"the work ratio {target}/{other}")
     return verdicts.Claim(
         f"{label}: {target} (one fine-tuning) is cheaper than {other} (one retraining per explainer) "
         f"(App. D.11, Table 13)",
-        rule=f"ratio {target}/{other} of the total forward-pass equivalents: reproduced when below 1, not reproduced "
-             f"when at least 1 (seconds are shown, not decided on: they depend on the machine)",
-        premise="no sampling null: work is counted exactly, and the ratio is decided by the number of training runs "
+        rule=f"the ratio {target}/{other} of the total forward-pass equivalents, counted exactly; the paper's "
+             f"direction: below 1 (seconds are shown, not decided on: they depend on the machine)",
+        premise="no sampling null: work is counted exactly, and the ratio is fixed by the number of training runs "
                 f"({len(stages[stages['stage'] == 'retrain (ROAR)'])} retrainings against one fine-tuning of as many "
-                f"epochs) against the N-mask evaluation",
+                f"epochs) against the N-mask evaluation — a study check of the design, not a measurement",
         paper_value=paper_value,
         our_value=f"ratio {target}/{other}: {work:.2f} in forward-pass equivalents, {seconds:.2f} in seconds",
         verdict=v, table=pd.DataFrame([{"work ratio": work, "seconds ratio": seconds,
-                                        "seconds: timing noise": noise}]))
+                                        "seconds: timing noise": noise}]), kind="study check")
 
 
 def claim_size_readout(table: pd.DataFrame, *, tolerance: float, reproduced: float = 0.8, partly: float = 0.5,
@@ -205,8 +219,9 @@ def claim_size_readout(table: pd.DataFrame, *, tolerance: float, reproduced: flo
     two critical points coincide). A read-out is correct when |r̂ − r| ≤ ``tolerance``. Null: the read-outs shuffled
     over the cases (``n_draws``, generator ``seed``) — r̂ carrying no information about r still matches it within
     the tolerance for some cases; the share of correct read-outs must lie beyond that null's 95 % range, else not
-    testable here (also with fewer than 3 cases). Rule: reproduced when at least ``reproduced`` of the cases are
-    correct, partly from ``partly``, else not reproduced."""
+    testable here (also with fewer than 3 cases). Decision (:func:`faithlab.verdicts.verdict` at both ends of the
+    share's 95 % bootstrap interval over the cases, generator ``seed``): ``reproduced`` for the claim, ``partly`` for
+    a part (our margins: the paper shows curves). Units: the cases."""
     eligible = table[(table["r"] - table["beta/alpha"]).abs() > 1e-9]
     r = eligible["r"].to_numpy(dtype=float)
     r_hat = eligible["r read off"].to_numpy(dtype=float)
@@ -219,22 +234,31 @@ def claim_size_readout(table: pd.DataFrame, *, tolerance: float, reproduced: flo
                                 n_draws=n_draws, seed=seed) if len(r) >= 3 else None)
     untestable = ("fewer than 3 cases with r ≠ β/α+: no chance level" if null is None
                   else verdicts.within_null(share, null, what="the share of correct read-outs"))
-    v = verdicts.verdict(share, reproduced=f">= {reproduced}", partly=f">= {partly}", untestable=untestable)
+    interval = (share, share)
+    if untestable is None:
+        correct = torch.as_tensor(abs(r_hat - r) <= tolerance + 1e-9, dtype=torch.float64)
+        draws = verdicts.hierarchical_means(correct, None, n_boot=2000, seed=seed)
+        interval = tuple(torch.quantile(draws, torch.tensor([0.025, 0.975], dtype=torch.float64)).tolist())
+    v = verdicts.verdict(share, reproduced=f">= {reproduced}", partly=f">= {partly}", untestable=untestable,
+                         interval=interval, what="the share of correct read-outs")
     return verdicts.Claim(
         f"{label}: FFid+ vs explanation size has a plateau/turning point at the true size r (Theorem 1, Fig. 4)",
-        rule=f"a read-out is correct when |r̂ − r| ≤ {tolerance:g} (cases with r = β/α+ left out): reproduced when at "
-             f"least {reproduced:.0%} of the cases are correct, partly from {partly:.0%}, else not reproduced",
+        rule=f"unit: an (r, β) case (cases with r = β/α+ left out); a read-out is correct when |r̂ − r| ≤ "
+             f"{tolerance:g}; statistic: the share of correct read-outs with a bootstrap interval over the cases "
+             f"(95 %); the paper's direction: r is read off; margins (ours): {reproduced:.0%} for the claim, "
+             f"{partly:.0%} for a part",
         premise="null: " + (null.describe(2) if null is not None else "not computable (fewer than 3 cases)")
                 + "; the share must lie beyond it",
         paper_value="qualitative: plateau on [r, β/α+] (Fig. 4)",
         our_value=(f"{share:.0%} of {len(eligible)} (r, β) cases read r within {tolerance:g}" if len(eligible)
                    else "no (r, β) case with r ≠ β/α+"),
-        verdict=v, table=eligible.assign(correct=abs(r_hat - r) <= tolerance + 1e-9))
+        verdict=v, table=eligible.assign(correct=abs(r_hat - r) <= tolerance + 1e-9), kind="paper",
+        units=int(len(eligible)))
 
 
 def claim_robust_hyperparameters(table: pd.DataFrame, null: pd.DataFrame, *, threshold: float = 0.8,
-                                 reproduced: float = 1.0, partly: float = 0.5, label: str = "F6"
-                                 ) -> verdicts.Claim:
+                                 reproduced: float = 1.0, partly: float = 0.5, label: str = "F6",
+                                 seed: int = 0) -> verdicts.Claim:
     """Claim of App. D.9 (Tables 24–26): F-Fidelity's ranking of the degraded explainers is robust to N, β and α.
 
     table: one row per setting (varied, value) with the mean macro correlations "morf_vs_gt", "lerf_vs_gt",
@@ -242,10 +266,10 @@ def claim_robust_hyperparameters(table: pd.DataFrame, null: pd.DataFrame, *, thr
     and null, per setting: each correlation is defined and lies beyond its 95 % chance range (ground-truth order
     permuted; for MoRF vs LeRF, the curves' pairing shuffled), on either side; a setting where one does not cannot
     be told from chance and is not testable (left out; with three explainers every setting is). A testable setting
-    holds when each correlation has its ideal sign with magnitude at least ``threshold``. Rule
-    (:func:`faithlab.verdicts.from_settings`): reproduced when the share of testable settings that hold is at least
-    ``reproduced`` (the paper's "robust" reads every setting), partly from ``partly``, else not reproduced; not
-    testable without a testable setting."""
+    holds when each correlation has its ideal sign with magnitude at least ``threshold`` (an exact fact of the
+    setting's mean correlations). Decision (:func:`faithlab.verdicts.from_settings`, its text generated): the share
+    of testable settings that hold, against ``reproduced`` (the paper's "robust" reads every setting) and ``partly``;
+    not testable without a testable setting. ``seed`` is accepted and unused (the nulls are drawn by the notebook)."""
     rows, holds = [], []
     for s in table.itertuples(index=False):
         s = s._asdict()
@@ -270,9 +294,9 @@ def claim_robust_hyperparameters(table: pd.DataFrame, null: pd.DataFrame, *, thr
     n_pass = int(frame["passes threshold"].sum()) if len(frame) else 0
     return verdicts.Claim(
         f"{label}: F-Fidelity's ranking is robust to N, β and α (App. D.9, Tables 24-26)",
-        rule=f"a testable setting holds when its three mean macro correlations have the ideal sign with |ρ| ≥ "
-             f"{threshold:g}; reproduced when {reproduced:.0%} of the testable settings hold, partly from "
-             f"{partly:.0%}, else not reproduced",
+        rule=f"unit: a setting of N, β or α; it holds when its three mean macro correlations have the ideal sign "
+             f"with |ρ| ≥ {threshold:g}; statistic: the share of testable settings that hold; the paper's direction: "
+             f"all of them",
         premise="null: a setting is testable when each correlation lies beyond its 95 % chance range with the "
                 "ground-truth order permuted over the explainers (MoRF vs LeRF: the + and − curves' pairing "
                 f"shuffled); {len(holds)} of {len(frame)} settings are",
@@ -327,36 +351,52 @@ def map_agreement(original: torch.Tensor, finetuned: torch.Tensor, *, top_fracti
 
 def claim_maps_preserved(per_image: pd.DataFrame, nulls: dict[str, verdicts.Null], *, value: str,
                          statistic: str = "spearman", reproduced: float = 0.7, partly: float = 0.4,
-                         label: str = "F10") -> verdicts.Claim:
+                         label: str = "F10", seed: int = 0) -> verdicts.Claim:
     """Claim of App. D.4 (Table 9): the fine-tuning keeps the explanations — the maps of the original and of the
     fine-tuned model highlight the same regions, with minor changes of intensity.
 
-    per_image, nulls: :func:`map_agreement` of one explainer and model (``value`` names it in the claim). Statistic:
-    the mean over images of ``statistic`` (NaN images, constant maps, left out). Premise and null: the statistic
-    is defined and lies beyond the 95 % range of its chance level — the same mean with the maps of other images —
-    else an image's maps on the two models cannot be told from maps of two different images: not testable here.
-    Rule: reproduced from ``reproduced``, partly from ``partly``, else not reproduced (the thresholds are ours:
-    the paper's evidence is visual)."""
+    per_image, nulls: :func:`map_agreement` of one explainer and model (``value`` names it in the claim); with a
+    "replica" column in ``per_image`` (the rows of every trained replica), the interval is two-stage. Statistic: the
+    mean over images of ``statistic`` (NaN images, constant maps, left out) with a 95 % bootstrap interval (replicas,
+    then images; generator ``seed``). Premise and null: the statistic is defined and lies beyond the 95 % range of its
+    chance level — the same mean with the maps of other images — else an image's maps on the two models cannot be
+    told from maps of two different images: not testable here. Decision (:func:`faithlab.verdicts.verdict` at both
+    ends of the interval): ``reproduced`` for the claim, ``partly`` for a part (our margins: the paper's evidence is
+    visual)."""
     if statistic not in AGREEMENT:
         raise ValueError(f"statistic must be one of {list(AGREEMENT)}, got {statistic!r}")
     if not 0 < partly <= reproduced <= 1:
         raise ValueError(f"need 0 < partly ≤ reproduced ≤ 1, got partly={partly!r}, reproduced={reproduced!r}")
     values = per_image[statistic].astype(float)
-    observed = float(values.mean()) if values.notna().any() else float("nan")
+    keep = values.notna().to_numpy()
+    observed = float(values.mean()) if keep.any() else float("nan")
     null = nulls[statistic]
     untestable = verdicts.first_reason(
         verdicts.undefined(observed, what=f"the mean {AGREEMENT[statistic]}"),
+        None if keep.sum() >= 2 else "fewer than 2 images with a defined statistic",
         verdicts.within_null(observed, null, what=f"the mean {AGREEMENT[statistic]}"))
-    v = verdicts.verdict(observed, reproduced=f">= {reproduced}", partly=f">= {partly}", untestable=untestable)
+    interval = (observed, observed)
+    if untestable is None:
+        x = torch.tensor(values.to_numpy(dtype=float)[keep], dtype=torch.float64)
+        codes = (verdicts._group_codes(per_image["replica"].to_numpy()[keep], int(keep.sum()))
+                 if "replica" in per_image.columns else None)
+        draws = verdicts.hierarchical_means(x, codes, n_boot=2000, seed=seed)
+        interval = tuple(torch.quantile(draws, torch.tensor([0.025, 0.975], dtype=torch.float64)).tolist())
+    v = verdicts.verdict(observed, reproduced=f">= {reproduced}", partly=f">= {partly}", untestable=untestable,
+                         interval=interval, what=f"the mean {AGREEMENT[statistic]}")
     table = pd.DataFrame([{"statistic": AGREEMENT[k], "mean": float(per_image[k].mean()),
                            "images": int(per_image[k].notna().sum()), "chance median": n.median,
                            "chance low": n.low, "chance high": n.high} for k, n in nulls.items()])
+    n_rep = int(per_image["replica"].nunique()) if "replica" in per_image.columns else 1
     return verdicts.Claim(
         f"{label} ({value}): fine-tuning keeps the explanations: the maps of the original and the fine-tuned model "
         f"highlight the same regions (App. D.4, Table 9)",
-        rule=f"the mean {AGREEMENT[statistic]} of an image's two maps over the images: reproduced from "
-             f"{reproduced:g}, partly from {partly:g}, else not reproduced (our thresholds: the paper shows maps)",
+        rule=f"unit: a test image of one trained replica ({n_rep} replica(s)); statistic: the mean "
+             f"{AGREEMENT[statistic]} of an image's two maps, with a bootstrap interval (95 %; replicas, then "
+             f"images); the paper's direction: high agreement; margins (ours, the paper shows maps): {reproduced:g} "
+             f"for the claim, {partly:g} for a part",
         premise=f"null: the mean must lie beyond the range of the same mean with the maps of other images, "
                 f"{null.describe(2)}",
         paper_value="similar regions, minor changes of intensity (qualitative)",
-        our_value=f"{AGREEMENT[statistic]} {observed:.2f} (chance {null.median:.2f})", verdict=v, table=table)
+        our_value=f"{AGREEMENT[statistic]} {observed:.2f} [{interval[0]:.2f}, {interval[1]:.2f}] (chance "
+                  f"{null.median:.2f})", verdict=v, table=table, kind="paper", units=int(keep.sum()))

@@ -13,6 +13,11 @@ from faithlab import _validate, stats, verdicts
 from faithlab.metrics import ffidelity
 
 
+N_BOOT = 2000
+"""Bootstrap resamples of every interval of the ranking claims (each claim runs some 25 times under
+:func:`faithlab.verdicts.replicated`)."""
+
+
 # -------------------------------------------------------------------------------------------------- tables
 def ranking_correlations(P: Mapping[tuple[str, str], torch.Tensor], Q: Mapping[tuple[str, str], torch.Tensor], *,
                          noise_levels: Sequence[float], sparsity: Sequence[float],
@@ -102,7 +107,8 @@ def micro_cells(P: Mapping[tuple[str, str], torch.Tensor], Q: Mapping[tuple[str,
     micro": its three micro correlations signed so that higher is better (−MoRF vs GT, +LeRF vs GT, −MoRF vs LeRF)
     and averaged over the defined ones (NaN when all three are undefined; ideal +1); "GT micro": the same over the
     two correlations with the ground-truth order only (−MoRF vs GT, +LeRF vs GT), the statistic whose chance level
-    :func:`ground_truth_null` draws.
+    :func:`ground_truth_null` draws; "LeRF micro": the LeRF vs GT micro correlation alone (claim F2's unit).
+    A notebook that trains replicas concatenates the frames of each with a "replica" column.
     """
     sign = {k: -1.0 if d == "min" else 1.0 for k, d in ffidelity.DIRECTIONS.items()}
     rows: list[dict] = []
@@ -115,8 +121,10 @@ def micro_cells(P: Mapping[tuple[str, str], torch.Tensor], Q: Mapping[tuple[str,
             oriented = torch.stack([sign[k] * micro[m][k] for k in ffidelity.DIRECTIONS]).nanmean(0)
             with_gt = _gt_micro(micro[m])
             n_seeds, n_levels = oriented.shape
+            lerf = micro[m]["lerf_vs_gt"]
             rows += [{group: g, "method": m, "seed": s, "level": sparsity[j], "micro rank": ranks[i, s, j].item(),
-                      "oriented micro": oriented[s, j].item(), "GT micro": with_gt[s, j].item()}
+                      "oriented micro": oriented[s, j].item(), "GT micro": with_gt[s, j].item(),
+                      "LeRF micro": lerf[s, j].item()}
                      for s in range(n_seeds) for j in range(n_levels)]
     return pd.DataFrame(rows)
 
@@ -126,12 +134,34 @@ def _gt_micro(micro: Mapping[str, torch.Tensor]) -> torch.Tensor:
     return torch.stack([-micro["morf_vs_gt"], micro["lerf_vs_gt"]]).nanmean(0)
 
 
+def _order(part: pd.DataFrame) -> list[str]:
+    """The columns that order one method's units: replica (when the frame has one), degradation seed, level."""
+    return [c for c in ("replica", "seed", "level") if c in part.columns]
+
+
 def _cells(cells: pd.DataFrame, group: str, value, column: str) -> dict[str, torch.Tensor]:
     part = cells[cells[group] == value]
     if part.empty:
         raise ValueError(f"{group} {value!r} is not in the cells (have {sorted(cells[group].unique())})")
-    return {m: torch.tensor(v.sort_values(["seed", "level"])[column].to_numpy(), dtype=torch.float64)
+    return {m: torch.tensor(v.sort_values(_order(v))[column].to_numpy(dtype=float), dtype=torch.float64)
             for m, v in part.groupby("method", sort=False)}
+
+
+def _replicas(cells: pd.DataFrame, group: str, value):
+    """The replica (trained model) of each unit of one method, in :func:`_cells`' order; None without a replica
+    column (every unit then comes from one model)."""
+    part = cells[cells[group] == value]
+    if "replica" not in part.columns or part.empty:
+        return None
+    first = part[part["method"] == part["method"].iloc[0]]
+    return first.sort_values(_order(first))["replica"].to_numpy()
+
+
+def _units(cells: pd.DataFrame, group: str, value, methods) -> int:
+    """Units of the smallest cell: the fewest (replica ×) seed × level rows of any of ``methods``."""
+    part = cells[(cells[group] == value) & cells["method"].isin(list(methods))]
+    counts = part.groupby("method").size()
+    return int(counts.min()) if len(counts) else 0
 
 
 def _baseline_premise(oriented: Mapping[str, torch.Tensor], target: str, baseline: str, tol: float) -> str | None:
@@ -150,7 +180,8 @@ def ranking_verdict(cells: pd.DataFrame, *, group: str, value, target: str = "F-
     Premise: not testable when the target's micro correlations are all undefined or when ``baseline``'s oriented
     micro correlation is already within ``tol`` of the ideal +1 (no method can beat it). Decision: paired
     bootstrap over seeds × levels of the mean micro rank (lower is better) of the target against every other
-    method (:func:`faithlab.verdicts.compare`, rule of :func:`faithlab.verdicts.from_comparison`).
+    method (:func:`faithlab.verdicts.compare`, rule of :func:`faithlab.verdicts.from_comparison`); with a
+    "replica" column the bootstrap is two-stage (trained replicas, then seed × level cells within them).
     untestable: a further premise reason (e.g. :func:`claim_ranking`'s chance-level check), used when the premises
     above hold. The claim function with its null is :func:`claim_ranking`.
     """
@@ -158,7 +189,8 @@ def ranking_verdict(cells: pd.DataFrame, *, group: str, value, target: str = "F-
     for name in (target, baseline):
         if name not in ranks:
             raise ValueError(f"{name!r} is not among the methods of the cells ({list(ranks)})")
-    comparisons = verdicts.compare(ranks, target=target, higher_is_better=False, seed=seed)
+    comparisons = verdicts.compare(ranks, target=target, higher_is_better=False, seed=seed, n_boot=N_BOOT,
+                                   groups=_replicas(cells, group, value))
     why = verdicts.first_reason(_baseline_premise(oriented, target, baseline, tol), untestable)
     return verdicts.from_comparison(comparisons, untestable=why), comparisons
 
@@ -171,9 +203,10 @@ def ablation_verdict(cells: pd.DataFrame, *, group: str, value, chain: Sequence[
 
     Micro, not macro: with six explainers the macro correlation takes few values and saturates at ±1. Premise: not
     testable when a consecutive pair shares fewer than 2 cells with defined correlations, the last method's are
-    undefined or the first is already within ``tol`` of +1. Decision: a paired bootstrap over seeds × levels for
-    each consecutive pair; reproduced when every step is a win, partly reproduced when at least one is, else not
-    reproduced. Returns the verdict and the comparisons keyed "<later> vs <earlier>" (empty when not testable).
+    undefined or the first is already within ``tol`` of +1. Decision: a paired bootstrap over seeds × levels
+    (two-stage with a "replica" column) for each consecutive pair, each step a setting of
+    :func:`faithlab.verdicts.from_settings` (all of them for the full claim, one for a part; a tie is undecided).
+    Returns the verdict and the comparisons keyed "<later> vs <earlier>" (empty when not testable).
     untestable: a further premise reason (:func:`claim_ablation`'s chance-level check), used when those above hold.
     """
     oriented = _cells(cells, group, value, "oriented micro")
@@ -185,13 +218,17 @@ def ablation_verdict(cells: pd.DataFrame, *, group: str, value, chain: Sequence[
         *(f"{a} and {b} share fewer than 2 seed × level cells with defined correlations"
           for a, b in pairs if int((oriented[a].isfinite() & oriented[b].isfinite()).sum()) < 2),
         _baseline_premise(oriented, chain[-1], chain[0], tol), untestable)
+    what = "steps of " + " → ".join(chain)
     if why is not None:
-        return verdicts.ladder(False, untestable=why), {}
-    comparisons = {f"{b} vs {a}": verdicts.bootstrap_diff(oriented[b], oriented[a], seed=seed) for a, b in pairs}
-    wins = [c.outcome == "win" for c in comparisons.values()]
-    result = verdicts.ladder(all(wins), any(wins))
+        return verdicts.from_settings([], reproduced=1.0, partly=1 / len(pairs), untestable=why, what=what), {}
+    groups = _replicas(cells, group, value)
+    comparisons = {f"{b} vs {a}": verdicts.bootstrap_diff(oriented[b], oriented[a], seed=seed, groups=groups,
+                                                                 n_boot=N_BOOT)
+                   for a, b in pairs}
+    result = verdicts.from_settings(list(comparisons.values()), reproduced=1.0, partly=1 / len(pairs), what=what)
     steps = "; ".join(f"{k}: {c.outcome} ({c.mean:+.3f} [{c.low:+.3f}, {c.high:+.3f}])" for k, c in comparisons.items())
-    return verdicts.Verdict(result, f"95 % bootstrap interval over seeds × levels — {steps}"), comparisons
+    return result.with_why(f"{result.why} — 95 % bootstrap interval over (replicas,) seeds × levels: {steps}"), \
+        comparisons
 
 
 
@@ -271,6 +308,16 @@ def ground_truth_null(P: Mapping[tuple[str, str], torch.Tensor], Q: Mapping[tupl
 _PERMUTED = "ground-truth order permuted over the explainers"
 
 
+def _draws(null: pd.DataFrame, group: str, value, method: str, column: str) -> pd.Series:
+    """The null draws of ``column`` for one method; with a "replica" column, the mean over the replicas of each draw
+    (the same permutation in every replica, since :func:`permuted_correlations` draws them from one seed): the
+    chance level of the statistic averaged over the replicas, as the observed one is."""
+    part = null[(null[group] == value) & (null["method"] == method)]
+    if "replica" in part.columns and part["replica"].nunique() > 1:
+        return part.groupby("draw")[column].mean()
+    return part[column]
+
+
 def _null_of(draws: pd.Series, what: str = _PERMUTED) -> verdicts.Null | None:
     """The :class:`faithlab.verdicts.Null` of ``draws``, or None when fewer than 20 are defined."""
     values = pd.to_numeric(draws, errors="coerce").dropna()
@@ -294,7 +341,7 @@ def _chance_table(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
     rows = []
     for m in methods:
         observed = float(cells.loc[(cells[group] == value) & (cells["method"] == m), "GT micro"].mean())
-        draws = null.loc[(null[group] == value) & (null["method"] == m), "GT micro"]
+        draws = _draws(null, group, value, m, "GT micro")
         if draws.empty:
             raise ValueError(f"null holds no draws for {group} {value!r}, method {m!r}: pass ground_truth_null's frame")
         n = _null_of(draws)
@@ -318,20 +365,23 @@ def _chance_premise(chance: pd.DataFrame) -> tuple[str, str | None]:
 
 def claim_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value, methods: Sequence[str] | None = None,
                   target: str = "F-Fidelity", baseline: str = "Fidelity", label: str = "F1",
-                  source: str = "Tables 1-2", paper_value: str = "", tol: float = 0.05, seed: int = 0
+                  source: str = "Tables 1-2", paper_value: str = "", tol: float = 0.05, seed: int = 0,
+                  paper: str | None = None
                   ) -> verdicts.Claim:
     """Claim "``target`` recovers the ground-truth explainer ranking better than the other methods" for one
     ``group == value`` (an explainer, or a model), Tables 1–2, 5, 10 of F-Fidelity.
 
-    cells: :func:`micro_cells`; null: :func:`ground_truth_null` of the same curves. methods: the compared methods
-    (default: those of the cells with a micro rank). Premise: ``baseline``'s oriented micro correlation is not within
-    ``tol`` of the ideal +1 and the target's is defined (:func:`ranking_verdict`); null: at least one method's mean
-    GT micro correlation lies beyond its 95 % chance range under a permuted ground-truth order, else no method
-    sees the ground truth and the ranks compare noise. Rule (:func:`ranking_verdict`): paired bootstrap over seeds ×
-    levels of the mean micro rank of the target against each other method; reproduced when it loses to none and
-    beats at least one, partly when it beats none and loses to none or beats some and loses to others, not
-    reproduced when it loses to some and beats none. Table: one row per method (GT micro, its chance range, mean
-    micro rank, the comparison with the target)."""
+    cells: :func:`micro_cells` (with a "replica" column when the notebook trains replicas: one trained classifier and
+    its fine-tuned and ROAR models per replica); null: :func:`ground_truth_null` of the same curves (with the same
+    replica column). methods: the compared methods (default: those of the cells with a micro rank). Premise:
+    ``baseline``'s oriented micro correlation is not within ``tol`` of the ideal +1 and the target's is defined
+    (:func:`ranking_verdict`); null: at least one method's mean GT micro correlation lies beyond its 95 % chance range
+    under a permuted ground-truth order, else no method sees the ground truth and the ranks compare noise. Decision
+    (:func:`ranking_verdict`): paired two-stage bootstrap (replicas, then seed × level cells; generator ``seed``) of
+    the target's mean micro rank minus each other method's, each comparison a win, tie or loss, turned into the
+    verdict by :func:`faithlab.verdicts.from_comparison` (whose generated text states the share). Table: one row per
+    method (GT micro, its chance range, mean micro rank, the comparison with the target)."""
+    paper_value = paper_value if paper is None else paper  # out.claim keeps paper_value= for itself
     part = cells[cells[group] == value]
     if part.empty:
         raise ValueError(f"{group} {value!r} is not in the cells (have {sorted(cells[group].unique())})")
@@ -347,53 +397,74 @@ def claim_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
     table = chance.assign(**{"mean micro rank": chance["method"].map(means["micro rank"])}).merge(
         comparison.drop(columns="target").rename(columns={"competitor": "method"}), on="method", how="left")
     others = [m for m in methods if m != target]
+    n_rep = int(part["replica"].nunique()) if "replica" in part.columns else 1
     return verdicts.Claim(
         f"{label} ({value}): {target} recovers the ground-truth explainer ranking better than "
         f"{', '.join(others)} ({source})",
-        rule=f"paired bootstrap (4000 resamples, 95 %) over seeds × levels of the mean micro rank (3 correlations) of "
-             f"{target} against each other method: reproduced when it loses to none and beats at least one, partly "
-             f"when it beats none and loses to none or beats some and loses to others, not reproduced when it loses "
-             f"to some and beats none",
+        rule=f"unit: a degradation seed × sparsity level of one trained replica ({n_rep} replicas); per unit the micro "
+             f"rank of each method among the compared ones (mean over the 3 correlations, lower is better); statistic: "
+             f"{target}'s mean micro rank minus each competitor's, with a two-stage bootstrap interval (2000 "
+             f"resamples, 95 %: replicas, then units); the paper's direction: {target} ranked best; margin 0",
         premise=f"{baseline}'s oriented micro correlation ({means.loc[baseline, 'oriented micro']:.2f}) must not be "
                 f"within {tol:g} of the ideal +1; {null_text}",
         paper_value=paper_value,
         our_value="mean micro rank over 3 correlations: " + ", ".join(
             f"{m} {means.loc[m, 'micro rank']:.2f}" for m in methods),
-        verdict=v, table=table)
+        verdict=v, table=table, kind="paper", units=_units(part, group, value, methods))
 
 
-def claim_lerf_near_one(correlations: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
+def claim_lerf_near_one(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
                         target: str = "F-Fidelity", label: str = "F2", source: str = "Tables 1-2",
-                        reproduced: float = 0.8, partly: float = 0.5) -> verdicts.Claim:
-    """Claim "the LeRF vs GT macro correlation of ``target`` is ≈ +1" (Tables 1–2; ``source`` ends the claim text)
-    for one ``group == value``.
+                        reproduced: float = 0.8, partly: float = 0.5, seed: int = 0) -> verdicts.Claim:
+    """Claim "the LeRF vs GT correlation of ``target`` is ≈ +1" (Tables 1–2; ``source`` ends the claim text) for one
+    ``group == value``.
 
-    correlations: :func:`ranking_correlations` (the "Macro Corr." rows); null: :func:`ground_truth_null`. Premise
-    and null: the mean macro LeRF vs GT must lie beyond its 95 % chance range under a permuted ground-truth order
-    (with six explainers only a ρ near 0.9 or more does), else not testable here; undefined: not testable. Rule:
-    reproduced when it is at least ``reproduced``, partly when at least ``partly``, else not reproduced."""
-    row = correlations[(correlations[group] == value) & (correlations["row"] == "Macro Corr.")
-                       & (correlations["correlation"] == "lerf_vs_gt") & (correlations["method"] == target)]
-    if row.empty:
-        raise ValueError(f"correlations hold no macro LeRF vs GT of {target!r} for {group} {value!r}")
-    observed = float(row["mean"].iloc[0])
-    draws = null.loc[(null[group] == value) & (null["method"] == target), "lerf_vs_gt"]
-    n = _null_of(draws)
+    cells: :func:`micro_cells` (its "LeRF micro" column: one LeRF vs GT micro correlation per (replica,) degradation
+    seed and level; the paper reports macro 1.00 and micro 0.98–1.00, and a macro correlation per seed gives too few
+    units for an interval); null: :func:`ground_truth_null`. Premise and null: the target's mean GT micro correlation
+    must lie beyond its 95 % chance range under a permuted ground-truth order, else the target does not see the ground
+    truth here (not testable); an undefined statistic is not testable. Decision
+    (:func:`faithlab.verdicts.verdict` with the interval): the mean over units with its two-stage bootstrap interval
+    (replicas, then units; generator ``seed``) against ``reproduced`` (≈ +1: our convention, 0.8) and ``partly``."""
+    part = cells[(cells[group] == value) & (cells["method"] == target)]
+    if part.empty:
+        raise ValueError(f"cells hold no rows of {target!r} for {group} {value!r}")
+    part = part.sort_values(_order(part))
+    x = torch.tensor(part["LeRF micro"].to_numpy(dtype=float), dtype=torch.float64)
+    groups = part["replica"].to_numpy() if "replica" in part.columns else None
+    keep = ~x.isnan()
+    observed = float(x[keep].mean()) if bool(keep.any()) else float("nan")
+    chance = _chance_table(cells[cells[group] == value], null, group=group, value=value, methods=[target])
+    row = chance.iloc[0]
     untestable = verdicts.first_reason(
-        verdicts.undefined(observed, what="the macro LeRF vs GT correlation"),
-        None if n is not None else "the chance level is undefined (constant curves)",
-        None if n is None or _beyond(n, observed) else
-        f"the macro LeRF vs GT correlation ({observed:.3f}) lies within the chance range of {n.describe()}")
-    v = verdicts.verdict(observed, reproduced=f">= {reproduced}", partly=f">= {partly}", untestable=untestable)
-    table = pd.DataFrame([{group: value, "method": target, "macro LeRF vs GT": observed,
-                           "chance low": n.low if n else float("nan"), "chance high": n.high if n else float("nan")}])
+        verdicts.undefined(observed, what="the LeRF vs GT micro correlation"),
+        None if int(keep.sum()) >= 2 else "fewer than 2 units with a defined LeRF vs GT correlation",
+        None if bool(row["beyond chance"]) else
+        f"{target}'s GT micro correlation ({row['GT micro']:.3f}) lies within its chance range "
+        f"[{row['chance low']:.3f}, {row['chance high']:.3f}] with the {_PERMUTED}")
+    interval = None
+    if untestable is None:
+        codes = None if groups is None else verdicts._group_codes(groups[keep.numpy()], int(keep.sum()))
+        draws = verdicts.hierarchical_means(x[keep], codes, n_boot=N_BOOT, seed=seed)
+        interval = tuple(torch.quantile(draws, torch.tensor([0.025, 0.975], dtype=torch.float64)).tolist())
+    v = verdicts.verdict(observed, reproduced=f">= {reproduced}", partly=f">= {partly}", untestable=untestable,
+                         interval=interval if interval is not None else (observed, observed),
+                         what=f"the mean LeRF vs GT micro correlation")
+    table = pd.DataFrame([{group: value, "method": target, "LeRF vs GT micro": observed,
+                           "low": interval[0] if interval else float("nan"),
+                           "high": interval[1] if interval else float("nan"), "units": int(keep.sum()),
+                           "GT micro": row["GT micro"], "chance low": row["chance low"],
+                           "chance high": row["chance high"]}])
     return verdicts.Claim(
-        f"{label} ({value}): {target}'s LeRF vs GT macro correlation is ≈ +1 ({source})",
-        rule=f"the macro LeRF vs GT correlation (mean over seeds): reproduced from {reproduced:g}, partly from "
-             f"{partly:g}, else not reproduced",
-        premise="null: the correlation must lie beyond its 95 % chance range, "
-                + (n.describe(2) if n is not None else f"{_PERMUTED}: undefined"),
-        paper_value="1.00", our_value=f"{observed:.2f}", verdict=v, table=table)
+        f"{label} ({value}): {target}'s LeRF vs GT correlation is ≈ +1 ({source})",
+        rule="unit: a degradation seed × sparsity level of one trained replica; statistic: the mean LeRF vs GT micro "
+             "correlation with a two-stage bootstrap interval (replicas, then units; 95 %); the paper's direction: "
+             f"near +1; margins (ours): {reproduced:g} for ≈ +1, {partly:g} for a part of it",
+        premise=f"null: {target}'s mean GT micro correlation must lie beyond its 95 % chance range with the "
+                f"{_PERMUTED} ({row['GT micro']:.2f} against [{row['chance low']:.2f}, {row['chance high']:.2f}])",
+        paper_value="1.00", our_value=f"{observed:.2f}" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval
+                                                          else ""),
+        verdict=v, table=table, kind="paper", units=int(keep.sum()))
 
 
 def claim_ablation(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value, chain: Sequence[str] = (
@@ -405,9 +476,10 @@ def claim_ablation(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value
     cells: :func:`micro_cells` holding every method of the chain; null: :func:`ground_truth_null`. Premise (as
     :func:`ablation_verdict`): each consecutive pair shares at least 2 seed × level cells with defined correlations
     and the first method is not within ``tol`` of +1; null: at least one method of the chain has a mean GT micro
-    correlation beyond its chance range under a permuted ground-truth order. Rule: paired bootstrap (95 %) over
-    seeds × levels of the oriented micro correlation for each step; reproduced when every step is a win, partly
-    when at least one is, else not reproduced. Table: the methods' chance rows and the steps."""
+    correlation beyond its chance range under a permuted ground-truth order. Decision (:func:`ablation_verdict`):
+    a paired two-stage bootstrap (95 %; replicas, then cells; generator ``seed``) of the oriented micro correlation
+    for each step, the steps decided by :func:`faithlab.verdicts.from_settings`. Table: the methods' chance rows and
+    the steps."""
     part = cells[(cells[group] == value) & cells["method"].isin(list(chain))]
     if part.empty:
         raise ValueError(f"{group} {value!r} with the methods {list(chain)} is not in the cells")
@@ -421,12 +493,12 @@ def claim_ablation(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value
                       ignore_index=True)
     return verdicts.Claim(
         f"{label} ({value}): Ablation: {chain[1]} beats {chain[0]} and {chain[-1]} beats both (App. D.7, Fig. 3)",
-        rule="paired bootstrap (4000 resamples, 95 %) over seeds × levels of the oriented micro correlation, one per "
-             "step of " + " → ".join(chain) + ": reproduced when every step is a win, partly when at least one is, "
-             "else not reproduced",
+        rule="unit: a degradation seed × sparsity level of one trained replica; per step of " + " → ".join(chain)
+             + ", the later method's oriented micro correlation minus the earlier's, with a two-stage bootstrap "
+             "interval (2000 resamples, 95 %: replicas, then units); the paper's direction: every step improves; "
+             "margin 0",
         premise=f"{chain[0]}'s oriented micro correlation ({oriented[chain[0]]:.2f}) must not be within {tol:g} of the "
                 f"ideal +1, each step needs 2 cells with defined correlations; {null_text}",
         paper_value="F-Fid > Fid+FT > Fid on all three correlations (Fig. 3)",
         our_value="micro oriented mean " + ", ".join(f"{m} {oriented[m]:.2f}" for m in chain), verdict=v,
-        table=table)
-
+        table=table, kind="paper", units=_units(part, group, value, chain))

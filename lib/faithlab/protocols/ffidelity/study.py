@@ -419,25 +419,30 @@ class CanvasModels:
         return train.TrainConfig(epochs=self.n_roar_epochs, lr=3e-3, batch_size=64, seed=seed)
 
     def ranking_study(self, train_data: Dataset, test_data: Dataset, explainer_specs: Mapping[str, tuple[str, dict]],
-                      *, seed: int = 0, **options) -> RankingStudy:
+                      *, seed: int = 0, train_seed: int | None = None, **options) -> RankingStudy:
         """:func:`image_ranking_study` of these models (their data key and train, fine-tune and ROAR configs);
-        ``options``: its other keyword arguments."""
+        ``options``: its other keyword arguments. seed: the data's (its cache key) and the explainers' generator;
+        train_seed: the training runs' (default ``seed``) — one replica of the setting per train seed
+        (:func:`faithlab.verdicts.replica_seed`), each trained, fine-tuned and cached on its own."""
+        t = seed if train_seed is None else train_seed
         return image_ranking_study(self.model_name, self.model_config(), train_data, test_data, explainer_specs,
-                                   data_key=self.data_key(seed), train_config=self.train_config(seed),
-                                   finetune_config=self.finetune_config(seed), roar_config=self.roar_config(seed),
+                                   data_key=self.data_key(seed), train_config=self.train_config(t),
+                                   finetune_config=self.finetune_config(t), roar_config=self.roar_config(t),
                                    seed=seed, **options)
 
-    def classifier(self, *, seed: int = 0, device: str | torch.device = "cpu"):
+    def classifier(self, *, seed: int = 0, train_seed: int | None = None, device: str | torch.device = "cpu"):
         """:func:`faithlab.recipes.canvas_classifier` with these settings → ``(model, history, train_data,
-        test_data)``: the original model of :meth:`ranking_study` (the same cache entry)."""
+        test_data)``: the original model of :meth:`ranking_study` (the same cache entry, for the same seed and
+        train_seed)."""
         return recipes.canvas_classifier(image_size=self.image_size, r=self.r, color=self.color, n_train=self.n_train,
                                          model_name=self.model_name, width=self.width, n_epochs=self.n_epochs,
-                                         clutter=self.clutter, seed=seed, device=device)
+                                         clutter=self.clutter, seed=seed, train_seed=train_seed, device=device)
 
     def finetune(self, model: nn.Module, history: dict, train_data, test_data, *, beta: float, seed: int = 0,
                  device: str | torch.device = "cpu") -> nn.Module:
         """:func:`faithlab.recipes.ffidelity_finetune` of the model of :meth:`classifier` (pixels, reference zero,
-        ``n_finetune_epochs``): with the study's β, the fine-tuned model of :meth:`ranking_study`."""
+        ``n_finetune_epochs``): with the study's β and the replica's train seed as ``seed``, the fine-tuned model of
+        :meth:`ranking_study`."""
         return recipes.ffidelity_finetune(model, history, train_data, test_data, beta=beta, units="pixels",
                                           n_epochs=self.n_finetune_epochs, seed=seed, device=device)
 
