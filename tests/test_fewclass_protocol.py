@@ -210,23 +210,27 @@ def test_selection_frame_lays_out_the_winners():
     assert (frame["best U"] <= frame["U"] + 1e-12).all() and frame["Δ"].iloc[0] == 0.075
 
 
-# ------------------------------------------------------------------------------------- claims as functions (C1 C3 C4)
+# ------------------------------------------------------------------------------- claims as functions (C1 to C5)
 V = fl.verdicts.VERDICTS
+R, PARTLY, NR, NT, INC = V
 
 
-def _fid(means: dict, *, models=("m",), alterations=("none",), gain: dict | None = None, n: int = 30,
-         noise: float = 0.02, seed: int = 0) -> pd.DataFrame:
-    """Per-image Fid of each method (and alteration: + gain[(method, alteration)]), around the given means."""
+def _fid(means: dict, *, models=("m",), alterations=("none",), gain: dict | None = None, n: int = 15,
+         replicas: int = 2, noise: float = 0.02, seed: int = 0) -> pd.DataFrame:
+    """Per-image Fid of each method (and alteration: + gain[(method, alteration)]) around the given means, for
+    ``replicas`` trained replicas of ``n`` images each (a ``replica`` column, as the notebook's frames)."""
     rng = np.random.default_rng(seed)
     rows = []
-    for m in models:
-        for method, mu in means.items():
-            for alt in alterations:
-                if method == "Random" and alt != "none":
-                    continue
-                shift = (gain or {}).get((method, alt), 0.0)
-                for i, v in enumerate(mu + shift + noise * rng.normal(size=n)):
-                    rows.append({"model": m, "method": method, "alteration": alt, "image": i, "Fid": v})
+    for r in range(replicas):
+        for m in models:
+            for method, mu in means.items():
+                for alt in alterations:
+                    if method == "Random" and alt != "none":
+                        continue
+                    shift = (gain or {}).get((method, alt), 0.0)
+                    for i, v in enumerate(mu + shift + noise * rng.normal(size=n)):
+                        rows.append({"replica": r, "model": m, "method": method, "alteration": alt, "image": i,
+                                     "Fid": v})
     return pd.DataFrame(rows)
 
 
@@ -234,130 +238,223 @@ OTHERS = ["BP", "Deconv", "EG", "IG(min)", "IG(zero)", "IG(max)", "GradCAM"]
 
 
 @pytest.mark.parametrize("above, below, expected", [
-    (7, 0, V[0]),   # Random lower than every method
-    (3, 0, V[1]),   # lower than 3 of 7: partly (from 1/3)
-    (1, 0, V[2]),   # lower than 1 of 7 (the CT case: one significant win) is not reproduced
-    (6, 1, V[1]),   # lower than 6 of 7 but one method significantly below Random: capped at partly
-    (0, 0, V[3]),   # every method scores as Random maps do: Fid tells nothing from random maps here
+    (7, 0, R),     # Random lower than every method
+    (3, 0, PARTLY),  # lower than 3 of 7 and above the 4 others (set below): a third, not two thirds
+    (1, 6, NR),    # lower than 1 of 7, above the 6 others
+    (0, 7, NR),    # above every method
+    (0, 0, INC),   # every method ties with Random maps: undecided, never "not testable" nor a failure
+    (4, 0, INC),   # 4 wins and 3 ties: partly (4/7) or reproduced (7/7) depending on the ties
 ])
 def test_claim_c1_gives_every_verdict(above, below, expected):
     means = {n: 0.5 + 0.2 * (i < above) - 0.2 * (above <= i < above + below) for i, n in enumerate(OTHERS)}
+    if (above, below) == (3, 0):  # partly: 3 wins, 4 losses (a third of the methods, not two thirds)
+        means = {n: 0.7 if i < 3 else 0.3 for i, n in enumerate(OTHERS)}
     frame = _fid({**means, "Random": 0.5})
     if above == below == 0:  # the same per-image Fid for every method
-        frame["Fid"] = frame.groupby(["model", "method", "alteration"]).cumcount() / 30 + 0.3
-    claim = P.claim_random_lowest(frame, task="ct", model="m", paper_value="p")
+        frame["Fid"] = frame.groupby(["replica", "model", "method", "alteration"]).cumcount() / 30 + 0.3
+    claim = P.claim_random_lowest(frame, task="ct", model="m")
     assert claim.verdict == expected, claim.verdict.why
-    assert claim.rule and "Random maps' mean Fid" in claim.premise and "chance level" in claim.premise
+    assert claim.kind == "paper" and claim.units == 30 and claim.verdict.decision
+    assert not fl.verdicts._states_decision(claim.rule) and "Random lowest" in claim.rule
     assert len(claim.table) == 7 and claim.table["outcome"].eq("win").sum() == above
-    assert claim.claim.startswith("C1 (ct, m)")
+    assert claim.claim.startswith("C1 (ct, m)") and claim.paper_value == P.PAPER_C1["ct"]
 
 
-@pytest.mark.parametrize("uncertain, expected", [(10, V[0]), (5, V[0]), (4, V[3]), (0, V[3])])
+def test_claim_c1_intervals_resample_the_replicas():
+    """A Random maps' deficit that holds in one replica and is reversed in the other is no significant win: the
+    two-stage bootstrap draws whole replicas, so the interval spans both; pooled images alone would call it a win."""
+    frame = _fid({"BP": 0.5, "Random": 0.5}, n=40, noise=0.01)
+    frame.loc[(frame.method == "BP") & (frame.replica == 0), "Fid"] += 0.3
+    frame.loc[(frame.method == "BP") & (frame.replica == 1), "Fid"] -= 0.1
+    claim = P.claim_random_lowest(frame, task="ct", model="m")
+    assert claim.table["outcome"].tolist() == ["tie"] and claim.verdict == INC
+    pooled = fl.verdicts.bootstrap_diff(frame[frame.method == "BP"].Fid.to_numpy(),
+                                        frame[frame.method == "Random"].Fid.to_numpy())
+    assert pooled.outcome == "win"
+
+
+@pytest.mark.parametrize("uncertain, expected", [(10, R), (5, R), (4, NT), (0, NT)])
 def test_claim_c1_is_not_testable_when_the_replacement_leaves_the_model_confident(uncertain, expected):
-    """The paper's mechanism: MIF falls towards the replacement's 1/N only if the replacement makes the model
-    uncertain. With the selection of 10 images, ``uncertain`` of them reaching U < Δ: from half on the comparison
-    decides (Random lowest: reproduced), below it the claim is not testable here whatever the comparison says."""
+    """The paper's mechanism, checked before the comparison: MIF falls towards the replacement's 1/N only if the
+    replacement makes the model uncertain. With the selection of 10 images, ``uncertain`` of them reaching U < Δ:
+    from half on the comparison decides (Random lowest: reproduced), below it the claim is not testable here."""
     frame = _fid({**{n: 0.7 for n in OTHERS}, "Random": 0.5})
     selection = pd.DataFrame({"model": "m", "image": range(10), "U < Δ": [i < uncertain for i in range(10)]})
     claim = P.claim_random_lowest(frame, task="ct", model="m", selection=selection)
     assert claim.verdict == expected, claim.verdict.why
     assert f"uncertain (U < Δ) for {uncertain * 10}% of the images" in claim.premise
-    if expected == V[3]:
+    if expected == NT:
         assert "leaves the model confident" in claim.verdict.why
     with pytest.raises(ValueError, match="selection must hold"):
         P.claim_random_lowest(frame, task="ct", model="m", selection=selection.assign(model="other"))
 
 
-@pytest.mark.parametrize("raised, base, expected", [
-    (14, 0.6, V[0]), (7, 0.6, V[1]), (1, 0.6, V[2]), (14, 1.0, V[3])])
-def test_claim_c3_gives_every_verdict(raised, base, expected):
-    """14 cells (7 methods × SG, SG²); the gain is significant in ``raised`` of them. At Fid = 1 (the ideal, no
-    noise) nothing can rise: not testable."""
+@pytest.mark.parametrize("raised, lowered, base, expected", [
+    (14, 0, 0.6, R), (7, 7, 0.6, PARTLY), (1, 13, 0.6, NR), (0, 0, 0.6, INC), (14, 0, 1.0, NT)])
+def test_claim_c3_gives_every_verdict(raised, lowered, base, expected):
+    """14 cells (7 methods × SG, SG²): the gain is significant in ``raised`` of them, a significant drop in
+    ``lowered``, a tie (no gain) in the rest: a tie is undecided, so all ties are inconclusive, not a failure. At
+    Fid = 1 (the ideal, no noise) nothing can rise: not testable."""
     cells = [(n, a) for n in OTHERS for a in ("SG", "SG²")]
-    gain = {cell: 0.1 for cell in cells[:raised]}
+    gain = {**{c: 0.1 for c in cells[:raised]}, **{c: -0.1 for c in cells[raised:raised + lowered]}}
     frame = _fid({**{n: base for n in OTHERS}, "Random": base}, alterations=("none", "SG", "SG²"), gain=gain,
                  noise=0.0 if base == 1.0 else 0.02)
     if base == 1.0:
         frame["Fid"] = frame["Fid"].clip(upper=1.0)
     claim = P.claim_alteration_gains(frame)
     assert claim.verdict == expected, claim.verdict.why
-    assert len(claim.table) == 14 and "room to rise" in claim.premise
+    assert len(claim.table) == 14 and "room to rise" in claim.premise and claim.units == 30
+    assert not fl.verdicts._states_decision(claim.rule)
 
 
-def _cells(fid_values, loc_values, model="m"):
+def _ranked(kind: str, *, n: int = 15, replicas: int = 2, seed: int = 3):
+    """Per-image Fid and IoU of 7 methods × 4 alterations × 2 models (replicas × n images), the methods' Fid means
+    spaced apart; the IoU means follow them (same), reverse them, follow them in half of the model × alteration
+    cells and run against them in the rest (weak: mean ρ ≈ 0.11), or carry no method effect (noise)."""
+    rng = np.random.default_rng(seed)
+    order = np.arange(7) / 10
+    anti = order[[3, 6, 5, 4, 2, 1, 0]]  # ρ(order, anti) = 1 − 6·100 / (7·48) ≈ −0.79 (Spearman, 7 methods)
     rows_f, rows_l = [], []
-    for k, (f, l) in enumerate(zip(fid_values, loc_values)):
-        method, alteration = OTHERS[k % 7], ("none", "XRAI", "SG", "SG²")[k // 7]
-        rows_f.append({"model": model, "method": method, "alteration": alteration, "image": 0, "Fid": f})
-        rows_l.append({"model": model, "method": method, "alteration": alteration, "image": 0, "IoU": l})
+    for r in range(replicas):
+        for m in ("a", "b"):
+            for k, alt in enumerate(("none", "XRAI", "SG", "SG²")):
+                loc_means = {"same": order, "reversed": -order, "weak": order if k < 2 else anti,
+                             "noise": np.zeros(7), "few": order}[kind]
+                for j, method in enumerate(OTHERS[:3] if kind == "few" else OTHERS):
+                    for i in range(n):
+                        rows_f.append({"replica": r, "model": m, "method": method, "alteration": alt, "image": i,
+                                       "Fid": 0.2 + order[j] + 0.005 * rng.normal()})
+                        rows_l.append({"replica": r, "model": m, "method": method, "alteration": alt, "image": i,
+                                       "IoU": 0.5 + loc_means[j] + (0.3 if kind == "noise" else 0.005)
+                                       * rng.normal()})
     return pd.DataFrame(rows_f), pd.DataFrame(rows_l)
 
 
-@pytest.mark.parametrize("kind, expected", [("same", V[0]), ("weak", V[1]), ("reversed", V[2]), ("unrelated", V[3]),
-                                            ("few", V[3])])
+@pytest.mark.parametrize("kind, expected", [("same", R), ("weak", PARTLY), ("reversed", NR), ("noise", INC),
+                                            ("few", NT)])
 def test_claim_c4_gives_every_verdict(kind, expected):
-    rng = np.random.default_rng(3)
-    fid = np.linspace(0.2, 0.9, 28)
-    loc = {"same": fid, "reversed": -fid, "unrelated": rng.permutation(fid),
-           "weak": fid + rng.normal(scale=0.35, size=28), "few": fid}[kind]
-    f, l = _cells(fid[:4] if kind == "few" else fid, loc[:4] if kind == "few" else loc)
-    claim = P.claim_rank_agreement(f, l, task="vehicles", score="IoU", n_draws=400)
+    f, l = _ranked(kind)
+    claim = P.claim_rank_agreement(f, l, task="vehicles", score="IoU", n_boot=500)
     assert claim.verdict == expected, (kind, claim.our_value, claim.verdict.why)
-    assert "shuffled" in claim.premise and {"null_low", "null_high"} <= set(claim.table.columns)
+    assert claim.verdict.decision and not fl.verdicts._states_decision(claim.rule)
+    if kind != "few":
+        assert len(claim.table) == 8 and claim.units == 30 and {"low", "high"} <= set(claim.table.columns)
     if kind == "weak":
-        rho = float(claim.table["Spearman"].mean())
-        assert 0 < rho <= 0.5 and rho > claim.table["null_high"].iloc[0]  # a positive ρ outside the null
+        assert float(claim.table["Spearman"].mean()) == pytest.approx((1 + 1 - 600 / 336) / 2)
 
 
-def _selection(passed: dict, chance: float, n: int = 20) -> pd.DataFrame:
-    """Selection rows per (task, model): the first passed[key] · n images reach U < Δ; every image's candidates
-    reach it with probability ``chance``."""
+def test_claim_c4_leaves_an_undefined_rho_out_of_the_mean():
+    """A model × alteration whose localisation ranking is constant has no ρ: it is left out of the mean (NaN-aware),
+    never read as ρ = 0, which would pull a perfect agreement down to 7/8."""
+    f, l = _ranked("same")
+    l.loc[(l.model == "a") & (l.alteration == "SG"), "IoU"] = 0.5
+    claim = P.claim_rank_agreement(f, l, task="vehicles", score="IoU", n_boot=500)
+    assert claim.verdict == R
+    assert claim.table["Spearman"].isna().sum() == 1 and "mean ρ 1.00" in claim.our_value
+
+
+def test_claim_c4_resamples_the_replicas():
+    """Two replicas whose localisation rankings disagree (one follows Fid, one reverses it): the interval of the
+    mean ρ spans the replicas, so the claim is not decided."""
+    f, l = _ranked("same")
+    l.loc[l.replica == 1, "IoU"] = 1.0 - l.loc[l.replica == 1, "IoU"]
+    claim = P.claim_rank_agreement(f, l, task="vehicles", score="IoU", n_boot=500)
+    assert claim.verdict == INC, claim.verdict.why
+
+
+def _selection(passed: dict, chance: float, n: int = 20, replicas: int = 2) -> pd.DataFrame:
+    """Selection rows per (task, model) and replica: the first passed[key] · n images reach U < Δ; every image's
+    candidates reach it with probability ``chance``."""
     rows = []
     for (task, model), share in passed.items():
-        for i in range(n):
-            rows.append({"task": task, "model": model, "image": i, "U < Δ": i < round(share * n),
-                         "candidates U < Δ": chance})
+        for r in range(replicas):
+            for i in range(n):
+                rows.append({"task": task, "model": model, "replica": r, "image": i, "U < Δ": i < round(share * n),
+                             "candidates U < Δ": chance})
     return pd.DataFrame(rows)
 
 
 @pytest.mark.parametrize("passed, chance, expected", [
-    ({("a", "m"): 1.0, ("b", "m"): 0.95}, 0.1, V[0]),
-    ({("a", "m"): 1.0, ("b", "m"): 0.5}, 0.1, V[1]),
-    ({("a", "m"): 0.3, ("b", "m"): 0.2}, 0.0, V[2]),
-    ({("a", "m"): 1.0, ("b", "m"): 0.95}, 0.97, V[3]),  # any candidate would do: the search is not tested
+    ({("a", "m"): 1.0, ("b", "m"): 1.0}, 0.1, R),
+    ({("a", "m"): 1.0, ("b", "m"): 0.5}, 0.1, PARTLY),
+    ({("a", "m"): 0.3, ("b", "m"): 0.2}, 0.0, NR),
+    ({("a", "m"): 1.0, ("b", "m"): 0.9}, 0.1, INC),  # b's share sits on the margin: undecided
+    ({("a", "m"): 1.0, ("b", "m"): 0.95}, 0.97, NT),  # any candidate would do: the search is not tested
 ])
 def test_claim_c2_gives_every_verdict(passed, chance, expected):
     claim = P.claim_uncertain_selection(_selection(passed, chance))
     assert claim.verdict == expected, claim.verdict.why
-    assert "drawn at random" in claim.premise and len(claim.table) == 2
+    assert "drawn at random" in claim.premise and len(claim.table) == 2 and claim.units == 40
 
 
-def _flip_summary(cases: dict) -> pd.DataFrame:
+def _flips(cases: dict, n: int = 20, replicas: int = 2, seed: int = 0) -> pd.DataFrame:
+    """flip_frame rows per image: per (task, model) the classic references' mean U, their flipped share and the
+    selection's mean U (Δ = 0.2), with a little noise on U."""
+    rng = np.random.default_rng(seed)
     rows = []
     for (task, model), (classic_u, flipped, selected_u) in cases.items():
-        for ref in ("zero", "mean"):
-            rows.append({"task": task, "model": model, "replacement": ref, "flipped": flipped, "mean_U": classic_u,
-                         "delta": 0.2})
-        rows.append({"task": task, "model": model, "replacement": "selected perturbation", "flipped": 0.0,
-                     "mean_U": selected_u, "delta": 0.2})
+        for r in range(replicas):
+            for ref, u in (("zero", classic_u), ("mean", classic_u), ("selected perturbation", selected_u)):
+                for i in range(n):
+                    rows.append({"task": task, "model": model, "replica": r, "Δ": 0.2, "replacement": ref,
+                                 "image": i, "flipped": ref != "selected perturbation" and i < round(flipped * n),
+                                 "U": u + 0.01 * rng.normal()})
     return pd.DataFrame(rows)
 
 
 @pytest.mark.parametrize("cases, binary, expected", [
-    ({("ct", "a"): (0.9, 0.5, 0.1), ("ct", "b"): (0.8, 0.3, 0.05)}, ["ct"], V[0]),
-    ({("ct", "a"): (0.9, 0.5, 0.1), ("ct", "b"): (0.1, 0.3, 0.05)}, ["ct"], V[1]),  # b's references not confident
-    ({("ct", "a"): (0.9, 0.1, 0.1), ("ct", "b"): (0.9, 0.5, 0.5)}, ["ct"], V[2]),  # too few flips; b not uncertain
-    ({("ct", "a"): (0.9, 0.5, 0.1)}, [], V[3]),
+    ({("ct", "a"): (0.9, 0.5, 0.1), ("ct", "b"): (0.8, 0.6, 0.05)}, ["ct"], R),
+    ({("ct", "a"): (0.9, 0.5, 0.1), ("ct", "b"): (0.1, 0.5, 0.05)}, ["ct"], PARTLY),  # b's references not confident
+    ({("ct", "a"): (0.9, 0.1, 0.1), ("ct", "b"): (0.9, 0.5, 0.5)}, ["ct"], NR),  # too few flips; b not uncertain
+    ({("ct", "a"): (0.9, 0.5, 0.1), ("ct", "b"): (0.2, 0.5, 0.05)}, ["ct"], INC),  # b's U on Δ: undecided
+    ({("ct", "a"): (0.9, 0.5, 0.1)}, [], NT),
 ])
 def test_claim_c5a_gives_every_verdict(cases, binary, expected):
-    claim = P.claim_class_flip(_flip_summary(cases), binary=binary)
+    claim = P.claim_class_flip(_flips(cases), binary=binary)
     assert claim.verdict == expected, claim.verdict.why
+    assert not fl.verdicts._states_decision(claim.rule)
+    if binary:
+        assert claim.units == 40 and len(claim.table) == len(cases)
 
 
-def test_claim_c5b_checks_the_bounds():
+def test_claim_c5b_is_an_exact_study_check():
     good = pd.DataFrame({"N": [2, 3, "real curves"], "min": [0.0, 0.1, 0.2], "max": [1.0, 0.9, 0.8],
                          "ideal": [1.0, 1.0, 1.0], "worst": [0.0, 0.0, 0.0]})
-    assert P.claim_fid_bounds(good).verdict == V[0]
-    assert P.claim_fid_bounds(good.assign(max=[1.0, 1.01, 0.8])).verdict == V[2]
-    assert P.claim_fid_bounds(good.assign(worst=[0.0, 0.1, 0.0])).verdict == V[2]
-    assert "by construction" in P.claim_fid_bounds(good).premise
+    claim = P.claim_fid_bounds(good)
+    assert claim.verdict == R and claim.kind == "study check" and claim.verdict.decision
+    assert P.claim_fid_bounds(good.assign(max=[1.0, 1.01, 0.8])).verdict == NR
+    assert P.claim_fid_bounds(good.assign(worst=[0.0, 0.1, 0.0])).verdict == NR
+    assert "by construction" in claim.premise
+    assert fl.verdicts.replicated(P.claim_fid_bounds, good).bootstrap_stability == "exact (no resampling)"
+
+
+def test_every_claim_takes_a_seed_and_one_replica_s_rows():
+    """Each claim function runs on one replica's rows alone and under another bootstrap seed, as
+    faithlab.verdicts.replicated calls it: a verdict per replica, and 20 seeds that agree on clear data."""
+    f, l = _ranked("same")
+    cases = {
+        P.claim_random_lowest: ((_fid({**{n: 0.7 for n in OTHERS}, "Random": 0.5}),), {"task": "ct", "model": "m"}),
+        P.claim_alteration_gains: ((_fid({n: 0.5 for n in OTHERS}, alterations=("none", "SG"),
+                                         gain={(n, "SG"): 0.1 for n in OTHERS}),), {}),
+        P.claim_rank_agreement: ((f, l), {"task": "vehicles", "score": "IoU", "n_boot": 300}),
+        P.claim_uncertain_selection: ((_selection({("a", "m"): 1.0}, 0.1),), {}),
+        P.claim_class_flip: ((_flips({("ct", "a"): (0.9, 0.5, 0.1)}),), {"binary": ["ct"]}),
+    }
+    for fn, (args, kwargs) in cases.items():
+        one = fn(*[a[a.replica == 1] for a in args], **kwargs, seed=7)
+        assert one.verdict == R, (fn.__name__, one.verdict.why)
+        claim = fl.verdicts.replicated(fn, *args, **kwargs, seed=7, seeds=3)
+        assert claim.verdict == R and claim.replica_agreement == "2 of 2 replicas", fn.__name__
+        assert claim.bootstrap_stability == "3 of 3 seeds", fn.__name__
+
+
+def test_replicas_are_trained_with_their_own_seeds_on_the_same_data():
+    settings = [{"name": "cnn", "model": "small_cnn", "config": {"width": 4}, "n_epochs": 1}]
+    a, b = (P.setup("ct", settings, n_images=4, image_size=16, n_train=96, n_background=3, replica=r) for r in (0, 1))
+    seeds = [s.info["training seed"].item() for s in (a, b)]
+    assert seeds == [fl.verdicts.replica_seed(0, "ct/cnn", r) for r in (0, 1)]
+    wa, wb = (next(iter(s.models["cnn"].parameters())) for s in (a, b))
+    assert not torch.equal(wa, wb)  # independently trained
+    assert torch.equal(a.background, b.background)  # the stand-in data stay keyed to seed
+    with pytest.raises(ValueError, match="replica"):
+        P.setup("ct", settings, n_images=4, image_size=16, n_train=96, replica=-1)

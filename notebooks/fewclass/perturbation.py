@@ -121,12 +121,15 @@ for task, s in setups.items():
 
 # %% [markdown]
 # ## C2: the selected perturbation is uncertain
-# A claim function of `faithlab.protocols.fewclass` (rule, premise and null in the claims table): the share of
-# images where the selected candidate reaches U < Δ, against the chance level of a candidate drawn at random from
-# the grid.
+# A claim function of `faithlab.protocols.fewclass` (rule, premise and decision in the claims table): per task ×
+# model, the share of images whose selected candidate reaches U < Δ, with its 95 % bootstrap interval over the
+# images against the margin 90 %, counted over the task × model settings (an interval across the margin is
+# undecided, never a failure). Premise, checked on the candidates before the selection is looked at: a candidate
+# drawn at random from the grid reaches U < Δ for less than 90 % of the images, else any candidate would do. One
+# trained model per setting (the Fid notebook trains the replicas); with `n_images` images per model the verdict
+# says when it is underpowered.
 
 # %%
-c2 = P.claim_uncertain_selection(selection, seed=seed)
-out.claim(c2)
+c2 = out.claim(P.claim_uncertain_selection, selection, seed=seed).claim
 out.table(c2.table, "c2_shares")
 c2.table

@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from faithlab import _validate, data, models, train
+from faithlab import _validate, data, models, train, verdicts
 from faithlab.metrics import fewclass
 
 __all__ = ["TASKS", "STAND_INS", "CAM_LAYERS", "Setup", "setup"]
@@ -71,7 +71,7 @@ def _stand_in(task: str, split: str, *, image_size: int, seed: int, n: int | Non
 
 def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int, image_size: int = 28,
           n_train: int = 1500, n_background: int = 20, seed: int = 0, data_dir: str | None = None, paper: bool = False,
-          batch_size: int = 256, device: str | torch.device = "cpu") -> Setup:
+          batch_size: int = 256, device: str | torch.device = "cpu", replica: int | None = None) -> Setup:
     """The models of a task and its XAI set: the first ``n_images`` test images every model predicts correctly.
 
     Book profile (``paper=False``): generated stand-ins with known ground truth, ``image_size``² pixels —
@@ -92,9 +92,19 @@ def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int
     (and G(x)/μ where μ is near 0 or negative) lose their meaning. The stand-ins are standardised too (their
     train split's mean and std, ``info``), and carry them the same way: their pixels lie in about [0, 1].
     n_background: training images for Expected Gradients (the paper: 200).
+    replica: the index of an independently trained replica of every model (stand-ins only): model ``name`` is
+    trained with seed :func:`faithlab.verdicts.replica_seed` ``(seed, f"{task}/{name}", replica)`` — the unit of
+    replication is the trained model — while the stand-in data stay keyed to ``seed``; the XAI set is then the
+    first ``n_images`` test images that every model *of this replica* predicts correctly. None: every model is
+    trained with ``seed`` itself (one model per setting). The paper's weights are one model: ``replica`` must be
+    None or 0 with ``paper``.
     """
     _validate.one_of(task, "task", TASKS)
     n_images = _validate.positive_int(n_images, "n_images")
+    if replica is not None and (not isinstance(replica, int) or isinstance(replica, bool) or replica < 0):
+        raise ValueError(f"replica must be None or an index ≥ 0, got {replica!r}")
+    if paper and replica not in (None, 0):
+        raise ValueError(f"the paper's weights are one model per setting: replica must be None or 0, got {replica!r}")
     if settings is None and not paper:
         settings = STAND_INS[task]
     if not settings:
@@ -113,15 +123,16 @@ def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int
                 raise ValueError(f"settings entries need 'name', 'model' and 'n_epochs', got {dict(s)!r:.200}")
             config = {"in_channels": train_data.x.shape[1], "n_classes": 3 if task == "vehicles" else 1,
                       **dict(s.get("config", {}))}
+            train_seed = seed if replica is None else verdicts.replica_seed(seed, f"{task}/{s['name']}", replica)
             model, _ = train.fit(s["model"], config, train_data,
-                                 train.TrainConfig(epochs=int(s["n_epochs"]), lr=3e-3, batch_size=64, seed=seed),
+                                 train.TrainConfig(epochs=int(s["n_epochs"]), lr=3e-3, batch_size=64, seed=train_seed),
                                  test_data=test_data, device=device, progress=False,
                                  data_key={"dataset": f"fewclass_{task}", "size": image_size, "n": n_train,
                                            "seed": seed})
             trained[s["name"]] = model.to(device).eval()
             accuracy = train.loss_and_accuracy(trained[s["name"]], test_data, device=device)["accuracy"]
             rows.append({"model": s["name"], "architecture": s["model"], "epochs": s["n_epochs"],
-                         "test accuracy": accuracy})
+                         "training seed": train_seed, "test accuracy": accuracy})
     else:
         name = "imagenet_vehicles" if task == "vehicles" else "ct_contrast"
         if data_dir is None:
