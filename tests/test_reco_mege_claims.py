@@ -16,7 +16,7 @@ import faithlab as fl
 from faithlab.metrics.crossfold import Pairs, details_from_pairs
 
 P = fl.protocols.reco_mege
-R, PARTLY, N, T = fl.verdicts.VERDICTS
+R, PARTLY, N, T, I = fl.verdicts.VERDICTS
 
 
 # ------------------------------------------------------------------------------------------------ the null itself
@@ -154,32 +154,94 @@ def task(gc, sa, ig=WEAK, seed=0):
     return {"SA": sets(*sa, seed=seed + 1), "IG": sets(*ig, seed=seed + 2), "GC": sets(*gc, seed=seed + 3)}
 
 
-@pytest.mark.parametrize("tasks, premises, expected", [
-    ({"A": task(GOOD, WEAK), "B": task(GOOD, WEAK, seed=5)}, None, R),           # GC best on both tasks
-    ({"A": task(GOOD, WEAK), "B": task(WEAK, GOOD, seed=5)}, None, PARTLY),      # on one of two
-    ({"A": task(WEAK, GOOD), "B": task(WEAK, GOOD, seed=5)}, None, N),           # on none
-    ({"A": task(NOISE, WEAK), "B": task(NOISE, WEAK, seed=5)}, None, T),         # GC's S= at its chance level
-    ({"A": task(GOOD, NOISE, ig=NOISE)}, None, T),                               # no competitor above chance
-    ({"A": task(GOOD, WEAK)}, {"A": "A Normal: mean held-out accuracy 0.11 < 0.20"}, T),  # models at chance
+def r1_frame(spec: dict, *, replicas: int = 2, n: int = 80) -> "pd.DataFrame":
+    """pairs_frame rows of R1's synthetic families: ``{task: (gc, sa)}`` (IG always WEAK), ``replicas`` independent
+    replicas per task (another noise seed each)."""
+    import pandas as pd
+
+    return pd.concat([P.pairs_frame(task(gc, sa, seed=100 * r + 7 * i), task=t, replica=r)
+                      for i, (t, (gc, sa)) in enumerate(spec.items()) for r in range(replicas)], ignore_index=True)
+
+
+CLOSE = (0.5, 0.6, 0.7)   # the same sets as WEAK: ReCo of GC and its rival tie
+
+
+@pytest.mark.parametrize("spec, premises, expected", [
+    ({"A": (GOOD, WEAK), "B": (GOOD, WEAK)}, None, R),                     # GC best on both tasks
+    ({"A": (GOOD, WEAK), "B": (WEAK, GOOD)}, None, PARTLY),                # on one of two
+    ({"A": (WEAK, GOOD), "B": (WEAK, GOOD)}, None, N),                     # on none
+    ({"A": (CLOSE, WEAK)}, None, I),                                       # a tie: neither won nor lost
+    ({"A": (GOOD, WEAK), "B": (CLOSE, WEAK)}, None, I),                    # reproduced only if the tie were a win
+    ({"A": (NOISE, WEAK), "B": (NOISE, WEAK)}, None, T),                   # GC's S= at its chance level
+    ({"A": (GOOD, WEAK)}, {"A": "A Normal: mean held-out accuracy 0.11 < 0.20"}, T),  # models at chance
 ])
-def test_claim_r1_gives_every_verdict(tasks, premises, expected):
-    claim = P.claim_gradcam_best_reco(tasks, premises=premises, n_boot=200, null_boot=500)
+def test_claim_r1_gives_every_verdict(spec, premises, expected):
+    frame = r1_frame(spec)
+    claim = P.claim_gradcam_best_reco(frame, premises=premises, n_boot=300, seed=0)
     assert isinstance(claim, fl.verdicts.Claim)
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
-    assert "shuffled" in claim.premise and len(claim.table) == len(tasks)
+    assert "shuffled" in claim.premise and len(claim.table) == len(spec) and claim.kind == "paper"
+    assert claim.decision and "reproduced when" not in claim.rule          # the rule text states no threshold
+    assert "reproduced from 100%" in claim.decision                         # "every task": share 1
     if expected == T and premises is None:
         assert "chance level" in claim.verdict.why
+    if expected not in (T,):
+        assert claim.units == 2 * 80                                        # (replica, sample) units per task
 
 
-def test_claim_r1_leaves_out_a_competitor_at_its_chance_level():
-    # SA separates S= from S≠ best (its S≠ is far), but its S= is at chance: its ReCo compares noise
+def test_claim_r1_pools_replicas_takes_seed_and_one_replicas_rows():
+    frame = r1_frame({"A": (GOOD, WEAK), "B": (GOOD, WEAK)}, replicas=3)
+    one = P.claim_gradcam_best_reco(frame[frame.replica == 1], n_boot=300, seed=5)  # a single replica's rows
+    assert one.verdict == R and one.units == 80
+    pooled = fl.verdicts.replicated(P.claim_gradcam_best_reco, frame, n_boot=300, seed=0)
+    assert pooled.verdict == R and pooled.replicas == (R, R, R) and len(pooled.stability) == 20
+    # a replica that fails the premise (its k models not within the tolerance) is left out of its task, not the rest
+    import pandas as pd
+
+    premises = pd.DataFrame([{"task": t, "replica": r, "reason": "not comparable" if r == 2 else None}
+                             for t in ("A", "B") for r in range(3)])
+    kept = P.claim_gradcam_best_reco(frame, premises=premises, n_boot=300)
+    assert kept.verdict == R and kept.units == 2 * 80 and "replica 2: not comparable" in kept.premise
+    gone = P.claim_gradcam_best_reco(frame, premises=premises.assign(reason="not comparable"), n_boot=300)
+    assert gone.verdict == T
+    with pytest.raises(ValueError, match="pairs"):
+        P.claim_gradcam_best_reco(frame.drop(columns="task"))
+
+
+def test_claim_r1_rival_is_the_best_competitor_whatever_its_chance_level():
+    # SA separates S= from S≠ best (its S≠ is far) though its S= is at chance: it is still the rival (no competitor
+    # is left out by a significance test)
     loud_noise, fair = (0.66, 0.97, 0.66), (0.4, 0.6, 0.7)
-    claim = P.claim_gradcam_best_reco({"A": task(fair, loud_noise)}, n_boot=200, null_boot=500)
-    assert claim.verdict == R, claim.our_value
+    claim = P.claim_gradcam_best_reco(r1_frame({"A": (fair, loud_noise)}), n_boot=300)
     row = claim.table.iloc[0]
-    assert row["rival"] == "IG" and row["at chance"] == "SA" and row["counted"] == "IG"
-    d = task(fair, loud_noise)
-    assert d["SA"]["reco"] > d["GC"]["reco"] > d["IG"]["reco"]              # counted, SA would have won
+    assert row["rival"] == "SA" and claim.verdict == N, claim.our_value
+
+
+def test_two_stage_weights_resample_replicas_then_their_samples():
+    groups = np.array([0] * 3 + [1] * 5 + [2] * 4)
+    w = P.two_stage_weights(groups, 400, 0)
+    assert w.shape == (400, 12) and bool((w >= 0).all())
+    for lo, hi in ((0, 3), (3, 8), (8, 12)):              # a replica's total weight: its size × times it was drawn
+        total = w[:, lo:hi].sum(1)
+        assert bool((total % (hi - lo) == 0).all())
+    assert bool((w[:, 0:3].sum(1) == 0).any())            # some draws leave a whole replica out
+    assert torch.equal(w, P.two_stage_weights(groups, 400, 0))
+    assert not torch.equal(w, P.two_stage_weights(groups, 400, 1))
+    plain = P.two_stage_weights(np.zeros(7), 50, 0)       # one replica: the plain bootstrap of its samples
+    assert bool((plain.sum(1) == 7).all())
+
+
+def test_pairs_frame_and_pooled_sets_round_trip():
+    a, b = sets(*GOOD, seed=1), sets(*WEAK, seed=2)
+    import pandas as pd
+
+    frame = pd.concat([P.pairs_frame({"GC": a}, replica=0), P.pairs_frame({"GC": b}, replica=1)], ignore_index=True)
+    pooled, groups = P.pooled_sets(frame)
+    both = Pairs(torch.cat([a["pairs"].distance, b["pairs"].distance]), torch.cat([a["pairs"].other,
+                 b["pairs"].other]), torch.cat([a["pairs"].kind, b["pairs"].kind]))
+    exact = details_from_pairs(both)
+    assert pooled["GC"]["reco"] == pytest.approx(exact["reco"]) and pooled["GC"]["mege"] == pytest.approx(exact["mege"])
+    assert list(groups) == [0] * 80 + [1] * 80
 
 
 TYPES = {"Randomized": ["Normal", "Randomized 5%", "Randomized 30%"], "Switched": ["Normal", "Switched 30%"]}
@@ -202,7 +264,7 @@ FALLS = (0.6, 0.7, 0.7)
     ({"SA": GOOD, "GC": GOOD}, {"SA": FALLS, "GC": FALLS}, None, R),          # falls in 4 of 4 cells
     ({"SA": GOOD, "GC": GOOD}, {"SA": FALLS, "GC": (0.25, 0.7, 0.7)}, None, PARTLY),   # 2 of 4
     ({"SA": GOOD, "GC": GOOD}, {"SA": (0.25, 0.7, 0.7), "GC": (0.25, 0.7, 0.7)}, None, N),  # rises everywhere
-    ({"SA": NOISE, "GC": NOISE}, {"SA": FALLS, "GC": FALLS}, None, T),        # normal S= at chance: no testable cell
+    ({"SA": GOOD, "GC": GOOD}, {"SA": GOOD, "GC": GOOD}, None, I),            # no change: every cell a tie
     ({"SA": GOOD, "GC": GOOD}, {"SA": FALLS, "GC": FALLS},
      {"CIFAR-10": "CIFAR-10 Normal: mean held-out accuracy 0.11 < 0.20"}, T),  # the models do not beat chance
 ])
@@ -210,17 +272,18 @@ def test_claim_r2_gives_every_verdict(normal, strongest, premises, expected):
     claim = P.claim_mege_falls(degraded(normal, strongest), TYPES, premises=premises, n_boot=200, null_boot=500)
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
     assert len(claim.table) == 2 * 2 * 2 and "shuffled" in claim.premise
-    if expected == T:
-        assert ("chance level" in claim.verdict.why) == (premises is None)
+    assert claim.decision and "reproduced when" not in claim.rule and claim.units == 80
 
 
-def test_claim_r2_tests_only_the_cells_above_their_own_chance_level():
-    # SA's normal S= is at its chance level (the old fixed floor would have judged MeGe alone); GC's is not
-    claim = P.claim_mege_falls(degraded({"SA": NOISE, "GC": GOOD}, {"SA": FALLS, "GC": FALLS}), TYPES,
-                               n_boot=200, null_boot=500)
+def test_claim_r2_counts_every_cell_whatever_its_chance_level_and_takes_seed():
+    # SA's normal S= is at its chance level: reported, but the cell still counts (no cell is picked by significance)
+    details = degraded({"SA": NOISE, "GC": GOOD}, {"SA": FALLS, "GC": FALLS})
+    claim = P.claim_mege_falls(details, TYPES, n_boot=200, null_boot=500, seed=3)
     table = claim.table[claim.table.score == "MeGe"]
-    assert set(table[table.testable].method) == {"GC"} and claim.verdict == R
-    assert "2 of 4 cells not testable (SA at chance)" in claim.our_value
+    assert set(table[table.testable].method) == {"SA", "GC"}
+    assert "normal S= at its chance level for SA" in claim.our_value
+    assert fl.verdicts.replicated(P.claim_mege_falls, details, TYPES, n_boot=200, null_boot=500, seed=0,
+                                  seeds=3).verdict in fl.verdicts.VERDICTS
     with pytest.raises(ValueError, match="types"):
         P.claim_mege_falls(degraded({"SA": GOOD}, {"SA": FALLS}), {"Limited": ["Normal", "Limited 25%"]})
     with pytest.raises(ValueError, match="types"):
@@ -230,9 +293,10 @@ def test_claim_r2_tests_only_the_cells_above_their_own_chance_level():
 # ------------------------------------------------------------------------------------------------- R3 (Tables 4–5)
 @pytest.mark.parametrize("lipschitz, resnet, premises, expected", [
     ({"SA": GOOD, "GC": GOOD}, {"SA": WEAK, "GC": WEAK}, (), R),                        # rises in 3 of 3 cells
-    ({"SA": (0.3, 0.35, 0.7), "GC": WEAK}, {"SA": WEAK, "GC": WEAK}, (), PARTLY),     # MeGe SA only: 1 of 3
+    ({"SA": (0.3, 0.35, 0.7), "GC": (0.6, 0.7, 0.7)}, {"SA": WEAK, "GC": WEAK}, (), PARTLY),  # MeGe SA: 1 of 3
     ({"SA": WEAK, "GC": WEAK}, {"SA": GOOD, "GC": GOOD}, (), N),                        # falls everywhere
     ({"SA": NOISE, "GC": NOISE}, {"SA": NOISE, "GC": (0.66, 0.7, 0.66)}, (), T),       # every S= at chance
+    ({"SA": WEAK, "GC": WEAK}, {"SA": WEAK, "GC": WEAK}, (), I),                        # no change: ties
     ({"SA": GOOD, "GC": GOOD}, {"SA": WEAK, "GC": WEAK}, ("CIFAR-10 1-Lipschitz: not comparable", None), T),
 ])
 def test_claim_r3_gives_every_verdict(lipschitz, resnet, premises, expected):
@@ -241,6 +305,7 @@ def test_claim_r3_gives_every_verdict(lipschitz, resnet, premises, expected):
     claim = P.claim_lipschitz(details, gradient_methods=["SA"], premises=premises, n_boot=200, null_boot=500)
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
     assert len(claim.table) == 3 and "shuffled" in claim.premise        # ReCo SA, MeGe SA, MeGe GC
+    assert claim.decision and "reproduced when" not in claim.rule
     if expected == T:
         assert ("chance level" in claim.verdict.why) == (not premises)
     with pytest.raises(ValueError, match="ResNet-18"):
@@ -268,12 +333,14 @@ STABLE = {"GC": 0.01, "SG": 0.02, "IG": 2.0, "SA": 2.5}
     ({"GC": 0.1, "SG": 0.3, "IG": 0.4, "SA": 0.2}, STABLE, None, PARTLY),               # (b) only
     ({"GC": 0.1, "SG": 0.3, "IG": 0.4, "SA": 0.2}, {"GC": 2.0, "SG": 0.02, "IG": 0.01, "SA": 2.5}, None, N),
     ({"GC": 0.0, "SG": 0.0, "IG": 0.0, "SA": 0.0}, STABLE, None, T),                    # μF at chance everywhere
+    ({"GC": 0.3, "SG": 0.3, "IG": 0.1, "SA": 0.2}, STABLE, None, I),                    # (a) a tie, (b) holds
     ({"GC": 0.8, "SG": 0.3, "IG": 0.3, "SA": 0.2}, STABLE, "CIFAR-10 Normal: not comparable", T),
 ])
 def test_claim_table3_gives_every_verdict(mu, s_avg, premise, expected):
     claim = P.claim_table3(per_sample(mu, s_avg), premise=premise, n_boot=500)
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
     assert "another image" in claim.premise and len(claim.table) == 4
+    assert claim.decision and "reproduced when" not in claim.rule and claim.units == 60
     assert bool(claim.table.set_index("method").loc["GC", "μF above chance"]) == (mu["GC"] > 0.05)
     if expected == T and premise is None:
         assert "chance level" in claim.verdict.why
@@ -287,3 +354,4 @@ def test_claim_table3_names_a_bad_frame():
     for methods, why in ((("GC", "SG"), "no method besides"), (("GC", "SA"), "lacks SG")):  # a cheaper run
         claim = P.claim_table3(per_sample({m: 0.5 for m in methods}, STABLE))
         assert claim.verdict == T and why in claim.verdict.why and len(claim.table) == 2
+        assert "partly from 50%" in claim.decision                          # the rule's text even when untestable

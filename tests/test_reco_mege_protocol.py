@@ -87,6 +87,19 @@ def test_family_and_cached_sets(tmp_path, monkeypatch):
         P.family("FashionMNIST", d, config=cfg, degradation="Broken")
 
 
+def test_replicas_train_under_their_own_seed_on_the_same_data(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAITHLAB_CACHE", str(tmp_path))
+    s = P.FamilySettings(n=30, image_size=8, k=2, width_scale=0.1, epochs=1, seed=4)
+    r0, r1 = s.replica("FashionMNIST/Normal", 0), s.replica("FashionMNIST/Normal", 1)
+    assert r0.seed == r1.seed == 4 and r0.training_seed != r1.training_seed      # D kept, training seed new
+    assert r0.training_seed == fl.verdicts.replica_seed(4, "FashionMNIST/Normal", 0) == r0.config().seed
+    assert s.training_seed == 4 and s.config().seed == 4                          # no replica: the study's seed
+    a, b = (P.families(["FashionMNIST"], r)["FashionMNIST"] for r in (r0, r1))
+    assert torch.equal(a.data.x, b.data.x) and a.key != b.key                      # same D, other models (cache)
+    again = P.families(["FashionMNIST"], r0)["FashionMNIST"]
+    assert again.key == a.key and torch.equal(again.predictions, a.predictions)
+
+
 def test_load_task_paper_reads_the_papers_loader(monkeypatch):
     calls = {}
 

@@ -13,7 +13,7 @@ from faithlab.metrics.crossfold import (pair_distances, reco_mege_details_from_p
                                         shuffled_partners)
 
 P = fl.protocols.reco_mege
-REP, PART, NOT, UNTESTABLE = fl.verdicts.VERDICTS
+REP, PART, NOT, UNTESTABLE, INCONCLUSIVE = fl.verdicts.VERDICTS
 
 
 def cross(k: int = 3, n: int = 24, seed: int = 0):
@@ -74,6 +74,7 @@ def test_claim_r5_gives_every_verdict(case, expected):
     claim = P.claim_identical_models(identical, contrast)
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why, claim.table)
     assert claim.claim.startswith("R5: k identical models give MeGe = 1")
+    assert claim.kind == "study check" and claim.decision                 # an identity: shown apart, rule generated
     assert "pipeline" in claim.premise and "no null can apply" in claim.premise
     if case == "identical":
         assert (claim.table["MeGe (different images)"] < 0.9).all()      # the contrast is far from the identity

@@ -14,7 +14,7 @@ import faithlab as fl
 from faithlab.metrics.statistics import spearman
 from faithlab.protocols import reco_sanity as R
 
-REP, PART, NOT, UNTESTABLE = fl.verdicts.VERDICTS
+REP, PART, NOT, UNTESTABLE, INCONCLUSIVE = fl.verdicts.VERDICTS
 CONTROL = "control reading"
 
 
@@ -94,6 +94,7 @@ def test_claim_r4_gives_every_verdict(fig2, fig3, expected, held):
     assert int((claim.table["status"] == "holds").sum()) == held
     assert claim.claim.startswith("R4: all six distances pass both sanity checks")
     assert "chance range" in claim.premise and "shuffled" in claim.premise and "≥ 0.9" in claim.rule
+    assert claim.decision and "reproduced when" not in claim.rule and claim.kind == "paper"
     if expected == UNTESTABLE:
         assert "within its shuffled-pairing chance range" in claim.verdict.why
     if held == 11:

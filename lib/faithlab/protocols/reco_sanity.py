@@ -322,9 +322,9 @@ def claim_sanity_checks(checks: pd.DataFrame, *, control: Sequence[str] = ()) ->
                                partly=verdicts.PARTLY_SHARE, untestable=untestable,
                                what="testable (distance × check) settings")
     if v == verdicts.VERDICTS[0] and len(at_chance):
-        v = verdicts.Verdict(verdicts.VERDICTS[1], f"{v.why}, but {len(at_chance)} setting(s) at chance: "
-                                                   f"{', '.join(label(r) for _, r in at_chance.iterrows())}, so "
-                                                   "'all six' is not shown")
+        v = v.with_why(f"{v.why}, but {len(at_chance)} setting(s) at chance: "
+                       f"{', '.join(label(r) for _, r in at_chance.iterrows())}, so 'all six' is not shown",
+                       verdicts.VERDICTS[1])
     ranges = "; ".join(f"{c} [{g['null low'].min():.2f}, {g['null high'].max():.2f}]"
                        for c, g in table.groupby("check", sort=False))
     draws = int(main["null draws"].max())
@@ -339,9 +339,9 @@ def claim_sanity_checks(checks: pd.DataFrame, *, control: Sequence[str] = ()) ->
     return verdicts.Claim(
         "R4: all six distances pass both sanity checks (monotone positive relation)",
         rule=f"per distance × check, the Spearman ρ between the displacement (or σ) and the distance over every "
-             f"map: a setting holds when ρ ≥ {threshold} and ρ lies above its shuffled-pairing chance range; the "
-             f"claim says all six, so reproduced only when every setting holds (share 1), partly when at least "
-             f"{verdicts.PARTLY_SHARE:.0%} of the testable settings hold, else not reproduced"
+             f"map: a setting holds when ρ ≥ {threshold} and ρ lies above its shuffled-pairing chance range (the "
+             "paper's direction: a monotone positive relation); the claim says all six, so every setting must hold "
+             "(share 1), and a setting at chance keeps it from being reproduced in full"
              + (f"; {', '.join(dict.fromkeys(controls['check']))} reported as a control, not decided"
                 if len(controls) else ""),
         premise=f"a setting is testable only if its ρ lies outside the central {level} chance range of the same ρ "

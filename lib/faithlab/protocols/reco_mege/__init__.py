@@ -26,8 +26,9 @@ from faithlab.protocols.reco_mege.tasks import DEGRADATIONS, METHODS, TASKS, met
 from faithlab.protocols.reco_mege.kfold import Family, FamilySettings, explain_family, families, family, load_task
 from faithlab.protocols.reco_mege.accuracy import (accuracy_frame, accuracy_summary, chance_premise, comparable_premise,
                                                    family_premise, test_accuracy)
-from faithlab.protocols.reco_mege.sets import distance_sets, histogram_frame, scores, with_null
-from faithlab.protocols.reco_mege.bootstrap import bootstrap_scores, comparison, null_frame, score_draws
+from faithlab.protocols.reco_mege.sets import distance_sets, histogram_frame, pairs_frame, scores, with_null
+from faithlab.protocols.reco_mege.bootstrap import (bootstrap_scores, comparison, null_frame, pooled_sets, score_draws,
+                                                    two_stage_weights)
 from faithlab.protocols.reco_mege.claims import claim_gradcam_best_reco, claim_lipschitz, claim_mege_falls
 from faithlab.protocols.reco_mege.bhatt import claim_table3, fidelity_stability
 from faithlab.protocols.reco_mege.identical import claim_identical_models, identical_models
@@ -40,4 +41,4 @@ __all__ = ["TASKS", "METHODS", "DEGRADATIONS", "Family", "load_task", "family", 
            "test_accuracy", "comparable_premise", "family_premise", "accuracy_summary", "claim_table3",
            "claim_lipschitz", "steps_diagnostic",
            "fidelity_stability", "PAPER", "rank_agreement", "beside", "identical_models", "cam_grid", "families",
-           "FamilySettings", "claim_identical_models"]
+           "FamilySettings", "claim_identical_models", "pairs_frame", "pooled_sets", "two_stage_weights"]

@@ -64,8 +64,9 @@ def claim_table3(per_sample: pd.DataFrame, *, premise: str | None = None, target
     map of another image (paired bootstrap over samples); without any method above that chance level μF does not
     discriminate on this model and the claim is not testable here. Rule, two parts, each decided by paired
     bootstraps over samples (``level``): (a) ``target``'s μF is above the best other method's; (b) every method of
-    ``stable`` has a lower S_avg than every other method. Reproduced when both hold, partly when one does, not
-    reproduced when neither. Table: one row per method (means, chance level, comparisons)."""
+    ``stable`` has a lower S_avg than every other method. Decided by :func:`faithlab.verdicts.from_settings` over
+    the two parts (share 1 for reproduced, 1/2 for partly; a tie undecided, never a failure). Table: one row per
+    method (means, chance level, comparisons)."""
     need = {"method", "sample", "μF", "μF (shuffled)", "S_avg"}
     if not isinstance(per_sample, pd.DataFrame) or not need <= set(per_sample.columns):
         raise ValueError(f"per_sample must be a frame with columns {sorted(need)} (fidelity_stability)")
@@ -83,7 +84,8 @@ def claim_table3(per_sample: pd.DataFrame, *, premise: str | None = None, target
                  "other method's, paired bootstraps over samples",
             premise=reason, paper_value="μF GC 0.907 (next SG 0.305); S_avg GC 0.012, SG 0.024, others > 2",
             our_value="; ".join(f"{r.method} μF {r['μF']:.3f}, S_avg {r['S_avg']:.3g}" for _, r in means.iterrows()),
-            verdict=verdicts.ladder(False, untestable=reason), table=means)
+            verdict=verdicts.from_settings([], reproduced=1.0, partly=0.5, untestable=reason, what="parts (a, b)"),
+            table=means, kind="paper")
     wide = {c: per_sample.pivot(index="sample", columns="method", values=c).reindex(columns=methods)
             for c in ("μF", "μF (shuffled)", "S_avg")}
     mu, mu_null, s_avg = wide["μF"].fillna(0.0), wide["μF (shuffled)"].fillna(0.0), wide["S_avg"]
@@ -100,11 +102,13 @@ def claim_table3(per_sample: pd.DataFrame, *, premise: str | None = None, target
         premise, None if above else
         f"no method's μF lies above its chance level (the same method's map of another image, paired bootstrap "
         f"over {a.n} samples): μF does not discriminate on this model")
-    v = verdicts.ladder(a_holds and b_holds, a_holds or b_holds, untestable=untestable)
+    b_part = (False if any(c.outcome == "loss" for c in b.values()) else True if b_holds else None)  # None: a tie
+    v = verdicts.from_settings([a, b_part], reproduced=1.0, partly=0.5, untestable=untestable,
+                               what="parts (a, b)")
     if untestable is None:
-        v = verdicts.Verdict(v, f"(a) {target} − {rival} μF {a.mean:+.3f} [{a.low:+.3f}, {a.high:+.3f}] → "
-                                f"{'holds' if a_holds else 'fails'}; (b) {', '.join(stable)} below every other "
-                                f"S_avg → {'holds' if b_holds else 'fails'}")
+        v = v.with_why(f"{v.why}: (a) {target} − {rival} μF {a.mean:+.3f} [{a.low:+.3f}, {a.high:+.3f}] → "
+                       f"{a.outcome}; (b) {', '.join(stable)} below every other S_avg → "
+                       f"{'holds' if b_holds else 'fails' if b_part is False else 'undecided'}")
     table = pd.DataFrame([{"method": m, "μF": float(mu[m].mean()), "μF (shuffled)": float(mu_null[m].mean()),
                            "μF − chance": chance[m].mean, "low": chance[m].low, "high": chance[m].high,
                            "μF above chance": m in above, "S_avg": float(s_avg[m].mean()),
@@ -114,8 +118,8 @@ def claim_table3(per_sample: pd.DataFrame, *, premise: str | None = None, target
     return verdicts.Claim(
         "Table 3: Grad-CAM has the highest μF, and Grad-CAM and SmoothGrad the lowest S_avg (CIFAR-10)",
         rule=f"(a) {target}'s μF minus the best other method's and (b) each of {', '.join(stable)}'s S_avg minus "
-             f"each other method's, paired bootstrap over samples ({level * 100:g} %): reproduced when both hold "
-             "significantly, partly when one does",
+             f"each other method's, paired bootstrap over samples ({level * 100:g} %); the paper's direction: (a) "
+             "above 0, (b) below 0 for every pair; margin 0; two parts, both needed in full, one for a part",
         premise="the model beats chance, and μF discriminates: at least one method's "
                 "μF lies significantly above the same method's μF with the map of another image (chance); "
                 + ", ".join(f"{m} {mu[m].mean():.3f} vs {mu_null[m].mean():.3f}" for m in methods)
@@ -124,4 +128,4 @@ def claim_table3(per_sample: pd.DataFrame, *, premise: str | None = None, target
         our_value=f"μF {target} − {rival} = {a.mean:.3f} [{a.low:.3f}, {a.high:.3f}]; two lowest S_avg: "
                   f"{', '.join(lowest)}; weakest S_avg comparison {worst_b[0][0]} − {worst_b[0][1]} = "
                   f"{worst_b[1].mean:.3g} [{worst_b[1].low:.3g}, {worst_b[1].high:.3g}] (lower is better)",
-        verdict=v, table=table)
+        verdict=v, table=table, kind="paper", units=int(min([a.n, *(c.n for c in b.values())])))

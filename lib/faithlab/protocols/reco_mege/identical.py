@@ -117,8 +117,9 @@ def claim_identical_models(identical: pd.DataFrame, contrast: pd.DataFrame | Non
     farthest = float(testable["max distance"].astype(float).abs().max()) if len(testable) else math.nan
     return verdicts.Claim(
         "R5: k identical models give MeGe = 1 (every distance 0)",
-        rule=f"reproduced when every testable cell has |MeGe − 1| ≤ {tolerance:g} and every distance ≤ "
-             f"{tolerance:g}; not reproduced when any cell misses (no partly: one miss is a broken pipeline)",
+        rule=f"per testable cell, |MeGe − 1| and the largest distance, each against the tolerance {tolerance:g} "
+             "(float error); an identity, so exact values and every cell must meet it (no partial share: one miss is "
+             "a broken pipeline)",
         premise="an identity of the definitions (eq. 8: with k copies of one model every distance is 0, so MeGe = "
                 "1/(1 + 0)): a check of the pipeline by construction, so no null can apply to its value; a cell is "
                 f"testable when it has an S= pair and its contrast lies below 1; {contrast_text}; not testable: "
@@ -127,4 +128,4 @@ def claim_identical_models(identical: pd.DataFrame, contrast: pd.DataFrame | Non
         our_value=(f"max |MeGe − 1| = {worst:.1e}, max distance {farthest:.1e} over {len(testable)} testable cells"
                    if len(testable) else "no testable cell")
                   + f" ({len(table) - len(testable)} of {len(table)} not testable)",
-        verdict=v, table=table)
+        verdict=v, table=table, kind="study check")

@@ -57,19 +57,22 @@ def load_task(task: str, *, n: int, image_size: int, seed: int = 0, dataset: str
 
 def family(task: str, d: data.TensorData, *, model: str = "resnet18_cifar", width_scale: float = 1.0,
            model_config: dict | None = None, config: train.TrainConfig, k: int = 5, degradation: str = "Normal",
-           seed: int = 0, device: str | torch.device = "cpu", batch_size: int = 256, name: str | None = None) -> Family:
+           seed: int = 0, device: str | torch.device = "cpu", batch_size: int = 256, name: str | None = None,
+           data_seed: int | None = None) -> Family:
     """Cross-train (or load from the cache) the k models of one family on D.
 
     model "resnet18_cifar": the task's base width (appendix A.3) × ``width_scale`` and its dropout; any other
     registered model takes ``model_config`` (e.g. ``"lipschitz_cnn"``). degradation: a row of
-    :data:`DEGRADATIONS`."""
+    :data:`DEGRADATIONS`. seed: the blocks and degradations (:func:`faithlab.train.cross_train`); data_seed: the
+    seed D was drawn with, for the cache key (default ``seed``; a replica trains under its own ``seed`` on the same
+    D)."""
     _validate.one_of(degradation, "degradation", tuple(DEGRADATIONS))
     spec = TASKS[task]
     if model == "resnet18_cifar" and model_config is None:
         model_config = {"base_width": max(2, round(spec["base_width"] * width_scale)), "dropout": spec["dropout"]}
     cfg = {"in_channels": d.x.shape[1], "n_classes": d.n_classes, **(model_config or {})}
     data_key = {"task": task, "dataset": d.info.get("name"), "n": len(d), "shape": list(d.x.shape[1:]),
-                "seed": seed}
+                "seed": seed if data_seed is None else data_seed}
     ct = train.cross_train(model, cfg, d, config, data_key=data_key, k=k, seed=seed, device=device, progress=False,
                            **DEGRADATIONS[degradation])
     d = d.to(next(ct.models[0].parameters()).device)
@@ -95,6 +98,8 @@ class FamilySettings:
     n, image_size, dataset, data_dir: the k-fold data D of :func:`load_task`; k: models per family; width_scale: the
     ResNet-18's width; epochs, train_batch, lr, scheduler, seed: their training (:meth:`config`; ``"cosine"`` anneals
     the rate to 0, so the k models end at comparable accuracy rather than at wherever a constant rate leaves them);
+    train_seed: the seed of the training alone (the blocks, the initialisation, the batches) when it differs from
+    ``seed`` — a replica (:meth:`replica`) — while D keeps ``seed``;
     device, batch_size: where and how many images per forward pass. The notebooks of ``reco_mege/`` share these
     parameter names: :meth:`from_parameters` reads them from a notebook's parameters.
     """
@@ -112,6 +117,20 @@ class FamilySettings:
     data_dir: str | None = None
     device: str | torch.device = "cpu"
     batch_size: int = 256
+    train_seed: int | None = None
+
+    def replica(self, setting: str, r: int) -> FamilySettings:
+        """These settings for replica ``r`` of ``setting``: the same D (``seed``), trained under
+        :func:`faithlab.verdicts.replica_seed` (seed, setting, r) — an independent repeat of the whole k-fold
+        training (blocks, initialisations, batches); its models are cached under their own keys."""
+        from dataclasses import replace
+
+        return replace(self, train_seed=faithlab.verdicts.replica_seed(self.seed, setting, r))
+
+    @property
+    def training_seed(self) -> int:
+        """The seed the models are trained under: ``train_seed``, else ``seed``."""
+        return self.seed if self.train_seed is None else self.train_seed
 
     @classmethod
     def from_parameters(cls, parameters: Mapping) -> FamilySettings:
@@ -122,7 +141,7 @@ class FamilySettings:
 
     def config(self) -> train.TrainConfig:
         """The models' ``TrainConfig(epochs, train_batch, lr, seed, scheduler)``."""
-        return train.TrainConfig(epochs=self.epochs, batch_size=self.train_batch, lr=self.lr, seed=self.seed,
+        return train.TrainConfig(epochs=self.epochs, batch_size=self.train_batch, lr=self.lr, seed=self.training_seed,
                                  scheduler=self.scheduler)
 
     def load_task(self, task: str, *, n: int | None = None, split: str = "train") -> data.TensorData:
@@ -140,4 +159,5 @@ def families(tasks: list[str], settings: FamilySettings, *, degradation: str = "
     s = settings
     config = s.config()
     return {t: family(t, s.load_task(t), width_scale=s.width_scale, config=config, k=s.k, degradation=degradation,
-                      seed=s.seed, device=s.device, batch_size=s.batch_size, name=degradation) for t in tasks}
+                      seed=s.training_seed, device=s.device, batch_size=s.batch_size, name=degradation,
+                  data_seed=s.seed) for t in tasks}

@@ -16,7 +16,7 @@ from faithlab.protocols.reco_mege.kfold import Family, explain_family
 from faithlab.protocols.reco_mege.tasks import method_options
 from faithlab.train.cache import cache_key
 
-__all__ = ["with_null", "distance_sets", "scores", "histogram_frame"]
+__all__ = ["with_null", "distance_sets", "scores", "histogram_frame", "pairs_frame"]
 
 
 _NULL_VERSION = 1
@@ -92,4 +92,24 @@ def histogram_frame(details: dict[str, dict], **columns) -> pd.DataFrame:
     for m, d in details.items():
         for name, values in (("S=", d["s_equal"]), ("S≠", d["s_unequal"])):
             frames.append(pd.DataFrame({**columns, "method": m, "set": name, "distance": values.numpy()}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def pairs_frame(details: dict[str, dict], **columns) -> pd.DataFrame:
+    """The S= / S≠ sets of every method as one frame (+ ``columns``, e.g. ``task=``, ``replica=``): one row per
+    method × sample with its k − 1 pair distances (``distance j``), their kinds (``kind j``: 0 S=, 1 S≠, 2 both
+    wrong) and their shuffled-pairings chance level (``shuffled j``). The frame a claim takes, so that its rows can
+    be cut to one replica (:func:`faithlab.verdicts.replicated`); :func:`~faithlab.protocols.reco_mege.bootstrap.
+    pooled_sets` reads it back."""
+    frames = []
+    for m, d in details.items():
+        pairs, shuffled = d["pairs"], d.get("shuffled")
+        n, width = pairs.distance.shape
+        block = {**columns, "method": m, "sample": range(n)}
+        for j in range(width):
+            block[f"distance {j}"] = pairs.distance[:, j].double().numpy()
+            block[f"kind {j}"] = pairs.kind[:, j].to(torch.int64).numpy()
+            block[f"shuffled {j}"] = (shuffled[:, j].double().numpy() if shuffled is not None
+                                      else float("nan"))
+        frames.append(pd.DataFrame(block))
     return pd.concat(frames, ignore_index=True)
