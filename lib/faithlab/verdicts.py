@@ -623,6 +623,7 @@ class Claim:
     replicas: tuple = ()
     stability: tuple = ()
     power: str = ""
+    raw: str = ""
 
     def __post_init__(self):
         for name in ("claim", "rule", "premise"):
@@ -647,17 +648,21 @@ class Claim:
 
     @property
     def replica_agreement(self) -> str:
-        """"k of R replicas" whose own verdict is the published one ("—" for a claim not decided per replica)."""
+        """"k of R replicas" whose own verdict is the claim function's verdict on all replicas pooled ("—" when the
+        frames carry no replica column)."""
         if not self.replicas:
             return "—"
-        return f"{sum(str(v) == str(self.verdict) for v in self.replicas)} of {len(self.replicas)} replicas"
+        own = self.raw or str(self.verdict)
+        return f"{sum(str(v) == own for v in self.replicas)} of {len(self.replicas)} replicas"
 
     @property
     def bootstrap_stability(self) -> str:
-        """"k of S seeds": bootstrap seeds under which the claim function gives the published verdict."""
+        """"k of S seeds": other bootstrap seeds under which the claim function gives its own verdict (``raw``, before
+        :func:`replicated` publishes an unstable or underpowered one as inconclusive)."""
         if not self.stability:
             return "exact (no resampling)"
-        return f"{sum(str(v) == str(self.verdict) for v in self.stability)} of {len(self.stability)} seeds"
+        own = self.raw or str(self.verdict)
+        return f"{sum(str(v) == own for v in self.stability)} of {len(self.stability)} seeds"
 
 
 # --------------------------------------------------------------------------------------------------- replication
@@ -758,7 +763,8 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
         v = v.with_why(f"{v.why}; underpowered: {claim.units} units in the smallest cell, below {MIN_UNITS}",
                        INCONCLUSIVE)
         premise = f"{premise} Underpowered here: {claim.units} units in the smallest cell (the house asks {MIN_UNITS})."
-    return replace(claim, verdict=v, premise=premise, replicas=tuple(per), stability=stability, power=power)
+    return replace(claim, verdict=v, premise=premise, replicas=tuple(per), stability=stability, power=power,
+                   raw=str(claim.verdict))
 
 
 # --------------------------------------------------------------------------------------------------------- power

@@ -19,10 +19,12 @@
 # in the predicted class's probability when that group alone is removed (SaCo), and with the drops when the top
 # 10 %, 20 %, … of the pixels are removed cumulatively (AOPC). Their claim (S5): the cumulative drops saturate
 # for every method, so AOPC is high for all three, while SaCo separates the good explanation from the poor ones.
-# Here the explained model is the small digits ViT of {doc}`random_vs_methods` (same configuration, so the cached
-# weights are reused); the `paper` profile sets `timm_model` (ViT-B/16 with its ImageNet weights, converted with
+# Here the explained model is the small digits ViT of {doc}`random_vs_methods` (same configuration and the training
+# seed of that notebook's replica 0 of the setting `setting_name`, so the cached weights are reused); the `paper`
+# profile sets `timm_model` (ViT-B/16 with its ImageNet weights, converted with
 # `fl.models.vit_from_timm`) and `dataset = "imagenet_val"`. One image is an anecdote: the claim is decided over the
-# first `n_images` correctly classified images (the figure shows the first of them).
+# first `n_images` correctly classified images (the figure shows the first of them), per trained replica: with
+# `replicas` > 1 the claim pools the replicas' images and bootstraps over replicas, then images.
 
 # %% tags=["parameters"]
 image_size = 16
@@ -31,6 +33,8 @@ dim = 48
 depth = 4
 heads = 4
 n_epochs = 30
+setting_name = "16 px, ViT 48×4"  # the random_vs_methods setting whose replicas these are (their training seeds)
+replicas = 1  # trained replicas the claim S5 pools (the figure shows replica 0)
 k = 10
 sample_index = 0
 n_images = 100  # S5 is decided over this many correctly classified images (the figure shows the first)
@@ -54,15 +58,20 @@ generator = torch.Generator().manual_seed(seed)
 
 # %% [markdown]
 # ## Model
-# The same recipe as `random_vs_methods` (`fl.recipes.digits_vit` with the same parameters), so the cached
-# weights of that notebook's model are loaded instead of retraining. With `timm_model` (`arch.weights_tag`), the
+# The same recipe as `random_vs_methods` (`fl.recipes.digits_vit` with the same parameters and the training seeds
+# `fl.verdicts.replica_seed(seed, setting_name, r)`), so the cached weights of that notebook's replicas are loaded
+# instead of retraining. With `timm_model` (`arch.weights_tag`), the
 # timm ViT is converted with `fl.models.vit_from_timm` and the candidate images are the first max(100,
 # 2·`n_images`) of `dataset` from `sample_index` on, normalised with the model's own mean and std.
 
 # %%
 if timm_model is None:
-    model, train, test = fl.recipes.digits_vit(image_size=image_size, patch_size=patch_size, dim=dim, depth=depth,
-                                               heads=heads, n_epochs=n_epochs, seed=seed, device=device)
+    vits = [fl.recipes.digits_vit(image_size=image_size, patch_size=patch_size, dim=dim, depth=depth, heads=heads,
+                                  n_epochs=n_epochs, seed=seed, device=device,
+                                  train_seed=fl.verdicts.replica_seed(seed, setting_name, r))[0]
+            for r in range(replicas)]
+    model = vits[0]
+    test = fl.data.load("digits", split="test", size=image_size, seed=seed)
     images, labels = test.x[sample_index:], test.y[sample_index:]
 else:
     arch, _, tag = timm_model.partition(".")
@@ -73,6 +82,7 @@ else:
     candidates = range(sample_index, min(sample_index + max(100, 2 * n_images), len(raw)))
     images = (torch.stack([raw[i][0] for i in candidates]) - mean) / std
     labels = torch.tensor([int(raw[i][1]) for i in candidates])
+    vits = [model]  # one set of published weights
 
 # %% [markdown]
 # ## The image
@@ -168,23 +178,30 @@ out.figure(fig, "case_study")
 # %% [markdown]
 # ## Claim S5 over many images
 # The same three explanations for the first `n_images` correctly classified images from `sample_index` on (chosen
-# by this rule, not by looking at the scores), and the claim function `fl.protocols.saco.claim_saturation`: its
-# rule, its premise (Random's SaCo is the null the good map must differ from; random removal of 30 % of the pixels
-# must cost p(ŷ|x), the mechanism of saturation) and its verdict are in the claims table. The single image above
-# illustrates it.
+# by this rule, not by looking at the scores), for every replica, and the claim function
+# `fl.protocols.saco.claim_saturation`: its rule (the share of images where every method saturates, against two
+# thirds; SaCo's relative separation of Transformer Attribution from Random minus AOPC's, margin 0), its premise
+# (random removal of 30 % of the pixels must cost p(ŷ|x), the mechanism of saturation), its decision and verdict
+# are in the claims table. The single image above illustrates it.
 
 # %%
-chosen = correct[:n_images]
-xs, ys = images[chosen].to(device), predictions[chosen].to(device)
-many = {name: fl.explainers.explain(model, xs, ys, method=method, batch_size=batch_size, sample_seeds=chosen,
-                                    **options).abs().sum(1, keepdim=True)
-        for name, (method, options) in METHODS.items()}
-frame = fl.protocols.saco.case_study_frame(model, xs, many, k=k, batch_size=batch_size)
+frames = []
+for r, vit in enumerate(vits):
+    with torch.no_grad():
+        predicted_r = vit(images.to(device)).argmax(1).cpu()
+    chosen = torch.nonzero(predicted_r == labels).flatten()[:n_images]
+    xs, ys = images[chosen].to(device), predicted_r[chosen].to(device)
+    many = {name: fl.explainers.explain(vit, xs, ys, method=method, batch_size=batch_size, sample_seeds=chosen,
+                                        **options).abs().sum(1, keepdim=True)
+            for name, (method, options) in METHODS.items()}
+    frames.append(fl.protocols.saco.case_study_frame(vit, xs, many, k=k, batch_size=batch_size).assign(replica=r))
+frame = pd.concat(frames, ignore_index=True)
 out.table(frame, "per_image")
-s5 = fl.protocols.saco.claim_saturation(frame, seed=seed)
-out.claim(s5)
+s5 = out.claim(fl.protocols.saco.claim_saturation, frame, seed=seed,
+               note=f"{len(vits)} trained model(s), {frame.groupby('replica')['image'].nunique().min()} images "
+                    "each at least").claim
 out.table(s5.table, "s5_summary")
-out.glue("n_images_s5", len(chosen))
-out.glue("share_saturated", round(float(frame.pivot(index="image", columns="method", values="saturated")
+out.glue("n_images_s5", int(frame.groupby("replica")["image"].nunique().sum()))
+out.glue("share_saturated", round(float(frame.pivot(index=["replica", "image"], columns="method", values="saturated")
                                         .astype(bool).all(axis=1).mean()), 3))
 s5.table

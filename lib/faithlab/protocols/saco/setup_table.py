@@ -29,10 +29,11 @@ SETUP: tuple[Setting, ...] = (
     Setting("models", "ViT-B/16, ViT-L/16, DeiT-B/16", "saco/random_vs_methods", _vits),
     Setting("training", "ImageNet weights; CIFAR fine-tuned", "saco/random_vs_methods",
             lambda p: "timm's ImageNet weights" if p["timm_models"] else
-            "trained here: " + ", ".join(str(s["n_epochs"]) for s in p["vit_settings"]) + " epochs"),
+            "trained here: " + ", ".join(str(s["n_epochs"]) for s in p["vit_settings"]) + " epochs, "
+            + f"{p.get('replicas', 1)} independently trained replica(s) per setting"),
     Setting("images evaluated", "not stated in the text", "saco/random_vs_methods",
             lambda p: ", ".join(f"{n:,}" for n in ([p["n_test"]] if p["timm_models"] else dict.fromkeys(
-                s.get("n_test", p["n_test"]) for s in p["vit_settings"]))) + " test images per model"),
+                s.get("n_test", p["n_test"]) for s in p["vit_settings"]))) + " test images per model (per replica)"),
     Setting("K groups (SaCo)", "K = 10", "saco/random_vs_methods", "K = {k}"),
     Setting("K ablation (Table 2)", "K ∈ {5, 10, 20}", "saco/random_vs_methods",
             lambda p: "K ∈ {" + ", ".join(str(k) for k in p["k_values"]) + "}"),
