@@ -15,14 +15,15 @@ from faithlab.metrics import trace_search as S
 from faithlab.protocols import trace as P
 from oracles import small_cnn
 
-R, PARTLY, N, NT = fl.verdicts.VERDICTS
-N_IMAGES = 8
+R, PARTLY, N, NT, INC = fl.verdicts.VERDICTS
+N_IMAGES = 8  # per replica
+REPLICAS = (0, 1)  # every synthetic frame holds two replicas (independently trained models), N_IMAGES each
 
 
 def _random_sums(mean: float = 5.0, sd: float = 0.5, n_orders: int = 20, seed: int = 1) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame([{"image": i, "order": j, "sum": mean + sd * rng.normal()}
-                         for i in range(N_IMAGES) for j in range(n_orders)])
+    return pd.DataFrame([{"replica": r, "image": i, "order": j, "sum": mean + sd * rng.normal()}
+                         for r in REPLICAS for i in range(N_IMAGES) for j in range(n_orders)])
 
 
 # ------------------------------------------------------------------------------------------------------------- T1
@@ -31,19 +32,21 @@ def bound_sums(*, cs_le: float, gap: float, improve: float, cs_mo: float, seed: 
     rng = np.random.default_rng(seed)
     rows = []
     for objective, cs0, sign in (("Le", cs_le, 1.0), ("Mo", cs_mo, -1.0)):
-        for i in range(N_IMAGES):
-            cs = cs0 + 0.1 * rng.normal()
-            sa = cs - sign * gap * (1 + 0.1 * rng.random())
-            gr = sa - sign * improve * (1 + 0.2 * rng.random()) if improve else sa
-            rows += [{"search": s, "objective": objective, "image": i, "sum": v}
-                     for s, v in (("CS", cs), ("SA", sa), ("Greedy", gr))]
+        for r in REPLICAS:
+            for i in range(N_IMAGES):
+                cs = cs0 + 0.1 * rng.normal()
+                sa = cs - sign * gap * (1 + 0.1 * rng.random())
+                gr = sa - sign * improve * (1 + 0.2 * rng.random()) if improve else sa
+                rows += [{"search": s, "objective": objective, "replica": r, "image": i, "sum": v}
+                         for s, v in (("CS", cs), ("SA", sa), ("Greedy", gr))]
     return pd.DataFrame(rows)
 
 
 @pytest.mark.parametrize("kwargs, expected", [
     ({"cs_le": 10.0, "gap": 0.02, "improve": 0.5, "cs_mo": 1.0}, R),  # above Greedy and at the bound, both
-    ({"cs_le": 10.0, "gap": 0.02, "improve": 0.0, "cs_mo": 1.0}, PARTLY),  # at the bound, no gain over Greedy
-    ({"cs_le": 10.0, "gap": 2.0, "improve": 0.0, "cs_mo": 1.0}, N),  # far from the bound and no gain
+    ({"cs_le": 10.0, "gap": 2.0, "improve": 0.5, "cs_mo": 1.0}, PARTLY),  # above Greedy, far from the bound
+    ({"cs_le": 10.0, "gap": 2.0, "improve": -0.5, "cs_mo": 1.0}, N),  # far from the bound, below Greedy
+    ({"cs_le": 10.0, "gap": 0.02, "improve": 0.0, "cs_mo": 1.0}, INC),  # at the bound, SA ties Greedy: undecided
     ({"cs_le": 5.0, "gap": 0.02, "improve": 0.5, "cs_mo": 5.0}, NT),  # random orders reach the bound
 ])
 def test_claim_t1_gives_every_verdict(kwargs, expected):
@@ -65,7 +68,7 @@ def test_claim_t1_measures_the_gap_against_the_random_span():
     claim = P.claim_search_bound(bound_sums(cs_le=10.0, gap=1.0, improve=0.5, cs_mo=1.0), _random_sums())
     le = claim.table.set_index("objective").loc["-Le"]
     assert le["relative gap SA → CS"] == pytest.approx(1.05 / 5.0, abs=0.03)  # gap 1.0–1.1 over a span of about 5
-    assert claim.verdict == PARTLY and not le["gap ≤ 0.05"] and le["SA beats Greedy"]
+    assert claim.verdict == PARTLY and le["gap ≤ 0.05"] == "loss" and le["SA beats Greedy"] == "win"
 
 
 # ------------------------------------------------------------------------------------------------------ T2, T2b
@@ -74,12 +77,13 @@ def table1_scores(means: dict[str, dict[str, float]], *, models=("m",), seed: in
     (a random map: symmetric about 0) unless given."""
     rng = np.random.default_rng(seed)
     rows = []
-    for model in models:
-        for ref, per in means.items():
-            for method, mu in {"Random": None, **per}.items():
-                values = rng.normal(0, 2, N_IMAGES) if mu is None else mu + 0.5 * rng.normal(size=N_IMAGES)
-                rows += [{"model": model, "reference": ref, "output": "probability", "method": method, "image": i,
-                          "LeRF − MoRF": v} for i, v in enumerate(values)]
+    for r in REPLICAS:
+        for model in models:
+            for ref, per in means.items():
+                for method, mu in {"Random": None, **per}.items():
+                    values = rng.normal(0, 2, N_IMAGES) if mu is None else mu + 0.5 * rng.normal(size=N_IMAGES)
+                    rows += [{"replica": r, "model": model, "reference": ref, "output": "probability",
+                              "method": method, "image": i, "LeRF − MoRF": v} for i, v in enumerate(values)]
     return pd.DataFrame(rows)
 
 
@@ -88,8 +92,9 @@ GOOD = {"T-p": 30.0, "T-y": 25.0, "A": 15.0, "B": 10.0}
 
 @pytest.mark.parametrize("means, expected", [
     ({"zero": GOOD, "blur": GOOD}, R),                                               # beats all, both references
-    ({"zero": GOOD, "blur": {**GOOD, "T-p": 15.0}}, PARTLY),                         # ties A under blur
-    ({"zero": {**GOOD, "T-p": 12.0}, "blur": {**GOOD, "T-p": 15.0}}, N),             # below or level with A
+    ({"zero": GOOD, "blur": {**GOOD, "T-p": 12.0}}, PARTLY),                         # below A under blur
+    ({"zero": {**GOOD, "T-p": 12.0}, "blur": {**GOOD, "T-p": 12.0}}, N),             # below A under both
+    ({"zero": GOOD, "blur": {**GOOD, "T-p": 15.0}}, INC),                            # level with A under blur
     ({"zero": {**GOOD, "A": 0.0, "B": -0.2}, "blur": {**GOOD, "A": 0.1, "B": 0.0}}, NT),  # every method at chance
 ])
 def test_claim_t2_gives_every_verdict(means, expected):
@@ -101,7 +106,8 @@ def test_claim_t2_gives_every_verdict(means, expected):
 
 @pytest.mark.parametrize("means, models, expected", [
     ({"zero": GOOD, "blur": GOOD}, ("m1", "m2"), R),
-    ({"zero": GOOD, "blur": {**GOOD, "T-y": 30.0}}, ("m1",), PARTLY),                # level under blur
+    ({"zero": GOOD, "blur": {**GOOD, "T-y": 35.0}}, ("m1",), PARTLY),                # T-y ahead under blur
+    ({"zero": GOOD, "blur": {**GOOD, "T-y": 30.0}}, ("m1",), INC),                   # level under blur
     ({"zero": {**GOOD, "T-p": 20.0}, "blur": {**GOOD, "T-p": 20.0}}, ("m1",), N),    # T-y ahead
     ({"zero": {**GOOD, "T-y": 0.0}, "blur": {**GOOD, "T-y": 0.1}}, ("m1",), NT),     # T-y at chance: nothing to beat
 ])
@@ -117,12 +123,14 @@ def random_curves(areas: dict[tuple[str, int], float], *, models=("m",), seed: i
     (f(x) = 1: the first point)."""
     rng = np.random.default_rng(seed)
     rows = []
-    for model in models:
-        for (ref, side), v in areas.items():
-            for i in range(N_IMAGES):
-                level = v + 0.02 * rng.normal()  # around 1: an output that jitters but does not fall
-                rows += [{"model": model, "reference": ref, "patch side": side, "edge": 14 // side, "image": i,
-                          "deleted": k, "fraction": k / 4, "value": 1.0 if k == 0 else level} for k in range(5)]
+    for r in REPLICAS:
+        for model in models:
+            for (ref, side), v in areas.items():
+                for i in range(N_IMAGES):
+                    level = v + 0.02 * rng.normal()  # around 1: an output that jitters but does not fall
+                    rows += [{"replica": r, "model": model, "reference": ref, "patch side": side, "edge": 14 // side,
+                              "image": i, "deleted": k, "fraction": k / 4, "value": 1.0 if k == 0 else level}
+                             for k in range(5)]
     return pd.DataFrame(rows)
 
 
@@ -130,6 +138,7 @@ def random_curves(areas: dict[tuple[str, int], float], *, models=("m",), seed: i
     ({("zero", 1): 0.1, ("zero", 7): 0.5, ("blur", 1): 0.8, ("blur", 7): 0.6}, R),       # faster fall, gap shrinks
     ({("zero", 1): 0.1, ("zero", 7): 0.5, ("blur", 1): 0.2, ("blur", 7): 0.9}, PARTLY),  # the gap grows
     ({("zero", 1): 0.5, ("zero", 7): 0.1, ("blur", 1): 0.6, ("blur", 7): 0.8}, N),       # neither
+    ({("zero", 1): 0.3, ("zero", 7): 0.3, ("blur", 1): 0.5, ("blur", 7): 0.5}, INC),     # no change: both undecided
     ({("zero", 1): 1.0, ("zero", 7): 1.0, ("blur", 1): 1.0, ("blur", 7): 1.0}, NT),      # deletion changes nothing
 ])
 def test_claim_t3_gives_every_verdict(areas, expected):
@@ -140,7 +149,7 @@ def test_claim_t3_gives_every_verdict(areas, expected):
 
 def test_claim_t3_with_one_image_is_not_testable():
     one = random_curves({("zero", 1): 0.1, ("zero", 7): 0.5, ("blur", 1): 0.8, ("blur", 7): 0.6})
-    claim = P.claim_random_test(one[one.image == 0])
+    claim = P.claim_random_test(one[(one.image == 0) & (one.replica == 0)])
     assert claim.verdict == NT and "fewer than two images" in claim.verdict.why
 
 
@@ -148,13 +157,15 @@ def test_claim_t3_with_one_image_is_not_testable():
 def cross_scores(le: tuple[float, float], mo: tuple[float, float], seed: int = 0) -> pd.DataFrame:
     """(ΣLeRF, ΣMoRF) around ``le`` for SA-Le and ``mo`` for SA-Mo, per image."""
     rng = np.random.default_rng(seed)
-    return pd.DataFrame([{"method": name, "image": i, "LeRF": lerf + rng.normal(), "MoRF": morf + rng.normal()}
-                         for name, (lerf, morf) in (("SA-Le", le), ("SA-Mo", mo)) for i in range(N_IMAGES)])
+    return pd.DataFrame([{"method": name, "replica": r, "image": i, "LeRF": lerf + rng.normal(),
+                          "MoRF": morf + rng.normal()}
+                         for name, (lerf, morf) in (("SA-Le", le), ("SA-Mo", mo)) for r in REPLICAS
+                         for i in range(N_IMAGES)])
 
 
 @pytest.mark.parametrize("le, mo, expected", [
     ((45.0, 10.0), (15.0, 5.0), R),       # SA-Mo loses 30 under LeRF, SA-Le 5 under MoRF
-    ((45.0, 20.0), (30.0, 5.0), NT),      # both lose 15: the losses cannot be told apart
+    ((45.0, 20.0), (30.0, 5.0), INC),     # both lose 15: a tie is inconclusive, never "not testable"
     ((45.0, 35.0), (40.0, 5.0), N),       # SA-Le's MoRF loss is the larger
     ((25.0, 10.0), (15.0, 5.0), NT),      # SA-Le's ΣLeRF is at chance: the search found nothing
 ])
@@ -170,13 +181,15 @@ def level_scores(spec: dict[str, tuple[float, float]], seed: int = 0) -> pd.Data
     each image's score by ±``sway`` (random per image), the level is the score's mean."""
     rng = np.random.default_rng(seed)
     rows = []
-    for model in ("m1", "m2"):
-        for method, (level, sway) in spec.items():
-            for i in range(N_IMAGES):
-                base = level + 0.5 * rng.normal() if level else 3 * rng.normal()
-                for ref, step in (("zero", -1.0), ("mean", 0.0), ("blur", 1.0)):
-                    rows.append({"model": model, "method": method, "image": i, "reference": ref,
-                                 "output": "probability", "LeRF − MoRF": base + step * sway * (0.5 + rng.random())})
+    for r in REPLICAS:
+        for model in ("m1", "m2"):
+            for method, (level, sway) in spec.items():
+                for i in range(N_IMAGES):
+                    base = level + 0.5 * rng.normal() if level else 3 * rng.normal()
+                    for ref, step in (("zero", -1.0), ("mean", 0.0), ("blur", 1.0)):
+                        rows.append({"replica": r, "model": model, "method": method, "image": i, "reference": ref,
+                                     "output": "probability",
+                                     "LeRF − MoRF": base + step * sway * (0.5 + rng.random())})
     return pd.DataFrame(rows)
 
 
@@ -187,6 +200,7 @@ PATCHES = {"T-p": (30.0, 0.5), "Grad": (8.0, 0.5), "IG": (8.0, 0.5)}
     ({"GC": (5.0, 0.2), "IG": (5.0, 2.0), "Grad": (5.0, 2.0)}, R),         # both move far more than TRACE
     ({"GC": (5.0, 0.2), "IG": (5.0, 0.01), "Grad": (5.0, 2.0)}, PARTLY),   # IG barely moves
     ({"GC": (5.0, 2.0), "IG": (5.0, 0.01), "Grad": (5.0, 0.01)}, N),       # only Grad-CAM (not counted) moves
+    ({"GC": (5.0, 0.2), "IG": (5.0, 0.083), "Grad": (5.0, 2.0)}, INC),     # IG moves as much as TRACE: undecided
     ({"GC": (5.0, 2.0), "IG": (0.0, 2.0), "Grad": (0.0, 2.0)}, NT),        # Grad and IG at chance (0)
 ])
 def test_claim_t5_gives_every_verdict(pixels, expected):
@@ -207,6 +221,7 @@ def test_claim_t6_is_an_implementation_check_that_can_fail(error, expected):
                           "insertion AUC": deletion * (1 + (error or 0) * (np.arange(2 * N_IMAGES) == 3))})
     claim = P.claim_insertion_equals_deletion(frame.iloc[:0] if error is None else frame)
     assert claim.verdict == expected, claim.our_value
+    assert claim.kind == "study check" and claim.verdict.decision
     if error is not None:
         assert "by construction" in claim.premise and "implementation" in claim.rule
 
@@ -248,3 +263,67 @@ def test_insertion_deletion_frame_pairs_each_deletion_with_the_reverse_insertion
     assert len(frame) == 2 * 2 and set(frame["deletion"]) == {"LeRF", "MoRF"}
     np.testing.assert_allclose(frame["insertion AUC"], frame["deletion AUC"], rtol=1e-5)
     assert P.claim_insertion_equals_deletion(frame).verdict == R
+
+
+# ------------------------------------------------------------------------------------------- the one procedure
+def _every_claim():
+    """(claim function, args, kwargs) for every TRACE claim on two-replica frames (T6 has no replica column)."""
+    rng = np.random.default_rng(0)
+    deletion = 10 + rng.random(4)
+    t6 = pd.DataFrame({"method": ["SA-Le"] * 4, "deletion": ["LeRF", "MoRF"] * 2, "image": [0, 0, 1, 1],
+                       "deletion AUC": deletion, "insertion AUC": deletion})
+    areas = {("zero", 1): 0.1, ("zero", 7): 0.5, ("blur", 1): 0.8, ("blur", 7): 0.6}
+    return [
+        (P.claim_search_bound, (bound_sums(cs_le=10.0, gap=0.02, improve=0.5, cs_mo=1.0), _random_sums()), {}),
+        (P.claim_beats_methods, (table1_scores({"zero": GOOD, "blur": GOOD}),), {"model": "m"}),
+        (P.claim_probability_beats_logit, (table1_scores({"zero": GOOD, "blur": GOOD}),), {}),
+        (P.claim_random_test, (random_curves(areas),), {}),
+        (P.claim_cross_test, (cross_scores((45.0, 10.0), (15.0, 5.0)), _random_sums(mean=25.0)), {}),
+        (P.claim_reference_robust, (level_scores(PATCHES),
+                                    level_scores({"GC": (5.0, 0.2), "IG": (5.0, 2.0), "Grad": (5.0, 2.0)}, seed=1)),
+         {}),
+        (P.claim_insertion_equals_deletion, (t6,), {}),
+    ]
+
+
+@pytest.mark.parametrize("i", range(7))
+def test_every_claim_takes_a_seed_and_one_replica_and_decides_by_the_one_procedure(i):
+    fn, args, kwargs = _every_claim()[i]
+    whole = fn(*args, **kwargs, seed=3)
+    assert whole.verdict.decision
+    assert whole.units if fn is not P.claim_insertion_equals_deletion else whole.units is None  # exact: no sampling
+    assert not fl.verdicts._states_decision(whole.rule)
+    one = [a[a["replica"] == 0] if "replica" in a.columns else a for a in args]
+    alone = fn(*one, **kwargs, seed=3)  # one replica's rows alone
+    assert alone.verdict in fl.verdicts.VERDICTS
+    if fn is not P.claim_insertion_equals_deletion:
+        assert alone.units >= N_IMAGES and whole.units == len(REPLICAS) * alone.units  # units pooled over replicas
+    claim = fl.verdicts.replicated(fn, *args, **kwargs, seed=3, seeds=3)
+    assert claim.verdict in fl.verdicts.VERDICTS
+    assert len(claim.replicas) == (len(REPLICAS) if fn is not P.claim_insertion_equals_deletion else 0) \
+        or claim.replicas == ()
+    assert claim.kind == ("study check" if fn is P.claim_insertion_equals_deletion else "paper")
+
+
+def test_claim_t3_premise_uses_a_tolerance_not_an_exact_boundary():
+    # the output falls by 0.03 on average: beyond the default tolerance (0.01), inside a tolerance of 0.05
+    areas = {("zero", 1): 0.97, ("zero", 7): 0.97, ("blur", 1): 0.97, ("blur", 7): 0.97}
+    claim = P.claim_random_test(random_curves(areas, models=("m1", "m2")), premise_tol=0.05)
+    assert claim.verdict == NT and "0.05" in claim.verdict.why
+    assert P.claim_random_test(random_curves(areas, models=("m1", "m2"))).verdict != NT
+
+
+def test_claim_t4_a_tie_is_inconclusive_and_never_not_testable():
+    claim = P.claim_cross_test(cross_scores((45.0, 20.0), (30.0, 5.0)), _random_sums(mean=25.0))
+    assert claim.verdict == INC and "margin 0" in claim.verdict.why
+
+
+def test_claims_bootstrap_replicas_then_images():
+    # two replicas far apart: the two-stage interval (replicas drawn first) is wider than one over pooled images
+    frame = table1_scores({"zero": GOOD, "blur": GOOD}, models=("m1",))
+    shifted = frame.assign(**{"LeRF − MoRF": frame["LeRF − MoRF"]
+                              + np.where((frame["replica"] == 1) & (frame["method"] == "T-p"), -8.0, 0.0)})
+    pooled = P.claim_probability_beats_logit(shifted.drop(columns="replica"))
+    nested = P.claim_probability_beats_logit(shifted)
+    width = lambda c: float((c.table["high"] - c.table["low"]).mean())  # noqa: E731
+    assert width(nested) > width(pooled)

@@ -25,7 +25,8 @@
 
 # %% tags=["parameters"]
 trace_models = {}  # overrides of fl.protocols.trace.TraceModels (the models of trace/searches, trace/random_test)
-n_images = 4
+replicas = 3  # independently trained replicas of every stand-in model (1 for the paper's pretrained weights)
+n_images = 10  # searched images per replica: each replica is evaluated on its own n_images test images
 edge = 7
 references = ["zero", "mean", "blur"]
 blur_kernel = 5
@@ -62,24 +63,38 @@ P = fl.protocols.trace
 # ## Models and images
 # Default: coloured canvas digits of `image_size`² pixels (foreground fraction `r`; both in `trace_models`, shared
 # with the other TRACE notebooks), normalised per channel, so that the zero reference is the dataset's mean colour as
-# in the paper; one CNN per entry of its `settings` trained with Adam (`fl.recipes.canvas_classifier`, cached), all
-# evaluated on the same first `n_images` test digits and their labels (the paper explains the ground-truth label).
-# The grid has t = `edge`² patches.
+# in the paper; one CNN per entry of its `settings` trained with Adam (`fl.recipes.canvas_classifier`, cached),
+# `replicas` times, each replica r with its own training seed `fl.verdicts.replica_seed(seed, <model name>, r)`
+# (initialisation and batch order; the data stay keyed to `seed`). Replica r is evaluated on its own `n_images` test
+# digits (images r·`n_images` … (r + 1)·`n_images` − 1) and their labels (the paper explains the ground-truth
+# label), so every claim pools `replicas` × `n_images` searched images per model and bootstraps replicas, then
+# images. With the paper's pretrained weights there is nothing to retrain: `replicas` is 1 there. The grid has
+# t = `edge`² patches.
 
 # %%
 canvas = P.TraceModels(**trace_models)
-setup = P.setup(canvas.first(), n_images=n_images, image_size=canvas.image_size, r=canvas.r, dataset=dataset,
-                data_dir=data_dir, torchvision_models=torchvision_models, seed=seed, device=device)
-x, y = setup.x, setup.y
+REPLICAS = list(range(replicas))
+NAMES = [s["name"] for s in canvas.first()]
+setups = {}
+for r in REPLICAS:
+    train_seeds = None if torchvision_models else {n: fl.verdicts.replica_seed(seed, n, r) for n in NAMES}
+    setups[r] = P.setup(canvas.first(), n_images=n_images * replicas, image_size=canvas.image_size, r=canvas.r,
+                        dataset=dataset, data_dir=data_dir, torchvision_models=torchvision_models, seed=seed,
+                        device=device, train_seeds=train_seeds)
+IMAGES = {r: slice(r * n_images, (r + 1) * n_images) for r in REPLICAS}
+setup = setups[0]
+info = pd.concat([setups[r].info.assign(replica=r) for r in REPLICAS], ignore_index=True)
 t = edge * edge
-out.table(setup.info, "models")
-out.glue("n_images", len(x))
+out.table(info, "models")
+out.glue("n_images", n_images)
+out.glue("replicas", replicas)
+out.glue("n_units", n_images * replicas)
 out.glue("n_models", len(setup.models))
 out.glue("t", t)
-out.glue("patch_side", x.shape[-1] // edge)
+out.glue("patch_side", setup.x.shape[-1] // edge)
 out.glue("iterations", iterations)
-out.glue("accuracy_min", round(float(setup.info["test accuracy"].min()), 3))
-setup.info
+out.glue("accuracy_min", round(float(info["test accuracy"].min()), 3))
+info
 
 # %% [markdown]
 # ## References
@@ -88,9 +103,14 @@ setup.info
 # at 224 px scaled to our image size: both an almost flat box filter over a seventh of the image).
 
 # %%
-REFERENCES = {"zero": "zero", "mean": "mean",
-              "blur": fl.perturb.make_reference(x, "blur", kernel_size=blur_kernel, sigma=blur_sigma)}
-REFERENCES = {name: REFERENCES[name] for name in references}
+def references_of(x):
+    """The references of the images x (the blur reference is an image per image)."""
+    refs = {"zero": "zero", "mean": "mean",
+            "blur": fl.perturb.make_reference(x, "blur", kernel_size=blur_kernel, sigma=blur_sigma)}
+    return {name: refs[name] for name in references}
+
+
+REFERENCES = {r: references_of(setups[r].x[IMAGES[r]]) for r in REPLICAS}
 
 # %% [markdown]
 # ## Attribution methods and TRACE
@@ -112,30 +132,36 @@ OPTIONS = {"RISE": {"n_masks": rise_masks}, "EP": {"max_iter": ep_iterations}, "
 METHODS = {name: (P.TABLE1_METHODS[name][0], {**P.TABLE1_METHODS[name][1], **OPTIONS.get(name, {})},
                   P.TABLE1_METHODS[name][2]) for name in methods}
 
-# one random stream per model (keyed by its name) and per search: a model's numbers do not change when other models
-# are added, removed or reordered
+# one random stream per model (keyed by its name), replica and search: a model's numbers do not change when other
+# models are added, removed or reordered
 KEYS = {m: zlib.crc32(m.encode()) for m in setup.models}
-maps = {m: P.method_maps(model, x, y, METHODS, batch_size=batch_size, layer=setup.layers[m],
-                         generator=torch.Generator().manual_seed(fl.perturb.keyed_seed(seed, KEYS[m])),
-                         statistics_data=setup.reference)
-        for m, model in setup.models.items()}
-searches = {(m, ref, output): S.anneal(model, x, edge=edge, objective="le-mo", iterations=iterations, eta=eta,
-                                       generator=torch.Generator().manual_seed(fl.perturb.keyed_seed(seed, KEYS[m],
-                                                                                                     i, j)),
-                                       reference=REFERENCES[ref], output=output, target=y, batch_size=batch_size)
-            for m, model in setup.models.items() for i, ref in enumerate(REFERENCES)
-            for j, output in enumerate(("prob", "logit"))}
+maps, searches = {}, {}
+for r in REPLICAS:
+    su, x, y = setups[r], setups[r].x[IMAGES[r]], setups[r].y[IMAGES[r]]
+    for m, model in su.models.items():
+        maps[r, m] = P.method_maps(model, x, y, METHODS, batch_size=batch_size, layer=su.layers[m],
+                                   generator=torch.Generator().manual_seed(fl.perturb.keyed_seed(seed, KEYS[m], r)),
+                                   statistics_data=su.reference)
+        for i, ref in enumerate(references):
+            for j, output in enumerate(("prob", "logit")):
+                g = torch.Generator().manual_seed(fl.perturb.keyed_seed(seed, KEYS[m], i, j, r))
+                searches[r, m, ref, output] = S.anneal(model, x, edge=edge, objective="le-mo", iterations=iterations,
+                                                       eta=eta, generator=g, reference=REFERENCES[r][ref],
+                                                       output=output, target=y, batch_size=batch_size)
 
 # %%
 scores, curves = [], []
-for m, model in setup.models.items():
-    trajs = P.trajectories(maps[m], x, METHODS, edge=edge)
-    for ref, reference in REFERENCES.items():
-        trajs_ref = {"T-y": searches[m, ref, "logit"].trajectory, "T-p": searches[m, ref, "prob"].trajectory, **trajs}
-        s, c = P.deletion_frames(model, x, y, trajs_ref, edge=edge, reference=reference, batch_size=batch_size,
-                                 labels={"model": m, "reference": ref})
-        scores.append(s)
-        curves.append(c)
+for r in REPLICAS:
+    su, x, y = setups[r], setups[r].x[IMAGES[r]], setups[r].y[IMAGES[r]]
+    for m, model in su.models.items():
+        trajs = P.trajectories(maps[r, m], x, METHODS, edge=edge)
+        for ref, reference in REFERENCES[r].items():
+            trajs_ref = {"T-y": searches[r, m, ref, "logit"].trajectory, "T-p": searches[r, m, ref, "prob"].trajectory,
+                         **trajs}
+            s, c = P.deletion_frames(model, x, y, trajs_ref, edge=edge, reference=reference, batch_size=batch_size,
+                                     labels={"replica": r, "model": m, "reference": ref})
+            scores.append(s)
+            curves.append(c)
 scores, curves = pd.concat(scores, ignore_index=True), pd.concat(curves, ignore_index=True)
 out.table(scores, "scores")
 ORDER = ["T-y", "T-p", *METHODS]
@@ -173,13 +199,11 @@ appendix_g.style.format(precision=2, subset=ORDER)
 # where T-y is above chance ("TRACE-p performs better than TRACE-y in the evaluation using probabilities").
 
 # %%
-t2_claims = [P.claim_beats_methods(scores, model=m, target="T-p", exclude=("T-y",), seed=seed) for m in setup.models]
-for claim in t2_claims:
-    out.claim(claim)
+t2_claims = [out.claim(P.claim_beats_methods, scores, model=m, target="T-p", exclude=("T-y",), seed=seed).claim
+             for m in setup.models]
 t2 = pd.concat([c.table for c in t2_claims], ignore_index=True)
 out.table(t2, "t2_comparisons")
-t2b = P.claim_probability_beats_logit(scores, target="T-p", other="T-y", seed=seed)
-out.claim(t2b)
+t2b = out.claim(P.claim_probability_beats_logit, scores, target="T-p", other="T-y", seed=seed).claim
 out.table(t2b.table, "t2_p_vs_y")
 prob = scores[scores.output == "probability"]
 t2
@@ -193,7 +217,7 @@ t2
 first = next(iter(setup.models))
 fig, axes = fl.plots.panels(2, 2, height=2.4, legend="right", sharex=True)
 panels = [("logit", "LeRF"), ("logit", "MoRF"), ("probability", "LeRF"), ("probability", "MoRF")]
-sel = curves[(curves.model == first) & (curves.reference == references[0])]
+sel = curves[(curves.model == first) & (curves.reference == references[0]) & (curves.replica == REPLICAS[0])]
 for ax, (output, criterion), tag in zip(axes.flat, panels, ["i", "ii", "iii", "iv"]):
     panel = sel[(sel.output == output) & (sel.criterion == criterion)]
     fl.plots.curves(panel, x="deleted", y="value", hue="method", band=None, ax=ax)
@@ -218,17 +242,20 @@ out.figure(fig, "fig2b")
 # control.
 
 # %%
-pixel_edge = x.shape[-1]
+pixel_edge = setup.x.shape[-1]
 out.glue("pixel_points", pixel_points)
 PIXEL = {name: METHODS[name] for name in pixel_methods}
 pixel_scores, pixel_curves = [], []
-for m, model in setup.models.items():
-    trajs = P.trajectories({name: maps[m][name] for name in PIXEL}, x, PIXEL, edge=pixel_edge)
-    for ref, reference in REFERENCES.items():
-        s, c = P.deletion_frames(model, x, y, trajs, edge=pixel_edge, reference=reference, outputs=("prob",),
-                                 batch_size=batch_size, labels={"model": m, "reference": ref}, points=pixel_points)
-        pixel_scores.append(s)
-        pixel_curves.append(c[c.model == first] if m == first else c.iloc[:0])
+for r in REPLICAS:
+    su, x, y = setups[r], setups[r].x[IMAGES[r]], setups[r].y[IMAGES[r]]
+    for m, model in su.models.items():
+        trajs = P.trajectories({name: maps[r, m][name] for name in PIXEL}, x, PIXEL, edge=pixel_edge)
+        for ref, reference in REFERENCES[r].items():
+            s, c = P.deletion_frames(model, x, y, trajs, edge=pixel_edge, reference=reference, outputs=("prob",),
+                                     batch_size=batch_size, labels={"replica": r, "model": m, "reference": ref},
+                                     points=pixel_points)
+            pixel_scores.append(s)
+            pixel_curves.append(c if m == first and r == REPLICAS[0] else c.iloc[:0])
 pixel_scores = pd.concat(pixel_scores, ignore_index=True)
 pixel_curves = pd.concat(pixel_curves, ignore_index=True)
 out.table(pixel_scores, "pixel_scores")
@@ -245,10 +272,9 @@ out.figure(fig, "fig1")
 # %%
 levels = pd.concat([prob.assign(level=f"patches (t = {t})"),
                     pixel_scores.assign(level=f"pixels (t = {pixel_edge ** 2})")], ignore_index=True)
-spread = P.reference_spread(levels, value="LeRF − MoRF", by=["level", "model", "method"])
+spread = P.reference_spread(levels, value="LeRF − MoRF", by=["level", "replica", "model", "method"])
 spread_table = spread.groupby(["level", "method"], sort=False)[["spread", "relative spread"]].mean().reset_index()
 out.table(spread_table, "t5_spread")
-t5 = P.claim_reference_robust(prob, pixel_scores, target="T-p", against=("Grad", "IG"), seed=seed)
+t5 = out.claim(P.claim_reference_robust, prob, pixel_scores, target="T-p", against=("Grad", "IG"), seed=seed).claim
 out.table(t5.table, "t5_comparisons")
-out.claim(t5)
 spread_table

@@ -107,7 +107,8 @@ def _torchvision_entry(entry) -> tuple[str, dict]:
 
 def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float = 0.45,
           dataset: str = "canvas_digits", data_dir: str | None = None, torchvision_models: tuple = (),
-          seed: int = 0, device: str | torch.device = "cpu", n_reference: int = 1000) -> Setup:
+          seed: int = 0, device: str | torch.device = "cpu", n_reference: int = 1000,
+          train_seeds: Mapping[str, int] | None = None) -> Setup:
     """Stand-ins or the paper's models, and the images they are all evaluated on.
 
     Default (``torchvision_models`` empty): coloured canvas digits of ``image_size``² pixels whose foreground
@@ -123,6 +124,9 @@ def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float
     ``reference`` (IBA's statistics, the authors' "10,000 training images" scaled down): the first ``n_reference``
     training canvases, or with ``torchvision_models`` the first ``n_reference`` images of ``dataset`` by file name
     (ImageNet's val split only is read, so they include the evaluated images).
+
+    train_seeds: ``{model name: training seed}`` (a replica's, :func:`faithlab.verdicts.replica_seed`); the data stay
+    keyed to ``seed``. A model missing from it is trained with ``seed`` (the cache keys on the training seed).
     """
     n_images = _validate.positive_int(n_images, "n_images")
     n_reference = _validate.positive_int(n_reference, "n_reference")
@@ -136,7 +140,8 @@ def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float
         for s in settings:
             model, _, train_data, test = recipes.canvas_classifier(image_size=image_size, r=r, color=True,
                                                           model_name=s["model"], width=s["width"],
-                                                          n_epochs=s["n_epochs"], seed=seed, device=device)
+                                                          n_epochs=s["n_epochs"], seed=seed, device=device,
+                                                          train_seed=(train_seeds or {}).get(s["name"]))
             trained[s["name"]] = model
             rows.append({"model": s["name"], "architecture": s["model"], "width": s["width"],
                          "epochs": s["n_epochs"], "test accuracy": train.loss_and_accuracy(model, test)["accuracy"]})

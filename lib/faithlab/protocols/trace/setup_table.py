@@ -53,7 +53,9 @@ SETUP: tuple[Setting, ...] = (
     Setting("training", "torchvision's pre-trained weights", "trace/table1",
             lambda p: "torchvision weights" if p["torchvision_models"] else
             "trained here: " + ", ".join(str(s["n_epochs"]) for s in _canvas(p).settings) + " epochs"),
-    Setting("images (Table 1)", "not stated (Fig. 2b: the first 200)", "trace/table1", "{n_images}"),
+    Setting("images (Table 1)", "not stated (Fig. 2b: the first 200)", "trace/table1",
+            lambda p: f"{p['n_images']}" if p.get("replicas", 1) == 1 else
+            f"{p['replicas'] * p['n_images']} per model ({p['replicas']} trained replicas × {p['n_images']})"),
     Setting("patches t", "7×7 = 49 (32 px patches)", "trace/table1",
             lambda p: f"{p['edge']}×{p['edge']} = {p['edge'] ** 2} ({_side(p) // p['edge']} px patches)"),
     Setting("TRACE-SA schedule", "K = 5,000, T0 = 0.1 (-p) / 2 (-y), η = 0.999", "trace/table1",
