@@ -57,10 +57,9 @@ SETUP: tuple[Setting, ...] = (
             lambda p: _grid(p["sparsity"], percent=True)),
     Setting("noise levels ξ, degradation seeds", "0–1, 6 levels; 5 seeds", "ffidelity/images_ranking",
             lambda p: f"{_grid(p['noise_levels'])}; {p['n_seeds']} seeds"),
-    Setting("trained replicas per setting", "not stated", "ffidelity/images_ranking",
-            lambda p: f"{p.get('replicas', 1)} (independent training seeds; own fine-tuning and ROAR each)"),
-    Setting("evaluation images", "10,000 (CIFAR-100), 2,000 (Tiny-ImageNet)", "ffidelity/images_ranking",
-            "{n_test:,} test canvases"),
+    Setting("evaluation images; trained replicas", "10,000 (CIFAR-100), 2,000 (Tiny-ImageNet); 1",
+            "ffidelity/images_ranking",
+            lambda p: f"{p['n_test']:,} test canvases; {p.get('replicas', 1)} replicas per setting"),
     Setting("series, text data (Tables 3–4, 6–7)", "PAM, Boiler; SST2, BoolQ", "ffidelity/series_text",
             lambda p: f"synthetic series of {_series_text(p).ts_length} steps; "
                       f"{_series_text(p).text_length}-token sentences"),

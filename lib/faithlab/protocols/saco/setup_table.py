@@ -30,7 +30,7 @@ SETUP: tuple[Setting, ...] = (
     Setting("training", "ImageNet weights; CIFAR fine-tuned", "saco/random_vs_methods",
             lambda p: "timm's ImageNet weights" if p["timm_models"] else
             "trained here: " + ", ".join(str(s["n_epochs"]) for s in p["vit_settings"]) + " epochs, "
-            + f"{p.get('replicas', 1)} independently trained replica(s) per setting"),
+            + f"{p.get('replicas', 1)} replicas each"),
     Setting("images evaluated", "not stated in the text", "saco/random_vs_methods",
             lambda p: ", ".join(f"{n:,}" for n in ([p["n_test"]] if p["timm_models"] else dict.fromkeys(
                 s.get("n_test", p["n_test"]) for s in p["vit_settings"]))) + " test images per model (per replica)"),
