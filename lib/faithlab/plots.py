@@ -658,5 +658,5 @@ def study_map(scorecard: pd.DataFrame, metrics: Mapping[str, Sequence[str]], *,
             ax.text(left + 0.08, centre, str(sum(counts)), color="0.35", **text)
         y0 += rows + gap
     fig.legend(handles=[Patch(facecolor=VERDICT_COLORS[v], label=v) for v in VERDICTS], loc="lower center",
-               ncol=2, frameon=False, fontsize=size, bbox_to_anchor=(0.5, 0.0))
+               ncol=3, frameon=False, fontsize=size, bbox_to_anchor=(0.5, 0.0))
     return fig
