@@ -273,18 +273,22 @@ def test_claim_c1_intervals_resample_the_replicas():
     assert pooled.outcome == "win"
 
 
-@pytest.mark.parametrize("uncertain, expected", [(10, R), (5, R), (4, NT), (0, NT)])
+@pytest.mark.parametrize("uncertain, expected", [(10, R), (9, R), (5, INC), (2, INC), (1, NT), (0, NT)])
 def test_claim_c1_is_not_testable_when_the_replacement_leaves_the_model_confident(uncertain, expected):
     """The paper's mechanism, checked before the comparison: MIF falls towards the replacement's 1/N only if the
-    replacement makes the model uncertain. With the selection of 10 images, ``uncertain`` of them reaching U < Δ:
-    from half on the comparison decides (Random lowest: reproduced), below it the claim is not testable here."""
+    replacement makes the model uncertain. With the selection of 10 images, ``uncertain`` of them reaching U < Δ,
+    decided on the share's Wilson interval against one half: above it the comparison decides (Random lowest:
+    reproduced), below it the claim is not testable here, across it the claim is inconclusive (a share near the
+    threshold must not decide testability by sampling noise)."""
     frame = _fid({**{n: 0.7 for n in OTHERS}, "Random": 0.5})
     selection = pd.DataFrame({"model": "m", "image": range(10), "U < Δ": [i < uncertain for i in range(10)]})
     claim = P.claim_random_lowest(frame, task="ct", model="m", selection=selection)
     assert claim.verdict == expected, claim.verdict.why
-    assert f"uncertain (U < Δ) for {uncertain * 10}% of the images" in claim.premise
+    assert f"uncertain (U < Δ): {uncertain} of 10 ({uncertain * 10}%)" in claim.premise
     if expected == NT:
-        assert "leaves the model confident" in claim.verdict.why
+        assert claim.verdict.why.startswith("not testable")
+    if expected == INC:
+        assert "premise is undecided" in claim.verdict.why
     with pytest.raises(ValueError, match="selection must hold"):
         P.claim_random_lowest(frame, task="ct", model="m", selection=selection.assign(model="other"))
 

@@ -115,11 +115,11 @@ def test_compare_runs_classes_every_change_and_the_cli_fails_on_a_flip(tmp_path,
         return pd.DataFrame({"paper": "trace", "experiment": "table1", "verdict": verdicts,
                              "claim": [f"T{i}: value {v}" for i, v in enumerate(verdicts)]})
 
-    first = card([R, R, N, P, T, I])
-    second = card([R, I, R, R, N, N]).assign(claim=lambda f: [f"T{i}: other text" for i in range(6)])
+    first = card([R, R, N, P, T, I, I])
+    second = card([R, I, R, R, N, N, T]).assign(claim=lambda f: [f"T{i}: other text" for i in range(7)])
     table = compare_runs(first, second)
-    assert table["change"].tolist() == ["same", "to/from inconclusive", "flip", "flip", "to/from not testable",
-                                        "to/from inconclusive"]
+    assert table["change"].tolist() == ["same", "to/from inconclusive", "flip", "flip", "decided ↔ not testable",
+                                        "to/from inconclusive", "inconclusive ↔ not testable"]
     for name, frame in (("a", first), ("b", second), ("c", first)):
         frame.to_csv(tmp_path / f"{name}.csv", index=False)
     assert main(["compare", str(tmp_path / "a.csv"), str(tmp_path / "b.csv")]) == 1

@@ -455,3 +455,18 @@ def test_replicas_needed_reads_the_recorded_comparisons():
     nil = torch.from_numpy(rng.standard_normal(30) - 0.0)
     assert replicas_needed([]) == ""
     assert "more than 12" in replicas_needed([(nil - nil.mean(), groups)])
+
+
+def test_premise_share_is_decided_on_its_interval():
+    from faithlab.verdicts import premise_share
+
+    assert premise_share(28, 30, at_least=0.5, what="x").holds is True
+    assert premise_share(16, 30, at_least=0.5, what="x").holds is None  # 53 % of 30: could be either side
+    assert premise_share(3, 30, at_least=0.5, what="x").holds is False
+    v = verdict(1.0, reproduced=">= 0.8")
+    assert premise_share(16, 30, at_least=0.5, what="x").apply(v) == INCONCLUSIVE
+    assert premise_share(3, 30, at_least=0.5, what="x").apply(v) == UNTESTABLE
+    assert premise_share(28, 30, at_least=0.5, what="x").apply(v) == REPRODUCED
+    assert premise_share(3, 30, at_least=0.5, what="x").apply(v).decision == v.decision
+    with pytest.raises(ValueError, match="successes"):
+        premise_share(4, 3, at_least=0.5, what="x")

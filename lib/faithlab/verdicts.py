@@ -47,6 +47,7 @@ __all__ = [
     "REPRODUCED", "PARTLY", "NOT_REPRODUCED", "NOT_TESTABLE", "INCONCLUSIVE", "DECIDED", "MIN_REPLICAS", "MIN_UNITS",
     "STABILITY_SEEDS", "KINDS", "hierarchical_means", "share_above_zero", "decide", "replica_seed", "replicated",
     "POWER_REPLICAS", "POWER_TARGET", "variance_components", "decided_probability", "replicas_needed",
+    "Premise", "premise_share",
 ]
 
 VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "not testable here", "inconclusive")
@@ -188,6 +189,46 @@ def _number(value, name: str) -> float:
         return float(value)
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be a number, got {value!r}") from None
+
+
+@dataclass(frozen=True)
+class Premise:
+    """A premise decided with its uncertainty: ``holds`` True (its interval lies on the right side of the
+    threshold), False (wholly on the wrong side: the mechanism is absent, "not testable here") or None (the interval
+    straddles the threshold: whether the claim can be tested here is itself undecided, so its verdict is
+    "inconclusive"); ``text`` says what was checked and how it came out."""
+
+    holds: bool | None
+    text: str
+
+    def apply(self, v: Verdict) -> Verdict:
+        """The verdict under this premise: ``v`` when it holds, "not testable here" when it fails, "inconclusive"
+        when undecided (both keep ``v``'s decision text)."""
+        if self.holds is True:
+            return v
+        if self.holds is False:
+            return Verdict(NOT_TESTABLE, f"not testable: {self.text}", v.decision)
+        return Verdict(INCONCLUSIVE, f"the premise is undecided: {self.text}", v.decision)
+
+
+def premise_share(successes: int, n: int, *, at_least: float, what: str, level: float = 0.95) -> Premise:
+    """A premise on a share (e.g. "the replacement makes the model uncertain for at least half the images"): the
+    Wilson score interval of ``successes`` of ``n`` against ``at_least`` — holds when it lies above, fails when it
+    lies below, undecided when it straddles (so that a share near the threshold never decides testability by
+    sampling noise, and another training seed cannot turn a decided claim "not testable")."""
+    from statistics import NormalDist
+
+    k, n = int(successes), int(n)
+    if n < 1 or not 0 <= k <= n:
+        raise ValueError(f"need 0 ≤ successes ≤ n and n ≥ 1, got {successes} of {n}")
+    z = NormalDist().inv_cdf(1 - (1 - level) / 2)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    low, high = centre - half, centre + half
+    text = (f"{what}: {k} of {n} ({p:.0%}), {math.floor(level * 100 + 0.5)} % interval [{low:.0%}, {high:.0%}] "
+            f"against at least {at_least:.0%}")
+    return Premise(True if low >= at_least else False if high < at_least else None, text)
 
 
 def at_ideal(value, *, ideal: float, tol: float, what: str) -> str | None:

@@ -16,12 +16,13 @@ DESCRIPTION = ("Run the study's notebooks: jupytext sources → papermill → ex
 
 
 def _compare(first: str, second: str) -> int:
-    """Print :func:`faithlab.study.scorecard.compare_runs` of two scorecards; exit status 1 when a verdict flipped."""
+    """Print :func:`faithlab.study.scorecard.compare_runs` of two scorecards; exit status 1 when a decided verdict
+    became another decided verdict or "not testable here"."""
     from pathlib import Path
 
     import pandas as pd
 
-    from faithlab.study.scorecard import SCORECARD, compare_runs
+    from faithlab.study.scorecard import SCORECARD, UNSTABLE_CHANGES, compare_runs
 
     cards = []
     for given in (first, second):
@@ -34,7 +35,7 @@ def _compare(first: str, second: str) -> int:
     with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 40):
         print(table.to_string(index=False))
     print("\n" + ", ".join(f"{n} {c}" for c, n in table["change"].value_counts().items()))
-    return 1 if (table["change"] == "flip").any() else 0
+    return 1 if table["change"].isin(UNSTABLE_CHANGES).any() else 0
 
 
 def main(argv: list[str] | None = None) -> int:

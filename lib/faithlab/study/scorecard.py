@@ -179,9 +179,12 @@ def write_scorecard(generated: Path | None = None, echo=None) -> Path:
 
 def compare_runs(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
     """Two scorecards of the same claims (e.g. training seed 0 and seed 1) side by side: one row per claim present
-    in both, with both verdicts and the change, classed as "same", "to/from inconclusive" (allowed: more or less
-    evidence), "to/from not testable" (a premise that holds in one run only) or "flip" (one decided verdict to
-    another — reproduced ↔ not reproduced, or either ↔ partly — which a stable procedure must never give).
+    in both, with both verdicts and the change, classed as
+    - "same";
+    - "to/from inconclusive": between a verdict and "inconclusive" (more or less evidence: allowed);
+    - "inconclusive ↔ not testable": neither run decided (allowed);
+    - "decided ↔ not testable": a premise that holds in one run only while the other run decided (not allowed);
+    - "flip": one decided verdict to another — reproduced ↔ not reproduced, or either ↔ partly (not allowed).
     Matched on paper, experiment and the claim's label (the text before its first colon, so that a value quoted in
     the text does not break the match)."""
     import pandas as pd
@@ -198,10 +201,16 @@ def compare_runs(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for key in both:
         va, vb = str(a.loc[key, "verdict"]), str(b.loc[key, "verdict"])
+        pair = {va, vb}
         change = ("same" if va == vb else
-                  "flip" if va in DECIDED and vb in DECIDED else
-                  "to/from inconclusive" if INCONCLUSIVE in (va, vb) and NOT_TESTABLE not in (va, vb) else
-                  "to/from not testable")
+                  "flip" if pair <= set(DECIDED) else
+                  "inconclusive ↔ not testable" if pair == {INCONCLUSIVE, NOT_TESTABLE} else
+                  "decided ↔ not testable" if NOT_TESTABLE in pair else
+                  "to/from inconclusive")
         rows.append({"paper": key[0], "experiment": key[1], "claim": key[2], "first": va, "second": vb,
                      "change": change})
     return pd.DataFrame(rows, columns=["paper", "experiment", "claim", "first", "second", "change"])
+
+
+UNSTABLE_CHANGES = ("flip", "decided ↔ not testable")
+"""The changes of :func:`compare_runs` that a stable procedure must never give between two training seeds."""

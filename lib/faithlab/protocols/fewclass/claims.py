@@ -109,20 +109,21 @@ def claim_random_lowest(fid: pd.DataFrame, *, task: str, model: str, n_boot: int
     groups = wide.index.get_level_values("replica").to_numpy()
     scores = {n: wide[n].to_numpy() for n in names}
     means = {n: float(np.nanmean(v)) for n, v in scores.items()}
-    untestable, premise = None, "none about the maps: every computed method counts"
+    check, premise = None, "none about the maps: every computed method counts"
     if selection is not None:
         rows = selection[selection["model"] == model] if "model" in selection else selection
         if rows.empty or "U < Δ" not in rows:
             raise ValueError(f"selection must hold selection_frame rows (with 'U < Δ') for model {model!r}")
-        share = float(rows["U < Δ"].astype(bool).mean())
-        premise = (f"the selected replacement makes the model uncertain (U < Δ) for {share:.0%} of the images "
-                   f"(at least {min_uncertain:.0%} needed, the paper's mechanism; checked before the comparison)")
-        if share < min_uncertain - 1e-9:
-            untestable = (f"the selected replacement leaves the model confident for {1 - share:.0%} of the images: "
-                          "MIF has no uncertain end point here")
+        uncertain = rows["U < Δ"].astype(bool)
+        check = verdicts.premise_share(int(uncertain.sum()), len(uncertain), at_least=min_uncertain,
+                                       what="images where the selected replacement makes the model uncertain (U < Δ)")
+        premise = (f"{check.text} (the paper's mechanism: MIF needs an uncertain end point; decided on its Wilson "
+                   "interval before the comparison — straddling leaves the claim inconclusive)")
     comparisons = verdicts.compare(scores, target="Random", higher_is_better=False, n_boot=n_boot, seed=seed,
                                    groups=groups)
-    v = verdicts.from_settings(list(comparisons.values()), untestable=untestable, what="methods")
+    v = verdicts.from_settings(list(comparisons.values()), what="methods")
+    if check is not None:
+        v = check.apply(v)
     table = pd.DataFrame([{"task": task, "model": model, **r, "competitor mean": means[r["competitor"]],
                            "Random mean": means["Random"]}
                           for r in verdicts.comparison_table(comparisons, target="Random")])
