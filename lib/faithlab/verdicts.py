@@ -758,7 +758,7 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
     """Decide a claim with its replica agreement and bootstrap stability: the one wrapper every notebook's claim goes
     through (:meth:`faithlab.outputs.Outputs.claim` calls it when given a claim function).
 
-    fn(*args, **kwargs) → :class:`Claim`, on frames whose rows carry the trained replica in ``column`` (the claim
+    ``fn(*args, **kwargs)`` → :class:`Claim`, on frames whose rows carry the trained replica in ``column`` (the claim
     function's intervals resample replicas, then units within them). Then:
 
     - replica agreement: ``fn`` on each replica's rows alone (every DataFrame with ``column`` cut to it), its verdict

@@ -99,8 +99,8 @@ def pairs_frame(details: dict[str, dict], **columns) -> pd.DataFrame:
     """The S= / S≠ sets of every method as one frame (+ ``columns``, e.g. ``task=``, ``replica=``): one row per
     method × sample with its k − 1 pair distances (``distance j``), their kinds (``kind j``: 0 S=, 1 S≠, 2 both
     wrong) and their shuffled-pairings chance level (``shuffled j``). The frame a claim takes, so that its rows can
-    be cut to one replica (:func:`faithlab.verdicts.replicated`); :func:`~faithlab.protocols.reco_mege.bootstrap.
-    pooled_sets` reads it back."""
+    be cut to one replica (:func:`faithlab.verdicts.replicated`);
+    :func:`~faithlab.protocols.reco_mege.bootstrap.pooled_sets` reads it back."""
     frames = []
     for m, d in details.items():
         pairs, shuffled = d["pairs"], d.get("shuffled")
