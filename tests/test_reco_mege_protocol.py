@@ -146,7 +146,7 @@ def _lookup_family(accuracies, *, n_test=100, n_classes=4):
 
 @pytest.mark.parametrize("accuracies, comparable", [
     ([0.70, 0.72, 0.68, 0.71, 0.69], True),     # every model within ±3 points of the mean 0.70
-    ([0.70, 0.72, 0.60, 0.71, 0.77], False),    # 0.60 is 0.10 below the mean
+    ([0.70, 0.72, 0.40, 0.71, 0.77], False),    # 0.40 is 0.26 below the mean: beyond ±3 points plus its noise
 ])
 def test_comparable_premise_checks_the_papers_three_percent_on_the_test_set(accuracies, comparable):
     fam, test = _lookup_family(accuracies)
@@ -154,7 +154,7 @@ def test_comparable_premise_checks_the_papers_three_percent_on_the_test_set(accu
     reason = P.comparable_premise(fam, test)
     assert (reason is None) == comparable
     if not comparable:
-        assert "not of comparable accuracy on the test set" in reason and "0.600–0.770" in reason
+        assert "not of comparable accuracy on the test set" in reason and "0.400–0.770" in reason
     assert (P.family_premise(fam, test) is None) == comparable    # 0.70 beats 2 × chance (0.50)
     frame = P.accuracy_frame([fam], {"CIFAR-10": test})
     assert bool(frame["test within ±3 %"].iloc[0]) == comparable
@@ -163,6 +163,15 @@ def test_comparable_premise_checks_the_papers_three_percent_on_the_test_set(accu
     assert list(summary.columns) == ["task", "family", "held-out accuracy", "test accuracy", "within ±3 % (test)"]
     assert summary["test accuracy"].iloc[0] == (f"{np.mean(accuracies):.3f} ({min(accuracies):.3f}–"
                                                f"{max(accuracies):.3f})")
+
+
+def test_comparable_premise_fails_only_beyond_the_accuracies_sampling_noise():
+    # 0.64 lies 0.06 from the mean 0.70, but on 100 test images each accuracy carries a 95 % binomial margin of about
+    # 0.09: the spread does not demonstrably exceed ±3 points, so the family stays testable; on 2,000 images it does
+    fam, test = _lookup_family([0.70, 0.72, 0.64, 0.71, 0.73])
+    assert P.comparable_premise(fam, test) is None
+    fam, test = _lookup_family([0.70, 0.72, 0.64, 0.71, 0.73], n_test=2000)
+    assert "not of comparable accuracy" in P.comparable_premise(fam, test)
 
 
 def test_family_premise_names_chance_first_and_rejects_a_bad_tolerance():

@@ -17,12 +17,18 @@ __all__ = ["chance_premise", "test_accuracy", "comparable_premise", "family_prem
            "accuracy_summary"]
 
 
+_Z = 1.959963984540054  # a premise fails only when its 95 % interval lies wholly on the wrong side
+
+
 def chance_premise(fam: Family, *, factor: float = 2.0) -> str | None:
     """Premise of every verdict on a family: its models must beat chance clearly (mean held-out accuracy ≥
-    ``factor`` / n_classes); else S= is tiny and ReCo/MeGe compare explanations of guesses → the reason, or None."""
+    ``factor`` / n_classes); else S= is tiny and ReCo/MeGe compare explanations of guesses → the reason, or None.
+    It fails only when it demonstrably fails: the mean accuracy's 95 % binomial interval (over the D held-out
+    predictions) lies wholly below the bar, so a family at the bar is not "not testable" by sampling noise."""
     chance = 1.0 / fam.data.n_classes
     acc = float(fam.cross.accuracy.mean())
-    if acc < factor * chance:
+    n = max(1, len(fam.data))
+    if acc + _Z * float(np.sqrt(acc * (1 - acc) / n)) < factor * chance:
         return (f"{fam.task} {fam.name}: mean held-out accuracy {acc:.2f} < {factor * chance:.2f} "
                 f"({factor:g} × chance)")
     return None
@@ -40,16 +46,21 @@ def comparable_premise(fam: Family, test: data.TensorData | None = None, *, tole
                        batch_size: int = 256) -> str | None:
     """Premise of every verdict on a family (§4.1, "comparable accuracy (±3 %) on the test set"): each model's
     accuracy on ``test`` lies within ``tolerance`` of the family's mean → None, else the reason. Without ``test`` the
-    held-out block accuracies are used (each model on its own block: blocks of a small D add their sampling noise)."""
+    held-out block accuracies are used (each model on its own block: blocks of a small D add their sampling noise).
+    It fails only when it demonstrably fails: some model's distance from the mean, less its 95 % binomial margin on
+    the images it was scored on, still exceeds ``tolerance`` (a measured accuracy is itself a sample)."""
     if not 0 <= float(tolerance) < 1:
         raise ValueError(f"tolerance must lie in [0, 1), got {tolerance!r}")
     acc = test_accuracy(fam, test, batch_size=batch_size) if test is not None else fam.cross.accuracy.double()
+    n = len(test) if test is not None else max(1, len(fam.data) // max(1, fam.cross.k))
+    margin = _Z * (acc * (1 - acc) / n).sqrt()
     spread = float((acc - acc.mean()).abs().max())
-    if spread > tolerance + 1e-12:
+    if float(((acc - acc.mean()).abs() - margin).max()) > tolerance + 1e-12:
         where = f"on the test set ({len(test)} images)" if test is not None else "on their held-out blocks"
         return (f"{fam.task} {fam.name}: the {fam.cross.k} models are not of comparable accuracy {where}: "
                 f"{float(acc.min()):.3f}–{float(acc.max()):.3f}, up to {spread:.3f} from their mean "
-                f"(the paper keeps them within ±{tolerance:.0%})")
+                f"(the paper keeps them within ±{tolerance:.0%}; beyond it even less each model's 95 % binomial "
+                "margin)")
     return None
 
 
