@@ -396,8 +396,9 @@ def procedure_html() -> str:
     from faithlab import verdicts as V
 
     items = [
-        f"<b>{V.NOT_TESTABLE}</b>: a premise about the stand-in fails (the paper's mechanism is absent), checked with "
-        "a tolerance before the outcome statistic is looked at;",
+        f"<b>{V.NOT_TESTABLE}</b>: a premise about the stand-in demonstrably fails (the paper's mechanism is absent), "
+        "checked with a stated tolerance or on its own interval before the outcome statistic is looked at; a premise "
+        "whose interval straddles its bar leaves the claim inconclusive;",
         f"<b>{V.REPRODUCED}</b>: the 95 % interval lies beyond the margin in the paper's direction;",
         f"<b>{V.NOT_REPRODUCED}</b>: the interval lies wholly on the other side of the margin (the effect is shown "
         "absent or reversed);",
