@@ -306,13 +306,14 @@ def test_hierarchical_bootstrap_counts_the_replica_as_the_unit():
     assert plain.outcome == "win" and nested.outcome == "tie"
     assert (nested.high - nested.low) > 4 * (plain.high - plain.low)
     # one replica: the plain bootstrap; constant data: a zero-width interval
-    same = hierarchical_means(torch.ones(12, dtype=torch.float64), torch.zeros(12, dtype=torch.long), n_boot=200)
+    same = hierarchical_means(torch.ones(12, dtype=torch.float64), groups=torch.zeros(12, dtype=torch.long),
+                              n_boot=200)
     assert torch.all(same == 1)
     # unequal replica sizes (5 zeros, 20 ones), each drawn replica contributing its own units: a draw is 0 (both
     # picks the small replica, p = 1/4), 1 (p = 1/4) or 20/25 = 0.8 (p = 1/2), so the draws average 0.65
     x2 = torch.tensor([0.0] * 5 + [1.0] * 20, dtype=torch.float64)
     g2 = torch.tensor([0] * 5 + [1] * 20)
-    draws = hierarchical_means(x2, g2, n_boot=4000, seed=1)
+    draws = hierarchical_means(x2, groups=g2, n_boot=4000, seed=1)
     assert draws.min() >= 0 and draws.max() <= 1 and abs(draws.mean().item() - 0.65) < 0.02
     with pytest.raises(ValueError, match="groups"):
         bootstrap_diff(x, groups=groups[:10])
@@ -425,7 +426,7 @@ def test_power_approximation_matches_simulated_two_stage_bootstraps():
         centres = mean + sd_b * rng.standard_normal(R)
         x = torch.from_numpy(np.concatenate([c + sd_w * rng.standard_normal(n) for c in centres]))
         g = torch.from_numpy(np.repeat(np.arange(R), n))
-        draws = hierarchical_means(x, g, n_boot=600, seed=s)
+        draws = hierarchical_means(x, groups=g, n_boot=600, seed=s)
         low, high = torch.quantile(draws, torch.tensor([0.025, 0.975], dtype=torch.float64)).tolist()
         decided += low > 0 or high < 0
     simulated = decided / sims
@@ -435,7 +436,7 @@ def test_power_approximation_matches_simulated_two_stage_bootstraps():
     # variance components recovered from one large design
     centres = mean + sd_b * rng.standard_normal(400)
     x = np.concatenate([c + sd_w * rng.standard_normal(n) for c in centres])
-    m, vb, vw, k, nbar = variance_components(x, np.repeat(np.arange(400), n))
+    m, vb, vw, k, nbar = variance_components(x, groups=np.repeat(np.arange(400), n))
     assert abs(m - mean) < 0.03 and abs(vb - sd_b ** 2) < 0.01 and abs(vw - sd_w ** 2) < 0.03 and k == 400
 
 

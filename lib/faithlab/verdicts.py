@@ -302,7 +302,7 @@ def _group_codes(groups, n: int, name: str = "groups"):
     return torch.from_numpy(codes.astype(np.int64))
 
 
-def hierarchical_means(x, groups=None, *, n_boot: int = 4000, seed: int = 0):
+def hierarchical_means(x, *, groups=None, n_boot: int = 4000, seed: int = 0):
     """Bootstrap draws of the mean of ``x`` (a 1-D float64 tensor without NaN): with ``groups`` (one replica id per
     unit), each draw resamples the replicas with replacement and then the units within each drawn replica — the
     two-stage bootstrap for nested data (Davison & Hinkley 1997, §3.8), chosen over a mixed model because the
@@ -366,7 +366,7 @@ def bootstrap_diff(a, b=None, *, higher_is_better: bool = True, n_boot: int = 40
     record = _RECORDER.get()
     if record is not None:  # replicated() collects the units of every comparison for its power analysis
         record.append((x.clone(), None if codes is None else codes.clone()))
-    means = hierarchical_means(x, codes, n_boot=n_boot, seed=seed)
+    means = hierarchical_means(x, groups=codes, n_boot=n_boot, seed=seed)
     tail = (1 - level) / 2
     low, high = torch.quantile(means, torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
     mean = x.mean().item()
@@ -815,7 +815,7 @@ POWER_TARGET = 0.8
 """Probability of a decided comparison the power analysis asks of a design."""
 
 
-def variance_components(x, groups=None) -> tuple[float, float, float, int, float]:
+def variance_components(x, *, groups=None) -> tuple[float, float, float, int, float]:
     """Mean, between-replica and within-replica variance of per-unit values ``x`` with replica ids ``groups``
     (one-way random-effects ANOVA estimates, the between part floored at 0) → ``(mean, var_between, var_within,
     replicas, units per replica)``; without groups every unit is its own replica-free draw (var_between 0)."""
@@ -859,7 +859,7 @@ def replicas_needed(records, *, target: float = POWER_TARGET, options=POWER_REPL
     "needs 8 replicas (P 0.71 at R = 3)", or "" when the claim makes no paired comparison."""
     if not records:
         return ""
-    comps = [variance_components(x, g) for x, g in records if x.numel() >= 2]
+    comps = [variance_components(x, groups=g) for x, g in records if x.numel() >= 2]
     if not comps:
         return ""
     def weakest(r: int) -> float:

@@ -237,7 +237,7 @@ def claim_size_readout(table: pd.DataFrame, *, tolerance: float, reproduced: flo
     interval = (share, share)
     if untestable is None:
         correct = torch.as_tensor(abs(r_hat - r) <= tolerance + 1e-9, dtype=torch.float64)
-        draws = verdicts.hierarchical_means(correct, None, n_boot=2000, seed=seed)
+        draws = verdicts.hierarchical_means(correct, groups=None, n_boot=2000, seed=seed)
         interval = tuple(torch.quantile(draws, torch.tensor([0.025, 0.975], dtype=torch.float64)).tolist())
     v = verdicts.verdict(share, reproduced=f">= {reproduced}", partly=f">= {partly}", untestable=untestable,
                          interval=interval, what="the share of correct read-outs")
@@ -380,7 +380,7 @@ def claim_maps_preserved(per_image: pd.DataFrame, nulls: dict[str, verdicts.Null
         x = torch.tensor(values.to_numpy(dtype=float)[keep], dtype=torch.float64)
         codes = (verdicts._group_codes(per_image["replica"].to_numpy()[keep], int(keep.sum()))
                  if "replica" in per_image.columns else None)
-        draws = verdicts.hierarchical_means(x, codes, n_boot=2000, seed=seed)
+        draws = verdicts.hierarchical_means(x, groups=codes, n_boot=2000, seed=seed)
         interval = tuple(torch.quantile(draws, torch.tensor([0.025, 0.975], dtype=torch.float64)).tolist())
     v = verdicts.verdict(observed, reproduced=f">= {reproduced}", partly=f">= {partly}", untestable=untestable,
                          interval=interval, what=f"the mean {AGREEMENT[statistic]}")

@@ -445,7 +445,7 @@ def claim_lerf_near_one(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, 
     interval = None
     if untestable is None:
         codes = None if groups is None else verdicts._group_codes(groups[keep.numpy()], int(keep.sum()))
-        draws = verdicts.hierarchical_means(x[keep], codes, n_boot=N_BOOT, seed=seed)
+        draws = verdicts.hierarchical_means(x[keep], groups=codes, n_boot=N_BOOT, seed=seed)
         interval = tuple(torch.quantile(draws, torch.tensor([0.025, 0.975], dtype=torch.float64)).tolist())
     v = verdicts.verdict(observed, reproduced=f">= {reproduced}", partly=f">= {partly}", untestable=untestable,
                          interval=interval if interval is not None else (observed, observed),

@@ -220,7 +220,7 @@ def claim_text_robust(samples: pd.DataFrame, *, text: Sequence[str] | None = Non
     refs = {}
     for j, arch in enumerate(ref_archs):
         d, g = drop_of(arch)
-        draws = verdicts.hierarchical_means(d, _codes(g), n_boot=n_boot, seed=seed + 101 + j)
+        draws = verdicts.hierarchical_means(d, groups=_codes(g), n_boot=n_boot, seed=seed + 101 + j)
         refs[arch] = (d, verdicts.comparison_from_draws(float(d.mean()), draws), draws)
     hurting = [a for a, (_, c, _) in refs.items() if not c.high < min_drop]
     rows, holds, skipped, units = [], [], [], []
@@ -232,7 +232,7 @@ def claim_text_robust(samples: pd.DataFrame, *, text: Sequence[str] | None = Non
         above = not above_c.high < above_chance
         if arch in counted and not above:
             skipped.append(arch)
-        text_draws = verdicts.hierarchical_means(d, _codes(g), n_boot=n_boot, seed=seed + 1 + i)
+        text_draws = verdicts.hierarchical_means(d, groups=_codes(g), n_boot=n_boot, seed=seed + 1 + i)
         for ref in ref_archs:
             ref_drop, ref_c, ref_draws = refs[ref]
             c = verdicts.comparison_from_draws(float(ref_drop.mean() - d.mean()), ref_draws - text_draws)

@@ -399,7 +399,7 @@ def claim_cross_test(cross: pd.DataFrame, random: pd.DataFrame, *, le: str = "SA
          if len(lerf_loss) >= 2 else None)
     diff = torch.from_numpy(lerf_loss - morf_loss)
     codes = None if groups is None else torch.from_numpy(np.unique(groups, return_inverse=True)[1].reshape(-1))
-    draws = (verdicts.hierarchical_means(diff, codes, n_boot=n_boot, seed=seed) if len(diff) >= 2
+    draws = (verdicts.hierarchical_means(diff, groups=codes, n_boot=n_boot, seed=seed) if len(diff) >= 2
              else torch.zeros(0, dtype=torch.float64))
     v = verdicts.decide(float(diff.mean()) if len(diff) else float("nan"), draws, margin=0.0, higher_is_better=True,
                         what="LeRF loss − MoRF loss", untestable=untestable)
