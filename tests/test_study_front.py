@@ -126,3 +126,12 @@ def test_compare_runs_classes_every_change_and_the_cli_fails_on_a_flip(tmp_path,
     assert "2 flip" in capsys.readouterr().out
     assert main(["compare", str(tmp_path / "a.csv"), str(tmp_path / "c.csv")]) == 0
     assert main(["compare", str(tmp_path / "a.csv"), str(tmp_path / "missing.csv")]) == 2
+
+
+def test_compare_runs_tells_apart_claims_that_share_a_label():
+    from faithlab.study.scorecard import compare_runs
+
+    card = pd.DataFrame({"paper": "ffidelity", "experiment": "images_ranking", "verdict": [R, N],
+                         "claim": ["F1 (GC): ranks (Table 1)", "F1 (GC): ranks (Table 2)"]})
+    table = compare_runs(card, card.assign(verdict=[R, I]))
+    assert table["change"].tolist() == ["same", "to/from inconclusive"]

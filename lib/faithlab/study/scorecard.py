@@ -186,14 +186,17 @@ def compare_runs(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
     - "decided ↔ not testable": a premise that holds in one run only while the other run decided (not allowed);
     - "flip": one decided verdict to another — reproduced ↔ not reproduced, or either ↔ partly (not allowed).
     Matched on paper, experiment and the claim's label (the text before its first colon, so that a value quoted in
-    the text does not break the match)."""
+    the text does not break the match; the whole text where two claims of a notebook share a label)."""
     import pandas as pd
 
     from faithlab.verdicts import DECIDED, INCONCLUSIVE, NOT_TESTABLE
 
     def keyed(card):
         card = card.copy()
-        card["label"] = card["claim"].astype(str).str.split(":", n=1).str[0].str.strip()
+        label = card["claim"].astype(str).str.split(":", n=1).str[0].str.strip()
+        # the label when it names one claim of its notebook, else the whole text (F1 (SG-SQ) on two data sets)
+        unique = ~card.assign(label=label).duplicated(["paper", "experiment", "label"], keep=False)
+        card["label"] = label.where(unique, card["claim"].astype(str))
         return card.drop_duplicates(["paper", "experiment", "label"]).set_index(["paper", "experiment", "label"])
 
     a, b = keyed(first), keyed(second)
