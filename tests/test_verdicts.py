@@ -401,6 +401,37 @@ def test_replicated_adds_replica_agreement_and_bootstrap_stability():
     assert small.verdict == INCONCLUSIVE and "Underpowered" in small.premise
 
 
+def test_a_claim_about_trained_models_is_decided_only_over_enough_replicas():
+    """The trained model is the unit of replication: the same clear effect is reproduced over 3 replicas, but on
+    one or two trained models (no replica column: one) it is published inconclusive, its premise saying so; a claim
+    that rests on no training (trained=False: an identity, published weights) is decided on one model; a premise
+    that fails ("not testable here") stays as it is."""
+    import pandas as pd
+
+    from faithlab.verdicts import Claim, Verdict, replicated
+
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"a": 1 + rng.standard_normal(90), "b": rng.standard_normal(90),
+                          "replica": np.repeat([0, 1, 2], 30)})
+    assert replicated(_claim_fn, frame).verdict == REPRODUCED
+    two = replicated(_claim_fn, frame[frame.replica < 2])
+    assert two.verdict == INCONCLUSIVE and two.raw == REPRODUCED and "2 trained models" in two.verdict.why
+    assert two.replica_agreement == "2 of 2 replicas"
+    one = replicated(_claim_fn, frame.drop(columns="replica"))
+    assert one.verdict == INCONCLUSIVE and "one trained model" in one.verdict.why
+    assert "Not replicated here" in one.premise and one.replica_agreement == "one trained model"
+    given = replicated(_claim_fn, frame.drop(columns="replica"), trained=False)
+    assert given.verdict == REPRODUCED and given.replica_agreement == "—" and not given.trained
+
+    def untestable(frame, *, seed=0):
+        return Claim("Y: a premise fails", rule="per image, a minus b", premise="the mechanism is absent",
+                     paper_value="a > b", our_value="-", verdict=Verdict(UNTESTABLE, "premise fails"), units=90)
+
+    assert replicated(untestable, frame.drop(columns="replica")).verdict == UNTESTABLE
+    with pytest.raises(TypeError, match="trained"):
+        replicated(_claim_fn, frame, trained="yes")
+
+
 def test_replica_seeds_are_keyed_to_setting_and_replica():
     from faithlab.verdicts import replica_seed
 

@@ -650,7 +650,9 @@ class Claim:
     saying how the verdict is decided, written before the result. premise: one sentence naming what must hold for
     the comparison to discriminate and the null it was checked against, with that check's outcome. paper_value /
     our_value: short texts. verdict: a :class:`Verdict`. table: the frame behind the verdict (one row per setting
-    or comparison), or None."""
+    or comparison), or None. trained: whether its units come from models trained here (stand-ins), so that the
+    training seed is a source of variance and :func:`replicated` decides it only over :data:`MIN_REPLICAS` trained
+    replicas; False for identities, analytic or given models and published weights (nothing to retrain)."""
 
     claim: str
     rule: str
@@ -665,6 +667,7 @@ class Claim:
     stability: tuple = ()
     power: str = ""
     raw: str = ""
+    trained: bool = True
 
     def __post_init__(self):
         for name in ("claim", "rule", "premise"):
@@ -675,6 +678,8 @@ class Claim:
             raise TypeError(f"verdict must be a faithlab.verdicts.Verdict, got {type(self.verdict).__name__}")
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        if not isinstance(self.trained, (bool, np.bool_)):
+            raise TypeError(f"trained must be True or False, got {self.trained!r}")
         if self.units is not None and (not isinstance(self.units, (int, np.integer)) or self.units < 0):
             raise ValueError(f"units must be a count ≥ 0 (the smallest cell's units), got {self.units!r}")
         if _states_decision(self.rule):
@@ -689,10 +694,11 @@ class Claim:
 
     @property
     def replica_agreement(self) -> str:
-        """"k of R replicas" whose own verdict is the claim function's verdict on all replicas pooled ("—" when the
-        frames carry no replica column)."""
+        """"k of R replicas" whose own verdict is the claim function's verdict on all replicas pooled; "one trained
+        model" when the frames of a claim about trained models carry no replica column, "—" for a claim that rests
+        on no training (``trained`` False)."""
         if not self.replicas:
-            return "—"
+            return "one trained model" if self.trained else "—"
         own = self.raw or str(self.verdict)
         return f"{sum(str(v) == own for v in self.replicas)} of {len(self.replicas)} replicas"
 
@@ -754,7 +760,8 @@ def _subset(o, column: str, replica):
     return o
 
 
-def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica", **kwargs) -> Claim:
+def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica", trained: bool | None = None,
+               **kwargs) -> Claim:
     """Decide a claim with its replica agreement and bootstrap stability: the one wrapper every notebook's claim goes
     through (:meth:`faithlab.outputs.Outputs.claim` calls it when given a claim function).
 
@@ -766,7 +773,12 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
     - bootstrap stability: when ``fn`` takes ``seed``, ``fn`` again under ``seeds`` other bootstrap seeds; a decided
       verdict that any of them changes is published as "inconclusive" (a verdict that moves with the seed is noise);
     - enough units: a decided verdict on fewer than :data:`MIN_UNITS` units per cell (``Claim.units``) is published
-      as "inconclusive", its premise saying it is underpowered.
+      as "inconclusive", its premise saying it is underpowered;
+    - enough trained models: a decided verdict of a claim about models trained here (``trained``; None takes the
+      claim function's ``Claim.trained``) on fewer than :data:`MIN_REPLICAS` replicas (the distinct values of
+      ``column``, one when there is no such column) is published as "inconclusive": one model's verdict moved with
+      its training seed. "Not testable here" stays: a premise that demonstrably fails on the stand-in is a fact about
+      it. Pass ``trained=False`` where the models are not trained here (published weights: nothing to retrain).
     """
     import inspect
     from dataclasses import replace
@@ -804,8 +816,19 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
         v = v.with_why(f"{v.why}; underpowered: {claim.units} units in the smallest cell, below {MIN_UNITS}",
                        INCONCLUSIVE)
         premise = f"{premise} Underpowered here: {claim.units} units in the smallest cell (the house asks {MIN_UNITS})."
+    if trained is None:
+        trained = claim.trained
+    elif not isinstance(trained, (bool, np.bool_)):
+        raise TypeError(f"trained must be True, False or None, got {trained!r}")
+    models = max(len(per), 1)
+    if trained and v in DECIDED and models < MIN_REPLICAS:
+        what = "one trained model" if models == 1 else f"{models} trained models"
+        v = v.with_why(f"{v.why}; decided on {what}, below the {MIN_REPLICAS} independently trained replicas the "
+                       "house asks (a verdict of one model moved with its training seed)", INCONCLUSIVE)
+        premise = (f"{premise} Not replicated here: {what} per setting (the house asks {MIN_REPLICAS}; the notebook's "
+                   "`replicas` parameter, where it has one, trains more).")
     return replace(claim, verdict=v, premise=premise, replicas=tuple(per), stability=stability, power=power,
-                   raw=str(claim.verdict))
+                   raw=str(claim.verdict), trained=bool(trained))
 
 
 # --------------------------------------------------------------------------------------------------------- power

@@ -184,14 +184,15 @@ P.wide_table(frames[tasks[0]]["localisation"], SCORE[tasks[0]]).style.format(pre
 agreements = []
 for task, fr in frames.items():
     fid, loc = fr["fid"], fr["localisation"]
-    c1 = [out.claim(P.claim_random_lowest, fid, task=task, model=m, seed=seed,
+    c1 = [out.claim(P.claim_random_lowest, fid, task=task, model=m, seed=seed, trained=not paper,
                     selection=fr["selection"]).claim
           for m in dict.fromkeys(fid["model"])]
     out.table(pd.concat([c.table for c in c1], ignore_index=True), f"{task}_c1_comparisons")
     if task == "vehicles" and {"SG", "SG²"} & set(alterations):
-        c3 = out.claim(P.claim_alteration_gains, fid, task=task, seed=seed).claim
+        c3 = out.claim(P.claim_alteration_gains, fid, task=task, seed=seed, trained=not paper).claim
         out.table(c3.table, "c3_gains")
-    c4 = out.claim(P.claim_rank_agreement, fid, loc, task=task, score=SCORE[task], seed=seed).claim
+    c4 = out.claim(P.claim_rank_agreement, fid, loc, task=task, score=SCORE[task], seed=seed,
+                   trained=not paper).claim
     agreements.append(c4.table)
 agreements = pd.concat(agreements, ignore_index=True)
 out.table(agreements, "c4_agreement")

@@ -130,6 +130,6 @@ for task, s in setups.items():
 # says when it is underpowered.
 
 # %%
-c2 = out.claim(P.claim_uncertain_selection, selection, seed=seed).claim
+c2 = out.claim(P.claim_uncertain_selection, selection, seed=seed, trained=not paper).claim
 out.table(c2.table, "c2_shares")
 c2.table

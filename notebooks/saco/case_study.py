@@ -197,7 +197,7 @@ for r, vit in enumerate(vits):
     frames.append(fl.protocols.saco.case_study_frame(vit, xs, many, k=k, batch_size=batch_size).assign(replica=r))
 frame = pd.concat(frames, ignore_index=True)
 out.table(frame, "per_image")
-s5 = out.claim(fl.protocols.saco.claim_saturation, frame, seed=seed,
+s5 = out.claim(fl.protocols.saco.claim_saturation, frame, seed=seed, trained=timm_model is None,
                note=f"{len(vits)} trained model(s), {frame.groupby('replica')['image'].nunique().min()} images "
                     "each at least").claim
 out.table(s5.table, "s5_summary")

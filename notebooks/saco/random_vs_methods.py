@@ -285,8 +285,9 @@ out.figure(fig, "radar")
 # %%
 others = [m for m in METHODS if m != "Random"]
 PREMISE = {"accuracy": accuracy_frame, "min_accuracy": min_accuracy, "accuracy_tolerance": accuracy_tolerance}
+TRAINED = not timm_models  # ViTs trained here need replicas to be decided; published weights are one model
 P = fl.protocols.saco
-s1 = out.claim(P.claim_random_separation, per_sample, **PREMISE, seed=seed,
+s1 = out.claim(P.claim_random_separation, per_sample, **PREMISE, trained=TRAINED, seed=seed,
                note=f"{len(SETTINGS)} setting(s) × {accuracy_frame['replica'].nunique()} replica(s), K={k}").claim
 out.table(s1.table, "s1_per_setting")
 saco_random = summary.loc["Random", "SaCo"]
@@ -304,7 +305,7 @@ s1.table
 # checks do, and a check whose ties could fall either way is undecided.
 
 # %%
-s7 = out.claim(P.claim_order_sensitivity, per_sample, **PREMISE, seed=seed,
+s7 = out.claim(P.claim_order_sensitivity, per_sample, **PREMISE, trained=TRAINED, seed=seed,
                note=f"{len(SETTINGS)} setting(s), {len(METHODS)} methods incl. Random").claim
 out.table(s7.table, "s7_removal_order")
 s7.table
@@ -346,8 +347,8 @@ out.glue("abs_rho_among", round(float(corr.loc[corr["kind"] == "among existing",
 out.glue("abs_rho_chance", round(float(corr["null |rho|"].mean()), 3))
 
 # %%
-s2 = out.claim(P.claim_weak_correlation, corr, **PREMISE, seed=seed).claim
-s6 = out.claim(P.claim_existing_agree_more, corr, **PREMISE, seed=seed).claim
+s2 = out.claim(P.claim_weak_correlation, corr, **PREMISE, trained=TRAINED, seed=seed).claim
+s6 = out.claim(P.claim_existing_agree_more, corr, **PREMISE, trained=TRAINED, seed=seed).claim
 out.table(s6.table, "s6_conventions")
 s6.table
 
@@ -372,7 +373,7 @@ for m in SETTINGS:
     ablation[f"SaCo ({m})"] = [per_setting.loc[(m, method), "SaCo"] for method in ablation["method"]]
 ablation["SaCo (paper)"] = [PAPER_SACO[m] for m in ablation["method"]]
 out.table(ablation, "attention_ablation")
-s3 = out.claim(P.claim_attention_ablation, per_sample, **PREMISE, seed=seed).claim
+s3 = out.claim(P.claim_attention_ablation, per_sample, **PREMISE, trained=TRAINED, seed=seed).claim
 out.table(s3.table, "s3_comparisons")
 narrow = fl.protocols.saco.narrow
 out.table(narrow(s3.table, ["setting", "with", "without", "testable", "holds"], {"gain": ("gain", "low", "high")}),
@@ -411,7 +412,7 @@ k_table.columns = [f"K={c}" for c in k_table.columns]
 for i, kk in enumerate((5, 10, 20)):
     k_table[f"paper K={kk}"] = [PAPER_K[m][i] if m in PAPER_K else np.nan for m in k_table.index]
 out.table(k_table.reset_index(), "k_ablation")
-s4 = out.claim(P.claim_k_decline, image_rows.drop(columns="constant map"), columns=K_COLUMNS, **PREMISE,
+s4 = out.claim(P.claim_k_decline, image_rows.drop(columns="constant map"), columns=K_COLUMNS, **PREMISE, trained=TRAINED,
                seed=seed).claim
 out.table(s4.table, "s4_declines")
 out.table(narrow(s4.table, ["setting", "method", "testable", "holds"],

@@ -199,11 +199,13 @@ appendix_g.style.format(precision=2, subset=ORDER)
 # where T-y is above chance ("TRACE-p performs better than TRACE-y in the evaluation using probabilities").
 
 # %%
-t2_claims = [out.claim(P.claim_beats_methods, scores, model=m, target="T-p", exclude=("T-y",), seed=seed).claim
+t2_claims = [out.claim(P.claim_beats_methods, scores, model=m, target="T-p", exclude=("T-y",), seed=seed,
+                        trained=not torchvision_models).claim
              for m in setup.models]
 t2 = pd.concat([c.table for c in t2_claims], ignore_index=True)
 out.table(t2, "t2_comparisons")
-t2b = out.claim(P.claim_probability_beats_logit, scores, target="T-p", other="T-y", seed=seed).claim
+t2b = out.claim(P.claim_probability_beats_logit, scores, target="T-p", other="T-y", seed=seed,
+                 trained=not torchvision_models).claim
 out.table(t2b.table, "t2_p_vs_y")
 prob = scores[scores.output == "probability"]
 t2
@@ -275,6 +277,7 @@ levels = pd.concat([prob.assign(level=f"patches (t = {t})"),
 spread = P.reference_spread(levels, value="LeRF − MoRF", by=["level", "replica", "model", "method"])
 spread_table = spread.groupby(["level", "method"], sort=False)[["spread", "relative spread"]].mean().reset_index()
 out.table(spread_table, "t5_spread")
-t5 = out.claim(P.claim_reference_robust, prob, pixel_scores, target="T-p", against=("Grad", "IG"), seed=seed).claim
+t5 = out.claim(P.claim_reference_robust, prob, pixel_scores, target="T-p", against=("Grad", "IG"), seed=seed,
+                trained=not torchvision_models).claim
 out.table(t5.table, "t5_comparisons")
 spread_table

@@ -411,7 +411,9 @@ def procedure_html() -> str:
     checks = [
         f"the trained model is the unit of replication: claims about trained stand-ins use at least "
         f"{V.MIN_REPLICAS} independently trained replicas per setting, seeds keyed to the setting and the replica, "
-        "and intervals from a two-stage bootstrap (replicas, then units within them);",
+        "and intervals from a two-stage bootstrap (replicas, then units within them); a decided verdict of such a "
+        f"claim on fewer than {V.MIN_REPLICAS} trained replicas (one model, where a notebook trains no more in this "
+        "profile) is published as inconclusive, since one model's verdict moved with its training seed;",
         f"a decided verdict must come out the same under {V.STABILITY_SEEDS} other bootstrap seeds, else it is "
         "published as inconclusive;",
         f"a decided verdict on fewer than {V.MIN_UNITS} units in its smallest cell is published as inconclusive "

@@ -128,4 +128,4 @@ def claim_identical_models(identical: pd.DataFrame, contrast: pd.DataFrame | Non
         our_value=(f"max |MeGe − 1| = {worst:.1e}, max distance {farthest:.1e} over {len(testable)} testable cells"
                    if len(testable) else "no testable cell")
                   + f" ({len(table) - len(testable)} of {len(table)} not testable)",
-        verdict=v, table=table, kind="study check")
+        verdict=v, table=table, kind="study check", trained=False)  # identical copies: an identity

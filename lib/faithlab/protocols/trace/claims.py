@@ -523,7 +523,7 @@ def claim_insertion_equals_deletion(frame: pd.DataFrame, *, tol: float = 1e-5, s
                               verdict=verdicts.verdict(float("nan"), reproduced=f"<= {tol}", partly=None,
                                                        untestable="no curve was computed",
                                                        what="the largest relative difference"),
-                              table=frame, kind="study check", units=None)
+                              table=frame, kind="study check", units=None, trained=False)
     diff = ((frame["insertion AUC"] - frame["deletion AUC"]).abs()
             / frame["deletion AUC"].abs().clip(lower=1e-12)).to_numpy(dtype=np.float64)
     largest = float(diff.max())
@@ -536,4 +536,4 @@ def claim_insertion_equals_deletion(frame: pd.DataFrame, *, tol: float = 1e-5, s
                 f"functions; checked on {len(frame)} curves of {frame['method'].nunique()} trajectories",
         paper_value="Thm 3.1 (exact)", our_value=f"largest relative difference {largest:.1e}",
         verdict=verdicts.verdict(largest, reproduced=f"<= {tol}", partly=None, what="the largest relative difference"),
-        table=table, kind="study check", units=None)  # an exact identity: no sampling, no power to ask for
+        table=table, kind="study check", units=None, trained=False)  # an exact identity: no sampling, no power to ask for
