@@ -48,3 +48,51 @@ def test_claim_deletion_sanity_needs_both_explainers_and_paired_labels():
         fl.protocols.basics.claim_deletion_sanity(deletion(0.0).query("explainer != 'random'"), LABELS, LABELS)
     with pytest.raises(ValueError, match="same N"):
         fl.protocols.basics.claim_deletion_sanity(deletion(0.0), LABELS[:10], LABELS)
+
+
+def replicated_deletion(shifts, *, n: int = 30, noise: float = 0.02):
+    """Deletion AUCs of len(shifts) trained replicas (IG = random + shift per replica) on the same n test samples,
+    with the predictions frame of models that are right on every sample."""
+    frame = pd.concat([deletion(s, noise=noise, n=n, seed=r).assign(replica=r) for r, s in enumerate(shifts)],
+                      ignore_index=True)
+    predictions = pd.DataFrame({"replica": np.repeat(np.arange(len(shifts)), n),
+                                "sample": np.tile(np.arange(n), len(shifts)),
+                                "predicted": np.tile(np.arange(n) % 10, len(shifts))})
+    return frame, predictions, np.arange(n) % 10
+
+
+def test_claim_deletion_sanity_resamples_the_replicas():
+    # two replicas where IG deletes faster than random maps, one where it is slower: the replicas disagree, so the
+    # two-stage interval (replicas, then samples) holds 0 — whereas the same 90 rows read as one model are decided
+    frame, predictions, labels = replicated_deletion((-0.2, +0.1, -0.2))
+    claim = fl.protocols.basics.claim_deletion_sanity(frame, predictions, labels, n_boot=2000, n_null=200)
+    assert claim.verdict == I, claim.verdict.why
+    assert claim.table["replicas"].item() == 3 and claim.units == 90 and "replicas, then the samples" in claim.rule
+    t = claim.table.iloc[0]
+    assert t["low"] < 0 < t["high"]
+    pooled = frame.assign(sample=frame["replica"] * 30 + frame["sample"]).drop(columns="replica")
+    one = fl.protocols.basics.claim_deletion_sanity(pooled, np.tile(labels, 3), np.tile(labels, 3), n_boot=2000,
+                                                    n_null=200)
+    assert one.verdict == R and one.table["low"].item() > 0 and one.units == 90
+    # replicas that agree are decided, and replicated() re-decides on each replica's rows
+    agree = fl.verdicts.replicated(fl.protocols.basics.claim_deletion_sanity, *replicated_deletion((-0.1,) * 3),
+                                   n_boot=1000, n_null=200, seeds=2)
+    assert agree.verdict == R and agree.replicas == (R, R, R) and agree.replica_agreement == "3 of 3 replicas"
+    split = fl.verdicts.replicated(fl.protocols.basics.claim_deletion_sanity, frame, predictions, labels,
+                                   n_boot=1000, n_null=200, seeds=2)
+    assert split.replicas == (R, N, R) and split.verdict == I
+
+
+def test_claim_deletion_sanity_premise_checks_every_replica():
+    frame, predictions, labels = replicated_deletion((-0.1,) * 3)
+    guesses = predictions.copy()
+    guesses.loc[guesses["replica"] == 1, "predicted"] = CHANCE[:30]  # replica 1 did not learn the task
+    claim = fl.protocols.basics.claim_deletion_sanity(frame, guesses, labels, n_boot=1000, n_null=200)
+    assert claim.verdict == T and "replica 1's accuracy" in claim.verdict.why
+    assert "weakest, replica 1" in claim.premise
+    with pytest.raises(ValueError, match="predictions must be a frame with the columns replica, sample"):
+        fl.protocols.basics.claim_deletion_sanity(frame, np.tile(labels, 3), np.tile(labels, 3))
+    with pytest.raises(ValueError, match="must hold the replicas of deletion"):
+        fl.protocols.basics.claim_deletion_sanity(frame, predictions[predictions["replica"] < 2], labels)
+    with pytest.raises(ValueError, match="missing \\['predicted'\\]"):
+        fl.protocols.basics.claim_deletion_sanity(frame, predictions.drop(columns="predicted"), labels)

@@ -234,3 +234,49 @@ def test_tree_setup_explains_its_tree_by_its_decision_path():
     assert len(mean) == len(std) == s.x.shape[1] and -1e-5 < float(pixels.min()) and float(pixels.max()) < 1 + 1e-5
     with pytest.raises(ValueError, match="max_depth must be"):
         syn.tree_setup(max_depth=0, n_test=5)
+
+
+def _replicated_frame(per_replica: list[dict[str, dict[str, list[float]]]]) -> pd.DataFrame:
+    """An evaluate-like frame of several trained replicas (one scores mapping each) on the same sample indices."""
+    return pd.concat([_frame(scores).assign(replica=r) for r, scores in enumerate(per_replica)], ignore_index=True)
+
+
+def _scores(centre: float, n: int = 20, spread: float = 0.03, seed: int = 0) -> list[float]:
+    return (centre + spread * torch.randn(n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+            ).tolist()
+
+
+def test_claim_ideal_gap_resamples_the_replicas():
+    # SaCo scores the perfect explanation far from its ideal on replicas 0 and 2 (gap ≈ 0.6) and near it on replica
+    # 1 (gap ≈ 0.05): the replicas disagree, so the two-stage interval of the mean gap straddles 30 % and the claim
+    # is inconclusive — whereas the same 60 rows read as one model put it beyond 30 % (reproduced)
+    far, near = _scores(-0.2, seed=1), _scores(0.9, seed=2)
+    per = [{"saco": {"perfect": p, "Random": _scores(-0.8, seed=3 + r)}} for r, p in enumerate((far, near, far))]
+    frame = _replicated_frame(per)
+    c = syn.claim_ideal_gap(frame, perfect="perfect", random="Random", n_boot=2000)
+    t = c.table.set_index("metric")
+    assert t.loc["saco", "images"] == 60 and t.loc["saco", "replicas"] == 3 and c.units == 60
+    assert bool(t.loc["saco", "beats random"]) and t.loc["saco", "gap low"] < 0.3 < t.loc["saco", "gap high"]
+    assert c.verdict == "inconclusive" and "undecided: SaCo" in c.verdict.why
+    assert "replicas, then images within them" in c.rule and "replicas, then images within them" in c.premise
+    pooled = frame.assign(sample=frame["replica"] * 20 + frame["sample"]).drop(columns="replica")
+    one = syn.claim_ideal_gap(pooled, perfect="perfect", random="Random", n_boot=2000)
+    assert one.verdict == "reproduced" and one.table["gap low"].item() > 0.3 and one.units == 60
+    # replicated() decides once per replica on its own rows: beyond, within, beyond
+    rep = fl.verdicts.replicated(syn.claim_ideal_gap, frame, perfect="perfect", random="Random", n_boot=1000, seeds=2)
+    assert rep.replicas == ("reproduced", "not reproduced", "reproduced") and rep.verdict == "inconclusive"
+    agree = _replicated_frame([{"saco": {"perfect": _scores(-0.2, seed=10 + r), "Random": _scores(-0.8, seed=r)}}
+                               for r in range(3)])
+    decided = fl.verdicts.replicated(syn.claim_ideal_gap, agree, perfect="perfect", random="Random", n_boot=1000,
+                                     seeds=2)
+    assert decided.verdict == "reproduced" and decided.replica_agreement == "3 of 3 replicas"
+
+
+def test_tree_setup_train_seed_refits_the_tree_on_the_same_data():
+    a = syn.tree_setup(max_depth=8, n_test=5, seed=0)
+    b = syn.tree_setup(max_depth=8, n_test=5, seed=0, train_seed=fl.verdicts.replica_seed(0, "decision tree", 1))
+    assert torch.equal(a.x, b.x) and torch.equal(a.y, b.y) and a.spec["train_seed"] == 0
+    assert b.spec["train_seed"] == fl.verdicts.replica_seed(0, "decision tree", 1)
+    assert not torch.equal(a.model.feature, b.model.feature)  # tied splits broken by the training seed
+    with pytest.raises(ValueError, match="train_seed must be a non-negative int"):
+        syn.tree_setup(max_depth=3, n_test=5, train_seed=-1)

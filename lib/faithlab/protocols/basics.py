@@ -24,57 +24,107 @@ SETUP: tuple[Setting, ...] = (
 """The chapter's set-up table: no paper behind it ("—"), ours from the executed notebook's parameters."""
 
 
+def _predictions(predictions, labels, replicas: list) -> dict:
+    """``{replica: (predicted, true) classes}`` from the claim's ``predictions`` and ``labels`` (see
+    :func:`claim_deletion_sanity`), validated."""
+    labels = np.asarray(labels).ravel()
+    if isinstance(predictions, pd.DataFrame):
+        missing = {"replica", "sample", "predicted"} - set(predictions.columns)
+        if missing:
+            raise ValueError(f"predictions as a frame must have the columns replica, sample and predicted; missing "
+                             f"{sorted(missing)}")
+        sample = predictions["sample"].to_numpy()
+        if len(labels) < 3 or len(sample) and (sample.min() < 0 or sample.max() >= len(labels)):
+            raise ValueError(f"predictions' samples must index labels (N,) with N ≥ 3, got samples "
+                             f"{sample.min() if len(sample) else '—'}…{sample.max() if len(sample) else '—'} for "
+                             f"N = {len(labels)}")
+        out = {}
+        for r, part in predictions.groupby("replica", sort=True):
+            idx = part["sample"].to_numpy(np.int64)
+            out[r] = (part["predicted"].to_numpy(), labels[idx])
+        if set(out) != set(replicas):
+            raise ValueError(f"predictions must hold the replicas of deletion, got {sorted(out, key=str)} for "
+                             f"{sorted(replicas, key=str)}")
+        if any(len(y) < 3 for _, y in out.values()):
+            raise ValueError("predictions must hold at least 3 samples per replica")
+        return out
+    predictions = np.asarray(predictions).ravel()
+    if predictions.shape != labels.shape or len(labels) < 3:
+        raise ValueError(f"predictions and labels must be (N,) with the same N ≥ 3, got {predictions.shape} and "
+                         f"{labels.shape}")
+    if len(replicas) > 1:
+        raise ValueError(f"deletion holds {len(replicas)} replicas: predictions must be a frame with the columns "
+                         "replica, sample and predicted (one row per replica × test sample)")
+    return {replicas[0]: (predictions, labels)}
+
+
 def claim_deletion_sanity(deletion: pd.DataFrame, predictions, labels, *, method: str = "integrated_gradients",
                           random: str = "random", n_null: int = 1000, n_boot: int = 4000,
                           seed: int = 0) -> verdicts.Claim:
     """The sanity claim: ``method``'s deletion AUC (most relevant pixels removed first, lower = more faithful) lies
     below the ``random`` explainer's on the same test digits.
 
-    deletion: one row per explainer × sample (columns explainer, sample, ``deletion AUC``). predictions, labels:
-    ``(N,)`` predicted and true classes of the same N test samples (the model's task). Premise: the model learned
-    the task — its accuracy on these samples lies above the 95 % range of the accuracy with the labels permuted
-    (``n_null`` permutations, generator ``seed``) and above the majority-class share; else the maps explain a model
-    that knows nothing and the comparison says nothing about the explainer. Null of the comparison: the random
-    explainer. Rule: paired bootstrap over the samples (95 %) of AUC(random) − AUC(method), margin 0, decided by
+    deletion: one row per explainer × sample (columns explainer, sample, ``deletion AUC``), with a ``replica``
+    column when it stacks several independently trained models (a unit is then a replica × sample). predictions,
+    labels: for one model, ``(N,)`` predicted and true classes of the same N test samples; for replicas,
+    ``predictions`` a frame with the columns replica, sample and predicted (one row per replica × test sample) and
+    ``labels`` the ``(N,)`` true classes that ``sample`` indexes. Premise: every model learned the task — its
+    accuracy on these samples lies above the 95 % range of the accuracy with the labels permuted (``n_null``
+    permutations, generator ``seed``) and above the majority-class share; else the maps explain a model that knows
+    nothing and the comparison says nothing about the explainer. Null of the comparison: the random explainer.
+    Rule: paired bootstrap of AUC(random) − AUC(method), two-stage over the replicas and then the samples within
+    them (``groups``; over the samples for one model), 95 %, margin 0, decided by
     :func:`faithlab.verdicts.from_comparison` (an interval holding 0 is inconclusive, never a failure). A study
     check (kind "study check"): no paper makes it. Table: the two explainers' mean AUC, the difference and its
-    interval."""
+    interval, the replicas and the lowest replica's accuracy."""
     names = set(deletion["explainer"])
     if method not in names or random not in names:
         raise ValueError(f"deletion must hold the explainers {method!r} and {random!r}, got {sorted(names)}")
-    predictions = np.asarray(predictions).ravel()
-    labels = np.asarray(labels).ravel()
-    if predictions.shape != labels.shape or len(labels) < 3:
-        raise ValueError(f"predictions and labels must be (N,) with the same N ≥ 3, got {predictions.shape} and "
-                         f"{labels.shape}")
-    accuracy = float((predictions == labels).mean())
-    null = verdicts.null_draws(lambda p, y: (p == y).mean(), predictions, labels, what="accuracy with the labels "
-                               "permuted", n_draws=n_null, seed=seed)
-    majority = float(pd.Series(labels).value_counts(normalize=True).iloc[0])
-    untestable = verdicts.first_reason(
-        None if accuracy > null.high else f"the model's accuracy {accuracy:.3f} does not exceed the chance range of "
-                                          f"{null.describe()}: it did not learn the task",
-        None if accuracy > majority else f"the model's accuracy {accuracy:.3f} does not exceed the majority-class "
-                                         f"share {majority:.3f}: it did not learn the task")
-    wide = deletion.pivot(index="sample", columns="explainer", values="deletion AUC")
+    has_replicas = "replica" in deletion.columns
+    replicas = sorted(deletion["replica"].unique().tolist(), key=str) if has_replicas else [0]
+    by_replica = _predictions(predictions, labels, replicas)
+    checks = []
+    for r, (p, y) in by_replica.items():
+        accuracy = float((p == y).mean())
+        null = verdicts.null_draws(lambda a, b: (a == b).mean(), p, y, what="accuracy with the labels permuted",
+                                   n_draws=n_null, seed=seed)
+        majority = float(pd.Series(y).value_counts(normalize=True).iloc[0])
+        checks.append((r, accuracy, null, majority))
+    r_low, accuracy, null, majority = min(checks, key=lambda c: c[1] - max(c[2].high, c[3]))  # the weakest model
+    reasons = []
+    for r, a, n, m in checks:
+        who = "the model's" if len(checks) == 1 else f"replica {r}'s"
+        reasons += [None if a > n.high else f"{who} accuracy {a:.3f} does not exceed the chance range of "
+                                            f"{n.describe()}: it did not learn the task",
+                    None if a > m else f"{who} accuracy {a:.3f} does not exceed the majority-class share {m:.3f}: it "
+                                       "did not learn the task"]
+    untestable = verdicts.first_reason(*reasons)
+    index = ["replica", "sample"] if has_replicas else ["sample"]
+    wide = deletion.pivot(index=index, columns="explainer", values="deletion AUC")
+    groups = wide.index.get_level_values("replica").astype(str).to_numpy() if has_replicas else None
     c = verdicts.bootstrap_diff(wide[random].to_numpy(np.float64), wide[method].to_numpy(np.float64),
-                                n_boot=n_boot, seed=seed)
+                                n_boot=n_boot, seed=seed, groups=groups)
     v = verdicts.from_comparison({random: c}, untestable=untestable)
     if untestable is None:
         v = v.with_why(f"random − {method} {c.mean:+.3f}, 95 % interval [{c.low:+.3f}, {c.high:+.3f}]")
     means = wide[[method, random]].mean()
     table = pd.DataFrame([{"explainer": method, "random": random, f"{method} AUC": float(means[method]),
                            f"{random} AUC": float(means[random]), "random − explainer": c.mean, "low": c.low,
-                           "high": c.high, "outcome": c.outcome, "samples": c.n, "accuracy": accuracy,
-                           "chance accuracy (permuted labels), high": null.high, "majority share": majority}])
+                           "high": c.high, "outcome": c.outcome, "samples": c.n, "replicas": len(checks),
+                           "accuracy": accuracy, "chance accuracy (permuted labels), high": null.high,
+                           "majority share": majority}])
     short = "IG" if method == "integrated_gradients" else method
+    over = "the replicas, then the samples within them" if len(checks) > 1 else "the samples"
+    learned = (f"accuracy {accuracy:.3f} against {null.describe()} and the majority-class share {majority:.3f}"
+               if len(checks) == 1 else
+               f"checked for each of {len(checks)} replicas; the weakest, replica {r_low}, has accuracy "
+               f"{accuracy:.3f} against {null.describe()} and the majority-class share {majority:.3f}")
     return verdicts.Claim(
         "IG deletion AUC below random (sanity check)",
         rule=f"per test sample, the deletion AUC of the random explainer minus that of {method}; direction: "
-             "positive (the explainer deletes the evidence faster than random maps); margin 0; paired bootstrap "
-             "over the samples",
-        premise=f"the model learned the task: accuracy {accuracy:.3f} against {null.describe()} and the "
-                f"majority-class share {majority:.3f}; the random explainer is the null of the comparison",
+             f"positive (the explainer deletes the evidence faster than random maps); margin 0; paired bootstrap "
+             f"over {over}",
+        premise=f"the model learned the task: {learned}; the random explainer is the null of the comparison",
         paper_value="— (study check)",
         our_value=f"{short} {means[method]:.3f} vs random {means[random]:.3f}",
         verdict=v, table=table, kind="study check", units=int(c.n))

@@ -167,7 +167,7 @@ def setup(spec: Mapping, *, n_test: int, image_size: int = 16, r: float = 0.3, b
 
 
 def tree_setup(*, max_depth: int, n_test: int, image_size: int = 16, r: float = 0.3, n_train: int | None = None,
-               seed: int = 0, device: str | torch.device = "cpu") -> Setup:
+               seed: int = 0, train_seed: int | None = None, device: str | torch.device = "cpu") -> Setup:
     """A decision tree on grey canvas digits, with its perfect explanation as the ground truth → :class:`Setup`.
 
     A scikit-learn ``DecisionTreeClassifier`` (Gini, ``max_depth``, ``random_state=seed``) fitted on the flattened
@@ -176,17 +176,24 @@ def tree_setup(*, max_depth: int, n_test: int, image_size: int = 16, r: float = 
     test images are evaluated; ``truth`` is the tree's impurity-drop path explanation
     (:meth:`~faithlab.models.DecisionTree.path_importance`, Miró-Nicolau et al. 2024), which does not depend on the
     class explained. No fine-tuned twin (``finetuned`` None): the tree has no gradient to fine-tune. Fitting takes
-    a fraction of a second, so the tree is not cached."""
+    a fraction of a second, so the tree is not cached.
+
+    train_seed: the tree's ``random_state`` (default ``seed``), the seed of an independently trained replica
+    (``fl.verdicts.replica_seed``): the data (``seed``) stay the same. The canvases' pixels are binary, so many
+    candidate splits tie in impurity and ``random_state``, which orders the features tried at each node, decides
+    between them: trees of other training seeds split on other pixels."""
     require("sklearn", "tree_setup")
     from sklearn.tree import DecisionTreeClassifier
 
     depth = _validate.positive_int(max_depth, "max_depth")
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    for value, name in ((seed, "seed"), (train_seed, "train_seed")):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    train_seed = seed if train_seed is None else train_seed
     canvas = {"size": image_size, "r": r, "color": False, "seed": seed}
     train_part = data.load("canvas_digits", split="train", **({} if n_train is None else {"n": n_train}), **canvas)
     test = data.load("canvas_digits", split="test", **canvas)
-    estimator = DecisionTreeClassifier(max_depth=depth, random_state=seed)
+    estimator = DecisionTreeClassifier(max_depth=depth, random_state=train_seed)
     estimator.fit(train_part.x.flatten(1).numpy(), train_part.y.numpy())
     model = models.DecisionTree.from_sklearn(estimator, shape=tuple(train_part.x.shape[1:])).to(device).eval()
     n = min(_validate.positive_int(n_test, "n_test"), len(test))
@@ -194,7 +201,8 @@ def tree_setup(*, max_depth: int, n_test: int, image_size: int = 16, r: float = 
     with torch.no_grad():
         pred = model(x).argmax(1)
     spec = {"name": f"decision tree (depth {depth})", "model": "decision_tree", "max_depth": depth,
-            "depth": model.depth, "nodes": int(model.feature.shape[0]), "n_train": len(train_part)}
+            "depth": model.depth, "nodes": int(model.feature.shape[0]), "n_train": len(train_part),
+            "train_seed": train_seed}
     return Setup(spec["name"], "a transparent, non-additive model", model, None, x, y, model.path_importance(x),
                  float((pred == y).double().mean()), spec, _normalisation(test))
 
@@ -231,10 +239,23 @@ def explainer_maps(s: Setup, *, noise_levels: Sequence[float], methods: Mapping[
     return maps, quality
 
 
+def _units(frame: pd.DataFrame) -> list[str]:
+    """The columns that name a unit of a frame: ``replica`` and ``sample`` when the frame pools trained replicas
+    (the same sample index in two replicas is two units), else ``sample``."""
+    return ["replica", "sample"] if "replica" in frame.columns else ["sample"]
+
+
+def _replica_codes(wide: pd.DataFrame):
+    """The replica of each row of a frame indexed by :func:`_units` (None without replicas): the ``groups`` of the
+    two-stage bootstrap (replicas, then images within them)."""
+    return wide.index.get_level_values("replica").astype(str).to_numpy() if "replica" in wide.index.names else None
+
+
 def _matrix(frame: pd.DataFrame, metric: str, names: Sequence[str]) -> torch.Tensor:
-    """Oriented per-sample scores of one metric ``(samples, explainers)`` in the order of ``names``."""
+    """Oriented per-sample scores of one metric ``(samples, explainers)`` in the order of ``names`` (samples: the
+    (replica, sample) units when the frame carries a ``replica`` column)."""
     part = evaluation.oriented(frame[(frame["metric"] == metric) & frame["explainer"].isin(names)])
-    wide = part.pivot(index="sample", columns="explainer", values="oriented")[list(names)]
+    wide = part.pivot(index=_units(part), columns="explainer", values="oriented")[list(names)]
     return torch.tensor(wide.to_numpy(dtype=float).copy(), dtype=torch.float64)
 
 
@@ -295,9 +316,10 @@ PAPER_IDEAL_GAP = ("no fidelity metric scores the perfect explanation of a decis
 
 
 def _per_image(frame: pd.DataFrame, metric: str, names: Sequence[str]) -> pd.DataFrame:
-    """Raw per-sample scores of one metric, one column per explainer of ``names`` (rows: samples)."""
+    """Raw per-sample scores of one metric, one column per explainer of ``names`` (rows: samples, or (replica,
+    sample) units when the frame carries replicas)."""
     part = frame[(frame["metric"] == metric) & (frame["level"] == "sample") & frame["explainer"].isin(names)]
-    return part.pivot(index="sample", columns="explainer", values="score").reindex(columns=list(names))
+    return part.pivot(index=_units(part), columns="explainer", values="score").reindex(columns=list(names))
 
 
 def claim_ideal_gap(frame: pd.DataFrame, *, perfect: str, random: str, tolerance: float = 0.3, setting: str = "",
@@ -305,26 +327,30 @@ def claim_ideal_gap(frame: pd.DataFrame, *, perfect: str, random: str, tolerance
     """Miró-Nicolau et al. (2024): no fidelity metric scores the perfect explanation of a transparent model within
     ``tolerance`` (30 %) of the metric's ideal.
 
-    frame: an :func:`~faithlab.evaluate` frame of one model holding the explainers ``perfect`` (the model's perfect
-    explanation) and ``random`` (random maps, the null) on the same images. Metrics: the per-sample metrics of the
-    frame with an ideal value and a range (:data:`faithlab.evaluation.METRICS`); an image's gap is
-    |score − ideal| / range (:func:`ideal_gap`). Images where a metric is undefined (NaN) are left out of it.
+    frame: an :func:`~faithlab.evaluate` frame holding the explainers ``perfect`` (the model's perfect explanation)
+    and ``random`` (random maps, the null) on the same images: of one model, or of several independently trained
+    replicas of it stacked with a ``replica`` column (a unit is then a replica × image, and every interval below is
+    the two-stage bootstrap of :func:`faithlab.verdicts.bootstrap_diff` with ``groups``: the replicas resampled,
+    then the images within each drawn replica). Metrics: the per-sample metrics of the frame with an ideal value
+    and a range (:data:`faithlab.evaluation.METRICS`); an image's gap is |score − ideal| / range
+    (:func:`ideal_gap`, pooled over the replicas). Images where a metric is undefined (NaN) are left out of it.
 
     Premise and null, per metric: the metric must score the perfect explanation significantly better than random
-    maps (paired bootstrap over images of the oriented difference perfect − random, its ``level`` interval above 0;
-    the chance level, random maps' mean score with the images resampled, is in the table). A metric that cannot tell
-    the perfect explanation from random maps says nothing about fidelity here and does not count; when none
-    counts, the claim is not testable here.
-    Rule (fixed before any result): per counted metric, the ``level`` bootstrap interval over images of its mean gap
-    lies below ``tolerance`` (within), above it (beyond) or across it (undecided); the claim holds for a metric that is
-    beyond and fails for one within, and is decided by :func:`faithlab.verdicts.from_settings` with every counted
-    metric required (an undecided metric that could tip it leaves the claim inconclusive). setting: a label appended
-    to the claim's text.
+    maps (paired bootstrap over (replicas, then) images of the oriented difference perfect − random, its ``level``
+    interval above 0; the chance level, random maps' mean score resampled the same way, is in the table). A metric
+    that cannot tell the perfect explanation from random maps says nothing about fidelity here and does not count;
+    when none counts, the claim is not testable here.
+    Rule (fixed before any result): per counted metric, the ``level`` bootstrap interval (over replicas, then images)
+    of its mean gap lies below ``tolerance`` (within), above it (beyond) or across it (undecided); the claim holds for
+    a metric that is beyond and fails for one within, and is decided by :func:`faithlab.verdicts.from_settings` with
+    every counted metric required (an undecided metric that could tip it leaves the claim inconclusive). setting: a
+    label appended to the claim's text.
 
     Returns a :class:`faithlab.verdicts.Claim` whose table has one row per metric with an ideal: ideal, range, the
     perfect and random means, the chance range (``chance low``/``high``), the paired comparison (``perfect −
     random``, ``low``, ``high``, ``beats random``), the mean ``gap`` with its interval, random maps' gap, the
-    ``share within`` tolerance (:func:`ideal_gap`), the ``images`` scored and the ``outcome``."""
+    ``share within`` tolerance (:func:`ideal_gap`), the ``images`` scored (pooled over the replicas), the
+    ``replicas`` and the ``outcome``."""
     tol = _validate.fraction(tolerance, "tolerance", closed_low=False)
     present = set(frame.loc[frame["level"] == "sample", "explainer"])
     for value, arg in ((perfect, "perfect"), (random, "random")):
@@ -335,12 +361,14 @@ def claim_ideal_gap(frame: pd.DataFrame, *, perfect: str, random: str, tolerance
         raise ValueError(f"perfect and random must name different explainers, got {perfect!r} for both")
     gaps = ideal_gap(frame, perfect, tolerance=tol).set_index("metric")
     chance = ideal_gap(frame, random, tolerance=tol).set_index("metric")
+    n_replicas = int(frame["replica"].nunique()) if "replica" in frame.columns else 1
     nan = float("nan")
     rows = []
     for metric in gaps.index:
         info = evaluation.METRICS[metric]
         wide = _per_image(frame, metric, [perfect, random])
         a, b = wide[perfect].to_numpy(dtype=float), wide[random].to_numpy(dtype=float)
+        groups = _replica_codes(wide)
         sign = 1.0 if info.higher_is_better else -1.0
         row = {"metric": metric, "label": info.label, "ideal": info.ideal, "range": info.span,
                "perfect mean": float(pd.Series(a).mean()), "random mean": float(pd.Series(b).mean()),
@@ -348,32 +376,39 @@ def claim_ideal_gap(frame: pd.DataFrame, *, perfect: str, random: str, tolerance
                "beats random": False, "gap": float(gaps.loc[metric, "gap"]), "gap low": nan, "gap high": nan,
                "random gap": float(chance.loc[metric, "gap"]) if metric in chance.index else nan,
                "share within": float(gaps.loc[metric, "within"]), "images": int((~pd.isna(a)).sum()),
-               "outcome": "not counted"}
+               "replicas": n_replicas, "outcome": "not counted"}
         if int((~(pd.isna(a) | pd.isna(b))).sum()) >= 2:
-            c = verdicts.bootstrap_diff(sign * a, sign * b, n_boot=n_boot, level=level, seed=seed)
+            c = verdicts.bootstrap_diff(sign * a, sign * b, n_boot=n_boot, level=level, seed=seed, groups=groups)
             row.update({"perfect − random": c.mean, "low": c.low, "high": c.high, "beats random": c.outcome == "win"})
-        valid = torch.tensor(b[~pd.isna(b)], dtype=torch.float64)
-        if len(valid) >= 2:
-            idx = torch.randint(len(valid), (1000, len(valid)), generator=torch.Generator().manual_seed(seed))
-            null = verdicts.Null(f"random maps' mean {info.label}, images resampled",
-                                 tuple(valid[idx].mean(1).tolist()), level)
+        kept = ~pd.isna(b)
+        if int(kept.sum()) >= 2:
+            codes = None if groups is None else torch.from_numpy(
+                pd.factorize(groups[kept], sort=True)[0].astype("int64"))
+            draws = verdicts.hierarchical_means(torch.tensor(b[kept], dtype=torch.float64), groups=codes,
+                                                n_boot=1000, seed=seed)
+            null = verdicts.Null(f"random maps' mean {info.label}, "
+                                 + ("replicas, then images resampled" if n_replicas > 1 else "images resampled"),
+                                 tuple(draws.tolist()), level)
             row.update({"chance low": null.low, "chance high": null.high})
-        gap = ((pd.Series(a) - info.ideal).abs() / info.span).dropna().to_numpy()
-        if row["beats random"] and len(gap) >= 2:
-            g = verdicts.bootstrap_diff(gap - tol, n_boot=n_boot, level=level, seed=seed)
+        gap = (pd.Series(a) - info.ideal).abs().to_numpy() / info.span
+        defined = ~pd.isna(gap)
+        if row["beats random"] and int(defined.sum()) >= 2:
+            g = verdicts.bootstrap_diff(gap[defined] - tol, n_boot=n_boot, level=level, seed=seed,
+                                        groups=None if groups is None else groups[defined])
             row.update({"gap low": g.low + tol, "gap high": g.high + tol,
                         "outcome": {"win": "beyond", "loss": "within", "tie": "undecided"}[g.outcome]})
         rows.append(row)
     table = pd.DataFrame(rows)
     pct, interval = f"{tol * 100:g} %", f"{level * 100:g} %"
+    over = "replicas, then images within them" if n_replicas > 1 else "images"
     counted = table[table["beats random"]] if len(table) else table
     by = {o: (counted.loc[counted["outcome"] == o, "label"].tolist() if len(counted) else [])
           for o in ("within", "beyond", "undecided")}
     rule = (f"per metric with an ideal value that scores the perfect explanation significantly above random maps, "
-            f"the {interval} bootstrap interval over images of its mean |score − ideal| / range against the margin "
+            f"the {interval} bootstrap interval over {over} of its mean |score − ideal| / range against the margin "
             f"{pct}: the claim holds for the metric when the interval lies above {pct}, fails when below; it is "
             "made of every counted metric")
-    premise = (f"null: random maps; a metric counts only if the {interval} paired-bootstrap interval over images of "
+    premise = (f"null: random maps; a metric counts only if the {interval} paired-bootstrap interval over {over} of "
                f"perfect − random (oriented) lies above 0: "
                + (f"{', '.join(counted['label']) or 'none'} of {', '.join(table['label'])}" if len(table)
                   else "no metric with an ideal value"))
