@@ -355,3 +355,86 @@ def test_claim_table3_names_a_bad_frame():
         claim = P.claim_table3(per_sample({m: 0.5 for m in methods}, STABLE))
         assert claim.verdict == T and why in claim.verdict.why and len(claim.table) == 2
         assert "partly from 50%" in claim.decision                          # the rule's text even when untestable
+
+
+# ------------------------------------------------------------------------------ replicas: two-stage intervals
+def _r3_frames(spec: dict, *, renumber: bool = False) -> dict:
+    """{family: pairs_frame} of R3 over replicas: ``spec`` = {replica: (lipschitz sets, resnet sets)} per method
+    (SA, GC); ``renumber``: the same rows as one replica (replica 0, samples numbered on)."""
+    import pandas as pd
+
+    frames = {"1-Lipschitz": [], "ResNet-18": []}
+    for r, (lip, res) in spec.items():
+        for f, s, off in (("1-Lipschitz", lip, 0), ("ResNet-18", res, 10)):
+            d = {m: sets(*v, seed=100 * r + off + j) for j, (m, v) in enumerate(s.items())}
+            rows = P.pairs_frame(d, replica=0 if renumber else r)
+            frames[f].append(rows.assign(sample=rows["sample"] + 80 * r) if renumber else rows)
+    return {f: pd.concat(v, ignore_index=True) for f, v in frames.items()}
+
+
+def test_claim_r3_resamples_replicas_so_replicas_that_disagree_leave_it_open():
+    rise, fall = ({"SA": GOOD, "GC": GOOD}, {"SA": WEAK, "GC": WEAK}), ({"SA": WEAK, "GC": WEAK},
+                                                                          {"SA": GOOD, "GC": GOOD})
+    spec = {0: rise, 1: rise, 2: fall}         # two replicas say the scores rise, one says they fall
+    pooled = P.claim_lipschitz(_r3_frames(spec, renumber=True), gradient_methods=["SA"], n_boot=300, null_boot=500)
+    assert pooled.verdict == R, pooled.verdict.why          # as one replica: 240 units, a clear rise
+    claim = P.claim_lipschitz(_r3_frames(spec), gradient_methods=["SA"], n_boot=300, null_boot=500)
+    assert claim.verdict == I, (claim.our_value, claim.verdict.why)   # resampling the replicas: every cell a tie
+    assert set(claim.table.outcome) == {"tie"} and claim.units == 3 * 80
+    agree = P.claim_lipschitz(_r3_frames({0: rise, 1: rise, 2: rise}), gradient_methods=["SA"], n_boot=300,
+                              null_boot=500)
+    assert agree.verdict == R and "two-stage" in agree.rule and "reproduced when" not in agree.rule
+    rep = fl.verdicts.replicated(P.claim_lipschitz, _r3_frames(spec), gradient_methods=["SA"], n_boot=300,
+                                 null_boot=500, seeds=2)
+    assert rep.replicas == (R, R, N)                          # each replica's rows alone
+
+
+def _held_out(acc: dict, *, n: int = 200, bar: float = 0.2, reason: dict | None = None) -> "pd.DataFrame":
+    """Per-unit held-out predictions: ``acc`` {(family, replica): share correct}, exact shares."""
+    import pandas as pd
+
+    return pd.concat([pd.DataFrame({"family": f, "replica": r, "sample": np.arange(n),
+                                    "correct": np.arange(n) < round(a * n), "bar": bar,
+                                    "reason": (reason or {}).get((f, r))}) for (f, r), a in acc.items()],
+                     ignore_index=True)
+
+
+@pytest.mark.parametrize("acc, expected", [
+    (0.6, R),          # far above 2 × chance: holds
+    (0.21, I),         # at the bar: the premise is undecided, so is the claim
+    (0.05, T),         # demonstrably below: not testable here
+])
+def test_claim_r3_decides_beat_chance_on_its_own_interval_over_replicas(acc, expected):
+    rise = ({"SA": GOOD, "GC": GOOD}, {"SA": WEAK, "GC": WEAK})
+    frames = _r3_frames({0: rise, 1: rise, 2: rise})
+    held = _held_out({**{("1-Lipschitz", r): 0.6 for r in range(3)}, **{("ResNet-18", r): acc for r in range(3)}})
+    claim = P.claim_lipschitz(frames, gradient_methods=["SA"], premises=held, n_boot=300, null_boot=500)
+    assert claim.verdict == expected, claim.verdict.why
+    assert "ResNet-18: mean held-out accuracy" in claim.premise
+    # a replica whose models are not of comparable accuracy is left out of both families
+    held = _held_out({(f, r): 0.6 for f in ("1-Lipschitz", "ResNet-18") for r in range(3)},
+                     reason={("ResNet-18", 2): "not comparable"})
+    kept = P.claim_lipschitz(frames, gradient_methods=["SA"], premises=held, n_boot=300, null_boot=500)
+    assert kept.units == 2 * 80 and "replica 2 left out: not comparable" in kept.premise
+    with pytest.raises(ValueError, match="premises"):
+        P.claim_lipschitz(frames, gradient_methods=["SA"], premises=held.drop(columns="bar"))
+
+
+def test_claim_table3_resamples_replicas_so_replicas_that_disagree_leave_it_open():
+    import pandas as pd
+
+    good, bad = {"GC": 0.8, "SG": 0.3, "IG": 0.3, "SA": 0.2}, {"GC": 0.1, "SG": 0.5, "IG": 0.5, "SA": 0.2}
+    parts = [per_sample(mu, STABLE, n=20, seed=r).assign(replica=r) for r, mu in enumerate((good, good, bad))]
+    frame = pd.concat(parts, ignore_index=True)
+    one = frame.assign(sample=frame["sample"] + 20 * frame.replica).drop(columns="replica")  # the same rows
+    assert P.claim_table3(one, n_boot=500).verdict == R        # as one model's 60 samples: (a) and (b) hold
+    claim = P.claim_table3(frame, n_boot=500)
+    assert claim.verdict == I, (claim.our_value, claim.verdict.why)   # (a) straddles 0 across the replicas
+    assert claim.units == 60 and "two-stage" in claim.rule and "reproduced when" not in claim.rule
+    rep = fl.verdicts.replicated(P.claim_table3, frame, n_boot=500, seeds=2)
+    assert rep.replicas == (R, R, PARTLY)
+    # "the models beat chance" decided on its own interval over the replicas
+    held = _held_out({("m", r): 0.21 for r in range(3)}).drop(columns=["family", "reason"])
+    assert P.claim_table3(pd.concat(parts[:2]), premise=held, n_boot=500).verdict == I
+    assert P.claim_table3(pd.concat(parts[:2]), premise=held.assign(correct=False), n_boot=500).verdict == T
+    assert P.claim_table3(pd.concat(parts[:2]), premise=held.assign(correct=True), n_boot=500).verdict == R

@@ -20,6 +20,13 @@
 # Grad-CAM as the most faithful method (highest μF) and, with SmoothGrad, the most stable (lowest S_avg), in line
 # with ReCo and MeGe. S_avg's distance is squared ℓ2 (spec §6.16: the reported values exceed 1, so it cannot be
 # the Spearman correlation the text names).
+#
+# μF and S_avg are read on trained models, so the unit of replication is the trained family: a replica is another
+# run of the task's k-fold training on the same D under its own training seed (replica 0: `seed`; replica r ≥ 1:
+# `replica_seed(seed, "<task>/Normal", r)`), the very families of the chapter's Tables 1–2 (the same cached models).
+# With `replicas` (R) of them, μF and S_avg are measured on the first model of each replica, on `n_eval` samples
+# pooled over the replicas (an R-th of them per replica, each from its first model's held-out block), and every
+# interval resamples the replicas, then the samples within them.
 
 # %% tags=["parameters"]
 task = "CIFAR-10"
@@ -41,6 +48,7 @@ subset_fraction = 0.15
 n_neighbours = 3
 radius = 0.1
 output = "prob"
+replicas = 3
 dataset = None
 data_dir = None
 seed = 0
@@ -55,31 +63,53 @@ import faithlab as fl
 
 out = fl.outputs.for_notebook()
 P = fl.protocols.reco_mege
+if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
+    raise ValueError(f"replicas must be an int ≥ 1, got {replicas!r}")
 family = P.FamilySettings.from_parameters(globals())  # n, image_size, k, width_scale, epochs, ... (parameters)
-fam = P.families([task], family)[task]
+# replica 0 is the study's own run (trained under `seed`); replica r ≥ 1 trains under replica_seed(seed,
+# "<task>/Normal", r), as Tables 1–2 do, so both notebooks load the same cached families
+runs = {r: P.families([task], family if r == 0 else family.replica(f"{task}/Normal", r))[task]
+        for r in range(replicas)}
 test = family.load_task(task, n=n_test, split="test")
-# μF and S_avg are read on one model: its family need not be within ±3 % (that premise is ReCo's and MeGe's), only
-# have learned the task
-premise = P.chance_premise(fam)
-out.table(P.accuracy_frame([fam], {task: test}, batch_size=batch_size), "accuracy")
+# μF and S_avg are read on one model per replica: its family need not be within ±3 % (that premise is ReCo's and
+# MeGe's), only have learned the task, which is decided over the replicas on the held-out predictions of all k models
+premise = pd.concat([pd.DataFrame({
+    "replica": r, "sample": range(len(f.data)), "bar": 2.0 / f.data.n_classes,
+    "correct": (f.predictions.cpu().gather(0, f.cross.folds.cpu()[None])[0] == f.data.y.cpu()).numpy()})
+    for r, f in runs.items()], ignore_index=True)
+out.table(pd.concat([P.accuracy_frame([f], {task: test}, batch_size=batch_size).assign(replica=r)
+                     for r, f in runs.items()], ignore_index=True), "accuracy")
 SETTINGS = dict(ig_steps=ig_steps, sg_samples=sg_samples, batch_size=batch_size, seed=seed)
-# μF and S_avg on the first model, for the first n_eval samples of its held-out block (unseen images, as a test set)
-model = fam.cross.models[0]
-held_out = (fam.cross.folds == 0).nonzero().flatten()[:n_eval]
-x, y = fam.data.x[held_out.to(fam.data.x.device)], fam.data.y[held_out.to(fam.data.y.device)]
-out.glue("n_eval", len(x))
+# μF and S_avg on the first model of each replica, for the first ⌈n_eval / R⌉ samples of its held-out block (unseen
+# images, as a test set): n_eval units pooled over the replicas
+per_replica = -(-n_eval // replicas)
+evaluated = {}
+for r, f in runs.items():
+    idx = (f.cross.folds == 0).nonzero().flatten()[:per_replica]
+    evaluated[r] = (f.cross.models[0], f.data.x[idx.to(f.data.x.device)], f.data.y[idx.to(f.data.y.device)])
+out.glue("n_eval", sum(len(x) for _, x, _ in evaluated.values()))
+out.glue("n_eval_replica", per_replica)
+out.glue("replicas", replicas)
 out.glue("n_subsets", n_subsets)
 out.glue("n_neighbours", n_neighbours)
 
+# %% [markdown]
+# ## Table 3
+# μF and S_avg averaged over the samples of every replica; ReCo and MeGe on the S= / S≠ sets pooled over the
+# replicas (the sets of Tables 1–2, loaded from their cache); the paper's value on the line below ours.
+
 # %%
 per_sample = pd.concat([P.fidelity_stability(model, x, y, m, n_subsets=n_subsets, subset_fraction=subset_fraction,
-                                             n_neighbours=n_neighbours, radius=radius, output=output, **SETTINGS)
-                        for m in methods], ignore_index=True)
+                                             n_neighbours=n_neighbours, radius=radius, output=output,
+                                             **SETTINGS).assign(replica=r)
+                        for r, (model, x, y) in evaluated.items() for m in methods], ignore_index=True)
 out.table(per_sample, "per_sample")
-details = {m: P.distance_sets(fam, m, **SETTINGS) for m in methods}
+pairs = pd.concat([P.pairs_frame({m: P.distance_sets(f, m, **SETTINGS) for m in methods}, replica=r)
+                   for r, f in runs.items()], ignore_index=True)
+pooled, _ = P.pooled_sets(pairs)
 ours = per_sample.groupby("method")[["μF", "S_avg"]].mean().T.reindex(columns=methods)
-ours.loc["ReCo"] = [details[m]["reco"] for m in methods]
-ours.loc["MeGe"] = [details[m]["mege"] for m in methods]
+ours.loc["ReCo"] = [pooled[m]["reco"] for m in methods]
+ours.loc["MeGe"] = [pooled[m]["mege"] for m in methods]
 paper = pd.concat([P.PAPER["Table 3"], P.PAPER["Table 1"].loc[["CIFAR-10"]].rename(index={"CIFAR-10": "ReCo"}),
                    P.PAPER["Table 2"].loc[["CIFAR-10"]].rename(index={"CIFAR-10": "MeGe"})])
 table3 = P.beside(ours, paper, name="metric")
@@ -89,12 +119,15 @@ table3
 # %% [markdown]
 # ## Claim: Grad-CAM is the most faithful method and, with SmoothGrad, the most stable
 # Rule (`claim_table3`): (a) Grad-CAM's μF minus the next best method's and (b) Grad-CAM's and SmoothGrad's S_avg
-# minus every other method's, each a paired bootstrap over samples (95 %); reproduced when both hold significantly,
-# partly when one does. Null: each method's μF beside the same μF computed with its map of another image (the same
-# subsets and output drops): a μF that does not exceed it orders pixels no better than an unrelated map, and when
-# no method's does, μF cannot discriminate here. Premise: the models beat chance clearly (μF and S_avg are read
-# on the first model alone, so the family's ±3 % does not apply). The NaN μF of a constant map (a Grad-CAM that is all zero) counts as 0, as xplique
-# does.
+# minus every other method's, each a paired two-stage bootstrap (95 %: the R replicas, then the samples within
+# them); reproduced when both hold significantly, partly when one does. Null: each method's μF beside the same μF
+# computed with its map of another image (the same subsets and output drops): a μF that does not exceed it orders
+# pixels no better than an unrelated map, and when no method's does, μF cannot discriminate here. Premise: the
+# models beat chance clearly, decided on its own two-stage interval over the replicas (held-out accuracy of the k
+# models against twice chance: not testable here only when the interval lies wholly below, inconclusive when it
+# straddles; μF and S_avg are read on each replica's first model alone, so the family's ±3 % does not apply). The
+# NaN μF of a constant map (a Grad-CAM that is all zero) counts as 0, as xplique does. The replica agreement beside
+# the verdict is the same rule on each replica's samples alone.
 
 # %%
 out.claim(P.claim_table3, per_sample, premise=premise, seed=seed,

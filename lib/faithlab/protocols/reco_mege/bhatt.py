@@ -15,6 +15,7 @@ import torch
 from faithlab import explainers, perturb, verdicts
 from faithlab.metrics.bhatt import average_stability_details, mu_fidelity_details
 from faithlab.metrics.crossfold import shuffled_partners
+from faithlab.protocols.reco_mege.claims import _decide_premises
 from faithlab.protocols.reco_mege.sets import _NULL_STREAM
 from faithlab.protocols.reco_mege.tasks import method_options
 
@@ -52,18 +53,23 @@ def fidelity_stability(model, x: torch.Tensor, y: torch.Tensor, method: str, *, 
                          "μF (shuffled)": mu_null.cpu().numpy(), "S_avg": s.cpu().numpy()})
 
 
-def claim_table3(per_sample: pd.DataFrame, *, premise: str | None = None, target: str = "GC",
+def claim_table3(per_sample: pd.DataFrame, *, premise=None, target: str = "GC",
                  stable: Sequence[str] = ("GC", "SG"), n_boot: int = 4000, level: float = 0.95,
                  seed: int = 0) -> verdicts.Claim:
     """Claim of Table 3: Grad-CAM (``target``) has the highest μF, and Grad-CAM and SmoothGrad (``stable``) the
     lowest S_avg (CIFAR-10).
 
     per_sample: :func:`fidelity_stability` frames of every method, concatenated (``method``, ``sample``, ``μF``,
-    ``μF (shuffled)``, ``S_avg``); a NaN μF (a constant map) counts as 0, as xplique does. premise: a reason the
-    family cannot be tested (:func:`family_premise`), or None. Null: each method's μF against the same μF with its
-    map of another image (paired bootstrap over samples); without any method above that chance level μF does not
-    discriminate on this model and the claim is not testable here. Rule, two parts, each decided by paired
-    bootstraps over samples (``level``): (a) ``target``'s μF is above the best other method's; (b) every method of
+    ``μF (shuffled)``, ``S_avg``), with a ``replica`` column when they come from several independently trained
+    models (one per replica; the unit is then a (replica, sample) and every interval a two-stage bootstrap: the
+    replicas, then the samples within them); a NaN μF (a constant map) counts as 0, as xplique does. premise: a
+    reason the family cannot be tested (:func:`family_premise`), None, a :class:`faithlab.verdicts.Premise`, or a
+    frame of per-unit held-out predictions (``replica``, ``correct``, ``bar``: 2 / number of classes) from which
+    "the models beat chance" is decided on its own two-stage interval (fails only when it lies wholly below the bar:
+    not testable here; straddling it: inconclusive). Null: each method's μF against the same μF with its map of
+    another image (paired bootstrap); without any method above that chance level μF does not discriminate on this
+    model and the claim is not testable here. Rule, two parts, each decided by paired bootstraps (``level``): (a)
+    ``target``'s μF is above the best other method's; (b) every method of
     ``stable`` has a lower S_avg than every other method. Decided by :func:`faithlab.verdicts.from_settings` over
     the two parts (share 1 for reproduced, 1/2 for partly; a tie undecided, never a failure). Table: one row per
     method (means, chance level, comparisons)."""
@@ -86,10 +92,14 @@ def claim_table3(per_sample: pd.DataFrame, *, premise: str | None = None, target
             our_value="; ".join(f"{r.method} μF {r['μF']:.3f}, S_avg {r['S_avg']:.3g}" for _, r in means.iterrows()),
             verdict=verdicts.from_settings([], reproduced=1.0, partly=0.5, untestable=reason, what="parts (a, b)"),
             table=means, kind="paper")
-    wide = {c: per_sample.pivot(index="sample", columns="method", values=c).reindex(columns=methods)
+    _, decided = _decide_premises(premise, level=level, seed=seed)
+    rows = per_sample if "replica" in per_sample else per_sample.assign(replica=0)
+    wide = {c: rows.pivot(index=["replica", "sample"], columns="method", values=c).reindex(columns=methods)
             for c in ("μF", "μF (shuffled)", "S_avg")}
     mu, mu_null, s_avg = wide["μF"].fillna(0.0), wide["μF (shuffled)"].fillna(0.0), wide["S_avg"]
-    boot = dict(n_boot=n_boot, level=level, seed=seed)
+    groups = mu.index.get_level_values("replica").astype(str).to_numpy()
+    n_replicas = len(set(groups))
+    boot = dict(n_boot=n_boot, level=level, seed=seed, groups=groups)
     chance = {m: verdicts.bootstrap_diff(mu[m].to_numpy(), mu_null[m].to_numpy(), **boot) for m in methods}
     above = [m for m in methods if chance[m].outcome == "win"]
     rival = mu.drop(columns=target).mean().idxmax()
@@ -99,12 +109,14 @@ def claim_table3(per_sample: pd.DataFrame, *, premise: str | None = None, target
          for m in stable for o in others}
     a_holds, b_holds = a.outcome == "win", all(c.outcome == "win" for c in b.values())
     untestable = verdicts.first_reason(
-        premise, None if above else
+        decided.text if decided.holds is False else None, None if above else
         f"no method's μF lies above its chance level (the same method's map of another image, paired bootstrap "
         f"over {a.n} samples): μF does not discriminate on this model")
     b_part = (False if any(c.outcome == "loss" for c in b.values()) else True if b_holds else None)  # None: a tie
     v = verdicts.from_settings([a, b_part], reproduced=1.0, partly=0.5, untestable=untestable,
                                what="parts (a, b)")
+    if untestable is None:
+        v = decided.apply(v)  # a premise that straddles its bar: inconclusive
     if untestable is None:
         v = v.with_why(f"{v.why}: (a) {target} − {rival} μF {a.mean:+.3f} [{a.low:+.3f}, {a.high:+.3f}] → "
                        f"{a.outcome}; (b) {', '.join(stable)} below every other S_avg → "
@@ -118,14 +130,16 @@ def claim_table3(per_sample: pd.DataFrame, *, premise: str | None = None, target
     return verdicts.Claim(
         "Table 3: Grad-CAM has the highest μF, and Grad-CAM and SmoothGrad the lowest S_avg (CIFAR-10)",
         rule=f"(a) {target}'s μF minus the best other method's and (b) each of {', '.join(stable)}'s S_avg minus "
-             f"each other method's, paired bootstrap over samples ({level * 100:g} %); the paper's direction: (a) "
+             f"each other method's, two-stage paired bootstrap (the independently trained replicas, then the samples "
+             f"within them; {level * 100:g} %); the paper's direction: (a) "
              "above 0, (b) below 0 for every pair; margin 0; two parts, both needed in full, one for a part",
         premise="the model beats chance, and μF discriminates: at least one method's "
                 "μF lies significantly above the same method's μF with the map of another image (chance); "
                 + ", ".join(f"{m} {mu[m].mean():.3f} vs {mu_null[m].mean():.3f}" for m in methods)
-                + (f" — {premise}" if premise else ""),
+                + (f" — {decided.text}" if decided.text else ""),
         paper_value="μF GC 0.907 (next SG 0.305); S_avg GC 0.012, SG 0.024, others > 2",
-        our_value=f"μF {target} − {rival} = {a.mean:.3f} [{a.low:.3f}, {a.high:.3f}]; two lowest S_avg: "
+        our_value=f"{n_replicas} replica{'s' if n_replicas > 1 else ''} × samples, {a.n} units; "
+                  f"μF {target} − {rival} = {a.mean:.3f} [{a.low:.3f}, {a.high:.3f}]; two lowest S_avg: "
                   f"{', '.join(lowest)}; weakest S_avg comparison {worst_b[0][0]} − {worst_b[0][1]} = "
                   f"{worst_b[1].mean:.3g} [{worst_b[1].low:.3g}, {worst_b[1].high:.3g}] (lower is better)",
         verdict=v, table=table, kind="paper", units=int(min([a.n, *(c.n for c in b.values())])))

@@ -209,65 +209,181 @@ def claim_mege_falls(details: Mapping[tuple[str, str], Mapping[str, dict]], type
         verdict=v, table=table, kind="paper", units=int(units))
 
 
-def claim_lipschitz(details: Mapping[str, Mapping[str, dict]], *, gradient_methods: Sequence[str],
-                    premises: Sequence[str | None] = (), lipschitz: str = "1-Lipschitz", resnet: str = "ResNet-18",
+def _chance_interval(rows: pd.DataFrame, *, what: str, n_boot: int, level: float, seed: int) -> verdicts.Premise:
+    """The premise "the models beat chance clearly" decided on its own interval: per-unit held-out correctness
+    (``correct``) minus the bar (``bar``, 2 / number of classes), two-stage bootstrap over ``replica`` then the
+    samples within them (:func:`faithlab.verdicts.hierarchical_means`) → holds when the interval lies above 0,
+    fails when it lies wholly below, undecided when it straddles."""
+    import numpy as np
+    import torch
+
+    x = torch.as_tensor(rows["correct"].to_numpy(dtype=float) - rows["bar"].to_numpy(dtype=float),
+                        dtype=torch.float64)
+    codes = torch.as_tensor(np.unique(rows["replica"].astype(str).to_numpy(), return_inverse=True)[1].reshape(-1))
+    draws = verdicts.hierarchical_means(x, groups=codes, n_boot=n_boot, seed=seed)
+    tail = (1 - level) / 2
+    low, high = torch.quantile(draws, torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
+    acc, bar = float(rows["correct"].mean()), float(rows["bar"].mean())
+    replicas = int(codes.max()) + 1
+    text = (f"{what}: mean held-out accuracy {acc:.3f} against {bar:.3f} (2 × chance), difference "
+            f"{acc - bar:+.3f}, {level * 100:g} % interval [{low:+.3f}, {high:+.3f}] over {replicas} replica"
+            f"{'s' if replicas > 1 else ''} × their samples")
+    return verdicts.Premise(True if low > 0 else False if high < 0 else None, text)
+
+
+def _decide_premises(premises, *, n_boot: int = 2000, level: float = 0.95,
+                     seed: int = 0) -> tuple[dict, verdicts.Premise]:
+    """The premises of a claim on trained families → ``({replica: why it is left out}, premise)``.
+
+    premises: None; a reason (str, a failed premise), a :class:`faithlab.verdicts.Premise`, or a sequence of them
+    (None where one holds); or a frame of per-unit held-out predictions with columns ``replica``, ``correct`` (the
+    held-out model predicts the sample's label), ``bar`` (2 / number of classes), optionally ``family`` (one chance
+    premise per family) and ``reason`` (a per-replica premise that failed, e.g. the k models not within the
+    accuracy tolerance: that replica is left out). From a frame, "beat chance" is decided on its own two-stage
+    interval over the kept replicas (:func:`_chance_interval`): it fails only when the interval lies wholly below
+    the bar, and one that straddles it leaves the claim inconclusive."""
+    if premises is None:
+        return {}, verdicts.Premise(True, "")
+    if isinstance(premises, pd.DataFrame):
+        need = {"replica", "correct", "bar"}
+        if not need <= set(premises.columns):
+            raise ValueError(f"premises must be a frame with columns {sorted(need)} (+ family, reason), or reasons; "
+                             f"got columns {list(premises.columns)}")
+        left: dict = {}
+        if "reason" in premises:
+            keys = [c for c in ("family", "replica") if c in premises]
+            for _, r in premises[premises.reason.notna()].drop_duplicates(keys).iterrows():
+                left.setdefault(r.replica, []).append(str(r.reason))
+        left = {r: "; ".join(why) for r, why in left.items()}
+        kept = premises[~premises.replica.isin(list(left))]
+        if kept.empty:
+            return left, verdicts.Premise(False, "no replica left: " + "; ".join(f"replica {r}: {why}"
+                                                                                 for r, why in left.items()))
+        groups = (kept.groupby("family", sort=False) if "family" in kept else [("the models", kept)])
+        parts = [_chance_interval(rows, what=str(name), n_boot=n_boot, level=level, seed=seed)
+                 for name, rows in groups]
+    else:
+        items = [premises] if isinstance(premises, (str, verdicts.Premise)) else list(premises)
+        bad = [p for p in items if p is not None and not isinstance(p, (str, verdicts.Premise))]
+        if bad:
+            raise TypeError(f"premises must be reasons (str or None), Premises or a frame, got {type(bad[0]).__name__}")
+        left = {}
+        parts = [verdicts.Premise(False, p) if isinstance(p, str) else p for p in items
+                 if isinstance(p, (str, verdicts.Premise))]
+    if not parts:
+        return left, verdicts.Premise(True, "")
+    failed = [p for p in parts if p.holds is False]
+    holds = False if failed else None if any(p.holds is None for p in parts) else True
+    text = failed[0].text if failed else "; ".join(p.text for p in parts)
+    return left, verdicts.Premise(holds, text)
+
+
+def _as_frame(d, name: str) -> pd.DataFrame:
+    """A family's sets as :func:`~faithlab.protocols.reco_mege.sets.pairs_frame` rows (a frame passes as it is)."""
+    if isinstance(d, pd.DataFrame):
+        if not {"method", "sample"} <= set(d.columns):
+            raise ValueError(f"details[{name!r}] must be a pairs_frame (method, sample, distance j, ...), got "
+                             f"columns {list(d.columns)}")
+        return d if "replica" in d else d.assign(replica=0)
+    if not isinstance(d, Mapping) or not d:
+        raise ValueError(f"details[{name!r}] must map methods to distance_sets(...) or be a pairs_frame")
+    from faithlab.protocols.reco_mege.sets import pairs_frame
+
+    return pairs_frame(dict(d), replica=0)
+
+
+def claim_lipschitz(details: Mapping[str, Mapping[str, dict] | pd.DataFrame], *, gradient_methods: Sequence[str],
+                    premises=(), lipschitz: str = "1-Lipschitz", resnet: str = "ResNet-18",
                     n_boot: int = 500, null_boot: int = 2000, level: float = 0.95, seed: int = 0) -> verdicts.Claim:
     """Claim R3 (Tables 4–5): 1-Lipschitz models raise ReCo for the gradient methods and MeGe for every method.
 
-    details: ``{family: {method: distance_sets(...)}}`` with the ``lipschitz`` and ``resnet`` families explaining the
-    same D. premises: reasons a family cannot be tested (:func:`family_premise` of both), None where it can.
+    details: ``{family: pairs_frame rows}`` (:func:`~faithlab.protocols.reco_mege.sets.pairs_frame` of every method,
+    with a ``replica`` column: one replica = one independent repeat of the k-fold training of that family; replica r
+    of both families explains the same D) or ``{family: {method: distance_sets(...)}}`` (one replica), with the
+    ``lipschitz`` and ``resnet`` families. The unit is a (replica, sample); every interval is a two-stage bootstrap
+    (replicas, then samples within them, :func:`two_stage_weights`; the same resamples for both families and every
+    method).
+    premises: a frame of per-unit held-out predictions (``family``, ``replica``, ``correct``, ``bar``, ``reason``;
+    see :func:`_decide_premises`): a replica whose family fails a per-replica premise (``reason``, e.g.
+    :func:`comparable_premise`) is left out of both families, and "each family beats chance" is decided on its own
+    two-stage interval (fails only demonstrably: not testable here; undecided: inconclusive); or reasons a family
+    cannot be tested (:func:`family_premise` of both), None where it can.
     Cells: ReCo of every method of ``gradient_methods`` and MeGe of every method; per cell, 1-Lipschitz minus
-    ResNet-18 with a ``level`` percentile interval of ``n_boot`` paired bootstrap resamples of the samples. Null: a
-    cell counts only when at least one family's S= of that method lies below its shuffled-pairings chance level
-    (:func:`null_frame`) and both scores are defined; where both explain an image no more alike than two different
-    images, a difference in their scores compares noise. Rule (:func:`faithlab.verdicts.from_settings`): reproduced
-    when the score rises significantly in at least 2/3 of the testable cells, partly in at least 1/3. Table: one row
-    per cell."""
+    ResNet-18 on the sets pooled over the replicas, with a ``level`` percentile interval of ``n_boot`` resamples.
+    Null: a cell counts only when at least one family's S= of that method lies below its shuffled-pairings chance
+    level (:func:`null_frame`, ``null_boot`` resamples) and both scores are defined; where both explain an image no
+    more alike than two different images, a difference in their scores compares noise. Rule
+    (:func:`faithlab.verdicts.from_settings`): reproduced when the score rises significantly in at least 2/3 of the
+    testable cells, partly in at least 1/3. Table: one row per cell."""
     for name in (lipschitz, resnet):
         if name not in details:
             raise ValueError(f"details must hold the {name!r} family, got {list(details)}")
-    methods = [m for m in details[lipschitz] if m in details[resnet]]
+    frames = {f: _as_frame(details[f], f) for f in (lipschitz, resnet)}
+    methods = [m for m in dict.fromkeys(frames[lipschitz].method) if m in set(frames[resnet].method)]
     if not methods:
         raise ValueError("details' two families share no method")
-    nulls = {f: null_frame({m: details[f][m] for m in methods}, n_boot=null_boot, level=level, seed=seed)
-             .set_index("method") for f in (lipschitz, resnet)}
-    both = {**{f"L:{m}": details[lipschitz][m] for m in methods}, **{f"R:{m}": details[resnet][m] for m in methods}}
-    draws = bootstrap_scores(both, n_boot=n_boot, seed=seed)
+    units = {f: set(zip(fr.replica.astype(str), fr["sample"])) for f, fr in frames.items()}
+    if units[lipschitz] != units[resnet]:
+        raise ValueError("details' two families must hold the same (replica, sample) units (the same D per replica)")
+    left, premise = _decide_premises(premises, level=level, seed=seed)
+    kept = {f: fr[fr.method.isin(methods) & ~fr.replica.isin(list(left))] for f, fr in frames.items()}
+    n_replicas = kept[resnet].replica.nunique()
     rows = []
-    for m in methods:
-        informative = bool(nulls[lipschitz].loc[m, "below chance"] or nulls[resnet].loc[m, "below chance"])
-        for score in ("ReCo", "MeGe"):
-            if score == "ReCo" and m not in gradient_methods:
-                continue
-            c = comparison(draws, {key: v[score.lower()] for key, v in both.items()}, a=f"L:{m}", b=f"R:{m}",
-                           score=score, level=level)
-            vs = {f: f"{nulls[f].loc[m, 'S= mean']:.3f} vs {nulls[f].loc[m, 'shuffled mean']:.3f}"
-                  for f in (lipschitz, resnet)}
-            rows.append({"method": m, "score": score, "Lipschitz − ResNet": c.mean, "low": c.low, "high": c.high,
-                         "outcome": c.outcome, "Lipschitz S= vs shuffled": vs[lipschitz],
-                         "ResNet S= vs shuffled": vs[resnet],
-                         "comparison": c,
-                         "testable": informative and c.outcome != "undefined"})  # undefined: a NaN score
-    table = pd.DataFrame(rows)
-    cells = table[table.testable]
-    reason = verdicts.first_reason(*premises)
-    if reason is None and not len(cells):
-        reason = "in no cell does either family's S= lie below its shuffled-pairings chance level"
-    v = verdicts.from_settings(cells["comparison"].tolist(), untestable=reason,
-                               what="testable (method × score) cells")
+    if len(kept[resnet]):
+        pooled = {f: pooled_sets(fr) for f, fr in kept.items()}
+        groups = pooled[resnet][1]
+        sets = {f: pooled[f][0] for f in pooled}
+        nulls = {f: null_frame({m: sets[f][m] for m in methods}, level=level,
+                               weights=two_stage_weights(groups, null_boot, seed)).set_index("method")
+                 for f in (lipschitz, resnet)}
+        both = {**{f"L:{m}": sets[lipschitz][m] for m in methods}, **{f"R:{m}": sets[resnet][m] for m in methods}}
+        draws = bootstrap_scores(both, weights=two_stage_weights(groups, n_boot, seed))
+        for m in methods:
+            informative = bool(nulls[lipschitz].loc[m, "below chance"] or nulls[resnet].loc[m, "below chance"])
+            for score in ("ReCo", "MeGe"):
+                if score == "ReCo" and m not in gradient_methods:
+                    continue
+                c = comparison(draws, {key: v[score.lower()] for key, v in both.items()}, a=f"L:{m}", b=f"R:{m}",
+                               score=score, level=level)
+                vs = {f: f"{nulls[f].loc[m, 'S= mean']:.3f} vs {nulls[f].loc[m, 'shuffled mean']:.3f}"
+                      for f in (lipschitz, resnet)}
+                rows.append({"method": m, "score": score, "Lipschitz": both[f"L:{m}"][score.lower()],
+                             "ResNet": both[f"R:{m}"][score.lower()], "Lipschitz − ResNet": c.mean, "low": c.low,
+                             "high": c.high, "outcome": c.outcome, "Lipschitz S= vs shuffled": vs[lipschitz],
+                             "ResNet S= vs shuffled": vs[resnet], "replicas": n_replicas, "units": len(groups),
+                             "comparison": c,
+                             "testable": informative and c.outcome != "undefined"})  # undefined: a NaN score
+    table = pd.DataFrame(rows, columns=["method", "score", "Lipschitz", "ResNet", "Lipschitz − ResNet", "low", "high",
+                                        "outcome", "Lipschitz S= vs shuffled", "ResNet S= vs shuffled", "replicas",
+                                        "units", "comparison", "testable"])
+    cells = table[table.testable.astype(bool)]
+    if premise.holds is False:
+        v = verdicts.from_settings([], untestable=premise.text, what="testable (method × score) cells")
+    elif not len(cells):
+        v = verdicts.from_settings([], untestable="in no cell does either family's S= lie below its "
+                                   "shuffled-pairings chance level", what="testable (method × score) cells")
+    else:
+        v = premise.apply(verdicts.from_settings(cells["comparison"].tolist(),
+                                                 what="testable (method × score) cells"))
     table, cells = table.drop(columns="comparison"), cells.drop(columns="comparison")
+    n_units = int(kept[resnet].drop_duplicates(["replica", "sample"]).shape[0])
     return verdicts.Claim(
         "R3: 1-Lipschitz models raise ReCo for the gradient methods and MeGe for every method (CIFAR-10)",
-        rule=f"per cell (ReCo of {', '.join(gradient_methods)}; MeGe of every method), 1-Lipschitz minus ResNet-18, "
-             f"paired bootstrap over the samples of D ({level * 100:g} %); the paper's direction: above 0 (the score "
-             "rises), margin 0",
-        premise="both families beat chance and are of comparable accuracy, and a cell is testable only if at least "
+        rule=f"per cell (ReCo of {', '.join(gradient_methods)}; MeGe of every method), 1-Lipschitz minus ResNet-18 on "
+             "the sets pooled over the independently trained replicas, two-stage bootstrap (replicas, then the "
+             f"samples of D within them; {level * 100:g} %); the paper's direction: above 0 (the score rises), "
+             "margin 0",
+        premise="both families beat chance (decided on their own interval over the replicas) and are of comparable "
+                "accuracy (a replica that is not is left out), and a cell is testable only if at least "
                 "one family's S= distances lie significantly below the same distances with the image pairings "
                 "shuffled: " + "; ".join(f"{r.method} L {r['Lipschitz S= vs shuffled']}, R {r['ResNet S= vs shuffled']}"
-                                         for _, r in table.drop_duplicates("method").iterrows()),
-        kind="paper", units=int(next(iter(details[resnet].values()))["pairs"].distance.shape[0]),
+                                         for _, r in table.drop_duplicates("method").iterrows())
+                + (f"; {premise.text}" if premise.text else "")
+                + "".join(f"; replica {r} left out: {why}" for r, why in left.items()),
+        kind="paper", units=n_units,
         paper_value="Tables 4–5: ReCo e.g. SG 0.154 → 0.898, SA 0.151 → 0.810; MeGe higher for all six methods",
         our_value=f"{int((cells.outcome == 'win').sum())} of {len(cells)} testable cells rise "
-                  f"({len(table) - len(cells)} not testable); " + "; ".join(
-                      f"{r.score} {r.method} {r['Lipschitz − ResNet']:+.3f}" for _, r in cells.iterrows()),
+                  f"({len(table) - len(cells)} not testable; {n_replicas} replicas × samples, {n_units} units); "
+                  + "; ".join(f"{r.score} {r.method} {r['Lipschitz − ResNet']:+.3f} [{r.low:+.3f}, {r.high:+.3f}]"
+                              for _, r in cells.iterrows()),
         verdict=v, table=table)
