@@ -487,20 +487,21 @@ def test_claim_functions_take_seed_and_one_replicas_rows():
     """Every claim function accepts ``seed`` and works on one replica's rows (what replicated() does), and no rule
     text states a decision threshold (Claim refuses it)."""
     _, _, cells, null = study({"Fidelity": (NOISY, 1, False), "ROAR": (NOISY, 2, False),
-                               "F-Fidelity": (GOOD, 3, False)})
+                               "F-Fidelity": (GOOD, 3, False)}, replicas=3)  # the house asks 3 replicas
     claim = fl.verdicts.replicated(F.claim_ranking, cells, null, group="explainer", value="E", seed=4, seeds=3)
-    assert claim.verdict == R and claim.replicas == (R, R) and len(claim.stability) == 3
+    assert claim.verdict == R and claim.replicas == (R, R, R) and len(claim.stability) == 3
     one = F.claim_ranking(cells[cells["replica"] == 1], null[null["replica"] == 1], group="explainer", value="E",
                           seed=9)
     assert one.units == 3 * len(LEVELS)
-    _, _, cells, null = study({m: (s, i, False) for i, (m, s) in enumerate(zip(CHAIN, (1.2, 0.4, 0.08)))})
+    _, _, cells, null = study({m: (s, i, False) for i, (m, s) in enumerate(zip(CHAIN, (1.2, 0.4, 0.08)))},
+                              replicas=3)
     claim = fl.verdicts.replicated(F.claim_ablation, cells, null, group="explainer", value="E", seed=1, seeds=2)
-    assert claim.verdict == R and claim.replicas == (R, R)
+    assert claim.verdict == R and claim.replicas == (R, R, R)
     claim = fl.verdicts.replicated(F.claim_lerf_near_one, cells, null, group="explainer", value="E",
                                    target="F-Fidelity", seed=1, seeds=2)
-    assert claim.verdict == R and len(claim.replicas) == 2
-    claim = fl.verdicts.replicated(F.claim_map_preferred, per_image(0.1, 0.05), seed=2, seeds=2)
-    assert claim.verdict == R and claim.replicas == (R, R)
+    assert claim.verdict == R and len(claim.replicas) == 3
+    claim = fl.verdicts.replicated(F.claim_map_preferred, per_image(0.1, 0.05, replicas=3), seed=2, seeds=2)
+    assert claim.verdict == R and claim.replicas == (R, R, R)
 
 
 def test_claim_ranking_two_stage_interval_counts_the_replicas():
@@ -511,3 +512,43 @@ def test_claim_ranking_two_stage_interval_counts_the_replicas():
     width = {k: float(c.table.dropna(subset=["high"])["high"].iloc[0] - c.table.dropna(subset=["low"])["low"].iloc[0])
              for k, c in (("pooled", pooled), ("nested", nested))}
     assert width["nested"] >= width["pooled"] * 0.9
+
+
+def sensitivity_units(by_replica: list[float], *, n_seeds: int = 10, seed: int = 0) -> tuple[pd.DataFrame, ...]:
+    """The sensitivity notebook's per-unit macro correlations (one row per setting, replica and degradation seed):
+    in replica r every correlation has the ideal sign with magnitude ``by_replica[r]`` (± 0.01 noise per seed), for
+    three β settings; the null (one per replica, the same draws) spans ±0.5."""
+    keys = list(fl.metrics.DIRECTIONS)
+    sign = {k: -1.0 if d == "min" else 1.0 for k, d in fl.metrics.DIRECTIONS.items()}
+    rng = np.random.default_rng(seed)
+    units = pd.DataFrame([{"varied": "beta", "value": b, "replica": r, "seed": s,
+                           **{k: sign[k] * (m + rng.uniform(-0.01, 0.01)) for k in keys}}
+                          for b in (0.05, 0.1, 0.2) for r, m in enumerate(by_replica) for s in range(n_seeds)])
+    draws = {k: rng.uniform(-0.5, 0.5, 200) for k in keys}
+    null = pd.concat([pd.DataFrame({"draw": range(200), **draws}).assign(varied="beta", value=b, replica=r)
+                      for b in (0.05, 0.1, 0.2) for r in range(len(by_replica))], ignore_index=True)
+    return units, null
+
+
+def test_claim_robust_hyperparameters_resamples_the_replicas():
+    """|ρ| 0.97 in replica 0 and 0.75 in replica 1: pooled over 20 seeds as one model the mean (0.86) lies beyond
+    the margin 0.8 in every setting; over two trained models every interval spans both replicas and straddles it."""
+    units, null = sensitivity_units([0.97, 0.75])
+    pooled = F.claim_robust_hyperparameters(units.assign(replica=0), null.assign(replica=0))
+    nested = F.claim_robust_hyperparameters(units, null)
+    assert pooled.verdict == R, pooled.verdict.why
+    assert nested.verdict == I, nested.verdict.why
+    assert set(nested.table["passes threshold"]) == {"undecided"} and nested.units == pooled.units == 20
+    assert "2 independently trained replicas" in nested.rule and "replicas then seeds" in nested.rule
+    low = nested.table["lerf_vs_gt low"]
+    assert (low < 0.8).all() and (nested.table["lerf_vs_gt high"] > 0.8).all()
+
+
+def test_claim_robust_hyperparameters_per_replica_and_seed():
+    """Through verdicts.replicated: decided on each replica's rows alone, and the same under other bootstrap seeds."""
+    units, null = sensitivity_units([0.97, 0.95, 0.96])
+    claim = fl.verdicts.replicated(F.claim_robust_hyperparameters, units, null, seed=3, seeds=3)
+    assert claim.verdict == R and claim.replicas == (R, R, R) and len(claim.stability) == 3
+    assert claim.units == 30 and claim.replica_agreement == "3 of 3 replicas"
+    lost = F.claim_robust_hyperparameters(*sensitivity_units([0.5, 0.55]))  # both replicas clearly below the margin
+    assert lost.verdict == N and set(lost.table["passes threshold"]) == {"fails"}

@@ -270,7 +270,11 @@ def test_replicated_decides_each_claim_per_replica_and_seed():
     fn, args, kwargs = _calls()[0]
     claim = V.replicated(fn, *args, **kwargs, seed=0)
     assert len(claim.replicas) == 2 and len(claim.stability) == V.STABILITY_SEEDS
-    assert claim.verdict == R and claim.replica_agreement == "2 of 2 replicas"
+    assert claim.raw == R and claim.replica_agreement == "2 of 2 replicas"
+    assert claim.verdict == I and "below the 3 independently trained replicas" in claim.verdict.why  # the house's 3
+    three = table8({("images", "CNN"): RESTORES, ("time series", "CNN-1D"): RESTORES}, replicas=3)
+    claim = V.replicated(fn, three, seed=0, seeds=3)
+    assert claim.verdict == R and claim.replica_agreement == "3 of 3 replicas"
     small = table8({("images", "CNN"): RESTORES}, n=10)  # 20 inputs pooled: underpowered, published inconclusive
     assert V.replicated(F.claim_finetune_restores, small, seed=0).verdict in (I, T)
 
@@ -279,3 +283,65 @@ def test_rules_state_no_threshold():
     for fn, args, kwargs in _calls():
         rule = fn(*args, **kwargs).rule.lower()
         assert not any(w in rule for w in ("reproduced when", "partly from", "2/3", "1/3")), fn.__name__
+
+
+# ------------------------------------------------------------- two-stage intervals: the replicas are resampled
+def by_replica(builder, specs: list[tuple], **kwargs) -> pd.DataFrame:
+    """One frame of ``builder(*spec, replicas=1)`` per replica, its ``replica`` column set to the spec's index (each
+    replica with its own latents): replicas whose effects differ as the specs do."""
+    return pd.concat([builder(*spec, replicas=1, seed=r, **kwargs).assign(replica=r) for r, spec in enumerate(specs)],
+                     ignore_index=True)
+
+
+def test_claim_finetune_restores_resamples_the_replicas():
+    """Replica 0 restores accuracy at 10 % (+36 points), replica 1 loses 20 points: pooled as one model the mean
+    gain (+8) is decided, but over two trained models the interval spans both and straddles 0."""
+    split = by_replica(table8, [({("images", "CNN"): RESTORES, ("time series", "CNN-1D"): RESTORES},),
+                                ({("images", "CNN"): pair(0.9, 0.5, 0.89, 0.3),
+                                  ("time series", "CNN-1D"): pair(0.9, 0.5, 0.89, 0.3)},)])
+    nested = F.claim_finetune_restores(split)
+    pooled = F.claim_finetune_restores(split.assign(replica=0))
+    assert pooled.verdict == R, pooled.verdict.why
+    assert nested.verdict == I, nested.verdict.why
+    assert set(nested.table["restored"]) == {"undecided"} and "2 independently trained replicas" in nested.rule
+    gain = nested.table.set_index("architecture").loc["CNN"]
+    assert gain["gain low"] < 0 < gain["gain high"] and nested.units == pooled.units == 600
+
+
+def test_claim_text_robust_resamples_the_replicas():
+    """The text model drops 2 points in replica 0 and 40 in replica 1 (the reference 30 in both): pooled, its mean
+    drop (21) is decided smaller than the reference's; over two trained models the interval straddles 0."""
+    ref = pair(0.9, 0.6, 0.9, 0.85)
+    text = "LSTM (zero embedding)"
+    split = by_replica(table8, [({("images", "CNN"): ref, ("text", text): ROBUST},),
+                                ({("images", "CNN"): ref, ("text", text): pair(0.9, 0.5, 0.9, 0.5)},)])
+    assert F.claim_text_robust(split.assign(replica=0)).verdict == R
+    nested = F.claim_text_robust(split)
+    assert nested.verdict == I, nested.verdict.why
+    row = nested.table.iloc[0]
+    assert row["low"] < 0 < row["high"] and row["outcome"] == "tie"
+
+
+def test_claim_beta_accuracy_resamples_the_replicas():
+    """At 50 % masking β = 0.1 keeps 40 points more than the original in replica 0 and 10 fewer in replica 1."""
+    split = by_replica(boundary, [({0.0: (0.9, 0.3), 0.1: (0.9, 0.7)}, {}), ({0.0: (0.9, 0.3), 0.1: (0.9, 0.2)}, {})])
+    pooled = F.claim_beta_accuracy(split.assign(replica=0))
+    nested = F.claim_beta_accuracy(split)
+    assert pooled.verdict == R, pooled.verdict.why
+    assert nested.verdict == I, nested.verdict.why
+    step = nested.table.iloc[0]
+    assert step["low"] < 0 < step["high"] and step["outcome"] == "tie" and nested.units == 600
+
+
+def test_claim_beta_agreement_resamples_the_replicas():
+    """Part (a): agreement at 50 % falls from β 0.1 to 0.3 by 40 points in replica 0 and rises by 10 in replica 1;
+    part (b) holds in both. Pooled, (a) is decided (falls); over two trained models it straddles 0."""
+    accuracy = {0.0: (0.9, 0.3), 0.1: (0.9, 0.6), 0.3: (0.9, 0.6)}
+    split = by_replica(boundary, [(accuracy, {0.1: (0.93, 0.8), 0.3: (0.93, 0.4)}),
+                                  (accuracy, {0.1: (0.93, 0.6), 0.3: (0.93, 0.7)})])
+    pooled = F.claim_beta_agreement(split.assign(replica=0))
+    nested = F.claim_beta_agreement(split)
+    assert pooled.verdict == R, pooled.verdict.why
+    assert nested.verdict == I, nested.verdict.why
+    step = nested.table[nested.table["part"].str.startswith("(a)")].iloc[0]
+    assert step["low"] < 0 < step["high"] and step["holds"] == "undecided"

@@ -27,6 +27,14 @@
 # Our stand-in for CIFAR-100/Tiny-ImageNet is the coloured canvas-digits data of {doc}`images_ranking`'s main
 # setting, where a removed pixel (the dataset-mean colour) is out of distribution; the `paper` profile loads
 # CIFAR-100, with ResNet-9 and the paper's ViT.
+#
+# **Replicas.** The unit of replication is the trained model: the claims decided here (F7, F8, F10) are decided over
+# `replicas` (R) independently trained replicas of each network. Replica r of the CNN is replica r of
+# {doc}`images_ranking`'s main setting (training seed `fl.verdicts.replica_seed(seed, "canvas/main", r)`, the same
+# cache entries), replica r of the ViT is trained with `fl.verdicts.replica_seed(seed, "vit/main", r)`; each replica
+# gets its own fine-tuning and ROAR retraining, cached per replica, and all replicas see the same data. Every frame
+# a claim reads carries a `replica` column, and every verdict's interval resamples replicas, then units within
+# them. The cost study (F9) measures one replica's training runs and needs no replicas.
 
 # %% tags=["parameters"]
 dataset = "canvas_digits"
@@ -36,7 +44,7 @@ vit_models = {}  # overrides of fl.protocols.ffidelity.VitModels: the ViT (and i
 beta = 0.1
 alpha = 0.5
 n_samples = 10
-n_test = 80
+n_test = 40  # test images per replica (the units of F7 are seeds × levels; images only sharpen each unit)
 noise_levels = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
 n_seeds = 2
 sparsity = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
@@ -44,7 +52,8 @@ sg_samples = 4
 ig_steps = 8
 n_cases = 5
 n_table9 = 2  # images shown in the Table 9 figure (the ViT's Grad-CAM, original and fine-tuned model)
-pair_n_test = None
+pair_n_test = None  # test images per replica of Tables 11–12 (None: all)
+replicas = 3  # independently trained CNNs and ViTs (with their fine-tuned and ROAR models)
 ood_ks = [8, 26]
 seed = 0
 device = "cpu"
@@ -53,7 +62,9 @@ shard = None  # set by the runner: with -p n_shards N the (seed, noise level) gr
 n_shards = 1
 
 # %%
+import numpy as np
 import pandas as pd
+import torch
 
 import faithlab as fl
 
@@ -64,7 +75,8 @@ METHODS = ["Fidelity", "ROAR", "R-Fidelity", "F-Fidelity"]
 # %% [markdown]
 # ## Data and the shared settings
 # The convolutional network, its data key and its training recipe are those of {doc}`images_ranking`, so the
-# original and fine-tuned CNN are loaded from the same cache entries.
+# original and fine-tuned CNN of each replica are loaded from the same cache entries (`cnn.train_config(t)` etc.
+# with the replica's training seed t, as `CanvasModels.ranking_study`).
 
 # %%
 cnn = fl.protocols.ffidelity.CanvasModels(**canvas_models)
@@ -79,11 +91,14 @@ in_channels, size = train[0][0].shape[0], train[0][0].shape[-1]
 n_classes = train.info["n_classes"]
 cnn_config = cnn.model_config(in_channels=in_channels, n_classes=n_classes)
 vit_spec = fl.protocols.ffidelity.VitModels(**vit_models)
-cnn_train, cnn_finetune, cnn_roar = cnn.train_config(seed), cnn.finetune_config(seed), cnn.roar_config(seed)
+REPLICAS = range(replicas)
+CNN_SEED = {r: fl.verdicts.replica_seed(seed, "canvas/main", r) for r in REPLICAS}  # images_ranking's main setting
+VIT_SEED = {r: fl.verdicts.replica_seed(seed, "vit/main", r) for r in REPLICAS}
 ranking = dict(noise_levels=noise_levels, sparsity=sparsity, n_test=n_test, n_seeds=n_seeds, alpha=alpha, beta=beta,
                n_samples=n_samples, seed=seed, device=device, batch_size=batch_size)
 SG_SQ = ("sg_sq_ig", {"nt_samples": sg_samples, "n_steps": ig_steps})
-for name, value in {"n_test": n_test, "n_seeds": n_seeds, "n_samples": n_samples, "n_levels": len(sparsity),
+for name, value in {"n_test": n_test, "n_seeds": n_seeds, "replicas": replicas, "n_samples": n_samples,
+                    "n_levels": len(sparsity),
                     "vit_dim": vit_spec.dim, "vit_depth": vit_spec.depth, "vit_heads": vit_spec.heads}.items():
     out.glue(name, value)
 
@@ -94,53 +109,62 @@ for name, value in {"n_test": n_test, "n_seeds": n_seeds, "n_samples": n_samples
 # The ViT is trained with AdamW (weight decay 1e-4, as the paper's Adam) and a cosine schedule, and fine-tuned with
 # the same recipe (at its `finetune_lr`); `fl.protocols.ffidelity.VitModels` holds the ViT's settings, shared
 # with `robustness` (Table 8's ViT row). With `n_shards` > 1 the runner scores the (seed, noise level) grid in
-# shards (`fl.outputs.sharded`; each cell depends on that cell only) and the cells below see the same curves.
+# shards (`fl.outputs.sharded`; each cell depends on that cell only) and the cells below see the same curves. Each
+# study runs once per replica; `studies[k, r]` is replica r's.
 
 # %% tags=["shard"]
 STUDIES = {
-    "ViT SG-SQ": lambda cells: vit_spec.ranking_study(  # fl.protocols.image_ranking_study of the shared ViT
-        train, test, {"ViT SG-SQ": SG_SQ}, data_key=data_key, methods=METHODS, cells=cells, **ranking),
-    "CNN LayerCAM": lambda cells: fl.protocols.image_ranking_study(
+    "ViT SG-SQ": lambda r, cells: fl.protocols.image_ranking_study(  # VitModels' recipe, the replica's seed
+        "vit", vit_spec.model_config(train), train, test, {"ViT SG-SQ": SG_SQ}, data_key=data_key,
+        train_config=vit_spec.train_config(VIT_SEED[r]), finetune_config=vit_spec.finetune_config(VIT_SEED[r]),
+        roar_config=vit_spec.train_config(VIT_SEED[r]), methods=METHODS, cells=cells, **ranking),
+    "CNN LayerCAM": lambda r, cells: fl.protocols.image_ranking_study(  # images_ranking's CNN of replica r
         cnn.model_name, cnn_config, train, test, {"CNN LayerCAM": ("layercam", {})}, data_key=data_key,
-        train_config=cnn_train, finetune_config=cnn_finetune, roar_config=cnn_roar, methods=METHODS, cells=cells,
-        **ranking),
+        train_config=cnn.train_config(CNN_SEED[r]), finetune_config=cnn.finetune_config(CNN_SEED[r]),
+        roar_config=cnn.roar_config(CNN_SEED[r]), methods=METHODS, cells=cells, **ranking),
 }
 studies = {}
 
 
 def score_cells(cells):
-    studies.update({k: make_study(cells) for k, make_study in STUDIES.items()})
-    return pd.concat([st.curves.assign(study=k) for k, st in studies.items()], ignore_index=True)
+    studies.update({(k, r): make_study(r, cells) for k, make_study in STUDIES.items() for r in REPLICAS})
+    return pd.concat([st.curves.assign(study=k, replica=r) for (k, r), st in studies.items()], ignore_index=True)
 
 
 grid = [(s, k) for s in range(n_seeds) for k in range(len(noise_levels))]
 scored = fl.outputs.sharded("curves", score_cells, grid, shard=shard, n_shards=n_shards)
 
 # %%
-for k, make_study in STUDIES.items():  # the reduce step of a sharded run builds the studies from the cache and the shards
-    studies[k] = (studies.get(k) or make_study([])).with_curves(scored[scored["study"] == k].drop(columns="study"))
-accuracy = pd.DataFrame([{"study": k, "model": m, "test accuracy": a}
-                         for k, st in studies.items() for m, a in st.accuracy.items()])
+for (k, make_study), r in ((item, r) for item in STUDIES.items() for r in REPLICAS):
+    mine = (scored["study"] == k) & (scored["replica"] == r)  # the reduce step of a sharded run: cache and shards
+    studies[k, r] = (studies.get((k, r)) or make_study(r, [])).with_curves(
+        scored[mine].drop(columns=["study", "replica"]))
+accuracy = pd.DataFrame([{"study": k, "replica": r, "model": m, "test accuracy": a}
+                         for (k, r), st in studies.items() for m, a in st.accuracy.items()])
 out.table(accuracy, "accuracy")
-for k, st in studies.items():
-    out.glue(f"accuracy_{k.split()[0].lower()}", st.accuracy["original"])
-constant = pd.concat([st.constant_maps().assign(study=k) for k, st in studies.items()], ignore_index=True)
-accuracy
+for k in STUDIES:
+    out.glue(f"accuracy_{k.split()[0].lower()}",
+             float(accuracy[(accuracy["study"] == k) & (accuracy["model"] == "original")]["test accuracy"].mean()))
+constant = pd.concat([st.constant_maps().assign(study=k, replica=r) for (k, r), st in studies.items()],
+                     ignore_index=True)
+accuracy.pivot_table(index=["study", "model"], columns="replica", values="test accuracy", sort=False)
 
 # %% [markdown]
 # Is removal out of distribution for these networks? Accuracy of the original and fine-tuned network after
-# removing k digit (salient), background (non-salient) or random pixels (`fl.protocols.removal_diagnostic`).
+# removing k digit (salient), background (non-salient) or random pixels (`fl.protocols.removal_diagnostic`), per
+# replica; the gaps are averaged over the replicas.
 
 # %%
 mask = test.mask.flatten(1) if getattr(test, "mask", None) is not None else None
 if mask is not None:
     diagnostic = pd.concat([fl.protocols.removal_diagnostic(
         {m: st.models[m] for m in ("original", "fine-tuned")}, st.x, st.y, mask[:n_test].to(device), ks=ood_ks,
-        n_draws=5, generator=seed, batch_size=batch_size).assign(study=k) for k, st in studies.items()],
-        ignore_index=True)
+        n_draws=5, generator=seed, batch_size=batch_size).assign(study=k, replica=r)
+        for (k, r), st in studies.items()], ignore_index=True)
     out.table(diagnostic, "ood_diagnostic")
-    for k in studies:
-        gap = fl.protocols.ood_gap(diagnostic[diagnostic["study"] == k])
+    for k in STUDIES:
+        gap = pd.DataFrame([fl.protocols.ood_gap(part) for _, part in
+                            diagnostic[diagnostic["study"] == k].groupby("replica")]).mean()
         out.glue(f"ood_gap_{k.split()[0].lower()}", float(gap["original"]))
         out.glue(f"ood_gap_{k.split()[0].lower()}_finetuned", float(gap["fine-tuned"]))
     display_diagnostic = diagnostic.pivot_table(index=["study", "model"], columns=["k", "removed"],
@@ -151,7 +175,7 @@ display_diagnostic
 
 # %% [markdown]
 # Cells: our mean ± std, the paper's value in parentheses (Table 5: ViT on CIFAR-100, SG-SQ; Table 10: ResNet-9 on
-# CIFAR-100, LayerCAM). Ranks are among the four methods (1 best).
+# CIFAR-100, LayerCAM); ours over the seeds of every replica, pooled. Ranks are among the four methods (1 best).
 
 # %%
 PAPER = {  # means; order Fidelity, ROAR, R-Fidelity, F-Fidelity
@@ -172,7 +196,11 @@ PAPER = {  # means; order Fidelity, ROAR, R-Fidelity, F-Fidelity
         ("Micro Rank", "morf_vs_gt"): [2.95, 3.95, 1.89, 1.21], ("Micro Rank", "lerf_vs_gt"): [2.53, 1.95, 1.05, 1.00],
         ("Micro Rank", "morf_vs_lerf"): [2.89, 3.95, 1.89, 1.21]},
 }
-tidy = pd.concat([st.correlations(METHODS) for st in studies.values()], ignore_index=True)
+stacked = {k: [studies[k, r] for r in REPLICAS] for k in STUDIES}  # the replicas' curves along the seeds axis
+tidy = pd.concat([fl.protocols.ranking_correlations(
+    {key: torch.cat([st.P[key] for st in sts]) for key in sts[0].P},
+    {key: torch.cat([st.Q[key] for st in sts]) for key in sts[0].Q}, noise_levels=noise_levels, sparsity=sparsity,
+    methods=METHODS, group="explainer") for sts in stacked.values()], ignore_index=True)
 tidy["paper (CIFAR-100)"] = [PAPER[t.explainer][t.row, t.correlation][METHODS.index(t.method)]
                              for t in tidy.itertuples()]
 out.table(tidy, "correlations_tidy")
@@ -181,11 +209,11 @@ out.table(display_table, "tables_5_10_layout")
 display_table
 
 # %%
-curves = pd.concat([st.curves for st in studies.values()], ignore_index=True)
+curves = pd.concat([st.curves.assign(replica=r) for (k, r), st in studies.items()], ignore_index=True)
 out.table(curves, "curves")
 spread = fl.protocols.separation(curves, group="explainer")
 out.table(spread, "separation")
-for i, label in enumerate(studies):  # one figure per study: methods in rows, the + and − curves in columns
+for i, label in enumerate(STUDIES):  # one figure per study: methods in rows, the + and − curves in columns
     fig = fl.plots.curves_per_level(curves[curves["explainer"] == label], methods=METHODS, title=label)
     out.figure(fig, "curves_per_level" if i == 0 else f"curves_per_level_{i + 1}")
 
@@ -197,11 +225,10 @@ for i, label in enumerate(studies):  # one figure per study: methods in rows, th
 # ideal +1 and F-Fidelity's is defined; null — at least one method's correlation with the ground-truth order lies
 # beyond its chance range with that order permuted over the six explainers (`fl.protocols.ground_truth_null`;
 # with six explainers one Spearman ρ's central 95 % spans about ±0.83), else not testable; statistic — F-Fidelity's
-# mean micro rank minus each other method's over the degradation seeds × levels of this notebook's one trained model
-# per setting (paired bootstrap, 95 %, margin 0), each comparison a win, tie or loss; `fl.verdicts.from_comparison`
-# turns them into the verdict (its generated text is shown with the claim). This notebook trains one model per
-# setting (no replicas: the replicated ranking claims are {doc}`images_ranking`'s), so its verdicts speak for that
-# model.
+# mean micro rank minus each other method's over the degradation seeds × levels of every trained replica (paired
+# two-stage bootstrap — replicas, then seed × level units within them — 95 %, margin 0), each comparison a win, tie
+# or loss; `fl.verdicts.from_comparison` turns them into the verdict (its generated text is shown with the claim),
+# and `out.claim` shows beside it how many of the R replicas give the same verdict alone.
 
 # %%
 PAPER_RANKS = {"ViT SG-SQ": "F-Fid 1.00/1.32/1.00 vs Fid 3.47/1.16/3.58, ROAR 3.16/1.11/3.16, R-Fid 1.05/1.32/1.05",
@@ -209,20 +236,20 @@ PAPER_RANKS = {"ViT SG-SQ": "F-Fid 1.00/1.32/1.00 vs Fid 3.47/1.16/3.58, ROAR 3.
                                "R-Fid 1.89/1.05/1.89"}
 TABLE = {"ViT SG-SQ": "Table 5, ViT", "CNN LayerCAM": "Table 10, LayerCAM"}
 cells = pd.concat([fl.protocols.micro_cells(st.P, st.Q, noise_levels=noise_levels, sparsity=sparsity,
-                                            methods=METHODS, group="explainer") for st in studies.values()],
-                  ignore_index=True)
+                                            methods=METHODS, group="explainer").assign(replica=r)
+                   for (k, r), st in studies.items()], ignore_index=True)
 out.table(cells, "micro_cells")
 nulls = pd.concat([fl.protocols.ground_truth_null(st.P, st.Q, noise_levels=noise_levels, sparsity=sparsity,
-                                                  methods=METHODS, group="explainer", seed=seed)
-                   for st in studies.values()], ignore_index=True)
+                                                  methods=METHODS, group="explainer", seed=seed).assign(replica=r)
+                   for (k, r), st in studies.items()], ignore_index=True)
 ranks = cells.groupby(["explainer", "method"])["micro rank"].mean().unstack()
 P = fl.protocols.ffidelity
 comparison_tables = []
-for label in studies:
+for label in STUDIES:
     claim = out.claim(P.claim_ranking, cells, nulls, group="explainer", value=label, methods=METHODS, label="F7",
                       source=TABLE[label], paper=f"CIFAR-100 micro ranks (MoRF/LeRF/MoRF-LeRF): {PAPER_RANKS[label]}",
-                      seed=seed, note=f"{dataset} {size}px, {n_test} images, {n_seeds} seeds × {len(sparsity)} "
-                                      f"levels, N={n_samples}").claim
+                      seed=seed, note=f"{dataset} {size}px, {n_test} images, {replicas} replicas × {n_seeds} seeds × "
+                                      f"{len(sparsity)} levels, N={n_samples}").claim
     comparison_tables.append(claim.table.assign(explainer=label))
     out.glue(f"rank_ffid_{label.split()[0].lower()}", float(ranks.loc[label, "F-Fidelity"]))
 comparison_rows = pd.concat(comparison_tables, ignore_index=True)
@@ -235,15 +262,36 @@ comparison_rows
 # in {doc}`images_ranking`; here the ViT of Table 5: its Grad-CAM (Chefer et al.'s attention Grad-CAM, the ViT
 # form of GradCAM in `fl.explainers`) and its SG-SQ maps on the two models, compared image by image with
 # `fl.protocols.ffidelity.map_agreement` (Spearman ρ and top-10 % overlap, each against the same statistic with the
-# maps of other images). Claim **F10** (`claim_maps_preserved`) is judged on the Grad-CAM maps.
+# maps of other images). Claim **F10** (`claim_maps_preserved`) is judged on the Grad-CAM maps of every replica's
+# test images (the interval resamples replicas, then images); its chance level is that of the mean over the
+# replicas (each permutation draw averaged over them).
 
 # %%
-vit = studies["ViT SG-SQ"]
-vit_maps = {"attention Grad-CAM": {m: fl.explainers.explain(vit.models[m], vit.x, vit.y, method="attention_gradcam")
-                                   for m in ("original", "fine-tuned")},
-            "SG-SQ": {m: vit.clean["ViT SG-SQ", m] for m in ("original", "fine-tuned")}}
-vit_agreement = {name: P.map_agreement(maps["original"], maps["fine-tuned"], seed=seed)
-                 for name, maps in vit_maps.items()}
+vit = studies["ViT SG-SQ", 0]  # replica 0: the one whose maps the figure shows
+vit_maps = {r: {"attention Grad-CAM": {m: fl.explainers.explain(studies["ViT SG-SQ", r].models[m],
+                                                                studies["ViT SG-SQ", r].x, studies["ViT SG-SQ", r].y,
+                                                                method="attention_gradcam")
+                                       for m in ("original", "fine-tuned")},
+                "SG-SQ": {m: studies["ViT SG-SQ", r].clean["ViT SG-SQ", m] for m in ("original", "fine-tuned")}}
+            for r in REPLICAS}
+
+
+def pooled_agreement(name):
+    """map_agreement of every replica → (per-image frame with a replica column, {statistic: Null of the mean over
+    the replicas}): each permutation draw averaged over the replicas, or the draws pooled when some replica dropped
+    undefined draws (constant maps)."""
+    per_replica = {r: P.map_agreement(vit_maps[r][name]["original"], vit_maps[r][name]["fine-tuned"], seed=seed)
+                   for r in REPLICAS}
+    frame = pd.concat([f.assign(replica=r) for r, (f, _) in per_replica.items()], ignore_index=True)
+    nulls = {}
+    for s, n in per_replica[0][1].items():
+        draws = [per_replica[r][1][s].draws for r in REPLICAS]
+        pooled = np.mean(draws, axis=0) if len({len(d) for d in draws}) == 1 else np.concatenate(draws)
+        nulls[s] = fl.verdicts.Null(n.what, tuple(pooled))
+    return frame, nulls
+
+
+vit_agreement = {name: pooled_agreement(name) for name in vit_maps[0]}
 vit_agreement_table = pd.DataFrame([
     {"explainer": name, "statistic": P.AGREEMENT[s], "mean": float(per_image_vit[s].mean()),
      "images": int(per_image_vit[s].notna().sum()), "chance median": n.median, "chance low": n.low,
@@ -251,12 +299,12 @@ vit_agreement_table = pd.DataFrame([
     for name, (per_image_vit, vit_nulls) in vit_agreement.items() for s, n in vit_nulls.items()])
 out.table(vit_agreement_table, "vit_maps_agreement")
 fig = fl.plots.map_columns(vit.x[:n_table9].cpu(), {
-    f"Grad-CAM, {m}": vit_maps["attention Grad-CAM"][m][:n_table9].reshape(-1, *vit.x.shape[2:]).cpu()
+    f"Grad-CAM, {m}": vit_maps[0]["attention Grad-CAM"][m][:n_table9].reshape(-1, *vit.x.shape[2:]).cpu()
     for m in ("original", "fine-tuned")}, alpha=1.0)  # the maps alone, beside the image
 out.figure(fig, "table_9_vit_maps")
 out.claim(P.claim_maps_preserved, *vit_agreement["attention Grad-CAM"], value="ViT attention Grad-CAM", seed=seed,
-          note=f"{dataset} {size}px, {len(vit.x)} test images; Spearman of the pixel maps, chance = maps of other "
-               "images")
+          note=f"{dataset} {size}px, {len(vit.x)} test images × {replicas} replicas; Spearman of the pixel maps, "
+               "chance = maps of other images")
 vit_agreement_table
 
 # %% [markdown]
@@ -265,14 +313,16 @@ vit_agreement_table
 # F-Fidelity on every test image. To time every stage in this run, all networks are trained afresh here (no cache), and the fine-tuning
 # gets as many epochs as a ROAR retraining, as in the paper (both 100 epochs). Costs: wall-clock seconds of this
 # machine (`time.perf_counter` around each stage) and image passes (images through the network, counted by a
-# forward hook; a training epoch counts its training and test images), which do not depend on the machine.
+# forward hook; a training epoch counts its training and test images), which do not depend on the machine. The
+# costs are those of replica 0's networks; the other replicas serve the claim F8 below (their fine-tuned CNNs only).
 
 # %%
+PAIR_TUNE = {r: fl.train.TrainConfig(epochs=cnn.n_roar_epochs, lr=1e-3, batch_size=64, seed=CNN_SEED[r])
+             for r in REPLICAS}  # the pair study's F-Fidelity fine-tuning: as many epochs as a ROAR retraining
 pair = fl.protocols.image_ranking_study(
     cnn.model_name, cnn_config, train, test, {"GradCAM": ("gradcam", {}), "Saliency": ("saliency", {})},
-    data_key=data_key, train_config=cnn_train,
-    finetune_config=fl.train.TrainConfig(epochs=cnn.n_roar_epochs, lr=1e-3, batch_size=64, seed=seed),
-    roar_config=cnn_roar, methods=["ROAR", "F-Fidelity"], cache=False,
+    data_key=data_key, train_config=cnn.train_config(CNN_SEED[0]), finetune_config=PAIR_TUNE[0],
+    roar_config=cnn.roar_config(CNN_SEED[0]), methods=["ROAR", "F-Fidelity"], cache=False,
     **{**ranking, "noise_levels": [0.0], "n_seeds": 1, "n_test": pair_n_test or len(test)})
 # maps without a ranking (an all-zero GradCAM): ordered by the random ties rule, counted for every study here
 constant = pd.concat([constant, pair.constant_maps().assign(study="GradCAM vs Saliency")], ignore_index=True)
@@ -295,16 +345,36 @@ out.figure(fig, "gradcam_vs_saliency_curves")
 
 # %% [markdown]
 # Per-image FFid± (mean over explanation sizes) of every evaluated test image, with both maps on the fine-tuned
-# model; the grid shows the first few.
+# model, for every replica: replica 0's fine-tuned CNN is the pair study's, replica r's is replica r's original CNN
+# (the cached one of the studies above) fine-tuned with the same recipe (cached). The grid shows replica 0's first
+# few.
 
 # %%
-tuned = pair.models["fine-tuned"]
+PAIR_MAPS = (("GradCAM", "gradcam"), ("Saliency", "saliency"))
+
+
+def pair_maps(model):
+    """GradCAM's and Saliency's maps of ``model`` on the pair study's images, per pixel (as the study's)."""
+    return {label: fl.perturb.unit_scores(
+        fl.explainers.explain(model, pair.x, pair.y, method=method, generator=seed), fl.perturb.pixel_units(pair.x),
+        reduce=fl.metrics.ffidelity.REDUCE).view(-1, *pair.x.shape[2:]) for label, method in PAIR_MAPS}
+
+
+bases = {r: fl.train.fit(cnn.model_name, cnn_config, train, cnn.train_config(CNN_SEED[r]), data_key=data_key,
+                         test_data=test, device=device, progress=False) for r in REPLICAS}  # from the cache
+tuned = {0: pair.models["fine-tuned"]}
+for r in REPLICAS[1:]:
+    tuned[r] = fl.train.finetune(bases[r][0], train, PAIR_TUNE[r], fl.train.RandomRemoval(beta), data_key=data_key,
+                                 base_key=bases[r][1]["key"], test_data=test, device=device,
+                                 progress=False)[0].to(device).eval()
 pair_ffid = dict(sparsity=sparsity, alpha=alpha, beta=beta, n_samples=n_samples, seed=seed, batch_size=batch_size)
-per_image = P.per_image_ffid(tuned, pair.x, pair.y, {label: pair.clean[label, "fine-tuned"].view(-1, *pair.x.shape[2:])
-                                                     for label in ("GradCAM", "Saliency")}, **pair_ffid)
+per_image = pd.concat([P.per_image_ffid(
+    tuned[r], pair.x, pair.y, {label: pair.clean[label, "fine-tuned"].view(-1, *pair.x.shape[2:])
+                               for label, _ in PAIR_MAPS} if r == 0 else pair_maps(tuned[r]), **pair_ffid)
+    .assign(replica=r) for r in REPLICAS], ignore_index=True)
 out.table(per_image, "per_image_ffid")  # constant maps flagged (and counted in constant_maps.csv)
 out.glue("n_pair", len(pair.x))
-cases = per_image[per_image["case"] <= n_cases]
+cases = per_image[(per_image["replica"] == 0) & (per_image["case"] <= n_cases)]
 out.table(cases, "cases")
 images, maps, titles = [], [], []
 for i in range(min(n_cases, len(pair.x))):
@@ -325,8 +395,9 @@ for start in range(0, len(images), 6):  # three cases (six maps) per figure, eac
 # map averaged over explanation sizes; a paired bootstrap over the images (95 % interval) decides each of the two
 # comparisons (GradCAM's FFid+ higher, its FFid− lower; margin 0). Null: no difference between the two maps — an
 # interval containing 0 is a tie, undecided; the two parts are decided together by `fl.verdicts.from_settings` (its
-# generated text is shown with the claim; a tie is never a failure). The pair study scores every test image
-# (`pair_n_test`, default all), for power.
+# generated text is shown with the claim; a tie is never a failure). Units: the test images of every replica's
+# fine-tuned CNN (`pair_n_test` per replica, default all); the interval is a two-stage bootstrap over the replicas,
+# then the images within them.
 
 # %%
 D10 = dict(better="GradCAM", worse="Saliency", seed=seed,
@@ -338,32 +409,26 @@ out.table(d10.table, "gradcam_vs_saliency_comparisons")
 for label in ("GradCAM", "Saliency"):
     out.glue(f"ffid_plus_{label.lower()}", float(means.loc[label, "FFid+"]))
     out.glue(f"ffid_minus_{label.lower()}", float(means.loc[label, "FFid−"]))
-out.claim(P.claim_map_preferred, per_image, **D10, note=f"{dataset} {size}px, {cnn.model_name}, {len(pair.x)} images, "
-                                                      f"N={n_samples}")
+out.claim(P.claim_map_preferred, per_image, **D10,
+          note=f"{dataset} {size}px, {cnn.model_name}, {len(pair.x)} images × {replicas} replicas, N={n_samples}")
 means
 
 # %% [markdown]
 # ### Fine-tuned on the evaluation set (Table 12)
 # The paper's second setting of App. D.10 fine-tunes ResNet-18 on a 5,000-image ImageNet subset and evaluates 500
 # of those very images: the F-Fidelity model has seen the evaluated images (with random removal) during its
-# fine-tuning. Here the original CNN (the cached one of the studies above) is fine-tuned with the same recipe as the
-# pair study's F-Fidelity model (`RandomRemoval(β)`, as many epochs as a ROAR retraining), on the test images
-# instead of the training set, and the same images as in Table 11 are scored with GradCAM's and Saliency's maps of
-# this model. The claim is F8 again (`claim_map_preferred`, same rule and null), judged in this setting.
+# fine-tuning. Here each replica's original CNN (the cached one of the studies above) is fine-tuned with the same
+# recipe as the pair study's F-Fidelity model (`RandomRemoval(β)`, as many epochs as a ROAR retraining), on the test
+# images instead of the training set, and the same images as in Table 11 are scored with GradCAM's and Saliency's
+# maps of this model. The claim is F8 again (`claim_map_preferred`, same rule and null), judged in this setting.
 
 # %%
-base, base_history = fl.train.fit(cnn.model_name, cnn_config, train, cnn_train, data_key=data_key, test_data=test,
-                                  device=device, progress=False)  # the studies' original CNN, from the cache
-on_eval, _ = fl.train.finetune(
-    base, test, fl.train.TrainConfig(epochs=cnn.n_roar_epochs, lr=1e-3, batch_size=64, seed=seed),
-    fl.train.RandomRemoval(beta), data_key={**data_key, "split": "test"}, base_key=base_history["key"],
-    test_data=test, device=device, progress=False)
-on_eval = on_eval.to(device).eval()
-eval_maps = {label: fl.perturb.unit_scores(
-    fl.explainers.explain(on_eval, pair.x, pair.y, method=method, generator=seed), fl.perturb.pixel_units(pair.x),
-    reduce=fl.metrics.ffidelity.REDUCE).view(-1, *pair.x.shape[2:])
-    for label, method in (("GradCAM", "gradcam"), ("Saliency", "saliency"))}
-per_image_eval = P.per_image_ffid(on_eval, pair.x, pair.y, eval_maps, **pair_ffid)
+on_eval = {r: fl.train.finetune(
+    bases[r][0], test, PAIR_TUNE[r], fl.train.RandomRemoval(beta), data_key={**data_key, "split": "test"},
+    base_key=bases[r][1]["key"], test_data=test, device=device, progress=False)[0].to(device).eval()
+    for r in REPLICAS}
+per_image_eval = pd.concat([P.per_image_ffid(on_eval[r], pair.x, pair.y, pair_maps(on_eval[r]), **pair_ffid)
+                            .assign(replica=r) for r in REPLICAS], ignore_index=True)
 out.table(per_image_eval, "per_image_ffid_on_eval")
 D10_EVAL = dict(better="GradCAM", worse="Saliency", seed=seed, setting="Table 12: fine-tuned on the evaluation set",
                 paper="FFid+ 0.1123 vs 0.0672, FFid- 0.0046 vs 0.0091 (ImageNet subset)")
@@ -377,11 +442,12 @@ out.table(d10_eval.table, "gradcam_vs_saliency_on_eval_comparisons")
 for label in ("GradCAM", "Saliency"):
     out.glue(f"ffid_plus_{label.lower()}_on_eval", float(means_eval.loc[label, "FFid+"]))
     out.glue(f"ffid_minus_{label.lower()}_on_eval", float(means_eval.loc[label, "FFid−"]))
-out.glue("accuracy_on_eval", fl.train.loss_and_accuracy(on_eval, test, batch_size=batch_size,
-                                                        device=device)["accuracy"])
+out.glue("accuracy_on_eval", float(np.mean([fl.train.loss_and_accuracy(m, test, batch_size=batch_size,
+                                                                         device=device)["accuracy"]
+                                            for m in on_eval.values()])))
 out.claim(P.claim_map_preferred, per_image_eval, **D10_EVAL,
           note=f"{dataset} {size}px, {cnn.model_name} fine-tuned on the {len(test)} test images, "
-               f"{len(pair.x)} of them scored, N={n_samples}")
+               f"{len(pair.x)} of them scored, {replicas} replicas, N={n_samples}")
 both
 
 # %% [markdown]

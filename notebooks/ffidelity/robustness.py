@@ -26,6 +26,15 @@
 # of `images_ranking` (ResNet-9 in the `paper` profile) and the ViT of `images_variants` on the same canvases, the
 # CNN-1D and bi-LSTM of `series_text` on series at an offset and its LSTM and transformer on tokens, each text model
 # fine-tuned once per removal.
+#
+# **Replicas.** The unit of replication is the trained model: every architecture comes as `replicas` (R)
+# independently trained replicas, replica r being replica r of the notebook that trains it — the CNN with the seed
+# `fl.verdicts.replica_seed(seed, "canvas/main", r)` (`images_ranking`'s main setting), the ViT with
+# `replica_seed(seed, "vit/main", r)` (`images_variants`), each series and text model with
+# `replica_seed(seed, "series_text/<model>", r)` (`series_text`, whose seed also draws that replica's data) — so that
+# all come from the same cache entries; each replica is fine-tuned on its own (once per β for the CNN), cached per
+# replica. Within a replica the units are the test inputs; every per-input frame below carries a `replica` column,
+# and every claim's interval resamples the replicas, then the inputs within them.
 
 # %% tags=["parameters"]
 canvas_models = {}  # overrides of fl.protocols.ffidelity.CanvasModels (the image models of ffidelity/images_ranking)
@@ -36,6 +45,7 @@ ratios = [0.0, 0.05, 0.1]
 betas = [0.05, 0.1, 0.2, 0.3]
 boundary_ratios = [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5]
 n_draws = 5
+replicas = 3  # independently trained replicas of every model (each with its own fine-tuning)
 seed = 0
 device = "cpu"
 batch_size = 256  # per forward call: on a CPU core twice as fast per input as 2048 (caches); GPUs want more
@@ -55,25 +65,35 @@ vit = fl.protocols.ffidelity.VitModels(**vit_models)
 
 # %% [markdown]
 # ## Models
-# Original and fine-tuned (β) model per architecture, from the shared recipes; for the images one fine-tuned model
-# per β of the decision-boundary study as well (β = the chapter's β is the Table 8 model).
+# Original and fine-tuned (β) model per architecture and replica, from the shared recipes; for the images one
+# fine-tuned model per β of the decision-boundary study as well (β = the chapter's β is the Table 8 model).
 
 # %%
-# the image CNN is replica 0 of `images_ranking`'s main setting (its training seed), so it comes from that cache
-image_train_seed = fl.verdicts.replica_seed(seed, "canvas/main", 0)
-base, hist, img_train, img_test = canvas.classifier(seed=seed, train_seed=image_train_seed, device=device)
-tuned_by_beta = {b: canvas.finetune(base, hist, img_train, img_test, beta=b, seed=image_train_seed, device=device)
-                 for b in sorted({beta, *betas})}
-cases = {("images", canvas.model_name, "zero"): (base, tuned_by_beta[beta], img_test, "pixels")}
-vit_base, vit_hist = vit.classifier(img_train, img_test, data_key=canvas.data_key(seed), seed=seed, device=device)
-cases["images", "vit", "zero"] = (vit_base, vit.finetune(vit_base, vit_hist, img_train, img_test, beta=beta,
-                                                         data_key=canvas.data_key(seed), seed=seed, device=device),
-                                  img_test, "pixels")
-for domain, name, unit_kind, reference in st.cases():  # the cached models of `ffidelity/series_text`
-    model, h, train, test = st.classifier(name, seed=seed, device=device)
-    tuned = st.finetune(model, h, train, test, beta=beta, units=unit_kind, reference=reference, seed=seed,
-                        device=device)
-    cases[domain, name, reference] = (model, tuned, test, unit_kind)
+if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
+    raise ValueError(f"replicas must be an int ≥ 1, got {replicas!r}")
+REPLICAS = range(replicas)
+CNN_SEED = {r: fl.verdicts.replica_seed(seed, "canvas/main", r) for r in REPLICAS}  # images_ranking's main setting
+VIT_SEED = {r: fl.verdicts.replica_seed(seed, "vit/main", r) for r in REPLICAS}  # images_variants' ViT
+ST_SEED = {(name, r): fl.verdicts.replica_seed(seed, f"series_text/{name}", r)  # series_text's models
+           for name in [*st.ts_models, *st.text_models] for r in REPLICAS}
+cases, base_of, tuned_by_beta = {}, {}, {}  # cases[domain, name, reference, replica]; the CNN's by replica
+for r in REPLICAS:
+    base, hist, img_train, img_test = canvas.classifier(seed=seed, train_seed=CNN_SEED[r], device=device)
+    base_of[r] = base
+    tuned_by_beta[r] = {b: canvas.finetune(base, hist, img_train, img_test, beta=b, seed=CNN_SEED[r], device=device)
+                        for b in sorted({beta, *betas})}
+    cases["images", canvas.model_name, "zero", r] = (base, tuned_by_beta[r][beta], img_test, "pixels")
+    vit_base, vit_hist = vit.classifier(img_train, img_test, data_key=canvas.data_key(seed), seed=VIT_SEED[r],
+                                        device=device)
+    cases["images", "vit", "zero", r] = (vit_base, vit.finetune(
+        vit_base, vit_hist, img_train, img_test, beta=beta, data_key=canvas.data_key(seed), seed=VIT_SEED[r],
+        device=device), img_test, "pixels")
+    for domain, name, unit_kind, reference in st.cases():  # the cached models of `ffidelity/series_text`
+        t = ST_SEED[name, r]
+        model, h, train, test = st.classifier(name, seed=t, device=device)
+        tuned = st.finetune(model, h, train, test, beta=beta, units=unit_kind, reference=reference, seed=t,
+                            device=device)
+        cases[domain, name, reference, r] = (model, tuned, test, unit_kind)
 REMOVAL = {v: k for k, v in st.text_removals.items()}
 
 
@@ -87,14 +107,15 @@ def architecture(domain: str, name: str, reference: str) -> str:
 # replacement (`fl.perturb.exact_subset`), `n_draws` independent draws per input; removed units take the reference
 # 0 (the dataset-mean colour, a zero time step, the pad token). The draws depend only on the seed, so all models
 # see the very same masked inputs. For every draw we record each model's predicted class; accuracy, agreement and
-# spreads are then taken over the test inputs for each draw (mean ± std over draws). The claims resample the test
-# inputs, so we also keep, per input, the share of the draws on which each model is right (`samples`).
+# spreads are then taken over the test inputs for each draw and replica (mean ± std over the draws of every
+# replica). The claims resample the replicas and the test inputs within them, so we also keep, per input and
+# replica, the share of the draws on which each model is right (`samples`).
 
 
 # %%
 masking = dict(n_draws=n_draws, generator=seed, batch_size=batch_size)
 rows, sample_rows = [], []
-for (domain, name, reference), (original, tuned, test, unit_kind) in cases.items():
+for (domain, name, reference, r), (original, tuned, test, unit_kind) in cases.items():
     x, y = test.x.to(device), test.y.to(device)
     for ratio in ratios:
         preds = fl.protocols.random_masking_predictions({"original": original, "fine-tuned": tuned}, x, ratio,
@@ -102,11 +123,11 @@ for (domain, name, reference), (original, tuned, test, unit_kind) in cases.items
                                                         reference=reference, **masking)
         for version, p in preds.items():
             rows += [{"domain": domain, "architecture": architecture(domain, name, reference), "model": version,
-                      "ratio": ratio, "draw": d,
+                      "ratio": ratio, "replica": r, "draw": d,
                       "accuracy": float(acc)} for d, acc in enumerate((p == y[:, None]).float().mean(0))]
             sample_rows.append(pd.DataFrame({
                 "domain": domain, "architecture": architecture(domain, name, reference), "model": version,
-                "ratio": ratio, "sample": range(len(y)), "label": y.cpu().numpy(),
+                "ratio": ratio, "replica": r, "sample": range(len(y)), "label": y.cpu().numpy(),
                 "correct": (p == y[:, None]).float().mean(1).cpu().numpy()}))
 robust = pd.DataFrame(rows)
 samples = pd.concat(sample_rows, ignore_index=True)
@@ -114,10 +135,11 @@ out.table(robust, "table_8_draws")
 out.glue("n_draws", n_draws)
 out.glue("n_image_test", len(img_test))
 out.glue("n_series_test", st.n_test)
+out.glue("replicas", replicas)
 
 # %% [markdown]
 # ## Table 8
-# Cells: our accuracy (%), mean ± std over the draws, with the paper's value in parentheses. Paper rows (Table 8):
+# Cells: our accuracy (%), mean ± std over the draws of every replica, with the paper's value in parentheses. Paper rows (Table 8):
 # CIFAR-100 ResNet / ViT for our image CNN / ViT, Boiler CNN / LSTM for our CNN-1D / bi-LSTM, SST2 LSTM / Transformer
 # for our text models.
 
@@ -167,24 +189,27 @@ table_8
 # The image model fine-tuned with each β, against the original (β = 0), as the test-time masking ratio grows.
 # *Accuracy* is against the labels; *agreement with the original* compares a model's prediction with the original
 # model's prediction on the same masked input (the paper's Fig. 1(b)); *stability* compares a model's prediction on
-# the masked input with its own prediction on the clean input.
+# the masked input with its own prediction on the clean input. Each replica's models are compared with their own
+# original; the curves show mean ± std over the draws of every replica.
 
 # %%
 x, y = img_test.x.to(device), img_test.y.to(device)
-boundary_models = {0.0: base, **{b: tuned_by_beta[b] for b in betas}}
-clean_pred = {b: fl.protocols.random_masking_predictions({b: m}, x, 0.0, **masking)[b][:, 0]
-              for b, m in boundary_models.items()}
 rows, sample_rows = [], []
-for ratio in boundary_ratios:
-    preds = fl.protocols.random_masking_predictions(boundary_models, x, ratio, **masking)
-    for b, p in preds.items():
-        scores = {"accuracy": p == y[:, None], "agreement with the original": p == preds[0.0],
-                  "stability": p == clean_pred[b][:, None]}
-        per_draw = {k: v.float().mean(0) for k, v in scores.items()}
-        rows += [{"beta": b, "model": "original" if b == 0 else f"β = {b:g}", "ratio": ratio, "draw": d,
-                  **{k: float(v[d]) for k, v in per_draw.items()}} for d in range(n_draws)]
-        sample_rows.append(pd.DataFrame({"beta": b, "ratio": ratio, "sample": range(len(y)), "label": y.cpu().numpy(),
-                                         **{k: v.float().mean(1).cpu().numpy() for k, v in scores.items()}}))
+for r in REPLICAS:
+    boundary_models = {0.0: base_of[r], **{b: tuned_by_beta[r][b] for b in betas}}
+    clean_pred = {b: fl.protocols.random_masking_predictions({b: m}, x, 0.0, **masking)[b][:, 0]
+                  for b, m in boundary_models.items()}
+    for ratio in boundary_ratios:
+        preds = fl.protocols.random_masking_predictions(boundary_models, x, ratio, **masking)
+        for b, p in preds.items():
+            scores = {"accuracy": p == y[:, None], "agreement with the original": p == preds[0.0],
+                      "stability": p == clean_pred[b][:, None]}
+            per_draw = {k: v.float().mean(0) for k, v in scores.items()}
+            rows += [{"beta": b, "model": "original" if b == 0 else f"β = {b:g}", "ratio": ratio, "replica": r,
+                      "draw": d, **{k: float(v[d]) for k, v in per_draw.items()}} for d in range(n_draws)]
+            sample_rows.append(pd.DataFrame({"beta": b, "ratio": ratio, "replica": r, "sample": range(len(y)),
+                                             "label": y.cpu().numpy(),
+                                             **{k: v.float().mean(1).cpu().numpy() for k, v in scores.items()}}))
 boundary = pd.DataFrame(rows)
 boundary_samples = pd.concat(sample_rows, ignore_index=True)
 out.table(boundary, "boundary_draws")
@@ -215,13 +240,14 @@ out.figure(fig, "boundary")
 # ## Claims
 # Each claim is a function of `fl.protocols.ffidelity` that states its rule and its premise with the null it is
 # checked against, and returns the verdict with the table behind it; rules and premises stand in the claims table.
-# Every comparison is a bootstrap over the test inputs (all models see the same masked copies, so model against
-# model is paired), and a claim over several models or β is decided by the share of settings where it holds
-# significantly (`fl.verdicts.from_settings`: reproduced from 2/3, partly from 1/3).
+# Every comparison is a two-stage bootstrap: it resamples the R trained replicas, then the test inputs within each
+# drawn replica (all models of a replica see the same masked copies, so model against model is paired), and a
+# claim over several models or β is decided by the share of settings where it holds significantly
+# (`fl.verdicts.from_settings`: reproduced from 2/3, partly from 1/3).
 # An interval that straddles its margin leaves its setting undecided — counted both ways, so the claim may come out
-# inconclusive, never failed by a tie — and each claim is decided through `out.claim`, which also checks that the
-# verdict does not move with the bootstrap seed. This notebook trains one model per setting (the models of the
-# other F-Fidelity notebooks, from the cache), so its intervals resample test inputs, not training runs.
+# inconclusive, never failed by a tie — and each claim is decided through `out.claim`, which also decides it on each
+# replica alone (the replica agreement shown beside the verdict) and checks that the verdict does not move with the
+# bootstrap seed.
 # 1. *Table 8: on images and time series, fine-tuning preserves clean accuracy and restores accuracy under removal*
 #    (`claim_finetune_restores`). Premise: a model whose original demonstrably loses less than 2 points to 10 %
 #    removal has nothing to restore and is not testable. Per testable model: clean accuracy fine-tuned − original
@@ -246,7 +272,8 @@ C = fl.protocols.ffidelity
 paper_rows = sorted({(ds, arch) for ds, arch, _ in PAPER})
 restores = out.claim(
     C.claim_finetune_restores, samples, clean=min(ratios), removed=max(ratios), seed=seed,
-    note=f"β = {beta}, {n_draws} draws of exactly round(ρn) removed units per input; one trained model per setting",
+    note=f"β = {beta}, {n_draws} draws of exactly round(ρn) removed units per input; {replicas} trained replicas "
+         "per setting",
     paper="; ".join(f"{ds} {arch}: clean {PAPER[ds, arch, 'fine-tuned'][0] - PAPER[ds, arch, 'original'][0]:+.1f}"
                           f", at 10 % {PAPER[ds, arch, 'fine-tuned'][2] - PAPER[ds, arch, 'original'][2]:+.1f} points"
                           for ds, arch in paper_rows if ds != "SST2")).claim
@@ -259,14 +286,15 @@ restores.table
 
 # %%
 acc = summary.set_index(["domain", "architecture", "model", "ratio"])["mean"]
-for d, n, ref in cases:
+for d, n, ref in dict.fromkeys(k[:3] for k in cases):
     a = architecture(d, n, ref)
     drop = float(acc[d, a, "original", min(ratios)] - acc[d, a, "original", max(ratios)])
     out.glue(f"drop_{a.split()[0].lower()}{'_pad' if 'pad' in a else ''}", 100 * drop)
 zero_embedding = [architecture("text", n, st.text_removals["zero embedding"]) for n in st.text_models]
 text_robust = out.claim(
     C.claim_text_robust, samples, text=zero_embedding, clean=min(ratios), removed=max(ratios), seed=seed,
-    note="zero-embedding removal for text; the pad-deletion rows are in the table; one trained model per setting",
+    note=f"zero-embedding removal for text; the pad-deletion rows are in the table; {replicas} trained replicas per "
+         "setting",
     paper="drop 0→10 % of the original: " + ", ".join(
         f"{ds} {arch} {PAPER[ds, arch, 'original'][0] - PAPER[ds, arch, 'original'][2]:.1f}"
         for ds, arch in paper_rows) + " points").claim
@@ -291,7 +319,7 @@ clean = final.xs(min(boundary_ratios), level="ratio")
 out.glue("min_clean_agreement", float(clean.loc[betas, "agreement with the original"].min()))
 out.glue("clean_agreement_bar", float(clean.loc[0.0, "accuracy"]) - 0.05)
 boundary_note = (f"image model, original = β 0; {n_draws} draws per input; agreement = same predicted class as the "
-                 "original model on the same masked input; one trained model per β")
+                 f"original model on the same masked input; {replicas} trained replicas per β")
 keeps = out.claim(C.claim_beta_accuracy, boundary_samples, ratio=top, seed=seed, note=boundary_note,
                   paper="β large: > 60 % at 50 % masking; original < 40 % at 10 % (CIFAR-100, Fig. 1(a))").claim
 agrees = out.claim(C.claim_beta_agreement, boundary_samples, ratio=top, seed=seed, note=boundary_note,

@@ -27,6 +27,13 @@
 # reading is in PAM; the CNN-1D sees the time position as an input channel, so it can tell which window came
 # first. A removed token becomes a zero embedding that stays in the sequence (spec §1.1: "replacing the token with
 # zeros"); deleting the token (the pad id, dropped from the pool) is run beside it as a labelled variant.
+#
+# **Replicas.** The unit of replication is the trained model: every model is trained `replicas` (R) times, replica
+# r with the seed `fl.verdicts.replica_seed(seed, "series_text/<model>", r)` (which also draws that replica's
+# training and test data), and each replica gets its own F-Fidelity fine-tuning (and, on series, its own ROAR
+# retraining), all cached per replica. Within a replica the units are the degradation seeds × sparsity levels;
+# every frame below carries a `replica` column, and every verdict's interval resamples replicas, then units within
+# them.
 
 # %% tags=["parameters"]
 series_text_models = {}  # overrides of fl.protocols.ffidelity.SeriesTextModels (the models of ffidelity/robustness)
@@ -35,7 +42,8 @@ beta = 0.1
 alpha = 0.5
 n_samples = 10
 noise_levels = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
-n_seeds = 6  # × 5 levels: 30 units (seeds × levels) per model, the house's minimum for a decided claim
+n_seeds = 2  # degradation seeds per replica: with 5 levels and 3 replicas, 30 units per model (the house minimum)
+replicas = 3  # independently trained models (and their fine-tuned and ROAR models) per setting
 sparsity = [0.1, 0.3, 0.5, 0.7, 0.9]
 ig_steps = 16
 seed = 0
@@ -44,6 +52,7 @@ batch_size = 256  # per forward call: on a CPU core twice as fast per input as 2
 
 # %%
 import pandas as pd
+import torch
 
 import faithlab as fl
 
@@ -77,33 +86,41 @@ def glue_key(group):
     return "".join(c for c in group.split()[0].lower() if c.isalnum()) + ("_pad" if "pad" in group else "")
 
 
+REPLICAS = range(replicas)
+TRAIN_SEED = {(name, r): fl.verdicts.replica_seed(seed, f"series_text/{name}", r)
+              for name in [*ts_models, *text_models] for r in REPLICAS}
 models, tests, accuracy_rows = {}, {}, []
-for domain, name, unit_kind, reference in cases:  # `st`: the same cached models as `ffidelity/robustness`
+for domain, name, unit_kind, reference in cases:
     group = group_name(domain, name, reference)
-    base, hist, train, test = st.classifier(name, seed=seed, device=device)
-    tuned = st.finetune(base, hist, train, test, beta=beta, units=unit_kind, reference=reference, seed=seed,
-                        device=device)
-    models[group], tests[group] = {"original": base, "fine-tuned": tuned}, test
-    if domain == "time series":  # ROAR: retrain on series whose top ⌊u·T⌋ steps by IG (original model) are zeroed
-        train_scores = fl.perturb.unit_scores(fl.explainers.explain(
-            base, train.x.to(device), train.y.to(device), method="integrated_gradients", n_steps=ig_steps,
-            generator=seed), fl.perturb.time_units(train.x), reduce="sum_abs").cpu()
-        spec = hist["spec"]
-        models[group]["ROAR"], _ = fl.train.fit(
-            spec["model"], spec["model_config"], train, fl.train.TrainConfig(epochs=st.n_epochs, lr=3e-3,
-                                                                               batch_size=64, seed=seed),
-            data_key=spec["data"], augment=fl.train.ExplanationGuidedRemoval(train_scores, units="time"),
-            test_data=test, device=device, progress=False)
-        models[group]["ROAR"] = models[group]["ROAR"].to(device).eval()
-    for label, model in models[group].items():
-        acc = fl.train.loss_and_accuracy(model, test, device=device)["accuracy"]
-        accuracy_rows.append({"domain": domain, "model": group, "version": label, "test accuracy": acc})
+    for r in REPLICAS:  # replica r: its own data draw, training, fine-tuning (and ROAR), each cached per replica
+        t = TRAIN_SEED[name, r]
+        base, hist, train, test = st.classifier(name, seed=t, device=device)
+        tuned = st.finetune(base, hist, train, test, beta=beta, units=unit_kind, reference=reference, seed=t,
+                            device=device)
+        models[group, r], tests[group, r] = {"original": base, "fine-tuned": tuned}, test
+        if domain == "time series":  # ROAR: retrain on series whose top ⌊u·T⌋ steps by IG (original) are zeroed
+            train_scores = fl.perturb.unit_scores(fl.explainers.explain(
+                base, train.x.to(device), train.y.to(device), method="integrated_gradients", n_steps=ig_steps,
+                generator=seed), fl.perturb.time_units(train.x), reduce="sum_abs").cpu()
+            spec = hist["spec"]
+            roar, _ = fl.train.fit(
+                spec["model"], spec["model_config"], train, fl.train.TrainConfig(epochs=st.n_epochs, lr=3e-3,
+                                                                                   batch_size=64, seed=t),
+                data_key=spec["data"], augment=fl.train.ExplanationGuidedRemoval(train_scores, units="time"),
+                test_data=test, device=device, progress=False)
+            models[group, r]["ROAR"] = roar.to(device).eval()
+        for label, model in models[group, r].items():
+            acc = fl.train.loss_and_accuracy(model, test, device=device)["accuracy"]
+            accuracy_rows.append({"domain": domain, "model": group, "replica": r, "train seed": t, "version": label,
+                                  "test accuracy": acc})
 accuracy = pd.DataFrame(accuracy_rows)
 out.table(accuracy, "accuracy")
-for group in models:
-    out.glue(f"accuracy_{glue_key(group)}", float(accuracy[(accuracy["model"] == group)
-                                                                    & (accuracy["version"] == "original")]
-                                                           ["test accuracy"].iloc[0]))
+GROUPS = list(dict.fromkeys(g for g, _ in models))
+mean_accuracy = accuracy.groupby(["model", "version"], sort=False)["test accuracy"].mean()
+for group in GROUPS:
+    out.glue(f"accuracy_{glue_key(group)}", float(mean_accuracy[group, "original"]))
+accuracy = accuracy.pivot_table(index=["domain", "model", "version"], columns="replica", values="test accuracy",
+                                sort=False)
 accuracy
 
 # %% [markdown]
@@ -117,17 +134,19 @@ accuracy
 diag_rows = []
 for domain, name, unit_kind, reference in cases:
     group = group_name(domain, name, reference)
-    x, y = tests[group].x[:n_test].to(device), tests[group].y[:n_test].to(device)
-    salient = tests[group].mask[:n_test].to(device)
-    real = x != 0 if domain == "text" else None  # a pad position is neither evidence nor background
-    ks = ood_ks if domain == "time series" else [k for k in ood_ks if k <= int((salient & real).sum(1).min())]
-    diag_rows.append(fl.protocols.removal_diagnostic(
-        {m: models[group][m] for m in ("original", "fine-tuned")}, x, y, salient, ks=ks or [1], n_draws=5,
-        generator=seed, reference=reference, candidates=real, batch_size=batch_size)
-        .assign(domain=domain, group=group))
+    for r in REPLICAS:
+        x, y = tests[group, r].x[:n_test].to(device), tests[group, r].y[:n_test].to(device)
+        salient = tests[group, r].mask[:n_test].to(device)
+        real = x != 0 if domain == "text" else None  # a pad position is neither evidence nor background
+        ks = ood_ks if domain == "time series" else [k for k in ood_ks if k <= int((salient & real).sum(1).min())]
+        diag_rows.append(fl.protocols.removal_diagnostic(
+            {m: models[group, r][m] for m in ("original", "fine-tuned")}, x, y, salient, ks=ks or [1], n_draws=5,
+            generator=seed, reference=reference, candidates=real, batch_size=batch_size)
+            .assign(domain=domain, group=group, replica=r))
 diagnostic = pd.concat(diag_rows, ignore_index=True)
 out.table(diagnostic, "ood_diagnostic")
-ood = {g: fl.protocols.ood_gap(part) for g, part in diagnostic.groupby("group", sort=False)}
+ood = {g: pd.DataFrame([fl.protocols.ood_gap(rows) for _, rows in part.groupby("replica")]).mean()
+       for g, part in diagnostic.groupby("group", sort=False)}  # the gap of each replica, averaged over them
 for g, gap in ood.items():
     out.glue(f"ood_gap_{glue_key(g)}", float(gap["original"]))
     out.glue(f"ood_gap_{glue_key(g)}_finetuned", float(gap["fine-tuned"]))
@@ -138,37 +157,40 @@ diagnostic.pivot_table(index=["group", "model"], columns=["k", "removed"], value
 # IG (zero baseline: zero series / zero embeddings, summed over the embedding dim for text) of the original model
 # feeds Fidelity and R-Fidelity; F-Fidelity uses IG recomputed on the fine-tuned model (as the authors' code).
 # "+" removes (a fraction α of) the top s of the units, "−" (a fraction α of) the bottom 1 − s, index-paired as in
-# the image notebook (`fl.protocols.degraded_fidelity_curves`, shared with it).
+# the image notebook (`fl.protocols.degraded_fidelity_curves`, shared with it). Every replica is scored on its own
+# test inputs; `P[r]`, `Q[r]` hold replica r's curves.
 
 # %%
-P, Q, curve_rows = {}, {}, []
-for domain, name, unit_kind, reference in cases:
+P, Q, curve_rows = {r: {} for r in REPLICAS}, {r: {} for r in REPLICAS}, []
+for (domain, name, unit_kind, reference), r in ((c, r) for c in cases for r in REPLICAS):
     group = group_name(domain, name, reference)
-    base, tuned = models[group]["original"], models[group]["fine-tuned"]
-    x, y = tests[group].x[:n_test].to(device), tests[group].y[:n_test].to(device)
+    base, tuned = models[group, r]["original"], models[group, r]["fine-tuned"]
+    x, y = tests[group, r].x[:n_test].to(device), tests[group, r].y[:n_test].to(device)
     units = fl.perturb.time_units(x) if unit_kind == "time" else fl.perturb.token_units(x)
     clean = {}
     for source, model in (("original", base), ("fine-tuned", tuned)):
         attr = fl.explainers.explain(model, x, y, method="integrated_gradients", n_steps=ig_steps, generator=seed)
         clean[source] = fl.perturb.unit_scores(attr, units, reduce="sum_abs")  # (B, n) per time step / token
     settings = {"Fidelity": (base, "original", 1.0, None, 1),
-                **({"ROAR": (models[group]["ROAR"], "original", 1.0, None, 1)} if "ROAR" in models[group] else {}),
+                **({"ROAR": (models[group, r]["ROAR"], "original", 1.0, None, 1)} if "ROAR" in models[group, r]
+                   else {}),
                 "R-Fidelity": (base, "original", alpha, None, n_samples),
                 "F-Fidelity": (tuned, "fine-tuned", alpha, beta, n_samples)}
     for method, (model, source, a, b, n_mc) in settings.items():
         plus, minus = fl.protocols.degraded_fidelity_curves(
             model, x, y, clean[source], noise_levels=noise_levels, sparsity=sparsity, n_seeds=n_seeds, alpha=a,
             beta=b, n_samples=n_mc, units=units, reference=reference, batch_size=batch_size)
-        P[group, method], Q[group, method] = plus, minus
+        P[r][group, method], Q[r][group, method] = plus, minus
         for sign, t in (("+", plus), ("−", minus)):
             for s in range(n_seeds):
                 for k, xi in enumerate(noise_levels):
-                    curve_rows += [{"domain": domain, "model": group, "method": method, "curve": sign,
+                    curve_rows += [{"domain": domain, "model": group, "replica": r, "method": method, "curve": sign,
                                     "seed": s, "xi": xi, "level": lv, "score": float(v)}
-                                   for lv, v in zip(sparsity, t[s, k])]
+                                   for lv, v in zip(sparsity, t[s, k].tolist())]
 curves = pd.DataFrame(curve_rows)
 out.table(curves, "curves")
-for key_, value in {"n_test": n_test, "n_seeds": n_seeds, "n_samples": n_samples, "n_levels": len(sparsity),
+for key_, value in {"n_test": n_test, "n_seeds": n_seeds, "replicas": replicas, "n_samples": n_samples,
+                    "n_levels": len(sparsity),
                     "ig_steps": ig_steps, "ts_length": st.ts_length, "text_length": st.text_length,
                     "ts_offset": st.ts_offset}.items():
     out.glue(key_, value)
@@ -177,8 +199,8 @@ for key_, value in {"n_test": n_test, "n_seeds": n_seeds, "n_samples": n_samples
 # ## Curves per noise level (the data behind the paper's Tables 14–23)
 # The paper lists, for every data set and model, each method's "+" and "−" scores against the sparsity, one row per
 # noise level ξ. Here they are drawn: one row of panels per model and removal, one column per method; solid lines
-# "+" (the explanation removed), dashed "−" (its complement removed), the colour ξ; means over the test sequences
-# and seeds. A method that sees the explanation fans the colours out in order.
+# "+" (the explanation removed), dashed "−" (its complement removed), the colour ξ; means over the test sequences,
+# seeds and replicas. A method that sees the explanation fans the colours out in order.
 
 # %%
 curve_figures, XI_WORDS = [], {"xi": fl.plots.label("xi"), "curve": "removed"}
@@ -206,7 +228,8 @@ for n, (domain, names, groups, part) in enumerate(curve_figures):
 
 # %% [markdown]
 # ## Macro and micro correlations, micro ranks (Table 1 layout)
-# Cells: our mean ± std (paper's value in parentheses). Paper values: PAM, Table 6 (CNN) for CNN-1D and Table 3
+# Cells: our mean ± std over the seeds of every replica, pooled (paper's value in parentheses). Paper values: PAM,
+# Table 6 (CNN) for CNN-1D and Table 3
 # (LSTM) for Bi-LSTM, which rank four methods (with ROAR) as we do on series; SST2, Table 4 (LSTM) and Table 7
 # (Transformer), which rank the same three methods as we do on text.
 
@@ -245,10 +268,13 @@ PAPER = {  # means; order TS_METHODS (Fidelity, ROAR, R-Fidelity, F-Fidelity) fo
 }
 domain_methods = {"time series": TS_METHODS, "text": TEXT_METHODS}
 ARCH = {group_name(d, n, ref): n for d, n, _, ref in cases}
+# the replicas' curves stacked along the seeds (R·n_seeds seeds) for the table; the claims keep the replicas apart
+P_all = {k: torch.cat([P[r][k] for r in REPLICAS]) for k in P[0]}
+Q_all = {k: torch.cat([Q[r][k] for r in REPLICAS]) for k in Q[0]}
 tidy = pd.concat([fl.protocols.ranking_correlations(
-    {k: v for k, v in P.items() if k[0] in groups}, {k: v for k, v in Q.items() if k[0] in groups},
+    {k: v for k, v in P_all.items() if k[0] in groups}, {k: v for k, v in Q_all.items() if k[0] in groups},
     noise_levels=noise_levels, sparsity=sparsity, methods=domain_methods[domain], group="model").assign(domain=domain)
-    for domain in domain_methods if (groups := [g for g in models if ARCH[g] in (ts_models if domain == "time series"
+    for domain in domain_methods if (groups := [g for g in GROUPS if ARCH[g] in (ts_models if domain == "time series"
                                                                                  else text_models)])],
                  ignore_index=True)
 tidy.insert(0, "domain", tidy.pop("domain"))
@@ -272,7 +298,9 @@ spread
 # %% [markdown]
 # ## Claims
 # Both claims are functions of `fl.protocols.ffidelity`; their rules and premises stand in the claims table. The
-# units are the seeds × levels of `micro_cells`; the null of a ranking is the ground-truth order permuted over the
+# units are the seeds × levels of `micro_cells` within each of the R trained replicas; every interval is a two-stage
+# bootstrap that resamples the replicas, then the units within each drawn replica. The null of a ranking is the
+# ground-truth order permuted over the
 # degraded explainers (`ground_truth_null`: with six explainers a Spearman ρ has a wide chance range).
 # 1. *Time series: F-Fidelity recovers the ground-truth ranking at least as well as Fidelity, ROAR and R-Fidelity
 #    (Tables 3, 6)* (`claim_series_ranking`). Premise, per series model: some method's correlation with the ground
@@ -288,29 +316,30 @@ spread
 #    equivalent; wholly outside: different; across: undecided). Premise: both recover the ground truth above chance
 #    (two rankings at chance are "equal" by construction).
 #
-# This notebook trains one model per setting: the intervals resample seeds × levels of one trained model, not
-# training runs, and `out.claim` publishes a verdict on fewer than 30 units per cell as inconclusive.
+# `out.claim` decides each claim once on all replicas, once per replica (the replica agreement shown beside the
+# verdict) and under other bootstrap seeds; it publishes a verdict on fewer than 30 units per cell as inconclusive.
 
 # %%
 C = fl.protocols.ffidelity
+METHODS_OF = {g: TS_METHODS if "ROAR" in models[g, 0] else TEXT_METHODS for g in GROUPS}
 cells = pd.concat([fl.protocols.micro_cells(
-    {k: v for k, v in P.items() if k[0] == g}, {k: v for k, v in Q.items() if k[0] == g}, noise_levels=noise_levels,
-    sparsity=sparsity, methods=TS_METHODS if "ROAR" in models[g] else TEXT_METHODS, group="model")
-    for g in models], ignore_index=True)
+    {k: v for k, v in P[r].items() if k[0] == g}, {k: v for k, v in Q[r].items() if k[0] == g},
+    noise_levels=noise_levels, sparsity=sparsity, methods=METHODS_OF[g], group="model").assign(replica=r)
+    for g in GROUPS for r in REPLICAS], ignore_index=True)
 out.table(cells, "micro_cells")
 null = pd.concat([C.ground_truth_null(
-    {k: v for k, v in P.items() if k[0] == g}, {k: v for k, v in Q.items() if k[0] == g}, noise_levels=noise_levels,
-    sparsity=sparsity, methods=TS_METHODS if "ROAR" in models[g] else TEXT_METHODS, group="model", seed=seed)
-    for g in models], ignore_index=True)
+    {k: v for k, v in P[r].items() if k[0] == g}, {k: v for k, v in Q[r].items() if k[0] == g},
+    noise_levels=noise_levels, sparsity=sparsity, methods=METHODS_OF[g], group="model", seed=seed).assign(replica=r)
+    for g in GROUPS for r in REPLICAS], ignore_index=True)
 ranks = cells.groupby(["model", "method"], sort=False)["micro rank"].mean().unstack()
-series_groups = [g for g in models if ARCH[g] in ts_models]
-text_groups = [g for g in models if ARCH[g] in text_models]
+series_groups = [g for g in GROUPS if ARCH[g] in ts_models]
+text_groups = [g for g in GROUPS if ARCH[g] in text_models]
 for g in series_groups:
     out.glue(f"ts_ffid_rank_{glue_key(g)}", float(ranks.loc[g, "F-Fidelity"]))
     out.glue(f"ts_fid_rank_{glue_key(g)}", float(ranks.loc[g, "Fidelity"]))
 claims = []
-note = (f"series T={st.ts_length} at offset {st.ts_offset:g}, tokens L={st.text_length}; {n_test} inputs, {n_seeds} "
-        f"seeds × {len(sparsity)} levels, N={n_samples}; one trained model per setting")
+note = (f"series T={st.ts_length} at offset {st.ts_offset:g}, tokens L={st.text_length}; {n_test} inputs, "
+        f"{replicas} replicas × {n_seeds} seeds × {len(sparsity)} levels, N={n_samples}")
 if series_groups:
     claims.append(out.claim(
         C.claim_series_ranking, cells, null, models=series_groups, methods=TS_METHODS, seed=seed, note=note,
