@@ -448,7 +448,10 @@ def test_every_claim_takes_a_seed_and_one_replica_s_rows():
         one = fn(*[a[a.replica == 1] for a in args], **kwargs, seed=7)
         assert one.verdict == R, (fn.__name__, one.verdict.why)
         claim = fl.verdicts.replicated(fn, *args, **kwargs, seed=7, seeds=3)
-        assert claim.verdict == R and claim.replica_agreement == "2 of 2 replicas", fn.__name__
+        # decided on the two replicas pooled, published inconclusive: the house asks 3 trained replicas
+        assert claim.raw == R and claim.replica_agreement == "2 of 2 replicas", fn.__name__
+        assert claim.verdict == fl.verdicts.INCONCLUSIVE and "2 trained models" in claim.verdict.why, fn.__name__
+        assert fl.verdicts.replicated(fn, *args, **kwargs, seed=7, seeds=0, trained=False).verdict == R
         assert claim.bootstrap_stability == "3 of 3 seeds", fn.__name__
 
 
