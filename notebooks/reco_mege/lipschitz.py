@@ -172,6 +172,6 @@ r3 = P.claim_lipschitz(pairs, gradient_methods=gradient_methods, premises=held_o
 out.claim(P.claim_lipschitz, pairs, gradient_methods=gradient_methods, premises=held_out, n_boot=n_boot, seed=seed,
           note=f"mean held-out accuracy differs by {gap:.1%} between the families")
 out.table(r3.table, "r3")
-cells = r3.table[r3.table.testable]
+cells = r3.table[r3.table["testable"].astype(bool)]  # astype: an empty column would select columns, not rows
 out.glue("r3_wins", f"{int((cells.outcome == 'win').sum())} of {len(cells)}")
 r3.table
