@@ -416,6 +416,12 @@ def test_claim_r3_decides_beat_chance_on_its_own_interval_over_replicas(acc, exp
                      reason={("ResNet-18", 2): "not comparable"})
     kept = P.claim_lipschitz(frames, gradient_methods=["SA"], premises=held, n_boot=300, null_boot=500)
     assert kept.units == 2 * 80 and "replica 2 left out: not comparable" in kept.premise
+    # every replica left out (the book's one replica can be): not testable, and the empty table still selects rows
+    held = _held_out({(f, r): 0.6 for f in ("1-Lipschitz", "ResNet-18") for r in range(3)},
+                     reason={("ResNet-18", r): "not comparable" for r in range(3)})
+    none = P.claim_lipschitz(frames, gradient_methods=["SA"], premises=held, n_boot=300, null_boot=500)
+    assert none.verdict == T and none.units == 0
+    assert list(none.table[none.table.testable].columns) == list(none.table.columns)
     with pytest.raises(ValueError, match="premises"):
         P.claim_lipschitz(frames, gradient_methods=["SA"], premises=held.drop(columns="bar"))
 

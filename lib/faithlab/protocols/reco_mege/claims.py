@@ -356,7 +356,8 @@ def claim_lipschitz(details: Mapping[str, Mapping[str, dict] | pd.DataFrame], *,
     table = pd.DataFrame(rows, columns=["method", "score", "Lipschitz", "ResNet", "Lipschitz − ResNet", "low", "high",
                                         "outcome", "Lipschitz S= vs shuffled", "ResNet S= vs shuffled", "replicas",
                                         "units", "comparison", "testable"])
-    cells = table[table.testable.astype(bool)]
+    table["testable"] = table["testable"].astype(bool)  # bool even when empty: table[table.testable] selects rows
+    cells = table[table.testable]
     if premise.holds is False:
         v = verdicts.from_settings([], untestable=premise.text, what="testable (method × score) cells")
     elif not len(cells):
