@@ -125,3 +125,27 @@ def test_claim_map_preferred_resamples_the_replicas():
     one = F.claim_map_preferred(frame.assign(case=frame["case"] + 100 * frame["replica"], replica=0), seed=3)
     assert one.verdict == R, one.verdict.why
     assert one.units == 120
+
+
+def test_map_agreement_over_replicas_stacks_the_replicas_and_averages_each_null_draw():
+    """The per-image frames of every replica with a replica column; each null draw is the mean over the replicas of
+    map_agreement's draw (the same permutations in every replica), so one replica gives map_agreement's own null."""
+    import numpy as np
+    import torch
+
+    import faithlab as fl
+
+    P = fl.protocols.ffidelity
+    g = torch.Generator().manual_seed(0)
+    pairs = {r: (torch.rand(6, 8, 8, generator=g), torch.rand(6, 8, 8, generator=g)) for r in range(2)}
+    frame, nulls = P.map_agreement_over_replicas(pairs, seed=3, n_draws=50)
+    own = {r: P.map_agreement(*pairs[r], seed=3, n_draws=50) for r in pairs}
+    assert frame["replica"].tolist() == [0] * 6 + [1] * 6
+    for stat, null in nulls.items():
+        expected = (np.asarray(own[0][1][stat].draws) + np.asarray(own[1][1][stat].draws)) / 2
+        assert np.allclose(null.draws, expected)
+    single, single_nulls = P.map_agreement_over_replicas({0: pairs[0]}, seed=3, n_draws=50)
+    assert all(np.allclose(single_nulls[s].draws, own[0][1][s].draws) for s in single_nulls)
+    import pytest
+    with pytest.raises(ValueError, match="pairs"):
+        P.map_agreement_over_replicas({})

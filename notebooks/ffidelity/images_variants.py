@@ -276,22 +276,9 @@ vit_maps = {r: {"attention Grad-CAM": {m: fl.explainers.explain(studies["ViT SG-
             for r in REPLICAS}
 
 
-def pooled_agreement(name):
-    """map_agreement of every replica → (per-image frame with a replica column, {statistic: Null of the mean over
-    the replicas}): each permutation draw averaged over the replicas, or the draws pooled when some replica dropped
-    undefined draws (constant maps)."""
-    per_replica = {r: P.map_agreement(vit_maps[r][name]["original"], vit_maps[r][name]["fine-tuned"], seed=seed)
-                   for r in REPLICAS}
-    frame = pd.concat([f.assign(replica=r) for r, (f, _) in per_replica.items()], ignore_index=True)
-    nulls = {}
-    for s, n in per_replica[0][1].items():
-        draws = [per_replica[r][1][s].draws for r in REPLICAS]
-        pooled = np.mean(draws, axis=0) if len({len(d) for d in draws}) == 1 else np.concatenate(draws)
-        nulls[s] = fl.verdicts.Null(n.what, tuple(pooled))
-    return frame, nulls
-
-
-vit_agreement = {name: pooled_agreement(name) for name in vit_maps[0]}
+vit_agreement = {name: P.map_agreement_over_replicas(  # each replica's maps; the null averaged over the replicas
+    {r: (vit_maps[r][name]["original"], vit_maps[r][name]["fine-tuned"]) for r in REPLICAS}, seed=seed)
+    for name in vit_maps[0]}
 vit_agreement_table = pd.DataFrame([
     {"explainer": name, "statistic": P.AGREEMENT[s], "mean": float(per_image_vit[s].mean()),
      "images": int(per_image_vit[s].notna().sum()), "chance median": n.median, "chance low": n.low,

@@ -30,6 +30,7 @@ from faithlab.protocols.ffidelity.image_claims import (
     per_image_ffid,
     claim_size_readout,
     map_agreement,
+    map_agreement_over_replicas,
 )
 from faithlab.protocols.ffidelity.ranking import (
     CORRELATION_LABELS,
@@ -77,7 +78,7 @@ __all__ = [  # noqa: RUF022
     "permuted_correlations", "ground_truth_null", "claim_ranking", "claim_lerf_near_one", "claim_ablation",
     "claim_ood_check", "per_image_ffid", "claim_map_preferred", "claim_cost", "claim_size_readout",
     "claim_robust_hyperparameters",
-    "AGREEMENT", "map_agreement", "claim_maps_preserved",
+    "AGREEMENT", "map_agreement", "map_agreement_over_replicas", "claim_maps_preserved",
     "SeriesTextModels", "claim_finetune_restores", "claim_text_robust", "claim_beta_accuracy", "claim_beta_agreement",
     "claim_series_ranking", "claim_text_equivalence",
 ]

@@ -374,6 +374,24 @@ AGREEMENT = {"spearman": "Spearman ρ", "top overlap": "top-10 % overlap"}
 """The per-image statistics of :func:`map_agreement` and their names in tables."""
 
 
+def map_agreement_over_replicas(pairs: Mapping, *, seed: int = 0, **options
+                                ) -> tuple[pd.DataFrame, dict[str, verdicts.Null]]:
+    """:func:`map_agreement` of each replica's ``(original, finetuned)`` maps (``pairs``: replica → the pair) → the
+    per-image frames stacked with a ``replica`` column, and per statistic the Null of its mean over the replicas:
+    each permutation draw averaged over the replicas (the same draws in every replica, from ``seed``), or the draws
+    pooled when a replica dropped undefined draws (constant maps)."""
+    if not isinstance(pairs, Mapping) or not pairs:
+        raise ValueError(f"pairs must map each replica to its (original, finetuned) maps, got {type(pairs).__name__}")
+    per = {r: map_agreement(o, f, seed=seed, **options) for r, (o, f) in pairs.items()}
+    frame = pd.concat([f.assign(replica=r) for r, (f, _) in per.items()], ignore_index=True)
+    nulls = {}
+    for stat, null in next(iter(per.values()))[1].items():
+        draws = [np.asarray(per[r][1][stat].draws, dtype=float) for r in per]
+        pooled = np.mean(draws, axis=0) if len({len(d) for d in draws}) == 1 else np.concatenate(draws)
+        nulls[stat] = verdicts.Null(null.what, tuple(pooled))
+    return frame, nulls
+
+
 def map_agreement(original: torch.Tensor, finetuned: torch.Tensor, *, top_fraction: float = 0.1,
                   n_draws: int = 1000, seed: int = 0) -> tuple[pd.DataFrame, dict[str, verdicts.Null]]:
     """How alike the maps of one explainer on the original and on the fine-tuned model are, image by image (App.
