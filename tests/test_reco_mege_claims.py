@@ -422,6 +422,11 @@ def test_claim_r3_decides_beat_chance_on_its_own_interval_over_replicas(acc, exp
     none = P.claim_lipschitz(frames, gradient_methods=["SA"], premises=held, n_boot=300, null_boot=500)
     assert none.verdict == T and none.units == 0
     assert list(none.table[none.table.testable].columns) == list(none.table.columns)
+    # and its texts read whole: no empty list items, every left-out replica named
+    assert none.our_value == "0 of 0 testable cells rise (0 not testable; 0 replicas × samples, 0 units)"
+    assert "shuffled: no replica left to compare; " in none.premise and "; ;" not in none.premise
+    assert all(f"replica {r} left out: not comparable" in none.premise for r in range(3))
+    assert kept.premise.split("shuffled: ")[1].startswith("SA L ") and not kept.our_value.endswith("; ")
     with pytest.raises(ValueError, match="premises"):
         P.claim_lipschitz(frames, gradient_methods=["SA"], premises=held.drop(columns="bar"))
 

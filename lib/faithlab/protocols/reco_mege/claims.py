@@ -377,14 +377,16 @@ def claim_lipschitz(details: Mapping[str, Mapping[str, dict] | pd.DataFrame], *,
         premise="both families beat chance (decided on their own interval over the replicas) and are of comparable "
                 "accuracy (a replica that is not is left out), and a cell is testable only if at least "
                 "one family's S= distances lie significantly below the same distances with the image pairings "
-                "shuffled: " + "; ".join(f"{r.method} L {r['Lipschitz S= vs shuffled']}, R {r['ResNet S= vs shuffled']}"
-                                         for _, r in table.drop_duplicates("method").iterrows())
-                + (f"; {premise.text}" if premise.text else "")
-                + "".join(f"; replica {r} left out: {why}" for r, why in left.items()),
+                "shuffled: " + "; ".join(
+                    ([f"{r.method} L {r['Lipschitz S= vs shuffled']}, R {r['ResNet S= vs shuffled']}"
+                      for _, r in table.drop_duplicates("method").iterrows()] or ["no replica left to compare"])
+                    + ([premise.text] if premise.text else [])
+                    + [f"replica {r} left out: {why}" for r, why in left.items()]),
         kind="paper", units=n_units,
         paper_value="Tables 4–5: ReCo e.g. SG 0.154 → 0.898, SA 0.151 → 0.810; MeGe higher for all six methods",
-        our_value=f"{int((cells.outcome == 'win').sum())} of {len(cells)} testable cells rise "
-                  f"({len(table) - len(cells)} not testable; {n_replicas} replicas × samples, {n_units} units); "
-                  + "; ".join(f"{r.score} {r.method} {r['Lipschitz − ResNet']:+.3f} [{r.low:+.3f}, {r.high:+.3f}]"
-                              for _, r in cells.iterrows()),
+        our_value="; ".join([f"{int((cells.outcome == 'win').sum())} of {len(cells)} testable cells rise "
+                             f"({len(table) - len(cells)} not testable; {n_replicas} replicas × samples, "
+                             f"{n_units} units)"]
+                            + [f"{r.score} {r.method} {r['Lipschitz − ResNet']:+.3f} [{r.low:+.3f}, {r.high:+.3f}]"
+                               for _, r in cells.iterrows()]),
         verdict=v, table=table)
