@@ -202,6 +202,10 @@ def test_claim_r1_pools_replicas_takes_seed_and_one_replicas_rows():
                              for t in ("A", "B") for r in range(3)])
     kept = P.claim_gradcam_best_reco(frame, premises=premises, n_boot=300)
     assert kept.verdict == R and kept.units == 2 * 80 and "replica 2: not comparable" in kept.premise
+    # ... so it rests on 2 trained replicas, below the house's 3: published inconclusive however clear
+    assert kept.kept_replicas == 2 and pooled.kept_replicas == 3
+    left = fl.verdicts.replicated(P.claim_gradcam_best_reco, frame, premises=premises, n_boot=300)
+    assert left.verdict == I and left.raw == R and "2 trained models" in left.verdict.why
     gone = P.claim_gradcam_best_reco(frame, premises=premises.assign(reason="not comparable"), n_boot=300)
     assert gone.verdict == T
     with pytest.raises(ValueError, match="pairs"):
@@ -416,6 +420,7 @@ def test_claim_r3_decides_beat_chance_on_its_own_interval_over_replicas(acc, exp
                      reason={("ResNet-18", 2): "not comparable"})
     kept = P.claim_lipschitz(frames, gradient_methods=["SA"], premises=held, n_boot=300, null_boot=500)
     assert kept.units == 2 * 80 and "replica 2 left out: not comparable" in kept.premise
+    assert kept.kept_replicas == 2 and claim.kept_replicas == 3  # the one-model rule counts the replicas kept
     # every replica left out (the book's one replica can be): not testable, and the empty table still selects rows
     held = _held_out({(f, r): 0.6 for f in ("1-Lipschitz", "ResNet-18") for r in range(3)},
                      reason={("ResNet-18", r): "not comparable" for r in range(3)})

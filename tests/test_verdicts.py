@@ -431,6 +431,20 @@ def test_a_claim_about_trained_models_is_decided_only_over_enough_replicas():
     with pytest.raises(TypeError, match="trained"):
         replicated(_claim_fn, frame, trained="yes")
 
+    # a claim function that leaves a replica out (a per-replica premise fails) rests on the replicas it kept
+    from dataclasses import replace
+
+    def leaves_one_out(frame, *, seed=0):
+        kept = frame[frame.replica != 2]
+        return replace(_claim_fn(kept, seed=seed), kept_replicas=int(kept.replica.nunique()))
+
+    left = replicated(leaves_one_out, frame)
+    assert left.verdict == INCONCLUSIVE and left.raw == REPRODUCED and "2 trained models" in left.verdict.why
+    assert replicated(leaves_one_out, frame, trained=False).verdict == REPRODUCED
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="kept_replicas"):
+            replace(one, kept_replicas=bad)
+
 
 def test_replica_seeds_are_keyed_to_setting_and_replica():
     from faithlab.verdicts import replica_seed

@@ -652,7 +652,10 @@ class Claim:
     our_value: short texts. verdict: a :class:`Verdict`. table: the frame behind the verdict (one row per setting
     or comparison), or None. trained: whether its units come from models trained here (stand-ins), so that the
     training seed is a source of variance and :func:`replicated` decides it only over :data:`MIN_REPLICAS` trained
-    replicas; False for identities, analytic or given models and published weights (nothing to retrain)."""
+    replicas; False for identities, analytic or given models and published weights (nothing to retrain).
+    kept_replicas: how many trained replicas the verdict rests on when the claim function leaves some out (a
+    per-replica premise that fails; the fewest over the cells that decide), None when it keeps every replica of its
+    frames; :func:`replicated` counts these, not the replicas it was given."""
 
     claim: str
     rule: str
@@ -668,6 +671,7 @@ class Claim:
     power: str = ""
     raw: str = ""
     trained: bool = True
+    kept_replicas: int | None = None
 
     def __post_init__(self):
         for name in ("claim", "rule", "premise"):
@@ -680,6 +684,10 @@ class Claim:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
         if not isinstance(self.trained, (bool, np.bool_)):
             raise TypeError(f"trained must be True or False, got {self.trained!r}")
+        if self.kept_replicas is not None and (not isinstance(self.kept_replicas, (int, np.integer))
+                                               or isinstance(self.kept_replicas, (bool, np.bool_))
+                                               or self.kept_replicas < 0):
+            raise ValueError(f"kept_replicas must be a count ≥ 0 or None, got {self.kept_replicas!r}")
         if self.units is not None and (not isinstance(self.units, (int, np.integer)) or self.units < 0):
             raise ValueError(f"units must be a count ≥ 0 (the smallest cell's units), got {self.units!r}")
         if _states_decision(self.rule):
@@ -776,7 +784,8 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
       as "inconclusive", its premise saying it is underpowered;
     - enough trained models: a decided verdict of a claim about models trained here (``trained``; None takes the
       claim function's ``Claim.trained``) on fewer than :data:`MIN_REPLICAS` replicas (the distinct values of
-      ``column``, one when there is no such column) is published as "inconclusive": one model's verdict moved with
+      ``column``, one when there is no such column; ``Claim.kept_replicas`` when the claim function left some out)
+      is published as "inconclusive": one model's verdict moved with
       its training seed. "Not testable here" stays: a premise that demonstrably fails on the stand-in is a fact about
       it. Pass ``trained=False`` where the models are not trained here (published weights: nothing to retrain).
     """
@@ -820,7 +829,7 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
         trained = claim.trained
     elif not isinstance(trained, (bool, np.bool_)):
         raise TypeError(f"trained must be True, False or None, got {trained!r}")
-    models = max(len(per), 1)
+    models = max(len(per), 1) if claim.kept_replicas is None else int(claim.kept_replicas)
     if trained and v in DECIDED and models < MIN_REPLICAS:
         what = "one trained model" if models == 1 else f"{models} trained models"
         v = v.with_why(f"{v.why}; decided on {what}, below the {MIN_REPLICAS} independently trained replicas the "

@@ -124,7 +124,8 @@ def claim_gradcam_best_reco(pairs: pd.DataFrame, *, premises=None, target: str =
             (f"{r.task} {target} − {r.rival} = {r[f'{target} − rival']:.3f} [{r.low:.3f}, {r.high:.3f}]"
              if r["units"] else f"{r.task} —") + ("" if pd.isna(r.untestable) else " (not testable)")
             for _, r in table.iterrows()),
-        verdict=v, table=table, kind="paper", units=n_units)
+        verdict=v, table=table, kind="paper", units=n_units,
+        kept_replicas=int(testable["replicas"].min()) if len(testable) else int(table["replicas"].min()))
 
 
 def claim_mege_falls(details: Mapping[tuple[str, str], Mapping[str, dict]], types: Mapping[str, Sequence[str]], *,
@@ -389,4 +390,4 @@ def claim_lipschitz(details: Mapping[str, Mapping[str, dict] | pd.DataFrame], *,
                              f"{n_units} units)"]
                             + [f"{r.score} {r.method} {r['Lipschitz − ResNet']:+.3f} [{r.low:+.3f}, {r.high:+.3f}]"
                                for _, r in cells.iterrows()]),
-        verdict=v, table=table)
+        verdict=v, table=table, kept_replicas=int(n_replicas))
