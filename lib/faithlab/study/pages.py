@@ -413,7 +413,8 @@ def procedure_html() -> str:
         f"{V.MIN_REPLICAS} independently trained replicas per setting, seeds keyed to the setting and the replica, "
         "and intervals from a two-stage bootstrap (replicas, then units within them); a decided verdict of such a "
         f"claim on fewer than {V.MIN_REPLICAS} trained replicas (one model, where a notebook trains no more in this "
-        "profile) is published as inconclusive, since one model's verdict moved with its training seed;",
+        "profile; counted after a per-replica premise leaves replicas out) is published as inconclusive, since one "
+        "model's verdict moved with its training seed;",
         f"a decided verdict must come out the same under {V.STABILITY_SEEDS} other bootstrap seeds, else it is "
         "published as inconclusive;",
         f"a decided verdict on fewer than {V.MIN_UNITS} units in its smallest cell is published as inconclusive "
