@@ -427,6 +427,7 @@ def test_claim_robust_hyperparameters_gives_every_verdict(values, chance, expect
     claim = F.claim_robust_hyperparameters(*sensitivity(values, chance=chance))
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
     assert claim.claim.startswith("F6:") and len(claim.table) == 3 and "chance range" in claim.premise
+    assert claim.premise.endswith(f"{int(claim.table.testable.sum())} of 3 settings are testable"), claim.premise
 
 
 # ---------------------------------------------------------------------------- F10 maps kept by the fine-tuning

@@ -358,7 +358,7 @@ def claim_robust_hyperparameters(table: pd.DataFrame, null: pd.DataFrame, *, thr
              "hold; the paper's direction: all of them",
         premise="null: a setting is testable when each mean correlation lies beyond its 95 % chance range with the "
                 "ground-truth order permuted over the explainers (MoRF vs LeRF: the + and − curves' pairing "
-                f"shuffled); {len(holds)} of {len(frame)} settings are",
+                f"shuffled); {len(holds)} of {len(frame)} settings are testable",
         paper_value="robust across N ∈ {10..150}, β ∈ {0.05..0.25}, α ∈ {0.2..0.8}",
         our_value=f"{sum(h is True for h in holds)} of {len(holds)} testable settings hold "
                   f"({sum(h is None for h in holds)} undecided); {n_pass} of {len(frame)} settings lie at or beyond "
