@@ -171,7 +171,8 @@ def test_comparable_premise_fails_only_beyond_the_accuracies_sampling_noise():
     fam, test = _lookup_family([0.70, 0.72, 0.64, 0.71, 0.73])
     assert P.comparable_premise(fam, test) is None
     fam, test = _lookup_family([0.70, 0.72, 0.64, 0.71, 0.73], n_test=2000)
-    assert "not of comparable accuracy" in P.comparable_premise(fam, test)
+    why = P.comparable_premise(fam, test)
+    assert "not of comparable accuracy" in why and why.endswith("beyond it by more than its own 95 % binomial margin)")
 
 
 def test_family_premise_names_chance_first_and_rejects_a_bad_tolerance():

@@ -59,8 +59,8 @@ def comparable_premise(fam: Family, test: data.TensorData | None = None, *, tole
         where = f"on the test set ({len(test)} images)" if test is not None else "on their held-out blocks"
         return (f"{fam.task} {fam.name}: the {fam.cross.k} models are not of comparable accuracy {where}: "
                 f"{float(acc.min()):.3f}–{float(acc.max()):.3f}, up to {spread:.3f} from their mean "
-                f"(the paper keeps them within ±{tolerance:.0%}; beyond it even less each model's 95 % binomial "
-                "margin)")
+                f"(the paper keeps them within ±{tolerance:.0%}; at least one lies beyond it by more than its own "
+                "95 % binomial margin)")
     return None
 
 
