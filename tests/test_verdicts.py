@@ -398,7 +398,7 @@ def test_replicated_adds_replica_agreement_and_bootstrap_stability():
         pytest.fail("no shift gave a seed-dependent verdict")
     # too few units per cell: decided verdicts are published as inconclusive, the premise says why
     small = replicated(_claim_fn, frame.iloc[:12].assign(a=5.0))
-    assert small.verdict == INCONCLUSIVE and "Underpowered" in small.premise
+    assert small.verdict == INCONCLUSIVE and small.premise.startswith("none. Underpowered here: 12 units")
 
 
 def test_a_claim_about_trained_models_is_decided_only_over_enough_replicas():
@@ -419,7 +419,9 @@ def test_a_claim_about_trained_models_is_decided_only_over_enough_replicas():
     assert two.replica_agreement == "2 of 2 replicas"
     one = replicated(_claim_fn, frame.drop(columns="replica"))
     assert one.verdict == INCONCLUSIVE and "one trained model" in one.verdict.why
-    assert "Not replicated here" in one.premise and one.replica_agreement == "one trained model"
+    assert one.premise == ("none. Not replicated here: one trained model per setting (the house asks 3; the "
+                           "notebook's `replicas` parameter, where it has one, trains more).")
+    assert one.replica_agreement == "one trained model"
     given = replicated(_claim_fn, frame.drop(columns="replica"), trained=False)
     assert given.verdict == REPRODUCED and given.replica_agreement == "—" and not given.trained
 
@@ -516,3 +518,13 @@ def test_premise_share_is_decided_on_its_interval():
     assert premise_share(3, 30, at_least=0.5, what="x").apply(v).decision == v.decision
     with pytest.raises(ValueError, match="successes"):
         premise_share(4, 3, at_least=0.5, what="x")
+
+
+@pytest.mark.parametrize("premise, expected", [
+    ("holds", "holds. S."), ("holds.", "holds. S."), ("holds (0.3 vs 0.2)", "holds (0.3 vs 0.2). S."),
+    ("holds (see above.)", "holds (see above.) S."), ("holds. ", "holds. S."),
+])
+def test_a_sentence_the_procedure_adds_to_a_premise_starts_a_new_sentence(premise, expected):
+    from faithlab.verdicts import _then
+
+    assert _then(premise, "S.") == expected

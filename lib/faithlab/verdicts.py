@@ -768,6 +768,12 @@ def _subset(o, column: str, replica):
     return o
 
 
+def _then(text: str, sentence: str) -> str:
+    """``text`` followed by one more ``sentence``, ``text`` closed with a full stop where it ends mid-sentence."""
+    text = text.rstrip()
+    return f"{text}{'' if text.endswith(('.', '!', '?', '.)')) else '.'} {sentence}"
+
+
 def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica", trained: bool | None = None,
                **kwargs) -> Claim:
     """Decide a claim with its replica agreement and bootstrap stability: the one wrapper every notebook's claim goes
@@ -824,7 +830,8 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
     if v in DECIDED and claim.units is not None and claim.units < MIN_UNITS:
         v = v.with_why(f"{v.why}; underpowered: {claim.units} units in the smallest cell, below {MIN_UNITS}",
                        INCONCLUSIVE)
-        premise = f"{premise} Underpowered here: {claim.units} units in the smallest cell (the house asks {MIN_UNITS})."
+        premise = _then(premise, f"Underpowered here: {claim.units} units in the smallest cell (the house asks "
+                                 f"{MIN_UNITS}).")
     if trained is None:
         trained = claim.trained
     elif not isinstance(trained, (bool, np.bool_)):
@@ -834,8 +841,8 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
         what = "one trained model" if models == 1 else f"{models} trained models"
         v = v.with_why(f"{v.why}; decided on {what}, below the {MIN_REPLICAS} independently trained replicas the "
                        "house asks (a verdict of one model moved with its training seed)", INCONCLUSIVE)
-        premise = (f"{premise} Not replicated here: {what} per setting (the house asks {MIN_REPLICAS}; the notebook's "
-                   "`replicas` parameter, where it has one, trains more).")
+        premise = _then(premise, f"Not replicated here: {what} per setting (the house asks {MIN_REPLICAS}; the "
+                                 "notebook's `replicas` parameter, where it has one, trains more).")
     return replace(claim, verdict=v, premise=premise, replicas=tuple(per), stability=stability, power=power,
                    raw=str(claim.verdict), trained=bool(trained))
 
