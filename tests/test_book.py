@@ -164,6 +164,51 @@ def test_book_builds_with_warnings_as_errors(built_book):
     assert "study_map.png" in intro and "all papers" in intro and intro.index("study_map.png") < intro.index("<table")
 
 
+FIGURE_BLOCK = re.compile(r"^```\{figure\} (?P<path>\S+)\n(?P<body>.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def _figures(md: str) -> list[tuple[str, str]]:
+    """The ``{figure}`` blocks of a MyST page as (image path, caption text): the caption is the block's text after
+    its ``:option:`` lines."""
+    found = []
+    for m in FIGURE_BLOCK.finditer(md):
+        lines = [line for line in m.group("body").splitlines() if not line.startswith(":")]
+        found.append((m.group("path"), " ".join(lines).strip()))
+    return found
+
+
+def test_captions_name_only_panels_their_figures_have(built_book):
+    """A chapter page's figure caption says "(top)", "left/right", "bottom row", ... only where its figure (the PNG
+    its notebook saved, whose panel grid Outputs.figure records) has that many rows or columns of panels."""
+    from faithlab.outputs import caption_problems, read_panel_grid
+
+    html, proc = built_book
+    site = html.parents[1]
+    book = site / "book"
+    problems, checked = [], 0
+    for page in sorted(book.rglob("*.md")):
+        if "_generated" in page.parts:
+            continue
+        for path, caption in _figures(page.read_text()):
+            png = (page.parent / path).resolve()
+            grid = read_panel_grid(png) if png.is_file() else None
+            if grid is None:
+                continue
+            checked += 1
+            problems += [f"{page.relative_to(book)}: {path}: {p}" for p in caption_problems(caption, grid)]
+    assert checked >= 20, f"only {checked} figures with a recorded panel grid"
+    assert not problems, "\n".join(problems)
+
+
+def test_no_figure_breaks_the_style_check(built_book):
+    """No notebook's figure is flagged by the book's figure style check (the warning would leave the figure with a
+    defect and its message in a stderr.log instead of on the page)."""
+    html, _ = built_book
+    logs = sorted((html.parents[1] / "book" / "_generated").glob("*/*/stderr.log"))
+    flagged = [str(log) for log in logs if "breaks the book's figure style" in log.read_text()]
+    assert not flagged, f"figures break the style check: {flagged}"
+
+
 # Python warnings as they print ("Warning: ...", "UserWarning: ...", "TqdmExperimentalWarning: ...") and the
 # kernel's own log lines ("[IPKernelApp] WARNING | ...").
 WARNING_TEXT = re.compile(r"\b(?:[A-Z]\w*)?Warning: |\[IPKernelApp\] WARNING")
@@ -172,6 +217,9 @@ WARNING_TEXT = re.compile(r"\b(?:[A-Z]\w*)?Warning: |\[IPKernelApp\] WARNING")
 # tqdm's bars as they print ("45%|████▌     | 9/20 [00:01<00:02, 5.1it/s]").
 PROGRESS_TEXT = re.compile(r"\d+%\|[^|\n]*\|\s*\d+/\d+|\d+(?:\.\d+)?(?:it|s)/(?:s|it)\]")
 FIRST_VERDICT_PX = 1500
+FIRST_SCREEN_PX = 1000  # the intro's link to the guide must be this close to the top of the page
+# A table header that is a raw column name (snake_case: "mean_U", "top_probability", "n_epochs").
+SNAKE_HEADER = re.compile(r"\b[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+\b")
 # The pages that open with their claims: the five papers' chapters, F-Fidelity's sub-pages, the study's own checks.
 CHAPTER_PAGES = {"ffidelity", "fewclass", "saco", "reco_mege", "trace", "basics", "synthesis", "scorecard",
                  *(f"ffidelity/{p}" for p in ("ranking", "variants", "size", "sensitivity", "series_text", "robustness"))}
@@ -191,7 +239,13 @@ LAYOUT_JS = """() => {
   const first = badges.length ? badges[0].getBoundingClientRect().top + window.scrollY : null;
   const off = badges.filter(b => !b.closest('details'))
                     .map(b => b.getBoundingClientRect().right).filter(r => r > window.innerWidth);
-  return {height: document.documentElement.scrollHeight, column, first_verdict: first, wide, badges_off: off};
+  const headers = [...art.querySelectorAll('th')].filter(h => !h.querySelector('code')).map(h => h.innerText);
+  const figures = [...art.querySelectorAll('figure')].map(f => [(f.querySelector('img') || {}).src || '',
+                                                              (f.querySelector('figcaption') || {}).innerText || '']);
+  const guide = [...art.querySelectorAll('a[href]')].filter(a => a.getAttribute('href').includes('which_metric'))
+                  .map(a => a.getBoundingClientRect().top + window.scrollY);
+  return {height: document.documentElement.scrollHeight, column, first_verdict: first, wide, badges_off: off,
+          headers, figures, guide_link: guide.length ? Math.min(...guide) : null};
 }"""
 
 
@@ -229,9 +283,12 @@ def test_browser_sees_titles_images_and_working_links(built_book):
     href/src an existing file of the built book (and every anchor a present id), no Python warning text nor the
     runner's staging path nor progress-bar text; an executed notebook's page shows each PNG figure its notebook saved
     (the same bytes), and the front page the study map. At a 1400 px window: no table wider than the article's column
-    outside a fold, no verdict badge off-screen, and every chapter page (CHAPTER_PAGES) shows its first verdict within
-    1,500 px of its top. Each page's height and first verdict's offset are written to _build/browser-layout.csv."""
+    outside a fold, no verdict badge off-screen, every chapter page (CHAPTER_PAGES) shows its first verdict within
+    1,500 px of its top, no table header (but the API reference's) is a snake_case column name, no figure caption
+    names a panel position its figure lacks, and the intro links the guide on its first screen. Each page's height and first verdict's offset are written to _build/browser-layout.csv."""
     from playwright.sync_api import sync_playwright
+
+    from faithlab.outputs import caption_problems, read_panel_grid
 
     html, proc = built_book
     site = html.parents[1]
@@ -272,6 +329,17 @@ def test_browser_sees_titles_images_and_working_links(built_book):
             problems += [f"{name}: a verdict badge ends at {right:.0f} px, off-screen at 1400 px"
                          for right in layout["badges_off"]]
             rel = path.relative_to(html).with_suffix("").as_posix()
+            if not rel.startswith("api/"):  # the API reference names functions and arguments on purpose
+                problems += [f"{name}: table header is a raw column name: {h!r}" for h in layout["headers"]
+                             if SNAKE_HEADER.search(h)]
+            for src, caption in layout["figures"]:
+                png = _local_file(src)
+                grid = read_panel_grid(png) if png is not None and png.suffix == ".png" and png.is_file() else None
+                if grid is not None:
+                    problems += [f"{name}: figure {png.name}: caption {p}" for p in caption_problems(caption, grid)]
+            if rel == "intro" and (layout["guide_link"] is None or layout["guide_link"] > FIRST_SCREEN_PX):
+                problems.append(f"intro: the link to the guide (which_metric) is at {layout['guide_link']} px "
+                                f"(must be on the first screen, ≤ {FIRST_SCREEN_PX} px)")
             if rel in CHAPTER_PAGES and (layout["first_verdict"] is None or layout["first_verdict"] > FIRST_VERDICT_PX):
                 problems.append(f"{name}: first verdict at {layout['first_verdict']} px (must be ≤ {FIRST_VERDICT_PX})")
             if rel.startswith("api/"):  # the API reference documents the runner: it names these texts on purpose

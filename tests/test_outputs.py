@@ -141,3 +141,33 @@ def test_for_notebook_does_not_guess_from_a_file_outside_notebooks(interactive, 
     monkeypatch.setenv("JPY_SESSION_NAME", session)  # fewclass/flips.py: no such file in the working directory
     with pytest.raises(ValueError, match="pass its name"):
         outputs.for_notebook()
+
+
+def test_figure_records_its_panel_grid_and_captions_are_checked_against_it(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from faithlab import outputs as O
+
+    fig, axes = plt.subplots(2, 3)
+    assert O.panel_grid(fig) == (2, 3)
+    fig, axes = plt.subplots(1, 2)
+    image = axes[0].imshow([[0.0, 1.0]])
+    fig.colorbar(image, ax=axes[0])  # a colour bar is not a panel
+    assert O.panel_grid(fig) == (1, 2)
+    png = O.Outputs("p/e", tmp_path).figure(fig, "two")
+    assert O.read_panel_grid(png) == (1, 2)
+    fig = plt.figure()
+    fig.savefig(tmp_path / "bare.png")
+    assert O.read_panel_grid(tmp_path / "bare.png") is None  # not written by Outputs: nothing recorded
+    assert O.caption_positions("ReCo (left) and MeGe (right)") == {"column"}
+    assert O.caption_positions("MeGe (top) and ReCo (bottom row)") == {"row"}
+    assert O.caption_positions("the top row, then left/right halves") == {"row", "column"}
+    assert O.caption_positions("S= moves left as the models agree; the bottom line is") == set()
+    assert O.caption_problems("ReCo (left) and MeGe (right)", (2, 1)) == [
+        "names left/right panels but the figure has 1 column(s) of panels"]
+    assert O.caption_problems("maps (top) and distances (bottom)", (1, 1)) == [
+        "names top/bottom panels but the figure has 1 row(s) of panels"]
+    assert O.caption_problems("maps (top) and distances (bottom)", (2, 1)) == []

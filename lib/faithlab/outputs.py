@@ -133,6 +133,75 @@ def claim_html(row: dict) -> str:
             "</table>")
 
 
+PANELS_KEY = "faithlab-panels"
+"""The PNG text chunk where :meth:`Outputs.figure` records the figure's panel grid (``"<rows>x<columns>"``)."""
+POSITION_WORDS = re.compile(
+    r"\((?:the )?(?P<a>top|bottom|left|right)(?: (?:row|column|panels?|half|rows|columns))?\)"
+    r"|\b(?P<b>top|bottom|left|right)(?= (?:row|column|panels?|half|rows|columns)\b)"
+    r"|\b(?P<c>left|right|top|bottom)/(?:left|right|top|bottom)\b", re.IGNORECASE)
+"""A caption's words that name a panel's position: "(top)", "(left panel)", "bottom row", "left/right"."""
+
+
+def panel_grid(fig) -> tuple[int, int]:
+    """The panel grid of a matplotlib figure as ``(rows, columns)``: its visible axes (colour bars and axes smaller
+    than 2 % of the figure left out) grouped by the centres of their boxes — axes whose centres lie within 4 % of
+    the figure's width (height) of each other share a column (row)."""
+    boxes = []
+    for ax in fig.get_axes():
+        if not ax.get_visible() or ax.get_label() == "<colorbar>" or hasattr(ax, "_colorbar"):
+            continue
+        box = ax.get_position()
+        if box.width * box.height < 0.02:
+            continue
+        boxes.append(((box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2))
+
+    def groups(values):
+        count, last = 0, None
+        for v in sorted(values):
+            if last is None or v - last > 0.04:
+                count += 1
+            last = v
+        return count
+
+    if not boxes:
+        return 0, 0
+    return groups(b[1] for b in boxes), groups(b[0] for b in boxes)
+
+
+def caption_positions(caption: str) -> set[str]:
+    """The positions a caption names (:data:`POSITION_WORDS`), as ``{"row", "column"}``: top/bottom need rows,
+    left/right columns."""
+    need = set()
+    for m in POSITION_WORDS.finditer(caption):
+        word = (m.group("a") or m.group("b") or m.group("c")).lower()
+        need.add("row" if word in ("top", "bottom") else "column")
+    return need
+
+
+def caption_problems(caption: str, grid: tuple[int, int]) -> list[str]:
+    """What a caption says about positions that a figure with panel ``grid`` (rows, columns) does not have."""
+    rows, cols = grid
+    need = caption_positions(caption)
+    out = []
+    if "row" in need and rows < 2:
+        out.append(f"names top/bottom panels but the figure has {rows} row(s) of panels")
+    if "column" in need and cols < 2:
+        out.append(f"names left/right panels but the figure has {cols} column(s) of panels")
+    return out
+
+
+def read_panel_grid(png: Path) -> tuple[int, int] | None:
+    """The panel grid :meth:`Outputs.figure` recorded in a PNG (None when it recorded none)."""
+    from PIL import Image
+
+    with Image.open(png) as image:
+        text = (getattr(image, "text", None) or image.info or {}).get(PANELS_KEY)
+    if not text:
+        return None
+    rows, _, cols = str(text).partition("x")
+    return int(rows), int(cols)
+
+
 def _check_name(name: str) -> str:
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValueError(f"name must be a plain file stem (letters, digits, _ . -), got {name!r}")
@@ -179,8 +248,11 @@ class Outputs:
             warnings.warn(f"figure {stem!r} breaks the book's figure style: " + "; ".join(problems), stacklevel=2)
         if svg:
             paths.atomic_write(self.folder / f"{stem}.svg", lambda tmp: fig.savefig(tmp, format="svg", bbox_inches="tight"))
+        rows, cols = panel_grid(fig)  # recorded in the PNG: the book's test checks captions against it
         png = paths.atomic_write(
-            self.folder / f"{stem}.png", lambda tmp: fig.savefig(tmp, format="png", dpi=dpi, bbox_inches="tight")
+            self.folder / f"{stem}.png",
+            lambda tmp: fig.savefig(tmp, format="png", dpi=dpi, bbox_inches="tight",
+                                    metadata={PANELS_KEY: f"{rows}x{cols}"}),
         )
         _show_in_notebook(png)
         plt.close(fig)
