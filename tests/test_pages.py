@@ -15,7 +15,7 @@ from faithlab import outputs
 from faithlab.protocols.setup import Setting
 from faithlab.study import pages
 
-R, P, N, T = "reproduced", "partly reproduced", "not reproduced", "not testable here"
+R, P, N, T, I = "reproduced", "partly reproduced", "not reproduced", "not testable here", "inconclusive"
 
 
 def test_format_column_fixes_decimals_per_column_from_its_largest_value():
@@ -84,9 +84,94 @@ def test_summary_sentence_counts_every_verdict_and_names_the_decided_claims():
     card = _card([["p", "e", "F1 (GradCAM): x", "", "", R, "", "", ""], ["p", "e", "F2: y", "", "", N, "", "", ""],
                   ["p", "e", "F3: z", "", "", T, "", "", ""], ["p", "e", "F4: w", "", "", R, "", "", ""]])
     sentence = pages.summary_sentence("F-Fidelity", card)
-    assert sentence == ("F-Fidelity: 4 claims tested — 2 reproduced, 1 not reproduced, 1 not testable here "
-                        "(reproduced: F1 (GradCAM), F4; not reproduced: F2).")
+    assert sentence == ("F-Fidelity: 4 claims tested — 2 reproduced, 1 not reproduced, 1 not testable here. "
+                        "Reproduced: F1 (GradCAM); F4. Not reproduced: F2 — y.")
     assert pages.summary_sentence("TRACE", card.iloc[:0]) == "TRACE: no claim was computed in this build."
+
+
+def test_a_claims_label_ends_at_its_first_colon_outside_parentheses_and_a_shared_label_adds_the_statement():
+    assert pages._split_claim("F10 (GradCAM, second: cluttered): maps agree") == (
+        "F10 (GradCAM, second: cluttered)", "maps agree")
+    assert pages._label("F10 (GradCAM, second: cluttered): maps agree") == "F10 (GradCAM, second: cluttered)"
+    card = _card([["p", "e", "Table 8: images keep accuracy", "", "", R, "", "", ""],
+                  ["p", "e", "Table 8: text is robust", "", "", N, "", "", ""],
+                  ["p", "e", "F10 (GradCAM, second: cluttered): maps agree", "", "", R, "", "", ""]])
+    sentence = pages.summary_sentence("F-Fidelity", card)
+    # the label "Table 8" names two claims: each is told apart by its statement, never cut inside a parenthesis
+    assert "Reproduced: Table 8 — images keep accuracy; F10 (GradCAM, second: cluttered)." in sentence
+    assert "Not reproduced: Table 8 — text is robust." in sentence
+
+
+def test_failures_list_says_why_each_claim_did_not_reproduce_and_the_legend_names_every_verdict():
+    card = _card([["saco", "e", "S7: IG is best on AOPC", "", "IG ranks 1 on Comprehensiveness", N, "", "", ""],
+                  ["fewclass", "f", "C1 (task): Random is lowest", "", "Random 0.58", T, "",
+                   "U < Δ for 9 of 30", "not testable: U < Δ for 9 of 30, against at least 50%"],
+                  ["trace", "t", "T1: SA beats Greedy", "", "gap 0.01 [-0.02, 0.04]", I, "", "", ""],
+                  ["trace", "t", "T2: T-p wins", "", "+0.3", R, "", "", ""]])
+    page = pages.failures_html(card, "scorecard", order=["fewclass", "saco", "trace"])
+    assert page.index("Few-class") < page.index("SaCo")  # papers in the book's order
+    assert "S7" in page and "C1 (task)" in page and "T1" not in page and "T2" not in page  # only the failures
+    assert "we measured IG ranks 1 on Comprehensiveness" in page
+    assert "a premise about the stand-in failed — U &lt; Δ for 9 of 30, against at least 50%" in page
+    assert outputs.verdict_badge(N) in page and 'href="_generated/saco/e.html#' in page
+    assert "did not decide" not in pages.why_sentence({"verdict": I, "our_value": "x"})
+    assert pages.why_sentence({"verdict": I, "our_value": "x"}).startswith("Inconclusive: the data do not decide")
+    assert "Every claim" in pages.failures_html(card[card["verdict"] == R], "scorecard")
+    legend = pages.legend_html()
+    assert all(outputs.verdict_badge(v) in legend for v in (R, N, T, I))
+    # the scorecard's folded explanation is a sentence, not only a ratio
+    assert "<b>why this verdict</b>: Not reproduced: we measured" in pages.glance_html(card.iloc[:1], "scorecard")
+
+
+def test_column_labels_are_words_and_booleans_yes_no():
+    assert pages.column_label("n_epochs") == "epochs" and pages.column_label("mean_U") == "mean uncertainty U"
+    assert pages.column_label("some_raw_name") == "some raw name" and pages.column_label("ΣLeRF − ΣMoRF") == "ΣLeRF − ΣMoRF"
+    shown = pages.format_table(pd.DataFrame({"top_probability": [0.5, 0.25], "kept": [True, False]}))
+    assert list(shown.columns) == ["top-class probability", "kept"] and shown["kept"].tolist() == ["yes", "no"]
+    out = pages.relabel_html('<table><tr><th>n_epochs</th><th>acc</th></tr><tr><td>True</td><td>0.5</td></tr></table>')
+    assert "<th>epochs</th>" in out and "<td>yes</td>" in out and "n_epochs" not in out
+    assert pages.relabel_html("no table, n_epochs") == "no table, n_epochs"
+
+
+def test_build_line_names_a_local_build_and_sums_the_notebooks_run_time():
+    local = pages.build_html("https://OWNER.github.io/REPOSITORY/", seconds=125.0, notebooks=3, profiles=["book"])
+    assert "local (not published)" in local and "OWNER" not in local
+    assert "3 notebooks ran for 2 min 05 s in total (book profile" in local
+    published = pages.build_html("https://lab.github.io/faithlab/", seconds=0, notebooks=0, profiles=[])
+    assert 'href="https://lab.github.io/faithlab/"' in published and "No notebook" in published
+
+
+def _guide_inputs():
+    rec = pd.DataFrame({"metric": ["a", "b", "c"] * 2, "label": ["A", "B", "C"] * 2,
+                        "spearman": [0.9, 0.8, 0.1, 0.5, 0.1, -0.2],
+                        "spearman low": [0.8, 0.6, -0.2, 0.3, -0.1, -0.4],
+                        "spearman high": [1.0, 0.9, 0.4, 0.7, 0.3, 0.0], "setup": ["s1"] * 3 + ["s2"] * 3})
+    cost = pd.DataFrame({"metric": ["a", "b", "c"], "label": ["A", "B", "C"], "inputs per sample": [50.0, 9.0, 9.0]})
+    card = pd.DataFrame({"metric": ["b", "a", "c"], "label": ["B", "A", "C"], "overall": [1.5, 2.0, 2.5],
+                         **{f"rank {c}": [1, 2, 3] for c in ("recovery", "OOD recovery", "resilience",
+                                                             "reactivity", "cost")}})
+    return rec, cost, card
+
+
+def test_answer_guide_and_reconciliation_are_generated_from_the_synthesis_tables():
+    from faithlab.protocols import synthesis as syn
+
+    rec, cost, card = _guide_inputs()
+    guide = syn.guide(rec, {"case one": "s1", "case two": "s2"}, cost_table=cost, reference_spread={"A": 0.5})
+    answer = pages.answer_html(guide, card, "which_metric.html", pd.DataFrame({"images": [24, 24]}))
+    assert 'href="which_metric.html"' in answer and "A (2 of 2)" in answer and "scored on 24 images" in answer
+    page = pages.guide_html(guide, pd.DataFrame({"setup": ["s1"], "images": [24]}), "which_metric")
+    assert "Case one" in page and "24 images" in page and "0.90 [0.80, 1.00]" in page
+    assert 'href="_generated/synthesis/metrics_compared.html"' in page
+    assert "synthesis notebook did not run" in pages.answer_html(guide.iloc[:0], card, "w.html")
+    scorecard = _card([["saco", "e", "S1: x", "", "", R, "", "", ""]])
+    rows = pd.DataFrame({"metric": ["saco"], "label": ["SaCo"], "overall": [12.0],
+                         **{f"rank {c}": [r] for c, r in (("recovery", 14), ("OOD recovery", 2), ("resilience", 9),
+                                                         ("reactivity", 15), ("cost", 3))}})
+    rows = pd.concat([rows, card.assign(overall=1.0)], ignore_index=True)
+    text = pages.reconcile_html(rows, scorecard, "which_metric")
+    assert "SaCo has mean rank 12.0 of 4, pulled down most by reactivity (rank 15) and recovery (rank 14)" in text
+    assert "1 reproduced" in text and "can disagree without contradiction" in text
 
 
 def test_setup_rows_read_the_executed_notebooks_parameters(tmp_path):
@@ -120,3 +205,14 @@ def test_badge_and_anchor_are_stable_and_reject_unknown_verdicts():
     with pytest.raises(ValueError, match="verdict"):
         outputs.verdict_badge("great")
     assert not math.isnan(pages.CHAR_PX)
+
+
+def test_transfer_section_lists_the_settings_that_differ_and_the_scale_of_the_claims():
+    setup = pd.DataFrame({"setting": ["images", "model", "masks"], "paper": ["2,500", "ResNet-50", "—"],
+                          "ours": ["30", "ResNet-50", "N = 10"]})
+    claims = pd.DataFrame({"units": ["30", "6", "120"], "replicas": ["3 of 3 replicas", "one trained model", "—"]})
+    text = pages.transfer_html(setup, claims)
+    # only "images" differs: "model" is the same and the paper does not set "masks"
+    assert "1 of the 3 settings below differ from the paper&#x27;s: images (paper: 2,500; here: 30)." in text
+    assert "6–120 units in their smallest cell (median 30) and 3 trained replicas, 1 on one trained model." in text
+    assert text.startswith('<p class="fl-transfer"><b>How far this transfers.</b>')

@@ -280,3 +280,48 @@ def test_tree_setup_train_seed_refits_the_tree_on_the_same_data():
     assert not torch.equal(a.model.feature, b.model.feature)  # tied splits broken by the training seed
     with pytest.raises(ValueError, match="train_seed must be a non-negative int"):
         syn.tree_setup(max_depth=3, n_test=5, train_seed=-1)
+
+
+def test_recovery_interval_brackets_the_mean_is_exact_for_a_constant_ranking_and_repeats_with_its_seed():
+    frame = _frame({
+        "aopc": {"a": [3, 3, 1, 3], "b": [2, 2, 2, 2], "c": [1, 1, 3, 1]},  # per sample ρ: 1, 1, −1, 1
+        "log_odds": {"a": [1, 1, 1, 1], "b": [2, 2, 2, 2], "c": [3, 3, 3, 3]},  # ρ = 1 on every sample
+    })
+    rec = syn.recovery(frame, QUALITY, seed=3).set_index("metric")
+    assert rec.loc["aopc", "spearman low"] < rec.loc["aopc", "spearman"] == 0.5 < rec.loc["aopc", "spearman high"]
+    assert rec.loc["aopc", "spearman low"] >= -1 and rec.loc["aopc", "spearman high"] == 1
+    assert rec.loc["log_odds", "spearman low"] == rec.loc["log_odds", "spearman high"] == 1  # no spread, no width
+    assert syn.recovery(frame, QUALITY, seed=3).set_index("metric").equals(rec)  # keyed to the seed
+
+
+def test_guide_holds_up_only_above_chance_and_overlapping_the_best_and_prices_the_cost_case():
+    rec = pd.DataFrame({"metric": ["a", "b", "c"] * 2, "label": ["A", "B", "C"] * 2,
+                        "spearman": [0.9, 0.8, 0.1, 0.5, 0.1, -0.2],
+                        "spearman low": [0.8, 0.6, -0.2, 0.3, -0.1, -0.4],
+                        "spearman high": [1.0, 0.9, 0.4, 0.7, 0.3, 0.0], "setup": ["s1"] * 3 + ["s2"] * 3})
+    cost = pd.DataFrame({"metric": ["a", "b", "c"], "label": ["A", "B", "C"], "inputs per sample": [50.0, 9.0, 9.0]})
+    g = syn.guide(rec, {"one": "s1", "two": "s2"}, cost_table=cost, reference_spread={"A": 0.5, "B": 0.1})
+    held = g[g["holds up"]].groupby("situation")["label"].apply(list).to_dict()
+    # s1: A best [0.8, 1]; B's [0.6, 0.9] overlaps it; C reaches 0. s2: only A lies above 0.
+    assert held == {"one": ["A", "B"], "two": ["A"], syn.COST_CASE: ["B", "A"]}  # cost case: cheapest first
+    cost_rows = g[g["situation"] == syn.COST_CASE].set_index("label")
+    assert cost_rows.loc["A", "situations held"] == 2 and cost_rows.loc["B", "situations held"] == 1
+    assert list(cost_rows.index[:2]) == ["B", "A"]  # the cost case is ordered by cost among those that hold up
+    assert bool(g.loc[g["label"] == "A", "reference-sensitive"].all()) and not g.loc[g["label"] == "B",
+                                                                                     "reference-sensitive"].any()
+    text = syn.guide_sentences(g, n_images={"s1": 24})
+    assert text["one"].startswith("For one (setup “s1”, 24 images), A 0.90 [0.80, 1.00], B 0.80 [0.60, 0.90] hold up")
+    assert "C does worst (0.10 [-0.20, 0.40])" in text["one"] and "Caveat: the recovery of A (by 0.50) moves" in text["one"]
+    assert "B (9 model inputs per image and explainer; holds up in 1 of them)" in text[syn.COST_CASE]
+    card = pd.DataFrame({"label": ["B", "A", "C"], "overall": [1.5, 2.0, 2.5]})
+    answer = syn.answer_sentence(g, card)
+    assert "A (2 of 2), B (1 of 2)" in answer and "1 of 3 metrics holds up nowhere (C)" in answer
+    assert "ranks B first (mean rank 1.5 of 3)" in answer and "A moves with the removal value" in answer
+    none = rec.assign(**{"spearman low": -0.5})
+    g0 = syn.guide(none, {"one": "s1"}, cost_table=cost)
+    assert "no metric recovers the known ranking significantly better than chance" in syn.guide_sentences(g0)["one"]
+    assert syn.answer_sentence(g0, card).startswith("No metric recovered a known ranking")
+    with pytest.raises(ValueError, match="lacks"):
+        syn.guide(rec.drop(columns="spearman low"), {"one": "s1"}, cost_table=cost)
+    with pytest.raises(ValueError, match="names setup 'x'"):
+        syn.guide(rec, {"one": "x"}, cost_table=cost)

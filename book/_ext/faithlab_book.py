@@ -7,6 +7,11 @@
 - ``fl-glance <paper>[/<experiment>]``: the claims at a glance (claim | paper | ours | verdict), from the scorecard.
 - ``fl-setup <paper>``: the set-up table, paper against ours (``faithlab.protocols.<paper>.SETUP``).
 - ``fl-summary``: one sentence per paper (and per study check) from the scorecard, for the intro.
+- ``fl-answer``: the study's answer to "which metric should I trust?" with a link to the guide (the intro's first
+  screen); ``fl-guide``: the guide's per-situation recommendations; ``fl-reconcile``: where the synthesis and a
+  chapter may disagree (all from the synthesis notebook's ``guide.csv`` and ``report_card.csv``).
+- ``fl-failures``: what did not reproduce, and why (the scorecard's opening list); ``fl-legend``: the verdicts.
+- ``fl-build``: the book's address (or that this build is local) and the notebooks' run time in this build.
 - on the executed notebooks' pages, a table output too wide for the column (or too long) is folded into a dropdown.
 
 The directives read ``_generated/`` when the page is built, so ``make html`` shows what the notebooks computed.
@@ -145,7 +150,8 @@ class Setup(SphinxDirective):
             paper, experiment = setting.notebook.split("/")
             self.env.note_dependency(str(generated / paper / f"{experiment}.ipynb"))
         frame = pages.setup_rows(settings, generated)
-        return [_raw(pages.table_html(frame, css_class="fl-setup"))]
+        claims = pages.claims_for(_scorecard(self), self.arguments[0])
+        return [_raw(pages.transfer_html(frame, claims)), _raw(pages.table_html(frame, css_class="fl-setup"))]
 
 
 class Summary(SphinxDirective):
@@ -167,6 +173,76 @@ class Summary(SphinxDirective):
         return [_raw(f'<ul class="fl-summary">{"".join(items)}</ul>')]
 
 
+SYNTHESIS = Path(GENERATED) / "synthesis" / "metrics_compared"
+
+
+def _synthesis(directive: SphinxDirective, name: str) -> pd.DataFrame:
+    path = _srcdir(directive) / SYNTHESIS / f"{name}.csv"
+    directive.env.note_dependency(str(path))
+    return pd.read_csv(path) if path.is_file() else pd.DataFrame()
+
+
+def _href(directive: SphinxDirective, page: str) -> str:
+    return "../" * directive.env.docname.count("/") + f"{page}.html"
+
+
+class Answer(SphinxDirective):
+    """``fl-answer``: the generated answer to "which metric should I trust?" and the guide's link."""
+
+    def run(self):
+        return [_raw(pages.answer_html(_synthesis(self, "guide"), _synthesis(self, "report_card"),
+                                       None if self.env.docname == "which_metric" else _href(self, "which_metric"),
+                                       _synthesis(self, "setups")))]
+
+
+class Guide(SphinxDirective):
+    """``fl-guide``: per situation, the metrics that hold up (sentence), every metric folded under it."""
+
+    def run(self):
+        return [_raw(pages.guide_html(_synthesis(self, "guide"), _synthesis(self, "setups"), self.env.docname))]
+
+
+class Reconcile(SphinxDirective):
+    """``fl-reconcile``: each proposing chapter's verdicts beside its metric's report-card rank."""
+
+    def run(self):
+        return [_raw(pages.reconcile_html(_synthesis(self, "report_card"), _scorecard(self), self.env.docname))]
+
+
+class Failures(SphinxDirective):
+    """``fl-failures``: every claim not reproduced, partly reproduced or not testable here, with why."""
+
+    def run(self):
+        from faithlab.plots import CHAPTERS
+
+        return [_raw(pages.failures_html(_scorecard(self), self.env.docname, order=[*CHAPTERS, "basics",
+                                                                                    "synthesis"]))]
+
+
+class Legend(SphinxDirective):
+    """``fl-legend``: every verdict's badge and meaning."""
+
+    def run(self):
+        return [_raw(pages.legend_html())]
+
+
+class Build(SphinxDirective):
+    """``fl-build``: where the book is published (or that this build is local), and how long its notebooks ran."""
+
+    def run(self):
+        import json
+
+        url = str((self.config.myst_substitutions or {}).get("book_url", "") or "")
+        seconds, profiles, n = 0.0, set(), 0
+        for path in sorted((_srcdir(self) / GENERATED).glob("*/*.ipynb")):
+            meta = json.loads(path.read_text()).get("metadata", {}).get("faithlab", {})
+            if "seconds" in meta:
+                seconds += float(meta["seconds"])
+                profiles.add(str(meta.get("profile")))
+                n += 1
+        return [_raw(pages.build_html(url, seconds=seconds, notebooks=n, profiles=sorted(profiles)))]
+
+
 def _fold_wide_outputs(app, doctree):
     """On an executed notebook's page, every HTML table output (a pandas frame) too wide for the column or too long
     is folded into a dropdown (:func:`faithlab.study.pages.fold_html_output`); the notebook file is not changed."""
@@ -175,9 +251,10 @@ def _fold_wide_outputs(app, doctree):
     for node in list(doctree.findall(nodes.raw)):
         if "html" not in node.get("format", "").split():
             continue
-        folded = pages.fold_html_output(node.astext())
-        if folded is not None:
-            node.replace_self(nodes.raw("", folded, format="html"))
+        text = pages.relabel_html(node.astext())
+        folded = pages.fold_html_output(text)
+        if folded is not None or text != node.astext():
+            node.replace_self(nodes.raw("", folded if folded is not None else text, format="html"))
 
 
 RECORD_PAGES = {"speed"}  # pages that include benchmarks/RESULTS.md, whose record tables run wide
@@ -221,5 +298,8 @@ def setup(app):
     app.add_directive("fl-setup", Setup)
     app.add_directive("fl-summary", Summary)
     app.add_directive("fl-prereg", Preregistration)
+    for name, directive in (("fl-answer", Answer), ("fl-guide", Guide), ("fl-reconcile", Reconcile),
+                            ("fl-failures", Failures), ("fl-legend", Legend), ("fl-build", Build)):
+        app.add_directive(name, directive)
     app.add_css_file("faithlab.css")
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -47,7 +47,7 @@ __all__ = [
     "REPRODUCED", "PARTLY", "NOT_REPRODUCED", "NOT_TESTABLE", "INCONCLUSIVE", "DECIDED", "MIN_REPLICAS", "MIN_UNITS",
     "STABILITY_SEEDS", "KINDS", "hierarchical_means", "share_above_zero", "decide", "replica_seed", "replicated",
     "POWER_REPLICAS", "POWER_TARGET", "variance_components", "decided_probability", "replicas_needed",
-    "Premise", "premise_share",
+    "Premise", "premise_share", "MEANINGS",
 ]
 
 VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "not testable here", "inconclusive")
@@ -55,6 +55,18 @@ REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE, INCONCLUSIVE = VERDICTS
 DECIDED = VERDICTS[:3]
 """The verdicts that decide a claim; "not testable here" (a failed premise) and "inconclusive" (the interval
 straddles the margin, or the verdict moves with the bootstrap seed) do not."""
+MEANINGS = {
+    REPRODUCED: "the 95 % interval lies beyond the claim's margin in the paper's direction, over the replicas and "
+                "under other bootstrap seeds",
+    PARTLY: "the claim has several parts and enough of them hold (the share is stated with the claim), not all",
+    NOT_REPRODUCED: "the 95 % interval lies wholly on the other side of the margin: the effect is absent or reversed "
+                    "here",
+    NOT_TESTABLE: "a premise about the stand-in failed (the paper's mechanism is absent here), so the claim was not "
+                  "tested; it says nothing about the paper",
+    INCONCLUSIVE: "the data here do not decide: an interval straddles the margin, the verdict moves with the trained "
+                  "replica or the bootstrap seed, or too few replicas or units back it",
+}
+"""What each verdict means, in one phrase (the book's legend)."""
 MIN_REPLICAS = 3
 """Independently trained replicas per setting that a claim about trained models needs (issue: the unit of
 replication is the trained model)."""

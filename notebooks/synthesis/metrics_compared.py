@@ -136,7 +136,7 @@ for name, s in S.items():
                                                      normalisation=s.normalisation)["image"]
     frames[name] = fl.evaluate(s.model, s.x, s.y, maps_by_setup[name], finetuned=s.finetuned,
                                perturbed=selection[name], **options)
-recovered = pd.concat([syn.recovery(f, quality[name]).assign(setup=name) for name, f in frames.items()],
+recovered = pd.concat([syn.recovery(f, quality[name], seed=seed).assign(setup=name) for name, f in frames.items()],
                       ignore_index=True)
 out.table(recovered, "recovery")
 wide = recovered.pivot(index="label", columns="setup", values="spearman")[list(S)]
@@ -395,3 +395,19 @@ out.glue("recommendations", " ".join(advice.values()))
 for text in advice.values():
     print(text)
 card.drop(columns="metric").round(2)
+
+# %% [markdown]
+# ## 6. The guide: which metric holds up in which situation
+# Per situation (one setup each), the metrics whose recovery interval lies above 0 and overlaps the best metric's
+# interval (the data cannot tell them from the best), flagged where the removal value moves their recovery by more
+# than 0.3; then, for a cost budget, the cheapest metrics that hold up in at least half of the situations. The
+# book's guide page and the front page's answer are generated from this table (`guide.csv`).
+
+# %%
+reference_spread = spread.max(axis=1).to_dict()
+guide = syn.guide(recovered, {s.use_case: s.name for s in S.values()}, cost_table=cost,
+                  reference_spread=reference_spread)
+out.table(guide, "guide")
+for text in syn.guide_sentences(guide, n_images={s.name: len(s.y) for s in S.values()}).values():
+    print(text)
+print(syn.answer_sentence(guide, card))

@@ -247,4 +247,6 @@ def finish(ipynb: Path, *, name: str, params: dict, profile: str | None, seconds
     first = notebook.cells[0] if notebook.cells else None
     titled = first is not None and first.cell_type == "markdown" and first.source.lstrip().startswith("# ")
     notebook.cells.insert(1 if titled else 0, header)
+    # read back by the book's intro (its build-time line): this notebook's run time and profile
+    notebook.metadata["faithlab"] = {"seconds": round(float(seconds), 3), "profile": profile}
     nbformat.write(notebook, str(ipynb))

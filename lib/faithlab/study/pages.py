@@ -12,7 +12,12 @@ reader sees is tested here (``tests/test_pages.py``) and the CSV files keep ever
 - :func:`glance_html`: a chapter's claims as claim | paper | ours | verdict, each claim linking to the row where
   its notebook computes it, its rule and premise folded under it.
 - :func:`summary_sentence`, :func:`setup_rows`: the intro's sentence per paper and a chapter's paper-vs-ours table.
-- :func:`fold_html_output`: a notebook's table output folded when it would not fit the column.
+- :func:`fold_html_output`: a notebook's table output folded when it would not fit the column;
+  :func:`relabel_html`, :func:`column_label`: words for raw column names, yes/no for booleans.
+- :func:`failures_html`, :func:`why_sentence`, :func:`legend_html`: the scorecard's "what did not reproduce, and
+  why" and its legend; :func:`transfer_html`: a chapter's "how far this transfers".
+- :func:`answer_html`, :func:`guide_html`, :func:`reconcile_html`: the answer to "which metric should I trust?"
+  (front page and guide), from the synthesis notebook's tables; :func:`build_html`: the build's address and time.
 """
 
 from __future__ import annotations
@@ -110,6 +115,39 @@ def _pairs(columns: list[str]) -> tuple[dict[str, str], dict[str, tuple[str, str
     return sds, ranges
 
 
+COLUMN_LABELS = {
+    "n_epochs": "epochs", "n_test": "test images", "n_train": "training images", "n_samples": "samples",
+    "n_images": "images", "mean_U": "mean uncertainty U", "top_probability": "top-class probability",
+    "batch_size": "batch size", "train_seed": "training seed", "paper_value": "paper", "our_value": "ours",
+}
+"""Words for the raw column names the notebooks' tables carry; any other ``snake_case`` name is shown with spaces
+(:func:`column_label`)."""
+_SNAKE = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+$")
+
+
+def column_label(name) -> str:
+    """A column name as the book shows it: :data:`COLUMN_LABELS`' words, a ``snake_case`` name with spaces, any other
+    name unchanged."""
+    text = str(name)
+    if text in COLUMN_LABELS:
+        return COLUMN_LABELS[text]
+    return text.replace("_", " ") if _SNAKE.match(text) else text
+
+
+_HEADER_CELL = re.compile(r"(<th[^>]*>)([^<]*)(</th>)")
+_BOOL_CELL = re.compile(r"(<td[^>]*>)(True|False)(</td>)")
+
+
+def relabel_html(text: str) -> str:
+    """A notebook's HTML table output with words for its headers (:func:`column_label`) and yes/no for its
+    True/False cells."""
+    if "<table" not in text:
+        return text
+    text = _HEADER_CELL.sub(lambda m: m.group(1) + html.escape(column_label(html.unescape(m.group(2))),
+                                                              quote=False) + m.group(3), text)
+    return _BOOL_CELL.sub(lambda m: m.group(1) + ("yes" if m.group(2) == "True" else "no") + m.group(3), text)
+
+
 def format_table(frame: pd.DataFrame) -> pd.DataFrame:
     """A table as the book shows it: every cell text (:func:`format_column`), ``X`` and ``X std`` merged into one
     ``X`` column of ``mean ± sd`` cells (dropped when the sd is zero or missing everywhere), ``X low`` and ``X high``
@@ -149,7 +187,10 @@ def format_table(frame: pd.DataFrame) -> pd.DataFrame:
                 for lo, hi in zip(low_v, high_v)]
         else:
             out[col] = format_column(frame[col])
-    return pd.DataFrame(out, index=range(len(frame)))
+    for col, cells in out.items():  # booleans as words
+        if cells and set(cells) <= {"True", "False", DASH}:
+            out[col] = [{"True": "yes", "False": "no"}.get(c, c) for c in cells]
+    return pd.DataFrame({column_label(c): v for c, v in out.items()}, index=range(len(frame)))
 
 
 def _longest_word(text: str) -> int:
@@ -216,7 +257,8 @@ def glance_html(claims: pd.DataFrame, docname: str, *, notes: bool = False) -> s
     rows = []
     for row in claims.itertuples(index=False):
         href = notebook_href(row.paper, row.experiment, docname, row.claim)
-        folded = [("rule", getattr(row, "rule", "")), ("decision", getattr(row, "decision", "")),
+        folded = [("why this verdict", why_sentence(row._asdict())), ("rule", getattr(row, "rule", "")),
+                  ("decision", getattr(row, "decision", "")),
                   ("premise", getattr(row, "premise", "")), ("power", getattr(row, "power", ""))]
         if notes:
             folded.append(("note", getattr(row, "note", "")))
@@ -255,15 +297,50 @@ def counts(claims: pd.DataFrame) -> dict[str, int]:
     return {v: int((verdicts == v).sum()) for v in VERDICTS}
 
 
+def _split_claim(claim: str) -> tuple[str, str]:
+    """A claim's label and statement: the text before and after its first colon outside parentheses
+    (``F10 (GradCAM, second: cluttered): fine-tuning keeps…`` → ``F10 (GradCAM, second: cluttered)``, ``fine-tuning
+    keeps…``); a claim without such a colon is all statement, its label its first five words."""
+    depth = 0
+    for i, char in enumerate(str(claim)):
+        depth += char == "("
+        depth -= char == ")" and depth > 0
+        if char == ":" and depth == 0:
+            return str(claim)[:i].strip(), str(claim)[i + 1:].strip()
+    words = str(claim).split()
+    return (" ".join(words[:5]) + (" …" if len(words) > 5 else "")), str(claim).strip()
+
+
 def _label(claim: str) -> str:
-    """A claim's short label: the text before its first colon (``F1 (GradCAM)``), else the first words."""
-    head = str(claim).split(":", 1)[0].strip()
-    return head if len(head) <= 40 else " ".join(head.split()[:5]) + " …"
+    """A claim's short label: the text before its first colon outside parentheses (``F1 (GradCAM)``), else the
+    first words."""
+    head = _split_claim(claim)[0]
+    return head if len(head) <= 48 else " ".join(head.split()[:5]) + " …"
+
+
+def _shorten(text: str, limit: int = 110) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0].rstrip(",;:") + " …"
+
+
+def _named(claims: pd.DataFrame, *, statements: bool = False) -> list[str]:
+    """Each claim named for a reader: its label, and its statement where ``statements``, where the label alone is not
+    unique among ``claims`` or where the claim has no label."""
+    labels = [_label(c) for c in claims["claim"]]
+    out = []
+    for claim, label in zip(claims["claim"], labels):
+        head, statement = _split_claim(claim)
+        if statements or labels.count(label) > 1 or head == label and statement == str(claim).strip():
+            out.append(f"{label} — {_shorten(statement, 70)}" if statement != str(claim).strip() else
+                       _shorten(statement, 70))
+        else:
+            out.append(label)
+    return out
 
 
 def summary_sentence(name: str, claims: pd.DataFrame) -> str:
     """One sentence on a paper's claims from its verdicts: how many were tested, how many got each verdict, and
-    which claims (by label) were reproduced and which were not."""
+    which claims were reproduced and which were not (by label, with the statement where the label is shared)."""
     if claims.empty:
         return f"{name}: no claim was computed in this build."
     n = counts(claims)
@@ -271,13 +348,71 @@ def summary_sentence(name: str, claims: pd.DataFrame) -> str:
     sentence = f"{name}: {len(claims)} claim{'s' if len(claims) != 1 else ''} tested — {', '.join(parts)}"
     named = []
     for verdict in ("reproduced", "not reproduced"):
-        labels = [_label(c) for c in claims.loc[claims["verdict"].astype(str) == verdict, "claim"]]
-        if labels:
-            named.append(f"{verdict}: {', '.join(dict.fromkeys(labels))}")
-    return sentence + (f" ({'; '.join(named)})." if named else ".")
+        # a failure is named with what it claimed, not by its label alone
+        names = _named(claims, statements=verdict == "not reproduced")
+        picked = [n for n, v in zip(names, claims["verdict"].astype(str)) if v == verdict]
+        if picked:
+            named.append(f"{verdict}: {'; '.join(dict.fromkeys(picked))}")
+    text = sentence + "".join(f". {x[0].upper() + x[1:]}" for x in named)
+    return text if text.endswith("…") else text + "."
 
 
-# --------------------------------------------------------------------------------------------------- set-up
+WHY_VERDICTS = ("not reproduced", "partly reproduced", "not testable here")
+"""The verdicts the scorecard's "what did not reproduce, and why" list names."""
+
+
+def why_sentence(row: Mapping) -> str:
+    """Why a claim got its verdict, in one plain sentence from its decision: what we measured (``our_value``) for a
+    decided claim, the failed premise for "not testable here", the straddled interval for "inconclusive"."""
+    verdict = str(row.get("verdict", ""))
+    ours = _shorten(row.get("our_value", "") or "", 240)
+    note = str(row.get("note", "") or "")
+    if verdict == "not testable here":
+        premise = note.split("not testable:", 1)[1] if "not testable:" in note else row.get("premise", "")
+        premise = _shorten(premise, 240)
+        return f"Not testable here: a premise about the stand-in failed — {premise}" + (
+            "" if premise.endswith("…") else ".")
+    if verdict == "inconclusive":
+        return (f"Inconclusive: the data do not decide it at this scale (an interval straddles the claim's margin, "
+                f"or the verdict moves with the replica or the bootstrap seed). We measured: {ours}"
+                + ("" if ours.endswith("…") else "."))
+    if verdict in ("reproduced", "partly reproduced", "not reproduced"):
+        return f"{verdict[0].upper() + verdict[1:]}: we measured {ours}" + ("" if ours.endswith("…") else ".")
+    return ours
+
+
+def failures_html(scorecard: pd.DataFrame, docname: str, *, order: Iterable[str] = ()) -> str:
+    """The scorecard's opening list: every claim whose verdict is in :data:`WHY_VERDICTS`, one plain sentence each
+    (paper, claim, verdict badge and :func:`why_sentence`), linking to where it is computed; papers in ``order``."""
+    from faithlab.plots import PAPER_NAMES
+
+    rows = scorecard[scorecard["verdict"].astype(str).isin(WHY_VERDICTS)]
+    if rows.empty:
+        return '<p class="fl-empty">Every claim computed in this build was reproduced or is inconclusive.</p>'
+    rank = {p: i for i, p in enumerate(order)}
+    rows = rows.assign(_r=rows["paper"].astype(str).map(lambda p: rank.get(p, len(rank)))).sort_values(
+        ["_r", "verdict", "claim"], kind="stable")
+    items = []
+    for row in rows.to_dict("records"):
+        label, statement = _split_claim(row["claim"])
+        href = notebook_href(row["paper"], row["experiment"], docname, row["claim"])
+        paper = PAPER_NAMES.get(str(row["paper"]), str(row["paper"]))
+        kind = " (study check)" if str(row.get("kind", "")) == "study check" else ""
+        if statement == str(row["claim"]).strip():  # no label: the statement is the link
+            claim = f'<a href="{html.escape(href)}">“{html.escape(statement)}”</a>.'
+        else:
+            claim = f'<a href="{html.escape(href)}">{html.escape(label)}</a> — “{html.escape(statement)}”.'
+        items.append(f'<li>{verdict_badge(str(row["verdict"]))} <b>{html.escape(paper)}{kind}</b>, {claim} '
+                     f"{html.escape(why_sentence(row))}</li>")
+    return f'<ul class="fl-failures">{"".join(items)}</ul>'
+
+
+def legend_html() -> str:
+    """Every verdict's badge with what it means (:data:`faithlab.verdicts.MEANINGS`)."""
+    from faithlab.verdicts import MEANINGS
+
+    items = "".join(f"<li>{verdict_badge(v)} {html.escape(MEANINGS[v])}</li>" for v in VERDICTS)
+    return f'<ul class="fl-legend">{items}</ul>'
 
 
 def executed_parameters(notebook: Path) -> dict | None:
@@ -445,3 +580,165 @@ def preregistration_html(frame: pd.DataFrame, docname: str) -> str:
             "the function that decides)</th><th>premise and null</th><th>claim function, rule last changed</th>"
             "</tr></thead>")
     return f'<table class="fl-glance fl-prereg">{head}<tbody>{"".join(rows)}</tbody></table>'
+
+
+# --------------------------------------------------------------------------------------------- the guide
+
+
+def answer_html(guide: pd.DataFrame, card: pd.DataFrame, guide_href: str | None,
+                setups: pd.DataFrame | None = None) -> str:
+    """The front page's answer to "which metric should I trust?": the synthesis's generated answer
+    (:func:`faithlab.protocols.synthesis.answer_sentence`), the scale it rests on (``setups``: the synthesis's
+    set-up table, one trained model per situation) and a link to the guide."""
+    from faithlab.protocols.synthesis import answer_sentence
+
+    if guide.empty or card.empty:
+        return (f'<p class="fl-answer"><b>Which metric to trust?</b> The synthesis notebook did not run in this '
+                f'build; the <a href="{html.escape(guide_href)}">guide</a> explains how the study answers it.</p>')
+    scale = ""
+    if setups is not None and not setups.empty and "images" in setups.columns:
+        images = pd.to_numeric(setups["images"], errors="coerce").dropna()
+        n = f"{images.min():.0f}" if images.min() == images.max() else f"{images.min():.0f}–{images.max():.0f}"
+        scale = (f" Each situation is one trained model scored on {n} images, so a metric that holds up is a "
+                 "candidate to check on your own model, not a proof.")
+    link = ("" if guide_href is None else f' Per situation, with intervals and the evidence: '
+            f'<a href="{html.escape(guide_href)}">which metric should I use?</a>')
+    return (f'<p class="fl-answer"><b>Which metric to trust?</b> {html.escape(answer_sentence(guide, card))}'
+            f"{html.escape(scale)}{link}</p>")
+
+
+def _rows_table(part: pd.DataFrame, *, cost_case: bool) -> str:
+    head = ["metric", "recovery [95 % interval]", "model inputs per image", "moves with the removal value by",
+            "holds up"]
+    if cost_case:
+        head[-1] = "holds up in (situations)"
+    body = []
+    for r in part.to_dict("records"):
+        spread = r.get("reference spread")
+        spread = DASH if spread is None or (isinstance(spread, float) and math.isnan(spread)) else f"{spread:.2f}"
+        held = (f"{int(r['situations held'])}" if cost_case else "yes" if r["holds up"] else "no")
+        body.append(f"<tr><td>{html.escape(str(r['label']))}</td><td>{r['recovery']:.2f} [{r['low']:.2f}, "
+                    f"{r['high']:.2f}]</td><td>{r['cost']:.0f}</td><td>{spread}</td><td>{held}</td></tr>")
+    return ('<table class="fl-table"><thead><tr>' + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
+            + "".join(body) + "</tbody></table>")
+
+
+def guide_html(guide: pd.DataFrame, setups: pd.DataFrame, docname: str) -> str:
+    """The guide's recommendations: per situation a generated sentence
+    (:func:`faithlab.protocols.synthesis.guide_sentences`) and, folded, every metric's recovery with its interval,
+    cost and removal-value spread."""
+    from faithlab.protocols.synthesis import COST_CASE, guide_sentences
+
+    if guide.empty:
+        return '<p class="fl-empty">The synthesis notebook did not run in this build.</p>'
+    n_images = dict(zip(setups["setup"], setups["images"])) if not setups.empty else {}
+    sentences = guide_sentences(guide, n_images=n_images)
+    prefix = "../" * str(docname).count("/")
+    evidence = f"{prefix}_generated/synthesis/metrics_compared.html"
+    parts = []
+    for case, part in guide.groupby("situation", sort=False):
+        cost_case = case == COST_CASE
+        title = case[0].upper() + case[1:]
+        parts.append(f"<h3>{html.escape(title)}</h3><p>{html.escape(sentences.get(case, ''))}</p>"
+                     f'<details class="fl-fold"><summary>Every metric in this situation ({len(part)}; evidence: '
+                     f'<a href="{html.escape(evidence)}">the synthesis notebook</a>)</summary>'
+                     f'<div class="fl-fold-body">{_rows_table(part, cost_case=cost_case)}</div></details>')
+    return "".join(parts)
+
+
+def reconcile_html(card: pd.DataFrame, scorecard: pd.DataFrame, docname: str) -> str:
+    """Where the synthesis and a paper's chapter may disagree: per chapter that proposes a metric
+    (:data:`faithlab.protocols.synthesis.CHAPTER_METRICS`), the chapter's verdict counts beside the metric's
+    report-card rank, the criteria that pull the rank down most, and a generated sentence on whether they agree."""
+    from faithlab.plots import PAPER_NAMES
+    from faithlab.protocols.synthesis import CHAPTER_METRICS, CRITERIA
+
+    if card.empty:
+        return ""
+    prefix = "../" * str(docname).count("/")
+    n = len(card)
+    items = []
+    for paper, labels in CHAPTER_METRICS.items():
+        claims = scorecard[scorecard["paper"].astype(str) == paper] if not scorecard.empty else scorecard
+        tally = counts(claims) if not claims.empty else {}
+        decided = ", ".join(f"{count} {verdict}" for verdict, count in tally.items() if count) or "no claim computed"
+        ranks = []
+        for label in labels:
+            row = card[card["label"] == label]
+            if row.empty:
+                continue
+            row = row.iloc[0]
+            worst = sorted(((row[f"rank {c}"], c) for c in CRITERIA), reverse=True)[:2]
+            ranks.append((label, float(row["overall"]),
+                          " and ".join(f"{c} (rank {r:g})" for r, c in worst)))
+        if not ranks:
+            continue
+        name = PAPER_NAMES.get(paper, paper)
+        low = [r for r in ranks if r[1] > (n + 1) / 2]
+        rank_text = "; ".join(f"{label} has mean rank {overall:.1f} of {n}, pulled down most by {why}"
+                              for label, overall, why in ranks)
+        reproduced = tally.get("reproduced", 0) + tally.get("partly reproduced", 0)
+        if low and reproduced:
+            verdict = ("They can disagree without contradiction: the chapter tests the paper's own claims against its "
+                       "chosen competitors on its protocol, while the report card ranks every metric on five criteria "
+                       "weighed equally, including cost and noise resilience that the paper does not claim.")
+        elif low:
+            verdict = ("Both point the same way: the chapter reproduces none of the paper's claims outright and the "
+                       "metric ranks in the lower half here.")
+        else:
+            verdict = "The metric ranks in the upper half of the report card."
+        items.append(f'<li><a href="{prefix}{paper}.html"><b>{html.escape(name)}</b></a>: its claims here — '
+                     f"{html.escape(decided)}. In the synthesis, {html.escape(rank_text)}. {html.escape(verdict)}</li>")
+    return f'<ul class="fl-reconcile">{"".join(items)}</ul>'
+
+
+def build_html(url: str, *, seconds: float, notebooks: int, profiles: list[str]) -> str:
+    """The intro's line on this build: the published address (none while ``url`` is empty or still the template's
+    placeholder ``OWNER``/``REPOSITORY``: "this build is local, not published"), and the notebooks' total run time
+    and profile(s) read from the executed notebooks (kernel time summed over notebooks; parallel runs take less
+    wall time)."""
+    from faithlab.study.notebook_page import duration
+
+    local = not url or "OWNER" in url or "REPOSITORY" in url
+    where = ("This build is local (not published)." if local else
+             f'The published book is at <a href="{html.escape(url)}">{html.escape(url)}</a>.')
+    if notebooks:
+        which = ", ".join(profiles)
+        ran = (f" Its {notebooks} notebooks ran for {duration(seconds)} in total ({which} profile{'s' if len(profiles) > 1 else ''}"
+               f"; summed over notebooks, so a parallel build takes less wall time).")
+    else:
+        ran = " No notebook of this build recorded its run time."
+    return f'<p class="fl-build">{where}{html.escape(ran)}</p>'
+
+
+def transfer_html(setup: pd.DataFrame, claims: pd.DataFrame, *, shown: int = 4) -> str:
+    """A chapter's "how far this transfers", generated from its set-up table (setting | paper | ours) and its claims
+    (the scorecard's ``units`` and ``replicas``): which settings differ from the paper's (the first ``shown`` with
+    both values), the scale the verdicts rest on, and what a verdict here does and does not say."""
+    differ = setup[(setup["paper"].astype(str).str.strip() != setup["ours"].astype(str).str.strip())
+                   & ~setup["paper"].astype(str).str.strip().isin(["—", "-", ""])]
+    listed = "; ".join(f"{r['setting']} (paper: {r['paper']}; here: {r['ours']})"
+                       for r in differ.head(shown).to_dict("records"))
+    more = f"; and {len(differ) - shown} more in the table below" if len(differ) > shown else ""
+    text = (f"<b>How far this transfers.</b> {len(differ)} of the {len(setup)} settings below differ from the "
+            f"paper's" + (f": {listed}{more}." if listed else "."))
+    units = pd.to_numeric(claims.get("units", pd.Series(dtype=float)), errors="coerce").dropna()
+    replicas = claims.get("replicas", pd.Series(dtype=str)).astype(str)
+    counted = replicas.str.extract(r"of (\d+) replicas")[0].dropna().astype(int)
+    single = int(replicas.str.contains("one trained model").sum())
+    if not units.empty:
+        text += (f" The claims rest on {units.min():.0f}–{units.max():.0f} units in their smallest cell (median "
+                 f"{units.median():.0f})")
+        if not counted.empty or single:
+            parts = []
+            if not counted.empty:
+                parts.append(f"{counted.min()}–{counted.max()} trained replicas" if counted.min() != counted.max()
+                             else f"{counted.min()} trained replica{'s' if counted.min() != 1 else ''}")
+            if single:
+                parts.append(f"{single} on one trained model")
+            text += f" and {', '.join(parts)}"
+        text += "."
+    text += (" The stand-ins are small generated or embedded data sets named for the data they stand in for, not "
+             "those data sets: a verdict here says whether the paper's mechanism shows on them at this scale, not "
+             "whether the paper's numbers hold on its data (the paper profile reruns the notebooks there).")
+    return f'<p class="fl-transfer">{html.escape(text).replace("&lt;b&gt;", "<b>").replace("&lt;/b&gt;", "</b>")}</p>'
