@@ -363,3 +363,78 @@ def test_curves_per_level_draws_one_line_per_noise_level_in_each_method_and_curv
     assert list(drawn[0][2].get_ydata()) == pytest.approx([0.1, 0.5, 0.9])  # ξ = 1 on "Fidelity +": score = level
     assert list(drawn[1][0].get_ydata()) == pytest.approx([1.0, 1.0, 1.0])  # ξ = 0 on "Fidelity −": 1
     plt.close(fig)
+
+
+def test_heatmap_overlay_colour_bar_on_a_shared_scale():
+    plots.set_style()
+    fig, axes = plots.panels(1, 2)
+    for ax in axes.flat:
+        plots.heatmap_overlay(torch.rand(1, 8, 8), torch.rand(8, 8), ax=ax, vmin=0.0, vmax=1.0, colorbar="π")
+    images = [ax.images[-1] for ax in axes.flat]
+    assert all(im.colorbar is not None for im in images)
+    assert all(im.get_clim() == (0.0, 1.0) for im in images)
+    assert sum(hasattr(ax, "_colorbar") for ax in fig.axes) == 2
+    assert plots.check_style(fig) == []
+    plain = plots.heatmap_overlay(torch.rand(8, 8), torch.rand(8, 8))  # default: no colour bar, as before
+    assert plain.images[-1].colorbar is None
+
+
+def test_key_palette_strong_key_methods_grey_dashed_reference_muted_others():
+    names = ["T-y", "T-p", "Grad", "GC", "RISE", "Random"]
+    styles = plots.key_palette(names, key=("T-y", "T-p"), best=["GC"])
+    assert set(styles) == set(names)
+    strong = [styles[n]["color"] for n in ("T-y", "T-p", "GC")]
+    assert len(set(strong)) == 3
+    assert styles["Random"]["linestyle"] == "--" and styles["Random"]["color"] == "0.35"
+    assert styles["T-y"]["linewidth"] > styles["Grad"]["linewidth"]
+    assert styles["Grad"]["color"] not in strong and styles["RISE"]["color"] not in strong
+    with pytest.raises(TypeError):
+        plots.key_palette("T-y")
+
+
+def test_interval_dots_one_row_per_method_in_order():
+    plots.set_style()
+    df = pd.DataFrame({"method": ["a", "b", "Random"], "mean": [0.5, 0.2, 0.0], "low": [0.4, 0.1, -0.1],
+                       "high": [0.6, 0.3, 0.1]})
+    ax = plots.interval_dots(df, y="method", x="mean", low="low", high="high", order=["Random", "a", "b"], zero=0.0)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["Random", "a", "b"]
+    assert ax.get_ylim()[0] > ax.get_ylim()[1]  # the first method at the top
+    assert plots.check_style(ax.figure) == []
+    with pytest.raises(ValueError, match="not a column"):
+        plots.interval_dots(df, y="method", x="nope", low="low", high="high")
+
+
+def test_readable_words_yes_no_and_rounded_numbers():
+    df = pd.DataFrame({"mean_U": [45.692936, 1.0], "testable": [True, False], "n_epochs": [3, 4]})
+    styled = plots.readable(df, names={"mean_U": "mean uncertainty U"})
+    assert list(styled.data.columns) == ["mean uncertainty U", "testable", "n epochs"]
+    assert list(styled.data["testable"]) == ["yes", "no"]
+    html = styled.to_html()
+    assert "45.693" in html and "45.692936" not in html
+    assert list(df.columns) == ["mean_U", "testable", "n_epochs"]  # the frame itself is unchanged
+    with pytest.raises(TypeError):
+        plots.readable([1, 2])
+
+
+def test_map_columns_and_image_grid_share_one_colour_bar_over_maps_scaled_to_their_own_range():
+    from matplotlib.colors import Normalize
+
+    from faithlab.outputs import panel_grid
+
+    images = np.random.default_rng(0).random((2, 3, 8, 8))
+    maps = {"a": np.arange(128.0).reshape(2, 8, 8), "b": -np.ones((2, 8, 8))}  # a ramp and a constant map
+    fig = plots.map_columns(images, maps, colorbar="attribution, scaled per map (0–1)")
+    bars = [ax for ax in fig.axes if hasattr(ax, "_colorbar")]
+    assert len(bars) == 1 and bars[0].get_ylabel() == "attribution, scaled per map (0–1)"
+    assert panel_grid(fig) == (2, 3)  # the colour bar is not a panel
+    ramp = fig.axes[1].images[-1]  # row 0, column "a": the map on top of the image
+    assert ramp.get_array().min() == 0 and ramp.get_array().max() == 1 and ramp.norm.vmax == 1
+    assert fig.axes[2].images[-1].get_array().max() == 0  # a constant map shows as the scale's low end
+    plt.close(fig)
+    fig = plots.image_grid(list(images), attributions=list(maps["a"]), colorbar="scaled")
+    assert sum(hasattr(ax, "_colorbar") for ax in fig.axes) == 1
+    plt.close(fig)
+    fig = plots.map_columns(images, maps)  # without colorbar: each map on its own scale, no bar
+    assert not any(hasattr(ax, "_colorbar") for ax in fig.axes)
+    assert isinstance(fig.axes[1].images[-1].norm, Normalize) and fig.axes[1].images[-1].norm.vmax == 63
+    plt.close(fig)

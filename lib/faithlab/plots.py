@@ -37,11 +37,14 @@ __all__ = [
     "curves_per_level",
     "heatmap_overlay",
     "image_grid",
+    "interval_dots",
+    "key_palette",
     "label",
     "legend_outside",
     "panels",
     "paper_order",
     "radar",
+    "readable",
     "set_style",
     "study_map",
 ]
@@ -401,6 +404,83 @@ def radar(values: pd.DataFrame, *, ax: Axes | None = None, title: str | None = N
     return ax
 
 
+def key_palette(names: Sequence[str], *, key: Sequence[str] = (), best: Sequence[str] = (),
+                reference: str | None = "Random") -> dict[str, dict]:
+    """Line styles for a plot of many methods in which a few matter: ``{name: matplotlib kwargs}``.
+
+    key: the methods the figure is about (e.g. the paper's own), in strong distinct colours and thick lines; best:
+    more methods to pick out (e.g. the strongest competitors), each in its own strong colour, thinner; reference:
+    the chance baseline (e.g. Random), grey and dashed; every other name in a muted, light colour with a thin line."""
+    names = _labels(names, "names")
+    if isinstance(best, str):
+        best = [best]
+    strong = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"]  # Okabe–Ito
+    muted = sns.color_palette("pastel", 10)
+    styles, k, m = {}, 0, 0
+    for name in names:
+        if name == reference:
+            styles[name] = {"color": "0.35", "linestyle": "--", "linewidth": 1.8, "zorder": 3}
+        elif name in key or name in best:
+            styles[name] = {"color": strong[k % len(strong)], "linewidth": 2.4 if name in key else 1.8,
+                            "zorder": 4 if name in key else 3.5}
+            k += 1
+        else:
+            styles[name] = {"color": muted[m % len(muted)], "linewidth": 1.1, "zorder": 2,
+                            "linestyle": ("-", ":", "-.")[m // len(muted) % 3]}
+            m += 1
+    return styles
+
+
+def interval_dots(df: pd.DataFrame, *, y: str, x: str, low: str, high: str, ax: Axes | None = None,
+                  order: Sequence[str] | None = None, highlight: str | None = "Random", zero: float | None = None,
+                  **kwargs) -> Axes:
+    """Dot plot with intervals: one row per ``y`` level (in ``order``, top to bottom), the estimate ``x`` as a
+    dot and the interval [``low``, ``high``] as a line; the row named ``highlight`` in black, the others in the
+    palette's first colour; a dashed vertical line at ``zero`` when given. kwargs go to ``Axes.plot`` of the dots."""
+    _check_columns(df, y=y, x=x, low=low, high=high)
+    ax = _axes(ax)
+    order = list(dict.fromkeys(df[y])) if order is None else list(order)
+    rows = df.set_index(y)
+    colour = sns.color_palette(PALETTE)[0]
+    for i, name in enumerate(order):
+        if name not in rows.index:
+            continue
+        r = rows.loc[name]
+        c = "black" if name == highlight else colour
+        ax.plot([r[low], r[high]], [i, i], color=c, linewidth=1.6, solid_capstyle="butt", zorder=2)
+        ax.plot([r[x]], [i], "o", color=c, markersize=5, zorder=3, **kwargs)
+    if zero is not None:
+        ax.axvline(zero, color="0.5", linestyle="--", linewidth=0.9, zorder=1)
+    ax.set_yticks(range(len(order)), order)
+    ax.set_ylim(len(order) - 0.5, -0.5)
+    ax.grid(axis="y", visible=False)
+    return ax
+
+
+def readable(df: pd.DataFrame, *, digits: int = 3, names: Mapping[str, str] | None = None):
+    """A table as a reader sees it: column (and index) names in words (``names``, else :func:`label`), booleans as
+    yes/no, and numbers shown to ``digits`` decimals. Returns a pandas Styler (the frame itself is unchanged)."""
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    names = dict(names or {})
+
+    def word(c):
+        return names.get(c, label(c)) if isinstance(c, str) else c
+
+    shown = df.copy()
+    for c in shown.columns:
+        if shown[c].dtype == bool or (shown[c].dtype == object and shown[c].map(
+                lambda v: isinstance(v, bool | np.bool_)).all() and len(shown[c])):
+            shown[c] = shown[c].map({True: "yes", False: "no"})
+    shown = shown.rename(columns=word)
+    shown.index = shown.index.set_names([word(n) for n in shown.index.names])
+    if isinstance(shown.columns, pd.MultiIndex):
+        shown.columns = shown.columns.set_names([word(n) for n in shown.columns.names])
+    else:
+        shown.columns.name = word(shown.columns.name)
+    return shown.style.format(precision=digits, na_rep="")
+
+
 def _numpy(value: ArrayLike, name: str) -> np.ndarray:
     if isinstance(value, torch.Tensor):
         return value.detach().to("cpu", torch.float64).numpy()
@@ -434,10 +514,13 @@ def _display_image(image: ArrayLike, mean: Sequence[float] | None, std: Sequence
 
 def heatmap_overlay(image: ArrayLike, attribution: ArrayLike, *, ax: Axes | None = None, alpha: float = 0.5,
                     cmap: str = ATTRIBUTION_CMAP, mean: Sequence[float] | None = None,
-                    std: Sequence[float] | None = None) -> Axes:
+                    std: Sequence[float] | None = None, vmin: float | None = None, vmax: float | None = None,
+                    colorbar: str | None = None) -> Axes:
     """Show ``image`` (C, H, W) or (H, W) with ``attribution`` (H, W) (or (1, H, W)) on top at opacity ``alpha``.
 
-    mean/std: per-channel normalisation to undo for display (else the image is min-max scaled)."""
+    mean/std: per-channel normalisation to undo for display (else the image is min-max scaled). vmin/vmax: the
+    colour scale of the attribution (give the same to every map that shares a scale). colorbar: when a string, a
+    colour bar with that label beside the map (opaque, so that it reads the map's values)."""
     img = _display_image(image, mean, std)
     attr = _numpy(attribution, "attribution")
     if attr.ndim == 3 and attr.shape[0] == 1:
@@ -446,18 +529,27 @@ def heatmap_overlay(image: ArrayLike, attribution: ArrayLike, *, ax: Axes | None
         raise ValueError(f"attribution must be (H, W) = {img.shape[:2]} to match image, got shape {attr.shape}")
     ax = _axes(ax, (3.0, 3.0))
     ax.imshow(img, cmap="gray" if img.ndim == 2 else None, vmin=0.0, vmax=1.0)
-    ax.imshow(attr, cmap=cmap, alpha=alpha)
+    im = ax.imshow(attr, cmap=cmap, alpha=alpha, vmin=vmin, vmax=vmax)
     ax.set_axis_off()
+    if colorbar is not None:
+        from matplotlib.cm import ScalarMappable
+
+        shown = ScalarMappable(norm=im.norm, cmap=im.get_cmap())
+        bar = ax.figure.colorbar(shown, ax=ax, fraction=0.046, pad=0.03)
+        bar.set_label(colorbar)
+        im.colorbar = bar
     return ax
 
 
 def image_grid(images: ArrayLike | Sequence[ArrayLike], *, titles: Sequence[str] | None = None, ncols: int = 4,
                attributions: ArrayLike | Sequence[ArrayLike] | None = None, size: float = 2.0,
-               **overlay: object) -> Figure:
+               colorbar: str | None = None, **overlay: object) -> Figure:
     """Grid of images (N × (C, H, W) or (H, W)), optionally with one attribution overlay each and a title each;
     ``size`` inches per image, less when ``ncols`` images would be wider than the column (:data:`WIDTH_IN`).
 
-    overlay: ``alpha``, ``cmap``, ``mean``, ``std`` as in :func:`heatmap_overlay`. Returns the Figure."""
+    overlay: ``alpha``, ``cmap``, ``mean``, ``std`` as in :func:`heatmap_overlay`. colorbar: with attributions, a
+    label for one colour bar shared by every map (:func:`_shared_colorbar`: each map shown from its lowest, 0, to
+    its highest value, 1). Returns the Figure."""
     n = len(images)
     if titles is not None and len(titles) != n:
         raise ValueError(f"titles must have one entry per image ({n}), got {len(titles)}")
@@ -475,12 +567,35 @@ def image_grid(images: ArrayLike | Sequence[ArrayLike], *, titles: Sequence[str]
             continue
         if attributions is None:
             show_image(images[i], ax=ax, mean=overlay.get("mean"), std=overlay.get("std"))
+        elif colorbar is not None:
+            heatmap_overlay(images[i], _unit_range(attributions[i]), ax=ax, vmin=0.0, vmax=1.0, **overlay)
         else:
             heatmap_overlay(images[i], attributions[i], ax=ax, **overlay)
         if titles is not None:
             ax.set_title(titles[i], fontsize=FONT_PT["xtick.labelsize"])
     fig.tight_layout()
+    if colorbar is not None and attributions is not None:
+        _shared_colorbar(fig, colorbar, overlay.get("cmap", ATTRIBUTION_CMAP))
     return fig
+
+
+def _unit_range(attribution: ArrayLike) -> np.ndarray:
+    """A map rescaled to [0, 1] from its own lowest to highest value (a constant map: zeros), for display."""
+    a = _numpy(attribution, "attribution").astype(float)
+    low, high = float(np.nanmin(a)), float(np.nanmax(a))
+    return np.zeros_like(a) if not high > low else (a - low) / (high - low)
+
+
+def _shared_colorbar(fig: Figure, label: str, cmap: str) -> None:
+    """One colour bar at the right edge of ``fig`` for maps shown on the 0–1 scale of :func:`_unit_range`; the panels
+    make room for it (placed after ``tight_layout``, which would not account for it)."""
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
+
+    fig.subplots_adjust(right=0.86)
+    cax = fig.add_axes((0.89, 0.15, 0.025, 0.7))
+    bar = fig.colorbar(ScalarMappable(norm=Normalize(0.0, 1.0), cmap=cmap), cax=cax)
+    bar.set_label(label)
 
 
 def show_image(image: ArrayLike, *, ax: Axes | None = None, mean: Sequence[float] | None = None,
@@ -495,11 +610,13 @@ def show_image(image: ArrayLike, *, ax: Axes | None = None, mean: Sequence[float
 
 
 def map_columns(images: ArrayLike | Sequence[ArrayLike], maps: Mapping[str, ArrayLike | Sequence[ArrayLike]], *,
-                image_title: str = "image", height: float | None = None, **overlay: object) -> Figure:
+                image_title: str = "image", height: float | None = None, colorbar: str | None = None,
+                **overlay: object) -> Figure:
     """One row per image: the image, then one overlay per entry of ``maps`` (``{column title: one (H, W) map per
     image}``), e.g. an explainer's maps on two models side by side, or one map degraded at several levels.
     height: inches per row (default: square panels across the column, plus room for the titles). overlay:
-    ``alpha``, ``cmap``, ``mean``, ``std`` as in :func:`heatmap_overlay`. Returns the Figure."""
+    ``alpha``, ``cmap``, ``mean``, ``std`` as in :func:`heatmap_overlay`. colorbar: a label for one colour bar shared
+    by every map, each shown from its lowest (0) to its highest (1) value. Returns the Figure."""
     n = len(images)
     if not maps:
         raise ValueError("maps must hold at least one column {title: maps}")
@@ -513,12 +630,17 @@ def map_columns(images: ArrayLike | Sequence[ArrayLike], maps: Mapping[str, Arra
     for i in range(n):
         show_image(images[i], ax=axes[i, 0], mean=overlay.get("mean"), std=overlay.get("std"))
         for j, (title, column) in enumerate(maps.items(), start=1):
-            heatmap_overlay(images[i], column[i], ax=axes[i, j], **overlay)
+            if colorbar is not None:
+                heatmap_overlay(images[i], _unit_range(column[i]), ax=axes[i, j], vmin=0.0, vmax=1.0, **overlay)
+            else:
+                heatmap_overlay(images[i], column[i], ax=axes[i, j], **overlay)
             if i == 0:
                 axes[i, j].set_title(title)
         if i == 0:
             axes[i, 0].set_title(image_title)
     fig.tight_layout()
+    if colorbar is not None:
+        _shared_colorbar(fig, colorbar, overlay.get("cmap", ATTRIBUTION_CMAP))
     return fig
 
 
