@@ -87,7 +87,9 @@ for t in tasks:
 
 # %% [markdown]
 # ## Fig. 4
-# MeGe (top) and ReCo (bottom) against the degradation level, normal training first, per degradation type.
+# MeGe (left) and ReCo (right) against the degradation level, one row per degradation type, normal training (0 %)
+# first and the levels in increasing order of degradation: the share of layers randomised, of labels switched, or of
+# the training data withheld (a "Limited 75%" family trains on 75 % of D, so 25 % is withheld).
 
 # %%
 TYPES = {"Randomized": ["Normal", "Randomized 5%", "Randomized 10%", "Randomized 30%"],
@@ -95,6 +97,19 @@ TYPES = {"Randomized": ["Normal", "Randomized 5%", "Randomized 10%", "Randomized
          "Limited": ["Normal", "Limited 75%", "Limited 50%", "Limited 25%"]}
 TYPES = {kind: [g for g in levels if g in degradations] for kind, levels in TYPES.items()}
 TYPES = {kind: levels for kind, levels in TYPES.items() if len(levels) >= 2 and levels[0] == "Normal"}
+AXIS = {"Randomized": "layers randomised (%)", "Switched": "labels switched (%)",
+        "Limited": "training data withheld (%)"}
+
+
+def amount(g: str) -> float:
+    """How much of the model family degradation g destroys, in % (0 for normal training)."""
+    spec = P.DEGRADATIONS[g]
+    if "limited" in spec:
+        return 100 * (1 - spec["limited"])
+    return 100 * spec.get("randomised", spec.get("switched", 0.0))
+
+
+TYPES = {kind: sorted(levels, key=amount) for kind, levels in TYPES.items()}  # numeric order, whatever the parameter
 for t in tasks:
     fig, axes = fl.plots.panels(len(TYPES), 2, height=2.1, legend="right")  # a row per degradation type
     for i, (kind, levels) in enumerate(TYPES.items()):
@@ -102,8 +117,9 @@ for t in tasks:
             sel = scores[(scores.task == t) & scores.degradation.isin(levels)].copy()
             sel["level"] = sel.degradation.map({g: levels.index(g) for g in levels})
             fl.plots.curves(sel, x="level", y=score, hue="method", band=None, ax=axes[i, j], hue_order=methods)
-            axes[i, j].set_xticks(range(len(levels)), ["0 %"] + [g.split()[-1] for g in levels[1:]])
-            axes[i, j].set(title=f"{t}: {kind}", xlabel="degradation", ylabel=score)
+            axes[i, j].set_xticks(range(len(levels)), [f"{amount(g):g} %" for g in levels])
+            axes[i, j].set(title=f"{kind}: {score}", xlabel=AXIS[kind], ylabel=score)
+    fig.suptitle(P.task_label(t, dataset))
     fig.tight_layout()
     fl.plots.legend_outside(fig)
     out.figure(fig, f"fig4_{t}".replace("-", ""))

@@ -138,16 +138,19 @@ tables["MeGe"]
 # %% [markdown]
 # ## Fig. 5
 # S= (both models right) and S≠ (exactly one right) per method, pooled over the replicas; a clear separation is a
-# high ReCo.
+# high ReCo. One figure per model family (`fig5`: ResNet-18, `fig5_2`: 1-Lipschitz; both on the chapter page), on
+# the same bins and x axis, the distance's whole range [0, 1], so the two compare panel by panel.
 
 # %%
 hist = pd.concat([P.histogram_frame(dd, family=f, replica=r) for r, per in details.items() for f, dd in per.items()],
                  ignore_index=True)
 for i, name in enumerate(runs[0]):  # one figure per model family, three methods per row
     grid = sns.displot(hist[hist["family"] == name], x="distance", hue="set", col="method", col_wrap=3,
-                       kind="hist", stat="density", common_norm=False, bins=20, height=1.9, aspect=1.1,
-                       element="step", facet_kws={"sharey": False}, col_order=methods)
+                       kind="hist", stat="density", common_norm=False, bins=20, binrange=(0.0, 1.0), height=1.9,
+                       aspect=1.1, element="step", facet_kws={"sharey": False, "sharex": True}, col_order=methods)
+    grid.set(xlim=(0.0, 1.0))
     grid.set_titles(f"{name}: {{col_name}}")
+    grid.figure.suptitle(f"{name} family, {P.task_label(task, dataset)}", y=1.03)
     fl.plots.legend_outside(grid.figure, where="below")
     out.figure(grid.figure, "fig5" if i == 0 else f"fig5_{i + 1}")
 

@@ -133,7 +133,7 @@ table2
 # %%
 fig, axes = fl.plots.panels(2, 1, height=2.6, sharex=True)
 for ax, (score, wide) in zip(axes[:, 0], [("ReCo", reco), ("MeGe", mege)]):
-    wide.plot.bar(ax=ax, rot=0)
+    wide.rename(index=lambda t: P.task_label(t, dataset).replace(" ", "\n", 1)).plot.bar(ax=ax, rot=0)
     ax.set(title=f"{score} (higher is better)", xlabel="", ylabel=score)
 fig.tight_layout()
 fl.plots.legend_outside(fig, where="below", ncol=5)

@@ -85,7 +85,7 @@ def claim_table3(per_sample: pd.DataFrame, *, premise=None, target: str = "GC",
                   f"the run has no method besides {', '.join(stable)} to compare their S_avg with")
         means = per_sample.groupby("method", sort=False)[["μF", "μF (shuffled)", "S_avg"]].mean().reset_index()
         return verdicts.Claim(
-            "Table 3: Grad-CAM has the highest μF, and Grad-CAM and SmoothGrad the lowest S_avg (CIFAR-10)",
+            "Table 3: Grad-CAM has the highest μF, and Grad-CAM and SmoothGrad the lowest S_avg (paper: CIFAR-10)",
             rule="(a) Grad-CAM's μF above every other method's and (b) Grad-CAM's and SmoothGrad's S_avg below every "
                  "other method's, paired bootstraps over samples",
             premise=reason, paper_value="μF GC 0.907 (next SG 0.305); S_avg GC 0.012, SG 0.024, others > 2",
@@ -128,7 +128,7 @@ def claim_table3(per_sample: pd.DataFrame, *, premise=None, target: str = "GC",
     lowest = list(s_avg.mean().sort_values().index[:len(stable)])
     worst_b = max(b.items(), key=lambda kv: kv[1].high)
     return verdicts.Claim(
-        "Table 3: Grad-CAM has the highest μF, and Grad-CAM and SmoothGrad the lowest S_avg (CIFAR-10)",
+        "Table 3: Grad-CAM has the highest μF, and Grad-CAM and SmoothGrad the lowest S_avg (paper: CIFAR-10)",
         rule=f"(a) {target}'s μF minus the best other method's and (b) each of {', '.join(stable)}'s S_avg minus "
              f"each other method's, two-stage paired bootstrap (the independently trained replicas, then the samples "
              f"within them; {level * 100:g} %); the paper's direction: (a) "

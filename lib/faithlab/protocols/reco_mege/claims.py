@@ -370,7 +370,7 @@ def claim_lipschitz(details: Mapping[str, Mapping[str, dict] | pd.DataFrame], *,
     table, cells = table.drop(columns="comparison"), cells.drop(columns="comparison")
     n_units = int(kept[resnet].drop_duplicates(["replica", "sample"]).shape[0])
     return verdicts.Claim(
-        "R3: 1-Lipschitz models raise ReCo for the gradient methods and MeGe for every method (CIFAR-10)",
+        "R3: 1-Lipschitz models raise ReCo for the gradient methods and MeGe for every method (paper: CIFAR-10)",
         rule=f"per cell (ReCo of {', '.join(gradient_methods)}; MeGe of every method), 1-Lipschitz minus ResNet-18 on "
              "the sets pooled over the independently trained replicas, two-stage bootstrap (replicas, then the "
              f"samples of D within them; {level * 100:g} %); the paper's direction: above 0 (the score rises), "

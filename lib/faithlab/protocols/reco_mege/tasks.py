@@ -11,7 +11,7 @@ import torch
 from faithlab import _validate
 from faithlab.protocols.setup import Setting
 
-__all__ = ["TASKS", "METHODS", "DEGRADATIONS", "method_options"]
+__all__ = ["TASKS", "METHODS", "DEGRADATIONS", "method_options", "task_label"]
 
 
 def _tasks(p: Mapping) -> str:
@@ -90,6 +90,12 @@ DEGRADATIONS: dict[str, dict] = {
     "Switched 5%": {"switched": 0.05}, "Switched 10%": {"switched": 0.1}, "Switched 30%": {"switched": 0.3},
 }
 """Rows of Tables 7–14 (spec §4.5)."""
+
+
+def task_label(task: str, dataset: str | None = None) -> str:
+    """How figures, legends and claims name a task of :data:`TASKS`: the paper's dataset name when the notebook ran
+    on that dataset (``dataset="paper"``), else the name marked as a stand-in (``"EuroSAT stand-in"``)."""
+    return task if dataset == "paper" else f"{task} stand-in"
 
 
 def method_options(method: str, *, ig_steps: int | None = None, sg_samples: int | None = None,
