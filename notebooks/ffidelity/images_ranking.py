@@ -170,8 +170,9 @@ accuracy.pivot_table(index=["setting", "model"], columns="replica", values="test
 # (salient), k background pixels (non-salient) or k random pixels, each replaced by the removal value of the
 # metrics (`fl.protocols.removal_diagnostic`, 5 draws). Background pixels carry no evidence, so accuracy lost to
 # them is the OOD effect F-Fidelity's fine-tuning is meant to absorb. Each setting also removes round(β·n) pixels,
-# F-Fidelity's cap (26 on 16-pixel canvases, more on the larger cluttered ones; at most the fewest digit pixels of
-# an image): the gaps below are read there.
+# F-Fidelity's cap (n: the pixels of one canvas, so more on larger canvases; at most the fewest digit pixels of an
+# image): the gaps below are read at the largest count of each setting (`ood_k_<setting>`, glued with `cap_<setting>`
+# and `pixels_<setting>` for the book's text).
 
 # %%
 KS = {k: sorted({*ood_ks, fl.protocols.cap_count(tests[k].mask[:n_test].flatten(1), beta)}) for k in settings}
@@ -186,6 +187,13 @@ gaps = {k: pd.DataFrame([fl.protocols.ood_gap(diagnostic[(diagnostic["setting"] 
 for k, gap in gaps.items():
     out.glue(f"ood_gap_{k}", float(gap["original"]))
     out.glue(f"ood_gap_{k}_finetuned", float(gap["fine-tuned"]))
+    # the counts the page quotes, from the same frames: the k the gap is read at (ood_gap: the largest), the pixels
+    # per image n and F-Fidelity's cap round(β·n) there
+    out.glue(f"ood_k_{k}", int(diagnostic.loc[diagnostic["setting"] == LABEL[k], "k"].max()))
+    out.glue(f"pixels_{k}", int(tests[k].mask[0].numel()))
+    out.glue(f"side_{k}", int(tests[k].mask.shape[-1]))
+    out.glue(f"cap_{k}", int(fl.protocols.cap_count(tests[k].mask[:n_test].flatten(1), beta)))
+out.glue("beta", beta)
 diagnostic_mean = (diagnostic.groupby(["setting", "model", "k", "removed"], sort=False, as_index=False)
                    ["accuracy"].mean())  # over the replicas
 fig, axes = fl.plots.panels(len(settings), 1, height=2.4, legend="right", sharex=True, sharey=True)
@@ -293,7 +301,8 @@ case_maps = [fl.explainers.degrade(case.clean[case_label, "original"][case_index
                                    generator=k).view(case.x.shape[2:]) for k, xi in enumerate(noise_levels)]
 fig = fl.plots.map_columns(case.x[case_index:case_index + 1].cpu(),
                            {f"ξ = {xi:g}": m[None].cpu() for xi, m in zip(noise_levels, case_maps)},
-                           image_title=f"test image {case_index}", alpha=1.0)  # the maps alone, beside the image
+                           image_title=f"test image {case_index}", alpha=1.0,  # the maps alone, beside the image
+                           colorbar="attribution, scaled per map (0–1)")
 out.figure(fig, "case_study_maps")
 fig = fl.plots.curves_per_level(case_curves, methods=METHODS, title=case_label)
 out.figure(fig, "case_study_curves")
@@ -403,7 +412,7 @@ agreement_table = pd.DataFrame(agreement_rows)
 out.table(agreement_table, "maps_agreement")
 fig = fl.plots.map_columns(case.x[:n_table9].cpu(), {
     f"{case_label}, {model}": case.clean[case_label, model][:n_table9].view(-1, *case.x.shape[2:]).cpu()
-    for model in ("original", "fine-tuned")}, alpha=1.0)
+    for model in ("original", "fine-tuned")}, alpha=1.0, colorbar="attribution, scaled per map (0–1)")
 out.figure(fig, "table_9_maps")
 if "GradCAM" in specs:
     kept = out.claim(fl.protocols.ffidelity.claim_maps_preserved, *agreement[case_key, "GradCAM"],

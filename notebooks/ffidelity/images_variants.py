@@ -167,6 +167,7 @@ if mask is not None:
                             diagnostic[diagnostic["study"] == k].groupby("replica")]).mean()
         out.glue(f"ood_gap_{k.split()[0].lower()}", float(gap["original"]))
         out.glue(f"ood_gap_{k.split()[0].lower()}_finetuned", float(gap["fine-tuned"]))
+    out.glue("ood_k", int(diagnostic["k"].max()))  # the count the gaps are read at (ood_gap: the largest)
     display_diagnostic = diagnostic.pivot_table(index=["study", "model"], columns=["k", "removed"],
                                                 values="accuracy", sort=False)
 else:  # a dataset without a ground-truth mask (CIFAR-100): no background to remove
@@ -287,7 +288,8 @@ vit_agreement_table = pd.DataFrame([
 out.table(vit_agreement_table, "vit_maps_agreement")
 fig = fl.plots.map_columns(vit.x[:n_table9].cpu(), {
     f"Grad-CAM, {m}": vit_maps[0]["attention Grad-CAM"][m][:n_table9].reshape(-1, *vit.x.shape[2:]).cpu()
-    for m in ("original", "fine-tuned")}, alpha=1.0)  # the maps alone, beside the image
+    for m in ("original", "fine-tuned")}, alpha=1.0,  # the maps alone, beside the image
+    colorbar="attribution, scaled per map (0–1)")
 out.figure(fig, "table_9_vit_maps")
 out.claim(P.claim_maps_preserved, *vit_agreement["attention Grad-CAM"], value="ViT attention Grad-CAM", seed=seed,
           note=f"{dataset} {size}px, {len(vit.x)} test images × {replicas} replicas; Spearman of the pixel maps, "
@@ -372,7 +374,8 @@ for i in range(min(n_cases, len(pair.x))):
         titles.append(f"{i + 1}: {label}\nFFid+ {c['FFid+']:.2f}, FFid− {c['FFid−']:.2f}")
 for start in range(0, len(images), 6):  # three cases (six maps) per figure, each large enough to read
     part = slice(start, start + 6)
-    fig = fl.plots.image_grid(images[part], titles=titles[part], ncols=2, attributions=maps[part], size=2.2)
+    fig = fl.plots.image_grid(images[part], titles=titles[part], ncols=2, attributions=maps[part], size=2.2,
+                              colorbar="attribution, scaled per map (0–1)")
     out.figure(fig, "cases" if start == 0 else f"cases_{start // 6 + 1}")
 
 # %% [markdown]

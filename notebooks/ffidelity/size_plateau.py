@@ -82,8 +82,13 @@ for r in rs:
         curves.append(pd.DataFrame({"r": r, "beta": beta, "explanation size s": sparsity,
                                     "FFid+": curve.tolist()}))
 table = pd.DataFrame(rows)
+table["in F4 (r ≠ β/α+)"] = (table["r"] - table["beta/alpha"]).abs() > 1e-9  # F4 leaves out r = β/α+ (see below)
 long = pd.concat(curves, ignore_index=True)
 out.table(table, "size_readout")
+out.glue("n_cases", len(table))  # the page's counts, from the very table it shows
+out.glue("n_betas", table["beta"].nunique())
+out.glue("n_cases_f4", int(table["in F4 (r ≠ β/α+)"].sum()))
+out.glue("n_cases_left_out", int((~table["in F4 (r ≠ β/α+)"]).sum()))
 out.table(long, "ffid_plus_curves")
 table
 

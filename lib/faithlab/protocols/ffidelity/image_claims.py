@@ -251,7 +251,8 @@ def claim_size_readout(table: pd.DataFrame, *, tolerance: float, reproduced: flo
         premise="null: " + (null.describe(2) if null is not None else "not computable (fewer than 3 cases)")
                 + "; the share must lie beyond it",
         paper_value="qualitative: plateau on [r, β/α+] (Fig. 4)",
-        our_value=(f"{share:.0%} of {len(eligible)} (r, β) cases read r within {tolerance:g}" if len(eligible)
+        our_value=(f"{share:.0%} of the {len(eligible)} (r, β) cases with r ≠ β/α+ (of {len(table)} in all) read r "
+                   f"within {tolerance:g}" if len(eligible)
                    else "no (r, β) case with r ≠ β/α+"),
         verdict=v, table=eligible.assign(correct=abs(r_hat - r) <= tolerance + 1e-9), kind="paper",
         units=int(len(eligible)))
