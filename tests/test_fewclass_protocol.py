@@ -465,3 +465,12 @@ def test_replicas_are_trained_with_their_own_seeds_on_the_same_data():
     assert torch.equal(a.background, b.background)  # the stand-in data stay keyed to seed
     with pytest.raises(ValueError, match="replica"):
         P.setup("ct", settings, n_images=4, image_size=16, n_train=96, replica=-1)
+
+
+def test_task_labels_name_the_stand_ins_and_reach_the_claim_text():
+    assert P.task_label("ct") == "CT-like slices (stand-in)"
+    assert "stand-in" in P.task_label("vehicles") and "stand-in" not in P.task_label("vehicles", paper=True)
+    assert P.task_label("other") == "other"
+    frame = _fid({**{n: 0.7 for n in OTHERS}, "Random": 0.5})
+    claim = P.claim_random_lowest(frame, task="ct", model="m", task_name=P.task_label("ct"))
+    assert claim.claim.startswith("C1 (CT-like slices (stand-in), m)") and claim.paper_value == P.PAPER_C1["ct"]

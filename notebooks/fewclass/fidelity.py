@@ -55,6 +55,7 @@ out = fl.outputs.for_notebook()
 fl.plots.set_style()
 P = fl.protocols.fewclass
 SCORE = {"vehicles": "IoU", "ct": "Dice"}
+NAME = {task: P.task_label(task, paper=paper) for task in tasks}  # stand-ins named as stand-ins
 
 # %% [markdown]
 # ## Models and XAI sets
@@ -78,7 +79,7 @@ out.glue("n_images_pooled", n_replicas * n_images)
 out.glue("ig_steps", ig_steps)
 out.glue("sg_samples", sg_samples)
 out.glue("sg_noise", sg_noise)
-info
+fl.plots.readable(info)
 
 # %% [markdown]
 # ## Perturbation, maps and scores
@@ -103,8 +104,10 @@ for task, fr in frames.items():
             frame = frame.groupby(["model", "method", "alteration", "curve", "p"], sort=False)["value"].mean()
             frame = frame.reset_index()
         out.table(frame, f"{task}_{name}")
-pd.concat([fr["selection"].assign(task=t) for t, fr in frames.items()]).groupby(["task", "model"])[
-    ["U", "S", "P", "U < Δ"]].mean()
+selection_means = pd.concat([fr["selection"].assign(task=NAME[t]) for t, fr in frames.items()]).groupby(
+    ["task", "model"], sort=False)[["U", "S", "P", "U < Δ"]].mean()
+fl.plots.readable(selection_means, names={"U": "uncertainty U", "S": "similarity S", "P": "P",
+                                          "U < Δ": "share with U < Δ"})
 
 # %% [markdown]
 # ## Fid per model, method and alteration (Tables 1–2, Figs. 4–5)
@@ -129,7 +132,7 @@ def boxes(frame, value, title):
 
 for task, fr in frames.items():
     out.table(P.wide_table(fr["fid"], "Fid"), f"{task}_fid_table")
-    out.figure(boxes(fr["fid"], "Fid", task), f"{task}_fid_boxes")
+    out.figure(boxes(fr["fid"], "Fid", NAME[task]), f"{task}_fid_boxes")
 P.wide_table(frames[tasks[0]]["fid"], "Fid").style.format(precision=3, na_rep="")
 
 # %% [markdown]
@@ -140,17 +143,23 @@ P.wide_table(frames[tasks[0]]["fid"], "Fid").style.format(precision=3, na_rep=""
 # %%
 for task, fr in frames.items():
     plain = fr["curves"][fr["curves"].alteration == "none"]
-    names = list(dict.fromkeys(plain["model"]))
-    fig, axes = fl.plots.panels(len(names), 1, height=2.6, legend="right", sharex=True)
-    for ax, m in zip(axes[:, 0], names):
-        sns.lineplot(data=plain[plain.model == m], x="p", y="value", hue="method", style="curve", errorbar=None,
-                     ax=ax)
+    shown = [m for m in methods if m in set(plain["method"])][:fl.plots.MAX_PANELS]  # one panel per method
+    ncols = 2 if len(shown) > 1 else 1
+    fig, axes = fl.plots.panels(-(-len(shown) // ncols), ncols, height=1.9, sharex=True, sharey=True)
+    for i, (ax, name) in enumerate(zip(axes.flat, shown)):
+        sns.lineplot(data=plain[plain.method == name], x="p", y="value", hue="model", style="curve",
+                     style_order=["MIF", "LIF"] if {"MIF", "LIF"} <= set(plain["curve"]) else None, errorbar=None,
+                     ax=ax, legend=i == 0)
         ax.axhline(1 / setups[task, 0].n_classes, color="grey", ls=":", label="$U_{obj}$ = 1/N")
-        ax.set(title=f"{task}: {m}", xlabel="fraction of pixels replaced", ylabel="p(original class)",
-               ylim=(0, 1.02))
-        ax.legend()
+        ax.set(title=name, ylim=(0, 1.02), xlabel="fraction replaced" if i >= len(shown) - ncols else "",
+               ylabel="p(original class)" if i % ncols == 0 else "")
+        if i == 0:
+            ax.legend()
+    for ax in axes.flat[len(shown):]:
+        ax.set_axis_off()
+    fig.suptitle(NAME[task])
     fig.tight_layout()
-    fl.plots.legend_outside(fig, title="")
+    fl.plots.legend_outside(fig, where="below", title="")
     out.figure(fig, f"{task}_curves")
 
 # %% [markdown]
@@ -162,7 +171,7 @@ for task, fr in frames.items():
 # %%
 for task, fr in frames.items():
     out.table(P.wide_table(fr["localisation"], SCORE[task]), f"{task}_localisation_table")
-    out.figure(boxes(fr["localisation"], SCORE[task], task), f"{task}_localisation_boxes")
+    out.figure(boxes(fr["localisation"], SCORE[task], NAME[task]), f"{task}_localisation_boxes")
 P.wide_table(frames[tasks[0]]["localisation"], SCORE[tasks[0]]).style.format(precision=3, na_rep="")
 
 # %% [markdown]
@@ -185,15 +194,16 @@ agreements = []
 for task, fr in frames.items():
     fid, loc = fr["fid"], fr["localisation"]
     c1 = [out.claim(P.claim_random_lowest, fid, task=task, model=m, seed=seed, trained=not paper,
-                    selection=fr["selection"]).claim
+                    selection=fr["selection"], task_name=NAME[task]).claim
           for m in dict.fromkeys(fid["model"])]
     out.table(pd.concat([c.table for c in c1], ignore_index=True), f"{task}_c1_comparisons")
     if task == "vehicles" and {"SG", "SG²"} & set(alterations):
-        c3 = out.claim(P.claim_alteration_gains, fid, task=task, seed=seed, trained=not paper).claim
+        c3 = out.claim(P.claim_alteration_gains, fid, task=task, seed=seed, trained=not paper,
+                       task_name=NAME[task]).claim
         out.table(c3.table, "c3_gains")
     c4 = out.claim(P.claim_rank_agreement, fid, loc, task=task, score=SCORE[task], seed=seed,
-                   trained=not paper).claim
+                   trained=not paper, task_name=NAME[task]).claim
     agreements.append(c4.table)
 agreements = pd.concat(agreements, ignore_index=True)
 out.table(agreements, "c4_agreement")
-agreements
+fl.plots.readable(agreements.assign(task=agreements["task"].map(NAME)))

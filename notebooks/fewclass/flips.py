@@ -69,13 +69,18 @@ summary = flips.groupby(["task", "model", "replacement"]).agg(flipped=("flipped"
                                                               top_probability=("top probability", "mean"),
                                                               delta=("Δ", "first")).reset_index()
 out.table(summary, "summary")
-g = sns.catplot(data=flips, x="replacement", y="U", hue="model", row="task", kind="box", height=2.6, aspect=2.3)
+NAME = {task: P.task_label(task, paper=paper) for task in tasks}  # stand-ins named as stand-ins
+g = sns.catplot(data=flips.assign(task=flips["task"].map(NAME)), x="replacement", y="U", hue="model", row="task",
+                row_order=[NAME[t] for t in tasks], kind="box", height=2.6, aspect=2.3)
 for ax, task in zip(g.axes.flat, tasks):
     ax.axhline(F.threshold(setups[task].n_classes), color="grey", ls="--")
+    ax.set_title(NAME[task])
 g.set_axis_labels("replacement", "uncertainty U")
 fl.plots.legend_outside(g.figure, where="below")
 out.figure(g.figure, "flips_uncertainty")
-summary
+fl.plots.readable(summary.assign(task=summary["task"].map(NAME)),
+                  names={"flipped": "share flipped", "mean_U": "mean uncertainty U",
+                         "top_probability": "mean top probability", "delta": "threshold Δ"})
 
 # %% [markdown]
 # ## C5
@@ -92,7 +97,8 @@ summary
 
 # %%
 binary = [t for t, s in setups.items() if s.n_classes == 2]
-c5a = out.claim(P.claim_class_flip, flips, binary=binary, seed=seed, trained=not paper).claim
+c5a = out.claim(P.claim_class_flip, flips.assign(task=flips["task"].map(NAME)), binary=[NAME[t] for t in binary],
+                seed=seed, trained=not paper).claim
 out.table(c5a.table, "c5a_checks")
 
 g = torch.Generator().manual_seed(seed)
@@ -109,4 +115,4 @@ bounds.append({"N": "real curves (random maps)", "min": float(real.min()), "max"
 bounds = pd.DataFrame(bounds)
 out.table(bounds, "bounds")
 out.claim(P.claim_fid_bounds, bounds)
-bounds
+fl.plots.readable(bounds)

@@ -47,7 +47,8 @@ P = fl.protocols.fewclass
 F = fl.metrics.fewclass
 GRID = F.candidate_grid()
 out.glue("n_candidates", len(GRID))
-out.glue("n_variations", len({(op, adj) for op, _, adj in GRID}))
+out.glue("n_variations", len({(op, adj) for op, _, adj in GRID}));
+NAME = {task: P.task_label(task, paper=paper) for task in tasks}  # stand-ins named as stand-ins
 
 # %% [markdown]
 # ## Selection on every XAI image
@@ -69,7 +70,9 @@ summary = selection.groupby(["task", "model"]).agg(images=("image", "size"), pas
                                                    delta=("Δ", "first")).reset_index()
 out.table(summary, "summary")
 out.glue("share_passed", round(float(selection["U < Δ"].mean()), 3))
-summary
+fl.plots.readable(summary.assign(task=summary["task"].map(NAME)),
+                  names={"passed": "share with U < Δ", "mean_U": "mean uncertainty U", "mean_S": "mean similarity S",
+                         "delta": "threshold Δ"})
 
 # %% [markdown]
 # ## Which candidates win
@@ -80,16 +83,18 @@ summary
 # %%
 winners = selection.groupby(["task", "variation"]).size().rename("wins").reset_index()
 out.table(winners, "winners")
-fig, axes = fl.plots.panels(2, 1, height=2.8, legend="right")
+fig, axes = fl.plots.panels(2, 1, height=2.8)
 axes = axes[:, 0]
-order = list(dict.fromkeys(selection["task"]))  # one colour per task in both panels
-sns.barplot(data=winners, x="variation", y="wins", hue="task", hue_order=order, ax=axes[0])
+order = [NAME[t] for t in dict.fromkeys(selection["task"])]  # one colour per task in both panels
+sns.barplot(data=winners.assign(task=winners["task"].map(NAME)), x="variation", y="wins", hue="task",
+            hue_order=order, ax=axes[0])
 axes[0].tick_params(axis="x", rotation=60)
 axes[0].set(title="winning variation", xlabel="", ylabel="images won")
-sns.histplot(data=selection, x="sigma", hue="task", hue_order=order, multiple="dodge", discrete=True, ax=axes[1])
+sns.histplot(data=selection.assign(task=selection["task"].map(NAME)), x="sigma", hue="task", hue_order=order,
+             multiple="dodge", discrete=True, ax=axes[1])
 axes[1].set(title="winning σ", xlabel="σ", ylabel="images")
 fig.tight_layout()
-fl.plots.legend_outside(fig)
+fl.plots.legend_outside(fig, where="below", title="task")
 out.figure(fig, "winners")
 
 # %% [markdown]
@@ -115,7 +120,7 @@ for task, s in setups.items():
         ax.scatter([float(sel["s"][i])], [float(sel["u"][i])], color="C1", s=30, label="selected")
         ax.axhline(sel["delta"], color="grey", ls="--", label="Δ")
         ax.set(xscale="symlog", xlabel="S (MSE / range²)", ylabel="uncertainty U",
-               xlim=(0, None), title=f"{task}, image {i}: 804 candidates")  # S ≥ 0
+               xlim=(0, None), title=f"{NAME[task]}, image {i}:\n{len(GRID)} candidates")  # S ≥ 0
         fl.plots.legend_outside(ax)
         out.figure(fig, f"{task}_candidates_scores_{i}")
 
@@ -130,6 +135,7 @@ for task, s in setups.items():
 # says when it is underpowered.
 
 # %%
-c2 = out.claim(P.claim_uncertain_selection, selection, seed=seed, trained=not paper).claim
+c2 = out.claim(P.claim_uncertain_selection, selection.assign(task=selection["task"].map(NAME)), seed=seed,
+               trained=not paper).claim
 out.table(c2.table, "c2_shares")
-c2.table
+fl.plots.readable(c2.table)

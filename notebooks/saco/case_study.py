@@ -145,7 +145,7 @@ for name in METHODS:
     out.glue(f"saco_{key}", round(float(scores.loc[name, "SaCo"]), 3))
     out.glue(f"aopc_{key}", round(float(scores.loc[name, "AOPC"]), 3))
 out.glue("n_saturated", int((scores["cumulative drop at 30 %"] >= 0.9 * scores["max cumulative drop"]).sum()))
-scores
+fl.plots.readable(scores)
 
 # %% [markdown]
 # The cumulative drop is read at 10·i % removed for group i, which matches the group boundaries exactly when K
@@ -154,7 +154,7 @@ scores
 # %%
 fig, axes = fl.plots.panels(len(METHODS), 2, height=2.3, gridspec_kw={"width_ratios": [1, 2.2]})
 for row, name in enumerate(METHODS):  # one row per method: its map, then its groups
-    fl.plots.heatmap_overlay(x[0].cpu(), maps[name][0, 0].cpu(), ax=axes[row, 0])
+    fl.plots.heatmap_overlay(x[0].cpu(), maps[name][0, 0].cpu(), ax=axes[row, 0], colorbar="attribution")
     axes[row, 0].set_title(f"{name}\nSaCo {scores.loc[name, 'SaCo']:.3f}   AOPC {scores.loc[name, 'AOPC']:.3f}")
     g = groups[groups["method"] == name]
     ax = axes[row, 1]
@@ -204,4 +204,4 @@ out.table(s5.table, "s5_summary")
 out.glue("n_images_s5", int(frame.groupby("replica")["image"].nunique().sum()))
 out.glue("share_saturated", round(float(frame.pivot(index=["replica", "image"], columns="method", values="saturated")
                                         .astype(bool).all(axis=1).mean()), 3))
-s5.table
+fl.plots.readable(s5.table)

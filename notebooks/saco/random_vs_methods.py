@@ -114,7 +114,7 @@ out.glue("test_accuracy", round(accuracy, 3))
 out.glue("test_accuracy_min", round(min(accuracies.values()), 3))
 out.glue("n_settings", len(SETTINGS))
 out.glue("n_replicas", int(accuracy_frame.groupby("setting")["replica"].nunique().min()))
-settings_table
+fl.plots.readable(settings_table)
 
 # %% [markdown]
 # ## Explanations
@@ -217,7 +217,7 @@ PAPER_SACO = {"Random": 0.0, "Integrated Gradients": 0.1647, "Grad-CAM (attentio
               "Transformer-MM": 0.4558, "ATTCAT": 0.3629}
 summary["SaCo (paper, ImageNet)"] = [PAPER_SACO[m] for m in summary.index]
 out.table(summary.reset_index(), "summary")
-summary
+fl.plots.readable(summary)
 
 # %% [markdown]
 # ## Does removal matter group by group? (the mechanism)
@@ -247,28 +247,49 @@ out.glue("diag_salient", round(float(row["salient"]), 3))
 out.glue("diag_nonsalient", round(float(row["non-salient"]), 3))
 out.glue("diag_clean", round(float(first[first["removed"] == "none"]["accuracy"].iloc[0]), 3))
 out.glue("diag_k", top_k)
-diagnostic.pivot_table(index="model", columns=["k", "removed"], values="accuracy", sort=False)
+fl.plots.readable(diagnostic.pivot_table(index="model", columns=["k", "removed"], values="accuracy", sort=False))
 
 # %% [markdown]
-# ## Fig. 4: radar charts, every metric rescaled so that outward is better
-# Per setting (and for the mean over settings), each metric's method means are min–max scaled across the methods
-# after flipping the lower-is-better metrics, so 1 is the best method on that axis and 0 the worst (spec §3.5); an
-# axis on which all methods tie is drawn at 0.5.
+# ## Fig. 4: every metric per method, with its interval
+# The paper's Fig. 4 draws radar charts; here a dot plot carries the same comparison on each metric's own scale: one
+# row per method (ordered by mean SaCo, best first), one panel per metric, the dot the mean over the settings of each
+# setting's mean over replicas × images, and the line its 95 % interval (two-stage bootstrap per setting: the
+# replicas, then the images within them, `fl.verdicts.hierarchical_means`). Random is drawn in black. The rescaled
+# values of the radar (min–max per metric, outward better; spec §3.5) are still written to `metrics_rescaled.csv`.
 
 # %%
 panels = {f"mean of {len(SETTINGS)} settings": summary, **{m: per_setting.loc[m] for m in SETTINGS}}
 scaled = pd.concat({name: fl.protocols.saco.radar_scale(table) for name, table in panels.items()},
                    names=["setting", "method"])
 out.table(scaled.reset_index(), "metrics_rescaled")
-fig, axes = fl.plots.panels(-(-len(panels) // 2), min(2, len(panels)), height=3.4,
-                            subplot_kw={"projection": "polar"})
-for ax, name in zip(axes.flat, panels):
-    fl.plots.radar(scaled.loc[name], ax=ax, title=name)
-for ax in axes.flat[len(panels):]:
+
+
+def metric_interval(rows, metric, n_boot=2000):
+    """Mean over the settings of each setting's mean of metric, and its 95 % two-stage bootstrap interval."""
+    draws = []
+    for _, part in rows.groupby("setting", sort=False):
+        values = torch.tensor(part[metric].to_numpy(dtype=np.float64))
+        keep = ~torch.isnan(values)
+        groups = torch.tensor(pd.factorize(part["replica"])[0], dtype=torch.long)[keep]
+        draws.append(fl.verdicts.hierarchical_means(values[keep], groups=groups, n_boot=n_boot, seed=seed))
+    draws = torch.stack(draws).mean(0)
+    return float(torch.quantile(draws, 0.025)), float(torch.quantile(draws, 0.975))
+
+
+dots = pd.DataFrame([{"method": name, "metric": metric, "mean": summary.loc[name, metric],
+                      **dict(zip(("low", "high"), metric_interval(per_sample[per_sample.method == name], metric)))}
+                     for name in METHODS for metric in HIGHER])
+out.table(dots, "fig4_intervals")
+method_order = list(summary["SaCo"].sort_values(ascending=False).index)
+fig, axes = fl.plots.panels(2, 3, height=3.0, sharey=True)
+for ax, metric in zip(axes.flat, HIGHER):
+    fl.plots.interval_dots(dots[dots.metric == metric], y="method", x="mean", low="low", high="high", ax=ax,
+                           order=method_order, zero=0.0 if metric == "SaCo" else None)
+    ax.set(title=metric, xlabel="higher is better" if HIGHER[metric] else "lower is better", ylabel="")
+for ax in axes.flat[len(HIGHER):]:
     ax.set_axis_off()
 fig.tight_layout()
-fl.plots.legend_outside(fig, where="below", ncol=3)
-out.figure(fig, "radar")
+out.figure(fig, "fig4_dots")
 
 # %% [markdown]
 # ## Claim S1: SaCo sets Random apart, the cumulative metrics do not
@@ -293,7 +314,7 @@ out.table(s1.table, "s1_per_setting")
 saco_random = summary.loc["Random", "SaCo"]
 out.glue("saco_random", round(float(saco_random), 3))
 out.glue("saco_min_method", round(float(summary.loc[others, "SaCo"].min()), 3))
-s1.table
+fl.plots.readable(s1.table)
 
 # %% [markdown]
 # ## Claim S7: the cumulative metrics depend on the removal order
@@ -308,7 +329,7 @@ s1.table
 s7 = out.claim(P.claim_order_sensitivity, per_sample, **PREMISE, trained=TRAINED, seed=seed,
                note=f"{len(SETTINGS)} setting(s), {len(METHODS)} methods incl. Random").claim
 out.table(s7.table, "s7_removal_order")
-s7.table
+fl.plots.readable(s7.table)
 
 # %% [markdown]
 # ## Fig. 2: rank correlation across samples (claims S2 and S6)
@@ -344,13 +365,13 @@ out.glue("rho_saco_min", round(float(saco_vs.min()), 3))
 out.glue("rho_among", round(among, 3))
 out.glue("abs_rho_saco_max", round(float(corr[corr["kind"] == "SaCo vs existing"].groupby("pair")["|rho|"].mean().max()), 3))
 out.glue("abs_rho_among", round(float(corr.loc[corr["kind"] == "among existing", "|rho|"].mean()), 3))
-out.glue("abs_rho_chance", round(float(corr["null |rho|"].mean()), 3))
+out.glue("abs_rho_chance", round(float(corr["null |rho|"].mean()), 3));
 
 # %%
 s2 = out.claim(P.claim_weak_correlation, corr, **PREMISE, trained=TRAINED, seed=seed).claim
 s6 = out.claim(P.claim_existing_agree_more, corr, **PREMISE, trained=TRAINED, seed=seed).claim
 out.table(s6.table, "s6_conventions")
-s6.table
+fl.plots.readable(s6.table)
 
 # %% [markdown]
 # ## Table 1: gradient and multi-layer aggregation (claim S3)
@@ -378,10 +399,10 @@ out.table(s3.table, "s3_comparisons")
 narrow = fl.protocols.saco.narrow
 out.table(narrow(s3.table, ["setting", "with", "without", "testable", "holds"], {"gain": ("gain", "low", "high")}),
           "s3_summary")
-ablation
+fl.plots.readable(ablation)
 
 # %%
-s3.table
+fl.plots.readable(s3.table)
 
 # %% [markdown]
 # ## Table 2: number of groups K (claim S4)
@@ -418,7 +439,7 @@ out.table(s4.table, "s4_declines")
 out.table(narrow(s4.table, ["setting", "method", "testable", "holds"],
                  {"decline K=5 → 20": ("decline", "decline low", "decline high"),
                   "beyond Random": ("beyond Random", "low", "high")}), "s4_summary")
-k_table
+fl.plots.readable(k_table)
 
 # %%
-s4.table
+fl.plots.readable(s4.table)

@@ -62,7 +62,7 @@ out.table(setup.info, "models")
 out.glue("n_images", len(x))
 out.glue("n_orders", n_orders)
 out.glue("patch_sides", ", ".join(str(x.shape[-1] // e) for e in edges))
-setup.info
+fl.plots.readable(setup.info)
 
 # %% [markdown]
 # ## Fig. 4
@@ -112,4 +112,4 @@ out.table(table, "t3_auc")
 t3 = out.claim(P.claim_random_test, curves, zero="zero", blur="blur", seed=seed,
                trained=not torchvision_models).claim
 out.table(t3.table, "t3_checks")
-table
+fl.plots.readable(table)

@@ -83,7 +83,7 @@ for name, value in {"cs_t": cs_edge ** 2, "cs_subsets": 2 ** (cs_edge ** 2), "t"
                     "iterations": iterations, "cs_iterations": cs_iterations,
                     "heat_iterations": heat_iterations}.items():
     out.glue(name, value)
-setup.info
+fl.plots.readable(setup.info)
 
 # %% [markdown]
 # ## T1, Fig. 2a: complete search vs annealing vs greedy on a 4×4 grid
@@ -124,13 +124,14 @@ t1_claim = out.claim(P.claim_search_bound, P.curve_sums(curves_2a), random_cs, s
                       trained=not torchvision_models).claim
 t1 = t1_claim.table
 out.table(t1, "t1")
-t1
+fl.plots.readable(t1)
 
 # %% [markdown]
 # ## Fig. 3a: π(τ) at three grid sizes
 # The trajectories of TRACE-SA-Le−Mo, -Le and -Mo turned into attributions π(τ) = (rank/t)², upsampled
 # bilinearly, for the first test digit, at t = e² for each e in `heat_edges`; `heat_iterations` annealing steps
-# from the greedy start. The paper sees noisier maps as t grows, most of all for -Mo.
+# from the greedy start. The paper sees noisier maps as t grows, most of all for -Mo. Drawn as two figures: -Le
+# against -Mo (the contrast the paper draws), then -Le−Mo; every map on the same colour scale, π from 0 to 1.
 
 # %%
 x1, y1 = x[:1], y[:1]
@@ -142,13 +143,17 @@ for e in heat_edges:
         s = S.anneal(model, x1, edge=e, objective=objective, init=starts["mo" if objective == "mo" else "le"],
                      iterations=heat_iterations, eta=eta, generator=generator, **kw_1)
         heat[objective, e] = T.trajectory_map(s.trajectory, x.shape[-1], alpha=2.0)[0, 0]
-fig, axes = plt.subplots(3, len(heat_edges), figsize=(2.6 * len(heat_edges), 7.8), squeeze=False)
-for row, objective in enumerate(("le-mo", "le", "mo")):
-    for col, e in enumerate(heat_edges):
-        fl.plots.heatmap_overlay(x1[0].cpu(), heat[objective, e].cpu(), ax=axes[row, col])
-        axes[row, col].set_title(f"SA-{objective.title()}, t = {e * e}")
-fig.tight_layout()
-out.figure(fig, "fig3a")
+# two figures (-Le and -Mo, then -Le−Mo), each map with a colour bar on the shared scale π ∈ [0, 1]
+NAMES_3A = {"le-mo": "SA-Le−Mo", "le": "SA-Le", "mo": "SA-Mo"}
+for name, objectives in (("fig3a", ("le", "mo")), ("fig3a_lemo", ("le-mo",))):
+    fig, axes = fl.plots.panels(len(objectives), len(heat_edges), height=fl.plots.WIDTH_IN / len(heat_edges) * 0.82)
+    for row, objective in enumerate(objectives):
+        for col, e in enumerate(heat_edges):
+            fl.plots.heatmap_overlay(x1[0].cpu(), heat[objective, e].cpu(), ax=axes[row, col], vmin=0.0, vmax=1.0,
+                                     colorbar="π(τ)" if col == len(heat_edges) - 1 else "")
+            axes[row, col].set_title(f"{NAMES_3A[objective]}, t = {e * e}")
+    fig.tight_layout()
+    out.figure(fig, name)
 
 # %% [markdown]
 # ## T4, Fig. 3b: cross-test at t = 49
@@ -188,7 +193,7 @@ random_t = P.random_order_sums(model, x, y, edge=edge, n_orders=n_random,
 t4 = out.claim(P.claim_cross_test, cross_scores, random_t, le="SA-Le", mo="SA-Mo", seed=seed,
                trained=not torchvision_models).claim
 out.table(t4.table, "t4_losses")
-summary_3b
+fl.plots.readable(summary_3b)
 
 # %% [markdown]
 # ## T6, Thm 3.1: insertion ≡ deletion
@@ -203,7 +208,7 @@ summary_3b
 t6_frame = P.insertion_deletion_frame(model, x, cross, edge=edge, **kw)
 t6 = out.claim(P.claim_insertion_equals_deletion, t6_frame, seed=seed).claim
 out.glue("t6_max_diff", float(t6.table["relative difference"].max()))
-t6.table
+fl.plots.readable(t6.table)
 
 # %% [markdown]
 # ## Speed and quality of the searches (Appendix E/F)
@@ -277,4 +282,4 @@ out.figure(fig, "speed_quality")
 # each search's end point: the model inputs it spent per image (the greedy start included) and the objective reached
 trade_end = trade.groupby("search", sort=False).last().reset_index()
 out.table(trade_end, "speed_quality_end")
-trade_end
+fl.plots.readable(trade_end)

@@ -94,7 +94,7 @@ out.glue("t", t)
 out.glue("patch_side", setup.x.shape[-1] // edge)
 out.glue("iterations", iterations)
 out.glue("accuracy_min", round(float(info["test accuracy"].min()), 3))
-info
+fl.plots.readable(info)
 
 # %% [markdown]
 # ## References
@@ -208,7 +208,7 @@ t2b = out.claim(P.claim_probability_beats_logit, scores, target="T-p", other="T-
                  trained=not torchvision_models).claim
 out.table(t2b.table, "t2_p_vs_y")
 prob = scores[scores.output == "probability"]
-t2
+fl.plots.readable(t2)
 
 # %% [markdown]
 # ## Fig. 2b: mean deletion curves (zero reference)
@@ -217,15 +217,30 @@ t2
 
 # %%
 first = next(iter(setup.models))
-fig, axes = fl.plots.panels(2, 2, height=2.4, legend="right", sharex=True)
+# TRACE's two variants in strong colours, Random grey and dashed, the paper's best attribution method (GC, Table 1)
+# and ours (highest mean ΣLeRF − ΣMoRF in probability on this model) picked out, the other methods muted
+ours_best = (scores[(scores.model == first) & (scores.output == "probability") & ~scores.method.isin(["T-y", "T-p",
+             "Random"])].groupby("method")["LeRF − MoRF"].mean().idxmax())
+SHOWN = {"T-y": "T-y (TRACE, logit)", "T-p": "T-p (TRACE, prob.)", "Random": "Random (chance)"}
+if "GC" in ORDER:
+    SHOWN["GC"] = "GC (paper's best)"
+SHOWN[ours_best] = f"{ours_best} (our best)" if ours_best != "GC" else "GC (best, paper and ours)"
+SHOWN = {m: SHOWN.get(m, m) for m in ORDER}
+STYLE_2B = fl.plots.key_palette(ORDER, key=("T-y", "T-p"), best=[m for m in ("GC", ours_best) if m in ORDER])
+order_2b = sorted(ORDER, key=lambda m: (STYLE_2B[m]["zorder"] < 3, ORDER.index(m)))  # key methods first in the legend
+fig, axes = fl.plots.panels(2, 2, height=2.4, sharex=True)
 panels = [("logit", "LeRF"), ("logit", "MoRF"), ("probability", "LeRF"), ("probability", "MoRF")]
 sel = curves[(curves.model == first) & (curves.reference == references[0]) & (curves.replica == REPLICAS[0])]
 for ax, (output, criterion), tag in zip(axes.flat, panels, ["i", "ii", "iii", "iv"]):
     panel = sel[(sel.output == output) & (sel.criterion == criterion)]
-    fl.plots.curves(panel, x="deleted", y="value", hue="method", band=None, ax=ax)
-    ax.set(title=f"({tag}) {criterion}, {output}", xlabel="patches deleted", ylabel=output)
+    mean = panel.groupby(["method", "deleted"], sort=False)["value"].mean()
+    for m in order_2b:
+        if m in mean.index.get_level_values(0):
+            ax.plot(mean.loc[m].index, mean.loc[m].to_numpy(), label=SHOWN[m], **STYLE_2B[m])
+    ax.set(title=f"({tag}) {criterion}, {output}", xlabel="patches deleted" if tag in ("iii", "iv") else "",
+           ylabel=output)
 fig.tight_layout()
-fl.plots.legend_outside(fig)
+fl.plots.legend_outside(fig, where="below", title="", ncol=3)
 out.figure(fig, "fig2b")
 
 # %% [markdown]
@@ -280,4 +295,4 @@ out.table(spread_table, "t5_spread")
 t5 = out.claim(P.claim_reference_robust, prob, pixel_scores, target="T-p", against=("Grad", "IG"), seed=seed,
                 trained=not torchvision_models).claim
 out.table(t5.table, "t5_comparisons")
-spread_table
+fl.plots.readable(spread_table)

@@ -22,9 +22,11 @@ from faithlab.protocols.fewclass.frames import (curve_frame, evaluate_task, fid_
                                                 localisation_frame, rank_agreement, selection_frame, wide_table)
 from faithlab.protocols.fewclass.maps import ALTERATIONS, METHODS, NO_SG, method_maps
 from faithlab.protocols.fewclass.setup_table import SETUP
-from faithlab.protocols.fewclass.tasks import CAM_LAYERS, STAND_INS, TASKS, Setup, setup
+from faithlab.protocols.fewclass.tasks import (CAM_LAYERS, PAPER_TASK_LABELS, STAND_INS, TASK_LABELS, TASKS, Setup,
+                                              setup, task_label)
 
-__all__ = ["METHODS", "ALTERATIONS", "NO_SG", "TASKS", "STAND_INS", "CAM_LAYERS", "Setup", "setup", "method_maps",
+__all__ = ["TASK_LABELS", "PAPER_TASK_LABELS", "task_label",
+           "METHODS", "ALTERATIONS", "NO_SG", "TASKS", "STAND_INS", "CAM_LAYERS", "Setup", "setup", "method_maps",
            "fid_frame", "evaluate_task",
            "curve_frame", "localisation_frame", "selection_frame", "flip_frame", "rank_agreement", "wide_table",
            "random_lowest", "alteration_gains", "PAPER_C1", "claim_random_lowest", "claim_alteration_gains",

@@ -89,8 +89,9 @@ PAPER_C1 = {"vehicles": "Random 0.595 / 0.596; lowest unaltered method 0.614 / 0
 
 def claim_random_lowest(fid: pd.DataFrame, *, task: str, model: str, n_boot: int = 2000,
                         seed: int = 0, selection: pd.DataFrame | None = None,
-                        min_uncertain: float = 0.5) -> verdicts.Claim:
-    """Claim C1 for one task and model: Random maps get the lowest Few-class Fid (unaltered maps).
+                        min_uncertain: float = 0.5, task_name: str | None = None) -> verdicts.Claim:
+    """Claim C1 for one task and model: Random maps get the lowest Few-class Fid (unaltered maps). task_name: the
+    task's words in the claim text (e.g. :func:`task_label`: a stand-in named as one; default ``task``).
 
     Cells: every method computed (all of them count; none is chosen by its outcome). Per method, the paired
     difference Fid(method) − Fid(Random) per unit (replica, image), its 95 % two-stage bootstrap interval
@@ -131,7 +132,7 @@ def claim_random_lowest(fid: pd.DataFrame, *, task: str, model: str, n_boot: int
     units = int(min(c.n for c in comparisons.values()))
     n_rep = len(set(groups.tolist()))
     return verdicts.Claim(
-        f"C1 ({task}, {model}): Random maps get the lowest Few-class Fid",
+        f"C1 ({task_name or task}, {model}): Random maps get the lowest Few-class Fid",
         rule="per unit (replica × XAI image), Fid of each other unaltered method minus Fid of Random maps, "
              "95 % two-stage bootstrap interval (replicas, then images); the paper's direction: Random lowest "
              "(difference above 0); margin 0; counted over every computed method, a tie undecided",
@@ -144,8 +145,10 @@ def claim_random_lowest(fid: pd.DataFrame, *, task: str, model: str, n_boot: int
 
 
 def claim_alteration_gains(fid: pd.DataFrame, *, alterations: Sequence[str] = ("SG", "SG²"), task: str = "vehicles",
-                           ideal_tol: float = 0.02, n_boot: int = 2000, seed: int = 0) -> verdicts.Claim:
-    """Claim C3: SmoothGrad and SmoothGrad² raise Fid for most methods (Table 1: 12 and 11 of 14 cells).
+                           ideal_tol: float = 0.02, n_boot: int = 2000, seed: int = 0,
+                           task_name: str | None = None) -> verdicts.Claim:
+    """Claim C3: SmoothGrad and SmoothGrad² raise Fid for most methods (Table 1: 12 and 11 of 14 cells). task_name:
+    the task's words in the claim text (default ``task``).
 
     Cells: every model × method × alteration computed (fixed by the design). Per cell, the paired difference
     Fid(altered) − Fid(none) per unit (replica, image), its 95 % two-stage bootstrap interval
@@ -163,7 +166,7 @@ def claim_alteration_gains(fid: pd.DataFrame, *, alterations: Sequence[str] = ("
                                what="model × method × alteration cells")
     wins, losses = int((gains["outcome"] == "win").sum()), int((gains["outcome"] == "loss").sum())
     return verdicts.Claim(
-        f"C3 ({task}): SmoothGrad and SmoothGrad² raise Fid for most methods",
+        f"C3 ({task_name or task}): SmoothGrad and SmoothGrad² raise Fid for most methods",
         rule="per model × method × alteration cell (every computed one), Fid(altered) − Fid(none) per unit "
              "(replica × XAI image), 95 % two-stage bootstrap interval (replicas, then images); the paper's "
              "direction: a raise (above 0); margin 0; counted over the cells, a tie undecided",
@@ -207,9 +210,10 @@ def _rank_rho(fid_means: torch.Tensor, loc_means: torch.Tensor, groups: list[lis
 
 
 def claim_rank_agreement(fid: pd.DataFrame, loc: pd.DataFrame, *, task: str, score: str, min_methods: int = 4,
-                         n_boot: int = 2000, seed: int = 0) -> verdicts.Claim:
+                         n_boot: int = 2000, seed: int = 0, task_name: str | None = None) -> verdicts.Claim:
     """Claim C4 for one task: within each model and alteration, the methods' Fid ranking agrees with their
-    localisation (``score``: IoU or Dice) ranking (the paper's Tables 1–4, read column by column).
+    localisation (``score``: IoU or Dice) ranking (the paper's Tables 1–4, read column by column). task_name: the
+    task's words in the claim text (default ``task``).
 
     Statistic: per model × alteration, Spearman's ρ between the methods' mean Fid and mean ``score`` over the units
     (replica × XAI image); the claim's value is the NaN-aware mean of these ρ (an undefined ρ, a constant ranking,
@@ -263,7 +267,7 @@ def claim_rank_agreement(fid: pd.DataFrame, loc: pd.DataFrame, *, task: str, sco
                          what="the mean ρ")
     left_out = [f"{m}/{a}" for (m, a) in by_group if (m, a) not in counted]
     return verdicts.Claim(
-        f"C4 ({task}): Fid rankings of the methods agree with {score} rankings",
+        f"C4 ({task_name or task}): Fid rankings of the methods agree with {score} rankings",
         rule=f"per model × alteration, Spearman's ρ between the methods' mean Fid and mean {score}; their NaN-aware "
              "mean over the model × alteration cells, 95 % two-stage bootstrap interval (replicas, then images, "
              "the same images for every method); the paper's direction: positive agreement, 'strong' read as "

@@ -19,6 +19,18 @@ __all__ = ["TASKS", "STAND_INS", "CAM_LAYERS", "Setup", "setup"]
 TASKS = ("vehicles", "ct")
 """``"vehicles"``: 3 classes with a ground-truth box per image (the paper's ImageNet vehicles); ``"ct"``: binary,
 single-logit, with a ground-truth segmentation mask (the paper's CT contrast-agent slices)."""
+TASK_LABELS = {"vehicles": "vehicles-like canvases (stand-in)", "ct": "CT-like slices (stand-in)"}
+"""Words for each task's stand-in data in figure titles, legends and claim texts (the book never uses the paper's
+data sets)."""
+PAPER_TASK_LABELS = {"vehicles": "ImageNet vehicles", "ct": "CT contrast slices"}
+"""Words for each task when the paper's data are read (the ``paper`` profile)."""
+
+
+def task_label(task: str, paper: bool = False) -> str:
+    """The words for ``task`` on a figure or in a claim: :data:`TASK_LABELS` (the stand-ins), or
+    :data:`PAPER_TASK_LABELS` when ``paper``; an unknown task as is."""
+    return (PAPER_TASK_LABELS if paper else TASK_LABELS).get(task, task)
+
 
 
 STAND_INS: dict[str, list[dict]] = {
