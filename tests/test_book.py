@@ -219,7 +219,7 @@ PROGRESS_TEXT = re.compile(r"\d+%\|[^|\n]*\|\s*\d+/\d+|\d+(?:\.\d+)?(?:it|s)/(?:
 FIRST_VERDICT_PX = 1500
 FIRST_SCREEN_PX = 1000  # the intro's link to the guide must be this close to the top of the page
 # A table header that is a raw column name (snake_case: "mean_U", "top_probability", "n_epochs").
-SNAKE_HEADER = re.compile(r"\b[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+\b")
+SNAKE_HEADER = re.compile(r"\b[a-z]{2,}[a-z0-9]*(?:_[A-Za-z0-9]+)+\b")  # not a symbol such as S_avg
 # The pages that open with their claims: the five papers' chapters, F-Fidelity's sub-pages, the study's own checks.
 CHAPTER_PAGES = {"ffidelity", "fewclass", "saco", "reco_mege", "trace", "basics", "synthesis", "scorecard",
                  *(f"ffidelity/{p}" for p in ("ranking", "variants", "size", "sensitivity", "series_text", "robustness"))}

@@ -126,6 +126,7 @@ def test_failures_list_says_why_each_claim_did_not_reproduce_and_the_legend_name
 def test_column_labels_are_words_and_booleans_yes_no():
     assert pages.column_label("n_epochs") == "epochs" and pages.column_label("mean_U") == "mean uncertainty U"
     assert pages.column_label("some_raw_name") == "some raw name" and pages.column_label("ΣLeRF − ΣMoRF") == "ΣLeRF − ΣMoRF"
+    assert pages.column_label("S_avg") == "S_avg" and pages.column_label("U_obj") == "U_obj"  # symbols stay
     shown = pages.format_table(pd.DataFrame({"top_probability": [0.5, 0.25], "kept": [True, False]}))
     assert list(shown.columns) == ["top-class probability", "kept"] and shown["kept"].tolist() == ["yes", "no"]
     out = pages.relabel_html('<table><tr><th>n_epochs</th><th>acc</th></tr><tr><td>True</td><td>0.5</td></tr></table>')

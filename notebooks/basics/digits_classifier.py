@@ -152,7 +152,8 @@ for method in methods:
         maps.append(attributions[0, method][i].abs().sum(0).cpu())
         titles.append(f"{short.get(method, method)}, label {int(y[i])}")
 fig = fl.plots.image_grid(
-    images, titles=titles, ncols=n_show, attributions=maps, mean=test.info["mean"], std=test.info["std"], alpha=0.5
+    images, titles=titles, ncols=n_show, attributions=maps, mean=test.info["mean"], std=test.info["std"], alpha=0.5,
+    colorbar="|attribution|, scaled per map (0–1)",
 )
 out.figure(fig, "examples")
 

@@ -360,7 +360,9 @@ spread = by_reference.groupby(["setup", "label"])["spearman"].agg(lambda v: v.ma
 fig, axes = plt.subplots(1, len(reference_setups), figsize=(fl.plots.WIDTH_IN, 6), sharey=True, squeeze=False)
 for ax, name in zip(axes[0], reference_setups):
     part = by_reference[by_reference["setup"] == name].pivot(index="label", columns="reference", values="spearman")
-    sns.heatmap(part[references], annot=True, fmt=".2f", cmap="RdBu", vmin=-1, vmax=1, ax=ax, cbar=False)
+    last = ax is axes[0][-1]  # one colour bar for the shared −1…1 scale, beside the last panel
+    sns.heatmap(part[references], annot=True, fmt=".2f", cmap="RdBu", vmin=-1, vmax=1, ax=ax, cbar=last,
+                cbar_kws={"label": "Spearman"} if last else None)
     ax.set_title(name.replace(", ", ",\n"))
     ax.set_xlabel("reference")
     ax.set_ylabel("")

@@ -122,7 +122,7 @@ COLUMN_LABELS = {
 }
 """Words for the raw column names the notebooks' tables carry; any other ``snake_case`` name is shown with spaces
 (:func:`column_label`)."""
-_SNAKE = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+$")
+_SNAKE = re.compile(r"^[a-z]{2,}[a-z0-9]*(?:_[A-Za-z0-9]+)+$")  # not a symbol such as S_avg or U_obj
 
 
 def column_label(name) -> str:
