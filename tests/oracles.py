@@ -86,6 +86,13 @@ def small_cnn(in_channels: int = 2, side: int = 8, n_classes: int = 3) -> nn.Mod
     return net.eval()
 
 
+def saliency(model, inputs, target):
+    """An explainer callable ``(model, inputs, target) -> maps``: faithlab's saliency (cheap, deterministic)."""
+    import faithlab as fl
+
+    return fl.explainers.explain(model, inputs, target, method="saliency")
+
+
 def linear_kfold(x: torch.Tensor, n_classes: int = 3):
     """k = 3 seeded linear models of x's inputs and folds ``arange(B) % 3``: the ``kfold`` object fl.evaluate reads."""
     from types import SimpleNamespace

@@ -100,6 +100,12 @@ def _case(case: str):
     if case == "model returning NaN":  # NaN that keeps the graph: explainers reading gradients see it too
         spoilt = _Spoilt(model, lambda inputs, logits: logits * float("nan")).eval()
         return spoilt, x, a, kw, None
+    if case == "x on another device":  # "meta": a device without data, so any value read before the check fails
+        return model, x.to("meta"), a, kw, "x"
+    if case == "maps on another device":
+        return model, x, a.to("meta"), kw, "attributions"
+    if case == "target on another device":
+        return model, x, a, {"labels": y.to("meta"), "target": target.to("meta")}, "target"
     if case == "target out of range":
         bad = target.clone()
         bad[0] = K + 5
@@ -108,8 +114,8 @@ def _case(case: str):
 
 
 CASES = ("nan x", "list x", "inf maps", "maps of another batch", "model in training mode", "model returning NaN",
-         "target out of range")
-MAP_CASES = ("inf maps", "maps of another batch")
+         "target out of range", "x on another device", "maps on another device", "target on another device")
+MAP_CASES = ("inf maps", "maps of another batch", "maps on another device")
 
 
 def classify(name: str, case: str) -> str:
@@ -124,7 +130,10 @@ def classify(name: str, case: str) -> str:
             return f"test bug: {message}"
         if arg is None:  # a model returning NaN: any clear refusal, naming non-finite outputs
             return "good" if ("nan" in message.lower() or "finite" in message.lower()) else f"unclear: {message}"
-        return "good" if arg in message or (arg == "target" and "label" in message) else f"unclear: {message}"
+        named = arg in message or (arg == "target" and "label" in message)
+        if named and "another device" in case and "meta" not in message:  # both devices named, not only the arg
+            return f"unclear (no device named): {message}"
+        return "good" if named else f"unclear: {message}"
     except Exception as exc:  # noqa: BLE001 - anything else is unclear
         return f"unclear: {type(exc).__name__}: {exc}"
     return f"silent: {result!r}"

@@ -56,6 +56,35 @@ def same_device(a: torch.Tensor, b: torch.Tensor, name_a: str, name_b: str) -> N
         raise ValueError(f"{name_b} is on {b.device} but {name_a} is on {a.device}; move them to the same device")
 
 
+def one_device(**named) -> None:
+    """Raise before any work if the tensors passed by keyword (``x=x, boxes=boxes``; None and non-tensors are
+    skipped) are not all on the device of the first tensor given: a ValueError naming the caller's argument and both
+    devices, where torch would fail later with an internals message (``Tensor.item() cannot be called on meta
+    tensors``) or not at all (a mix of CPU and CUDA index tensors)."""
+    first = None
+    for name, value in named.items():
+        if not isinstance(value, torch.Tensor):
+            continue
+        if first is None:
+            first = (name, value.device)
+        elif value.device != first[1]:
+            raise ValueError(f"{name} is on {value.device} but {first[0]} is on {first[1]}; move them to the same "
+                             f"device (e.g. {name}.to({first[0]}.device))")
+
+
+def model_device(model, x: torch.Tensor, name: str = "model", x_name: str = "x") -> None:
+    """Raise before any work if ``model`` is a module whose parameters (or buffers) live on another device than
+    ``x``: a ValueError naming both. Callables that are not modules, and modules without tensors, pass."""
+    if not isinstance(model, torch.nn.Module):
+        return
+    first = next(model.parameters(), None)
+    if first is None:
+        first = next(model.buffers(), None)
+    if first is not None and first.device != x.device:
+        raise ValueError(f"{name} is on {first.device} but {x_name} is on {x.device}; move them to the same device "
+                         f"(e.g. {name}.to({x_name}.device))")
+
+
 def batch_match(a: torch.Tensor, b: torch.Tensor, name_a: str, name_b: str) -> None:
     """Raise if two tensors disagree on the batch dimension."""
     if a.shape[0] != b.shape[0]:

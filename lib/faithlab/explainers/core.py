@@ -336,6 +336,7 @@ def explain(model: nn.Module, x: torch.Tensor, target: int | torch.Tensor, *, me
     fn = get_method(method)
     _check_options(method, fn, options)
     _validate.eval_mode(model)
+    _validate.one_device(x=x, target=target)  # before the target's values are read
     _validate.tensor(x, "x")
     if x.ndim < 2:
         raise ValueError(f"x must be a batch of inputs (B, ...) with at least 2 dimensions, got shape {tuple(x.shape)}")

@@ -61,7 +61,7 @@ def mu_fidelity_details(model: Callable, x: torch.Tensor, attributions: torch.Te
     n_subsets = _validate.positive_int(n_subsets, "n_subsets")
     frac = _validate.fraction(subset_fraction, "subset_fraction", closed_low=False)
     batch_size = _validate.batch_size(batch_size, "batch_size")
-    units = perturb.default_units(x) if units is None else units
+    units = perturb.units_for(units, x)
     perturb.check_attributions(attributions, x)
     scores = perturb.unit_scores(attributions, units, reduce="sum").double()
     count = round(frac * units.n)
@@ -182,6 +182,7 @@ def average_stability_details(model: Callable, x: torch.Tensor, attributions: to
         raise TypeError("explainer must be a callable(model, inputs, target) or (model, inputs, target, seeds=...) "
                         f"-> maps, got {type(explainer).__name__}")
     _validate.model(model)
+    _validate.one_device(x=x, attributions=attributions, target=target)
     _validate.tensor(x, "x", floating=True)
     _validate.finite(x, "x")
     if target is not None:

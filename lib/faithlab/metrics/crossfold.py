@@ -97,6 +97,7 @@ def explanation_distance(a: torch.Tensor, b: torch.Tensor, *, distance: str = "s
     is constant (ρ undefined; such pairs are dropped from S= and S≠). 0 = same ranking (or reversed), 1 = none.
     """
     _validate.one_of(distance, "distance", DISTANCES)
+    _validate.one_device(a=a, b=b)  # before any value is read
     for m, name in ((a, "a"), (b, "b")):
         _validate.tensor(m, name)
         if m.is_complex():
@@ -157,6 +158,7 @@ def _check_maps(maps: torch.Tensor, maps_name: str) -> tuple[int, int]:
 def _check_cross(maps: torch.Tensor, predictions: torch.Tensor | None, labels: torch.Tensor, folds: torch.Tensor,
                  maps_name: str = "maps") -> int:
     """Check the inputs of :func:`pair_distances` (predictions None: not yet computed, not checked) → k."""
+    _validate.one_device(**{maps_name: maps, "predictions": predictions, "labels": labels, "folds": folds})
     k, n = _check_maps(maps, maps_name)
     for value, name, shape in ((predictions, "predictions", (k, n)), (labels, "labels", (n,)), (folds, "folds", (n,))):
         if value is None and name == "predictions":
@@ -194,6 +196,9 @@ def _pair_distances(maps: torch.Tensor, predictions: torch.Tensor, labels: torch
                     distance: str, channel_dim: int | None, batch_size: BatchSize,
                     maps_name: str = "maps") -> Pairs:
     """:func:`pair_distances`, its messages naming the caller's ``maps_name``."""
+    if not isinstance(predictions, torch.Tensor):
+        raise TypeError(f"predictions must be a (k, N) integer tensor of each model's predicted class per sample, got "
+                        f"{type(predictions).__name__}")
     k = _check_cross(maps, predictions, labels, folds, maps_name)
     _validate.one_of(distance, "distance", DISTANCES)
     channel_dim = _map_channel_dim(channel_dim, maps, maps_name)
@@ -262,6 +267,7 @@ def shuffled_distances(maps: torch.Tensor, folds: torch.Tensor, partners: torch.
     (an int or ``"auto"``, as in :func:`pair_distances`; the result does not depend on batch_size). Returns
     ``(N, k − 1)`` float: NaN where a map is constant or ``partners[n] == n`` (no other image to pair with).
     """
+    _validate.one_device(maps=maps, folds=folds, partners=partners)
     _validate.tensor(maps, "maps")
     if maps.ndim < 3 or maps.shape[0] < 2:
         raise ValueError(f"maps must be (k, N, *map_shape) with k ≥ 2 models, got shape {tuple(maps.shape)}")
@@ -298,6 +304,7 @@ def shuffled_distances(maps: torch.Tensor, folds: torch.Tensor, partners: torch.
 
 # ------------------------------------------------------------------------------------------------- ReCo and MeGe
 def _sets(s_equal: torch.Tensor, s_unequal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    _validate.one_device(s_equal=s_equal, s_unequal=s_unequal)  # before any value is read
     out = []
     for value, name in ((s_equal, "s_equal"), (s_unequal, "s_unequal")):
         _validate.tensor(value, name, ndim=1, floating=True)
@@ -307,7 +314,6 @@ def _sets(s_equal: torch.Tensor, s_unequal: torch.Tensor) -> tuple[torch.Tensor,
             raise ValueError(f"{name} holds NaN distances: drop them first (split_sets does)")
         _validate.finite(value, name)   # NaN is excluded above: this refuses ±inf
         out.append(value.double())
-    _validate.same_device(out[0], out[1], "s_equal", "s_unequal")
     return out[0], out[1]
 
 
@@ -452,6 +458,9 @@ def reco_mege_details(models: Sequence[Callable], x: torch.Tensor, attributions:
     for i, m in enumerate(models):
         _validate.model(m, f"models[{i}]")
     _validate.tensor(x, "x")
+    _validate.one_device(x=x, attributions=attributions, labels=labels, folds=folds)
+    for i, m in enumerate(models):
+        _validate.model_device(m, x, f"models[{i}]")
     k, n = _check_maps(attributions, "attributions")
     if k != len(models) or x.ndim == 0 or n != x.shape[0]:
         raise ValueError(f"attributions must be (k, B, *map_shape) with k = {len(models)} models and B = "

@@ -38,7 +38,7 @@ def unit_salience(x: torch.Tensor, attributions: torch.Tensor, units: perturb.Un
                   reduce: str) -> tuple[perturb.Units, torch.Tensor]:
     """Units (pixels / time steps / tokens when None) and the salience of each unit ``(B, n)`` by ``reduce``."""
     _validate.tensor(x, "x", ndim=(2, 3, 4))
-    units = perturb.default_units(x) if units is None else units
+    units = perturb.units_for(units, x)
     perturb.check_attributions(attributions, x)
     scores = perturb.unit_scores(attributions, units, reduce=reduce)
     _validate.batch_match(x, scores, "x", "attributions")

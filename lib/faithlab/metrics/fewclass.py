@@ -560,6 +560,7 @@ def fewclass_fid_details(model: Callable, x: torch.Tensor, attributions: torch.T
     stream keyed by a root seed drawn from ``generator`` and ``sample_index[i]`` (its global index, default its
     position), so it does not depend on the other images in the call. Arguments as in :func:`fewclass_fid`."""
     _validate.model(model, "model")
+    _validate.one_device(x=x, attributions=attributions, perturbed=perturbed, target=target)
     _validate.tensor(x, "x", ndim=4, floating=True)
     _validate.model_accepts(model, x, "model", "x")
     _validate.batch_size(batch_size, "batch_size")  # "auto" goes on to each forward loop, which resolves it

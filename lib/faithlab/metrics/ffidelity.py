@@ -219,11 +219,22 @@ def _check_pqg(P: torch.Tensor, Q: torch.Tensor, gt: torch.Tensor) -> None:
     _validate.tensor(P, "P", ndim=3)
     _validate.tensor(Q, "Q", ndim=3)
     _validate.tensor(gt, "gt", ndim=1)
+    _validate.one_device(P=P, Q=Q, gt=gt)
     if P.shape != Q.shape:
         raise ValueError(f"Q must have P's shape {tuple(P.shape)} (n_seeds, n_explainers, n_levels), got "
                          f"{tuple(Q.shape)}")
     if gt.shape[0] != P.shape[1]:
         raise ValueError(f"gt must have one value per explainer ({P.shape[1]}), got {gt.shape[0]}")
+
+
+def _check_levels(levels: torch.Tensor | None, P: torch.Tensor, name: str) -> None:
+    """Raise unless ``levels`` (None: uniform) is a 1-D tensor on P's device with one abscissa per level of P."""
+    if levels is None:
+        return
+    _validate.tensor(levels, name, ndim=1)
+    _validate.one_device(P=P, **{name: levels})
+    if P.ndim >= 1 and levels.shape[0] != P.shape[-1]:
+        raise ValueError(f"{name} must give one abscissa per level of P ({P.shape[-1]}), got {levels.shape[0]}")
 
 
 def macro_correlations(
@@ -237,6 +248,7 @@ def macro_correlations(
     (−1, +1, −1).
     """
     _check_pqg(P, Q, gt)
+    _check_levels(levels, P, "levels")
     auc_p, auc_q = trapezoid_auc(P, levels), trapezoid_auc(Q, levels)
     return {
         "morf_vs_gt": spearman(auc_p, gt),
@@ -291,6 +303,7 @@ def ground_truth_ranking(P: torch.Tensor, Q: torch.Tensor, noise_levels: Sequenc
     if gt.shape[0] != P.shape[1]:
         raise ValueError(f"noise_levels must give one ξ per explainer ({P.shape[1]}), got {gt.shape[0]}")
     lv = None if sparsity is None else _validate.fractions(sparsity, "sparsity").to(P.device)
+    _check_levels(lv, P, "sparsity")
     return {"macro": macro_correlations(P, Q, gt, lv), "micro": micro_correlations(P, Q, gt)}
 
 

@@ -115,6 +115,7 @@ def localisation_iou(attributions: torch.Tensor, boxes: torch.Tensor, *, batch_s
     attributions: ``(B, C, H, W)`` or ``(B, H, W)``; boxes: ``(B, 4)`` integer (x0, y0, x1, y1), x = column, end
     exclusive (``fl.data.canvas_digits``' ``boxes``); ``batch_size``: maps labelled at a time, an int or ``"auto"``
     (:data:`~faithlab.perturb.autobatch.MAP_ELEMENTS` pixels per chunk); the result does not depend on it."""
+    _validate.one_device(attributions=attributions, boxes=boxes)
     a = _pixel_map(attributions, "attributions")
     _validate.batch_size(batch_size, "batch_size")  # before the work
     boxes = _validate.tensor(boxes, "boxes", ndim=2)
@@ -125,7 +126,7 @@ def localisation_iou(attributions: torch.Tensor, boxes: torch.Tensor, *, batch_s
     if bool((boxes[:, :2] < 0).any() | (boxes[:, 2] > w).any() | (boxes[:, 3] > h).any()
             | (boxes[:, 2] <= boxes[:, 0]).any() | (boxes[:, 3] <= boxes[:, 1]).any()):
         raise ValueError(f"boxes must be non-empty and lie inside the {h}×{w} maps (x0 < x1 ≤ W, y0 < y1 ≤ H)")
-    boxes = boxes.to(a.device).long()
+    boxes = boxes.long()
     perturb.warn_constant(perturb.constant_maps(a.flatten(1)), "their top pixels are the first by pixel index")
     area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
     rank = perturb.ranks(torch.sort(a.flatten(1), dim=1, descending=True, stable=True).indices)
@@ -157,6 +158,7 @@ def dice_curve(attributions: torch.Tensor, masks: torch.Tensor, *,
     time (an int, or ``"auto"``: :data:`~faithlab.perturb.autobatch.MAP_ELEMENTS` pixels per chunk; the result does
     not depend on it): each is sorted once and the counts at every p read off its sorted mask (no ``(B, P, H·W)``
     tensor)."""
+    _validate.one_device(attributions=attributions, masks=masks)
     a = _pixel_map(attributions, "attributions").flatten(1)
     masks = _validate.tensor(masks, "masks", ndim=3)
     if masks.dtype != torch.bool or masks.shape[0] != a.shape[0] or masks.flatten(1).shape != a.shape:
@@ -172,7 +174,7 @@ def dice_curve(attributions: torch.Tensor, masks: torch.Tensor, *,
         v = a[i:i + batch_size].double()
         q = torch.quantile(v, levels, dim=1).T.contiguous()  # (b, P)
         ordered, order = torch.sort(v, dim=1)
-        gt = masks[i:i + batch_size].flatten(1).to(a.device).gather(1, order).long()
+        gt = masks[i:i + batch_size].flatten(1).gather(1, order).long()
         below = torch.nn.functional.pad(gt.cumsum(dim=1), (1, 0))  # below[:, k]: mask pixels among the k lowest
         k = torch.searchsorted(ordered, q, side="left")  # pixels < q; the rest (≥ q) are predicted
         total = below[:, -1:]

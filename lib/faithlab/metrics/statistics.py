@@ -26,6 +26,7 @@ def rankdata(x: torch.Tensor, *, dim: int = -1, method: str = "average") -> torc
     _validate.tensor(x, "x")
     if method not in ("average", "min"):
         raise ValueError(f"method must be 'average' or 'min', got {method!r}")
+    _dim(x, dim, "x")
     v = _float(x).movedim(dim, -1)
     n = v.shape[-1]
     sorted_v, order = v.sort(dim=-1)  # tie order is irrelevant: tied values share one rank
@@ -45,6 +46,31 @@ def rankdata(x: torch.Tensor, *, dim: int = -1, method: str = "average") -> torc
     return out.movedim(-1, dim)
 
 
+def _dim(x: torch.Tensor, dim, name: str) -> None:
+    """Raise unless ``dim`` is an int naming one of x's dimensions (a 0-d tensor has none to rank or correlate)."""
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    if x.ndim == 0:
+        raise ValueError(f"{name} is a 0-d tensor: it needs at least one dimension along dim (e.g. {name}[None])")
+    if not -x.ndim <= dim < x.ndim:
+        raise ValueError(f"dim={dim} is out of range for {name} of shape {tuple(x.shape)}")
+
+
+def _pair(a: torch.Tensor, b: torch.Tensor, dim) -> tuple[torch.Tensor, torch.Tensor]:
+    """a and b checked (tensors, one device, broadcastable, dim in range) and broadcast, as floats."""
+    _validate.tensor(a, "a")
+    _validate.tensor(b, "b")
+    _validate.one_device(a=a, b=b)
+    try:
+        a, b = torch.broadcast_tensors(_float(a), _float(b))
+    except RuntimeError:
+        raise ValueError(f"a of shape {tuple(a.shape)} and b of shape {tuple(b.shape)} do not broadcast: give vectors "
+                         f"of the same length along dim") from None
+    _vectors(a)
+    _dim(a, dim, "a")
+    return a, b
+
+
 def _vectors(broadcast: torch.Tensor) -> None:
     """Raise if ``a`` and ``b`` broadcast to a 0-d tensor (both are single numbers: nothing to correlate)."""
     if broadcast.ndim == 0:
@@ -57,10 +83,7 @@ def pearson(a: torch.Tensor, b: torch.Tensor, *, dim: int = -1) -> torch.Tensor:
     Returns the broadcast shape without ``dim``. Two 0-d tensors raise: a single number is no vector to correlate
     (torch would reduce it along any ``dim`` and give NaN).
     """
-    _validate.tensor(a, "a")
-    _validate.tensor(b, "b")
-    a, b = torch.broadcast_tensors(_float(a), _float(b))
-    _vectors(a)
+    a, b = _pair(a, b, dim)
     constant = (a.amax(dim) == a.amin(dim)) | (b.amax(dim) == b.amin(dim))
     ac = a - a.mean(dim, keepdim=True)
     bc = b - b.mean(dim, keepdim=True)
@@ -73,10 +96,7 @@ def spearman(a: torch.Tensor, b: torch.Tensor, *, dim: int = -1) -> torch.Tensor
 
     a, b: broadcastable tensors. Returns the broadcast shape without ``dim``; two 0-d tensors raise.
     """
-    _validate.tensor(a, "a")
-    _validate.tensor(b, "b")
-    a, b = torch.broadcast_tensors(_float(a), _float(b))
-    _vectors(a)
+    a, b = _pair(a, b, dim)
     return pearson(rankdata(a, dim=dim), rankdata(b, dim=dim), dim=dim)
 
 

@@ -79,6 +79,7 @@ def trajectory_from_map(attributions: torch.Tensor, x: torch.Tensor, *, edge: in
     by the smaller patch id (spec §5.1). attributions: ``(B, C|1, H, W)`` (C = x's channels) or ``(B, H, W)``; or
     ``(B, t)`` patch scores directly. A constant map (no ranking) gives the patch ids in order and is counted by a
     ``perturb.ConstantMapWarning``."""
+    _validate.one_device(x=x, attributions=attributions)
     units = patch_grid(x, edge)
     a = _validate.tensor(attributions, "attributions")
     if a.ndim == 2 and a.shape == (x.shape[0], units.n):
@@ -116,7 +117,10 @@ def trajectory_map(trajectory: torch.Tensor, size: int, *, alpha: float = 2.0) -
     return F.interpolate(pi.view(-1, 1, e, e), size=(size, size), mode="bilinear", align_corners=False)
 
 
-def _check_trajectory(trajectory, name: str, batch: int | None = None, t: int | None = None) -> torch.Tensor:
+def _check_trajectory(trajectory, name: str, batch: int | None = None, t: int | None = None,
+                      x: torch.Tensor | None = None) -> torch.Tensor:
+    """A ``(batch, t)`` int64 permutation per row, on x's device when x is given (checked before any value is read)."""
+    _validate.one_device(x=x, **{name: trajectory})
     tau = _validate.tensor(trajectory, name, ndim=2)
     if tau.dtype != torch.int64:
         raise TypeError(f"{name} must be an int64 tensor of patch ids, got dtype {tau.dtype}")
@@ -178,8 +182,9 @@ def deletion_curve(model: Callable, x: torch.Tensor, order: torch.Tensor, *, edg
     ``perturb.make_reference(x, "blur", kernel_size=..., sigma=...)`` for other sizes), :func:`patch_mean_reference`
     or any tensor. output: ``"prob"`` (TRACE-p) or ``"logit"`` (TRACE-y) of target (``(B,)``; None → prediction).
     """
+    _validate.one_device(x=x, order=order, target=target)  # before the target's forward pass
     s = _setup(model, x, edge, reference, output, target, batch_size)
-    tau = _check_trajectory(order, "order", x.shape[0], s.t).to(x.device)
+    tau = _check_trajectory(order, "order", x.shape[0], s.t)
     return _curves(model, x, s, output, tau, None, batch_size)
 
 
@@ -189,8 +194,9 @@ def insertion_curve(model: Callable, x: torch.Tensor, order: torch.Tensor, *, ed
     """Model output after inserting the first k patches of ``order`` into the fully deleted image, k = 0..t →
     ``(B, t + 1)``. Thm 3.1: inserting in MoRF order gives the LeRF deletion curve reversed, so the AUCs agree.
     Arguments as in :func:`deletion_curve`."""
+    _validate.one_device(x=x, order=order, target=target)  # before the target's forward pass
     s = _setup(model, x, edge, reference, output, target, batch_size)
-    tau = _check_trajectory(order, "order", x.shape[0], s.t).to(x.device)
+    tau = _check_trajectory(order, "order", x.shape[0], s.t)
     return _curves(model, x, s, output, tau, None, batch_size, insertion=True)
 
 
@@ -206,8 +212,9 @@ def trajectory_scores_details(model: Callable, x: torch.Tensor, trajectory: torc
     end points (the clean and the fully deleted image: 2·B·t inputs in all, not 2·B·(t + 1)). Other
     arguments as in :func:`deletion_curve`.
     """
+    _validate.one_device(x=x, trajectory=trajectory, target=target)  # before the target's forward pass
     s = _setup(model, x, edge, reference, output, target, batch_size)
-    tau = _check_trajectory(trajectory, "trajectory", x.shape[0], s.t).to(x.device)
+    tau = _check_trajectory(trajectory, "trajectory", x.shape[0], s.t)
     # one run: the clean and the fully deleted image are both curves' end points, each evaluated once
     lerf, morf = s.runner.curves(None, torch.arange(s.t + 1, dtype=torch.float64) / s.t, orders=(tau, tau.flip(1)))
     return {"lerf": lerf, "morf": morf, "lerf_auc": lerf.sum(1), "morf_auc": morf.sum(1),
@@ -238,6 +245,7 @@ def lerf_morf_details(model: Callable, x: torch.Tensor, attributions: torch.Tens
     ``(B, t)`` and the curves and sums of :func:`trajectory_scores_details` (``lerf``, ``morf``, ``lerf_auc``,
     ``morf_auc``, ``lerf_morf``).
     """
+    _validate.one_device(x=x, attributions=attributions, target=target)
     edge = default_edge(x, edge)
     tau = trajectory_from_map(attributions, x, edge=edge, reduce=reduce)
     d = trajectory_scores_details(model, x, tau, edge=edge, reference=reference, output=output, target=target,

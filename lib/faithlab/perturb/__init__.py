@@ -20,9 +20,10 @@ from faithlab.perturb.runner import (CURVE_KINDS, DELETION_INSERTION_FRACTIONS, 
 from faithlab.perturb.sampling import bernoulli_subset, exact_subset, uniform_fraction_mask
 from faithlab.perturb.units import (REDUCE, UNIT_KINDS, ConstantMapWarning, Units, check_attributions, constant_maps,
                                     default_units, expand, patch_units, pixel_units, segment_units, time_units,
-                                    token_units, unit_scores, warn_constant)
+                                    token_units, unit_scores, units_for, warn_constant)
 
 __all__ = ["Units", "pixel_units", "patch_units", "segment_units", "time_units", "token_units", "default_units",
+           "units_for",
            "UNIT_KINDS", "expand", "unit_scores", "REDUCE", "check_attributions", "constant_maps",
            "ConstantMapWarning", "warn_constant", "Reference", "make_reference", "PAD_TOKEN", "REMOVED_TOKEN",
            "apply_removal", "gaussian_filter", "ORDERS", "TIES",

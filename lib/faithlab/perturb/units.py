@@ -122,13 +122,32 @@ UNIT_KINDS = {"pixels": pixel_units, "time": time_units, "tokens": token_units}
 ``UNIT_KINDS[kind](x)`` builds them for x."""
 
 
-def _check_units(units: Units, x: torch.Tensor) -> None:
+UNITS_FORMS = ("None (pixels of images, time steps of series, tokens)", "fl.perturb.pixel_units(x)",
+               "fl.perturb.patch_units(x, patch_size)", "fl.perturb.segment_units(labels)", "fl.perturb.time_units(x)",
+               "fl.perturb.token_units(x)")
+"""The forms a ``units`` argument accepts, as its error message lists them."""
+
+
+def units_for(units: Units | None, x: torch.Tensor, *, name: str = "units") -> Units:
+    """The units a metric removes: :func:`default_units` of x for None, else ``units`` checked against x (type,
+    device, shape) → :class:`Units`. Anything else (e.g. the string ``"pixels"``) is a TypeError listing the accepted
+    forms."""
+    if units is None:
+        return default_units(x)
+    _check_units(units, x, name)
+    return units
+
+
+def _check_units(units: Units, x: torch.Tensor, name: str = "units") -> None:
     if not isinstance(units, Units):
-        raise TypeError(f"units must be a faithlab.perturb.Units, got {type(units).__name__}")
+        hint = (f" (for the kind {units!r}: fl.perturb.UNIT_KINDS[{units!r}](x))"
+                if isinstance(units, str) and units in UNIT_KINDS else "")
+        raise TypeError(f"{name} must be one of {', '.join(UNITS_FORMS)}; got {type(units).__name__} "
+                        f"{units!r}{hint}"[:400])
     idx = units.index
-    _validate.same_device(x, idx, "x", "units")
+    _validate.same_device(x, idx, "x", name)
     if not _broadcasts(idx.shape, x.shape):
-        raise ValueError(f"units index of shape {tuple(idx.shape)} does not broadcast to x of shape {tuple(x.shape)}")
+        raise ValueError(f"{name} index of shape {tuple(idx.shape)} does not broadcast to x of shape {tuple(x.shape)}")
 
 
 def _broadcasts(shape: Sequence[int], target: Sequence[int]) -> bool:
@@ -224,7 +243,9 @@ def unit_scores(attributions: torch.Tensor, units: Units, *, reduce: str) -> tor
 def check_attributions(attributions: torch.Tensor, x: torch.Tensor, *, name: str = "attributions") -> None:
     """Raise unless ``attributions`` fit the input ``x``: x's shape, x's shape with size 1 in the channel dim,
     x's shape without its channel dim (images ``(B, H, W)``, series ``(B, T)``), or ``(B, L, D)`` for token ids
-    ``(B, L)``. A map with more channels or other sizes than x is refused rather than reduced into unit scores."""
+    ``(B, L)``, on x's device. A map with more channels or other sizes than x is refused rather than reduced into
+    unit scores."""
+    _validate.one_device(x=x, **{name: attributions})
     a = _validate.tensor(attributions, name)
     shape, xs = tuple(a.shape), tuple(x.shape)
     channel = 1 if x.ndim == 4 else x.ndim - 1  # images (B, C, H, W); series/embeddings (B, T, C)

@@ -54,7 +54,7 @@ def removal_diagnostic(models: Mapping[str, Callable], x: torch.Tensor, y: torch
     """
     if not isinstance(models, Mapping) or not models:
         raise ValueError("models must be a non-empty mapping {name: model}")
-    units = perturb.default_units(x) if units is None else units
+    units = perturb.units_for(units, x)
     _validate.tensor(salient, "salient", ndim=2)
     _validate.batch_match(x, salient, "x", "salient")
     if salient.shape[1] != units.n:

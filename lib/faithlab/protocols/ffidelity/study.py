@@ -86,7 +86,7 @@ def random_masking_predictions(models: Mapping[str, Callable], x: torch.Tensor, 
     predictions with the labels (accuracy) or with another model's (agreement).
     """
     r = _validate.fraction(ratio, "ratio")
-    units = perturb.default_units(x) if units is None else units
+    units = perturb.units_for(units, x)
     everything = torch.ones(len(x), units.n, dtype=torch.bool, device=x.device)
     removed = perturb.exact_subset(everything, round(r * units.n), generator=generator,
                                    n_samples=_validate.positive_int(n_draws, "n_draws"))
