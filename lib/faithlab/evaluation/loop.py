@@ -98,7 +98,10 @@ def _choose(requested, *, has: dict[str, bool]) -> list[str]:
     return chosen
 
 
-def _check_kfold(kfold, n: int | None) -> None:
+def _check_kfold(kfold, n: int | None, x: torch.Tensor | None = None) -> None:
+    """Check a k-fold family before any work: its shape, each fold model (callable, eval mode) and, given the data
+    ``x`` (a batch of it when streaming), that each model module lies on x's device and takes its dtype — named
+    ``kfold.models[i]``, where torch would stop only at the ReCo/MeGe stage, after every other metric ran."""
     if not hasattr(kfold, "models") or not hasattr(kfold, "folds"):
         raise TypeError("kfold must have .models (k models) and .folds ((N,) fold of each sample), e.g. "
                         "fl.train.cross_train(...)")
@@ -106,6 +109,11 @@ def _check_kfold(kfold, n: int | None) -> None:
         raise ValueError(f"kfold must hold k ≥ 2 models and folds of shape ({n if n is not None else 'N'},) (one fold "
                          f"per sample of the data), got {len(kfold.models)} models and folds "
                          f"{tuple(kfold.folds.shape)}")
+    for i, m in enumerate(kfold.models):
+        _validate.model(m, f"kfold.models[{i}]")
+        if x is not None:
+            _validate.model_device(m, x, f"kfold.models[{i}]", "x")
+            _validate.model_accepts(m, x, f"kfold.models[{i}]", "x")
 
 
 class _Costs:
@@ -353,7 +361,7 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
     if finetuned is not None:
         _validate.model(finetuned, "finetuned")
     if kfold is not None:
-        _check_kfold(kfold, None if stream else x.shape[0])
+        _check_kfold(kfold, None if stream else x.shape[0], None if stream else x)
     _validate.batch_size(batch_size, "batch_size")
     chunk = None if chunk_size is None else _validate.positive_int(chunk_size, "chunk_size")
     if stream:
@@ -363,6 +371,8 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
         except StopIteration:
             raise ValueError("x is an iterable with no batch: nothing to evaluate") from None
         _validate.model_accepts(model, head.x, "model", "x")
+        if kfold is not None:
+            _check_kfold(kfold, None, head.x)
         if head.maps is None and not explainers:
             raise TypeError("the batches carry no attributions: pass explainer= (a callable or {name: callable}) to "
                             "map them")

@@ -17,6 +17,7 @@ from faithlab import _validate, perturb
 from faithlab.metrics import bhatt, consistency, crossfold, cumulative, ffidelity, fewclass, trace
 from faithlab.metrics.registry import Context, Metric, Option, Shared, register
 from faithlab.perturb import autobatch
+from faithlab.perturb.engine import NonFiniteOutput
 
 __all__ = ["SPARSITY", "BUILTIN", "OPTION_LIST", "SHARED", "explained", "takes_seeds_keyword"]
 
@@ -127,8 +128,11 @@ def _predictions(c: Context) -> torch.Tensor:
     out = []
     for i, m in enumerate(c.kfold.models):
         _validate.model(m, f"kfold.models[{i}]")
-        out.append(perturb.removal_outputs(c.counted(m), c.x, none, output="predicted", target=c.labels,
-                                           batch_size=c.batch_size))
+        try:
+            out.append(perturb.removal_outputs(c.counted(m), c.x, none, output="predicted", target=c.labels,
+                                               batch_size=c.batch_size))
+        except NonFiniteOutput as err:  # the engine knows the model as "model": name the fold model
+            raise err.naming(f"kfold.models[{i}]") from None
     return torch.stack(out)
 
 

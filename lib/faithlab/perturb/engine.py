@@ -71,15 +71,27 @@ def _logits(model: Callable, inputs: torch.Tensor, plan: autobatch.Plan | None =
     return logits
 
 
-def _non_finite_error(bad: torch.Tensor, per_sample: int, where: str) -> ValueError:
+class NonFiniteOutput(ValueError):
+    """A model returned NaN or inf: the message says "model returned …"; :meth:`naming` gives the same error naming
+    the caller's model (e.g. ``kfold.models[1]``) where the engine only knows it as "model"."""
+
+    def __init__(self, detail: str, name: str = "model"):
+        super().__init__(f"{name} returned NaN or inf {detail}")
+        self.detail = detail
+
+    def naming(self, name: str) -> NonFiniteOutput:
+        return NonFiniteOutput(self.detail, name)
+
+
+def _non_finite_error(bad: torch.Tensor, per_sample: int, where: str) -> NonFiniteOutput:
     """The error for model outputs that are NaN/inf: ``bad`` flags the flat (sample, variant) cells."""
     cells = bad.nonzero().flatten().cpu()
     samples = torch.unique(cells // per_sample)
     variants = torch.unique(cells % per_sample)
-    return ValueError(f"model returned NaN or inf on {cells.numel()} of {bad.numel()} {where} (sample(s) "
-                      f"{samples[:8].tolist()}{' …' if samples.numel() > 8 else ''}, variant(s) "
-                      f"{variants[:8].tolist()}{' …' if variants.numel() > 8 else ''}); no score can be computed "
-                      f"from them")
+    return NonFiniteOutput(f"on {cells.numel()} of {bad.numel()} {where} (sample(s) "
+                           f"{samples[:8].tolist()}{' …' if samples.numel() > 8 else ''}, variant(s) "
+                           f"{variants[:8].tolist()}{' …' if variants.numel() > 8 else ''}); no score can be "
+                           f"computed from them")
 
 
 def logits(model: Callable, inputs: torch.Tensor, *, batch_size: BatchSize | autobatch.Plan = 256,

@@ -54,17 +54,23 @@ class CrossTrained:
 
     @torch.no_grad()
     def predictions(self, x: torch.Tensor, *, batch_size: int = 256) -> torch.Tensor:
-        """Predicted classes ``(k, N)`` of every model on inputs x (single-logit models: logit > 0)."""
+        """Predicted classes ``(k, N)`` of every model on inputs x (single-logit models: logit > 0), on the CPU.
+
+        x must lie on the models' device and hold no NaN or inf: both are checked before any model is called (a
+        ValueError naming ``x``)."""
         _validate.tensor(x, "x")
         batch_size = _validate.positive_int(batch_size, "batch_size")
+        for i, model in enumerate(self.models):
+            _validate.model_device(model, x, f"models[{i}]", "x")
+        _validate.finite(x, "x")
         rows = []
-        for model in self.models:
-            dev = next(model.parameters()).device
+        for i, model in enumerate(self.models):
             preds = []
             for b0 in range(0, x.shape[0], batch_size):
-                logits = model(x[b0:b0 + batch_size].to(dev))
-                if not bool(torch.isfinite(logits).all()):
-                    raise ValueError(f"model returned non-finite logits on samples {b0}..{b0 + len(logits) - 1}")
+                logits = model(x[b0:b0 + batch_size])
+                if not bool(torch.isfinite(logits.abs().amax())):
+                    raise ValueError(f"models[{i}] returned NaN or inf logits on samples "
+                                     f"{b0}..{b0 + len(logits) - 1}")
                 preds.append((logits[:, 0] > 0).long() if logits.shape[1] == 1 else logits.argmax(1))
             rows.append(torch.cat(preds).cpu())
         return torch.stack(rows)
@@ -115,6 +121,21 @@ def _digest(data: TensorData) -> str:
     return h.hexdigest()
 
 
+def _check_finite(data: TensorData) -> None:
+    """Raise, naming ``data.x`` or ``data.y`` and the first sample concerned, if either holds NaN or inf: training
+    would only stop later, with "training loss became nan". One vectorised pass per tensor (``_validate.finite``);
+    the samples are looked for only once a bad value is known."""
+    for name in ("x", "y"):
+        t = getattr(data, name)
+        try:
+            _validate.finite(t, f"data.{name}")
+        except ValueError:
+            bad = ~torch.isfinite(t.reshape(t.shape[0], -1)).all(dim=1)
+            raise ValueError(f"data.{name} holds NaN or inf in {int(bad.sum())} of {t.shape[0]} samples, the first "
+                             f"at index {int(bad.nonzero()[0, 0])}; drop or repair them before training (e.g. "
+                             f"data.subset(torch.isfinite(data.{name}.reshape(len(data), -1)).all(1)))") from None
+
+
 def _check_labels(data: TensorData, model_config) -> None:
     """Raise, naming ``data.y``, if a label lies outside ``data.n_classes`` or the classes of the model that
     ``model_config["n_classes"]`` builds (a single logit: classes 0 and 1): training would stop in torch's loss
@@ -160,6 +181,7 @@ def cross_train(model_name: str, model_config: dict, data: TensorData, config: T
     if not isinstance(data, TensorData):
         raise TypeError(f"data must be a faithlab TensorData, got {type(data).__name__}")
     k = _validate.positive_int(k, "k")
+    _check_finite(data)
     _check_labels(data, model_config)
     # the degradations are checked here, so that a bad one is named as the caller wrote it (the values, not
     # their float(), go into the cache key as before)
