@@ -67,36 +67,26 @@ page) serve them; :mod:`faithlab.study.pages` serves the book's Sphinx extension
 names; :func:`faithlab.study.stamps.library_hash` stays in its module (patch it there).
 """
 
-from faithlab.study import notebook_page
-from faithlab.study.cli import main
-from faithlab.study.execution import KERNEL_STARTUP, Result, execute, kernel_options
-from faithlab.study.parameters import (
-    PROFILES,
-    Notebook,
-    StudyError,
-    discover,
-    load_profile,
-    merge_parameters,
-    notebooks_dir,
-    parse_overrides,
-    select,
-)
-from faithlab.study.promotion import JOURNAL, LOCKS, STAGING, recover
-from faithlab.study.scheduling import run
-from faithlab.study.scorecard import (
-    ALL_PAPERS,
-    CLAIM_COLUMNS,
-    CLAIMS,
-    SCORECARD,
-    STUDY_CHECK,
-    STUDY_MAP,
-    SUMMARY,
-    PREREGISTRATION,
-    summarise,
-    write_scorecard,
-)
-from faithlab.study.shards import SHARD_DONE, SHARD_SECONDS, SHARDS, shard_plan, shard_store
-from faithlab.study.stamps import STAMP, is_current, output_paths, run_key
+import importlib
+
+from faithlab.study.cli import main  # light: ``python -m faithlab.study`` imports this package first
+
+# The other names are imported on first use (PEP 562): ``python -m faithlab.study run ...`` checks its arguments
+# before torch, pandas, papermill or dask are imported (tests/test_runner_usage.py), which an eager import of
+# faithlab.study.execution here would defeat. Name -> the module of this package that defines it.
+_EXPORTS = {
+    **dict.fromkeys(("PROFILES", "Notebook", "StudyError", "discover", "load_profile", "merge_parameters",
+                     "notebooks_dir", "parse_overrides", "select"), "parameters"),
+    **dict.fromkeys(("STAMP", "is_current", "output_paths", "run_key"), "stamps"),
+    **dict.fromkeys(("JOURNAL", "LOCKS", "STAGING", "recover"), "promotion"),
+    **dict.fromkeys(("SHARD_DONE", "SHARD_SECONDS", "SHARDS", "shard_plan", "shard_store"), "shards"),
+    **dict.fromkeys(("KERNEL_STARTUP", "Result", "execute", "kernel_options"), "execution"),
+    **dict.fromkeys(("ALL_PAPERS", "CLAIM_COLUMNS", "CLAIMS", "SCORECARD", "STUDY_CHECK", "STUDY_MAP", "SUMMARY",
+                     "PREREGISTRATION", "summarise", "write_scorecard"), "scorecard"),
+    "run": "scheduling",
+}
+_SUBMODULES = ("cli", "cluster", "execution", "notebook_page", "pages", "parameters", "promotion", "scheduling",
+               "scorecard", "shards", "stamps")
 
 __all__ = [  # by concept, in the order of the modules above (the API reference lists them in this order)
     "PROFILES", "StudyError", "Notebook", "notebooks_dir", "discover", "select", "load_profile", "parse_overrides",
@@ -112,3 +102,18 @@ __all__ = [  # by concept, in the order of the modules above (the API reference 
     "main",
     "notebook_page",
 ]
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

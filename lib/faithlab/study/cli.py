@@ -1,4 +1,9 @@
-"""The runner's command line, ``python -m faithlab.study`` (``list``, ``run``, ``scorecard``, ``compare``)."""
+"""The runner's command line, ``python -m faithlab.study`` (``list``, ``run``, ``scorecard``, ``compare``).
+
+A usage error (an unknown option value, notebook, profile or parameter, a ``--cluster`` value that cannot work) ends
+the command with exit status 2 and one line on stderr, ``error: <what>``, naming the argument: :func:`check_arguments`
+finds it before anything slow is imported and before any cluster is contacted.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,11 @@ import argparse
 import sys
 
 from faithlab import paths
-from faithlab.study.parameters import PROFILES, StudyError, discover, parse_overrides
-from faithlab.study.promotion import recover
-from faithlab.study.scheduling import run
-from faithlab.study.scorecard import write_scorecard
+from faithlab.study.parameters import PROFILES, StudyError
+
+# Nothing heavy at the top of this module (nor of the package's __init__): the command line is parsed and checked
+# (check_arguments) before torch, pandas, dask, distributed, papermill or jupytext are imported or a cluster is
+# contacted, so that a usage error answers in a fraction of a second. tests/test_runner_usage.py checks it.
 
 DESCRIPTION = ("Run the study's notebooks: jupytext sources → papermill → executed notebooks and artifacts for the "
                "book.")  # the first line of faithlab.study's docstring
@@ -38,8 +44,19 @@ def _compare(first: str, second: str) -> int:
     return 1 if table["change"].isin(UNSTABLE_CHANGES).any() else 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m faithlab.study", description=DESCRIPTION)
+class UsageError(StudyError):
+    """A command-line argument that cannot be used (exit status 2, one line)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose errors raise :class:`UsageError` (one line) instead of printing the usage and exiting."""
+
+    def error(self, message: str):
+        raise UsageError(" ".join(message.split()))
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m faithlab.study", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list the notebooks and their parameters")
     run_p = sub.add_parser("run", help="execute notebooks (all by default)")
@@ -51,32 +68,86 @@ def main(argv: list[str] | None = None) -> int:
     run_p.add_argument("--timeout", type=int, default=3600, help="seconds allowed per cell")
     run_p.add_argument("--cluster", default=None, metavar="ADDRESS|local[:N]|slurm|pbs|sge|lsf",
                        help="execute on a Dask cluster: a scheduler address, a local cluster of N workers, or -j "
-                            "batch jobs with the profile's 'cluster:' resources (see faithlab.study.cluster)")
+                            "batch jobs with the profile's 'cluster:' resources (see faithlab.study.cluster); the "
+                            "scheduler must answer within FAITHLAB_CLUSTER_TIMEOUT seconds (default 5)")
     sub.add_parser("scorecard", help="rebuild book/_generated/scorecard.csv, its summary and the study map from the "
                                      "notebooks' claims")
     cmp_p = sub.add_parser("compare", help="compare the verdicts of two output folders (e.g. two training seeds): "
                                            "every claim's verdict in both and whether it flipped")
     cmp_p.add_argument("first", help="a generated folder (holding scorecard.csv) or a scorecard.csv")
     cmp_p.add_argument("second")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def check_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The parsed command line, checked; raises :class:`UsageError` (a :class:`StudyError`, one line naming the
+    argument) for the first argument that cannot be used, without importing torch, pandas, dask, distributed,
+    papermill or jupytext and without contacting a cluster (``--help`` exits as usual).
+
+    For ``run``, in the order :func:`faithlab.study.run` checks them: ``-j``, ``--timeout``, the ``-p`` values
+    (``args.overrides`` holds them parsed), the notebook names (their files, none is read), the ``-p`` names
+    against the selected notebooks' parameters cells (read only when ``-p`` is given), the profile file and the
+    notebooks it names, and the ``--cluster`` value (:func:`faithlab.study.cluster.check`: its form, the batch
+    system's submit command, the scheduler file, the host name resolved within ``FAITHLAB_CLUSTER_TIMEOUT`` s).
+    """
+    args = _parser().parse_args(argv)
+    if args.command != "run":
+        return args
+    from faithlab.study import cluster as clusters
+    from faithlab.study.parameters import (
+        check_overrides,
+        check_profile_notebooks,
+        listing,
+        load_profile,
+        parse_overrides,
+        select,
+        with_parameters,
+    )
 
     try:
+        if args.jobs < 1:
+            raise UsageError(f"-j/--jobs must be a positive integer, got {args.jobs}")
+        if args.timeout < 1:
+            raise UsageError(f"--timeout must be a positive number of seconds (allowed per cell), got {args.timeout}")
+        args.overrides = parse_overrides(args.params)
+        root = paths.project_root()
+        every = listing(root)
+        chosen = select(every, args.notebooks)
+        if args.overrides:  # the parameters cells of the selected notebooks only (jupytext, no kernel)
+            check_overrides([with_parameters(nb) for nb in chosen], args.overrides)
+        spec = load_profile(args.profile, root)
+        check_profile_notebooks(args.profile, spec, every)
+        if args.cluster is not None:
+            clusters.check(args.cluster)
+    except UsageError:
+        raise
+    except (StudyError, clusters.ClusterError) as exc:
+        raise UsageError(str(exc)) from None
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = check_arguments(argv)
         if args.command == "list":
+            from faithlab.study.parameters import discover
+
             for nb in discover():
                 print(f"{nb.name}: {nb.defaults}")
             return 0
         if args.command == "compare":
             return _compare(args.first, args.second)
         if args.command == "scorecard":
+            from faithlab.study.promotion import recover
+            from faithlab.study.scorecard import write_scorecard
+
             generated = paths.generated_dir()
             recover(generated)
             print(write_scorecard(generated))
             return 0
-        if args.jobs < 1:
-            parser.error("-j/--jobs must be a positive integer")
-        if args.timeout < 1:
-            parser.error("--timeout must be a positive number of seconds (allowed per cell)")
-        results = run(args.notebooks, args.profile, parse_overrides(args.params), args.jobs, args.force, args.timeout,
+        from faithlab.study.scheduling import run
+
+        results = run(args.notebooks, args.profile, args.overrides, args.jobs, args.force, args.timeout,
                       cluster=args.cluster)
     except StudyError as exc:
         print(f"error: {exc}", file=sys.stderr)

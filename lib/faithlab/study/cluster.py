@@ -5,7 +5,9 @@ Three ways to get one:
 * ``--cluster tcp://host:8786`` (any address ``distributed.Client`` accepts, or a scheduler file ending in
   ``.json``): workers someone already started. Start them with ``--resources notebook=1`` so that each runs one
   notebook at a time; workers without that resource get notebooks one after the other anyway (the runner
-  serialises executions inside a worker process), but the scheduler may queue several on one worker.
+  serialises executions inside a worker process), but the scheduler may queue several on one worker. The address
+  is checked before anything else (:func:`check`: a missing port or a host name that does not resolve is an error at
+  once); a scheduler that does not answer is given up after ``FAITHLAB_CLUSTER_TIMEOUT`` seconds (default 5).
 * ``--cluster local`` or ``local:N``: a ``distributed.LocalCluster`` of N worker processes on this machine
   (loopback only; N defaults to ``-j``), to try the cluster path on one machine.
 * ``--cluster slurm`` (or ``pbs``, ``sge``, ``lsf``): ``dask-jobqueue`` submits ``-j`` batch jobs, each one
@@ -32,17 +34,20 @@ import logging
 import os
 import shlex
 import shutil
+import socket
 import threading
 import time
 from pathlib import Path
 
-from faithlab._optional import require
+from faithlab._optional import message, require
 
 RESOURCE = "notebook"  # the worker resource one notebook execution takes
 SYSTEMS = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster", "lsf": "LSFCluster"}
 SUBMIT = {"slurm": "sbatch", "pbs": "qsub", "sge": "qsub", "lsf": "bsub"}  # each batch system's submit command
 SUBMIT_TIMEOUT = 60  # seconds for the batch system's submit command to answer for every job (it takes about one)
 CONNECT_TIMEOUT = 5  # seconds to reach a running scheduler (an address or a scheduler file) before giving up
+TIMEOUT_ENV = "FAITHLAB_CLUSTER_TIMEOUT"  # overrides CONNECT_TIMEOUT (seconds, also for resolving the host name)
+ADDRESS_SCHEMES = ("tcp", "tls", "ws", "wss")  # schemes whose address is host:port, checked before connecting
 RESOURCE_KEYS = {"cores", "memory", "walltime", "gpus", "queue", "account", "job_extra_directives",
                  "job_script_prologue", "interface", "local_directory", "log_directory", "python",
                  "dashboard_address"}
@@ -234,21 +239,124 @@ def _check_submitted(batch, cluster: str, jobs: int, refused: _SubmitErrors) -> 
                            f"profile's cluster: section (queue, account, walltime)")
 
 
-def connect(cluster: str, *, workers: int, resources: dict | None = None, root: Path,
-            environment: dict | None = None, echo=print) -> Connection:
-    """Open the cluster ``--cluster`` names (see the module docstring); ``workers``: local processes or batch jobs.
+def connect_timeout() -> float:
+    """Seconds allowed to resolve a scheduler's host name and then to connect to it: ``FAITHLAB_CLUSTER_TIMEOUT``
+    when set (a positive number), else ``CONNECT_TIMEOUT``."""
+    given = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not given:
+        return CONNECT_TIMEOUT
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds < float("inf"):
+        raise ClusterError(f"{TIMEOUT_ENV} must be a positive number of seconds (to reach a --cluster scheduler), "
+                           f"got {given!r}")
+    return seconds
 
-    Raises ClusterError naming the value, at once, for a scheduler file that does not exist or a batch system whose
-    submit command (``sbatch``, ``qsub``, ``bsub``) is not on PATH, and after ``CONNECT_TIMEOUT`` seconds for a
-    scheduler that cannot be reached."""
-    distributed = require("distributed", "--cluster")
 
+def _installed(module: str, what: str) -> None:
+    """Raise ClusterError (one line, with the extra that installs it) when ``module`` is not installed; nothing is
+    imported."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise ClusterError(message(module, what))
+
+
+def _host_port(cluster: str) -> tuple[str, int] | None:
+    """(host, port) of a scheduler address whose scheme is one of ``ADDRESS_SCHEMES`` or none (tcp), read as
+    ``distributed`` reads it; None for another scheme or an empty host (left to ``distributed``). Raises ClusterError
+    for an address without a port number or whose port is not one."""
+    scheme, sep, location = cluster.rpartition("://")
+    if sep and scheme not in ADDRESS_SCHEMES:
+        return None
+    what = f"--cluster {cluster!r}: not a scheduler address (host:port), 'local[:N]' or one of {sorted(SYSTEMS)}"
+    if location.startswith("["):  # IPv6: [addr]:port
+        host, bracket, tail = location[1:].partition("]")
+        if not bracket or (tail and not tail.startswith(":")):
+            raise ClusterError(f"{what} (cannot read it as [IPv6 address]:port)")
+        port = tail[1:] if tail else None
+    else:
+        host, colon, port = location.rpartition(":")
+        if not colon:
+            host, port = location, None
+        elif ":" in host:
+            raise ClusterError(f"{what} (an IPv6 address needs brackets, like [::1]:8786)")
+    if port is None:
+        raise ClusterError(f"{what} (missing port number in address {cluster!r})")
+    if not (port.isdigit() and 0 < int(port) < 65536):
+        raise ClusterError(f"{what} (port {port!r} is not a number from 1 to 65535)")
+    return (host, int(port)) if host else None
+
+
+def _resolve(cluster: str, host: str, port: int, timeout: float) -> None:
+    """Raise ClusterError, within ``timeout`` seconds, when ``host`` has no address: an unknown name fails at once
+    instead of after distributed's connection timeout (it retries a failed look-up until then), and a resolver that
+    does not answer cannot hold the run longer than ``timeout``."""
+    outcome: list = []
+
+    def look_up() -> None:
+        try:
+            socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            outcome.append(None)
+        except (OSError, UnicodeError) as exc:  # socket.gaierror, or a name IDNA cannot encode
+            outcome.append(exc)
+
+    worker = threading.Thread(target=look_up, name="faithlab-resolve", daemon=True)  # getaddrinfo has no timeout
+    worker.start()
+    worker.join(timeout)
+    if not outcome:
+        raise ClusterError(f"--cluster {cluster!r}: the host name {host!r} was not resolved within {timeout:g} s "
+                           f"(set {TIMEOUT_ENV} to wait longer)")
+    if outcome[0] is not None:
+        why = getattr(outcome[0], "strerror", None) or str(outcome[0]) or type(outcome[0]).__name__
+        raise ClusterError(f"--cluster {cluster!r}: cannot resolve the host name {host!r} ({why})")
+
+
+def check(cluster: str) -> None:
+    """Check a ``--cluster`` value without importing distributed or contacting a scheduler: raise ClusterError (one
+    line naming --cluster and the value) for an empty value, a bad ``local:N``, a batch system whose submit command
+    is not on PATH, a scheduler file that does not exist, an address without a port, a host name that does not
+    resolve (within :func:`connect_timeout`), or when the packages it needs are not installed."""
     if not isinstance(cluster, str) or not cluster:
         raise ClusterError(f"--cluster must be an address, 'local[:N]' or one of {sorted(SYSTEMS)}, got {cluster!r}")
+    timeout = connect_timeout()
     if cluster == "local" or cluster.startswith("local:"):
         count = cluster.partition(":")[2]
         if count and not (count.isdigit() and int(count) > 0):
             raise ClusterError(f"--cluster {cluster!r}: the number of local workers must be a positive integer")
+    elif cluster in SYSTEMS:
+        # dask-jobqueue would start its scheduler, fail to submit in the background and wait for workers forever
+        if shutil.which(SUBMIT[cluster]) is None:
+            raise ClusterError(f"--cluster {cluster!r}: {SUBMIT[cluster]!r} is not on PATH (run from a machine that "
+                               f"can submit {cluster} jobs)")
+        _installed("dask_jobqueue", f"--cluster {cluster}")
+    elif cluster.endswith(".json"):
+        # distributed waits, silently and for ever, for a scheduler file to appear
+        if not Path(cluster).is_file():
+            raise ClusterError(f"--cluster {cluster!r}: the scheduler file {cluster} does not exist")
+    else:
+        address = _host_port(cluster)
+        if address is not None:
+            _resolve(cluster, *address, timeout)
+    _installed("distributed", "--cluster")
+
+
+def connect(cluster: str, *, workers: int, resources: dict | None = None, root: Path,
+            environment: dict | None = None, echo=print) -> Connection:
+    """Open the cluster ``--cluster`` names (see the module docstring); ``workers``: local processes or batch jobs.
+
+    Raises ClusterError naming the value, at once, for the values :func:`check` refuses (a scheduler file that does
+    not exist, a batch system whose submit command (``sbatch``, ``qsub``, ``bsub``) is not on PATH, an address
+    without a port or whose host name does not resolve), and after :func:`connect_timeout` seconds (5 unless
+    ``FAITHLAB_CLUSTER_TIMEOUT`` says otherwise) for a scheduler that cannot be reached."""
+    check(cluster)
+    timeout = connect_timeout()
+    distributed = require("distributed", "--cluster")
+
+    if cluster == "local" or cluster.startswith("local:"):
+        count = cluster.partition(":")[2]
         n = int(count) if count else workers
         # The kernels of the N workers share the cores, as with -j N (the workers' environment only).
         threads = local_threads(n, echo)
@@ -259,10 +367,6 @@ def connect(cluster: str, *, workers: int, resources: dict | None = None, root: 
         echo(f"local Dask cluster with {n} worker processes at {local.scheduler_address}")
         return Connection(distributed.Client(local), [local.close, _restore_environment(saved)])
     if cluster in SYSTEMS:
-        # dask-jobqueue would start its scheduler, fail to submit in the background and wait for workers forever
-        if shutil.which(SUBMIT[cluster]) is None:
-            raise ClusterError(f"--cluster {cluster!r}: {SUBMIT[cluster]!r} is not on PATH (run from a machine that "
-                               f"can submit {cluster} jobs)")
         batch = jobqueue_cluster(cluster, resources, root=root, environment=environment)
         refused = _SubmitErrors.install()
         batch.scale(jobs=workers)
@@ -271,19 +375,16 @@ def connect(cluster: str, *, workers: int, resources: dict | None = None, root: 
              f"{batch.dashboard_link}); job script:\n" + batch.job_script())
         return Connection(distributed.Client(batch), [batch.close])
     if cluster.endswith(".json"):
-        # distributed waits, silently and for ever, for a scheduler file to appear
-        if not Path(cluster).is_file():
-            raise ClusterError(f"--cluster {cluster!r}: the scheduler file {cluster} does not exist")
-        target = {"scheduler_file": cluster}
+        target = {"scheduler_file": cluster}  # it exists (check): distributed would wait for it for ever
     else:
         target = {"address": cluster}
     try:
-        client = distributed.Client(**target, timeout=CONNECT_TIMEOUT)
+        client = distributed.Client(**target, timeout=timeout)
     except ValueError as exc:  # e.g. "missing port number in address 'x'"
         raise ClusterError(f"--cluster {cluster!r}: not a scheduler address, 'local[:N]' or one of "
                            f"{sorted(SYSTEMS)} ({exc})") from None
     except OSError as exc:  # refused, unreachable or no answer in time
-        raise ClusterError(f"--cluster {cluster!r}: cannot connect to the scheduler within {CONNECT_TIMEOUT} s "
+        raise ClusterError(f"--cluster {cluster!r}: cannot connect to the scheduler within {timeout:g} s "
                            f"({exc})") from None
     workers_info = client.scheduler_info().get("workers", {})
     with_resource = [w for w in workers_info.values() if RESOURCE in (w.get("resources") or {})]

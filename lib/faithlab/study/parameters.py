@@ -113,15 +113,22 @@ def _first_line_of_cell(text: str, cell: str) -> int | None:
     return None
 
 
+def listing(root: Path | None = None) -> list[Notebook]:
+    """The notebooks of :func:`discover` without their parameters (``defaults`` empty): no notebook is read, so that
+    the command line can check the names it was given before anything slow (no jupytext)."""
+    base = notebooks_dir(root)
+    return [Notebook(source.parent.name, source.stem, source) for source in sorted(base.glob("*/*.py"))
+            if source.parent.name not in {"params", "__pycache__"} and not source.name.startswith("_")]
+
+
+def with_parameters(nb: Notebook) -> Notebook:
+    """``nb`` (e.g. from :func:`listing`) with the defaults of its parameters cell."""
+    return Notebook(nb.paper, nb.experiment, nb.source, _parameters_cell(nb.source))
+
+
 def discover(root: Path | None = None) -> list[Notebook]:
     """All notebooks under ``notebooks/<paper>/<experiment>.py``, sorted by name."""
-    base = notebooks_dir(root)
-    found = []
-    for source in sorted(base.glob("*/*.py")):
-        if source.parent.name in {"params", "__pycache__"} or source.name.startswith("_"):
-            continue
-        found.append(Notebook(source.parent.name, source.stem, source, _parameters_cell(source)))
-    return found
+    return [with_parameters(nb) for nb in listing(root)]
 
 
 def select(notebooks: list[Notebook], selectors: list[str]) -> list[Notebook]:
@@ -308,6 +315,24 @@ def parse_overrides(pairs: list[tuple[str, str]] | None) -> dict:
             at = f" at column {column}" if column else ""
             raise StudyError(f"-p {name}: value {value!r} is not valid YAML ({problem}{at})") from None
     return overrides
+
+
+def check_overrides(notebooks: list[Notebook], overrides: dict) -> None:
+    """Raise StudyError when a ``-p`` name is a parameter of none of ``notebooks`` (the selected ones)."""
+    if not overrides:
+        return
+    used = set().union(*(nb.defaults for nb in notebooks)) if notebooks else set()
+    unknown = set(overrides) - used
+    if unknown:
+        raise StudyError(f"-p {sorted(unknown)}: no selected notebook has such a parameter")
+
+
+def check_profile_notebooks(profile: str, spec: dict, notebooks: list[Notebook]) -> None:
+    """Raise StudyError when a profile (:func:`load_profile`) names a notebook that is not among ``notebooks`` (all
+    of them)."""
+    unknown = (set(spec["notebooks"]) | set(spec["start_first"])) - {nb.name for nb in notebooks}
+    if unknown:
+        raise StudyError(f"profile {profile!r} names unknown notebooks {sorted(unknown)}")
 
 
 def merge_parameters(nb: Notebook, profile: str, spec: dict, overrides: dict) -> dict:

@@ -15,7 +15,16 @@ from pathlib import Path
 from faithlab import paths
 from faithlab.study import stamps
 from faithlab.study.execution import Result, _execute_job, execute
-from faithlab.study.parameters import Notebook, StudyError, discover, load_profile, merge_parameters, select
+from faithlab.study.parameters import (
+    Notebook,
+    StudyError,
+    check_overrides,
+    check_profile_notebooks,
+    discover,
+    load_profile,
+    merge_parameters,
+    select,
+)
 from faithlab.study.promotion import _locked, _notebook_lock, _outputs_lock, _remove, _slug, _tidy, recover
 from faithlab.study.scorecard import write_scorecard
 from faithlab.study.shards import shard_plan
@@ -191,16 +200,11 @@ def run(
     root = Path(root or paths.project_root()).resolve()
     generated = Path(generated or paths.generated_dir()).resolve()
     overrides = overrides or {}
-    notebooks = select(discover(root), selectors or [])
-    if overrides:
-        used = set().union(*(nb.defaults for nb in notebooks)) if notebooks else set()
-        unknown = set(overrides) - used
-        if unknown:
-            raise StudyError(f"-p {sorted(unknown)}: no selected notebook has such a parameter")
+    every = discover(root)
+    notebooks = select(every, selectors or [])
+    check_overrides(notebooks, overrides)
     spec = load_profile(profile, root)
-    unknown_nbs = (set(spec["notebooks"]) | set(spec["start_first"])) - {nb.name for nb in discover(root)}
-    if unknown_nbs:
-        raise StudyError(f"profile {profile!r} names unknown notebooks {sorted(unknown_nbs)}")
+    check_profile_notebooks(profile, spec, every)
     rank = {name: i for i, name in enumerate(spec["start_first"])}
     notebooks.sort(key=lambda nb: (rank.get(nb.name, len(rank)), nb.name))
     lib_hash = stamps.library_hash()  # looked up on the module: tests replace it there
