@@ -18,7 +18,7 @@ import torch
 from oracles import saliency, small_cnn
 
 import faithlab as fl
-from faithlab.metrics import crossfold, fewclass, ffidelity, localisation, statistics, trace
+from faithlab.metrics import crossfold, fewclass, ffidelity, localisation, statistics, trace, trace_search
 
 B, SIDE, K = 4, 8, 3
 OTHER = torch.device(os.environ.get("FAITHLAB_TEST_OTHER_DEVICE", "meta"))
@@ -101,6 +101,13 @@ CALLS = {
                        lambda: {"x": _images()["x"], "order": _trajectory(), "target": _images()["target"]}),
     "insertion_curve": (lambda **kw: trace.insertion_curve(_model(), edge=2, **kw),
                         lambda: {"x": _images()["x"], "order": _trajectory(), "target": _images()["target"]}),
+    "anneal": (lambda **kw: trace_search.anneal(_model(), edge=2, iterations=2, generator=0, progress=False, **kw),
+               lambda: {"x": _images()["x"], "init": _trajectory(), "target": _images()["target"]}),
+    "genetic": (lambda **kw: trace_search.genetic(_model(), edge=2, population=4, generations=1, generator=0,
+                                                  progress=False, **kw),
+                lambda: {"x": _images()["x"], "init": _trajectory(), "target": _images()["target"]}),
+    "tabu": (lambda **kw: trace_search.tabu(_model(), edge=2, iterations=2, generator=0, progress=False, **kw),
+             lambda: {"x": _images()["x"], "init": _trajectory(), "target": _images()["target"]}),
     "fewclass_fid with perturbed": (_fewclass, lambda: {**_images(), "perturbed": torch.rand(B, 1, SIDE, SIDE)}),
     "mu_fidelity": (lambda **kw: fl.metrics.mu_fidelity(_model(), n_subsets=4, **kw), _images),
     "average_stability": (lambda **kw: fl.metrics.average_stability(_model(), explainer=_explain, n_neighbours=2,

@@ -118,9 +118,11 @@ def trajectory_map(trajectory: torch.Tensor, size: int, *, alpha: float = 2.0) -
 
 
 def _check_trajectory(trajectory, name: str, batch: int | None = None, t: int | None = None,
-                      x: torch.Tensor | None = None) -> torch.Tensor:
-    """A ``(batch, t)`` int64 permutation per row, on x's device when x is given (checked before any value is read)."""
-    _validate.one_device(x=x, **{name: trajectory})
+                      device: torch.device | None = None) -> torch.Tensor:
+    """A ``(batch, t)`` int64 permutation per row, on x's ``device`` when given (checked before any value is read)."""
+    if device is not None and isinstance(trajectory, torch.Tensor) and trajectory.device != device:
+        raise ValueError(f"{name} is on {trajectory.device} but x is on {device}; move them to the same device (e.g. "
+                         f"{name}.to(x.device))")
     tau = _validate.tensor(trajectory, name, ndim=2)
     if tau.dtype != torch.int64:
         raise TypeError(f"{name} must be an int64 tensor of patch ids, got dtype {tau.dtype}")

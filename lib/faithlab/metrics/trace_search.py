@@ -182,6 +182,7 @@ def anneal(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-
     iterations, t0, eta = _schedule(objective, iterations, t0, eta, output)
     show = _validate.progress(progress)
     predicted = target is None
+    _validate.one_device(x=x, init=init, target=target)  # before the target's forward pass
     s = _setup(model, x, edge, reference, output, target, batch_size)
     seeds = perturb.sample_seeds(generator, sample_index, x.shape[0], why="for the annealing proposals")
     b, t, dev = x.shape[0], s.t, x.device
@@ -332,7 +333,7 @@ def _start(model: Callable, x: torch.Tensor, s: _Setup, init: Search | torch.Ten
             raise ValueError(f"init's curves must be ({b}, {t + 1}) for these images and edge={edge}, got lerf "
                              f"{tuple(lerf.shape)} and morf {tuple(morf.shape)}")
     else:
-        tau = _check_trajectory(init, "init", b, t).to(dev)
+        tau = _check_trajectory(init, "init", b, t, dev)
         both = _curves(model, x, s, output, torch.cat([tau, tau.flip(1)]), torch.arange(b, device=dev).repeat(2),
                        batch_size)
         lerf, morf = both[:b], both[b:]
@@ -504,6 +505,7 @@ def genetic(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le
         objective, population, generations, elite, tournament, crossover, mutation)
     show = _validate.progress(progress)
     predicted = target is None
+    _validate.one_device(x=x, init=init, target=target)  # before the target's forward pass
     s = _setup(model, x, edge, reference, output, target, batch_size)
     b, t, dev = x.shape[0], s.t, x.device
     _at_least_two(t, "the genetic algorithm", edge)
@@ -617,6 +619,7 @@ def tabu(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-mo
     objective, iterations, n_neighbours, tenure = _tabu_settings(objective, iterations, n_neighbours, tenure)
     show = _validate.progress(progress)
     predicted = target is None
+    _validate.one_device(x=x, init=init, target=target)  # before the target's forward pass
     s = _setup(model, x, edge, reference, output, target, batch_size)
     b, t, dev = x.shape[0], s.t, x.device
     _at_least_two(t, "tabu search", edge)
@@ -760,7 +763,7 @@ def _population_start(init: Search | torch.Tensor | None, b: int, t: int, edge: 
             raise ValueError(f"init's curves must be ({b}, {t + 1}) for these images and edge={edge}, got lerf "
                              f"{tuple(init.lerf.shape)} and morf {tuple(init.morf.shape)}")
         return Search(tau, init.lerf.to(dev), init.morf.to(dev), init.passes)
-    return _check_trajectory(init, "init", b, t).to(dev)
+    return _check_trajectory(init, "init", b, t, dev)
 
 
 def _individuals(pop: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
