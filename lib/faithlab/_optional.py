@@ -57,3 +57,16 @@ def require(module: str, what: str) -> ModuleType:
         if err.name is None or err.name.partition(".")[0] != top:
             raise
         raise ModuleNotFoundError(text, name=top) from err
+
+
+def missing(err: BaseException, what: str) -> str | None:
+    """The one line to print for ``err`` when it is a missing optional dependency → ``err``'s own message when
+    :func:`require` raised it (it names the extra), the :func:`message` of ``what`` for a bare ``No module named``
+    of a module of :data:`EXTRAS`; None for any other error (a traceback is then the honest report)."""
+    if not isinstance(err, ModuleNotFoundError) or not err.name:
+        return None
+    top = err.name.partition(".")[0]
+    if top not in EXTRAS:
+        return None
+    text = str(err)
+    return text if "pip install" in text else message(top, what)

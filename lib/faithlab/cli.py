@@ -6,8 +6,11 @@ faithfulness metric of the study and writes a report (tables, map figures, one H
     faithlab evaluate --model torchvision:resnet18 --weights my.pt --images my_images/ --out report/
 
 Before any real work it shows the images, the model's preprocessing and the cost of each metric (model inputs
-counted exactly by :func:`faithlab.evaluation.estimate`, seconds from a timed forward pass of the model on one
-batch), naming the metrics that are expensive at this image size; ``--estimate-only`` stops there. Then
+counted exactly by :func:`faithlab.evaluation.estimate`, seconds from the median of three warm forward passes at
+``--batch-size`` and one warm call of each explainer), naming the metrics that are expensive at this image size;
+``--estimate-only`` stops there. The report's ``estimate.csv`` and ``cost.csv`` set the estimate beside the
+measured seconds per metric group. A run interrupted with Ctrl-C keeps its finished chunks in ``<out>.partial/``;
+``--resume`` continues from them. Then
 :func:`faithlab.evaluate` streams the images through every metric under a progress bar, a randomised copy of the
 model gives the sanity check of :func:`faithlab.report.sanity`, and :func:`faithlab.report.write` writes the
 report. Usage errors (a flag's value that cannot work) print one line naming the flag and its fix and exit with
@@ -150,11 +153,15 @@ def _parser() -> argparse.ArgumentParser:
         "evaluate", formatter_class=argparse.RawDescriptionHelpFormatter,
         help="score explainers of your model on your images with every metric and write a report",
         description="Score explainers of your model on a folder of images with every faithfulness metric of the "
-                    "study and write a report: report.csv (one row per image × explainer × metric), summary.csv, "
-                    "ranks.csv, sanity.csv, cost.csv, map figures and index.html.\n\nFirst the images, the model's "
-                    "preprocessing and the cost of each metric are shown (model inputs, and seconds from a timed "
-                    "forward pass on one batch); metrics that are expensive at this image size are named with the "
-                    "--set option that makes them cheaper.",
+                    "study and write a report: index.html (first the explainers' overall ranking), overall.csv (mean "
+                    "rank over the metrics with its bootstrap interval), pairs.csv (the metrics that separate each "
+                    "pair of explainers), metrics.csv (what each metric measures), report.csv (one row per image × "
+                    "explainer × metric), summary.csv, ranks.csv, sanity.csv, cost.csv and map figures.\n\nFirst "
+                    "the images, the model's preprocessing and the cost of each metric are shown (model inputs, "
+                    "and seconds from three warm forward passes at --batch-size and a warm call of each "
+                    "explainer; estimate.csv sets them beside the measured seconds); metrics that are expensive at "
+                    "this image size are named with the --set option that makes them cheaper. A run interrupted "
+                    "with Ctrl-C keeps its finished chunks in <out>.partial/: --resume continues it.",
         epilog="examples:\n"
                "  faithlab evaluate --model torchvision:resnet18 --weights my.pt --images my_images/ --out report/\n"
                "  faithlab evaluate --model timm:vit_tiny_patch16_224 --weights vit.pt --images imgs/ \\\n"
@@ -177,8 +184,15 @@ def _parser() -> argparse.ArgumentParser:
                    help="labels: 'folders' (subfolder names, sorted, are classes 0, 1, ...; a flat folder has none), "
                         "a CSV file with columns file,label, or 'predictions' (the model's own); without labels Fid+/- "
                         "and the accuracy AUC read the model's predictions (default: %(default)s)")
-    g.add_argument("--n-images", type=int, metavar="N", help="evaluate the first N images (sorted by path; default: "
+    g.add_argument("--n-images", type=int, metavar="N", help="evaluate N images spread evenly over the classes: "
+                   "round-robin over the class folders in sorted order, each class's images in an order shuffled "
+                   "by --seed (a flat folder: N images drawn by --seed); they are evaluated in file order (default: "
                    "all)")
+    g.add_argument("--skip-unreadable", action="store_true", help="go on without images that cannot be read (a "
+                   "corrupt or truncated file; with --n-images another image takes its place) and list them in "
+                   "skipped.txt in the report folder; without it such a file stops the command, named")
+    g.add_argument("--random-weights", action="store_true", help="evaluate the model with random weights when no "
+                   "--weights are given (required then: the scores of an untrained model say little)")
     g.add_argument("--size", type=int, metavar="PX", help="resize and crop the images to PX pixels instead of the "
                    "model's own preprocessing size (faster; the model must accept that size)")
     g = ev.add_argument_group("explainers and metrics")
@@ -204,6 +218,9 @@ def _parser() -> argparse.ArgumentParser:
                    "%(default)s)")
     g.add_argument("--out", default="report", metavar="DIR", help="the report folder, replaced when complete "
                    "(default: %(default)s)")
+    g.add_argument("--resume", action="store_true", help="continue an interrupted run (Ctrl-C, a crash) from the "
+                   "finished chunks it kept in DIR.partial/ beside the report (refused when an argument, the model "
+                   "weights or the images differ); without it such a folder is replaced")
     g.add_argument("--yes", "-y", action="store_true", help="do not ask before running (asked only when the "
                    "input is a terminal)")
     g.add_argument("--estimate-only", action="store_true", help="show the images, preprocessing and cost "
@@ -297,14 +314,39 @@ def _resized(pre, size: int):
 
 
 def _load(args, echo):
-    """The model, its preprocessing, the image folder and the fine-tuned copy, or UsageError naming the flag."""
+    """The model, its preprocessing, the image folder (the ``--n-images`` sample of readable images) and the
+    fine-tuned copy, or UsageError naming the flag. Cheap checks come first: the folder, the files, the weights
+    rule, the device."""
     import torch
 
     import faithlab as fl
 
+    images = Path(args.images).expanduser()
+    if not images.is_dir():
+        raise UsageError("--images", f"{args.images} is not a folder")
     for flag, value in (("--weights", args.weights), ("--finetuned", args.finetuned)):
         if value is not None and not Path(value).expanduser().is_file():
             raise UsageError(flag, f"no such file {value}")
+    if args.weights is None and not args.random_weights:
+        raise UsageError("--weights", "none given, so the model would have random weights and its scores would say "
+                                      "little; pass --weights FILE, or --random-weights to evaluate it anyway")
+    if args.weights is not None and args.random_weights:
+        raise UsageError("--random-weights", "contradicts --weights: pass one of them")
+    try:
+        device = torch.device(args.device)
+    except (RuntimeError, ValueError) as err:
+        raise UsageError("--device", f"{args.device}: {err}") from None
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise UsageError("--device", f"{args.device}: no CUDA GPU is available on this machine (torch "
+                                         f"{torch.__version__}); use --device cpu")
+        if device.index is not None and device.index >= count:
+            raise UsageError("--device", f"{args.device}: this machine has {count} GPU(s), cuda:0 to "
+                                         f"cuda:{count - 1}; pick one of them or use --device cpu")
+    elif device.type == "mps" and not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
+        raise UsageError("--device", f"{args.device}: no Apple GPU (MPS) is available on this machine; use --device "
+                                     "cpu")
     try:
         model = fl.models.load(args.model, weights=args.weights)
     except FileNotFoundError as err:
@@ -318,65 +360,150 @@ def _load(args, echo):
         except (ValueError, TypeError, KeyError, RuntimeError, ImportError) as err:
             raise UsageError("--finetuned", str(err)) from None
     try:
-        device = torch.device(args.device)
         model = model.to(device).eval()
         tuned = tuned.to(device).eval() if tuned is not None else None
     except (RuntimeError, AssertionError) as err:
-        raise UsageError("--device", f"{args.device}: {err}") from None
+        raise UsageError("--device", f"{args.device}: {err}; use --device cpu") from None
     pre = fl.models.preprocessing(model)
     if args.size is not None:
         if args.size < 8:
             raise UsageError("--size", f"must be at least 8 pixels, got {args.size}")
         pre = _resized(pre, args.size)
-    images = Path(args.images).expanduser()
-    if not images.is_dir():
-        raise UsageError("--images", f"{args.images} is not a folder")
     try:
         data = fl.data.image_folder(images, preprocess=pre, labels=_labels(args.labels))
     except (ValueError, FileNotFoundError, TypeError) as err:
         raise UsageError("--labels" if str(err).startswith("labels") else "--images", str(err)) from None
     if len(data) == 0:
         raise UsageError("--images", f"{args.images} holds no image (png, jpg, jpeg, bmp, webp, tif)")
+    data = _readable_sample(data, args, echo)
     return model, tuned, pre, data, device
 
 
-def _probe(model, x, explain: dict, echo) -> tuple[float, dict[str, float]]:
-    """Seconds per model input (one timed forward pass on ``x`` after a warm-up) and per explained image of each
-    explainer (one call on up to 4 images)."""
+def _readable_sample(data, args, echo):
+    """The images to evaluate: ``--n-images`` of them spread evenly over the classes
+    (:meth:`~faithlab.data.ImageFolderData.balanced_order` with ``--seed``), or all, each read once here so that an
+    unreadable file stops the command before any work, named with ``--images`` — or, with ``--skip-unreadable``, is
+    left out (the next image of the balanced order takes its place) and listed in ``info["skipped"]`` (file, why)."""
+    n = len(data) if args.n_images is None else min(args.n_images, len(data))
+    order = data.balanced_order(args.seed) if n < len(data) else range(len(data))
+    chosen, skipped = [], []
+    for i in order:
+        if len(chosen) == n:
+            break
+        try:
+            data.image(i)
+        except ValueError as err:
+            cause = err.__cause__ if err.__cause__ is not None else err
+            why = f"{type(cause).__name__}: {cause}"
+            if not args.skip_unreadable:
+                raise UsageError("--images", f"{Path(data.root) / data.files[i]} is not a readable image ({why}); "
+                                             "remove it, or pass --skip-unreadable to go on without it") from None
+            skipped.append((data.files[i], why))
+            continue
+        chosen.append(i)
+    if not chosen:
+        raise UsageError("--images", f"none of the {len(skipped)} images in {args.images} is readable (e.g. "
+                                     f"{skipped[0][0]}: {skipped[0][1]})")
+    if skipped:
+        echo(f"skipped {len(skipped)} unreadable image(s) (--skip-unreadable): "
+             f"{', '.join(f for f, _ in skipped[:5])}{' …' if len(skipped) > 5 else ''}")
+    out = data.subset(sorted(chosen)) if len(chosen) < len(data) else data
+    out.info["skipped"] = skipped
+    return out
+
+
+def _probe(model, x, batch_size: int, explain: dict, echo) -> dict:
+    """Times of the model and the explainers on the first chunk ``x`` (the b images :func:`faithlab.evaluate` maps
+    and scores together), before any metric runs → ``{"per_input", "per_call", "per_map", "per_explained",
+    "n_classes"}``.
+
+    per_input: seconds per model input at ``batch_size`` inputs per call (the metrics' perturbed inputs go through
+    the model that many at a time): a warm-up call on x, then the median of 3 calls on ``batch_size`` inputs (x
+    repeated). per_call, per_input_in_call: a call of k inputs costs ``per_call + k × per_input_in_call``, the line
+    through the call on x (timed once after the warm-up) and the calls of ``batch_size`` inputs (small calls, the
+    clean pass of a chunk, say, cost more per input). per_map: seconds per image of each explainer on the chunk: a warm-up call on one image, then one
+    call on x. per_explained: what an input given to the explainer in batches of ``batch_size`` (S_avg's
+    neighbours) costs: per_map scaled by the model's per-input time at ``batch_size`` over its time on x (an
+    explainer's cost follows the model's). A missing optional package of an explainer (xrai, TorchRay's) is a
+    UsageError naming ``--explainers`` and the extra to install."""
+    import statistics
+
     import torch
 
+    from faithlab import _optional
+
+    b = x.shape[0]
+    # a GPU runs its kernels asynchronously: each timed call waits for them (the CPU's calls are synchronous)
+    sync = torch.cuda.synchronize if x.device.type == "cuda" else (lambda: None)
+
+    def timed(fn, *args) -> float:
+        sync()
+        start = time.perf_counter()
+        fn(*args)
+        sync()
+        return time.perf_counter() - start
+
     with torch.no_grad():
-        model(x[:1])
-        start = time.perf_counter()
-        target = model(x).argmax(1)
-        per_input = (time.perf_counter() - start) / x.shape[0]
-    per_map = {}
+        logits = model(x)  # the warm-up (and the class each explainer explains)
+        target = logits.argmax(1)
+        if batch_size != b:
+            on_chunk = timed(model, x) / b
+            full = x.repeat(-(-batch_size // b), *([1] * (x.ndim - 1)))[:batch_size]
+        else:
+            full = x
+        try:
+            runs = [timed(model, full) for _ in range(3)]
+        except torch.cuda.OutOfMemoryError:
+            raise UsageError("--batch-size", f"{batch_size} inputs do not fit in the memory of {x.device} in one "
+                                             "forward pass; pass a smaller --batch-size") from None
+    per_input = statistics.median(runs) / full.shape[0]
+    if batch_size == b:
+        on_chunk = per_input
+    slope = (per_input * batch_size - on_chunk * b) / (batch_size - b) if batch_size != b else per_input
+    per_call = on_chunk * b - slope * b
+    if slope < 0 or per_call < 0:  # the timings' noise: no per-call cost
+        slope, per_call = per_input, 0.0
+    per_map, per_explained = {}, {}
     for name, fn in explain.items():
-        start = time.perf_counter()
-        fn(model, x[:4], target[:4])
-        per_map[name] = (time.perf_counter() - start) / min(4, x.shape[0])
-    return per_input, per_map
+        try:
+            fn(model, x[:1], target[:1])  # the warm-up
+            per_map[name] = timed(fn, model, x, target) / b
+        except ImportError as err:
+            text = _optional.missing(err, f"explainer {name!r}")
+            if text is None:
+                raise
+            raise UsageError("--explainers", f"{name}: {text}") from None
+        per_explained[name] = per_map[name] * per_input / on_chunk if on_chunk > 0 else per_map[name]
+    return {"per_input": per_input, "per_call": per_call, "per_input_in_call": slope, "per_map": per_map,
+            "per_explained": per_explained, "n_classes": int(logits.shape[1])}
 
 
 def _estimate(args, model, data, n: int, chosen: list[str], explain: dict, options: dict, tuned, echo):
     """Print the cost table (per metric group: model inputs and seconds) and the expensive groups; return the
-    estimated seconds."""
+    estimate per group (``group``, ``metrics``, ``forward_inputs``, ``explained_inputs``, ``seconds``; a ``maps``
+    row for the explainers' maps), its total in ``attrs["total"]``.
+
+    The model inputs are counted by :func:`faithlab.evaluation.estimate` (stand-in model and samples, small probe
+    images with the same counts: no metric runs on the model); seconds are those counts times :func:`_probe`'s
+    times of the model and the explainers at the run's batch size."""
     import pandas as pd
-    import torch
 
     from faithlab import evaluation
 
     xb = _inputs(next(iter(_first(data.loader(args.batch_size), n)))).to(next(model.parameters()).device)
-    with torch.no_grad():
-        n_classes = int(model(xb[:1]).shape[1])
-    per_input, per_map = _probe(model, xb, explain, echo)
-    table = evaluation.estimate((n, *xb.shape[1:]), n_classes=n_classes, explainers=list(explain), metrics=chosen,
-                                finetuned=tuned is not None, explainer=True, batch_size=args.batch_size, **options)
+    timing = _probe(model, xb, args.batch_size, explain, echo)
+    per_input, per_map = timing["per_input"], timing["per_map"]
+    table = evaluation.estimate((n, *xb.shape[1:]), n_classes=timing["n_classes"], explainers=list(explain),
+                                metrics=chosen, finetuned=tuned is not None, explainer=True,
+                                chunk_size=args.batch_size, batch_size=args.batch_size, **options)
+    mean_explained = sum(timing["per_explained"].values()) / len(explain)
+    table["seconds"] = (table["model_calls"] * timing["per_call"] + table["forward_inputs"]
+                        * timing["per_input_in_call"] + table["explained_inputs"]
+                        * table["explainer"].map(timing["per_explained"]).fillna(mean_explained))
     by_group = table.groupby("group", sort=False).agg(metrics=("metrics", "first"),
                                                       forward_inputs=("forward_inputs", "sum"),
-                                                      explained_inputs=("explained_inputs", "sum"))
-    mean_map = sum(per_map.values()) / len(per_map)
-    by_group["seconds"] = by_group["forward_inputs"] * per_input + by_group["explained_inputs"] * mean_map
+                                                      explained_inputs=("explained_inputs", "sum"),
+                                                      seconds=("seconds", "sum"))
     by_group["per image"] = by_group["forward_inputs"] / n
     by_group["explained per image"] = by_group["explained_inputs"] / n
     maps_seconds = n * sum(per_map.values())
@@ -386,8 +513,14 @@ def _estimate(args, model, data, n: int, chosen: list[str], explain: dict, optio
     with pd.option_context("display.width", 160, "display.max_colwidth", 60):
         echo(shown.round(1).to_string(index=False))
     echo("(per image: summed over the explainers; explained: inputs given to an explainer, e.g. S_avg's neighbours)")
-    echo(f"maps: {len(explain)} explainer(s) x {n} images, est. {maps_seconds:.0f} s; model: {1000 * per_input:.2f} "
-         f"ms per input on {args.device} (timed on one batch of {xb.shape[0]})")
+    probed = table.attrs.get("probe_shape")
+    if probed is not None and tuple(probed[1:]) != tuple(xb.shape[1:]):
+        echo(f"(model inputs counted on stand-in images of {tuple(probed[1:])}, which take as many as "
+             f"{tuple(xb.shape[1:])})")
+    echo(f"maps: {len(explain)} explainer(s) x {n} images, est. {maps_seconds:.1f} s ("
+         + ", ".join(f"{name} {1000 * s:.1f} ms" for name, s in per_map.items())
+         + f" per image, timed on {xb.shape[0]}); model: {1000 * per_input:.2f} ms per input on {args.device} "
+           f"(median of 3 calls of {args.batch_size} inputs, after a warm-up)")
     expensive = by_group[(by_group["seconds"] > 0.2 * total) & (by_group["seconds"] > 10)]
     for group, row in expensive.iterrows():
         tip = TIPS.get(group, "")
@@ -397,7 +530,68 @@ def _estimate(args, model, data, n: int, chosen: list[str], explain: dict, optio
              f"image){'; ' + tip if tip else ''}")
     echo(f"estimated total: {total:.0f} s ({total / 60:.1f} min) for {n} images"
          + ("" if args.no_sanity else ", plus the sanity check (the model-only metrics once more)"))
-    return total
+    out = by_group[["metrics", "forward_inputs", "explained_inputs", "seconds"]].reset_index()
+    out = pd.concat([out, pd.DataFrame([{"group": "maps", "metrics": "maps", "forward_inputs": 0,
+                                         "explained_inputs": n * len(explain), "seconds": maps_seconds}])],
+                    ignore_index=True)
+    out.attrs["total"] = total
+    return out
+
+
+def _compare_estimate(frame, estimated, echo):
+    """The estimate beside what the run measured, per metric group → (``estimate.csv``'s table, the report's cost
+    table).
+
+    The first: per group (the clean pass, the fully removed inputs, the maps and each metric group) the estimated
+    and measured model inputs, explained inputs and seconds (all explainers together), and their total. The cost
+    table (:func:`faithlab.report.cost`) gains each metric's ``group`` with its ``estimated group seconds`` and
+    ``measured group seconds`` (Few-class Fid's include its perturbation search, as its cost row does)."""
+    import pandas as pd
+
+    from faithlab import evaluation, report
+
+    measured = evaluation.cost(frame).groupby("group", sort=False)[["forward_inputs", "explained_inputs",
+                                                                    "seconds"]].sum()
+    table = estimated.set_index("group")
+    groups = list(dict.fromkeys(list(table.index) + list(measured.index)))
+    rows = []
+    for g in groups:
+        e = table.loc[g] if g in table.index else None
+        m = measured.loc[g] if g in measured.index else None
+        rows.append({"group": g, "metrics": e["metrics"] if e is not None else g,
+                     "estimated model inputs": 0 if e is None else int(e["forward_inputs"]),
+                     "measured model inputs": 0 if m is None else int(m["forward_inputs"]),
+                     "estimated explained inputs": 0 if e is None else int(e["explained_inputs"]),
+                     "measured explained inputs": 0 if m is None else int(m["explained_inputs"]),
+                     "estimated seconds": 0.0 if e is None else float(e["seconds"]),
+                     "measured seconds": 0.0 if m is None else float(m["seconds"])})
+    compared = pd.DataFrame(rows)
+    totals = compared.drop(columns=["group", "metrics"]).sum()
+    compared = pd.concat([compared, pd.DataFrame([{"group": "total", "metrics": "", **totals.to_dict()}])],
+                         ignore_index=True)
+    counts = [c for c in compared if c.endswith("inputs")]
+    compared[counts] = compared[counts].astype("int64")
+    seconds = compared.set_index("group")[["estimated seconds", "measured seconds"]]
+    if "fewclass selection" in seconds.index and "fewclass" in seconds.index:
+        seconds.loc["fewclass"] += seconds.loc["fewclass selection"]
+    cost = report.cost(frame)
+    if "metric" in cost:  # one row per metric
+        group = cost["metric"].map(lambda m: evaluation.METRICS[m].group if m in evaluation.METRICS else None)
+        cost["group"] = group
+        cost["estimated group seconds"] = group.map(seconds["estimated seconds"])
+        cost["measured group seconds"] = group.map(seconds["measured seconds"])
+    est, got = float(totals["estimated seconds"]), float(totals["measured seconds"])
+    echo(f"estimate: {est:.1f} s, measured: {got:.1f} s" + (f" ({got / est:.2f} x the estimate)" if est > 0 else "")
+         + "; per metric group in estimate.csv and cost.csv")
+    return compared, cost
+
+
+def _record_extras(out: Path, compared, skipped) -> None:
+    """Beside the written report: ``estimate.csv`` (:func:`_compare_estimate`) and ``skipped.txt``, the images
+    ``--skip-unreadable`` left out (file, tab, why), when there are any."""
+    compared.to_csv(out / "estimate.csv", index=False)
+    if skipped:
+        (out / "skipped.txt").write_text("".join(f"{f}\t{why}\n" for f, why in skipped), encoding="utf-8")
 
 
 def _evaluate(args, argv: Sequence[str], echo) -> int:
@@ -433,7 +627,7 @@ def _evaluate(args, argv: Sequence[str], echo) -> int:
         registry.check_options(options, chosen, torch.zeros(1, *first.shape[1:]))
     except (ValueError, TypeError) as err:
         raise UsageError("--set", str(err)) from None
-    _estimate(args, model, data, n, chosen, explain, options, tuned, echo)
+    estimated = _estimate(args, model, data, n, chosen, explain, options, tuned, echo)
     if args.estimate_only:
         return 0
     if not args.yes and sys.stdin is not None and sys.stdin.isatty():
@@ -445,27 +639,44 @@ def _evaluate(args, argv: Sequence[str], echo) -> int:
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        frame = fl.evaluate(model, _first(data.loader(args.batch_size), n), explainer=explain, metrics=chosen,
-                            finetuned=tuned, batch_size=args.batch_size, progress=True, **options)
-        randomised = None
-        random = next((name for name, (m, _) in chosen_explainers.items() if m == "random"), None)
-        if not args.no_sanity and report.randomisable_metrics(frame):
-            echo("sanity check: the model-only metrics on a randomised copy of the model")
-            randomised = report.on_randomised(model, _first(data.loader(args.batch_size), n), None, explain, frame,
-                                              scale=args.randomise_scale, generator=args.seed,
-                                              batch_size=args.batch_size, progress=True, **options)
-    for w in caught:
-        message = f"{w.category.__name__}: {w.message}"
+        # the finished chunks are kept in <out>.partial/ (evaluate/, then sanity/) as the run goes: --resume reads
+        # them back after an interruption, so only the unfinished ones are computed again
+        from faithlab.evaluation.loop import CheckpointMismatch
+
+        work = _work_folder(args, argv, _fingerprint(args, model, data, n, chosen, chosen_explainers, options, pre),
+                            echo)
+        try:
+            frame = fl.evaluate(model, _first(data.loader(args.batch_size), n), explainer=explain, metrics=chosen,
+                                finetuned=tuned, batch_size=args.batch_size, progress=True,
+                                checkpoint=work / "evaluate", **options)
+            randomised = None
+            random = next((name for name, (m, _) in chosen_explainers.items() if m == "random"), None)
+            if not args.no_sanity and report.randomisable_metrics(frame):
+                echo("sanity check: the model-only metrics on a randomised copy of the model")
+                randomised = report.on_randomised(model, _first(data.loader(args.batch_size), n), None, explain,
+                                                  frame, scale=args.randomise_scale, generator=args.seed,
+                                                  batch_size=args.batch_size, progress=True,
+                                                  checkpoint=work / "sanity", **options)
+        except CheckpointMismatch as err:  # a difference the fingerprint missed, seen by the chunks' own record
+            raise UsageError("--resume", f"the interrupted run in {work} differs from this one: its folder "
+                                         f"{err.what}; rerun without --resume to start over") from None
+        except BaseException:
+            print(f"faithlab: the finished chunks are kept in {work}: run the same command with --resume to "
+                  "continue", file=sys.stderr, flush=True)
+            raise
+    from faithlab.evaluation import hints as hinting
+
+    for w in caught:  # in the command's terms: --labels predictions where the library says y=None, ...
+        message = f"{w.category.__name__}: {hinting.for_command(str(w.message))}"
         if message not in hints:
             hints.append(message)
             echo(f"warning: {message}")
-    if random is None:
-        hints.append("No random map among the explainers: add 'random' to --explainers for the check that each "
-                     "explainer beats a random map.")
-    if not data.labelled:
-        hints.append("No labels: Fid+/- and the accuracy AUC read agreement with the model's own predictions.")
-    hints.append("ReCo and MeGe are not computed: they need k models cross-trained on labelled data (the template "
-                 "notebook's kfold).")
+    hints += hinting.command_hints(random_map=random is not None, labelled=data.labelled)
+    skipped = data.info.get("skipped", [])
+    if skipped:
+        shown = ", ".join(Path(f).name for f, _ in skipped[:5]) + (" …" if len(skipped) > 5 else "")
+        hints.append(f"--skip-unreadable left out {len(skipped)} unreadable image(s): {shown} (all in skipped.txt)")
+    compared, costs = _compare_estimate(frame, estimated, echo)
     xs, maps = None, None
     if args.maps:
         xs = data.tensors(min(args.maps, n), model=model).x.to(device)
@@ -476,20 +687,186 @@ def _evaluate(args, argv: Sequence[str], echo) -> int:
     parameters["settings"] = options
     index = report.write(args.out, frame, randomised=randomised, random=random, images=xs, maps=maps,
                          n_maps=args.maps, normalisation=getattr(pre, "normalisation", None),
-                         command="faithlab " + shlex.join(argv), parameters=parameters, hints=hints)
+                         command="faithlab " + shlex.join(argv), parameters=parameters, hints=hints,
+                         costs=costs, seed=args.seed)
+    _record_extras(Path(index).parent, compared, skipped)
+    _discard(work)  # the report is complete: nothing left to resume
     echo(f"done in {time.perf_counter() - start:.0f} s: {index}")
     return 0
 
 
 def _list_metrics(echo) -> int:
-    import pandas as pd
+    """One line per metric (name, direction, cost class, what it measures, the --set options it reads), then each of
+    those options once with its default, summarised. The cost class reads the model and explainer inputs for one
+    image that fl.evaluation.estimate counts: cheap under 50, moderate under 500, expensive from 500."""
+    from faithlab import evaluation, report
+    from faithlab.metrics.registry import OPTIONS
 
-    from faithlab import evaluation
+    width, cheap, moderate = 160, 50, 500
 
-    table = evaluation.describe()[["metric", "label", "paper", "direction", "needs", "options"]]
-    with pd.option_context("display.width", 200, "display.max_colwidth", 90):
-        echo(table.to_string(index=False))
+    def settable(option: str) -> bool:  # parse_settings' own rule: what --set accepts (the seed has --seed)
+        try:
+            parse_settings([f"{option}=0"])
+        except UsageError:
+            return False
+        return option != "seed"
+
+    def cut(line: str) -> str:
+        return line if len(line) <= width else line[:width - 1] + "…"
+
+    # estimate's counts at 3 x 14 x 14 are those at 3 x 224 x 224 with the default options (the same 7 x 7 TRACE
+    # grid; every curve fraction a distinct number of pixels), at a fraction of the cost
+    probe = evaluation.estimate((1, 3, 14, 14), n_classes=10, explainers=["e"], finetuned=True, explainer=True)
+    per_image = (probe["forward_inputs"] + probe["explained_inputs"]).groupby(probe["group"]).sum()
+    lines, read = [], []
+    for name, info in evaluation.METRICS.items():
+        if info.group in per_image:
+            inputs = float(per_image[info.group] + sum(per_image.get(u, 0) for u in info.uses))
+            kind = "cheap" if inputs < cheap else "moderate" if inputs < moderate else "expensive"
+            cost = f"{kind} ({inputs:,.0f})"
+        else:  # not computed by the estimate: ReCo/MeGe need k cross-trained models
+            cost = "k models" if "kfold" in info.needs else "?"
+        options = [o for o in info.options if settable(o)]
+        read += options
+        direction = "higher is better" if info.higher_is_better else "lower is better"
+        lines.append(cut(f"{name:<17} {direction:<16} {cost:<15} {report.meaning(name)}"
+                         + (f" [--set {' '.join(options)}]" if options else "")))
+    echo(f"{'metric':<17} {'direction':<16} {'cost':<15} what it measures [its --set options]")
+    echo("\n".join(lines))
+    echo("cost: model and explainer inputs for one 3x224x224 image at the default options (cheap under 50, moderate "
+         "under 500,\n  expensive from 500); ReCo and MeGe need k cross-trained models, which faithlab evaluate "
+         "does not train. Every random draw: --seed.")
+    echo("options (--set OPTION=VALUE) and their defaults:")
+    for option in dict.fromkeys(read):
+        echo(cut(f"  {option} = {report.brief(OPTIONS[option].default)}: {OPTIONS[option].doc}"))
     return 0
+
+
+def _sha256(path) -> str | None:
+    """The sha256 of a file's contents (None for no file)."""
+    import hashlib
+
+    if path is None:
+        return None
+    h = hashlib.sha256()
+    with Path(path).expanduser().open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+HASHED = {"--weights": "the file's contents", "--finetuned": "the file's contents",
+          "--images": "the images, their order or their labels", "--labels": "the CSV's contents",
+          "model weights": "the model's parameters"}
+"""Fingerprint entries that are digests: a difference is named by what changed, not by the digests."""
+
+UNFINGERPRINTED = ("command", "list_metrics", "out", "yes", "resume", "estimate_only", "maps")
+"""Arguments the scores do not depend on (where the report goes, the map figures, what to print)."""
+
+
+def _images_digest(data, n: int, batch_size: int) -> str:
+    """The sha256 of the ``n`` images evaluated (in order) and their labels: the files' contents when the data
+    names its files, else the images as the loader gives them."""
+    import hashlib
+
+    h = hashlib.sha256()
+    files, root, labels = getattr(data, "files", None), getattr(data, "root", None), getattr(data, "labels", None)
+    if isinstance(files, list) and root is not None and len(files) >= n:
+        for i, name in enumerate(files[:n]):
+            label = "" if labels is None else int(labels[i])
+            h.update(f"{name}\0{_sha256(Path(root) / name)}\0{label}\n".encode())
+        return h.hexdigest()
+    from faithlab.evaluation.loop import _digest
+
+    for batch in _first(data.loader(batch_size), n):
+        x, y = (batch[0], batch[1] if len(batch) > 1 else None) if isinstance(batch, (tuple, list)) else (
+            (batch["x"], batch.get("y")) if isinstance(batch, dict) else (batch, None))
+        h.update(_digest(x, y).encode())
+    return h.hexdigest()
+
+
+def _fingerprint(args, model, data, n: int, chosen: list[str], chosen_explainers: dict, options: dict,
+                 pre) -> dict:
+    """What the scores of ``faithlab evaluate`` depend on, by flag: every argument but UNFINGERPRINTED, the files
+    and images by their contents (a moved folder still resumes), the model's parameters, the versions. A run
+    resumes only when all of it is the same."""
+    import torch
+
+    import faithlab as fl
+    from faithlab.evaluation.loop import _module_digest
+
+    entries = {"--set" if k == "settings" else "--" + k.replace("_", "-"): v for k, v in vars(args).items()
+               if k not in UNFINGERPRINTED}
+    entries.update({
+        "--weights": _sha256(args.weights), "--finetuned": _sha256(args.finetuned),
+        "--images": _images_digest(data, n, args.batch_size), "--n-images": n,
+        "--labels": args.labels if args.labels in ("folders", "predictions") else _sha256(args.labels),
+        "--explainers": chosen_explainers, "--metrics": chosen,
+        "--set": {k: v for k, v in options.items() if k != "seed"}, "model weights": _module_digest(model),
+        "preprocessing": str(pre), "faithlab version": fl.__version__, "torch version": torch.__version__})
+    return json.loads(json.dumps(entries, default=repr))
+
+
+def _discard(work: Path) -> None:
+    """Remove a run's folder of chunks: renamed away first, so that a removal cut short leaves no half folder under
+    its name."""
+    import os
+    import shutil
+
+    trash = work.with_name(f".{work.name}.discarded-{os.getpid()}")
+    shutil.rmtree(trash, ignore_errors=True)
+    work.rename(trash)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def _work_folder(args, argv: Sequence[str], fingerprint: dict, echo) -> Path:
+    """``<out>.partial/``, the folder beside the report where this run keeps its finished chunks, marked
+    incomplete by ``incomplete.json`` (the command, its arguments and the ``fingerprint``). ``--resume``: the
+    folder an interrupted run left, or a UsageError naming --resume and what differs; without it such a folder is
+    named in one line and replaced. A folder of that name that is not a run's is never touched."""
+    import os
+    import shutil
+
+    out = Path(args.out).expanduser().resolve()
+    work = out.with_name(out.name + ".partial")
+    marker = work / "incomplete.json"
+    if work.exists():
+        if not marker.is_file():
+            raise UsageError("--out", f"{work} exists and is not a run's folder of finished chunks (no "
+                                      "incomplete.json): move it away, faithlab evaluate keeps its chunks there")
+        try:
+            stored = json.loads(marker.read_text(encoding="utf-8"))
+            command, theirs = str(stored["command"]), dict(stored["fingerprint"])
+        except (ValueError, KeyError, TypeError):
+            command, theirs = None, None
+        if args.resume:
+            if theirs is None:
+                raise UsageError("--resume", f"{marker} cannot be read: run without --resume to start over")
+            differ = [k for k in dict.fromkeys([*fingerprint, *theirs]) if fingerprint.get(k) != theirs.get(k)]
+            if differ:
+                what = "; ".join(f"{k} ({HASHED[k]})" if k in HASHED else
+                                 f"{k} (was {json.dumps(theirs.get(k))}, now {json.dumps(fingerprint.get(k))})"
+                                 for k in differ)
+                raise UsageError("--resume", f"the interrupted run in {work} differs in {what}: rerun it with the "
+                                             "same arguments, or without --resume to start over")
+            done = [len(list((work / part).glob("chunk-*.json"))) for part in ("evaluate", "sanity")]
+            echo(f"resuming the interrupted run in {work}: {done[0]} chunk(s) of the evaluation and {done[1]} of the "
+                 "sanity check are done")
+            return work
+        echo(f"an interrupted run of {command or 'faithlab evaluate'} is in {work}: pass --resume to continue it "
+             "(this run replaces it)")
+        _discard(work)
+    elif args.resume:
+        echo(f"--resume: no interrupted run in {work}; starting from the beginning")
+    staging = work.with_name(f".{work.name}.{os.getpid()}")  # created whole: a folder without its marker is not ours
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    arguments = {k: v for k, v in vars(args).items() if k not in ("command", "list_metrics", "resume")}
+    (staging / "incomplete.json").write_text(json.dumps({
+        "incomplete": True, "command": "faithlab " + shlex.join(argv), "arguments": arguments,
+        "fingerprint": fingerprint}, indent=1, default=repr), encoding="utf-8")
+    staging.rename(work)
+    return work
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -510,6 +887,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _evaluate(args, argv, lambda text: print(text, flush=True))
     except UsageError as err:
         print(f"faithlab {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as err:  # an optional package (the report's matplotlib, ...): the extra, in one line
+        from faithlab import _optional
+
+        text = _optional.missing(err, f"faithlab {args.command}")
+        if text is None:
+            raise
+        print(f"faithlab {args.command}: error: {text}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("faithlab: interrupted; the report folder was not changed", file=sys.stderr)

@@ -13,6 +13,7 @@ are listed in a fixed order (class, then path), and every loader keeps it, so ro
 from __future__ import annotations
 
 import csv
+import operator
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -112,6 +113,45 @@ class ImageFolderData(Dataset):
             y = logits.argmax(1)
             info.update(labels="predictions", n_classes=info["n_classes"] or int(logits.shape[1]))
         return TensorData(x, y, info=info, extras={"index": torch.arange(count)})
+
+    def subset(self, indices: Sequence[int]) -> ImageFolderData:
+        """The items at ``indices`` (distinct, in the order given) as a dataset of their own: the same root, classes,
+        preprocessing and ``info`` (``files`` listing the subset's; ``n_classes`` kept)."""
+        try:
+            index = [operator.index(i) for i in indices]
+        except TypeError:
+            raise TypeError(f"indices must be integer positions of items, got {list(indices)[:5]!r}") from None
+        bad = [i for i in index if not 0 <= i < len(self)]
+        if bad:
+            raise IndexError(f"indices {bad[:5]} are outside 0..{len(self) - 1} (the folder's {len(self)} images)")
+        if len(set(index)) != len(index):
+            raise ValueError("indices must be distinct: each image is evaluated once")
+        labels = None if self.labels is None else self.labels[torch.tensor(index, dtype=torch.int64)]
+        out = ImageFolderData(self.root, [self.files[i] for i in index], labels, self.classes, self.preprocess,
+                              self.info["labels"])
+        out.info = dict(self.info, files=list(out.files))
+        return out
+
+    def balanced_order(self, seed: int = 0) -> list[int]:
+        """Every item's index, in the order that spreads a sample evenly over the classes: round-robin over the
+        classes (label 0, 1, …: the sorted class folders; an unlabelled folder is one class), taking each class's
+        items in an order shuffled by ``seed``. Its first n items are a class-balanced sample of n (a class with
+        fewer items than its share gives way to the others); the same seed gives the same order."""
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+        g = torch.Generator().manual_seed(seed % 2 ** 63)
+        groups: dict[int, list[int]] = {}
+        for i, label in enumerate(self.labels.tolist() if self.labels is not None else [0] * len(self)):
+            groups.setdefault(label, []).append(i)
+        shuffled = [[members[j] for j in torch.randperm(len(members), generator=g).tolist()]
+                    for _, members in sorted(groups.items())]
+        return [m[k] for k in range(max(map(len, shuffled), default=0)) for m in shuffled if k < len(m)]
+
+    def sample(self, n: int, *, seed: int = 0) -> ImageFolderData:
+        """n items spread evenly over the classes (the first n of :meth:`balanced_order`), in file order (class, then
+        path); all of them when n ≥ len(self)."""
+        n = _validate.positive_int(n, "n")
+        return self.subset(sorted(self.balanced_order(seed)[:n]))
 
 
 def _stack(images: list[torch.Tensor]) -> torch.Tensor:

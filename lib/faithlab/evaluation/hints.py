@@ -11,6 +11,11 @@ reasons gets a message that says so, without a cause. A healthy frame gets no me
 
 The checks read the frame's per-sample rows only (dataset-level metrics, ReCo and MeGe, have one row per
 explainer) and cost one pandas groupby over them.
+
+The messages speak the Python API (``y=None``, ``grid='paper'``); :func:`for_command` gives each in the terms of the
+``faithlab evaluate`` command (``--labels predictions``, ``--set fewclass_grid=paper``): every phrase that differs
+is declared once, with both forms (:data:`COMMAND_FORMS`), and the messages are built from it.
+:func:`command_hints` are the command's own notes on what it did not compute.
 """
 
 from __future__ import annotations
@@ -24,13 +29,74 @@ import torch
 
 from faithlab.metrics.registry import METRICS
 
-__all__ = ["ACCURACY_FORMS", "DegenerateResultWarning", "degenerate", "warn_degenerate"]
+__all__ = ["ACCURACY_FORMS", "COMMAND_FORMS", "DegenerateResultWarning", "command_hints", "degenerate", "for_command",
+           "warn_degenerate"]
 
 ACCURACY_FORMS = ("fid+", "fid-", "rfid+", "rfid-", "ffid+", "ffid-", "auc_accuracy")
 """The metrics that read whether the prediction equals the label y (F-Fidelity's 1[y = ŷ] forms and the accuracy
 AUC of the MoRF curve); every other metric reads the output of the predicted class."""
 _MIN_GENERIC = 3
 _RTOL = 1e-9
+
+COMMAND_FORMS: dict[str, str] = {}
+"""Each phrase of the messages that names a Python argument or function → the same advice in the terms of the
+``faithlab evaluate`` command (:func:`for_command`)."""
+
+
+def _phrase(python: str, command: str) -> str:
+    """Declare a phrase of the messages with its form for the command → the Python form (the messages' own)."""
+    COMMAND_FORMS[python] = command
+    return python
+
+
+_CHECK_LABELS = _phrase("Check that y holds the model's class indices",
+                        "Check that the labels (--labels: sorted subfolder names are classes 0, 1, ...; or a CSV "
+                        "file) are the model's class indices")
+_PREDICTIONS = _phrase("pass y=None", "pass --labels predictions")
+_REFERENCE = _phrase("the removal value (reference)", "the removal value (fl.evaluate's reference=; the command "
+                     "keeps each metric's own)")
+_GRID = _phrase("search more candidates (grid='paper') or pass perturbed= images that move the model",
+                "search more candidates (--set fewclass_grid=paper), or in Python give fl.evaluate perturbed= images "
+                "that move the model")
+_SIZES = _phrase("(sizes `sparsity`; RFid/FFid remove only α of them at random): evaluate more images, larger sizes",
+                 "(sizes: --set sparsity=[...]; RFid/FFid remove only a share --set alpha of them at random): "
+                 "evaluate more images (--n-images), larger sizes")
+_DESCRIBE = _phrase("See the metric's documentation (fl.evaluation.describe())",
+                    "See the metric's description (faithlab evaluate --list-metrics)")
+_OPTIONS = _phrase("Check the model, the maps and the metric's options.",
+                   "Check the model, the maps and the metric's options (--set).")
+
+
+def for_command(message: str) -> str:
+    """``message`` (one of :func:`degenerate`'s) in the terms of the ``faithlab evaluate`` command: each phrase of
+    :data:`COMMAND_FORMS` replaced by its command form (other text unchanged)."""
+    for python in sorted(COMMAND_FORMS, key=len, reverse=True):
+        message = message.replace(python, COMMAND_FORMS[python])
+    return message
+
+
+def command_hints(*, random_map: bool, labelled: bool) -> list[str]:
+    """The notes ``faithlab evaluate`` adds to its report, in the command's terms: no random map among the
+    explainers (``random_map`` False: the beats-a-random-map check is missing), no labels (``labelled`` False), and
+    the metrics the command never computes (those that need k cross-trained models, :data:`~faithlab.metrics.registry.
+    NEEDS` ``"kfold"``)."""
+    notes = []
+    if not random_map:
+        notes.append("No random map among the explainers: add 'random' to --explainers for the check that each "
+                     "explainer beats a random map.")
+    if not labelled:
+        notes.append("No labels (--labels predictions, or a flat --images folder): Fid+/- and the accuracy AUC read "
+                     "agreement with the model's own predictions; give class subfolders or --labels FILE.csv for "
+                     "the true labels.")
+    kfold = [m.label for m in METRICS.values() if "kfold" in m.needs]
+    if kfold:
+        notes.append(f"{' and '.join(kfold)} {'are' if len(kfold) > 1 else 'is'} not computed: "
+                     f"{'they need' if len(kfold) > 1 else 'it needs'} k models cross-trained on labelled training "
+                     "data, which faithlab evaluate does not train: cross-train your architecture with "
+                     "fl.train.cross_train and call fl.evaluate(..., kfold=...) in Python (the template notebook does "
+                     "it for a zoo architecture on its own data set: python -m faithlab.study run "
+                     "templates/evaluate_your_explainer -p kfold 5).")
+    return notes
 
 
 class DegenerateResultWarning(UserWarning):
@@ -92,9 +158,9 @@ def degenerate(frame: pd.DataFrame, *, correct: torch.Tensor | None = None,
                 f"{_what(hit, 'are degenerate')}: these accuracy forms read whether the prediction equals the label "
                 f"y, and the model predicts none of the {correct.numel()} labels correctly, so 1[y = ŷ(x)] is 0 for "
                 "every sample: removing features cannot lower the accuracy and the scores count only removals that "
-                "happen to produce the label, not the explanation. Check that y holds the model's class indices "
-                "(e.g. ImageNet's order for a torchvision model), evaluate images the model classifies correctly, "
-                "or pass y=None to read agreement with the prediction.")
+                f"happen to produce the label, not the explanation. {_CHECK_LABELS} (e.g. ImageNet's order for a "
+                f"torchvision model), evaluate images the model classifies correctly, or {_PREDICTIONS} to read "
+                "agreement with the prediction.")
     if correct is not None and bool(correct.all()):
         unmoved = stats["lo"] == stats["metric"].map(lambda m: 1.0 if m == "auc_accuracy" else 0.0)
         hit = take(stats["metric"].isin(ACCURACY_FORMS) & stats["flat"] & unmoved)
@@ -102,7 +168,7 @@ def degenerate(frame: pd.DataFrame, *, correct: torch.Tensor | None = None,
             messages.append(
                 f"{_what(hit)}: every prediction is correct and no removal changed one, so these accuracy forms "
                 "cannot move. The removals do not reach the model's decision: check that the model reads its input "
-                "and that the removal value (reference) differs from the images.")
+                f"and that {_REFERENCE} differs from the images.")
     flat_fewclass = stats["flat"] & (stats["metric"] == "fewclass_fid") & stats["lo"].map(_flat_curves_value)
     hit = take(flat_fewclass)
     if len(hit):
@@ -111,8 +177,7 @@ def degenerate(frame: pd.DataFrame, *, correct: torch.Tensor | None = None,
             f"{_what(hit)}: the value of flat MIF and LIF curves, N/(2N − 1) for N = {n} classes. Replacing pixels "
             "by the selected perturbed images never changes the model's output, so the order of the map does not "
             "matter. Check the selection (select_perturbation's 'u' and 'passed': a good perturbed image leaves the "
-            "model uncertain, U < Δ) and that the model reads its input; search more candidates (grid='paper') or "
-            "pass perturbed= images that move the model.")
+            f"model uncertain, U < Δ) and that the model reads its input; {_GRID}.")
     for name, flags in constant.items():
         if not bool(flags.all()):
             continue
@@ -131,9 +196,8 @@ def degenerate(frame: pd.DataFrame, *, correct: torch.Tensor | None = None,
         messages.append(
             f"{_what(hit)}: no removal changed whether any prediction equals its label (every 1[y = ŷ] term is the "
             "same with and without the removal), so these Fid forms are 0 for every sample and rank nothing. The "
-            "model is not moved by these removals (sizes `sparsity`; RFid/FFid remove only α of them at random): "
-            "evaluate more images, larger sizes, or read the probability forms (AOPC, μF) that move before the "
-            "prediction flips.")
+            f"model is not moved by these removals {_SIZES}, or read the probability forms (AOPC, μF) that move "
+            "before the prediction flips.")
     mu = (stats["metric"] == "mu_fidelity") & stats["nan"]
     everywhere = bool(mu.any()) and bool(mu[stats["metric"] == "mu_fidelity"].all())
     hit = take(mu)
@@ -145,7 +209,7 @@ def degenerate(frame: pd.DataFrame, *, correct: torch.Tensor | None = None,
             "correlation between the attribution removed and the output's drop over random subsets of features, "
             "undefined when the drop is the same for every subset: the model's output does not move when features "
             "are removed, and no removal metric can then tell the maps apart. Check that the model reads its input "
-            "(a saturated output moves no more) and the removal value (reference).")
+            f"(a saturated output moves no more) and {_REFERENCE}.")
     elif len(hit):  # other explainers' μF is defined: the drops move, the attribution sums do not
         messages.append(
             f"μF is NaN for every sample of {_names(hit)}: μF is the correlation between the attribution removed "
@@ -153,8 +217,7 @@ def degenerate(frame: pd.DataFrame, *, correct: torch.Tensor | None = None,
             "attribution sum: the maps are constant over the units (e.g. all zero). Check the explainer.")
     for _, part in take(stats["nan"]).groupby("metric", sort=False):
         messages.append(f"{part['label'].iloc[0]} is NaN for every sample of {_names(part)}: no score could be "
-                        "computed. See the metric's documentation (fl.evaluation.describe()) for when it is "
-                        "undefined.")
+                        f"computed. {_DESCRIBE} for when it is undefined.")
     # a metric constant at its ideal value (SaCo 1 for a ground-truth map, S_avg 0 for a locally constant
     # gradient) is not degenerate: the explainer is as good as the metric can say
     ideal = stats["metric"].map(lambda m: getattr(METRICS.get(m), "ideal", None))
@@ -164,7 +227,7 @@ def degenerate(frame: pd.DataFrame, *, correct: torch.Tensor | None = None,
     for _, part in generic.groupby(["metric", "lo"], sort=False):
         messages.append(f"{part['label'].iloc[0]} is {_fmt(part['lo'].iloc[0])} for all {part['n'].iloc[0]} "
                         f"samples of {_names(part)}, for no cause faithlab recognises: a constant score ranks "
-                        "nothing. Check the model, the maps and the metric's options.")
+                        f"nothing. {_OPTIONS}")
     return messages
 
 

@@ -7,9 +7,14 @@ study's own."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import inspect
+import json
 import os
+import sys
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -265,10 +270,175 @@ class _Rows:
         self.partial.unlink(missing_ok=True)
 
 
+def _hash_tensor(h, t: torch.Tensor) -> None:
+    """Feed ``t``'s dtype, shape and bytes (on the CPU) to the hash ``h``."""
+    t = t.detach().to("cpu").contiguous()
+    h.update(f"{t.dtype}{tuple(t.shape)}".encode())
+    if t.numel():
+        h.update(t.reshape(-1).view(torch.uint8).numpy())
+
+
+def _digest(*tensors: torch.Tensor | None) -> str:
+    """The sha256 of the tensors (None counts as one), in order."""
+    h = hashlib.sha256()
+    for t in tensors:
+        if t is None:
+            h.update(b"none")
+        else:
+            _hash_tensor(h, t)
+    return h.hexdigest()
+
+
+def _described(value):
+    """An option's value as JSON (a tensor by its digest, an object JSON cannot hold by its type's name)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, torch.Tensor):
+        return "tensor " + _digest(value)
+    if isinstance(value, (list, tuple)):
+        return [_described(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _described(v) for k, v in value.items()}
+    return type(value).__name__
+
+
+def _module_digest(model) -> str | None:
+    """The sha256 of an ``nn.Module``'s state dict (None for another callable)."""
+    if not isinstance(model, torch.nn.Module):
+        return None
+    h = hashlib.sha256()
+    for name, t in model.state_dict().items():
+        h.update(name.encode())
+        _hash_tensor(h, t)
+    return h.hexdigest()
+
+
+def _write_json(path: Path, value) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _category(module: str, qualname: str) -> type[Warning]:
+    """The warning class named by a checkpoint, looked up among the modules already imported (nothing is imported
+    from data); UserWarning when it is not there."""
+    found = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return found if isinstance(found, type) and issubclass(found, Warning) else UserWarning
+
+
+@contextlib.contextmanager
+def _recording(on: bool):
+    """With ``on``: the warnings raised inside, recorded (every one, whatever the filters) → the list yielded, and
+    issued again on the way out under the caller's filters (so a checkpoint can keep a chunk's warnings)."""
+    seen: list = []
+    if not on:
+        yield seen
+        return
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                yield seen
+            finally:
+                seen.extend(caught)
+    finally:
+        for w in seen:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+class CheckpointMismatch(ValueError):
+    """A ``checkpoint=`` folder written by another call, or holding a chunk of other inputs; ``what`` says what
+    differs."""
+
+    def __init__(self, folder: Path, what: str):
+        super().__init__(f"checkpoint {str(folder)!r} {what}: pass another folder, or remove it to start over")
+        self.what = what
+
+
+class _Checkpoint:
+    """``checkpoint=``: a folder holding each finished chunk as ``chunk-<first index>-<n>.json`` (its global indices,
+    a digest of its inputs, its rows, what the hints read, its share of the cost table and the warnings it raised),
+    written whole (a temporary file renamed) as the chunk finishes; a chunk found there with the same indices is
+    read back instead of computed. JSON only: the scores come back bitwise (Python writes the shortest repr that
+    reads back the same float). ``call.json`` names the call (metrics, explainers, options, batch size, the model's
+    weights, the faithlab version): a folder written by another call is refused, and so is a chunk whose inputs
+    differ."""
+
+    def __init__(self, folder, call: dict):
+        self.folder = Path(os.fspath(folder))
+        if self.folder.exists() and not self.folder.is_dir():
+            raise ValueError(f"checkpoint must be a folder, got the file {str(self.folder)!r}")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        call = json.loads(json.dumps(call))
+        head = self.folder / "call.json"
+        if head.is_file():
+            stored = json.loads(head.read_text(encoding="utf-8"))
+            differ = [k for k in dict.fromkeys([*call, *stored]) if stored.get(k) != call.get(k)]
+            if "options" in differ and isinstance(stored.get("options"), dict):
+                mine, theirs = call["options"], stored["options"]
+                differ[differ.index("options")] = "options " + ", ".join(
+                    k for k in dict.fromkeys([*mine, *theirs]) if mine.get(k) != theirs.get(k))
+            if differ:
+                raise CheckpointMismatch(self.folder, f"holds the chunks of another call (other {'; '.join(differ)})")
+        else:
+            _write_json(head, call)
+        for tmp in self.folder.glob("*.tmp"):  # a write cut short
+            tmp.unlink(missing_ok=True)
+        self.done = {}
+        for path in sorted(self.folder.glob("chunk-*.json")):
+            item = json.loads(path.read_text(encoding="utf-8"))
+            self.done[tuple(item["index"])] = item
+
+    @staticmethod
+    def inputs(c: _Chunk) -> str:
+        return _digest(c.x, c.y, *([] if c.maps is None else [c.maps[k] for k in sorted(c.maps)]))
+
+    def find(self, c: _Chunk, digest: str) -> dict | None:
+        item = self.done.get(tuple(c.index.tolist()))
+        if item is not None and item["inputs"] != digest:
+            raise CheckpointMismatch(self.folder, f"holds the samples {int(c.index[0])}…{int(c.index[-1])} computed "
+                                                  "from other inputs (images, labels or maps)")
+        return item
+
+    def save(self, c: _Chunk, digest: str, done: list[dict], correct, constant: dict, cost: list[dict],
+             seen: list) -> None:
+        index = c.index.tolist()
+        item = {"index": index, "inputs": digest,
+                "records": [[r["explainer"], r["sample"], r["metric"], r["score"]] for r in done],
+                "correct": None if correct is None else correct.tolist(),
+                "constant": {who: v.tolist() for who, v in constant.items()}, "cost": cost,
+                "warnings": [{"module": w.category.__module__, "category": w.category.__qualname__,
+                              "message": str(w.message), "filename": w.filename, "lineno": w.lineno} for w in seen]}
+        _write_json(self.folder / f"chunk-{index[0]}-{len(index)}.json", item)
+
+
+def _cost_rows(rows: dict) -> dict:
+    return {key: dict(row) for key, row in rows.items()}
+
+
+def _cost_delta(before: dict, after: dict) -> list[dict]:
+    """The cost rows' growth over one chunk (new rows whole), in the rows' order."""
+    out = []
+    for key, row in after.items():
+        prev = before.get(key)
+        if prev is None:
+            out.append(dict(row))
+        elif any(row[k] != prev[k] for k in _COUNTED):
+            out.append({"group": row["group"], "explainer": row["explainer"],
+                        **{k: row[k] - prev[k] for k in _COUNTED}})
+    return out
+
+
+_COUNTED = ("forward_inputs", "model_calls", "explained_inputs", "seconds")
+
+
 def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=None, *,
              metrics: Sequence[str] | None = None, explainer=None, finetuned: Callable | None = None,
              finetune: Callable[[], Callable] | None = None, kfold=None, chunk_size: int | None = None,
-             batch_size: BatchSize = 256, progress: bool | None = None, rows=None, hints: bool = True, **options):
+             batch_size: BatchSize = 256, progress: bool | None = None, rows=None, checkpoint=None, hints: bool = True,
+             **options):
     """Every registered faithfulness metric for one or several explainers of one model → tidy pandas frame.
 
     model: eval-mode classifier returning logits. x: ``(B, C, H, W)`` images (the patch and Few-class metrics need
@@ -320,7 +490,14 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
     on a CPU, but not bitwise repeatable). progress: a tqdm bar over the chunks (None: on unless the environment sets
     ``FAITHLAB_PROGRESS=0``, as the study runner does). rows: a CSV path; the rows are appended to
     ``<rows>.partial`` as each chunk finishes and the whole frame is written to ``rows`` at the end (the partial
-    file is removed then; after an error it stays, holding the rows computed).
+    file is removed then; after an error it stays, holding the rows computed). checkpoint: a folder (created if
+    needed) where each chunk is kept as it finishes (its rows, what the hints and the cost table read, its
+    warnings; JSON files), so that a call cut short (Ctrl-C, a crash) and repeated with the same arguments and
+    ``chunk_size`` reads the finished chunks back instead of computing them and returns the same frame, scores
+    bitwise equal (the cost table's seconds add the first call's); a folder written by a call with other metrics,
+    explainers, options, batch size or model weights is refused (``CheckpointMismatch``, a ValueError), and so is a
+    chunk whose inputs differ. Not with the dataset-level metrics (ReCo, MeGe), which read every sample at the end.
+    The folder is left in place: remove it once the result is kept (``faithlab evaluate --resume`` does).
 
     Returns a DataFrame with columns ``explainer``, ``sample`` (nullable int, the global index; missing for
     dataset-level metrics), ``metric``, ``label``, ``paper``, ``level``, ``score``, ``higher_is_better`` and
@@ -395,6 +572,20 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
            "images": sample_x.ndim == 4}
     chosen = _choose(metrics, has=has)
     values = registry.check_options(options, chosen, sample_x)
+    saved = None
+    if checkpoint is not None:
+        dataset_level = [METRICS[m].label for m in chosen if METRICS[m].level == "dataset"]
+        if dataset_level:
+            raise ValueError(f"checkpoint cannot keep what the dataset-level metrics ({', '.join(dataset_level)}) "
+                             "read at the end (every sample's inputs and maps): evaluate them without checkpoint=")
+        from faithlab import __version__
+
+        saved = _Checkpoint(checkpoint, {
+            "faithlab": __version__, "metrics": chosen, "explainers": names, "labels": "given" if (
+                stream and head.y is not None) or (not stream and y is not None) else "predictions",
+            "maps": "given" if maps is not None or (stream and head.maps is not None) else "explainer",
+            "options": {k: _described(v) for k, v in values.items()}, "batch_size": _described(batch_size),
+            "model": _module_digest(model), "finetuned": _module_digest(finetuned)})
     map_with = {} if maps is not None or (stream and head.maps is not None) else explainers
 
     per_sample = [m for m in chosen if METRICS[m].level == "sample"]
@@ -451,7 +642,32 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
     bar = tqdm(total=total, desc="evaluate", disable=not shown, leave=False)
     try:
         for c in all_chunks():
-            with perturb.sharing(costs.shared):  # the chunk's clean and fully removed inputs go through the model once
+            digest = None if saved is None else saved.inputs(c)
+            item = None if saved is None else saved.find(c, digest)
+            if item is not None:  # finished by an earlier call: read back
+                bar.set_postfix_str("from the checkpoint")
+                done = [{"explainer": who, "sample": i, "metric": m, "score": v} for who, i, m, v in item["records"]]
+                if item["correct"] is not None:
+                    correct.append(torch.tensor(item["correct"], dtype=torch.bool))
+                for who, flags in item["constant"].items():
+                    constant.setdefault(who, []).append(torch.tensor(flags, dtype=torch.bool))
+                for part in item["cost"]:
+                    row = costs.rows.setdefault((part["group"], part["explainer"]), {
+                        "group": part["group"], "explainer": part["explainer"], "forward_inputs": 0, "model_calls": 0,
+                        "explained_inputs": 0, "seconds": 0.0})
+                    for k in _COUNTED:
+                        row[k] += part[k]
+                for w in item["warnings"]:
+                    warnings.warn_explicit(w["message"], _category(w["module"], w["category"]), w["filename"],
+                                           w["lineno"])
+                records.extend(done)
+                if writer is not None:
+                    writer.add(done)
+                bar.update(per_chunk)
+                continue
+            before = None if saved is None else _cost_rows(costs.rows)
+            # sharing: the chunk's clean and fully removed inputs go through the model once
+            with _recording(saved is not None) as seen, perturb.sharing(costs.shared):
                 xc, index = c.x, c.index
 
                 def clean():  # the clean logits, shared with every metric's clean point and prediction (sharing)
@@ -521,6 +737,9 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
                     for who in names:
                         if stream or maps is None:
                             kept[f"maps:{who}"].append(chunk_maps[who].cpu())
+            if saved is not None:  # kept once whole, its warnings included
+                saved.save(c, digest, done, correct[-1] if c.y is not None else None,
+                           {who: constant[who][-1] for who in names}, _cost_delta(before, costs.rows), seen)
         if per_dataset:
             device = sample_x.device
             if stream:

@@ -1,0 +1,135 @@
+"""``faithlab evaluate --estimate-only`` is fast and honest (issue 54, item 4): it runs no metric on the model (the
+model inputs are counted on small stand-in images that take as many as the real ones, :func:`probe_shape`), it
+times the model at the run's batch size and each explainer once, and a run reports its own estimate beside what it
+measured, per metric group (``estimate.csv``, and ``cost.csv``'s group columns). A model with a fixed cost per input
+(a sleep) makes the model's time dominate, so that the estimate's seconds can be checked against the run's."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+import faithlab as fl
+from faithlab import cli
+from faithlab.evaluation.estimate import probe_shape
+
+
+class Sleepy(nn.Module):
+    """A tiny CNN (two classes) that sleeps ``delay`` seconds per input and counts its calls and inputs."""
+
+    def __init__(self, delay: float, side: int):
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv, self.fc = nn.Conv2d(3, 4, 3, padding=1), nn.Linear(4, 2)
+        self.delay, self.calls, self.inputs = delay, 0, 0
+        self.faithlab_preprocess = fl.models.Preprocess(resize=side, crop=(side, side), mean=(0.0, 0.0, 0.0),
+                                                        std=(1.0, 1.0, 1.0))
+        self.eval()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        self.inputs += x.shape[0]
+        time.sleep(self.delay * x.shape[0])
+        return self.fc(torch.relu(self.conv(x)).mean((2, 3)))
+
+
+def _images(root: Path, side: int) -> Path:
+    """Two classes of two random PNGs each."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for cls in "ab":
+        (root / cls).mkdir(parents=True)
+        for i in range(2):
+            Image.fromarray(rng.integers(0, 256, (side, side, 3), dtype=np.uint8)).save(root / cls / f"{i}.png")
+    return root
+
+
+def _use(monkeypatch, model: nn.Module) -> None:
+    monkeypatch.setattr(fl.models, "load", lambda spec, weights=None: model)
+
+
+def _args(images: Path, out: Path, *extra: str) -> list[str]:
+    return ["evaluate", "--model", "sleepy", "--random-weights", "--images", str(images), "--out", str(out),
+            "--explainers", "saliency", "--maps", "0", "--no-sanity", "--yes", *extra]
+
+
+def test_estimate_only_runs_no_metric_and_probes_small_images(tmp_path, monkeypatch, capsys):
+    """At 160 px every default metric is counted (probing at 160 px itself took about 15 s): the stand-in images are
+    32 px (TRACE's edge 4 kept), and the model sees only the timing calls, a small fraction of the run's inputs."""
+    side, batch = 160, 8
+    model = Sleepy(0.001, side)
+    _use(monkeypatch, model)
+    start = time.perf_counter()
+    assert cli.main(_args(_images(tmp_path / "images", side), tmp_path / "out", "--estimate-only", "--batch-size",
+                          str(batch))) == 0
+    elapsed = time.perf_counter() - start
+    printed = capsys.readouterr().out
+    assert "stand-in images of (3, 32, 32)" in printed and "median of 3 calls of 8 inputs" in printed
+    # the model's calls: a warm-up and one timed call on the first chunk (4 images), 3 timed calls of --batch-size
+    # inputs, and saliency's warm-up (1 image) and timed call (4 images), one forward pass each
+    assert (model.calls, model.inputs) == (7, 4 + 4 + 3 * batch + 1 + 4)
+    run = fl.evaluation.estimate((4, 3, side, side), n_classes=2, explainers=["saliency"], explainer=True,
+                                 metrics=cli._choose_metrics(None, finetuned=False), chunk_size=batch)
+    assert run["forward_inputs"].sum() > 50 * model.inputs  # the run's work, none of which was done
+    assert elapsed < 8, elapsed
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("shape, kw", [
+    ((2, 3, 56, 56), dict(finetuned=True)),  # TRACE's default edge 7: probed at 35 x 35
+    ((2, 3, 40, 72), dict(metrics=["fid+", "rfid-", "fewclass_fid", "saco", "aopc", "comprehensiveness",
+                                   "mu_fidelity", "s_avg"])),  # not square: no TRACE, probed at 24 x 43
+    ((2, 1, 64, 64), dict(edge=8, saco_k=40, sparsity=[0.05, 0.1, 0.15], beta=0.3, finetuned=True)),
+])
+def test_the_small_probe_counts_what_the_full_size_counts(shape, kw):
+    kw = {"n_samples": 2, "n_subsets": 3, "n_neighbours": 2, "explainer": True, **kw}
+    small = fl.evaluation.estimate(shape, n_classes=3, explainers=["a", "b"], **kw)
+    full = fl.evaluation.estimate(shape, n_classes=3, explainers=["a", "b"], shrink=False, **kw)
+    assert small.attrs["probe_shape"][2] * small.attrs["probe_shape"][3] < shape[2] * shape[3] / 2
+    assert full.attrs["probe_shape"] == shape
+    pd.testing.assert_frame_equal(small, full)
+
+
+def test_probe_shape_keeps_the_grid_and_enough_pixels():
+    assert probe_shape((4, 3, 224, 224)) == (4, 3, 35, 35)  # edge 7
+    assert probe_shape((4, 3, 224, 224), ["fid+"]) == (4, 3, 32, 32)  # no TRACE: any 1024 pixels
+    assert probe_shape((4, 3, 160, 160)) == (4, 3, 32, 32)  # edge 4
+    assert probe_shape((4, 3, 224, 224), edge=8) == (4, 3, 32, 32)
+    assert probe_shape((4, 3, 224, 224), fewclass_fractions=[0, 0.001, 1]) == (4, 3, 70, 70)  # 4 / gap pixels
+    assert probe_shape((4, 3, 224, 224), fewclass_fractions=[0, 0.00001, 1]) == (4, 3, 224, 224)  # none smaller
+    assert probe_shape((4, 3, 30, 30)) == (4, 3, 30, 30)  # already small
+    assert probe_shape((4, 3, 224, 224), reference=object()) == (4, 3, 224, 224)  # may be tied to the size
+    assert probe_shape((4, 16, 3)) == (4, 16, 3)  # series: as they are
+
+
+def test_the_run_reports_its_estimate_beside_what_it_measured(tmp_path, monkeypatch, capsys):
+    """The model's 15 ms per input dominate the run: the estimated total is within 1.5 x of the measured one, and
+    the counts are exact."""
+    model = Sleepy(0.015, 12)
+    _use(monkeypatch, model)
+    out = tmp_path / "out"
+    assert cli.main(_args(_images(tmp_path / "images", 12), out, "--metrics", "fid+,mu_fidelity", "--batch-size",
+                          "8", "--set", "sparsity=[0.2,0.5,0.8]", "--set", "n_subsets=12")) == 0
+    printed = capsys.readouterr().out
+    table = pd.read_csv(out / "estimate.csv").set_index("group")
+    assert list(table.index) == ["clean", "fid", "mu_fidelity", "maps", "total"]
+    assert (table["estimated model inputs"] == table["measured model inputs"]).all(), table
+    assert (table["estimated explained inputs"] == table["measured explained inputs"]).all(), table
+    assert table.loc["mu_fidelity", "measured model inputs"] == 4 * 12
+    estimated, measured = table.loc["total", ["estimated seconds", "measured seconds"]]
+    assert measured > 4 * 12 * 0.015  # μF's sleeps alone
+    assert 1 / 1.5 < estimated / measured < 1.5, table
+    assert f"estimate: {estimated:.1f} s, measured: {measured:.1f} s" in printed
+    cost = pd.read_csv(out / "cost.csv").set_index("metric")
+    assert cost.loc["mu_fidelity", "group"] == "mu_fidelity"
+    for column in ("estimated group seconds", "measured group seconds"):
+        assert cost[column].gt(0).all(), cost
+    assert cost.loc["fid+", "measured group seconds"] == pytest.approx(table.loc["fid", "measured seconds"])
+    assert not (out / "skipped.txt").exists()
