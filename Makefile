@@ -19,10 +19,12 @@ unexport PYTHONDONTWRITEBYTECODE
 .PHONY: help setup book notebooks html test browser-deps clean paper-dry publish
 
 help:
+	@echo "make setup     create .venv from uv.lock with every extra, installing uv if missing (book, test run it first)"
 	@echo "make book      build the book on embedded data (set-up + notebooks with the 'book' profile + HTML)"
 	@echo "make test      run the test suite (set-up + pytest)"
 	@echo "make notebooks PROFILE=smoke|book|paper [NB='paper/experiment ...'] [ARGS='-p name value']"
 	@echo "make html      rebuild the HTML from the generated notebooks only"
+	@echo "make paper-dry run every notebook with the paper-dry profile: fake data, real sizes, on a CPU"
 	@echo "make clean     remove the built book, generated artifacts and caches (keeps .venv)"
 	@echo "make publish   build the book, then push _build/html to the gh-pages branch (GitHub Pages) with ghp-import"
 
