@@ -133,3 +133,21 @@ def test_the_run_reports_its_estimate_beside_what_it_measured(tmp_path, monkeypa
         assert cost[column].gt(0).all(), cost
     assert cost.loc["fid+", "measured group seconds"] == pytest.approx(table.loc["fid", "measured seconds"])
     assert not (out / "skipped.txt").exists()
+
+
+def test_the_sanity_check_is_estimated_and_measured_as_one_group(tmp_path, monkeypatch, capsys):
+    """Without --no-sanity the run evaluates the model-only metrics once more on a randomised copy: the estimate
+    counts that run too (its model inputs exactly), so the printed total is the whole run's."""
+    model = Sleepy(0.015, 12)
+    _use(monkeypatch, model)
+    out = tmp_path / "out"
+    args = [a for a in _args(_images(tmp_path / "images", 12), out) if a != "--no-sanity"]
+    assert cli.main([*args, "--metrics", "mu_fidelity", "--batch-size", "8", "--set", "n_subsets=12"]) == 0
+    printed = capsys.readouterr().out
+    table = pd.read_csv(out / "estimate.csv").set_index("group")
+    assert "sanity check" in table.index and "sanity check:" in printed
+    row = table.loc["sanity check"]
+    assert row["estimated model inputs"] == row["measured model inputs"] > 4 * 12  # μF once more, and the clean pass
+    assert row["estimated explained inputs"] == row["measured explained inputs"] == 4  # the randomised model's maps
+    estimated, measured = table.loc["total", ["estimated seconds", "measured seconds"]]
+    assert 1 / 1.5 < estimated / measured < 1.5, table

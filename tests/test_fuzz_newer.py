@@ -1188,7 +1188,8 @@ def test_the_runner_refuses_a_bad_option_at_once_with_one_line_naming_it(call, b
     args, option, why = CLI_BAD[bad]
     args = [a.format(port=_closed_port()) if "{port}" in a else a for a in args]
     env = {**os.environ, "FAITHLAB_ROOT": str(project), "FAITHLAB_GENERATED": str(tmp_path / "gen"),
-           "FAITHLAB_CACHE": str(tmp_path / "cache"), "FAITHLAB_PROGRESS": "0"}
+           "FAITHLAB_CACHE": str(tmp_path / "cache"), "FAITHLAB_PROGRESS": "0",
+           "FAITHLAB_CLUSTER_TIMEOUT": "1"}  # a closed port is refused at once: no need for the default 5 s
     if bad == "cluster_slurm_without_sbatch":
         (tmp_path / "bin").mkdir()
         env["PATH"] = str(tmp_path / "bin")  # no sbatch (the interpreter is called by its full path)

@@ -306,7 +306,8 @@ def test_an_unusable_cluster_fails_at_once_with_one_line_naming_the_option(proje
     scheduler address that refuses connections each end the run within seconds, with exit code 2 and one line that
     names --cluster (not a traceback, nor a hang)."""
     cluster = cluster.format(port=_closed_port())
-    env = {**os.environ, "FAITHLAB_ROOT": str(project), "FAITHLAB_GENERATED": str(tmp_path / "gen")}
+    env = {**os.environ, "FAITHLAB_ROOT": str(project), "FAITHLAB_GENERATED": str(tmp_path / "gen"),
+           "FAITHLAB_CLUSTER_TIMEOUT": "1"}  # a closed port is refused at once: no need for the default 5 s
     if cluster.startswith("slurm"):
         (tmp_path / "bin").mkdir()
         env["PATH"] = str(tmp_path / "bin")  # no sbatch

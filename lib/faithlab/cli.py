@@ -528,17 +528,31 @@ def _estimate(args, model, data, n: int, chosen: list[str], explain: dict, optio
                 f"{row['explained per image']:.0f} explained inputs")
         echo(f"expensive at {tuple(xb.shape[1:])}: {row['metrics'] or group} (~{row['seconds']:.0f} s, {work} per "
              f"image){'; ' + tip if tip else ''}")
-    echo(f"estimated total: {total:.0f} s ({total / 60:.1f} min) for {n} images"
-         + ("" if args.no_sanity else ", plus the sanity check (the model-only metrics once more)"))
+    rows = [{"group": "maps", "metrics": "maps", "forward_inputs": 0, "explained_inputs": n * len(explain),
+             "seconds": maps_seconds}]
+    sanity = [m for m in chosen if evaluation.METRICS[m].level == "sample"
+              and not {"finetuned", "explainer"} & set(evaluation.METRICS[m].needs)]  # report.randomisable_metrics
+    if sanity and not args.no_sanity:  # the same metrics on a randomised copy, with its own maps (report.on_randomised)
+        again = evaluation.estimate((n, *xb.shape[1:]), n_classes=timing["n_classes"], explainers=list(explain),
+                                    metrics=sanity, explainer=True, chunk_size=args.batch_size,
+                                    batch_size=args.batch_size, **options)
+        again_seconds = float((again["model_calls"] * timing["per_call"] + again["forward_inputs"]
+                               * timing["per_input_in_call"] + again["explained_inputs"]
+                               * again["explainer"].map(timing["per_explained"]).fillna(mean_explained)).sum())
+        rows.append({"group": "sanity check", "metrics": "sanity check", "forward_inputs":
+                     int(again["forward_inputs"].sum()), "explained_inputs": int(again["explained_inputs"].sum())
+                     + n * len(explain), "seconds": again_seconds + maps_seconds})
+        echo(f"sanity check: {len(sanity)} model-only metrics once more on a randomised copy of the model, est. "
+             f"{rows[-1]['seconds']:.0f} s (--no-sanity skips it)")
+        total += rows[-1]["seconds"]
+    echo(f"estimated total: {total:.0f} s ({total / 60:.1f} min) for {n} images")
     out = by_group[["metrics", "forward_inputs", "explained_inputs", "seconds"]].reset_index()
-    out = pd.concat([out, pd.DataFrame([{"group": "maps", "metrics": "maps", "forward_inputs": 0,
-                                         "explained_inputs": n * len(explain), "seconds": maps_seconds}])],
-                    ignore_index=True)
+    out = pd.concat([out, pd.DataFrame(rows)], ignore_index=True)
     out.attrs["total"] = total
     return out
 
 
-def _compare_estimate(frame, estimated, echo):
+def _compare_estimate(frame, estimated, echo, randomised=None):
     """The estimate beside what the run measured, per metric group → (``estimate.csv``'s table, the report's cost
     table).
 
@@ -551,6 +565,9 @@ def _compare_estimate(frame, estimated, echo):
     from faithlab import evaluation, report
 
     measured = evaluation.cost(frame).groupby("group", sort=False)[["forward_inputs", "explained_inputs",
+                                                                    "seconds"]].sum()
+    if randomised is not None:  # the sanity check's whole run, maps included (estimated as one group)
+        measured.loc["sanity check"] = evaluation.cost(randomised)[["forward_inputs", "explained_inputs",
                                                                     "seconds"]].sum()
     table = estimated.set_index("group")
     groups = list(dict.fromkeys(list(table.index) + list(measured.index)))
@@ -676,7 +693,7 @@ def _evaluate(args, argv: Sequence[str], echo) -> int:
     if skipped:
         shown = ", ".join(Path(f).name for f, _ in skipped[:5]) + (" …" if len(skipped) > 5 else "")
         hints.append(f"--skip-unreadable left out {len(skipped)} unreadable image(s): {shown} (all in skipped.txt)")
-    compared, costs = _compare_estimate(frame, estimated, echo)
+    compared, costs = _compare_estimate(frame, estimated, echo, randomised)
     xs, maps = None, None
     if args.maps:
         xs = data.tensors(min(args.maps, n), model=model).x.to(device)

@@ -78,8 +78,8 @@ def for_command(message: str) -> str:
 def command_hints(*, random_map: bool, labelled: bool) -> list[str]:
     """The notes ``faithlab evaluate`` adds to its report, in the command's terms: no random map among the
     explainers (``random_map`` False: the beats-a-random-map check is missing), no labels (``labelled`` False), and
-    the metrics the command never computes (those that need k cross-trained models, :data:`~faithlab.metrics.registry.
-    NEEDS` ``"kfold"``)."""
+    the metrics the command never computes (those that need k cross-trained models: ``"kfold"`` in
+    :data:`~faithlab.metrics.registry.NEEDS`)."""
     notes = []
     if not random_map:
         notes.append("No random map among the explainers: add 'random' to --explainers for the check that each "
