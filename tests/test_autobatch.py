@@ -244,7 +244,7 @@ def test_errors_name_the_argument():
     model = small_cnn(in_channels=2, side=4, n_classes=3)
     x, a = _data(4)
     removed = torch.zeros(4, 16, dtype=torch.bool)
-    for bad in ("fast", "Auto", 0, -3, True, 2.5, None):
+    for bad in ("fast", "Auto", 0, -3, True, 2.5, "none"):
         with pytest.raises(ValueError, match="batch_size"):
             P.removal_curve(model, x, a, [0.5], batch_size=bad)
         with pytest.raises(ValueError, match="batch_size"):

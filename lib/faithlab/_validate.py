@@ -111,15 +111,17 @@ def positive_int(value, name: str) -> int:
 BATCH_SIZE_AUTO = "auto"
 
 
-def batch_size(value, name: str = "batch_size") -> int | str:
-    """Check a batch size: a positive integer or ``"auto"`` (returned as is, resolved later by
-    :mod:`faithlab.perturb.autobatch`)."""
+def batch_size(value, name: str = "batch_size") -> int | str | None:
+    """Check a batch size: a positive integer, None (the default size of the model's activations) or ``"auto"``
+    (returned as is, resolved later by :mod:`faithlab.perturb.autobatch`)."""
+    if value is None:
+        return None
     if isinstance(value, str):
         if value != BATCH_SIZE_AUTO:
-            raise ValueError(f"{name} must be a positive integer or 'auto', got {value!r}")
+            raise ValueError(f"{name} must be a positive integer, None or 'auto', got {value!r}")
         return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
-        raise ValueError(f"{name} must be a positive integer or 'auto', got {value!r}")
+        raise ValueError(f"{name} must be a positive integer, None or 'auto', got {value!r}")
     return int(value)
 
 

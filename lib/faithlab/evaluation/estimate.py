@@ -141,7 +141,7 @@ def _root(pixels: int) -> int:
 
 def estimate(shape: Sequence[int], *, n_classes: int, explainers: Sequence[str] = ("explainer",),
              metrics: Sequence[str] | None = None, finetuned: bool = False, explainer: bool = False,
-             kfold: int = 0, chunk_size: int | None = None, batch_size: BatchSize = 256, shrink: bool = True,
+             kfold: int = 0, chunk_size: int | None = None, batch_size: BatchSize = None, shrink: bool = True,
              **options):
     """The work of ``fl.evaluate`` on ``shape[0]`` samples of shape ``shape[1:]`` (e.g. ``(100, 3, 224, 224)``), per
     metric group and explainer, before any real model runs → DataFrame with ``group``, ``metrics`` (their labels),

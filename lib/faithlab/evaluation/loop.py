@@ -437,7 +437,7 @@ _COUNTED = ("forward_inputs", "model_calls", "explained_inputs", "seconds")
 def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=None, *,
              metrics: Sequence[str] | None = None, explainer=None, finetuned: Callable | None = None,
              finetune: Callable[[], Callable] | None = None, kfold=None, chunk_size: int | None = None,
-             batch_size: BatchSize = 256, progress: bool | None = None, rows=None, checkpoint=None, hints: bool = True,
+             batch_size: BatchSize = None, progress: bool | None = None, rows=None, checkpoint=None, hints: bool = True,
              **options):
     """Every registered faithfulness metric for one or several explainers of one model → tidy pandas frame.
 
@@ -486,8 +486,9 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
     random draw (the same for every explainer). chunk_size: samples per chunk (None: all at once, or each batch of
     an iterable; the Monte-Carlo masks of a chunk are held in memory); every random draw is keyed to the sample's
     global index, so no score depends on the chunks, the batches or how the data is split. batch_size: inputs per
-    forward call, an int or ``"auto"`` (found on the run's own calls, :mod:`faithlab.perturb.autobatch`; faster
-    on a CPU, but not bitwise repeatable). progress: a tqdm bar over the chunks (None: on unless the environment sets
+    forward call: None (the default: a size fixed by the model's largest activation, the same on every run,
+    :func:`faithlab.perturb.autobatch.default_batch_size`), an int, or ``"auto"`` (found on the run's own calls;
+    not bitwise repeatable). progress: a tqdm bar over the chunks (None: on unless the environment sets
     ``FAITHLAB_PROGRESS=0``, as the study runner does). rows: a CSV path; the rows are appended to
     ``<rows>.partial`` as each chunk finishes and the whole frame is written to ``rows`` at the end (the partial
     file is removed then; after an error it stays, holding the rows computed). checkpoint: a folder (created if

@@ -35,7 +35,7 @@ def mu_fidelity_details(model: Callable, x: torch.Tensor, attributions: torch.Te
                         reference: perturb.Reference = "zero", units: perturb.Units | None = None,
                         output: perturb.Output = "prob", correlation: str = "pearson",
                         generator: torch.Generator | int = 0, sample_index: torch.Tensor | None = None,
-                        batch_size: BatchSize = 256) -> dict[str, torch.Tensor]:
+                        batch_size: BatchSize = None) -> dict[str, torch.Tensor]:
     """Per-sample μF (Bhatt et al. 2020; paper eq. 1, spec §4.6) with its raw draws.
 
     For each sample, ``n_subsets`` random subsets S of round(subset_fraction · n) units (pixels by default, all
@@ -102,7 +102,7 @@ def mu_fidelity(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
                 n_subsets: int = 200, subset_fraction: float = 0.15, reference: perturb.Reference = "zero",
                 units: perturb.Units | None = None, output: perturb.Output = "prob", correlation: str = "pearson",
                 generator: torch.Generator | int = 0, sample_index: torch.Tensor | None = None,
-                batch_size: BatchSize = 256) -> torch.Tensor:
+                batch_size: BatchSize = None) -> torch.Tensor:
     """Per-sample μF ``(B,)`` (arguments as in :func:`mu_fidelity_details`); the paper's score is the mean over
     samples (NaN rows, constant maps or outputs, left out and counted by the caller). Higher is better."""
     return mu_fidelity_details(model, x, attributions, target=target, n_subsets=n_subsets,
@@ -136,7 +136,7 @@ def average_stability_details(model: Callable, x: torch.Tensor, attributions: to
                               explainer: Callable[..., torch.Tensor], target: torch.Tensor | None = None,
                               n_neighbours: int = 200, radius: float = 0.1, common_noise: bool = True,
                               sample_index: torch.Tensor | None = None, generator: torch.Generator | int = 0,
-                              batch_size: BatchSize = 256) -> dict[str, torch.Tensor | None]:
+                              batch_size: BatchSize = None) -> dict[str, torch.Tensor | None]:
     """Per-sample S_avg (Bhatt et al. 2020 via the paper's eq. 2, spec §4.6, [recon] §6.16): the mean over
     ``n_neighbours`` neighbours z = x + u, u_i ~ U(−r/d, r/d) (so ‖u‖₁ ≤ r = ``radius``, d = elements of one input),
     of ‖g(x) − g(z)‖²₂, g the ``explainer``. The maps enter the distance as the explainer returns them, not
@@ -259,7 +259,7 @@ def average_stability(model: Callable, x: torch.Tensor, attributions: torch.Tens
                       explainer: Callable[..., torch.Tensor], target: torch.Tensor | None = None,
                       n_neighbours: int = 200, radius: float = 0.1, common_noise: bool = True,
                       sample_index: torch.Tensor | None = None, generator: torch.Generator | int = 0,
-                      batch_size: BatchSize = 256) -> torch.Tensor:
+                      batch_size: BatchSize = None) -> torch.Tensor:
     """Per-sample S_avg ``(B,)`` of ``explainer`` (arguments as in :func:`average_stability_details`; attributions
     None: the explainer's maps of x); the paper reports the mean. Lower is better."""
     return average_stability_details(model, x, attributions, explainer=explainer, target=target,

@@ -31,7 +31,7 @@ __all__ = ["saco", "saco_details"]
 
 def saco_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
                  k: int = 10, reduce: str = REDUCE, reference: perturb.Reference = "channel_mean",
-                 units: perturb.Units | None = None, batch_size: BatchSize = 256) -> dict[str, torch.Tensor]:
+                 units: perturb.Units | None = None, batch_size: BatchSize = None) -> dict[str, torch.Tensor]:
     """SaCo with its ingredients (Algorithm 1; Fig. 3 case study).
 
     x: ``(B, C, H, W)`` images (or any layout the removal engine accepts); attributions: see
@@ -80,7 +80,7 @@ def saco_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
 
 def saco(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
          k: int = 10, reduce: str = REDUCE, reference: perturb.Reference = "channel_mean",
-         units: perturb.Units | None = None, batch_size: BatchSize = 256) -> torch.Tensor:
+         units: perturb.Units | None = None, batch_size: BatchSize = None) -> torch.Tensor:
     """Salience-guided Faithfulness Coefficient per sample → ``(B,)`` in [−1, 1]; higher = more faithful.
 
     Wu et al. 2024, Algorithm 1 (see the module docstring; arguments as in :func:`saco_details`). Invariant to

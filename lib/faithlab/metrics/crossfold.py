@@ -177,7 +177,7 @@ def _check_cross(maps: torch.Tensor, predictions: torch.Tensor | None, labels: t
 
 
 def pair_distances(maps: torch.Tensor, predictions: torch.Tensor, labels: torch.Tensor, folds: torch.Tensor, *,
-                   distance: str = "sqrt", channel_dim: int | None = None, batch_size: BatchSize = 256) -> Pairs:
+                   distance: str = "sqrt", channel_dim: int | None = None, batch_size: BatchSize = None) -> Pairs:
     """Distances between the explanation of each sample by its unseen model and by each of the k − 1 others.
 
     maps: ``(k, N, *map_shape)`` — ``maps[i, n]`` explains sample n by model i (explaining the class model i
@@ -253,7 +253,7 @@ def shuffled_partners(eligible: torch.Tensor, *, generator: torch.Generator | in
 
 
 def shuffled_distances(maps: torch.Tensor, folds: torch.Tensor, partners: torch.Tensor, *, distance: str = "sqrt",
-                       channel_dim: int | None = None, batch_size: BatchSize = 256) -> torch.Tensor:
+                       channel_dim: int | None = None, batch_size: BatchSize = None) -> torch.Tensor:
     """The chance level of :func:`pair_distances`: each of its pairs with the second model's map of ANOTHER image.
 
     For sample n, the distance between its explanation by its unseen model ``folds[n]`` and the explanation of
@@ -379,7 +379,7 @@ def mege(s_equal: torch.Tensor) -> torch.Tensor:
 
 def reco_mege_details_from_predictions(maps: torch.Tensor, predictions: torch.Tensor, labels: torch.Tensor,
                                        folds: torch.Tensor, *, distance: str = "sqrt", channel_dim: int | None = None,
-                                       batch_size: BatchSize = 256) -> dict:
+                                       batch_size: BatchSize = None) -> dict:
     """Everything behind ReCo and MeGe for one method and one family of k cross-trained models whose predictions are
     at hand (the building block of :func:`reco_mege_details`).
 
@@ -416,7 +416,7 @@ def details_from_pairs(pairs: Pairs) -> dict:
 
 def reco_mege_from_predictions(maps: torch.Tensor, predictions: torch.Tensor, labels: torch.Tensor,
                                folds: torch.Tensor, *, distance: str = "sqrt", channel_dim: int | None = None,
-                               batch_size: BatchSize = 256) -> dict[str, float]:
+                               batch_size: BatchSize = None) -> dict[str, float]:
     """ReCo and MeGe of one explanation method on k cross-trained models whose predictions are at hand →
     ``{"reco": …, "mege": …}`` (higher is better for both; NaN when S≠ (ReCo) or S= (both) is empty). Arguments as
     in :func:`pair_distances`; see :func:`reco_mege_details_from_predictions`."""
@@ -436,7 +436,7 @@ def _predicted(model: Callable, x: torch.Tensor, batch_size: BatchSize) -> torch
 
 def reco_mege_details(models: Sequence[Callable], x: torch.Tensor, attributions: torch.Tensor, *,
                       folds: torch.Tensor, labels: torch.Tensor, distance: str = "sqrt",
-                      channel_dim: int | None = None, batch_size: BatchSize = 256) -> dict:
+                      channel_dim: int | None = None, batch_size: BatchSize = None) -> dict:
     """Everything behind ReCo and MeGe for one explanation method over k cross-trained models (dataset level).
 
     models: the k ≥ 2 eval-mode models (e.g. ``fl.train.cross_train(...).models``); x: ``(B, ...)`` the samples
@@ -477,7 +477,7 @@ def reco_mege_details(models: Sequence[Callable], x: torch.Tensor, attributions:
 
 def reco_mege(models: Sequence[Callable], x: torch.Tensor, attributions: torch.Tensor, *, folds: torch.Tensor,
               labels: torch.Tensor, distance: str = "sqrt", channel_dim: int | None = None,
-              batch_size: BatchSize = 256) -> dict[str, float]:
+              batch_size: BatchSize = None) -> dict[str, float]:
     """ReCo and MeGe of one explanation method over k cross-trained models → ``{"reco": …, "mege": …}`` (higher is
     better for both; NaN when S≠ (ReCo) or S= (both) is empty). Arguments as in :func:`reco_mege_details`."""
     d = reco_mege_details(models, x, attributions, folds=folds, labels=labels, distance=distance,

@@ -81,7 +81,7 @@ def auc_accuracy_details(model: Callable, x: torch.Tensor, attributions: torch.T
                          target: torch.Tensor | None = None, reduce: str = REDUCE,
                          reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
                          fractions: Sequence[float] = FRACTIONS,
-                         batch_size: BatchSize = 256) -> dict[str, torch.Tensor]:
+                         batch_size: BatchSize = None) -> dict[str, torch.Tensor]:
     """:func:`auc_accuracy` with its curve: ``score`` ``(B,)``, ``curve`` ``(B, F)`` the 0/1 indicator
     argmax f(x̃_top) = target at each fraction, ``clean`` ``(B,)``, ``fractions`` ``(F,)`` and ``constant``
     ``(B,)``. The paper reads the true labels: pass ``target=y``."""
@@ -106,7 +106,7 @@ def _log_odds(curve: torch.Tensor, clean: torch.Tensor) -> tuple[torch.Tensor, t
 def auc_accuracy(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
                  reduce: str = REDUCE, reference: perturb.Reference = "channel_mean",
                  units: perturb.Units | None = None, fractions: Sequence[float] = FRACTIONS,
-                 batch_size: BatchSize = 256) -> torch.Tensor:
+                 batch_size: BatchSize = None) -> torch.Tensor:
     """Per-sample accuracy AUC (spec §3.2; Ancona et al.): trapezoid area, x = fraction removed, under the 0/1
     indicator argmax f(x̃_top) = target as the most salient units are removed cumulatively → ``(B,)`` in [0, 1].
     The dataset AUC is the mean over samples. Lower = more faithful. The paper reads the true labels: pass
@@ -126,7 +126,7 @@ def _drop_details(direction: str, model: Callable, x: torch.Tensor, attributions
 def aopc_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
                  reduce: str = REDUCE, reference: perturb.Reference = "channel_mean",
                  units: perturb.Units | None = None, fractions: Sequence[float] = FRACTIONS,
-                 batch_size: BatchSize = 256) -> dict[str, torch.Tensor]:
+                 batch_size: BatchSize = None) -> dict[str, torch.Tensor]:
     """:func:`aopc` with its curve: ``score`` ``(B,)``, ``curve`` ``(B, F)`` p(ŷ|x̃_top), ``drop`` ``(B, F)``
     p(ŷ|x) − p(ŷ|x̃_top), ``clean`` ``(B,)`` p(ŷ|x), ``fractions`` ``(F,)``, ``constant`` ``(B,)``."""
     return _drop_details("morf", model, x, attributions, target, reduce, reference, units, fractions, batch_size)
@@ -134,7 +134,7 @@ def aopc_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
 
 def aopc(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
          reduce: str = REDUCE, reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
-         fractions: Sequence[float] = FRACTIONS, batch_size: BatchSize = 256) -> torch.Tensor:
+         fractions: Sequence[float] = FRACTIONS, batch_size: BatchSize = None) -> torch.Tensor:
     """AOPC (spec §3.2; Samek et al.): mean over the fractions of p(ŷ|x) − p(ŷ|x̃_top) → ``(B,)``, ŷ = target
     (None → the prediction on the clean x). Higher = more faithful. :func:`aopc_details` also returns the curve."""
     return aopc_details(model, x, attributions, target=target, reduce=reduce, reference=reference, units=units,
@@ -144,7 +144,7 @@ def aopc(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target
 def log_odds_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
                      target: torch.Tensor | None = None, reduce: str = REDUCE,
                      reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
-                     fractions: Sequence[float] = FRACTIONS, batch_size: BatchSize = 256) -> dict[str, torch.Tensor]:
+                     fractions: Sequence[float] = FRACTIONS, batch_size: BatchSize = None) -> dict[str, torch.Tensor]:
     """:func:`log_odds` with its curve: ``score`` ``(B,)``, ``curve`` ``(B, F)`` p(ŷ|x̃_top), ``log_ratio``
     ``(B, F)`` log((p(ŷ|x̃_top) + ε) / (p(ŷ|x) + ε)), ``clean`` ``(B,)``, ``fractions`` ``(F,)``, ``constant``
     ``(B,)``."""
@@ -155,7 +155,7 @@ def log_odds_details(model: Callable, x: torch.Tensor, attributions: torch.Tenso
 
 def log_odds(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
              reduce: str = REDUCE, reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
-             fractions: Sequence[float] = FRACTIONS, batch_size: BatchSize = 256) -> torch.Tensor:
+             fractions: Sequence[float] = FRACTIONS, batch_size: BatchSize = None) -> torch.Tensor:
     """LOdds (spec §3.2; Shrikumar et al., ATTCAT): mean over the fractions of log((p(ŷ|x̃_top) + ε) / (p(ŷ|x) +
     ε)), ε = 1e-12, ŷ = target (None → the prediction on the clean x) → ``(B,)``, ≤ 0 when removal only lowers
     p. Lower = more faithful. :func:`log_odds_details` also returns the curve."""
@@ -167,7 +167,7 @@ def comprehensiveness_details(model: Callable, x: torch.Tensor, attributions: to
                               target: torch.Tensor | None = None, reduce: str = REDUCE,
                               reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
                               fractions: Sequence[float] = FRACTIONS,
-                              batch_size: BatchSize = 256) -> dict[str, torch.Tensor]:
+                              batch_size: BatchSize = None) -> dict[str, torch.Tensor]:
     """:func:`comprehensiveness` with its curve: ``score``, ``curve`` p(ŷ|x̃_bot), ``drop`` p(ŷ|x) − p(ŷ|x̃_bot),
     ``clean``, ``fractions``, ``constant`` (shapes as :func:`aopc_details`)."""
     return _drop_details("lerf", model, x, attributions, target, reduce, reference, units, fractions, batch_size)
@@ -176,7 +176,7 @@ def comprehensiveness_details(model: Callable, x: torch.Tensor, attributions: to
 def comprehensiveness(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
                       target: torch.Tensor | None = None, reduce: str = REDUCE,
                       reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
-                      fractions: Sequence[float] = FRACTIONS, batch_size: BatchSize = 256) -> torch.Tensor:
+                      fractions: Sequence[float] = FRACTIONS, batch_size: BatchSize = None) -> torch.Tensor:
     """Comprehensiveness, SaCo's least-salient-first variant (spec §3.2; DeYoung et al.): mean over the fractions
     of p(ŷ|x) − p(ŷ|x̃_bot), ŷ = target (None → the prediction on the clean x) → ``(B,)``; removing unimportant
     units should change little. Lower = more faithful. :func:`comprehensiveness_details` also returns the curve."""
@@ -194,7 +194,7 @@ del _fn
 def morf_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
                  labels: torch.Tensor | None = None, reduce: str = REDUCE,
                  reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
-                 fractions: Sequence[float] = FRACTIONS, batch_size: BatchSize = 256) -> dict[str, torch.Tensor]:
+                 fractions: Sequence[float] = FRACTIONS, batch_size: BatchSize = None) -> dict[str, torch.Tensor]:
     """Accuracy AUC, AOPC and LOdds from one most-salient-first removal curve (the three read the same perturbed
     inputs: one forward pass per input instead of three).
 

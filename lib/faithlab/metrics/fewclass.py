@@ -272,7 +272,7 @@ def candidate_images(x: torch.Tensor, index: torch.Tensor, *,
 
 
 def candidates(x: torch.Tensor, *, grid: Grid = None,
-               batch_size: BatchSize = 256,
+               batch_size: BatchSize = None,
                normalisation: tuple[Sequence[float] | float, Sequence[float] | float] | None = None
                ) -> Iterator[tuple[int, int, int, int, torch.Tensor]]:
     """The perturbed candidates of every image (spec §2.3), in chunks of at most ``batch_size`` images in all:
@@ -314,7 +314,7 @@ def _class_probability(logits: torch.Tensor, target: torch.Tensor) -> torch.Tens
     return class_probabilities(logits).gather(1, target[:, None]).squeeze(1)
 
 
-def predicted_class(model: Callable, x: torch.Tensor, *, batch_size: BatchSize = 256) -> torch.Tensor:
+def predicted_class(model: Callable, x: torch.Tensor, *, batch_size: BatchSize = None) -> torch.Tensor:
     """The model's predicted class ``(B,)`` int64: argmax of N ≥ 2 logits, ``logit > 0`` for a single logit.
     ``batch_size`` inputs per forward call: an int or ``"auto"`` (resolved by :func:`faithlab.perturb.logits`, see
     :mod:`faithlab.perturb.autobatch`); the result does not depend on it."""
@@ -377,7 +377,7 @@ def selection_cost(x: torch.Tensor | Sequence[int], *, grid: Grid = None) -> int
     return b * len(_check_grid(grid)) + 1
 
 
-def select_perturbation(model: Callable, x: torch.Tensor, *, grid: Grid = None, batch_size: BatchSize = 256,
+def select_perturbation(model: Callable, x: torch.Tensor, *, grid: Grid = None, batch_size: BatchSize = None,
                         normalisation: tuple[Sequence[float] | float, Sequence[float] | float] | None = None,
                         progress: bool | None = None, cache: bool = True) -> dict:
     """Few-class Fidelity's perturbed image per input (spec §2.3): argmin P among the candidates with U < Δ, the
@@ -550,7 +550,7 @@ def fewclass_fid_details(model: Callable, x: torch.Tensor, attributions: torch.T
                          normalisation: tuple[Sequence[float] | float, Sequence[float] | float] | None = None,
                          grid: Grid = None, generator: torch.Generator | int = 0,
                          fractions: Sequence[float] = FRACTIONS, sample_index: torch.Tensor | None = None,
-                         batch_size: BatchSize = 256) -> dict[str, torch.Tensor]:
+                         batch_size: BatchSize = None) -> dict[str, torch.Tensor]:
     """:func:`fewclass_fid` with its curves: ``score`` ``(B,)``, ``mif`` and ``lif`` ``(B, F)`` the probability of
     the target class as the most / least important pixels are replaced, ``a_mif``, ``a_lif`` ``(B,)`` their
     trapezoid areas over the fractions, ``fractions`` ``(F,)``, ``target`` ``(B,)``, ``n_classes``,
@@ -607,7 +607,7 @@ def fewclass_fid(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
                  normalisation: tuple[Sequence[float] | float, Sequence[float] | float] | None = None,
                  grid: Grid = None, generator: torch.Generator | int = 0,
                  fractions: Sequence[float] = FRACTIONS, sample_index: torch.Tensor | None = None,
-                 batch_size: BatchSize = 256) -> torch.Tensor:
+                 batch_size: BatchSize = None) -> torch.Tensor:
     """Few-class Fidelity per image (spec §2.1–2.2) → ``(B,)`` in [0, 1], higher = more faithful.
 
     x: ``(B, C, H, W)``; attributions: x's shape or ``(B, H, W)``, ranked by Σ_c |map| with random tie order. The

@@ -139,7 +139,7 @@ def fid_plus_details(model: Callable, x: torch.Tensor, attributions: torch.Tenso
                      target: torch.Tensor | None = None, sparsity: Sequence[float] | torch.Tensor = SPARSITY,
                      alpha: float = 1.0, beta: float | None = None, n_samples: int = 1, sampling: str = "bernoulli",
                      output: str = "correct", reduce: str = REDUCE, units: perturb.Units | None = None,
-                     reference: perturb.Reference = "zero", batch_size: BatchSize = 256,
+                     reference: perturb.Reference = "zero", batch_size: BatchSize = None,
                      generator: torch.Generator | int | None = None, ties: str = "index",
                      sample_index: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
     """:func:`fid_plus` with its read-outs (F-Fidelity eqs. 1, 3, 6). Arguments as :func:`fid_plus`."""
@@ -165,7 +165,7 @@ fid_minus_details.__signature__ = _DETAILS_SIGNATURE
 def fid_plus(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
              sparsity: Sequence[float] | torch.Tensor = SPARSITY, alpha: float = 1.0, beta: float | None = None,
              n_samples: int = 1, sampling: str = "bernoulli", output: str = "correct", reduce: str = REDUCE,
-             units: perturb.Units | None = None, reference: perturb.Reference = "zero", batch_size: BatchSize = 256,
+             units: perturb.Units | None = None, reference: perturb.Reference = "zero", batch_size: BatchSize = None,
              generator: torch.Generator | int | None = None, ties: str = "index",
              sample_index: torch.Tensor | None = None) -> torch.Tensor:
     """Fid+ / RFid+ / FFid+ (F-Fidelity eqs. 1, 3, 6): 1[y = ŷ(x)] − mean_j 1[y = ŷ(x − x⊙m'_j)], m'_j ⊆ R+
@@ -182,7 +182,7 @@ def fid_plus(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, ta
 def fid_minus(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
               sparsity: Sequence[float] | torch.Tensor = SPARSITY, alpha: float = 1.0, beta: float | None = None,
               n_samples: int = 1, sampling: str = "bernoulli", output: str = "correct", reduce: str = REDUCE,
-              units: perturb.Units | None = None, reference: perturb.Reference = "zero", batch_size: BatchSize = 256,
+              units: perturb.Units | None = None, reference: perturb.Reference = "zero", batch_size: BatchSize = None,
               generator: torch.Generator | int | None = None, ties: str = "index",
               sample_index: torch.Tensor | None = None) -> torch.Tensor:
     """Fid− / RFid− / FFid− (F-Fidelity eqs. 2, 4, 6): as :func:`fid_plus` but m'_j ⊆ R− (the complement of

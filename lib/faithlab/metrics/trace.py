@@ -175,7 +175,7 @@ def _curves(model: Callable, x: torch.Tensor, s: _Setup, output: Output, deletio
 
 def deletion_curve(model: Callable, x: torch.Tensor, order: torch.Tensor, *, edge: int,
                    reference: Reference = "zero", output: Output = "prob", target: torch.Tensor | None = None,
-                   batch_size: BatchSize = 256) -> torch.Tensor:
+                   batch_size: BatchSize = None) -> torch.Tensor:
     """Model output after deleting the first k patches of ``order`` for k = 0..t → ``(B, t + 1)`` (spec §5.1).
 
     x: ``(B, C, H, W)`` square images; order: ``(B, t)`` int64 deletion order (a trajectory for LeRF, its flip for
@@ -192,7 +192,7 @@ def deletion_curve(model: Callable, x: torch.Tensor, order: torch.Tensor, *, edg
 
 def insertion_curve(model: Callable, x: torch.Tensor, order: torch.Tensor, *, edge: int,
                     reference: Reference = "zero", output: Output = "prob", target: torch.Tensor | None = None,
-                    batch_size: BatchSize = 256) -> torch.Tensor:
+                    batch_size: BatchSize = None) -> torch.Tensor:
     """Model output after inserting the first k patches of ``order`` into the fully deleted image, k = 0..t →
     ``(B, t + 1)``. Thm 3.1: inserting in MoRF order gives the LeRF deletion curve reversed, so the AUCs agree.
     Arguments as in :func:`deletion_curve`."""
@@ -205,7 +205,7 @@ def insertion_curve(model: Callable, x: torch.Tensor, order: torch.Tensor, *, ed
 def trajectory_scores_details(model: Callable, x: torch.Tensor, trajectory: torch.Tensor, *, edge: int,
                               reference: Reference = "zero", output: Output = "prob",
                               target: torch.Tensor | None = None,
-                              batch_size: BatchSize = 256) -> dict[str, torch.Tensor]:
+                              batch_size: BatchSize = None) -> dict[str, torch.Tensor]:
     """LeRF and MoRF deletion curves of a trajectory and their sums (Table 1, Fig. 2b; the searches' trajectories).
 
     trajectory: ``(B, t)`` bottom-to-top (:func:`trajectory_from_map` for a pixel map; :func:`lerf_morf_details`
@@ -225,7 +225,7 @@ def trajectory_scores_details(model: Callable, x: torch.Tensor, trajectory: torc
 
 def trajectory_scores(model: Callable, x: torch.Tensor, trajectory: torch.Tensor, *, edge: int,
                       reference: Reference = "zero", output: Output = "prob", target: torch.Tensor | None = None,
-                      batch_size: BatchSize = 256) -> torch.Tensor:
+                      batch_size: BatchSize = None) -> torch.Tensor:
     """ΣLeRF − ΣMoRF of a trajectory → ``(B,)``, higher = better (Table 1). See :func:`trajectory_scores_details`."""
     return trajectory_scores_details(model, x, trajectory, edge=edge, reference=reference, output=output,
                                      target=target, batch_size=batch_size)["lerf_morf"]
@@ -234,7 +234,7 @@ def trajectory_scores(model: Callable, x: torch.Tensor, trajectory: torch.Tensor
 def lerf_morf_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
                       target: torch.Tensor | None = None, edge: int | None = None, reduce: str = "mean",
                       reference: Reference = "zero", output: Output = "prob",
-                      batch_size: BatchSize = 256) -> dict[str, torch.Tensor]:
+                      batch_size: BatchSize = None) -> dict[str, torch.Tensor]:
     """TRACE's score of attribution maps with its curves: the map's trajectory (:func:`trajectory_from_map`, patch
     means with ``reduce``, sorted ascending, ties by the smaller patch id) scored by
     :func:`trajectory_scores_details`.
@@ -257,7 +257,7 @@ def lerf_morf_details(model: Callable, x: torch.Tensor, attributions: torch.Tens
 
 def lerf_morf(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
               edge: int | None = None, reduce: str = "mean", reference: Reference = "zero", output: Output = "prob",
-              batch_size: BatchSize = 256) -> torch.Tensor:
+              batch_size: BatchSize = None) -> torch.Tensor:
     """ΣLeRF − ΣMoRF of attribution maps → ``(B,)``, higher = better (Table 1): the trajectory of each map's patch
     means scored by its LeRF and MoRF deletion curves. See :func:`lerf_morf_details`."""
     return lerf_morf_details(model, x, attributions, target=target, edge=edge, reduce=reduce, reference=reference,

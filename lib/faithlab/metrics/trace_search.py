@@ -85,7 +85,7 @@ def objective_value(lerf: torch.Tensor, morf: torch.Tensor, objective: str) -> t
 
 
 def greedy(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le", reference: Reference = "zero",
-           output: Output = "prob", target: torch.Tensor | None = None, batch_size: BatchSize = 256) -> Search:
+           output: Output = "prob", target: torch.Tensor | None = None, batch_size: BatchSize = None) -> Search:
     """TRACE-Greedy (spec §5.3): from the full image, repeatedly delete the remaining patch whose deletion leaves
     the highest (``"le"``) or lowest (``"mo"``) output, ties by the smaller patch id.
 
@@ -147,7 +147,7 @@ def _swap(tau: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor
 def anneal(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-mo",
            init: Search | torch.Tensor | None = None, iterations: int = ITERATIONS, t0: float | None = None,
            eta: float = 0.999, generator: torch.Generator | int | None = None, reference: Reference = "zero",
-           output: Output = "prob", target: torch.Tensor | None = None, batch_size: BatchSize = 256,
+           output: Output = "prob", target: torch.Tensor | None = None, batch_size: BatchSize = None,
            incremental: bool = True, sample_index: torch.Tensor | None = None,
            progress: bool | None = None) -> Search:
     """TRACE-SA (spec §5.4): simulated annealing over trajectories with the swap neighbourhood.
@@ -471,7 +471,7 @@ def genetic(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le
             init: Search | torch.Tensor | None = None, population: int = POPULATION, generations: int = GENERATIONS,
             elite: int = ELITE, tournament: int = 3, crossover: float = 0.9, mutation: float = 0.5,
             generator: torch.Generator | int | None = None, reference: Reference = "zero", output: Output = "prob",
-            target: torch.Tensor | None = None, batch_size: BatchSize = 256, sample_index: torch.Tensor | None = None,
+            target: torch.Tensor | None = None, batch_size: BatchSize = None, sample_index: torch.Tensor | None = None,
             progress: bool | None = None) -> Search:
     """A genetic algorithm over trajectories: one of the other meta-heuristics the paper explores in its Appendix E
     (the text we have only refers to that appendix and cites Holland's book on genetic algorithms; it gives none of
@@ -592,7 +592,7 @@ def genetic_cost(x: torch.Tensor | Sequence[int], *, edge: int, objective: str =
 def tabu(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-mo",
          init: Search | torch.Tensor | None = None, iterations: int = ITERATIONS, n_neighbours: int = NEIGHBOURS,
          tenure: int = TENURE, generator: torch.Generator | int | None = None, reference: Reference = "zero",
-         output: Output = "prob", target: torch.Tensor | None = None, batch_size: BatchSize = 256,
+         output: Output = "prob", target: torch.Tensor | None = None, batch_size: BatchSize = None,
          sample_index: torch.Tensor | None = None, progress: bool | None = None) -> Search:
     """Tabu search over trajectories with the swap neighbourhood: one of the other meta-heuristics the paper
     explores in its Appendix E (the text we have only refers to that appendix and cites Glover, who introduced tabu
@@ -872,7 +872,7 @@ def _neighbour_curves(s: _Setup, lerf: torch.Tensor, morf: torch.Tensor, new_tau
 
 def complete_search(model: Callable, x: torch.Tensor, *, edge: int = 4, reference: Reference = "zero",
                     output: Output = "prob", target: torch.Tensor | None = None,
-                    batch_size: BatchSize = 256) -> dict[str, torch.Tensor]:
+                    batch_size: BatchSize = None) -> dict[str, torch.Tensor]:
     """Complete search (CS, spec §5.5): the output after deleting every subset of the t patches, reduced per
     subset size k → ``{"min": (B, t + 1), "max": (B, t + 1)}``.
 
@@ -902,7 +902,7 @@ def complete_search(model: Callable, x: torch.Tensor, *, edge: int = 4, referenc
 def random_deletion_curves(model: Callable, x: torch.Tensor, *, edge: int, n_orders: int,
                            generator: torch.Generator | int | None, reference: Reference = "zero",
                            output: Output = "prob", target: torch.Tensor | None = None,
-                           batch_size: BatchSize = 256, sample_index: torch.Tensor | None = None) -> torch.Tensor:
+                           batch_size: BatchSize = None, sample_index: torch.Tensor | None = None) -> torch.Tensor:
     """The random deletion test (Fig. 4, spec §5.6): deletion curves along ``n_orders`` uniformly random orders per
     image → ``(B, n_orders, t + 1)``; plot the mean against k/t for several ``edge`` values and references. The
     orders are keyed to the sample: image i's come from a stream keyed by a root seed drawn from ``generator`` and

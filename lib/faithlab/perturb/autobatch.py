@@ -10,9 +10,11 @@ Batch sizes change :mod:`faithlab.perturb`'s results only by float rounding (eve
 alone, but a forward pass's kernels may depend on the batch size: on a 2-core CPU, float32 outputs were bitwise
 equal from 16 inputs per call on for a ResNet-18 and not below). ``"auto"``'s chunks follow timings, so two calls
 can differ in the last bits, and a decision that hangs on rounding (a tie in an argmin or a ranking) can differ
-with them. That is why the default stays a fixed 256 and why the study's protocols pass their own ints: pass an int
-where bitwise repeatability matters, ``"auto"`` where speed does (``benchmarks/autobatch_sweep.py`` measures it
-against every fixed size).
+with them. That is why ``"auto"`` is opt-in and the default (``batch_size=None``) is :func:`default_batch_size`, a
+size fixed by what is known before any timing: the device, the dtype and the largest activation the model makes for
+one input (read once per model and input shape from one forward pass of one input). Two identical calls then run
+the same chunks and give bitwise equal results. ``benchmarks/autobatch_sweep.py`` measures both against every
+fixed size; the study's protocols pass their own ints.
 
 The probe:
 
@@ -51,11 +53,12 @@ import torch
 
 from faithlab import _validate
 
-__all__ = ["BatchSize", "AUTO", "CANDIDATES", "FALLBACK", "MAP_ELEMENTS", "Plan", "best_batch_size", "map_chunk",
+__all__ = ["BatchSize", "AUTO", "CANDIDATES", "CPU_BYTES", "GPU_BYTES", "default_batch_size", "activation_bytes", "FALLBACK", "MAP_ELEMENTS", "Plan", "best_batch_size", "map_chunk",
            "plan", "resolve", "clear_cache", "cache_size"]
 
-BatchSize = int | str
-"""A batch size: a positive int, or ``"auto"`` (:func:`best_batch_size` picks one)."""
+BatchSize = int | str | None
+"""A batch size: a positive int, ``None`` (the default: :func:`default_batch_size`, fixed by the model's activations)
+or ``"auto"`` (timed: :func:`best_batch_size` / :class:`Plan` pick one)."""
 AUTO = _validate.BATCH_SIZE_AUTO
 CANDIDATES = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 """Batch sizes the probe tries, smallest first."""
@@ -284,9 +287,88 @@ def _time(model, probe: _Probe, c: int, calls: int, shape, dtype, device, exampl
         probe.spent += time.perf_counter() - start
 
 
+CPU_BYTES = 1 << 24
+"""On a CPU, the default batch holds this many bytes (16 MiB) of the model's largest activation. Past the caches
+a bigger batch stops paying: in benchmarks/autobatch_sweep.py (2-core VM) the best fixed size of a removal curve was
+the power of two that puts 2^22 float32 elements in the largest activation, for a small CNN, a ResNet-18 and a ViT at
+32, 64 and 224 px (256, 64 and 8-16 for the CNNs; 64 for the ViT at 32 px, whose attention maps are wider than its
+input)."""
+GPU_BYTES = 1 << 30
+"""On a GPU, the default batch holds up to this many bytes (1 GiB) of the largest activation (bigger batches kept
+paying off on an H200 for the small CNN up to 4,096 inputs), and at most a quarter of the device's memory in all of
+one input's activations."""
+MIN_SIZE, MAX_SIZE = 8, 4096
+"""The default batch size's bounds (the first and last of :data:`CANDIDATES`)."""
+
+
+def _activation_key(model: Callable, x: torch.Tensor) -> tuple:
+    owner, part = _owner(model)
+    return owner, ("activations", part, tuple(x.shape[1:]), x.dtype, x.device)
+
+
+def activation_bytes(model: Callable, x: torch.Tensor) -> tuple[int, int]:
+    """The bytes of the largest tensor and of all the tensors that one input like x[0] makes on its way through
+    ``model`` (its input, every module's outputs, its output) → (largest, total); read once per model, input shape,
+    dtype and device from one forward pass of one input under ``torch.no_grad()``, then cached for the process.
+
+    Every module's forward outputs are seen through a global forward hook, so a callable that wraps modules
+    (normalisation then a network) is measured too; the global RNG is left as it was, and a model in training mode has
+    its buffers (batch-norm statistics) put back after the pass. Sizes do not depend on the values or the weights."""
+    owner, key = _activation_key(model, x)
+    entries = _entries(owner)
+    if key in entries:
+        return entries[key]
+    largest, total = [x[:1].numel() * x.element_size()], [0]
+
+    def seen(_module, _inputs, output) -> None:
+        for t in output if isinstance(output, (tuple, list)) else (output,):
+            if isinstance(t, torch.Tensor):
+                size = t.numel() * t.element_size()
+                largest[0] = max(largest[0], size)
+                total[0] += size
+
+    modules = [m for m in (owner if isinstance(owner, torch.nn.Module) else None,) if m is not None]
+    training = [m for m in modules if any(s.training for s in m.modules())]
+    saved = [[b.detach().clone() for b in m.buffers()] for m in training]
+    cuda = [x.device.index if x.device.index is not None else torch.cuda.current_device()] if x.device.type == "cuda" else []
+    handle = torch.nn.modules.module.register_module_forward_hook(seen)
+    try:
+        with torch.no_grad(), torch.random.fork_rng(devices=cuda):
+            out = model(x[:1].clone())
+        seen(None, None, out)
+    finally:
+        handle.remove()
+        with torch.no_grad():
+            for m, values in zip(training, saved):
+                for b, v in zip(m.buffers(), values):
+                    b.copy_(v)
+    entries[key] = (largest[0], max(total[0], largest[0]))
+    return entries[key]
+
+
+def default_batch_size(model: Callable, x: torch.Tensor) -> int:
+    """The default batch size (``batch_size=None``) for inputs like one sample of x through ``model`` → int: the
+    largest power of two whose batch holds at most :data:`CPU_BYTES` (CPU) or :data:`GPU_BYTES` (GPU: also at most a
+    quarter of the device's memory in all activations) of the model's largest activation
+    (:func:`activation_bytes`), between 8 and 4,096.
+
+    Fixed by the model, the input's shape, dtype and device alone, never by a timing: two identical calls run the same
+    chunks and give bitwise equal results."""
+    largest, total = activation_bytes(model, x)
+    if x.device.type == "cuda":
+        limit = GPU_BYTES // max(1, largest)
+        limit = min(limit, torch.cuda.get_device_properties(x.device).total_memory // 4 // max(1, total))
+    else:
+        limit = CPU_BYTES // max(1, largest)
+    size = 1 << max(0, int(limit).bit_length() - 1)  # the largest power of two ≤ limit
+    return max(MIN_SIZE, min(MAX_SIZE, size))
+
+
 def resolve(batch_size: BatchSize, model: Callable, x: torch.Tensor, n_inputs: int) -> int:
     """The engine's batch size: ``batch_size`` itself if an int, else :func:`best_batch_size` for ``model`` on
     inputs like one sample of x (that sample repeated), for a call that runs ``n_inputs`` of them."""
+    if batch_size is None:
+        return default_batch_size(model, x)
     if not isinstance(batch_size, str):
         return batch_size
     _validate.batch_size(batch_size, "batch_size")
@@ -409,7 +491,10 @@ class Plan:
 
 def plan(batch_size: BatchSize, model: Callable, x: torch.Tensor, n_inputs: int) -> int | Plan:
     """The engine's batch size for a call of ``n_inputs`` inputs like one sample of x: ``batch_size`` itself if an
-    int; for ``"auto"`` the cached best size once known, else a :class:`Plan` that finds it on the call's own work."""
+    int; None: :func:`default_batch_size`; for ``"auto"`` the cached best size once known, else a :class:`Plan` that
+    finds it on the call's own work."""
+    if batch_size is None:
+        return default_batch_size(model, x)
     if not isinstance(batch_size, str):
         return batch_size
     _validate.batch_size(batch_size, "batch_size")
@@ -436,7 +521,8 @@ memory, not forward passes, and no result depends on them."""
 
 
 def map_chunk(batch_size: BatchSize, per_sample: int, name: str = "batch_size") -> int:
-    """The chunk size (samples) of a function that calls no model: ``batch_size`` itself if an int, else (``"auto"``)
+    """The chunk size (samples) of a function that calls no model: ``batch_size`` itself if an int, else (None or
+    ``"auto"``)
     as many samples of ``per_sample`` elements each as :data:`MAP_ELEMENTS` holds, at least 1. A bad value raises
     naming ``name``."""
     batch_size = _validate.batch_size(batch_size, name)

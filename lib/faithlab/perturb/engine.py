@@ -94,7 +94,7 @@ def _non_finite_error(bad: torch.Tensor, per_sample: int, where: str) -> NonFini
                            f"computed from them")
 
 
-def logits(model: Callable, inputs: torch.Tensor, *, batch_size: BatchSize | autobatch.Plan = 256,
+def logits(model: Callable, inputs: torch.Tensor, *, batch_size: BatchSize | autobatch.Plan = None,
            finite: bool = True, what: str = "inputs") -> torch.Tensor:
     """The model's logits on inputs, checked → ``(N, n_classes)``.
 
@@ -533,7 +533,7 @@ def _fill(fill: Callable, c0: int, c1: int, per_sample: int, shape: tuple, like:
 
 def evaluate_inputs(model: Callable, inputs: Callable[[int, int, int, int], torch.Tensor], *, n_samples: int,
                     n_variants: int, output: Output = "prob", target: torch.Tensor | None = None,
-                    batch_size: BatchSize = 256) -> torch.Tensor:
+                    batch_size: BatchSize = None) -> torch.Tensor:
     """Model read-out on ``n_variants`` generated inputs of each of ``n_samples`` samples → ``(n_samples, n_variants)``.
 
     The engine's loop for inputs that are not unit removals of x (Few-class Fidelity's 804 blurred candidates per
@@ -570,6 +570,6 @@ def evaluate_inputs(model: Callable, inputs: Callable[[int, int, int, int], torc
                              f"({b1 - b0}, {v1 - v0}, ...), got {got}")
         return t
 
-    if batch_size == autobatch.AUTO:  # the plan needs one input's shape: the first one, built once more
+    if batch_size is None or batch_size == autobatch.AUTO:  # the plan needs one input's shape: the first one, built again
         batch_size = autobatch.plan(batch_size, model, build(0, 1, 0, 1)[0], n_samples * n_variants)
     return _forward_grid(model, build, n_samples, n_variants, _output_fn(output), output, target, batch_size)

@@ -54,7 +54,7 @@ class Removal:
     """
 
     def __init__(self, model: Callable, x: torch.Tensor, *, units: Units | None = None, reference: Reference = "zero",
-                 output: Output = "prob", target: torch.Tensor | None = None, batch_size: BatchSize = 256):
+                 output: Output = "prob", target: torch.Tensor | None = None, batch_size: BatchSize = None):
         self.units: Units = _prepare(model, x, units, output, target, batch_size)
         self.model, self.x, self.output, self.batch_size = model, x, output, batch_size
         self.reference: torch.Tensor = make_reference(x, reference)
@@ -315,7 +315,7 @@ def _is_permutation(perm: torch.Tensor) -> bool:
 
 def masked_outputs(model: Callable, x: torch.Tensor, masks: Masks, *, n_variants: int, units: Units | None = None,
                    reference: Reference = "zero", output: Output = "prob", target: torch.Tensor | None = None,
-                   batch_size: BatchSize = 256) -> torch.Tensor:
+                   batch_size: BatchSize = None) -> torch.Tensor:
     """Model output on ``n_variants`` perturbed variants of every sample, masks built lazily → ``(B, n_variants)``.
 
     One call of :meth:`Removal.masked` (bind a :class:`Removal` to run several). masks: a callable
@@ -330,7 +330,7 @@ def masked_outputs(model: Callable, x: torch.Tensor, masks: Masks, *, n_variants
 def removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor | None,
                   fractions: Sequence[float] | torch.Tensor, *, order: str | torch.Tensor = "morf",
                   reduce: str = "sum_abs", reference: Reference = "zero", output: Output = "prob",
-                  target: torch.Tensor | None = None, units: Units | None = None, batch_size: BatchSize = 256,
+                  target: torch.Tensor | None = None, units: Units | None = None, batch_size: BatchSize = None,
                   generator: torch.Generator | int | None = None) -> torch.Tensor:
     """Model output after cumulatively removing a fraction of units in a given order → ``(B, len(fractions))``.
 
@@ -353,10 +353,11 @@ def removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor |
     target: ``(B,)`` int64 classes; None → the model's prediction on the clean x.
     units: None infers pixels for 4-D x and dim-1 units (time steps, tokens) otherwise.
     batch_size: at most this many perturbed inputs per forward call; results do not depend on it beyond float
-    rounding. ``"auto"``: the size with the least forward time per input for this model, input shape and thread
+    rounding. None (the default): a size fixed by the model's largest activation for one input of x's shape, dtype
+    and device (:func:`faithlab.perturb.autobatch.default_batch_size`), the same on every call. ``"auto"``: the size with the least forward time per input for this model, input shape and thread
     count, found on the call's own first forward calls (timed at growing sizes, nothing computed twice) and cached
     for the process (:class:`faithlab.perturb.autobatch.Plan`); its chunks follow timings, so repeated calls can
-    differ in the last bits (the default, a fixed 256, does not).
+    differ in the last bits (the default does not).
     A constant map defines no order: its units are removed in index order and a
     :class:`~faithlab.perturb.ConstantMapWarning` counts those samples. NaN/inf logits raise a ValueError.
     """
@@ -367,7 +368,7 @@ def removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor |
 
 def removal_outputs(model: Callable, x: torch.Tensor, removed: torch.Tensor, *, units: Units | None = None,
                     reference: Reference = "zero", output: Output = "prob", target: torch.Tensor | None = None,
-                    batch_size: BatchSize = 256, sample: torch.Tensor | None = None) -> torch.Tensor:
+                    batch_size: BatchSize = None, sample: torch.Tensor | None = None) -> torch.Tensor:
     """Model output after removing exactly the units flagged in removed → ``(B,)`` or ``(B, S)``.
 
     The single-step primitive behind Fid±/RFid±/FFid± (F-Fidelity §1.2–1.5), SaCo's group perturbations (§3.1)
@@ -386,7 +387,7 @@ def deletion_insertion(model: Callable, x: torch.Tensor, attributions: torch.Ten
                        fractions: Sequence[float] | torch.Tensor = DELETION_INSERTION_FRACTIONS, *,
                        order: str | torch.Tensor = "morf", reduce: str = "sum_abs", reference: Reference = "zero",
                        output: Output = "prob", target: torch.Tensor | None = None, units: Units | None = None,
-                       batch_size: BatchSize = 256,
+                       batch_size: BatchSize = None,
                        generator: torch.Generator | int | None = None) -> dict[str, torch.Tensor]:
     """RISE's deletion and insertion curves of attribution maps and their areas (Petsiuk et al. 2018), in one run.
 
