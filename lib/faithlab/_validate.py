@@ -168,7 +168,7 @@ def fractions(value, name: str, *, increasing: bool = False) -> torch.Tensor:
         bad = [v for v in items if isinstance(v, bool) or not isinstance(v, numbers.Real)]
         if bad:
             raise TypeError(f"{name} must hold real numbers, got {bad[0]!r} ({type(bad[0]).__name__})")
-        f = torch.as_tensor([float(v) for v in items], dtype=torch.float64)
+        f = torch.as_tensor([float(v) for v in items], dtype=torch.float64, device="cpu")
     f = f.to("cpu", torch.float64)  # a list is read in float64 directly: 0.1 stays 0.1, not float32's 0.1000000015
     if f.ndim != 1 or f.numel() == 0:
         raise ValueError(f"{name} must be a non-empty 1-D sequence of fractions, got shape {tuple(f.shape)}")

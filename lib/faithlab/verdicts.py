@@ -262,7 +262,7 @@ def undefined(value, *, what: str) -> str | None:
     """Premise check: the reason "<what> is undefined" when ``value`` (a number or any of a sequence) is NaN."""
     import torch
 
-    values = torch.as_tensor(value, dtype=torch.float64).flatten()
+    values = torch.as_tensor(value, dtype=torch.float64, device="cpu").flatten()
     if values.numel() == 0 or bool(values.isnan().any()):
         return f"{what} is undefined (a constant vector or no data)"
     return None
@@ -326,17 +326,18 @@ def hierarchical_means(x, *, groups=None, n_boot: int = 4000, seed: int = 0):
     n = x.numel()
     g = torch.Generator().manual_seed(int(seed))
     if groups is None or int(groups.max()) == 0:
-        return x[torch.randint(n, (n_boot, n), generator=g)].mean(1)
+        return x[torch.randint(n, (n_boot, n), generator=g, device="cpu")].mean(1)
     order = torch.argsort(groups, stable=True)
     x, groups = x[order], groups[order]
     n_groups = int(groups.max()) + 1
     counts = torch.bincount(groups, minlength=n_groups)
     starts = torch.cumsum(counts, 0) - counts
     width = int(counts.max())
-    picked = torch.randint(n_groups, (n_boot, n_groups), generator=g)  # replicas of each draw
+    picked = torch.randint(n_groups, (n_boot, n_groups), generator=g, device="cpu")  # replicas of each draw
     c = counts[picked]  # (n_boot, n_groups)
-    within = (torch.rand(n_boot, n_groups, width, generator=g, dtype=torch.float64) * c[..., None]).long()
-    taken = torch.arange(width)[None, None, :] < c[..., None]  # a replica contributes its own count of units
+    within = (torch.rand(n_boot, n_groups, width, generator=g, dtype=torch.float64, device="cpu") * c[..., None]).long()
+    # a replica contributes its own count of units
+    taken = torch.arange(width, device="cpu")[None, None, :] < c[..., None]
     values = x[(starts[picked][..., None] + within.clamp(max=width - 1)).clamp(max=n - 1)]
     return (values * taken).sum((1, 2)) / taken.sum((1, 2))
 
@@ -380,7 +381,7 @@ def bootstrap_diff(a, b=None, *, higher_is_better: bool = True, n_boot: int = 40
         record.append((x.clone(), None if codes is None else codes.clone()))
     means = hierarchical_means(x, groups=codes, n_boot=n_boot, seed=seed)
     tail = (1 - level) / 2
-    low, high = torch.quantile(means, torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
+    low, high = torch.quantile(means, torch.tensor([tail, 1 - tail], dtype=torch.float64, device="cpu")).tolist()
     mean = x.mean().item()
     spread = 1e-12 * max(1.0, abs(mean))  # a constant difference has a zero-width interval: exact ties are ties
     outcome = "win" if low > spread else "loss" if high < -spread else "tie"
@@ -401,7 +402,7 @@ def comparison_from_draws(estimate: float, draws, *, level: float = 0.95) -> Com
         raise ValueError(f"level must lie in [0.5, 1), got {level!r}")
     mean = _number(estimate, "estimate")
     tail = (1 - level) / 2
-    low, high = torch.quantile(x, torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
+    low, high = torch.quantile(x, torch.tensor([tail, 1 - tail], dtype=torch.float64, device="cpu")).tolist()
     spread = 1e-12 * max(1.0, abs(mean))
     outcome = "win" if low > spread else "loss" if high < -spread else "tie"
     return Comparison(mean, low, high, float(level), int(x.numel()), outcome)
@@ -492,8 +493,8 @@ class Null:
     def _quantiles(self, *qs: float) -> list[float]:
         import torch
 
-        return torch.quantile(torch.tensor(self.draws, dtype=torch.float64),
-                              torch.tensor(qs, dtype=torch.float64)).tolist()
+        return torch.quantile(torch.tensor(self.draws, dtype=torch.float64, device="cpu"),
+                              torch.tensor(qs, dtype=torch.float64, device="cpu")).tolist()
 
     @property
     def low(self) -> float:
@@ -633,7 +634,7 @@ def decide(estimate, draws, *, margin: float = 0.0, higher_is_better: bool = Tru
     if x.numel() < 100 or est != est:
         return ladder(False, untestable=f"{what} is undefined").with_why_decision(decision)
     tail = (1 - level) / 2
-    low, high = torch.quantile(x, torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
+    low, high = torch.quantile(x, torch.tensor([tail, 1 - tail], dtype=torch.float64, device="cpu")).tolist()
     sign = 1 if higher_is_better else -1
     lo, hi = sorted((sign * (low - margin), sign * (high - margin)))
     where = f"{what} = {est:.3g}, interval [{low:.3g}, {high:.3g}] against the margin {margin:g}"
@@ -875,10 +876,10 @@ def variance_components(x, *, groups=None) -> tuple[float, float, float, int, fl
     x = _values(x, "x")
     if groups is None:
         return float(x.mean()), 0.0, float(x.var()) if x.numel() > 1 else 0.0, 1, float(x.numel())
-    codes = torch.as_tensor(groups).long()
+    codes = torch.as_tensor(groups, device="cpu").long()
     k = int(codes.max()) + 1
     counts = torch.bincount(codes, minlength=k).double()
-    sums = torch.zeros(k, dtype=torch.float64).index_add_(0, codes, x)
+    sums = torch.zeros(k, dtype=torch.float64, device="cpu").index_add_(0, codes, x)
     means = sums / counts.clamp(min=1)
     within = float(((x - means[codes]) ** 2).sum() / max(1.0, float(counts.sum() - k)))
     n_bar = float(counts.mean())

@@ -100,7 +100,7 @@ class TensorData(Dataset):
 
     def subset(self, indices: torch.Tensor | Sequence[int]) -> TensorData:
         """A new TensorData holding the rows ``indices`` (int positions or a bool row mask); info is copied."""
-        idx = torch.as_tensor(indices)
+        idx = indices if isinstance(indices, torch.Tensor) else torch.as_tensor(indices, device="cpu")
         if idx.is_floating_point() and idx.numel() > 0:
             raise TypeError(f"indices must be integer positions or a bool mask, got dtype {idx.dtype}")
         if idx.dtype == torch.bool:
@@ -141,11 +141,11 @@ def split_indices(
     test_fraction = _validate.fraction(test_fraction, "test_fraction", closed_low=False)
     if test_fraction >= 1:
         raise ValueError(f"test_fraction must lie in (0, 1), got {test_fraction!r}")
-    perm = torch.randperm(n, generator=generator(seed, "split"))
+    perm = torch.randperm(n, generator=generator(seed, "split"), device="cpu")
     if labels is None:
-        is_test = torch.arange(n) < int(np.floor(test_fraction * n + 0.5))
+        is_test = torch.arange(n, device="cpu") < int(np.floor(test_fraction * n + 0.5))
     else:
-        labels = torch.as_tensor(labels).cpu()
+        labels = torch.as_tensor(labels, device="cpu")
         if labels.shape != (n,):
             raise ValueError(f"labels must have shape ({n},), got {tuple(labels.shape)}")
         lab = labels.long()[perm]
@@ -153,7 +153,7 @@ def split_indices(
         perm, lab = perm[order], lab[order]
         counts = torch.bincount(lab)
         starts = torch.cumsum(counts, 0) - counts
-        rank = torch.arange(n) - starts[lab]
+        rank = torch.arange(n, device="cpu") - starts[lab]
         is_test = rank < torch.floor(test_fraction * counts.double() + 0.5).long()[lab]
     train, test = perm[~is_test].sort().values, perm[is_test].sort().values
     if train.numel() == 0 or test.numel() == 0:
@@ -171,7 +171,7 @@ def kfold_indices(n: int, k: int, *, seed: int = 0) -> list[tuple[torch.Tensor, 
     _validate.positive_int(k, "k")
     if not 2 <= k <= n:
         raise ValueError(f"k must lie in [2, n={n}], got {k}")
-    perm = torch.randperm(n, generator=generator(seed, "kfold"))
+    perm = torch.randperm(n, generator=generator(seed, "kfold"), device="cpu")
     blocks = [b.sort().values for b in perm.tensor_split(k)]
     return [(torch.cat(blocks[:i] + blocks[i + 1 :]).sort().values, b) for i, b in enumerate(blocks)]
 
@@ -183,7 +183,7 @@ def fraction_subset(n: int, fraction: float, *, seed: int = 0) -> torch.Tensor:
     count = _count(fraction, n)
     if count == 0:
         raise ValueError(f"fraction={fraction} of n={n} selects no element")
-    return torch.randperm(n, generator=generator(seed, "subset"))[:count].sort().values
+    return torch.randperm(n, generator=generator(seed, "subset"), device="cpu")[:count].sort().values
 
 
 def switch_labels(y: torch.Tensor, fraction: float, n_classes: int, *, seed: int = 0) -> torch.Tensor:
@@ -204,8 +204,8 @@ def switch_labels(y: torch.Tensor, fraction: float, n_classes: int, *, seed: int
     fraction = _validate.fraction(fraction, "fraction")
     g = generator(seed, "switch")
     n = y.shape[0]
-    chosen = torch.randperm(n, generator=g)[: _count(fraction, n)]
-    shift = torch.randint(1, n_classes, (chosen.numel(),), generator=g)
+    chosen = torch.randperm(n, generator=g, device="cpu")[: _count(fraction, n)]
+    shift = torch.randint(1, n_classes, (chosen.numel(),), generator=g, device="cpu")
     out = y.detach().long().cpu().clone()
     out[chosen] = (out[chosen] + shift) % n_classes
     return out.to(y.device)
@@ -224,5 +224,6 @@ def to_tensors(dataset: Dataset, n: int | None = None, *, batch_size: int = 256)
     xs, ys = [], []
     for batch in loader:
         xs.append(batch[0])
-        ys.append(torch.as_tensor(batch[1]).long())
+        y = batch[1]
+        ys.append((y if isinstance(y, torch.Tensor) else torch.as_tensor(y, device="cpu")).long())
     return torch.cat(xs), torch.cat(ys)

@@ -112,7 +112,7 @@ class ImageFolderData(Dataset):
                 logits = torch.cat([model(chunk.to(device)).cpu() for chunk in x.split(batch_size)])
             y = logits.argmax(1)
             info.update(labels="predictions", n_classes=info["n_classes"] or int(logits.shape[1]))
-        return TensorData(x, y, info=info, extras={"index": torch.arange(count)})
+        return TensorData(x, y, info=info, extras={"index": torch.arange(count, device="cpu")})
 
     def subset(self, indices: Sequence[int]) -> ImageFolderData:
         """The items at ``indices`` (distinct, in the order given) as a dataset of their own: the same root, classes,
@@ -126,7 +126,7 @@ class ImageFolderData(Dataset):
             raise IndexError(f"indices {bad[:5]} are outside 0..{len(self) - 1} (the folder's {len(self)} images)")
         if len(set(index)) != len(index):
             raise ValueError("indices must be distinct: each image is evaluated once")
-        labels = None if self.labels is None else self.labels[torch.tensor(index, dtype=torch.int64)]
+        labels = None if self.labels is None else self.labels[torch.tensor(index, dtype=torch.int64, device="cpu")]
         out = ImageFolderData(self.root, [self.files[i] for i in index], labels, self.classes, self.preprocess,
                               self.info["labels"])
         out.info = dict(self.info, files=list(out.files))
@@ -143,7 +143,7 @@ class ImageFolderData(Dataset):
         groups: dict[int, list[int]] = {}
         for i, label in enumerate(self.labels.tolist() if self.labels is not None else [0] * len(self)):
             groups.setdefault(label, []).append(i)
-        shuffled = [[members[j] for j in torch.randperm(len(members), generator=g).tolist()]
+        shuffled = [[members[j] for j in torch.randperm(len(members), generator=g, device="cpu").tolist()]
                     for _, members in sorted(groups.items())]
         return [m[k] for k in range(max(map(len, shuffled), default=0)) for m in shuffled if k < len(m)]
 
@@ -312,12 +312,13 @@ def image_folder(
     if isinstance(labels, str) and labels == "folders":
         if folder_labels is None:
             return ImageFolderData(path, files, None, None, preprocess, None)
-        return ImageFolderData(path, files, torch.tensor(folder_labels, dtype=torch.int64), folder_classes,
-                               preprocess, "folders")
+        return ImageFolderData(path, files, torch.tensor(folder_labels, dtype=torch.int64, device="cpu"),
+                               folder_classes, preprocess, "folders")
     if not isinstance(labels, (str, os.PathLike)):
         raise TypeError(f"labels must be 'folders', a CSV path or None, got {type(labels).__name__}")
     csv_path = Path(labels).expanduser()
     if not csv_path.is_file():
         raise FileNotFoundError(f"labels {str(csv_path)!r} is not a file (pass 'folders', a CSV path or None)")
     values, names = _read_csv(csv_path, files, classes)
-    return ImageFolderData(path, files, torch.tensor(values, dtype=torch.int64), names, preprocess, str(csv_path))
+    return ImageFolderData(path, files, torch.tensor(values, dtype=torch.int64, device="cpu"), names, preprocess,
+                           str(csv_path))

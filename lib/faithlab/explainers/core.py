@@ -388,7 +388,7 @@ def explain(model: nn.Module, x: torch.Tensor, target: int | torch.Tensor, *, me
     checker.active = True
     context = _ACTIVE.set(checker)
     try:
-        out = chunks(batch_size, run, torch.arange(len(x)), inputs, target, extra, keys, *rows.values())
+        out = chunks(batch_size, run, torch.arange(len(x), device="cpu"), inputs, target, extra, keys, *rows.values())
     finally:
         _ACTIVE.reset(context)
         checker.active = False

@@ -75,7 +75,7 @@ def _xrai(model, x, target, extra, *, batch_size, generator, base: str = "salien
     except RuntimeError:
         raise ValueError(f"base {base!r} returned maps of shape {tuple(maps.shape)}, which do not broadcast to x "
                          f"{tuple(x.shape)}; xrai needs pixel maps") from None
-    out = torch.full((len(x), 1, *x.shape[2:]), float("nan"), dtype=torch.float64)
+    out = torch.full((len(x), 1, *x.shape[2:]), float("nan"), dtype=torch.float64, device="cpu")  # numpy fills it
     checker = _ACTIVE.get()
     if checker is not None and checker.bad is not None and bool(checker.bad):
         return out.to(x)  # explain raises for the non-finite logits: no need to segment

@@ -54,15 +54,28 @@ def flatten_maps(maps: torch.Tensor, *, channel_dim: int | None = None) -> torch
     values). channel_dim: the axis averaged (an index of maps' dims, e.g. -3 for ``(N, C, H, W)`` maps); None keeps
     every axis. float64 maps stay float64 (their ranks are not those of the float32-rounded values); any other
     dtype is read as float32."""
-    m = _validate.tensor(maps, "maps")
-    if m.is_complex():
-        raise TypeError(f"maps must hold real values, got dtype {m.dtype}")
-    _no_inf(m, "maps")
-    dtype = torch.float64 if m.dtype == torch.float64 else torch.float32
+    m = _real_maps(maps, "maps")
     if channel_dim is not None:
         if isinstance(channel_dim, bool) or not isinstance(channel_dim, int) or not -m.ndim <= channel_dim < m.ndim:
             raise ValueError(f"channel_dim must be an int indexing one of maps' {m.ndim} dims (shape "
                              f"{tuple(m.shape)}), got {channel_dim!r}")
+    return _flatten(m, channel_dim)
+
+
+def _real_maps(maps: torch.Tensor, name: str) -> torch.Tensor:
+    """The checks of :func:`flatten_maps`: a real tensor without ±inf (one host sync)."""
+    m = _validate.tensor(maps, name)
+    if m.is_complex():
+        raise TypeError(f"{name} must hold real values, got dtype {m.dtype}")
+    _no_inf(m, name)
+    return m
+
+
+def _flatten(m: torch.Tensor, channel_dim: int | None) -> torch.Tensor:
+    """:func:`flatten_maps` of maps checked by :func:`_real_maps` and a checked channel_dim: no host sync, for the
+    chunks of a loop."""
+    dtype = torch.float64 if m.dtype == torch.float64 else torch.float32
+    if channel_dim is not None:
         m = m.to(dtype).mean(dim=channel_dim)
     return torch.nan_to_num(m.to(dtype), nan=0.0)
 
@@ -209,9 +222,10 @@ def _pair_distances(maps: torch.Tensor, predictions: torch.Tensor, labels: torch
     others = torch.arange(k, device=dev).expand(n, k)
     others = others[others != folds[:, None]].view(n, k - 1)
     dist = torch.empty(n, k - 1, device=dev)
+    _real_maps(maps, maps_name)  # once, not per chunk: no host sync in the loop
     for b0 in range(0, n, batch_size):
         b1 = min(n, b0 + batch_size)
-        flat = flatten_maps(maps[:, b0:b1], channel_dim=channel_dim).flatten(2)   # (k, b, d)
+        flat = _flatten(maps[:, b0:b1], channel_dim).flatten(2)                   # (k, b, d)
         ranks = rankdata(flat)
         rows = torch.arange(b1 - b0, device=dev)
         unseen = ranks[folds[b0:b1], rows]                                          # (b, d)
@@ -244,10 +258,10 @@ def shuffled_partners(eligible: torch.Tensor, *, generator: torch.Generator | in
         raise TypeError(f"eligible must be a bool tensor (one flag per sample), got dtype {eligible.dtype}")
     gen = _validate.generator(generator, why="to shuffle the image pairings")
     n = eligible.shape[0]
-    partners = torch.arange(n)
+    partners = torch.arange(n, device="cpu")  # drawn on the CPU (the generator's draws do not depend on the device)
     pool = eligible.cpu().nonzero().flatten()
     if pool.numel() >= 2:
-        order = pool[torch.randperm(pool.numel(), generator=gen)]
+        order = pool[torch.randperm(pool.numel(), generator=gen, device=gen.device).to(pool.device)]
         partners[order] = order.roll(-1)
     return partners.to(eligible.device)
 
@@ -291,12 +305,13 @@ def shuffled_distances(maps: torch.Tensor, folds: torch.Tensor, partners: torch.
     others = torch.arange(k, device=dev).expand(n, k)
     others = others[others != folds[:, None]].view(n, k - 1)
     dist = torch.empty(n, k - 1, device=dev)
+    _real_maps(maps, "maps")  # once, not per chunk: no host sync in the loop
     for b0 in range(0, n, batch_size):
         b1 = min(n, b0 + batch_size)
         rows = torch.arange(b0, b1, device=dev)
-        unseen = rankdata(flatten_maps(maps[folds[b0:b1], rows], channel_dim=channel_dim).flatten(1))      # (b, d)
+        unseen = rankdata(_flatten(maps[folds[b0:b1], rows], channel_dim).flatten(1))              # (b, d)
         shuffled = maps[others[b0:b1].T, partners[b0:b1][None, :]]                                # (k−1, b, ...)
-        partner = rankdata(flatten_maps(shuffled, channel_dim=channel_dim).flatten(2)).transpose(0, 1)  # (b, k−1, d)
+        partner = rankdata(_flatten(shuffled, channel_dim).flatten(2)).transpose(0, 1)            # (b, k−1, d)
         dist[b0:b1] = _distance_from_ranks(unseen[:, None], partner, distance)
     dist[partners == torch.arange(n, device=dev)] = math.nan
     return dist

@@ -191,10 +191,10 @@ def _build(x: torch.Tensor, grid: list[tuple[str, int, str]], b0: int, b1: int, 
     mu = xb.mean(dim=(1, 2, 3))  # (b,)
     scalars = torch.stack([torch.ones_like(mu), mu, 1 / mu, 1 - mu], dim=1)  # (b, 4)
     scale = scalars.index_select(1, torch.tensor([_SCALARS.index(k) for k, _ in kind], device=dev))
-    if bool((scale != 1).any()):
+    if any(k != "one" for k, _ in kind):  # decided on the host (no device sync per chunk); a scale of 1 is exact
         cand = cand * scale[:, :, None, None, None]
-    powers = torch.tensor([q for _, q in kind], device=dev)
-    if bool((powers > 0).any()):
+    if any(q > 0 for _, q in kind):
+        powers = torch.tensor([q for _, q in kind], device=dev)
         xpow = torch.stack([torch.ones_like(xb), xb, xb * xb], dim=1).index_select(1, powers)  # (b, v, C, H, W)
         cand = cand * xpow
     adj = [a for _, _, a in entries]

@@ -218,7 +218,8 @@ def trajectory_scores_details(model: Callable, x: torch.Tensor, trajectory: torc
     s = _setup(model, x, edge, reference, output, target, batch_size)
     tau = _check_trajectory(trajectory, "trajectory", x.shape[0], s.t)
     # one run: the clean and the fully deleted image are both curves' end points, each evaluated once
-    lerf, morf = s.runner.curves(None, torch.arange(s.t + 1, dtype=torch.float64) / s.t, orders=(tau, tau.flip(1)))
+    fractions = torch.arange(s.t + 1, dtype=torch.float64, device="cpu") / s.t  # host-side, as the runner reads them
+    lerf, morf = s.runner.curves(None, fractions, orders=(tau, tau.flip(1)))
     return {"lerf": lerf, "morf": morf, "lerf_auc": lerf.sum(1), "morf_auc": morf.sum(1),
             "lerf_morf": lerf.sum(1) - morf.sum(1)}
 

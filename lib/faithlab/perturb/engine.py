@@ -556,7 +556,7 @@ def evaluate_inputs(model: Callable, inputs: Callable[[int, int, int, int], torc
         if target is None:
             raise ValueError(f"output={output!r} needs target: evaluate_inputs has no clean input to predict from")
     if target is None:
-        target = torch.zeros(n_samples, dtype=torch.int64)
+        target = torch.zeros(n_samples, dtype=torch.int64, device="cpu")  # moved to the logits by the loop
     _validate.tensor(target, "target", ndim=1)
     if target.shape[0] != n_samples or target.dtype != torch.int64 or bool((target < 0).any()):
         raise ValueError(f"target must hold {n_samples} non-negative int64 classes, got {tuple(target.shape)} "

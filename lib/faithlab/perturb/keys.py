@@ -73,12 +73,12 @@ class SampleSeeds:
                                "must be one (rows, ...) block")
         k = self._next()
         if not len(self):
-            return torch.empty(shape, dtype=torch.float64, device=device)
+            return torch.empty(shape, dtype=torch.float64, device="cpu" if device is None else device)
         distinct, inverse = torch.unique(self.seeds, return_inverse=True)
         # torch has no vectorised keyed generator (one generator per tensor call), so one call per distinct seed;
         # the cost is one small call per sample and draw, beside the forward passes the draws feed
         block = torch.stack([torch.rand(shape[1:], generator=torch.Generator().manual_seed(keyed_seed(s, k)),
-                                        dtype=torch.float64) for s in distinct.tolist()])
+                                        dtype=torch.float64, device="cpu") for s in distinct.tolist()])
         return block.to(device)[inverse.to(device)]
 
     def repeat_interleave(self, n: int) -> SampleSeeds:
@@ -88,7 +88,7 @@ class SampleSeeds:
         k = self._next()
         distinct, inverse = torch.unique(self.seeds, return_inverse=True)
         sub = torch.tensor([[keyed_seed(s, k, c) for c in range(n)] for s in distinct.tolist()],
-                           dtype=torch.int64).view(-1, n)
+                           dtype=torch.int64, device="cpu").view(-1, n)
         return SampleSeeds(sub[inverse].flatten())
 
 
@@ -103,7 +103,7 @@ def sample_index(index: torch.Tensor | Sequence[int] | None, n: int, *, name: st
                             f"{type(index).__name__}")
         if not all(isinstance(i, int) and not isinstance(i, bool) for i in index):
             raise TypeError(f"{name} must hold integers (the global index of each sample)")
-        index = torch.tensor(list(index), dtype=torch.int64).reshape(-1)
+        index = torch.tensor(list(index), dtype=torch.int64, device="cpu").reshape(-1)
     _validate.tensor(index, name, ndim=1)
     if index.is_floating_point() or index.is_complex() or index.dtype == torch.bool:
         raise TypeError(f"{name} must be an integer tensor (the global index of each sample of x), got dtype "
@@ -123,4 +123,4 @@ def sample_seeds(generator: torch.Generator | int | None, index: torch.Tensor | 
     idx = sample_index(index, n, name=index_name)
     g = _validate.generator(generator, name, why=why)
     root = int(torch.randint(0, 2**62, (1,), generator=g, device=g.device))
-    return SampleSeeds(torch.tensor([keyed_seed(root, i) for i in idx], dtype=torch.int64))
+    return SampleSeeds(torch.tensor([keyed_seed(root, i) for i in idx], dtype=torch.int64, device="cpu"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 
 import torch
 import torch.nn.functional as F
@@ -46,12 +47,12 @@ def _reflect_operator(length: int, sigma: float, truncate: float) -> torch.Tenso
     repeated: d c b a | a b c d | d c b a). Taps beyond the signal fold back as often as needed, so any radius works
     (σ = 80 on 28 pixels). Cached: one matrix per (length, σ), the same whatever other σ a call asks for."""
     r = int(truncate * sigma + 0.5)
-    t = torch.arange(-r, r + 1, dtype=torch.float64)
+    t = torch.arange(-r, r + 1, dtype=torch.float64, device="cpu")
     w = torch.exp(-0.5 / (sigma * sigma) * t ** 2)
     w = w / w.sum()
-    pos = (torch.arange(length)[:, None] + t.long()[None]).remainder(2 * length)  # (L, taps): tap's input index
+    pos = (torch.arange(length, device="cpu")[:, None] + t.long()[None]).remainder(2 * length)  # (L, taps): input
     pos = torch.where(pos >= length, 2 * length - 1 - pos, pos)
-    m = torch.zeros(length, length, dtype=torch.float64)
+    m = torch.zeros(length, length, dtype=torch.float64, device="cpu")
     return m.scatter_add_(1, pos, w[None].expand(length, -1).contiguous())
 
 
@@ -66,16 +67,20 @@ def gaussian_filter(x: torch.Tensor, sigmas, *, truncate: float = 4.0) -> torch.
     (TRACE's fixed 31-tap kernel, torch's mirror padding).
     """
     _validate.tensor(x, "x", ndim=4, floating=True)
-    s = torch.as_tensor(sigmas, dtype=torch.float64).flatten()
-    if s.numel() == 0 or not bool(torch.isfinite(s).all()) or not bool((s > 0).all()):
-        raise ValueError(f"sigmas must be positive finite numbers, got {s.tolist()[:8]}")
+    if isinstance(sigmas, torch.Tensor):  # one read of a tensor (a device one syncs once)
+        s = sigmas.detach().to("cpu", torch.float64).flatten().tolist()
+    elif isinstance(sigmas, (list, tuple)) and all(isinstance(v, numbers.Real) for v in sigmas):
+        s = [float(v) for v in sigmas]  # checked on the host: no tensor, no sync (Few-class's chunks call this)
+    else:
+        s = torch.as_tensor(sigmas, dtype=torch.float64, device="cpu").flatten().tolist()
+    if not s or not all(math.isfinite(v) and v > 0 for v in s):
+        raise ValueError(f"sigmas must be positive finite numbers, got {s[:8]}")
     truncate = _validate.number(truncate, "truncate")
     if not truncate > 0:
         raise ValueError(f"truncate must be positive, got {truncate!r}")
 
     def operators(length: int) -> torch.Tensor:
-        return torch.stack([_reflect_operator(length, float(v), truncate) for v in s.tolist()]).to(x.device,
-                                                                                                   torch.float64)
+        return torch.stack([_reflect_operator(length, v, truncate) for v in s]).to(x.device, torch.float64)
 
     mh = operators(x.shape[2])
     mw = mh if x.shape[3] == x.shape[2] else operators(x.shape[3])

@@ -86,7 +86,7 @@ class Removal:
         if self._full is None:
             x, b, n = self.x, self.x.shape[0], self.units.n
             every = _Thresholds(torch.zeros(b, n, dtype=torch.float32, device=x.device),
-                                torch.tensor([n], dtype=torch.float32))  # rank 0 < n: every unit removed
+                                torch.tensor([n], dtype=torch.float32, device=x.device))  # rank 0 < n: all removed
 
             def compute() -> torch.Tensor:
                 zeros = torch.zeros(b, dtype=torch.int64, device=x.device)

@@ -17,7 +17,7 @@ __all__ = ["bernoulli_subset", "exact_subset", "uniform_fraction_mask", "keyed_s
 def _per_row(value: float | int | torch.Tensor, name: str, batch: int, device: torch.device,
              dtype: torch.dtype) -> torch.Tensor:
     """A scalar or ``(B,)`` per-sample parameter as a ``(B, 1)`` tensor."""
-    v = torch.as_tensor(value)
+    v = value if isinstance(value, torch.Tensor) else torch.as_tensor(value, device="cpu")
     if v.ndim > 1 or (v.ndim == 1 and v.shape[0] != batch):
         raise ValueError(f"{name} must be a scalar or have shape ({batch},), got shape {tuple(v.shape)}")
     if v.dtype == torch.bool or v.is_complex() or (dtype == torch.int64 and v.is_floating_point()):

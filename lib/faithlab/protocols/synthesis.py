@@ -104,7 +104,7 @@ def _classes(d: TensorData, classes: Sequence[int] | None) -> TensorData:
     if classes is None:
         return d
     keep = torch.zeros_like(d.y, dtype=torch.bool)
-    relabel = torch.full((int(d.y.max()) + 1,), -1, dtype=torch.int64)
+    relabel = torch.full((int(d.y.max()) + 1,), -1, dtype=torch.int64, device=d.y.device)
     for i, c in enumerate(classes):
         keep |= d.y == c
         relabel[c] = i
@@ -259,7 +259,7 @@ def _matrix(frame: pd.DataFrame, metric: str, names: Sequence[str]) -> torch.Ten
     (replica, sample) units when the frame carries a ``replica`` column)."""
     part = evaluation.oriented(frame[(frame["metric"] == metric) & frame["explainer"].isin(names)])
     wide = part.pivot(index=_units(part), columns="explainer", values="oriented")[list(names)]
-    return torch.tensor(wide.to_numpy(dtype=float).copy(), dtype=torch.float64)
+    return torch.tensor(wide.to_numpy(dtype=float).copy(), dtype=torch.float64, device="cpu")
 
 
 def recovery(frame: pd.DataFrame, quality: Mapping[str, float], *, seed: int = 0, n_boot: int = 2000
@@ -278,14 +278,15 @@ def recovery(frame: pd.DataFrame, quality: Mapping[str, float], *, seed: int = 0
     names = list(quality)
     if len(names) < 2:
         raise ValueError(f"quality must rank at least 2 explainers, got {names}")
-    q = torch.tensor([quality[n] for n in names], dtype=torch.float64)
-    i, j = torch.triu_indices(len(names), len(names), offset=1)
+    q = torch.tensor([quality[n] for n in names], dtype=torch.float64, device="cpu")
+    i, j = torch.triu_indices(len(names), len(names), offset=1, device="cpu")
     differ = q[i] != q[j]
     rows = []
     for metric in frame.loc[frame["level"] == "sample", "metric"].unique():
         m = _matrix(frame, metric, names)
         flat = (m == m[:, :1]).all(1)
-        rho = torch.where(flat, torch.zeros(()), spearman(m, q.expand_as(m)).nan_to_num(0.0))
+        zero = torch.zeros((), dtype=torch.float64, device="cpu")
+        rho = torch.where(flat, zero, spearman(m, q.expand_as(m)).nan_to_num(0.0))
         better = torch.sign(m[:, i] - m[:, j]) * torch.sign(q[i] - q[j])
         pair = ((better > 0).double() + 0.5 * (better == 0).double())[:, differ]
         means = m.mean(0)
@@ -393,7 +394,7 @@ def claim_ideal_gap(frame: pd.DataFrame, *, perfect: str, random: str, tolerance
         if int(kept.sum()) >= 2:
             codes = None if groups is None else torch.from_numpy(
                 pd.factorize(groups[kept], sort=True)[0].astype("int64"))
-            draws = verdicts.hierarchical_means(torch.tensor(b[kept], dtype=torch.float64), groups=codes,
+            draws = verdicts.hierarchical_means(torch.tensor(b[kept], dtype=torch.float64, device="cpu"), groups=codes,
                                                 n_boot=1000, seed=seed)
             null = verdicts.Null(f"random maps' mean {info.label}, "
                                  + ("replicas, then images resampled" if n_replicas > 1 else "images resampled"),
@@ -587,7 +588,7 @@ def noisy_inputs(x: torch.Tensor, sigma: float, *, generator: torch.Generator | 
     if sigma < 0:
         raise ValueError(f"sigma must be non-negative, got {sigma}")
     g = _validate.generator(generator, why="to draw the noise")
-    noise = torch.randn(tuple(x.shape), generator=g, dtype=torch.float64)
+    noise = torch.randn(tuple(x.shape), generator=g, dtype=torch.float64, device=g.device)
     return x + (sigma * noise).to(x.device, x.dtype)
 
 

@@ -81,7 +81,7 @@ class ExplanationGuidedRemoval:
         scores = self.scores[idx.to(self.scores.device)].to(x.device)
         if scores.shape[1] != units.n:
             raise ValueError(f"scores has {scores.shape[1]} units per sample but the batch has {units.n} {self.units}")
-        r = torch.rand(len(x), generator=generator, dtype=torch.float64).to(x.device)
+        r = torch.rand(len(x), generator=generator, dtype=torch.float64, device=generator.device).to(x.device)
         count = torch.floor(r * units.n).long()
         removed = perturb.ranks(perturb.order(scores, "morf", ties=self.ties, generator=generator)) < count[:, None]
         return perturb.apply_removal(x, removed, units, reference=_reference_on(self.reference, x))
@@ -102,8 +102,8 @@ class CropFlip:
         _validate.tensor(x, "x", ndim=4)
         b, _, h, w = x.shape
         p = self.padding
-        shift = torch.randint(0, 2 * p + 1, (b, 2), generator=generator).to(x.device)
-        flip = (torch.rand(b, generator=generator) < 0.5).to(x.device)
+        shift = torch.randint(0, 2 * p + 1, (b, 2), generator=generator, device=generator.device).to(x.device)
+        flip = (torch.rand(b, generator=generator, device=generator.device) < 0.5).to(x.device)
         rows = shift[:, :1] + torch.arange(h, device=x.device)
         cols = torch.arange(w, device=x.device).expand(b, w)
         cols = shift[:, 1:] + torch.where(flip[:, None], cols.flip(1), cols)

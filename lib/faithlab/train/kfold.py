@@ -105,7 +105,7 @@ def randomise_layers(model: nn.Module, fraction: float, *, generator: torch.Gene
     chosen = layers[::-1][:count]
     for _, layer in chosen:
         w = layer.weight
-        noise = torch.randn(w.shape, generator=gen, dtype=torch.float64).to(w.device, w.dtype)
+        noise = torch.randn(w.shape, generator=gen, dtype=torch.float64, device=gen.device).to(w.device, w.dtype)
         w.add_(noise * (scale * w.detach().double().std()).to(w.dtype))
     return out, [name for name, _ in chosen]
 

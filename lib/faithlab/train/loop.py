@@ -146,8 +146,8 @@ def _train(model: nn.Module, train_data: Dataset, config: TrainConfig, hook, tes
         loss_sum = torch.zeros((), device=device)
         correct = torch.zeros((), device=device, dtype=torch.long)
         seen = 0
-        for idx, xb, yb in batches(train_data, torch.randperm(n, generator=shuffle_gen), config.batch_size,
-                                    device, config.drop_last):
+        order = torch.randperm(n, generator=shuffle_gen, device=shuffle_gen.device)
+        for idx, xb, yb in batches(train_data, order, config.batch_size, device, config.drop_last):
             if hook is not None:
                 xb = hook(xb, yb, idx, aug_gen)
             logits = model(xb)
@@ -199,7 +199,7 @@ def _run(make_model: Callable[[], nn.Module], spec: dict, train_data: Dataset, c
     weights_file, history_file = cache_files(key, cache_dir) if cache else (None, None)
 
     master = torch.Generator().manual_seed(config.seed)
-    init_seed, shuffle_seed, aug_seed = torch.randint(0, 2**62, (3,), generator=master).tolist()
+    init_seed, shuffle_seed, aug_seed = torch.randint(0, 2**62, (3,), generator=master, device="cpu").tolist()
     # One process trains a given entry at a time: others (e.g. the shards of a notebook, started together) wait,
     # then load what it saved instead of training the same model again.
     with training_lock(weights_file), _private_global_rng(init_seed):
