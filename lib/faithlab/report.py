@@ -6,7 +6,9 @@ and the template notebook (``notebooks/templates/evaluate_your_explainer.py``) b
   direction, with a bootstrap interval over the images) and, per pair of explainers, how many metrics separate them
   (the bootstrap interval of their per-image score difference excludes 0); :func:`overall_sentence` says it;
 * :func:`glossary`: what each metric measures (:data:`MEANINGS`), its direction and the book chapter that tests it;
-* :func:`summary`: the mean score per metric × explainer, with the metric's direction;
+* :func:`summary`: the mean score per metric × explainer, with the metric's direction and, for a Monte-Carlo
+  metric, the Monte-Carlo standard error of that mean; :func:`monte_carlo_pairs` and :func:`monte_carlo_sentence`:
+  which pairs of explainers a Monte-Carlo metric does not separate at its Monte-Carlo precision;
 * :func:`ranks`: each metric's ranking of the explainers (1 = the most faithful by that metric);
 * :func:`sanity`: the share of images where each explainer beats a random map
   (:func:`faithlab.protocols.synthesis.beats`) and how much each metric's ranking changes on a randomised model
@@ -36,7 +38,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-__all__ = ["summary", "ranks", "overall", "separation", "overall_sentence", "tied_metrics", "glossary", "meaning",
+__all__ = ["summary", "monte_carlo_means", "monte_carlo_pairs", "monte_carlo_sentence", "MC_SE", "MC_SEPARATION",
+           "ranks", "overall", "separation", "overall_sentence", "tied_metrics", "glossary", "meaning",
            "book_link", "comprehensiveness_note", "sanity", "sanity_sentences", "cost", "brief", "duration",
            "randomisable_metrics", "on_randomised", "maps_figure", "ranks_figure", "write", "TABLES",
            "INTERPRETATION", "MEANINGS", "BOOK_URL"]
@@ -99,16 +102,115 @@ def _check_frame(frame, arg: str = "frame") -> None:
         raise ValueError(f"{arg} lacks the columns {sorted(missing)}: pass the frame faithlab.evaluate returned")
 
 
+MC_SE = "MC se: "
+"""Prefix of :func:`summary`'s columns holding the Monte-Carlo standard error of each explainer's mean."""
+MC_SEPARATION = 2.0
+"""Two explainers' means on a Monte-Carlo metric are separated at its Monte-Carlo precision when they differ by at
+least this many standard errors of their difference, √(se_a² + se_b²) (the draws alone move a difference by less
+than 2 of them 95 % of the time)."""
+WITHIN_MC = "within Monte-Carlo error"
+""":func:`separation`'s column naming the Monte-Carlo metrics whose means of the pair are not separated at their
+Monte-Carlo precision (:func:`monte_carlo_pairs`)."""
+
+
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
     """Mean score over the images per metric (rows, by label) × explainer (columns), and ``direction`` (how to read
-    it: "higher is better" or "lower is better"). Scores keep their own sign: read them with the direction."""
+    it: "higher is better" or "lower is better"). Scores keep their own sign: read them with the direction. When a
+    metric of ``frame`` is a Monte-Carlo estimate (a finite ``mc_se``), ``MC se: <explainer>`` columns follow: the
+    Monte-Carlo standard error of each mean (:func:`monte_carlo_means`), NaN for the deterministic metrics."""
     from faithlab import evaluation
 
     _check_frame(frame)
     table = evaluation.oriented(frame).groupby(["label", "explainer"], sort=False)["score"].mean().unstack()
     table["direction"] = frame.groupby("label", sort=False)["direction"].first()
     table.columns.name = None
+    means = monte_carlo_means(frame)
+    if means["mc_se"].notna().any():
+        se = means["mc_se"].unstack().reindex(index=table.index)
+        for name in table.columns.drop("direction"):
+            table[f"{MC_SE}{name}"] = se[name] if name in se else np.nan
     return table
+
+
+def monte_carlo_means(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each metric's mean score per explainer with its Monte-Carlo standard error → one row per (label, explainer)
+    (index): ``mean`` (over the images with a finite score, as :func:`summary`), ``images`` (their number N) and
+    ``mc_se`` = √(Σ_i se_i²)/N, the standard error of the mean that the metric's random draws alone leave (the
+    images' draws are independent); NaN for a deterministic metric, or where an image's score has no standard error.
+    A frame without the ``mc_se`` column (an older frame) has NaN throughout."""
+    _check_frame(frame)
+    rows = frame[["label", "explainer", "score"]].assign(
+        se=frame["mc_se"].astype(float) if "mc_se" in frame else np.nan)
+    rows = rows[np.isfinite(rows["score"].astype(float))]
+    grouped = rows.assign(sq=rows["se"] ** 2, missing=~np.isfinite(rows["se"])).groupby(
+        ["label", "explainer"], sort=False)
+    out = pd.DataFrame({"mean": grouped["score"].mean(), "images": grouped["score"].size(),
+                        "sum_sq": grouped["sq"].sum(), "missing": grouped["missing"].any()})
+    out["mc_se"] = np.where(out["missing"], np.nan, np.sqrt(out["sum_sq"]) / out["images"])
+    # labels and explainers without a finite score keep a row (NaN), in the frame's order
+    full = pd.MultiIndex.from_frame(frame[["label", "explainer"]].drop_duplicates())
+    return out[["mean", "images", "mc_se"]].reindex(full)
+
+
+def monte_carlo_pairs(frame: pd.DataFrame, *, order: Sequence[str] | None = None) -> pd.DataFrame:
+    """Per Monte-Carlo metric (one with a finite standard error for some explainer) and pair of explainers, whether
+    their means are separated at the metric's Monte-Carlo precision → rows ``label``, ``metric``, ``explainer``,
+    ``versus``, ``difference`` (mean of explainer − mean of versus, scores in their own sign), ``threshold``
+    (:data:`MC_SEPARATION` · √(se_a² + se_b²), from :func:`monte_carlo_means`) and ``separated`` (|difference| ≥
+    threshold; missing where either mean or standard error is). Treating the two explainers' errors as independent
+    is conservative under common random numbers (one seed for every explainer), which correlate them positively.
+    order: the explainers' order (default: the frame's)."""
+    means = monte_carlo_means(frame)
+    names = list(order) if order is not None else [str(n) for n in dict.fromkeys(frame["explainer"])]
+    metric_of = frame.drop_duplicates("label").set_index("label")["metric"]
+    rows = []
+    for label in dict.fromkeys(frame["label"]):
+        part = means.loc[label]
+        if not part["mc_se"].notna().any():
+            continue
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                if a not in part.index or b not in part.index:
+                    continue
+                diff = part.loc[a, "mean"] - part.loc[b, "mean"]
+                threshold = MC_SEPARATION * math.sqrt(part.loc[a, "mc_se"] ** 2 + part.loc[b, "mc_se"] ** 2)
+                known = bool(np.isfinite(diff) and np.isfinite(threshold))
+                rows.append({"label": label, "metric": metric_of[label], "explainer": a, "versus": b,
+                             "difference": diff, "threshold": threshold,
+                             "separated": bool(abs(diff) >= threshold) if known else pd.NA})
+    return pd.DataFrame(rows, columns=["label", "metric", "explainer", "versus", "difference", "threshold",
+                                       "separated"]).astype({"separated": "boolean"})
+
+
+def monte_carlo_sentence(pairs: pd.DataFrame) -> str:
+    """What a :func:`monte_carlo_pairs` table says, in one paragraph: which pairs of explainers each Monte-Carlo
+    metric does not separate at its Monte-Carlo precision (those need more draws, or are equal), and where the
+    precision is unknown; "" when no metric of the frame is a Monte-Carlo estimate."""
+    if pairs.empty:
+        return ""
+    labels = list(dict.fromkeys(pairs["label"]))
+    named = labels[0] if len(labels) == 1 else f"{', '.join(labels[:-1])} and {labels[-1]}"
+    head = (f"Monte-Carlo precision: {named} {'is a' if len(labels) == 1 else 'are'} Monte-Carlo "
+            f"estimate{'' if len(labels) == 1 else 's'} (random draws per image); each mean carries ± its "
+            "Monte-Carlo standard error (√(Σ se²)/N over the N images), and two explainers are not separated at that "
+            f"precision when their means differ by less than {MC_SEPARATION:g}·√(se_a² + se_b²).")
+    close = pairs[pairs["separated"].eq(False).fillna(False)]
+    unknown = pairs[pairs["separated"].isna()]
+    said = []
+    for label in labels:
+        part = close[close["label"] == label]
+        if len(part):
+            said.append(f"{label} does not separate " + "; ".join(
+                f"{r.explainer} and {r.versus} (|difference| {_number(abs(r.difference), 2)} < "
+                f"{_number(r.threshold, 2)})" for r in part.itertuples()))
+    text = head + (" Not separated at Monte-Carlo precision: " + "; ".join(said) + "." if said else
+                   " Every pair of explainers is separated on every Monte-Carlo metric at its Monte-Carlo precision."
+                   if unknown.empty else "")
+    if len(unknown):
+        where = ", ".join(dict.fromkeys(unknown["label"]))
+        text += (f" No standard error for some explainer on {where} (one draw per image, or an undefined "
+                 "leave-one-out correlation): its precision is unknown there.")
+    return text
 
 
 def ranks(frame: pd.DataFrame) -> pd.DataFrame:
@@ -174,9 +276,10 @@ def overall(frame: pd.DataFrame, *, n_boot: int = N_BOOT, level: float = LEVEL, 
     point = table.mean(axis=0)
     n = cube.shape[2]
     g = torch.Generator().manual_seed(int(seed))
-    draws = torch.randint(n, (n_boot, n), generator=g)
-    weights = torch.zeros(n_boot, n, dtype=torch.float64).scatter_add_(
-        1, draws, torch.ones(n_boot, n, dtype=torch.float64)).numpy()  # times each image is drawn, per resample
+    draws = torch.randint(n, (n_boot, n), generator=g, device="cpu")
+    ones = torch.ones(n_boot, n, dtype=torch.float64, device="cpu")
+    weights = torch.zeros(n_boot, n, dtype=torch.float64, device="cpu").scatter_add_(
+        1, draws, ones).numpy()  # times each image is drawn, per resample
     finite = np.isfinite(cube).reshape(-1, n)
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a resample without a score of some explainer: NaN
@@ -196,13 +299,21 @@ def separation(frame: pd.DataFrame, *, n_boot: int = N_BOOT, level: float = LEVE
     oriented scores excludes 0: :func:`faithlab.verdicts.bootstrap_diff`, ``n_boot`` resamples from ``seed``),
     ``explainer better on`` / ``versus better on`` (of those, which way), ``metrics compared`` (metrics with two or
     more images scored for both), and ``separating`` (the separating metrics' labels). order: the explainers' order
-    (default: the frame's; :func:`write` passes :func:`overall`'s, so that the first row compares the first two)."""
+    (default: the frame's; :func:`write` passes :func:`overall`'s, so that the first row compares the first two).
+    ``within Monte-Carlo error`` (:data:`WITHIN_MC`): the Monte-Carlo metrics whose means of the pair are not
+    separated at their Monte-Carlo precision (:func:`monte_carlo_pairs`), separating or not: the bootstrap over the
+    images carries each image's Monte-Carlo noise, this column says where the means themselves are within the
+    draws' error of each other."""
     from faithlab import verdicts
 
     metrics, names, cube = _per_image(frame)
     if order is not None:
         names, cube = list(order), cube[:, [names.index(o) for o in order]] if len(metrics) else cube
     labels = {m: frame.loc[frame["metric"] == m, "label"].iloc[0] for m in metrics}
+    mc = monte_carlo_pairs(frame)
+    close: dict[frozenset, list[str]] = {}
+    for r in mc[mc["separated"].eq(False).fillna(False)].itertuples():
+        close.setdefault(frozenset((r.explainer, r.versus)), []).append(r.label)
     rows = []
     for i, a in enumerate(names):
         for j in range(i + 1, len(names)):
@@ -216,9 +327,10 @@ def separation(frame: pd.DataFrame, *, n_boot: int = N_BOOT, level: float = LEVE
                 (wins if c.outcome == "win" else losses if c.outcome == "loss" else []).append(labels[m])
             rows.append({"explainer": a, "versus": names[j], "separating metrics": len(wins) + len(losses),
                          "explainer better on": len(wins), "versus better on": len(losses),
-                         "metrics compared": compared, "separating": ", ".join(wins + losses)})
+                         "metrics compared": compared, "separating": ", ".join(wins + losses),
+                         WITHIN_MC: ", ".join(close.get(frozenset((a, names[j])), []))})
     return pd.DataFrame(rows, columns=["explainer", "versus", "separating metrics", "explainer better on",
-                                       "versus better on", "metrics compared", "separating"])
+                                       "versus better on", "metrics compared", "separating", WITHIN_MC])
 
 
 def _r(v: float) -> str:
@@ -522,7 +634,7 @@ def _display(x: torch.Tensor, normalisation) -> torch.Tensor:
     when given, first channel of a grey image, else RGB ``(3, H, W)``."""
     x = x.detach().float().cpu()
     if normalisation is not None:
-        mean, std = (torch.as_tensor(v, dtype=torch.float32).reshape(-1, 1, 1) for v in normalisation)
+        mean, std = (torch.as_tensor(v, dtype=torch.float32, device="cpu").reshape(-1, 1, 1) for v in normalisation)
         x = (x * std + mean).clamp(0, 1)
     return x[0] if x.shape[0] != 3 else x
 
@@ -616,13 +728,14 @@ def _cells(table: pd.DataFrame, formats: Mapping[str, Callable] | None = None) -
 
 
 def _html_table(table: pd.DataFrame, formats: Mapping[str, Callable] | None = None, *,
-                raw: Sequence[str] = ()) -> str:
+                raw: Sequence[str] = (), numeric: Sequence[str] = ()) -> str:
     """``table`` as an HTML table: one header cell per column (never empty), cells by :func:`_cells`, escaped
-    except the columns ``raw`` (HTML made here: links); text columns left-aligned, numbers right-aligned."""
+    except the columns ``raw`` (HTML made here: links); text columns left-aligned, numbers (and the columns
+    ``numeric``, numbers written as text) right-aligned."""
     e = html.escape
     cells = _cells(table, formats)
-    text = [c for c in table.columns if not pd.api.types.is_numeric_dtype(table[c]) or pd.api.types.is_bool_dtype(
-        table[c])]
+    text = [c for c in table.columns if c not in numeric and (not pd.api.types.is_numeric_dtype(table[c])
+                                                              or pd.api.types.is_bool_dtype(table[c]))]
     names = [str(c) if str(c).strip() else "(unnamed)" for c in table.columns]
     head = "".join(f"<th{' class=text' if c in text else ''}>{e(n)}</th>" for c, n in zip(table.columns, names))
     body = "".join("<tr>" + "".join(
@@ -647,6 +760,20 @@ def _cost_display(table: pd.DataFrame, n_images: int) -> pd.DataFrame:
     for column in ("estimated group seconds", "measured group seconds"):  # the command's estimate beside the run
         if column in table:
             shown[column.replace("group seconds", "time (group, all images)")] = (table[column] * 1000).map(duration)
+    return shown
+
+
+def _summary_display(table: pd.DataFrame) -> pd.DataFrame:
+    """The :func:`summary` table for the page: each Monte-Carlo mean as "mean ± its standard error" (deterministic
+    metrics: the mean alone), the ``MC se:`` columns folded in."""
+    se_columns = [c for c in table.columns if str(c).startswith(MC_SE)]
+    shown = table.drop(columns=se_columns).rename(columns={"label": "metric"})
+    for column in se_columns:
+        name = str(column).removeprefix(MC_SE)
+        if name not in shown:
+            continue
+        shown[name] = [_number(m) + (f" ± {_number(se, 2)}" if np.isfinite(se) else "") if np.isfinite(m) else ""
+                       for m, se in zip(table[name].astype(float), table[column].astype(float))]
     return shown
 
 
@@ -714,7 +841,12 @@ def _page(tables: Mapping[str, pd.DataFrame], figures: Sequence[tuple[str, str]]
 
     parts.append("<h2>Mean score per metric and explainer</h2>")
     parts.append(csv_link("summary", tables["summary"]))
-    parts.append(_html_table(tables["summary"].rename(columns={"label": "metric"})))
+    shown_summary = _summary_display(tables["summary"])
+    parts.append(_html_table(shown_summary, numeric=[c for c in shown_summary.columns
+                                                     if c not in ("metric", "direction")]))
+    mc_text = monte_carlo_sentence(tables["monte carlo"])
+    if mc_text:
+        parts.append(f"<p>{e(mc_text)}</p>")
     maps = [(f, alt) for f, alt in figures if f != "ranks.png"]
     if maps:
         parts.append("<h2>Maps</h2><p>Each explainer's map (Σ|a| over the channels) over the image, each on its own "
@@ -789,6 +921,7 @@ def write(out_dir: str | os.PathLike, frame: pd.DataFrame, *, randomised: pd.Dat
     tables["pairs"] = separation(frame, n_boot=n_boot, level=level, seed=seed,
                                  order=tables["overall"]["explainer"].tolist() or None)
     tables["metrics"] = glossary(dict.fromkeys(frame["metric"]))
+    tables["monte carlo"] = monte_carlo_pairs(frame, order=tables["overall"]["explainer"].tolist() or None)
     hints = list(hints)
     if RANKING_CHANGE in tables["sanity"]:
         undefined = tables["sanity"].loc[tables["sanity"][RANKING_CHANGE].isna(), "label"].tolist()

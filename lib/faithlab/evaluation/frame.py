@@ -1,6 +1,7 @@
 """The frame ``fl.evaluate`` returns, and what reads it: the tidy rows with each metric's label, paper, level and
-direction from the registry, the cost table (:func:`cost`), scores oriented so that higher is better
-(:func:`oriented`), and the registered metrics described (:func:`describe`)."""
+direction from the registry and each score's Monte-Carlo standard error (``mc_se``, the last column), the cost
+table (:func:`cost`), scores oriented so that higher is better (:func:`oriented`), and the registered metrics
+described (:func:`describe`)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,13 @@ COST_COLUMNS = ["group", "explainer", "forward_inputs", "model_calls", "explaine
 
 def tidy(records: list[dict], chosen: list[str], names: list[str], cost_rows: list[dict]):
     """The rows of an evaluation as a DataFrame, sorted by explainer (given order), metric (chosen order) and
-    sample, with ``attrs["cost"]`` and ``attrs["forward_inputs"]``."""
+    sample, with ``attrs["cost"]`` and ``attrs["forward_inputs"]``. Columns: ``explainer``, ``sample``, ``metric``,
+    ``label``, ``paper``, ``level``, ``score``, ``higher_is_better``, ``direction`` and, last, ``mc_se``: the
+    score's Monte-Carlo standard error (the metric's declared ``mc_se``; NaN for a deterministic metric or a record
+    without one). New columns go at the end."""
     import pandas as pd
 
-    frame = pd.DataFrame.from_records(records, columns=["explainer", "sample", "metric", "score"])
+    frame = pd.DataFrame.from_records(records, columns=["explainer", "sample", "metric", "score", "mc_se"])
     frame["sample"] = frame["sample"].astype("Int64")
     info = frame["metric"].map(METRICS)
     frame.insert(3, "label", info.map(lambda i: i.label))
@@ -24,6 +28,7 @@ def tidy(records: list[dict], chosen: list[str], names: list[str], cost_rows: li
     frame.insert(5, "level", info.map(lambda i: i.level))
     frame["higher_is_better"] = info.map(lambda i: i.higher_is_better).astype(bool)
     frame["direction"] = frame["higher_is_better"].map({True: "higher is better", False: "lower is better"})
+    frame["mc_se"] = frame.pop("mc_se").astype(float)
     order = {m: i for i, m in enumerate(chosen)}
     frame = frame.sort_values(["explainer", "metric", "sample"], key=lambda s: s.map(order) if s.name == "metric"
                               else s.map({w: i for i, w in enumerate(names)}) if s.name == "explainer" else s,

@@ -6,8 +6,10 @@ themselves live in :mod:`faithlab.metrics.crossfold`.
 μF (:func:`mu_fidelity`) correlates, over random subsets of units, the attributions' sum on the subset with the
 output drop when the subset is removed (every removed input goes through :mod:`faithlab.perturb`'s engine); S_avg
 (:func:`average_stability`) is the mean squared ℓ2 distance between an explainer's map of x and its maps of
-neighbours within an ℓ1 radius. Each has a ``*_details`` twin. Randomness is keyed to the sample (a root seed and
-the sample's global index), so batch size and splitting the data change nothing.
+neighbours within an ℓ1 radius. Each has a ``*_details`` twin, which also returns the score's Monte-Carlo standard
+error over its random draws (``mc_se``: μF's jackknife over the subsets, S_avg's sd/√n over the neighbours).
+Randomness is keyed to the sample (a root seed and the sample's global index), so batch size and splitting the data
+change nothing.
 """
 
 from __future__ import annotations
@@ -54,7 +56,10 @@ def mu_fidelity_details(model: Callable, x: torch.Tensor, attributions: torch.Te
     the model's prediction ŷ on the clean x (the study's Table 3 protocol,
     :func:`faithlab.protocols.reco_mege.fidelity_stability`, explains and reads the true labels: ``target=y``).
     Returns ``mu_f`` ``(B,)`` (NaN where the attribution sums or the output drops are constant), ``sums`` and
-    ``drops`` ``(B, n_subsets)``. Higher is better.
+    ``drops`` ``(B, n_subsets)`` and ``mc_se`` ``(B,)`` float64, μF's Monte-Carlo standard error over the random
+    subsets, read from these draws (no other forward pass): the jackknife over the subsets (leave one subset out,
+    all at once; NaN where μF is, where n_subsets < 3 or a leave-one-out correlation is undefined). Higher is
+    better.
     """
     _validate.tensor(x, "x")
     _validate.one_of(correlation, "correlation", ("pearson", "spearman"))
@@ -90,7 +95,74 @@ def mu_fidelity_details(model: Callable, x: torch.Tensor, attributions: torch.Te
         mu = pearson(rankdata(sums), rankdata(drops))
     else:
         mu = pearson(sums, drops)
-    return {"mu_f": mu, "sums": sums, "drops": drops}
+    return {"mu_f": mu, "sums": sums, "drops": drops, "mc_se": _jackknife_se(sums, drops, correlation)}
+
+
+# The Monte-Carlo standard error of μF, read from the draws μF is computed from (no other forward pass). μF is a
+# correlation over n_subsets i.i.d. random subsets, not a mean of them, so sd/√R does not apply; the jackknife over
+# the subsets does (Efron & Stein 1981; Efron & Tibshirani 1993, ch. 11): with r_(i) the correlation without
+# subset i and r_(·) their mean, SE = √((R − 1)/R · Σ_i (r_(i) − r_(·))²). It assumes nothing about the
+# distribution of (sum, drop) (the delta method through Fisher's z would assume bivariate normality, which a
+# probability drop is not) and needs no resampling stream. All R leave-one-out correlations are computed at once.
+_SPEARMAN_ELEMENTS = 2**22  # (rows, R, R) leave-one-out ranks held at once by the Spearman jackknife (memory only)
+
+
+def _jackknife_se(sums: torch.Tensor, drops: torch.Tensor, correlation: str) -> torch.Tensor:
+    """The jackknife standard error over the subsets (dim 1) of each row's correlation of ``sums`` and ``drops``
+    ``(B, R)`` → ``(B,)`` float64; NaN where R < 3 or a leave-one-out correlation is undefined (a constant vector:
+    μF is then NaN, or one subset alone makes the vector vary)."""
+    rows, r = sums.shape
+    if r < 3 or rows == 0:
+        return torch.full((rows,), torch.nan, dtype=torch.float64, device=sums.device)
+    if correlation == "pearson":
+        loo = _loo_pearson(sums, drops)
+    else:
+        step = max(1, _SPEARMAN_ELEMENTS // (r * r))
+        loo = torch.cat([_loo_spearman(sums[b0:b0 + step], drops[b0:b0 + step]) for b0 in range(0, rows, step)])
+    spread = (loo - loo.mean(dim=1, keepdim=True)).pow(2).sum(dim=1)
+    return ((r - 1) / r * spread).sqrt()
+
+
+def _loo_correlation(cov: torch.Tensor, va: torch.Tensor, vb: torch.Tensor, full_a: torch.Tensor,
+                     full_b: torch.Tensor) -> torch.Tensor:
+    """cov / √(va·vb), NaN where a leave-one-out sum of squares vanishes (to rounding, relative to the full one)."""
+    flat = (va <= 1e-12 * full_a) | (vb <= 1e-12 * full_b)
+    return torch.where(flat, torch.nan, cov / (va.clamp(min=0) * vb.clamp(min=0)).sqrt())
+
+
+def _loo_pearson(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Pearson's correlation of each row of ``a``, ``b`` ``(B, R)`` without draw i, for every i → ``(B, R)``: from
+    the centred sums, Σ_{j≠i} of the centred products is S − R/(R − 1)·ã_i·b̃_i (the mean moves by −ã_i/(R − 1))."""
+    r = a.shape[1]
+    ac, bc = a - a.mean(dim=1, keepdim=True), b - b.mean(dim=1, keepdim=True)
+    k = r / (r - 1)
+    saa, sbb = (ac * ac).sum(dim=1, keepdim=True), (bc * bc).sum(dim=1, keepdim=True)
+    cov = (ac * bc).sum(dim=1, keepdim=True) - k * ac * bc
+    return _loo_correlation(cov, saa - k * ac * ac, sbb - k * bc * bc, saa, sbb)
+
+
+def _loo_ranks(v: torch.Tensor) -> torch.Tensor:
+    """Average ranks of each row of ``v`` ``(B, R)`` without draw i → ``(B, R_i, R_j)``: removing v_i lowers the
+    rank of every larger value by 1 and of every tied one by ½ (the diagonal j = i is left out by the caller)."""
+    pair_less = v[:, :, None] < v[:, None, :]
+    pair_tied = v[:, :, None] == v[:, None, :]
+    return rankdata(v)[:, None, :] - pair_less.double() - 0.5 * pair_tied.double()
+
+
+def _loo_spearman(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Spearman's correlation (Pearson of average ranks) of each row of ``a``, ``b`` ``(B, R)`` without draw i, for
+    every i → ``(B, R)``."""
+    r = a.shape[1]
+    keep = ~torch.eye(r, dtype=torch.bool, device=a.device)
+    out = []
+    for v in (a, b):
+        ranks = _loo_ranks(v)
+        mean = torch.where(keep, ranks, 0.0).sum(dim=2, keepdim=True) / (r - 1)
+        out.append(torch.where(keep, ranks - mean, 0.0))
+    ca, cb = out
+    full_a = (rankdata(a) - (r + 1) / 2).pow(2).sum(dim=1, keepdim=True)
+    full_b = (rankdata(b) - (r + 1) / 2).pow(2).sum(dim=1, keepdim=True)
+    return _loo_correlation((ca * cb).sum(dim=2), (ca * ca).sum(dim=2), (cb * cb).sum(dim=2), full_a, full_b)
 
 
 def _rows(reference: perturb.Reference, b0: int, b1: int) -> perturb.Reference:
@@ -122,14 +194,33 @@ def _takes_seeds(explainer: Callable) -> bool:
     return p is not None and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
 
 
-def _finite_maps(maps: torch.Tensor, samples: list[int], what: str, rows: int, name: str = "explainer") -> None:
+def _finite_maps(maps: torch.Tensor, samples: list[int], what: str, rows: int, name: str = "explainer",
+                 pending: list | None = None) -> None:
+    """Raise if ``maps`` is not one map per input, or holds NaN/inf. With ``pending`` (a list) the finiteness
+    flag is kept on the maps' device for :func:`_raise_non_finite` after the loop (no host sync per chunk)."""
     if not isinstance(maps, torch.Tensor):
         raise TypeError(f"{name} must return a tensor of maps, got {type(maps).__name__}")
     if maps.ndim == 0 or maps.shape[0] != rows:
         raise ValueError(f"{name} must return one map per input: {rows} inputs ({what}) gave maps of shape "
                          f"{tuple(maps.shape)}")
+    if pending is not None:
+        pending.append((torch.isfinite(maps).all().reshape(1), samples, what, name))
+        return
     if not bool(torch.isfinite(maps).all()):
         raise ValueError(f"{name} returned non-finite maps on {what} of samples {samples[:8]}")
+
+
+def _raise_non_finite(pending: list) -> None:
+    """The first chunk of ``pending`` (see :func:`_finite_maps`) whose maps were not finite, raised as
+    :func:`_finite_maps` raises it: one host sync for all the chunks."""
+    if not pending:
+        return
+    finite = torch.cat([flag.to(pending[0][0].device) for flag, *_ in pending])
+    if bool(finite.all()):
+        pending.clear()
+        return
+    _, samples, what, name = pending[int((~finite).nonzero()[0, 0])]
+    raise ValueError(f"{name} returned non-finite maps on {what} of samples {samples[:8]}")
 
 
 def average_stability_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor | None = None, *,
@@ -174,9 +265,11 @@ def average_stability_details(model: Callable, x: torch.Tensor, attributions: to
     generators) gives the scores of the whole; nothing depends on batch_size or on the other samples (beyond the
     float rounding of the model's other batch shapes).
 
-    Returns ``s_avg`` ``(B,)`` float64, ``distances`` ``(B, n_neighbours)`` and ``seeds`` (the ``(B,)`` int64 seeds
-    given to the explainer, None when it was called without). Lower is better (0 for an explainer whose map does not
-    change within the radius).
+    Returns ``s_avg`` ``(B,)`` float64, ``distances`` ``(B, n_neighbours)``, ``seeds`` (the ``(B,)`` int64 seeds
+    given to the explainer, None when it was called without) and ``mc_se`` ``(B,)`` float64, the Monte-Carlo
+    standard error of ``s_avg`` over the random neighbours (sd of the distances, ddof 1, / √n_neighbours; NaN with
+    one neighbour; with common noise, given the explainer's one noise draw per sample). Lower is better (0 for an
+    explainer whose map does not change within the radius).
     """
     if not callable(explainer):
         raise TypeError("explainer must be a callable(model, inputs, target) or (model, inputs, target, seeds=...) "
@@ -208,7 +301,7 @@ def average_stability_details(model: Callable, x: torch.Tensor, attributions: to
     batch_size = autobatch.resolve(batch_size, model, x, n * (s + 1))
     index = perturb.sample_index(sample_index, n)
     gen = _validate.generator(generator, why="to draw the neighbours")
-    root = int(torch.randint(0, 2**62, (1,), generator=gen))
+    root = int(torch.randint(0, 2**62, (1,), generator=gen, device=gen.device))
     if target is None:
         target = _predicted(model, x, batch_size)
     seeds = None
@@ -218,13 +311,15 @@ def average_stability_details(model: Callable, x: torch.Tensor, attributions: to
     def explain(inputs: torch.Tensor, t: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
         return explainer(model, inputs, t) if rows is None else explainer(model, inputs, t, seeds=rows)
 
+    pending: list = []  # the maps' finiteness flags, read once after the loops (no host sync per chunk)
     if attributions is None:
         base = []
         for c0 in range(0, n, batch_size):
             c1 = min(n, c0 + batch_size)
             maps = explain(x[c0:c1], target[c0:c1], None if seeds is None else seeds[c0:c1])
-            _finite_maps(maps, list(range(c0, c1)), "x", c1 - c0)
+            _finite_maps(maps, list(range(c0, c1)), "x", c1 - c0, pending=pending)
             base.append(maps)
+        _raise_non_finite(pending)  # NaN maps of x stop the call before any neighbour is explained
         base = torch.cat(base)
     else:
         base = attributions.detach()
@@ -234,7 +329,7 @@ def average_stability_details(model: Callable, x: torch.Tensor, attributions: to
         b1 = min(n, b0 + _BLOCK)
         # torch has no vectorised keyed generator: the neighbours of each sample come from its own generator, keyed
         # by the root seed and the sample's global index (one call per sample, each drawing all its neighbours)
-        u = torch.stack([torch.rand((s, *x.shape[1:]), dtype=torch.float64,
+        u = torch.stack([torch.rand((s, *x.shape[1:]), dtype=torch.float64, device="cpu",
                                     generator=torch.Generator().manual_seed(perturb.keyed_seed(root, i, 0)))
                          for i in index[b0:b1]])
         u = (u * 2 - 1) * (r / d)
@@ -245,14 +340,20 @@ def average_stability_details(model: Callable, x: torch.Tensor, attributions: to
         for c0 in range(0, z.shape[0], batch_size):
             c1 = min(z.shape[0], c0 + batch_size)
             maps = explain(z[c0:c1], t[c0:c1], None if zs is None else zs[c0:c1])
-            _finite_maps(maps, sorted({b0 + i // s for i in range(c0, c1)}), "neighbours", c1 - c0)
+            _finite_maps(maps, sorted({b0 + i // s for i in range(c0, c1)}), "neighbours", c1 - c0, pending=pending)
             if maps.shape[1:] != ref.shape[1:]:
+                _raise_non_finite(pending)  # an earlier chunk's NaN maps are named first, as they happened first
                 given = "attributions has" if attributions is not None else "its maps of x have"
                 raise ValueError(f"explainer returned maps of shape {tuple(maps.shape[1:])} per neighbour but {given} "
                                  f"{tuple(ref.shape[1:])} per sample")
             sq = (maps.double() - ref[c0:c1]).flatten(1).pow(2).sum(1)
             dist.view(-1)[b0 * s + c0: b0 * s + c1] = sq
-    return {"s_avg": dist.mean(1), "distances": dist, "seeds": seeds}
+    _raise_non_finite(pending)
+    # the Monte-Carlo standard error of the mean over the i.i.d. neighbours: sd/√n_neighbours (ddof 1), from these
+    # distances. With common noise a stochastic explainer's noise is one draw shared by a sample's neighbours, not
+    # averaged over: the SE is the neighbours' sampling error given that draw.
+    se = dist.std(dim=1, correction=1) / math.sqrt(s) if s > 1 else torch.full_like(dist[:, 0], torch.nan)
+    return {"s_avg": dist.mean(1), "distances": dist, "seeds": seeds, "mc_se": se}
 
 
 def average_stability(model: Callable, x: torch.Tensor, attributions: torch.Tensor | None = None, *,

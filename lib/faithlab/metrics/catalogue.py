@@ -180,6 +180,27 @@ def _mean_over_sizes(result: torch.Tensor) -> torch.Tensor:
     return result.mean(dim=1)
 
 
+def _details_mean_over_sizes(details: dict) -> torch.Tensor:
+    """RFid±/FFid±' score from their ``*_details`` twin: the mean over the sizes (the plain call's, bitwise)."""
+    return _mean_over_sizes(details["score"])
+
+
+def _key(name: str):
+    def read(details: dict) -> torch.Tensor:
+        return details[name]
+    return read
+
+
+# Monte-Carlo standard errors (the frame's ``mc_se``): a metric whose score is an average over random draws reads
+# the SE its ``*_details`` twin computes from those draws (RFid±/FFid±: masks per size; μF: the jackknife over its
+# subsets; S_avg: its neighbours). The others are not Monte-Carlo estimates and carry NaN: Fid± removes fixed sets;
+# Few-class Fid draws one random tie order (it orders tied pixels only: one draw, not a mean over draws, so there is
+# no spread to read, and re-drawing it would be extra forward passes); TRACE here follows the map's own trajectory
+# (its random-order searches are searches for the best trajectory, not estimates of a mean, and evaluate runs none);
+# SaCo, the cumulative curves and ReCo/MeGe draw nothing.
+_MC_SE = _key("mean_mc_se")
+
+
 def _morf(key: str):
     def compute(c: Context) -> torch.Tensor:
         d = c.shared("morf", lambda: cumulative.morf_details(c.model, c.x, c.attributions, target=c.target,
@@ -256,14 +277,16 @@ BUILTIN = (
     _M("fid+", "Fid+", "ffidelity", True, ffidelity.fid_plus, _fid(1.0), _mean_over_sizes, group="fid", options=_FID),
     _M("fid-", "Fid−", "ffidelity", False, ffidelity.fid_minus, _fid(1.0), _mean_over_sizes, group="fid",
        options=_FID),
-    _M("rfid+", "RFid+", "ffidelity", True, ffidelity.fid_plus, _fid(None), _mean_over_sizes, group="rfid",
-       options=_RFID),
-    _M("rfid-", "RFid−", "ffidelity", False, ffidelity.fid_minus, _fid(None), _mean_over_sizes, group="rfid",
-       options=_RFID),
-    _M("ffid+", "FFid+", "ffidelity", True, ffidelity.fid_plus, _fid(None, beta=True), _mean_over_sizes,
-       group="ffid", needs=("finetuned",), options=(*_RFID, "beta"), model="finetuned"),
-    _M("ffid-", "FFid−", "ffidelity", False, ffidelity.fid_minus, _fid(None, beta=True), _mean_over_sizes,
-       group="ffid", needs=("finetuned",), options=(*_RFID, "beta"), model="finetuned"),
+    _M("rfid+", "RFid+", "ffidelity", True, ffidelity.fid_plus_details, _fid(None), _details_mean_over_sizes,
+       group="rfid", options=_RFID, mc_se=_MC_SE),
+    _M("rfid-", "RFid−", "ffidelity", False, ffidelity.fid_minus_details, _fid(None), _details_mean_over_sizes,
+       group="rfid", options=_RFID, mc_se=_MC_SE),
+    _M("ffid+", "FFid+", "ffidelity", True, ffidelity.fid_plus_details, _fid(None, beta=True),
+       _details_mean_over_sizes, group="ffid", needs=("finetuned",), options=(*_RFID, "beta"), model="finetuned",
+       mc_se=_MC_SE),
+    _M("ffid-", "FFid−", "ffidelity", False, ffidelity.fid_minus_details, _fid(None, beta=True),
+       _details_mean_over_sizes, group="ffid", needs=("finetuned",), options=(*_RFID, "beta"), model="finetuned",
+       mc_se=_MC_SE),
     _M("fewclass_fid", "Few-class Fid", "fewclass", True, fewclass.fewclass_fid,
        lambda c: {"perturbed": c.inputs["fewclass selection"], "target": c.target, "generator": c.options["seed"],
                   "sample_index": c.sample_index, "fractions": c.options["fewclass_fractions"],
@@ -285,14 +308,15 @@ BUILTIN = (
        group="morf", options=("reference",)),
     _M("comprehensiveness", "Comprehensiveness", "saco", False, cumulative.comprehensiveness,
        lambda c: {"target": c.target, "batch_size": c.batch_size, **_ref(c)}, group="lerf", options=("reference",)),
-    _M("mu_fidelity", "μF", "reco_mege", True, bhatt.mu_fidelity,
+    _M("mu_fidelity", "μF", "reco_mege", True, bhatt.mu_fidelity_details,
        lambda c: {"target": c.target, "n_subsets": c.options["n_subsets"], "generator": c.options["seed"],
                   "sample_index": c.sample_index, "batch_size": c.batch_size, **_ref(c)},
-       options=("n_subsets", "seed", "reference"), ideal=1.0, span=2.0),
+       _key("mu_f"), options=("n_subsets", "seed", "reference"), ideal=1.0, span=2.0, mc_se=_key("mc_se")),
     # S_avg maps x itself: under common random numbers x's map shares its neighbours' seed, which the given maps
     # (drawn with other noise by a stochastic explainer) do not
-    _M("s_avg", "S_avg", "reco_mege", False, bhatt.average_stability, _s_avg_arguments, needs=("explainer",),
-       options=("n_neighbours", "radius", "seed"), maps=False, ideal=0.0),
+    _M("s_avg", "S_avg", "reco_mege", False, bhatt.average_stability_details, _s_avg_arguments, _key("s_avg"),
+       needs=("explainer",), options=("n_neighbours", "radius", "seed"), maps=False, ideal=0.0,
+       mc_se=_key("mc_se")),
     _M("lerf", "ΣLeRF", "trace", True, trace.lerf_morf_details, _trace_arguments, lambda d: d["lerf_auc"],
        compute=_trace("lerf_auc"), group="trace", needs=("images",), options=("edge", "reference"),
        check=_trace_check),

@@ -5,9 +5,10 @@
 All scores are per sample and per sparsity level. They are built on ``faithlab.perturb``: one
 :class:`~faithlab.perturb.Removal` run evaluates the clean input and every (level, Monte-Carlo mask) variant,
 chunked by ``batch_size``. Random masks are drawn on the generator's device (CPU by default) and moved to x's
-device, so results do not depend on the device or on ``batch_size``. The masks of all levels and Monte-Carlo
-samples are held at once as a ``(B, L·N, n)`` bool tensor: call on slices of the batch when B·L·N·n bytes is too
-large.
+device, so results do not depend on the device or on ``batch_size``. The ``*_details`` twins also return each
+score's Monte-Carlo standard error, read from the same masks' read-outs (``mc_se``, ``mean_mc_se``). The masks of all
+levels and Monte-Carlo samples are held at once as a ``(B, L·N, n)`` bool tensor: call on slices of the batch when
+B·L·N·n bytes is too large.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def _fidelity(plus: bool, model: Callable, x: torch.Tensor, attributions: torch.
     if not random:
         masks = cand[:, :, None, :]                           # remove all of R: one mask per level
     elif sampling == "bernoulli":                             # authors' sampler: rate min(α, βn/|R|) (eq. 6)
-        rate = torch.full((levels,), a, dtype=torch.float64)
+        rate = torch.full((levels,), a, dtype=torch.float64, device=size.device)  # beside size: on the CPU
         if b is not None:
             rate = torch.minimum(rate, b * n / size.clamp(min=1).double())
         masks = perturb.bernoulli_subset(cand.flatten(0, 1), rate.repeat(bsz), generator=g.repeat_interleave(levels),
@@ -98,9 +99,25 @@ def _fidelity(plus: bool, model: Callable, x: torch.Tensor, attributions: torch.
                                      n_samples=n_samples)
     masks = masks.reshape(bsz, levels * masks.shape[-2], n)
     clean = runner.clean()  # the clean logits, once per run (shared by Fid+ and Fid− inside perturb.sharing)
-    removed = runner.outputs(masks).reshape(bsz, levels, -1).mean(dim=-1)
+    draws = runner.outputs(masks).reshape(bsz, levels, -1)   # (B, L, N) the read-out after each mask
+    removed = draws.mean(dim=-1)
+    se, mean_se = _mc_se(draws, random)
     return {"score": clean[:, None] - removed, "clean": clean, "removed": removed, "sparsity": s,
-            "constant": constant}
+            "constant": constant, "mc_se": se, "mean_mc_se": mean_se}
+
+
+def _mc_se(draws: torch.Tensor, random: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """The Monte-Carlo standard errors of the scores from the per-mask read-outs ``draws`` ``(B, L, N)`` (no other
+    forward pass): level l's score is clean − the mean of N i.i.d. masks' read-outs, so its SE is sd_l/√N (sd with
+    ddof 1); the levels draw from their own streams (independent), so the SE of the mean over the L levels is
+    √(Σ_l sd_l²/N)/L. → ``(B, L)`` and ``(B,)`` float64, NaN where nothing is random (one fixed mask per level: no
+    Monte-Carlo error to estimate) or N = 1 (no spread to read)."""
+    bsz, levels, n = draws.shape
+    if not random or n < 2:
+        nan = torch.full((bsz, levels), torch.nan, dtype=torch.float64, device=draws.device)
+        return nan, nan[:, 0].clone()
+    var = draws.double().var(dim=-1, correction=1) / n                # (B, L) the variance of each level's mean
+    return var.sqrt(), var.sum(dim=-1).sqrt() / levels
 
 
 _ARGS_DOC = """
@@ -132,7 +149,11 @@ _ARGS_DOC = """
 _DETAILS_DOC = """
     Returns ``score`` ``(B, L)`` (the plain call's result), ``clean`` ``(B,)`` the read-out on x, ``removed``
     ``(B, L)`` its mean over the Monte-Carlo masks after removal (score = clean − removed), ``sparsity`` ``(L,)``
-    float64 and ``constant`` ``(B,)`` bool, the samples whose map is constant over the units (no ranking)."""
+    float64, ``constant`` ``(B,)`` bool, the samples whose map is constant over the units (no ranking), and the
+    Monte-Carlo standard errors read from the same masks' read-outs (no extra forward pass): ``mc_se`` ``(B, L)``
+    float64, the SE of each score (sd over the N masks, ddof 1, / √N), and ``mean_mc_se`` ``(B,)`` float64, the SE
+    of ``score.mean(1)`` (the levels draw independently: √(Σ_l sd_l²/N)/L); both NaN where nothing is drawn at
+    random (α = 1 without a binding β cap) or N = 1."""
 
 
 def fid_plus_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,

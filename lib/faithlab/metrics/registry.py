@@ -5,7 +5,9 @@ A metric is a :class:`Metric`: its name, paper and direction, what it ``needs`` 
 (``"images"``, ``"finetuned"``, ``"kfold"``, ``"explainer"``), the evaluate ``options`` it reads (each an
 :class:`Option` with its default and check, declared once and shared by the metrics that read it), its public
 ``function`` with the one call shape ``function(model, x, attributions, *, target=None, ...)``, the keyword
-``arguments`` evaluate passes it (read from a :class:`Context`) and how its ``score`` reads the function's result.
+``arguments`` evaluate passes it (read from a :class:`Context`) and how its ``score`` reads the function's result
+— and, for a Monte-Carlo estimate, how its ``mc_se`` reads the score's Monte-Carlo standard error from that same
+result (the frame's ``mc_se`` column; NaN for a deterministic metric).
 Metrics that share one computation (accuracy AUC, AOPC and LOdds read one most-salient-first curve) name the same
 ``group`` and compute through :meth:`Context.shared`; work shared by every explainer of a chunk (Few-class's perturbed
 images) is a :class:`Shared` input the metric ``uses``.
@@ -25,8 +27,8 @@ from typing import Any
 
 import torch
 
-__all__ = ["NEEDS", "LEVELS", "Option", "Shared", "Metric", "Context", "Counted", "Tally", "register", "unregister",
-           "registered", "METRICS", "OPTIONS", "SHARED", "options_of", "check_options", "paper_metrics"]
+__all__ = ["NEEDS", "LEVELS", "Option", "Shared", "Metric", "Estimate", "Context", "Counted", "Tally", "register",
+           "unregister", "registered", "METRICS", "OPTIONS", "SHARED", "options_of", "check_options", "paper_metrics"]
 
 NEEDS: dict[str, str] = {"finetuned": "finetuned= (or finetune=)", "explainer": "explainer=", "kfold": "kfold=",
                          "images": "x of images (B, C, H, W)"}
@@ -60,6 +62,15 @@ class Shared:
 
 
 @dataclass(frozen=True)
+class Estimate:
+    """What a metric's ``compute`` may return in place of its score: the ``score`` and its Monte-Carlo standard
+    error ``mc_se`` (same shape; None: deterministic), both read from one computation."""
+
+    score: Any
+    mc_se: Any = None
+
+
+@dataclass(frozen=True)
 class Metric:
     """One metric of :func:`faithlab.evaluate`, declared once.
 
@@ -76,7 +87,9 @@ class Metric:
     of x (False: it is given None and computes them itself, as S_avg does with the explainer's own noise); check:
     ``check(options, x)``, a check of the options against the inputs run before any work when the metric is chosen
     (raising an error that names the option); ideal/span: the metric's ideal value and range width where it defines
-    them (the synthesis report card).
+    them (the synthesis report card); mc_se: ``mc_se(result) -> (B,) tensor`` (float at dataset level), the score's
+    Monte-Carlo standard error read from the same function result as ``score`` (None: a deterministic metric, whose
+    frame rows carry NaN; a ``compute`` returns an ``Estimate`` instead).
     """
 
     name: str
@@ -97,6 +110,7 @@ class Metric:
     check: Callable[[dict, torch.Tensor], None] | None = None
     ideal: float | None = None
     span: float | None = None
+    mc_se: Callable[[Any], Any] | None = None
 
     def __post_init__(self):
         if not self.group:
@@ -113,16 +127,26 @@ class Metric:
 
     def run(self, context: "Context"):
         """This metric's score on the context's samples (evaluate's path)."""
+        return self.estimate(context)[0]
+
+    def estimate(self, context: "Context") -> tuple[Any, Any]:
+        """This metric's score on the context's samples and its Monte-Carlo standard error (None: deterministic),
+        both read from one computation (evaluate's path)."""
         if self.compute is not None:
-            return self.compute(context)
-        return self.call(context)
+            out = self.compute(context)
+            return (out.score, out.mc_se) if isinstance(out, Estimate) else (out, None)
+        result = self._result(context)
+        return self.score(result), None if self.mc_se is None else self.mc_se(result)
 
     def call(self, context: "Context"):
         """The metric's own public call on the context's samples, scored: what evaluate must equal."""
+        return self.score(self._result(context))
+
+    def _result(self, context: "Context"):
         if self.function is None:
             raise TypeError(f"metric {self.name!r} has no public function")
         maps = context.attributions if self.maps else None
-        return self.score(self.function(context.model, context.x, maps, **self.arguments(context)))
+        return self.function(context.model, context.x, maps, **self.arguments(context))
 
 
 class Counted:
@@ -132,6 +156,7 @@ class Counted:
     def __init__(self, model: Callable):
         self.model, self.calls, self.inputs = model, 0, 0
         self.__wrapped__ = model  # what it wraps: caches keyed on the model (Few-class's search) see through it
+        self.faithlab_passthrough = True  # it only counts: the default batch size reads the wrapped model's activations
 
     def __call__(self, inputs: torch.Tensor) -> torch.Tensor:
         self.calls += 1
