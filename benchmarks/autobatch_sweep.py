@@ -67,9 +67,13 @@ import faithlab as fl  # noqa: E402
 from faithlab.perturb import autobatch  # noqa: E402
 
 MODELS = ("small_cnn", "resnet18", "vit")
+STAND_INS = {"digits_cnn": (1, 8), "resnet9": (3, 32), "resnet18_cifar": (3, 32), "vit_digits": (1, 8)}
+"""The study's stand-ins, each at its own (channels, size): the small CNN and the ViT the book trains on the 8×8
+scikit-learn digits, and the CIFAR-size ResNets of the F-Fidelity and ReCo/MeGe chapters (``--models`` names them;
+``--sizes`` does not apply to them)."""
 SIZES = (32, 64, 224)
 THREADS = (1, 2)
-LADDER = (8, 16, 32, 64, 128, 256, 512, 1024)
+LADDER = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 SETTLE = 4
 """Untimed "auto" calls before "auto cached" is timed: a call too small to try every candidate leaves the rest of
 the probe to the next ones, so the second call of a process is not yet what a long run sees."""
@@ -79,6 +83,7 @@ B_TABLE = {
     ("small_cnn", 32): 768, ("small_cnn", 64): 128, ("small_cnn", 224): 12,
     ("resnet18", 32): 192, ("resnet18", 64): 64, ("resnet18", 224): 4,
     ("vit", 32): 96, ("vit", 64): 96, ("vit", 224): 24,
+    ("digits_cnn", 8): 4096, ("vit_digits", 8): 1024, ("resnet9", 32): 192, ("resnet18_cifar", 32): 96,
 }
 """Samples B per (model, image size) at ``--scale 1``, sized from rough per-input forward costs so that one call of
 B × 21 inputs is meant to take a few seconds on one CPU thread of a 2-core VM at the best batch size (a target, not
@@ -88,10 +93,12 @@ LIMIT = 1.05
 """auto/best fixed above this is flagged (the issue's "never loses more than 5 %")."""
 QUICK_B, QUICK_LADDER, QUICK_SIZES, QUICK_THREADS = 4, (16, 64), (16, 32), (1,)
 COLUMNS = ("date", "device", "model", "px", "threads", "inputs B×F", "best fixed bs", "t best fixed", "auto bs",
-           "t auto first", "t auto cached", "first / best", "cached / best", "default / best", "best bare bs",
+           "t auto first", "t auto cached", "first / best", "cached / best", "default bs", "default / best",
+           "best bare bs",
            "t best bare", "ratio bare(best) / fixed(best)", "> 5 %")
 DEFAULT = inspect.signature(fl.perturb.removal_curve).parameters["batch_size"].default
-"""The library's default batch size (read from the signature, not assumed)."""
+"""The library's default batch size (read from the signature, not assumed): None, the size
+``autobatch.default_batch_size`` fixes per model and input, or an int."""
 
 
 def patch_size(size: int) -> int:
@@ -106,11 +113,21 @@ def patch_size(size: int) -> int:
                      f"patches; {size} has none (pick a multiple of 8, or leave vit out of --models)")
 
 
+def channels(name: str) -> int:
+    return STAND_INS[name][0] if name in STAND_INS else 3
+
+
 def build_model(name: str, size: int, device: torch.device) -> nn.Module:
     """The cell's model, random init from seed 0 without touching the caller's global RNG, in eval mode."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        if name == "small_cnn":
+        if name == "digits_cnn":
+            model = fl.models.build("small_cnn", in_channels=1, n_classes=N_CLASSES)
+        elif name == "vit_digits":
+            model = fl.models.build("vit", image_size=size, patch_size=2, in_channels=1, n_classes=N_CLASSES)
+        elif name in ("resnet9", "resnet18_cifar"):
+            model = fl.models.build(name, in_channels=3, n_classes=N_CLASSES)
+        elif name == "small_cnn":
             model = fl.models.build("small_cnn", in_channels=3, n_classes=N_CLASSES)
         elif name == "resnet18":
             import torchvision  # only this cell needs it
@@ -120,7 +137,7 @@ def build_model(name: str, size: int, device: torch.device) -> nn.Module:
             model = fl.models.build("vit", image_size=size, patch_size=patch_size(size), in_channels=3,
                                     n_classes=N_CLASSES)
         else:
-            raise ValueError(f"--models: unknown model {name!r}; choose from {MODELS}")
+            raise ValueError(f"--models: unknown model {name!r}; choose from {MODELS + tuple(STAND_INS)}")
     return model.to(device).eval()
 
 
@@ -155,41 +172,46 @@ def describe_device(device: torch.device) -> str:
 
 
 def run_cell(model: nn.Module, name: str, size: int, threads: int, n: int, n_fractions: int, ladder: Sequence[int],
-             device: torch.device, repeats: int, warmup: int, seed: int) -> dict[str, object]:
+             device: torch.device, repeats: int, warmup: int, seed: int, auto: bool = True) -> dict[str, object]:
     """Time one cell (see the module docstring) → its row: times in seconds, sizes, ratios, the ladder's times."""
     torch.set_num_threads(threads)
     autobatch.clear_cache()  # a fresh cache per cell (the key holds the thread count too)
     g = torch.Generator().manual_seed(seed)
-    x = torch.randn(n, 3, size, size, generator=g).to(device)
-    attributions = torch.randn(n, 3, size, size, generator=g).to(device)
+    c = channels(name)
+    x = torch.randn(n, c, size, size, generator=g).to(device)
+    attributions = torch.randn(n, c, size, size, generator=g).to(device)
     target = torch.randint(0, N_CLASSES, (n,), generator=g).to(device)
     n_inputs = n * n_fractions
-    sizes = ladder_sizes(ladder, n_inputs)
+    default_bs = DEFAULT if isinstance(DEFAULT, int) else autobatch.default_batch_size(model, x)
+    sizes = ladder_sizes([*ladder, default_bs], n_inputs)  # the default is always timed
     prebuilt, curve = morf_workload(model, x, attributions, target, n_fractions, sizes[-1])
     torch.testing.assert_close(curve(batch_size=autobatch.AUTO), curve())  # the same curve at any batch size
+    assert torch.equal(curve(batch_size=DEFAULT), curve(batch_size=DEFAULT))  # the default: bitwise repeatable
 
     def first() -> torch.Tensor:  # a fresh process: the probe runs, then the curve
         autobatch.clear_cache()
         return curve(batch_size=autobatch.AUTO)
 
-    for _ in range(SETTLE):  # what a process that has run this call a few times knows
+    for _ in range(SETTLE if auto else 0):  # what a process that has run this call a few times knows
         curve(batch_size=autobatch.AUTO)
-    settled = copy.deepcopy(dict(autobatch._by_model[model]))  # the cache's entries of this model (private)
+    settled = copy.deepcopy(dict(autobatch._by_model.get(model, {})))  # the cache's entries of this model (private)
 
     def cached() -> torch.Tensor:  # the settled cache, whatever "first" cleared in between
         autobatch._by_model[model] = copy.deepcopy(settled)
         return curve(batch_size=autobatch.AUTO)
 
-    fns: dict[str, Callable[[], object]] = {"auto first": first, "auto cached": cached}
+    fns: dict[str, Callable[[], object]] = {"auto first": first, "auto cached": cached} if auto else {}
     for bs in sizes:
         fns[f"fixed {bs}"] = lambda bs=bs: curve(batch_size=bs)
         fns[f"bare {bs}"] = lambda bs=bs: batched_forward(model, prebuilt, bs)
     times, peaks = timed(fns, device, repeats, warmup)
 
-    chunks = chunk_sizes(model, cached)  # a cached call, as timed
+    if not auto:  # --skip-auto: no "auto" call was timed
+        times["auto first"] = times["auto cached"] = float("nan")
+    chunks = chunk_sizes(model, cached) if auto else []  # a cached call, as timed
     counts = collections.Counter(chunks)
-    auto_bs = max(counts, key=lambda c: (c * counts[c], c))  # the size that carried the most inputs
-    resolved = autobatch.resolve(autobatch.AUTO, model, x, n_inputs)
+    auto_bs = max(counts, key=lambda c: (c * counts[c], c)) if counts else 0  # the size that carried the most inputs
+    resolved = autobatch.resolve(autobatch.AUTO, model, x, n_inputs) if auto else 0
     best_fixed = min(sizes, key=lambda b: times[f"fixed {b}"])
     best_bare = min(sizes, key=lambda b: times[f"bare {b}"])
     t_fixed, t_bare = times[f"fixed {best_fixed}"], times[f"bare {best_bare}"]
@@ -201,11 +223,12 @@ def run_cell(model: nn.Module, name: str, size: int, threads: int, n: int, n_fra
         "auto_chunks": " ".join(f"{c}x{k}" for c, k in sorted(counts.items())), "auto_resolve": resolved,
         "t_auto_first_s": times["auto first"], "t_auto_cached_s": times["auto cached"],
         "ratio_first": ratio_first, "ratio_cached": ratio_cached,
-        "over_first": ratio_first > LIMIT, "over_cached": ratio_cached > LIMIT,
+        "over_first": ratio_first > LIMIT, "over_cached": ratio_cached > LIMIT, "default_bs": default_bs,
         "best_bare_bs": best_bare, "t_best_bare_s": t_bare, "ratio_bare_fixed": t_bare / t_fixed,
         "fixed_s_by_bs": " ".join(f"{b}:{times[f'fixed {b}']:.6f}" for b in sizes),
         "bare_s_by_bs": " ".join(f"{b}:{times[f'bare {b}']:.6f}" for b in sizes),
-        "peak_mib_best_fixed": mib(peaks[f"fixed {best_fixed}"]), "peak_mib_auto_cached": mib(peaks["auto cached"]),
+        "peak_mib_best_fixed": mib(peaks[f"fixed {best_fixed}"]),
+        "peak_mib_auto_cached": mib(peaks["auto cached"]) if auto else "-",
     }
 
 
@@ -213,7 +236,7 @@ def default_ratio(row: dict[str, object]) -> float:
     """The time at the library default (clipped to B·F, as the ladder is) over the best fixed time, read from the
     ladder's times (``fixed_s_by_bs``); NaN when the ladder lacks that size."""
     times = {int(b): float(t) for b, t in (part.split(":") for part in str(row["fixed_s_by_bs"]).split())}
-    size = min(DEFAULT, int(row["inputs"])) if isinstance(DEFAULT, int) else None
+    size = min(int(row["default_bs"]), int(row["inputs"])) if row.get("default_bs") else None
     return times[size] / float(row["t_best_fixed_s"]) if size in times else float("nan")
 
 
@@ -223,10 +246,13 @@ def ms(seconds: float) -> str:
 
 def markdown_row(row: dict[str, object]) -> str:
     flags = ", ".join(k for k in ("first", "cached") if row[f"over_{k}"])
+    if default_ratio(row) > LIMIT:
+        flags = ", ".join(filter(None, (flags, "default")))
     cells = (row["date"], row["device"], row["model"], row["px"], row["threads"],
              f"{row['B']} × {row['F']} = {row['inputs']:,}", row["best_fixed_bs"], ms(row["t_best_fixed_s"]),
              row["auto_bs"], ms(row["t_auto_first_s"]), ms(row["t_auto_cached_s"]), f"{row['ratio_first']:.3f}",
-             f"{row['ratio_cached']:.3f}", f"{default_ratio(row):.3f}", row["best_bare_bs"], ms(row["t_best_bare_s"]),
+             f"{row['ratio_cached']:.3f}", row.get("default_bs", "-"), f"{default_ratio(row):.3f}", row["best_bare_bs"],
+             ms(row["t_best_bare_s"]),
              f"{row['ratio_bare_fixed']:.3f}", flags or "-")
     return "| " + " | ".join(str(c) for c in cells) + " |"
 
@@ -243,20 +269,25 @@ def summary(rows: list[dict[str, object]]) -> str:
     def where(row: dict[str, object]) -> str:
         return f"{row['model']} {row['px']} px {row['threads']} thr"
 
-    worst_first = max(rows, key=lambda r: r["ratio_first"])
-    worst_cached = max(rows, key=lambda r: r["ratio_cached"])
-    n_first = sum(bool(r["over_first"]) for r in rows)
-    n_cached = sum(bool(r["over_cached"]) for r in rows)
+    timed_auto = [r for r in rows if r["ratio_first"] == r["ratio_first"]]
+    auto = "auto not timed (--skip-auto)"
+    if timed_auto:
+        worst_first = max(timed_auto, key=lambda r: r["ratio_first"])
+        worst_cached = max(timed_auto, key=lambda r: r["ratio_cached"])
+        n_first = sum(bool(r["over_first"]) for r in timed_auto)
+        n_cached = sum(bool(r["over_cached"]) for r in timed_auto)
+        auto = (f"worst ratio auto / best fixed over {len(timed_auto)} cells: first call "
+                f"{worst_first['ratio_first']:.3f} ({where(worst_first)}), cached {worst_cached['ratio_cached']:.3f} "
+                f"({where(worst_cached)}); cells over {LIMIT:.2f}: first call {n_first}, cached {n_cached}")
     known = [r for r in rows if default_ratio(r) == default_ratio(r)]
     default = ""
     if known:
         worst_default = max(known, key=default_ratio)
         n_default = sum(default_ratio(r) > LIMIT for r in known)
-        default = (f"; default ({DEFAULT}) / best fixed: worst {default_ratio(worst_default):.3f} "
+        name = DEFAULT if isinstance(DEFAULT, int) else "autobatch.default_batch_size"
+        default = (f"; default ({name}) / best fixed: worst {default_ratio(worst_default):.3f} "
                    f"({where(worst_default)}), cells over {LIMIT:.2f}: {n_default} of {len(known)}")
-    return (f"worst ratio auto / best fixed over {len(rows)} cells: first call {worst_first['ratio_first']:.3f} "
-            f"({where(worst_first)}), cached {worst_cached['ratio_cached']:.3f} ({where(worst_cached)}); "
-            f"cells over {LIMIT:.2f}: first call {n_first}, cached {n_cached}{default}")
+    return auto + default
 
 
 def write_csv(rows: list[dict[str, object]], path: Path) -> None:
@@ -269,7 +300,7 @@ def write_csv(rows: list[dict[str, object]], path: Path) -> None:
 
 def read_csv(path: Path) -> list[dict[str, object]]:
     """The rows :func:`write_csv` wrote, with their numbers and flags typed again."""
-    ints = {"px", "threads", "B", "F", "inputs", "repeats", "best_fixed_bs", "auto_bs", "best_bare_bs"}
+    ints = {"px", "threads", "B", "F", "inputs", "repeats", "best_fixed_bs", "auto_bs", "best_bare_bs", "default_bs"}
     rows = []
     with path.open(newline="") as f:
         for raw in csv.DictReader(f):
@@ -298,7 +329,10 @@ def positive(kind: type) -> Callable[[str], int | float]:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    p.add_argument("--models", nargs="+", default=list(MODELS), choices=[*MODELS, *STAND_INS],
+                   help=f"default {' '.join(MODELS)}; the study's stand-ins: {' '.join(STAND_INS)} (each at its own "
+                        f"size)")
+    p.add_argument("--skip-auto", action="store_true", help="time the fixed sizes and the default only, not \"auto\"")
     p.add_argument("--sizes", nargs="+", type=positive(int), default=None,
                    help=f"image sizes in px (default {' '.join(map(str, SIZES))}; with --quick "
                         f"{' '.join(map(str, QUICK_SIZES))})")
@@ -328,7 +362,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.sizes = args.sizes or list(QUICK_SIZES if args.quick else SIZES)
     args.threads = args.threads or list(QUICK_THREADS if args.quick else THREADS)
     args.ladder = args.ladder or list(QUICK_LADDER if args.quick else LADDER)
-    if "vit" in args.models:
+    if "vit" in args.models and not args.quick:
         for size in args.sizes:
             patch_size(size)  # fails early, naming --sizes
     return args
@@ -355,13 +389,13 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     try:
         for name in args.models:
-            for size in args.sizes:
+            for size in ([STAND_INS[name][1]] if name in STAND_INS else args.sizes):
                 model = build_model(name, size, device)
                 n = samples(name, size, args.scale, args.quick)
                 for threads in args.threads:
                     start = time.perf_counter()
                     row = run_cell(model, name, size, threads, n, args.fractions, args.ladder, device,
-                                   args.repeats, args.warmup, args.seed)
+                                   args.repeats, args.warmup, args.seed, auto=not args.skip_auto)
                     rows.append(row)
                     print(f"cell {name} {size} px {threads} thr, B={n} F={args.fractions} ({row['inputs']:,} inputs), "
                           f"{time.perf_counter() - start:.1f} s: fixed s {row['fixed_s_by_bs']}; bare s "

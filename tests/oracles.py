@@ -11,10 +11,14 @@ metric's exact value can be written down by hand.
 - :func:`linear_kfold`: k = 3 seeded linear "cross-trained" models and the folds of B samples (ReCo/MeGe's input).
 - :func:`nan_everywhere`, :func:`inf_everywhere`, :func:`nan_when_perturbed`: logit spoilers ``fn(inputs, logits)``
   for the fuzz suites' wrapped models (a metric must raise, never score, on non-finite outputs).
+- :func:`metric_call`: a registered metric's own call on one chunk, as ``fl.evaluate`` makes it (the device seam and
+  host-sync tests).
 Each counts its forward calls in ``calls``.
 """
 
 from __future__ import annotations
+
+import time
 
 import torch
 from torch import nn
@@ -147,3 +151,65 @@ def nan_when_perturbed(clean: torch.Tensor):
         return torch.where(is_clean[:, None], logits, torch.nan)
 
     return fn
+
+
+class Sleepy(nn.Module):
+    """A tiny CNN (two classes) that sleeps ``delay`` seconds per input and counts its calls and inputs."""
+
+    def __init__(self, delay: float, side: int):
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv, self.fc = nn.Conv2d(3, 4, 3, padding=1), nn.Linear(4, 2)
+        self.delay, self.calls, self.inputs = delay, 0, 0
+        import faithlab as fl
+
+        self.faithlab_preprocess = fl.models.Preprocess(resize=side, crop=(side, side), mean=(0.0, 0.0, 0.0),
+                                                        std=(1.0, 1.0, 1.0))
+        self.eval()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        self.inputs += x.shape[0]
+        time.sleep(self.delay * x.shape[0])
+        return self.fc(torch.relu(self.conv(x)).mean((2, 3)))
+
+
+def image_folder(root, side: int):
+    """A folder of two classes of two random PNGs each (side × side, RGB) → root."""
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for cls in "ab":
+        (root / cls).mkdir(parents=True)
+        for i in range(2):
+            Image.fromarray(rng.integers(0, 256, (side, side, 3), dtype=np.uint8)).save(root / cls / f"{i}.png")
+    return root
+
+
+def metric_call(name: str, model, x: torch.Tensor, y: torch.Tensor, attributions: torch.Tensor, *, batch_size,
+                explainer=None, kfold=None, options=None, index: torch.Tensor | None = None):
+    """Registered metric ``name`` on one chunk as ``fl.evaluate`` calls it: its own public function with the keyword
+    arguments its declaration reads (``Metric.call``), or its ``compute`` when it has no function (ReCo, MeGe), the
+    :class:`~faithlab.metrics.registry.Shared` inputs it uses computed first. ``options`` override the evaluate
+    options' defaults; ``index``: the samples' global indices (made here when None: pass it when the call must make
+    no tensor of its own). The model reads the clean prediction as its target (labels ``y`` where the metric reads
+    labels)."""
+    from faithlab.metrics.registry import METRICS, OPTIONS, SHARED, Context
+
+    metric = METRICS[name]
+    values = {o.name: o.default for o in OPTIONS.values()}
+    values.update(options or {})
+    index = torch.arange(x.shape[0]) if index is None else index
+    with torch.no_grad():
+        target = model(x).argmax(1)
+
+    def context(maps, inputs=None, target_=target):
+        return Context(model=model, x=x, labels=y, target=target_, attributions=maps, name="E", explainer=explainer,
+                       sample_index=index, options=values, batch_size=batch_size, kfold=kfold, inputs=inputs or {},
+                       user_model=model)
+
+    shared = {s: SHARED[s].compute(context(None)) for s in metric.uses}
+    if metric.function is None:  # dataset level: the whole data at once, no target (as fl.evaluate calls it)
+        return metric.run(context(attributions, shared, None))
+    return metric.call(context(attributions, shared))

@@ -294,3 +294,95 @@ def test_the_cache_keeps_one_entry_per_cpu_thread_count():
     finally:
         torch.set_num_threads(threads)
     assert autobatch.cache_size() == 2  # a size timed on one thread says nothing of two
+
+
+# --- the default batch size (batch_size=None): fixed by the model's largest activation ------------------------------
+
+def _conv(channels: int, in_channels: int = 1) -> torch.nn.Module:
+    return torch.nn.Sequential(torch.nn.Conv2d(in_channels, channels, 3, padding=1), torch.nn.ReLU(),
+                               torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(channels, 3)).eval()
+
+
+@pytest.mark.parametrize("channels, side, dtype, expected", [
+    (256, 32, torch.float32, 16),     # 256·32·32·4 B = 1 MiB per input; 16 MiB / 1 MiB = 16
+    (192, 32, torch.float32, 16),     # 768 KiB: 21.3 → the power of two below, 16
+    (256, 32, torch.float64, 8),      # twice the bytes: half the batch
+    (16, 8, torch.float32, 4096),     # 4 KiB: 4,096, the largest size allowed
+    (64, 256, torch.float32, 8),      # 16 MiB per input: 1 → the smallest size allowed, 8
+])
+def test_the_default_holds_16_mib_of_the_largest_activation_on_a_cpu(channels, side, dtype, expected):
+    model = _conv(channels).to(dtype)
+    x = torch.zeros(2, 1, side, side, dtype=dtype)
+    assert autobatch.activation_bytes(model, x)[0] == channels * side * side * torch.finfo(dtype).bits // 8
+    assert autobatch.default_batch_size(model, x) == expected
+
+
+def test_the_default_is_bitwise_repeatable_and_runs_its_chunks():
+    torch.manual_seed(0)
+    model = _conv(256)
+    x, a = torch.randn(5, 1, 32, 32), torch.randn(5, 1, 32, 32)
+    seen = []
+    handle = model.register_forward_pre_hook(lambda _m, args: seen.append(args[0].shape[0]))
+    first = fl.perturb.removal_curve(model, x, a, [0.0, 0.25, 0.5, 0.75, 1.0], target=torch.zeros(5, dtype=torch.long))
+    handle.remove()
+    autobatch.clear_cache()
+    second = fl.perturb.removal_curve(model, x, a, [0.0, 0.25, 0.5, 0.75, 1.0], target=torch.zeros(5, dtype=torch.long))
+    assert torch.equal(first, second)
+    # the activation pass of one input, the endpoints (5 clean, 5 fully removed inputs), then the 15 inner inputs
+    # (5 samples × 3 fractions) in one call of at most the default, 16
+    assert seen[0] == 1 and seen[1:] == [5, 5, 15]
+    x2 = torch.randn(12, 1, 32, 32)  # 12 clean, 12 fully removed, then 36 inner inputs in calls of 16, 16 and 4
+    seen.clear()
+    handle = model.register_forward_pre_hook(lambda _m, args: seen.append(args[0].shape[0]))
+    fl.perturb.removal_curve(model, x2, x2, [0.0, 0.25, 0.5, 0.75, 1.0], target=torch.zeros(12, dtype=torch.long))
+    handle.remove()
+    assert seen == [12, 12, 16, 16, 4]  # cached: no activation pass this time
+
+
+def test_reading_the_activations_leaves_the_model_and_the_rng_as_they_were():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.Dropout(0.5),
+                                torch.nn.Flatten(), torch.nn.LazyLinear(2))
+    model(torch.randn(4, 1, 6, 6))  # materialise the lazy layer; training mode from here
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    three, seven = torch.randn(3, 1, 6, 6), torch.randn(7, 1, 6, 6)
+    rng = torch.get_rng_state()
+    autobatch.clear_cache()
+    calls = []
+    handle = model.register_forward_pre_hook(lambda *_: calls.append(1))
+    size = autobatch.default_batch_size(model, three)
+    assert autobatch.default_batch_size(model, seven) == size and len(calls) == 1  # cached
+    handle.remove()
+    assert torch.equal(torch.get_rng_state(), rng)
+    for key, value in model.state_dict().items():
+        assert torch.equal(value, before[key]), key  # the batch-norm statistics were put back
+    assert model.training
+
+
+def test_a_callable_is_measured_through_the_modules_it_calls():
+    net = _conv(256)
+    assert autobatch.default_batch_size(lambda z: net(z * 2), torch.zeros(1, 1, 32, 32)) == 16
+    assert autobatch.default_batch_size(lambda z: z.flatten(1)[:, :3], torch.zeros(1, 1, 32, 32)) == 4096  # no module
+
+
+def test_a_model_that_refuses_one_input_in_training_mode_is_measured_on_two():
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 4096), torch.nn.BatchNorm1d(4096),
+                                torch.nn.Linear(4096, 2))  # training mode: BatchNorm1d refuses a batch of one
+    assert autobatch.activation_bytes(model, torch.zeros(3, 16))[0] == 4096 * 4  # per input, not per pass of two
+    assert autobatch.default_batch_size(model, torch.zeros(3, 16)) == 1024  # 16 MiB / 16 KiB
+
+
+def test_two_identical_default_evaluations_are_bitwise_equal():
+    """fl.evaluate with the default batch size, twice in one process and once after the cache is cleared: the same
+    chunks, so the same scores to the last bit (``"auto"`` promises only float rounding)."""
+    torch.manual_seed(0)
+    model = small_cnn(in_channels=2, side=8, n_classes=3)
+    x, a = torch.randn(6, 2, 8, 8), torch.randn(6, 2, 8, 8)
+    runs = []
+    for clear in (False, False, True):
+        if clear:
+            autobatch.clear_cache()
+        frame = fl.evaluate(model, x, None, {"A": a}, metrics=["rfid+", "mu_fidelity", "saco", "aopc"], n_samples=4,
+                            n_subsets=8, saco_k=4, progress=False, hints=False)
+        runs.append(torch.tensor(frame["score"].to_numpy()))
+    assert torch.equal(runs[0], runs[1]) and torch.equal(runs[0], runs[2])

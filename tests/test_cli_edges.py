@@ -133,7 +133,7 @@ def _sampled(tmp_path, monkeypatch, images: Path, *extra: str) -> list[str]:
     """The files --n-images picks (the estimate is replaced by a stub that records them)."""
     seen = []
 
-    def stub(args, model, data, n, *rest):
+    def stub(args, model, data, n, *rest, **keywords):
         seen.append(list(data.files))
         return pd.DataFrame()
 

@@ -18,37 +18,7 @@ from torch import nn
 import faithlab as fl
 from faithlab import cli
 from faithlab.evaluation.estimate import probe_shape
-
-
-class Sleepy(nn.Module):
-    """A tiny CNN (two classes) that sleeps ``delay`` seconds per input and counts its calls and inputs."""
-
-    def __init__(self, delay: float, side: int):
-        super().__init__()
-        torch.manual_seed(0)
-        self.conv, self.fc = nn.Conv2d(3, 4, 3, padding=1), nn.Linear(4, 2)
-        self.delay, self.calls, self.inputs = delay, 0, 0
-        self.faithlab_preprocess = fl.models.Preprocess(resize=side, crop=(side, side), mean=(0.0, 0.0, 0.0),
-                                                        std=(1.0, 1.0, 1.0))
-        self.eval()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.calls += 1
-        self.inputs += x.shape[0]
-        time.sleep(self.delay * x.shape[0])
-        return self.fc(torch.relu(self.conv(x)).mean((2, 3)))
-
-
-def _images(root: Path, side: int) -> Path:
-    """Two classes of two random PNGs each."""
-    from PIL import Image
-
-    rng = np.random.default_rng(0)
-    for cls in "ab":
-        (root / cls).mkdir(parents=True)
-        for i in range(2):
-            Image.fromarray(rng.integers(0, 256, (side, side, 3), dtype=np.uint8)).save(root / cls / f"{i}.png")
-    return root
+from oracles import Sleepy, image_folder
 
 
 def _use(monkeypatch, model: nn.Module) -> None:
@@ -60,14 +30,14 @@ def _args(images: Path, out: Path, *extra: str) -> list[str]:
             "--explainers", "saliency", "--maps", "0", "--no-sanity", "--yes", *extra]
 
 
-def test_estimate_only_runs_no_metric_and_probes_small_images(tmp_path, monkeypatch, capsys):
+def test_estimate_only_runs_no_metric_and_probes_smallimage_folder(tmp_path, monkeypatch, capsys):
     """At 160 px every default metric is counted (probing at 160 px itself took about 15 s): the stand-in images are
     32 px (TRACE's edge 4 kept), and the model sees only the timing calls, a small fraction of the run's inputs."""
     side, batch = 160, 8
     model = Sleepy(0.001, side)
     _use(monkeypatch, model)
     start = time.perf_counter()
-    assert cli.main(_args(_images(tmp_path / "images", side), tmp_path / "out", "--estimate-only", "--batch-size",
+    assert cli.main(_args(image_folder(tmp_path / "images", side), tmp_path / "out", "--estimate-only", "--batch-size",
                           str(batch))) == 0
     elapsed = time.perf_counter() - start
     printed = capsys.readouterr().out
@@ -115,7 +85,7 @@ def test_the_run_reports_its_estimate_beside_what_it_measured(tmp_path, monkeypa
     model = Sleepy(0.015, 12)
     _use(monkeypatch, model)
     out = tmp_path / "out"
-    assert cli.main(_args(_images(tmp_path / "images", 12), out, "--metrics", "fid+,mu_fidelity", "--batch-size",
+    assert cli.main(_args(image_folder(tmp_path / "images", 12), out, "--metrics", "fid+,mu_fidelity", "--batch-size",
                           "8", "--set", "sparsity=[0.2,0.5,0.8]", "--set", "n_subsets=12")) == 0
     printed = capsys.readouterr().out
     table = pd.read_csv(out / "estimate.csv").set_index("group")
@@ -141,7 +111,7 @@ def test_the_sanity_check_is_estimated_and_measured_as_one_group(tmp_path, monke
     model = Sleepy(0.015, 12)
     _use(monkeypatch, model)
     out = tmp_path / "out"
-    args = [a for a in _args(_images(tmp_path / "images", 12), out) if a != "--no-sanity"]
+    args = [a for a in _args(image_folder(tmp_path / "images", 12), out) if a != "--no-sanity"]
     assert cli.main([*args, "--metrics", "mu_fidelity", "--batch-size", "8", "--set", "n_subsets=12"]) == 0
     printed = capsys.readouterr().out
     table = pd.read_csv(out / "estimate.csv").set_index("group")

@@ -822,13 +822,15 @@ def test_a_second_search_of_the_same_images_costs_no_forward_pass():
     model = _counting_cnn()
     x = _images(b=2, c=3, h=8, w=8).float()
     grid = fc.candidate_grid(["V1"])
-    first = fc.select_perturbation(model, x, grid=grid, progress=False)
+    # an int batch size: the default would add its one-input activation pass (once per process) to the count
+    first = fc.select_perturbation(model, x, grid=grid, progress=False, batch_size=64)
     spent = model.inputs
     assert spent == fc.selection_cost(x, grid=grid)
     first["image"].zero_()  # the caller's copy: the cache keeps its own
-    again = fc.select_perturbation(model, x.clone(), grid=grid, progress=False)  # same content, another tensor
+    # same content, another tensor
+    again = fc.select_perturbation(model, x.clone(), grid=grid, progress=False, batch_size=64)
     assert model.inputs == spent
-    fresh = fc.select_perturbation(model, x, grid=grid, progress=False, cache=False)
+    fresh = fc.select_perturbation(model, x, grid=grid, progress=False, cache=False, batch_size=64)
     assert model.inputs == 2 * spent and _same(again, fresh)
 
 
@@ -894,13 +896,13 @@ def test_the_cache_is_bounded_weak_and_only_for_modules():
     grid = fc.candidate_grid(["V1"])
     model = _counting_cnn()
     xs = [_images(b=1, c=3, h=8, w=8, seed=s).float() for s in range(fc._Memo.SIZE + 1)]
-    for x in xs:
-        fc.select_perturbation(model, x, grid=grid, progress=False)
+    for x in xs:  # an int batch size: no one-input activation pass of the default to count
+        fc.select_perturbation(model, x, grid=grid, progress=False, batch_size=64)
     one = fc.selection_cost(xs[0], grid=grid)
     assert model.inputs == len(xs) * one
-    fc.select_perturbation(model, xs[-1], grid=grid, progress=False)  # remembered
+    fc.select_perturbation(model, xs[-1], grid=grid, progress=False, batch_size=64)  # remembered
     assert model.inputs == len(xs) * one
-    fc.select_perturbation(model, xs[0], grid=grid, progress=False)  # the oldest was forgotten
+    fc.select_perturbation(model, xs[0], grid=grid, progress=False, batch_size=64)  # the oldest was forgotten
     assert model.inputs == (len(xs) + 1) * one
     assert len(fc._MEMO.entries) == fc._Memo.SIZE
 
@@ -922,8 +924,8 @@ def test_the_cache_is_bounded_weak_and_only_for_modules():
         seen.append(z.shape[0])
         return model(z)
 
-    fc.select_perturbation(function, xs[0], grid=grid, progress=False)
-    fc.select_perturbation(function, xs[0], grid=grid, progress=False)
+    fc.select_perturbation(function, xs[0], grid=grid, progress=False, batch_size=64)
+    fc.select_perturbation(function, xs[0], grid=grid, progress=False, batch_size=64)
     assert sum(seen) == 2 * one
 
     fc.clear_cache()

@@ -276,7 +276,7 @@ def _bad_classes():
                 continue  # beta=None means "no cap": legal
             option(arg, bad_name, value)
 
-    for bad_name, value in (("zero", 0), ("negative", -2), ("float", 2.5), ("string", "8"), ("none", None)):
+    for bad_name, value in (("zero", 0), ("negative", -2), ("float", 2.5), ("string", "8"), ("text", "none")):  # None: the default size
         option("batch_size", bad_name, value)
 
     for bad_name, value in (("zero", 0), ("too_many", 17), ("float", 2.5)):

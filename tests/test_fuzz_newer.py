@@ -433,8 +433,8 @@ def _bad_classes():
     for arg in ("batch_size", "n_subsets", "n_neighbours", "iterations", "n_orders", "chunk_size", "n_samples"):
         for bad_name, value in (("zero", 0), ("negative", -2), ("float", 2.5), ("string", "8"), ("none", None),
                                 ("bool", True)):
-            if arg == "chunk_size" and bad_name == "none":
-                continue  # chunk_size=None: all samples at once (documented)
+            if arg in ("chunk_size", "batch_size") and bad_name == "none":
+                continue  # chunk_size=None: all samples at once; batch_size=None: the default size (documented)
             option(arg, bad_name, value)
 
     for arg, extra in (("generator", ()), ("seed", ())):
@@ -716,7 +716,7 @@ MAP_BAD: dict[str, tuple[str, Callable[[], object]]] = {
     "percents_none": ("percents", lambda: None),
     "batch_size_zero": ("batch_size", lambda: 0),
     "batch_size_float": ("batch_size", lambda: 2.5),
-    "batch_size_none": ("batch_size", lambda: None),
+    "batch_size_text": ("batch_size", lambda: "none"),  # None is the default size; a string other than "auto" is not
     "aggregate_unknown": ("aggregate", lambda: "max"),
     "aggregate_none": ("aggregate", lambda: None),
     "trajectory_not_a_permutation": ("trajectory", lambda: torch.zeros(B, 4, dtype=torch.long)),

@@ -213,7 +213,13 @@ def _parser() -> argparse.ArgumentParser:
                    "model: weights plus noise of S x their std (default: %(default)s)")
     g = ev.add_argument_group("run")
     g.add_argument("--device", default="cpu", help="torch device, e.g. cpu, cuda, cuda:1 (default: %(default)s)")
-    g.add_argument("--batch-size", type=int, default=64, metavar="N", help="images per batch (default: %(default)s)")
+    g.add_argument("--batch-size", type=int, default=None, metavar="N", help="model inputs per forward call, and "
+                   "images loaded per chunk (default: a size fixed by the model's largest activation for one image, "
+                   "the same on every run, and chunks of 64 images)")
+    g.add_argument("--budget", metavar="TIME", help="fit the whole run in TIME (e.g. 5m, 300s, 1h): the Monte-Carlo "
+                   "counts (RFid/FFid masks, μF subsets, S_avg neighbours) are cut where that costs the least "
+                   "precision, and the report gives each score's Monte-Carlo standard error (default: the papers' "
+                   "counts, however long they take)")
     g.add_argument("--maps", type=int, default=4, metavar="N", help="map figures for the first N images (default: "
                    "%(default)s)")
     g.add_argument("--out", default="report", metavar="DIR", help="the report folder, replaced when complete "
@@ -228,21 +234,21 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _explainer_fn(method: str, options: dict, seed: int, batch_size: int):
+def _explainer_fn(method: str, options: dict, seed: int, batch_size: int | None):
     """``callable(model, inputs, target)`` computing ``method``'s maps (detached). A random method draws from
     ``seed``, or from the per-sample ``seeds`` :func:`faithlab.evaluate` passes when it maps the batches (its maps
     then do not depend on the batches)."""
     from faithlab import explainers
 
+    if batch_size is not None:
+        options = {"batch_size": batch_size, **options}
     if not explainers.is_random(method):
         def explain(model, inputs, target):
-            return explainers.explain(model, inputs, target, method=method, batch_size=batch_size,
-                                      **options).detach()
+            return explainers.explain(model, inputs, target, method=method, **options).detach()
     else:
         def explain(model, inputs, target, seeds=None):
             draws = {"generator": seed} if seeds is None else {"sample_seeds": seeds}
-            return explainers.explain(model, inputs, target, method=method, batch_size=batch_size, **draws,
-                                      **options).detach()
+            return explainers.explain(model, inputs, target, method=method, **draws, **options).detach()
 
     explain.__name__ = method
     return explain
@@ -286,10 +292,20 @@ def _inputs(batch):
 
 
 class _first:
-    """The batches of ``loader`` up to its first ``n`` samples (the last batch cut), as a re-iterable."""
+    """The batches of ``loader`` up to its first ``n`` samples (the last batch cut), as a re-iterable; each tensor
+    of a batch moved to ``device`` (the model's) when one is given."""
 
-    def __init__(self, loader, n: int):
-        self.loader, self.n = loader, n
+    def __init__(self, loader, n: int, device=None):
+        self.loader, self.n, self.device = loader, n, device
+
+    def _moved(self, batch):
+        if self.device is None:
+            return batch
+        if isinstance(batch, (tuple, list)):
+            return type(batch)(self._moved(v) for v in batch)
+        if isinstance(batch, dict):
+            return {k: self._moved(v) for k, v in batch.items()}
+        return batch.to(self.device) if hasattr(batch, "to") else batch
 
     def __iter__(self):
         left = self.n
@@ -302,7 +318,7 @@ class _first:
                 batch = (type(batch)(v[cut] for v in batch) if isinstance(batch, (tuple, list)) else
                          {k: v[cut] for k, v in batch.items()} if isinstance(batch, dict) else batch[cut])
             left -= min(b, left)
-            yield batch
+            yield self._moved(batch)
 
 
 def _resized(pre, size: int):
@@ -413,75 +429,121 @@ def _readable_sample(data, args, echo):
 
 
 def _probe(model, x, batch_size: int, explain: dict, echo) -> dict:
-    """Times of the model and the explainers on the first chunk ``x`` (the b images :func:`faithlab.evaluate` maps
-    and scores together), before any metric runs → ``{"per_input", "per_call", "per_map", "per_explained",
-    "n_classes"}``.
-
-    per_input: seconds per model input at ``batch_size`` inputs per call (the metrics' perturbed inputs go through
-    the model that many at a time): a warm-up call on x, then the median of 3 calls on ``batch_size`` inputs (x
-    repeated). per_call, per_input_in_call: a call of k inputs costs ``per_call + k × per_input_in_call``, the line
-    through the call on x (timed once after the warm-up) and the calls of ``batch_size`` inputs (small calls, the
-    clean pass of a chunk, say, cost more per input). per_map: seconds per image of each explainer on the chunk: a warm-up call on one image, then one
-    call on x. per_explained: what an input given to the explainer in batches of ``batch_size`` (S_avg's
-    neighbours) costs: per_map scaled by the model's per-input time at ``batch_size`` over its time on x (an
-    explainer's cost follows the model's). A missing optional package of an explainer (xrai, TorchRay's) is a
-    UsageError naming ``--explainers`` and the extra to install."""
-    import statistics
-
+    """Times of the model and the explainers on the first chunk ``x`` (the images :func:`faithlab.evaluate` maps
+    and scores together), before any metric runs: :func:`faithlab.evaluation.budget.measure` at the run's forward
+    batch size. Out of memory is a UsageError naming ``--batch-size``; a missing optional package of an explainer
+    (xrai, TorchRay's) one naming ``--explainers`` and the extra to install."""
     import torch
 
     from faithlab import _optional
+    from faithlab.evaluation import budget
 
-    b = x.shape[0]
-    # a GPU runs its kernels asynchronously: each timed call waits for them (the CPU's calls are synchronous)
-    sync = torch.cuda.synchronize if x.device.type == "cuda" else (lambda: None)
-
-    def timed(fn, *args) -> float:
-        sync()
-        start = time.perf_counter()
-        fn(*args)
-        sync()
-        return time.perf_counter() - start
-
-    with torch.no_grad():
-        logits = model(x)  # the warm-up (and the class each explainer explains)
-        target = logits.argmax(1)
-        if batch_size != b:
-            on_chunk = timed(model, x) / b
-            full = x.repeat(-(-batch_size // b), *([1] * (x.ndim - 1)))[:batch_size]
-        else:
-            full = x
-        try:
-            runs = [timed(model, full) for _ in range(3)]
-        except torch.cuda.OutOfMemoryError:
-            raise UsageError("--batch-size", f"{batch_size} inputs do not fit in the memory of {x.device} in one "
-                                             "forward pass; pass a smaller --batch-size") from None
-    per_input = statistics.median(runs) / full.shape[0]
-    if batch_size == b:
-        on_chunk = per_input
-    slope = (per_input * batch_size - on_chunk * b) / (batch_size - b) if batch_size != b else per_input
-    per_call = on_chunk * b - slope * b
-    if slope < 0 or per_call < 0:  # the timings' noise: no per-call cost
-        slope, per_call = per_input, 0.0
-    per_map, per_explained = {}, {}
-    for name, fn in explain.items():
-        try:
-            fn(model, x[:1], target[:1])  # the warm-up
-            per_map[name] = timed(fn, model, x, target) / b
-        except ImportError as err:
-            text = _optional.missing(err, f"explainer {name!r}")
-            if text is None:
-                raise
-            raise UsageError("--explainers", f"{name}: {text}") from None
-        per_explained[name] = per_map[name] * per_input / on_chunk if on_chunk > 0 else per_map[name]
-    return {"per_input": per_input, "per_call": per_call, "per_input_in_call": slope, "per_map": per_map,
-            "per_explained": per_explained, "n_classes": int(logits.shape[1])}
+    try:
+        return budget.measure(model, x, batch_size, explain)
+    except torch.cuda.OutOfMemoryError:
+        raise UsageError("--batch-size", f"{batch_size} inputs do not fit in the memory of {x.device} in one "
+                                         "forward pass; pass a smaller --batch-size") from None
+    except ImportError as err:
+        text = _optional.missing(err, "an explainer")
+        if text is None:
+            raise
+        raise UsageError("--explainers", text) from None
 
 
-def _estimate(args, model, data, n: int, chosen: list[str], explain: dict, options: dict, tuned, echo):
+CHUNK = 64
+"""Images loaded and scored together when ``--batch-size`` is not given."""
+
+
+def _chunk(args) -> int:
+    """Images per chunk of the run: ``--batch-size``, else :data:`CHUNK`."""
+    return args.batch_size or CHUNK
+
+
+def _sanity_metrics(chosen: list[str]) -> list[str]:
+    """The metrics the sanity check computes again on a randomised copy (``report.randomisable_metrics``)."""
+    from faithlab import evaluation
+
+    return [m for m in chosen if evaluation.METRICS[m].level == "sample"
+            and not {"finetuned", "explainer"} & set(evaluation.METRICS[m].needs)]
+
+
+class _Costs:
+    """Estimated seconds of a run per metric group, for given options: :func:`faithlab.evaluation.estimate`'s counts
+    (stand-in model and samples, small probe images with the same counts) times the timings of the model and the
+    explainers (:func:`_probe`); the sanity check's groups once more. Cached per options (a budget asks twice)."""
+
+    def __init__(self, args, shape, n: int, chosen: list[str], explain: dict, tuned, timing: dict, batch_size: int):
+        self.args, self.shape, self.n, self.chosen, self.names = args, tuple(shape), n, chosen, list(explain)
+        self.tuned, self.timing, self.batch_size, self.done = tuned, timing, batch_size, {}
+        self.sanity = [] if args.no_sanity else _sanity_metrics(chosen)
+
+    def tables(self, options: dict):
+        """(the run's table, the sanity check's table or None), each with a ``seconds`` column."""
+        import json as _json
+
+        from faithlab import evaluation
+        from faithlab.evaluation import budget
+
+        key = _json.dumps(options, sort_keys=True, default=repr)
+        if key not in self.done:
+            out = []
+            for metrics, finetuned in ((self.chosen, self.tuned is not None), (self.sanity, False)):
+                if not metrics:
+                    out.append(None)
+                    continue
+                table = evaluation.estimate((self.n, *self.shape), n_classes=self.timing["n_classes"],
+                                            explainers=self.names, metrics=metrics, finetuned=finetuned,
+                                            explainer=True, chunk_size=_chunk(self.args), batch_size=self.batch_size,
+                                            **options)
+                table["seconds"] = budget.seconds(table, self.timing)
+                out.append(table)
+            self.done[key] = tuple(out)
+        return self.done[key]
+
+    def maps_seconds(self) -> float:
+        return self.n * sum(self.timing["per_map"].values())
+
+    def by_group(self, options: dict) -> dict[str, float]:
+        """Seconds per group, the sanity check's as ``"sanity: <group>"``, the maps as ``"maps"``."""
+        main, sanity = self.tables(options)
+        out = {"maps": self.maps_seconds()}
+        for prefix, table in (("", main), ("sanity: ", sanity)):
+            if table is not None:
+                for group, value in table.groupby("group", sort=False)["seconds"].sum().items():
+                    out[prefix + group] = float(value)
+        if sanity is not None:
+            out["sanity: maps"] = self.maps_seconds()
+        return out
+
+
+def _allocate(args, costs: _Costs, options: dict, given: Sequence[str], spent: float, echo) -> dict:
+    """``--budget``: the options with the Monte-Carlo counts that fit what is left of the budget (the seconds
+    already ``spent`` by this command subtracted) → options; the choice in one line. A budget that cannot be met is
+    a UsageError naming --budget with the number of images that would fit."""
+    from faithlab.evaluation import budget
+    from faithlab.metrics.registry import OPTIONS
+
+    try:
+        total = budget.parse(args.budget, "--budget")
+    except (TypeError, ValueError) as err:
+        raise UsageError("--budget", str(err).replace("--budget ", "", 1)) from None
+    defaults = {k.option: options.get(k.option, OPTIONS[k.option].default) for k in budget.KNOBS}
+    left = max(1e-3, total - spent)
+    allocation = budget.allocate(lambda counts: costs.by_group({**options, **counts}), left, defaults, given)
+    line = budget.describe(allocation, costs.n)
+    if not allocation.fits:
+        raise UsageError("--budget", f"{args.budget} ({left:.0f} s left after loading and timing): "
+                                     + line.split(": ", 1)[1] + " (--n-images, --metrics, --no-sanity)")
+    echo(line + (f" ({spent:.0f} s of the budget went to loading and timing)" if spent >= 1 else ""))
+    return {**options, **allocation.counts}  # every count, even the paper's: --resume reads them back
+
+
+def _estimate(args, model, data, n: int, chosen: list[str], explain: dict, options: dict, tuned, echo,
+              given: Sequence[str] = (), started: float | None = None):
     """Print the cost table (per metric group: model inputs and seconds) and the expensive groups; return the
     estimate per group (``group``, ``metrics``, ``forward_inputs``, ``explained_inputs``, ``seconds``; a ``maps``
-    row for the explainers' maps), its total in ``attrs["total"]``.
+    row for the explainers' maps), its total in ``attrs["total"]`` and the options to run with in
+    ``attrs["options"]`` (``--budget``'s Monte-Carlo counts, :func:`_allocate`).
 
     The model inputs are counted by :func:`faithlab.evaluation.estimate` (stand-in model and samples, small probe
     images with the same counts: no metric runs on the model); seconds are those counts times :func:`_probe`'s
@@ -489,24 +551,24 @@ def _estimate(args, model, data, n: int, chosen: list[str], explain: dict, optio
     import pandas as pd
 
     from faithlab import evaluation
+    from faithlab.perturb import autobatch
 
-    xb = _inputs(next(iter(_first(data.loader(args.batch_size), n)))).to(next(model.parameters()).device)
-    timing = _probe(model, xb, args.batch_size, explain, echo)
+    xb = _inputs(next(iter(_first(data.loader(_chunk(args)), n)))).to(next(model.parameters()).device)
+    batch_size = args.batch_size or autobatch.default_batch_size(model, xb)
+    timing = _probe(model, xb, batch_size, explain, echo)
     per_input, per_map = timing["per_input"], timing["per_map"]
-    table = evaluation.estimate((n, *xb.shape[1:]), n_classes=timing["n_classes"], explainers=list(explain),
-                                metrics=chosen, finetuned=tuned is not None, explainer=True,
-                                chunk_size=args.batch_size, batch_size=args.batch_size, **options)
-    mean_explained = sum(timing["per_explained"].values()) / len(explain)
-    table["seconds"] = (table["model_calls"] * timing["per_call"] + table["forward_inputs"]
-                        * timing["per_input_in_call"] + table["explained_inputs"]
-                        * table["explainer"].map(timing["per_explained"]).fillna(mean_explained))
+    costs = _Costs(args, xb.shape[1:], n, chosen, explain, tuned, timing, batch_size)
+    if args.budget is not None:
+        spent = 0.0 if started is None else time.perf_counter() - started
+        options = _allocate(args, costs, options, given, spent, echo)
+    table, again = costs.tables(options)
     by_group = table.groupby("group", sort=False).agg(metrics=("metrics", "first"),
                                                       forward_inputs=("forward_inputs", "sum"),
                                                       explained_inputs=("explained_inputs", "sum"),
                                                       seconds=("seconds", "sum"))
     by_group["per image"] = by_group["forward_inputs"] / n
     by_group["explained per image"] = by_group["explained_inputs"] / n
-    maps_seconds = n * sum(per_map.values())
+    maps_seconds = costs.maps_seconds()
     total = float(by_group["seconds"].sum()) + maps_seconds
     shown = by_group.reset_index()[["group", "metrics", "per image", "explained per image", "seconds"]]
     shown = shown.rename(columns={"per image": "model inputs per image", "seconds": "est. seconds"})
@@ -517,10 +579,11 @@ def _estimate(args, model, data, n: int, chosen: list[str], explain: dict, optio
     if probed is not None and tuple(probed[1:]) != tuple(xb.shape[1:]):
         echo(f"(model inputs counted on stand-in images of {tuple(probed[1:])}, which take as many as "
              f"{tuple(xb.shape[1:])})")
+    how = "--batch-size" if args.batch_size else "the default batch size for this model and image size"
     echo(f"maps: {len(explain)} explainer(s) x {n} images, est. {maps_seconds:.1f} s ("
          + ", ".join(f"{name} {1000 * s:.1f} ms" for name, s in per_map.items())
          + f" per image, timed on {xb.shape[0]}); model: {1000 * per_input:.2f} ms per input on {args.device} "
-           f"(median of 3 calls of {args.batch_size} inputs, after a warm-up)")
+           f"(median of 3 calls of {batch_size} inputs, {how}, after a warm-up)")
     expensive = by_group[(by_group["seconds"] > 0.2 * total) & (by_group["seconds"] > 10)]
     for group, row in expensive.iterrows():
         tip = TIPS.get(group, "")
@@ -530,25 +593,21 @@ def _estimate(args, model, data, n: int, chosen: list[str], explain: dict, optio
              f"image){'; ' + tip if tip else ''}")
     rows = [{"group": "maps", "metrics": "maps", "forward_inputs": 0, "explained_inputs": n * len(explain),
              "seconds": maps_seconds}]
-    sanity = [m for m in chosen if evaluation.METRICS[m].level == "sample"
-              and not {"finetuned", "explainer"} & set(evaluation.METRICS[m].needs)]  # report.randomisable_metrics
-    if sanity and not args.no_sanity:  # the same metrics on a randomised copy, with its own maps (report.on_randomised)
-        again = evaluation.estimate((n, *xb.shape[1:]), n_classes=timing["n_classes"], explainers=list(explain),
-                                    metrics=sanity, explainer=True, chunk_size=args.batch_size,
-                                    batch_size=args.batch_size, **options)
-        again_seconds = float((again["model_calls"] * timing["per_call"] + again["forward_inputs"]
-                               * timing["per_input_in_call"] + again["explained_inputs"]
-                               * again["explainer"].map(timing["per_explained"]).fillna(mean_explained)).sum())
+    if again is not None:  # the same metrics on a randomised copy, with its own maps (report.on_randomised)
         rows.append({"group": "sanity check", "metrics": "sanity check", "forward_inputs":
                      int(again["forward_inputs"].sum()), "explained_inputs": int(again["explained_inputs"].sum())
-                     + n * len(explain), "seconds": again_seconds + maps_seconds})
-        echo(f"sanity check: {len(sanity)} model-only metrics once more on a randomised copy of the model, est. "
+                     + n * len(explain), "seconds": float(again["seconds"].sum()) + maps_seconds})
+        echo(f"sanity check: {len(costs.sanity)} model-only metrics once more on a randomised copy of the model, est. "
              f"{rows[-1]['seconds']:.0f} s (--no-sanity skips it)")
         total += rows[-1]["seconds"]
     echo(f"estimated total: {total:.0f} s ({total / 60:.1f} min) for {n} images")
+    if args.budget is None and total > 300:
+        echo("(--budget TIME, e.g. --budget 5m, fits the run into TIME by cutting only the Monte-Carlo counts; the "
+             "report then gives each score's Monte-Carlo standard error)")
     out = by_group[["metrics", "forward_inputs", "explained_inputs", "seconds"]].reset_index()
     out = pd.concat([out, pd.DataFrame(rows)], ignore_index=True)
     out.attrs["total"] = total
+    out.attrs["options"] = options
     return out
 
 
@@ -612,6 +671,7 @@ def _record_extras(out: Path, compared, skipped) -> None:
 
 
 def _evaluate(args, argv: Sequence[str], echo) -> int:
+    started = time.perf_counter()  # --budget counts from here
     import torch
 
     import faithlab as fl
@@ -624,6 +684,7 @@ def _evaluate(args, argv: Sequence[str], echo) -> int:
         raise UsageError("--maps", f"must be a non-negative integer, got {args.maps}")
     chosen_explainers = parse_explainers(args.explainers)
     options = parse_settings(args.settings)
+    given = list(options)  # the counts a budget keeps: the user's own --set
     chosen = _choose_metrics(args.metrics, finetuned=args.finetuned is not None)
     model, tuned, pre, data, device = _load(args, echo)
     n = len(data) if args.n_images is None else min(args.n_images, len(data))
@@ -644,7 +705,12 @@ def _evaluate(args, argv: Sequence[str], echo) -> int:
         registry.check_options(options, chosen, torch.zeros(1, *first.shape[1:]))
     except (ValueError, TypeError) as err:
         raise UsageError("--set", str(err)) from None
-    estimated = _estimate(args, model, data, n, chosen, explain, options, tuned, echo)
+    if args.budget is not None and args.resume:  # the interrupted run's counts, so its chunks can be read back
+        for name, value in _resumed_counts(args).items():
+            options[name] = value
+            given.append(name)
+    estimated = _estimate(args, model, data, n, chosen, explain, options, tuned, echo, given=given, started=started)
+    options = estimated.attrs.get("options", options)
     if args.estimate_only:
         return 0
     if not args.yes and sys.stdin is not None and sys.stdin.isatty():
@@ -663,14 +729,14 @@ def _evaluate(args, argv: Sequence[str], echo) -> int:
         work = _work_folder(args, argv, _fingerprint(args, model, data, n, chosen, chosen_explainers, options, pre),
                             echo)
         try:
-            frame = fl.evaluate(model, _first(data.loader(args.batch_size), n), explainer=explain, metrics=chosen,
+            frame = fl.evaluate(model, _first(data.loader(_chunk(args)), n, device), explainer=explain, metrics=chosen,
                                 finetuned=tuned, batch_size=args.batch_size, progress=True,
                                 checkpoint=work / "evaluate", **options)
             randomised = None
             random = next((name for name, (m, _) in chosen_explainers.items() if m == "random"), None)
             if not args.no_sanity and report.randomisable_metrics(frame):
                 echo("sanity check: the model-only metrics on a randomised copy of the model")
-                randomised = report.on_randomised(model, _first(data.loader(args.batch_size), n), None, explain,
+                randomised = report.on_randomised(model, _first(data.loader(_chunk(args)), n, device), None, explain,
                                                   frame, scale=args.randomise_scale, generator=args.seed,
                                                   batch_size=args.batch_size, progress=True,
                                                   checkpoint=work / "sanity", **options)
@@ -816,12 +882,26 @@ def _fingerprint(args, model, data, n: int, chosen: list[str], chosen_explainers
                if k not in UNFINGERPRINTED}
     entries.update({
         "--weights": _sha256(args.weights), "--finetuned": _sha256(args.finetuned),
-        "--images": _images_digest(data, n, args.batch_size), "--n-images": n,
+        "--images": _images_digest(data, n, _chunk(args)), "--n-images": n,
         "--labels": args.labels if args.labels in ("folders", "predictions") else _sha256(args.labels),
         "--explainers": chosen_explainers, "--metrics": chosen,
         "--set": {k: v for k, v in options.items() if k != "seed"}, "model weights": _module_digest(model),
         "preprocessing": str(pre), "faithlab version": fl.__version__, "torch version": torch.__version__})
     return json.loads(json.dumps(entries, default=repr))
+
+
+def _resumed_counts(args) -> dict:
+    """The Monte-Carlo counts an interrupted ``--budget`` run chose (read from its ``incomplete.json``), so that
+    ``--resume`` runs with them rather than with counts timed anew: {} when there is no such run."""
+    from faithlab.evaluation import budget
+
+    marker = Path(args.out).expanduser().resolve()
+    marker = marker.with_name(marker.name + ".partial") / "incomplete.json"
+    try:
+        stored = json.loads(marker.read_text(encoding="utf-8"))["fingerprint"]["--set"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return {k.option: int(stored[k.option]) for k in budget.KNOBS if isinstance(stored.get(k.option), int)}
 
 
 def _discard(work: Path) -> None:

@@ -40,8 +40,8 @@ class _StandIn(nn.Module):
     def __init__(self, n_classes: int):
         super().__init__()
         g = torch.Generator().manual_seed(0)
-        self.a = nn.Parameter(torch.randn(n_classes, generator=g), requires_grad=False)
-        self.b = nn.Parameter(torch.randn(n_classes, generator=g), requires_grad=False)
+        self.a = nn.Parameter(torch.randn(n_classes, generator=g, device="cpu"), requires_grad=False)
+        self.b = nn.Parameter(torch.randn(n_classes, generator=g, device="cpu"), requires_grad=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.a + self.b * x.flatten(1).mean(1, keepdim=True)
@@ -49,12 +49,12 @@ class _StandIn(nn.Module):
 
 class _Folds:
     def __init__(self, models, n: int):
-        self.models, self.folds = models, torch.arange(n) % len(models)
+        self.models, self.folds = models, torch.arange(n, device="cpu") % len(models)
 
 
 def _random_maps(model, inputs: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     g = torch.Generator().manual_seed(inputs.shape[0])
-    return torch.rand(inputs.shape, generator=g, dtype=inputs.dtype)
+    return torch.rand(inputs.shape, generator=g, dtype=inputs.dtype, device="cpu").to(inputs.device)
 
 
 def _probe(shape, b: int, n_classes: int, explainers, metrics, finetuned: bool, explainer: bool, kfold: int,
@@ -64,7 +64,7 @@ def _probe(shape, b: int, n_classes: int, explainers, metrics, finetuned: bool, 
     from faithlab.evaluation.loop import evaluate
 
     g = torch.Generator().manual_seed(b)
-    x = torch.rand((b, *shape[1:]), generator=g)
+    x = torch.rand((b, *shape[1:]), generator=g, device="cpu")
     extra = {}
     if finetuned:
         extra["finetuned"] = _StandIn(n_classes).eval()
@@ -73,7 +73,8 @@ def _probe(shape, b: int, n_classes: int, explainers, metrics, finetuned: bool, 
     if kfold:
         extra["kfold"] = _Folds([_StandIn(n_classes).eval() for _ in range(kfold)], b)
     maps = {name: _random_maps(None, x, None) for name in explainers}
-    frame = evaluate(_StandIn(n_classes).eval(), x, torch.zeros(b, dtype=torch.int64), maps, metrics=metrics,
+    frame = evaluate(_StandIn(n_classes).eval(), x, torch.zeros(b, dtype=torch.int64, device="cpu"), maps,
+                     metrics=metrics,
                      batch_size=batch_size, progress=False, hints=False, **extra, **options)
     return cost(frame)
 
@@ -152,7 +153,9 @@ def estimate(shape: Sequence[int], *, n_classes: int, explainers: Sequence[str] 
     exact).
 
     n_classes: the model's outputs; explainers: their names (each costs the same); metrics, options, chunk_size
-    and batch_size as in ``fl.evaluate`` (batch_size changes no count); finetuned / explainer: whether
+    and batch_size as in ``fl.evaluate`` (batch_size changes no count but the calls; None: the default size of a
+    model whose largest activation is its float32 input, at ``shape``: pass your model's
+    ``autobatch.default_batch_size(model, x)`` for its calls); finetuned / explainer: whether
     ``fl.evaluate`` will be given a fine-tuned model / an explainer callable (the metrics that need them are
     counted only then, as evaluate computes them only then); kfold: the number of fold models (0: no ReCo/MeGe).
     Multiply ``forward_inputs`` by a timed forward pass of your model per input for seconds.
@@ -167,6 +170,10 @@ def estimate(shape: Sequence[int], *, n_classes: int, explainers: Sequence[str] 
     if isinstance(explainers, str) or not explainers:
         raise TypeError(f"explainers must be a non-empty list of names, got {explainers!r}")
     n = shape[0]
+    if batch_size is None:  # the default rule for a model whose largest activation is its input, at the real size
+        from faithlab.perturb import autobatch
+
+        batch_size = autobatch.size_for(4 * math.prod(shape[1:]), 4 * math.prod(shape[1:]))
     chunk = n if chunk_size is None else min(int(chunk_size), n)
     has = {"finetuned": bool(finetuned), "explainer": bool(explainer) or bool(kfold), "kfold": bool(kfold),
            "images": len(shape) == 4}

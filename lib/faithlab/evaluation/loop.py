@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import inspect
 import json
+import math
 import os
 import sys
 import time
@@ -213,7 +214,7 @@ def _stream(data: Iterable, size: int | None) -> Iterator[_Chunk]:
         if y is not None:
             _check_labels(y, x, f"y of {what}")
         if index is None:
-            index = torch.arange(start, start + x.shape[0])
+            index = torch.arange(start, start + x.shape[0], device="cpu")
         else:
             _validate.tensor(index, f"index of {what}", ndim=1)
             if index.is_floating_point() or index.dtype == torch.bool or index.shape[0] != x.shape[0]:
@@ -406,7 +407,7 @@ class _Checkpoint:
              seen: list) -> None:
         index = c.index.tolist()
         item = {"index": index, "inputs": digest,
-                "records": [[r["explainer"], r["sample"], r["metric"], r["score"]] for r in done],
+                "records": [[r["explainer"], r["sample"], r["metric"], r["score"], r["mc_se"]] for r in done],
                 "correct": None if correct is None else correct.tolist(),
                 "constant": {who: v.tolist() for who, v in constant.items()}, "cost": cost,
                 "warnings": [{"module": w.category.__module__, "category": w.category.__qualname__,
@@ -432,13 +433,16 @@ def _cost_delta(before: dict, after: dict) -> list[dict]:
 
 
 _COUNTED = ("forward_inputs", "model_calls", "explained_inputs", "seconds")
+_RECORD = ("explainer", "sample", "metric", "score", "mc_se")
+"""The fields of a checkpoint's records, named in its ``call.json``: a folder written with other fields (before
+``mc_se``) is refused as another call's, never read back without its standard errors."""
 
 
 def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=None, *,
              metrics: Sequence[str] | None = None, explainer=None, finetuned: Callable | None = None,
              finetune: Callable[[], Callable] | None = None, kfold=None, chunk_size: int | None = None,
              batch_size: BatchSize = None, progress: bool | None = None, rows=None, checkpoint=None, hints: bool = True,
-             **options):
+             budget: float | str | None = None, **options):
     """Every registered faithfulness metric for one or several explainers of one model → tidy pandas frame.
 
     model: eval-mode classifier returning logits. x: ``(B, C, H, W)`` images (the patch and Few-class metrics need
@@ -499,10 +503,18 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
     explainers, options, batch size or model weights is refused (``CheckpointMismatch``, a ValueError), and so is a
     chunk whose inputs differ. Not with the dataset-level metrics (ReCo, MeGe), which read every sample at the end.
     The folder is left in place: remove it once the result is kept (``faithlab evaluate --resume`` does).
+    budget: seconds, or text like ``"10m"``: the Monte-Carlo counts (``n_samples``, ``n_subsets``,
+    ``n_neighbours``; those not passed) are chosen so that the estimated call fits, from timings of the model and
+    the explainers on x's first chunk (:mod:`faithlab.evaluation.budget`; x must be one tensor); the choice is in
+    ``attrs["budget"]`` and each score's precision in ``mc_se``. A budget that cannot be met is a ValueError naming
+    the samples that would fit. None: the papers' counts.
 
     Returns a DataFrame with columns ``explainer``, ``sample`` (nullable int, the global index; missing for
-    dataset-level metrics), ``metric``, ``label``, ``paper``, ``level``, ``score``, ``higher_is_better`` and
-    ``direction``. Its ``attrs["cost"]`` (see :func:`cost`) and ``attrs["forward_inputs"]`` count the model's work.
+    dataset-level metrics), ``metric``, ``label``, ``paper``, ``level``, ``score``, ``higher_is_better``,
+    ``direction`` and ``mc_se``: the score's Monte-Carlo standard error where the metric is a Monte-Carlo estimate
+    (RFid±, FFid±: sd/√N per size, combined over the sizes; μF: the jackknife over its subsets; S_avg: sd/√N over
+    its neighbours), read from the draws the score is computed from, NaN for a deterministic metric. Its
+    ``attrs["cost"]`` (see :func:`cost`) and ``attrs["forward_inputs"]`` count the model's work.
     A model returning NaN/inf raises a ValueError naming the samples, and so does an explainer returning NaN/inf maps
     (S_avg, ReCo, MeGe); constant maps are scored as each metric documents. A metric constant (or NaN) across the
     samples for a known reason (no correct prediction for an accuracy form, constant maps, a perturbation that never
@@ -567,11 +579,23 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
         sample_x = x
 
         def all_chunks():
-            yield from _split(_Chunk(x, y, torch.arange(x.shape[0]), maps), chunk)
+            yield from _split(_Chunk(x, y, torch.arange(x.shape[0], device="cpu"), maps), chunk)
     has = {"finetuned": finetuned is not None or finetune is not None,
            "explainer": bool(explainers) and set(explainers) == set(names), "kfold": kfold is not None,
            "images": sample_x.ndim == 4}
     chosen = _choose(metrics, has=has)
+    allocation = None
+    if budget is not None:
+        if stream:
+            raise TypeError("budget needs x as one tensor (its number of samples sets the cost), not an iterable of "
+                            "batches")
+        from faithlab.evaluation import budget as budgeting
+
+        registry.check_options(options, chosen, sample_x)  # a bad option is named before any timing
+        options, allocation = budgeting.for_evaluate(
+            model, x, budget, options, explainers=explainers, names=names, metrics=chosen,
+            finetuned=has["finetuned"], kfold=0 if kfold is None else len(kfold.models), chunk_size=chunk,
+            batch_size=batch_size, given=list(options))
     values = registry.check_options(options, chosen, sample_x)
     saved = None
     if checkpoint is not None:
@@ -582,7 +606,8 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
         from faithlab import __version__
 
         saved = _Checkpoint(checkpoint, {
-            "faithlab": __version__, "metrics": chosen, "explainers": names, "labels": "given" if (
+            "faithlab": __version__, "records": list(_RECORD), "metrics": chosen, "explainers": names,
+            "labels": "given" if (
                 stream and head.y is not None) or (not stream and y is not None) else "predictions",
             "maps": "given" if maps is not None or (stream and head.maps is not None) else "explainer",
             "options": {k: _described(v) for k, v in values.items()}, "batch_size": _described(batch_size),
@@ -613,13 +638,22 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
                        batch_size=batch_size, kfold=kfold, inputs=inputs or {}, user_model=model, tally=tally,
                        progress=shown)
 
-    def emit(out: list, who: str, metric: str, scores, index: torch.Tensor | None) -> None:
+    def emit(out: list, who: str, metric: str, estimate: tuple, index: torch.Tensor | None) -> None:
+        scores, se = estimate  # the score and its Monte-Carlo standard error, from one computation (Metric.estimate)
         if index is None:
-            out.append({"explainer": who, "sample": None, "metric": metric, "score": float(scores)})
+            out.append({"explainer": who, "sample": None, "metric": metric, "score": float(scores),
+                        "mc_se": math.nan if se is None else float(se)})
             return
         values_ = scores.detach().double().cpu().tolist()
-        out.extend({"explainer": who, "sample": i, "metric": metric, "score": v}
-                   for i, v in zip(index.tolist(), values_))
+        if se is None:
+            errors = [math.nan] * len(values_)
+        else:
+            if not isinstance(se, torch.Tensor) or tuple(se.shape) != tuple(scores.shape):
+                raise ValueError(f"metric {metric!r} declares an mc_se of shape {tuple(getattr(se, 'shape', ()))} "
+                                 f"for scores of shape {tuple(scores.shape)}: one standard error per score")
+            errors = se.detach().double().cpu().tolist()
+        out.extend({"explainer": who, "sample": i, "metric": metric, "score": v, "mc_se": e}
+                   for i, v, e in zip(index.tolist(), values_, errors))
 
     def map_chunk(who: str, xc: torch.Tensor, target: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
         fn = map_with[who]
@@ -647,11 +681,12 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
             item = None if saved is None else saved.find(c, digest)
             if item is not None:  # finished by an earlier call: read back
                 bar.set_postfix_str("from the checkpoint")
-                done = [{"explainer": who, "sample": i, "metric": m, "score": v} for who, i, m, v in item["records"]]
+                done = [{"explainer": who, "sample": i, "metric": m, "score": v, "mc_se": e}
+                        for who, i, m, v, e in item["records"]]
                 if item["correct"] is not None:
-                    correct.append(torch.tensor(item["correct"], dtype=torch.bool))
+                    correct.append(torch.tensor(item["correct"], dtype=torch.bool, device="cpu"))
                 for who, flags in item["constant"].items():
-                    constant.setdefault(who, []).append(torch.tensor(flags, dtype=torch.bool))
+                    constant.setdefault(who, []).append(torch.tensor(flags, dtype=torch.bool, device="cpu"))
                 for part in item["cost"]:
                     row = costs.rows.setdefault((part["group"], part["explainer"]), {
                         "group": part["group"], "explainer": part["explainer"], "forward_inputs": 0, "model_calls": 0,
@@ -722,7 +757,7 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
 
                         def run_group():
                             for m in want:
-                                emit(done, who, m, METRICS[m].run(ctx), index)
+                                emit(done, who, m, METRICS[m].estimate(ctx), index)
 
                         costs.run(group, who, run_group, lambda: ctx.explained)
                         bar.update()
@@ -750,12 +785,12 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
                 index = torch.cat(kept["index"])[order]
                 if kfold is not None:
                     _check_kfold(kfold, xd.shape[0])
-                    if not torch.equal(index, torch.arange(xd.shape[0])):
+                    if not torch.equal(index, torch.arange(xd.shape[0], device="cpu")):
                         raise ValueError("kfold's folds are read by global sample index: the batches must number "
                                          f"their samples 0 … {xd.shape[0] - 1}")
                 dmaps = {who: torch.cat(kept[f"maps:{who}"])[order].to(device) for who in names}
             else:
-                xd, index = x, torch.arange(x.shape[0])
+                xd, index = x, torch.arange(x.shape[0], device="cpu")
                 yd = y if y is not None else torch.cat(kept["y"]).to(device)
                 dmaps = maps if maps is not None else {who: torch.cat(kept[f"maps:{who}"]).to(device)
                                                        for who in names}
@@ -772,7 +807,7 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
 
                     def run_dataset():
                         for m in want:
-                            emit(done, who, m, METRICS[m].run(ctx), None)
+                            emit(done, who, m, METRICS[m].estimate(ctx), None)
 
                     costs.run(group, who, run_dataset, lambda: ctx.explained)
                     records.extend(done)
@@ -785,6 +820,8 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
     frame.attrs["hints"] = (hinting.warn_degenerate if hints else hinting.degenerate)(
         frame, correct=torch.cat(correct) if correct else None,
         constant={who: torch.cat(parts) for who, parts in constant.items()})
+    if allocation is not None:
+        frame.attrs["budget"] = allocation
     if writer is not None:
         writer.finish(frame)
     return frame

@@ -53,7 +53,8 @@ import torch
 
 from faithlab import _validate
 
-__all__ = ["BatchSize", "AUTO", "CANDIDATES", "CPU_BYTES", "GPU_BYTES", "default_batch_size", "activation_bytes", "FALLBACK", "MAP_ELEMENTS", "Plan", "best_batch_size", "map_chunk",
+__all__ = ["BatchSize", "AUTO", "CANDIDATES", "CPU_BYTES", "GPU_BYTES", "default_batch_size", "activation_bytes",
+           "size_for", "FALLBACK", "MAP_ELEMENTS", "Plan", "best_batch_size", "map_chunk",
            "plan", "resolve", "clear_cache", "cache_size"]
 
 BatchSize = int | str | None
@@ -301,6 +302,14 @@ MIN_SIZE, MAX_SIZE = 8, 4096
 """The default batch size's bounds (the first and last of :data:`CANDIDATES`)."""
 
 
+def _unwrapped(model: Callable) -> Callable:
+    """The model a pass-through wrapper calls unchanged (one marked ``faithlab_passthrough``, e.g. the counting
+    wrapper of ``fl.evaluate``): its activations are the wrapper's, and its one-input pass is not counted as work."""
+    while getattr(model, "faithlab_passthrough", False) and callable(getattr(model, "__wrapped__", None)):
+        model = model.__wrapped__
+    return model
+
+
 def _activation_key(model: Callable, x: torch.Tensor) -> tuple:
     owner, part = _owner(model)
     return owner, ("activations", part, tuple(x.shape[1:]), x.dtype, x.device)
@@ -314,6 +323,7 @@ def activation_bytes(model: Callable, x: torch.Tensor) -> tuple[int, int]:
     Every module's forward outputs are seen through a global forward hook, so a callable that wraps modules
     (normalisation then a network) is measured too; the global RNG is left as it was, and a model in training mode has
     its buffers (batch-norm statistics) put back after the pass. Sizes do not depend on the values or the weights."""
+    model = _unwrapped(model)
     owner, key = _activation_key(model, x)
     entries = _entries(owner)
     if key in entries:
@@ -330,11 +340,18 @@ def activation_bytes(model: Callable, x: torch.Tensor) -> tuple[int, int]:
     modules = [m for m in (owner if isinstance(owner, torch.nn.Module) else None,) if m is not None]
     training = [m for m in modules if any(s.training for s in m.modules())]
     saved = [[b.detach().clone() for b in m.buffers()] for m in training]
-    cuda = [x.device.index if x.device.index is not None else torch.cuda.current_device()] if x.device.type == "cuda" else []
+    cuda = []
+    if x.device.type == "cuda":
+        cuda = [x.device.index if x.device.index is not None else torch.cuda.current_device()]
     handle = torch.nn.modules.module.register_module_forward_hook(seen)
+    per = 1  # inputs in the pass
     try:
         with torch.no_grad(), torch.random.fork_rng(devices=cuda):
-            out = model(x[:1].clone())
+            try:
+                out = model(x[:1].clone())
+            except ValueError:  # a batch-norm layer in training mode refuses one input: two, halved below
+                largest[0], total[0], per = largest[0] * 2, 0, 2
+                out = model(x[:1].expand(2, *x.shape[1:]).clone())
         seen(None, None, out)
     finally:
         handle.remove()
@@ -342,7 +359,7 @@ def activation_bytes(model: Callable, x: torch.Tensor) -> tuple[int, int]:
             for m, values in zip(training, saved):
                 for b, v in zip(m.buffers(), values):
                     b.copy_(v)
-    entries[key] = (largest[0], max(total[0], largest[0]))
+    entries[key] = (largest[0] // per, max(total[0], largest[0]) // per)
     return entries[key]
 
 
@@ -355,9 +372,16 @@ def default_batch_size(model: Callable, x: torch.Tensor) -> int:
     Fixed by the model, the input's shape, dtype and device alone, never by a timing: two identical calls run the same
     chunks and give bitwise equal results."""
     largest, total = activation_bytes(model, x)
-    if x.device.type == "cuda":
+    return size_for(largest, total, x.device)
+
+
+def size_for(largest: int, total: int, device: torch.device | str = "cpu") -> int:
+    """:func:`default_batch_size`'s rule for a model whose largest activation takes ``largest`` bytes per input
+    and all its activations ``total`` bytes, on ``device``."""
+    device = torch.device(device)
+    if device.type == "cuda":
         limit = GPU_BYTES // max(1, largest)
-        limit = min(limit, torch.cuda.get_device_properties(x.device).total_memory // 4 // max(1, total))
+        limit = min(limit, torch.cuda.get_device_properties(device).total_memory // 4 // max(1, total))
     else:
         limit = CPU_BYTES // max(1, largest)
     size = 1 << max(0, int(limit).bit_length() - 1)  # the largest power of two ≤ limit
@@ -367,8 +391,8 @@ def default_batch_size(model: Callable, x: torch.Tensor) -> int:
 def resolve(batch_size: BatchSize, model: Callable, x: torch.Tensor, n_inputs: int) -> int:
     """The engine's batch size: ``batch_size`` itself if an int, else :func:`best_batch_size` for ``model`` on
     inputs like one sample of x (that sample repeated), for a call that runs ``n_inputs`` of them."""
-    if batch_size is None:
-        return default_batch_size(model, x)
+    if batch_size is None:  # a call of at most MIN_SIZE inputs is one call at any default: no activation pass
+        return MIN_SIZE if n_inputs <= MIN_SIZE else default_batch_size(model, x)
     if not isinstance(batch_size, str):
         return batch_size
     _validate.batch_size(batch_size, "batch_size")
@@ -493,8 +517,8 @@ def plan(batch_size: BatchSize, model: Callable, x: torch.Tensor, n_inputs: int)
     """The engine's batch size for a call of ``n_inputs`` inputs like one sample of x: ``batch_size`` itself if an
     int; None: :func:`default_batch_size`; for ``"auto"`` the cached best size once known, else a :class:`Plan` that
     finds it on the call's own work."""
-    if batch_size is None:
-        return default_batch_size(model, x)
+    if batch_size is None:  # a call of at most MIN_SIZE inputs is one call at any default: no activation pass
+        return MIN_SIZE if n_inputs <= MIN_SIZE else default_batch_size(model, x)
     if not isinstance(batch_size, str):
         return batch_size
     _validate.batch_size(batch_size, "batch_size")
