@@ -3,6 +3,7 @@ estimated run fit, ``faithlab evaluate --budget`` and ``fl.evaluate(budget=)`` r
 
 from __future__ import annotations
 
+import html
 import math
 
 import pandas as pd
@@ -97,6 +98,9 @@ def test_the_cli_fits_the_run_in_its_budget_and_reports_the_standard_errors(tmp_
     assert table.loc["mu_fidelity", "measured model inputs"] == 4 * subsets
     estimated, measured = table.loc["total", ["estimated seconds", "measured seconds"]]
     assert estimated <= 4 and 1 / 1.5 < estimated / measured < 1.5, table
+    page = html.unescape((out / "index.html").read_text(encoding="utf-8"))
+    assert f"n_subsets={subsets} (random subsets of μF; the paper's 200), chosen to fit --budget 4s" in page
+    assert pd.read_csv(out / "report.csv")["mc_se"].notna().all()  # μF: every score has its error
 
 
 def test_the_cli_refuses_a_budget_it_cannot_meet_naming_the_flag(tmp_path, monkeypatch, capsys):

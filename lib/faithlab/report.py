@@ -182,6 +182,25 @@ def monte_carlo_pairs(frame: pd.DataFrame, *, order: Sequence[str] | None = None
                                        "separated"]).astype({"separated": "boolean"})
 
 
+def _draws_sentence(parameters: Mapping | None) -> str:
+    """The Monte-Carlo counts the run used, from its ``parameters`` (``settings``: the options; ``budget``: the
+    command's ``--budget``), beside the papers' defaults; "" when the parameters do not say."""
+    from faithlab.evaluation.budget import KNOBS
+    from faithlab.metrics.registry import OPTIONS
+
+    settings = (parameters or {}).get("settings") or {}
+    used = [(k, settings.get(k.option, OPTIONS[k.option].default)) for k in KNOBS if k.option in OPTIONS]
+    if not parameters or not used:
+        return ""
+    cut = [f"{k.option}={v} ({k.draw}; the paper's {OPTIONS[k.option].default})" for k, v in used
+           if v != OPTIONS[k.option].default]
+    budget = (parameters or {}).get("budget")
+    if not cut:
+        return " Draws per image: the papers' counts" + (f" (they fit --budget {budget})." if budget else ".")
+    return (" Draws per image: " + ", ".join(cut) + (f", chosen to fit --budget {budget}" if budget else "") + "; "
+            "a standard error grows like √(paper / count).")
+
+
 def monte_carlo_sentence(pairs: pd.DataFrame) -> str:
     """What a :func:`monte_carlo_pairs` table says, in one paragraph: which pairs of explainers each Monte-Carlo
     metric does not separate at its Monte-Carlo precision (those need more draws, or are equal), and where the
@@ -845,6 +864,8 @@ def _page(tables: Mapping[str, pd.DataFrame], figures: Sequence[tuple[str, str]]
     parts.append(_html_table(shown_summary, numeric=[c for c in shown_summary.columns
                                                      if c not in ("metric", "direction")]))
     mc_text = monte_carlo_sentence(tables["monte carlo"])
+    if any(str(c).startswith("MC se") for c in tables["summary"].columns):  # some score is a Monte-Carlo estimate
+        mc_text = (mc_text + _draws_sentence(parameters)).strip()
     if mc_text:
         parts.append(f"<p>{e(mc_text)}</p>")
     maps = [(f, alt) for f, alt in figures if f != "ranks.png"]
