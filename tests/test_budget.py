@@ -83,23 +83,26 @@ def test_a_budget_the_paper_fits_changes_nothing_and_one_too_small_says_what_wou
 
 def test_the_cli_fits_the_run_in_its_budget_and_reports_the_standard_errors(tmp_path, monkeypatch, capsys):
     """A model whose 10 ms per input dominate: μF at the paper's 200 subsets would take 8 s on 4 images; a budget of
-    4 s (minus what loading and timing took) cuts the subsets, the estimate says so and the run keeps to it."""
+    7 s (minus what loading and timing took, and the report's writing, a few seconds) cuts the subsets, the estimate
+    says so and the run keeps to it."""
     model = Sleepy(0.010, 12)
     monkeypatch.setattr(fl.models, "load", lambda spec, weights=None: model)
     out = tmp_path / "out"
     args = ["evaluate", "--model", "sleepy", "--random-weights", "--images", str(image_folder(tmp_path / "i", 12)),
             "--out", str(out), "--explainers", "saliency", "--maps", "0", "--no-sanity", "--yes",
-            "--metrics", "mu_fidelity", "--batch-size", "8", "--budget", "4s"]
+            "--metrics", "mu_fidelity", "--batch-size", "8", "--budget", "7s"]
     assert cli.main(args) == 0
     printed = capsys.readouterr().out
     subsets = int(printed.split("n_subsets=")[1].split(" ")[0])
     assert 20 <= subsets < 200 and "Monte-Carlo standard error" in printed
     table = pd.read_csv(out / "estimate.csv").set_index("group")
     assert table.loc["mu_fidelity", "measured model inputs"] == 4 * subsets
-    estimated, measured = table.loc["total", ["estimated seconds", "measured seconds"]]
-    assert estimated <= 4 and 1 / 1.5 < estimated / measured < 1.5, table
+    # the run's work (the report's writing aside: a few seconds of imports and plots, noise at this tiny size)
+    estimated, measured = (table.loc["total", c] - table.loc["report", c] for c in ("estimated seconds",
+                                                                                    "measured seconds"))
+    assert table.loc["total", "estimated seconds"] <= 7 and 1 / 1.5 < estimated / measured < 1.5, table
     page = html.unescape((out / "index.html").read_text(encoding="utf-8"))
-    assert f"n_subsets={subsets} (random subsets of μF; the paper's 200), chosen to fit --budget 4s" in page
+    assert f"n_subsets={subsets} (random subsets of μF; the paper's 200), chosen to fit --budget 7s" in page
     assert pd.read_csv(out / "report.csv")["mc_se"].notna().all()  # μF: every score has its error
 
 

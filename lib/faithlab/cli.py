@@ -455,6 +455,9 @@ def _probe(model, x, batch_size: int, explain: dict, echo) -> dict:
 
 CHUNK = 64
 """Images loaded and scored together when ``--batch-size`` is not given."""
+REPORT_S, FIGURE_S = 3.0, 0.5
+"""Seconds the report takes to write beside its map figures, and per map figure (tables, the bootstrap of the overall
+ranking and the plots; measured on a 2-core CPU: estimate.csv's "report" row sets them beside each run's own)."""
 
 
 def _chunk(args) -> int:
@@ -506,10 +509,16 @@ class _Costs:
     def maps_seconds(self) -> float:
         return self.n * sum(self.timing["per_map"].values())
 
+    def report_seconds(self) -> float:
+        """Writing the report: the map figures' explainer calls on ``--maps`` images, then the page, its tables and
+        figures (:data:`REPORT_S` and :data:`FIGURE_S` per map figure, measured on a 2-core CPU)."""
+        figures = min(self.args.maps, self.n)
+        return REPORT_S + figures * (FIGURE_S + sum(self.timing["per_map"].values()))
+
     def by_group(self, options: dict) -> dict[str, float]:
         """Seconds per group, the sanity check's as ``"sanity: <group>"``, the maps as ``"maps"``."""
         main, sanity = self.tables(options)
-        out = {"maps": self.maps_seconds()}
+        out = {"maps": self.maps_seconds(), "report": self.report_seconds()}
         for prefix, table in (("", main), ("sanity: ", sanity)):
             if table is not None:
                 for group, value in table.groupby("group", sort=False)["seconds"].sum().items():
@@ -595,7 +604,10 @@ def _estimate(args, model, data, n: int, chosen: list[str], explain: dict, optio
         echo(f"expensive at {tuple(xb.shape[1:])}: {row['metrics'] or group} (~{row['seconds']:.0f} s, {work} per "
              f"image){'; ' + tip if tip else ''}")
     rows = [{"group": "maps", "metrics": "maps", "forward_inputs": 0, "explained_inputs": n * len(explain),
-             "seconds": maps_seconds}]
+             "seconds": maps_seconds},
+            {"group": "report", "metrics": "report", "forward_inputs": 0, "explained_inputs": 0,
+             "seconds": costs.report_seconds()}]
+    total += rows[-1]["seconds"]
     if again is not None:  # the same metrics on a randomised copy, with its own maps (report.on_randomised)
         rows.append({"group": "sanity check", "metrics": "sanity check", "forward_inputs":
                      int(again["forward_inputs"].sum()), "explained_inputs": int(again["explained_inputs"].sum())
@@ -663,6 +675,21 @@ def _compare_estimate(frame, estimated, echo, randomised=None):
     echo(f"estimate: {est:.1f} s, measured: {got:.1f} s" + (f" ({got / est:.2f} x the estimate)" if est > 0 else "")
          + "; per metric group in estimate.csv and cost.csv")
     return compared, cost
+
+
+def _with_report(compared, seconds: float, echo):
+    """:func:`_compare_estimate`'s table with the measured seconds of writing the report (its ``report`` row) and
+    the totals again; prints the estimate beside the measured total."""
+    compared = compared.copy()
+    at = compared["group"] == "report"
+    compared.loc[at, "measured seconds"] = seconds
+    rest = compared["group"] != "total"
+    compared.loc[~rest, "measured seconds"] = compared.loc[rest, "measured seconds"].sum()
+    compared.loc[~rest, "estimated seconds"] = compared.loc[rest, "estimated seconds"].sum()
+    est, got = (float(compared.loc[~rest, c].iloc[0]) for c in ("estimated seconds", "measured seconds"))
+    echo(f"estimate: {est:.1f} s, measured: {got:.1f} s" + (f" ({got / est:.2f} x the estimate)" if est > 0 else "")
+         + "; per metric group in estimate.csv and cost.csv")
+    return compared
 
 
 def _record_extras(out: Path, compared, skipped) -> None:
@@ -762,7 +789,8 @@ def _evaluate(args, argv: Sequence[str], echo) -> int:
     if skipped:
         shown = ", ".join(Path(f).name for f, _ in skipped[:5]) + (" …" if len(skipped) > 5 else "")
         hints.append(f"--skip-unreadable left out {len(skipped)} unreadable image(s): {shown} (all in skipped.txt)")
-    compared, costs = _compare_estimate(frame, estimated, echo, randomised)
+    compared, costs = _compare_estimate(frame, estimated, lambda _text: None, randomised)
+    writing = time.perf_counter()
     xs, maps = None, None
     if args.maps:
         xs = data.tensors(min(args.maps, n), model=model).x.to(device)
@@ -775,6 +803,7 @@ def _evaluate(args, argv: Sequence[str], echo) -> int:
                          n_maps=args.maps, normalisation=getattr(pre, "normalisation", None),
                          command="faithlab " + shlex.join(argv), parameters=parameters, hints=hints,
                          costs=costs, seed=args.seed)
+    compared = _with_report(compared, time.perf_counter() - writing, echo)
     _record_extras(Path(index).parent, compared, skipped)
     _discard(work)  # the report is complete: nothing left to resume
     echo(f"done in {time.perf_counter() - start:.0f} s: {index}")
