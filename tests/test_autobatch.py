@@ -304,13 +304,13 @@ def _conv(channels: int, in_channels: int = 1) -> torch.nn.Module:
 
 
 @pytest.mark.parametrize("channels, side, dtype, expected", [
-    (256, 32, torch.float32, 16),     # 256·32·32·4 B = 1 MiB per input; 16 MiB / 1 MiB = 16
-    (192, 32, torch.float32, 16),     # 768 KiB: 21.3 → the power of two below, 16
-    (256, 32, torch.float64, 8),      # twice the bytes: half the batch
-    (16, 8, torch.float32, 4096),     # 4 KiB: 4,096, the largest size allowed
-    (64, 256, torch.float32, 8),      # 16 MiB per input: 1 → the smallest size allowed, 8
+    (128, 32, torch.float32, 16),     # 128·32·32·4 B = 512 KiB per input; 8 MiB / 512 KiB = 16
+    (96, 32, torch.float32, 16),      # 384 KiB: 21.3 → the power of two below, 16
+    (128, 32, torch.float64, 8),      # twice the bytes: half the batch
+    (8, 8, torch.float32, 4096),      # 2 KiB: 4,096, the largest size allowed
+    (64, 256, torch.float32, 8),      # 16 MiB per input: 0 → the smallest size allowed, 8
 ])
-def test_the_default_holds_16_mib_of_the_largest_activation_on_a_cpu(channels, side, dtype, expected):
+def test_the_default_holds_8_mib_of_the_largest_activation_on_a_cpu(channels, side, dtype, expected):
     model = _conv(channels).to(dtype)
     x = torch.zeros(2, 1, side, side, dtype=dtype)
     assert autobatch.activation_bytes(model, x)[0] == channels * side * side * torch.finfo(dtype).bits // 8
@@ -319,7 +319,7 @@ def test_the_default_holds_16_mib_of_the_largest_activation_on_a_cpu(channels, s
 
 def test_the_default_is_bitwise_repeatable_and_runs_its_chunks():
     torch.manual_seed(0)
-    model = _conv(256)
+    model = _conv(128)  # 512 KiB per input: the default is 16
     x, a = torch.randn(5, 1, 32, 32), torch.randn(5, 1, 32, 32)
     seen = []
     handle = model.register_forward_pre_hook(lambda _m, args: seen.append(args[0].shape[0]))
@@ -360,16 +360,17 @@ def test_reading_the_activations_leaves_the_model_and_the_rng_as_they_were():
 
 
 def test_a_callable_is_measured_through_the_modules_it_calls():
-    net = _conv(256)
+    net = _conv(128)
     assert autobatch.default_batch_size(lambda z: net(z * 2), torch.zeros(1, 1, 32, 32)) == 16
-    assert autobatch.default_batch_size(lambda z: z.flatten(1)[:, :3], torch.zeros(1, 1, 32, 32)) == 4096  # no module
+    # no module: the input itself, 4 KiB, is the largest tensor: 8 MiB / 4 KiB = 2,048
+    assert autobatch.default_batch_size(lambda z: z.flatten(1)[:, :3], torch.zeros(1, 1, 32, 32)) == 2048
 
 
 def test_a_model_that_refuses_one_input_in_training_mode_is_measured_on_two():
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 4096), torch.nn.BatchNorm1d(4096),
                                 torch.nn.Linear(4096, 2))  # training mode: BatchNorm1d refuses a batch of one
     assert autobatch.activation_bytes(model, torch.zeros(3, 16))[0] == 4096 * 4  # per input, not per pass of two
-    assert autobatch.default_batch_size(model, torch.zeros(3, 16)) == 1024  # 16 MiB / 16 KiB
+    assert autobatch.default_batch_size(model, torch.zeros(3, 16)) == 512  # 8 MiB / 16 KiB
 
 
 def test_two_identical_default_evaluations_are_bitwise_equal():

@@ -288,12 +288,13 @@ def _time(model, probe: _Probe, c: int, calls: int, shape, dtype, device, exampl
         probe.spent += time.perf_counter() - start
 
 
-CPU_BYTES = 1 << 24
-"""On a CPU, the default batch holds this many bytes (16 MiB) of the model's largest activation. Past the caches
-a bigger batch stops paying: in benchmarks/autobatch_sweep.py (2-core VM) the best fixed size of a removal curve was
-the power of two that puts 2^22 float32 elements in the largest activation, for a small CNN, a ResNet-18 and a ViT at
-32, 64 and 224 px (256, 64 and 8-16 for the CNNs; 64 for the ViT at 32 px, whose attention maps are wider than its
-input)."""
+CPU_BYTES = 1 << 23
+"""On a CPU, the default batch holds this many bytes (8 MiB) of the model's largest activation. Past the caches a
+bigger batch stops paying, and the cost rises steeply there while it is flat below: in benchmarks/autobatch_sweep.py
+(2-core VM, 2026-11-26) a small CNN's removal curve at 32 px cost 1.00 at 128 inputs per call (8 MiB), 1.05-1.22 at
+256 (16 MiB) and 2.2-3.1 at 1,024; at 64 px 1.00 at 32 (8 MiB), 1.04-1.06 at 64 and 1.7-2.1 at 128. 8 MiB was
+within 5 % of the best fixed size in each of the 7 cells that run measured (small CNN at 32, 64 and 224 px, 1 and 2
+threads; ResNet-18 at 32 px: 1.046); 16 MiB lost 5-22 % in 3 of them (benchmarks/RESULTS.md)."""
 GPU_BYTES = 1 << 30
 """On a GPU, the default batch holds up to this many bytes (1 GiB) of the largest activation (bigger batches kept
 paying off on an H200 for the small CNN up to 4,096 inputs), and at most a quarter of the device's memory in all of
@@ -365,7 +366,7 @@ def activation_bytes(model: Callable, x: torch.Tensor) -> tuple[int, int]:
 
 def default_batch_size(model: Callable, x: torch.Tensor) -> int:
     """The default batch size (``batch_size=None``) for inputs like one sample of x through ``model`` → int: the
-    largest power of two whose batch holds at most :data:`CPU_BYTES` (CPU) or :data:`GPU_BYTES` (GPU: also at most a
+    largest power of two whose batch holds at most :data:`CPU_BYTES` (CPU, 8 MiB) or :data:`GPU_BYTES` (GPU: also at most a
     quarter of the device's memory in all activations) of the model's largest activation
     (:func:`activation_bytes`), between 8 and 4,096.
 
