@@ -122,7 +122,7 @@ def test_autobatch_sweep_table_and_auto_choice(capsys):
     row = rows[0]
     assert (row["model"], row["px"], row["threads"], row["inputs"]) == ("small_cnn", 16, other, 4 * 21)
     fixed = {int(b): float(t) for b, t in (pair.split(":") for pair in row["fixed_s_by_bs"].split())}
-    assert sorted(fixed) == [16, 64]                                  # the quick ladder, clipped to 84 inputs
+    assert sorted(fixed) == [16, 64, 84]       # the quick ladder and the default (512 here), clipped to 84 inputs
     assert fixed[row["best_fixed_bs"]] == min(fixed.values())
     assert row["ratio_cached"] == pytest.approx(row["t_auto_cached_s"] / row["t_best_fixed_s"])
     assert row["over_first"] == (row["ratio_first"] > autobatch_sweep.LIMIT)
@@ -130,13 +130,17 @@ def test_autobatch_sweep_table_and_auto_choice(capsys):
     assert sum(c * k for c, k in chunks.items()) == row["inputs"]     # auto ran B·F inputs, no more
     assert isinstance(row["auto_bs"], int) and row["auto_bs"] in chunks
     assert isinstance(row["auto_resolve"], int) and row["auto_resolve"] > 0
-    # the default's column needs the ladder's time at min(default, B·F) = 84: this ladder (16, 64) lacks it
-    assert autobatch_sweep.DEFAULT == 256 and math.isnan(autobatch_sweep.default_ratio(row))
+    # the default (None: autobatch.default_batch_size, 512 for this model at 16 px) is always timed: its column is
+    # the ladder's time at min(default, B·F) = 84 over the best
+    model = autobatch_sweep.build_model("small_cnn", 16, torch.device("cpu"))
+    assert autobatch_sweep.DEFAULT is None and row["default_bs"] == fl.perturb.autobatch.default_batch_size(
+        model, torch.zeros(1, 3, 16, 16)) == 512
+    assert autobatch_sweep.default_ratio(row) == pytest.approx(fixed[84] / row["t_best_fixed_s"])
 
 
 def test_autobatch_sweep_reprints_its_csv(tmp_path, capsys):
     """--from-csv gives back the table and summary the timed run printed, from the CSV alone; with the default in
-    the ladder (256, clipped to the 84 inputs) the "default / best" column is its time over the best."""
+    the ladder (the default size, clipped to the 84 inputs) the "default / best" column is its time over the best."""
     import autobatch_sweep
 
     path = tmp_path / "sweep.csv"
@@ -151,7 +155,7 @@ def test_autobatch_sweep_reprints_its_csv(tmp_path, capsys):
     table = lambda text: [line for line in text.splitlines() if line.startswith("| ")]  # noqa: E731
     assert table(reprinted) == table(printed) and len(table(printed)) == 2  # the header and the cell
     assert autobatch_sweep.summary(again) == autobatch_sweep.summary(rows) in reprinted
-    assert "default (256) / best fixed" in reprinted
+    assert "default (autobatch.default_batch_size) / best fixed" in reprinted
 
 
 @pytest.mark.parametrize("script", sorted(PAPER_SMOKE))
