@@ -10,7 +10,7 @@ overrun is refused with the number of images that would fit.
 
 How the counts are chosen (:func:`allocate`): the cost of a run is linear in each count (a mask, a subset or a
 neighbour is a fixed number of model or explainer inputs per sample), so two estimates, at the paper's counts and
-at the fewest (:data:`Knob.floor`), give each count's seconds per draw ``b`` and the fixed rest. Within the budget
+at the fewest (``Knob.floor``), give each count's seconds per draw ``b`` and the fixed rest. Within the budget
 the counts ``v`` minimise ``Σ paper / v``, the sum over the Monte-Carlo metrics of their squared standard errors
 relative to those at the paper's counts (every metric's precision weighs the same): ``v = λ √(paper / b)``, clipped
 to ``[floor, paper]``, ``λ`` the largest that fits. A cheap draw is cut less than a dear one, for the same
