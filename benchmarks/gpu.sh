@@ -2,7 +2,8 @@
 # The GPU commands of benchmarks/RESULTS.md in one run, each under its own time cap, so that a lent machine's few
 # minutes give every benchmark a figure (sizes cut from the paper-scale workloads to fit; times scale linearly).
 # Usage (from the repository root, on a machine with CUDA): benchmarks/gpu.sh [OUTDIR]
-# Each benchmark's output goes to OUTDIR/<name>.log (default: gpu-logs/).
+# Each benchmark's output goes to OUTDIR/<name>.log (default: gpu-logs/). GPU_ONLY="autobatch cli" runs only the named
+# benchmarks (a lease too short for all of them).
 set -u
 out=${1:-gpu-logs}
 mkdir -p "$out"
@@ -10,6 +11,7 @@ export PYTHONPATH=lib${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 py=${PYTHON:-python3}
 run() {  # run CAP NAME ARGS...: one benchmark, killed after CAP seconds
     local cap=$1 name=$2; shift 2
+    if [ -n "${GPU_ONLY:-}" ] && [[ " $GPU_ONLY " != *" $name "* ]]; then return; fi
     local start=$SECONDS
     echo "== $name (cap ${cap} s): $*" | tee -a "$out/$name.log"
     timeout -k 5 "$cap" "$py" "$@" >>"$out/$name.log" 2>&1
@@ -24,21 +26,34 @@ run 70 ffidelity benchmarks/ffidelity.py --device cuda --paper-scale --sweep --n
 run 70 fewclass benchmarks/fewclass.py --device cuda --paper-scale --sweep --n 16 --repeats 2
 run 110 trace benchmarks/trace.py --device cuda --paper-scale --sweep --n 16 --repeats 2
 run 60 reco_mege benchmarks/reco_mege.py --device cuda --paper-scale --sweep --repeats 2
-# the default batch size against every fixed size, one thread count (a GPU's best size does not depend on it),
-# the study's stand-ins first (the cells the CPU sweep could not settle on a GPU)
-run 110 autobatch benchmarks/autobatch_sweep.py --device cuda --scale 16 --repeats 2 --skip-auto --threads 1 \
-    --models digits_cnn resnet9 small_cnn resnet18 vit --csv "$out/autobatch.csv"
-# faithlab evaluate end to end on the GPU: 4 random 224 px images, ResNet-18, two explainers, a 2-minute budget
-"$py" - "${TMPDIR:-/tmp}/gpu-imgs" <<'PY'
+# the default batch size against every fixed size, one thread count (a GPU's best size does not depend on it), the
+# cells the issue names first (two stand-ins, ResNet-18 and the ViT at 32, 64 and 224 px), then the other stand-ins and
+# the small CNN. The ladder starts at 32: on the GPU sizes 8 and
+# 16 were 35x and 18x the best in the first run's cell and took most of its 110 s; the default is always timed too.
+run 300 autobatch benchmarks/autobatch_sweep.py --device cuda --scale 8 --repeats 2 --skip-auto --threads 1 \
+    --ladder 32 64 128 256 512 1024 2048 4096 --csv "$out/autobatch.csv" \
+    --models ${SWEEP_MODELS:-digits_cnn resnet9 resnet18 vit vit_digits resnet18_cifar small_cnn}
+# faithlab evaluate end to end on the GPU, ResNet-18 at 224 px, two explainers: 4 random images under a 2-minute
+# budget the paper's counts fit (the estimate beside the measured time), then 64 images under a 1-minute budget that cuts
+# the Monte-Carlo counts (does the run keep to it?)
+"$py" - "${TMPDIR:-/tmp}/gpu-imgs" "${TMPDIR:-/tmp}/gpu-imgs64" <<'PY'
 import sys, pathlib
 import numpy as np
 from PIL import Image
-root = pathlib.Path(sys.argv[1])
-for c in "ab":
-    (root / c).mkdir(parents=True, exist_ok=True)
-    for i in range(2):
-        Image.fromarray(np.random.default_rng(i).integers(0, 256, (224, 224, 3), dtype=np.uint8)).save(root / c / f"{i}.png")
+for root, per_class in ((pathlib.Path(sys.argv[1]), 2), (pathlib.Path(sys.argv[2]), 32)):
+    for c in "ab":
+        (root / c).mkdir(parents=True, exist_ok=True)
+        for i in range(per_class):
+            pixels = np.random.default_rng([ord(c), i]).integers(0, 256, (224, 224, 3), dtype=np.uint8)
+            Image.fromarray(pixels).save(root / c / f"{i}.png")
 PY
-run 200 cli -m faithlab evaluate --model torchvision:resnet18 --random-weights --images "${TMPDIR:-/tmp}/gpu-imgs" --device cuda \
-    --explainers saliency,gradcam --budget 2m --yes --maps 0 --out "${TMPDIR:-/tmp}/gpu-report"
-cp "${TMPDIR:-/tmp}/gpu-report/estimate.csv" "$out/cli_estimate.csv" 2>/dev/null
+cli_run() {  # cli_run CAP NAME IMAGES BUDGET: one evaluate run; its estimate.csv and cost.csv go to OUTDIR/NAME_*
+    local cap=$1 name=$2 images=$3 budget=$4
+    run "$cap" "$name" -m faithlab evaluate --model torchvision:resnet18 --random-weights --images "$images" \
+        --device cuda --explainers saliency,gradcam --budget "$budget" --yes --maps 0 --out "${TMPDIR:-/tmp}/$name"
+    for f in estimate.csv cost.csv; do  # the estimate beside the measured seconds, per group and per metric
+        [ -f "${TMPDIR:-/tmp}/$name/$f" ] && cp "${TMPDIR:-/tmp}/$name/$f" "$out/${name}_$f"
+    done
+}
+cli_run 200 cli "${TMPDIR:-/tmp}/gpu-imgs" 2m
+cli_run 150 cli_budget "${TMPDIR:-/tmp}/gpu-imgs64" 1m
