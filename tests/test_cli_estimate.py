@@ -127,3 +127,91 @@ def test_the_sanity_check_is_estimated_and_measured_as_one_group(tmp_path, monke
     estimated, measured = (table.loc["total", c] - table.loc["report", c] for c in ("estimated seconds",
                                                                                     "measured seconds"))
     assert 1 / 1.5 < estimated / measured < 1.5, table
+
+
+def _run_estimate_ratio(tmp_path, monkeypatch, name: str) -> tuple[float, str]:
+    """The CLI on 4 images of 96 px with a model that costs next to nothing (Sleepy without a sleep): RFid± at 10
+    masks, the MoRF curves, Few-class Fid and SaCo → (estimated / measured seconds of the run's work, the printout)."""
+    model = Sleepy(0.0, 96)
+    _use(monkeypatch, model)
+    out = tmp_path / name
+    args = _args(image_folder(tmp_path / f"{name}-images", 96), out, "--metrics", "rfid+,rfid-,aopc,fewclass_fid,saco",
+                 "--set", "n_samples=10")
+    assert cli.main(args) == 0
+    table = pd.read_csv(out / "estimate.csv").set_index("group")
+    estimated, measured = (table.loc["total", c] - table.loc["report", c] - table.loc["maps", c]
+                           for c in ("estimated seconds", "measured seconds"))
+    return estimated / measured, table.to_string()
+
+
+def test_the_estimate_times_the_librarys_own_work_where_the_model_costs_nothing(tmp_path, monkeypatch, capsys):
+    """Where the model is cheap beside its inputs (a GPU, a small network on large images), building the perturbed
+    inputs, masks and orders is most of a run: budget.engine times that work per metric group on one stand-in image,
+    and the estimate adds it. Without it the same run's estimate is a fraction of the measured time (the check below
+    fails), with it within 1.5x."""
+    from faithlab.evaluation import budget
+
+    ratio, table = _run_estimate_ratio(tmp_path, monkeypatch, "with")
+    printed = capsys.readouterr().out
+    assert "library's own work per input" in printed and "stand-in model in" in printed
+    assert 1 / 1.5 < ratio < 1.5, table
+    monkeypatch.setattr(budget, "engine", lambda *a, **k: {"per_input": {}, "per_explained": {}, "seconds": 0.0})
+    without, table = _run_estimate_ratio(tmp_path, monkeypatch, "without")
+    assert without < 1 / 2, table  # the model alone: what the estimate said before engine()
+
+
+def test_seconds_adds_each_groups_own_work_per_input_and_per_chunk():
+    """budget.seconds: model calls × per call + inputs × per input + explained × the explainer's, and with engine
+    rates the group's own work per model input, per explained input and per chunk (a hand-computed table)."""
+    from faithlab.evaluation import budget
+
+    table = pd.DataFrame({"group": ["rfid", "s_avg", "morf"], "explainer": ["a", "a", "b"],
+                          "forward_inputs": [100, 0, 10], "explained_inputs": [0, 20, 0], "model_calls": [4, 0, 2]})
+    table.attrs["chunks"] = 3
+    timing = {"per_call": 0.5, "per_input_in_call": 0.01, "per_explained": {"a": 0.1, "b": 0.2}}
+    plain = budget.seconds(table, timing)
+    assert plain.tolist() == pytest.approx([4 * 0.5 + 100 * 0.01, 20 * 0.1, 2 * 0.5 + 10 * 0.01])
+    timing["engine"] = {"per_input": {"rfid": 0.002, "morf": 0.03}, "per_explained": {"s_avg": 0.05},
+                        "per_chunk": {"rfid": 0.1, "s_avg": 0.0, "morf": 0.2}}
+    own = budget.seconds(table, timing)
+    assert (own - plain).tolist() == pytest.approx([100 * 0.002 + 3 * 0.1, 20 * 0.05, 10 * 0.03 + 3 * 0.2])
+
+
+def test_engine_times_one_and_two_samples_at_the_floors_for_a_rate_and_a_fixed_cost(monkeypatch):
+    """budget.engine: a rate and a fixed cost for every sample-level group asked for (none for a dataset-level
+    one), from fl.evaluate on one and on two stand-in samples of x's size with the Monte-Carlo counts at their
+    floors (RFid+: 5 masks per level), the line through the two (or, where noise makes it negative, the mean rate)."""
+    import importlib
+
+    from faithlab.evaluation import budget
+
+    est = importlib.import_module("faithlab.evaluation.estimate")  # the module (the package exports the function)
+    x = torch.rand(3, 3, 24, 24)
+    calls = []
+    original = est._probe
+
+    def spy(shape, b, n_classes, explainers, metrics, finetuned, explainer, kfold, batch_size, options, device="cpu"):
+        table = original(shape, b, n_classes, explainers, metrics, finetuned, explainer, kfold, batch_size, options,
+                         device)
+        calls.append((tuple(shape), dict(options), table.groupby("group")[["forward_inputs", "explained_inputs",
+                                                                           "seconds"]].sum()))
+        return table
+
+    monkeypatch.setattr(est, "_probe", spy)
+    rates = budget.engine(x, n_classes=2, metrics=["rfid+", "s_avg", "reco"], batch_size=16,
+                          options={"n_samples": 50, "n_neighbours": 3})
+    assert [c[0] for c in calls][1:] == [(1, 3, 24, 24), (2, 3, 24, 24)]  # after the warm-up, one and two samples
+    options = calls[-1][1]
+    assert options["n_samples"] == 5 and options["n_neighbours"] == 3 and options["n_subsets"] == 20
+    assert set(rates["per_input"]) >= {"rfid", "clean"} and set(rates["per_explained"]) == {"s_avg"}
+    assert "reco_mege" not in rates["per_chunk"]
+    one, two = calls[1][2].loc["rfid"], calls[2][2].loc["rfid"]
+    assert two["forward_inputs"] - one["forward_inputs"] == 5 * 9  # 5 masks × 9 sparsity levels per sample, RFid+
+    slope = (two["seconds"] - one["seconds"]) / (two["forward_inputs"] - one["forward_inputs"])
+    fixed = one["seconds"] - slope * one["forward_inputs"]
+    if slope >= 0 and fixed >= 0:
+        expected = (slope, fixed)
+    else:
+        expected = ((one["seconds"] + two["seconds"]) / (one["forward_inputs"] + two["forward_inputs"]), 0.0)
+    assert (rates["per_input"]["rfid"], rates["per_chunk"]["rfid"]) == pytest.approx(expected)
+    assert all(v > 0 for v in rates["per_input"].values()) and rates["seconds"] > 0

@@ -559,15 +559,20 @@ def _estimate(args, model, data, n: int, chosen: list[str], explain: dict, optio
 
     The model inputs are counted by :func:`faithlab.evaluation.estimate` (stand-in model and samples, small probe
     images with the same counts: no metric runs on the model); seconds are those counts times :func:`_probe`'s
-    times of the model and the explainers at the run's batch size."""
+    times of the model and the explainers at the run's batch size, plus the library's own work per input
+    (:func:`faithlab.evaluation.budget.engine`: the metrics timed on one stand-in image of the run's size with a
+    model that costs nothing)."""
     import pandas as pd
 
     from faithlab import evaluation
+    from faithlab.evaluation import budget
     from faithlab.perturb import autobatch
 
     xb = _inputs(next(iter(_first(data.loader(_chunk(args)), n)))).to(next(model.parameters()).device)
     batch_size = args.batch_size or autobatch.default_batch_size(model, xb)
     timing = _probe(model, xb, batch_size, explain, echo)
+    timing["engine"] = budget.engine(xb[:1], n_classes=timing["n_classes"], metrics=chosen, batch_size=batch_size,
+                                     options=options, finetuned=tuned is not None)
     per_input, per_map = timing["per_input"], timing["per_map"]
     costs = _Costs(args, xb.shape[1:], n, chosen, explain, tuned, timing, batch_size)
     if args.budget is not None:
@@ -595,7 +600,9 @@ def _estimate(args, model, data, n: int, chosen: list[str], explain: dict, optio
     echo(f"maps: {len(explain)} explainer(s) x {n} images, est. {maps_seconds:.1f} s ("
          + ", ".join(f"{name} {1000 * s:.1f} ms" for name, s in per_map.items())
          + f" per image, timed on {xb.shape[0]}); model: {1000 * per_input:.2f} ms per input on {args.device} "
-           f"(median of 3 calls of {batch_size} inputs, {how}, after a warm-up)")
+           f"(median of 3 calls of {batch_size} inputs, {how}, after a warm-up); the library's own work per "
+           f"input (building the perturbed inputs, masks and orders) timed per metric group on one image with a "
+           f"stand-in model in {timing['engine']['seconds']:.1f} s")
     expensive = by_group[(by_group["seconds"] > 0.2 * total) & (by_group["seconds"] > 10)]
     for group, row in expensive.iterrows():
         tip = TIPS.get(group, "")

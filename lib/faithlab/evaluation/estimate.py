@@ -58,22 +58,27 @@ def _random_maps(model, inputs: torch.Tensor, target: torch.Tensor) -> torch.Ten
 
 
 def _probe(shape, b: int, n_classes: int, explainers, metrics, finetuned: bool, explainer: bool, kfold: int,
-           batch_size: int, options: dict):
-    """The cost table of ``fl.evaluate`` on ``b`` stand-in samples."""
+           batch_size: int, options: dict, device="cpu"):
+    """The cost table of ``fl.evaluate`` on ``b`` stand-in samples on ``device`` (its ``seconds``: the library's
+    own work, the stand-in model costing next to nothing)."""
     from faithlab.evaluation.frame import cost
     from faithlab.evaluation.loop import evaluate
 
     g = torch.Generator().manual_seed(b)
-    x = torch.rand((b, *shape[1:]), generator=g, device="cpu")
+    x = torch.rand((b, *shape[1:]), generator=g, device="cpu").to(device)
+
+    def stand_in() -> nn.Module:
+        return _StandIn(n_classes).eval().to(device)
+
     extra = {}
     if finetuned:
-        extra["finetuned"] = _StandIn(n_classes).eval()
+        extra["finetuned"] = stand_in()
     if explainer or kfold:
         extra["explainer"] = {name: _random_maps for name in explainers}
     if kfold:
-        extra["kfold"] = _Folds([_StandIn(n_classes).eval() for _ in range(kfold)], b)
+        extra["kfold"] = _Folds([stand_in() for _ in range(kfold)], b)
     maps = {name: _random_maps(None, x, None) for name in explainers}
-    frame = evaluate(_StandIn(n_classes).eval(), x, torch.zeros(b, dtype=torch.int64, device="cpu"), maps,
+    frame = evaluate(stand_in(), x, torch.zeros(b, dtype=torch.int64, device="cpu").to(device), maps,
                      metrics=metrics,
                      batch_size=batch_size, progress=False, hints=False, **extra, **options)
     return cost(frame)
@@ -160,7 +165,8 @@ def estimate(shape: Sequence[int], *, n_classes: int, explainers: Sequence[str] 
     counted only then, as evaluate computes them only then); kfold: the number of fold models (0: no ReCo/MeGe).
     Multiply ``forward_inputs`` by a timed forward pass of your model per input for seconds.
     shrink: probe at :func:`probe_shape` (small images with the same counts; the default) or, False, at ``shape``
-    itself (as slow as the metrics on stand-in samples of that size). ``attrs["probe_shape"]``: the shape probed.
+    itself (as slow as the metrics on stand-in samples of that size). ``attrs["probe_shape"]``: the shape probed;
+    ``attrs["chunks"]``: the chunks of ``chunk_size`` samples the work is split into.
     """
     import pandas as pd
 
@@ -205,4 +211,5 @@ def estimate(shape: Sequence[int], *, n_classes: int, explainers: Sequence[str] 
     out = pd.concat(tables, ignore_index=True)[["group", "metrics", "explainer", "forward_inputs",
                                                   "explained_inputs", "per_sample", "model_calls"]]
     out.attrs["probe_shape"] = probed
+    out.attrs["chunks"] = math.ceil(n / chunk)
     return out
