@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+import types
 
 import pytest
 import torch
@@ -296,30 +297,52 @@ def test_the_cache_keeps_one_entry_per_cpu_thread_count():
     assert autobatch.cache_size() == 2  # a size timed on one thread says nothing of two
 
 
-# --- the default batch size (batch_size=None): fixed by the model's largest activation ------------------------------
+# --- the default batch size (batch_size=None): fixed by the model's activations ---------------------------------------
 
 def _conv(channels: int, in_channels: int = 1) -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Conv2d(in_channels, channels, 3, padding=1), torch.nn.ReLU(),
                                torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(channels, 3)).eval()
 
 
+def _layers(channels: int) -> torch.nn.Module:
+    """Two leaf modules with the same output, C·H·W per input: its largest and its mean layer output are alike."""
+    return torch.nn.Sequential(torch.nn.Conv2d(1, channels, 3, padding=1), torch.nn.ReLU()).eval()
+
+
 @pytest.mark.parametrize("channels, side, dtype, expected", [
-    (128, 32, torch.float32, 16),     # 128·32·32·4 B = 512 KiB per input; 8 MiB / 512 KiB = 16
-    (96, 32, torch.float32, 16),      # 384 KiB: 21.3 → the power of two below, 16
-    (128, 32, torch.float64, 8),      # twice the bytes: half the batch
-    (8, 8, torch.float32, 4096),      # 2 KiB: 4,096, the largest size allowed
+    (32, 32, torch.float32, 32),      # 32·32·32·4 B = 128 KiB per input; 4 MiB / 128 KiB = 32
+    (24, 32, torch.float32, 32),      # 96 KiB: 42.7 → the power of two below, 32
+    (32, 32, torch.float64, 16),      # twice the bytes: half the batch
+    (2, 8, torch.float32, 4096),      # 512 B: 8,192 → 4,096, the largest size allowed
     (64, 256, torch.float32, 8),      # 16 MiB per input: 0 → the smallest size allowed, 8
 ])
-def test_the_default_holds_8_mib_of_the_largest_activation_on_a_cpu(channels, side, dtype, expected):
-    model = _conv(channels).to(dtype)
+def test_the_default_holds_4_mib_of_the_mean_layer_output_on_a_cpu(channels, side, dtype, expected):
+    model = _layers(channels).to(dtype)
     x = torch.zeros(2, 1, side, side, dtype=dtype)
-    assert autobatch.activation_bytes(model, x)[0] == channels * side * side * torch.finfo(dtype).bits // 8
+    per_input = channels * side * side * torch.finfo(dtype).bits // 8
+    assert autobatch.activation_bytes(model, x)[::2] == (per_input, per_input)  # largest, mean
     assert autobatch.default_batch_size(model, x) == expected
+
+
+def test_the_typical_layer_sets_the_cpu_size_and_the_largest_the_gpus(monkeypatch):
+    """A stem sixteen times the size of the layers after it (a ResNet's is four times): on a CPU the mean layer output
+    sets the size (one big layer past the caches costs little), on a GPU the largest activation."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(1, 64, 3, padding=1), torch.nn.Conv2d(64, 4, 3, padding=1),
+                                torch.nn.ReLU(), torch.nn.Conv2d(4, 4, 3, padding=1)).eval()
+    x = torch.zeros(1, 1, 32, 32)
+    largest, total, mean = autobatch.activation_bytes(model, x)
+    # leaves: 64·32·32·4 B = 256 KiB, then three of 4·32·32·4 B = 16 KiB: mean (256 + 3·16) / 4 = 76 KiB
+    assert (largest, mean) == (256 * 1024, 76 * 1024)
+    assert autobatch.default_batch_size(model, x) == 32  # 4 MiB / 76 KiB = 53.9 → 32 (the largest alone: 16)
+    assert autobatch.size_for(largest, total, mean=mean) == 32 and autobatch.size_for(largest, total) == 16
+    memory = types.SimpleNamespace(total_memory=80 * 1024 ** 3)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _device: memory)
+    assert autobatch.size_for(largest, total, "cuda", mean=mean) == 4096  # 1 GiB / 256 KiB, the mean aside
 
 
 def test_the_default_is_bitwise_repeatable_and_runs_its_chunks():
     torch.manual_seed(0)
-    model = _conv(128)  # 512 KiB per input: the default is 16
+    model = _conv(128)  # leaves of 512, 512, 0.5, 0.5 KiB and 12 B per input: 4 MiB / 205 KiB = 20 → 16
     x, a = torch.randn(5, 1, 32, 32), torch.randn(5, 1, 32, 32)
     seen = []
     handle = model.register_forward_pre_hook(lambda _m, args: seen.append(args[0].shape[0]))
@@ -362,15 +385,16 @@ def test_reading_the_activations_leaves_the_model_and_the_rng_as_they_were():
 def test_a_callable_is_measured_through_the_modules_it_calls():
     net = _conv(128)
     assert autobatch.default_batch_size(lambda z: net(z * 2), torch.zeros(1, 1, 32, 32)) == 16
-    # no module: the input itself, 4 KiB, is the largest tensor: 8 MiB / 4 KiB = 2,048
-    assert autobatch.default_batch_size(lambda z: z.flatten(1)[:, :3], torch.zeros(1, 1, 32, 32)) == 2048
+    # no module: the input itself, 4 KiB, stands for the layers: 4 MiB / 4 KiB = 1,024
+    assert autobatch.default_batch_size(lambda z: z.flatten(1)[:, :3], torch.zeros(1, 1, 32, 32)) == 1024
 
 
 def test_a_model_that_refuses_one_input_in_training_mode_is_measured_on_two():
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 4096), torch.nn.BatchNorm1d(4096),
                                 torch.nn.Linear(4096, 2))  # training mode: BatchNorm1d refuses a batch of one
-    assert autobatch.activation_bytes(model, torch.zeros(3, 16))[0] == 4096 * 4  # per input, not per pass of two
-    assert autobatch.default_batch_size(model, torch.zeros(3, 16)) == 512  # 8 MiB / 16 KiB
+    largest, _total, mean = autobatch.activation_bytes(model, torch.zeros(3, 16))
+    assert largest == 4096 * 4 and mean == (64 + 2 * 4096 * 4 + 8) // 4  # per input, not per pass of two
+    assert autobatch.default_batch_size(model, torch.zeros(3, 16)) == 256  # 4 MiB / 8,210 B = 510.9
 
 
 def test_two_identical_default_evaluations_are_bitwise_equal():

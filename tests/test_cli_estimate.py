@@ -131,7 +131,7 @@ def test_the_sanity_check_is_estimated_and_measured_as_one_group(tmp_path, monke
 
 def _run_estimate_ratio(tmp_path, monkeypatch, name: str) -> tuple[float, str]:
     """The CLI on 4 images of 96 px with a model that costs next to nothing (Sleepy without a sleep): RFid± at 10
-    masks, the MoRF curves, Few-class Fid and SaCo → (estimated / measured seconds of the run's work, the printout)."""
+    masks, the MoRF curves, Few-class Fid and SaCo → (estimated / measured seconds of the run's work, the table)."""
     model = Sleepy(0.0, 96)
     _use(monkeypatch, model)
     out = tmp_path / name

@@ -217,7 +217,7 @@ def _parser() -> argparse.ArgumentParser:
     g = ev.add_argument_group("run")
     g.add_argument("--device", default="cpu", help="torch device, e.g. cpu, cuda, cuda:1 (default: %(default)s)")
     g.add_argument("--batch-size", type=int, default=None, metavar="N", help="model inputs per forward call, and "
-                   "images loaded per chunk (default: a size fixed by the model's largest activation for one image, "
+                   "images loaded per chunk (default: a size fixed by the model's activations for one image, "
                    "the same on every run, and chunks of 64 images)")
     g.add_argument("--budget", metavar="TIME", help="fit the whole run in TIME (e.g. 5m, 300s, 1h): the Monte-Carlo "
                    "counts (RFid/FFid masks, μF subsets, S_avg neighbours) are cut where that costs the least "

@@ -11,8 +11,8 @@ alone, but a forward pass's kernels may depend on the batch size: on a 2-core CP
 equal from 16 inputs per call on for a ResNet-18 and not below). ``"auto"``'s chunks follow timings, so two calls
 can differ in the last bits, and a decision that hangs on rounding (a tie in an argmin or a ranking) can differ
 with them. That is why ``"auto"`` is opt-in and the default (``batch_size=None``) is :func:`default_batch_size`, a
-size fixed by what is known before any timing: the device, the dtype and the largest activation the model makes for
-one input (read once per model and input shape from one forward pass of one input). Two identical calls then run
+size fixed by what is known before any timing: the device, the dtype and the activations the model makes for one
+input (read once per model and input shape from one forward pass of one input). Two identical calls then run
 the same chunks and give bitwise equal results. ``benchmarks/autobatch_sweep.py`` measures both against every
 fixed size; the study's protocols pass their own ints.
 
@@ -48,12 +48,14 @@ import types
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import torch
 
 from faithlab import _validate
 
 __all__ = ["BatchSize", "AUTO", "CANDIDATES", "CPU_BYTES", "GPU_BYTES", "default_batch_size", "activation_bytes",
+           "Activations",
            "size_for", "FALLBACK", "MAP_ELEMENTS", "Plan", "best_batch_size", "map_chunk",
            "plan", "resolve", "clear_cache", "cache_size"]
 
@@ -288,13 +290,14 @@ def _time(model, probe: _Probe, c: int, calls: int, shape, dtype, device, exampl
         probe.spent += time.perf_counter() - start
 
 
-CPU_BYTES = 1 << 23
-"""On a CPU, the default batch holds this many bytes (8 MiB) of the model's largest activation. Past the caches a
-bigger batch stops paying, and the cost rises steeply there while it is flat below: in benchmarks/autobatch_sweep.py
-(2-core VM, 2026-11-26) a small CNN's removal curve at 32 px cost 1.00 at 128 inputs per call (8 MiB), 1.05-1.22 at
-256 (16 MiB) and 2.2-3.1 at 1,024; at 64 px 1.00 at 32 (8 MiB), 1.04-1.06 at 64 and 1.7-2.1 at 128. 8 MiB was
-within 5 % of the best fixed size in each of the 7 cells that run measured (small CNN at 32, 64 and 224 px, 1 and 2
-threads; ResNet-18 at 32 px: 1.046); 16 MiB lost 5-22 % in 3 of them (benchmarks/RESULTS.md)."""
+CPU_BYTES = 1 << 22
+"""On a CPU, the default batch holds this many bytes (4 MiB) of the model's mean layer output (the mean of its leaf
+modules' outputs for one input, :class:`Activations`). Past the caches a bigger batch stops paying, and the cost
+rises steeply there while it is flat below. Keyed to the typical layer, not the largest: a ResNet's stem is one layer
+four times the size of the rest, and its best size follows the rest. In benchmarks/autobatch_sweep.py (2-core VM,
+2026-11-26, 24 cells on a quiet machine) 8 MiB of the largest activation lost 9-14 % in every ResNet-18 cell at 32
+and 64 px; this rule is within 5 % in 20 of the 24 cells, the worst ResNet-9 (1.09-1.14: compute-bound, best at
+64), the ViT at 64 px with 1 thread (1.06) and ResNet-18 at 32 px with 2 threads (1.05) (benchmarks/RESULTS.md)."""
 GPU_BYTES = 1 << 30
 """On a GPU, the default batch holds up to this many bytes (1 GiB) of the largest activation (bigger batches kept
 paying off on an H200 for the small CNN up to 4,096 inputs), and at most a quarter of the device's memory in all of
@@ -316,10 +319,21 @@ def _activation_key(model: Callable, x: torch.Tensor) -> tuple:
     return owner, ("activations", part, tuple(x.shape[1:]), x.dtype, x.device)
 
 
-def activation_bytes(model: Callable, x: torch.Tensor) -> tuple[int, int]:
+class Activations(NamedTuple):
+    """:func:`activation_bytes`'s answer, bytes per input: ``largest`` (the largest tensor), ``total`` (all of them)
+    and ``mean`` (the mean output of the model's leaf modules, its typical layer; the input's size where it has
+    none)."""
+
+    largest: int
+    total: int
+    mean: int
+
+
+def activation_bytes(model: Callable, x: torch.Tensor) -> Activations:
     """The bytes of the largest tensor and of all the tensors that one input like x[0] makes on its way through
-    ``model`` (its input, every module's outputs, its output) → (largest, total); read once per model, input shape,
-    dtype and device from one forward pass of one input under ``torch.no_grad()``, then cached for the process.
+    ``model`` (its input, every module's outputs, its output), and the mean bytes of its leaf modules' outputs →
+    :class:`Activations` ``(largest, total, mean)``; read once per model, input shape, dtype and device from one
+    forward pass of one input under ``torch.no_grad()``, then cached for the process.
 
     Every module's forward outputs are seen through a global forward hook, so a callable that wraps modules
     (normalisation then a network) is measured too; the global RNG is left as it was, and a model in training mode has
@@ -329,14 +343,18 @@ def activation_bytes(model: Callable, x: torch.Tensor) -> tuple[int, int]:
     entries = _entries(owner)
     if key in entries:
         return entries[key]
-    largest, total = [x[:1].numel() * x.element_size()], [0]
+    first = x[:1].numel() * x.element_size()
+    largest, total, leaves = [first], [0], []
 
-    def seen(_module, _inputs, output) -> None:
+    def seen(module, _inputs, output) -> None:
+        leaf = module is not None and next(module.children(), None) is None
         for t in output if isinstance(output, (tuple, list)) else (output,):
             if isinstance(t, torch.Tensor):
                 size = t.numel() * t.element_size()
                 largest[0] = max(largest[0], size)
                 total[0] += size
+                if leaf:
+                    leaves.append(size)
 
     modules = [m for m in (owner if isinstance(owner, torch.nn.Module) else None,) if m is not None]
     training = [m for m in modules if any(s.training for s in m.modules())]
@@ -352,6 +370,7 @@ def activation_bytes(model: Callable, x: torch.Tensor) -> tuple[int, int]:
                 out = model(x[:1].clone())
             except ValueError:  # a batch-norm layer in training mode refuses one input: two, halved below
                 largest[0], total[0], per = largest[0] * 2, 0, 2
+                leaves.clear()
                 out = model(x[:1].expand(2, *x.shape[1:]).clone())
         seen(None, None, out)
     finally:
@@ -360,31 +379,33 @@ def activation_bytes(model: Callable, x: torch.Tensor) -> tuple[int, int]:
             for m, values in zip(training, saved):
                 for b, v in zip(m.buffers(), values):
                     b.copy_(v)
-    entries[key] = (largest[0] // per, max(total[0], largest[0]) // per)
+    mean = sum(leaves) / len(leaves) / per if leaves else first
+    entries[key] = Activations(largest[0] // per, max(total[0], largest[0]) // per, max(1, round(mean)))
     return entries[key]
 
 
 def default_batch_size(model: Callable, x: torch.Tensor) -> int:
     """The default batch size (``batch_size=None``) for inputs like one sample of x through ``model`` → int: the
-    largest power of two whose batch holds at most :data:`CPU_BYTES` (CPU, 8 MiB) or :data:`GPU_BYTES` (GPU: also at most a
-    quarter of the device's memory in all activations) of the model's largest activation
-    (:func:`activation_bytes`), between 8 and 4,096.
+    largest power of two whose batch holds at most :data:`CPU_BYTES` (CPU, 4 MiB) of the model's mean layer output,
+    or on a GPU :data:`GPU_BYTES` (1 GiB) of its largest activation and at most a quarter of the device's memory in
+    all its activations (:func:`activation_bytes`), between 8 and 4,096.
 
     Fixed by the model, the input's shape, dtype and device alone, never by a timing: two identical calls run the same
     chunks and give bitwise equal results."""
-    largest, total = activation_bytes(model, x)
-    return size_for(largest, total, x.device)
+    largest, total, mean = activation_bytes(model, x)
+    return size_for(largest, total, x.device, mean=mean)
 
 
-def size_for(largest: int, total: int, device: torch.device | str = "cpu") -> int:
-    """:func:`default_batch_size`'s rule for a model whose largest activation takes ``largest`` bytes per input
-    and all its activations ``total`` bytes, on ``device``."""
+def size_for(largest: int, total: int, device: torch.device | str = "cpu", *, mean: int | None = None) -> int:
+    """:func:`default_batch_size`'s rule for a model whose largest activation takes ``largest`` bytes per input,
+    all its activations ``total`` bytes and its mean layer output ``mean`` bytes (None: ``largest``), on
+    ``device``."""
     device = torch.device(device)
     if device.type == "cuda":
         limit = GPU_BYTES // max(1, largest)
         limit = min(limit, torch.cuda.get_device_properties(device).total_memory // 4 // max(1, total))
     else:
-        limit = CPU_BYTES // max(1, largest)
+        limit = CPU_BYTES // max(1, largest if mean is None else mean)
     size = 1 << max(0, int(limit).bit_length() - 1)  # the largest power of two ≤ limit
     return max(MIN_SIZE, min(MAX_SIZE, size))
 

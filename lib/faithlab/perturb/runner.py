@@ -353,7 +353,7 @@ def removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor |
     target: ``(B,)`` int64 classes; None → the model's prediction on the clean x.
     units: None infers pixels for 4-D x and dim-1 units (time steps, tokens) otherwise.
     batch_size: at most this many perturbed inputs per forward call; results do not depend on it beyond float
-    rounding. None (the default): a size fixed by the model's largest activation for one input of x's shape, dtype
+    rounding. None (the default): a size fixed by the model's activations for one input of x's shape, dtype
     and device (:func:`faithlab.perturb.autobatch.default_batch_size`), the same on every call. ``"auto"``: the size with the least forward time per input for this model, input shape and thread
     count, found on the call's own first forward calls (timed at growing sizes, nothing computed twice) and cached
     for the process (:class:`faithlab.perturb.autobatch.Plan`); its chunks follow timings, so repeated calls can
