@@ -295,8 +295,8 @@ CPU_BYTES = 1 << 22
 modules' outputs for one input, :class:`Activations`). Past the caches a bigger batch stops paying, and the cost
 rises steeply there while it is flat below. Keyed to the typical layer, not the largest: a ResNet's stem is one layer
 four times the size of the rest, and its best size follows the rest. In benchmarks/autobatch_sweep.py (2-core VM,
-2026-11-26, 24 cells on a quiet machine) 8 MiB of the largest activation lost 9-14 % in every ResNet-18 cell at 32
-and 64 px; this rule is within 5 % in 20 of the 24 cells, the worst ResNet-9 (1.09-1.14: compute-bound, best at
+2026-11-26, 26 cells on a quiet machine) 8 MiB of the largest activation lost 9-14 % in every ResNet-18 cell at 32
+and 64 px; this rule is within 5 % in 22 of the 26 cells, the worst ResNet-9 (1.09-1.14: compute-bound, best at
 64), the ViT at 64 px with 1 thread (1.06) and ResNet-18 at 32 px with 2 threads (1.05) (benchmarks/RESULTS.md)."""
 GPU_BYTES = 1 << 30
 """On a GPU, the default batch holds up to this many bytes (1 GiB) of the largest activation (bigger batches kept
