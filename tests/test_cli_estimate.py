@@ -42,9 +42,9 @@ def test_estimate_only_runs_no_metric_and_probes_smallimage_folder(tmp_path, mon
     elapsed = time.perf_counter() - start
     printed = capsys.readouterr().out
     assert "stand-in images of (3, 32, 32)" in printed and "median of 3 calls of 8 inputs" in printed
-    # the model's calls: a warm-up and one timed call on the first chunk (4 images), 3 timed calls of --batch-size
-    # inputs, and saliency's warm-up (1 image) and timed call (4 images), one forward pass each
-    assert (model.calls, model.inputs) == (7, 4 + 4 + 3 * batch + 1 + 4)
+    # the model's calls: a warm-up and one timed call on the first chunk (4 images), a warm-up and 3 timed calls of
+    # --batch-size inputs, and saliency's warm-up (1 image) and timed call (4 images), one forward pass each
+    assert (model.calls, model.inputs) == (8, 4 + 4 + 4 * batch + 1 + 4)
     run = fl.evaluation.estimate((4, 3, side, side), n_classes=2, explainers=["saliency"], explainer=True,
                                  metrics=cli._choose_metrics(None, finetuned=False), chunk_size=batch)
     assert run["forward_inputs"].sum() > 50 * model.inputs  # the run's work, none of which was done
@@ -157,7 +157,9 @@ def test_the_estimate_times_the_librarys_own_work_where_the_model_costs_nothing(
     assert 1 / 1.5 < ratio < 1.5, table
     monkeypatch.setattr(budget, "engine", lambda *a, **k: {"per_input": {}, "per_explained": {}, "seconds": 0.0})
     without, table = _run_estimate_ratio(tmp_path, monkeypatch, "without")
-    assert without < 1 / 2, table  # the model alone: what the estimate said before engine()
+    # the model alone, what the estimate said before engine(): outside the 1.5x band (about 0.25 on a quiet machine,
+    # 0.53 once in CI under load; the bound is the band's, not a tuned fraction)
+    assert without < 1 / 1.5, table
 
 
 def test_seconds_adds_each_groups_own_work_per_input_and_per_chunk():

@@ -182,9 +182,10 @@ def measure(model: Callable, x: torch.Tensor, batch_size: int, explainers: Mappi
     ``{"per_input", "per_call", "per_input_in_call", "per_map", "per_explained", "n_classes"}``.
 
     per_input: seconds per model input at ``batch_size`` inputs per call (the run's perturbed inputs go through the
-    model that many at a time): a warm-up call on x, then the median of 3 calls on ``batch_size`` inputs (x
-    repeated). A call of k inputs costs ``per_call + k × per_input_in_call``, the line through the call on x (timed
-    once after the warm-up) and the calls of ``batch_size`` inputs. per_map: seconds per image of each explainer on
+    model that many at a time): a warm-up call on x and one on ``batch_size`` inputs (a cold process's first call at
+    a new shape is slower), then the median of 3 calls on ``batch_size`` inputs (x repeated). A call of k inputs
+    costs ``per_call + k × per_input_in_call``, the line through the call on x (timed once after the warm-up) and the
+    calls of ``batch_size`` inputs. per_map: seconds per image of each explainer on
     x (a warm-up call on one image, then one call on x). per_explained: an input given to the explainer in batches
     of ``batch_size`` (S_avg's neighbours): per_map scaled by the model's per-input time at ``batch_size`` over its
     time on x. Errors (out of memory, a missing optional package) propagate."""
@@ -207,6 +208,7 @@ def measure(model: Callable, x: torch.Tensor, batch_size: int, explainers: Mappi
             full = x.repeat(-(-batch_size // b), *([1] * (x.ndim - 1)))[:batch_size]
         else:
             full = x
+        model(full)  # a warm-up at the run's batch size: a cold process's first calls at a new shape are slower
         per_input = statistics.median(timed(model, full) for _ in range(3)) / full.shape[0]
     if on_chunk is None:
         on_chunk = per_input
