@@ -73,6 +73,11 @@ STAND_INS = {"digits_cnn": (1, 8), "resnet9": (3, 32), "resnet18_cifar": (3, 32)
 """The study's stand-ins, each at its own (channels, size): the small CNN and the ViT the book trains on the 8×8
 scikit-learn digits, and the CIFAR-size ResNets of the F-Fidelity and ReCo/MeGe chapters (``--models`` names them;
 ``--sizes`` does not apply to them)."""
+HELD_OUT = ("vgg_small", "mobilenet_small", "densenet_small", "xception_small", "mobilenet_v2", "vgg11",
+            "densenet121", "convnext_tiny")
+"""Models the CPU default's rule was not chosen on (the library's small VGG, MobileNet, DenseNet and Xception, and
+torchvision's MobileNet-V2, VGG-11, DenseNet-121 and ConvNeXt-T, random weights): 3.5 to 355 FLOPs per byte of
+layer output, the range the rule's intensity term must hold over (``--models`` names them, at ``--sizes``)."""
 SIZES = (32, 64, 224)
 THREADS = (1, 2)
 LADDER = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -86,6 +91,8 @@ B_TABLE = {
     ("resnet18", 32): 192, ("resnet18", 64): 64, ("resnet18", 224): 4,
     ("vit", 32): 96, ("vit", 64): 96, ("vit", 224): 24,
     ("digits_cnn", 8): 4096, ("vit_digits", 8): 1024, ("resnet9", 32): 192, ("resnet18_cifar", 32): 96,
+    ("vgg_small", 32): 272, ("mobilenet_small", 32): 140, ("densenet_small", 32): 200, ("xception_small", 32): 400,
+    ("mobilenet_v2", 32): 240, ("vgg11", 32): 32, ("densenet121", 32): 72, ("convnext_tiny", 32): 72,
 }
 """Samples B per (model, image size) at ``--scale 1``, sized from rough per-input forward costs so that one call of
 B × 21 inputs is meant to take a few seconds on one CPU thread of a 2-core VM at the best batch size (a target, not
@@ -138,8 +145,14 @@ def build_model(name: str, size: int, device: torch.device) -> nn.Module:
         elif name == "vit":
             model = fl.models.build("vit", image_size=size, patch_size=patch_size(size), in_channels=3,
                                     n_classes=N_CLASSES)
+        elif name in HELD_OUT[:4]:
+            model = fl.models.build(name, in_channels=3, n_classes=N_CLASSES)
+        elif name in HELD_OUT:
+            import torchvision
+
+            model = getattr(torchvision.models, name)(num_classes=N_CLASSES)
         else:
-            raise ValueError(f"--models: unknown model {name!r}; choose from {MODELS + tuple(STAND_INS)}")
+            raise ValueError(f"--models: unknown model {name!r}; choose from {MODELS + tuple(STAND_INS) + HELD_OUT}")
     return model.to(device).eval()
 
 
@@ -331,9 +344,9 @@ def positive(kind: type) -> Callable[[str], int | float]:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", nargs="+", default=list(MODELS), choices=[*MODELS, *STAND_INS],
+    p.add_argument("--models", nargs="+", default=list(MODELS), choices=[*MODELS, *STAND_INS, *HELD_OUT],
                    help=f"default {' '.join(MODELS)}; the study's stand-ins: {' '.join(STAND_INS)} (each at its own "
-                        f"size)")
+                        f"size); models the CPU default was not chosen on: {' '.join(HELD_OUT)}")
     p.add_argument("--skip-auto", action="store_true", help="time the fixed sizes and the default only, not \"auto\"")
     p.add_argument("--sizes", nargs="+", type=positive(int), default=None,
                    help=f"image sizes in px (default {' '.join(map(str, SIZES))}; with --quick "

@@ -54,7 +54,7 @@ import torch
 
 from faithlab import _validate
 
-__all__ = ["BatchSize", "AUTO", "CANDIDATES", "CPU_BYTES", "GPU_BYTES", "default_batch_size", "activation_bytes",
+__all__ = ["BatchSize", "AUTO", "CANDIDATES", "CPU_BYTES", "INTENSITY_POWER", "GPU_BYTES", "default_batch_size", "activation_bytes",
            "Activations",
            "size_for", "FALLBACK", "MAP_ELEMENTS", "Plan", "best_batch_size", "map_chunk",
            "plan", "resolve", "clear_cache", "cache_size"]
@@ -290,14 +290,19 @@ def _time(model, probe: _Probe, c: int, calls: int, shape, dtype, device, exampl
         probe.spent += time.perf_counter() - start
 
 
-CPU_BYTES = 1 << 22
-"""On a CPU, the default batch holds this many bytes (4 MiB) of the model's mean layer output (the mean of its leaf
-modules' outputs for one input, :class:`Activations`). Past the caches a bigger batch stops paying, and the cost
-rises steeply there while it is flat below. Keyed to the typical layer, not the largest: a ResNet's stem is one layer
-four times the size of the rest, and its best size follows the rest. In benchmarks/autobatch_sweep.py (2-core VM,
-2026-11-26, 26 cells on a quiet machine) 8 MiB of the largest activation lost 9-14 % in every ResNet-18 cell at 32
-and 64 px; this rule is within 5 % in 22 of the 26 cells, the worst ResNet-9 (1.09-1.14: compute-bound, best at
-64), the ViT at 64 px with 1 thread (1.06) and ResNet-18 at 32 px with 2 threads (1.05) (benchmarks/RESULTS.md)."""
+CPU_BYTES = 1_500_000
+"""On a CPU, the default batch holds this many bytes (1.5 MB) of the model's mean layer output (the mean of its leaf
+modules' outputs for one input, :class:`Activations`), times the fourth root of the model's arithmetic intensity
+(FLOPs per byte of those outputs, :data:`INTENSITY_POWER`). Past the caches a bigger batch stops paying, and the
+cost rises steeply there while it is flat below; a model that does more arithmetic per byte it writes (a ResNet's
+128-512-channel convolutions) loses less when its batch leaves the caches and gains more from larger matrix products,
+so its batch may hold more. Keyed to the typical layer, not the largest: a ResNet's stem is one layer four times the
+size of the rest, and its best size follows the rest. Not keyed to the thread count, so a model gets the same chunks,
+and the same bits, on every CPU. Chosen on benchmarks/autobatch_sweep.py's 26 cells of 2026-11-26 (2-core VM, quiet)
+and tested on a second sweep with cells it had not seen (benchmarks/RESULTS.md)."""
+INTENSITY_POWER = 0.25
+"""The power of the arithmetic intensity in the CPU rule (:data:`CPU_BYTES`): ResNet-18 at 32 px (121 FLOPs per
+byte) may hold 3.3 times the bytes of a model doing one FLOP per byte, the small CNN (19) 2.1 times."""
 GPU_BYTES = 1 << 30
 """On a GPU, the default batch holds up to this many bytes (1 GiB) of the largest activation (bigger batches kept
 paying off on an H200 for the small CNN up to 4,096 inputs), and at most a quarter of the device's memory in all of
@@ -320,24 +325,30 @@ def _activation_key(model: Callable, x: torch.Tensor) -> tuple:
 
 
 class Activations(NamedTuple):
-    """:func:`activation_bytes`'s answer, bytes per input: ``largest`` (the largest tensor), ``total`` (all of them)
-    and ``mean`` (the mean output of the model's leaf modules, its typical layer; the input's size where it has
-    none)."""
+    """:func:`activation_bytes`'s answer, per input: ``largest`` (bytes of the largest tensor), ``total`` (of all of
+    them), ``mean`` (the mean output of the model's leaf modules, its typical layer; the input's size where it has
+    none) and ``intensity`` (the pass's FLOPs, as ``torch.utils.flop_counter`` counts them, per byte of the leaf
+    modules' outputs; at least 1)."""
 
     largest: int
     total: int
     mean: int
+    intensity: float = 1.0
 
 
 def activation_bytes(model: Callable, x: torch.Tensor) -> Activations:
     """The bytes of the largest tensor and of all the tensors that one input like x[0] makes on its way through
-    ``model`` (its input, every module's outputs, its output), and the mean bytes of its leaf modules' outputs →
-    :class:`Activations` ``(largest, total, mean)``; read once per model, input shape, dtype and device from one
-    forward pass of one input under ``torch.no_grad()``, then cached for the process.
+    ``model`` (its input, every module's outputs, its output), the mean bytes of its leaf modules' outputs and the
+    FLOPs per byte of those → :class:`Activations` ``(largest, total, mean, intensity)``; read once per model, input
+    shape, dtype and device from one forward pass of one input under ``torch.no_grad()``, then cached for the process.
 
     Every module's forward outputs are seen through a global forward hook, so a callable that wraps modules
-    (normalisation then a network) is measured too; the global RNG is left as it was, and a model in training mode has
-    its buffers (batch-norm statistics) put back after the pass. Sizes do not depend on the values or the weights."""
+    (normalisation then a network) is measured too; the FLOPs are counted by ``torch.utils.flop_counter.FlopCounterMode``
+    (matrix products, convolutions, attention: the operations that cost). The global RNG is left as it was, and a
+    model in training mode has its buffers (batch-norm statistics) put back after the pass. Sizes and FLOPs do not
+    depend on the values or the weights."""
+    from torch.utils.flop_counter import FlopCounterMode
+
     model = _unwrapped(model)
     owner, key = _activation_key(model, x)
     entries = _entries(owner)
@@ -367,11 +378,13 @@ def activation_bytes(model: Callable, x: torch.Tensor) -> Activations:
     try:
         with torch.no_grad(), torch.random.fork_rng(devices=cuda):
             try:
-                out = model(x[:1].clone())
+                with FlopCounterMode(display=False) as counter:
+                    out = model(x[:1].clone())
             except ValueError:  # a batch-norm layer in training mode refuses one input: two, halved below
                 largest[0], total[0], per = largest[0] * 2, 0, 2
                 leaves.clear()
-                out = model(x[:1].expand(2, *x.shape[1:]).clone())
+                with FlopCounterMode(display=False) as counter:
+                    out = model(x[:1].expand(2, *x.shape[1:]).clone())
         seen(None, None, out)
     finally:
         handle.remove()
@@ -380,32 +393,36 @@ def activation_bytes(model: Callable, x: torch.Tensor) -> Activations:
                 for b, v in zip(m.buffers(), values):
                     b.copy_(v)
     mean = sum(leaves) / len(leaves) / per if leaves else first
-    entries[key] = Activations(largest[0] // per, max(total[0], largest[0]) // per, max(1, round(mean)))
+    intensity = max(1.0, counter.get_total_flops() / sum(leaves)) if leaves else 1.0
+    entries[key] = Activations(largest[0] // per, max(total[0], largest[0]) // per, max(1, round(mean)), intensity)
     return entries[key]
 
 
 def default_batch_size(model: Callable, x: torch.Tensor) -> int:
     """The default batch size (``batch_size=None``) for inputs like one sample of x through ``model`` → int: the
-    largest power of two whose batch holds at most :data:`CPU_BYTES` (CPU, 4 MiB) of the model's mean layer output,
-    or on a GPU :data:`GPU_BYTES` (1 GiB) of its largest activation and at most a quarter of the device's memory in
-    all its activations (:func:`activation_bytes`), between 8 and 4,096.
+    largest power of two whose batch holds at most :data:`CPU_BYTES` (CPU, 1.5 MB) times the fourth root of the
+    model's FLOPs per byte of the model's mean layer output, or on a GPU :data:`GPU_BYTES` (1 GiB) of its largest
+    activation and at most a quarter of the device's memory in all its activations (:func:`activation_bytes`),
+    between 8 and 4,096.
 
-    Fixed by the model, the input's shape, dtype and device alone, never by a timing: two identical calls run the same
-    chunks and give bitwise equal results."""
-    largest, total, mean = activation_bytes(model, x)
-    return size_for(largest, total, x.device, mean=mean)
+    Fixed by the model, the input's shape, dtype and device alone, never by a timing or the thread count: two
+    identical calls run the same chunks and give bitwise equal results."""
+    seen = activation_bytes(model, x)
+    return size_for(seen.largest, seen.total, x.device, mean=seen.mean, intensity=seen.intensity)
 
 
-def size_for(largest: int, total: int, device: torch.device | str = "cpu", *, mean: int | None = None) -> int:
+def size_for(largest: int, total: int, device: torch.device | str = "cpu", *, mean: int | None = None,
+             intensity: float = 1.0) -> int:
     """:func:`default_batch_size`'s rule for a model whose largest activation takes ``largest`` bytes per input,
-    all its activations ``total`` bytes and its mean layer output ``mean`` bytes (None: ``largest``), on
-    ``device``."""
+    all its activations ``total`` bytes, its mean layer output ``mean`` bytes (None: ``largest``) and which does
+    ``intensity`` FLOPs per byte of its layers' outputs, on ``device``."""
     device = torch.device(device)
     if device.type == "cuda":
         limit = GPU_BYTES // max(1, largest)
         limit = min(limit, torch.cuda.get_device_properties(device).total_memory // 4 // max(1, total))
     else:
-        limit = CPU_BYTES // max(1, largest if mean is None else mean)
+        allowed = CPU_BYTES * max(1.0, float(intensity)) ** INTENSITY_POWER
+        limit = int(allowed // max(1, largest if mean is None else mean))
     size = 1 << max(0, int(limit).bit_length() - 1)  # the largest power of two ≤ limit
     return max(MIN_SIZE, min(MAX_SIZE, size))
 
