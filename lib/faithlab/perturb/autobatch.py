@@ -54,7 +54,7 @@ import torch
 
 from faithlab import _validate
 
-__all__ = ["BatchSize", "AUTO", "CANDIDATES", "CPU_BYTES", "INTENSITY_POWER", "GPU_BYTES", "default_batch_size", "activation_bytes",
+__all__ = ["BatchSize", "AUTO", "CANDIDATES", "CPU_BYTES", "INTENSITY_POWER", "WEIGHT_REUSE", "GPU_BYTES", "default_batch_size", "activation_bytes",
            "Activations",
            "size_for", "FALLBACK", "MAP_ELEMENTS", "Plan", "best_batch_size", "map_chunk",
            "plan", "resolve", "clear_cache", "cache_size"]
@@ -303,6 +303,15 @@ and tested on a second sweep with cells it had not seen (benchmarks/RESULTS.md).
 INTENSITY_POWER = 0.25
 """The power of the arithmetic intensity in the CPU rule (:data:`CPU_BYTES`): ResNet-18 at 32 px (121 FLOPs per
 byte) may hold 3.3 times the bytes of a model doing one FLOP per byte, the small CNN (19) 2.1 times."""
+WEIGHT_REUSE = 300
+"""On a CPU, the default batch is at least this many times the model's weight bytes over its FLOPs per input (the
+power of two above), and so at most a 300th of its FLOPs go on reading weights once per call: VGG-11 at 32 px
+(515 MB of weights for 0.55 GFLOPs per input) gets 512 inputs a call, where the activations alone give 64. Never
+past :data:`CPU_MEMORY` of all one input's activations. Added after the held-out sweep of 2026-11-26 found the
+torchvision models at 32 px best at 256 inputs or more (benchmarks/RESULTS.md)."""
+CPU_MEMORY = 1 << 30
+"""The most bytes of activations (all of one input's, times the batch) that :data:`WEIGHT_REUSE` may raise a CPU
+batch to (1 GiB)."""
 GPU_BYTES = 1 << 30
 """On a GPU, the default batch holds up to this many bytes (1 GiB) of the largest activation (bigger batches kept
 paying off on an H200 for the small CNN up to 4,096 inputs), and at most a quarter of the device's memory in all of
@@ -327,13 +336,16 @@ def _activation_key(model: Callable, x: torch.Tensor) -> tuple:
 class Activations(NamedTuple):
     """:func:`activation_bytes`'s answer, per input: ``largest`` (bytes of the largest tensor), ``total`` (of all of
     them), ``mean`` (the mean output of the model's leaf modules, its typical layer; the input's size where it has
-    none) and ``intensity`` (the pass's FLOPs, as ``torch.utils.flop_counter`` counts them, per byte of the leaf
-    modules' outputs; at least 1)."""
+    none), ``intensity`` (the pass's FLOPs, as ``torch.utils.flop_counter`` counts them, per byte of the leaf
+    modules' outputs; at least 1), ``weights`` (bytes of the parameters of the modules the pass called, each once)
+    and ``flops`` (the pass's FLOPs)."""
 
     largest: int
     total: int
     mean: int
     intensity: float = 1.0
+    weights: int = 0
+    flops: int = 0
 
 
 def activation_bytes(model: Callable, x: torch.Tensor) -> Activations:
@@ -355,10 +367,12 @@ def activation_bytes(model: Callable, x: torch.Tensor) -> Activations:
     if key in entries:
         return entries[key]
     first = x[:1].numel() * x.element_size()
-    largest, total, leaves = [first], [0], []
+    largest, total, leaves, params = [first], [0], [], {}
 
     def seen(module, _inputs, output) -> None:
         leaf = module is not None and next(module.children(), None) is None
+        if module is not None:
+            params.update((id(p), p.numel() * p.element_size()) for p in module.parameters(recurse=False))
         for t in output if isinstance(output, (tuple, list)) else (output,):
             if isinstance(t, torch.Tensor):
                 size = t.numel() * t.element_size()
@@ -393,8 +407,10 @@ def activation_bytes(model: Callable, x: torch.Tensor) -> Activations:
                 for b, v in zip(m.buffers(), values):
                     b.copy_(v)
     mean = sum(leaves) / len(leaves) / per if leaves else first
-    intensity = max(1.0, counter.get_total_flops() / sum(leaves)) if leaves else 1.0
-    entries[key] = Activations(largest[0] // per, max(total[0], largest[0]) // per, max(1, round(mean)), intensity)
+    flops = counter.get_total_flops()
+    intensity = max(1.0, flops / sum(leaves)) if leaves else 1.0
+    entries[key] = Activations(largest[0] // per, max(total[0], largest[0]) // per, max(1, round(mean)), intensity,
+                               sum(params.values()), flops // per)
     return entries[key]
 
 
@@ -408,14 +424,16 @@ def default_batch_size(model: Callable, x: torch.Tensor) -> int:
     Fixed by the model, the input's shape, dtype and device alone, never by a timing or the thread count: two
     identical calls run the same chunks and give bitwise equal results."""
     seen = activation_bytes(model, x)
-    return size_for(seen.largest, seen.total, x.device, mean=seen.mean, intensity=seen.intensity)
+    return size_for(seen.largest, seen.total, x.device, mean=seen.mean, intensity=seen.intensity,
+                    weights=seen.weights, flops=seen.flops)
 
 
 def size_for(largest: int, total: int, device: torch.device | str = "cpu", *, mean: int | None = None,
-             intensity: float = 1.0) -> int:
+             intensity: float = 1.0, weights: int = 0, flops: int = 0) -> int:
     """:func:`default_batch_size`'s rule for a model whose largest activation takes ``largest`` bytes per input,
     all its activations ``total`` bytes, its mean layer output ``mean`` bytes (None: ``largest``) and which does
-    ``intensity`` FLOPs per byte of its layers' outputs, on ``device``."""
+    ``intensity`` FLOPs per byte of its layers' outputs, with ``weights`` bytes of parameters and ``flops`` FLOPs per
+    input, on ``device``."""
     device = torch.device(device)
     if device.type == "cuda":
         limit = GPU_BYTES // max(1, largest)
@@ -424,6 +442,11 @@ def size_for(largest: int, total: int, device: torch.device | str = "cpu", *, me
         allowed = CPU_BYTES * max(1.0, float(intensity)) ** INTENSITY_POWER
         limit = int(allowed // max(1, largest if mean is None else mean))
     size = 1 << max(0, int(limit).bit_length() - 1)  # the largest power of two ≤ limit
+    if device.type != "cuda" and weights > 0 and flops > 0:  # weights read once a call: amortise them
+        reuse = math.ceil(WEIGHT_REUSE * weights / flops)
+        floor = 1 << max(0, reuse - 1).bit_length()  # the smallest power of two ≥ reuse
+        memory = CPU_MEMORY // max(1, total)
+        size = max(size, min(floor, 1 << max(0, int(memory).bit_length() - 1)))
     return max(MIN_SIZE, min(MAX_SIZE, size))
 
 
