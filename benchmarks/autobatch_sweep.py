@@ -158,7 +158,8 @@ def build_model(name: str, size: int, device: torch.device) -> nn.Module:
             extra = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
             model = getattr(torchvision.models, name)(num_classes=N_CLASSES, **extra)
         else:
-            raise ValueError(f"--models: unknown model {name!r}; choose from {MODELS + tuple(STAND_INS) + HELD_OUT + HELD_OUT_2}")
+            raise ValueError(f"--models: unknown model {name!r}; choose from "
+                             f"{MODELS + tuple(STAND_INS) + HELD_OUT + HELD_OUT_2}")
     return model.to(device).eval()
 
 

@@ -310,18 +310,64 @@ def _layers(channels: int) -> torch.nn.Module:
 
 
 @pytest.mark.parametrize("channels, side, dtype, expected", [
-    (32, 32, torch.float32, 32),      # 32·32·32·4 B = 128 KiB per input; 4 MiB / 128 KiB = 32
-    (24, 32, torch.float32, 32),      # 96 KiB: 42.7 → the power of two below, 32
-    (32, 32, torch.float64, 16),      # twice the bytes: half the batch
-    (2, 8, torch.float32, 4096),      # 512 B: 8,192 → 4,096, the largest size allowed
+    # a 3x3 convolution from one channel, then a ReLU: 2·9 FLOPs per output value over two outputs of 4 B each,
+    # intensity 18 / 8 = 2.25 FLOPs per byte; 1.5 MB · 2.25^(1/4) = 1,837,117 B per batch
+    (8, 16, torch.float32, 128),      # 8·16·16·4 B = 8 KiB per input: 224.3 → the power of two below, 128
+    (2, 8, torch.float32, 2048),      # 512 B: 3,588 → 2,048
+    (1, 4, torch.float32, 4096),      # 64 B: 28,705 → 4,096, the largest size allowed
+    (8, 16, torch.float64, 64),       # twice the bytes, half the intensity (1.125): 1,544,891 / 16 KiB = 94.3 → 64
     (64, 256, torch.float32, 8),      # 16 MiB per input: 0 → the smallest size allowed, 8
 ])
-def test_the_default_holds_4_mib_of_the_mean_layer_output_on_a_cpu(channels, side, dtype, expected):
+def test_the_default_holds_1_5_mb_times_the_fourth_root_of_the_intensity_of_the_mean_layer_output(channels, side, dtype,
+                                                                                                 expected):
     model = _layers(channels).to(dtype)
     x = torch.zeros(2, 1, side, side, dtype=dtype)
     per_input = channels * side * side * torch.finfo(dtype).bits // 8
-    assert autobatch.activation_bytes(model, x)[::2] == (per_input, per_input)  # largest, mean
+    seen = autobatch.activation_bytes(model, x)
+    assert (seen.largest, seen.mean) == (per_input, per_input)
+    assert seen.intensity == pytest.approx(2 * 9 / (2 * torch.finfo(dtype).bits // 8))
     assert autobatch.default_batch_size(model, x) == expected
+
+
+def test_the_intensity_counts_the_models_flops_per_byte_and_is_at_least_one():
+    """Hand-counted FLOPs (a product of k inputs and m outputs: 2·k·m) over the bytes of the leaf modules' outputs;
+    a model with no counted operation (a reshape) has intensity 1, the floor, so only its bytes set its size."""
+    mlp = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)).eval()
+    seen = autobatch.activation_bytes(mlp, torch.zeros(3, 64))
+    flops = 2 * 64 * 256 + 2 * 256 * 10
+    assert seen.intensity == pytest.approx(flops / (4 * (256 + 256 + 10)))  # 36.2 FLOPs per byte
+    assert (seen.weights, seen.flops) == (4 * (64 * 256 + 256 + 256 * 10 + 10), flops)
+    assert autobatch.activation_bytes(lambda z: z.flatten(1), torch.zeros(3, 4, 4))[3:] == (1.0, 0, 0)
+    shared = torch.nn.Linear(8, 8)  # called twice: its weights are read twice a call but held once
+    twice = autobatch.activation_bytes(lambda z: shared(shared(z)), torch.zeros(3, 8))
+    assert (twice.weights, twice.flops) == (4 * (64 + 8), 2 * 2 * 8 * 8)
+    # the rule's own arithmetic: intensity 16 doubles the bytes a batch may hold, 81 triples them
+    assert autobatch.size_for(1000, 1000, mean=1000) == 1024                   # 1,500 → 1,024
+    assert autobatch.size_for(1000, 1000, mean=1000, intensity=16) == 2048     # 3,000 → 2,048
+    assert autobatch.size_for(1000, 1000, mean=1000, intensity=81) == 4096     # 4,500 → 4,096
+    assert autobatch.size_for(1000, 1000, mean=1000, intensity=0.01) == 1024   # below 1: read as 1
+
+
+def test_a_model_heavy_in_weights_gets_a_batch_that_spends_a_300th_of_its_flops_reading_them(monkeypatch):
+    """Weights are read once a call: on a CPU the default is at least WEIGHT_REUSE (300) × weight bytes / FLOPs per
+    input, the power of two above, unless that batch would hold more than 1 GiB of activations; on a GPU it is not."""
+    model = torch.nn.Sequential(torch.nn.Linear(16, 4096), torch.nn.Linear(4096, 16)).eval()
+    seen = autobatch.activation_bytes(model, torch.zeros(2, 16))
+    weights, flops = 4 * (16 * 4096 + 4096 + 4096 * 16 + 16), 2 * 16 * 4096 * 2
+    assert (seen.weights, seen.flops) == (weights, flops)  # 540,736 B for 262,144 FLOPs
+    # the activations alone: mean (16 KiB + 64 B) / 2, intensity 262,144 / 16,448 = 15.9: 2.99 MB / 8,224 B → 256;
+    # the weights: 300 · 2.06 = 618.8 → 1,024
+    assert autobatch.size_for(seen.largest, seen.total, mean=seen.mean, intensity=seen.intensity) == 256
+    assert autobatch.default_batch_size(model, torch.zeros(2, 16)) == 1024
+    # by hand: the activations give 8 (1.5 MB / 100 kB = 15), the weights 300 → 512, within 1 GiB (10,737 inputs)
+    assert autobatch.size_for(10 ** 5, 10 ** 5, mean=10 ** 5) == 8
+    assert autobatch.size_for(10 ** 5, 10 ** 5, mean=10 ** 5, weights=10 ** 6, flops=10 ** 6) == 512
+    # 10 MB of activations per input: 1 GiB holds 107, so the weights may raise it to 64 only
+    assert autobatch.size_for(10 ** 5, 10 ** 7, mean=10 ** 5, weights=10 ** 6, flops=10 ** 6) == 64
+    memory = types.SimpleNamespace(total_memory=80 * 1024 ** 3)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _device: memory)
+    # on a GPU: 1 GiB / 100 kB, capped at 4,096; the weights aside
+    assert autobatch.size_for(10 ** 5, 10 ** 5, "cuda", mean=10 ** 5, weights=10 ** 6, flops=10 ** 6) == 4096
 
 
 def test_the_typical_layer_sets_the_cpu_size_and_the_largest_the_gpus(monkeypatch):
@@ -330,19 +376,23 @@ def test_the_typical_layer_sets_the_cpu_size_and_the_largest_the_gpus(monkeypatc
     model = torch.nn.Sequential(torch.nn.Conv2d(1, 64, 3, padding=1), torch.nn.Conv2d(64, 4, 3, padding=1),
                                 torch.nn.ReLU(), torch.nn.Conv2d(4, 4, 3, padding=1)).eval()
     x = torch.zeros(1, 1, 32, 32)
-    largest, total, mean = autobatch.activation_bytes(model, x)
+    largest, total, mean, intensity, *_ = autobatch.activation_bytes(model, x)
     # leaves: 64·32·32·4 B = 256 KiB, then three of 4·32·32·4 B = 16 KiB: mean (256 + 3·16) / 4 = 76 KiB
     assert (largest, mean) == (256 * 1024, 76 * 1024)
-    assert autobatch.default_batch_size(model, x) == 32  # 4 MiB / 76 KiB = 53.9 → 32 (the largest alone: 16)
-    assert autobatch.size_for(largest, total, mean=mean) == 32 and autobatch.size_for(largest, total) == 16
+    # FLOPs 2·1024·(64·9 + 4·64·9 + 4·4·9) = 6,193,152 over 304 KiB: 19.9 per byte, 1.5 MB · 19.9^(1/4) = 3.17 MB
+    assert intensity == pytest.approx(2 * 1024 * 9 * (64 + 4 * 64 + 4 * 4) / (304 * 1024))
+    assert autobatch.default_batch_size(model, x) == 32  # 3.17 MB / 76 KiB = 40.7 → 32 (the largest alone: 8)
+    assert autobatch.size_for(largest, total, mean=mean, intensity=intensity) == 32
+    assert autobatch.size_for(largest, total, intensity=intensity) == 8  # 12.1 → 8
     memory = types.SimpleNamespace(total_memory=80 * 1024 ** 3)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _device: memory)
-    assert autobatch.size_for(largest, total, "cuda", mean=mean) == 4096  # 1 GiB / 256 KiB, the mean aside
+    assert autobatch.size_for(largest, total, "cuda", mean=mean, intensity=intensity) == 4096  # 1 GiB / 256 KiB
 
 
 def test_the_default_is_bitwise_repeatable_and_runs_its_chunks():
     torch.manual_seed(0)
-    model = _conv(128)  # leaves of 512, 512, 0.5, 0.5 KiB and 12 B per input: 4 MiB / 205 KiB = 20 → 16
+    model = _conv(128)  # leaves of 512, 512, 0.5, 0.5 KiB and 12 B per input (mean 205 KiB), 2.25 FLOPs per byte:
+    # 1.84 MB / 205 KiB = 8.75 → 8
     x, a = torch.randn(5, 1, 32, 32), torch.randn(5, 1, 32, 32)
     seen = []
     handle = model.register_forward_pre_hook(lambda _m, args: seen.append(args[0].shape[0]))
@@ -352,14 +402,14 @@ def test_the_default_is_bitwise_repeatable_and_runs_its_chunks():
     second = fl.perturb.removal_curve(model, x, a, [0.0, 0.25, 0.5, 0.75, 1.0], target=torch.zeros(5, dtype=torch.long))
     assert torch.equal(first, second)
     # the activation pass of one input, the endpoints (5 clean, 5 fully removed inputs), then the 15 inner inputs
-    # (5 samples × 3 fractions) in one call of at most the default, 16
-    assert seen[0] == 1 and seen[1:] == [5, 5, 15]
-    x2 = torch.randn(12, 1, 32, 32)  # 12 clean, 12 fully removed, then 36 inner inputs in calls of 16, 16 and 4
+    # (5 samples × 3 fractions) in calls of at most the default, 8
+    assert seen[0] == 1 and seen[1:] == [5, 5, 8, 7]
+    x2 = torch.randn(12, 1, 32, 32)  # 12 clean and 12 fully removed inputs in calls of 8 and 4, then 36 inner ones
     seen.clear()
     handle = model.register_forward_pre_hook(lambda _m, args: seen.append(args[0].shape[0]))
     fl.perturb.removal_curve(model, x2, x2, [0.0, 0.25, 0.5, 0.75, 1.0], target=torch.zeros(12, dtype=torch.long))
     handle.remove()
-    assert seen == [12, 12, 16, 16, 4]  # cached: no activation pass this time
+    assert seen == [8, 4, 8, 4, 8, 8, 8, 8, 4]  # cached: no activation pass this time
 
 
 def test_reading_the_activations_leaves_the_model_and_the_rng_as_they_were():
@@ -384,17 +434,22 @@ def test_reading_the_activations_leaves_the_model_and_the_rng_as_they_were():
 
 def test_a_callable_is_measured_through_the_modules_it_calls():
     net = _conv(128)
-    assert autobatch.default_batch_size(lambda z: net(z * 2), torch.zeros(1, 1, 32, 32)) == 16
-    # no module: the input itself, 4 KiB, stands for the layers: 4 MiB / 4 KiB = 1,024
-    assert autobatch.default_batch_size(lambda z: z.flatten(1)[:, :3], torch.zeros(1, 1, 32, 32)) == 1024
+    assert autobatch.default_batch_size(lambda z: net(z * 2), torch.zeros(1, 1, 32, 32)) == 8  # as net alone
+    # no module: the input itself, 4 KiB, stands for the layers, intensity 1: 1.5 MB / 4 KiB = 366 → 256
+    assert autobatch.default_batch_size(lambda z: z.flatten(1)[:, :3], torch.zeros(1, 1, 32, 32)) == 256
 
 
 def test_a_model_that_refuses_one_input_in_training_mode_is_measured_on_two():
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 4096), torch.nn.BatchNorm1d(4096),
                                 torch.nn.Linear(4096, 2))  # training mode: BatchNorm1d refuses a batch of one
-    largest, _total, mean = autobatch.activation_bytes(model, torch.zeros(3, 16))
+    largest, _total, mean, intensity, *_ = autobatch.activation_bytes(model, torch.zeros(3, 16))
     assert largest == 4096 * 4 and mean == (64 + 2 * 4096 * 4 + 8) // 4  # per input, not per pass of two
-    assert autobatch.default_batch_size(model, torch.zeros(3, 16)) == 256  # 4 MiB / 8,210 B = 510.9
+    assert intensity == pytest.approx((2 * 16 * 4096 + 2 * 4096 * 2) / (64 + 2 * 4096 * 4 + 8))  # 4.49 per byte
+    assert autobatch.activation_bytes(model, torch.zeros(3, 16)).flops == 2 * 16 * 4096 + 2 * 4096 * 2  # per input
+    # the activations: 1.5 MB · 4.49^(1/4) / 8,210 B = 266 → 256; the weights, 344,072 B (the batch norm's 8,192
+    # parameters among them) for 147,456 FLOPs: 300 · 2.33 = 700 → 1,024
+    assert autobatch.size_for(largest, _total, mean=mean, intensity=intensity) == 256
+    assert autobatch.default_batch_size(model, torch.zeros(3, 16)) == 1024
 
 
 def test_two_identical_default_evaluations_are_bitwise_equal():

@@ -54,8 +54,8 @@ import torch
 
 from faithlab import _validate
 
-__all__ = ["BatchSize", "AUTO", "CANDIDATES", "CPU_BYTES", "INTENSITY_POWER", "WEIGHT_REUSE", "GPU_BYTES", "default_batch_size", "activation_bytes",
-           "Activations",
+__all__ = ["BatchSize", "AUTO", "CANDIDATES", "CPU_BYTES", "INTENSITY_POWER", "WEIGHT_REUSE", "CPU_MEMORY", "GPU_BYTES",
+           "default_batch_size", "activation_bytes", "Activations",
            "size_for", "FALLBACK", "MAP_ELEMENTS", "Plan", "best_batch_size", "map_chunk",
            "plan", "resolve", "clear_cache", "cache_size"]
 
@@ -297,18 +297,21 @@ modules' outputs for one input, :class:`Activations`), times the fourth root of 
 cost rises steeply there while it is flat below; a model that does more arithmetic per byte it writes (a ResNet's
 128-512-channel convolutions) loses less when its batch leaves the caches and gains more from larger matrix products,
 so its batch may hold more. Keyed to the typical layer, not the largest: a ResNet's stem is one layer four times the
-size of the rest, and its best size follows the rest. Not keyed to the thread count, so a model gets the same chunks,
-and the same bits, on every CPU. Chosen on benchmarks/autobatch_sweep.py's 26 cells of 2026-11-26 (2-core VM, quiet)
-and tested on a second sweep with cells it had not seen (benchmarks/RESULTS.md)."""
+size of the rest, and its best size follows the rest. Not keyed to the thread count, so a model gets the same chunks
+on every CPU. Chosen on benchmarks/autobatch_sweep.py's 26 cells of 2026-11-26 (2-core VM, quiet; 25 within 5 % of
+the best fixed size), then tested on 16 cells of 8 models it had not seen (7 within 5 %; 11 with
+:data:`WEIGHT_REUSE`, added after them) and on 12 cells of 6 more models neither was chosen on (10 within 5 %, the
+worst 1.09). No rule blind to the thread count can meet 5 % everywhere: the library's MobileNet and DenseNet at
+32 px are best at 8 with one thread and at 32 or more with two (benchmarks/RESULTS.md)."""
 INTENSITY_POWER = 0.25
 """The power of the arithmetic intensity in the CPU rule (:data:`CPU_BYTES`): ResNet-18 at 32 px (121 FLOPs per
 byte) may hold 3.3 times the bytes of a model doing one FLOP per byte, the small CNN (19) 2.1 times."""
 WEIGHT_REUSE = 300
 """On a CPU, the default batch is at least this many times the model's weight bytes over its FLOPs per input (the
-power of two above), and so at most a 300th of its FLOPs go on reading weights once per call: VGG-11 at 32 px
-(515 MB of weights for 0.55 GFLOPs per input) gets 512 inputs a call, where the activations alone give 64. Never
-past :data:`CPU_MEMORY` of all one input's activations. Added after the held-out sweep of 2026-11-26 found the
-torchvision models at 32 px best at 256 inputs or more (benchmarks/RESULTS.md)."""
+power of two above): the weights are read once a call, so each input then reads at most one byte of them per 300
+FLOPs. VGG-11 at 32 px (515 MB of weights for 0.54 GFLOPs per input) gets 512 inputs a call where its activations
+alone give 64. Never past :data:`CPU_MEMORY` of all one input's activations. Added after the first held-out sweep of
+2026-11-26 found torchvision's models at 32 px best at 256 inputs or more (there, and so chosen on those cells)."""
 CPU_MEMORY = 1 << 30
 """The most bytes of activations (all of one input's, times the batch) that :data:`WEIGHT_REUSE` may raise a CPU
 batch to (1 GiB)."""
@@ -355,10 +358,10 @@ def activation_bytes(model: Callable, x: torch.Tensor) -> Activations:
     shape, dtype and device from one forward pass of one input under ``torch.no_grad()``, then cached for the process.
 
     Every module's forward outputs are seen through a global forward hook, so a callable that wraps modules
-    (normalisation then a network) is measured too; the FLOPs are counted by ``torch.utils.flop_counter.FlopCounterMode``
-    (matrix products, convolutions, attention: the operations that cost). The global RNG is left as it was, and a
-    model in training mode has its buffers (batch-norm statistics) put back after the pass. Sizes and FLOPs do not
-    depend on the values or the weights."""
+    (normalisation then a network) is measured too; the FLOPs are counted by
+    ``torch.utils.flop_counter.FlopCounterMode`` (matrix products, convolutions, attention: the operations that
+    cost). The global RNG is left as it was, and a model in training mode has its buffers (batch-norm statistics) put
+    back after the pass. Sizes and FLOPs do not depend on the values or the weights."""
     from torch.utils.flop_counter import FlopCounterMode
 
     model = _unwrapped(model)
@@ -416,9 +419,10 @@ def activation_bytes(model: Callable, x: torch.Tensor) -> Activations:
 
 def default_batch_size(model: Callable, x: torch.Tensor) -> int:
     """The default batch size (``batch_size=None``) for inputs like one sample of x through ``model`` → int: the
-    largest power of two whose batch holds at most :data:`CPU_BYTES` (CPU, 1.5 MB) times the fourth root of the
-    model's FLOPs per byte of the model's mean layer output, or on a GPU :data:`GPU_BYTES` (1 GiB) of its largest
-    activation and at most a quarter of the device's memory in all its activations (:func:`activation_bytes`),
+    largest power of two whose batch holds at most :data:`CPU_BYTES` (1.5 MB) × I^(1/4) of the model's mean layer
+    output on a CPU (I: its FLOPs per byte of layer output, :data:`INTENSITY_POWER`), raised to at least
+    :data:`WEIGHT_REUSE` (300) times its weight bytes over its FLOPs per input (within :data:`CPU_MEMORY`); or on a GPU :data:`GPU_BYTES` (1 GiB) of its largest
+    activation and at most a quarter of the device's memory in all its activations (:func:`activation_bytes`);
     between 8 and 4,096.
 
     Fixed by the model, the input's shape, dtype and device alone, never by a timing or the thread count: two
