@@ -348,6 +348,23 @@ def test_the_intensity_counts_the_models_flops_per_byte_and_is_at_least_one():
     assert autobatch.size_for(1000, 1000, mean=1000, intensity=0.01) == 1024   # below 1: read as 1
 
 
+def test_a_model_the_flop_counter_fails_is_sized_by_its_activations_alone(monkeypatch):
+    """FlopCounterMode is a dispatch mode, which a compiled graph or a custom operator may refuse: the pass then runs
+    again without it, and the size comes from the activations (intensity 1, no weight term), not an error."""
+    import torch.utils.flop_counter as flop_counter
+
+    class Refused(flop_counter.FlopCounterMode):
+        def __enter__(self):
+            raise RuntimeError("this model cannot run under a dispatch mode")
+
+    monkeypatch.setattr(flop_counter, "FlopCounterMode", Refused)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 4096), torch.nn.Linear(4096, 16)).eval()
+    seen = autobatch.activation_bytes(model, torch.zeros(2, 16))
+    assert seen[3:] == (1.0, 4 * (16 * 4096 + 4096 + 4096 * 16 + 16), 0)  # the weights known, the FLOPs not
+    assert seen.mean == (4096 + 16) * 4 // 2
+    assert autobatch.default_batch_size(model, torch.zeros(2, 16)) == 128  # 1.5 MB / 8,224 B = 182 → 128
+
+
 def test_a_model_heavy_in_weights_gets_a_batch_that_spends_a_300th_of_its_flops_reading_them(monkeypatch):
     """Weights are read once a call: on a CPU the default is at least WEIGHT_REUSE (300) × weight bytes / FLOPs per
     input, the power of two above, unless that batch would hold more than 1 GiB of activations; on a GPU it is not."""

@@ -390,18 +390,31 @@ def activation_bytes(model: Callable, x: torch.Tensor) -> Activations:
     cuda = []
     if x.device.type == "cuda":
         cuda = [x.device.index if x.device.index is not None else torch.cuda.current_device()]
+    def counted(inputs: torch.Tensor) -> tuple[object, int]:
+        """The pass on ``inputs`` and its FLOPs; 0 FLOPs where the counter's dispatch mode fails a model that runs
+        without it (a compiled graph, a custom operator): the rule then reads its activations alone."""
+        try:
+            with FlopCounterMode(display=False) as counter:
+                return model(inputs), counter.get_total_flops()
+        except ValueError:
+            raise
+        except Exception:
+            largest[0], total[0] = first * inputs.shape[0], 0
+            leaves.clear()
+            params.clear()
+            return model(inputs), 0
+
     handle = torch.nn.modules.module.register_module_forward_hook(seen)
     per = 1  # inputs in the pass
     try:
         with torch.no_grad(), torch.random.fork_rng(devices=cuda):
             try:
-                with FlopCounterMode(display=False) as counter:
-                    out = model(x[:1].clone())
+                out, flops = counted(x[:1].clone())
             except ValueError:  # a batch-norm layer in training mode refuses one input: two, halved below
-                largest[0], total[0], per = largest[0] * 2, 0, 2
+                largest[0], total[0], per = first * 2, 0, 2
                 leaves.clear()
-                with FlopCounterMode(display=False) as counter:
-                    out = model(x[:1].expand(2, *x.shape[1:]).clone())
+                params.clear()
+                out, flops = counted(x[:1].expand(2, *x.shape[1:]).clone())
         seen(None, None, out)
     finally:
         handle.remove()
@@ -410,7 +423,6 @@ def activation_bytes(model: Callable, x: torch.Tensor) -> Activations:
                 for b, v in zip(m.buffers(), values):
                     b.copy_(v)
     mean = sum(leaves) / len(leaves) / per if leaves else first
-    flops = counter.get_total_flops()
     intensity = max(1.0, flops / sum(leaves)) if leaves else 1.0
     entries[key] = Activations(largest[0] // per, max(total[0], largest[0]) // per, max(1, round(mean)), intensity,
                                sum(params.values()), flops // per)
