@@ -341,7 +341,7 @@ class Activations(NamedTuple):
     them), ``mean`` (the mean output of the model's leaf modules, its typical layer; the input's size where it has
     none), ``intensity`` (the pass's FLOPs, as ``torch.utils.flop_counter`` counts them, per byte of the leaf
     modules' outputs; at least 1), ``weights`` (bytes of the parameters of the modules the pass called, each once)
-    and ``flops`` (the pass's FLOPs)."""
+    and ``flops`` (FLOPs per input; 0 where they could not be counted)."""
 
     largest: int
     total: int
@@ -353,9 +353,10 @@ class Activations(NamedTuple):
 
 def activation_bytes(model: Callable, x: torch.Tensor) -> Activations:
     """The bytes of the largest tensor and of all the tensors that one input like x[0] makes on its way through
-    ``model`` (its input, every module's outputs, its output), the mean bytes of its leaf modules' outputs and the
-    FLOPs per byte of those → :class:`Activations` ``(largest, total, mean, intensity)``; read once per model, input
-    shape, dtype and device from one forward pass of one input under ``torch.no_grad()``, then cached for the process.
+    ``model`` (its input, every module's outputs, its output), the mean bytes of its leaf modules' outputs, the FLOPs
+    per byte of those, its weights' bytes and its FLOPs → :class:`Activations` ``(largest, total, mean, intensity,
+    weights, flops)``; read once per model, input shape, dtype and device from one forward pass of one input under
+    ``torch.no_grad()``, then cached for the process.
 
     Every module's forward outputs are seen through a global forward hook, so a callable that wraps modules
     (normalisation then a network) is measured too; the FLOPs are counted by
@@ -390,6 +391,7 @@ def activation_bytes(model: Callable, x: torch.Tensor) -> Activations:
     cuda = []
     if x.device.type == "cuda":
         cuda = [x.device.index if x.device.index is not None else torch.cuda.current_device()]
+
     def counted(inputs: torch.Tensor) -> tuple[object, int]:
         """The pass on ``inputs`` and its FLOPs; 0 FLOPs where the counter's dispatch mode fails a model that runs
         without it (a compiled graph, a custom operator): the rule then reads its activations alone."""
@@ -433,9 +435,9 @@ def default_batch_size(model: Callable, x: torch.Tensor) -> int:
     """The default batch size (``batch_size=None``) for inputs like one sample of x through ``model`` → int: the
     largest power of two whose batch holds at most :data:`CPU_BYTES` (1.5 MB) × I^(1/4) of the model's mean layer
     output on a CPU (I: its FLOPs per byte of layer output, :data:`INTENSITY_POWER`), raised to at least
-    :data:`WEIGHT_REUSE` (300) times its weight bytes over its FLOPs per input (within :data:`CPU_MEMORY`); or on a GPU :data:`GPU_BYTES` (1 GiB) of its largest
-    activation and at most a quarter of the device's memory in all its activations (:func:`activation_bytes`);
-    between 8 and 4,096.
+    :data:`WEIGHT_REUSE` (300) times its weight bytes over its FLOPs per input (within :data:`CPU_MEMORY`); or on a
+    GPU :data:`GPU_BYTES` (1 GiB) of its largest activation and at most a quarter of the device's memory in all its
+    activations (:func:`activation_bytes`); between 8 and 4,096.
 
     Fixed by the model, the input's shape, dtype and device alone, never by a timing or the thread count: two
     identical calls run the same chunks and give bitwise equal results."""
