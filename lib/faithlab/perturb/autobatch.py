@@ -11,8 +11,8 @@ alone, but a forward pass's kernels may depend on the batch size: on a 2-core CP
 equal from 16 inputs per call on for a ResNet-18 and not below). ``"auto"``'s chunks follow timings, so two calls
 can differ in the last bits, and a decision that hangs on rounding (a tie in an argmin or a ranking) can differ
 with them. That is why ``"auto"`` is opt-in and the default (``batch_size=None``) is :func:`default_batch_size`, a
-size fixed by what is known before any timing: the device, the dtype and the activations the model makes for one
-input (read once per model and input shape from one forward pass of one input). Two identical calls then run
+size fixed by what is known before any timing: the device, the dtype, and the activations, FLOPs and weights the
+model uses for one input (read once per model and input shape from one forward pass of one input). Two identical calls then run
 the same chunks and give bitwise equal results. ``benchmarks/autobatch_sweep.py`` measures both against every
 fixed size; the study's protocols pass their own ints.
 
