@@ -6,7 +6,6 @@ measured, per metric group (``estimate.csv``, and ``cost.csv``'s group columns).
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -36,10 +35,8 @@ def test_estimate_only_runs_no_metric_and_probes_smallimage_folder(tmp_path, mon
     side, batch = 160, 8
     model = Sleepy(0.001, side)
     _use(monkeypatch, model)
-    start = time.perf_counter()
     assert cli.main(_args(image_folder(tmp_path / "images", side), tmp_path / "out", "--estimate-only", "--batch-size",
                           str(batch))) == 0
-    elapsed = time.perf_counter() - start
     printed = capsys.readouterr().out
     assert "stand-in images of (3, 32, 32)" in printed and "median of 3 calls of 8 inputs" in printed
     # the model's calls: a warm-up and one timed call on the first chunk (4 images), a warm-up and 3 timed calls of
@@ -48,7 +45,6 @@ def test_estimate_only_runs_no_metric_and_probes_smallimage_folder(tmp_path, mon
     run = fl.evaluation.estimate((4, 3, side, side), n_classes=2, explainers=["saliency"], explainer=True,
                                  metrics=cli._choose_metrics(None, finetuned=False), chunk_size=batch)
     assert run["forward_inputs"].sum() > 50 * model.inputs  # the run's work, none of which was done
-    assert elapsed < 8, elapsed
     assert not (tmp_path / "out").exists()
 
 
