@@ -13,7 +13,7 @@ operations × σ grid × 3 adjustments = 804 candidates per image.
     (goal ≥ 0.8 on CPU; 1.0 is the limit).
 (b) The authors' loop, on the first ``--ref-images`` images: for each image and each of the 804 (operation, σ,
     adjustment) entries, build the candidate on numpy with ``scipy.ndimage.gaussian_filter`` and
-    ``skimage.exposure.match_histograms`` (``tests/oracles.py::fewclass_candidates_reference``, one entry at a
+    ``skimage.exposure.match_histograms`` (``tests/support/oracles.py::fewclass_candidates_reference``, one entry at a
     time), run the model on it alone (a batch of 1) and compute U, S and P with numpy; then the same selection
     rule. Timed alongside (a) (interleaved repeats) and scaled per image: "speed-up over per-candidate loop" =
     (t_loop / ref-images) / (t_ours / B) (goal ≥ 20×), printed with its ceiling (t_loop / ref-images) / (t_bare /
@@ -58,7 +58,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 from _timing import (batched_forward, captured_inputs, digits, parser, report_memory, setup, sweep,  # noqa: E402
                      sweep_sizes, timed)
 from oracles import fewclass_candidates_reference  # noqa: E402

@@ -14,8 +14,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-# import name -> (distribution on PyPI, extra of pyproject.toml that installs it); tests/test_wheel.py checks each
-# pair against pyproject.toml
+# import name -> (distribution on PyPI, extra of pyproject.toml that installs it); tests/project/test_wheel.py checks
+# each pair against pyproject.toml
 EXTRAS: dict[str, tuple[str, str]] = {
     "matplotlib": ("matplotlib", "report"),
     "seaborn": ("seaborn", "report"),

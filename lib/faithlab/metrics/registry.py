@@ -14,8 +14,8 @@ images) is a :class:`Shared` input the metric ``uses``.
 
 Adding a metric: write its function (and ``*_details`` twin) in a module of :mod:`faithlab.metrics`; declare a
 :class:`Metric` with :func:`register` (the study's own metrics are declared in :mod:`faithlab.metrics.catalogue`);
-``fl.evaluate``, the fuzz suite (``tests/test_fuzz_registry.py``) and the "evaluate equals the metric's own call"
-test then cover it. This module imports no metric: it is the contract only.
+``fl.evaluate``, the fuzz suite (``tests/fuzz/test_registered_metrics.py``) and the "evaluate equals the metric's own
+call" test then cover it. This module imports no metric: it is the contract only.
 """
 
 from __future__ import annotations

@@ -1,0 +1,51 @@
+"""Every claim of the book goes through a claim function: no notebook records a claim from a text it wrote itself,
+and none spells out a verdict rule (a ladder, a threshold or a bootstrap) that belongs in faithlab.protocols."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*/*.py"))
+RULES = {"ladder", "verdict", "from_settings", "from_comparison", "bootstrap_diff", "compare", "Verdict"}
+
+
+def _calls(tree: ast.AST):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            yield node, (f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else "")
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_notebook_records_claims_from_claim_functions(notebook):
+    tree = ast.parse(notebook.read_text())
+    for call, name in _calls(tree):
+        if name == "claim" and isinstance(call.func, ast.Attribute) and getattr(call.func.value, "id", "") == "out":
+            first = call.args[0] if call.args else None
+            assert first is not None and not isinstance(first, (ast.Constant, ast.JoinedStr)), (
+                f"{notebook.name}:{call.lineno}: out.claim takes a faithlab.verdicts.Claim from a claim function")
+            assert not {k.arg for k in call.keywords} & {"verdict", "paper_value", "our_value"}, (
+                f"{notebook.name}:{call.lineno}: the claim function gives the verdict and the values")
+            assert not isinstance(first, ast.Call), (
+                f"{notebook.name}:{call.lineno}: out.claim takes the claim function and its arguments "
+                "(out.claim(P.claim_x, frame, seed=seed)), so that faithlab.verdicts.replicated can re-run it per "
+                "replica and under other bootstrap seeds")
+        if name in RULES and isinstance(call.func, ast.Attribute):
+            owner = ast.unparse(call.func.value)
+            assert not owner.endswith("verdicts"), (
+                f"{notebook.name}:{call.lineno}: {owner}.{name} decides a verdict in a notebook; move the rule into "
+                "a claim function of faithlab.protocols")
+
+
+def test_the_check_catches_a_notebook_that_writes_its_own_verdict(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text('out.claim("C1", paper_value="1", our_value="1", verdict=fl.verdicts.ladder(True))\n')
+    with pytest.raises(AssertionError, match="claim function"):
+        test_notebook_records_claims_from_claim_functions(bad)
+    called = tmp_path / "called.py"
+    called.write_text("out.claim(P.claim_x(frame, seed=seed))\n")
+    with pytest.raises(AssertionError, match="replicated"):
+        test_notebook_records_claims_from_claim_functions(called)

@@ -1,0 +1,127 @@
+"""The metric contract: fl.evaluate loops over the registry; every registered metric's score in evaluate equals its
+own public call (generated from the registry, chunked, two explainers); a toy metric registered by a user is
+computed by evaluate and fuzzed by the generated suite; the registry refuses malformed declarations."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+
+import pytest
+import torch
+from oracles import linear_kfold
+from registry_fuzz import cases, classify, inputs, own_call
+
+import faithlab as fl
+from faithlab.metrics import registry
+from faithlab.metrics.registry import METRICS, Metric, Option
+
+OPTIONS = dict(sparsity=(0.25, 0.5, 0.75), n_samples=3, n_subsets=12, n_neighbours=3, saco_k=4, edge=4, seed=3,
+               fewclass_fractions=[0.0, 0.25, 0.5, 1.0])
+
+
+def _explain(model, x, target):
+    return fl.explainers.explain(model, x, target, method="saliency")
+
+
+def _scores(frame, explainer, metric):
+    rows = frame[(frame["explainer"] == explainer) & (frame["metric"] == metric)]
+    return torch.tensor(rows["score"].to_numpy(), dtype=torch.float64)
+
+
+def test_evaluate_equals_every_registered_metrics_own_call():
+    model, x, y, a = inputs()
+    tuned = copy.deepcopy(model)  # the "fine-tuned" model: other weights, so FFid must read it
+    with torch.no_grad():
+        tuned[0].weight.mul_(1.5)
+    maps = {"A": a, "B": a.abs().sum(1, keepdim=True)}
+    frame = fl.evaluate(model, x, y, maps, finetuned=tuned, explainer=_explain, kfold=linear_kfold(x),
+                        progress=False, **OPTIONS)
+    assert list(dict.fromkeys(frame["metric"])) == list(METRICS)
+    target = model(x).argmax(1)
+    checked = 0
+    for name, metric in METRICS.items():
+        if metric.level != "sample":
+            continue
+        for who, m in maps.items():
+            use = tuned if metric.model == "finetuned" else model
+            expected = own_call(name, use, x, m, labels=y, target=target, user_model=model, options=OPTIONS)
+            got = _scores(frame, who, name)
+            torch.testing.assert_close(got, expected.double(), rtol=0, atol=0, equal_nan=True,
+                                       msg=lambda m: f"{name}: {m}")
+        checked += 1
+    assert checked == sum(m.level == "sample" for m in METRICS.values()) >= 17
+
+
+def _toy(model, x, attributions, *, target=None, fraction=0.5, batch_size=256):
+    """Toy metric: the drop of the target's probability when the top ``fraction`` of the units is removed (zero)."""
+    fl._validate.tensor(x, "x", ndim=(2, 3, 4))
+    units = fl.perturb.default_units(x)
+    fl.perturb.check_attributions(attributions, x)
+    scores = fl.perturb.unit_scores(attributions, units, reduce="sum")
+    k = max(1, int(round(fraction * units.n)))
+    rank = fl.perturb.ranks(fl.perturb.order(scores, "morf"))
+    removed = fl.perturb.top_masks(rank, torch.tensor([k]))[:, 0]
+    none = torch.zeros_like(removed)
+    if target is None:
+        target = fl.perturb.removal_outputs(model, x, none, output="predicted", batch_size=batch_size)
+    clean = fl.perturb.removal_outputs(model, x, none, output="prob", target=target, batch_size=batch_size)
+    return clean - fl.perturb.removal_outputs(model, x, removed, output="prob", target=target,
+                                              batch_size=batch_size)
+
+
+def _check_fraction(value, name, x):
+    fl._validate.fraction(value, name, closed_low=False)
+    return value
+
+
+TOY = Metric("toy_drop", "Toy drop", "toy", True, _toy,
+             lambda c: {"target": c.target, "fraction": c.options["toy_fraction"], "batch_size": c.batch_size},
+             options=("toy_fraction",))
+TOY_OPTION = Option("toy_fraction", 0.5, "the fraction of units the toy metric removes", _check_fraction)
+
+
+def test_a_registered_toy_metric_is_evaluated_and_fuzzed():
+    model, x, y, a = inputs()
+    assert "toy_drop" not in METRICS
+    with registry.registered(TOY, options=(TOY_OPTION,)):
+        assert "toy_fraction" in inspect.signature(fl.evaluate).parameters  # help(fl.evaluate) shows the option
+        frame = fl.evaluate(model, x, y, a, metrics=["toy_drop", "aopc"], toy_fraction=0.25, progress=False)
+        expected = _toy(model, x, a, target=model(x).argmax(1), fraction=0.25)
+        torch.testing.assert_close(_scores(frame, "explainer", "toy_drop"), expected.double(), rtol=0, atol=0)
+        assert frame.loc[frame["metric"] == "toy_drop", "paper"].eq("toy").all()
+        assert "toy_drop" in set(fl.evaluation.available())
+        assert "toy_drop" in set(fl.evaluation.describe()["metric"])
+        toy_cases = [c for n, c in cases() if n == "toy_drop"]
+        assert len(toy_cases) >= 7
+        assert {c: classify("toy_drop", c) for c in toy_cases} == dict.fromkeys(toy_cases, "good")
+        with pytest.raises(ValueError, match="toy_fraction"):
+            fl.evaluate(model, x, y, a, metrics=["toy_drop"], toy_fraction=2.0, progress=False)
+    assert "toy_drop" not in METRICS and "toy_fraction" not in registry.OPTIONS
+    assert "toy_fraction" not in inspect.signature(fl.evaluate).parameters
+    with pytest.raises(TypeError, match="toy_fraction"):
+        fl.evaluate(model, x, y, a, metrics=["aopc"], toy_fraction=0.25, progress=False)
+
+
+def test_the_registry_refuses_malformed_declarations():
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register(Metric("aopc", "AOPC", "saco", True, _toy))
+    with pytest.raises(ValueError, match="no Option declares"):
+        registry.register(Metric("toy2", "Toy", "toy", True, _toy, options=("nowhere",)))
+    with pytest.raises(ValueError, match="needs"):
+        Metric("toy3", "Toy", "toy", True, _toy, needs=("a gpu",))
+    with pytest.raises(ValueError, match="function or a compute"):
+        Metric("toy4", "Toy", "toy", True)
+    with pytest.raises(ValueError, match="already declared"):
+        registry.register(Metric("toy5", "Toy", "toy", True, _toy), options=(Option("seed", 7, "another seed"),))
+    assert {"toy2", "toy5"}.isdisjoint(METRICS)
+
+
+def test_declarations_are_complete():
+    """Every study metric declares its paper (a chapter), its direction, the options it reads; options documented."""
+    assert set(fl.evaluation.PAPER_METRICS) == {"ffidelity", "fewclass", "saco", "reco_mege", "trace"}
+    for m in METRICS.values():
+        assert m.paper in fl.evaluation.PAPER_METRICS
+        assert set(m.options) <= set(registry.OPTIONS)
+    for o in registry.OPTIONS.values():
+        assert o.doc and o.name in inspect.signature(fl.evaluate).parameters

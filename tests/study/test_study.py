@@ -1,0 +1,386 @@
+"""Tests of the notebook runner (faithlab.study) and the artifact writer (faithlab.outputs) on a throw-away project."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from study_project import OK_BODY, notebook, result_value, run, write
+
+from faithlab import outputs, study
+
+# ------------------------------------------------------------------------------------------------ discovery
+
+
+def test_discover_reads_parameter_defaults(project):
+    found = {nb.name: nb.defaults for nb in study.discover(project)}
+    assert found == {
+        "demo/first": {"NAME": "demo/first", "value": 1, "profile": "none"},
+        "demo/second": {"NAME": "demo/second", "value": 10},
+    }
+
+
+def test_discover_rejects_two_parameter_cells(project):
+    path = project / "notebooks" / "demo" / "bad.py"
+    path.write_text(notebook("a = 1\n", 'b = 2\n# %% tags=["parameters"]\nc = 3\n'))
+    with pytest.raises(study.StudyError, match="exactly one cell tagged 'parameters'"):
+        study.discover(project)
+
+
+def test_select_by_paper_and_unknown_name(project):
+    nbs = study.discover(project)
+    assert [nb.name for nb in study.select(nbs, ["demo"])] == ["demo/first", "demo/second"]
+    assert [nb.name for nb in study.select(nbs, ["notebooks/demo/second.py"])] == ["demo/second"]
+    with pytest.raises(study.StudyError, match="no notebook matches 'demo/nope'"):
+        study.select(nbs, ["demo/nope"])
+
+
+# ------------------------------------------------------------------------------------------------ parameters
+
+
+def test_parameter_precedence(project):
+    (project / "notebooks" / "params" / "smoke.yaml").write_text(
+        "defaults: {value: 5, unrelated: 1}\nnotebooks:\n  demo/second: {value: 7}\n"
+    )
+    spec = study.load_profile("smoke", project)
+    first, second = study.discover(project)
+    assert study.merge_parameters(first, "smoke", spec, {})["value"] == 5
+    assert "unrelated" not in study.merge_parameters(first, "smoke", spec, {})
+    assert study.merge_parameters(second, "smoke", spec, {})["value"] == 7
+    assert study.merge_parameters(second, "smoke", spec, {"value": 9})["value"] == 9
+    assert study.merge_parameters(first, "smoke", spec, {})["profile"] == "smoke"
+
+
+def test_profile_extends_another_name_by_name(project):
+    params = project / "notebooks" / "params"
+    (params / "paper.yaml").write_text(
+        "defaults: {value: 5, other: 1}\nnotebooks:\n  demo/second: {value: 7, NAME: kept}\n"
+    )
+    (params / "paper-dry.yaml").write_text("extends: paper\ndefaults: {other: 2}\nnotebooks:\n  demo/second: {value: 8}\n")
+    spec = study.load_profile("paper-dry", project)
+    assert spec["defaults"] == {"value": 5, "other": 2}
+    assert spec["notebooks"]["demo/second"] == {"value": 8, "NAME": "kept"}
+    (params / "paper.yaml").write_text("extends: paper-dry\n")
+    with pytest.raises(study.StudyError, match="circle"):
+        study.load_profile("paper-dry", project)
+    (params / "paper-dry.yaml").write_text("extends: papr\n")
+    with pytest.raises(study.StudyError, match="papr"):
+        study.load_profile("paper-dry", project)
+
+
+def test_start_first_submits_those_notebooks_first_in_its_order(project):
+    write(project, "demo/third", 'NAME = "demo/third"\nvalue = 3\n', OK_BODY)
+    params = project / "notebooks" / "params"
+    (params / "book.yaml").write_text("start_first: [demo/third, demo/second]\nnotebooks: {}\n")
+    results, messages = run(project, profile="book")
+    started = [m.split()[1] for m in messages if m.endswith(" ...")]  # "[i/n] name ...", in submission order
+    assert started == ["demo/third", "demo/second", "demo/first"]
+    assert all(r.status == "ran" for r in results.values())
+    (params / "paper.yaml").write_text("start_first: [demo/second]\n")
+    (params / "paper-dry.yaml").write_text("extends: paper\n")
+    assert study.load_profile("paper-dry", project)["start_first"] == ["demo/second"]  # inherited
+    (params / "paper-dry.yaml").write_text("extends: paper\nstart_first: []\n")
+    assert study.load_profile("paper-dry", project)["start_first"] == []  # its own list wins, even an empty one
+
+
+@pytest.mark.parametrize("value, match", [
+    ("demo/first", "'start_first' must be a list"),
+    ("[demo/first, demo/first]", "distinct"),
+    ("[demo/frist]", "unknown notebooks \\['demo/frist'\\]"),
+])
+def test_a_bad_start_first_is_an_error_naming_it(project, value, match):
+    (project / "notebooks" / "params" / "book.yaml").write_text(f"start_first: {value}\nnotebooks: {{}}\n")
+    with pytest.raises(study.StudyError, match=match):
+        run(project, profile="book")
+
+
+def test_profile_typo_is_an_error(project):
+    (project / "notebooks" / "params" / "book.yaml").write_text("notebooks:\n  demo/first: {valeu: 3}\n")
+    with pytest.raises(study.StudyError, match="valeu"):
+        run(project, profile="book")
+
+
+def test_unknown_command_line_parameter_is_an_error(project):
+    with pytest.raises(study.StudyError, match="nonexistent"):
+        run(project, overrides={"nonexistent": 1})
+
+
+def test_parse_overrides_types_values():
+    assert study.parse_overrides([("n", "3"), ("xs", "[0.1, 0.2]"), ("name", "cuda")]) == {
+        "n": 3,
+        "xs": [0.1, 0.2],
+        "name": "cuda",
+    }
+
+
+# ------------------------------------------------------------------------------------------------ cache
+
+
+def test_second_run_is_cached_and_changes_rerun_only_what_changed(project, monkeypatch):
+    results, _ = run(project)
+    assert {r.status for r in results.values()} == {"ran"}
+    assert result_value(project, "demo/first") == 2
+
+    results, messages = run(project)
+    assert {r.status for r in results.values()} == {"cached"}
+    assert any("[cached] demo/first" in m for m in messages)
+
+    # A parameter on the command line re-executes only the notebook that has it.
+    (project / "notebooks" / "demo" / "first.py").write_text(
+        notebook('NAME = "demo/first"\nvalue = 1\nprofile = "none"\nonly_first = 0\n', OK_BODY)
+    )
+    run(project)
+    results, _ = run(project, overrides={"only_first": 4})
+    assert results["demo/first"].status == "ran" and results["demo/second"].status == "cached"
+
+    # Editing a source re-executes that notebook only.
+    src = project / "notebooks" / "demo" / "second.py"
+    src.write_text(src.read_text().replace("value = 10", "value = 11"))
+    results, _ = run(project, overrides={"only_first": 4})
+    assert results["demo/second"].status == "ran" and results["demo/first"].status == "cached"
+    assert result_value(project, "demo/second") == 22
+
+    # A change in the library or the lock file re-executes everything.
+    monkeypatch.setattr(study.stamps, "library_hash", lambda: "another library")
+    results, _ = run(project, overrides={"only_first": 4})
+    assert {r.status for r in results.values()} == {"ran"}
+    (project / "uv.lock").write_text("lock v2\n")
+    results, _ = run(project, overrides={"only_first": 4})
+    assert {r.status for r in results.values()} == {"ran"}
+
+
+def test_library_hash_tracks_library_sources(tmp_path):
+    from faithlab.study import stamps
+
+    lib = Path(study.__file__).resolve().parents[1]
+    assert stamps.library_hash() == stamps._hash_files(lib.rglob("*.py"))  # every source of the package, no other
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "b.py").write_text("y = 2\n")
+    before = stamps._hash_files(tmp_path.glob("*.py"))
+    (tmp_path / "b.py").write_text("y = 3\n")
+    assert stamps._hash_files(tmp_path.glob("*.py")) != before
+
+
+def test_the_package_does_not_reexport_library_hash():
+    """run() reads faithlab.study.stamps.library_hash: a patch of the package's name would not reach it, so there is
+    no such name to patch (monkeypatch.setattr then fails loudly instead of passing silently)."""
+    assert not hasattr(study, "library_hash")
+    with pytest.raises(AttributeError):
+        pytest.MonkeyPatch().setattr(study, "library_hash", lambda: "x")
+
+
+def test_parallel_jobs(project, monkeypatch):
+    """Two notebooks at a time; each kernel gets its share of the cores even when the caller's OMP_NUM_THREADS asks
+    for more (and the caller's value is back afterwards)."""
+    from faithlab.study import cluster as clusters
+
+    write(project, "demo/threads", 'NAME = "demo/threads"\n', """
+        import os
+        import pandas as pd
+        import faithlab as fl
+        fl.outputs.for_notebook(NAME).table(pd.DataFrame({"value": [int(os.environ["OMP_NUM_THREADS"])]}), "result")
+        """)
+    monkeypatch.setenv("OMP_NUM_THREADS", "64")
+    results, messages = run(project, jobs=2)
+    assert {r.status for r in results.values()} == {"ran"}
+    assert result_value(project, "demo/second") == 20
+    assert result_value(project, "demo/threads") == max(1, clusters.cores() // 2)
+    assert any("[3/3]" in m for m in messages) and any("OMP_NUM_THREADS=64" in m for m in messages)
+    assert os.environ["OMP_NUM_THREADS"] == "64"
+
+
+@pytest.mark.parametrize("asked, jobs, cores, expected", [
+    (None, 2, 2, "1"), (None, 1, 2, "2"), (None, 3, 2, "1"), (None, 2, 16, "8"),
+    ("4", 2, 2, "1"), ("1", 2, 2, "1"), ("8", 1, 16, "8"), ("12", 2, 16, "8"), ("0", 2, 2, "1"), ("x", 2, 4, "2")])
+def test_local_kernels_share_the_cores(monkeypatch, asked, jobs, cores, expected):
+    """OMP_NUM_THREADS per kernel: the cores shared out among the jobs, or the caller's smaller value; a larger one
+    is cut to the share with a message (4 threads in each of 2 kernels on 2 cores made the smoke notebooks ~6x
+    slower)."""
+    from faithlab.study import cluster as clusters
+
+    monkeypatch.setattr(clusters, "cores", lambda: cores)
+    if asked is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", asked)
+    messages: list[str] = []
+    assert clusters.local_threads(jobs, messages.append) == expected
+    cut = asked is not None and asked.isdigit() and int(asked) > int(expected)
+    assert bool(messages) == cut and all(f"OMP_NUM_THREADS={asked}" in m for m in messages)
+
+
+def test_the_runner_hands_each_notebook_its_name_and_folder(project):
+    """A notebook that opens its outputs with fl.outputs.for_notebook() (no name) writes to its own folder: the runner
+    names it in the kernel (here two notebooks in one run, so a name left over from the first would show)."""
+    body = """
+import os
+import pandas as pd
+import faithlab as fl
+out = fl.outputs.for_notebook()
+out.table(pd.DataFrame({"name": [out.notebook], "staged": [str(out.folder) == os.environ["FAITHLAB_OUTPUT_DIR"]]}),
+          "result")
+out.claim("named", paper_value=1, our_value=1, verdict="reproduced")
+"""
+    write(project, "demo/first", "value = 1\n", body)
+    write(project, "other/third", "value = 1\n", body)
+    results, _ = run(project, "demo/first", "other/third")
+    assert {r.status for r in results.values()} == {"ran"}, {r.name: r.message for r in results.values()}
+    generated = project / "book" / "_generated"
+    for name in ("demo/first", "other/third"):
+        table = pd.read_csv(generated / name / "result.csv")
+        assert table["name"].item() == name and bool(table["staged"].item())  # staged, then promoted here
+        claims = pd.read_csv(generated / name / study.CLAIMS)
+        assert claims[["paper", "experiment"]].values.tolist() == [name.split("/")]
+
+
+# ------------------------------------------------------------------------------------------------ failures
+
+
+FAILING_BODY = """
+import pandas as pd
+import faithlab as fl
+out = fl.outputs.for_notebook("demo/first")
+out.table(pd.DataFrame({"value": [-1]}), "result")
+if value > 1:
+    raise RuntimeError("deliberate failure for the test")
+"""
+
+
+def test_failure_reports_notebook_and_leaves_no_stale_output(project, capsys):
+    generated = project / "book" / "_generated"
+    run(project, "demo/first")
+    assert (generated / "demo" / "first.ipynb").is_file()
+
+    write(project, "demo/first", "value = 2\n", FAILING_BODY)
+    results, messages = run(project, "demo/first")
+    failed = results["demo/first"]
+    assert failed.status == "failed"
+    assert "deliberate failure" in failed.message
+    traceback_nb = project / "_build" / "failed" / "demo" / "first.ipynb"
+    assert str(traceback_nb) in failed.message and traceback_nb.is_file()
+    assert "deliberate failure" in traceback_nb.read_text()
+    # The old outputs are gone (no stale page) and the half-written new ones never appeared.
+    assert not (generated / "demo" / "first.ipynb").exists()
+    assert not (generated / "demo" / "first").exists()
+    assert not (generated / ".staging").exists()
+    assert any("FAILED demo/first" in m for m in messages)
+
+
+def test_cli_exit_code_names_failed_notebook(project, capsys):
+    write(project, "demo/first", "value = 2\n", FAILING_BODY)
+    code = study.main(["run", "demo", "--profile", "smoke"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "demo/first" in err and "failed" in err
+    assert study.main(["run", "demo/none"]) == 2
+
+
+# ------------------------------------------------------------------------------------------------ kernels
+
+
+FIGURE_BODY = """
+import warnings
+import matplotlib.pyplot as plt
+import faithlab as fl
+out = fl.outputs.for_notebook("demo/first")
+fig, ax = plt.subplots()
+ax.plot([0, 1], [value, 0])
+out.figure(fig, "line")
+# %%
+import tqdm, tqdm.auto  # the import captum and huggingface_hub make: no "IProgress not found" notice
+warnings.warn("Using `tqdm.autonotebook.tqdm` in notebook mode. Use `tqdm.tqdm` instead", tqdm.TqdmExperimentalWarning)
+# %%
+warnings.warn("a warning of the notebook's own", UserWarning)
+"""
+
+
+def test_kernel_shows_figures_and_no_tqdm_or_kernel_notices(project, capfd):
+    """A notebook run by the runner: the cell that calls ``out.figure`` shows the saved PNG, and only it; tqdm's
+    notebook-mode notices are silent but the notebook's own warnings are not (they leave the page for its
+    ``stderr.log`` and the runner's messages); the kernel logs nothing at start."""
+    write(project, "demo/first", "value = 1\n", FIGURE_BODY)
+    results, messages = run(project, "demo/first")
+    assert results["demo/first"].status == "ran", results["demo/first"].message
+    generated = project / "book" / "_generated" / "demo"
+    png = generated / "first" / "line.png"
+    cells = [c for c in json.loads((generated / "first.ipynb").read_text())["cells"] if c["cell_type"] == "code"]
+
+    def cell(text: str) -> dict:
+        return next(c for c in cells if text in "".join(c["source"]))
+
+    def printed(c: dict) -> str:
+        return "".join("".join(o.get("text", "")) for o in c["outputs"])
+
+    shown = [o["data"]["image/png"] for o in cell("out.figure(")["outputs"] if "image/png" in o.get("data", {})]
+    assert len(shown) == 1 and base64.b64decode("".join(shown[0])) == png.read_bytes()
+    # The returned path, last expression of the cell, is not echoed (it would print the staging folder).
+    assert [o["output_type"] for o in cell("out.figure(")["outputs"]] == ["display_data"]
+    stderr = (generated / "first" / "stderr.log").read_text()
+    assert "UserWarning: a warning of the notebook's own" in stderr and "Tqdm" not in stderr
+    assert "IProgress" not in stderr and "IProgress" not in printed(cell("import tqdm"))
+    assert not printed(cell("notebook's own"))  # off the page
+    assert any("a warning of the notebook's own" in m for m in messages if m.startswith("[stderr] demo/first"))
+    log = capfd.readouterr()
+    assert "[IPKernelApp] WARNING" not in log.out + log.err, log.err[-2000:]
+
+
+def test_kernel_options_encrypt_instead_of_muting_the_kernel_log():
+    import zmq
+
+    options = study.kernel_options()
+    assert options["extra_arguments"][0] == f"--IPKernelApp.exec_lines={study.KERNEL_STARTUP}"
+    if zmq.has("curve"):  # the locked pyzmq wheels have Curve: the kernel's log level is left alone
+        assert options["config"]["KernelManager"]["transport_encryption"] == "auto"
+        assert not any("log_level" in a for a in options["extra_arguments"])
+
+
+# ------------------------------------------------------------------------------------------------ outputs
+
+
+def test_outputs_atomic_table_and_claims(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAITHLAB_OUTPUT_DIR", str(tmp_path / "stage"))
+    monkeypatch.delenv("FAITHLAB_NOTEBOOK", raising=False)
+    out = outputs.for_notebook("paper/exp")
+    out.table(pd.DataFrame({"a": [1.5]}), "t")
+    assert pd.read_csv(tmp_path / "stage" / "t.csv")["a"].item() == 1.5
+
+    class Boom:
+        def to_csv(self, path, **kw):
+            Path(path).write_text("half")
+            raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        out.table(Boom(), "t")
+    assert pd.read_csv(tmp_path / "stage" / "t.csv")["a"].item() == 1.5  # the old file is intact
+    assert sorted(p.name for p in (tmp_path / "stage").iterdir()) == ["t.csv"]
+
+    out.claim("c1", paper_value=0.9, our_value=0.8, verdict="partly reproduced")
+    out.claim("c1", paper_value=0.9, our_value=0.85, verdict="partly reproduced")
+    claims = pd.read_csv(tmp_path / "stage" / study.CLAIMS)
+    assert claims["our_value"].tolist() == [0.85] and claims["paper"].item() == "paper"
+    with pytest.raises(ValueError, match="verdict"):
+        out.claim("c2", paper_value=1, our_value=1, verdict="great")
+    with pytest.raises(ValueError, match="name"):
+        out.table(pd.DataFrame(), "../escape")
+    with pytest.raises(ValueError, match="notebook"):
+        outputs.for_notebook("no-slash")
+
+
+def test_outputs_refuse_another_notebooks_folder(monkeypatch, tmp_path):
+    monkeypatch.setenv("FAITHLAB_NOTEBOOK", "a/b")
+    monkeypatch.setenv("FAITHLAB_OUTPUT_DIR", str(tmp_path))
+    with pytest.raises(ValueError, match="'a/b'"):
+        outputs.for_notebook("c/d")
+
+
+def test_scorecard_collects_claims(project):
+    run(project)
+    card = pd.read_csv(project / "book" / "_generated" / study.SCORECARD)
+    assert card["experiment"].tolist() == ["first", "second"]
+    assert card["our_value"].tolist() == [2, 20]
+    stamp = json.loads((project / "book" / "_generated" / "demo" / "first" / study.STAMP).read_text())
+    assert stamp["params"]["value"] == 1
