@@ -47,7 +47,7 @@ from _timing import (batched_forward, captured_inputs, digits, parser, report_me
 
 import faithlab as fl  # noqa: E402
 
-S = fl.metrics.trace_search
+S = fl.metrics.search
 EDGE = 7
 
 

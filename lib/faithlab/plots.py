@@ -2,6 +2,9 @@
 
 Each helper draws on ``ax`` (a new figure when None) and returns the matplotlib Axes (``image_grid``: the Figure).
 Data frames are tidy: one row per observation (e.g. per seed), with the columns named by the arguments.
+
+One concept: the book's one figure style; the style and its check, the legend and label rules and every kind of
+figure the notebooks draw (curves, bars, radar, interval dots, maps over images, the study map) share it here.
 """
 
 from __future__ import annotations

@@ -20,6 +20,9 @@ and the template notebook (``notebooks/templates/evaluate_your_explainer.py``) b
 
 One copy of each rule: the command and the notebook call these functions and differ only in where the model and
 images come from. Every number and result sentence of the page is computed from the frame.
+
+One concept: the report on one model's explainers, from an evaluate frame to its tables, sentences, figures and
+page.
 """
 
 from __future__ import annotations
@@ -591,15 +594,6 @@ def sanity_sentences(table: pd.DataFrame, n_explainers: int, *, tied: Sequence[s
                    "count ½); ½ means the metric cannot tell the explainer from noise, 1 that it always scores "
                    f"better. Metrics where the explainer beats the random map on most images: {'; '.join(parts)}.")
     return out
-
-
-def cost(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per metric: model inputs, inputs given to the explainer and milliseconds, per image and explainer
-    (:func:`faithlab.protocols.synthesis.cost_per_metric`; metrics computed together share one cost)."""
-    from faithlab.protocols import synthesis as syn
-
-    _check_frame(frame)
-    return syn.cost_per_metric(frame)
 
 
 def duration(ms: float) -> str:

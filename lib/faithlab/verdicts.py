@@ -22,6 +22,10 @@ against, the paper's value, ours, the verdict and the table behind it. Notebooks
 
 Every function returns a :class:`Verdict`: a plain ``str`` (one of :data:`VERDICTS`) that also carries ``why``, a
 sentence with the rule's outcome, which :meth:`faithlab.outputs.Outputs.claim` adds to the claim's note.
+
+One concept: the study's one pre-registered verdict procedure (premises and nulls, paired bootstrap comparisons,
+shares over settings, replicas and the :class:`Claim` that carries the result), kept whole so that no rule has a
+second copy.
 """
 
 from __future__ import annotations

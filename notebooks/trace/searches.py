@@ -60,7 +60,7 @@ import faithlab as fl
 out = fl.outputs.for_notebook()
 fl.plots.set_style()
 T = fl.metrics.trace
-S = fl.metrics.trace_search
+S = fl.metrics.search
 P = fl.protocols.trace
 generator = torch.Generator().manual_seed(seed)
 
@@ -221,10 +221,10 @@ fl.plots.readable(t6.table)
 # Beside them, two other meta-heuristics of the kind the paper explores in its Appendix E (a genetic algorithm and
 # tabu search: the paper's text refers to that appendix and cites Holland and Glover), from the same greedy start,
 # each given about `meta_budget` times the model inputs that SA-Le−Mo (incremental) spends per image beyond that
-# start, and drawn after every generation or iteration: GA-Le−Mo (`fl.metrics.trace_search.genetic`: a population of
+# start, and drawn after every generation or iteration: GA-Le−Mo (`fl.metrics.search.genetic`: a population of
 # `ga_population` trajectories per image, the greedy one and random ones; the `ga_elite` fittest kept, children by
 # tournament selection, order crossover and one swap mutation; a child has no parent's curve points to reuse, so each
-# costs 2(t − 1) inputs) and Tabu-Le−Mo (`fl.metrics.trace_search.tabu`: `tabu_neighbours` sampled swaps per
+# costs 2(t − 1) inputs) and Tabu-Le−Mo (`fl.metrics.search.tabu`: `tabu_neighbours` sampled swaps per
 # iteration, evaluated incrementally as SA's, the best admissible one taken even when worse, a swapped pair of patches
 # tabu for `tabu_tenure` iterations unless it beats the best found). The text of the paper we have says only that
 # Appendix E explores alternative meta-heuristics and that Appendix F assesses the trade-off between performance and

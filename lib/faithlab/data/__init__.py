@@ -12,8 +12,8 @@ tokens. Real (need ``data_dir``): cifar10, cifar100, fashion_mnist, eurosat, tin
 imagenet_vehicles, ct_contrast, sst2, pam, boiler.
 Images are (N, C, H, W) normalised per channel (``info['mean']``, ``info['std']``), series (N, T, C), tokens (N, L)
 int64 with pad id 0. Randomness: a non-negative integer ``seed`` turned into CPU ``torch.Generator`` streams.
-:mod:`faithlab.data.fake` writes tiny fake copies of the real datasets in their on-disk formats (the loader tests, and
-the ``paper-dry`` profile's folder: :func:`faithlab.data.fake.write_paper_dry`).
+Tiny fake copies of the real datasets in their on-disk formats (the loader tests, and the ``paper-dry`` profile's
+folder) are written on the study side, by :mod:`faithlab.study.paper_dry`.
 Your own images: :func:`image_folder` (class subfolders or a flat folder, optional labels CSV) through the model's
 own preprocessing (``fl.models.preprocessing``).
 """
@@ -27,7 +27,6 @@ from typing import Any
 
 from torch.utils.data import Dataset
 
-from . import fake
 from ._core import (
     TensorData,
     fraction_subset,
@@ -65,7 +64,7 @@ __all__ = [
     "digits", "canvas_digits", "ct_slices", "timeseries", "tokens", "CT_CLASS_NAMES",
     "cifar10", "cifar100", "fashion_mnist", "eurosat", "tiny_imagenet", "imagenet_val", "imagenet_vehicles",
     "ct_contrast", "sst2", "pam", "boiler",
-    "ImageFiles", "ArrayImages", "fake", "image_folder", "ImageFolderData", "IMAGE_EXTENSIONS",
+    "ImageFiles", "ArrayImages", "image_folder", "ImageFolderData", "IMAGE_EXTENSIONS",
     "CIFAR10_STATS", "CIFAR100_STATS", "FASHION_MNIST_STATS", "IMAGENET_STATS", "TINY_IMAGENET_STATS",
 ]
 

@@ -13,9 +13,9 @@ Fid; ``fewclass_fid``, ``fewclass_fid_details`` and ``select_perturbation`` are 
 public names are gathered here), ``bhatt`` (Bhatt et al.'s μF and S_avg, which ReCo/MeGe's paper compares them with;
 gathered here too), ``distances`` (the six map
 distances of ReCo/MeGe's sanity checks, ``map_distance``), ``trace`` (TRACE's patch grid, trajectories and deletion
-curves, ``fl.metrics.trace.lerf_morf(...)``), ``trace_search`` (TRACE's trajectory searches, used as
-``fl.metrics.trace_search.anneal(...)``), ``statistics`` (the rank statistics and curve areas they share). Their
-public names are gathered here: ``fl.metrics.fid_plus(...)``, ``fl.metrics.saco(...)``.
+curves, ``fl.metrics.trace.lerf_morf(...)``), ``search`` (TRACE's trajectory searches, a package with one module
+per search, used as ``fl.metrics.search.anneal(...)``), ``statistics`` (the rank statistics and curve areas they
+share). Their public names are gathered here: ``fl.metrics.fid_plus(...)``, ``fl.metrics.saco(...)``.
 """
 
 from faithlab.metrics.cumulative import (FRACTIONS, aopc, aopc_details, auc_accuracy, auc_accuracy_details,
@@ -28,7 +28,7 @@ from faithlab.metrics.fewclass import fewclass_fid, fewclass_fid_details, select
 from faithlab.metrics import fewclass
 from faithlab.metrics import localisation
 from faithlab.metrics import trace
-from faithlab.metrics import trace_search
+from faithlab.metrics import search
 from faithlab.metrics import distances
 from faithlab.metrics.distances import map_distance
 from faithlab.metrics.crossfold import (mege, pair_distances, reco, reco_auc, reco_details, reco_mege,
@@ -46,7 +46,7 @@ __all__ = [
     "FRACTIONS", "auc_accuracy", "auc_accuracy_details", "aopc", "aopc_details", "log_odds", "log_odds_details",
     "comprehensiveness", "comprehensiveness_details",
     "saco", "saco_details", "fewclass", "fewclass_fid", "fewclass_fid_details", "select_perturbation", "localisation",
-    "trace", "trace_search",
+    "trace", "search",
     "consistency", "crossfold", "bhatt", "reco_mege", "reco_mege_details", "reco_mege_from_predictions",
     "reco_mege_details_from_predictions", "pair_distances", "split_sets", "shuffled_partners",
     "shuffled_distances", "reco", "reco_details", "reco_scan",

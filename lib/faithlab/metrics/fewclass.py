@@ -22,6 +22,10 @@ std), pass ``normalisation=(mean, std)`` to :func:`select_perturbation`, :func:`
 :func:`candidate_images`: the candidates and their similarity S are then computed on pixels = x·std + mean and
 normalised back, (c − mean)/std, before the model sees them and in what is returned. Without it (the default) x is
 taken as pixels.
+
+One concept: Few-class Fidelity's score end to end, the perturbed image it needs (the candidate search of eqs.
+(2)–(5), its cost and its memo) and the MIF/LIF curves and Fid of eq. (1) that read it, one paper's metric family in
+one module as the house keeps every metric family.
 """
 
 from __future__ import annotations

@@ -37,6 +37,10 @@ fallback)``, i.e. the former fixed default (256) unless a smaller size was seen 
 afford probing the smallest candidate gets ``fallback`` without probing. A later, bigger call probes further from
 where an earlier probe stopped (the cache keeps every timing). Parameters changed in place (``_version``) or moved
 (``data_ptr``) make a new cache entry.
+
+One concept: how many inputs go into one forward call; the timed ``"auto"`` probe and its in-call :class:`Plan`, the
+fixed default from activations, FLOPs and weights, and the chunk size of the functions that call no model are the
+answers to that one question, for :mod:`faithlab.perturb.engine` to apply.
 """
 
 from __future__ import annotations

@@ -63,8 +63,9 @@ The runner is split by concept; dependencies point one way (each module imports 
 * :mod:`faithlab.study.cli`: :func:`main`, the command line.
 
 :mod:`faithlab.study.cluster` (Dask clusters) and :mod:`faithlab.study.notebook_page` (an executed notebook made a
-page) serve them; :mod:`faithlab.study.pages` serves the book's Sphinx extension. This package re-exports the public
-names; :func:`faithlab.study.stamps.library_hash` stays in its module (patch it there).
+page) serve them; :mod:`faithlab.study.pages` serves the book's Sphinx extension; :mod:`faithlab.study.paper_dry`
+writes the ``paper-dry`` profile's fake data folder (``make paper-dry``) and the loader tests' fake files. This
+package re-exports the public names; :func:`faithlab.study.stamps.library_hash` stays in its module (patch it there).
 """
 
 import importlib
@@ -72,7 +73,7 @@ import importlib
 from faithlab.study.cli import main  # light: ``python -m faithlab.study`` imports this package first
 
 # The other names are imported on first use (PEP 562): ``python -m faithlab.study run ...`` checks its arguments
-# before torch, pandas, papermill or dask are imported (tests/test_runner_usage.py), which an eager import of
+# before torch, pandas, papermill or dask are imported (tests/study/test_runner_usage.py), which an eager import of
 # faithlab.study.execution here would defeat. Name -> the module of this package that defines it.
 _EXPORTS = {
     **dict.fromkeys(("PROFILES", "Notebook", "StudyError", "discover", "load_profile", "merge_parameters",
@@ -85,8 +86,8 @@ _EXPORTS = {
                      "PREREGISTRATION", "summarise", "write_scorecard"), "scorecard"),
     "run": "scheduling",
 }
-_SUBMODULES = ("cli", "cluster", "execution", "notebook_page", "pages", "parameters", "promotion", "scheduling",
-               "scorecard", "shards", "stamps")
+_SUBMODULES = ("cli", "cluster", "execution", "notebook_page", "pages", "paper_dry", "parameters", "promotion",
+               "scheduling", "scorecard", "shards", "stamps")
 
 __all__ = [  # by concept, in the order of the modules above (the API reference lists them in this order)
     "PROFILES", "StudyError", "Notebook", "notebooks_dir", "discover", "select", "load_profile", "parse_overrides",

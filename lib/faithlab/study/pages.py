@@ -2,7 +2,7 @@
 scorecard, the set-up tables and the intro's verdict sentences.
 
 The book's Sphinx extension (``book/_ext/faithlab_book.py``) is a thin layer over these functions, so that what a
-reader sees is tested here (``tests/test_pages.py``) and the CSV files keep every digit (each table links its CSV).
+reader sees is tested here (``tests/book/test_pages.py``) and the CSV files keep every digit (each table links its CSV).
 
 - :func:`format_table`: fixed decimals per column (three significant digits of the column's largest value, or
   scientific notation for a column of tiny values), ``X`` with ``X std`` as one ``mean ± sd`` column (a standard
@@ -18,6 +18,9 @@ reader sees is tested here (``tests/test_pages.py``) and the CSV files keep ever
   why" and its legend; :func:`transfer_html`: a chapter's "how far this transfers".
 - :func:`answer_html`, :func:`guide_html`, :func:`reconcile_html`: the answer to "which metric should I trust?"
   (front page and guide), from the synthesis notebook's tables; :func:`build_html`: the build's address and time.
+
+One concept: what the book's pages show of the generated outputs; every function turns an artifact into what a
+reader sees, for the book's Sphinx extension to place.
 """
 
 from __future__ import annotations

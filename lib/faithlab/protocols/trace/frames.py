@@ -10,7 +10,8 @@ import pandas as pd
 import torch
 
 from faithlab import _validate, perturb
-from faithlab.metrics import trace, trace_search
+from faithlab.metrics import trace
+from faithlab.metrics.search import Search, random_deletion_curves
 from faithlab.perturb.references import Reference
 
 __all__ = ["OUTPUT_NAMES", "deletion_frames", "table_layout", "curve_rows", "search_frames", "random_deletion_frame",
@@ -88,7 +89,7 @@ def curve_rows(curve: torch.Tensor, labels: Mapping[str, object], *, deleted: to
                          "value": curve.detach().cpu().double().flatten().numpy()})
 
 
-def search_frames(searches: Mapping[str, trace_search.Search], *, labels: Mapping[str, object] | None = None
+def search_frames(searches: Mapping[str, Search], *, labels: Mapping[str, object] | None = None
                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The LeRF/MoRF curves a set of searches already evaluated (``{name: Search}``, e.g. TRACE-SA-Le−Mo, -Le, -Mo
     and Greedy-Le, -Mo), laid out as :func:`deletion_frames` does (without an ``output`` column: add it to
@@ -114,9 +115,8 @@ def random_deletion_frame(model: Callable, x: torch.Tensor, target: torch.Tensor
     rows = []
     for edge in edges:
         for ref_name, ref in references.items():
-            c = trace_search.random_deletion_curves(model, x, edge=edge, n_orders=n_orders, generator=g,
-                                                    reference=ref, output=output, target=target,
-                                                    batch_size=batch_size).mean(1)
+            c = random_deletion_curves(model, x, edge=edge, n_orders=n_orders, generator=g, reference=ref,
+                                       output=output, target=target, batch_size=batch_size).mean(1)
             rows.append(curve_rows(c, {"edge": edge, "patch side": x.shape[-1] // edge, "t": edge * edge,
                                         "reference": ref_name}))
     return pd.concat(rows, ignore_index=True)
@@ -155,18 +155,17 @@ def random_order_sums(model: Callable, x: torch.Tensor, target: torch.Tensor, *,
                       generator: torch.Generator | int, reference: Reference = "zero", output: str = "prob",
                       batch_size: int = 256) -> pd.DataFrame:
     """Sums of the deletion curves along ``n_orders`` uniformly random orders per image
-    (``metrics.trace_search.random_deletion_curves``) → rows (image, order, sum). A random order and its reverse are
+    (``metrics.search.random_deletion_curves``) → rows (image, order, sum). A random order and its reverse are
     equally likely, so these are draws of ΣLeRF and of ΣMoRF of a random trajectory alike: the chance level of
     both criteria (:func:`random_trajectory_null`)."""
-    c = trace_search.random_deletion_curves(model, x, edge=edge, n_orders=n_orders, generator=generator,
-                                            reference=reference, output=output, target=target,
-                                            batch_size=batch_size).detach().cpu().double()
+    c = random_deletion_curves(model, x, edge=edge, n_orders=n_orders, generator=generator, reference=reference,
+                               output=output, target=target, batch_size=batch_size).detach().cpu().double()
     b, n, _ = c.shape
     return pd.DataFrame({"image": torch.arange(b).repeat_interleave(n).numpy(),
                          "order": torch.arange(n).repeat(b).numpy(), "sum": c.sum(2).flatten().numpy()})
 
 
-def insertion_deletion_frame(model: Callable, x: torch.Tensor, searches: Mapping[str, trace_search.Search], *,
+def insertion_deletion_frame(model: Callable, x: torch.Tensor, searches: Mapping[str, Search], *,
                              edge: int, reference: Reference = "zero", output: str = "prob",
                              target: torch.Tensor | None = None, batch_size: int = 256) -> pd.DataFrame:
     """Thm 3.1 side by side: for every search's trajectory τ, its LeRF deletion AUC (the Search's curve) against

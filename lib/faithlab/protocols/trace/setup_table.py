@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from faithlab.metrics import trace_search
+from faithlab.metrics import search
 from faithlab.protocols.setup import Setting
 from faithlab.protocols.trace.inputs import TraceModels
 
@@ -59,8 +59,8 @@ SETUP: tuple[Setting, ...] = (
     Setting("patches t", "7×7 = 49 (32 px patches)", "trace/table1",
             lambda p: f"{p['edge']}×{p['edge']} = {p['edge'] ** 2} ({_side(p) // p['edge']} px patches)"),
     Setting("TRACE-SA schedule", "K = 5,000, T0 = 0.1 (-p) / 2 (-y), η = 0.999", "trace/table1",
-            lambda p: f"K = {p['iterations']:,}, T0 = {trace_search.T0['prob']:g} (-p) / "
-                      f"{trace_search.T0['logit']:g} (-y), η = {p['eta']:g}"),
+            lambda p: f"K = {p['iterations']:,}, T0 = {search.T0['prob']:g} (-p) / "
+                      f"{search.T0['logit']:g} (-y), η = {p['eta']:g}"),
     Setting("references", "zero, mean, blur (31×31, σ = 56)", "trace/table1",
             lambda p: ", ".join(p["references"]) + (f" ({p['blur_kernel']}×{p['blur_kernel']}, σ = {p['blur_sigma']:g})"
                                                      if "blur" in p["references"] else "")),

@@ -1,6 +1,7 @@
-"""Tiny fake copies of the papers' datasets in their published on-disk formats, and random-weight models of the
-``paper`` profile's architectures at their real sizes: what the ``paper-dry`` profile reads (``make paper-dry``)
-and what the loader tests write.
+"""The ``paper-dry`` profile's fixtures: tiny fake copies of the papers' datasets in their published on-disk formats,
+and random-weight models of the ``paper`` profile's architectures at their real sizes: what the ``paper-dry`` profile
+reads (``make paper-dry``) and what the loader tests write. It lives with the study, not in :mod:`faithlab.data`:
+it writes test fixtures for the study's paper path, and nothing in :mod:`faithlab.data` reads it.
 
 Writers, one per format read by :mod:`faithlab.data` (each writes under the folder it is given and nothing else):
 :func:`write_image` (JPEG/PNG), :func:`write_image_folder` (ImageFolder layouts: ImageNet val, the Few-class
@@ -465,7 +466,7 @@ def _small_image_sets(root: Path, rng: np.random.Generator, per_class: int) -> N
 
 def _timm_inputs(root: Path, name: str) -> torch.Tensor:
     """The fake ImageNet images as SaCo's notebooks feed the timm model ``name`` (its own mean and std)."""
-    timm = require("timm", "the paper-dry fake data (fl.data.fake)")
+    timm = require("timm", "the paper-dry fake data (fl.study.paper_dry)")
 
     from faithlab import data
 
@@ -526,7 +527,7 @@ def write_paper_dry(root: str | os.PathLike, *, seed: int = 0, per_class: int = 
 
 
 def _write_models(root: Path, seed: int) -> None:
-    timm = require("timm", "the paper-dry fake data (fl.data.fake)")
+    timm = require("timm", "the paper-dry fake data (fl.study.paper_dry)")
     import torchvision
 
     from faithlab import data
