@@ -185,24 +185,12 @@ diagnostic
 # %%
 import warnings
 
-
-class NaNWhenPerturbed(torch.nn.Module):
-    """The model, but NaN logits on any input that is not one of the clean digits."""
-
-    def __init__(self, inner, clean):
-        super().__init__()
-        self.inner, self.clean = inner, clean.flatten(1)
-
-    def forward(self, inputs):
-        is_clean = (inputs.flatten(1)[:, None, :] == self.clean[None]).all(-1).any(1)
-        return torch.where(is_clean[:, None], self.inner(inputs), torch.nan)
-
-
 few, ig = x[:8], attributions[0, "integrated_gradients"][:8]
 blank = ig.clone()
 blank[:3] = 0.0  # three all-zero maps: no ranking
 cases = {
-    "model returns NaN on perturbed inputs": lambda: fl.metrics.aopc(NaNWhenPerturbed(model, few).eval(), few, ig),
+    "model returns NaN on perturbed inputs": lambda: fl.metrics.aopc(
+        fl.protocols.basics.NaNWhenPerturbed(model, few).eval(), few, ig),
     "float64 images, float32 model": lambda: fl.metrics.aopc(model, few.double(), ig),
     "attributions with 3 channels for 1-channel images": lambda: fl.metrics.aopc(model, few, ig.repeat(1, 3, 1, 1)),
     "fractions not increasing": lambda: fl.metrics.auc_accuracy(model, few, ig, target=y[:8], fractions=[0, 1, 0.5]),

@@ -79,6 +79,7 @@ import faithlab as fl
 out = fl.outputs.for_notebook()
 fl.plots.set_style()
 NAMES = {"sg_sq_ig": "SG-SQ", "gradcam": "GradCAM"}
+P = fl.protocols.ffidelity
 METHODS = ["Fidelity", "ROAR", "R-Fidelity", "F-Fidelity"]
 ABLATION = ["Fidelity", "Fidelity+Fine-tune", "F-Fidelity"]
 main = fl.protocols.ffidelity.CanvasModels(**canvas_models)
@@ -107,36 +108,19 @@ LABEL = {k: f"{k}: {'cluttered' if v.clutter else 'coloured' if v.color else 'gr
 # %% tags=["shard"]
 specs = {NAMES[m]: (m, {"nt_samples": sg_samples, "n_steps": ig_steps} if m == "sg_sq_ig" else {})
          for m in explainers}
-studies, tests = {}, {}
-
-
-def study(key, r, cells):
-    train, tests[key] = settings[key].load(seed)  # the data: one per setting, the same for every replica
-    return settings[key].ranking_study(  # fl.protocols.image_ranking_study of the setting's models
-        train, tests[key], specs, noise_levels=noise_levels, sparsity=sparsity, n_test=n_test, n_seeds=n_seeds,
-        alpha=alpha, beta=beta, n_samples=n_samples, seed=seed, train_seed=TRAIN_SEED[key, r], device=device,
-        batch_size=batch_size, cells=cells)
-
-
-def score_cells(cells):
-    for key in settings:
-        for r in REPLICAS:
-            studies[key, r] = study(key, r, cells)
-    return pd.concat([st.curves.assign(key=key, replica=r) for (key, r), st in studies.items()], ignore_index=True)
-
-
+data = {key: setting.load(seed) for key, setting in settings.items()}  # one per setting, the same for every replica
+tests = {key: test for key, (_, test) in data.items()}
 REPLICAS = range(replicas)
 TRAIN_SEED = {(key, r): fl.verdicts.replica_seed(seed, f"canvas/{key}", r) for key in settings for r in REPLICAS}
+runs = P.ReplicaStudies(lambda key, r, cells: settings[key].ranking_study(  # fl.protocols.image_ranking_study
+    *data[key], specs, noise_levels=noise_levels, sparsity=sparsity, n_test=n_test, n_seeds=n_seeds,
+    alpha=alpha, beta=beta, n_samples=n_samples, seed=seed, train_seed=TRAIN_SEED[key, r], device=device,
+    batch_size=batch_size, cells=cells), keys=list(settings), replicas=REPLICAS, column="key")
 grid = [(s, k) for s in range(n_seeds) for k in range(len(noise_levels))]
-scored = fl.outputs.sharded("curves", score_cells, grid, shard=shard, n_shards=n_shards)
+scored = fl.outputs.sharded("curves", runs.score_cells, grid, shard=shard, n_shards=n_shards)
 
 # %%
-for key in settings:
-    for r in REPLICAS:
-        if (key, r) not in studies:  # the reduce step of a sharded run: models from the cache, the grid from shards
-            studies[key, r] = study(key, r, [])
-        mine = (scored["key"] == key) & (scored["replica"] == r)
-        studies[key, r] = studies[key, r].with_curves(scored[mine].drop(columns=["key", "replica"]))
+studies = runs.complete(scored)  # the reduce step of a sharded run: models from the cache, the grid from shards
 FIRST = {key: studies[key, 0] for key in settings}  # replica 0: the one whose maps and images the figures show
 accuracy = pd.DataFrame([{"setting": LABEL[k], "replica": r, "train seed": TRAIN_SEED[k, r], "model": m,
                           "test accuracy": a} for (k, r), st in studies.items() for m, a in st.accuracy.items()])
@@ -219,34 +203,8 @@ diagnostic_mean.pivot_table(index=["setting", "model"], columns=["k", "removed"]
 # Tiny-ImageNet values (Table 2, `table_2_layout.csv`).
 
 # %%
-PAPER = {  # F-Fidelity Table 1 (CIFAR-100, ResNet-9), means; order Fidelity, ROAR, R-Fidelity, F-Fidelity
-    ("SG-SQ", "Macro Corr."): {"morf_vs_gt": [-0.68, -0.66, -1.00, -1.00], "lerf_vs_gt": [1.00, 1.00, 1.00, 1.00],
-                               "morf_vs_lerf": [-0.68, -0.66, -1.00, -1.00]},
-    ("SG-SQ", "Micro Corr."): {"morf_vs_gt": [-0.36, -0.54, -1.00, -1.00], "lerf_vs_gt": [0.98, 0.99, 1.00, 1.00],
-                               "morf_vs_lerf": [-0.23, -0.53, -1.00, -1.00]},
-    ("SG-SQ", "Micro Rank"): {"morf_vs_gt": [3.68, 3.26, 1.11, 1.00], "lerf_vs_gt": [1.11, 1.21, 1.42, 1.42],
-                              "morf_vs_lerf": [3.68, 3.32, 1.11, 1.00]},
-    ("GradCAM", "Macro Corr."): {"morf_vs_gt": [0.81, 0.99, 0.20, -0.60], "lerf_vs_gt": [1.00, 1.00, 1.00, 1.00],
-                                 "morf_vs_lerf": [0.81, 0.99, 0.20, -0.60]},
-    ("GradCAM", "Micro Corr."): {"morf_vs_gt": [0.57, 0.76, 0.09, -0.71], "lerf_vs_gt": [0.99, 0.99, 1.00, 1.00],
-                                 "morf_vs_lerf": [0.57, 0.75, 0.01, -1.00]},
-    ("GradCAM", "Micro Rank"): {"morf_vs_gt": [3.00, 3.74, 2.11, 1.00], "lerf_vs_gt": [2.05, 1.68, 1.21, 1.11],
-                                "morf_vs_lerf": [3.00, 3.74, 2.16, 1.00]},
-}
-PAPER_T2 = {  # F-Fidelity Table 2 (Tiny-ImageNet, ResNet-9), means; order Fidelity, ROAR, R-Fidelity, F-Fidelity
-    ("SG-SQ", "Macro Corr."): {"morf_vs_gt": [-0.69, -0.83, -1.00, -1.00], "lerf_vs_gt": [1.00, 1.00, 1.00, 1.00],
-                               "morf_vs_lerf": [-0.69, -0.83, -1.00, -1.00]},
-    ("SG-SQ", "Micro Corr."): {"morf_vs_gt": [-0.38, -0.50, -0.99, -1.00], "lerf_vs_gt": [1.00, 1.00, 1.00, 1.00],
-                               "morf_vs_lerf": [-0.38, -0.50, -0.99, -1.00]},
-    ("SG-SQ", "Micro Rank"): {"morf_vs_gt": [3.74, 3.21, 1.16, 1.00], "lerf_vs_gt": [1.11, 1.00, 1.16, 1.16],
-                              "morf_vs_lerf": [3.74, 3.21, 1.10, 1.00]},
-    ("GradCAM", "Macro Corr."): {"morf_vs_gt": [-0.97, 0.63, -1.00, -1.00], "lerf_vs_gt": [1.00, 1.00, 1.00, 1.00],
-                                 "morf_vs_lerf": [-0.97, 0.63, -1.00, -1.00]},
-    ("GradCAM", "Micro Corr."): {"morf_vs_gt": [-0.42, 0.54, -0.99, -1.00], "lerf_vs_gt": [1.00, 0.99, 1.00, 1.00],
-                                 "morf_vs_lerf": [-0.42, 0.55, -0.99, -1.00]},
-    ("GradCAM", "Micro Rank"): {"morf_vs_gt": [3.05, 3.84, 1.21, 1.00], "lerf_vs_gt": [1.47, 1.58, 1.16, 1.11],
-                                "morf_vs_lerf": [3.16, 3.84, 1.21, 1.00]},
-}
+PAPER = P.paper.TABLE_1  # F-Fidelity Table 1 (CIFAR-100, ResNet-9), means; order Fidelity, ROAR, R-Fidelity, F-Fidelity
+PAPER_T2 = P.paper.TABLE_2  # F-Fidelity Table 2 (Tiny-ImageNet, ResNet-9), the same layout
 PAPER_OF = {k: (PAPER_T2, "Table 2 (Tiny-ImageNet)") if k == "second" else (PAPER, "Table 1 (CIFAR-100)")
             for k in settings}  # the control is the main setting's null: it is read against Table 1
 by_replica = pd.concat([st.correlations(METHODS).assign(setting=LABEL[k], replica=r)
@@ -448,9 +406,6 @@ agreement_table
 # 2, against the paper's Tiny-ImageNet ranks); the control's, under the same rules, are in the table below.
 
 # %%
-P = fl.protocols.ffidelity
-
-
 PAPER_RANKS = {(key, label): f"F-Fid best; micro ranks (MoRF/LeRF/MoRF-LeRF, {name.split(' (')[0]}) " + ", ".join(
     f"{m} " + "/".join(f"{table[label, 'Micro Rank'][c][i]:.2f}" for c in fl.protocols.CORRELATION_LABELS)
     for i, m in enumerate(METHODS)) for key, (table, name) in PAPER_OF.items() for label in specs}
@@ -488,29 +443,24 @@ verdict_table
 
 
 # %%
-def record(key, label, which, note):
-    fn, args, kwargs = ARGS[key, label][which]
-    return out.claim(fn, *args, **kwargs, note=note).claim
-
-
 units = f"{replicas} replicas × {n_seeds} seeds × {len(sparsity)} levels"
 setup = (f"coloured canvases {main.image_size}px, {main.model_name} width {main.width}, {n_test} images, {units}, "
          f"N={n_samples}")
 for label in specs:
-    ranking = record("main", label, 0, setup)
+    ranking = P.record_claim(out, ARGS["main", label][0], note=setup)
     out.glue(f"ranking_verdict_{label}", str(ranking.verdict))
-    record("main", label, 1, f"coloured canvases, {units}")
+    P.record_claim(out, ARGS["main", label][1], note=f"coloured canvases, {units}")
 if "SG-SQ" in specs:
-    record("main", "SG-SQ", 2, "oriented = (−MoRF vs GT + LeRF vs GT − MoRF vs LeRF)/3, higher is better; coloured "
-                               f"canvases, {units}")
+    P.record_claim(out, ARGS["main", "SG-SQ"][2], note="oriented = (−MoRF vs GT + LeRF vs GT − MoRF vs LeRF)/3, "
+                                                       f"higher is better; coloured canvases, {units}")
 if "second" in settings:
     second_setup = (f"cluttered canvases {settings['second'].image_size}px (r = {settings['second'].r}, "
                     f"{settings['second'].clutter} fragments), {settings['second'].model_name} width "
                     f"{settings['second'].width}, {n_test} images, {units}, N={n_samples}")
     for label in specs:
-        ranking = record("second", label, 0, second_setup)
+        ranking = P.record_claim(out, ARGS["second", label][0], note=second_setup)
         out.glue(f"ranking_verdict_second_{label}", str(ranking.verdict))
-        record("second", label, 1, f"cluttered canvases, {units}")
+        P.record_claim(out, ARGS["second", label][1], note=f"cluttered canvases, {units}")
 if "control" in gaps:
     check = out.claim(P.claim_ood_check, diagnostic, main=LABEL["main"], control=LABEL["control"],
                       n_images=len(FIRST["main"].x), seed=seed,

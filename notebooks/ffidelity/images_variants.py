@@ -70,6 +70,7 @@ import faithlab as fl
 
 out = fl.outputs.for_notebook()
 fl.plots.set_style()
+P = fl.protocols.ffidelity
 METHODS = ["Fidelity", "ROAR", "R-Fidelity", "F-Fidelity"]
 
 # %% [markdown]
@@ -123,22 +124,13 @@ STUDIES = {
         train_config=cnn.train_config(CNN_SEED[r]), finetune_config=cnn.finetune_config(CNN_SEED[r]),
         roar_config=cnn.roar_config(CNN_SEED[r]), methods=METHODS, cells=cells, **ranking),
 }
-studies = {}
-
-
-def score_cells(cells):
-    studies.update({(k, r): make_study(r, cells) for k, make_study in STUDIES.items() for r in REPLICAS})
-    return pd.concat([st.curves.assign(study=k, replica=r) for (k, r), st in studies.items()], ignore_index=True)
-
-
+runs = P.ReplicaStudies(lambda k, r, cells: STUDIES[k](r, cells), keys=list(STUDIES), replicas=REPLICAS,
+                        column="study")
 grid = [(s, k) for s in range(n_seeds) for k in range(len(noise_levels))]
-scored = fl.outputs.sharded("curves", score_cells, grid, shard=shard, n_shards=n_shards)
+scored = fl.outputs.sharded("curves", runs.score_cells, grid, shard=shard, n_shards=n_shards)
 
 # %%
-for (k, make_study), r in ((item, r) for item in STUDIES.items() for r in REPLICAS):
-    mine = (scored["study"] == k) & (scored["replica"] == r)  # the reduce step of a sharded run: cache and shards
-    studies[k, r] = (studies.get((k, r)) or make_study(r, [])).with_curves(
-        scored[mine].drop(columns=["study", "replica"]))
+studies = runs.complete(scored)  # the reduce step of a sharded run: models from the cache, the grid from shards
 accuracy = pd.DataFrame([{"study": k, "replica": r, "model": m, "test accuracy": a}
                          for (k, r), st in studies.items() for m, a in st.accuracy.items()])
 out.table(accuracy, "accuracy")
@@ -179,24 +171,7 @@ display_diagnostic
 # CIFAR-100, LayerCAM); ours over the seeds of every replica, pooled. Ranks are among the four methods (1 best).
 
 # %%
-PAPER = {  # means; order Fidelity, ROAR, R-Fidelity, F-Fidelity
-    "ViT SG-SQ": {  # F-Fidelity Table 5, CIFAR-100 (ViT)
-        ("Macro Corr.", "morf_vs_gt"): [-0.94, -0.94, -1.00, -1.00], ("Macro Corr.", "lerf_vs_gt"): [1.00] * 4,
-        ("Macro Corr.", "morf_vs_lerf"): [-0.94, -0.94, -1.00, -1.00],
-        ("Micro Corr.", "morf_vs_gt"): [-0.68, -0.91, -1.00, -1.00],
-        ("Micro Corr.", "lerf_vs_gt"): [1.00, 0.94, 1.00, 1.00],
-        ("Micro Corr.", "morf_vs_lerf"): [-0.69, -0.77, -1.00, -1.00],
-        ("Micro Rank", "morf_vs_gt"): [3.47, 3.16, 1.05, 1.00], ("Micro Rank", "lerf_vs_gt"): [1.16, 1.11, 1.32, 1.32],
-        ("Micro Rank", "morf_vs_lerf"): [3.58, 3.16, 1.05, 1.00]},
-    "CNN LayerCAM": {  # F-Fidelity Table 10, CIFAR-100 (ResNet-9, LayerCAM)
-        ("Macro Corr.", "morf_vs_gt"): [0.77, 0.98, 0.26, -0.26], ("Macro Corr.", "lerf_vs_gt"): [1.00] * 4,
-        ("Macro Corr.", "morf_vs_lerf"): [0.77, 0.98, 0.26, -0.26],
-        ("Micro Corr.", "morf_vs_gt"): [0.53, 0.81, -0.02, -0.50],
-        ("Micro Corr.", "lerf_vs_gt"): [0.99, 0.99, 1.00, 1.00],
-        ("Micro Corr.", "morf_vs_lerf"): [0.53, 0.81, -0.02, -0.50],
-        ("Micro Rank", "morf_vs_gt"): [2.95, 3.95, 1.89, 1.21], ("Micro Rank", "lerf_vs_gt"): [2.53, 1.95, 1.05, 1.00],
-        ("Micro Rank", "morf_vs_lerf"): [2.89, 3.95, 1.89, 1.21]},
-}
+PAPER = {"ViT SG-SQ": P.paper.TABLE_5, "CNN LayerCAM": P.paper.TABLE_10}  # CIFAR-100: ViT; ResNet-9, LayerCAM
 stacked = {k: [studies[k, r] for r in REPLICAS] for k in STUDIES}  # the replicas' curves along the seeds axis
 tidy = pd.concat([fl.protocols.ranking_correlations(
     {key: torch.cat([st.P[key] for st in sts]) for key in sts[0].P},
@@ -232,9 +207,7 @@ for i, label in enumerate(STUDIES):  # one figure per study: methods in rows, th
 # and `out.claim` shows beside it how many of the R replicas give the same verdict alone.
 
 # %%
-PAPER_RANKS = {"ViT SG-SQ": "F-Fid 1.00/1.32/1.00 vs Fid 3.47/1.16/3.58, ROAR 3.16/1.11/3.16, R-Fid 1.05/1.32/1.05",
-               "CNN LayerCAM": "F-Fid 1.21/1.00/1.21 vs Fid 2.95/2.53/2.89, ROAR 3.95/1.95/3.95, "
-                               "R-Fid 1.89/1.05/1.89"}
+PAPER_RANKS = {label: P.paper.micro_ranks_text(table) for label, table in PAPER.items()}  # Tables 5 and 10
 TABLE = {"ViT SG-SQ": "Table 5, ViT", "CNN LayerCAM": "Table 10, LayerCAM"}
 cells = pd.concat([fl.protocols.micro_cells(st.P, st.Q, noise_levels=noise_levels, sparsity=sparsity,
                                             methods=METHODS, group="explainer").assign(replica=r)
@@ -244,7 +217,6 @@ nulls = pd.concat([fl.protocols.ground_truth_null(st.P, st.Q, noise_levels=noise
                                                   methods=METHODS, group="explainer", seed=seed).assign(replica=r)
                    for (k, r), st in studies.items()], ignore_index=True)
 ranks = cells.groupby(["explainer", "method"])["micro rank"].mean().unstack()
-P = fl.protocols.ffidelity
 comparison_tables = []
 for label in STUDIES:
     claim = out.claim(P.claim_ranking, cells, nulls, group="explainer", value=label, methods=METHODS, label="F7",
@@ -339,16 +311,7 @@ out.figure(fig, "gradcam_vs_saliency_curves")
 # few.
 
 # %%
-PAIR_MAPS = (("GradCAM", "gradcam"), ("Saliency", "saliency"))
-
-
-def pair_maps(model):
-    """GradCAM's and Saliency's maps of ``model`` on the pair study's images, per pixel (as the study's)."""
-    return {label: fl.perturb.unit_scores(
-        fl.explainers.explain(model, pair.x, pair.y, method=method, generator=seed), fl.perturb.pixel_units(pair.x),
-        reduce=fl.metrics.ffidelity.REDUCE).view(-1, *pair.x.shape[2:]) for label, method in PAIR_MAPS}
-
-
+PAIR_MAPS = P.PAIR_MAPS  # GradCAM's and Saliency's maps of a model on the pair study's images: P.pair_maps
 bases = {r: fl.train.fit(cnn.model_name, cnn_config, train, cnn.train_config(CNN_SEED[r]), data_key=data_key,
                          test_data=test, device=device, progress=False) for r in REPLICAS}  # from the cache
 tuned = {0: pair.models["fine-tuned"]}
@@ -359,8 +322,9 @@ for r in REPLICAS[1:]:
 pair_ffid = dict(sparsity=sparsity, alpha=alpha, beta=beta, n_samples=n_samples, seed=seed, batch_size=batch_size)
 per_image = pd.concat([P.per_image_ffid(
     tuned[r], pair.x, pair.y, {label: pair.clean[label, "fine-tuned"].view(-1, *pair.x.shape[2:])
-                               for label, _ in PAIR_MAPS} if r == 0 else pair_maps(tuned[r]), **pair_ffid)
-    .assign(replica=r) for r in REPLICAS], ignore_index=True)
+                               for label, _ in PAIR_MAPS} if r == 0
+    else P.pair_maps(tuned[r], pair.x, pair.y, seed=seed), **pair_ffid).assign(replica=r) for r in REPLICAS],
+    ignore_index=True)
 out.table(per_image, "per_image_ffid")  # constant maps flagged (and counted in constant_maps.csv)
 out.glue("n_pair", len(pair.x))
 cases = per_image[(per_image["replica"] == 0) & (per_image["case"] <= n_cases)]
@@ -391,7 +355,7 @@ for start in range(0, len(images), 6):  # three cases (six maps) per figure, eac
 
 # %%
 D10 = dict(better="GradCAM", worse="Saliency", seed=seed,
-           paper="FFid+ 0.2286 vs 0.2020, FFid- 0.0547 vs 0.1050 (Tiny-ImageNet)")
+           paper=P.paper.preference_text(P.paper.TABLE_11, "Tiny-ImageNet"))
 d10 = P.claim_map_preferred(per_image, **D10)
 means = per_image.groupby("explainer")[["FFid+", "FFid−"]].mean()
 out.table(means.reset_index(), "gradcam_vs_saliency")
@@ -417,11 +381,12 @@ on_eval = {r: fl.train.finetune(
     bases[r][0], test, PAIR_TUNE[r], fl.train.RandomRemoval(beta), data_key={**data_key, "split": "test"},
     base_key=bases[r][1]["key"], test_data=test, device=device, progress=False)[0].to(device).eval()
     for r in REPLICAS}
-per_image_eval = pd.concat([P.per_image_ffid(on_eval[r], pair.x, pair.y, pair_maps(on_eval[r]), **pair_ffid)
+per_image_eval = pd.concat([P.per_image_ffid(on_eval[r], pair.x, pair.y,
+                                             P.pair_maps(on_eval[r], pair.x, pair.y, seed=seed), **pair_ffid)
                             .assign(replica=r) for r in REPLICAS], ignore_index=True)
 out.table(per_image_eval, "per_image_ffid_on_eval")
 D10_EVAL = dict(better="GradCAM", worse="Saliency", seed=seed, setting="Table 12: fine-tuned on the evaluation set",
-                paper="FFid+ 0.1123 vs 0.0672, FFid- 0.0046 vs 0.0091 (ImageNet subset)")
+                paper=P.paper.preference_text(P.paper.TABLE_12, "ImageNet subset"))
 d10_eval = P.claim_map_preferred(per_image_eval, **D10_EVAL)
 means_eval = per_image_eval.groupby("explainer")[["FFid+", "FFid−"]].mean()
 both = pd.concat([means.assign(setting="Table 11: fine-tuned on the training set"),
@@ -449,11 +414,7 @@ both
 # images of the gradient explainers), since a backward pass costs about two forward passes.
 
 # %%
-PAPER_COST = {  # F-Fidelity Table 13 (Tiny-ImageNet, ResNet-9, GradCAM + Saliency), seconds summed over explainers
-    ("ROAR", "explain train set"): 647 + 721, ("ROAR", "train / fine-tune"): 2911 + 2861,
-    ("ROAR", "evaluate"): 114 + 124, ("F-Fidelity", "train / fine-tune"): 2925,
-    ("F-Fidelity", "evaluate"): 541 + 560,
-}
+PAPER_COST = P.paper.TABLE_13  # F-Fidelity Table 13 (Tiny-ImageNet), seconds summed over GradCAM and Saliency
 costs = pair.costs.assign(**{"forward equivalents": lambda d: d["image passes"] + 2 * d["backward passes"]})
 part = {
     "ROAR": costs[(costs["stage"] == "explain train set") | costs["model"].str.startswith("ROAR")

@@ -144,36 +144,11 @@ out.glue("replicas", replicas)
 # for our text models.
 
 # %%
-PAPER = {  # F-Fidelity Table 8 (App. D.2): accuracy (%) at 0 %, 5 %, 10 % random removal
-    ("CIFAR-100", "ResNet", "original"): [73.23, 56.70, 41.81],
-    ("CIFAR-100", "ResNet", "fine-tuned"): [73.10, 73.12, 72.97],
-    ("CIFAR-100", "ViT", "original"): [50.25, 46.19, 39.87],
-    ("CIFAR-100", "ViT", "fine-tuned"): [46.91, 47.05, 47.30],
-    ("Boiler", "LSTM", "original"): [80.14, 67.78, 61.53],
-    ("Boiler", "LSTM", "fine-tuned"): [77.22, 72.64, 73.19],
-    ("Boiler", "CNN", "original"): [82.22, 68.89, 57.92],
-    ("Boiler", "CNN", "fine-tuned"): [86.39, 74.03, 63.89],
-    ("SST2", "LSTM", "original"): [82.45, 80.28, 79.82],
-    ("SST2", "LSTM", "fine-tuned"): [82.68, 80.16, 79.24],
-    ("SST2", "Transformer", "original"): [80.85, 77.29, 73.28],
-    ("SST2", "Transformer", "fine-tuned"): [80.73, 81.08, 78.90],
-}
-PAPER_ROW = {"CNN": ("CIFAR-100", "ResNet"), "ResNet-9": ("CIFAR-100", "ResNet"), "ViT": ("CIFAR-100", "ViT"),
-             "CNN-1D": ("Boiler", "CNN"),
-             "Bi-LSTM": ("Boiler", "LSTM"), "LSTM": ("SST2", "LSTM"), "Transformer": ("SST2", "Transformer")}
-PAPER_RATIOS = [0.0, 0.05, 0.1]
+PAPER = fl.protocols.ffidelity.paper.TABLE_8  # F-Fidelity Table 8 (App. D.2): accuracy (%) at 0 %, 5 %, 10 %
 summary = robust.groupby(["domain", "architecture", "model", "ratio"], sort=False)["accuracy"].agg(["mean", "std"])
 summary = summary.reset_index()
-
-
-def paper_value(architecture: str, model: str, ratio: float) -> float:
-    if ratio not in PAPER_RATIOS:
-        return float("nan")
-    return PAPER[(*PAPER_ROW[architecture.split(" (")[0]], model)][PAPER_RATIOS.index(ratio)]
-
-
-summary["paper"] = [paper_value(a, m, q) for a, m, q in zip(summary["architecture"], summary["model"],
-                                                             summary["ratio"])]
+summary["paper"] = [fl.protocols.ffidelity.paper.table_8_value(a, m, q)  # our rows read against the paper's
+                    for a, m, q in zip(summary["architecture"], summary["model"], summary["ratio"])]
 out.table(summary, "table_8_tidy")
 table_8 = summary.assign(
     cell=[f"{100 * m:.1f} ± {100 * s:.1f}" + ("" if p != p else f" ({p:.1f})")

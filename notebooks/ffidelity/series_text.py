@@ -234,38 +234,9 @@ for n, (domain, names, groups, part) in enumerate(curve_figures):
 # (Transformer), which rank the same three methods as we do on text.
 
 # %%
-PAPER = {  # means; order TS_METHODS (Fidelity, ROAR, R-Fidelity, F-Fidelity) for series, TEXT_METHODS for text
-    "cnn1d": {  # Table 6, PAM (CNN)
-        ("Macro Corr.", "morf_vs_gt"): [0.78, -0.90, -1.00, -1.00],
-        ("Macro Corr.", "lerf_vs_gt"): [0.96, -0.71, 1.00, 1.00],
-        ("Macro Corr.", "morf_vs_lerf"): [0.68, 0.61, -1.00, -1.00],
-        ("Micro Corr.", "morf_vs_gt"): [-0.02, -0.39, -1.00, -1.00],
-        ("Micro Corr.", "lerf_vs_gt"): [0.93, 0.68, 1.00, 1.00],
-        ("Micro Corr.", "morf_vs_lerf"): [-0.03, -0.12, -1.00, -1.00],
-        ("Micro Rank", "morf_vs_gt"): [3.00, 2.00, 1.00, 1.11], ("Micro Rank", "lerf_vs_gt"): [2.68, 2.84, 1.00, 1.00],
-        ("Micro Rank", "morf_vs_lerf"): [3.68, 2.79, 1.00, 1.11]},
-    "bilstm": {  # Table 3, PAM (LSTM)
-        ("Macro Corr.", "morf_vs_gt"): [-1.00, -1.00, -1.00, -1.00],
-        ("Macro Corr.", "lerf_vs_gt"): [1.00, 1.00, 1.00, 1.00],
-        ("Macro Corr.", "morf_vs_lerf"): [-1.00, -1.00, -1.00, -1.00],
-        ("Micro Corr.", "morf_vs_gt"): [-0.88, -0.97, -1.00, -1.00],
-        ("Micro Corr.", "lerf_vs_gt"): [0.74, 0.80, 1.00, 1.00],
-        ("Micro Corr.", "morf_vs_lerf"): [-0.65, -0.77, -1.00, -1.00],
-        ("Micro Rank", "morf_vs_gt"): [1.53, 1.37, 1.00, 1.05], ("Micro Rank", "lerf_vs_gt"): [2.32, 2.37, 1.16, 1.05],
-        ("Micro Rank", "morf_vs_lerf"): [2.37, 2.42, 1.16, 1.11]},
-    "lstm_text": {  # Table 4, SST2 (LSTM)
-        ("Macro Corr.", "morf_vs_gt"): [-1.00, -1.00, -1.00], ("Macro Corr.", "lerf_vs_gt"): [1.00, 1.00, 1.00],
-        ("Macro Corr.", "morf_vs_lerf"): [-1.00, -1.00, -1.00], ("Micro Corr.", "morf_vs_gt"): [-1.00, -1.00, -0.99],
-        ("Micro Corr.", "lerf_vs_gt"): [1.00, 1.00, 1.00], ("Micro Corr.", "morf_vs_lerf"): [-1.00, -1.00, -0.99],
-        ("Micro Rank", "morf_vs_gt"): [1.00, 1.00, 1.05], ("Micro Rank", "lerf_vs_gt"): [1.05, 1.05, 1.05],
-        ("Micro Rank", "morf_vs_lerf"): [1.00, 1.00, 1.11]},
-    "transformer_text": {  # Table 7, SST2 (Transformer)
-        ("Macro Corr.", "morf_vs_gt"): [-0.94, -1.00, -1.00], ("Macro Corr.", "lerf_vs_gt"): [1.00, 1.00, 1.00],
-        ("Macro Corr.", "morf_vs_lerf"): [-0.94, -1.00, -1.00], ("Micro Corr.", "morf_vs_gt"): [-0.93, -0.97, -1.00],
-        ("Micro Corr.", "lerf_vs_gt"): [0.98, 0.99, 0.99], ("Micro Corr.", "morf_vs_lerf"): [-0.92, -0.97, -0.99],
-        ("Micro Rank", "morf_vs_gt"): [2.05, 1.32, 1.05], ("Micro Rank", "lerf_vs_gt"): [1.16, 1.26, 1.16],
-        ("Micro Rank", "morf_vs_lerf"): [2.05, 1.32, 1.11]},
-}
+PAPER = {"cnn1d": fl.protocols.ffidelity.paper.TABLE_6, "bilstm": fl.protocols.ffidelity.paper.TABLE_3,  # PAM
+         "lstm_text": fl.protocols.ffidelity.paper.TABLE_4,  # SST2 (LSTM), in the order of TEXT_METHODS
+         "transformer_text": fl.protocols.ffidelity.paper.TABLE_7}  # SST2 (Transformer)
 domain_methods = {"time series": TS_METHODS, "text": TEXT_METHODS}
 ARCH = {group_name(d, n, ref): n for d, n, _, ref in cases}
 # the replicas' curves stacked along the seeds (R·n_seeds seeds) for the table; the claims keep the replicas apart
@@ -340,10 +311,13 @@ for g in series_groups:
 claims = []
 note = (f"series T={st.ts_length} at offset {st.ts_offset:g}, tokens L={st.text_length}; {n_test} inputs, "
         f"{replicas} replicas × {n_seeds} seeds × {len(sparsity)} levels, N={n_samples}")
+rank_range = fl.protocols.ffidelity.paper.rank_range_text  # Tables 3 and 6: a method's micro ranks, min-max
 if series_groups:
     claims.append(out.claim(
         C.claim_series_ranking, cells, null, models=series_groups, methods=TS_METHODS, seed=seed, note=note,
-        paper="PAM micro ranks F-Fid 1.05-1.11 vs Fid 1.53-2.37 (LSTM), 1.00-1.11 vs 2.68-3.68 (CNN)").claim)
+        paper=f"PAM micro ranks F-Fid {rank_range(PAPER['bilstm'], 'F-Fidelity')} vs Fid "
+              f"{rank_range(PAPER['bilstm'], 'Fidelity')} (LSTM), {rank_range(PAPER['cnn1d'], 'F-Fidelity')} vs "
+              f"{rank_range(PAPER['cnn1d'], 'Fidelity')} (CNN)").claim)
 if text_groups:
     claims.append(out.claim(
         C.claim_text_equivalence, cells, null, models=text_groups, seed=seed, note=note,

@@ -211,10 +211,7 @@ per_setting = per_sample.groupby(["setting", "method"], sort=False)[list(HIGHER)
 out.table(per_setting.reset_index(), "summary_per_setting")
 summary = per_setting.groupby("method", sort=False).mean()  # then over settings
 # SaCo with K = 10 in the paper's Table 2 (ImageNet, mean of ViT-B, ViT-L, DeiT-B); Random: ≈ 0 by Fig. 4.
-PAPER_SACO = {"Random": 0.0, "Integrated Gradients": 0.1647, "Grad-CAM (attention)": 0.1142, "LRP": 0.0120,
-              "Partial LRP": 0.3066, "Transformer Attribution": 0.3902, "Conservative LRP": 0.0155,
-              "Raw Attention": 0.1835, "Rollout": 0.2453, "Transformer-MM (last layer)": 0.3783,
-              "Transformer-MM": 0.4558, "ATTCAT": 0.3629}
+PAPER_SACO = fl.protocols.saco.paper.SACO
 summary["SaCo (paper, ImageNet)"] = [PAPER_SACO[m] for m in summary.index]
 out.table(summary.reset_index(), "summary")
 fl.plots.readable(summary)
@@ -420,11 +417,7 @@ k_per_setting.columns = list(K_COLUMNS)
 k_per_setting.columns.name = "K"
 k_table = k_per_setting.groupby("method").mean().loc[list(METHODS)]
 # The paper's Table 2 (ImageNet, mean of three ViTs) for K = 5, 10, 20; Random and the last-layer variant not listed.
-PAPER_K = {"Integrated Gradients": (0.1585, 0.1647, 0.1785), "Grad-CAM (attention)": (0.1659, 0.1142, 0.1000),
-           "LRP": (0.0246, 0.0120, 0.0054), "Partial LRP": (0.4628, 0.3066, 0.2282),
-           "Transformer Attribution": (0.5680, 0.3902, 0.2906), "Conservative LRP": (0.0544, 0.0155, -0.0201),
-           "Raw Attention": (0.3200, 0.1835, 0.1411), "Rollout": (0.3372, 0.2453, 0.1956),
-           "Transformer-MM": (0.6041, 0.4558, 0.3651), "ATTCAT": (0.3178, 0.3629, 0.3617)}
+PAPER_K = fl.protocols.saco.paper.TABLE_2
 declining = {m: fl.verdicts.share_above_zero(k_per_setting.loc[m].loc[others, min(k_values)]
                                              - k_per_setting.loc[m].loc[others, max(k_values)]) for m in SETTINGS}
 out.table(pd.DataFrame({"setting": SETTINGS, "of": len(others),

@@ -57,7 +57,7 @@ setup = P.setup(canvas.first(n_models), n_images=n_images, image_size=canvas.ima
                 dataset=dataset, data_dir=data_dir, torchvision_models=torchvision_models, seed=seed, device=device,
                 train_seeds={s["name"]: fl.verdicts.replica_seed(seed, s["name"], 0) for s in canvas.first(n_models)})
 x, y = setup.x, setup.y
-REFERENCES = {"zero": "zero", "blur": fl.perturb.make_reference(x, "blur", kernel_size=blur_kernel, sigma=blur_sigma)}
+REFERENCES = P.references_of(x, ["zero", "blur"], blur_kernel=blur_kernel, blur_sigma=blur_sigma)
 out.table(setup.info, "models")
 out.glue("n_images", len(x))
 out.glue("n_orders", n_orders)

@@ -56,7 +56,7 @@ import faithlab as fl
 
 out = fl.outputs.for_notebook()
 fl.plots.set_style()
-S = fl.metrics.trace_search
+S = fl.metrics.search
 P = fl.protocols.trace
 
 # %% [markdown]
@@ -103,14 +103,8 @@ fl.plots.readable(info)
 # at 224 px scaled to our image size: both an almost flat box filter over a seventh of the image).
 
 # %%
-def references_of(x):
-    """The references of the images x (the blur reference is an image per image)."""
-    refs = {"zero": "zero", "mean": "mean",
-            "blur": fl.perturb.make_reference(x, "blur", kernel_size=blur_kernel, sigma=blur_sigma)}
-    return {name: refs[name] for name in references}
-
-
-REFERENCES = {r: references_of(setups[r].x[IMAGES[r]]) for r in REPLICAS}
+REFERENCES = {r: P.references_of(setups[r].x[IMAGES[r]], references, blur_kernel=blur_kernel, blur_sigma=blur_sigma)
+              for r in REPLICAS}  # the blur reference is an image per image
 
 # %% [markdown]
 # ## Attribution methods and TRACE
@@ -176,11 +170,7 @@ ORDER = ["T-y", "T-p", *METHODS]
 table1, appendix_g = (P.table_layout(scores, output=o, methods=ORDER) for o in ("probability", "logit"))
 out.table(table1, "table1")
 out.table(appendix_g, "appendix_g")
-PAPER_TABLE1_RESNET18 = pd.DataFrame(  # Table 1, rows (i) ResNet-18
-    [["zero", 24.98, 31.69, 11.52, 16.24, 15.92, 14.52, 13.41, 15.39, 10.28, 8.21],
-     ["mean", 25.64, 32.51, 11.45, 16.22, 15.66, 14.57, 12.96, 15.40, 10.51, 8.48],
-     ["blur", 27.34, 33.84, 10.93, 17.38, 16.41, 16.01, 14.98, 16.24, 10.04, 7.57]],
-    columns=["reference", "T-y", "T-p", "Grad", "GC", "IBA", "RISE", "EP", "EBP", "IG", "IxG"])
+PAPER_TABLE1_RESNET18 = P.paper.TABLE1_RESNET18  # Table 1, rows (i) ResNet-18
 out.table(PAPER_TABLE1_RESNET18, "paper_table1_resnet18")
 table1.style.format(precision=2, subset=ORDER)
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import torch
 
 from faithlab import verdicts
 from faithlab.protocols.setup import Setting
 
-__all__ = ["claim_deletion_sanity"]
+__all__ = ["claim_deletion_sanity", "NaNWhenPerturbed"]
 
 SETUP: tuple[Setting, ...] = (
     Setting("data", "—", "basics/digits_classifier", "scikit-learn digits, {image_size} px"),
@@ -128,3 +129,16 @@ def claim_deletion_sanity(deletion: pd.DataFrame, predictions, labels, *, method
         paper_value="— (study check)",
         our_value=f"{short} {means[method]:.3f} vs random {means[random]:.3f}",
         verdict=v, table=table, kind="study check", units=int(c.n))
+
+
+class NaNWhenPerturbed(torch.nn.Module):
+    """The model, but NaN logits on any input that is not one of the clean digits (the chapter's garbage-in check:
+    a model that fails on perturbed inputs only, the case a silent metric would turn into a finite number)."""
+
+    def __init__(self, inner, clean):
+        super().__init__()
+        self.inner, self.clean = inner, clean.flatten(1)
+
+    def forward(self, inputs):
+        is_clean = (inputs.flatten(1)[:, None, :] == self.clean[None]).all(-1).any(1)
+        return torch.where(is_clean[:, None], self.inner(inputs), torch.nan)

@@ -17,9 +17,11 @@ One module per concept, every public name gathered here (``fl.protocols.ffidelit
 * ``image_claims``: the OOD check of the stand-in, the map preference, the cost, size and sensitivity claims;
 * ``robustness``: Table 8 and App. D.3 (fine-tuning restores accuracy, text robust, β steps);
 * ``series_text``: :class:`SeriesTextModels`, the models two notebooks share, and their ranking claims;
-* ``setup_table``: the chapter's set-up table, :data:`SETUP`.
+* ``setup_table``: the chapter's set-up table, :data:`SETUP`;
+* ``paper``: the paper's numbers (Tables 1–8, 10–13), read by the notebooks.
 """
 
+from faithlab.protocols.ffidelity import paper
 from faithlab.protocols.ffidelity.image_claims import (
     AGREEMENT,
     claim_cost,
@@ -31,6 +33,8 @@ from faithlab.protocols.ffidelity.image_claims import (
     claim_size_readout,
     map_agreement,
     map_agreement_over_replicas,
+    PAIR_MAPS,
+    pair_maps,
 )
 from faithlab.protocols.ffidelity.ranking import (
     CORRELATION_LABELS,
@@ -43,6 +47,7 @@ from faithlab.protocols.ffidelity.ranking import (
     oriented_correlations,
     permuted_correlations,
     ranking_correlations,
+    record_claim,
     ranking_verdict,
     separation,
     table_layout,
@@ -63,6 +68,7 @@ from faithlab.protocols.ffidelity.study import (
     SETTINGS,
     CanvasModels,
     RankingStudy,
+    ReplicaStudies,
     VitModels,
     constant_map_counts,
     degraded_fidelity_curves,
@@ -73,12 +79,14 @@ from faithlab.protocols.ffidelity.study import (
 # in the modules' order, which the API page follows
 __all__ = [  # noqa: RUF022
     "SETUP", "degraded_fidelity_curves", "random_masking_predictions", "constant_map_counts", "SETTINGS",
-    "RankingStudy", "image_ranking_study", "CanvasModels", "VitModels", "ranking_correlations", "CORRELATION_LABELS",
+    "RankingStudy", "ReplicaStudies", "image_ranking_study", "CanvasModels", "VitModels", "ranking_correlations",
+    "CORRELATION_LABELS",
     "oriented_correlations", "table_layout", "separation", "micro_cells", "ranking_verdict", "ablation_verdict",
     "permuted_correlations", "ground_truth_null", "claim_ranking", "claim_lerf_near_one", "claim_ablation",
+    "record_claim",
     "claim_ood_check", "per_image_ffid", "claim_map_preferred", "claim_cost", "claim_size_readout",
     "claim_robust_hyperparameters",
-    "AGREEMENT", "map_agreement", "map_agreement_over_replicas", "claim_maps_preserved",
+    "AGREEMENT", "map_agreement", "map_agreement_over_replicas", "claim_maps_preserved", "PAIR_MAPS", "pair_maps",
     "SeriesTextModels", "claim_finetune_restores", "claim_text_robust", "claim_beta_accuracy", "claim_beta_agreement",
     "claim_series_ranking", "claim_text_equivalence",
 ]

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from faithlab import _validate, verdicts
+from faithlab import _validate, explainers, perturb, verdicts
 from faithlab.metrics import ffidelity
 from faithlab.metrics.distances import top_mask
 from faithlab.metrics.statistics import rankdata
@@ -482,3 +482,16 @@ def claim_maps_preserved(per_image: pd.DataFrame, nulls: dict[str, verdicts.Null
         paper_value="similar regions, minor changes of intensity (qualitative)",
         our_value=f"{AGREEMENT[statistic]} {observed:.2f} [{interval[0]:.2f}, {interval[1]:.2f}] (chance "
                   f"{null.median:.2f})", verdict=v, table=table, kind="paper", units=int(keep.sum()))
+
+
+PAIR_MAPS = (("GradCAM", "gradcam"), ("Saliency", "saliency"))
+"""The two maps of App. D.10 (Tables 11–12): label and explainer method."""
+
+
+def pair_maps(model, x: torch.Tensor, y: torch.Tensor, *, seed: int = 0,
+              maps: Sequence[tuple[str, str]] = PAIR_MAPS) -> dict[str, torch.Tensor]:
+    """GradCAM's and Saliency's maps (``maps``: label, method) of ``model`` on the images x (N, C, H, W) for the
+    targets y (N,), per pixel as the ranking study's: ``{label: (N, H, W)}``."""
+    return {label: perturb.unit_scores(
+        explainers.explain(model, x, y, method=method, generator=seed), perturb.pixel_units(x),
+        reduce=ffidelity.REDUCE).view(-1, *x.shape[2:]) for label, method in maps}

@@ -502,3 +502,11 @@ def claim_ablation(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value
         paper_value="F-Fid > Fid+FT > Fid on all three correlations (Fig. 3)",
         our_value="micro oriented mean " + ", ".join(f"{m} {oriented[m]:.2f}" for m in chain), verdict=v,
         table=table, kind="paper", units=_units(part, group, value, chain))
+
+
+def record_claim(out, spec: tuple, *, note: str) -> verdicts.Claim:
+    """Decide one claim by ``out.claim`` (a notebook's :func:`faithlab.outputs.for_notebook`, which adds the replica
+    agreement and the bootstrap stability and records the claim) from its ``spec``: the claim function, its positional
+    and its keyword arguments, as the notebook calls it directly; ``note`` describes the units. Returns the claim."""
+    fn, args, kwargs = spec
+    return out.claim(fn, *args, **kwargs, note=note).claim

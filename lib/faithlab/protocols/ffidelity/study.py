@@ -220,6 +220,41 @@ class RankingStudy:
                                     methods=names, group="explainer")
 
 
+@dataclass
+class ReplicaStudies:
+    """The ranking studies of several settings × trained replicas, scored cell by cell. :meth:`score_cells` is the
+    score function of ``fl.outputs.sharded``: it runs every study on the given (seed, noise level) cells and returns
+    their curves with a ``column`` (the setting's key) and a ``replica`` column; :meth:`complete` is the reduce step:
+    a study this process did not run is rebuilt from the cache (no cell scored) and every study gets its curves from
+    the scored frame. ``make(key, replica, cells)`` returns one :class:`RankingStudy`; :attr:`studies` holds them by
+    ``(key, replica)``."""
+
+    make: Callable[[object, int, Sequence], RankingStudy]
+    keys: Sequence
+    replicas: Sequence[int]
+    column: str = "key"
+    studies: dict = field(default_factory=dict)
+
+    def score_cells(self, cells: Sequence) -> pd.DataFrame:
+        """Every study run on ``cells`` (kept in :attr:`studies`); their curves, one frame."""
+        for key in self.keys:
+            for r in self.replicas:
+                self.studies[key, r] = self.make(key, r, cells)
+        return pd.concat([st.curves.assign(**{self.column: key}, replica=r) for (key, r), st in self.studies.items()],
+                         ignore_index=True)
+
+    def complete(self, scored: pd.DataFrame) -> dict:
+        """:attr:`studies` with the curves of ``scored`` (the frame :meth:`score_cells` returned, or the shards')."""
+        for key in self.keys:
+            for r in self.replicas:
+                if (key, r) not in self.studies:  # the reduce step of a sharded run: models from the cache
+                    self.studies[key, r] = self.make(key, r, [])
+                mine = (scored[self.column] == key) & (scored["replica"] == r)
+                self.studies[key, r] = self.studies[key, r].with_curves(
+                    scored[mine].drop(columns=[self.column, "replica"]))
+        return self.studies
+
+
 @contextmanager
 def _count_passes(model: nn.Module) -> Iterator[list[int]]:
     """Count the inputs (rows of the first argument) of every forward call of ``model`` inside the block."""

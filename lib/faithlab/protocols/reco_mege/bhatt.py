@@ -15,6 +15,7 @@ import torch
 from faithlab import explainers, perturb, verdicts
 from faithlab.metrics.bhatt import average_stability_details, mu_fidelity_details
 from faithlab.metrics.crossfold import shuffled_partners
+from faithlab.protocols.reco_mege import paper
 from faithlab.protocols.reco_mege.claims import _decide_premises
 from faithlab.protocols.reco_mege.sets import _NULL_STREAM
 from faithlab.protocols.reco_mege.tasks import method_options
@@ -88,7 +89,7 @@ def claim_table3(per_sample: pd.DataFrame, *, premise=None, target: str = "GC",
             "Table 3: Grad-CAM has the highest μF, and Grad-CAM and SmoothGrad the lowest S_avg (paper: CIFAR-10)",
             rule="(a) Grad-CAM's μF above every other method's and (b) Grad-CAM's and SmoothGrad's S_avg below every "
                  "other method's, paired bootstraps over samples",
-            premise=reason, paper_value="μF GC 0.907 (next SG 0.305); S_avg GC 0.012, SG 0.024, others > 2",
+            premise=reason, paper_value=paper.quoted("Table 3"),
             our_value="; ".join(f"{r.method} μF {r['μF']:.3f}, S_avg {r['S_avg']:.3g}" for _, r in means.iterrows()),
             verdict=verdicts.from_settings([], reproduced=1.0, partly=0.5, untestable=reason, what="parts (a, b)"),
             table=means, kind="paper")
@@ -137,7 +138,7 @@ def claim_table3(per_sample: pd.DataFrame, *, premise=None, target: str = "GC",
                 "μF lies significantly above the same method's μF with the map of another image (chance); "
                 + ", ".join(f"{m} {mu[m].mean():.3f} vs {mu_null[m].mean():.3f}" for m in methods)
                 + (f" — {decided.text}" if decided.text else ""),
-        paper_value="μF GC 0.907 (next SG 0.305); S_avg GC 0.012, SG 0.024, others > 2",
+        paper_value=paper.quoted("Table 3"),
         our_value=f"{n_replicas} replica{'s' if n_replicas > 1 else ''} × samples, {a.n} units; "
                   f"μF {target} − {rival} = {a.mean:.3f} [{a.low:.3f}, {a.high:.3f}]; two lowest S_avg: "
                   f"{', '.join(lowest)}; weakest S_avg comparison {worst_b[0][0]} − {worst_b[0][1]} = "

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from faithlab import verdicts
+from faithlab.protocols.reco_mege import paper
 from faithlab.protocols.reco_mege.bootstrap import (bootstrap_scores, comparison, null_frame, pooled_sets,
                                                     two_stage_weights)
 
@@ -119,7 +120,7 @@ def claim_gradcam_best_reco(pairs: pd.DataFrame, *, premises=None, target: str =
                                             if r["units"] else "no replica left")
                             + (f" ({r['left out']})" if r["left out"] else "")
                             for _, r in table.iterrows()),
-        paper_value="Table 1: GC best on all 4 datasets (0.517–0.800)",
+        paper_value=paper.quoted("Table 1"),
         our_value=f"{target} wins on {wins} of {len(testable)} testable tasks; " + "; ".join(
             (f"{r.task} {target} − {r.rival} = {r[f'{target} − rival']:.3f} [{r.low:.3f}, {r.high:.3f}]"
              if r["units"] else f"{r.task} —") + ("" if pd.isna(r.untestable) else " (not testable)")
@@ -384,7 +385,7 @@ def claim_lipschitz(details: Mapping[str, Mapping[str, dict] | pd.DataFrame], *,
                     + ([premise.text] if premise.text else [])
                     + [f"replica {r} left out: {why}" for r, why in left.items()]),
         kind="paper", units=n_units,
-        paper_value="Tables 4–5: ReCo e.g. SG 0.154 → 0.898, SA 0.151 → 0.810; MeGe higher for all six methods",
+        paper_value=paper.quoted("Tables 4–5"),
         our_value="; ".join([f"{int((cells.outcome == 'win').sum())} of {len(cells)} testable cells rise "
                              f"({len(table) - len(cells)} not testable; {n_replicas} replicas × samples, "
                              f"{n_units} units)"]

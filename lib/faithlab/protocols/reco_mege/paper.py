@@ -9,7 +9,7 @@ import pandas as pd
 
 from faithlab.protocols.reco_mege.tasks import DEGRADATIONS
 
-__all__ = ["PAPER", "rank_agreement", "beside"]
+__all__ = ["PAPER", "rank_agreement", "beside", "quoted"]
 
 
 _M5 = ("IG", "SG", "SA", "GI", "GC")
@@ -57,3 +57,22 @@ def beside(ours: pd.DataFrame, paper: pd.DataFrame, *, name: str = "row") -> pd.
         if idx in paper.index:
             rows.append({name: idx, "source": "paper", **paper.loc[idx].to_dict()})
     return pd.DataFrame(rows)
+
+
+def quoted(table: str) -> str:
+    """The paper's values a claim quotes, in one line from :data:`PAPER`: ``"Table 1"`` (Grad-CAM's ReCo range over
+    the datasets), ``"Table 3"`` (μF and S_avg of Grad-CAM and SmoothGrad) or ``"Tables 4–5"`` (ReCo of SmoothGrad
+    and Saliency, ResNet-18 → 1-Lipschitz)."""
+    if table == "Table 1":
+        gc = PAPER["Table 1"]["GC"]
+        return f"Table 1: GC best on all {len(gc)} datasets ({gc.min():.3f}–{gc.max():.3f})"
+    if table == "Table 3":
+        mu, s = PAPER["Table 3"].loc["μF"], PAPER["Table 3"].loc["S_avg"]
+        rest = s.drop(["GC", "SG"])
+        return (f"μF GC {mu['GC']:.3f} (next {mu.drop('GC').idxmax()} {mu.drop('GC').max():.3f}); S_avg GC "
+                f"{s['GC']:.3f}, SG {s['SG']:.3f}, others > {math.floor(rest.min()):d}")
+    if table == "Tables 4–5":
+        t4 = PAPER["Table 4"]
+        pairs = ", ".join(f"{m} {t4.loc['ResNet-18', m]:.3f} → {t4.loc['1-Lipschitz', m]:.3f}" for m in ("SG", "SA"))
+        return "Tables 4–5: ReCo e.g. " + pairs + "; MeGe higher for all six methods"
+    raise ValueError(f"table must be 'Table 1', 'Table 3' or 'Tables 4–5', got {table!r}")

@@ -11,6 +11,7 @@ task. Tables are pandas frames with one column per metric. One module per concep
 - :mod:`~faithlab.protocols.saco.correlations`: rank correlations between the metrics and the claims S2, S6;
 - :mod:`~faithlab.protocols.saco.case_study`: Fig. 3's case study and the claim S5;
 - :mod:`~faithlab.protocols.saco.setup_table`: the chapter's set-up table (``SETUP``);
+- :mod:`~faithlab.protocols.saco.paper`: the paper's numbers (Tables 1–2), read by the notebook and the claims;
 - :mod:`~faithlab.protocols.saco._common`: the two-stage batched bootstrap and the accuracy premise
   (``MIN_ACCURACY``, ``ACCURACY_TOLERANCE``).
 
@@ -18,6 +19,7 @@ Every public name is re-exported here (``fl.protocols.saco.radar_scale``).
 """
 
 from faithlab.protocols.saco._common import ACCURACY_TOLERANCE, MIN_ACCURACY
+from faithlab.protocols.saco import paper
 from faithlab.protocols.saco.case_study import case_study_frame, claim_saturation
 from faithlab.protocols.saco.comparisons import (ATTENTION_ABLATION, claim_attention_ablation, claim_k_decline,
                                                  claim_order_sensitivity, claim_random_separation, narrow,

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab import verdicts
+from faithlab.protocols.saco import paper
 from faithlab.protocols.saco._common import (ACCURACY_TOLERANCE, MIN_ACCURACY, accuracy_premise, accuracy_text,
                                              against, all_of, at_least, flag, groups_of, min_units, paired, settings,
                                              wide)
@@ -304,8 +305,8 @@ def claim_attention_ablation(per_sample: pd.DataFrame, *, accuracy: pd.DataFrame
              "bootstrapped over replicas, then images (95 %); direction: positive; margin 0",
         premise=f"{accuracy_text(accuracy, min_accuracy=min_accuracy, tolerance=accuracy_tolerance)}; "
                 f"{sum(r is None for r in reasons.values())} of {len(reasons)} settings pass; {_replicas(per_sample)}",
-        paper_value="0.1835 / 0.2453 / 0.3783 / 0.4558 (raw attention / rollout / last layer + gradient / "
-                    "Transformer-MM)",
+        paper_value=" / ".join(f"{v:.4f}" for v in paper.TABLE_1.values())
+                    + " (raw attention / rollout / last layer + gradient / Transformer-MM)",
         our_value=" / ".join(f"{means[m]:.3f}" for m in order)
                   + f" (mean over settings); significant gain in {wins} of {len(cells)} testable cells, loss in "
                     f"{sum(c.outcome == 'loss' for c in cells)}",
@@ -366,8 +367,8 @@ def claim_k_decline(k_frame: pd.DataFrame, *, columns, accuracy: pd.DataFrame | 
         premise=f"{accuracy_text(accuracy, min_accuracy=min_accuracy, tolerance=accuracy_tolerance)}; "
                 f"{sum(r is None for r in reasons.values())} of {len(reasons)} settings pass; {_replicas(k_frame)}"
                 + (f"; Random's mean decline {table['Random decline'].mean():+.3f}" if len(table) else ""),
-        paper_value="most methods decline from K = 5 to 20 (e.g. Transformer-MM 0.6041 / 0.4558 / 0.3651); IG and "
-                    "ATTCAT roughly flat",
+        paper_value="most methods decline from K = 5 to 20 (e.g. Transformer-MM "
+                    + " / ".join(f"{v:.4f}" for v in paper.TABLE_2["Transformer-MM"]) + "); IG and ATTCAT roughly flat",
         our_value=(f"{n_hold} of {len(cells)} testable setting × method cells decline, and beyond Random, from "
                    f"K={ks[0]} to K={ks[-1]} ({sum(c is False for c in cells)} do not, "
                    f"{sum(c is None for c in cells)} undecided); mean decline {table['decline'].mean():+.3f}")

@@ -1,7 +1,7 @@
 """TRACE's experimental protocol (Wang & Wang; spec §5): attribution maps of the Table 1 methods → patch
 trajectories, and tidy frames of deletion scores and curves for Table 1 / Appendix G, Fig. 1, 2b, 3b and 4.
 
-The metric and the searches live in :mod:`faithlab.metrics.trace` and :mod:`faithlab.metrics.trace_search`; this
+The metric and the searches live in :mod:`faithlab.metrics.trace` and :mod:`faithlab.metrics.search`; this
 package only runs them over methods, references and outputs and lays the results out, one module per concept:
 
 - :mod:`~faithlab.protocols.trace.inputs`: the models and images (the canvas stand-ins, one named setting
@@ -13,11 +13,14 @@ package only runs them over methods, references and outputs and lays the results
 - :mod:`~faithlab.protocols.trace.claims`: the claims T1–T6 (``claim_*``, each a
   :class:`faithlab.verdicts.Claim` with its rule, its premise and the null it was checked against) and their chance
   levels;
-- :mod:`~faithlab.protocols.trace.setup_table`: the chapter's set-up table (``SETUP``).
+- :mod:`~faithlab.protocols.trace.setup_table`: the chapter's set-up table (``SETUP``);
+- :mod:`~faithlab.protocols.trace.paper`: the paper's numbers (Table 1's ResNet-18 rows), read by the notebook and
+  the claims.
 
 Every public name is re-exported here (``fl.protocols.trace.deletion_frames``).
 """
 
+from faithlab.protocols.trace import paper
 from faithlab.protocols.trace.claims import (claim_beats_methods, claim_cross_test, claim_insertion_equals_deletion,
                                              claim_probability_beats_logit, claim_random_test,
                                              claim_reference_robust, claim_search_bound, random_trajectory_null,
@@ -25,12 +28,14 @@ from faithlab.protocols.trace.claims import (claim_beats_methods, claim_cross_te
 from faithlab.protocols.trace.frames import (OUTPUT_NAMES, curve_rows, curve_sums, deletion_frames,
                                              insertion_deletion_frame, normalised_auc, random_deletion_frame,
                                              random_order_sums, reference_spread, search_frames, table_layout)
-from faithlab.protocols.trace.inputs import CAM_LAYERS, PAPER_MODELS, TraceModels, Setup, first_by_filename, setup
+from faithlab.protocols.trace.inputs import (CAM_LAYERS, PAPER_MODELS, TraceModels, Setup, first_by_filename,
+                                             references_of, setup)
 from faithlab.protocols.trace.maps import TABLE1_METHODS, method_maps, trajectories
 from faithlab.protocols.trace.setup_table import SETUP
 
 __all__ = ["TABLE1_METHODS", "OUTPUT_NAMES", "PAPER_MODELS", "CAM_LAYERS", "TraceModels", "Setup", "setup",
-           "first_by_filename", "method_maps", "trajectories", "deletion_frames", "search_frames", "curve_rows",
+           "first_by_filename", "references_of", "method_maps", "trajectories", "deletion_frames", "search_frames",
+           "curve_rows",
            "random_deletion_frame", "reference_spread", "normalised_auc", "table_layout", "curve_sums",
            "random_order_sums", "insertion_deletion_frame", "sign_flip_null", "random_trajectory_null",
            "claim_search_bound", "claim_beats_methods", "claim_probability_beats_logit", "claim_random_test",

@@ -16,6 +16,7 @@ import pandas as pd
 import torch
 
 from faithlab import verdicts
+from faithlab.protocols.trace import paper
 from faithlab.protocols.trace.frames import normalised_auc, reference_spread
 
 __all__ = ["sign_flip_null", "random_trajectory_null", "claim_search_bound", "claim_beats_methods",
@@ -238,7 +239,7 @@ def claim_beats_methods(scores: pd.DataFrame, *, model: str, target: str = "T-p"
         premise="TRACE maximises this very score on these images (close to built in: tested is whether the search "
                 "gets beyond the best method); the best method must lie above chance, a random map's score with "
                 "random signs (a random order and its reverse are equally likely): " + "; ".join(outside),
-        paper_value="T-p above every method in all 18 cells (ResNet-18, zero: 31.69 vs best 16.24, ×1.95)",
+        paper_value=f"T-p above every method in all 18 cells (ResNet-18, zero: {paper.versus_best('zero')})",
         our_value=f"{target} {means[target]:.2f} vs best method {best} {means[best]:.2f} "
                   f"(×{means[target] / means[best]:.2f}); Random {means[random]:.2f}" if means[best] > 0 else
                   f"{target} {means[target]:.2f} vs best method {best} {means[best]:.2f}; Random {means[random]:.2f}",
@@ -499,7 +500,8 @@ def claim_reference_robust(patch_scores: pd.DataFrame, pixel_scores: pd.DataFram
                 + (f"; not counted, at chance: {', '.join(not_counted)}" if not_counted else "; all counted")
                 + f"; {target}'s score is the metric's maximum, the largest denominator (patch-level spreads of the "
                   "methods shown as a control)",
-        paper_value="T-p 31.69 / 32.51 / 33.84 (zero/mean/blur, ResNet-18); Fig. 1 qualitative",
+        paper_value="T-p " + " / ".join(f"{v:.2f}" for v in paper.TABLE1_RESNET18["T-p"])
+                    + " (" + "/".join(paper.TABLE1_RESNET18["reference"]) + ", ResNet-18); Fig. 1 qualitative",
         our_value="mean relative spread: " + ", ".join(f"{r['method']} ({r['level']}) {r['mean relative spread']:.3f}"
                                                       for r in rows),
         verdict=v, table=table, units=len(base))

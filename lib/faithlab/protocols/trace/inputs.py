@@ -12,9 +12,9 @@ import pandas as pd
 import torch
 from torch import nn
 
-from faithlab import _validate, data, models, recipes, train
+from faithlab import _validate, data, models, perturb, recipes, train
 
-__all__ = ["PAPER_MODELS", "CAM_LAYERS", "TraceModels", "Setup", "setup", "first_by_filename"]
+__all__ = ["PAPER_MODELS", "CAM_LAYERS", "TraceModels", "Setup", "setup", "first_by_filename", "references_of"]
 
 
 PAPER_MODELS = ("resnet18", "vgg16", "alexnet", "googlenet", "mobilenet_v3_large", "densenet161")
@@ -166,3 +166,10 @@ def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float
     layers = {name: CAM_LAYERS.get(name) for name in trained} if torchvision_models else dict.fromkeys(trained)
     return Setup(trained, x.to(device), y.to(device), pd.DataFrame(rows), layers, reference.to(device))
 
+
+def references_of(x: torch.Tensor, references: Sequence[str], *, blur_kernel: int, blur_sigma: float) -> dict:
+    """The references of the images x (the blur reference is an image per image), by name, for the names in
+    ``references`` (of ``"zero"``, ``"mean"``, ``"blur"``; the blur a ``blur_kernel``² Gaussian of σ ``blur_sigma``)."""
+    refs = {"zero": "zero", "mean": "mean",
+            "blur": perturb.make_reference(x, "blur", kernel_size=blur_kernel, sigma=blur_sigma)}
+    return {name: refs[name] for name in references}
