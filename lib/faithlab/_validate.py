@@ -1,13 +1,65 @@
-"""Argument checks shared by the library. Each raises ValueError/TypeError naming the argument."""
+"""Argument checks shared by the library. Each raises ValueError/TypeError naming the argument.
+
+A tensor is checked once per call: inside a :func:`checked` block (``fl.evaluate`` opens one after checking its
+inputs at the boundary) a tensor whose storage the block holds skips the checks that read or describe its data (the
+NaN/inf scan of :func:`finite`, :func:`tensor`'s emptiness check); the checks a caller asks of it (its rank, a
+floating dtype) still run, since they differ between callers."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import numbers
 import os
 import re
 from collections.abc import Sequence
 
 import torch
+
+# storage data pointer -> one tensor on it (kept alive, so the storage cannot be freed and its address reused)
+_CHECKED: contextvars.ContextVar[dict[int, torch.Tensor] | None] = contextvars.ContextVar("faithlab_checked",
+                                                                                           default=None)
+
+
+@contextlib.contextmanager
+def checked(*values):
+    """Inside the block, the tensors ``values`` (and every view of their storage: a chunk of x is a slice of it)
+    count as checked; :func:`trust` adds more. Blocks nest; leaving one forgets what it added."""
+    outer = _CHECKED.get()
+    token = _CHECKED.set(dict(outer or {}))
+    try:
+        trust(*values)
+        yield
+    finally:
+        _CHECKED.reset(token)
+
+
+def trust(*values) -> None:
+    """Count the tensors among ``values`` as checked until the innermost :func:`checked` block ends (outside one:
+    nothing). For tensors the caller has checked, or built from checked ones (a chunk, the predictions)."""
+    held = _CHECKED.get()
+    if held is None:
+        return
+    for v in values:
+        key = _storage(v)
+        if key:
+            held[key] = v
+
+
+def _storage(value) -> int:
+    """The data pointer of a tensor's storage on a real device (0: none to key by, e.g. a meta or empty tensor)."""
+    if not isinstance(value, torch.Tensor) or value.device.type == "meta" or value.numel() == 0:
+        return 0
+    return value.untyped_storage().data_ptr()
+
+
+def is_checked(value) -> bool:
+    """Whether a surrounding :func:`checked` block holds ``value``'s storage on ``value``'s device."""
+    held = _CHECKED.get()
+    if not held:
+        return False
+    kept = held.get(_storage(value))
+    return kept is not None and kept.device == value.device
 
 
 def tensor(value, name: str, *, ndim: int | Sequence[int] | None = None, floating: bool = False) -> torch.Tensor:
@@ -20,9 +72,22 @@ def tensor(value, name: str, *, ndim: int | Sequence[int] | None = None, floatin
             raise ValueError(f"{name} must have {' or '.join(map(str, allowed))} dimensions, got shape {tuple(value.shape)}")
     if floating and not value.is_floating_point():
         raise TypeError(f"{name} must be a floating-point tensor, got dtype {value.dtype}")
+    if not is_checked(value):
+        _tensor_data(value, name)
+    return value
+
+
+def _tensor_data(value: torch.Tensor, name: str) -> None:
+    """What :func:`tensor` checks of the data itself, once per call (see :func:`checked`)."""
     if value.ndim > 0 and value.shape[0] == 0:
         raise ValueError(f"{name} is empty (batch dimension of size 0)")
-    return value
+
+
+def inputs(x: torch.Tensor, name: str = "x") -> None:
+    """Raise unless ``x`` can be a model's input: floating point, or integer token ids ``(B, L)``."""
+    if x.is_complex() or x.dtype == torch.bool or (x.ndim > 2 and not x.is_floating_point()):
+        raise TypeError(f"{name} of shape {tuple(x.shape)} must be floating-point (only token ids (B, L) are "
+                        f"integers), got dtype {x.dtype}")
 
 
 PROGRESS_ENV = "FAITHLAB_PROGRESS"
@@ -45,9 +110,15 @@ def finite(value: torch.Tensor, name: str) -> torch.Tensor:
     Tested as ``isfinite(value.abs().amax())``: torch's max reductions propagate NaN, so the largest magnitude is
     finite iff every value is; two passes where ``isfinite(...).all()`` makes about five (a twentieth of its time
     on a CPU)."""
+    if not is_checked(value):
+        _finite_scan(value, name)
+    return value
+
+
+def _finite_scan(value: torch.Tensor, name: str) -> None:
+    """:func:`finite`'s pass over the data, once per call (see :func:`checked`)."""
     if value.is_floating_point() and value.numel() and not bool(torch.isfinite(value.abs().amax())):
         raise ValueError(f"{name} contains NaN or inf values")
-    return value
 
 
 def same_device(a: torch.Tensor, b: torch.Tensor, name_a: str, name_b: str) -> None:

@@ -15,6 +15,9 @@ measured seconds per metric group. A run interrupted with Ctrl-C keeps its finis
 model gives the sanity check of :func:`faithlab.report.sanity`, and :func:`faithlab.report.write` writes the
 report. Usage errors (a flag's value that cannot work) print one line naming the flag and its fix and exit with
 status 2, without a traceback.
+
+One concept: the ``faithlab`` command line, from its flags to a written report (parsing, loading the model and
+images, the estimate, the streamed evaluation and its resume); the rules it applies live in the library.
 """
 
 from __future__ import annotations
@@ -761,7 +764,7 @@ def _evaluate(args, argv: Sequence[str], echo) -> int:
         warnings.simplefilter("always")
         # the finished chunks are kept in <out>.partial/ (evaluate/, then sanity/) as the run goes: --resume reads
         # them back after an interruption, so only the unfinished ones are computed again
-        from faithlab.evaluation.loop import CheckpointMismatch
+        from faithlab.evaluation.checkpoint import CheckpointMismatch
 
         work = _work_folder(args, argv, _fingerprint(args, model, data, n, chosen, chosen_explainers, options, pre),
                             echo)
@@ -898,7 +901,7 @@ def _images_digest(data, n: int, batch_size: int) -> str:
             label = "" if labels is None else int(labels[i])
             h.update(f"{name}\0{_sha256(Path(root) / name)}\0{label}\n".encode())
         return h.hexdigest()
-    from faithlab.evaluation.loop import _digest
+    from faithlab.evaluation.checkpoint import digest as _digest
 
     for batch in _first(data.loader(batch_size), n):
         x, y = (batch[0], batch[1] if len(batch) > 1 else None) if isinstance(batch, (tuple, list)) else (
@@ -915,7 +918,7 @@ def _fingerprint(args, model, data, n: int, chosen: list[str], chosen_explainers
     import torch
 
     import faithlab as fl
-    from faithlab.evaluation.loop import _module_digest
+    from faithlab.evaluation.checkpoint import module_digest as _module_digest
 
     entries = {"--set" if k == "settings" else "--" + k.replace("_", "-"): v for k, v in vars(args).items()
                if k not in UNFINGERPRINTED}

@@ -6,14 +6,14 @@ one and on two stand-in samples with a stand-in model (a linear read-out of the 
 can be) and stand-in explainers (random maps). Every metric evaluates the same number of model inputs per sample
 whatever the model answers, plus a fixed number per call; two probes give both, and N samples in chunks of
 ``chunk_size`` cost ``fixed × chunks + per_sample × N`` (dataset-level metrics: ``fixed + per_sample × N``).
-``tests/test_streaming.py`` checks the estimate against the counts of real evaluations.
+``tests/evaluation/test_streaming.py`` checks the estimate against the counts of real evaluations.
 
 The probes run on small images (:func:`probe_shape`): the counts depend on the image size only through TRACE's patch
 grid (its edge divides the side) and through removal steps that coincide when an image has few pixels (the
 fractions of Few-class Fid, F-Fidelity's sizes, the MoRF/LeRF levels, SaCo's groups give distinct pixel counts once
 the image has enough pixels). A probe image with the same grid edge and enough pixels for every step to be distinct
 gives the counts of the full size at a fraction of the cost (224 × 224 images: 35 × 35, about 100 times fewer
-pixels). ``tests/test_cli_estimate.py`` checks the small probes against real evaluations at the full size.
+pixels). ``tests/cli/test_estimate_only.py`` checks the small probes against real evaluations at the full size.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from faithlab.evaluation.loop import _choose
+from faithlab.evaluation.call import check, choose
 from faithlab.metrics.registry import METRICS
 from faithlab.perturb.autobatch import BatchSize
 
@@ -61,8 +61,8 @@ def _probe(shape, b: int, n_classes: int, explainers, metrics, finetuned: bool, 
            batch_size: int, options: dict, device="cpu"):
     """The cost table of ``fl.evaluate`` on ``b`` stand-in samples on ``device`` (its ``seconds``: the library's
     own work, the stand-in model costing next to nothing)."""
+    from faithlab.evaluation.engine import Engine
     from faithlab.evaluation.frame import cost
-    from faithlab.evaluation.loop import evaluate
 
     g = torch.Generator().manual_seed(b)
     x = torch.rand((b, *shape[1:]), generator=g, device="cpu").to(device)
@@ -78,9 +78,9 @@ def _probe(shape, b: int, n_classes: int, explainers, metrics, finetuned: bool, 
     if kfold:
         extra["kfold"] = _Folds([stand_in() for _ in range(kfold)], b)
     maps = {name: _random_maps(None, x, None) for name in explainers}
-    frame = evaluate(stand_in(), x, torch.zeros(b, dtype=torch.int64, device="cpu").to(device), maps,
-                     metrics=metrics,
-                     batch_size=batch_size, progress=False, hints=False, **extra, **options)
+    frame = Engine(check(stand_in(), x, torch.zeros(b, dtype=torch.int64, device="cpu").to(device), maps,
+                         metrics=metrics, batch_size=batch_size, progress=False, hints=False, **extra,
+                         options=options)).run()
     return cost(frame)
 
 
@@ -183,7 +183,7 @@ def estimate(shape: Sequence[int], *, n_classes: int, explainers: Sequence[str] 
     chunk = n if chunk_size is None else min(int(chunk_size), n)
     has = {"finetuned": bool(finetuned), "explainer": bool(explainer) or bool(kfold), "kfold": bool(kfold),
            "images": len(shape) == 4}
-    chosen = _choose(metrics, has=has)
+    chosen = choose(metrics, has=has)
     probed = probe_shape(shape, chosen, **options) if shrink else shape
     tables = []
     for level, base in (("sample", 1), ("dataset", max(2, int(kfold)))):  # ReCo/MeGe: a sample in every fold

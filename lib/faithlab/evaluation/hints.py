@@ -136,23 +136,38 @@ def degenerate(frame: pd.DataFrame, *, correct: torch.Tensor | None = None,
     constant = {} if constant is None else _check_constant(constant, n_samples)
     if rows.empty:
         return []
-    g = rows.groupby(["metric", "explainer"], sort=False)["score"]
-    stats = g.agg(n="size", finite="count", lo="min", hi="max").reset_index()
-    labels = rows.drop_duplicates("metric").set_index("metric")["label"] if "label" in rows else pd.Series(dtype=object)
-    stats["label"] = [str(labels.get(m, m)) for m in stats["metric"]]
-    stats["nan"] = stats["finite"] == 0
-    same = (stats["hi"] - stats["lo"]).abs() <= _RTOL * stats[["lo", "hi"]].abs().max(axis=1).clip(lower=1.0)
-    stats["flat"] = (stats["finite"] == stats["n"]) & (stats["n"] >= 2) & same
-    done = pd.Series(False, index=stats.index)
-    messages: list[str] = []
+    t = _Table(rows)  # the causes in order: each takes the rows it explains from the later ones
+    return [*_accuracy_forms(t, correct), *_flat_fewclass(t), *_constant_maps(t, constant), *_unmoved_fid(t),
+            *_mu_nan(t), *_nan(t), *_generic(t)]
 
-    def take(mask: pd.Series) -> pd.DataFrame:
-        chosen = stats[mask & ~done]
-        done.loc[chosen.index] = True
+
+class _Table:
+    """Per (metric, explainer): the number of samples, the finite scores, their range, whether all are NaN or all
+    the same (``flat``); and which rows a message has taken (:meth:`take`)."""
+
+    def __init__(self, rows: pd.DataFrame):
+        g = rows.groupby(["metric", "explainer"], sort=False)["score"]
+        stats = g.agg(n="size", finite="count", lo="min", hi="max").reset_index()
+        labels = (rows.drop_duplicates("metric").set_index("metric")["label"] if "label" in rows
+                  else pd.Series(dtype=object))
+        stats["label"] = [str(labels.get(m, m)) for m in stats["metric"]]
+        stats["nan"] = stats["finite"] == 0
+        same = (stats["hi"] - stats["lo"]).abs() <= _RTOL * stats[["lo", "hi"]].abs().max(axis=1).clip(lower=1.0)
+        stats["flat"] = (stats["finite"] == stats["n"]) & (stats["n"] >= 2) & same
+        self.stats, self.done = stats, pd.Series(False, index=stats.index)
+
+    def take(self, mask: pd.Series) -> pd.DataFrame:
+        """The rows of ``mask`` no earlier message took, now taken."""
+        chosen = self.stats[mask & ~self.done]
+        self.done.loc[chosen.index] = True
         return chosen
 
+
+def _accuracy_forms(t: _Table, correct: torch.Tensor | None) -> list[str]:
+    """Cause 1: an accuracy form while no prediction is correct, or unmoved while every one is."""
+    stats, messages = t.stats, []
     if correct is not None and not bool(correct.any()):
-        hit = take(stats["metric"].isin(ACCURACY_FORMS))
+        hit = t.take(stats["metric"].isin(ACCURACY_FORMS))
         if len(hit):
             messages.append(
                 f"{_what(hit, 'are degenerate')}: these accuracy forms read whether the prediction equals the label "
@@ -163,25 +178,35 @@ def degenerate(frame: pd.DataFrame, *, correct: torch.Tensor | None = None,
                 "agreement with the prediction.")
     if correct is not None and bool(correct.all()):
         unmoved = stats["lo"] == stats["metric"].map(lambda m: 1.0 if m == "auc_accuracy" else 0.0)
-        hit = take(stats["metric"].isin(ACCURACY_FORMS) & stats["flat"] & unmoved)
+        hit = t.take(stats["metric"].isin(ACCURACY_FORMS) & stats["flat"] & unmoved)
         if len(hit):
             messages.append(
                 f"{_what(hit)}: every prediction is correct and no removal changed one, so these accuracy forms "
                 "cannot move. The removals do not reach the model's decision: check that the model reads its input "
                 f"and that {_REFERENCE} differs from the images.")
-    flat_fewclass = stats["flat"] & (stats["metric"] == "fewclass_fid") & stats["lo"].map(_flat_curves_value)
-    hit = take(flat_fewclass)
-    if len(hit):
-        n = _classes(float(hit["lo"].iloc[0]))
-        messages.append(
-            f"{_what(hit)}: the value of flat MIF and LIF curves, N/(2N − 1) for N = {n} classes. Replacing pixels "
+    return messages
+
+
+def _flat_fewclass(t: _Table) -> list[str]:
+    """Cause 2: Few-class Fid at the value of flat MIF and LIF curves for every sample."""
+    stats = t.stats
+    hit = t.take(stats["flat"] & (stats["metric"] == "fewclass_fid") & stats["lo"].map(_flat_curves_value))
+    if not len(hit):
+        return []
+    n = _classes(float(hit["lo"].iloc[0]))
+    return [f"{_what(hit)}: the value of flat MIF and LIF curves, N/(2N − 1) for N = {n} classes. Replacing pixels "
             "by the selected perturbed images never changes the model's output, so the order of the map does not "
             "matter. Check the selection (select_perturbation's 'u' and 'passed': a good perturbed image leaves the "
-            f"model uncertain, U < Δ) and that the model reads its input; {_GRID}.")
+            f"model uncertain, U < Δ) and that the model reads its input; {_GRID}."]
+
+
+def _constant_maps(t: _Table, constant: Mapping[str, torch.Tensor]) -> list[str]:
+    """Cause 3: every map of an explainer constant over its units."""
+    messages = []
     for name, flags in constant.items():
         if not bool(flags.all()):
             continue
-        hit = take(stats["explainer"] == name)
+        hit = t.take(t.stats["explainer"] == name)
         shown = ", ".join(f"{lab} ({_values(part)})" for lab, part in hit.groupby("label", sort=False))
         messages.append(
             f"Every map of explainer {name!r} is constant over its units: it defines no ranking. SaCo scores such "
@@ -189,46 +214,62 @@ def degenerate(frame: pd.DataFrame, *, correct: torch.Tensor | None = None,
             "order and Few-class Fid in random order, so their scores describe that order, not the explainer"
             f"{': ' + shown if shown else ''}. Check the explainer (an all-zero Grad-CAM: choose another layer; an "
             "attribution method whose baseline equals the input).")
-    unmoved = stats["flat"] & stats["metric"].isin([m for m in ACCURACY_FORMS if m != "auc_accuracy"]) & (
-        stats["lo"].abs() <= _RTOL)
-    hit = take(unmoved)
-    if len(hit):
-        messages.append(
-            f"{_what(hit)}: no removal changed whether any prediction equals its label (every 1[y = ŷ] term is the "
+    return messages
+
+
+def _unmoved_fid(t: _Table) -> list[str]:
+    """Cause 4: an accuracy form of Fid± (not the AUC) at 0 for every sample."""
+    stats = t.stats
+    hit = t.take(stats["flat"] & stats["metric"].isin([m for m in ACCURACY_FORMS if m != "auc_accuracy"])
+                 & (stats["lo"].abs() <= _RTOL))
+    if not len(hit):
+        return []
+    return [f"{_what(hit)}: no removal changed whether any prediction equals its label (every 1[y = ŷ] term is the "
             "same with and without the removal), so these Fid forms are 0 for every sample and rank nothing. The "
             f"model is not moved by these removals {_SIZES}, or read the probability forms (AOPC, μF) that move "
-            "before the prediction flips.")
+            "before the prediction flips."]
+
+
+def _mu_nan(t: _Table) -> list[str]:
+    """Cause 5: μF NaN for every sample, of every explainer (the output does not move) or of some (constant maps)."""
+    stats = t.stats
     mu = (stats["metric"] == "mu_fidelity") & stats["nan"]
     everywhere = bool(mu.any()) and bool(mu[stats["metric"] == "mu_fidelity"].all())
-    hit = take(mu)
+    hit = t.take(mu)
     if len(hit) and everywhere:  # the drops are equal for every subset: every constant removal metric shares it
-        also = take(stats["flat"])
-        messages.append(
-            f"μF is NaN for every sample of {_names(hit)}"
-            f"{' (and ' + _what(also, '') + ' are constant across the samples)' if len(also) else ''}: μF is the "
-            "correlation between the attribution removed and the output's drop over random subsets of features, "
-            "undefined when the drop is the same for every subset: the model's output does not move when features "
-            "are removed, and no removal metric can then tell the maps apart. Check that the model reads its input "
-            f"(a saturated output moves no more) and {_REFERENCE}.")
-    elif len(hit):  # other explainers' μF is defined: the drops move, the attribution sums do not
-        messages.append(
-            f"μF is NaN for every sample of {_names(hit)}: μF is the correlation between the attribution removed "
-            "and the output's drop over random subsets of equal size, undefined when every subset removes the same "
-            "attribution sum: the maps are constant over the units (e.g. all zero). Check the explainer.")
-    for _, part in take(stats["nan"]).groupby("metric", sort=False):
-        messages.append(f"{part['label'].iloc[0]} is NaN for every sample of {_names(part)}: no score could be "
-                        f"computed. {_DESCRIBE} for when it is undefined.")
+        also = t.take(stats["flat"])
+        return [f"μF is NaN for every sample of {_names(hit)}"
+                f"{' (and ' + _what(also, '') + ' are constant across the samples)' if len(also) else ''}: μF is the "
+                "correlation between the attribution removed and the output's drop over random subsets of features, "
+                "undefined when the drop is the same for every subset: the model's output does not move when "
+                "features are removed, and no removal metric can then tell the maps apart. Check that the model reads "
+                f"its input (a saturated output moves no more) and {_REFERENCE}."]
+    if len(hit):  # other explainers' μF is defined: the drops move, the attribution sums do not
+        return [f"μF is NaN for every sample of {_names(hit)}: μF is the correlation between the attribution removed "
+                "and the output's drop over random subsets of equal size, undefined when every subset removes the "
+                "same attribution sum: the maps are constant over the units (e.g. all zero). Check the explainer."]
+    return []
+
+
+def _nan(t: _Table) -> list[str]:
+    """Cause 6: any other metric NaN for every sample."""
+    return [f"{part['label'].iloc[0]} is NaN for every sample of {_names(part)}: no score could be computed. "
+            f"{_DESCRIBE} for when it is undefined."
+            for _, part in t.take(t.stats["nan"]).groupby("metric", sort=False)]
+
+
+def _generic(t: _Table) -> list[str]:
+    """Cause 7: any other metric constant across at least 3 samples, unless at the metric's ideal value."""
     # a metric constant at its ideal value (SaCo 1 for a ground-truth map, S_avg 0 for a locally constant
     # gradient) is not degenerate: the explainer is as good as the metric can say
+    stats = t.stats
     ideal = stats["metric"].map(lambda m: getattr(METRICS.get(m), "ideal", None))
     at_ideal = pd.Series([i is not None and abs(lo - i) <= 1e-9 for i, lo in zip(ideal, stats["lo"])],
                          index=stats.index)
-    generic = take(stats["flat"] & (stats["n"] >= _MIN_GENERIC) & ~at_ideal)
-    for _, part in generic.groupby(["metric", "lo"], sort=False):
-        messages.append(f"{part['label'].iloc[0]} is {_fmt(part['lo'].iloc[0])} for all {part['n'].iloc[0]} "
-                        f"samples of {_names(part)}, for no cause faithlab recognises: a constant score ranks "
-                        f"nothing. {_OPTIONS}")
-    return messages
+    generic = t.take(stats["flat"] & (stats["n"] >= _MIN_GENERIC) & ~at_ideal)
+    return [f"{part['label'].iloc[0]} is {_fmt(part['lo'].iloc[0])} for all {part['n'].iloc[0]} samples of "
+            f"{_names(part)}, for no cause faithlab recognises: a constant score ranks nothing. {_OPTIONS}"
+            for _, part in generic.groupby(["metric", "lo"], sort=False)]
 
 
 def warn_degenerate(frame: pd.DataFrame, *, correct: torch.Tensor | None = None,

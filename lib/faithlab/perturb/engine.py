@@ -199,9 +199,7 @@ def _prepare(model: Callable, x: torch.Tensor, units: Units | None, output: Outp
     the caller's name for the target argument (the F-Fidelity and accuracy metrics call it ``y``)."""
     _validate.model(model, "model")
     _validate.tensor(x, "x", ndim=(2, 3, 4))
-    if x.is_complex() or x.dtype == torch.bool or (x.ndim > 2 and not x.is_floating_point()):
-        raise TypeError(f"x of shape {tuple(x.shape)} must be floating-point (only token ids (B, L) are integers), "
-                        f"got dtype {x.dtype}")
+    _validate.inputs(x, "x")
     _validate.model_accepts(model, x, "model", "x")  # first: reading x on another device (e.g. meta) would fail
     _validate.finite(x, "x")
     _validate.batch_size(batch_size, "batch_size")
