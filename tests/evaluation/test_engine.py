@@ -103,6 +103,19 @@ def test_nan_in_x_is_refused_at_the_boundary_before_the_model_runs():
     assert calls == []
 
 
+def test_an_explainer_returning_nan_maps_is_refused_naming_it_and_the_samples():
+    """Maps made by the engine are checked once as they come (then trusted): NaN is never scored."""
+    model, x, y, _ = _setup()
+
+    def broken(m, inputs, target):
+        a = torch.ones_like(inputs)
+        a[-1, 0, 0, 0] = float("nan")
+        return a
+
+    with pytest.raises(ValueError, match=r"explainer 'broken''s maps of the chunk of samples 0…1 contains NaN"):
+        fl.evaluate(model, x, y, explainer={"broken": broken}, metrics=["fid+", "saco"], chunk_size=2, **OPTIONS)
+
+
 def test_nan_in_a_later_batch_is_refused_naming_the_batch():
     model, x, y, maps = _setup()
     bad = x[3:].clone()

@@ -279,9 +279,11 @@ class Engine:
                     a = fn(self.call.model, xc, target, seeds=seeds)
                 else:
                     a = fn(self.call.model, xc, target)
-                a = explained(who, a, xc, "the chunk of samples " + f"{int(index[0])}…{int(index[-1])}")
+                where = f"the chunk of samples {int(index[0])}…{int(index[-1])}"
+                a = explained(who, a, xc, where)
                 _validate.same_device(xc, a, "x", f"explainer {who!r}'s maps")
-                _validate.trust(a)
+                _validate.finite(a, f"explainer {who!r}'s maps of {where}")
+                _validate.trust(a)  # checked here once: the metrics read it without checking again
                 return a
 
             out[who] = self.costs.run("maps", who, run, lambda: xc.shape[0])
