@@ -10,7 +10,8 @@ import pathlib
 
 import pytest
 import torch
-from oracles import linear_kfold, small_cnn
+from oracles import evaluate_inputs, linear_kfold
+from oracles import saliency as _explain
 
 import faithlab as fl
 from faithlab import _validate
@@ -18,19 +19,6 @@ from faithlab import _validate
 EVALUATION = pathlib.Path(fl.__file__).parent / "evaluation"
 OPTIONS = dict(sparsity=(0.25, 0.5), n_samples=2, n_subsets=6, n_neighbours=2, saco_k=4, edge=4, seed=3,
                progress=False, hints=False)
-
-
-def _explain(model, inputs, target):
-    return fl.explainers.explain(model, inputs, target, method="saliency")
-
-
-def _setup(b: int = 6):
-    model = small_cnn(in_channels=2, side=8, n_classes=3)
-    g = torch.Generator().manual_seed(1)
-    x = torch.randn(b, 2, 8, 8, generator=g)
-    y = torch.randint(0, 3, (b,), generator=g)
-    maps = {"A": torch.randn(b, 2, 8, 8, generator=g)}
-    return model, x, y, maps
 
 
 @pytest.fixture
@@ -54,7 +42,7 @@ def _of(counts, t: torch.Tensor) -> dict[str, int]:
 
 
 def test_each_input_tensor_is_checked_once_per_call_whatever_the_metrics_and_chunks(counted):
-    model, x, y, maps = _setup()
+    model, x, y, maps = evaluate_inputs()
     frame = fl.evaluate(model, x, y, maps, finetuned=model, explainer=_explain, kfold=linear_kfold(x),
                         chunk_size=2, **OPTIONS)
     assert set(frame["metric"]) == set(fl.evaluation.available())  # every metric ran, on 3 chunks
@@ -66,7 +54,7 @@ def test_each_input_tensor_is_checked_once_per_call_whatever_the_metrics_and_chu
 def test_the_counter_sees_each_check_of_a_metric_called_on_its_own(counted):
     """The control: outside ``evaluate`` every metric call checks its inputs itself (so the count above is the
     engine's doing, not a counter that misses checks)."""
-    model, x, y, maps = _setup()
+    model, x, y, maps = evaluate_inputs()
     for _ in range(2):
         fl.metrics.fid_plus(model, x, maps["A"], target=y, sparsity=(0.5,))
     assert _of(counted, x)["_finite_scan"] >= 2
@@ -94,7 +82,7 @@ def test_a_checked_tensor_still_gets_the_rank_its_caller_asks_for():
 
 
 def test_nan_in_x_is_refused_at_the_boundary_before_the_model_runs():
-    model, x, y, maps = _setup()
+    model, x, y, maps = evaluate_inputs()
     calls = []
     model.register_forward_hook(lambda *_: calls.append(1))
     x[4, 1, 2, 3] = float("nan")
@@ -105,7 +93,7 @@ def test_nan_in_x_is_refused_at_the_boundary_before_the_model_runs():
 
 def test_an_explainer_returning_nan_maps_is_refused_naming_it_and_the_samples():
     """Maps made by the engine are checked once as they come (then trusted): NaN is never scored."""
-    model, x, y, _ = _setup()
+    model, x, y, _ = evaluate_inputs()
 
     def broken(m, inputs, target):
         a = torch.ones_like(inputs)
@@ -117,7 +105,7 @@ def test_an_explainer_returning_nan_maps_is_refused_naming_it_and_the_samples():
 
 
 def test_nan_in_a_later_batch_is_refused_naming_the_batch():
-    model, x, y, maps = _setup()
+    model, x, y, maps = evaluate_inputs()
     bad = x[3:].clone()
     bad[0, 0, 0, 0] = float("inf")
     batches = [{"x": x[:3], "y": y[:3], "attributions": {"A": maps["A"][:3]}},

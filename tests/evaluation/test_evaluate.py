@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 import torch
-from oracles import LinearProb, linear_kfold, small_cnn
+from oracles import LinearProb, evaluate_inputs, linear_kfold, small_cnn
 
 import faithlab as fl
 from faithlab.metrics import cumulative, trace
@@ -23,11 +23,7 @@ def _explain(model, inputs, target):
 
 
 def _setup(b: int = 6):
-    model = small_cnn(in_channels=2, side=8, n_classes=3)
-    g = torch.Generator().manual_seed(1)
-    x = torch.randn(b, 2, 8, 8, generator=g)
-    y = torch.randint(0, 3, (b,), generator=g)
-    maps = {"A": torch.randn(b, 2, 8, 8, generator=g), "B": torch.randn(b, 1, 8, 8, generator=g).abs()}
+    model, x, y, maps = evaluate_inputs(b)
     tuned = small_cnn(in_channels=2, side=8, n_classes=3)
     with torch.no_grad():
         tuned[0].weight.mul_(1.5)  # a different model: FFid must read it, not the original

@@ -97,6 +97,17 @@ def saliency(model, inputs, target):
     return fl.explainers.explain(model, inputs, target, method="saliency")
 
 
+def evaluate_inputs(b: int = 6):
+    """A tiny case for fl.evaluate: a :func:`small_cnn` on 2 × 8 × 8 inputs with 3 classes, ``b`` random inputs,
+    labels, and two explainers' maps ("A" with x's channels, "B" with one) → (model, x, y, maps)."""
+    model = small_cnn(in_channels=2, side=8, n_classes=3)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(b, 2, 8, 8, generator=g)
+    y = torch.randint(0, 3, (b,), generator=g)
+    maps = {"A": torch.randn(b, 2, 8, 8, generator=g), "B": torch.randn(b, 1, 8, 8, generator=g).abs()}
+    return model, x, y, maps
+
+
 def linear_kfold(x: torch.Tensor, n_classes: int = 3):
     """k = 3 seeded linear models of x's inputs and folds ``arange(B) % 3``: the ``kfold`` object fl.evaluate reads."""
     from types import SimpleNamespace
