@@ -11,9 +11,9 @@ and the template notebook (``notebooks/templates/evaluate_your_explainer.py``) b
   which pairs of explainers a Monte-Carlo metric does not separate at its Monte-Carlo precision;
 * :func:`ranks`: each metric's ranking of the explainers (1 = the most faithful by that metric);
 * :func:`sanity`: the share of images where each explainer beats a random map
-  (:func:`faithlab.protocols.synthesis.beats`) and how much each metric's ranking changes on a randomised model
-  (adversary reactivity, :func:`faithlab.protocols.synthesis.reactivity`; the randomised model's frame comes from
-  :func:`on_randomised`); :func:`sanity_sentences` reads it;
+  (:func:`faithlab.protocols.synthesis.meta_evaluation.beats`) and how much each metric's ranking changes on a
+  randomised model (adversary reactivity, :func:`faithlab.protocols.synthesis.meta_evaluation.reactivity`; the
+  randomised model's frame comes from :func:`on_randomised`); :func:`sanity_sentences` reads it;
 * :func:`cost`: model inputs and milliseconds per image and explainer, per metric;
 * :func:`maps_figure`, :func:`ranks_figure`: the figures (matplotlib, imported when called: the ``report`` extra);
 * :func:`write`: all of it into a folder (CSVs, PNGs and ``index.html``), atomically.
@@ -507,12 +507,12 @@ def on_randomised(model: torch.nn.Module, x, y: torch.Tensor | None, explain: Ma
 def sanity(frame: pd.DataFrame, randomised: pd.DataFrame | None = None, *, random: str | None = None,
            recovery: pd.DataFrame | None = None) -> pd.DataFrame:
     """The sanity checks, one row per metric: ``label``, ``metric``, the ranking change on a randomised model
-    (MetaQuantus' adversary reactivity of the ranking, :func:`faithlab.protocols.synthesis.reactivity`: ½ an
-    unrelated ranking, 1 a reversed one; from ``randomised``, the frame :func:`on_randomised` returns; NaN with
-    fewer than two explainers, where there is no ranking), ``beats random: <explainer>`` the share of images where
-    each explainer scores better than the random map ``random`` (the name of a random explainer in ``frame``; ties
-    ½), and ``recovery (...)`` columns when ``recovery`` (a :func:`faithlab.protocols.synthesis.recovery` table) is
-    given."""
+    (MetaQuantus' adversary reactivity of the ranking,
+    :func:`faithlab.protocols.synthesis.meta_evaluation.reactivity`: ½ an unrelated ranking, 1 a reversed one; from
+    ``randomised``, the frame :func:`on_randomised` returns; NaN with fewer than two explainers, where there is no
+    ranking), ``beats random: <explainer>`` the share of images where each explainer scores better than the random
+    map ``random`` (the name of a random explainer in ``frame``; ties ½), and ``recovery (...)`` columns when
+    ``recovery`` (a :func:`faithlab.protocols.synthesis.meta_evaluation.recovery` table) is given."""
     from faithlab.evaluation import METRICS
     from faithlab.protocols import synthesis as syn
 
@@ -545,7 +545,7 @@ def sanity(frame: pd.DataFrame, randomised: pd.DataFrame | None = None, *, rando
 
 def cost(frame: pd.DataFrame) -> pd.DataFrame:
     """Per metric: model inputs, inputs given to the explainer and milliseconds, per image and explainer
-    (:func:`faithlab.protocols.synthesis.cost_per_metric`; metrics computed together share one cost)."""
+    (:func:`faithlab.protocols.synthesis.meta_evaluation.cost_per_metric`; metrics computed together share one cost)."""
     from faithlab.protocols import synthesis as syn
 
     _check_frame(frame)

@@ -591,7 +591,7 @@ def preregistration_html(frame: pd.DataFrame, docname: str) -> str:
 def answer_html(guide: pd.DataFrame, card: pd.DataFrame, guide_href: str | None,
                 setups: pd.DataFrame | None = None) -> str:
     """The front page's answer to "which metric should I trust?": the synthesis's generated answer
-    (:func:`faithlab.protocols.synthesis.answer_sentence`), the scale it rests on (``setups``: the synthesis's
+    (:func:`faithlab.protocols.synthesis.advice.answer_sentence`), the scale it rests on (``setups``: the synthesis's
     set-up table, one trained model per situation) and a link to the guide."""
     from faithlab.protocols.synthesis import answer_sentence
 
@@ -628,8 +628,8 @@ def _rows_table(part: pd.DataFrame, *, cost_case: bool) -> str:
 
 def guide_html(guide: pd.DataFrame, setups: pd.DataFrame, docname: str) -> str:
     """The guide's recommendations: per situation a generated sentence
-    (:func:`faithlab.protocols.synthesis.guide_sentences`) and, folded, every metric's recovery with its interval,
-    cost and removal-value spread."""
+    (:func:`faithlab.protocols.synthesis.advice.guide_sentences`) and, folded, every metric's recovery with its
+    interval, cost and removal-value spread."""
     from faithlab.protocols.synthesis import COST_CASE, guide_sentences
 
     if guide.empty:
@@ -651,7 +651,7 @@ def guide_html(guide: pd.DataFrame, setups: pd.DataFrame, docname: str) -> str:
 
 def reconcile_html(card: pd.DataFrame, scorecard: pd.DataFrame, docname: str) -> str:
     """Where the synthesis and a paper's chapter may disagree: per chapter that proposes a metric
-    (:data:`faithlab.protocols.synthesis.CHAPTER_METRICS`), the chapter's verdict counts beside the metric's
+    (:data:`faithlab.protocols.synthesis.advice.CHAPTER_METRICS`), the chapter's verdict counts beside the metric's
     report-card rank, the criteria that pull the rank down most, and a generated sentence on whether they agree."""
     from faithlab.plots import PAPER_NAMES
     from faithlab.protocols.synthesis import CHAPTER_METRICS, CRITERIA

@@ -87,3 +87,20 @@ def test_no_notebook_code_holds_ffidelity_values(value):
         return "\n".join(line.split("  #")[0] for line in path.read_text(encoding="utf-8").splitlines()
                          if not line.lstrip().startswith("#"))
     assert not [p.name for p in NOTEBOOKS.glob("ffidelity/*.py") if value in code(p)]
+
+
+def test_quoted_text_gaps_read_the_tables():
+    # Table 4 (SST2, LSTM) Macro Corr. MoRF vs GT: Fidelity −1.00, R-Fidelity −1.00, F-Fidelity −1.00;
+    # Table 7 (SST2, Transformer): −0.94, −1.00, −1.00 (MoRF vs LeRF the same, LeRF vs GT 1.00 everywhere)
+    assert paper.TABLE_4["Macro Corr.", "morf_vs_gt"] == [-1.00, -1.00, -1.00]
+    assert paper.TABLE_7["Macro Corr.", "morf_vs_gt"] == [-0.94, -1.00, -1.00]
+    assert paper.TABLE_7["Macro Corr.", "morf_vs_lerf"] == [-0.94, -1.00, -1.00]
+    assert paper.macro_difference_text(paper.TABLE_4) == "identical"
+    assert paper.macro_difference_text(paper.TABLE_7) == "|Δ| ≤ 0.06"
+    assert paper.macro_difference_text({("Macro Corr.", c): [0.5, 0.0, 0.62]
+                                        for c in ("morf_vs_gt", "lerf_vs_gt", "morf_vs_lerf")}) == "|Δ| ≤ 0.12"
+
+
+def test_no_notebook_types_the_text_gap():
+    text = (NOTEBOOKS / "ffidelity" / "series_text.py").read_text(encoding="utf-8")
+    assert "0.06" not in text and "identical (LSTM)" not in text

@@ -10,17 +10,19 @@ lays the results out, one row per image, one module per concept:
 - :mod:`~faithlab.protocols.fewclass.maps`: the methods and alterations and their maps;
 - :mod:`~faithlab.protocols.fewclass.frames`: the frames of Fid, curves, localisation, selections and flips;
 - :mod:`~faithlab.protocols.fewclass.claims`: the claims C1–C5 (``claim_*``) and the per-model statistics they read;
+- :mod:`~faithlab.protocols.fewclass.paper`: the paper's numbers (Tables 1–2), which the claims quote;
 - :mod:`~faithlab.protocols.fewclass.setup_table`: the chapter's set-up table (``SETUP``).
 
 Every public name is re-exported here (``fl.protocols.fewclass.evaluate_task``).
 """
 
-from faithlab.protocols.fewclass.claims import (PAPER_C1, alteration_gains, claim_alteration_gains,
-                                                claim_class_flip, claim_fid_bounds, claim_random_lowest,
-                                                claim_rank_agreement, claim_uncertain_selection, random_lowest)
+from faithlab.protocols.fewclass.claims import (alteration_gains, claim_alteration_gains, claim_class_flip,
+                                                claim_fid_bounds, claim_random_lowest, claim_rank_agreement,
+                                                claim_uncertain_selection, random_lowest)
 from faithlab.protocols.fewclass.frames import (curve_frame, evaluate_task, fid_frame, flip_frame,
                                                 localisation_frame, rank_agreement, selection_frame, wide_table)
 from faithlab.protocols.fewclass.maps import ALTERATIONS, METHODS, NO_SG, method_maps
+from faithlab.protocols.fewclass.paper import PAPER_C1
 from faithlab.protocols.fewclass.setup_table import SETUP
 from faithlab.protocols.fewclass.tasks import (CAM_LAYERS, PAPER_TASK_LABELS, STAND_INS, TASK_LABELS, TASKS, Setup,
                                               setup, task_label)

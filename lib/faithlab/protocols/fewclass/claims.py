@@ -17,9 +17,11 @@ import pandas as pd
 import torch
 
 from faithlab import verdicts
+from faithlab.protocols.fewclass import paper
 from faithlab.protocols.fewclass.maps import METHODS
+from faithlab.protocols.fewclass.paper import PAPER_C1
 
-__all__ = ["random_lowest", "alteration_gains", "PAPER_C1", "claim_random_lowest", "claim_alteration_gains",
+__all__ = ["random_lowest", "alteration_gains", "claim_random_lowest", "claim_alteration_gains",
            "claim_rank_agreement", "claim_uncertain_selection", "claim_class_flip", "claim_fid_bounds"]
 
 UNIT = ["replica", "image"]
@@ -82,11 +84,6 @@ def alteration_gains(fid: pd.DataFrame, *, alterations: Sequence[str] = ("SG", "
 
 
 # ---------------------------------------------------------------------------------------------------- claims
-PAPER_C1 = {"vehicles": "Random 0.595 / 0.596; lowest unaltered method 0.614 / 0.611 (BP)",
-            "ct": "Random 0.615 / 0.551; lowest unaltered method 0.646 / 0.665 (IG(max))"}
-"""The paper's C1 values per task (Tables 1–2, the two models): Random's Fid and the lowest other method's."""
-
-
 def claim_random_lowest(fid: pd.DataFrame, *, task: str, model: str, n_boot: int = 2000,
                         seed: int = 0, selection: pd.DataFrame | None = None,
                         min_uncertain: float = 0.5, task_name: str | None = None) -> verdicts.Claim:
@@ -101,7 +98,7 @@ def claim_random_lowest(fid: pd.DataFrame, *, task: str, model: str, n_boot: int
     before the comparison (the paper's mechanism): with ``selection`` (the rows of :func:`selection_frame`), the
     selected replacement makes the model uncertain (U < Δ) for at least ``min_uncertain`` of the images, else MIF
     has no uncertain end point to fall to and the claim is not testable here. The paper's value is
-    :data:`PAPER_C1` of ``task``. Table: one row per compared method."""
+    :data:`~faithlab.protocols.fewclass.paper.PAPER_C1` of ``task``. Table: one row per compared method."""
     frame = _with_replica(fid)
     wide = _paired(frame, "Fid", model, "none")
     names = [n for n in METHODS if n in wide.columns]
@@ -170,7 +167,7 @@ def claim_alteration_gains(fid: pd.DataFrame, *, alterations: Sequence[str] = ("
         rule="per model × method × alteration cell (every computed one), Fid(altered) − Fid(none) per unit "
              "(replica × XAI image), 95 % two-stage bootstrap interval (replicas, then images); the paper's "
              "direction: a raise (above 0); margin 0; counted over the cells, a tie undecided",
-        premise=premise, paper_value="SG raises the mean Fid in 12 of 14 model × method cells, SG² in 11 (Table 1)",
+        premise=premise, paper_value=paper.alteration_gains_text(paper.TABLE_1, "Table 1"),
         our_value=(f"{wins} of {len(gains)} cells raised significantly, {losses} lowered (mean gain "
                    f"{gains.gain.mean():.3f})" if len(gains) else "no altered cell"),
         verdict=v, table=gains.drop(columns="comparison"),

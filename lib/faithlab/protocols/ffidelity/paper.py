@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 __all__ = ["METHODS", "TABLE_1", "TABLE_2", "TABLE_3", "TABLE_4", "TABLE_5", "TABLE_6", "TABLE_7", "TABLE_8",
            "TABLE_8_ROWS", "TABLE_8_RATIOS", "table_8_value", "TABLE_10", "TABLE_11", "TABLE_12", "TABLE_13",
-           "micro_ranks_text", "preference_text", "rank_range_text"]
+           "micro_ranks_text", "preference_text", "rank_range_text", "macro_difference_text"]
 
 METHODS = ["Fidelity", "ROAR", "R-Fidelity", "F-Fidelity"]
 """The order of the values in every ranking table's lists (images and time series)."""
@@ -177,3 +177,10 @@ def preference_text(table: Mapping, where: str) -> str:
     ``"FFid+ 0.2286 vs 0.2020, FFid- 0.0547 vs 0.1050 (Tiny-ImageNet)"``."""
     return ", ".join(f"{s} {table['GradCAM'][s]:.4f} vs {table['Saliency'][s]:.4f}" for s in ("FFid+", "FFid-")) + \
         f" ({where})"
+
+
+def macro_difference_text(table: Mapping) -> str:
+    """How far F-Fidelity's macro correlations lie from Fidelity's in a text table laid out as :data:`TABLE_4`
+    (methods Fidelity, R-Fidelity, F-Fidelity): ``"identical"``, or the largest difference, e.g. ``"|Δ| ≤ 0.06"``."""
+    gap = max(abs(table["Macro Corr.", c][2] - table["Macro Corr.", c][0]) for c in _CORRELATIONS)
+    return "identical" if round(gap, 2) == 0 else f"|Δ| ≤ {gap:.2f}"

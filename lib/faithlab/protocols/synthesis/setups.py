@@ -1,0 +1,230 @@
+"""The synthesis' setups and degraded explainers: classifiers of canvas digits whose right answer is known.
+
+A setup is a classifier of canvas digits (only the digit's pixels carry the class) with its data, its F-Fidelity
+fine-tuned twin and the ground-truth map of each test image: the digit mask, or for the transparent linear model
+its exact pixel contributions to the predicted logit (:func:`setup`). A second transparent model, a scikit-learn
+decision tree (:func:`tree_setup`), is not additive: its perfect explanation is the impurity drop along each image's
+decision path. Explainers of known quality are the ground truth degraded at noise levels ξ (F-Fidelity's protocol,
+spec §1.8; :func:`explainer_maps`): lower ξ is better. The chapter's set-up table is ``SETUP``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from faithlab import _validate, data, explainers, models, recipes, train
+from faithlab._optional import require
+from faithlab.data import TensorData
+from faithlab.metrics.fewclass import candidate_grid
+from faithlab.protocols.setup import Setting
+
+__all__ = ["Setup", "setup", "tree_setup", "degraded_name", "explainer_maps"]
+
+
+def _setups(p: Mapping) -> str:
+    """The synthesis' classifiers in a set-up table, counted by kind: ``linear, 3 CNNs, ViT on 16 px canvases``."""
+    kinds: dict[str, int] = {}
+    for s in p["setups"]:
+        kind = recipes.DISPLAY_NAMES.get(s["model"], s["model"])
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return ", ".join(f"{n} {k}s" if n > 1 else k for k, n in kinds.items()) + f" on {p['image_size']} px canvases"
+
+
+def _explainers(names) -> str:
+    """Explainer names in a set-up table: all of them, or a count and the first two when they would not fit."""
+    text = ", ".join(names)
+    return text if len(text) <= 60 else f"{len(names)} explainers ({', '.join(list(names)[:2])}, …)"
+
+
+SETUP: tuple[Setting, ...] = (
+    Setting("classifiers", "— (each paper has its own)", "synthesis/metrics_compared", _setups),
+    Setting("test images per classifier", "—", "synthesis/metrics_compared", "{n_test}"),
+    Setting("degraded ground truth ξ", "0–1, 6 levels (F-Fidelity)", "synthesis/metrics_compared",
+            lambda p: f"{min(p['noise_levels']):g}–{max(p['noise_levels']):g}, {len(p['noise_levels'])} levels"),
+    Setting("real explainers", "—", "synthesis/metrics_compared", lambda p: _explainers(list(p["methods"]))),
+    Setting("sparsity grid", "5–95 %, 19 levels (F-Fidelity)", "synthesis/metrics_compared",
+            lambda p: f"{min(p['sparsity']) * 100:g}–{max(p['sparsity']) * 100:g} %, {len(p['sparsity'])} levels"),
+    Setting("F-Fidelity masks", "N = 50", "synthesis/metrics_compared", "N = {n_samples}"),
+    Setting("μF subsets", "200 (xplique's default)", "synthesis/metrics_compared", "{n_subsets}"),
+    Setting("Few-class curve, candidates", "101 points, 804 candidates", "synthesis/metrics_compared",
+            lambda p: f"{p['fewclass_points']} points, {len(candidate_grid(p['fewclass_operations']))} candidates"),
+    Setting("removal references", "—", "synthesis/metrics_compared",
+            lambda p: ", ".join(r.replace("_", " ") for r in p["references"])),
+    Setting("decision tree (Miró-Nicolau et al.)", "—", "synthesis/metrics_compared",
+            "depth {tree_depth}, {tree_images} images"),
+)
+"""The chapter's set-up table: the papers' defaults for each metric against ours (the executed notebook's
+parameters); "—" where no paper sets it."""
+
+
+@dataclass
+class Setup:
+    """One classifier with the data and ground truth the synthesis needs.
+
+    name, use_case: labels; model/finetuned: eval-mode classifier and its F-Fidelity fine-tuned twin (None for the
+    decision tree, which has no gradient to fine-tune); x, y: the
+    test images and labels evaluated; truth ``(B, 1, H, W)``: the ground-truth map; accuracy: of model on x;
+    spec: the setup's configuration; normalisation: the ``(mean, std)`` x was standardised with (the data's
+    ``info``), for Few-class Fidelity's candidate search on pixel values."""
+
+    name: str
+    use_case: str
+    model: nn.Module
+    finetuned: nn.Module | None
+    x: torch.Tensor
+    y: torch.Tensor
+    truth: torch.Tensor
+    accuracy: float
+    spec: dict = field(default_factory=dict)
+    normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+
+
+def _normalisation(d: TensorData) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The (mean, std) per channel the canvases were standardised with (their ``info``)."""
+    return tuple(float(v) for v in d.info["mean"]), tuple(float(v) for v in d.info["std"])
+
+
+def _classes(d: TensorData, classes: Sequence[int] | None) -> TensorData:
+    """The samples of ``classes`` only, relabelled 0..len(classes)-1 (None: all)."""
+    if classes is None:
+        return d
+    keep = torch.zeros_like(d.y, dtype=torch.bool)
+    relabel = torch.full((int(d.y.max()) + 1,), -1, dtype=torch.int64, device=d.y.device)
+    for i, c in enumerate(classes):
+        keep |= d.y == c
+        relabel[c] = i
+    idx = keep.nonzero().squeeze(1)
+    info = {**d.info, "n_classes": len(classes), "classes": list(classes),
+            "class_names": [d.info["class_names"][c] for c in classes]}
+    return TensorData(d.x[idx], relabel[d.y[idx]], mask=None if d.mask is None else d.mask[idx], info=info)
+
+
+def setup(spec: Mapping, *, n_test: int, image_size: int = 16, r: float = 0.3, beta: float = 0.1,
+          n_finetune_epochs: int = 4, seed: int = 0, device: str | torch.device = "cpu") -> Setup:
+    """Train (or load from the cache) the classifier a setup describes → :class:`Setup`.
+
+    spec: ``name``, ``use_case``, ``model`` ("linear", "small_cnn" or "vit"), ``color`` (coloured canvases: the
+    removal value is out of distribution), ``classes`` (a subset of the digits, relabelled; None: all ten),
+    ``n_epochs``, and the model's own options (``width``; ``patch_size``, ``dim``, ``depth``, ``heads``).
+    Canvas digits of ``image_size`` px covering a fraction ``r``; Adam lr 3e-3 (ViT: AdamW 2e-3, cosine), batch 64;
+    the fine-tuned twin: F-Fidelity's random removal of up to β·n pixels, ``n_finetune_epochs`` epochs, lr 1e-3.
+    The first ``n_test`` test images are evaluated.
+    """
+    for key in ("name", "model"):
+        if key not in spec:
+            raise ValueError(f"spec must have a {key!r} entry, got keys {sorted(spec)}")
+    kind = _validate.one_of(spec["model"], "spec['model']", ("linear", "small_cnn", "vit"))
+    color, classes, n_train = bool(spec.get("color", False)), spec.get("classes"), spec.get("n_train")
+    canvas = {"size": image_size, "r": r, "color": color, "seed": seed}
+    parts = {s: _classes(data.load("canvas_digits", split=s, **({"n": n_train} if s == "train" else {}), **canvas),
+                         classes) for s in ("train", "test")}
+    channels, n_classes = 3 if color else 1, parts["train"].info["n_classes"]
+    epochs = spec.get("n_epochs", 8)
+    if kind == "linear":
+        config = {"in_channels": channels, "n_classes": n_classes, "image_size": image_size}
+        tc = train.TrainConfig(epochs=epochs, lr=3e-3, batch_size=64, seed=seed)
+    elif kind == "small_cnn":
+        config = {"in_channels": channels, "n_classes": n_classes, "width": spec.get("width", 16)}
+        tc = train.TrainConfig(epochs=epochs, lr=3e-3, batch_size=64, seed=seed)
+    else:
+        config = {"image_size": image_size, "patch_size": spec.get("patch_size", 4), "in_channels": channels,
+                  "n_classes": n_classes, "dim": spec.get("dim", 48), "depth": spec.get("depth", 2),
+                  "heads": spec.get("heads", 4)}
+        tc = train.TrainConfig(epochs=epochs, lr=2e-3, batch_size=64, seed=seed, optimizer="adamw",
+                               weight_decay=0.05, scheduler="cosine")
+    # the F-Fidelity chapter's key for the same data, so its trained CNNs are found in the cache
+    key = {"dataset": "canvas_digits", "n": n_train, **canvas, **({"classes": list(classes)} if classes else {})}
+    model, history = train.fit(kind, config, parts["train"], tc, data_key=key, test_data=parts["test"],
+                               device=device, progress=False)
+    model = model.to(device).eval()
+    ft = train.TrainConfig(epochs=spec.get("n_finetune_epochs", n_finetune_epochs), lr=1e-3, batch_size=64,
+                           seed=seed)
+    tuned, _ = train.finetune(model, parts["train"], ft, train.RandomRemoval(beta), data_key=key,
+                              base_key=history["key"], test_data=parts["test"], device=device, progress=False)
+    test = parts["test"]
+    n = min(_validate.positive_int(n_test, "n_test"), len(test))
+    x, y = test.x[:n].to(device), test.y[:n].to(device)
+    with torch.no_grad():
+        pred = model(x).argmax(1)
+    if kind == "linear":
+        truth = model.contributions(x, pred).sum(1, keepdim=True)
+    else:
+        truth = explainers.ground_truth(test.mask[:n], x)[:, None]
+    return Setup(spec["name"], spec.get("use_case", ""), model, tuned.to(device).eval(), x, y, truth,
+                 float((pred == y).double().mean()), dict(spec), _normalisation(test))
+
+
+def tree_setup(*, max_depth: int, n_test: int, image_size: int = 16, r: float = 0.3, n_train: int | None = None,
+               seed: int = 0, train_seed: int | None = None, device: str | torch.device = "cpu") -> Setup:
+    """A decision tree on grey canvas digits, with its perfect explanation as the ground truth → :class:`Setup`.
+
+    A scikit-learn ``DecisionTreeClassifier`` (Gini, ``max_depth``, ``random_state=seed``) fitted on the flattened
+    pixels of the training canvases (the data of :func:`setup`'s grey setups: ``image_size`` px, digit fraction ``r``,
+    ``n_train`` training images, None: all), wrapped as :class:`faithlab.models.DecisionTree`. The first ``n_test``
+    test images are evaluated; ``truth`` is the tree's impurity-drop path explanation
+    (:meth:`~faithlab.models.DecisionTree.path_importance`, Miró-Nicolau et al. 2024), which does not depend on the
+    class explained. No fine-tuned twin (``finetuned`` None): the tree has no gradient to fine-tune. Fitting takes
+    a fraction of a second, so the tree is not cached.
+
+    train_seed: the tree's ``random_state`` (default ``seed``), the seed of an independently trained replica
+    (``fl.verdicts.replica_seed``): the data (``seed``) stay the same. The canvases' pixels are binary, so many
+    candidate splits tie in impurity and ``random_state``, which orders the features tried at each node, decides
+    between them: trees of other training seeds split on other pixels."""
+    require("sklearn", "tree_setup")
+    from sklearn.tree import DecisionTreeClassifier
+
+    depth = _validate.positive_int(max_depth, "max_depth")
+    for value, name in ((seed, "seed"), (train_seed, "train_seed")):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    train_seed = seed if train_seed is None else train_seed
+    canvas = {"size": image_size, "r": r, "color": False, "seed": seed}
+    train_part = data.load("canvas_digits", split="train", **({} if n_train is None else {"n": n_train}), **canvas)
+    test = data.load("canvas_digits", split="test", **canvas)
+    estimator = DecisionTreeClassifier(max_depth=depth, random_state=train_seed)
+    estimator.fit(train_part.x.flatten(1).numpy(), train_part.y.numpy())
+    model = models.DecisionTree.from_sklearn(estimator, shape=tuple(train_part.x.shape[1:])).to(device).eval()
+    n = min(_validate.positive_int(n_test, "n_test"), len(test))
+    x, y = test.x[:n].to(device), test.y[:n].to(device)
+    with torch.no_grad():
+        pred = model(x).argmax(1)
+    spec = {"name": f"decision tree (depth {depth})", "model": "decision_tree", "max_depth": depth,
+            "depth": model.depth, "nodes": int(model.feature.shape[0]), "n_train": len(train_part),
+            "train_seed": train_seed}
+    return Setup(spec["name"], "a transparent, non-additive model", model, None, x, y, model.path_importance(x),
+                 float((pred == y).double().mean()), spec, _normalisation(test))
+
+
+def degraded_name(xi: float) -> str:
+    """The explainer name of the ground truth degraded at level ξ."""
+    return f"GT ξ={xi:g}"
+
+
+def explainer_maps(s: Setup, *, noise_levels: Sequence[float], methods: Mapping[str, tuple[str, dict]],
+                   seed: int = 0, x: torch.Tensor | None = None, model: nn.Module | None = None,
+                   batch_size: int = 256) -> tuple[dict[str, torch.Tensor], dict[str, float]]:
+    """The explainers of a setup → (maps by name, quality by name for the ones whose quality is known).
+
+    The ground truth degraded at every ξ of ``noise_levels`` (quality −ξ; the same permutation seed for every
+    level, so the levels differ by the share permuted only), then ``methods`` ``{name: (explainer method,
+    options)}`` through :func:`faithlab.explainers.explain` on ``model`` (default the setup's) and ``x`` (default
+    the setup's), explaining the model's prediction; their quality is unknown. The ground truth does not depend
+    on the model or on small input noise, so it is reused as it is."""
+    model = s.model if model is None else model
+    x = s.x if x is None else x
+    maps, quality = {}, {}
+    for xi in noise_levels:
+        name = degraded_name(xi)
+        maps[name] = explainers.degrade(s.truth, xi, generator=seed)
+        quality[name] = -float(xi)
+    with torch.no_grad():
+        target = model(x).argmax(1)
+    for name, (method, options) in methods.items():
+        opts = dict(options)
+        if method == "random":
+            opts.setdefault("generator", seed)
+        maps[name] = explainers.explain(model, x, target, method=method, batch_size=batch_size, **opts).detach()
+    return maps, quality
