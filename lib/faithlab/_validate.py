@@ -16,17 +16,19 @@ from collections.abc import Sequence
 
 import torch
 
-# storage data pointer -> one tensor on it (kept alive, so the storage cannot be freed and its address reused)
-_CHECKED: contextvars.ContextVar[dict[int, torch.Tensor] | None] = contextvars.ContextVar("faithlab_checked",
-                                                                                           default=None)
+# storage data pointer -> the checked views on it: (the view, kept alive so that the storage cannot be freed and its
+# address reused; its first and last element + 1 in the storage; its dtype; its version counter when checked)
+_CHECKED: contextvars.ContextVar[dict[int, list[tuple]] | None] = contextvars.ContextVar("faithlab_checked",
+                                                                                         default=None)
 
 
 @contextlib.contextmanager
 def checked(*values):
-    """Inside the block, the tensors ``values`` (and every view of their storage: a chunk of x is a slice of it)
-    count as checked; :func:`trust` adds more. Blocks nest; leaving one forgets what it added."""
+    """Inside the block, the tensors ``values`` count as checked, and so does every view inside one of them (a chunk
+    of x is a slice of it) with its dtype, as long as none was changed in place; :func:`trust` adds more. Blocks
+    nest; leaving one forgets what it added (and lets the tensors go)."""
     outer = _CHECKED.get()
-    token = _CHECKED.set(dict(outer or {}))
+    token = _CHECKED.set({k: list(v) for k, v in (outer or {}).items()})
     try:
         trust(*values)
         yield
@@ -41,25 +43,50 @@ def trust(*values) -> None:
     if held is None:
         return
     for v in values:
-        key = _storage(v)
-        if key:
-            held[key] = v
+        where = _extent(v)
+        version = _version(v)
+        if where is not None and version is not None:
+            held.setdefault(where[0], []).append((v, where[1], where[2], v.dtype, version))
 
 
-def _storage(value) -> int:
-    """The data pointer of a tensor's storage on a real device (0: none to key by, e.g. a meta or empty tensor)."""
-    if not isinstance(value, torch.Tensor) or value.device.type == "meta" or value.numel() == 0:
-        return 0
-    return value.untyped_storage().data_ptr()
+def _version(value) -> int | None:
+    """The version counter torch bumps at every in-place change of the tensor or a view of it (None: an inference
+    tensor, which has none, and is then always checked)."""
+    try:
+        return value._version
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def _extent(value) -> tuple[int, int, int] | None:
+    """(storage data pointer, first element, last element + 1) of a strided tensor on a real device with elements
+    and non-negative strides (None: nothing to key by, e.g. a meta, sparse or batched tensor, which is always
+    checked)."""
+    if (not isinstance(value, torch.Tensor) or value.layout != torch.strided or value.device.type == "meta"
+            or value.numel() == 0 or any(st < 0 for st in value.stride())):
+        return None
+    try:
+        ptr = value.untyped_storage().data_ptr()
+    except (NotImplementedError, RuntimeError):  # e.g. a functorch batched tensor: no storage to key by
+        return None
+    first = value.storage_offset()
+    return ptr, first, first + 1 + sum((n - 1) * st for n, st in zip(value.shape, value.stride()))
 
 
 def is_checked(value) -> bool:
-    """Whether a surrounding :func:`checked` block holds ``value``'s storage on ``value``'s device."""
+    """Whether a surrounding :func:`checked` block holds a view that contains ``value`` (same storage, dtype and
+    device, ``value``'s elements inside it) and that has not been changed in place since."""
     held = _CHECKED.get()
     if not held:
         return False
-    kept = held.get(_storage(value))
-    return kept is not None and kept.device == value.device
+    where = _extent(value)
+    if where is None:
+        return False
+    for kept, first, end, dtype, version in held.get(where[0], ()):
+        if (dtype == value.dtype and kept.device == value.device and first <= where[1] and where[2] <= end
+                and _version(kept) == version):
+            return True
+    return False
 
 
 def tensor(value, name: str, *, ndim: int | Sequence[int] | None = None, floating: bool = False) -> torch.Tensor:

@@ -114,6 +114,86 @@ def test_nan_in_a_later_batch_is_refused_naming_the_batch():
         fl.evaluate(model, batches, metrics=["fid+"], **OPTIONS)
 
 
+def test_nan_in_a_later_slice_of_one_preloaded_tensor_is_refused_naming_its_batch():
+    """Batches that are slices of one tensor share its storage: only the checked view's elements are trusted."""
+    model, x, y, maps = evaluate_inputs()
+    x[4, 0, 1, 1] = float("nan")
+
+    def batches():
+        for i in range(0, 6, 3):
+            yield {"x": x[i:i + 3], "y": y[i:i + 3], "attributions": {"A": maps["A"][i:i + 3]}}
+
+    with pytest.raises(ValueError, match="x of data's batch 1 contains NaN or inf"):
+        fl.evaluate(model, batches(), metrics=["fid+"], **OPTIONS)
+
+
+def test_a_view_changed_in_place_or_read_as_another_dtype_is_checked_again(counted):
+    x = torch.randn(4, 3)
+    with _validate.checked(x):
+        _validate.finite(x[:2], "x")  # trusted: inside a checked view
+        _validate.finite(x.view(torch.int32), "x")  # another dtype: checked
+        x[3, 0] = 1.0  # an in-place change of the storage
+        _validate.finite(x[:2], "x")  # checked again
+    assert _of(counted, x) == {"_finite_scan": 2}
+
+
+def test_a_tensor_without_strided_storage_is_simply_checked_inside_a_block():
+    sparse = torch.eye(3).to_sparse()
+    with _validate.checked(sparse):
+        assert _validate.tensor(sparse, "sparse") is sparse
+        assert not _validate.is_checked(sparse)
+    with torch.inference_mode():
+        frozen = torch.randn(3)
+    with _validate.checked(frozen):  # an inference tensor has no version counter: never trusted
+        assert not _validate.is_checked(frozen)
+
+
+def test_streamed_batches_are_let_go_once_evaluated():
+    """The engine trusts a chunk only while it runs: a stream's earlier batches are not kept alive by the checks."""
+    import gc
+    import weakref
+
+    model, x, y, maps = evaluate_inputs(b=12)
+    refs: list = []
+
+    def batches():
+        for i in range(0, 12, 2):
+            xb = x[i:i + 2].clone()
+            refs.append(weakref.ref(xb))
+            yield {"x": xb, "y": y[i:i + 2], "attributions": {"A": maps["A"][i:i + 2].clone()}}
+
+    alive = []
+
+    def explain(m, inputs, target):  # S_avg's explainer: called while each chunk runs
+        gc.collect()
+        alive.append(sum(r() is not None for r in refs))
+        return _explain(m, inputs, target)
+
+    fl.evaluate(model, batches(), metrics=["fid+", "s_avg"], explainer=explain, **OPTIONS)
+    assert len(alive) >= 6 and max(alive) <= 2  # the batch under way, and the first (the boundary's head)
+
+
+def test_a_dataloader_over_an_iterable_dataset_streams_with_chunks():
+    model, x, y, maps = evaluate_inputs()
+
+    class Batches(torch.utils.data.IterableDataset):  # no __len__
+        def __iter__(self):
+            for i in range(0, 6, 3):
+                yield {"x": x[i:i + 3], "y": y[i:i + 3], "attributions": {"A": maps["A"][i:i + 3]}}
+
+    loader = torch.utils.data.DataLoader(Batches(), batch_size=None)
+    streamed = fl.evaluate(model, loader, metrics=["fid+"], chunk_size=2, **OPTIONS)
+    whole = fl.evaluate(model, x, y, {"A": maps["A"]}, metrics=["fid+"], **OPTIONS)
+    assert streamed["score"].tolist() == whole["score"].tolist()
+
+
+def test_a_later_batch_of_other_samples_is_named_by_its_number():
+    model, x, y, maps = evaluate_inputs()
+    batches = [{"x": x[:3], "y": y[:3]}, {"x": x[3:].double(), "y": y[3:]}]
+    with pytest.raises(ValueError, match="x of data's batch 1 has samples .* every batch must hold samples alike"):
+        fl.evaluate(model, batches, metrics=["fid+"], explainer=_explain, **OPTIONS)
+
+
 def _functions(tree: ast.AST):
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -12,8 +12,9 @@ library's own (:mod:`faithlab.metrics`); this package only runs the registry and
 * every random metric of every explainer gets the same seed (common random numbers), so explainers differ by
   their maps only.
 
-``loop`` (the registry loop, :func:`evaluate`) and ``frame`` (the tidy frame, :func:`cost`, :func:`oriented`,
-:func:`describe`). A progress bar (tqdm) runs over the chunks of samples × explainers × metric groups (``progress``:
+``loop`` (:func:`evaluate`: the boundary ``call``, which checks every argument once, then the optional ``budget``,
+then the ``engine``, which runs the registry chunk by chunk; ``checkpoint`` keeps finished chunks), ``estimate``
+and ``frame`` (the tidy frame, :func:`cost`, :func:`oriented`, :func:`describe`). A progress bar (tqdm) runs over the chunks of samples × explainers × metric groups (``progress``:
 by default on, except where ``FAITHLAB_PROGRESS=0``, as in the study runner's kernels), and the frame's
 ``attrs["cost"]`` records, per metric group and explainer, the model inputs evaluated, the model calls, the inputs
 given to the explainer and the seconds (:func:`cost`); ``attrs["forward_inputs"]`` is the total.

@@ -30,8 +30,8 @@ def check_maps(attributions, x: torch.Tensor, what: str = "attributions") -> dic
         try:
             perturb.check_attributions(a, x)
             _validate.finite(a, "attributions")
-            _validate.trust(a)  # checked: unit_scores (and every metric after it) reads it without checking again
-            perturb.unit_scores(a, perturb.default_units(x), reduce="sum")
+            with _validate.checked(a):  # checked just above: unit_scores reads it without checking again
+                perturb.unit_scores(a, perturb.default_units(x), reduce="sum")
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{what}[{name!r}]: {exc}") from None
         if a.shape[0] != x.shape[0]:
@@ -155,9 +155,6 @@ def stream(data: Iterable, size: int | None, model: Callable) -> Iterator[Chunk]
         x, y, index, maps = _batch(item, number)
         what = f"data's batch {number}"
         _validate.tensor(x, f"x of {what}", ndim=(2, 3, 4))
-        _validate.inputs(x, f"x of {what}")
-        _validate.model_accepts(model, x, "model", "x")
-        _validate.finite(x, f"x of {what}")
         if y is not None:
             check_labels(y, x, f"y of {what}")
         if index is None:
@@ -182,14 +179,16 @@ def stream(data: Iterable, size: int | None, model: Callable) -> Iterator[Chunk]
                                  f"{'had' if first[3] else 'had none'}: give labels for every batch or for none")
             if (None if maps is None else list(maps)) != first[4]:
                 raise ValueError(f"attributions of {what} name other explainers than the first batch's {first[4]}")
+        _validate.inputs(x, f"x of {what}")
+        _validate.model_accepts(model, x, "model", f"x of {what}")  # before reading x: it may be on another device
+        _validate.finite(x, f"x of {what}")
         again = set(index.tolist()) & seen if len(seen) < 10_000_000 else set()
         if again:
             raise ValueError(f"{what} repeats the global sample indices {sorted(again)[:8]}: each sample must be "
                              "evaluated once")
         seen.update(index.tolist())
         start = int(index.max()) + 1 if index.numel() else start
-        _validate.trust(x, y, *(maps or {}).values())  # checked: the engine and the metrics do not check it again
-        yield from split(Chunk(x, y, index, maps), size)
+        yield from split(Chunk(x, y, index, maps), size)  # checked: the engine trusts its chunks, one at a time
 
 
 
@@ -310,6 +309,7 @@ def _check_stream(model, data, y, attributions, *, explainer, finetuned, finetun
         head = next(chunks)
     except StopIteration:
         raise ValueError("x is an iterable with no batch: nothing to evaluate") from None
+    _validate.trust(head.x, head.y, *(head.maps or {}).values())  # checked: not again by the checks below
     if kfold is not None:
         check_kfold(kfold, None, head.x)
     if head.maps is None and not explainers:
@@ -319,9 +319,18 @@ def _check_stream(model, data, y, attributions, *, explainer, finetuned, finetun
         explainers = _per_explainer(explainer, list(head.maps), "explainer")
     names = list(head.maps) if head.maps is not None else list(explainers)
     return _finish(Call(model=model, x=None, y=None, maps=None, head=head, rest=chunks, names=names,
-                        explainers=explainers, chunk=chunk, batches=len(data) if hasattr(data, "__len__") else None,
+                        explainers=explainers, chunk=chunk, batches=None if chunk is not None else _length(data),
                         finetuned=finetuned, finetune=finetune, kfold=kfold, batch_size=batch_size, chosen=[], has={},
                         **rest), metrics)
+
+
+def _length(data) -> int | None:
+    """An iterable's number of batches, where it knows it (a DataLoader over a map-style dataset; not a generator,
+    nor a DataLoader over an IterableDataset, whose ``len`` raises a TypeError)."""
+    try:
+        return len(data)
+    except TypeError:
+        return None
 
 
 def _check_models(finetuned, finetune, kfold, n: int | None, x: torch.Tensor | None) -> None:

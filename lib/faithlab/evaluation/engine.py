@@ -156,16 +156,21 @@ class Engine:
 
         self.bar = tqdm(total=self._steps(), desc="evaluate", disable=not self.shown, leave=False)
         try:
-            with _validate.checked():
-                for chunk in self.call.chunks():
-                    _validate.trust(chunk.x, chunk.y, *(chunk.maps or {}).values())  # checked at the boundary
+            for chunk in self.call.chunks():
+                # the chunk's tensors were checked at the boundary (x whole, or its batch as it came); what the
+                # engine builds from them is trusted inside this block and let go with it, one chunk at a time
+                with _validate.checked(chunk.x, chunk.y, *(chunk.maps or {}).values()):
+                    chunk.digest = None if self.saved is None else self.saved.inputs(chunk)
                     if not self._restore(chunk):
                         self._chunk(chunk)
-                if self.per_dataset:
-                    self._dataset()
+            if self.per_dataset:
+                self._dataset()
         finally:
             self.bar.close()
-        return self._frame()
+        frame = self._frame()
+        if self.writer is not None:
+            self.writer.finish(frame)
+        return frame
 
     def _per_chunk(self) -> int:
         return 1 + len(self.shared_inputs) + len(self.call.names) * (len(self.groups) + bool(self.map_with))
@@ -197,7 +202,6 @@ class Engine:
         """A chunk finished by an earlier call with the same checkpoint folder: read back (True), or not there."""
         if self.saved is None:
             return False
-        chunk.digest = self.saved.inputs(chunk)
         item = self.saved.find(chunk, chunk.digest)
         if item is None:
             return False
@@ -291,7 +295,8 @@ class Engine:
         return out
 
     def _shared(self, chunk: Chunk, yc: torch.Tensor, target: torch.Tensor) -> dict:
-        """The inputs several metrics read (e.g. a selection of perturbed images), computed once per chunk."""
+        """The inputs several metrics read (e.g. a selection of perturbed images), computed once per chunk; and, the
+        first time a chunk needs it, the fine-tuned model (``finetune()`` is called once, when FFid± first run)."""
         inputs = {}
         for name in self.shared_inputs:
             self.bar.set_postfix_str(name)
@@ -360,12 +365,15 @@ class Engine:
             yd = c.y if c.y is not None else torch.cat(kept["y"]).to(device)
             maps = c.maps if c.maps is not None else {who: torch.cat(kept[f"maps:{who}"]).to(device)
                                                       for who in c.names}
-        _validate.trust(xd, yd, *maps.values())  # the chunks' checked data, put together again
         return xd, yd, index, maps
 
     def _dataset(self) -> None:
         """The dataset-level metrics (ReCo, MeGe), once over every sample, per explainer and group."""
         xd, yd, index, maps = self._dataset_data()
+        with _validate.checked(xd, yd, *maps.values()):  # the chunks' checked data, put together again
+            self._dataset_metrics(xd, yd, index, maps)
+
+    def _dataset_metrics(self, xd, yd, index, maps) -> None:
         inputs = {}
         for name in self.dataset_inputs:
             ctx = self.context(xd, yd, None, index)
@@ -386,7 +394,7 @@ class Engine:
                 self.bar.update()
 
     def _frame(self):
-        """The tidy frame of every record, its cost table and hints; the rows file written whole."""
+        """The tidy frame of every record, with its cost table and hints."""
         c = self.call
         frame = frames.tidy(self.records, c.chosen, c.names, list(self.costs.rows.values()))
         frame.attrs["hints"] = (hinting.warn_degenerate if c.hints else hinting.degenerate)(
@@ -394,7 +402,3 @@ class Engine:
             constant={who: torch.cat(parts) for who, parts in self.constant.items()})
         return frame
 
-    def finish(self, frame) -> None:
-        """Write the rows file whole (after the caller has added what it knows to the frame's attrs)."""
-        if self.writer is not None:
-            self.writer.finish(frame)

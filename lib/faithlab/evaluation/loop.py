@@ -125,11 +125,9 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
                 metrics=call.chosen, finetuned=call.has["finetuned"], kfold=0 if kfold is None else len(kfold.models),
                 chunk_size=call.chunk, batch_size=batch_size, given=list(call.options))
             call = call.with_options(counts)
-        engine = Engine(call)
-        frame = engine.run()
+        frame = Engine(call).run()
     if allocation is not None:
         frame.attrs["budget"] = allocation
-    engine.finish(frame)
     return frame
 
 
