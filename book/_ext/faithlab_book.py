@@ -11,6 +11,7 @@
   screen); ``fl-guide``: the guide's per-situation recommendations; ``fl-reconcile``: where the synthesis and a
   chapter may disagree (all from the synthesis notebook's ``guide.csv`` and ``report_card.csv``).
 - ``fl-failures``: what did not reproduce, and why (the scorecard's opening list); ``fl-legend``: the verdicts.
+- ``fl-metrics``: every registered metric as its declaration says (the API page; :func:`pages.metrics_html`).
 - ``fl-build``: the book's address (or that this build is local) and the notebooks' run time in this build.
 - on the executed notebooks' pages, a table output too wide for the column (or too long) is folded into a dropdown.
 
@@ -152,6 +153,13 @@ class Setup(SphinxDirective):
         frame = pages.setup_rows(settings, generated)
         claims = pages.claims_for(_scorecard(self), self.arguments[0])
         return [_raw(pages.transfer_html(frame, claims)), _raw(pages.table_html(frame, css_class="fl-setup"))]
+
+
+class Metrics(SphinxDirective):
+    """``fl-metrics``: every registered metric, read from its declaration."""
+
+    def run(self):
+        return [_raw(pages.metrics_html())]
 
 
 class Summary(SphinxDirective):
@@ -299,7 +307,8 @@ def setup(app):
     app.add_directive("fl-summary", Summary)
     app.add_directive("fl-prereg", Preregistration)
     for name, directive in (("fl-answer", Answer), ("fl-guide", Guide), ("fl-reconcile", Reconcile),
-                            ("fl-failures", Failures), ("fl-legend", Legend), ("fl-build", Build)):
+                            ("fl-failures", Failures), ("fl-legend", Legend), ("fl-build", Build),
+                            ("fl-metrics", Metrics)):
         app.add_directive(name, directive)
     app.add_css_file("faithlab.css")
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -34,18 +34,6 @@ from pathlib import Path
 __all__ = ["main", "UsageError", "parse_explainers", "parse_settings"]
 
 DEFAULT_EXPLAINERS = "saliency,integrated_gradients,gradcam"
-KFOLD_METRICS = ("reco", "mege")
-TIPS = {"fewclass selection": "its search over candidate blurs runs once for all explainers; fewer curve points: "
-                              "--set fewclass_fractions=[0,0.25,0.5,0.75,1]",
-        "fewclass": "fewer curve points: --set fewclass_fractions=[0,0.25,0.5,0.75,1]",
-        "rfid": "fewer Monte-Carlo masks: --set n_samples=10",
-        "ffid": "fewer Monte-Carlo masks: --set n_samples=10",
-        "mu_fidelity": "fewer random subsets: --set n_subsets=50",
-        "s_avg": "fewer neighbours: --set n_neighbours=10",
-        "trace": "a coarser patch grid: --set edge=4",
-        "fid": "fewer explanation sizes: --set sparsity=[0.1,0.5,0.9]",
-        "saco": "fewer groups: --set saco_k=5"}
-"""How to make each metric group cheaper, shown beside the groups the estimate calls expensive."""
 
 
 class UsageError(Exception):
@@ -131,17 +119,20 @@ def parse_settings(items: Sequence[str]) -> dict:
     """``--set option=value`` (repeatable; values read as YAML) → ``{option: value}`` for :func:`faithlab.evaluate`.
     Raises :class:`UsageError` naming ``--set`` for an unknown option or one that cannot be given on the command
     line."""
-    from faithlab.metrics.registry import OPTIONS
+    from faithlab.metrics import registry
 
-    settable = [o for o in OPTIONS if o not in ("perturbed", "reference", "normalisation")]
+    fixed = ("perturbed", "reference", "normalisation")  # tensors or a dataset's statistics: Python only
+    settable = [o for o in registry.OPTIONS if o not in fixed]
     out = {}
     for item in items:
         key, eq, value = item.partition("=")
         key = key.strip()
         if not eq or not key:
             raise UsageError("--set", f"{item!r} must be option=value, e.g. --set n_samples=10")
-        if key not in settable:
-            raise UsageError("--set", f"unknown option {key!r}; options: {', '.join(settable)}")
+        scoped = registry._scoped_name(key)  # <group>_<keyword>: that group's metrics only
+        if key not in settable and (scoped is None or scoped[1] in fixed):
+            raise UsageError("--set", f"unknown option {key!r}; options: {', '.join(settable)} (or "
+                                      "<group>_<option> for one group's metrics, e.g. fewclass_fractions)")
         out[key] = _parse_value(value.strip())
     return out
 
@@ -269,7 +260,7 @@ def _choose_metrics(text: str | None, *, finetuned: bool) -> list[str]:
     for m in chosen:
         if m not in METRICS:
             raise UsageError("--metrics", f"unknown metric {m!r}; known: {', '.join(METRICS)}")
-        if m in KFOLD_METRICS:
+        if "kfold" in METRICS[m].needs:
             raise UsageError("--metrics", f"{m!r} needs k models cross-trained on folds of labelled training data, "
                                           "which this command does not train: run the template notebook "
                                           "templates/evaluate_your_explainer with kfold=5, or cross-train with "
@@ -542,7 +533,7 @@ def _allocate(args, costs: _Costs, options: dict, given: Sequence[str], spent: f
         total = budget.parse(args.budget, "--budget")
     except (TypeError, ValueError) as err:
         raise UsageError("--budget", str(err).replace("--budget ", "", 1)) from None
-    defaults = {k.option: options.get(k.option, OPTIONS[k.option].default) for k in budget.KNOBS}
+    defaults = {k.option: options.get(k.option, OPTIONS[k.option].default) for k in budget.knobs()}
     left = max(1e-3, total - spent)
     allocation = budget.allocate(lambda counts: costs.by_group({**options, **counts}), left, defaults, given)
     line = budget.describe(allocation, costs.n)
@@ -570,6 +561,7 @@ def _estimate(args, model, data, n: int, chosen: list[str], explain: dict, optio
     from faithlab import evaluation
     from faithlab.evaluation import budget
     from faithlab.perturb import autobatch
+    from faithlab.metrics.registry import tips as metric_tips
 
     xb = _inputs(next(iter(_first(data.loader(_chunk(args)), n)))).to(next(model.parameters()).device)
     batch_size = args.batch_size or autobatch.default_batch_size(model, xb)
@@ -608,7 +600,7 @@ def _estimate(args, model, data, n: int, chosen: list[str], explain: dict, optio
            f"stand-in model in {timing['engine']['seconds']:.1f} s")
     expensive = by_group[(by_group["seconds"] > 0.2 * total) & (by_group["seconds"] > 10)]
     for group, row in expensive.iterrows():
-        tip = TIPS.get(group, "")
+        tip = metric_tips().get(group, "")
         work = (f"{row['per image']:.0f} model inputs" if row["per image"] else
                 f"{row['explained per image']:.0f} explained inputs")
         echo(f"expensive at {tuple(xb.shape[1:])}: {row['metrics'] or group} (~{row['seconds']:.0f} s, {work} per "
@@ -825,6 +817,7 @@ def _list_metrics(echo) -> int:
     those options once with its default, summarised. The cost class reads the model and explainer inputs for one
     image that fl.evaluation.estimate counts: cheap under 50, moderate under 500, expensive from 500."""
     from faithlab import evaluation, report
+    from faithlab.metrics import registry
     from faithlab.metrics.registry import OPTIONS
 
     width, cheap, moderate = 160, 50, 500
@@ -846,13 +839,14 @@ def _list_metrics(echo) -> int:
     lines, read = [], []
     for name, info in evaluation.METRICS.items():
         if info.group in per_image:
-            inputs = float(per_image[info.group] + sum(per_image.get(u, 0) for u in info.uses))
+            inputs = float(per_image[info.group] + sum(per_image.get(u, 0) for u in info.uses.values()))
             kind = "cheap" if inputs < cheap else "moderate" if inputs < moderate else "expensive"
             cost = f"{kind} ({inputs:,.0f})"
         else:  # not computed by the estimate: ReCo/MeGe need k cross-trained models
             cost = "k models" if "kfold" in info.needs else "?"
-        options = [o for o in info.options if settable(o)]
-        read += options
+        named = {registry.option_name(o.name, info.group): o.name for o in info.options if settable(o.name)}
+        options = list(named)
+        read += named.items()
         direction = "higher is better" if info.higher_is_better else "lower is better"
         lines.append(cut(f"{name:<17} {direction:<16} {cost:<15} {report.meaning(name)}"
                          + (f" [--set {' '.join(options)}]" if options else "")))
@@ -862,8 +856,8 @@ def _list_metrics(echo) -> int:
          "under 500,\n  expensive from 500); ReCo and MeGe need k cross-trained models, which faithlab evaluate "
          "does not train. Every random draw: --seed.")
     echo("options (--set OPTION=VALUE) and their defaults:")
-    for option in dict.fromkeys(read):
-        echo(cut(f"  {option} = {report.brief(OPTIONS[option].default)}: {OPTIONS[option].doc}"))
+    for shown, option in dict.fromkeys(read):
+        echo(cut(f"  {shown} = {report.brief(OPTIONS[option].default)}: {OPTIONS[option].doc}"))
     return 0
 
 
@@ -943,7 +937,7 @@ def _resumed_counts(args) -> dict:
         stored = json.loads(marker.read_text(encoding="utf-8"))["fingerprint"]["--set"]
     except (OSError, ValueError, KeyError, TypeError):
         return {}
-    return {k.option: int(stored[k.option]) for k in budget.KNOBS if isinstance(stored.get(k.option), int)}
+    return {k.option: int(stored[k.option]) for k in budget.knobs() if isinstance(stored.get(k.option), int)}
 
 
 def _discard(work: Path) -> None:

@@ -20,6 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from faithlab._optional import require
+from faithlab.metrics.registry import PAPERS
 from faithlab.verdicts import VERDICTS
 
 sns = require("seaborn", "faithlab.plots (figures)")
@@ -55,11 +56,11 @@ __all__ = [
 ArrayLike = torch.Tensor | np.ndarray
 PALETTE = "colorblind"
 ATTRIBUTION_CMAP = "jet"
-CHAPTERS = ("ffidelity", "fewclass", "saco", "reco_mege", "trace")
-"""Chapter slugs of the five papers, in the book's order."""
-PAPER_NAMES = {"ffidelity": "F-Fidelity", "fewclass": "Few-class Fidelity", "saco": "SaCo", "reco_mege": "ReCo / MeGe",
-               "trace": "TRACE", "synthesis": "Synthesis", "basics": "Basics"}
-"""Display name of each chapter slug (the one copy: the study map, the scorecard summary)."""
+CHAPTERS = tuple(PAPERS)
+"""Chapter slugs of the five papers, in the book's order (:data:`faithlab.metrics.registry.PAPERS`)."""
+PAPER_NAMES = {**PAPERS, "synthesis": "Synthesis", "basics": "Basics"}
+"""Display name of each chapter slug: the papers' (:data:`faithlab.metrics.registry.PAPERS`) and the book's two other
+chapters."""
 VERDICT_COLORS = dict(zip(VERDICTS, ("#009E73", "#E69F00", "#D55E00", "#999999", "#56B4E9")))
 """One colour per verdict (Okabe-Ito, colour-blind safe), the same in every figure."""
 COLUMN_PX = 772

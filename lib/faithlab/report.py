@@ -5,7 +5,7 @@ and the template notebook (``notebooks/templates/evaluate_your_explainer.py``) b
 * :func:`overall`, :func:`separation`: the explainers ranked over all the metrics (mean rank, each metric by its own
   direction, with a bootstrap interval over the images) and, per pair of explainers, how many metrics separate them
   (the bootstrap interval of their per-image score difference excludes 0); :func:`overall_sentence` says it;
-* :func:`glossary`: what each metric measures (:data:`MEANINGS`), its direction and the book chapter that tests it;
+* :func:`glossary`: what each metric measures (each declaration's ``doc``), its direction and the book chapter that tests it;
 * :func:`summary`: the mean score per metric × explainer, with the metric's direction and, for a Monte-Carlo
   metric, the Monte-Carlo standard error of that mean; :func:`monte_carlo_pairs` and :func:`monte_carlo_sentence`:
   which pairs of explainers a Monte-Carlo metric does not separate at its Monte-Carlo precision;
@@ -45,7 +45,7 @@ __all__ = ["summary", "monte_carlo_means", "monte_carlo_pairs", "monte_carlo_sen
            "ranks", "overall", "separation", "overall_sentence", "tied_metrics", "glossary", "meaning",
            "book_link", "comprehensiveness_note", "sanity", "sanity_sentences", "cost", "brief", "duration",
            "randomisable_metrics", "on_randomised", "maps_figure", "ranks_figure", "write", "TABLES",
-           "INTERPRETATION", "MEANINGS", "BOOK_URL"]
+           "INTERPRETATION", "BOOK_URL"]
 
 TABLES = ("report", "summary", "ranks", "sanity", "cost")
 """The CSV files of every report, the command's and the template notebook's (``<name>.csv``)."""
@@ -62,30 +62,12 @@ N_BOOT = 2000
 LEVEL = 0.95
 """Level of those intervals."""
 
-MEANINGS = {
-    "fid+": "correct predictions lost when the map's top features are removed",
-    "fid-": "correct predictions lost when all but the map's top features are removed",
-    "rfid+": "Fid+ removing a random share α of the top features (Monte-Carlo masks)",
-    "rfid-": "Fid− removing a random share α of the other features (Monte-Carlo masks)",
-    "ffid+": "RFid+ on a copy of the model fine-tuned with random removal",
-    "ffid-": "RFid− on a copy of the model fine-tuned with random removal",
-    "fewclass_fid": "pixels replaced by an uncertain image: MIF falls to 1/N, LIF stays up",
-    "saco": "do more salient pixel groups, each removed alone, move the prediction more?",
-    "auc_accuracy": "area under the accuracy curve as the most salient pixels are removed",
-    "aopc": "mean probability drop as the most salient pixels are removed",
-    "log_odds": "mean log-probability change as the most salient pixels are removed",
-    "comprehensiveness": "mean probability drop as the least salient pixels are removed (SaCo's form)",
-    "mu_fidelity": "correlation of removed attribution and output drop over random subsets",
-    "s_avg": "how much the map changes for nearby inputs (average sensitivity)",
-    "lerf": "area under the probability curve, patches removed least relevant first",
-    "morf": "area under the probability curve, patches removed most relevant first",
-    "le-mo": "ΣLeRF − ΣMoRF: the gap between the two patch deletion curves",
-    "reco": "do fold models' maps tell agreeing from disagreeing predictions apart?",
-    "mege": "do fold models that are both right explain a sample alike?",
-}
-"""What each metric of the registry measures, in one line (its direction is the declaration's ``higher_is_better``,
-its chapter the declaration's ``paper``): the registry's :class:`~faithlab.metrics.registry.Metric` has no field for
-it. A metric registered without an entry here is described by the first sentence of its function's docstring."""
+def __getattr__(name: str):
+    if name == "MEANINGS":  # what each registered metric measures, in one line: its declaration's ``doc``
+        from faithlab.metrics.registry import METRICS
+        return {m.name: m.doc for m in METRICS.values() if m.doc}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 BOOK_URL: str | None = None
 """The address of the published book, each page at ``<BOOK_URL><page>.html``. None: the book has no fixed address
@@ -188,11 +170,11 @@ def monte_carlo_pairs(frame: pd.DataFrame, *, order: Sequence[str] | None = None
 def _draws_sentence(parameters: Mapping | None) -> str:
     """The Monte-Carlo counts the run used, from its ``parameters`` (``settings``: the options; ``budget``: the
     command's ``--budget``), beside the papers' defaults; "" when the parameters do not say."""
-    from faithlab.evaluation.budget import KNOBS
+    from faithlab.evaluation.budget import knobs
     from faithlab.metrics.registry import OPTIONS
 
     settings = (parameters or {}).get("settings") or {}
-    used = [(k, settings.get(k.option, OPTIONS[k.option].default)) for k in KNOBS if k.option in OPTIONS]
+    used = [(k, settings.get(k.option, OPTIONS[k.option].default)) for k in knobs() if k.option in OPTIONS]
     if not parameters or not used:
         return ""
     cut = [f"{k.option}={v} ({k.draw}; the paper's {OPTIONS[k.option].default})" for k, v in used
@@ -401,13 +383,13 @@ def overall_sentence(table: pd.DataFrame, pairs: pd.DataFrame, tied: Sequence[st
 
 
 def meaning(metric: str) -> str:
-    """What ``metric`` measures, in one line: :data:`MEANINGS`, else the first sentence of its function's
+    """What ``metric`` measures, in one line: its declaration's ``doc``, else the first sentence of its function's
     docstring (cut at 90 characters), else a pointer to ``fl.evaluation.describe()``."""
     from faithlab.evaluation import METRICS
 
-    if metric in MEANINGS:
-        return MEANINGS[metric]
     info = METRICS.get(metric)
+    if info is not None and info.doc:
+        return info.doc
     doc = (getattr(getattr(info, "function", None), "__doc__", None) or "").strip()
     first = " ".join(doc.split(". ")[0].split())
     if not first:

@@ -70,23 +70,29 @@ def _toy(model, x, attributions, *, target=None, fraction=0.5, batch_size=256):
                                               batch_size=batch_size)
 
 
+def _toy_k(model, x, attributions, *, target=None, k=3):
+    return _toy(model, x, attributions, target=target, fraction=1 / k)
+
+
 def _check_fraction(value, name, x):
     fl._validate.fraction(value, name, closed_low=False)
     return value
 
 
 TOY = Metric("toy_drop", "Toy drop", "toy", True, _toy,
-             lambda c: {"target": c.target, "fraction": c.options["toy_fraction"], "batch_size": c.batch_size},
-             options=("toy_fraction",))
-TOY_OPTION = Option("toy_fraction", 0.5, "the fraction of units the toy metric removes", _check_fraction)
+             options=(Option("fraction", doc="the fraction of units the toy metric removes", check=_check_fraction),),
+             doc="the probability lost when the top units are removed")
 
 
 def test_a_registered_toy_metric_is_evaluated_and_fuzzed():
     model, x, y, a = inputs()
     assert "toy_drop" not in METRICS
-    with registry.registered(TOY, options=(TOY_OPTION,)):
-        assert "toy_fraction" in inspect.signature(fl.evaluate).parameters  # help(fl.evaluate) shows the option
-        frame = fl.evaluate(model, x, y, a, metrics=["toy_drop", "aopc"], toy_fraction=0.25, progress=False)
+    with registry.registered(TOY):
+        assert "fraction" in inspect.signature(fl.evaluate).parameters  # help(fl.evaluate) shows the option
+        assert "Toy drop (``toy_drop``, toy): the probability lost" in fl.evaluate.__doc__  # and the metric
+        frame = fl.evaluate(model, x, y, a, metrics=["toy_drop", "aopc"], fraction=0.25, progress=False)
+        scoped = fl.evaluate(model, x, y, a, metrics=["toy_drop"], toy_drop_fraction=0.25, progress=False)
+        torch.testing.assert_close(_scores(scoped, "explainer", "toy_drop"), _scores(frame, "explainer", "toy_drop"))
         expected = _toy(model, x, a, target=model(x).argmax(1), fraction=0.25)
         torch.testing.assert_close(_scores(frame, "explainer", "toy_drop"), expected.double(), rtol=0, atol=0)
         assert frame.loc[frame["metric"] == "toy_drop", "paper"].eq("toy").all()
@@ -95,25 +101,31 @@ def test_a_registered_toy_metric_is_evaluated_and_fuzzed():
         toy_cases = [c for n, c in cases() if n == "toy_drop"]
         assert len(toy_cases) >= 7
         assert {c: classify("toy_drop", c) for c in toy_cases} == dict.fromkeys(toy_cases, "good")
-        with pytest.raises(ValueError, match="toy_fraction"):
-            fl.evaluate(model, x, y, a, metrics=["toy_drop"], toy_fraction=2.0, progress=False)
-    assert "toy_drop" not in METRICS and "toy_fraction" not in registry.OPTIONS
-    assert "toy_fraction" not in inspect.signature(fl.evaluate).parameters
-    with pytest.raises(TypeError, match="toy_fraction"):
-        fl.evaluate(model, x, y, a, metrics=["aopc"], toy_fraction=0.25, progress=False)
+        with pytest.raises(ValueError, match="toy_drop_fraction"):  # named as the caller spelt it
+            fl.evaluate(model, x, y, a, metrics=["toy_drop"], toy_drop_fraction=2.0, progress=False)
+        with pytest.raises(ValueError, match="fraction"):
+            fl.evaluate(model, x, y, a, metrics=["toy_drop"], fraction=2.0, progress=False)
+    assert "toy_drop" not in METRICS and "fraction" not in registry.OPTIONS
+    assert "fraction" not in inspect.signature(fl.evaluate).parameters
+    with pytest.raises(TypeError, match="fraction"):
+        fl.evaluate(model, x, y, a, metrics=["aopc"], fraction=0.25, progress=False)
 
 
 def test_the_registry_refuses_malformed_declarations():
     with pytest.raises(ValueError, match="already registered"):
         registry.register(Metric("aopc", "AOPC", "saco", True, _toy))
-    with pytest.raises(ValueError, match="no Option declares"):
-        registry.register(Metric("toy2", "Toy", "toy", True, _toy, options=("nowhere",)))
+    with pytest.raises(ValueError, match="Option declarations"):
+        Metric("toy2", "Toy", "toy", True, _toy, options=("nowhere",))
+    with pytest.raises(ValueError, match="takes no keyword nowhere"):
+        Metric("toy2", "Toy", "toy", True, _toy, options=(Option("nowhere", 1),))
+    with pytest.raises(ValueError, match="only a dataset-level metric has a compute"):
+        Metric("toy6", "Toy", "toy", True, _toy, compute=lambda c: 0.0)
     with pytest.raises(ValueError, match="needs"):
         Metric("toy3", "Toy", "toy", True, _toy, needs=("a gpu",))
-    with pytest.raises(ValueError, match="function or a compute"):
+    with pytest.raises(ValueError, match="needs a function"):
         Metric("toy4", "Toy", "toy", True)
     with pytest.raises(ValueError, match="already declared"):
-        registry.register(Metric("toy5", "Toy", "toy", True, _toy), options=(Option("seed", 7, "another seed"),))
+        registry.register(Metric("toy5", "Toy", "toy", True, _toy_k, options=(Option("k", 7, "another k"),)))
     assert {"toy2", "toy5"}.isdisjoint(METRICS)
 
 
@@ -122,6 +134,6 @@ def test_declarations_are_complete():
     assert set(fl.evaluation.PAPER_METRICS) == {"ffidelity", "fewclass", "saco", "reco_mege", "trace"}
     for m in METRICS.values():
         assert m.paper in fl.evaluation.PAPER_METRICS
-        assert set(m.options) <= set(registry.OPTIONS)
+        assert {o.name for o in m.options} <= set(registry.OPTIONS)
     for o in registry.OPTIONS.values():
         assert o.doc and o.name in inspect.signature(fl.evaluate).parameters

@@ -206,11 +206,11 @@ def metric_call(name: str, model, x: torch.Tensor, y: torch.Tensor, attributions
     options' defaults; ``index``: the samples' global indices (made here when None: pass it when the call must make
     no tensor of its own). The model reads the clean prediction as its target (labels ``y`` where the metric reads
     labels)."""
-    from faithlab.metrics.registry import METRICS, OPTIONS, SHARED, Context
+    from faithlab.metrics import registry
+    from faithlab.metrics.registry import METRICS, SHARED, Context
 
     metric = METRICS[name]
-    values = {o.name: o.default for o in OPTIONS.values()}
-    values.update(options or {})
+    values = registry.check_options(options or {}, [], x)
     index = torch.arange(x.shape[0]) if index is None else index
     with torch.no_grad():
         target = model(x).argmax(1)
@@ -220,7 +220,7 @@ def metric_call(name: str, model, x: torch.Tensor, y: torch.Tensor, attributions
                        sample_index=index, options=values, batch_size=batch_size, kfold=kfold, inputs=inputs or {},
                        user_model=model)
 
-    shared = {s: SHARED[s].compute(context(None)) for s in metric.uses}
+    shared = {s: SHARED[s].compute(context(None)) for s in metric.uses.values()}
     if metric.function is None:  # dataset level: the whole data at once, no target (as fl.evaluate calls it)
         return metric.run(context(attributions, shared, None))
     return metric.call(context(attributions, shared))

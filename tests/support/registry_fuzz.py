@@ -12,7 +12,7 @@ import torch
 from oracles import small_cnn
 
 import faithlab as fl
-from faithlab.metrics.registry import METRICS, OPTIONS, Context, Tally
+from faithlab.metrics.registry import METRICS, Context, Tally
 
 B, C, SIDE, K = 4, 2, 8, 3
 FAST = {"sparsity": [0.5], "n_samples": 2, "n_subsets": 4, "n_neighbours": 2, "saco_k": 4, "edge": 4,
@@ -49,14 +49,13 @@ def own_call(name: str, model, x, a, *, labels, target, user_model=None, explain
     """``METRICS[name]``'s own public call with the keyword arguments fl.evaluate would pass (shared inputs computed
     on the good inputs of :func:`inputs`)."""
     metric = METRICS[name]
-    values = {o.name: o.default for o in OPTIONS.values()}
-    values.update(FAST, **(options or {}))
     good_model, good_x, _, _ = inputs()
+    values = fl.metrics.registry.check_options({**FAST, **(options or {})}, [], good_x)
     tally = Tally()
     base = Context(model=good_model, x=good_x, labels=labels, target=target, attributions=None, name="E",
                    explainer=explainer, sample_index=torch.arange(B), options=values, batch_size=batch_size,
                    user_model=good_model, tally=tally)
-    shared = {s: fl.metrics.registry.SHARED[s].compute(base) for s in metric.uses}
+    shared = {s: fl.metrics.registry.SHARED[s].compute(base) for s in metric.uses.values()}
     context = Context(model=model, x=x, labels=labels, target=target, attributions=a, name="E", explainer=explainer,
                       sample_index=torch.arange(B), options=values, batch_size=batch_size, inputs=shared,
                       user_model=model if user_model is None else user_model, tally=tally)

@@ -2,7 +2,7 @@
 
 One row per explainer × sample × metric (dataset-level metrics, ReCo and MeGe, one row per explainer with
 ``sample`` missing), with the metric's paper and direction. The metrics are those registered in
-:mod:`faithlab.metrics.registry` (the study's own: :mod:`faithlab.metrics.catalogue`); the metric code is the
+:mod:`faithlab.metrics.registry` (each declared beside its function in its module); the metric code is the
 library's own (:mod:`faithlab.metrics`); this package only runs the registry and shares the work:
 
 * the clean forward pass runs once; its prediction ŷ is the class every metric explains (``target``);
@@ -25,7 +25,7 @@ from __future__ import annotations
 from faithlab.evaluation.estimate import estimate
 from faithlab.evaluation.frame import cost, describe, oriented
 from faithlab.evaluation.loop import available, evaluate
-from faithlab.metrics.catalogue import SPARSITY
+from faithlab.metrics.ffidelity import SPARSITY
 from faithlab.metrics.registry import METRICS, paper_metrics
 
 PAPER_METRICS: dict[str, list[str]] = paper_metrics()

@@ -1,7 +1,7 @@
 """A time budget for an evaluation: the Monte-Carlo counts that make the estimated run fit a number of seconds.
 
 ``faithlab evaluate --budget 10m`` and ``fl.evaluate(..., budget="10m")`` keep every metric and every image and
-choose only the Monte-Carlo counts, :data:`KNOBS`: RFid±/FFid±'s masks (``n_samples``), μF's subsets
+choose only the Monte-Carlo counts, :func:`knobs`: RFid±/FFid±'s masks (``n_samples``), μF's subsets
 (``n_subsets``) and S_avg's neighbours (``n_neighbours``). Each is a mean (or a correlation) over random draws whose
 Monte-Carlo standard error shrinks like one over the square root of its count, and the report gives that error
 beside each score, so a budgeted run says how precise it is. The other metrics are exact for their settings
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-__all__ = ["Knob", "KNOBS", "Allocation", "parse", "allocate", "measure", "engine", "seconds", "describe",
+__all__ = ["Knob", "knobs", "Allocation", "parse", "allocate", "measure", "engine", "seconds", "describe",
            "for_evaluate"]
 
 
@@ -49,10 +49,18 @@ class Knob:
     draw: str
 
 
-KNOBS = (Knob("n_samples", ("rfid", "ffid"), 5, "random masks of RFid±/FFid±"),
-         Knob("n_subsets", ("mu_fidelity",), 20, "random subsets of μF"),
-         Knob("n_neighbours", ("s_avg",), 5, "random neighbours of S_avg"))
-"""The counts a budget chooses (the study's Monte-Carlo metrics)."""
+def knobs() -> tuple[Knob, ...]:
+    """The counts a budget chooses: each registered metric's declared ``mc_count`` (RFid±/FFid±'s masks, μF's
+    subsets, S_avg's neighbours for the study's own)."""
+    from faithlab.metrics.registry import mc_counts
+
+    return tuple(Knob(option, groups, floor, draw) for option, (groups, floor, draw) in mc_counts().items())
+
+
+def __getattr__(name: str):
+    if name == "KNOBS":  # read when asked: a metric registered later counts too
+        return knobs()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 _UNITS = {"": 1.0, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
 
@@ -103,7 +111,7 @@ class Allocation:
 
 
 def _group_knob(group: str) -> Knob | None:
-    return next((k for k in KNOBS if group in k.groups), None)
+    return next((k for k in knobs() if group in k.groups), None)
 
 
 def allocate(seconds_of: Callable[[dict[str, int]], Mapping[str, float]], budget_s: float,
@@ -114,31 +122,31 @@ def allocate(seconds_of: Callable[[dict[str, int]], Mapping[str, float]], budget
     to a knob when its last word, after a colon or a space, is one of the knob's groups, e.g. ``"rfid"`` or
     ``"sanity: rfid"``). defaults: the paper's count of each knob. given: options the caller set, kept as they are."""
     budget_s = parse(budget_s)
-    knobs = [k for k in KNOBS if k.option not in given and defaults[k.option] > k.floor]
-    paper = {k.option: int(defaults[k.option]) for k in KNOBS}
-    low = dict(paper, **{k.option: k.floor for k in knobs})
+    free = [k for k in knobs() if k.option not in given and defaults[k.option] > k.floor]
+    paper = {k.option: int(defaults[k.option]) for k in knobs()}
+    low = dict(paper, **{k.option: k.floor for k in free})
     hi, lo = dict(seconds_of(paper)), dict(seconds_of(low))
-    per_draw = {k.option: 0.0 for k in knobs}
+    per_draw = {k.option: 0.0 for k in free}
     for key, value in hi.items():
         knob = _group_knob(re.split(r"[: ]", key)[-1])
         if knob is not None and knob.option in per_draw:
             per_draw[knob.option] += max(0.0, value - lo.get(key, 0.0)) / (paper[knob.option] - knob.floor)
     full = float(sum(hi.values()))
     fixed = full - sum(per_draw[o] * paper[o] for o in per_draw)
-    minimum = fixed + sum(per_draw[k.option] * k.floor for k in knobs)
+    minimum = fixed + sum(per_draw[k.option] * k.floor for k in free)
 
     def total(counts: Mapping[str, int]) -> float:
         return fixed + sum(per_draw[o] * counts[o] for o in per_draw)
 
     def at(lam: float) -> dict[str, int]:
         out = dict(paper)
-        for k in knobs:
+        for k in free:
             b = per_draw[k.option]
             v = paper[k.option] if b <= 0 else lam * math.sqrt(paper[k.option] / b)
             out[k.option] = int(min(paper[k.option], max(k.floor, math.floor(v))))
         return out
 
-    if full <= budget_s or not knobs:
+    if full <= budget_s or not free:
         counts = paper
     elif minimum > budget_s:
         counts = low
@@ -167,7 +175,7 @@ def describe(allocation: Allocation, n: int) -> str:
                 f"{allocation.minimum:.0f} s ({per_image:.1f} s per image); {fit} image(s) would fit, or leave out "
                 f"metrics")
     chosen = ", ".join(f"{k.option}={allocation.counts[k.option]} (paper {allocation.defaults[k.option]}, "
-                       f"{k.draw})" for k in KNOBS if allocation.counts[k.option] != allocation.defaults[k.option])
+                       f"{k.draw})" for k in knobs() if allocation.counts[k.option] != allocation.defaults[k.option])
     return (f"budget {budget:.0f} s: {chosen}; est. {allocation.seconds:.0f} s instead of {allocation.full:.0f} s "
             f"at the paper's counts; each score's Monte-Carlo standard error grows like √(paper / count) and is "
             f"reported beside it")
@@ -237,7 +245,7 @@ def engine(x: torch.Tensor, *, n_classes: int, metrics: Sequence[str], batch_siz
     RFid±'s masked inputs 0.5 ms each. Timed by ``fl.evaluate`` itself on one and on two stand-in samples of x's
     shape on x's device, with a model that costs next to nothing (:func:`faithlab.evaluation.estimate`'s linear
     read-out of the input's mean), random maps and an explainer returning them, the sample-level ``metrics`` with
-    ``options`` at the Monte-Carlo floors (:data:`KNOBS`: each draw costs the same at any count), after a warm-up
+    ``options`` at the Monte-Carlo floors (:func:`knobs`: each draw costs the same at any count), after a warm-up
     call on a small probe image (imports, first-call set-up). As :func:`faithlab.evaluation.estimate` does for the
     inputs, the two give each group a cost per input (the line's slope over its model inputs or, a group without
     any, its explained inputs) and a fixed cost per chunk (its intercept, the work of one call of the group's
@@ -251,7 +259,7 @@ def engine(x: torch.Tensor, *, n_classes: int, metrics: Sequence[str], batch_siz
     out = {"per_input": {}, "per_explained": {}, "per_chunk": {}}
     if chosen:
         counts = {**options}
-        for k in KNOBS:
+        for k in knobs():
             value = options.get(k.option, OPTIONS[k.option].default)
             counts[k.option] = min(k.floor, value) if isinstance(value, int) else value
         rest = (n_classes, ["pilot"], chosen, finetuned, True, 0, batch_size, counts)
@@ -323,7 +331,7 @@ def for_evaluate(model: Callable, x: torch.Tensor, budget, options: Mapping, *, 
         out["maps"] = n * sum(timing["per_map"].values())
         return out
 
-    defaults = {k.option: options.get(k.option, OPTIONS[k.option].default) for k in KNOBS}
+    defaults = {k.option: options.get(k.option, OPTIONS[k.option].default) for k in knobs()}
     first_guess = by_group(defaults)  # cached below: allocate asks for the paper's counts first
     cache = {tuple(sorted(defaults.items())): first_guess}
 

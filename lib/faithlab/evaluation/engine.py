@@ -23,7 +23,7 @@ from faithlab.evaluation import frame as frames
 from faithlab.evaluation import hints as hinting
 from faithlab.evaluation.call import Call, Chunk, check_kfold
 from faithlab.metrics import registry
-from faithlab.metrics.catalogue import explained, takes_seeds_keyword
+from faithlab.metrics.registry import explained, takes_seeds_keyword
 from faithlab.metrics.registry import METRICS, Context, Tally
 
 _MAPS_STREAM = 0x6D617073  # "maps": the key of the seeds given to an explainer that maps the chunks itself
@@ -122,8 +122,8 @@ class Engine:
         self.per_dataset = [m for m in c.chosen if METRICS[m].level == "dataset"]
         self.groups = list(dict.fromkeys(METRICS[m].group for m in self.per_sample))
         self.dataset_groups = list(dict.fromkeys(METRICS[m].group for m in self.per_dataset))
-        self.shared_inputs = list(dict.fromkeys(s for m in self.per_sample for s in METRICS[m].uses))
-        self.dataset_inputs = list(dict.fromkeys(s for m in self.per_dataset for s in METRICS[m].uses))
+        self.shared_inputs = list(dict.fromkeys(s for m in self.per_sample for s in METRICS[m].uses.values()))
+        self.dataset_inputs = list(dict.fromkeys(s for m in self.per_dataset for s in METRICS[m].uses.values()))
         self.map_with = {} if c.maps_given else c.explainers
         self.shown = _progress.enabled(c.progress)
         self.tally = Tally()

@@ -103,7 +103,7 @@ def probe_shape(shape: Sequence[int], metrics: Sequence[str] | None = None, **op
     ``fewclass_fractions``, ``beta`` and the MoRF/LeRF levels (0, 0.1, …, 1). Where that is not smaller than the
     image, the image itself is probed. metrics: the metrics evaluated (TRACE's grid matters only with TRACE)."""
     from faithlab.metrics import trace
-    from faithlab.metrics.registry import OPTIONS
+    from faithlab.metrics.registry import resolve
 
     shape = tuple(int(s) for s in shape)
     if len(shape) != 4:
@@ -111,8 +111,9 @@ def probe_shape(shape: Sequence[int], metrics: Sequence[str] | None = None, **op
     if any(options.get(k) is not None for k in ("perturbed", "reference")) or any(
             isinstance(v, torch.Tensor) for v in options.values()):
         return shape
-    value = {name: options.get(name, OPTIONS[name].default) for name in ("sparsity", "fewclass_fractions", "beta",
-                                                                          "saco_k", "edge")}
+    value = {"sparsity": resolve(options, "sparsity", "fid"), "fewclass_fractions": resolve(options, "fractions",
+             "fewclass"), "beta": resolve(options, "beta", "ffid"), "saco_k": resolve(options, "k", "saco"),
+             "edge": resolve(options, "edge", "trace")}
     try:
         gap = min(_smallest_gap(value["sparsity"] or ()), _smallest_gap(value["fewclass_fractions"] or ()),
                   _smallest_gap([value["beta"]]), _smallest_gap([i / 10 for i in range(11)]))

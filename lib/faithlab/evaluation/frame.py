@@ -63,8 +63,8 @@ def oriented(frame):
 
 
 def describe() -> "pandas.DataFrame":  # noqa: F821
-    """The registered metrics, one row each: name, label, paper, direction, level, group, needs, the options it
-    reads with their defaults, and its public function."""
+    """The registered metrics, one row each, read from their declarations: name, label, paper, direction, level,
+    group, needs, the options it reads with their defaults, its public function and what it measures."""
     import pandas as pd
 
     rows = []
@@ -73,6 +73,6 @@ def describe() -> "pandas.DataFrame":  # noqa: F821
         rows.append({"metric": m.name, "label": m.label, "paper": m.paper,
                      "direction": "higher is better" if m.higher_is_better else "lower is better",
                      "level": m.level, "group": m.group, "needs": ", ".join(m.needs),
-                     "options": ", ".join(f"{o}={OPTIONS[o].default!r}" for o in m.options),
-                     "function": "" if fn is None else f"{fn.__module__}.{fn.__qualname__}"})
+                     "options": ", ".join(f"{o.name}={OPTIONS[o.name].default!r}" for o in m.options),
+                     "function": "" if fn is None else f"{fn.__module__}.{fn.__qualname__}", "measures": m.doc})
     return pd.DataFrame(rows)

@@ -27,12 +27,18 @@ from collections.abc import Mapping
 import pandas as pd
 import torch
 
-from faithlab.metrics.registry import METRICS
+from faithlab.metrics.registry import METRICS, accuracy_forms
 
-__all__ = ["ACCURACY_FORMS", "COMMAND_FORMS", "DegenerateResultWarning", "command_hints", "degenerate", "for_command",
+__all__ = ["COMMAND_FORMS", "DegenerateResultWarning", "command_hints", "degenerate", "for_command",
            "warn_degenerate"]
 
-ACCURACY_FORMS = ("fid+", "fid-", "rfid+", "rfid-", "ffid+", "ffid-", "auc_accuracy")
+
+
+def __getattr__(name: str):
+    if name == "ACCURACY_FORMS":  # the metrics declared ``accuracy`` (read when asked: a new one counts too)
+        from faithlab.metrics.registry import accuracy_forms
+        return accuracy_forms()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 """The metrics that read whether the prediction equals the label y (F-Fidelity's 1[y = ŷ] forms and the accuracy
 AUC of the MoRF curve); every other metric reads the output of the predicted class."""
 _MIN_GENERIC = 3
@@ -114,7 +120,7 @@ def degenerate(frame: pd.DataFrame, *, correct: torch.Tensor | None = None,
     map is constant over the sample's units. The causes, checked in this order (each metric and explainer gets at
     most one message; a cause shared by several explainers or metrics is one message):
 
-    1. an accuracy form (:data:`ACCURACY_FORMS`) while no prediction is correct (every 1[y = ŷ] is 0: the scores
+    1. an accuracy form (declared ``accuracy``: :func:`faithlab.metrics.registry.accuracy_forms`) while no prediction is correct (every 1[y = ŷ] is 0: the scores
        count only removals that happen to produce the label), or constant at its no-change value (0; the AUC 1)
        while every prediction is correct: no removal changed one;
     2. Few-class Fid equal to N/(2N − 1) for every sample (≈ 0.5 for many classes): the MIF and LIF curves are flat,
@@ -167,7 +173,7 @@ def _accuracy_forms(t: _Table, correct: torch.Tensor | None) -> list[str]:
     """Cause 1: an accuracy form while no prediction is correct, or unmoved while every one is."""
     stats, messages = t.stats, []
     if correct is not None and not bool(correct.any()):
-        hit = t.take(stats["metric"].isin(ACCURACY_FORMS))
+        hit = t.take(stats["metric"].isin(accuracy_forms()))
         if len(hit):
             messages.append(
                 f"{_what(hit, 'are degenerate')}: these accuracy forms read whether the prediction equals the label "
@@ -178,7 +184,7 @@ def _accuracy_forms(t: _Table, correct: torch.Tensor | None) -> list[str]:
                 "agreement with the prediction.")
     if correct is not None and bool(correct.all()):
         unmoved = stats["lo"] == stats["metric"].map(lambda m: 1.0 if m == "auc_accuracy" else 0.0)
-        hit = t.take(stats["metric"].isin(ACCURACY_FORMS) & stats["flat"] & unmoved)
+        hit = t.take(stats["metric"].isin(accuracy_forms()) & stats["flat"] & unmoved)
         if len(hit):
             messages.append(
                 f"{_what(hit)}: every prediction is correct and no removal changed one, so these accuracy forms "
@@ -220,7 +226,7 @@ def _constant_maps(t: _Table, constant: Mapping[str, torch.Tensor]) -> list[str]
 def _unmoved_fid(t: _Table) -> list[str]:
     """Cause 4: an accuracy form of Fid± (not the AUC) at 0 for every sample."""
     stats = t.stats
-    hit = t.take(stats["flat"] & stats["metric"].isin([m for m in ACCURACY_FORMS if m != "auc_accuracy"])
+    hit = t.take(stats["flat"] & stats["metric"].isin([m for m in accuracy_forms() if m != "auc_accuracy"])
                  & (stats["lo"].abs() <= _RTOL))
     if not len(hit):
         return []

@@ -49,24 +49,13 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
     keyed by ``seed`` and the sample's global index (a stochastic explainer's maps then do not depend on the split
     either). metrics: names from :func:`available` (None: every metric the arguments allow).
 
-    The metrics and their options are those of :mod:`faithlab.metrics.registry` (the study's own are declared in
-    :mod:`faithlab.metrics.catalogue`; :func:`faithlab.evaluation.describe` lists each metric's paper, direction,
-    needs and options; :func:`faithlab.evaluation.estimate` counts the model inputs a call will take):
+    The metrics are those registered in :mod:`faithlab.metrics.registry`, each declared beside its function in its
+    module (:func:`faithlab.evaluation.describe` lists each metric's paper, direction, needs and options;
+    :func:`faithlab.evaluation.estimate` counts the model inputs a call will take). An option is named as the
+    metric's function names its keyword and applies to every chosen metric that takes it; ``<group>_<keyword>``
+    (``saco_k``, ``fewclass_fractions``) sets it for one group's metrics only. The registered metrics now:
 
-    * Fid± (α = 1), RFid± (α = ``alpha``, ``n_samples`` Monte-Carlo masks), FFid± (on ``finetuned``, or the model
-      ``finetune()`` returns, with α and the cap ``beta``): F-Fidelity eqs. 1–6, accuracy form, mean over the
-      explanation sizes ``sparsity`` (Fid+ removes the top s, Fid− the bottom s). Defaults α 0.5, β 0.1, N 50 (the
-      paper's code). The paper explains the fine-tuned model for FFid; here the given maps are used for all three.
-    * Few-class Fid: MIF/LIF areas over ``fewclass_fractions`` (default 0, 0.01, …, 1) with ``perturbed`` images
-      (None: ``select_perturbation`` once for all maps, on pixel values when ``normalisation`` gives the
-      ``(mean, std)`` x was normalised with, e.g. a dataset's ``info['mean']``, ``info['std']``; given: indexed by
-      the global sample index).
-    * SaCo with ``saco_k`` groups; AUC, AOPC, LOdds (one MoRF curve) and Comprehensiveness at 0, 10, …, 100 %.
-    * μF (``n_subsets`` subsets of 15 %), S_avg (``n_neighbours`` neighbours within ``radius``; needs
-      ``explainer``), ReCo and MeGe (need ``kfold``, an object with ``models`` (k eval-mode models) and ``folds``
-      ``(N,)`` — e.g. ``fl.train.cross_train(...)`` on the data x comes from — and ``explainer``).
-    * ΣLeRF, ΣMoRF, ΣLeRF − ΣMoRF: TRACE's patch deletion curves on an ``edge`` × ``edge`` grid (None: 7, 4 or 2,
-      the first that divides the side), trajectory from the map's patch means.
+{metrics}
 
     explainer: ``explainer(model, inputs, target) → maps`` (one callable, or one per explainer name), used by
     S_avg on neighbours and by ReCo/MeGe on the fold models. If it has a ``seeds`` parameter with a default (e.g.
@@ -132,13 +121,38 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
 
 
 def _signature() -> None:
-    """``help(evaluate)`` shows every registered option with its default (kept in step with the registry)."""
+    """``help(evaluate)`` shows every registered metric, from its declaration, and every option with its default
+    (kept in step with the registry)."""
     params = [p for p in _BASE.parameters.values() if p.kind != p.VAR_KEYWORD]
     params += [inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default)
                for o in registry.OPTIONS.values()]
     evaluate.__signature__ = _BASE.replace(parameters=params)
+    if _DOC is not None:  # None under python -OO
+        evaluate.__doc__ = _DOC.replace("{metrics}", "\n".join(_bullet(m) for m in METRICS.values()))
+
+
+def _bullet(metric: registry.Metric) -> str:
+    """One metric in ``help(evaluate)``: its label, name and paper, what it measures, the options and inputs it
+    reads."""
+    import textwrap
+
+    parts = [f"{metric.label} (``{metric.name}``, {registry.PAPERS.get(metric.paper, metric.paper)}): "
+             f"{metric.doc or 'see its function'}"]
+    if metric.options:
+        parts.append("options " + ", ".join(f"``{o.name}`` = {_short(registry.OPTIONS[o.name].default)}"
+                                            for o in metric.options))
+    if metric.needs:
+        parts.append("needs " + ", ".join(registry.NEEDS[n] for n in metric.needs))
+    return textwrap.fill("; ".join(parts) + ".", width=112, initial_indent="    * ", subsequent_indent="      ")
+
+
+def _short(value) -> str:
+    if isinstance(value, (list, tuple)) and len(value) > 5:
+        return f"({value[0]!r}, {value[1]!r}, …, {value[-1]!r}: {len(value)} values)"
+    return repr(value)
 
 
 _BASE = inspect.signature(evaluate)
+_DOC = evaluate.__doc__
 registry._LISTENERS.append(_signature)
 _signature()

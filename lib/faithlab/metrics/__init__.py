@@ -2,8 +2,9 @@
 
 Every metric has one call shape, ``metric(model, x, attributions, *, target=None, ...)`` (``target=None``: the
 model's prediction ŷ), and a ``*_details`` twin with the same parameters. ``registry`` is the metric contract
-(:class:`~faithlab.metrics.registry.Metric`, ``register``) that ``fl.evaluate`` and the tests read; ``catalogue``
-declares the study's metrics on it (importing this package registers them).
+(:class:`~faithlab.metrics.registry.Metric`, ``register``, ``declare``) that ``fl.evaluate``, the CLI, the hints,
+the report and the tests read; each module declares its own metrics beside their functions, and importing this
+package imports every module in it (a new module's metrics are registered without an edit here).
 
 ``ffidelity`` (Fid±/RFid±/FFid± and their ``*_details`` twins, macro/micro correlations and ranks, explanation size),
 ``cumulative`` (accuracy AUC, AOPC, log-odds, comprehensiveness, each with a ``*_details`` twin holding the curve),
@@ -51,8 +52,19 @@ __all__ = [
     "reco_mege_details_from_predictions", "pair_distances", "split_sets", "shuffled_partners",
     "shuffled_distances", "reco", "reco_details", "reco_scan",
     "reco_auc", "mege", "distances", "map_distance", "mu_fidelity", "mu_fidelity_details", "average_stability",
-    "average_stability_details", "registry", "catalogue",
+    "average_stability_details", "registry",
 ]
 
-from faithlab.metrics import registry  # noqa: E402 - the contract, then the study's metrics on it
-from faithlab.metrics import catalogue  # noqa: E402
+from faithlab.metrics import registry  # noqa: E402
+
+
+def _declare_all() -> None:
+    """Import every module of this package, so each registers the metrics it declares (a fork's new module too)."""
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")
+
+
+_declare_all()

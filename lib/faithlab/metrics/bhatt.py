@@ -22,6 +22,7 @@ import torch
 
 from faithlab import _validate, perturb
 from faithlab.metrics.crossfold import _predicted
+from faithlab.metrics.registry import Metric, Option, checks, register
 from faithlab.metrics.statistics import pearson, rankdata
 from faithlab.perturb import autobatch
 from faithlab.perturb.autobatch import BatchSize
@@ -367,3 +368,18 @@ def average_stability(model: Callable, x: torch.Tensor, attributions: torch.Tens
                                      n_neighbours=n_neighbours, radius=radius, common_noise=common_noise,
                                      sample_index=sample_index, generator=generator,
                                      batch_size=batch_size)["s_avg"]
+
+
+register(Metric("mu_fidelity", "μF", "reco_mege", True, mu_fidelity, details=mu_fidelity_details, score="mu_f",
+                mc_se="mc_se", ideal=1.0, span=2.0,
+                options=(Option("n_subsets", doc="μF: random subsets of 15 % of the features", check=checks.positive),),
+                tip=("n_subsets", 50, "fewer random subsets"), mc_count=("n_subsets", 20, "random subsets of μF"),
+                doc="correlation of removed attribution and output drop over random subsets"))
+# S_avg maps x itself: under common random numbers x's map shares its neighbours' seed, which the given maps
+# (drawn with other noise by a stochastic explainer) do not
+register(Metric("s_avg", "S_avg", "reco_mege", False, average_stability, details=average_stability_details,
+                score="s_avg", mc_se="mc_se", needs=("explainer",), maps=False, ideal=0.0,
+                options=(Option("n_neighbours", 50, "S_avg: neighbours per sample", checks.positive),
+                         Option("radius", doc="S_avg: the neighbours' radius", check=checks.positive_number)),
+                tip=("n_neighbours", 10, "fewer neighbours"), mc_count=("n_neighbours", 5, "random neighbours of S_avg"),
+                doc="how much the map changes for nearby inputs (average sensitivity)"))

@@ -24,6 +24,7 @@ import torch
 
 from faithlab import _validate, perturb
 from faithlab.metrics.cumulative import REDUCE, unit_salience
+from faithlab.metrics.registry import Metric, Option, checks, register
 from faithlab.perturb.autobatch import BatchSize
 
 __all__ = ["saco", "saco_details"]
@@ -89,3 +90,15 @@ def saco(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target
     """
     return saco_details(model, x, attributions, target=target, k=k, reduce=reduce, reference=reference, units=units,
                         batch_size=batch_size)["saco"]
+
+
+def _check_k(options: dict, x: torch.Tensor, name) -> None:
+    """k must be at most the number of units of x: checked before any work, naming the caller's option."""
+    if options["k"] > (units := perturb.default_units(x).n):
+        raise ValueError(f"{name('k')} must be at most the number of units of x ({units}), got {options['k']}")
+
+
+register(Metric("saco", "SaCo", "saco", True, saco, details=saco_details, score="saco",
+                options=(Option("k", doc="SaCo: the number of salience groups", check=checks.positive),),
+                check=_check_k, ideal=1.0, span=2.0, tip=("k", 5, "fewer groups"),
+                doc="do more salient pixel groups, each removed alone, move the prediction more?"))

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import torch
 
 from faithlab import _validate, perturb
+from faithlab.metrics.registry import Context, Metric, Shared, explained, register
 from faithlab.metrics.statistics import pearson, rankdata
 from faithlab.perturb import autobatch
 from faithlab.perturb.autobatch import BatchSize
@@ -498,3 +499,57 @@ def reco_mege(models: Sequence[Callable], x: torch.Tensor, attributions: torch.T
     d = reco_mege_details(models, x, attributions, folds=folds, labels=labels, distance=distance,
                           channel_dim=channel_dim, batch_size=batch_size)
     return {"reco": d["reco"], "mege": d["mege"]}
+
+
+# ------------------------------------------------------------------------------------------- fl.evaluate
+def _fold_predictions(c: Context) -> torch.Tensor:
+    """Each fold model's predictions of every sample, once for every explainer, ``(k, B)``."""
+    from faithlab.perturb.engine import NonFiniteOutput
+
+    none = torch.zeros(c.x.shape[0], perturb.default_units(c.x).n, dtype=torch.bool, device=c.x.device)
+    out = []
+    for i, m in enumerate(c.kfold.models):
+        _validate.model(m, f"kfold.models[{i}]")
+        try:
+            out.append(perturb.removal_outputs(c.counted(m), c.x, none, output="predicted", target=c.labels,
+                                               batch_size=c.batch_size))
+        except NonFiniteOutput as err:  # the engine knows the model as "model": name the fold model
+            raise err.naming(f"kfold.models[{i}]") from None
+    return torch.stack(out)
+
+
+PREDICTIONS = Shared("reco_mege predictions", _fold_predictions)
+
+
+def _of_explainer(key: str):
+    """ReCo or MeGe of the context's explainer: its maps of every sample by each fold model (explained once for
+    both), then :func:`reco_mege_details_from_predictions`."""
+    def compute(c: Context) -> float:
+        def details():
+            who, fn, x, n = c.name, c.explainer, c.x, c.x.shape[0]
+            # samples explained per call: the fold models' forward batch ("auto": the first model's best one)
+            step = autobatch.resolve(c.batch_size, c.kfold.models[0], x, n)
+            predictions = c.inputs[PREDICTIONS.name]
+            stacks = [torch.cat([explained(who, fn(m, x[c0:c0 + step], pred[c0:c0 + step]), x[c0:c0 + step],
+                                           f"kfold.models[{i}]") for c0 in range(0, n, step)])
+                      for i, (m, pred) in enumerate(zip(c.kfold.models, predictions))]
+            for i, maps_i in enumerate(stacks):  # NaN maps would drop out of S= and S≠: a NaN score
+                if maps_i.is_floating_point() and not bool(torch.isfinite(maps_i).all()):
+                    bad = (~torch.isfinite(maps_i)).reshape(maps_i.shape[0], -1).any(dim=1)
+                    bad = bad.nonzero().flatten()[:8].tolist()
+                    raise ValueError(f"explainer {who!r} returned NaN or inf maps on kfold.models[{i}] for samples "
+                                     f"{bad}")
+            c.count_explained(len(stacks) * n)
+            return reco_mege_details_from_predictions(torch.stack(stacks), predictions, c.labels,
+                                                      c.kfold.folds.to(x.device), batch_size=step)
+        return c.shared("reco_mege", details)[key]
+    return compute
+
+
+register(Metric("reco", "ReCo", "reco_mege", True, compute=_of_explainer("reco"), group="reco_mege",
+                level="dataset", needs=("kfold", "explainer"), uses={"predictions": PREDICTIONS.name},
+                doc="do fold models' maps tell agreeing from disagreeing predictions apart?"),
+         shared=(PREDICTIONS,))
+register(Metric("mege", "MeGe", "reco_mege", True, compute=_of_explainer("mege"), group="reco_mege",
+                level="dataset", needs=("kfold", "explainer"), uses={"predictions": PREDICTIONS.name}, ideal=1.0,
+                span=1.0, doc="do fold models that are both right explain a sample alike?"))

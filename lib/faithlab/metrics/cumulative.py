@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from faithlab import _validate, perturb
+from faithlab.metrics.registry import Metric, register
 from faithlab.metrics.statistics import trapezoid_auc
 from faithlab.perturb.autobatch import BatchSize
 
@@ -242,3 +243,18 @@ def _predicted(model: Callable, x: torch.Tensor, batch_size: int) -> torch.Tenso
     """The model's predicted class on the clean x ``(B,)``, one forward pass per sample."""
     return perturb.removal_outputs(model, x, torch.zeros(x.shape[0], perturb.default_units(x).n, dtype=torch.bool,
                                                          device=x.device), output="predicted", batch_size=batch_size)
+
+
+# fl.evaluate: AUC, AOPC and LOdds read one most-salient-first curve (morf_details: one run for the three, ŷ's
+# probability and agreement with the labels read from the same logits); Comprehensiveness its least-salient-first
+# curve.
+register(Metric("auc_accuracy", "AUC", "saco", False, auc_accuracy, details=morf_details, score="auc_accuracy",
+                group="morf", accuracy=True,
+                doc="area under the accuracy curve as the most salient pixels are removed"))
+register(Metric("aopc", "AOPC", "saco", True, aopc, details=morf_details, score="aopc", group="morf",
+                doc="mean probability drop as the most salient pixels are removed"))
+register(Metric("log_odds", "LOdds", "saco", False, log_odds, details=morf_details, score="log_odds", group="morf",
+                doc="mean log-probability change as the most salient pixels are removed"))
+register(Metric("comprehensiveness", "Comprehensiveness", "saco", False, comprehensiveness,
+                details=comprehensiveness_details, score="score", group="lerf",
+                doc="mean probability drop as the least salient pixels are removed (SaCo's form)"))

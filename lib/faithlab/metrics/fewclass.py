@@ -42,6 +42,7 @@ import torch
 from tqdm import tqdm  # plain text bar: tqdm.auto would need ipywidgets inside notebooks
 
 from faithlab import _validate, perturb
+from faithlab.metrics.registry import Context, Metric, Option, Shared, checks, register
 from faithlab.metrics.statistics import trapezoid_auc
 from faithlab.perturb import autobatch
 from faithlab.perturb.autobatch import BatchSize
@@ -632,3 +633,56 @@ def fewclass_fid(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
     return fewclass_fid_details(model, x, attributions, perturbed=perturbed, target=target,
                                 normalisation=normalisation, grid=grid, generator=generator, fractions=fractions,
                                 sample_index=sample_index, batch_size=batch_size)["score"]
+
+
+# ------------------------------------------------------------------------------------------- fl.evaluate
+def _grid_option(value, name, x):
+    try:
+        selection_cost((1, 1, 1, 1), grid=value)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(str(exc).replace("grid", name, 1)) from None
+    return value
+
+
+def _perturbed_option(value, name, x):
+    if value is None:
+        return None
+    _validate.tensor(value, name, ndim=4)
+    # one perturbed image per sample of the data, read by global sample index (x may be one batch of a stream)
+    if value.shape[1:] != x.shape[1:] or value.shape[0] < x.shape[0]:
+        raise ValueError(f"{name} must have x's shape {tuple(x.shape)} (one image per sample, indexed by the global "
+                         f"sample index), got {tuple(value.shape)}")
+    return value
+
+
+def _selection(c: Context):
+    """The chunk's perturbed images: the caller's (indexed by global sample index), or one candidate search for all
+    explainers."""
+    o = c.group_options("fewclass")
+    given = o["perturbed"]
+    if given is not None:
+        if int(c.sample_index.max()) >= given.shape[0]:
+            raise ValueError(f"perturbed holds {given.shape[0]} images but the data has sample "
+                             f"{int(c.sample_index.max())}: pass one perturbed image per sample of the data")
+        return given[c.sample_index.to(given.device)]
+    return select_perturbation(c.model, c.x, grid=o["grid"], normalisation=o["normalisation"],
+                               batch_size=c.batch_size, progress=c.progress)["image"]
+
+
+SELECTION = Shared("fewclass selection", _selection, group="fewclass",
+                   tip="its search over candidate blurs runs once for all explainers")
+
+register(Metric(
+    "fewclass_fid", "Few-class Fid", "fewclass", True, fewclass_fid, details=fewclass_fid_details, score="score",
+    group="fewclass", needs=("images",), uses={"perturbed": SELECTION.name}, ideal=1.0, span=1.0,
+    options=(Option("fractions", doc="Few-class: the fractions of the MIF/LIF curves", check=checks.increasing),
+             Option("normalisation", doc="Few-class: the (mean, std) x was normalised with; the candidate search "
+                    "then runs on pixel values"),
+             Option("grid", doc="Few-class: the candidate grid of the search (None: the 144 candidates of "
+                    "fewclass.QUICK_GRID; 'paper': the paper's 804; or (operation, σ, adjustment) entries)",
+                    check=_grid_option),
+             Option("perturbed", doc="Few-class: the perturbed images (None: select_perturbation once for all maps)",
+                    check=_perturbed_option)),
+    tip=("fractions", [0, 0.25, 0.5, 0.75, 1], "fewer curve points"),
+    doc="pixels replaced by an uncertain image: MIF falls to 1/N, LIF stays up"),
+    shared=(SELECTION,))

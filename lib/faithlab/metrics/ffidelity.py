@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 import torch
 
 from faithlab import _validate, perturb
+from faithlab.metrics.registry import Metric, Option, checks, register
 from faithlab.metrics.statistics import _float, rankdata, spearman, trapezoid_auc
 from faithlab.perturb.autobatch import BatchSize
 
@@ -220,6 +221,44 @@ for _fn in (fid_plus, fid_minus, fid_plus_details, fid_minus_details):
     if _fn.__doc__ is not None:  # None under python -OO
         _fn.__doc__ += _DETAILS_DOC if _fn.__name__.endswith("_details") else _ARGS_DOC
 del _fn
+
+
+# The six metrics of fl.evaluate: one implementation each side (the *_details twin), read as the mean over the sizes.
+# Fid± removes the whole candidate set (α = 1); RFid± keeps α of it at random, N masks; FFid± also caps the removal
+# at βn and runs on the model fine-tuned with random removal. All read the labels (the paper's accuracy form).
+SIZES = Option("sparsity", SPARSITY, "F-Fidelity's explanation sizes (the score is the mean over them)",
+               checks.fractions)
+_RANDOM = (SIZES, Option("alpha", 0.5, "RFid/FFid: the fraction α of the removal kept at random", checks.open_fraction),
+           Option("n_samples", 50, "RFid/FFid: Monte-Carlo masks per sample", checks.positive))
+_BETA = Option("beta", 0.1, "FFid: the cap β on the fraction removed", checks.open_fraction)
+_DRAWS = ("n_samples", 5, "random masks of RFid±/FFid±")
+_MASKS = ("n_samples", 10, "fewer Monte-Carlo masks")
+
+
+def _mean_over_sizes(details: dict) -> torch.Tensor:
+    return details["score"].mean(dim=1)
+
+
+_DOCS = {  # what each measures, in one line (the report's metrics table, help(fl.evaluate), the API page)
+    "fid+": "correct predictions lost when the map's top features are removed",
+    "fid-": "correct predictions lost when all but the map's top features are removed",
+    "rfid+": "Fid+ removing a random share α of the top features (Monte-Carlo masks)",
+    "rfid-": "Fid− removing a random share α of the other features (Monte-Carlo masks)",
+    "ffid+": "RFid+ on a copy of the model fine-tuned with random removal",
+    "ffid-": "RFid− on a copy of the model fine-tuned with random removal"}
+_FID = {"group": "fid", "options": (SIZES,), "fixed": {"alpha": 1.0},
+        "tip": ("sparsity", [0.1, 0.5, 0.9], "fewer explanation sizes")}
+_RFID = {"group": "rfid", "options": _RANDOM, "mc_se": "mean_mc_se", "tip": _MASKS, "mc_count": _DRAWS}
+# FFid: the paper explains the fine-tuned model; here the given maps serve all three
+_FFID = {"group": "ffid", "options": (*_RANDOM, _BETA), "mc_se": "mean_mc_se", "tip": _MASKS, "mc_count": _DRAWS,
+         "needs": ("finetuned",), "model": "finetuned"}
+for _kind, _facts in (("fid", _FID), ("rfid", _RFID), ("ffid", _FFID)):
+    for _sign, _label, _fn, _details in (("+", "+", fid_plus, fid_plus_details), ("-", "−", fid_minus,
+                                                                                  fid_minus_details)):
+        register(Metric(f"{_kind}{_sign}", f"{_kind.upper()[:-3]}{_kind[-3:].capitalize()}{_label}", "ffidelity",
+                        _sign == "+", _fn, details=_details, score=_mean_over_sizes, accuracy=True,
+                        doc=_DOCS[f"{_kind}{_sign}"], **_facts))
+del _kind, _facts, _sign, _label, _fn, _details
 
 
 def minus_sparsity(sparsity: Sequence[float] | torch.Tensor) -> list[float]:

@@ -1,34 +1,44 @@
-"""The metric contract: every metric of the study declares itself here once, and ``fl.evaluate``, the tests and the
-book read the declarations.
+"""The metric contract: every metric declares itself once, beside its function in its own module, and
+``fl.evaluate``, the CLI, the hints, the report, the tests and the book read the declarations.
 
 A metric is a :class:`Metric`: its name, paper and direction, what it ``needs`` beyond a model, inputs and maps
-(``"images"``, ``"finetuned"``, ``"kfold"``, ``"explainer"``), the evaluate ``options`` it reads (each an
-:class:`Option` with its default and check, declared once and shared by the metrics that read it), its public
-``function`` with the one call shape ``function(model, x, attributions, *, target=None, ...)``, the keyword
-``arguments`` evaluate passes it (read from a :class:`Context`) and how its ``score`` reads the function's result
-— and, for a Monte-Carlo estimate, how its ``mc_se`` reads the score's Monte-Carlo standard error from that same
-result (the frame's ``mc_se`` column; NaN for a deterministic metric).
-Metrics that share one computation (accuracy AUC, AOPC and LOdds read one most-salient-first curve) name the same
-``group`` and compute through :meth:`Context.shared`; work shared by every explainer of a chunk (Few-class's perturbed
-images) is a :class:`Shared` input the metric ``uses``.
+(``"images"``, ``"finetuned"``, ``"kfold"``, ``"explainer"``), the ``options`` evaluate exposes (each an
+:class:`Option` named as its function's own keyword, with its default and check; evaluate takes ``<keyword>=`` for
+every chosen metric that takes it, or ``<group>_<keyword>=`` for one group's: a prefix rule, no renaming table), its
+public ``function`` with the one call shape ``function(model, x, attributions, *, target=None, ...)``, the one
+implementation evaluate runs (``details``, its ``*_details`` twin) and how its ``score`` — and, for a Monte-Carlo
+estimate, its ``mc_se`` (the frame's ``mc_se`` column; NaN for a deterministic metric) — is read from that result,
+whether it reads the labels (``accuracy``), how to make it cheaper (``tip``), its Monte-Carlo count (``mc_count``,
+which a time budget may lower) and what it measures (``doc``). The keyword arguments evaluate passes are derived from
+the implementation's signature (:meth:`Metric.arguments`), not written per metric. Metrics of one ``group`` that read
+the same implementation share one run of it per chunk and explainer; work shared by every explainer of a chunk
+(Few-class's perturbed images) is a :class:`Shared` input the metric ``uses`` as a keyword.
 
-Adding a metric: write its function (and ``*_details`` twin) in a module of :mod:`faithlab.metrics`; declare a
-:class:`Metric` with :func:`register` (the study's own metrics are declared in :mod:`faithlab.metrics.catalogue`);
-``fl.evaluate``, the fuzz suite (``tests/fuzz/test_registered_metrics.py``) and the "evaluate equals the metric's own
-call" test then cover it. This module imports no metric: it is the contract only.
+Adding a metric: write its function (and ``*_details`` twin) in a module of :mod:`faithlab.metrics` and declare it
+below the function with :func:`register` (or :func:`declare`); importing :mod:`faithlab.metrics` imports every module
+of the package, so ``fl.evaluate``, the CLI, the fuzz suite (``tests/fuzz/test_registered_metrics.py``) and the API
+page find it. This module imports no metric: it is the contract only.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import inspect
+import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import torch
 
-__all__ = ["NEEDS", "LEVELS", "Option", "Shared", "Metric", "Estimate", "Context", "Counted", "Tally", "register",
-           "unregister", "registered", "METRICS", "OPTIONS", "SHARED", "options_of", "check_options", "paper_metrics"]
+from faithlab import _validate
+
+__all__ = ["NEEDS", "LEVELS", "PAPERS", "SIGNATURE", "Option", "Shared", "Metric", "Estimate", "Context", "Counted",
+           "Tally", "Values", "declare", "register", "unregister", "registered", "METRICS", "OPTIONS", "SHARED",
+           "EVALUATE_OPTIONS", "options_of", "check_options", "paper_metrics", "accuracy_forms", "tips", "mc_counts",
+           "explained", "takes_seeds_keyword", "checks", "option_name", "resolve"]
 
 NEEDS: dict[str, str] = {"finetuned": "finetuned= (or finetune=)", "explainer": "explainer=", "kfold": "kfold=",
                          "images": "x of images (B, C, H, W)"}
@@ -36,60 +46,97 @@ NEEDS: dict[str, str] = {"finetuned": "finetuned= (or finetune=)", "explainer": 
 
 LEVELS = ("sample", "dataset")
 
+PAPERS: dict[str, str] = {"ffidelity": "F-Fidelity", "fewclass": "Few-class Fidelity", "saco": "SaCo",
+                          "reco_mege": "ReCo / MeGe", "trace": "TRACE"}
+"""The papers of the study by chapter slug, in the book's order, with their display names: a metric's ``paper``
+is one of them (or a slug of its own, listed after them)."""
+
+
+SIGNATURE = inspect.Parameter.empty
+"""An :class:`Option`'s default when the metric function's own default is evaluate's."""
+
 
 @dataclass(frozen=True)
 class Option:
-    """An option of ``fl.evaluate`` read by one or more metrics: its ``name`` (the keyword), ``default``, ``doc``
-    and ``check(value, name, x)`` returning the value to use (raising a TypeError/ValueError that names ``name``)."""
+    """A keyword of a metric's function that ``fl.evaluate`` exposes, named as the function names it: ``name`` (the
+    function's keyword), ``default`` (evaluate's; :data:`SIGNATURE`: the function's own default), ``doc`` and
+    ``check(value, name, x)`` returning the value to use (raising a TypeError/ValueError that names ``name``, the
+    spelling the caller used). Evaluate reads it as ``name=`` (every chosen metric that takes it) or
+    ``<group>_<name>=`` (that group's metrics only, e.g. ``saco_k``): a prefix rule, no renaming table."""
 
     name: str
-    default: Any
-    doc: str
+    default: Any = SIGNATURE
+    doc: str = ""
     check: Callable[[Any, str, torch.Tensor], Any] | None = None
 
-    def value(self, given: Any, x: torch.Tensor) -> Any:
-        return given if self.check is None else self.check(given, self.name, x)
+    def value(self, given: Any, x: torch.Tensor, name: str | None = None) -> Any:
+        return given if self.check is None else self.check(given, name or self.name, x)
 
 
 @dataclass(frozen=True)
 class Shared:
     """Work computed once per chunk of samples and shared by every explainer (e.g. Few-class's perturbed images):
-    ``compute(context) -> value`` with the chunk's :class:`Context` (no maps). Its model inputs are counted as the
-    cost group ``name`` (explainer ``"all"``)."""
+    ``compute(context) -> value`` with the chunk's :class:`Context` (no maps; its options those of ``group``). Its
+    model inputs are counted as the cost group ``name`` (explainer ``"all"``); ``tip`` says what it costs, shown
+    before its group's own tip in the CLI's estimate."""
 
     name: str
     compute: Callable[["Context"], Any]
+    group: str = ""
+    tip: str | None = None
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """What a metric's ``compute`` may return in place of its score: the ``score`` and its Monte-Carlo standard
-    error ``mc_se`` (same shape; None: deterministic), both read from one computation."""
+    """What a dataset-level metric's ``compute`` may return in place of its score: the ``score`` and its
+    Monte-Carlo standard error ``mc_se`` (same shape; None: deterministic), both read from one computation."""
 
     score: Any
     mc_se: Any = None
 
 
+def _reader(read: Callable | str | None) -> Callable[[Any], Any]:
+    if read is None:
+        return lambda result: result
+    if isinstance(read, str):
+        return lambda result: result[read]
+    return read
+
+
+@lru_cache(maxsize=None)
+def _parameters(function: Callable) -> frozenset[str]:
+    return frozenset(inspect.signature(function).parameters)
+
+
 @dataclass(frozen=True)
 class Metric:
-    """One metric of :func:`faithlab.evaluate`, declared once.
+    """One metric of :func:`faithlab.evaluate`, declared once, beside its function (see :func:`declare`).
 
-    name: the key ``metrics=[...]`` takes; label: display name; paper: chapter slug; higher_is_better;
-    function: the public metric, ``function(model, x, attributions, *, target=None, ...)`` (sample level) — its own
-    call, which evaluate must equal; arguments: ``arguments(context) -> dict`` of the keyword arguments evaluate passes
-    it; score: ``score(result) -> (B,) tensor`` (sample level) or float (dataset level) from the function's result
-    (default: the result itself); compute: ``compute(context)`` when the metric reads work shared with others of its
-    ``group`` (default: ``score(function(model, x, attributions, **arguments(context)))``); group: metrics computed and
-    costed together (default: the name); level: "sample" or "dataset" (one score per explainer, ``sample`` missing;
-    computed once over all samples after the chunks); needs: keys of :data:`NEEDS`; options: names of the evaluate
-    options read (:data:`OPTIONS`); uses: names of :class:`Shared` inputs read; model: ``"model"`` or
-    ``"finetuned"`` (which model the function is given); maps: whether the function is given the explainer's maps
-    of x (False: it is given None and computes them itself, as S_avg does with the explainer's own noise); check:
-    ``check(options, x)``, a check of the options against the inputs run before any work when the metric is chosen
-    (raising an error that names the option); ideal/span: the metric's ideal value and range width where it defines
-    them (the synthesis report card); mc_se: ``mc_se(result) -> (B,) tensor`` (float at dataset level), the score's
-    Monte-Carlo standard error read from the same function result as ``score`` (None: a deterministic metric, whose
-    frame rows carry NaN; a ``compute`` returns an ``Estimate`` instead).
+    name: the key ``metrics=[...]`` takes; label: display name; paper: chapter slug (:data:`PAPERS`);
+    higher_is_better; function: the public metric, ``function(model, x, attributions, *, target=None, ...)`` —
+    what a user calls; details: the one implementation evaluate runs (default ``function``; its ``*_details`` twin,
+    which ``function`` reads), called once per chunk and explainer for all metrics of the ``group`` with the same
+    ``details``; score: the score read from details' result (a key, a callable, or None: the result itself);
+    mc_se: its Monte-Carlo standard error read from the same result (a key or callable; None: a deterministic
+    metric, NaN in the frame); group: metrics computed and costed together (default: the name); level: "sample" or
+    "dataset" (one score per explainer, ``sample`` missing; computed once over all samples after the chunks);
+    needs: keys of :data:`NEEDS`; options: the :class:`Option` s of the function's own keywords that evaluate
+    exposes; fixed: keywords evaluate always passes (Fid±: ``alpha=1``); accuracy: the score reads 1[y = ŷ], so
+    evaluate passes the labels as ``target`` (a ``details`` with a ``labels`` keyword gets them there) and the hints
+    know a degenerate accuracy; uses: ``{keyword: Shared name}``, shared inputs passed as that keyword; model:
+    ``"model"`` or ``"finetuned"``; maps: whether the function is given the maps (False: it is given None and an
+    ``explainer`` to map inputs itself, as S_avg); check: ``check(options, x)``, run before any work when the
+    metric is chosen (``options`` resolved for its group; raising an error that names the option); ideal/span: the
+    metric's ideal value and range width where it defines them (the report card); tip: ``(keyword, value, why)``,
+    how to make it cheaper (the CLI's estimate shows ``--set <group>_<keyword>=<value>``); mc_count: ``(keyword,
+    floor, what one draw is)``, its Monte-Carlo count, which a time budget may lower to ``floor``; doc: one line
+    for ``help(fl.evaluate)`` and the API page; compute: dataset-level metrics only (ReCo/MeGe read the k fold
+    models and the explainer, not one call shape): ``compute(context)`` → score or :class:`Estimate`.
+
+    Evaluate calls ``details(model, x, maps, **arguments)``: the declared options, ``fixed``, the shared inputs and,
+    where the function takes them, ``target`` (ŷ; the labels for an accuracy form), ``labels``, ``batch_size``,
+    ``sample_index``, ``generator`` (evaluate's ``seed``), ``reference`` (when evaluate's is not None) and
+    ``explainer`` (the explainer bound to the user's model, when ``maps`` is False).
     """
 
     name: str
@@ -97,20 +144,25 @@ class Metric:
     paper: str
     higher_is_better: bool
     function: Callable | None = None
-    arguments: Callable[["Context"], dict] = field(default=lambda context: {})
-    score: Callable[[Any], Any] = field(default=lambda result: result)
-    compute: Callable[["Context"], Any] | None = None
+    details: Callable | None = None
+    score: Callable[[Any], Any] | str | None = None
+    mc_se: Callable[[Any], Any] | str | None = None
     group: str = ""
     level: str = "sample"
     needs: tuple[str, ...] = ()
-    options: tuple[str, ...] = ()
-    uses: tuple[str, ...] = ()
+    options: tuple[Option, ...] = ()
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    accuracy: bool = False
+    uses: Mapping[str, str] = field(default_factory=dict)
     model: str = "model"
     maps: bool = True
     check: Callable[[dict, torch.Tensor], None] | None = None
     ideal: float | None = None
     span: float | None = None
-    mc_se: Callable[[Any], Any] | None = None
+    tip: tuple | None = None
+    mc_count: tuple | None = None
+    doc: str = ""
+    compute: Callable[["Context"], Any] | None = None
 
     def __post_init__(self):
         if not self.group:
@@ -122,8 +174,49 @@ class Metric:
             raise ValueError(f"needs names {unknown}; known: {list(NEEDS)}")
         if self.model not in ("model", "finetuned"):
             raise ValueError(f"model must be 'model' or 'finetuned', got {self.model!r}")
+        if self.compute is not None and self.level != "dataset":
+            raise ValueError(f"metric {self.name!r}: only a dataset-level metric has a compute; a sample-level one "
+                             "is computed by its function (or its details twin)")
         if self.function is None and self.compute is None:
-            raise ValueError(f"metric {self.name!r} needs a function or a compute")
+            raise ValueError(f"metric {self.name!r} needs a function (or, at dataset level, a compute)")
+        bad = [o for o in self.options if not isinstance(o, Option)]
+        if bad:
+            raise ValueError(f"metric {self.name!r}: options must be Option declarations of the function's own "
+                             f"keywords, got {bad!r}")
+        if self.function is not None:
+            own = _parameters(self.implementation)
+            missing = [k for k in [*(o.name for o in self.options), *self.fixed, *self.uses] if k not in own]
+            if missing:
+                raise ValueError(f"metric {self.name!r}: {self.implementation.__name__} takes no keyword "
+                                 f"{', '.join(missing)}")
+
+    @property
+    def implementation(self) -> Callable:
+        """The function evaluate runs: ``details``, or ``function`` when it has no twin."""
+        return self.details if self.details is not None else self.function
+
+    def arguments(self, context: "Context", function: Callable | None = None) -> dict:
+        """The keyword arguments evaluate passes ``function`` (default: :attr:`implementation`) on ``context``."""
+        function = function or self.implementation
+        takes = _parameters(function)
+        values = context.group_options(self.group)
+        kw: dict[str, Any] = {}
+        if "target" in takes:
+            kw["target"] = context.labels if self.accuracy and "labels" not in takes else context.target
+        if "labels" in takes:
+            kw["labels"] = context.labels
+        for key, value in (("batch_size", context.batch_size), ("sample_index", context.sample_index),
+                           ("generator", values.get("seed", 0))):
+            if key in takes:
+                kw[key] = value
+        if "reference" in takes and values.get("reference") is not None:
+            kw["reference"] = values["reference"]
+        if "explainer" in takes and not self.maps:
+            kw["explainer"] = context.bound_explainer(f"{self.label}'s inputs")
+        kw.update(self.fixed)
+        kw.update({o.name: values[o.name] for o in self.options})
+        kw.update({k: context.inputs[s] for k, s in self.uses.items()})
+        return kw
 
     def run(self, context: "Context"):
         """This metric's score on the context's samples (evaluate's path)."""
@@ -131,22 +224,60 @@ class Metric:
 
     def estimate(self, context: "Context") -> tuple[Any, Any]:
         """This metric's score on the context's samples and its Monte-Carlo standard error (None: deterministic),
-        both read from one computation (evaluate's path)."""
+        both read from one run of :attr:`implementation`, shared with the metrics of its group that read the same
+        one (evaluate's path)."""
         if self.compute is not None:
             out = self.compute(context)
             return (out.score, out.mc_se) if isinstance(out, Estimate) else (out, None)
-        result = self._result(context)
-        return self.score(result), None if self.mc_se is None else self.mc_se(result)
+        function = self.implementation
+        result = context.shared((function, self.accuracy and "labels" not in _parameters(function)),
+                                lambda: self._result(context, function))
+        return _reader(self.score)(result), None if self.mc_se is None else _reader(self.mc_se)(result)
 
     def call(self, context: "Context"):
-        """The metric's own public call on the context's samples, scored: what evaluate must equal."""
-        return self.score(self._result(context))
-
-    def _result(self, context: "Context"):
+        """The metric's own public call on the context's samples, scored as evaluate scores it: what a user gets
+        from ``function`` (the score read from its result when ``function`` is the details twin)."""
         if self.function is None:
             raise TypeError(f"metric {self.name!r} has no public function")
+        result = self._result(context, self.function)
+        if self.function is self.implementation:
+            return _reader(self.score)(result)
+        return self.plain(result)
+
+    def plain(self, result):
+        """The score from ``function``'s own result, when ``function`` is not the details twin: the mean over the
+        levels of a (B, L) result (F-Fidelity's sizes), else the result itself."""
+        if isinstance(result, torch.Tensor) and result.ndim == 2 and self.level == "sample":
+            return result.mean(dim=1)
+        return result
+
+    def _result(self, context: "Context", function: Callable):
         maps = context.attributions if self.maps else None
-        return self.function(context.model, context.x, maps, **self.arguments(context))
+        return function(context.model, context.x, maps, **self.arguments(context, function))
+
+
+def explained(who: str, maps, inputs: torch.Tensor, where: str) -> torch.Tensor:
+    """The explainer's maps of ``inputs``, detached, checked: a tensor of maps that fit the inputs (one per input,
+    any layout ``perturb.check_attributions`` accepts), named by the explainer."""
+    from faithlab import perturb
+
+    if not isinstance(maps, torch.Tensor):
+        raise TypeError(f"explainer {who!r} must return a tensor of maps, got {type(maps).__name__} on {where}")
+    try:
+        perturb.check_attributions(maps, inputs)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"explainer {who!r} returned maps that do not fit its {inputs.shape[0]} inputs on {where} "
+                        f"(shape {tuple(inputs.shape)}): {exc}") from None
+    return maps.detach()
+
+
+def takes_seeds_keyword(explainer) -> bool:
+    """Whether the user's explainer has a ``seeds`` parameter that can be passed by keyword."""
+    try:
+        p = inspect.signature(explainer).parameters.get("seeds")
+    except (TypeError, ValueError):  # no signature
+        return False
+    return p is not None and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
 
 
 class Counted:
@@ -222,17 +353,88 @@ class Context:
         """Record ``n`` inputs given to the explainer (the cost table's ``explained_inputs``)."""
         self.explained += int(n)
 
+    def group_options(self, group: str) -> dict[str, Any]:
+        """The option values ``group``'s metrics read (``<group>_<keyword>`` given values over the others)."""
+        return self.options.for_group(group) if isinstance(self.options, Values) else dict(self.options)
+
+    def bound_explainer(self, where: str = "the metric's inputs") -> Callable:
+        """This explainer bound to the user's model as a metric that maps inputs itself calls it
+        (``explainer(model, inputs, target[, seeds])``): its maps checked and its inputs counted. Given ``seeds``
+        only when the user's explainer takes them (common random numbers: a sample and its neighbours share one
+        seed); otherwise its own noise, if any, enters the metric."""
+        user, who, fn = self.user_model, self.name, self.explainer
+
+        if takes_seeds_keyword(fn):
+            def bound(_model, inputs: torch.Tensor, t: torch.Tensor, seeds: torch.Tensor) -> torch.Tensor:
+                self.count_explained(inputs.shape[0])
+                return explained(who, fn(user, inputs, t, seeds=seeds), inputs, where)
+        else:
+            def bound(_model, inputs: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+                self.count_explained(inputs.shape[0])
+                return explained(who, fn(user, inputs, t), inputs, where)
+        return bound
+
+
+# ---------------------------------------------------------------------------------------------- option checks
+class checks:  # noqa: N801 - a namespace of the checks declarations share
+    """Checks an :class:`Option` may name: each ``check(value, name, x)`` returns the value to use and raises an
+    error naming ``name``."""
+
+    @staticmethod
+    def fractions(value, name, x):
+        return _validate.fractions(value, name).tolist()
+
+    @staticmethod
+    def increasing(value, name, x):
+        _validate.fractions(value, name, increasing=True)
+        return value
+
+    @staticmethod
+    def open_fraction(value, name, x):
+        _validate.fraction(value, name, closed_low=False)
+        return value
+
+    @staticmethod
+    def positive(value, name, x):
+        return _validate.positive_int(value, name)
+
+    @staticmethod
+    def positive_number(value, name, x):
+        if not 0 < _validate.number(value, name) < math.inf:
+            raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+        return value
+
+    @staticmethod
+    def seed(value, name, x):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        return value
+
+
+EVALUATE_OPTIONS = (
+    Option("reference", None, "None keeps each metric's own removal value (zero for F-Fidelity, μF and TRACE, the "
+           "per-channel mean for SaCo and the cumulative metrics); any ``perturb.Reference`` replaces it for every "
+           "metric whose function takes a ``reference`` (Few-class Fid keeps its perturbed images)."),
+    Option("seed", 0, "every random draw, passed as ``generator`` to every metric whose function takes one (the same "
+           "for every explainer: common random numbers)", checks.seed),
+)
+"""Evaluate's own options, read by every metric whose function takes the keyword (``seed`` as ``generator``)."""
 
 METRICS: dict[str, Metric] = {}
-"""Every registered metric, by name, in registration order (the order ``fl.evaluate`` computes and lists them)."""
+"""Every registered metric, by name: sample-level before dataset-level, then by paper in the book's order
+(:data:`PAPERS`, other slugs after), then by module and declaration order (the order ``fl.evaluate`` computes and
+lists them)."""
 
 OPTIONS: dict[str, Option] = {}
-"""Every evaluate option a registered metric reads, by keyword."""
+"""Every evaluate option, by keyword: those the registered metrics declare (with their resolved defaults), then
+:data:`EVALUATE_OPTIONS`."""
 
 SHARED: dict[str, Shared] = {}
 """Every :class:`Shared` input a registered metric uses, by name."""
 
+_DECLARED: dict[str, tuple[Metric, tuple[Shared, ...], int]] = {}
 _LISTENERS: list[Callable[[], None]] = []
+_COUNT = iter(range(1 << 62))
 
 
 def _changed() -> None:
@@ -240,47 +442,99 @@ def _changed() -> None:
         listener()
 
 
-def register(metric: Metric, *, options: tuple[Option, ...] = (), shared: tuple[Shared, ...] = ()) -> Metric:
-    """Declare ``metric`` (and the :class:`Option` and :class:`Shared` it introduces). A name already registered, an
-    option it reads that nobody declared, or an option declared twice with another default is an error."""
+def _resolved(metric: Metric, option: Option) -> Option:
+    if option.default is not SIGNATURE:
+        return option
+    default = inspect.signature(metric.implementation).parameters[option.name].default
+    if default is inspect.Parameter.empty:
+        raise ValueError(f"metric {metric.name!r}: option {option.name!r} has no default, in its declaration or in "
+                         f"{metric.implementation.__name__}'s signature")
+    return dataclasses.replace(option, default=default)
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b) if not isinstance(a, torch.Tensor) else a is b
+    except (TypeError, ValueError, RuntimeError):
+        return a is b
+
+
+def _rebuild(declared: Mapping[str, tuple[Metric, tuple[Shared, ...], int]]) -> None:
+    """METRICS, OPTIONS and SHARED from the declarations (raising, with nothing changed, on a conflict)."""
+    papers = list(PAPERS)
+
+    def key(item):
+        metric, _, count = item
+        module = getattr(metric.function or metric.compute, "__module__", "")
+        rank = papers.index(metric.paper) if metric.paper in papers else len(papers)
+        return LEVELS.index(metric.level), rank, "" if rank < len(papers) else metric.paper, module, count
+
+    ordered = sorted(declared.values(), key=key)
+    options: dict[str, Option] = {}
+    shared: dict[str, Shared] = {}
+    for metric, items, _ in ordered:
+        for option in metric.options:
+            option = _resolved(metric, option)
+            known = options.get(option.name)
+            if known is not None and not _same(known.default, option.default):
+                raise ValueError(f"option {option.name!r} is already declared (default {known.default!r}); metric "
+                                 f"{metric.name!r} declares it with default {option.default!r}")
+            options.setdefault(option.name, option)
+        for item in items:
+            known = shared.get(item.name)
+            if known is not None and known is not item:
+                raise ValueError(f"shared input {item.name!r} is already declared")
+            shared[item.name] = item
+    for metric, _, _ in ordered:
+        missing = [s for s in metric.uses.values() if s not in shared]
+        if missing:
+            raise ValueError(f"metric {metric.name!r} uses shared inputs {missing} that no Shared declares")
+    for option in EVALUATE_OPTIONS:
+        if option.name in options:
+            raise ValueError(f"option {option.name!r} is evaluate's own; a metric declares it as another keyword")
+        options[option.name] = option
+    METRICS.clear()
+    METRICS.update({m.name: m for m, _, _ in ordered})
+    OPTIONS.clear()
+    OPTIONS.update(options)
+    SHARED.clear()
+    SHARED.update(shared)
+
+
+def register(metric: Metric, *, shared: tuple[Shared, ...] = ()) -> Metric:
+    """Declare ``metric`` (and the :class:`Shared` inputs it introduces). A name already registered, an option
+    declared twice with another default or a shared input it uses that nobody declared is an error."""
     if not isinstance(metric, Metric):
         raise TypeError(f"metric must be a faithlab.metrics.registry.Metric, got {type(metric).__name__}")
-    if metric.name in METRICS:
+    if metric.name in _DECLARED:
         raise ValueError(f"a metric named {metric.name!r} is already registered")
-    for option in options:
-        known = OPTIONS.get(option.name)
-        if known is not None and known is not option:
-            raise ValueError(f"option {option.name!r} is already declared (default {known.default!r})")
-    for item in shared:
-        known = SHARED.get(item.name)
-        if known is not None and known is not item:
-            raise ValueError(f"shared input {item.name!r} is already declared")
-    declared = {**OPTIONS, **{o.name: o for o in options}}
-    missing = [o for o in metric.options if o not in declared]
-    if missing:
-        raise ValueError(f"metric {metric.name!r} reads options {missing} that no Option declares")
-    have = {**SHARED, **{s.name: s for s in shared}}
-    missing = [s for s in metric.uses if s not in have]
-    if missing:
-        raise ValueError(f"metric {metric.name!r} uses shared inputs {missing} that no Shared declares")
-    OPTIONS.update({o.name: o for o in options})
-    SHARED.update({s.name: s for s in shared})
-    METRICS[metric.name] = metric
+    declared = {**_DECLARED, metric.name: (metric, tuple(shared), next(_COUNT))}
+    _rebuild(declared)
+    _DECLARED.clear()
+    _DECLARED.update(declared)
     _changed()
     return metric
 
 
+def declare(name: str, label: str, paper: str, higher_is_better: bool, *, shared: tuple[Shared, ...] = (),
+            **facts) -> Callable[[Callable], Callable]:
+    """Decorator declaring the metric the decorated function computes, beside it:
+    ``@declare("saco", "SaCo", "saco", True, options=(Option("k"),))`` on ``def saco(model, x, attributions, *,
+    target=None, k=10, ...)`` registers ``Metric("saco", ..., function=saco, ...)`` and returns the function
+    unchanged. Stack it to declare several metrics of one function (Fid+, RFid+, FFid+)."""
+    def decorate(function: Callable) -> Callable:
+        register(Metric(name, label, paper, higher_is_better, function, **facts), shared=shared)
+        return function
+    return decorate
+
+
 def unregister(name: str) -> None:
     """Remove a registered metric (and the options and shared inputs only it read)."""
-    if name not in METRICS:
+    if name not in _DECLARED:
         raise KeyError(f"no metric named {name!r} is registered")
-    metric = METRICS.pop(name)
-    for option in metric.options:
-        if not any(option in m.options for m in METRICS.values()):
-            OPTIONS.pop(option, None)
-    for item in metric.uses:
-        if not any(item in m.uses for m in METRICS.values()):
-            SHARED.pop(item, None)
+    declared = {k: v for k, v in _DECLARED.items() if k != name}
+    _rebuild(declared)
+    _DECLARED.pop(name)
     _changed()
 
 
@@ -296,22 +550,67 @@ def registered(metric: Metric, **declared) -> Iterator[Metric]:
 
 def options_of(names) -> list[str]:
     """The option names the metrics ``names`` read, in declaration order."""
-    read = {o for n in names for o in METRICS[n].options}
+    read = {o.name for n in names for o in METRICS[n].options}
     return [o for o in OPTIONS if o in read]
 
 
-def check_options(given: Mapping[str, Any], chosen, x: torch.Tensor) -> dict[str, Any]:
+class Values(dict):
+    """Evaluate's checked option values by keyword (given or default), and ``scoped``: the values given for one
+    group's metrics only, as ``<group>_<keyword>=`` (``saco_k``). :meth:`for_group` is what a group's metrics read;
+    ``spelling`` the name the caller used for each (for error messages)."""
+
+    def __init__(self, flat: Mapping[str, Any], scoped: Mapping[tuple[str, str], Any] | None = None,
+                 spelling: Mapping[tuple[str, str], str] | None = None):
+        super().__init__(flat)
+        self.scoped = dict(scoped or {})
+        self.spelling = dict(spelling or {})
+
+    def for_group(self, group: str) -> dict[str, Any]:
+        return {**self, **{k: v for (g, k), v in self.scoped.items() if g == group}}
+
+    def name(self, group: str, keyword: str) -> str:
+        """The option name the caller gave for ``group``'s ``keyword`` (the keyword itself when not given scoped)."""
+        return self.spelling.get((group, keyword), keyword)
+
+
+def _scoped_name(name: str) -> tuple[str, str] | None:
+    """``(group, keyword)`` for a ``<group>_<keyword>`` option name a registered group declares (None: not one)."""
+    for metric in METRICS.values():
+        prefix = f"{metric.group}_"
+        if name.startswith(prefix) and any(o.name == name[len(prefix):] for o in metric.options):
+            return metric.group, name[len(prefix):]
+    return None
+
+
+def check_options(given: Mapping[str, Any], chosen, x: torch.Tensor) -> Values:
     """Every option's value (given or its default), checked, then each chosen metric's own ``check``; an unknown
-    keyword is a TypeError naming it and the options the registered metrics read."""
-    unknown = sorted(set(given) - set(OPTIONS))
-    if unknown:
-        raise TypeError(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; the registered "
-                        f"metrics read: {', '.join(OPTIONS)}")
-    values = {name: option.value(given.get(name, option.default), x) for name, option in OPTIONS.items()}
+    keyword is a TypeError naming it and the options the registered metrics read. ``<group>_<keyword>`` sets the
+    keyword for that group's metrics only."""
+    scoped, spelling = {}, {}
+    for name in given:
+        if name in OPTIONS:
+            continue
+        found = _scoped_name(name)
+        if found is None:
+            raise TypeError(f"unknown option {name}; the registered metrics read: {', '.join(OPTIONS)} (or "
+                            "<group>_<option> for one group's metrics, e.g. saco_k)")
+        scoped[found] = OPTIONS[found[1]].value(given[name], x, name)
+        spelling[found] = name
+    flat = {name: option.value(given.get(name, option.default), x) for name, option in OPTIONS.items()}
+    values = Values(flat, scoped, spelling)
     for name in chosen:
-        if METRICS[name].check is not None:
-            METRICS[name].check(values, x)
+        metric = METRICS[name]
+        if metric.check is not None:
+            metric.check(values.for_group(metric.group), x, lambda k, g=metric.group: values.name(g, k))
     return values
+
+
+def resolve(options: Mapping[str, Any], keyword: str, group: str | None = None) -> Any:
+    """The value of ``keyword`` that ``group``'s metrics would read from evaluate's unchecked ``options`` (given
+    scoped, given, or the default)."""
+    if group is not None and f"{group}_{keyword}" in options:
+        return options[f"{group}_{keyword}"]
+    return options.get(keyword, OPTIONS[keyword].default)
 
 
 def paper_metrics() -> dict[str, list[str]]:
@@ -322,3 +621,48 @@ def paper_metrics() -> dict[str, list[str]]:
     return out
 
 
+def accuracy_forms() -> tuple[str, ...]:
+    """The registered metrics whose score reads 1[y = ŷ] against the labels (declared ``accuracy``)."""
+    return tuple(m.name for m in METRICS.values() if m.accuracy)
+
+
+def option_name(keyword: str, group: str) -> str:
+    """How to name ``group``'s option ``keyword`` so that a reader knows which metric it tunes: the keyword itself
+    when no registered metric of another paper has a function taking a keyword of that name, else
+    ``<group>_<keyword>`` (``fewclass_fractions``: the cumulative metrics take ``fractions`` too)."""
+    papers = {m.paper for m in METRICS.values() if m.group == group}
+    for metric in METRICS.values():
+        if metric.paper not in papers and metric.function is not None and any(
+                keyword in _parameters(f) for f in (metric.function, metric.implementation)):
+            return f"{group}_{keyword}"
+    return keyword
+
+
+def tips() -> dict[str, str]:
+    """How to make each metric group (and shared input) cheaper, from the declarations' ``tip``: group → text with
+    the ``faithlab evaluate --set`` that does it."""
+    def text(group: str, tip: tuple) -> str:
+        keyword, value, why = tip
+        shown = value if not isinstance(value, (list, tuple)) else "[" + ",".join(str(v) for v in value) + "]"
+        return f"{why}: --set {option_name(keyword, group)}={shown}"
+
+    out = {}
+    for metric in METRICS.values():
+        if metric.tip is not None:
+            out.setdefault(metric.group, text(metric.group, metric.tip))
+    for item in SHARED.values():
+        if item.tip is not None:
+            out[item.name] = "; ".join(t for t in (item.tip, out.get(item.group)) if t)
+    return out
+
+
+def mc_counts() -> dict[str, tuple[tuple[str, ...], int, str]]:
+    """Each Monte-Carlo count a time budget may lower, from the declarations' ``mc_count``: keyword → (the groups
+    that read it, its floor, what one draw is)."""
+    out: dict[str, tuple[tuple[str, ...], int, str]] = {}
+    for metric in METRICS.values():
+        if metric.mc_count is not None:
+            keyword, floor, draw = metric.mc_count
+            groups, _, _ = out.get(keyword, ((), floor, draw))
+            out[keyword] = (tuple(dict.fromkeys((*groups, metric.group))), floor, draw)
+    return out

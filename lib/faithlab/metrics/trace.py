@@ -33,6 +33,7 @@ from faithlab.perturb import Output
 from faithlab.perturb.autobatch import BatchSize
 from faithlab.perturb.references import Reference
 from faithlab.perturb.units import Units, patch_units, unit_scores
+from faithlab.metrics.registry import Metric, Option, register
 
 __all__ = ["patch_grid", "default_edge", "patch_mean_reference", "trajectory_from_map", "trajectory_attribution",
            "trajectory_map", "deletion_curve", "insertion_curve", "lerf_morf", "lerf_morf_details", "trajectory_scores",
@@ -263,3 +264,26 @@ def lerf_morf(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, t
     means scored by its LeRF and MoRF deletion curves. See :func:`lerf_morf_details`."""
     return lerf_morf_details(model, x, attributions, target=target, edge=edge, reduce=reduce, reference=reference,
                              output=output, batch_size=batch_size)["lerf_morf"]
+
+
+def _edge_option(value, name, x):
+    return None if value is None else _validate.positive_int(value, name)
+
+
+def _check_edge(options: dict, x: torch.Tensor, name) -> None:
+    patch_grid(x, default_edge(x, options["edge"]))  # the edge must divide the side: before any work
+
+
+_EDGE = Option("edge", doc="TRACE: the patch grid edge (None: 7, 4 or 2, the first that divides the image side)",
+               check=_edge_option)
+_TIP = ("edge", 4, "a coarser patch grid")
+# one run of lerf_morf_details per map serves the three (the map's patch trajectory and its two deletion curves)
+register(Metric("lerf", "ΣLeRF", "trace", True, lerf_morf_details, score="lerf_auc", group="trace",
+                needs=("images",), options=(_EDGE,), check=_check_edge, tip=_TIP,
+                doc="area under the probability curve, patches removed least relevant first"))
+register(Metric("morf", "ΣMoRF", "trace", False, lerf_morf_details, score="morf_auc", group="trace",
+                needs=("images",), options=(_EDGE,), check=_check_edge, tip=_TIP,
+                doc="area under the probability curve, patches removed most relevant first"))
+register(Metric("le-mo", "ΣLeRF − ΣMoRF", "trace", True, lerf_morf, details=lerf_morf_details, score="lerf_morf",
+                group="trace", needs=("images",), options=(_EDGE,), check=_check_edge, tip=_TIP,
+                doc="ΣLeRF − ΣMoRF: the gap between the two patch deletion curves"))

@@ -439,6 +439,15 @@ def setup_rows(settings: Iterable, generated: Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["setting", "paper", "ours"])
 
 
+def metrics_html() -> str:
+    """Every registered metric as its declaration says (:func:`faithlab.evaluation.describe`): the API page's
+    table, so a metric added to the library is listed without an edit of the page."""
+    from faithlab.evaluation import describe
+
+    frame = describe()[["metric", "label", "paper", "direction", "level", "needs", "options", "function", "measures"]]
+    return table_html(frame, css_class="fl-table fl-metrics")
+
+
 def table_html(frame: pd.DataFrame, *, css_class: str = "fl-table") -> str:
     """A small text table as HTML (every cell escaped)."""
     head = "".join(f"<th>{_text(c)}</th>" for c in frame.columns)
