@@ -137,3 +137,41 @@ def test_declarations_are_complete():
         assert {o.name for o in m.options} <= set(registry.OPTIONS)
     for o in registry.OPTIONS.values():
         assert o.doc and o.name in inspect.signature(fl.evaluate).parameters
+
+
+TWINS = {"ffidelity": [("fid_plus", "score"), ("fid_minus", "score")],
+         "cumulative": [("auc_accuracy", "score"), ("aopc", "score"), ("log_odds", "score"),
+                        ("comprehensiveness", "score")],
+         "consistency": [("saco", "saco")], "bhatt": [("mu_fidelity", "mu_f"), ("average_stability", "s_avg")],
+         "fewclass": [("fewclass_fid", "score")], "trace": [("lerf_morf", "lerf_morf"),
+                                                             ("trajectory_scores", "lerf_morf")]}
+
+
+@pytest.mark.parametrize("module,name,key", [(m, n, k) for m, items in TWINS.items() for n, k in items])
+def test_plain_twins_are_generated_from_their_details(module, name, key):
+    """A plain metric is its ``*_details`` twin read at one key, with the twin's signature written once: no second
+    ``def`` to drift apart (the control below: a hand-written twin is told apart)."""
+    import ast
+
+    mod = getattr(fl.metrics, module)
+    function, details = getattr(mod, name), getattr(mod, f"{name}_details")
+    assert inspect.signature(function).parameters == inspect.signature(details).parameters
+    source = inspect.getsource(mod)
+    assert not any(isinstance(n, ast.FunctionDef) and n.name == name for n in ast.parse(source).body)
+    assert f'{name} = plain({name}_details, "{key}",' in source
+    with pytest.raises(TypeError, match=rf"^{name}\(\) (got an unexpected keyword argument 'nope'|missing)"):
+        function(None, None, None, nope=1)
+
+
+def test_a_plain_twin_reads_its_key_of_the_details():
+    calls = []
+
+    def toy_details(model, x, attributions, *, target=None, k: int = 3):
+        calls.append((model, x, attributions, target, k))
+        return {"score": torch.tensor([float(k)]), "other": 0}
+
+    toy = registry.plain(toy_details, "score", "The toy's doc.")
+    assert (toy.__name__, toy.__module__, toy.__doc__) == ("toy", __name__, "The toy's doc.")
+    assert toy(1, 2, 3, k=5).item() == 5.0 and calls == [(1, 2, 3, None, 5)]
+    with pytest.raises(TypeError, match="missing a required argument"):
+        toy(1, 2)

@@ -120,9 +120,9 @@ def degenerate(frame: pd.DataFrame, *, correct: torch.Tensor | None = None,
     map is constant over the sample's units. The causes, checked in this order (each metric and explainer gets at
     most one message; a cause shared by several explainers or metrics is one message):
 
-    1. an accuracy form (declared ``accuracy``: :func:`faithlab.metrics.registry.accuracy_forms`) while no prediction is correct (every 1[y = ŷ] is 0: the scores
-       count only removals that happen to produce the label), or constant at its no-change value (0; the AUC 1)
-       while every prediction is correct: no removal changed one;
+    1. an accuracy form (declared ``accuracy``: :func:`faithlab.metrics.registry.accuracy_forms`) while no
+       prediction is correct (every 1[y = ŷ] is 0: the scores count only removals that happen to produce the label),
+       or constant at its no-change value (0; the AUC 1) while every prediction is correct: no removal changed one;
     2. Few-class Fid equal to N/(2N − 1) for every sample (≈ 0.5 for many classes): the MIF and LIF curves are flat,
        the perturbed images never change the model's output;
     3. every map of an explainer constant (no ranking): SaCo scores such a map 0, μF NaN, the removal metrics remove

@@ -22,7 +22,7 @@ import torch
 
 from faithlab import _validate, perturb
 from faithlab.metrics.crossfold import _predicted
-from faithlab.metrics.registry import Metric, Option, checks, register
+from faithlab.metrics.registry import Metric, Option, checks, plain, register
 from faithlab.metrics.statistics import pearson, rankdata
 from faithlab.perturb import autobatch
 from faithlab.perturb.autobatch import BatchSize
@@ -171,17 +171,10 @@ def _rows(reference: perturb.Reference, b0: int, b1: int) -> perturb.Reference:
     return reference[b0:b1] if per_sample else reference
 
 
-def mu_fidelity(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
-                n_subsets: int = 200, subset_fraction: float = 0.15, reference: perturb.Reference = "zero",
-                units: perturb.Units | None = None, output: perturb.Output = "prob", correlation: str = "pearson",
-                generator: torch.Generator | int = 0, sample_index: torch.Tensor | None = None,
-                batch_size: BatchSize = None) -> torch.Tensor:
-    """Per-sample μF ``(B,)`` (arguments as in :func:`mu_fidelity_details`); the paper's score is the mean over
-    samples (NaN rows, constant maps or outputs, left out and counted by the caller). Higher is better."""
-    return mu_fidelity_details(model, x, attributions, target=target, n_subsets=n_subsets,
-                               subset_fraction=subset_fraction, reference=reference, units=units, output=output,
-                               correlation=correlation, generator=generator, sample_index=sample_index,
-                               batch_size=batch_size)["mu_f"]
+mu_fidelity = plain(mu_fidelity_details, "mu_f", """
+    Per-sample μF ``(B,)`` (arguments as in :func:`mu_fidelity_details`); the paper's score is the mean over
+    samples (NaN rows, constant maps or outputs, left out and counted by the caller). Higher is better.
+    """)
 
 
 # --------------------------------------------------------------------------------------------------------- S_avg
@@ -357,17 +350,10 @@ def average_stability_details(model: Callable, x: torch.Tensor, attributions: to
     return {"s_avg": dist.mean(1), "distances": dist, "seeds": seeds, "mc_se": se}
 
 
-def average_stability(model: Callable, x: torch.Tensor, attributions: torch.Tensor | None = None, *,
-                      explainer: Callable[..., torch.Tensor], target: torch.Tensor | None = None,
-                      n_neighbours: int = 200, radius: float = 0.1, common_noise: bool = True,
-                      sample_index: torch.Tensor | None = None, generator: torch.Generator | int = 0,
-                      batch_size: BatchSize = None) -> torch.Tensor:
-    """Per-sample S_avg ``(B,)`` of ``explainer`` (arguments as in :func:`average_stability_details`; attributions
-    None: the explainer's maps of x); the paper reports the mean. Lower is better."""
-    return average_stability_details(model, x, attributions, explainer=explainer, target=target,
-                                     n_neighbours=n_neighbours, radius=radius, common_noise=common_noise,
-                                     sample_index=sample_index, generator=generator,
-                                     batch_size=batch_size)["s_avg"]
+average_stability = plain(average_stability_details, "s_avg", """
+    Per-sample S_avg ``(B,)`` of ``explainer`` (arguments as in :func:`average_stability_details`; attributions
+    None: the explainer's maps of x); the paper reports the mean. Lower is better.
+    """)
 
 
 register(Metric("mu_fidelity", "μF", "reco_mege", True, mu_fidelity, details=mu_fidelity_details, score="mu_f",

@@ -24,7 +24,7 @@ import torch
 
 from faithlab import _validate, perturb
 from faithlab.metrics.cumulative import REDUCE, unit_salience
-from faithlab.metrics.registry import Metric, Option, checks, register
+from faithlab.metrics.registry import Metric, Option, checks, plain, register
 from faithlab.perturb.autobatch import BatchSize
 
 __all__ = ["saco", "saco_details"]
@@ -79,17 +79,13 @@ def saco_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
             "undefined": undefined}
 
 
-def saco(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
-         k: int = 10, reduce: str = REDUCE, reference: perturb.Reference = "channel_mean",
-         units: perturb.Units | None = None, batch_size: BatchSize = None) -> torch.Tensor:
-    """Salience-guided Faithfulness Coefficient per sample → ``(B,)`` in [−1, 1]; higher = more faithful.
+saco = plain(saco_details, "saco", """
+    Salience-guided Faithfulness Coefficient per sample → ``(B,)`` in [−1, 1]; higher = more faithful.
 
     Wu et al. 2024, Algorithm 1 (see the module docstring; arguments as in :func:`saco_details`). Invariant to
     positive scaling of the map and to adding a constant, for any k (groups are compared by their mean salience).
     A constant map (W = 0) scores 0; a uniform random map scores 0 in expectation.
-    """
-    return saco_details(model, x, attributions, target=target, k=k, reduce=reduce, reference=reference, units=units,
-                        batch_size=batch_size)["saco"]
+    """)
 
 
 def _check_k(options: dict, x: torch.Tensor, name) -> None:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from faithlab import _validate, perturb
-from faithlab.metrics.registry import Metric, register
+from faithlab.metrics.registry import Metric, plain, register
 from faithlab.metrics.statistics import trapezoid_auc
 from faithlab.perturb.autobatch import BatchSize
 
@@ -104,16 +104,12 @@ def _log_odds(curve: torch.Tensor, clean: torch.Tensor) -> tuple[torch.Tensor, t
     return ratio.mean(1), ratio
 
 
-def auc_accuracy(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
-                 reduce: str = REDUCE, reference: perturb.Reference = "channel_mean",
-                 units: perturb.Units | None = None, fractions: Sequence[float] = FRACTIONS,
-                 batch_size: BatchSize = None) -> torch.Tensor:
-    """Per-sample accuracy AUC (spec §3.2; Ancona et al.): trapezoid area, x = fraction removed, under the 0/1
+auc_accuracy = plain(auc_accuracy_details, "score", """
+    Per-sample accuracy AUC (spec §3.2; Ancona et al.): trapezoid area, x = fraction removed, under the 0/1
     indicator argmax f(x̃_top) = target as the most salient units are removed cumulatively → ``(B,)`` in [0, 1].
     The dataset AUC is the mean over samples. Lower = more faithful. The paper reads the true labels: pass
-    ``target=y`` (None → ŷ, so the clean point is always 1). See :func:`auc_accuracy_details` for the curve."""
-    return auc_accuracy_details(model, x, attributions, target=target, reduce=reduce, reference=reference,
-                                units=units, fractions=fractions, batch_size=batch_size)["score"]
+    ``target=y`` (None → ŷ, so the clean point is always 1). See :func:`auc_accuracy_details` for the curve.
+    """)
 
 
 def _drop_details(direction: str, model: Callable, x: torch.Tensor, attributions: torch.Tensor,
@@ -133,13 +129,10 @@ def aopc_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
     return _drop_details("morf", model, x, attributions, target, reduce, reference, units, fractions, batch_size)
 
 
-def aopc(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
-         reduce: str = REDUCE, reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
-         fractions: Sequence[float] = FRACTIONS, batch_size: BatchSize = None) -> torch.Tensor:
-    """AOPC (spec §3.2; Samek et al.): mean over the fractions of p(ŷ|x) − p(ŷ|x̃_top) → ``(B,)``, ŷ = target
-    (None → the prediction on the clean x). Higher = more faithful. :func:`aopc_details` also returns the curve."""
-    return aopc_details(model, x, attributions, target=target, reduce=reduce, reference=reference, units=units,
-                        fractions=fractions, batch_size=batch_size)["score"]
+aopc = plain(aopc_details, "score", """
+    AOPC (spec §3.2; Samek et al.): mean over the fractions of p(ŷ|x) − p(ŷ|x̃_top) → ``(B,)``, ŷ = target
+    (None → the prediction on the clean x). Higher = more faithful. :func:`aopc_details` also returns the curve.
+    """)
 
 
 def log_odds_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
@@ -154,14 +147,11 @@ def log_odds_details(model: Callable, x: torch.Tensor, attributions: torch.Tenso
     return {"score": score, "log_ratio": ratio, **d}
 
 
-def log_odds(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
-             reduce: str = REDUCE, reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
-             fractions: Sequence[float] = FRACTIONS, batch_size: BatchSize = None) -> torch.Tensor:
-    """LOdds (spec §3.2; Shrikumar et al., ATTCAT): mean over the fractions of log((p(ŷ|x̃_top) + ε) / (p(ŷ|x) +
+log_odds = plain(log_odds_details, "score", """
+    LOdds (spec §3.2; Shrikumar et al., ATTCAT): mean over the fractions of log((p(ŷ|x̃_top) + ε) / (p(ŷ|x) +
     ε)), ε = 1e-12, ŷ = target (None → the prediction on the clean x) → ``(B,)``, ≤ 0 when removal only lowers
-    p. Lower = more faithful. :func:`log_odds_details` also returns the curve."""
-    return log_odds_details(model, x, attributions, target=target, reduce=reduce, reference=reference, units=units,
-                            fractions=fractions, batch_size=batch_size)["score"]
+    p. Lower = more faithful. :func:`log_odds_details` also returns the curve.
+    """)
 
 
 def comprehensiveness_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
@@ -174,15 +164,11 @@ def comprehensiveness_details(model: Callable, x: torch.Tensor, attributions: to
     return _drop_details("lerf", model, x, attributions, target, reduce, reference, units, fractions, batch_size)
 
 
-def comprehensiveness(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
-                      target: torch.Tensor | None = None, reduce: str = REDUCE,
-                      reference: perturb.Reference = "channel_mean", units: perturb.Units | None = None,
-                      fractions: Sequence[float] = FRACTIONS, batch_size: BatchSize = None) -> torch.Tensor:
-    """Comprehensiveness, SaCo's least-salient-first variant (spec §3.2; DeYoung et al.): mean over the fractions
+comprehensiveness = plain(comprehensiveness_details, "score", """
+    Comprehensiveness, SaCo's least-salient-first variant (spec §3.2; DeYoung et al.): mean over the fractions
     of p(ŷ|x) − p(ŷ|x̃_bot), ŷ = target (None → the prediction on the clean x) → ``(B,)``; removing unimportant
-    units should change little. Lower = more faithful. :func:`comprehensiveness_details` also returns the curve."""
-    return comprehensiveness_details(model, x, attributions, target=target, reduce=reduce, reference=reference,
-                                     units=units, fractions=fractions, batch_size=batch_size)["score"]
+    units should change little. Lower = more faithful. :func:`comprehensiveness_details` also returns the curve.
+    """)
 
 
 for _fn in (auc_accuracy_details, auc_accuracy, aopc_details, aopc, log_odds_details, log_odds,

@@ -42,7 +42,8 @@ import torch
 from tqdm import tqdm  # plain text bar: tqdm.auto would need ipywidgets inside notebooks
 
 from faithlab import _validate, perturb
-from faithlab.metrics.registry import Context, Metric, Option, Shared, checks, register
+from faithlab.metrics.registry import (Context, Metric, Option, Shared, checks, plain,
+                                       register)
 from faithlab.metrics.statistics import trapezoid_auc
 from faithlab.perturb import autobatch
 from faithlab.perturb.autobatch import BatchSize
@@ -607,13 +608,8 @@ def fewclass_fid_details(model: Callable, x: torch.Tensor, attributions: torch.T
             "constant": constant}
 
 
-def fewclass_fid(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
-                 perturbed: torch.Tensor | None = None, target: torch.Tensor | None = None,
-                 normalisation: tuple[Sequence[float] | float, Sequence[float] | float] | None = None,
-                 grid: Grid = None, generator: torch.Generator | int = 0,
-                 fractions: Sequence[float] = FRACTIONS, sample_index: torch.Tensor | None = None,
-                 batch_size: BatchSize = None) -> torch.Tensor:
-    """Few-class Fidelity per image (spec §2.1–2.2) → ``(B,)`` in [0, 1], higher = more faithful.
+fewclass_fid = plain(fewclass_fid_details, "score", """
+    Few-class Fidelity per image (spec §2.1–2.2) → ``(B,)`` in [0, 1], higher = more faithful.
 
     x: ``(B, C, H, W)``; attributions: x's shape or ``(B, H, W)``, ranked by Σ_c |map| with random tie order. The
     model returns N ≥ 2 logits (softmax) or one (sigmoid, N = 2).
@@ -629,10 +625,8 @@ def fewclass_fid(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
     call, an int or ``"auto"`` (the size a cached timing probe of the model finds cheapest per input, see
     :mod:`faithlab.perturb.autobatch`); the scores do not depend on it. :func:`fewclass_fid_details` also
     returns the MIF/LIF curves. A constant map (no ranking) is replaced in a random pixel order and counted by a
-    ``perturb.ConstantMapWarning``. The paper reports the mean."""
-    return fewclass_fid_details(model, x, attributions, perturbed=perturbed, target=target,
-                                normalisation=normalisation, grid=grid, generator=generator, fractions=fractions,
-                                sample_index=sample_index, batch_size=batch_size)["score"]
+    ``perturb.ConstantMapWarning``. The paper reports the mean.
+    """)
 
 
 # ------------------------------------------------------------------------------------------- fl.evaluate

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 import torch
 
 from faithlab import _validate, perturb
-from faithlab.metrics.registry import Metric, Option, checks, register
+from faithlab.metrics.registry import Metric, Option, checks, plain, register
 from faithlab.metrics.statistics import _float, rankdata, spearman, trapezoid_auc
 from faithlab.perturb.autobatch import BatchSize
 
@@ -184,37 +184,19 @@ _DETAILS_SIGNATURE = inspect.signature(fid_plus_details)
 fid_minus_details.__signature__ = _DETAILS_SIGNATURE
 
 
-def fid_plus(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
-             sparsity: Sequence[float] | torch.Tensor = SPARSITY, alpha: float = 1.0, beta: float | None = None,
-             n_samples: int = 1, sampling: str = "bernoulli", output: str = "correct", reduce: str = REDUCE,
-             units: perturb.Units | None = None, reference: perturb.Reference = "zero", batch_size: BatchSize = None,
-             generator: torch.Generator | int | None = None, ties: str = "index",
-             sample_index: torch.Tensor | None = None) -> torch.Tensor:
-    """Fid+ / RFid+ / FFid+ (F-Fidelity eqs. 1, 3, 6): 1[y = ŷ(x)] − mean_j 1[y = ŷ(x − x⊙m'_j)], m'_j ⊆ R+
+fid_plus = plain(fid_plus_details, "score", """
+    Fid+ / RFid+ / FFid+ (F-Fidelity eqs. 1, 3, 6): 1[y = ŷ(x)] − mean_j 1[y = ŷ(x − x⊙m'_j)], m'_j ⊆ R+
     (the explanation, top round(s·n) units) → ``(B, len(sparsity))``; average over samples for the paper's
     numbers. Higher is better (removing the explanation hurts). The "−" curve the authors pair with it removes
     the bottom s: :func:`fid_minus` at :func:`minus_sparsity` ``(sparsity)``.
-    """
-    return fid_plus_details(model, x, attributions, target=target, sparsity=sparsity, alpha=alpha, beta=beta,
-                            n_samples=n_samples, sampling=sampling, output=output, reduce=reduce, units=units,
-                            reference=reference, batch_size=batch_size, generator=generator, ties=ties,
-                            sample_index=sample_index)["score"]
+    """)
 
 
-def fid_minus(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
-              sparsity: Sequence[float] | torch.Tensor = SPARSITY, alpha: float = 1.0, beta: float | None = None,
-              n_samples: int = 1, sampling: str = "bernoulli", output: str = "correct", reduce: str = REDUCE,
-              units: perturb.Units | None = None, reference: perturb.Reference = "zero", batch_size: BatchSize = None,
-              generator: torch.Generator | int | None = None, ties: str = "index",
-              sample_index: torch.Tensor | None = None) -> torch.Tensor:
-    """Fid− / RFid− / FFid− (F-Fidelity eqs. 2, 4, 6): as :func:`fid_plus` but m'_j ⊆ R− (the complement of
+fid_minus = plain(fid_minus_details, "score", """
+    Fid− / RFid− / FFid− (F-Fidelity eqs. 2, 4, 6): as :func:`fid_plus` but m'_j ⊆ R− (the complement of
     the explanation, which is kept) → ``(B, len(sparsity))``. Lower is better (keeping the explanation preserves
     the prediction).
-    """
-    return fid_minus_details(model, x, attributions, target=target, sparsity=sparsity, alpha=alpha, beta=beta,
-                             n_samples=n_samples, sampling=sampling, output=output, reduce=reduce, units=units,
-                             reference=reference, batch_size=batch_size, generator=generator, ties=ties,
-                             sample_index=sample_index)["score"]
+    """)
 
 
 for _fn in (fid_plus, fid_minus, fid_plus_details, fid_minus_details):

@@ -18,6 +18,10 @@ Adding a metric: write its function (and ``*_details`` twin) in a module of :mod
 below the function with :func:`register` (or :func:`declare`); importing :mod:`faithlab.metrics` imports every module
 of the package, so ``fl.evaluate``, the CLI, the fuzz suite (``tests/fuzz/test_registered_metrics.py``) and the API
 page find it. This module imports no metric: it is the contract only.
+
+One concept: the metric declaration and what evaluate derives from it (the declaration classes, the registry of
+declarations, the options read by keyword, the context a metric is computed in, and the facts derived for the
+hints, the CLI and the budget).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from faithlab import _validate
 __all__ = ["NEEDS", "LEVELS", "PAPERS", "SIGNATURE", "Option", "Shared", "Metric", "Estimate", "Context", "Counted",
            "Tally", "Values", "declare", "register", "unregister", "registered", "METRICS", "OPTIONS", "SHARED",
            "EVALUATE_OPTIONS", "options_of", "check_options", "paper_metrics", "accuracy_forms", "tips", "mc_counts",
-           "explained", "takes_seeds_keyword", "checks", "option_name", "resolve"]
+           "explained", "takes_seeds_keyword", "checks", "option_name", "resolve", "plain"]
 
 NEEDS: dict[str, str] = {"finetuned": "finetuned= (or finetune=)", "explainer": "explainer=", "kfold": "kfold=",
                          "images": "x of images (B, C, H, W)"}
@@ -254,6 +258,28 @@ class Metric:
     def _result(self, context: "Context", function: Callable):
         maps = context.attributions if self.maps else None
         return function(context.model, context.x, maps, **self.arguments(context, function))
+
+
+def plain(details: Callable, key: str, doc: str | None, *, name: str | None = None) -> Callable:
+    """The plain twin of a ``*_details`` function: same parameters (its signature, written once), returns
+    ``details(...)[key]``; named ``name`` (default: ``details``' name without ``_details``) in ``details``' module,
+    with ``doc``. A metric module writes ``saco = plain(saco_details, "saco", \"\"\"...\"\"\")``: the score is derived
+    from the details twin, so the two cannot drift apart."""
+    signature = inspect.signature(details)
+    name = name or details.__name__.removesuffix("_details")
+
+    def function(*args, **kwargs):
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as exc:  # as Python words it for a def, naming the function the caller called
+            raise TypeError(f"{name}() {exc}") from None
+        return details(*bound.args, **bound.kwargs)[key]
+
+    function.__signature__ = signature.replace(return_annotation="torch.Tensor")
+    function.__name__ = function.__qualname__ = name
+    function.__module__ = details.__module__
+    function.__doc__ = doc
+    return function
 
 
 def explained(who: str, maps, inputs: torch.Tensor, where: str) -> torch.Tensor:

@@ -33,7 +33,7 @@ from faithlab.perturb import Output
 from faithlab.perturb.autobatch import BatchSize
 from faithlab.perturb.references import Reference
 from faithlab.perturb.units import Units, patch_units, unit_scores
-from faithlab.metrics.registry import Metric, Option, register
+from faithlab.metrics.registry import Metric, Option, plain, register
 
 __all__ = ["patch_grid", "default_edge", "patch_mean_reference", "trajectory_from_map", "trajectory_attribution",
            "trajectory_map", "deletion_curve", "insertion_curve", "lerf_morf", "lerf_morf_details", "trajectory_scores",
@@ -225,12 +225,8 @@ def trajectory_scores_details(model: Callable, x: torch.Tensor, trajectory: torc
             "lerf_morf": lerf.sum(1) - morf.sum(1)}
 
 
-def trajectory_scores(model: Callable, x: torch.Tensor, trajectory: torch.Tensor, *, edge: int,
-                      reference: Reference = "zero", output: Output = "prob", target: torch.Tensor | None = None,
-                      batch_size: BatchSize = None) -> torch.Tensor:
-    """ΣLeRF − ΣMoRF of a trajectory → ``(B,)``, higher = better (Table 1). See :func:`trajectory_scores_details`."""
-    return trajectory_scores_details(model, x, trajectory, edge=edge, reference=reference, output=output,
-                                     target=target, batch_size=batch_size)["lerf_morf"]
+trajectory_scores = plain(trajectory_scores_details, "lerf_morf", """
+    ΣLeRF − ΣMoRF of a trajectory → ``(B,)``, higher = better (Table 1). See :func:`trajectory_scores_details`.""")
 
 
 def lerf_morf_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *,
@@ -257,13 +253,10 @@ def lerf_morf_details(model: Callable, x: torch.Tensor, attributions: torch.Tens
     return {"trajectory": tau, **d}
 
 
-def lerf_morf(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *, target: torch.Tensor | None = None,
-              edge: int | None = None, reduce: str = "mean", reference: Reference = "zero", output: Output = "prob",
-              batch_size: BatchSize = None) -> torch.Tensor:
-    """ΣLeRF − ΣMoRF of attribution maps → ``(B,)``, higher = better (Table 1): the trajectory of each map's patch
-    means scored by its LeRF and MoRF deletion curves. See :func:`lerf_morf_details`."""
-    return lerf_morf_details(model, x, attributions, target=target, edge=edge, reduce=reduce, reference=reference,
-                             output=output, batch_size=batch_size)["lerf_morf"]
+lerf_morf = plain(lerf_morf_details, "lerf_morf", """
+    ΣLeRF − ΣMoRF of attribution maps → ``(B,)``, higher = better (Table 1): the trajectory of each map's patch
+    means scored by its LeRF and MoRF deletion curves. See :func:`lerf_morf_details`.
+    """)
 
 
 def _edge_option(value, name, x):
