@@ -634,7 +634,8 @@ def _grid_option(value, name, x):
     try:
         selection_cost((1, 1, 1, 1), grid=value)
     except (TypeError, ValueError) as exc:
-        raise type(exc)(str(exc).replace("grid", name, 1)) from None
+        text = str(exc)
+        raise type(exc)(text.replace("grid", name, 1) if "grid" in text else f"{name}: {text}") from None
     return value
 
 
