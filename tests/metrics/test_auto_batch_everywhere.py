@@ -97,6 +97,10 @@ def _assembled(chunks, e) -> torch.Tensor:
     return out
 
 
+def _saliency(model, inputs, target):
+    return fl.explainers.explain(model, inputs, target, method="saliency")
+
+
 def _reco(e):
     return (e.maps, e.predictions, e.map_labels, e.folds), {"channel_dim": -3}
 
@@ -125,6 +129,8 @@ CASES: dict[str, Callable[[SimpleNamespace], tuple[tuple, dict]]] = {
     "crossfold.shuffled_distances": lambda e: ((e.maps, e.folds, e.partners), {"channel_dim": -3}),
     "crossfold.reco_mege_from_predictions": _reco, "crossfold.reco_mege_details_from_predictions": _reco,
     "crossfold.reco_mege": _kfold, "crossfold.reco_mege_details": _kfold,
+    "crossfold.reco_mege_of_explainer": lambda e: ((e.kfold.models, e.x, _saliency),
+                                                   {"folds": e.kfold.folds, "labels": e.labels, "channel_dim": -3}),
     "cumulative.auc_accuracy": _metric(), "cumulative.auc_accuracy_details": _metric(),
     "cumulative.aopc": _metric(), "cumulative.aopc_details": _metric(),
     "cumulative.log_odds": _metric(), "cumulative.log_odds_details": _metric(),

@@ -593,3 +593,28 @@ def test_one_call_shape_and_no_function_hides_its_module():
         assert inspect.signature(plain).parameters["target"].default is None
     params = inspect.signature(fl.metrics.reco_mege).parameters
     assert list(params)[:3] == ["models", "x", "attributions"] and params["folds"].kind == params["folds"].KEYWORD_ONLY
+
+
+def test_evaluate_runs_reco_mege_of_explainer_and_a_user_gets_the_same():
+    """One path for ReCo and MeGe: evaluate's rows are reco_mege_of_explainer's, which a user calls with the k
+    models, x and the explainer; the maps are each model's of the class it predicts (checked against explaining
+    by hand); NaN maps are refused naming the explainer and the model."""
+    from oracles import linear_kfold
+
+    g = torch.Generator().manual_seed(5)
+    x, y = torch.randn(12, 2, 6, 6, generator=g), torch.randint(0, 3, (12,), generator=g)
+    kfold = linear_kfold(x)
+    explain = lambda m, inputs, t: fl.explainers.explain(m, inputs, t, method="saliency")  # noqa: E731
+    frame = fl.evaluate(kfold.models[0], x, y, explainer=explain, kfold=kfold, metrics=["reco", "mege"],
+                        progress=False, hints=False, batch_size=5)
+    mine = fl.metrics.crossfold.reco_mege_of_explainer(kfold.models, x, explain, folds=kfold.folds, labels=y,
+                                                       batch_size=5)
+    got = frame.set_index("metric")["score"]
+    assert (got["reco"], got["mege"]) == (mine["reco"], mine["mege"])
+    by_hand = torch.stack([explain(m, x, m(x).argmax(1)) for m in kfold.models])
+    ref = fl.metrics.reco_mege_details(kfold.models, x, by_hand, folds=kfold.folds, labels=y)
+    assert math.isclose(ref["reco"], mine["reco"], rel_tol=1e-12) and math.isclose(ref["mege"], mine["mege"],
+                                                                                    rel_tol=1e-12)
+    bad = lambda m, inputs, t: explain(m, inputs, t) * float("nan")  # noqa: E731
+    with pytest.raises(ValueError, match=r"explainer 'mine' returned NaN or inf maps on kfold.models\[0\]"):
+        fl.metrics.crossfold.reco_mege_of_explainer(kfold.models, x, bad, folds=kfold.folds, labels=y, name="mine")

@@ -69,7 +69,7 @@ def describe() -> "pandas.DataFrame":  # noqa: F821
 
     rows = []
     for m in METRICS.values():
-        fn = m.function
+        fn = m.function or m.details  # ReCo/MeGe: the function their compute runs
         rows.append({"metric": m.name, "label": m.label, "paper": m.paper,
                      "direction": "higher is better" if m.higher_is_better else "lower is better",
                      "level": m.level, "group": m.group, "needs": ", ".join(m.needs),

@@ -34,8 +34,8 @@ from faithlab.metrics import distances
 from faithlab.metrics.distances import map_distance
 from faithlab.metrics.crossfold import (mege, pair_distances, reco, reco_auc, reco_details, reco_mege,
                                         reco_mege_details, reco_mege_details_from_predictions,
-                                        reco_mege_from_predictions, reco_scan, shuffled_distances, shuffled_partners,
-                                        split_sets)
+                                        reco_mege_from_predictions, reco_mege_of_explainer, reco_scan,
+                                        shuffled_distances, shuffled_partners, split_sets)
 from faithlab.metrics.bhatt import average_stability, average_stability_details, mu_fidelity, mu_fidelity_details
 from faithlab.metrics import bhatt, consistency, crossfold
 
@@ -49,7 +49,7 @@ __all__ = [
     "saco", "saco_details", "fewclass", "fewclass_fid", "fewclass_fid_details", "select_perturbation", "localisation",
     "trace", "search",
     "consistency", "crossfold", "bhatt", "reco_mege", "reco_mege_details", "reco_mege_from_predictions",
-    "reco_mege_details_from_predictions", "pair_distances", "split_sets", "shuffled_partners",
+    "reco_mege_details_from_predictions", "reco_mege_of_explainer", "pair_distances", "split_sets", "shuffled_partners",
     "shuffled_distances", "reco", "reco_details", "reco_scan",
     "reco_auc", "mege", "distances", "map_distance", "mu_fidelity", "mu_fidelity_details", "average_stability",
     "average_stability_details", "registry",

@@ -40,7 +40,7 @@ from faithlab.perturb.autobatch import BatchSize
 __all__ = ["DISTANCES", "PAIR_KINDS", "Pairs", "flatten_maps", "explanation_distance", "pair_distances", "split_sets",
            "shuffled_partners", "shuffled_distances", "reco", "reco_details", "reco_scan", "reco_auc", "mege",
            "reco_mege", "reco_mege_details", "reco_mege_from_predictions", "reco_mege_details_from_predictions",
-           "details_from_pairs"]
+           "details_from_pairs", "reco_mege_of_explainer"]
 
 DISTANCES = ("sqrt", "linear")
 """Spearman distances: ``"sqrt"`` = sqrt(1 − |ρ|) (xplique, the chosen default, spec §6.14), ``"linear"`` = 1 − |ρ|."""
@@ -521,35 +521,53 @@ def _fold_predictions(c: Context) -> torch.Tensor:
 PREDICTIONS = Shared("reco_mege predictions", _fold_predictions)
 
 
-def _of_explainer(key: str):
-    """ReCo or MeGe of the context's explainer: its maps of every sample by each fold model (explained once for
-    both), then :func:`reco_mege_details_from_predictions`."""
-    def compute(c: Context) -> float:
-        def details():
-            who, fn, x, n = c.name, c.explainer, c.x, c.x.shape[0]
-            # samples explained per call: the fold models' forward batch ("auto": the first model's best one)
-            step = autobatch.resolve(c.batch_size, c.kfold.models[0], x, n)
-            predictions = c.inputs[PREDICTIONS.name]
-            stacks = [torch.cat([explained(who, fn(m, x[c0:c0 + step], pred[c0:c0 + step]), x[c0:c0 + step],
-                                           f"kfold.models[{i}]") for c0 in range(0, n, step)])
-                      for i, (m, pred) in enumerate(zip(c.kfold.models, predictions))]
-            for i, maps_i in enumerate(stacks):  # NaN maps would drop out of S= and S≠: a NaN score
-                if maps_i.is_floating_point() and not bool(torch.isfinite(maps_i).all()):
-                    bad = (~torch.isfinite(maps_i)).reshape(maps_i.shape[0], -1).any(dim=1)
-                    bad = bad.nonzero().flatten()[:8].tolist()
-                    raise ValueError(f"explainer {who!r} returned NaN or inf maps on kfold.models[{i}] for samples "
-                                     f"{bad}")
-            c.count_explained(len(stacks) * n)
-            return reco_mege_details_from_predictions(torch.stack(stacks), predictions, c.labels,
-                                                      c.kfold.folds.to(x.device), batch_size=step)
-        return c.shared("reco_mege", details)[key]
-    return compute
+def reco_mege_of_explainer(models: Sequence[Callable], x: torch.Tensor, explainer: Callable, *,
+                           folds: torch.Tensor, labels: torch.Tensor, predictions: torch.Tensor | None = None,
+                           name: str = "explainer", distance: str = "sqrt", channel_dim: int | None = None,
+                           batch_size: BatchSize = None) -> dict:
+    """ReCo and MeGe of an explainer over k cross-trained models, maps made here: each model's maps of every sample,
+    ``explainer(models[i], inputs, ŷ_i)`` explaining the class model i predicts (spec §6.15), ``batch_size``
+    samples per call, then :func:`reco_mege_details_from_predictions` (the dict it returns). What ``fl.evaluate``
+    runs for its ``reco`` and ``mege`` rows, once per explainer.
+
+    predictions: ``(k, B)`` the models' predictions when at hand (evaluate computes them once for every explainer);
+    None: predicted here. name: the explainer's name in error messages. Maps that are not a tensor fitting their
+    inputs, or hold NaN/inf (which would drop out of S= and S≠), raise an error naming the explainer, the model and
+    the samples. Other arguments as in :func:`reco_mege_details`."""
+    n = x.shape[0]
+    # samples explained per call: the fold models' forward batch ("auto": the first model's best one)
+    step = autobatch.resolve(batch_size, models[0], x, n)
+    if predictions is None:
+        predictions = torch.stack([_predicted(m, x, batch_size) for m in models])
+    stacks = [torch.cat([explained(name, explainer(m, x[c0:c0 + step], pred[c0:c0 + step]), x[c0:c0 + step],
+                                   f"kfold.models[{i}]") for c0 in range(0, n, step)])
+              for i, (m, pred) in enumerate(zip(models, predictions))]
+    for i, maps_i in enumerate(stacks):
+        if maps_i.is_floating_point() and not bool(torch.isfinite(maps_i).all()):
+            bad = (~torch.isfinite(maps_i)).reshape(maps_i.shape[0], -1).any(dim=1).nonzero().flatten()[:8].tolist()
+            raise ValueError(f"explainer {name!r} returned NaN or inf maps on kfold.models[{i}] for samples {bad}")
+    return reco_mege_details_from_predictions(torch.stack(stacks), predictions, labels, folds.to(x.device),
+                                              distance=distance, channel_dim=channel_dim, batch_size=step)
 
 
-register(Metric("reco", "ReCo", "reco_mege", True, compute=_of_explainer("reco"), group="reco_mege",
-                level="dataset", needs=("kfold", "explainer"), uses={"predictions": PREDICTIONS.name},
+def _of_explainer(c: Context) -> dict:
+    """ReCo and MeGe of the context's explainer (both read one run): :func:`reco_mege_of_explainer` with the fold
+    models' shared predictions, its explained inputs counted."""
+    def run() -> dict:
+        out = reco_mege_of_explainer(c.kfold.models, c.x, c.explainer, folds=c.kfold.folds, labels=c.labels,
+                                     predictions=c.inputs[PREDICTIONS.name], name=c.name, batch_size=c.batch_size)
+        c.count_explained(len(c.kfold.models) * c.x.shape[0])
+        return out
+    return c.shared("reco_mege", run)
+
+
+# ReCo and MeGe read one run of reco_mege_of_explainer per explainer (the function a user calls too)
+register(Metric("reco", "ReCo", "reco_mege", True, details=reco_mege_of_explainer,
+                compute=lambda c: _of_explainer(c)["reco"], group="reco_mege", level="dataset",
+                needs=("kfold", "explainer"), uses={"predictions": PREDICTIONS.name},
                 doc="do fold models' maps tell agreeing from disagreeing predictions apart?"),
          shared=(PREDICTIONS,))
-register(Metric("mege", "MeGe", "reco_mege", True, compute=_of_explainer("mege"), group="reco_mege",
-                level="dataset", needs=("kfold", "explainer"), uses={"predictions": PREDICTIONS.name}, ideal=1.0,
-                span=1.0, doc="do fold models that are both right explain a sample alike?"))
+register(Metric("mege", "MeGe", "reco_mege", True, details=reco_mege_of_explainer,
+                compute=lambda c: _of_explainer(c)["mege"], group="reco_mege", level="dataset",
+                needs=("kfold", "explainer"), uses={"predictions": PREDICTIONS.name}, ideal=1.0, span=1.0,
+                doc="do fold models that are both right explain a sample alike?"))
