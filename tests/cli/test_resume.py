@@ -228,3 +228,5 @@ def test_evaluate_checkpoint_reads_back_rows_costs_hints_and_warnings(tmp_path, 
     assert resumed.attrs["hints"] == whole.attrs["hints"] and told_again == told
     with pytest.raises(ValueError, match="another call.*n_samples"):
         run(checkpoint=tmp_path / "ck", n_samples=3)
+    with pytest.raises(ValueError, match="another call.*rfid_n_samples"):  # one group's value, <group>_<keyword>
+        run(checkpoint=tmp_path / "ck", rfid_n_samples=3)

@@ -175,3 +175,22 @@ def test_a_plain_twin_reads_its_key_of_the_details():
     assert toy(1, 2, 3, k=5).item() == 5.0 and calls == [(1, 2, 3, None, 5)]
     with pytest.raises(TypeError, match="missing a required argument"):
         toy(1, 2)
+
+
+def test_declare_registers_the_decorated_function_and_returns_it():
+    @registry.declare("toy_declared", "Toy declared", "toy", True, options=(Option("fraction"),),
+                      doc="the toy, declared by decorator")
+    def toy_declared(model, x, attributions, *, target=None, fraction=0.3, batch_size=None):
+        return _toy(model, x, attributions, target=target, fraction=fraction, batch_size=batch_size)
+
+    try:
+        assert callable(toy_declared) and toy_declared.__name__ == "toy_declared"  # the function itself
+        metric = METRICS["toy_declared"]
+        assert metric.function is toy_declared and registry.OPTIONS["fraction"].default == 0.3  # its signature's
+        model, x, y, a = inputs()
+        frame = fl.evaluate(model, x, y, a, metrics=["toy_declared"], progress=False)
+        torch.testing.assert_close(_scores(frame, "explainer", "toy_declared"),
+                                   toy_declared(model, x, a, target=model(x).argmax(1)).double(), rtol=0, atol=0)
+    finally:
+        registry.unregister("toy_declared")
+    assert "toy_declared" not in METRICS and "fraction" not in registry.OPTIONS

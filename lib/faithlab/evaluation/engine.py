@@ -147,7 +147,8 @@ class Engine:
         return {"faithlab": __version__, "records": list(checkpoints.RECORD), "metrics": c.chosen,
                 "explainers": c.names, "labels": "given" if c.labels_given else "predictions",
                 "maps": "given" if c.maps_given else "explainer",
-                "options": {k: checkpoints.described(v) for k, v in c.values.items()},
+                "options": {**{k: checkpoints.described(v) for k, v in c.values.items()},  # scoped ones too
+                            **{f"{g}_{k}": checkpoints.described(v) for (g, k), v in c.values.scoped.items()}},
                 "batch_size": checkpoints.described(c.batch_size), "model": checkpoints.module_digest(c.model),
                 "finetuned": checkpoints.module_digest(c.finetuned)}
 

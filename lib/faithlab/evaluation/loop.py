@@ -57,6 +57,12 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
 
 {metrics}
 
+    finetuned: the copy of the model fine-tuned with random removal that FFid± run on (or ``finetune``: a callable
+    returning it, called once); the paper explains the fine-tuned model for FFid, here the given maps serve all
+    three. kfold: an object with ``models`` (k eval-mode models) and ``folds`` ``(N,)``, the index of the model not
+    trained on each sample — e.g. ``fl.train.cross_train(...)`` on the data x comes from — read by ReCo and MeGe
+    with ``explainer``. normalisation (Few-class): the ``(mean, std)`` x was normalised with, e.g. a dataset's
+    ``info['mean']``, ``info['std']``, so that the candidate search runs on pixel values.
     explainer: ``explainer(model, inputs, target) → maps`` (one callable, or one per explainer name), used by
     S_avg on neighbours and by ReCo/MeGe on the fold models. If it has a ``seeds`` parameter with a default (e.g.
     ``lambda m, i, t, seeds=None: explain(m, i, t, method="smoothgrad", generator=0, sample_seeds=seeds)``), S_avg
@@ -136,14 +142,18 @@ def _bullet(metric: registry.Metric) -> str:
     reads."""
     import textwrap
 
-    parts = [f"{metric.label} (``{metric.name}``, {registry.PAPERS.get(metric.paper, metric.paper)}): "
-             f"{metric.doc or 'see its function'}"]
+    head = (f"{metric.label} (``{metric.name}``, {registry.PAPERS.get(metric.paper, metric.paper)}): "
+            f"{metric.doc or 'see its function'}")
+    parts = []
     if metric.options:
         parts.append("options " + ", ".join(f"``{o.name}`` = {_short(registry.OPTIONS[o.name].default)}"
                                             for o in metric.options))
     if metric.needs:
         parts.append("needs " + ", ".join(registry.NEEDS[n] for n in metric.needs))
-    return textwrap.fill("; ".join(parts) + ".", width=112, initial_indent="    * ", subsequent_indent="      ")
+    tail = "; ".join(parts)
+    text = head if not tail else head + (" " if head.endswith(("?", ".")) else ". ") + tail[0].upper() + tail[1:]
+    return textwrap.fill(text if text.endswith(("?", ".")) else text + ".", width=112, initial_indent="    * ",
+                         subsequent_indent="      ")
 
 
 def _short(value) -> str:

@@ -42,8 +42,7 @@ import torch
 from tqdm import tqdm  # plain text bar: tqdm.auto would need ipywidgets inside notebooks
 
 from faithlab import _validate, perturb
-from faithlab.metrics.registry import (Context, Metric, Option, Shared, checks, plain,
-                                       register)
+from faithlab.metrics.registry import Context, Metric, Option, Shared, checks, plain, register
 from faithlab.metrics.statistics import trapezoid_auc
 from faithlab.perturb import autobatch
 from faithlab.perturb.autobatch import BatchSize

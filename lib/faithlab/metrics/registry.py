@@ -129,10 +129,11 @@ class Metric:
     evaluate passes the labels as ``target`` (a ``details`` with a ``labels`` keyword gets them there) and the hints
     know a degenerate accuracy; uses: ``{keyword: Shared name}``, shared inputs passed as that keyword; model:
     ``"model"`` or ``"finetuned"``; maps: whether the function is given the maps (False: it is given None and an
-    ``explainer`` to map inputs itself, as S_avg); check: ``check(options, x)``, run before any work when the
-    metric is chosen (``options`` resolved for its group; raising an error that names the option); ideal/span: the
-    metric's ideal value and range width where it defines them (the report card); tip: ``(keyword, value, why)``,
-    how to make it cheaper (the CLI's estimate shows ``--set <group>_<keyword>=<value>``); mc_count: ``(keyword,
+    ``explainer`` to map inputs itself, as S_avg); check: ``check(options, x, name)``, run before any work when the
+    metric is chosen (``options`` resolved for its group, ``name(keyword)`` the option as the caller spelt it;
+    raising an error that names it); ideal/span: the metric's ideal value and range width where it defines them
+    (the report card); tip: ``(keyword, value, why)``, how to make it cheaper (the CLI's estimate shows ``--set
+    <option>=<value>``, the option named by :func:`option_name`); mc_count: ``(keyword,
     floor, what one draw is)``, its Monte-Carlo count, which a time budget may lower to ``floor``; doc: one line
     for ``help(fl.evaluate)`` and the API page; compute: dataset-level metrics only (ReCo/MeGe read the k fold
     models and the explainer, not one call shape): ``compute(context)`` → score or :class:`Estimate`.
@@ -160,7 +161,7 @@ class Metric:
     uses: Mapping[str, str] = field(default_factory=dict)
     model: str = "model"
     maps: bool = True
-    check: Callable[[dict, torch.Tensor], None] | None = None
+    check: Callable[[dict, torch.Tensor, Callable[[str], str]], None] | None = None
     ideal: float | None = None
     span: float | None = None
     tip: tuple | None = None
@@ -234,8 +235,10 @@ class Metric:
             out = self.compute(context)
             return (out.score, out.mc_se) if isinstance(out, Estimate) else (out, None)
         function = self.implementation
-        result = context.shared((function, self.accuracy and "labels" not in _parameters(function)),
-                                lambda: self._result(context, function))
+        # one run per group, chunk and explainer for the metrics that pass it the same arguments
+        key = (function, self.accuracy and "labels" not in _parameters(function), repr(sorted(self.fixed.items())),
+               tuple(o.name for o in self.options), tuple(sorted(self.uses.items())), self.maps)
+        result = context.shared(key, lambda: self._result(context, function))
         return _reader(self.score)(result), None if self.mc_se is None else _reader(self.mc_se)(result)
 
     def call(self, context: "Context"):
@@ -246,11 +249,11 @@ class Metric:
         result = self._result(context, self.function)
         if self.function is self.implementation:
             return _reader(self.score)(result)
-        return self.plain(result)
+        return self.from_function(result)
 
-    def plain(self, result):
+    def from_function(self, result):
         """The score from ``function``'s own result, when ``function`` is not the details twin: the mean over the
-        levels of a (B, L) result (F-Fidelity's sizes), else the result itself."""
+        levels of a (B, L) result (F-Fidelity's scores per explanation size), else the result itself."""
         if isinstance(result, torch.Tensor) and result.ndim == 2 and self.level == "sample":
             return result.mean(dim=1)
         return result
