@@ -728,7 +728,9 @@ def _evaluate(args, argv: Sequence[str], echo) -> int:
     explain = {name: _explainer_fn(method, opts, args.seed, args.batch_size)
                for name, (method, opts) in chosen_explainers.items()}
     options = {"seed": args.seed, **options}
-    if "fewclass_fid" in chosen and getattr(pre, "normalisation", None) is not None:
+    declared = fl.metrics.registry.METRICS
+    reads_normalisation = any(o.name == "normalisation" for m in chosen for o in declared[m].options)
+    if reads_normalisation and getattr(pre, "normalisation", None) is not None:
         options["normalisation"] = pre.normalisation
     try:
         from faithlab.metrics import registry

@@ -183,7 +183,7 @@ def _accuracy_forms(t: _Table, correct: torch.Tensor | None) -> list[str]:
                 f"torchvision model), evaluate images the model classifies correctly, or {_PREDICTIONS} to read "
                 "agreement with the prediction.")
     if correct is not None and bool(correct.all()):
-        unmoved = stats["lo"] == stats["metric"].map(lambda m: 1.0 if m == "auc_accuracy" else 0.0)
+        unmoved = stats["lo"] == stats["metric"].map(lambda m: METRICS[m].unmoved if m in METRICS else 0.0)
         hit = t.take(stats["metric"].isin(accuracy_forms()) & stats["flat"] & unmoved)
         if len(hit):
             messages.append(
@@ -226,7 +226,7 @@ def _constant_maps(t: _Table, constant: Mapping[str, torch.Tensor]) -> list[str]
 def _unmoved_fid(t: _Table) -> list[str]:
     """Cause 4: an accuracy form of Fid± (not the AUC) at 0 for every sample."""
     stats = t.stats
-    hit = t.take(stats["flat"] & stats["metric"].isin([m for m in accuracy_forms() if m != "auc_accuracy"])
+    hit = t.take(stats["flat"] & stats["metric"].isin([m for m in accuracy_forms() if METRICS[m].unmoved == 0])
                  & (stats["lo"].abs() <= _RTOL))
     if not len(hit):
         return []

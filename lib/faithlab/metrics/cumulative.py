@@ -235,7 +235,7 @@ def _predicted(model: Callable, x: torch.Tensor, batch_size: int) -> torch.Tenso
 # probability and agreement with the labels read from the same logits); Comprehensiveness its least-salient-first
 # curve.
 register(Metric("auc_accuracy", "AUC", "saco", False, auc_accuracy, details=morf_details, score="auc_accuracy",
-                group="morf", accuracy=True,
+                group="morf", accuracy=True, unmoved=1.0,
                 doc="area under the accuracy curve as the most salient pixels are removed"))
 register(Metric("aopc", "AOPC", "saco", True, aopc, details=morf_details, score="aopc", group="morf",
                 doc="mean probability drop as the most salient pixels are removed"))

@@ -127,7 +127,8 @@ class Metric:
     needs: keys of :data:`NEEDS`; options: the :class:`Option` s of the function's own keywords that evaluate
     exposes; fixed: keywords evaluate always passes (Fid±: ``alpha=1``); accuracy: the score reads 1[y = ŷ], so
     evaluate passes the labels as ``target`` (a ``details`` with a ``labels`` keyword gets them there) and the hints
-    know a degenerate accuracy; uses: ``{keyword: Shared name}``, shared inputs passed as that keyword; model:
+    know a degenerate accuracy; unmoved: an accuracy form's score when every prediction is correct and no removal
+    changes one (Fid±: 0, the accuracy AUC: 1); uses: ``{keyword: Shared name}``, shared inputs passed as that keyword; model:
     ``"model"`` or ``"finetuned"``; maps: whether the function is given the maps (False: it is given None and an
     ``explainer`` to map inputs itself, as S_avg); check: ``check(options, x, name)``, run before any work when the
     metric is chosen (``options`` resolved for its group, ``name(keyword)`` the option as the caller spelt it;
@@ -158,6 +159,7 @@ class Metric:
     options: tuple[Option, ...] = ()
     fixed: Mapping[str, Any] = field(default_factory=dict)
     accuracy: bool = False
+    unmoved: float = 0.0
     uses: Mapping[str, str] = field(default_factory=dict)
     model: str = "model"
     maps: bool = True
