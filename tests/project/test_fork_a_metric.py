@@ -64,7 +64,7 @@ with warnings.catch_warnings():
 assert set(outcome.values()) == {"good"}, outcome
 table = report.glossary(["toy_drop"])
 assert table.to_csv().count("probability lost when the map's top units are removed") == 1, table
-assert "toy_drop" in pages.metrics_html() and "faithlab.metrics.toy.toy_drop" in pages.metrics_html()
+assert "Toy drop (toy_drop)" in pages.metrics_html() and "fraction = 0.25" in pages.metrics_html()
 print("found everywhere")
 '''
 

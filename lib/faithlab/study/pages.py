@@ -440,12 +440,23 @@ def setup_rows(settings: Iterable, generated: Path) -> pd.DataFrame:
 
 
 def metrics_html() -> str:
-    """Every registered metric as its declaration says (:func:`faithlab.evaluation.describe`): the API page's
-    table, so a metric added to the library is listed without an edit of the page."""
-    from faithlab.evaluation import describe
+    """Every registered metric as its declaration says: the API page's table (name and label, paper, direction,
+    what it measures, the options evaluate exposes with their defaults, what it needs, its public function), so a
+    metric added to the library is listed without an edit of the page."""
+    from faithlab.metrics import registry
+    from faithlab.report import brief
 
-    frame = describe()[["metric", "label", "paper", "direction", "level", "needs", "options", "function", "measures"]]
-    return table_html(frame, css_class="fl-table fl-metrics")
+    rows = []
+    for m in registry.METRICS.values():
+        function = m.function or m.details
+        rows.append({
+            "metric": f"{m.label} ({m.name})", "paper": registry.PAPERS.get(m.paper, m.paper),
+            "direction": "higher is better" if m.higher_is_better else "lower is better",
+            "what it measures": m.doc,
+            "options (default)": ", ".join(f"{registry.option_name(o.name, m.group)} = "
+                                           f"{brief(registry.OPTIONS[o.name].default, 24)}" for o in m.options),
+            "needs": ", ".join(m.needs), "function": "" if function is None else function.__name__})
+    return table_html(pd.DataFrame(rows), css_class="fl-table fl-metrics")
 
 
 def table_html(frame: pd.DataFrame, *, css_class: str = "fl-table") -> str:
