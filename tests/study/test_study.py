@@ -338,6 +338,28 @@ def test_kernel_options_encrypt_instead_of_muting_the_kernel_log():
         assert not any("log_level" in a for a in options["extra_arguments"])
 
 
+def test_kernels_stopped_at_once_keep_everything_their_last_cell_did(tmp_path):
+    """The runner's kernels are killed when their last cell is done, not shut down gracefully: what that cell printed
+    and the file it wrote must still be complete, and the kernel kept no input history (nothing of it half-written)."""
+    import nbformat
+    import papermill
+
+    options = study.kernel_options()
+    assert options["shutdown_kernel"] == "immediate"
+    target = tmp_path / "last.bin"
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    nb.cells = [nbformat.v4.new_code_cell("print('history', get_ipython().history_manager.enabled)"),
+                nbformat.v4.new_code_cell(f"open({str(target)!r}, 'wb').write(bytes(range(256)) * 40_000)\n"
+                                          "print('x' * 100_000)")]
+    nbformat.write(nb, tmp_path / "in.ipynb")
+    out = papermill.execute_notebook(str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"), kernel_name="python3",
+                                     progress_bar=False, log_output=False, **options)
+    assert "".join(out.cells[0].outputs[0]["text"]).strip() == "history False"
+    assert "".join(o["text"] for o in out.cells[1].outputs if o.get("name") == "stdout").strip() == "x" * 100_000
+    assert target.read_bytes() == bytes(range(256)) * 40_000
+
+
 # ------------------------------------------------------------------------------------------------ outputs
 
 
