@@ -35,6 +35,7 @@ __all__ = [
     "SAVE_DPI",
     "VERDICT_COLORS",
     "WIDTH_IN",
+    "box_panels",
     "check_style",
     "correlation_bars",
     "curves",
@@ -50,6 +51,7 @@ __all__ = [
     "radar",
     "readable",
     "set_style",
+    "strip_and_curves",
     "study_map",
 ]
 
@@ -368,6 +370,61 @@ def correlation_bars(df: pd.DataFrame, *, x: str, y: str, hue: str | None = None
     ax.axhline(0.0, color="0.3", linewidth=0.8)
     ax.set_ylim(-1.05, 1.05)
     return ax
+
+
+def box_panels(df: pd.DataFrame, *, x: str, y: str, hue: str, by: str, hue_order: Sequence[str] | None = None,
+               title: str = "", ylim: tuple[float, float] | None = None, height: float = 2.6) -> Figure:
+    """Box plots of ``y`` per ``x`` (and ``hue``), one panel per value of ``by`` (rows, in order of appearance,
+    titled "<title>: <value>"), a shared x axis with its labels turned 45° and one legend below."""
+    _check_columns(df, x=x, y=y, hue=hue, by=by)
+    names = list(dict.fromkeys(df[by]))
+    fig, axes = panels(len(names), 1, height=height, sharex=True)
+    for ax, name in zip(axes[:, 0], names):
+        sns.boxplot(data=df[df[by] == name], x=x, y=y, hue=hue, hue_order=hue_order, ax=ax, fliersize=2)
+        ax.set(title=f"{title}: {name}" if title else str(name), xlabel="", ylim=ylim)
+        ax.tick_params(axis="x", rotation=45)
+    fig.tight_layout()
+    legend_outside(fig, where="below")
+    return fig
+
+
+def strip_and_curves(df: pd.DataFrame, images: Sequence[ArrayLike], *, x: str, panel: str, order: Sequence[str],
+                     titles: Sequence[str], xlabel: str, value_label: str, y: str = "value", band: str | None = None,
+                     names: Mapping[str, str] | None = None, ncols: int = 3) -> Figure:
+    """One figure: ``images`` side by side in one strip (top, captioned ``titles``, with a colour bar named
+    ``value_label`` on the first image's range, values beyond it clipped), then the mean of ``y`` against ``x``
+    in one panel per value of ``panel`` in ``order`` (titled by ``names``), ``ncols`` per row, with its ``band``
+    as in :func:`curves`."""
+    _check_columns(df, x=x, y=y, panel=panel)
+    shown_images = [_numpy(image, "images") for image in images]
+    nrows = -(-len(order) // ncols)
+    fig = plt.figure(figsize=(WIDTH_IN, 1.6 + 2.1 * nrows))
+    grid = fig.add_gridspec(nrows + 1, ncols, height_ratios=[1.3] + [2.1] * nrows)
+    strip_ax = fig.add_subplot(grid[0, :])
+    side = shown_images[0].shape[-1]
+    gap = max(1, side // 8)
+    strip = np.full((shown_images[0].shape[0], len(shown_images) * (side + gap) - gap), np.nan)
+    for i, image in enumerate(shown_images):
+        strip[:, i * (side + gap):i * (side + gap) + side] = image
+    low, high = float(np.min(shown_images[0])), float(np.max(shown_images[0]))
+    drawn = strip_ax.imshow(strip, cmap="viridis", vmin=low, vmax=high)
+    strip_ax.grid(False)
+    strip_ax.set(xticks=[i * (side + gap) + (side - 1) / 2 for i in range(len(shown_images))], yticks=[])
+    strip_ax.set_xticklabels(titles)
+    strip_ax.tick_params(axis="x", length=0)
+    for spine in strip_ax.spines.values():
+        spine.set_visible(False)
+    clipped = (np.nanmin(strip) < low, np.nanmax(strip) > high)
+    fig.colorbar(drawn, ax=strip_ax, fraction=0.04, pad=0.01, label=value_label,
+                 extend={(True, True): "both", (True, False): "min", (False, True): "max"}.get(clipped, "neither"))
+    axes = np.array([[fig.add_subplot(grid[1 + r, c]) for c in range(ncols)] for r in range(nrows)])
+    for ax in axes.flat[len(order):]:
+        ax.axis("off")
+    for ax, kind in zip(axes.flat, order):
+        curves(df[df[panel] == kind], x=x, y=y, band=band, ax=ax)
+        ax.set(title=(names or {}).get(kind, kind), xlabel=xlabel, ylabel="distance" if ax in axes[:, 0] else "")
+    fig.tight_layout()
+    return fig
 
 
 def radar(values: pd.DataFrame, *, ax: Axes | None = None, title: str | None = None,

@@ -115,24 +115,11 @@ fl.plots.readable(selection_means, names={"U": "uncertainty U", "S": "similarity
 # drops straight to 1/N). Random is never altered; empty cells were not computed (SG/SG² on Deconv and IG(max) for
 # CT, as in the paper).
 
-
 # %%
-def boxes(frame, value, title):
-    names = list(dict.fromkeys(frame["model"]))
-    fig, axes = fl.plots.panels(len(names), 1, height=2.6, sharex=True)
-    for ax, m in zip(axes[:, 0], names):
-        sns.boxplot(data=frame[frame.model == m], x="method", y=value, hue="alteration", hue_order=alterations,
-                    ax=ax, fliersize=2)
-        ax.set(title=f"{title}: {m}", xlabel="", ylim=(0, 1))
-        ax.tick_params(axis="x", rotation=45)
-    fig.tight_layout()
-    fl.plots.legend_outside(fig, where="below")
-    return fig
-
-
 for task, fr in frames.items():
     out.table(P.wide_table(fr["fid"], "Fid"), f"{task}_fid_table")
-    out.figure(boxes(fr["fid"], "Fid", NAME[task]), f"{task}_fid_boxes")
+    out.figure(fl.plots.box_panels(fr["fid"], x="method", y="Fid", hue="alteration", by="model",
+                                   hue_order=alterations, title=NAME[task], ylim=(0, 1)), f"{task}_fid_boxes")
 P.wide_table(frames[tasks[0]]["fid"], "Fid").style.format(precision=3, na_rep="")
 
 # %% [markdown]
@@ -171,7 +158,9 @@ for task, fr in frames.items():
 # %%
 for task, fr in frames.items():
     out.table(P.wide_table(fr["localisation"], SCORE[task]), f"{task}_localisation_table")
-    out.figure(boxes(fr["localisation"], SCORE[task], NAME[task]), f"{task}_localisation_boxes")
+    out.figure(fl.plots.box_panels(fr["localisation"], x="method", y=SCORE[task], hue="alteration", by="model",
+                                   hue_order=alterations, title=NAME[task], ylim=(0, 1)),
+               f"{task}_localisation_boxes")
 P.wide_table(frames[tasks[0]]["localisation"], SCORE[tasks[0]]).style.format(precision=3, na_rep="")
 
 # %% [markdown]

@@ -94,11 +94,6 @@ for r in REPLICAS:
         tuned = st.finetune(model, h, train, test, beta=beta, units=unit_kind, reference=reference, seed=t,
                             device=device)
         cases[domain, name, reference, r] = (model, tuned, test, unit_kind)
-REMOVAL = {v: k for k, v in st.text_removals.items()}
-
-
-def architecture(domain: str, name: str, reference: str) -> str:
-    return NAMES[name] if domain != "text" else f"{NAMES[name]} ({REMOVAL[reference]})"
 
 
 # %% [markdown]
@@ -122,11 +117,11 @@ for (domain, name, reference, r), (original, tuned, test, unit_kind) in cases.it
                                                         units=fl.perturb.UNIT_KINDS[unit_kind](x),
                                                         reference=reference, **masking)
         for version, p in preds.items():
-            rows += [{"domain": domain, "architecture": architecture(domain, name, reference), "model": version,
+            rows += [{"domain": domain, "architecture": st.label(domain, name, reference), "model": version,
                       "ratio": ratio, "replica": r, "draw": d,
                       "accuracy": float(acc)} for d, acc in enumerate((p == y[:, None]).float().mean(0))]
             sample_rows.append(pd.DataFrame({
-                "domain": domain, "architecture": architecture(domain, name, reference), "model": version,
+                "domain": domain, "architecture": st.label(domain, name, reference), "model": version,
                 "ratio": ratio, "replica": r, "sample": range(len(y)), "label": y.cpu().numpy(),
                 "correct": (p == y[:, None]).float().mean(1).cpu().numpy()}))
 robust = pd.DataFrame(rows)
@@ -262,10 +257,10 @@ restores.table
 # %%
 acc = summary.set_index(["domain", "architecture", "model", "ratio"])["mean"]
 for d, n, ref in dict.fromkeys(k[:3] for k in cases):
-    a = architecture(d, n, ref)
+    a = st.label(d, n, ref)
     drop = float(acc[d, a, "original", min(ratios)] - acc[d, a, "original", max(ratios)])
     out.glue(f"drop_{a.split()[0].lower()}{'_pad' if 'pad' in a else ''}", 100 * drop)
-zero_embedding = [architecture("text", n, st.text_removals["zero embedding"]) for n in st.text_models]
+zero_embedding = [st.label("text", n, st.text_removals["zero embedding"]) for n in st.text_models]
 text_robust = out.claim(
     C.claim_text_robust, samples, text=zero_embedding, clean=min(ratios), removed=max(ratios), seed=seed,
     note=f"zero-embedding removal for text; the pad-deletion rows are in the table; {replicas} trained replicas per "

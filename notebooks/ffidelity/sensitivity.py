@@ -122,33 +122,10 @@ for (varied, value), hp in settings.items():
 units = pd.DataFrame(unit_rows)
 nulls = pd.concat(nulls, ignore_index=True)
 out.table(units, "macro_units")
-KEYS = list(fl.metrics.DIRECTIONS)
-
-
-def mean_std(frame):
-    """Per setting (varied, value): each correlation's mean ± std over its rows (NaN left out)."""
-    grouped = frame.groupby(["varied", "value"], sort=False)[KEYS]
-    return pd.concat([grouped.mean(), grouped.std(ddof=0).add_suffix(" std")], axis=1)[
-        [c for k in KEYS for c in (k, f"{k} std")]].reset_index()
-
-
-table = mean_std(units)  # macro: ± over the replicas' seeds
-micro = mean_std(pd.DataFrame(micro_rows))  # micro: ± over levels, seeds and replicas pooled
-
-
-def shown(frame):
-    """The page's copy of a per-setting table: the setting as text ("β = 0.05", which a numeric column would show
-    with the column's decimals, 0.1) and the correlations under their labels with the ideal direction."""
-    symbol = {"n_samples": "N", "beta": "β", "alpha": "α"}
-    labels = {**fl.protocols.CORRELATION_LABELS, **{f"{k} std": f"{v} std" for k, v in
-                                                    fl.protocols.CORRELATION_LABELS.items()}}
-    setting = [f"{symbol.get(k, k)} = {v:g}" for k, v in zip(frame["varied"], frame["value"])]
-    return frame.drop(columns=["varied", "value"]).rename(columns=labels).assign(setting=setting)[
-        ["setting", *(labels.get(c, c) for c in frame.columns if c not in ("varied", "value"))]]
-
-
-out.table(shown(table), "macro_correlations")
-out.table(shown(micro), "micro_correlations")
+table = fl.protocols.ffidelity.setting_means(units)  # macro: ± over the replicas' seeds
+micro = fl.protocols.ffidelity.setting_means(pd.DataFrame(micro_rows))  # micro: ± over levels, seeds and replicas pooled
+out.table(fl.protocols.ffidelity.setting_table(table), "macro_correlations")
+out.table(fl.protocols.ffidelity.setting_table(micro), "micro_correlations")
 ffid_curves = (pd.DataFrame(curve_rows).groupby(["varied", "value", "xi", "level"], sort=False)[["FFid+", "FFid−"]]
                .mean().reset_index())
 out.table(ffid_curves, "ffid_curves")
@@ -179,7 +156,7 @@ ends = (ffid_curves[ffid_curves["xi"].isin([noise_levels[0], noise_levels[-1]])]
         .groupby(["varied", "value", "xi"], sort=False)[["FFid+", "FFid−"]].mean().unstack("xi"))
 ends.columns = [f"{m} (ξ = {xi:g})" for m, xi in ends.columns]
 ends = ends.reset_index()
-out.table(shown(ends), "ffid_ends")
+out.table(fl.protocols.ffidelity.setting_table(ends), "ffid_ends")
 micro
 
 # %% [markdown]

@@ -60,7 +60,6 @@ out = fl.outputs.for_notebook()
 fl.plots.set_style()
 TS_METHODS = ["Fidelity", "ROAR", "R-Fidelity", "F-Fidelity"]
 TEXT_METHODS = ["Fidelity", "R-Fidelity", "F-Fidelity"]
-NAMES = fl.recipes.DISPLAY_NAMES
 st = fl.protocols.ffidelity.SeriesTextModels(**series_text_models)
 ts_models, text_models, n_test = st.ts_models, st.text_models, st.n_test
 
@@ -74,24 +73,13 @@ ts_models, text_models, n_test = st.ts_models, st.text_models, st.n_test
 
 # %%
 cases = st.cases()
-REMOVAL = {"zero": "zeroed step", **{v: k for k, v in st.text_removals.items()}}
-
-
-def group_name(domain, name, reference):
-    return NAMES[name] if domain == "time series" else f"{NAMES[name]} ({REMOVAL[reference]})"
-
-
-def glue_key(group):
-    """Short glue key of a group: "CNN-1D" → "cnn1d", "LSTM (pad deletion)" → "lstm_pad"."""
-    return "".join(c for c in group.split()[0].lower() if c.isalnum()) + ("_pad" if "pad" in group else "")
-
-
+glue_key = fl.protocols.ffidelity.glue_key  # a model's glue key: "LSTM (pad deletion)" → "lstm_pad"
 REPLICAS = range(replicas)
 TRAIN_SEED = {(name, r): fl.verdicts.replica_seed(seed, f"series_text/{name}", r)
               for name in [*ts_models, *text_models] for r in REPLICAS}
 models, tests, accuracy_rows = {}, {}, []
 for domain, name, unit_kind, reference in cases:
-    group = group_name(domain, name, reference)
+    group = st.label(domain, name, reference)
     for r in REPLICAS:  # replica r: its own data draw, training, fine-tuning (and ROAR), each cached per replica
         t = TRAIN_SEED[name, r]
         base, hist, train, test = st.classifier(name, seed=t, device=device)
@@ -133,7 +121,7 @@ accuracy
 # %%
 diag_rows = []
 for domain, name, unit_kind, reference in cases:
-    group = group_name(domain, name, reference)
+    group = st.label(domain, name, reference)
     for r in REPLICAS:
         x, y = tests[group, r].x[:n_test].to(device), tests[group, r].y[:n_test].to(device)
         salient = tests[group, r].mask[:n_test].to(device)
@@ -163,7 +151,7 @@ diagnostic.pivot_table(index=["group", "model"], columns=["k", "removed"], value
 # %%
 P, Q, curve_rows = {r: {} for r in REPLICAS}, {r: {} for r in REPLICAS}, []
 for (domain, name, unit_kind, reference), r in ((c, r) for c in cases for r in REPLICAS):
-    group = group_name(domain, name, reference)
+    group = st.label(domain, name, reference)
     base, tuned = models[group, r]["original"], models[group, r]["fine-tuned"]
     x, y = tests[group, r].x[:n_test].to(device), tests[group, r].y[:n_test].to(device)
     units = fl.perturb.time_units(x) if unit_kind == "time" else fl.perturb.token_units(x)
@@ -238,7 +226,7 @@ PAPER = {"cnn1d": fl.protocols.ffidelity.paper.TABLE_6, "bilstm": fl.protocols.f
          "lstm_text": fl.protocols.ffidelity.paper.TABLE_4,  # SST2 (LSTM), in the order of TEXT_METHODS
          "transformer_text": fl.protocols.ffidelity.paper.TABLE_7}  # SST2 (Transformer)
 domain_methods = {"time series": TS_METHODS, "text": TEXT_METHODS}
-ARCH = {group_name(d, n, ref): n for d, n, _, ref in cases}
+ARCH = {st.label(d, n, ref): n for d, n, _, ref in cases}
 # the replicas' curves stacked along the seeds (R·n_seeds seeds) for the table; the claims keep the replicas apart
 P_all = {k: torch.cat([P[r][k] for r in REPLICAS]) for k in P[0]}
 Q_all = {k: torch.cat([Q[r][k] for r in REPLICAS]) for k in Q[0]}
@@ -322,7 +310,7 @@ if series_groups:
 if text_groups:
     claims.append(out.claim(
         C.claim_text_equivalence, cells, null, models=text_groups, seed=seed, note=note,
-        counted=[group_name("text", n, st.text_removals["zero embedding"]) for n in text_models],
+        counted=[st.label("text", n, st.text_removals["zero embedding"]) for n in text_models],
         paper=f"SST2 macro correlations Fid vs F-Fid: {macro_difference(PAPER['lstm_text'])} (LSTM), "
               f"{macro_difference(PAPER['transformer_text'])} (Transformer)").claim)
     for r in claims[-1].table.to_dict("records"):

@@ -99,17 +99,8 @@ TYPES = {kind: [g for g in levels if g in degradations] for kind, levels in TYPE
 TYPES = {kind: levels for kind, levels in TYPES.items() if len(levels) >= 2 and levels[0] == "Normal"}
 AXIS = {"Randomized": "layers randomised (%)", "Switched": "labels switched (%)",
         "Limited": "training data withheld (%)"}
-
-
-def amount(g: str) -> float:
-    """How much of the model family degradation g destroys, in % (0 for normal training)."""
-    spec = P.DEGRADATIONS[g]
-    if "limited" in spec:
-        return 100 * (1 - spec["limited"])
-    return 100 * spec.get("randomised", spec.get("switched", 0.0))
-
-
-TYPES = {kind: sorted(levels, key=amount) for kind, levels in TYPES.items()}  # numeric order, whatever the parameter
+# numeric order of the levels, whatever the order of the parameter
+TYPES = {kind: sorted(levels, key=P.degradation_amount) for kind, levels in TYPES.items()}
 for t in tasks:
     fig, axes = fl.plots.panels(len(TYPES), 2, height=2.1, legend="right")  # a row per degradation type
     for i, (kind, levels) in enumerate(TYPES.items()):
@@ -117,7 +108,7 @@ for t in tasks:
             sel = scores[(scores.task == t) & scores.degradation.isin(levels)].copy()
             sel["level"] = sel.degradation.map({g: levels.index(g) for g in levels})
             fl.plots.curves(sel, x="level", y=score, hue="method", band=None, ax=axes[i, j], hue_order=methods)
-            axes[i, j].set_xticks(range(len(levels)), [f"{amount(g):g} %" for g in levels])
+            axes[i, j].set_xticks(range(len(levels)), [f"{P.degradation_amount(g):g} %" for g in levels])
             axes[i, j].set(title=f"{kind}: {score}", xlabel=AXIS[kind], ylabel=score)
     fig.suptitle(P.task_label(t, dataset))
     fig.tight_layout()

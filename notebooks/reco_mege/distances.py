@@ -52,43 +52,6 @@ out.glue("steps", steps)
 out.glue("repeats", repeats)
 out.glue("n_sigmas", len(sigmas))
 
-
-def panels(frame, x, xlabel, band, snapshots, titles, value_label):
-    """One figure: the example maps side by side in one strip (top, with their colour bar), then the distance against
-    x, one panel per distance (3 per row, bottom). The colour scale is the first map's range (clipped beyond it)."""
-    import matplotlib.pyplot as plt
-
-    ncols = 3
-    nrows = -(-len(R.KINDS) // ncols)
-    fig = plt.figure(figsize=(fl.plots.WIDTH_IN, 1.6 + 2.1 * nrows))
-    grid = fig.add_gridspec(nrows + 1, ncols, height_ratios=[1.3] + [2.1] * nrows)
-    strip_ax = fig.add_subplot(grid[0, :])
-    side = snapshots[0].shape[-1]
-    gap = max(1, side // 8)
-    strip = np.full((snapshots[0].shape[0], len(snapshots) * (side + gap) - gap), np.nan)
-    for i, image in enumerate(snapshots):
-        strip[:, i * (side + gap):i * (side + gap) + side] = image
-    low, high = float(np.min(snapshots[0])), float(np.max(snapshots[0]))
-    shown_im = strip_ax.imshow(strip, cmap="viridis", vmin=low, vmax=high)
-    strip_ax.grid(False)
-    strip_ax.set(xticks=[i * (side + gap) + (side - 1) / 2 for i in range(len(snapshots))], yticks=[])
-    strip_ax.set_xticklabels(titles)
-    strip_ax.tick_params(axis="x", length=0)
-    for spine in strip_ax.spines.values():
-        spine.set_visible(False)
-    clipped = (np.nanmin(strip) < low, np.nanmax(strip) > high)
-    fig.colorbar(shown_im, ax=strip_ax, fraction=0.04, pad=0.01, label=value_label,
-                 extend={(True, True): "both", (True, False): "min", (False, True): "max"}.get(clipped, "neither"))
-    axes = np.array([[fig.add_subplot(grid[1 + r, c]) for c in range(ncols)] for r in range(nrows)])
-    for ax in axes.flat[len(R.KINDS):]:
-        ax.axis("off")
-    for ax, kind in zip(axes.flat, R.KINDS):
-        fl.plots.curves(frame[frame.distance == kind], x=x, y="value", band=band, ax=ax)
-        ax.set(title=NAMES[kind], xlabel=xlabel, ylabel="distance" if ax in axes[:, 0] else "")
-    fig.tight_layout()
-    return fig
-
-
 # %% [markdown]
 # ## Fig. 2: a moving point of interest
 # The distance between the first map and each of the `steps` maps, one panel per distance (bottom), under six of the
@@ -102,8 +65,8 @@ fig2 = {how: R.distance_frame(maps[0], maps, coords={"step": range(steps)}, top_
 shown = np.linspace(0, steps - 1, 6).round().astype(int)
 for how, frame in fig2.items():
     out.table(frame, f"fig2_{how}")
-    fig = panels(frame, "step", "step", None, moving[how][shown].numpy(), [f"step {i}" for i in shown],
-                 "map value")
+    fig = fl.plots.strip_and_curves(frame, moving[how][shown], x="step", panel="distance", order=R.KINDS, names=NAMES,
+                                    titles=[f"step {i}" for i in shown], xlabel="step", value_label="map value")
     fig.suptitle(f"Moving point ({how} reading)", y=1.02)
     out.figure(fig, f"fig2_{how}")
 
@@ -119,8 +82,9 @@ noisy = R.noise_maps(image, sigmas, repeats=repeats, generator=seed)
 fig3 = R.distance_frame(image, noisy, coords={"sigma": sigmas, "repeat": range(repeats)}, top_fraction=top_fraction)
 out.table(fig3.groupby(["distance", "sigma"], sort=False)["value"].agg(["mean", "std"]).reset_index(), "fig3")
 picked = sorted(set(np.linspace(0, len(sigmas) - 1, min(5, len(sigmas))).round().astype(int)))
-fig = panels(fig3, "sigma", "σ", "sd", [image.numpy()] + [noisy[i, 0].numpy() for i in picked],
-             ["original"] + [f"σ = {sigmas[i]:g}" for i in picked], "grey level")
+fig = fl.plots.strip_and_curves(fig3, [image] + [noisy[i, 0] for i in picked], x="sigma", panel="distance",
+                                order=R.KINDS, names=NAMES, band="sd", xlabel="σ", value_label="grey level",
+                                titles=["original"] + [f"σ = {sigmas[i]:g}" for i in picked])
 out.figure(fig, "fig3")
 
 # %% [markdown]

@@ -74,22 +74,11 @@ d = family.load_task(task)
 background = d.x[:n_background].to(device)
 SETTINGS = dict(ig_steps=ig_steps, sg_samples=sg_samples, shap_samples=shap_samples, batch_size=batch_size, seed=seed,
                 background=background)
-
-
-def lipschitz_family(r: int) -> P.Family:
-    """Replica r of the 1-Lipschitz family (replica 0: `seed`), on the same D as the ResNet-18s."""
-    s = seed if r == 0 else fl.verdicts.replica_seed(seed, f"{task}/1-Lipschitz", r)
-    return P.family(task, d, model="lipschitz_cnn", model_config={"width": lipschitz_width, "dropout": 0.2,
-                                                                  "image_size": d.x.shape[-1], "tau": lipschitz_tau},
-                    k=k, seed=s, data_seed=seed, device=device, batch_size=batch_size, name="1-Lipschitz",
-                    config=fl.train.TrainConfig(epochs=lipschitz_epochs, batch_size=train_batch, lr=lipschitz_lr,
-                                                seed=s, scheduler=scheduler))
-
-
 # the ResNet-18s of replica r are Tables 1–2's normally trained family of the task (the same settings, seeds and cache)
 runs = {r: {"ResNet-18": dataclasses.replace(
                 P.families([task], family if r == 0 else family.replica(f"{task}/Normal", r))[task], name="ResNet-18"),
-            "1-Lipschitz": lipschitz_family(r)} for r in range(replicas)}
+            "1-Lipschitz": family.lipschitz(task, d, r, width=lipschitz_width, tau=lipschitz_tau,
+                                            epochs=lipschitz_epochs, lr=lipschitz_lr)} for r in range(replicas)}
 test = family.load_task(task, n=n_test, split="test")
 accuracy = pd.concat([P.accuracy_frame(list(fams.values()), {task: test}, batch_size=batch_size).assign(replica=r)
                       for r, fams in runs.items()], ignore_index=True)

@@ -48,7 +48,7 @@ shard = None  # set by the runner: with -p n_shards N the per-image work runs as
 n_shards = 1
 
 # %%
-import warnings
+import functools
 
 import numpy as np
 import pandas as pd
@@ -151,46 +151,23 @@ with torch.no_grad():
     predicted = {m: model(x).argmax(1) for m, (model, x, _) in models.items()}
 
 
-def explain(m, method, options, signed, images=slice(None)):
-    model, x, _ = models[m]
-    a = fl.explainers.explain(model, x[images], predicted[m][images], method=method, batch_size=batch_size,
-                              generator=generator, **options)
-    return a.sum(1, keepdim=True) if signed else a.abs().sum(1, keepdim=True)
-
-
 # Random maps are drawn for every image up front, so that a shard's maps are the unsharded run's.
-random_maps = {m: explain(m, *METHODS["Random"]) for m in models}
+random_maps = {m: fl.protocols.saco.pixel_map(model, x, predicted[m], *METHODS["Random"], batch_size=batch_size,
+                                              generator=generator) for m, (model, x, _) in models.items()}
 
 # %% [markdown]
 # ## Five metrics per sample
 # SaCo with K = `k` groups (and with every K of `k_values`, for Table 2); the cumulative metrics remove 0, 10, …,
 # 100 % of the pixels (most salient first, or least salient first for comprehensiveness). Every removal replaces
-# pixels with the image's per-channel mean. This is the per-image work: with `n_shards` > 1 the runner computes it
-# in shards (`fl.outputs.sharded`) and the cells below see the same table.
+# pixels with the image's per-channel mean. This is the per-image work (`fl.protocols.saco.per_image_frame`): with
+# `n_shards` > 1 the runner computes it in shards (`fl.outputs.sharded`) and the cells below see the same table.
 
 # %% tags=["shard"]
 HIGHER = fl.protocols.saco.HIGHER_IS_BETTER
 K_COLUMNS = {kk: f"SaCo K={kk}" for kk in k_values}
-
-
-def per_image(images):
-    frames = []
-    for (m, r), (model, x, y) in models.items():
-        idx = torch.tensor([i for i in images if i < len(x)], dtype=torch.long)
-        for name, spec in METHODS.items():
-            if not len(idx):
-                continue
-            a = random_maps[m, r][idx] if name == "Random" else explain((m, r), *spec, images=idx)
-            metrics = fl.protocols.saco.per_sample_metrics(model, x[idx], y[idx], a, k=k, batch_size=batch_size)
-            with warnings.catch_warnings():  # constant maps (SaCo 0) are counted in constant_maps.csv below
-                warnings.simplefilter("ignore", fl.perturb.ConstantMapWarning)
-                by_k = {column: fl.metrics.saco(model, x[idx], a, k=kk, batch_size=batch_size)
-                        for kk, column in K_COLUMNS.items()}
-            frames.append(pd.DataFrame({"setting": m, "replica": r, "method": name, "sample": idx.numpy(),
-                                        **{c: v.cpu().numpy() for c, v in {**metrics, **by_k}.items()}}))
-    return pd.concat(frames, ignore_index=True)
-
-
+per_image = functools.partial(fl.protocols.saco.per_image_frame, models, METHODS, predicted=predicted,
+                              random_maps=random_maps, k=k, k_values=k_values, batch_size=batch_size,
+                              generator=generator)
 image_rows = fl.outputs.sharded("per_image", per_image, max(len(x) for _, x, _ in models.values()), shard=shard,
                           n_shards=n_shards)
 
@@ -230,7 +207,8 @@ diag_rows = []
 for (m, r), (model, xm, ym) in models.items():
     if r != 0:
         continue
-    scores = explain((m, r), *METHODS["Transformer-MM"]).flatten(1)
+    scores = fl.protocols.saco.pixel_map(model, xm, predicted[m, r], *METHODS["Transformer-MM"], batch_size=batch_size,
+                                         generator=generator).flatten(1)
     n_pix = scores.shape[1]
     diag_rows.append(fl.protocols.removal_diagnostic(
         {m: model}, xm, ym, scores, ks=[round(0.1 * n_pix), round(0.2 * n_pix)], reference="channel_mean",
@@ -251,30 +229,18 @@ fl.plots.readable(diagnostic.pivot_table(index="model", columns=["k", "removed"]
 # The paper's Fig. 4 draws radar charts; here a dot plot carries the same comparison on each metric's own scale: one
 # row per method (ordered by mean SaCo, best first), one panel per metric, the dot the mean over the settings of each
 # setting's mean over replicas × images, and the line its 95 % interval (two-stage bootstrap per setting: the
-# replicas, then the images within them, `fl.verdicts.hierarchical_means`). Random is drawn in black. The rescaled
-# values of the radar (min–max per metric, outward better; spec §3.5) are still written to `metrics_rescaled.csv`.
+# replicas, then the images within them, `fl.protocols.saco.settings_mean_interval`). Random is drawn in black.
+# The rescaled values of the radar (min–max per metric, outward better; spec §3.5) are still written to
+# `metrics_rescaled.csv`.
 
 # %%
 panels = {f"mean of {len(SETTINGS)} settings": summary, **{m: per_setting.loc[m] for m in SETTINGS}}
 scaled = pd.concat({name: fl.protocols.saco.radar_scale(table) for name, table in panels.items()},
                    names=["setting", "method"])
 out.table(scaled.reset_index(), "metrics_rescaled")
-
-
-def metric_interval(rows, metric, n_boot=2000):
-    """Mean over the settings of each setting's mean of metric, and its 95 % two-stage bootstrap interval."""
-    draws = []
-    for _, part in rows.groupby("setting", sort=False):
-        values = torch.tensor(part[metric].to_numpy(dtype=np.float64))
-        keep = ~torch.isnan(values)
-        groups = torch.tensor(pd.factorize(part["replica"])[0], dtype=torch.long)[keep]
-        draws.append(fl.verdicts.hierarchical_means(values[keep], groups=groups, n_boot=n_boot, seed=seed))
-    draws = torch.stack(draws).mean(0)
-    return float(torch.quantile(draws, 0.025)), float(torch.quantile(draws, 0.975))
-
-
 dots = pd.DataFrame([{"method": name, "metric": metric, "mean": summary.loc[name, metric],
-                      **dict(zip(("low", "high"), metric_interval(per_sample[per_sample.method == name], metric)))}
+                      **dict(zip(("low", "high"), fl.protocols.saco.settings_mean_interval(
+                          per_sample[per_sample.method == name], metric, seed=seed)))}
                      for name in METHODS for metric in HIGHER])
 out.table(dots, "fig4_intervals")
 method_order = list(summary["SaCo"].sort_values(ascending=False).index)

@@ -71,6 +71,8 @@ device = "cpu"
 batch_size = 512
 
 # %%
+import functools
+
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
@@ -230,19 +232,12 @@ with torch.no_grad():
         for rep, t in trees.items()])
 out.table(tree_replicas, "tree_replicas")
 left_out = [info.label for m, info in fl.evaluation.METRICS.items() if m not in set(tree_frame["metric"])]
-
-
-def span(column, fmt="d"):
-    """A column's range over the replicas as text: "a–b", or "a" when they agree."""
-    low, high = (format(v, fmt) for v in (tree_replicas[column].min(), tree_replicas[column].max()))
-    return low if low == high else f"{low}–{high}"
-
-
+depth, nodes = syn.value_range(tree_replicas["depth"]), syn.value_range(tree_replicas["nodes"])
 claim = out.claim(syn.claim_ideal_gap, tree_frame, perfect=tree_perfect, random="Random", tolerance=ideal_tolerance,
                   setting="decision tree", seed=seed,
-                  note=f"{replicas} decision tree(s) of depth {span('depth')} ({span('nodes')} nodes, accuracy "
-                       f"{span('accuracy', '.2f')}), each on the same {len(tree.y)} grey canvases of {image_size} px; "
-                       f"not computed: {', '.join(left_out)}").claim
+                  note=f"{replicas} decision tree(s) of depth {depth} ({nodes} nodes, accuracy "
+                       f"{syn.value_range(tree_replicas['accuracy'], '.2f')}), each on the same {len(tree.y)} grey "
+                       f"canvases of {image_size} px; not computed: {', '.join(left_out)}").claim
 out.table(claim.table, "ideal_gap")
 out.glue("tree_depth", tree.model.depth)
 out.glue("tree_images", len(tree.y))
@@ -283,22 +278,16 @@ m0 = S[meta_setup]
 names = list(maps_by_setup[meta_setup])
 
 
-def rerun(model, tuned, x):
-    maps, _ = syn.explainer_maps(m0, noise_levels=noise_levels, methods=methods, seed=seed, x=x, model=model,
-                                 batch_size=batch_size)
-    sel = fl.metrics.select_perturbation(model, x, grid=grid, batch_size=batch_size,
-                                         normalisation=m0.normalisation)["image"]
-    return fl.evaluate(model, x, m0.y, maps, finetuned=tuned, perturbed=sel, **options)
-
-
+# (model, fine-tuned twin, x) → fl.evaluate's frame, the maps and Few-class's perturbation computed again
+again = functools.partial(syn.evaluate_again, m0, noise_levels=noise_levels, methods=methods, grid=grid, **options)
 # the fine-tuned twin (read by FFid±) gets the same perturbation as the model
 jitter, jitter_ft = (fl.train.randomise_layers(m, 1.0, generator=seed, scale=model_noise)[0]
                      for m in (m0.model, m0.finetuned))
 random_model, random_ft = (fl.train.randomise_layers(m, 1.0, generator=seed, scale=randomise_scale)[0]
                            for m in (m0.model, m0.finetuned))
 noisy = syn.noisy_inputs(m0.x, input_noise, generator=seed)
-conditions = {"model noise": rerun(jitter, jitter_ft, m0.x), "input noise": rerun(m0.model, m0.finetuned, noisy)}
-randomised = rerun(random_model, random_ft, m0.x)
+conditions = {"model noise": again(jitter, jitter_ft, m0.x), "input noise": again(m0.model, m0.finetuned, noisy)}
+randomised = again(random_model, random_ft, m0.x)
 accuracy = {label: float((model(x).argmax(1) == m0.y).double().mean()) for label, model, x in (
     ("original", m0.model, m0.x), ("model noise", jitter, m0.x), ("input noise", m0.model, noisy),
     ("randomised", random_model, m0.x))}

@@ -49,3 +49,23 @@ def test_the_check_catches_a_notebook_that_writes_its_own_verdict(tmp_path):
     called.write_text("out.claim(P.claim_x(frame, seed=seed))\n")
     with pytest.raises(AssertionError, match="replicated"):
         test_notebook_records_claims_from_claim_functions(called)
+
+
+@pytest.mark.parametrize("notebook", [n for n in NOTEBOOKS if n.parent.name != "templates"],
+                         ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_notebook_defines_no_function(notebook):
+    """A notebook calls the library: a helper it would define (a table, a label, a figure, a per-image loop) lives in
+    faithlab.protocols or faithlab.plots, where it is tested and other notebooks can use it. The templates are
+    exempt: defining the reader's own explainer is their point."""
+    tree = ast.parse(notebook.read_text())
+    defined = [f"{node.name} (line {node.lineno})" for node in ast.walk(tree)
+               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    assert not defined, f"{notebook.parent.name}/{notebook.name} defines {defined}: move it into the library"
+
+
+def test_the_function_check_finds_a_helper_defined_in_a_notebook(tmp_path):
+    notebook = tmp_path / "demo" / "page.py"
+    notebook.parent.mkdir()
+    notebook.write_text("# %%\nimport faithlab as fl\n\n\ndef shown(frame):\n    return frame\n")
+    with pytest.raises(AssertionError, match=r"defines \['shown \(line 5\)'\]"):
+        test_notebook_defines_no_function(notebook)

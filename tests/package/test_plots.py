@@ -438,3 +438,42 @@ def test_map_columns_and_image_grid_share_one_colour_bar_over_maps_scaled_to_the
     assert not any(hasattr(ax, "_colorbar") for ax in fig.axes)
     assert isinstance(fig.axes[1].images[-1].norm, Normalize) and fig.axes[1].images[-1].norm.vmax == 63
     plt.close(fig)
+
+
+def test_box_panels_one_panel_per_group_in_order_with_boxes_of_each_hue():
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame([{"model": m, "method": k, "alteration": a, "Fid": rng.uniform()}
+                       for m in ("VGG", "ResNet") for k in ("IG", "CAM", "Random") for a in ("none", "SG")
+                       for _ in range(5)])
+    fig = plots.box_panels(df, x="method", y="Fid", hue="alteration", by="model", hue_order=["none", "SG"],
+                           title="Fid", ylim=(0, 1))
+    axes = [ax for ax in fig.axes if ax.get_visible() and ax.has_data()]
+    assert [ax.get_title() for ax in axes] == ["Fid: VGG", "Fid: ResNet"]  # order of appearance, not sorted
+    assert all(ax.get_ylim() == (0, 1) for ax in axes)
+    assert [t.get_text() for t in axes[-1].get_xticklabels()] == ["IG", "CAM", "Random"]
+    assert len(fig.legends) == 1 and [t.get_text() for t in fig.legends[0].get_texts()] == ["none", "SG"]
+    plots.check_style(fig)
+    with pytest.raises(ValueError, match="by='arch'"):
+        plots.box_panels(df, x="method", y="Fid", hue="alteration", by="arch")
+
+
+@pytest.mark.parametrize(("later", "extend"), [(0.5, "neither"), (2.0, "max"), (-1.0, "min")])
+def test_strip_and_curves_strip_on_the_first_images_scale_and_one_panel_per_kind(later, extend):
+    first = torch.linspace(0, 1, 64).reshape(8, 8)
+    images = [first, torch.full((8, 8), later)]
+    df = pd.DataFrame([{"distance": d, "step": s, "value": s * (i + 1)}
+                       for i, d in enumerate(("l1", "l2", "ssim", "dice")) for s in range(4)])
+    fig = plots.strip_and_curves(df, images, x="step", panel="distance", order=["l2", "l1", "dice", "ssim"],
+                                 titles=["a", "b"], xlabel="step", value_label="map value",
+                                 names={"l2": "L2", "l1": "L1"})
+    strip = fig.axes[0]
+    drawn = strip.images[0]
+    assert drawn.get_clim() == (0.0, 1.0)
+    assert drawn.get_array().shape == (8, 8 + 1 + 8)  # the two images side by side, one column of gap
+    assert [t.get_text() for t in strip.get_xticklabels()] == ["a", "b"]
+    bar = next(ax for ax in fig.axes if ax.get_ylabel() == "map value")
+    assert bar._colorbar.extend == extend
+    panels_drawn = [ax for ax in fig.axes[1:] if ax.lines]
+    assert [ax.get_title() for ax in panels_drawn] == ["L2", "L1", "dice", "ssim"]
+    assert list(panels_drawn[0].lines[0].get_ydata()) == [0, 2, 4, 6]  # l2's values (i = 1): the panel's own rows
+    assert sum(not ax.axison for ax in fig.axes) == 2  # 4 panels on 2 rows of 3: two empty slots hidden

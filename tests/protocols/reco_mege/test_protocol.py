@@ -193,3 +193,38 @@ def test_method_options_take_the_cheaper_settings_and_only_for_their_method():
     assert "n_samples" not in P.method_options("SA", shap_samples=7)[1]
     with pytest.raises(ValueError, match="needs background"):
         P.method_options("SHAP", shap_samples=7)
+
+
+def test_degradation_amount_reads_the_share_its_name_states():
+    import re
+
+    for name in P.DEGRADATIONS:
+        stated = re.search(r"(\d+)%", name)
+        expected = 0.0 if stated is None else float(stated.group(1))
+        if name.startswith("Limited"):
+            expected = 100.0 - expected  # "Limited 75%" keeps 75 % of the data: 25 % withheld
+        assert P.degradation_amount(name) == pytest.approx(expected), name
+    with pytest.raises(ValueError, match="name"):
+        P.degradation_amount("Pruned 10%")
+
+
+def test_lipschitz_family_trains_replica_0_under_seed_and_others_under_their_replica_seed(monkeypatch):
+    from faithlab.protocols.reco_mege import kfold
+
+    calls = []
+    monkeypatch.setattr(kfold, "family", lambda task, d, **kw: calls.append((task, d, kw)) or kw)
+    settings = P.FamilySettings(n=40, image_size=16, k=3, train_batch=8, scheduler="cosine", seed=7,
+                                device="cpu", batch_size=32)
+    d = fl.data.TensorData(torch.zeros(40, 1, 16, 16), torch.zeros(40, dtype=torch.long))
+    first = settings.lipschitz("FashionMNIST", d, 0, width=12, tau=2.0, epochs=4, lr=0.01)
+    second = settings.lipschitz("FashionMNIST", d, 2, width=12, tau=2.0, epochs=4, lr=0.01)
+    assert first["seed"] == 7 and first["config"].seed == 7
+    assert second["seed"] == fl.verdicts.replica_seed(7, "FashionMNIST/1-Lipschitz", 2) != 7
+    assert second["config"].seed == second["seed"] and second["data_seed"] == first["data_seed"] == 7
+    assert first["model"] == "lipschitz_cnn" and first["name"] == "1-Lipschitz" and first["k"] == 3
+    assert first["model_config"] == {"width": 12, "dropout": 0.2, "image_size": 16, "tau": 2.0}
+    config = first["config"]
+    assert (config.epochs, config.batch_size, config.lr, config.scheduler) == (4, 8, 0.01, "cosine")
+    assert all(task == "FashionMNIST" and data is d for task, data, _ in calls)
+    with pytest.raises(ValueError, match="r must be"):
+        settings.lipschitz("FashionMNIST", d, -1, width=12, tau=2.0, epochs=4, lr=0.01)

@@ -325,3 +325,26 @@ def test_guide_holds_up_only_above_chance_and_overlapping_the_best_and_prices_th
         syn.guide(rec.drop(columns="spearman low"), {"one": "s1"}, cost_table=cost)
     with pytest.raises(ValueError, match="names setup 'x'"):
         syn.guide(rec, {"one": "x"}, cost_table=cost)
+
+
+@pytest.mark.parametrize(("values", "fmt", "text"), [([3, 3, 3], "d", "3"), ([4, 2, 3], "d", "2–4"),
+                                                     ([0.914, 0.9149], ".2f", "0.91"), ([0.5, 0.75], ".2f", "0.50–0.75")])
+def test_value_range_one_end_when_both_read_the_same(values, fmt, text):
+    assert syn.value_range(pd.Series(values), fmt) == text
+
+
+@pytest.mark.filterwarnings("ignore::faithlab.evaluation.hints.DegenerateResultWarning")  # a depth-3 tree's flat Few-class
+def test_evaluate_again_recomputes_maps_and_perturbation_for_the_model_and_inputs_it_is_given():
+    s = syn.tree_setup(max_depth=3, n_test=6, seed=0)
+    noisy = syn.noisy_inputs(s.x, 3.0, generator=1)
+    grid = fl.metrics.fewclass.candidate_grid(["V1", "V2"])
+    kw = dict(noise_levels=[0.0, 1.0], methods={"Random": ("random", {})}, seed=2, batch_size=4)
+    again = syn.evaluate_again(s, s.model, None, noisy, grid=grid, metrics=["aopc", "fewclass_fid"], **kw)
+    maps, _ = syn.explainer_maps(s, x=noisy, **kw)
+    perturbed = fl.metrics.select_perturbation(s.model, noisy, grid=grid, batch_size=4,
+                                               normalisation=s.normalisation)["image"]
+    direct = fl.evaluate(s.model, noisy, s.y, maps, perturbed=perturbed, metrics=["aopc", "fewclass_fid"], seed=2,
+                         batch_size=4)
+    pd.testing.assert_frame_equal(again, direct)
+    on_clean = syn.evaluate_again(s, s.model, None, s.x, grid=grid, metrics=["aopc", "fewclass_fid"], **kw)
+    assert not on_clean["score"].equals(again["score"])  # the inputs it was given, not the setup's

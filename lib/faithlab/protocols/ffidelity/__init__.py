@@ -50,6 +50,8 @@ from faithlab.protocols.ffidelity.ranking import (
     record_claim,
     ranking_verdict,
     separation,
+    setting_means,
+    setting_table,
     table_layout,
 )
 from faithlab.protocols.ffidelity.robustness import (
@@ -62,6 +64,7 @@ from faithlab.protocols.ffidelity.series_text import (
     SeriesTextModels,
     claim_series_ranking,
     claim_text_equivalence,
+    glue_key,
 )
 from faithlab.protocols.ffidelity.setup_table import SETUP
 from faithlab.protocols.ffidelity.study import (
@@ -81,12 +84,13 @@ __all__ = [  # noqa: RUF022
     "SETUP", "degraded_fidelity_curves", "random_masking_predictions", "constant_map_counts", "SETTINGS",
     "RankingStudy", "ReplicaStudies", "image_ranking_study", "CanvasModels", "VitModels", "ranking_correlations",
     "CORRELATION_LABELS",
-    "oriented_correlations", "table_layout", "separation", "micro_cells", "ranking_verdict", "ablation_verdict",
+    "oriented_correlations", "table_layout", "setting_means", "setting_table", "separation", "micro_cells",
+    "ranking_verdict", "ablation_verdict",
     "permuted_correlations", "ground_truth_null", "claim_ranking", "claim_lerf_near_one", "claim_ablation",
     "record_claim",
     "claim_ood_check", "per_image_ffid", "claim_map_preferred", "claim_cost", "claim_size_readout",
     "claim_robust_hyperparameters",
     "AGREEMENT", "map_agreement", "map_agreement_over_replicas", "claim_maps_preserved", "PAIR_MAPS", "pair_maps",
     "SeriesTextModels", "claim_finetune_restores", "claim_text_robust", "claim_beta_accuracy", "claim_beta_agreement",
-    "claim_series_ranking", "claim_text_equivalence",
+    "claim_series_ranking", "claim_text_equivalence", "glue_key",
 ]

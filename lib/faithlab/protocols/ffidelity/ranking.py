@@ -88,6 +88,28 @@ def table_layout(tidy: pd.DataFrame, *, group: str, paper: str | None = None) ->
     return table.reset_index()
 
 
+SETTING_SYMBOLS = {"n_samples": "N", "beta": "β", "alpha": "α"}
+"""How the sensitivity tables write a varied hyper-parameter of F-Fidelity."""
+
+
+def setting_means(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per setting (columns ``varied``, ``value``, in order of appearance): each correlation of ``DIRECTIONS``, its
+    mean and its population std (column ``"<correlation> std"``) over the setting's rows, NaN left out."""
+    keys = list(ffidelity.DIRECTIONS)
+    grouped = frame.groupby(["varied", "value"], sort=False)[keys]
+    return pd.concat([grouped.mean(), grouped.std(ddof=0).add_suffix(" std")], axis=1)[
+        [c for k in keys for c in (k, f"{k} std")]].reset_index()
+
+
+def setting_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The page's copy of a per-setting table: the setting as text first ("β = 0.05", which a numeric column would
+    show with the column's decimals), then the other columns, correlations under :data:`CORRELATION_LABELS`."""
+    labels = {**CORRELATION_LABELS, **{f"{k} std": f"{v} std" for k, v in CORRELATION_LABELS.items()}}
+    setting = [f"{SETTING_SYMBOLS.get(k, k)} = {v:g}" for k, v in zip(frame["varied"], frame["value"])]
+    return frame.drop(columns=["varied", "value"]).rename(columns=labels).assign(setting=setting)[
+        ["setting", *(labels.get(c, c) for c in frame.columns if c not in ("varied", "value"))]]
+
+
 def separation(curves: pd.DataFrame, *, group: str) -> pd.DataFrame:
     """Spread (max − min over ξ) of each method's mean "+" and "−" scores, averaged over levels, per ``group``."""
     means = curves.groupby([group, "method", "curve", "level", "xi"])["score"].mean()

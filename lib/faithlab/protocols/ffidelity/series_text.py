@@ -65,6 +65,16 @@ class SeriesTextModels:
         return cases + [("text", name, "tokens", ref) for name in self.text_models
                         for ref in self.text_removals.values()]
 
+    def label(self, domain: str, name: str, reference: str) -> str:
+        """The pages' label of a case of :meth:`cases`: the model's display name, with the removal its fine-tuning
+        used for a text model ("LSTM (pad deletion)"); a time-series or image model has one removal only."""
+        if domain != "text":
+            return recipes.DISPLAY_NAMES[name]
+        removal = {ref: label for label, ref in self.text_removals.items()}
+        if reference not in removal:
+            raise ValueError(f"reference must be one of text_removals' references {list(removal)}, got {reference!r}")
+        return f"{recipes.DISPLAY_NAMES[name]} ({removal[reference]})"
+
     def classifier(self, name: str, *, seed: int = 0, device: str | torch.device = "cpu"):
         """:func:`faithlab.recipes.series_text_classifier` of ``name`` with these settings → ``(model, history,
         train_data, test_data)`` (cached)."""
@@ -87,6 +97,13 @@ class SeriesTextModels:
         return recipes.ffidelity_finetune(model, history, train_data, test_data, beta=beta, units=units,
                                           reference=reference, n_epochs=self.n_finetune_epochs, seed=seed,
                                           device=device)
+
+
+def glue_key(label: str) -> str:
+    """A short key for the glued numbers of a model labelled ``label`` (:meth:`SeriesTextModels.label`): its first
+    word in lower-case letters and digits, ``_pad`` added for a pad-deletion model ("CNN-1D" → "cnn1d",
+    "LSTM (pad deletion)" → "lstm_pad")."""
+    return "".join(c for c in label.split()[0].lower() if c.isalnum()) + ("_pad" if "pad" in label else "")
 
 
 # ---------------------------------------------------------------------------------- series and text rankings

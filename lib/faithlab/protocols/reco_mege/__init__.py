@@ -22,7 +22,8 @@ frame), :mod:`~faithlab.protocols.reco_mege.claims` (R1, R2, R3), :mod:`~faithla
 """
 
 from faithlab.protocols.reco_mege.tasks import SETUP  # noqa: F401 - the set-up table (tests, book); not in __all__
-from faithlab.protocols.reco_mege.tasks import DEGRADATIONS, METHODS, TASKS, method_options, task_label
+from faithlab.protocols.reco_mege.tasks import (DEGRADATIONS, METHODS, TASKS, degradation_amount, method_options,
+                                                task_label)
 from faithlab.protocols.reco_mege.kfold import Family, FamilySettings, explain_family, families, family, load_task
 from faithlab.protocols.reco_mege.accuracy import (accuracy_frame, accuracy_summary, chance_premise, comparable_premise,
                                                    family_premise, test_accuracy)
@@ -35,7 +36,7 @@ from faithlab.protocols.reco_mege.identical import claim_identical_models, ident
 from faithlab.protocols.reco_mege.checks import cam_grid, steps_diagnostic
 from faithlab.protocols.reco_mege.paper import PAPER, beside, rank_agreement
 
-__all__ = ["TASKS", "METHODS", "DEGRADATIONS", "task_label",
+__all__ = ["TASKS", "METHODS", "DEGRADATIONS", "degradation_amount", "task_label",
            "Family", "load_task", "family", "method_options", "explain_family",
            "with_null", "distance_sets", "null_frame", "claim_gradcam_best_reco", "claim_mege_falls", "scores",
            "bootstrap_scores", "score_draws", "histogram_frame", "comparison", "accuracy_frame", "chance_premise",

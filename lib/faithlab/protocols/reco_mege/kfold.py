@@ -144,6 +144,20 @@ class FamilySettings:
         return train.TrainConfig(epochs=self.epochs, batch_size=self.train_batch, lr=self.lr, seed=self.training_seed,
                                  scheduler=self.scheduler)
 
+    def lipschitz(self, task: str, d: data.TensorData, r: int, *, width: int, tau: float, epochs: int, lr: float,
+                  dropout: float = 0.2) -> Family:
+        """Replica ``r`` of the task's 1-Lipschitz family (``"lipschitz_cnn"`` of ``width`` channels, Lipschitz
+        bound ``tau``, trained ``epochs`` epochs at ``lr``) on the same D as the ResNet-18s: replica 0 trains under
+        ``seed``, replica r > 0 under :func:`faithlab.verdicts.replica_seed` (seed, "<task>/1-Lipschitz", r); k,
+        train_batch, scheduler, device and batch_size are these settings'."""
+        if not isinstance(r, int) or isinstance(r, bool) or r < 0:
+            raise ValueError(f"r must be a replica number (an int ≥ 0), got {r!r}")
+        s = self.seed if r == 0 else faithlab.verdicts.replica_seed(self.seed, f"{task}/1-Lipschitz", r)
+        config = train.TrainConfig(epochs=epochs, batch_size=self.train_batch, lr=lr, seed=s, scheduler=self.scheduler)
+        return family(task, d, model="lipschitz_cnn", k=self.k, seed=s, data_seed=self.seed, device=self.device,
+                      model_config={"width": width, "dropout": dropout, "image_size": d.x.shape[-1], "tau": tau},
+                      batch_size=self.batch_size, name="1-Lipschitz", config=config)
+
     def load_task(self, task: str, *, n: int | None = None, split: str = "train") -> data.TensorData:
         """:func:`load_task` of ``task`` at these settings' image size, seed and data (``n`` images, default D's)."""
         return load_task(task, n=self.n if n is None else n, image_size=self.image_size, seed=self.seed,

@@ -11,7 +11,7 @@ import torch
 from faithlab import _validate
 from faithlab.protocols.setup import Setting
 
-__all__ = ["TASKS", "METHODS", "DEGRADATIONS", "method_options", "task_label"]
+__all__ = ["TASKS", "METHODS", "DEGRADATIONS", "degradation_amount", "method_options", "task_label"]
 
 
 def _tasks(p: Mapping) -> str:
@@ -90,6 +90,16 @@ DEGRADATIONS: dict[str, dict] = {
     "Switched 5%": {"switched": 0.05}, "Switched 10%": {"switched": 0.1}, "Switched 30%": {"switched": 0.3},
 }
 """Rows of Tables 7–14 (spec §4.5)."""
+
+
+def degradation_amount(name: str) -> float:
+    """How much of its models' training a degradation of :data:`DEGRADATIONS` destroys, in %: the training data
+    withheld (Limited), the layers randomised or the labels switched; 0 for normal training."""
+    _validate.one_of(name, "name", tuple(DEGRADATIONS))
+    spec = DEGRADATIONS[name]
+    if "limited" in spec:
+        return 100 * (1 - spec["limited"])
+    return 100 * spec.get("randomised", spec.get("switched", 0.0))
 
 
 def task_label(task: str, dataset: str | None = None) -> str:

@@ -25,10 +25,12 @@ from faithlab.protocols.saco.comparisons import (ATTENTION_ABLATION, claim_atten
                                                  claim_order_sensitivity, claim_random_separation, narrow,
                                                  order_sensitivity, random_separation)
 from faithlab.protocols.saco.correlations import claim_existing_agree_more, claim_weak_correlation, rank_correlations
-from faithlab.protocols.saco.scores import HIGHER_IS_BETTER, oriented, per_sample_metrics, radar_scale
+from faithlab.protocols.saco.scores import (HIGHER_IS_BETTER, oriented, per_image_frame, per_sample_metrics, pixel_map,
+                                           radar_scale, settings_mean_interval)
 from faithlab.protocols.saco.setup_table import SETUP
 
-__all__ = ["HIGHER_IS_BETTER", "per_sample_metrics", "oriented", "radar_scale", "random_separation",
+__all__ = ["HIGHER_IS_BETTER", "per_sample_metrics", "pixel_map", "per_image_frame", "oriented", "radar_scale",
+           "settings_mean_interval", "random_separation",
            "order_sensitivity", "rank_correlations", "claim_weak_correlation", "claim_existing_agree_more",
            "case_study_frame", "claim_saturation", "claim_random_separation", "claim_order_sensitivity",
            "ATTENTION_ABLATION", "claim_attention_ablation", "claim_k_decline", "narrow", "SETUP", "MIN_ACCURACY",

@@ -4,14 +4,16 @@ radar rescaling of Fig. 4."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 import torch
 
-from faithlab import metrics, perturb
+from faithlab import explainers, metrics, perturb, verdicts
 
-__all__ = ["HIGHER_IS_BETTER", "per_sample_metrics", "oriented", "radar_scale"]
+__all__ = ["HIGHER_IS_BETTER", "per_sample_metrics", "pixel_map", "per_image_frame", "oriented", "radar_scale",
+           "settings_mean_interval"]
 
 HIGHER_IS_BETTER = {"SaCo": True, "AUC": False, "AOPC": True, "LOdds": False, "Comprehensiveness": False}
 """Direction of each metric of the SaCo comparison (spec §3.2): True when a higher score means more faithful."""
@@ -35,6 +37,60 @@ def per_sample_metrics(model: Callable, x: torch.Tensor, y: torch.Tensor, attrib
         }
     units = perturb.default_units(x)
     return {**scores, "constant map": perturb.constant_maps(perturb.unit_scores(attributions, units, reduce="sum"))}
+
+
+def pixel_map(model: Callable, x: torch.Tensor, target: torch.Tensor, method: str, options: Mapping, signed: bool, *,
+              batch_size: int = 256, generator=None) -> torch.Tensor:
+    """The ``(B, 1, H, W)`` pixel map the comparison scores for a registered explainer ``method`` with its
+    ``options``, explaining ``target``: its channels summed, signed for a signed relevance method (``signed``: LRP,
+    ATTCAT, whose authors rank pixels by evidence for the class), of |a| for the others."""
+    a = explainers.explain(model, x, target, method=method, batch_size=batch_size, generator=generator, **options)
+    return a.sum(1, keepdim=True) if signed else a.abs().sum(1, keepdim=True)
+
+
+def per_image_frame(models: Mapping[tuple, tuple], methods: Mapping[str, tuple], images, *,
+                    predicted: Mapping[tuple, torch.Tensor], random_maps: Mapping[tuple, torch.Tensor], k: int = 10,
+                    k_values: Sequence[int] = (), random: str = "Random", batch_size: int = 256,
+                    generator=None) -> pd.DataFrame:
+    """One row per (setting, replica, method, image) for the images ``images`` (indices; those beyond a setting's
+    test set are skipped): :func:`per_sample_metrics` of the method's map and SaCo at every K of ``k_values``
+    (columns ``"SaCo K=<K>"``).
+
+    models: ``{(setting, replica): (model, x, y)}``; methods: ``{name: (method, options, signed)}`` for
+    :func:`pixel_map`, explaining the class in ``predicted[(setting, replica)]``; the ``random`` method's maps are
+    read from ``random_maps`` (drawn beforehand for every image, so that a shard of the images gets the maps of the
+    whole run). Computing the frame in parts of ``images`` and concatenating gives the whole frame."""
+    frames = []
+    for key, (model, x, y) in models.items():
+        idx = torch.tensor([i for i in images if i < len(x)], dtype=torch.long)
+        for name, spec in methods.items():
+            if not len(idx):
+                continue
+            a = (random_maps[key][idx] if name == random else
+                 pixel_map(model, x[idx], predicted[key][idx], *spec, batch_size=batch_size, generator=generator))
+            scores = per_sample_metrics(model, x[idx], y[idx], a, k=k, batch_size=batch_size)
+            with warnings.catch_warnings():  # constant maps (SaCo 0) are flagged by per_sample_metrics
+                warnings.simplefilter("ignore", perturb.ConstantMapWarning)
+                by_k = {f"SaCo K={kk}": metrics.saco(model, x[idx], a, k=kk, batch_size=batch_size) for kk in k_values}
+            frames.append(pd.DataFrame({"setting": key[0], "replica": key[1], "method": name, "sample": idx.numpy(),
+                                        **{c: v.cpu().numpy() for c, v in {**scores, **by_k}.items()}}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def settings_mean_interval(rows: pd.DataFrame, metric: str, *, n_boot: int = 2000, seed: int = 0,
+                           level: float = 0.95) -> tuple[float, float]:
+    """The ``level`` interval of the mean over settings of each setting's mean of ``metric`` (NaN left out): per
+    setting a two-stage bootstrap (its replicas, then the images within them, :func:`faithlab.verdicts.
+    hierarchical_means`), the settings' draws averaged."""
+    draws = []
+    for _, part in rows.groupby("setting", sort=False):
+        values = torch.tensor(part[metric].to_numpy(dtype=np.float64))
+        keep = ~torch.isnan(values)
+        groups = torch.tensor(pd.factorize(part["replica"])[0], dtype=torch.long)[keep]
+        draws.append(verdicts.hierarchical_means(values[keep], groups=groups, n_boot=n_boot, seed=seed))
+    mean = torch.stack(draws).mean(0)
+    tail = round((1 - level) / 2, 12)  # 0.025 exactly for 0.95
+    return float(torch.quantile(mean, tail)), float(torch.quantile(mean, 1 - tail))
 
 
 def oriented(table: pd.DataFrame) -> pd.DataFrame:

@@ -23,15 +23,15 @@ Every public name is re-exported here (``fl.protocols.synthesis.recovery``).
 """
 
 from faithlab.protocols.synthesis.advice import (CHAPTER_METRICS, COST_CASE, REFERENCE_SENSITIVE, answer_sentence,
-                                                 guide, guide_sentences)
+                                                 guide, guide_sentences, value_range)
 from faithlab.protocols.synthesis.meta_evaluation import (CRITERIA, beats, claim_ideal_gap, cost_per_metric,
                                                           ideal_gap, noisy_inputs, reactivity, recommendations,
                                                           recovery, report_card, resilience)
 from faithlab.protocols.synthesis.paper import PAPER_IDEAL_GAP
-from faithlab.protocols.synthesis.setups import (SETUP, Setup, degraded_name, explainer_maps, setup,
+from faithlab.protocols.synthesis.setups import (SETUP, Setup, degraded_name, evaluate_again, explainer_maps, setup,
                                                  tree_setup)
 
 __all__ = ["Setup", "setup", "tree_setup", "claim_ideal_gap", "PAPER_IDEAL_GAP", "degraded_name", "explainer_maps",
            "recovery", "ideal_gap", "resilience", "reactivity", "report_card", "recommendations", "CRITERIA",
            "guide", "guide_sentences", "answer_sentence", "REFERENCE_SENSITIVE", "CHAPTER_METRICS", "COST_CASE",
-           "cost_per_metric", "noisy_inputs", "beats"]
+           "cost_per_metric", "noisy_inputs", "beats", "evaluate_again", "value_range"]

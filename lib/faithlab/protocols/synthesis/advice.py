@@ -8,7 +8,8 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-__all__ = ["guide", "guide_sentences", "answer_sentence", "REFERENCE_SENSITIVE", "CHAPTER_METRICS", "COST_CASE"]
+__all__ = ["guide", "guide_sentences", "answer_sentence", "value_range", "REFERENCE_SENSITIVE", "CHAPTER_METRICS",
+           "COST_CASE"]
 
 
 REFERENCE_SENSITIVE = 0.3
@@ -153,3 +154,10 @@ def answer_sentence(table: pd.DataFrame, card: pd.DataFrame) -> str:
     lead = card.iloc[0]
     return text + (f". The report card, which weighs five criteria equally (cost included), ranks {lead.label} first "
                    f"(mean rank {lead.overall:.1f} of {len(card)}).")
+
+
+def value_range(values, fmt: str = "d") -> str:
+    """The range of ``values`` (e.g. a column over the replicas) as text, each end formatted with ``fmt``: "a–b",
+    or "a" when both ends read the same."""
+    low, high = (format(v, fmt) for v in (min(values), max(values)))
+    return low if low == high else f"{low}–{high}"

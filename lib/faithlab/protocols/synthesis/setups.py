@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from faithlab import _validate, data, explainers, models, recipes, train
+from faithlab import _validate, data, evaluation, explainers, metrics, models, recipes, train
 from faithlab._optional import require
 from faithlab.data import TensorData
 from faithlab.metrics.fewclass import candidate_grid
 from faithlab.protocols.setup import Setting
 
-__all__ = ["Setup", "setup", "tree_setup", "degraded_name", "explainer_maps"]
+__all__ = ["Setup", "setup", "tree_setup", "degraded_name", "explainer_maps", "evaluate_again"]
 
 
 def _setups(p: Mapping) -> str:
@@ -228,3 +228,19 @@ def explainer_maps(s: Setup, *, noise_levels: Sequence[float], methods: Mapping[
             opts.setdefault("generator", seed)
         maps[name] = explainers.explain(model, x, target, method=method, batch_size=batch_size, **opts).detach()
     return maps, quality
+
+
+def evaluate_again(s: Setup, model: nn.Module, finetuned: nn.Module, x: torch.Tensor, *,
+                   noise_levels: Sequence[float], methods: Mapping[str, tuple[str, dict]], grid, seed: int = 0,
+                   batch_size: int = 256, **options):
+    """:func:`faithlab.evaluate` of the setup's explainers on a perturbed ``model`` (with its fine-tuned twin
+    ``finetuned``, read by FFid±) or perturbed inputs ``x``, against the setup's labels: the maps recomputed by
+    :func:`explainer_maps` for that model and those inputs, and Few-class's perturbation selected again on them
+    (``grid`` as :func:`faithlab.metrics.select_perturbation` takes it); ``seed`` and ``batch_size`` serve all three
+    (maps, selection, ``evaluate``), the other ``options`` go to ``evaluate``."""
+    maps, _ = explainer_maps(s, noise_levels=noise_levels, methods=methods, seed=seed, x=x, model=model,
+                             batch_size=batch_size)
+    perturbed = metrics.select_perturbation(model, x, grid=grid, batch_size=batch_size,
+                                            normalisation=s.normalisation)["image"]
+    return evaluation.evaluate(model, x, s.y, maps, finetuned=finetuned, perturbed=perturbed, seed=seed,
+                               batch_size=batch_size, **options)
