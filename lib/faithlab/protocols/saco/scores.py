@@ -80,8 +80,8 @@ def per_image_frame(models: Mapping[tuple, tuple], methods: Mapping[str, tuple],
 def settings_mean_interval(rows: pd.DataFrame, metric: str, *, n_boot: int = 2000, seed: int = 0,
                            level: float = 0.95) -> tuple[float, float]:
     """The ``level`` interval of the mean over settings of each setting's mean of ``metric`` (NaN left out): per
-    setting a two-stage bootstrap (its replicas, then the images within them, :func:`faithlab.verdicts.
-    hierarchical_means`), the settings' draws averaged."""
+    setting a two-stage bootstrap (its replicas, then the images within them,
+    :func:`faithlab.verdicts.hierarchical_means`), the settings' draws averaged."""
     draws = []
     for _, part in rows.groupby("setting", sort=False):
         values = torch.tensor(part[metric].to_numpy(dtype=np.float64))
