@@ -1,10 +1,12 @@
 """Shared figure helpers (matplotlib + seaborn) so that every figure of the book looks alike.
 
-Each helper draws on ``ax`` (a new figure when None) and returns the matplotlib Axes (``image_grid``: the Figure).
+Each one-panel helper draws on ``ax`` (a new figure when None) and returns the matplotlib Axes; a helper that draws
+several panels (``image_grid``, ``curves_per_level``, ``box_panels``, ``strip_and_curves``, ...) returns the Figure.
 Data frames are tidy: one row per observation (e.g. per seed), with the columns named by the arguments.
 
 One concept: the book's one figure style; the style and its check, the legend and label rules and every kind of
-figure the notebooks draw (curves, bars, radar, interval dots, maps over images, the study map) share it here.
+figure the notebooks draw (curves, bars, box panels, radar, interval dots, maps over images, a strip of maps over
+curves, the study map) share it here.
 """
 
 from __future__ import annotations
@@ -389,12 +391,12 @@ def box_panels(df: pd.DataFrame, *, x: str, y: str, hue: str, by: str, hue_order
 
 
 def strip_and_curves(df: pd.DataFrame, images: Sequence[ArrayLike], *, x: str, panel: str, order: Sequence[str],
-                     titles: Sequence[str], xlabel: str, value_label: str, y: str = "value", band: str | None = None,
-                     names: Mapping[str, str] | None = None, ncols: int = 3) -> Figure:
+                     titles: Sequence[str], xlabel: str, value_label: str, y: str = "value", ylabel: str | None = None,
+                     band: str | None = None, names: Mapping[str, str] | None = None, ncols: int = 3) -> Figure:
     """One figure: ``images`` side by side in one strip (top, captioned ``titles``, with a colour bar named
     ``value_label`` on the first image's range, values beyond it clipped), then the mean of ``y`` against ``x``
     in one panel per value of ``panel`` in ``order`` (titled by ``names``), ``ncols`` per row, with its ``band``
-    as in :func:`curves`."""
+    as in :func:`curves`; the first column's y axes are named ``ylabel`` (default :func:`label` of ``y``)."""
     _check_columns(df, x=x, y=y, panel=panel)
     shown_images = [_numpy(image, "images") for image in images]
     nrows = -(-len(order) // ncols)
@@ -422,7 +424,8 @@ def strip_and_curves(df: pd.DataFrame, images: Sequence[ArrayLike], *, x: str, p
         ax.axis("off")
     for ax, kind in zip(axes.flat, order):
         curves(df[df[panel] == kind], x=x, y=y, band=band, ax=ax)
-        ax.set(title=(names or {}).get(kind, kind), xlabel=xlabel, ylabel="distance" if ax in axes[:, 0] else "")
+        ax.set(title=(names or {}).get(kind, kind), xlabel=xlabel,
+               ylabel=(label(y) if ylabel is None else ylabel) if ax in axes[:, 0] else "")
     fig.tight_layout()
     return fig
 

@@ -66,7 +66,8 @@ shown = np.linspace(0, steps - 1, 6).round().astype(int)
 for how, frame in fig2.items():
     out.table(frame, f"fig2_{how}")
     fig = fl.plots.strip_and_curves(frame, moving[how][shown], x="step", panel="distance", order=R.KINDS, names=NAMES,
-                                    titles=[f"step {i}" for i in shown], xlabel="step", value_label="map value")
+                                    titles=[f"step {i}" for i in shown], xlabel="step", ylabel="distance",
+                                    value_label="map value")
     fig.suptitle(f"Moving point ({how} reading)", y=1.02)
     out.figure(fig, f"fig2_{how}")
 
@@ -83,7 +84,8 @@ fig3 = R.distance_frame(image, noisy, coords={"sigma": sigmas, "repeat": range(r
 out.table(fig3.groupby(["distance", "sigma"], sort=False)["value"].agg(["mean", "std"]).reset_index(), "fig3")
 picked = sorted(set(np.linspace(0, len(sigmas) - 1, min(5, len(sigmas))).round().astype(int)))
 fig = fl.plots.strip_and_curves(fig3, [image] + [noisy[i, 0] for i in picked], x="sigma", panel="distance",
-                                order=R.KINDS, names=NAMES, band="sd", xlabel="σ", value_label="grey level",
+                                order=R.KINDS, names=NAMES, band="sd", xlabel="σ", ylabel="distance",
+                                value_label="grey level",
                                 titles=["original"] + [f"σ = {sigmas[i]:g}" for i in picked])
 out.figure(fig, "fig3")
 

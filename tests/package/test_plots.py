@@ -477,3 +477,4 @@ def test_strip_and_curves_strip_on_the_first_images_scale_and_one_panel_per_kind
     assert [ax.get_title() for ax in panels_drawn] == ["L2", "L1", "dice", "ssim"]
     assert list(panels_drawn[0].lines[0].get_ydata()) == [0, 2, 4, 6]  # l2's values (i = 1): the panel's own rows
     assert sum(not ax.axison for ax in fig.axes) == 2  # 4 panels on 2 rows of 3: two empty slots hidden
+    assert [ax.get_ylabel() for ax in panels_drawn] == [plots.label("value"), "", "", plots.label("value")]

@@ -1,5 +1,6 @@
-"""SaCo and the four cumulative metrics per sample (spec §3.2), their orientation (higher = more faithful) and the
-radar rescaling of Fig. 4."""
+"""SaCo and the four cumulative metrics per sample (spec §3.2), the maps they score and their per-image table (the
+random-vs-methods notebook's work, computable in parts), their orientation (higher = more faithful), the radar
+rescaling of Fig. 4 and the interval of a mean over settings."""
 
 from __future__ import annotations
 
@@ -63,9 +64,9 @@ def per_image_frame(models: Mapping[tuple, tuple], methods: Mapping[str, tuple],
     frames = []
     for key, (model, x, y) in models.items():
         idx = torch.tensor([i for i in images if i < len(x)], dtype=torch.long)
+        if not len(idx):
+            continue
         for name, spec in methods.items():
-            if not len(idx):
-                continue
             a = (random_maps[key][idx] if name == random else
                  pixel_map(model, x[idx], predicted[key][idx], *spec, batch_size=batch_size, generator=generator))
             scores = per_sample_metrics(model, x[idx], y[idx], a, k=k, batch_size=batch_size)
