@@ -258,12 +258,12 @@ class Outputs:
         plt.close(fig)
         return _ShownPath(png)
 
-    def glue(self, name: str, value, *, display: bool = False):
-        """Glue a value for the book (``{glue:text}`` on the chapter page); returns the value."""
+    def glue(self, name: str, value, *, display: bool = False) -> None:
+        """Glue a value for the book (``{glue:text}`` on the chapter page). Returns nothing, so that a cell ending
+        with a glue shows no stray copy of the value on the page."""
         from myst_nb import glue
 
         glue(_check_name(name), value, display=display)
-        return value
 
     def claim(self, claim, *args, paper_value=None, our_value=None, verdict: str | None = None, note: str = "",
               **kwargs) -> dict:

@@ -171,3 +171,24 @@ def test_figure_records_its_panel_grid_and_captions_are_checked_against_it(tmp_p
     assert O.caption_problems("maps (top) and distances (bottom)", (1, 1)) == [
         "names top/bottom panels but the figure has 1 row(s) of panels"]
     assert O.caption_problems("maps (top) and distances (bottom)", (2, 1)) == []
+
+
+def test_a_cell_ending_with_a_glue_shows_no_stray_value(tmp_path):
+    """In a kernel, ``out.glue`` records the value for the book (a glue output) and returns nothing: a cell whose last
+    statement is a glue must not also show the value as the cell's result (a bare "10" on the page)."""
+    import nbformat
+    import papermill
+
+    from faithlab import study
+
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    nb.cells = [nbformat.v4.new_code_cell("import faithlab as fl\nout = fl.outputs.for_notebook('demo/page')\n"
+                                          "out.glue('n_sigmas', 10)")]
+    nbformat.write(nb, tmp_path / "in.ipynb")
+    done = papermill.execute_notebook(str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"),
+                                      kernel_name="python3", progress_bar=False, log_output=False, cwd=str(tmp_path),
+                                      **study.kernel_options())
+    outputs = done.cells[0].outputs
+    assert [o["output_type"] for o in outputs] == ["display_data"], outputs  # the glue record, no cell result
+    assert outputs[0]["metadata"]["scrapbook"]["name"] == "n_sigmas"
