@@ -231,26 +231,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _explainer_fn(method: str, options: dict, seed: int, batch_size: int | None):
-    """``callable(model, inputs, target)`` computing ``method``'s maps (detached). A random method draws from
-    ``seed``, or from the per-sample ``seeds`` :func:`faithlab.evaluate` passes when it maps the batches (its maps
-    then do not depend on the batches)."""
-    from faithlab import explainers
-
-    if batch_size is not None:
-        options = {"batch_size": batch_size, **options}
-    if not explainers.is_random(method):
-        def explain(model, inputs, target):
-            return explainers.explain(model, inputs, target, method=method, **options).detach()
-    else:
-        def explain(model, inputs, target, seeds=None):
-            draws = {"generator": seed} if seeds is None else {"sample_seeds": seeds}
-            return explainers.explain(model, inputs, target, method=method, **draws, **options).detach()
-
-    explain.__name__ = method
-    return explain
-
-
 def _choose_metrics(text: str | None, *, finetuned: bool) -> list[str]:
     from faithlab.evaluation import METRICS
 
@@ -707,7 +687,7 @@ def _evaluate(args, argv: Sequence[str], echo) -> int:
     import torch
 
     import faithlab as fl
-    from faithlab import report
+    from faithlab import explainers, report
 
     for flag, value in (("--batch-size", args.batch_size), ("--n-images", args.n_images)):
         if value is not None and value < 1:
@@ -725,7 +705,7 @@ def _evaluate(args, argv: Sequence[str], echo) -> int:
          f"{labels})")
     echo(f"model: {args.model}{' with ' + args.weights if args.weights else ' (random weights)'}")
     echo(f"preprocessing: {pre}")
-    explain = {name: _explainer_fn(method, opts, args.seed, args.batch_size)
+    explain = {name: explainers.explainer(method, seed=args.seed, batch_size=args.batch_size, **opts)
                for name, (method, opts) in chosen_explainers.items()}
     options = {"seed": args.seed, **options}
     declared = fl.metrics.registry.METRICS

@@ -62,7 +62,6 @@ report_dir = None
 
 # %%
 import dataclasses
-import functools
 
 import pandas as pd
 import torch
@@ -125,12 +124,9 @@ print(f"{len(y)} images, accuracy {float((target == y).double().mean()):.3f}")
 # call on neighbours and on the fold models.
 
 # %%
-def explainer_fn(method, options, model, inputs, target):
-    opts = {"generator": seed, **options} if method == "random" else options
-    return fl.explainers.explain(model, inputs, target, method=method, batch_size=batch_size, **opts).detach()
-
-
-explain = {name: functools.partial(explainer_fn, method, options) for name, (method, options) in explainers.items()}
+# your own explainer is any callable(model, inputs, target) → maps; here each registered method with its options
+explain = {name: fl.explainers.explainer(method, seed=seed, batch_size=batch_size, **options)
+           for name, (method, options) in explainers.items()}
 maps = {name: fn(net, x, target) for name, fn in explain.items()}
 out.figure(rp.maps_figure(x, maps, normalisation=normalisation), "maps")
 

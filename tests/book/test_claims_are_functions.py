@@ -51,12 +51,11 @@ def test_the_check_catches_a_notebook_that_writes_its_own_verdict(tmp_path):
         test_notebook_records_claims_from_claim_functions(called)
 
 
-@pytest.mark.parametrize("notebook", [n for n in NOTEBOOKS if n.parent.name != "templates"],
-                         ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_notebook_defines_no_function(notebook):
-    """A notebook calls the library: a helper it would define (a table, a label, a figure, a per-image loop) lives in
-    faithlab.protocols or faithlab.plots, where it is tested and other notebooks can use it. The templates are
-    exempt: defining the reader's own explainer is their point."""
+    """A notebook calls the library: a helper it would define (a table, a label, a figure, a per-image loop, an
+    explainer bound to its options) lives in faithlab.protocols, faithlab.plots or faithlab.explainers, where it is
+    tested and other notebooks and the CLI use it."""
     tree = ast.parse(notebook.read_text())
     defined = [f"{node.name} (line {node.lineno})" for node in ast.walk(tree)
                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]

@@ -720,3 +720,24 @@ def test_is_random_names_the_methods_that_draw():
     assert not ex.is_random("saliency") and not ex.is_random("gradcam")
     with pytest.raises(ValueError, match="not registered"):
         ex.is_random("no_such_method")
+
+
+def test_explainer_binds_a_method_and_keys_a_random_one_to_the_samples():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(2 * 4 * 4, 3)).eval()
+    x = torch.randn(6, 2, 4, 4)
+    target = model(x).argmax(1)
+    saliency = ex.explainer("saliency", batch_size=2)
+    assert saliency.__name__ == "saliency"
+    torch.testing.assert_close(saliency(model, x, target), ex.explain(model, x, target, method="saliency"))
+    assert not saliency(model, x, target).requires_grad
+    noisy = ex.explainer("random", seed=3)
+    torch.testing.assert_close(noisy(model, x, target), ex.explain(model, x, target, method="random", generator=3))
+    seeds = torch.arange(100, 106)
+    whole = noisy(model, x, target, seeds=seeds)
+    parts = torch.cat([noisy(model, x[:2], target[:2], seeds=seeds[:2]),
+                       noisy(model, x[2:], target[2:], seeds=seeds[2:])])
+    torch.testing.assert_close(parts, whole)  # evaluate's per-sample seeds: the batches do not change the maps
+    assert not torch.equal(whole, noisy(model, x, target))
+    with pytest.raises(ValueError, match="not registered"):
+        ex.explainer("no_such_method")

@@ -20,14 +20,14 @@ with warnings.catch_warnings():
 
 from faithlab.explainers import bottleneck, cams, gradients, perturbation, vit_attention, vit_lrp, xrai  # noqa: E402, F401  (they register methods)
 from faithlab.explainers.bottleneck import BottleneckStatistics, iba_statistics  # noqa: E402
-from faithlab.explainers.core import available, explain, is_random, register  # noqa: E402
+from faithlab.explainers.core import available, explain, explainer, is_random, register  # noqa: E402
 from faithlab.explainers.ground_truth import degrade, ground_truth  # noqa: E402
 from faithlab.explainers.vit_attention import (  # noqa: E402
     ATTENTION_METHODS, LRP_METHODS, METHODS, attention_gradcam, conservative_forward, raw_attention, rollout,
     to_pixels, transformer_mm)
 from faithlab.explainers.vit_lrp import Relevance, attcat, linear_alpha_beta, relevance  # noqa: E402
 
-__all__ = ["explain", "register", "available", "is_random", "ground_truth", "degrade", "raw_attention", "rollout",
-           "attention_gradcam", "transformer_mm", "to_pixels", "conservative_forward", "relevance", "Relevance",
+__all__ = ["explain", "explainer", "register", "available", "is_random", "ground_truth", "degrade", "raw_attention",
+           "rollout", "attention_gradcam", "transformer_mm", "to_pixels", "conservative_forward", "relevance", "Relevance",
            "linear_alpha_beta", "attcat", "METHODS", "ATTENTION_METHODS", "LRP_METHODS", "iba_statistics",
            "BottleneckStatistics"]

@@ -397,6 +397,26 @@ def explain(model: nn.Module, x: torch.Tensor, target: int | torch.Tensor, *, me
     return out.sum(-1) if tokens else out
 
 
+def explainer(method: str, *, seed: int = 0, batch_size: int | None = None, **options) -> Callable:
+    """The registered ``method`` with its ``options`` as the explainer :func:`faithlab.evaluate` takes:
+    ``callable(model, inputs, target)`` → detached maps. A random method (:func:`is_random`) draws from ``seed``, or
+    from the per-sample ``seeds`` that ``evaluate`` passes when it maps the batches itself, so that its maps do not
+    depend on how the data is batched. batch_size: :func:`explain`'s (None: its default)."""
+    is_random(method)  # an unknown method is refused here, before any work
+    if batch_size is not None:
+        options = {"batch_size": batch_size, **options}
+    if not is_random(method):
+        def explain_maps(model, inputs, target):
+            return explain(model, inputs, target, method=method, **options).detach()
+    else:
+        def explain_maps(model, inputs, target, seeds=None):
+            draws = {"generator": seed} if seeds is None else {"sample_seeds": seeds}
+            return explain(model, inputs, target, method=method, **draws, **options).detach()
+
+    explain_maps.__name__ = method
+    return explain_maps
+
+
 def _rows(args: tuple) -> int | None:
     """Rows of a forward call's first positional argument (None when it has none)."""
     return args[0].shape[0] if args and isinstance(args[0], torch.Tensor) and args[0].ndim > 0 else None
