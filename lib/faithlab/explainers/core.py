@@ -42,7 +42,7 @@ from torch import nn
 from faithlab import _validate, perturb
 from faithlab.models import FromEmbeddings
 
-__all__ = ["register", "available", "explain", "is_random"]
+__all__ = ["register", "available", "explain", "explainer", "is_random"]
 
 Method = Callable[..., torch.Tensor]
 _METHODS: dict[str, Method] = {}
