@@ -1,5 +1,5 @@
-"""Speed of ``faithlab.metrics.fewclass`` (Few-class Fidelity): the batched search over the 804 candidate
-perturbations against bare batched forward passes and against the authors' per-candidate loop, and the MIF/LIF
+"""Speed of ``faithlab.metrics.papers.fewclass.fidelity`` (Few-class Fidelity): the batched search over the 804
+candidate perturbations against bare batched forward passes and against the authors' per-candidate loop, and the MIF/LIF
 curves against bare batched forward passes.
 
 One 3-class model (``fl.models.build("small_cnn", n_classes=3)``, random init: speed does not depend on training)
@@ -66,7 +66,7 @@ from oracles import fewclass_candidates_reference  # noqa: E402
 import faithlab as fl  # noqa: E402
 
 FC = fl.metrics.fewclass
-LOC = fl.metrics.localisation
+LOC = fl.metrics.fewclass.localisation
 N_CLASSES = 3
 
 

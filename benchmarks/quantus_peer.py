@@ -75,7 +75,7 @@ import faithlab as fl  # noqa: E402
 PEER_SCRIPT = Path(__file__).resolve().with_name("_quantus_side.py")
 READY = ".faithlab-ready"   # written once the peer environment imports quantus, numpy and torch
 SIZE = 32                   # digits at 1×32×32: 1,024 features
-RM = importlib.import_module("faithlab.metrics.bhatt")
+RM = importlib.import_module("faithlab.metrics.papers.reco_mege.baselines")
 
 
 def default_peer_env() -> Path:

@@ -1,6 +1,6 @@
-"""Speed of ``faithlab.metrics.crossfold`` (ReCo / MeGe, Fel & Vigouroux 2020): batched distances and the exact ReCo
-against an xplique-style loop, and of ``faithlab.metrics.bhatt`` (μF and S_avg) against bare batched forward passes /
-explainer calls.
+"""Speed of ``faithlab.metrics.papers.reco_mege.crossfold`` (ReCo / MeGe, Fel & Vigouroux 2020): batched distances and
+the exact ReCo against an xplique-style loop, and of ``faithlab.metrics.papers.reco_mege.baselines`` (μF and S_avg)
+against bare batched forward passes / explainer calls.
 
 (a) ReCo / MeGe on the same random maps: k = ``--k`` models × N = ``--n`` samples, maps 3×S×S (S = ``--image-size``),
     random labels (10 classes), predictions right with probability 0.8, random folds (each sample's unseen model).

@@ -1,5 +1,5 @@
-"""Speed of ``faithlab.metrics.trace``: incremental batched annealing against the published loop, and greedy and
-complete search against bare batched forward passes.
+"""Speed of ``faithlab.metrics.papers.trace``: incremental batched annealing against the published loop,
+and greedy and complete search against bare batched forward passes.
 
 One model (``fl.models.build("small_cnn")``, random init: speed does not depend on training) and the same digits
 upsampled to 3×28×28 (``--image-size``), t = 7×7 = 49 patches, zero reference, probability output.

@@ -11,7 +11,8 @@ import torch
 from oracles import LinearProb, evaluate_inputs, linear_kfold, small_cnn
 
 import faithlab as fl
-from faithlab.metrics import cumulative, trace
+from faithlab.metrics.papers import trace
+from faithlab.metrics.papers.saco import cumulative
 
 SPARSITY = (0.25, 0.5, 0.75)
 OPTIONS = dict(sparsity=SPARSITY, n_samples=3, n_subsets=12, n_neighbours=3, saco_k=4, edge=4, seed=3,

@@ -21,7 +21,8 @@ import faithlab as fl
 from faithlab import report
 from faithlab.evaluation import METRICS
 from faithlab.evaluation.frame import tidy
-from faithlab.metrics import bhatt, ffidelity
+from faithlab.metrics.papers import ffidelity
+from faithlab.metrics.papers.reco_mege import baselines as bhatt
 from faithlab.metrics.statistics import pearson, spearman
 
 MC_METRICS = {"rfid+", "rfid-", "ffid+", "ffid-", "mu_fidelity", "s_avg"}

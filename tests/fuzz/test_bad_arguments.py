@@ -18,7 +18,10 @@ import torch
 from oracles import saliency, small_cnn
 
 import faithlab as fl
-from faithlab.metrics import crossfold, fewclass, ffidelity, localisation, search, statistics, trace
+from faithlab.metrics import search, statistics
+from faithlab.metrics.papers import fewclass, ffidelity, trace
+from faithlab.metrics.papers.fewclass import localisation
+from faithlab.metrics.papers.reco_mege import crossfold
 
 B, SIDE, K = 4, 8, 3
 OTHER = torch.device(os.environ.get("FAITHLAB_TEST_OTHER_DEVICE", "meta"))

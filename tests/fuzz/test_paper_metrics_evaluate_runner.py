@@ -27,11 +27,14 @@ from torch import nn
 import faithlab as fl
 from faithlab import perturb
 from faithlab.data import TensorData
-from faithlab.metrics import fewclass, localisation, search, trace
-from faithlab.metrics.bhatt import average_stability, average_stability_details, mu_fidelity, mu_fidelity_details
-from faithlab.metrics.crossfold import (explanation_distance, mege, pair_distances, reco, reco_auc, reco_mege,
-                                        reco_mege_details, reco_mege_details_from_predictions,
-                                        reco_mege_from_predictions, reco_scan, shuffled_partners)
+from faithlab.metrics import fewclass, search, trace
+from faithlab.metrics.papers.fewclass import localisation
+from faithlab.metrics.papers.reco_mege.baselines import (average_stability, average_stability_details, mu_fidelity,
+                                                         mu_fidelity_details)
+from faithlab.metrics.papers.reco_mege.crossfold import (explanation_distance, mege, pair_distances, reco, reco_auc,
+                                                         reco_mege, reco_mege_details,
+                                                         reco_mege_details_from_predictions, reco_mege_from_predictions,
+                                                         reco_scan, shuffled_partners)
 from oracles import inf_everywhere, nan_everywhere, nan_when_perturbed
 
 pytestmark = pytest.mark.timeout(60)  # a case that hangs fails instead of blocking the suite

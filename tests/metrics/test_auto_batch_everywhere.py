@@ -22,7 +22,9 @@ import torch
 from oracles import linear_kfold, small_cnn
 
 import faithlab as fl
-from faithlab.metrics import crossfold, fewclass, registry
+from faithlab.metrics import registry
+from faithlab.metrics.papers import fewclass
+from faithlab.metrics.papers.reco_mege import crossfold
 from faithlab.perturb import autobatch
 
 FIXED = 3  # a fixed size smaller than every call below: several chunks, where "auto" takes one or a few
@@ -122,8 +124,8 @@ _FID = _metric(sparsity=(0.25, 0.5), alpha=0.5, n_samples=2, generator=0)
 _MU = _metric(n_subsets=5, generator=0)
 
 CASES: dict[str, Callable[[SimpleNamespace], tuple[tuple, dict]]] = {
-    "bhatt.mu_fidelity": _MU, "bhatt.mu_fidelity_details": _MU,
-    "bhatt.average_stability": _savg, "bhatt.average_stability_details": _savg,
+    "baselines.mu_fidelity": _MU, "baselines.mu_fidelity_details": _MU,
+    "baselines.average_stability": _savg, "baselines.average_stability_details": _savg,
     "consistency.saco": _metric(k=4), "consistency.saco_details": _metric(k=4),
     "crossfold.pair_distances": _reco,
     "crossfold.shuffled_distances": lambda e: ((e.maps, e.folds, e.partners), {"channel_dim": -3}),
@@ -136,20 +138,20 @@ CASES: dict[str, Callable[[SimpleNamespace], tuple[tuple, dict]]] = {
     "cumulative.log_odds": _metric(), "cumulative.log_odds_details": _metric(),
     "cumulative.comprehensiveness": _metric(), "cumulative.comprehensiveness_details": _metric(),
     "cumulative.morf_details": lambda e: ((e.model, e.x, e.a), {"labels": e.labels}),
-    "fewclass.candidates": lambda e: ((e.x,), {"grid": e.grid}),
-    "fewclass.predicted_class": lambda e: ((e.model, e.x), {}),
-    "fewclass.select_perturbation": lambda e: ((e.model, e.x), {"grid": e.grid, "progress": False}),
-    "fewclass.fewclass_fid": _few, "fewclass.fewclass_fid_details": _few,
+    "fidelity.candidates": lambda e: ((e.x,), {"grid": e.grid}),
+    "fidelity.predicted_class": lambda e: ((e.model, e.x), {}),
+    "fidelity.select_perturbation": lambda e: ((e.model, e.x), {"grid": e.grid, "progress": False}),
+    "fidelity.fewclass_fid": _few, "fidelity.fewclass_fid_details": _few,
     "ffidelity.fid_plus": _FID, "ffidelity.fid_plus_details": _FID,
     "ffidelity.fid_minus": _FID, "ffidelity.fid_minus_details": _FID,
     "localisation.localisation_iou": lambda e: ((e.a, e.boxes), {}),
     "localisation.dice_curve": lambda e: ((e.a, e.masks), {"percents": (10, 50, 90)}),
     "localisation.localisation_dice": lambda e: ((e.a, e.masks), {"percents": (10, 50, 90)}),
-    "trace.deletion_curve": lambda e: ((e.model, e.x, e.order), _TRACE),
-    "trace.insertion_curve": lambda e: ((e.model, e.x, e.order), _TRACE),
-    "trace.trajectory_scores": lambda e: ((e.model, e.x, e.order), _TRACE),
-    "trace.trajectory_scores_details": lambda e: ((e.model, e.x, e.order), _TRACE),
-    "trace.lerf_morf": _metric(**_TRACE), "trace.lerf_morf_details": _metric(**_TRACE),
+    "trajectories.deletion_curve": lambda e: ((e.model, e.x, e.order), _TRACE),
+    "trajectories.insertion_curve": lambda e: ((e.model, e.x, e.order), _TRACE),
+    "trajectories.trajectory_scores": lambda e: ((e.model, e.x, e.order), _TRACE),
+    "trajectories.trajectory_scores_details": lambda e: ((e.model, e.x, e.order), _TRACE),
+    "trajectories.lerf_morf": _metric(**_TRACE), "trajectories.lerf_morf_details": _metric(**_TRACE),
     "greedy_search.greedy": lambda e: ((e.model, e.x), _TRACE),
     "annealing.anneal": lambda e: ((e.model, e.x), {**_TRACE, "iterations": 3, "generator": 0, "progress": False}),
     "genetic_algorithm.genetic": lambda e: ((e.model, e.x), {**_TRACE, "population": 4, "generations": 2, "generator": 0,
@@ -161,7 +163,7 @@ CASES: dict[str, Callable[[SimpleNamespace], tuple[tuple, dict]]] = {
 }
 """The arguments of a tiny call of each function, by ``"module.name"``."""
 
-POST: dict[str, Callable] = {"fewclass.candidates": _assembled}
+POST: dict[str, Callable] = {"fidelity.candidates": _assembled}
 """How to read a result that is not a value (an iterator of chunks) before comparing."""
 
 
@@ -208,8 +210,8 @@ def _assert_same(got, want, where: str = "result") -> None:
 # ------------------------------------------------------------------------------------------------------- the tests
 def test_the_introspection_finds_the_known_functions():
     """The search itself works: the functions of every family are found (a broken search would pass everything)."""
-    for name in ("ffidelity.fid_plus", "fewclass.select_perturbation", "fewclass.candidates", "bhatt.mu_fidelity",
-                 "crossfold.pair_distances", "localisation.dice_curve", "consistency.saco", "trace.lerf_morf"):
+    for name in ("ffidelity.fid_plus", "fidelity.select_perturbation", "fidelity.candidates", "baselines.mu_fidelity",
+                 "crossfold.pair_distances", "localisation.dice_curve", "consistency.saco", "trajectories.lerf_morf"):
         assert name in FUNCTIONS
     assert {m.function for m in registry.METRICS.values() if m.function is not None} <= set(FUNCTIONS.values())
 

@@ -1,5 +1,5 @@
 """Randomness keyed to the sample (issue 32; house rule: seed + global sample index): every metric that draws
-random numbers per sample — F-Fidelity's masks and tie orders, μF's subsets (tests/metrics/test_reco_mege.py),
+random numbers per sample — F-Fidelity's masks and tie orders, μF's subsets (tests/metrics/papers/reco_mege/test_reco_mege.py),
 TRACE's annealing proposals and random orders, Few-class Fid's tie order — gives a slice of the data, evaluated with its
 global indices, exactly the rows of the whole call; the same slice under other indices gets other draws (so each
 check can fail); and ``fl.evaluate`` gives the same frame whatever its chunk_size."""

@@ -24,7 +24,7 @@ def _readme_module() -> tuple[str, str]:
     """The README's toy module: the path it names and the code of its fenced block."""
     text = (ROOT / "README.md").read_text()
     section = text[text.index("## Fork: add a metric"):text.index("## Layout")]
-    path = re.search(r"e\.g\. `(lib/faithlab/metrics/\w+\.py)`", section).group(1)
+    path = re.search(r"e\.g\. `(lib/faithlab/metrics/papers/\w+\.py)`", section).group(1)
     block = re.search(r"```python\n(.*?)\n\s*```", section, re.S).group(1)
     return path, textwrap.dedent(block)
 
@@ -44,7 +44,7 @@ assert "toy_drop" in registry.METRICS and registry.METRICS["toy_drop"].paper == 
 model, x, y, a = registry_fuzz.inputs()
 frame = fl.evaluate(model, x, y, a, metrics=["toy_drop", "aopc"], fraction=0.5, progress=False)
 scores = torch.tensor(frame.loc[frame["metric"] == "toy_drop", "score"].to_numpy())
-own = fl.metrics.toy.toy_drop(model, x, a, target=model(x).argmax(1), fraction=0.5)
+own = fl.metrics.papers.toy.toy_drop(model, x, a, target=model(x).argmax(1), fraction=0.5)
 torch.testing.assert_close(scores, own.double(), rtol=0, atol=0)
 scoped = fl.evaluate(model, x, y, a, metrics=["toy_drop"], toy_drop_fraction=0.5, progress=False)
 assert scoped.loc[scoped["metric"] == "toy_drop", "score"].tolist() == scores.tolist()
@@ -72,11 +72,11 @@ print("found everywhere")
 @pytest.mark.timeout(300)
 def test_the_readmes_toy_metric_appears_everywhere(tmp_path):
     path, code = _readme_module()
-    assert path == "lib/faithlab/metrics/toy.py"
+    assert path == "lib/faithlab/metrics/papers/toy.py"
     copy = tmp_path / "lib"
     shutil.copytree(ROOT / "lib" / "faithlab", copy / "faithlab",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    (copy / "faithlab" / "metrics" / "toy.py").write_text(code + "\n")  # the one library file the fork adds
+    (copy / "faithlab" / "metrics" / "papers" / "toy.py").write_text(code + "\n")  # the one library file the fork adds
     env = {**os.environ, "PYTHONPATH": str(copy), "FAITHLAB_PROGRESS": "0"}
     run = subprocess.run([sys.executable, "-c", CHECK, str(ROOT / "tests" / "support"), str(copy)], env=env,
                          capture_output=True, text=True, timeout=280)
@@ -89,4 +89,4 @@ def test_without_the_module_the_toy_metric_is_nowhere():
     import faithlab as fl
 
     assert "toy_drop" not in fl.metrics.registry.METRICS
-    assert not (ROOT / "lib" / "faithlab" / "metrics" / "toy.py").exists()
+    assert not (ROOT / "lib" / "faithlab" / "metrics" / "papers" / "toy.py").exists()

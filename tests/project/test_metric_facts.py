@@ -31,7 +31,7 @@ def test_no_table_of_metric_names_outside_the_declarations():
     names = set(fl.metrics.registry.METRICS) - {"morf", "lerf"}
     hits = {}
     for path in sorted(LIB.rglob("*.py")):
-        if path.parent == LIB / "metrics":  # where the metrics are declared
+        if path.parent == LIB / "metrics" or LIB / "metrics" / "papers" in path.parents:  # where they are declared
             continue
         found = tables(path.read_text(), names)
         if found:

@@ -4,7 +4,7 @@ library's plain-text docstrings, so that the reference builds under ``-W -n``.
 * Absolute values and set sizes are written ``|x|`` in the docstrings (as in the papers); reStructuredText reads
   ``|x|`` as a substitution and fails. ``autodoc-process-docstring`` escapes every ``|`` outside inline literals.
 * The public names are re-exported by their packages (``faithlab.metrics.fid_plus`` is
-  ``faithlab.metrics.ffidelity.fid_plus``) and autodoc documents each object once, under its defining module.
+  ``faithlab.metrics.papers.ffidelity.fid_plus``) and autodoc documents each object once, under its defining module.
   ``missing-reference`` resolves a Python cross-reference whose target imports to a faithlab object: to the page
   of its defining module where that object is documented, else (a private helper, an undocumented constant) to the
   name as code, without a link. A reference that does not import (a typo, a removed name) still fails the build.

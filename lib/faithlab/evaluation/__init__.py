@@ -25,7 +25,7 @@ from __future__ import annotations
 from faithlab.evaluation.estimate import estimate
 from faithlab.evaluation.frame import cost, describe, oriented
 from faithlab.evaluation.loop import available, evaluate
-from faithlab.metrics.ffidelity import SPARSITY
+from faithlab.metrics.papers.ffidelity import SPARSITY
 from faithlab.metrics.registry import METRICS, paper_metrics
 
 PAPER_METRICS: dict[str, list[str]] = paper_metrics()

@@ -4,10 +4,10 @@ Fig. 2 (spatial correlation): a point of interest moves across the image; the di
 each later one should grow with the displacement. Fig. 3 (noise test): isotropic Gaussian noise of growing σ is
 added to a map; the distance between the clean map and each noisy copy should grow with σ. Six distances are
 checked: 1-Wasserstein (the earth mover's distance of POT, the paper's ref. [9]), Sørensen–Dice, Spearman, SSIM,
-ℓ1 and ℓ2. The five tensor distances come from :func:`faithlab.metrics.distances.map_distance`; the Wasserstein
-distance is solved here, pair by pair, with ``ot.emd2``. A distance passes a check when the Spearman correlation
-between the displacement (or σ) and the distance is positive and strong and lies above its chance level, the same
-correlation with the pairing of maps and displacement shuffled (:func:`monotonicity`). Claim R4, "all six distances
+ℓ1 and ℓ2. The five tensor distances come from :func:`faithlab.metrics.papers.reco_mege.distances.map_distance`; the
+Wasserstein distance is solved here, pair by pair, with ``ot.emd2``. A distance passes a check when the Spearman
+correlation between the displacement (or σ) and the distance is positive and strong and lies above its chance level, the
+same correlation with the pairing of maps and displacement shuffled (:func:`monotonicity`). Claim R4, "all six distances
 pass both checks", is decided over the distances × checks by :func:`claim_sanity_checks`.
 """
 
@@ -24,7 +24,7 @@ import torch
 
 from faithlab import _validate, verdicts
 from faithlab._optional import require
-from faithlab.metrics.distances import DISTANCES, map_distance
+from faithlab.metrics.papers.reco_mege.distances import DISTANCES, map_distance
 from faithlab.metrics.statistics import rankdata, spearman
 
 __all__ = ["KINDS", "LABELS", "moving_point_maps", "noise_maps", "wasserstein", "distance_frame", "monotonicity",
@@ -145,8 +145,8 @@ def distance_frame(reference_map: torch.Tensor, maps: torch.Tensor, *, kinds: Se
     """Distances between a reference map and a batch of maps, as a tidy frame (one row per map × kind).
 
     reference_map: ``(H, W)`` (or ``(C, H, W)`` with ``channel_dim``); maps: ``(*lead, H, W)`` (channels likewise).
-    kinds: from :data:`KINDS` plus :data:`faithlab.metrics.distances.DISTANCES`. coords: one entry per leading axis
-    of ``maps``, in order, column name → the values along that axis (e.g. ``{"sigma": sigmas, "repeat":
+    kinds: from :data:`KINDS` plus :data:`faithlab.metrics.papers.reco_mege.distances.DISTANCES`. coords: one entry per
+    leading axis of ``maps``, in order, column name → the values along that axis (e.g. ``{"sigma": sigmas, "repeat":
     range(repeats)}``); default ``axis0``, ``axis1``, … holding indices. top_fraction, data_range: as in
     :func:`map_distance` (Dice, SSIM; SSIM's default range is the reference's max − min).
 

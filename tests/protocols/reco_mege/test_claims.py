@@ -13,7 +13,7 @@ import torch
 from scipy.stats import spearmanr
 
 import faithlab as fl
-from faithlab.metrics.crossfold import Pairs, details_from_pairs
+from faithlab.metrics.papers.reco_mege.crossfold import Pairs, details_from_pairs
 
 P = fl.protocols.reco_mege
 R, PARTLY, N, T, I = fl.verdicts.VERDICTS

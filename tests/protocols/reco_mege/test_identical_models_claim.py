@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import faithlab as fl
-from faithlab.metrics.crossfold import (pair_distances, reco_mege_details_from_predictions, shuffled_distances,
-                                        shuffled_partners)
+from faithlab.metrics.papers.reco_mege.crossfold import (pair_distances, reco_mege_details_from_predictions,
+                                                         shuffled_distances, shuffled_partners)
 
 P = fl.protocols.reco_mege
 REP, PART, NOT, UNTESTABLE, INCONCLUSIVE = fl.verdicts.VERDICTS

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import faithlab as fl
-from faithlab.metrics.crossfold import Pairs
+from faithlab.metrics.papers.reco_mege.crossfold import Pairs
 
 P = fl.protocols.reco_mege
 
@@ -43,7 +43,7 @@ def test_score_draws_with_multiplicities_equal_duplicated_sets():
 
 
 def test_bootstrap_comparison_and_undefined_scores():
-    from faithlab.metrics.crossfold import details_from_pairs
+    from faithlab.metrics.papers.reco_mege.crossfold import details_from_pairs
     det = {m: details_from_pairs(_pairs(seed=s)) for m, s in (("A", 2), ("B", 3))}
     draws = P.bootstrap_scores(det, n_boot=200, seed=0)
     assert set(draws.method) == {"A", "B"} and len(draws) == 400

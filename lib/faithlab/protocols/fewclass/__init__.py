@@ -2,9 +2,9 @@
 and XAI sets, the maps of every method × alteration, and tidy frames of Fid, localisation and the class-flip
 diagnostic for Tables 1–4 and Figs. 2–7.
 
-The metric, the candidate search and the localisation scores live in :mod:`faithlab.metrics.fewclass` and
-:mod:`faithlab.metrics.localisation`; this package only runs them over tasks, models, methods and alterations and
-lays the results out, one row per image, one module per concept:
+The metric, the candidate search and the localisation scores live in :mod:`faithlab.metrics.papers.fewclass.fidelity`
+and :mod:`faithlab.metrics.papers.fewclass.localisation`; this package only runs them over tasks, models, methods and
+alterations and lays the results out, one row per image, one module per concept:
 
 - :mod:`~faithlab.protocols.fewclass.tasks`: the tasks, their models and XAI sets (:func:`setup`);
 - :mod:`~faithlab.protocols.fewclass.maps`: the methods and alterations and their maps;
@@ -25,7 +25,7 @@ from faithlab.protocols.fewclass.maps import ALTERATIONS, METHODS, NO_SG, method
 from faithlab.protocols.fewclass.paper import PAPER_C1
 from faithlab.protocols.fewclass.setup_table import SETUP
 from faithlab.protocols.fewclass.tasks import (CAM_LAYERS, PAPER_TASK_LABELS, STAND_INS, TASK_LABELS, TASKS, Setup,
-                                              setup, task_label)
+                                               setup, task_label)
 
 __all__ = ["TASK_LABELS", "PAPER_TASK_LABELS", "task_label",
            "METHODS", "ALTERATIONS", "NO_SG", "TASKS", "STAND_INS", "CAM_LAYERS", "Setup", "setup", "method_maps",

@@ -11,7 +11,8 @@ import torch
 from torch import nn
 
 from faithlab import perturb
-from faithlab.metrics import fewclass, localisation
+from faithlab.metrics.papers import fewclass
+from faithlab.metrics.papers.fewclass import localisation
 from faithlab.protocols.fewclass.maps import ALTERATIONS, METHODS, NO_SG, method_maps
 from faithlab.protocols.fewclass.tasks import Setup
 
@@ -80,9 +81,9 @@ def localisation_frame(maps: Mapping[tuple[str, str], torch.Tensor], *, boxes: t
 
 
 def selection_frame(selection: Mapping, *, labels: Mapping[str, object] | None = None) -> pd.DataFrame:
-    """One row per image of :func:`faithlab.metrics.fewclass.select_perturbation`'s result: the winning operation,
-    σ and adjustment, its U, S, P, whether U < Δ, the image's best U over all candidates, and the share of its
-    candidates with U < Δ (the chance that a candidate drawn at random reaches Δ: claim C2's null)."""
+    """One row per image of :func:`faithlab.metrics.papers.fewclass.fidelity.select_perturbation`'s result: the winning
+    operation, σ and adjustment, its U, S, P, whether U < Δ, the image's best U over all candidates, and the share of
+    its candidates with U < Δ (the chance that a candidate drawn at random reaches Δ: claim C2's null)."""
     n = len(selection["operation"])
     return pd.DataFrame({**(labels or {}), "image": range(n), "operation": selection["operation"],
                          "sigma": selection["sigma"], "adjustment": selection["adjustment"],
@@ -138,8 +139,8 @@ def evaluate_task(s: Setup, *, methods: Sequence[str] = tuple(METHODS), alterati
     values when ``s.normalisation`` is set, see :func:`setup`), the maps of ``methods`` × ``alterations``, their Fid
     with curves at ``fractions`` (default p = 0, 1, …, 100 %), and their localisation (IoU for vehicles, Dice for
     CT). grid: the candidate grid of the selection (default ``"paper"``, the paper's 804; see
-    :func:`faithlab.metrics.fewclass.select_perturbation`). Returns frames ``selection``, ``fid``, ``curves`` and
-    ``localisation`` (a ``model`` column in each)."""
+    :func:`faithlab.metrics.papers.fewclass.fidelity.select_perturbation`). Returns frames ``selection``, ``fid``,
+    ``curves`` and ``localisation`` (a ``model`` column in each)."""
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ValueError(f"methods must be names of METHODS {tuple(METHODS)}, got {unknown}")

@@ -58,8 +58,8 @@ class Setup:
     layer per model (a dotted name; None: the model's own ``cam_layer``); ``normalisation`` the ``(mean, std)`` that
     turned the images' values into ``x`` = (values − mean) / std, per channel (the paper data's ``info['mean']``,
     ``info['std']``), passed as ``normalisation=`` to the candidate search so that the perturbations are built on
-    the values themselves (:func:`faithlab.metrics.fewclass.select_perturbation`); None: x is searched as is (the
-    stand-ins)."""
+    the values themselves (:func:`faithlab.metrics.papers.fewclass.fidelity.select_perturbation`); None: x is searched
+    as is (the stand-ins)."""
 
     task: str
     models: dict[str, nn.Module]

@@ -11,8 +11,8 @@ import pandas as pd
 import torch
 
 from faithlab import _validate, explainers, perturb, verdicts
-from faithlab.metrics import ffidelity
-from faithlab.metrics.distances import top_mask
+from faithlab.metrics.papers import ffidelity
+from faithlab.metrics.papers.reco_mege.distances import top_mask
 from faithlab.metrics.statistics import rankdata
 from faithlab.protocols.ffidelity.ranking import _beyond, _null_of
 

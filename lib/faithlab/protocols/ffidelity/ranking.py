@@ -10,7 +10,7 @@ import pandas as pd
 import torch
 
 from faithlab import _validate, stats, verdicts
-from faithlab.metrics import ffidelity
+from faithlab.metrics.papers import ffidelity
 
 
 N_BOOT = 2000

@@ -17,7 +17,7 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from faithlab import _validate, data, explainers, perturb, recipes, train
-from faithlab.metrics import ffidelity
+from faithlab.metrics.papers import ffidelity
 from faithlab.protocols.ffidelity.ranking import ranking_correlations
 
 

@@ -5,8 +5,8 @@ paired bootstrap draws of ReCo and MeGe, tidy frames, and the claims R1 (:func:`
 (:func:`claim_mege_falls`) and R3 (:func:`claim_lipschitz`), each with that chance level as its null, Table 3's
 (:func:`claim_table3`) and R5's (:func:`claim_identical_models`).
 
-The metric lives in :mod:`faithlab.metrics.crossfold` (μF and S_avg, which the paper compares it with, in
-:mod:`faithlab.metrics.bhatt`); the training in :func:`faithlab.train.cross_train`.
+The metric lives in :mod:`faithlab.metrics.papers.reco_mege.crossfold` (μF and S_avg, which the paper compares it with,
+in :mod:`faithlab.metrics.papers.reco_mege.baselines`); the training in :func:`faithlab.train.cross_train`.
 
 One module per concept, each importing only from the ones listed before it, their public names gathered here
 (``fl.protocols.reco_mege.distance_sets(...)``): :mod:`~faithlab.protocols.reco_mege.tasks` (the tasks and their

@@ -1,7 +1,7 @@
 """Table 3: ReCo/MeGe's comparison with Bhatt et al.'s μF and S_avg (spec §4.6;
-:mod:`faithlab.metrics.bhatt`): per-sample μF with its chance level and S_avg of one method on one model
-(:func:`fidelity_stability`), and the claim that Grad-CAM has the highest μF and Grad-CAM and SmoothGrad the lowest
-S_avg (:func:`claim_table3`)."""
+:mod:`faithlab.metrics.papers.reco_mege.baselines`): per-sample μF with its chance level and S_avg of one method on one
+model (:func:`fidelity_stability`), and the claim that Grad-CAM has the highest μF and Grad-CAM and SmoothGrad the
+lowest S_avg (:func:`claim_table3`)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pandas as pd
 import torch
 
 from faithlab import explainers, perturb, verdicts
-from faithlab.metrics.bhatt import average_stability_details, mu_fidelity_details
-from faithlab.metrics.crossfold import shuffled_partners
+from faithlab.metrics.papers.reco_mege.baselines import average_stability_details, mu_fidelity_details
+from faithlab.metrics.papers.reco_mege.crossfold import shuffled_partners
 from faithlab.protocols.reco_mege import paper
 from faithlab.protocols.reco_mege.claims import _decide_premises
 from faithlab.protocols.reco_mege.sets import _NULL_STREAM

@@ -12,7 +12,7 @@ import pandas as pd
 import torch
 
 from faithlab import _validate, verdicts
-from faithlab.metrics.crossfold import Pairs
+from faithlab.metrics.papers.reco_mege.crossfold import Pairs
 
 __all__ = ["score_draws", "bootstrap_scores", "comparison", "null_frame", "two_stage_weights", "pooled_sets"]
 

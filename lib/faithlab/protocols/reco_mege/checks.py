@@ -10,7 +10,7 @@ import pandas as pd
 import torch
 
 from faithlab import explainers
-from faithlab.metrics.crossfold import explanation_distance, flatten_maps
+from faithlab.metrics.papers.reco_mege.crossfold import explanation_distance, flatten_maps
 from faithlab.protocols.reco_mege.kfold import Family
 from faithlab.protocols.reco_mege.tasks import method_options
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab import _validate, explainers, verdicts
-from faithlab.metrics.crossfold import reco_mege_details_from_predictions
+from faithlab.metrics.papers.reco_mege.crossfold import reco_mege_details_from_predictions
 from faithlab.protocols.reco_mege.kfold import Family
 from faithlab.protocols.reco_mege.tasks import method_options
 

@@ -2,7 +2,7 @@
 distances with the image pairings shuffled (:func:`with_null`), both computed from one set of maps and cached on
 disk, so the notebooks that need the same sets compute them once (:func:`distance_sets`); their scores and
 histograms as tidy frames (:func:`scores`, :func:`histogram_frame`). The metric is
-:mod:`faithlab.metrics.crossfold`."""
+:mod:`faithlab.metrics.papers.reco_mege.crossfold`."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pandas as pd
 import torch
 
 from faithlab import paths, perturb
-from faithlab.metrics.crossfold import (Pairs, details_from_pairs, reco_mege_details_from_predictions,
-                                        shuffled_distances, shuffled_partners)
+from faithlab.metrics.papers.reco_mege.crossfold import (Pairs, details_from_pairs, reco_mege_details_from_predictions,
+                                                         shuffled_distances, shuffled_partners)
 from faithlab.protocols.reco_mege.kfold import Family, explain_family
 from faithlab.protocols.reco_mege.tasks import method_options
 from faithlab.train.cache import cache_key
@@ -27,9 +27,10 @@ _NULL_STREAM = 1  # the shuffled pairings' generator: keyed_seed(seed, _NULL_STR
 
 
 def with_null(pairs: Pairs, shuffled: torch.Tensor, partners: torch.Tensor | None = None) -> dict:
-    """The dict of :func:`faithlab.metrics.crossfold.details_from_pairs` with the chance level of its pairs added:
-    ``shuffled`` ``(N, k − 1)`` (:func:`faithlab.metrics.crossfold.shuffled_distances`, the same pairs with the second
-    model's map of another image) and ``partners`` ``(N,)`` (that other image; None when unknown)."""
+    """The dict of :func:`faithlab.metrics.papers.reco_mege.crossfold.details_from_pairs` with the chance level of its
+    pairs added: ``shuffled`` ``(N, k − 1)`` (:func:`faithlab.metrics.papers.reco_mege.crossfold.shuffled_distances`,
+    the same pairs with the second model's map of another image) and ``partners`` ``(N,)`` (that other image; None
+    when unknown)."""
     if not isinstance(shuffled, torch.Tensor) or tuple(shuffled.shape) != tuple(pairs.distance.shape):
         raise ValueError(f"shuffled must be a tensor shaped like pairs.distance {tuple(pairs.distance.shape)}, got "
                          f"{tuple(getattr(shuffled, 'shape', ()))}")
@@ -38,10 +39,10 @@ def with_null(pairs: Pairs, shuffled: torch.Tensor, partners: torch.Tensor | Non
 
 def distance_sets(fam: Family, method: str, *, batch_size: int = 256, seed: int = 0, distance: str = "sqrt",
                   cache: bool = True, **settings) -> dict:
-    """:func:`faithlab.metrics.crossfold.reco_mege_details_from_predictions` for one family and method (the family's
-    predictions), with the chance level of every pair (``"shuffled"``, see :func:`with_null`): the same distance
-    with the second model's map of another image, the image pairings shuffled within the samples that have an S=
-    pair (:func:`faithlab.metrics.shuffled_partners`, generator ``keyed_seed(seed, 1)``, drawn once per family, so
+    """:func:`faithlab.metrics.papers.reco_mege.crossfold.reco_mege_details_from_predictions` for one family and method
+    (the family's predictions), with the chance level of every pair (``"shuffled"``, see :func:`with_null`): the same
+    distance with the second model's map of another image, the image pairings shuffled within the samples that have an
+    S= pair (:func:`faithlab.metrics.shuffled_partners`, generator ``keyed_seed(seed, 1)``, drawn once per family, so
     every method of a family gets the same pairings and batch_size changes nothing). Both are computed from the same
     maps and cached under ``<cache>/reco_mege/`` (keyed by the models, the method and its settings), so another
     notebook asking for the same sets loads them (``torch.load(weights_only=True)``); a cache file written before

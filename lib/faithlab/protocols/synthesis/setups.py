@@ -18,7 +18,7 @@ from torch import nn
 from faithlab import _validate, data, evaluation, explainers, metrics, models, recipes, train
 from faithlab._optional import require
 from faithlab.data import TensorData
-from faithlab.metrics.fewclass import candidate_grid
+from faithlab.metrics.papers.fewclass.fidelity import candidate_grid
 from faithlab.protocols.setup import Setting
 
 __all__ = ["Setup", "setup", "tree_setup", "degraded_name", "explainer_maps", "evaluate_again"]

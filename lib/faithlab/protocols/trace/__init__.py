@@ -1,8 +1,9 @@
 """TRACE's experimental protocol (Wang & Wang; spec §5): attribution maps of the Table 1 methods → patch
 trajectories, and tidy frames of deletion scores and curves for Table 1 / Appendix G, Fig. 1, 2b, 3b and 4.
 
-The metric and the searches live in :mod:`faithlab.metrics.trace` and :mod:`faithlab.metrics.search`; this
-package only runs them over methods, references and outputs and lays the results out, one module per concept:
+The metric and the searches live in :mod:`faithlab.metrics.papers.trace.trajectories` and
+:mod:`faithlab.metrics.papers.trace.search`; this package only runs them over methods, references and outputs and lays
+the results out, one module per concept:
 
 - :mod:`~faithlab.protocols.trace.inputs`: the models and images (the canvas stand-ins, one named setting
   :class:`~faithlab.protocols.trace.inputs.TraceModels` shared by the three notebooks, or the paper's torchvision

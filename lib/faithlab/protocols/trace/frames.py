@@ -11,7 +11,7 @@ import torch
 
 from faithlab import _validate, perturb
 from faithlab.metrics import trace
-from faithlab.metrics.search import Search, random_deletion_curves
+from faithlab.metrics.papers.trace.search import Search, random_deletion_curves
 from faithlab.perturb.references import Reference
 
 __all__ = ["OUTPUT_NAMES", "deletion_frames", "table_layout", "curve_rows", "search_frames", "random_deletion_frame",

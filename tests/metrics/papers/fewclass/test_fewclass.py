@@ -14,8 +14,8 @@ from scipy.ndimage import gaussian_filter as scipy_gaussian
 from skimage.exposure import match_histograms as skimage_match
 
 from faithlab import perturb
-from faithlab.metrics import fewclass as fc
-from faithlab.metrics import localisation as loc
+from faithlab.metrics.papers.fewclass import fidelity as fc
+from faithlab.metrics.papers.fewclass import localisation as loc
 from oracles import LinearProb, fewclass_candidates_reference, small_cnn
 
 

@@ -10,10 +10,10 @@ import torch
 from tqdm import tqdm  # plain text bar: tqdm.auto would need ipywidgets inside notebooks
 
 from faithlab import _validate, perturb
-from faithlab.metrics import trace as T
-from faithlab.metrics.search.base import (OBJECTIVES, _NAMES, Search, _at_least_two, _init_kind, _non_negative_int,
-                                          _pair, _shape, _swap, objective_value)
-from faithlab.metrics.trace import _check_trajectory, _outputs, _Setup, _setup
+from faithlab.metrics.papers.trace import trajectories as T
+from faithlab.metrics.papers.trace.search.base import (OBJECTIVES, _NAMES, Search, _at_least_two, _init_kind,
+                                                       _non_negative_int, _pair, _shape, _swap, objective_value)
+from faithlab.metrics.papers.trace.trajectories import _check_trajectory, _outputs, _Setup, _setup
 from faithlab.perturb import orders as _orders
 from faithlab.perturb import Output
 from faithlab.perturb.autobatch import BatchSize

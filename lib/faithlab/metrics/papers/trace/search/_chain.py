@@ -1,6 +1,6 @@
 """The state a local search over trajectories (annealing, tabu search) keeps per image: how it starts (TRACE-Greedy,
-a :class:`~faithlab.metrics.search.base.Search` or a trajectory), the current and best trajectories as it moves, and
-the result it returns."""
+a :class:`~faithlab.metrics.papers.trace.search.base.Search` or a trajectory), the current and best trajectories as it
+moves, and the result it returns."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 import torch
 
-from faithlab.metrics.search.base import Search
-from faithlab.metrics.search.greedy_search import _greedy
-from faithlab.metrics.trace import _check_trajectory, _curves, _Setup
+from faithlab.metrics.papers.trace.search.base import Search
+from faithlab.metrics.papers.trace.search.greedy_search import _greedy
+from faithlab.metrics.papers.trace.trajectories import _check_trajectory, _curves, _Setup
 from faithlab.perturb import Output
 
 

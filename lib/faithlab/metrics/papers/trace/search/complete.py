@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import torch
 
-from faithlab.metrics.trace import _setup
+from faithlab.metrics.papers.trace.trajectories import _setup
 from faithlab.perturb import Output
 from faithlab.perturb.autobatch import BatchSize
 from faithlab.perturb.references import Reference

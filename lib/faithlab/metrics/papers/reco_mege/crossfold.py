@@ -1,6 +1,7 @@
 """ReCo and MeGe (Fel & Vigouroux 2020; spec §4), the metrics read across k cross-trained models (hence the module's
 name). The public names are gathered in :mod:`faithlab.metrics` (``fl.metrics.reco_mege(...)``); the two measures
-the paper compares them with, μF and S_avg (Bhatt et al. 2020), live in :mod:`faithlab.metrics.bhatt`.
+the paper compares them with, μF and S_avg (Bhatt et al. 2020), live in
+:mod:`faithlab.metrics.papers.reco_mege.baselines`.
 
 k models are cross-trained on k folds (:func:`faithlab.train.cross_train`); every model explains every sample.
 For a sample of block j, the model f_j that never saw it is paired with each of the k − 1 others (spec §4.1 step 4);

@@ -1,4 +1,5 @@
-"""Oracle, invariance and error tests for faithlab.metrics.consistency (SaCo) and the four cumulative metrics."""
+"""Oracle, invariance and error tests for faithlab.metrics.papers.saco.consistency (SaCo) and the four cumulative
+metrics."""
 
 from __future__ import annotations
 
@@ -197,9 +198,9 @@ def test_errors_name_the_argument():
 
 def test_saco_has_the_one_call_shape_and_its_module_its_own_name():
     """Issue 30: model, x, attributions positional, every option a keyword with its default (no **options), the
-    details twin with the same parameters; ``faithlab.metrics.consistency`` is the module, ``fl.metrics.saco`` the
-    function."""
-    module = importlib.import_module("faithlab.metrics.consistency")
+    details twin with the same parameters; ``faithlab.metrics.papers.saco.consistency`` is the module,
+    ``fl.metrics.saco`` the function."""
+    module = importlib.import_module("faithlab.metrics.papers.saco.consistency")
     assert inspect.ismodule(module) and sm.consistency is module and sm.saco is module.saco
     plain, details = inspect.signature(sm.saco).parameters, inspect.signature(sm.saco_details).parameters
     assert [(q.name, q.kind, q.default) for q in plain.values()] == \

@@ -1,7 +1,7 @@
 """Bhatt et al. 2020's faithfulness correlation μF and average sensitivity S_avg (spec §4.6), the two measures
 ReCo/MeGe's paper (Fel & Vigouroux 2020) compares its own with in Table 3. The public names are gathered in
 :mod:`faithlab.metrics` (``fl.metrics.mu_fidelity(...)``, ``fl.metrics.average_stability(...)``); ReCo and MeGe
-themselves live in :mod:`faithlab.metrics.crossfold`.
+themselves live in :mod:`faithlab.metrics.papers.reco_mege.crossfold`.
 
 μF (:func:`mu_fidelity`) correlates, over random subsets of units, the attributions' sum on the subset with the
 output drop when the subset is removed (every removed input goes through :mod:`faithlab.perturb`'s engine); S_avg
@@ -21,7 +21,7 @@ from collections.abc import Callable
 import torch
 
 from faithlab import _validate, perturb
-from faithlab.metrics.crossfold import _predicted
+from faithlab.metrics.papers.reco_mege.crossfold import _predicted
 from faithlab.metrics.registry import Metric, Option, checks, plain, register
 from faithlab.metrics.statistics import pearson, rankdata
 from faithlab.perturb import autobatch

@@ -1,7 +1,7 @@
 """SaCo, the Salience-guided Faithfulness Coefficient (Wu et al., CVPR 2024): does the model's output drop more
 where the map says the evidence is? A consistency check between salience and effect, on the shared removal engine.
-The four cumulative-removal metrics it is compared with live in :mod:`faithlab.metrics.cumulative`. The functions are
-gathered in :mod:`faithlab.metrics` (``fl.metrics.saco``, ``fl.metrics.saco_details``).
+The four cumulative-removal metrics it is compared with live in :mod:`faithlab.metrics.papers.saco.cumulative`. The
+functions are gathered in :mod:`faithlab.metrics` (``fl.metrics.saco``, ``fl.metrics.saco_details``).
 
 SaCo (Algorithm 1, spec §3.1). Units (pixels by default) are sorted by salience, most salient first, and split into
 K groups G_1..G_K of equal size (sizes differ by one when K does not divide n: unit of rank r goes to group
@@ -23,7 +23,7 @@ from collections.abc import Callable
 import torch
 
 from faithlab import _validate, perturb
-from faithlab.metrics.cumulative import REDUCE, unit_salience
+from faithlab.metrics.papers.saco.cumulative import REDUCE, unit_salience
 from faithlab.metrics.registry import Metric, Option, checks, plain, register
 from faithlab.perturb.autobatch import BatchSize
 

@@ -14,10 +14,11 @@ import torch
 from tqdm import tqdm  # plain text bar: tqdm.auto would need ipywidgets inside notebooks
 
 from faithlab import _validate, perturb
-from faithlab.metrics import trace as T
-from faithlab.metrics.search._chain import _Chain, _result, _start
-from faithlab.metrics.search.base import OBJECTIVES, _NAMES, Search, _init_kind, _pair, _shape, _swap, objective_value
-from faithlab.metrics.trace import _curves, _outputs, _Setup, _setup
+from faithlab.metrics.papers.trace import trajectories as T
+from faithlab.metrics.papers.trace.search._chain import _Chain, _result, _start
+from faithlab.metrics.papers.trace.search.base import (OBJECTIVES, _NAMES, Search, _init_kind, _pair, _shape, _swap,
+                                                       objective_value)
+from faithlab.metrics.papers.trace.trajectories import _curves, _outputs, _Setup, _setup
 from faithlab.perturb import orders as _orders
 from faithlab.perturb import Output
 from faithlab.perturb.autobatch import BatchSize

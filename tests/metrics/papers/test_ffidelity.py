@@ -1,4 +1,4 @@
-"""Oracle, invariance and error tests for faithlab.metrics.ffidelity (F-Fidelity, spec §1)."""
+"""Oracle, invariance and error tests for faithlab.metrics.papers.ffidelity (F-Fidelity, spec §1)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import torch
 from oracles import Gated
 
 import faithlab as fl
-from faithlab.metrics import ffidelity as fd
+from faithlab.metrics.papers import ffidelity as fd
 
 H = W = 8
 N = H * W

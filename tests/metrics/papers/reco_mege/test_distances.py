@@ -1,5 +1,5 @@
-"""Distances between explanation maps (faithlab.metrics.distances) and ReCo/MeGe's distance sanity checks
-(faithlab.protocols.reco_sanity, paper §4.3, Figs. 2–3), against scipy / scikit-image / hand computations."""
+"""Distances between explanation maps (faithlab.metrics.papers.reco_mege.distances) and ReCo/MeGe's distance sanity
+checks (faithlab.protocols.reco_sanity, paper §4.3, Figs. 2–3), against scipy / scikit-image / hand computations."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import torch
 from skimage.metrics import structural_similarity
 
 import faithlab as fl
-from faithlab.metrics.distances import DISTANCES, map_distance
+from faithlab.metrics.papers.reco_mege.distances import DISTANCES, map_distance
 from faithlab.protocols import reco_sanity as R
 
 

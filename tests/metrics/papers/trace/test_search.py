@@ -1,6 +1,6 @@
 """TRACE's other meta-heuristics (Appendices E/F): the genetic algorithm and tabu search of
-:mod:`faithlab.metrics.search`, against the exact optimum of small grids found by enumeration, their best-so-far
-guarantees, their exact cost, and the invariances and errors every search has."""
+:mod:`faithlab.metrics.papers.trace.search`, against the exact optimum of small grids found by enumeration, their
+best-so-far guarantees, their exact cost, and the invariances and errors every search has."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from faithlab.metrics import trace as T
+from faithlab.metrics.papers.trace import trajectories as T
 from faithlab.metrics import search as S
 from oracles import Additive, small_cnn
 

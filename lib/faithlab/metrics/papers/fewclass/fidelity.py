@@ -1,6 +1,6 @@
 """Few-class Fidelity (Marchadour, Soto Vega, Vermet, Hatt; spec §2): MIF/LIF curves towards an optimised perturbed
 image, the Fid score of eq. (1) and the candidate search of eqs. (2)–(5). The localisation protocols of §2.4 (box
-IoU, Dice) live in :mod:`faithlab.metrics.localisation`.
+IoU, Dice) live in :mod:`faithlab.metrics.papers.fewclass.localisation`.
 
 For each image the search builds candidates (blur operations × σ × 3 adjustments, spec §2.3 and §6.9), scores
 each by its uncertainty U and its dissimilarity S, and keeps argmin P = U + (10/Δ)·S among those with U < Δ (the

@@ -8,8 +8,8 @@ from collections.abc import Callable
 import torch
 
 from faithlab import _validate
-from faithlab.metrics.search.base import Search
-from faithlab.metrics.trace import _curves, _outputs, _Setup, _setup
+from faithlab.metrics.papers.trace.search.base import Search
+from faithlab.metrics.papers.trace.trajectories import _curves, _outputs, _Setup, _setup
 from faithlab.perturb import Output
 from faithlab.perturb.autobatch import BatchSize
 from faithlab.perturb.references import Reference

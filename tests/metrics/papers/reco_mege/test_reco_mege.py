@@ -14,9 +14,10 @@ import torch
 from scipy.stats import spearmanr
 
 import faithlab as fl
-from faithlab.metrics.crossfold import (Pairs, explanation_distance, flatten_maps, mege, pair_distances, reco,
-                                        reco_auc, reco_details, reco_mege_details_from_predictions, reco_scan,
-                                        shuffled_distances, split_sets)
+from faithlab.metrics.papers.reco_mege.crossfold import (Pairs, explanation_distance, flatten_maps, mege,
+                                                         pair_distances, reco, reco_auc, reco_details,
+                                                         reco_mege_details_from_predictions, reco_scan,
+                                                         shuffled_distances, split_sets)
 from oracles import Additive, small_cnn
 
 
@@ -569,12 +570,13 @@ def test_average_stability_reads_the_prediction_and_takes_given_maps_of_x():
 
 def test_one_call_shape_and_no_function_hides_its_module():
     """Issue 30: model, x, attributions positional, every option a keyword with its default (no **options), a
-    *_details twin with the same parameters; the modules are reachable under their own names."""
-    module = importlib.import_module("faithlab.metrics.crossfold")
+    *_details twin with the same parameters; the modules are reachable under their own names (and their earlier
+    ones, ``fl.metrics.crossfold`` and ``fl.metrics.bhatt``)."""
+    module = importlib.import_module("faithlab.metrics.papers.reco_mege.crossfold")
     assert inspect.ismodule(module) and inspect.isfunction(fl.metrics.reco_mege)
     assert fl.metrics.reco_mege is module.reco_mege and fl.metrics.crossfold is module
-    # Bhatt et al.'s μF and S_avg have a module of their own, apart from ReCo/MeGe's
-    bhatt = importlib.import_module("faithlab.metrics.bhatt")
+    # Bhatt et al.'s μF and S_avg, the baselines of the paper, have a module of their own, apart from ReCo/MeGe's
+    bhatt = importlib.import_module("faithlab.metrics.papers.reco_mege.baselines")
     assert fl.metrics.bhatt is bhatt
     for name in ("mu_fidelity", "mu_fidelity_details", "average_stability", "average_stability_details"):
         assert getattr(fl.metrics, name) is getattr(bhatt, name) and not hasattr(module, name), name

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import torch
 
 from faithlab import _validate, perturb
-from faithlab.metrics.trace import _curves, _setup
+from faithlab.metrics.papers.trace.trajectories import _curves, _setup
 from faithlab.perturb import orders as _orders
 from faithlab.perturb import Output
 from faithlab.perturb.autobatch import BatchSize

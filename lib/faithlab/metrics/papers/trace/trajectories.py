@@ -1,5 +1,5 @@
 """TRACE (Wang & Wang): deletion metrics on a patch grid, on the shared removal engine; the searches for the
-trajectories that optimise them live in :mod:`faithlab.metrics.search`.
+trajectories that optimise them live in :mod:`faithlab.metrics.papers.trace.search`.
 
 An image is cut into a grid of t = e×e square patches (spec §5.1). A *trajectory* τ is a permutation of the patch
 ids read bottom-to-top: ``τ[0]`` is the least important patch, ``τ[-1]`` the most important. Its LeRF curve

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from faithlab.metrics import search as S
-from faithlab.metrics.search import annealing
+from faithlab.metrics.papers.trace.search import annealing
 from oracles import small_cnn
 
 

@@ -11,7 +11,7 @@ import torch
 
 import faithlab as fl
 from faithlab import perturb
-from faithlab.metrics import trace as T
+from faithlab.metrics.papers.trace import trajectories as T
 from faithlab.metrics import search as S
 from oracles import Additive, small_cnn
 
