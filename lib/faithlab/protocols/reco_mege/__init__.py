@@ -15,7 +15,7 @@ stand-ins, the methods and their options, the degradations, the set-up table),
 maps), :mod:`~faithlab.protocols.reco_mege.accuracy` (the families' accuracies and the premises of every verdict),
 :mod:`~faithlab.protocols.reco_mege.sets` (the S= / S≠ sets with their chance level, cached; score and histogram
 frames), :mod:`~faithlab.protocols.reco_mege.bootstrap` (paired bootstrap draws, comparisons and the chance-level
-frame), :mod:`~faithlab.protocols.reco_mege.claims` (R1, R2, R3), :mod:`~faithlab.protocols.reco_mege.bhatt`
+frame), :mod:`~faithlab.protocols.reco_mege.claims` (R1, R2, R3), :mod:`~faithlab.protocols.reco_mege.baselines`
 (Table 3: μF and S_avg beside ReCo/MeGe), :mod:`~faithlab.protocols.reco_mege.identical` (R5: k identical models),
 :mod:`~faithlab.protocols.reco_mege.checks` (IG's step and SmoothGrad's sample counts, Grad-CAM's grid) and
 :mod:`~faithlab.protocols.reco_mege.paper` (the paper's numbers and the side-by-side tables).
@@ -31,7 +31,7 @@ from faithlab.protocols.reco_mege.sets import distance_sets, histogram_frame, pa
 from faithlab.protocols.reco_mege.bootstrap import (bootstrap_scores, comparison, null_frame, pooled_sets, score_draws,
                                                     two_stage_weights)
 from faithlab.protocols.reco_mege.claims import claim_gradcam_best_reco, claim_lipschitz, claim_mege_falls
-from faithlab.protocols.reco_mege.bhatt import claim_table3, fidelity_stability
+from faithlab.protocols.reco_mege.baselines import claim_table3, fidelity_stability
 from faithlab.protocols.reco_mege.identical import claim_identical_models, identical_models
 from faithlab.protocols.reco_mege.checks import cam_grid, steps_diagnostic
 from faithlab.protocols.reco_mege.paper import PAPER, beside, rank_agreement
