@@ -22,7 +22,7 @@ from faithlab import report
 from faithlab.evaluation import METRICS
 from faithlab.evaluation.frame import tidy
 from faithlab.metrics.papers import ffidelity
-from faithlab.metrics.papers.reco_mege import baselines as bhatt
+from faithlab.metrics.papers.reco_mege import baselines
 from faithlab.metrics.statistics import pearson, spearman
 
 MC_METRICS = {"rfid+", "rfid-", "ffid+", "ffid-", "mu_fidelity", "s_avg"}
@@ -98,7 +98,7 @@ def test_s_avg_standard_error_is_the_hand_computed_sd_over_root_r():
         return z.clone()
 
     r = 9
-    d = bhatt.average_stability_details(model, x, explainer=identity, target=torch.zeros(3, dtype=torch.int64),
+    d = baselines.average_stability_details(model, x, explainer=identity, target=torch.zeros(3, dtype=torch.int64),
                                         n_neighbours=r, radius=2.0, generator=5, batch_size=4)
     z = torch.cat(seen)
     dist = (z[:, None] - x[None]).flatten(2).pow(2).sum(2)    # (rows, samples)
@@ -119,7 +119,7 @@ def test_mu_fidelity_standard_error_is_the_jackknife_over_the_subsets(correlatio
     each subset in turn (ties included: the probabilities of the Present model take few values)."""
     model, x, a = _present_inputs()
     r = 12
-    d = bhatt.mu_fidelity_details(model, x, a, n_subsets=r, subset_fraction=0.25, correlation=correlation,
+    d = baselines.mu_fidelity_details(model, x, a, n_subsets=r, subset_fraction=0.25, correlation=correlation,
                                   generator=3)
     sums, drops = d["sums"], d["drops"]
     loo = torch.stack([reference(torch.cat([sums[:, :i], sums[:, i + 1:]], 1),
@@ -146,9 +146,9 @@ def test_the_standard_error_shrinks_like_one_over_root_r():
     small = ffidelity.fid_plus_details(model, x, a, n_samples=16, **kw)["mc_se"]
     large = ffidelity.fid_plus_details(model, x, a, n_samples=64, **kw)["mc_se"]
     assert 0.35 < rms(large) / rms(small) < 0.65, rms(large) / rms(small)
-    mu = [bhatt.mu_fidelity_details(model, x, a, n_subsets=r, generator=0)["mc_se"] for r in (50, 200)]
+    mu = [baselines.mu_fidelity_details(model, x, a, n_subsets=r, generator=0)["mc_se"] for r in (50, 200)]
     assert 0.35 < rms(mu[1]) / rms(mu[0]) < 0.65, rms(mu[1]) / rms(mu[0])
-    s = [bhatt.average_stability_details(model, x, explainer=lambda m, z, t: z.pow(2), n_neighbours=r,
+    s = [baselines.average_stability_details(model, x, explainer=lambda m, z, t: z.pow(2), n_neighbours=r,
                                          radius=3.0, generator=0)["mc_se"] for r in (16, 64)]
     assert 0.35 < rms(s[1]) / rms(s[0]) < 0.65, rms(s[1]) / rms(s[0])
 
@@ -204,7 +204,7 @@ def test_deterministic_settings_give_nan():
     one = ffidelity.fid_plus_details(model, x, a, sparsity=[0.5], alpha=0.5, n_samples=1, generator=0,
                                      output="prob")
     assert bool(one["mean_mc_se"].isnan().all())
-    assert bool(bhatt.mu_fidelity_details(model, x, a, n_subsets=2)["mc_se"].isnan().all())
+    assert bool(baselines.mu_fidelity_details(model, x, a, n_subsets=2)["mc_se"].isnan().all())
 
 
 def test_a_checkpoint_keeps_the_standard_errors(tmp_path):

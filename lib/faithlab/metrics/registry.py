@@ -14,10 +14,11 @@ the implementation's signature (:meth:`Metric.arguments`), not written per metri
 the same implementation share one run of it per chunk and explainer; work shared by every explainer of a chunk
 (Few-class's perturbed images) is a :class:`Shared` input the metric ``uses`` as a keyword.
 
-Adding a metric: write its function (and ``*_details`` twin) in a module of :mod:`faithlab.metrics` and declare it
-below the function with :func:`register` (or :func:`declare`); importing :mod:`faithlab.metrics` imports every module
-of the package, so ``fl.evaluate``, the CLI, the fuzz suite (``tests/fuzz/test_registered_metrics.py``) and the API
-page find it. This module imports no metric: it is the contract only.
+Adding a metric: write its function (and ``*_details`` twin) in its paper's module under
+:mod:`faithlab.metrics.papers` (``papers/<slug>.py``, with ``paper="<slug>"``) and declare it below the function with
+:func:`register` (or :func:`declare`); importing :mod:`faithlab.metrics` imports every module under the package, so
+``fl.evaluate``, the CLI, the fuzz suite (``tests/fuzz/test_registered_metrics.py``) and the API page find it. This
+module imports no metric: it is the contract only.
 
 One concept: the metric declaration and what evaluate derives from it (the declaration classes, the registry of
 declarations, the options read by keyword, the context a metric is computed in, and the facts derived for the
