@@ -30,6 +30,14 @@ def _torch_threads():
     torch.set_num_threads(before)
 
 
+def pytest_collection_modifyitems(config, items):
+    """The files that hold a ``slow`` test run first, so that both workers finish together
+    (tests/support/slow_first.py)."""
+    from slow_first import slow_files_first
+
+    slow_files_first(items)
+
+
 def pytest_report_header(config):
     return f"torch intra-op threads in the test process: {torch_threads_for_tests()} (OMP_NUM_THREADS or 1)"
 

@@ -149,6 +149,7 @@ def test_usage_errors_exit_2_naming_the_flag(inputs, tmp_path, capsys, change, f
         assert "cross-train" in err
 
 
+@pytest.mark.slow
 def test_template_notebook_reads_a_model_file_and_an_image_folder(inputs, tmp_path, monkeypatch):
     """study.run of the template with model/weights/images parameters writes the same numbers as the command."""
     from faithlab import study

@@ -70,6 +70,7 @@ def test_every_benchmark_is_listed():
     assert sorted(p.name for p in BENCH.glob("*.py") if not p.name.startswith("_")) == sorted(TINY)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", sorted(TINY))
 def test_benchmark_runs_and_reports_a_ratio(script):
     proc = run(script, TINY[script])
@@ -158,6 +159,7 @@ def test_autobatch_sweep_reprints_its_csv(tmp_path, capsys):
     assert "default (autobatch.default_batch_size) / best fixed" in reprinted
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", sorted(PAPER_SMOKE))
 def test_paper_scale_builds_and_runs(script):
     proc = run(script, ["--paper-scale", *PAPER_SMOKE[script]])

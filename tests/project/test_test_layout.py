@@ -77,3 +77,35 @@ def test_the_layout_check_fails_on_a_bad_tree(tmp_path):
     assert len(problems) == 3, problems
     assert any("test_loose.py" in p for p in problems) and any("helpers.py" in p for p in problems)
     assert any("test_coupled.py" in p and "imports test_fine" in p for p in problems)
+
+
+def test_the_files_with_a_slow_test_are_scheduled_first():
+    """The collection order ``--dist loadfile`` hands out (tests/support/slow_first.py): slow files first, each group
+    in its own order, every test of a file together."""
+    from types import SimpleNamespace
+
+    from slow_first import slow_files_first
+
+    def item(path, slow=False):
+        return SimpleNamespace(path=path, name=f"{path}:{slow}", get_closest_marker=lambda name: slow or None)
+
+    items = [item("a.py"), item("b.py"), item("b.py", slow=True), item("c.py"), item("d.py", slow=True), item("a.py")]
+    slow_files_first(items)
+    assert [i.name for i in items] == ["b.py:False", "b.py:True", "d.py:True", "a.py:False", "c.py:False",
+                                       "a.py:False"]
+
+
+def test_the_suite_collects_the_book_build_and_the_paper_dry_run_first(pytestconfig):
+    """Against the real suite: given a fast file first, the collection still hands out the two slow files before it."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                          str(TESTS / "book" / "test_pages.py"), str(TESTS / "study" / "test_paper_dry.py"),
+                          str(TESTS / "book" / "test_build.py")], capture_output=True, text=True, timeout=300,
+                         cwd=TESTS.parent)
+    files = [line.split("::")[0] for line in run.stdout.splitlines() if "::" in line]
+    assert files, run.stdout + run.stderr
+    order = list(dict.fromkeys(files))
+    assert order.index("tests/study/test_paper_dry.py") < order.index("tests/book/test_pages.py"), order
+    assert order.index("tests/book/test_build.py") < order.index("tests/book/test_pages.py"), order

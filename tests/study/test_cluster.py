@@ -113,6 +113,7 @@ def test_shard_bounds_cover_every_item_once_in_order():
         assert [i for a, b in bounds for i in range(a, b)] == list(range(n))
 
 
+@pytest.mark.slow
 def test_sharded_run_equals_unsharded_run(sharded_project):
     whole = sharded_project / "whole"
     results = {r.name: r for r in study.run(["demo/sharded"], root=sharded_project, generated=whole,
