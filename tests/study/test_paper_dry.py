@@ -25,7 +25,7 @@ from faithlab.study import paper_dry as fake
 ROOT = Path(__file__).resolve().parents[2]
 DRY = ROOT / "data" / "cache" / "paper-dry"
 SUBSET = ["saco/case_study", "ffidelity/images_ranking", "trace/random_test", "fewclass/flips", "reco_mege/comparison"]
-"""One notebook per paper (about 4 minutes of notebooks on 2 cores, run 2 at a time): SaCo's ViT-B/16 from the
+"""One notebook per paper (about 140 s of notebooks on one core, run 2 at a time): SaCo's ViT-B/16 from the
 Hugging Face cache on ImageNet-val, F-Fidelity's ResNet-9 ranking study, TRACE's six torchvision ImageNet CNNs at
 their real sizes, Few-class Fidelity's CT task with timm's ResNet-50 and Xception, ReCo/MeGe on CIFAR-10 (binary
 version). ``make paper-dry`` runs all 21."""
