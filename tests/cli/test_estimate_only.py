@@ -6,6 +6,7 @@ measured, per metric group (``estimate.csv``, and ``cost.csv``'s group columns).
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -127,7 +128,14 @@ def test_the_sanity_check_is_estimated_and_measured_as_one_group(tmp_path, monke
 
 def _run_estimate_ratio(tmp_path, monkeypatch, name: str) -> tuple[float, str]:
     """The CLI on 4 images of 96 px with a model that costs next to nothing (Sleepy without a sleep): RFid± at 10
-    masks, the MoRF curves, Few-class Fid and SaCo → (estimated / measured seconds of the run's work, the table)."""
+    masks, the MoRF curves, Few-class Fid and SaCo → (estimated / measured seconds of the run's work, the table).
+
+    Both sides are timed on this process's CPU clock (``time.perf_counter`` → ``time.process_time``; the test process
+    runs torch on one thread): the run is all computation, no sleep, so on a quiet machine the two clocks agree, and
+    the CPU clock does not count the seconds the other test worker takes from this one. On the wall clock, load that
+    starts or stops between the estimate's timings and the run's moved the ratio from about 0.95 to 0.63 in CI and
+    to 0.70 under a bursty load here; on the CPU clock it stayed within 0.90-1.05 under that load."""
+    monkeypatch.setattr(time, "perf_counter", time.process_time)
     model = Sleepy(0.0, 96)
     _use(monkeypatch, model)
     out = tmp_path / name
@@ -153,8 +161,8 @@ def test_the_estimate_times_the_librarys_own_work_where_the_model_costs_nothing(
     assert 1 / 1.5 < ratio < 1.5, table
     monkeypatch.setattr(budget, "engine", lambda *a, **k: {"per_input": {}, "per_explained": {}, "seconds": 0.0})
     without, table = _run_estimate_ratio(tmp_path, monkeypatch, "without")
-    # the model alone, what the estimate said before engine(): outside the 1.5x band (about 0.25 on a quiet machine,
-    # 0.53 once in CI under load; the bound is the band's, not a tuned fraction)
+    # the model alone, what the estimate said before engine(): outside the 1.5x band (about 0.25; 0.53 once in CI
+    # under load when timed on the wall clock; the bound is the band's, not a tuned fraction)
     assert without < 1 / 1.5, table
 
 
