@@ -41,6 +41,9 @@ FAKE_KERNEL = textwrap.dedent('''
     from pathlib import Path
 
 
+    STARTS = 0  # calls, i.e. kernels started
+
+
     def execute_notebook(input_path, output_path, parameters=None, **kwargs):
         import pandas as pd
         from papermill.exceptions import PapermillExecutionError
@@ -55,7 +58,9 @@ FAKE_KERNEL = textwrap.dedent('''
                 if time.monotonic() > deadline:
                     raise RuntimeError("the test never released the gate")
                 time.sleep(0.02)
-        if parameters.get("fail") == "start":
+        global STARTS
+        STARTS += 1
+        if parameters.get("fail") == "start" or (parameters.get("fail") == "start once" and STARTS == 1):
             raise RuntimeError("Kernel died before replying to kernel_info")
         value = parameters["value"]
         out = outputs.for_notebook(os.environ["FAITHLAB_NOTEBOOK"])
@@ -269,6 +274,25 @@ def test_a_notebook_that_does_not_start_keeps_its_previous_outputs(project, fake
     assert "previous outputs are kept" in results["demo/first"].message
     assert (generated_of(project) / "demo" / "first.ipynb").is_file() and result_value(project, "demo/first") == 2
     assert scorecard(project)["experiment"].tolist() == ["first", "second"]
+
+
+def test_a_kernel_that_dies_before_it_starts_is_started_again(project, fake):
+    """A kernel whose port another process took exits before it answers (no cell ran): the runner starts another, at
+    most KERNEL_START_TRIES in all, and says so; a kernel that never starts fails the notebook after that many."""
+    import papermill
+
+    from faithlab.study.execution import KERNEL_START_TRIES
+
+    kernel = papermill.execute_notebook.__globals__  # the fake kernel's module namespace
+    write(project, "demo/first", FIRST_PARAMS.format(value=3).replace('"no"', '"start once"'), OK_BODY)
+    results, messages = run(project, "demo/first")
+    assert results["demo/first"].status == "ran" and result_value(project, "demo/first") == 6
+    assert kernel["STARTS"] == 2 and any("kernel died before it started (try 1 of 3)" in m for m in messages)
+    write(project, "demo/first", FIRST_PARAMS.format(value=4).replace('"no"', '"start"'), OK_BODY)
+    results, _ = run(project, "demo/first")
+    assert results["demo/first"].status == "failed" and kernel["STARTS"] == 2 + KERNEL_START_TRIES
+    assert "Kernel died before replying to kernel_info" in results["demo/first"].message
+    assert result_value(project, "demo/first") == 6  # the run before's outputs, kept
 
 
 def test_the_failed_notebook_is_removed_once_the_notebook_succeeds(project, fake):

@@ -84,6 +84,35 @@ def kernel_options() -> dict:
     return options
 
 
+# nbclient's message when the kernel process exits before it answers: it ran no cell (jupyter_client's client.py).
+KERNEL_DID_NOT_START = "Kernel died before replying to kernel_info"
+KERNEL_START_TRIES = 3
+
+
+def _papermill(source: Path, target: Path, params: dict, cwd: Path, timeout: int, echo, name: str) -> None:
+    """papermill.execute_notebook with the runner's kernel, started again with new ports (at most
+    ``KERNEL_START_TRIES`` times in all) when the kernel died before it answered, so before any cell ran.
+
+    jupyter_client chooses a kernel's TCP ports by binding port 0 and releasing it; the kernel binds them a moment
+    later. A kernel or server started at the same moment by another process can take one in between, and the new
+    kernel exits with "ZMQError: Address already in use" (it happened once in a ``make test`` run, where both test
+    workers start kernels). Nothing had run, so a new kernel on new ports is the same execution. Any other failure,
+    and this one on the last try, is raised."""
+    import papermill
+
+    for attempt in range(1, KERNEL_START_TRIES + 1):
+        try:
+            papermill.execute_notebook(str(source), str(target), parameters=params, kernel_name="python3",
+                                       language="python", cwd=str(cwd), execution_timeout=timeout,
+                                       progress_bar=False, log_output=False, **kernel_options())
+            return
+        except Exception as exc:  # noqa: BLE001 - nbclient raises a bare RuntimeError for a kernel that died
+            if KERNEL_DID_NOT_START not in str(exc) or attempt == KERNEL_START_TRIES:
+                raise
+            echo(f"{name}: its kernel died before it started (try {attempt} of {KERNEL_START_TRIES}); starting "
+                 "another")
+
+
 @dataclass
 class Result:
     name: str
@@ -164,7 +193,6 @@ def _execute_locked(nb: Notebook, params: dict, key: str, root: Path, generated:
     options of ``faithlab.study.notebook_page.finish`` (``profile``, ``echo``, ``n_shards``)."""
     import jupytext
     import nbformat
-    import papermill
     from papermill.exceptions import PapermillExecutionError
 
     ipynb, folder = output_paths(nb, generated)
@@ -199,18 +227,7 @@ def _execute_locked(nb: Notebook, params: dict, key: str, root: Path, generated:
         os.environ.setdefault("MPLBACKEND", "Agg")
         ran_from = time.monotonic()
         try:
-            papermill.execute_notebook(
-                str(source_ipynb),
-                str(staged_ipynb),
-                parameters=params,
-                kernel_name="python3",
-                language="python",
-                cwd=str(root),
-                execution_timeout=timeout,
-                progress_bar=False,
-                log_output=False,
-                **kernel_options(),
-            )
+            _papermill(source_ipynb, staged_ipynb, params, root, timeout, (page or {}).get("echo") or print, nb.name)
         except Exception as exc:  # noqa: BLE001 - papermill raises PapermillExecutionError with the cell's traceback
             failed.parent.mkdir(parents=True, exist_ok=True)
             if staged_ipynb.is_file():
