@@ -8,7 +8,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PROFILE ?= book
 JOBS ?= 2
-# make test's pytest workers (pytest-xdist), one per core; each test module stays on one worker (--dist loadfile)
+# make test's pytest workers (pytest-xdist), one per core; each test module stays on one worker (--dist loadfile), in
+# collection order (--no-loadscope-reorder: xdist would otherwise hand out the files with the most tests first, and
+# the files of the notebook runs, collected first by tests/support/slow_first.py, would start last)
 TEST_WORKERS ?= 2
 NB ?=
 ARGS ?=
@@ -69,7 +71,7 @@ browser-deps:
 	fi
 
 test: setup browser-deps
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(ARGS)
 
 # The paper profile's code paths on CPU: fake data in the real formats and random weights at the real sizes
 # (data/cache/paper-dry, written once by fl.study.paper_dry.write_paper_dry), every notebook with the paper-dry

@@ -93,6 +93,10 @@ def test_every_claim_is_decided_by_the_one_procedure(smoke_book):
 
 
 SHARDED = [nb.name for nb in study.discover(ROOT) if {"shard", "n_shards"} <= set(nb.defaults)]
+# One sharded notebook per paper: F-Fidelity's images_variants shards its grid with the same two lines as
+# images_ranking (fl.outputs.sharded over runs.score_cells, then runs.complete: checked below for every sharded
+# notebook); running it too cost about 35 s of make test's CPU time.
+SHARDED_RUN = ["saco/random_vs_methods", "ffidelity/images_ranking"]
 
 
 def test_sharded_notebooks_equal_their_unsharded_smoke_runs(smoke_book, tmp_path):
@@ -112,10 +116,10 @@ def test_sharded_notebooks_equal_their_unsharded_smoke_runs(smoke_book, tmp_path
     assert {"saco/random_vs_methods", "ffidelity/images_ranking", "ffidelity/images_variants"} <= set(SHARDED)
     site, _ = smoke_book
     generated = tmp_path / "generated"
-    results = study.run(SHARDED, profile="smoke", root=ROOT, generated=generated, force=True, jobs=2, timeout=600,
+    results = study.run(SHARDED_RUN, profile="smoke", root=ROOT, generated=generated, force=True, jobs=2, timeout=600,
                         overrides={"n_shards": 2}, echo=lambda *_: None)
     assert all(r.status == "ran" and "2 shards" in r.message for r in results), [r.message for r in results]
-    for name in SHARDED:
+    for name in SHARDED_RUN:
         unsharded = site / "book" / "_generated" / name
         tables = sorted(p.name for p in unsharded.glob("*.csv"))
         assert tables and tables == sorted(p.name for p in (generated / name).glob("*.csv")), name
@@ -123,6 +127,24 @@ def test_sharded_notebooks_equal_their_unsharded_smoke_runs(smoke_book, tmp_path
             pd.testing.assert_frame_equal(untimed(pd.read_csv(generated / name / table)),
                                           untimed(pd.read_csv(unsharded / table)), rtol=1e-6, obj=f"{name}/{table}")
     assert not (generated / study.SHARDS).exists()
+
+
+@pytest.mark.parametrize("name", SHARDED)
+def test_a_sharded_notebook_shards_as_the_ones_run_sharded(name):
+    """The sharded run above executes two notebooks; every notebook with shard parameters has the shape it relies
+    on: one cell tagged ``shard``, holding one ``fl.outputs.sharded`` call (the grid scored in shards and read back
+    by the reduce step), with cells after it for the reduce step alone."""
+    import jupytext
+
+    from faithlab.study.shards import _shard_cells
+
+    nb = next(n for n in study.discover(ROOT) if n.name == name)
+    source = jupytext.read(nb.source, fmt="py:percent")
+    shard_cells = [c for c in source.cells if "shard" in c.metadata.get("tags", [])]
+    assert len(shard_cells) == 1, f"{name}: {len(shard_cells)} cells tagged shard"
+    assert shard_cells[0].source.count("fl.outputs.sharded(") == 1, shard_cells[0].source
+    n_cells = len(source.cells)
+    assert len(_shard_cells(source, nb.source).cells) < n_cells  # a shard stops after its shard cell
 
 
 def test_the_paper_items_tables_name_files_the_notebooks_write(smoke_book):

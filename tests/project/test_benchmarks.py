@@ -10,7 +10,10 @@ a literal port of TorchCAM 0.5's deletion/insertion algorithm, one sample and on
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -60,9 +63,25 @@ PAPER_SMOKE = {
 }
 
 
-def run(script: str, args: list[str]) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def run(script: str, args: list[str], *, expect: int = 0) -> subprocess.CompletedProcess:
+    """``python benchmarks/<script> args``, run in this process: ``runpy`` as ``__main__`` with ``sys.argv`` set and
+    stdout/stderr captured, torch's thread count and global RNG state restored after. A new interpreter per script
+    imported torch and faithlab again, about 3 s of CPU each for the 18 runs of this file. Asserts the exit status
+    (``SystemExit``'s code, 0 when the script returns) is ``expect``."""
+    out, err = io.StringIO(), io.StringIO()
+    argv, threads = sys.argv, torch.get_num_threads()
+    code = 0
+    sys.argv = [str(BENCH / script), *args]
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), torch.random.fork_rng(devices=[]):
+            runpy.run_path(str(BENCH / script), run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        sys.argv = argv
+        torch.set_num_threads(threads)
+    proc = subprocess.CompletedProcess(sys.argv, code, out.getvalue(), err.getvalue())
+    assert proc.returncode == expect, proc.stderr[-3000:]
     return proc
 
 
@@ -89,9 +108,8 @@ def test_torchcam_peer_takes_auto_for_our_side():
     assert "batch size: faithlab auto, TorchCAM 32" in proc.stdout and "ratio" in proc.stdout
     if TORCHCAM:
         assert proc.stdout.count("TorchCAM's classes = our predictions; fractions equal; curves and AUCs") == 1
-    bad = subprocess.run([sys.executable, str(BENCH / "torchcam_peer.py"), "--auto", "--batch-size", "8"],
-                         capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 2 and "--auto and --batch-size" in bad.stderr
+    bad = run("torchcam_peer.py", ["--auto", "--batch-size", "8"], expect=2)
+    assert "--auto and --batch-size" in bad.stderr
 
 
 def test_sweep_prints_one_row_per_batch_size():

@@ -95,6 +95,13 @@ def test_the_files_with_a_slow_test_are_scheduled_first():
                                        "a.py:False"]
 
 
+def test_make_test_hands_out_the_files_in_collection_order():
+    """pytest-xdist 3.x sorts ``--dist loadfile``'s files by their number of tests unless ``--no-loadscope-reorder``:
+    without it the many-test fuzz files went first and the book build started 150 s into a fresh-clone run."""
+    line = next(ln for ln in (TESTS.parent / "Makefile").read_text().splitlines() if "-m pytest" in ln)
+    assert "--dist loadfile" in line and "--no-loadscope-reorder" in line, line
+
+
 def test_the_suite_collects_the_book_build_and_the_paper_dry_run_first(pytestconfig):
     """Against the real suite: given a fast file first, the collection still hands out the two slow files before it."""
     import subprocess
