@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import math
 import runpy
 import subprocess
 import sys
