@@ -68,18 +68,20 @@ def run(script: str, args: list[str], *, expect: int = 0) -> subprocess.Complete
     imported torch and faithlab again, about 3 s of CPU each for the 18 runs of this file. Asserts the exit status
     (``SystemExit``'s code, 0 when the script returns) is ``expect``."""
     out, err = io.StringIO(), io.StringIO()
-    argv, threads = sys.argv, torch.get_num_threads()
+    command, argv, threads = [str(BENCH / script), *args], sys.argv, torch.get_num_threads()
     code = 0
-    sys.argv = [str(BENCH / script), *args]
+    sys.argv = command
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), torch.random.fork_rng(devices=[]):
             runpy.run_path(str(BENCH / script), run_name="__main__")
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except SystemExit as exc:  # as the interpreter would: None is 0, a message goes to stderr with status 1
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+        if not isinstance(exc.code, (int, type(None))):
+            err.write(f"{exc.code}\n")
     finally:
         sys.argv = argv
         torch.set_num_threads(threads)
-    proc = subprocess.CompletedProcess(sys.argv, code, out.getvalue(), err.getvalue())
+    proc = subprocess.CompletedProcess(command, code, out.getvalue(), err.getvalue())
     assert proc.returncode == expect, proc.stderr[-3000:]
     return proc
 
