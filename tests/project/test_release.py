@@ -41,6 +41,33 @@ def test_one_version_in_pyproject_package_citation_and_changelog():
     assert released == [f"## [{version}] - {citation['date-released']}"], "CITATION.cff's date-released differs"
 
 
+def changelog_section_problems(text: str) -> list[str]:
+    """Each ``## [...]`` section of a changelog (Keep a Changelog) holds each ``### Kind`` heading once, from the
+    kinds that format names → the problems, one line each."""
+    kinds = {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
+    problems, release, seen = [], None, set()
+    for line in text.splitlines():
+        if line.startswith("## "):
+            release, seen = line[3:], set()
+        elif line.startswith("### "):
+            kind = line[4:].strip()
+            if kind not in kinds:
+                problems.append(f"{release}: '### {kind}' is not one of {sorted(kinds)}")
+            elif kind in seen:
+                problems.append(f"{release}: '### {kind}' twice")
+            seen.add(kind)
+    return problems
+
+
+def test_each_changelog_section_names_a_kind_once():
+    assert changelog_section_problems((ROOT / "CHANGELOG.md").read_text()) == []
+    twice = ("## [Unreleased]\n### Added\n- a\n### Changed\n- b\n### Changed\n- c\n"
+             "## [0.1.0] - 2026-01-01\n### Changed\n")  # the same kind again in the next release is fine
+    assert changelog_section_problems(twice) == ["[Unreleased]: '### Changed' twice"]
+    assert changelog_section_problems("## [Unreleased]\n### Misc\n") == [
+        "[Unreleased]: '### Misc' is not one of ['Added', 'Changed', 'Deprecated', 'Fixed', 'Removed', 'Security']"]
+
+
 def test_citation_file_is_complete():
     citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
     assert citation["cff-version"] == "1.2.0"
