@@ -329,7 +329,7 @@ def test_a_threshold_rule_is_applied_at_both_ends_of_the_interval(interval, expe
 
 
 def test_decide_against_a_margin_in_the_paper_s_direction():
-    from faithlab.verdicts import decide
+    from faithlab.verdicts import decide_draws as decide
 
     draws = np.linspace(0.2, 0.4, 1000)
     assert decide(0.3, draws, margin=0.1) == REPRODUCED
@@ -345,7 +345,8 @@ def test_more_evidence_moves_a_verdict_out_of_inconclusive_never_from_not_reprod
     """Monotonicity: as units grow, a real effect goes inconclusive → reproduced and an absent one inconclusive →
     not reproduced; a claim decided "not reproduced" never turns "not testable" with more data (the premise is a
     property of the stand-in, decided before the outcome statistic)."""
-    from faithlab.verdicts import bootstrap_diff, decide, hierarchical_means
+    from faithlab.verdicts import bootstrap_diff, hierarchical_means
+    from faithlab.verdicts import decide_draws as decide
 
     import torch
 

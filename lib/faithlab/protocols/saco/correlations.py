@@ -171,7 +171,7 @@ def claim_existing_agree_more(corr: pd.DataFrame, *, accuracy: pd.DataFrame | No
                      "low": low, "high": high, "units": len(gaps)})
     if untestable is None and decided is None:
         untestable = "fewer than two settings × methods with defined correlations"
-    v = verdicts.decide(decided[0] if decided else float("nan"), decided[1] if decided else [], margin=0.0,
+    v = verdicts.decide_draws(decided[0] if decided else float("nan"), decided[1] if decided else [], margin=0.0,
                         what="the gap mean ρ among existing − mean ρ(SaCo, existing)", untestable=untestable)
     return verdicts.Claim(
         "S6: the existing metrics correlate more with each other than with SaCo (Fig. 2)",

@@ -402,7 +402,7 @@ def claim_cross_test(cross: pd.DataFrame, random: pd.DataFrame, *, le: str = "SA
     codes = None if groups is None else torch.from_numpy(np.unique(groups, return_inverse=True)[1].reshape(-1))
     draws = (verdicts.hierarchical_means(diff, groups=codes, n_boot=n_boot, seed=seed) if len(diff) >= 2
              else torch.zeros(0, dtype=torch.float64))
-    v = verdicts.decide(float(diff.mean()) if len(diff) else float("nan"), draws, margin=0.0, higher_is_better=True,
+    v = verdicts.decide_draws(float(diff.mean()) if len(diff) else float("nan"), draws, margin=0.0, higher_is_better=True,
                         what="LeRF loss − MoRF loss", untestable=untestable)
     # each loss as a share of the way from the search's own score to chance (1: as bad as a random order)
     share_lerf = float(lerf_loss.mean()) / (le_lerf - rnd) if le_lerf != rnd else float("nan")

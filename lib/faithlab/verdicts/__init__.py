@@ -1,0 +1,27 @@
+"""Verdicts of the study's claims: one pre-registered procedure that every claim function applies.
+
+- :mod:`.rules` — the committed rules file (``rules.toml``): per claim its statistic, the paper's direction, the
+  smallest effect of interest (margin) with its source in the paper, the null, the premises, the design (R × n) and
+  the interval, with a change log; :func:`rule` hands a claim function its :class:`Rule`.
+- :mod:`.intervals` — intervals whose coverage is tested by simulation (:mod:`.coverage`): a t interval on the
+  replica-level statistics (the trained model is the unit of replication), Wilson for shares.
+- :mod:`.decisions` — the equivalence logic: each cell's interval against the margin (:func:`judge`,
+  :func:`effect`), the cells combined as the rule says (:func:`decide`, :func:`decide_parts`).
+- :mod:`.power` — the design (replicas × units) that would decide a claim, with the same interval.
+- :mod:`.procedure` — premises and nulls, :class:`Claim` and :func:`replicated`, the one wrapper every notebook's
+  claim goes through (replica agreement, stability, the rule's replica and unit minimums, the power analysis).
+"""
+
+from faithlab.verdicts.procedure import *  # noqa: F401,F403
+from faithlab.verdicts.procedure import __all__ as _procedure_all
+from faithlab.verdicts.procedure import _group_codes, _states_decision, _then, _RECORDER  # noqa: F401
+from faithlab.verdicts.intervals import (Interval, mean_interval, replica_interval, share_interval,  # noqa: F401
+                                         draws_interval, wilson, INTERVAL_METHODS)
+from faithlab.verdicts.rules import Rule, rule, all_rules, DECISIONS  # noqa: F401
+from faithlab.verdicts.decisions import (Judgement, judge, effect, decide, decide_parts,  # noqa: F401
+                                         judgement_table, replica_judgement, OUTCOMES)
+from faithlab.verdicts.power import design_needed  # noqa: F401
+
+__all__ = [*_procedure_all, "Interval", "mean_interval", "replica_interval", "share_interval", "draws_interval",
+           "wilson", "INTERVAL_METHODS", "Rule", "rule", "all_rules", "DECISIONS", "Judgement", "judge", "effect",
+           "decide", "decide_parts", "judgement_table", "replica_judgement", "OUTCOMES", "design_needed"]

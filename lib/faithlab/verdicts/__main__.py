@@ -1,0 +1,14 @@
+"""``python -m faithlab.verdicts [file ...]``: each rules file's fingerprint (what a change-log line records) and what
+its audit finds wrong (faithlab.verdicts.rules.audit); exits 1 when something is."""
+
+import sys
+
+from faithlab.verdicts.rules import audit, fingerprint, load, rule_files
+
+problems = 0
+for path in sys.argv[1:] or [str(f) for f in rule_files()]:
+    print(path, fingerprint(load(path)[0]))
+    for problem in audit(path):
+        problems += 1
+        print("  ", problem)
+sys.exit(1 if problems else 0)

@@ -1,0 +1,96 @@
+"""The power analysis of a claim, with the interval that decides it (a t interval on the replica-level statistics).
+
+Under :func:`faithlab.verdicts.replicated` every judged cell records the data its interval rested on
+(:data:`faithlab.verdicts.decisions.RECORDER`). :func:`design_needed` estimates, per cell, the effect against its
+margin and the between- and within-replica variance (one-way random-effects ANOVA), then the probability that a
+design of R replicas × n units per replica decides the cell (its t interval wholly on one side of the margin:
+:func:`faithlab.verdicts.intervals.decided_probability`, noncentral t). It returns the smallest design of
+:data:`REPLICA_OPTIONS` × :data:`UNIT_FACTORS` that decides the weakest cell with probability ≥ :data:`TARGET`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from faithlab.verdicts import intervals as iv
+
+__all__ = ["variance_components", "design_needed", "REPLICA_OPTIONS", "UNIT_FACTORS", "TARGET"]
+
+REPLICA_OPTIONS = (3, 5, 8, 12)
+"""Replica counts the power analysis tries."""
+UNIT_FACTORS = (1, 2, 4)
+"""Multiples of the current units per replica it tries (after more replicas at the current units)."""
+TARGET = 0.8
+"""Probability of a decided cell the power analysis asks of a design."""
+
+
+def variance_components(x, groups) -> tuple[float, float, float, int, float]:
+    """Mean of the replica means, between-replica variance (floored at 0), within-replica variance, replicas and
+    mean units per replica of per-unit values ``x`` with replica codes ``groups`` (one-way random-effects ANOVA)."""
+    x = iv._array(x, "x")
+    codes = np.asarray(groups)
+    keep = ~np.isnan(x)
+    x, codes = x[keep], codes[keep]
+    codes = np.unique(codes, return_inverse=True)[1].reshape(-1)
+    k = int(codes.max()) + 1
+    counts = np.bincount(codes, minlength=k).astype(float)
+    means = np.bincount(codes, weights=x, minlength=k) / np.maximum(counts, 1)
+    within = float(((x - means[codes]) ** 2).sum() / max(1.0, counts.sum() - k))
+    n_bar = float(counts.mean())
+    between = float(means.var(ddof=1)) - within / n_bar if k > 1 else 0.0
+    return float(means.mean()), max(0.0, between), within, k, n_bar
+
+
+def _cells(records) -> list[tuple[float, float, float, int, float, bool]]:
+    """Per recorded judgement with data: (effect − margin in the paper's direction, var between, var within,
+    replicas, units per replica, whether n can grow)."""
+    cells = []
+    for judgement, data in records:
+        if data is None:
+            continue
+        values, groups = data
+        values = np.asarray(values, dtype=float)
+        sign = 1 if judgement.direction == "above" else -1
+        if groups is None:
+            if judgement.interval.method != "t on replica statistics":
+                continue  # one model: no replica to add
+            v = values[~np.isnan(values)]
+            if v.size < 2:
+                continue
+            cells.append((sign * (float(v.mean()) - judgement.margin), float(v.var(ddof=1)), 0.0, v.size,
+                          judgement.interval.units / max(v.size, 1), False))
+            continue
+        if len(np.unique(groups)) < 2:
+            continue
+        mean, vb, vw, k, n = variance_components(values, groups)
+        cells.append((sign * (mean - judgement.margin), vb, vw, k, n, True))
+    return cells
+
+
+def design_needed(records, *, target: float = TARGET) -> str:
+    """The smallest design (R replicas × n units per replica) that decides every recorded cell with probability
+    ≥ ``target``: "3 replicas × 40 units suffice (weakest cell decided with P 0.93 now)", "needs 5 replicas × 40
+    units (weakest cell P 0.61 now)", "needs 8 replicas × 80 units …", or "beyond 12 replicas × 4 n: …" when the
+    weakest effect sits near its margin; "" when nothing was recorded."""
+    cells = _cells(records)
+    if not cells:
+        return ""
+
+    def weakest(r: int, factor: float) -> float:
+        return min(iv.decided_probability(d, vb, vw, r, n * (factor if grows else 1), margin=0.0)
+                   for d, vb, vw, _, n, grows in cells)
+
+    current_r = max(c[3] for c in cells)
+    current_n = int(round(min(c[4] for c in cells)))
+    now = weakest(current_r, 1)
+    for factor in UNIT_FACTORS:
+        for r in REPLICA_OPTIONS:
+            if factor == 1 and r < current_r:
+                continue
+            if weakest(r, factor) >= target:
+                n = current_n * factor
+                if r <= current_r and factor == 1:
+                    return f"{current_r} replicas × {n} units suffice (weakest cell decided with P {now:.2f} now)"
+                return f"needs {r} replicas × {n} units (weakest cell decided with P {now:.2f} now)"
+    return (f"beyond {REPLICA_OPTIONS[-1]} replicas × {current_n * UNIT_FACTORS[-1]} units: the weakest effect "
+            f"sits near its margin (decided with P {now:.2f} now)")
