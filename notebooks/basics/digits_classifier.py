@@ -221,10 +221,11 @@ guard_rails
 # ## Sanity claim
 # Not a paper's claim but the study's first check: on a model that learned the task, integrated gradients must
 # order pixels better than chance. The claim function `fl.protocols.basics.claim_deletion_sanity` compares IG's
-# deletion AUC with the random explainer's (the null) on the same test digits, per replica × digit (paired
-# bootstrap over the replicas, then the digits within them, 95 %): reproduced when IG's is lower, not reproduced
-# when higher, inconclusive when the interval holds 0. Its premise: every replica's accuracy on these digits lies
-# above the chance level of permuted labels and the majority-class share.
+# deletion AUC with the random explainer's (the null) on the same test digits: the mean difference per trained
+# replica and a t interval on the replica means (95 %), judged against the margin its rule registers (rule B1 of
+# the rules files: the pre-registration page shows it): reproduced when the interval lies beyond the margin, not
+# reproduced when it lies wholly short of it, inconclusive when it straddles it. Its premise: every replica's
+# accuracy on these digits lies above the chance level of permuted labels and the majority-class share.
 
 # %%
 from IPython.display import display

@@ -60,10 +60,10 @@ def _predictions(predictions, labels, replicas: list) -> dict:
 
 
 def claim_deletion_sanity(deletion: pd.DataFrame, predictions, labels, *, method: str = "integrated_gradients",
-                          random: str = "random", n_null: int = 1000, n_boot: int = 4000,
-                          seed: int = 0) -> verdicts.Claim:
-    """The sanity claim: ``method``'s deletion AUC (most relevant pixels removed first, lower = more faithful) lies
-    below the ``random`` explainer's on the same test digits.
+                          random: str = "random", n_null: int = 1000, seed: int = 0) -> verdicts.Claim:
+    """Study check B1: ``method``'s deletion AUC (most relevant pixels removed first, lower = more faithful) lies
+    below the ``random`` explainer's on the same test digits, decided by its rule in the rules file
+    (``verdicts.rule("B1")``: the margin and the design live there).
 
     deletion: one row per explainer × sample (columns explainer, sample, ``deletion AUC``), with a ``replica``
     column when it stacks several independently trained models (a unit is then a replica × sample). predictions,
@@ -73,11 +73,10 @@ def claim_deletion_sanity(deletion: pd.DataFrame, predictions, labels, *, method
     accuracy on these samples lies above the 95 % range of the accuracy with the labels permuted (``n_null``
     permutations, generator ``seed``) and above the majority-class share; else the maps explain a model that knows
     nothing and the comparison says nothing about the explainer. Null of the comparison: the random explainer.
-    Rule: paired bootstrap of AUC(random) − AUC(method), two-stage over the replicas and then the samples within
-    them (``groups``; over the samples for one model), 95 %, margin 0, decided by
-    :func:`faithlab.verdicts.from_comparison` (an interval holding 0 is inconclusive, never a failure). A study
-    check (kind "study check"): no paper makes it. Table: the two explainers' mean AUC, the difference and its
-    interval, the replicas and the lowest replica's accuracy."""
+    Statistic: AUC(random) − AUC(method) per sample, its mean per replica and the t interval on the replica means
+    (:func:`faithlab.verdicts.effect`), judged against the rule's margin. Table: the two explainers' mean AUC, the
+    difference and its interval, the replicas and the lowest replica's accuracy."""
+    rule = verdicts.rule("B1")
     names = set(deletion["explainer"])
     if method not in names or random not in names:
         raise ValueError(f"deletion must hold the explainers {method!r} and {random!r}, got {sorted(names)}")
@@ -103,32 +102,28 @@ def claim_deletion_sanity(deletion: pd.DataFrame, predictions, labels, *, method
     index = ["replica", "sample"] if has_replicas else ["sample"]
     wide = deletion.pivot(index=index, columns="explainer", values="deletion AUC")
     groups = wide.index.get_level_values("replica").astype(str).to_numpy() if has_replicas else None
-    c = verdicts.bootstrap_diff(wide[random].to_numpy(np.float64), wide[method].to_numpy(np.float64),
-                                n_boot=n_boot, seed=seed, groups=groups)
-    v = verdicts.from_comparison({random: c}, untestable=untestable)
-    if untestable is None:
-        v = v.with_why(f"random − {method} {c.mean:+.3f}, 95 % interval [{c.low:+.3f}, {c.high:+.3f}]")
+    short = "IG" if method == "integrated_gradients" else method
+    j = verdicts.effect(wide[random].to_numpy(np.float64), wide[method].to_numpy(np.float64), rule=rule,
+                        groups=groups, what=f"{random} − {short}")
+    v = verdicts.decide(j, rule, untestable=untestable)
+    i = j.interval
     means = wide[[method, random]].mean()
     table = pd.DataFrame([{"explainer": method, "random": random, f"{method} AUC": float(means[method]),
-                           f"{random} AUC": float(means[random]), "random − explainer": c.mean, "low": c.low,
-                           "high": c.high, "outcome": c.outcome, "samples": c.n, "replicas": len(checks),
-                           "accuracy": accuracy, "chance accuracy (permuted labels), high": null.high,
-                           "majority share": majority}])
-    short = "IG" if method == "integrated_gradients" else method
-    over = "the replicas, then the samples within them" if len(checks) > 1 else "the samples"
+                           f"{random} AUC": float(means[random]), "random − explainer": i.estimate, "low": i.low,
+                           "high": i.high, "margin": j.margin, "outcome": j.outcome, "samples": i.units,
+                           "replicas": len(checks), "accuracy": accuracy,
+                           "chance accuracy (permuted labels), high": null.high, "majority share": majority}])
     learned = (f"accuracy {accuracy:.3f} against {null.describe()} and the majority-class share {majority:.3f}"
                if len(checks) == 1 else
                f"checked for each of {len(checks)} replicas; the weakest, replica {r_low}, has accuracy "
                f"{accuracy:.3f} against {null.describe()} and the majority-class share {majority:.3f}")
     return verdicts.Claim(
-        "IG deletion AUC below random (sanity check)",
-        rule=f"per test sample, the deletion AUC of the random explainer minus that of {method}; direction: "
-             f"positive (the explainer deletes the evidence faster than random maps); margin 0; paired bootstrap "
-             f"over {over}",
+        rule.claim, rule=rule,
         premise=f"the model learned the task: {learned}; the random explainer is the null of the comparison",
         paper_value="— (study check)",
-        our_value=f"{short} {means[method]:.3f} vs random {means[random]:.3f}",
-        verdict=v, table=table, kind="study check", units=int(c.n))
+        our_value=f"{short} {means[method]:.3f} vs random {means[random]:.3f}; difference {i.estimate:+.3f} "
+                  f"[{i.low:+.3f}, {i.high:+.3f}]",
+        verdict=v, table=table, units=int(i.units))
 
 
 class NaNWhenPerturbed(torch.nn.Module):

@@ -29,16 +29,18 @@ MOSTLY_ZERO_GUESSES = np.r_[np.zeros(42, int), np.ones(18, int)]  # right on eve
 
 
 @pytest.mark.parametrize("frame, predictions, labels, expected, why", [
-    (deletion(-0.1), LABELS, LABELS, R, "interval"),       # IG's curve falls faster than random maps'
-    (deletion(+0.1), LABELS, LABELS, N, "interval"),       # IG worse than random maps
-    (deletion(0.0, noise=0.0), LABELS, LABELS, I, "interval"),  # IG within the random maps' spread: a tie, undecided
+    (deletion(-0.1), LABELS, LABELS, R, "holds"),        # IG's curve falls faster than random maps'
+    (deletion(+0.1), LABELS, LABELS, N, "fails"),        # IG worse than random maps
+    (deletion(0.0, noise=0.001), LABELS, LABELS, N, "fails"),  # a tight tie: the effect is shown below the margin
+    (deletion(-0.01, noise=0.02), LABELS, LABELS, I, "undecided"),  # right at the margin 0.01: straddles it
     (deletion(-0.1), CHANCE, LABELS, T, "permuted"),       # the model did not learn: at the permuted-label level
     (deletion(-0.1), MOSTLY_ZERO_GUESSES, MOSTLY_ZERO, T, "majority"),  # above permuted labels, below the majority
 ])
 def test_claim_deletion_sanity_gives_every_verdict(frame, predictions, labels, expected, why):
-    claim = fl.protocols.basics.claim_deletion_sanity(frame, predictions, labels, n_boot=1000, n_null=200)
+    claim = fl.protocols.basics.claim_deletion_sanity(frame, predictions, labels, n_null=200)
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
     assert why in claim.verdict.why
+    assert claim.rule_id == "B1" and claim.kind == "study check" and "0.01" in claim.rule
     assert claim.claim == "IG deletion AUC below random (sanity check)" and "permuted" in claim.premise
     assert len(claim.table) == 1 and claim.table["samples"].iloc[0] == 60
 
@@ -63,23 +65,24 @@ def replicated_deletion(shifts, *, n: int = 30, noise: float = 0.02):
 
 def test_claim_deletion_sanity_resamples_the_replicas():
     # two replicas where IG deletes faster than random maps, one where it is slower: the replicas disagree, so the
-    # two-stage interval (replicas, then samples) holds 0 — whereas the same 90 rows read as one model are decided
+    # t interval on the three replica means straddles the margin — whereas the same 90 rows read as one model are
+    # decided
     frame, predictions, labels = replicated_deletion((-0.2, +0.1, -0.2))
-    claim = fl.protocols.basics.claim_deletion_sanity(frame, predictions, labels, n_boot=2000, n_null=200)
+    claim = fl.protocols.basics.claim_deletion_sanity(frame, predictions, labels, n_null=200)
     assert claim.verdict == I, claim.verdict.why
-    assert claim.table["replicas"].item() == 3 and claim.units == 90 and "replicas, then the samples" in claim.rule
+    assert claim.table["replicas"].item() == 3 and claim.units == 90 and "t on replica means" in claim.rule
     t = claim.table.iloc[0]
-    assert t["low"] < 0 < t["high"]
+    assert t["low"] < 0.01 < t["high"]
     pooled = frame.assign(sample=frame["replica"] * 30 + frame["sample"]).drop(columns="replica")
-    one = fl.protocols.basics.claim_deletion_sanity(pooled, np.tile(labels, 3), np.tile(labels, 3), n_boot=2000,
-                                                    n_null=200)
-    assert one.verdict == R and one.table["low"].item() > 0 and one.units == 90
+    one = fl.protocols.basics.claim_deletion_sanity(pooled, np.tile(labels, 3), np.tile(labels, 3), n_null=200)
+    assert one.verdict == R and one.table["low"].item() > 0.01 and one.units == 90
     # replicas that agree are decided, and replicated() re-decides on each replica's rows
     agree = fl.verdicts.replicated(fl.protocols.basics.claim_deletion_sanity, *replicated_deletion((-0.1,) * 3),
-                                   n_boot=1000, n_null=200, seeds=2)
+                                   n_null=200, seeds=2)
     assert agree.verdict == R and agree.replicas == (R, R, R) and agree.replica_agreement == "3 of 3 replicas"
+    assert agree.power.startswith("3 replicas × 30 units suffice")
     split = fl.verdicts.replicated(fl.protocols.basics.claim_deletion_sanity, frame, predictions, labels,
-                                   n_boot=1000, n_null=200, seeds=2)
+                                   n_null=200, seeds=2)
     assert split.replicas == (R, N, R) and split.verdict == I
 
 
@@ -87,7 +90,7 @@ def test_claim_deletion_sanity_premise_checks_every_replica():
     frame, predictions, labels = replicated_deletion((-0.1,) * 3)
     guesses = predictions.copy()
     guesses.loc[guesses["replica"] == 1, "predicted"] = CHANCE[:30]  # replica 1 did not learn the task
-    claim = fl.protocols.basics.claim_deletion_sanity(frame, guesses, labels, n_boot=1000, n_null=200)
+    claim = fl.protocols.basics.claim_deletion_sanity(frame, guesses, labels, n_null=200)
     assert claim.verdict == T and "replica 1's accuracy" in claim.verdict.why
     assert "weakest, replica 1" in claim.premise
     with pytest.raises(ValueError, match="predictions must be a frame with the columns replica, sample"):
