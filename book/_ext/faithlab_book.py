@@ -115,24 +115,43 @@ class Glance(SphinxDirective):
 
 
 class Preregistration(SphinxDirective):
-    """``fl-prereg``: the decision procedure (numbers from faithlab.verdicts), then per paper every claim's rule,
-    generated decision, premise and the commit where its claim function last changed (``preregistration.csv``)."""
+    """``fl-prereg``: the decision procedure (words and numbers from faithlab.verdicts), the simulated coverage of its
+    intervals, then per paper its committed rules (the rules files, with the claims each decided in this build) and
+    the claims' generated decisions and premises (``preregistration.csv``), then the rules files' change log."""
 
     def run(self):
         from faithlab.plots import CHAPTERS, PAPER_NAMES, paper_order
+        from faithlab.verdicts.rules import all_rules, rule_files
 
-        path = _srcdir(self) / GENERATED / "preregistration.csv"
+        generated = _srcdir(self) / GENERATED
+        path = generated / "preregistration.csv"
         self.env.note_dependency(str(path))
+        for rules_file in rule_files():
+            self.env.note_dependency(str(rules_file))
         frame = pd.read_csv(path, keep_default_na=False, dtype=str) if path.is_file() else pd.DataFrame(
             columns=["paper", "experiment", "claim", "kind", "rule", "decision", "premise", "function",
-                     "rule last changed"])
-        parts = [pages.procedure_html()]
-        for paper in paper_order([*CHAPTERS, *frame["paper"].astype(str)]):
+                     "rule last changed", "rule_id"])
+        if "rule_id" not in frame:
+            frame["rule_id"] = ""
+        card = _scorecard(self)
+        if "rule_id" not in card:
+            card["rule_id"] = ""
+        parts = [pages.procedure_html(), "<h2>The intervals' coverage</h2>",
+                 "<p>Simulated when the book was built (the table <code>tests/package/test_coverage.py</code> "
+                 "asserts): how often each interval holds the truth for a nominal 0.95, over nested designs of 3, 5 "
+                 "and 8 trained replicas.</p>", pages.coverage_html(pages.coverage_frame(generated))]
+        papers = {r.paper for r in all_rules().values()}
+        for paper in paper_order([*CHAPTERS, *papers, *frame["paper"].astype(str)]):
             part = frame[frame["paper"].astype(str) == paper]
-            if part.empty:
+            if part.empty and paper not in papers:
                 continue
             parts.append(f"<h2>{html.escape(PAPER_NAMES.get(paper, paper))}</h2>")
-            parts.append(pages.preregistration_html(part, self.env.docname))
+            parts.append(pages.rules_html(card, self.env.docname, paper))
+            if not part.empty:
+                parts.append('<details class="fl-fold"><summary>The decisions of this build, as the deciding '
+                             'functions wrote them: open</summary><div class="fl-fold-body">'
+                             + pages.preregistration_html(part, self.env.docname) + "</div></details>")
+        parts += ["<h2>Change log of the rules</h2>", pages.rules_log_html()]
         return [_raw("".join(parts))]
 
 

@@ -24,7 +24,7 @@ NOTEBOOK_ENV = "FAITHLAB_NOTEBOOK"  # set by the study runner in a notebook's ke
 OUTPUT_DIR_ENV = "FAITHLAB_OUTPUT_DIR"  # set by the study runner in a notebook's kernel: its staging folder
 CLAIMS = "claims.csv"  # a notebook's claims, in its folder; the runner's scorecard collects them
 CLAIM_COLUMNS = ("paper", "experiment", "claim", "paper_value", "our_value", "verdict", "rule", "premise", "note",
-                 "kind", "decision", "replicas", "stability", "units", "function", "power")
+                 "kind", "decision", "replicas", "stability", "units", "function", "power", "rule_id")
 
 
 def _in_kernel() -> bool:
@@ -282,7 +282,7 @@ class Outputs:
 
         from faithlab.verdicts import Claim, replicated
 
-        rule = premise = decision = function = power = ""
+        rule = premise = decision = function = power = rule_id = ""
         kind, replicas, stability, units = "paper", "—", "—", None
         if callable(claim) and not isinstance(claim, str):
             if verdict is not None:
@@ -298,6 +298,7 @@ class Outputs:
         if isinstance(claim, Claim):
             kind, decision, units = claim.kind, claim.decision, claim.units
             replicas, stability, power = claim.replica_agreement, claim.bootstrap_stability, claim.power
+            rule_id = claim.rule_id or ""
             if not (paper_value is None and our_value is None and verdict is None):
                 raise TypeError("claim is a Claim: it carries paper_value, our_value and verdict, give none of them")
             claim, rule, premise, paper_value, our_value, verdict = (
@@ -325,6 +326,7 @@ class Outputs:
             "units": units,
             "function": function,
             "power": power,
+            "rule_id": rule_id,
         }
         self._claims = [c for c in self._claims if c["claim"] != claim] + [row]
         frame = pd.DataFrame(self._claims, columns=list(CLAIM_COLUMNS))

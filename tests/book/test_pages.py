@@ -3,6 +3,7 @@ glance with links to where they are computed, the intro's sentences and the set-
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
@@ -84,9 +85,16 @@ def test_summary_sentence_counts_every_verdict_and_names_the_decided_claims():
     card = _card([["p", "e", "F1 (GradCAM): x", "", "", R, "", "", ""], ["p", "e", "F2: y", "", "", N, "", "", ""],
                   ["p", "e", "F3: z", "", "", T, "", "", ""], ["p", "e", "F4: w", "", "", R, "", "", ""]])
     sentence = pages.summary_sentence("F-Fidelity", card)
-    assert sentence == ("F-Fidelity: 4 claims tested — 2 reproduced, 1 not reproduced, 1 not testable here. "
+    assert sentence == ("F-Fidelity: 4 paper claims tested — 2 reproduced, 1 not reproduced, 1 not testable here. "
                         "Reproduced: F1 (GradCAM); F4. Not reproduced: F2 — y.")
     assert pages.summary_sentence("TRACE", card.iloc[:0]) == "TRACE: no claim was computed in this build."
+    # study checks are counted apart, never among the paper's claims (the summary table beside it does the same)
+    checked = card.assign(kind=["paper", "paper", "paper", "study check"])
+    assert pages.summary_sentence("F-Fidelity", checked) == (
+        "F-Fidelity: 3 paper claims tested — 1 reproduced, 1 not reproduced, 1 not testable here. Reproduced: "
+        "F1 (GradCAM). Not reproduced: F2 — y. Apart from these, 1 study check (1 reproduced).")
+    assert pages.summary_sentence("Basics (study check)", checked.assign(kind="study check").iloc[:1]) == (
+        "Basics (study check): 1 study check — 1 reproduced.")
 
 
 def test_a_claims_label_ends_at_its_first_colon_outside_parentheses_and_a_shared_label_adds_the_statement():
@@ -217,3 +225,28 @@ def test_transfer_section_lists_the_settings_that_differ_and_the_scale_of_the_cl
     assert "1 of the 3 settings below differ from the paper&#x27;s: images (paper: 2,500; here: 30)." in text
     assert "6–120 units in their smallest cell (median 30) and 3 trained replicas, 1 on one trained model." in text
     assert text.startswith('<p class="fl-transfer"><b>How far this transfers.</b>')
+
+
+def test_the_preregistration_shows_the_procedure_the_rules_files_their_log_and_the_coverage():
+    from faithlab import verdicts
+
+    procedure = pages.procedure_html()
+    for name in verdicts.DECISIONS:
+        assert f"<b>{name}</b>" in procedure
+    for method in verdicts.INTERVAL_METHODS:
+        assert html.escape(method) in procedure
+    assert "t interval on the replica-level statistics" in procedure and "0.74" in procedure
+    card = _card([["basics", "digits_classifier", "IG deletion AUC below random (sanity check)", "", "", R, "",
+                   "", ""]]).assign(rule_id="B1")
+    rules = pages.rules_html(card, "preregistration", "basics")
+    assert 'id="rule-B1"' in rules and "digits_classifier.html#" in rules and "margin_source" in rules  # raw file
+    assert "not decided in this build" in pages.rules_html(card.assign(rule_id=""), "preregistration", "basics")
+    assert "No rule is registered" in pages.rules_html(card, "preregistration", "no such paper")
+    log = pages.rules_log_html()
+    assert "registered" in log and "2026-11-27" in log and "basics" in log
+    frame = pd.DataFrame({"interval": ["t on units", "t on units"], "replicas": [1, 1], "units": [30, 60],
+                          "ratio": [None, None], "kind": ["skewed", "skewed"], "share": [None, None],
+                          "logit SD": [None, None], "coverage": [0.921, 0.947], "se": [0.004, 0.0035],
+                          "data sets": [4000, 4000], "asserted": [False, True]})
+    table = pages.coverage_html(frame)
+    assert "0.947 ± 0.004" in table and "not held to it: skewed, n = 30: 0.921" in table

@@ -267,6 +267,11 @@ def glance_html(claims: pd.DataFrame, docname: str, *, notes: bool = False) -> s
             folded.append(("note", getattr(row, "note", "")))
         details = "".join(f"<p><b>{name}</b>: {_text(text)}</p>" for name, text in folded
                           if isinstance(text, str) and text.strip())
+        rule_id = str(getattr(row, "rule_id", "") or "").strip()
+        if rule_id and rule_id != "nan":
+            prefix = "../" * docname.count("/")
+            details += (f'<p><b>registered rule</b>: <a href="{prefix}preregistration.html#rule-{html.escape(rule_id)}">'
+                        f"{html.escape(rule_id)}</a></p>")
         fold = f'<details class="fl-rule"><summary>rule and premise</summary>{details}</details>' if details else ""
         verdict = str(row.verdict)
         badge = verdict_badge(verdict) if verdict in VERDICTS else _text(verdict)
@@ -342,13 +347,24 @@ def _named(claims: pd.DataFrame, *, statements: bool = False) -> list[str]:
 
 
 def summary_sentence(name: str, claims: pd.DataFrame) -> str:
-    """One sentence on a paper's claims from its verdicts: how many were tested, how many got each verdict, and
-    which claims were reproduced and which were not (by label, with the statement where the label is shared)."""
+    """One sentence on a paper's claims from its verdicts: how many of the paper's claims were tested, how many got
+    each verdict, and which were reproduced and which were not (by label, with the statement where the label is
+    shared); the study checks (kind "study check") are counted apart, after it, never among the paper's claims."""
     if claims.empty:
         return f"{name}: no claim was computed in this build."
-    n = counts(claims)
-    parts = [f"{count} {verdict}" for verdict, count in n.items() if count]
-    sentence = f"{name}: {len(claims)} claim{'s' if len(claims) != 1 else ''} tested — {', '.join(parts)}"
+    kinds = claims["kind"].astype(str) if "kind" in claims else pd.Series("paper", index=claims.index)
+    checks, claims = claims[kinds == "study check"], claims[kinds != "study check"]
+
+    def tally(frame: pd.DataFrame) -> str:
+        return ", ".join(f"{count} {verdict}" for verdict, count in counts(frame).items() if count)
+
+    def plural(n: int, word: str) -> str:
+        return f"{n} {word}{'s' if n != 1 else ''}"
+
+    if claims.empty:
+        sentence = f"{name}: {plural(len(checks), 'study check')} — {tally(checks)}"
+        return sentence + "."
+    sentence = f"{name}: {plural(len(claims), 'paper claim')} tested — {tally(claims)}"
     named = []
     for verdict in ("reproduced", "not reproduced"):
         # a failure is named with what it claimed, not by its label alone
@@ -357,6 +373,9 @@ def summary_sentence(name: str, claims: pd.DataFrame) -> str:
         if picked:
             named.append(f"{verdict}: {'; '.join(dict.fromkeys(picked))}")
     text = sentence + "".join(f". {x[0].upper() + x[1:]}" for x in named)
+    if not checks.empty:
+        text = (text if text.endswith("…") else text + ".") + (
+            f" Apart from these, {plural(len(checks), 'study check')} ({tally(checks)})")
     return text if text.endswith("…") else text + "."
 
 
@@ -549,39 +568,155 @@ def fold_html_output(text: str, *, max_rows: int = 40) -> str | None:
 
 # ------------------------------------------------------------------------------------------- pre-registration
 def procedure_html() -> str:
-    """The decision procedure every claim goes through, as HTML, its numbers read from :mod:`faithlab.verdicts` (so
-    the page cannot drift from the code)."""
+    """The decision procedure every claim goes through, as HTML, its words and numbers read from
+    :mod:`faithlab.verdicts` (so the page cannot drift from the code)."""
     from faithlab import verdicts as V
+    from faithlab.verdicts.intervals import INTERVAL_METHODS
+    from faithlab.verdicts.rules import DECISIONS
 
     items = [
         f"<b>{V.NOT_TESTABLE}</b>: a premise about the stand-in demonstrably fails (the paper's mechanism is absent), "
-        "checked with a stated tolerance or on its own interval before the outcome statistic is looked at; a premise "
-        "whose interval straddles its bar leaves the claim inconclusive;",
-        f"<b>{V.REPRODUCED}</b>: the 95 % interval lies beyond the margin in the paper's direction;",
-        f"<b>{V.NOT_REPRODUCED}</b>: the interval lies wholly on the other side of the margin (the effect is shown "
-        "absent or reversed);",
-        f"<b>{V.INCONCLUSIVE}</b>: the interval straddles the margin — a tie is never a failure; a share rule over "
-        "several parts is applied with every undecided part counted both ways, and is inconclusive when the two "
-        "disagree;",
-        f"<b>{V.PARTLY}</b>: only for claims made of several parts, from {V.PARTLY_SHARE:.0%} of the parts holding "
-        f"(reproduced from {V.REPRODUCED_SHARE:.0%}) unless the claim states another share before its result.",
+        "decided on its own interval before the outcome statistic is looked at; a premise whose interval straddles "
+        "its bar leaves the claim inconclusive;",
+        f"<b>{V.REPRODUCED}</b>: the 95 % interval lies beyond the claim's margin — its smallest effect of interest, "
+        "derived from the paper's own numbers (the source is written beside it in the rules) — in the paper's "
+        "direction;",
+        f"<b>{V.NOT_REPRODUCED}</b>: the interval lies wholly short of the margin, inside the band of no meaningful "
+        "effect or beyond it the other way (equivalence logic: a tight interval around zero is a decision, not a "
+        "shrug);",
+        f"<b>{V.INCONCLUSIVE}</b>: the interval straddles the margin; the claim's row says what design (replicas × "
+        "units) its power analysis asks to decide it;",
+        f"<b>{V.PARTLY}</b>: only for a claim of several named parts, each with a rule of its own, when the share of "
+        "its parts that the rule fixes in advance is reproduced and not all are.",
     ]
+    combine = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in DECISIONS.items())
+    methods = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in INTERVAL_METHODS.items())
     checks = [
-        f"the trained model is the unit of replication: claims about trained stand-ins use at least "
-        f"{V.MIN_REPLICAS} independently trained replicas per setting, seeds keyed to the setting and the replica, "
-        "and intervals from a two-stage bootstrap (replicas, then units within them); a decided verdict of such a "
-        f"claim on fewer than {V.MIN_REPLICAS} trained replicas (one model, where a notebook trains no more in this "
-        "profile; counted after a per-replica premise leaves replicas out) is published as inconclusive, since one "
-        "model's verdict moved with its training seed;",
-        f"a decided verdict must come out the same under {V.STABILITY_SEEDS} other bootstrap seeds, else it is "
-        "published as inconclusive;",
-        f"a decided verdict on fewer than {V.MIN_UNITS} units in its smallest cell is published as inconclusive "
-        "(underpowered);",
-        "identities, ratios fixed by design and checks of our own stand-ins are study checks, not counted among the "
-        "papers' claims.",
+        "the trained model is the unit of replication: a claim about trained stand-ins rests on at least "
+        f"{V.MIN_REPLICAS} independently trained replicas per setting (more where its rule asks), seeds keyed to "
+        "the setting and the replica; its interval is a t interval on the replica-level statistics (R − 1 degrees "
+        "of freedom), chosen because its coverage holds at the replica counts the book uses (the table below), "
+        "where the two-stage percentile bootstrap the study used before covered about 0.74 for a nominal 0.95 "
+        "with three replicas; a decided verdict on fewer replicas than its rule asks is published as "
+        "inconclusive;",
+        f"each cell needs at least {V.MIN_UNITS} independent units (images pooled over the replicas, or replicas; "
+        "never levels or seeds of one curve), or the rule's larger number; a decided verdict below it is published "
+        "as inconclusive (underpowered);",
+        f"a claim that resamples (a null, a bootstrap over one model's units) must give the same decided verdict "
+        f"under {V.STABILITY_SEEDS} other seeds, else it is published as inconclusive;",
+        "how many replicas alone give the pooled verdict is shown beside each claim (replica agreement): it is a "
+        "description, not part of the decision; a replica whose rows alone are too few for the statistic is "
+        "shown as left out, not as disagreeing;",
+        "identities, ratios fixed by design, results that hold by construction and checks of our own stand-ins are "
+        "study checks, shown and counted apart from the papers' claims.",
     ]
     return ('<ol class="fl-procedure">' + "".join(f"<li>{i}</li>" for i in items) + "</ol>"
+            + "<p>How a claim's cells combine (the rule's <code>decision</code>):</p>"
+            + f'<ul class="fl-procedure">{combine}</ul>'
+            + "<p>The intervals (the rule's <code>interval</code>):</p>"
+            + f'<ul class="fl-procedure">{methods}</ul>'
             + '<ul class="fl-procedure">' + "".join(f"<li>{c}</li>" for c in checks) + "</ul>")
+
+
+def coverage_frame(generated: Path | None = None) -> pd.DataFrame:
+    """The simulated coverage of every interval (:func:`faithlab.verdicts.coverage.simulate`, the table the coverage
+    test asserts), cached in ``generated``/coverage.csv under a key of the two modules' source, so that a warm
+    build simulates nothing."""
+    import hashlib
+    import inspect
+
+    from faithlab import paths
+    from faithlab.verdicts import coverage, intervals
+
+    key = hashlib.sha256((inspect.getsource(coverage) + inspect.getsource(intervals)).encode()).hexdigest()[:16]
+    cached = Path(generated) / "coverage.csv" if generated is not None else None
+    if cached is not None and cached.is_file() and cached.with_suffix(".key").is_file() \
+            and cached.with_suffix(".key").read_text().strip() == key:
+        return pd.read_csv(cached)
+    frame = coverage.simulate(sets=4000, seed=0)
+    if cached is not None:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        paths.atomic_write(cached, lambda tmp: frame.to_csv(tmp, index=False))
+        paths.atomic_write(cached.with_suffix(".key"), lambda tmp: Path(tmp).write_text(key))
+    return frame
+
+
+def coverage_html(frame: pd.DataFrame) -> str:
+    """The coverage table: per interval method its lowest and mean simulated coverage over the designs it is held
+    to, the designs and the simulation's standard error, then every design folded."""
+    rows = []
+    for method, part in frame.groupby("interval", sort=False):
+        asserted = part[part["asserted"].astype(bool)]
+        worst = asserted.loc[asserted["coverage"].idxmin()] if len(asserted) else None
+        others = part[~part["asserted"].astype(bool)]
+        note = "; ".join(f"not held to it: {r.kind}, n = {r.units}: {r.coverage:.3f}" for r in others.itertuples())
+        rows.append(
+            f"<tr><td>{html.escape(str(method))}</td><td>{len(asserted)}</td>"
+            f"<td>{asserted['coverage'].min():.3f} ± {worst['se']:.3f}</td><td>{asserted['coverage'].mean():.3f}</td>"
+            f"<td>{html.escape(note) or '—'}</td></tr>")
+    head = ("<thead><tr><th>interval</th><th>designs</th><th>lowest coverage (± simulation SE)</th>"
+            "<th>mean coverage</th><th>noted</th></tr></thead>")
+    detail = table_html(format_table(frame.drop(columns=["asserted"]).fillna("")))
+    return (f'<table class="fl-glance">{head}<tbody>{"".join(rows)}</tbody></table>'
+            '<details class="fl-fold"><summary>Every simulated design: open</summary>'
+            f'<div class="fl-fold-body">{detail}</div></details>')
+
+
+def rules_html(scorecard: pd.DataFrame, docname: str, paper: str) -> str:
+    """One paper's pre-registered rules (:func:`faithlab.verdicts.all_rules`), one row per rule: its id, the claims
+    it decided in this build (linked where they are computed), statistic, direction and margin with its source,
+    how the cells combine, null and premises, design (R × n) and interval; then the rules file itself, folded."""
+    from faithlab.verdicts.rules import all_rules, rule_files
+
+    rules = [r for r in all_rules().values() if r.paper == paper]
+    if not rules:
+        return '<p class="fl-empty">No rule is registered for this paper.</p>'
+    ids = scorecard["rule_id"].astype(str) if "rule_id" in scorecard else pd.Series("", index=scorecard.index)
+    rows = []
+    for r in rules:
+        decided = scorecard[ids == r.id]
+        links = "<br>".join(f'<a href="{html.escape(notebook_href(row.paper, row.experiment, docname, row.claim))}">'
+                            f"{html.escape(_label(row.claim))}</a>" for row in decided.itertuples())
+        kind = ' <span class="fl-kind">study check</span>' if r.kind == "study check" else ""
+        how = html.escape(r.decision) + (f" ({r.share:.0%})" if r.share is not None else "") + (
+            f": {html.escape(', '.join(r.parts))}" if r.parts else "")
+        premises = "; ".join(r.premises)
+        rows.append(
+            f'<tr id="rule-{html.escape(r.id)}"><td class="fl-claim"><b>{html.escape(r.id)}</b>{kind}<br>'
+            f"{html.escape(r.claim)}<br>{links or '<i>not decided in this build</i>'}</td>"
+            f"<td>{html.escape(r.statistic)}</td><td>{html.escape(r.direction)} {html.escape(r.margin_text())}"
+            f"<br><small>{html.escape(r.margin_source)}</small></td><td>{how}</td>"
+            f"<td>{html.escape(r.null)}" + (f"<br><small>premises: {html.escape(premises)}</small>" if premises
+                                            else "") + "</td>"
+            f"<td>{r.replicas} × {r.units}<br><small>{html.escape(r.interval)}</small></td></tr>")
+    head = ("<thead><tr><th>rule and the claims it decided</th><th>statistic</th><th>direction, margin (source)</th>"
+            "<th>cells combine</th><th>null; premises</th><th>design R × n; interval</th></tr></thead>")
+    from faithlab.verdicts.rules import load
+
+    files = [p for p in rule_files() if any(r.paper == paper for r in load(p)[0].values())]
+    raw = "".join(f'<details class="fl-fold"><summary>The rules file <code>{html.escape(p.name)}</code>, as '
+                  f'committed: open</summary><div class="fl-fold-body"><pre>{html.escape(p.read_text())}</pre></div>'
+                  "</details>" for p in files)
+    return f'<table class="fl-glance fl-prereg">{head}<tbody>{"".join(rows)}</tbody></table>{raw}'
+
+
+def rules_log_html() -> str:
+    """Every rules file's change log (date, claim, change, field, old → new, why), newest first."""
+    from faithlab.verdicts.rules import log
+
+    rows = []
+    for name, lines in log().items():
+        for line in lines:
+            change = str(line.get("change", "changed"))
+            what = (f"{html.escape(str(line.get('field')))}: {html.escape(str(line.get('old')))} → "
+                    f"{html.escape(str(line.get('new')))}" if change == "changed" else html.escape(change))
+            rows.append((str(line.get("date", "")), f"<tr><td>{html.escape(str(line.get('date', '')))}</td>"
+                                                    f"<td>{html.escape(name)}</td>"
+                                                    f"<td>{html.escape(str(line.get('claim', '')))}</td><td>{what}</td>"
+                                                    f"<td>{html.escape(str(line.get('why', '')))}</td></tr>"))
+    rows.sort(key=lambda r: r[0], reverse=True)
+    head = "<thead><tr><th>date</th><th>file</th><th>claim</th><th>change</th><th>why</th></tr></thead>"
+    return f'<table class="fl-glance">{head}<tbody>{"".join(r for _, r in rows)}</tbody></table>'
 
 
 def preregistration_html(frame: pd.DataFrame, docname: str) -> str:

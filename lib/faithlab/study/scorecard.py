@@ -22,7 +22,7 @@ ALL_PAPERS = "all papers"  # the summary's row after the five papers
 STUDY_CHECK = "(study check)"  # the suffix of a summary row that is not a paper (basics, synthesis)
 _OPTIONAL_CLAIM_COLUMNS = {  # absent from claims written before claims were functions / before replicas
     "rule": "", "premise": "", "kind": "paper", "decision": "", "replicas": "—", "stability": "—", "units": None,
-    "function": "", "power": ""}
+    "function": "", "power": "", "rule_id": ""}
 
 
 def summarise(scorecard: pd.DataFrame) -> pd.DataFrame:
@@ -113,7 +113,8 @@ def preregistration(scorecard: pd.DataFrame, generated: Path | None = None) -> p
         "paper": scorecard["paper"], "experiment": scorecard.get("experiment", ""), "claim": scorecard["claim"],
         "kind": scorecard.get("kind", "paper"), "rule": scorecard.get("rule", ""),
         "decision": scorecard.get("decision", ""), "premise": scorecard.get("premise", ""),
-        "function": functions, "rule last changed": [known.get(f, "—") if f else "—" for f in functions]})
+        "function": functions, "rule last changed": [known.get(f, "—") if f else "—" for f in functions],
+        "rule_id": scorecard.get("rule_id", "")})
     return frame.reset_index(drop=True)
 
 
@@ -170,7 +171,8 @@ def write_scorecard(generated: Path | None = None, echo=None) -> Path:
         paths.atomic_write(generated / SUMMARY, lambda tmp: summary.to_csv(tmp, index=False))
         prereg = preregistration(table, generated)
         paths.atomic_write(generated / PREREGISTRATION, lambda tmp: prereg.to_csv(tmp, index=False))
-        fig = plots.study_map(table, PAPER_METRICS)
+        papers_only = table[table["kind"].astype(str) != "study check"]  # study checks are counted apart
+        fig = plots.study_map(papers_only, PAPER_METRICS)
         for fmt in ("png", "svg"):
             paths.atomic_write(generated / f"{STUDY_MAP}.{fmt}",
                                lambda tmp, fmt=fmt: fig.savefig(tmp, format=fmt, dpi=150, bbox_inches="tight"))
