@@ -296,16 +296,16 @@ def overall(frame: pd.DataFrame, *, n_boot: int = N_BOOT, level: float = LEVEL, 
     return out.sort_values("mean rank", kind="stable").reset_index(drop=True)
 
 
-def separation(frame: pd.DataFrame, *, n_boot: int = N_BOOT, level: float = LEVEL, seed: int = 0,
-               order: Sequence[str] | None = None) -> pd.DataFrame:
+def separation(frame: pd.DataFrame, *, level: float = LEVEL, order: Sequence[str] | None = None) -> pd.DataFrame:
     """For each pair of explainers, how many per-sample metrics separate them → one row per pair: ``explainer``,
-    ``versus``, ``separating metrics`` (those whose ``level`` bootstrap interval of the mean per-image difference of
-    oriented scores excludes 0: :func:`faithlab.verdicts.bootstrap_diff`, ``n_boot`` resamples from ``seed``),
+    ``versus``, ``separating metrics`` (those whose ``level`` t interval of the mean per-image difference of
+    oriented scores excludes 0: :func:`faithlab.verdicts.mean_interval` over the images, the study's interval of
+    one model's units, whose coverage is tested),
     ``explainer better on`` / ``versus better on`` (of those, which way), ``metrics compared`` (metrics with two or
     more images scored for both), and ``separating`` (the separating metrics' labels). order: the explainers' order
     (default: the frame's; :func:`write` passes :func:`overall`'s, so that the first row compares the first two).
     ``within Monte-Carlo error`` (:data:`WITHIN_MC`): the Monte-Carlo metrics whose means of the pair are not
-    separated at their Monte-Carlo precision (:func:`monte_carlo_pairs`), separating or not: the bootstrap over the
+    separated at their Monte-Carlo precision (:func:`monte_carlo_pairs`), separating or not: the interval over the
     images carries each image's Monte-Carlo noise, this column says where the means themselves are within the
     draws' error of each other."""
     from faithlab import verdicts
@@ -324,11 +324,11 @@ def separation(frame: pd.DataFrame, *, n_boot: int = N_BOOT, level: float = LEVE
             wins, losses, compared = [], [], 0
             for k, m in enumerate(metrics):
                 try:
-                    c = verdicts.bootstrap_diff(cube[k, i], cube[k, j], n_boot=n_boot, level=level, seed=seed)
+                    c = verdicts.mean_interval(cube[k, i] - cube[k, j], level=level)
                 except ValueError:  # fewer than two images scored for both
                     continue
                 compared += 1
-                (wins if c.outcome == "win" else losses if c.outcome == "loss" else []).append(labels[m])
+                (wins if c.low > 0 else losses if c.high < 0 else []).append(labels[m])
             rows.append({"explainer": a, "versus": names[j], "separating metrics": len(wins) + len(losses),
                          "explainer better on": len(wins), "versus better on": len(losses),
                          "metrics compared": compared, "separating": ", ".join(wins + losses),
@@ -806,8 +806,8 @@ def _page(tables: Mapping[str, pd.DataFrame], figures: Sequence[tuple[str, str]]
     parts.append(f"<p>Mean rank: each of the {metrics_ranked} per-image metrics ranks the explainers by its own "
                  f"direction (the ranks table below), and the ranks are averaged. Interval: {n_boot:,} bootstrap "
                  f"resamples of the {n_images:,} images (seed {seed}); in each, every metric's mean, its ranking and "
-                 f"the mean rank are recomputed. A metric separates two explainers when the {_level_name(level)} "
-                 "bootstrap interval of their per-image score difference excludes 0.</p>")
+                 f"the mean rank are recomputed. A metric separates two explainers when the {_level_name(level)} t "
+                 "interval of their mean per-image score difference excludes 0.</p>")
     if len(pairs):
         parts.append("<h3>Metrics that separate each pair of explainers</h3>")
         parts.append(_html_table(pairs))
@@ -915,7 +915,7 @@ def write(out_dir: str | os.PathLike, frame: pd.DataFrame, *, randomised: pd.Dat
     tables = {"summary": summary(frame).reset_index(), "ranks": ranks(frame).reset_index(), "sanity": sanity(
         frame, randomised, random=random), "cost": cost(frame) if costs is None else costs, "report": frame}
     tables["overall"] = overall(frame, n_boot=n_boot, level=level, seed=seed)
-    tables["pairs"] = separation(frame, n_boot=n_boot, level=level, seed=seed,
+    tables["pairs"] = separation(frame, level=level,
                                  order=tables["overall"]["explainer"].tolist() or None)
     tables["metrics"] = glossary(dict.fromkeys(frame["metric"]))
     tables["monte carlo"] = monte_carlo_pairs(frame, order=tables["overall"]["explainer"].tolist() or None)
