@@ -4,7 +4,7 @@ and the template notebook (``notebooks/templates/evaluate_your_explainer.py``) b
 
 * :func:`overall`, :func:`separation`: the explainers ranked over all the metrics (mean rank, each metric by its own
   direction, with a bootstrap interval over the images) and, per pair of explainers, how many metrics separate them
-  (the bootstrap interval of their per-image score difference excludes 0); :func:`overall_sentence` says it;
+  (the t interval of their mean per-image score difference excludes 0); :func:`overall_sentence` says it;
 * :func:`glossary`: what each metric measures (each declaration's ``doc``), its direction and the book chapter that tests it;
 * :func:`summary`: the mean score per metric × explainer, with the metric's direction and, for a Monte-Carlo
   metric, the Monte-Carlo standard error of that mean; :func:`monte_carlo_pairs` and :func:`monte_carlo_sentence`:
