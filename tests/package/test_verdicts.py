@@ -420,7 +420,7 @@ def test_a_claim_about_trained_models_is_decided_only_over_enough_replicas():
     assert two.replica_agreement == "2 of 2 replicas"
     one = replicated(_claim_fn, frame.drop(columns="replica"))
     assert one.verdict == INCONCLUSIVE and "one trained model" in one.verdict.why
-    assert one.premise == ("none. Not replicated here: one trained model per setting (the house asks 3; the "
+    assert one.premise == ("none. Not replicated here: one trained model per setting (the rule asks 3; the "
                            "notebook's `replicas` parameter, where it has one, trains more).")
     assert one.replica_agreement == "one trained model"
     given = replicated(_claim_fn, frame.drop(columns="replica"), trained=False)
@@ -529,3 +529,27 @@ def test_a_sentence_the_procedure_adds_to_a_premise_starts_a_new_sentence(premis
     from faithlab.verdicts import _then
 
     assert _then(premise, "S.") == expected
+
+
+def test_a_replica_too_small_for_the_statistic_is_left_out_not_counted_as_disagreeing():
+    """A claim function that cannot compute its statistic on one replica's rows alone (ValueError) leaves that
+    replica out of the agreement — it is shown as left out — and out of the replica count the rule asks for."""
+    import pandas as pd
+
+    from faithlab.verdicts import LEFT_OUT, replicated
+
+    rng = np.random.default_rng(7)
+    frame = pd.DataFrame({"a": 1 + rng.standard_normal(91), "b": rng.standard_normal(91),
+                          "replica": np.r_[np.repeat([0, 1, 2], 30), 3]})  # replica 3 holds one unit
+
+    def needs_two(frame, *, seed=0):
+        if frame["replica"].nunique() == 1 and len(frame) < 2:
+            raise ValueError("a bootstrap needs at least 2 paired units")
+        return _claim_fn(frame, seed=seed)
+
+    c = replicated(needs_two, frame, seeds=0)
+    assert c.replicas == (REPRODUCED, REPRODUCED, REPRODUCED, LEFT_OUT)
+    assert c.replica_agreement == "3 of 3 replicas (1 left out: too few units alone)"
+    assert c.verdict == REPRODUCED
+    short = replicated(needs_two, frame[frame.replica.isin([0, 1, 3])], seeds=0)
+    assert short.verdict == INCONCLUSIVE and "2 trained models" in short.verdict.why
