@@ -1,0 +1,57 @@
+"""The power analysis uses the interval that decides the claims: the probability that a t interval on R replica means
+lies wholly on one side of the margin (noncentral t) matches a simulation of that interval, and the design a claim
+needs follows from its recorded cells."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import faithlab as fl
+from faithlab.verdicts import decisions, intervals, power
+
+
+@pytest.mark.parametrize("mean, vb, vw, r, n, margin", [
+    (0.3, 0.04, 1.0, 3, 30, 0.1),
+    (0.3, 0.04, 1.0, 5, 30, 0.1),
+    (0.05, 0.0, 1.0, 8, 60, 0.1),   # an effect inside the band: decided (as "fails") often enough
+    (0.1, 0.01, 1.0, 5, 40, 0.1),   # right at the margin: rarely decided
+])
+def test_decided_probability_matches_the_simulated_t_interval(mean, vb, vw, r, n, margin):
+    rng = np.random.default_rng(11)
+    sets = 6000
+    x = mean + rng.normal(0, np.sqrt(vb), (sets, r, 1)) + rng.normal(0, np.sqrt(vw), (sets, r, n))
+    _, low, high, _ = intervals.t_rows(x.mean(2), 0.95)
+    simulated = float(np.mean((low > margin) | (high < margin)))
+    predicted = intervals.decided_probability(mean, vb, vw, r, n, margin=margin)
+    assert predicted == pytest.approx(simulated, abs=0.025), (predicted, simulated)
+
+
+def _records(effect: float, *, replicas: int = 3, units: int = 30, sd_between: float = 0.05, seed: int = 0):
+    rule = fl.verdicts.rule("B1")  # margin 0.01, above
+    rng = np.random.default_rng(seed)
+    groups = np.repeat(np.arange(replicas), units)
+    x = effect + rng.normal(0, sd_between, replicas)[groups] + rng.normal(0, 0.1, groups.size)
+    token = decisions.RECORDER.set([])
+    try:
+        fl.verdicts.effect(x, rule=rule, groups=groups)
+        return decisions.RECORDER.get()
+    finally:
+        decisions.RECORDER.reset(token)
+
+
+def test_design_needed_asks_for_more_replicas_or_units_as_the_effect_nears_the_margin():
+    assert power.design_needed(_records(0.5, sd_between=0.01)).startswith("3 replicas × 30 units suffice")
+    moderate = power.design_needed(_records(0.06, sd_between=0.02))
+    assert moderate.startswith("needs ") and "replicas ×" in moderate, moderate
+    assert power.design_needed(_records(0.0101, sd_between=0.05)).startswith("beyond 12 replicas")
+    assert power.design_needed([]) == ""
+
+
+def test_variance_components_recover_the_simulated_ones():
+    rng = np.random.default_rng(2)
+    groups = np.repeat(np.arange(400), 20)
+    x = rng.normal(0, 0.5, 400)[groups] + rng.normal(0, 1.0, groups.size)
+    mean, vb, vw, k, n = power.variance_components(x, groups)
+    assert (k, n) == (400, 20)
+    assert vb == pytest.approx(0.25, rel=0.2) and vw == pytest.approx(1.0, rel=0.05)
