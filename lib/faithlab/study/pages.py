@@ -672,12 +672,18 @@ def rules_html(scorecard: pd.DataFrame, docname: str, paper: str) -> str:
     if not rules:
         return '<p class="fl-empty">No rule is registered for this paper.</p>'
     ids = scorecard["rule_id"].astype(str) if "rule_id" in scorecard else pd.Series("", index=scorecard.index)
+    parent = {part: r.id for r in all_rules().values() for part in r.parts}
     rows = []
     for r in rules:
         decided = scorecard[ids == r.id]
+        if r.id in parent and decided.empty:  # a part is decided inside its claim: link the claim's rows
+            decided = scorecard[ids == parent[r.id]]
         links = "<br>".join(f'<a href="{html.escape(notebook_href(row.paper, row.experiment, docname, row.claim))}">'
                             f"{html.escape(_label(row.claim))}</a>" for row in decided.itertuples())
         kind = ' <span class="fl-kind">study check</span>' if r.kind == "study check" else ""
+        if r.id in parent:
+            kind += f' <span class="fl-kind">a part of <a href="#rule-{html.escape(parent[r.id])}">' \
+                    f"{html.escape(parent[r.id])}</a></span>"
         how = html.escape(r.decision) + (f" ({r.share:.0%})" if r.share is not None else "") + (
             f": {html.escape(', '.join(r.parts))}" if r.parts else "")
         premises = "; ".join(r.premises)
