@@ -36,3 +36,45 @@ def test_no_notebook_code_or_claim_holds_table1_values(value):
                          if not line.lstrip().startswith("#"))
     assert not [p.name for p in NOTEBOOKS.glob("trace/*.py") if value in code(p)]
     assert value not in (Path(paper.__file__).parent / "claims.py").read_text(encoding="utf-8")
+
+
+def test_table1_has_every_cell_of_the_paper():
+    t = paper.TABLE1.set_index(["reference", "model"])
+    assert len(t) == 18 and list(dict.fromkeys(paper.TABLE1["model"])) == paper.TABLE1_MODELS
+    # spot checks of rows other than ResNet-18: (ii) VGG-16 zero IBA 18.77, (iv) GoogLeNet zero T-y 23.70,
+    # (v) MobileNetV3 zero RISE 10.0, (iii) AlexNet blur T-p 26.78, (vi) DenseNet-161 mean EBP 19.48
+    assert t.loc[("zero", "VGG-16"), "IBA"] == 18.77 and t.loc[("zero", "GoogLeNet"), "T-y"] == 23.70
+    assert t.loc[("zero", "MobileNetV3"), "RISE"] == 10.0 and t.loc[("blur", "AlexNet"), "T-p"] == 26.78
+    assert t.loc[("mean", "DenseNet-161"), "EBP"] == 19.48
+    assert (t["T-p"] > t["T-y"]).all() and (t["T-y"] > t[paper.TABLE1_METHOD_COLUMNS].max(axis=1)).all()
+
+
+def test_the_registered_margins_are_the_papers_numbers():
+    """A rule's margin that drifts from Table 1 (typed in faithlab.protocols.trace.paper) fails here."""
+    from faithlab import verdicts
+
+    assert paper.margin_beats_methods() == pytest.approx(0.2)  # half of 1 − 18.77 / 31.25 (VGG-16, zero)
+    assert paper.margin_probability_gap() == pytest.approx(0.079)  # half of (28.13 − 23.70) / 28.13 (GoogLeNet)
+    assert paper.margin_reference_robust() == pytest.approx({"relative": 0.066, "per point": 0.043})
+    assert verdicts.rule("T2").margin == paper.margin_beats_methods()
+    assert verdicts.rule("T2b").margin == paper.margin_probability_gap()
+    assert verdicts.rule("T1").margin == paper.margin_search_bound()
+    assert dict(verdicts.rule("T5").margin) == paper.margin_reference_robust()
+    # the conventions of the figure-only claims: one number for one kind of claim
+    assert {verdicts.rule(c).margin for c in ("T3a", "T3b", "T4")} == {0.05}
+    for cid in ("T1", "T2", "T2b", "T5"):
+        assert "Table 1" in verdicts.rule(cid).margin_source, cid
+
+
+def test_every_claim_of_the_chapter_is_registered_with_the_papers_words():
+    from faithlab import verdicts
+
+    rules = {cid: r for cid, r in verdicts.all_rules().items() if r.paper == "trace"}
+    assert set(rules) == {"T1", "T1.greedy", "T2", "T2b", "T3", "T3a", "T3b", "T4", "T5", "T6"}
+    # "every method in all cells", "both objectives", "every model": every cell must hold
+    assert {cid for cid, r in rules.items() if r.decision == "every"} == {"T1", "T1.greedy", "T2", "T2b", "T3a",
+                                                                            "T3b", "T4", "T5"}
+    assert rules["T3"].decision == "parts" and rules["T3"].parts == ("T3a", "T3b")
+    # built in: SA ≥ Greedy by construction, insertion = deletion an identity
+    assert {cid for cid, r in rules.items() if r.kind == "study check"} == {"T1.greedy", "T6"}
+    assert all(r.interval == "t on replica means" for cid, r in rules.items() if cid != "T6")
