@@ -23,7 +23,9 @@
 # set; the maps, the perturbation search and the scores are the library's. One notebook runs both tasks so that
 # each map is computed once for its Fid and its localisation score. Every model of a task is trained `replicas`
 # times (independent training seeds on the same stand-in data): the unit of replication is the trained model, so
-# every claim's interval resamples the replicas, then the XAI images within them.
+# every claim's interval is a t interval on the replicas' statistics (their means over the XAI images), and each
+# replica scores its own, disjoint block of the test split. The claims are decided by their pre-registered rules
+# (`lib/faithlab/verdicts/registered/fewclass.toml`).
 
 # %% tags=["parameters"]
 tasks = ["vehicles", "ct"]
@@ -31,7 +33,7 @@ settings = {}  # per task; a task left out trains fl.protocols.fewclass.STAND_IN
 image_size = 28
 n_train = 300
 replicas = 3  # independently trained replicas of every model (the paper profile's weights are one model)
-n_images = 3  # XAI images per replica: a (task, model) pools replicas × n_images
+n_images = 3  # XAI images per replica (its own block of the test split): a (task, model) pools replicas × n_images
 n_background = 8
 methods = ["BP", "Deconv", "EG", "IG(min)", "IG(zero)", "IG(max)", "GradCAM", "Random"]
 alterations = ["none", "XRAI", "SG", "SG²"]
@@ -61,15 +63,18 @@ NAME = {task: P.task_label(task, paper=paper) for task in tasks}  # stand-ins na
 # ## Models and XAI sets
 # Each model is trained here (cached) unless `paper` is set, `replicas` times: replica r of model m on task t is
 # trained with seed `fl.verdicts.replica_seed(seed, "t/m", r)`, on the same stand-in data (keyed to `seed`). The
-# XAI set of a replica is its first `n_images` test images that every model of that replica predicts correctly, as
-# in the paper (its 2,500 vehicles images, 259 CT slices); a (task, model) thus pools `replicas` × `n_images`
-# images. The paper profile's weights are one model per setting: it runs one replica.
+# test split is cut into `replicas` disjoint blocks (test image i in block i mod `replicas`); the XAI set of replica
+# r is the first `n_images` images of block r that every model of that replica predicts correctly, as in the paper
+# (its 2,500 vehicles images, 259 CT slices); a (task, model) thus pools `replicas` × `n_images` distinct images.
+# The flips and perturbation notebooks read the same cached replicas. The paper profile's weights are one model per
+# setting: it runs one replica.
 
 # %%
 n_replicas = 1 if paper else replicas
 setups = {(task, r): P.setup(task, settings.get(task), n_images=n_images, image_size=image_size, n_train=n_train,
                              n_background=n_background, seed=seed, data_dir=data_dir, paper=paper,
-                             batch_size=batch_size, device=device, replica=None if paper else r)
+                             batch_size=batch_size, device=device, replica=None if paper else r,
+                             blocks=None if paper else n_replicas)
           for task in tasks for r in range(n_replicas)}
 info = pd.concat([s.info.assign(task=t, replica=r) for (t, r), s in setups.items()], ignore_index=True)
 out.table(info, "models")
@@ -83,9 +88,10 @@ fl.plots.readable(info)
 
 # %% [markdown]
 # ## Perturbation, maps and scores
-# Per model: the selected perturbed image of every XAI image (804 candidates, argmin P among U < Δ), the maps of
-# every method × alteration, their Fid (MIF/LIF areas over p = 0…100 %) and their localisation, per replica; every
-# frame carries the replica in a `replica` column (the curves table holds the mean curves over images). The per-image
+# Per model: the selected perturbed image of every XAI image (804 candidates, argmin P among U < Δ), what replacing
+# every pixel by a fixed reference or by that image does (the mechanism premise below), the maps of every method ×
+# alteration, their Fid (MIF/LIF areas over p = 0…100 %) and their localisation, per replica; every frame carries
+# the replica in a `replica` column (the curves table holds the mean curves over images). The per-image
 # cost is cut so that three replicas fit the book's time: the `book` profile runs `ig_steps` = 12 IG steps,
 # `sg_samples` = 6 SmoothGrad samples and `fid_points` = 51 curve points (every 2 %), where the paper's code runs
 # 200, 50 and 101; the protocol (methods, alterations, selection, Fid, localisation) is the paper's.
@@ -96,7 +102,8 @@ by_replica = {(task, r): P.evaluate_task(s, methods=methods, alterations=alterat
                                          fractions=[i / (fid_points - 1) for i in range(fid_points)])
               for (task, r), s in setups.items()}
 frames = {task: {name: pd.concat([fr[name].assign(replica=r) for (t, r), fr in by_replica.items() if t == task],
-                                 ignore_index=True) for name in ("selection", "fid", "curves", "localisation")}
+                                 ignore_index=True) for name in ("selection", "flips", "fid", "curves",
+                                                                  "localisation")}
           for task in tasks}
 for task, fr in frames.items():
     for name, frame in fr.items():
@@ -110,12 +117,35 @@ fl.plots.readable(selection_means, names={"U": "uncertainty U", "S": "similarity
                                           "U < Δ": "share with U < Δ"})
 
 # %% [markdown]
+# ## The mechanism premise
+# The paper's mechanism, checked on every task and model before any claim is decided (`P.mechanism`, the premise of
+# C1, C3 and C4 in the rules file): with few classes a fixed reference — here the zero reference, every pixel at the
+# data set's mean intensity — switches the class of a share of the images with confidence (U ≥ Δ), and the selected
+# perturbation leaves the model uncertain (U < Δ) for most images, so that MIF has an uncertain end point to fall
+# to. Each share has its 95 % interval at the replica level (the t interval on the replica shares joined with the
+# Wilson interval of the pooled count); the premise holds when every interval lies above its threshold
+# (`P.SWITCH_AT`, `P.UNCERTAIN_AT`), fails when one lies below it.
+
+# %%
+mechanism = pd.concat([P.mechanism_table(fr["flips"]).assign(task=NAME[t]) for t, fr in frames.items()],
+                      ignore_index=True)
+mechanism = mechanism[["task", *[c for c in mechanism.columns if c != "task"]]]
+out.table(mechanism, "mechanism")
+out.glue("mechanism_holds", int((mechanism["outcome"] == "holds").sum()))
+out.glue("mechanism_checks", len(mechanism))
+fl.plots.readable(mechanism)
+
+# %% [markdown]
 # ## Fid per model, method and alteration (Tables 1–2, Figs. 4–5)
 # Mean over the XAI sets of every replica (higher is better; 1 = LIF stays at the original probability and MIF
 # drops straight to 1/N). Random is never altered; empty cells were not computed (SG/SG² on Deconv and IG(max) for
 # CT, as in the paper).
 
 # %%
+paper_tables = pd.DataFrame([{"task": P.PAPER_TASK_LABELS[t], "model": m, "method": meth,
+                               **dict(zip(P.paper.COLUMNS, v))}
+                              for t, table in P.paper.TABLES.items() for (m, meth), v in table.items()])
+out.table(paper_tables, "paper_fid_tables")  # the paper's Tables 1–2 (faithlab.protocols.fewclass.paper)
 for task, fr in frames.items():
     out.table(P.wide_table(fr["fid"], "Fid"), f"{task}_fid_table")
     out.figure(fl.plots.box_panels(fr["fid"], x="method", y="Fid", hue="alteration", by="model",
@@ -165,33 +195,34 @@ P.wide_table(frames[tasks[0]]["localisation"], SCORE[tasks[0]]).style.format(pre
 
 # %% [markdown]
 # ## Claims
-# Each claim is a function of `faithlab.protocols.fewclass`, decided by the house procedure
-# (`faithlab.verdicts`): its rule says what is measured, per which unit and in which direction; its intervals are
-# two-stage bootstraps over the trained replicas, then the XAI images within them; a straddling interval is
-# "inconclusive", never a failure; and the verdict is checked per replica and under 20 other bootstrap seeds. The
-# cells a claim counts are fixed by the design (every method, every computed cell), never chosen by the
-# significance the claim then judges. **C1**, per task and model: per image, Fid of each other unaltered method
-# minus Fid of Random maps (the paper's direction: Random lowest; margin 0), counted over the methods; the premise,
-# checked before the comparison, is the paper's mechanism: the selected replacement makes the model uncertain
-# (U < Δ) for at least half of the images. **C3** (vehicles): per model × method × {SG, SG²} cell, Fid(altered) −
-# Fid(none) per image (direction: a raise; margin 0), counted over the cells. **C4**, per task: per model ×
-# alteration, Spearman's ρ between the methods' mean Fid and mean localisation; the NaN-aware mean of these ρ with
-# its interval (the same resampled images for every method), against ρ = 0 (no agreement) and 0.5 ("strong").
+# Each claim is a function of `faithlab.protocols.fewclass`, decided by its pre-registered rule
+# (`lib/faithlab/verdicts/registered/fewclass.toml`: statistic, direction, margin with its source in the paper,
+# how the cells combine), by the equivalence logic of `faithlab.verdicts`: a cell holds when its 95 % interval lies
+# beyond the margin in the paper's direction, fails when it lies wholly short of it (inside the band of no
+# meaningful effect, or reversed), and is undecided when it straddles it. The intervals are t intervals on the
+# replica-level statistics (the trained model is the unit of replication), and the verdict is checked per replica.
+# The cells a claim counts are fixed by the design (every method, every computed cell). **C1**, per task and model:
+# per image, Fid of each other unaltered method minus Fid of Random maps, above the margin (half the smallest
+# Random gap of Tables 1–2) for every method ("lowest" loses to none). **C3** (vehicles): per model × method ×
+# {SG, SG²} cell, Fid(altered) − Fid(none) per image above the margin (half the median SG gain of Table 1), in more
+# than half of the cells ("most"). **C4**, per task: per replica, the mean over model × alteration cells of
+# Spearman's ρ between the methods' mean Fid and mean localisation, its t interval over the replicas above 0.5
+# ("strong"). The mechanism premise above is decided first: where it fails a claim is not testable here.
 
 # %%
 agreements = []
 for task, fr in frames.items():
-    fid, loc = fr["fid"], fr["localisation"]
-    c1 = [out.claim(P.claim_random_lowest, fid, task=task, model=m, seed=seed, trained=not paper,
-                    selection=fr["selection"], task_name=NAME[task]).claim
+    fid, loc, flips = fr["fid"], fr["localisation"], fr["flips"]
+    c1 = [out.claim(P.claim_random_lowest, fid, task=task, model=m, trained=not paper, flips=flips,
+                    task_name=NAME[task]).claim
           for m in dict.fromkeys(fid["model"])]
     out.table(pd.concat([c.table for c in c1], ignore_index=True), f"{task}_c1_comparisons")
     if task == "vehicles" and {"SG", "SG²"} & set(alterations):
-        c3 = out.claim(P.claim_alteration_gains, fid, task=task, seed=seed, trained=not paper,
+        c3 = out.claim(P.claim_alteration_gains, fid, task=task, trained=not paper, flips=flips,
                        task_name=NAME[task]).claim
         out.table(c3.table, "c3_gains")
-    c4 = out.claim(P.claim_rank_agreement, fid, loc, task=task, score=SCORE[task], seed=seed,
-                   trained=not paper, task_name=NAME[task]).claim
+    c4 = out.claim(P.claim_rank_agreement, fid, loc, task=task, score=SCORE[task], trained=not paper, flips=flips,
+                   task_name=NAME[task]).claim
     agreements.append(c4.table)
 agreements = pd.concat(agreements, ignore_index=True)
 out.table(agreements, "c4_agreement")

@@ -158,23 +158,6 @@ def test_wide_table_is_the_cell_mean_in_the_papers_order():
     assert np.isnan(table.loc[1, "SG"])
 
 
-def test_random_lowest_and_alteration_gains_can_come_out_either_way():
-    g = np.random.default_rng(0)
-    low = _frame({("Random", "none"): list(0.3 + 0.01 * g.standard_normal(12)),
-                  ("BP", "none"): list(0.6 + 0.01 * g.standard_normal(12)),
-                  ("BP", "SG"): list(0.7 + 0.01 * g.standard_normal(12))})
-    verdict, table = P.random_lowest(low)
-    assert verdict["m"] == "reproduced" and table["outcome"].tolist() == ["win"]
-    high = low.assign(Fid=np.where(low.method == "Random", 0.9, low.Fid))
-    assert P.random_lowest(high)[0]["m"] == "not reproduced"
-    gains = P.alteration_gains(low, alterations=("SG", "SG²"))
-    assert gains[["method", "alteration", "outcome"]].values.tolist() == [["BP", "SG", "win"]]
-    assert gains["gain"].item() == pytest.approx(low[low.alteration == "SG"].Fid.mean()
-                                                 - low[(low.method == "BP") & (low.alteration == "none")].Fid.mean())
-    worse = low.assign(Fid=np.where(low.alteration == "SG", 0.4, low.Fid))
-    assert P.alteration_gains(worse)["outcome"].tolist() == ["loss"]
-
-
 def test_rank_agreement_is_spearman_over_cells():
     fid = _frame({("BP", "none"): [0.1], ("BP", "SG"): [0.2], ("EG", "none"): [0.3], ("EG", "SG"): [0.4]})
     same = _frame({("BP", "none"): [0.5], ("BP", "SG"): [0.6], ("EG", "none"): [0.7], ("EG", "SG"): [0.8]}, "IoU")
@@ -210,251 +193,6 @@ def test_selection_frame_lays_out_the_winners():
     assert (frame["best U"] <= frame["U"] + 1e-12).all() and frame["Δ"].iloc[0] == 0.075
 
 
-# ------------------------------------------------------------------------------- claims as functions (C1 to C5)
-V = fl.verdicts.VERDICTS
-R, PARTLY, NR, NT, INC = V
-
-
-def _fid(means: dict, *, models=("m",), alterations=("none",), gain: dict | None = None, n: int = 15,
-         replicas: int = 2, noise: float = 0.02, seed: int = 0) -> pd.DataFrame:
-    """Per-image Fid of each method (and alteration: + gain[(method, alteration)]) around the given means, for
-    ``replicas`` trained replicas of ``n`` images each (a ``replica`` column, as the notebook's frames)."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for r in range(replicas):
-        for m in models:
-            for method, mu in means.items():
-                for alt in alterations:
-                    if method == "Random" and alt != "none":
-                        continue
-                    shift = (gain or {}).get((method, alt), 0.0)
-                    for i, v in enumerate(mu + shift + noise * rng.normal(size=n)):
-                        rows.append({"replica": r, "model": m, "method": method, "alteration": alt, "image": i,
-                                     "Fid": v})
-    return pd.DataFrame(rows)
-
-
-OTHERS = ["BP", "Deconv", "EG", "IG(min)", "IG(zero)", "IG(max)", "GradCAM"]
-
-
-@pytest.mark.parametrize("above, below, expected", [
-    (7, 0, R),     # Random lower than every method
-    (3, 0, PARTLY),  # lower than 3 of 7 and above the 4 others (set below): a third, not two thirds
-    (1, 6, NR),    # lower than 1 of 7, above the 6 others
-    (0, 7, NR),    # above every method
-    (0, 0, INC),   # every method ties with Random maps: undecided, never "not testable" nor a failure
-    (4, 0, INC),   # 4 wins and 3 ties: partly (4/7) or reproduced (7/7) depending on the ties
-])
-def test_claim_c1_gives_every_verdict(above, below, expected):
-    means = {n: 0.5 + 0.2 * (i < above) - 0.2 * (above <= i < above + below) for i, n in enumerate(OTHERS)}
-    if (above, below) == (3, 0):  # partly: 3 wins, 4 losses (a third of the methods, not two thirds)
-        means = {n: 0.7 if i < 3 else 0.3 for i, n in enumerate(OTHERS)}
-    frame = _fid({**means, "Random": 0.5})
-    if above == below == 0:  # the same per-image Fid for every method
-        frame["Fid"] = frame.groupby(["replica", "model", "method", "alteration"]).cumcount() / 30 + 0.3
-    claim = P.claim_random_lowest(frame, task="ct", model="m")
-    assert claim.verdict == expected, claim.verdict.why
-    assert claim.kind == "paper" and claim.units == 30 and claim.verdict.decision
-    assert not fl.verdicts._states_decision(claim.rule) and "Random lowest" in claim.rule
-    assert len(claim.table) == 7 and claim.table["outcome"].eq("win").sum() == above
-    assert claim.claim.startswith("C1 (ct, m)") and claim.paper_value == P.PAPER_C1["ct"]
-
-
-def test_claim_c1_intervals_resample_the_replicas():
-    """A Random maps' deficit that holds in one replica and is reversed in the other is no significant win: the
-    two-stage bootstrap draws whole replicas, so the interval spans both; pooled images alone would call it a win."""
-    frame = _fid({"BP": 0.5, "Random": 0.5}, n=40, noise=0.01)
-    frame.loc[(frame.method == "BP") & (frame.replica == 0), "Fid"] += 0.3
-    frame.loc[(frame.method == "BP") & (frame.replica == 1), "Fid"] -= 0.1
-    claim = P.claim_random_lowest(frame, task="ct", model="m")
-    assert claim.table["outcome"].tolist() == ["tie"] and claim.verdict == INC
-    pooled = fl.verdicts.bootstrap_diff(frame[frame.method == "BP"].Fid.to_numpy(),
-                                        frame[frame.method == "Random"].Fid.to_numpy())
-    assert pooled.outcome == "win"
-
-
-@pytest.mark.parametrize("uncertain, expected", [(10, R), (9, R), (5, INC), (2, INC), (1, NT), (0, NT)])
-def test_claim_c1_is_not_testable_when_the_replacement_leaves_the_model_confident(uncertain, expected):
-    """The paper's mechanism, checked before the comparison: MIF falls towards the replacement's 1/N only if the
-    replacement makes the model uncertain. With the selection of 10 images, ``uncertain`` of them reaching U < Δ,
-    decided on the share's Wilson interval against one half: above it the comparison decides (Random lowest:
-    reproduced), below it the claim is not testable here, across it the claim is inconclusive (a share near the
-    threshold must not decide testability by sampling noise)."""
-    frame = _fid({**{n: 0.7 for n in OTHERS}, "Random": 0.5})
-    selection = pd.DataFrame({"model": "m", "image": range(10), "U < Δ": [i < uncertain for i in range(10)]})
-    claim = P.claim_random_lowest(frame, task="ct", model="m", selection=selection)
-    assert claim.verdict == expected, claim.verdict.why
-    assert f"uncertain (U < Δ): {uncertain} of 10 ({uncertain * 10}%)" in claim.premise
-    if expected == NT:
-        assert claim.verdict.why.startswith("not testable")
-    if expected == INC:
-        assert "premise is undecided" in claim.verdict.why
-    with pytest.raises(ValueError, match="selection must hold"):
-        P.claim_random_lowest(frame, task="ct", model="m", selection=selection.assign(model="other"))
-
-
-@pytest.mark.parametrize("raised, lowered, base, expected", [
-    (14, 0, 0.6, R), (7, 7, 0.6, PARTLY), (1, 13, 0.6, NR), (0, 0, 0.6, INC), (14, 0, 1.0, NT)])
-def test_claim_c3_gives_every_verdict(raised, lowered, base, expected):
-    """14 cells (7 methods × SG, SG²): the gain is significant in ``raised`` of them, a significant drop in
-    ``lowered``, a tie (no gain) in the rest: a tie is undecided, so all ties are inconclusive, not a failure. At
-    Fid = 1 (the ideal, no noise) nothing can rise: not testable."""
-    cells = [(n, a) for n in OTHERS for a in ("SG", "SG²")]
-    gain = {**{c: 0.1 for c in cells[:raised]}, **{c: -0.1 for c in cells[raised:raised + lowered]}}
-    frame = _fid({**{n: base for n in OTHERS}, "Random": base}, alterations=("none", "SG", "SG²"), gain=gain,
-                 noise=0.0 if base == 1.0 else 0.02)
-    if base == 1.0:
-        frame["Fid"] = frame["Fid"].clip(upper=1.0)
-    claim = P.claim_alteration_gains(frame)
-    assert claim.verdict == expected, claim.verdict.why
-    assert len(claim.table) == 14 and "room to rise" in claim.premise and claim.units == 30
-    assert not fl.verdicts._states_decision(claim.rule)
-
-
-def _ranked(kind: str, *, n: int = 15, replicas: int = 2, seed: int = 3):
-    """Per-image Fid and IoU of 7 methods × 4 alterations × 2 models (replicas × n images), the methods' Fid means
-    spaced apart; the IoU means follow them (same), reverse them, follow them in half of the model × alteration
-    cells and run against them in the rest (weak: mean ρ ≈ 0.11), or carry no method effect (noise)."""
-    rng = np.random.default_rng(seed)
-    order = np.arange(7) / 10
-    anti = order[[3, 6, 5, 4, 2, 1, 0]]  # ρ(order, anti) = 1 − 6·100 / (7·48) ≈ −0.79 (Spearman, 7 methods)
-    rows_f, rows_l = [], []
-    for r in range(replicas):
-        for m in ("a", "b"):
-            for k, alt in enumerate(("none", "XRAI", "SG", "SG²")):
-                loc_means = {"same": order, "reversed": -order, "weak": order if k < 2 else anti,
-                             "noise": np.zeros(7), "few": order}[kind]
-                for j, method in enumerate(OTHERS[:3] if kind == "few" else OTHERS):
-                    for i in range(n):
-                        rows_f.append({"replica": r, "model": m, "method": method, "alteration": alt, "image": i,
-                                       "Fid": 0.2 + order[j] + 0.005 * rng.normal()})
-                        rows_l.append({"replica": r, "model": m, "method": method, "alteration": alt, "image": i,
-                                       "IoU": 0.5 + loc_means[j] + (0.3 if kind == "noise" else 0.005)
-                                       * rng.normal()})
-    return pd.DataFrame(rows_f), pd.DataFrame(rows_l)
-
-
-@pytest.mark.parametrize("kind, expected", [("same", R), ("weak", PARTLY), ("reversed", NR), ("noise", INC),
-                                            ("few", NT)])
-def test_claim_c4_gives_every_verdict(kind, expected):
-    f, l = _ranked(kind)
-    claim = P.claim_rank_agreement(f, l, task="vehicles", score="IoU", n_boot=500)
-    assert claim.verdict == expected, (kind, claim.our_value, claim.verdict.why)
-    assert claim.verdict.decision and not fl.verdicts._states_decision(claim.rule)
-    if kind != "few":
-        assert len(claim.table) == 8 and claim.units == 30 and {"low", "high"} <= set(claim.table.columns)
-    if kind == "weak":
-        assert float(claim.table["Spearman"].mean()) == pytest.approx((1 + 1 - 600 / 336) / 2)
-
-
-def test_claim_c4_leaves_an_undefined_rho_out_of_the_mean():
-    """A model × alteration whose localisation ranking is constant has no ρ: it is left out of the mean (NaN-aware),
-    never read as ρ = 0, which would pull a perfect agreement down to 7/8."""
-    f, l = _ranked("same")
-    l.loc[(l.model == "a") & (l.alteration == "SG"), "IoU"] = 0.5
-    claim = P.claim_rank_agreement(f, l, task="vehicles", score="IoU", n_boot=500)
-    assert claim.verdict == R
-    assert claim.table["Spearman"].isna().sum() == 1 and "mean ρ 1.00" in claim.our_value
-
-
-def test_claim_c4_resamples_the_replicas():
-    """Two replicas whose localisation rankings disagree (one follows Fid, one reverses it): the interval of the
-    mean ρ spans the replicas, so the claim is not decided."""
-    f, l = _ranked("same")
-    l.loc[l.replica == 1, "IoU"] = 1.0 - l.loc[l.replica == 1, "IoU"]
-    claim = P.claim_rank_agreement(f, l, task="vehicles", score="IoU", n_boot=500)
-    assert claim.verdict == INC, claim.verdict.why
-
-
-def _selection(passed: dict, chance: float, n: int = 20, replicas: int = 2) -> pd.DataFrame:
-    """Selection rows per (task, model) and replica: the first passed[key] · n images reach U < Δ; every image's
-    candidates reach it with probability ``chance``."""
-    rows = []
-    for (task, model), share in passed.items():
-        for r in range(replicas):
-            for i in range(n):
-                rows.append({"task": task, "model": model, "replica": r, "image": i, "U < Δ": i < round(share * n),
-                             "candidates U < Δ": chance})
-    return pd.DataFrame(rows)
-
-
-@pytest.mark.parametrize("passed, chance, expected", [
-    ({("a", "m"): 1.0, ("b", "m"): 1.0}, 0.1, R),
-    ({("a", "m"): 1.0, ("b", "m"): 0.5}, 0.1, PARTLY),
-    ({("a", "m"): 0.3, ("b", "m"): 0.2}, 0.0, NR),
-    ({("a", "m"): 1.0, ("b", "m"): 0.9}, 0.1, INC),  # b's share sits on the margin: undecided
-    ({("a", "m"): 1.0, ("b", "m"): 0.95}, 0.97, NT),  # any candidate would do: the search is not tested
-])
-def test_claim_c2_gives_every_verdict(passed, chance, expected):
-    claim = P.claim_uncertain_selection(_selection(passed, chance))
-    assert claim.verdict == expected, claim.verdict.why
-    assert "drawn at random" in claim.premise and len(claim.table) == 2 and claim.units == 40
-
-
-def _flips(cases: dict, n: int = 20, replicas: int = 2, seed: int = 0) -> pd.DataFrame:
-    """flip_frame rows per image: per (task, model) the classic references' mean U, their flipped share and the
-    selection's mean U (Δ = 0.2), with a little noise on U."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for (task, model), (classic_u, flipped, selected_u) in cases.items():
-        for r in range(replicas):
-            for ref, u in (("zero", classic_u), ("mean", classic_u), ("selected perturbation", selected_u)):
-                for i in range(n):
-                    rows.append({"task": task, "model": model, "replica": r, "Δ": 0.2, "replacement": ref,
-                                 "image": i, "flipped": ref != "selected perturbation" and i < round(flipped * n),
-                                 "U": u + 0.01 * rng.normal()})
-    return pd.DataFrame(rows)
-
-
-@pytest.mark.parametrize("cases, binary, expected", [
-    ({("ct", "a"): (0.9, 0.5, 0.1), ("ct", "b"): (0.8, 0.6, 0.05)}, ["ct"], R),
-    ({("ct", "a"): (0.9, 0.5, 0.1), ("ct", "b"): (0.1, 0.5, 0.05)}, ["ct"], PARTLY),  # b's references not confident
-    ({("ct", "a"): (0.9, 0.1, 0.1), ("ct", "b"): (0.9, 0.5, 0.5)}, ["ct"], NR),  # too few flips; b not uncertain
-    ({("ct", "a"): (0.9, 0.5, 0.1), ("ct", "b"): (0.2, 0.5, 0.05)}, ["ct"], INC),  # b's U on Δ: undecided
-    ({("ct", "a"): (0.9, 0.5, 0.1)}, [], NT),
-])
-def test_claim_c5a_gives_every_verdict(cases, binary, expected):
-    claim = P.claim_class_flip(_flips(cases), binary=binary)
-    assert claim.verdict == expected, claim.verdict.why
-    assert not fl.verdicts._states_decision(claim.rule)
-    if binary:
-        assert claim.units == 40 and len(claim.table) == len(cases)
-
-
-def test_claim_c5b_is_an_exact_study_check():
-    good = pd.DataFrame({"N": [2, 3, "real curves"], "min": [0.0, 0.1, 0.2], "max": [1.0, 0.9, 0.8],
-                         "ideal": [1.0, 1.0, 1.0], "worst": [0.0, 0.0, 0.0]})
-    claim = P.claim_fid_bounds(good)
-    assert claim.verdict == R and claim.kind == "study check" and claim.verdict.decision
-    assert P.claim_fid_bounds(good.assign(max=[1.0, 1.01, 0.8])).verdict == NR
-    assert P.claim_fid_bounds(good.assign(worst=[0.0, 0.1, 0.0])).verdict == NR
-    assert "by construction" in claim.premise
-    assert fl.verdicts.replicated(P.claim_fid_bounds, good).bootstrap_stability == "exact (no resampling)"
-
-
-def test_every_claim_takes_a_seed_and_one_replica_s_rows():
-    """Each claim function runs on one replica's rows alone and under another bootstrap seed, as
-    faithlab.verdicts.replicated calls it: a verdict per replica, and 20 seeds that agree on clear data."""
-    f, l = _ranked("same")
-    cases = {
-        P.claim_random_lowest: ((_fid({**{n: 0.7 for n in OTHERS}, "Random": 0.5}),), {"task": "ct", "model": "m"}),
-        P.claim_alteration_gains: ((_fid({n: 0.5 for n in OTHERS}, alterations=("none", "SG"),
-                                         gain={(n, "SG"): 0.1 for n in OTHERS}),), {}),
-        P.claim_rank_agreement: ((f, l), {"task": "vehicles", "score": "IoU", "n_boot": 300}),
-        P.claim_uncertain_selection: ((_selection({("a", "m"): 1.0}, 0.1),), {}),
-        P.claim_class_flip: ((_flips({("ct", "a"): (0.9, 0.5, 0.1)}),), {"binary": ["ct"]}),
-    }
-    for fn, (args, kwargs) in cases.items():
-        one = fn(*[a[a.replica == 1] for a in args], **kwargs, seed=7)
-        assert one.verdict == R, (fn.__name__, one.verdict.why)
-        claim = fl.verdicts.replicated(fn, *args, **kwargs, seed=7, seeds=3)
-        # decided on the two replicas pooled, published inconclusive: the house asks 3 trained replicas
-        assert claim.raw == R and claim.replica_agreement == "2 of 2 replicas", fn.__name__
-        assert claim.verdict == fl.verdicts.INCONCLUSIVE and "2 trained models" in claim.verdict.why, fn.__name__
-        assert fl.verdicts.replicated(fn, *args, **kwargs, seed=7, seeds=0, trained=False).verdict == R
-        assert claim.bootstrap_stability == "3 of 3 seeds", fn.__name__
-
-
 def test_replicas_are_trained_with_their_own_seeds_on_the_same_data():
     settings = [{"name": "cnn", "model": "small_cnn", "config": {"width": 4}, "n_epochs": 1}]
     a, b = (P.setup("ct", settings, n_images=4, image_size=16, n_train=96, n_background=3, replica=r) for r in (0, 1))
@@ -467,10 +205,39 @@ def test_replicas_are_trained_with_their_own_seeds_on_the_same_data():
         P.setup("ct", settings, n_images=4, image_size=16, n_train=96, replica=-1)
 
 
-def test_task_labels_name_the_stand_ins_and_reach_the_claim_text():
+def test_replicas_score_disjoint_blocks_of_the_test_split():
+    """With ``blocks``, replica r's XAI set comes from test images i with i mod blocks = r only: the replicas of a
+    claim pool distinct images, not the same images again."""
+    settings = [{"name": "cnn", "model": "small_cnn", "config": {"width": 4}, "n_epochs": 1}]
+    test = P.tasks._stand_in("ct", "test", image_size=16, seed=0, n=None)
+    x_all, _ = fl.data.to_tensors(test)
+    picked = []
+    for r in range(3):
+        s = P.setup("ct", settings, n_images=4, image_size=16, n_train=96, n_background=3, replica=r, blocks=3)
+        index = [int((x_all == img).flatten(1).all(1).nonzero()[0]) for img in s.x]
+        assert all(i % 3 == r for i in index), (r, index)
+        picked += index
+    assert len(set(picked)) == len(picked)
+    with pytest.raises(ValueError, match="blocks"):
+        P.setup("ct", settings, n_images=4, image_size=16, n_train=96, replica=0, blocks=0)
+
+
+def test_task_labels_name_the_stand_ins():
     assert P.task_label("ct") == "CT-like slices (stand-in)"
     assert "stand-in" in P.task_label("vehicles") and "stand-in" not in P.task_label("vehicles", paper=True)
     assert P.task_label("other") == "other"
-    frame = _fid({**{n: 0.7 for n in OTHERS}, "Random": 0.5})
-    claim = P.claim_random_lowest(frame, task="ct", model="m", task_name=P.task_label("ct"))
-    assert claim.claim.startswith("C1 (CT-like slices (stand-in), m)") and claim.paper_value == P.PAPER_C1["ct"]
+
+
+def test_evaluate_task_returns_the_flips_of_the_mechanism_premise():
+    model = small_cnn(in_channels=1, side=8, n_classes=1)
+    x = torch.rand(3, 1, 8, 8, generator=torch.Generator().manual_seed(5))
+    y = F.predicted_class(model, x)
+    s = P.Setup("ct", {"net": model}, x, y, None, torch.ones(3, 8, 8, dtype=torch.bool), x[:2], 2, pd.DataFrame(),
+                {"net": None}, None)
+    frames = P.evaluate_task(s, methods=["Random"], alterations=("none",), grid=F.candidate_grid(["V1"]),
+                             fractions=(0, 0.5, 1))
+    flips = frames["flips"]
+    assert sorted(flips["replacement"].unique()) == ["mean", "selected perturbation", "zero"]
+    assert (flips["Δ"] == 0.05).all() and len(flips) == 9 and set(flips["model"]) == {"net"}
+    sel = flips[flips.replacement == "selected perturbation"].sort_values("image")
+    assert sel["U"].to_numpy() == pytest.approx(frames["selection"]["U"].to_numpy(), abs=1e-6)

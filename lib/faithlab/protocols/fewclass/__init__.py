@@ -9,16 +9,18 @@ alterations and lays the results out, one row per image, one module per concept:
 - :mod:`~faithlab.protocols.fewclass.tasks`: the tasks, their models and XAI sets (:func:`setup`);
 - :mod:`~faithlab.protocols.fewclass.maps`: the methods and alterations and their maps;
 - :mod:`~faithlab.protocols.fewclass.frames`: the frames of Fid, curves, localisation, selections and flips;
-- :mod:`~faithlab.protocols.fewclass.claims`: the claims C1–C5 (``claim_*``) and the per-model statistics they read;
+- :mod:`~faithlab.protocols.fewclass.claims`: the claims C1–C5 (``claim_*``), decided by their rules in the rules
+  file, and the chapter's mechanism premise (:func:`mechanism`, :func:`mechanism_table`);
 - :mod:`~faithlab.protocols.fewclass.paper`: the paper's numbers (Tables 1–2), which the claims quote;
 - :mod:`~faithlab.protocols.fewclass.setup_table`: the chapter's set-up table (``SETUP``).
 
 Every public name is re-exported here (``fl.protocols.fewclass.evaluate_task``).
 """
 
-from faithlab.protocols.fewclass.claims import (alteration_gains, claim_alteration_gains, claim_class_flip,
-                                                claim_fid_bounds, claim_random_lowest, claim_rank_agreement,
-                                                claim_uncertain_selection, random_lowest)
+from faithlab.protocols.fewclass.claims import (SWITCH_AT, UNCERTAIN_AT, alteration_gains, claim_alteration_gains,
+                                                claim_class_flip, claim_fid_bounds, claim_random_lowest,
+                                                claim_rank_agreement, claim_uncertain_selection, mechanism,
+                                                mechanism_table)
 from faithlab.protocols.fewclass.frames import (curve_frame, evaluate_task, fid_frame, flip_frame,
                                                 localisation_frame, rank_agreement, selection_frame, wide_table)
 from faithlab.protocols.fewclass.maps import ALTERATIONS, METHODS, NO_SG, method_maps
@@ -31,5 +33,6 @@ __all__ = ["TASK_LABELS", "PAPER_TASK_LABELS", "task_label",
            "METHODS", "ALTERATIONS", "NO_SG", "TASKS", "STAND_INS", "CAM_LAYERS", "Setup", "setup", "method_maps",
            "fid_frame", "evaluate_task",
            "curve_frame", "localisation_frame", "selection_frame", "flip_frame", "rank_agreement", "wide_table",
-           "random_lowest", "alteration_gains", "PAPER_C1", "claim_random_lowest", "claim_alteration_gains",
+           "mechanism", "mechanism_table", "SWITCH_AT", "UNCERTAIN_AT", "alteration_gains", "PAPER_C1",
+           "claim_random_lowest", "claim_alteration_gains",
            "claim_rank_agreement", "claim_uncertain_selection", "claim_class_flip", "claim_fid_bounds", "SETUP"]

@@ -139,8 +139,9 @@ def evaluate_task(s: Setup, *, methods: Sequence[str] = tuple(METHODS), alterati
     values when ``s.normalisation`` is set, see :func:`setup`), the maps of ``methods`` × ``alterations``, their Fid
     with curves at ``fractions`` (default p = 0, 1, …, 100 %), and their localisation (IoU for vehicles, Dice for
     CT). grid: the candidate grid of the selection (default ``"paper"``, the paper's 804; see
-    :func:`faithlab.metrics.papers.fewclass.fidelity.select_perturbation`). Returns frames ``selection``, ``fid``,
-    ``curves`` and ``localisation`` (a ``model`` column in each)."""
+    :func:`faithlab.metrics.papers.fewclass.fidelity.select_perturbation`). Returns frames ``selection``, ``flips``
+    (:func:`flip_frame` of the classic references and the selected perturbation, with ``Δ``: the chapter's
+    mechanism premise), ``fid``, ``curves`` and ``localisation`` (a ``model`` column in each)."""
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ValueError(f"methods must be names of METHODS {tuple(METHODS)}, got {unknown}")
@@ -150,12 +151,15 @@ def evaluate_task(s: Setup, *, methods: Sequence[str] = tuple(METHODS), alterati
         if no_layer:
             raise ValueError(f"methods include GradCAM, but the models {no_layer} have no Grad-CAM layer: give their "
                              "settings entries a 'cam_layer' (a dotted module name; defaults in CAM_LAYERS)")
-    frames: dict[str, list[pd.DataFrame]] = {"selection": [], "fid": [], "curves": [], "localisation": []}
+    frames: dict[str, list[pd.DataFrame]] = {"selection": [], "flips": [], "fid": [], "curves": [],
+                                             "localisation": []}
     for i, (m, model) in enumerate(s.models.items()):
         labels = {"model": m}
         sel = fewclass.select_perturbation(model, s.x, grid=grid, batch_size=batch_size,
                                            normalisation=s.normalisation)
         frames["selection"].append(selection_frame(sel, labels=labels))
+        frames["flips"].append(flip_frame(model, s.x, sel["image"], labels={**labels, "Δ": sel["delta"]},
+                                          batch_size=batch_size))
         maps = method_maps(model, s.x, s.y, methods={k: METHODS[k] for k in methods}, alterations=alterations,
                            background=s.background, ig_steps=ig_steps, sg_samples=sg_samples, sg_noise=sg_noise,
                            skip=NO_SG.get(s.task, ()), batch_size=batch_size,

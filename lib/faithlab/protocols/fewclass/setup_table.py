@@ -41,8 +41,9 @@ SETUP: tuple[Setting, ...] = (
     Setting("CT task", "LIDC-IDRI + LNDb: 2,072 slices, binary", "fewclass/fidelity", lambda p: _task_data(p, "ct")),
     Setting("CT models", "ResNet-50, Xception (one logit)", "fewclass/fidelity", lambda p: _models(p, "ct")),
     Setting("images per task (XAI set)", "2,500 (vehicles), 259 (CT)", "fewclass/fidelity",
-            lambda p: f"{p['n_images']:,} per task, " + ("given weights" if p["paper"]
-                                                          else f"models trained on {p['n_train']:,} images")),
+            lambda p: (f"{p['n_images']:,} per task, given weights" if p["paper"] else
+                       f"{p['n_images']:,} per replica × {p['replicas']} trained replicas (disjoint blocks of the "
+                       f"test split), models trained on {p['n_train']:,} images")),
     Setting("methods", "BP, Deconv, EG, IG (min, zero, max), GradCAM, Random", "fewclass/fidelity",
             lambda p: _methods(p["methods"])),
     Setting("alterations", "none, XRAI, SG, SG²", "fewclass/fidelity", lambda p: ", ".join(p["alterations"])),

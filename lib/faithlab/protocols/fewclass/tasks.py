@@ -83,7 +83,8 @@ def _stand_in(task: str, split: str, *, image_size: int, seed: int, n: int | Non
 
 def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int, image_size: int = 28,
           n_train: int = 1500, n_background: int = 20, seed: int = 0, data_dir: str | None = None, paper: bool = False,
-          batch_size: int = 256, device: str | torch.device = "cpu", replica: int | None = None) -> Setup:
+          batch_size: int = 256, device: str | torch.device = "cpu", replica: int | None = None,
+          blocks: int | None = None) -> Setup:
     """The models of a task and its XAI set: the first ``n_images`` test images every model predicts correctly.
 
     Book profile (``paper=False``): generated stand-ins with known ground truth, ``image_size``² pixels —
@@ -110,11 +111,16 @@ def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int
     first ``n_images`` test images that every model *of this replica* predicts correctly. None: every model is
     trained with ``seed`` itself (one model per setting). The paper's weights are one model: ``replica`` must be
     None or 0 with ``paper``.
+    blocks: cut the test split into that many disjoint blocks (test image i in block i mod ``blocks``) and draw the
+    XAI set from block ``replica`` mod ``blocks`` only, so that the replicas score disjoint images (the units of a
+    claim pooled over replicas are then independent images, not the same images again); None: the whole split.
     """
     _validate.one_of(task, "task", TASKS)
     n_images = _validate.positive_int(n_images, "n_images")
     if replica is not None and (not isinstance(replica, int) or isinstance(replica, bool) or replica < 0):
         raise ValueError(f"replica must be None or an index ≥ 0, got {replica!r}")
+    if blocks is not None:
+        blocks = _validate.positive_int(blocks, "blocks")
     if paper and replica not in (None, 0):
         raise ValueError(f"the paper's weights are one model per setting: replica must be None or 0, got {replica!r}")
     if settings is None and not paper:
@@ -167,6 +173,9 @@ def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int
     correct = torch.ones(len(y_all), dtype=torch.bool, device=device)
     for model in trained.values():
         correct &= fewclass.predicted_class(model, x_all, batch_size=batch_size) == y_all
+    if blocks is not None:
+        block = torch.arange(len(y_all), device=device) % blocks == (replica or 0) % blocks
+        correct &= block
     keep = correct.nonzero().flatten()[:n_images]
     if keep.numel() == 0:
         raise ValueError("no test image is predicted correctly by every model: train longer or change settings")

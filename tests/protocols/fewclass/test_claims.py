@@ -1,0 +1,375 @@
+"""Few-class Fidelity's claims as functions (faithlab.protocols.fewclass), decided by their rules in
+lib/faithlab/verdicts/registered/fewclass.toml: synthetic frames of three trained replicas reach every verdict each
+claim can give — reproduced, not reproduced by equivalence (a tight interval inside the band of no meaningful
+effect), not reproduced by reversal, inconclusive (straddling the margin), not testable here (a premise fails) and,
+for C5a's named parts, partly — and the margins cannot drift from the paper's numbers."""
+
+from __future__ import annotations
+
+import statistics
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import faithlab as fl
+from faithlab.metrics import fewclass as F
+from faithlab.protocols.fewclass import paper
+
+P = fl.protocols.fewclass
+R, PARTLY, NR, NT, INC = fl.verdicts.VERDICTS
+OTHERS = ["BP", "Deconv", "EG", "IG(min)", "IG(zero)", "IG(max)", "GradCAM"]
+REPLICAS = 3
+
+
+# ------------------------------------------------------------------------------------------------ the margins
+def test_c1_margin_is_half_the_smallest_random_gap_of_tables_1_and_2():
+    gaps = paper.random_gaps()
+    assert gaps == pytest.approx({"ResNet-18": 0.019, "DenseNet-121": 0.015, "ResNet-50": 0.031, "Xception": 0.114})
+    rule = fl.verdicts.rule("C1")
+    assert rule.margin == pytest.approx(min(gaps.values()) / 2, abs=1e-12)
+    assert rule.decision == "every" and rule.direction == "above" and "0.015" in rule.margin_source
+
+
+def test_c3_margin_is_half_the_median_sg_gain_of_table_1():
+    raised = [g for g in paper.sg_gains() if g > 0]
+    assert len(paper.sg_gains()) == 28 and len(raised) == 23
+    rule = fl.verdicts.rule("C3")
+    assert rule.margin == pytest.approx(statistics.median(raised) / 2, abs=1e-12)
+    # "most" is more than half of the cells, and the paper's own Table 1 meets the rule (21 of 28 above the margin)
+    assert rule.decision == "share" and 0.5 < rule.share <= 15 / 28
+    assert sum(g > rule.margin for g in paper.sg_gains()) / 28 >= rule.share
+
+
+def test_c2_c4_c5_margins_are_the_papers_thresholds_or_stated_conventions():
+    assert fl.verdicts.rule("C4").margin == 0.5 and fl.verdicts.rule("C4").decision == "single"
+    assert fl.verdicts.rule("C4").interval == "t on replica statistics"
+    assert fl.verdicts.rule("C2").margin == 0.9 and fl.verdicts.rule("C2").interval.startswith("share")
+    delta = F.threshold(2)  # Δ = min(0.1, N/40) of eq. 3 for N = 2
+    assert delta == 0.05
+    assert fl.verdicts.rule("C5a.confident").margin == delta and fl.verdicts.rule("C5a.uncertain").margin == delta
+    assert fl.verdicts.rule("C5a.uncertain").direction == "below"
+    assert fl.verdicts.rule("C5a.switch").margin == 0.25 and fl.verdicts.rule("C5a.switch").interval.startswith("share")
+    c5a = fl.verdicts.rule("C5a")
+    assert c5a.decision == "parts" and list(c5a.parts) == ["C5a.confident", "C5a.switch", "C5a.uncertain"]
+    assert fl.verdicts.rule("C5b").kind == "study check"
+    for cid in ("C1", "C2", "C3", "C4", "C5a", "C5a.confident", "C5a.switch", "C5a.uncertain"):
+        rule = fl.verdicts.rule(cid)
+        assert rule.kind == "paper" and rule.replicas >= 3 and rule.units >= 30, cid
+
+
+# ----------------------------------------------------------------------------------------------- frames
+def _fid(means: dict, *, alterations=("none",), gain: dict | None = None, n: int = 15, replicas: int = REPLICAS,
+         noise: float = 0.02, replica_shift: dict | None = None, models=("m",), seed: int = 0) -> pd.DataFrame:
+    """Per-image Fid of each method (and alteration: + gain[(method, alteration)]) around the given means, for
+    ``replicas`` trained replicas of ``n`` images each; replica_shift[(method, replica)] moves one replica."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for r in range(replicas):
+        for m in models:
+            for method, mu in means.items():
+                for alt in alterations:
+                    if method == "Random" and alt != "none":
+                        continue
+                    shift = (gain or {}).get((method, alt), 0.0) + (replica_shift or {}).get((method, r), 0.0)
+                    for i, v in enumerate(mu + shift + noise * rng.normal(size=n)):
+                        rows.append({"replica": r, "model": m, "method": method, "alteration": alt, "image": i,
+                                     "Fid": v})
+    return pd.DataFrame(rows)
+
+
+def _flips(switched: float = 0.6, uncertain: float = 1.0, *, n: int = 20, replicas: int = REPLICAS, model="m",
+           task="ct", delta: float = 0.05, classic_u: float = 0.4, selected_u: float | tuple = 0.01,
+           flipped: float | None = None, noise: float = 0.01, seed: int = 0) -> pd.DataFrame:
+    """flip_frame rows per replica × image: under the zero and mean references the first ``switched`` · n images
+    switch class with confidence (U = classic_u, else U = 0: uncertain, not switched); under the selected
+    perturbation the first ``uncertain`` · n reach U = selected_u < Δ (the rest U = 0.3)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for r in range(replicas):
+        for i in range(n):
+            for ref in ("zero", "mean"):
+                on = i < round(switched * n)
+                rows.append({"task": task, "model": model, "replica": r, "image": i, "replacement": ref, "Δ": delta,
+                             "flipped": on if flipped is None else i < round(flipped * n),
+                             "U": (classic_u if on else 0.0) + noise * abs(rng.normal())})
+            rows.append({"task": task, "model": model, "replica": r, "image": i,
+                         "replacement": "selected perturbation", "Δ": delta, "flipped": False,
+                         "U": ((selected_u[r] if isinstance(selected_u, tuple) else selected_u)
+                               if i < round(uncertain * n) else 0.3) + noise * abs(rng.normal())})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------------------- mechanism premise
+@pytest.mark.parametrize("switched, uncertain, holds", [(0.6, 1.0, True), (0.0, 1.0, False), (0.6, 0.1, False),
+                                                        (0.6, 0.55, None)])
+def test_the_mechanism_premise_is_decided_by_share_intervals(switched, uncertain, holds):
+    flips = _flips(switched, uncertain)
+    premise = P.mechanism(flips)
+    assert premise.holds is holds, premise.text
+    table = P.mechanism_table(flips)
+    assert table["check"].str.startswith(("zero reference", "selected perturbation")).all() and len(table) == 2
+    assert table["replicas"].eq(3).all() and table["images"].eq(60).all()
+    assert table["share"].tolist() == pytest.approx([switched, uncertain])
+    assert (table["low"] <= table["share"]).all() and (table["share"] <= table["high"]).all()
+    # 60 of 60 is never an interval of zero width: the Wilson part of the share interval
+    if uncertain == 1.0:
+        assert table["low"].iloc[1] < 1.0
+
+
+# ------------------------------------------------------------------------------------------------------- C1
+def _c1(kind: str) -> pd.DataFrame:
+    means = {n: 0.7 for n in OTHERS}
+    if kind == "equivalence":  # BP's Fid equals Random's per image up to a tiny noise: a tight interval inside the band
+        frame = _fid({**means, "Random": 0.5})
+        random = frame[frame.method == "Random"].set_index(["replica", "image"])["Fid"]
+        bp = frame.method == "BP"
+        frame.loc[bp, "Fid"] = (random.reindex(list(zip(frame.loc[bp, "replica"], frame.loc[bp, "image"]))).to_numpy()
+                                + 0.001 * np.random.default_rng(1).normal(size=int(bp.sum())))
+        return frame
+    if kind == "reversed":
+        means["BP"] = 0.3
+    if kind == "straddles":
+        means["BP"] = 0.5 + 0.0075
+    return _fid({**means, "Random": 0.5}, noise=0.02 if kind != "straddles" else 0.05)
+
+
+@pytest.mark.parametrize("kind, expected, why", [
+    ("clear", R, "holds in 7 of 7"),
+    ("equivalence", NR, "fails in 1"),   # one method shown within the margin: Random is not the lowest
+    ("reversed", NR, "fails in 1"),      # one method below Random
+    ("straddles", INC, "undecided in"),  # BP's gap sits on the margin
+])
+def test_claim_c1_gives_every_verdict(kind, expected, why):
+    claim = P.claim_random_lowest(_c1(kind), task="ct", model="m", flips=_flips())
+    assert claim.verdict == expected, claim.verdict.why
+    assert why in claim.verdict.why and claim.rule_id == "C1" and claim.kind == "paper"
+    assert claim.units == 45 and len(claim.table) == 7 and "0.0075" in claim.rule
+    assert claim.claim.startswith("C1 (ct, m)") and claim.paper_value == P.PAPER_C1["ct"]
+    assert claim.table["interval"].eq("t on replica means").all()
+
+
+def test_claim_c1_lowest_means_losing_to_none():
+    """Six methods above Random, one significantly below it: the old two-thirds rule said "reproduced"; "lowest"
+    asks every comparison to hold."""
+    means = {**{n: 0.7 for n in OTHERS}, "GradCAM": 0.4, "Random": 0.5}
+    claim = P.claim_random_lowest(_fid(means), task="ct", model="m")
+    assert claim.verdict == NR and (claim.table["outcome"] == "holds").sum() == 6
+
+
+@pytest.mark.parametrize("switched, uncertain, expected", [(0.0, 1.0, NT), (0.6, 0.1, NT), (0.6, 0.55, INC)])
+def test_claim_c1_rests_on_the_mechanism_premise(switched, uncertain, expected):
+    claim = P.claim_random_lowest(_c1("clear"), task="ct", model="m", flips=_flips(switched, uncertain))
+    assert claim.verdict == expected, claim.verdict.why
+    assert "switches with confidence" in claim.premise and "U < Δ" in claim.premise
+
+
+def test_claim_c1_interval_is_a_t_interval_on_the_replica_means():
+    """A deficit of Random maps that holds in two replicas and is reversed in the third is not decided: the t
+    interval on three replica means spans them, whereas the same rows read as one model's images would decide."""
+    means = {n: 0.7 for n in OTHERS}
+    shift = {(n, 2): -0.3 for n in OTHERS}
+    frame = _fid({**means, "Random": 0.5}, replica_shift=shift, noise=0.01)
+    claim = P.claim_random_lowest(frame, task="ct", model="m")
+    assert claim.verdict == INC and (claim.table["outcome"] == "undecided").all()
+    pooled = P.claim_random_lowest(frame.assign(image=frame["replica"] * 100 + frame["image"], replica=0),
+                                   task="ct", model="m")
+    assert pooled.verdict == R and pooled.table["interval"].eq("t on units").all()
+
+
+# ------------------------------------------------------------------------------------------------------- C3
+def _c3(raised: int, *, gain: float = 0.05, lowered: int = 0, noise: float = 0.003, base: float = 0.6):
+    cells = [(n, a) for n in OTHERS for a in ("SG", "SG²")]
+    g = {**{c: gain for c in cells[:raised]}, **{c: -0.1 for c in cells[raised:raised + lowered]}}
+    return _fid({**{n: base for n in OTHERS}, "Random": 0.5}, alterations=("none", "SG", "SG²"), gain=g,
+                noise=noise)
+
+
+@pytest.mark.parametrize("frame, expected, why", [
+    (lambda: _c3(14), R, "holds in 14 of 14"),
+    (lambda: _c3(8), R, "holds in 8 of 14"),      # more than half (8 of 14 ≥ 0.51)
+    (lambda: _c3(7), NR, "holds in 7 of 14"),     # exactly half is not "most"; the 7 ties are shown inside the band
+    (lambda: _c3(0), NR, "fails in 14"),          # no gain: tight intervals inside the band
+    (lambda: _c3(0, lowered=14), NR, "fails in 14"),  # every cell lowered
+    (lambda: _c3(14, gain=0.0115, noise=0.04), INC, "undecided"),  # gains on the margin
+])
+def test_claim_c3_gives_every_verdict(frame, expected, why):
+    claim = P.claim_alteration_gains(frame(), flips=_flips())
+    assert claim.verdict == expected, claim.verdict.why
+    assert why in claim.verdict.why and claim.rule_id == "C3"
+    assert len(claim.table) == 14 and claim.units == 45 and {"model", "method", "alteration"} <= set(claim.table)
+
+
+def test_claim_c3_is_not_testable_without_room_to_rise_or_the_mechanism():
+    at_ideal = _c3(14, base=0.995, gain=0.0, noise=0.001)
+    claim = P.claim_alteration_gains(at_ideal)
+    assert claim.verdict == NT and "room to rise" in claim.verdict.why
+    assert P.claim_alteration_gains(_c3(14), flips=_flips(switched=0.0)).verdict == NT
+
+
+# ------------------------------------------------------------------------------------------------------- C4
+def _ranked(kind: str, *, n: int = 12, replicas: int = REPLICAS, methods=OTHERS, seed: int = 3):
+    """Per-image Fid and IoU of the methods × 4 alterations × 2 models per replica; the methods' Fid means spaced
+    apart, the IoU means follow them (same), reverse them (reversed), follow them in half of the cells and run
+    against them in the rest (weak: ρ ≈ 0.11 in every replica), or follow them in two replicas and reverse them in
+    the third (split)."""
+    rng = np.random.default_rng(seed)
+    order = np.arange(len(methods)) / 10
+    anti = order[[3, 6, 5, 4, 2, 1, 0]] if len(methods) == 7 else -order  # ρ(order, anti) ≈ −0.79
+    rows_f, rows_l = [], []
+    for r in range(replicas):
+        for m in ("a", "b"):
+            for k, alt in enumerate(("none", "XRAI", "SG", "SG²")):
+                loc = {"same": order, "reversed": -order, "weak": order if k < 2 else anti,
+                       "split": order if r < 2 else -order}[kind]
+                for j, method in enumerate(methods):
+                    for i in range(n):
+                        rows_f.append({"replica": r, "model": m, "method": method, "alteration": alt, "image": i,
+                                       "Fid": 0.2 + order[j] + 0.002 * rng.normal()})
+                        rows_l.append({"replica": r, "model": m, "method": method, "alteration": alt, "image": i,
+                                       "IoU": 0.5 + loc[j] + 0.002 * rng.normal()})
+    return pd.DataFrame(rows_f), pd.DataFrame(rows_l)
+
+
+@pytest.mark.parametrize("kind, expected", [("same", R), ("weak", NR), ("reversed", NR), ("split", INC)])
+def test_claim_c4_gives_every_verdict(kind, expected):
+    f, l = _ranked(kind)
+    claim = P.claim_rank_agreement(f, l, task="vehicles", score="IoU", flips=_flips(task="vehicles"))
+    assert claim.verdict == expected, (kind, claim.our_value, claim.verdict.why)
+    assert claim.rule_id == "C4" and claim.units == 36 and claim.kept_replicas == 3
+    assert "over 3 replicas" in claim.our_value
+    per = claim.table[claim.table.model == "mean over the cells"]["Spearman"]
+    assert len(per) == 3
+    if kind == "weak":  # the same ρ in every replica: a tight interval inside the band below 0.5
+        assert per.to_numpy() == pytest.approx((1 + 1 - 600 / 336) / 2)
+
+
+def test_claim_c4_is_not_testable_without_enough_methods_and_needs_replicas():
+    f, l = _ranked("same", methods=OTHERS[:3])
+    assert P.claim_rank_agreement(f, l, task="vehicles", score="IoU").verdict == NT
+    f, l = _ranked("same")
+    with pytest.raises(ValueError, match="at least 2 trained replicas"):
+        P.claim_rank_agreement(f[f.replica == 0], l[l.replica == 0], task="vehicles", score="IoU")
+    claim = fl.verdicts.replicated(P.claim_rank_agreement, f, l, task="vehicles", score="IoU")
+    assert claim.verdict == R and claim.power.startswith("3 replicas")  # the replicas it keeps are counted
+
+
+def test_claim_c4_leaves_an_undefined_rho_out_of_the_mean():
+    f, l = _ranked("same")
+    l.loc[(l.model == "a") & (l.alteration == "SG"), "IoU"] = 0.5
+    claim = P.claim_rank_agreement(f, l, task="vehicles", score="IoU")
+    assert claim.verdict == R and claim.table["Spearman"].isna().sum() == 3  # one cell in each replica
+
+
+# ------------------------------------------------------------------------------------------------------- C2
+def _selection(passed: dict, chance: float, n: int = 20, replicas: int = REPLICAS) -> pd.DataFrame:
+    rows = []
+    for (task, model), share in passed.items():
+        shares = share if isinstance(share, tuple) else (share,) * replicas
+        for r in range(replicas):
+            for i in range(n):
+                rows.append({"task": task, "model": model, "replica": r, "image": i, "U < Δ": i < round(shares[r] * n),
+                             "candidates U < Δ": chance})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("passed, chance, expected", [
+    ({("a", "m"): 1.0, ("b", "m"): 1.0}, 0.1, R),
+    ({("a", "m"): 1.0, ("b", "m"): 0.5}, 0.1, NR),    # b shown below 90 %
+    ({("a", "m"): 1.0, ("b", "m"): (1.0, 0.85, 0.8)}, 0.1, INC),  # b's share straddles 90 %
+    ({("a", "m"): 1.0, ("b", "m"): 1.0}, 0.97, NT),  # any candidate would do: the search is not tested
+])
+def test_claim_c2_gives_every_verdict(passed, chance, expected):
+    claim = P.claim_uncertain_selection(_selection(passed, chance))
+    assert claim.verdict == expected, claim.verdict.why
+    assert claim.rule_id == "C2" and "random candidate" in claim.premise and len(claim.table) == 2
+    assert claim.units == 60 and claim.table["replicas"].eq(3).all()
+    if expected == R:  # 60 of 60: the Wilson part keeps the interval from zero width
+        assert (claim.table["low"] < 1).all() and (claim.table["low"] > 0.9).all()
+
+
+def test_claim_c2_pooled_share_of_thirty_cannot_clear_ninety_percent():
+    """Why the book scores more than 30 images per cell: 30 of 30 has a Wilson interval reaching below 0.9."""
+    claim = P.claim_uncertain_selection(_selection({("a", "m"): 1.0}, 0.1, n=10))
+    assert claim.verdict == INC and claim.table["low"].iloc[0] < 0.9
+
+
+# ------------------------------------------------------------------------------------------------------- C5a
+@pytest.mark.parametrize("flips, expected", [
+    (lambda: _flips(0.6, 1.0), R),                        # confident, switched, selection uncertain
+    (lambda: _flips(0.6, 1.0, flipped=0.1), PARTLY),      # switch shown below a quarter: 2 of 3 parts
+    (lambda: _flips(0.6, 0.0), PARTLY),                   # the selection is not uncertain
+    (lambda: _flips(0.0, 1.0), NR),                       # references leave it uncertain, nothing switches
+    (lambda: _flips(0.6, 1.0, selected_u=(0.02, 0.05, 0.08)), INC),  # the selection's U around Δ: undecided
+])
+def test_claim_c5a_gives_every_verdict(flips, expected):
+    claim = P.claim_class_flip(flips(), binary=["ct"])
+    assert claim.verdict == expected, claim.verdict.why
+    assert claim.rule_id == "C5a" and claim.units == 60
+    assert set(claim.table["part"]) == {"C5a.confident", "C5a.switch", "C5a.uncertain"}
+    assert len(claim.table) == 5  # 2 references × (confident, switch) + the selection
+
+
+def test_claim_c5a_is_not_testable_without_a_binary_task():
+    claim = P.claim_class_flip(_flips(task="vehicles"), binary=["ct"])
+    assert claim.verdict == NT and "no binary task" in claim.verdict.why
+
+
+# ------------------------------------------------------------------------------------------------------- C5b
+def _bounds(extra: float | None = None) -> pd.DataFrame:
+    """The values C5b checks: Fid of 2,000 random area pairs for N = 2 and 3 (a tenth of them set to ``extra`` when
+    given), and the ideal and worst curves of each N."""
+    areas = torch.rand(2, 2000, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    values = []
+    for n in (2, 3):
+        fid = F.fid(areas[0], areas[1], n).numpy()
+        if extra is not None:
+            fid[: len(fid) // 10] = extra
+        values.append(pd.DataFrame({"N": n, "case": "random areas", "Fid": fid}))
+        values.append(pd.DataFrame({"N": n, "case": ["ideal", "worst"],
+                                    "Fid": [float(F.fid(torch.tensor(1 / n), torch.tensor(1.0), n)),
+                                            float(F.fid(torch.tensor(1.0), torch.tensor(0.0), n))]}))
+    return pd.concat(values, ignore_index=True)
+
+
+def test_claim_c5b_is_a_study_check_decided_by_a_wilson_interval():
+    claim = P.claim_fid_bounds(_bounds())
+    assert claim.verdict == R and claim.kind == "study check" and claim.rule_id == "C5b"
+    assert claim.units == 4004 and not claim.trained
+    assert P.claim_fid_bounds(_bounds(extra=1.2)).verdict == NR  # a tenth of the values out of [0, 1]
+    broken = _bounds()
+    broken.loc[broken.case == "ideal", "Fid"] = 0.9
+    assert P.claim_fid_bounds(broken).verdict == INC  # 2 of 4004 off: the interval straddles 0.999
+    assert fl.verdicts.replicated(P.claim_fid_bounds, _bounds()).verdict == R
+
+
+# ---------------------------------------------------------------------------------------------- replicated
+def test_every_claim_is_published_over_three_replicas_with_its_power():
+    """Each claim function runs on one replica's rows alone (its per-replica verdict) and through
+    faithlab.verdicts.replicated: on three replicas of ≥ 30 images a decided verdict is published, with the design
+    its power analysis asks; on two it is published inconclusive (the house asks three trained replicas)."""
+    f, l = _ranked("same")
+    cases = {
+        P.claim_random_lowest: ((_c1("clear"),), {"task": "ct", "model": "m", "flips": _flips()}),
+        P.claim_alteration_gains: ((_c3(14),), {"flips": _flips()}),
+        P.claim_uncertain_selection: ((_selection({("a", "m"): 1.0}, 0.1, n=40),), {}),  # 40 of 40 per replica
+        P.claim_class_flip: ((_flips(),), {"binary": ["ct"]}),
+    }
+    for fn, (args, kwargs) in cases.items():
+        claim = fl.verdicts.replicated(fn, *args, **kwargs)
+        assert claim.verdict == R, (fn.__name__, claim.verdict.why)
+        assert claim.replica_agreement == "3 of 3 replicas", fn.__name__
+        assert claim.bootstrap_stability == "exact (no resampling)" and claim.power, fn.__name__
+        two = fl.verdicts.replicated(fn, *[a[a.replica < 2] for a in args],
+                                     **{k: v[v.replica < 2] if isinstance(v, pd.DataFrame) else v
+                                        for k, v in kwargs.items()})
+        assert two.raw == R and two.verdict == INC and "2 trained models" in two.verdict.why, fn.__name__
+
+
+def test_the_mechanism_thresholds_are_the_registered_ones():
+    text = fl.verdicts.rule("C1").premises[0]
+    assert P.SWITCH_AT == 0.1 and "at least 10 %" in text
+    assert P.UNCERTAIN_AT == 0.5 and "at least half" in text
+    assert "the paper's mechanism" in fl.verdicts.rule("C3").premises[0] and \
+        "the paper's mechanism" in fl.verdicts.rule("C4").premises[0]
