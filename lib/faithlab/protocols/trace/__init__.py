@@ -12,20 +12,22 @@ the results out, one module per concept:
 - :mod:`~faithlab.protocols.trace.frames`: the frames of scores and curves, one row per image (or per image and
   curve point), so the claims can bootstrap over images;
 - :mod:`~faithlab.protocols.trace.claims`: the claims T1–T6 (``claim_*``, each a
-  :class:`faithlab.verdicts.Claim` with its rule, its premise and the null it was checked against) and their chance
-  levels;
+  :class:`faithlab.verdicts.Claim` decided by its rule in ``faithlab/verdicts/registered/trace.toml``) and the
+  chapter's mechanism premise (``mechanism_premises``);
 - :mod:`~faithlab.protocols.trace.setup_table`: the chapter's set-up table (``SETUP``);
-- :mod:`~faithlab.protocols.trace.paper`: the paper's numbers (Table 1's ResNet-18 rows), read by the notebook and
-  the claims.
+- :mod:`~faithlab.protocols.trace.paper`: the paper's numbers (Table 1) and the margins derived from them, read by
+  the notebook, the claims and the rules file's tests.
 
 Every public name is re-exported here (``fl.protocols.trace.deletion_frames``).
 """
 
 from faithlab.protocols.trace import paper
-from faithlab.protocols.trace.claims import (claim_beats_methods, claim_cross_test, claim_insertion_equals_deletion,
-                                             claim_probability_beats_logit, claim_random_test,
-                                             claim_reference_robust, claim_search_bound, random_trajectory_null,
-                                             sign_flip_null)
+from faithlab.protocols.trace.claims import (PREMISE_COLUMNS, PREMISE_DROP, PREMISE_GAIN, claim_beats_methods,
+                                             claim_cross_test, claim_insertion_equals_deletion,
+                                             claim_probability_beats_logit, claim_random_test, claim_reference_robust,
+                                             claim_search_beats_greedy, claim_search_bound, cross_premises,
+                                             mechanism_premises, premise_outcomes, random_test_premises,
+                                             search_bound_premises, table1_premises)
 from faithlab.protocols.trace.frames import (OUTPUT_NAMES, curve_rows, curve_sums, deletion_frames,
                                              insertion_deletion_frame, normalised_auc, random_deletion_frame,
                                              random_order_sums, reference_spread, search_frames, table_layout)
@@ -38,6 +40,8 @@ __all__ = ["TABLE1_METHODS", "OUTPUT_NAMES", "PAPER_MODELS", "CAM_LAYERS", "Trac
            "first_by_filename", "references_of", "method_maps", "trajectories", "deletion_frames", "search_frames",
            "curve_rows",
            "random_deletion_frame", "reference_spread", "normalised_auc", "table_layout", "curve_sums",
-           "random_order_sums", "insertion_deletion_frame", "sign_flip_null", "random_trajectory_null",
-           "claim_search_bound", "claim_beats_methods", "claim_probability_beats_logit", "claim_random_test",
-           "claim_cross_test", "claim_reference_robust", "claim_insertion_equals_deletion", "SETUP"]
+           "random_order_sums", "insertion_deletion_frame", "PREMISE_DROP", "PREMISE_GAIN", "PREMISE_COLUMNS",
+           "mechanism_premises", "premise_outcomes", "table1_premises", "search_bound_premises", "cross_premises",
+           "random_test_premises", "claim_search_bound", "claim_search_beats_greedy", "claim_beats_methods",
+           "claim_probability_beats_logit", "claim_random_test", "claim_cross_test", "claim_reference_robust",
+           "claim_insertion_equals_deletion", "SETUP"]

@@ -32,7 +32,8 @@ def deletion_frames(model: Callable, x: torch.Tensor, target: torch.Tensor, traj
     deleted fractions 0, 1/(points − 1), …, 1 instead (``perturb.removal_curve`` along the same orders, ⌊f·t⌉ patches
     deleted), for pixel-level curves where t + 1 points would cost too much. Returns ``(scores, curves)``: scores
     has one row per name × output × image with ``LeRF`` and ``MoRF`` (plain sums over the evaluated points: with
-    ``points=None`` the paper's Table 1 scale) and ``LeRF − MoRF``; curves one row per name × output × criterion ×
+    ``points=None`` the paper's Table 1 scale), ``LeRF − MoRF``, ``f(x)`` (the clean image's output, the curves'
+    first point) and ``points`` (the points each sum runs over); curves one row per name × output × criterion ×
     image × point, with ``deleted`` (number of patches), ``fraction`` and ``value``.
     """
     labels = dict(labels or {})
@@ -62,7 +63,9 @@ def deletion_frames(model: Callable, x: torch.Tensor, target: torch.Tensor, traj
             base = {**labels, "method": name, "output": OUTPUT_NAMES.get(output, output)}
             scores.append(pd.DataFrame({**base, "image": images.numpy(), "LeRF": d["lerf_auc"].cpu().numpy(),
                                         "MoRF": d["morf_auc"].cpu().numpy(),
-                                        "LeRF − MoRF": d["lerf_morf"].cpu().numpy()}))
+                                        "LeRF − MoRF": d["lerf_morf"].cpu().numpy(),
+                                        "f(x)": d["lerf"][:, 0].detach().cpu().double().numpy(),
+                                        "points": d["lerf"].shape[1]}))
             for criterion in ("LeRF", "MoRF"):
                 curves.append(curve_rows(d[criterion.lower()], {**base, "criterion": criterion}, deleted=deleted))
     return pd.concat(scores, ignore_index=True), pd.concat(curves, ignore_index=True)
@@ -92,15 +95,16 @@ def curve_rows(curve: torch.Tensor, labels: Mapping[str, object], *, deleted: to
 def search_frames(searches: Mapping[str, Search], *, labels: Mapping[str, object] | None = None
                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The LeRF/MoRF curves a set of searches already evaluated (``{name: Search}``, e.g. TRACE-SA-Le−Mo, -Le, -Mo
-    and Greedy-Le, -Mo), laid out as :func:`deletion_frames` does (without an ``output`` column: add it to
-    ``labels``). No model call: each Search carries both curves of its trajectory."""
+    and Greedy-Le, -Mo), laid out as :func:`deletion_frames` does (with ``f(x)`` and ``points``; without an
+    ``output`` column: add it to ``labels``). No model call: each Search carries both curves of its trajectory."""
     labels = dict(labels or {})
     scores, curves = [], []
     for name, s in searches.items():
         base = {**labels, "method": name}
         le, mo = s.lerf.detach().cpu().double(), s.morf.detach().cpu().double()
         scores.append(pd.DataFrame({**base, "image": range(le.shape[0]), "LeRF": le.sum(1).numpy(),
-                                    "MoRF": mo.sum(1).numpy(), "LeRF − MoRF": (le.sum(1) - mo.sum(1)).numpy()}))
+                                    "MoRF": mo.sum(1).numpy(), "LeRF − MoRF": (le.sum(1) - mo.sum(1)).numpy(),
+                                    "f(x)": le[:, 0].numpy(), "points": le.shape[1]}))
         curves += [curve_rows(le, {**base, "criterion": "LeRF"}), curve_rows(mo, {**base, "criterion": "MoRF"})]
     return pd.concat(scores, ignore_index=True), pd.concat(curves, ignore_index=True)
 
@@ -143,26 +147,32 @@ def reference_spread(scores: pd.DataFrame, *, value: str, by: list[str]) -> pd.D
 
 
 # ------------------------------------------------------------------------------------------- frames of the claims
-def curve_sums(curves: Mapping[tuple[str, str], torch.Tensor]) -> pd.DataFrame:
+def curve_sums(curves: Mapping[tuple[str, str], torch.Tensor], *, labels: Mapping[str, object] | None = None
+               ) -> pd.DataFrame:
     """Plain sums of ``(B, t + 1)`` curves ``{(search, objective): curve}`` (e.g. Fig. 2a's CS, SA and Greedy for
-    "Le" and "Mo") → rows (search, objective, image, sum)."""
-    return pd.concat([pd.DataFrame({"search": search, "objective": objective, "image": range(c.shape[0]),
-                                    "sum": c.detach().cpu().double().sum(1).numpy()})
+    "Le" and "Mo") → rows (search, objective, image, sum, f(x), points), with constant ``labels`` (e.g.
+    ``{"replica": 0}``); ``f(x)`` is the curve's first point (the clean image), ``points`` its length."""
+    labels = dict(labels or {})
+    return pd.concat([pd.DataFrame({**labels, "search": search, "objective": objective, "image": range(c.shape[0]),
+                                    "sum": c.detach().cpu().double().sum(1).numpy(),
+                                    "f(x)": c.detach().cpu().double()[:, 0].numpy(), "points": c.shape[1]})
                       for (search, objective), c in curves.items()], ignore_index=True)
 
 
 def random_order_sums(model: Callable, x: torch.Tensor, target: torch.Tensor, *, edge: int, n_orders: int,
                       generator: torch.Generator | int, reference: Reference = "zero", output: str = "prob",
-                      batch_size: int = 256) -> pd.DataFrame:
+                      batch_size: int = 256, labels: Mapping[str, object] | None = None) -> pd.DataFrame:
     """Sums of the deletion curves along ``n_orders`` uniformly random orders per image
-    (``metrics.search.random_deletion_curves``) → rows (image, order, sum). A random order and its reverse are
-    equally likely, so these are draws of ΣLeRF and of ΣMoRF of a random trajectory alike: the chance level of
-    both criteria (:func:`random_trajectory_null`)."""
+    (``metrics.search.random_deletion_curves``) → rows (image, order, sum, points), with constant ``labels``. A
+    random order and its reverse are equally likely, so these are draws of ΣLeRF and of ΣMoRF of a random
+    trajectory alike: the chance level of both criteria (the null of the chapter's mechanism premise,
+    :func:`~faithlab.protocols.trace.claims.mechanism_premises`)."""
     c = random_deletion_curves(model, x, edge=edge, n_orders=n_orders, generator=generator, reference=reference,
                                output=output, target=target, batch_size=batch_size).detach().cpu().double()
-    b, n, _ = c.shape
-    return pd.DataFrame({"image": torch.arange(b).repeat_interleave(n).numpy(),
-                         "order": torch.arange(n).repeat(b).numpy(), "sum": c.sum(2).flatten().numpy()})
+    b, n, p = c.shape
+    return pd.DataFrame({**dict(labels or {}), "image": torch.arange(b).repeat_interleave(n).numpy(),
+                         "order": torch.arange(n).repeat(b).numpy(), "sum": c.sum(2).flatten().numpy(),
+                         "points": p})
 
 
 def insertion_deletion_frame(model: Callable, x: torch.Tensor, searches: Mapping[str, Search], *,

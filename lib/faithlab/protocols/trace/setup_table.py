@@ -40,6 +40,13 @@ def _side(p: Mapping) -> int:
     return 224 if p["torchvision_models"] else _canvas(p).image_size
 
 
+def _images(p: Mapping, per_replica: int) -> str:
+    """The images of a claim: per replica and pooled over the trained replicas (or just the count, for one model)."""
+    replicas = p.get("replicas", 1)
+    return (f"{per_replica} images" if replicas == 1 else
+            f"{replicas * per_replica} images ({replicas} trained replicas × {per_replica})")
+
+
 def _data(p: Mapping) -> str:
     """The images in a set-up table: ImageNet, or the coloured canvases with the digit's share of the pixels."""
     if p["torchvision_models"]:
@@ -68,10 +75,13 @@ SETUP: tuple[Setting, ...] = (
     Setting("RISE masks, EP iterations, IG steps", "not stated in the text", "trace/table1",
             "{rise_masks:,}, {ep_iterations:,}, {ig_steps}"),
     Setting("complete search (Fig. 2a)", "t = 4×4 = 16, all 2^16 subsets", "trace/searches",
-            lambda p: f"t = {p['cs_edge']}×{p['cs_edge']} = {p['cs_edge'] ** 2}, {p['cs_images']} images, "
-                      f"SA K = {p['cs_iterations']:,}"),
-    Setting("random deletion test (Fig. 4)", "6 patch sizes, several random orders", "trace/random_test",
+            lambda p: f"t = {p['cs_edge']}×{p['cs_edge']} = {p['cs_edge'] ** 2}, "
+                      f"{_images(p, min(p['cs_images'], p['n_images']))}, SA K = {p['cs_iterations']:,}"),
+    Setting("cross-test (Fig. 3b)", "t = 7×7 = 49, K = 5,000", "trace/searches",
+            lambda p: f"t = {p['edge']}×{p['edge']} = {p['edge'] ** 2}, {_images(p, p['n_images'])}, "
+                      f"SA K = {p['iterations']:,}"),
+    Setting("random deletion test (Fig. 4)", "ResNet-18, 6 patch sizes, several random orders", "trace/random_test",
             lambda p: f"sides {'/'.join(str(_side(p) // e) for e in p['edges'])} px, {p['n_orders']} orders, "
-                      f"{p['n_images']} images"),
+                      f"{_images(p, p['n_images'])}"),
 )
 """The chapter's set-up table, paper (spec §5.1–5.7) against ours (the executed notebooks' parameters)."""
