@@ -18,7 +18,8 @@
 # tries only every (m // 20 + 1)-th sorted distance, and its TPR = tp/(tp + fn), TNR = tn/(tn + fp) leave the
 # distances equal to γ out of both denominators. Our `fl.metrics.reco` tries a cut after every distinct distance
 # (Youden's J, exact, O(m log m)). How much does the approximation change the numbers and the ranking of methods?
-# The sets are those of the Tables 1–2 notebook (same parameters: loaded from the cache when it ran first).
+# The sets are those of the Tables 1–2 notebook's first replica (same parameters: loaded from the cache when it ran
+# first).
 # The notebook also checks R5, an identity of the definitions: k identical models give MeGe = 1.
 
 # %% tags=["parameters"]
@@ -106,20 +107,18 @@ out.figure(fig, "simulation")
 # %% [markdown]
 # ## R5: identical models give MeGe = 1
 # The first model of each family stands in for all k: every distance is 0, so S≠ is empty and MeGe = 1. This is an
-# identity of the definitions (eq. 8), so it checks our pipeline by construction and no null can apply to its
-# value: a correct pipeline gives exactly 1 (the test suite checks it too, and that a broken pipeline fails).
-# As a contrast we show the null the rest of the chapter uses, MeGe when the second model explains another image
-# (the shuffled pairings of the Tables 1–2 sets): it lies below 1, so MeGe = 1 is not met by any maps. The claim
-# function `fl.protocols.reco_mege.claim_identical_models` measures |MeGe − 1| and the largest distance against the
-# tolerance 1e-6 (float error) in every task × method cell with an S= pair and a contrast below 1; every cell must
-# meet it. An identity, so it is recorded as a study check, not as one of the paper's claims.
+# identity of the definitions (eq. 8), so it checks our pipeline by construction: a study check, not a claim of the
+# paper. Decided by its registered rule (`claim_identical_models`, rule R5): per task × method cell, the mean S=
+# distance of the k copies over the images with an S= pair, a 95 % t interval on those images, against the float
+# tolerance 1e-6; every cell must hold. As a contrast we show the null the rest of the chapter uses, MeGe when the
+# second model explains another image (the shuffled pairings of the Tables 1–2 sets): it lies below 1, so MeGe = 1
+# is not met by any maps; a cell whose contrast is at 1 is not testable.
 
 # %%
-identical = pd.DataFrame([{"task": t, "method": m, **P.identical_models(f, m, **SETTINGS)}
-                          for t, f in families.items() for m in methods])
+identical = pd.concat([P.identical_models(f, m, **SETTINGS).assign(task=t, method=m)
+                       for t, f in families.items() for m in methods], ignore_index=True)
 contrast = pd.concat([P.null_frame(d, task=t) for t, d in details.items()], ignore_index=True)
-r5 = P.claim_identical_models(identical, contrast)
+r5 = out.claim(P.claim_identical_models, identical, contrast).claim
 out.table(r5.table, "r5")
-out.claim(P.claim_identical_models, identical, contrast)
 print(r5.verdict, "—", r5.verdict.why)
 r5.table

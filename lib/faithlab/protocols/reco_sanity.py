@@ -27,8 +27,8 @@ from faithlab._optional import require
 from faithlab.metrics.papers.reco_mege.distances import DISTANCES, map_distance
 from faithlab.metrics.statistics import rankdata, spearman
 
-__all__ = ["KINDS", "LABELS", "moving_point_maps", "noise_maps", "wasserstein", "distance_frame", "monotonicity",
-           "claim_sanity_checks"]
+__all__ = ["KINDS", "LABELS", "moving_point_maps", "random_paths", "noise_maps", "wasserstein", "distance_frame",
+           "monotonicity", "unit_spearman", "claim_sanity_checks"]
 
 KINDS = ("wasserstein", "dice", "spearman", "ssim", "l1", "l2")
 """The six distances of Figs. 2–3 in the paper's order (``"spearman"`` = sqrt(1 − |ρ|), xplique's, spec §4.2)."""
@@ -71,6 +71,34 @@ def moving_point_maps(*, size: int = 32, steps: int = 100, radius: float = 2.0,
         t = t[:, None, None]
         maps = (1 - t) * maps[0] + t * maps[1]
     return maps
+
+
+def random_paths(n_paths: int, *, size: int = 32, steps: int = 10, radius: float = 2.0,
+                 generator: torch.Generator | int) -> torch.Tensor:
+    """The moving-point test (Fig. 2) as independent units: ``n_paths`` paths of a Gaussian point of interest (std
+    ``radius`` pixels, as :func:`moving_point_maps`), each from a point at 2·radius from the left edge to a point at
+    2·radius from the right edge, both rows drawn uniformly between 2·radius and size − 1 − 2·radius (generator), in
+    ``steps`` equal steps (first and last included). The paper moves one point from a left corner to the right corner
+    over 100 maps and its masks are lost: drawing the path makes each path an independent unit of the check.
+
+    Returns ``(n_paths, steps, size, size)`` float64 maps in [0, 1]; map 0 of each path is its reference."""
+    n_paths = _validate.positive_int(n_paths, "n_paths")
+    size = _validate.positive_int(size, "size")
+    steps = _validate.positive_int(steps, "steps")
+    radius = _validate.number(radius, "radius")
+    if not 0 < radius < size / 4:
+        raise ValueError(f"radius must lie in (0, size / 4) = (0, {size / 4}), got {radius!r}")
+    if steps < 2:
+        raise ValueError(f"steps must be at least 2 (a start and an end), got {steps}")
+    g = _validate.generator(generator, why="to draw the paths")
+    low, high = 2 * radius, size - 1 - 2 * radius
+    rows = low + (high - low) * torch.rand((n_paths, 2), generator=g, dtype=torch.float64, device=g.device).cpu()
+    t = torch.linspace(0.0, 1.0, steps, dtype=torch.float64)
+    row = rows[:, :1] + t[None] * (rows[:, 1:] - rows[:, :1])                   # (n_paths, steps)
+    col = (low + t * (high - low)).expand(n_paths, steps)
+    p = torch.arange(size, dtype=torch.float64)
+    d2 = (p[:, None] - row[..., None, None]) ** 2 + (p[None, :] - col[..., None, None]) ** 2
+    return torch.exp(-d2 / (2 * radius ** 2))
 
 
 def noise_maps(map: torch.Tensor, sigmas: Sequence[float], *, repeats: int = 50,
@@ -261,95 +289,76 @@ def _permutations(n: int, n_draws: int, seed: int) -> torch.Tensor:
     return torch.rand((n_draws, n), generator=g, dtype=torch.float64).argsort(dim=1)
 
 
-def claim_sanity_checks(checks: pd.DataFrame, *, control: Sequence[str] = ()) -> verdicts.Claim:
-    """Claim R4 (§4.3, Figs. 2–3): all six distances pass both sanity checks (a monotone positive relation).
+def unit_spearman(frame: pd.DataFrame, *, x: str, unit: str, by: str = "distance",
+                  value: str = "value") -> pd.DataFrame:
+    """Per distance (``by``) and independent unit (``unit``: a noise series, a path), the Spearman ρ between ``x``
+    (the noise level, the step) and the distance over that unit's maps (NaN distances dropped; NaN with fewer than 3
+    maps or a constant column) → rows (``by``, ``unit``, ``spearman``, ``n``)."""
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"frame must be a pandas DataFrame, got {type(frame).__name__}")
+    for arg, col in (("x", x), ("unit", unit), ("by", by), ("value", value)):
+        if col not in frame.columns:
+            raise ValueError(f"{arg}={col!r} is not a column of frame; columns: {list(frame.columns)}")
+    rows = []
+    for (name, u), g in frame.groupby([by, unit], sort=False):
+        g = g.dropna(subset=[value])
+        rho = _rho(g[x], g[value]) if len(g) >= 3 else math.nan
+        rows.append({by: name, unit: u, "spearman": rho, "n": len(g)})
+    return pd.DataFrame(rows)
 
-    checks: :func:`monotonicity` frames of the checks, concatenated with a ``check`` column naming each (e.g.
-    "Fig. 2 (moving point)", "Fig. 3 (noise)"); control: the names of checks that are reported beside the verdict but
-    not decided (e.g. the blend reading of Fig. 2). Null and premise, per (distance × check) setting: its ρ must lie
-    outside the chance range of the same ρ with the pairing of maps and displacement (or σ) shuffled (``null low``,
-    ``null high``); a ρ inside it (or undefined) cannot be told from a distance unrelated to the displacement, and
-    that setting is not testable here. Rule (fixed before the result; :func:`faithlab.verdicts.from_settings`): a
-    testable setting holds when ρ ≥ its ``threshold`` and lies above its chance range; the claim says "all six", so
-    it is reproduced only when every testable setting holds and none is at chance (share 1), partly reproduced when at
-    least :data:`~faithlab.verdicts.PARTLY_SHARE` of the testable settings hold, else not reproduced; not testable
-    here when every setting is at chance. Table: ``checks`` with ``in verdict``, ``testable`` and ``status``
-    (holds / fails / at chance / control) per row."""
-    if not isinstance(checks, pd.DataFrame):
-        raise TypeError(f"checks must be a pandas DataFrame, got {type(checks).__name__}")
-    needed = ("check", "distance", "spearman", "passes", "threshold", "null low", "null high", "null draws",
-              "null level", "at chance", "above chance")
-    missing = [c for c in needed if c not in checks.columns]
+
+def claim_sanity_checks(units: pd.DataFrame, *, threshold: float | None = None) -> verdicts.Claim:
+    """Study check R4 (§4.3, Figs. 2–3): every candidate distance grows with the displacement of a point of interest
+    and with the noise added to an image, decided by its rule (``verdicts.rule("R4")``; ``threshold`` overrides its
+    margin).
+
+    units: :func:`unit_spearman` rows of the checks concatenated with a ``check`` column (e.g. "Fig. 2 (moving
+    point)" over :func:`random_paths`, "Fig. 3 (noise)" over the noise series of :func:`noise_maps`): per distance
+    and independent unit, the Spearman ρ between the displacement (or σ) and the distance. Per (check × distance)
+    cell: the mean ρ over the units, its t interval on the units (:func:`faithlab.verdicts.effect`), judged above the
+    margin (a strong monotone positive relation); the paper says "all six pass both", so every cell must hold. The
+    null: ρ = 0, a distance unrelated to the displacement. No model is trained: the units are the independent noise
+    draws and paths. A check of our reconstruction of the paper's lost masks, so a study check. Table: one row per
+    cell."""
+    rule = verdicts.rule("R4")
+    if not isinstance(units, pd.DataFrame):
+        raise TypeError(f"units must be a pandas DataFrame, got {type(units).__name__}")
+    missing = [c for c in ("check", "distance", "spearman") if c not in units.columns]
     if missing:
-        raise ValueError(f"checks lacks the columns {missing}: build it from monotonicity(...) frames with a 'check' "
+        raise ValueError(f"units lacks the columns {missing}: build it from unit_spearman(...) frames with a 'check' "
                          "column")
-    if isinstance(control, str):
-        control = (control,)
-    unknown = [c for c in control if c not in set(checks["check"])]
-    if unknown:
-        raise ValueError(f"control names checks that checks does not hold: {unknown}; checks: "
-                         f"{list(dict.fromkeys(checks['check']))}")
-    table = checks.copy()
-    table["in verdict"] = ~table["check"].isin(list(control))
-    table["testable"] = table["in verdict"] & ~table["at chance"].astype(bool)
-    holds = table["passes"].astype(bool) & table["above chance"].astype(bool)
-    table["status"] = np.where(~table["in verdict"], "control", np.where(
-        ~table["testable"], "at chance", np.where(holds, "holds", "fails")))
-    main = table[table["in verdict"]]
-    if main.empty:
-        raise ValueError("checks must hold at least one check that is not a control")
-    thresholds = sorted(set(main["threshold"]))
-    threshold = ", ".join(f"{t:g}" for t in thresholds)
-    testable = main[main["testable"]]
-    at_chance = main[~main["testable"]]
+    cells, rows = {}, []
+    for (check, kind), part in units.groupby(["check", "distance"], sort=False):
+        name = f"{LABELS.get(kind, kind)} in {check}"
+        rho = part["spearman"].to_numpy(float)
+        if int((~np.isnan(rho)).sum()) < 2:
+            cells[name] = None
+            rows.append({"check": check, "distance": kind, "units": int((~np.isnan(rho)).sum()),
+                         "outcome": "undecided"})
+            continue
+        j = verdicts.judge(verdicts.mean_interval(rho), rule, what=name, margin=threshold, _units=(rho, None))
+        cells[name] = j
+        i = j.interval
+        rows.append({"check": check, "distance": kind, "mean ρ": i.estimate, "low": i.low, "high": i.high,
+                     "lowest unit ρ": float(np.nanmin(rho)), "margin": j.margin, "outcome": j.outcome,
+                     "units": i.units})
+    if not cells:
+        raise ValueError("units must hold at least one (check × distance) cell")
+    table = pd.DataFrame(rows)
+    v = verdicts.decide(cells, rule)
+    n_units = int(table["units"].min())
 
-    def label(row) -> str:
-        return f"{LABELS.get(row['distance'], row['distance'])} in {row['check']}"
+    def listed(frame: pd.DataFrame) -> str:
+        return "; ".join(f"{c}: " + ", ".join(f"{LABELS.get(d, d)} {m:.2f}" for d, m in zip(g["distance"],
+                                                                                             g["mean ρ"]))
+                         for c, g in frame.groupby("check", sort=False) if "mean ρ" in g)
 
-    def why_at_chance(row) -> str:
-        if math.isnan(row["spearman"]):
-            return f"{label(row)} (ρ undefined: a constant distance or fewer than 2 maps)"
-        if not row["null draws"]:
-            return f"{label(row)} (ρ {row['spearman']:.3f} has no chance range: fewer than 3 maps)"
-        return f"{label(row)} (ρ {row['spearman']:.3f} within [{row['null low']:.3f}, {row['null high']:.3f}])"
-
-    chance_phrases = [why_at_chance(r) for _, r in at_chance.iterrows()]
-    untestable = None
-    if testable.empty:
-        untestable = ("every (distance × check) ρ lies within its shuffled-pairing chance range: "
-                      + "; ".join(chance_phrases))
-    v = verdicts.from_settings((testable["status"] == "holds").tolist(), reproduced=1.0,
-                               partly=verdicts.PARTLY_SHARE, untestable=untestable,
-                               what="testable (distance × check) settings")
-    if v == verdicts.VERDICTS[0] and len(at_chance):
-        v = v.with_why(f"{v.why}, but {len(at_chance)} setting(s) at chance: "
-                       f"{', '.join(label(r) for _, r in at_chance.iterrows())}, so 'all six' is not shown",
-                       verdicts.VERDICTS[1])
-    ranges = "; ".join(f"{c} [{g['null low'].min():.2f}, {g['null high'].max():.2f}]"
-                       for c, g in table.groupby("check", sort=False))
-    draws = int(main["null draws"].max())
-    level = ", ".join(f"{x * 100:g} %" for x in sorted(set(main["null level"])))
-
-    def rhos(frame: pd.DataFrame) -> str:
-        return "; ".join(f"{c}: " + ", ".join(f"{LABELS.get(d, d)} {r:.2f}" for d, r in zip(g["distance"],
-                                                                                           g["spearman"]))
-                         for c, g in frame.groupby("check", sort=False))
-
-    controls = table[~table["in verdict"]]
     return verdicts.Claim(
-        "R4: all six distances pass both sanity checks (monotone positive relation)",
-        rule=f"per distance × check, the Spearman ρ between the displacement (or σ) and the distance over every "
-             f"map: a setting holds when ρ ≥ {threshold} and ρ lies above its shuffled-pairing chance range (the "
-             "paper's direction: a monotone positive relation); the claim says all six, so every setting must hold "
-             "(share 1), and a setting at chance keeps it from being reproduced in full"
-             + (f"; {', '.join(dict.fromkeys(controls['check']))} reported as a control, not decided"
-                if len(controls) else ""),
-        premise=f"a setting is testable only if its ρ lies outside the central {level} chance range of the same ρ "
-                f"with the pairing of maps and displacement (or σ) shuffled ({draws} draws per setting; chance ranges "
-                f"{ranges}); at chance: " + ("; ".join(chance_phrases) if chance_phrases else "none"),
+        rule.claim, rule=rule,
+        premise="each check's units are independent: a fresh noise draw per series (Fig. 3), a freshly drawn path per "
+                "moving point (Fig. 2); the null of every cell is ρ = 0 (a distance unrelated to the displacement); "
+                "the paper's own moving-point masks are lost, so the check tests our reconstruction of them",
         paper_value="Figs. 2–3: all six pass; SSIM and ℓ2 have higher variance",
-        our_value=f"{int((testable['status'] == 'holds').sum())} of {len(main)} settings hold "
-                  f"({len(at_chance)} at chance); ρ with the displacement / σ: {rhos(main)}"
-                  + (f"; control, {rhos(controls)}" if len(controls) else ""),
-        verdict=v, table=table, trained=False)  # synthetic maps with a known displacement: no model is trained
-
+        our_value=f"{int((table.outcome == 'holds').sum())} of {len(table)} (check × distance) cells hold; mean ρ "
+                  f"over {n_units}+ units per cell: {listed(table)}",
+        verdict=v, table=table, units=n_units, trained=False)  # synthetic maps with a known displacement

@@ -1,6 +1,8 @@
-"""ReCo/MeGe R1 and R2 as claim functions: the shuffled-pairings chance level of S= (against a brute-force
-computation, independent of batch_size, cached with the sets), and synthetic families built to give every verdict,
-including "not testable here" when S= sits at its chance level."""
+"""ReCo/MeGe's R1, R2, R3 and Table 3 as claim functions decided by their registered rules: the shuffled-pairings
+chance level of S= (against a brute-force computation, independent of batch_size, cached with the sets), synthetic
+replicated families built to reach every verdict each claim can give (reproduced; not reproduced by equivalence — a
+tight interval inside the band — and by reversal; inconclusive; not testable here; partly where a claim has parts),
+and margins that cannot drift from the paper's numbers."""
 
 from __future__ import annotations
 
@@ -8,15 +10,17 @@ import math
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from scipy.stats import spearmanr
 
 import faithlab as fl
 from faithlab.metrics.papers.reco_mege.crossfold import Pairs, details_from_pairs
+from faithlab.protocols.reco_mege import paper
 
 P = fl.protocols.reco_mege
-R, PARTLY, N, T, I = fl.verdicts.VERDICTS
+R, P_, N, T, I = fl.verdicts.VERDICTS
 
 
 # ------------------------------------------------------------------------------------------------ the null itself
@@ -133,7 +137,7 @@ def sets(eq: float, ne: float, null: float, *, n: int = 80, k: int = 3, noise: f
 
 
 def test_null_frame_tells_s_equal_below_chance_from_at_chance():
-    frame = P.null_frame({"good": sets(0.3, 0.7, 0.7), "noise": sets(0.66, 0.7, 0.66, seed=1)}, n_boot=500)
+    frame = P.null_frame({"good": sets(0.3, 0.7, 0.7), "noise": sets(0.66, 0.7, 0.66, seed=1)})
     good, noise = frame.set_index("method").loc["good"], frame.set_index("method").loc["noise"]
     assert good["below chance"] and not noise["below chance"]
     assert good["low"] > 0.3 and noise["low"] < 0 < noise["high"]
@@ -143,102 +147,104 @@ def test_null_frame_tells_s_equal_below_chance_from_at_chance():
     assert good["n S="] == det["counts"]["S="]
     with pytest.raises(ValueError, match="shuffled"):
         P.null_frame({"bare": details_from_pairs(det["pairs"])})
-    with pytest.raises(ValueError, match="n_boot"):
-        P.null_frame({"good": det}, n_boot=50)
 
 
-GOOD, WEAK, NOISE = (0.3, 0.7, 0.7), (0.5, 0.6, 0.7), (0.66, 0.7, 0.66)
+GOOD, WEAK, NOISE, FAR = (0.3, 0.7, 0.7), (0.5, 0.6, 0.7), (0.66, 0.7, 0.66), (0.3, 0.9, 0.2)
+# ReCo: GOOD ≈ 1 (S= and S≠ apart), WEAK ≈ 0.68 (2σ apart), so GOOD − WEAK ≈ 0.3, far beyond R1's margin 0.074;
+# two GOOD methods tie within a few thousandths (a tight interval inside the band)
 
 
-def task(gc, sa, ig=WEAK, seed=0):
-    return {"SA": sets(*sa, seed=seed + 1), "IG": sets(*ig, seed=seed + 2), "GC": sets(*gc, seed=seed + 3)}
+def premise_rows(keys: dict, *, spread: float = 0.01, accuracy: float = 0.8, replicas: int = 3) -> pd.DataFrame:
+    """premise_row rows: ``keys`` {column: value} (e.g. task) for every replica, the spread jittered a little."""
+    return pd.DataFrame([{**keys, "replica": r, "family": keys.get("family", "Normal"), "models": 5, "images": 1500,
+                          "accuracy": accuracy + 0.005 * r, "lowest": accuracy - spread, "highest": accuracy + spread,
+                          "spread": spread + 0.001 * r, "bar": 0.2} for r in range(replicas)])
 
 
-def r1_frame(spec: dict, *, replicas: int = 2, n: int = 80) -> "pd.DataFrame":
-    """pairs_frame rows of R1's synthetic families: ``{task: (gc, sa)}`` (IG always WEAK), ``replicas`` independent
-    replicas per task (another noise seed each)."""
-    import pandas as pd
+def r1_frame(spec: dict, *, replicas: int = 3) -> pd.DataFrame:
+    """pairs_frame rows of R1's synthetic families: ``{task: (gc, sa)}`` or ``{task: [(gc, sa) per replica]}`` (IG
+    always WEAK), another noise seed per replica."""
+    frames = []
+    for i, (t, s) in enumerate(spec.items()):
+        per = s if isinstance(s, list) else [s] * replicas
+        for r, (gc, sa) in enumerate(per):
+            frames.append(P.pairs_frame({"SA": sets(*sa, seed=100 * r + 7 * i + 1),
+                                         "IG": sets(*WEAK, seed=100 * r + 7 * i + 2),
+                                         "GC": sets(*gc, seed=100 * r + 7 * i + 3)}, task=t, replica=r))
+    return pd.concat(frames, ignore_index=True)
 
-    return pd.concat([P.pairs_frame(task(gc, sa, seed=100 * r + 7 * i), task=t, replica=r)
-                      for i, (t, (gc, sa)) in enumerate(spec.items()) for r in range(replicas)], ignore_index=True)
+
+def test_every_margin_is_the_papers_and_every_claim_has_its_rule():
+    margins = paper.margins()
+    assert set(margins) == {"R1", "R2.MeGe", "R2.ReCo", "R3.ReCo", "R3.MeGe", "RM-T3.muF", "RM-T3.Savg"}
+    for cid, m in margins.items():
+        assert fl.verdicts.rule(cid).margin_for() == pytest.approx(m, abs=1e-9), cid
+    # the numbers behind them, from the paper's tables (typed in paper.py)
+    assert margins["R1"] == pytest.approx((0.517 - 0.369) / 2)
+    assert margins["R3.MeGe"] == pytest.approx((0.749 - 0.723) / 2)
+    assert margins["RM-T3.Savg"] == pytest.approx(round(math.log(2.112 / 0.024) / 2, 4))
+    for cid in ("R2", "R3", "RM-T3"):
+        rule = fl.verdicts.rule(cid)
+        assert rule.decision == "parts" and rule.share == 0.5 and all(fl.verdicts.rule(p) for p in rule.parts)
+    for cid in ("R1", "R2.MeGe", "R2.ReCo", "R3.ReCo", "R3.MeGe", "RM-T3.muF", "RM-T3.Savg", "R4", "R5"):
+        assert fl.verdicts.rule(cid).decision == "every", cid           # "every", "best", "highest", "lowest"
+    assert fl.verdicts.rule("R4").kind == fl.verdicts.rule("R5").kind == "study check"
 
 
-CLOSE = (0.5, 0.6, 0.7)   # the same sets as WEAK: ReCo of GC and its rival tie
-
-
-@pytest.mark.parametrize("spec, premises, expected", [
-    ({"A": (GOOD, WEAK), "B": (GOOD, WEAK)}, None, R),                     # GC best on both tasks
-    ({"A": (GOOD, WEAK), "B": (WEAK, GOOD)}, None, PARTLY),                # on one of two
-    ({"A": (WEAK, GOOD), "B": (WEAK, GOOD)}, None, N),                     # on none
-    ({"A": (CLOSE, WEAK)}, None, I),                                       # a tie: neither won nor lost
-    ({"A": (GOOD, WEAK), "B": (CLOSE, WEAK)}, None, I),                    # reproduced only if the tie were a win
-    ({"A": (NOISE, WEAK), "B": (NOISE, WEAK)}, None, T),                   # GC's S= at its chance level
-    ({"A": (GOOD, WEAK)}, {"A": "A Normal: mean held-out accuracy 0.11 < 0.20"}, T),  # models at chance
+# ----------------------------------------------------------------------------------------------- R1 (Table 1)
+@pytest.mark.parametrize("spec, premises, expected, why", [
+    ({"A": (GOOD, WEAK), "B": (GOOD, WEAK)}, None, R, "holds in 4 of 4"),        # GC best on both tasks
+    ({"A": (GOOD, GOOD)}, None, N, "fails in 1"),                               # a tight tie with SA: shown absent
+    ({"A": (GOOD, WEAK), "B": (WEAK, GOOD)}, None, N, "B: GC − SA"),            # reversed on task B
+    ({"A": [(GOOD, WEAK), (GOOD, WEAK), (WEAK, GOOD)]}, None, I, "undecided"),  # the replicas disagree
+    ({"A": (NOISE, WEAK), "B": (NOISE, WEAK)}, None, I, "premise is undecided"),  # GC's S= at its chance level
+    ({"A": (FAR, WEAK)}, None, T, "shuffled"),                                  # GC's S= shown above chance
+    ({"A": (GOOD, WEAK)}, "spread", T, "±3 %"),                                 # the k models are not comparable
+    ({"A": (GOOD, WEAK)}, "undecided", I, "premise is undecided"),              # the premise straddles ±3 %
 ])
-def test_claim_r1_gives_every_verdict(spec, premises, expected):
+def test_claim_r1_gives_every_verdict(spec, premises, expected, why):
     frame = r1_frame(spec)
-    claim = P.claim_gradcam_best_reco(frame, premises=premises, n_boot=300, seed=0)
-    assert isinstance(claim, fl.verdicts.Claim)
+    rows = None
+    if premises is not None:
+        spreads = {"spread": [0.06, 0.061, 0.062], "undecided": [0.01, 0.045, 0.02]}[premises]
+        rows = pd.concat([premise_rows({"task": t}) for t in spec], ignore_index=True)
+        rows["spread"] = np.tile(spreads, len(spec))
+    claim = P.claim_gradcam_best_reco(frame, premises=rows)
+    assert isinstance(claim, fl.verdicts.Claim) and claim.rule_id == "R1" and claim.kind == "paper"
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
-    assert "shuffled" in claim.premise and len(claim.table) == len(spec) and claim.kind == "paper"
-    assert claim.decision and "reproduced when" not in claim.rule          # the rule text states no threshold
-    assert "reproduced from 100%" in claim.decision                         # "every task": share 1
-    if expected == T and premises is None:
-        assert "chance level" in claim.verdict.why
-    if expected not in (T,):
-        assert claim.units == 2 * 80                                        # (replica, sample) units per task
+    assert why in claim.verdict.why + claim.premise
+    assert "0.074" in claim.rule and "t on replica statistics" in claim.rule
+    assert claim.units == 3 * 80 and claim.kept_replicas == 3
+    assert len(claim.table) == 2 * len(spec) and set(claim.table["interval"]) == {"t on replica statistics"}
 
 
-def test_claim_r1_pools_replicas_takes_seed_and_one_replicas_rows():
-    frame = r1_frame({"A": (GOOD, WEAK), "B": (GOOD, WEAK)}, replicas=3)
-    one = P.claim_gradcam_best_reco(frame[frame.replica == 1], n_boot=300, seed=5)  # a single replica's rows
-    assert one.verdict == R and one.units == 80
-    pooled = fl.verdicts.replicated(P.claim_gradcam_best_reco, frame, n_boot=300, seed=0)
-    assert pooled.verdict == R and pooled.replicas == (R, R, R) and len(pooled.stability) == 20
-    # a replica that fails the premise (its k models not within the tolerance) is left out of its task, not the rest
-    import pandas as pd
-
-    premises = pd.DataFrame([{"task": t, "replica": r, "reason": "not comparable" if r == 2 else None}
-                             for t in ("A", "B") for r in range(3)])
-    kept = P.claim_gradcam_best_reco(frame, premises=premises, n_boot=300)
-    assert kept.verdict == R and kept.units == 2 * 80 and "replica 2: not comparable" in kept.premise
-    # ... so it rests on 2 trained replicas, below the house's 3: published inconclusive however clear
-    assert kept.kept_replicas == 2 and pooled.kept_replicas == 3
-    left = fl.verdicts.replicated(P.claim_gradcam_best_reco, frame, premises=premises, n_boot=300)
-    assert left.verdict == I and left.raw == R and "2 trained models" in left.verdict.why
-    gone = P.claim_gradcam_best_reco(frame, premises=premises.assign(reason="not comparable"), n_boot=300)
-    assert gone.verdict == T
+def test_claim_r1_with_premise_rows_that_hold_and_through_replicated():
+    frame = r1_frame({"A": (GOOD, WEAK), "B": (GOOD, WEAK)})
+    rows = pd.concat([premise_rows({"task": t}) for t in ("A", "B")], ignore_index=True)
+    claim = fl.verdicts.replicated(P.claim_gradcam_best_reco, frame, premises=rows)
+    assert claim.verdict == R and "±3 %" in claim.premise and "shuffled" in claim.premise
+    # one replica's rows alone hold no interval over replicas: left out, not a disagreeing replica
+    assert claim.replicas == (fl.verdicts.LEFT_OUT,) * 3 and claim.stability == ()
+    assert "replicas × 80 units" in claim.power                          # the power analysis saw the cells
+    with pytest.raises(ValueError, match="at least 2 replicas"):
+        P.claim_gradcam_best_reco(frame[frame.replica == 0])
     with pytest.raises(ValueError, match="pairs"):
         P.claim_gradcam_best_reco(frame.drop(columns="task"))
+    with pytest.raises(ValueError, match="no row of task 'B'"):
+        P.claim_gradcam_best_reco(frame, premises=rows[rows.task == "A"])
 
 
-def test_claim_r1_rival_is_the_best_competitor_whatever_its_chance_level():
-    # SA separates S= from S≠ best (its S≠ is far) though its S= is at chance: it is still the rival (no competitor
-    # is left out by a significance test)
-    loud_noise, fair = (0.66, 0.97, 0.66), (0.4, 0.6, 0.7)
-    claim = P.claim_gradcam_best_reco(r1_frame({"A": (fair, loud_noise)}), n_boot=300)
-    row = claim.table.iloc[0]
-    assert row["rival"] == "SA" and claim.verdict == N, claim.our_value
-
-
-def test_two_stage_weights_resample_replicas_then_their_samples():
-    groups = np.array([0] * 3 + [1] * 5 + [2] * 4)
-    w = P.two_stage_weights(groups, 400, 0)
-    assert w.shape == (400, 12) and bool((w >= 0).all())
-    for lo, hi in ((0, 3), (3, 8), (8, 12)):              # a replica's total weight: its size × times it was drawn
-        total = w[:, lo:hi].sum(1)
-        assert bool((total % (hi - lo) == 0).all())
-    assert bool((w[:, 0:3].sum(1) == 0).any())            # some draws leave a whole replica out
-    assert torch.equal(w, P.two_stage_weights(groups, 400, 0))
-    assert not torch.equal(w, P.two_stage_weights(groups, 400, 1))
-    plain = P.two_stage_weights(np.zeros(7), 50, 0)       # one replica: the plain bootstrap of its samples
-    assert bool((plain.sum(1) == 7).all())
+def test_replica_scores_are_each_replicas_own_sets():
+    frame = r1_frame({"A": (GOOD, WEAK)}, replicas=2)
+    scores = P.replica_scores(frame).set_index(["replica", "method"])
+    own = sets(*GOOD, seed=100 + 3)
+    assert scores.loc[(1, "GC"), "ReCo"] == pytest.approx(own["reco"]) and scores.loc[(1, "GC"), "units"] == 80
+    assert scores.loc[(1, "GC"), "MeGe"] == pytest.approx(own["mege"])
+    assert scores.loc[(1, "GC"), "n S="] == own["counts"]["S="]
 
 
 def test_pairs_frame_and_pooled_sets_round_trip():
     a, b = sets(*GOOD, seed=1), sets(*WEAK, seed=2)
-    import pandas as pd
-
     frame = pd.concat([P.pairs_frame({"GC": a}, replica=0), P.pairs_frame({"GC": b}, replica=1)], ignore_index=True)
     pooled, groups = P.pooled_sets(frame)
     both = Pairs(torch.cat([a["pairs"].distance, b["pairs"].distance]), torch.cat([a["pairs"].other,
@@ -248,209 +254,142 @@ def test_pairs_frame_and_pooled_sets_round_trip():
     assert list(groups) == [0] * 80 + [1] * 80
 
 
-TYPES = {"Randomized": ["Normal", "Randomized 5%", "Randomized 30%"], "Switched": ["Normal", "Switched 30%"]}
+# ---------------------------------------------------------------------------------------------- R2 (Fig. 4)
+TYPES = {"Randomized": ["Normal", "Randomized 30%"], "Switched": ["Normal", "Switched 30%"]}
+FALLS = (0.6, 0.7, 0.7)          # MeGe 1/1.6 against GOOD's 1/1.3 (−0.15); ReCo ≈ 0.5 against ≈ 1
+MEGE_ONLY = (0.45, 0.95, 0.7)    # S= a little further (MeGe −0.1), S≠ as far apart: ReCo unchanged ≈ 1
 
 
-def degraded(normal: dict[str, tuple], strongest: dict[str, tuple]) -> dict:
-    """{(task, degradation): {method: sets}} for one task: the normal family, and the strongest level of each type
-    (the intermediate level a copy of the normal family)."""
-    fams = {}
-    for i, g in enumerate(("Normal", "Randomized 5%", "Randomized 30%", "Switched 30%")):
-        spec = normal if g in ("Normal", "Randomized 5%") else strongest
-        fams["CIFAR-10", g] = {m: sets(*s, seed=10 * i + j) for j, (m, s) in enumerate(spec.items())}
-    return fams
+def r2_frame(normal: dict, strongest: dict | list, *, replicas: int = 3) -> pd.DataFrame:
+    """pairs_frame rows of one task: the normal family (``{method: sets spec}``) and both strongest degradations
+    (``{method: spec}``, or one per replica)."""
+    frames = []
+    for r in range(replicas):
+        worse = strongest[r] if isinstance(strongest, list) else strongest
+        for i, (g, spec) in enumerate((("Normal", normal), ("Randomized 30%", worse), ("Switched 30%", worse))):
+            frames.append(P.pairs_frame({m: sets(*v, seed=1000 * r + 10 * i + j) for j, (m, v) in
+                                         enumerate(spec.items())}, task="CIFAR-10", degradation=g, replica=r))
+    return pd.concat(frames, ignore_index=True)
 
 
-FALLS = (0.6, 0.7, 0.7)
-
-
-@pytest.mark.parametrize("normal, strongest, premises, expected", [
-    ({"SA": GOOD, "GC": GOOD}, {"SA": FALLS, "GC": FALLS}, None, R),          # falls in 4 of 4 cells
-    ({"SA": GOOD, "GC": GOOD}, {"SA": FALLS, "GC": (0.25, 0.7, 0.7)}, None, PARTLY),   # 2 of 4
-    ({"SA": GOOD, "GC": GOOD}, {"SA": (0.25, 0.7, 0.7), "GC": (0.25, 0.7, 0.7)}, None, N),  # rises everywhere
-    ({"SA": GOOD, "GC": GOOD}, {"SA": GOOD, "GC": GOOD}, None, I),            # no change: every cell a tie
-    ({"SA": GOOD, "GC": GOOD}, {"SA": FALLS, "GC": FALLS},
-     {"CIFAR-10": "CIFAR-10 Normal: mean held-out accuracy 0.11 < 0.20"}, T),  # the models do not beat chance
+@pytest.mark.parametrize("strongest, premises, expected, why", [
+    ({"SA": FALLS, "GC": FALLS}, None, R, "R2.MeGe: reproduced; R2.ReCo: reproduced"),
+    ({"SA": MEGE_ONLY, "GC": MEGE_ONLY}, None, P_, "R2.MeGe: reproduced; R2.ReCo: not reproduced"),  # partly
+    ({"SA": GOOD, "GC": GOOD}, None, N, "R2.MeGe: not reproduced; R2.ReCo: not reproduced"),  # no change: shown
+    ({"SA": (0.2, 0.7, 0.7), "GC": (0.2, 0.7, 0.7)}, None, N, "R2.MeGe: not reproduced"),    # MeGe rises
+    ([{"SA": FALLS, "GC": FALLS}] * 2 + [{"SA": (0.2, 0.7, 0.7), "GC": (0.2, 0.7, 0.7)}], None, I, "inconclusive"),
+    ({"SA": FALLS, "GC": FALLS}, "chance", T, "chance"),                       # the normal models at chance
 ])
-def test_claim_r2_gives_every_verdict(normal, strongest, premises, expected):
-    claim = P.claim_mege_falls(degraded(normal, strongest), TYPES, premises=premises, n_boot=200, null_boot=500)
-    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
-    assert len(claim.table) == 2 * 2 * 2 and "shuffled" in claim.premise
-    assert claim.decision and "reproduced when" not in claim.rule and claim.units == 80
+def test_claim_r2_gives_every_verdict(strongest, premises, expected, why):
+    rows = None
+    if premises is not None:
+        rows = premise_rows({"task": "CIFAR-10"}, accuracy=0.1)
+    claim = P.claim_mege_falls(r2_frame({"SA": GOOD, "GC": GOOD}, strongest), TYPES, premises=rows)
+    assert claim.rule_id == "R2" and claim.verdict == expected, (claim.our_value, claim.verdict.why)
+    assert why in claim.verdict.why
+    assert len(claim.table) == 2 * 2 * 2 and set(claim.table.score) == {"MeGe", "ReCo"}
+    assert claim.units == 3 * 80 and claim.kept_replicas == 3 and "parts" in claim.decision
 
 
-def test_claim_r2_counts_every_cell_whatever_its_chance_level_and_takes_seed():
-    # SA's normal S= is at its chance level: reported, but the cell still counts (no cell is picked by significance)
-    details = degraded({"SA": NOISE, "GC": GOOD}, {"SA": FALLS, "GC": FALLS})
-    claim = P.claim_mege_falls(details, TYPES, n_boot=200, null_boot=500, seed=3)
-    table = claim.table[claim.table.score == "MeGe"]
-    assert set(table[table.testable].method) == {"SA", "GC"}
-    assert "normal S= at its chance level for SA" in claim.our_value
-    assert fl.verdicts.replicated(P.claim_mege_falls, details, TYPES, n_boot=200, null_boot=500, seed=0,
-                                  seeds=3).verdict in fl.verdicts.VERDICTS
+def test_claim_r2_names_bad_frames():
+    frame = r2_frame({"SA": GOOD}, {"SA": FALLS})
     with pytest.raises(ValueError, match="types"):
-        P.claim_mege_falls(degraded({"SA": GOOD}, {"SA": FALLS}), {"Limited": ["Normal", "Limited 25%"]})
-    with pytest.raises(ValueError, match="types"):
-        P.claim_mege_falls(degraded({"SA": GOOD}, {"SA": FALLS}), {"Randomized": ["Randomized 30%"]})
+        P.claim_mege_falls(frame, {"Randomized": ["Randomized 30%"]})
+    with pytest.raises(ValueError, match="no family"):
+        P.claim_mege_falls(frame, {"Limited": ["Normal", "Limited 25%"]})
+    with pytest.raises(ValueError, match="degradation"):
+        P.claim_mege_falls(frame.drop(columns="degradation"), TYPES)
 
 
-# ------------------------------------------------------------------------------------------------- R3 (Tables 4–5)
-@pytest.mark.parametrize("lipschitz, resnet, premises, expected", [
-    ({"SA": GOOD, "GC": GOOD}, {"SA": WEAK, "GC": WEAK}, (), R),                        # rises in 3 of 3 cells
-    ({"SA": (0.3, 0.35, 0.7), "GC": (0.6, 0.7, 0.7)}, {"SA": WEAK, "GC": WEAK}, (), PARTLY),  # MeGe SA: 1 of 3
-    ({"SA": WEAK, "GC": WEAK}, {"SA": GOOD, "GC": GOOD}, (), N),                        # falls everywhere
-    ({"SA": NOISE, "GC": NOISE}, {"SA": NOISE, "GC": (0.66, 0.7, 0.66)}, (), T),       # every S= at chance
-    ({"SA": WEAK, "GC": WEAK}, {"SA": WEAK, "GC": WEAK}, (), I),                        # no change: ties
-    ({"SA": GOOD, "GC": GOOD}, {"SA": WEAK, "GC": WEAK}, ("CIFAR-10 1-Lipschitz: not comparable", None), T),
+# ------------------------------------------------------------------------------------------- R3 (Tables 4–5)
+def r3_frames(lipschitz: dict | list, resnet: dict, *, replicas: int = 3) -> dict:
+    """{family: pairs_frame} of R3 over replicas (the same units in both families)."""
+    frames = {"1-Lipschitz": [], "ResNet-18": []}
+    for r in range(replicas):
+        lip = lipschitz[r] if isinstance(lipschitz, list) else lipschitz
+        for f, spec, off in (("1-Lipschitz", lip, 0), ("ResNet-18", resnet, 50)):
+            frames[f].append(P.pairs_frame({m: sets(*v, seed=100 * r + off + j) for j, (m, v) in
+                                            enumerate(spec.items())}, family=f, replica=r))
+    return {f: pd.concat(v, ignore_index=True) for f, v in frames.items()}
+
+
+LOW = (0.55, 0.6, 0.7)   # S= and S≠ 1σ apart: ReCo ≈ 0.38, MeGe ≈ 0.65
+
+
+@pytest.mark.parametrize("lipschitz, resnet, expected, why", [
+    ({"SA": GOOD, "GC": GOOD}, LOW, R, "R3.ReCo: reproduced; R3.MeGe: reproduced"),   # both rise beyond the margins
+    ({"SA": (0.55, 0.95, 0.7), "GC": (0.35, 0.95, 0.7)}, LOW, P_, "R3.ReCo: reproduced; R3.MeGe: not reproduced"),
+    ({"SA": GOOD, "GC": GOOD}, GOOD, N, "R3.ReCo: not reproduced; R3.MeGe: not reproduced"),  # a tight tie
+    ({"SA": LOW, "GC": LOW}, GOOD, N, "R3.ReCo: not reproduced; R3.MeGe: not reproduced"),    # both fall
+    ([{"SA": GOOD, "GC": GOOD}] * 2 + [{"SA": LOW, "GC": LOW}], LOW, I, "inconclusive"),      # replicas disagree
 ])
-def test_claim_r3_gives_every_verdict(lipschitz, resnet, premises, expected):
-    details = {"1-Lipschitz": {m: sets(*v, seed=i) for i, (m, v) in enumerate(lipschitz.items())},
-               "ResNet-18": {m: sets(*v, seed=10 + i) for i, (m, v) in enumerate(resnet.items())}}
-    claim = P.claim_lipschitz(details, gradient_methods=["SA"], premises=premises, n_boot=200, null_boot=500)
-    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
-    assert len(claim.table) == 3 and "shuffled" in claim.premise        # ReCo SA, MeGe SA, MeGe GC
-    assert claim.decision and "reproduced when" not in claim.rule
-    if expected == T:
-        assert ("chance level" in claim.verdict.why) == (not premises)
+def test_claim_r3_gives_every_verdict(lipschitz, resnet, expected, why):
+    frames = r3_frames(lipschitz, {"SA": resnet, "GC": resnet})
+    claim = P.claim_lipschitz(frames, gradient_methods=["SA"])
+    assert claim.rule_id == "R3" and claim.verdict == expected, (claim.our_value, claim.verdict.why)
+    assert why in claim.verdict.why
+    assert len(claim.table) == 3 and claim.units == 3 * 80                # ReCo SA, MeGe SA, MeGe GC
+
+
+def test_claim_r3_premise_of_both_families_and_bad_frames():
+    frames = r3_frames({"SA": GOOD, "GC": GOOD}, {"SA": LOW, "GC": LOW})
+    good = pd.concat([premise_rows({"family": f}) for f in ("1-Lipschitz", "ResNet-18")], ignore_index=True)
+    assert P.claim_lipschitz(frames, gradient_methods=["SA"], premises=good).verdict == R
+    spread = good.assign(spread=np.where(good.family == "1-Lipschitz", 0.08, good.spread))
+    claim = P.claim_lipschitz(frames, gradient_methods=["SA"], premises=spread)
+    assert claim.verdict == T and "1-Lipschitz: largest distance" in claim.verdict.why
     with pytest.raises(ValueError, match="ResNet-18"):
-        P.claim_lipschitz({"1-Lipschitz": details["1-Lipschitz"]}, gradient_methods=["SA"])
+        P.claim_lipschitz({"1-Lipschitz": frames["1-Lipschitz"]}, gradient_methods=["SA"])
+    with pytest.raises(ValueError, match="same \\(replica, sample\\) units"):
+        P.claim_lipschitz({**frames, "ResNet-18": frames["ResNet-18"].assign(sample=lambda f: f["sample"] + 1)},
+                          gradient_methods=["SA"])
 
 
 # ------------------------------------------------------------------------------------------------------ Table 3
-def per_sample(mu: dict, s_avg: dict, *, chance: float = 0.0, n: int = 60, seed: int = 0) -> "pd.DataFrame":
-    """fidelity_stability frames of synthetic methods: μF around mu[m], its shuffled chance level around
-    ``chance``, S_avg around s_avg[m] (noise 10 % of each)."""
-    import pandas as pd
-
-    rng = np.random.default_rng(seed)
-    return pd.concat([pd.DataFrame({"method": m, "sample": np.arange(n), "μF": mu[m] + 0.05 * rng.normal(size=n),
-                                    "μF (shuffled)": chance + 0.05 * rng.normal(size=n),
-                                    "S_avg": s_avg[m] * (1 + 0.1 * rng.normal(size=n))}) for m in mu],
-                     ignore_index=True)
-
-
 STABLE = {"GC": 0.01, "SG": 0.02, "IG": 2.0, "SA": 2.5}
+HIGHEST = {"GC": 0.8, "SG": 0.3, "IG": 0.3, "SA": 0.2}
 
 
-@pytest.mark.parametrize("mu, s_avg, premise, expected", [
-    ({"GC": 0.8, "SG": 0.3, "IG": 0.3, "SA": 0.2}, STABLE, None, R),                    # both parts hold
-    ({"GC": 0.1, "SG": 0.3, "IG": 0.4, "SA": 0.2}, STABLE, None, PARTLY),               # (b) only
-    ({"GC": 0.1, "SG": 0.3, "IG": 0.4, "SA": 0.2}, {"GC": 2.0, "SG": 0.02, "IG": 0.01, "SA": 2.5}, None, N),
-    ({"GC": 0.0, "SG": 0.0, "IG": 0.0, "SA": 0.0}, STABLE, None, T),                    # μF at chance everywhere
-    ({"GC": 0.3, "SG": 0.3, "IG": 0.1, "SA": 0.2}, STABLE, None, I),                    # (a) a tie, (b) holds
-    ({"GC": 0.8, "SG": 0.3, "IG": 0.3, "SA": 0.2}, STABLE, "CIFAR-10 Normal: not comparable", T),
+def per_sample(mu: dict | list, s_avg: dict | list, *, chance: float = 0.0, n: int = 20, replicas: int = 3,
+               spread: float = 0.05) -> pd.DataFrame:
+    """fidelity_stability frames of synthetic methods on ``replicas`` models: μF around mu[m], its shuffled chance
+    level around ``chance``, S_avg around s_avg[m] (10 % noise); a list gives one spec per replica."""
+    rng = np.random.default_rng(0)
+    frames = []
+    for r in range(replicas):
+        m_r = mu[r] if isinstance(mu, list) else mu
+        s_r = s_avg[r] if isinstance(s_avg, list) else s_avg
+        frames += [pd.DataFrame({"method": m, "sample": np.arange(n), "replica": r,
+                                 "μF": m_r[m] + spread * rng.normal(size=n),
+                                 "μF (shuffled)": chance + spread * rng.normal(size=n),
+                                 "S_avg": s_r[m] * (1 + 0.1 * rng.normal(size=n))}) for m in m_r]
+    return pd.concat(frames, ignore_index=True)
+
+
+@pytest.mark.parametrize("mu, s_avg, premise, expected, why", [
+    (HIGHEST, STABLE, None, R, "RM-T3.muF: reproduced; RM-T3.Savg: reproduced"),
+    ({"GC": 0.5, "SG": 0.45, "IG": 0.3, "SA": 0.2}, STABLE, None, P_, "RM-T3.muF: not reproduced"),  # lead < 0.301
+    ({"GC": 0.1, "SG": 0.3, "IG": 0.4, "SA": 0.2}, {"GC": 2.0, "SG": 0.02, "IG": 0.01, "SA": 2.5}, None, N,
+     "RM-T3.muF: not reproduced; RM-T3.Savg: not reproduced"),                                # both reversed
+    ({"GC": 0.0, "SG": 0.0, "IG": 0.0, "SA": 0.0}, STABLE, None, I, "RM-T3.muF: inconclusive"),  # μF at chance
+    ({"GC": -0.3, "SG": -0.3, "IG": -0.3, "SA": -0.3}, STABLE, None, T, "RM-T3.muF: not testable"),  # below it
+    ([HIGHEST, HIGHEST, {"GC": 0.1, "SG": 0.3, "IG": 0.4, "SA": 0.2}], STABLE, None, I, "inconclusive"),
+    (HIGHEST, STABLE, "chance", T, "chance"),
 ])
-def test_claim_table3_gives_every_verdict(mu, s_avg, premise, expected):
-    claim = P.claim_table3(per_sample(mu, s_avg), premise=premise, n_boot=500)
-    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
-    assert "another image" in claim.premise and len(claim.table) == 4
-    assert claim.decision and "reproduced when" not in claim.rule and claim.units == 60
-    assert bool(claim.table.set_index("method").loc["GC", "μF above chance"]) == (mu["GC"] > 0.05)
-    if expected == T and premise is None:
-        assert "chance level" in claim.verdict.why
+def test_claim_table3_gives_every_verdict(mu, s_avg, premise, expected, why):
+    rows = premise_rows({}, accuracy=0.1) if premise else None
+    claim = P.claim_table3(per_sample(mu, s_avg), premise=rows)
+    assert claim.rule_id == "RM-T3" and claim.verdict == expected, (claim.our_value, claim.verdict.why)
+    assert why in claim.verdict.why
+    assert (expected == T and premise is None) == ("does not discriminate" in claim.premise)
+    assert len(claim.table) == 3 + 2 * 2 and claim.units == 60 and claim.kept_replicas == 3
+    assert set(claim.table["part"]) == {"RM-T3.muF", "RM-T3.Savg"} and "another image" in claim.premise
 
 
 def test_claim_table3_names_a_bad_frame():
     with pytest.raises(ValueError, match="per_sample"):
-        P.claim_table3(per_sample({"GC": 0.5, "SG": 0.5, "IG": 0.5}, STABLE).drop(columns="μF (shuffled)"))
-    with pytest.raises(ValueError, match="per_sample"):
-        P.claim_table3(per_sample({"GC": 0.5}, STABLE))                        # nothing to compare with
-    for methods, why in ((("GC", "SG"), "no method besides"), (("GC", "SA"), "lacks SG")):  # a cheaper run
-        claim = P.claim_table3(per_sample({m: 0.5 for m in methods}, STABLE))
-        assert claim.verdict == T and why in claim.verdict.why and len(claim.table) == 2
-        assert "partly from 50%" in claim.decision                          # the rule's text even when untestable
-
-
-# ------------------------------------------------------------------------------ replicas: two-stage intervals
-def _r3_frames(spec: dict, *, renumber: bool = False) -> dict:
-    """{family: pairs_frame} of R3 over replicas: ``spec`` = {replica: (lipschitz sets, resnet sets)} per method
-    (SA, GC); ``renumber``: the same rows as one replica (replica 0, samples numbered on)."""
-    import pandas as pd
-
-    frames = {"1-Lipschitz": [], "ResNet-18": []}
-    for r, (lip, res) in spec.items():
-        for f, s, off in (("1-Lipschitz", lip, 0), ("ResNet-18", res, 10)):
-            d = {m: sets(*v, seed=100 * r + off + j) for j, (m, v) in enumerate(s.items())}
-            rows = P.pairs_frame(d, replica=0 if renumber else r)
-            frames[f].append(rows.assign(sample=rows["sample"] + 80 * r) if renumber else rows)
-    return {f: pd.concat(v, ignore_index=True) for f, v in frames.items()}
-
-
-def test_claim_r3_resamples_replicas_so_replicas_that_disagree_leave_it_open():
-    rise, fall = ({"SA": GOOD, "GC": GOOD}, {"SA": WEAK, "GC": WEAK}), ({"SA": WEAK, "GC": WEAK},
-                                                                          {"SA": GOOD, "GC": GOOD})
-    spec = {0: rise, 1: rise, 2: fall}         # two replicas say the scores rise, one says they fall
-    pooled = P.claim_lipschitz(_r3_frames(spec, renumber=True), gradient_methods=["SA"], n_boot=300, null_boot=500)
-    assert pooled.verdict == R, pooled.verdict.why          # as one replica: 240 units, a clear rise
-    claim = P.claim_lipschitz(_r3_frames(spec), gradient_methods=["SA"], n_boot=300, null_boot=500)
-    assert claim.verdict == I, (claim.our_value, claim.verdict.why)   # resampling the replicas: every cell a tie
-    assert set(claim.table.outcome) == {"tie"} and claim.units == 3 * 80
-    agree = P.claim_lipschitz(_r3_frames({0: rise, 1: rise, 2: rise}), gradient_methods=["SA"], n_boot=300,
-                              null_boot=500)
-    assert agree.verdict == R and "two-stage" in agree.rule and "reproduced when" not in agree.rule
-    rep = fl.verdicts.replicated(P.claim_lipschitz, _r3_frames(spec), gradient_methods=["SA"], n_boot=300,
-                                 null_boot=500, seeds=2)
-    assert rep.replicas == (R, R, N)                          # each replica's rows alone
-
-
-def _held_out(acc: dict, *, n: int = 200, bar: float = 0.2, reason: dict | None = None) -> "pd.DataFrame":
-    """Per-unit held-out predictions: ``acc`` {(family, replica): share correct}, exact shares."""
-    import pandas as pd
-
-    return pd.concat([pd.DataFrame({"family": f, "replica": r, "sample": np.arange(n),
-                                    "correct": np.arange(n) < round(a * n), "bar": bar,
-                                    "reason": (reason or {}).get((f, r))}) for (f, r), a in acc.items()],
-                     ignore_index=True)
-
-
-@pytest.mark.parametrize("acc, expected", [
-    (0.6, R),          # far above 2 × chance: holds
-    (0.21, I),         # at the bar: the premise is undecided, so is the claim
-    (0.05, T),         # demonstrably below: not testable here
-])
-def test_claim_r3_decides_beat_chance_on_its_own_interval_over_replicas(acc, expected):
-    rise = ({"SA": GOOD, "GC": GOOD}, {"SA": WEAK, "GC": WEAK})
-    frames = _r3_frames({0: rise, 1: rise, 2: rise})
-    held = _held_out({**{("1-Lipschitz", r): 0.6 for r in range(3)}, **{("ResNet-18", r): acc for r in range(3)}})
-    claim = P.claim_lipschitz(frames, gradient_methods=["SA"], premises=held, n_boot=300, null_boot=500)
-    assert claim.verdict == expected, claim.verdict.why
-    assert "ResNet-18: mean held-out accuracy" in claim.premise
-    # a replica whose models are not of comparable accuracy is left out of both families
-    held = _held_out({(f, r): 0.6 for f in ("1-Lipschitz", "ResNet-18") for r in range(3)},
-                     reason={("ResNet-18", 2): "not comparable"})
-    kept = P.claim_lipschitz(frames, gradient_methods=["SA"], premises=held, n_boot=300, null_boot=500)
-    assert kept.units == 2 * 80 and "replica 2 left out: not comparable" in kept.premise
-    assert kept.kept_replicas == 2 and claim.kept_replicas == 3  # the one-model rule counts the replicas kept
-    # every replica left out (the book's one replica can be): not testable, and the empty table still selects rows
-    held = _held_out({(f, r): 0.6 for f in ("1-Lipschitz", "ResNet-18") for r in range(3)},
-                     reason={("ResNet-18", r): "not comparable" for r in range(3)})
-    none = P.claim_lipschitz(frames, gradient_methods=["SA"], premises=held, n_boot=300, null_boot=500)
-    assert none.verdict == T and none.units == 0
-    assert list(none.table[none.table.testable].columns) == list(none.table.columns)
-    # and its texts read whole: no empty list items, every left-out replica named
-    assert none.our_value == "0 of 0 testable cells rise (0 not testable; 0 replicas × samples, 0 units)"
-    assert "shuffled: no replica left to compare; " in none.premise and "; ;" not in none.premise
-    assert all(f"replica {r} left out: not comparable" in none.premise for r in range(3))
-    assert kept.premise.split("shuffled: ")[1].startswith("SA L ") and not kept.our_value.endswith("; ")
-    with pytest.raises(ValueError, match="premises"):
-        P.claim_lipschitz(frames, gradient_methods=["SA"], premises=held.drop(columns="bar"))
-
-
-def test_claim_table3_resamples_replicas_so_replicas_that_disagree_leave_it_open():
-    import pandas as pd
-
-    good, bad = {"GC": 0.8, "SG": 0.3, "IG": 0.3, "SA": 0.2}, {"GC": 0.1, "SG": 0.5, "IG": 0.5, "SA": 0.2}
-    parts = [per_sample(mu, STABLE, n=20, seed=r).assign(replica=r) for r, mu in enumerate((good, good, bad))]
-    frame = pd.concat(parts, ignore_index=True)
-    one = frame.assign(sample=frame["sample"] + 20 * frame.replica).drop(columns="replica")  # the same rows
-    assert P.claim_table3(one, n_boot=500).verdict == R        # as one model's 60 samples: (a) and (b) hold
-    claim = P.claim_table3(frame, n_boot=500)
-    assert claim.verdict == I, (claim.our_value, claim.verdict.why)   # (a) straddles 0 across the replicas
-    assert claim.units == 60 and "two-stage" in claim.rule and "reproduced when" not in claim.rule
-    rep = fl.verdicts.replicated(P.claim_table3, frame, n_boot=500, seeds=2)
-    assert rep.replicas == (R, R, PARTLY)
-    # "the models beat chance" decided on its own interval over the replicas
-    held = _held_out({("m", r): 0.21 for r in range(3)}).drop(columns=["family", "reason"])
-    assert P.claim_table3(pd.concat(parts[:2]), premise=held, n_boot=500).verdict == I
-    assert P.claim_table3(pd.concat(parts[:2]), premise=held.assign(correct=False), n_boot=500).verdict == T
-    assert P.claim_table3(pd.concat(parts[:2]), premise=held.assign(correct=True), n_boot=500).verdict == R
+        P.claim_table3(per_sample(HIGHEST, STABLE).drop(columns="μF (shuffled)"))
+    with pytest.raises(ValueError, match="another method"):
+        P.claim_table3(per_sample({"GC": 0.5, "SG": 0.5}, STABLE))
+    with pytest.raises(ValueError, match="at least 2 replicas"):
+        P.claim_table3(per_sample(HIGHEST, STABLE, replicas=1))

@@ -42,20 +42,6 @@ def test_score_draws_with_multiplicities_equal_duplicated_sets():
     assert float(mege[0]) == pytest.approx(float(fl.metrics.mege(eq)))
 
 
-def test_bootstrap_comparison_and_undefined_scores():
-    from faithlab.metrics.papers.reco_mege.crossfold import details_from_pairs
-    det = {m: details_from_pairs(_pairs(seed=s)) for m, s in (("A", 2), ("B", 3))}
-    draws = P.bootstrap_scores(det, n_boot=200, seed=0)
-    assert set(draws.method) == {"A", "B"} and len(draws) == 400
-    c = P.comparison(draws, {m: det[m]["reco"] for m in det}, a="A", b="B")
-    assert c.outcome in ("win", "loss", "tie") and c.low <= c.high
-    empty = Pairs(torch.rand(10, 2), torch.zeros(10, 2, dtype=torch.int64), torch.zeros(10, 2, dtype=torch.int8))
-    det["C"] = details_from_pairs(empty)                      # S≠ empty: ReCo undefined
-    assert math.isnan(det["C"]["reco"])
-    draws = P.bootstrap_scores(det, n_boot=200, seed=0)
-    assert P.comparison(draws, {m: det[m]["reco"] for m in det}, a="C", b="A").outcome == "undefined"
-
-
 def test_beside_and_rank_agreement():
     ours = pd.DataFrame([[0.1, 0.2, 0.3]], index=["CIFAR-10"], columns=["IG", "SG", "GC"])
     paper = pd.DataFrame([[1.0, 2.0, 3.0]], index=["CIFAR-10"], columns=["IG", "SG", "GC"])
@@ -79,10 +65,15 @@ def test_family_and_cached_sets(tmp_path, monkeypatch):
     assert torch.allclose(first["pairs"].distance, again["pairs"].distance, equal_nan=True)
     fresh = P.distance_sets(fam, "SA", cache=False)
     assert torch.allclose(first["pairs"].distance, fresh["pairs"].distance, equal_nan=True)
-    same = P.identical_models(fam, "SA")
-    assert same["MeGe"] == pytest.approx(1.0) and same["max distance"] < 1e-5
+    same = P.identical_models(fam, "SA")                      # k copies of one model: every S= distance 0
+    assert len(same) == 40 and np.allclose(same["MeGe"], 1.0)
+    assert same["S= distance"].dropna().abs().max() < 1e-5 and same["S= distance"].notna().sum() >= 2
     with pytest.raises(ValueError, match="task"):
         P.load_task("MNIST", n=10, image_size=8)
+    # D is a seeded draw of the stand-in's training split, not its first images (sorted by writer)
+    full = P.stand_in("FashionMNIST", split="train", image_size=8, seed=0)
+    assert not torch.equal(d.x, full.x[:40]) and torch.equal(d.x, P.load_task("FashionMNIST", n=40, image_size=8).x)
+    assert not torch.equal(d.x, P.load_task("FashionMNIST", n=40, image_size=8, seed=1).x)
     with pytest.raises(ValueError, match="degradation"):
         P.family("FashionMNIST", d, config=cfg, degradation="Broken")
 
@@ -144,44 +135,63 @@ def _lookup_family(accuracies, *, n_test=100, n_classes=4):
     return P.Family("Normal", "CIFAR-10", cross, test, cross.predictions(x), "key"), test
 
 
-@pytest.mark.parametrize("accuracies, comparable", [
-    ([0.70, 0.72, 0.68, 0.71, 0.69], True),     # every model within ±3 points of the mean 0.70
-    ([0.70, 0.72, 0.40, 0.71, 0.77], False),    # 0.40 is 0.26 below the mean: beyond ±3 points plus its noise
-])
-def test_comparable_premise_checks_the_papers_three_percent_on_the_test_set(accuracies, comparable):
+def test_premise_row_reads_the_k_models_on_images_none_saw():
+    accuracies = [0.70, 0.72, 0.68, 0.71, 0.69]
     fam, test = _lookup_family(accuracies)
     assert P.test_accuracy(fam, test).tolist() == pytest.approx(accuracies)
-    reason = P.comparable_premise(fam, test)
-    assert (reason is None) == comparable
-    if not comparable:
-        assert "not of comparable accuracy on the test set" in reason and "0.400–0.770" in reason
-    assert (P.family_premise(fam, test) is None) == comparable    # 0.70 beats 2 × chance (0.50)
+    row = P.premise_row(fam, test, task="CIFAR-10", replica=0)
+    assert row["accuracy"] == pytest.approx(0.70) and row["spread"] == pytest.approx(0.02)
+    assert row["bar"] == 0.5 and row["images"] == 100 and row["models"] == 5 and row["replica"] == 0
     frame = P.accuracy_frame([fam], {"CIFAR-10": test})
-    assert bool(frame["test within ±3 %"].iloc[0]) == comparable
-    assert frame["test accuracy"].iloc[0] == pytest.approx(np.mean(accuracies))
+    assert bool(frame["test within ±3 %"].iloc[0]) and frame["test accuracy"].iloc[0] == pytest.approx(0.70)
     summary = P.accuracy_summary(frame)
     assert list(summary.columns) == ["task", "family", "held-out accuracy", "test accuracy", "within ±3 % (test)"]
-    assert summary["test accuracy"].iloc[0] == (f"{np.mean(accuracies):.3f} ({min(accuracies):.3f}–"
-                                               f"{max(accuracies):.3f})")
-
-
-def test_comparable_premise_fails_only_beyond_the_accuracies_sampling_noise():
-    # 0.64 lies 0.06 from the mean 0.70, but on 100 test images each accuracy carries a 95 % binomial margin of about
-    # 0.09: the spread does not demonstrably exceed ±3 points, so the family stays testable; on 2,000 images it does
-    fam, test = _lookup_family([0.70, 0.72, 0.64, 0.71, 0.73])
-    assert P.comparable_premise(fam, test) is None
-    fam, test = _lookup_family([0.70, 0.72, 0.64, 0.71, 0.73], n_test=2000)
-    why = P.comparable_premise(fam, test)
-    assert "not of comparable accuracy" in why and why.endswith("beyond it by more than its own 95 % binomial margin)")
-
-
-def test_family_premise_names_chance_first_and_rejects_a_bad_tolerance():
-    fam, test = _lookup_family([0.30, 0.31, 0.29])                  # 4 classes: 2 × chance = 0.50
-    assert "beat" not in (P.family_premise(fam, test) or "") and "< 0.50" in P.family_premise(fam, test)
-    with pytest.raises(ValueError, match="tolerance"):
-        P.comparable_premise(fam, test, tolerance=2)
+    assert summary["test accuracy"].iloc[0] == "0.700 (0.680–0.720)"
     with pytest.raises(ValueError, match="test"):
         P.test_accuracy(fam, torch.zeros(3))
+
+
+def premise_rows(spreads, accuracy=0.8, bar=0.2, **columns) -> pd.DataFrame:
+    """premise_row rows of one family over len(spreads) replicas (accuracy and spread per replica)."""
+    accuracy = np.broadcast_to(accuracy, (len(spreads),))
+    return pd.DataFrame([{**columns, "replica": r, "family": "Normal", "models": 5, "images": 1500,
+                          "accuracy": float(a), "lowest": a - s, "highest": a + s, "spread": s, "bar": bar}
+                         for r, (s, a) in enumerate(zip(spreads, accuracy))])
+
+
+@pytest.mark.parametrize("spreads, accuracy, holds, why", [
+    ([0.010, 0.012, 0.011], 0.8, True, "±3 %"),        # well inside ±3 % in every replica, far above chance
+    ([0.050, 0.052, 0.049], 0.8, False, "±3 %"),       # wholly beyond ±3 %: the mechanism is absent
+    ([0.010, 0.045, 0.020], 0.8, None, "±3 %"),        # the replicas disagree: the interval straddles 0.03
+    ([0.010, 0.012, 0.011], 0.15, False, "chance"),    # below 2 × chance: fails whatever the spread
+    ([0.010, 0.012, 0.011], [0.19, 0.25, 0.21], None, "chance"),  # at the bar: undecided
+])
+def test_decide_premise_decides_both_parts_over_the_replicas(spreads, accuracy, holds, why):
+    premise = P.decide_premise(premise_rows(spreads, accuracy), what="CIFAR-10")
+    assert premise.holds is holds, premise.text
+    assert why in premise.text and "CIFAR-10: " in premise.text and "t on replica statistics" in premise.text
+    table = P.premise_table(premise_rows(spreads, accuracy, task="CIFAR-10"))
+    assert table["premise"].item() == {True: "holds", False: "fails", None: "undecided"}[holds]
+    assert table["spread high"].item() > table["spread"].item() > table["spread low"].item()
+
+
+def test_decide_premise_needs_two_replicas_and_its_columns():
+    with pytest.raises(ValueError, match="at least 2 trained replicas"):
+        P.decide_premise(premise_rows([0.01]))
+    with pytest.raises(ValueError, match="premise_row"):
+        P.decide_premise(premise_rows([0.01, 0.02]).drop(columns="spread"))
+    with pytest.raises(ValueError, match="tolerance"):
+        P.decide_premise(premise_rows([0.01, 0.02]), tolerance=2)
+    assert P.premise_table(premise_rows([0.01], task="A"))["premise"].item() == "one replica: undecided"
+
+
+def test_heldout_is_the_test_split_then_the_training_images_after_d():
+    s = P.FamilySettings(n=30, image_size=8, k=3)
+    held = s.heldout("FashionMNIST", n_test=20, n_unseen=15)
+    test, pool = s.load_task("FashionMNIST", n=20, split="test"), s.load_task("FashionMNIST", n=45)
+    assert len(held) == 35 and torch.equal(held.x[:20], test.x) and torch.equal(held.x[20:], pool.x[30:45])
+    assert torch.equal(held.y[20:], pool.y[30:45]) and held.n_classes == test.n_classes
+    assert len(s.heldout("FashionMNIST", n_test=20)) == 20
 
 
 def test_method_options_take_the_cheaper_settings_and_only_for_their_method():

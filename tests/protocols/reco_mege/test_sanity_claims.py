@@ -1,5 +1,6 @@
-"""ReCo/MeGe's R4 (Figs. 2–3) as a claim function: every (distance × check) ρ carries its shuffled-pairing chance
-level, and claim_sanity_checks gives every verdict on synthetic distance frames with a known relation to x."""
+"""ReCo/MeGe's R4 (Figs. 2–3) as a study check over independent units: the pooled ρ of each (distance × check) with
+its shuffled-pairing chance level (a display), the ρ of each independent unit (a path, a noise series), the random
+paths, and claim_sanity_checks reaching every verdict on synthetic unit frames."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from faithlab.metrics.statistics import spearman
 from faithlab.protocols import reco_sanity as R
 
 REP, PART, NOT, UNTESTABLE, INCONCLUSIVE = fl.verdicts.VERDICTS
-CONTROL = "control reading"
 
 
 def distances(relation: dict[str, str], *, n: int = 40, seed: int = 0, x: str = "step") -> pd.DataFrame:
@@ -31,15 +31,6 @@ def distances(relation: dict[str, str], *, n: int = 40, seed: int = 0, x: str = 
               "constant": lambda: np.ones(n)}
     return pd.concat([pd.DataFrame({x: steps, "distance": kind, "value": shapes[how]()})
                       for kind, how in relation.items()], ignore_index=True)
-
-
-def checks(fig2: dict[str, str], fig3: dict[str, str], control: dict[str, str] | None = None,
-           n: int = 40) -> pd.DataFrame:
-    frames = [R.monotonicity(distances(fig2, n=n, seed=1), x="step").assign(check="Fig. 2 (moving point)"),
-              R.monotonicity(distances(fig3, n=n, seed=2), x="step").assign(check="Fig. 3 (noise)")]
-    if control is not None:
-        frames.append(R.monotonicity(distances(control, n=n, seed=3), x="step").assign(check=CONTROL))
-    return pd.concat(frames, ignore_index=True)
 
 
 def six(how: str, **others: str) -> dict[str, str]:
@@ -79,46 +70,64 @@ def test_monotonicity_without_a_chance_range():
         R.monotonicity(frame, x="step", level=0.2)
 
 
-@pytest.mark.parametrize("fig2, fig3, expected, held", [
-    (six("strong"), six("strong"), REP, 12),
-    # Fig. 2 as we find it on the moving point: only Wasserstein passes there; every distance passes the noise test
-    (six("moderate", wasserstein="strong"), six("strong"), PART, 7),
-    # every testable setting holds, but one ρ is at chance: "all six" is not shown
-    (six("strong", ssim="none"), six("strong"), PART, 11),
-    (six("moderate"), six("down", l2="strong"), NOT, 1),
-    (six("none"), six("constant"), UNTESTABLE, 0),
+def unit_rhos(fig2: dict[str, float], fig3: dict[str, float], *, units: int = 30, sd: float = 0.02,
+              seed: int = 0) -> pd.DataFrame:
+    """unit_spearman rows of both checks: per distance, ``units`` independent units whose ρ scatter around the
+    given mean (clipped to [−1, 1])."""
+    rng = np.random.default_rng(seed)
+    return pd.concat([pd.DataFrame({"check": check, "distance": kind, "unit": np.arange(units),
+                                    "spearman": np.clip(mean + sd * rng.normal(size=units), -1, 1), "n": 10})
+                      for check, spec in (("Fig. 2 (moving point)", fig2), ("Fig. 3 (noise)", fig3))
+                      for kind, mean in spec.items()], ignore_index=True)
+
+
+def six_rho(value: float, **others: float) -> dict[str, float]:
+    return {kind: others.get(kind, value) for kind in R.KINDS}
+
+
+@pytest.mark.parametrize("fig2, fig3, sd, expected, held", [
+    (six_rho(0.98), six_rho(0.99), 0.02, REP, 12),                      # every cell well above 0.9
+    (six_rho(0.98, l2=0.8), six_rho(0.99), 0.02, NOT, 11),              # one distance shown below 0.9
+    (six_rho(0.98, ssim=-0.5), six_rho(0.99), 0.02, NOT, 11),           # one falls with the displacement
+    (six_rho(0.98, dice=0.9), six_rho(0.99), 0.05, INCONCLUSIVE, 11),   # one straddles 0.9
 ])
-def test_claim_r4_gives_every_verdict(fig2, fig3, expected, held):
-    claim = R.claim_sanity_checks(checks(fig2, fig3))
+def test_claim_r4_gives_every_verdict(fig2, fig3, sd, expected, held):
+    claim = R.claim_sanity_checks(unit_rhos(fig2, fig3, sd=sd))
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
-    assert int((claim.table["status"] == "holds").sum()) == held
-    assert claim.claim.startswith("R4: all six distances pass both sanity checks")
-    assert "chance range" in claim.premise and "shuffled" in claim.premise and "≥ 0.9" in claim.rule
-    assert claim.decision and "reproduced when" not in claim.rule and claim.kind == "paper"
-    if expected == UNTESTABLE:
-        assert "within its shuffled-pairing chance range" in claim.verdict.why
-    if held == 11:
-        assert "SSIM in Fig. 2 (moving point)" in claim.premise and "not shown" in claim.verdict.why
+    assert int((claim.table["outcome"] == "holds").sum()) == held and len(claim.table) == 12
+    assert claim.rule_id == "R4" and claim.kind == "study check" and not claim.trained and claim.units == 30
+    assert "0.9" in claim.rule and "t on units" in claim.rule and "independent" in claim.premise
+    assert set(claim.table["interval"] if "interval" in claim.table else ["t on units"]) == {"t on units"}
 
 
-def test_claim_r4_reports_the_control_without_deciding_on_it():
-    good = R.claim_sanity_checks(checks(six("strong"), six("strong"), control=six("none")), control=CONTROL)
-    bad = R.claim_sanity_checks(checks(six("strong"), six("strong"), control=six("down")), control=[CONTROL])
-    assert good.verdict == bad.verdict == REP
-    table = bad.table.set_index(["check", "distance"])
-    assert (table.loc[CONTROL, "status"] == "control").all() and not table.loc[CONTROL, "in verdict"].any()
-    assert CONTROL in bad.our_value and CONTROL in bad.rule
-    # the same control rows, decided, would break the claim
-    assert R.claim_sanity_checks(checks(six("strong"), six("strong"), control=six("down"))).verdict == PART
+def test_unit_spearman_is_the_rho_of_each_unit():
+    steps = np.arange(10.0)
+    frame = pd.concat([pd.DataFrame({"step": steps, "unit": u, "distance": "l1", "value": v})
+                       for u, v in ((0, steps), (1, -steps), (2, np.ones(10)))], ignore_index=True)
+    out = R.unit_spearman(frame, x="step", unit="unit").set_index("unit")
+    assert out.loc[0, "spearman"] == pytest.approx(1.0) and out.loc[1, "spearman"] == pytest.approx(-1.0)
+    assert math.isnan(out.loc[2, "spearman"]) and (out["n"] == 10).all()
+    with pytest.raises(ValueError, match="unit"):
+        R.unit_spearman(frame, x="step", unit="path")
+
+
+def test_random_paths_move_a_point_from_the_left_to_the_right():
+    maps = R.random_paths(4, size=32, steps=5, radius=2.0, generator=0)
+    assert maps.shape == (4, 5, 32, 32) and maps.dtype == torch.float64
+    peak = maps.flatten(2).argmax(-1)
+    cols, rows = peak % 32, peak // 32
+    assert (cols[:, 0] == 4).all() and (cols[:, -1] == 27).all() and (torch.diff(cols, dim=1) > 0).all()
+    assert ((rows >= 4) & (rows <= 27)).all() and not (rows[:, 0] == rows[0, 0]).all()   # drawn rows
+    assert torch.equal(maps, R.random_paths(4, size=32, steps=5, radius=2.0, generator=0))
+    with pytest.raises(ValueError, match="steps"):
+        R.random_paths(2, steps=1, generator=0)
 
 
 def test_claim_r4_bad_arguments():
-    frame = checks(six("strong"), six("strong"))
-    with pytest.raises(ValueError, match="control"):
-        R.claim_sanity_checks(frame, control=["Fig. 4"])
-    with pytest.raises(ValueError, match="null low"):
-        R.claim_sanity_checks(frame.drop(columns="null low"))
-    with pytest.raises(ValueError, match="not a control"):
-        R.claim_sanity_checks(frame, control=["Fig. 2 (moving point)", "Fig. 3 (noise)"])
-    with pytest.raises(TypeError, match="checks"):
+    frame = unit_rhos(six_rho(0.98), six_rho(0.99))
+    with pytest.raises(ValueError, match="spearman"):
+        R.claim_sanity_checks(frame.drop(columns="spearman"))
+    with pytest.raises(TypeError, match="units"):
         R.claim_sanity_checks(frame.to_dict())
+    one = R.claim_sanity_checks(frame[frame.unit == 0].assign(unit=0))
+    assert one.verdict == INCONCLUSIVE                                  # a single unit per cell: no interval

@@ -16,7 +16,8 @@ from faithlab import explainers, perturb, verdicts
 from faithlab.metrics.papers.reco_mege.baselines import average_stability_details, mu_fidelity_details
 from faithlab.metrics.papers.reco_mege.crossfold import shuffled_partners
 from faithlab.protocols.reco_mege import paper
-from faithlab.protocols.reco_mege.claims import _decide_premises
+from faithlab.protocols.reco_mege.accuracy import CHANCE_FACTOR
+from faithlab.protocols.reco_mege.claims import _combine, _judge, _replicas, _rows, _weakest
 from faithlab.protocols.reco_mege.sets import _NULL_STREAM
 from faithlab.protocols.reco_mege.tasks import method_options
 
@@ -54,93 +55,98 @@ def fidelity_stability(model, x: torch.Tensor, y: torch.Tensor, method: str, *, 
                          "μF (shuffled)": mu_null.cpu().numpy(), "S_avg": s.cpu().numpy()})
 
 
-def claim_table3(per_sample: pd.DataFrame, *, premise=None, target: str = "GC",
-                 stable: Sequence[str] = ("GC", "SG"), n_boot: int = 4000, level: float = 0.95,
-                 seed: int = 0) -> verdicts.Claim:
+def _chance_premise(premise: pd.DataFrame | None) -> verdicts.Premise:
+    """The model beats chance clearly, over the replicas: premise_row rows (``accuracy``, ``bar``, ``images``; one per
+    replica) → the t interval on the replicas' accuracy minus the bar against 0; None → holds (nothing to check)."""
+    if premise is None:
+        return verdicts.Premise(True, "")
+    if not isinstance(premise, pd.DataFrame) or not {"accuracy", "bar", "images"} <= set(premise.columns):
+        raise ValueError("premise must be premise_row(...) rows (accuracy, bar, images), one per replica, or None")
+    if len(premise) < 2:
+        raise ValueError(f"the premise is decided over at least 2 trained replicas, got {len(premise)}")
+    interval = verdicts.replica_interval((premise["accuracy"] - premise["bar"]).to_numpy(float),
+                                         units=int(premise["images"].sum()))
+    return verdicts.premise_interval(interval, threshold=0.0,
+                                     what=f"mean accuracy minus {CHANCE_FACTOR:g} × chance "
+                                          f"({float(premise['bar'].mean()):.2f}) on images no model saw")
+
+
+def _mu_discriminates(mu: pd.DataFrame, mu_null: pd.DataFrame, groups) -> tuple[verdicts.Premise, dict]:
+    """μF's null: per method, μF minus the same μF with the method's map of another image, its t interval on the
+    replica means → holds when some method's lies above 0 (μF can tell a map from an unrelated one here), fails when
+    every method's lies wholly below 0, undecided otherwise."""
+    intervals = {m: verdicts.mean_interval((mu[m] - mu_null[m]).to_numpy(float), groups=groups) for m in mu.columns}
+    above = [m for m, i in intervals.items() if i.low > 0]
+    text = "μF minus its chance level (the map of another image): " + ", ".join(
+        f"{m} {i.estimate:+.3f} [{i.low:+.3f}, {i.high:+.3f}]" for m, i in intervals.items())
+    holds = True if above else False if all(i.high < 0 for i in intervals.values()) else None
+    if holds is False:
+        text += ": no method's μF lies above its chance level, so μF does not discriminate on these models"
+    return verdicts.Premise(holds, text), intervals
+
+
+def claim_table3(per_sample: pd.DataFrame, *, premise: pd.DataFrame | None = None, target: str = "GC",
+                 stable: Sequence[str] = ("GC", "SG")) -> verdicts.Claim:
     """Claim of Table 3: Grad-CAM (``target``) has the highest μF, and Grad-CAM and SmoothGrad (``stable``) the
-    lowest S_avg (CIFAR-10).
+    lowest S_avg (CIFAR-10), decided by its rule (``verdicts.rule("RM-T3")``: two named parts, ``RM-T3.muF`` and
+    ``RM-T3.Savg``).
 
     per_sample: :func:`fidelity_stability` frames of every method, concatenated (``method``, ``sample``, ``μF``,
-    ``μF (shuffled)``, ``S_avg``), with a ``replica`` column when they come from several independently trained
-    models (one per replica; the unit is then a (replica, sample) and every interval a two-stage bootstrap: the
-    replicas, then the samples within them); a NaN μF (a constant map) counts as 0, as xplique does. premise: a
-    reason the family cannot be tested (:func:`family_premise`), None, a :class:`faithlab.verdicts.Premise`, or a
-    frame of per-unit held-out predictions (``replica``, ``correct``, ``bar``: 2 / number of classes) from which
-    "the models beat chance" is decided on its own two-stage interval (fails only when it lies wholly below the bar:
-    not testable here; straddling it: inconclusive). Null: each method's μF against the same μF with its map of
-    another image (paired bootstrap); without any method above that chance level μF does not discriminate on this
-    model and the claim is not testable here. Rule, two parts, each decided by paired bootstraps (``level``): (a)
-    ``target``'s μF is above the best other method's; (b) every method of
-    ``stable`` has a lower S_avg than every other method. Decided by :func:`faithlab.verdicts.from_settings` over
-    the two parts (share 1 for reproduced, 1/2 for partly; a tie undecided, never a failure). Table: one row per
-    method (means, chance level, comparisons)."""
+    ``μF (shuffled)``, ``S_avg``), with a ``replica`` column: one model per independently trained replica, at least
+    2; a NaN μF (a constant map) counts as 0, as xplique does. Part RM-T3.muF: per other method, ``target``'s μF minus
+    its, paired per sample, a t interval on the replica means; every comparison must hold. Part RM-T3.Savg: per (stable
+    method, other method) pair, the natural log of the other's mean S_avg over the stable one's, once per replica
+    (S_avg's scale is the maps' own, so the claim compares ratios), a t interval on the R values; every pair must
+    hold. premise: premise_row rows of the models' families (``accuracy``, ``bar``, ``images``; one per replica):
+    the models beat chance clearly, over the replicas; None skips it. Null of μF: the same μF with the method's map
+    of another image (:func:`_mu_discriminates`: without any method above it μF does not discriminate and part
+    RM-T3.muF is not testable here). Table: one row per cell."""
+    rule = verdicts.rule("RM-T3")
     need = {"method", "sample", "μF", "μF (shuffled)", "S_avg"}
     if not isinstance(per_sample, pd.DataFrame) or not need <= set(per_sample.columns):
         raise ValueError(f"per_sample must be a frame with columns {sorted(need)} (fidelity_stability)")
     methods = list(dict.fromkeys(per_sample["method"]))
-    if target not in methods or len(methods) < 2:
-        raise ValueError(f"per_sample must hold {target!r} and at least one other method, got {methods}")
-    lacking = [m for m in stable if m not in methods]
-    if lacking or len(methods) <= len(set(stable)):
-        reason = (f"the run lacks {', '.join(lacking)}" if lacking else
-                  f"the run has no method besides {', '.join(stable)} to compare their S_avg with")
-        means = per_sample.groupby("method", sort=False)[["μF", "μF (shuffled)", "S_avg"]].mean().reset_index()
-        return verdicts.Claim(
-            "Table 3: Grad-CAM has the highest μF, and Grad-CAM and SmoothGrad the lowest S_avg (paper: CIFAR-10)",
-            rule="(a) Grad-CAM's μF above every other method's and (b) Grad-CAM's and SmoothGrad's S_avg below every "
-                 "other method's, paired bootstraps over samples",
-            premise=reason, paper_value=paper.quoted("Table 3"),
-            our_value="; ".join(f"{r.method} μF {r['μF']:.3f}, S_avg {r['S_avg']:.3g}" for _, r in means.iterrows()),
-            verdict=verdicts.from_settings([], reproduced=1.0, partly=0.5, untestable=reason, what="parts (a, b)"),
-            table=means, kind="paper")
-    _, decided = _decide_premises(premise, level=level, seed=seed)
+    lacking = [m for m in (target, *stable) if m not in methods]
+    others = [m for m in methods if m not in stable]
+    if lacking or not others:
+        raise ValueError(f"per_sample must hold {target!r}, {list(stable)} and another method to compare them with, "
+                         f"got {methods}")
     rows = per_sample if "replica" in per_sample else per_sample.assign(replica=0)
+    replicas = _replicas(rows, "Table 3")
     wide = {c: rows.pivot(index=["replica", "sample"], columns="method", values=c).reindex(columns=methods)
             for c in ("μF", "μF (shuffled)", "S_avg")}
     mu, mu_null, s_avg = wide["μF"].fillna(0.0), wide["μF (shuffled)"].fillna(0.0), wide["S_avg"]
     groups = mu.index.get_level_values("replica").astype(str).to_numpy()
-    n_replicas = len(set(groups))
-    boot = dict(n_boot=n_boot, level=level, seed=seed, groups=groups)
-    chance = {m: verdicts.bootstrap_diff(mu[m].to_numpy(), mu_null[m].to_numpy(), **boot) for m in methods}
-    above = [m for m in methods if chance[m].outcome == "win"]
-    rival = mu.drop(columns=target).mean().idxmax()
-    a = verdicts.bootstrap_diff(mu[target].to_numpy(), mu[rival].to_numpy(), **boot)
-    others = [m for m in methods if m not in stable]
-    b = {(m, o): verdicts.bootstrap_diff(s_avg[m].to_numpy(), s_avg[o].to_numpy(), higher_is_better=False, **boot)
-         for m in stable for o in others}
-    a_holds, b_holds = a.outcome == "win", all(c.outcome == "win" for c in b.values())
-    untestable = verdicts.first_reason(
-        decided.text if decided.holds is False else None, None if above else
-        f"no method's μF lies above its chance level (the same method's map of another image, paired bootstrap "
-        f"over {a.n} samples): μF does not discriminate on this model")
-    b_part = (False if any(c.outcome == "loss" for c in b.values()) else True if b_holds else None)  # None: a tie
-    v = verdicts.from_settings([a, b_part], reproduced=1.0, partly=0.5, untestable=untestable,
-                               what="parts (a, b)")
-    if untestable is None:
-        v = decided.apply(v)  # a premise that straddles its bar: inconclusive
-    if untestable is None:
-        v = v.with_why(f"{v.why}: (a) {target} − {rival} μF {a.mean:+.3f} [{a.low:+.3f}, {a.high:+.3f}] → "
-                       f"{a.outcome}; (b) {', '.join(stable)} below every other S_avg → "
-                       f"{'holds' if b_holds else 'fails' if b_part is False else 'undecided'}")
-    table = pd.DataFrame([{"method": m, "μF": float(mu[m].mean()), "μF (shuffled)": float(mu_null[m].mean()),
-                           "μF − chance": chance[m].mean, "low": chance[m].low, "high": chance[m].high,
-                           "μF above chance": m in above, "S_avg": float(s_avg[m].mean()),
-                           "S_avg rank": int(s_avg.mean().rank().loc[m])} for m in methods])
-    lowest = list(s_avg.mean().sort_values().index[:len(stable)])
-    worst_b = max(b.items(), key=lambda kv: kv[1].high)
+    units = len(mu)
+    chance = _chance_premise(premise)
+    untestable = chance.text if chance.holds is False else None
+    discriminates, null = _mu_discriminates(mu, mu_null, groups)
+    mu_rule, s_rule = verdicts.rule("RM-T3.muF"), verdicts.rule("RM-T3.Savg")
+    mu_cells = {f"μF {target} − {m}": verdicts.effect(mu[target].to_numpy(float), mu[m].to_numpy(float),
+                                                      rule=mu_rule, groups=groups, what=f"μF {target} − {m}")
+                for m in methods if m != target}
+    per_replica = s_avg.groupby(level="replica").mean()
+    s_cells = {f"S_avg {o} / {s}": _judge(np.log(per_replica[o] / per_replica[s]).to_numpy(float), s_rule,
+                                          units=units, what=f"ln S_avg {o} / {s}") for s in stable for o in others}
+    mu_untestable = untestable or (discriminates.text if discriminates.holds is False else None)
+    parts = {"RM-T3.muF": verdicts.decide(mu_cells, mu_rule, untestable=mu_untestable),
+             "RM-T3.Savg": verdicts.decide(s_cells, s_rule, untestable=untestable)}
+    if discriminates.holds is None and not mu_untestable:
+        parts["RM-T3.muF"] = discriminates.apply(parts["RM-T3.muF"])
+    v = verdicts.decide_parts(parts, rule, untestable=untestable)
+    v = chance.apply(v) if chance.holds is None else v
+    table = pd.DataFrame(_rows(mu_cells, part="RM-T3.muF", **{"part verdict": str(parts["RM-T3.muF"])})
+                         + _rows(s_cells, part="RM-T3.Savg", **{"part verdict": str(parts["RM-T3.Savg"])}))
+    means = pd.DataFrame({"μF": mu.mean(), "μF (shuffled)": mu_null.mean(), "S_avg": s_avg.mean()})
     return verdicts.Claim(
         "Table 3: Grad-CAM has the highest μF, and Grad-CAM and SmoothGrad the lowest S_avg (paper: CIFAR-10)",
-        rule=f"(a) {target}'s μF minus the best other method's and (b) each of {', '.join(stable)}'s S_avg minus "
-             f"each other method's, two-stage paired bootstrap (the independently trained replicas, then the samples "
-             f"within them; {level * 100:g} %); the paper's direction: (a) "
-             "above 0, (b) below 0 for every pair; margin 0; two parts, both needed in full, one for a part",
-        premise="the model beats chance, and μF discriminates: at least one method's "
-                "μF lies significantly above the same method's μF with the map of another image (chance); "
-                + ", ".join(f"{m} {mu[m].mean():.3f} vs {mu_null[m].mean():.3f}" for m in methods)
-                + (f" — {decided.text}" if decided.text else ""),
+        rule=rule,
+        premise="the models beat chance clearly, over the replicas; μF's null is the same μF with the method's map "
+                "of another image (at least one method must lie above it for μF to discriminate): "
+                + "; ".join(t for t in (chance.text, discriminates.text) if t),
         paper_value=paper.quoted("Table 3"),
-        our_value=f"{n_replicas} replica{'s' if n_replicas > 1 else ''} × samples, {a.n} units; "
-                  f"μF {target} − {rival} = {a.mean:.3f} [{a.low:.3f}, {a.high:.3f}]; two lowest S_avg: "
-                  f"{', '.join(lowest)}; weakest S_avg comparison {worst_b[0][0]} − {worst_b[0][1]} = "
-                  f"{worst_b[1].mean:.3g} [{worst_b[1].low:.3g}, {worst_b[1].high:.3g}] (lower is better)",
-        verdict=v, table=table, kind="paper", units=int(min([a.n, *(c.n for c in b.values())])))
+        our_value=f"{len(replicas)} replicas × {units // len(replicas)} samples; μF "
+                  + ", ".join(f"{m} {means.loc[m, 'μF']:.3f}" for m in methods) + f" ({parts['RM-T3.muF']}, "
+                  + _weakest(mu_cells) + "); S_avg " + ", ".join(f"{m} {means.loc[m, 'S_avg']:.3g}" for m in methods)
+                  + f" ({parts['RM-T3.Savg']}, " + _weakest(s_cells) + " on the log scale)",
+        verdict=v, table=table, units=units, kept_replicas=len(replicas))

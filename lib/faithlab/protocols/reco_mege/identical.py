@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import torch
 
 from faithlab import _validate, explainers, verdicts
 from faithlab.metrics.papers.reco_mege.crossfold import reco_mege_details_from_predictions
@@ -17,9 +18,10 @@ from faithlab.protocols.reco_mege.tasks import method_options
 __all__ = ["identical_models", "claim_identical_models"]
 
 
-def identical_models(fam: Family, method: str, *, batch_size: int = 256, seed: int = 0, **settings) -> dict:
-    """R5 check: the family's first model standing in for all k (its maps and predictions copied k times) →
-    ``{"MeGe", "max distance", "n S="}``; MeGe must be 1 and every distance 0."""
+def identical_models(fam: Family, method: str, *, batch_size: int = 256, seed: int = 0, **settings) -> pd.DataFrame:
+    """R5 check: the family's first model standing in for all k (its maps and predictions copied k times) → one row
+    per sample of D: ``sample``, ``S= distance`` (the mean of its S= distances, NaN without an S= pair) and ``MeGe``
+    (of the whole set, the same on every row); MeGe must be 1 and every distance 0."""
     name, options = method_options(method, **settings)
     model = fam.cross.models[0]
     maps = explainers.explain(model, fam.data.x, fam.predictions[0].to(fam.data.x.device), method=name,
@@ -29,41 +31,48 @@ def identical_models(fam: Family, method: str, *, batch_size: int = 256, seed: i
     preds = fam.predictions[:1].expand(k, -1).to(maps.device)
     d = reco_mege_details_from_predictions(copies, preds, fam.data.y.to(maps.device), fam.cross.folds.to(maps.device),
                                            channel_dim=-3 if maps.ndim == 4 else None, batch_size=batch_size)
-    dist = d["pairs"].distance
-    return {"MeGe": d["mege"], "max distance": float(dist[~dist.isnan()].max()) if (~dist.isnan()).any() else 0.0,
-            "n S=": d["counts"]["S="]}
+    return per_image(d, mege=d["mege"])
 
 
-_R5_VALUES = ("MeGe", "max distance", "n S=")
+def per_image(details: dict, *, mege: float) -> pd.DataFrame:
+    """The S= distances of :func:`reco_mege_details_from_predictions`' ``details`` per sample (their mean, NaN
+    without an S= pair) with the set's ``mege`` → rows (``sample``, ``S= distance``, ``MeGe``)."""
+    pairs = details["pairs"]
+    dist = pairs.distance.double().cpu()
+    ok = (pairs.kind.cpu() == 0) & ~dist.isnan()
+    count = ok.sum(1)
+    mean = torch.where(ok, dist, 0.0).sum(1) / count.clamp(min=1)
+    mean[count == 0] = math.nan
+    return pd.DataFrame({"sample": np.arange(len(mean)), "S= distance": mean.numpy(), "MeGe": float(mege)})
 
 
 def claim_identical_models(identical: pd.DataFrame, contrast: pd.DataFrame | None = None, *,
-                           tolerance: float = 1e-6) -> verdicts.Claim:
-    """Claim R5 (eq. 8): k identical models give MeGe = 1 (every distance 0).
+                           tolerance: float | None = None) -> verdicts.Claim:
+    """Study check R5 (eq. 8): k identical models give MeGe = 1 (every distance 0), decided by its rule
+    (``verdicts.rule("R5")``; ``tolerance`` overrides its margin, float error).
 
-    identical: one row per cell (e.g. task × method) with :func:`identical_models`' ``MeGe``, ``max distance`` and
-    ``n S=``; every other column is the cell's key. contrast: optional, the chapter's null for the same cells, e.g.
-    :func:`null_frame` rows (the key columns and ``MeGe (shuffled)``, the same method's MeGe when the second model
-    explains another image). With k copies of one model every distance is 0 and MeGe = 1/(1 + 0) = 1: an identity of
-    the definitions, so the claim checks the pipeline by construction and no null can apply to its value (a correct
-    pipeline gives exactly 1). Premise, per cell: it has an S= pair (else MeGe is undefined) and, given the contrast,
-    maps of different images give MeGe below 1 − ``tolerance`` (else MeGe = 1 is met by any maps and the check could
-    not tell a correct pipeline from one that returns 0 for every distance); a cell that fails the premise is not
-    testable here. Rule (:func:`faithlab.verdicts.from_settings` with both shares 1): reproduced when every testable
-    cell has |MeGe − 1| ≤ ``tolerance`` and max distance ≤ ``tolerance``, not reproduced when any cell misses (no
-    partly: one miss is a broken pipeline); not testable here without a testable cell. A cell whose MeGe misses 1
-    fails whatever its contrast. Table: ``identical`` with ``MeGe (different images)``, ``status`` (holds / fails /
-    no S= pair / contrast at 1 / contrast undefined) and ``testable``."""
-    if not isinstance(identical, pd.DataFrame) or identical.empty:
-        raise ValueError("identical must be a non-empty DataFrame of identical_models(...) rows")
-    missing = [c for c in _R5_VALUES if c not in identical.columns]
-    if missing:
-        raise ValueError(f"identical lacks the columns {missing} (rows of identical_models(...))")
-    tolerance = _validate.number(tolerance, "tolerance")
-    if not 0 <= tolerance < 0.1:
-        raise ValueError(f"tolerance must lie in [0, 0.1) (float error, not a loose match), got {tolerance!r}")
-    keys = [c for c in identical.columns if c not in _R5_VALUES]
-    table = identical.copy()
+    identical: :func:`identical_models` rows of every cell, each with the cell's key columns (e.g. ``task``,
+    ``method``): per sample, its mean S= distance. Per cell: the mean S= distance over the images with an S= pair,
+    its t interval on those images, judged below the margin; every testable cell must hold. With k copies of one
+    model every distance is 0: an identity of the definitions, so this checks the pipeline by construction (a study
+    check, not a claim of the paper). contrast: optional, the chapter's null for the same cells
+    (:func:`~faithlab.protocols.reco_mege.bootstrap.null_frame` rows: the key columns and ``MeGe (shuffled)``, the
+    same method's MeGe when the second model explains another image). Premise per cell: at least 2 images with an S=
+    pair and, given the contrast, maps of different images give MeGe below 1 (else MeGe = 1 is met by any maps and
+    the check could not tell a correct pipeline from one that returns 0 for every distance); a cell that fails it is
+    not testable, and without a testable cell the check is not testable here. Table: one row per cell."""
+    rule = verdicts.rule("R5")
+    margin = rule.margin_for() if tolerance is None else _validate.number(tolerance, "tolerance")
+    if not 0 <= margin < 0.1:
+        raise ValueError(f"tolerance must lie in [0, 0.1) (float error, not a loose match), got {margin!r}")
+    need = ("sample", "S= distance", "MeGe")
+    if not isinstance(identical, pd.DataFrame) or identical.empty or any(c not in identical for c in need):
+        raise ValueError(f"identical must be a non-empty frame of identical_models(...) rows with the columns "
+                         f"{list(need)} and the cells' keys")
+    keys = [c for c in identical.columns if c not in need]
+    if not keys:
+        raise ValueError("identical must name its cells: key columns such as task and method")
+    other = {}
     if contrast is not None:
         if not isinstance(contrast, pd.DataFrame):
             raise TypeError(f"contrast must be a DataFrame (e.g. null_frame rows) or None, got "
@@ -74,58 +83,54 @@ def claim_identical_models(identical: pd.DataFrame, contrast: pd.DataFrame | Non
                              "'MeGe (shuffled)' (null_frame(...) rows)")
         if contrast.duplicated(keys).any():
             raise ValueError(f"contrast must hold one row per cell ({keys}), got duplicates")
-        table = table.merge(contrast[[*keys, "MeGe (shuffled)"]].rename(
-            columns={"MeGe (shuffled)": "MeGe (different images)"}), on=keys, how="left", validate="one_to_one")
-    mege = table["MeGe"].astype(float)
-    far = table["max distance"].astype(float)
-    has_pairs = table["n S="].astype(float) > 0
-    at_one = ((mege - 1).abs() <= tolerance) & (far.abs() <= tolerance)   # NaN compares False: a miss
-    status = pd.Series(np.where(~has_pairs, "no S= pair", np.where(at_one, "holds", "fails")), index=table.index)
-    if contrast is not None:
-        other = table["MeGe (different images)"].astype(float)
-        status = status.mask((status == "holds") & other.isna(), "contrast undefined")
-        status = status.mask((status == "holds") & (other >= 1 - tolerance), "contrast at 1")
-    table["status"] = status
-    table["testable"] = status.isin(["holds", "fails"])
-    testable = table[table["testable"]]
-
-    def cell(row) -> str:
-        return " ".join(str(row[k]) for k in keys) or f"row {row.name}"
-
-    skipped = {s: [cell(r) for _, r in table[table.status == s].iterrows()]
-               for s in ("no S= pair", "contrast at 1", "contrast undefined")}
-    reasons = {"no S= pair": "no S= pair (MeGe undefined)",
-               "contrast at 1": "maps of different images also give MeGe = 1",
-               "contrast undefined": "no contrast (the shuffled pairs are undefined)"}
-    untestable = None
-    if testable.empty:
-        untestable = "no testable cell: " + "; ".join(f"{reasons[s]} in {', '.join(c)}" for s, c in skipped.items()
-                                                      if c)
-    v = verdicts.from_settings((testable.status == "holds").tolist(), reproduced=1.0, partly=1.0,
-                               untestable=untestable, what="testable cells")
+        other = {tuple(r[keys]): float(r["MeGe (shuffled)"]) for _, r in contrast.iterrows()}
+    cells, rows = {}, []
+    for key, part in identical.groupby(keys, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        name = " ".join(map(str, key))
+        values = part["S= distance"].to_numpy(float)
+        n = int((~np.isnan(values)).sum())
+        status = "testable"
+        if n < 2:
+            status = "fewer than 2 images with an S= pair (MeGe undefined)"
+        elif contrast is not None:
+            c = other.get(key, math.nan)
+            if math.isnan(c):
+                status = "no contrast (the shuffled pairs are undefined)"
+            elif c >= 1 - margin:
+                status = "maps of different images also give MeGe = 1"
+        j = None
+        if status == "testable":
+            j = verdicts.judge(verdicts.mean_interval(values), rule, what=name,
+                               margin=None if tolerance is None else margin)
+            cells[name] = j
+        rows.append({**dict(zip(keys, key)), "MeGe": float(part["MeGe"].iloc[0]), "images": n,
+                     "MeGe (different images)": other.get(key, math.nan),
+                     **({"estimate": j.interval.estimate, "low": j.interval.low, "high": j.interval.high,
+                         "margin": margin, "outcome": j.outcome} if j is not None else {"outcome": "not testable"}),
+                     "status": status})
+    table = pd.DataFrame(rows)
+    skipped = table[table.status != "testable"]
+    untestable = None if cells else "no testable cell: " + "; ".join(
+        f"{' '.join(str(r[k]) for k in keys)} ({r.status})" for _, r in skipped.iterrows())
+    v = verdicts.decide(cells, rule, untestable=untestable)
+    testable = table[table.status == "testable"]
     if contrast is None:
-        contrast_text = ("no contrast given: a pipeline that returned 0 for every distance would pass as well")
+        contrast_text = "no contrast given: a pipeline that returned 0 for every distance would pass as well"
     else:
-        other = table["MeGe (different images)"]
-        contrast_text = (f"contrast, the chapter's null (the same method's MeGe when the second model explains "
-                         f"another image): MeGe {other.min():.3f}–{other.max():.3f}, below 1, so MeGe = 1 is not "
-                         "met by any maps" if other.notna().any() and other.max() < 1 - tolerance else
-                         "contrast, the chapter's null (the same method's MeGe on maps of different images): "
-                         + (f"MeGe {other.min():.3f}–{other.max():.3f}" if other.notna().any() else "undefined"))
-    skipped_text = "; ".join(f"{reasons[s]}: {', '.join(c)}" for s, c in skipped.items() if c) or "none"
-    worst = float((testable["MeGe"].astype(float) - 1).abs().max()) if len(testable) else math.nan
-    farthest = float(testable["max distance"].astype(float).abs().max()) if len(testable) else math.nan
+        c = table["MeGe (different images)"]
+        contrast_text = ("contrast, the chapter's null (the same method's MeGe when the second model explains another "
+                         "image): " + (f"MeGe {c.min():.3f}–{c.max():.3f}" if c.notna().any() else "undefined"))
     return verdicts.Claim(
-        "R5: k identical models give MeGe = 1 (every distance 0)",
-        rule=f"per testable cell, |MeGe − 1| and the largest distance, each against the tolerance {tolerance:g} "
-             "(float error); an identity, so exact values and every cell must meet it (no partial share: one miss is "
-             "a broken pipeline)",
+        rule.claim, rule=rule,
         premise="an identity of the definitions (eq. 8: with k copies of one model every distance is 0, so MeGe = "
-                "1/(1 + 0)): a check of the pipeline by construction, so no null can apply to its value; a cell is "
-                f"testable when it has an S= pair and its contrast lies below 1; {contrast_text}; not testable: "
-                f"{skipped_text}",
+                "1/(1 + 0)), a check of the pipeline by construction; a cell is testable when it has S= pairs and "
+                f"its contrast lies below 1; {contrast_text}; not testable: "
+                + ("; ".join(f"{' '.join(str(r[k]) for k in keys)} ({r.status})" for _, r in skipped.iterrows())
+                   or "none"),
         paper_value="by construction (eq. 8)",
-        our_value=(f"max |MeGe − 1| = {worst:.1e}, max distance {farthest:.1e} over {len(testable)} testable cells"
-                   if len(testable) else "no testable cell")
-                  + f" ({len(table) - len(testable)} of {len(table)} not testable)",
-        verdict=v, table=table, kind="study check", trained=False)  # identical copies: an identity
+        our_value=(f"max |MeGe − 1| = {float((testable['MeGe'] - 1).abs().max()):.1e}, largest mean S= distance "
+                   f"{float(testable['high'].max()):.1e} (interval's upper end) over {len(testable)} testable cells"
+                   if len(testable) else "no testable cell") + f" ({len(skipped)} of {len(table)} not testable)",
+        verdict=v, table=table, trained=False,
+        units=int(testable["images"].min()) if len(testable) else 0)

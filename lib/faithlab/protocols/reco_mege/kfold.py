@@ -15,7 +15,8 @@ from faithlab import _validate, data, explainers, train
 from faithlab.protocols.reco_mege.tasks import DEGRADATIONS, TASKS, method_options
 from faithlab.train.cache import cache_key
 
-__all__ = ["Family", "load_task", "family", "explain_family", "FamilySettings", "families"]
+__all__ = ["Family", "load_task", "stand_in", "stand_in_order", "digit_variant", "family", "explain_family",
+           "FamilySettings", "families"]
 
 
 @dataclass
@@ -33,10 +34,15 @@ class Family:
 
 def load_task(task: str, *, n: int, image_size: int, seed: int = 0, dataset: str | None = None,
               data_dir: str | None = None, split: str = "train") -> data.TensorData:
-    """D for a task: the first ``n`` images of the stand-in's ``split`` (``dataset=None``) or of the paper's dataset
-    (``dataset="paper"``: :data:`TASKS`' loader reading ``data_dir``, resized to ``image_size`` by the loader's own
-    transform where it has one). ``split="test"`` gives the test set on which the paper checks that the k models
-    have comparable accuracy (:func:`comparable_premise`)."""
+    """D for a task: ``n`` images of the stand-in's ``split`` (``dataset=None``) or the first ``n`` of the paper's
+    dataset (``dataset="paper"``: :data:`TASKS`' loader reading ``data_dir``, resized to ``image_size`` by the
+    loader's own transform where it has one). ``split="test"`` gives the test set on which the paper checks that the
+    k models have comparable accuracy (:func:`comparable_premise`).
+
+    A stand-in's training split lists its source digits in scikit-learn's order (a few writers at a time), so its
+    first images are not a sample of the task: D is the first ``n`` images of a permutation of the split drawn from
+    ``seed`` (:func:`stand_in_order`), and the images after them are unseen by every model trained on D
+    (:meth:`FamilySettings.heldout`). The test split is read in its own order."""
     _validate.one_of(task, "task", tuple(TASKS))
     _validate.one_of(split, "split", ("train", "test"))
     n = _validate.positive_int(n, "n")
@@ -51,8 +57,65 @@ def load_task(task: str, *, n: int, image_size: int, seed: int = 0, dataset: str
         return data.TensorData(x, y, info=info)
     if dataset is not None:
         raise ValueError(f"dataset must be None (the stand-in) or 'paper', got {dataset!r}")
-    ds = data.load(spec["stand_in"], split=split, size=image_size, seed=seed, **spec["kwargs"])
-    return ds.subset(torch.arange(min(n, len(ds))))
+    ds = stand_in(task, split=split, image_size=image_size, seed=seed)
+    order = stand_in_order(len(ds), seed) if split == "train" else torch.arange(len(ds))
+    return ds.subset(order[:min(n, len(ds))])
+
+
+def stand_in_order(n: int, seed: int) -> torch.Tensor:
+    """The order in which a stand-in's training split is drawn into D: a permutation of ``range(n)`` from ``seed``
+    (its own stream, apart from the models' seeds)."""
+    return torch.randperm(int(n), generator=torch.Generator().manual_seed(perturb_seed(seed, "reco-mege-D")))
+
+
+def perturb_seed(seed: int, name: str) -> int:
+    """A seed derived from ``seed`` and a stream ``name`` (SHA-256, below 2**31)."""
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256(f"{int(seed)}/{name}".encode()).digest()[:4], "little") & 0x7FFFFFFF
+
+
+def stand_in(task: str, *, split: str, image_size: int, seed: int) -> data.TensorData:
+    """The whole ``split`` of a task's embedded stand-in (:data:`TASKS`): a loader of :mod:`faithlab.data` with its
+    keyword arguments, or ``"digit_variant"`` (:func:`digit_variant`)."""
+    spec = TASKS[task]
+    if spec["stand_in"] == "digit_variant":
+        return digit_variant(split=split, size=image_size, seed=seed, **spec["kwargs"])
+    return data.load(spec["stand_in"], split=split, size=image_size, seed=seed, **spec["kwargs"])
+
+
+def digit_variant(*, split: str, size: int, seed: int = 0, tint: bool = False, noise: float = 0.0,
+                  dark: float = 0.3, contrast: float = 0.5) -> data.TensorData:
+    """scikit-learn's digits (:func:`faithlab.data.digits`, grey, upsampled to ``size``), optionally in colour and
+    with pixel noise, normalised per channel with the training split's statistics.
+
+    tint: three channels, the digit brighter than its background in every channel: per image a background colour
+    bg ~ U[0, ``dark``]³ and a digit colour bg + U[``contrast``, 1 − ``dark``]³ (independent of the label), pixel =
+    bg + v·(fg − bg) with v the grey intensity in [0, 1]. (``faithlab.data``'s coloured digits draw each channel's
+    contrast with a random sign, which k models trained on a few hundred images do not learn: they stay near chance
+    and far apart.) noise: Gaussian pixel noise of that standard deviation (on the [0, 1] scale), drawn once per
+    image. Colours and noise come from ``seed`` and the split, never from the label."""
+    def part(which: str) -> tuple[torch.Tensor, data.TensorData]:
+        grey = data.load("digits", split=which, size=size, seed=seed, color=False)
+        m, s = grey.info["mean"][0], grey.info["std"][0]
+        v = (grey.x * s + m).clamp(0, 1)
+        g = torch.Generator().manual_seed(perturb_seed(seed, f"digit-variant-{which}"))
+        if tint:
+            bg = dark * torch.rand(len(v), 3, generator=g, dtype=v.dtype)
+            fg = bg + contrast + (1 - dark - contrast) * torch.rand(len(v), 3, generator=g, dtype=v.dtype)
+            v = bg[:, :, None, None] + v * (fg - bg)[:, :, None, None]
+        if noise:
+            v = v + float(noise) * torch.randn(v.shape, generator=g, dtype=v.dtype)
+        return v, grey
+
+    x_train, grey = part("train")
+    x, grey = (x_train, grey) if split == "train" else part(split)
+    v = x_train.detach().double()
+    mean, std = v.mean(dim=(0, 2, 3)).to(x.dtype), v.std(dim=(0, 2, 3), unbiased=False).to(x.dtype).clamp_min(1e-8)
+    x = (x - mean[None, :, None, None]) / std[None, :, None, None]
+    info = {**grey.info, "name": "digit_variant", "mean": tuple(mean.tolist()), "std": tuple(std.tolist()),
+            "tint": bool(tint), "noise": float(noise), "color": bool(tint)}
+    return data.TensorData(x, grey.y, info=info, extras=dict(grey.extras))
 
 
 def family(task: str, d: data.TensorData, *, model: str = "resnet18_cifar", width_scale: float = 1.0,
@@ -72,13 +135,22 @@ def family(task: str, d: data.TensorData, *, model: str = "resnet18_cifar", widt
         model_config = {"base_width": max(2, round(spec["base_width"] * width_scale)), "dropout": spec["dropout"]}
     cfg = {"in_channels": d.x.shape[1], "n_classes": d.n_classes, **(model_config or {})}
     data_key = {"task": task, "dataset": d.info.get("name"), "n": len(d), "shape": list(d.x.shape[1:]),
-                "seed": seed if data_seed is None else data_seed}
+                "seed": seed if data_seed is None else data_seed, "labels": _labels_digest(d)}
     ct = train.cross_train(model, cfg, d, config, data_key=data_key, k=k, seed=seed, device=device, progress=False,
                            **DEGRADATIONS[degradation])
     d = d.to(next(ct.models[0].parameters()).device)
     key = cache_key({"models": [h["key"] for h in ct.histories], "degradation": DEGRADATIONS[degradation],
                      "seed": seed, "version": faithlab.__version__})
     return Family(name or degradation, task, ct, d, ct.predictions(d.x, batch_size=batch_size), key)
+
+
+def _labels_digest(d: data.TensorData) -> str:
+    """12 hex digits of the SHA-256 of D's labels and a strided sample of its pixels: which images D holds, in the
+    models' cache key (two draws of D with the same size and seed are told apart)."""
+    import hashlib
+
+    x = d.x.detach().cpu().reshape(len(d), -1)[:, ::97].double().numpy().round(6)
+    return hashlib.sha256(d.y.cpu().numpy().tobytes() + x.tobytes()).hexdigest()[:12]
 
 
 def explain_family(fam: Family, method: str, *, batch_size: int = 256, seed: int = 0, **settings) -> torch.Tensor:
@@ -162,6 +234,23 @@ class FamilySettings:
         """:func:`load_task` of ``task`` at these settings' image size, seed and data (``n`` images, default D's)."""
         return load_task(task, n=self.n if n is None else n, image_size=self.image_size, seed=self.seed,
                          dataset=self.dataset, data_dir=self.data_dir, split=split)
+
+    def heldout(self, task: str, *, n_test: int, n_unseen: int = 0) -> data.TensorData:
+        """Images that no model of a family on D saw, for the premise that the k models are of comparable accuracy
+        (:func:`~faithlab.protocols.reco_mege.accuracy.premise_row`): the first ``n_test`` images of the task's test
+        split, then up to ``n_unseen`` images of its training split that D left out (those after D's ``n`` in the
+        order it is drawn in). The paper checks its ±3 % on the test set; a small test split measures each model's
+        accuracy with a binomial error that is itself near 3 %, so the unseen training images are added where the
+        test split is small."""
+        test = self.load_task(task, n=n_test, split="test")
+        if not n_unseen:
+            return test
+        pool = self.load_task(task, n=self.n + int(n_unseen))
+        extra = pool.subset(torch.arange(min(self.n, len(pool)), len(pool)))
+        if len(extra) == 0:
+            return test
+        return data.TensorData(torch.cat([test.x, extra.x.to(test.x.device)]),
+                               torch.cat([test.y, extra.y.to(test.y.device)]), info=test.info)
 
 
 def families(tasks: list[str], settings: FamilySettings, *, degradation: str = "Normal") -> dict[str, Family]:

@@ -9,7 +9,7 @@ import pandas as pd
 
 from faithlab.protocols.reco_mege.tasks import DEGRADATIONS
 
-__all__ = ["PAPER", "rank_agreement", "beside", "quoted"]
+__all__ = ["PAPER", "rank_agreement", "beside", "quoted", "margins"]
 
 
 _M5 = ("IG", "SG", "SA", "GI", "GC")
@@ -32,10 +32,15 @@ PAPER: dict[str, pd.DataFrame] = {
          [0.556, 0.445, 0.435, 0.542, 0.641], [0.575, 0.455, 0.447, 0.545, 0.686], [0.571, 0.449, 0.441, 0.537, 0.667],
          [0.544, 0.41, 0.401, 0.507, 0.588], [0.571, 0.424, 0.414, 0.54, 0.642], [0.556, 0.413, 0.404, 0.528, 0.627],
          [0.542, 0.393, 0.381, 0.511, 0.531]], index=list(DEGRADATIONS), columns=_M5),
+    "Table 9": pd.DataFrame(
+        [[0.107, 0.154, 0.151, 0.088, 0.637], [0.073, 0.12, 0.117, 0.052, 0.588], [0.063, 0.117, 0.115, 0.056, 0.57],
+         [0.056, 0.106, 0.106, 0.048, 0.482], [0.075, 0.115, 0.11, 0.056, 0.568], [0.086, 0.109, 0.106, 0.067, 0.548],
+         [0.038, 0.04, 0.037, 0.016, 0.422], [0.03, 0.071, 0.068, 0.024, 0.538], [0.024, 0.051, 0.049, 0.018, 0.531],
+         [0.0, 0.004, 0.003, 0.0, 0.369]], index=list(DEGRADATIONS), columns=_M5),
 }
 """The paper's (HAL v1) values, typed from its tables for the side-by-side columns: Tables 1–2 (ReCo, MeGe of normally
-trained ResNet-18s), 3 (μF, S_avg on CIFAR-10), 4–5 (ResNet-18 vs 1-Lipschitz on CIFAR-10) and 10 (MeGe on CIFAR-10
-per degradation, Fig. 4). Several MeGe values elsewhere in v1 fall below 0.5, impossible for 1/(1 + mean d) with
+trained ResNet-18s), 3 (μF, S_avg on CIFAR-10), 4–5 (ResNet-18 vs 1-Lipschitz on CIFAR-10), 9 (ReCo on CIFAR-10 per
+degradation; its SHAP column left out) and 10 (MeGe on CIFAR-10 per degradation, Fig. 4). Several MeGe values elsewhere in v1 fall below 0.5, impossible for 1/(1 + mean d) with
 d ∈ [0, 1] (spec §4.2): compare rankings, not absolute numbers."""
 
 
@@ -76,3 +81,38 @@ def quoted(table: str) -> str:
         pairs = ", ".join(f"{m} {t4.loc['ResNet-18', m]:.3f} → {t4.loc['1-Lipschitz', m]:.3f}" for m in ("SG", "SA"))
         return "Tables 4–5: ReCo e.g. " + pairs + "; MeGe higher for all six methods"
     raise ValueError(f"table must be 'Table 1', 'Table 3' or 'Tables 4–5', got {table!r}")
+
+
+STRONGEST = ("Randomized 30%", "Switched 30%")
+"""The strongest level of the two degradations of Fig. 4 (weights randomised, labels switched), which R2 compares
+with normal training."""
+
+
+def margins() -> dict[str, float]:
+    """Each claim's smallest effect of interest, derived from the paper's numbers (:data:`PAPER`) — the values the
+    rules file (``faithlab/verdicts/registered/reco_mege.toml``) registers, recomputed here so that a test catches
+    a margin that drifts from the paper:
+
+    - ``R1``: half the smallest lead of Grad-CAM over the best other method in Table 1 (FashionMNIST 0.517 − 0.369);
+    - ``R2.MeGe`` / ``R2.ReCo``: half the smallest fall, normal training minus the strongest randomisation or label
+      switching (:data:`STRONGEST`), over the five methods in Table 10 (MeGe) / Table 9 (ReCo), CIFAR-10;
+    - ``R3.ReCo``: half the smallest rise of ReCo of a gradient method (IG, SG, SA, GI), ResNet-18 → 1-Lipschitz in
+      Table 4; ``R3.MeGe``: half the smallest rise of MeGe of any of the six methods in Table 5;
+    - ``RM-T3.muF``: half Grad-CAM's lead in μF over the best other method in Table 3;
+    - ``RM-T3.Savg``: half the natural log of the smallest ratio of an other method's S_avg to Grad-CAM's or
+      SmoothGrad's in Table 3 (S_avg's scale is the maps' own, so the claim compares ratios)."""
+    import numpy as np
+
+    t1, t3, t4, t5 = (PAPER[k] for k in ("Table 1", "Table 3", "Table 4", "Table 5"))
+    lead = min(float(row["GC"] - row.drop("GC").max()) for _, row in t1.iterrows())
+    falls = {score: min(float((PAPER[t].loc["Normal"] - PAPER[t].loc[g]).min()) for g in STRONGEST)
+             for score, t in (("MeGe", "Table 10"), ("ReCo", "Table 9"))}
+    gradient = ["IG", "SG", "SA", "GI"]
+    reco_rise = float((t4.loc["1-Lipschitz", gradient] - t4.loc["ResNet-18", gradient]).min())
+    mege_rise = float((t5.loc["1-Lipschitz"] - t5.loc["ResNet-18"]).min())
+    mu, s = t3.loc["μF"], t3.loc["S_avg"]
+    mu_lead = float(mu["GC"] - mu.drop("GC").max())
+    ratio = float(s.drop(["GC", "SG"]).min() / s[["GC", "SG"]].max())
+    out = {"R1": lead / 2, "R2.MeGe": falls["MeGe"] / 2, "R2.ReCo": falls["ReCo"] / 2, "R3.ReCo": reco_rise / 2,
+           "R3.MeGe": mege_rise / 2, "RM-T3.muF": mu_lead / 2, "RM-T3.Savg": float(np.log(ratio)) / 2}
+    return {k: round(v, 4) for k, v in out.items()}
