@@ -9,15 +9,14 @@ here (``fl.protocols.image_ranking_study``, ``fl.protocols.saco.radar_scale``)."
 
 from faithlab.protocols.ffidelity import (CORRELATION_LABELS, SETTINGS, RankingStudy, constant_map_counts,
                                           degraded_fidelity_curves, random_masking_predictions,
-                                          ablation_verdict, image_ranking_study, micro_cells,
-                                          oriented_correlations, ranking_verdict,
+                                          image_ranking_study, micro_cells, oriented_correlations,
                                           ranking_correlations, separation, table_layout,
                                           ground_truth_null, permuted_correlations)
 from faithlab.protocols import basics, diagnostics, fewclass, reco_mege, reco_sanity, saco, synthesis, trace
 from faithlab.protocols.diagnostics import cap_count, ood_gap, removal_diagnostic
 
 __all__ = ["degraded_fidelity_curves", "constant_map_counts", "random_masking_predictions", "SETTINGS", "RankingStudy", "image_ranking_study", "ranking_correlations",
-           "CORRELATION_LABELS", "oriented_correlations", "table_layout", "separation", "micro_cells", "ranking_verdict",
-           "ablation_verdict", "saco", "synthesis", "trace", "fewclass", "reco_mege", "reco_sanity",
+           "CORRELATION_LABELS", "oriented_correlations", "table_layout", "separation", "micro_cells", "saco",
+           "synthesis", "trace", "fewclass", "reco_mege", "reco_sanity",
            "diagnostics", "removal_diagnostic", "ood_gap", "cap_count", "basics", "ground_truth_null",
            "permuted_correlations"]

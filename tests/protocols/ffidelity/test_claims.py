@@ -1,6 +1,8 @@
-"""F-Fidelity's claims of the image notebooks (ranking, LeRF, ablation, OOD check, GradCAM vs Saliency, cost,
-explanation size, sensitivity) as claim functions: each is built on small synthetic frames to give every verdict it
-can give, and every null is checked to move the verdict (a value at chance is "not testable here")."""
+"""F-Fidelity's claims of the image notebooks (ranking, LeRF, ablation, the OOD check, GradCAM vs Saliency, cost,
+explanation size, sensitivity, maps kept) as claim functions decided by their registered rules: each is built on small
+synthetic frames of three trained replicas to give every verdict it can give — reproduced, not reproduced by
+equivalence (a tight interval inside the band of no meaningful effect), not reproduced by reversal, inconclusive,
+not testable and, for claims of named parts, partly — and every null and premise is checked to move the verdict."""
 
 from __future__ import annotations
 
@@ -102,194 +104,312 @@ def test_micro_cells_gt_micro_is_the_oriented_mean_of_the_two_ground_truth_corre
     assert set(null["method"]) == {"A"} and len(null) == 200
 
 
-# -------------------------------------------------------------------------------------------- F1 ranking claim
-GOOD, NOISY = 0.08, 0.5
+# ------------------------------------------------------------------------------------------- synthetic cells
+METHODS = ["Fidelity", "ROAR", "R-Fidelity", "F-Fidelity"]
+WIDE = np.linspace(-0.5, 0.5, 40)  # a chance range of about ±0.48
 
 
-@pytest.mark.parametrize("spec, expected, why", [
-    ({"Fidelity": (NOISY, 1, False), "ROAR": (NOISY, 2, False), "F-Fidelity": (GOOD, 3, False)}, R, "beats"),
-    # identical curves: exact ties are never a failure nor "not testable": inconclusive
-    ({"Fidelity": (0.2, 1, False), "ROAR": (0.2, 1, False), "F-Fidelity": (0.2, 1, False)}, I, "ties 2"),
-    ({"Fidelity": (0.2, 1, False), "ROAR": (NOISY, 2, False), "F-Fidelity": (0.2, 3, False)}, I, "beats ROAR"),
-    ({"Fidelity": (0.15, 1, False), "ROAR": (0.9, 2, False), "F-Fidelity": (0.3, 3, False)}, P, "loses to Fidelity"),
-    ({"Fidelity": (0.15, 1, False), "ROAR": (0.15, 2, False), "F-Fidelity": (0.9, 3, False)}, N, "loses"),
-    ({"Fidelity": (0, 1, True), "ROAR": (0, 2, True), "F-Fidelity": (0, 3, True)}, T, "permuted order"),
-    ({"Fidelity": (0.0, 1, False), "ROAR": (NOISY, 2, False), "F-Fidelity": (GOOD, 3, False)}, T, "ideal"),
+def cells(ranks: dict[str, list[float]], *, oriented: dict[str, list[float]] | None = None,
+          gt: dict[str, float] | None = None, lerf: list[float] | None = None, value: str = "E", n_seeds: int = 2,
+          n_levels: int = 3, wobble: float = 0.3):
+    """micro_cells-like rows (explainer, method, replica, seed, level, micro rank, oriented micro, GT micro, LeRF
+    micro) whose per-replica means are ``ranks[m][r]``, ``oriented[m][r]`` (default 1 − rank / 4) and
+    ``lerf[r]`` (F-Fidelity's LeRF micro); every (seed, level) cell wobbles by ±``wobble`` around them (the
+    wobbles sum to zero within a replica, so the replica means are exact); GT micro ``gt[m]`` (default 0.9). And
+    the permuted-order null: 40 draws spread over [−0.5, 0.5] per method and replica."""
+    gt = gt or {}
+    rows, nulls = [], []
+    n_cells = n_seeds * n_levels
+    pattern = np.tile([wobble, -wobble], n_cells // 2 + 1)[:n_cells]
+    pattern = pattern - pattern.mean()
+    for m, per in ranks.items():
+        for r, rank in enumerate(per):
+            o = (oriented or {}).get(m, [1 - x / 4 for x in per])[r]
+            le = (lerf[r] if lerf is not None and m == "F-Fidelity" else 0.95)
+            for c, (s, level) in enumerate((s, level) for s in range(n_seeds) for level in range(n_levels)):
+                rows.append({"explainer": value, "method": m, "replica": r, "seed": s, "level": 0.1 * (level + 1),
+                             "micro rank": rank + pattern[c], "oriented micro": o + pattern[c] / 10,
+                             "GT micro": gt.get(m, 0.9), "LeRF micro": le + pattern[c] / 10})
+            nulls += [{"explainer": value, "method": m, "replica": r, "draw": d, "GT micro": w}
+                      for d, w in enumerate(WIDE)]
+    return pd.DataFrame(rows), pd.DataFrame(nulls)
+
+
+BEST = {"Fidelity": [3, 3.2, 2.9], "ROAR": [3.5, 3.4, 3.6], "R-Fidelity": [2.0, 1.9, 2.1], "F-Fidelity": [1, 1.1, 1]}
+
+
+def ranked(**change):
+    return {**BEST, **change}
+
+
+@pytest.mark.parametrize("ranks, gt, expected, why", [
+    (BEST, None, R, "holds in 3 of 3 competitors"),
+    # R-Fidelity ties F-Fidelity tightly: the interval lies inside the band below the margin 0.037
+    (ranked(**{"R-Fidelity": [1.0, 1.11, 0.99]}), None, N, "fails in 1"),
+    (ranked(**{"R-Fidelity": [0.5, 0.6, 0.5]}), None, N, "R-Fidelity"),               # reversed: F-Fidelity worse
+    (ranked(**{"R-Fidelity": [1.6, 0.7, 1.5]}), None, I, "undecided in 1"),           # replicas disagree
+    (BEST, {m: 0.1 for m in METHODS}, T, "permuted order"),                          # no method beyond chance
 ])
-def test_claim_ranking_gives_every_verdict(spec, expected, why):
-    _, _, cells, null = study(spec)
-    claim = F.claim_ranking(cells, null, group="explainer", value="E", paper_value="F-Fid best")
-    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
+def test_claim_ranking_gives_every_verdict(ranks, gt, expected, why):
+    frame, null = cells(ranks, gt=gt)
+    claim = F.claim_ranking(frame, null, group="explainer", value="E", n_images=40)
+    assert claim.verdict == expected, (claim.verdict.why, claim.our_value)
     assert why in claim.verdict.why
-    assert claim.kind == "paper" and claim.units == 2 * 3 * len(LEVELS) and "reproduced when" in claim.decision
-    assert claim.paper_value == "F-Fid best"
-    assert F.claim_ranking(cells, null, group="explainer", value="E", paper="alias").paper_value == "alias"
-    assert claim.claim.startswith("F1 (E): F-Fidelity recovers") and "chance range" in claim.premise
-    assert list(claim.table["method"]) == list(spec) and "mean difference" in claim.table.columns
+    assert claim.rule_id == "F1" and "0.0367" in claim.rule and claim.units == 120 and claim.kept_replicas == 3
+    assert len(claim.table) == 4 and claim.table.set_index("method").loc["F-Fidelity", "outcome"] != "holds"
 
 
-def test_claim_ranking_null_moves_the_verdict_and_old_name_still_works():
-    # F-Fidelity at chance, the others recover the order: F-Fidelity loses (a testable "not reproduced")
-    _, _, cells, null = study({"Fidelity": (0.15, 1, False), "F-Fidelity": (0, 3, True)}, replicas=1)
-    claim = F.claim_ranking(cells, null, group="explainer", value="E")
-    assert claim.verdict == N
-    table = claim.table.set_index("method")
-    assert bool(table.loc["Fidelity", "beyond chance"]) and not bool(table.loc["F-Fidelity", "beyond chance"])
-    v, comps = fl.protocols.ranking_verdict(cells, group="explainer", value="E")
-    assert v == N and list(comps) == ["Fidelity"]
-    with pytest.raises(ValueError, match="no draws"):
-        F.claim_ranking(cells, null[null["method"] == "Fidelity"], group="explainer", value="E")
+def test_claim_ranking_premises_the_ideal_baseline_and_the_mechanism_and_rule_f7():
+    frame, null = cells(BEST, oriented={"Fidelity": [0.99, 0.99, 0.99]})
+    assert "ideal" in F.claim_ranking(frame, null, group="explainer", value="E", n_images=40).verdict.why
+    frame, null = cells(BEST)
+    fails, undecided = fl.verdicts.Premise(False, "no OOD"), fl.verdicts.Premise(None, "OOD undecided")
+    assert F.claim_ranking(frame, null, group="explainer", value="E", n_images=40, mechanism=fails).verdict == T
+    assert F.claim_ranking(frame, null, group="explainer", value="E", n_images=40,
+                           mechanism=undecided).verdict == I
+    f7 = F.claim_ranking(frame, null, group="explainer", value="E", n_images=40, rule_id="F7", source="Table 5")
+    assert f7.rule_id == "F7" and f7.claim.startswith("F7 (E)") and "0.0167" in f7.rule and f7.verdict == R
+    with pytest.raises(ValueError, match="rule_id"):
+        F.claim_ranking(frame, null, group="explainer", value="E", n_images=40, rule_id="F2")
 
 
-# ---------------------------------------------------------------------------------------------- F2 LeRF ≈ +1
-def lerf_frames(order, *, xi=XI, replicas: int = 2, noise: float = 0.0):
-    """Micro cells and null of one F-Fidelity whose "−" curves rank the explainers by ``order`` at every seed
-    (plus noise of sd ``noise``), in ``replicas`` replicas; its "+" curves mirror them."""
-    n = len(xi)
-    cells, nulls = [], []
-    for r in range(replicas):
-        g = torch.Generator().manual_seed(r)
-        q = torch.tensor(order, dtype=torch.float32)[None, :, None].expand(3, n, len(LEVELS)).contiguous()
-        q = q + noise * torch.randn(q.shape, generator=g)
-        p = -torch.tensor(order, dtype=torch.float32)[None, :, None].expand(3, n, len(LEVELS)).contiguous()
-        P_, Q_ = {("E", "F-Fidelity"): p}, {("E", "F-Fidelity"): q}
-        common = dict(noise_levels=xi, sparsity=LEVELS, methods=["F-Fidelity"], group="explainer")
-        cells.append(fl.protocols.micro_cells(P_, Q_, **common).assign(replica=r))
-        nulls.append(F.ground_truth_null(P_, Q_, n_draws=400, **common).assign(replica=r))
-    return pd.concat(cells, ignore_index=True), pd.concat(nulls, ignore_index=True)
+def test_ranking_claims_are_decided_on_replicas_and_not_forced_inconclusive():
+    frame, null = cells(BEST)
+    decided = fl.verdicts.replicated(F.claim_ranking, frame, null, group="explainer", value="E", n_images=40,
+                                     seeds=0)
+    # one replica alone has no replica-level interval: each is left out, and the verdict rests on the three
+    assert decided.verdict == R and decided.replicas == ("left out",) * 3 and decided.kept_replicas == 3
+    assert decided.power.startswith("3 replicas × 40 units suffice") or "replicas" in decided.power
+    with pytest.raises(ValueError, match="at least 2 replicas"):
+        F.claim_ranking(frame[frame["replica"] == 0], null, group="explainer", value="E", n_images=40)
 
 
-XI12 = [i / 11 for i in range(12)]
-SWAPPED = [4, 1, 2, 3, 0, 9, 6, 11, 8, 5, 10, 7]  # three swaps: Spearman 0.66, beyond the 12-explainer chance range
+def test_undefined_replica_statistics_are_not_testable_and_not_an_error():
+    frame, null = cells(BEST)
+    for column in ("micro rank", "oriented micro", "LeRF micro"):
+        frame[column] = float("nan")  # every correlation undefined (constant scores)
+    common = dict(group="explainer", value="E", n_images=40)
+    assert F.claim_ranking(frame, null, **common).verdict == T
+    assert F.claim_lerf_near_one(frame, null, **common).verdict == T
+    assert F.claim_ablation(frame.replace({"R-Fidelity": "Fidelity+Fine-tune"}), null.replace(
+        {"R-Fidelity": "Fidelity+Fine-tune"}), chain=CHAIN, **common).verdict == T
 
 
-@pytest.mark.parametrize("order, xi, noise, expected", [
-    (list(range(6)), XI, 0.0, R),                  # ρ = 1 in every unit
-    (SWAPPED, XI12, 0.0, P),                       # ρ = 0.66 with 12 explainers
-    (list(range(12)), XI12, 6.0, I),              # ρ ≈ 0.5 with a wide spread: the interval straddles 0.5
-    ([2, 5, 0, 3, 4, 1], XI, 0.0, T),              # ρ ≈ 0: F-Fidelity does not see the ground truth (chance)
+def test_claim_ranking_on_curves_end_to_end():
+    _, _, frame, null = study({"Fidelity": (0.5, 1, False), "ROAR": (0.5, 2, False), "R-Fidelity": (0.5, 4, False),
+                               "F-Fidelity": (0.02, 3, False)}, replicas=3)
+    claim = F.claim_ranking(frame, null, group="explainer", value="E", n_images=30)
+    assert claim.verdict == R, claim.verdict.why
+
+
+@pytest.mark.parametrize("lerf, gt, expected", [
+    ([0.97, 0.96, 0.98], 0.9, R),
+    ([0.6, 0.62, 0.61], 0.9, N),        # tightly below the margin 0.9
+    ([-0.5, -0.4, -0.5], 0.9, N),       # reversed
+    ([0.99, 0.7, 0.95], 0.9, I),        # straddles 0.9
+    ([0.97, 0.96, 0.98], 0.1, T),       # F-Fidelity's GT micro at chance
 ])
-def test_claim_lerf_near_one_gives_every_verdict(order, xi, noise, expected):
-    cells, null = lerf_frames(order, xi=xi, noise=noise)
-    claim = F.claim_lerf_near_one(cells, null, group="explainer", value="E", seed=1)
-    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
-    assert claim.claim.startswith("F2 (E)") and "chance range" in claim.premise
-    assert claim.claim.endswith("(Tables 1-2)") and claim.units == 2 * 3 * len(LEVELS)
-    table2 = F.claim_lerf_near_one(cells, null, group="explainer", value="E", source="Table 2, cluttered canvases",
-                                   seed=1)
-    assert table2.claim.endswith("(Table 2, cluttered canvases)") and table2.verdict == expected
+def test_claim_lerf_near_one_gives_every_verdict(lerf, gt, expected):
+    frame, null = cells(BEST, lerf=lerf, gt={"F-Fidelity": gt})
+    claim = F.claim_lerf_near_one(frame, null, group="explainer", value="E", n_images=40)
+    assert claim.verdict == expected, (claim.verdict.why, claim.our_value)
+    assert claim.rule_id == "F2" and claim.table["units"].item() == 120
 
 
-def test_claim_lerf_near_one_not_reproduced_when_lerf_is_reversed():
-    """LeRF reversed while MoRF is perfect: the GT micro (their mean) is 0, at chance → not testable; with MoRF
-    perfect and LeRF flat-ish but negative (12 explainers) the GT micro stays beyond chance and LeRF ≈ −0.5."""
-    cells, null = lerf_frames(SWAPPED[::-1], xi=XI12)
-    cells = cells.assign(**{"LeRF micro": -cells["LeRF micro"].abs()})
-    cells["GT micro"] = 0.9
-    claim = F.claim_lerf_near_one(cells, null, group="explainer", value="E")
-    assert claim.verdict == N, (claim.our_value, claim.verdict.why)
+CHAIN = ["Fidelity", "Fidelity+Fine-tune", "F-Fidelity"]
 
 
-def test_claim_lerf_near_one_is_not_testable_with_three_explainers():
-    cells, null = lerf_frames([0, 1, 2], xi=[0.0, 0.5, 1.0])
-    claim = F.claim_lerf_near_one(cells, null, group="explainer", value="E")
-    assert claim.our_value.startswith("1.00") and claim.verdict == T and "chance range" in claim.verdict.why
-
-
-# ---------------------------------------------------------------------------------------------- F3 ablation
-CHAIN = ("Fidelity", "Fidelity+Fine-tune", "F-Fidelity")
-
-
-@pytest.mark.parametrize("noises, expected", [
-    ((1.2, 0.4, 0.08), R),
-    ((1.2, 0.1, 0.1), I),        # the last two are the same curves: the second step is an exact tie, undecided
-    ((1.2, 0.15, 0.5), P),       # the first step wins, the second loses: one of two
-    ((0.25, 0.6, 1.2), N),
-    (None, T),                   # every method at chance
+@pytest.mark.parametrize("oriented, expected", [
+    ({"Fidelity": [0.2] * 3, "Fidelity+Fine-tune": [0.5, 0.52, 0.5], "F-Fidelity": [0.9, 0.88, 0.9]}, R),
+    ({"Fidelity": [0.2] * 3, "Fidelity+Fine-tune": [0.5, 0.52, 0.5], "F-Fidelity": [0.5, 0.51, 0.5]}, P),  # tie
+    ({"Fidelity": [0.5] * 3, "Fidelity+Fine-tune": [0.3, 0.31, 0.3], "F-Fidelity": [0.3, 0.3, 0.31]}, N),
+    ({"Fidelity": [0.2] * 3, "Fidelity+Fine-tune": [0.5, 0.1, 0.6], "F-Fidelity": [0.9, 0.88, 0.9]}, I),
+    ({"Fidelity": [0.99] * 3, "Fidelity+Fine-tune": [0.99] * 3, "F-Fidelity": [0.99] * 3}, T),  # at the ideal
 ])
-def test_claim_ablation_gives_every_verdict(noises, expected):
-    if noises is None:
-        spec = {m: (0, i, True) for i, m in enumerate(CHAIN)}
-    else:
-        spec = {m: (s, 7 if expected == I and i > 0 else i, False) for i, (m, s) in enumerate(zip(CHAIN, noises))}
-    _, _, cells, null = study(spec)
-    claim = F.claim_ablation(cells, null, group="explainer", value="E")
-    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
-    assert claim.claim.startswith("F3 (E): Ablation") and claim.units == 2 * 3 * len(LEVELS)
-    if expected != T:
-        steps = {"Fidelity+Fine-tune vs Fidelity", "F-Fidelity vs Fidelity+Fine-tune"}
-        assert set(claim.table["method"].dropna()) >= steps
-    else:
-        assert "permuted order" in claim.verdict.why
+def test_claim_ablation_gives_every_verdict(oriented, expected):
+    frame, null = cells({m: [2, 2, 2] for m in CHAIN}, oriented=oriented)
+    claim = F.claim_ablation(frame, null, group="explainer", value="E", n_images=40, chain=CHAIN)
+    assert claim.verdict == expected, (claim.verdict.why, claim.our_value)
+    assert claim.rule_id == "F3" and claim.units == 120 and claim.kept_replicas == 3
 
 
-# --------------------------------------------------------------------------------------------- study check
-def diagnostic(main_gap: float, control_gap: float, *, clean: float = 0.9, replica=None) -> pd.DataFrame:
+# ------------------------------------------------------------------------------------------- the mechanism
+def ood_frame(original: list[float], finetuned: list[float], *, n: int = 100) -> pd.DataFrame:
+    """ood_per_input-like rows of three replicas: every input's loss is the replica's value (clean 1, removed
+    1 − loss)."""
     rows = []
-    for setting, gap in (("main: coloured", main_gap), ("control: grey", control_gap)):
-        rows += [{"setting": setting, "model": "original", "k": 0, "removed": "none", "accuracy": clean},
-                 {"setting": setting, "model": "original", "k": 26, "removed": "non-salient",
-                  "accuracy": clean - gap},
-                 {"setting": setting, "model": "original", "k": 26, "removed": "salient", "accuracy": 0.3}]
-    frame = pd.DataFrame(rows)
-    return frame if replica is None else frame.assign(replica=replica)
+    for r, (lo, lf) in enumerate(zip(original, finetuned)):
+        for model, loss in (("original", lo), ("fine-tuned", lf)):
+            rows.append(pd.DataFrame({"input": range(n), "model": model, "k": 26, "clean": 1.0,
+                                      "removed": 1.0 - loss, "loss": loss, "replica": r}))
+    return pd.concat(rows, ignore_index=True)
 
 
-@pytest.mark.parametrize("main_gap, control_gap, n, expected", [
-    (0.3, 0.0, 100, R),
-    (0.03, 0.0, 20000, P),      # significant but small
-    (-0.2, 0.01, 100, N),       # removal helps the coloured model: significantly below the control
-    (0.3, 0.1, 100, T),         # the control (the null) loses accuracy itself
-    (0.3, 0.035, 100, T),       # beyond the 0.02 cap by more than one image (0.01)
-    (0.3, 0.0200000001, 100, R),  # at the cap up to float rounding: the premise holds with its tolerance
-    (0.06, 0.0, 20, I),         # cannot be told from the control with 20 images: the interval straddles
+@pytest.mark.parametrize("original, finetuned, expected", [
+    ([0.4, 0.5, 0.45], [0.1, 0.12, 0.1], R),     # removal is OOD and the fine-tuning absorbs it
+    ([0.01, 0.0, 0.02], [0.0, 0.0, 0.01], N),    # a tight zero: removal is in distribution here
+    ([0.4, 0.5, 0.45], [0.45, 0.52, 0.5], N),    # OOD, but the fine-tuned model loses as much: no recovery
+    ([0.4, 0.02, 0.45], [0.1, 0.0, 0.1], I),     # the replicas disagree
 ])
-def test_claim_ood_check_gives_every_verdict(main_gap, control_gap, n, expected):
-    frame = diagnostic(main_gap, control_gap, clean=0.9 if main_gap >= 0 else 0.6)
-    claim = F.claim_ood_check(frame, main="main: coloured", control="control: grey", n_images=n)
-    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
-    assert "grey control" in claim.premise and len(claim.table) == 2
-    assert claim.kind == "study check" and claim.units == n and "reproduced when" in claim.decision
+def test_claim_ood_check_gives_every_verdict_and_the_premise_follows_it(original, finetuned, expected):
+    claim = F.claim_ood_check(ood_frame(original, finetuned), data="toy")
+    assert claim.verdict == expected, (claim.verdict.why, claim.our_value)
+    assert claim.rule_id == "FF.OOD" and claim.kind == "study check" and claim.units == 300
+    premise = F.mechanism(claim)
+    assert premise.holds is {R: True, N: False, I: None}[expected] and "FF.OOD (toy)" in premise.text
+    with pytest.raises(TypeError, match="FF.OOD"):
+        F.mechanism(F.claim_lerf_near_one(*cells(BEST), group="explainer", value="E", n_images=40))
 
 
-def test_claim_ood_check_pools_replicas_with_their_spread():
-    """Two replicas agreeing on a gap of 0.3 reproduce; two that disagree (0.5 and −0.1) straddle 0."""
-    agree = pd.concat([diagnostic(0.3, 0.0, replica=r) for r in (0, 1)], ignore_index=True)
-    claim = F.claim_ood_check(agree, main="main: coloured", control="control: grey", n_images=200)
-    assert claim.verdict == R and claim.units == 400 and len(claim.table) == 4
-    apart = pd.concat([diagnostic(0.5, 0.0, replica=0), diagnostic(-0.1, 0.0, clean=0.6, replica=1)],
-                      ignore_index=True)
-    claim = F.claim_ood_check(apart, main="main: coloured", control="control: grey", n_images=200)
-    assert claim.verdict == I, claim.verdict.why
-    one = fl.verdicts.replicated(F.claim_ood_check, agree, main="main: coloured", control="control: grey",
-                                 n_images=200, seed=0)
-    assert one.replicas == (R, R)
+def test_ood_per_input_measures_the_loss_to_background_removal():
+    from oracles import Gated
+
+    side, n = 4, 50
+    relevant = torch.zeros(1, side, side, dtype=torch.bool)
+    relevant.view(-1)[:6] = True
+    x, y = torch.ones(n, 1, side, side), torch.zeros(n, dtype=torch.long)
+    salient = relevant.view(1, -1).expand(n, -1)
+    models = {"evidence": Gated(relevant, m=2), "ood": Gated(torch.ones(1, side, side, dtype=torch.bool), m=1)}
+    frame = F.ood_per_input(models, x, y, salient, k=2, n_draws=4, generator=0)
+    by = frame.groupby("model")[["clean", "removed", "loss"]].mean()
+    # "evidence" reads only the relevant pixels: background removal costs nothing; "ood" flips on any removal
+    assert by.loc["evidence"].tolist() == [1.0, 1.0, 0.0] and by.loc["ood"].tolist() == [1.0, 0.0, 1.0]
+    assert set(frame["k"]) == {2} and len(frame) == 2 * n
+    assert F.ood_per_input(models, x, y, salient, beta=0.1, generator=0)["k"].iloc[0] == 2  # round(0.1 · 16)
+    with pytest.raises(ValueError, match="fewest background"):
+        F.ood_per_input(models, x, y, salient, k=11)
 
 
-# ------------------------------------------------------------------------------------ F8 GradCAM vs Saliency
-def per_image(plus_gap: float, minus_gap: float, *, n: int = 60, noise: float = 0.05, replicas: int = 2
-              ) -> pd.DataFrame:
-    rng = np.random.default_rng(0)
+# ------------------------------------------------------------------------------------------- F8 (Tables 11–12)
+def per_image(plus: list[float], minus: list[float], *, n: int = 60) -> pd.DataFrame:
+    """Per-image FFid± of GradCAM and Saliency in three replicas: GradCAM's FFid+ above Saliency's by plus[r], its
+    FFid− below by minus[r] (per image: the replica's value ± a wobble that sums to zero)."""
     rows = []
-    for r in range(replicas):
-        base_p, base_m = rng.uniform(0.1, 0.3, n), rng.uniform(0.05, 0.15, n)
-        for name, dp, dm in (("GradCAM", plus_gap, -minus_gap), ("Saliency", 0.0, 0.0)):
-            rows += [{"replica": r, "case": i + 1, "explainer": name, "FFid+": base_p[i] + dp + noise * rng.normal(),
-                      "FFid−": base_m[i] + dm + noise * rng.normal()} for i in range(n)]
+    wobble = np.tile([0.01, -0.01], n // 2)
+    for r, (p, m) in enumerate(zip(plus, minus)):
+        rows.append(pd.DataFrame({"case": range(n), "explainer": "Saliency", "FFid+": 0.2 + wobble,
+                                  "FFid−": 0.1 + wobble, "replica": r}))
+        rows.append(pd.DataFrame({"case": range(n), "explainer": "GradCAM", "FFid+": 0.2 + p + wobble,
+                                  "FFid−": 0.1 - m + wobble, "replica": r}))
+    return pd.concat(rows, ignore_index=True)
+
+
+@pytest.mark.parametrize("plus, minus, expected", [
+    ([0.05, 0.06, 0.05], [0.05, 0.06, 0.05], R),   # above both margins (0.0133, 0.0251)
+    ([0.05, 0.06, 0.05], [0.0, 0.001, 0.0], P),    # FFid− tied tightly: one part of two
+    ([0.0, 0.001, 0.0], [0.0, 0.001, 0.0], N),     # both tied: shown inside the band
+    ([-0.05, -0.06, -0.05], [0.05, 0.06, 0.05], P),  # FFid+ reversed, FFid− holds
+    ([0.05, -0.04, 0.06], [0.05, 0.06, 0.05], I),  # FFid+ straddles its margin
+])
+def test_claim_map_preferred_gives_every_verdict(plus, minus, expected):
+    claim = F.claim_map_preferred(per_image(plus, minus), setting="Table 11", paper="0.2286 vs 0.2020")
+    assert claim.verdict == expected, (claim.verdict.why, claim.our_value)
+    assert claim.rule_id == "F8" and claim.units == 180 and claim.kept_replicas == 3 and len(claim.table) == 2
+    assert F.claim_map_preferred(per_image(plus, minus), setting="Table 11",
+                                 mechanism=fl.verdicts.Premise(False, "no OOD")).verdict == T
+
+
+def test_claim_map_preferred_reads_each_tables_margin():
+    frame = per_image([0.02, 0.021, 0.02], [0.05, 0.05, 0.05])
+    # GradCAM's FFid+ lead of 0.02 lies above Table 11's margin (0.0133) and below Table 12's (0.0226)
+    assert F.claim_map_preferred(frame, setting="Table 11").verdict == R
+    assert F.claim_map_preferred(frame, setting="Table 12").verdict == P
+    with pytest.raises(ValueError, match="setting"):
+        F.claim_map_preferred(frame, setting="Table 9")
+
+
+# --------------------------------------------------------------------------------------------------- F9 cost
+def test_cost_table_and_claim_cost():
+    costs = pd.DataFrame([
+        {"stage": "train original", "explainer": None, "model": "original", "seconds": 5.0, "image passes": 100,
+         "backward passes": 80, "cached": False},
+        {"stage": "fine-tune", "explainer": None, "model": "fine-tuned", "seconds": 1.0, "image passes": 20,
+         "backward passes": 16, "cached": False},
+        {"stage": "explain train set", "explainer": "E", "model": "original", "seconds": 2.0, "image passes": 80,
+         "backward passes": 80, "cached": False},
+        {"stage": "retrain (ROAR)", "explainer": "E", "model": "ROAR E", "seconds": 5.0, "image passes": 100,
+         "backward passes": 80, "cached": False},
+        {"stage": "explain test set", "explainer": "E", "model": "fine-tuned", "seconds": 0.5, "image passes": 10,
+         "backward passes": 10, "cached": False},
+        {"stage": "evaluate", "explainer": "E", "model": "fine-tuned", "method": "F-Fidelity", "seconds": 1.0,
+         "image passes": 200, "backward passes": 0, "cached": False},
+        {"stage": "evaluate", "explainer": "E", "model": "ROAR E", "method": "ROAR", "seconds": 0.2,
+         "image passes": 20, "backward passes": 0, "cached": False}])
+    table = F.cost_table(costs, finetune_epochs=2, roar_epochs=10)
+    total = table[table["stage"] == "total"].set_index("method")["forward equivalents"]
+    # F-Fidelity: fine-tuning at ROAR's epochs, 5 × (20 + 32) = 260, explain 30, evaluate 200; ROAR: 240 + 260 + 20
+    assert total["F-Fidelity"] == 490 and total["ROAR"] == 520
+    frames = pd.concat([table.assign(replica=r) for r in range(3)], ignore_index=True)
+    claim = F.claim_cost(frames)
+    assert claim.verdict == R and claim.kind == "study check" and claim.rule_id == "F9" and claim.units is None
+    dear = frames.copy()
+    dear.loc[(dear["method"] == "F-Fidelity") & (dear["stage"] == "total"), "forward equivalents"] = 600
+    assert F.claim_cost(dear).verdict == N
+    with pytest.raises(ValueError, match="at least 2 replicas"):
+        F.claim_cost(frames[frames["replica"] == 0])
+
+
+# ------------------------------------------------------------------------------------------- F4 size read-out
+def readouts(correct_per_replica: list[int], *, cases: int = 12) -> pd.DataFrame:
+    """(r, β) cases of three replicas whose first ``correct_per_replica[r]`` read r exactly, the others read a far
+    value (0.9); r over five sizes, β/α never equal to r."""
+    rows = []
+    sizes = [0.1, 0.15, 0.2, 0.25, 0.3]
+    for rep, k in enumerate(correct_per_replica):
+        for c in range(cases):
+            r = sizes[c % 5]
+            rows.append({"replica": rep, "r": r, "beta": 0.1, "beta/alpha": 0.45, "r read off": r if c < k else 0.9})
     return pd.DataFrame(rows)
 
 
-@pytest.mark.parametrize("plus_gap, minus_gap, expected", [
-    (0.1, 0.05, R), (0.1, -0.05, P), (-0.1, -0.05, N),
-    (0.1, 0.0, I),    # one part wins, the other ties: undecided, never a failure
-    (0.0, 0.0, I)])   # both tie: inconclusive, not "not testable"
-def test_claim_map_preferred_gives_every_verdict(plus_gap, minus_gap, expected):
-    frame = per_image(plus_gap, minus_gap)
-    claim = F.claim_map_preferred(frame, paper_value="0.2286 vs 0.2020", seed=3)
-    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
-    assert claim.claim.startswith("F8: F-Fidelity rates GradCAM above Saliency") and len(claim.table) == 2
-    assert claim.units == 120 and claim.kind == "paper"
-    assert F.claim_map_preferred(frame[frame["replica"] == 1], seed=3).units == 60  # one replica's rows alone
+@pytest.mark.parametrize("correct, expected", [
+    ([12, 12, 11], R),     # nearly every case read right: the share's interval above 0.5
+    ([4, 4, 4], N),        # a third, beyond the shuffled null (which reads right almost never), below 0.5
+    ([7, 6, 6], I),        # about half: straddles 0.5
+    ([0, 0, 0], T),        # no read-out right: within the shuffled null
+])
+def test_claim_size_readout_gives_every_verdict(correct, expected):
+    claim = F.claim_size_readout(readouts(correct), tolerance=0.05, n_null=300)
+    assert claim.verdict == expected, (claim.verdict.why, claim.our_value, claim.premise)
+    assert claim.rule_id == "F4" and claim.units == 36 and "Wilson" in claim.rule
+
+
+# ------------------------------------------------------------------------------------------- F6 sensitivity
+def sensitivity(values: dict[tuple[str, float], list[float]], *, chance: float = 0.5) -> tuple:
+    """Macro correlations of each setting, three replicas × two seeds: the oriented value o[r] of a replica split as
+    MoRF vs GT −o, LeRF vs GT +o, MoRF vs LeRF −o; and the permuted null: 40 draws spread over ±chance."""
+    rows, nulls = [], []
+    for (varied, value), per in values.items():
+        for r, o in enumerate(per):
+            for s, w in enumerate((0.01, -0.01)):
+                rows.append({"varied": varied, "value": value, "replica": r, "seed": s, "morf_vs_gt": -o - w,
+                             "lerf_vs_gt": o + w, "morf_vs_lerf": -o - w})
+            nulls += [{"varied": varied, "value": value, "replica": r, "draw": d, "morf_vs_gt": v,
+                       "lerf_vs_gt": v, "morf_vs_lerf": v} for d, v in enumerate(np.linspace(-chance, chance, 40))]
+    return pd.DataFrame(rows), pd.DataFrame(nulls)
+
+
+STRONG = [0.9, 0.92, 0.91]
+
+
+@pytest.mark.parametrize("weakest, chance, expected", [
+    (STRONG, 0.5, R),
+    ([0.45, 0.455, 0.45], 0.3, N),       # tightly below F6's margin 0.5067: fails, by equivalence
+    ([0.9, 0.1, 0.9], 0.05, I),          # the replicas disagree on one setting
+    (STRONG, 1.0, T),                    # every correlation within its chance range: no testable setting
+])
+def test_claim_robust_hyperparameters_gives_every_verdict(weakest, chance, expected):
+    table, null = sensitivity({("beta", 0.05): weakest, ("beta", 0.1): STRONG, ("alpha", 0.5): STRONG},
+                              chance=chance)
+    claim = F.claim_robust_hyperparameters(table, null, n_images=100)
+    assert claim.verdict == expected, (claim.verdict.why, claim.our_value, claim.table.to_dict("records"))
+    assert claim.rule_id == "F6" and claim.units == 300 and claim.kept_replicas == 3 and len(claim.table) == 3
+
+
+def test_claim_robust_hyperparameters_reversed_setting_fails():
+    table, null = sensitivity({("beta", 0.05): [-0.9, -0.92, -0.91], ("beta", 0.1): STRONG})
+    claim = F.claim_robust_hyperparameters(table, null, n_images=100)
+    assert claim.verdict == N and "β = 0.05" in claim.verdict.why
 
 
 # ------------------------------------------------------------- per-image FFid±, the input of F8 (Tables 11–12)
@@ -316,9 +436,9 @@ def test_per_image_ffid_separates_the_true_map_and_feeds_the_claim():
     assert (by.loc["reverse", "FFid+"] == 0).all() and (by.loc["truth", "FFid−"] == 0).all()
     assert (by.loc["truth", "FFid+"] > 0.5).all() and (by.loc["reverse", "FFid−"] > 0.5).all()
     assert not frame["constant map"].any()
-    claim = F.claim_map_preferred(frame, better="truth", worse="reverse", setting="Table 12: toy")
-    assert claim.verdict == R and claim.claim.endswith("(App. D.10, Table 12: toy)")
-    assert F.claim_map_preferred(frame, better="reverse", worse="truth").verdict == N
+    claim = F.claim_map_preferred(frame, better="truth", worse="reverse", setting="Table 12")
+    assert claim.verdict == R and claim.claim.startswith("F8 (Table 12)")
+    assert F.claim_map_preferred(frame, better="reverse", worse="truth", setting="Table 11").verdict == N
 
 
 def test_per_image_ffid_equals_the_metrics_and_ignores_the_other_images():
@@ -337,97 +457,6 @@ def test_per_image_ffid_equals_the_metrics_and_ignores_the_other_images():
                                   frame[frame["case"] <= 4].reset_index(drop=True), check_exact=True)
     flat = F.per_image_ffid(model, x, y, {"flat": torch.zeros(len(x), 1, 4, 4)}, **options)
     assert flat["constant map"].all()
-
-
-# --------------------------------------------------------------------------------------------------- F9 cost
-def cost_frames(roar_work: float, ffid_work: float, roar_seconds: float, ffid_seconds: float,
-                retrain_seconds=(10.0, 10.2), cached: bool = False):
-    table = pd.DataFrame([
-        {"method": "ROAR", "stage": "total", "seconds": roar_seconds, "forward equivalents": roar_work},
-        {"method": "F-Fidelity", "stage": "total", "seconds": ffid_seconds, "forward equivalents": ffid_work}])
-    stages = pd.DataFrame([{"stage": "retrain (ROAR)", "explainer": e, "seconds": s, "image passes": 1000,
-                            "cached": cached} for e, s in zip(("GradCAM", "Saliency"), retrain_seconds)]
-                          + [{"stage": "fine-tune", "explainer": None, "seconds": 10.0, "image passes": 1000,
-                              "cached": cached}])
-    return table, stages
-
-
-@pytest.mark.parametrize("args, kwargs, expected", [
-    ((100.0, 55.0, 20.0, 11.0), {}, R),
-    ((100.0, 90.0, 20.0, 25.0), {}, R),                         # seconds say otherwise: they decide nothing
-    ((100.0, 55.0, 20.0, 11.0), {"cached": True}, R),           # no fresh retraining: no timing noise, same verdict
-    ((100.0, 150.0, 20.0, 30.0), {}, N),
-    ((100.0, 150.0, 20.0, 5.0), {}, N),
-    ((0.0, 55.0, 0.0, 11.0), {}, T),
-])
-def test_claim_cost_gives_every_verdict(args, kwargs, expected):
-    claim = F.claim_cost(*cost_frames(*args, **kwargs), seed=5)
-    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
-    assert claim.kind == "study check"  # the ratio is fixed by the design (training runs), not measured
-    assert "no sampling null" in claim.premise and claim.claim.startswith("F9:")
-    assert "second" not in claim.verdict.why and "%" not in claim.premise   # nothing machine-dependent decides
-
-
-# ------------------------------------------------------------------------------------------ F4 size read-out
-RS = [round(0.05 + 0.03 * i, 2) for i in range(10)]
-
-
-def readout(correct_share: float | None) -> pd.DataFrame:
-    """(r, β) cases with β/α+ ∈ {0.2, 0.4, 0.6}; the first ``correct_share`` of them read r exactly, the rest
-    r + 0.1; None: every case reads 0.2 (r̂ carries no information)."""
-    rows = [{"r": r, "beta": b, "beta/alpha": b / 0.5} for r in RS for b in (0.1, 0.2, 0.3)]
-    table = pd.DataFrame(rows)
-    eligible = (table["r"] - table["beta/alpha"]).abs() > 1e-9
-    k = round((correct_share or 0) * int(eligible.sum()))
-    order = np.random.default_rng(0).permutation(len(table))
-    good = np.zeros(len(table), dtype=bool)
-    good[[i for i in order if eligible[i]][:k]] = True
-    table["r read off"] = np.where(good, table["r"], table["r"] + 0.1) if correct_share is not None else 0.2
-    table["|error|"] = (table["r read off"] - table["r"]).abs()
-    return table
-
-
-@pytest.mark.parametrize("share, expected", [(1.0, R), (0.3, N), (0.65, I), (None, T)])
-def test_claim_size_readout_gives_every_verdict(share, expected):
-    claim = F.claim_size_readout(readout(share), tolerance=0.01, n_draws=300)
-    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
-    assert claim.units == 29
-    assert "shuffled" in claim.premise and len(claim.table) == 29  # r = 0.2 with β = 0.1 is left out
-
-
-def test_claim_size_readout_without_cases_is_not_testable():
-    table = readout(1.0)
-    claim = F.claim_size_readout(table[(table["r"] == 0.2) & (table["beta"] == 0.1)], tolerance=0.01)
-    assert claim.verdict == T and "fewer than 3" in claim.verdict.why
-
-
-# ------------------------------------------------------------------------------------------ F6 sensitivity
-def sensitivity(values: list[tuple[float, float, float]], *, chance: float = 0.8) -> tuple[pd.DataFrame, ...]:
-    keys = list(fl.metrics.DIRECTIONS)
-    table = pd.DataFrame([{"varied": "beta", "value": b, **dict(zip(keys, v))}
-                          for b, v in zip((0.05, 0.1, 0.2), values)])
-    rng = np.random.default_rng(0)
-    null = pd.concat([pd.DataFrame({"draw": range(200), **{k: rng.uniform(-chance, chance, 200) for k in keys}})
-                      .assign(varied="beta", value=b) for b in (0.05, 0.1, 0.2)], ignore_index=True)
-    return table, null
-
-
-GOOD_SETTING, BAD_SETTING = (-0.95, 0.95, -0.95), (0.95, -0.95, 0.95)
-
-
-@pytest.mark.parametrize("values, chance, expected", [
-    ([GOOD_SETTING] * 3, 0.8, R),
-    ([GOOD_SETTING, GOOD_SETTING, BAD_SETTING], 0.8, P),
-    ([BAD_SETTING, BAD_SETTING, GOOD_SETTING], 0.8, N),  # one of three holds: below half
-    ([GOOD_SETTING, (-0.9, 0.5, -0.9), (-0.9, 0.5, -0.9)], 0.8, R),  # LeRF at chance: two settings left out
-    ([(-0.9, 0.9, -0.9)] * 3, 1.0, T),   # above the threshold but within a wide chance range
-    ([(float("nan"), 0.95, -0.95)] * 3, 0.8, T),
-])
-def test_claim_robust_hyperparameters_gives_every_verdict(values, chance, expected):
-    claim = F.claim_robust_hyperparameters(*sensitivity(values, chance=chance))
-    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
-    assert claim.claim.startswith("F6:") and len(claim.table) == 3 and "chance range" in claim.premise
-    assert claim.premise.endswith(f"{int(claim.table.testable.sum())} of 3 settings are testable"), claim.premise
 
 
 # ---------------------------------------------------------------------------- F10 maps kept by the fine-tuning
@@ -459,97 +488,56 @@ def test_map_agreement_matches_scipy_and_a_hand_count():
         F.map_agreement(a[:2], b[:2])
 
 
-@pytest.mark.parametrize("noise, expected", [(0.1, R), (0.6, P), (0.9, N), (1.0, T)])
+def replicated_maps(noise: list[float], *, n: int = 40):
+    """map_agreement_over_replicas of three replicas, replica r's fine-tuned maps mixed with noise[r]."""
+    return F.map_agreement_over_replicas({r: map_pair(z, n=n, seed=r) for r, z in enumerate(noise)}, n_draws=200)
+
+
+@pytest.mark.parametrize("noise, expected", [
+    ([0.1, 0.1, 0.1], R),        # ρ ≈ 0.99: far above 0.5
+    ([0.7, 0.7, 0.7], N),        # ρ ≈ 0.4, beyond chance but tightly below 0.5
+    ([0.1, 0.9, 0.2], I),        # the replicas disagree: straddles 0.5
+    ([1.0, 1.0, 1.0], T),        # unrelated maps: within the shuffled-pairing null
+])
 def test_claim_maps_preserved_gives_every_verdict(noise, expected):
-    """Unrelated maps (noise 1) score like maps of other images: not testable; a faint likeness beyond that chance
-    level (noise 0.9): not reproduced."""
-    frame, nulls = F.map_agreement(*map_pair(noise), n_draws=200)
-    claim = F.claim_maps_preserved(frame, nulls, value="toy")
-    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
-    assert claim.units == 40
-    assert claim.claim.startswith("F10 (toy): fine-tuning keeps the explanations") and len(claim.table) == 2
-    with pytest.raises(ValueError, match="statistic"):
-        F.claim_maps_preserved(frame, nulls, value="toy", statistic="pearson")
+    per_image_, nulls = replicated_maps(noise)
+    claim = F.claim_maps_preserved(per_image_, nulls, value="toy")
+    assert claim.verdict == expected, (claim.verdict.why, claim.our_value)
+    assert claim.rule_id == "F10" and claim.units == 120 and "0.5" in claim.rule
 
 
-def test_claim_maps_preserved_is_inconclusive_when_the_interval_straddles_a_margin():
-    """Two replicas, one whose maps are kept (ρ ≈ 0.99) and one whose maps are mostly lost (ρ ≈ 0.2): the two-stage
-    interval over replicas spans both margins."""
-    kept, _ = F.map_agreement(*map_pair(0.1, seed=1), n_draws=50)
-    lost, nulls = F.map_agreement(*map_pair(0.8, seed=2), n_draws=200)
-    frame = pd.concat([kept.assign(replica=0), lost.assign(replica=1)], ignore_index=True)
-    claim = F.claim_maps_preserved(frame, nulls, value="toy", seed=2)
-    assert claim.verdict == I, claim.verdict.why
-    assert claim.units == 80
+def test_map_agreement_over_replicas_stacks_the_replicas_and_averages_each_null_draw():
+    pairs = {r: map_pair(0.5, seed=r) for r in range(3)}
+    frame, nulls = F.map_agreement_over_replicas(pairs, n_draws=100)
+    assert sorted(frame["replica"].unique()) == [0, 1, 2] and len(frame) == 120
+    single = [F.map_agreement(*pairs[r], n_draws=100)[1]["spearman"].draws for r in range(3)]
+    assert np.allclose(nulls["spearman"].draws, np.mean(single, axis=0))
 
 
-# --------------------------------------------------------------------- the one procedure: replicas and seeds
-def test_claim_functions_take_seed_and_one_replicas_rows():
-    """Every claim function accepts ``seed`` and works on one replica's rows (what replicated() does), and no rule
-    text states a decision threshold (Claim refuses it)."""
-    _, _, cells, null = study({"Fidelity": (NOISY, 1, False), "ROAR": (NOISY, 2, False),
-                               "F-Fidelity": (GOOD, 3, False)}, replicas=3)  # the house asks 3 replicas
-    claim = fl.verdicts.replicated(F.claim_ranking, cells, null, group="explainer", value="E", seed=4, seeds=3)
-    assert claim.verdict == R and claim.replicas == (R, R, R) and len(claim.stability) == 3
-    one = F.claim_ranking(cells[cells["replica"] == 1], null[null["replica"] == 1], group="explainer", value="E",
-                          seed=9)
-    assert one.units == 3 * len(LEVELS)
-    _, _, cells, null = study({m: (s, i, False) for i, (m, s) in enumerate(zip(CHAIN, (1.2, 0.4, 0.08)))},
-                              replicas=3)
-    claim = fl.verdicts.replicated(F.claim_ablation, cells, null, group="explainer", value="E", seed=1, seeds=2)
-    assert claim.verdict == R and claim.replicas == (R, R, R)
-    claim = fl.verdicts.replicated(F.claim_lerf_near_one, cells, null, group="explainer", value="E",
-                                   target="F-Fidelity", seed=1, seeds=2)
-    assert claim.verdict == R and len(claim.replicas) == 3
-    claim = fl.verdicts.replicated(F.claim_map_preferred, per_image(0.1, 0.05, replicas=3), seed=2, seeds=2)
-    assert claim.verdict == R and claim.replicas == (R, R, R)
+# ------------------------------------------------------------------------------------------- margins from the paper
+def test_every_rule_margin_is_the_papers_number():
+    margins = F.paper.margins()
+    for cid, expected in margins.items():
+        rule = fl.verdicts.rule(cid)
+        assert rule.paper == "ffidelity"
+        got = dict(rule.margin) if isinstance(rule.margin, dict) or hasattr(rule.margin, "items") else rule.margin
+        assert got == expected, f"{cid}: the rules file holds {got}, the paper's numbers give {expected}"
+    # the parts claims carry their parts' margin; F9, F10 and F4 state their own (the claim, a convention)
+    assert fl.verdicts.rule("F3").margin == margins["F3.ffid"]
+    assert dict(fl.verdicts.rule("F8").margin) == margins["F8.plus"]
+    assert fl.verdicts.rule("F9").margin == 1.0 and "convention" in fl.verdicts.rule("F10").margin_source
+    assert "convention" in fl.verdicts.rule("F4").margin_source
 
 
-def test_claim_ranking_two_stage_interval_counts_the_replicas():
-    """The same units split over replicas that disagree give a wider interval than over one model."""
-    _, _, cells, null = study({"Fidelity": (0.3, 1, False), "F-Fidelity": (0.2, 3, False)}, replicas=3)
-    pooled = F.claim_ranking(cells.assign(replica=0), null.assign(replica=0), group="explainer", value="E")
-    nested = F.claim_ranking(cells, null, group="explainer", value="E")
-    width = {k: float(c.table.dropna(subset=["high"])["high"].iloc[0] - c.table.dropna(subset=["low"])["low"].iloc[0])
-             for k, c in (("pooled", pooled), ("nested", nested))}
-    assert width["nested"] >= width["pooled"] * 0.9
+def test_the_margin_test_fails_when_a_number_drifts(monkeypatch):
+    monkeypatch.setitem(F.paper.TABLE_1[("SG-SQ", "Micro Rank")], "lerf_vs_gt", [1.11, 1.21, 1.52, 1.42])
+    assert F.paper.margins()["F1"] != fl.verdicts.rule("F1").margin
 
 
-def sensitivity_units(by_replica: list[float], *, n_seeds: int = 10, seed: int = 0) -> tuple[pd.DataFrame, ...]:
-    """The sensitivity notebook's per-unit macro correlations (one row per setting, replica and degradation seed):
-    in replica r every correlation has the ideal sign with magnitude ``by_replica[r]`` (± 0.01 noise per seed), for
-    three β settings; the null (one per replica, the same draws) spans ±0.5."""
-    keys = list(fl.metrics.DIRECTIONS)
-    sign = {k: -1.0 if d == "min" else 1.0 for k, d in fl.metrics.DIRECTIONS.items()}
-    rng = np.random.default_rng(seed)
-    units = pd.DataFrame([{"varied": "beta", "value": b, "replica": r, "seed": s,
-                           **{k: sign[k] * (m + rng.uniform(-0.01, 0.01)) for k in keys}}
-                          for b in (0.05, 0.1, 0.2) for r, m in enumerate(by_replica) for s in range(n_seeds)])
-    draws = {k: rng.uniform(-0.5, 0.5, 200) for k in keys}
-    null = pd.concat([pd.DataFrame({"draw": range(200), **draws}).assign(varied="beta", value=b, replica=r)
-                      for b in (0.05, 0.1, 0.2) for r in range(len(by_replica))], ignore_index=True)
-    return units, null
-
-
-def test_claim_robust_hyperparameters_resamples_the_replicas():
-    """|ρ| 0.97 in replica 0 and 0.75 in replica 1: pooled over 20 seeds as one model the mean (0.86) lies beyond
-    the margin 0.8 in every setting; over two trained models every interval spans both replicas and straddles it."""
-    units, null = sensitivity_units([0.97, 0.75])
-    pooled = F.claim_robust_hyperparameters(units.assign(replica=0), null.assign(replica=0))
-    nested = F.claim_robust_hyperparameters(units, null)
-    assert pooled.verdict == R, pooled.verdict.why
-    assert nested.verdict == I, nested.verdict.why
-    assert set(nested.table["passes threshold"]) == {"undecided"} and nested.units == pooled.units == 20
-    assert "2 independently trained replicas" in nested.rule and "replicas then seeds" in nested.rule
-    low = nested.table["lerf_vs_gt low"]
-    assert (low < 0.8).all() and (nested.table["lerf_vs_gt high"] > 0.8).all()
-
-
-def test_claim_robust_hyperparameters_per_replica_and_seed():
-    """Through verdicts.replicated: decided on each replica's rows alone, and the same under other bootstrap seeds."""
-    units, null = sensitivity_units([0.97, 0.95, 0.96])
-    claim = fl.verdicts.replicated(F.claim_robust_hyperparameters, units, null, seed=3, seeds=3)
-    assert claim.verdict == R and claim.replicas == (R, R, R) and len(claim.stability) == 3
-    assert claim.units == 30 and claim.replica_agreement == "3 of 3 replicas"
-    lost = F.claim_robust_hyperparameters(*sensitivity_units([0.5, 0.55]))  # both replicas clearly below the margin
-    assert lost.verdict == N and set(lost.table["passes threshold"]) == {"fails"}
+def test_one_rule_for_one_kind_of_claim_and_partly_only_for_parts():
+    rules = {cid: r for cid, r in fl.verdicts.all_rules().items() if r.paper == "ffidelity"}
+    assert rules["F1"].statistic == rules["F7"].statistic and rules["F1"].decision == rules["F7"].decision == "every"
+    parts = {cid for cid, r in rules.items() if r.decision == "parts"}
+    assert parts == {"F3", "F8", "Table8.restore", "D3.agreement"}
+    assert {r.kind for cid, r in rules.items() if cid in ("FF.OOD", "F9")} == {"study check"}
+    assert all(r.replicas >= 3 and r.units >= 30 for r in rules.values())

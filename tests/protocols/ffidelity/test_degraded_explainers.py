@@ -244,63 +244,21 @@ def test_micro_cells_hold_per_cell_ranks_and_oriented_correlations():
     assert rev[~even[rev.index]]["micro rank"].to_numpy() == pytest.approx(5 / 3)
 
 
-def test_ranking_and_ablation_verdicts_on_known_answers():
-    cells = _three_methods()
-    v, comps = fl.protocols.ranking_verdict(cells, group="e", value="E", target="perfect", baseline="reversed")
-    assert v == "reproduced" and comps["reversed"].outcome == "win" and comps["half"].outcome == "win"
-    v, _ = fl.protocols.ranking_verdict(cells, group="e", value="E", target="reversed", baseline="half")
-    assert v == "not reproduced" and "loses to half, perfect" in v.why
-    v, _ = fl.protocols.ranking_verdict(cells, group="e", value="E", target="half", baseline="perfect")
-    assert v == "not testable here" and "already at the ideal" in v.why   # the premise check
-    v, comps = fl.protocols.ablation_verdict(cells, group="e", value="E", chain=("reversed", "half", "perfect"))
-    assert v == "reproduced" and list(comps) == ["half vs reversed", "perfect vs half"]
-    v, _ = fl.protocols.ablation_verdict(cells, group="e", value="E", chain=("reversed", "perfect", "half"))
-    assert v == "partly reproduced"
-    v, _ = fl.protocols.ablation_verdict(cells, group="e", value="E", chain=("perfect", "half", "reversed"))
-    assert v == "not testable here"
-    with pytest.raises(ValueError, match="not in the cells"):
-        fl.protocols.ranking_verdict(cells, group="e", value="F", target="perfect", baseline="half")
-    with pytest.raises(ValueError, match="ROAR"):
-        fl.protocols.ranking_verdict(cells, group="e", value="E", target="ROAR", baseline="half")
-
-
-def _per_sample(effects: dict, n: int = 60, seed: int = 0):
-    """Synthetic per-sample metrics: each method's oriented metric = its effect + N(0, 0.05²) noise."""
+def test_replica_means_average_each_replicas_cells_on_known_answers():
     import pandas as pd
 
-    g = torch.Generator().manual_seed(seed)
-    rows = []
-    for method, by_metric in effects.items():
-        noise = {m: 0.05 * torch.randn(n, generator=g, dtype=torch.float64) for m in fl.protocols.saco.HIGHER_IS_BETTER}
-        for i in range(n):
-            rows.append({"method": method, "sample": i, **{
-                m: (1 if up else -1) * (by_metric.get(m, 0.0) + float(noise[m][i]))
-                for m, up in fl.protocols.saco.HIGHER_IS_BETTER.items()}})
-    return pd.DataFrame(rows)
-
-
-def test_random_separation_known_answers():
-    zero = {"SaCo": 0.0}
-    good = {"SaCo": 0.4, "AUC": 0.3, "AOPC": 0.3, "LOdds": 0.3, "Comprehensiveness": 0.3}
-    weak_cumulative = {"SaCo": 0.4, "AUC": -0.2, "AOPC": -0.2, "LOdds": 0.3, "Comprehensiveness": 0.3}
-    frame = _per_sample({"Random": zero, "A": good, "B": weak_cumulative, "C": good})
-    v, d = fl.protocols.saco.random_separation(frame)
-    assert v == "reproduced" and d["methods beating Random on SaCo"] == 3
-    assert d["not beating Random"] == {"AUC": 1, "AOPC": 1, "LOdds": 0, "Comprehensiveness": 0}
-    v, _ = fl.protocols.saco.random_separation(_per_sample({"Random": zero, "A": good, "C": good}))
-    assert v == "partly reproduced"  # every cumulative metric separates Random too
-    v, d = fl.protocols.saco.random_separation(_per_sample({"Random": {"SaCo": 0.3}, "A": good, "B": good}))
-    assert v == "not reproduced" and not d["SaCo part holds"]  # Random is far from 0
-
-
-def test_order_sensitivity_best_and_worst():
-    ig = {"SaCo": 0.2, "AUC": 0.5, "AOPC": 0.5, "LOdds": 0.5, "Comprehensiveness": -0.5}
-    other = {"SaCo": 0.2, "AUC": 0.1, "AOPC": 0.1, "LOdds": 0.1, "Comprehensiveness": 0.1}
-    checks = fl.protocols.saco.order_sensitivity(_per_sample({"Integrated Gradients": ig, "X": other, "Y": other}))
-    assert checks == {"best on AOPC": True, "best on LOdds": True, "best on AUC": True,
-                      "worst on Comprehensiveness": True}
-    swapped = fl.protocols.saco.order_sensitivity(_per_sample({"Integrated Gradients": other, "X": ig}))
-    assert not any(swapped.values())
+    cells = pd.concat([_three_methods().assign(replica=r) for r in range(2)], ignore_index=True)
+    means = fl.protocols.ffidelity.replica_means(cells, group="e", value="E", column="micro rank")
+    # per replica: "perfect" rank 1 everywhere, "reversed" 7/3 on four levels and 5/3 on the other four
+    assert list(means.index) == [0, 1] and means["perfect"].tolist() == [1.0, 1.0]
+    assert means["reversed"].to_numpy() == pytest.approx([2.0, 2.0])
+    one = fl.protocols.ffidelity.replica_means(cells.drop(columns="replica"), group="e", value="E",
+                                               column="oriented micro", methods=["perfect"])
+    assert list(one.columns) == ["perfect"] and len(one) == 1  # no replica column: one replica
+    with pytest.raises(ValueError, match="not in the cells"):
+        fl.protocols.ffidelity.replica_means(cells, group="e", value="F", column="micro rank")
+    with pytest.raises(ValueError, match="ROAR"):
+        fl.protocols.ffidelity.replica_means(cells, group="e", value="E", column="micro rank", methods=["ROAR"])
 
 
 def test_constant_map_counts_count_maps_without_a_ranking():

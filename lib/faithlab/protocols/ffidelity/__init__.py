@@ -10,11 +10,13 @@ into the paper's macro/micro correlations and micro ranks.
 One module per concept, every public name gathered here (``fl.protocols.ffidelity.<name>``):
 
 * ``study``: the image study (:func:`degraded_fidelity_curves`, :func:`image_ranking_study`, :class:`RankingStudy`,
-  random masking, constant-map counts), :class:`CanvasModels`, the image models three notebooks share, and
+  random masking, constant-map counts), :func:`palette_canvases` (canvases on which removal is out of
+  distribution), :class:`CanvasModels`, the image models three notebooks share, and
   :class:`VitModels`, the ViT two notebooks share;
-* ``ranking``: the correlations, their nulls (the ground-truth order permuted) and the ranking, LeRF and ablation
-  claims;
-* ``image_claims``: the OOD check of the stand-in, the map preference, the cost, size and sensitivity claims;
+* ``ranking``: the correlations, their nulls (the ground-truth order permuted), the replica statistics and the
+  ranking, LeRF and ablation claims;
+* ``image_claims``: the chapter's mechanism (removal out of distribution, :func:`claim_ood_check`, the premise
+  :func:`mechanism`), the map preference, the cost, size and sensitivity claims;
 * ``robustness``: Table 8 and App. D.3 (fine-tuning restores accuracy, text robust, β steps);
 * ``series_text``: :class:`SeriesTextModels`, the models two notebooks share, and their ranking claims;
 * ``setup_table``: the chapter's set-up table, :data:`SETUP`;
@@ -24,21 +26,25 @@ One module per concept, every public name gathered here (``fl.protocols.ffidelit
 from faithlab.protocols.ffidelity import paper
 from faithlab.protocols.ffidelity.image_claims import (
     AGREEMENT,
+    COST_STAGES,
     claim_cost,
     claim_map_preferred,
     claim_maps_preserved,
     claim_ood_check,
     claim_robust_hyperparameters,
-    per_image_ffid,
     claim_size_readout,
+    cost_table,
     map_agreement,
     map_agreement_over_replicas,
+    mechanism,
+    ood_per_input,
     PAIR_MAPS,
     pair_maps,
+    per_image_ffid,
 )
 from faithlab.protocols.ffidelity.ranking import (
     CORRELATION_LABELS,
-    ablation_verdict,
+    RANKING_RULES,
     claim_ablation,
     claim_lerf_near_one,
     claim_ranking,
@@ -48,7 +54,7 @@ from faithlab.protocols.ffidelity.ranking import (
     permuted_correlations,
     ranking_correlations,
     record_claim,
-    ranking_verdict,
+    replica_means,
     separation,
     setting_means,
     setting_table,
@@ -68,6 +74,7 @@ from faithlab.protocols.ffidelity.series_text import (
 )
 from faithlab.protocols.ffidelity.setup_table import SETUP
 from faithlab.protocols.ffidelity.study import (
+    PALETTES,
     SETTINGS,
     CanvasModels,
     RankingStudy,
@@ -76,20 +83,21 @@ from faithlab.protocols.ffidelity.study import (
     constant_map_counts,
     degraded_fidelity_curves,
     image_ranking_study,
+    palette_canvases,
     random_masking_predictions,
 )
 
 # in the modules' order, which the API page follows
 __all__ = [  # noqa: RUF022
     "SETUP", "degraded_fidelity_curves", "random_masking_predictions", "constant_map_counts", "SETTINGS",
-    "RankingStudy", "ReplicaStudies", "image_ranking_study", "CanvasModels", "VitModels", "ranking_correlations",
-    "CORRELATION_LABELS",
+    "RankingStudy", "ReplicaStudies", "image_ranking_study", "PALETTES", "palette_canvases", "CanvasModels",
+    "VitModels", "ranking_correlations", "CORRELATION_LABELS",
     "oriented_correlations", "table_layout", "setting_means", "setting_table", "separation", "micro_cells",
-    "ranking_verdict", "ablation_verdict",
+    "replica_means", "RANKING_RULES",
     "permuted_correlations", "ground_truth_null", "claim_ranking", "claim_lerf_near_one", "claim_ablation",
     "record_claim",
-    "claim_ood_check", "per_image_ffid", "claim_map_preferred", "claim_cost", "claim_size_readout",
-    "claim_robust_hyperparameters",
+    "ood_per_input", "claim_ood_check", "mechanism", "per_image_ffid", "claim_map_preferred", "COST_STAGES",
+    "cost_table", "claim_cost", "claim_size_readout", "claim_robust_hyperparameters",
     "AGREEMENT", "map_agreement", "map_agreement_over_replicas", "claim_maps_preserved", "PAIR_MAPS", "pair_maps",
     "SeriesTextModels", "claim_finetune_restores", "claim_text_robust", "claim_beta_accuracy", "claim_beta_agreement",
     "claim_series_ranking", "claim_text_equivalence", "glue_key",

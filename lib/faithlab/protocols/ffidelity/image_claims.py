@@ -1,6 +1,11 @@
-"""F-Fidelity's other image claims: removal out of distribution on the stand-in (our check), GradCAM preferred to
-Saliency (Tables 11–12), the cost of ROAR against F-Fidelity (Table 13), the size read-out of the plateau (Fig. 4),
-robustness to the hyperparameters (Tables 24–26) and explanations kept by the fine-tuning (App. D.4, Table 9)."""
+"""F-Fidelity's other image claims and the chapter's mechanism: removal out of distribution on the stand-in
+(:func:`ood_per_input`, :func:`claim_ood_check`, :func:`mechanism`), GradCAM preferred to Saliency (Tables 11–12),
+the cost of ROAR against F-Fidelity (Table 13), the size read-out of the plateau (Fig. 4), robustness to the
+hyperparameters (Tables 24–26) and explanations kept by the fine-tuning (App. D.4, Table 9).
+
+Every claim is decided by its pre-registered rule (``lib/faithlab/verdicts/registered/ffidelity.toml``, read with
+:func:`faithlab.verdicts.rule`): a t interval on the trained replicas (their means of per-input values, or one
+statistic per replica) judged against the rule's margin, the cells combined as the rule says."""
 
 from __future__ import annotations
 
@@ -14,78 +19,130 @@ from faithlab import _validate, explainers, perturb, verdicts
 from faithlab.metrics.papers import ffidelity
 from faithlab.metrics.papers.reco_mege.distances import top_mask
 from faithlab.metrics.statistics import rankdata
-from faithlab.protocols.ffidelity.ranking import _beyond, _null_of
 
 
-def claim_ood_check(diagnostic: pd.DataFrame, *, main: str, control: str, n_images: int, model: str = "original",
-                    min_gap: float = 0.05, control_max: float = 0.02, level: float = 0.95,
-                    label: str = "Study check", seed: int = 0) -> verdicts.Claim:
-    """Our check of the stand-in (a study check, not the paper's claim): removal is out of distribution on the main
-    (coloured) canvases and not on the grey control.
+# ------------------------------------------------------------------------------------------- the mechanism
+def ood_per_input(models: Mapping[str, torch.nn.Module], x: torch.Tensor, y: torch.Tensor, salient: torch.Tensor, *,
+                  k: int | None = None, beta: float = 0.1, units: perturb.Units | None = None,
+                  candidates: torch.Tensor | None = None, reference: perturb.Reference = "zero", n_draws: int = 5,
+                  generator: torch.Generator | int = 0, batch_size: int = 256) -> pd.DataFrame:
+    """Per input, what each model loses when ``k`` non-salient units are removed: the unit of :func:`claim_ood_check`.
 
-    diagnostic: :func:`faithlab.protocols.removal_diagnostic` rows of both settings, with a "setting" column holding
-    ``main`` and ``control`` (and a "replica" column when the notebook trains replicas: one diagnostic per trained
-    model); the OOD gap is the accuracy ``model`` loses to the largest k background pixels
-    (:func:`faithlab.protocols.ood_gap`). Premise and null: the grey control is the diagnostic's own null — there the
-    removal value is the background's grey, so its mean gap must not exceed ``control_max`` by more than a tolerance of
-    one image's accuracy (1 / ``n_images``; the gap moves in such steps, so the premise never hinges on float
-    rounding), else the diagnostic flags more than OOD removal: not testable here. Statistic: the main gap minus the
-    control's, averaged over the replicas, with a ``level`` normal interval whose variance is the between-replica
-    variance of the differences / R plus the mean conservative (unpaired) binomial variance over ``n_images`` images
-    per setting / R. Decision (:func:`faithlab.verdicts.verdict` at both ends of the interval): ≥ ``min_gap`` for the
-    full check, > 0 for a part. Exact: no resampling (``seed`` is accepted and unused)."""
-    from statistics import NormalDist
+    models: ``{name: eval-mode model}`` (e.g. ``"original"`` and ``"fine-tuned"``), all seeing the same removals.
+    x, y: inputs and labels. salient: ``(B, n)`` bool, the units that carry the evidence (the digit's pixels, the
+    class-carrying windows); the others are background. candidates: optional ``(B, n)`` bool, the units that may be
+    removed at all (the real tokens of padded text); default all. k: units removed per input (default F-Fidelity's
+    cap round(β·n), no more than the fewest background units of any input). Each input loses ``k`` background units
+    drawn uniformly without replacement, ``n_draws`` draws (generator ``generator``; the same draws for every model),
+    replaced by ``reference``. Returns one row per input and model: input, model, k, ``clean`` (1 when the model is
+    right on the clean input), ``removed`` (its share of right predictions over the draws) and ``loss`` (clean −
+    removed): accuracy lost to units that carry no evidence, i.e. to removal being out of distribution."""
+    if not isinstance(models, Mapping) or not models:
+        raise ValueError("models must be a non-empty mapping {name: model}")
+    units = perturb.units_for(units, x)
+    _validate.tensor(salient, "salient", ndim=2)
+    if salient.dtype != torch.bool or salient.shape != (len(x), units.n):
+        raise ValueError(f"salient must be a (B, n) = {(len(x), units.n)} bool mask, got {salient.dtype} "
+                         f"{tuple(salient.shape)}")
+    allowed = ~salient if candidates is None else ~salient & candidates
+    room = int(allowed.sum(1).min())
+    if k is None:
+        k = min(round(_validate.fraction(beta, "beta") * units.n), room)
+    k = _validate.positive_int(k, "k")
+    if k > room:
+        raise ValueError(f"k must not exceed {room}, the fewest background units of any input, got {k}")
+    removed = perturb.exact_subset(allowed, k, generator=generator,
+                                   n_samples=_validate.positive_int(n_draws, "n_draws"))
+    nothing = torch.zeros_like(salient)
+    common = dict(units=units, reference=reference, target=y, output="correct", batch_size=batch_size)
+    frames = []
+    for name, model in models.items():
+        clean = perturb.removal_outputs(model, x, nothing, **common).double()
+        moved = perturb.removal_outputs(model, x, removed, **common).double().mean(1)
+        frames.append(pd.DataFrame({"input": range(len(x)), "model": name, "k": k, "clean": clean.cpu().numpy(),
+                                    "removed": moved.cpu().numpy(), "loss": (clean - moved).cpu().numpy()}))
+    return pd.concat(frames, ignore_index=True)
 
-    from faithlab.protocols.diagnostics import ood_gap
 
-    n = _validate.positive_int(n_images, "n_images")
-    replicas = sorted(diagnostic["replica"].unique(), key=str) if "replica" in diagnostic.columns else [None]
-    rows = []
-    for rep in replicas:
-        frame = diagnostic if rep is None else diagnostic[diagnostic["replica"] == rep]
-        for key, name in (("main", main), ("control", control)):
-            part = frame[(frame["setting"] == name) & (frame["model"] == model)]
-            if part.empty:
-                raise ValueError(f"diagnostic holds no rows of setting {name!r} and model {model!r}")
-            k = int(part["k"].max())
-            clean = float(part.loc[part["removed"] == "none", "accuracy"].iloc[0])
-            gap = float(ood_gap(part, k=k)[model])
-            moved = clean - gap
-            se2 = (clean * (1 - clean) + moved * (1 - moved)) / n
-            rows.append({"replica": rep, "which": key, "setting": name, "model": model, "k": k,
-                         "clean accuracy": clean, "background removed": moved, "OOD gap": gap, "se": se2 ** 0.5})
-    table = pd.DataFrame(rows)
-    main_rows, control_rows = table[table["which"] == "main"], table[table["which"] == "control"]
-    gaps_main = main_rows["OOD gap"].to_numpy(dtype=float)
-    gaps_control = control_rows["OOD gap"].to_numpy(dtype=float)
-    diffs = gaps_main - gaps_control  # one per replica, in the same order
-    r = len(diffs)
-    within = float((main_rows["se"].to_numpy() ** 2 + control_rows["se"].to_numpy() ** 2).mean())
-    between = float(np.var(diffs, ddof=1)) if r > 1 else 0.0
-    diff = float(diffs.mean())
-    half = NormalDist().inv_cdf(0.5 + level / 2) * ((between + within) / r) ** 0.5
-    low, high = diff - half, diff + half
-    gap_main, gap_control = float(gaps_main.mean()), float(gaps_control.mean())
-    tol = 1 / n
-    untestable = (None if gap_control <= control_max + tol + 1e-12 else
-                  f"the grey control (the null) loses {gap_control:.3f} to background removal (more than "
-                  f"{control_max:g} + one image, {tol:.3f}): the diagnostic flags more than OOD removal")
-    v = verdicts.verdict(diff, reproduced=f">= {min_gap}", partly="> 0", interval=(low, high), untestable=untestable,
-                         what="the coloured minus grey OOD gap")
+def _wide(per_input: pd.DataFrame, value: str, columns: str = "model") -> pd.DataFrame:
+    """``value`` with one column per ``columns`` entry, one row per (replica,) input."""
+    index = [c for c in ("replica", "input") if c in per_input.columns]
+    return per_input.pivot_table(index=index, columns=columns, values=value, aggfunc="first")
+
+
+def _groups(wide: pd.DataFrame):
+    return wide.index.get_level_values("replica").astype(str).to_numpy() if "replica" in wide.index.names else None
+
+
+def _replica_count(frame: pd.DataFrame) -> int:
+    return int(frame["replica"].nunique()) if "replica" in frame.columns else 1
+
+
+def claim_ood_check(per_input: pd.DataFrame, *, data: str, original: str = "original",
+                    finetuned: str = "fine-tuned") -> verdicts.Claim:
+    """Study check FF.OOD, the chapter's premise, on one data set: removal is out of distribution here (the original
+    model loses accuracy to removed units that carry no evidence) and F-Fidelity's fine-tuning absorbs it (the
+    fine-tuned model loses less) — decided by its rule in the rules file (``verdicts.rule("FF.OOD")``).
+
+    per_input: :func:`ood_per_input` rows of the two models (with a ``replica`` column when several models were
+    trained: one row per replica, input and model). data: the data set's name for the claim's label. Cells: "OOD",
+    the original's loss per input; "recovery", the original's loss minus the fine-tuned model's per input; each
+    averaged per replica, a t interval on the replica means (:func:`faithlab.verdicts.effect`) against the rule's
+    margin for that cell; both must hold. The claims on this data set take the outcome as their premise
+    (:func:`mechanism`)."""
+    rule = verdicts.rule("FF.OOD")
+    loss = _wide(per_input, "loss")
+    missing = [m for m in (original, finetuned) if m not in loss.columns]
+    if missing:
+        raise ValueError(f"per_input holds no rows of the models {missing}")
+    groups = _groups(loss)
+    cells = {"OOD": verdicts.effect(loss[original], rule=rule, groups=groups, setting="OOD",
+                                    what=f"{original} loses"),
+             "recovery": verdicts.effect(loss[original], loss[finetuned], rule=rule, groups=groups,
+                                         setting="recovery", what=f"{original} − {finetuned} loss")}
+    v = verdicts.decide(cells, rule)
+    clean = _wide(per_input, "clean").mean()
+    k = int(per_input["k"].max())
+    o, rec = cells["OOD"].interval, cells["recovery"].interval
+    table = pd.DataFrame(verdicts.judgement_table(cells, data=data, k=k))
+    table[f"{original} clean accuracy"], table[f"{finetuned} clean accuracy"] = clean[original], clean[finetuned]
     return verdicts.Claim(
-        f"{label}: removal is out of distribution on the coloured canvases and not on the grey control",
-        rule=f"unit: a test image of one trained replica ({r} replicas, {n} images per setting); statistic: the "
-             f"{model} model's accuracy lost to the largest k background pixels, coloured minus grey, averaged over "
-             f"the replicas, with a {level:.0%} normal interval (between-replica variance plus a conservative "
-             f"binomial error); direction: coloured loses more; margins: {min_gap:g} for the full check, 0 for a part",
-        premise=f"null: the grey control, whose removal value is its own background, must lose at most "
-                f"{control_max:g} (tolerance one image, {tol:.3f}); it loses {gap_control:.3f}",
-        paper_value="— (F-Fidelity's premise)",
-        our_value=f"accuracy lost to {int(table['k'].max())} background pixels: coloured {gap_main:.3f}, grey "
-                  f"{gap_control:.3f}; difference {diff:+.3f} [{low:+.3f}, {high:+.3f}]",
-        verdict=v, table=table, kind="study check", units=n * r)
+        f"FF.OOD ({data}): removal is out of distribution and F-Fidelity's fine-tuning absorbs it", rule=rule,
+        premise=f"the {k} removed units per input lie outside the ground-truth mask (they carry no evidence); the "
+                f"null is the clean input (a loss of 0)",
+        paper_value="— (F-Fidelity's premise, §3; Table 8)",
+        our_value=f"accuracy lost to {k} background units: {original} {o.estimate:.3f} [{o.low:.3f}, {o.high:.3f}], "
+                  f"{finetuned} {float(loss[finetuned].mean()):.3f}; recovery {rec.estimate:.3f} "
+                  f"[{rec.low:.3f}, {rec.high:.3f}]",
+        verdict=v, table=table, units=int(o.units), kept_replicas=int(o.replicas) if o.replicas > 1 else None)
 
 
+def mechanism(check: verdicts.Claim) -> verdicts.Premise:
+    """The premise that a claim on a data set takes from that data set's :func:`claim_ood_check` (as decided by
+    ``out.claim``): holds when the check is reproduced, fails (the claim is "not testable here") when it is not
+    reproduced or not testable, undecided (the claim is "inconclusive") when the check is inconclusive."""
+    if not isinstance(check, verdicts.Claim) or check.rule_id != "FF.OOD":
+        raise TypeError(f"check must be the FF.OOD claim of claim_ood_check, got {check!r}")
+    v = str(check.verdict)
+    holds = True if v == verdicts.REPRODUCED else None if v == verdicts.INCONCLUSIVE else False
+    return verdicts.Premise(holds, f"{check.claim.split(':')[0]} {v} ({check.our_value})")
+
+
+def _apply(v: verdicts.Verdict, premise: verdicts.Premise | None) -> verdicts.Verdict:
+    """``v`` under the mechanism premise (none: ``v`` itself)."""
+    if premise is None:
+        return v
+    if not isinstance(premise, verdicts.Premise):
+        raise TypeError(f"mechanism must be a faithlab.verdicts.Premise (fl.protocols.ffidelity.mechanism), got "
+                        f"{type(premise).__name__}")
+    return premise.apply(v)
+
+
+def _premise_text(premise: verdicts.Premise | None) -> str:
+    return "" if premise is None else f"mechanism: {premise.text}; "
+
+
+# ------------------------------------------------------------------------------------------- GradCAM vs Saliency
 def per_image_ffid(model, x: torch.Tensor, y: torch.Tensor, maps: Mapping[str, torch.Tensor], *,
                    sparsity: Sequence[float], alpha: float = 0.5, beta: float = 0.1, n_samples: int = 50,
                    seed: int = 0, batch_size: int = 256) -> pd.DataFrame:
@@ -117,167 +174,160 @@ def per_image_ffid(model, x: torch.Tensor, y: torch.Tensor, maps: Mapping[str, t
     return pd.DataFrame(rows, columns=["case", "explainer", "FFid+", "FFid−", "constant map"])
 
 
-def claim_map_preferred(per_image: pd.DataFrame, *, better: str = "GradCAM", worse: str = "Saliency",
-                        label: str = "F8", setting: str = "Table 11", paper_value: str = "", n_boot: int = 2000,
-                        seed: int = 0, paper: str | None = None) -> verdicts.Claim:
-    """Claim of App. D.10 (Tables 11–12): F-Fidelity rates ``better`` above ``worse`` — higher FFid+ and lower FFid−.
+
+def claim_map_preferred(per_image: pd.DataFrame, *, setting: str, better: str = "GradCAM", worse: str = "Saliency",
+                        mechanism: verdicts.Premise | None = None, paper: str = "") -> verdicts.Claim:
+    """Claim F8 of App. D.10 (Tables 11–12): F-Fidelity rates ``better`` above ``worse`` — higher FFid+ (part
+    F8.plus) and lower FFid− (part F8.minus) — decided by the rules F8.plus, F8.minus and F8 (parts) with the
+    margins of ``setting`` ("Table 11" or "Table 12").
 
     per_image: one row per image ("case") and explainer with the image's "FFid+" and "FFid−" (means over
-    explanation sizes), e.g. :func:`per_image_ffid`; with a "replica" column (one fine-tuned model per replica) the
-    bootstrap is two-stage (replicas, then images). setting: the table or setting, named in the claim ("Table 12:
-    fine-tuned on the evaluation set"). Statistic: per image, ``better`` − ``worse`` of FFid+ (direction: higher)
-    and of FFid− (direction: lower), each with a paired bootstrap interval (95 %, generator ``seed``) against the
-    margin 0; the two parts are decided by :func:`faithlab.verdicts.from_settings` (both for the full claim, one for
-    a part; a tie is undecided, never a failure)."""
-    paper_value = paper_value if paper is None else paper  # out.claim keeps paper_value= for itself
+    explanation sizes, :func:`per_image_ffid`), with a "replica" column when several models were fine-tuned.
+    Per part, per image ``better`` − ``worse`` of FFid+ (``worse`` − ``better`` of FFid−), a t interval on the
+    replica means judged against the part's margin; the parts combine by F8's share. mechanism: the data set's
+    FF.OOD premise (:func:`mechanism`)."""
+    rule, parts = verdicts.rule("F8"), {p: verdicts.rule(p) for p in ("F8.plus", "F8.minus")}
     index = ["replica", "case"] if "replica" in per_image.columns else ["case"]
     wide = per_image.pivot_table(index=index, columns="explainer", values=["FFid+", "FFid−"], aggfunc="first")
     missing = [m for m in (better, worse) if ("FFid+", m) not in wide.columns]
     if missing:
         raise ValueError(f"per_image holds no rows of {missing}")
-    groups = wide.index.get_level_values("replica").to_numpy() if "replica" in index else None
-    what = "parts (FFid+ higher, FFid− lower)"
-    if len(wide) < 2:
-        comps = {}
-        v = verdicts.from_settings([], reproduced=1.0, partly=0.5, untestable="fewer than 2 images", what=what)
-    else:
-        comps = {"FFid+ (higher)": verdicts.bootstrap_diff(wide["FFid+", better], wide["FFid+", worse],
-                                                           n_boot=n_boot, seed=seed, groups=groups),
-                 "FFid− (lower)": verdicts.bootstrap_diff(wide["FFid−", better], wide["FFid−", worse],
-                                                          higher_is_better=False, n_boot=n_boot, seed=seed,
-                                                          groups=groups)}
-        v = verdicts.from_settings(list(comps.values()), reproduced=1.0, partly=0.5, what=what)
-    steps = "; ".join(f"{k}: {c.outcome} ({c.mean:+.4f} [{c.low:+.4f}, {c.high:+.4f}])" for k, c in comps.items())
-    if comps:
-        v = v.with_why(f"{v.why} — 95 % bootstrap interval over {len(wide)} images: {steps}")
+    groups = wide.index.get_level_values("replica").astype(str).to_numpy() if "replica" in index else None
+    cells = {"F8.plus": verdicts.effect(wide["FFid+", better], wide["FFid+", worse], rule=parts["F8.plus"],
+                                        groups=groups, setting=setting, what=f"FFid+ {better} − {worse}"),
+             "F8.minus": verdicts.effect(wide["FFid−", worse], wide["FFid−", better], rule=parts["F8.minus"],
+                                         groups=groups, setting=setting, what=f"FFid− {worse} − {better}")}
+    decided = {p: _apply(verdicts.decide(j, parts[p]), mechanism) for p, j in cells.items()}
+    v = verdicts.decide_parts(decided, rule)
     means = per_image.groupby("explainer")[["FFid+", "FFid−"]].mean()
-    table = pd.DataFrame([{"comparison": k, "mean difference": c.mean, "low": c.low, "high": c.high,
-                           "outcome": c.outcome, "images": c.n} for k, c in comps.items()])
-    n_rep = int(per_image["replica"].nunique()) if "replica" in index else 1
+    table = pd.DataFrame(verdicts.judgement_table(cells, setting=setting))
+    table["part verdict"] = [str(decided[p]) for p in cells]
+    i = cells["F8.plus"].interval
     return verdicts.Claim(
-        f"{label}: F-Fidelity rates {better} above {worse}: higher FFid+, lower FFid- (App. D.10, {setting})",
-        rule=f"unit: a test image ({n_rep} trained replica(s)); per image, FFid± of each map averaged over explanation "
-             f"sizes; statistic: {better} − {worse} of FFid+ and of FFid−, each with a paired bootstrap interval "
-             f"({n_boot} resamples, 95 %; replicas, then images); the paper's direction: FFid+ higher and FFid− "
-             f"lower; margin 0",
-        premise=f"null: no difference between the maps (an interval containing 0 is a tie, undecided): "
-                f"{steps or 'none'}",
-        paper_value=paper_value,
+        f"F8 ({setting}): F-Fidelity rates {better} above {worse}: higher FFid+, lower FFid- (App. D.10)", rule=rule,
+        premise=_premise_text(mechanism) + f"null: no difference between the maps; parts: "
+                + "; ".join(c.sentence() for c in cells.values()),
+        paper_value=paper,
         our_value=f"FFid+ {means.loc[better, 'FFid+']:.4f} vs {means.loc[worse, 'FFid+']:.4f}, "
                   f"FFid- {means.loc[better, 'FFid−']:.4f} vs {means.loc[worse, 'FFid−']:.4f}",
-        verdict=v, table=table, kind="paper", units=int(len(wide)))
+        verdict=v, table=table, units=int(i.units), kept_replicas=int(i.replicas) if i.replicas > 1 else None)
 
 
-def claim_cost(cost_table: pd.DataFrame, stages: pd.DataFrame, *, target: str = "F-Fidelity", other: str = "ROAR",
-               label: str = "F9", paper_value: str = "", seed: int = 0, paper: str | None = None) -> verdicts.Claim:
-    """Claim of App. D.11 (Table 13): F-Fidelity (one fine-tuning) costs less than ROAR (one retraining per
-    explainer) — a study check here: the work ratio is fixed by design.
+# ------------------------------------------------------------------------------------------- cost (Table 13)
+COST_STAGES = {"explain train set": "explain train set", "retrain (ROAR)": "train / fine-tune",
+               "fine-tune": "train / fine-tune", "explain test set": "evaluate", "evaluate": "evaluate"}
+"""How the study's cost stages map to Table 13's."""
+COST_COLUMNS = ("seconds", "image passes", "backward passes", "forward equivalents")
 
-    cost_table: rows (method, stage, seconds, forward equivalents, …) with a "total" stage per method; stages: the
-    study's ``costs`` (one row per stage and explainer, with "cached"). Work is counted exactly (forward hooks;
-    forward-pass equivalents = image passes + 2 × backward passes), so the work ratio has no sampling null: it is
-    fixed by the count of training runs (ROAR retrains once per explainer, F-Fidelity fine-tunes once) against
-    F-Fidelity's N-mask evaluation, and it is the same on every machine and run — hence ``kind="study check"``.
-    Decision (:func:`faithlab.verdicts.verdict`, an exact value): the ratio target/other below 1; not testable when a
-    method's total work is missing or zero. Seconds are reported beside it (with the timing noise, the relative range
-    of ROAR's identical retrainings), never decided on. ``seed`` is accepted and unused (nothing is resampled)."""
-    paper_value = paper_value if paper is None else paper  # out.claim keeps paper_value= for itself
-    total = cost_table[cost_table["stage"] == "total"].set_index("method")
-    missing = [m for m in (target, other) if m not in total.index]
-    work = seconds = float("nan")
-    if not missing and float(total.loc[other, "forward equivalents"]) > 0:
-        work = float(total.loc[target, "forward equivalents"] / total.loc[other, "forward equivalents"])
-        seconds = float(total.loc[target, "seconds"] / total.loc[other, "seconds"])
-    retrain = stages[(stages["stage"] == "retrain (ROAR)") & ~stages["cached"].astype(bool)]
-    equal = len(retrain) >= 2 and retrain["image passes"].nunique() == 1
-    noise = (float((retrain["seconds"].max() - retrain["seconds"].min()) / retrain["seconds"].mean())
-             if equal else float("nan"))
-    untestable = (f"no total work of {', '.join(missing)}" if missing else
-                  None if pd.notna(work) else f"{other}'s total work is zero")
-    v = verdicts.verdict(work if pd.notna(work) else 0.0, reproduced="< 1", partly=None, untestable=untestable,
-                         what=f"the work ratio {target}/{other}")
+
+def cost_table(costs: pd.DataFrame, *, finetune_epochs: int, roar_epochs: int) -> pd.DataFrame:
+    """Table 13's layout from a ranking study's ``costs`` (:attr:`RankingStudy.costs`): one row per method (ROAR,
+    F-Fidelity) and stage (explain train set, train / fine-tune, evaluate, total) with seconds, image passes,
+    backward passes and forward equivalents (image passes + 2 × backward passes, a backward pass costing about two
+    forward passes). ROAR: explain the train set, retrain, explain the test set and evaluate with the ROAR model;
+    F-Fidelity: fine-tune, explain the test set with the fine-tuned model and evaluate. The fine-tuning is counted at
+    ``roar_epochs`` epochs (its seconds and passes scaled by roar_epochs / finetune_epochs), as the paper fine-tunes
+    for as many epochs as ROAR retrains (100 and 100); the original model, needed by both, is not counted."""
+    costs = costs.assign(**{"forward equivalents": costs["image passes"] + 2 * costs["backward passes"]})
+    scale = _validate.positive_int(roar_epochs, "roar_epochs") / _validate.positive_int(finetune_epochs,
+                                                                                        "finetune_epochs")
+    tuned = costs["stage"] == "fine-tune"
+    costs.loc[tuned, list(COST_COLUMNS)] = costs.loc[tuned, list(COST_COLUMNS)].astype(float) * scale
+    part = {"ROAR": costs[(costs["stage"] == "explain train set") | costs["model"].str.startswith("ROAR")
+                          | ((costs["stage"] == "explain test set") & (costs["model"] == "original"))],
+            "F-Fidelity": costs[costs["model"] == "fine-tuned"]}
+    rows = []
+    for method, frame in part.items():
+        grouped = frame.assign(stage=frame["stage"].map(COST_STAGES)).groupby("stage", sort=False)[
+            list(COST_COLUMNS)].sum()
+        grouped.loc["total"] = frame[list(COST_COLUMNS)].sum()
+        rows += [{"method": method, "stage": stage, **row.to_dict()} for stage, row in grouped.iterrows()]
+    return pd.DataFrame(rows)
+
+
+def claim_cost(cost_tables: pd.DataFrame, *, target: str = "F-Fidelity", other: str = "ROAR",
+               explainers_per_retraining: int = 1, paper: str = "") -> verdicts.Claim:
+    """Study check F9 (App. D.11, Table 13): F-Fidelity (one fine-tuning) costs less work than ROAR (one retraining
+    per explainer), by its rule (``verdicts.rule("F9")``).
+
+    cost_tables: :func:`cost_table` rows of every trained replica, with a "replica" column (at least 2). Statistic,
+    per replica: total forward-pass equivalents of ``target`` / ``other``, counted exactly (the same in every
+    replica, so the t interval on the replica values is the value itself); seconds are shown, never decided on
+    (they depend on the machine). Raises ValueError with fewer than 2 replicas."""
+    rule = verdicts.rule("F9")
+    total = cost_tables[cost_tables["stage"] == "total"]
+    if "replica" not in total.columns:
+        raise ValueError("cost_tables must carry a 'replica' column (one cost table per trained replica)")
+    wide = total.pivot_table(index="replica", columns="method", values=["forward equivalents", "seconds"])
+    missing = [m for m in (target, other) if ("forward equivalents", m) not in wide.columns]
+    if missing:
+        raise ValueError(f"cost_tables hold no total of {missing}")
+    work = (wide["forward equivalents", target] / wide["forward equivalents", other]).to_numpy(float)
+    seconds = (wide["seconds", target] / wide["seconds", other]).to_numpy(float)
+    j = verdicts.replica_judgement(work, rule, units=len(work), what=f"work {target} / {other}")
+    v = verdicts.decide(j, rule)
+    table = pd.DataFrame({"replica": wide.index, "work ratio": work, "seconds ratio": seconds})
     return verdicts.Claim(
-        f"{label}: {target} (one fine-tuning) is cheaper than {other} (one retraining per explainer) "
-        f"(App. D.11, Table 13)",
-        rule=f"the ratio {target}/{other} of the total forward-pass equivalents, counted exactly; the paper's "
-             f"direction: below 1 (seconds are shown, not decided on: they depend on the machine)",
-        premise="no sampling null: work is counted exactly, and the ratio is fixed by the number of training runs "
-                f"({len(stages[stages['stage'] == 'retrain (ROAR)'])} retrainings against one fine-tuning of as many "
-                f"epochs) against the N-mask evaluation — a study check of the design, not a measurement",
-        paper_value=paper_value,
-        our_value=f"ratio {target}/{other}: {work:.2f} in forward-pass equivalents, {seconds:.2f} in seconds",
-        verdict=v, table=pd.DataFrame([{"work ratio": work, "seconds ratio": seconds,
-                                        "seconds: timing noise": noise}]), kind="study check",
-        trained=False)  # a ratio of training runs fixed by the design: no training seed changes it
+        f"F9: {target} (one fine-tuning) costs less work than {other} (one retraining per explainer) "
+        f"(App. D.11, Table 13)", rule=rule,
+        premise=f"work counted exactly (forward hooks and the training configs), {explainers_per_retraining} "
+                f"explainer per ROAR retraining (more explainers only add retrainings); no sampling null",
+        paper_value=paper,
+        our_value=f"work ratio {target}/{other} {float(work.mean()):.2f} (every replica), seconds ratio "
+                  f"{float(np.nanmean(seconds)):.2f} (this machine)",
+        verdict=v, table=table, units=None, trained=False, kept_replicas=len(work))
 
 
-def claim_size_readout(table: pd.DataFrame, *, tolerance: float, reproduced: float = 0.8, partly: float = 0.5,
-                       label: str = "F4", n_draws: int = 1000, seed: int = 0) -> verdicts.Claim:
-    """Claim of Theorem 1 (Fig. 4, App. D.8): the plateau start / turning point of FFid+ against the explanation
-    size reveals the true size r.
+# ------------------------------------------------------------------------------------------- size read-out (Fig. 4)
+def claim_size_readout(table: pd.DataFrame, *, tolerance: float, mechanism: verdicts.Premise | None = None,
+                       n_null: int = 1000, null_seed: int = 0) -> verdicts.Claim:
+    """Claim F4 of Theorem 1 (Fig. 4, App. D.8): the plateau start / turning point of FFid+ against the explanation
+    size reveals the true size r, by its rule (``verdicts.rule("F4")``).
 
-    table: one row per (r, β) case with "r", "beta/alpha" and "r read off". Cases with r = β/α+ are left out (the
-    two critical points coincide). A read-out is correct when |r̂ − r| ≤ ``tolerance``. Null: the read-outs shuffled
-    over the cases (``n_draws``, generator ``seed``) — r̂ carrying no information about r still matches it within
-    the tolerance for some cases; the share of correct read-outs must lie beyond that null's 95 % range, else not
-    testable here (also with fewer than 3 cases). Decision (:func:`faithlab.verdicts.verdict` at both ends of the
-    share's 95 % bootstrap interval over the cases, generator ``seed``): ``reproduced`` for the claim, ``partly`` for
-    a part (our margins: the paper shows curves). Units: the cases."""
+    table: one row per (r, β) case of every trained replica ("replica" column), with "r", "beta/alpha" and "r read
+    off". Cases with r = β/α+ are left out (the two critical points coincide). A read-out is correct when
+    |r̂ − r| ≤ ``tolerance``. Statistic: the share of correct read-outs, its interval the hull of a t interval on the
+    replica shares and the Wilson interval of the pooled count (:func:`faithlab.verdicts.share_interval`), judged
+    against the rule's margin. Null (a premise): the read-outs shuffled over the cases (``n_null`` draws, numpy
+    generator ``null_seed``) — an r̂ that carries no information about r still lands within the tolerance for some
+    cases; the share must lie beyond that null's 95 % range, else not testable here. mechanism: the data's FF.OOD
+    premise."""
+    rule = verdicts.rule("F4")
     eligible = table[(table["r"] - table["beta/alpha"]).abs() > 1e-9]
     r = eligible["r"].to_numpy(dtype=float)
     r_hat = eligible["r read off"].to_numpy(dtype=float)
+    correct = np.abs(r_hat - r) <= tolerance + 1e-9
 
     def share_correct(truth, read):
-        return float((abs(read - truth) <= tolerance + 1e-9).mean()) if len(truth) else float("nan")
+        return float((np.abs(read - truth) <= tolerance + 1e-9).mean()) if len(truth) else float("nan")
 
     share = share_correct(r, r_hat)
     null = (verdicts.null_draws(share_correct, r, r_hat, what="r read off shuffled over the (r, β) cases",
-                                n_draws=n_draws, seed=seed) if len(r) >= 3 else None)
+                                n_draws=n_null, seed=null_seed) if len(r) >= 3 else None)
     untestable = ("fewer than 3 cases with r ≠ β/α+: no chance level" if null is None
                   else verdicts.within_null(share, null, what="the share of correct read-outs"))
-    interval = (share, share)
-    if untestable is None:
-        correct = torch.as_tensor(abs(r_hat - r) <= tolerance + 1e-9, dtype=torch.float64)
-        draws = verdicts.hierarchical_means(correct, groups=None, n_boot=2000, seed=seed)
-        interval = tuple(torch.quantile(draws, torch.tensor([0.025, 0.975], dtype=torch.float64)).tolist())
-    v = verdicts.verdict(share, reproduced=f">= {reproduced}", partly=f">= {partly}", untestable=untestable,
-                         interval=interval, what="the share of correct read-outs")
+    groups = eligible["replica"].astype(str).to_numpy() if "replica" in eligible.columns else None
+    j = None
+    if len(r):
+        j = verdicts.judge(verdicts.share_interval(correct.astype(float), groups=groups), rule,
+                           what="share of correct read-outs")
+    v = _apply(verdicts.decide([j], rule, untestable=untestable), mechanism)
+    i = j.interval if j is not None else None
     return verdicts.Claim(
-        f"{label}: FFid+ vs explanation size has a plateau/turning point at the true size r (Theorem 1, Fig. 4)",
-        rule=f"unit: an (r, β) case (cases with r = β/α+ left out); a read-out is correct when |r̂ − r| ≤ "
-             f"{tolerance:g}; statistic: the share of correct read-outs with a bootstrap interval over the cases "
-             f"(95 %); the paper's direction: r is read off; margins (ours): {reproduced:.0%} for the claim, "
-             f"{partly:.0%} for a part",
-        premise="null: " + (null.describe(2) if null is not None else "not computable (fewer than 3 cases)")
-                + "; the share must lie beyond it",
+        f"F4: FFid+ vs explanation size has a plateau/turning point at the true size r (Theorem 1, Fig. 4)",
+        rule=rule,
+        premise=_premise_text(mechanism) + "null: " + (null.describe(2) if null is not None else
+                                                      "not computable (fewer than 3 cases)")
+                + f"; a read-out is correct within {tolerance:g}",
         paper_value="qualitative: plateau on [r, β/α+] (Fig. 4)",
-        our_value=(f"{share:.0%} of the {len(eligible)} (r, β) cases with r ≠ β/α+ (of {len(table)} in all) read r "
-                   f"within {tolerance:g}" if len(eligible)
+        our_value=(f"{share:.0%} [{i.low:.0%}, {i.high:.0%}] of the {len(eligible)} (r, β) cases with r ≠ β/α+ "
+                   f"({_replica_count(eligible)} replicas) read r within {tolerance:g}" if i is not None
                    else "no (r, β) case with r ≠ β/α+"),
-        verdict=v, table=eligible.assign(correct=abs(r_hat - r) <= tolerance + 1e-9), kind="paper",
-        units=int(len(eligible)))
+        verdict=v, table=eligible.assign(correct=correct), units=int(len(eligible)),
+        kept_replicas=_replica_count(eligible) if _replica_count(eligible) > 1 else None)
 
 
-def _setting_units(table: pd.DataFrame) -> list[str]:
-    """The columns that order one setting's units: replica (when the frame has one), then degradation seed."""
-    return [c for c in ("replica", "seed") if c in table.columns]
-
-
-def _oriented_interval(values: pd.Series, replicas, *, n_boot: int, seed: int) -> tuple[float, float, float, int]:
-    """Mean of ``values`` (NaN left out) with its 95 % percentile interval (:func:`faithlab.verdicts.bootstrap_diff`):
-    two-stage (replicas, then the units within them) when ``replicas`` is given, else over the units; a single unit
-    gives a zero-width interval, none a NaN one."""
-    x = values.to_numpy(dtype="float64")
-    keep = ~np.isnan(x)
-    n = int(keep.sum())
-    if n < 2:
-        mean = float(x[keep][0]) if n else float("nan")
-        return mean, mean, mean, n
-    groups = None if replicas is None else np.asarray(replicas, dtype=str)[keep]
-    c = verdicts.bootstrap_diff(torch.tensor(x[keep], dtype=torch.float64), n_boot=n_boot, seed=seed, groups=groups)
-    return c.mean, c.low, c.high, n
-
-
+# ------------------------------------------------------------------------------------------- sensitivity (App. D.9)
 def _null_mean_over_replicas(draws: pd.DataFrame, key: str) -> pd.Series:
     """The null draws of ``key`` for one setting; with a "replica" column, the mean over the replicas of each draw
     (the same permutation in every replica when the notebook draws them from one seed): the chance level of the
@@ -287,90 +337,70 @@ def _null_mean_over_replicas(draws: pd.DataFrame, key: str) -> pd.Series:
     return draws[key]
 
 
-def claim_robust_hyperparameters(table: pd.DataFrame, null: pd.DataFrame, *, threshold: float = 0.8,
-                                 reproduced: float = 1.0, partly: float = 0.5, label: str = "F6",
-                                 n_boot: int = 2000, seed: int = 0) -> verdicts.Claim:
-    """Claim of App. D.9 (Tables 24–26): F-Fidelity's ranking of the degraded explainers is robust to N, β and α.
+def claim_robust_hyperparameters(table: pd.DataFrame, null: pd.DataFrame, *, n_images: int,
+                                 mechanism: verdicts.Premise | None = None) -> verdicts.Claim:
+    """Claim F6 of App. D.9 (Tables 24–26): F-Fidelity's ranking of the degraded explainers is robust to N, β and
+    α, by its rule (``verdicts.rule("F6")``).
 
     table: the macro correlations "morf_vs_gt", "lerf_vs_gt", "morf_vs_lerf" of each setting (varied, value), one
-    row per unit: a degradation ``seed`` of the explained maps and, when the notebook trains replicas, a ``replica``
-    (one independently trained classifier with its fine-tuned models); one row per setting is one unit. null:
-    :func:`permuted_correlations` rows of each setting (with its varied and value, and the replica when the table has
-    one: the draws of one permutation are averaged over the replicas). Premise and null, per setting: each mean
-    correlation is defined and lies beyond its 95 % chance range (ground-truth order permuted; for MoRF vs LeRF, the
-    curves' pairing shuffled), on either side; a setting where one does not cannot be told from chance and is not
-    testable (left out; with three explainers every setting is). Outcome, per testable setting: each correlation
-    signed so that its ideal is +1, its mean over the units with a 95 % bootstrap interval (two-stage: replicas, then
-    seeds within them; generator ``seed``) against the margin ``threshold``: the setting holds when all three
-    intervals lie at or above it, fails when one lies wholly below it, and is undecided otherwise (never failed by a
-    tie). Decision (:func:`faithlab.verdicts.from_settings`, its text generated): the share of testable settings that
-    hold, against ``reproduced`` (the paper's "robust" reads every setting) and ``partly``; not testable without a
-    testable setting. Units: the smallest setting's (replica, seed) units."""
-    threshold = float(threshold)
+    row per trained ``replica`` and degradation ``seed``; null: :func:`permuted_correlations` rows of each setting
+    (varied, value, replica, draw). n_images: test images per replica (the units behind each replica's statistic).
+    Per setting: the oriented macro correlation (−MoRF vs GT + LeRF vs GT − MoRF vs LeRF) / 3, averaged over the
+    seeds of each replica, a t interval on the replica values against the rule's margin. Premise and null, per
+    setting: each mean correlation lies beyond its 95 % chance range (ground-truth order permuted; MoRF vs LeRF:
+    the curves' pairing shuffled), else the setting cannot be told from chance and leaves (every setting leaving:
+    not testable). Every testable setting must hold. Raises ValueError with fewer than 2 replicas."""
+    from faithlab.protocols.ffidelity.ranking import _beyond, _null_of, replica_judgement
+
+    rule = verdicts.rule("F6")
     keys = list(ffidelity.DIRECTIONS)
-    missing = [c for c in ("varied", "value", *keys) if c not in table.columns]
+    missing = [c for c in ("varied", "value", "replica", *keys) if c not in table.columns]
     if missing:
-        raise ValueError(f"table lacks the columns {missing} (one row per setting and unit with the macro "
-                         "correlations)")
-    order = _setting_units(table)
-    has_replicas = "replica" in table.columns
-    rows, holds, units = [], [], []
+        raise ValueError(f"table lacks the columns {missing} (one row per setting, replica and seed)")
+    sign = {k: -1.0 if d == "min" else 1.0 for k, d in ffidelity.DIRECTIONS.items()}
+    rows, cells = [], {}
     for (varied, value), part in table.groupby(["varied", "value"], sort=False):
-        part = part.sort_values(order) if order else part
+        oriented = sum(sign[k] * part[k].astype(float) for k in keys) / len(keys)
+        per_replica = oriented.groupby(part["replica"]).mean()
         draws = null[(null["varied"] == varied) & (null["value"] == value)]
-        row = {"varied": varied, "value": value}
-        flags, beyond, n_units = [], [], []
-        for j, (key, direction) in enumerate(ffidelity.DIRECTIONS.items()):
-            ideal = -1.0 if direction == "min" else 1.0
-            mean, low, high, n = _oriented_interval(ideal * part[key].astype(float),
-                                                    part["replica"] if has_replicas else None,
-                                                    n_boot=n_boot, seed=seed + j)
-            x = ideal * mean  # the mean correlation itself, in its own direction
-            nl = _null_of(_null_mean_over_replicas(draws, key)) if len(draws) else None
-            beyond.append(_beyond(nl, x))
-            flags.append(None if n == 0 else True if low >= threshold else False if high < threshold else None)
-            n_units.append(n)
-            row |= {key: x, f"{key} low": ideal * (high if ideal < 0 else low),
-                    f"{key} high": ideal * (low if ideal < 0 else high),
-                    f"{key} chance": (f"[{nl.low:.2f}, {nl.high:.2f}]" if nl is not None else "undefined")}
-        setting = None if any(f is None for f in flags) and not any(f is False for f in flags) else \
-            not any(f is False for f in flags)
-        row |= {"units": min(n_units), "passes threshold": _setting_word(setting), "testable": all(beyond)}
-        row["holds"] = _setting_word(setting) if row["testable"] else "not testable"
-        rows.append(row)
-        if row["testable"]:
-            holds.append(setting)
-            units.append(min(n_units))
+        means = {k: float(part.groupby("replica")[k].mean().mean()) for k in keys}
+        nulls = {k: _null_of(_null_mean_over_replicas(draws, k)) if len(draws) else None for k in keys}
+        testable = all(_beyond(nulls[k], means[k]) for k in keys)
+        name = f"{ranking_symbol(varied)} = {value:g}"
+        j = replica_judgement(per_replica.to_numpy(float), rule, units=n_images * len(per_replica), what=name)
+        testable = testable and j is not None
+        if testable:
+            cells[name] = j
+        nan = float("nan")
+        rows.append({"varied": varied, "value": value, **means, "oriented macro": j.interval.estimate if j else nan,
+                     "low": j.interval.low if j else nan, "high": j.interval.high if j else nan,
+                     "margin": rule.margin_for(),
+                     **{f"{k} chance": (f"[{n.low:.2f}, {n.high:.2f}]" if n is not None else "undefined")
+                        for k, n in nulls.items()},
+                     "testable": testable, "outcome": j.outcome if testable else "not testable"})
     frame = pd.DataFrame(rows)
     if frame.empty:
         raise ValueError("table holds no setting")
-    v = verdicts.from_settings(holds, reproduced=reproduced, partly=partly, what="testable settings of N, β, α",
-                               untestable=None if holds else "no setting whose correlations all lie beyond chance")
-    n_rep = int(table["replica"].nunique()) if has_replicas else 1
-    replicas_note = (f"{n_rep} independently trained replicas, bootstrap over replicas then seeds" if n_rep > 1
-                     else "one trained model: the interval resamples degradation seeds only, not training runs")
-    n_pass = int((frame["passes threshold"] == "holds").sum())
+    untestable = None if cells else "no setting whose correlations all lie beyond chance"
+    v = _apply(verdicts.decide(cells, rule, untestable=untestable), mechanism)
+    n_rep = int(table["replica"].nunique())
     return verdicts.Claim(
-        f"{label}: F-Fidelity's ranking is robust to N, β and α (App. D.9, Tables 24-26)",
-        rule=f"unit: a degradation seed of a trained replica; per setting of N, β or α, each of its three macro "
-             f"correlations signed so that the ideal is +1, its mean with a 95 % interval ({replicas_note}) against "
-             f"the margin |ρ| = {threshold:g} with the ideal sign; a setting holds when all three intervals lie at or "
-             "beyond it and is undecided while one straddles it; statistic: the share of testable settings that "
-             "hold; the paper's direction: all of them",
-        premise="null: a setting is testable when each mean correlation lies beyond its 95 % chance range with the "
-                "ground-truth order permuted over the explainers (MoRF vs LeRF: the + and − curves' pairing "
-                f"shuffled); {len(holds)} of {len(frame)} settings are testable",
+        "F6: F-Fidelity's ranking is robust to N, β and α (App. D.9, Tables 24-26)", rule=rule,
+        premise=_premise_text(mechanism) + "null: a setting is testable when each mean correlation lies beyond its "
+                "95 % chance range with the ground-truth order permuted over the explainers (MoRF vs LeRF: the + and "
+                f"− curves' pairing shuffled); {len(cells)} of {len(frame)} settings are testable",
         paper_value="robust across N ∈ {10..150}, β ∈ {0.05..0.25}, α ∈ {0.2..0.8}",
-        our_value=f"{sum(h is True for h in holds)} of {len(holds)} testable settings hold "
-                  f"({sum(h is None for h in holds)} undecided); {n_pass} of {len(frame)} settings lie at or beyond "
-                  f"|corr| ≥ {threshold:g} with the ideal sign",
-        verdict=v, table=frame, units=min(units) if units else None)
+        our_value=f"oriented macro correlation {frame['oriented macro'].min():.2f} to "
+                  f"{frame['oriented macro'].max():.2f} over {len(frame)} settings ({n_rep} replicas)",
+        verdict=v, table=frame, units=n_images * n_rep, kept_replicas=n_rep)
 
 
-def _setting_word(flag: bool | None) -> str:
-    return "holds" if flag is True else "fails" if flag is False else "undecided"
+def ranking_symbol(varied: str) -> str:
+    """How a varied hyper-parameter is written (``"beta"`` → ``"β"``)."""
+    return {"n_samples": "N", "beta": "β", "alpha": "α"}.get(varied, varied)
 
 
+# ------------------------------------------------------------------------------------------- maps kept (App. D.4)
 AGREEMENT = {"spearman": "Spearman ρ", "top overlap": "top-10 % overlap"}
 """The per-image statistics of :func:`map_agreement` and their names in tables."""
 
@@ -431,24 +461,21 @@ def map_agreement(original: torch.Tensor, finetuned: torch.Tensor, *, top_fracti
     return per_image, nulls
 
 
-def claim_maps_preserved(per_image: pd.DataFrame, nulls: dict[str, verdicts.Null], *, value: str,
-                         statistic: str = "spearman", reproduced: float = 0.7, partly: float = 0.4,
-                         label: str = "F10", seed: int = 0) -> verdicts.Claim:
-    """Claim of App. D.4 (Table 9): the fine-tuning keeps the explanations — the maps of the original and of the
-    fine-tuned model highlight the same regions, with minor changes of intensity.
 
-    per_image, nulls: :func:`map_agreement` of one explainer and model (``value`` names it in the claim); with a
-    "replica" column in ``per_image`` (the rows of every trained replica), the interval is two-stage. Statistic: the
-    mean over images of ``statistic`` (NaN images, constant maps, left out) with a 95 % bootstrap interval (replicas,
-    then images; generator ``seed``). Premise and null: the statistic is defined and lies beyond the 95 % range of its
-    chance level — the same mean with the maps of other images — else an image's maps on the two models cannot be
-    told from maps of two different images: not testable here. Decision (:func:`faithlab.verdicts.verdict` at both
-    ends of the interval): ``reproduced`` for the claim, ``partly`` for a part (our margins: the paper's evidence is
-    visual)."""
+def claim_maps_preserved(per_image: pd.DataFrame, nulls: dict[str, verdicts.Null], *, value: str,
+                         statistic: str = "spearman", mechanism: verdicts.Premise | None = None) -> verdicts.Claim:
+    """Claim F10 of App. D.4 (Table 9): the fine-tuning keeps the explanations — the maps of the original and of the
+    fine-tuned model highlight the same regions — by its rule (``verdicts.rule("F10")``).
+
+    per_image, nulls: :func:`map_agreement` of one explainer and model (``value`` names it in the claim), with a
+    "replica" column in ``per_image`` for several trained models (:func:`map_agreement_over_replicas`). Statistic:
+    ``statistic`` per image (NaN images, constant maps, left out), a t interval on the replica means against the
+    rule's margin. Premise and null: the mean lies beyond the 95 % range of its chance level — the same mean with
+    the maps of other images — else an image's maps on the two models cannot be told from maps of two different
+    images: not testable here. mechanism: the data's FF.OOD premise."""
     if statistic not in AGREEMENT:
         raise ValueError(f"statistic must be one of {list(AGREEMENT)}, got {statistic!r}")
-    if not 0 < partly <= reproduced <= 1:
-        raise ValueError(f"need 0 < partly ≤ reproduced ≤ 1, got partly={partly!r}, reproduced={reproduced!r}")
+    rule = verdicts.rule("F10")
     values = per_image[statistic].astype(float)
     keep = values.notna().to_numpy()
     observed = float(values.mean()) if keep.any() else float("nan")
@@ -457,31 +484,25 @@ def claim_maps_preserved(per_image: pd.DataFrame, nulls: dict[str, verdicts.Null
         verdicts.undefined(observed, what=f"the mean {AGREEMENT[statistic]}"),
         None if keep.sum() >= 2 else "fewer than 2 images with a defined statistic",
         verdicts.within_null(observed, null, what=f"the mean {AGREEMENT[statistic]}"))
-    interval = (observed, observed)
-    if untestable is None:
-        x = torch.tensor(values.to_numpy(dtype=float)[keep], dtype=torch.float64)
-        codes = (verdicts._group_codes(per_image["replica"].to_numpy()[keep], int(keep.sum()))
-                 if "replica" in per_image.columns else None)
-        draws = verdicts.hierarchical_means(x, groups=codes, n_boot=2000, seed=seed)
-        interval = tuple(torch.quantile(draws, torch.tensor([0.025, 0.975], dtype=torch.float64)).tolist())
-    v = verdicts.verdict(observed, reproduced=f">= {reproduced}", partly=f">= {partly}", untestable=untestable,
-                         interval=interval, what=f"the mean {AGREEMENT[statistic]}")
+    j = None
+    if keep.sum() >= 2:
+        groups = per_image["replica"].astype(str).to_numpy()[keep] if "replica" in per_image.columns else None
+        j = verdicts.effect(values.to_numpy()[keep], rule=rule, groups=groups, what=f"mean {AGREEMENT[statistic]}")
+    v = _apply(verdicts.decide([j], rule, untestable=untestable), mechanism)
     table = pd.DataFrame([{"statistic": AGREEMENT[k], "mean": float(per_image[k].mean()),
                            "images": int(per_image[k].notna().sum()), "chance median": n.median,
                            "chance low": n.low, "chance high": n.high} for k, n in nulls.items()])
-    n_rep = int(per_image["replica"].nunique()) if "replica" in per_image.columns else 1
+    i = j.interval if j is not None else None
     return verdicts.Claim(
-        f"{label} ({value}): fine-tuning keeps the explanations: the maps of the original and the fine-tuned model "
-        f"highlight the same regions (App. D.4, Table 9)",
-        rule=f"unit: a test image of one trained replica ({n_rep} replica(s)); statistic: the mean "
-             f"{AGREEMENT[statistic]} of an image's two maps, with a bootstrap interval (95 %; replicas, then "
-             f"images); the paper's direction: high agreement; margins (ours, the paper shows maps): {reproduced:g} "
-             f"for the claim, {partly:g} for a part",
-        premise=f"null: the mean must lie beyond the range of the same mean with the maps of other images, "
-                f"{null.describe(2)}",
+        f"F10 ({value}): fine-tuning keeps the explanations: the maps of the original and the fine-tuned model "
+        f"highlight the same regions (App. D.4, Table 9)", rule=rule,
+        premise=_premise_text(mechanism) + f"null: the mean must lie beyond the range of the same mean with the maps "
+                f"of other images, {null.describe(2)}",
         paper_value="similar regions, minor changes of intensity (qualitative)",
-        our_value=f"{AGREEMENT[statistic]} {observed:.2f} [{interval[0]:.2f}, {interval[1]:.2f}] (chance "
-                  f"{null.median:.2f})", verdict=v, table=table, kind="paper", units=int(keep.sum()))
+        our_value=f"{AGREEMENT[statistic]} {observed:.2f}" + (f" [{i.low:.2f}, {i.high:.2f}]" if i else "")
+                  + f" (chance {null.median:.2f})",
+        verdict=v, table=table, units=int(keep.sum()),
+        kept_replicas=i.replicas if i is not None and i.replicas > 1 else None)
 
 
 PAIR_MAPS = (("GradCAM", "gradcam"), ("Saliency", "saliency"))

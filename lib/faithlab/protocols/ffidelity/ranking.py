@@ -13,11 +13,6 @@ from faithlab import _validate, stats, verdicts
 from faithlab.metrics.papers import ffidelity
 
 
-N_BOOT = 2000
-"""Bootstrap resamples of every interval of the ranking claims (each claim runs some 25 times under
-:func:`faithlab.verdicts.replicated`)."""
-
-
 # -------------------------------------------------------------------------------------------------- tables
 def ranking_correlations(P: Mapping[tuple[str, str], torch.Tensor], Q: Mapping[tuple[str, str], torch.Tensor], *,
                          noise_levels: Sequence[float], sparsity: Sequence[float],
@@ -156,102 +151,61 @@ def _gt_micro(micro: Mapping[str, torch.Tensor]) -> torch.Tensor:
     return torch.stack([-micro["morf_vs_gt"], micro["lerf_vs_gt"]]).nanmean(0)
 
 
-def _order(part: pd.DataFrame) -> list[str]:
-    """The columns that order one method's units: replica (when the frame has one), degradation seed, level."""
-    return [c for c in ("replica", "seed", "level") if c in part.columns]
-
-
-def _cells(cells: pd.DataFrame, group: str, value, column: str) -> dict[str, torch.Tensor]:
+def replica_means(cells: pd.DataFrame, *, group: str, value, column: str,
+                  methods: Sequence[str] | None = None) -> pd.DataFrame:
+    """``column`` of the :func:`micro_cells` rows of ``group == value``, averaged over the degradation seeds and
+    sparsity levels of each trained replica → one row per replica (index), one column per method (NaN cells left
+    out). The replica statistic every ranking claim decides on (a t interval on these R values); cells without a
+    "replica" column are one replica."""
     part = cells[cells[group] == value]
     if part.empty:
         raise ValueError(f"{group} {value!r} is not in the cells (have {sorted(cells[group].unique())})")
-    return {m: torch.tensor(v.sort_values(_order(v))[column].to_numpy(dtype=float), dtype=torch.float64)
-            for m, v in part.groupby("method", sort=False)}
+    if methods is not None:
+        missing = [m for m in methods if m not in set(part["method"])]
+        if missing:
+            raise ValueError(f"the cells of {group} {value!r} lack the methods {missing}")
+        part = part[part["method"].isin(list(methods))]
+    replica = part["replica"] if "replica" in part.columns else pd.Series(0, index=part.index)
+    means = part.assign(replica=replica).groupby(["replica", "method"], sort=False)[column].mean().unstack("method")
+    return means[list(dict.fromkeys(part["method"]))]
 
 
-def _replicas(cells: pd.DataFrame, group: str, value):
-    """The replica (trained model) of each unit of one method, in :func:`_cells`' order; None without a replica
-    column (every unit then comes from one model)."""
-    part = cells[cells[group] == value]
-    if "replica" not in part.columns or part.empty:
+def _two_replicas(means: pd.DataFrame, what: str) -> None:
+    if len(means) < 2:
+        raise ValueError(f"{what} is decided on one statistic per trained replica: it needs at least 2 replicas, "
+                         f"got {len(means)}")
+
+
+def replica_judgement(values, rule: verdicts.Rule, *, units: int, what: str):
+    """:func:`faithlab.verdicts.replica_judgement` of the replica statistics ``values`` (NaN: a replica whose
+    statistic is undefined), or None when fewer than 2 replicas have one (no interval: the claim's premises say why,
+    e.g. an undefined correlation)."""
+    import numpy as np
+
+    v = np.asarray(values, dtype=float)
+    if int(np.isfinite(v).sum()) < 2:
         return None
-    first = part[part["method"] == part["method"].iloc[0]]
-    return first.sort_values(_order(first))["replica"].to_numpy()
+    return verdicts.replica_judgement(v, rule, units=units, what=what)
 
 
-def _units(cells: pd.DataFrame, group: str, value, methods) -> int:
-    """Units of the smallest cell: the fewest (replica ×) seed × level rows of any of ``methods``."""
-    part = cells[(cells[group] == value) & cells["method"].isin(list(methods))]
-    counts = part.groupby("method").size()
-    return int(counts.min()) if len(counts) else 0
-
-
-def _baseline_premise(oriented: Mapping[str, torch.Tensor], target: str, baseline: str, tol: float) -> str | None:
+def _baseline_premise(oriented: pd.Series, target: str, baseline: str, tol: float) -> str | None:
+    """Premise of the ranking claims: the target's oriented micro correlation is defined and the baseline's is not
+    already within ``tol`` of +1 (nothing could beat it)."""
     return verdicts.first_reason(
-        verdicts.undefined(oriented[target].nanmean(), what=f"{target}'s micro correlation"),
-        verdicts.at_ideal(oriented[baseline].nanmean(), ideal=1.0, tol=tol,
-                          what=f"{baseline}'s oriented micro correlation"))
+        verdicts.undefined(oriented.get(target, float("nan")), what=f"{target}'s micro correlation"),
+        verdicts.at_ideal(oriented[baseline], ideal=1.0, tol=tol, what=f"{baseline}'s oriented micro correlation"))
 
 
-def ranking_verdict(cells: pd.DataFrame, *, group: str, value, target: str = "F-Fidelity",
-                    baseline: str = "Fidelity", tol: float = 0.05, seed: int = 0, untestable: str | None = None
-                    ) -> tuple[verdicts.Verdict, dict[str, verdicts.Comparison]]:
-    """Verdict of "``target`` recovers the ground-truth ranking better than the other methods" for one
-    ``group == value`` (an explainer or a model), from :func:`micro_cells`.
+def _mechanism(v: verdicts.Verdict, premise) -> verdicts.Verdict:
+    from faithlab.protocols.ffidelity.image_claims import _apply
 
-    Premise: not testable when the target's micro correlations are all undefined or when ``baseline``'s oriented
-    micro correlation is already within ``tol`` of the ideal +1 (no method can beat it). Decision: paired
-    bootstrap over seeds × levels of the mean micro rank (lower is better) of the target against every other
-    method (:func:`faithlab.verdicts.compare`, rule of :func:`faithlab.verdicts.from_comparison`); with a
-    "replica" column the bootstrap is two-stage (trained replicas, then seed × level cells within them).
-    untestable: a further premise reason (e.g. :func:`claim_ranking`'s chance-level check), used when the premises
-    above hold. The claim function with its null is :func:`claim_ranking`.
-    """
-    ranks, oriented = _cells(cells, group, value, "micro rank"), _cells(cells, group, value, "oriented micro")
-    for name in (target, baseline):
-        if name not in ranks:
-            raise ValueError(f"{name!r} is not among the methods of the cells ({list(ranks)})")
-    comparisons = verdicts.compare(ranks, target=target, higher_is_better=False, seed=seed, n_boot=N_BOOT,
-                                   groups=_replicas(cells, group, value))
-    why = verdicts.first_reason(_baseline_premise(oriented, target, baseline, tol), untestable)
-    return verdicts.from_comparison(comparisons, untestable=why), comparisons
+    return _apply(v, premise)
 
 
-def ablation_verdict(cells: pd.DataFrame, *, group: str, value, chain: Sequence[str] = (
-        "Fidelity", "Fidelity+Fine-tune", "F-Fidelity"), tol: float = 0.05, seed: int = 0,
-                     untestable: str | None = None) -> tuple[verdicts.Verdict, dict[str, verdicts.Comparison]]:
-    """Verdict of App. D.7's ablation "each step of ``chain`` improves on the one before" (Fidelity <
-    Fidelity+Fine-tune < F-Fidelity) on the oriented micro correlations of :func:`micro_cells`.
+def _mechanism_text(premise) -> str:
+    from faithlab.protocols.ffidelity.image_claims import _premise_text
 
-    Micro, not macro: with six explainers the macro correlation takes few values and saturates at ±1. Premise: not
-    testable when a consecutive pair shares fewer than 2 cells with defined correlations, the last method's are
-    undefined or the first is already within ``tol`` of +1. Decision: a paired bootstrap over seeds × levels
-    (two-stage with a "replica" column) for each consecutive pair, each step a setting of
-    :func:`faithlab.verdicts.from_settings` (all of them for the full claim, one for a part; a tie is undecided).
-    Returns the verdict and the comparisons keyed "<later> vs <earlier>" (empty when not testable).
-    untestable: a further premise reason (:func:`claim_ablation`'s chance-level check), used when those above hold.
-    """
-    oriented = _cells(cells, group, value, "oriented micro")
-    missing = [m for m in chain if m not in oriented]
-    if len(chain) < 2 or missing:
-        raise ValueError(f"chain must name at least two methods of the cells, missing {missing}")
-    pairs = list(zip(chain, chain[1:]))
-    why = verdicts.first_reason(
-        *(f"{a} and {b} share fewer than 2 seed × level cells with defined correlations"
-          for a, b in pairs if int((oriented[a].isfinite() & oriented[b].isfinite()).sum()) < 2),
-        _baseline_premise(oriented, chain[-1], chain[0], tol), untestable)
-    what = "steps of " + " → ".join(chain)
-    if why is not None:
-        return verdicts.from_settings([], reproduced=1.0, partly=1 / len(pairs), untestable=why, what=what), {}
-    groups = _replicas(cells, group, value)
-    comparisons = {f"{b} vs {a}": verdicts.bootstrap_diff(oriented[b], oriented[a], seed=seed, groups=groups,
-                                                                 n_boot=N_BOOT)
-                   for a, b in pairs}
-    result = verdicts.from_settings(list(comparisons.values()), reproduced=1.0, partly=1 / len(pairs), what=what)
-    steps = "; ".join(f"{k}: {c.outcome} ({c.mean:+.3f} [{c.low:+.3f}, {c.high:+.3f}])" for k, c in comparisons.items())
-    return result.with_why(f"{result.why} — 95 % bootstrap interval over (replicas,) seeds × levels: {steps}"), \
-        comparisons
-
+    return _premise_text(premise)
 
 
 # ---- ranking, variants, plateau and sensitivity claims
@@ -385,145 +339,148 @@ def _chance_premise(chance: pd.DataFrame) -> tuple[str, str | None]:
     return text, why
 
 
-def claim_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value, methods: Sequence[str] | None = None,
-                  target: str = "F-Fidelity", baseline: str = "Fidelity", label: str = "F1",
-                  source: str = "Tables 1-2", paper_value: str = "", tol: float = 0.05, seed: int = 0,
-                  paper: str | None = None
-                  ) -> verdicts.Claim:
-    """Claim "``target`` recovers the ground-truth explainer ranking better than the other methods" for one
-    ``group == value`` (an explainer, or a model), Tables 1–2, 5, 10 of F-Fidelity.
+RANKING_RULES = ("F1", "F7")
+"""The rules of the image ranking claims: Tables 1–2 (F1) and Tables 5, 10 (F7), one rule with each table's
+margin."""
 
-    cells: :func:`micro_cells` (with a "replica" column when the notebook trains replicas: one trained classifier and
-    its fine-tuned and ROAR models per replica); null: :func:`ground_truth_null` of the same curves (with the same
-    replica column). methods: the compared methods (default: those of the cells with a micro rank). Premise:
-    ``baseline``'s oriented micro correlation is not within ``tol`` of the ideal +1 and the target's is defined
-    (:func:`ranking_verdict`); null: at least one method's mean GT micro correlation lies beyond its 95 % chance range
-    under a permuted ground-truth order, else no method sees the ground truth and the ranks compare noise. Decision
-    (:func:`ranking_verdict`): paired two-stage bootstrap (replicas, then seed × level cells; generator ``seed``) of
-    the target's mean micro rank minus each other method's, each comparison a win, tie or loss, turned into the
-    verdict by :func:`faithlab.verdicts.from_comparison` (whose generated text states the share). Table: one row per
-    method (GT micro, its chance range, mean micro rank, the comparison with the target)."""
-    paper_value = paper_value if paper is None else paper  # out.claim keeps paper_value= for itself
+
+def claim_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value, n_images: int,
+                  methods: Sequence[str] | None = None, rule_id: str = "F1", target: str = "F-Fidelity",
+                  baseline: str = "Fidelity", source: str = "Tables 1-2", mechanism: verdicts.Premise | None = None,
+                  tol: float = 0.05, paper: str = "") -> verdicts.Claim:
+    """Claim "``target`` recovers the ground-truth explainer ranking better than every other method" for one
+    ``group == value`` (an explainer, or a model): F1 (Tables 1–2) or F7 (Tables 5, 10), by the rule ``rule_id``.
+
+    cells: :func:`micro_cells` with a "replica" column (one trained classifier and its fine-tuned and ROAR models
+    per replica; at least 2); null: :func:`ground_truth_null` of the same curves. n_images: test images per
+    replica (the units behind each replica's statistic). methods: the compared methods (default: those with a
+    micro rank). Statistic per competitor: its mean micro rank minus the target's, averaged over the degradation
+    seeds and sparsity levels of each replica (:func:`replica_means`), a t interval on the replica values
+    (:func:`faithlab.verdicts.replica_judgement`) against the rule's margin; every competitor must be beaten.
+    Premises: ``baseline``'s oriented micro correlation is not within ``tol`` of +1 and the target's is defined; at
+    least one method's mean GT micro correlation lies beyond its 95 % chance range under a permuted ground-truth
+    order (else the ranks compare noise); ``mechanism``, the data's FF.OOD premise. Raises ValueError with fewer
+    than 2 replicas. Table: one row per method (GT micro, its chance range, mean micro rank, the judged difference)."""
+    if rule_id not in RANKING_RULES:
+        raise ValueError(f"rule_id must be one of {RANKING_RULES}, got {rule_id!r}")
+    rule = verdicts.rule(rule_id)
     part = cells[cells[group] == value]
     if part.empty:
         raise ValueError(f"{group} {value!r} is not in the cells (have {sorted(cells[group].unique())})")
-    if methods is None:
-        methods = list(dict.fromkeys(part.loc[part["micro rank"].notna(), "method"]))
-    part = part[part["method"].isin(list(methods))]
-    chance = _chance_table(part, null, group=group, value=value, methods=methods)
+    if methods is None:  # the methods ranked together (the ablation's extra method has no micro rank)
+        ranked = part.groupby("method", sort=False)["micro rank"].apply(lambda v: v.notna().any())
+        methods = list(ranked.index[ranked]) if ranked.any() else list(ranked.index)
+    ranks = replica_means(cells, group=group, value=value, column="micro rank", methods=methods)
+    _two_replicas(ranks, "claim_ranking")
+    oriented = replica_means(cells, group=group, value=value, column="oriented micro", methods=methods).mean()
+    chance = _chance_table(part[part["method"].isin(list(methods))], null, group=group, value=value,
+                           methods=methods)
     null_text, null_why = _chance_premise(chance)
-    v, comps = ranking_verdict(part, group=group, value=value, target=target, baseline=baseline, tol=tol,
-                               seed=seed, untestable=null_why)
-    means = part.groupby("method")[["micro rank", "oriented micro"]].mean()
-    comparison = pd.DataFrame(verdicts.comparison_table(comps, target=target))
-    table = chance.assign(**{"mean micro rank": chance["method"].map(means["micro rank"])}).merge(
-        comparison.drop(columns="target").rename(columns={"competitor": "method"}), on="method", how="left")
+    untestable = verdicts.first_reason(_baseline_premise(oriented, target, baseline, tol), null_why)
     others = [m for m in methods if m != target]
-    n_rep = int(part["replica"].nunique()) if "replica" in part.columns else 1
+    units = int(n_images) * len(ranks)
+    judged = {m: replica_judgement((ranks[m] - ranks[target]).to_numpy(float), rule, units=units,
+                                   what=f"{m} − {target}") for m in others}
+    v = _mechanism(verdicts.decide(judged, rule, untestable=untestable), mechanism)
+    rows = pd.DataFrame(verdicts.judgement_table(judged)).rename(columns={"cell": "comparison"})
+    rows["method"] = others
+    table = chance.assign(**{"mean micro rank": chance["method"].map(ranks.mean())}).merge(
+        rows.drop(columns=[c for c in ("replicas", "units") if c in rows.columns]), on="method", how="left")
     return verdicts.Claim(
-        f"{label} ({value}): {target} recovers the ground-truth explainer ranking better than "
-        f"{', '.join(others)} ({source})",
-        rule=f"unit: a degradation seed × sparsity level of one trained replica ({n_rep} replicas); per unit the micro "
-             f"rank of each method among the compared ones (mean over the 3 correlations, lower is better); statistic: "
-             f"{target}'s mean micro rank minus each competitor's, with a two-stage bootstrap interval (2000 "
-             f"resamples, 95 %: replicas, then units); the paper's direction: {target} ranked best; margin 0",
-        premise=f"{baseline}'s oriented micro correlation ({means.loc[baseline, 'oriented micro']:.2f}) must not be "
-                f"within {tol:g} of the ideal +1; {null_text}",
-        paper_value=paper_value,
-        our_value="mean micro rank over 3 correlations: " + ", ".join(
-            f"{m} {means.loc[m, 'micro rank']:.2f}" for m in methods),
-        verdict=v, table=table, kind="paper", units=_units(part, group, value, methods))
+        f"{rule_id} ({value}): {target} recovers the ground-truth explainer ranking better than "
+        f"{', '.join(others)} ({source})", rule=rule,
+        premise=_mechanism_text(mechanism) + f"{baseline}'s oriented micro correlation ({oriented[baseline]:.2f}) "
+                f"must not be within {tol:g} of the ideal +1; {null_text}",
+        paper_value=paper,
+        our_value="mean micro rank over 3 correlations: " + ", ".join(f"{m} {ranks[m].mean():.2f}" for m in methods)
+                  + f" ({len(ranks)} replicas)",
+        verdict=v, table=table, units=units, kept_replicas=len(ranks))
 
 
-def claim_lerf_near_one(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
-                        target: str = "F-Fidelity", label: str = "F2", source: str = "Tables 1-2",
-                        reproduced: float = 0.8, partly: float = 0.5, seed: int = 0) -> verdicts.Claim:
-    """Claim "the LeRF vs GT correlation of ``target`` is ≈ +1" (Tables 1–2; ``source`` ends the claim text) for one
-    ``group == value``.
+def claim_lerf_near_one(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value, n_images: int,
+                        target: str = "F-Fidelity", source: str = "Tables 1-2",
+                        mechanism: verdicts.Premise | None = None) -> verdicts.Claim:
+    """Claim F2: "the LeRF vs GT correlation of ``target`` is close to +1" (Tables 1–2; ``source`` ends the claim
+    text) for one ``group == value``, by its rule (``verdicts.rule("F2")``).
 
-    cells: :func:`micro_cells` (its "LeRF micro" column: one LeRF vs GT micro correlation per (replica,) degradation
-    seed and level; the paper reports macro 1.00 and micro 0.98–1.00, and a macro correlation per seed gives too few
-    units for an interval); null: :func:`ground_truth_null`. Premise and null: the target's mean GT micro correlation
-    must lie beyond its 95 % chance range under a permuted ground-truth order, else the target does not see the ground
-    truth here (not testable); an undefined statistic is not testable. Decision
-    (:func:`faithlab.verdicts.verdict` with the interval): the mean over units with its two-stage bootstrap interval
-    (replicas, then units; generator ``seed``) against ``reproduced`` (≈ +1: our convention, 0.8) and ``partly``."""
-    part = cells[(cells[group] == value) & (cells["method"] == target)]
-    if part.empty:
-        raise ValueError(f"cells hold no rows of {target!r} for {group} {value!r}")
-    part = part.sort_values(_order(part))
-    x = torch.tensor(part["LeRF micro"].to_numpy(dtype=float), dtype=torch.float64)
-    groups = part["replica"].to_numpy() if "replica" in part.columns else None
-    keep = ~x.isnan()
-    observed = float(x[keep].mean()) if bool(keep.any()) else float("nan")
+    cells: :func:`micro_cells` with a "replica" column (at least 2); null: :func:`ground_truth_null`. Statistic:
+    the target's "LeRF micro" correlation averaged over the degradation seeds and sparsity levels of each replica,
+    a t interval on the replica values against the rule's margin. Premises: the target's mean GT micro
+    correlation lies beyond its 95 % chance range under a permuted ground-truth order (else it does not see the
+    ground truth here); ``mechanism``. Raises ValueError with fewer than 2 replicas."""
+    rule = verdicts.rule("F2")
+    lerf = replica_means(cells, group=group, value=value, column="LeRF micro", methods=[target])[target]
+    _two_replicas(lerf, "claim_lerf_near_one")
     chance = _chance_table(cells[cells[group] == value], null, group=group, value=value, methods=[target])
     row = chance.iloc[0]
     untestable = verdicts.first_reason(
-        verdicts.undefined(observed, what="the LeRF vs GT micro correlation"),
-        None if int(keep.sum()) >= 2 else "fewer than 2 units with a defined LeRF vs GT correlation",
+        verdicts.undefined(float(lerf.mean()), what="the LeRF vs GT micro correlation"),
         None if bool(row["beyond chance"]) else
         f"{target}'s GT micro correlation ({row['GT micro']:.3f}) lies within its chance range "
         f"[{row['chance low']:.3f}, {row['chance high']:.3f}] with the {_PERMUTED}")
-    interval = None
-    if untestable is None:
-        codes = None if groups is None else verdicts._group_codes(groups[keep.numpy()], int(keep.sum()))
-        draws = verdicts.hierarchical_means(x[keep], groups=codes, n_boot=N_BOOT, seed=seed)
-        interval = tuple(torch.quantile(draws, torch.tensor([0.025, 0.975], dtype=torch.float64)).tolist())
-    v = verdicts.verdict(observed, reproduced=f">= {reproduced}", partly=f">= {partly}", untestable=untestable,
-                         interval=interval if interval is not None else (observed, observed),
-                         what=f"the mean LeRF vs GT micro correlation")
-    table = pd.DataFrame([{group: value, "method": target, "LeRF vs GT micro": observed,
-                           "low": interval[0] if interval else float("nan"),
-                           "high": interval[1] if interval else float("nan"), "units": int(keep.sum()),
-                           "GT micro": row["GT micro"], "chance low": row["chance low"],
-                           "chance high": row["chance high"]}])
+    units = int(n_images) * len(lerf)
+    j = replica_judgement(lerf.to_numpy(float), rule, units=units, what=f"{target} LeRF vs GT micro")
+    untestable = untestable or (None if j is not None else "fewer than 2 replicas with a defined LeRF vs GT "
+                                                              "correlation")
+    v = _mechanism(verdicts.decide([j], rule, untestable=untestable), mechanism)
+    nan = float("nan")
+    i = j.interval if j is not None else verdicts.Interval(nan, nan, nan, 0.95, rule.interval, units, len(lerf))
+    table = pd.DataFrame([{group: value, "method": target, "LeRF vs GT micro": i.estimate, "low": i.low,
+                           "high": i.high, "margin": rule.margin_for(), "outcome": j.outcome if j else "undefined",
+                           "replicas": i.replicas, "units": units, "GT micro": row["GT micro"],
+                           "chance low": row["chance low"], "chance high": row["chance high"]}])
     return verdicts.Claim(
-        f"{label} ({value}): {target}'s LeRF vs GT correlation is ≈ +1 ({source})",
-        rule="unit: a degradation seed × sparsity level of one trained replica; statistic: the mean LeRF vs GT micro "
-             "correlation with a two-stage bootstrap interval (replicas, then units; 95 %); the paper's direction: "
-             f"near +1; margins (ours): {reproduced:g} for ≈ +1, {partly:g} for a part of it",
-        premise=f"null: {target}'s mean GT micro correlation must lie beyond its 95 % chance range with the "
-                f"{_PERMUTED} ({row['GT micro']:.2f} against [{row['chance low']:.2f}, {row['chance high']:.2f}])",
-        paper_value="1.00", our_value=f"{observed:.2f}" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval
-                                                          else ""),
-        verdict=v, table=table, kind="paper", units=int(keep.sum()))
+        f"F2 ({value}): {target}'s LeRF vs GT correlation is ≈ +1 ({source})", rule=rule,
+        premise=_mechanism_text(mechanism) + f"null: {target}'s mean GT micro correlation must lie beyond its 95 % "
+                f"chance range with the {_PERMUTED} ({row['GT micro']:.2f} against [{row['chance low']:.2f}, "
+                f"{row['chance high']:.2f}])",
+        paper_value="1.00", our_value=f"{i.estimate:.2f} [{i.low:.2f}, {i.high:.2f}] ({i.replicas} replicas)",
+        verdict=v, table=table, units=units, kept_replicas=len(lerf))
 
 
-def claim_ablation(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value, chain: Sequence[str] = (
-        "Fidelity", "Fidelity+Fine-tune", "F-Fidelity"), label: str = "F3", tol: float = 0.05, seed: int = 0
-                   ) -> verdicts.Claim:
-    """Claim of App. D.7 (Fig. 3): each step of ``chain`` improves on the one before (Fidelity < Fidelity +
-    fine-tune < F-Fidelity), for one ``group == value``.
+def claim_ablation(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value, n_images: int,
+                   chain: Sequence[str] = ("Fidelity", "Fidelity+Fine-tune", "F-Fidelity"),
+                   mechanism: verdicts.Premise | None = None, tol: float = 0.05) -> verdicts.Claim:
+    """Claim F3 of App. D.7 (Fig. 3), two named parts: fine-tuning alone improves Fidelity (F3.finetune:
+    ``chain[1]`` above ``chain[0]``) and F-Fidelity improves further (F3.ffid: ``chain[2]`` above ``chain[1]``),
+    for one ``group == value``, by the rules F3.finetune, F3.ffid and F3 (parts).
 
-    cells: :func:`micro_cells` holding every method of the chain; null: :func:`ground_truth_null`. Premise (as
-    :func:`ablation_verdict`): each consecutive pair shares at least 2 seed × level cells with defined correlations
-    and the first method is not within ``tol`` of +1; null: at least one method of the chain has a mean GT micro
-    correlation beyond its chance range under a permuted ground-truth order. Decision (:func:`ablation_verdict`):
-    a paired two-stage bootstrap (95 %; replicas, then cells; generator ``seed``) of the oriented micro correlation
-    for each step, the steps decided by :func:`faithlab.verdicts.from_settings`. Table: the methods' chance rows and
-    the steps."""
+    cells: :func:`micro_cells` holding every method of the chain, with a "replica" column (at least 2); null:
+    :func:`ground_truth_null`. Per part: the later method's oriented micro correlation minus the earlier's, averaged
+    over the seeds and levels of each replica, a t interval on the replica values against the part's margin.
+    Premises: the first method is not within ``tol`` of +1 and the last is defined; at least one method of the chain
+    has a mean GT micro correlation beyond its chance range; ``mechanism``. Raises ValueError with fewer than 2
+    replicas."""
+    if len(chain) != 3:
+        raise ValueError(f"chain must name the three methods of the ablation, got {list(chain)}")
+    rule = verdicts.rule("F3")
+    parts = {p: verdicts.rule(p) for p in rule.parts}
+    oriented = replica_means(cells, group=group, value=value, column="oriented micro", methods=chain)
+    _two_replicas(oriented, "claim_ablation")
     part = cells[(cells[group] == value) & cells["method"].isin(list(chain))]
-    if part.empty:
-        raise ValueError(f"{group} {value!r} with the methods {list(chain)} is not in the cells")
     chance = _chance_table(part, null, group=group, value=value, methods=chain)
     null_text, null_why = _chance_premise(chance)
-    v, comps = ablation_verdict(part, group=group, value=value, chain=chain, tol=tol, seed=seed, untestable=null_why)
-    oriented = part.groupby("method")["oriented micro"].mean()
-    steps = pd.DataFrame([{"method": k, "mean difference": c.mean, "low": c.low, "high": c.high,
-                           "outcome": c.outcome, "units": c.n} for k, c in comps.items()])
-    table = pd.concat([chance.assign(**{"oriented micro": chance["method"].map(oriented)}), steps],
+    untestable = verdicts.first_reason(_baseline_premise(oriented.mean(), chain[-1], chain[0], tol), null_why)
+    units = int(n_images) * len(oriented)
+    steps = dict(zip(rule.parts, zip(chain, chain[1:])))
+    judged = {p: replica_judgement((oriented[b] - oriented[a]).to_numpy(float), parts[p], units=units,
+                                   what=f"{b} − {a}") for p, (a, b) in steps.items()}
+    decided = {p: _mechanism(verdicts.decide([j], parts[p], untestable=untestable), mechanism)
+               for p, j in judged.items()}
+    v = verdicts.decide_parts(decided, rule)
+    rows = pd.DataFrame(verdicts.judgement_table(judged)).rename(columns={"cell": "part"})
+    rows["part verdict"] = [str(decided[p]) for p in judged]
+    table = pd.concat([chance.assign(**{"oriented micro": chance["method"].map(oriented.mean())}), rows],
                       ignore_index=True)
     return verdicts.Claim(
-        f"{label} ({value}): Ablation: {chain[1]} beats {chain[0]} and {chain[-1]} beats both (App. D.7, Fig. 3)",
-        rule="unit: a degradation seed × sparsity level of one trained replica; per step of " + " → ".join(chain)
-             + ", the later method's oriented micro correlation minus the earlier's, with a two-stage bootstrap "
-             "interval (2000 resamples, 95 %: replicas, then units); the paper's direction: every step improves; "
-             "margin 0",
-        premise=f"{chain[0]}'s oriented micro correlation ({oriented[chain[0]]:.2f}) must not be within {tol:g} of the "
-                f"ideal +1, each step needs 2 cells with defined correlations; {null_text}",
+        f"F3 ({value}): Ablation: {chain[1]} beats {chain[0]} and {chain[-1]} beats both (App. D.7, Fig. 3)",
+        rule=rule,
+        premise=_mechanism_text(mechanism) + f"{chain[0]}'s oriented micro correlation "
+                f"({oriented[chain[0]].mean():.2f}) must not be within {tol:g} of the ideal +1; {null_text}",
         paper_value="F-Fid > Fid+FT > Fid on all three correlations (Fig. 3)",
-        our_value="micro oriented mean " + ", ".join(f"{m} {oriented[m]:.2f}" for m in chain), verdict=v,
-        table=table, kind="paper", units=_units(part, group, value, chain))
+        our_value="micro oriented mean " + ", ".join(f"{m} {oriented[m].mean():.2f}" for m in chain)
+                  + f" ({len(oriented)} replicas)",
+        verdict=v, table=table, units=units, kept_replicas=len(oriented))
 
 
 def record_claim(out, spec: tuple, *, note: str) -> verdicts.Claim:

@@ -15,7 +15,6 @@ import torch
 from torch import nn
 
 from faithlab import recipes, verdicts
-from faithlab.protocols.ffidelity.robustness import capped_settings
 
 
 # ---- the series and text models shared by two notebooks
@@ -107,43 +106,18 @@ def glue_key(label: str) -> str:
 
 
 # ---------------------------------------------------------------------------------- series and text rankings
-def _order(part: pd.DataFrame) -> list[str]:
-    return ["replica", "seed", "level"] if "replica" in part.columns else ["seed", "level"]
-
-
-def _method_units(cells: pd.DataFrame, group: str, value, column: str) -> dict[str, torch.Tensor]:
-    """``{method: column}`` of the :func:`micro_cells` rows of ``group == value``, each ordered by replica (when the
-    cells carry one), seed and level."""
-    part = cells[cells[group] == value]
-    if part.empty:
-        raise ValueError(f"{group} {value!r} is not in the cells (have {sorted(cells[group].unique())})")
-    return {m: torch.tensor(v.sort_values(_order(v))[column].to_numpy(dtype="float64"))
-            for m, v in part.groupby("method", sort=False)}
-
-
-def _replicas_of(cells: pd.DataFrame, group: str, value, method: str):
-    """The replica of each unit :func:`_method_units` returns for ``method`` (same order), or None without replicas."""
-    if "replica" not in cells.columns:
-        return None
-    part = cells[(cells[group] == value) & (cells["method"] == method)]
-    return part.sort_values(_order(part))["replica"].astype(str).to_numpy()
-
-
-def _replica_note(cells: pd.DataFrame) -> str:
-    n = cells["replica"].nunique() if "replica" in cells.columns else 1
-    return (f"{n} independently trained replicas per model, bootstrap over replicas then seeds × levels" if n > 1
-            else "one trained model per setting: the interval resamples seeds × levels only, not training runs")
-
-
 def _gt_chance(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value, method: str
                ) -> tuple[float, verdicts.Null | None]:
     """One method's mean "GT micro" correlation (:func:`micro_cells`) and its chance level under a permuted
-    ground-truth order (:func:`ground_truth_null`'s draws; None when fewer than 20 are defined)."""
+    ground-truth order (:func:`ground_truth_null`'s draws, each averaged over the replicas; None when fewer than 20
+    are defined)."""
+    from faithlab.protocols.ffidelity.ranking import _draws
+
     observed = float(cells.loc[(cells[group] == value) & (cells["method"] == method), "GT micro"].mean())
-    draws = null.loc[(null[group] == value) & (null["method"] == method), "GT micro"].dropna()
     if not len(null.loc[(null[group] == value) & (null["method"] == method)]):
         raise ValueError(f"null holds no draws for {group} {value!r}, method {method!r}: pass ground_truth_null's "
                          "frame of the same curves")
+    draws = _draws(null, group, value, method, "GT micro").dropna()
     what = "ground-truth order permuted over the explainers"
     return observed, (verdicts.Null(what, tuple(draws.tolist())) if len(draws) >= 20 else None)
 
@@ -152,149 +126,136 @@ def _range(value: float, null: verdicts.Null | None) -> str:
     return f"{value:.2f} (chance " + ("undefined" if null is None else f"[{null.low:.2f}, {null.high:.2f}]") + ")"
 
 
-def claim_series_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, models: Sequence[str], group: str = "model",
-                         methods: Sequence[str] = ("Fidelity", "ROAR", "R-Fidelity", "F-Fidelity"),
-                         target: str = "F-Fidelity", baseline: str = "Fidelity", tol: float = 0.05,
-                         paper: str = "", n_boot: int = 2000, seed: int = 0) -> verdicts.Claim:
-    """Tables 3 and 6 (time series): ``target`` recovers the degraded-explainer ranking at least as well as the
-    other ``methods``, decided over the series ``models`` (values of ``group``).
+def claim_series_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, models: Sequence[str], n_inputs: int,
+                         group: str = "model", competitors: Sequence[str] = ("Fidelity", "ROAR"),
+                         target: str = "F-Fidelity", baseline: str = "Fidelity",
+                         mechanisms: Mapping[str, verdicts.Premise] | None = None, tol: float = 0.05,
+                         paper: str = "") -> verdicts.Claim:
+    """Tables 3 and 6 (time series): ``target`` ranks the degraded explainers better than ``competitors`` (the
+    paper: "F-Fidelity and R-Fidelity outperform Fidelity and ROAR"), over the series ``models`` (values of
+    ``group``), by its rule (``verdicts.rule("Series.ranking")``).
 
-    cells: :func:`micro_cells` (units: seeds × levels; with a ``replica`` column, of several trained models per
-    setting); null: :func:`ground_truth_null` of the same curves.
-    Premise and null, per model (decided before the outcome): at least one method's mean GT micro correlation
-    (−MoRF vs GT, +LeRF vs GT) lies above its 95 % chance range under a permuted ground-truth order (with a handful
-    of explainers a Spearman ρ has a wide chance range; when no method recovers the order the ranks compare noise),
-    and ``baseline``'s oriented micro correlation is not within ``tol`` of the ideal +1 (nothing could beat it); a
-    model failing either is not testable and leaves the settings. Outcome: per testable model × competitor, a
-    paired bootstrap over seeds × levels (two-stage with replicas, 95 %) of the competitor's mean micro rank minus
-    the target's, against the margin 0 (the paper's direction: the target ranks better, lower); a pair holds above
-    0, fails below, and is undecided while its interval holds 0. :func:`faithlab.verdicts.from_settings` over the
-    pairs; a pair where the target ranks significantly worse caps a reproduced verdict at partly (the paper's claim
-    is "at least as well"). Table: one row per model × competitor.
-    """
+    cells: :func:`micro_cells` with a "replica" column (at least 2; micro ranks among the four methods); null:
+    :func:`ground_truth_null` of the same curves. n_inputs: test series per replica. Per model × competitor: the
+    competitor's mean micro rank minus the target's, averaged over the seeds and levels of each replica, a t interval
+    on the replica values against the rule's margin; every cell of the testable models must hold. Premises, per
+    model (a model failing one leaves): some method's mean GT micro correlation lies above its 95 % chance range
+    under a permuted ground-truth order; ``baseline``'s oriented micro correlation is not within ``tol`` of +1; its
+    FF.OOD premise (``mechanisms[model]``) holds (undecided: the claim is inconclusive). Raises ValueError with
+    fewer than 2 replicas. Table: one row per model × competitor."""
+    from faithlab.protocols.ffidelity.image_claims import _apply
+    from faithlab.protocols.ffidelity.ranking import _two_replicas, replica_judgement, replica_means
+
+    rule = verdicts.rule("Series.ranking")
     if not models:
         raise ValueError("models must name at least one series model of the cells")
-    others = [m for m in methods if m != target]
-    rows, holds, losses, reasons, chance_texts, ours, units = [], [], [], [], [], [], []
+    rows, cells_judged, reasons, chance_texts, ours, undecided, kept = [], {}, [], [], [], [], []
+    methods = [*competitors, target]
     for model in models:
-        ranks = _method_units(cells, group, model, "micro rank")
-        oriented = _method_units(cells, group, model, "oriented micro")
-        missing = [m for m in methods if m not in ranks]
-        if missing:
-            raise ValueError(f"the cells of {model!r} lack the methods {missing}")
-        chance = {m: _gt_chance(cells, null, group=group, value=model, method=m) for m in methods}
-        above = [m for m, (x, n) in chance.items() if n is not None and x > n.high]  # False for NaN
+        ranks = replica_means(cells, group=group, value=model, column="micro rank", methods=methods)
+        _two_replicas(ranks, "claim_series_ranking")
+        oriented = replica_means(cells, group=group, value=model, column="oriented micro", methods=[baseline]).mean()
+        chance = {m: _gt_chance(cells, null, group=group, value=model, method=m)
+                  for m in dict.fromkeys([*methods, *cells.loc[cells[group] == model, "method"]])}
+        above = [m for m, (x, n) in chance.items() if n is not None and x > n.high]
+        premise = (mechanisms or {}).get(model)
         reason = verdicts.first_reason(
-            None if len(ranks[target]) >= 2 else "fewer than 2 seed × level cells",
             None if above else "no method's correlation with the ground-truth order lies above its chance range "
                                "(permuted order), so the ranks compare noise",
-            verdicts.at_ideal(oriented[baseline].nanmean(), ideal=1.0, tol=tol,
-                              what=f"{baseline}'s oriented micro correlation"))
+            verdicts.at_ideal(oriented[baseline], ideal=1.0, tol=tol, what=f"{baseline}'s oriented micro correlation"),
+            None if premise is None or premise.holds is not False else f"FF.OOD fails: {premise.text}")
         if reason is not None:
             reasons.append(f"{model}: {reason}")
+        elif premise is not None and premise.holds is None:
+            undecided.append(premise)
         chance_texts.append(f"{model}: " + ", ".join(f"{m} {_range(x, n)}" for m, (x, n) in chance.items())
                             + f"; above chance: {', '.join(above) or 'none'}")
-        ours.append(f"{model}: " + ", ".join(f"{m} {float(ranks[m].mean()):.2f}" for m in methods))
-        if len(ranks[target]) < 2:
-            continue
-        comparisons = verdicts.compare({m: ranks[m] for m in methods}, target=target, higher_is_better=False,
-                                       n_boot=n_boot, seed=seed,
-                                       groups=_replicas_of(cells, group, model, target))
-        for name, c in comparisons.items():
+        ours.append(f"{model}: " + ", ".join(f"{m} {ranks[m].mean():.2f}" for m in methods))
+        units = int(n_inputs) * len(ranks)
+        nan = float("nan")
+        for m in competitors:
+            j = replica_judgement((ranks[m] - ranks[target]).to_numpy(float), rule, units=units,
+                                  what=f"{model}: {m} − {target}")
             if reason is None:
-                holds.append(c)
-                units.append(c.n)
-                losses += [f"{model} vs {name}"] if c.outcome == "loss" else []
-            rows.append({group: model, "competitor": name, f"{target} rank": float(ranks[target].mean()),
-                         "competitor rank": float(ranks[name].mean()), "mean difference": c.mean, "low": c.low,
-                         "high": c.high, "outcome": c.outcome, "units": c.n,
-                         f"{target} GT micro": chance[target][0], "competitor GT micro": chance[name][0],
-                         "testable": reason is None,
-                         "holds": ("holds" if c.outcome == "win" else "fails" if c.outcome == "loss" else "undecided")
-                         if reason is None else "not testable"})
-    what = "model × competitor pairs"
-    if holds:
-        flags = [True if c.outcome == "win" else False if c.outcome == "loss" else None for c in holds]
-        v = capped_settings(flags, capped=bool(losses), what=what)
-        if losses:
-            v = v.with_why(f"{v.why} (significantly worse in {', '.join(losses)})")
-    else:
-        v = verdicts.from_settings([], untestable="; ".join(reasons) or "no testable model", what=what)
+                cells_judged[f"{model} vs {m}"] = j
+                kept.append(len(ranks))
+            rows.append({group: model, "competitor": m, f"{target} rank": float(ranks[target].mean()),
+                         "competitor rank": float(ranks[m].mean()), "difference": j.interval.estimate if j else nan,
+                         "low": j.interval.low if j else nan, "high": j.interval.high if j else nan,
+                         "margin": rule.margin_for(),
+                         "outcome": (j.outcome if j else "undefined") if reason is None else "not testable",
+                         "replicas": len(ranks),
+                         "units": units, "testable": reason is None})
+    untestable = None if cells_judged else "; ".join(reasons) or "no testable model"
+    v = verdicts.decide(cells_judged, rule, untestable=untestable)
+    for premise in undecided:
+        v = _apply(v, premise)
     return verdicts.Claim(
-        f"Time series: {target} recovers the degraded-explainer ranking at least as well as {', '.join(others)} "
-        "(Tables 3, 6)",
-        rule=f"per series model and competitor, the competitor's mean micro rank (3 correlations) minus {target}'s, "
-             f"paired bootstrap over seeds × levels (95 %; {_replica_note(cells)}), against the margin 0 (the "
-             f"paper's direction: {target} ranks better, lower); a pair is undecided while its interval holds 0; "
-             "decided over the pairs by the house shares, a pair significantly worse capping it at partly",
-        premise=f"per model, some method's mean GT micro correlation (−MoRF vs GT, +LeRF vs GT) lies above its "
-                f"95 % chance range with the ground-truth order permuted over the explainers, and {baseline}'s "
-                f"oriented micro correlation is not within {tol:g} of the ideal +1: " + "; ".join(chance_texts),
+        f"Time series: {target} ranks the degraded explainers better than {' and '.join(competitors)} (Tables 3, 6)",
+        rule=rule,
+        premise=f"per model: its FF.OOD check holds, some method's mean GT micro correlation (−MoRF vs GT, +LeRF vs "
+                f"GT) lies above its 95 % chance range with the ground-truth order permuted over the explainers, and "
+                f"{baseline}'s oriented micro correlation is not within {tol:g} of the ideal +1: "
+                + "; ".join(chance_texts) + (f"; left out: {'; '.join(reasons)}" if reasons else ""),
         paper_value=paper, our_value="mean micro rank over 3 correlations: " + "; ".join(ours), verdict=v,
-        table=pd.DataFrame(rows), kind="paper", units=min(units) if units else None)
+        table=pd.DataFrame(rows), units=min((j.interval.units for j in cells_judged.values() if j), default=None),
+        kept_replicas=min(kept, default=None))
 
 
-def claim_text_equivalence(cells: pd.DataFrame, null: pd.DataFrame, *, models: Sequence[str],
+def claim_text_equivalence(cells: pd.DataFrame, null: pd.DataFrame, *, models: Sequence[str], n_inputs: int,
                            counted: Sequence[str] | None = None, group: str = "model", a: str = "F-Fidelity",
-                           b: str = "Fidelity", margin: float = 0.1, paper: str = "", n_boot: int = 2000,
-                           seed: int = 0) -> verdicts.Claim:
-    """Tables 4 and 7 (text): the models are robust to removal, so ``b`` (Fidelity) ranks the explainers as well as
-    ``a`` (F-Fidelity).
+                           b: str = "Fidelity", paper: str = "") -> verdicts.Claim:
+    """Tables 4 and 7 (text): the models are robust to removal, so ``b`` (Fidelity) ranks the explainers about as
+    well as ``a`` (F-Fidelity), by its rule (``verdicts.rule("Text.equivalence")``).
 
     cells, null: as :func:`claim_series_ranking`. models: the text models shown (values of ``group``); counted:
     those that decide the verdict (default all; e.g. the paper's zero-embedding removal, with the pad-deletion
-    variant shown beside it). An equivalence test per model: paired bootstrap (two-stage with replicas, 95 %) over
-    seeds × levels of the a − b oriented micro correlation against the equivalence margin ±``margin`` (0.1 on a
-    correlation in [−1, 1]; the paper's largest text gap is 0.06); the model holds when the interval lies inside
-    ±margin ("equivalent"), fails when it lies entirely outside ("different") and is undecided across a margin.
-    Premise and null: both methods recover the ground-truth order above chance — their mean GT micro correlation
-    above its 95 % range under a permuted order — else two rankings at chance are "equal" by construction; a
-    counted model failing it is not testable and leaves the settings. :func:`faithlab.verdicts.from_settings` over
-    the testable counted models (undecided ones counted both ways). Table: one row per model.
-    """
+    variant shown beside it). Per model: ``a``'s oriented micro correlation minus ``b``'s, averaged over the seeds
+    and levels of each replica, a t interval on the replica values; the paper's direction: below the margin (a lead
+    of ``a`` smaller than the smallest meaningful one). Premise and null: both methods recover the ground-truth order
+    above chance — their mean GT micro correlation above its 95 % range under a permuted order — else two rankings
+    at chance are "equal" by construction; a counted model failing it leaves. Every testable counted model must
+    hold. Raises ValueError with fewer than 2 replicas. Table: one row per model."""
+    from faithlab.protocols.ffidelity.ranking import _two_replicas, replica_judgement, replica_means
+
+    rule = verdicts.rule("Text.equivalence")
     if not models:
         raise ValueError("models must name at least one text model of the cells")
     counted = list(models) if counted is None else [m for m in models if m in set(counted)]
-    rows, holds, reasons, texts, chance_texts, units = [], [], [], [], [], []
+    rows, judged, reasons, texts, chance_texts = [], {}, [], [], []
     for model in models:
-        oriented = _method_units(cells, group, model, "oriented micro")
-        for m in (a, b):
-            if m not in oriented:
-                raise ValueError(f"the cells of {model!r} lack the method {m!r}")
+        oriented = replica_means(cells, group=group, value=model, column="oriented micro", methods=[a, b])
+        _two_replicas(oriented, "claim_text_equivalence")
         chance = {m: _gt_chance(cells, null, group=group, value=model, method=m) for m in (b, a)}
         reason = verdicts.first_reason(
             *(None if n is not None and x > n.high else f"{m}'s GT micro correlation {_range(x, n)} is not above "
-              "chance (permuted ground-truth order)" for m, (x, n) in chance.items()),
-            None if int((oriented[a].isfinite() & oriented[b].isfinite()).sum()) >= 2 else
-            "fewer than 2 seed × level cells where both micro correlations are defined")
-        c = verdicts.bootstrap_diff(oriented[a], oriented[b], n_boot=n_boot, seed=seed,
-                                    groups=_replicas_of(cells, group, model, a)) if reason is None else None
-        outcome = ("untestable" if c is None else "equivalent" if -margin < c.low and c.high < margin
-                   else "different" if c.low > margin or c.high < -margin else "undecided")
+              "chance (permuted ground-truth order)" for m, (x, n) in chance.items()))
+        units = int(n_inputs) * len(oriented)
+        j = replica_judgement((oriented[a] - oriented[b]).to_numpy(float), rule, units=units,
+                              what=f"{model}: {a} − {b}")
+        reason = reason or (None if j is not None else "fewer than 2 replicas with defined correlations")
         if model in counted:
             if reason is None:
-                holds.append(True if outcome == "equivalent" else False if outcome == "different" else None)
-                units.append(c.n)
+                judged[model] = j
             else:
                 reasons.append(f"{model}: {reason}")
             chance_texts.append(f"{model}: " + ", ".join(f"{m} {_range(x, n)}" for m, (x, n) in chance.items()))
-        rows.append({group: model, "counted": model in counted, b: float(oriented[b].nanmean()),
-                     a: float(oriented[a].nanmean()), "difference": float((oriented[a] - oriented[b]).nanmean()),
-                     "low": float("nan") if c is None else c.low, "high": float("nan") if c is None else c.high,
-                     "outcome": outcome, f"{b} GT micro": chance[b][0], f"{a} GT micro": chance[a][0],
-                     "testable": reason is None, "why": reason or "", "holds": outcome == "equivalent"})
-        texts.append(f"{model}: {b} {rows[-1][b]:.2f}, {a} {rows[-1][a]:.2f}"
-                     + ("" if c is None else f", difference {c.mean:+.3f} [{c.low:+.3f}, {c.high:+.3f}]"))
-    v = verdicts.from_settings(holds, untestable=None if holds else "; ".join(reasons) or "no counted model",
-                               what="counted text models")
+        nan = float("nan")
+        i = j.interval if j is not None else verdicts.Interval(nan, nan, nan, 0.95, rule.interval, units,
+                                                                len(oriented))
+        rows.append({group: model, "counted": model in counted, b: float(oriented[b].mean()),
+                     a: float(oriented[a].mean()), "difference": i.estimate, "low": i.low, "high": i.high,
+                     "margin": rule.margin_for(), "outcome": j.outcome if reason is None else "not testable",
+                     f"{b} GT micro": chance[b][0], f"{a} GT micro": chance[a][0], "testable": reason is None,
+                     "why": reason or "", "replicas": i.replicas, "units": units})
+        texts.append(f"{model}: {b} {rows[-1][b]:.2f}, {a} {rows[-1][a]:.2f}, difference {i.estimate:+.3f} "
+                     f"[{i.low:+.3f}, {i.high:+.3f}]")
+    v = verdicts.decide(judged, rule, untestable=None if judged else "; ".join(reasons) or "no counted model")
     return verdicts.Claim(
-        f"Text: models are robust to removal, so {b} ≈ {a} in ranking explainers (Tables 4, 7)",
-        rule=f"per text model ({', '.join(counted)}), the {a} − {b} oriented micro correlation, paired bootstrap over "
-             f"seeds × levels (95 %; {_replica_note(cells)}), against the equivalence margin ±{margin:g} (the "
-             "paper's direction: equal); a model is equivalent inside the margin, different wholly outside it, "
-             "undecided across it; decided over the counted models by the house shares",
+        f"Text: models are robust to removal, so {b} ≈ {a} in ranking explainers (Tables 4, 7)", rule=rule,
         premise=f"both {a} and {b} recover the ground-truth order above chance: their mean GT micro correlation "
                 "(−MoRF vs GT, +LeRF vs GT) above its 95 % range with the order permuted over the explainers: "
                 + "; ".join(chance_texts),
         paper_value=paper, our_value="oriented micro correlation: " + "; ".join(texts), verdict=v,
-        table=pd.DataFrame(rows), kind="paper", units=min(units) if units else None)
+        table=pd.DataFrame(rows), units=min((j.interval.units for j in judged.values()), default=None),
+        kept_replicas=min((j.interval.replicas for j in judged.values()), default=None))

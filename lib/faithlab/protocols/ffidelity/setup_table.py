@@ -33,6 +33,11 @@ def _second(params: Mapping) -> CanvasModels:
     return CanvasModels(**{**params["canvas_models"], **params["second"]})
 
 
+def _colours(canvas: CanvasModels) -> str:
+    """How a setting's canvases are coloured, in a set-up table."""
+    return "saturated-colour" if canvas.saturated else "coloured" if canvas.color else "grey"
+
+
 def _model(name: str, width) -> str:
     """A model in a set-up table: its display name and width (``CNN (width 32)``)."""
     return f"{recipes.DISPLAY_NAMES.get(name, name)} (width {width:g})"
@@ -40,11 +45,12 @@ def _model(name: str, width) -> str:
 
 SETUP: tuple[Setting, ...] = (
     Setting("image data (Table 1)", "CIFAR-100", "ffidelity/images_ranking",
-            lambda p: f"{'coloured' if _canvas(p).color else 'grey'} digit canvases, {_canvas(p).image_size} px, "
+            lambda p: f"{_colours(_canvas(p))} digit canvases, {_canvas(p).image_size} px, r = {_canvas(p).r:g}, "
                       f"{'all' if _canvas(p).n_train is None else format(_canvas(p).n_train, ',')} train"),
     Setting("second image data (Table 2)", "Tiny-ImageNet (64 px, 200 classes)", "ffidelity/images_ranking",
-            lambda p: f"cluttered canvases, {_second(p).image_size} px, r = {_second(p).r:g}, "
-                      f"{_second(p).clutter} fragments" if p.get("second") else "not run"),
+            lambda p: f"{_colours(_second(p))} canvases, {_second(p).image_size} px, r = {_second(p).r:g}"
+                      + (f", {_second(p).clutter} fragments" if _second(p).clutter else "")
+                      if p.get("second") else "not run"),
     Setting("image model; epochs: training, fine-tuning, ROAR", "ResNet-9; 100, 100, 100", "ffidelity/images_ranking",
             lambda p: f"{_model(_canvas(p).model_name, _canvas(p).width)}; {_canvas(p).n_epochs}, "
                       f"{_canvas(p).n_finetune_epochs}, {_canvas(p).n_roar_epochs}"),
@@ -60,6 +66,8 @@ SETUP: tuple[Setting, ...] = (
     Setting("evaluation images; trained replicas", "10,000 (CIFAR-100), 2,000 (Tiny-ImageNet); 1",
             "ffidelity/images_ranking",
             lambda p: f"{p['n_test']:,} test canvases; {p.get('replicas', 1)} replicas per setting"),
+    Setting("trained replicas (series/text, robustness, size)", "1", "ffidelity/series_text",
+            lambda p: f"{p.get('replicas', 1)} per model"),
     Setting("series, text data (Tables 3–4, 6–7)", "PAM, Boiler; SST2, BoolQ", "ffidelity/series_text",
             lambda p: f"synthetic series of {_series_text(p).ts_length} steps; "
                       f"{_series_text(p).text_length}-token sentences"),
@@ -67,7 +75,8 @@ SETUP: tuple[Setting, ...] = (
             lambda p: "; ".join(", ".join(recipes.DISPLAY_NAMES.get(m, m) for m in names)
                                 for names in (_series_text(p).ts_models, _series_text(p).text_models))),
     Setting("plateau (Fig. 4): r × β", "colored-MNIST, 5 r × 3 β", "ffidelity/size_plateau",
-            lambda p: f"{'coloured' if p['color'] else 'grey'} digit canvases, {len(p['rs'])} r × {len(p['betas'])} β"),
+            lambda p: f"{'saturated-colour' if p['color'] and p.get('palette') == 'saturated' else 'coloured' if p['color'] else 'grey'} "
+                      f"digit canvases, {len(p['rs'])} r × {len(p['betas'])} β, {p.get('replicas', 1)} replicas"),
     Setting("sensitivity grids (Tables 24–26)", "N 10–150, β 0.05–0.25, α 0.2–0.8", "ffidelity/sensitivity",
             lambda p: ", ".join(f"{name} {min(p['grids'][key]):g}–{max(p['grids'][key]):g}"
                                 for name, key in (("N", "n_samples"), ("β", "beta"), ("α", "alpha")))),

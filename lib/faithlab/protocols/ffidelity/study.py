@@ -390,22 +390,88 @@ def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset
                         list(noise_levels), list(sparsity), options)
 
 
-# ---- the image models shared by three notebooks
+# ---- the image data and models shared by the notebooks
+PALETTES = ("random", "saturated")
+"""Canvas colourings (:func:`palette_canvases`): ``"random"`` (``canvas_digits``' colours, uniform in the RGB cube)
+and ``"saturated"`` (every channel of the background and the digit near 0 or near 1)."""
+
+
+def _palette_seed(seed: int, split: str, n: int | None) -> int:
+    import hashlib
+
+    digest = hashlib.sha256(f"{int(seed)}/palette/{split}/{n}".encode()).digest()
+    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+
+
+def _saturated(ink: torch.Tensor, g: torch.Generator, band: float) -> torch.Tensor:
+    """Ink (N, 1, H, W) in {0, 1} → (N, 3, H, W) colours: per canvas and channel, the background near 0 or near 1
+    (uniform in [0, band] or [1 − band, 1], each with probability 1/2); the digit the background with a random
+    non-empty set of its channels moved to the other end (redrawn in that band)."""
+    n = ink.shape[0]
+    high = torch.rand(n, 3, generator=g) < 0.5
+    flip = torch.zeros(n, 3, dtype=torch.bool)
+    while not bool(flip.any(1).all()):  # a non-empty set of flipped channels per canvas
+        draw = torch.rand(n, 3, generator=g) < 0.5
+        flip = torch.where(flip.any(1, keepdim=True), flip, draw)
+    end = lambda up: torch.where(up, 1 - band * torch.rand(n, 3, generator=g), band * torch.rand(n, 3, generator=g))
+    bg, fg = end(high), end(high ^ flip)
+    return bg[:, :, None, None] + ink * (fg - bg)[:, :, None, None]
+
+
+def palette_canvases(*, split: str = "train", seed: int = 0, size: int = 16, r: float = 0.3, n: int | None = None,
+                     clutter: int = 0, band: float = 0.2) -> data.TensorData:
+    """``canvas_digits`` with the "saturated" palette: the digits, placements, masks and clutter of the grey canvases
+    (``fl.data.load("canvas_digits", color=False, ...)``), painted so that every channel of a canvas's background and
+    digit lies within ``band`` of 0 or of 1 (the digit differs from its background in at least one channel), then
+    normalised per channel with the train split's statistics (one canvas per train digit, as ``canvas_digits``).
+
+    Why: F-Fidelity's removal replaces a unit by the normalised zero, the dataset-mean colour (spec §1.1). On these
+    canvases that colour (about 0.5 in every channel) lies at least 0.5 − ``band`` away from every pixel of every
+    canvas in every channel, so a removed pixel is out of distribution for every image — as a removed pixel of a
+    natural image is — whereas with colours uniform in the RGB cube it is ordinary for the canvases whose colours
+    lie near it. Colours are drawn per canvas from a generator keyed to (seed, split, n), independently of the
+    label. Returns TensorData as ``canvas_digits`` (x (N, 3, size, size), y, mask, extras), ``info["palette"]``
+    "saturated"."""
+    band = _validate.fraction(band, "band", closed_low=False)
+    if band >= 0.5:
+        raise ValueError(f"band must lie below 0.5 (the two ends must not meet), got {band}")
+    grey = dict(size=size, r=r, color=False, seed=seed, **({"clutter": clutter} if clutter else {}))
+
+    def painted(part: str, count: int | None) -> tuple[torch.Tensor, data.TensorData]:
+        d = data.load("canvas_digits", split=part, n=count, **grey)
+        ink = (d.x * d.info["std"][0] + d.info["mean"][0]).round().clamp(0, 1)  # back to the grey canvas's 0/1
+        g = torch.Generator().manual_seed(_palette_seed(seed, part, count))
+        return _saturated(ink, g, band), d
+
+    x_train, _ = painted("train", None)
+    x, grey_data = painted(split, n)
+    v = x_train.double().numpy()
+    mean = torch.from_numpy(v.mean(axis=(0, 2, 3))).to(x.dtype)
+    std = torch.from_numpy(v.std(axis=(0, 2, 3))).to(x.dtype).clamp_min(1e-8)
+    x = (x - mean[None, :, None, None]) / std[None, :, None, None]
+    info = {**grey_data.info, "color": True, "palette": "saturated", "band": band, "mean": tuple(mean.tolist()),
+            "std": tuple(std.tolist())}
+    extras = {k: getattr(grey_data, k) for k in grey_data.extras} if hasattr(grey_data, "extras") else {}
+    return data.TensorData(x, grey_data.y.clone(), grey_data.mask.clone(), info, extras)
+
+
 @dataclass(frozen=True)
 class CanvasModels:
-    """The image models of F-Fidelity's canvas-digit studies (spec §1.4–1.9; Tables 1–2, 8, 10–13): one setting
+    """The image models of F-Fidelity's canvas-digit studies (spec §1.4–1.9; Tables 1–2, 5, 8, 10–13): one setting
     read by the notebooks ``ffidelity/images_ranking``, ``ffidelity/robustness`` and ``ffidelity/images_variants``
     (its CNN, and its data on ``canvas_digits``), so that they train (and read from the cache) the very same
-    original, fine-tuned and ROAR models.
+    original, fine-tuned and ROAR models; ``ffidelity/sensitivity`` and ``ffidelity/size_plateau`` load their data
+    through it too.
 
-    The defaults are the ``book`` profile's. Each notebook takes its overrides as one parameter, ``canvas_models``
-    (``{}``: the defaults; ``-p canvas_models '{n_epochs: 5}'`` for one run); a profile sets them once for the three
+    Each notebook takes its overrides as one parameter, ``canvas_models``; a profile sets them once for the three
     notebooks (a YAML anchor). Unknown names raise TypeError.
 
-    image_size, r, color, n_train, clutter: the ``canvas_digits`` data (canvas side in pixels, the digit's share of
-    it, coloured or grey canvases, training images (None: all), fragments of other digits per canvas). model_name,
-    width: the network (``"small_cnn"``, ``"resnet9"``) and its width. n_epochs, n_finetune_epochs, n_roar_epochs:
-    training, F-Fidelity fine-tuning (eq. 5) and ROAR retraining epochs (Adam, batch 64, lr 3e-3, 1e-3 and 3e-3, as
+    image_size, r, color, palette, n_train, clutter: the ``canvas_digits`` data (canvas side in pixels, the digit's
+    share of it, coloured or grey canvases, the colouring of coloured ones — ``"random"``, ``canvas_digits``' own,
+    or ``"saturated"``, :func:`palette_canvases`, where the removal colour is out of distribution for every
+    canvas —, training images (None: all), fragments of other digits per canvas). model_name, width: the network
+    (``"small_cnn"``, ``"resnet9"``) and its width. n_epochs, n_finetune_epochs, n_roar_epochs: training,
+    F-Fidelity fine-tuning (eq. 5) and ROAR retraining epochs (Adam, batch 64, lr 3e-3, 1e-3 and 3e-3, as
     :func:`faithlab.recipes.canvas_classifier` and :func:`~faithlab.recipes.ffidelity_finetune`).
     """
 
@@ -419,12 +485,23 @@ class CanvasModels:
     n_finetune_epochs: int = 10
     n_roar_epochs: int = 30
     clutter: int = 0
+    palette: str = "random"
+
+    def __post_init__(self):
+        if self.palette not in PALETTES:
+            raise ValueError(f"palette must be one of {PALETTES}, got {self.palette!r}")
+
+    @property
+    def saturated(self) -> bool:
+        """Whether the canvases are :func:`palette_canvases` (coloured, ``palette="saturated"``)."""
+        return self.color and self.palette == "saturated"
 
     def canvas(self, seed: int = 0) -> dict:
-        """The ``canvas_digits`` options of :func:`faithlab.data.load` (size, r, color, seed; clutter when not 0, so
-        that the cache keys of uncluttered models stay as they were)."""
+        """The ``canvas_digits`` options of :func:`faithlab.data.load` (size, r, color, seed; clutter when not 0 and
+        the palette when saturated, so that the cache keys of the other models stay as they were)."""
         return {"size": self.image_size, "r": self.r, "color": self.color, "seed": seed,
-                **({"clutter": self.clutter} if self.clutter else {})}
+                **({"clutter": self.clutter} if self.clutter else {}),
+                **({"palette": self.palette} if self.saturated else {})}
 
     def data_key(self, seed: int = 0) -> dict:
         """What identifies the training data in the models' cache keys."""
@@ -432,6 +509,10 @@ class CanvasModels:
 
     def load(self, seed: int = 0) -> tuple[Dataset, Dataset]:
         """``(train_data, test_data)``: ``n_train`` training canvases and the whole test split."""
+        if self.saturated:
+            options = dict(seed=seed, size=self.image_size, r=self.r, clutter=self.clutter)
+            return (palette_canvases(split="train", n=self.n_train, **options),
+                    palette_canvases(split="test", **options))
         canvas = self.canvas(seed)
         return (data.load("canvas_digits", split="train", n=self.n_train, **canvas),
                 data.load("canvas_digits", split="test", **canvas))
@@ -466,12 +547,13 @@ class CanvasModels:
                                    seed=seed, **options)
 
     def classifier(self, *, seed: int = 0, train_seed: int | None = None, device: str | torch.device = "cpu"):
-        """:func:`faithlab.recipes.canvas_classifier` with these settings → ``(model, history, train_data,
-        test_data)``: the original model of :meth:`ranking_study` (the same cache entry, for the same seed and
-        train_seed)."""
-        return recipes.canvas_classifier(image_size=self.image_size, r=self.r, color=self.color, n_train=self.n_train,
-                                         model_name=self.model_name, width=self.width, n_epochs=self.n_epochs,
-                                         clutter=self.clutter, seed=seed, train_seed=train_seed, device=device)
+        """The original model of :meth:`ranking_study` (the same cache entry, for the same seed and train_seed) →
+        ``(model in eval mode, history, train_data, test_data)``, as :func:`faithlab.recipes.canvas_classifier`."""
+        train_data, test_data = self.load(seed)
+        t = seed if train_seed is None else int(train_seed)
+        model, history = train.fit(self.model_name, self.model_config(), train_data, self.train_config(t),
+                                   data_key=self.data_key(seed), test_data=test_data, device=device, progress=False)
+        return model.to(device).eval(), history, train_data, test_data
 
     def finetune(self, model: nn.Module, history: dict, train_data, test_data, *, beta: float, seed: int = 0,
                  device: str | torch.device = "cpu") -> nn.Module:
