@@ -38,7 +38,8 @@ def test_smoke_sets_the_models_once_and_book_keeps_the_defaults():
     book = {name: p["trace_models"] for name, p in _merged("book").items()}
     assert book == dict.fromkeys(NOTEBOOKS, {})
     defaults = fl.protocols.trace.TraceModels()
-    assert [s["name"] for s in defaults.settings] == ["ResNet-9", "VGG-small", "MobileNet-small", "DenseNet-small"]
+    assert [s["name"] for s in defaults.settings] == ["ResNet-9", "VGG-small", "MobileNet-small"]
+    assert fl.protocols.trace.inputs.DENSENET_SMALL["model"] == "densenet_small"  # the fourth, left out of the book
     assert (defaults.image_size, defaults.r) == (28, 0.45)
 
 

@@ -543,7 +543,8 @@ def claim_reference_robust(patch_scores: pd.DataFrame, pixel_scores: pd.DataFram
         for m in names:
             sel = frame[frame["method"] == m].sort_values([*rep, "model", "reference", "image"])
             row = _premise_row(sel[_SCORE], sel["replica"].astype(str).to_numpy() if rep else None, 0.0,
-                               data=f"{m}, {level}, every model and reference", part="ΣLeRF − ΣMoRF above chance (0)")
+                               data=f"{m}, {level}, every model and reference",
+                               part="ΣLeRF − ΣMoRF above chance (0)")
             chance[m] = premise_outcomes(pd.DataFrame([row]))[0]
     cells, rows = {}, []
     base = {d: spread("patches", target, d) for d in ("relative", "per point")}

@@ -14,7 +14,8 @@ from torch import nn
 
 from faithlab import _validate, data, models, perturb, recipes, train
 
-__all__ = ["PAPER_MODELS", "CAM_LAYERS", "TraceModels", "Setup", "setup", "first_by_filename", "references_of"]
+__all__ = ["PAPER_MODELS", "CAM_LAYERS", "DENSENET_SMALL", "TraceModels", "Setup", "setup", "first_by_filename",
+           "references_of"]
 
 
 PAPER_MODELS = ("resnet18", "vgg16", "alexnet", "googlenet", "mobilenet_v3_large", "densenet161")
@@ -28,8 +29,11 @@ Grad-CAM and Excitation Backprop (spec §5.7: e.g. ResNet ``layer4``); our own m
 
 _BOOK_MODELS = ({"name": "ResNet-9", "model": "resnet9", "width": 0.125, "n_epochs": 8},
                 {"name": "VGG-small", "model": "vgg_small", "width": 8, "n_epochs": 20},
-                {"name": "MobileNet-small", "model": "mobilenet_small", "width": 8, "n_epochs": 25},
-                {"name": "DenseNet-small", "model": "densenet_small", "width": 8, "n_epochs": 25})
+                {"name": "MobileNet-small", "model": "mobilenet_small", "width": 8, "n_epochs": 25})
+DENSENET_SMALL = {"name": "DenseNet-small", "model": "densenet_small", "width": 8, "n_epochs": 25}
+"""The stand-in for DenseNet-161 (torchvision's DenseNet at a small width), not among the ``book`` profile's models:
+it cost about half of trace/table1's time (three replicas to train, the slowest to run), which now pays for the
+searches' and the random test's replicas. Add it with ``trace_models: {settings: [..., <this entry>]}``."""
 
 
 @dataclass(frozen=True)
