@@ -69,6 +69,17 @@ def _paired(frame: pd.DataFrame, value: str, model: str, alteration: str) -> pd.
     return cell.pivot_table(index=UNIT, columns="method", values=value, aggfunc="mean")
 
 
+def _cell(make):
+    """A judged cell, or None (undecided: no interval) when its units are too few for one (fewer than 2 without
+    NaN, e.g. the paper-dry profile's single image)."""
+    try:
+        return make()
+    except ValueError as err:
+        if "at least 2" in str(err):
+            return None
+        raise
+
+
 def _share(flags, groups) -> verdicts.Interval:
     return verdicts.share_interval(np.asarray(flags, dtype=np.float64), groups=groups)
 
@@ -162,8 +173,8 @@ def claim_random_lowest(fid: pd.DataFrame, *, task: str, model: str, flips: pd.D
         raise ValueError(f"fid must hold unaltered Random maps and another method for model {model!r}, got {names}")
     groups = _groups(wide.index)
     others = [n for n in names if n != "Random"]
-    cells = {n: verdicts.effect(wide[n].to_numpy(np.float64), wide["Random"].to_numpy(np.float64), rule=rule,
-                                groups=groups, what=f"{n} − Random") for n in others}
+    cells = {n: _cell(lambda n=n: verdicts.effect(wide[n].to_numpy(np.float64), wide["Random"].to_numpy(np.float64),
+                                                  rule=rule, groups=groups, what=f"{n} − Random")) for n in others}
     check = _premise(flips, model)
     v = verdicts.decide(cells, rule)
     if check is not None:
@@ -173,16 +184,17 @@ def claim_random_lowest(fid: pd.DataFrame, *, task: str, model: str, flips: pd.D
     table["method mean"] = [means[n] for n in others]
     table["Random mean"] = means["Random"]
     lowest = min(others, key=means.get)
-    outcomes = [c.outcome for c in cells.values()]
+    outcomes = [c.outcome if c is not None else "undecided" for c in cells.values()]
+    units = min((c.interval.units for c in cells.values() if c is not None), default=len(wide))
     return verdicts.Claim(
         f"C1 ({task_name or task}, {model}): Random maps get the lowest Few-class Fid", rule=rule,
         premise=("the paper's mechanism is not checked here (no flips frame)" if check is None else check.text),
         paper_value=PAPER_C1.get(task, ""),
         our_value=(f"Random {means['Random']:.3f}; lowest other {means[lowest]:.3f} ({lowest}); "
                    f"{outcomes.count('holds')} of {len(cells)} methods above Random by more than the margin, "
-                   f"{outcomes.count('fails')} shown within it or below ({len(set(groups))} replicas, "
-                   f"{min(c.interval.units for c in cells.values())} images)"),
-        verdict=v, table=table, units=min(c.interval.units for c in cells.values()))
+                   f"{outcomes.count('fails')} shown within it or below ({len(set(groups))} replicas, {units} "
+                   "images)"),
+        verdict=v, table=table, units=units)
 
 
 def alteration_gains(fid: pd.DataFrame, *, alterations: Sequence[str] = ("SG", "SG²"), rule=None) -> dict:
@@ -353,14 +365,16 @@ def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
         interval = _share(cell["U < Δ"].astype(bool), groups)
         cells[task, model] = verdicts.judge(interval, rule, what=f"{task}/{model}",
                                             _units=(cell["U < Δ"].astype(float).to_numpy(), groups))
-        chance = verdicts.mean_interval(cell["candidates U < Δ"].to_numpy(np.float64), groups=groups)
-        checks.append(verdicts.premise_interval(chance, threshold=RANDOM_CANDIDATE_BELOW, direction="below",
-                                                what=f"{task}/{model}: share of images a random candidate makes "
-                                                     "uncertain"))
+        chance = _cell(lambda: verdicts.mean_interval(cell["candidates U < Δ"].to_numpy(np.float64),
+                                                      groups=groups))
+        what = f"{task}/{model}: share of images a random candidate makes uncertain"
+        checks.append(verdicts.Premise(None, f"{what}: one image, no interval") if chance is None else
+                      verdicts.premise_interval(chance, threshold=RANDOM_CANDIDATE_BELOW, direction="below",
+                                                what=what))
         rows.append({"task": task, "model": model, "images": interval.units, "replicas": interval.replicas,
                      "U < Δ": interval.estimate, "low": interval.low, "high": interval.high,
                      "margin": rule.margin_for(), "outcome": cells[task, model].outcome,
-                     "random candidate": chance.estimate})
+                     "random candidate": float(cell["candidates U < Δ"].mean())})
     check = _both(checks, "the search is tested (a random candidate would not do)")
     v = check.apply(verdicts.decide(cells, rule))
     table = pd.DataFrame(rows)
@@ -398,16 +412,16 @@ def claim_class_flip(flips: pd.DataFrame, *, binary: Sequence[str]) -> verdicts.
         classic = [r for r in dict.fromkeys(cell.replacement) if r != SELECTED]
         for ref in classic:
             p = cell[cell.replacement == ref]
-            conf[model, ref] = verdicts.effect(p["U"].to_numpy(np.float64), rule=r_conf, groups=_groups(p),
-                                               what=f"{model}, {ref}")
+            conf[model, ref] = _cell(lambda p=p: verdicts.effect(p["U"].to_numpy(np.float64), rule=r_conf,
+                                                                 groups=_groups(p), what=f"{model}, {ref}"))
             flipped = p["flipped"].astype(float).to_numpy()
             switch[model, ref] = verdicts.judge(_share(flipped, _groups(p)), r_switch, what=f"{model}, {ref}",
                                                 _units=(flipped, _groups(p)))
             summary.append(f"{model}, {ref}: switched {flipped.mean():.0%}, mean U {p['U'].mean():.2f}")
         sel = cell[cell.replacement == SELECTED]
         if len(sel):
-            unc[model] = verdicts.effect(sel["U"].to_numpy(np.float64), rule=r_unc, groups=_groups(sel),
-                                         what=f"{model}, selected")
+            unc[model] = _cell(lambda: verdicts.effect(sel["U"].to_numpy(np.float64), rule=r_unc,
+                                                       groups=_groups(sel), what=f"{model}, selected"))
             summary.append(f"{model}, selected: mean U {sel['U'].mean():.3f}")
     untestable = None if len(frame) else "no binary task was run"
     parts = {r_conf.id: verdicts.decide(conf, r_conf, untestable=untestable),
@@ -417,9 +431,11 @@ def claim_class_flip(flips: pd.DataFrame, *, binary: Sequence[str]) -> verdicts.
     rows = []
     for part, cells in ((r_conf.id, conf), (r_switch.id, switch), (r_unc.id, unc)):
         rows += [{"part": part, "part verdict": str(parts[part]), **row}
-                 for row in verdicts.judgement_table({j.what: j for j in cells.values()})]
+                 for row in verdicts.judgement_table({f"{k[0]}, {k[1]}" if isinstance(k, tuple) else f"{k}, selected":
+                                                      j for k, j in cells.items()})]
     table = pd.DataFrame(rows)
-    units = min((j.interval.units for cells in (conf, switch, unc) for j in cells.values()), default=None)
+    units = min((j.interval.units for cells in (conf, switch, unc) for j in cells.values() if j is not None),
+                default=None)
     return verdicts.Claim(
         "C5a: with few classes, replacing every pixel by a fixed reference switches the class with confidence "
         "instead of reaching 1/N; the selected perturbation reaches it", rule=rule,
