@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import io
+
 import pandas as pd
 import pytest
 import torch
@@ -76,7 +78,7 @@ def test_resilience_and_reactivity():
     assert tie["saco"] == 0.5 and tie["aopc"] == 1.0
 
 
-def test_report_card_ranks_and_recommendations():
+def test_report_card_ranks():
     rec = pd.DataFrame({"metric": ["aopc", "saco", "aopc", "saco"], "label": ["AOPC", "SaCo"] * 2,
                         "spearman": [0.9, 0.1, 0.2, 0.8], "setup": ["s1", "s1", "ood", "ood"]})
     res = pd.DataFrame({"metric": ["aopc", "saco"], "condition": "mean", "resilience": [0.5, 0.9]})
@@ -88,14 +90,8 @@ def test_report_card_ranks_and_recommendations():
     assert card.loc["aopc", "rank cost"] == 1.5  # ties share the rank
     assert card.loc["saco", "overall"] == pytest.approx((2 + 1 + 1 + 1 + 1.5) / 5)
     assert list(card.index) == ["saco", "aopc"]
-    advice = syn.recommendations(rec, card.reset_index(), {"OOD models": "ood"}, top=1)
-    assert advice["OOD models"].startswith("For OOD models (setup “ood”), SaCo (Spearman 0.80)")
-    assert "AOPC did worst (0.20)" in advice["OOD models"]
-    assert "SaCo first" in advice["overall"]
     with pytest.raises(ValueError, match="ood_setup 'x'"):
         syn.report_card(rec, res, react, cost, ood_setup="x")
-    with pytest.raises(ValueError, match="names setup 'x'"):
-        syn.recommendations(rec, card.reset_index(), {"case": "x"})
 
 
 def test_cost_per_metric_from_an_evaluate_frame():
@@ -154,72 +150,148 @@ def test_noisy_inputs_are_seeded():
         syn.noisy_inputs(x, -1.0, generator=0)
 
 
-# claim_ideal_gap on synthetic frames: one per verdict. SaCo and μF: ideal 1 over a range of 2 (gap (1 − s) / 2);
-# Few-class Fid: ideal 1 over a range of 1; AOPC has no ideal and is ignored.
-FAR = [-0.2, -0.3, -0.1, -0.25, -0.15, -0.2, -0.22, -0.18]         # gaps ≈ 0.6: beyond 30 %
-NEAR = [0.9, 0.95, 0.85, 0.9, 0.92, 0.88, 0.9, 0.91]               # gaps ≈ 0.05: within
-STRADDLE = [0.8, 0.0, 0.6, 0.2, 0.4, 0.4, 0.3, 0.5]                # gaps 0.1 … 0.5, mean ≈ 0.3
-LOW = [-0.8, -0.9, -0.7, -0.85, -0.75, -0.8, -0.82, -0.78]         # random maps, well below all of them
+# claim_ideal_gap (claim MN1) on synthetic frames of 3 trained replicas × 12 images: one per verdict. SaCo and μF:
+# ideal 1 over a range of 2, so a score s has the gap (1 − s) / 2; Few-class Fid: ideal 1 over a range of 1; AOPC
+# has no ideal and is ignored.
+R, P, N, T, I = fl.verdicts.VERDICTS
 
 
-def _claim(scores, **kw):
-    return syn.claim_ideal_gap(_frame(scores), perfect="perfect", random="Random", **kw)
+def _scores(centre: float, n: int = 12, spread: float = 0.03, seed: int = 0) -> list[float]:
+    return (centre + spread * torch.randn(n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+            ).tolist()
 
 
-def test_claim_ideal_gap_reproduced_when_every_counted_metric_is_beyond_tolerance():
-    c = _claim({"saco": {"perfect": FAR, "Random": LOW}, "mu_fidelity": {"perfect": FAR, "Random": LOW},
-                "aopc": {"perfect": NEAR, "Random": LOW}}, setting="tree")
-    assert c.verdict == "reproduced" and "within 30 %: none" in c.verdict.why
+def _replicated_frame(per_replica: list[dict[str, dict[str, list[float]]]]) -> pd.DataFrame:
+    """An evaluate-like frame of several trained replicas (one scores mapping each), a replica column beside."""
+    return pd.concat([_frame(scores).assign(replica=r) for r, scores in enumerate(per_replica)], ignore_index=True)
+
+
+def _tree(perfect: dict[str, tuple[float, ...] | float], random: dict[str, tuple[float, ...] | float] | None = None,
+          spread: float = 0.03, n: int = 12) -> pd.DataFrame:
+    """3 replicas × n images: per metric the perfect explanation's score centre and random maps' centre (default −0.8, far
+    below), each one per replica or one for all."""
+    per = []
+    for r in range(3):
+        scores = {}
+        for k, (metric, centre) in enumerate(perfect.items()):
+            c = centre[r] if isinstance(centre, tuple) else centre
+            b = (random or {}).get(metric, -0.8)
+            b = b[r] if isinstance(b, tuple) else b
+            scores[metric] = {"perfect": _scores(c, n=n, spread=spread, seed=10 * r + k),
+                              "Random": _scores(b, n=n, spread=spread, seed=100 + 10 * r + k)}
+        per.append(scores)
+    return _replicated_frame(per)
+
+
+def _claim(frame, **kw):
+    return syn.claim_ideal_gap(frame, perfect="perfect", random="Random", **kw)
+
+
+FAR = -0.2   # SaCo/μF gap (1 + 0.2) / 2 = 0.6: beyond 30 %
+NEAR = 0.9   # gap 0.05: well within 30 %
+EDGE = 0.5   # gap 0.25: just inside the band, a tight interval below the margin 0.3
+
+
+def test_claim_ideal_gap_margin_is_the_papers_threshold():
+    rule = fl.verdicts.rule("MN1")
+    assert rule.margin_for() == syn.PAPER_THRESHOLD == pytest.approx(0.30)
+    assert rule.kind == "paper" and rule.direction == "above" and rule.decision == "every"
+    assert rule.replicas >= 3 and rule.units >= 30 and rule.interval == "t on replica means"
+    assert f"{syn.PAPER_THRESHOLD:.0%}".replace("%", " %") in rule.claim and "30 %" in syn.PAPER_IDEAL_GAP
+    assert f"above {syn.PREMISE_BAND:g}" in rule.premises[0]  # the premise's band, as the code applies it
+
+
+def test_claim_ideal_gap_reproduced_when_every_counted_metric_is_beyond_the_margin():
+    c = _claim(_tree({"saco": FAR, "mu_fidelity": FAR, "aopc": NEAR}), setting="tree")
+    assert c.verdict == R and "within 30 %: none" in c.verdict.why, c.verdict.why
+    assert c.rule_id == "MN1" and c.kind == "paper" and "t on replica means" in c.rule
     t = c.table.set_index("metric")
     assert list(t.index) == ["saco", "mu_fidelity"]  # AOPC has no ideal value
-    assert t.loc["saco", "gap"] == pytest.approx((1 - sum(FAR) / 8) / 2)
-    assert t.loc["saco", "gap low"] > 0.3 and bool(t["beats random"].all()) and set(t["outcome"]) == {"beyond"}
-    assert t.loc["saco", "chance low"] < sum(LOW) / 8 < t.loc["saco", "chance high"]
+    assert t.loc["saco", "gap"] == pytest.approx((1 - t.loc["saco", "perfect mean"]) / 2)
+    assert t.loc["saco", "gap low"] > 0.3 and set(t["counts"]) == {"yes"} and set(t["outcome"]) == {"holds"}
+    assert t.loc["saco", "chance low"] < t.loc["saco", "random mean"] < t.loc["saco", "chance high"]
+    assert t.loc["saco", "images"] == 36 and t.loc["saco", "replicas"] == 3 and c.units == 36
     assert c.claim.endswith("(tree)") and "0 of 2 counted metrics within 30 %" in c.our_value
 
 
-def test_claim_ideal_gap_not_reproduced_when_one_counted_metric_is_within():
-    c = _claim({"saco": {"perfect": FAR, "Random": LOW}, "mu_fidelity": {"perfect": NEAR, "Random": LOW}})
-    assert c.verdict == "not reproduced" and "within 30 %: μF" in c.verdict.why
-    assert c.table.set_index("metric").loc["mu_fidelity", "outcome"] == "within"
-    assert "μF 5 % off" in c.our_value
+def test_claim_ideal_gap_not_reproduced_when_a_counted_metric_is_shown_within_the_margin():
+    near = _claim(_tree({"saco": FAR, "mu_fidelity": NEAR}))
+    assert near.verdict == N and "within 30 %: μF" in near.verdict.why
+    assert near.table.set_index("metric").loc["mu_fidelity", "outcome"] == "fails"
+    assert "1 of 2 counted metrics within 30 %" in near.our_value and "μF 5 % off" in near.our_value
+    # equivalence: a tight interval just inside the band (gap 0.25) is a decision, not a shrug
+    edge = _claim(_tree({"saco": FAR, "mu_fidelity": EDGE}, spread=0.01))
+    t = edge.table.set_index("metric")
+    assert edge.verdict == N and t.loc["mu_fidelity", "gap high"] < 0.3 < t.loc["saco", "gap low"]
 
 
-def test_claim_ideal_gap_inconclusive_when_none_within_but_one_undecided():
-    c = _claim({"saco": {"perfect": FAR, "Random": LOW}, "mu_fidelity": {"perfect": STRADDLE, "Random": LOW}})
-    assert c.verdict == "inconclusive" and "undecided: μF" in c.verdict.why
-
-
-def test_claim_ideal_gap_metrics_that_do_not_beat_random_maps_do_not_count():
-    # μF scores the perfect explanation near its ideal, but random maps as high: it cannot count against the claim
-    c = _claim({"saco": {"perfect": FAR, "Random": LOW}, "mu_fidelity": {"perfect": NEAR, "Random": NEAR}})
-    assert c.verdict == "reproduced"
+def test_claim_ideal_gap_inconclusive_when_the_replicas_disagree():
+    # SaCo far from its ideal on replicas 0 and 2 (gap ≈ 0.6), near it on replica 1 (gap ≈ 0.05): the t interval
+    # on the three replica means straddles 30 % — whereas the same 36 rows read as one model put it beyond 30 %
+    frame = _tree({"saco": (FAR, NEAR, FAR)}, random={"saco": (FAR - 0.7, NEAR - 0.7, FAR - 0.7)})
+    c = _claim(frame)
     t = c.table.set_index("metric")
-    assert t.loc["mu_fidelity", "outcome"] == "not counted" and not t.loc["mu_fidelity", "beats random"]
-    assert "not above them" in c.our_value and "SaCo of SaCo, μF" in c.premise
+    assert c.verdict == I and "undecided: SaCo" in c.verdict.why
+    assert t.loc["saco", "gap low"] < 0.3 < t.loc["saco", "gap high"] and t.loc["saco", "counts"] == "yes"
+    pooled = frame.assign(sample=frame["replica"] * 12 + frame["sample"]).drop(columns="replica")
+    one = _claim(pooled)
+    assert one.verdict == R and one.table["gap low"].item() > 0.3 and one.table["replicas"].item() == 1
+    # replicated() decides once per replica on its own rows: beyond, within, beyond
+    rep = fl.verdicts.replicated(syn.claim_ideal_gap, frame, perfect="perfect", random="Random")
+    assert rep.replicas == (R, N, R) and rep.verdict == I and rep.bootstrap_stability == "exact (no resampling)"
+
+
+def test_claim_ideal_gap_inconclusive_when_whether_a_metric_counts_is_undecided():
+    # μF sits within 30 % of its ideal, but whether it tells the perfect explanation from random maps is undecided
+    # (random maps above the perfect one on replica 1, below it on the others): with μF the claim would fail,
+    # without it hold, so it is inconclusive
+    c = _claim(_tree({"saco": FAR, "mu_fidelity": NEAR}, random={"mu_fidelity": (-0.8, 1.5, -0.8)}))
+    t = c.table.set_index("metric")
+    assert t.loc["mu_fidelity", "counts"] == "undecided" and t.loc["mu_fidelity", "outcome"] == "fails"
+    assert c.verdict == I and "whether it counts is undecided" in c.verdict.why, c.verdict.why
+    assert "counts?" in c.our_value and "0 of 1 counted metrics" in c.our_value
+
+
+def test_claim_ideal_gap_metrics_that_do_not_tell_perfect_from_random_do_not_count():
+    # μF scores the perfect explanation near its ideal, but random maps as high: it cannot count against the claim
+    c = _claim(_tree({"saco": FAR, "mu_fidelity": NEAR}, random={"mu_fidelity": NEAR}))
+    assert c.verdict == R, c.verdict.why
+    t = c.table.set_index("metric")
+    assert t.loc["mu_fidelity", "counts"] == "no" and t.loc["mu_fidelity", "outcome"] == "not counted"
+    assert t.loc["mu_fidelity", "high"] < syn.PREMISE_BAND  # shown not to tell them apart: a decision
+    assert "not counted" in c.our_value and "needed above 0.05" in c.premise
 
 
 def test_claim_ideal_gap_not_testable_without_a_counted_metric():
-    same = _claim({"saco": {"perfect": NEAR, "Random": NEAR}, "fewclass_fid": {"perfect": LOW, "Random": NEAR}})
-    assert same.verdict == "not testable here"
-    assert "no metric scores the perfect explanation significantly above random maps" in same.verdict.why
-    no_ideal = _claim({"aopc": {"perfect": NEAR, "Random": LOW}})
-    assert no_ideal.verdict == "not testable here" and "no metric of the frame has an ideal" in no_ideal.verdict.why
+    same = _claim(_tree({"saco": NEAR, "fewclass_fid": 0.2}, random={"saco": NEAR, "fewclass_fid": 0.9}))
+    assert same.verdict == T and "no metric tells the perfect explanation from random maps" in same.verdict.why
+    assert same.units is None
+    no_ideal = _claim(_frame({"aopc": {"perfect": [0.9] * 8, "Random": [0.1] * 8}}))
+    assert no_ideal.verdict == T and "no metric of the frame has an ideal" in no_ideal.verdict.why
     nan = float("nan")
-    undefined = _claim({"mu_fidelity": {"perfect": [nan] * 7 + [1.0], "Random": LOW}})  # one image left: no test
-    assert undefined.verdict == "not testable here" and undefined.table["images"].item() == 1
+    undefined = _claim(_frame({"mu_fidelity": {"perfect": [nan] * 7 + [1.0], "Random": [-0.8] * 8}}))
+    assert undefined.verdict == T and undefined.table["images"].item() == 1
+
+
+def test_claim_ideal_gap_underpowered_and_unreplicated_are_inconclusive():
+    few = _tree({"saco": FAR})
+    few = few[few["sample"] < 5]  # 3 replicas × 5 images = 15 units, below the rule's 30
+    rep = fl.verdicts.replicated(syn.claim_ideal_gap, few, perfect="perfect", random="Random")
+    assert rep.raw == R and rep.verdict == I and "underpowered" in rep.verdict.why
+    one = _tree({"saco": FAR}, n=40)
+    one = one[one["replica"] == 0]  # 40 images of one trained model
+    rep = fl.verdicts.replicated(syn.claim_ideal_gap, one, perfect="perfect", random="Random")
+    assert rep.raw == R and rep.verdict == I and "independently trained replicas" in rep.verdict.why
 
 
 def test_claim_ideal_gap_argument_errors():
-    frame = _frame({"saco": {"perfect": FAR, "Random": LOW}})
+    frame = _frame({"saco": {"perfect": [0.1, 0.2], "Random": [0.0, 0.1]}})
     with pytest.raises(ValueError, match="perfect must name an explainer .* got 'GT'"):
         syn.claim_ideal_gap(frame, perfect="GT", random="Random")
     with pytest.raises(ValueError, match="random must name an explainer"):
         syn.claim_ideal_gap(frame, perfect="perfect", random="noise")
     with pytest.raises(ValueError, match="perfect and random must name different explainers"):
         syn.claim_ideal_gap(frame, perfect="perfect", random="perfect")
-    with pytest.raises(ValueError, match="tolerance"):
-        syn.claim_ideal_gap(frame, perfect="perfect", random="Random", tolerance=1.5)
 
 
 def test_tree_setup_explains_its_tree_by_its_decision_path():
@@ -236,95 +308,183 @@ def test_tree_setup_explains_its_tree_by_its_decision_path():
         syn.tree_setup(max_depth=0, n_test=5)
 
 
-def _replicated_frame(per_replica: list[dict[str, dict[str, list[float]]]]) -> pd.DataFrame:
-    """An evaluate-like frame of several trained replicas (one scores mapping each) on the same sample indices."""
-    return pd.concat([_frame(scores).assign(replica=r) for r, scores in enumerate(per_replica)], ignore_index=True)
-
-
-def _scores(centre: float, n: int = 20, spread: float = 0.03, seed: int = 0) -> list[float]:
-    return (centre + spread * torch.randn(n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
-            ).tolist()
-
-
-def test_claim_ideal_gap_resamples_the_replicas():
-    # SaCo scores the perfect explanation far from its ideal on replicas 0 and 2 (gap ≈ 0.6) and near it on replica
-    # 1 (gap ≈ 0.05): the replicas disagree, so the two-stage interval of the mean gap straddles 30 % and the claim
-    # is inconclusive — whereas the same 60 rows read as one model put it beyond 30 % (reproduced)
-    far, near = _scores(-0.2, seed=1), _scores(0.9, seed=2)
-    per = [{"saco": {"perfect": p, "Random": _scores(-0.8, seed=3 + r)}} for r, p in enumerate((far, near, far))]
-    frame = _replicated_frame(per)
-    c = syn.claim_ideal_gap(frame, perfect="perfect", random="Random", n_boot=2000)
-    t = c.table.set_index("metric")
-    assert t.loc["saco", "images"] == 60 and t.loc["saco", "replicas"] == 3 and c.units == 60
-    assert bool(t.loc["saco", "beats random"]) and t.loc["saco", "gap low"] < 0.3 < t.loc["saco", "gap high"]
-    assert c.verdict == "inconclusive" and "undecided: SaCo" in c.verdict.why
-    assert "replicas, then images within them" in c.rule and "replicas, then images within them" in c.premise
-    pooled = frame.assign(sample=frame["replica"] * 20 + frame["sample"]).drop(columns="replica")
-    one = syn.claim_ideal_gap(pooled, perfect="perfect", random="Random", n_boot=2000)
-    assert one.verdict == "reproduced" and one.table["gap low"].item() > 0.3 and one.units == 60
-    # replicated() decides once per replica on its own rows: beyond, within, beyond
-    rep = fl.verdicts.replicated(syn.claim_ideal_gap, frame, perfect="perfect", random="Random", n_boot=1000, seeds=2)
-    assert rep.replicas == ("reproduced", "not reproduced", "reproduced") and rep.verdict == "inconclusive"
-    agree = _replicated_frame([{"saco": {"perfect": _scores(-0.2, seed=10 + r), "Random": _scores(-0.8, seed=r)}}
-                               for r in range(3)])
-    decided = fl.verdicts.replicated(syn.claim_ideal_gap, agree, perfect="perfect", random="Random", n_boot=1000,
-                                     seeds=2)
-    assert decided.verdict == "reproduced" and decided.replica_agreement == "3 of 3 replicas"
-
-
 def test_tree_setup_train_seed_refits_the_tree_on_the_same_data():
     a = syn.tree_setup(max_depth=8, n_test=5, seed=0)
     b = syn.tree_setup(max_depth=8, n_test=5, seed=0, train_seed=fl.verdicts.replica_seed(0, "decision tree", 1))
     assert torch.equal(a.x, b.x) and torch.equal(a.y, b.y) and a.spec["train_seed"] == 0
+    c = syn.tree_setup(max_depth=8, n_test=5, seed=0, part=(1, 3))  # the second third of the test split
+    assert c.spec["first_test_image"] == 359 // 3 and not torch.equal(a.x, c.x)
     assert b.spec["train_seed"] == fl.verdicts.replica_seed(0, "decision tree", 1)
     assert not torch.equal(a.model.feature, b.model.feature)  # tied splits broken by the training seed
     with pytest.raises(ValueError, match="train_seed must be a non-negative int"):
         syn.tree_setup(max_depth=3, n_test=5, train_seed=-1)
 
 
-def test_recovery_interval_brackets_the_mean_is_exact_for_a_constant_ranking_and_repeats_with_its_seed():
-    frame = _frame({
-        "aopc": {"a": [3, 3, 1, 3], "b": [2, 2, 2, 2], "c": [1, 1, 3, 1]},  # per sample ρ: 1, 1, −1, 1
-        "log_odds": {"a": [1, 1, 1, 1], "b": [2, 2, 2, 2], "c": [3, 3, 3, 3]},  # ρ = 1 on every sample
-    })
-    rec = syn.recovery(frame, QUALITY, seed=3).set_index("metric")
-    assert rec.loc["aopc", "spearman low"] < rec.loc["aopc", "spearman"] == 0.5 < rec.loc["aopc", "spearman high"]
-    assert rec.loc["aopc", "spearman low"] >= -1 and rec.loc["aopc", "spearman high"] == 1
+def test_recovery_interval_is_a_t_interval_on_the_replica_means():
+    one = {"aopc": {"a": [3, 3, 1, 3], "b": [2, 2, 2, 2], "c": [1, 1, 3, 1]},  # per sample ρ: 1, 1, −1, 1
+           "log_odds": {"a": [1, 1, 1, 1], "b": [2, 2, 2, 2], "c": [3, 3, 3, 3]}}  # ρ = 1 on every sample
+    other = {"aopc": {"a": [3, 3, 3, 3], "b": [2, 2, 2, 2], "c": [1, 1, 1, 1]},  # ρ = 1, 1, 1, 1
+             "log_odds": {"a": [1, 1, 1, 1], "b": [2, 2, 2, 2], "c": [3, 3, 3, 3]}}
+    frame = pd.concat([_frame(one).assign(replica=0), _frame(other).assign(replica=1), _frame(one).assign(replica=2)],
+                      ignore_index=True)
+    rec = syn.recovery(frame, QUALITY).set_index("metric")
+    means = [0.5, 1.0, 0.5]  # the replica means of AOPC's ρ
+    expected = fl.verdicts.replica_interval(means)
+    assert rec.loc["aopc", "spearman"] == pytest.approx(sum(means) / 3)
+    assert (rec.loc["aopc", "spearman low"], rec.loc["aopc", "spearman high"]) == pytest.approx(
+        (expected.low, expected.high))
+    assert rec.loc["aopc", "replicas"] == 3 and rec.loc["aopc", "images"] == 12
     assert rec.loc["log_odds", "spearman low"] == rec.loc["log_odds", "spearman high"] == 1  # no spread, no width
-    assert syn.recovery(frame, QUALITY, seed=3).set_index("metric").equals(rec)  # keyed to the seed
+    units = syn.recovery_units(frame, QUALITY)
+    assert list(units.columns) == ["metric", "label", "replica", "sample", "spearman", "flat"] and len(units) == 24
+    single = syn.recovery(_frame(one), QUALITY).set_index("metric")  # one model: a t interval on its images
+    t = fl.verdicts.mean_interval([1, 1, -1, 1])
+    assert (single.loc["aopc", "spearman low"], single.loc["aopc", "spearman high"]) == pytest.approx((t.low, t.high))
+    assert single.loc["aopc", "replicas"] == 1
 
 
-def test_guide_holds_up_only_above_chance_and_overlapping_the_best_and_prices_the_cost_case():
+@pytest.mark.parametrize(("n", "margin"), [(5, 0.1), (6, 12 / 210), (3, 0.5), (2, 2.0)])
+def test_separation_margin_is_one_swap_of_neighbouring_explainers(n, margin):
+    assert syn.separation_margin(n) == pytest.approx(margin)
+    # one swap of two neighbours in an otherwise right ranking costs exactly this much Spearman
+    right = torch.arange(n, dtype=torch.float64)
+    swapped = right.clone()
+    swapped[[0, 1]] = swapped[[1, 0]]
+    drop = 1 - fl.metrics.statistics.spearman(swapped, right).item()
+    assert drop == pytest.approx(margin)
+
+
+def test_separation_margin_rejects_fewer_than_two_levels():
+    with pytest.raises(ValueError, match="n_levels must be an int ≥ 2"):
+        syn.separation_margin(1)
+
+
+def _units(per_replica: dict[str, list[tuple[float, ...]]], setup: str = "s", n: int = 10, spread: float = 0.05,
+           seed: int = 0) -> pd.DataFrame:
+    """Recovery units of 3 replicas × n images: {label: (centre of replica 0, 1, 2)}."""
+    g = torch.Generator().manual_seed(seed)
+    rows = []
+    for label, centres in per_replica.items():
+        for r, c in enumerate(centres):
+            values = (c + spread * torch.randn(n, generator=g, dtype=torch.float64)).tolist()
+            rows += [{"setup": setup, "metric": label.lower(), "label": label, "replica": r, "sample": i,
+                      "spearman": v, "flat": False} for i, v in enumerate(values)]
+    return pd.DataFrame(rows)
+
+
+def _recovered(units: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for (setup, metric, label), part in units.groupby(["setup", "metric", "label"], sort=False):
+        i = fl.verdicts.mean_interval(part["spearman"], groups=part["replica"])
+        rows.append({"setup": setup, "metric": metric, "label": label, "spearman": i.estimate, "spearman low": i.low,
+                     "spearman high": i.high, "replicas": i.replicas, "images": i.units})
+    return pd.DataFrame(rows)
+
+
+def test_separations_judge_paired_differences_on_the_replica_means():
+    units = _units({"A": (0.9, 0.9, 0.9), "B": (0.88, 0.9, 0.89), "C": (0.3, 0.3, 0.3), "D": (0.9, 0.2, 0.6)})
+    sep = syn.separations(units, margin=0.1).set_index(["a", "b"])
+    assert sep.loc[("A", "C"), "outcome"] == "a beats b" and sep.loc[("A", "C"), "difference"] == pytest.approx(
+        0.6, abs=0.05)
+    assert sep.loc[("C", "D"), "outcome"] in ("b beats a", "not separated")
+    assert sep.loc[("A", "B"), "outcome"] == "within the margin"  # shown not to differ by more than 0.1
+    assert sep.loc[("A", "D"), "outcome"] == "not separated"  # the replicas disagree: D's training run matters
+    assert sep.loc[("A", "C"), "replicas"] == 3 and sep.loc[("A", "C"), "images"] == 30
+    d = units.pivot(index=["replica", "sample"], columns="label", values="spearman")
+    expected = fl.verdicts.mean_interval(d["A"] - d["C"], groups=d.index.get_level_values("replica"))
+    assert (sep.loc[("A", "C"), "low"], sep.loc[("A", "C"), "high"]) == pytest.approx((expected.low, expected.high))
+    with pytest.raises(ValueError, match="units lacks 'setup'"):
+        syn.separations(units.drop(columns="setup"), margin=0.1)
+
+
+def test_guide_names_only_what_the_replicas_separate():
+    units = pd.concat([
+        # s1: A and B hold up, not separated; D is not separated from them nor from chance; C is beaten
+        _units({"A": (0.9, 0.92, 0.88), "B": (0.85, 0.95, 0.8), "C": (0.3, 0.32, 0.28), "D": (0.9, -0.2, 0.6)}, "s1"),
+        # s2: only A holds up and beats every other; C is shown not to recover the ranking
+        _units({"A": (0.8, 0.82, 0.78), "B": (0.3, 0.35, 0.25), "C": (0.0, 0.02, -0.02), "D": (0.3, 0.3, 0.32)},
+               "s2", seed=1)], ignore_index=True)
+    sep = syn.separations(units, margin=0.1)
+    cost = pd.DataFrame({"label": ["A", "B", "C", "D"], "inputs per sample": [50.0, 9.0, 9.0, 20.0]})
+    g = syn.guide(_recovered(units), {"case one": "s1", "case two": "s2"}, cost_table=cost, separation=sep,
+                  margin=0.1, reference_spread={"A": 0.5, "B": 0.1}, reference_moves={"A": "moves", "B": "stays"})
+    held = g[g["holds up"]].groupby("situation", sort=False)["label"].apply(list).to_dict()
+    assert held == {"case one": ["A", "B"], "case two": ["A"], syn.COST_CASE: ["B", "A"]}  # B: 1 of 2 is half
+    one = g[g["situation"] == "case one"].set_index("label")
+    assert bool(one.loc["D", "not separated"]) and one.loc["D", "recovers"] == "undecided"
+    assert one.loc["C", "beaten by"] == "A, B" and not one.loc["C", "holds up"]
+    two = g[g["situation"] == "case two"].set_index("label")
+    assert two.loc["C", "recovers"] == "fails" and two.loc["B", "beaten by"] == "A"
+    assert bool(g.loc[g["label"] == "A", "reference-sensitive"].all()) and not g.loc[g["label"] == "B",
+                                                                                     "reference-sensitive"].any()
+    text = syn.guide_sentences(g)
+    assert text["case one"].startswith("For case one (setup “s1”, 3 trained models × 10 images each), A 0.")
+    assert "hold up: recovery of the known ranking above chance by more than 0.1" in text["case one"]
+    assert "the replicas do not separate them from one another" in text["case one"]
+    assert "Not separated from them either, but not shown above chance by the margin: D." in text["case one"]
+    assert "Caveat: the recovery of A (by 0.50) moves with the removal value." in text["case one"]
+    assert "holds up: " in text["case two"] and "do not separate" not in text["case two"]
+    assert "Shown not to recover the ranking by the margin: C." in text["case two"]
+    assert "A (50 model inputs per image and explainer; holds up in 2 of them)" in text[syn.COST_CASE]
+    answer = syn.answer_sentence(g)
+    assert "each replicated over 3 independently trained models" in answer
+    assert "the metrics that hold up, and in how many: A (2 of 2), B (1 of 2)" in answer and "A moves with the removal value" in answer
+    assert "alone: A for case two" in answer and "so none of them is named best" in answer
+    assert "2 of 4 metrics hold up nowhere (C, D)" in answer  # in the order of the units, not by recovery
+    assert "report card" not in answer
+    from_csv = pd.read_csv(io.StringIO(g.to_csv(index=False)))  # the book reads guide.csv: empty cells are NaN
+    assert syn.guide_sentences(from_csv) == text and syn.answer_sentence(from_csv) == answer
+    none = syn.guide(_recovered(units).assign(**{"spearman low": -0.5}), {"one": "s1"}, cost_table=cost,
+                     separation=sep, margin=0.1)
+    assert "no metric holds up" in syn.guide_sentences(none)["one"]
+    assert syn.answer_sentence(none).startswith("No metric held up in any of the 1 controlled situations")
+    with pytest.raises(ValueError, match="lacks"):
+        syn.guide(_recovered(units).drop(columns="spearman low"), {"one": "s1"}, cost_table=cost)
+    with pytest.raises(ValueError, match="names setup 'x'"):
+        syn.guide(_recovered(units), {"one": "x"}, cost_table=cost)
+
+
+def test_guide_without_separations_reads_the_recovery_intervals():
     rec = pd.DataFrame({"metric": ["a", "b", "c"] * 2, "label": ["A", "B", "C"] * 2,
                         "spearman": [0.9, 0.8, 0.1, 0.5, 0.1, -0.2],
                         "spearman low": [0.8, 0.6, -0.2, 0.3, -0.1, -0.4],
                         "spearman high": [1.0, 0.9, 0.4, 0.7, 0.3, 0.0], "setup": ["s1"] * 3 + ["s2"] * 3})
     cost = pd.DataFrame({"metric": ["a", "b", "c"], "label": ["A", "B", "C"], "inputs per sample": [50.0, 9.0, 9.0]})
     g = syn.guide(rec, {"one": "s1", "two": "s2"}, cost_table=cost, reference_spread={"A": 0.5, "B": 0.1})
-    held = g[g["holds up"]].groupby("situation")["label"].apply(list).to_dict()
-    # s1: A best [0.8, 1]; B's [0.6, 0.9] overlaps it; C reaches 0. s2: only A lies above 0.
+    held = g[g["holds up"]].groupby("situation", sort=False)["label"].apply(list).to_dict()
+    # s1: A and B overlap, C's interval lies wholly below both; s2: B and C lie below A's
     assert held == {"one": ["A", "B"], "two": ["A"], syn.COST_CASE: ["B", "A"]}  # cost case: cheapest first
-    cost_rows = g[g["situation"] == syn.COST_CASE].set_index("label")
-    assert cost_rows.loc["A", "situations held"] == 2 and cost_rows.loc["B", "situations held"] == 1
-    assert list(cost_rows.index[:2]) == ["B", "A"]  # the cost case is ordered by cost among those that hold up
-    assert bool(g.loc[g["label"] == "A", "reference-sensitive"].all()) and not g.loc[g["label"] == "B",
-                                                                                     "reference-sensitive"].any()
+    assert g.set_index(["situation", "label"]).loc[("one", "C"), "beaten by"] == "A, B"
+    assert bool(g.loc[g["label"] == "A", "reference-sensitive"].all())  # the spread alone, 0.5 > 0.3
     text = syn.guide_sentences(g, n_images={"s1": 24})
     assert text["one"].startswith("For one (setup “s1”, 24 images), A 0.90 [0.80, 1.00], B 0.80 [0.60, 0.90] hold up")
-    assert "C does worst (0.10 [-0.20, 0.40])" in text["one"] and "Caveat: the recovery of A (by 0.50) moves" in text["one"]
     assert "B (9 model inputs per image and explainer; holds up in 1 of them)" in text[syn.COST_CASE]
-    card = pd.DataFrame({"label": ["B", "A", "C"], "overall": [1.5, 2.0, 2.5]})
-    answer = syn.answer_sentence(g, card)
-    assert "A (2 of 2), B (1 of 2)" in answer and "1 of 3 metrics holds up nowhere (C)" in answer
-    assert "ranks B first (mean rank 1.5 of 3)" in answer and "A moves with the removal value" in answer
-    none = rec.assign(**{"spearman low": -0.5})
-    g0 = syn.guide(none, {"one": "s1"}, cost_table=cost)
-    assert "no metric recovers the known ranking significantly better than chance" in syn.guide_sentences(g0)["one"]
-    assert syn.answer_sentence(g0, card).startswith("No metric recovered a known ranking")
-    with pytest.raises(ValueError, match="lacks"):
-        syn.guide(rec.drop(columns="spearman low"), {"one": "s1"}, cost_table=cost)
-    with pytest.raises(ValueError, match="names setup 'x'"):
-        syn.guide(rec, {"one": "x"}, cost_table=cost)
+    assert "A (2 of 2), B (1 of 2)" in syn.answer_sentence(g)
+
+
+def test_reference_sensitivity_moves_stays_or_undecided():
+    base = _units({"A": (0.9, 0.9, 0.9), "B": (0.9, 0.9, 0.9), "C": (0.9, 0.9, 0.9)})
+    other = _units({"A": (0.2, 0.25, 0.2), "B": (0.85, 0.9, 0.88), "C": (0.2, 0.9, 0.5)}, seed=3)
+    units = pd.concat([base.assign(reference="zero"), other.assign(reference="blur")], ignore_index=True)
+    sens = syn.reference_sensitivity(units).set_index("label")
+    assert sens.loc["A", "outcome"] == "moves" and sens.loc["A", "spread"] == pytest.approx(0.68, abs=0.05)
+    assert sens.loc["B", "outcome"] == "stays" and sens.loc["C", "outcome"] == "undecided"
+    assert sens.loc["A", "where"] == "s: zero vs blur"
+    sentence = syn.reference_sentence(sens.reset_index())
+    assert sentence.startswith("1 of 3 metrics move their recovery by more than 0.3 with the removal value")
+    assert ": A; 1 stay within ±0.3 on every set-up; 1 are undecided." in sentence
+    with pytest.raises(ValueError, match="units lacks 'reference'"):
+        syn.reference_sensitivity(base)
+
+
+def test_part_rows_cut_the_test_split_into_disjoint_parts():
+    parts = [syn.part_rows(359, 200, (i, 3)) for i in range(3)]
+    assert parts == [slice(0, 119), slice(119, 238), slice(238, 357)]
+    assert syn.part_rows(72, 24, (2, 3)) == slice(48, 72) and syn.part_rows(359, 24, (0, 1)) == slice(0, 24)
+    with pytest.raises(ValueError, match="part must be"):
+        syn.part_rows(10, 2, (3, 3))
+    with pytest.raises(ValueError, match="cannot be cut"):
+        syn.part_rows(2, 2, (0, 3))
 
 
 @pytest.mark.parametrize(("values", "fmt", "text"), [([3, 3, 3], "d", "3"), ([4, 2, 3], "d", "2–4"),

@@ -11,27 +11,31 @@
   decided against random maps by :func:`~faithlab.protocols.synthesis.meta_evaluation.claim_ideal_gap`), a
   MetaQuantus-style meta-evaluation (:func:`~faithlab.protocols.synthesis.meta_evaluation.resilience`,
   :func:`~faithlab.protocols.synthesis.meta_evaluation.reactivity`; Hedström et al., TMLR 2023), and the report
-  card that ranks the metrics (:func:`~faithlab.protocols.synthesis.meta_evaluation.report_card`,
-  :func:`~faithlab.protocols.synthesis.meta_evaluation.recommendations`);
+  card that ranks the metrics (:func:`~faithlab.protocols.synthesis.meta_evaluation.report_card`);
 - :mod:`~faithlab.protocols.synthesis.advice`: the guide the book opens with: per situation the metrics that hold
-  up, with intervals (:func:`~faithlab.protocols.synthesis.advice.guide`,
+  up across independently trained replicas, judged with t intervals on the replica means against a margin fixed
+  by the design (:func:`~faithlab.protocols.synthesis.advice.guide`,
+  :func:`~faithlab.protocols.synthesis.advice.separations`,
   :func:`~faithlab.protocols.synthesis.advice.guide_sentences`,
   :func:`~faithlab.protocols.synthesis.advice.answer_sentence`);
-- :mod:`~faithlab.protocols.synthesis.paper`: the published finding the chapter decides (``PAPER_IDEAL_GAP``).
+- :mod:`~faithlab.protocols.synthesis.paper`: the published finding the chapter decides (``PAPER_IDEAL_GAP``,
+  ``PAPER_THRESHOLD``).
 
 Every public name is re-exported here (``fl.protocols.synthesis.recovery``).
 """
 
 from faithlab.protocols.synthesis.advice import (CHAPTER_METRICS, COST_CASE, REFERENCE_SENSITIVE, answer_sentence,
-                                                 guide, guide_sentences, value_range)
-from faithlab.protocols.synthesis.meta_evaluation import (CRITERIA, beats, claim_ideal_gap, cost_per_metric,
-                                                          ideal_gap, noisy_inputs, reactivity, recommendations,
-                                                          recovery, report_card, resilience)
-from faithlab.protocols.synthesis.paper import PAPER_IDEAL_GAP
-from faithlab.protocols.synthesis.setups import (SETUP, Setup, degraded_name, evaluate_again, explainer_maps, setup,
-                                                 tree_setup)
+                                                 guide, guide_sentences, reference_sensitivity, reference_sentence,
+                                                 separation_margin, separations, value_range)
+from faithlab.protocols.synthesis.meta_evaluation import (CRITERIA, PREMISE_BAND, beats, claim_ideal_gap,
+                                                          cost_per_metric, ideal_gap, noisy_inputs, reactivity,
+                                                          recovery, recovery_units, report_card, resilience)
+from faithlab.protocols.synthesis.paper import PAPER_IDEAL_GAP, PAPER_THRESHOLD
+from faithlab.protocols.synthesis.setups import (SETUP, Setup, degraded_name, evaluate_again, explainer_maps,
+                                                 part_rows, setup, tree_setup)
 
-__all__ = ["Setup", "setup", "tree_setup", "claim_ideal_gap", "PAPER_IDEAL_GAP", "degraded_name", "explainer_maps",
-           "recovery", "ideal_gap", "resilience", "reactivity", "report_card", "recommendations", "CRITERIA",
-           "guide", "guide_sentences", "answer_sentence", "REFERENCE_SENSITIVE", "CHAPTER_METRICS", "COST_CASE",
-           "cost_per_metric", "noisy_inputs", "beats", "evaluate_again", "value_range"]
+__all__ = ["Setup", "setup", "tree_setup", "part_rows", "claim_ideal_gap", "PREMISE_BAND", "PAPER_IDEAL_GAP",
+           "PAPER_THRESHOLD", "degraded_name", "explainer_maps", "recovery", "recovery_units", "ideal_gap",
+           "resilience", "reactivity", "report_card", "CRITERIA", "guide", "guide_sentences", "answer_sentence",
+           "separation_margin", "separations", "reference_sensitivity", "reference_sentence", "REFERENCE_SENSITIVE",
+           "CHAPTER_METRICS", "COST_CASE", "cost_per_metric", "noisy_inputs", "beats", "evaluate_again", "value_range"]

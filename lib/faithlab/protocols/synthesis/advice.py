@@ -1,20 +1,32 @@
-"""The guide the synthesis chapter and the book open with: per situation the metrics that hold up, with intervals
-(:func:`guide`, :func:`guide_sentences`, :func:`answer_sentence`), read from the tables of
-:mod:`~faithlab.protocols.synthesis.meta_evaluation`."""
+"""The guide the synthesis chapter and the book open with: per situation the metrics that hold up across
+independently trained replicas, with intervals (:func:`guide`, :func:`guide_sentences`, :func:`answer_sentence`),
+read from the tables of :mod:`~faithlab.protocols.synthesis.meta_evaluation`.
+
+Every statement the guide makes is judged with the interval the claims use (a t interval on the trained replicas'
+means, :func:`faithlab.verdicts.mean_interval`) against a margin fixed before the data (:func:`separation_margin`):
+a metric *recovers* the known ranking when its recovery's interval lies above the margin; metric A *beats* metric B
+when the interval of their paired difference (per image, A − B) lies above the margin (:func:`separations`); a
+metric *holds up* when it recovers and no metric beats it. Where the replicas do not separate two metrics, the guide
+names both or neither, never one of them."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 
+import numpy as np
 import pandas as pd
 
-__all__ = ["guide", "guide_sentences", "answer_sentence", "value_range", "REFERENCE_SENSITIVE", "CHAPTER_METRICS",
-           "COST_CASE"]
+from faithlab import verdicts
+
+__all__ = ["guide", "guide_sentences", "answer_sentence", "value_range", "separation_margin", "separations",
+           "reference_sensitivity", "reference_sentence", "REFERENCE_SENSITIVE", "CHAPTER_METRICS", "COST_CASE"]
 
 
 REFERENCE_SENSITIVE = 0.3
-"""A metric whose recovery moves by more than this (Spearman) between removal values on some setup is flagged as
-reference-sensitive in :func:`guide`: its verdict depends on a choice the user makes."""
+"""A metric whose recovery moves by more than this (Spearman) between two removal values on some setup, the t
+interval of the paired difference over the trained replicas wholly beyond ±0.3, is flagged as reference-sensitive
+in :func:`guide` (:func:`reference_sensitivity`): its verdict depends on a choice the user makes. Our convention."""
 
 CHAPTER_METRICS = {"ffidelity": ("FFid+", "FFid−"), "fewclass": ("Few-class Fid",), "saco": ("SaCo",),
                    "trace": ("ΣLeRF − ΣMoRF",)}
@@ -24,20 +36,138 @@ in the report card)."""
 COST_CASE = "a cost budget"
 
 
+def separation_margin(n_levels: int) -> float:
+    """The guide's smallest difference of interest in recovery (Spearman with the known quality of ``n_levels``
+    degraded explainers): one swap of two neighbouring explainers in an otherwise right ranking, 12 / (n (n² − 1))
+    (Spearman's ρ = 1 − 6 Σd² / (n (n² − 1)) with Σd² = 2) — 0.1 for five levels. Fixed by the design before any
+    score is seen: a metric must recover the ranking better than chance, and beat another, by more than one such
+    swap per image on average."""
+    if isinstance(n_levels, bool) or not isinstance(n_levels, (int, np.integer)) or n_levels < 2:
+        raise ValueError(f"n_levels must be an int ≥ 2 (explainers of known quality), got {n_levels!r}")
+    n = int(n_levels)
+    return 12.0 / (n * (n * n - 1))
+
+
+def _outcome(low: float, high: float, margin: float) -> str:
+    """"holds" (the interval lies above ``margin``), "fails" (wholly below it) or "undecided" (it straddles)."""
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return "undecided"
+    return "holds" if low > margin else "fails" if high < margin else "undecided"
+
+
+def separations(units: pd.DataFrame, *, margin: float, level: float = 0.95) -> pd.DataFrame:
+    """Every pair of metrics on every setup, compared on the same units: the mean of the paired per-image difference
+    of their recovery, its ``level`` t interval on the replica means (:func:`faithlab.verdicts.mean_interval`), and
+    whether one beats the other by more than ``margin``.
+
+    units: :func:`~faithlab.protocols.synthesis.meta_evaluation.recovery_units` tables stacked with a ``setup``
+    column (``replica`` when the setups are replicated). Returns one row per setup and pair (``a``, ``b``: labels, in
+    the order of the units): ``difference`` (a − b), ``low``, ``high``, ``replicas``, ``images`` and ``outcome``:
+    "a beats b" (the interval lies above ``margin``), "b beats a" (below −``margin``), "within the margin" (wholly
+    inside ±``margin``: shown not to differ by more) or "not separated" (it straddles a boundary)."""
+    for column in ("setup", "label", "sample", "spearman"):
+        if column not in units.columns:
+            raise ValueError(f"units lacks {column!r}: stack syn.recovery_units tables with a 'setup' column")
+    index = ["replica", "sample"] if "replica" in units.columns else ["sample"]
+    rows = []
+    for setup, part in units.groupby("setup", sort=False):
+        wide = part.pivot(index=index, columns="label", values="spearman")
+        labels = list(dict.fromkeys(part["label"]))
+        groups = wide.index.get_level_values("replica").astype(str).to_numpy() if "replica" in index else None
+        for a, b in itertools.combinations(labels, 2):
+            d = wide[a].to_numpy(dtype=float) - wide[b].to_numpy(dtype=float)
+            i = verdicts.mean_interval(d, groups=groups, level=level)
+            outcome = ("a beats b" if i.low > margin else "b beats a" if i.high < -margin else
+                       "within the margin" if -margin < i.low and i.high < margin else "not separated")
+            rows.append({"setup": setup, "a": a, "b": b, "difference": i.estimate, "low": i.low, "high": i.high,
+                         "replicas": i.replicas, "images": i.units, "outcome": outcome})
+    return pd.DataFrame(rows, columns=["setup", "a", "b", "difference", "low", "high", "replicas", "images",
+                                       "outcome"])
+
+
+def _beaten_by(separation: pd.DataFrame, setup: str) -> dict[str, list[str]]:
+    """{label: labels that beat it} on one setup of a :func:`separations` table."""
+    part = separation[separation["setup"] == setup]
+    out: dict[str, list[str]] = {}
+    for r in part.itertuples(index=False):
+        if r.outcome == "a beats b":
+            out.setdefault(r.b, []).append(r.a)
+        elif r.outcome == "b beats a":
+            out.setdefault(r.a, []).append(r.b)
+    return out
+
+
+def reference_sensitivity(units: pd.DataFrame, *, threshold: float = REFERENCE_SENSITIVE,
+                          level: float = 0.95) -> pd.DataFrame:
+    """Whether each metric's recovery moves with the removal value: per setup and pair of references, the mean of
+    the paired per-image difference of its recovery (the same images and replicas under both references) and its
+    ``level`` t interval on the replica means, judged against ±``threshold``.
+
+    units: :func:`~faithlab.protocols.synthesis.meta_evaluation.recovery_units` tables stacked with ``setup`` and
+    ``reference`` columns. Returns one row per metric: ``label``, ``spread`` (the largest |mean difference| over the
+    setups and pairs), ``where`` (that setup and pair), ``outcome``: "moves" (some interval lies wholly beyond
+    ±``threshold``), "stays" (every interval lies inside ±``threshold``) or "undecided"."""
+    for column in ("setup", "reference", "label", "sample", "spearman"):
+        if column not in units.columns:
+            raise ValueError(f"units lacks {column!r}: stack syn.recovery_units tables with 'setup' and 'reference' "
+                             "columns")
+    index = ["replica", "sample"] if "replica" in units.columns else ["sample"]
+    found: dict[str, dict] = {}
+    for (setup, label), part in units.groupby(["setup", "label"], sort=False):
+        wide = part.pivot(index=index, columns="reference", values="spearman")
+        groups = wide.index.get_level_values("replica").astype(str).to_numpy() if "replica" in index else None
+        for a, b in itertools.combinations(list(dict.fromkeys(part["reference"])), 2):
+            i = verdicts.mean_interval(wide[a].to_numpy(dtype=float) - wide[b].to_numpy(dtype=float),
+                                       groups=groups, level=level)
+            moves = i.low > threshold or i.high < -threshold
+            stays = -threshold < i.low and i.high < threshold
+            entry = found.setdefault(label, {"label": label, "spread": 0.0, "where": "", "moves": False,
+                                             "stays": True})
+            if abs(i.estimate) >= entry["spread"]:
+                entry.update(spread=abs(i.estimate), where=f"{setup}: {a} vs {b}")
+            entry["moves"] |= bool(moves)
+            entry["stays"] &= bool(stays)
+    rows = [{"label": e["label"], "spread": e["spread"], "where": e["where"],
+             "outcome": "moves" if e["moves"] else "stays" if e["stays"] else "undecided"} for e in found.values()]
+    return pd.DataFrame(rows, columns=["label", "spread", "where", "outcome"])
+
+
+def reference_sentence(sensitivity: pd.DataFrame, *, threshold: float = REFERENCE_SENSITIVE) -> str:
+    """One generated sentence on a :func:`reference_sensitivity` table: the metrics shown to move with the removal
+    value, how many are shown to stay within ``threshold``, how many are undecided."""
+    n = len(sensitivity)
+    moves = sensitivity.loc[sensitivity["outcome"] == "moves", "label"].tolist()
+    stays = int((sensitivity["outcome"] == "stays").sum())
+    open_ = n - len(moves) - stays
+    head = (f"{len(moves)} of {n} metrics move their recovery by more than {threshold:g} with the removal value "
+            f"(the 95 % t interval over the trained models of some paired difference lies beyond ±{threshold:g})"
+            + (f": {', '.join(moves)}" if moves else ""))
+    return head + f"; {stays} stay within ±{threshold:g} on every set-up; {open_} are undecided."
+
+
 def guide(recovery_by_setup: pd.DataFrame, use_cases: Mapping[str, str], *, cost_table: pd.DataFrame,
-          reference_spread: Mapping[str, float] | None = None) -> pd.DataFrame:
+          reference_spread: Mapping[str, float] | None = None,
+          reference_moves: Mapping[str, str] | None = None, separation: pd.DataFrame | None = None,
+          margin: float = 0.0) -> pd.DataFrame:
     """The guide's table: one row per situation and metric.
 
-    Per use case (``{situation: setup name}``): each metric's recovery on that setup with its 95 % interval
-    (:func:`~faithlab.protocols.synthesis.meta_evaluation.recovery`'s ``spearman low``/``high``), ``holds up`` when
-    its interval lies above 0 (it recovers the known ranking better than chance) and overlaps the interval of the
-    situation's best metric (the data cannot tell it from the best). One more situation, :data:`COST_CASE`, over the use cases where some metric holds up:
-    ``situations held`` counts them per metric, which ``holds up`` in at least half of them, ordered by cost (model
-    inputs per image and explainer); its recovery is the mean over those setups, its bounds the widest (lowest
-    low, highest high). ``reference spread``: the
-    largest change of the metric's recovery between removal values (``reference_spread``, NaN where not measured);
-    ``reference-sensitive`` when it exceeds :data:`REFERENCE_SENSITIVE`. Sorted by situation (use-case order, then
-    the cost case) and recovery."""
+    recovery_by_setup: :func:`~faithlab.protocols.synthesis.meta_evaluation.recovery` tables stacked with a
+    ``setup`` column (``spearman low``/``high``: the t interval over the trained replicas). Per use case
+    (``{situation: setup name}``), per metric: ``recovers`` — "holds" when the recovery's interval lies above
+    ``margin`` (:func:`separation_margin`), "fails" when it lies wholly below, "undecided" otherwise; ``beaten by``
+    — the metrics that beat it by more than ``margin`` on the paired per-image difference (``separation``, a
+    :func:`separations` table; without one, those whose recovery interval lies more than ``margin`` above its own);
+    ``holds up`` when it recovers and nothing beats it; ``not separated`` when nothing beats it but its recovery is
+    undecided (the replicas separate it neither from the metrics that hold up nor from chance). One more situation,
+    :data:`COST_CASE`, over the use cases where some metric holds up: ``situations held`` counts them per metric,
+    which ``holds up`` in at least half of them, ordered by cost (model inputs per image and explainer); its
+    recovery is the mean over those setups, its bounds the widest. ``order``: the metric's place in
+    ``recovery_by_setup`` (the registry's order), which the sentences list metrics in, so that no list reads as a
+    ranking the replicas do not make. ``reference spread``: the largest change of the
+    metric's recovery between removal values (``reference_spread``, NaN where not measured);
+    ``reference-sensitive`` when ``reference_moves`` (:func:`reference_sensitivity`'s outcome by label) says "moves"
+    — without it, when the spread exceeds :data:`REFERENCE_SENSITIVE`. Sorted by situation (use-case order, then the
+    cost case), then the metrics that hold up, then recovery (cost in the cost case)."""
     if recovery_by_setup.empty:
         raise ValueError("recovery_by_setup is empty")
     missing = [c for c in ("spearman low", "spearman high") if c not in recovery_by_setup.columns]
@@ -46,18 +176,27 @@ def guide(recovery_by_setup: pd.DataFrame, use_cases: Mapping[str, str], *, cost
     cost = cost_table.set_index("label")["inputs per sample"] if "label" in cost_table.columns else \
         cost_table.set_index("metric")["inputs per sample"]
     spread = dict(reference_spread or {})
+    order = {label: i for i, label in enumerate(dict.fromkeys(recovery_by_setup["label"]))}
     rows = []
     for case, name in use_cases.items():
         part = recovery_by_setup[recovery_by_setup["setup"] == name]
         if part.empty:
             raise ValueError(f"use_cases[{case!r}] names setup {name!r}, absent from recovery_by_setup")
-        best = part.loc[part["spearman"].idxmax()]
+        if separation is not None:
+            beaten = _beaten_by(separation, name)
+        else:
+            beaten = {r["label"]: [o["label"] for o in part.to_dict("records") if o["spearman low"] - r["spearman high"]
+                                   > margin] for r in part.to_dict("records")}
         for r in part.to_dict("records"):
             low, high = r["spearman low"], r["spearman high"]
+            recovers = _outcome(low, high, margin)
+            by = beaten.get(r["label"], [])
             rows.append({"situation": case, "setup": name, "metric": r["metric"], "label": r["label"],
                          "recovery": r["spearman"], "low": low, "high": high,
-                         "holds up": bool(low > 0 and high >= best["spearman low"]),
-                         "best": r["metric"] == best["metric"]})
+                         "replicas": int(r.get("replicas", 1)), "images": r.get("images", float("nan")),
+                         "recovers": recovers, "beaten by": ", ".join(by),
+                         "holds up": bool(recovers == "holds" and not by),
+                         "not separated": bool(recovers == "undecided" and not by)})
     table = pd.DataFrame(rows)
     cases = list(use_cases)
     useful = [c for c in cases if table.loc[table["situation"] == c, "holds up"].any()]
@@ -66,15 +205,21 @@ def guide(recovery_by_setup: pd.DataFrame, use_cases: Mapping[str, str], *, cost
     for (metric, label), r in agg.iterrows():
         rows.append({"situation": COST_CASE, "setup": f"{len(useful)} situations", "metric": metric, "label": label,
                      "recovery": r["recovery"], "low": r["low"], "high": r["high"],
-                     "holds up": bool(2 * int(r["held"]) >= len(useful) > 0), "best": False,
+                     "holds up": bool(2 * int(r["held"]) >= len(useful) > 0), "not separated": False,
                      "situations held": int(r["held"])})
     table = pd.DataFrame(rows)
     table["cost"] = [float(cost.get(lab, cost.get(m, float("nan")))) for m, lab in zip(table["metric"], table["label"])]
     table["reference spread"] = [float(spread.get(lab, float("nan"))) for lab in table["label"]]
-    table["reference-sensitive"] = table["reference spread"] > REFERENCE_SENSITIVE
-    order = {c: i for i, c in enumerate([*cases, COST_CASE])}
+    if reference_moves is not None:
+        table["reference"] = [reference_moves.get(lab, "not measured") for lab in table["label"]]
+        table["reference-sensitive"] = table["reference"] == "moves"
+    else:
+        table["reference-sensitive"] = table["reference spread"] > REFERENCE_SENSITIVE
+    table["margin"] = float(margin)
+    table["order"] = table["label"].map(order)
+    situations = {c: i for i, c in enumerate([*cases, COST_CASE])}
     cost_rows = table["situation"] == COST_CASE
-    table["_o"] = table["situation"].map(order)
+    table["_o"] = table["situation"].map(situations)
     table["_k"] = (-table["recovery"]).where(~cost_rows, table["cost"])
     return table.sort_values(["_o", "holds up", "_k"], ascending=[True, False, True], kind="stable") \
         .drop(columns=["_o", "_k"]).reset_index(drop=True)
@@ -84,15 +229,33 @@ def _interval(r: Mapping) -> str:
     return f"{r['recovery']:.2f} [{r['low']:.2f}, {r['high']:.2f}]"
 
 
-def guide_sentences(table: pd.DataFrame, *, n_images: Mapping[str, int] | None = None, top: int = 3
-                    ) -> dict[str, str]:
-    """One generated sentence per situation of a :func:`guide` table: the metrics that hold up (at most ``top``,
-    with their recovery and 95 % interval), the worst, and the caveat of a reference-sensitive metric among them.
-    ``n_images``: ``{setup: images}`` to state the scale."""
+def _names(labels) -> str:
+    labels = list(labels)
+    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
+
+
+def _scale(part: pd.DataFrame, setup: str, n_images: Mapping[str, int] | None) -> str:
+    replicas = int(part["replicas"].max()) if "replicas" in part.columns and part["replicas"].notna().any() else 1
+    n = n_images.get(setup) if n_images else None
+    if n is None and replicas > 1 and "images" in part.columns and part["images"].notna().any():
+        n = int(part["images"].max()) // replicas
+    if replicas > 1:
+        return f", {replicas} trained models" + (f" × {int(n)} images each" if n is not None else "")
+    return f", {int(n)} images" if n is not None else ""
+
+
+def guide_sentences(table: pd.DataFrame, *, n_images: Mapping[str, int] | None = None) -> dict[str, str]:
+    """One generated sentence per situation of a :func:`guide` table: every metric that holds up (with its recovery
+    and 95 % interval), the metrics the replicas separate neither from those nor from chance, the metrics shown not
+    to recover the ranking, and the caveat of a reference-sensitive metric among those that hold up. Only what the
+    replicas decide is named; a metric that holds up beside others is not separated from them, so the metrics are
+    listed in the table's ``order`` (the registry's), not by their point estimates. ``n_images``:
+    ``{setup: images per trained model}`` to state the scale (default: the table's ``images`` / ``replicas``)."""
     out = {}
     for case, part in table.groupby("situation", sort=False):
         setup = str(part["setup"].iloc[0])
-        scale = f", {n_images[setup]} images" if n_images and setup in n_images else ""
+        if "order" in part.columns and case != COST_CASE:
+            part = part.sort_values("order", kind="stable")
         held = part[part["holds up"]]
         if case == COST_CASE:
             if held.empty:
@@ -100,25 +263,34 @@ def guide_sentences(table: pd.DataFrame, *, n_images: Mapping[str, int] | None =
                              "is safe here.")
                 continue
             listed = "; ".join(f"{r['label']} ({r['cost']:.0f} model inputs per image and explainer; holds up in "
-                               f"{int(r['situations held'])} of them)" for r in held.head(top).to_dict("records"))
-            out[case] = (f"On a cost budget, the cheapest metrics that hold up in at least half of the {setup} where "
-                         f"some metric does: {listed}.")
+                               f"{int(r['situations held'])} of them)" for r in held.to_dict("records"))
+            out[case] = (f"On a cost budget, the metrics that hold up in at least half of the {setup} where some "
+                         f"metric does, cheapest first: {listed}.")
             continue
-        head = f"For {case} (setup “{setup}”{scale})"
-        worst = part.loc[part["recovery"].idxmin()].to_dict()
-        first = part.iloc[0].to_dict()
+        margin = float(part["margin"].iloc[0]) if "margin" in part.columns else 0.0
+        head = f"For {case} (setup “{setup}”{_scale(part, setup, n_images)})"
+        rule = (f"recovery of the known ranking above chance by more than {margin:.2g} and no metric better by more "
+                f"than {margin:.2g} (mean per-image Spearman, 95 % t intervals over the trained models)")
+        open_ = part[part["not separated"]] if "not separated" in part.columns else part.iloc[:0]
+        fails = part[part["recovers"] == "fails"] if "recovers" in part.columns else part.iloc[:0]
         if held.empty:
-            out[case] = (f"{head}, no metric recovers the known ranking significantly better than chance (every "
-                         f"95 % interval reaches 0); the best, {first['label']}, scores {_interval(first)}.")
-            continue
-        shown = held.head(top)
-        listed = ", ".join(f"{r['label']} {_interval(r)}" for r in shown.to_dict("records"))
-        more = f" and {len(held) - len(shown)} more" if len(held) > len(shown) else ""
-        verb = "holds" if len(held) == 1 else "hold"
-        text = (f"{head}, {listed}{more} {verb} up: recovery of the known ranking (mean per-image Spearman, 95 % "
-                f"interval) above 0 and not distinguishable from the best; {worst['label']} does worst "
-                f"({_interval(worst)}).")
-        sensitive = shown[shown["reference-sensitive"]]
+            text = f"{head}, no metric holds up: none has {rule}."
+            if len(open_):
+                text += f" Not separated from the best nor from chance: {_names(open_['label'])}."
+        else:
+            listed = ", ".join(f"{r['label']} {_interval(r)}" for r in held.to_dict("records"))
+            verb = "holds" if len(held) == 1 else "hold"
+            text = f"{head}, {listed} {verb} up: {rule}"
+            text += "; the replicas do not separate them from one another." if len(held) > 1 else "."
+            if len(open_):
+                text += (f" Not separated from {'it' if len(held) == 1 else 'them'} either, but not shown above "
+                         f"chance by the margin: {_names(open_['label'])}.")
+        beaten = int((part["beaten by"].fillna("").astype(str) != "").sum()) if "beaten by" in part.columns else 0
+        if beaten:
+            text += f" {beaten} of {len(part)} metrics are beaten by another by more than the margin."
+        if len(fails):
+            text += f" Shown not to recover the ranking by the margin: {_names(fails['label'])}."
+        sensitive = held[held["reference-sensitive"]]
         if not sensitive.empty:
             names = ", ".join(f"{r['label']} (by {r['reference spread']:.2f})" for r in sensitive.to_dict("records"))
             text += (f" Caveat: the recovery of {names} {'moves' if len(sensitive) == 1 else 'move'} with the "
@@ -127,33 +299,49 @@ def guide_sentences(table: pd.DataFrame, *, n_images: Mapping[str, int] | None =
     return out
 
 
-def answer_sentence(table: pd.DataFrame, card: pd.DataFrame) -> str:
-    """The study's answer to "which metric should I trust?" in one generated paragraph: how many situations each
-    metric holds up in (:func:`guide`), the metrics that hold up most often, the reference-sensitive ones among them,
-    and the report card's leader for contrast."""
+def answer_sentence(table: pd.DataFrame, card: pd.DataFrame | None = None) -> str:
+    """The study's answer to "which metric should I trust?" in one generated paragraph, from a :func:`guide` table:
+    in how many situations each metric holds up (every metric that holds up somewhere, grouped by that count, then
+    those that hold up nowhere), the situations where one metric alone holds up, the reference-sensitive metrics
+    among those named, and the rule. No threshold on the counts picks a winner: a count moves by one where a metric
+    is not separated in a situation, and the answer shows the counts. It names only what the trained replicas decide;
+    ``card`` (the report card) is not used: its ranking weighs point estimates of five criteria, two of them measured
+    on one model, so its leader is not something the replicas separate."""
     cases = table[table["situation"] != COST_CASE]
     n_cases = cases["situation"].nunique()
-    held = cases[cases["holds up"]].groupby("label", sort=False)["situation"].nunique().sort_values(
-        ascending=False, kind="stable")
+    replicas = int(cases["replicas"].max()) if "replicas" in cases.columns and cases["replicas"].notna().any() else 1
+    scale = f", each replicated over {replicas} independently trained models" if replicas > 1 else ""
+    margin = float(cases["margin"].iloc[0]) if "margin" in cases.columns else 0.0
+    held = cases[cases["holds up"]].groupby("label", sort=False)["situation"].nunique()
     if held.empty:
-        return (f"No metric recovered a known ranking of explainers significantly better than chance in any of the "
-                f"{n_cases} controlled situations of this study: the data here do not single out a metric to trust.")
-    top = held[held >= max(int(held.iloc[0]) - 1, 1)].head(4)
-    names = ", ".join(f"{name} ({int(k)} of {n_cases})" for name, k in top.items())
-    text = (f"No metric is best everywhere. Of {n_cases} controlled situations with a known answer, the metrics "
-            f"that hold up most often (recovery of the known ranking above chance and not distinguishable from the "
-            f"best, 95 % intervals) are {names}")
+        return (f"No metric held up in any of the {n_cases} controlled situations of this study{scale} (recovery of "
+                f"the known ranking above chance, and no metric better, by more than {margin:.2g}): the data here do "
+                "not single out a metric to trust.")
+    order = {label: i for i, label in enumerate(dict.fromkeys(
+        cases.sort_values("order", kind="stable")["label"] if "order" in cases.columns else cases["label"]))}
+    groups: dict[int, list[str]] = {}
+    for name in sorted(held.index, key=order.get):
+        groups.setdefault(int(held[name]), []).append(name)
+    listed = ", ".join(f"{_names(names)} ({k} of {n_cases}{' each' if len(names) > 1 else ''})"
+                       for k, names in sorted(groups.items(), reverse=True))
+    text = (f"Of {n_cases} controlled situations with a known answer{scale}, the metrics that hold up, and in how "
+            f"many: {listed}")
+    never = [label for label in order if label not in held.index]
+    if never:
+        text += (f"; {len(never)} of {len(order)} metrics {'holds' if len(never) == 1 else 'hold'} up nowhere "
+                 f"({', '.join(never)})")
+    alone = [(case, part.loc[part["holds up"], "label"].iloc[0]) for case, part in cases.groupby("situation", sort=False)
+             if int(part["holds up"].sum()) == 1]
+    if alone:
+        text += "; alone: " + ", ".join(f"{name} for {case}" for case, name in alone)
     spread = cases.groupby("label")["reference-sensitive"].any()
-    sensitive = [n for n in top.index if bool(spread.get(n, False))]
+    sensitive = [n for n in held.index if bool(spread.get(n, False))]
     if sensitive:
         text += f"; {', '.join(sensitive)} {'moves' if len(sensitive) == 1 else 'move'} with the removal value"
-    never = sorted(set(cases["label"]) - set(held.index))
-    if never:
-        text += (f"; {len(never)} of {cases['label'].nunique()} metrics {'holds' if len(never) == 1 else 'hold'} "
-                 f"up nowhere ({', '.join(never)})")
-    lead = card.iloc[0]
-    return text + (f". The report card, which weighs five criteria equally (cost included), ranks {lead.label} first "
-                   f"(mean rank {lead.overall:.1f} of {len(card)}).")
+    return text + (f". A metric holds up in a situation where it recovers the known ranking above chance and no "
+                   f"metric beats it, each by more than {margin:.2g} in recovery (95 % t intervals over the trained "
+                   "models); where several hold up, the replicas do not separate them, so none of them is named "
+                   "best.")
 
 
 def value_range(values, fmt: str = "d") -> str:

@@ -5,7 +5,8 @@ the degraded explainers (:func:`recovery`), how far the perfect explanation land
 (:func:`ideal_gap`; Miró-Nicolau et al.'s claim decided against random maps by :func:`claim_ideal_gap`), a
 MetaQuantus-style meta-evaluation (:func:`resilience`, :func:`reactivity`, :func:`beats`, on
 :func:`noisy_inputs`; Hedström et al., TMLR 2023), each metric's cost (:func:`cost_per_metric`), and the report
-card that ranks the metrics (:func:`report_card`, :func:`recommendations`)."""
+card that ranks the metrics (:func:`report_card`). Every interval is a t interval on the trained replicas' means
+(:func:`faithlab.verdicts.mean_interval`): the trained model is the unit of replication."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ from faithlab import _validate, evaluation, verdicts
 from faithlab.metrics.statistics import spearman
 from faithlab.protocols.synthesis.paper import PAPER_IDEAL_GAP
 
-__all__ = ["claim_ideal_gap", "recovery", "ideal_gap", "resilience", "reactivity", "report_card", "recommendations",
-           "CRITERIA", "cost_per_metric", "noisy_inputs", "beats"]
+__all__ = ["claim_ideal_gap", "PREMISE_BAND", "recovery", "recovery_units", "ideal_gap", "resilience", "reactivity",
+           "report_card", "CRITERIA", "cost_per_metric", "noisy_inputs", "beats"]
 
 
 def _units(frame: pd.DataFrame) -> list[str]:
@@ -29,8 +30,8 @@ def _units(frame: pd.DataFrame) -> list[str]:
 
 
 def _replica_codes(wide: pd.DataFrame):
-    """The replica of each row of a frame indexed by :func:`_units` (None without replicas): the ``groups`` of the
-    two-stage bootstrap (replicas, then images within them)."""
+    """The replica of each row of a frame indexed by :func:`_units` (None without replicas): the ``groups`` of
+    :func:`faithlab.verdicts.mean_interval` (a t interval on the replica means)."""
     return wide.index.get_level_values("replica").astype(str).to_numpy() if "replica" in wide.index.names else None
 
 
@@ -42,39 +43,67 @@ def _matrix(frame: pd.DataFrame, metric: str, names: Sequence[str]) -> torch.Ten
     return torch.tensor(wide.to_numpy(dtype=float).copy(), dtype=torch.float64, device="cpu")
 
 
-def recovery(frame: pd.DataFrame, quality: Mapping[str, float], *, seed: int = 0, n_boot: int = 2000
-             ) -> pd.DataFrame:
-    """How well each per-sample metric of an :func:`~faithlab.evaluate` frame recovers a known ranking of explainers.
-
-    quality: ``{explainer: known quality}`` (higher = better; e.g. −ξ). Per metric: ``spearman`` the mean over
-    samples of the Spearman correlation between the metric's oriented scores and the quality (a sample whose
-    scores do not vary across the explainers has no ranking and counts as 0), ``spearman std`` over samples,
-    ``undefined`` the share of such samples, ``pairwise`` the share of explainer pairs of different quality that
-    the metric orders rightly (ties count ½), and ``dataset spearman`` the Spearman of the mean scores (the
-    ranking a user who averages over samples sees). 1 is perfect recovery for all but ``undefined``.
-    ``spearman low`` / ``spearman high``: the 95 % percentile bootstrap interval of ``spearman`` over the samples
-    (``n_boot`` resamples, generator ``seed``: the same resamples for every metric, so intervals are comparable).
-    """
+def recovery_units(frame: pd.DataFrame, quality: Mapping[str, float]) -> pd.DataFrame:
+    """Per metric and unit, how well the metric's oriented scores recover a known ranking of explainers: the
+    Spearman correlation between the scores and ``quality`` (``{explainer: known quality}``, higher = better, e.g.
+    −ξ) → one row per per-sample metric of the :func:`~faithlab.evaluate` frame and unit (``replica`` and ``sample``
+    when the frame stacks trained replicas, else ``sample``): ``metric``, ``label``, the unit's columns,
+    ``spearman`` (0 for a unit whose scores do not vary across the explainers: it has no ranking) and ``flat``
+    (that case). The units behind :func:`recovery`'s intervals and the guide's comparisons
+    (:func:`~faithlab.protocols.synthesis.advice.separations`)."""
     names = list(quality)
     if len(names) < 2:
         raise ValueError(f"quality must rank at least 2 explainers, got {names}")
     q = torch.tensor([quality[n] for n in names], dtype=torch.float64, device="cpu")
-    i, j = torch.triu_indices(len(names), len(names), offset=1, device="cpu")
-    differ = q[i] != q[j]
-    rows = []
+    parts = []
     for metric in frame.loc[frame["level"] == "sample", "metric"].unique():
-        m = _matrix(frame, metric, names)
+        part = evaluation.oriented(frame[(frame["metric"] == metric) & frame["explainer"].isin(names)])
+        wide = part.pivot(index=_units(part), columns="explainer", values="oriented")[names]
+        m = torch.tensor(wide.to_numpy(dtype=float).copy(), dtype=torch.float64, device="cpu")
         flat = (m == m[:, :1]).all(1)
         zero = torch.zeros((), dtype=torch.float64, device="cpu")
         rho = torch.where(flat, zero, spearman(m, q.expand_as(m)).nan_to_num(0.0))
+        rows = wide.index.to_frame(index=False)
+        rows.insert(0, "label", evaluation.METRICS[metric].label)
+        rows.insert(0, "metric", metric)
+        parts.append(rows.assign(spearman=rho.numpy(), flat=flat.numpy()))
+    columns = ["metric", "label", *(["replica"] if "replica" in frame.columns else []), "sample", "spearman", "flat"]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
+
+
+def recovery(frame: pd.DataFrame, quality: Mapping[str, float], *, level: float = 0.95) -> pd.DataFrame:
+    """How well each per-sample metric of an :func:`~faithlab.evaluate` frame recovers a known ranking of explainers.
+
+    quality: ``{explainer: known quality}`` (higher = better; e.g. −ξ). Per metric: ``spearman`` the mean per-unit
+    Spearman correlation between the metric's oriented scores and the quality (:func:`recovery_units`; a unit whose
+    scores do not vary across the explainers has no ranking and counts as 0), ``spearman low`` / ``spearman high``
+    its ``level`` interval (:func:`faithlab.verdicts.mean_interval`: with a ``replica`` column, the mean of the
+    replica means and a t interval on them, each trained model weighing the same; else a t interval on the images),
+    ``replicas`` and ``images`` (all replicas together) behind it, ``spearman std`` over units, ``undefined`` the
+    share of units without a ranking, ``pairwise`` the share of explainer pairs of different quality that the metric
+    orders rightly (ties count ½), and ``dataset spearman`` the Spearman of the mean scores (the ranking a user who
+    averages over samples sees). 1 is perfect recovery for all but ``undefined``, ``replicas`` and ``images``."""
+    names = list(quality)
+    units = recovery_units(frame, quality)
+    q = torch.tensor([quality[n] for n in names], dtype=torch.float64, device="cpu")
+    i, j = torch.triu_indices(len(names), len(names), offset=1, device="cpu")
+    differ = q[i] != q[j]
+    rows = []
+    for metric, part in units.groupby("metric", sort=False):
+        m = _matrix(frame, metric, names)
         better = torch.sign(m[:, i] - m[:, j]) * torch.sign(q[i] - q[j])
         pair = ((better > 0).double() + 0.5 * (better == 0).double())[:, differ]
         means = m.mean(0)
-        spread = verdicts.bootstrap_diff(rho, n_boot=n_boot, seed=seed) if rho.numel() > 1 else None
-        rows.append({"metric": metric, "label": evaluation.METRICS[metric].label, "spearman": rho.mean().item(),
-                     "spearman low": spread.low if spread else float("nan"),
-                     "spearman high": spread.high if spread else float("nan"),
-                     "spearman std": rho.std(correction=0).item(), "undefined": flat.double().mean().item(),
+        groups = part["replica"].astype(str).to_numpy() if "replica" in part.columns else None
+        rho = part["spearman"].to_numpy(dtype=float)
+        interval = verdicts.mean_interval(rho, groups=groups, level=level) if len(rho) > 1 else None
+        nan = float("nan")
+        rows.append({"metric": metric, "label": evaluation.METRICS[metric].label,
+                     "spearman": interval.estimate if interval else float(rho.mean()),
+                     "spearman low": interval.low if interval else nan,
+                     "spearman high": interval.high if interval else nan,
+                     "replicas": interval.replicas if interval else 1, "images": len(rho),
+                     "spearman std": float(rho.std()), "undefined": float(part["flat"].mean()),
                      "pairwise": pair.mean().item(),
                      "dataset spearman": 0.0 if bool((means == means[0]).all()) else spearman(means, q).item()})
     return pd.DataFrame(rows)
@@ -108,36 +137,43 @@ def _per_image(frame: pd.DataFrame, metric: str, names: Sequence[str]) -> pd.Dat
     return part.pivot(index=_units(part), columns="explainer", values="score").reindex(columns=list(names))
 
 
-def claim_ideal_gap(frame: pd.DataFrame, *, perfect: str, random: str, tolerance: float = 0.3, setting: str = "",
-                    n_boot: int = 4000, level: float = 0.95, seed: int = 0) -> verdicts.Claim:
-    """Miró-Nicolau et al. (2024): no fidelity metric scores the perfect explanation of a transparent model within
-    ``tolerance`` (30 %) of the metric's ideal.
+PREMISE_BAND = 0.05
+"""The premise of :func:`claim_ideal_gap` (rule MN1's premises): a metric counts when its mean of (perfect −
+random maps), oriented and divided by its range, lies above this share of its range; our convention."""
+
+
+def claim_ideal_gap(frame: pd.DataFrame, *, perfect: str, random: str, setting: str = "",
+                    level: float = 0.95) -> verdicts.Claim:
+    """Claim MN1 (Miró-Nicolau et al. 2024): no fidelity metric scores the perfect explanation of a transparent model
+    within 30 % of the metric's ideal, decided by its rule in the rules file (``verdicts.rule("MN1")``: the margin,
+    the paper's 30 %, and the design live there).
 
     frame: an :func:`~faithlab.evaluate` frame holding the explainers ``perfect`` (the model's perfect explanation)
     and ``random`` (random maps, the null) on the same images: of one model, or of several independently trained
-    replicas of it stacked with a ``replica`` column (a unit is then a replica × image, and every interval below is
-    the two-stage bootstrap of :func:`faithlab.verdicts.bootstrap_diff` with ``groups``: the replicas resampled,
-    then the images within each drawn replica). Metrics: the per-sample metrics of the frame with an ideal value
-    and a range (:data:`faithlab.evaluation.METRICS`); an image's gap is |score − ideal| / range
-    (:func:`ideal_gap`, pooled over the replicas). Images where a metric is undefined (NaN) are left out of it.
+    replicas stacked with a ``replica`` column (a unit is then a replica × image; each replica should score its own
+    images, so that the units are independent). Metrics: the per-sample metrics of the frame with an ideal value
+    and a range (:data:`faithlab.evaluation.METRICS`); an image's gap is |score − ideal| / range (:func:`ideal_gap`).
+    Images where a metric is undefined (NaN) are left out of it.
 
-    Premise and null, per metric: the metric must score the perfect explanation significantly better than random
-    maps (paired bootstrap over (replicas, then) images of the oriented difference perfect − random, its ``level``
-    interval above 0; the chance level, random maps' mean score resampled the same way, is in the table). A metric
-    that cannot tell the perfect explanation from random maps says nothing about fidelity here and does not count;
-    when none counts, the claim is not testable here.
-    Rule (fixed before any result): per counted metric, the ``level`` bootstrap interval (over replicas, then images)
-    of its mean gap lies below ``tolerance`` (within), above it (beyond) or across it (undecided); the claim holds for
-    a metric that is beyond and fails for one within, and is decided by :func:`faithlab.verdicts.from_settings` with
-    every counted metric required (an undecided metric that could tip it leaves the claim inconclusive). setting: a
-    label appended to the claim's text.
+    Premise and null, per metric: the metric must tell the perfect explanation from random maps — the mean of the
+    oriented difference perfect − random divided by the metric's range, its t interval on the replica means
+    (:func:`faithlab.verdicts.mean_interval`), judged against :data:`PREMISE_BAND` (:func:`faithlab.verdicts.
+    premise_interval`): the metric counts when the interval lies above, does not count when it lies below (it says
+    nothing about fidelity here), and whether it counts is undecided when it straddles. Random maps' mean score with
+    its interval is the chance level in the table. When no metric counts, the claim is not testable here.
+    Outcome, per counted metric: its mean gap and the t interval on the replica means, judged against the rule's
+    margin (:func:`faithlab.verdicts.effect`: holds above, fails below, undecided across); the cells combine as the
+    rule's ``every`` says (:func:`faithlab.verdicts.decide`). A metric whose premise is undecided is decided both
+    with and without it; when the two verdicts differ, the claim is inconclusive. setting: a label appended to the
+    claim's text.
 
     Returns a :class:`faithlab.verdicts.Claim` whose table has one row per metric with an ideal: ideal, range, the
-    perfect and random means, the chance range (``chance low``/``high``), the paired comparison (``perfect −
-    random``, ``low``, ``high``, ``beats random``), the mean ``gap`` with its interval, random maps' gap, the
-    ``share within`` tolerance (:func:`ideal_gap`), the ``images`` scored (pooled over the replicas), the
-    ``replicas`` and the ``outcome``."""
-    tol = _validate.fraction(tolerance, "tolerance", closed_low=False)
+    perfect and random means, the chance interval (``chance low``/``high``), the premise (``perfect − random`` /
+    range, ``low``, ``high``, ``counts``: yes, no or undecided), the mean ``gap`` with its interval and outcome,
+    random maps' gap, the ``share within`` the margin (:func:`ideal_gap`), the ``images`` scored (all replicas
+    together) and the ``replicas``."""
+    rule = verdicts.rule("MN1")
+    tol = rule.margin_for()
     present = set(frame.loc[frame["level"] == "sample", "explainer"])
     for value, arg in ((perfect, "perfect"), (random, "random")):
         if value not in present:
@@ -149,7 +185,7 @@ def claim_ideal_gap(frame: pd.DataFrame, *, perfect: str, random: str, tolerance
     chance = ideal_gap(frame, random, tolerance=tol).set_index("metric")
     n_replicas = int(frame["replica"].nunique()) if "replica" in frame.columns else 1
     nan = float("nan")
-    rows = []
+    rows, cells, maybe, premises = [], {}, {}, []
     for metric in gaps.index:
         info = evaluation.METRICS[metric]
         wide = _per_image(frame, metric, [perfect, random])
@@ -159,62 +195,74 @@ def claim_ideal_gap(frame: pd.DataFrame, *, perfect: str, random: str, tolerance
         row = {"metric": metric, "label": info.label, "ideal": info.ideal, "range": info.span,
                "perfect mean": float(pd.Series(a).mean()), "random mean": float(pd.Series(b).mean()),
                "chance low": nan, "chance high": nan, "perfect − random": nan, "low": nan, "high": nan,
-               "beats random": False, "gap": float(gaps.loc[metric, "gap"]), "gap low": nan, "gap high": nan,
+               "counts": "no", "gap": float(gaps.loc[metric, "gap"]), "gap low": nan, "gap high": nan,
+               "outcome": "not counted",
                "random gap": float(chance.loc[metric, "gap"]) if metric in chance.index else nan,
                "share within": float(gaps.loc[metric, "within"]), "images": int((~pd.isna(a)).sum()),
-               "replicas": n_replicas, "outcome": "not counted"}
-        if int((~(pd.isna(a) | pd.isna(b))).sum()) >= 2:
-            c = verdicts.bootstrap_diff(sign * a, sign * b, n_boot=n_boot, level=level, seed=seed, groups=groups)
-            row.update({"perfect − random": c.mean, "low": c.low, "high": c.high, "beats random": c.outcome == "win"})
+               "replicas": n_replicas}
         kept = ~pd.isna(b)
         if int(kept.sum()) >= 2:
-            codes = None if groups is None else torch.from_numpy(
-                pd.factorize(groups[kept], sort=True)[0].astype("int64"))
-            draws = verdicts.hierarchical_means(torch.tensor(b[kept], dtype=torch.float64, device="cpu"), groups=codes,
-                                                n_boot=1000, seed=seed)
-            null = verdicts.Null(f"random maps' mean {info.label}, "
-                                 + ("replicas, then images resampled" if n_replicas > 1 else "images resampled"),
-                                 tuple(draws.tolist()), level)
-            row.update({"chance low": null.low, "chance high": null.high})
+            c = verdicts.mean_interval(b, groups=groups, level=level)
+            row.update({"chance low": c.low, "chance high": c.high})
+        paired = ~(pd.isna(a) | pd.isna(b))
+        if int(paired.sum()) < 2:
+            premises.append(f"{info.label}: fewer than 2 images score both explainers")
+            rows.append(row)
+            continue
+        diff = sign * (a - b) / info.span
+        p_interval = verdicts.mean_interval(diff, groups=groups, level=level)
+        premise = verdicts.premise_interval(p_interval, threshold=PREMISE_BAND,
+                                            what=f"{info.label}, (perfect − random) / range")
+        premises.append(premise.text)
+        counts = {True: "yes", False: "no", None: "undecided"}[premise.holds]
+        row.update({"perfect − random": p_interval.estimate, "low": p_interval.low, "high": p_interval.high,
+                    "counts": counts})
         gap = (pd.Series(a) - info.ideal).abs().to_numpy() / info.span
         defined = ~pd.isna(gap)
-        if row["beats random"] and int(defined.sum()) >= 2:
-            g = verdicts.bootstrap_diff(gap[defined] - tol, n_boot=n_boot, level=level, seed=seed,
-                                        groups=None if groups is None else groups[defined])
-            row.update({"gap low": g.low + tol, "gap high": g.high + tol,
-                        "outcome": {"win": "beyond", "loss": "within", "tie": "undecided"}[g.outcome]})
+        if premise.holds is not False and int(defined.sum()) >= 2:
+            j = verdicts.effect(gap[defined], rule=rule, groups=None if groups is None else groups[defined],
+                                what=info.label, level=level)
+            row.update({"gap low": j.interval.low, "gap high": j.interval.high, "outcome": j.outcome})
+            (cells if premise.holds else maybe)[info.label] = j
         rows.append(row)
     table = pd.DataFrame(rows)
-    pct, interval = f"{tol * 100:g} %", f"{level * 100:g} %"
-    over = "replicas, then images within them" if n_replicas > 1 else "images"
-    counted = table[table["beats random"]] if len(table) else table
-    by = {o: (counted.loc[counted["outcome"] == o, "label"].tolist() if len(counted) else [])
-          for o in ("within", "beyond", "undecided")}
-    rule = (f"per metric with an ideal value that scores the perfect explanation significantly above random maps, "
-            f"the {interval} bootstrap interval over {over} of its mean |score − ideal| / range against the margin "
-            f"{pct}: the claim holds for the metric when the interval lies above {pct}, fails when below; it is "
-            "made of every counted metric")
-    premise = (f"null: random maps; a metric counts only if the {interval} paired-bootstrap interval over {over} of "
-               f"perfect − random (oriented) lies above 0: "
-               + (f"{', '.join(counted['label']) or 'none'} of {', '.join(table['label'])}" if len(table)
-                  else "no metric with an ideal value"))
+    pct = f"{tol * 100:g} %"
     untestable = ("no metric of the frame has an ideal value and a range" if table.empty else
-                  "no metric scores the perfect explanation significantly above random maps" if counted.empty
-                  else None)
-    holds = ([True] * len(by["beyond"]) + [False] * len(by["within"]) + [None] * len(by["undecided"]))
-    v = verdicts.from_settings(holds, reproduced=1.0, partly=1.0, untestable=untestable, what="counted metrics")
+                  "no metric tells the perfect explanation from random maps" if not cells and not maybe else None)
+    if untestable is not None:
+        v = verdicts.decide([], rule, untestable=untestable)
+    else:
+        without = (verdicts.decide(cells, rule) if cells else
+                   verdicts.decide([], rule, untestable="no metric shown to tell the perfect explanation from "
+                                                         "random maps"))
+        v = without
+        if maybe:
+            with_them = verdicts.decide({**cells, **maybe}, rule)
+            if str(with_them) != str(without):
+                v = without.with_why(f"{without.why} without {', '.join(maybe)}, {with_them} with "
+                                     f"{'it' if len(maybe) == 1 else 'them'}: whether "
+                                     f"{'it counts' if len(maybe) == 1 else 'they count'} is undecided",
+                                     verdicts.INCONCLUSIVE)
+    by = {o: table.loc[table["outcome"] == o, "label"].tolist() if len(table) else []
+          for o in ("fails", "holds", "undecided")}
     if untestable is None:
-        v = v.with_why(f"{len(counted)} of {len(table)} metrics with an ideal tell the perfect explanation from random "
-                       f"maps; within {pct}: {', '.join(by['within']) or 'none'}; beyond: "
-                       f"{', '.join(by['beyond']) or 'none'}; undecided: {', '.join(by['undecided']) or 'none'}"
-                       + ("" if v != verdicts.INCONCLUSIVE else " (the undecided could tip it either way)"))
+        v = v.with_why(f"{v.why}; counted: {', '.join(cells) or 'none'}"
+                       + (f"; undecided whether they count: {', '.join(maybe)}" if maybe else "")
+                       + f"; within {pct}: {', '.join(by['fails']) or 'none'}; beyond: "
+                         f"{', '.join(by['holds']) or 'none'}; undecided: {', '.join(by['undecided']) or 'none'}")
     ours = "; ".join(f"{r['label']} {100 * r['gap']:.0f} % off (random maps {100 * r['random gap']:.0f} %"
-                     f"{'' if r['beats random'] else '; not above them'})" for _, r in table.iterrows())
+                     f"{'' if r['counts'] == 'yes' else '; not counted' if r['counts'] == 'no' else '; counts?'})"
+                     for _, r in table.iterrows())
+    over = f"{n_replicas} trained models, each on its own images" if n_replicas > 1 else "one model's images"
+    counted = table[table["counts"] == "yes"] if len(table) else table
+    within = int((counted["outcome"] == "fails").sum()) if len(counted) else 0
     return verdicts.Claim(
-        f"No fidelity metric scores a perfect explanation of a transparent model within {pct} of its ideal"
-        + (f" ({setting})" if setting else ""),
-        rule=rule, premise=premise, paper_value=PAPER_IDEAL_GAP,
-        our_value=(f"{len(by['within'])} of {len(counted)} counted metrics within {pct}: {ours}" if len(table)
+        rule.claim + (f" ({setting})" if setting else ""), rule=rule,
+        premise=(f"null: random maps; a metric counts when its (perfect − random) / range lies above "
+                 f"{PREMISE_BAND:g} (t interval over {over}): " + ("; ".join(premises) if premises
+                                                                    else "no metric with an ideal value")),
+        paper_value=PAPER_IDEAL_GAP,
+        our_value=(f"{within} of {len(counted)} counted metrics within {pct}: {ours}" if len(table)
                    else "no metric with an ideal value"),
         verdict=v, table=table, units=int(counted["images"].min()) if len(counted) else None)
 
@@ -304,27 +352,6 @@ def report_card(recovery_by_setup: pd.DataFrame, resilience_table: pd.DataFrame,
     card["overall"] = card[[f"rank {c}" for c in CRITERIA]].mean(axis=1)
     card.insert(0, "label", [evaluation.METRICS[m].label for m in card.index])
     return card.sort_values(["overall", "recovery"], ascending=[True, False]).reset_index()
-
-
-def recommendations(recovery_by_setup: pd.DataFrame, card: pd.DataFrame, use_cases: Mapping[str, str], *,
-                    top: int = 2) -> dict[str, str]:
-    """One generated sentence per use case: the metrics that recovered the known ranking best on the setup of that
-    use case (``use_cases`` ``{use case: setup name}``), with their numbers, the worst one, and the overall
-    report-card leader. Every number comes from the tables."""
-    out = {}
-    for case, name in use_cases.items():
-        part = recovery_by_setup[recovery_by_setup["setup"] == name].sort_values("spearman", ascending=False)
-        if part.empty:
-            raise ValueError(f"use_cases[{case!r}] names setup {name!r}, absent from recovery_by_setup")
-        best = part.head(top)
-        worst = part.iloc[-1]
-        listed = " and ".join(f"{r.label} (Spearman {r.spearman:.2f})" for r in best.itertuples())
-        out[case] = (f"For {case} (setup “{name}”), {listed} recovered the known ranking of the degraded explainers "
-                     f"best; {worst.label} did worst ({worst.spearman:.2f}).")
-    lead = card.iloc[0]
-    out["overall"] = (f"Over all criteria the report card ranks {lead.label} first (mean rank {lead.overall:.1f} "
-                      f"of {len(card)} metrics).")
-    return out
 
 
 def cost_per_metric(frame: pd.DataFrame) -> pd.DataFrame:

@@ -21,7 +21,7 @@ from faithlab.data import TensorData
 from faithlab.metrics.papers.fewclass.fidelity import candidate_grid
 from faithlab.protocols.setup import Setting
 
-__all__ = ["Setup", "setup", "tree_setup", "degraded_name", "explainer_maps", "evaluate_again"]
+__all__ = ["Setup", "setup", "tree_setup", "part_rows", "degraded_name", "explainer_maps", "evaluate_again"]
 
 
 def _setups(p: Mapping) -> str:
@@ -102,21 +102,52 @@ def _classes(d: TensorData, classes: Sequence[int] | None) -> TensorData:
     return TensorData(d.x[idx], relabel[d.y[idx]], mask=None if d.mask is None else d.mask[idx], info=info)
 
 
+def _seeds(seed, train_seed) -> int:
+    """The training seed (``train_seed``, default ``seed``), both checked to be non-negative ints."""
+    for value, name in ((seed, "seed"), (train_seed, "train_seed")):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    return seed if train_seed is None else train_seed
+
+
+def part_rows(n_available: int, n_test: int, part: tuple[int, int]) -> slice:
+    """The test images of one replica: ``part`` = (i, k) cuts the ``n_available`` test images into k disjoint,
+    equal parts (the last ``n_available mod k`` images are left out) and takes the first ``n_test`` images of part
+    i, so that k independently trained replicas score k disjoint sets of images (independent units) → a slice."""
+    if (not isinstance(part, (tuple, list)) or len(part) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in part)):
+        raise ValueError(f"part must be (i, k), two ints, got {part!r}")
+    i, k = part
+    if k < 1 or not 0 <= i < k:
+        raise ValueError(f"part must be (i, k) with k ≥ 1 and 0 ≤ i < k, got {part!r}")
+    size = n_available // k
+    if size < 1:
+        raise ValueError(f"part {part!r}: {n_available} test images cannot be cut into {k} parts")
+    n = min(_validate.positive_int(n_test, "n_test"), size)
+    return slice(i * size, i * size + n)
+
+
 def setup(spec: Mapping, *, n_test: int, image_size: int = 16, r: float = 0.3, beta: float = 0.1,
-          n_finetune_epochs: int = 4, seed: int = 0, device: str | torch.device = "cpu") -> Setup:
+          n_finetune_epochs: int = 4, seed: int = 0, train_seed: int | None = None,
+          part: tuple[int, int] = (0, 1), device: str | torch.device = "cpu") -> Setup:
     """Train (or load from the cache) the classifier a setup describes → :class:`Setup`.
 
     spec: ``name``, ``use_case``, ``model`` ("linear", "small_cnn" or "vit"), ``color`` (coloured canvases: the
     removal value is out of distribution), ``classes`` (a subset of the digits, relabelled; None: all ten),
-    ``n_epochs``, and the model's own options (``width``; ``patch_size``, ``dim``, ``depth``, ``heads``).
-    Canvas digits of ``image_size`` px covering a fraction ``r``; Adam lr 3e-3 (ViT: AdamW 2e-3, cosine), batch 64;
-    the fine-tuned twin: F-Fidelity's random removal of up to β·n pixels, ``n_finetune_epochs`` epochs, lr 1e-3.
-    The first ``n_test`` test images are evaluated.
+    ``n_train`` (training images; None: all), ``n_epochs``, ``n_finetune_epochs``, and the model's own options
+    (``width``; ``patch_size``, ``dim``, ``depth``, ``heads``).
+    Canvas digits of ``image_size`` px covering a fraction ``r`` (drawn with ``seed``); Adam lr 3e-3 (ViT: AdamW
+    2e-3, cosine), batch 64; the fine-tuned twin: F-Fidelity's random removal of up to β·n pixels,
+    ``n_finetune_epochs`` epochs, lr 1e-3. train_seed: the seed of the training and the fine-tuning (default
+    ``seed``): an independently trained replica's (``fl.verdicts.replica_seed``) on the same data.
+    part: (i, k), the test images evaluated: up to ``n_test`` of the i-th of k disjoint parts of the test split
+    (:func:`part_rows`; the default (0, 1): the first ``n_test``), so that k replicas score disjoint images.
     """
     for key in ("name", "model"):
         if key not in spec:
             raise ValueError(f"spec must have a {key!r} entry, got keys {sorted(spec)}")
     kind = _validate.one_of(spec["model"], "spec['model']", ("linear", "small_cnn", "vit"))
+    train_seed = _seeds(seed, train_seed)
     color, classes, n_train = bool(spec.get("color", False)), spec.get("classes"), spec.get("n_train")
     canvas = {"size": image_size, "r": r, "color": color, "seed": seed}
     parts = {s: _classes(data.load("canvas_digits", split=s, **({"n": n_train} if s == "train" else {}), **canvas),
@@ -125,15 +156,15 @@ def setup(spec: Mapping, *, n_test: int, image_size: int = 16, r: float = 0.3, b
     epochs = spec.get("n_epochs", 8)
     if kind == "linear":
         config = {"in_channels": channels, "n_classes": n_classes, "image_size": image_size}
-        tc = train.TrainConfig(epochs=epochs, lr=3e-3, batch_size=64, seed=seed)
+        tc = train.TrainConfig(epochs=epochs, lr=3e-3, batch_size=64, seed=train_seed)
     elif kind == "small_cnn":
         config = {"in_channels": channels, "n_classes": n_classes, "width": spec.get("width", 16)}
-        tc = train.TrainConfig(epochs=epochs, lr=3e-3, batch_size=64, seed=seed)
+        tc = train.TrainConfig(epochs=epochs, lr=3e-3, batch_size=64, seed=train_seed)
     else:
         config = {"image_size": image_size, "patch_size": spec.get("patch_size", 4), "in_channels": channels,
                   "n_classes": n_classes, "dim": spec.get("dim", 48), "depth": spec.get("depth", 2),
                   "heads": spec.get("heads", 4)}
-        tc = train.TrainConfig(epochs=epochs, lr=2e-3, batch_size=64, seed=seed, optimizer="adamw",
+        tc = train.TrainConfig(epochs=epochs, lr=2e-3, batch_size=64, seed=train_seed, optimizer="adamw",
                                weight_decay=0.05, scheduler="cosine")
     # the F-Fidelity chapter's key for the same data, so its trained CNNs are found in the cache
     key = {"dataset": "canvas_digits", "n": n_train, **canvas, **({"classes": list(classes)} if classes else {})}
@@ -141,30 +172,33 @@ def setup(spec: Mapping, *, n_test: int, image_size: int = 16, r: float = 0.3, b
                                device=device, progress=False)
     model = model.to(device).eval()
     ft = train.TrainConfig(epochs=spec.get("n_finetune_epochs", n_finetune_epochs), lr=1e-3, batch_size=64,
-                           seed=seed)
+                           seed=train_seed)
     tuned, _ = train.finetune(model, parts["train"], ft, train.RandomRemoval(beta), data_key=key,
                               base_key=history["key"], test_data=parts["test"], device=device, progress=False)
     test = parts["test"]
-    n = min(_validate.positive_int(n_test, "n_test"), len(test))
-    x, y = test.x[:n].to(device), test.y[:n].to(device)
+    rows = part_rows(len(test), n_test, part)
+    x, y = test.x[rows].to(device), test.y[rows].to(device)
     with torch.no_grad():
         pred = model(x).argmax(1)
     if kind == "linear":
         truth = model.contributions(x, pred).sum(1, keepdim=True)
     else:
-        truth = explainers.ground_truth(test.mask[:n], x)[:, None]
+        truth = explainers.ground_truth(test.mask[rows], x)[:, None]
     return Setup(spec["name"], spec.get("use_case", ""), model, tuned.to(device).eval(), x, y, truth,
-                 float((pred == y).double().mean()), dict(spec), _normalisation(test))
+                 float((pred == y).double().mean()), {**spec, "train_seed": train_seed, "part": tuple(part),
+                                                       "first_test_image": rows.start}, _normalisation(test))
 
 
 def tree_setup(*, max_depth: int, n_test: int, image_size: int = 16, r: float = 0.3, n_train: int | None = None,
-               seed: int = 0, train_seed: int | None = None, device: str | torch.device = "cpu") -> Setup:
+               seed: int = 0, train_seed: int | None = None, part: tuple[int, int] = (0, 1),
+               device: str | torch.device = "cpu") -> Setup:
     """A decision tree on grey canvas digits, with its perfect explanation as the ground truth → :class:`Setup`.
 
     A scikit-learn ``DecisionTreeClassifier`` (Gini, ``max_depth``, ``random_state=seed``) fitted on the flattened
     pixels of the training canvases (the data of :func:`setup`'s grey setups: ``image_size`` px, digit fraction ``r``,
-    ``n_train`` training images, None: all), wrapped as :class:`faithlab.models.DecisionTree`. The first ``n_test``
-    test images are evaluated; ``truth`` is the tree's impurity-drop path explanation
+    ``n_train`` training images, None: all), wrapped as :class:`faithlab.models.DecisionTree`. Up to ``n_test``
+    test images of part ``part`` = (i, k) of the test split are evaluated (:func:`part_rows`; the default: the first
+    ``n_test``); ``truth`` is the tree's impurity-drop path explanation
     (:meth:`~faithlab.models.DecisionTree.path_importance`, Miró-Nicolau et al. 2024), which does not depend on the
     class explained. No fine-tuned twin (``finetuned`` None): the tree has no gradient to fine-tune. Fitting takes
     a fraction of a second, so the tree is not cached.
@@ -177,23 +211,20 @@ def tree_setup(*, max_depth: int, n_test: int, image_size: int = 16, r: float = 
     from sklearn.tree import DecisionTreeClassifier
 
     depth = _validate.positive_int(max_depth, "max_depth")
-    for value, name in ((seed, "seed"), (train_seed, "train_seed")):
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-            raise ValueError(f"{name} must be a non-negative int, got {value!r}")
-    train_seed = seed if train_seed is None else train_seed
+    train_seed = _seeds(seed, train_seed)
     canvas = {"size": image_size, "r": r, "color": False, "seed": seed}
     train_part = data.load("canvas_digits", split="train", **({} if n_train is None else {"n": n_train}), **canvas)
     test = data.load("canvas_digits", split="test", **canvas)
     estimator = DecisionTreeClassifier(max_depth=depth, random_state=train_seed)
     estimator.fit(train_part.x.flatten(1).numpy(), train_part.y.numpy())
     model = models.DecisionTree.from_sklearn(estimator, shape=tuple(train_part.x.shape[1:])).to(device).eval()
-    n = min(_validate.positive_int(n_test, "n_test"), len(test))
-    x, y = test.x[:n].to(device), test.y[:n].to(device)
+    rows = part_rows(len(test), n_test, part)
+    x, y = test.x[rows].to(device), test.y[rows].to(device)
     with torch.no_grad():
         pred = model(x).argmax(1)
     spec = {"name": f"decision tree (depth {depth})", "model": "decision_tree", "max_depth": depth,
             "depth": model.depth, "nodes": int(model.feature.shape[0]), "n_train": len(train_part),
-            "train_seed": train_seed}
+            "train_seed": train_seed, "part": tuple(part), "first_test_image": rows.start}
     return Setup(spec["name"], "a transparent, non-additive model", model, None, x, y, model.path_importance(x),
                  float((pred == y).double().mean()), spec, _normalisation(test))
 
