@@ -1,6 +1,9 @@
-"""SaCo's claims as functions: each gives reproduced, not reproduced, inconclusive and (through its premise) not
-testable here on small synthetic frames with two or three replicas, accepts ``seed`` and one replica's rows; S6 is
-decided by the signed ρ alone (spec §6.13), |ρ| only shown; a tie is never a failure."""
+"""SaCo's claims as functions, decided by their registered rules (faithlab/verdicts/registered/saco.toml): each gives
+reproduced, not reproduced by equivalence (a tight interval inside the band of no meaningful effect), not reproduced
+by reversal, inconclusive (an interval straddling the margin), not testable here (a premise fails) and, for the
+claims of named parts, partly — on synthetic frames of 3 settings × 3 trained replicas, whose per-model means the t
+interval resamples. The mechanism premise (removal matters group by group) turns a verdict "not testable here" when
+it fails and "inconclusive" when it is undecided."""
 
 from __future__ import annotations
 
@@ -9,139 +12,353 @@ import pandas as pd
 import pytest
 
 import faithlab as fl
-from faithlab.protocols.saco import comparisons
+from faithlab.protocols.saco._common import FIRST, LAST
 
 S = fl.protocols.saco
 R, P, N, T, I = fl.verdicts.VERDICTS
-REPLICAS = (0, 1)
+SETTINGS = ("s1", "s2", "s3")
+REPLICAS = (0, 1, 2)
+TA = "Transformer Attribution"
+MARGIN = S.paper.MARGINS["SaCo difference"]
 
 
-def accuracy(value: float = 0.95, settings=("s1", "s2", "s3"), replicas=REPLICAS) -> pd.DataFrame:
-    return pd.DataFrame([{"setting": s, "replica": r, "accuracy": value} for s in settings for r in replicas])
+def accuracy(value: float = 0.95) -> pd.DataFrame:
+    return pd.DataFrame([{"setting": s, "replica": r, "accuracy": value} for s in SETTINGS for r in REPLICAS])
 
 
 def one_replica(frame: pd.DataFrame, r: int = 0) -> pd.DataFrame:
     return frame[frame["replica"] == r].reset_index(drop=True)
 
 
-def per_sample(saco_weight: float, *, existing_noise: float = 0.8, independent: bool = False, n: int = 60,
-               seed: int = 0) -> pd.DataFrame:
-    """Per-sample metrics of 2 settings × 2 replicas × 4 methods: the four existing metrics are z + noise (so they
-    agree with each other, ρ ≈ 1 / (1 + noise²)), stored in their own direction (AUC, LOdds, Comprehensiveness lower =
-    better); SaCo is saco_weight · z + noise. ``independent``: every metric its own noise (no agreement at all)."""
+def metric_frame(effects, *, n: int = 30, noise: float = 0.05, model_sd: float = 0.0, common: float = 0.1,
+                 seed: int = 0, columns=tuple(S.HIGHER_IS_BETTER), drops=(0.3, 0.0)) -> pd.DataFrame:
+    """Per setting × replica × method × sample rows: each column = the method's oriented effect (``effects``:
+    ``{method: {column: effect}}``, missing = 0) + a per-model offset (``model_sd``: the training run's variance) + a
+    per-sample term shared by all methods of a model (``common``) + the method's own noise (``noise``), stored in the
+    metric's own direction; and the mechanism premise's group drops (most, least salient) around ``drops``."""
     rng = np.random.default_rng(seed)
     rows = []
-    for setting, replica in ((s, r) for s in ("s1", "s2") for r in REPLICAS):
-        for method in ("A", "B", "C", "D"):
-            z = rng.normal(size=n)
-            base = {m: (rng.normal(size=n) if independent else z + existing_noise * rng.normal(size=n))
-                    for m in ("AUC", "AOPC", "LOdds", "Comprehensiveness")}
-            base = {m: v * (1 if S.HIGHER_IS_BETTER[m] else -1) for m, v in base.items()}
-            saco = saco_weight * z + (1 - abs(saco_weight) + 0.05) * rng.normal(size=n)
-            for i in range(n):
-                rows.append({"setting": setting, "replica": replica, "method": method, "sample": i, "SaCo": saco[i],
-                             **{m: v[i] for m, v in base.items()}})
-    return pd.DataFrame(rows)
+    for setting in SETTINGS:
+        for replica in REPLICAS:
+            shared = {c: common * rng.normal(size=n) for c in columns}
+            for method, by_column in effects.items():
+                values = {c: (by_column.get(c, 0.0) + model_sd * rng.normal() + shared[c] + noise * rng.normal(size=n))
+                          * (1 if S.HIGHER_IS_BETTER.get(c, True) else -1) for c in columns}
+                extra = {} if drops is None else {FIRST: drops[0] + 0.05 * rng.normal(size=n),
+                                                  LAST: drops[1] + 0.05 * rng.normal(size=n)}
+                rows.append(pd.DataFrame({"setting": setting, "replica": replica, "method": method,
+                                          "sample": range(n), **values, **extra}))
+    return pd.concat(rows, ignore_index=True)
+
+
+# --------------------------------------------------------------------------------------------------- the margins
+def test_registered_margins_are_the_papers_numbers():
+    """Each rule's margin recomputed from the paper's typed numbers (faithlab.protocols.saco.paper): a change of either
+    without the other fails here."""
+    paper = S.paper
+    saco = round((paper.TABLE_1["Rollout"] - paper.TABLE_1["Raw Attention"]) / 2, 4)
+    assert saco == 0.0309 == paper.MARGINS["SaCo difference"]
+    # Table 1's four gains are 0.0618, 0.0775, 0.1948, 0.2105: the margin is half the smallest
+    gains = [paper.TABLE_1[a] - paper.TABLE_1[b] for _, _, a, b in S.ATTENTION_ABLATION]
+    assert saco == round(min(gains) / 2, 4)
+    weak = round((max(paper.FIG_2_SACO_VS_EXISTING) + paper.FIG_2_AMONG_EXISTING) / 2, 4)
+    gap = round((paper.FIG_2_AMONG_EXISTING - max(paper.FIG_2_SACO_VS_EXISTING)) / 2, 4)
+    assert (weak, gap) == (0.3482, 0.1282)
+    rules = fl.verdicts.all_rules()
+    for rid in ("S1.zero", "S1.above", "S3.gradient", "S3.aggregation", "S4", "S5.separation"):
+        assert rules[rid].margin == saco, rid
+        assert "0.0618" in rules[rid].margin_source and "Table 1" in rules[rid].margin_source
+    assert rules["S2"].margin == weak and rules["S2"].direction == "below"
+    assert rules["S6"].margin == gap and rules["S6"].direction == "above"
+    # "most" = more than half, fixed in advance: 6 of the paper's 10 methods hold, 5 do not
+    for rid in ("S1.above", "S4"):
+        assert rules[rid].decision == "share" and 5 / 10 < rules[rid].share <= 6 / 10
+    assert len(paper.METHODS) == 10 and "Random" not in paper.METHODS
+    # the paper's own Table 2 meets S4's rule: 7 of its 10 methods decline from K = 5 to 20 by more than the margin
+    declines = [v[0] - v[2] for v in paper.TABLE_2.values()]
+    assert sum(d > saco for d in declines) == 7
+    # one statistic per claim never "partly"; the claims of named parts register each part
+    assert rules["S2"].decision == "every" and rules["S6"].decision == "single"
+    for rid, parts in (("S1", 3), ("S3", 2), ("S5", 2), ("S7", 2)):
+        assert rules[rid].decision == "parts" and len(rules[rid].parts) == parts
+        assert all(rules[p].decision in ("single", "every", "share") for p in rules[rid].parts)
+    assert rules["S5.saturation"].interval.startswith("share")
+
+
+# ------------------------------------------------------------------------------------------------------------- S1
+GOOD = {"SaCo": 0.3, "AUC": 0.3, "AOPC": 0.3, "LOdds": 0.3, "Comprehensiveness": 0.3}
+BLIND = {"SaCo": 0.3, "AUC": -0.1, "AOPC": -0.1, "LOdds": -0.1, "Comprehensiveness": -0.1}  # Random beats it
+S1_METHODS = ["A", "B", TA]
+
+
+def s1(random_saco: float = 0.0, a=GOOD, b=BLIND, ta=GOOD, **kwargs) -> pd.DataFrame:
+    return metric_frame({"Random": {"SaCo": random_saco}, "A": a, "B": b, TA: ta}, **kwargs)
+
+
+@pytest.mark.parametrize("frame, acc, expected, why", [
+    (s1(), 0.95, R, "S1.zero: reproduced; S1.above: reproduced; S1.cumulative: reproduced"),
+    # every method ahead of Random on every cumulative metric: SaCo's parts hold, the cumulative one fails
+    (s1(b=GOOD), 0.95, P, "S1.cumulative: not reproduced"),
+    # SaCo ties every method with Random (tight intervals inside ±0.0309) and the cumulative metrics separate it
+    (s1(a={**GOOD, "SaCo": 0.0}, b={**GOOD, "SaCo": 0.0}, ta={**GOOD, "SaCo": 0.0}, noise=0.01, common=0.01),
+     0.95, N, "S1.above: not reproduced"),
+    # SaCo reversed: the methods below Random, Random far from 0
+    (s1(random_saco=0.3, a={**GOOD, "SaCo": 0.0}, b=GOOD, ta={**GOOD, "SaCo": 0.0}), 0.95, N,
+     "S1.zero: not reproduced"),
+    # SaCo(Random) right at the margin: the near-0 part straddles it
+    (s1(random_saco=MARGIN, noise=0.03, model_sd=0.01), 0.95, I, "S1.zero: inconclusive"),
+    (s1(), 0.5, T, "accuracy"),
+])
+def test_claim_s1_gives_every_verdict(frame, acc, expected, why):
+    claim = S.claim_random_separation(frame, accuracy=accuracy(acc), methods=S1_METHODS)
+    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
+    assert why in claim.verdict.why and claim.rule_id == "S1" and claim.kind == "paper"
+    assert claim.claim.startswith("S1: ") and claim.units == 270
+    assert set(claim.table["part"]) == {"S1.zero", "S1.above", "S1.cumulative"} and len(claim.table) == 2 + 3 + 4
+    assert "t on replica means" in claim.rule and "0.0618" not in claim.rule  # the parts' margins are in their rows
+
+
+def test_claim_s1_cumulative_part_needs_every_metric():
+    """Random beats the blind method on three cumulative metrics and lies clearly below every method on AUC: the
+    cumulative part fails on AUC (every metric is asked), so the claim is partly reproduced."""
+    frame = s1(b={**BLIND, "AUC": 0.3})
+    claim = S.claim_random_separation(frame, methods=S1_METHODS)
+    rows = claim.table[claim.table["part"] == "S1.cumulative"].set_index("cell")["outcome"]
+    assert rows["AUC: Random − lowest method"] == "fails" and (rows.drop("AUC: Random − lowest method") == "holds").all()
+    assert claim.verdict == P
+
+
+@pytest.mark.parametrize("drops, expected, why", [
+    ((0.3, 0.0), R, ""),
+    ((0.02, 0.0), T, "removal matters group by group"),        # the groups' drops do not differ: mechanism absent
+    ((0.05, 0.0), I, "the premise is undecided"),               # the difference straddles the threshold 0.05
+])
+def test_the_mechanism_premise_gates_every_claim(drops, expected, why):
+    frame = s1(drops=drops)
+    claim = S.claim_random_separation(frame, accuracy=accuracy(), methods=S1_METHODS)
+    assert claim.verdict == expected and why in claim.verdict.why, claim.verdict.why
+    assert "removal matters group by group" in claim.premise and "0.05" in claim.premise
+    premise, row = S.removal_premise(frame)
+    assert row["models"] == 9 and row["images"] == 270 and row["interval"] == "t on replica means"
+    assert row["outcome"] == {R: "holds", T: "fails", I: "undecided"}[expected]
+
+
+# ------------------------------------------------------------------------------------------------------------- S7
+IG = "Integrated Gradients"
+IG_ORDER = {"AUC": 0.5, "AOPC": 0.5, "LOdds": 0.5, "Comprehensiveness": -0.5}   # best MoRF, worst LeRF
+IG_BEST = {"AUC": 0.5, "AOPC": 0.5, "LOdds": 0.5, "Comprehensiveness": 0.5}     # best everywhere
+OTHER = {"AUC": 0.1, "AOPC": 0.1, "LOdds": 0.1, "Comprehensiveness": 0.1}
+
+
+def s7(ig, x=OTHER, **kwargs) -> pd.DataFrame:
+    return metric_frame({"Random": {}, IG: ig, "X": x, TA: OTHER}, **kwargs)
+
+
+@pytest.mark.parametrize("frame, expected, why", [
+    (s7(IG_ORDER), R, "S7.best: reproduced; S7.worst: reproduced"),
+    (s7(IG_BEST), P, "S7.worst: not reproduced"),                         # best everywhere: not the worst anywhere
+    (s7({**IG_BEST, "AOPC": -0.5}), N, "S7.best: not reproduced"),      # beaten on AOPC, and not the worst on Comp
+    (s7({**IG_ORDER, "Comprehensiveness": 0.1}, noise=0.05, model_sd=0.03), I, "S7.worst: inconclusive"),  # a tie
+])
+def test_claim_s7_gives_every_verdict(frame, expected, why):
+    claim = S.claim_order_sensitivity(frame, accuracy=accuracy(), methods=[IG, "X", TA])
+    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
+    assert why in claim.verdict.why and claim.rule_id == "S7" and claim.units == 270
+    assert len(claim.table) == 3 * 2 + 2 and set(claim.table["part"]) == {"S7.best", "S7.worst"}
+    assert S.claim_order_sensitivity(frame, accuracy=accuracy(0.5), methods=[IG, "X", TA]).verdict == T
+
+
+# ------------------------------------------------------------------------------------------------------------- S3
+VARIANTS = ("Raw Attention", "Rollout", "Transformer-MM (last layer)", "Transformer-MM")
+
+
+def s3(*saco, **kwargs) -> pd.DataFrame:
+    return metric_frame({"Random": {}, TA: {}, **{v: {"SaCo": s} for v, s in zip(VARIANTS, saco, strict=True)}},
+                        columns=("SaCo",), **kwargs)
+
+
+@pytest.mark.parametrize("frame, expected, why", [
+    (s3(0.1, 0.2, 0.3, 0.4), R, "S3.gradient: reproduced; S3.aggregation: reproduced"),
+    (s3(0.1, 0.1, 0.3, 0.3, noise=0.01, common=0.01), P, "S3.aggregation: not reproduced"),  # a tight tie: equivalence
+    (s3(0.4, 0.3, 0.2, 0.1), N, "S3.gradient: not reproduced; S3.aggregation: not reproduced"),  # reversed
+    (s3(0.1, 0.1 + MARGIN, 0.3, 0.3 + MARGIN, noise=0.03, model_sd=0.01), I, "S3.aggregation: inconclusive"),
+])
+def test_claim_s3_gives_every_verdict(frame, expected, why):
+    claim = S.claim_attention_ablation(frame, accuracy=accuracy())
+    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
+    assert why in claim.verdict.why and claim.rule_id == "S3" and claim.units == 270 and len(claim.table) == 4
+    assert S.claim_attention_ablation(frame, accuracy=accuracy(0.5)).verdict == T
+
+
+# ------------------------------------------------------------------------------------------------------------- S4
+K_COLUMNS = {2: "SaCo K=2", 8: "SaCo K=8"}
+
+
+def k_frame(decline: dict, *, noise: float = 0.05, model_sd: float = 0.0, n: int = 30) -> pd.DataFrame:
+    """SaCo at K = 2 and K = 8 per setting × replica × method × sample: K=2 at 0.3 (Random 0), K=8 lower by the
+    method's decline (plus a per-model offset of SD ``model_sd``); the group drops of the mechanism premise hold."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for setting in SETTINGS:
+        for replica in REPLICAS:
+            z2, z8 = 0.1 * rng.normal(size=n), 0.1 * rng.normal(size=n)
+            for method, d in {"Random": 0.0, **decline}.items():
+                base = 0.0 if method == "Random" else 0.3
+                rows.append(pd.DataFrame({"setting": setting, "replica": replica, "method": method,
+                                          "sample": range(n), "SaCo K=2": base + z2 + noise * rng.normal(size=n),
+                                          "SaCo K=8": base - d - model_sd * rng.normal() + z8
+                                          + noise * rng.normal(size=n),
+                                          FIRST: 0.3 + 0.05 * rng.normal(size=n), LAST: 0.05 * rng.normal(size=n)}))
+    return pd.concat(rows, ignore_index=True)
+
+
+@pytest.mark.parametrize("decline, kwargs, expected, why", [
+    ({"A": 0.2, "B": 0.2, TA: 0.2, "D": 0.0}, {}, R, "holds in 3 of 4 methods"),
+    ({"A": 0.0, "B": 0.0, TA: 0.0, "D": 0.0}, {"noise": 0.005}, N, "fails in 4"),    # no change: equivalence
+    ({"A": -0.2, "B": -0.2, TA: -0.2, "D": -0.2}, {}, N, "fails in 4"),              # SaCo rises with K
+    ({"A": 0.2, "B": 0.2, TA: MARGIN, "D": MARGIN}, {"model_sd": 0.01}, I, "undecided in 2"),
+])
+def test_claim_s4_gives_every_verdict(decline, kwargs, expected, why):
+    frame = k_frame(decline, **kwargs)
+    claim = S.claim_k_decline(frame, columns=K_COLUMNS, accuracy=accuracy(), methods=["A", "B", TA, "D"])
+    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
+    assert why in claim.verdict.why and claim.rule_id == "S4" and claim.units == 270
+    assert len(claim.table) == 5 and claim.table["cell"].iloc[-1] == "Random (shown, not used)"
+    assert S.claim_k_decline(frame, columns=K_COLUMNS, accuracy=accuracy(0.5),
+                             methods=["A", "B", TA, "D"]).verdict == T
+
+
+def test_claim_s4_share_is_more_than_half():
+    """Two of four methods decline: exactly half is not "most"."""
+    claim = S.claim_k_decline(k_frame({"A": 0.2, "B": 0.2, TA: -0.2, "D": -0.2}), columns=K_COLUMNS,
+                              methods=["A", "B", TA, "D"])
+    assert claim.verdict == N and "holds in 2 of 4" in claim.verdict.why
+
+
+# ---------------------------------------------------------------------------------------------------- S2 and S6
+def correlated(saco_weight: float, *, existing_noise: float = 0.8, independent: bool = False, n: int = 60,
+               seed: int = 0) -> pd.DataFrame:
+    """Per-sample metrics of 3 settings × 3 replicas × 4 methods: the four existing metrics are z + noise (so they
+    agree with each other, ρ ≈ 1 / (1 + noise²)), stored in their own direction; SaCo is saco_weight · z + noise.
+    ``independent``: every metric its own noise (no agreement at all)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for setting in SETTINGS:
+        for replica in REPLICAS:
+            for method in ("A", "B", "C", TA):
+                z = rng.normal(size=n)
+                base = {m: (rng.normal(size=n) if independent else z + existing_noise * rng.normal(size=n))
+                        * (1 if S.HIGHER_IS_BETTER[m] else -1) for m in S.CUMULATIVE}
+                saco = saco_weight * z + (1 - abs(saco_weight) + 0.05) * rng.normal(size=n)
+                rows.append(pd.DataFrame({"setting": setting, "replica": replica, "method": method,
+                                          "sample": range(n), "SaCo": saco, **base,
+                                          FIRST: 0.3 + 0.05 * rng.normal(size=n), LAST: 0.05 * rng.normal(size=n)}))
+    return pd.concat(rows, ignore_index=True)
 
 
 def correlations(frame: pd.DataFrame) -> pd.DataFrame:
-    return S.rank_correlations(frame, methods=["A", "B", "C", "D"], n_null=100)
+    return S.rank_correlations(frame, methods=["A", "B", "C", TA], n_null=50)
+
+
+METHODS_4 = ["A", "B", "C", TA]
 
 
 def test_rank_correlations_orient_the_metrics_and_carry_their_chance_level():
-    corr = correlations(per_sample(0.0))
+    corr = correlations(correlated(0.0))
     among = corr[corr["kind"] == "among existing"]
-    assert len(corr) == 16 * 10 and len(among) == 16 * 6 and set(corr["replica"]) == set(REPLICAS)
+    assert len(corr) == 9 * 4 * 10 and len(among) == 9 * 4 * 6 and set(corr["images"]) == {60}
     assert among["rho"].mean() > 0.4  # oriented: the lower-is-better metrics were negated before correlating
     assert abs(corr["null rho"].mean()) < 0.05 and 0.05 < corr["null |rho|"].mean() < 0.2  # |ρ| ≈ 0.8/√60 at chance
+    models = S.per_model_correlations(corr)
+    assert len(models) == 9 and {"SaCo vs AUC", "among existing", "gap", "images"} <= set(models.columns)
 
 
 @pytest.mark.parametrize("weight, independent, acc, expected", [
-    (0.0, False, 0.95, R),    # SaCo unrelated to the existing metrics: every mean ρ far below 0.35
-    (0.3, False, 0.95, I),    # largest ρ(SaCo, metric) ≈ 0.35: the interval straddles the threshold
-    (0.95, False, 0.95, N),   # SaCo agrees with them: ρ far above 0.5
+    (0.0, False, 0.95, R),    # SaCo unrelated to the existing metrics: every ρ far below 0.3482
+    (0.35, False, 0.95, I),   # ρ(SaCo, metric) ≈ 0.35: the intervals straddle the threshold
+    (0.95, False, 0.95, N),   # SaCo agrees with them: ρ far above it
     (0.0, True, 0.95, T),     # the existing metrics do not agree with each other above chance (premise)
-    (0.0, False, 0.5, T),     # the ViTs have not learned the task (premise, with its tolerance)
+    (0.0, False, 0.5, T),     # the ViTs have not learned the task
 ])
 def test_claim_s2_gives_every_verdict(weight, independent, acc, expected):
-    claim = S.claim_weak_correlation(correlations(per_sample(weight, independent=independent)),
-                                     accuracy=accuracy(acc, settings=("s1", "s2")))
+    frame = correlated(weight, independent=independent)
+    claim = S.claim_weak_correlation(correlations(frame), per_sample=frame, accuracy=accuracy(acc),
+                                     methods=METHODS_4)
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
-    assert claim.kind == "paper" and claim.units == (0 if acc < 0.8 else 16) and "0.35" in claim.rule
-    assert claim.verdict.decision.startswith("reproduced when the largest mean ρ")
-    if expected in (R, N, I):
-        assert "interval" in claim.verdict.why
+    assert claim.rule_id == "S2" and claim.kind == "paper" and claim.units == 9 * 60 and len(claim.table) == 4
+    assert set(claim.table["interval"]) == {"t on replica statistics"} and set(claim.table["replicas"]) == {9}
+    assert "agree with each other" in claim.premise and "removal matters" in claim.premise
 
 
-@pytest.mark.parametrize("weight, independent, expected", [
-    (0.0, False, R),     # SaCo unrelated: the existing metrics agree more
-    (0.95, False, N),    # SaCo agrees with each more than they agree with each other
-    (-0.95, False, R),   # SaCo reversed: the signed ρ (the spec's convention) decides; |ρ| would say otherwise
-    (0.0, True, T),      # the existing metrics do not agree with each other above chance
+@pytest.mark.parametrize("weight, expected", [
+    (0.0, R),      # SaCo unrelated: the existing metrics agree far more
+    (0.95, N),     # SaCo agrees with each more than they agree with each other: reversed
+    (-0.95, R),    # SaCo reversed: the signed ρ (the spec's convention) decides; |ρ| would say otherwise
+    (0.45, I),     # the gap straddles the margin 0.1282
 ])
-def test_claim_s6_is_decided_by_the_signed_rho(weight, independent, expected):
-    claim = S.claim_existing_agree_more(correlations(per_sample(weight, independent=independent)),
-                                        accuracy=accuracy(settings=("s1", "s2")))
+def test_claim_s6_is_decided_by_the_signed_rho(weight, expected):
+    frame = correlated(weight)
+    claim = S.claim_existing_agree_more(correlations(frame), per_sample=frame, accuracy=accuracy(),
+                                        methods=METHODS_4)
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
-    if not independent:
-        table = claim.table.set_index("convention")
-        assert set(table.index) == {"signed ρ", "|ρ|"} and table["decides"].to_dict() == {"signed ρ": True,
-                                                                                            "|ρ|": False}
+    table = claim.table.set_index("convention")
+    assert table["decides"].to_dict() == {"signed ρ": True, "|ρ|": False}
     if weight < 0:
-        assert claim.table.set_index("convention").loc["|ρ|", "high"] < 0  # |ρ| alone would have said not reproduced
+        assert table.loc["|ρ|", "estimate"] < 0 < table.loc["signed ρ", "low"]  # |ρ| alone would say otherwise
 
 
-def test_claim_s6_is_inconclusive_when_the_gap_straddles_zero():
-    """SaCo correlates with each existing metric about as much as they do with each other (gap ≈ 0)."""
-    corr = correlations(per_sample(0.55, existing_noise=0.8))
-    claim = S.claim_existing_agree_more(corr)
-    gap = claim.table.set_index("convention").loc["signed ρ"]
-    assert gap["low"] < 0 < gap["high"] and claim.verdict == I, claim.verdict.why
+def test_claim_s6_not_reproduced_by_equivalence():
+    """SaCo correlates with the existing metrics about as much as they do with each other: a tight gap around 0,
+    wholly below the margin 0.1282."""
+    frame = correlated(0.62, n=200)
+    claim = S.claim_existing_agree_more(correlations(frame), methods=METHODS_4)
+    row = claim.table.set_index("convention").loc["signed ρ"]
+    assert -0.1282 < row["low"] and row["high"] < 0.1282 and claim.verdict == N, claim.verdict.why
 
 
-def test_correlation_claims_take_seed_and_one_replica():
-    corr = correlations(per_sample(0.0))
-    for fn in (S.claim_weak_correlation, S.claim_existing_agree_more):
-        assert fn(one_replica(corr), seed=3).verdict in fl.verdicts.VERDICTS
-        replicated = fl.verdicts.replicated(fn, corr, accuracy=accuracy(settings=("s1", "s2")), seed=0, seeds=3)
-        assert len(replicated.replicas) == 2 and len(replicated.stability) == 3
-
-
-def case_frame(*, saturated: float, saco_good: float, aopc_good: float, random_drop: float = 0.5, n: int = 40,
+# ------------------------------------------------------------------------------------------------------------- S5
+def case_frame(*, saturated, saco_good: float = 0.6, saco_raw: float = 0.3, drops=(0.3, 0.0), n: int = 40,
                seed: int = 0) -> pd.DataFrame:
-    """Per replica × image × method rows as case_study_frame gives them (2 replicas): the first ``saturated`` share
-    of each replica's images saturate for every method; SaCo / AOPC of Transformer Attribution around the given
-    means, Random's around 0 / 0.3."""
+    """Per replica (3) × image × method rows as case_study_frame gives them: the first ``saturated`` share of each
+    replica's images (a number, or one per replica) saturate for every method; SaCo of Transformer Attribution and
+    Raw Attention around the given means, Random's around 0."""
     rng = np.random.default_rng(seed)
+    shares = saturated if isinstance(saturated, tuple) else (saturated,) * 3
     rows = []
-    for replica in REPLICAS:
-        for method, saco, aopc in (("Transformer Attribution", saco_good, aopc_good), ("Raw Attention", 0.3, 0.35),
-                                   ("Random", 0.0, 0.3)):
+    for replica, share in zip(REPLICAS, shares):
+        for method, saco in ((TA, saco_good), ("Raw Attention", saco_raw), ("Random", 0.0)):
             for i in range(n):
                 rows.append({"replica": replica, "image": i, "method": method, "SaCo": saco + 0.05 * rng.normal(),
-                             "AOPC": aopc + 0.02 * rng.normal(), "p": 0.9,
-                             "drop at 30%": random_drop if method == "Random" else 0.8, "max drop": 0.85,
-                             "saturated": i < round(saturated * n)})
+                             "AOPC": 0.3 + 0.02 * rng.normal(), "p": 0.9, "drop at 30%": 0.8, "max drop": 0.85,
+                             "saturated": i < round(share * n), FIRST: drops[0] + 0.05 * rng.normal(),
+                             LAST: drops[1] + 0.05 * rng.normal()})
     return pd.DataFrame(rows)
 
 
-@pytest.mark.parametrize("kwargs, expected", [
-    (dict(saturated=0.9, saco_good=0.8, aopc_good=0.33), R),   # saturated, SaCo separates far more than AOPC
-    (dict(saturated=0.1, saco_good=0.8, aopc_good=0.33), P),   # SaCo separates, but the drops rarely saturate
-    (dict(saturated=0.1, saco_good=0.3, aopc_good=0.9), N),    # AOPC separates more, nothing saturates
-    (dict(saturated=0.675, saco_good=0.8, aopc_good=0.33), I),  # the saturated share's interval holds 2/3
-    (dict(saturated=0.9, saco_good=0.8, aopc_good=0.33, random_drop=0.02), T),  # random removal costs nothing
+@pytest.mark.parametrize("frame, expected, why", [
+    (case_frame(saturated=0.9), R, "S5.saturation: reproduced; S5.separation: reproduced"),
+    (case_frame(saturated=0.1), P, "S5.saturation: not reproduced"),                  # the drops rarely saturate
+    (case_frame(saturated=0.1, saco_good=0.3), N, "S5.separation: not reproduced"),   # TA ties Raw Attention
+    (case_frame(saturated=0.1, saco_good=0.0, saco_raw=0.3), N, "S5.separation: not reproduced"),  # reversed
+    (case_frame(saturated=(0.4, 0.6, 0.55)), I, "S5.saturation: inconclusive"),       # the share straddles a half
+    (case_frame(saturated=0.9, drops=(0.01, 0.0)), T, "removal matters group by group"),  # mechanism absent
 ])
-def test_claim_s5_gives_every_verdict(kwargs, expected):
-    frame = case_frame(**kwargs)
+def test_claim_s5_gives_every_verdict(frame, expected, why):
     claim = S.claim_saturation(frame)
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
-    assert "80 correctly classified images" in claim.rule and len(claim.table) == 3 and claim.units == 80
-    assert claim.kind == "paper" and claim.verdict.decision
-    assert S.claim_saturation(one_replica(frame), seed=5).units == 40
+    assert why in claim.verdict.why and claim.rule_id == "S5" and claim.units == 120 and len(claim.table) == 3
+    share = claim.table.set_index("part").loc["S5.saturation"]
+    assert share["interval"] == "share: t on replica shares ∪ Wilson" and share["replicas"] == 3
 
 
-def test_case_study_frame_reads_saco_and_the_cumulative_curve():
+def test_claim_s5_share_of_all_saturated_images_has_width():
+    """Every image of every replica saturates: the share's interval still has width (Wilson), never [1, 1]."""
+    claim = S.claim_saturation(case_frame(saturated=1.0))
+    share = claim.table.set_index("part").loc["S5.saturation"]
+    assert share["estimate"] == 1.0 and share["low"] < 0.99 and claim.verdict == R
+
+
+def test_case_study_frame_reads_saco_the_cumulative_curve_and_the_group_drops():
     import torch
 
     g = torch.Generator().manual_seed(0)
@@ -152,208 +369,49 @@ def test_case_study_frame_reads_saco_and_the_cumulative_curve():
     maps = {"A": torch.rand(5, 1, 4, 4, generator=g), "Random": torch.rand(5, 1, 4, 4, generator=g)}
     frame = S.case_study_frame(net, x, maps, k=4)
     assert len(frame) == 10 and set(frame["method"]) == {"A", "Random"}
-    direct = fl.metrics.saco(net, x, maps["A"], k=4)
-    np.testing.assert_allclose(frame[frame.method == "A"]["SaCo"].to_numpy(), direct.double().numpy(), rtol=1e-12)
+    details = fl.metrics.saco_details(net, x, maps["A"], k=4)
+    a = frame[frame.method == "A"]
+    np.testing.assert_allclose(a["SaCo"].to_numpy(), details["saco"].double().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(a[FIRST].to_numpy(), details["drop"][:, 0].double().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(a[LAST].to_numpy(), details["drop"][:, -1].double().numpy(), rtol=1e-12)
     curve = fl.metrics.aopc_details(net, x, maps["A"])
     j = int((curve["fractions"].double() - 0.3).abs().argmin())
-    np.testing.assert_allclose(frame[frame.method == "A"]["drop at 30%"].to_numpy(),
-                               curve["drop"][:, j].double().numpy(), rtol=1e-12)
-    sat = frame["drop at 30%"] >= 0.9 * frame["max drop"]
-    assert (frame["saturated"] == sat).all()
+    np.testing.assert_allclose(a["drop at 30%"].to_numpy(), curve["drop"][:, j].double().numpy(), rtol=1e-12)
+    assert (frame["saturated"] == (frame["drop at 30%"] >= 0.9 * frame["max drop"])).all()
 
 
-# ------------------------------------------------------------------------------------ S1, S7, S3, S4 as claims
-SETTINGS = ("s1", "s2", "s3")
-
-
-def metric_frame(effects, *, n: int = 40, noise: float = 0.05, common: float = 0.1, seed: int = 0,
-                 columns=tuple(S.HIGHER_IS_BETTER)) -> pd.DataFrame:
-    """Per setting × replica (2) × method × sample rows: each column = the method's oriented effect in that setting
-    (``effects``: ``{setting: {method: {column: effect}}}``, missing = 0) + a per-sample term shared by all methods
-    (``common``) + the method's own noise (``noise``; 0 makes methods with equal effects identical), stored in the
-    metric's own direction."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for setting, by_method in effects.items():
-        for replica in REPLICAS:
-            shared = {c: common * rng.normal(size=n) for c in columns}
-            for method, by_column in by_method.items():
-                values = {c: (by_column.get(c, 0.0) + shared[c] + noise * rng.normal(size=n))
-                          * (1 if S.HIGHER_IS_BETTER.get(c, True) else -1) for c in columns}
-                rows.append(pd.DataFrame({"setting": setting, "replica": replica, "method": method,
-                                          "sample": range(n), **values}))
-    return pd.concat(rows, ignore_index=True)
-
-
-def test_batched_bootstrap_equals_bootstrap_diff_column_by_column():
-    rng = np.random.default_rng(1)
-    diffs = rng.normal([0.3, 0.0, -0.2, 0.05], 1.0, size=(50, 4))
-    groups = np.repeat([0, 1, 2], [20, 17, 13])
-    diffs[3, 3] = np.nan  # a column with NaN goes through bootstrap_diff, which drops the unit
-    for g in (None, groups):
-        for j, c in enumerate(comparisons._paired(diffs, g, seed=3)):
-            ref = fl.verdicts.bootstrap_diff(diffs[:, j], seed=3, n_boot=2000, groups=g)
-            assert c.outcome == ref.outcome and c.n == ref.n
-            np.testing.assert_allclose([c.mean, c.low, c.high], [ref.mean, ref.low, ref.high], rtol=1e-9, atol=1e-12)
-    assert [c.outcome for c in comparisons._paired(diffs[:, :3], seed=3)] == ["win", "tie", "loss"]
-
-
-GOOD = {"SaCo": 0.4, "AUC": 0.3, "AOPC": 0.3, "LOdds": 0.3, "Comprehensiveness": 0.3}
-WEAK_CUMULATIVE = {"SaCo": 0.4, "AUC": -0.1, "AOPC": -0.1, "LOdds": 0.3, "Comprehensiveness": 0.3}
-S1_HOLDS = {"Random": {}, "A": GOOD, "B": WEAK_CUMULATIVE, "C": GOOD}   # SaCo separates, AUC and AOPC do not
-S1_FAILS = {"Random": {}, "A": GOOD, "B": GOOD, "C": GOOD}              # every metric separates Random
-# AUC: B exactly at Random's level (a tie): the second cumulative metric is undecided
-S1_TIE = {"Random": {}, "A": GOOD, "B": {**WEAK_CUMULATIVE, "AUC": 0.0}, "C": GOOD}
-
-
-@pytest.mark.parametrize("per_setting, acc, expected", [
-    ((S1_HOLDS, S1_HOLDS, S1_HOLDS), 0.95, R),
-    ((S1_HOLDS, S1_FAILS, S1_FAILS), 0.95, P),
-    ((S1_FAILS, S1_FAILS, S1_FAILS), 0.95, N),
-    (({"Random": {"SaCo": 0.3}, "A": GOOD, "B": WEAK_CUMULATIVE, "C": GOOD},) * 3, 0.95, N),  # Random far from 0
-    ((S1_TIE, S1_TIE, S1_TIE), 0.95, I),  # a tie is undecided, never a failure
-    ((S1_HOLDS, S1_HOLDS, S1_HOLDS), 0.7, T),  # the ViTs did not learn the task (0.7 < 0.8 − 0.05)
-])
-def test_claim_s1_gives_every_verdict(per_setting, acc, expected):
-    frame = metric_frame(dict(zip(SETTINGS, per_setting, strict=True)))
-    claim = S.claim_random_separation(frame, accuracy=accuracy(acc))
-    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
-    assert claim.claim.startswith("S1: ") and len(claim.table) == 3 and claim.units == 80 and claim.kind == "paper"
-    if expected == T:
-        assert not claim.table["testable"].any() and "accuracy" in claim.verdict.why
-
-
-def test_claim_s1_accuracy_premise_has_a_tolerance():
-    frame = metric_frame(dict(zip(SETTINGS, (S1_HOLDS,) * 3, strict=True)))
-    assert S.claim_random_separation(frame, accuracy=accuracy(0.77)).verdict == R  # within 0.8 − 0.05
-    assert S.claim_random_separation(frame, accuracy=accuracy(0.77), accuracy_tolerance=0.0).verdict == T
-
-
-def test_claim_s1_reads_random_near_zero_from_its_interval():
-    """SaCo(Random) near 0 is an equivalence test: its interval must lie within ±0.05; one that holds 0.05 leaves
-    the part undecided (inconclusive), one wholly beyond it fails."""
-    frame = metric_frame({"s": {"Random": {"SaCo": 0.05}, "A": GOOD, "B": WEAK_CUMULATIVE}})
-    claim = S.claim_random_separation(frame)
-    row = claim.table.iloc[0]
-    assert row["SaCo(Random) low"] < 0.05 < row["SaCo(Random) high"] and row["near 0"] == "undecided"
-    assert claim.verdict == I
-
-
-IG_ORDER = {"AUC": 0.5, "AOPC": 0.5, "LOdds": 0.5, "Comprehensiveness": -0.5}   # best MoRF, worst LeRF
-IG_BEST = {"AUC": 0.5, "AOPC": 0.5, "LOdds": 0.5, "Comprehensiveness": 0.5}     # best everywhere
-OTHER = {"AUC": 0.1, "AOPC": 0.1, "LOdds": 0.1, "Comprehensiveness": 0.1}
-
-
-def s7_setting(ig, other=OTHER):
-    return {"Random": {}, "Integrated Gradients": ig, "X": other, "Y": other}
-
-
-@pytest.mark.parametrize("per_setting, acc, expected", [
-    ((s7_setting(IG_ORDER),) * 3, 0.95, R),
-    ((s7_setting(IG_ORDER), s7_setting(IG_BEST), s7_setting(IG_BEST)), 0.95, P),
-    ((s7_setting(IG_BEST),) * 3, 0.95, N),
-    # IG ties every method on Comprehensiveness and lies above Random: not the worst
-    ((s7_setting({**IG_ORDER, "Comprehensiveness": 0.1}),) * 3, 0.95, N),
-    # IG below X and Y on Comprehensiveness but at Random's level: whether it is the worst is undecided
-    ((s7_setting({**IG_ORDER, "Comprehensiveness": 0.0}),) * 3, 0.95, I),
-    ((s7_setting(IG_ORDER),) * 3, 0.5, T),
-])
-def test_claim_s7_gives_every_verdict(per_setting, acc, expected):
-    frame = metric_frame(dict(zip(SETTINGS, per_setting, strict=True)), noise=0.05)
-    claim = S.claim_order_sensitivity(frame, accuracy=accuracy(acc))
-    assert claim.verdict == expected, (claim.our_value, claim.verdict.why, claim.table.to_dict("records"))
-    assert claim.claim.startswith("S7: ") and "accuracy" in claim.premise and claim.units == 80
-
-
-def test_order_sensitivity_needs_a_significant_worst():
-    frame = metric_frame({"s": s7_setting({**IG_ORDER, "Comprehensiveness": 0.1})})
-    checks = S.order_sensitivity(frame)
-    assert checks["best on AOPC"] and not checks["worst on Comprehensiveness"]
-
-
-VARIANTS = ("Raw Attention", "Rollout", "Transformer-MM (last layer)", "Transformer-MM")
-
-
-def s3_setting(*saco):
-    return {"Random": {}, **{v: {"SaCo": s} for v, s in zip(VARIANTS, saco, strict=True)}}
-
-
-@pytest.mark.parametrize("saco, acc, expected", [
-    ((0.1, 0.2, 0.3, 0.4), 0.95, R),   # every comparison gains
-    ((0.2, 0.4, 0.1, 0.3), 0.95, P),   # aggregation gains, the gradient loses: 2 of 4 comparisons
-    ((0.4, 0.3, 0.2, 0.1), 0.95, N),   # every comparison loses
-    ((0.1, 0.3, 0.1, 0.3), 0.95, I),   # aggregation gains, the gradient ties: the ties could tip it
-    ((0.1, 0.2, 0.3, 0.4), 0.5, T),
-])
-def test_claim_s3_gives_every_verdict(saco, acc, expected):
-    frame = metric_frame({s: s3_setting(*saco) for s in SETTINGS}, columns=("SaCo",))
-    claim = S.claim_attention_ablation(frame, accuracy=accuracy(acc))
-    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
-    assert claim.claim.startswith("S3: ") and len(claim.table) == 12 and claim.units == 80
-    assert claim.table["testable"].all() == (expected != T)
-
-
-def k_frame(decline: dict, *, random_decline: float = 0.0, noise: float = 0.05, n: int = 40) -> pd.DataFrame:
-    """SaCo at K = 2 and K = 8 per setting × replica (2) × method × sample: K=2 at 0.3 (Random 0), K=8 lower by the
-    method's decline; the per-sample noise of each K is shared by all methods, ``noise`` is each method's own."""
-    rng = np.random.default_rng(0)
-    rows = []
-    for setting in SETTINGS:
-        for replica in REPLICAS:
-            z2, z8 = 0.1 * rng.normal(size=n), 0.1 * rng.normal(size=n)
-            for method, d in {"Random": random_decline, **decline}.items():
-                base = 0.0 if method == "Random" else 0.3
-                rows.append(pd.DataFrame({"setting": setting, "replica": replica, "method": method,
-                                          "sample": range(n), "SaCo K=2": base + z2 + noise * rng.normal(size=n),
-                                          "SaCo K=8": base - d + z8 + noise * rng.normal(size=n)}))
-    return pd.concat(rows, ignore_index=True)
-
-
-K_COLUMNS = {2: "SaCo K=2", 8: "SaCo K=8"}
-
-
-@pytest.mark.parametrize("frame, acc, expected", [
-    (k_frame({"A": 0.2, "B": 0.2, "C": 0.2, "D": 0.2}), 0.95, R),
-    (k_frame({"A": 0.2, "B": 0.2, "C": -0.2, "D": -0.2}), 0.95, P),   # half decline, half rise
-    (k_frame({"A": -0.2, "B": -0.2, "C": -0.2, "D": -0.2}), 0.95, N),
-    # every map declines exactly as much as the Random map: beyond Random a tie in every cell, undecided
-    (k_frame({"A": 0.1, "B": 0.1, "C": 0.1, "D": 0.1}, random_decline=0.1, noise=0.0), 0.95, I),
-    (k_frame({"A": 0.2, "B": 0.2, "C": 0.2, "D": 0.2}), 0.5, T),
-])
-def test_claim_s4_gives_every_verdict(frame, acc, expected):
-    claim = S.claim_k_decline(frame, columns=K_COLUMNS, accuracy=accuracy(acc))
-    assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
-    assert claim.claim.startswith("S4: ") and len(claim.table) == 12 and "K=2" in claim.rule and claim.units == 80
-    if expected == I:
-        assert (claim.table["decline low"] > 0).all() and set(claim.table["holds"]) == {"undecided"}
-
-
-def test_claim_s4_counts_every_cell_and_holds_only_beyond_random():
-    """Random's SaCo itself falls by 0.15 with K: a method falling by 0.15 + 0.1 holds, one falling by 0.15 − 0.1
-    (a real decline, but less than the control's) fails; no cell is left out for its own significance."""
-    frame = k_frame({"A": 0.25, "B": 0.25, "C": 0.05, "D": 0.05}, random_decline=0.15)
-    table = S.claim_k_decline(frame, columns=K_COLUMNS).table
-    assert table["testable"].all()
-    assert set(table[table.method.isin(["A", "B"])]["holds"]) == {"holds"}
-    assert set(table[table.method.isin(["C", "D"])]["holds"]) == {"fails"}
-
-
+# ------------------------------------------------------------------------------------------- replicas, one model
 @pytest.mark.parametrize("fn, make, kwargs", [
-    (S.claim_random_separation, lambda: metric_frame(dict(zip(SETTINGS, (S1_HOLDS,) * 3, strict=True))), {}),
-    (S.claim_order_sensitivity, lambda: metric_frame(dict(zip(SETTINGS, (s7_setting(IG_ORDER),) * 3,
-                                                              strict=True))), {}),
-    (S.claim_attention_ablation, lambda: metric_frame({s: s3_setting(0.1, 0.2, 0.3, 0.4) for s in SETTINGS},
-                                                      columns=("SaCo",)), {}),
-    (S.claim_k_decline, lambda: k_frame({"A": 0.2, "B": 0.2, "C": 0.2, "D": 0.2}), {"columns": K_COLUMNS}),
+    (S.claim_random_separation, lambda: s1(noise=0.02, common=0.02), {"methods": S1_METHODS}),
+    (S.claim_order_sensitivity, lambda: s7(IG_ORDER), {"methods": [IG, "X", TA]}),
+    (S.claim_attention_ablation, lambda: s3(0.1, 0.2, 0.3, 0.4), {}),
+    (S.claim_k_decline, lambda: k_frame({"A": 0.2, "B": 0.2, TA: 0.2, "D": 0.2}),
+     {"columns": K_COLUMNS, "methods": ["A", "B", TA, "D"]}),
 ])
-def test_claims_take_seed_and_one_replica(fn, make, kwargs):
+def test_claims_are_replicated_over_the_trained_models(fn, make, kwargs):
     frame = make()
-    alone = fn(one_replica(frame, 1), accuracy=one_replica(accuracy(), 1), seed=7, **kwargs)
-    assert alone.verdict in fl.verdicts.VERDICTS and alone.units == 40
-    claim = fl.verdicts.replicated(fn, frame, accuracy=accuracy(), seed=0, seeds=2, **kwargs)
-    assert claim.replicas == (R, R) and len(claim.stability) == 2 and claim.raw == R
-    # decided over the two replicas pooled, published inconclusive: the house asks 3 trained replicas
-    assert claim.verdict == fl.verdicts.INCONCLUSIVE and "2 trained models" in claim.verdict.why
+    alone = fn(one_replica(frame, 1), accuracy=one_replica(accuracy(), 1), **kwargs)
+    assert alone.verdict in fl.verdicts.VERDICTS and alone.units == 90  # 3 settings × 30 images of replica 1
+    claim = fl.verdicts.replicated(fn, frame, accuracy=accuracy(), **kwargs)
+    assert claim.replicas == (R, R, R) and claim.verdict == R and claim.bootstrap_stability == "exact (no resampling)"
+    assert claim.power and "replicas" in claim.power
+    # two replicas only: decided, but published inconclusive (the rule asks 3 trained replicas)
+    two = frame[frame["replica"] < 2]
+    short = fl.verdicts.replicated(fn, two, accuracy=accuracy(), **kwargs)
+    assert short.raw == R and short.verdict == I and "2 trained models" in short.verdict.why
+
+
+def test_correlation_claims_are_replicated_over_the_trained_models():
+    frame = correlated(0.0)
+    corr = correlations(frame)
+    for fn in (S.claim_weak_correlation, S.claim_existing_agree_more):
+        claim = fl.verdicts.replicated(fn, corr, per_sample=frame, accuracy=accuracy(), methods=METHODS_4)
+        assert claim.verdict == R and claim.replicas == (R, R, R), (fn.__name__, claim.verdict.why)
+
+
+def test_saturation_claim_on_one_replica_uses_wilson():
+    claim = S.claim_saturation(case_frame(saturated=0.9)[lambda d: d["replica"] == 0])
+    assert claim.table.set_index("part").loc["S5.saturation", "interval"] == "Wilson" and claim.units == 40
 
 
 def test_narrow_joins_each_interval_into_one_column_and_names_a_missing_one():
@@ -364,3 +422,25 @@ def test_narrow_joins_each_interval_into_one_column_and_names_a_missing_one():
     assert out["gain"].tolist() == ["+0.12 [+0.01, +0.20]", "-0.50 [-0.70, -0.31]"]
     with pytest.raises(ValueError, match="'hi'"):
         S.narrow(table, ["setting"], {"gain": ("gain", "low", "hi")})
+
+
+def test_claims_name_a_missing_method():
+    with pytest.raises(ValueError, match="lacks the methods"):
+        S.claim_random_separation(s1().query("method != 'Random'"), methods=S1_METHODS)
+    with pytest.raises(ValueError, match="lacks"):
+        S.claim_attention_ablation(s3(0.1, 0.2, 0.3, 0.4).query("method != 'Rollout'"))
+
+
+def test_claim_s1_reads_random_near_zero_from_the_random_saco_frame_when_given():
+    """S1.zero reads Random's SaCo on more images when given (a random map scored on every test image): the same
+    Random rows of per_sample that straddle the margin, with many more images near 0, hold."""
+    frame = s1(random_saco=MARGIN, noise=0.03, model_sd=0.01)
+    rng = np.random.default_rng(5)
+    many = pd.DataFrame([{"setting": s, "replica": r, "sample": i, "SaCo": 0.3 * rng.normal()}
+                         for s in SETTINGS for r in REPLICAS for i in range(400)])
+    claim = S.claim_random_separation(frame, random_saco=many, methods=S1_METHODS)
+    zero = claim.table[claim.table["part"] == "S1.zero"]
+    assert set(zero["outcome"]) == {"holds"} and set(zero["units"]) == {9 * 400} and claim.verdict == R
+    # replicated() cuts the random frame to each replica too (three models each: too few to decide alone)
+    published = fl.verdicts.replicated(S.claim_random_separation, frame, random_saco=many, methods=S1_METHODS)
+    assert published.verdict == R and len(published.replicas) == 3

@@ -1,5 +1,6 @@
 """SaCo's published numbers live in ``faithlab.protocols.saco.paper`` only: spot checks against the paper's Tables 1
-and 2 (typed by hand from the paper's text), the quoted values of the claims, and no notebook typing them again."""
+and 2 and Fig. 2 (typed by hand from the paper's text), the margins derived from them, the quoted values of the claims,
+and no notebook typing them again."""
 
 from pathlib import Path
 
@@ -42,3 +43,10 @@ def test_no_notebook_code_holds_saco_values(value):
 def test_the_claims_quote_the_table():
     source = (Path(paper.__file__).parent / "comparisons.py").read_text(encoding="utf-8")
     assert "0.4558" not in source and "0.6041" not in source
+
+
+def test_fig_2_correlations_and_the_methods():
+    # §5.1: "range from 0.18 to 0.22", "significantly higher (0.4764)"
+    assert paper.FIG_2_SACO_VS_EXISTING == (0.18, 0.22) and paper.FIG_2_AMONG_EXISTING == 0.4764
+    assert paper.METHODS == tuple(paper.TABLE_2) and len(paper.METHODS) == 10
+    assert paper.MARGINS == {"SaCo difference": 0.0309, "weak correlation": 0.3482, "agreement gap": 0.1282}

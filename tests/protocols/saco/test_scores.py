@@ -1,5 +1,6 @@
 """SaCo's per-image table: the maps it scores (oracle on a linear model), its rows computed in parts equal to the whole
-(what the notebook's shards rely on), and the interval over settings against a direct bootstrap."""
+(what the notebook's shards rely on), its one-curve cumulative metrics equal to their own calls, and the t interval
+on the trained models' means."""
 
 from __future__ import annotations
 
@@ -55,8 +56,8 @@ def test_per_image_frame_in_parts_equals_the_whole_and_reads_the_random_maps():
     pd.testing.assert_frame_equal(parts.sort_values(order, ignore_index=True),
                                   whole.sort_values(order, ignore_index=True))
     assert len(whole) == 2 * 2 * (6 + 4)  # settings' images × replicas × methods
-    assert list(whole.columns) == ["setting", "replica", "method", "sample", *S.HIGHER_IS_BETTER, "constant map",
-                                   "SaCo K=2", "SaCo K=8"]
+    assert list(whole.columns) == ["setting", "replica", "method", "sample", *S.HIGHER_IS_BETTER, "first group drop",
+                                   "last group drop", "constant map", "SaCo K=2", "SaCo K=8"]
     model, x, _ = models["B", 1]
     rows = whole[(whole.setting == "B") & (whole.replica == 1) & (whole.method == "Random")]
     assert list(rows["sample"]) == [0, 1, 2, 3]
@@ -65,18 +66,38 @@ def test_per_image_frame_in_parts_equals_the_whole_and_reads_the_random_maps():
     saco4 = fl.metrics.saco(model, x, S.pixel_map(model, x, predicted["B", 1], "input_x_gradient", {}, True), k=4)
     ixg = whole[(whole.setting == "B") & (whole.replica == 1) & (whole.method == "IxG")]
     assert ixg["SaCo"].tolist() == pytest.approx(saco4.tolist())
+    # AUC, AOPC and LOdds from one most-salient-first curve equal the three metrics' own calls
+    a = S.pixel_map(model, x, predicted["B", 1], "input_x_gradient", {}, True)
+    y = models["B", 1][2]
+    for column, direct in (("AUC", fl.metrics.auc_accuracy(model, x, a, target=y)),
+                           ("AOPC", fl.metrics.aopc(model, x, a)), ("LOdds", fl.metrics.log_odds(model, x, a)),
+                           ("Comprehensiveness", fl.metrics.comprehensiveness(model, x, a))):
+        assert ixg[column].tolist() == pytest.approx(direct.tolist(), rel=1e-9, abs=1e-12), column
+    details = fl.metrics.saco_details(model, x, a, k=4)
+    assert ixg["first group drop"].tolist() == pytest.approx(details["drop"][:, 0].tolist())
+    assert ixg["last group drop"].tolist() == pytest.approx(details["drop"][:, -1].tolist())
 
 
-def test_settings_mean_interval_averages_each_settings_bootstrap_draws():
+def test_models_mean_interval_is_the_t_interval_on_the_model_means():
     rows = pd.DataFrame({"setting": ["a"] * 6 + ["b"] * 6, "replica": [0, 0, 0, 1, 1, 1] * 2,
                          "m": [1.0, 2.0, 3.0, 2.0, float("nan"), 4.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0]})
-    low, high = S.settings_mean_interval(rows, "m", n_boot=500, seed=3)
-    a = rows[rows.setting == "a"].dropna()
-    draws = fl.verdicts.hierarchical_means(torch.tensor(a["m"].to_numpy()),
-                                           groups=torch.tensor(a["replica"].to_numpy()), n_boot=500, seed=3)
-    expected = (draws + 5.0) / 2  # setting b is constant
-    assert (low, high) == pytest.approx((float(torch.quantile(expected, 0.025)),
-                                         float(torch.quantile(expected, 0.975))))
-    assert low < high
-    constant = rows.assign(m=2.5)
-    assert S.settings_mean_interval(constant, "m", n_boot=200) == pytest.approx((2.5, 2.5))
+    mean, low, high = S.models_mean_interval(rows, "m")
+    means = [2.0, 3.0, 5.0, 5.0]  # a/0, a/1 (NaN left out), b/0, b/1
+    half = 3.182446305284263 * float(pd.Series(means).std()) / 2  # t(0.975, 3) × sd / √4
+    assert mean == pytest.approx(3.75) and (low, high) == pytest.approx((3.75 - half, 3.75 + half))
+    assert S.models_mean_interval(rows.assign(m=2.5), "m") == pytest.approx((2.5, 2.5, 2.5))
+
+
+def test_random_saco_frame_scores_a_per_sample_random_map_on_every_image():
+    models, _, predicted, _ = _study()
+    targets = {key: (m, x, predicted[key]) for key, (m, x, _) in models.items()}
+    frame = S.random_saco_frame(targets, k=4, seed=3, batch_size=2)
+    assert len(frame) == 2 * (6 + 4) and list(frame.columns) == ["setting", "replica", "sample", "SaCo"]
+    model, x, _ = models["A", 1]
+    seeds = torch.arange(len(x), dtype=torch.int64) + 3
+    a = fl.explainers.explain(model, x, predicted["A", 1], method="random", sample_seeds=seeds).abs().sum(1, keepdim=True)
+    rows = frame[(frame.setting == "A") & (frame.replica == 1)]
+    assert rows["SaCo"].tolist() == pytest.approx(fl.metrics.saco(model, x, a, k=4, target=predicted["A", 1]).tolist())
+    # the maps are keyed to the sample: the first three images alone get the same scores
+    part = S.random_saco_frame({("A", 1): (model, x[:3], predicted["A", 1][:3])}, k=4, seed=3)
+    assert part["SaCo"].tolist() == pytest.approx(rows["SaCo"].tolist()[:3])

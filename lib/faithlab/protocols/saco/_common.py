@@ -1,12 +1,11 @@
-"""Shared pieces of SaCo's claim functions: the (replica, sample) × method tables, a batched two-stage bootstrap
-(replicas, then images within them) that resamples every column the same way, the three-valued outcome of a
-comparison, and the premise that the trained ViTs are accurate enough."""
+"""Shared pieces of SaCo's claim functions: the (model, image) × method tables, the trained model of every row (the
+unit of replication: a setting × replica), and the two premises every claim checks before its outcome — the ViTs
+learned the digits, and removal matters group by group (the chapter's mechanism)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import torch
 
 from faithlab import verdicts
 from faithlab.protocols.saco.scores import HIGHER_IS_BETTER
@@ -16,179 +15,131 @@ MIN_ACCURACY = 0.8
 ACCURACY_TOLERANCE = 0.05
 """Tolerance of the accuracy premise: a ViT fails it only when its accuracy lies below :data:`MIN_ACCURACY` by more
 than this."""
+GROUP_DROP_MIN = 0.05
+"""The mechanism premise's threshold: removing the most salient of the K groups alone must lower p(ŷ|x) by more than
+removing the least salient one, by at least this much on average (5 points of probability; a convention, the paper
+reports no group drops)."""
+PREMISE_METHOD = "Transformer Attribution"
+"""The map whose groups the mechanism premise removes: the case study's good explanation (Fig. 3), present in both
+notebooks."""
+FIRST, LAST = "first group drop", "last group drop"
+"""Columns of the per-image frames: ∇pred of the most and of the least salient of the K groups, each removed alone."""
 
 
 def unit_index(frame: pd.DataFrame) -> list[str]:
-    """The columns that name one unit: ``["replica", "sample"]`` with replicas, else ``["sample"]``."""
-    return ["replica", "sample"] if "replica" in frame.columns else ["sample"]
+    """The columns that name one unit (an image of a trained model): setting, replica and sample where present."""
+    return [c for c in ("setting", "replica", "sample") if c in frame.columns]
+
+
+def model_of(index_or_frame) -> np.ndarray | None:
+    """The trained model (``"<setting>/<replica>"``) of every row of a frame or of a :func:`wide` table's index; None
+    when the rows carry no replica and no setting (one model)."""
+    if isinstance(index_or_frame, pd.DataFrame) and not isinstance(index_or_frame.index, pd.MultiIndex):
+        frame = index_or_frame
+        parts = [frame[c].astype(str).to_numpy() for c in ("setting", "replica") if c in frame.columns]
+    else:
+        index = index_or_frame.index if isinstance(index_or_frame, pd.DataFrame) else index_or_frame
+        names = [n for n in ("setting", "replica") if n in (index.names or [])]
+        parts = [index.get_level_values(n).astype(str).to_numpy() for n in names]
+    if not parts:
+        return None
+    out = parts[0].astype(object)
+    for p in parts[1:]:
+        out = out + "/" + p
+    return out
+
+
+def n_models(frame: pd.DataFrame) -> int:
+    """How many trained models (setting × replica) the rows of ``frame`` come from."""
+    groups = model_of(frame)
+    return 1 if groups is None else len(set(groups))
 
 
 def wide(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """((replica,) sample × method) table of one metric, oriented so that higher is better (methods in order of
-    appearance; a unit a method lacks is NaN)."""
+    """((setting,) (replica,) sample × method) table of one metric, oriented so that higher is better (methods in
+    order of appearance; a unit a method lacks is NaN)."""
     sign = 1.0 if HIGHER_IS_BETTER.get(metric, True) else -1.0
     table = frame.set_index([*unit_index(frame), "method"])[metric].unstack("method").sort_index()
     return table[list(dict.fromkeys(frame["method"]))] * sign
 
 
-def groups_of(table: pd.DataFrame):
-    """The replica of every row of a :func:`wide` table (None without replicas)."""
-    if isinstance(table.index, pd.MultiIndex) and "replica" in table.index.names:
-        return table.index.get_level_values("replica").to_numpy()
-    return None
-
-
-def _codes(groups, n: int):
+def model_means(table: pd.DataFrame) -> pd.DataFrame:
+    """The mean over each trained model's images of every column of a :func:`wide` table (one row per model)."""
+    groups = model_of(table)
     if groups is None:
+        return table.mean().to_frame().T
+    return table.groupby(groups, sort=True).mean()
+
+
+def units_of(frame: pd.DataFrame) -> int:
+    """Independent units (images of the trained models, pooled) that a cell of ``frame`` rests on: the distinct
+    (setting, replica, sample) of its rows."""
+    return int(len(frame[unit_index(frame)].drop_duplicates())) if len(frame) else 0
+
+
+def accuracy_reason(accuracy: pd.DataFrame | None, *, min_accuracy: float = MIN_ACCURACY,
+                    tolerance: float = ACCURACY_TOLERANCE) -> str | None:
+    """Premise of every claim about the trained ViTs: each one learned the task — its test accuracy (``accuracy``:
+    columns accuracy and, where present, setting and replica) at least ``min_accuracy`` within ``tolerance``. The
+    reason it fails, or None (also when ``accuracy`` is None: not checked)."""
+    if accuracy is None or not len(accuracy):
         return None
-    codes = np.unique(np.asarray(groups, dtype=object).astype(str), return_inverse=True)[1].reshape(-1)
-    if codes.size != n:
-        raise ValueError(f"groups must give one replica per unit, got {codes.size} for {n}")
-    return torch.from_numpy(codes.astype(np.int64))
-
-
-_WEIGHTS: dict = {}
-_WEIGHTS_KEPT = 8
-
-
-def _weights(codes, n: int, n_boot: int, seed: int) -> torch.Tensor:
-    """(n_boot, n) resample weights (each row sums to 1) of the two-stage bootstrap of
-    :func:`faithlab.verdicts.hierarchical_means`, drawn the same way from the generator ``seed``; kept for the few
-    last unit structures, since a claim bootstraps many columns on the same units with the same seed."""
-    key = (n, n_boot, int(seed), None if codes is None else codes.numpy().tobytes())
-    if key in _WEIGHTS:
-        return _WEIGHTS[key]
-    g = torch.Generator().manual_seed(int(seed))
-    if codes is None or int(codes.max()) == 0:
-        idx = torch.randint(n, (n_boot, n), generator=g)
-        w = torch.zeros(n_boot, n, dtype=torch.float64).scatter_add_(
-            1, idx, torch.full(idx.shape, 1.0 / n, dtype=torch.float64))
-    else:
-        order = torch.argsort(codes, stable=True)
-        n_groups = int(codes.max()) + 1
-        sizes = torch.bincount(codes, minlength=n_groups)
-        starts = torch.cumsum(sizes, 0) - sizes
-        width = int(sizes.max())
-        picked = torch.randint(n_groups, (n_boot, n_groups), generator=g)
-        c = sizes[picked]
-        within = (torch.rand(n_boot, n_groups, width, generator=g, dtype=torch.float64) * c[..., None]).long()
-        taken = (torch.arange(width)[None, None, :] < c[..., None]).double()
-        index = (starts[picked][..., None] + within.clamp_(max=width - 1)).clamp_(max=n - 1)
-        w_sorted = torch.zeros(n_boot, n, dtype=torch.float64).scatter_add_(1, index.flatten(1), taken.flatten(1))
-        w_sorted /= taken.sum((1, 2))[:, None]
-        w = torch.empty_like(w_sorted)
-        w[:, order] = w_sorted  # back to the units' own order
-    if len(_WEIGHTS) >= _WEIGHTS_KEPT:
-        _WEIGHTS.pop(next(iter(_WEIGHTS)))
-    _WEIGHTS[key] = w
-    return w
-
-
-def mean_draws(x, groups=None, *, n_boot: int = 2000, seed: int = 0) -> torch.Tensor:
-    """(n_boot, m) bootstrap draws of the column means of ``x`` ((n units, m columns), no NaN), every column with the
-    same resamples: the draws of :func:`faithlab.verdicts.hierarchical_means` (replicas with replacement, then the
-    units within each drawn replica, each keeping its own count; the plain bootstrap with fewer than 2 replicas),
-    taken the same way from the generator ``seed``, for all columns at once (resample weights times the columns)."""
-    x = torch.tensor(np.asarray(x, dtype=np.float64))
-    if x.ndim == 1:
-        x = x[:, None]
-    n = x.shape[0]
-    return _weights(_codes(groups, n), n, n_boot, seed) @ x
-
-
-def paired(diffs, groups=None, *, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> list[verdicts.Comparison]:
-    """:func:`faithlab.verdicts.bootstrap_diff` (with ``groups``: two-stage, replicas then images) of every column of
-    ``diffs`` ((n units, m comparisons), > 0 favours the target), all columns with the same resamples; without NaN it
-    equals ``bootstrap_diff(column, groups=groups, n_boot=n_boot, level=level, seed=seed)`` column by column (to float
-    rounding); a column holding NaN goes through ``bootstrap_diff``, which drops its NaN units."""
-    x = torch.tensor(np.asarray(diffs, dtype=np.float64))
-    if x.ndim == 1:
-        x = x[:, None]
-    n, m = x.shape
-    finite = ~x.isnan().any(0)
-    out: list[verdicts.Comparison | None] = [None] * m
-    if n >= 2 and bool(finite.any()):
-        cols = x[:, finite]
-        means = mean_draws(cols, groups, n_boot=n_boot, seed=seed)
-        tail = (1 - level) / 2
-        bounds = torch.quantile(means, torch.tensor([tail, 1 - tail], dtype=torch.float64), dim=0)
-        centre = cols.mean(0)
-        for j, col in enumerate(finite.nonzero().flatten().tolist()):
-            mean, low, high = float(centre[j]), float(bounds[0, j]), float(bounds[1, j])
-            spread = 1e-12 * max(1.0, abs(mean))
-            outcome = "win" if low > spread else "loss" if high < -spread else "tie"
-            out[col] = verdicts.Comparison(mean, low, high, float(level), n, outcome)
-    for col in range(m):
-        if out[col] is None:
-            out[col] = verdicts.bootstrap_diff(x[:, col], n_boot=n_boot, level=level, seed=seed,
-                                               groups=None if groups is None else np.asarray(groups))
-    return out
-
-
-def against(table: pd.DataFrame, pairs, *, n_boot: int = 2000, seed: int = 0) -> list[verdicts.Comparison]:
-    """Paired (two-stage) bootstraps over the rows of a :func:`wide` table of ``table[a] − table[b]`` for every
-    ``(a, b)`` of ``pairs`` (> 0 favours a), the same resamples for every pair."""
-    diffs = np.stack([table[a].to_numpy(np.float64) - table[b].to_numpy(np.float64) for a, b in pairs], axis=1)
-    return paired(diffs, groups_of(table), n_boot=n_boot, seed=seed)
-
-
-def flag(c: verdicts.Comparison) -> bool | None:
-    """A comparison's outcome as a part of a claim: True (win), False (loss), None (tie: undecided)."""
-    return True if c.outcome == "win" else False if c.outcome == "loss" else None
-
-
-def all_of(flags) -> bool | None:
-    """Three-valued "and": False when any part fails, True when all hold, else None (undecided)."""
-    flags = list(flags)
-    if any(f is False for f in flags):
-        return False
-    return True if all(f is True for f in flags) else None
-
-
-def at_least(flags, k: float) -> bool | None:
-    """Three-valued "at least ``k`` of the parts hold": True when the holding parts reach k, False when not even the
-    holding and undecided parts together do, else None."""
-    flags = list(flags)
-    yes, maybe = sum(f is True for f in flags), sum(f is None for f in flags)
-    return True if yes >= k else False if yes + maybe < k else None
-
-
-def settings(frame: pd.DataFrame):
-    """(setting, rows) for every setting of ``frame`` in order of appearance (one setting "all" without a
-    ``setting`` column)."""
-    if "setting" not in frame:
-        return [("all", frame)]
-    return list(frame.groupby("setting", sort=False))
-
-
-def accuracy_premise(accuracy: pd.DataFrame | None, setting, *, min_accuracy: float = MIN_ACCURACY,
-                     tolerance: float = ACCURACY_TOLERANCE) -> str | None:
-    """Premise of every claim about the trained ViTs: each replica of ``setting`` must have learned the task — its
-    test accuracy (``accuracy``: columns setting, accuracy and, with replicas, replica) at least ``min_accuracy``
-    within ``tolerance``. The reason it fails, or None (also when ``accuracy`` is None: not checked)."""
-    if accuracy is None:
-        return None
-    rows = accuracy[accuracy["setting"] == setting] if "setting" in accuracy else accuracy
-    if not len(rows):
-        return f"no test accuracy for setting {setting!r}"
-    worst = float(rows["accuracy"].min())
-    if worst < min_accuracy - tolerance:
-        return (f"a ViT of {setting} reaches a test accuracy of only {worst:.3f}, below {min_accuracy:g} by more "
-                f"than the tolerance {tolerance:g}: its maps explain a model that has not learned the task")
+    worst = accuracy.loc[accuracy["accuracy"].idxmin()]
+    if float(worst["accuracy"]) < min_accuracy - tolerance:
+        who = "/".join(str(worst[c]) for c in ("setting", "replica") if c in accuracy.columns) or "the ViT"
+        return (f"ViT {who} reaches a test accuracy of only {float(worst['accuracy']):.3f}, below {min_accuracy:g} by "
+                f"more than the tolerance {tolerance:g}: its maps explain a model that has not learned the task")
     return None
 
 
 def accuracy_text(accuracy: pd.DataFrame | None, *, min_accuracy: float = MIN_ACCURACY,
                   tolerance: float = ACCURACY_TOLERANCE) -> str:
     """The accuracy premise in one phrase for a claim's premise sentence."""
-    if accuracy is None:
+    if accuracy is None or not len(accuracy):
         return "the ViTs' accuracy was not given (premise not checked)"
     return (f"every ViT must reach a test accuracy of {min_accuracy:g} within {tolerance:g} (lowest "
-            f"{float(accuracy['accuracy'].min()):.3f})")
+            f"{float(accuracy['accuracy'].min()):.3f} of {len(accuracy)} models)")
 
 
-def min_units(frame: pd.DataFrame, by) -> int:
-    """The number of units (images pooled over replicas) in the smallest cell of ``frame`` grouped ``by``."""
-    keys = unit_index(frame)
-    return int(frame.groupby(by, sort=False)[keys].apply(lambda d: len(d.drop_duplicates())).min()) if len(frame) \
-        else 0
+def removal_premise(frame: pd.DataFrame | None, *, method: str = PREMISE_METHOD, threshold: float = GROUP_DROP_MIN,
+                    level: float = 0.95) -> tuple[verdicts.Premise | None, dict]:
+    """The chapter's mechanism premise, removal matters group by group: per image of ``method``'s rows of
+    ``frame`` (columns :data:`FIRST`, :data:`LAST`: the drop of p(ŷ|x) when the most / least salient of the K groups
+    is removed alone), the difference first − last; its mean per trained model and the t interval on those means
+    (:func:`faithlab.verdicts.mean_interval`) must lie above ``threshold``
+    (:func:`faithlab.verdicts.premise_interval`). Returns the premise (None when ``frame`` is None: not checked) and
+    a row for the page (estimate, low, high, threshold, outcome, models, images)."""
+    if frame is None:
+        return None, {}
+    rows = frame[frame["method"] == method]
+    if not len(rows) or FIRST not in rows or LAST not in rows:
+        raise ValueError(f"frame must hold {method!r} rows with the columns {FIRST!r} and {LAST!r}")
+    diff = (rows[FIRST] - rows[LAST]).to_numpy(np.float64)
+    interval = verdicts.mean_interval(diff, groups=model_of(rows), level=level)
+    premise = verdicts.premise_interval(
+        interval, threshold=threshold, what=f"removal matters group by group: p(ŷ|x) drops more when the most "
+                                            f"salient of {method}'s groups is removed alone than the least salient")
+    state = {True: "holds", False: "fails", None: "undecided"}[premise.holds]
+    return premise, {"method": method, "most − least salient group drop": interval.estimate, "low": interval.low,
+                     "high": interval.high, "threshold": threshold, "outcome": state, "models": interval.replicas,
+                     "images": interval.units, "interval": interval.method}
+
+
+def gate(v: verdicts.Verdict, premise: verdicts.Premise | None) -> verdicts.Verdict:
+    """A verdict under the mechanism premise (:meth:`faithlab.verdicts.Premise.apply`; unchanged when not checked or
+    when the verdict is already "not testable here")."""
+    if premise is None or str(v) == verdicts.NOT_TESTABLE:
+        return v
+    return premise.apply(v)
+
+
+def premise_sentence(accuracy, premise: verdicts.Premise | None, *, min_accuracy: float = MIN_ACCURACY,
+                     tolerance: float = ACCURACY_TOLERANCE) -> str:
+    """The premises of a claim in one sentence: the accuracy check and the mechanism's interval."""
+    mechanism = premise.text if premise is not None else "removal by groups was not checked (no per-image drops given)"
+    return f"{accuracy_text(accuracy, min_accuracy=min_accuracy, tolerance=tolerance)}; {mechanism}"
+
+
+def state(judgement) -> str:
+    """A judgement's outcome for a table ("holds", "fails", "undecided")."""
+    return "undecided" if judgement is None else judgement.outcome

@@ -1,6 +1,6 @@
 """SaCo and the four cumulative metrics per sample (spec §3.2), the maps they score and their per-image table (the
 random-vs-methods notebook's work, computable in parts), their orientation (higher = more faithful), the radar
-rescaling of Fig. 4 and the interval of a mean over settings."""
+rescaling of Fig. 4 and the interval of a mean over the trained models."""
 
 from __future__ import annotations
 
@@ -13,31 +13,40 @@ import torch
 
 from faithlab import explainers, metrics, perturb, verdicts
 
-__all__ = ["HIGHER_IS_BETTER", "per_sample_metrics", "pixel_map", "per_image_frame", "oriented", "radar_scale",
-           "settings_mean_interval"]
+__all__ = ["HIGHER_IS_BETTER", "per_sample_metrics", "pixel_map", "per_image_frame", "random_saco_frame", "oriented",
+           "radar_scale", "models_mean_interval"]
 
 HIGHER_IS_BETTER = {"SaCo": True, "AUC": False, "AOPC": True, "LOdds": False, "Comprehensiveness": False}
 """Direction of each metric of the SaCo comparison (spec §3.2): True when a higher score means more faithful."""
 
 
 def per_sample_metrics(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions: torch.Tensor, *, k: int = 10,
-                       batch_size: int = 256) -> dict[str, torch.Tensor]:
+                       target: torch.Tensor | None = None, batch_size: int = 256) -> dict[str, torch.Tensor]:
     """SaCo (K = ``k`` groups) and the cumulative metrics of one map → ``{metric: (B,)}`` in
     :data:`HIGHER_IS_BETTER` order; every removal uses the metrics' defaults (per-channel mean, signed-sum salience).
-    AUC is read against the labels ``y``, the others against the predicted class. A last entry ``"constant map"``
-    ``(B,)`` bool flags the maps that are constant over the pixels (no ranking: SaCo 0, the cumulative metrics
-    remove pixels in index order); the metrics' per-call warnings are silenced here, report the flags instead."""
+    AUC is read against the labels ``y``, the others against ``target`` (None: the predicted class). AUC, AOPC and
+    LOdds read one most-salient-first curve (:func:`faithlab.metrics.papers.saco.morf_details`, equal to the three
+    calls). Then ``"first group drop"`` and ``"last group drop"`` ``(B,)``: ∇pred of the most and of the least
+    salient of the K groups, each removed alone (the mechanism premise), and ``"constant map"`` ``(B,)`` bool,
+    flagging the maps that are constant over the pixels (no ranking: SaCo 0, the cumulative metrics remove pixels in
+    index order); the metrics' per-call warnings are silenced here, report the flags instead."""
+    from faithlab.metrics.papers.saco import morf_details
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", perturb.ConstantMapWarning)
+        saco = metrics.saco_details(model, x, attributions, k=k, target=target, batch_size=batch_size)
+        morf = morf_details(model, x, attributions, target=target, labels=y, batch_size=batch_size)
         scores = {
-            "SaCo": metrics.saco(model, x, attributions, k=k, batch_size=batch_size),
-            "AUC": metrics.auc_accuracy(model, x, attributions, target=y, batch_size=batch_size),
-            "AOPC": metrics.aopc(model, x, attributions, batch_size=batch_size),
-            "LOdds": metrics.log_odds(model, x, attributions, batch_size=batch_size),
-            "Comprehensiveness": metrics.comprehensiveness(model, x, attributions, batch_size=batch_size),
+            "SaCo": saco["saco"],
+            "AUC": morf["auc_accuracy"],
+            "AOPC": morf["aopc"],
+            "LOdds": morf["log_odds"],
+            "Comprehensiveness": metrics.comprehensiveness(model, x, attributions, target=target,
+                                                           batch_size=batch_size),
         }
     units = perturb.default_units(x)
-    return {**scores, "constant map": perturb.constant_maps(perturb.unit_scores(attributions, units, reduce="sum"))}
+    return {**scores, "first group drop": saco["drop"][:, 0], "last group drop": saco["drop"][:, -1],
+            "constant map": perturb.constant_maps(perturb.unit_scores(attributions, units, reduce="sum"))}
 
 
 def pixel_map(model: Callable, x: torch.Tensor, target: torch.Tensor, method: str, options: Mapping, signed: bool, *,
@@ -69,29 +78,46 @@ def per_image_frame(models: Mapping[tuple, tuple], methods: Mapping[str, tuple],
         for name, spec in methods.items():
             a = (random_maps[key][idx] if name == random else
                  pixel_map(model, x[idx], predicted[key][idx], *spec, batch_size=batch_size, generator=generator))
-            scores = per_sample_metrics(model, x[idx], y[idx], a, k=k, batch_size=batch_size)
+            scores = per_sample_metrics(model, x[idx], y[idx], a, k=k, target=predicted[key][idx],
+                                        batch_size=batch_size)
             with warnings.catch_warnings():  # constant maps (SaCo 0) are flagged by per_sample_metrics
                 warnings.simplefilter("ignore", perturb.ConstantMapWarning)
-                by_k = {f"SaCo K={kk}": metrics.saco(model, x[idx], a, k=kk, batch_size=batch_size) for kk in k_values}
+                by_k = {f"SaCo K={kk}": scores["SaCo"] if kk == k else
+                        metrics.saco(model, x[idx], a, k=kk, target=predicted[key][idx], batch_size=batch_size)
+                        for kk in k_values}
             frames.append(pd.DataFrame({"setting": key[0], "replica": key[1], "method": name, "sample": idx.numpy(),
                                         **{c: v.cpu().numpy() for c, v in {**scores, **by_k}.items()}}))
     return pd.concat(frames, ignore_index=True)
 
 
-def settings_mean_interval(rows: pd.DataFrame, metric: str, *, n_boot: int = 2000, seed: int = 0,
-                           level: float = 0.95) -> tuple[float, float]:
-    """The ``level`` interval of the mean over settings of each setting's mean of ``metric`` (NaN left out): per
-    setting a two-stage bootstrap (its replicas, then the images within them,
-    :func:`faithlab.verdicts.hierarchical_means`), the settings' draws averaged."""
-    draws = []
-    for _, part in rows.groupby("setting", sort=False):
-        values = torch.tensor(part[metric].to_numpy(dtype=np.float64))
-        keep = ~torch.isnan(values)
-        groups = torch.tensor(pd.factorize(part["replica"])[0], dtype=torch.long)[keep]
-        draws.append(verdicts.hierarchical_means(values[keep], groups=groups, n_boot=n_boot, seed=seed))
-    mean = torch.stack(draws).mean(0)
-    tail = round((1 - level) / 2, 12)  # 0.025 exactly for 0.95
-    return float(torch.quantile(mean, tail)), float(torch.quantile(mean, 1 - tail))
+def random_saco_frame(models: Mapping[tuple, tuple], *, k: int = 10, seed: int = 0,
+                      batch_size: int = 256) -> pd.DataFrame:
+    """SaCo (K = ``k``) of a uniform random map (U(0, 1) per pixel) on every image of every model → one row per
+    (setting, replica, sample) (columns setting, replica, sample, SaCo). models: ``{(setting, replica): (model, x,
+    target)}`` with the images ``x`` and the classes ``target`` the maps explain. The maps are drawn per sample
+    (``explain``'s ``sample_seeds``: ``seed`` + the sample's index), so a model's rows do not depend on the others.
+    Random's SaCo is the cheapest of the comparison (one map, K + 1 passes per image): S1's "near 0" part reads it
+    on more images than the other methods are scored on."""
+    frames = []
+    for (setting, replica), (model, x, target) in models.items():
+        seeds = torch.arange(len(x), dtype=torch.int64) + int(seed)
+        a = explainers.explain(model, x, target, method="random", batch_size=batch_size, sample_seeds=seeds)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", perturb.ConstantMapWarning)
+            value = metrics.saco(model, x, a.abs().sum(1, keepdim=True), k=k, target=target, batch_size=batch_size)
+        frames.append(pd.DataFrame({"setting": setting, "replica": replica, "sample": np.arange(len(x)),
+                                    "SaCo": value.cpu().double().numpy()}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def models_mean_interval(rows: pd.DataFrame, metric: str, *, level: float = 0.95) -> tuple[float, float, float]:
+    """The mean of ``metric`` over the trained models of ``rows`` (each model's mean over its images; NaN left out) and
+    its ``level`` t interval on those model means (:func:`faithlab.verdicts.mean_interval`, the claims' interval) →
+    ``(mean, low, high)``; with equal replicas per setting the mean is the mean over settings of each setting's mean."""
+    from faithlab.protocols.saco._common import model_of
+
+    i = verdicts.mean_interval(rows[metric].to_numpy(dtype=np.float64), groups=model_of(rows), level=level)
+    return i.estimate, i.low, i.high
 
 
 def oriented(table: pd.DataFrame) -> pd.DataFrame:

@@ -44,7 +44,8 @@ SETUP: tuple[Setting, ...] = (
     Setting("Integrated Gradients", "zero baseline, ~50 steps", "saco/random_vs_methods",
             "zero baseline, {ig_steps} steps"),
     Setting("case study (Fig. 3)", "one ImageNet image, ViT-B/16", "saco/case_study",
-            lambda p: f"{p['n_images']} images, " + (_TIMM_NAMES.get(p["timm_model"].split(".")[0], p["timm_model"])
-                                                     if p["timm_model"] else f"ViT {p['dim']}×{p['depth']}")),
+            lambda p: (f"{p['n_images']} images, " + _TIMM_NAMES.get(p["timm_model"].split(".")[0], p["timm_model"])
+                       if p["timm_model"] else f"{p['n_images']} images × {len(p['vit_settings']) * p['replicas']} "
+                       "trained ViTs (those above)")),
 )
 """The chapter's set-up table, paper (spec §3.1–3.4) against ours (the executed notebooks' parameters)."""
