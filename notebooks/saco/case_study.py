@@ -184,11 +184,11 @@ out.figure(fig, "case_study")
 # %% [markdown]
 # ## Claim S5 over many images
 # The same three explanations for the first `n_images` correctly classified images from `sample_index` on (chosen
-# by this rule, not by looking at the scores), for every replica, and the claim function
+# by this rule, not by looking at the scores), for every trained model, and the claim function
 # `fl.protocols.saco.claim_saturation`, which decides the claim's two named parts by their rules: the share of
-# images on which every method's cumulative drop has saturated after the top 30 % (t on the replicas' shares ∪
+# images on which every method's cumulative drop has saturated after the top 30 % (t on the models' shares ∪
 # Wilson, against a half), and SaCo's separation of Transformer Attribution from Raw Attention and from Random (per
-# image, t interval on the replica means above the margin). Its premises: each replica learned the digits, and
+# image, t interval on the model means above the margin). Its premises: each model learned the digits, and
 # removal matters group by group on these images (the table below: Transformer Attribution's most minus least
 # salient group drop, Random's as the control). The single image above illustrates it.
 
