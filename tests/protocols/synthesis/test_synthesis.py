@@ -1,5 +1,8 @@
-"""The synthesis protocol: recovery, ideal gap, meta-evaluation and report card on hand-built frames, the linear
-(transparent) model's exact contributions, and the weight-noise scale of randomise_layers."""
+"""The synthesis protocol: recovery with its t interval on the replica means, the ideal gap and claim MN1 (every
+verdict it can give, its margin tied to the paper's threshold), the guide's separations, reference sensitivity,
+sentences and answer (what the replicas separate, and nothing else), meta-evaluation and report card on hand-built
+frames, the test split cut into disjoint parts per replica, the linear (transparent) model's exact contributions, and
+the weight-noise scale of randomise_layers."""
 
 from __future__ import annotations
 
