@@ -57,7 +57,6 @@ device = "cpu"
 batch_size = 64  # per forward call: on a CPU core these models run fastest per input at 64 (caches); GPUs want more
 
 # %%
-import numpy as np
 import pandas as pd
 
 import faithlab as fl

@@ -44,7 +44,6 @@ batch_size = 64  # per forward call: on a CPU core these models run fastest per 
 
 # %%
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 import torch
 

@@ -238,3 +238,26 @@ def test_lipschitz_family_trains_replica_0_under_seed_and_others_under_their_rep
     assert all(task == "FashionMNIST" and data is d for task, data, _ in calls)
     with pytest.raises(ValueError, match="r must be"):
         settings.lipschitz("FashionMNIST", d, -1, width=12, tau=2.0, epochs=4, lr=0.01)
+
+
+def test_digit_variant_paints_the_digit_brighter_than_its_background_in_every_channel():
+    from faithlab.protocols.reco_mege import kfold
+
+    d = kfold.digit_variant(split="train", size=8, seed=0, tint=True)
+    grey = fl.data.load("digits", split="train", size=8, seed=0, color=False)
+    assert d.x.shape == (len(grey), 3, 8, 8) and torch.equal(d.y, grey.y) and d.info["tint"]
+    mean, std = torch.tensor(d.info["mean"]), torch.tensor(d.info["std"])
+    raw = d.x * std[None, :, None, None] + mean[None, :, None, None]           # back to [0, 1] colours
+    v = grey.x[:, 0].flatten(1)
+    ink, paper = v.argmax(1), v.argmin(1)                                   # each image's brightest, darkest stroke
+    flat = raw.flatten(2)
+    rows = torch.arange(len(v))
+    assert bool((flat[rows, :, ink] > flat[rows, :, paper] + 0.2).all())  # the digit brighter, every channel
+    assert abs(float(d.x.mean())) < 1e-4 and abs(float(d.x.std(unbiased=False)) - 1) < 1e-3   # train statistics
+    test = kfold.digit_variant(split="test", size=8, seed=0, tint=True)
+    assert test.info["mean"] == d.info["mean"] and len(test) == 359
+    # the colours carry nothing about the class: the background colour's mean is alike for every label
+    bg = raw[:, :, 0, 0]
+    by_class = torch.stack([bg[d.y == c].mean(0) for c in range(10)])
+    assert float((by_class - bg.mean(0)).abs().max()) < 0.05
+    assert torch.equal(d.x, kfold.digit_variant(split="train", size=8, seed=0, tint=True).x)

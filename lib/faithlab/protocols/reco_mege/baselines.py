@@ -17,7 +17,7 @@ from faithlab.metrics.papers.reco_mege.baselines import average_stability_detail
 from faithlab.metrics.papers.reco_mege.crossfold import shuffled_partners
 from faithlab.protocols.reco_mege import paper
 from faithlab.protocols.reco_mege.accuracy import CHANCE_FACTOR
-from faithlab.protocols.reco_mege.claims import _combine, _judge, _replicas, _rows, _weakest
+from faithlab.protocols.reco_mege.claims import _judge, _replicas, _rows, _weakest
 from faithlab.protocols.reco_mege.sets import _NULL_STREAM
 from faithlab.protocols.reco_mege.tasks import method_options
 

@@ -40,8 +40,9 @@ PAPER: dict[str, pd.DataFrame] = {
 }
 """The paper's (HAL v1) values, typed from its tables for the side-by-side columns: Tables 1–2 (ReCo, MeGe of normally
 trained ResNet-18s), 3 (μF, S_avg on CIFAR-10), 4–5 (ResNet-18 vs 1-Lipschitz on CIFAR-10), 9 (ReCo on CIFAR-10 per
-degradation; its SHAP column left out) and 10 (MeGe on CIFAR-10 per degradation, Fig. 4). Several MeGe values elsewhere in v1 fall below 0.5, impossible for 1/(1 + mean d) with
-d ∈ [0, 1] (spec §4.2): compare rankings, not absolute numbers."""
+degradation; its SHAP column left out) and 10 (MeGe on CIFAR-10 per degradation, Fig. 4). Several MeGe values
+elsewhere in v1 fall below 0.5, impossible for 1/(1 + mean d) with d ∈ [0, 1] (spec §4.2): compare rankings, not
+absolute numbers."""
 
 
 def rank_agreement(ours: pd.Series, paper: pd.Series) -> float:
