@@ -78,3 +78,11 @@ def test_every_claim_of_the_chapter_is_registered_with_the_papers_words():
     # built in: SA ≥ Greedy by construction, insertion = deletion an identity
     assert {cid for cid, r in rules.items() if r.kind == "study check"} == {"T1.greedy", "T6"}
     assert all(r.interval == "t on replica means" for cid, r in rules.items() if cid != "T6")
+
+
+def test_the_premise_thresholds_are_the_registered_ones():
+    from faithlab import protocols, verdicts
+
+    assert protocols.trace.PREMISE_DROP == protocols.trace.PREMISE_GAIN == 0.1
+    for cid in ("T1", "T2", "T2b", "T3", "T4"):
+        assert any("above 0.1" in p or "more than 0.1" in p for p in verdicts.rule(cid).premises), cid

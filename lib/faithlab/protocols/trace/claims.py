@@ -105,9 +105,22 @@ def _decided(rule: verdicts.Rule, cells, premises: Sequence[verdicts.Premise]) -
     return undecided[0].apply(v) if undecided else v
 
 
-def _premise_text(premises: Sequence[verdicts.Premise]) -> str:
+def _premise_text(frame: pd.DataFrame, extra: Sequence[verdicts.Premise] = ()) -> str:
+    """The premise sentence of a claim from its premise frame (:func:`mechanism_premises`): per part of the
+    mechanism, on how many data sets it holds and its weakest data set (the lowest interval end over the threshold),
+    every data set where it does not hold named; then ``extra`` premises in full."""
+    parts = []
+    for part, rows in frame.groupby("premise", sort=False):
+        weakest = rows.loc[(rows["low"] - rows["threshold"]).idxmin()]
+        shown = (f"{weakest['data set']}: {weakest['estimate']:.3f} [{weakest['low']:.3f}, {weakest['high']:.3f}]")
+        others = rows[rows["outcome"] != "holds"]
+        parts.append(f"{part}, needed above {weakest['threshold']:g} (t on replica means, "
+                     f"{int(weakest['replicas'])} replicas, {int(weakest['images'])} images): holds on "
+                     f"{int((rows['outcome'] == 'holds').sum())} of {len(rows)} data sets, the weakest {shown}"
+                     + ("".join(f"; {r['outcome']} on {r['data set']}" for _, r in others.iterrows())))
     outcome = {True: "holds", False: "fails", None: "undecided"}
-    return "; ".join(f"{p.text} ({outcome[p.holds]})" for p in premises)
+    parts += [f"{p.text} ({outcome[p.holds]})" for p in extra]
+    return "; ".join(parts) + " (the chapter's mechanism premise; the null: random deletion orders)"
 
 
 # ----------------------------------------------------------------------------------------- the mechanism premise
@@ -290,9 +303,10 @@ def claim_search_bound(sums: pd.DataFrame, random: pd.DataFrame) -> verdicts.Cla
     at 0. Premises: the mechanism (:func:`search_bound_premises`)."""
     rule = verdicts.rule("T1")
     cells, table, units = _search_bound_cells(sums, random, rule, versus="CS")
-    premises = premise_outcomes(search_bound_premises(sums, random))
+    frame = search_bound_premises(sums, random)
+    premises = premise_outcomes(frame)
     return verdicts.Claim(
-        rule.claim, rule=rule, premise=_premise_text(premises),
+        rule.claim, rule=rule, premise=_premise_text(frame),
         paper_value="SA–CS gap 'almost negligible' (Fig. 2a; no number given)",
         our_value="; ".join(f"{k}: (CS − SA) / (CS − random) {_interval_text(j)}" for k, j in cells.items()),
         verdict=_decided(rule, cells, premises), table=table, units=units)
@@ -306,9 +320,10 @@ def claim_search_beats_greedy(sums: pd.DataFrame, random: pd.DataFrame) -> verdi
     random order's distance to the bound."""
     rule = verdicts.rule("T1.greedy")
     cells, table, units = _search_bound_cells(sums, random, rule, versus="Greedy")
-    premises = premise_outcomes(search_bound_premises(sums, random))
+    frame = search_bound_premises(sums, random)
+    premises = premise_outcomes(frame)
     return verdicts.Claim(
-        rule.claim, rule=rule, premise=_premise_text(premises),
+        rule.claim, rule=rule, premise=_premise_text(frame),
         paper_value="SA 'constantly outperforms' Greedy (Fig. 2a); ≥ by construction",
         our_value="; ".join(f"{k}: (SA − Greedy) / (CS − random) {_interval_text(j)}" for k, j in cells.items()),
         verdict=_decided(rule, cells, premises), table=table, units=units)
@@ -346,13 +361,14 @@ def claim_beats_methods(scores: pd.DataFrame, *, model: str, target: str = "T-p"
             cells[f"{ref}: {m}"] = verdicts.effect((tp - other) / scale, rule=rule, groups=groups,
                                                    what=f"{ref}: ({target} − {m}) / {target}")
             units.append(len(tp))
-    premises = premise_outcomes(table1_premises(frame, searches=(target,), random=random, output=output))
+    checked = table1_premises(frame, searches=(target,), random=random, output=output)
+    premises = premise_outcomes(checked)
     means = frame.groupby("method", sort=False)[_SCORE].mean()
     best = means[methods].idxmax()
     weakest = min(cells.values(), key=lambda j: j.interval.low)
     return verdicts.Claim(
         f"T2 ({model}): TRACE-SA-Le−Mo ({target}) beats every attribution method in ΣLeRF − ΣMoRF (Table 1)",
-        rule=rule, premise=_premise_text(premises),
+        rule=rule, premise=_premise_text(checked),
         paper_value=f"{target} above every method in all 18 cells; the best method's shortfall "
                     f"{paper.shortfalls().min():.2f}–{paper.shortfalls().max():.2f} of {target}'s score "
                     f"(ResNet-18, zero: {paper.versus_best('zero')})",
@@ -385,13 +401,14 @@ def claim_probability_beats_logit(scores: pd.DataFrame, *, target: str = "T-p", 
         units.append(len(tp))
         cells[f"{model}, {ref}"] = verdicts.effect((tp - ty) / _replica_mean(tp, groups), rule=rule, groups=groups,
                                                    what=f"{model}, {ref}: ({target} − {other}) / {target}")
-    premises = premise_outcomes(table1_premises(frame, searches=(target, other), random=random, output=output))
+    checked = table1_premises(frame, searches=(target, other), random=random, output=output)
+    premises = premise_outcomes(checked)
     means = frame.groupby("method")[_SCORE].mean()
     weakest = min(cells.values(), key=lambda j: j.interval.low)
     return verdicts.Claim(
         f"T2b: scored with probabilities, {target} (optimised for the probability) beats {other} (optimised for the "
         "logit) by a non-negligible margin",
-        rule=rule, premise=_premise_text(premises),
+        rule=rule, premise=_premise_text(checked),
         paper_value=f"{target} > {other} in all 18 cells, by {paper.probability_gaps().min():.2f}–"
                     f"{paper.probability_gaps().max():.2f} of {target}'s score ('non-negligible')",
         our_value=f"{target} {means[target]:.2f} vs {other} {means[other]:.2f}; smallest gap ({weakest.what}) "
@@ -437,7 +454,8 @@ def claim_random_test(curves: pd.DataFrame, *, zero: str = "zero", blur: str = "
                      "(b) gap shrinks": _interval_text(shrinks[model]), "(b) outcome": shrinks[model].outcome,
                      "margin": faster[model].margin, "replicas": faster[model].interval.replicas,
                      "images": faster[model].interval.units})
-    premises = premise_outcomes(random_test_premises(curves, zero=zero, premise_side=premise_side))
+    checked = random_test_premises(curves, zero=zero, premise_side=premise_side)
+    premises = premise_outcomes(checked)
     failing = [p for p in premises if p.holds is False]
     parts = {"T3a": verdicts.decide(faster, rule_a), "T3b": verdicts.decide(shrinks, rule_b)}
     v = verdicts.decide_parts(parts, rule, untestable=failing[0].text if failing else None)
@@ -445,7 +463,7 @@ def claim_random_test(curves: pd.DataFrame, *, zero: str = "zero", blur: str = "
     if undecided and not failing:
         v = undecided[0].apply(v)
     return verdicts.Claim(
-        rule.claim, rule=rule, premise=_premise_text(premises),
+        rule.claim, rule=rule, premise=_premise_text(checked),
         paper_value="Fig. 4 (qualitative, 6 patch sizes)",
         our_value="; ".join(f"{r['model']}: (a) faster fall {r['(a) faster fall']}, (b) gap shrinks "
                             f"{r['(b) gap shrinks']}" for r in rows),
@@ -488,10 +506,11 @@ def claim_cross_test(cross: pd.DataFrame, random: pd.DataFrame, *, le: str = "SA
                      "difference per point": j.interval.estimate, "low": j.interval.low, "high": j.interval.high,
                      "margin": j.margin, "outcome": j.outcome, "replicas": j.interval.replicas,
                      "images": j.interval.units})
-    premises = premise_outcomes(cross_premises(cross, random, le=le, mo=mo))
+    checked = cross_premises(cross, random, le=le, mo=mo)
+    premises = premise_outcomes(checked)
     table = pd.DataFrame(rows)
     return verdicts.Claim(
-        rule.claim, rule=rule, premise=_premise_text(premises),
+        rule.claim, rule=rule, premise=_premise_text(checked),
         paper_value="TRACE-Mo 'extremely poorly' under LeRF (Fig. 3b); LeRF−MoRF > LeRF >> MoRF",
         our_value="; ".join(f"{r['model']}: {lerf_col} {r[lerf_col]:.2f} vs {morf_col} {r[morf_col]:.2f}; difference "
                             f"per point {_interval_text(cells[r['model']])}" for _, r in table.iterrows()),
@@ -535,9 +554,9 @@ def claim_reference_robust(patch_scores: pd.DataFrame, pixel_scores: pd.DataFram
 
     groups = (spreads["patches"][spreads["patches"]["method"] == target]["replica"].astype(str).to_numpy()
               if rep else None)
-    mechanism = (premise_outcomes(table1_premises(patch_scores, searches=(target,), random=random,
-                                                  output=patch_scores["output"].iloc[0]))
-                 if random in set(patch_scores["method"]) else [])
+    checked = (table1_premises(patch_scores, searches=(target,), random=random, output=patch_scores["output"].iloc[0])
+               if random in set(patch_scores["method"]) else pd.DataFrame(columns=PREMISE_COLUMNS))
+    mechanism = premise_outcomes(checked)
     chance = {}  # each compared score above chance (0): a relative spread of a score at chance means nothing
     for level, frame, names in (("patches", patch_scores, [target]), ("pixels", pixel_scores, run)):
         for m in names:
@@ -567,11 +586,11 @@ def claim_reference_robust(patch_scores: pd.DataFrame, pixel_scores: pd.DataFram
         rows.append(row)
     judged = verdicts.judgement_table({k: v for k, v in cells.items()})
     table = pd.concat([pd.DataFrame(rows), pd.DataFrame(judged)], ignore_index=True)
-    premises = [*mechanism, *chance.values()]
+
     return verdicts.Claim(
         "T5: with 7×7 patches TRACE's score barely moves with the reference, unlike pixel-level scores of Gradient "
         "and IG (Grad-CAM less affected)",
-        rule=rule, premise=_premise_text(premises),
+        rule=rule, premise=_premise_text(checked, extra=list(chance.values())),
         paper_value="T-p " + " / ".join(f"{v:.2f}" for v in paper.TABLE1_RESNET18["T-p"])
                     + " (" + "/".join(paper.TABLE1_RESNET18["reference"]) + ", ResNet-18); Fig. 1 qualitative",
         our_value="; ".join(f"{name}: {_interval_text(j) if j is not None else 'undecided (a score at chance)'}"
