@@ -169,6 +169,10 @@ def test_answer_guide_and_reconciliation_are_generated_from_the_synthesis_tables
     guide = syn.guide(rec, {"case one": "s1", "case two": "s2"}, cost_table=cost, reference_spread={"A": 0.5})
     answer = pages.answer_html(guide, card, "which_metric.html", pd.DataFrame({"images": [24, 24]}))
     assert 'href="which_metric.html"' in answer and "A (2 of 2)" in answer and "scored on 24 images" in answer
+    assert "one trained model scored" in answer
+    replicated = pages.answer_html(guide, card, "which_metric.html", pd.DataFrame({"images": [24, 24],
+                                                                                  "replicas": [5, 5]}))
+    assert "Each situation is 5 independently trained models, each scored on 24 images" in replicated
     page = pages.guide_html(guide, pd.DataFrame({"setup": ["s1"], "images": [24]}), "which_metric")
     assert "Case one" in page and "24 images" in page and "0.90 [0.80, 1.00]" in page
     assert 'href="_generated/synthesis/metrics_compared.html"' in page

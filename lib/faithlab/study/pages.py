@@ -753,7 +753,7 @@ def answer_html(guide: pd.DataFrame, card: pd.DataFrame, guide_href: str | None,
                 setups: pd.DataFrame | None = None) -> str:
     """The front page's answer to "which metric should I trust?": the synthesis's generated answer
     (:func:`faithlab.protocols.synthesis.advice.answer_sentence`), the scale it rests on (``setups``: the synthesis's
-    set-up table, one trained model per situation) and a link to the guide."""
+    set-up table, its ``replicas`` trained models per situation and ``images`` per model) and a link to the guide."""
     from faithlab.protocols.synthesis import answer_sentence
 
     if guide.empty or card.empty:
@@ -763,8 +763,12 @@ def answer_html(guide: pd.DataFrame, card: pd.DataFrame, guide_href: str | None,
     if setups is not None and not setups.empty and "images" in setups.columns:
         images = pd.to_numeric(setups["images"], errors="coerce").dropna()
         n = f"{images.min():.0f}" if images.min() == images.max() else f"{images.min():.0f}–{images.max():.0f}"
-        scale = (f" Each situation is one trained model scored on {n} images, so a metric that holds up is a "
-                 "candidate to check on your own model, not a proof.")
+        reps = (pd.to_numeric(setups["replicas"], errors="coerce").dropna() if "replicas" in setups.columns
+                else pd.Series(dtype=float))
+        who = ("one trained model" if reps.empty or int(reps.min()) == 1
+               else f"{int(reps.min())} independently trained models, each")
+        scale = (f" Each situation is {who} scored on {n} images, so a metric that holds up is a candidate to "
+                 "check on your own model, not a proof.")
     link = ("" if guide_href is None else f' Per situation, with intervals and the evidence: '
             f'<a href="{html.escape(guide_href)}">which metric should I use?</a>')
     return (f'<p class="fl-answer"><b>Which metric to trust?</b> {html.escape(answer_sentence(guide, card))}'
