@@ -41,9 +41,11 @@ def _records(effect: float, *, replicas: int = 3, units: int = 30, sd_between: f
 
 
 def test_design_needed_asks_for_more_replicas_or_units_as_the_effect_nears_the_margin():
-    assert power.design_needed(_records(0.5, sd_between=0.01)).startswith("3 replicas × 30 units suffice")
-    moderate = power.design_needed(_records(0.06, sd_between=0.02))
-    assert moderate.startswith("needs ") and "replicas ×" in moderate, moderate
+    assert power.design_needed(_records(0.5, sd_between=0.01)) == "every cell decided at 3 replicas × 30 units"
+    moderate = _records(0.06, sd_between=0.03, seed=0)
+    assert moderate[0][0].outcome == "undecided"
+    answer = power.design_needed(moderate)
+    assert answer.startswith("needs ") and "replicas ×" in answer and "undecided cell" in answer, answer
     assert power.design_needed(_records(0.0101, sd_between=0.05)).startswith("beyond 12 replicas")
     assert power.design_needed([]) == ""
 

@@ -553,3 +553,18 @@ def test_a_replica_too_small_for_the_statistic_is_left_out_not_counted_as_disagr
     assert c.verdict == REPRODUCED
     short = replicated(needs_two, frame[frame.replica.isin([0, 1, 3])], seeds=0)
     assert short.verdict == INCONCLUSIVE and "2 trained models" in short.verdict.why
+
+
+def test_replica_agreement_tells_undecided_replicas_from_disagreeing_ones():
+    from dataclasses import replace
+
+    from faithlab.verdicts import LEFT_OUT, Claim, Verdict
+
+    c = Claim("Z: x", rule="per image, a", premise="none", paper_value="", our_value="",
+              verdict=Verdict(REPRODUCED), units=40)
+    assert replace(c, replicas=(REPRODUCED, INCONCLUSIVE, NOT)).replica_agreement == (
+        "1 of 3 replicas (1 undecided alone)")
+    assert replace(c, replicas=(REPRODUCED, INCONCLUSIVE, LEFT_OUT)).replica_agreement == (
+        "1 of 2 replicas (1 undecided alone; 1 left out: too few units alone)")
+    undecided = replace(c, verdict=Verdict(INCONCLUSIVE), replicas=(INCONCLUSIVE, REPRODUCED))
+    assert undecided.replica_agreement == "1 of 2 replicas"

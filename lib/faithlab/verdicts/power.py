@@ -43,38 +43,56 @@ def variance_components(x, groups) -> tuple[float, float, float, int, float]:
 
 def _cells(records) -> list[tuple[float, float, float, int, float, bool]]:
     """Per recorded judgement with data: (effect − margin in the paper's direction, var between, var within,
-    replicas, units per replica, whether n can grow)."""
+    replicas, units per replica, whether n can grow); cells whose numbers are not finite are left out."""
     cells = []
     for judgement, data in records:
         if data is None:
             continue
-        values, groups = data
-        values = np.asarray(values, dtype=float)
-        sign = 1 if judgement.direction == "above" else -1
-        if groups is None:
-            if judgement.interval.method != "t on replica statistics":
-                continue  # one model: no replica to add
-            v = values[~np.isnan(values)]
-            if v.size < 2:
-                continue
-            cells.append((sign * (float(v.mean()) - judgement.margin), float(v.var(ddof=1)), 0.0, v.size,
-                          judgement.interval.units / max(v.size, 1), False))
-            continue
-        if len(np.unique(groups)) < 2:
-            continue
-        mean, vb, vw, k, n = variance_components(values, groups)
-        cells.append((sign * (mean - judgement.margin), vb, vw, k, n, True))
+        cell = _cell(judgement, data)
+        if cell is not None and all(np.isfinite(v) for v in cell[:5]):
+            cells.append(cell)
     return cells
 
 
+def _cell(judgement, data):
+    """One judged cell's (effect − margin in the paper's direction, var between, var within, replicas, units per
+    replica, whether n can grow), or None when it rests on one model (no replica to add)."""
+    values, groups = data
+    values = np.asarray(values, dtype=float)
+    sign = 1 if judgement.direction == "above" else -1
+    if groups is None:
+        if judgement.interval.method != "t on replica statistics":
+            return None
+        v = values[~np.isnan(values)]
+        if v.size < 2:
+            return None
+        return (sign * (float(v.mean()) - judgement.margin), float(v.var(ddof=1)), 0.0, v.size,
+                judgement.interval.units / max(v.size, 1), False)
+    if len(np.unique(groups)) < 2:
+        return None
+    mean, vb, vw, k, n = variance_components(values, groups)
+    return (sign * (mean - judgement.margin), vb, vw, k, n, True)
+
+
 def design_needed(records, *, target: float = TARGET) -> str:
-    """The smallest design (R replicas × n units per replica) that decides every recorded cell with probability
-    ≥ ``target``: "3 replicas × 40 units suffice (weakest cell decided with P 0.93 now)", "needs 5 replicas × 40
-    units (weakest cell P 0.61 now)", "needs 8 replicas × 80 units …", or "beyond 12 replicas × 4 n: …" when the
-    weakest effect sits near its margin; "" when nothing was recorded."""
-    cells = _cells(records)
-    if not cells:
+    """The smallest design (R replicas × n units per replica) that decides the claim's undecided cells (those whose
+    interval straddles the margin) with probability ≥ ``target`` each: "needs 5 replicas × 40 units (weakest
+    undecided cell decided with P 0.61 now)", "needs 8 replicas × 80 units …", "3 replicas × 40 units suffice …"
+    (an undecided cell the current design decides most of the time), or "beyond 12 replicas × 4 n: …" when the
+    weakest effect sits near its margin; "every cell decided at R replicas × n units" when no cell is undecided;
+    "" when nothing was recorded."""
+    if not records:
         return ""
+    open_cells = [(j, d) for j, d in records if j.outcome == "undecided"]
+    if not open_cells:
+        decided = [c for c in (_cell(j, d) for j, d in records if d is not None) if c is not None]
+        if not decided:
+            return "every cell decided"
+        return (f"every cell decided at {max(c[3] for c in decided)} replicas × "
+                f"{int(round(min(c[4] for c in decided)))} units")
+    cells = _cells(open_cells)
+    if not cells:
+        return "an undecided cell rests on one model: more replicas of it would decide it"
 
     def weakest(r: int, factor: float) -> float:
         return min(iv.decided_probability(d, vb, vw, r, n * (factor if grows else 1), margin=0.0)
@@ -90,7 +108,8 @@ def design_needed(records, *, target: float = TARGET) -> str:
             if weakest(r, factor) >= target:
                 n = current_n * factor
                 if r <= current_r and factor == 1:
-                    return f"{current_r} replicas × {n} units suffice (weakest cell decided with P {now:.2f} now)"
-                return f"needs {r} replicas × {n} units (weakest cell decided with P {now:.2f} now)"
-    return (f"beyond {REPLICA_OPTIONS[-1]} replicas × {current_n * UNIT_FACTORS[-1]} units: the weakest effect "
-            f"sits near its margin (decided with P {now:.2f} now)")
+                    return (f"{current_r} replicas × {n} units suffice (weakest undecided cell decided with P "
+                            f"{now:.2f} at this design)")
+                return f"needs {r} replicas × {n} units (weakest undecided cell decided with P {now:.2f} now)"
+    return (f"beyond {REPLICA_OPTIONS[-1]} replicas × {current_n * UNIT_FACTORS[-1]} units: the weakest undecided "
+            f"effect sits near its margin (decided with P {now:.2f} now)")

@@ -761,16 +761,20 @@ class Claim:
 
     @property
     def replica_agreement(self) -> str:
-        """"k of R replicas" whose own verdict is the claim function's verdict on all replicas pooled; "one trained
-        model" when the frames of a claim about trained models carry no replica column, "—" for a claim that rests
-        on no training (``trained`` False)."""
+        """"k of R replicas" whose own verdict is the claim function's verdict on all replicas pooled, with how many
+        of the others are merely undecided alone (one replica's interval is wider) and how many were left out (too
+        few units alone); "one trained model" when the frames of a claim about trained models carry no replica
+        column, "—" for a claim that rests on no training (``trained`` False). A description: it is not part of
+        the decision."""
         if not self.replicas:
             return "one trained model" if self.trained else "—"
         own = self.raw or str(self.verdict)
-        kept = [v for v in self.replicas if str(v) != LEFT_OUT]
+        kept = [str(v) for v in self.replicas if str(v) != LEFT_OUT]
         out = len(self.replicas) - len(kept)
-        return (f"{sum(str(v) == own for v in kept)} of {len(kept)} replicas"
-                + (f" ({out} left out: too few units alone)" if out else ""))
+        alone = sum(v == INCONCLUSIVE for v in kept) if own != INCONCLUSIVE else 0
+        notes = [f"{alone} undecided alone" if alone else "", f"{out} left out: too few units alone" if out else ""]
+        notes = [n for n in notes if n]
+        return f"{sum(v == own for v in kept)} of {len(kept)} replicas" + (f" ({'; '.join(notes)})" if notes else "")
 
     @property
     def bootstrap_stability(self) -> str:

@@ -80,7 +80,7 @@ def test_claim_deletion_sanity_resamples_the_replicas():
     agree = fl.verdicts.replicated(fl.protocols.basics.claim_deletion_sanity, *replicated_deletion((-0.1,) * 3),
                                    n_null=200, seeds=2)
     assert agree.verdict == R and agree.replicas == (R, R, R) and agree.replica_agreement == "3 of 3 replicas"
-    assert agree.power.startswith("3 replicas × 30 units suffice")
+    assert agree.power == "every cell decided at 3 replicas × 30 units"
     split = fl.verdicts.replicated(fl.protocols.basics.claim_deletion_sanity, frame, predictions, labels,
                                    n_null=200, seeds=2)
     assert split.replicas == (R, N, R) and split.verdict == I
