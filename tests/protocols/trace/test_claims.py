@@ -363,11 +363,16 @@ def _every_claim():
 
 
 @pytest.mark.parametrize("i", range(8))
-def test_every_claim_is_decided_by_its_registered_rule_on_three_replicas(i):
+def test_every_claim_is_decided_by_its_registered_rule_and_its_design(i):
     fn, args, kwargs = _every_claim()[i]
     claim = fl.verdicts.replicated(fn, *args, **kwargs)
     rule = fl.verdicts.rule(claim.rule_id)
-    assert claim.verdict == R, (claim.verdict.why, claim.premise)
+    assert claim.raw == R, (claim.verdict.why, claim.premise)
+    if claim.trained and (rule.replicas > len(REPLICAS) or rule.units > claim.units):  # the design the rule asks
+        assert claim.verdict == INC and ("below the 8 independently trained replicas" in claim.verdict.why
+                                         or "underpowered" in claim.verdict.why), claim.verdict.why
+    else:
+        assert claim.verdict == R, claim.verdict.why
     assert claim.kind == rule.kind and claim.verdict.rule_id == rule.id and claim.verdict.decision
     assert claim.stability == ()  # t intervals: nothing resampled, no bootstrap seed
     assert not fl.verdicts._states_decision(claim.rule)

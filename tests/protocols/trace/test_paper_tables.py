@@ -86,3 +86,20 @@ def test_the_premise_thresholds_are_the_registered_ones():
     assert protocols.trace.PREMISE_DROP == protocols.trace.PREMISE_GAIN == 0.1
     for cid in ("T1", "T2", "T2b", "T3", "T4"):
         assert any("above 0.1" in p or "more than 0.1" in p for p in verdicts.rule(cid).premises), cid
+
+
+def test_the_designs_the_power_analysis_asked_are_registered():
+    """T1 and T4 rest on 8 trained replicas (the power analysis of the first book run asked them), the others on 3;
+    the book profile runs at least what each rule asks."""
+    from faithlab import verdicts
+    from faithlab.study import parameters
+
+    assert (verdicts.rule("T1").replicas, verdicts.rule("T4").replicas, verdicts.rule("T4").units) == (8, 8, 80)
+    notebooks = {nb.name: nb for nb in parameters.discover()}
+    book = parameters.load_profile("book")
+    searches = parameters.merge_parameters(notebooks["trace/searches"], "book", book, {})
+    assert searches["replicas"] >= 8 and searches["replicas"] * searches["n_images"] >= 80
+    assert searches["replicas"] * min(searches["cs_images"], searches["n_images"]) >= verdicts.rule("T1").units
+    for name in ("trace/table1", "trace/random_test"):
+        p = parameters.merge_parameters(notebooks[name], "book", book, {})
+        assert p["replicas"] >= 3 and p["replicas"] * p["n_images"] >= 30, name
