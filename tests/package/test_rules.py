@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 import shutil
 
+import math
+
 import numpy as np
 import pytest
 
@@ -95,3 +97,13 @@ def test_the_equivalence_logic_reaches_every_verdict():
     assert fl.verdicts.decide(fl.verdicts.effect(0.01 + 10 * base, rule=rule), rule) == fl.verdicts.INCONCLUSIVE
     assert fl.verdicts.decide(fl.verdicts.effect(0.05 + base, rule=rule), rule,
                               untestable="the mechanism is absent") == fl.verdicts.NOT_TESTABLE
+
+
+def test_a_cell_of_one_unit_is_undecided_with_no_interval():
+    rule = fl.verdicts.rule("B1")
+    one = fl.verdicts.effect(np.array([0.5, np.nan]), rule=rule, groups=[0, 1])  # one unit left: no t interval
+    assert one.outcome == "undecided" and one.interval.units == 1 and math.isnan(one.interval.low)
+    assert one.interval.estimate == 0.5
+    assert fl.verdicts.effect(np.array([np.nan]), rule=rule).outcome == "undecided"
+    assert fl.verdicts.decide(one, rule) == fl.verdicts.INCONCLUSIVE
+    assert fl.verdicts.effect(np.array([0.5, 0.51]), rule=rule).outcome == "holds"  # two units: an interval

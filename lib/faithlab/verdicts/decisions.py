@@ -19,11 +19,15 @@ import contextvars
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from faithlab.verdicts import intervals as iv
 from faithlab.verdicts.rules import Rule
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["Judgement", "judge", "effect", "decide", "decide_parts", "judgement_table", "OUTCOMES"]
 
@@ -84,11 +88,11 @@ def judge(interval: iv.Interval, rule: Rule, *, setting: str | None = None, what
     return j
 
 
-def effect(a, b=None, *, rule: Rule, groups=None, setting: str | None = None, what: str = "",
-           level: float = 0.95) -> Judgement:
+def effect(a: np.ndarray | torch.Tensor, b: np.ndarray | torch.Tensor | None = None, *, rule: Rule, groups=None,
+           setting: str | None = None, what: str = "", level: float = 0.95) -> Judgement:
     """The mean of ``a − b`` per unit (``a`` alone when b is None; NaN units dropped), its interval
     (:func:`~faithlab.verdicts.intervals.mean_interval`: a t interval on the replica means when ``groups`` names
-    ≥ 2 replicas) judged against ``rule`` (:func:`judge`)."""
+    ≥ 2 replicas) judged against ``rule`` (:func:`judge`); undecided, with no interval, on fewer than 2 units."""
     x = iv._array(a, "a")
     if b is not None:
         y = iv._array(b, "b")
@@ -96,6 +100,12 @@ def effect(a, b=None, *, rule: Rule, groups=None, setting: str | None = None, wh
             raise ValueError(f"a and b must hold the same number of paired units, got {x.size} and {y.size}")
         x = x - y
     g = None if groups is None else iv._codes(groups, x.size)
+    kept = ~np.isnan(x)
+    if np.count_nonzero(kept) < 2:  # no interval on fewer than 2 units (the paper-dry profile's one image): undecided
+        interval = iv.Interval(float(x[kept].mean()) if kept.any() else math.nan, math.nan, math.nan,
+                               iv._level(level), "t on units", int(np.count_nonzero(kept)),
+                               len(set(g[kept].tolist())) if g is not None and kept.any() else 1)
+        return judge(interval, rule, setting=setting, what=what)
     interval = iv.mean_interval(x, groups=g, level=level)
     return judge(interval, rule, setting=setting, what=what, _units=(x, g))
 

@@ -12,6 +12,8 @@ value f(x) by more than :data:`PREMISE_DROP` on average over the curve; (b) the 
 score lies beyond a random order's by more than :data:`PREMISE_GAIN` per curve point. A premise that fails makes the
 claim "not testable here" (the stand-in lacks the mechanism), one whose interval straddles its threshold makes it
 "inconclusive".
+
+One concept: TRACE's verdicts, from the per-image frames to each claim and its mechanism premise.
 """
 
 from __future__ import annotations
@@ -111,7 +113,8 @@ def _premise_text(frame: pd.DataFrame, extra: Sequence[verdicts.Premise] = ()) -
     every data set where it does not hold named; then ``extra`` premises in full."""
     parts = []
     for part, rows in frame.groupby("premise", sort=False):
-        weakest = rows.loc[(rows["low"] - rows["threshold"]).idxmin()]
+        room = (rows["low"] - rows["threshold"]).fillna(-np.inf)  # no interval (one image) counts as the weakest
+        weakest = rows.loc[room.idxmin()]
         shown = (f"{weakest['data set']}: {weakest['estimate']:.3f} [{weakest['low']:.3f}, {weakest['high']:.3f}]")
         others = rows[rows["outcome"] != "holds"]
         parts.append(f"{part}, needed above {weakest['threshold']:g} (t on replica means, "
@@ -130,7 +133,14 @@ PREMISE_COLUMNS = ["data set", "premise", "estimate", "low", "high", "threshold"
 
 
 def _premise_row(values, groups, threshold: float, *, data: str, part: str) -> dict:
-    interval = verdicts.mean_interval(_array(values), groups=groups)
+    values = _array(values)
+    if np.count_nonzero(~np.isnan(values)) < 2:  # no interval on one image (the paper-dry profile): undecided
+        estimate = float(np.nanmean(values)) if np.any(~np.isnan(values)) else float("nan")
+        return {"data set": data, "premise": part, "estimate": estimate, "low": float("nan"), "high": float("nan"),
+                "threshold": float(threshold), "outcome": "undecided",
+                "replicas": len(set(np.asarray(groups).tolist())) if groups is not None else 1,
+                "images": int(np.count_nonzero(~np.isnan(values)))}
+    interval = verdicts.mean_interval(values, groups=groups)
     p = verdicts.premise_interval(interval, threshold=threshold, what=part)
     return {"data set": data, "premise": part, "estimate": interval.estimate, "low": interval.low,
             "high": interval.high, "threshold": float(threshold), "outcome": _OUTCOME[p.holds],
