@@ -252,7 +252,7 @@ def test_claim_c4_is_not_testable_without_enough_methods_and_needs_replicas():
     with pytest.raises(ValueError, match="at least 2 trained replicas"):
         P.claim_rank_agreement(f[f.replica == 0], l[l.replica == 0], task="vehicles", score="IoU")
     claim = fl.verdicts.replicated(P.claim_rank_agreement, f, l, task="vehicles", score="IoU")
-    assert claim.verdict == R and claim.power.startswith("3 replicas")  # the replicas it keeps are counted
+    assert claim.verdict == R and "at 3 replicas" in claim.power  # the replicas it keeps are counted
 
 
 def test_claim_c4_leaves_an_undefined_rho_out_of_the_mean():

@@ -42,8 +42,8 @@ SETUP: tuple[Setting, ...] = (
     Setting("CT models", "ResNet-50, Xception (one logit)", "fewclass/fidelity", lambda p: _models(p, "ct")),
     Setting("images per task (XAI set)", "2,500 (vehicles), 259 (CT)", "fewclass/fidelity",
             lambda p: (f"{p['n_images']:,} per task, given weights" if p["paper"] else
-                       f"{p['n_images']:,} per replica × {p['replicas']} trained replicas (disjoint blocks of the "
-                       f"test split), models trained on {p['n_train']:,} images")),
+                       f"{p['replicas']} trained replicas × {p['n_images']:,} own test images, "
+                       f"trained on {p['n_train']:,}")),
     Setting("methods", "BP, Deconv, EG, IG (min, zero, max), GradCAM, Random", "fewclass/fidelity",
             lambda p: _methods(p["methods"])),
     Setting("alterations", "none, XRAI, SG, SG²", "fewclass/fidelity", lambda p: ", ".join(p["alterations"])),
