@@ -44,7 +44,7 @@ def _images(p: Mapping, per_replica: int) -> str:
     """The images of a claim: per replica and pooled over the trained replicas (or just the count, for one model)."""
     replicas = p.get("replicas", 1)
     return (f"{per_replica} images" if replicas == 1 else
-            f"{replicas * per_replica} images ({replicas} trained replicas × {per_replica})")
+            f"{replicas * per_replica} images ({replicas} replicas × {per_replica})")
 
 
 def _data(p: Mapping) -> str:
