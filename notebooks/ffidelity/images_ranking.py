@@ -60,7 +60,6 @@ sparsity = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
 explainers = ["sg_sq_ig", "gradcam"]
 sg_samples = 4
 ig_steps = 8
-ood_ks = [8, 26]
 case_image = 0  # Fig. 2's image: the case_image-th test image the original model classifies correctly
 n_table9 = 2  # images shown in the Table 9 figure (GradCAM, original and fine-tuned model)
 seed = 0

@@ -481,11 +481,3 @@ def claim_ablation(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value
         our_value="micro oriented mean " + ", ".join(f"{m} {oriented[m].mean():.2f}" for m in chain)
                   + f" ({len(oriented)} replicas)",
         verdict=v, table=table, units=units, kept_replicas=len(oriented))
-
-
-def record_claim(out, spec: tuple, *, note: str) -> verdicts.Claim:
-    """Decide one claim by ``out.claim`` (a notebook's :func:`faithlab.outputs.for_notebook`, which adds the replica
-    agreement and the bootstrap stability and records the claim) from its ``spec``: the claim function, its positional
-    and its keyword arguments, as the notebook calls it directly; ``note`` describes the units. Returns the claim."""
-    fn, args, kwargs = spec
-    return out.claim(fn, *args, **kwargs, note=note).claim

@@ -1,7 +1,9 @@
 """F-Fidelity's degraded-explainer study on images (spec §1.4–1.9, Tables 1–2, 5, 10, 13): the curves of degraded
 maps (:func:`degraded_fidelity_curves`), the whole study with its models and costs (:func:`image_ranking_study`,
 :class:`RankingStudy`), the image models three notebooks share (:class:`CanvasModels`), the ViT two share
-(:class:`VitModels`), and random masking and constant-map counts."""
+(:class:`VitModels`), and random masking and constant-map counts.
+
+One concept: the image study's runs, from the models it trains to the degraded-map curves it scores."""
 
 from __future__ import annotations
 
@@ -584,8 +586,8 @@ class VitModels:
     depth: int = 3
     heads: int = 4
     lr: float = 2e-3
-    n_epochs: int = 30
-    n_finetune_epochs: int = 10
+    n_epochs: int = 20
+    n_finetune_epochs: int = 7
     finetune_lr: float = 7e-4
 
     def model_config(self, train_data: Dataset) -> dict:
