@@ -72,7 +72,8 @@ runs = {r: P.families([task], family if r == 0 else family.replica(f"{task}/Norm
         for r in range(replicas)}
 heldout = family.heldout(task, n_test=n_test, n_unseen=n_unseen)
 # μF and S_avg are read on one model per replica: its family need not be within ±3 % (that premise is ReCo's and
-# MeGe's), only have learned the task, decided over the replicas on images none of the k models saw
+# MeGe's), only have learned the task, decided over the replicas on images none of the k models saw (the same images
+# as the Tables 1–2 premise)
 premise = pd.DataFrame([P.premise_row(f, heldout, batch_size=batch_size, replica=r) for r, f in runs.items()])
 out.table(premise, "premise")
 SETTINGS = dict(ig_steps=ig_steps, sg_samples=sg_samples, batch_size=batch_size, seed=seed)
