@@ -772,7 +772,7 @@ def study_map(scorecard: pd.DataFrame, metrics: Mapping[str, Sequence[str]], *,
         counts = claims["verdict"].value_counts()
         blocks.append((p, names.get(p, p), metrics.get(p, []), sorted(claims["experiment"].unique()),
                        [int(counts.get(v, 0)) for v in VERDICTS]))
-    heads = ("paper", "metrics", "notebooks", "verdicts (paper claims)")
+    heads = ("paper", "metrics", "notebooks", "paper claims")
     x_paper = 0.1
     # narrow enough (about 6.5 inches) to be shown in the book's column without shrinking its 9-pt text
     x_metric = x_paper + width([b[1] for b in blocks], bold=True) + 0.25

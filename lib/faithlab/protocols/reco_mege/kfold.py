@@ -37,7 +37,7 @@ def load_task(task: str, *, n: int, image_size: int, seed: int = 0, dataset: str
     """D for a task: ``n`` images of the stand-in's ``split`` (``dataset=None``) or the first ``n`` of the paper's
     dataset (``dataset="paper"``: :data:`TASKS`' loader reading ``data_dir``, resized to ``image_size`` by the
     loader's own transform where it has one). ``split="test"`` gives the test set on which the paper checks that the
-    k models have comparable accuracy (:func:`comparable_premise`).
+    k models have comparable accuracy (:func:`~faithlab.protocols.reco_mege.accuracy.decide_premise`).
 
     A stand-in's training split lists its source digits in scikit-learn's order (a few writers at a time), so its
     first images are not a sample of the task: D is the first ``n`` images of a permutation of the split drawn from

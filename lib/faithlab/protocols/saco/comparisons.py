@@ -83,8 +83,8 @@ def claim_random_separation(per_sample: pd.DataFrame, *, random_saco: pd.DataFra
     barely separate it. Three parts, each decided by its rule (``verdicts.rule("S1.zero")``, ``"S1.above"``,
     ``"S1.cumulative"``), then the claim by ``"S1"`` (parts):
 
-    - S1.zero: SaCo(Random) per image (from ``random_saco`` when given: :func:`~faithlab.protocols.saco.scores.
-      random_saco_frame`, a random map on more images of the same models; else ``random``'s rows of ``per_sample``),
+    - S1.zero: SaCo(Random) per image (from ``random_saco`` when given:
+      :func:`~faithlab.protocols.saco.scores.random_saco_frame`, a random map on more images of the same models; else ``random``'s rows of ``per_sample``),
       its t interval on the model means within ± the margin (two one-sided cells);
     - S1.above: per method of ``methods`` (the paper's ten, those present), SaCo(method) − SaCo(Random) per image
       above the margin; more than half of the methods must hold;

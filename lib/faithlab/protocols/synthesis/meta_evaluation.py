@@ -157,8 +157,8 @@ def claim_ideal_gap(frame: pd.DataFrame, *, perfect: str, random: str, setting: 
 
     Premise and null, per metric: the metric must tell the perfect explanation from random maps — the mean of the
     oriented difference perfect − random divided by the metric's range, its t interval on the replica means
-    (:func:`faithlab.verdicts.mean_interval`), judged against :data:`PREMISE_BAND` (:func:`faithlab.verdicts.
-    premise_interval`): the metric counts when the interval lies above, does not count when it lies below (it says
+    (:func:`faithlab.verdicts.mean_interval`), judged against :data:`PREMISE_BAND`
+    (:func:`faithlab.verdicts.premise_interval`): the metric counts when the interval lies above, does not count when it lies below (it says
     nothing about fidelity here), and whether it counts is undecided when it straddles. Random maps' mean score with
     its interval is the chance level in the table. When no metric counts, the claim is not testable here.
     Outcome, per counted metric: its mean gap and the t interval on the replica means, judged against the rule's
