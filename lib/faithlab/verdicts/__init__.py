@@ -14,7 +14,7 @@
 
 from faithlab.verdicts.procedure import *  # noqa: F401,F403
 from faithlab.verdicts.procedure import __all__ as _procedure_all
-from faithlab.verdicts.procedure import _group_codes, _states_decision, _then, _RECORDER  # noqa: F401
+from faithlab.verdicts.procedure import _states_decision, _then  # noqa: F401
 from faithlab.verdicts.intervals import (Interval, mean_interval, replica_interval, share_interval,  # noqa: F401
                                          draws_interval, wilson, INTERVAL_METHODS)
 from faithlab.verdicts.rules import Rule, rule, all_rules, DECISIONS  # noqa: F401

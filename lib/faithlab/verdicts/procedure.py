@@ -1,36 +1,35 @@
-"""Verdicts of the study's claims: one home for the rules every notebook applies.
+"""Verdicts of the study's claims: the verdict words, premises and nulls, the :class:`Claim` a claim function
+returns and :func:`replicated`, the one wrapper every notebook's claim goes through.
 
-A verdict is one of :data:`VERDICTS`. It comes from a stated rule, in two steps:
+A verdict is one of :data:`VERDICTS`. It comes from a pre-registered rule (:mod:`faithlab.verdicts.rules`), in two
+steps:
 
 1. **Premise check** — can the comparison discriminate at all? When a baseline is already at the ideal value
-   (:func:`at_ideal`), a statistic is undefined (:func:`undefined`), a comparison has too few paired units, or the
-   value lies inside the spread of its **null** — the same statistic at chance, on shuffled pairings, random maps or
-   permuted labels (:class:`Null`, :func:`null_draws`, :func:`within_null`) — the claim is "not testable here" and
-   the reason is kept with the verdict.
-2. **Decision with uncertainty** — a threshold rule on a measured value (:func:`verdict`), or a paired bootstrap
-   over the experiment's units (seeds × levels, images, draws) that calls each comparison a win, a tie or a loss
-   from the confidence interval of the mean difference (:func:`bootstrap_diff`, :func:`compare`) and turns the
-   outcomes into a verdict (:func:`from_comparison`). A claim made over several settings (tasks × models ×
-   methods) is decided by the share of settings where it holds significantly, with thresholds fixed before any
-   result (:func:`from_settings`: reproduced from :data:`REPRODUCED_SHARE`, partly from :data:`PARTLY_SHARE`), so
-   one significant cell of 28 cannot read as "partly reproduced".
+   (:func:`at_ideal`), a statistic is undefined (:func:`undefined`), the paper's mechanism is shown absent on the
+   stand-in (:func:`premise_interval`, :func:`premise_share`), or the value lies inside the spread of its **null** —
+   the same statistic at chance, on shuffled pairings, random maps or permuted labels (:class:`Null`,
+   :func:`null_draws`, :func:`within_null`) — the claim is "not testable here" and the reason is kept with the
+   verdict.
+2. **Decision with uncertainty** — each cell's interval (:mod:`faithlab.verdicts.intervals`: the t interval on the
+   replica-level statistics, Wilson joined for shares; coverage tested in :mod:`faithlab.verdicts.coverage`) against
+   the rule's margin from the paper, by the equivalence logic, the cells combined as the rule says
+   (:mod:`faithlab.verdicts.decisions`).
 
 A claim is a function in ``faithlab.protocols.<paper>`` that takes the notebook's frames and returns a
-:class:`Claim`: the claim, its rule (one sentence, fixed before the result), its premise with the null it was checked
-against, the paper's value, ours, the verdict and the table behind it. Notebooks call it and record it with
-:meth:`faithlab.outputs.Outputs.claim`; no verdict rule or bootstrap is spelled out in a notebook.
+:class:`Claim`: the claim, its rule (registered, by id), its premise with the null it was checked against, the
+paper's value, ours, the verdict and the table behind it. Notebooks call it and record it with
+:meth:`faithlab.outputs.Outputs.claim`; no verdict rule or interval is spelled out in a notebook.
 
 Every function returns a :class:`Verdict`: a plain ``str`` (one of :data:`VERDICTS`) that also carries ``why``, a
 sentence with the rule's outcome, which :meth:`faithlab.outputs.Outputs.claim` adds to the claim's note.
 
-One concept: the study's one pre-registered verdict procedure (premises and nulls, paired bootstrap comparisons,
-shares over settings, replicas and the :class:`Claim` that carries the result), kept whole so that no rule has a
+One concept: a claim's verdict, from its premises to the published word (the verdict words, premises and nulls, the
+:class:`Claim` and the wrapper that applies the rule's replica and unit minimums), kept whole so that no rule has a
 second copy.
 """
 
 from __future__ import annotations
 
-import contextvars
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -45,12 +44,10 @@ if TYPE_CHECKING:
 # notebook that only writes tables then starts without torch's 1.2 s import.
 
 __all__ = [
-    "VERDICTS", "Verdict", "ladder", "verdict", "at_ideal", "undefined", "first_reason", "Comparison",
-    "bootstrap_diff", "comparison_from_draws", "compare", "from_comparison", "comparison_table",
-    "Null", "null_draws", "within_null", "REPRODUCED_SHARE", "PARTLY_SHARE", "from_settings", "Claim",
+    "VERDICTS", "Verdict", "ladder", "verdict", "at_ideal", "undefined", "first_reason",
+    "Null", "null_draws", "within_null", "Claim",
     "REPRODUCED", "PARTLY", "NOT_REPRODUCED", "NOT_TESTABLE", "INCONCLUSIVE", "DECIDED", "MIN_REPLICAS", "MIN_UNITS",
-    "STABILITY_SEEDS", "KINDS", "hierarchical_means", "share_above_zero", "decide_draws", "replica_seed", "replicated",
-    "POWER_REPLICAS", "POWER_TARGET", "variance_components", "decided_probability", "replicas_needed",
+    "STABILITY_SEEDS", "KINDS", "share_above_zero", "replica_seed", "replicated",
     "Premise", "premise_share", "MEANINGS", "premise_interval", "LEFT_OUT",
 ]
 
@@ -304,21 +301,7 @@ def first_reason(*reasons: str | None) -> str | None:
     return next((r for r in reasons if r is not None), None)
 
 
-# ------------------------------------------------------------------------------------------ bootstrap comparisons
-@dataclass(frozen=True)
-class Comparison:
-    """Paired comparison of a target with one competitor: mean difference (oriented so that > 0 favours the
-    target), its bootstrap confidence interval [low, high] at ``level``, the number of paired units, and the
-    outcome: "win" (low > 0), "loss" (high < 0) or "tie"."""
-
-    mean: float
-    low: float
-    high: float
-    level: float
-    n: int
-    outcome: str
-
-
+# ----------------------------------------------------------------------------------------------------- values
 def _values(values, name: str) -> torch.Tensor:
     import torch
 
@@ -330,172 +313,6 @@ def _values(values, name: str) -> torch.Tensor:
         return torch.from_numpy(np.array(values, dtype=np.float64)).flatten()
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be numbers (a sequence, array or tensor), got {type(values).__name__}") from None
-
-
-_RECORDER: contextvars.ContextVar = contextvars.ContextVar("faithlab_bootstrap_recorder", default=None)
-
-
-def _group_codes(groups, n: int, name: str = "groups"):
-    import torch
-
-    codes = np.unique(np.asarray(groups if not hasattr(groups, "to_numpy") else groups.to_numpy(), dtype=object)
-                      .astype(str), return_inverse=True)[1].reshape(-1)
-    if codes.size != n:
-        raise ValueError(f"{name} must give one group (replica) per unit, got {codes.size} for {n} units")
-    return torch.from_numpy(codes.astype(np.int64))
-
-
-def hierarchical_means(x, *, groups=None, n_boot: int = 4000, seed: int = 0):
-    """Bootstrap draws of the mean of ``x`` (a 1-D float64 tensor without NaN): with ``groups`` (one replica id per
-    unit), each draw resamples the replicas with replacement and then the units within each drawn replica — the
-    two-stage bootstrap for nested data (Davison & Hinkley 1997, §3.8), chosen over a mixed model because the
-    statistics decided here (means, shares, ranks) need no distributional assumption and the replicas are few.
-    Every drawn replica keeps its own number of units. With fewer than 2 replicas (or no groups) it is the plain
-    bootstrap of the units. Returns ``n_boot`` means (generator ``seed``)."""
-    import torch
-
-    n = x.numel()
-    g = torch.Generator().manual_seed(int(seed))
-    if groups is None or int(groups.max()) == 0:
-        return x[torch.randint(n, (n_boot, n), generator=g, device="cpu")].mean(1)
-    order = torch.argsort(groups, stable=True)
-    x, groups = x[order], groups[order]
-    n_groups = int(groups.max()) + 1
-    counts = torch.bincount(groups, minlength=n_groups)
-    starts = torch.cumsum(counts, 0) - counts
-    width = int(counts.max())
-    picked = torch.randint(n_groups, (n_boot, n_groups), generator=g, device="cpu")  # replicas of each draw
-    c = counts[picked]  # (n_boot, n_groups)
-    within = (torch.rand(n_boot, n_groups, width, generator=g, dtype=torch.float64, device="cpu") * c[..., None]).long()
-    # a replica contributes its own count of units
-    taken = torch.arange(width, device="cpu")[None, None, :] < c[..., None]
-    values = x[(starts[picked][..., None] + within.clamp(max=width - 1)).clamp(max=n - 1)]
-    return (values * taken).sum((1, 2)) / taken.sum((1, 2))
-
-
-def bootstrap_diff(a, b=None, *, higher_is_better: bool = True, n_boot: int = 4000, level: float = 0.95,
-                   seed: int = 0, groups=None) -> Comparison:
-    """Paired percentile bootstrap of the mean difference ``a − b`` (or of ``a`` alone when b is None).
-
-    a, b: per-unit values of the target and the competitor on the same units (e.g. one micro rank per seed ×
-    level, one score per image), flattened; units where either is NaN are dropped. higher_is_better: False flips
-    the sign so that a positive mean always favours ``a``. groups: the replica (independently trained model) of each
-    unit; given, the resamples are two-stage (:func:`hierarchical_means`: replicas, then units within them), so the
-    interval counts the training run as the unit of replication. The ``n_boot`` resamples (generator ``seed``, so
-    the outcome is reproducible) give the ``level`` percentile interval.
-    Raises ValueError when fewer than 2 paired units remain (use :func:`undefined` as a premise check first).
-    """
-    import torch
-
-    x = _values(a, "a")
-    if b is not None:
-        y = _values(b, "b")
-        if y.shape != x.shape:
-            raise ValueError(f"a and b must hold the same number of paired units, got {x.numel()} and {y.numel()}")
-        x = x - y
-    codes = None if groups is None else _group_codes(groups, x.numel())
-    keep = ~x.isnan()
-    x = x[keep]
-    if codes is not None:
-        codes = torch.unique(codes[keep], return_inverse=True)[1]
-    if not higher_is_better:
-        x = -x
-    if not isinstance(n_boot, int) or isinstance(n_boot, bool) or n_boot < 100:
-        raise ValueError(f"n_boot must be an int ≥ 100, got {n_boot!r}")
-    if not 0.5 <= _number(level, "level") < 1:
-        raise ValueError(f"level must lie in [0.5, 1), got {level!r}")
-    n = x.numel()
-    if n < 2:
-        raise ValueError(f"a bootstrap needs at least 2 paired units without NaN, got {n}")
-    record = _RECORDER.get()
-    if record is not None:  # replicated() collects the units of every comparison for its power analysis
-        record.append((x.clone(), None if codes is None else codes.clone()))
-    means = hierarchical_means(x, groups=codes, n_boot=n_boot, seed=seed)
-    tail = (1 - level) / 2
-    low, high = torch.quantile(means, torch.tensor([tail, 1 - tail], dtype=torch.float64, device="cpu")).tolist()
-    mean = x.mean().item()
-    spread = 1e-12 * max(1.0, abs(mean))  # a constant difference has a zero-width interval: exact ties are ties
-    outcome = "win" if low > spread else "loss" if high < -spread else "tie"
-    return Comparison(mean, low, high, float(level), n, outcome)
-
-
-def comparison_from_draws(estimate: float, draws, *, level: float = 0.95) -> Comparison:
-    """A :class:`Comparison` from bootstrap draws of a difference that is not a mean of per-unit values (e.g. ReCo,
-    a maximum over thresholds, resampled by samples): ``estimate`` the difference on the data (> 0 favours the
-    target), its ``level`` percentile interval from ``draws``; outcome as in :func:`bootstrap_diff`."""
-    import torch
-
-    x = _values(draws, "draws")
-    x = x[~x.isnan()]
-    if x.numel() < 100:
-        raise ValueError(f"draws must hold at least 100 bootstrap values without NaN, got {x.numel()}")
-    if not 0.5 <= _number(level, "level") < 1:
-        raise ValueError(f"level must lie in [0.5, 1), got {level!r}")
-    mean = _number(estimate, "estimate")
-    tail = (1 - level) / 2
-    low, high = torch.quantile(x, torch.tensor([tail, 1 - tail], dtype=torch.float64, device="cpu")).tolist()
-    spread = 1e-12 * max(1.0, abs(mean))
-    outcome = "win" if low > spread else "loss" if high < -spread else "tie"
-    return Comparison(mean, low, high, float(level), int(x.numel()), outcome)
-
-
-def compare(scores: Mapping[str, object], *, target: str, higher_is_better: bool, n_boot: int = 4000,
-            level: float = 0.95, seed: int = 0, groups=None) -> dict[str, Comparison]:
-    """Paired bootstrap comparison of ``scores[target]`` with every other entry → ``{competitor: Comparison}``.
-
-    scores: ``{name: per-unit values}``, all on the same units in the same order (e.g. micro ranks per seed ×
-    level). higher_is_better: the direction of the scores (False for ranks). groups: the replica of each unit (see
-    :func:`bootstrap_diff`). Each comparison uses generator ``seed`` (the same resamples for every competitor).
-    """
-    if not isinstance(scores, Mapping) or target not in scores:
-        raise ValueError(f"target must be one of the keys of scores, got {target!r} for {list(scores)!r}")
-    if len(scores) < 2:
-        raise ValueError("scores must hold the target and at least one competitor")
-    return {name: bootstrap_diff(scores[target], values, higher_is_better=higher_is_better, n_boot=n_boot,
-                                 level=level, seed=seed, groups=groups)
-            for name, values in scores.items() if name != target}
-
-
-def from_comparison(comparisons: Mapping[str, Comparison], *, untestable: str | None = None,
-                    reproduced: float | None = None) -> Verdict:
-    """Verdict of "the target beats its competitors" from :func:`compare`'s outcomes.
-
-    Rule (fixed before any result): reproduced when the target loses to no competitor and beats at least
-    ``reproduced`` of them (the house share, two thirds); partly reproduced when it beats at least one (fewer, or
-    while losing to others); not reproduced when it loses to at least one and beats none. A tie (the interval holds
-    0) is never a failure: the rule is applied with every tie counted as a win and as a loss, and the verdict is
-    "inconclusive" when the two disagree. ``untestable`` (a premise reason) wins over all.
-    """
-    reproduced = REPRODUCED_SHARE if reproduced is None else _number(reproduced, "reproduced")
-    decision = (f"per competitor a win (95 % interval above 0), tie or loss; reproduced when it loses to none and beats "
-                f"at least {reproduced:.0%} of them, partly when it beats at least one, not reproduced when it beats "
-                "none and loses to one; inconclusive when the ties could fall either way")
-    if untestable is not None:
-        return ladder(False, untestable=untestable).with_why_decision(decision)
-    if not comparisons:
-        raise ValueError("comparisons must hold at least one Comparison")
-    wins = [n for n, c in comparisons.items() if c.outcome == "win"]
-    losses = [n for n, c in comparisons.items() if c.outcome == "loss"]
-    ties = len(comparisons) - len(wins) - len(losses)
-    level = next(iter(comparisons.values())).level
-    why = (f"{math.floor(level * 100 + 0.5)} % bootstrap interval: beats {', '.join(wins) or 'none'}; "
-           f"loses to {', '.join(losses) or 'none'}; ties {ties}")
-
-    def rule(w: int, l: int) -> str:
-        if w == 0:
-            return NOT_REPRODUCED if l else INCONCLUSIVE
-        return REPRODUCED if not l and w / len(comparisons) >= reproduced - 1e-12 else PARTLY
-
-    worst, best = rule(len(wins), len(losses) + ties), rule(len(wins) + ties, len(losses))
-    if worst == best:
-        return Verdict(worst, why, decision)
-    return Verdict(INCONCLUSIVE, f"{why}: {best} if the ties were wins, {worst} if they were losses", decision)
-
-
-def comparison_table(comparisons: Mapping[str, Comparison], *, target: str) -> list[dict]:
-    """Rows (target, competitor, mean difference, low, high, outcome, units) of :func:`compare` for a table."""
-    return [{"target": target, "competitor": name, "mean difference": c.mean, "low": c.low, "high": c.high,
-             "outcome": c.outcome, "units": c.n} for name, c in comparisons.items()]
 
 
 
@@ -586,56 +403,6 @@ def within_null(value, null: Null, *, what: str) -> str | None:
     return None
 
 
-# ----------------------------------------------------------------------------------------------- several settings
-REPRODUCED_SHARE = 2 / 3
-"""Share of a claim's settings that must hold significantly for "reproduced" (fixed before any result)."""
-PARTLY_SHARE = 1 / 3
-"""Share of a claim's settings that must hold significantly for "partly reproduced" (fixed before any result)."""
-
-
-def from_settings(holds, *, reproduced: float = REPRODUCED_SHARE, partly: float = PARTLY_SHARE,
-                  untestable: str | None = None, what: str = "settings") -> Verdict:
-    """Verdict of a claim made over several settings from whether it holds significantly in each.
-
-    holds: one entry per testable setting — a bool (the claim holds there, an exact fact), a :class:`Comparison`
-    (holds when its outcome is "win", fails on "loss", undecided on "tie"), or None (undecided: its interval
-    straddles the margin). Rule: reproduced when the share that holds is at least ``reproduced``, partly reproduced
-    when it is at least ``partly`` (> 0), else not reproduced — applied with every undecided setting counted as
-    holding and as failing; "inconclusive" when the two disagree (ties are never failures). "Not testable here"
-    without testable settings or when ``untestable`` gives a reason. The thresholds are the house's
-    (:data:`REPRODUCED_SHARE`, :data:`PARTLY_SHARE`) unless a claim states others before its result (e.g. "most"
-    read as more than a half)."""
-    r, p = _number(reproduced, "reproduced"), _number(partly, "partly")
-    if not 0 < p <= r <= 1:
-        raise ValueError(f"need 0 < partly ≤ reproduced ≤ 1, got partly={partly!r}, reproduced={reproduced!r}")
-    decision = (f"the share of {what} where it holds significantly: reproduced from {r:.0%}, partly from {p:.0%}, "
-                f"else not reproduced; inconclusive when the undecided {what} could tip it either way")
-    if untestable is not None:
-        return ladder(False, untestable=untestable).with_why_decision(decision)
-    if isinstance(holds, (str, bytes)):
-        raise TypeError(f"holds must be a sequence of bools or Comparisons, got {holds!r}")
-    flags = []
-    for h in list(holds):
-        if isinstance(h, Comparison):
-            flags.append(True if h.outcome == "win" else False if h.outcome == "loss" else None)
-        elif isinstance(h, (bool, np.bool_)) or h is None:
-            flags.append(None if h is None else bool(h))
-        else:
-            raise TypeError(f"holds must hold bools, Comparisons or None, got {type(h).__name__}")
-    if not flags:
-        return ladder(False, untestable=f"no testable {what}").with_why_decision(decision)
-    k, u, n = sum(f is True for f in flags), sum(f is None for f in flags), len(flags)
-
-    def rule(share: float) -> str:
-        return REPRODUCED if share >= r - 1e-12 else PARTLY if share >= p - 1e-12 else NOT_REPRODUCED
-
-    why = f"holds in {k} of {n} {what}" + (f", undecided in {u}" if u else "") + f" ({k / n:.0%})"
-    worst, best = rule(k / n), rule((k + u) / n)
-    if worst == best:
-        return Verdict(worst, f"{why}; reproduced from {r:.0%}, partly from {p:.0%}", decision)
-    return Verdict(INCONCLUSIVE, f"{why}: {best} if the undecided held, {worst} if not", decision)
-
-
 def share_above_zero(values) -> float:
     """Share of ``values`` above 0 with ties (exact zeros) counted half and NaN left out (NaN when none is left)."""
     x = _values(values, "values")
@@ -643,34 +410,6 @@ def share_above_zero(values) -> float:
     if x.numel() == 0:
         return float("nan")
     return float(((x > 0).double() + 0.5 * (x == 0).double()).mean())
-
-
-def decide_draws(estimate, draws, *, margin: float = 0.0, higher_is_better: bool = True, level: float = 0.95,
-           what: str = "the effect", untestable: str | None = None) -> Verdict:
-    """The house procedure for one directional effect: ``estimate`` with bootstrap ``draws`` (replicas and units
-    resampled), the paper's direction and the smallest effect of interest ``margin``. Reproduced when the ``level``
-    interval lies beyond the margin in the paper's direction; not reproduced when it lies wholly on the other side
-    (the effect is shown absent or reversed); inconclusive when it straddles the margin; not testable here when
-    ``untestable`` gives a premise reason (decided before this call) or the statistic is undefined."""
-    import torch
-
-    direction = "above" if higher_is_better else "below"
-    decision = (f"reproduced when the {math.floor(level * 100 + 0.5)} % interval of {what} lies {direction} "
-                f"{margin:g}; not reproduced when it lies wholly on the other side; inconclusive when it straddles it")
-    if untestable is not None:
-        return ladder(False, untestable=untestable).with_why_decision(decision)
-    x = _values(draws, "draws")
-    x = x[~x.isnan()]
-    est = _number(estimate, "estimate")
-    if x.numel() < 100 or est != est:
-        return ladder(False, untestable=f"{what} is undefined").with_why_decision(decision)
-    tail = (1 - level) / 2
-    low, high = torch.quantile(x, torch.tensor([tail, 1 - tail], dtype=torch.float64, device="cpu")).tolist()
-    sign = 1 if higher_is_better else -1
-    lo, hi = sorted((sign * (low - margin), sign * (high - margin)))
-    where = f"{what} = {est:.3g}, interval [{low:.3g}, {high:.3g}] against the margin {margin:g}"
-    value = REPRODUCED if lo > 0 else NOT_REPRODUCED if hi < 0 else INCONCLUSIVE
-    return Verdict(value, where, decision)
 
 
 # ----------------------------------------------------------------------------------------------------- claims
@@ -879,14 +618,13 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
     stability = ()
     from faithlab.verdicts import decisions, power as power_analysis
 
-    token, token2 = _RECORDER.set([]), decisions.RECORDER.set([])
+    token = decisions.RECORDER.set([])
     try:
         fn(*args, **kwargs)  # once more, recording the units of its judged cells for the power analysis
-        records, judged = _RECORDER.get(), decisions.RECORDER.get()
+        judged = decisions.RECORDER.get()
     finally:
-        _RECORDER.reset(token)
-        decisions.RECORDER.reset(token2)
-    power = power_analysis.design_needed(judged) if judged else replicas_needed(records)
+        decisions.RECORDER.reset(token)
+    power = power_analysis.design_needed(judged) if judged else ""
     if seeds and "seed" in inspect.signature(fn).parameters:
         base = int(kwargs.get("seed", 0))
         stability = tuple(str(fn(*args, **{**kwargs, "seed": base + 1000 + s}).verdict) for s in range(int(seeds)))
@@ -921,70 +659,3 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
                                  "notebook's `replicas` parameter, where it has one, trains more).")
     return replace(claim, verdict=v, premise=premise, replicas=tuple(per), stability=stability, power=power,
                    raw=str(claim.verdict), trained=bool(trained))
-
-
-# --------------------------------------------------------------------------------------------------------- power
-POWER_REPLICAS = (3, 5, 8, 12)
-"""Replica counts the power analysis tries (each with the claim's current units per replica)."""
-POWER_TARGET = 0.8
-"""Probability of a decided comparison the power analysis asks of a design."""
-
-
-def variance_components(x, *, groups=None) -> tuple[float, float, float, int, float]:
-    """Mean, between-replica and within-replica variance of per-unit values ``x`` with replica ids ``groups``
-    (one-way random-effects ANOVA estimates, the between part floored at 0) → ``(mean, var_between, var_within,
-    replicas, units per replica)``; without groups every unit is its own replica-free draw (var_between 0)."""
-    import torch
-
-    x = _values(x, "x")
-    if groups is None:
-        return float(x.mean()), 0.0, float(x.var()) if x.numel() > 1 else 0.0, 1, float(x.numel())
-    codes = torch.as_tensor(groups, device="cpu").long()
-    k = int(codes.max()) + 1
-    counts = torch.bincount(codes, minlength=k).double()
-    sums = torch.zeros(k, dtype=torch.float64, device="cpu").index_add_(0, codes, x)
-    means = sums / counts.clamp(min=1)
-    within = float(((x - means[codes]) ** 2).sum() / max(1.0, float(counts.sum() - k)))
-    n_bar = float(counts.mean())
-    between = float(means.var()) - within / n_bar if k > 1 else 0.0
-    return float(x.mean()), max(0.0, between), within, k, n_bar
-
-
-def decided_probability(mean: float, var_between: float, var_within: float, replicas: int, units: float, *,
-                        margin: float = 0.0, z: float = 1.959963984540054) -> float:
-    """Probability that a two-stage interval of a mean effect ``mean`` (with those variance components) lies wholly
-    on one side of ``margin`` in a design of ``replicas`` × ``units``: the mean of the design is normal with
-    variance var_between / R + var_within / (R·n), and the interval is its ± z standard errors (the normal
-    approximation of the bootstrap; tests compare it with simulated two-stage bootstraps)."""
-    from statistics import NormalDist
-
-    se = math.sqrt(max(var_between / replicas + var_within / (replicas * units), 0.0))
-    if se == 0:
-        return 1.0 if mean != margin else 0.0
-    d = (mean - margin) / se
-    phi = NormalDist().cdf
-    return phi(d - z) + phi(-d - z)
-
-
-def replicas_needed(records, *, target: float = POWER_TARGET, options=POWER_REPLICAS) -> str:
-    """The power analysis of one claim from the units of its paired comparisons (what :func:`bootstrap_diff`
-    recorded under :func:`replicated`): per comparison its mean effect and variance components at the claim's current
-    units per replica, then the smallest replica count of ``options`` at which every comparison whose effect is not
-    nil is decided with probability ≥ ``target``. Returns e.g. "3 replicas suffice (weakest P 0.93 at R = 3)",
-    "needs 8 replicas (P 0.71 at R = 3)", or "" when the claim makes no paired comparison."""
-    if not records:
-        return ""
-    comps = [variance_components(x, groups=g) for x, g in records if x.numel() >= 2]
-    if not comps:
-        return ""
-    def weakest(r: int) -> float:
-        return min(decided_probability(m, vb, vw, r, n) for m, vb, vw, _, n in comps)
-
-    current = max(k for *_, k, _ in comps)
-    now = weakest(max(current, 1))
-    for r in options:
-        if weakest(r) >= target:
-            return (f"{r} replicas suffice" if r <= current else f"needs {r} replicas") + (
-                f" (weakest comparison decided with P {now:.2f} at R = {current})")
-    return (f"more than {options[-1]} replicas: an effect near 0 (weakest comparison decided with P {now:.2f} at "
-            f"R = {current})")
