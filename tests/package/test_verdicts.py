@@ -298,6 +298,27 @@ def test_replica_seeds_are_keyed_to_setting_and_replica():
         replica_seed(0, "a", -1)
 
 
+def test_the_power_column_says_when_an_undecided_premise_holds_the_verdict_back():
+    import pandas as pd
+
+    from faithlab.verdicts import Premise, replicated
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": 1 + rng.standard_normal(90), "b": rng.standard_normal(90),
+                          "replica": np.repeat([0, 1, 2], 30)})
+
+    def waits(frame, *, seed=0):
+        from dataclasses import replace
+
+        claim = _claim_fn(frame)
+        return replace(claim, verdict=Premise(None, "the stand-in's removal gap straddles 0.1").apply(claim.verdict))
+
+    held = replicated(waits, frame)
+    assert held.verdict == INCONCLUSIVE and held.power.startswith("every cell decided at 3 replicas")
+    assert held.power.endswith("the outcome waits on its undecided premise")
+    assert "waits" not in replicated(_claim_fn, frame).power
+
+
 def test_premise_share_is_decided_on_its_interval():
     from faithlab.verdicts import premise_share
 

@@ -625,6 +625,8 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
     finally:
         decisions.RECORDER.reset(token)
     power = power_analysis.design_needed(judged) if judged else ""
+    if claim.verdict == INCONCLUSIVE and claim.verdict.why.startswith("the premise is undecided") and power:
+        power = f"{power}; the outcome waits on its undecided premise"
     if seeds and "seed" in inspect.signature(fn).parameters:
         base = int(kwargs.get("seed", 0))
         stability = tuple(str(fn(*args, **{**kwargs, "seed": base + 1000 + s}).verdict) for s in range(int(seeds)))
