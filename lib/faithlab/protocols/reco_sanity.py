@@ -38,6 +38,19 @@ LABELS = {"wasserstein": "1-Wasserstein", "dice": "Dice", "spearman": "Spearman"
 """The names of :data:`KINDS` in tables and figures."""
 
 
+def _path_arguments(size, steps, radius) -> tuple[int, int, float]:
+    """The moving point's ``size``, ``steps`` and ``radius``, checked (a start and an end; the point within a quarter
+    of the side)."""
+    size = _validate.positive_int(size, "size")
+    steps = _validate.positive_int(steps, "steps")
+    radius = _validate.number(radius, "radius")
+    if not 0 < radius < size / 4:
+        raise ValueError(f"radius must lie in (0, size / 4) = (0, {size / 4}), got {radius!r}")
+    if steps < 2:
+        raise ValueError(f"steps must be at least 2 (a start and an end), got {steps}")
+    return size, steps, radius
+
+
 def moving_point_maps(*, size: int = 32, steps: int = 100, radius: float = 2.0,
                       interpolation: str = "centre") -> torch.Tensor:
     """The maps of the moving-point test (Fig. 2): a Gaussian point of interest travelling across the image.
@@ -54,13 +67,7 @@ def moving_point_maps(*, size: int = 32, steps: int = 100, radius: float = 2.0,
 
     Returns ``(steps, size, size)`` float64 maps in [0, 1], map 0 the reference.
     """
-    size = _validate.positive_int(size, "size")
-    steps = _validate.positive_int(steps, "steps")
-    radius = _validate.number(radius, "radius")
-    if not 0 < radius < size / 4:
-        raise ValueError(f"radius must lie in (0, size / 4) = (0, {size / 4}), got {radius!r}")
-    if steps < 2:
-        raise ValueError(f"steps must be at least 2 (a start and an end), got {steps}")
+    size, steps, radius = _path_arguments(size, steps, radius)
     _validate.one_of(interpolation, "interpolation", ("centre", "blend"))
     t = torch.linspace(0.0, 1.0, steps, dtype=torch.float64)
     centre = 2 * radius + (t if interpolation == "centre" else t[[0, -1]]) * (size - 1 - 4 * radius)  # diagonal
@@ -83,13 +90,7 @@ def random_paths(n_paths: int, *, size: int = 32, steps: int = 10, radius: float
 
     Returns ``(n_paths, steps, size, size)`` float64 maps in [0, 1]; map 0 of each path is its reference."""
     n_paths = _validate.positive_int(n_paths, "n_paths")
-    size = _validate.positive_int(size, "size")
-    steps = _validate.positive_int(steps, "steps")
-    radius = _validate.number(radius, "radius")
-    if not 0 < radius < size / 4:
-        raise ValueError(f"radius must lie in (0, size / 4) = (0, {size / 4}), got {radius!r}")
-    if steps < 2:
-        raise ValueError(f"steps must be at least 2 (a start and an end), got {steps}")
+    size, steps, radius = _path_arguments(size, steps, radius)
     g = _validate.generator(generator, why="to draw the paths")
     low, high = 2 * radius, size - 1 - 2 * radius
     rows = low + (high - low) * torch.rand((n_paths, 2), generator=g, dtype=torch.float64, device=g.device).cpu()

@@ -311,15 +311,21 @@ def claim_search_bound(sums: pd.DataFrame, random: pd.DataFrame) -> verdicts.Cla
     the t interval on the replica means below the rule's margin, in each objective. SA ≥ Greedy and CS ≥ SA hold by
     construction: the first is the study check :func:`claim_search_beats_greedy`, the second bounds the statistic
     at 0. Premises: the mechanism (:func:`search_bound_premises`)."""
-    rule = verdicts.rule("T1")
-    cells, table, units = _search_bound_cells(sums, random, rule, versus="CS")
+    return _search_claim(sums, random, "T1", versus="CS", statistic="(CS − SA) / (CS − random)",
+                         paper_value="SA–CS gap 'almost negligible' (Fig. 2a; no number given)")
+
+
+def _search_claim(sums: pd.DataFrame, random: pd.DataFrame, rule_id: str, *, versus: str, statistic: str,
+                  paper_value: str) -> verdicts.Claim:
+    """T1 or its study check: SA against ``versus`` ("CS" or "Greedy") by rule ``rule_id``, premises of
+    :func:`search_bound_premises`."""
+    rule = verdicts.rule(rule_id)
+    cells, table, units = _search_bound_cells(sums, random, rule, versus=versus)
     frame = search_bound_premises(sums, random)
-    premises = premise_outcomes(frame)
     return verdicts.Claim(
-        rule.claim, rule=rule, premise=_premise_text(frame),
-        paper_value="SA–CS gap 'almost negligible' (Fig. 2a; no number given)",
-        our_value="; ".join(f"{k}: (CS − SA) / (CS − random) {_interval_text(j)}" for k, j in cells.items()),
-        verdict=_decided(rule, cells, premises), table=table, units=units)
+        rule.claim, rule=rule, premise=_premise_text(frame), paper_value=paper_value,
+        our_value="; ".join(f"{k}: {statistic} {_interval_text(j)}" for k, j in cells.items()),
+        verdict=_decided(rule, cells, premise_outcomes(frame)), table=table, units=units)
 
 
 def claim_search_beats_greedy(sums: pd.DataFrame, random: pd.DataFrame) -> verdicts.Claim:
@@ -328,15 +334,8 @@ def claim_search_beats_greedy(sums: pd.DataFrame, random: pd.DataFrame) -> verdi
     mean gain above 0 (the paper's "constantly outperforms"), or, through a bug that loses the best trajectory, a
     loss. Same frames and premises as :func:`claim_search_bound`; per image SA's gain over Greedy as a share of a
     random order's distance to the bound."""
-    rule = verdicts.rule("T1.greedy")
-    cells, table, units = _search_bound_cells(sums, random, rule, versus="Greedy")
-    frame = search_bound_premises(sums, random)
-    premises = premise_outcomes(frame)
-    return verdicts.Claim(
-        rule.claim, rule=rule, premise=_premise_text(frame),
-        paper_value="SA 'constantly outperforms' Greedy (Fig. 2a); ≥ by construction",
-        our_value="; ".join(f"{k}: (SA − Greedy) / (CS − random) {_interval_text(j)}" for k, j in cells.items()),
-        verdict=_decided(rule, cells, premises), table=table, units=units)
+    return _search_claim(sums, random, "T1.greedy", versus="Greedy", statistic="(SA − Greedy) / (CS − random)",
+                         paper_value="SA 'constantly outperforms' Greedy (Fig. 2a); ≥ by construction")
 
 
 def claim_beats_methods(scores: pd.DataFrame, *, model: str, target: str = "T-p", exclude: tuple[str, ...] = ("T-y",),
