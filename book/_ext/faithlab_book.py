@@ -191,8 +191,10 @@ class Summary(SphinxDirective):
         items = []
         for paper in paper_order([*CHAPTERS, *card["paper"].astype(str)]):
             name = PAPER_NAMES.get(paper, paper)
-            name = name if paper in CHAPTERS else f"{name} (study check)"
-            sentence = pages.summary_sentence(name, card[card["paper"].astype(str) == paper])
+            claims = card[card["paper"].astype(str) == paper]
+            if paper not in CHAPTERS:  # counted as the study's own checks, as the summary table beside it does
+                name, claims = f"{name} (study check)", claims.assign(kind="study check")
+            sentence = pages.summary_sentence(name, claims)
             href = f"{paper}.html" if (Path(self.env.srcdir) / f"{paper}.md").is_file() else None
             head, _, rest = sentence.partition(":")
             head = f'<a href="{href}"><b>{html.escape(head)}</b></a>' if href else f"<b>{html.escape(head)}</b>"
