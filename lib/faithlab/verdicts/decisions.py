@@ -25,6 +25,7 @@ import numpy as np
 
 from faithlab.verdicts import intervals as iv
 from faithlab.verdicts.rules import Rule
+from faithlab.verdicts.words import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, Verdict
 
 if TYPE_CHECKING:
     import torch
@@ -111,8 +112,6 @@ def effect(a: np.ndarray | torch.Tensor, b: np.ndarray | torch.Tensor | None = N
 
 
 def _verdict(value: str, why: str, rule: Rule):
-    from faithlab.verdicts.procedure import Verdict
-
     return Verdict(value, why, rule.decision_text(), rule_id=rule.id)
 
 
@@ -122,8 +121,6 @@ def decide(judgements: Judgement | Sequence[Judgement] | Mapping[str, Judgement]
 
     untestable: a premise's reason, decided before the outcome (the claim is then "not testable here"). A cell
     judged None (no interval could be computed) counts as undecided."""
-    from faithlab.verdicts.procedure import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED
-
     if not isinstance(rule, Rule):
         raise TypeError(f"rule must be a faithlab.verdicts.Rule, got {type(rule).__name__}")
     if untestable is not None:
@@ -173,8 +170,6 @@ def decide_parts(parts: Mapping[str, object], rule: Rule, *, untestable: str | N
     reproduced when every part is; partly reproduced when the reproduced parts reach ``rule.share`` and every part
     is decided; not reproduced when no part is reproduced and every part is decided; inconclusive when an undecided
     (inconclusive) part could change the outcome. A part "not testable here" makes the claim not testable."""
-    from faithlab.verdicts.procedure import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
-
     if not isinstance(rule, Rule) or rule.decision != "parts":
         raise ValueError(f"rule must be a Rule whose decision is 'parts', got {rule!r}")
     if untestable is not None:

@@ -19,6 +19,7 @@ from faithlab import _validate, explainers, perturb, verdicts
 from faithlab.metrics.papers import ffidelity
 from faithlab.metrics.papers.reco_mege.distances import top_mask
 from faithlab.metrics.statistics import rankdata
+from faithlab.protocols.ffidelity.ranking import _apply, _beyond, _null_of, _premise_text, replica_judgement
 
 
 # ------------------------------------------------------------------------------------------- the mechanism
@@ -126,20 +127,6 @@ def mechanism(check: verdicts.Claim) -> verdicts.Premise:
     v = str(check.verdict)
     holds = True if v == verdicts.REPRODUCED else None if v == verdicts.INCONCLUSIVE else False
     return verdicts.Premise(holds, f"{check.claim.split(':')[0]} {v} ({check.our_value})")
-
-
-def _apply(v: verdicts.Verdict, premise: verdicts.Premise | None) -> verdicts.Verdict:
-    """``v`` under the mechanism premise (none: ``v`` itself)."""
-    if premise is None:
-        return v
-    if not isinstance(premise, verdicts.Premise):
-        raise TypeError(f"mechanism must be a faithlab.verdicts.Premise (fl.protocols.ffidelity.mechanism), got "
-                        f"{type(premise).__name__}")
-    return premise.apply(v)
-
-
-def _premise_text(premise: verdicts.Premise | None) -> str:
-    return "" if premise is None else f"mechanism: {premise.text}; "
 
 
 # ------------------------------------------------------------------------------------------- GradCAM vs Saliency
@@ -350,7 +337,6 @@ def claim_robust_hyperparameters(table: pd.DataFrame, null: pd.DataFrame, *, n_i
     setting: each mean correlation lies beyond its 95 % chance range (ground-truth order permuted; MoRF vs LeRF:
     the curves' pairing shuffled), else the setting cannot be told from chance and leaves (every setting leaving:
     not testable). Every testable setting must hold. Raises ValueError with fewer than 2 replicas."""
-    from faithlab.protocols.ffidelity.ranking import _beyond, _null_of, replica_judgement
 
     rule = verdicts.rule("F6")
     keys = list(ffidelity.DIRECTIONS)

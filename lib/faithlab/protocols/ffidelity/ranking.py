@@ -196,16 +196,18 @@ def _baseline_premise(oriented: pd.Series, target: str, baseline: str, tol: floa
         verdicts.at_ideal(oriented[baseline], ideal=1.0, tol=tol, what=f"{baseline}'s oriented micro correlation"))
 
 
-def _mechanism(v: verdicts.Verdict, premise) -> verdicts.Verdict:
-    from faithlab.protocols.ffidelity.image_claims import _apply
+def _apply(v: verdicts.Verdict, premise: verdicts.Premise | None) -> verdicts.Verdict:
+    """``v`` under the mechanism premise (none: ``v`` itself)."""
+    if premise is None:
+        return v
+    if not isinstance(premise, verdicts.Premise):
+        raise TypeError(f"mechanism must be a faithlab.verdicts.Premise (fl.protocols.ffidelity.mechanism), got "
+                        f"{type(premise).__name__}")
+    return premise.apply(v)
 
-    return _apply(v, premise)
 
-
-def _mechanism_text(premise) -> str:
-    from faithlab.protocols.ffidelity.image_claims import _premise_text
-
-    return _premise_text(premise)
+def _premise_text(premise: verdicts.Premise | None) -> str:
+    return "" if premise is None else f"mechanism: {premise.text}; "
 
 
 # ---- ranking, variants, plateau and sensitivity claims
@@ -381,7 +383,7 @@ def claim_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
     units = int(n_images) * len(ranks)
     judged = {m: replica_judgement((ranks[m] - ranks[target]).to_numpy(float), rule, units=units,
                                    what=f"{m} − {target}") for m in others}
-    v = _mechanism(verdicts.decide(judged, rule, untestable=untestable), mechanism)
+    v = _apply(verdicts.decide(judged, rule, untestable=untestable), mechanism)
     rows = pd.DataFrame(verdicts.judgement_table(judged)).rename(columns={"cell": "comparison"})
     rows["method"] = others
     table = chance.assign(**{"mean micro rank": chance["method"].map(ranks.mean())}).merge(
@@ -389,7 +391,7 @@ def claim_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
     return verdicts.Claim(
         f"{rule_id} ({value}): {target} recovers the ground-truth explainer ranking better than "
         f"{', '.join(others)} ({source})", rule=rule,
-        premise=_mechanism_text(mechanism) + f"{baseline}'s oriented micro correlation ({oriented[baseline]:.2f}) "
+        premise=_premise_text(mechanism) + f"{baseline}'s oriented micro correlation ({oriented[baseline]:.2f}) "
                 f"must not be within {tol:g} of the ideal +1; {null_text}",
         paper_value=paper,
         our_value="mean micro rank over 3 correlations: " + ", ".join(f"{m} {ranks[m].mean():.2f}" for m in methods)
@@ -422,7 +424,7 @@ def claim_lerf_near_one(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, 
     j = replica_judgement(lerf.to_numpy(float), rule, units=units, what=f"{target} LeRF vs GT micro")
     untestable = untestable or (None if j is not None else "fewer than 2 replicas with a defined LeRF vs GT "
                                                               "correlation")
-    v = _mechanism(verdicts.decide([j], rule, untestable=untestable), mechanism)
+    v = _apply(verdicts.decide([j], rule, untestable=untestable), mechanism)
     nan = float("nan")
     i = j.interval if j is not None else verdicts.Interval(nan, nan, nan, 0.95, rule.interval, units, len(lerf))
     table = pd.DataFrame([{group: value, "method": target, "LeRF vs GT micro": i.estimate, "low": i.low,
@@ -431,7 +433,7 @@ def claim_lerf_near_one(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, 
                            "chance low": row["chance low"], "chance high": row["chance high"]}])
     return verdicts.Claim(
         f"F2 ({value}): {target}'s LeRF vs GT correlation is ≈ +1 ({source})", rule=rule,
-        premise=_mechanism_text(mechanism) + f"null: {target}'s mean GT micro correlation must lie beyond its 95 % "
+        premise=_premise_text(mechanism) + f"null: {target}'s mean GT micro correlation must lie beyond its 95 % "
                 f"chance range with the {_PERMUTED} ({row['GT micro']:.2f} against [{row['chance low']:.2f}, "
                 f"{row['chance high']:.2f}])",
         paper_value="1.00", our_value=f"{i.estimate:.2f} [{i.low:.2f}, {i.high:.2f}] ({i.replicas} replicas)",
@@ -465,7 +467,7 @@ def claim_ablation(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value
     steps = dict(zip(rule.parts, zip(chain, chain[1:])))
     judged = {p: replica_judgement((oriented[b] - oriented[a]).to_numpy(float), parts[p], units=units,
                                    what=f"{b} − {a}") for p, (a, b) in steps.items()}
-    decided = {p: _mechanism(verdicts.decide([j], parts[p], untestable=untestable), mechanism)
+    decided = {p: _apply(verdicts.decide([j], parts[p], untestable=untestable), mechanism)
                for p, j in judged.items()}
     v = verdicts.decide_parts(decided, rule)
     rows = pd.DataFrame(verdicts.judgement_table(judged)).rename(columns={"cell": "part"})
@@ -475,7 +477,7 @@ def claim_ablation(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value
     return verdicts.Claim(
         f"F3 ({value}): Ablation: {chain[1]} beats {chain[0]} and {chain[-1]} beats both (App. D.7, Fig. 3)",
         rule=rule,
-        premise=_mechanism_text(mechanism) + f"{chain[0]}'s oriented micro correlation "
+        premise=_premise_text(mechanism) + f"{chain[0]}'s oriented micro correlation "
                 f"({oriented[chain[0]].mean():.2f}) must not be within {tol:g} of the ideal +1; {null_text}",
         paper_value="F-Fid > Fid+FT > Fid on all three correlations (Fig. 3)",
         our_value="micro oriented mean " + ", ".join(f"{m} {oriented[m].mean():.2f}" for m in chain)

@@ -143,7 +143,7 @@ def claim_series_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, models: Seq
     under a permuted ground-truth order; ``baseline``'s oriented micro correlation is not within ``tol`` of +1; its
     FF.OOD premise (``mechanisms[model]``) holds (undecided: the claim is inconclusive). Raises ValueError with
     fewer than 2 replicas. Table: one row per model × competitor."""
-    from faithlab.protocols.ffidelity.image_claims import _apply
+    from faithlab.protocols.ffidelity.ranking import _apply
     from faithlab.protocols.ffidelity.ranking import _two_replicas, replica_judgement, replica_means
 
     rule = verdicts.rule("Series.ranking")

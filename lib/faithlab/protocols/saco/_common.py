@@ -8,7 +8,9 @@ import numpy as np
 import pandas as pd
 
 from faithlab import verdicts
-from faithlab.protocols.saco.scores import HIGHER_IS_BETTER
+
+HIGHER_IS_BETTER = {"SaCo": True, "AUC": False, "AOPC": True, "LOdds": False, "Comprehensiveness": False}
+"""Direction of each metric of the SaCo comparison (spec §3.2): True when a higher score means more faithful."""
 
 MIN_ACCURACY = 0.8
 """Test accuracy a ViT must reach for its explanations to explain a model that learned the task (premise)."""

@@ -12,12 +12,10 @@ import pandas as pd
 import torch
 
 from faithlab import explainers, metrics, perturb, verdicts
+from faithlab.protocols.saco._common import HIGHER_IS_BETTER, model_of
 
 __all__ = ["HIGHER_IS_BETTER", "per_sample_metrics", "pixel_map", "per_image_frame", "random_saco_frame", "oriented",
            "radar_scale", "models_mean_interval"]
-
-HIGHER_IS_BETTER = {"SaCo": True, "AUC": False, "AOPC": True, "LOdds": False, "Comprehensiveness": False}
-"""Direction of each metric of the SaCo comparison (spec §3.2): True when a higher score means more faithful."""
 
 
 def per_sample_metrics(model: Callable, x: torch.Tensor, y: torch.Tensor, attributions: torch.Tensor, *, k: int = 10,
@@ -114,7 +112,6 @@ def models_mean_interval(rows: pd.DataFrame, metric: str, *, level: float = 0.95
     """The mean of ``metric`` over the trained models of ``rows`` (each model's mean over its images; NaN left out) and
     its ``level`` t interval on those model means (:func:`faithlab.verdicts.mean_interval`, the claims' interval) →
     ``(mean, low, high)``; with equal replicas per setting the mean is the mean over settings of each setting's mean."""
-    from faithlab.protocols.saco._common import model_of
 
     i = verdicts.mean_interval(rows[metric].to_numpy(dtype=np.float64), groups=model_of(rows), level=level)
     return i.estimate, i.low, i.high
