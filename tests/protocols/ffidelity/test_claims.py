@@ -366,12 +366,20 @@ def readouts(correct_per_replica: list[int], *, cases: int = 12) -> pd.DataFrame
     ([12, 12, 11], R),     # nearly every case read right: the share's interval above 0.5
     ([4, 4, 4], N),        # a third, beyond the shuffled null (which reads right almost never), below 0.5
     ([7, 6, 6], I),        # about half: straddles 0.5
-    ([0, 0, 0], T),        # no read-out right: within the shuffled null
+    ([0, 0, 0], N),        # no read-out right: within the shuffled null, but shown short of the margin
 ])
 def test_claim_size_readout_gives_every_verdict(correct, expected):
     claim = F.claim_size_readout(readouts(correct), tolerance=0.05, n_null=300)
     assert claim.verdict == expected, (claim.verdict.why, claim.our_value, claim.premise)
     assert claim.rule_id == "F4" and claim.units == 36 and "Wilson" in claim.rule
+
+
+def test_claim_size_readout_untestable_when_chance_reads_as_well():
+    # every read-out 0.2 with a tolerance of 0.1 is "right" for every r in 0.1..0.3: the share (1.0) holds, but the
+    # read-outs shuffled over the cases are right as often, so the read-out carries no information about r
+    table = readouts([0, 0, 0]).assign(**{"r read off": 0.2})
+    claim = F.claim_size_readout(table, tolerance=0.1, n_null=300)
+    assert claim.verdict == T and "chance" in claim.verdict.why, (claim.verdict.why, claim.our_value)
 
 
 # ------------------------------------------------------------------------------------------- F6 sensitivity
