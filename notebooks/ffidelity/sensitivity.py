@@ -154,7 +154,11 @@ for ax, varied in zip(axes[0], grids):
                                                  correlation=lambda d: d["correlation"].map(fl.plots.label))
     fl.plots.correlation_bars(part, x="value", y="Spearman", hue="correlation", ax=ax)
     ax.set_xlabel(fl.plots.label(varied))
+for ax in axes[0][1:]:  # one legend (below): the panels' own legends must not narrow them in the layout
+    ax.get_legend().remove()
+axes[0][0].get_legend().set_visible(False)
 fig.tight_layout()
+axes[0][0].get_legend().set_visible(True)
 fl.plots.legend_outside(fig, where="below")
 out.figure(fig, "macro_correlations")
 

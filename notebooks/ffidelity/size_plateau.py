@@ -145,10 +145,11 @@ out.figure(fig, "ffid_plus_vs_size")
 # ## The mechanism on these canvases (study check FF.OOD)
 # The per-image losses collected above: the accuracy the original model loses when round(β·n) background pixels
 # are removed, and the fine-tuned model's, on the canvases of every r (`claim_ood_check`, rule FF.OOD, a t
-# interval on the replica means); the claim below takes the outcome as its premise.
+# interval on the replica means, each replica's mean over its images of every r); the claim below takes the
+# outcome as its premise.
 
 # %%
-check = out.claim(fl.protocols.ffidelity.claim_ood_check, ood.drop(columns="r"),
+check = out.claim(fl.protocols.ffidelity.claim_ood_check, ood,  # one row per replica, r and image: each r its models
                   data=f"size canvases, r ∈ {{{', '.join(f'{r:g}' for r in rs)}}}",
                   note=f"{n_test} test images × {len(rs)} sizes r × {replicas} replicas, 5 draws of "
                        f"{int(ood['k'].max())} background pixels").claim

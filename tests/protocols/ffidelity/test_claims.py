@@ -245,6 +245,17 @@ def ood_frame(original: list[float], finetuned: list[float], *, n: int = 100) ->
     return pd.concat(rows, ignore_index=True)
 
 
+def test_claim_ood_check_counts_every_key_of_a_replica():
+    # size canvases: each replica trains one model per digit size r; a replica's mean is over the images of every r,
+    # not the first r's only (the check once kept one row per (replica, input) and dropped the other sizes)
+    first = ood_frame([0.0, 0.0, 0.0], [0.0, 0.0, 0.0]).assign(r=0.1)  # r = 0.1: nothing lost
+    second = ood_frame([0.8, 0.8, 0.8], [0.1, 0.1, 0.1]).assign(r=0.2)  # r = 0.2: much lost, and recovered
+    claim = F.claim_ood_check(pd.concat([first, second], ignore_index=True), data="sizes")
+    assert claim.units == 600 and "original 0.400" in claim.our_value, claim.our_value
+    with pytest.raises(ValueError, match="more than one row"):  # a key dropped: two rows per (replica, input)
+        F.claim_ood_check(pd.concat([first, second], ignore_index=True).drop(columns="r"), data="sizes")
+
+
 @pytest.mark.parametrize("original, finetuned, expected", [
     ([0.4, 0.5, 0.45], [0.1, 0.12, 0.1], R),     # removal is OOD and the fine-tuning absorbs it
     ([0.01, 0.0, 0.02], [0.0, 0.0, 0.01], N),    # a tight zero: removal is in distribution here

@@ -65,10 +65,20 @@ def ood_per_input(models: Mapping[str, torch.nn.Module], x: torch.Tensor, y: tor
     return pd.concat(frames, ignore_index=True)
 
 
+_OOD_VALUES = ("k", "clean", "removed", "loss")
+
+
 def _wide(per_input: pd.DataFrame, value: str, columns: str = "model") -> pd.DataFrame:
-    """``value`` with one column per ``columns`` entry, one row per (replica,) input."""
-    index = [c for c in ("replica", "input") if c in per_input.columns]
-    return per_input.pivot_table(index=index, columns=columns, values=value, aggfunc="first")
+    """``value`` with one column per ``columns`` entry, one row per (replica,) input and any other key the rows carry
+    (e.g. the digit size ``r`` of the size canvases, where each r has its own models): a key left out of the index
+    would keep only its first value's rows."""
+    keys = [c for c in per_input.columns if c not in (columns, "replica", "input", *_OOD_VALUES)]
+    index = [c for c in ("replica", *keys, "input") if c in per_input.columns]
+    wide = per_input.pivot_table(index=index, columns=columns, values=value, aggfunc="first")
+    if len(wide) * len(wide.columns) != len(per_input):
+        raise ValueError(f"per_input holds more than one row per {index} and {columns}: "
+                         f"{len(per_input)} rows, {len(wide)} × {len(wide.columns)} cells")
+    return wide
 
 
 def _groups(wide: pd.DataFrame):
