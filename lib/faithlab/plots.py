@@ -139,11 +139,13 @@ def _legend_entries(legends: Iterable) -> tuple[list, list[str], str | None]:
 
 
 def legend_outside(target: Axes | Figure, *, where: str = "right", title: str | None = None,
-                   ncol: int | None = None) -> None:
+                   ncol: int | None = None, tight_layout: bool = False) -> None:
     """Move the legend(s) of an Axes, or of all the axes of a Figure (merged, one entry per label), outside the
     data: to the right of the axes (``where="right"``) or under the figure (``"below"``, in up to 4 columns).
     Entries come from the existing legends (seaborn's included), else from the labelled artists. title: the
-    legend's title (default: the existing one; ``""`` for none)."""
+    legend's title (default: the existing one; ``""`` for none). tight_layout: lay the figure out (``tight_layout``)
+    after the old legends are gone and before the new one is placed — laid out beforehand, panels that each carry
+    a legend are narrowed by them (call this instead of ``fig.tight_layout()``)."""
     if where not in ("right", "below"):
         raise ValueError(f"where must be 'right' or 'below', got {where!r}")
     if isinstance(target, Axes):
@@ -166,6 +168,8 @@ def legend_outside(target: Axes | Figure, *, where: str = "right", title: str | 
         raise ValueError("target has no legend and no labelled artist: nothing to put in a legend")
     for leg in old:
         leg.remove()
+    if tight_layout:
+        fig.tight_layout()
     content = fig.get_tightbbox(_renderer(fig))  # inches: tick labels and axis labels may reach past the figure
     width, height = fig.get_size_inches()
     title = old_title if title is None else (title or None)

@@ -34,7 +34,7 @@ color = True
 palette = "saturated"  # fl.protocols.ffidelity.palette_canvases: removal is out of distribution on them
 n_train = 2000  # training canvases (digits reused with fresh placements and colours)
 width = 32
-n_epochs = 30  # with width 16, 10 epochs on the 1,437 training digits the CNNs stayed near chance (FF.OOD failed)
+n_epochs = 30  # enough for every replica to learn the saturated canvases (the accuracy is shown below)
 n_finetune_epochs = 6
 n_test = 100
 noise_levels = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
@@ -57,9 +57,9 @@ fl.plots.set_style()
 
 # %% [markdown]
 # ## Models: R replicas, each fine-tuned once per β, and the degraded ground-truth explainers
-# Each replica is a small CNN (width 32) trained for 30 epochs on 2,000 canvases; with the earlier recipe (width
-# 16, 10 epochs on the 1,437 training digits) the classifiers stayed near chance, so removal could not cost them
-# accuracy and the mechanism check failed for want of a model. The test accuracy of every model is shown below.
+# Each replica is a small CNN (`width`) trained for `n_epochs` epochs on `n_train` canvases. A classifier near
+# chance has no accuracy to lose to removed pixels, and the mechanism check would fail for want of a model, so the
+# test accuracy of every model is shown below.
 
 # %%
 if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
@@ -72,12 +72,13 @@ canvas = fl.protocols.ffidelity.CanvasModels(image_size=image_size, r=r, color=c
 data = dict(zip(("train", "test"), canvas.load(seed)))
 key = canvas.data_key(seed)
 model_config = canvas.model_config()
+BETAS = sorted(set(grids["beta"]) | {default["beta"]})  # each replica is fine-tuned once per β
 tuned, originals = {}, {}  # tuned[replica, β]
 for q in REPLICAS:
     base, hist = fl.train.fit("small_cnn", model_config, data["train"], canvas.train_config(TRAIN_SEED[q]),
                               data_key=key, test_data=data["test"], device=device, progress=False)
     originals[q] = base.to(device).eval()
-    for beta in sorted(set(grids["beta"]) | {default["beta"]}):
+    for beta in BETAS:
         model, _ = fl.train.finetune(base, data["train"], canvas.finetune_config(TRAIN_SEED[q]),
                                      fl.train.RandomRemoval(beta), data_key=key, base_key=hist["key"],
                                      test_data=data["test"], device=device, progress=False)
@@ -88,7 +89,7 @@ gt = fl.explainers.ground_truth(test.mask[:n_test], x)
 accuracy = pd.DataFrame([{"replica": q, "model": name, "test accuracy": fl.train.loss_and_accuracy(
     m, test, device=device, batch_size=batch_size)["accuracy"]} for q in REPLICAS
     for name, m in (("original", originals[q]), *((f"fine-tuned, β = {b:g}", tuned[q, b])
-                                                   for b in sorted(set(grids["beta"]) | {default["beta"]})))])
+                                                   for b in BETAS))])
 out.table(accuracy, "accuracy")  # ten classes: chance is 0.1
 accuracy.pivot(index="replica", columns="model", values="test accuracy")
 
@@ -154,12 +155,7 @@ for ax, varied in zip(axes[0], grids):
                                                  correlation=lambda d: d["correlation"].map(fl.plots.label))
     fl.plots.correlation_bars(part, x="value", y="Spearman", hue="correlation", ax=ax)
     ax.set_xlabel(fl.plots.label(varied))
-for ax in axes[0][1:]:  # one legend (below): the panels' own legends must not narrow them in the layout
-    ax.get_legend().remove()
-axes[0][0].get_legend().set_visible(False)
-fig.tight_layout()
-axes[0][0].get_legend().set_visible(True)
-fl.plots.legend_outside(fig, where="below")
+fl.plots.legend_outside(fig, where="below", tight_layout=True)  # laid out without the panels' own legends
 out.figure(fig, "macro_correlations")
 
 # %% [markdown]

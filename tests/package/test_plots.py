@@ -246,6 +246,29 @@ def test_legend_outside_moves_a_covering_legend_off_the_data(where):
     plt.rcdefaults()
 
 
+def test_legend_outside_lays_out_without_the_panels_own_legends():
+    # three bar panels, each with seaborn's legend of long labels: laid out before the legends move, the panels are
+    # narrowed by legends that then leave; with tight_layout=True they take the width the legends gave back
+    def panel_widths(tight: bool) -> list[float]:
+        plots.set_style()
+        fig, axes = plots.panels(1, 3, height=3.0, sharey=True)
+        for ax in axes[0]:
+            df = _tidy().assign(method=lambda d: d["method"].map({"fid": "a long method name", "rfid": "another long name", "ffid": "a third name"}))
+            plots.correlation_bars(df, x="sparsity", y="score", hue="method", ax=ax)
+        if not tight:
+            fig.tight_layout()
+        plots.legend_outside(fig, where="below", tight_layout=tight)
+        widths = [ax.get_position().width for ax in axes[0]]
+        right = axes[0][-1].get_position().x1  # laid out, the last panel reaches the figure's right edge
+        assert len(fig.legends) == 1 and not any(ax.get_legend() for ax in axes[0])
+        plt.close(fig)
+        return widths, right
+
+    (before, _), (after, right) = panel_widths(False), panel_widths(True)
+    assert min(after) > 1.1 * max(before) and right > 0.95, (before, after, right)
+    plt.rcdefaults()
+
+
 def test_check_style_finds_small_fonts_after_shrinking_to_the_column():
     plots.set_style()
     fig, ax = plt.subplots(figsize=(6.0, 3.0))
