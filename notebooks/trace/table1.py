@@ -27,6 +27,8 @@
 trace_models = {}  # overrides of fl.protocols.trace.TraceModels (the models of trace/searches, trace/random_test)
 replicas = 3  # independently trained replicas of every stand-in model (1 for the paper's pretrained weights)
 n_images = 10  # searched images per replica: each replica is evaluated on its own n_images test images
+premise_replicas = 5  # trained replicas per model of premise (a), the claims' `replicas` and more (pretrained: 1)
+premise_images = 70  # test images per replica of premise (a), each deleted along its own random order
 edge = 7
 references = ["zero", "mean", "blur"]
 blur_kernel = 5
@@ -191,16 +193,55 @@ appendix_g.style.format(precision=2, subset=ORDER)
 # chapter's mechanism, on every model and reference: deleting patches along a random order (the "Random" map)
 # lowers the prediction, and the search beats random orders.
 
+# %% [markdown]
+# Part (a) of the premise, that deleting patches lowers the prediction at all under a reference, needs no search:
+# it is decided on its own images, `premise_images` test images on each of `premise_replicas` trained replicas of
+# every model (the claims' replicas first, then more trained by the same recipe; replica r's images are
+# r·`premise_images` … (r + 1)·`premise_images` − 1), each deleted along its own random order (the "Random" map).
+# The searches cost too much for more than `n_images` images on `replicas` replicas, and a t interval on few
+# replica means is wide (2 degrees of freedom on three); part (a) is cheap, so it gets the replicas and images its
+# power analysis asks. Part (b) compares the searches with the random orders of the searched images themselves.
+
+# %%
+PREMISE_REPLICAS = REPLICAS if torchvision_models else list(range(premise_replicas))  # pretrained: one model
+if len(PREMISE_REPLICAS) < len(REPLICAS):
+    raise ValueError(f"premise_replicas must be at least replicas ({replicas}), got {premise_replicas}")
+RANDOM = {"Random": P.TABLE1_METHODS["Random"]}
+PREMISE_KEY = zlib.crc32(b"premise (a)")  # the premise's random orders: a stream of their own
+premise_scores = []
+for r in PREMISE_REPLICAS:
+    train_seeds = None if torchvision_models else {n: fl.verdicts.replica_seed(seed, n, r) for n in NAMES}
+    su = P.setup(canvas.first(), n_images=premise_images * len(PREMISE_REPLICAS), image_size=canvas.image_size,
+                 r=canvas.r, dataset=dataset, data_dir=data_dir, torchvision_models=torchvision_models, seed=seed,
+                 device=device, train_seeds=train_seeds)
+    x, y = su.x[r * premise_images:(r + 1) * premise_images], su.y[r * premise_images:(r + 1) * premise_images]
+    if len(x) < premise_images:
+        raise ValueError(f"premise_images × premise_replicas ({premise_images} × {len(PREMISE_REPLICAS)}) exceeds the "
+                         f"{len(su.x)} test images of {dataset!r}")
+    refs = P.references_of(x, references, blur_kernel=blur_kernel, blur_sigma=blur_sigma)
+    for m, model in su.models.items():
+        g = torch.Generator().manual_seed(fl.perturb.keyed_seed(seed, KEYS[m], r, PREMISE_KEY))
+        trajs = P.trajectories(P.method_maps(model, x, y, RANDOM, batch_size=batch_size, generator=g), x, RANDOM,
+                               edge=edge)
+        for ref, reference in refs.items():
+            premise_scores.append(P.deletion_frames(model, x, y, trajs, edge=edge, reference=reference,
+                                                    outputs=("prob",), batch_size=batch_size,
+                                                    labels={"replica": r, "model": m, "reference": ref})[0])
+premise_scores = pd.concat(premise_scores, ignore_index=True)
+out.table(premise_scores, "premise_scores")
+out.glue("premise_replicas", len(PREMISE_REPLICAS))
+out.glue("premise_images", premise_images)
+
 # %%
 t2_claims = [out.claim(P.claim_beats_methods, scores, model=m, target="T-p", exclude=("T-y",),
-                        trained=not torchvision_models).claim
+                        trained=not torchvision_models, premise_scores=premise_scores).claim
              for m in setup.models]
 t2 = pd.concat([c.table for c in t2_claims], ignore_index=True)
 out.table(t2, "t2_comparisons")
 t2b = out.claim(P.claim_probability_beats_logit, scores, target="T-p", other="T-y",
-                 trained=not torchvision_models).claim
+                 trained=not torchvision_models, premise_scores=premise_scores).claim
 out.table(t2b.table, "t2_p_vs_y")
-premise = P.table1_premises(scores, searches=("T-p", "T-y"))
+premise = P.table1_premises(scores, searches=("T-p", "T-y"), premise_scores=premise_scores)
 out.table(premise, "premise")
 prob = scores[scores.output == "probability"]
 fl.plots.readable(premise)
@@ -293,6 +334,6 @@ spread_table = spread.groupby(["level", "method"], sort=False)[["spread", "relat
                                                                   "spread per point"]].mean().reset_index()
 out.table(spread_table, "t5_spread")
 t5 = out.claim(P.claim_reference_robust, prob, pixel_scores, target="T-p", against=("Grad", "IG"),
-               trained=not torchvision_models).claim
+               trained=not torchvision_models, premise_scores=premise_scores).claim
 out.table(t5.table, "t5_comparisons")
 fl.plots.readable(spread_table)

@@ -129,6 +129,41 @@ def test_claim_t2_premise_a_fails_when_deletion_does_not_lower_the_prediction():
     assert claim.verdict == NT and "(a) deletion lowers the prediction" in claim.verdict.why
 
 
+def premise_frame(drop: dict[str, float], *, replicas=(0, 1, 2, 3, 4), n: int = 40, models=("m",), sd: float = 0.05,
+                  seed: int = 3) -> pd.DataFrame:
+    """A premise_scores frame: only the Random map, probabilities, 50 points, f(x) = 1 and ΣLeRF / 50 = 1 − the
+    reference's ``drop`` (± ``sd`` per image), on ``replicas`` × ``n`` images."""
+    rng = np.random.default_rng(seed)
+    rows = [{"replica": r, "model": m, "reference": ref, "output": "probability", "method": "Random", "image": i,
+             "LeRF": 50 * (1 - d + sd * rng.normal()), "f(x)": 1.0, "points": 50}
+            for r in replicas for m in models for ref, d in drop.items() for i in range(n)]
+    return pd.DataFrame(rows)
+
+
+def test_premise_a_is_decided_on_premise_scores_when_given():
+    scores = table1_scores({"zero": GOOD, "blur": GOOD}, random_lerf=49.0)  # the searched images: no drop at all
+    alone = P.claim_beats_methods(scores, model="m")
+    assert alone.verdict == NT and "(a) deletion lowers the prediction" in alone.verdict.why
+    frame = premise_frame({"zero": 0.5, "blur": 0.3})
+    claim = P.claim_beats_methods(scores, model="m", premise_scores=frame)
+    assert claim.verdict == R, (claim.verdict.why, claim.premise)
+    checked = P.table1_premises(scores, premise_scores=frame)
+    a = checked[checked["premise"].str.startswith("(a)")].set_index("data set")
+    assert (a["replicas"] == 5).all() and (a["images"] == 200).all()  # the premise frame's design, not the searches'
+    assert a.loc["m, blur", "estimate"] == pytest.approx(0.3, abs=0.02)
+    b = checked[checked["premise"].str.startswith("(b)")]
+    assert (b["replicas"] == 3).all() and (b["images"] == 30).all()  # (b) stays on the searched images
+    # the premise frame decides (a) either way: no drop there fails it although the searched images' drop is large
+    lowered = table1_scores({"zero": GOOD, "blur": GOOD}, random_lerf=20.0)
+    assert P.claim_beats_methods(lowered, model="m").verdict == R
+    flat = P.claim_beats_methods(lowered, model="m", premise_scores=premise_frame({"zero": 0.5, "blur": 0.0}))
+    assert flat.verdict == NT and "m, blur" in flat.verdict.why
+    for fn, args in ((P.claim_probability_beats_logit, (lowered,)),):
+        assert fn(*args, premise_scores=premise_frame({"zero": 0.5, "blur": 0.0})).verdict == NT
+    with pytest.raises(ValueError, match="premise_scores must hold 'Random' for 'm', 'blur'"):
+        P.table1_premises(scores, premise_scores=premise_frame({"zero": 0.5}))
+
+
 @pytest.mark.parametrize("means, expected", [
     ({"zero": GOOD, "blur": GOOD}, R),                                 # T-y 17 % behind T-p: beyond 0.079
     ({"zero": GOOD, "blur": {**GOOD, "T-y": 29.5}}, N),                # 1.7 % behind: inside the band

@@ -179,11 +179,16 @@ def premise_outcomes(frame: pd.DataFrame) -> list[verdicts.Premise]:
 
 
 def table1_premises(scores: pd.DataFrame, *, searches: Sequence[str] = ("T-p",), random: str = "Random",
-                    output: str = "probability") -> pd.DataFrame:
+                    output: str = "probability", premise_scores: pd.DataFrame | None = None) -> pd.DataFrame:
     """The mechanism premise on Table 1's data sets (one per model × reference): (a) the ``random`` map's LeRF
     curve (a random deletion order) against f(x), (b) each of ``searches`` against the ``random`` map's
-    ΣLeRF − ΣMoRF → a premise frame."""
+    ΣLeRF − ΣMoRF → a premise frame.
+
+    premise_scores: where (a) is decided (:func:`deletion_frames` scores of the ``random`` map only, e.g. more
+    trained replicas and test images than the searches can afford: part (a) needs no search); None: on ``scores``.
+    It must hold every model × reference of ``scores``."""
     frame = scores[scores["output"] == output]
+    drop = frame if premise_scores is None else premise_scores[premise_scores["output"] == output]
     parts = []
     for (model, ref), cell in frame.groupby(["model", "reference"], sort=False):
         rnd = _rows(cell, method=random)
@@ -191,8 +196,11 @@ def table1_premises(scores: pd.DataFrame, *, searches: Sequence[str] = ("T-p",),
             raise ValueError(f"scores must hold {random!r} (a random order, the premise's null) for {model!r}, {ref!r}")
         points = _points(rnd)
         groups = _groups(cell, method=random)
-        parts.append(mechanism_premises(clean=_array(rnd["f(x)"]), random_area=_array(rnd["LeRF"]) / points,
-                                        groups=groups, data=f"{model}, {ref}"))
+        own = _rows(drop, model=model, reference=ref, method=random)
+        if not len(own):
+            raise ValueError(f"premise_scores must hold {random!r} for {model!r}, {ref!r} and output {output!r}")
+        parts.append(mechanism_premises(clean=_array(own["f(x)"]), random_area=_array(own["LeRF"]) / _points(own),
+                                        groups=_groups(own), data=f"{model}, {ref}"))
         for name in searches:
             parts.append(mechanism_premises(search=_per_image(cell, _SCORE, method=name), random=_array(rnd[_SCORE]),
                                             points=points, groups=groups, data=f"{model}, {ref}", search_name=name))
@@ -339,7 +347,8 @@ def claim_search_beats_greedy(sums: pd.DataFrame, random: pd.DataFrame) -> verdi
 
 
 def claim_beats_methods(scores: pd.DataFrame, *, model: str, target: str = "T-p", exclude: tuple[str, ...] = ("T-y",),
-                        random: str = "Random", output: str = "probability") -> verdicts.Claim:
+                        random: str = "Random", output: str = "probability",
+                        premise_scores: pd.DataFrame | None = None) -> verdicts.Claim:
     """Claim T2 for one model (Table 1, rule ``T2``): TRACE-SA-Le−Mo (``target``) beats every attribution method in
     ΣLeRF − ΣMoRF, under every reference, by the rule's margin.
 
@@ -350,8 +359,8 @@ def claim_beats_methods(scores: pd.DataFrame, *, model: str, target: str = "T-p"
     ``target``'s mean score over the replica's images (its mean per replica: 1 − method / ``target``); the t
     interval on the replica means above the margin in every cell. TRACE maximises this very score, so that it
     wins at all is close to built in; the margin (half the smallest shortfall in the paper's Table 1) asks that it
-    win by as much as the paper's smallest lead. Premises, per reference: deletion lowers the prediction and
-    ``target`` beats random orders (:func:`table1_premises`)."""
+    win by as much as the paper's smallest lead. Premises, per reference: deletion lowers the prediction (on
+    ``premise_scores`` when given) and ``target`` beats random orders (:func:`table1_premises`)."""
     rule = verdicts.rule("T2")
     frame = scores[(scores["model"] == model) & (scores["output"] == output)]
     methods = [m for m in dict.fromkeys(frame["method"]) if m not in (target, random, *exclude)]
@@ -370,7 +379,8 @@ def claim_beats_methods(scores: pd.DataFrame, *, model: str, target: str = "T-p"
             cells[f"{ref}: {m}"] = verdicts.effect((tp - other) / scale, rule=rule, groups=groups,
                                                    what=f"{ref}: ({target} − {m}) / {target}")
             units.append(len(tp))
-    checked = table1_premises(frame, searches=(target,), random=random, output=output)
+    checked = table1_premises(frame, searches=(target,), random=random, output=output,
+                              premise_scores=premise_scores)
     premises = premise_outcomes(checked)
     means = frame.groupby("method", sort=False)[_SCORE].mean()
     best = means[methods].idxmax()
@@ -388,7 +398,8 @@ def claim_beats_methods(scores: pd.DataFrame, *, model: str, target: str = "T-p"
 
 
 def claim_probability_beats_logit(scores: pd.DataFrame, *, target: str = "T-p", other: str = "T-y",
-                                  random: str = "Random", output: str = "probability") -> verdicts.Claim:
+                                  random: str = "Random", output: str = "probability",
+                                  premise_scores: pd.DataFrame | None = None) -> verdicts.Claim:
     """Claim T2b (Table 1, Sec. 5.2; rule ``T2b``): scored with probabilities, the trajectory optimised for the
     probability (``target``, T-p) beats the one optimised for the logit (``other``, T-y) by a non-negligible
     margin, in every model × reference cell.
@@ -397,7 +408,8 @@ def claim_probability_beats_logit(scores: pd.DataFrame, *, target: str = "T-p", 
     gap is "non-negligible", and that can fail: per image (T-p − T-y) as a share of T-p's mean score over the
     replica's images, the t interval on the replica means above the margin (half the smallest such gap in the
     paper's Table 1); a gap shown inside the margin is "not reproduced". Premises per cell: deletion lowers the
-    prediction and both searches beat random orders (the ``random`` map, :func:`table1_premises`)."""
+    prediction (on ``premise_scores`` when given) and both searches beat random orders (the ``random`` map,
+    :func:`table1_premises`)."""
     rule = verdicts.rule("T2b")
     frame = scores[scores["output"] == output]
     if not {target, other, random} <= set(frame["method"]):
@@ -410,7 +422,8 @@ def claim_probability_beats_logit(scores: pd.DataFrame, *, target: str = "T-p", 
         units.append(len(tp))
         cells[f"{model}, {ref}"] = verdicts.effect((tp - ty) / _replica_mean(tp, groups), rule=rule, groups=groups,
                                                    what=f"{model}, {ref}: ({target} − {other}) / {target}")
-    checked = table1_premises(frame, searches=(target, other), random=random, output=output)
+    checked = table1_premises(frame, searches=(target, other), random=random, output=output,
+                              premise_scores=premise_scores)
     premises = premise_outcomes(checked)
     means = frame.groupby("method")[_SCORE].mean()
     weakest = min(cells.values(), key=lambda j: j.interval.low)
@@ -527,7 +540,8 @@ def claim_cross_test(cross: pd.DataFrame, random: pd.DataFrame, *, le: str = "SA
 
 
 def claim_reference_robust(patch_scores: pd.DataFrame, pixel_scores: pd.DataFrame, *, target: str = "T-p",
-                           against: tuple[str, ...] = ("Grad", "IG"), random: str = "Random") -> verdicts.Claim:
+                           against: tuple[str, ...] = ("Grad", "IG"), random: str = "Random",
+                           premise_scores: pd.DataFrame | None = None) -> verdicts.Claim:
     """Claim T5 (Table 1, Fig. 1; rule ``T5``): with 7×7 patches TRACE's score barely moves with the reference,
     unlike the pixel-level scores of Gradient and IG (Grad-CAM less affected, shown, not counted).
 
@@ -539,7 +553,7 @@ def claim_reference_robust(patch_scores: pd.DataFrame, pixel_scores: pd.DataFram
     points: the same scale for every method, favouring none). Per counted method and denominator, the method's
     pixel-level spread minus ``target``'s on patches, paired by image; the t interval on the replica means above that
     denominator's margin, in every cell. Premise: the mechanism on the patch scores (:func:`table1_premises`,
-    ``random`` the null). A relative spread of a score at chance means nothing (it divides by about 0), so a
+    ``random`` the null; part (a) on ``premise_scores`` when given). A relative spread of a score at chance means nothing (it divides by about 0), so a
     "relative" cell counts only when both compared scores lie above chance (0, a random order's expectation; the t
     interval on the replica means), else it is undecided; the "per point" cells need no such check."""
     rule = verdicts.rule("T5")
@@ -563,7 +577,8 @@ def claim_reference_robust(patch_scores: pd.DataFrame, pixel_scores: pd.DataFram
 
     groups = (spreads["patches"][spreads["patches"]["method"] == target]["replica"].astype(str).to_numpy()
               if rep else None)
-    checked = (table1_premises(patch_scores, searches=(target,), random=random, output=patch_scores["output"].iloc[0])
+    checked = (table1_premises(patch_scores, searches=(target,), random=random, output=patch_scores["output"].iloc[0],
+                               premise_scores=premise_scores)
                if random in set(patch_scores["method"]) else pd.DataFrame(columns=PREMISE_COLUMNS))
     mechanism = premise_outcomes(checked)
     chance = {}  # each compared score above chance (0): a relative spread of a score at chance means nothing
