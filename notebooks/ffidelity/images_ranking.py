@@ -168,29 +168,18 @@ accuracy.pivot_table(index=["setting", "model"], columns="replica", values="test
 if ood_replicas < replicas:
     raise ValueError(f"ood_replicas must be at least replicas ({replicas}), got {ood_replicas}")
 OOD_REPLICAS = range(ood_replicas)
-
-
-def original_and_finetuned(models: P.CanvasModels, key: str, r: int) -> dict:
-    """Replica r's original and fine-tuned model (the ranking study's own where it ran replica r; else trained here,
-    the same recipe and seeds, cached)."""
-    if (key, r) in studies:
-        return {m: studies[key, r].models[m] for m in ("original", "fine-tuned")}
-    train_seed = fl.verdicts.replica_seed(seed, f"canvas/{key}", r)
-    base, hist, train_data, test_data = models.classifier(seed=seed, train_seed=train_seed, device=device)
-    return {"original": base, "fine-tuned": models.finetune(base, hist, train_data, test_data, beta=beta,
-                                                            seed=train_seed, device=device)}
-
-
-ood_sets = {k: (tests[k], {r: original_and_finetuned(settings[k], k, r) for r in OOD_REPLICAS}) for k in settings}
+# replica r's original and fine-tuned model: the ranking study's own where it ran replica r, else trained here (the
+# same recipe and seeds, cached; only these two)
+ood_sets = {k: (tests[k], {r: {m: studies[k, r].models[m] for m in ("original", "fine-tuned")} if (k, r) in studies
+                           else settings[k].original_and_finetuned(
+                               beta=beta, seed=seed, train_seed=fl.verdicts.replica_seed(seed, f"canvas/{k}", r),
+                               device=device)
+                           for r in OOD_REPLICAS}) for k in settings}
 if grey is not None:
-    grey_models = {}
-    for r in OOD_REPLICAS:
-        base, hist, grey_train, grey_test = grey.classifier(
-            seed=seed, train_seed=fl.verdicts.replica_seed(seed, "canvas/control", r), device=device)
-        grey_models[r] = {"original": base, "fine-tuned": grey.finetune(
-            base, hist, grey_train, grey_test, beta=beta, seed=fl.verdicts.replica_seed(seed, "canvas/control", r),
-            device=device)}
-    ood_sets["control"] = (grey_test, grey_models)
+    grey_models = {r: grey.original_and_finetuned(beta=beta, seed=seed, device=device,
+                                                  train_seed=fl.verdicts.replica_seed(seed, "canvas/control", r))
+                   for r in OOD_REPLICAS}
+    ood_sets["control"] = (grey.load(seed)[1], grey_models)
     LABEL["control"] = f"control: grey, {grey.image_size} px"
 ood = pd.concat([P.ood_per_input(models, test.x[:n_ood].to(device), test.y[:n_ood].to(device),
                                  test.mask[:n_ood].flatten(1).to(device), beta=beta, n_draws=5, generator=seed,

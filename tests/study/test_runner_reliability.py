@@ -62,6 +62,9 @@ FAKE_KERNEL = textwrap.dedent('''
         STARTS += 1
         if parameters.get("fail") == "start" or (parameters.get("fail") == "start once" and STARTS == 1):
             raise RuntimeError("Kernel died before replying to kernel_info")
+        if parameters.get("fail") == "silent once" and STARTS == 1:
+            assert kwargs["start_timeout"] >= 180  # the runner's, not papermill's 60 s
+            raise RuntimeError(f"Kernel didn't respond in {kwargs['start_timeout']} seconds")
         value = parameters["value"]
         out = outputs.for_notebook(os.environ["FAITHLAB_NOTEBOOK"])
         out.table(pd.DataFrame({"value": [value * 2]}), "result")
@@ -293,6 +296,17 @@ def test_a_kernel_that_dies_before_it_starts_is_started_again(project, fake):
     assert results["demo/first"].status == "failed" and kernel["STARTS"] == 2 + KERNEL_START_TRIES
     assert "Kernel died before replying to kernel_info" in results["demo/first"].message
     assert result_value(project, "demo/first") == 6  # the run before's outputs, kept
+
+
+def test_a_kernel_that_does_not_answer_in_time_is_started_again(project, fake):
+    """A kernel that does not answer within the start timeout ran no cell either: started again, and said so."""
+    import papermill
+
+    kernel = papermill.execute_notebook.__globals__
+    write(project, "demo/first", FIRST_PARAMS.format(value=5).replace('"no"', '"silent once"'), OK_BODY)
+    results, messages = run(project, "demo/first")
+    assert results["demo/first"].status == "ran" and result_value(project, "demo/first") == 10
+    assert kernel["STARTS"] == 2 and any("did not answer within 180 s (try 1 of 3)" in m for m in messages)
 
 
 def test_the_failed_notebook_is_removed_once_the_notebook_succeeds(project, fake):

@@ -84,33 +84,40 @@ def kernel_options() -> dict:
     return options
 
 
-# nbclient's message when the kernel process exits before it answers: it ran no cell (jupyter_client's client.py).
+# nbclient's message when the kernel process exits before it answers, and jupyter_client's when it does not answer
+# within the start timeout: either way it ran no cell (jupyter_client's client.py).
 KERNEL_DID_NOT_START = "Kernel died before replying to kernel_info"
+KERNEL_DID_NOT_ANSWER = "Kernel didn't respond in"
 KERNEL_START_TRIES = 3
+KERNEL_START_TIMEOUT = 180  # s for a kernel to answer (papermill's default, 60, failed a loaded `make test` once)
 
 
 def _papermill(source: Path, target: Path, params: dict, cwd: Path, timeout: int, echo, name: str) -> None:
     """papermill.execute_notebook with the runner's kernel, started again with new ports (at most
-    ``KERNEL_START_TRIES`` times in all) when the kernel died before it answered, so before any cell ran.
+    ``KERNEL_START_TRIES`` times in all) when the kernel died before it answered or did not answer within
+    ``KERNEL_START_TIMEOUT`` seconds, so before any cell ran.
 
     jupyter_client chooses a kernel's TCP ports by binding port 0 and releasing it; the kernel binds them a moment
     later. A kernel or server started at the same moment by another process can take one in between, and the new
     kernel exits with "ZMQError: Address already in use" (it happened once in a ``make test`` run, where both test
-    workers start kernels). Nothing had run, so a new kernel on new ports is the same execution. Any other failure,
-    and this one on the last try, is raised."""
+    workers start kernels). On a loaded machine (both test workers running notebooks, a browser beside them) a kernel
+    once took longer than papermill's 60 s to answer. Nothing had run, so a new kernel on new ports is the same
+    execution. Any other failure, and these on the last try, is raised."""
     import papermill
 
     for attempt in range(1, KERNEL_START_TRIES + 1):
         try:
             papermill.execute_notebook(str(source), str(target), parameters=params, kernel_name="python3",
                                        language="python", cwd=str(cwd), execution_timeout=timeout,
-                                       progress_bar=False, log_output=False, **kernel_options())
+                                       progress_bar=False, log_output=False, start_timeout=KERNEL_START_TIMEOUT,
+                                       **kernel_options())
             return
         except Exception as exc:  # noqa: BLE001 - nbclient raises a bare RuntimeError for a kernel that died
-            if KERNEL_DID_NOT_START not in str(exc) or attempt == KERNEL_START_TRIES:
+            died, silent = KERNEL_DID_NOT_START in str(exc), KERNEL_DID_NOT_ANSWER in str(exc)
+            if not (died or silent) or attempt == KERNEL_START_TRIES:
                 raise
-            echo(f"{name}: its kernel died before it started (try {attempt} of {KERNEL_START_TRIES}); starting "
-                 "another")
+            what = "died before it started" if died else f"did not answer within {KERNEL_START_TIMEOUT} s"
+            echo(f"{name}: its kernel {what} (try {attempt} of {KERNEL_START_TRIES}); starting another")
 
 
 @dataclass

@@ -317,3 +317,23 @@ def test_canvas_replicas_share_the_data_and_differ_in_the_training_seed(tmp_path
     cm = fl.protocols.ffidelity.CanvasModels(image_size=8, color=False, n_train=40, width=4, n_epochs=1)
     again, hist_cm, _, _ = cm.classifier(train_seed=seed1)
     assert hist_cm["from_cache"] and hist_cm["key"] == hist_other["key"]
+
+
+def test_original_and_finetuned_are_the_ranking_studys_models_of_the_replica(tmp_path, monkeypatch):
+    """CanvasModels.original_and_finetuned trains one replica's original and fine-tuned models only: the very models
+    (the same cache entries) that the ranking study of that replica trains, and another replica's differ."""
+    monkeypatch.setenv("FAITHLAB_CACHE", str(tmp_path))
+    cm = fl.protocols.ffidelity.CanvasModels(image_size=8, color=False, n_train=40, width=4, n_epochs=1,
+                                             n_finetune_epochs=1, n_roar_epochs=1)
+    train, test = cm.load(0)
+    seed1 = fl.verdicts.replica_seed(0, "canvas/main", 1)
+    study = cm.ranking_study(train, test, {"GradCAM": ("gradcam", {})}, train_seed=seed1, beta=0.1, n_test=2,
+                             n_seeds=1, noise_levels=(0.0,), sparsity=(0.5,), n_samples=2, methods=("F-Fidelity",))
+    pair = cm.original_and_finetuned(beta=0.1, train_seed=seed1)
+    assert set(pair) == {"original", "fine-tuned"}
+    for name, model in pair.items():
+        assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(),
+                                                      study.models[name].state_dict().values())), name
+    other = cm.original_and_finetuned(beta=0.1, train_seed=fl.verdicts.replica_seed(0, "canvas/main", 2))
+    assert any(not torch.equal(a, b) for a, b in zip(other["original"].state_dict().values(),
+                                                     pair["original"].state_dict().values()))

@@ -565,6 +565,17 @@ class CanvasModels:
         return recipes.ffidelity_finetune(model, history, train_data, test_data, beta=beta, units="pixels",
                                           n_epochs=self.n_finetune_epochs, seed=seed, device=device)
 
+    def original_and_finetuned(self, *, beta: float, seed: int = 0, train_seed: int | None = None,
+                               device: str | torch.device = "cpu") -> dict[str, nn.Module]:
+        """One replica's ``{"original": ..., "fine-tuned": ...}`` without the rest of :meth:`ranking_study`:
+        :meth:`classifier` and :meth:`finetune` with the replica's train seed (default ``seed``), the same cache
+        entries as the ranking study of that replica. For a check that needs only these two (the mechanism check
+        FF.OOD on more replicas than the ranking study can afford, the grey control)."""
+        t = seed if train_seed is None else int(train_seed)
+        base, history, train_data, test_data = self.classifier(seed=seed, train_seed=t, device=device)
+        return {"original": base,
+                "fine-tuned": self.finetune(base, history, train_data, test_data, beta=beta, seed=t, device=device)}
+
 
 @dataclass(frozen=True)
 class VitModels:
