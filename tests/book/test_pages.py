@@ -229,6 +229,9 @@ def test_transfer_section_lists_the_settings_that_differ_and_the_scale_of_the_cl
     assert "1 of the 3 settings below differ from the paper&#x27;s: images (paper: 2,500; here: 30)." in text
     assert "6–120 units in their smallest cell (median 30) and 3 trained replicas, 1 on one trained model." in text
     assert text.startswith('<p class="fl-transfer"><b>How far this transfers.</b>')
+    # a claim on one statistic per replica counts its replicas too (it once read "0 of 0 replicas" and counted 0)
+    per_replica = claims.assign(replicas=["3 of 3 replicas", "5 replicas (each too few units to decide alone)", "—"])
+    assert "and 3–5 trained replicas." in pages.transfer_html(setup, per_replica)
 
 
 def test_the_preregistration_shows_the_procedure_the_rules_files_their_log_and_the_coverage():

@@ -381,3 +381,5 @@ def test_replica_agreement_tells_undecided_replicas_from_disagreeing_ones():
         "1 of 2 replicas (1 undecided alone; 1 left out: too few units alone)")
     undecided = replace(c, verdict=Verdict(INCONCLUSIVE), replicas=(INCONCLUSIVE, REPRODUCED))
     assert undecided.replica_agreement == "1 of 2 replicas"
+    # a claim on one statistic per replica: no replica decides alone, which is not a disagreement ("0 of 0")
+    assert replace(c, replicas=(LEFT_OUT,) * 3).replica_agreement == "3 replicas (each too few units to decide alone)"

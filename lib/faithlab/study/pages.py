@@ -892,7 +892,7 @@ def transfer_html(setup: pd.DataFrame, claims: pd.DataFrame, *, shown: int = 4) 
             f"paper's" + (f": {listed}{more}." if listed else "."))
     units = pd.to_numeric(claims.get("units", pd.Series(dtype=float)), errors="coerce").dropna()
     replicas = claims.get("replicas", pd.Series(dtype=str)).astype(str)
-    counted = replicas.str.extract(r"of (\d+) replicas")[0].dropna().astype(int)
+    counted = replicas.str.extract(r"(?:of )?(\d+) replicas")[0].dropna().astype(int)  # "k of R", "R replicas (...)"
     single = int(replicas.str.contains("one trained model").sum())
     if not units.empty:
         text += (f" The claims rest on {units.min():.0f}–{units.max():.0f} units in their smallest cell (median "

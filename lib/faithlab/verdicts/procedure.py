@@ -472,14 +472,17 @@ class Claim:
     def replica_agreement(self) -> str:
         """"k of R replicas" whose own verdict is the claim function's verdict on all replicas pooled, with how many
         of the others are merely undecided alone (one replica's interval is wider) and how many were left out (too
-        few units alone); "one trained model" when the frames of a claim about trained models carry no replica
-        column, "—" for a claim that rests on no training (``trained`` False). A description: it is not part of
-        the decision."""
+        few units alone); "R replicas (each too few units to decide alone)" when none can be decided alone (a
+        claim on one statistic per replica), not "0 of 0", which reads as disagreement; "one trained model" when
+        the frames of a claim about trained models carry no replica column, "—" for a claim that rests on no
+        training (``trained`` False). A description: it is not part of the decision."""
         if not self.replicas:
             return "one trained model" if self.trained else "—"
         own = self.raw or str(self.verdict)
         kept = [str(v) for v in self.replicas if str(v) != LEFT_OUT]
         out = len(self.replicas) - len(kept)
+        if not kept:
+            return f"{out} replicas (each too few units to decide alone)"
         alone = sum(v == INCONCLUSIVE for v in kept) if own != INCONCLUSIVE else 0
         notes = [f"{alone} undecided alone" if alone else "", f"{out} left out: too few units alone" if out else ""]
         notes = [n for n in notes if n]
