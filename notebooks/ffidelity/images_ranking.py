@@ -42,10 +42,9 @@
 # decided on one statistic per replica (its micro ranks or correlations averaged over the degradation seeds and
 # sparsity levels of its `n_test` test images), with a t interval on the R replica values; the mechanism check on
 # every test image of each of `ood_replicas` replicas (the ranking study's, then more trained with the same recipe
-# and seeds: only their original and fine-tuned models), with a t interval on the replica means. Its power analysis
-# on three replicas asked five: between-replica spread of the recovery dominates, and two more classifiers cost far
-# less than the ranking study of one. The `paper` profile runs ResNet-9 on
-# 32-pixel canvases (and 64-pixel ones) with the paper's sizes.
+# and seeds: only their original and fine-tuned models), with a t interval on the replica means: the spread between
+# replicas dominates that interval, and a classifier with its fine-tuning costs far less than a ranking study. The
+# `paper` profile runs ResNet-9 on 32-pixel canvases (and 64-pixel ones) with the paper's sizes.
 
 # %% tags=["parameters"]
 canvas_models = {"palette": "saturated"}  # fl.protocols.ffidelity.CanvasModels (robustness', images_variants' too)

@@ -216,8 +216,8 @@ for r in PREMISE_REPLICAS:
                  device=device, train_seeds=train_seeds)
     x, y = su.x[r * premise_images:(r + 1) * premise_images], su.y[r * premise_images:(r + 1) * premise_images]
     if len(x) < premise_images:
-        raise ValueError(f"premise_images × premise_replicas ({premise_images} × {len(PREMISE_REPLICAS)}) exceeds the "
-                         f"{len(su.x)} test images of {dataset!r}")
+        raise ValueError(f"premise_images × premise_replicas ({premise_images} × {len(PREMISE_REPLICAS)}) exceeds "
+                         f"the {len(su.x)} test images of {dataset!r}")
     refs = P.references_of(x, references, blur_kernel=blur_kernel, blur_sigma=blur_sigma)
     for m, model in su.models.items():
         g = torch.Generator().manual_seed(fl.perturb.keyed_seed(seed, KEYS[m], r, PREMISE_KEY))

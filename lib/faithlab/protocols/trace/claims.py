@@ -553,9 +553,10 @@ def claim_reference_robust(patch_scores: pd.DataFrame, pixel_scores: pd.DataFram
     points: the same scale for every method, favouring none). Per counted method and denominator, the method's
     pixel-level spread minus ``target``'s on patches, paired by image; the t interval on the replica means above that
     denominator's margin, in every cell. Premise: the mechanism on the patch scores (:func:`table1_premises`,
-    ``random`` the null; part (a) on ``premise_scores`` when given). A relative spread of a score at chance means nothing (it divides by about 0), so a
-    "relative" cell counts only when both compared scores lie above chance (0, a random order's expectation; the t
-    interval on the replica means), else it is undecided; the "per point" cells need no such check."""
+    ``random`` the null; part (a) on ``premise_scores`` when given). A relative spread of a score at chance means
+    nothing (it divides by about 0), so a "relative" cell counts only when both compared scores lie above chance
+    (0, a random order's expectation; the t interval on the replica means), else it is undecided; the "per point"
+    cells need no such check."""
     rule = verdicts.rule("T5")
     rep = ["replica"] if "replica" in patch_scores.columns and "replica" in pixel_scores.columns else []
     keys = [*rep, "model", "image"]
