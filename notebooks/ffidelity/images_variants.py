@@ -83,17 +83,20 @@ METHODS = ["Fidelity", "ROAR", "R-Fidelity", "F-Fidelity"]
 
 # %%
 cnn = fl.protocols.ffidelity.CanvasModels(**canvas_models)
+vit_spec = fl.protocols.ffidelity.VitModels(**vit_models)
 if dataset == "canvas_digits":
     train, test = cnn.load(seed)
     data_key = cnn.data_key(seed)
+    vit_train, _ = vit_spec.canvases(cnn).load(seed)  # the ViT's own training canvases (more); the same test split
+    vit_key = vit_spec.canvases(cnn).data_key(seed)
 else:
     train = fl.data.load(dataset, split="train", data_dir=data_dir)
     test = fl.data.load(dataset, split="test", data_dir=data_dir)
     data_key = {"dataset": dataset}
+    vit_train, vit_key = train, data_key
 in_channels, size = train[0][0].shape[0], train[0][0].shape[-1]
 n_classes = train.info["n_classes"]
 cnn_config = cnn.model_config(in_channels=in_channels, n_classes=n_classes)
-vit_spec = fl.protocols.ffidelity.VitModels(**vit_models)
 REPLICAS = range(replicas)
 CNN_SEED = {r: fl.verdicts.replica_seed(seed, "canvas/main", r) for r in REPLICAS}  # images_ranking's main setting
 VIT_SEED = {r: fl.verdicts.replica_seed(seed, "vit/main", r) for r in REPLICAS}
@@ -102,7 +105,8 @@ ranking = dict(noise_levels=noise_levels, sparsity=sparsity, n_test=n_test, n_se
 SG_SQ = ("sg_sq_ig", {"nt_samples": sg_samples, "n_steps": ig_steps})
 for name, value in {"n_test": n_test, "n_seeds": n_seeds, "replicas": replicas, "n_samples": n_samples,
                     "n_levels": len(sparsity),
-                    "vit_dim": vit_spec.dim, "vit_depth": vit_spec.depth, "vit_heads": vit_spec.heads}.items():
+                    "vit_dim": vit_spec.dim, "vit_depth": vit_spec.depth, "vit_heads": vit_spec.heads,
+                    "vit_stem": vit_spec.stem_width, "vit_n_train": len(vit_train), "cnn_n_train": len(train)}.items():
     out.glue(name, value)
 
 # %% [markdown]
@@ -118,7 +122,7 @@ for name, value in {"n_test": n_test, "n_seeds": n_seeds, "replicas": replicas, 
 # %% tags=["shard"]
 STUDIES = {
     "ViT SG-SQ": lambda r, cells: fl.protocols.image_ranking_study(  # VitModels' recipe, the replica's seed
-        "vit", vit_spec.model_config(train), train, test, {"ViT SG-SQ": SG_SQ}, data_key=data_key,
+        "vit", vit_spec.model_config(vit_train), vit_train, test, {"ViT SG-SQ": SG_SQ}, data_key=vit_key,
         train_config=vit_spec.train_config(VIT_SEED[r]), finetune_config=vit_spec.finetune_config(VIT_SEED[r]),
         roar_config=vit_spec.train_config(VIT_SEED[r]), methods=METHODS, cells=cells, **ranking),
     "CNN LayerCAM": lambda r, cells: fl.protocols.image_ranking_study(  # images_ranking's CNN of replica r

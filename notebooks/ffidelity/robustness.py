@@ -23,9 +23,9 @@
 # follows accuracy and agreement with the original model's predictions as the masking ratio grows to 50 %.
 # The models are the very ones of the other F-Fidelity notebooks (the same settings, `CanvasModels`, `VitModels` and
 # `SeriesTextModels` of `fl.protocols.ffidelity`, so they come from the cache): the CNN on the coloured canvas digits
-# of `images_ranking` (ResNet-9 in the `paper` profile) and the ViT of `images_variants` on the same canvases, the
-# CNN-1D and bi-LSTM of `series_text` on series at an offset and its LSTM and transformer on tokens, each text model
-# fine-tuned once per removal.
+# of `images_ranking` (ResNet-9 in the `paper` profile) and the ViT of `images_variants` on the same kind of canvases
+# (more of them: `VitModels.n_train`; the same test split), the CNN-1D and bi-LSTM of `series_text` on series at an
+# offset and its LSTM and transformer on tokens, each text model fine-tuned once per removal.
 #
 # **Replicas.** The unit of replication is the trained model: every architecture comes as `replicas` (R)
 # independently trained replicas, replica r being replica r of the notebook that trains it — the CNN with the seed
@@ -77,17 +77,18 @@ VIT_SEED = {r: fl.verdicts.replica_seed(seed, "vit/main", r) for r in REPLICAS} 
 ST_SEED = {(name, r): fl.verdicts.replica_seed(seed, f"series_text/{name}", r)  # series_text's models
            for name in [*st.ts_models, *st.text_models] for r in REPLICAS}
 cases, base_of, tuned_by_beta = {}, {}, {}  # cases[domain, name, reference, replica]; the CNN's by replica
+vit_train, _ = vit.canvases(canvas).load(seed)  # the ViT's own training canvases (VitModels.n_train), same test split
+vit_key = vit.canvases(canvas).data_key(seed)
 for r in REPLICAS:
     base, hist, img_train, img_test = canvas.classifier(seed=seed, train_seed=CNN_SEED[r], device=device)
     base_of[r] = base
     tuned_by_beta[r] = {b: canvas.finetune(base, hist, img_train, img_test, beta=b, seed=CNN_SEED[r], device=device)
                         for b in sorted({beta, *betas})}
     cases["images", canvas.model_name, "zero", r] = (base, tuned_by_beta[r][beta], img_test, "pixels")
-    vit_base, vit_hist = vit.classifier(img_train, img_test, data_key=canvas.data_key(seed), seed=VIT_SEED[r],
-                                        device=device)
+    vit_base, vit_hist = vit.classifier(vit_train, img_test, data_key=vit_key, seed=VIT_SEED[r], device=device)
     cases["images", "vit", "zero", r] = (vit_base, vit.finetune(
-        vit_base, vit_hist, img_train, img_test, beta=beta, data_key=canvas.data_key(seed), seed=VIT_SEED[r],
-        device=device), img_test, "pixels")
+        vit_base, vit_hist, vit_train, img_test, beta=beta, data_key=vit_key, seed=VIT_SEED[r], device=device),
+        img_test, "pixels")
     for domain, name, unit_kind, reference in st.cases():  # the cached models of `ffidelity/series_text`
         t = ST_SEED[name, r]
         model, h, train, test = st.classifier(name, seed=t, device=device)

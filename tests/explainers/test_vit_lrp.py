@@ -144,3 +144,12 @@ def test_non_vit_model_raises(method):
     cnn = fl.models.build("small_cnn", in_channels=3, n_classes=3).eval()
     with pytest.raises(TypeError, match="model must be a faithlab.models.ViT"):
         fl.explainers.explain(cnn, torch.randn(2, 3, 8, 8), 0, method=method)
+
+
+def test_relevance_refuses_a_vit_with_a_stem():
+    """Chefer et al.'s rules here start at the linear embedding of raw pixels: a stem would be skipped silently."""
+    model = fl.models.build("vit", image_size=8, patch_size=4, in_channels=3, n_classes=3, dim=16, depth=1, heads=2,
+                            stem_width=4).eval()
+    x = torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+    with pytest.raises(TypeError, match="stem_width is 4"):
+        fl.explainers.explain(model, x, torch.tensor([0, 1]), method="lrp")

@@ -207,6 +207,21 @@ def test_small_vgg_and_mobilenet_learn_a_separable_batch(name):
         assert bool((model(x).argmax(1) == y).all())
 
 
+def test_vit_stem_is_optional_and_a_plain_vit_keeps_its_parameters():
+    """stem_width=0 is the paper's ViT: no stem parameters, so its state dicts (cached ViTs, vit_from_timm's
+    conversions) load as before; a stem puts two 3x3 convolutions before the patch embedding, which then reads
+    stem_width channels."""
+    plain = fl.models.build("vit", image_size=8, patch_size=4, in_channels=3, n_classes=3, dim=8, depth=1, heads=2)
+    assert not any(k.startswith("stem.") for k in plain.state_dict()) and plain.patch_embed.in_channels == 3
+    stem = fl.models.build("vit", image_size=8, patch_size=4, in_channels=3, n_classes=3, dim=8, depth=1, heads=2,
+                           stem_width=5).eval()
+    convs = [m for m in stem.stem.modules() if isinstance(m, nn.Conv2d)]
+    assert [(c.in_channels, c.out_channels, c.kernel_size) for c in convs] == [(3, 5, (3, 3)), (5, 5, (3, 3))]
+    assert stem.patch_embed.in_channels == 5 and stem(torch.randn(2, 3, 8, 8)).shape == (2, 3)
+    with pytest.raises(ValueError, match="stem_width"):
+        fl.models.build("vit", image_size=8, patch_size=4, stem_width=-1)
+
+
 def test_vit_attention_recording_gives_row_stochastic_maps_and_their_exact_gradients():
     model, x = _build("vit")
     model.eval()

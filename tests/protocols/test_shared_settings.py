@@ -184,12 +184,23 @@ def test_vit_models_settings_read_the_data():
     vit = VitModels(dim=8, depth=1, heads=2, lr=0.01, n_epochs=2, n_finetune_epochs=3, finetune_lr=0.005)
     train_data, _ = CanvasModels(image_size=12, color=True, n_train=20).load(1)
     assert vit.model_config(train_data) == {"image_size": 12, "patch_size": 4, "in_channels": 3, "n_classes": 10,
-                                            "dim": 8, "depth": 1, "heads": 2}
+                                            "dim": 8, "depth": 1, "heads": 2, "stem_width": 24}
+    # the paper's plain ViT (stem_width 0) keeps the options, hence the cache keys, it had before the stem existed
+    assert "stem_width" not in VitModels(stem_width=0).model_config(train_data)
     assert [(c.epochs, c.lr, c.batch_size, c.seed, c.optimizer, c.weight_decay, c.scheduler)
             for c in (vit.train_config(4), vit.finetune_config(4))] == [(2, 0.01, 64, 4, "adamw", 1e-4, "cosine"),
                                                                          (3, 0.005, 64, 4, "adamw", 1e-4, "cosine")]
     with pytest.raises(TypeError, match="vit_dim"):
         VitModels(vit_dim=3)
+
+
+def test_vit_models_canvases_are_the_cnns_with_the_vits_training_canvases():
+    cnn = CanvasModels(image_size=8, n_train=12, palette="saturated")
+    mine = VitModels(n_train=20).canvases(cnn)
+    assert mine == dataclasses.replace(cnn, n_train=20) and mine.data_key(3) == {**cnn.data_key(3), "n": 20}
+    (cnn_train, cnn_test), (vit_train, vit_test) = cnn.load(3), mine.load(3)
+    assert len(cnn_train) == 12 and len(vit_train) == 20
+    assert torch.equal(cnn_test.x, vit_test.x) and torch.equal(cnn_test.y, vit_test.y)  # one test split for both
 
 
 def test_vit_models_classifier_and_ranking_study_train_the_same_models(monkeypatch):

@@ -205,7 +205,8 @@ def conservative_forward(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
         raise TypeError(f"model must be a faithlab.models.ViT-like module; missing {missing}. A timm ViT: convert it "
                         "with fl.models.vit_from_timm(model), or load it converted with "
                         "fl.models.load(\"timm:<name>\", weights=<file>)")
-    tokens = model.patch_embed(x).flatten(2).transpose(1, 2)
+    # faithlab's ViT embeds through its stem when it has one; a module with only the parts, as ViT without a stem
+    tokens = model.embed(x) if hasattr(model, "embed") else model.patch_embed(x).flatten(2).transpose(1, 2)
     z = torch.cat([model.cls_token.expand(len(x), -1, -1), tokens], dim=1) + model.pos_embed
     for blk in model.blocks:
         z = z + _attention_detached(blk.attn, _layer_norm_detached(blk.norm1, z))

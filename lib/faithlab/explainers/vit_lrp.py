@@ -127,6 +127,10 @@ def _check_vit(model: nn.Module) -> None:
         raise TypeError(f"model must be a faithlab.models.ViT; {type(model).__name__} lacks {lacks}. A timm ViT: "
                         f"convert it with fl.models.vit_from_timm(model), or load it converted with "
                         f"fl.models.load(\"timm:{arch}\", weights=<file>)")
+    if getattr(model, "stem_width", 0):  # the rules below start at the linear patch embedding of raw pixels
+        raise TypeError(f"model must be a faithlab.models.ViT without a convolutional stem (its stem_width is "
+                        f"{model.stem_width}): Chefer et al.'s relevance rules here start at the linear patch "
+                        "embedding; for a ViT with a stem use attention_gradcam, rollout or conservative_lrp")
 
 
 def relevance(model: nn.Module, x: torch.Tensor, target: torch.Tensor, *, propagate: bool = True) -> Relevance:

@@ -109,7 +109,15 @@ class ViT(_AttentionRecorder):
     """Small Vision Transformer (F-Fidelity App. C: patch 4, dim 128, depth 6, heads 8, MLP 256): conv patch
     embedding, CLS token, learned positional embedding, pre-norm blocks, final LayerNorm, linear head on CLS.
     Token 0 is CLS; patch tokens follow in row-major order (``n_patches`` of them, ``patch_size`` pixels wide).
-    ``norm_eps`` is every LayerNorm's epsilon (timm's ViTs use 1e-6, see :func:`faithlab.models.vit_from_timm`)."""
+    ``norm_eps`` is every LayerNorm's epsilon (timm's ViTs use 1e-6, see :func:`faithlab.models.vit_from_timm`).
+
+    ``stem_width``: 0 (default) embeds the raw pixels of each patch linearly, as the paper's ViT; a positive width
+    puts a convolutional stem before that embedding — two 3×3 convolutions of ``stem_width`` channels at full
+    resolution, each with BatchNorm and ReLU (the "early convolutions" of Xiao et al., NeurIPS 2021, kept at stride 1
+    so the tokens are still the ``patch_size`` patches). On small data a plain ViT overfits where a convolution
+    would not (F-Fidelity's canvas stand-in: test accuracy 0.25 against the CNN's 0.70 on the same 2,000 canvases);
+    the stem gives it a CNN's inductive bias in front of unchanged attention blocks, so the attention explainers read
+    the same tokens. :meth:`embed` is stem plus patch embedding."""
 
     def __init__(
         self,
@@ -123,22 +131,34 @@ class ViT(_AttentionRecorder):
         mlp_ratio: float = 2.0,
         dropout: float = 0.0,
         norm_eps: float = 1e-5,
+        stem_width: int = 0,
     ) -> None:
         super().__init__()
         if image_size % patch_size:
             raise ValueError(f"image_size ({image_size}) must be divisible by patch_size ({patch_size})")
+        if isinstance(stem_width, bool) or not isinstance(stem_width, int) or stem_width < 0:
+            raise ValueError(f"stem_width must be a non-negative int (0: no stem), got {stem_width!r}")
         self.image_size, self.patch_size = image_size, patch_size
         self.grid = image_size // patch_size
         self.n_patches = self.grid**2
-        self.patch_embed = nn.Conv2d(in_channels, dim, patch_size, stride=patch_size)
+        self.stem_width = stem_width
+        self.stem = nn.Identity() if not stem_width else nn.Sequential(
+            nn.Conv2d(in_channels, stem_width, 3, padding=1), nn.BatchNorm2d(stem_width), nn.ReLU(),
+            nn.Conv2d(stem_width, stem_width, 3, padding=1), nn.BatchNorm2d(stem_width), nn.ReLU())
+        self.patch_embed = nn.Conv2d(stem_width or in_channels, dim, patch_size, stride=patch_size)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
         self.pos_embed = nn.Parameter(torch.randn(1, self.n_patches + 1, dim) * 0.02)
         self.blocks = nn.ModuleList(Block(dim, heads, mlp_ratio, dropout, norm_eps) for _ in range(depth))
         self.norm = nn.LayerNorm(dim, eps=norm_eps)
         self.head = nn.Linear(dim, n_classes)
 
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        """The patch tokens ``(B, n_patches, dim)`` of images ``x`` (the stem, when there is one, then the patch
+        embedding), before the CLS token and the positional embedding."""
+        return self.patch_embed(self.stem(x)).flatten(2).transpose(1, 2)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        tokens = self.patch_embed(x).flatten(2).transpose(1, 2)
+        tokens = self.embed(x)
         z = torch.cat([self.cls_token.expand(len(x), -1, -1), tokens], dim=1) + self.pos_embed
         for blk in self.blocks:
             z = blk(z)
