@@ -34,6 +34,8 @@ image_size = 28
 n_train = 300
 replicas = 3  # independently trained replicas of every model (the paper profile's weights are one model)
 n_images = 3  # XAI images per replica (its own block of the test split): a (task, model) pools replicas × n_images
+premise_replicas = None  # trained replicas of the mechanism premise (None: the claims' replicas and XAI images)
+premise_images = 3  # with premise_replicas: per premise replica, images of its own block of the test split
 n_background = 8
 methods = ["BP", "Deconv", "EG", "IG(min)", "IG(zero)", "IG(max)", "GradCAM", "Random"]
 alterations = ["none", "XRAI", "SG", "SG²"]
@@ -81,6 +83,8 @@ out.table(info, "models")
 out.glue("replicas", n_replicas)
 out.glue("n_images", n_images)
 out.glue("n_images_pooled", n_replicas * n_images)
+out.glue("premise_replicas", n_replicas if premise_replicas is None or paper else premise_replicas)
+out.glue("premise_images", n_images if premise_replicas is None or paper else premise_images)
 out.glue("ig_steps", ig_steps)
 out.glue("sg_samples", sg_samples)
 out.glue("sg_noise", sg_noise)
@@ -126,8 +130,36 @@ fl.plots.readable(selection_means, names={"U": "uncertainty U", "S": "similarity
 # Wilson interval of the pooled count); the premise holds when every interval lies above its threshold
 # (`P.SWITCH_AT`, `P.UNCERTAIN_AT`), fails when one lies below it.
 
+#
+# The premise needs the candidate search but no map, so it can be decided on more than the claims afford: with
+# `premise_replicas` set, on that many trained replicas of every model (the claims' replicas first — the same
+# cached models — then more, trained with the same recipe and seeds `replica_seed(seed, "t/m", r)`), each on the
+# first `premise_images` images of its block of the test split that every model of the replica predicts correctly
+# (`P.mechanism_frame`). The split is cut into `premise_replicas` blocks here (the claims cut it into `replicas`), so
+# the premise's images may include some of the claims' XAI images; the premise replicas' models and accuracies
+# are in the `premise_models` table.
+
 # %%
-mechanism = pd.concat([P.mechanism_table(fr["flips"]).assign(task=NAME[t]) for t, fr in frames.items()],
+if premise_replicas is None or paper:
+    premise_flips = {task: fr["flips"] for task, fr in frames.items()}
+else:
+    if not isinstance(premise_replicas, int) or isinstance(premise_replicas, bool) or premise_replicas < replicas:
+        raise ValueError(f"premise_replicas must be None or an int ≥ replicas ({replicas}): the premise covers the "
+                         f"claims' replicas; got {premise_replicas!r}")
+    if not isinstance(premise_images, int) or isinstance(premise_images, bool) or premise_images < 1:
+        raise ValueError(f"premise_images must be an int ≥ 1, got {premise_images!r}")
+    premise_setups = {(task, r): P.setup(task, settings.get(task), n_images=premise_images, image_size=image_size,
+                                         n_train=n_train, n_background=1, seed=seed, batch_size=batch_size,
+                                         device=device, replica=r, blocks=premise_replicas)
+                      for task in tasks for r in range(premise_replicas)}
+    premise_flips = {task: pd.concat([P.mechanism_frame(s, batch_size=batch_size).assign(replica=r)
+                                      for (t, r), s in premise_setups.items() if t == task], ignore_index=True)
+                     for task in tasks}
+    out.table(pd.concat([s.info.assign(task=t, replica=r) for (t, r), s in premise_setups.items()],
+                        ignore_index=True), "premise_models")
+    for task, frame in premise_flips.items():
+        out.table(frame, f"{task}_premise_flips")
+mechanism = pd.concat([P.mechanism_table(fr).assign(task=NAME[t]) for t, fr in premise_flips.items()],
                       ignore_index=True)
 mechanism = mechanism[["task", *[c for c in mechanism.columns if c != "task"]]]
 out.table(mechanism, "mechanism")
@@ -212,7 +244,7 @@ P.wide_table(frames[tasks[0]]["localisation"], SCORE[tasks[0]]).style.format(pre
 # %%
 agreements = []
 for task, fr in frames.items():
-    fid, loc, flips = fr["fid"], fr["localisation"], fr["flips"]
+    fid, loc, flips = fr["fid"], fr["localisation"], premise_flips[task]  # flips: the premise's units
     c1 = [out.claim(P.claim_random_lowest, fid, task=task, model=m, trained=not paper, flips=flips,
                     task_name=NAME[task]).claim
           for m in dict.fromkeys(fid["model"])]

@@ -87,7 +87,7 @@ vit_spec = fl.protocols.ffidelity.VitModels(**vit_models)
 if dataset == "canvas_digits":
     train, test = cnn.load(seed)
     data_key = cnn.data_key(seed)
-    vit_train, _ = vit_spec.canvases(cnn).load(seed)  # the ViT's own training canvases (more); the same test split
+    vit_train, _ = vit_spec.canvases(cnn).load(seed)  # the ViT's training canvases (VitModels.n_train), same test
     vit_key = vit_spec.canvases(cnn).data_key(seed)
 else:
     train = fl.data.load(dataset, split="train", data_dir=data_dir)

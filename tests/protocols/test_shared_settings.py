@@ -176,8 +176,12 @@ def test_images_variants_and_robustness_train_the_same_vit(profile):
     variants, robustness = (VitModels(**parameters.merge_parameters(notebooks[name], profile, spec, {})["vit_models"])
                             for name in VIT)
     assert variants == robustness
-    if profile in ("paper", "paper-dry"):  # the paper's ViT (App. D.1): 6 blocks of width 128, 8 heads
-        assert (variants.dim, variants.depth, variants.heads) == (128, 6, 8)
+    if profile in ("paper", "paper-dry"):  # the paper's ViT (App. D.1): 6 blocks of width 128, 8 heads, no stem,
+        assert (variants.dim, variants.depth, variants.heads, variants.stem_width) == (128, 6, 8, 0)
+        # trained on the CNN's canvases (robustness's Table 8 row): the same data, the same cache key
+        cnn = CanvasModels(**parameters.merge_parameters(notebooks["ffidelity/robustness"], profile, spec,
+                                                         {})["canvas_models"])
+        assert variants.canvases(cnn).data_key(0) == cnn.data_key(0)
 
 
 def test_vit_models_settings_read_the_data():

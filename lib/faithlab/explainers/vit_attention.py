@@ -198,7 +198,8 @@ def conservative_forward(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
     ``model(x)``; only the gradient changes. With those factors fixed, the network is linear in its input up to
     GELU and the bias terms (biases, CLS token, positional embedding), so gradient × input conserves the target
     logit minus the relevance absorbed by the bias terms; GELU keeps its ordinary gradient here (the paper's
-    rules for attention and LayerNorm only)."""
+    rules for attention and LayerNorm only), as do a convolutional stem's ReLUs and BatchNorms (``stem_width``),
+    whose biases absorb relevance too."""
     missing = [a for a in ("patch_embed", "cls_token", "pos_embed", "blocks", "norm", "head") if not hasattr(model, a)]
     if missing or not isinstance(model.patch_embed, nn.Conv2d):  # a timm ViT has the names, not the layout
         missing = missing or ["a conv patch_embed"]

@@ -129,6 +129,23 @@ def test_evaluate_task_searches_the_pixels_of_a_normalised_setup(monkeypatch):
     assert frames["selection"]["S"].to_numpy() == pytest.approx(want["s"].numpy(), rel=1e-4, abs=1e-7)
 
 
+def test_mechanism_frame_is_evaluate_tasks_flips_without_the_maps(monkeypatch):
+    """The premise's units on more images than the maps afford: the very rows of evaluate_task's flips frame (the
+    same search, references and Δ), with no map computed."""
+    torch.manual_seed(0)
+    nets = {"a": small_cnn(in_channels=1, side=8, n_classes=3).eval(), "b": small_cnn(in_channels=1, side=8,
+                                                                                      n_classes=3).eval()}
+    x = torch.rand(3, 1, 8, 8, generator=torch.Generator().manual_seed(5))
+    s = P.Setup("vehicles", nets, x, F.predicted_class(nets["a"], x), torch.tensor([[0, 0, 4, 4]] * 3), None, x[:2],
+                3, pd.DataFrame(), {"a": None, "b": None})
+    grid = F.candidate_grid(["V2", "V5", "V15"])
+    want = P.evaluate_task(s, methods=["Random"], alterations=("none",), grid=grid, fractions=(0, 0.5, 1))["flips"]
+    monkeypatch.setattr(P.frames, "method_maps", lambda *a, **kw: pytest.fail("mechanism_frame computed maps"))
+    got = P.mechanism_frame(s, grid=grid)
+    pd.testing.assert_frame_equal(got, want)
+    assert set(got["replacement"]) == {"zero", "mean", "selected perturbation"} and set(got["model"]) == {"a", "b"}
+
+
 def test_method_maps_follow_the_papers_grid():
     model = small_cnn(in_channels=1, side=8, n_classes=1)
     x = torch.rand(2, 1, 8, 8, generator=torch.Generator().manual_seed(0))

@@ -22,7 +22,8 @@ from faithlab.protocols.fewclass.claims import (SWITCH_AT, UNCERTAIN_AT, alterat
                                                 claim_rank_agreement, claim_uncertain_selection, mechanism,
                                                 mechanism_table)
 from faithlab.protocols.fewclass.frames import (curve_frame, evaluate_task, fid_frame, flip_frame,
-                                                localisation_frame, rank_agreement, selection_frame, wide_table)
+                                                localisation_frame, mechanism_frame, rank_agreement, selection_frame,
+                                                wide_table)
 from faithlab.protocols.fewclass.maps import ALTERATIONS, METHODS, NO_SG, method_maps
 from faithlab.protocols.fewclass.paper import PAPER_C1
 from faithlab.protocols.fewclass.setup_table import SETUP
@@ -32,7 +33,8 @@ from faithlab.protocols.fewclass.tasks import (CAM_LAYERS, PAPER_TASK_LABELS, ST
 __all__ = ["TASK_LABELS", "PAPER_TASK_LABELS", "task_label",
            "METHODS", "ALTERATIONS", "NO_SG", "TASKS", "STAND_INS", "CAM_LAYERS", "Setup", "setup", "method_maps",
            "fid_frame", "evaluate_task",
-           "curve_frame", "localisation_frame", "selection_frame", "flip_frame", "rank_agreement", "wide_table",
+           "curve_frame", "localisation_frame", "selection_frame", "flip_frame", "mechanism_frame",
+           "rank_agreement", "wide_table",
            "mechanism", "mechanism_table", "SWITCH_AT", "UNCERTAIN_AT", "alteration_gains", "PAPER_C1",
            "claim_random_lowest", "claim_alteration_gains",
            "claim_rank_agreement", "claim_uncertain_selection", "claim_class_flip", "claim_fid_bounds", "SETUP"]

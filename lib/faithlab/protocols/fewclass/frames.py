@@ -116,6 +116,21 @@ def flip_frame(model: Callable, x: torch.Tensor, perturbed: torch.Tensor, *, ref
     return pd.concat(rows, ignore_index=True)
 
 
+def mechanism_frame(s: Setup, *, grid="paper", batch_size: int = 256) -> pd.DataFrame:
+    """The units of the chapter's mechanism premise on the images of ``s``, without any map: per model, the selected
+    perturbation of every image (:func:`faithlab.metrics.papers.fewclass.fidelity.select_perturbation`, on pixel
+    values when ``s.normalisation`` is set) and :func:`flip_frame` of the classic references and that perturbation,
+    with ``Δ``. The same rows as the ``flips`` frame of :func:`evaluate_task` on the same setup, at the cost of the
+    candidate search alone, so that the premise can be decided on more replicas and images than the maps afford."""
+    return pd.concat([_flips(model, m, s, grid=grid, batch_size=batch_size)[1] for m, model in s.models.items()],
+                     ignore_index=True)
+
+
+def _flips(model, name: str, s: Setup, *, grid, batch_size: int) -> tuple[dict, pd.DataFrame]:
+    sel = fewclass.select_perturbation(model, s.x, grid=grid, batch_size=batch_size, normalisation=s.normalisation)
+    return sel, flip_frame(model, s.x, sel["image"], labels={"model": name, "Δ": sel["delta"]}, batch_size=batch_size)
+
+
 def rank_agreement(fid: pd.DataFrame, loc: pd.DataFrame, *, score: str, by: Sequence[str] = ("model",)
                    ) -> pd.DataFrame:
     """Spearman correlation, per group of ``by``, between the mean Fid and the mean localisation ``score`` of the
@@ -155,11 +170,9 @@ def evaluate_task(s: Setup, *, methods: Sequence[str] = tuple(METHODS), alterati
                                              "localisation": []}
     for i, (m, model) in enumerate(s.models.items()):
         labels = {"model": m}
-        sel = fewclass.select_perturbation(model, s.x, grid=grid, batch_size=batch_size,
-                                           normalisation=s.normalisation)
+        sel, flips = _flips(model, m, s, grid=grid, batch_size=batch_size)
         frames["selection"].append(selection_frame(sel, labels=labels))
-        frames["flips"].append(flip_frame(model, s.x, sel["image"], labels={**labels, "Δ": sel["delta"]},
-                                          batch_size=batch_size))
+        frames["flips"].append(flips)
         maps = method_maps(model, s.x, s.y, methods={k: METHODS[k] for k in methods}, alterations=alterations,
                            background=s.background, ig_steps=ig_steps, sg_samples=sg_samples, sg_noise=sg_noise,
                            skip=NO_SG.get(s.task, ()), batch_size=batch_size,
