@@ -33,7 +33,8 @@
 # main setting (training seed `fl.verdicts.replica_seed(seed, "canvas/main", r)`, the same cache entries: its
 # original and fine-tuned models are read, not retrained), replica r of the ViT is trained with
 # `fl.verdicts.replica_seed(seed, "vit/main", r)`; each replica gets its own ROAR retraining, cached per replica,
-# and all replicas see the same data. The ranking claims (F7) are decided on one statistic per replica, the others
+# and all replicas see the same data (the ViT's training canvases are more than the CNN's: `VitModels.n_train`, a
+# convolutional stem and more canvases are what a ViT this small needs to learn the task; the test split is one). The ranking claims (F7) are decided on one statistic per replica, the others
 # (F8, F10) on the test images of every replica with a t interval on the replica means; the cost (F9) is counted in
 # every replica's LayerCAM study. The ViT's claims take the FF.OOD check of the ViT as their premise, the CNN's that
 # of the CNN (the check of {doc}`images_ranking`'s main setting, recomputed on the same models).
