@@ -10,6 +10,7 @@ import saliency.core as saliency
 import torch
 
 from faithlab import explainers as ex
+from faithlab.explainers import xrai
 from faithlab.explainers.xrai import xrai_map
 from oracles import small_cnn
 
@@ -98,3 +99,64 @@ def test_on_gpu_the_map_comes_back_on_the_inputs_device():
     assert out.device == x.device and out.dtype == x.dtype and out.shape == (1, 1, 12, 12)
     expected = xrai_map(_hwc(x[0].cpu()), _hwc(base[0].cpu()))
     assert torch.equal(out[0, 0].cpu(), torch.from_numpy(expected).to(out.dtype))
+
+
+def _count_segmentations(monkeypatch) -> list[int]:
+    """Counts PAIR's segmentations (its ``_get_segments_felzenszwalb``, which :func:`segments` caches)."""
+    import saliency.core.xrai as pair_xrai
+
+    calls, real = [0], pair_xrai._get_segments_felzenszwalb
+
+    def counted(image, *args, **kwargs):
+        calls[0] += 1
+        return real(image, *args, **kwargs)
+
+    monkeypatch.setattr(pair_xrai, "_get_segments_felzenszwalb", counted)
+    xrai.clear_segments()
+    return calls
+
+
+def test_segments_are_computed_once_per_image_and_the_maps_equal_pairs_own(monkeypatch):
+    """The segmentation depends on the image only: XRAI over several base maps of the same images segments each
+    image once, and every map equals PAIR's GetMask left to segment by itself; an image that differs in one pixel
+    is segmented anew."""
+    model, x = small_cnn(in_channels=3, side=12), _x(3, 3, 12, seed=11)
+    calls = _count_segmentations(monkeypatch)
+    bases = {"saliency": {}, "input_x_gradient": {}, "integrated_gradients": {"n_steps": 4}}
+    ours = {b: ex.explain(model, x, 1, method="xrai", base=b, **o) for b, o in bases.items()}
+    assert calls[0] == len(x)  # three images, three base maps: three segmentations
+    for b, o in bases.items():
+        base_map = ex.explain(model, x, 1, method=b, **o)
+        for i in range(len(x)):
+            direct = saliency.XRAI().GetMask(_hwc(x[i]), None, base_attribution=_hwc(base_map[i]))
+            assert torch.equal(ours[b][i, 0], torch.from_numpy(direct).to(x.dtype)), (b, i)
+    before = calls[0]  # PAIR's GetMask above segmented by itself (through the counted function)
+    moved = x.clone()
+    moved[0, 0, 5, 5] += 0.25
+    ex.explain(model, moved, 1, method="xrai")
+    assert calls[0] == before + 1  # only the changed image: the others come from the cache
+
+
+def test_cached_segments_equal_pairs_and_the_cache_is_bounded(monkeypatch):
+    import saliency.core.xrai as pair_xrai
+
+    rng = np.random.default_rng(3)
+    images = [rng.random((10, 10, 1)) for _ in range(3)]
+    direct = [pair_xrai._get_segments_felzenszwalb(im) for im in images]
+    calls = _count_segmentations(monkeypatch)
+    for im, masks in zip(images, direct):
+        cached = xrai.segments(im)
+        assert len(cached) == len(masks) > 1
+        assert all(np.array_equal(a, b) for a, b in zip(cached, masks))
+        assert not cached[0].flags.writeable  # shared between calls: nobody may write them
+    assert calls[0] == 3
+    xrai.segments(images[0])
+    assert calls[0] == 3
+    one = sum(m.nbytes for m in direct[0])
+    monkeypatch.setattr(xrai, "SEGMENT_CACHE_BYTES", one)  # room for about one image's masks
+    xrai.clear_segments()
+    for im in images + images:
+        xrai.segments(im)
+    assert calls[0] == 3 + 6  # each image evicted the last before it came back
+    assert xrai._segments_bytes <= one
+    xrai.clear_segments()
