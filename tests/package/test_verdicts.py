@@ -368,6 +368,32 @@ def test_a_replica_too_small_for_the_statistic_is_left_out_not_counted_as_disagr
     assert short.verdict == INCONCLUSIVE and "2 trained models" in short.verdict.why
 
 
+def test_a_replica_only_a_premise_frame_holds_is_left_out_not_counted_as_disagreeing():
+    """Few-class's premise replicas appear in the flips frame only: the claim on their rows alone has nothing to
+    test. Shown as left out, not as a replica whose verdict disagrees; a claim not testable pooled keeps them."""
+    import pandas as pd
+
+    from faithlab.verdicts import LEFT_OUT, Claim, Verdict, replicated
+
+    rng = np.random.default_rng(8)
+    frame = pd.DataFrame({"a": 1 + rng.standard_normal(90), "b": rng.standard_normal(90),
+                          "replica": np.repeat([0, 1, 2], 30)})
+    premise = pd.DataFrame({"ok": [True] * 5, "replica": [0, 1, 2, 3, 4]})
+
+    def claim(frame, premise, *, fails=False):
+        if frame.empty or fails:
+            return Claim("X: a beats b", rule="per image, a − b", premise="none", paper_value="", our_value="",
+                         verdict=Verdict(UNTESTABLE, "not testable: nothing counted"), units=len(frame))
+        return _claim_fn(frame)
+
+    c = replicated(claim, frame, premise, seeds=0)
+    assert c.verdict == REPRODUCED
+    assert c.replicas == (REPRODUCED, REPRODUCED, REPRODUCED, LEFT_OUT, LEFT_OUT)
+    assert c.replica_agreement == "3 of 3 replicas (2 left out: too few units alone)"
+    untestable = replicated(claim, frame, premise, fails=True, seeds=0)
+    assert untestable.replicas == (UNTESTABLE,) * 5
+
+
 def test_replica_agreement_tells_undecided_replicas_from_disagreeing_ones():
     from dataclasses import replace
 

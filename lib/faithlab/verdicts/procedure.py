@@ -626,6 +626,9 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
         raise TypeError(f"trained must be True, False or None, got {trained!r}")
     models = (max(sum(p != LEFT_OUT for p in per), 1) if claim.kept_replicas is None
               else int(claim.kept_replicas))
+    if str(claim.verdict) != NOT_TESTABLE:  # a replica with nothing testable alone (e.g. one that only a premise frame
+        # holds: Few-class's premise replicas) is left out of the agreement, not shown as disagreeing
+        per = [LEFT_OUT if p == NOT_TESTABLE else p for p in per]
     if trained and v in DECIDED and models < min_replicas:
         what = "one trained model" if models == 1 else f"{models} trained models"
         v = v.with_why(f"{v.why}; decided on {what}, below the {min_replicas} independently trained replicas the "
