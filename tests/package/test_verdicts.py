@@ -370,7 +370,9 @@ def test_a_replica_too_small_for_the_statistic_is_left_out_not_counted_as_disagr
 
 def test_a_replica_only_a_premise_frame_holds_is_left_out_not_counted_as_disagreeing():
     """Few-class's premise replicas appear in the flips frame only: the claim on their rows alone has nothing to
-    test. Shown as left out, not as a replica whose verdict disagrees; a claim not testable pooled keeps them."""
+    test. Counted apart, not as a replica whose verdict disagrees; a claim not testable pooled keeps them."""
+    from dataclasses import replace
+
     import pandas as pd
 
     from faithlab.verdicts import LEFT_OUT, Claim, Verdict, replicated
@@ -387,11 +389,12 @@ def test_a_replica_only_a_premise_frame_holds_is_left_out_not_counted_as_disagre
         return _claim_fn(frame)
 
     c = replicated(claim, frame, premise, seeds=0)
-    assert c.verdict == REPRODUCED
-    assert c.replicas == (REPRODUCED, REPRODUCED, REPRODUCED, LEFT_OUT, LEFT_OUT)
-    assert c.replica_agreement == "3 of 3 replicas (2 left out: too few units alone)"
+    assert c.verdict == REPRODUCED and c.replicas == (REPRODUCED,) * 3 + (UNTESTABLE,) * 2
+    assert c.replica_agreement == "3 of 3 replicas (2 not testable alone)"
+    one_statistic = replace(c, replicas=(LEFT_OUT,) * 3 + (UNTESTABLE,) * 2)  # C4: no replica decides alone
+    assert one_statistic.replica_agreement == "3 replicas (each too few units to decide alone; 2 not testable alone)"
     untestable = replicated(claim, frame, premise, fails=True, seeds=0)
-    assert untestable.replicas == (UNTESTABLE,) * 5
+    assert untestable.replicas == (UNTESTABLE,) * 5 and untestable.replica_agreement == "5 of 5 replicas"
 
 
 def test_replica_agreement_tells_undecided_replicas_from_disagreeing_ones():

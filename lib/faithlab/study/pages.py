@@ -606,7 +606,8 @@ def procedure_html() -> str:
         f"under {V.STABILITY_SEEDS} other seeds, else it is published as inconclusive;",
         "how many replicas alone give the pooled verdict is shown beside each claim (replica agreement): it is a "
         "description, not part of the decision; a replica whose rows alone are too few for the statistic is "
-        "shown as left out, not as disagreeing;",
+        "shown as left out, and one with nothing testable alone (e.g. a replica trained for a premise only) as "
+        "not testable alone, neither as disagreeing;",
         "identities, ratios fixed by design, results that hold by construction and checks of our own stand-ins are "
         "study checks, shown and counted apart from the papers' claims.",
     ]

@@ -475,16 +475,23 @@ class Claim:
         few units alone); "R replicas (each too few units to decide alone)" when none can be decided alone (a
         claim on one statistic per replica), not "0 of 0", which reads as disagreement; "one trained model" when
         the frames of a claim about trained models carry no replica column, "—" for a claim that rests on no
-        training (``trained`` False). A description: it is not part of the decision."""
+        training (``trained`` False). A replica not testable alone while the claim is testable pooled is counted
+        apart ("k not testable alone"), neither agreeing nor disagreeing. A description: it is not part of the
+        decision."""
         if not self.replicas:
             return "one trained model" if self.trained else "—"
         own = self.raw or str(self.verdict)
-        kept = [str(v) for v in self.replicas if str(v) != LEFT_OUT]
-        out = len(self.replicas) - len(kept)
+        # a replica not testable alone while the pooled claim is testable (e.g. one that only a premise frame holds:
+        # Few-class's premise replicas) neither agrees nor disagrees: counted apart
+        apart = [str(v) for v in self.replicas if str(v) == NOT_TESTABLE and own != NOT_TESTABLE]
+        kept = [str(v) for v in self.replicas if str(v) != LEFT_OUT and not (str(v) == NOT_TESTABLE and apart)]
+        out = len(self.replicas) - len(kept) - len(apart)
+        untestable = f"{len(apart)} not testable alone" if apart else ""
         if not kept:
-            return f"{out} replicas (each too few units to decide alone)"
+            return f"{out} replicas (each too few units to decide alone{'; ' + untestable if apart else ''})"
         alone = sum(v == INCONCLUSIVE for v in kept) if own != INCONCLUSIVE else 0
-        notes = [f"{alone} undecided alone" if alone else "", f"{out} left out: too few units alone" if out else ""]
+        notes = [f"{alone} undecided alone" if alone else "", f"{out} left out: too few units alone" if out else "",
+                 untestable]
         notes = [n for n in notes if n]
         return f"{sum(v == own for v in kept)} of {len(kept)} replicas" + (f" ({'; '.join(notes)})" if notes else "")
 
@@ -626,9 +633,6 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
         raise TypeError(f"trained must be True, False or None, got {trained!r}")
     models = (max(sum(p != LEFT_OUT for p in per), 1) if claim.kept_replicas is None
               else int(claim.kept_replicas))
-    if str(claim.verdict) != NOT_TESTABLE:  # a replica with nothing testable alone (e.g. one that only a premise frame
-        # holds: Few-class's premise replicas) is left out of the agreement, not shown as disagreeing
-        per = [LEFT_OUT if p == NOT_TESTABLE else p for p in per]
     if trained and v in DECIDED and models < min_replicas:
         what = "one trained model" if models == 1 else f"{models} trained models"
         v = v.with_why(f"{v.why}; decided on {what}, below the {min_replicas} independently trained replicas the "
