@@ -211,7 +211,8 @@ fig, axes = fl.plots.panels(1, len(ood_sets), height=2.6, legend="right", sharey
 for ax, k in zip(axes[0], ood_sets):
     fl.plots.correlation_bars(long[long["setting"] == LABEL[k]], x="input", y="accuracy", hue="model", ax=ax)
     ax.set_ylim(0, 1.02)
-    ax.set(title=f"{LABEL[k]}\nk = {int(ood.loc[ood['setting'] == LABEL[k], 'k'].max())}", xlabel="")
+    name, _, size = LABEL[k].partition(": ")  # one short line each: the panels' titles overlapped on one line
+    ax.set(title=f"{name}\n{size}\nk = {int(ood.loc[ood['setting'] == LABEL[k], 'k'].max())}", xlabel="")
 fig.tight_layout()
 fl.plots.legend_outside(fig)
 out.figure(fig, "ood_diagnostic")
