@@ -484,7 +484,7 @@ class Claim:
         # a replica not testable alone while the pooled claim is testable (e.g. one that only a premise frame holds:
         # Few-class's premise replicas) neither agrees nor disagrees: counted apart
         apart = [str(v) for v in self.replicas if str(v) == NOT_TESTABLE and own != NOT_TESTABLE]
-        kept = [str(v) for v in self.replicas if str(v) != LEFT_OUT and not (str(v) == NOT_TESTABLE and apart)]
+        kept = [str(v) for v in self.replicas if str(v) != LEFT_OUT and str(v) not in apart]
         out = len(self.replicas) - len(kept) - len(apart)
         untestable = f"{len(apart)} not testable alone" if apart else ""
         if not kept:
