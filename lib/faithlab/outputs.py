@@ -24,7 +24,8 @@ NOTEBOOK_ENV = "FAITHLAB_NOTEBOOK"  # set by the study runner in a notebook's ke
 OUTPUT_DIR_ENV = "FAITHLAB_OUTPUT_DIR"  # set by the study runner in a notebook's kernel: its staging folder
 CLAIMS = "claims.csv"  # a notebook's claims, in its folder; the runner's scorecard collects them
 CLAIM_COLUMNS = ("paper", "experiment", "claim", "paper_value", "our_value", "verdict", "rule", "premise", "note",
-                 "kind", "decision", "replicas", "stability", "units", "function", "power", "rule_id")
+                 "kind", "decision", "replicas", "stability", "units", "function", "power", "rule_id",
+                 "trained_replicas")
 
 
 def _in_kernel() -> bool:
@@ -283,7 +284,7 @@ class Outputs:
         from faithlab.verdicts import Claim, replicated
 
         rule = premise = decision = function = power = rule_id = ""
-        kind, replicas, stability, units = "paper", "—", "—", None
+        kind, replicas, stability, units, trained = "paper", "—", "—", None, None
         if callable(claim) and not isinstance(claim, str):
             if verdict is not None:
                 raise TypeError("claim is a claim function: it decides the verdict, give none")
@@ -298,6 +299,7 @@ class Outputs:
         if isinstance(claim, Claim):
             kind, decision, units = claim.kind, claim.decision, claim.units
             replicas, stability, power = claim.replica_agreement, claim.bootstrap_stability, claim.power
+            trained = claim.trained_replicas
             rule_id = claim.rule_id or ""
             if not (paper_value is None and our_value is None and verdict is None):
                 raise TypeError("claim is a Claim: it carries paper_value, our_value and verdict, give none of them")
@@ -327,6 +329,7 @@ class Outputs:
             "function": function,
             "power": power,
             "rule_id": rule_id,
+            "trained_replicas": trained,
         }
         self._claims = [c for c in self._claims if c["claim"] != claim] + [row]
         frame = pd.DataFrame(self._claims, columns=list(CLAIM_COLUMNS))

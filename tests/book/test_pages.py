@@ -232,6 +232,13 @@ def test_transfer_section_lists_the_settings_that_differ_and_the_scale_of_the_cl
     # a claim on one statistic per replica counts its replicas too (it once read "0 of 0 replicas" and counted 0)
     per_replica = claims.assign(replicas=["3 of 3 replicas", "5 replicas (each too few units to decide alone)", "—"])
     assert "and 3–5 trained replicas." in pages.transfer_html(setup, per_replica)
+    # the claims' count of trained replicas wins over the agreement's "k of R", which leaves out the replicas
+    # counted apart (Few-class's premise replicas once read "2–3 trained replicas" for 3 and 5)
+    counted = claims.assign(replicas=["2 of 2 replicas (2 left out: too few units alone; 1 not testable alone)",
+                                      "one trained model", "—"], trained_replicas=[5, 1, None])
+    assert "and 5 trained replicas, 1 on one trained model." in pages.transfer_html(setup, counted)
+    assert "and 2 trained replicas, 1 on one trained model." in pages.transfer_html(
+        setup, counted.drop(columns="trained_replicas"))
 
 
 def test_the_preregistration_shows_the_procedure_the_rules_files_their_log_and_the_coverage():

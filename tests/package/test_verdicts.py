@@ -392,7 +392,12 @@ def test_a_replica_only_a_premise_frame_holds_is_left_out_not_counted_as_disagre
     assert c.verdict == REPRODUCED and c.replicas == (REPRODUCED,) * 3 + (UNTESTABLE,) * 2
     assert c.replica_agreement == "3 of 3 replicas (2 not testable alone)"
     one_statistic = replace(c, replicas=(LEFT_OUT,) * 3 + (UNTESTABLE,) * 2)  # C4: no replica decides alone
-    assert one_statistic.replica_agreement == "3 replicas (each too few units to decide alone; 2 not testable alone)"
+    assert one_statistic.replica_agreement == "5 replicas (3 too few units to decide alone; 2 not testable alone)"
+    assert c.trained_replicas == one_statistic.trained_replicas == 5
+    # every replica apart: all of them counted, never "0 replicas" (F6 once read "0 replicas (each too few units to
+    # decide alone; 3 not testable alone)")
+    apart = replace(c, replicas=(UNTESTABLE,) * 3)
+    assert apart.replica_agreement == "3 replicas (each not testable alone)"
     untestable = replicated(claim, frame, premise, fails=True, seeds=0)
     assert untestable.replicas == (UNTESTABLE,) * 5 and untestable.replica_agreement == "5 of 5 replicas"
 
@@ -412,3 +417,6 @@ def test_replica_agreement_tells_undecided_replicas_from_disagreeing_ones():
     assert undecided.replica_agreement == "1 of 2 replicas"
     # a claim on one statistic per replica: no replica decides alone, which is not a disagreement ("0 of 0")
     assert replace(c, replicas=(LEFT_OUT,) * 3).replica_agreement == "3 replicas (each too few units to decide alone)"
+    assert replace(c, replicas=(LEFT_OUT,) * 3).trained_replicas == 3
+    assert c.trained_replicas == 1 and c.replica_agreement == "one trained model"
+    assert replace(c, trained=False).trained_replicas is None

@@ -882,7 +882,7 @@ def build_html(url: str, *, seconds: float, notebooks: int, profiles: list[str])
 
 def transfer_html(setup: pd.DataFrame, claims: pd.DataFrame, *, shown: int = 4) -> str:
     """A chapter's "how far this transfers", generated from its set-up table (setting | paper | ours) and its claims
-    (the scorecard's ``units`` and ``replicas``): which settings differ from the paper's (the first ``shown`` with
+    (the scorecard's ``units``, ``replicas`` and ``trained_replicas``): which settings differ from the paper's (the first ``shown`` with
     both values), the scale the verdicts rest on, and what a verdict here does and does not say."""
     differ = setup[(setup["paper"].astype(str).str.strip() != setup["ours"].astype(str).str.strip())
                    & ~setup["paper"].astype(str).str.strip().isin(["—", "-", ""])]
@@ -893,8 +893,14 @@ def transfer_html(setup: pd.DataFrame, claims: pd.DataFrame, *, shown: int = 4) 
             f"paper's" + (f": {listed}{more}." if listed else "."))
     units = pd.to_numeric(claims.get("units", pd.Series(dtype=float)), errors="coerce").dropna()
     replicas = claims.get("replicas", pd.Series(dtype=str)).astype(str)
-    counted = replicas.str.extract(r"(?:of )?(\d+) replicas")[0].dropna().astype(int)  # "k of R", "R replicas (...)"
-    single = int(replicas.str.contains("one trained model").sum())
+    trained = pd.to_numeric(claims.get("trained_replicas", pd.Series(index=claims.index, dtype=float)),
+                            errors="coerce")
+    # every trained replica a claim's frames hold (the claims column); claims written before it: the agreement's
+    # "k of R" / "R replicas", which leaves out the replicas counted apart
+    read = replicas.str.extract(r"(?:of )?(\d+) replicas")[0].astype(float)
+    trained = trained.where(trained.notna(), read)
+    single = int(((trained == 1) | replicas.str.contains("one trained model")).sum())
+    counted = trained[trained > 1].dropna().astype(int)
     if not units.empty:
         text += (f" The claims rest on {units.min():.0f}–{units.max():.0f} units in their smallest cell (median "
                  f"{units.median():.0f})")

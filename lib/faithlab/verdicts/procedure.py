@@ -473,7 +473,9 @@ class Claim:
         """"k of R replicas" whose own verdict is the claim function's verdict on all replicas pooled, with how many
         of the others are merely undecided alone (one replica's interval is wider) and how many were left out (too
         few units alone); "R replicas (each too few units to decide alone)" when none can be decided alone (a
-        claim on one statistic per replica), not "0 of 0", which reads as disagreement; "one trained model" when
+        claim on one statistic per replica), not "0 of 0", which reads as disagreement — R counts every replica,
+        with the reasons apart when they differ ("5 replicas (3 too few units to decide alone; 2 not testable
+        alone)"); "one trained model" when
         the frames of a claim about trained models carry no replica column, "—" for a claim that rests on no
         training (``trained`` False). A replica not testable alone while the claim is testable pooled is counted
         apart ("k not testable alone"), neither agreeing nor disagreeing. A description: it is not part of the
@@ -487,13 +489,25 @@ class Claim:
         kept = [str(v) for v in self.replicas if str(v) != LEFT_OUT and str(v) not in apart]
         out = len(self.replicas) - len(kept) - len(apart)
         untestable = f"{len(apart)} not testable alone" if apart else ""
-        if not kept:
-            return f"{out} replicas (each too few units to decide alone{'; ' + untestable if apart else ''})"
+        if not kept:  # every replica is left out or apart (never "0 replicas", nor R short of the apart ones)
+            reasons = [f"{n} {why}" for n, why in ((out, "too few units to decide alone"),
+                                                    (len(apart), "not testable alone")) if n]
+            each = "each " + reasons[0].split(" ", 1)[1] if len(reasons) == 1 else "; ".join(reasons)
+            return f"{len(self.replicas)} replicas ({each})"
         alone = sum(v == INCONCLUSIVE for v in kept) if own != INCONCLUSIVE else 0
         notes = [f"{alone} undecided alone" if alone else "", f"{out} left out: too few units alone" if out else "",
                  untestable]
         notes = [n for n in notes if n]
         return f"{sum(v == own for v in kept)} of {len(kept)} replicas" + (f" ({'; '.join(notes)})" if notes else "")
+
+    @property
+    def trained_replicas(self) -> int | None:
+        """How many trained replicas the claim's frames hold (every replica of :attr:`replica_agreement`, left out
+        and not testable alone included): 1 for a claim about one trained model, None for a claim that rests on
+        no training (``trained`` False)."""
+        if self.replicas:
+            return len(self.replicas)
+        return 1 if self.trained else None
 
     @property
     def bootstrap_stability(self) -> str:
