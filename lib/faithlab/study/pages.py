@@ -882,8 +882,9 @@ def build_html(url: str, *, seconds: float, notebooks: int, profiles: list[str])
 
 def transfer_html(setup: pd.DataFrame, claims: pd.DataFrame, *, shown: int = 4) -> str:
     """A chapter's "how far this transfers", generated from its set-up table (setting | paper | ours) and its claims
-    (the scorecard's ``units``, ``replicas`` and ``trained_replicas``): which settings differ from the paper's (the first ``shown`` with
-    both values), the scale the verdicts rest on, and what a verdict here does and does not say."""
+    (the scorecard's ``units``, ``replicas`` and ``trained_replicas``): which settings differ from the paper's (the
+    first ``shown`` with both values), the scale the verdicts rest on, and what a verdict here does and does not
+    say."""
     differ = setup[(setup["paper"].astype(str).str.strip() != setup["ours"].astype(str).str.strip())
                    & ~setup["paper"].astype(str).str.strip().isin(["—", "-", ""])]
     listed = "; ".join(f"{r['setting']} (paper: {r['paper']}; here: {r['ours']})"
