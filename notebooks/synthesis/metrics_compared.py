@@ -421,12 +421,15 @@ card.drop(columns="metric").round(2)
 # %% [markdown]
 # ## 6. The guide: which metric holds up in which situation
 # Per situation (one setup, `replicas` trained models), a metric *holds up* when its recovery's interval lies above
-# the margin (it recovers the known ranking better than chance) and no other metric beats it (no paired difference
-# whose interval lies above the margin); where several hold up, the replicas do not separate them, and the guide
-# names them all. Metrics that nothing beats but whose recovery the replicas do not separate from chance are named
-# as such. A metric shown to move with the removal value carries a caveat. Then, for a cost budget, the metrics
-# that hold up in at least half of the situations, cheapest first. The book's guide page and the front page's
-# answer are generated from this table (`guide.csv`).
+# the margin (it recovers the known ranking better than chance) and it is shown no worse than every other metric by
+# more than the margin (for each other metric, the upper end of the interval of other − it lies below the margin);
+# where several hold up, none is better than another by more than the margin, and the guide names them all. A metric
+# is *beaten* when a one-sided t test against the margin rejects after Holm's correction over the situation's pairs;
+# what neither holds up nor is beaten is "not separated", never named. The rule is registered (`[answers.guide]` in
+# the synthesis rules file, with its change log on the pre-registration page); the functions read it from there. A
+# metric shown to move with the removal value carries a caveat. Then, for a cost budget, the metrics that hold up in
+# at least half of the situations, cheapest first. The book's guide page and the front page's answer are generated
+# from this table (`guide.csv`).
 
 # %%
 sensitive = sensitivity.set_index("label")

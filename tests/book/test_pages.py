@@ -152,9 +152,9 @@ def test_build_line_names_a_local_build_and_sums_the_notebooks_run_time():
 
 def _guide_inputs():
     rec = pd.DataFrame({"metric": ["a", "b", "c"] * 2, "label": ["A", "B", "C"] * 2,
-                        "spearman": [0.9, 0.8, 0.1, 0.5, 0.1, -0.2],
-                        "spearman low": [0.8, 0.6, -0.2, 0.3, -0.1, -0.4],
-                        "spearman high": [1.0, 0.9, 0.4, 0.7, 0.3, 0.0], "setup": ["s1"] * 3 + ["s2"] * 3})
+                        "spearman": [0.9, 0.87, 0.1, 0.5, 0.1, -0.2],
+                        "spearman low": [0.88, 0.85, -0.2, 0.3, -0.1, -0.4],
+                        "spearman high": [0.92, 0.9, 0.4, 0.7, 0.3, 0.0], "setup": ["s1"] * 3 + ["s2"] * 3})
     cost = pd.DataFrame({"metric": ["a", "b", "c"], "label": ["A", "B", "C"], "inputs per sample": [50.0, 9.0, 9.0]})
     card = pd.DataFrame({"metric": ["b", "a", "c"], "label": ["B", "A", "C"], "overall": [1.5, 2.0, 2.5],
                          **{f"rank {c}": [1, 2, 3] for c in ("recovery", "OOD recovery", "resilience",
@@ -166,7 +166,8 @@ def test_answer_guide_and_reconciliation_are_generated_from_the_synthesis_tables
     from faithlab.protocols import synthesis as syn
 
     rec, cost, card = _guide_inputs()
-    guide = syn.guide(rec, {"case one": "s1", "case two": "s2"}, cost_table=cost, reference_spread={"A": 0.5})
+    guide = syn.guide(rec, {"case one": "s1", "case two": "s2"}, cost_table=cost, reference_spread={"A": 0.5},
+                      margin=0.1)
     answer = pages.answer_html(guide, card, "which_metric.html", pd.DataFrame({"images": [24, 24]}))
     assert 'href="which_metric.html"' in answer and "A (2 of 2)" in answer and "scored on 24 images" in answer
     assert "one trained model scored" in answer
@@ -174,7 +175,7 @@ def test_answer_guide_and_reconciliation_are_generated_from_the_synthesis_tables
                                                                                   "replicas": [5, 5]}))
     assert "Each situation is 5 independently trained models, each scored on 24 images" in replicated
     page = pages.guide_html(guide, pd.DataFrame({"setup": ["s1"], "images": [24]}), "which_metric")
-    assert "Case one" in page and "24 images" in page and "0.90 [0.80, 1.00]" in page
+    assert "Case one" in page and "24 images" in page and "0.90 [0.88, 0.92]" in page
     assert 'href="_generated/synthesis/metrics_compared.html"' in page
     assert "synthesis notebook did not run" in pages.answer_html(guide.iloc[:0], card, "w.html")
     scorecard = _card([["saco", "e", "S1: x", "", "", R, "", "", ""]])
@@ -256,8 +257,11 @@ def test_the_preregistration_shows_the_procedure_the_rules_files_their_log_and_t
     assert 'id="rule-B1"' in rules and "digits_classifier.html#" in rules and "margin_source" in rules  # raw file
     assert "not decided in this build" in pages.rules_html(card.assign(rule_id=""), "preregistration", "basics")
     assert "No rule is registered" in pages.rules_html(card, "preregistration", "no such paper")
+    guide = pages.rules_html(card, "preregistration", "synthesis")  # the guide's registered rule, a study answer
+    assert 'id="rule-guide"' in guide and "study answer" in guide and "holds up: recovers and not worse" in guide
+    assert 'id="rule-guide"' not in rules
     log = pages.rules_log_html()
-    assert "registered" in log and "2026-11-27" in log and "basics" in log
+    assert "registered" in log and "2026-11-27" in log and "basics" in log and "holds_up" in log
     frame = pd.DataFrame({"interval": ["t on units", "t on units"], "replicas": [1, 1], "units": [30, 60],
                           "ratio": [None, None], "kind": ["skewed", "skewed"], "share": [None, None],
                           "logit SD": [None, None], "coverage": [0.921, 0.947], "se": [0.004, 0.0035],

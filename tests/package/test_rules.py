@@ -76,6 +76,24 @@ def test_a_change_with_its_log_line_passes_and_a_wrong_new_value_is_caught(tmp_p
     assert any("before the line above" in p for p in R.audit(path))
 
 
+def test_the_guides_registered_answer_is_read_and_its_changes_are_logged(tmp_path):
+    guide = R.answer("guide")
+    assert guide["holds_up"] in R.HOLDS_UP and guide["beats"] in R.BEATS and guide["margin_source"].strip()
+    with pytest.raises(ValueError, match="answer 'nothing' has no rule"):
+        R.answer("nothing")
+    source = next(p for p in FILES if R.load_answers(p))
+    target = tmp_path / source.name
+    target.write_text(source.read_text())
+    assert R.audit(target) == []
+    changed = target.read_text().replace('beats = "holm"', 'beats = "per comparison"')
+    assert changed != target.read_text()
+    target.write_text(changed)  # an answer's rule changed without a log line is caught like a claim's
+    assert any("changed without a line in the log" in p for p in R.audit(target))
+    target.write_text(changed.replace('holds_up = "recovers and not worse than any"', 'holds_up = "whatever"'))
+    with pytest.raises(ValueError, match=r"\[answers.guide\]: holds_up must be one of"):
+        R.load_answers(target)
+
+
 def test_no_decision_without_a_registered_rule():
     with pytest.raises(ValueError, match="has no rule"):
         fl.verdicts.rule("no such claim")

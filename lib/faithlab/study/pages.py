@@ -696,6 +696,19 @@ def rules_html(scorecard: pd.DataFrame, docname: str, paper: str) -> str:
             f"<td>{html.escape(r.null)}" + (f"<br><small>premises: {html.escape(premises)}</small>" if premises
                                             else "") + "</td>"
             f"<td>{r.replicas} × {r.units}<br><small>{html.escape(r.interval)}</small></td></tr>")
+    from faithlab.verdicts.rules import BEATS, HOLDS_UP, all_answers
+
+    for name, a in all_answers().items():  # a study answer's registered rule (the synthesis's guide)
+        if a["paper"] != paper:
+            continue
+        rows.append(
+            f'<tr id="rule-{html.escape(name)}"><td class="fl-claim"><b>{html.escape(name)}</b> '
+            f'<span class="fl-kind">study answer</span><br>{html.escape(a["statement"])}</td>'
+            f"<td>{html.escape(HOLDS_UP[a['holds_up']])}; {html.escape(BEATS[a['beats']])}</td>"
+            f"<td>{html.escape(a['margin'])}<br><small>{html.escape(a['margin_source'])}</small></td>"
+            f"<td>holds up: {html.escape(a['holds_up'])}; beats: {html.escape(a['beats'])}</td><td></td>"
+            f"<td>{a['replicas']} per situation<br><small>{html.escape(a['interval'])}, level "
+            f"{a['level']:g}</small></td></tr>")
     head = ("<thead><tr><th>rule and the claims it decided</th><th>statistic</th><th>direction, margin (source)</th>"
             "<th>cells combine</th><th>null; premises</th><th>design R × n; interval</th></tr></thead>")
     from faithlab.verdicts.rules import load

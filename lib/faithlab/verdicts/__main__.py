@@ -3,11 +3,11 @@ its audit finds wrong (faithlab.verdicts.rules.audit); exits 1 when something is
 
 import sys
 
-from faithlab.verdicts.rules import audit, fingerprint, load, rule_files
+from faithlab.verdicts.rules import audit, fingerprint, load, load_answers, rule_files
 
 problems = 0
 for path in sys.argv[1:] or [str(f) for f in rule_files()]:
-    print(path, fingerprint(load(path)[0]))
+    print(path, fingerprint(load(path)[0], load_answers(path)))
     for problem in audit(path):
         problems += 1
         print("  ", problem)

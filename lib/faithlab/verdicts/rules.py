@@ -8,6 +8,9 @@ null, the premises, the replicas and units the design needs and the interval. A 
 :class:`Rule` from :func:`rule` and hands it to :func:`faithlab.verdicts.decide`; a :class:`faithlab.verdicts.Claim`
 carries the rule it was decided by, so no decision uses a rule that is not in the file.
 
+A file may also register how a study answer decides what it names (``[answers.<name>]``, e.g. the synthesis's
+guide: :func:`answer`), under the same change log and fingerprint.
+
 Each file's ``[[log]]`` is its change log: one line per change (date, claim, field, old → new, why), the registration
 first. Each line carries the fingerprint (:func:`fingerprint`) of the file's rules after it, so that a change without a
 log line is caught (tests/package/test_rules.py): the last line's fingerprint must be the file's, and the last line
@@ -26,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["RULES_DIR", "Rule", "rule", "all_rules", "log", "fingerprint", "DECISIONS", "DIRECTIONS", "load",
-           "rule_files", "audit"]
+           "rule_files", "audit", "answer", "all_answers", "load_answers", "HOLDS_UP", "BEATS"]
 
 RULES_DIR = Path(__file__).with_name("registered")
 """The committed rules files, one ``<paper>.toml`` per chapter."""
@@ -48,6 +51,25 @@ _FIELDS = {"paper": str, "kind": str, "claim": str, "statistic": str, "direction
            "margin_source": str, "decision": str, "null": str, "premises": list, "replicas": int, "units": int,
            "interval": str}
 _OPTIONAL = {"share": (int, float), "parts": list, "over": str, "unit": str, "note": str}
+HOLDS_UP = {
+    "recovers and not beaten": "a metric holds up when its recovery lies above the margin and no metric beats it "
+                               "(absence of a significant difference counts as a tie)",
+    "recovers and not worse than any": "a metric holds up when its recovery lies above the margin and, against every "
+                                       "other metric, the interval of (other − it) lies below the margin: shown not "
+                                       "worse than any by more than the margin (an intersection-union test, each "
+                                       "comparison at the interval's level)",
+}
+"""How the guide's "holds up" is decided, by the ``holds_up`` an ``[answers.<name>]`` table names."""
+BEATS = {
+    "per comparison": "metric A beats metric B when the interval of their paired difference lies above the margin, "
+                      "each pair at the interval's level",
+    "holm": "metric A beats metric B when the one-sided t test of their paired difference against the margin "
+            "rejects after Holm's step-down correction over every ordered pair of the situation (family-wise error "
+            "1 − level)",
+}
+"""How the guide's "beaten by" is decided, by the ``beats`` an ``[answers.<name>]`` table names."""
+_ANSWER_FIELDS = {"paper": str, "statement": str, "margin": str, "margin_source": str, "holds_up": str,
+                  "beats": str, "level": float, "replicas": int, "interval": str}
 
 
 @dataclass(frozen=True)
@@ -146,6 +168,37 @@ def _check(cid: str, entry: Mapping) -> Rule:
                 note=entry.get("note", ""), raw=dict(entry))
 
 
+def _check_answer(name: str, entry: Mapping) -> dict:
+    where = f"[answers.{name}]"
+    for key, kind in _ANSWER_FIELDS.items():
+        if key not in entry:
+            raise ValueError(f"{where} lacks {key!r}")
+        if not isinstance(entry[key], kind) or isinstance(entry[key], bool):
+            raise ValueError(f"{where}: {key} must be {kind}, got {entry[key]!r}")
+    unknown = set(entry) - set(_ANSWER_FIELDS) - {"note"}
+    if unknown:
+        raise ValueError(f"{where} has unknown fields {sorted(unknown)}")
+    if entry["holds_up"] not in HOLDS_UP:
+        raise ValueError(f"{where}: holds_up must be one of {tuple(HOLDS_UP)}, got {entry['holds_up']!r}")
+    if entry["beats"] not in BEATS:
+        raise ValueError(f"{where}: beats must be one of {tuple(BEATS)}, got {entry['beats']!r}")
+    if not 0 < entry["level"] < 1:
+        raise ValueError(f"{where}: level must lie in (0, 1), got {entry['level']!r}")
+    return dict(entry)
+
+
+def load_answers(path: Path | str) -> dict[str, dict]:
+    """The registered answers of one rules file (its ``[answers.<name>]`` tables: how a study answer such as the
+    synthesis's guide decides what it names), ``{}`` when it has none."""
+    with open(path, "rb") as fh:
+        data = tomllib.load(fh)
+    answers = data.get("answers", {})
+    try:
+        return {name: _check_answer(name, entry) for name, entry in answers.items()}
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
+
+
 def load(path: Path | str) -> tuple[dict[str, Rule], list[dict]]:
     """The rules and the change log of one rules file → ``({id: Rule}, [log line, ...])``."""
     with open(path, "rb") as fh:
@@ -165,9 +218,10 @@ def rule_files(folder: Path | str = RULES_DIR) -> list[Path]:
 
 
 @functools.lru_cache(maxsize=1)
-def _loaded() -> tuple[dict[str, Rule], dict[str, list[dict]]]:
+def _loaded() -> tuple[dict[str, Rule], dict[str, list[dict]], dict[str, dict]]:
     found: dict[str, Rule] = {}
     logs: dict[str, list[dict]] = {}
+    answers: dict[str, dict] = {}
     for path in rule_files():
         claims, lines = load(path)
         clash = set(claims) & set(found)
@@ -175,7 +229,8 @@ def _loaded() -> tuple[dict[str, Rule], dict[str, list[dict]]]:
             raise ValueError(f"{path} registers {sorted(clash)}, registered in another rules file too")
         found.update(claims)
         logs[path.stem] = lines
-    return found, logs
+        answers.update(load_answers(path))
+    return found, logs, answers
 
 
 def all_rules() -> dict[str, Rule]:
@@ -188,6 +243,21 @@ def log() -> dict[str, list[dict]]:
     return {k: list(v) for k, v in _loaded()[1].items()}
 
 
+def all_answers() -> dict[str, dict]:
+    """Every registered answer (``[answers.<name>]`` tables), by name."""
+    return {k: dict(v) for k, v in _loaded()[2].items()}
+
+
+def answer(name: str) -> dict:
+    """The registered rule of the study answer ``name`` (e.g. ``"guide"``); ValueError naming the folder when it has
+    none."""
+    found = _loaded()[2].get(name)
+    if found is None:
+        raise ValueError(f"answer {name!r} has no rule in {RULES_DIR}: register it there (an [answers.{name}] table "
+                         "with a line in its file's change log) before deciding it")
+    return dict(found)
+
+
 def rule(claim_id: str) -> Rule:
     """The committed rule of claim ``claim_id`` (e.g. ``"C1"``); ValueError naming the folder when it has none."""
     found = _loaded()[0].get(claim_id)
@@ -197,9 +267,12 @@ def rule(claim_id: str) -> Rule:
     return found
 
 
-def fingerprint(claims: Mapping[str, Rule | Mapping]) -> str:
-    """12 hex digits of the SHA-256 of the rules (their TOML values as canonical JSON): what a log line records."""
+def fingerprint(claims: Mapping[str, Rule | Mapping], answers: Mapping[str, Mapping] | None = None) -> str:
+    """12 hex digits of the SHA-256 of the rules (their TOML values as canonical JSON), and of the registered
+    answers where the file has some: what a log line records."""
     plain = {cid: dict(r.raw) if isinstance(r, Rule) else dict(r) for cid, r in claims.items()}
+    if answers:
+        plain["[answers]"] = {k: dict(v) for k, v in answers.items()}
     return hashlib.sha256(json.dumps(plain, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:12]
 
 
@@ -216,6 +289,7 @@ def audit(path: Path | str) -> list[str]:
 
     problems: list[str] = []
     claims, lines = load(path)
+    answers = load_answers(path)
     if not lines:
         return [f"{path}: no change log ([[log]] lines)"]
     previous = ""
@@ -236,7 +310,7 @@ def audit(path: Path | str) -> list[str]:
         if k == 1 and change != "registered":
             problems.append(f"{path} log line 1 must register the rules (change = \"registered\")")
         if change == "registered":
-            registered.update(claims if line["claim"] == "*" else [line["claim"]])
+            registered.update([*claims, *answers] if line["claim"] == "*" else [line["claim"]])
         elif change == "changed":
             if not all(f in line for f in ("field", "old", "new")):
                 problems.append(f"{path} log line {k} changes a rule: it names field, old and new")
@@ -246,16 +320,17 @@ def audit(path: Path | str) -> list[str]:
             registered.discard(line["claim"])
         else:
             problems.append(f"{path} log line {k}: change must be registered, changed or removed, got {change!r}")
-    unregistered = sorted(set(claims) - registered)
+    unregistered = sorted((set(claims) | set(answers)) - registered)
     if unregistered:
         problems.append(f"{path}: {unregistered} have no registration line in the log")
-    current = fingerprint(claims)
+    current = fingerprint(claims, answers)
     if str(lines[-1].get("fingerprint")) != current:
         problems.append(f"{path}: the rules changed without a line in the log (the last line records fingerprint "
                         f"{lines[-1].get('fingerprint')!r}, the file's rules are {current!r}): add a line naming "
                         "the claim, field, old → new and why, with fingerprint = " + repr(current))
     for (cid, name), new in latest.items():
-        if cid in claims and claims[cid].raw.get(name) != new:
+        held = claims[cid].raw if cid in claims else answers.get(cid)
+        if held is not None and held.get(name) != new:
             problems.append(f"{path}: the log's last change of {cid}.{name} gives {new!r}, the rule holds "
-                            f"{claims[cid].raw.get(name)!r}")
+                            f"{held.get(name)!r}")
     return problems

@@ -400,38 +400,75 @@ def test_separations_judge_paired_differences_on_the_replica_means():
         syn.separations(units.drop(columns="setup"), margin=0.1)
 
 
+def test_separations_correct_the_beats_for_the_situations_pairs():
+    units = _units({"A": (0.8, 0.82, 0.78), "B": (0.3, 0.35, 0.25), "C": (0.0, 0.02, -0.02), "D": (0.3, 0.3, 0.32)},
+                   seed=1)
+    holm = syn.separations(units, margin=0.1, correction="holm").set_index(["a", "b"])
+    each = syn.separations(units, margin=0.1, correction="per comparison").set_index(["a", "b"])
+    # C vs D: beaten at the 95 % interval of the pair alone, not after Holm over the 12 one-sided tests
+    assert each.loc[("C", "D"), "outcome"] == "b beats a" and holm.loc[("C", "D"), "outcome"] == "not separated"
+    assert holm.loc[("A", "C"), "outcome"] == "a beats b"
+    assert (holm["p"] >= each["p"] - 1e-12).all() and holm.loc[("A", "C"), "p"] < 0.05
+    # for one pair, Holm over its two one-sided tests is the 95 % interval's rule
+    two = units[units["label"].isin(["A", "D"])]
+    assert syn.separations(two, margin=0.1, correction="holm")["outcome"].tolist() == \
+        syn.separations(two, margin=0.1, correction="per comparison")["outcome"].tolist() == ["a beats b"]
+    assert syn.separations(units, margin=0.1)["outcome"].tolist() == holm["outcome"].tolist()  # the registered rule
+    with pytest.raises(ValueError, match="correction must be one of"):
+        syn.separations(units, margin=0.1, correction="bonferroni")
+
+
 def test_guide_names_only_what_the_replicas_separate():
     units = pd.concat([
-        # s1: A and B hold up, not separated; D is not separated from them nor from chance; C is beaten
-        _units({"A": (0.9, 0.92, 0.88), "B": (0.85, 0.95, 0.8), "C": (0.3, 0.32, 0.28), "D": (0.9, -0.2, 0.6)}, "s1"),
+        # s1: A and B hold up (within the margin of each other); C is beaten; D is not separated: its recovery is
+        # undecided and Holm's correction does not let A or B beat it, yet both are shown not worse than it
+        _units({"A": (0.9, 0.92, 0.88), "B": (0.88, 0.91, 0.87), "C": (0.3, 0.32, 0.28), "D": (0.2, -0.05, 0.35)},
+               "s1"),
         # s2: only A holds up and beats every other; C is shown not to recover the ranking
         _units({"A": (0.8, 0.82, 0.78), "B": (0.3, 0.35, 0.25), "C": (0.0, 0.02, -0.02), "D": (0.3, 0.3, 0.32)},
-               "s2", seed=1)], ignore_index=True)
+               "s2", seed=1),
+        # s3: A recovers best, but D's replicas disagree (0.9, −0.2, 0.6): A is not shown not worse than D, so
+        # neither is named ("not separated"), though A's point estimate leads
+        _units({"A": (0.9, 0.92, 0.88), "B": (0.3, 0.3, 0.32), "C": (0.0, 0.02, -0.02), "D": (0.9, -0.2, 0.6)},
+               "s3", seed=2)], ignore_index=True)
     sep = syn.separations(units, margin=0.1)
     cost = pd.DataFrame({"label": ["A", "B", "C", "D"], "inputs per sample": [50.0, 9.0, 9.0, 20.0]})
-    g = syn.guide(_recovered(units), {"case one": "s1", "case two": "s2"}, cost_table=cost, separation=sep,
-                  margin=0.1, reference_spread={"A": 0.5, "B": 0.1}, reference_moves={"A": "moves", "B": "stays"})
+    cases = {"case one": "s1", "case two": "s2", "case three": "s3"}
+    g = syn.guide(_recovered(units), cases, cost_table=cost, separation=sep, margin=0.1,
+                  reference_spread={"A": 0.5, "B": 0.1}, reference_moves={"A": "moves", "B": "stays"})
     held = g[g["holds up"]].groupby("situation", sort=False)["label"].apply(list).to_dict()
     assert held == {"case one": ["A", "B"], "case two": ["A"], syn.COST_CASE: ["B", "A"]}  # B: 1 of 2 is half
     one = g[g["situation"] == "case one"].set_index("label")
     assert bool(one.loc["D", "not separated"]) and one.loc["D", "recovers"] == "undecided"
-    assert one.loc["C", "beaten by"] == "A, B" and not one.loc["C", "holds up"]
+    assert one.loc["D", "beaten by"] == "" and one.loc["C", "beaten by"] == "A, B" and not one.loc["C", "holds up"]
     two = g[g["situation"] == "case two"].set_index("label")
     assert two.loc["C", "recovers"] == "fails" and two.loc["B", "beaten by"] == "A"
+    three = g[g["situation"] == "case three"].set_index("label")
+    assert three.loc["A", "recovers"] == "holds" and not three.loc["A", "holds up"]
+    assert three.loc[["A", "D"], "not separated"].all() and three.loc["B", "beaten by"] == "A"
+    # the rule as it was registered first: A holds up in s3, because nothing beats it
+    old = syn.guide(_recovered(units), cases, cost_table=cost, separation=sep, margin=0.1,
+                    holds_up="recovers and not beaten").set_index(["situation", "label"])
+    assert old.loc[("case three", "A"), "holds up"]
+    with pytest.raises(ValueError, match="holds_up must be one of"):
+        syn.guide(_recovered(units), cases, cost_table=cost, separation=sep, margin=0.1, holds_up="best")
     assert bool(g.loc[g["label"] == "A", "reference-sensitive"].all()) and not g.loc[g["label"] == "B",
                                                                                      "reference-sensitive"].any()
     text = syn.guide_sentences(g)
     assert text["case one"].startswith("For case one (setup “s1”, 3 trained models × 10 images each), A 0.")
-    assert "hold up: recovery of the known ranking above chance by more than 0.1" in text["case one"]
-    assert "the replicas do not separate them from one another" in text["case one"]
-    assert "Not separated from them either, but not shown above chance by the margin: D." in text["case one"]
+    assert "hold up: recovery of the known ranking above chance by more than 0.1, and a recovery shown no more " \
+           "than 0.1 below any other metric's" in text["case one"]
+    assert "none is better than another by more than the margin" in text["case one"]
+    assert "Not separated from them (neither shown worse nor shown within the margin): D." in text["case one"]
     assert "Caveat: the recovery of A (by 0.50) moves with the removal value." in text["case one"]
-    assert "holds up: " in text["case two"] and "do not separate" not in text["case two"]
+    assert "holds up: " in text["case two"] and "none is better" not in text["case two"]
     assert "Shown not to recover the ranking by the margin: C." in text["case two"]
+    assert "no metric holds up" in text["case three"] and "Not separated (neither shown worse than another " \
+           "metric nor shown within the margin of every other): A and D." in text["case three"]
     assert "A (50 model inputs per image and explainer; holds up in 2 of them)" in text[syn.COST_CASE]
     answer = syn.answer_sentence(g)
     assert "each replicated over 3 independently trained models" in answer
-    assert "the metrics that hold up, and in how many: A (2 of 2), B (1 of 2)" in answer and "A moves with the removal value" in answer
+    assert "the metrics that hold up, and in how many: A (2 of 3), B (1 of 3)" in answer and "A moves with the removal value" in answer
     assert "alone: A for case two" in answer and "so none of them is named best" in answer
     assert "2 of 4 metrics hold up nowhere (C, D)" in answer  # in the order of the units, not by recovery
     assert "report card" not in answer
@@ -449,18 +486,19 @@ def test_guide_names_only_what_the_replicas_separate():
 
 def test_guide_without_separations_reads_the_recovery_intervals():
     rec = pd.DataFrame({"metric": ["a", "b", "c"] * 2, "label": ["A", "B", "C"] * 2,
-                        "spearman": [0.9, 0.8, 0.1, 0.5, 0.1, -0.2],
-                        "spearman low": [0.8, 0.6, -0.2, 0.3, -0.1, -0.4],
-                        "spearman high": [1.0, 0.9, 0.4, 0.7, 0.3, 0.0], "setup": ["s1"] * 3 + ["s2"] * 3})
+                        "spearman": [0.9, 0.87, 0.1, 0.5, 0.1, -0.2],
+                        "spearman low": [0.88, 0.85, -0.2, 0.3, -0.1, -0.4],
+                        "spearman high": [0.92, 0.9, 0.4, 0.7, 0.3, 0.0], "setup": ["s1"] * 3 + ["s2"] * 3})
     cost = pd.DataFrame({"metric": ["a", "b", "c"], "label": ["A", "B", "C"], "inputs per sample": [50.0, 9.0, 9.0]})
-    g = syn.guide(rec, {"one": "s1", "two": "s2"}, cost_table=cost, reference_spread={"A": 0.5, "B": 0.1})
+    g = syn.guide(rec, {"one": "s1", "two": "s2"}, cost_table=cost, reference_spread={"A": 0.5, "B": 0.1}, margin=0.1)
     held = g[g["holds up"]].groupby("situation", sort=False)["label"].apply(list).to_dict()
-    # s1: A and B overlap, C's interval lies wholly below both; s2: B and C lie below A's
+    # s1: A and B lie within 0.1 of each other whichever end (conservative without the paired differences: the
+    # other's upper end minus one's lower end), C's interval lies wholly below both; s2: B and C lie below A's
     assert held == {"one": ["A", "B"], "two": ["A"], syn.COST_CASE: ["B", "A"]}  # cost case: cheapest first
     assert g.set_index(["situation", "label"]).loc[("one", "C"), "beaten by"] == "A, B"
     assert bool(g.loc[g["label"] == "A", "reference-sensitive"].all())  # the spread alone, 0.5 > 0.3
     text = syn.guide_sentences(g, n_images={"s1": 24})
-    assert text["one"].startswith("For one (setup “s1”, 24 images), A 0.90 [0.80, 1.00], B 0.80 [0.60, 0.90] hold up")
+    assert text["one"].startswith("For one (setup “s1”, 24 images), A 0.90 [0.88, 0.92], B 0.87 [0.85, 0.90] hold up")
     assert "B (9 model inputs per image and explainer; holds up in 1 of them)" in text[syn.COST_CASE]
     assert "A (2 of 2), B (1 of 2)" in syn.answer_sentence(g)
 

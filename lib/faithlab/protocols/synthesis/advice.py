@@ -5,9 +5,11 @@ read from the tables of :mod:`~faithlab.protocols.synthesis.meta_evaluation`.
 Every statement the guide makes is judged with the interval the claims use (a t interval on the trained replicas'
 means, :func:`faithlab.verdicts.mean_interval`) against a margin fixed before the data (:func:`separation_margin`):
 a metric *recovers* the known ranking when its recovery's interval lies above the margin; metric A *beats* metric B
-when the interval of their paired difference (per image, A − B) lies above the margin (:func:`separations`); a
-metric *holds up* when it recovers and no metric beats it. Where the replicas do not separate two metrics, the guide
-names both or neither, never one of them."""
+when the one-sided t test of their paired difference (per image, A − B) against the margin rejects after Holm's
+correction over the situation's pairs (:func:`separations`); a metric *holds up* when it recovers and is shown not
+worse than every other metric by more than the margin. The rule is registered (``[answers.guide]`` of the synthesis
+rules file, :func:`faithlab.verdicts.rules.answer`), and the functions read it from there. A metric that the
+replicas separate neither from the best nor from the worse is "not separated", never named."""
 
 from __future__ import annotations
 
@@ -55,34 +57,103 @@ def _outcome(low: float, high: float, margin: float) -> str:
     return "holds" if low > margin else "fails" if high < margin else "undecided"
 
 
-def separations(units: pd.DataFrame, *, margin: float, level: float = 0.95) -> pd.DataFrame:
+def _registered(value: str | None, key: str) -> str:
+    """``value``, or the guide's registered one (``[answers.guide]`` of the synthesis rules file) when None."""
+    if value is not None:
+        return value
+    from faithlab.verdicts.rules import answer
+
+    return str(answer("guide")[key])
+
+
+def _holm(p: np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p-values of ``p`` (one family), clipped to 1."""
+    order = np.argsort(p, kind="stable")
+    m = p.size
+    adjusted = np.maximum.accumulate((m - np.arange(m)) * p[order])
+    out = np.empty_like(p)
+    out[order] = np.minimum(adjusted, 1.0)
+    return out
+
+
+def _p_above(i, margin: float) -> float:
+    """One-sided p of the t test that the mean of :class:`~faithlab.verdicts.Interval` ``i`` exceeds ``margin``
+    (its estimate, standard error and degrees of freedom)."""
+    from scipy import stats
+
+    if not (np.isfinite(i.estimate) and i.se is not None and np.isfinite(i.se) and i.df):
+        return float("nan")
+    if i.se == 0:
+        return 0.0 if i.estimate > margin else 1.0
+    return float(stats.t.sf((i.estimate - margin) / i.se, i.df))
+
+
+def separations(units: pd.DataFrame, *, margin: float, level: float = 0.95,
+                correction: str | None = None) -> pd.DataFrame:
     """Every pair of metrics on every setup, compared on the same units: the mean of the paired per-image difference
     of their recovery, its ``level`` t interval on the replica means (:func:`faithlab.verdicts.mean_interval`), and
     whether one beats the other by more than ``margin``.
 
     units: :func:`~faithlab.protocols.synthesis.meta_evaluation.recovery_units` tables stacked with a ``setup``
-    column (``replica`` when the setups are replicated). Returns one row per setup and pair (``a``, ``b``: labels, in
-    the order of the units): ``difference`` (a − b), ``low``, ``high``, ``replicas``, ``images`` and ``outcome``:
-    "a beats b" (the interval lies above ``margin``), "b beats a" (below −``margin``), "within the margin" (wholly
-    inside ±``margin``: shown not to differ by more) or "not separated" (it straddles a boundary)."""
+    column (``replica`` when the setups are replicated). correction: how a beat is decided (a key of
+    :data:`faithlab.verdicts.rules.BEATS`; default the guide's registered ``beats``): "per comparison" — the
+    interval lies beyond ±``margin``; "holm" — the one-sided t test against the margin rejects after Holm's
+    step-down over the setup's every ordered pair (family-wise error 1 − ``level``; for one pair the same as the
+    interval). Returns one row per setup and pair (``a``, ``b``: labels, in the order of the units): ``difference``
+    (a − b), ``low``, ``high``, ``replicas``, ``images``, ``p`` (the smaller one-sided p of the two directions,
+    Holm-adjusted under "holm") and ``outcome``: "a beats b", "b beats a", "within the margin" (the interval wholly
+    inside ±``margin``: shown not to differ by more) or "not separated" (neither)."""
+    from faithlab.verdicts.rules import BEATS
+
+    correction = _registered(correction, "beats")
+    if correction not in BEATS:
+        raise ValueError(f"correction must be one of {tuple(BEATS)}, got {correction!r}")
     for column in ("setup", "label", "sample", "spearman"):
         if column not in units.columns:
             raise ValueError(f"units lacks {column!r}: stack syn.recovery_units tables with a 'setup' column")
     index = ["replica", "sample"] if "replica" in units.columns else ["sample"]
+    alpha = 1.0 - float(level)
     rows = []
     for setup, part in units.groupby("setup", sort=False):
         wide = part.pivot(index=index, columns="label", values="spearman")
         labels = list(dict.fromkeys(part["label"]))
         groups = wide.index.get_level_values("replica").astype(str).to_numpy() if "replica" in index else None
+        found, p_ab, p_ba = [], [], []
         for a, b in itertools.combinations(labels, 2):
             d = wide[a].to_numpy(dtype=float) - wide[b].to_numpy(dtype=float)
             i = verdicts.mean_interval(d, groups=groups, level=level)
-            outcome = ("a beats b" if i.low > margin else "b beats a" if i.high < -margin else
+            found.append((a, b, i))
+            p_ab.append(_p_above(i, margin))
+            p_ba.append(1.0 - _p_above(i, -margin))  # b beats a: the mean lies below −margin (NaN stays NaN)
+        p = np.concatenate([np.asarray(p_ab, dtype=float), np.asarray(p_ba, dtype=float)])
+        if correction == "holm":
+            finite = np.isfinite(p)
+            p[finite] = _holm(p[finite])
+        k = len(found)
+        for n, (a, b, i) in enumerate(found):
+            pa, pb = p[n], p[k + n]
+            if correction == "holm":
+                a_beats, b_beats = pa < alpha, pb < alpha
+            else:
+                a_beats, b_beats = i.low > margin, i.high < -margin
+            outcome = ("a beats b" if a_beats else "b beats a" if b_beats else
                        "within the margin" if -margin < i.low and i.high < margin else "not separated")
             rows.append({"setup": setup, "a": a, "b": b, "difference": i.estimate, "low": i.low, "high": i.high,
-                         "replicas": i.replicas, "images": i.units, "outcome": outcome})
-    return pd.DataFrame(rows, columns=["setup", "a", "b", "difference", "low", "high", "replicas", "images",
+                         "replicas": i.replicas, "images": i.units, "p": float(np.nanmin([pa, pb]))
+                         if np.isfinite([pa, pb]).any() else float("nan"), "outcome": outcome})
+    return pd.DataFrame(rows, columns=["setup", "a", "b", "difference", "low", "high", "replicas", "images", "p",
                                        "outcome"])
+
+
+def _not_worse(separation: pd.DataFrame, setup: str, margin: float) -> dict[str, bool]:
+    """{label: shown not worse than every other metric by more than ``margin``} on one setup of a
+    :func:`separations` table: for every pair, the interval of (other − it) lies below the margin."""
+    part = separation[separation["setup"] == setup]
+    out: dict[str, bool] = {}
+    for r in part.itertuples(index=False):
+        out[r.a] = out.get(r.a, True) and bool(r.low > -margin)   # b − a < margin ⇔ (a − b) > −margin
+        out[r.b] = out.get(r.b, True) and bool(r.high < margin)   # a − b < margin
+    return out
 
 
 def _beaten_by(separation: pd.DataFrame, setup: str) -> dict[str, list[str]]:
@@ -148,7 +219,7 @@ def reference_sentence(sensitivity: pd.DataFrame, *, threshold: float = REFERENC
 def guide(recovery_by_setup: pd.DataFrame, use_cases: Mapping[str, str], *, cost_table: pd.DataFrame,
           reference_spread: Mapping[str, float] | None = None,
           reference_moves: Mapping[str, str] | None = None, separation: pd.DataFrame | None = None,
-          margin: float = 0.0) -> pd.DataFrame:
+          margin: float = 0.0, holds_up: str | None = None) -> pd.DataFrame:
     """The guide's table: one row per situation and metric.
 
     recovery_by_setup: :func:`~faithlab.protocols.synthesis.meta_evaluation.recovery` tables stacked with a
@@ -157,8 +228,12 @@ def guide(recovery_by_setup: pd.DataFrame, use_cases: Mapping[str, str], *, cost
     ``margin`` (:func:`separation_margin`), "fails" when it lies wholly below, "undecided" otherwise; ``beaten by``
     — the metrics that beat it by more than ``margin`` on the paired per-image difference (``separation``, a
     :func:`separations` table; without one, those whose recovery interval lies more than ``margin`` above its own);
-    ``holds up`` when it recovers and nothing beats it; ``not separated`` when nothing beats it but its recovery is
-    undecided (the replicas separate it neither from the metrics that hold up nor from chance). One more situation,
+    ``holds up`` by the rule ``holds_up`` (a key of :data:`faithlab.verdicts.rules.HOLDS_UP`; default the guide's
+    registered one): "recovers and not worse than any" — it recovers and, against every other metric, the interval
+    of (other − it) lies below ``margin`` (without ``separation``: every other's recovery interval ends less than
+    ``margin`` above its own start); "recovers and not beaten" — it recovers and nothing beats it; ``not
+    separated`` when it neither holds up, nor is beaten, nor fails to recover (the replicas separate it neither
+    from the metrics that hold up nor from those shown worse). One more situation,
     :data:`COST_CASE`, over the use cases where some metric holds up: ``situations held`` counts them per metric,
     which ``holds up`` in at least half of them, ordered by cost (model inputs per image and explainer); its
     recovery is the mean over those setups, its bounds the widest. ``order``: the metric's place in
@@ -168,6 +243,11 @@ def guide(recovery_by_setup: pd.DataFrame, use_cases: Mapping[str, str], *, cost
     ``reference-sensitive`` when ``reference_moves`` (:func:`reference_sensitivity`'s outcome by label) says "moves"
     — without it, when the spread exceeds :data:`REFERENCE_SENSITIVE`. Sorted by situation (use-case order, then the
     cost case), then the metrics that hold up, then recovery (cost in the cost case)."""
+    from faithlab.verdicts.rules import HOLDS_UP
+
+    holds_up = _registered(holds_up, "holds_up")
+    if holds_up not in HOLDS_UP:
+        raise ValueError(f"holds_up must be one of {tuple(HOLDS_UP)}, got {holds_up!r}")
     if recovery_by_setup.empty:
         raise ValueError("recovery_by_setup is empty")
     missing = [c for c in ("spearman low", "spearman high") if c not in recovery_by_setup.columns]
@@ -182,21 +262,26 @@ def guide(recovery_by_setup: pd.DataFrame, use_cases: Mapping[str, str], *, cost
         part = recovery_by_setup[recovery_by_setup["setup"] == name]
         if part.empty:
             raise ValueError(f"use_cases[{case!r}] names setup {name!r}, absent from recovery_by_setup")
+        records = part.to_dict("records")
         if separation is not None:
             beaten = _beaten_by(separation, name)
+            not_worse = _not_worse(separation, name, margin)
         else:
-            beaten = {r["label"]: [o["label"] for o in part.to_dict("records") if o["spearman low"] - r["spearman high"]
-                                   > margin] for r in part.to_dict("records")}
-        for r in part.to_dict("records"):
+            beaten = {r["label"]: [o["label"] for o in records if o["spearman low"] - r["spearman high"] > margin]
+                      for r in records}
+            not_worse = {r["label"]: all(o["spearman high"] - r["spearman low"] < margin for o in records
+                                         if o["label"] != r["label"]) for r in records}
+        for r in records:
             low, high = r["spearman low"], r["spearman high"]
             recovers = _outcome(low, high, margin)
             by = beaten.get(r["label"], [])
+            held = recovers == "holds" and (not by if holds_up == "recovers and not beaten"
+                                            else not_worse.get(r["label"], False))
             rows.append({"situation": case, "setup": name, "metric": r["metric"], "label": r["label"],
                          "recovery": r["spearman"], "low": low, "high": high,
                          "replicas": int(r.get("replicas", 1)), "images": r.get("images", float("nan")),
-                         "recovers": recovers, "beaten by": ", ".join(by),
-                         "holds up": bool(recovers == "holds" and not by),
-                         "not separated": bool(recovers == "undecided" and not by)})
+                         "recovers": recovers, "beaten by": ", ".join(by), "holds up": bool(held),
+                         "not separated": bool(not held and not by and recovers != "fails")})
     table = pd.DataFrame(rows)
     cases = list(use_cases)
     useful = [c for c in cases if table.loc[table["situation"] == c, "holds up"].any()]
@@ -269,25 +354,28 @@ def guide_sentences(table: pd.DataFrame, *, n_images: Mapping[str, int] | None =
             continue
         margin = float(part["margin"].iloc[0]) if "margin" in part.columns else 0.0
         head = f"For {case} (setup “{setup}”{_scale(part, setup, n_images)})"
-        rule = (f"recovery of the known ranking above chance by more than {margin:.2g} and no metric better by more "
-                f"than {margin:.2g} (mean per-image Spearman, 95 % t intervals over the trained models)")
+        rule = (f"recovery of the known ranking above chance by more than {margin:.2g}, and a recovery shown no more "
+                f"than {margin:.2g} below any other metric's (mean per-image Spearman, 95 % t intervals over the "
+                "trained models)")
         open_ = part[part["not separated"]] if "not separated" in part.columns else part.iloc[:0]
         fails = part[part["recovers"] == "fails"] if "recovers" in part.columns else part.iloc[:0]
         if held.empty:
             text = f"{head}, no metric holds up: none has {rule}."
             if len(open_):
-                text += f" Not separated from the best nor from chance: {_names(open_['label'])}."
+                text += (" Not separated (neither shown worse than another metric nor shown within the margin of "
+                         f"every other): {_names(open_['label'])}.")
         else:
             listed = ", ".join(f"{r['label']} {_interval(r)}" for r in held.to_dict("records"))
             verb = "holds" if len(held) == 1 else "hold"
             text = f"{head}, {listed} {verb} up: {rule}"
-            text += "; the replicas do not separate them from one another." if len(held) > 1 else "."
+            text += "; none is better than another by more than the margin." if len(held) > 1 else "."
             if len(open_):
-                text += (f" Not separated from {'it' if len(held) == 1 else 'them'} either, but not shown above "
-                         f"chance by the margin: {_names(open_['label'])}.")
+                text += (f" Not separated from {'it' if len(held) == 1 else 'them'} (neither shown worse nor shown "
+                         f"within the margin): {_names(open_['label'])}.")
         beaten = int((part["beaten by"].fillna("").astype(str) != "").sum()) if "beaten by" in part.columns else 0
         if beaten:
-            text += f" {beaten} of {len(part)} metrics are beaten by another by more than the margin."
+            text += (f" {beaten} of {len(part)} metrics are beaten by another by more than the margin (one-sided t "
+                     "tests, Holm-corrected over the situation's pairs).")
         if len(fails):
             text += f" Shown not to recover the ranking by the margin: {_names(fails['label'])}."
         sensitive = held[held["reference-sensitive"]]
@@ -338,10 +426,10 @@ def answer_sentence(table: pd.DataFrame, card: pd.DataFrame | None = None) -> st
     sensitive = [n for n in held.index if bool(spread.get(n, False))]
     if sensitive:
         text += f"; {', '.join(sensitive)} {'moves' if len(sensitive) == 1 else 'move'} with the removal value"
-    return text + (f". A metric holds up in a situation where it recovers the known ranking above chance and no "
-                   f"metric beats it, each by more than {margin:.2g} in recovery (95 % t intervals over the trained "
-                   "models); where several hold up, the replicas do not separate them, so none of them is named "
-                   "best.")
+    return text + (f". A metric holds up in a situation where it recovers the known ranking above chance and is shown "
+                   f"no worse than any other metric, each by more than {margin:.2g} in recovery (95 % t intervals "
+                   "over the trained models); where several hold up, none is better than another by more than the "
+                   "margin, so none of them is named best.")
 
 
 def value_range(values, fmt: str = "d") -> str:
