@@ -461,6 +461,8 @@ def test_guide_names_only_what_the_replicas_separate():
     assert "none is better than another by more than the margin" in text["case one"]
     assert "Not separated from them (neither shown worse nor shown within the margin): D." in text["case one"]
     assert "Caveat: the recovery of A (by 0.50) moves with the removal value." in text["case one"]
+    assert "1 of 4 metrics is beaten by another by more than the margin (one-sided t tests, Holm-corrected" in \
+        text["case one"] and "2 of 4 metrics are beaten" in text["case three"]
     assert "holds up: " in text["case two"] and "none is better" not in text["case two"]
     assert "Shown not to recover the ranking by the margin: C." in text["case two"]
     assert "no metric holds up" in text["case three"] and "Not separated (neither shown worse than another " \

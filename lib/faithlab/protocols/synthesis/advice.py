@@ -374,8 +374,8 @@ def guide_sentences(table: pd.DataFrame, *, n_images: Mapping[str, int] | None =
                          f"within the margin): {_names(open_['label'])}.")
         beaten = int((part["beaten by"].fillna("").astype(str) != "").sum()) if "beaten by" in part.columns else 0
         if beaten:
-            text += (f" {beaten} of {len(part)} metrics are beaten by another by more than the margin (one-sided t "
-                     "tests, Holm-corrected over the situation's pairs).")
+            text += (f" {beaten} of {len(part)} metrics {'is' if beaten == 1 else 'are'} beaten by another by more "
+                     "than the margin (one-sided t tests, Holm-corrected over the situation's pairs).")
         if len(fails):
             text += f" Shown not to recover the ranking by the margin: {_names(fails['label'])}."
         sensitive = held[held["reference-sensitive"]]
