@@ -176,6 +176,7 @@ def test_answer_guide_and_reconciliation_are_generated_from_the_synthesis_tables
     assert "Each situation is 5 independently trained models, each scored on 24 images" in replicated
     page = pages.guide_html(guide, pd.DataFrame({"setup": ["s1"], "images": [24]}), "which_metric")
     assert "Case one" in page and "24 images" in page and "0.90 [0.88, 0.92]" in page
+    assert "<td>holds up</td>" in page and "<td>beaten by A, B</td>" in page and "<td>not separated</td>" in page
     assert 'href="_generated/synthesis/metrics_compared.html"' in page
     assert "synthesis notebook did not run" in pages.answer_html(guide.iloc[:0], card, "w.html")
     scorecard = _card([["saco", "e", "S1: x", "", "", R, "", "", ""]])

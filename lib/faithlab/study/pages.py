@@ -791,14 +791,18 @@ def answer_html(guide: pd.DataFrame, card: pd.DataFrame, guide_href: str | None,
 
 def _rows_table(part: pd.DataFrame, *, cost_case: bool) -> str:
     head = ["metric", "recovery [95 % interval]", "model inputs per image", "moves with the removal value by",
-            "holds up"]
+            "the guide's reading"]
     if cost_case:
         head[-1] = "holds up in (situations)"
     body = []
     for r in part.to_dict("records"):
         spread = r.get("reference spread")
         spread = DASH if spread is None or (isinstance(spread, float) and math.isnan(spread)) else f"{spread:.2f}"
-        held = (f"{int(r['situations held'])}" if cost_case else "yes" if r["holds up"] else "no")
+        beaten = r.get("beaten by")
+        beaten = beaten if isinstance(beaten, str) and beaten else ""
+        held = (f"{int(r['situations held'])}" if cost_case else "holds up" if r["holds up"]
+                else f"beaten by {beaten}" if beaten else "not separated" if r.get("not separated")
+                else "does not recover" if r.get("recovers") == "fails" else "no")
         body.append(f"<tr><td>{html.escape(str(r['label']))}</td><td>{r['recovery']:.2f} [{r['low']:.2f}, "
                     f"{r['high']:.2f}]</td><td>{r['cost']:.0f}</td><td>{spread}</td><td>{held}</td></tr>")
     return ('<table class="fl-table"><thead><tr>' + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
