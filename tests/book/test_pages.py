@@ -260,6 +260,7 @@ def test_the_preregistration_shows_the_procedure_the_rules_files_their_log_and_t
     assert "No rule is registered" in pages.rules_html(card, "preregistration", "no such paper")
     guide = pages.rules_html(card, "preregistration", "synthesis")  # the guide's registered rule, a study answer
     assert 'id="rule-guide"' in guide and "study answer" in guide and "holds up: recovers and not worse" in guide
+    assert "no difference for two metrics" in guide  # the null column
     assert 'id="rule-guide"' not in rules
     log = pages.rules_log_html()
     assert "registered" in log and "2026-11-27" in log and "basics" in log and "holds_up" in log

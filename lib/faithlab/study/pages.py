@@ -706,7 +706,8 @@ def rules_html(scorecard: pd.DataFrame, docname: str, paper: str) -> str:
             f'<span class="fl-kind">study answer</span><br>{html.escape(a["statement"])}</td>'
             f"<td>{html.escape(HOLDS_UP[a['holds_up']])}; {html.escape(BEATS[a['beats']])}</td>"
             f"<td>{html.escape(a['margin'])}<br><small>{html.escape(a['margin_source'])}</small></td>"
-            f"<td>holds up: {html.escape(a['holds_up'])}; beats: {html.escape(a['beats'])}</td><td></td>"
+            f"<td>holds up: {html.escape(a['holds_up'])}; beats: {html.escape(a['beats'])}</td>"
+            f"<td>{html.escape(a.get('null', ''))}</td>"
             f"<td>{a['replicas']} per situation<br><small>{html.escape(a['interval'])}, level "
             f"{a['level']:g}</small></td></tr>")
     head = ("<thead><tr><th>rule and the claims it decided</th><th>statistic</th><th>direction, margin (source)</th>"

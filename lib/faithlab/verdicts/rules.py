@@ -175,7 +175,7 @@ def _check_answer(name: str, entry: Mapping) -> dict:
             raise ValueError(f"{where} lacks {key!r}")
         if not isinstance(entry[key], kind) or isinstance(entry[key], bool):
             raise ValueError(f"{where}: {key} must be {kind}, got {entry[key]!r}")
-    unknown = set(entry) - set(_ANSWER_FIELDS) - {"note"}
+    unknown = set(entry) - set(_ANSWER_FIELDS) - {"note", "null"}
     if unknown:
         raise ValueError(f"{where} has unknown fields {sorted(unknown)}")
     if entry["holds_up"] not in HOLDS_UP:
