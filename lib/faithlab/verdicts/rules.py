@@ -132,16 +132,22 @@ class Rule:
         return text
 
 
-def _check(cid: str, entry: Mapping) -> Rule:
-    where = f"[claims.{cid}]"
-    for name, kind in _FIELDS.items():
+def _check_fields(where: str, entry: Mapping, required: Mapping, optional) -> None:
+    """Every ``required`` field present with its type (no bool for a number), no field outside ``required`` and
+    ``optional``; ValueError naming the table otherwise."""
+    for name, kind in required.items():
         if name not in entry:
             raise ValueError(f"{where} lacks {name!r}")
         if not isinstance(entry[name], kind) or isinstance(entry[name], bool):
             raise ValueError(f"{where}: {name} must be {kind}, got {entry[name]!r}")
-    unknown = set(entry) - set(_FIELDS) - set(_OPTIONAL)
+    unknown = set(entry) - set(required) - set(optional)
     if unknown:
         raise ValueError(f"{where} has unknown fields {sorted(unknown)}")
+
+
+def _check(cid: str, entry: Mapping) -> Rule:
+    where = f"[claims.{cid}]"
+    _check_fields(where, entry, _FIELDS, _OPTIONAL)
     if entry["kind"] not in ("paper", "study check"):
         raise ValueError(f"{where}: kind must be 'paper' or 'study check', got {entry['kind']!r}")
     if entry["direction"] not in DIRECTIONS:
@@ -170,14 +176,7 @@ def _check(cid: str, entry: Mapping) -> Rule:
 
 def _check_answer(name: str, entry: Mapping) -> dict:
     where = f"[answers.{name}]"
-    for key, kind in _ANSWER_FIELDS.items():
-        if key not in entry:
-            raise ValueError(f"{where} lacks {key!r}")
-        if not isinstance(entry[key], kind) or isinstance(entry[key], bool):
-            raise ValueError(f"{where}: {key} must be {kind}, got {entry[key]!r}")
-    unknown = set(entry) - set(_ANSWER_FIELDS) - {"note", "null"}
-    if unknown:
-        raise ValueError(f"{where} has unknown fields {sorted(unknown)}")
+    _check_fields(where, entry, _ANSWER_FIELDS, ("note", "null"))
     if entry["holds_up"] not in HOLDS_UP:
         raise ValueError(f"{where}: holds_up must be one of {tuple(HOLDS_UP)}, got {entry['holds_up']!r}")
     if entry["beats"] not in BEATS:
