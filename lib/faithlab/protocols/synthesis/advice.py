@@ -57,13 +57,13 @@ def _outcome(low: float, high: float, margin: float) -> str:
     return "holds" if low > margin else "fails" if high < margin else "undecided"
 
 
-def _registered(value: str | None, key: str) -> str:
+def _registered(value, key: str):
     """``value``, or the guide's registered one (``[answers.guide]`` of the synthesis rules file) when None."""
     if value is not None:
         return value
     from faithlab.verdicts.rules import answer
 
-    return str(answer("guide")[key])
+    return answer("guide")[key]
 
 
 def _holm(p: np.ndarray) -> np.ndarray:
@@ -88,11 +88,11 @@ def _p_above(i, margin: float) -> float:
     return float(stats.t.sf((i.estimate - margin) / i.se, i.df))
 
 
-def separations(units: pd.DataFrame, *, margin: float, level: float = 0.95,
+def separations(units: pd.DataFrame, *, margin: float, level: float | None = None,
                 correction: str | None = None) -> pd.DataFrame:
     """Every pair of metrics on every setup, compared on the same units: the mean of the paired per-image difference
     of their recovery, its ``level`` t interval on the replica means (:func:`faithlab.verdicts.mean_interval`), and
-    whether one beats the other by more than ``margin``.
+    whether one beats the other by more than ``margin``. level: default the guide's registered one (0.95).
 
     units: :func:`~faithlab.protocols.synthesis.meta_evaluation.recovery_units` tables stacked with a ``setup``
     column (``replica`` when the setups are replicated). correction: how a beat is decided (a key of
@@ -105,7 +105,8 @@ def separations(units: pd.DataFrame, *, margin: float, level: float = 0.95,
     inside ±``margin``: shown not to differ by more) or "not separated" (neither)."""
     from faithlab.verdicts.rules import BEATS
 
-    correction = _registered(correction, "beats")
+    correction = str(_registered(correction, "beats"))
+    level = float(_registered(level, "level"))
     if correction not in BEATS:
         raise ValueError(f"correction must be one of {tuple(BEATS)}, got {correction!r}")
     for column in ("setup", "label", "sample", "spearman"):
@@ -245,7 +246,7 @@ def guide(recovery_by_setup: pd.DataFrame, use_cases: Mapping[str, str], *, cost
     cost case), then the metrics that hold up, then recovery (cost in the cost case)."""
     from faithlab.verdicts.rules import HOLDS_UP
 
-    holds_up = _registered(holds_up, "holds_up")
+    holds_up = str(_registered(holds_up, "holds_up"))
     if holds_up not in HOLDS_UP:
         raise ValueError(f"holds_up must be one of {tuple(HOLDS_UP)}, got {holds_up!r}")
     if recovery_by_setup.empty:
