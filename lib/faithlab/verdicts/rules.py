@@ -176,7 +176,7 @@ def _check(cid: str, entry: Mapping) -> Rule:
 
 def _check_answer(name: str, entry: Mapping) -> dict:
     where = f"[answers.{name}]"
-    _check_fields(where, entry, _ANSWER_FIELDS, ("note", "null"))
+    _check_fields(where, entry, _ANSWER_FIELDS, ("note", "null", "cost_budget"))
     if entry["holds_up"] not in HOLDS_UP:
         raise ValueError(f"{where}: holds_up must be one of {tuple(HOLDS_UP)}, got {entry['holds_up']!r}")
     if entry["beats"] not in BEATS:

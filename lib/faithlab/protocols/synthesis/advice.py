@@ -235,9 +235,10 @@ def guide(recovery_by_setup: pd.DataFrame, use_cases: Mapping[str, str], *, cost
     ``margin`` above its own start); "recovers and not beaten" — it recovers and nothing beats it; ``not
     separated`` when it neither holds up, nor is beaten, nor fails to recover (the replicas separate it neither
     from the metrics that hold up nor from those shown worse). One more situation,
-    :data:`COST_CASE`, over the use cases where some metric holds up: ``situations held`` counts them per metric,
-    which ``holds up`` in at least half of them, ordered by cost (model inputs per image and explainer); its
-    recovery is the mean over those setups, its bounds the widest. ``order``: the metric's place in
+    :data:`COST_CASE`, over every use case: ``situations held`` (and ``situations not separated``) counts them per
+    metric, which ``holds up`` in at least half of them and is ``not separated`` when it does not but would with
+    the situations where it is not separated; ordered by cost (model inputs per image and explainer); its recovery
+    is the mean over the setups, its bounds the widest. ``order``: the metric's place in
     ``recovery_by_setup`` (the registry's order), which the sentences list metrics in, so that no list reads as a
     ranking the replicas do not make. ``reference spread``: the largest change of the
     metric's recovery between removal values (``reference_spread``, NaN where not measured);
@@ -285,14 +286,17 @@ def guide(recovery_by_setup: pd.DataFrame, use_cases: Mapping[str, str], *, cost
                          "not separated": bool(not held and not by and recovers != "fails")})
     table = pd.DataFrame(rows)
     cases = list(use_cases)
-    useful = [c for c in cases if table.loc[table["situation"] == c, "holds up"].any()]
-    agg = table[table["situation"].isin(useful)].groupby(["metric", "label"], sort=False).agg(
-        recovery=("recovery", "mean"), low=("low", "min"), high=("high", "max"), held=("holds up", "sum"))
+    agg = table.groupby(["metric", "label"], sort=False).agg(
+        recovery=("recovery", "mean"), low=("low", "min"), high=("high", "max"), held=("holds up", "sum"),
+        open=("not separated", "sum"))
+    n_cases = len(cases)
     for (metric, label), r in agg.iterrows():
-        rows.append({"situation": COST_CASE, "setup": f"{len(useful)} situations", "metric": metric, "label": label,
-                     "recovery": r["recovery"], "low": r["low"], "high": r["high"],
-                     "holds up": bool(2 * int(r["held"]) >= len(useful) > 0), "not separated": False,
-                     "situations held": int(r["held"])})
+        held, open_ = int(r["held"]), int(r["open"])
+        holds = 2 * held >= n_cases  # at least half of every situation: a denominator fixed before the data
+        rows.append({"situation": COST_CASE, "setup": f"{n_cases} situations", "metric": metric, "label": label,
+                     "recovery": r["recovery"], "low": r["low"], "high": r["high"], "holds up": bool(holds),
+                     "not separated": bool(not holds and 2 * (held + open_) >= n_cases),
+                     "situations held": held, "situations not separated": open_})
     table = pd.DataFrame(rows)
     table["cost"] = [float(cost.get(lab, cost.get(m, float("nan")))) for m, lab in zip(table["metric"], table["label"])]
     table["reference spread"] = [float(spread.get(lab, float("nan"))) for lab in table["label"]]
@@ -344,14 +348,20 @@ def guide_sentences(table: pd.DataFrame, *, n_images: Mapping[str, int] | None =
             part = part.sort_values("order", kind="stable")
         held = part[part["holds up"]]
         if case == COST_CASE:
+            open_ = part[part["not separated"].astype(bool)] if "not separated" in part.columns else part.iloc[:0]
+            n = setup.split()[0]
             if held.empty:
-                out[case] = ("On a cost budget: no metric holds up in half of the situations, so no cheap choice "
-                             "is safe here.")
-                continue
-            listed = "; ".join(f"{r['label']} ({r['cost']:.0f} model inputs per image and explainer; holds up in "
-                               f"{int(r['situations held'])} of them)" for r in held.to_dict("records"))
-            out[case] = (f"On a cost budget, the metrics that hold up in at least half of the {setup} where some "
-                         f"metric does, cheapest first: {listed}.")
+                text = (f"On a cost budget: no metric holds up in at least half of the {setup}, so no cheap choice "
+                        "is safe here.")
+            else:
+                listed = "; ".join(f"{r['label']} ({r['cost']:.0f} model inputs per image and explainer; holds up in "
+                                   f"{int(r['situations held'])} of {n})" for r in held.to_dict("records"))
+                text = f"On a cost budget, the metrics that hold up in at least half of the {setup}, cheapest first: " \
+                       f"{listed}."
+            if len(open_):
+                text += (" Not separated (fewer, but half with the situations where the replicas do not separate "
+                         f"them): {_names(open_['label'])}.")
+            out[case] = text
             continue
         margin = float(part["margin"].iloc[0]) if "margin" in part.columns else 0.0
         head = f"For {case} (setup “{setup}”{_scale(part, setup, n_images)})"
