@@ -187,6 +187,10 @@ def test_answer_guide_and_reconciliation_are_generated_from_the_synthesis_tables
     text = pages.reconcile_html(rows, scorecard, "which_metric")
     assert "SaCo has mean rank 12.0 of 4, pulled down most by reactivity (rank 15) and recovery (rank 14)" in text
     assert "1 reproduced" in text and "can disagree without contradiction" in text
+    with_check = pd.concat([scorecard.assign(kind="paper"),
+                            _card([["saco", "e", "S0: a check", "", "", R, "", "", ""]]).assign(kind="study check")])
+    text = pages.reconcile_html(rows, with_check, "which_metric")  # a study check is never a paper claim
+    assert "its paper claims here — 1 reproduced (and 1 study check, counted apart)" in text
 
 
 def test_setup_rows_read_the_executed_notebooks_parameters(tmp_path):

@@ -847,8 +847,12 @@ def reconcile_html(card: pd.DataFrame, scorecard: pd.DataFrame, docname: str) ->
     items = []
     for paper, labels in CHAPTER_METRICS.items():
         claims = scorecard[scorecard["paper"].astype(str) == paper] if not scorecard.empty else scorecard
+        kinds = claims["kind"].astype(str) if "kind" in claims else pd.Series("paper", index=claims.index)
+        checks, claims = claims[kinds == "study check"], claims[kinds != "study check"]  # never among the paper's
         tally = counts(claims) if not claims.empty else {}
         decided = ", ".join(f"{count} {verdict}" for verdict, count in tally.items() if count) or "no claim computed"
+        if not checks.empty:
+            decided += f" (and {len(checks)} study check{'s' if len(checks) > 1 else ''}, counted apart)"
         ranks = []
         for label in labels:
             row = card[card["label"] == label]
@@ -874,7 +878,7 @@ def reconcile_html(card: pd.DataFrame, scorecard: pd.DataFrame, docname: str) ->
                        "metric ranks in the lower half here.")
         else:
             verdict = "The metric ranks in the upper half of the report card."
-        items.append(f'<li><a href="{prefix}{paper}.html"><b>{html.escape(name)}</b></a>: its claims here — '
+        items.append(f'<li><a href="{prefix}{paper}.html"><b>{html.escape(name)}</b></a>: its paper claims here — '
                      f"{html.escape(decided)}. In the synthesis, {html.escape(rank_text)}. {html.escape(verdict)}</li>")
     return f'<ul class="fl-reconcile">{"".join(items)}</ul>'
 
