@@ -228,7 +228,11 @@ def _loaded() -> tuple[dict[str, Rule], dict[str, list[dict]], dict[str, dict]]:
             raise ValueError(f"{path} registers {sorted(clash)}, registered in another rules file too")
         found.update(claims)
         logs[path.stem] = lines
-        answers.update(load_answers(path))
+        named = load_answers(path)
+        clash = set(named) & set(answers)
+        if clash:
+            raise ValueError(f"{path} registers answers {sorted(clash)}, registered in another rules file too")
+        answers.update(named)
     return found, logs, answers
 
 

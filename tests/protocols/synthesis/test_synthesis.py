@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -559,3 +560,22 @@ def test_evaluate_again_recomputes_maps_and_perturbation_for_the_model_and_input
     pd.testing.assert_frame_equal(again, direct)
     on_clean = syn.evaluate_again(s, s.model, None, s.x, grid=grid, metrics=["aopc", "fewclass_fid"], **kw)
     assert not on_clean["score"].equals(again["score"])  # the inputs it was given, not the setup's
+
+
+def test_holm_and_the_one_sided_p_against_hand_values_and_scipy():
+    from scipy import stats
+
+    from faithlab.protocols.synthesis import advice
+
+    # hand-computed Holm: sorted 0.005·4 = 0.02, 0.01·3 = 0.03, 0.03·2 = 0.06, 0.04·1 → 0.06 (monotone)
+    adjusted = advice._holm(np.array([0.01, 0.04, 0.03, 0.005]))
+    assert adjusted == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert advice._holm(np.array([0.6, 0.9])) == pytest.approx([1.0, 1.0])  # clipped to 1
+    units = _units({"A": (0.9, 0.7, 0.85), "B": (0.3, 0.35, 0.25)})
+    d = units.pivot(index=["replica", "sample"], columns="label", values="spearman")
+    diff = d["A"] - d["B"]
+    i = fl.verdicts.mean_interval(diff, groups=d.index.get_level_values("replica"))
+    means = diff.groupby(level="replica").mean().to_numpy()
+    for margin in (0.1, 0.5):
+        expected = stats.ttest_1samp(means, margin, alternative="greater").pvalue
+        assert advice._p_above(i, margin) == pytest.approx(expected)
