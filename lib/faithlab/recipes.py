@@ -105,15 +105,15 @@ def series_text_classifier(name: str, *, n_train: int, n_test: int, length: int,
 
 
 def ffidelity_finetune(model: torch.nn.Module, history: dict, train_data, test_data, *, beta: float = 0.1,
-                       units: str = "pixels", reference: str = "zero", n_epochs: int = 4, seed: int = 0,
-                       device: str | torch.device = "cpu") -> torch.nn.Module:
+                       units: str = "pixels", reference: str = "zero", n_epochs: int = 4, lr: float = 1e-3,
+                       seed: int = 0, device: str | torch.device = "cpu") -> torch.nn.Module:
     """F-Fidelity fine-tuning (eq. 5) of a model from a recipe above → the fine-tuned model in eval mode.
 
     ``RandomRemoval(beta, units, reference)`` (up to ⌊β·n⌋ pixels / time steps / tokens replaced by the reference
-    per sample: zero, or for text ``"removed_token"``, the zero embedding the evaluation then uses), Adam lr 1e-3,
-    batch 64, best test epoch kept; cached under the base model's key (``history["key"]``).
+    per sample: zero, or for text ``"removed_token"``, the zero embedding the evaluation then uses), Adam at
+    ``lr``, batch 64, best test epoch kept; cached under the base model's key (``history["key"]``).
     """
-    config = train.TrainConfig(epochs=n_epochs, lr=1e-3, batch_size=64, seed=seed)
+    config = train.TrainConfig(epochs=n_epochs, lr=lr, batch_size=64, seed=seed)
     tuned, _ = train.finetune(model, train_data, config, train.RandomRemoval(beta, units=units, reference=reference),
                               data_key=history["spec"]["data"], base_key=history["key"], test_data=test_data,
                               device=device, progress=False)

@@ -194,7 +194,8 @@ out.table(curves, "curves")
 for key_, value in {"n_test": n_test, "n_seeds": n_seeds, "replicas": replicas, "n_samples": n_samples,
                     "n_levels": len(sparsity),
                     "ig_steps": ig_steps, "ts_length": st.ts_length, "text_length": st.text_length,
-                    "ts_offset": st.ts_offset}.items():
+                    "ts_offset": st.ts_offset, "n_epochs": st.n_epochs, "n_finetune_epochs": st.n_finetune_epochs,
+                    "finetune_lr": st.finetune_lr}.items():
     out.glue(key_, value)
 
 # %% [markdown]

@@ -59,6 +59,19 @@ def test_series_text_classifier_passes_the_shared_settings(monkeypatch):
     assert text["length"] == 16 and text["n_train"] == 1000 and "offset" not in text
 
 
+def test_series_text_finetune_uses_the_training_learning_rate(monkeypatch):
+    calls = []
+    monkeypatch.setattr(fl.recipes, "ffidelity_finetune", lambda *a, **kw: calls.append(kw))
+    SeriesTextModels().finetune(None, {}, None, None, beta=0.1, units="time", seed=4)
+    SeriesTextModels(n_finetune_epochs=2, finetune_lr=0.01).finetune(None, {}, None, None, beta=0.2, units="tokens",
+                                                                      reference="removed_token")
+    default, custom = calls
+    # spec §1.4: the fine-tuning hyper-parameters equal the training ones (series_text_classifier: Adam lr 3e-3)
+    assert default["lr"] == 3e-3 and default["n_epochs"] == 10 and default["seed"] == 4
+    assert custom == {"beta": 0.2, "units": "tokens", "reference": "removed_token", "n_epochs": 2, "lr": 0.01,
+                      "seed": 0, "device": "cpu"}
+
+
 IMAGES = ("ffidelity/images_ranking", "ffidelity/robustness", "ffidelity/images_variants")
 
 
