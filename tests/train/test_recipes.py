@@ -47,6 +47,13 @@ def test_finetune_recipe_is_cached_random_removal_of_the_given_units():
     assert direct_hist["from_cache"] and _same_weights(direct, tuned)
     other = fl.recipes.ffidelity_finetune(base, hist, train, test, beta=0.1, units="time", n_epochs=1)
     assert not _same_weights(other, tuned)  # β is part of the cache key
+    faster = fl.recipes.ffidelity_finetune(base, hist, train, test, beta=0.3, units="time", n_epochs=1, lr=3e-3)
+    direct_fast, fast_hist = fl.train.finetune(base, train, fl.train.TrainConfig(epochs=1, lr=3e-3, batch_size=64),
+                                               fl.train.RandomRemoval(0.3, units="time"),
+                                               data_key=hist["spec"]["data"], base_key=hist["key"], test_data=test,
+                                               device="cpu", progress=False)
+    assert fast_hist["from_cache"] and _same_weights(direct_fast, faster)  # lr reaches the training config
+    assert not _same_weights(faster, tuned)  # and its cache key
 
 
 def test_canvas_recipe_caches_and_keys_the_training_size():

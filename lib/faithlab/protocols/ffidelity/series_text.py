@@ -35,10 +35,10 @@ class SeriesTextModels:
     and the LSTM's / transformer's widths. n_test: the test split (evaluation inputs; the model keeps its best
     test epoch, so the split is part of its cache key). n_epochs, n_finetune_epochs: training and F-Fidelity
     fine-tuning (eq. 5) epochs; finetune_lr: the fine-tuning's Adam learning rate, the training's 3e-3 by default
-    (spec §1.4: the fine-tuning hyper-parameters equal the training ones; the epochs are cut to a third for time).
-    At 3 epochs and lr 1e-3 (before 2026-11-28) a replica in five of either series model barely absorbed removal
-    (recovery 0.004–0.02), and the mechanism check FF.OOD stayed undecided on one model at seed 0 or 1. text_removals: ``{label: fine-tuning reference}`` of the text models (one fine-tuned
-    model each; ``"removed_token"``: the zero embedding, ``"zero"``: the pad token that deletes the token).
+    (spec §1.4: the fine-tuning hyper-parameters equal the training ones; the epochs are cut to a third for time;
+    at 3 epochs and 1e-3 some replicas barely absorbed removal). text_removals: ``{label: fine-tuning reference}``
+    of the text models (one fine-tuned model each; ``"removed_token"``: the zero embedding, ``"zero"``: the pad
+    token that deletes the token).
     """
 
     ts_models: Sequence[str] = ("cnn1d",)
