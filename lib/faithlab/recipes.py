@@ -59,6 +59,7 @@ def canvas_classifier(*, image_size: int = 16, r: float = 0.3, color: bool = Fal
 
 SERIES_MODELS = ("cnn1d", "bilstm")
 TEXT_MODELS = ("lstm_text", "transformer_text")
+SERIES_TEXT_LR = 3e-3  # Adam's learning rate of the series/text recipe: training, ROAR retraining, fine-tuning
 DISPLAY_NAMES = {"small_cnn": "CNN", "resnet9": "ResNet-9", "vit": "ViT", "cnn1d": "CNN-1D", "bilstm": "Bi-LSTM",
                  "lstm_text": "LSTM", "transformer_text": "Transformer"}
 """How the book names the recipes' architectures in its tables."""
@@ -98,7 +99,7 @@ def series_text_classifier(name: str, *, n_train: int, n_test: int, length: int,
     }[name]
     key = {"dataset": train_data.info["name"], "n": len(train_data), "length": train_data.x.shape[1], "seed": seed,
            "window": list(train_data.info.get("window", ())), **({"offset": float(offset)} if offset else {})}
-    config = train.TrainConfig(epochs=n_epochs, lr=3e-3, batch_size=64, seed=seed)
+    config = train.TrainConfig(epochs=n_epochs, lr=SERIES_TEXT_LR, batch_size=64, seed=seed)
     model, history = train.fit(name, model_config, train_data, config, data_key=key, test_data=test_data,
                                device=device, progress=False)
     return model.to(device).eval(), history, train_data, test_data

@@ -91,8 +91,8 @@ for domain, name, unit_kind, reference in cases:
                 generator=seed), fl.perturb.time_units(train.x), reduce="sum_abs").cpu()
             spec = hist["spec"]
             roar, _ = fl.train.fit(
-                spec["model"], spec["model_config"], train, fl.train.TrainConfig(epochs=st.n_epochs, lr=3e-3,
-                                                                                   batch_size=64, seed=t),
+                spec["model"], spec["model_config"], train,
+                fl.train.TrainConfig(epochs=st.n_epochs, lr=fl.recipes.SERIES_TEXT_LR, batch_size=64, seed=t),
                 data_key=spec["data"], augment=fl.train.ExplanationGuidedRemoval(train_scores, units="time"),
                 test_data=test, device=device, progress=False)
             models[group, r]["ROAR"] = roar.to(device).eval()

@@ -66,8 +66,8 @@ def test_series_text_finetune_uses_the_training_learning_rate(monkeypatch):
     SeriesTextModels(n_finetune_epochs=2, finetune_lr=0.01).finetune(None, {}, None, None, beta=0.2, units="tokens",
                                                                       reference="removed_token")
     default, custom = calls
-    # spec §1.4: the fine-tuning hyper-parameters equal the training ones (series_text_classifier: Adam lr 3e-3)
-    assert default["lr"] == 3e-3 and default["n_epochs"] == 10 and default["seed"] == 4
+    # spec §1.4: the fine-tuning hyper-parameters equal the training ones (series_text_classifier's Adam lr)
+    assert default["lr"] == fl.recipes.SERIES_TEXT_LR == 3e-3 and default["n_epochs"] == 10 and default["seed"] == 4
     assert custom == {"beta": 0.2, "units": "tokens", "reference": "removed_token", "n_epochs": 2, "lr": 0.01,
                       "seed": 0, "device": "cpu"}
 

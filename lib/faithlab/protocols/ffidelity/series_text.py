@@ -32,13 +32,13 @@ class SeriesTextModels:
     ts_n_train, ts_length, ts_offset, ts_positional, ts_width, ts_kernel, ts_lstm_layers: the ``seq_comb`` series
     (training size, steps, level of the background) and the CNN-1D / bi-LSTM (time position as input channel,
     channels or hidden size, kernel, LSTM layers). text_n_train, text_length, text_width, tf_dim: the ``tokens`` task
-    and the LSTM's / transformer's widths. n_test: the test split (evaluation inputs; the model keeps its best
-    test epoch, so the split is part of its cache key). n_epochs, n_finetune_epochs: training and F-Fidelity
-    fine-tuning (eq. 5) epochs; finetune_lr: the fine-tuning's Adam learning rate, the training's 3e-3 by default
-    (spec §1.4: the fine-tuning hyper-parameters equal the training ones; the epochs are cut to a third for time;
-    at 3 epochs and 1e-3 some replicas barely absorbed removal). text_removals: ``{label: fine-tuning reference}``
-    of the text models (one fine-tuned model each; ``"removed_token"``: the zero embedding, ``"zero"``: the pad
-    token that deletes the token).
+    and the LSTM's / transformer's widths. n_test: the test split (evaluation inputs; the model keeps its best test
+    epoch, so the split is part of its cache key). n_epochs, n_finetune_epochs: training and F-Fidelity fine-tuning
+    (eq. 5) epochs; finetune_lr: the fine-tuning's Adam learning rate, by default the training's
+    (:data:`faithlab.recipes.SERIES_TEXT_LR`; spec §1.4: the fine-tuning hyper-parameters equal the training ones;
+    the epochs are cut to a third for time; at 3 epochs and 1e-3 some replicas barely absorbed removal).
+    text_removals: ``{label: fine-tuning reference}`` of the text models (one fine-tuned model each;
+    ``"removed_token"``: the zero embedding, ``"zero"``: the pad token that deletes the token).
     """
 
     ts_models: Sequence[str] = ("cnn1d",)
@@ -57,7 +57,7 @@ class SeriesTextModels:
     n_test: int = 100
     n_epochs: int = 30
     n_finetune_epochs: int = 10
-    finetune_lr: float = 3e-3
+    finetune_lr: float = recipes.SERIES_TEXT_LR
     text_removals: Mapping[str, str] = field(
         default_factory=lambda: {"zero embedding": "removed_token", "pad deletion": "zero"})
 
