@@ -1,7 +1,7 @@
 """Your own images: :func:`image_folder` reads a folder of image files (class subfolders, or a flat folder with an
 optional labels CSV) through a model's own preprocessing (:func:`faithlab.models.preprocessing`).
 
-Layouts (torchvision's ``ImageFolder`` conventions, whose helpers find the files)::
+Layouts (torchvision's ``ImageFolder`` conventions; folder links are followed, a loop is not walked twice)::
 
     root/cat/001.png, root/dog/002.jpg, ...   class subfolders: labels from the folder names (sorted, or ``classes``)
     root/001.png, root/002.png, ...           flat: no labels, unless a CSV (columns ``file,label``) gives them
@@ -22,11 +22,13 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from faithlab import _validate
+from faithlab import _pixels, _validate
 
 from ._core import TensorData
 
-__all__ = ["IMAGE_EXTENSIONS", "ImageFolderData", "image_folder"]
+__all__ = ["IMAGE_EXTENSIONS", "MAX_PIXELS", "ImageFolderData", "image_folder"]
+
+MAX_PIXELS = _pixels.MAX_PIXELS
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff")
 """The file endings :func:`image_folder` reads by default (case-insensitive)."""
@@ -36,16 +38,17 @@ class ImageFolderData(Dataset):
     """Images of a folder, preprocessed on access: ``data[i]`` is ``(x, y)`` when labelled, ``x`` alone otherwise
     (``x`` a ``(C, H, W)`` float tensor from ``preprocess``, ``y`` an int64 scalar).
 
-    Attributes: ``root`` (Path), ``files`` (paths relative to ``root``, POSIX, in item order), ``labels`` ((N,) int64
-    or None), ``classes`` (class names, index = label; None when unlabelled or when a CSV gives integer labels and no
-    ``classes`` were passed), ``labelled``, ``preprocess``, ``info`` (``name``, ``root``, ``files``, ``mean``,
-    ``std`` (the preprocessing's normalisation, None when it has none), ``n_classes``, ``class_names``, ``labels``:
+    Attributes: ``root`` (Path), ``files`` (paths relative to ``root``, POSIX, in item order), ``labels`` ((N,)
+    int64 or None), ``classes`` (class names, index = label; None when unlabelled or when a CSV gives integer labels
+    and no ``classes`` were passed), ``labelled``, ``preprocess``, ``max_pixels`` (the largest image read), ``info``
+    (``name``, ``root``, ``files``, ``mean``, ``std`` (the preprocessing's normalisation, None when it has none),
+    ``n_classes``, ``class_names``, ``labels``:
     "folders", the CSV's path or None)."""
 
     def __init__(self, root: Path, files: list[str], labels: torch.Tensor | None, classes: list[str] | None,
-                 preprocess: Callable, source: str | None) -> None:
+                 preprocess: Callable, source: str | None, max_pixels: int = _pixels.MAX_PIXELS) -> None:
         self.root, self.files, self.labels, self.classes = root, files, labels, classes
-        self.preprocess = preprocess
+        self.preprocess, self.max_pixels = preprocess, max_pixels
         mean, std = getattr(preprocess, "normalisation", (None, None))
         n_classes = len(classes) if classes is not None else (int(labels.max()) + 1 if labels is not None else None)
         self.info: dict[str, Any] = {"name": "image_folder", "root": str(root), "files": list(files),
@@ -62,17 +65,21 @@ class ImageFolderData(Dataset):
         return len(self.files)
 
     def image(self, index: int):
-        """The raw PIL image of item ``index`` (RGB or as stored), or ValueError naming its file when unreadable."""
-        from PIL import Image, UnidentifiedImageError
+        """The image of item ``index`` as a PIL image, read by ``faithlab._pixels.open_image``: EXIF orientation
+        applied, 8-bit modes as "L" or "RGB" (palette, CMYK, alpha dropped, ...), 16-bit grey as floats in [0, 1]
+        (value / 65535), a float or 32-bit image by its stated range. ValueError naming its file when it is
+        unreadable, larger than ``max_pixels`` (an image bomb is refused before it is decoded) or has values that
+        cannot be mapped to [0, 1] faithfully."""
+        from PIL import UnidentifiedImageError
 
         path = self.root / self.files[index]
+        where = f"the file {self.files[index]!r} in {str(self.root)!r}"
         try:
-            with Image.open(path) as image:
-                image.load()
-                return image.copy()
+            return _pixels.open_image(path, max_pixels=self.max_pixels, what=where)
+        except _pixels.UnmappableImage as err:
+            raise ValueError(f"root: {err}") from err
         except (OSError, UnidentifiedImageError, ValueError) as err:
-            raise ValueError(f"root: the file {self.files[index]!r} in {str(self.root)!r} is not a readable image "
-                             f"({type(err).__name__}: {err})") from err
+            raise ValueError(f"root: {where} is not a readable image ({type(err).__name__}: {err})") from err
 
     def __getitem__(self, index: int):
         x = self.preprocess(self.image(index))
@@ -128,7 +135,7 @@ class ImageFolderData(Dataset):
             raise ValueError("indices must be distinct: each image is evaluated once")
         labels = None if self.labels is None else self.labels[torch.tensor(index, dtype=torch.int64, device="cpu")]
         out = ImageFolderData(self.root, [self.files[i] for i in index], labels, self.classes, self.preprocess,
-                              self.info["labels"])
+                              self.info["labels"], self.max_pixels)
         out.info = dict(self.info, files=list(out.files))
         return out
 
@@ -179,16 +186,66 @@ def _is_image(name: str, extensions: tuple[str, ...]) -> bool:
     return not name.startswith(".") and name.lower().endswith(extensions)
 
 
-def _layout(root: Path, extensions: tuple[str, ...]) -> tuple[list[str], list[str]]:
-    """(class subfolders that hold images, image files directly in root); hidden entries are skipped."""
-    subdirs, flat = [], []
+def _images_under(folder: Path, extensions: tuple[str, ...], seen: set) -> list[str]:
+    """The image files under ``folder`` (paths relative to it, POSIX, sorted; hidden entries skipped), following
+    folder links but entering each real folder once: a link back to the folder or above it (a loop) is not walked.
+    torchvision's ``make_dataset`` follows links with ``os.walk(followlinks=True)``, which a loop sends round until
+    the path is too long, listing every image once per turn. ``seen``: the (device, inode) pairs not to enter; a
+    folder that cannot be listed raises ValueError naming it. Only regular files and links count as images: a named
+    pipe called ``x.png`` would block the reader forever."""
+    found: list[str] = []
+
+    def visit(path: Path, prefix: str) -> None:
+        try:
+            st = path.stat()
+        except OSError:  # a broken folder link: nothing to list
+            return
+        if (st.st_dev, st.st_ino) in seen:
+            return
+        seen.add((st.st_dev, st.st_ino))
+        try:
+            entries = sorted(os.scandir(path), key=lambda e: e.name)
+        except OSError as err:
+            raise ValueError(f"root: the folder {str(path)!r} cannot be listed ({type(err).__name__}: "
+                             f"{err.strerror or err})") from None
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            name = prefix + entry.name
+            if entry.is_dir():
+                visit(Path(entry.path), name + "/")
+            elif _is_image(entry.name, extensions) and (entry.is_file() or entry.is_symlink()):
+                found.append(name)
+
+    visit(folder, "")
+    return sorted(found)
+
+
+def _ancestors(root: Path) -> set:
+    """(device, inode) of root and every folder above it: a link to any of them inside root is a loop."""
+    out, here = set(), root.resolve()
+    for folder in (here, *here.parents):
+        try:
+            st = folder.stat()
+        except OSError:
+            continue
+        out.add((st.st_dev, st.st_ino))
+    return out
+
+
+def _layout(root: Path, extensions: tuple[str, ...]) -> tuple[dict[str, list[str]], list[str]]:
+    """(class subfolders that hold images → their image files, relative to root; image files directly in root);
+    hidden entries are skipped, links are followed without loops (:func:`_images_under`)."""
+    subdirs, flat = {}, []
+    above = _ancestors(root)
     for entry in sorted(os.scandir(root), key=lambda e: e.name):
         if entry.name.startswith("."):
             continue
         if entry.is_dir():
-            if any(_is_image(f, extensions) for _, _, fs in os.walk(entry.path) for f in fs):
-                subdirs.append(entry.name)
-        elif _is_image(entry.name, extensions):
+            files = _images_under(Path(entry.path), extensions, set(above))
+            if files:
+                subdirs[entry.name] = [f"{entry.name}/{f}" for f in files]
+        elif _is_image(entry.name, extensions) and (entry.is_file() or entry.is_symlink()):
             flat.append(entry.name)
     return subdirs, flat
 
@@ -250,6 +307,7 @@ def image_folder(
     labels: str | os.PathLike | None = "folders",
     classes: Sequence[str] | None = None,
     extensions: Sequence[str] = IMAGE_EXTENSIONS,
+    max_pixels: int = _pixels.MAX_PIXELS,
 ) -> ImageFolderData:
     """Your images as a dataset: a folder of class subfolders or a flat folder of image files.
 
@@ -261,7 +319,17 @@ def image_folder(
     folder and nothing else. None: no labels even with subfolders (the evaluation then uses the model's predictions).
     classes: the class names in the model's output order (a name's index is its label); default: the sorted folder
     names, or the sorted class names of the CSV. extensions: the file endings read (case-insensitive); other files
-    are skipped, as are hidden ones.
+    are skipped, as are hidden ones. max_pixels: the largest image read, width × height (default
+    :data:`MAX_PIXELS`, about 9,459²; at most twice ``PIL.Image.MAX_IMAGE_PIXELS``): a larger one, such as an image
+    bomb (a few KB on disk, gigabytes decoded), raises ValueError naming the file and the limit, before it is decoded.
+
+    Pixel values: 8-bit images (grey, RGB, palette, CMYK, YCbCr, with or without alpha, which is dropped as
+    torchvision's loader drops it) are value / 255; **16-bit grey** PNG and TIFF files (CT, microscopy) are scaled by
+    their bit depth, value / 65535, and kept in floats (PIL's own conversion, and torchvision's ``ImageFolder``,
+    clip them at 255: a white image); 16-bit colour PNGs are read by PIL at 8 bits; float and 32-bit integer TIFFs
+    by the range their SMinSampleValue/SMaxSampleValue tags state, float files without it only when their values
+    lie in [0, 1]. An image whose values cannot be mapped (no stated range, NaN, the LAB colour space) raises
+    ValueError naming the file. The EXIF orientation is applied (a phone photo is evaluated upright).
     Errors name the argument: a missing or empty ``root``, a folder with both images and class subfolders, a CSV
     naming files that are not there or leaving images out, an unknown class name; an unreadable image raises
     ValueError naming the file when it is read."""
@@ -277,6 +345,7 @@ def image_folder(
             isinstance(e, str) and e.startswith(".") for e in extensions):
         raise ValueError(f"extensions must be a sequence of file endings such as ('.png', '.jpg'), got {extensions!r}")
     exts = tuple(e.lower() for e in extensions)
+    max_pixels = _pixels.check_pixels(max_pixels)
     if classes is not None:
         if isinstance(classes, str) or not all(isinstance(c, str) for c in classes) or len(set(classes)) != len(
                 classes) or not classes:
@@ -284,36 +353,33 @@ def image_folder(
         classes = list(classes)
     subdirs, flat = _layout(path, exts)
     if subdirs and flat:
-        raise ValueError(f"root {str(path)!r} mixes images ({flat[:3]}) and class subfolders ({subdirs[:3]}); put "
+        raise ValueError(f"root {str(path)!r} mixes images ({flat[:3]}) and class subfolders "
+                         f"({list(subdirs)[:3]}); put "
                          "every image in a class subfolder, or all of them directly in root")
     if not subdirs and not flat:
         raise ValueError(f"root {str(path)!r} holds no images with the endings {list(exts)}")
     folder_classes = None
     if subdirs:
-        from torchvision.datasets.folder import make_dataset
-
         if classes is not None and labels == "folders":
             unknown = [d for d in subdirs if d not in classes]
             if unknown:
                 raise ValueError(f"classes {classes} do not include the subfolders {unknown} of root {str(path)!r}")
             folder_classes = classes
         else:
-            folder_classes = subdirs
+            folder_classes = list(subdirs)
         index = {c: i for i, c in enumerate(folder_classes)}
-        samples = make_dataset(str(path), {d: index[d] for d in subdirs},
-                               is_valid_file=lambda f: _is_image(os.path.basename(f), exts))
-        samples.sort(key=lambda s: (s[1], Path(s[0]).relative_to(path).as_posix()))
-        files = [Path(p).relative_to(path).as_posix() for p, _ in samples]
-        folder_labels = [label for _, label in samples]
+        samples = sorted((index[d], f) for d, fs in subdirs.items() for f in fs)  # class, then path
+        files = [f for _, f in samples]
+        folder_labels = [label for label, _ in samples]
     else:
         files, folder_labels = flat, None
     if labels is None:
-        return ImageFolderData(path, files, None, None, preprocess, None)
+        return ImageFolderData(path, files, None, None, preprocess, None, max_pixels)
     if isinstance(labels, str) and labels == "folders":
         if folder_labels is None:
-            return ImageFolderData(path, files, None, None, preprocess, None)
+            return ImageFolderData(path, files, None, None, preprocess, None, max_pixels)
         return ImageFolderData(path, files, torch.tensor(folder_labels, dtype=torch.int64, device="cpu"),
-                               folder_classes, preprocess, "folders")
+                               folder_classes, preprocess, "folders", max_pixels)
     if not isinstance(labels, (str, os.PathLike)):
         raise TypeError(f"labels must be 'folders', a CSV path or None, got {type(labels).__name__}")
     csv_path = Path(labels).expanduser()
@@ -321,4 +387,4 @@ def image_folder(
         raise FileNotFoundError(f"labels {str(csv_path)!r} is not a file (pass 'folders', a CSV path or None)")
     values, names = _read_csv(csv_path, files, classes)
     return ImageFolderData(path, files, torch.tensor(values, dtype=torch.int64, device="cpu"), names, preprocess,
-                           str(csv_path))
+                           str(csv_path), max_pixels)

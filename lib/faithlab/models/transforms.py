@@ -9,6 +9,7 @@ import math
 import torch
 from torch import nn
 
+from faithlab import _pixels
 from faithlab.models.names import _parse_spec, _skeleton
 
 _MODES = {1: "L", 3: "RGB"}
@@ -22,7 +23,10 @@ class Preprocess:
     centre crop or None; mean, std: per channel, applied to values in [0, 1]; interpolation: "bilinear", "bicubic",
     "nearest", ... (``torchvision.transforms.InterpolationMode``); mode: the PIL mode the image is converted to first
     ("RGB", or "L" for one channel). The steps are those of torchvision's ``ImageClassification`` and timm's eval
-    transform (resize, centre crop, to [0, 1], normalise), so the tensors equal theirs. Frozen: change a field with
+    transform (resize, centre crop, to [0, 1], normalise), so the tensors of 8-bit images equal theirs. Images of
+    other depths are mapped first by ``faithlab._pixels.standard``: 16-bit grey is scaled by its bit depth (value /
+    65535; PIL's own conversion clips it at 255), resized in floats and, for an "RGB" model, repeated on the three
+    channels; an image whose values have no known range raises ValueError. Frozen: change a field with
     ``dataclasses.replace``."""
 
     resize: int | tuple[int, int] | None
@@ -70,14 +74,20 @@ class Preprocess:
 
         if not isinstance(image, Image.Image):
             raise TypeError(f"image must be a PIL image, got {type(image).__name__}")
-        if image.mode != self.mode:
+        image = _pixels.standard(image)  # 16-bit grey → floats in [0, 1] (PIL's convert would clip it at 255)
+        grey_floats = image.mode == "F"
+        if not grey_floats and image.mode != self.mode:
             image = image.convert(self.mode)
-        if self.resize is not None:
+        if self.resize is not None:  # PIL resizes an "F" image with the same filter, in floats
             size = [self.resize] if isinstance(self.resize, int) else list(self.resize)
             image = TF.resize(image, size, interpolation=InterpolationMode(self.interpolation), antialias=True)
         if self.crop is not None:
             image = TF.center_crop(image, list(self.crop))
-        x = TF.pil_to_tensor(image).float().div(255)
+        if grey_floats:
+            x = TF.pil_to_tensor(image)
+            x = x.expand(len(self.mean), -1, -1).clone()  # grey as RGB: three equal channels, as convert("RGB")
+        else:
+            x = TF.pil_to_tensor(image).float().div(255)
         return TF.normalize(x, list(self.mean), list(self.std))
 
 
