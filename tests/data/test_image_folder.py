@@ -193,3 +193,26 @@ def test_images_of_different_sizes_need_a_fixed_size_preprocess(tmp_path):
     with pytest.raises(ValueError, match="preprocess gives images of different sizes"):
         list(data.loader())
     assert fl.data.image_folder(tmp_path, preprocess=PREP).tensors().x.shape == (2, 3, 8, 8)
+
+
+def test_links_are_followed_without_loops_and_pipes_are_not_images(tmp_path):
+    """A class folder that is a link is read; links back to a class folder or above root are not walked again (on
+    7507507 torchvision's walk followed them round and round, and the listing never ended); a named pipe called
+    x.png is not an image (opening it would block); a hidden folder (.ipynb_checkpoints) is skipped; nested
+    folders under a class keep the class's label."""
+    import os
+
+    elsewhere = tmp_path / "elsewhere"
+    _png(elsewhere / "w.png", 9)
+    root = tmp_path / "root"
+    _png(root / "cat/a.png", 0)
+    _png(root / "cat/2024/june/b.png", 1)
+    _png(root / "cat/.ipynb_checkpoints/a-checkpoint.png", 2)
+    os.symlink("..", root / "cat/up")
+    os.symlink("../cat", root / "cat/again")
+    os.symlink("/", root / "cat/filesystem")
+    os.mkfifo(root / "cat/pipe.png")
+    os.symlink(str(elsewhere), root / "dog")
+    data = fl.data.image_folder(root, preprocess=PREP)
+    assert data.files == ["cat/2024/june/b.png", "cat/a.png", "dog/w.png"]
+    assert data.labels.tolist() == [0, 0, 1] and data.classes == ["cat", "dog"]
