@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import errno
 import numbers
 import os
+import pickle
 import re
+import struct
 from collections.abc import Sequence
 
 import torch
@@ -316,10 +319,48 @@ def model_accepts(value, x: torch.Tensor, name: str = "model", x_name: str = "x"
 
 
 def load_refusal(err: Exception) -> str:
-    """Why ``torch.load(weights_only=True)`` refused a file, in a few words: the object the weights-only loader does
-    not construct (its own message is a page of advice that includes retrying without the weights-only
-    restriction, which a file from elsewhere must never get), else the error's first line."""
-    refused = re.search(r"Unsupported global: GLOBAL (\S+)", str(err))
-    if refused:
-        return f"it needs {refused.group(1)}, which is neither a tensor nor a plain container"
-    return (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+    """Why ``torch.load(weights_only=True)`` refused a file, in a few words that say only what is wrong with it.
+
+    torch's own message is a page of advice that includes retrying without the weights-only restriction, which a
+    file from elsewhere must never get, so none of it is repeated: the object the weights-only loader does not
+    construct ("it needs X, which is neither a tensor nor a plain container"); a pickle it does not read (a plain
+    ``pickle.dump``: it stops at the first instruction it does not follow); a damaged file or one that is no torch
+    checkpoint (a broken zip archive, a file that ends early); else the error's first line without the sentences
+    that give that advice."""
+    raw = _ANSI.sub("", str(err)).strip()
+    text = _ENFORCE.sub("", raw)
+    needed = _NEEDS.search(text)
+    if needed:
+        return f"it needs {needed.group(1)}, which is neither a tensor nor a plain container"
+    built = _BUILDS.search(text)
+    if built:
+        return f"it builds {built.group(1)}, which is neither a tensor nor a plain container"
+    if isinstance(err, pickle.UnpicklingError):
+        return "it is a pickle of objects that a weights-only read does not build (or no torch checkpoint at all)"
+    if isinstance(err, (EOFError, KeyError, IndexError, struct.error, UnicodeDecodeError)) or (
+            isinstance(err, RuntimeError) and _DAMAGED.search(raw)) or (
+            isinstance(err, OSError) and err.errno == errno.EINVAL):  # a seek before the start of a cut zip archive
+        first = _first_sentence(text) if isinstance(err, RuntimeError) else ""
+        return "the file is damaged or is not a torch checkpoint" + (f" ({first})" if first else "")
+    first_line = (text.strip().splitlines() or [""])[0]
+    kept = [s for s in re.split(r"(?<=[.!?])\s+", first_line) if s and not _ADVICE.search(s)]
+    return (" ".join(kept) or type(err).__name__)[:200]
+
+
+def _first_sentence(text: str) -> str:
+    """The first sentence of ``text``'s first line without its full stop, cut at 160 characters ("" if it gives
+    advice)."""
+    first = re.split(r"(?<=[.!?])\s+", (text.strip().splitlines() or [""])[0])[0].rstrip(".")
+    return "" if _ADVICE.search(first) else first[:160]
+
+
+# "Unsupported global: GLOBAL numpy.dtype was not ..." (zip checkpoints), "Trying to load unsupported GLOBAL
+# posix.system whose module posix is blocked." (legacy ones)
+_NEEDS = re.compile(r"[Uu]nsupported (?:global: )?GLOBAL (\S+?)\.?(?:\s|$)")
+# "Can only build Tensor, ... but got <class 'x.Y'>", "Can only create new object for nn.Parameter ... but got ..."
+_BUILDS = re.compile(r"Can only (?:build|create new object)[^\n]*?but got <class '([^']+)'>")
+# PytorchStreamReader (a zip checkpoint's reader) and the legacy format's own checks
+_DAMAGED = re.compile(r"PytorchStreamReader|zip archive|inline_container|magic number|corrupt", re.I)
+_ENFORCE = re.compile(r"^\[enforce fail at [^\]]*\][\s.]*")  # "[enforce fail at inline_container.cc:179] . "
+_ADVICE = re.compile(r"weights.only|\bFalse\b|trust|safe_globals|arbitrary code", re.I)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import warnings
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -61,22 +62,31 @@ def _check_sha256(path: Path, expected: str, what: str) -> None:
 
 
 def _load_tensors(path: Path, what: str) -> dict:
-    """The state dict in ``path``: safetensors, or a torch checkpoint holding only tensors and plain containers."""
+    """The state dict in ``path``: safetensors, or a torch checkpoint holding only tensors and plain containers.
+    A file that cannot be opened raises its OSError; one that opens but is not such a file (a pickle of other
+    objects, a damaged or truncated file: torch fails on it with UnpicklingError, RuntimeError, EOFError, even an
+    OSError from seeking in a cut zip archive) raises one ValueError naming the file and what is wrong with it
+    (:func:`faithlab._validate.load_refusal`), with the original error attached as its cause."""
     if path.name.endswith(".safetensors"):
         from safetensors.torch import load_file
 
-        return load_file(str(path), device="cpu")
-    try:
-        return _unwrap_state(torch.load(path, map_location="cpu", weights_only=True))
-    except OSError:
-        raise
-    # The weights-only loader refuses a file that needs anything but tensors and plain containers (UnpicklingError),
-    # a damaged file fails as RuntimeError or EOFError: all mean "not a usable weights file", so one ValueError
-    # names the file and the original error stays attached as the cause.
-    except Exception as err:  # noqa: BLE001
-        raise ValueError(f"{what}: {path} is not a plain tensor checkpoint and is not loaded "
-                         f"({_validate.load_refusal(err)}); save the weights as a state dict of tensors "
-                         "(torch.save(model.state_dict(), path)) or as safetensors") from err
+        with path.open("rb"):  # cannot be opened: that OSError as it is
+            pass
+        try:
+            return load_file(str(path), device="cpu")
+        except Exception as err:  # noqa: BLE001 -- SafetensorError and the like: a damaged or foreign file
+            raise ValueError(f"{what}: {path} is not a readable safetensors file ({err}); save the weights again "
+                             "with safetensors.torch.save_file or torch.save(model.state_dict(), path)") from err
+    with path.open("rb") as f:  # cannot be opened: that OSError as it is
+        try:
+            with warnings.catch_warnings():  # a plain pickle's "Detected pickle protocol ...": the refusal says it
+                warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
+                state = torch.load(f, map_location="cpu", weights_only=True)
+        except Exception as err:  # noqa: BLE001
+            raise ValueError(f"{what}: {path} is not a plain tensor checkpoint and is not loaded "
+                             f"({_validate.load_refusal(err)}); save the weights as a state dict of tensors "
+                             "(torch.save(model.state_dict(), path)) or as safetensors") from err
+    return _unwrap_state(state)
 
 
 def _hub_file(url: str, download: bool, what: str, hashed: bool) -> Path:
