@@ -10,7 +10,8 @@ counted exactly by :func:`faithlab.evaluation.estimate`, seconds from the median
 ``--batch-size`` and one warm call of each explainer), naming the metrics that are expensive at this image size;
 ``--estimate-only`` stops there. The report's ``estimate.csv`` and ``cost.csv`` set the estimate beside the
 measured seconds per metric group. A run interrupted with Ctrl-C keeps its finished chunks in ``<out>.partial/``;
-``--resume`` continues from them. Then
+``--resume`` continues from them. One run at a time writes to an ``--out`` folder: it holds an OS lock on
+``.<out>.lock`` beside it, and a second run on the same folder stops at once, naming the first. Then
 :func:`faithlab.evaluate` streams the images through every metric under a progress bar, a randomised copy of the
 model gives the sanity check of :func:`faithlab.report.sanity`, and :func:`faithlab.report.write` writes the
 report. Usage errors (a flag's value that cannot work) print one line naming the flag and its fix and exit with
@@ -23,13 +24,17 @@ images, the estimate, the streamed evaluation and its resume); the rules it appl
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import shlex
 import sys
 import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+
+from faithlab._pixels import MAX_PIXELS  # numpy only: the command's start stays light
 
 __all__ = ["main", "UsageError", "parse_explainers", "parse_settings"]
 
@@ -186,10 +191,16 @@ def _parser() -> argparse.ArgumentParser:
                    "by --seed (a flat folder: N images drawn by --seed); they are evaluated in file order (default: "
                    "all)")
     g.add_argument("--skip-unreadable", action="store_true", help="go on without images that cannot be read (a "
-                   "corrupt or truncated file; with --n-images another image takes its place) and list them in "
-                   "skipped.txt in the report folder; without it such a file stops the command, named")
-    g.add_argument("--random-weights", action="store_true", help="evaluate the model with random weights when no "
-                   "--weights are given (required then: the scores of an untrained model say little)")
+                   "corrupt or truncated file, one over --max-pixels, one whose values have no known range; with "
+                   "--n-images another image takes its place) and list them in skipped.txt in the report folder; "
+                   "without it such a file stops the command, named")
+    g.add_argument("--max-pixels", type=int, default=MAX_PIXELS, metavar="N", help="the largest image read, "
+                   "width x height: a larger file (an image bomb: a few KB on disk, gigabytes decoded) stops the "
+                   "command naming it, or is skipped with --skip-unreadable (default: %(default)s, PIL's warning "
+                   "threshold)")
+    g.add_argument("--random-weights", action="store_true", help="evaluate the model with random weights, drawn "
+                   "from --seed, when no --weights are given (required then: the scores of an untrained model say "
+                   "little)")
     g.add_argument("--size", type=int, metavar="PX", help="resize and crop the images to PX pixels instead of the "
                    "model's own preprocessing size (faster; the model must accept that size)")
     g = ev.add_argument_group("explainers and metrics")
@@ -219,8 +230,8 @@ def _parser() -> argparse.ArgumentParser:
                    "counts, however long they take)")
     g.add_argument("--maps", type=int, default=4, metavar="N", help="map figures for the first N images (default: "
                    "%(default)s)")
-    g.add_argument("--out", default="report", metavar="DIR", help="the report folder, replaced when complete "
-                   "(default: %(default)s)")
+    g.add_argument("--out", default="report", metavar="DIR", help="the report folder, replaced when complete; one "
+                   "run at a time per folder: a second run on it stops, naming the first (default: %(default)s)")
     g.add_argument("--resume", action="store_true", help="continue an interrupted run (Ctrl-C, a crash) from the "
                    "finished chunks it kept in DIR.partial/ beside the report (refused when an argument, the model "
                    "weights or the images differ); without it such a folder is replaced")
@@ -313,10 +324,16 @@ def _load(args, echo):
     import torch
 
     import faithlab as fl
+    from faithlab import _pixels
 
+    try:
+        _pixels.check_pixels(args.max_pixels, "--max-pixels")
+    except ValueError as err:
+        raise UsageError("--max-pixels", str(err).removeprefix("--max-pixels ")) from None
     images = Path(args.images).expanduser()
     if not images.is_dir():
         raise UsageError("--images", f"{args.images} is not a folder")
+    _check_out(args.out, images)
     for flag, value in (("--weights", args.weights), ("--finetuned", args.finetuned)):
         if value is not None and not Path(value).expanduser().is_file():
             raise UsageError(flag, f"no such file {value}")
@@ -341,7 +358,10 @@ def _load(args, echo):
         raise UsageError("--device", f"{args.device}: no Apple GPU (MPS) is available on this machine; use --device "
                                      "cpu")
     try:
-        model = fl.models.load(args.model, weights=args.weights)
+        if args.random_weights:  # drawn from --seed, so that the same command gives the same model and report
+            model = _seeded(lambda: fl.models.load(args.model, weights=args.weights), args.seed)
+        else:
+            model = fl.models.load(args.model, weights=args.weights)
     except FileNotFoundError as err:
         raise UsageError("--weights", str(err)) from None
     except (ValueError, TypeError, KeyError, RuntimeError, ImportError) as err:
@@ -363,7 +383,7 @@ def _load(args, echo):
             raise UsageError("--size", f"must be at least 8 pixels, got {args.size}")
         pre = _resized(pre, args.size)
     try:
-        data = fl.data.image_folder(images, preprocess=pre, labels=_labels(args.labels))
+        data = fl.data.image_folder(images, preprocess=pre, labels=_labels(args.labels), max_pixels=args.max_pixels)
     except (ValueError, FileNotFoundError, TypeError) as err:
         raise UsageError("--labels" if str(err).startswith("labels") else "--images", str(err)) from None
     if len(data) == 0:
@@ -372,11 +392,46 @@ def _load(args, echo):
     return model, tuned, pre, data, device
 
 
+def _seeded(build, seed: int):
+    """``build()`` with torch's CPU generator seeded with ``seed`` (``--random-weights``: the model's random
+    initialisation is drawn from ``--seed``, as every other random draw of the run) → its result; the process's own
+    random state is as it was before, afterwards. The model is built on the CPU, so only the CPU generator is forked
+    and seeded: ``torch.manual_seed`` would also seed the CUDA generators, which ``fork_rng(devices=[])`` leaves
+    unrestored."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.default_generator.manual_seed(seed)
+        return build()
+
+
+def _check_out(out_arg: str, images: Path) -> None:
+    """UsageError naming ``--out`` when the report, which replaces its folder when complete, would replace the
+    images, land among them (its figures would be read as images by the next run), or replace a folder that is not
+    an earlier report or empty, or a file."""
+    from faithlab import report
+
+    out, source = Path(out_arg).expanduser().resolve(), images.resolve()
+    if out == source or source.is_relative_to(out):
+        raise UsageError("--out", f"{out_arg} holds the --images folder, and the report replaces its folder: pass "
+                                  "a folder outside the images")
+    if out.is_relative_to(source):
+        raise UsageError("--out", f"{out_arg} is inside the --images folder {images}: the report's figures would be "
+                                  "read as images by the next run; pass a folder outside the images")
+    if out.exists() and not out.is_dir():
+        raise UsageError("--out", f"{out_arg} exists and is not a folder")
+    if out.is_dir() and not report._replaceable(out):
+        raise UsageError("--out", f"{out_arg} holds other files than a faithlab report (no index.html and "
+                                  "report.csv), and the report replaces its folder: pass a new folder")
+
+
 def _readable_sample(data, args, echo):
     """The images to evaluate: ``--n-images`` of them spread evenly over the classes
     (:meth:`~faithlab.data.ImageFolderData.balanced_order` with ``--seed``), or all, each read once here so that an
     unreadable file stops the command before any work, named with ``--images`` — or, with ``--skip-unreadable``, is
     left out (the next image of the balanced order takes its place) and listed in ``info["skipped"]`` (file, why)."""
+    from faithlab import _pixels
+
     n = len(data) if args.n_images is None else min(args.n_images, len(data))
     order = data.balanced_order(args.seed) if n < len(data) else range(len(data))
     chosen, skipped = [], []
@@ -387,10 +442,16 @@ def _readable_sample(data, args, echo):
             data.image(i)
         except ValueError as err:
             cause = err.__cause__ if err.__cause__ is not None else err
-            why = f"{type(cause).__name__}: {cause}"
+            if isinstance(cause, _pixels.UnmappableImage):  # read, but too large or without a known value range
+                why = str(cause).replace(f"the file {data.files[i]!r} in {str(data.root)!r}", "it").replace(
+                    "max_pixels", "--max-pixels")
+                problem = f"{Path(data.root) / data.files[i]}: {why}"
+            else:
+                why = f"{type(cause).__name__}: {cause}"
+                problem = f"{Path(data.root) / data.files[i]} is not a readable image ({why})"
             if not args.skip_unreadable:
-                raise UsageError("--images", f"{Path(data.root) / data.files[i]} is not a readable image ({why}); "
-                                             "remove it, or pass --skip-unreadable to go on without it") from None
+                raise UsageError("--images", f"{problem}; remove it, or pass --skip-unreadable to go on without "
+                                             "it") from None
             skipped.append((data.files[i], why))
             continue
         chosen.append(i)
@@ -683,12 +744,8 @@ def _record_extras(out: Path, compared, skipped) -> None:
 
 
 def _evaluate(args, argv: Sequence[str], echo) -> int:
+    """``faithlab evaluate``: the arguments checked, then the run (:func:`_run`) with its report folder held."""
     started = time.perf_counter()  # --budget counts from here
-    import torch
-
-    import faithlab as fl
-    from faithlab import explainers, report
-
     for flag, value in (("--batch-size", args.batch_size), ("--n-images", args.n_images)):
         if value is not None and value < 1:
             raise UsageError(flag, f"must be a positive integer, got {value}")
@@ -698,12 +755,29 @@ def _evaluate(args, argv: Sequence[str], echo) -> int:
     options = parse_settings(args.settings)
     given = list(options)  # the counts a budget keeps: the user's own --set
     chosen = _choose_metrics(args.metrics, finetuned=args.finetuned is not None)
+    # One run per report folder: a second run on the same --out stops here, before any work, naming the first.
+    # --estimate-only writes nothing (no report, no <out>.partial/, not even the lock file), so it runs unlocked.
+    held = contextlib.nullcontext() if args.estimate_only else _out_lock(args.out, "faithlab " + shlex.join(argv),
+                                                                          echo)
+    with held:
+        return _run(args, argv, echo, started, chosen_explainers, options, given, chosen)
+
+
+def _run(args, argv: Sequence[str], echo, started: float, chosen_explainers: dict, options: dict,
+         given: list[str], chosen: list[str]) -> int:
+    """``faithlab evaluate`` once its arguments are checked (and, but for ``--estimate-only``, its report folder is
+    held by :func:`_out_lock`): load, estimate, evaluate, write the report."""
+    import torch
+
+    import faithlab as fl
+    from faithlab import explainers, report
+
     model, tuned, pre, data, device = _load(args, echo)
     n = len(data) if args.n_images is None else min(args.n_images, len(data))
     labels = "the image folders" if data.labelled else "the model's predictions"
     echo(f"images: {n} from {args.images} ({len(data.classes) if data.labelled else 'no'} classes; labels from "
          f"{labels})")
-    echo(f"model: {args.model}{' with ' + args.weights if args.weights else ' (random weights)'}")
+    echo(f"model: {args.model}{' with ' + args.weights if args.weights else f' ({report.random_weights(args.seed)})'}")
     echo(f"preprocessing: {pre}")
     explain = {name: explainers.explainer(method, seed=args.seed, batch_size=args.batch_size, **opts)
                for name, (method, opts) in chosen_explainers.items()}
@@ -922,15 +996,139 @@ def _resumed_counts(args) -> dict:
     return {k.option: int(stored[k.option]) for k in budget.knobs() if isinstance(stored.get(k.option), int)}
 
 
+def _lock_path(out) -> Path:
+    """The lock file of the report folder ``out``: ``.<out name>.lock`` beside it, one for ``<out>`` and
+    ``<out>.partial/`` both."""
+    out = Path(out).expanduser().resolve()
+    return out.with_name(f".{out.name}.lock")
+
+
+def _try_lock(fd: int) -> bool:
+    """Take the exclusive ``fcntl.flock`` of the open file ``fd`` without waiting → whether it was taken (False:
+    another process holds it). The kernel releases it when its holder's file is closed or the holder dies, even by
+    SIGKILL (the study's locks and the training cache's are the same; the package assumes a POSIX system). Other
+    failures (a file system without locks) raise OSError."""
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _holder(fd: int) -> dict:
+    """The record the holder of a lock file wrote into it (``pid``, ``started``, ``command``), read through ``fd``;
+    waits up to a second for a holder that has just taken the lock and not yet written it ({} if none comes)."""
+    for _ in range(20):
+        os.lseek(fd, 0, os.SEEK_SET)
+        try:
+            text = os.read(fd, 1 << 16).decode("utf-8", "replace")
+        except OSError:
+            return {}
+        if text.strip():
+            try:
+                record = json.loads(text)
+            except ValueError:  # being written: read again
+                record = None
+            if isinstance(record, dict):
+                return record
+        time.sleep(0.05)
+    return {}
+
+
+def _busy(out, record: dict) -> str:
+    """The refusal of a run whose ``--out`` another run holds, naming that run from its lock ``record``."""
+    command = " ".join(str(record.get("command", "")).split())
+    command = command if len(command) <= 300 else command[:299] + "…"
+    who = (f"pid {record['pid']}, started {record.get('started', '?')}: {command or '?'}" if "pid" in record else
+           "its process did not say which")
+    return (f"{out} is in use by another faithlab evaluate ({who}); wait for it to finish or pass another "
+            "--out")
+
+
+def _take(path: Path, out) -> int:
+    """The open lock file ``path``, locked by this process → its descriptor; UsageError naming --out when another
+    process holds it. A file removed or replaced between its opening and its locking (its holder finished and
+    removed it) is not the lock any more: the new one is opened and locked instead."""
+    for _ in range(100):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as err:
+            raise UsageError("--out", f"cannot create the lock file {path}: {err.strerror or err}") from None
+        try:
+            if not _try_lock(fd):
+                raise UsageError("--out", _busy(out, _holder(fd)))
+            try:
+                current = os.stat(path).st_ino
+            except FileNotFoundError:
+                current = None
+            if current == os.fstat(fd).st_ino:
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+    raise UsageError("--out", f"cannot lock {path}: other processes keep replacing it")
+
+
+def _release(fd: int, path: Path) -> None:
+    """Remove the lock file, then release its lock by closing it: removed while still locked, so that a run waiting
+    for it finds it gone (:func:`_take` then opens a new one), and only when it is still ours."""
+    try:
+        if os.stat(path).st_ino == os.fstat(fd).st_ino:
+            os.unlink(path)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _out_lock(out, command: str, echo):
+    """Hold the report folder ``out`` (and its ``<out>.partial/``) for this run while the block runs: one run per
+    output folder, since two would write each other's chunks and report. An OS advisory lock on the file
+    ``.<out name>.lock`` beside ``out`` (its parent folder is created), into which the holder writes its pid, start
+    time and ``command``; another run on the same ``--out`` gets a UsageError naming --out and that run. The lock is
+    released and its file removed when the block ends (done, failed, interrupted); a holder killed outright leaves
+    the file, but the kernel has released its lock, so the next run takes it over. On a file system without locks
+    the run goes on unlocked, with a warning."""
+    path = _lock_path(out)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError("--out", f"cannot create the folder {path.parent}: {err.strerror or err}") from None
+    try:
+        fd = _take(path, out)
+    except OSError as err:  # e.g. ENOLCK on a network file system: no lock to take
+        echo(f"warning: --out: {path.parent} does not support file locks ({err.strerror or err}): nothing keeps "
+             f"another run from writing to {out} at the same time")
+        yield path
+        return
+    try:
+        import datetime
+
+        record = {"pid": os.getpid(), "started": datetime.datetime.now().isoformat(sep=" ", timespec="seconds"),
+                  "command": command}
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, json.dumps(record).encode("utf-8"))
+        yield path
+    finally:
+        _release(fd, path)
+
+
 def _discard(work: Path) -> None:
     """Remove a run's folder of chunks: renamed away first, so that a removal cut short leaves no half folder under
-    its name."""
-    import os
+    its name. A folder already gone (removed by hand, or by another process) is nothing to do."""
     import shutil
 
     trash = work.with_name(f".{work.name}.discarded-{os.getpid()}")
     shutil.rmtree(trash, ignore_errors=True)
-    work.rename(trash)
+    try:
+        work.rename(trash)
+    except FileNotFoundError:
+        return
     shutil.rmtree(trash, ignore_errors=True)
 
 

@@ -44,7 +44,7 @@ import torch
 __all__ = ["summary", "monte_carlo_means", "monte_carlo_pairs", "monte_carlo_sentence", "MC_SE", "MC_SEPARATION",
            "ranks", "overall", "separation", "overall_sentence", "tied_metrics", "glossary", "meaning",
            "book_link", "comprehensiveness_note", "sanity", "sanity_sentences", "cost", "brief", "duration",
-           "randomisable_metrics", "on_randomised", "maps_figure", "ranks_figure", "write", "TABLES",
+           "random_weights", "randomisable_metrics", "on_randomised", "maps_figure", "ranks_figure", "write", "TABLES",
            "INTERPRETATION", "BOOK_URL"]
 
 TABLES = ("report", "summary", "ranks", "sanity", "cost")
@@ -184,6 +184,21 @@ def _draws_sentence(parameters: Mapping | None) -> str:
         return " Draws per image: the papers' counts" + (f" (they fit --budget {budget})." if budget else ".")
     return (" Draws per image: " + ", ".join(cut) + (f", chosen to fit --budget {budget}" if budget else "") + "; "
             "a standard error grows like √(paper / count).")
+
+
+def random_weights(seed) -> str:
+    """What ``faithlab evaluate --random-weights`` evaluates, in its words: the model's random initialisation is drawn
+    from ``--seed``, so the same command evaluates the same model."""
+    return f"random weights drawn from --seed {seed}"
+
+
+def _weights_sentence(parameters: Mapping | None) -> str:
+    """The model of a ``--random-weights`` run, from its ``parameters`` (``random_weights``, ``seed``, ``model``):
+    " Model: <spec>, random weights drawn from --seed N."; "" for any other run."""
+    if not (parameters or {}).get("random_weights"):
+        return ""
+    model = parameters.get("model")
+    return f" Model: {f'{model}, ' if model else ''}{random_weights(parameters.get('seed'))}."
 
 
 def monte_carlo_sentence(pairs: pd.DataFrame) -> str:
@@ -791,8 +806,8 @@ def _page(tables: Mapping[str, pd.DataFrame], figures: Sequence[tuple[str, str]]
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title>"
              f"<style>{_STYLE}</style></head><body><h1>{e(title)}</h1>",
              f"<p>faithlab {e(__version__)}, written {e(datetime.datetime.now().isoformat(timespec='seconds'))}; "
-             f"{n_images:,} images, {n_explainers} explainers. Rank 1 = the explainer a metric finds most faithful; "
-             "read each score with its direction.</p>"]
+             f"{n_images:,} images, {n_explainers} explainers.{e(_weights_sentence(parameters))} Rank 1 = the "
+             "explainer a metric finds most faithful; read each score with its direction.</p>"]
     if command:
         parts.append(f"<pre>{e(command)}</pre>")
 
@@ -874,7 +889,10 @@ def _page(tables: Mapping[str, pd.DataFrame], figures: Sequence[tuple[str, str]]
     if parameters:
         flat = {str(k) if k2 is None else f"{k}: {k2}": v2 for k, v in parameters.items()
                 for k2, v2 in (v.items() if isinstance(v, Mapping) and v else [(None, v)])}
-        rows = pd.DataFrame({"parameter": list(flat), "value": [brief(v, 80) for v in flat.values()]})
+        shown = [brief(v, 80) for v in flat.values()]
+        if parameters.get("random_weights") and "random_weights" in flat:  # the seed the weights were drawn from
+            shown[list(flat).index("random_weights")] = f"True ({random_weights(parameters.get('seed'))})"
+        rows = pd.DataFrame({"parameter": list(flat), "value": shown})
         parts.append("<h2>Parameters</h2>" + _html_table(rows))
     every = tables["report"]
     parts.append("<h2>Every score</h2>")
@@ -882,6 +900,12 @@ def _page(tables: Mapping[str, pd.DataFrame], figures: Sequence[tuple[str, str]]
     parts.append(_html_table(every.head(200)))
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _replaceable(folder: Path) -> bool:
+    """Whether ``folder`` may be replaced by a report: empty, or an earlier report (its index.html and report.csv)."""
+    names = {p.name for p in folder.iterdir()}
+    return not names or {"index.html", "report.csv"} <= names
 
 
 def write(out_dir: str | os.PathLike, frame: pd.DataFrame, *, randomised: pd.DataFrame | None = None,
@@ -902,7 +926,8 @@ def write(out_dir: str | os.PathLike, frame: pd.DataFrame, *, randomised: pd.Dat
     ``parameters`` used. costs: the :func:`cost` table when ``frame`` no longer carries its ``attrs["cost"]``
     (frames concatenated by pandas). Everything is written into a temporary folder beside ``out_dir`` and moved into
     place at the end: on failure nothing is left half-written, and an existing ``out_dir`` is replaced only by a
-    complete report."""
+    complete report; an existing ``out_dir`` that is neither empty nor a report (index.html and report.csv) is
+    refused with ValueError, never replaced."""
     _check_frame(frame)
     if isinstance(n_maps, bool) or not isinstance(n_maps, int) or n_maps < 0:
         raise ValueError(f"n_maps must be a non-negative integer, got {n_maps!r}")
@@ -911,6 +936,9 @@ def write(out_dir: str | os.PathLike, frame: pd.DataFrame, *, randomised: pd.Dat
     out = Path(out_dir).expanduser().resolve()
     if out.exists() and not out.is_dir():
         raise ValueError(f"out_dir {out} exists and is not a folder")
+    if out.is_dir() and not _replaceable(out):
+        raise ValueError(f"out_dir {out} is a folder that holds other files than a report (no index.html and "
+                         "report.csv), and the report replaces its folder: pass a new folder, or an earlier report's")
     out.parent.mkdir(parents=True, exist_ok=True)
     tables = {"summary": summary(frame).reset_index(), "ranks": ranks(frame).reset_index(), "sanity": sanity(
         frame, randomised, random=random), "cost": cost(frame) if costs is None else costs, "report": frame}

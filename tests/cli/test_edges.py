@@ -122,7 +122,7 @@ def test_no_weights_needs_random_weights(tmp_path, model, capsys):
     _one_line_error(capsys, "--weights", "--random-weights")
     assert model.calls == 0
     assert cli.main(_args(images, tmp_path / "out", "--estimate-only")) == 0
-    assert "(random weights)" in capsys.readouterr().out
+    assert "(random weights drawn from --seed 0)" in capsys.readouterr().out
     weights = tmp_path / "w.pt"
     weights.write_bytes(b"")
     assert cli.main(_args(images, tmp_path / "out", "--estimate-only", "--weights", str(weights))) == 2

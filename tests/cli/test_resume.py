@@ -115,7 +115,9 @@ def _chunks(work: Path, part: str) -> list[str]:
 def test_interrupted_at_a_chunk_boundary_resumes_to_the_same_report(inputs, baseline, tmp_path, spy, capsys):
     out, work = tmp_path / "report", tmp_path / "report.partial"
     out.mkdir()
-    (out / "old.txt").write_text("the previous report")
+    previous = {"index.html": "<html>the previous report</html>", "report.csv": "sample\n", "old.txt": "its notes"}
+    for name, text in previous.items():  # an earlier report (index.html, report.csv): the only folder replaced
+        (out / name).write_text(text)
     spy.arm(at_save=1)  # Ctrl-C once the first chunk is kept
     assert cli.main(_args(inputs, out)) == 130
     err = capsys.readouterr().err
@@ -123,13 +125,13 @@ def test_interrupted_at_a_chunk_boundary_resumes_to_the_same_report(inputs, base
     marker = json.loads((work / "incomplete.json").read_text(encoding="utf-8"))
     assert marker["incomplete"] is True and marker["fingerprint"]["--seed"] == 0
     assert _chunks(work, "evaluate") == ["chunk-0-2.json"]
-    assert [p.name for p in out.iterdir()] == ["old.txt"]  # the old report is untouched
+    assert {p.name: p.read_text() for p in out.iterdir()} == previous  # the old report is untouched
 
     spy.arm(at_save=3)  # resumed, then Ctrl-C again once the sanity check kept its first chunk
     assert cli.main(_args(inputs, out, "--resume")) == 130
     assert spy.saved == [("evaluate", 2), ("evaluate", 4), ("sanity", 0)]  # chunk 0 read back, not computed
     assert "resuming the interrupted run" in capsys.readouterr().out
-    assert [p.name for p in out.iterdir()] == ["old.txt"]  # still the old report
+    assert {p.name: p.read_text() for p in out.iterdir()} == previous  # still the old report
 
     spy.arm()
     assert cli.main(_args(inputs, out, "--resume")) == 0
