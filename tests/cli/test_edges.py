@@ -16,6 +16,8 @@ import pytest
 import torch
 from torch import nn
 
+from cli_runs import one_line_error
+
 import faithlab as fl
 from faithlab import _optional, cli
 
@@ -63,14 +65,6 @@ def _args(images: Path, out: Path, *extra: str, weights: bool = False) -> list[s
             "--maps", "0", "--no-sanity", "--yes", *extra]
 
 
-def _one_line_error(capsys, *needles: str) -> str:
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    for needle in needles:
-        assert needle in err, (needle, err)
-    return err
-
-
 @pytest.mark.parametrize("name, content", [("a/000.png", b"not an image at all"),  # sorted first
                                            ("b/zzz.png", None)])  # sorted last: a truncated PNG
 def test_an_unreadable_image_is_named_with_images(tmp_path, model, capsys, name, content):
@@ -78,7 +72,7 @@ def test_an_unreadable_image_is_named_with_images(tmp_path, model, capsys, name,
     bad = images / name
     bad.write_bytes(content if content is not None else (images / "a" / "0.png").read_bytes()[:60])
     assert cli.main(_args(images, tmp_path / "out", "--estimate-only")) == 2
-    _one_line_error(capsys, "--images", str(bad), "--skip-unreadable")
+    one_line_error(capsys, "--images", str(bad), "--skip-unreadable")
     assert model.calls == 0  # refused before any work
 
 
@@ -106,7 +100,7 @@ def test_an_explainer_without_its_extra_names_the_extra(tmp_path, model, capsys,
     args = _args(images, tmp_path / "out", "--estimate-only")
     args[args.index("--explainers") + 1] = method
     assert cli.main(args) == 2
-    _one_line_error(capsys, "--explainers", method, f"pip install 'faithlab[{extra}]'")
+    one_line_error(capsys, "--explainers", method, f"pip install 'faithlab[{extra}]'")
 
 
 def test_a_missing_extra_elsewhere_is_one_line_too():
@@ -119,14 +113,14 @@ def test_a_missing_extra_elsewhere_is_one_line_too():
 def test_no_weights_needs_random_weights(tmp_path, model, capsys):
     images = _folder(tmp_path / "images", {"a": 1, "b": 1})
     assert cli.main(_args(images, tmp_path / "out", "--estimate-only", weights=True)) == 2
-    _one_line_error(capsys, "--weights", "--random-weights")
+    one_line_error(capsys, "--weights", "--random-weights")
     assert model.calls == 0
     assert cli.main(_args(images, tmp_path / "out", "--estimate-only")) == 0
     assert "(random weights drawn from --seed 0)" in capsys.readouterr().out
     weights = tmp_path / "w.pt"
     weights.write_bytes(b"")
     assert cli.main(_args(images, tmp_path / "out", "--estimate-only", "--weights", str(weights))) == 2
-    _one_line_error(capsys, "--random-weights", "--weights")
+    one_line_error(capsys, "--random-weights", "--weights")
 
 
 def _sampled(tmp_path, monkeypatch, images: Path, *extra: str) -> list[str]:
@@ -177,5 +171,5 @@ def test_cuda_without_a_gpu_suggests_cpu(tmp_path, model, capsys, monkeypatch):
     images = _folder(tmp_path / "images", {"a": 1, "b": 1})
     for device in ("cuda", "cuda:1"):
         assert cli.main(_args(images, tmp_path / "out", "--estimate-only", "--device", device)) == 2
-        _one_line_error(capsys, "--device", device, "--device cpu")
+        one_line_error(capsys, "--device", device, "--device cpu")
     assert model.calls == 0

@@ -13,8 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
+
+from cli_runs import class_folder, one_line_error
 
 from faithlab import cli
 
@@ -31,14 +32,7 @@ with cli._out_lock(sys.argv[1], "faithlab evaluate --out held-elsewhere", print)
 @pytest.fixture(scope="module")
 def images(tmp_path_factory) -> Path:
     """images/{a,b}/0.png: one 16 x 16 image per class."""
-    from PIL import Image
-
-    root = tmp_path_factory.mktemp("out-lock") / "images"
-    rng = np.random.default_rng(0)
-    for cls in "ab":
-        (root / cls).mkdir(parents=True)
-        Image.fromarray(rng.integers(0, 256, (16, 16, 3), dtype=np.uint8)).save(root / cls / "0.png")
-    return root
+    return class_folder(tmp_path_factory.mktemp("out-lock") / "images")
 
 
 def _args(images: Path, out: Path, *extra: str) -> list[str]:
@@ -72,14 +66,6 @@ def holder(tmp_path):
         proc.stdout.close()
 
 
-def _one_line_error(capsys, *needles: str) -> str:
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    for needle in needles:
-        assert needle in err, (needle, err)
-    return err
-
-
 def _held(out: Path) -> bool:
     """Whether some run holds ``out`` now: this process tries to take the lock itself (flock locks are per open
     file, so a lock this process leaked is held against it too)."""
@@ -98,7 +84,7 @@ def test_a_second_run_on_the_same_out_stops_naming_the_first(images, tmp_path, h
     loads = []
     monkeypatch.setattr(cli, "_load", lambda *a: loads.append(a) or pytest.fail("the model was loaded"))
     assert cli.main(_args(images, out)) == 2
-    err = _one_line_error(capsys, "faithlab evaluate: error: --out: ", f"{out} is in use by another faithlab "
+    err = one_line_error(capsys, "faithlab evaluate: error: --out: ", f"{out} is in use by another faithlab "
                           f"evaluate (pid {proc.pid}, started {record['started']}: faithlab evaluate --out "
                           "held-elsewhere); wait for it to finish or pass another --out")
     assert not loads and err.count("pid") == 1  # stopped before loading the model
@@ -129,7 +115,7 @@ def test_a_killed_holders_lock_is_taken_over(images, tmp_path, holder, capsys):
 def test_the_lock_is_released_after_a_usage_error(images, tmp_path, capsys):
     out = tmp_path / "report"
     assert cli.main(_args(images, out, "--images", str(tmp_path / "nowhere"))) == 2  # refused inside, after locking
-    _one_line_error(capsys, "--images")
+    one_line_error(capsys, "--images")
     assert not _lock_file(out).exists() and not _held(out)
 
 

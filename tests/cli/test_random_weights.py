@@ -8,10 +8,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 import torch
+
+from cli_runs import class_folder
 
 import faithlab as fl
 from faithlab import cli
@@ -26,15 +27,7 @@ ARGS = ["--model", "small_cnn", "--random-weights", "--size", "16", "--explainer
 @pytest.fixture(scope="module")
 def images(tmp_path_factory) -> Path:
     """images/{a,b}/*.png: two 16 x 16 images per class."""
-    from PIL import Image
-
-    root = tmp_path_factory.mktemp("random-weights") / "images"
-    rng = np.random.default_rng(0)
-    for cls in "ab":
-        (root / cls).mkdir(parents=True)
-        for i in range(2):
-            Image.fromarray(rng.integers(0, 256, (16, 16, 3), dtype=np.uint8)).save(root / cls / f"{i}.png")
-    return root
+    return class_folder(tmp_path_factory.mktemp("random-weights") / "images", per_class=2)
 
 
 def _args(images: Path, *extra: str) -> list[str]:
