@@ -383,9 +383,19 @@ def _load(args, echo):
             raise UsageError("--size", f"must be at least 8 pixels, got {args.size}")
         pre = _resized(pre, args.size)
     try:
-        data = fl.data.image_folder(images, preprocess=pre, labels=_labels(args.labels), max_pixels=args.max_pixels)
+        with warnings.catch_warnings():  # the folders that cannot be listed: said below, in the command's terms
+            warnings.filterwarnings("ignore", message="root: .* cannot be listed", category=UserWarning)
+            data = fl.data.image_folder(images, preprocess=pre, labels=_labels(args.labels),
+                                        max_pixels=args.max_pixels)
     except (ValueError, FileNotFoundError, TypeError) as err:
         raise UsageError("--labels" if str(err).startswith("labels") else "--images", str(err)) from None
+    unlisted = data.info.get("unlisted", [])
+    if unlisted and not args.skip_unreadable:
+        folder, _, why = unlisted[0].partition(": ")
+        raise UsageError("--images", f"the folder {os.path.join(images, folder)} cannot be listed ({why})"
+                                     f"{f' (and {len(unlisted) - 1} more)' if len(unlisted) > 1 else ''}; give "
+                                     "yourself the permission to read it, or pass --skip-unreadable to go on "
+                                     "without it")
     if len(data) == 0:
         raise UsageError("--images", f"{args.images} holds no image (png, jpg, jpeg, bmp, webp, tif)")
     data = _readable_sample(data, args, echo)
@@ -420,7 +430,12 @@ def _check_out(out_arg: str, images: Path) -> None:
                                   "read as images by the next run; pass a folder outside the images")
     if out.exists() and not out.is_dir():
         raise UsageError("--out", f"{out_arg} exists and is not a folder")
-    if out.is_dir() and not report._replaceable(out):
+    try:
+        replaceable = not out.is_dir() or report._replaceable(out)
+    except OSError as err:
+        raise UsageError("--out", f"{out_arg} cannot be listed ({err.strerror or err}); pass a folder you can "
+                                  "write to") from None
+    if not replaceable:
         raise UsageError("--out", f"{out_arg} holds other files than a faithlab report (no index.html and "
                                   "report.csv), and the report replaces its folder: pass a new folder")
 
@@ -462,6 +477,12 @@ def _readable_sample(data, args, echo):
         echo(f"skipped {len(skipped)} unreadable image(s) (--skip-unreadable): "
              f"{', '.join(f for f, _ in skipped[:5])}{' …' if len(skipped) > 5 else ''}")
     out = data.subset(sorted(chosen)) if len(chosen) < len(data) else data
+    for entry in data.info.get("unlisted", []):  # folders --skip-unreadable went on without
+        folder, _, why = entry.partition(": ")
+        skipped.append((folder, f"a folder that cannot be listed ({why})"))
+    if data.info.get("unlisted"):
+        echo(f"skipped {len(data.info['unlisted'])} folder(s) that cannot be listed (--skip-unreadable): "
+             f"{', '.join(e.partition(': ')[0] for e in data.info['unlisted'][:5])}")
     out.info["skipped"] = skipped
     return out
 
@@ -1031,10 +1052,24 @@ def _holder(fd: int) -> dict:
                 record = json.loads(text)
             except ValueError:  # being written: read again
                 record = None
-            if isinstance(record, dict):
+            if isinstance(record, dict) and _alive(record.get("pid")):  # not yet a killed holder's, overwritten
                 return record
         time.sleep(0.05)
     return {}
+
+
+def _alive(pid) -> bool:
+    """Whether ``pid`` names a running process (a lock file's record may still be that of a killed run, which the
+    new holder has not yet overwritten)."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by another user
+        return True
+    return True
 
 
 def _busy(out, record: dict) -> str:

@@ -903,8 +903,9 @@ def _page(tables: Mapping[str, pd.DataFrame], figures: Sequence[tuple[str, str]]
 
 
 def _replaceable(folder: Path) -> bool:
-    """Whether ``folder`` may be replaced by a report: empty, or an earlier report (its index.html and report.csv)."""
-    names = {p.name for p in folder.iterdir()}
+    """Whether ``folder`` may be replaced by a report: empty but for hidden files (a Finder's .DS_Store, Jupyter's
+    .ipynb_checkpoints), or an earlier report (its index.html and report.csv)."""
+    names = {p.name for p in folder.iterdir() if not p.name.startswith(".")}
     return not names or {"index.html", "report.csv"} <= names
 
 

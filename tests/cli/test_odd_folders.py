@@ -206,3 +206,52 @@ def test_nothing_of_the_users_was_replaced(results):
     assert (root / "photos/a.png").is_file() and not (root / "photos/report").exists()
     assert (root / "a_file").read_text() == "keep me"
     assert sorted(p.name for p in (root / "thesis").iterdir()) == ["chapter1.tex"]
+
+
+def test_a_folder_that_cannot_be_listed_stops_or_is_skipped(tmp_path, monkeypatch, capsys):
+    """A class folder without read permission (simulated: root reads everything): one line naming the folder and
+    --skip-unreadable; with it, the report of the other images and the folder in skipped.txt. An --out folder that
+    cannot be listed is one line naming --out."""
+    from faithlab import cli, report
+    from faithlab.data import folder as folder_module
+
+    images = tmp_path / "images"
+    _png(images / "cat/a.png")
+    _png(images / "dog/b.png", 1)
+    _png(images / "lost+found/x.png", 2)
+    real = os.scandir
+
+    def scandir(path="."):
+        if str(path) == str(images / "lost+found"):
+            raise PermissionError(13, "Permission denied")
+        return real(path)
+
+    monkeypatch.setattr(folder_module.os, "scandir", scandir)
+    assert cli.main([*RUN, "--images", str(images), "--out", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert f"--images: the folder {images / 'lost+found'}/ cannot be listed" in err and "--skip-unreadable" in err
+    assert cli.main([*RUN, "--images", str(images), "--out", str(tmp_path / "b"), "--skip-unreadable"]) == 0
+    assert (tmp_path / "b/skipped.txt").read_text().startswith("lost+found/\ta folder that cannot be listed")
+    assert pd.read_csv(tmp_path / "b/report.csv")["sample"].nunique() == 2
+    capsys.readouterr()
+
+    def unreadable(folder):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(report, "_replaceable", unreadable)
+    assert cli.main([*RUN, "--images", str(images), "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"faithlab evaluate: error: --out: {tmp_path / 'b'} cannot be listed (Permission denied); " \
+                          "pass a folder you can write to"
+
+
+def test_hidden_files_do_not_make_a_folder_someone_elses(tmp_path):
+    """A new folder holding only .DS_Store or .ipynb_checkpoints is empty for the report, which may replace it."""
+    from faithlab import report
+
+    (tmp_path / ".DS_Store").write_bytes(b"")
+    (tmp_path / ".ipynb_checkpoints").mkdir()
+    assert report._replaceable(tmp_path)
+    (tmp_path / "notes.md").write_text("mine")
+    assert not report._replaceable(tmp_path)

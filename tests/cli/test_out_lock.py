@@ -137,3 +137,12 @@ def test_the_lock_is_held_during_the_run_and_released_after_ctrl_c(images, tmp_p
 def test_discard_of_a_vanished_folder_is_nothing_to_do(tmp_path):
     cli._discard(tmp_path / "report.partial")  # removed by another process meanwhile: no error
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_killed_holders_record_is_not_taken_for_the_live_one():
+    """The record a killed run left in the lock file names no one (its pid is gone) until the new holder writes its
+    own: _alive tells them apart."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait(timeout=30)
+    assert cli._alive(os.getpid()) and not cli._alive(proc.pid)
+    assert not cli._alive(None) and not cli._alive("12") and not cli._alive(0)

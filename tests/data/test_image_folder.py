@@ -198,7 +198,7 @@ def test_images_of_different_sizes_need_a_fixed_size_preprocess(tmp_path):
 def test_links_are_followed_without_loops_and_pipes_are_not_images(tmp_path):
     """A class folder that is a link is read; links back to a class folder or above root are not walked again (on
     7507507 torchvision's walk followed them round and round, and the listing never ended); a named pipe called
-    x.png is not an image (opening it would block); a hidden folder (.ipynb_checkpoints) is skipped; nested
+    x.png, or a link to one, is not an image (opening it would block); a hidden folder (.ipynb_checkpoints) is skipped; nested
     folders under a class keep the class's label."""
     import os
 
@@ -212,7 +212,41 @@ def test_links_are_followed_without_loops_and_pipes_are_not_images(tmp_path):
     os.symlink("../cat", root / "cat/again")
     os.symlink("/", root / "cat/filesystem")
     os.mkfifo(root / "cat/pipe.png")
+    os.symlink("pipe.png", root / "cat/to_pipe.png")  # a link to the pipe blocks the same way
     os.symlink(str(elsewhere), root / "dog")
     data = fl.data.image_folder(root, preprocess=PREP)
     assert data.files == ["cat/2024/june/b.png", "cat/a.png", "dog/w.png"]
     assert data.labels.tolist() == [0, 0, 1] and data.classes == ["cat", "dog"]
+
+
+def test_folders_that_cannot_be_listed(tmp_path, monkeypatch):
+    """A class folder (or one below it) that cannot be listed is left out with a warning and named in
+    info['unlisted'] (lost+found at the top of a drive must not stop the others); root itself raises ValueError
+    naming it. Permissions are simulated (root reads every folder), with PermissionError from os.scandir."""
+    import os
+
+    from faithlab.data import folder as folder_module
+
+    root = tmp_path / "root"
+    _png(root / "cat/a.png", 0)
+    _png(root / "dog/b.png", 1)
+    (root / "lost+found").mkdir()
+    _png(root / "cat/private/c.png", 2)
+    real = os.scandir
+    locked = {str(root / "lost+found"), str(root / "cat/private")}
+
+    def scandir(path="."):
+        if str(path) in locked:
+            raise PermissionError(13, "Permission denied")
+        return real(path)
+
+    monkeypatch.setattr(folder_module.os, "scandir", scandir)
+    with pytest.warns(UserWarning, match=r"2 folder\(s\) of .* cannot be listed and are left out: cat/private/"):
+        data = fl.data.image_folder(root, preprocess=PREP)
+    assert data.files == ["cat/a.png", "dog/b.png"] and data.classes == ["cat", "dog"]
+    assert data.info["unlisted"] == ["cat/private/: PermissionError: Permission denied",
+                                     "lost+found/: PermissionError: Permission denied"]
+    assert data.subset([1]).info["unlisted"] == data.info["unlisted"]
+    locked.add(str(root))
+    with pytest.raises(ValueError, match=r"root '.*root' cannot be listed \(PermissionError"):
+        fl.data.image_folder(root, preprocess=PREP)

@@ -204,3 +204,50 @@ def test_an_image_bomb_is_refused_before_decoding_naming_the_file_and_the_limit(
     for bad in (0, -1, 1.5, True, 10 ** 12):
         with pytest.raises(ValueError, match="max_pixels must be an int"):
             fl.data.image_folder(small, preprocess=RGB, labels=None, max_pixels=bad)
+
+
+def test_a_tiffs_stated_range_wins_over_its_bit_depth(tmp_path):
+    """12-bit camera data in 16-bit samples, with MaxSampleValue 4095 (tags 280/281) or SMaxSampleValue: scaled by
+    that range, not by 65535 (which would leave it nearly black, at most 0.0625)."""
+    from PIL import TiffImagePlugin
+
+    twelve = np.array([[0, 1000], [2048, 4095]], dtype=np.uint16)
+    for low, high, kind in ((280, 281, 3), (340, 341, 12)):  # SHORT, DOUBLE
+        info = TiffImagePlugin.ImageFileDirectory_v2()
+        info[low], info[high] = 0, 4095
+        info.tagtype[low] = info.tagtype[high] = kind
+        x = _read(tmp_path / str(low), lambda p: Image.fromarray(twelve).save(p.with_suffix(".tif"), tiffinfo=info),
+                  GREY)
+        torch.testing.assert_close(x[0], torch.from_numpy(twelve / 4095).float(), rtol=0, atol=1e-7)
+    info = TiffImagePlugin.ImageFileDirectory_v2()
+    info[280], info[281] = 0, 1000
+    info.tagtype[280] = info.tagtype[281] = 3
+    folder = tmp_path / "over"
+    folder.mkdir()
+    Image.fromarray(twelve).save(folder / "over.tif", tiffinfo=info)
+    with pytest.raises(ValueError, match=r"'over\.tif'.*outside the range \[0, 1000\]"):
+        fl.data.image_folder(folder, preprocess=GREY, labels=None).image(0)
+
+
+def test_damaged_exif_keeps_the_image_as_stored(tmp_path):
+    """An EXIF block PIL cannot parse says no orientation: the image is read as stored, without a warning (7507507's
+    reader ignored EXIF; an exif_transpose left unguarded raised SyntaxError here)."""
+    import warnings
+
+    v = np.arange(6, dtype=np.uint8).reshape(2, 3) * 40
+
+    def save(p):
+        Image.fromarray(v).save(p.with_suffix(".png"), exif=b"Exif\x00\x00garbage that is not TIFF")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x = _read(tmp_path, save, GREY)
+    torch.testing.assert_close(x[0], torch.from_numpy(v / 255).float(), rtol=0, atol=1e-7)
+
+
+def test_one_pixel_16_bit_grey_image(tmp_path):
+    """A 1 × 1 16-bit slice resized to the model's size is its value / 65535 everywhere."""
+    pre = fl.models.Preprocess(resize=5, crop=(5, 5), mean=(0.0,), std=(1.0,), mode="L")
+    x = _read(tmp_path, lambda p: Image.fromarray(np.array([[30000]], dtype=np.uint16)).save(p.with_suffix(".png")),
+              pre)
+    torch.testing.assert_close(x, torch.full((1, 5, 5), 30000 / 65535), rtol=0, atol=1e-6)

@@ -42,11 +42,12 @@ class ImageFolderData(Dataset):
     int64 or None), ``classes`` (class names, index = label; None when unlabelled or when a CSV gives integer labels
     and no ``classes`` were passed), ``labelled``, ``preprocess``, ``max_pixels`` (the largest image read), ``info``
     (``name``, ``root``, ``files``, ``mean``, ``std`` (the preprocessing's normalisation, None when it has none),
-    ``n_classes``, ``class_names``, ``labels``:
-    "folders", the CSV's path or None)."""
+    ``n_classes``, ``class_names``, ``labels``: "folders", the CSV's path or None; ``unlisted``: the folders below
+    root that could not be listed and were left out, "path/: why")."""
 
     def __init__(self, root: Path, files: list[str], labels: torch.Tensor | None, classes: list[str] | None,
-                 preprocess: Callable, source: str | None, max_pixels: int = _pixels.MAX_PIXELS) -> None:
+                 preprocess: Callable, source: str | None, max_pixels: int = _pixels.MAX_PIXELS,
+                 unlisted: Sequence[str] = ()) -> None:
         self.root, self.files, self.labels, self.classes = root, files, labels, classes
         self.preprocess, self.max_pixels = preprocess, max_pixels
         mean, std = getattr(preprocess, "normalisation", (None, None))
@@ -54,7 +55,8 @@ class ImageFolderData(Dataset):
         self.info: dict[str, Any] = {"name": "image_folder", "root": str(root), "files": list(files),
                                      "mean": None if mean is None else tuple(mean),
                                      "std": None if std is None else tuple(std), "n_classes": n_classes,
-                                     "class_names": None if classes is None else list(classes), "labels": source}
+                                     "class_names": None if classes is None else list(classes), "labels": source,
+                                     "unlisted": list(unlisted)}
 
     @property
     def labelled(self) -> bool:
@@ -66,8 +68,9 @@ class ImageFolderData(Dataset):
 
     def image(self, index: int):
         """The image of item ``index`` as a PIL image, read by ``faithlab._pixels.open_image``: EXIF orientation
-        applied, 8-bit modes as "L" or "RGB" (palette, CMYK, alpha dropped, ...), 16-bit grey as floats in [0, 1]
-        (value / 65535), a float or 32-bit image by its stated range. ValueError naming its file when it is
+        applied, 8-bit modes as stored ("L", "RGB", "P", "RGBA", "CMYK", ...: the preprocessing converts them),
+        16-bit grey as a float image ("F") in [0, 1] (value / 65535, or a TIFF's stated range), a float or 32-bit
+        image by its stated range. ValueError naming its file when it is
         unreadable, larger than ``max_pixels`` (an image bomb is refused before it is decoded) or has values that
         cannot be mapped to [0, 1] faithfully."""
         from PIL import UnidentifiedImageError
@@ -186,13 +189,23 @@ def _is_image(name: str, extensions: tuple[str, ...]) -> bool:
     return not name.startswith(".") and name.lower().endswith(extensions)
 
 
-def _images_under(folder: Path, extensions: tuple[str, ...], seen: set) -> list[str]:
-    """The image files under ``folder`` (paths relative to it, POSIX, sorted; hidden entries skipped), following
-    folder links but entering each real folder once: a link back to the folder or above it (a loop) is not walked.
-    torchvision's ``make_dataset`` follows links with ``os.walk(followlinks=True)``, which a loop sends round until
-    the path is too long, listing every image once per turn. ``seen``: the (device, inode) pairs not to enter; a
-    folder that cannot be listed raises ValueError naming it. Only regular files and links count as images: a named
-    pipe called ``x.png`` would block the reader forever."""
+def _is_image_entry(entry: os.DirEntry, extensions: tuple[str, ...]) -> bool:
+    """Whether a folder entry is an image file to read: an image's name, and a regular file (a link to one too) or a
+    broken link (kept, so that reading it names it). A named pipe or device called ``x.png``, or a link to one, is
+    not: opening it would block the reader forever."""
+    if not _is_image(entry.name, extensions):
+        return False
+    return entry.is_file() or (entry.is_symlink() and not os.path.exists(entry.path))
+
+
+def _images_under(folder: Path, extensions: tuple[str, ...], seen: set, unlisted: list[str],
+                  prefix: str = "") -> list[str]:
+    """The image files under ``folder`` (paths ``prefix`` + relative to it, POSIX, sorted; hidden entries skipped),
+    following folder links but entering each real folder once: a link back to the folder or above it (a loop) is
+    not walked. torchvision's ``make_dataset`` follows links with ``os.walk(followlinks=True)``, which a loop sends
+    round until the path is too long, listing every image once per turn. ``seen``: the (device, inode) pairs not to
+    enter. A folder that cannot be listed (no permission: ``lost+found``) is left out and appended to ``unlisted``
+    ("path/: why")."""
     found: list[str] = []
 
     def visit(path: Path, prefix: str) -> None:
@@ -206,18 +219,18 @@ def _images_under(folder: Path, extensions: tuple[str, ...], seen: set) -> list[
         try:
             entries = sorted(os.scandir(path), key=lambda e: e.name)
         except OSError as err:
-            raise ValueError(f"root: the folder {str(path)!r} cannot be listed ({type(err).__name__}: "
-                             f"{err.strerror or err})") from None
+            unlisted.append(f"{prefix}: {type(err).__name__}: {err.strerror or err}")
+            return
         for entry in entries:
             if entry.name.startswith("."):
                 continue
             name = prefix + entry.name
             if entry.is_dir():
                 visit(Path(entry.path), name + "/")
-            elif _is_image(entry.name, extensions) and (entry.is_file() or entry.is_symlink()):
+            elif _is_image_entry(entry, extensions):
                 found.append(name)
 
-    visit(folder, "")
+    visit(folder, prefix)
     return sorted(found)
 
 
@@ -233,21 +246,27 @@ def _ancestors(root: Path) -> set:
     return out
 
 
-def _layout(root: Path, extensions: tuple[str, ...]) -> tuple[dict[str, list[str]], list[str]]:
-    """(class subfolders that hold images → their image files, relative to root; image files directly in root);
-    hidden entries are skipped, links are followed without loops (:func:`_images_under`)."""
-    subdirs, flat = {}, []
+def _layout(root: Path, extensions: tuple[str, ...]) -> tuple[dict[str, list[str]], list[str], list[str]]:
+    """(class subfolders that hold images → their image files, relative to root; image files directly in root;
+    the folders below root that cannot be listed, "path/: why"); hidden entries are skipped, links are followed
+    without loops (:func:`_images_under`). ValueError naming root when root itself cannot be listed."""
+    subdirs, flat, unlisted = {}, [], []
     above = _ancestors(root)
-    for entry in sorted(os.scandir(root), key=lambda e: e.name):
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError as err:
+        raise ValueError(f"root {str(root)!r} cannot be listed ({type(err).__name__}: "
+                         f"{err.strerror or err})") from None
+    for entry in entries:
         if entry.name.startswith("."):
             continue
         if entry.is_dir():
-            files = _images_under(Path(entry.path), extensions, set(above))
+            files = _images_under(Path(entry.path), extensions, set(above), unlisted, entry.name + "/")
             if files:
-                subdirs[entry.name] = [f"{entry.name}/{f}" for f in files]
-        elif _is_image(entry.name, extensions) and (entry.is_file() or entry.is_symlink()):
+                subdirs[entry.name] = files
+        elif _is_image_entry(entry, extensions):
             flat.append(entry.name)
-    return subdirs, flat
+    return subdirs, flat, unlisted
 
 
 def _read_csv(path: Path, files: list[str], classes: list[str] | None) -> tuple[list[int], list[str] | None]:
@@ -329,7 +348,11 @@ def image_folder(
     clip them at 255: a white image); 16-bit colour PNGs are read by PIL at 8 bits; float and 32-bit integer TIFFs
     by the range their SMinSampleValue/SMaxSampleValue tags state, float files without it only when their values
     lie in [0, 1]. An image whose values cannot be mapped (no stated range, NaN, the LAB colour space) raises
-    ValueError naming the file. The EXIF orientation is applied (a phone photo is evaluated upright).
+    ValueError naming the file. The EXIF orientation is applied (a phone photo is evaluated upright). A
+    ``preprocess`` of your own receives 8-bit images as stored (any PIL mode: convert them yourself) and 16-bit or
+    float ones as "F" images already in [0, 1] (``PIL.Image.convert`` would clip those: use ``np.asarray``).
+    Folder links are followed without loops; a folder below root that cannot be listed (no permission, e.g.
+    ``lost+found``) is left out with a UserWarning and named in ``info["unlisted"]``.
     Errors name the argument: a missing or empty ``root``, a folder with both images and class subfolders, a CSV
     naming files that are not there or leaving images out, an unknown class name; an unreadable image raises
     ValueError naming the file when it is read."""
@@ -351,7 +374,13 @@ def image_folder(
                 classes) or not classes:
             raise ValueError(f"classes must be a sequence of distinct class names, got {classes!r}")
         classes = list(classes)
-    subdirs, flat = _layout(path, exts)
+    subdirs, flat, unlisted = _layout(path, exts)
+    if unlisted:
+        import warnings
+
+        warnings.warn(f"root: {len(unlisted)} folder(s) of {str(path)!r} cannot be listed and are left out: "
+                      f"{'; '.join(unlisted[:3])}{' …' if len(unlisted) > 3 else ''} (info['unlisted'] names them)",
+                      UserWarning, stacklevel=2)
     if subdirs and flat:
         raise ValueError(f"root {str(path)!r} mixes images ({flat[:3]}) and class subfolders "
                          f"({list(subdirs)[:3]}); put "
@@ -374,12 +403,12 @@ def image_folder(
     else:
         files, folder_labels = flat, None
     if labels is None:
-        return ImageFolderData(path, files, None, None, preprocess, None, max_pixels)
+        return ImageFolderData(path, files, None, None, preprocess, None, max_pixels, unlisted)
     if isinstance(labels, str) and labels == "folders":
         if folder_labels is None:
-            return ImageFolderData(path, files, None, None, preprocess, None, max_pixels)
+            return ImageFolderData(path, files, None, None, preprocess, None, max_pixels, unlisted)
         return ImageFolderData(path, files, torch.tensor(folder_labels, dtype=torch.int64, device="cpu"),
-                               folder_classes, preprocess, "folders", max_pixels)
+                               folder_classes, preprocess, "folders", max_pixels, unlisted)
     if not isinstance(labels, (str, os.PathLike)):
         raise TypeError(f"labels must be 'folders', a CSV path or None, got {type(labels).__name__}")
     csv_path = Path(labels).expanduser()
@@ -387,4 +416,4 @@ def image_folder(
         raise FileNotFoundError(f"labels {str(csv_path)!r} is not a file (pass 'folders', a CSV path or None)")
     values, names = _read_csv(csv_path, files, classes)
     return ImageFolderData(path, files, torch.tensor(values, dtype=torch.int64, device="cpu"), names, preprocess,
-                           str(csv_path), max_pixels)
+                           str(csv_path), max_pixels, unlisted)
