@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -78,9 +79,17 @@ def gaussian_filter(x: torch.Tensor, sigmas, *, truncate: float = 4.0) -> torch.
     truncate = _validate.number(truncate, "truncate")
     if not truncate > 0:
         raise ValueError(f"truncate must be positive, got {truncate!r}")
+    return _blurs(x, s, lambda length, sigma: _reflect_operator(length, sigma, truncate))
+
+
+def _blurs(x: torch.Tensor, sigmas: list[float], operator: Callable[[int, float], torch.Tensor]) -> torch.Tensor:
+    """:func:`gaussian_filter` of checked arguments, the ``(L, L)`` float64 filter matrix of each length L and σ
+    read from ``operator(L, σ)``: matrices on the host are copied to x's device here (a blocking copy, a sync on a
+    GPU), matrices already there are used as they are (Few-class Fidelity's search copies its grid's once, not once
+    per chunk of candidates)."""
 
     def operators(length: int) -> torch.Tensor:
-        return torch.stack([_reflect_operator(length, v, truncate) for v in s]).to(x.device, torch.float64)
+        return torch.stack([operator(length, v) for v in sigmas]).to(x.device, torch.float64)
 
     mh = operators(x.shape[2])
     mw = mh if x.shape[3] == x.shape[2] else operators(x.shape[3])

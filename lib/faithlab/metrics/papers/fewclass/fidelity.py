@@ -30,6 +30,7 @@ one module as the house keeps every metric family.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import itertools
 import math
@@ -44,7 +45,7 @@ from tqdm import tqdm  # plain text bar: tqdm.auto would need ipywidgets inside 
 from faithlab import _validate, perturb
 from faithlab.metrics.registry import Context, Metric, Option, Shared, checks, plain, register
 from faithlab.metrics.statistics import trapezoid_auc
-from faithlab.perturb import autobatch
+from faithlab.perturb import autobatch, references
 from faithlab.perturb.autobatch import BatchSize
 
 __all__ = ["OPERATIONS", "ADJUSTMENTS", "FRACTIONS", "QUICK_OPERATIONS", "QUICK_SIGMAS", "QUICK_GRID",
@@ -178,36 +179,76 @@ G(x·μ) = μ·G(x) etc. because the blur is linear and μ a scalar."""
 _SCALARS = ("one", "mu", "inv_mu", "one_minus_mu")
 
 
-def _build(x: torch.Tensor, grid: list[tuple[str, int, str]], b0: int, b1: int, v0: int, v1: int) -> torch.Tensor:
+class _Layout:
+    """A grid's indices and blur matrices on the device of the images x, copied there once per search, before its
+    loop (a tensor made from a host list, or a host matrix moved to the device, is a blocking host-to-device copy, a
+    sync on a GPU: one per chunk of candidates would stall the device once per forward chunk). ``keys``: the grid's
+    distinct (power of x, σ) blurs, sorted; on the device, ``blur`` each candidate's key, ``scale`` its scalar
+    (:data:`_SCALARS`), ``power`` its power of x and ``on[adjustment]`` the grid positions of the "s" and "m"
+    candidates (``at[adjustment]`` on the host), and :meth:`operator` the blur matrix of each σ at x's height and
+    width (:func:`faithlab.perturb.gaussian_filter`'s, ``truncate`` 4): one float64 L × L matrix per σ of the grid
+    and distinct side L, held for the search (31 MiB for the paper's 80 σ at 224 × 224)."""
+
+    def __init__(self, grid: list[tuple[str, int, str]], x: torch.Tensor):
+        blur = [(_BASE.get(op, 1), float(s)) for op, s, _ in grid]
+        self.keys = sorted(set(blur))
+        rank = {key: i for i, key in enumerate(self.keys)}
+        kind = [_FACTOR.get(op, ("one", 0)) for op, _, _ in grid]
+        self.scaled = [k != "one" for k, _ in kind]
+        self.powered = [q > 0 for _, q in kind]
+        self.at = {a: [i for i, (_, _, b) in enumerate(grid) if b == a] for a in ("s", "m")}
+        flat = [*(rank[key] for key in blur), *(_SCALARS.index(k) for k, _ in kind), *(q for _, q in kind),
+                *self.at["s"], *self.at["m"]]
+        values = torch.tensor(flat, dtype=torch.int64, device=x.device)
+        v, n_s = len(grid), len(self.at["s"])
+        self.blur, self.scale, self.power = values[:v], values[v:2 * v], values[2 * v:3 * v]
+        self.on = {"s": values[3 * v:3 * v + n_s], "m": values[3 * v + n_s:]}
+        pairs = [(n, s) for n in sorted({x.shape[2], x.shape[3]}) for s in sorted({s for _, s in self.keys})]
+        matrices = torch.cat([references._reflect_operator(n, s, 4.0).flatten() for n, s in pairs]).to(x.device)
+        sizes = [n * n for n, _ in pairs]
+        self.operators = {pair: m.view(pair[0], pair[0]) for pair, m in zip(pairs, matrices.split(sizes))}
+
+    def operator(self, length: int, sigma: float) -> torch.Tensor:
+        """The ``(L, L)`` blur matrix of length L (x's height or width) and σ, on the device."""
+        return self.operators[(length, sigma)]
+
+    def positions(self, adjustment: str, v0: int, v1: int) -> torch.Tensor | None:
+        """The positions among candidates v0..v1-1 of those with ``adjustment`` ("s" or "m"), on the device (None:
+        there are none)."""
+        at = self.at[adjustment]
+        lo, hi = bisect.bisect_left(at, v0), bisect.bisect_left(at, v1)
+        return None if lo == hi else self.on[adjustment][lo:hi] - v0
+
+
+def _build(x: torch.Tensor, grid: list[tuple[str, int, str]], b0: int, b1: int, v0: int, v1: int,
+           layout: _Layout | None = None) -> torch.Tensor:
     """Candidates v0..v1-1 of images b0..b1-1 → ``(b1-b0, v1-v0, C, H, W)``: each needed blur computed once, the
-    operations and adjustments applied to all candidates of a kind at once."""
+    operations and adjustments applied to all candidates of a kind at once. layout: the grid's :class:`_Layout` for
+    x (None: made here); every index and blur matrix is read from it, so a chunk copies nothing from the host."""
+    layout = _Layout(grid, x) if layout is None else layout
     xb = x[b0:b1]
-    entries = grid[v0:v1]
-    blurs, where = [], {}
-    for power in sorted({_BASE.get(op, 1) for op, _, _ in entries}):
-        sig = sorted({float(s) for op, s, _ in entries if _BASE.get(op, 1) == power})
-        where.update({(power, s): len(where) + i for i, s in enumerate(sig)})
-        blurs.append(perturb.gaussian_filter(xb if power == 1 else xb ** power, sig))  # (b, S, C, H, W)
+    keys = sorted({(_BASE.get(op, 1), float(s)) for op, s, _ in grid[v0:v1]})  # the blurs these candidates read
+    blurs = []
+    for power in sorted({p for p, _ in keys}):  # perturb.gaussian_filter with the layout's matrices
+        blurs.append(references._blurs(xb if power == 1 else xb ** power, [s for p, s in keys if p == power],
+                                       layout.operator))  # (b, S, C, H, W)
     g = blurs[0] if len(blurs) == 1 else torch.cat(blurs, dim=1)
-    dev = x.device
-    pick = torch.tensor([where[(_BASE.get(op, 1), float(s))] for op, s, _ in entries], device=dev)
-    cand = g.index_select(1, pick)  # (b, v, C, H, W)
-    kind = [_FACTOR.get(op, ("one", 0)) for op, _, _ in entries]
+    # each candidate's blur among g's, the rank of its key among the keys present, counted on the device
+    blur = layout.blur[v0:v1]
+    present = torch.zeros(len(layout.keys), dtype=torch.int64, device=x.device).index_fill_(0, blur, 1)
+    cand = g.index_select(1, present.cumsum(0).sub_(1).index_select(0, blur))  # (b, v, C, H, W)
     mu = xb.mean(dim=(1, 2, 3))  # (b,)
-    scalars = torch.stack([torch.ones_like(mu), mu, 1 / mu, 1 - mu], dim=1)  # (b, 4)
-    scale = scalars.index_select(1, torch.tensor([_SCALARS.index(k) for k, _ in kind], device=dev))
-    if any(k != "one" for k, _ in kind):  # decided on the host (no device sync per chunk); a scale of 1 is exact
-        cand = cand * scale[:, :, None, None, None]
-    if any(q > 0 for _, q in kind):
-        powers = torch.tensor([q for _, q in kind], device=dev)
-        xpow = torch.stack([torch.ones_like(xb), xb, xb * xb], dim=1).index_select(1, powers)  # (b, v, C, H, W)
-        cand = cand * xpow
-    adj = [a for _, _, a in entries]
-    if "s" in adj:
-        idx = torch.tensor([i for i, a in enumerate(adj) if a == "s"], device=dev)
+    if any(layout.scaled[v0:v1]):  # decided on the host (no device sync per chunk); a scale of 1 is exact
+        scalars = torch.stack([torch.ones_like(mu), mu, 1 / mu, 1 - mu], dim=1)  # (b, 4)
+        cand = cand * scalars.index_select(1, layout.scale[v0:v1])[:, :, None, None, None]
+    if any(layout.powered[v0:v1]):
+        xpow = torch.stack([torch.ones_like(xb), xb, xb * xb], dim=1).index_select(1, layout.power[v0:v1])
+        cand = cand * xpow  # (b, v, C, H, W)
+    idx = layout.positions("s", v0, v1)
+    if idx is not None:
         cand = cand.index_copy(1, idx, match_range(cand.index_select(1, idx), xb[:, None]))
-    if "m" in adj:
-        idx = torch.tensor([i for i, a in enumerate(adj) if a == "m"], device=dev)
+    idx = layout.positions("m", v0, v1)
+    if idx is not None:
         rows = cand.index_select(1, idx).flatten(-2)  # (b, m, C, H·W)
         matched = match_histograms(rows.transpose(0, 1), xb.flatten(-2)).transpose(0, 1)
         cand = cand.index_copy(1, idx, matched.reshape(rows.shape[0], rows.shape[1], *xb.shape[1:]))
@@ -270,9 +311,10 @@ def candidate_images(x: torch.Tensor, index: torch.Tensor, *,
         raise ValueError(f"index must hold {x.shape[0]} integers in [0, {len(grid)}), got {index.tolist()[:8]}")
     pixels = _to_pixels(x, norm)
     out = torch.empty_like(x)
+    layout = _Layout(grid, x)
     for v in torch.unique(index).tolist():
         rows = (index == v).nonzero().flatten()
-        out[rows] = _to_inputs(_build(pixels[rows], [grid[v]], 0, rows.numel(), 0, 1)[:, 0], norm)
+        out[rows] = _to_inputs(_build(pixels[rows], grid, 0, rows.numel(), v, v + 1, layout)[:, 0], norm)
     return out
 
 
@@ -302,9 +344,10 @@ def candidates(x: torch.Tensor, *, grid: Grid = None,
 
 def _candidates(pixels: torch.Tensor, grid: list[tuple[str, int, str]], batch_size: int,
                 norm: tuple[torch.Tensor, torch.Tensor] | None) -> Iterator[tuple[int, int, int, int, torch.Tensor]]:
+    layout = _Layout(grid, pixels)
     for pieces in perturb.grid_chunks(pixels.shape[0], len(grid), batch_size=batch_size):
         for b0, b1, v0, v1 in pieces:
-            yield b0, b1, v0, v1, _to_inputs(_build(pixels, grid, b0, b1, v0, v1), norm)
+            yield b0, b1, v0, v1, _to_inputs(_build(pixels, grid, b0, b1, v0, v1, layout), norm)
 
 
 def class_probabilities(logits: torch.Tensor) -> torch.Tensor:
@@ -442,9 +485,10 @@ def select_perturbation(model: Callable, x: torch.Tensor, *, grid: Grid = None, 
         delta = threshold(n)
         pixels = _to_pixels(x, norm)
         all_s = torch.empty(x.shape[0], len(grid), dtype=x.dtype, device=x.device)
+        layout = _Layout(grid, x)
 
         def inputs(b0: int, b1: int, v0: int, v1: int) -> torch.Tensor:
-            c = _build(pixels, grid, b0, b1, v0, v1)
+            c = _build(pixels, grid, b0, b1, v0, v1, layout)
             all_s[b0:b1, v0:v1] = similarity(pixels[b0:b1], c)
             return _to_inputs(c, norm)
 
