@@ -279,8 +279,7 @@ class Engine:
 
             def run(fn=fn, who=who):
                 if takes_seeds_keyword(fn):
-                    seeds = torch.tensor([perturb.keyed_seed(self.root, i, _MAPS_STREAM) for i in index.tolist()],
-                                         dtype=torch.int64, device=xc.device)
+                    seeds = perturb.keyed_seeds(self.root, index.to(xc.device, torch.int64), _MAPS_STREAM)
                     a = fn(self.call.model, xc, target, seeds=seeds)
                 else:
                     a = fn(self.call.model, xc, target)

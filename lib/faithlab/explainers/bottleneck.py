@@ -165,7 +165,7 @@ def _iba(model, x, target, extra, *, batch_size, generator, statistics: Bottlene
     mean, std = statistics.mean.to(dev, dtype), statistics.std.to(dev, dtype)
     active = statistics.active.to(dev, dtype)
     keys = generator if isinstance(generator, SampleSeeds) else SampleSeeds(
-        torch.randint(-2 ** 63, 2 ** 63 - 1, (x.shape[0],), generator=generator, device=generator.device).cpu())
+        torch.randint(-2 ** 63, 2 ** 63 - 1, (x.shape[0],), generator=generator, device=generator.device).to(dev))
 
     hooked: dict[str, torch.Tensor] = {}
 

@@ -99,7 +99,8 @@ as its ``generator`` and draws through :func:`uniform` / :func:`normal` with a s
 
 
 def uniform(shape: tuple[int, ...], generator: torch.Generator | SampleSeeds, device: torch.device) -> torch.Tensor:
-    """Float64 U[0, 1) drawn on the generator's device, then moved to ``device`` (:class:`SampleSeeds`: per row)."""
+    """Float64 U[0, 1) drawn on the generator's device, then moved to ``device`` (:class:`SampleSeeds`: per row,
+    drawn on ``device``)."""
     if isinstance(generator, SampleSeeds):
         return generator.uniform(shape, device)
     return torch.rand(shape, generator=generator, device=generator.device, dtype=torch.float64).to(device)
@@ -262,7 +263,8 @@ def _target(target: int | torch.Tensor, x: torch.Tensor) -> torch.Tensor:
 
 
 def _sample_seeds(seeds, n: int) -> torch.Tensor:
-    """``sample_seeds`` checked (an integer tensor of shape (n,)) → int64 on the CPU."""
+    """``sample_seeds`` checked (an integer tensor of shape (n,)) → int64 on its own device (the draws are made
+    there, then on x's device)."""
     if not isinstance(seeds, torch.Tensor):
         raise TypeError(f"sample_seeds must be None or an integer tensor of shape ({n},) (one seed per row of x), got "
                         f"{type(seeds).__name__}")
@@ -271,7 +273,7 @@ def _sample_seeds(seeds, n: int) -> torch.Tensor:
     if seeds.ndim != 1 or seeds.shape[0] != n:
         raise ValueError(f"sample_seeds must have shape ({n},) (one seed per row of x), got shape "
                          f"{tuple(seeds.shape)}")
-    return seeds.detach().to("cpu", torch.int64)
+    return seeds.detach().to(torch.int64)
 
 
 def _model_input(model, x: torch.Tensor) -> None:

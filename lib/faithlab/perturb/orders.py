@@ -1,9 +1,9 @@
 """Removal orders: MoRF / LeRF / random permutations of units, their inverse (ranks) and top-k masks.
 
 Randomness comes only from an explicit ``torch.Generator`` (or an int seed turned into a CPU one), or from a
-:class:`~faithlab.perturb.keys.SampleSeeds` (one stream per row: keyed to the sample). Random numbers
-are drawn on the generator's device and then moved to the scores' device, so a CPU generator gives the same
-results whatever the device of the inputs.
+:class:`~faithlab.perturb.keys.SampleSeeds` (one stream per row: keyed to the sample). A generator's numbers
+are drawn on its device and then moved to the scores' device, so a CPU generator gives the same results whatever
+the device of the inputs; a SampleSeeds computes its numbers on the scores' device, the same bits on every device.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def random_source(generator: torch.Generator | SampleSeeds | int | None, name: s
 
 def uniform(shape: Sequence[int], generator: torch.Generator | SampleSeeds, device: torch.device) -> torch.Tensor:
     """Uniform [0, 1) float64 draws made on the generator's device, then moved to ``device``; a
-    :class:`SampleSeeds` draws each row (first dim) from its own stream."""
+    :class:`SampleSeeds` draws each row (first dim) from its own stream, on ``device``."""
     if isinstance(generator, SampleSeeds):
         return generator.uniform(shape, device)
     return torch.rand(tuple(shape), generator=generator, device=generator.device, dtype=torch.float64).to(device)

@@ -86,11 +86,11 @@ def mu_fidelity_details(model: Callable, x: torch.Tensor, attributions: torch.Te
     every = torch.ones(1, units.n, dtype=torch.bool, device=x.device)
     for b0 in range(0, x.shape[0], _BLOCK):  # all subsets of _BLOCK samples at once (B·n_subsets·n bools in all)
         b1 = min(x.shape[0], b0 + _BLOCK)
-        removed = perturb.exact_subset(every.expand(b1 - b0, -1), count, generator=seeds[b0:b1], n_samples=n_subsets)
+        removed, sums[b0:b1] = perturb.exact_subset_sums(every.expand(b1 - b0, -1), count, scores[b0:b1],
+                                                          generator=seeds[b0:b1], n_samples=n_subsets)
         out = perturb.removal_outputs(model, x[b0:b1], removed, units=units,
                                       reference=_rows(reference, b0, b1), output=output, target=target[b0:b1],
                                       batch_size=batch_size)
-        sums[b0:b1] = (removed.double() * scores[b0:b1, None, :]).sum(-1)
         drops[b0:b1] = clean[b0:b1, None].double() - out.double()
     if correlation == "spearman":
         mu = pearson(rankdata(sums), rankdata(drops))
@@ -223,9 +223,9 @@ def average_stability_details(model: Callable, x: torch.Tensor, attributions: to
                               sample_index: torch.Tensor | None = None, generator: torch.Generator | int = 0,
                               batch_size: BatchSize = None) -> dict[str, torch.Tensor | None]:
     """Per-sample S_avg (Bhatt et al. 2020 via the paper's eq. 2, spec §4.6, [recon] §6.16): the mean over
-    ``n_neighbours`` neighbours z = x + u, u_i ~ U(−r/d, r/d) (so ‖u‖₁ ≤ r = ``radius``, d = elements of one input),
-    of ‖g(x) − g(z)‖²₂, g the ``explainer``. The maps enter the distance as the explainer returns them, not
-    normalised: spec §4.6 names no normalisation and xplique's AverageStability (the reference, spec §0) applies none
+    ``n_neighbours`` neighbours z = x + u, u_i ~ U(−r/d, r/d) (so ‖u‖₁ ≤ r = ``radius``, d = elements of one input;
+    u_i a uniform 32-bit integer scaled to the interval), of ‖g(x) − g(z)‖²₂, g the ``explainer``. The maps enter
+    the distance as the explainer returns them, not normalised: spec §4.6 names no normalisation and xplique's AverageStability (the reference, spec §0) applies none
     (Quantus' AvgSensitivity, which divides by ‖g(x)‖, is a different metric).
 
     S_avg measures the explainer, not one set of maps: ``explainer(model, inputs, target) → maps`` (the contract of
@@ -293,14 +293,16 @@ def average_stability_details(model: Callable, x: torch.Tensor, attributions: to
     batch_size = _validate.batch_size(batch_size, "batch_size")
     n = x.shape[0]
     batch_size = autobatch.resolve(batch_size, model, x, n * (s + 1))
-    index = perturb.sample_index(sample_index, n)
+    index = torch.tensor(perturb.sample_index(sample_index, n), dtype=torch.int64, device="cpu").to(x.device)
     gen = _validate.generator(generator, why="to draw the neighbours")
     root = int(torch.randint(0, 2**62, (1,), generator=gen, device=gen.device))
     if target is None:
         target = _predicted(model, x, batch_size)
     seeds = None
     if common_noise and _takes_seeds(explainer):
-        seeds = torch.tensor([perturb.keyed_seed(root, i, 1) for i in index], dtype=torch.int64, device=x.device)
+        seeds = perturb.keyed_seeds(root, index, 1)
+    # sample i's neighbours: one draw of its own stream, keyed by the root seed and its global index
+    neighbours = perturb.SampleSeeds(perturb.keyed_seeds(root, index, 0))
 
     def explain(inputs: torch.Tensor, t: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
         return explainer(model, inputs, t) if rows is None else explainer(model, inputs, t, seeds=rows)
@@ -321,13 +323,10 @@ def average_stability_details(model: Callable, x: torch.Tensor, attributions: to
     dist = torch.empty(n, s, dtype=torch.float64, device=x.device)
     for b0 in range(0, n, _BLOCK):
         b1 = min(n, b0 + _BLOCK)
-        # torch has no vectorised keyed generator: the neighbours of each sample come from its own generator, keyed
-        # by the root seed and the sample's global index (one call per sample, each drawing all its neighbours)
-        u = torch.stack([torch.rand((s, *x.shape[1:]), dtype=torch.float64, device="cpu",
-                                    generator=torch.Generator().manual_seed(perturb.keyed_seed(root, i, 0)))
-                         for i in index[b0:b1]])
-        u = (u * 2 - 1) * (r / d)
-        z = (x[b0:b1, None] + u.to(x.device, x.dtype)).flatten(0, 1)
+        # u_i = bits_i·(r/d)/2^31 ∈ [−r/d, r/d]: uniform 32-bit integers made on x's device, keyed per sample (half a
+        # hash per element; the noise needs no 53-bit float64 draw)
+        u = neighbours[b0:b1].bits32((b1 - b0, s, *x.shape[1:]), x.device).to(x.dtype).mul_(r / d / 2.0**31)
+        z = (x[b0:b1, None] + u).flatten(0, 1)
         t = target[b0:b1].repeat_interleave(s)
         zs = None if seeds is None else seeds[b0:b1].repeat_interleave(s)
         ref = base[b0:b1].repeat_interleave(s, dim=0).double()

@@ -1,0 +1,219 @@
+"""The keyed random streams computed on the inputs' device (issue 71, item 1) and the samplers built on them.
+
+(a) the tensor seeds equal the Python definition bit for bit; (b) a draw equals the stream's definition computed in
+plain Python integers, and its bits do not depend on the batch, the rows beside it, the width of the draw, the CPU's
+block size or the device; (c) a battery of statistical checks that the streams are uniform and unrelated — between
+neighbouring sample keys, between successive draws of one row, between neighbouring elements, per bit; (d) Floyd's
+exact subsets are uniform over every subset and equal a plain-Python Floyd on the same numbers; Bernoulli coins keep
+their rate and are independent; the subset sums equal the masks' sums. Every seed is fixed: a check that fails fails
+every time, and the thresholds are wide enough (5 standard errors, p > 1e-6) that a correct generator passes them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import pytest
+import torch
+from scipy import stats
+
+from faithlab import perturb
+from faithlab.perturb import keys as K
+from faithlab.perturb import sampling
+
+MASK = (1 << 64) - 1
+
+
+def _as_int64(v: int) -> int:
+    v &= MASK
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def _python_hash(seed: int, draw: int, element: int) -> int:
+    """Element e of draw k of a row with seed s, from the definition: splitmix64's output of the state
+    keyed_seed(s, k) + (e + 1)·golden, an unsigned 64-bit integer."""
+    z = (K.keyed_seed(seed, draw) + (element + 1) * K._GOLDEN) & MASK
+    z = ((z ^ (z >> 30)) * K._M1) & MASK
+    z = ((z ^ (z >> 27)) * K._M2) & MASK
+    return z ^ (z >> 31)
+
+
+def _python_uniform(seed: int, draw: int, element: int) -> float:
+    """Its uniform: the hash's top 53 bits read as a signed integer, · 2^-53 + 1/2."""
+    top = _python_hash(seed, draw, element) >> 11
+    return (top - (1 << 53 if top >= 1 << 52 else 0)) * 2.0**-53 + 0.5
+
+
+# ------------------------------------------------------------------------------------------------- (a), (b) bits
+def test_tensor_seeds_equal_the_python_seeds_bit_for_bit():
+    r = random.Random(0)
+    values = [0, 1, -1, 2**63 - 1, -(2**63), 2**64 - 1, *(r.randrange(-(2**63), 2**64) for _ in range(300))]
+    for s, a, b in zip(values, values[1:] + values[:1], values[2:] + values[:2]):
+        t = [torch.tensor(_as_int64(v)) for v in (s, a, b)]
+        assert int(K.keyed_seeds(t[0], t[1], t[2])) == K.keyed_seed(s, a, b)
+        assert int(K.keyed_seeds(s, t[1])) == K.keyed_seed(s, a)
+    # broadcasting: (rows, 1) seeds × (1, copies) keys, as repeat_interleave uses it
+    seeds = torch.tensor([_as_int64(v) for v in values[:5]])
+    grid = K.keyed_seeds(seeds[:, None], 3, torch.arange(4)[None, :])
+    assert grid.tolist() == [[K.keyed_seed(s, 3, c) for c in range(4)] for s in values[:5]]
+    assert bool((grid >= 0).all())
+
+
+def test_a_draw_is_the_stream_of_its_definition():
+    seeds = perturb.sample_seeds(5, torch.tensor([0, 7, 2**40]), 3)
+    first = seeds.uniform((3, 2, 3))  # draw 0, six elements per row in row-major order
+    second = seeds.uniform((3, 4))    # draw 1
+    for row, s in enumerate(seeds.seeds.tolist()):
+        assert first[row].flatten().tolist() == [_python_uniform(s, 0, e) for e in range(6)]
+        assert second[row].tolist() == [_python_uniform(s, 1, e) for e in range(4)]
+    bits = perturb.sample_seeds(5, None, 2).bits32((2, 5))  # halves of the int64 hashes, the low half first
+    for row, s in enumerate(perturb.sample_seeds(5, None, 2).seeds.tolist()):
+        halves = [(_python_hash(s, 0, e // 2) >> (32 * (e % 2))) & 0xFFFFFFFF for e in range(5)]
+        assert [v & 0xFFFFFFFF for v in bits[row].tolist()] == halves
+
+
+def test_draws_do_not_depend_on_batch_width_block_or_layout(monkeypatch):
+    index = torch.arange(10, 40)
+    whole = perturb.sample_seeds(3, index, 30)
+    u = whole.uniform((30, 7, 5))
+    bits = whole.bits32((30, 9))
+    # a slice of the rows with their global indices, and rows in another order, get the same rows
+    part = perturb.sample_seeds(3, index[4:9], 5)
+    assert torch.equal(part.uniform((5, 7, 5)), u[4:9]) and torch.equal(part.bits32((5, 9)), bits[4:9])
+    shuffled = perturb.sample_seeds(3, index.flip(0), 30)
+    assert torch.equal(shuffled.uniform((30, 7, 5)), u.flip(0))
+    # a wider draw starts with the narrower one's elements
+    wide = perturb.sample_seeds(3, index, 30).uniform((30, 50))
+    assert torch.equal(wide[:, :35], u.reshape(30, 35))
+    # the CPU's block size (cache) and the device path's single block give the same bits
+    for elements in (1, 7, 64, 1 << 26):
+        monkeypatch.setattr(K, "_CPU_ELEMENTS", elements)
+        again = perturb.sample_seeds(3, index, 30)
+        assert torch.equal(again.uniform((30, 7, 5)), u) and torch.equal(again.bits32((30, 9)), bits)
+    # seeds held on another layout (a strided view) or made from a float64 index's equal integers
+    strided = K.SampleSeeds(torch.stack([whole.seeds, whole.seeds], 1)[:, 0])
+    assert not strided.seeds.is_contiguous() and torch.equal(strided.uniform((30, 7, 5)), u)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_draws_are_bitwise_equal_on_the_gpu():
+    index = torch.arange(100)
+    cpu = perturb.sample_seeds(11, index, 100)
+    gpu = perturb.sample_seeds(11, index.cuda(), 100)
+    assert gpu.seeds.is_cuda and torch.equal(gpu.seeds.cpu(), cpu.seeds)
+    assert torch.equal(gpu.uniform((100, 3, 33)).cpu(), cpu.uniform((100, 3, 33)))
+    assert torch.equal(gpu.bits32((100, 77)).cpu(), cpu.bits32((100, 77)))
+    cand = torch.rand(100, 64, generator=torch.Generator().manual_seed(0)) < 0.7
+    for f in (lambda c, g: perturb.exact_subset(c, 9, generator=g, n_samples=5),
+              lambda c, g: perturb.bernoulli_subset(c, 0.3, generator=g, n_samples=5)):
+        a = f(cand, perturb.sample_seeds(2, index, 100))
+        b = f(cand.cuda(), perturb.sample_seeds(2, index.cuda(), 100))
+        assert torch.equal(a, b.cpu())
+
+
+# ------------------------------------------------------------------------------------------- (c) the statistics
+def test_streams_are_uniform():
+    u = perturb.sample_seeds(0, None, 64).uniform((64, 16_384)).flatten().numpy()
+    counts = torch.histc(torch.from_numpy(u), bins=256, min=0, max=1).numpy()
+    assert stats.chisquare(counts).pvalue > 1e-6
+    assert stats.kstest(u[:200_000], "uniform").pvalue > 1e-6
+    # every bit of the 32-bit draws is a fair coin: 5 standard errors on 2^20 values
+    b = perturb.sample_seeds(0, None, 64).bits32((64, 16_384)).flatten()
+    ones = torch.stack([((b >> i) & 1).double().mean() for i in range(32)])
+    assert float((ones - 0.5).abs().max()) < 5 * 0.5 / math.sqrt(b.numel())
+
+
+def _max_abs_correlation(a: torch.Tensor, b: torch.Tensor) -> float:
+    a, b = a - a.mean(1, keepdim=True), b - b.mean(1, keepdim=True)
+    r = (a * b).sum(1) / (a.norm(dim=1) * b.norm(dim=1))
+    return float(r.abs().max())
+
+
+def test_neighbouring_keys_draws_and_elements_are_unrelated():
+    n, rows = 20_000, 200
+    bound = 5 / math.sqrt(n)  # 5 standard errors of a correlation of n independent pairs ...
+    bound *= 1.3  # ... and the largest of about 200 of them
+    seeds = perturb.sample_seeds(1, None, rows)  # global indices 0 … 199: neighbouring keys
+    u = seeds.uniform((rows, n))
+    assert _max_abs_correlation(u[:-1], u[1:]) < bound                     # sample i and i + 1
+    v = seeds.uniform((rows, n))
+    assert _max_abs_correlation(u, v) < bound                              # draw k and k + 1 of one row
+    assert _max_abs_correlation(u[:, :-1], u[:, 1:]) < bound               # element e and e + 1
+    sub = seeds.repeat_interleave(3).uniform((rows * 3, n)).view(rows, 3, n)
+    assert _max_abs_correlation(sub[:, 0], sub[:, 1]) < bound              # copies of one row
+    # seeds 0 and 1 of the caller: unrelated too; and the first element across 20,000 neighbouring keys is uniform
+    w = perturb.sample_seeds(2, None, rows).uniform((rows, n))
+    assert _max_abs_correlation(u, w) < bound
+    firsts = perturb.sample_seeds(1, None, n).uniform((n, 1)).flatten().numpy()
+    assert stats.kstest(firsts, "uniform").pvalue > 1e-6
+    # equal seeds, equal streams: the only way two rows coincide
+    same = K.SampleSeeds(torch.tensor([5, 5, 6])).uniform((3, 8))
+    assert torch.equal(same[0], same[1]) and not torch.equal(same[0], same[2])
+
+
+# --------------------------------------------------------------------------------------------- (d) the samplers
+def _python_floyd(m: int, q: int, u: list[float]) -> list[int]:
+    chosen: list[int] = []
+    for i, j in enumerate(range(m - q, m)):
+        t = min(int(u[i] * (j + 1)), j)
+        chosen.append(j if t in chosen else t)
+    return chosen
+
+
+def test_floyd_equals_the_plain_algorithm_on_the_same_numbers():
+    g = torch.Generator().manual_seed(0)
+    m = torch.randint(1, 40, (50, 1), generator=g)
+    q = (torch.rand(50, 1, generator=g) * (m + 1)).long().clamp(max=m)
+    steps = int(q.max())
+    u = torch.rand(50, steps, generator=g, dtype=torch.float64)
+    picks = sampling._floyd(m, q, u, 40)
+    for row in range(50):
+        want = _python_floyd(int(m[row]), int(q[row]), u[row].tolist())
+        assert picks[row].tolist() == want + [40] * (steps - len(want))
+
+
+@pytest.mark.parametrize("count", [1, 3, 5])
+def test_exact_subsets_are_uniform_over_every_subset(count):
+    # 6 candidates of 9 units (the complement path for count 5 > 6/2): every one of the C(6, count) subsets
+    cand = torch.tensor([[True, False, True, True, False, True, True, False, True]])
+    n_draws = 30_000
+    seeds = perturb.sample_seeds(4, None, 1)
+    masks = perturb.exact_subset(cand, count, generator=seeds, n_samples=n_draws)[0]
+    assert bool((masks.sum(1) == count).all()) and not bool((masks & ~cand).any())
+    code = (masks.long() << torch.arange(9)).sum(1)
+    subsets = [sum(1 << i for i in c) for c in itertools.combinations(cand[0].nonzero().flatten().tolist(), count)]
+    observed = torch.tensor([int((code == s).sum()) for s in subsets])
+    assert int(observed.sum()) == n_draws  # no other subset was ever drawn
+    assert stats.chisquare(observed.numpy()).pvalue > 1e-6
+
+
+def test_exact_subset_sums_equal_the_masks_sums():
+    g = torch.Generator().manual_seed(1)
+    cand = torch.rand(6, 30, generator=g) < 0.6
+    count = (cand.sum(1) * torch.tensor([0.0, 0.2, 0.5, 0.51, 0.9, 1.0])).long()
+    scores = torch.randn(6, 30, generator=g, dtype=torch.float64)
+    masks, sums = perturb.exact_subset_sums(cand, count, scores, generator=3, n_samples=40)
+    assert torch.equal(masks, perturb.exact_subset(cand, count, generator=3, n_samples=40))
+    torch.testing.assert_close(sums, (masks.double() * scores[:, None]).sum(-1), rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="scores must have the candidates' shape"):
+        perturb.exact_subset_sums(cand, count, scores[:, :5], generator=3, n_samples=2)
+
+
+def test_bernoulli_coins_keep_their_rate_and_are_independent():
+    cand = torch.ones(3, 4_000, dtype=torch.bool)
+    cand[2, ::2] = False
+    rate = torch.tensor([0.0, 1.0, 0.3])
+    kept = perturb.bernoulli_subset(cand, rate, generator=perturb.sample_seeds(0, None, 3), n_samples=50)
+    assert not bool(kept[0].any()) and bool(kept[1].all())                 # the ends are exact
+    assert not bool((kept[2] & ~cand[2]).any())
+    share = kept[2][:, cand[2]].double()
+    n = share.numel()
+    assert abs(float(share.mean()) - 0.3) < 5 * math.sqrt(0.3 * 0.7 / n)
+    # neighbouring candidates and neighbouring masks are unrelated
+    assert _max_abs_correlation(share[:, :-1].T, share[:, 1:].T) < 1.3 * 5 / math.sqrt(50)
+    assert _max_abs_correlation(share[:-1], share[1:]) < 1.3 * 5 / math.sqrt(share.shape[1])
+    # a rate is kept to 2^-32: a rate below half of 2^-32 keeps nothing, 2^-32 itself about one in 2^32
+    tiny = perturb.bernoulli_subset(torch.ones(1, 100_000, dtype=torch.bool), 2.0**-34, generator=0)
+    assert not bool(tiny.any())
