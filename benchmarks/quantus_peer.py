@@ -133,24 +133,26 @@ def faithlab_pixel_flipping(model: nn.Module, x: torch.Tensor, attributions: tor
 def faithlab_mu_fidelity_on(masks: torch.Tensor, model: nn.Module, x: torch.Tensor, attributions: torch.Tensor,
                             y: torch.Tensor, batch_size: int) -> dict[str, torch.Tensor]:
     """Our ``mu_fidelity_details`` (zero reference, probability of y, Pearson) with its subset draw replaced by
-    ``masks`` ``(B, S, n)`` bool, the same number of units in every subset: ``fl.perturb.exact_subset`` is stood in
-    for, for this call only, by a function handing out the rows of ``masks`` block by block (it checks that it is
-    asked for exactly those subsets). Everything else is the library's code."""
+    ``masks`` ``(B, S, n)`` bool, the same number of units in every subset: ``fl.perturb.exact_subset_sums`` is
+    stood in for, for this call only, by a function handing out the rows of ``masks`` block by block and their
+    sums of the unit scores (it checks that it is asked for exactly those subsets). Everything else is the library's
+    code."""
     b, s, n = masks.shape
     count = int(masks[0, 0].sum())
     if not bool((masks.sum(-1) == count).all()):
         raise ValueError("every subset must hold the same number of units")
     done = [0]
 
-    def stand_in(candidates: torch.Tensor, k, *, generator, n_samples=None) -> torch.Tensor:
+    def stand_in(candidates: torch.Tensor, k, scores: torch.Tensor, *, generator,
+                 n_samples=None) -> tuple[torch.Tensor, torch.Tensor]:
         rows = candidates.shape[0]
         if k != count or n_samples != s or candidates.shape[1] != n or done[0] + rows > b:
             raise RuntimeError(f"mu_fidelity_details asked for other subsets ({rows}x{n_samples} of {k}) than given")
         out = masks[done[0]:done[0] + rows].to(candidates.device)
         done[0] += rows
-        return out
+        return out, (out.to(scores.dtype) * scores[:, None, :]).sum(-1)
 
-    with mock.patch.object(fl.perturb, "exact_subset", stand_in):
+    with mock.patch.object(fl.perturb, "exact_subset_sums", stand_in):
         d = RM.mu_fidelity_details(model, x, attributions, target=y, n_subsets=s, subset_fraction=count / n,
                                    reference="zero", output="prob", batch_size=batch_size)
     if done[0] != b:

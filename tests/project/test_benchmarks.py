@@ -45,6 +45,7 @@ TINY = {
     "quantus_peer.py": ["--n", "4", "--features-in-step", "256", "--subsets", "5", "--batch-size", "4", "--width", "4",
                         "--repeats", "1", "--threads", "1", *([] if PEER else ["--skip-peer"])],
     "engine_overhead.py": ["--n", "4", "--fractions", "3", "--batch-size", "8", "--repeats", "1"],
+    "library_overhead.py": ["--n", "2", "--batch-size", "64", "--repeats", "1", "--threads", "1"],
     "torchcam_peer.py": ["--n", "2", "--steps", "3", "--models", "small_cnn", "--width", "4", "--bare-sizes", "8",
                          "--repeats", "1", "--threads", "1", *([] if TORCHCAM else ["--skip-peer"])],
     "autobatch_sweep.py": ["--quick", "--models", "small_cnn", "--sizes", "16", "--threads", "1"],

@@ -386,6 +386,23 @@ def test_claim_table3_gives_every_verdict(mu, s_avg, premise, expected, why):
     assert set(claim.table["part"]) == {"RM-T3.muF", "RM-T3.Savg"} and "another image" in claim.premise
 
 
+def test_claim_table3_leaves_out_a_replica_whose_s_avg_is_zero():
+    """A method whose maps never move within the radius (a ReLU network's saliency on a few images) has S_avg 0:
+    no log ratio in that replica, which is left out of its cells without a numpy warning; with one replica left a
+    cell has no interval."""
+    zero_sa = {**STABLE, "SA": 0.0}
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        claim = P.claim_table3(per_sample(HIGHEST, [STABLE, STABLE, zero_sa]))
+        gone = P.claim_table3(per_sample(HIGHEST, [STABLE, zero_sa, zero_sa]))
+    cells, left = claim.table.set_index("cell"), gone.table.set_index("cell")
+    assert claim.verdict == R, claim.verdict.why  # two replicas still give the SA cells an interval
+    assert cells.loc["S_avg SA / GC", "replicas"] == 2 and cells.loc["S_avg IG / GC", "replicas"] == 3
+    assert left.loc["S_avg SA / GC", "outcome"] == "undecided" and np.isnan(left.loc["S_avg SA / SG", "estimate"])
+    assert gone.verdict == I and "RM-T3.Savg: inconclusive" in gone.verdict.why
+
+
 def test_claim_table3_names_a_bad_frame():
     with pytest.raises(ValueError, match="per_sample"):
         P.claim_table3(per_sample(HIGHEST, STABLE).drop(columns="μF (shuffled)"))

@@ -85,6 +85,15 @@ def _mu_discriminates(mu: pd.DataFrame, mu_null: pd.DataFrame, groups) -> tuple[
     return verdicts.Premise(holds, text), intervals
 
 
+def _log_ratio(other: pd.Series, stable: pd.Series) -> np.ndarray:
+    """ln(other / stable) of two methods' mean S_avg per replica; NaN (no ratio: the replica is left out) where
+    either mean is 0 — maps that never move within the radius, as a ReLU network's saliency can on a few images — or
+    not finite."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = np.log(other.to_numpy(float) / stable.to_numpy(float))
+    return np.where(np.isfinite(values), values, np.nan)
+
+
 def claim_table3(per_sample: pd.DataFrame, *, premise: pd.DataFrame | None = None, target: str = "GC",
                  stable: Sequence[str] = ("GC", "SG")) -> verdicts.Claim:
     """Claim of Table 3: Grad-CAM (``target``) has the highest μF, and Grad-CAM and SmoothGrad (``stable``) the
@@ -126,8 +135,8 @@ def claim_table3(per_sample: pd.DataFrame, *, premise: pd.DataFrame | None = Non
                                                       rule=mu_rule, groups=groups, what=f"μF {target} − {m}")
                 for m in methods if m != target}
     per_replica = s_avg.groupby(level="replica").mean()
-    s_cells = {f"S_avg {o} / {s}": _judge(np.log(per_replica[o] / per_replica[s]).to_numpy(float), s_rule,
-                                          units=units, what=f"ln S_avg {o} / {s}") for s in stable for o in others}
+    s_cells = {f"S_avg {o} / {s}": _judge(_log_ratio(per_replica[o], per_replica[s]), s_rule, units=units,
+                                          what=f"ln S_avg {o} / {s}") for s in stable for o in others}
     mu_untestable = untestable or (discriminates.text if discriminates.holds is False else None)
     parts = {"RM-T3.muF": verdicts.decide(mu_cells, mu_rule, untestable=mu_untestable),
              "RM-T3.Savg": verdicts.decide(s_cells, s_rule, untestable=untestable)}
