@@ -20,6 +20,7 @@ run() {  # run CAP NAME ARGS...: one benchmark, killed after CAP seconds
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
   "$py" -c "import torch, faithlab; print('torch', torch.__version__, torch.cuda.get_device_name(0))"; } \
     2>&1
+run 60 library_overhead benchmarks/library_overhead.py --device cuda --repeats 3
 run 50 removal_curve benchmarks/removal_curve.py --device cuda --n 4096 --sweep --repeats 3
 run 70 saco benchmarks/saco.py --device cuda --paper-scale --sweep --n 256 --repeats 2
 run 70 ffidelity benchmarks/ffidelity.py --device cuda --paper-scale --sweep --n 128 --repeats 2
