@@ -19,6 +19,7 @@ import pytest
 import torch
 from scipy import stats
 
+import faithlab as fl
 from faithlab import perturb
 from faithlab.perturb import keys as K
 from faithlab.perturb import sampling
@@ -95,6 +96,39 @@ def test_draws_do_not_depend_on_batch_width_block_or_layout(monkeypatch):
     # seeds held on another layout (a strided view) or made from a float64 index's equal integers
     strided = K.SampleSeeds(torch.stack([whole.seeds, whole.seeds], 1)[:, 0])
     assert not strided.seeds.is_contiguous() and torch.equal(strided.uniform((30, 7, 5)), u)
+
+
+def test_samplers_give_the_same_bits_on_other_layouts_and_dtypes():
+    """The same code path on other layouts and dtypes (the CPU's stand-in for a second device): candidates held as
+    a strided view, seeds as int32, and S_avg's neighbour noise for float64 inputs, which is the float32 inputs'
+    noise before its rounding to float32."""
+    g = torch.Generator().manual_seed(2)
+    cand = torch.rand(12, 50, generator=g) < 0.6
+    strided = torch.stack([cand, ~cand], 2)[:, :, 0]
+    assert not strided.is_contiguous()
+    for f in (lambda c, s: perturb.exact_subset(c, 7, generator=s, n_samples=4),
+              lambda c, s: perturb.bernoulli_subset(c, 0.4, generator=s, n_samples=4)):
+        seeds = perturb.sample_seeds(6, None, 12)
+        a, b = f(cand, seeds), f(strided, K.SampleSeeds(seeds.seeds.clone()))
+        assert torch.equal(a, b)
+    small = K.SampleSeeds(torch.tensor([3, -4, 2**31 - 1], dtype=torch.int32))
+    wide = K.SampleSeeds(torch.tensor([3, -4, 2**31 - 1], dtype=torch.int64))
+    assert torch.equal(small.uniform((3, 9)), wide.uniform((3, 9)))
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 2)).eval()
+    seen = {}
+
+    def explainer(m, inputs, target):  # records the neighbours it is asked to explain
+        seen.setdefault(inputs.dtype, []).append(inputs.detach().clone())
+        return inputs * 0 + 1
+
+    x = torch.rand(3, 1, 3, 4, generator=g, dtype=torch.float64)
+    for dtype in (torch.float64, torch.float32):
+        fl.metrics.average_stability(model.to(dtype), x.to(dtype), explainer=explainer, n_neighbours=5, radius=0.5,
+                                     target=torch.zeros(3, dtype=torch.long), generator=1)
+    noise64 = torch.cat(seen[torch.float64][1:]) - x.repeat_interleave(5, 0)
+    noise32 = torch.cat(seen[torch.float32][1:]) - x.float().repeat_interleave(5, 0)
+    assert float(noise64.abs().max()) <= 0.5 / 12 and float(noise64.abs().max()) > 0.5 / 12 / 2
+    torch.testing.assert_close(noise32, noise64.float(), rtol=0, atol=2e-7)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
