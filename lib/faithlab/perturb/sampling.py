@@ -21,7 +21,8 @@ from faithlab import _validate
 from faithlab.perturb.keys import SampleSeeds, keyed_seed
 from faithlab.perturb.orders import random_source, ranks, uniform
 
-__all__ = ["bernoulli_subset", "exact_subset", "exact_subset_sums", "uniform_fraction_mask", "keyed_seed", "SampleSeeds"]
+__all__ = ["bernoulli_subset", "exact_subset", "exact_subset_sums", "uniform_fraction_mask", "keyed_seed",
+           "SampleSeeds"]
 
 
 def _per_row(value: float | int | torch.Tensor, name: str, batch: int, device: torch.device,
@@ -132,8 +133,8 @@ def bernoulli_subset(candidates: torch.Tensor, rate: float | torch.Tensor, *, ge
         raise ValueError("rate must lie in [0, 1]")
     s = 1 if n_samples is None else _validate.positive_int(n_samples, "n_samples")
     bits = _bits32((b * s, n), _copies(generator, b, n_samples), c.device).view(b, s, n)
-    # unsigned bits u < T = round(rate·2^32) ⇔ signed bits ≤ T − 2^31 − 1, an int32 for T ≥ 1 (rate 1: every
-    # unit); rows with T = 0 keep no unit through their candidates
+    # u = bits + 2^31 is uniform on [0, 2^32): u < T = round(rate·2^32) ⇔ bits ≤ T − 2^31 − 1, an int32 for T ≥ 1
+    # (rate 1: every unit); rows with T = 0 keep no unit through their candidates
     t = torch.round(r * 2.0**32)
     threshold = (t - 2.0**31 - 1).clamp(min=-(2**31)).to(torch.int32)[:, :, None]
     out = (c & (t > 0))[:, None] & (bits <= threshold)

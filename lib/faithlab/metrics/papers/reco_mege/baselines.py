@@ -225,8 +225,9 @@ def average_stability_details(model: Callable, x: torch.Tensor, attributions: to
     """Per-sample S_avg (Bhatt et al. 2020 via the paper's eq. 2, spec §4.6, [recon] §6.16): the mean over
     ``n_neighbours`` neighbours z = x + u, u_i ~ U(−r/d, r/d) (so ‖u‖₁ ≤ r = ``radius``, d = elements of one input;
     u_i a uniform 32-bit integer scaled to the interval), of ‖g(x) − g(z)‖²₂, g the ``explainer``. The maps enter
-    the distance as the explainer returns them, not normalised: spec §4.6 names no normalisation and xplique's AverageStability (the reference, spec §0) applies none
-    (Quantus' AvgSensitivity, which divides by ‖g(x)‖, is a different metric).
+    the distance as the explainer returns them, not normalised: spec §4.6 names no normalisation and xplique's
+    AverageStability (the reference, spec §0) applies none (Quantus' AvgSensitivity, which divides by ‖g(x)‖, is a
+    different metric).
 
     S_avg measures the explainer, not one set of maps: ``explainer(model, inputs, target) → maps`` (the contract of
     :func:`faithlab.evaluate`) is called on at most ``batch_size`` inputs at a time (x first, then the neighbours of
