@@ -18,6 +18,8 @@ is the name of the package it is declared in (a test holds it). Inside a paper, 
   metrics the paper compares SaCo with);
 - ``papers.reco_mege``: ``crossfold`` (ReCo and MeGe over k cross-trained models), ``baselines`` (Bhatt et al.'s μF
   and S_avg, which the paper compares them with) and ``distances`` (the six map distances of its sanity checks);
+- ``papers.synthesis``: the rival metrics the book sets beside the papers' (not from the five papers): ``road``
+  (ROAD's MoRF/LeRF curves with noisy linear imputation) and ``infidelity`` (Yeh et al., through captum);
 - ``papers.trace``: ``trajectories`` (the patch grid, trajectories and deletion curves) and the ``search`` package
   (one module per search).
 
@@ -48,6 +50,8 @@ from faithlab.metrics.papers.reco_mege import (average_stability, average_stabil
                                                reco_mege_of_explainer, reco_scan, shuffled_distances,
                                                shuffled_partners, split_sets)
 from faithlab.metrics.papers.trace import search
+from faithlab.metrics.papers import synthesis
+from faithlab.metrics.papers.synthesis import *  # noqa: F401,F403  (ROAD and infidelity: the rival metrics)
 
 localisation, distances = fewclass.localisation, papers.reco_mege.distances
 consistency, cumulative = papers.saco.consistency, papers.saco.cumulative
@@ -75,7 +79,7 @@ __all__ = [
     "reco_mege_details_from_predictions", "reco_mege_of_explainer", "pair_distances", "split_sets", "shuffled_partners",
     "shuffled_distances", "reco", "reco_details", "reco_scan",
     "reco_auc", "mege", "map_distance", "mu_fidelity", "mu_fidelity_details", "average_stability",
-    "average_stability_details", "registry", "papers", "MOVED",
+    "average_stability_details", "registry", "papers", "MOVED", "synthesis", *synthesis.__all__,
 ]
 
 from faithlab.metrics import registry  # noqa: E402

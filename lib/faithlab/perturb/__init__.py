@@ -2,7 +2,8 @@
 
 A *unit* is a group of input elements removed together; removing it replaces its elements by a *reference*.
 Masks over units are ``(B, n)`` bool tensors. Knows no dataset, model family or paper. One concept per module:
-``units``, ``references``, ``orders``, ``keys`` (randomness keyed to the sample), ``sampling``, ``engine`` (the
+``units``, ``references``, ``imputation`` (ROAD's noisy linear imputation, a reference computed from each
+perturbed input's kept pixels), ``orders``, ``keys`` (randomness keyed to the sample), ``sampling``, ``engine`` (the
 batched forward loop) and ``runner`` (:class:`Removal`: arguments checked once, then any number of mask sets,
 curves or lazily built masks); their public names are gathered here.
 ``autobatch`` (``batch_size="auto"``: a timing probe picks the batch size) is used as a module.
@@ -15,6 +16,7 @@ from faithlab.perturb.references import (PAD_TOKEN, REMOVED_TOKEN, Reference, ap
                                         make_reference)
 from faithlab.perturb.keys import SampleSeeds, keyed_seed, keyed_seeds, sample_index, sample_seeds
 from faithlab.perturb.engine import sharing
+from faithlab.perturb.imputation import NoisyLinear, noisy_linear_imputation
 from faithlab.perturb.runner import (CURVE_KINDS, DELETION_INSERTION_FRACTIONS, Removal, deletion_insertion,
                                      masked_outputs, removal_curve, removal_outputs)
 from faithlab.perturb.sampling import bernoulli_subset, exact_subset, exact_subset_sums, uniform_fraction_mask
@@ -32,4 +34,4 @@ __all__ = ["Units", "pixel_units", "patch_units", "segment_units", "time_units",
            "Output",
            "OUTPUTS", "Masks", "Removal", "masked_outputs", "evaluate_inputs", "grid_chunks", "logits", "removal_curve",
            "removal_outputs", "autobatch", "deletion_insertion", "CURVE_KINDS", "DELETION_INSERTION_FRACTIONS",
-           "sharing"]
+           "sharing", "NoisyLinear", "noisy_linear_imputation"]

@@ -341,6 +341,8 @@ def _filler(x: torch.Tensor, units: Units, reference: torch.Tensor,
     def take(t: torch.Tensor, b0: int, b1: int) -> torch.Tensor:
         return _rows(t, b0, b1) if rows is None or t.shape[0] == 1 else t[rows[b0:b1]]
 
+    if not isinstance(reference, torch.Tensor):  # an imputation (ROAD's NoisyLinear): from each input's kept pixels
+        return _imputing_filler(x, units, reference, masks, rows, take)
     if not x.is_floating_point():  # token ids: a select (integer arithmetic would serve as well, but they are rare)
         def fill_select(b0: int, b1: int, v0: int, v1: int, dest: torch.Tensor) -> None:
             m = _unit_masks(masks, b0, b1, v0, v1, n)
@@ -400,6 +402,28 @@ def _filler(x: torch.Tensor, units: Units, reference: torch.Tensor,
         keep = dest.new_empty(b1 - b0, v1 - v0, *keep_shape)
         torch.mul(take(x1, b0, b1), keep_fn(b0, b1, v0, v1, keep), out=dest)
         dest.addcmul_(take(ref1, b0, b1), drop_fn(b0, b1, v0, v1, keep))
+
+    return fill
+
+
+def _imputing_filler(x: torch.Tensor, units: Units, imputation, masks, rows: torch.Tensor | None,
+                     take: Callable) -> Callable:
+    """The ``fill`` of :func:`_filler` for an imputation reference: the element masks of the chunk's variants,
+    then ``imputation.impute`` of x's rows repeated per variant (sample ``rows[b]``'s variant v keys its noise)."""
+    idx, n = units.index, units.n
+    identity = _is_identity(idx, n)
+    keep_shape = idx.shape[1:]
+
+    def fill(b0: int, b1: int, v0: int, v1: int, dest: torch.Tensor) -> None:
+        m = _unit_masks(masks, b0, b1, v0, v1, n)  # (b, v, n) removed
+        removed = m.view(*m.shape[:2], *keep_shape) if identity else _expand(m, take(idx, b0, b1))
+        b, v = b1 - b0, v1 - v0
+        ids = torch.arange(b0, b1, device=x.device) if rows is None else rows[b0:b1].to(x.device)
+        inputs = take(x, b0, b1)[:, None].expand(b, v, *x.shape[1:]).reshape(b * v, *x.shape[1:])
+        keep = torch.logical_not(removed).reshape(b * v, *keep_shape)
+        variants = torch.arange(v0, v1, device=x.device)
+        out = imputation.impute(inputs, keep, ids.repeat_interleave(v), variants.repeat(b))
+        dest.copy_(out.view(b, v, *x.shape[1:]))
 
     return fill
 

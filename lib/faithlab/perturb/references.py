@@ -12,13 +12,14 @@ import torch
 import torch.nn.functional as F
 
 from faithlab import _validate
+from faithlab.perturb.imputation import NoisyLinear
 from faithlab.perturb.units import Units, _broadcasts, _check_units, expand
 
 __all__ = ["Reference", "make_reference", "apply_removal", "gaussian_filter"]
 
-Reference = str | int | float | torch.Tensor
-"""A reference: ``"zero"``, ``"mean"``, ``"channel_mean"``, ``"blur"``, a number or a tensor
-(:func:`make_reference`)."""
+Reference = str | int | float | torch.Tensor | NoisyLinear
+"""A reference: ``"zero"``, ``"mean"``, ``"channel_mean"``, ``"blur"``, ``"noisy_linear"``, a number, a tensor or
+a :class:`~faithlab.perturb.imputation.NoisyLinear` imputation (:func:`make_reference`)."""
 
 def _gaussian_blur(x: torch.Tensor, kernel_size: int, sigma: float) -> torch.Tensor:
     """Separable Gaussian blur over H, W with reflect padding (no edge repeat; valid for any kernel size)."""
@@ -110,18 +111,32 @@ token with zeros" at the embedding layer (spec §1.1): ``reference="removed_toke
 
 
 def make_reference(x: torch.Tensor, kind: Reference = "zero", *, kernel_size: int = 31,
-                   sigma: float = 56.0) -> torch.Tensor:
-    """Reference values that replace removed units, as a tensor with x's rank broadcastable to x.
+                   sigma: float = 56.0) -> torch.Tensor | NoisyLinear:
+    """Reference values that replace removed units, as a tensor with x's rank broadcastable to x (or, for an
+    imputation, the :class:`~faithlab.perturb.imputation.NoisyLinear` that computes them from each perturbed
+    input's kept pixels).
 
     kind: ``"zero"`` 0 in the model's input space (dataset mean for normalised images; pad id 0 / zero embedding
     for tokens); ``"mean"`` per-sample scalar mean over all elements; ``"channel_mean"`` per-sample per-channel mean
     (images over H, W; series over T); ``"blur"`` Gaussian blur of each image (``kernel_size``, ``sigma``; reflect
     padding; defaults are TRACE's 31 and 56); ``"removed_token"`` for token ids: every real token becomes
     :data:`REMOVED_TOKEN` (a zero embedding kept in the sequence) and padding stays :data:`PAD_TOKEN`, so removing
-    a pad position changes nothing; a number (a constant, e.g. a token id for integer x); or a tensor
-    broadcastable to x (e.g. ``(B, C, H, W)`` or ``(C, H, W)``).
+    a pad position changes nothing; a number (a constant, e.g. a token id for integer x); a tensor
+    broadcastable to x (e.g. ``(B, C, H, W)`` or ``(C, H, W)``); ``"noisy_linear"`` ROAD's linear imputation
+    without noise, or a :class:`~faithlab.perturb.imputation.NoisyLinear` (with keyed noise): each perturbed image's
+    removed pixels are imputed from its kept ones (images only), returned as the imputation object.
     """
     _validate.tensor(x, "x")
+    if isinstance(kind, str) and kind == "noisy_linear":
+        kind = NoisyLinear(0.0)
+    if isinstance(kind, NoisyLinear):
+        if x.ndim != 4 or not x.is_floating_point():
+            raise ValueError(f"reference={kind!r} (noisy linear imputation) needs floating-point images "
+                             f"(B, C, H, W), got x of shape {tuple(x.shape)} and dtype {x.dtype}")
+        if kind.seeds is not None and len(kind.seeds) != x.shape[0]:
+            raise ValueError(f"reference={kind!r} holds seeds for {len(kind.seeds)} samples but x has "
+                             f"{x.shape[0]}")
+        return kind
     if isinstance(kind, torch.Tensor):
         _validate.same_device(x, kind, "x", "reference")
         if kind.is_floating_point() and not x.is_floating_point():
@@ -145,8 +160,8 @@ def make_reference(x: torch.Tensor, kind: Reference = "zero", *, kernel_size: in
             raise TypeError("reference='removed_token' needs integer token ids x; for embeddings use 'zero'")
         return torch.where(x == PAD_TOKEN, PAD_TOKEN, REMOVED_TOKEN).to(x.dtype)
     if kind not in ("mean", "channel_mean", "blur"):
-        raise ValueError(f"reference must be 'zero', 'mean', 'channel_mean', 'blur', 'removed_token', a number or "
-                         f"a tensor, got {kind!r}")
+        raise ValueError(f"reference must be 'zero', 'mean', 'channel_mean', 'blur', 'removed_token', "
+                         f"'noisy_linear', a number, a tensor or a NoisyLinear, got {kind!r}")
     if not x.is_floating_point():
         raise TypeError(f"reference={kind!r} needs floating-point x; for token ids pass an int token id")
     if kind == "mean":
@@ -170,4 +185,8 @@ def apply_removal(x: torch.Tensor, removed: torch.Tensor, units: Units, *,
     _check_units(units, x)
     mask = expand(removed, units)
     _validate.batch_match(x, removed, "x", "removed")
-    return torch.where(mask, make_reference(x, reference), x)
+    ref = make_reference(x, reference)
+    if isinstance(ref, NoisyLinear):
+        rows = torch.arange(x.shape[0], device=x.device)
+        return ref.impute(x, ~mask, rows, torch.zeros_like(rows))
+    return torch.where(mask, ref, x)

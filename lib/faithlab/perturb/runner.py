@@ -20,6 +20,7 @@ from faithlab.perturb.engine import (Masks, Output, _check_read_out, _clean_logi
                                      _Thresholds)
 from faithlab.perturb.orders import ORDERS, _order_ranks, _ranks
 from faithlab.perturb.orders import order as _order
+from faithlab.perturb.imputation import NoisyLinear
 from faithlab.perturb.references import Reference, make_reference
 from faithlab.perturb.units import Units, check_attributions, constant_maps, unit_scores, warn_constant
 
@@ -57,9 +58,11 @@ class Removal:
                  output: Output = "prob", target: torch.Tensor | None = None, batch_size: BatchSize = None):
         self.units: Units = _prepare(model, x, units, output, target, batch_size)
         self.model, self.x, self.output, self.batch_size = model, x, output, batch_size
-        self.reference: torch.Tensor = make_reference(x, reference)
-        # what makes the fully removed input: the reference's spec (a function of x) or the tensor itself
-        self._reference_key = (reference,) if isinstance(reference, (str, int, float)) else ("tensor",)
+        self.reference: torch.Tensor | NoisyLinear = make_reference(x, reference)
+        # what makes the fully removed input: the reference's spec (a function of x), the tensor itself or the
+        # imputation object (its noise keys)
+        self._reference_key = (("imputation", id(self.reference)) if isinstance(self.reference, NoisyLinear)
+                               else (reference,) if isinstance(reference, (str, int, float)) else ("tensor",))
         self._target = target
         self._clean: torch.Tensor | None = None
         self._full: torch.Tensor | None = None

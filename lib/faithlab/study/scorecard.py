@@ -172,7 +172,8 @@ def write_scorecard(generated: Path | None = None, echo=None) -> Path:
         prereg = preregistration(table, generated)
         paths.atomic_write(generated / PREREGISTRATION, lambda tmp: prereg.to_csv(tmp, index=False))
         papers_only = table[table["kind"].astype(str) != "study check"]  # study checks are counted apart
-        fig = plots.study_map(papers_only, PAPER_METRICS)
+        # the five papers' metrics: the rival metrics (slug "synthesis": ROAD, infidelity) are no paper's claims
+        fig = plots.study_map(papers_only, {k: v for k, v in PAPER_METRICS.items() if k in plots.CHAPTERS})
         for fmt in ("png", "svg"):
             paths.atomic_write(generated / f"{STUDY_MAP}.{fmt}",
                                lambda tmp, fmt=fmt: fig.savefig(tmp, format=fmt, dpi=150, bbox_inches="tight"))
