@@ -58,7 +58,8 @@ STUDY = dict(noise_levels=[0.0, 1.0], sparsity=[0.25, 0.5], n_test=64, n_seeds=1
              n_samples=4, batch_size=100)
 
 
-def run_study(tmp_path, monkeypatch, methods=("Fidelity", "R-Fidelity", "F-Fidelity", "Fidelity+Fine-tune", "ROAR")):
+def run_study(tmp_path, monkeypatch, methods=("Fidelity", "R-Fidelity", "F-Fidelity", "Fidelity+Fine-tune", "ROAR",
+                                             "ROAD")):
     monkeypatch.setenv("FAITHLAB_CACHE", str(tmp_path))
     config = fl.train.TrainConfig(epochs=6, lr=1e-2, batch_size=32, seed=0)
     return fl.protocols.image_ranking_study(
@@ -74,17 +75,23 @@ def test_study_ranks_a_clean_map_above_a_random_one(tmp_path, monkeypatch):
     study = run_study(tmp_path, monkeypatch)
     assert study.accuracy["original"] > 0.95 and study.accuracy["fine-tuned"] > 0.95
     assert bool((study.clean["IxG", "original"].argmax(1) == 5).all())  # pixel (1, 1) is unit 5
-    tidy = study.correlations(["Fidelity", "R-Fidelity", "F-Fidelity", "Fidelity+Fine-tune"])
+    tidy = study.correlations(["Fidelity", "R-Fidelity", "F-Fidelity", "Fidelity+Fine-tune", "ROAD"])
     macro = tidy[tidy["row"] == "Macro Corr."].set_index(["method", "correlation"])["mean"]
     assert macro.xs("morf_vs_gt", level=1).eq(-1).all() and macro.xs("lerf_vs_gt", level=1).eq(1).all()
     assert macro.xs("morf_vs_lerf", level=1).eq(-1).all()
-    assert set(study.curves["method"]) == set(fl.protocols.SETTINGS) and len(study.curves) == 5 * 2 * 2 * 2
+    assert set(study.curves["method"]) == set(fl.protocols.SETTINGS) and len(study.curves) == 6 * 2 * 2 * 2
     # the curves equal a direct call with the same model, map and settings
     plus, minus = fl.protocols.degraded_fidelity_curves(
         study.models["fine-tuned"], study.x, study.y, study.clean["IxG", "fine-tuned"].view(-1, 4, 4),
         noise_levels=STUDY["noise_levels"], sparsity=STUDY["sparsity"], n_seeds=1, alpha=0.5, beta=0.25, n_samples=4,
         batch_size=STUDY["batch_size"])  # the study's batch shapes: the same logits bit for bit, hence torch.equal
     assert torch.equal(plus, study.P["IxG", "F-Fidelity"]) and torch.equal(minus, study.Q["IxG", "F-Fidelity"])
+    # ROAD: Fidelity with the removed pixels imputed (noisy linear imputation keyed to the seed and the image)
+    plus, minus = fl.protocols.degraded_fidelity_curves(
+        study.models["original"], study.x, study.y, study.clean["IxG", "original"].view(-1, 4, 4),
+        noise_levels=STUDY["noise_levels"], sparsity=STUDY["sparsity"], n_seeds=1, reference="road",
+        batch_size=STUDY["batch_size"])
+    assert torch.equal(plus, study.P["IxG", "ROAD"]) and torch.equal(minus, study.Q["IxG", "ROAD"])
 
 
 def test_study_costs_count_every_image_pass(tmp_path, monkeypatch):

@@ -103,3 +103,38 @@ def test_claim_text_equivalence_counts_only_the_named_models_and_is_decided_on_t
     assert decided.verdict == R and decided.replicas == ("left out",) * 3, decided.replicas
     with pytest.raises(ValueError, match="at least 2 replicas"):
         F.claim_text_equivalence(frame[frame["replica"] == 1], null, models=models, n_inputs=100)
+
+
+ROAD_RANKS = {"Fidelity": [1.2, 1.2, 1.2], "F-Fidelity": [1.2, 1.2, 1.2], "ROAD": [1.2, 1.2, 1.2]}
+
+
+@pytest.mark.parametrize("road, gt, mechanism, expected", [
+    ([0.8, 0.81, 0.8], 0.9, None, R),      # F-Fidelity's lead 0: below the margin 0.105
+    ([0.95, 0.96, 0.95], 0.9, None, R),    # ROAD ahead of F-Fidelity: the one-sided rule holds
+    ([0.3, 0.35, 0.3], 0.9, None, N),      # F-Fidelity leads by 0.5: beyond the margin
+    ([0.8, 0.5, 0.7], 0.9, None, I),       # the replicas disagree: straddles 0.105
+    ([0.8, 0.81, 0.8], 0.1, None, T),      # F-Fidelity itself at chance: no recovery to match
+    ([0.8, 0.81, 0.8], 0.9, False, T),     # FF.OOD fails on the data set
+    ([0.8, 0.81, 0.8], 0.9, "undecided", I),  # FF.OOD undecided
+])
+def test_claim_road_gives_every_verdict(road, gt, mechanism, expected):
+    oriented = {e: {"ROAD": road, "F-Fidelity": [0.8, 0.8, 0.8]} for e in ("SG-SQ", "GradCAM")}
+    frame, null = model_cells({"SG-SQ": ROAD_RANKS, "GradCAM": ROAD_RANKS}, oriented=oriented, gt=gt)
+    frame, null = frame.rename(columns={"model": "explainer"}), null.rename(columns={"model": "explainer"})
+    premise = None if mechanism is None else fl.verdicts.Premise(None if mechanism == "undecided" else mechanism,
+                                                                 "OOD")
+    claim = F.claim_road(frame, null, explainers=["SG-SQ", "GradCAM"], n_images=40, mechanism=premise)
+    assert claim.verdict == expected, (claim.verdict.why, claim.our_value)
+    assert claim.rule_id == "FF.ROAD" and "0.105" in claim.rule
+    assert list(claim.table["explainer"]) == ["SG-SQ", "GradCAM"]
+
+
+def test_claim_road_needs_every_explainer_and_two_replicas():
+    oriented = {"SG-SQ": {"ROAD": [0.8] * 3, "F-Fidelity": [0.8] * 3},
+                "GradCAM": {"ROAD": [0.3] * 3, "F-Fidelity": [0.8] * 3}}
+    frame, null = model_cells({"SG-SQ": ROAD_RANKS, "GradCAM": ROAD_RANKS}, oriented=oriented)
+    frame, null = frame.rename(columns={"model": "explainer"}), null.rename(columns={"model": "explainer"})
+    assert F.claim_road(frame, null, explainers=["SG-SQ", "GradCAM"], n_images=40).verdict == N
+    assert F.claim_road(frame, null, explainers=["SG-SQ"], n_images=40).verdict == R
+    with pytest.raises(ValueError, match="at least 2 replicas"):
+        F.claim_road(frame[frame["replica"] == 1], null, explainers=["SG-SQ"], n_images=40)

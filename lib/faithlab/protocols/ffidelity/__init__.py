@@ -28,6 +28,7 @@ from faithlab.protocols.ffidelity.image_claims import (
     AGREEMENT,
     COST_STAGES,
     claim_cost,
+    claim_road,
     claim_map_preferred,
     claim_maps_preserved,
     claim_ood_check,
@@ -74,6 +75,9 @@ from faithlab.protocols.ffidelity.series_text import (
 from faithlab.protocols.ffidelity.setup_table import SETUP
 from faithlab.protocols.ffidelity.study import (
     PALETTES,
+    PAPER_SETTINGS,
+    RIVALS,
+    ROAD_REFERENCE,
     SETTINGS,
     CanvasModels,
     RankingStudy,
@@ -89,13 +93,14 @@ from faithlab.protocols.ffidelity.study import (
 # in the modules' order, which the API page follows
 __all__ = [  # noqa: RUF022
     "SETUP", "degraded_fidelity_curves", "random_masking_predictions", "constant_map_counts", "SETTINGS",
+    "PAPER_SETTINGS", "RIVALS", "ROAD_REFERENCE",
     "RankingStudy", "ReplicaStudies", "image_ranking_study", "PALETTES", "palette_canvases", "CanvasModels",
     "VitModels", "ranking_correlations", "CORRELATION_LABELS",
     "oriented_correlations", "table_layout", "setting_means", "setting_table", "separation", "micro_cells",
     "replica_means", "RANKING_RULES",
     "permuted_correlations", "ground_truth_null", "claim_ranking", "claim_lerf_near_one", "claim_ablation",
     "ood_per_input", "claim_ood_check", "mechanism", "per_image_ffid", "claim_map_preferred", "COST_STAGES",
-    "cost_table", "claim_cost", "claim_size_readout", "claim_robust_hyperparameters",
+    "cost_table", "claim_cost", "claim_road", "claim_size_readout", "claim_robust_hyperparameters",
     "AGREEMENT", "map_agreement", "map_agreement_over_replicas", "claim_maps_preserved", "PAIR_MAPS", "pair_maps",
     "SeriesTextModels", "claim_finetune_restores", "claim_text_robust", "claim_beta_accuracy", "claim_beta_agreement",
     "claim_series_ranking", "claim_text_equivalence", "glue_key",

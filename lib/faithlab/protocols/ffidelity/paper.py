@@ -246,7 +246,8 @@ def margins() -> dict[str, float | dict[str, float]]:
       large-β model at 50 % masking and the original (already below 40 % at 10 %) spread over our four β steps,
       halved; ``D3.agreement.clean``: as ``Table8.restore.clean``;
     - ``Text.equivalence``: half the smallest lead of F-Fidelity over Fidelity in the oriented micro correlation in
-      the paper's image and time-series tables (Table 5) — a smaller lead on text is no meaningful lead;
+      the paper's image and time-series tables (Table 5) — a smaller lead on text is no meaningful lead; ``FF.ROAD``
+      (the rival fix, a study check): the same, a smaller lead of F-Fidelity over ROAD is no meaningful lead;
     - ``FF.OOD``: half the smallest accuracy drop (0 → 10 % removal) of an image or time-series original in Table 8
       (the OOD part) and ``Table8.restore.removed`` (the recovery part)."""
     image = _image_tables()
@@ -277,7 +278,7 @@ def margins() -> dict[str, float | dict[str, float]]:
            "F8.plus": ft["FFid+"], "F8.minus": ft["FFid-"], "Table8.restore.clean": -clean_cost / 100,
            "Table8.restore.removed": restored / 2 / 100, "Table8.text": text_lead / 2 / 100,
            "D3.accuracy": d3 / 100, "D3.agreement.masked": -d3 / 100, "D3.agreement.clean": -clean_cost / 100,
-           "Text.equivalence": ffid_lead / 2,
+           "Text.equivalence": ffid_lead / 2, "FF.ROAD": ffid_lead / 2,
            "FF.OOD": {"OOD": min(drops) / 2 / 100, "recovery": restored / 2 / 100}}
     return {k: ({s: round(x, 4) for s, x in v.items()} if isinstance(v, dict) else round(v, 4))
             for k, v in out.items()}

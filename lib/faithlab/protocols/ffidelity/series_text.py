@@ -206,6 +206,49 @@ def claim_series_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, models: Seq
         kept_replicas=min(kept, default=None))
 
 
+def lead_below_margin(cells: pd.DataFrame, null: pd.DataFrame, rule: verdicts.Rule, *, values: Sequence,
+                      counted: Sequence, group: str, a: str, b: str, n_units: int, above_chance: Sequence[str],
+                      what: str) -> tuple[verdicts.Verdict, list[dict], list[str], list[str], dict]:
+    """The decision of an "``a`` leads ``b`` by less than the margin" rule (Text.equivalence, FF.ROAD), per value of
+    ``group``: ``a``'s oriented micro correlation minus ``b``'s, averaged over the seeds and levels of each replica,
+    a t interval on the replica values against ``rule``'s margin (direction below). Premise per value: every method
+    of ``above_chance`` recovers the ground-truth order above chance (its mean GT micro correlation above its 95 %
+    range under a permuted order); a counted value failing it leaves, and every testable counted value must hold.
+    Returns the verdict, the table rows (one per value), the "ours" texts, the chance texts and the judgements."""
+    from faithlab.protocols.ffidelity.ranking import _two_replicas, replica_judgement, replica_means
+
+    rows, judged, reasons, texts, chance_texts = [], {}, [], [], []
+    for value in values:
+        oriented = replica_means(cells, group=group, value=value, column="oriented micro", methods=[a, b])
+        _two_replicas(oriented, what)
+        chance = {m: _gt_chance(cells, null, group=group, value=value, method=m) for m in (b, a)}
+        reason = verdicts.first_reason(
+            *(None if n is not None and x > n.high else f"{m}'s GT micro correlation {_range(x, n)} is not above "
+              "chance (permuted ground-truth order)" for m, (x, n) in chance.items() if m in above_chance))
+        units = int(n_units) * len(oriented)
+        j = replica_judgement((oriented[a] - oriented[b]).to_numpy(float), rule, units=units,
+                              what=f"{value}: {a} − {b}")
+        reason = reason or (None if j is not None else "fewer than 2 replicas with defined correlations")
+        if value in counted:
+            if reason is None:
+                judged[value] = j
+            else:
+                reasons.append(f"{value}: {reason}")
+            chance_texts.append(f"{value}: " + ", ".join(f"{m} {_range(x, n)}" for m, (x, n) in chance.items()))
+        nan = float("nan")
+        i = j.interval if j is not None else verdicts.Interval(nan, nan, nan, 0.95, rule.interval, units,
+                                                                len(oriented))
+        rows.append({group: value, "counted": value in counted, b: float(oriented[b].mean()),
+                     a: float(oriented[a].mean()), "difference": i.estimate, "low": i.low, "high": i.high,
+                     "margin": rule.margin_for(), "outcome": j.outcome if reason is None else "not testable",
+                     f"{b} GT micro": chance[b][0], f"{a} GT micro": chance[a][0], "testable": reason is None,
+                     "why": reason or "", "replicas": i.replicas, "units": units})
+        texts.append(f"{value}: {b} {rows[-1][b]:.2f}, {a} {rows[-1][a]:.2f}, difference {i.estimate:+.3f} "
+                     f"[{i.low:+.3f}, {i.high:+.3f}]")
+    v = verdicts.decide(judged, rule, untestable=None if judged else "; ".join(reasons) or f"no counted {group}")
+    return v, rows, texts, chance_texts, judged
+
+
 def claim_text_equivalence(cells: pd.DataFrame, null: pd.DataFrame, *, models: Sequence[str], n_inputs: int,
                            counted: Sequence[str] | None = None, group: str = "model", a: str = "F-Fidelity",
                            b: str = "Fidelity", paper: str = "") -> verdicts.Claim:
@@ -220,41 +263,13 @@ def claim_text_equivalence(cells: pd.DataFrame, null: pd.DataFrame, *, models: S
     above chance — their mean GT micro correlation above its 95 % range under a permuted order — else two rankings
     at chance are "equal" by construction; a counted model failing it leaves. Every testable counted model must
     hold. Raises ValueError with fewer than 2 replicas. Table: one row per model."""
-    from faithlab.protocols.ffidelity.ranking import _two_replicas, replica_judgement, replica_means
-
     rule = verdicts.rule("Text.equivalence")
     if not models:
         raise ValueError("models must name at least one text model of the cells")
     counted = list(models) if counted is None else [m for m in models if m in set(counted)]
-    rows, judged, reasons, texts, chance_texts = [], {}, [], [], []
-    for model in models:
-        oriented = replica_means(cells, group=group, value=model, column="oriented micro", methods=[a, b])
-        _two_replicas(oriented, "claim_text_equivalence")
-        chance = {m: _gt_chance(cells, null, group=group, value=model, method=m) for m in (b, a)}
-        reason = verdicts.first_reason(
-            *(None if n is not None and x > n.high else f"{m}'s GT micro correlation {_range(x, n)} is not above "
-              "chance (permuted ground-truth order)" for m, (x, n) in chance.items()))
-        units = int(n_inputs) * len(oriented)
-        j = replica_judgement((oriented[a] - oriented[b]).to_numpy(float), rule, units=units,
-                              what=f"{model}: {a} − {b}")
-        reason = reason or (None if j is not None else "fewer than 2 replicas with defined correlations")
-        if model in counted:
-            if reason is None:
-                judged[model] = j
-            else:
-                reasons.append(f"{model}: {reason}")
-            chance_texts.append(f"{model}: " + ", ".join(f"{m} {_range(x, n)}" for m, (x, n) in chance.items()))
-        nan = float("nan")
-        i = j.interval if j is not None else verdicts.Interval(nan, nan, nan, 0.95, rule.interval, units,
-                                                                len(oriented))
-        rows.append({group: model, "counted": model in counted, b: float(oriented[b].mean()),
-                     a: float(oriented[a].mean()), "difference": i.estimate, "low": i.low, "high": i.high,
-                     "margin": rule.margin_for(), "outcome": j.outcome if reason is None else "not testable",
-                     f"{b} GT micro": chance[b][0], f"{a} GT micro": chance[a][0], "testable": reason is None,
-                     "why": reason or "", "replicas": i.replicas, "units": units})
-        texts.append(f"{model}: {b} {rows[-1][b]:.2f}, {a} {rows[-1][a]:.2f}, difference {i.estimate:+.3f} "
-                     f"[{i.low:+.3f}, {i.high:+.3f}]")
-    v = verdicts.decide(judged, rule, untestable=None if judged else "; ".join(reasons) or "no counted model")
+    v, rows, texts, chance_texts, judged = lead_below_margin(cells, null, rule, values=models, counted=counted,
+                                                             group=group, a=a, b=b, n_units=n_inputs,
+                                                             above_chance=(b, a), what="claim_text_equivalence")
     return verdicts.Claim(
         f"Text: models are robust to removal, so {b} ≈ {a} in ranking explainers (Tables 4, 7)", rule=rule,
         premise=f"both {a} and {b} recover the ground-truth order above chance: their mean GT micro correlation "

@@ -34,7 +34,8 @@ def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, 
     ``1000·s + k`` and the Monte-Carlo masks generator ``s``, so every evaluation method sees the same degraded
     maps. The "+" and "−" curves are index-paired by :func:`faithlab.metrics.minus_sparsity`. alpha/beta/n_samples
     select Fidelity (1, None, 1), R-Fidelity (α, None, N) or F-Fidelity (α, β, N). reference: the removal value
-    (e.g. ``"removed_token"`` for F-Fidelity's zero-embedding removal of text).
+    (e.g. ``"removed_token"`` for F-Fidelity's zero-embedding removal of text; :data:`ROAD_REFERENCE` for ROAD's
+    noisy linear imputation, its noise keyed to the degradation seed and the test image).
     A constant map (e.g. an all-zero Grad-CAM, possible at ξ = 0 only) is ranked by the ties rule (random by
     default); the per-call ``ConstantMapWarning`` is silenced here: count those maps once with
     :func:`constant_map_counts` (``RankingStudy.constant_maps()``) and report them.
@@ -43,14 +44,14 @@ def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, 
     """
     plus = torch.full((n_seeds, len(noise_levels), len(sparsity)), float("nan"))
     minus = torch.full_like(plus, float("nan"))
-    common = dict(alpha=alpha, beta=beta, n_samples=n_samples, batch_size=batch_size, units=units,
-                  reference=reference, ties=ties)
+    common = dict(alpha=alpha, beta=beta, n_samples=n_samples, batch_size=batch_size, units=units, ties=ties)
     grid = _grid_cells(cells, n_seeds, len(noise_levels))
     for s in range(n_seeds):  # a handful of (seed, level) pairs; each call is batched over samples and masks
         for k, xi in enumerate(noise_levels):
             if (s, k) not in grid:
                 continue
             attr = explainers.degrade(clean, xi, generator=1000 * s + k)
+            common["reference"] = _reference(reference, s, x)
             with warnings.catch_warnings():  # counted once by constant_map_counts, not per (seed, level)
                 warnings.simplefilter("ignore", perturb.ConstantMapWarning)
                 fid_plus = ffidelity.fid_plus(model, x, attr, target=y, sparsity=sparsity, generator=s, **common)
@@ -58,6 +59,14 @@ def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, 
                                                 generator=s, **common)
             plus[s, k], minus[s, k] = fid_plus.mean(0).cpu(), fid_minus.mean(0).cpu()
     return plus, minus
+
+
+def _reference(reference: perturb.Reference, seed: int, x: torch.Tensor) -> perturb.Reference:
+    """The removal reference of degradation seed ``seed``: :data:`ROAD_REFERENCE` becomes ROAD's noisy linear
+    imputation with its noise keyed to (seed, test image); any other reference is used as it is."""
+    if isinstance(reference, str) and reference == ROAD_REFERENCE:
+        return perturb.NoisyLinear(seeds=perturb.sample_seeds(seed, None, x.shape[0], device=x.device))
+    return reference
 
 
 def _grid_cells(cells, n_seeds: int, n_levels: int) -> set[tuple[int, int]]:
@@ -111,11 +120,21 @@ SETTINGS: dict[str, tuple[str, bool]] = {
     "R-Fidelity": ("original", True),
     "F-Fidelity": ("fine-tuned", True),
     "Fidelity+Fine-tune": ("fine-tuned", False),  # ablation of App. D.7
+    "ROAD": ("original", False),  # the rival fix (Rong et al. 2022): Fidelity with noisy linear imputation
 }
 """Evaluation settings (spec §1.6): method → (model, randomised). The model is the original one, the ROAR model of
 the explainer, or the fine-tuned one, whose own explanations are then scored (as the authors' code). Randomised
 settings remove a Bernoulli fraction α of R with N masks, capped at βn for the fine-tuned model (F-Fidelity);
-the others remove all of R."""
+the others remove all of R. "ROAD" is Fidelity (the original model, all of R) with the removed pixels imputed by
+ROAD's noisy linear imputation (:data:`RIVALS`) instead of set to zero."""
+
+ROAD_REFERENCE = "road"
+"""The removal of :func:`degraded_fidelity_curves` that stands for ROAD's noisy linear imputation with its default
+noise (:data:`faithlab.perturb.imputation.NOISE`), keyed to the test image and the degradation seed."""
+RIVALS: dict[str, str] = {"ROAD": ROAD_REFERENCE}
+"""Settings that are not the paper's, by their removal reference: scored only when ``methods`` names them."""
+PAPER_SETTINGS = tuple(m for m in SETTINGS if m not in RIVALS)
+"""The paper's settings (and the ablation's): the default ``methods`` of :func:`image_ranking_study`."""
 
 
 @dataclass
@@ -208,7 +227,7 @@ class RankingStudy:
                 n_seeds=o["n_seeds"], alpha=o["alpha"] if randomised else 1.0,
                 beta=o["beta"] if kind == "fine-tuned" and randomised else None,
                 n_samples=o["n_samples"] if randomised else 1, units=perturb.pixel_units(x),
-                batch_size=o["batch_size"])
+                reference=RIVALS.get(name, "zero"), batch_size=o["batch_size"])
             P[explainer, name], Q[explainer, name] = plus, minus
             rows += [{"method": name, "curve": sign, "seed": s, "xi": xi, "level": lv, "score": float(v)}
                      for sign, t in (("+", plus), ("−", minus)) for s in range(o["n_seeds"])
@@ -271,7 +290,7 @@ def _count_passes(model: nn.Module) -> Iterator[list[int]]:
 def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset, test_data: Dataset,
                         explainer_specs: Mapping[str, tuple[str, dict]], *, data_key: dict,
                         train_config: train.TrainConfig, finetune_config: train.TrainConfig,
-                        roar_config: train.TrainConfig | None = None, methods: Sequence[str] = tuple(SETTINGS),
+                        roar_config: train.TrainConfig | None = None, methods: Sequence[str] = PAPER_SETTINGS,
                         noise_levels: Sequence[float] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0),
                         sparsity: Sequence[float] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
                         n_test: int = 150, n_seeds: int = 5, alpha: float = 0.5, beta: float = 0.1,
@@ -284,7 +303,8 @@ def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset
     retrains one model per explainer on ``ExplanationGuidedRemoval`` of its train-set maps (on the original
     model). Then each explainer's clean map of the first ``n_test`` test images (Σ|a| per pixel) is degraded at
     ``noise_levels`` with ``n_seeds`` seeds and scored by :func:`degraded_fidelity_curves` in every setting of
-    :data:`SETTINGS` listed in ``methods``.
+    :data:`SETTINGS` listed in ``methods`` (default the paper's, :data:`PAPER_SETTINGS`; add ``"ROAD"`` for the
+    rival fix, scored with ROAD's imputation).
 
     explainer_specs: ``{label: (method, options)}`` for :func:`faithlab.explainers.explain` (generator ``seed``).
     data_key: identifies the training data in the cache keys. roar_config: required when "ROAR" is scored.
@@ -376,7 +396,8 @@ def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset
             plus, minus = timed("evaluate", label, evaluated, name, lambda: degraded_fidelity_curves(
                 model, x, y, maps, noise_levels=noise_levels, sparsity=sparsity, n_seeds=n_seeds, alpha=alpha if randomised else 1.0,
                 beta=beta if kind == "fine-tuned" and randomised else None,
-                n_samples=n_samples if randomised else 1, units=units, batch_size=batch_size, cells=grid))
+                n_samples=n_samples if randomised else 1, units=units, reference=RIVALS.get(name, "zero"),
+                batch_size=batch_size, cells=grid))
             P[label, name], Q[label, name] = plus, minus
             for sign, t in (("+", plus), ("−", minus)):
                 for s in range(n_seeds):
