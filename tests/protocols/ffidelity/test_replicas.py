@@ -138,3 +138,20 @@ def test_claim_road_needs_every_explainer_and_two_replicas():
     assert F.claim_road(frame, null, explainers=["SG-SQ"], n_images=40).verdict == R
     with pytest.raises(ValueError, match="at least 2 replicas"):
         F.claim_road(frame[frame["replica"] == 1], null, explainers=["SG-SQ"], n_images=40)
+
+
+def test_rival_costs_sum_each_methods_own_stages():
+    rows = [("fine-tune", None, "fine-tuned", None, 10.0, 100, 80),
+            ("explain test set", "A", "fine-tuned", None, 1.0, 10, 10),
+            ("explain test set", "A", "original", None, 1.0, 10, 10),  # shared by all three: not counted
+            ("evaluate", "A", "fine-tuned", "F-Fidelity", 2.0, 50, 0),
+            ("evaluate", "A", "original", "ROAD", 3.0, 5, 0),
+            ("evaluate", "A", "original", "Fidelity", 0.5, 5, 0),
+            ("retrain (ROAR)", "A", "ROAR A", None, 9.0, 99, 99)]
+    costs = pd.DataFrame(rows, columns=["stage", "explainer", "model", "method", "seconds", "image passes",
+                                        "backward passes"])
+    table = F.rival_costs(costs).set_index("method")
+    assert table.loc["F-Fidelity"].tolist() == [13.0, 160.0, 90.0, 340.0]
+    assert table.loc["ROAD"].tolist() == [3.0, 5.0, 0.0, 5.0]
+    assert table.loc["Fidelity", "seconds"] == 0.5
+    assert "ROAD" not in F.rival_costs(costs[costs["method"] != "ROAD"]).set_index("method").index

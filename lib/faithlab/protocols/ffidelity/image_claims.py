@@ -520,7 +520,7 @@ def pair_maps(model, x: torch.Tensor, y: torch.Tensor, *, seed: int = 0,
 # ---- the rival fix: ROAD beside F-Fidelity (issue 72)
 def claim_road(cells: pd.DataFrame, null: pd.DataFrame, *, explainers: Sequence[str], n_images: int,
                mechanism: verdicts.Premise | None = None, target: str = "F-Fidelity", rival: str = "ROAD",
-               group: str = "explainer", paper: str = "") -> verdicts.Claim:
+               group: str = "explainer", where: str = "", paper: str = "") -> verdicts.Claim:
     """Study check FF.ROAD, pre-registered (``verdicts.rule("FF.ROAD")``): ROAD's noisy linear imputation, without
     retraining, recovers the ground-truth explainer ranking as well as F-Fidelity's fine-tuning — ``target``'s lead
     over ``rival`` in the oriented micro correlation stays below the margin, for every explainer.
@@ -530,7 +530,8 @@ def claim_road(cells: pd.DataFrame, null: pd.DataFrame, *, explainers: Sequence[
     correlation minus ``rival``'s, averaged over the degradation seeds and sparsity levels of each trained replica,
     a t interval on the replica values, below the margin (one-sided: ROAD ahead of F-Fidelity holds too). Premises:
     ``target`` recovers the ground-truth order above chance (else there is no recovery to match); ``mechanism``, the
-    data's FF.OOD. Table: one row per explainer."""
+    data's FF.OOD. where: the data set, named in the claim's text (one claim per data set). Table: one row per
+    explainer."""
     from faithlab.protocols.ffidelity.series_text import lead_below_margin
 
     rule = verdicts.rule("FF.ROAD")
@@ -540,8 +541,8 @@ def claim_road(cells: pd.DataFrame, null: pd.DataFrame, *, explainers: Sequence[
         cells, null, rule, values=list(explainers), counted=list(explainers), group=group, a=target, b=rival,
         n_units=n_images, above_chance=(target,), what="claim_road")
     return verdicts.Claim(
-        f"FF.ROAD: {rival} (noisy linear imputation, no retraining) recovers the ground-truth explainer ranking as "
-        f"well as {target} (fine-tuning)", rule=rule,
+        f"FF.ROAD{f' ({where})' if where else ''}: {rival} (noisy linear imputation, no retraining) recovers the "
+        f"ground-truth explainer ranking as well as {target} (fine-tuning)", rule=rule,
         premise=_premise_text(mechanism) + f"{target} recovers the ground-truth order above chance: its mean GT "
                 "micro correlation (−MoRF vs GT, +LeRF vs GT) above its 95 % range with the order permuted over the "
                 "explainers: " + "; ".join(chance_texts),
@@ -549,3 +550,28 @@ def claim_road(cells: pd.DataFrame, null: pd.DataFrame, *, explainers: Sequence[
         verdict=_apply(v, mechanism), table=pd.DataFrame(rows),
         units=min((j.interval.units for j in judged.values()), default=None),
         kept_replicas=min((j.interval.replicas for j in judged.values()), default=None))
+
+
+RIVAL_COST_STAGES = {"Fidelity": ("evaluate",), "ROAD": ("evaluate",),
+                     "F-Fidelity": ("fine-tune", "explain test set", "evaluate")}
+"""What each method of the rival comparison costs beyond the original model and its maps, which all three share:
+Fidelity and ROAD evaluate the original model (ROAD's imputation in the same seconds, no extra model input);
+F-Fidelity fine-tunes it, explains the test set again with the fine-tuned model and evaluates."""
+
+
+def rival_costs(costs: pd.DataFrame) -> pd.DataFrame:
+    """One row per method of :data:`RIVAL_COST_STAGES` found in a ranking study's ``costs``
+    (:attr:`RankingStudy.costs`): its seconds, image passes, backward passes and forward equivalents (image passes
+    + 2 × backward passes) summed over its stages and explainers. The fine-tuning is counted at its own epochs, its
+    seconds as measured when it was trained (``cached`` rows were loaded, their seconds are the training run's)."""
+    costs = costs.assign(**{"forward equivalents": costs["image passes"] + 2 * costs["backward passes"]})
+    rows = []
+    for method, stages in RIVAL_COST_STAGES.items():
+        own = costs["stage"].isin(stages) & (
+            (costs["method"] == method) | ((costs["method"].isna()) & (costs["model"] == "fine-tuned")
+                                          & (method == "F-Fidelity")))
+        if not bool(((costs["stage"] == "evaluate") & (costs["method"] == method)).any()):
+            continue  # the method was not scored
+        total = costs.loc[own, list(COST_COLUMNS)].astype(float).sum()
+        rows.append({"method": method, **total.to_dict()})
+    return pd.DataFrame(rows, columns=["method", *COST_COLUMNS])
