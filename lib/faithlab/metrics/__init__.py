@@ -19,7 +19,8 @@ is the name of the package it is declared in (a test holds it). Inside a paper, 
 - ``papers.reco_mege``: ``crossfold`` (ReCo and MeGe over k cross-trained models), ``baselines`` (Bhatt et al.'s μF
   and S_avg, which the paper compares them with) and ``distances`` (the six map distances of its sanity checks);
 - ``papers.synthesis``: the rival metrics the book sets beside the papers' (not from the five papers): ``road``
-  (ROAD's MoRF/LeRF curves with noisy linear imputation) and ``infidelity`` (Yeh et al., through captum);
+  (ROAD's MoRF/LeRF curves with noisy linear imputation) and ``explanation_infidelity`` (Yeh et al.'s infidelity,
+  through captum);
 - ``papers.trace``: ``trajectories`` (the patch grid, trajectories and deletion curves) and the ``search`` package
   (one module per search).
 
