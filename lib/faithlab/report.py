@@ -448,9 +448,10 @@ def glossary(metrics: Sequence[str] | None = None) -> pd.DataFrame:
     """What each metric measures → one row per metric (``metrics``, default every registered one, in order):
     ``metric`` (the name ``--metrics`` takes), ``label``, ``meaning`` (:func:`meaning`), ``direction`` (from the
     declaration), ``chapter`` (the book's chapter that tests it, :data:`faithlab.plots.PAPER_NAMES`) and ``link``
-    (:func:`book_link`; empty for a paper the book has no chapter of)."""
+    (:func:`book_link` of the page that tests it, a paper's chapter or the synthesis page of the rival metrics;
+    empty for a paper the book has no page of)."""
     from faithlab.evaluation import METRICS
-    from faithlab.plots import CHAPTERS, PAPER_NAMES
+    from faithlab.plots import PAPER_NAMES
 
     chosen = list(METRICS) if metrics is None else list(dict.fromkeys(metrics))
     unknown = [m for m in chosen if m not in METRICS]
@@ -462,7 +463,7 @@ def glossary(metrics: Sequence[str] | None = None) -> pd.DataFrame:
         rows.append({"metric": m, "label": info.label, "meaning": meaning(m),
                      "direction": "higher is better" if info.higher_is_better else "lower is better",
                      "chapter": PAPER_NAMES.get(info.paper, info.paper),
-                     "link": book_link(info.paper) if info.paper in CHAPTERS else ""})
+                     "link": book_link(info.paper) if info.paper in PAPER_NAMES else ""})
     return pd.DataFrame(rows, columns=["metric", "label", "meaning", "direction", "chapter", "link"])
 
 

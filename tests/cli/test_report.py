@@ -63,8 +63,9 @@ def test_the_explainer_better_on_every_metric_ranks_first_with_a_separate_interv
     noise = report.overall(_ordered(gap=0.0, n=12, seed=1))
     assert noise["95 % low"].max() < noise["95 % high"].min()
     sentence = report.overall_sentence(table, report.separation(frame, order=table["explainer"].tolist()))
-    assert sentence.startswith("best ranks first (mean rank 1.0, 95 % interval 1.0–1.0, over 15 metrics")
-    assert "best and middle are separated by 15 of 15 metrics (best better on 15, middle on 0)" in sentence
+    n = len(SAMPLE_METRICS)
+    assert sentence.startswith(f"best ranks first (mean rank 1.0, 95 % interval 1.0–1.0, over {n} metrics")
+    assert f"best and middle are separated by {n} of {n} metrics (best better on {n}, middle on 0)" in sentence
 
 
 def test_pairs_count_the_metrics_whose_interval_excludes_zero():

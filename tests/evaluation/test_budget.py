@@ -15,7 +15,7 @@ import faithlab as fl
 from faithlab import cli
 from faithlab.evaluation import budget
 
-PAPER = {"n_samples": 50, "n_subsets": 200, "n_neighbours": 50}
+PAPER = {"n_samples": 50, "n_subsets": 200, "n_neighbours": 50, "n_perturb_samples": 50}
 
 
 @pytest.mark.parametrize("text, seconds", [("10m", 600.0), ("90s", 90.0), ("1.5h", 5400.0), ("300", 300.0),
@@ -39,13 +39,14 @@ def _linear(fixed: float, per_draw: dict[str, float]):
         return {"clean": fixed, "rfid": per_draw["n_samples"] * counts["n_samples"] / 2,
                 "sanity: rfid": per_draw["n_samples"] * counts["n_samples"] / 2,
                 "mu_fidelity": per_draw["n_subsets"] * counts["n_subsets"],
-                "s_avg": per_draw["n_neighbours"] * counts["n_neighbours"]}
+                "s_avg": per_draw["n_neighbours"] * counts["n_neighbours"],
+                "infidelity": per_draw["n_perturb_samples"] * counts["n_perturb_samples"]}
     return seconds_of
 
 
 def test_the_counts_minimise_the_summed_relative_variance_within_the_budget():
-    per = {"n_samples": 0.4, "n_subsets": 0.02, "n_neighbours": 0.2}
-    full = 10 + sum(per[k] * PAPER[k] for k in PAPER)  # 10 + 20 + 4 + 10 = 44 s
+    per = {"n_samples": 0.4, "n_subsets": 0.02, "n_neighbours": 0.2, "n_perturb_samples": 0.05}
+    full = 10 + sum(per[k] * PAPER[k] for k in PAPER)  # 10 + 20 + 4 + 10 + 2.5 = 46.5 s
     got = budget.allocate(_linear(10, per), 25, PAPER)
     assert got.full == pytest.approx(full) and got.fixed == pytest.approx(10)
     assert got.per_draw == pytest.approx(per)
@@ -64,7 +65,7 @@ def test_the_counts_minimise_the_summed_relative_variance_within_the_budget():
 
 
 def test_a_cheap_count_stays_at_the_papers_and_a_given_one_is_kept():
-    per = {"n_samples": 0.4, "n_subsets": 1e-5, "n_neighbours": 0.2}
+    per = {"n_samples": 0.4, "n_subsets": 1e-5, "n_neighbours": 0.2, "n_perturb_samples": 0.05}
     got = budget.allocate(_linear(10, per), 30, PAPER)
     assert got.counts["n_subsets"] == 200  # clipped at the paper's count: more would buy nothing the paper asks
     kept = budget.allocate(_linear(10, per), 18, {**PAPER, "n_samples": 7}, given=["n_samples"])
@@ -72,13 +73,13 @@ def test_a_cheap_count_stays_at_the_papers_and_a_given_one_is_kept():
 
 
 def test_a_budget_the_paper_fits_changes_nothing_and_one_too_small_says_what_would_fit():
-    per = {"n_samples": 0.4, "n_subsets": 0.01, "n_neighbours": 0.2}
+    per = {"n_samples": 0.4, "n_subsets": 0.01, "n_neighbours": 0.2, "n_perturb_samples": 0.05}
     roomy = budget.allocate(_linear(10, per), 100, PAPER)
     assert roomy.counts == PAPER and roomy.changed == {} and "nothing cut" in budget.describe(roomy, 4)
-    tight = budget.allocate(_linear(10, per), 11, PAPER)  # the floors alone take 10 + 2 + 0.2 + 1 = 13.2 s
-    assert not tight.fits and tight.minimum == pytest.approx(13.2)
+    tight = budget.allocate(_linear(10, per), 11, PAPER)  # the floors alone take 10 + 2 + 0.2 + 1 + 0.5 = 13.7 s
+    assert not tight.fits and tight.minimum == pytest.approx(13.7)
     assert tight.counts == {k.option: k.floor for k in budget.KNOBS}
-    assert "3 image(s) would fit" in budget.describe(tight, 4)  # 13.2 s / 4 images = 3.3 s each: 3 in 11 s
+    assert "3 image(s) would fit" in budget.describe(tight, 4)  # 13.7 s / 4 images = 3.4 s each: 3 in 11 s
 
 
 def test_the_cli_fits_the_run_in_its_budget_and_reports_the_standard_errors(tmp_path, monkeypatch, capsys):

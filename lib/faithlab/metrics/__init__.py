@@ -18,7 +18,7 @@ is the name of the package it is declared in (a test holds it). Inside a paper, 
   metrics the paper compares SaCo with);
 - ``papers.reco_mege``: ``crossfold`` (ReCo and MeGe over k cross-trained models), ``baselines`` (Bhatt et al.'s μF
   and S_avg, which the paper compares them with) and ``distances`` (the six map distances of its sanity checks);
-- ``papers.synthesis``: the rival metrics the book sets beside the papers' (not from the five papers): ``road``
+- ``papers.synthesis``: the rival metrics the book sets beside the papers' (not from the five papers): ``road_curves``
   (ROAD's MoRF/LeRF curves with noisy linear imputation) and ``explanation_infidelity`` (Yeh et al.'s infidelity,
   through captum);
 - ``papers.trace``: ``trajectories`` (the patch grid, trajectories and deletion curves) and the ``search`` package
