@@ -73,6 +73,7 @@ batch_size = 512
 
 # %%
 import functools
+import inspect
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -360,14 +361,15 @@ cost.drop(columns="metric").round(1)
 # %% [markdown]
 # ## 4. Sensitivity to the removal value
 # Every removal metric recomputed with each removal value of `references` (zero, the image's per-channel mean, a
-# blurred copy; Few-class Fidelity keeps its own perturbed image and is left out), on every trained replica and the
-# degraded ground truth. Where a metric's recovery moves with the reference, its verdict depends on a choice the
+# blurred copy; Few-class Fidelity keeps its own perturbed image, ROAD imputes and infidelity perturbs: they are left
+# out), on every trained replica and the degraded ground truth. Where a metric's recovery moves with the reference, its verdict depends on a choice the
 # user makes: per pair of references, the paired per-image difference of its recovery, a t interval on the replica
 # means against ±0.3 (`syn.reference_sensitivity`: "moves" beyond it on some setup, "stays" inside it on every one).
 
 # %%
-removal_metrics = [m for m in fl.evaluation.METRICS if not fl.evaluation.METRICS[m].needs
-                   or fl.evaluation.METRICS[m].needs == ("finetuned",)]
+# the metrics that take a removal value (infidelity perturbs, ROAD imputes: neither reads one)
+removal_metrics = [m for m, info in fl.evaluation.METRICS.items() if (not info.needs or info.needs == ("finetuned",))
+                   and "reference" in inspect.signature(info.implementation).parameters]
 rows, reference_units = [], []
 for name in reference_setups:
     for ref in references:
