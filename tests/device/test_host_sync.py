@@ -46,6 +46,12 @@ PATHS = ("evaluate", "function")
 KNOWN: dict[str, str] = {}
 """Metric name → the per-chunk sync it still makes (file:line, expression), where the fix waits on other work:
 its tests are strict xfails, so the entry must go when the sync does. None today."""
+SOLVER = "perturb/imputation.py"
+"""The one place a per-chunk read is by design: ROAD's imputation solves each chunk's systems by conjugate gradients
+and reads "is any system still unconverged" every 8 iterations (an iterative solver needs its stopping test; a fixed
+count would run several times the iterations). Only reads at this file's stopping test are left out of the count,
+for the metrics that impute (:data:`IMPUTING`); any other per-chunk sync of theirs still fails."""
+IMPUTING = {"road", "road_morf", "road_lerf"}
 
 
 def _gradient(model, inputs, target):
@@ -90,12 +96,19 @@ def _count(call, data):
     return syncs, calls[0]
 
 
-def _same_syncs_whatever_the_chunks(call, data) -> None:
-    """``call(batch_size)`` syncs as often with about 8 times as many forward chunks (see the module's doc)."""
+def _same_syncs_whatever_the_chunks(call, data, solver: bool = False) -> None:
+    """``call(batch_size)`` syncs as often with about 8 times as many forward chunks (see the module's doc); with
+    ``solver``, the imputation's stopping test (:data:`SOLVER`) is not counted."""
     fewclass.clear_cache()
     call(FEW)  # warm-up: the library's caches filled, as the second of two calls finds them
     few, k = _count(lambda: call(FEW), data)
     many, k8 = _count(lambda: call(MANY), data)
+    if solver:
+        for counted in (few, many):
+            stopping = [key for key in counted.where if key[0].startswith(SOLVER) and key[1] == "__bool__"]
+            assert stopping, "the imputing metric never read its solver's stopping test: is it still imputing?"
+            for key in stopping:
+                del counted.where[key]
     assert k >= 2 and k8 >= 5 * k, f"the batch sizes do not give k and ~8k forward chunks: {k}, {k8}"
     extra = "\n".join(f"  {site}: {op} {n:+d}" for (site, op), n in many.more_than(few).items())
     assert many.total == few.total, (f"{few.total} host syncs in {k} forward chunks, {many.total} in {k8}; "
@@ -121,7 +134,7 @@ def _metric(name: str, data: dict, path: str, model=None):
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN[n]))
                                   if n in KNOWN else n for n in METRICS])
 def test_a_metric_syncs_the_same_whatever_its_chunks(name, path, data):
-    _same_syncs_whatever_the_chunks(_metric(name, data, path), data)
+    _same_syncs_whatever_the_chunks(_metric(name, data, path), data, solver=name in IMPUTING)
 
 
 def test_every_registered_metric_is_tested():
@@ -139,7 +152,8 @@ def test_removal_curve_syncs_the_same_whatever_its_chunks(data):
 def test_evaluate_syncs_the_same_whatever_its_chunks(data):
     _same_syncs_whatever_the_chunks(lambda bs: fl.evaluate(
         data["model"], data["x"], data["y"], {"E": data["a"]}, explainer=_gradient, kfold=data["kfold"],
-        finetuned=data["model"], batch_size=bs, progress=False, hints=False, **FAST), data)
+        finetuned=data["model"], batch_size=bs, progress=False, hints=False, **FAST), data,
+        solver=bool(IMPUTING & set(METRICS)))  # every metric, ROAD's imputation among them
 
 
 # ------------------------------------------------------------------------------------ the detector must see syncs

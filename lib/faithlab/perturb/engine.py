@@ -324,13 +324,15 @@ def _run(model: Callable, x: torch.Tensor, units: Units, reference: torch.Tensor
     with torch.no_grad():
         if rows is not None:
             target = target[rows]
-        fill = _filler(x, units, reference, masks, rows)
+        fill = _filler(x, units, reference, masks, rows, per_sample)
+        # an imputation solves a system per input: no spans, which may fill up to twice the inputs a chunk needs
         return _forward_grid(model, fill, n_samples, per_sample, fn, output, target, batch_size, target_name,
-                             inputs_like=x, spans=isinstance(masks, _Thresholds))
+                             inputs_like=x, spans=isinstance(masks, _Thresholds) and isinstance(reference, torch.Tensor))
 
 
 def _filler(x: torch.Tensor, units: Units, reference: torch.Tensor,
-            masks: Callable[[int, int, int, int], torch.Tensor] | _Thresholds, rows: torch.Tensor | None):
+            masks: Callable[[int, int, int, int], torch.Tensor] | _Thresholds, rows: torch.Tensor | None,
+            per_sample: int = 1):
     """``fill(b0, b1, v0, v1, dest)``: writes the perturbed inputs of variants v0..v1-1 of samples b0..b1-1 into
     ``dest`` ``(b1-b0, v1-v0, *x.shape[1:])``."""
     idx = units.index
@@ -342,7 +344,7 @@ def _filler(x: torch.Tensor, units: Units, reference: torch.Tensor,
         return _rows(t, b0, b1) if rows is None or t.shape[0] == 1 else t[rows[b0:b1]]
 
     if not isinstance(reference, torch.Tensor):  # an imputation (ROAD's NoisyLinear): from each input's kept pixels
-        return _imputing_filler(x, units, reference, masks, rows, take)
+        return _imputing_filler(x, units, reference, masks, rows, take, per_sample)
     if not x.is_floating_point():  # token ids: a select (integer arithmetic would serve as well, but they are rare)
         def fill_select(b0: int, b1: int, v0: int, v1: int, dest: torch.Tensor) -> None:
             m = _unit_masks(masks, b0, b1, v0, v1, n)
@@ -407,22 +409,32 @@ def _filler(x: torch.Tensor, units: Units, reference: torch.Tensor,
 
 
 def _imputing_filler(x: torch.Tensor, units: Units, imputation, masks, rows: torch.Tensor | None,
-                     take: Callable) -> Callable:
+                     take: Callable, per_sample: int) -> Callable:
     """The ``fill`` of :func:`_filler` for an imputation reference: the element masks of the chunk's variants,
-    then ``imputation.impute`` of x's rows repeated per variant (sample ``rows[b]``'s variant v keys its noise)."""
+    then ``imputation.impute`` of x's rows repeated per variant. Each input's noise is keyed by its sample (x's row)
+    and a draw number: for cumulative removals the number of units removed (so a level's noise does not depend on
+    the other levels asked, and equal removals get equal noise), otherwise the variant v, or with ``rows`` (masks
+    for an irregular list of samples) the mask's position r·V + v in the call."""
     idx, n = units.index, units.n
     identity = _is_identity(idx, n)
     keep_shape = idx.shape[1:]
+    counts = (torch.cat([c.flatten() for c in masks.counts]).to(torch.int64)
+              if isinstance(masks, _Thresholds) else None)
 
     def fill(b0: int, b1: int, v0: int, v1: int, dest: torch.Tensor) -> None:
         m = _unit_masks(masks, b0, b1, v0, v1, n)  # (b, v, n) removed
         removed = m.view(*m.shape[:2], *keep_shape) if identity else _expand(m, take(idx, b0, b1))
         b, v = b1 - b0, v1 - v0
-        ids = torch.arange(b0, b1, device=x.device) if rows is None else rows[b0:b1].to(x.device)
         inputs = take(x, b0, b1)[:, None].expand(b, v, *x.shape[1:]).reshape(b * v, *x.shape[1:])
         keep = torch.logical_not(removed).reshape(b * v, *keep_shape)
         variants = torch.arange(v0, v1, device=x.device)
-        out = imputation.impute(inputs, keep, ids.repeat_interleave(v), variants.repeat(b))
+        if rows is None:
+            ids = torch.arange(b0, b1, device=x.device).repeat_interleave(v)
+            draws = (counts.to(x.device)[variants] if counts is not None else variants).repeat(b)
+        else:  # the mask's position in the call: each mask of a sample its own noise
+            ids = rows[b0:b1].to(x.device).repeat_interleave(v)
+            draws = (torch.arange(b0, b1, device=x.device)[:, None] * per_sample + variants[None]).flatten()
+        out = imputation.impute(inputs, keep, ids, draws)
         dest.copy_(out.view(b, v, *x.shape[1:]))
 
     return fill

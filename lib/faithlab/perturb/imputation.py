@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from faithlab import _validate
-from faithlab.perturb.keys import SampleSeeds, keyed_seeds
+from faithlab.perturb.keys import SampleSeeds, _stream, _to_unit, keyed_seeds
 
 __all__ = ["DIRECT_WEIGHT", "DIAGONAL_WEIGHT", "NOISE", "noisy_linear_imputation", "NoisyLinear"]
 
@@ -59,6 +59,15 @@ def _neighbour_sum(v: torch.Tensor) -> torch.Tensor:
 
 def _default_rtol(dtype: torch.dtype) -> float:
     return 1e-10 if dtype == torch.float64 else 1e-5
+
+
+def _settings(rtol, max_iter) -> tuple[float | None, int | None]:
+    """rtol in (0, 1) and max_iter a positive int, or None (the defaults), checked and named."""
+    if rtol is not None:
+        rtol = _validate.number(rtol, "rtol")
+        if not 0 < rtol < 1:
+            raise ValueError(f"rtol must be in (0, 1), got {rtol!r}")
+    return rtol, None if max_iter is None else _validate.positive_int(max_iter, "max_iter")
 
 
 def _solve(x: torch.Tensor, removed: torch.Tensor, rtol: float, max_iter: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -128,11 +137,10 @@ def noisy_linear_imputation(x: torch.Tensor, keep: torch.Tensor, *, noise: float
     _validate.tensor(x, "x", ndim=4, floating=True)
     _validate.finite(x, "x")
     removed = 1 - _keep_mask(keep, x)
-    rtol = _default_rtol(x.dtype) if rtol is None else _validate.number(rtol, "rtol")
-    if not 0 < rtol < 1:
-        raise ValueError(f"rtol must be in (0, 1), got {rtol!r}")
+    rtol, max_iter = _settings(rtol, max_iter)
+    rtol = _default_rtol(x.dtype) if rtol is None else rtol
     h, w = x.shape[-2:]
-    max_iter = 4 * (h + w) + 64 if max_iter is None else _validate.positive_int(max_iter, "max_iter")
+    max_iter = 4 * (h + w) + 64 if max_iter is None else max_iter
     if isinstance(noise, torch.Tensor):
         _validate.same_device(x, noise, "x", "noise")
         _validate.finite(noise, "noise")
@@ -145,16 +153,20 @@ def noisy_linear_imputation(x: torch.Tensor, keep: torch.Tensor, *, noise: float
     imputed, z, iterations = _impute(x, removed, drawn, rtol, max_iter)
     if not details:
         return imputed
-    return {"imputed": imputed, "iterations": iterations, "converged": _converged(x, removed, z, rtol)}
+    return {"imputed": imputed, "iterations": iterations,
+            "converged": _converged(x.to(z.dtype), removed.to(z.dtype), z, rtol)}
 
 
 def _impute(x: torch.Tensor, removed: torch.Tensor, noise: torch.Tensor | None, rtol: float,
             max_iter: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Checked arguments → the imputed x, the noise-free solution and the iteration counts (no host read but
-    CG's stopping test)."""
-    z, iterations = _solve(x, removed, rtol, max_iter)
-    imputed = torch.addcmul(x * (1 - removed), removed, z if noise is None else z + noise)
-    return imputed, z, iterations
+    CG's stopping test). Half-precision inputs are solved in float32 (float16 cannot reach the tolerance and
+    bfloat16's steps stall above the noise) and the result rounded back."""
+    work = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+    removed = removed.to(work.dtype)
+    z, iterations = _solve(work, removed, rtol, max_iter)
+    imputed = torch.addcmul(work * (1 - removed), removed, z if noise is None else z + noise.to(work.dtype))
+    return imputed.to(x.dtype), z, iterations
 
 
 def _converged(x: torch.Tensor, removed: torch.Tensor, z: torch.Tensor, rtol: float) -> torch.Tensor:
@@ -173,9 +185,11 @@ class NoisyLinear:
     same perturbed input, with Gaussian noise keyed to the sample.
 
     noise: the noise's standard deviation (default :data:`NOISE`). seeds: a :class:`faithlab.perturb.SampleSeeds`
-    with one seed per sample of x (``perturb.sample_seeds(generator, sample_index, B)``): variant v of sample b gets
-    the noise of stream ``keyed_seed(seed_b, draw, v)``, the same whatever the batch size or the split of the data;
-    None: noise-free (then ``noise`` must be 0). rtol, max_iter: as :func:`noisy_linear_imputation`.
+    with one seed per sample of x (``perturb.sample_seeds(generator, sample_index, B)``): an input of sample b gets
+    the noise of stream ``keyed_seed(keyed_seed(seed_b, k), d)`` (k: this reference's draw of the seeds; d: the engine's draw
+    number for the input — the count of removed units on a cumulative curve, else the mask's index), the same
+    whatever the batch size or the split of the data; None: noise-free (then ``noise`` must be 0). rtol, max_iter:
+    as :func:`noisy_linear_imputation`; :attr:`unconverged` tells whether a system stopped at ``max_iter``.
     """
 
     def __init__(self, noise: float = NOISE, *, seeds: SampleSeeds | None = None, rtol: float | None = None,
@@ -186,23 +200,51 @@ class NoisyLinear:
         if sigma > 0 and not isinstance(seeds, SampleSeeds):
             raise TypeError("a NoisyLinear reference with noise > 0 needs seeds=perturb.sample_seeds(generator, "
                             "sample_index, B): its noise is keyed to the sample")
-        self.noise, self.rtol, self.max_iter = sigma, rtol, max_iter
+        self.noise = sigma
+        self.rtol, self.max_iter = _settings(rtol, max_iter)
         self.seeds = seeds
         self._draw = seeds._next() if seeds is not None and sigma > 0 else 0
+        # each sample's seed for this draw, made once: a chunk keys its inputs from them with tensors only (an int
+        # key would be one host-to-device copy per chunk)
+        self._rows = keyed_seeds(seeds.seeds, self._draw) if seeds is not None and sigma > 0 else None
+        self._unconverged: torch.Tensor | None = None  # on the inputs' device: read once, by :attr:`unconverged`
+
+    @property
+    def key(self) -> tuple:
+        """What makes its imputations, beside x and :attr:`tensors`: the engine shares the fully removed input's
+        logits between references with the same key (inside :func:`faithlab.perturb.sharing`)."""
+        return (self.noise, self.rtol, self.max_iter, self._draw)
+
+    @property
+    def tensors(self) -> tuple[torch.Tensor, ...]:
+        """The noise's seeds (none when noise-free), part of the sharing key."""
+        return () if self.seeds is None or self.noise == 0 else (self.seeds.seeds,)
+
+    @property
+    def unconverged(self) -> bool:
+        """Whether some system of an imputation so far stopped at ``max_iter`` short of ``rtol`` (one host read)."""
+        return self._unconverged is not None and bool(self._unconverged)
 
     def __repr__(self) -> str:
         return f"NoisyLinear(noise={self.noise})"
 
-    def impute(self, x: torch.Tensor, keep: torch.Tensor, rows: torch.Tensor, variants: torch.Tensor) -> torch.Tensor:
-        """The imputed inputs ``(N, C, H, W)`` of x ``(N, C, H, W)`` (sample ``rows[i]``'s variant ``variants[i]``)
-        keeping ``keep`` (float or bool, ``(N, 1 | C, H, W)``)."""
+    def impute(self, x: torch.Tensor, keep: torch.Tensor, rows: torch.Tensor, draws: torch.Tensor) -> torch.Tensor:
+        """The imputed inputs ``(N, C, H, W)`` of x ``(N, C, H, W)`` keeping ``keep`` (float or bool,
+        ``(N, 1 | C, H, W)``); input i's noise is draw ``draws[i]`` of sample ``rows[i]`` (int64 ``(N,)`` each)."""
         noise: float | torch.Tensor = 0.0
         if self.noise > 0:
-            cells = keyed_seeds(self.seeds.seeds.to(x.device)[rows.to(x.device)], self._draw, variants.to(x.device))
-            u = SampleSeeds(cells).uniform((x.shape[0], *x.shape[1:]), x.device)
+            cells = keyed_seeds(self._rows.to(x.device)[rows.to(x.device)], draws.to(x.device))
+            u = torch.empty(x.shape[0], x[0].numel(), dtype=torch.float64, device=x.device)
+            if u.numel():  # each input's counter-based stream (perturb.keys), keyed by tensors only
+                _stream(cells, u.shape[1], u, _to_unit)
+            u = u.view(x.shape)
             noise = torch.special.ndtri(u.clamp_min(torch.finfo(torch.float64).tiny)).mul_(self.noise).to(x.dtype)
         removed = (1 - keep.to(x.dtype)).expand_as(x)
         h, w = x.shape[-2:]
         rtol = _default_rtol(x.dtype) if self.rtol is None else self.rtol
         max_iter = 4 * (h + w) + 64 if self.max_iter is None else self.max_iter
-        return _impute(x, removed, noise if isinstance(noise, torch.Tensor) else None, rtol, max_iter)[0]
+        imputed, _, iterations = _impute(x, removed, noise if isinstance(noise, torch.Tensor) else None, rtol,
+                                         max_iter)
+        short = (iterations >= max_iter).any()  # a system that used every iteration (no host read here)
+        self._unconverged = short if self._unconverged is None else self._unconverged | short
+        return imputed

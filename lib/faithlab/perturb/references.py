@@ -188,5 +188,5 @@ def apply_removal(x: torch.Tensor, removed: torch.Tensor, units: Units, *,
     ref = make_reference(x, reference)
     if isinstance(ref, NoisyLinear):
         rows = torch.arange(x.shape[0], device=x.device)
-        return ref.impute(x, ~mask, rows, torch.zeros_like(rows))
+        return ref.impute(x, ~mask, rows, torch.zeros_like(rows))  # draw 0 of each sample
     return torch.where(mask, ref, x)

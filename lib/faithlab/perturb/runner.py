@@ -61,7 +61,7 @@ class Removal:
         self.reference: torch.Tensor | NoisyLinear = make_reference(x, reference)
         # what makes the fully removed input: the reference's spec (a function of x), the tensor itself or the
         # imputation object (its noise keys)
-        self._reference_key = (("imputation", id(self.reference)) if isinstance(self.reference, NoisyLinear)
+        self._reference_key = (("imputation", *self.reference.key) if isinstance(self.reference, NoisyLinear)
                                else (reference,) if isinstance(reference, (str, int, float)) else ("tensor",))
         self._target = target
         self._clean: torch.Tensor | None = None
@@ -96,7 +96,8 @@ class Removal:
                 return _run(self.model, x, self.units, self.reference, lambda z, _: z, zeros, 1, every,
                             batch_size).squeeze(1)
 
-            tensors = (x,) if self._reference_key[0] != "tensor" else (x, self.reference)
+            tensors = ((x, self.reference) if self._reference_key[0] == "tensor"
+                       else (x, *self.reference.tensors) if self._reference_key[0] == "imputation" else (x,))
             self._full = _shared(("full", *self._reference_key), self.model, tensors, compute)
         return self._full
 

@@ -27,7 +27,8 @@ def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, 
                              noise_levels: Sequence[float], sparsity: Sequence[float], n_seeds: int = 5,
                              alpha: float = 1.0, beta: float | None = None, n_samples: int = 1,
                              units=None, reference: perturb.Reference = "zero", ties: str = "random",
-                             batch_size: int = 256, cells=None) -> tuple[torch.Tensor, ...]:
+                             batch_size: int = 256, cells=None,
+                             sample_index: Sequence[int] | None = None) -> tuple[torch.Tensor, ...]:
     """Mean Fid+ and Fid− curves of ``clean`` degraded at every noise level → two ``(n_seeds, n_levels, n_sparsity)``.
 
     clean: the explainer's map, any layout ``fid_plus`` accepts. Degradation ``k`` of seed ``s`` uses generator
@@ -41,6 +42,7 @@ def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, 
     :func:`constant_map_counts` (``RankingStudy.constant_maps()``) and report them.
     cells: the ``(seed, level index)`` pairs to evaluate (default: all); the others stay NaN. Each pair's curves
     depend on that pair only, so a grid split into parts (e.g. the study runner's shards) gives the same numbers.
+    sample_index: each test image's index in the study (ROAD's noise is keyed to it; default x's positions).
     """
     plus = torch.full((n_seeds, len(noise_levels), len(sparsity)), float("nan"))
     minus = torch.full_like(plus, float("nan"))
@@ -51,7 +53,7 @@ def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, 
             if (s, k) not in grid:
                 continue
             attr = explainers.degrade(clean, xi, generator=1000 * s + k)
-            common["reference"] = _reference(reference, s, x)
+            common["reference"] = _reference(reference, s, x, sample_index)
             with warnings.catch_warnings():  # counted once by constant_map_counts, not per (seed, level)
                 warnings.simplefilter("ignore", perturb.ConstantMapWarning)
                 fid_plus = ffidelity.fid_plus(model, x, attr, target=y, sparsity=sparsity, generator=s, **common)
@@ -61,11 +63,13 @@ def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, 
     return plus, minus
 
 
-def _reference(reference: perturb.Reference, seed: int, x: torch.Tensor) -> perturb.Reference:
+def _reference(reference: perturb.Reference, seed: int, x: torch.Tensor,
+               sample_index: Sequence[int] | None = None) -> perturb.Reference:
     """The removal reference of degradation seed ``seed``: :data:`ROAD_REFERENCE` becomes ROAD's noisy linear
-    imputation with its noise keyed to (seed, test image); any other reference is used as it is."""
+    imputation with its noise keyed to (seed, test image: ``sample_index``, default x's positions); any other
+    reference is used as it is."""
     if isinstance(reference, str) and reference == ROAD_REFERENCE:
-        return perturb.NoisyLinear(seeds=perturb.sample_seeds(seed, None, x.shape[0], device=x.device))
+        return perturb.NoisyLinear(seeds=perturb.sample_seeds(seed, sample_index, x.shape[0], device=x.device))
     return reference
 
 
@@ -227,7 +231,7 @@ class RankingStudy:
                 n_seeds=o["n_seeds"], alpha=o["alpha"] if randomised else 1.0,
                 beta=o["beta"] if kind == "fine-tuned" and randomised else None,
                 n_samples=o["n_samples"] if randomised else 1, units=perturb.pixel_units(x),
-                reference=RIVALS.get(name, "zero"), batch_size=o["batch_size"])
+                reference=RIVALS.get(name, "zero"), batch_size=o["batch_size"], sample_index=[index])
             P[explainer, name], Q[explainer, name] = plus, minus
             rows += [{"method": name, "curve": sign, "seed": s, "xi": xi, "level": lv, "score": float(v)}
                      for sign, t in (("+", plus), ("−", minus)) for s in range(o["n_seeds"])

@@ -246,3 +246,60 @@ def test_road_through_evaluate_and_the_registry():
     direct = fl.metrics.road_details(model, x, x, generator=0)
     assert wide["road"].tolist() == pytest.approx(direct["road"].tolist(), abs=1e-6)
     assert wide["road_morf"].tolist() == pytest.approx(direct["morf_area"].tolist(), abs=1e-6)
+
+
+def test_a_levels_noise_is_keyed_to_its_pixel_count_not_to_the_other_levels():
+    torch.manual_seed(1)
+    model = fl.models.build("small_cnn", in_channels=3, n_classes=4, width=4).eval()
+    x, maps = torch.rand(3, 3, 10, 10), torch.rand(3, 10, 10)
+    one = fl.metrics.road_details(model, x, maps, fractions=[0.3])
+    three = fl.metrics.road_details(model, x, maps, fractions=[0.1, 0.3, 0.5])
+    torch.testing.assert_close(one["morf"][:, 0], three["morf"][:, 1], rtol=0, atol=1e-6)
+    torch.testing.assert_close(one["lerf"][:, 0], three["lerf"][:, 1], rtol=0, atol=1e-6)
+    # a map without a ranking removes the same pixels in both orders, with the same noise: ROAD is exactly 0
+    with pytest.warns(perturb.ConstantMapWarning):
+        flat = fl.metrics.road_details(model, x, torch.ones(3, 10, 10))
+    assert torch.equal(flat["morf"], flat["lerf"]) and torch.equal(flat["road"], torch.zeros(3))
+
+
+def test_shared_fully_removed_inputs_are_kept_apart_for_other_noise():
+    torch.manual_seed(2)
+    model = fl.models.build("small_cnn", in_channels=3, n_classes=4, width=4).eval()
+    x, maps = torch.rand(3, 3, 8, 8), torch.rand(3, 8, 8)
+
+    def full(seed):
+        ref = perturb.NoisyLinear(0.5, seeds=perturb.sample_seeds(seed, None, 3))
+        return perturb.removal_curve(model, x, maps, [1.0], reference=ref, output="logit")
+
+    with perturb.sharing():
+        a, b, again = full(0), full(2), full(0)
+    assert not torch.equal(a, b) and torch.equal(a, again)
+
+
+def test_road_refuses_a_class_read_out_and_checks_its_seed_without_noise():
+    model, x, truth = _window_case(b=2)
+    with pytest.raises(ValueError, match="output"):
+        fl.metrics.road(model, x, truth, output="predicted")
+    with pytest.raises((TypeError, ValueError), match="generator"):
+        fl.metrics.road(model, x, truth, noise=0.0, generator="bad")
+    with pytest.raises(ValueError, match="sample_index"):
+        fl.metrics.road(model, x, truth, noise=0.0, sample_index=[0, 1, 2])
+
+
+def test_an_imputation_short_of_its_tolerance_says_so_and_half_precision_is_solved_in_float32():
+    x = torch.rand(2, 1, 24, 24, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    keep = _masks(24, 24, seed=0)[4][None].expand(2, 24, 24)
+    capped = perturb.NoisyLinear(0.0, max_iter=2)
+    capped.impute(x, keep[:, None], torch.arange(2), torch.zeros(2, dtype=torch.int64))
+    assert capped.unconverged
+    enough = perturb.NoisyLinear(0.0)
+    enough.impute(x, keep[:, None], torch.arange(2), torch.zeros(2, dtype=torch.int64))
+    assert not enough.unconverged
+    with pytest.raises(ValueError, match="rtol"):
+        perturb.NoisyLinear(0.0, rtol=2.0)
+    with pytest.raises(ValueError, match="max_iter"):
+        perturb.NoisyLinear(0.0, max_iter=0)
+    exact = perturb.noisy_linear_imputation(x, keep)
+    half = perturb.noisy_linear_imputation(x.half(), keep)
+    assert half.dtype == torch.float16
+    torch.testing.assert_close(half.double(), exact, rtol=0, atol=2e-3)  # float16's own rounding of the values

@@ -18,11 +18,13 @@ Choices where the paper leaves freedom:
   pixels at level f;
 - the read-out is the softmax probability of the target (pytorch-grad-cam's ``ClassifierOutputSoftmaxTarget``);
   ``output="correct"`` with ``target=y`` gives the paper's accuracy curves;
-- the noise is keyed to the sample (seed, global index, level), so scores do not depend on batch size or split.
+- the noise is keyed to the sample (seed, global index) and the number of pixels removed, so scores do not depend
+  on batch size, split or the other levels asked, and a map without a ranking (MoRF = LeRF) scores exactly 0.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 
 import torch
@@ -64,16 +66,23 @@ def road_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
     sigma = _validate.number(noise, "noise")
     if not 0 <= sigma < float("inf"):
         raise ValueError(f"noise must be a finite standard deviation ≥ 0, got {noise!r}")
+    if isinstance(output, str) and output == "predicted":
+        raise ValueError("output='predicted' gives classes, which have no mean over the levels: pass 'prob', "
+                         "'logit', 'correct', 'log_odds' or a callable")
     units, scores = unit_salience(x, attributions, units, reduce)
     constant = perturb.warn_constant(perturb.constant_maps(scores), "their pixels are removed in index order; "
                                      "flagged in the details' 'constant'")
     seeds = perturb.sample_seeds(generator, sample_index, x.shape[0], why="for the imputation noise",
-                                 device=x.device) if sigma > 0 else None
-    reference = perturb.NoisyLinear(sigma, seeds=seeds)
+                                 device=x.device)  # checked even when the noise is off
+    reference = perturb.NoisyLinear(sigma, seeds=seeds if sigma > 0 else None)
     runner = perturb.Removal(model, x, units=units, reference=reference, output=output, target=target,
                              batch_size=batch_size)
     morf, lerf = runner.curves(None, f, orders=(perturb.order(scores, "morf"), perturb.order(scores, "lerf")))
     clean = runner.clean()
+    if reference.unconverged:
+        warnings.warn("ROAD's imputation stopped at its iteration cap short of its tolerance on some input; the "
+                      "imputed values are approximate (perturb.noisy_linear_imputation(details=True) shows where)",
+                      RuntimeWarning, stacklevel=2)
     morf_area, lerf_area = morf.mean(dim=1), lerf.mean(dim=1)
     return {"road": (lerf_area - morf_area) / 2, "morf_area": morf_area, "lerf_area": lerf_area, "morf": morf,
             "lerf": lerf, "clean": clean, "fractions": f.to(morf.device, morf.dtype), "constant": constant}
