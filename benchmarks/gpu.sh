@@ -27,6 +27,11 @@ run 70 ffidelity benchmarks/ffidelity.py --device cuda --paper-scale --sweep --n
 run 70 fewclass benchmarks/fewclass.py --device cuda --paper-scale --sweep --n 16 --repeats 2
 run 110 trace benchmarks/trace.py --device cuda --paper-scale --sweep --n 16 --repeats 2
 run 60 reco_mege benchmarks/reco_mege.py --device cuda --paper-scale --sweep --repeats 2
+# ROAD against pytorch-grad-cam (our side on the GPU): the peer only where its environment was made beforehand (uv needs
+# the network once), else --skip-peer
+gradcam_env=${FAITHLAB_GRADCAM_ENV:-$HOME/.cache/faithlab-bench/grad-cam-1.5.7}
+run 90 road_peer benchmarks/road_peer.py --device cuda --n 32 --repeats 3 \
+    $([ -f "$gradcam_env/.faithlab-gradcam-ready" ] || echo --skip-peer)
 # the default batch size against every fixed size, one thread count (a GPU's best size does not depend on it), the
 # cells the issue names first (two stand-ins, ResNet-18 and the ViT at 32, 64 and 224 px), then the other stand-ins and
 # the small CNN. The ladder starts at 32: on the GPU sizes 8 and

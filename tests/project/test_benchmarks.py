@@ -5,7 +5,9 @@ The Quantus peer benchmark runs its Quantus side only where the peer environment
 value-for-value agreement checks must pass. Independently of Quantus, its faithlab side is checked here against
 plain-torch literal ports of pixel flipping and of μF on given subsets (slow, obvious loops). The TorchCAM peer
 likewise (``~/.cache/faithlab-bench/torchcam-0.5`` or ``$FAITHLAB_TORCHCAM_ENV``): its faithlab side is checked against
-a literal port of TorchCAM 0.5's deletion/insertion algorithm, one sample and one point at a time.
+a literal port of TorchCAM 0.5's deletion/insertion algorithm, one sample and one point at a time. The ROAD peer
+(pytorch-grad-cam, ``~/.cache/faithlab-bench/grad-cam-1.5.7`` or ``$FAITHLAB_GRADCAM_ENV``) too: its agreement checks
+run where that environment exists; its pixel counts and masks are checked here against grad-cam's percentile rule.
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ import faithlab as fl
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 import quantus_peer  # noqa: E402
+import road_peer  # noqa: E402
 import torchcam_peer  # noqa: E402
 
 PEER = quantus_peer.peer_env_ready(quantus_peer.default_peer_env())
 TORCHCAM = torchcam_peer.peer_env_ready(torchcam_peer.default_peer_env())
+GRADCAM = road_peer.peer_env_ready(road_peer.default_peer_env())
 TINY = {
     "removal_curve.py": ["--n", "8", "--fractions", "3", "--batch-size", "16", "--repeats", "1"],
     "ffidelity.py": ["--n", "4", "--levels", "2", "--samples", "2", "--image-size", "8", "--batch-size", "16",
@@ -48,6 +52,8 @@ TINY = {
     "library_overhead.py": ["--n", "2", "--batch-size", "64", "--repeats", "1", "--threads", "1"],
     "torchcam_peer.py": ["--n", "2", "--steps", "3", "--models", "small_cnn", "--width", "4", "--bare-sizes", "8",
                          "--repeats", "1", "--threads", "1", *([] if TORCHCAM else ["--skip-peer"])],
+    "road_peer.py": ["--n", "2", "--models", "small_cnn", "--width", "4", "--bare-sizes", "8", "--repeats", "1",
+                     "--threads", "1", *([] if GRADCAM else ["--skip-peer"])],
     "autobatch_sweep.py": ["--quick", "--models", "small_cnn", "--sizes", "16", "--threads", "1"],
     "replica_training.py": ["--n", "128", "--epochs", "1", "--width", "4", "--size", "8", "--repeats", "1",
                             "--threads", "1"],
@@ -101,6 +107,9 @@ def test_benchmark_runs_and_reports_a_ratio(script):
         assert proc.stdout.count("agrees value for value: True") == 2
     if script == "torchcam_peer.py" and TORCHCAM:   # the peer ran: the curves must have agreed
         assert proc.stdout.count("TorchCAM's classes = our predictions; fractions equal; curves and AUCs") == 1
+    if script == "road_peer.py" and GRADCAM:   # the peer ran: masks, imputation and scores must have agreed
+        assert proc.stdout.count("masks equal pixel for pixel: True") == 1
+        assert proc.stdout.count("agreement (a) imputation") == 1 and proc.stdout.count("agreement (b) ROAD") == 1
 
 
 def test_torchcam_peer_takes_auto_for_our_side():
@@ -345,3 +354,30 @@ def test_torchcam_counts_are_torchcams(p, steps, counts):
 def test_torchcam_counts_reject_bad_arguments(p, steps, name):
     with pytest.raises(ValueError, match=name):
         torchcam_peer.torchcam_counts(p, steps)
+
+
+def test_road_peer_counts_and_masks_are_gradcams():
+    """The ROAD peer's pixel counts are pytorch-grad-cam's rule (``cam < np.percentile(cam, p)`` kept) on maps of
+    distinct values; the masks remove exactly those counts, MoRF the top and LeRF the bottom of the map, and the rank
+    maps handed to grad-cam keep the order with no ties in cam or 1 − cam."""
+    assert road_peer.gradcam_removed(4096) == [3686, 3277, 2867, 2458, 2048, 1639, 1229, 820, 410]
+    g = np.random.default_rng(0)
+    for n in (16, 100, 4096):
+        cam = g.standard_normal(n).astype(np.float32)
+        rule = [n - int((cam < np.percentile(cam, p)).sum()) for p in road_peer.PERCENTILES]
+        assert road_peer.gradcam_removed(n) == rule
+    maps = torch.randn(3, 1, 8, 8, generator=torch.Generator().manual_seed(1))
+    ranks = road_peer.pixel_ranks(maps)
+    cams = road_peer.rank_cams(ranks).numpy()
+    for cam, m in zip(cams, maps[:, 0].numpy()):
+        assert np.unique(cam).size == cam.size and np.unique(1 - cam).size == cam.size
+        assert (np.argsort(-cam, axis=None) == np.argsort(-m, axis=None)).all()
+    removed = road_peer.gradcam_removed(64)
+    keep = road_peer.keep_masks(ranks, removed)
+    assert keep.shape == (2, 9, 3, 8, 8)
+    assert ((~keep).sum(dim=(-2, -1)) == torch.tensor(removed)[None, :, None]).all()
+    for j, c in enumerate(removed):
+        for b in range(3):   # MoRF removes the c largest map values, LeRF the c smallest
+            top = torch.argsort(maps[b].flatten(), descending=True)
+            assert set((~keep[0, j, b]).flatten().nonzero().flatten().tolist()) == set(top[:c].tolist())
+            assert set((~keep[1, j, b]).flatten().nonzero().flatten().tolist()) == set(top[64 - c:].tolist())
