@@ -53,7 +53,6 @@ import datetime
 import importlib.metadata
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -64,7 +63,7 @@ import torchvision
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _peer_common import Recorder, replay  # noqa: E402
+from _peer_common import Recorder, ensure_env, env_ready, replay  # noqa: E402
 from _timing import batched_forward, digits, parser, setup, timed  # noqa: E402
 from quantus_peer import untied  # noqa: E402
 
@@ -88,37 +87,15 @@ def wanted_versions() -> dict[str, str]:
 
 
 def peer_env_ready(env: Path) -> bool:
-    """Whether ``env`` was made by :func:`ensure_peer_env` with today's pins (a torch upgrade of the project makes
-    it stale)."""
-    ready = env / READY
-    return (env / "bin" / "python").exists() and ready.exists() and \
-        json.loads(ready.read_text() or "{}") == wanted_versions()
+    """Whether ``env`` was made by :func:`ensure_peer_env` with today's pins (a torch upgrade makes it stale)."""
+    return env_ready(env, READY, wanted_versions())
 
 
 def ensure_peer_env(env: Path) -> Path:
-    """The peer environment's python, (re)making the environment with uv first if it is missing or stale (printed)."""
-    python = env / "bin" / "python"
-    pins = wanted_versions()
-    if peer_env_ready(env):
-        print(f"peer environment: {env} (cached; {pins})")
-        return python
-    uv = shutil.which("uv") or str(Path.home() / ".local" / "bin" / "uv")
-    if not Path(uv).exists():
-        raise SystemExit("uv not found (needed to make the TorchCAM environment): install uv or pass --skip-peer")
-    commands = [[uv, "venv", "--clear", "--python", sys.executable, str(env)],
-                [uv, "pip", "install", "--python", str(python), *(f"{k}=={v}" for k, v in pins.items())]]
-    for cmd in commands:
-        print("peer environment:", " ".join(cmd), flush=True)
-        subprocess.run(cmd, check=True)
-    probe = subprocess.run([str(python), "-c", "import json, importlib.metadata as m, torchcam, torch, torchvision; "
-                            f"print(json.dumps({{k: m.version(k) for k in {list(PACKAGES)!r}}}))"],
-                           check=True, capture_output=True, text=True)
-    got = json.loads(probe.stdout)
-    if got != pins:
-        raise SystemExit(f"the TorchCAM environment {env} holds {got}, not {pins}")
-    (env / READY).write_text(json.dumps(got))
-    print(f"peer environment ready: {got}")
-    return python
+    """The peer environment's python, (re)making the environment with uv first if it is missing or stale (printed;
+    ``_peer_common.ensure_env``)."""
+    return ensure_env(env, ready=READY, pins=wanted_versions(), imports='import torchcam, torch, torchvision', label='TorchCAM',
+                      hint='')
 
 
 # ------------------------------------------------------------------------------------------------- faithlab side
