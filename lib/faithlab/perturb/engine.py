@@ -14,6 +14,10 @@ The loop is written for small models too, where the engine's own cost shows (a 1
 from float masks written by one comparison (a select on a bool mask is ~10x slower), removal curves compare
 element ranks with the counts and fill whole samples of several chunks per op, read-outs and checks run once per
 group of chunks, and the removal order comes from a flat integer sort (:func:`faithlab.perturb.orders.order`).
+
+One concept: the batched forward loop over perturbed inputs — how they are built chunk by chunk (from unit masks
+and a reference, or by an imputation such as ROAD's from each input's kept pixels), sent through the model and read
+out, with the clean and fully removed inputs shared.
 """
 
 from __future__ import annotations

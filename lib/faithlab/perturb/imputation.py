@@ -16,6 +16,7 @@ does not depend on the other images of the batch. A direct sparse solve would ne
 O(hole diameter).
 
 Choices where the paper leaves freedom (recorded here and in :func:`noisy_linear_imputation`):
+
 - neighbours outside the image are left out and the weights renormalised over those inside (the authors' code);
 - every channel is imputed on its own, with the same removed positions (a pixel unit removes all its channels);
 - the noise is added to the removed elements only, independently per element and channel, N(0, noise²) in the

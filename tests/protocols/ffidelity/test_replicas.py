@@ -150,8 +150,12 @@ def test_rival_costs_sum_each_methods_own_stages():
             ("retrain (ROAR)", "A", "ROAR A", None, 9.0, 99, 99)]
     costs = pd.DataFrame(rows, columns=["stage", "explainer", "model", "method", "seconds", "image passes",
                                         "backward passes"])
-    table = F.rival_costs(costs).set_index("method")
+    evaluate = {"Fidelity": 5, "ROAD": 5, "F-Fidelity": 50}
+    table = F.rival_costs(costs, evaluate=evaluate).set_index("method")
     assert table.loc["F-Fidelity"].tolist() == [13.0, 160.0, 90.0, 340.0]
     assert table.loc["ROAD"].tolist() == [3.0, 5.0, 0.0, 5.0]
     assert table.loc["Fidelity", "seconds"] == 0.5
-    assert "ROAD" not in F.rival_costs(costs[costs["method"] != "ROAD"]).set_index("method").index
+    # a process that scored no cell (a sharded run's reduce step): the same work, no seconds of evaluation
+    reduce = F.rival_costs(costs[costs["stage"] != "evaluate"], evaluate=evaluate).set_index("method")
+    assert reduce.loc["F-Fidelity", "forward equivalents"] == 340.0 and reduce.loc["ROAD", "seconds"] == 0.0
+    assert list(F.rival_costs(costs, evaluate={"ROAD": 5}).index) == [0]

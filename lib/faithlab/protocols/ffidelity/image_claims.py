@@ -559,19 +559,26 @@ Fidelity and ROAD evaluate the original model (ROAD's imputation in the same sec
 F-Fidelity fine-tunes it, explains the test set again with the fine-tuned model and evaluates."""
 
 
-def rival_costs(costs: pd.DataFrame) -> pd.DataFrame:
-    """One row per method of :data:`RIVAL_COST_STAGES` found in a ranking study's ``costs``
-    (:attr:`RankingStudy.costs`): its seconds, image passes, backward passes and forward equivalents (image passes
-    + 2 × backward passes) summed over its stages and explainers. The fine-tuning is counted at its own epochs, its
-    seconds as measured when it was trained (``cached`` rows were loaded, their seconds are the training run's)."""
+def rival_costs(costs: pd.DataFrame, *, evaluate: Mapping[str, int]) -> pd.DataFrame:
+    """One row per method of ``evaluate`` among :data:`RIVAL_COST_STAGES` (in that order): its seconds, image
+    passes, backward passes and forward equivalents (image passes + 2 × backward passes) summed over its stages and
+    explainers, from a ranking study's ``costs`` (:attr:`RankingStudy.costs`). ``evaluate``: each method's model
+    inputs at evaluation, counted by the caller from the design (a sharded run scores the cells in other processes,
+    so the study's own "evaluate" rows count only the cells this process scored); the seconds of evaluation are
+    those rows' (0 where no cell was scored here). The fine-tuning is counted at its own epochs, its seconds as
+    measured when it was trained (a cached model keeps them)."""
     costs = costs.assign(**{"forward equivalents": costs["image passes"] + 2 * costs["backward passes"]})
     rows = []
     for method, stages in RIVAL_COST_STAGES.items():
-        own = costs["stage"].isin(stages) & (
-            (costs["method"] == method) | ((costs["method"].isna()) & (costs["model"] == "fine-tuned")
-                                          & (method == "F-Fidelity")))
-        if not bool(((costs["stage"] == "evaluate") & (costs["method"] == method)).any()):
-            continue  # the method was not scored
-        total = costs.loc[own, list(COST_COLUMNS)].astype(float).sum()
+        if method not in evaluate:
+            continue
+        tuned = (costs["method"].isna() & (costs["model"] == "fine-tuned")) if method == "F-Fidelity" else False
+        before = costs[costs["stage"].isin([s for s in stages if s != "evaluate"]) & tuned]
+        total = before[list(COST_COLUMNS)].astype(float).sum()
+        scored = costs[(costs["stage"] == "evaluate") & (costs["method"] == method)]
+        passes = float(evaluate[method])
+        total["seconds"] += float(scored["seconds"].sum())
+        total["image passes"] += passes
+        total["forward equivalents"] += passes
         rows.append({"method": method, **total.to_dict()})
     return pd.DataFrame(rows, columns=["method", *COST_COLUMNS])

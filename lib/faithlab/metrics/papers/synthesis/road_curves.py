@@ -12,6 +12,7 @@ the least relevant (it should stay high). Their areas are the means over the fra
 ranks the explainers on them.
 
 Choices where the paper leaves freedom:
+
 - pixels are ranked by the map summed over channels (the authors' ``rescale_channel``: a signed sum; min-max scaling
   changes no order), ties by lower pixel index (the authors add a fixed random 1e-4 perturbation per pixel);
 - removal levels 10 %, 20 %, …, 90 % of the pixels (the paper's figures and pytorch-grad-cam's defaults), round(f·n)
