@@ -77,7 +77,7 @@ test: setup browser-deps
 # (data/cache/paper-dry, written once by fl.study.paper_dry.write_paper_dry), every notebook with the paper-dry
 # profile, outputs and trained models under _build/paper-dry (never the book's). NB/ARGS as for `make notebooks`.
 paper-dry: setup
-	$(PY) -c "from faithlab.study.paper_dry import write_paper_dry; write_paper_dry('data/cache/paper-dry')"
+	$(PY) -c "from faithlab.study.runner.paper_dry import write_paper_dry; write_paper_dry('data/cache/paper-dry')"
 	HF_HUB_CACHE=$(CURDIR)/data/cache/paper-dry/huggingface/hub FAITHLAB_GENERATED=$(CURDIR)/_build/paper-dry/generated \
 	  FAITHLAB_CACHE=$(CURDIR)/_build/paper-dry/cache $(PY) -m faithlab.study run --profile paper-dry -j $(JOBS) $(NB) $(ARGS)
 

@@ -31,14 +31,8 @@ _SUBMODULES = (
     "data",
     "models",
     "train",
-    "stats",
     "plots",
     "paths",
-    "outputs",
-    "verdicts",
-    "study",
-    "recipes",
-    "protocols",
     "evaluation",
 )
 

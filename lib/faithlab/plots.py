@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 
 from faithlab._optional import require
 from faithlab.metrics.registry import PAPERS
-from faithlab.verdicts import VERDICTS
+from faithlab.study.verdicts import VERDICTS
 
 sns = require("seaborn", "faithlab.plots (figures)")
 
@@ -70,7 +70,7 @@ VERDICT_COLORS = dict(zip(VERDICTS, ("#009E73", "#E69F00", "#D55E00", "#999999",
 COLUMN_PX = 772
 """Width in pixels of the book's content column: a wider figure is shrunk to it (a narrower one is shown as is)."""
 SAVE_DPI = 120
-"""Resolution at which :meth:`faithlab.outputs.Outputs.figure` saves a PNG (its default)."""
+"""Resolution at which :meth:`faithlab.study.artifacts.Outputs.figure` saves a PNG (its default)."""
 MIN_FONT_PT = 9.0
 """Smallest font size, in points, that a reader must see once the figure is shrunk to the column."""
 MAX_PANELS = 8

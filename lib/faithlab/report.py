@@ -11,8 +11,8 @@ and the template notebook (``notebooks/templates/evaluate_your_explainer.py``) b
   which pairs of explainers a Monte-Carlo metric does not separate at its Monte-Carlo precision;
 * :func:`ranks`: each metric's ranking of the explainers (1 = the most faithful by that metric);
 * :func:`sanity`: the share of images where each explainer beats a random map
-  (:func:`faithlab.protocols.synthesis.meta_evaluation.beats`) and how much each metric's ranking changes on a
-  randomised model (adversary reactivity, :func:`faithlab.protocols.synthesis.meta_evaluation.reactivity`; the
+  (:func:`faithlab.study.papers.synthesis.meta_evaluation.beats`) and how much each metric's ranking changes on a
+  randomised model (adversary reactivity, :func:`faithlab.study.papers.synthesis.meta_evaluation.reactivity`; the
   randomised model's frame comes from :func:`on_randomised`); :func:`sanity_sentences` reads it;
 * :func:`cost`: model inputs and milliseconds per image and explainer, per metric;
 * :func:`maps_figure`, :func:`ranks_figure`: the figures (matplotlib, imported when called: the ``report`` extra);
@@ -314,7 +314,7 @@ def overall(frame: pd.DataFrame, *, n_boot: int = N_BOOT, level: float = LEVEL, 
 def separation(frame: pd.DataFrame, *, level: float = LEVEL, order: Sequence[str] | None = None) -> pd.DataFrame:
     """For each pair of explainers, how many per-sample metrics separate them → one row per pair: ``explainer``,
     ``versus``, ``separating metrics`` (those whose ``level`` t interval of the mean per-image difference of
-    oriented scores excludes 0: :func:`faithlab.verdicts.mean_interval` over the images, the study's interval of
+    oriented scores excludes 0: :func:`faithlab.study.verdicts.mean_interval` over the images, the study's interval of
     one model's units, whose coverage is tested),
     ``explainer better on`` / ``versus better on`` (of those, which way), ``metrics compared`` (metrics with two or
     more images scored for both), and ``separating`` (the separating metrics' labels). order: the explainers' order
@@ -323,7 +323,7 @@ def separation(frame: pd.DataFrame, *, level: float = LEVEL, order: Sequence[str
     separated at their Monte-Carlo precision (:func:`monte_carlo_pairs`), separating or not: the interval over the
     images carries each image's Monte-Carlo noise, this column says where the means themselves are within the
     draws' error of each other."""
-    from faithlab import verdicts
+    from faithlab.study import verdicts
 
     metrics, names, cube = _per_image(frame)
     if order is not None:
@@ -506,13 +506,13 @@ def sanity(frame: pd.DataFrame, randomised: pd.DataFrame | None = None, *, rando
            recovery: pd.DataFrame | None = None) -> pd.DataFrame:
     """The sanity checks, one row per metric: ``label``, ``metric``, the ranking change on a randomised model
     (MetaQuantus' adversary reactivity of the ranking,
-    :func:`faithlab.protocols.synthesis.meta_evaluation.reactivity`: ½ an unrelated ranking, 1 a reversed one; from
+    :func:`faithlab.study.papers.synthesis.meta_evaluation.reactivity`: ½ an unrelated ranking, 1 a reversed one; from
     ``randomised``, the frame :func:`on_randomised` returns; NaN with fewer than two explainers, where there is no
     ranking), ``beats random: <explainer>`` the share of images where each explainer scores better than the random
     map ``random`` (the name of a random explainer in ``frame``; ties ½), and ``recovery (...)`` columns when
-    ``recovery`` (a :func:`faithlab.protocols.synthesis.meta_evaluation.recovery` table) is given."""
+    ``recovery`` (a :func:`faithlab.study.papers.synthesis.meta_evaluation.recovery` table) is given."""
     from faithlab.evaluation import METRICS
-    from faithlab.protocols import synthesis as syn
+    from faithlab.study.papers import synthesis as syn
 
     _check_frame(frame)
     names = list(dict.fromkeys(frame["explainer"]))
@@ -543,8 +543,8 @@ def sanity(frame: pd.DataFrame, randomised: pd.DataFrame | None = None, *, rando
 
 def cost(frame: pd.DataFrame) -> pd.DataFrame:
     """Per metric: model inputs, inputs given to the explainer and milliseconds, per image and explainer
-    (:func:`faithlab.protocols.synthesis.meta_evaluation.cost_per_metric`; metrics computed together share one cost)."""
-    from faithlab.protocols import synthesis as syn
+    (:func:`faithlab.study.papers.synthesis.meta_evaluation.cost_per_metric`; metrics computed together share one cost)."""
+    from faithlab.study.papers import synthesis as syn
 
     _check_frame(frame)
     return syn.cost_per_metric(frame)

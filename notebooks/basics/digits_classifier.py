@@ -17,11 +17,11 @@
 # The end-to-end path of the study on scikit-learn's real handwritten digits: load the embedded dataset, train a
 # small CNN (cached by configuration hash), explain its test predictions with captum, and remove pixels most
 # relevant first with the batched removal engine. Every later notebook has this shape: a `parameters` cell, the
-# library doing the work, and `fl.outputs` writing the tables and figures the book shows.
+# library doing the work, and `fs.artifacts` writing the tables and figures the book shows.
 #
 # **Replicas.** The unit of replication of a claim about a trained model is the trained model: the CNN is trained
 # `replicas` (R) times on the same data split, replica r with the training seed
-# `fl.verdicts.replica_seed(seed, "digits/small CNN, <image_size> px", r)` (initialisation and batch order; each
+# `fs.verdicts.replica_seed(seed, "digits/small CNN, <image_size> px", r)` (initialisation and batch order; each
 # replica cached by its configuration hash), and every replica explains and deletes on the same test digits. The
 # tables carry a `replica` column; the sanity claim's interval resamples the replicas, then the digits within each
 # drawn replica, and the claims table shows how many replicas give the pooled verdict on their own. The example
@@ -43,8 +43,9 @@ import pandas as pd
 import torch
 
 import faithlab as fl
+import faithlab.study as fs
 
-out = fl.outputs.for_notebook()
+out = fs.artifacts.for_notebook()
 fl.plots.set_style()
 generator = torch.Generator().manual_seed(seed)
 
@@ -61,7 +62,7 @@ test = fl.data.load("digits", split="test", size=image_size, seed=seed)
 setting = f"digits/small CNN, {image_size} px"
 models, rows = {}, []
 for rep in range(replicas):
-    train_seed = fl.verdicts.replica_seed(seed, setting, rep)
+    train_seed = fs.verdicts.replica_seed(seed, setting, rep)
     config = fl.train.TrainConfig(epochs=n_epochs, lr=3e-3, batch_size=64, seed=train_seed)
     trained, history = fl.train.fit(
         "small_cnn",
@@ -108,7 +109,7 @@ curves = {
     for (rep, method), attr in attributions.items()
 }
 fraction_tensor = torch.tensor(fractions)
-aucs = {key: fl.stats.trapezoid_auc(curve.cpu(), fraction_tensor) for key, curve in curves.items()}
+aucs = {key: fl.metrics.statistics.trapezoid_auc(curve.cpu(), fraction_tensor) for key, curve in curves.items()}
 per_replica = pd.DataFrame([{"explainer": method, "replica": rep, "deletion AUC (mean)": auc.mean().item()}
                             for (rep, method), auc in aucs.items()])
 out.table(per_replica, "summary_per_replica")
@@ -159,7 +160,7 @@ out.figure(fig, "examples")
 
 # %% [markdown]
 # ## Is removal out of distribution here?
-# The diagnostic every chapter that removes features shows (`fl.protocols.removal_diagnostic`), on replica 0: accuracy
+# The diagnostic every chapter that removes features shows (`fs.papers.removal_diagnostic`), on replica 0: accuracy
 # after removing the k pixels integrated gradients ranks highest, the k it ranks lowest, or k random pixels (5 draws).
 # When the lowest-ranked pixels cost accuracy too, the replacement value itself confuses the model.
 
@@ -168,10 +169,10 @@ n_pixels = x.shape[-1] * x.shape[-2]
 ks = [round(0.1 * n_pixels), round(0.2 * n_pixels)]
 ig_scores = fl.perturb.unit_scores(attributions[0, "integrated_gradients"], fl.perturb.pixel_units(x),
                                    reduce="sum_abs")
-diagnostic = fl.protocols.removal_diagnostic({"CNN": model}, x, y, ig_scores, ks=ks, generator=seed,
+diagnostic = fs.papers.removal_diagnostic({"CNN": model}, x, y, ig_scores, ks=ks, generator=seed,
                                              batch_size=batch_size)
 out.table(diagnostic, "ood_diagnostic")
-out.glue("ood_gap", float(fl.protocols.ood_gap(diagnostic)["CNN"]))
+out.glue("ood_gap", float(fs.papers.ood_gap(diagnostic)["CNN"]))
 out.glue("ood_k", max(ks))
 diagnostic
 
@@ -190,7 +191,7 @@ blank = ig.clone()
 blank[:3] = 0.0  # three all-zero maps: no ranking
 cases = {
     "model returns NaN on perturbed inputs": lambda: fl.metrics.aopc(
-        fl.protocols.basics.NaNWhenPerturbed(model, few).eval(), few, ig),
+        fs.papers.basics.NaNWhenPerturbed(model, few).eval(), few, ig),
     "float64 images, float32 model": lambda: fl.metrics.aopc(model, few.double(), ig),
     "attributions with 3 channels for 1-channel images": lambda: fl.metrics.aopc(model, few, ig.repeat(1, 3, 1, 1)),
     "fractions not increasing": lambda: fl.metrics.auc_accuracy(model, few, ig, target=y[:8], fractions=[0, 1, 0.5]),
@@ -220,7 +221,7 @@ guard_rails
 # %% [markdown]
 # ## Sanity claim
 # Not a paper's claim but the study's first check: on a model that learned the task, integrated gradients must
-# order pixels better than chance. The claim function `fl.protocols.basics.claim_deletion_sanity` compares IG's
+# order pixels better than chance. The claim function `fs.papers.basics.claim_deletion_sanity` compares IG's
 # deletion AUC with the random explainer's (the null) on the same test digits: the mean difference per trained
 # replica and a t interval on the replica means (95 %), judged against the margin its rule registers (rule B1 of
 # the rules files: the pre-registration page shows it): reproduced when the interval lies beyond the margin, not
@@ -239,7 +240,7 @@ if "integrated_gradients" in methods and "random" in methods:
                                         "deletion AUC": auc.numpy()})
                           for (rep, method), auc in aucs.items()], ignore_index=True)
     out.table(deletion, "deletion_auc")
-    sanity = out.claim(fl.protocols.basics.claim_deletion_sanity, deletion, predicted, y.cpu().numpy(), seed=seed,
+    sanity = out.claim(fs.papers.basics.claim_deletion_sanity, deletion, predicted, y.cpu().numpy(), seed=seed,
                        note=f"{replicas} replicas × {len(x)} test digits, {image_size}x{image_size}, zero reference")
     out.table(sanity.table, "sanity")
     display(sanity.table)

@@ -25,11 +25,11 @@
 # times (independent training seeds on the same stand-in data): the unit of replication is the trained model, so
 # every claim's interval is a t interval on the replicas' statistics (their means over the XAI images), and each
 # replica scores its own, disjoint block of the test split. The claims are decided by their pre-registered rules
-# (`lib/faithlab/verdicts/registered/fewclass.toml`).
+# (`lib/faithlab/study/verdicts/registered/fewclass.toml`).
 
 # %% tags=["parameters"]
 tasks = ["vehicles", "ct"]
-settings = {}  # per task; a task left out trains fl.protocols.fewclass.STAND_INS
+settings = {}  # per task; a task left out trains fs.papers.fewclass.STAND_INS
 image_size = 28
 n_train = 300
 replicas = 3  # independently trained replicas of every model (the paper profile's weights are one model)
@@ -54,17 +54,18 @@ import pandas as pd
 import seaborn as sns
 
 import faithlab as fl
+import faithlab.study as fs
 
-out = fl.outputs.for_notebook()
+out = fs.artifacts.for_notebook()
 fl.plots.set_style()
-P = fl.protocols.fewclass
+P = fs.papers.fewclass
 SCORE = {"vehicles": "IoU", "ct": "Dice"}
 NAME = {task: P.task_label(task, paper=paper) for task in tasks}  # stand-ins named as stand-ins
 
 # %% [markdown]
 # ## Models and XAI sets
 # Each model is trained here (cached) unless `paper` is set, `replicas` times: replica r of model m on task t is
-# trained with seed `fl.verdicts.replica_seed(seed, "t/m", r)`, on the same stand-in data (keyed to `seed`). The
+# trained with seed `fs.verdicts.replica_seed(seed, "t/m", r)`, on the same stand-in data (keyed to `seed`). The
 # test split is cut into `replicas` disjoint blocks (test image i in block i mod `replicas`); the XAI set of replica
 # r is the first `n_images` images of block r that every model of that replica predicts correctly, as in the paper
 # (its 2,500 vehicles images, 259 CT slices); a (task, model) thus pools `replicas` × `n_images` distinct images.
@@ -177,7 +178,7 @@ fl.plots.readable(mechanism)
 paper_tables = pd.DataFrame([{"task": P.PAPER_TASK_LABELS[t], "model": m, "method": meth,
                                **dict(zip(P.paper.COLUMNS, v))}
                               for t, table in P.paper.TABLES.items() for (m, meth), v in table.items()])
-out.table(paper_tables, "paper_fid_tables")  # the paper's Tables 1–2 (faithlab.protocols.fewclass.paper)
+out.table(paper_tables, "paper_fid_tables")  # the paper's Tables 1–2 (faithlab.study.papers.fewclass.paper)
 for task, fr in frames.items():
     out.table(P.wide_table(fr["fid"], "Fid"), f"{task}_fid_table")
     out.figure(fl.plots.box_panels(fr["fid"], x="method", y="Fid", hue="alteration", by="model",
@@ -227,9 +228,9 @@ P.wide_table(frames[tasks[0]]["localisation"], SCORE[tasks[0]]).style.format(pre
 
 # %% [markdown]
 # ## Claims
-# Each claim is a function of `faithlab.protocols.fewclass`, decided by its pre-registered rule
-# (`lib/faithlab/verdicts/registered/fewclass.toml`: statistic, direction, margin with its source in the paper,
-# how the cells combine), by the equivalence logic of `faithlab.verdicts`: a cell holds when its 95 % interval lies
+# Each claim is a function of `faithlab.study.papers.fewclass`, decided by its pre-registered rule
+# (`lib/faithlab/study/verdicts/registered/fewclass.toml`: statistic, direction, margin with its source in the paper,
+# how the cells combine), by the equivalence logic of `faithlab.study.verdicts`: a cell holds when its 95 % interval lies
 # beyond the margin in the paper's direction, fails when it lies wholly short of it (inside the band of no
 # meaningful effect, or reversed), and is undecided when it straddles it. The intervals are t intervals on the
 # replica-level statistics (the trained model is the unit of replication), and the verdict is checked per replica.

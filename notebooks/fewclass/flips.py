@@ -24,7 +24,7 @@
 
 # %% tags=["parameters"]
 tasks = ["vehicles", "ct"]
-settings = {}  # per task; a task left out trains fl.protocols.fewclass.STAND_INS
+settings = {}  # per task; a task left out trains fs.papers.fewclass.STAND_INS
 image_size = 28
 n_train = 300
 replicas = 3  # the fidelity notebook's replicas (cached); the paper profile's weights are one model
@@ -42,10 +42,11 @@ import seaborn as sns
 import torch
 
 import faithlab as fl
+import faithlab.study as fs
 
-out = fl.outputs.for_notebook()
+out = fs.artifacts.for_notebook()
 fl.plots.set_style()
-P = fl.protocols.fewclass
+P = fs.papers.fewclass
 F = fl.metrics.fewclass
 
 # %% [markdown]
@@ -93,7 +94,7 @@ fl.plots.readable(summary.assign(task=summary["task"].map(NAME)),
 # %% [markdown]
 # ## C5
 # **(a) The class-flip failure**, on the binary task (`P.claim_class_flip`), three named parts, each decided by its
-# own pre-registered rule (`lib/faithlab/verdicts/registered/fewclass.toml`) over the XAI images of every trained
+# own pre-registered rule (`lib/faithlab/study/verdicts/registered/fewclass.toml`) over the XAI images of every trained
 # replica: *C5a.confident*, per binary model and classic reference (zero, mean), U after the replacement lies above
 # the paper's Δ = 0.05 (t interval on the replica means); *C5a.switch*, the share of images whose class switches
 # lies above a quarter (its interval at the replica level: the t interval on the replica shares joined with the

@@ -24,7 +24,7 @@
 
 # %% tags=["parameters"]
 tasks = ["vehicles", "ct"]
-settings = {}  # per task; a task left out trains fl.protocols.fewclass.STAND_INS
+settings = {}  # per task; a task left out trains fs.papers.fewclass.STAND_INS
 image_size = 28
 n_train = 300
 replicas = 3  # the fidelity notebook's replicas (cached); the paper profile's weights are one model
@@ -43,10 +43,11 @@ import seaborn as sns
 import torch
 
 import faithlab as fl
+import faithlab.study as fs
 
-out = fl.outputs.for_notebook()
+out = fs.artifacts.for_notebook()
 fl.plots.set_style()
-P = fl.protocols.fewclass
+P = fs.papers.fewclass
 F = fl.metrics.fewclass
 GRID = F.candidate_grid()
 out.glue("n_candidates", len(GRID))
@@ -134,8 +135,8 @@ for task in tasks:
 
 # %% [markdown]
 # ## C2: the selected perturbation is uncertain
-# A claim function of `faithlab.protocols.fewclass`, decided by its pre-registered rule
-# (`lib/faithlab/verdicts/registered/fewclass.toml`): per task × model, the share of XAI images whose selected
+# A claim function of `faithlab.study.papers.fewclass`, decided by its pre-registered rule
+# (`lib/faithlab/study/verdicts/registered/fewclass.toml`): per task × model, the share of XAI images whose selected
 # candidate reaches U < Δ, pooled over the trained replicas, with its 95 % interval at the replica level (the t
 # interval on the replica shares joined with the Wilson interval of the pooled count), against the margin 90 %
 # (the paper's "per image" read as at least nine images in ten); every task × model must hold. Premise, checked on

@@ -23,7 +23,7 @@
 # F-Fidelity exists to correct one mechanism: removed pixels are *out of distribution* (OOD) for the classifier,
 # so plain Fidelity measures the model's reaction to odd inputs as much as the explanation. A stand-in must carry
 # that mechanism or the comparison tests nothing. Our canvas digits are painted so that it does
-# (`fl.protocols.ffidelity.palette_canvases`): every channel of a canvas's background and digit lies near 0 or near
+# (`fs.papers.ffidelity.palette_canvases`): every channel of a canvas's background and digit lies near 0 or near
 # 1, so a removed pixel — the normalised zero, the dataset-mean colour, about 0.5 in every channel — is a colour no
 # canvas contains, on every image (as a removed pixel of a natural image is). Two data sets of that kind:
 #
@@ -37,7 +37,7 @@
 # where the mechanism is weak; only its original and fine-tuned models are trained.
 #
 # **Replicas.** The unit of replication is the trained classifier: every setting trains `replicas` classifiers on
-# the same data, each with its own training seed (`fl.verdicts.replica_seed(seed, "canvas/<setting>", r)`), and
+# the same data, each with its own training seed (`fs.verdicts.replica_seed(seed, "canvas/<setting>", r)`), and
 # each replica gets its own F-Fidelity fine-tuning and ROAR retrainings (cached per replica). The ranking claims are
 # decided on one statistic per replica (its micro ranks or correlations averaged over the degradation seeds and
 # sparsity levels of its `n_test` test images), with a t interval on the R replica values; the mechanism check on
@@ -47,7 +47,7 @@
 # `paper` profile runs ResNet-9 on 32-pixel canvases (and 64-pixel ones) with the paper's sizes.
 
 # %% tags=["parameters"]
-canvas_models = {"palette": "saturated"}  # fl.protocols.ffidelity.CanvasModels (robustness', images_variants' too)
+canvas_models = {"palette": "saturated"}  # fs.papers.ffidelity.CanvasModels (robustness', images_variants' too)
 control = {"color": False, "width": 16, "n_epochs": 8, "n_finetune_epochs": 4}  # the grey control: diagnostic only
 second = {"image_size": 20, "r": 0.15}  # Table 2's data set: overrides of canvas_models ({}: none)
 beta = 0.1
@@ -77,23 +77,24 @@ import pandas as pd
 import torch
 
 import faithlab as fl
+import faithlab.study as fs
 
-out = fl.outputs.for_notebook()
+out = fs.artifacts.for_notebook()
 fl.plots.set_style()
 NAMES = {"sg_sq_ig": "SG-SQ", "gradcam": "GradCAM"}
-P = fl.protocols.ffidelity
+P = fs.papers.ffidelity
 METHODS = ["Fidelity", "ROAR", "R-Fidelity", "F-Fidelity"]
 ABLATION = ["Fidelity", "Fidelity+Fine-tune", "F-Fidelity"]
 RIVALS = ["ROAD"]  # the rival fix (Rong et al. 2022): Fidelity with noisy linear imputation, no retraining
-main = fl.protocols.ffidelity.CanvasModels(**canvas_models)
-settings = {"main": main, **({"second": fl.protocols.ffidelity.CanvasModels(**{**canvas_models, **second})}
+main = fs.papers.ffidelity.CanvasModels(**canvas_models)
+settings = {"main": main, **({"second": fs.papers.ffidelity.CanvasModels(**{**canvas_models, **second})}
                              if second else {})}
-grey = fl.protocols.ffidelity.CanvasModels(**{**canvas_models, **control}) if control else None
+grey = fs.papers.ffidelity.CanvasModels(**{**canvas_models, **control}) if control else None
 LABEL = {k: f"{k}: {v.image_size} px, r = {v.r:g}" for k, v in settings.items()}
 
 # %% [markdown]
 # ## Models and scores of the degraded explainers
-# `fl.protocols.image_ranking_study` runs the whole protocol in each setting. It trains the original model,
+# `fs.papers.image_ranking_study` runs the whole protocol in each setting. It trains the original model,
 # fine-tunes it with random removal of up to β of the pixels, and retrains one ROAR model per explainer: a fresh
 # network trained on images whose top ⌊u·n⌋ pixels (u ~ U(0, 1)), ranked by the clean explainer on the original
 # model, are replaced by zero (the dataset mean colour). Explanations of the original model feed Fidelity,
@@ -105,7 +106,7 @@ LABEL = {k: f"{k}: {v.image_size} px, r = {v.r:g}" for k, v in settings.items()}
 # removed, so its accuracy on clean test images is low by design; the table also gives it.
 #
 # The scoring is the costly part, and each (seed, noise level) cell of the grid depends on that cell only: with
-# `n_shards` > 1 the runner scores the grid in shards (`fl.outputs.sharded`, each shard loading the trained models
+# `n_shards` > 1 the runner scores the grid in shards (`fs.artifacts.sharded`, each shard loading the trained models
 # from the cache) and the cells below see the same curves.
 
 # %% tags=["shard"]
@@ -114,14 +115,14 @@ specs = {NAMES[m]: (m, {"nt_samples": sg_samples, "n_steps": ig_steps} if m == "
 data = {key: setting.load(seed) for key, setting in settings.items()}  # one per setting, the same for every replica
 tests = {key: test for key, (_, test) in data.items()}
 REPLICAS = range(replicas)
-TRAIN_SEED = {(key, r): fl.verdicts.replica_seed(seed, f"canvas/{key}", r) for key in settings for r in REPLICAS}
-runs = P.ReplicaStudies(lambda key, r, cells: settings[key].ranking_study(  # fl.protocols.image_ranking_study
+TRAIN_SEED = {(key, r): fs.verdicts.replica_seed(seed, f"canvas/{key}", r) for key in settings for r in REPLICAS}
+runs = P.ReplicaStudies(lambda key, r, cells: settings[key].ranking_study(  # fs.papers.image_ranking_study
     *data[key], specs, noise_levels=noise_levels, sparsity=sparsity, n_test=n_test, n_seeds=n_seeds,
     alpha=alpha, beta=beta, n_samples=n_samples, seed=seed, train_seed=TRAIN_SEED[key, r], device=device,
     batch_size=batch_size, cells=cells, methods=(*P.PAPER_SETTINGS, *RIVALS)), keys=list(settings),
     replicas=REPLICAS, column="key")
 grid = [(s, k) for s in range(n_seeds) for k in range(len(noise_levels))]
-scored = fl.outputs.sharded("curves", runs.score_cells, grid, shard=shard, n_shards=n_shards)
+scored = fs.artifacts.sharded("curves", runs.score_cells, grid, shard=shard, n_shards=n_shards)
 
 # %%
 studies = runs.complete(scored)  # the reduce step of a sharded run: models from the cache, the grid from shards
@@ -157,7 +158,7 @@ accuracy.pivot_table(index=["setting", "model"], columns="replica", values="test
 # ## Is removal out of distribution here? (the mechanism, study check FF.OOD)
 # For each data set and replica, every test image loses k = round(β·n) of its background pixels (F-Fidelity's cap;
 # n the pixels of one canvas, no more than the fewest background pixels of an image), drawn at random (5 draws),
-# replaced by the removal value of the metrics (`fl.protocols.ffidelity.ood_per_input`). Background pixels carry no
+# replaced by the removal value of the metrics (`fs.papers.ffidelity.ood_per_input`). Background pixels carry no
 # evidence, so the accuracy the original model loses to them is the OOD effect F-Fidelity's fine-tuning is meant
 # to absorb, and the fine-tuned model should lose less. `claim_ood_check` decides both by the rule FF.OOD: per
 # image the loss, averaged per replica, a t interval on the replica means against half the paper's smallest drop
@@ -173,12 +174,12 @@ OOD_REPLICAS = range(ood_replicas)
 # same recipe and seeds, cached; only these two)
 ood_sets = {k: (tests[k], {r: {m: studies[k, r].models[m] for m in ("original", "fine-tuned")} if (k, r) in studies
                            else settings[k].original_and_finetuned(
-                               beta=beta, seed=seed, train_seed=fl.verdicts.replica_seed(seed, f"canvas/{k}", r),
+                               beta=beta, seed=seed, train_seed=fs.verdicts.replica_seed(seed, f"canvas/{k}", r),
                                device=device)
                            for r in OOD_REPLICAS}) for k in settings}
 if grey is not None:
     grey_models = {r: grey.original_and_finetuned(beta=beta, seed=seed, device=device,
-                                                  train_seed=fl.verdicts.replica_seed(seed, "canvas/control", r))
+                                                  train_seed=fs.verdicts.replica_seed(seed, "canvas/control", r))
                    for r in OOD_REPLICAS}
     ood_sets["control"] = (grey.load(seed)[1], grey_models)
     LABEL["control"] = f"control: grey, {grey.image_size} px"
@@ -244,7 +245,7 @@ KEY = {LABEL[k]: k for k in settings}
 tidy["paper"] = [PAPER_OF[KEY[r.setting]][0][r.explainer, r.row][r.correlation][METHODS.index(r.method)]
                  for r in tidy.itertuples()]
 out.table(tidy, "correlations_tidy")
-layouts = {k: fl.protocols.table_layout(tidy[tidy["setting"] == LABEL[k]].drop(columns=["setting", "paper table"]),
+layouts = {k: fs.papers.table_layout(tidy[tidy["setting"] == LABEL[k]].drop(columns=["setting", "paper table"]),
                                         group="explainer", paper="paper") for k in settings}
 out.table(layouts["main"], "table_1_layout")
 if "second" in layouts:
@@ -289,7 +290,7 @@ fig = fl.plots.map_columns(case.x[case_index:case_index + 1].cpu(),
 out.figure(fig, "case_study_maps")
 fig = fl.plots.curves_per_level(case_curves, methods=METHODS, title=case_label)
 out.figure(fig, "case_study_curves")
-case_table = fl.protocols.ranking_correlations(case_P, case_Q, noise_levels=noise_levels, sparsity=sparsity,
+case_table = fs.papers.ranking_correlations(case_P, case_Q, noise_levels=noise_levels, sparsity=sparsity,
                                                methods=METHODS, group="explainer")
 case_table = case_table[case_table["row"] == "Micro Corr."].pivot(index="method", columns="correlation",
                                                                   values="mean").loc[METHODS]
@@ -304,7 +305,7 @@ case_table
 # barely tell the explainers apart, whatever the correlations say.
 
 # %%
-spread = pd.concat([fl.protocols.separation(curves[curves["setting"] == LABEL[k]], group="explainer")
+spread = pd.concat([fs.papers.separation(curves[curves["setting"] == LABEL[k]], group="explainer")
                     .assign(setting=LABEL[k]) for k in settings], ignore_index=True)
 out.table(spread, "separation")
 spread
@@ -315,10 +316,10 @@ spread
 # correlations signed so that higher is better (−MoRF vs GT, +LeRF vs GT, −MoRF vs LeRF) and averaged ("oriented
 # micro", ideal +1), the two with the ground truth alone ("GT micro"), and its micro rank among the four methods
 # averaged over the three correlations; a claim averages them over the seeds and levels of each trained replica
-# (`fl.protocols.ffidelity.replica_means`) and decides on those R values. The figure puts both data sets side by
+# (`fs.papers.ffidelity.replica_means`) and decides on those R values. The figure puts both data sets side by
 # side (bars: mean ± sd over replicas, seeds and levels).
 #
-# The chance level of each correlation with the ground truth (`fl.protocols.ground_truth_null`): the same
+# The chance level of each correlation with the ground truth (`fs.papers.ground_truth_null`): the same
 # statistic with the ground-truth order ξ permuted over the six explainers (1000 permutations, one per draw for
 # every seed and level, since the ground truth is one order; for MoRF vs LeRF, the pairing of the "+" and "−"
 # curves shuffled). With six explainers one Spearman ρ has a wide chance range — its central 95 % spans about
@@ -326,15 +327,15 @@ spread
 
 # %%
 cells = pd.concat([part.assign(setting=LABEL[k], replica=r) for (k, r), st in studies.items() for part in (
-    fl.protocols.micro_cells(st.P, st.Q, noise_levels=noise_levels, sparsity=sparsity, methods=METHODS,
+    fs.papers.micro_cells(st.P, st.Q, noise_levels=noise_levels, sparsity=sparsity, methods=METHODS,
                              group="explainer"),
     # the ablation's extra method and the rival fix: their correlations only (micro ranks are among the paper's four)
-    fl.protocols.micro_cells(st.P, st.Q, noise_levels=noise_levels, sparsity=sparsity,
+    fs.papers.micro_cells(st.P, st.Q, noise_levels=noise_levels, sparsity=sparsity,
                              methods=["Fidelity+Fine-tune", *RIVALS], group="explainer").assign(
                                  **{"micro rank": float("nan")}))],
                   ignore_index=True)
 out.table(cells, "micro_cells")
-nulls = pd.concat([fl.protocols.ground_truth_null(st.P, st.Q, noise_levels=noise_levels, sparsity=sparsity,
+nulls = pd.concat([fs.papers.ground_truth_null(st.P, st.Q, noise_levels=noise_levels, sparsity=sparsity,
                                                   methods=METHODS + ["Fidelity+Fine-tune", *RIVALS],
                                                   group="explainer",
                                                   seed=seed).assign(setting=LABEL[k], replica=r)
@@ -359,7 +360,7 @@ out.figure(fig, "with_and_without_ood")
 # values and saturates at ±1.
 
 # %%
-ablation = pd.concat([fl.protocols.oriented_correlations(st.P, st.Q, noise_levels=noise_levels, sparsity=sparsity,
+ablation = pd.concat([fs.papers.oriented_correlations(st.P, st.Q, noise_levels=noise_levels, sparsity=sparsity,
                                                          methods=ABLATION, group="explainer")
                       .assign(setting=LABEL[k], replica=r) for (k, r), st in studies.items()], ignore_index=True)
 out.table(ablation, "ablation")
@@ -433,7 +434,7 @@ road_table
 # The paper shows GradCAM maps of the original and the fine-tuned model side by side and sees the same regions
 # highlighted. We measure it on every test image of each setting: the Spearman correlation of an image's two maps
 # and the overlap of their top 10 % pixels, each against its chance level — the same statistic with the maps of
-# other images (shuffled pairings, `fl.protocols.ffidelity.map_agreement`; the chance level of the mean over the
+# other images (shuffled pairings, `fs.papers.ffidelity.map_agreement`; the chance level of the mean over the
 # replicas averages each permutation draw over them). Claim **F10** (`claim_maps_preserved`) is judged for GradCAM on
 # the Table 2 data set, the paper's setting; the ViT's is in `ffidelity/variants`.
 
@@ -445,7 +446,7 @@ for k in settings:
             {r: (studies[k, r].clean[label, "original"], studies[k, r].clean[label, "fine-tuned"]) for r in REPLICAS},
             seed=seed)
         agreement[k, label] = per_image, agreement_null
-        agreement_rows += [{"setting": LABEL[k], "explainer": label, "statistic": fl.protocols.ffidelity.AGREEMENT[s],
+        agreement_rows += [{"setting": LABEL[k], "explainer": label, "statistic": fs.papers.ffidelity.AGREEMENT[s],
                             "mean": float(per_image[s].mean()), "images": int(per_image[s].notna().sum()),
                             "chance median": n.median, "chance low": n.low, "chance high": n.high}
                            for s, n in agreement_null.items()]
@@ -456,7 +457,7 @@ fig = fl.plots.map_columns(case.x[:n_table9].cpu(), {
     for model in ("original", "fine-tuned")}, alpha=1.0, colorbar="attribution, scaled per map (0–1)")
 out.figure(fig, "table_9_maps")
 if "GradCAM" in specs:
-    kept = out.claim(fl.protocols.ffidelity.claim_maps_preserved, *agreement[case_key, "GradCAM"],
+    kept = out.claim(fs.papers.ffidelity.claim_maps_preserved, *agreement[case_key, "GradCAM"],
                      value=f"GradCAM, {LABEL[case_key]}", mechanism=MECHANISM[case_key],
                      note=f"{len(case.x)} test images × {replicas} replicas; Spearman of the pixel maps, chance = maps "
                           "of other images").claim
@@ -465,8 +466,8 @@ agreement_table
 
 # %% [markdown]
 # ## Verdicts
-# Each claim is a function of `fl.protocols.ffidelity` decided by its registered rule (the rules file
-# `lib/faithlab/verdicts/registered/ffidelity.toml`: statistic, direction, margin from the paper's numbers, how the
+# Each claim is a function of `fs.papers.ffidelity` decided by its registered rule (the rules file
+# `lib/faithlab/study/verdicts/registered/ffidelity.toml`: statistic, direction, margin from the paper's numbers, how the
 # cells combine); `out.claim` records it with its replica agreement and the power analysis. Every claim on a data
 # set takes that data set's FF.OOD outcome as its premise (fails: not testable here; undecided: inconclusive). One
 # verdict per explainer, as the paper reports one per explainer.
@@ -486,7 +487,7 @@ agreement_table
 
 # %%
 PAPER_RANKS = {(key, label): f"F-Fid best; micro ranks (MoRF/LeRF/MoRF-LeRF, {name.split(' (')[0]}) " + ", ".join(
-    f"{m} " + "/".join(f"{table[label, 'Micro Rank'][c][i]:.2f}" for c in fl.protocols.CORRELATION_LABELS)
+    f"{m} " + "/".join(f"{table[label, 'Micro Rank'][c][i]:.2f}" for c in fs.papers.CORRELATION_LABELS)
     for i, m in enumerate(METHODS)) for key, (table, name) in PAPER_OF.items() for label in specs}
 SOURCE = {k: "Table 2, second data set" if k == "second" else "Table 1" for k in settings}
 units = f"{replicas} replicas × {n_test} test images ({n_seeds} seeds × {len(sparsity)} levels each)"

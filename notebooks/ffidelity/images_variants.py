@@ -14,7 +14,7 @@
 # %% [markdown]
 # # F-Fidelity: a ViT, LayerCAM, GradCAM against Saliency, and the cost of ROAR (Tables 5, 10–13)
 #
-# Four appendix experiments of the paper, all through the shared protocol `fl.protocols.image_ranking_study` that
+# Four appendix experiments of the paper, all through the shared protocol `fs.papers.image_ranking_study` that
 # also runs Tables 1–2 ({doc}`images_ranking`):
 #
 # - **Table 5 (App. D.1)**: the degraded-explainer ranking with a Vision Transformer and SG-SQ;
@@ -30,9 +30,9 @@
 #
 # **Replicas.** The unit of replication is the trained model: every claim here is decided over `replicas` (R)
 # independently trained replicas of each network. Replica r of the CNN is replica r of {doc}`images_ranking`'s
-# main setting (training seed `fl.verdicts.replica_seed(seed, "canvas/main", r)`, the same cache entries: its
+# main setting (training seed `fs.verdicts.replica_seed(seed, "canvas/main", r)`, the same cache entries: its
 # original and fine-tuned models are read, not retrained), replica r of the ViT is trained with
-# `fl.verdicts.replica_seed(seed, "vit/main", r)`; each replica gets its own ROAR retraining, cached per replica,
+# `fs.verdicts.replica_seed(seed, "vit/main", r)`; each replica gets its own ROAR retraining, cached per replica,
 # and all replicas see the same data (the ViT's training canvases are more than the CNN's: `VitModels.n_train`, a
 # convolutional stem and more canvases are what a ViT this small needs to learn the task; the test split is one). The ranking claims (F7) are decided on one statistic per replica, the others
 # (F8, F10) on the test images of every replica with a t interval on the replica means; the cost (F9) is counted in
@@ -42,8 +42,8 @@
 # %% tags=["parameters"]
 dataset = "canvas_digits"
 data_dir = None
-canvas_models = {"palette": "saturated"}  # fl.protocols.ffidelity.CanvasModels: images_ranking's CNN and canvases
-vit_models = {}  # overrides of fl.protocols.ffidelity.VitModels: the ViT (and its fine-tuning) of robustness too
+canvas_models = {"palette": "saturated"}  # fs.papers.ffidelity.CanvasModels: images_ranking's CNN and canvases
+vit_models = {}  # overrides of fs.papers.ffidelity.VitModels: the ViT (and its fine-tuning) of robustness too
 beta = 0.1
 alpha = 0.5
 n_samples = 10
@@ -70,10 +70,11 @@ import pandas as pd
 import torch
 
 import faithlab as fl
+import faithlab.study as fs
 
-out = fl.outputs.for_notebook()
+out = fs.artifacts.for_notebook()
 fl.plots.set_style()
-P = fl.protocols.ffidelity
+P = fs.papers.ffidelity
 METHODS = ["Fidelity", "ROAR", "R-Fidelity", "F-Fidelity"]
 
 # %% [markdown]
@@ -83,8 +84,8 @@ METHODS = ["Fidelity", "ROAR", "R-Fidelity", "F-Fidelity"]
 # with the replica's training seed t, as `CanvasModels.ranking_study`).
 
 # %%
-cnn = fl.protocols.ffidelity.CanvasModels(**canvas_models)
-vit_spec = fl.protocols.ffidelity.VitModels(**vit_models)
+cnn = fs.papers.ffidelity.CanvasModels(**canvas_models)
+vit_spec = fs.papers.ffidelity.VitModels(**vit_models)
 if dataset == "canvas_digits":
     train, test = cnn.load(seed)
     data_key = cnn.data_key(seed)
@@ -99,8 +100,8 @@ in_channels, size = train[0][0].shape[0], train[0][0].shape[-1]
 n_classes = train.info["n_classes"]
 cnn_config = cnn.model_config(in_channels=in_channels, n_classes=n_classes)
 REPLICAS = range(replicas)
-CNN_SEED = {r: fl.verdicts.replica_seed(seed, "canvas/main", r) for r in REPLICAS}  # images_ranking's main setting
-VIT_SEED = {r: fl.verdicts.replica_seed(seed, "vit/main", r) for r in REPLICAS}
+CNN_SEED = {r: fs.verdicts.replica_seed(seed, "canvas/main", r) for r in REPLICAS}  # images_ranking's main setting
+VIT_SEED = {r: fs.verdicts.replica_seed(seed, "vit/main", r) for r in REPLICAS}
 ranking = dict(noise_levels=noise_levels, sparsity=sparsity, n_test=n_test, n_seeds=n_seeds, alpha=alpha, beta=beta,
                n_samples=n_samples, seed=seed, device=device, batch_size=batch_size)
 SG_SQ = ("sg_sq_ig", {"nt_samples": sg_samples, "n_steps": ig_steps})
@@ -115,18 +116,18 @@ for name, value in {"n_test": n_test, "n_seeds": n_seeds, "replicas": replicas, 
 # Six explainers per table (the clean map degraded at ξ ∈ {0, 0.2, …, 1}), scored by Fidelity, ROAR (a network
 # retrained on explanation-guided removal), R-Fidelity and F-Fidelity (the fine-tuned network and its own maps).
 # The ViT is trained with AdamW (weight decay 1e-4, as the paper's Adam) and a cosine schedule, and fine-tuned with
-# the same recipe (at its `finetune_lr`); `fl.protocols.ffidelity.VitModels` holds the ViT's settings, shared
+# the same recipe (at its `finetune_lr`); `fs.papers.ffidelity.VitModels` holds the ViT's settings, shared
 # with `robustness` (Table 8's ViT row). With `n_shards` > 1 the runner scores the (seed, noise level) grid in
-# shards (`fl.outputs.sharded`; each cell depends on that cell only) and the cells below see the same curves. Each
+# shards (`fs.artifacts.sharded`; each cell depends on that cell only) and the cells below see the same curves. Each
 # study runs once per replica; `studies[k, r]` is replica r's.
 
 # %% tags=["shard"]
 STUDIES = {
-    "ViT SG-SQ": lambda r, cells: fl.protocols.image_ranking_study(  # VitModels' recipe, the replica's seed
+    "ViT SG-SQ": lambda r, cells: fs.papers.image_ranking_study(  # VitModels' recipe, the replica's seed
         "vit", vit_spec.model_config(vit_train), vit_train, test, {"ViT SG-SQ": SG_SQ}, data_key=vit_key,
         train_config=vit_spec.train_config(VIT_SEED[r]), finetune_config=vit_spec.finetune_config(VIT_SEED[r]),
         roar_config=vit_spec.train_config(VIT_SEED[r]), methods=METHODS, cells=cells, **ranking),
-    "CNN LayerCAM": lambda r, cells: fl.protocols.image_ranking_study(  # images_ranking's CNN of replica r
+    "CNN LayerCAM": lambda r, cells: fs.papers.image_ranking_study(  # images_ranking's CNN of replica r
         cnn.model_name, cnn_config, train, test, {"CNN LayerCAM": ("layercam", {})}, data_key=data_key,
         train_config=cnn.train_config(CNN_SEED[r]), finetune_config=cnn.finetune_config(CNN_SEED[r]),
         roar_config=cnn.roar_config(CNN_SEED[r]), methods=METHODS, cells=cells, **ranking),
@@ -134,7 +135,7 @@ STUDIES = {
 runs = P.ReplicaStudies(lambda k, r, cells: STUDIES[k](r, cells), keys=list(STUDIES), replicas=REPLICAS,
                         column="study")
 grid = [(s, k) for s in range(n_seeds) for k in range(len(noise_levels))]
-scored = fl.outputs.sharded("curves", runs.score_cells, grid, shard=shard, n_shards=n_shards)
+scored = fs.artifacts.sharded("curves", runs.score_cells, grid, shard=shard, n_shards=n_shards)
 
 # %%
 studies = runs.complete(scored)  # the reduce step of a sharded run: models from the cache, the grid from shards
@@ -151,7 +152,7 @@ accuracy.pivot_table(index=["study", "model"], columns="replica", values="test a
 
 # %% [markdown]
 # Is removal out of distribution for these networks? The chapter's mechanism check FF.OOD
-# (`fl.protocols.ffidelity.claim_ood_check`, as in {doc}`images_ranking`): every test image loses round(β·n) of its
+# (`fs.papers.ffidelity.claim_ood_check`, as in {doc}`images_ranking`): every test image loses round(β·n) of its
 # background pixels (5 draws), and the original model must lose accuracy to them while the fine-tuned one loses
 # less, per image, a t interval on the replica means. The ViT's check is recorded here; the CNN's is
 # {doc}`images_ranking`'s main check (the same models and data), recomputed as the premise of the CNN's claims.
@@ -191,21 +192,21 @@ display_diagnostic
 # %%
 PAPER = {"ViT SG-SQ": P.paper.TABLE_5, "CNN LayerCAM": P.paper.TABLE_10}  # CIFAR-100: ViT; ResNet-9, LayerCAM
 stacked = {k: [studies[k, r] for r in REPLICAS] for k in STUDIES}  # the replicas' curves along the seeds axis
-tidy = pd.concat([fl.protocols.ranking_correlations(
+tidy = pd.concat([fs.papers.ranking_correlations(
     {key: torch.cat([st.P[key] for st in sts]) for key in sts[0].P},
     {key: torch.cat([st.Q[key] for st in sts]) for key in sts[0].Q}, noise_levels=noise_levels, sparsity=sparsity,
     methods=METHODS, group="explainer") for sts in stacked.values()], ignore_index=True)
 tidy["paper (CIFAR-100)"] = [PAPER[t.explainer][t.row, t.correlation][METHODS.index(t.method)]
                              for t in tidy.itertuples()]
 out.table(tidy, "correlations_tidy")
-display_table = fl.protocols.table_layout(tidy, group="explainer", paper="paper (CIFAR-100)")
+display_table = fs.papers.table_layout(tidy, group="explainer", paper="paper (CIFAR-100)")
 out.table(display_table, "tables_5_10_layout")
 display_table
 
 # %%
 curves = pd.concat([st.curves.assign(replica=r) for (k, r), st in studies.items()], ignore_index=True)
 out.table(curves, "curves")
-spread = fl.protocols.separation(curves, group="explainer")
+spread = fs.papers.separation(curves, group="explainer")
 out.table(spread, "separation")
 for i, label in enumerate(STUDIES):  # one figure per study: methods in rows, the + and − curves in columns
     fig = fl.plots.curves_per_level(curves[curves["explainer"] == label], methods=METHODS, title=label)
@@ -214,22 +215,22 @@ for i, label in enumerate(STUDIES):  # one figure per study: methods in rows, th
 # %% [markdown]
 # ## Claims of Tables 5 and 10
 # **F7** *F-Fidelity recovers the ground-truth ranking better than Fidelity, ROAR and R-Fidelity* — with a ViT
-# (Table 5) and with LayerCAM (Table 10). The claim function is `fl.protocols.ffidelity.claim_ranking`, as F1 in
+# (Table 5) and with LayerCAM (Table 10). The claim function is `fs.papers.ffidelity.claim_ranking`, as F1 in
 # {doc}`images_ranking`, by the rule F7 (the same rule with Tables 5 and 10's numbers): per trained replica, each
 # competitor's mean micro rank minus F-Fidelity's (averaged over the replica's degradation seeds, sparsity levels and
 # the three correlations), a t interval on the R values above the margin — half the smallest lead of F-Fidelity over
 # another method in Tables 5 and 10 — for every competitor. Premises: Fidelity's oriented micro correlation is not
 # already within 0.05 of +1; at least one method's correlation with the ground-truth order lies beyond its chance
-# range with that order permuted over the six explainers (`fl.protocols.ground_truth_null`); the network's FF.OOD.
+# range with that order permuted over the six explainers (`fs.papers.ground_truth_null`); the network's FF.OOD.
 
 # %%
 PAPER_RANKS = {label: P.paper.micro_ranks_text(table) for label, table in PAPER.items()}  # Tables 5 and 10
 TABLE = {"ViT SG-SQ": "Table 5, ViT", "CNN LayerCAM": "Table 10, LayerCAM"}
-cells = pd.concat([fl.protocols.micro_cells(st.P, st.Q, noise_levels=noise_levels, sparsity=sparsity,
+cells = pd.concat([fs.papers.micro_cells(st.P, st.Q, noise_levels=noise_levels, sparsity=sparsity,
                                             methods=METHODS, group="explainer").assign(replica=r)
                    for (k, r), st in studies.items()], ignore_index=True)
 out.table(cells, "micro_cells")
-nulls = pd.concat([fl.protocols.ground_truth_null(st.P, st.Q, noise_levels=noise_levels, sparsity=sparsity,
+nulls = pd.concat([fs.papers.ground_truth_null(st.P, st.Q, noise_levels=noise_levels, sparsity=sparsity,
                                                   methods=METHODS, group="explainer", seed=seed).assign(replica=r)
                    for (k, r), st in studies.items()], ignore_index=True)
 ranks = cells.groupby(["explainer", "method"])["micro rank"].mean().unstack()
@@ -251,7 +252,7 @@ comparison_rows
 # The paper's Table 9 shows GradCAM maps of the original and the fine-tuned ResNet and ViT. The ResNet's stand-in is
 # in {doc}`images_ranking`; here the ViT of Table 5: its Grad-CAM (Chefer et al.'s attention Grad-CAM, the ViT
 # form of GradCAM in `fl.explainers`) and its SG-SQ maps on the two models, compared image by image with
-# `fl.protocols.ffidelity.map_agreement` (Spearman ρ and top-10 % overlap, each against the same statistic with the
+# `fs.papers.ffidelity.map_agreement` (Spearman ρ and top-10 % overlap, each against the same statistic with the
 # maps of other images). Claim **F10** (`claim_maps_preserved`, its rule F10) is judged on the Grad-CAM maps of every
 # replica's test images, a t interval on the replica means; its chance level is that of the mean over the replicas
 # (each permutation draw averaged over them).
@@ -352,7 +353,7 @@ both
 # ### Claim (App. D.10)
 # **F8** *F-Fidelity prefers GradCAM to Saliency: higher FFid+ and lower FFid−* (Tiny-ImageNet: 0.2286 vs 0.2020
 # and 0.0547 vs 0.1050, Table 11; ImageNet subset: 0.1123 vs 0.0672 and 0.0046 vs 0.0091, Table 12), by
-# `fl.protocols.ffidelity.claim_map_preferred`: two named parts, each per image GradCAM's lead (FFid+ higher,
+# `fs.papers.ffidelity.claim_map_preferred`: two named parts, each per image GradCAM's lead (FFid+ higher,
 # FFid− lower), a t interval on the replica means against half the paper's gap in that table (rules F8.plus,
 # F8.minus); one part of two is partly (rule F8). Decided once per table; premise: the CNN's FF.OOD.
 

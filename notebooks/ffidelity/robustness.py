@@ -22,14 +22,14 @@
 # pad token that deletes it). **App. D.3** fine-tunes the image model with several β and
 # follows accuracy and agreement with the original model's predictions as the masking ratio grows to 50 %.
 # The models are the very ones of the other F-Fidelity notebooks (the same settings, `CanvasModels`, `VitModels` and
-# `SeriesTextModels` of `fl.protocols.ffidelity`, so they come from the cache): the CNN on the coloured canvas digits
+# `SeriesTextModels` of `fs.papers.ffidelity`, so they come from the cache): the CNN on the coloured canvas digits
 # of `images_ranking` (ResNet-9 in the `paper` profile) and the ViT of `images_variants` on the same kind of canvases
 # (more of them: `VitModels.n_train`; the same test split), the CNN-1D and bi-LSTM of `series_text` on series at an
 # offset and its LSTM and transformer on tokens, each text model fine-tuned once per removal.
 #
 # **Replicas.** The unit of replication is the trained model: every architecture comes as `replicas` (R)
 # independently trained replicas, replica r being replica r of the notebook that trains it — the CNN with the seed
-# `fl.verdicts.replica_seed(seed, "canvas/main", r)` (`images_ranking`'s main setting), the ViT with
+# `fs.verdicts.replica_seed(seed, "canvas/main", r)` (`images_ranking`'s main setting), the ViT with
 # `replica_seed(seed, "vit/main", r)` (`images_variants`), each series and text model with
 # `replica_seed(seed, "series_text/<model>", r)` (`series_text`, whose seed also draws that replica's data) — so that
 # all come from the same cache entries; each replica is fine-tuned on its own (once per β for the CNN), cached per
@@ -37,9 +37,9 @@
 # and every claim's interval is a t interval on the replica means (or on one statistic per replica).
 
 # %% tags=["parameters"]
-canvas_models = {"palette": "saturated"}  # fl.protocols.ffidelity.CanvasModels (ffidelity/images_ranking's models)
-series_text_models = {}  # overrides of fl.protocols.ffidelity.SeriesTextModels (the models of ffidelity/series_text)
-vit_models = {}  # overrides of fl.protocols.ffidelity.VitModels (the ViT of ffidelity/images_variants)
+canvas_models = {"palette": "saturated"}  # fs.papers.ffidelity.CanvasModels (ffidelity/images_ranking's models)
+series_text_models = {}  # overrides of fs.papers.ffidelity.SeriesTextModels (the models of ffidelity/series_text)
+vit_models = {}  # overrides of fs.papers.ffidelity.VitModels (the ViT of ffidelity/images_variants)
 beta = 0.1
 ratios = [0.0, 0.05, 0.1]
 betas = [0.05, 0.1, 0.2, 0.3]
@@ -55,13 +55,14 @@ import pandas as pd
 import torch
 
 import faithlab as fl
+import faithlab.study as fs
 
-out = fl.outputs.for_notebook()
+out = fs.artifacts.for_notebook()
 fl.plots.set_style()
-NAMES = fl.recipes.DISPLAY_NAMES
-st = fl.protocols.ffidelity.SeriesTextModels(**series_text_models)
-canvas = fl.protocols.ffidelity.CanvasModels(**canvas_models)
-vit = fl.protocols.ffidelity.VitModels(**vit_models)
+NAMES = fs.recipes.DISPLAY_NAMES
+st = fs.papers.ffidelity.SeriesTextModels(**series_text_models)
+canvas = fs.papers.ffidelity.CanvasModels(**canvas_models)
+vit = fs.papers.ffidelity.VitModels(**vit_models)
 
 # %% [markdown]
 # ## Models
@@ -72,9 +73,9 @@ vit = fl.protocols.ffidelity.VitModels(**vit_models)
 if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
     raise ValueError(f"replicas must be an int ≥ 1, got {replicas!r}")
 REPLICAS = range(replicas)
-CNN_SEED = {r: fl.verdicts.replica_seed(seed, "canvas/main", r) for r in REPLICAS}  # images_ranking's main setting
-VIT_SEED = {r: fl.verdicts.replica_seed(seed, "vit/main", r) for r in REPLICAS}  # images_variants' ViT
-ST_SEED = {(name, r): fl.verdicts.replica_seed(seed, f"series_text/{name}", r)  # series_text's models
+CNN_SEED = {r: fs.verdicts.replica_seed(seed, "canvas/main", r) for r in REPLICAS}  # images_ranking's main setting
+VIT_SEED = {r: fs.verdicts.replica_seed(seed, "vit/main", r) for r in REPLICAS}  # images_variants' ViT
+ST_SEED = {(name, r): fs.verdicts.replica_seed(seed, f"series_text/{name}", r)  # series_text's models
            for name in [*st.ts_models, *st.text_models] for r in REPLICAS}
 cases, base_of, tuned_by_beta = {}, {}, {}  # cases[domain, name, reference, replica]; the CNN's by replica
 vit_train, _ = vit.canvases(canvas).load(seed)  # the ViT's own training canvases (VitModels.n_train), same test split
@@ -114,7 +115,7 @@ rows, sample_rows = [], []
 for (domain, name, reference, r), (original, tuned, test, unit_kind) in cases.items():
     x, y = test.x.to(device), test.y.to(device)
     for ratio in ratios:
-        preds = fl.protocols.random_masking_predictions({"original": original, "fine-tuned": tuned}, x, ratio,
+        preds = fs.papers.random_masking_predictions({"original": original, "fine-tuned": tuned}, x, ratio,
                                                         units=fl.perturb.UNIT_KINDS[unit_kind](x),
                                                         reference=reference, **masking)
         for version, p in preds.items():
@@ -140,10 +141,10 @@ out.glue("replicas", replicas)
 # for our text models.
 
 # %%
-PAPER = fl.protocols.ffidelity.paper.TABLE_8  # F-Fidelity Table 8 (App. D.2): accuracy (%) at 0 %, 5 %, 10 %
+PAPER = fs.papers.ffidelity.paper.TABLE_8  # F-Fidelity Table 8 (App. D.2): accuracy (%) at 0 %, 5 %, 10 %
 summary = robust.groupby(["domain", "architecture", "model", "ratio"], sort=False)["accuracy"].agg(["mean", "std"])
 summary = summary.reset_index()
-summary["paper"] = [fl.protocols.ffidelity.paper.table_8_value(a, m, q)  # our rows read against the paper's
+summary["paper"] = [fs.papers.ffidelity.paper.table_8_value(a, m, q)  # our rows read against the paper's
                     for a, m, q in zip(summary["architecture"], summary["model"], summary["ratio"])]
 out.table(summary, "table_8_tidy")
 table_8 = summary.assign(
@@ -168,10 +169,10 @@ x, y = img_test.x.to(device), img_test.y.to(device)
 rows, sample_rows = [], []
 for r in REPLICAS:
     boundary_models = {0.0: base_of[r], **{b: tuned_by_beta[r][b] for b in betas}}
-    clean_pred = {b: fl.protocols.random_masking_predictions({b: m}, x, 0.0, **masking)[b][:, 0]
+    clean_pred = {b: fs.papers.random_masking_predictions({b: m}, x, 0.0, **masking)[b][:, 0]
                   for b, m in boundary_models.items()}
     for ratio in boundary_ratios:
-        preds = fl.protocols.random_masking_predictions(boundary_models, x, ratio, **masking)
+        preds = fs.papers.random_masking_predictions(boundary_models, x, ratio, **masking)
         for b, p in preds.items():
             scores = {"accuracy": p == y[:, None], "agreement with the original": p == preds[0.0],
                       "stability": p == clean_pred[b][:, None]}
@@ -209,8 +210,8 @@ out.figure(fig, "boundary")
 
 # %% [markdown]
 # ## Claims
-# Each claim is a function of `fl.protocols.ffidelity` decided by its registered rule (the rules file
-# `lib/faithlab/verdicts/registered/ffidelity.toml`: statistic, direction, margin from the paper's numbers, how the
+# Each claim is a function of `fs.papers.ffidelity` decided by its registered rule (the rules file
+# `lib/faithlab/study/verdicts/registered/ffidelity.toml`: statistic, direction, margin from the paper's numbers, how the
 # cells combine). The unit is a test input of one trained replica; every comparison is paired (all models of a
 # replica see the same masked copies of the same inputs), and its interval is a t interval on the replica means —
 # or on one statistic per replica where the compared inputs differ. `out.claim` records each with its replica
@@ -237,7 +238,7 @@ out.figure(fig, "boundary")
 #    original can beat the majority-class share by 5 points on clean inputs.
 
 # %%
-C = fl.protocols.ffidelity
+C = fs.papers.ffidelity
 paper_rows = sorted({(ds, arch) for ds, arch, _ in PAPER})
 restores = out.claim(
     C.claim_finetune_restores, samples, clean=min(ratios), removed=max(ratios),
@@ -276,17 +277,17 @@ top = max(boundary_ratios)
 at_top = final.xs(top, level="ratio")
 beta_grid = torch.tensor(at_top.index.tolist(), dtype=torch.float64)
 out.glue("boundary_top_ratio", top)
-out.glue("spearman_beta_accuracy", float(fl.stats.spearman(beta_grid, torch.tensor(at_top["accuracy"].to_numpy()))))
+out.glue("spearman_beta_accuracy", float(fl.metrics.statistics.spearman(beta_grid, torch.tensor(at_top["accuracy"].to_numpy()))))
 out.glue("original_acc_top", float(at_top.loc[0.0, "accuracy"]))
 out.glue("best_acc_top", float(at_top["accuracy"].max()))
 tuned_top = at_top.loc[betas]
 out.glue("spearman_beta_agreement",
-         float(fl.stats.spearman(torch.tensor(betas, dtype=torch.float64),
+         float(fl.metrics.statistics.spearman(torch.tensor(betas, dtype=torch.float64),
                                  torch.tensor(tuned_top["agreement with the original"].to_numpy())))
          if len(betas) > 1 else float("nan"))
 clean = final.xs(min(boundary_ratios), level="ratio")
 out.glue("min_clean_agreement", float(clean.loc[betas, "agreement with the original"].min()))
-out.glue("clean_agreement_bar", float(clean.loc[0.0, "accuracy"]) + fl.verdicts.rule("D3.agreement.clean").margin)
+out.glue("clean_agreement_bar", float(clean.loc[0.0, "accuracy"]) + fs.verdicts.rule("D3.agreement.clean").margin)
 boundary_note = (f"image model, original = β 0; {n_draws} draws per input; agreement = same predicted class as the "
                  f"original model on the same masked input; {replicas} trained replicas per β")
 keeps = out.claim(C.claim_beta_accuracy, boundary_samples, ratio=top, note=boundary_note,

@@ -17,12 +17,12 @@
 # The paper varies one hyper-parameter of F-Fidelity at a time — the number of Monte-Carlo masks N, the fine-tuning
 # and evaluation budget β, and the removal fraction α (α+ = α−) — on Colored-MNIST digits of size r = 0.2, with the
 # ground-truth digit mask degraded at ξ ∈ {0, 0.2, …, 1} as the explainers, and reports the three macro Spearman
-# correlations. We do the same on coloured canvas digits (`fl.protocols.ffidelity.palette_canvases`, the chapter's
+# correlations. We do the same on coloured canvas digits (`fs.papers.ffidelity.palette_canvases`, the chapter's
 # canvases on which removal is out of distribution, standing in for Colored-MNIST) with a small CNN fine-tuned once
 # per β; the chapter's mechanism check FF.OOD is decided on them too and is the claim's premise.
 #
 # **Replicas.** The unit of replication is the trained classifier: the notebook trains `replicas` (R) small CNNs on
-# the same data, each with its own training seed (`fl.verdicts.replica_seed(seed, "ffidelity/sensitivity", r)`), and
+# the same data, each with its own training seed (`fs.verdicts.replica_seed(seed, "ffidelity/sensitivity", r)`), and
 # fine-tunes each once per β (cached per replica). The claim is decided on one statistic per replica and setting —
 # its macro correlations averaged over the degradation seeds (`n_seeds`) of the ground-truth maps of its `n_test`
 # test images — with a t interval on the R replica values; every per-unit frame carries a `replica` column.
@@ -31,7 +31,7 @@
 image_size = 16
 r = 0.2
 color = True
-palette = "saturated"  # fl.protocols.ffidelity.palette_canvases: removal is out of distribution on them
+palette = "saturated"  # fs.papers.ffidelity.palette_canvases: removal is out of distribution on them
 n_train = 2000  # training canvases (digits reused with fresh placements and colours)
 width = 32
 n_epochs = 30  # enough for every replica to learn the saturated canvases (the accuracy is shown below)
@@ -51,8 +51,9 @@ batch_size = 256  # per forward call: on a CPU core twice as fast per input as 2
 import pandas as pd
 
 import faithlab as fl
+import faithlab.study as fs
 
-out = fl.outputs.for_notebook()
+out = fs.artifacts.for_notebook()
 fl.plots.set_style()
 
 # %% [markdown]
@@ -65,8 +66,8 @@ fl.plots.set_style()
 if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
     raise ValueError(f"replicas must be an int ≥ 1, got {replicas!r}")
 REPLICAS = range(replicas)
-TRAIN_SEED = {q: fl.verdicts.replica_seed(seed, "ffidelity/sensitivity", q) for q in REPLICAS}
-canvas = fl.protocols.ffidelity.CanvasModels(image_size=image_size, r=r, color=color, palette=palette,
+TRAIN_SEED = {q: fs.verdicts.replica_seed(seed, "ffidelity/sensitivity", q) for q in REPLICAS}
+canvas = fs.papers.ffidelity.CanvasModels(image_size=image_size, r=r, color=color, palette=palette,
                                              n_train=n_train, width=width, n_epochs=n_epochs,
                                              n_finetune_epochs=n_finetune_epochs)
 data = dict(zip(("train", "test"), canvas.load(seed)))
@@ -96,9 +97,9 @@ accuracy.pivot(index="replica", columns="model", values="test accuracy")
 # %% [markdown]
 # ## One hyper-parameter at a time
 # The ground-truth map degraded at every ξ with every seed and scored as in the ranking notebook
-# (`fl.protocols.degraded_fidelity_curves`: index-paired curves, at level i FFid+ samples from the top i and FFid−
+# (`fs.papers.degraded_fidelity_curves`: index-paired curves, at level i FFid+ samples from the top i and FFid−
 # from the bottom i of the pixels). Beside each setting's correlations, their chance level
-# (`fl.protocols.permuted_correlations`): the same correlations with the ground-truth order permuted over the six
+# (`fs.papers.permuted_correlations`): the same correlations with the ground-truth order permuted over the six
 # explainers (for MoRF vs LeRF, the pairing of the "+" and "−" curves shuffled), 1000 draws, the same permutations
 # in every replica (so that the claim averages them over the replicas). The default setting stands in every grid; it
 # is scored once per replica and shown under each. Tables and figures show the means over the replicas and seeds;
@@ -112,11 +113,11 @@ for q in REPLICAS:
         k = (q, hp["n_samples"], hp["beta"], hp["alpha"])
         if k in scored:
             continue
-        plus, minus = fl.protocols.degraded_fidelity_curves(
+        plus, minus = fs.papers.degraded_fidelity_curves(
             tuned[q, hp["beta"]], x, y, gt, noise_levels=noise_levels, sparsity=sparsity, n_seeds=n_seeds,
             alpha=hp["alpha"], beta=hp["beta"], n_samples=hp["n_samples"], batch_size=batch_size)
         scored[k] = (plus, minus, fl.metrics.ground_truth_ranking(plus, minus, noise_levels, sparsity),
-                     fl.protocols.permuted_correlations(plus, minus, noise_levels=noise_levels, sparsity=sparsity,
+                     fs.papers.permuted_correlations(plus, minus, noise_levels=noise_levels, sparsity=sparsity,
                                                         seed=seed))
 unit_rows, micro_rows, curve_rows, nulls = [], [], [], []
 for (varied, value), hp in settings.items():
@@ -137,10 +138,10 @@ for (varied, value), hp in settings.items():
 units = pd.DataFrame(unit_rows)
 nulls = pd.concat(nulls, ignore_index=True)
 out.table(units, "macro_units")
-table = fl.protocols.ffidelity.setting_means(units)  # macro: ± over the replicas' seeds
-micro = fl.protocols.ffidelity.setting_means(pd.DataFrame(micro_rows))  # micro: ± over levels, seeds and replicas pooled
-out.table(fl.protocols.ffidelity.setting_table(table), "macro_correlations")
-out.table(fl.protocols.ffidelity.setting_table(micro), "micro_correlations")
+table = fs.papers.ffidelity.setting_means(units)  # macro: ± over the replicas' seeds
+micro = fs.papers.ffidelity.setting_means(pd.DataFrame(micro_rows))  # micro: ± over levels, seeds and replicas pooled
+out.table(fs.papers.ffidelity.setting_table(table), "macro_correlations")
+out.table(fs.papers.ffidelity.setting_table(micro), "micro_correlations")
 ffid_curves = (pd.DataFrame(curve_rows).groupby(["varied", "value", "xi", "level"], sort=False)[["FFid+", "FFid−"]]
                .mean().reset_index())
 out.table(ffid_curves, "ffid_curves")
@@ -170,23 +171,23 @@ ends = (ffid_curves[ffid_curves["xi"].isin([noise_levels[0], noise_levels[-1]])]
         .groupby(["varied", "value", "xi"], sort=False)[["FFid+", "FFid−"]].mean().unstack("xi"))
 ends.columns = [f"{m} (ξ = {xi:g})" for m, xi in ends.columns]
 ends = ends.reset_index()
-out.table(fl.protocols.ffidelity.setting_table(ends), "ffid_ends")
+out.table(fs.papers.ffidelity.setting_table(ends), "ffid_ends")
 micro
 
 # %% [markdown]
 # ## The mechanism on these canvases (study check FF.OOD)
 # As in {doc}`images_ranking`: every test image of every replica loses round(β·n) background pixels (5 draws,
-# `fl.protocols.ffidelity.ood_per_input`); the original model must lose accuracy to them and the fine-tuned one
+# `fs.papers.ffidelity.ood_per_input`); the original model must lose accuracy to them and the fine-tuned one
 # (the default β) less, per image, a t interval on the replica means (`claim_ood_check`, rule FF.OOD). The claim
 # below takes the outcome as its premise.
 
 # %%
-ood = pd.concat([fl.protocols.ffidelity.ood_per_input(
+ood = pd.concat([fs.papers.ffidelity.ood_per_input(
     {"original": originals[q], "fine-tuned": tuned[q, default["beta"]]}, test.x.to(device), test.y.to(device),
     test.mask.flatten(1).to(device), beta=default["beta"], n_draws=5, generator=seed, batch_size=batch_size)
     .assign(replica=q) for q in REPLICAS], ignore_index=True)
 out.table(ood, "ood_per_input")
-check = out.claim(fl.protocols.ffidelity.claim_ood_check, ood, data=f"canvas digits, r = {r:g}",
+check = out.claim(fs.papers.ffidelity.claim_ood_check, ood, data=f"canvas digits, r = {r:g}",
                   note=f"{len(test.x)} test images × {replicas} replicas, 5 draws of {int(ood['k'].max())} "
                        "background pixels").claim
 out.table(check.table, "ood_check")
@@ -194,7 +195,7 @@ check.table
 
 # %% [markdown]
 # ## Claim: F-Fidelity is robust to its hyper-parameters
-# **F6**, by `fl.protocols.ffidelity.claim_robust_hyperparameters` and its rule F6. Per setting of N, β or α and
+# **F6**, by `fs.papers.ffidelity.claim_robust_hyperparameters` and its rule F6. Per setting of N, β or α and
 # trained replica: the oriented macro correlation (−MoRF vs GT + LeRF vs GT − MoRF vs LeRF) / 3, averaged over the
 # degradation seeds; a t interval on the R replica values must lie above F-Fidelity's weakest oriented macro
 # correlation in the paper's image tables (Table 10, LayerCAM), in every testable setting. Premise and null, per
@@ -203,8 +204,8 @@ check.table
 # claim: FF.OOD on these canvases.
 
 # %%
-claim = out.claim(fl.protocols.ffidelity.claim_robust_hyperparameters, units, nulls, n_images=n_test,
-                  mechanism=fl.protocols.ffidelity.mechanism(check),
+claim = out.claim(fs.papers.ffidelity.claim_robust_hyperparameters, units, nulls, n_images=n_test,
+                  mechanism=fs.papers.ffidelity.mechanism(check),
                   note=f"canvas digits r={r}, {replicas} trained replicas × {n_test} test images ({n_seeds} seeds "
                        "each), GT-mask explainer").claim
 out.table(claim.table, "settings_vs_chance")

@@ -29,14 +29,14 @@
 # zeros"); deleting the token (the pad id, dropped from the pool) is run beside it as a labelled variant.
 #
 # **Replicas.** The unit of replication is the trained model: every model is trained `replicas` (R) times, replica
-# r with the seed `fl.verdicts.replica_seed(seed, "series_text/<model>", r)` (which also draws that replica's
+# r with the seed `fs.verdicts.replica_seed(seed, "series_text/<model>", r)` (which also draws that replica's
 # training and test data), and each replica gets its own F-Fidelity fine-tuning (and, on series, its own ROAR
 # retraining), all cached per replica. Every frame below carries a `replica` column; the claims rest on one
 # statistic per replica (averaged over its degradation seeds and sparsity levels, its `n_test` test inputs the units
 # behind it) and put a t interval on the R replica values.
 
 # %% tags=["parameters"]
-series_text_models = {}  # overrides of fl.protocols.ffidelity.SeriesTextModels (the models of ffidelity/robustness)
+series_text_models = {}  # overrides of fs.papers.ffidelity.SeriesTextModels (the models of ffidelity/robustness)
 beta = 0.1
 alpha = 0.5
 n_samples = 10
@@ -54,12 +54,13 @@ import pandas as pd
 import torch
 
 import faithlab as fl
+import faithlab.study as fs
 
-out = fl.outputs.for_notebook()
+out = fs.artifacts.for_notebook()
 fl.plots.set_style()
 TS_METHODS = ["Fidelity", "ROAR", "R-Fidelity", "F-Fidelity"]
 TEXT_METHODS = ["Fidelity", "R-Fidelity", "F-Fidelity"]
-st = fl.protocols.ffidelity.SeriesTextModels(**series_text_models)
+st = fs.papers.ffidelity.SeriesTextModels(**series_text_models)
 ts_models, text_models, n_test = st.ts_models, st.text_models, st.n_test
 
 # %% [markdown]
@@ -72,9 +73,9 @@ ts_models, text_models, n_test = st.ts_models, st.text_models, st.n_test
 
 # %%
 cases = st.cases()
-glue_key = fl.protocols.ffidelity.glue_key  # a model's glue key: "LSTM (pad deletion)" → "lstm_pad"
+glue_key = fs.papers.ffidelity.glue_key  # a model's glue key: "LSTM (pad deletion)" → "lstm_pad"
 REPLICAS = range(replicas)
-TRAIN_SEED = {(name, r): fl.verdicts.replica_seed(seed, f"series_text/{name}", r)
+TRAIN_SEED = {(name, r): fs.verdicts.replica_seed(seed, f"series_text/{name}", r)
               for name in [*ts_models, *text_models] for r in REPLICAS}
 models, tests, accuracy_rows = {}, {}, []
 for domain, name, unit_kind, reference in cases:
@@ -92,7 +93,7 @@ for domain, name, unit_kind, reference in cases:
             spec = hist["spec"]
             roar, _ = fl.train.fit(
                 spec["model"], spec["model_config"], train,
-                fl.train.TrainConfig(epochs=st.n_epochs, lr=fl.recipes.SERIES_TEXT_LR, batch_size=64, seed=t),
+                fl.train.TrainConfig(epochs=st.n_epochs, lr=fs.recipes.SERIES_TEXT_LR, batch_size=64, seed=t),
                 data_key=spec["data"], augment=fl.train.ExplanationGuidedRemoval(train_scores, units="time"),
                 test_data=test, device=device, progress=False)
             models[group, r]["ROAR"] = roar.to(device).eval()
@@ -114,7 +115,7 @@ accuracy
 # ## Is removal out of distribution here? (the mechanism, study check FF.OOD)
 # Every test input of every replica loses k = round(β·n) of its non-salient units (background time steps, filler
 # tokens; no more than the fewest of any input), drawn at random (5 draws) and removed as the metrics remove them
-# (`fl.protocols.ffidelity.ood_per_input`). They carry no evidence, so the accuracy the original model loses is the
+# (`fs.papers.ffidelity.ood_per_input`). They carry no evidence, so the accuracy the original model loses is the
 # out-of-distribution effect, and the fine-tuned model should lose less. `claim_ood_check` decides both for each
 # series model (rule FF.OOD, a t interval on the replica means), and the series ranking claim takes each model's
 # outcome as its premise. The text models are measured the same way and shown beside them: the paper's point is
@@ -129,7 +130,7 @@ for domain, name, unit_kind, reference in cases:
         salient = tests[group, r].mask[:n_test].to(device)
         real = x != 0 if domain == "text" else None  # a pad position is neither evidence nor background
         units = fl.perturb.UNIT_KINDS[unit_kind](x)
-        ood_rows.append(fl.protocols.ffidelity.ood_per_input(
+        ood_rows.append(fs.papers.ffidelity.ood_per_input(
             {m: models[group, r][m] for m in ("original", "fine-tuned")}, x, y, salient & real if real is not None
             else salient, beta=beta, units=units, candidates=real, reference=reference, n_draws=5, generator=seed,
             batch_size=batch_size).assign(domain=domain, group=group, replica=r))
@@ -139,12 +140,12 @@ MECHANISM, ood_checks = {}, []
 for group in dict.fromkeys(g for g, _ in models):
     part = ood[ood["group"] == group]
     if part["domain"].iloc[0] == "time series":
-        check = out.claim(fl.protocols.ffidelity.claim_ood_check, part.drop(columns=["domain", "group"]),
+        check = out.claim(fs.papers.ffidelity.claim_ood_check, part.drop(columns=["domain", "group"]),
                           data=group, note=f"{n_test} test series × {replicas} replicas, 5 draws of "
                                            f"{int(part['k'].max())} background steps").claim
-        MECHANISM[group] = fl.protocols.ffidelity.mechanism(check)
+        MECHANISM[group] = fs.papers.ffidelity.mechanism(check)
     else:
-        check = fl.protocols.ffidelity.claim_ood_check(part.drop(columns=["domain", "group"]), data=group)
+        check = fs.papers.ffidelity.claim_ood_check(part.drop(columns=["domain", "group"]), data=group)
     ood_checks.append(check.table.assign(domain=part["domain"].iloc[0], premise_of_a_claim=group in MECHANISM))
 ood_table = pd.concat(ood_checks, ignore_index=True)
 out.table(ood_table, "ood_check")
@@ -159,7 +160,7 @@ ood_table
 # IG (zero baseline: zero series / zero embeddings, summed over the embedding dim for text) of the original model
 # feeds Fidelity and R-Fidelity; F-Fidelity uses IG recomputed on the fine-tuned model (as the authors' code).
 # "+" removes (a fraction α of) the top s of the units, "−" (a fraction α of) the bottom 1 − s, index-paired as in
-# the image notebook (`fl.protocols.degraded_fidelity_curves`, shared with it). Every replica is scored on its own
+# the image notebook (`fs.papers.degraded_fidelity_curves`, shared with it). Every replica is scored on its own
 # test inputs; `P[r]`, `Q[r]` hold replica r's curves.
 
 # %%
@@ -179,7 +180,7 @@ for (domain, name, unit_kind, reference), r in ((c, r) for c in cases for r in R
                 "R-Fidelity": (base, "original", alpha, None, n_samples),
                 "F-Fidelity": (tuned, "fine-tuned", alpha, beta, n_samples)}
     for method, (model, source, a, b, n_mc) in settings.items():
-        plus, minus = fl.protocols.degraded_fidelity_curves(
+        plus, minus = fs.papers.degraded_fidelity_curves(
             model, x, y, clean[source], noise_levels=noise_levels, sparsity=sparsity, n_seeds=n_seeds, alpha=a,
             beta=b, n_samples=n_mc, units=units, reference=reference, batch_size=batch_size)
         P[r][group, method], Q[r][group, method] = plus, minus
@@ -237,15 +238,15 @@ for n, (domain, names, groups, part) in enumerate(curve_figures):
 # (Transformer), which rank the same three methods as we do on text.
 
 # %%
-PAPER = {"cnn1d": fl.protocols.ffidelity.paper.TABLE_6, "bilstm": fl.protocols.ffidelity.paper.TABLE_3,  # PAM
-         "lstm_text": fl.protocols.ffidelity.paper.TABLE_4,  # SST2 (LSTM), in the order of TEXT_METHODS
-         "transformer_text": fl.protocols.ffidelity.paper.TABLE_7}  # SST2 (Transformer)
+PAPER = {"cnn1d": fs.papers.ffidelity.paper.TABLE_6, "bilstm": fs.papers.ffidelity.paper.TABLE_3,  # PAM
+         "lstm_text": fs.papers.ffidelity.paper.TABLE_4,  # SST2 (LSTM), in the order of TEXT_METHODS
+         "transformer_text": fs.papers.ffidelity.paper.TABLE_7}  # SST2 (Transformer)
 domain_methods = {"time series": TS_METHODS, "text": TEXT_METHODS}
 ARCH = {st.label(d, n, ref): n for d, n, _, ref in cases}
 # the replicas' curves stacked along the seeds (R·n_seeds seeds) for the table; the claims keep the replicas apart
 P_all = {k: torch.cat([P[r][k] for r in REPLICAS]) for k in P[0]}
 Q_all = {k: torch.cat([Q[r][k] for r in REPLICAS]) for k in Q[0]}
-tidy = pd.concat([fl.protocols.ranking_correlations(
+tidy = pd.concat([fs.papers.ranking_correlations(
     {k: v for k, v in P_all.items() if k[0] in groups}, {k: v for k, v in Q_all.items() if k[0] in groups},
     noise_levels=noise_levels, sparsity=sparsity, methods=domain_methods[domain], group="model").assign(domain=domain)
     for domain in domain_methods if (groups := [g for g in GROUPS if ARCH[g] in (ts_models if domain == "time series"
@@ -256,7 +257,7 @@ methods_of = {r.model: domain_methods[r.domain] for r in tidy.itertuples()}
 tidy["paper"] = [PAPER[ARCH[r.model]].get((r.row, r.correlation), [float("nan")] * 4)[methods_of[r.model].index(r.method)]
                  for r in tidy.itertuples()]
 out.table(tidy, "correlations_tidy")
-display_table = fl.protocols.table_layout(tidy, group="model", paper="paper")
+display_table = fs.papers.table_layout(tidy, group="model", paper="paper")
 out.table(display_table, "table_layout")
 display_table
 
@@ -265,13 +266,13 @@ display_table
 # over levels; a spread near the Monte-Carlo noise means the method barely separates the explainers.
 
 # %%
-spread = fl.protocols.separation(curves, group="model")
+spread = fs.papers.separation(curves, group="model")
 out.table(spread, "separation")
 spread
 
 # %% [markdown]
 # ## Claims
-# Both claims are functions of `fl.protocols.ffidelity` decided by their registered rules; each rests on one
+# Both claims are functions of `fs.papers.ffidelity` decided by their registered rules; each rests on one
 # statistic per trained replica — a method's micro ranks or oriented micro correlations averaged over the replica's
 # degradation seeds and sparsity levels (its `n_test` test inputs are the units behind it) — with a t interval on
 # the R replica values. The null of a ranking is the ground-truth order permuted over the degraded explainers
@@ -290,9 +291,9 @@ spread
 #    (two rankings at chance are "equal" by construction).
 
 # %%
-C = fl.protocols.ffidelity
+C = fs.papers.ffidelity
 METHODS_OF = {g: TS_METHODS if "ROAR" in models[g, 0] else TEXT_METHODS for g in GROUPS}
-cells = pd.concat([fl.protocols.micro_cells(
+cells = pd.concat([fs.papers.micro_cells(
     {k: v for k, v in P[r].items() if k[0] == g}, {k: v for k, v in Q[r].items() if k[0] == g},
     noise_levels=noise_levels, sparsity=sparsity, methods=METHODS_OF[g], group="model").assign(replica=r)
     for g in GROUPS for r in REPLICAS], ignore_index=True)
@@ -310,8 +311,8 @@ for g in series_groups:
 claims = []
 note = (f"series T={st.ts_length} at offset {st.ts_offset:g}, tokens L={st.text_length}; {n_test} inputs, "
         f"{replicas} replicas × {n_seeds} seeds × {len(sparsity)} levels, N={n_samples}")
-rank_range = fl.protocols.ffidelity.paper.rank_range_text  # Tables 3 and 6: a method's micro ranks, min-max
-macro_difference = fl.protocols.ffidelity.paper.macro_difference_text  # Tables 4 and 7: F-Fid's macro vs Fid's
+rank_range = fs.papers.ffidelity.paper.rank_range_text  # Tables 3 and 6: a method's micro ranks, min-max
+macro_difference = fs.papers.ffidelity.paper.macro_difference_text  # Tables 4 and 7: F-Fid's macro vs Fid's
 if series_groups:
     claims.append(out.claim(
         C.claim_series_ranking, cells, null, models=series_groups, n_inputs=n_test, mechanisms=MECHANISM, note=note,

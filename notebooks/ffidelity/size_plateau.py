@@ -20,11 +20,11 @@
 # foreground covers exactly a fraction r of the pixels (our stand-in for the paper's rescaled Colored-MNIST), with
 # the ground-truth digit mask as the explainer (ties broken at random), a small CNN fine-tuned with random removal
 # of up to β of the pixels, and α+ = 0.5. The canvases are the chapter's coloured ones
-# (`fl.protocols.ffidelity.palette_canvases`, standing in for Colored-MNIST), on which removal is out of
+# (`fs.papers.ffidelity.palette_canvases`, standing in for Colored-MNIST), on which removal is out of
 # distribution: the study check FF.OOD is decided on them and is the claim's premise.
 #
 # **Replicas.** The unit of replication is the trained classifier: for every r the notebook trains `replicas`
-# classifiers (training seed `fl.verdicts.replica_seed(seed, "ffidelity/size_plateau/<r>", q)`), each fine-tuned
+# classifiers (training seed `fs.verdicts.replica_seed(seed, "ffidelity/size_plateau/<r>", q)`), each fine-tuned
 # once per β (cached per replica); the claim counts the (r, β) cases of every replica and decides their share with
 # an interval that takes the replicas into account.
 
@@ -32,7 +32,7 @@
 image_size = 16
 rs = [0.1, 0.15, 0.2, 0.25, 0.3]
 color = True
-palette = "saturated"  # fl.protocols.ffidelity.palette_canvases: removal is out of distribution on them
+palette = "saturated"  # fs.papers.ffidelity.palette_canvases: removal is out of distribution on them
 replicas = 3  # independently trained classifiers per r (each fine-tuned once per β)
 betas = [0.1, 0.2, 0.3]
 alpha = 0.5
@@ -53,8 +53,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 import faithlab as fl
+import faithlab.study as fs
 
-out = fl.outputs.for_notebook()
+out = fs.artifacts.for_notebook()
 fl.plots.set_style()
 
 # %% [markdown]
@@ -73,7 +74,7 @@ if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
     raise ValueError(f"replicas must be an int ≥ 1, got {replicas!r}")
 rows, curves, ood_rows = [], [], []
 for r in rs:
-    canvas = fl.protocols.ffidelity.CanvasModels(image_size=image_size, r=r, color=color, palette=palette,
+    canvas = fs.papers.ffidelity.CanvasModels(image_size=image_size, r=r, color=color, palette=palette,
                                                  n_train=n_train, width=width, n_epochs=n_epochs,
                                                  n_finetune_epochs=n_finetune_epochs)
     train_data, test = canvas.load(seed)
@@ -81,7 +82,7 @@ for r in rs:
     x, y = test.x[:n_test].to(device), test.y[:n_test].to(device)
     attr = fl.explainers.ground_truth(test.mask[:n_test], x)
     for q in range(replicas):
-        train_seed = fl.verdicts.replica_seed(seed, f"ffidelity/size_plateau/{r:g}", q)
+        train_seed = fs.verdicts.replica_seed(seed, f"ffidelity/size_plateau/{r:g}", q)
         base, hist = fl.train.fit("small_cnn", canvas.model_config(), train_data, canvas.train_config(train_seed),
                                   data_key=key, test_data=test, device=device, progress=False)
         base = base.to(device).eval()
@@ -91,7 +92,7 @@ for r in rs:
                                          test_data=test, device=device, progress=False)
             model = model.to(device).eval()
             if beta == min(betas):
-                ood_rows.append(fl.protocols.ffidelity.ood_per_input(
+                ood_rows.append(fs.papers.ffidelity.ood_per_input(
                     {"original": base, "fine-tuned": model}, x, y, test.mask[:n_test].flatten(1).to(device),
                     beta=beta, n_draws=5, generator=seed, batch_size=batch_size).assign(r=r, replica=q))
             scores = fl.metrics.fid_plus(model, x, attr, target=y, sparsity=sparsity, alpha=alpha, beta=beta,
@@ -149,7 +150,7 @@ out.figure(fig, "ffid_plus_vs_size")
 # outcome as its premise.
 
 # %%
-check = out.claim(fl.protocols.ffidelity.claim_ood_check, ood,  # one row per replica, r and image: each r its models
+check = out.claim(fs.papers.ffidelity.claim_ood_check, ood,  # one row per replica, r and image: each r its models
                   data=f"size canvases, r ∈ {{{', '.join(f'{r:g}' for r in rs)}}}",
                   note=f"{n_test} test images × {len(rs)} sizes r × {replicas} replicas, 5 draws of "
                        f"{int(ood['k'].max())} background pixels").claim
@@ -158,18 +159,18 @@ check.table
 
 # %% [markdown]
 # ## Claim: the plateau start / turning point reveals r
-# **F4**, by `fl.protocols.ffidelity.claim_size_readout` and its rule F4. Rule, fixed before looking at the numbers:
+# **F4**, by `fs.papers.ffidelity.claim_size_readout` and its rule F4. Rule, fixed before looking at the numbers:
 # a read-out is correct when |r̂ − r| ≤ `tolerance` (one grid step of s). Cases with r = β/α+ are excluded (both
 # critical points coincide, so the curve only peaks). Statistic: the share of correct read-outs over the remaining
 # (r, β) cases of every replica, its interval the hull of a t interval on the replica shares and the Wilson interval
-# of the pooled count (`fl.verdicts.share_interval`), against the margin 0.5 (our convention: the paper shows curves
+# of the pooled count (`fs.verdicts.share_interval`), against the margin 0.5 (our convention: the paper shows curves
 # only). Null: the read-outs shuffled over the cases — an r̂ that carries no information about r still lands within
 # one grid step of it for some cases, since neighbouring sizes are one step apart; the share must lie beyond that
 # null's 95 % range, else not testable here. Premise: FF.OOD on these canvases.
 
 # %%
-claim = out.claim(fl.protocols.ffidelity.claim_size_readout, table, tolerance=tolerance,
-                  mechanism=fl.protocols.ffidelity.mechanism(check), null_seed=seed,
+claim = out.claim(fs.papers.ffidelity.claim_size_readout, table, tolerance=tolerance,
+                  mechanism=fs.papers.ffidelity.mechanism(check), null_seed=seed,
                   note=f"canvas digits {image_size}x{image_size}, small CNN, GT-mask explainer, N={n_samples}, "
                        f"{n_test} images, {replicas} replicas per r").claim
 eligible = claim.table

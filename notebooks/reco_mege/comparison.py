@@ -60,9 +60,10 @@ batch_size = 64  # per forward call: on a CPU core these models run fastest per 
 import pandas as pd
 
 import faithlab as fl
+import faithlab.study as fs
 
-out = fl.outputs.for_notebook()
-P = fl.protocols.reco_mege
+out = fs.artifacts.for_notebook()
+P = fs.papers.reco_mege
 if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
     raise ValueError(f"replicas must be an int ≥ 1, got {replicas!r}")
 family = P.FamilySettings.from_parameters(globals())  # n, image_size, k, width_scale, epochs, ... (parameters)

@@ -44,9 +44,10 @@ import numpy as np
 import pandas as pd
 
 import faithlab as fl
-from faithlab.protocols import reco_sanity as R
+import faithlab.study as fs
+from faithlab.study.papers import reco_sanity as R
 
-out = fl.outputs.for_notebook()
+out = fs.artifacts.for_notebook()
 fl.plots.set_style()
 NAMES = R.LABELS
 out.glue("paths", paths)
@@ -115,7 +116,7 @@ checks
 
 # %% [markdown]
 # ## R4
-# Decided by its registered rule (`fl.protocols.reco_sanity.claim_sanity_checks`, rule R4, a study check): per
+# Decided by its registered rule (`fs.papers.reco_sanity.claim_sanity_checks`, rule R4, a study check): per
 # (check × distance) cell, the mean over the independent units of their Spearman ρ, with its 95 % t interval on the
 # units, against 0.9 (a strong monotone relation; the paper states no number). "All six pass both": every cell must
 # hold; a cell whose interval lies below 0.9 makes the check not reproduced, one that straddles it inconclusive. The

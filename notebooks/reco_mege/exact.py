@@ -48,10 +48,11 @@ import pandas as pd
 import torch
 
 import faithlab as fl
+import faithlab.study as fs
 
-out = fl.outputs.for_notebook()
+out = fs.artifacts.for_notebook()
 fl.plots.set_style()
-P = fl.protocols.reco_mege
+P = fs.papers.reco_mege
 SETTINGS = dict(ig_steps=ig_steps, sg_samples=sg_samples, batch_size=batch_size, seed=seed)
 families = P.families(tasks, P.FamilySettings.from_parameters(globals()))  # n, image_size, k, ... (parameters)
 details = {t: {m: P.distance_sets(f, m, **SETTINGS) for m in methods} for t, f in families.items()}

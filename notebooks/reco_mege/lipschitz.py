@@ -63,10 +63,11 @@ import pandas as pd
 import seaborn as sns
 
 import faithlab as fl
+import faithlab.study as fs
 
-out = fl.outputs.for_notebook()
+out = fs.artifacts.for_notebook()
 fl.plots.set_style()
-P = fl.protocols.reco_mege
+P = fs.papers.reco_mege
 if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
     raise ValueError(f"replicas must be an int ≥ 1, got {replicas!r}")
 family = P.FamilySettings.from_parameters(globals())  # n, image_size, k, width_scale, epochs, ... (parameters)

@@ -49,16 +49,17 @@ import pandas as pd
 import torch
 
 import faithlab as fl
+import faithlab.study as fs
 
 
-out = fl.outputs.for_notebook()
+out = fs.artifacts.for_notebook()
 fl.plots.set_style()
 generator = torch.Generator().manual_seed(seed)
 
 # %% [markdown]
 # ## Model
-# The same recipe as `random_vs_methods` (`fl.recipes.digits_vit` with each setting's parameters and the training
-# seeds `fl.verdicts.replica_seed(seed, setting, r)`), so the cached weights of that notebook's models are loaded
+# The same recipe as `random_vs_methods` (`fs.recipes.digits_vit` with each setting's parameters and the training
+# seeds `fs.verdicts.replica_seed(seed, setting, r)`), so the cached weights of that notebook's models are loaded
 # instead of retraining; each model's test accuracy is the claim's first premise. With `timm_model`
 # (`arch.weights_tag`), the timm ViT is converted with `fl.models.vit_from_timm` and the candidate images are the
 # first max(100, 2·`n_images`) of `dataset` from `sample_index` on, normalised with the model's own mean and std.
@@ -71,8 +72,8 @@ if timm_model is None:
         config = {key: setting[key] for key in ("image_size", "patch_size", "dim", "depth", "heads", "n_epochs")}
         test = fl.data.load("digits", split="test", size=setting["image_size"], seed=seed)
         for r in range(replicas):
-            vit = fl.recipes.digits_vit(**config, seed=seed, device=device,
-                                        train_seed=fl.verdicts.replica_seed(seed, setting["name"], r))[0]
+            vit = fs.recipes.digits_vit(**config, seed=seed, device=device,
+                                        train_seed=fs.verdicts.replica_seed(seed, setting["name"], r))[0]
             vits[setting["name"], r] = (vit, test.x[sample_index:], test.y[sample_index:])
             accuracy_rows.append({"setting": setting["name"], "replica": r,
                                   "accuracy": fl.train.loss_and_accuracy(vit, test, device=device)["accuracy"]})
@@ -185,7 +186,7 @@ out.figure(fig, "case_study")
 # ## Claim S5 over many images
 # The same three explanations for the first `n_images` correctly classified images from `sample_index` on (chosen
 # by this rule, not by looking at the scores), for every trained model, and the claim function
-# `fl.protocols.saco.claim_saturation`, which decides the claim's two named parts by their rules: the share of
+# `fs.papers.saco.claim_saturation`, which decides the claim's two named parts by their rules: the share of
 # images on which every method's cumulative drop has saturated after the top 30 % (t on the models' shares ∪
 # Wilson, against a half), and SaCo's separation of Transformer Attribution from Raw Attention and from Random (per
 # image, t interval on the model means above the margin). Its premises: each model learned the digits, and
@@ -202,18 +203,18 @@ for (name_r, r), (vit, images_r, labels_r) in vits.items():
     many = {name: fl.explainers.explain(vit, xs, ys, method=method, batch_size=batch_size, sample_seeds=chosen,
                                         **options).abs().sum(1, keepdim=True)
             for name, (method, options) in METHODS.items()}
-    frames.append(fl.protocols.saco.case_study_frame(vit, xs, many, k=k, batch_size=batch_size)
+    frames.append(fs.papers.saco.case_study_frame(vit, xs, many, k=k, batch_size=batch_size)
                   .assign(setting=name_r, replica=r))
 frame = pd.concat(frames, ignore_index=True)
 out.table(frame, "per_image")
-mechanism = pd.DataFrame([{"method": name, **fl.protocols.saco.removal_premise(frame, method=name)[1]}
+mechanism = pd.DataFrame([{"method": name, **fs.papers.saco.removal_premise(frame, method=name)[1]}
                           for name in ("Transformer Attribution", "Random")])
 out.table(mechanism, "mechanism")
 deciding = mechanism.set_index("method").loc["Transformer Attribution"]
 out.glue("mechanism_low", round(float(deciding["low"]), 3))
 out.glue("mechanism_estimate", round(float(deciding["most − least salient group drop"]), 3))
 out.glue("mechanism_outcome", str(deciding["outcome"]))
-s5 = out.claim(fl.protocols.saco.claim_saturation, frame, accuracy=accuracy_frame, min_accuracy=min_accuracy,
+s5 = out.claim(fs.papers.saco.claim_saturation, frame, accuracy=accuracy_frame, min_accuracy=min_accuracy,
                accuracy_tolerance=accuracy_tolerance, trained=timm_model is None,
                note=f"{len(vits)} trained model(s), {frame.groupby(['setting', 'replica'])['image'].nunique().min()} "
                     "images each at least").claim

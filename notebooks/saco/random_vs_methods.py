@@ -20,12 +20,12 @@
 # samples while they correlate with each other (Fig. 2), that gradients and all-layer aggregation make attention
 # explanations more faithful (Table 1) and that SaCo declines slightly as the number of groups K grows (Table 2).
 # Here small ViTs are trained on scikit-learn's digits, `replicas` independently trained ViTs (training seeds
-# `fl.verdicts.replica_seed(seed, setting, r)`, the same data split) per entry of `vit_settings` (image size, patch
+# `fs.verdicts.replica_seed(seed, setting, r)`, the same data split) per entry of `vit_settings` (image size, patch
 # size, width, depth, heads, epochs), and the same protocol is run on their test digits. Every trained ViT is one
 # replica of "a small ViT trained on the digits" (the paper averages its claims over its three ViTs): each claim
 # averages its per-image statistic per trained model and decides by the t interval on those model means (or, for a
 # correlation, on one value per model), against a margin taken from the paper's numbers, as its pre-registered rule
-# (`faithlab/verdicts/registered/saco.toml`) says. The `paper` profile instead sets `timm_models` (ViT-B/16,
+# (`faithlab/study/verdicts/registered/saco.toml`) says. The `paper` profile instead sets `timm_models` (ViT-B/16,
 # ViT-L/16, DeiT-B/16 with their ImageNet weights) and `dataset = "imagenet_val"`; the timm models are then the
 # settings.
 
@@ -56,9 +56,10 @@ import pandas as pd
 import torch
 
 import faithlab as fl
+import faithlab.study as fs
 
 
-out = fl.outputs.for_notebook()
+out = fs.artifacts.for_notebook()
 fl.plots.set_style()
 generator = torch.Generator().manual_seed(seed)
 
@@ -66,8 +67,8 @@ generator = torch.Generator().manual_seed(seed)
 # ## Data and models
 # Default: per entry of `vit_settings`, grey digits upsampled to `image_size`² pixels, normalised per channel; a
 # ViT with `patch_size`² patches, `depth` pre-norm blocks of width `dim` with `heads` heads and a CLS token,
-# trained for `n_epochs` with AdamW and a cosine schedule (`fl.recipes.digits_vit`, cached by configuration
-# hash and training seed), `replicas` times with the training seeds `fl.verdicts.replica_seed(seed, setting, r)`;
+# trained for `n_epochs` with AdamW and a cosine schedule (`fs.recipes.digits_vit`, cached by configuration
+# hash and training seed), `replicas` times with the training seeds `fs.verdicts.replica_seed(seed, setting, r)`;
 # each replica is evaluated on the first `n_test` test digits (or the setting's own `n_test`, which keeps costly
 # settings affordable), so a setting's cells pool `replicas` × `n_test` images. With `timm_models` (names
 # `arch.weights_tag`), each timm ViT is loaded from the local Hugging Face cache, converted with
@@ -83,8 +84,8 @@ if not timm_models:
     for setting in vit_settings:
         config = {key: setting[key] for key in ("image_size", "patch_size", "dim", "depth", "heads", "n_epochs")}
         for r in range(replicas):
-            model, train, test = fl.recipes.digits_vit(
-                **config, seed=seed, train_seed=fl.verdicts.replica_seed(seed, setting["name"], r), device=device)
+            model, train, test = fs.recipes.digits_vit(
+                **config, seed=seed, train_seed=fs.verdicts.replica_seed(seed, setting["name"], r), device=device)
             accuracies[setting["name"], r] = fl.train.loss_and_accuracy(model, test, device=device)["accuracy"]
             n = setting.get("n_test", n_test)
             models[setting["name"], r] = (model, test.x[:n].to(device), test.y[:n].to(device))
@@ -156,7 +157,7 @@ with torch.no_grad():
 
 
 # Random maps are drawn for every image up front, so that a shard's maps are the unsharded run's.
-random_maps = {m: fl.protocols.saco.pixel_map(model, x, predicted[m], *METHODS["Random"], batch_size=batch_size,
+random_maps = {m: fs.papers.saco.pixel_map(model, x, predicted[m], *METHODS["Random"], batch_size=batch_size,
                                               generator=generator) for m, (model, x, _) in models.items()}
 
 # %% [markdown]
@@ -165,16 +166,16 @@ random_maps = {m: fl.protocols.saco.pixel_map(model, x, predicted[m], *METHODS["
 # 100 % of the pixels (most salient first, or least salient first for comprehensiveness; AUC, AOPC and LOdds read
 # one most-salient-first curve). Every removal replaces pixels with the image's per-channel mean. The table also
 # keeps, per map, the drops of its most and least salient group removed alone (the mechanism premise). This is the
-# per-image work (`fl.protocols.saco.per_image_frame`): with `n_shards` > 1 the runner computes it in shards
-# (`fl.outputs.sharded`) and the cells below see the same table.
+# per-image work (`fs.papers.saco.per_image_frame`): with `n_shards` > 1 the runner computes it in shards
+# (`fs.artifacts.sharded`) and the cells below see the same table.
 
 # %% tags=["shard"]
-HIGHER = fl.protocols.saco.HIGHER_IS_BETTER
+HIGHER = fs.papers.saco.HIGHER_IS_BETTER
 K_COLUMNS = {kk: f"SaCo K={kk}" for kk in k_values}
-per_image = functools.partial(fl.protocols.saco.per_image_frame, models, METHODS, predicted=predicted,
+per_image = functools.partial(fs.papers.saco.per_image_frame, models, METHODS, predicted=predicted,
                               random_maps=random_maps, k=k, k_values=k_values, batch_size=batch_size,
                               generator=generator)
-image_rows = fl.outputs.sharded("per_image", per_image, max(len(x) for _, x, _ in models.values()), shard=shard,
+image_rows = fs.artifacts.sharded("per_image", per_image, max(len(x) for _, x, _ in models.values()), shard=shard,
                           n_shards=n_shards)
 
 # %%
@@ -194,20 +195,20 @@ per_setting = per_sample.groupby(["setting", "method"], sort=False)[list(HIGHER)
 out.table(per_setting.reset_index(), "summary_per_setting")
 summary = per_setting.groupby("method", sort=False).mean()  # then over settings
 # SaCo with K = 10 in the paper's Table 2 (ImageNet, mean of ViT-B, ViT-L, DeiT-B); Random: ≈ 0 by Fig. 4.
-PAPER_SACO = fl.protocols.saco.paper.SACO
+PAPER_SACO = fs.papers.saco.paper.SACO
 summary["SaCo (paper, ImageNet)"] = [PAPER_SACO[m] for m in summary.index]
 out.table(summary.reset_index(), "summary")
 fl.plots.readable(summary)
 
 # %% [markdown]
-# The Random map is also scored with SaCo on every test digit of every model (`fl.protocols.saco.random_saco_frame`:
+# The Random map is also scored with SaCo on every test digit of every model (`fs.papers.saco.random_saco_frame`:
 # one map and K + 1 passes per image, the cheapest score of the comparison), so that S1's "near 0" part, which asks
 # Random's SaCo to lie within a narrow band around 0, rests on enough images.
 
 # %%
 with torch.no_grad():
     random_targets = {key: (models[key][0], xm, models[key][0](xm).argmax(1)) for key, xm in random_images.items()}
-random_saco = fl.protocols.saco.random_saco_frame(random_targets, k=k, seed=seed, batch_size=batch_size)
+random_saco = fs.papers.saco.random_saco_frame(random_targets, k=k, seed=seed, batch_size=batch_size)
 out.table(random_saco, "random_saco")
 out.glue("n_random_images", len(random_saco))
 out.glue("saco_random_all", round(float(random_saco["SaCo"].mean()), 3))
@@ -216,18 +217,18 @@ out.glue("saco_random_all", round(float(random_saco["SaCo"].mean()), 3))
 # ## Does removal matter group by group? (the mechanism)
 # SaCo compares the drops ∇pred(G_i) of groups removed one at a time; it can only tell maps apart if removing a
 # salient group alone moves the prediction more than removing a non-salient one. The premise of every claim below
-# (`fl.protocols.saco.removal_premise`): per test image, the drop in p(ŷ|x) when the most salient of the K groups of
+# (`fs.papers.saco.removal_premise`): per test image, the drop in p(ŷ|x) when the most salient of the K groups of
 # Transformer Attribution's map is removed alone, minus the drop for its least salient group, averaged per trained
-# model; the t interval on the model means must lie above `fl.protocols.saco.GROUP_DROP_MIN`. The same difference
+# model; the t interval on the model means must lie above `fs.papers.saco.GROUP_DROP_MIN`. The same difference
 # under the Random map is the control where the mechanism is absent (its groups carry no information). The rows per
 # setting describe; the row over all trained models decides.
 
 # %%
-PREMISE_METHOD = fl.protocols.saco.PREMISE_METHOD
+PREMISE_METHOD = fs.papers.saco.PREMISE_METHOD
 mechanism_rows = []
 for who, rows in [("all trained models", per_sample), *((m, per_sample[per_sample["setting"] == m]) for m in SETTINGS)]:
     for method in (PREMISE_METHOD, "Random"):
-        premise, row = fl.protocols.saco.removal_premise(rows, method=method)
+        premise, row = fs.papers.saco.removal_premise(rows, method=method)
         mechanism_rows.append({"over": who, **row, "decides": who == "all trained models" and method != "Random"})
 mechanism = pd.DataFrame(mechanism_rows)
 out.table(mechanism, "mechanism")
@@ -246,16 +247,16 @@ fl.plots.readable(mechanism)
 # The paper's Fig. 4 draws radar charts; here a dot plot carries the same comparison on each metric's own scale: one
 # row per method (ordered by mean SaCo, best first), one panel per metric, the dot the mean over the trained models
 # of each model's mean over its test digits, and the line its 95 % t interval on those model means
-# (`fl.protocols.saco.models_mean_interval`, the claims' interval). Random is drawn in black. The rescaled values of
+# (`fs.papers.saco.models_mean_interval`, the claims' interval). Random is drawn in black. The rescaled values of
 # the radar (min–max per metric, outward better; spec §3.5) are written to `metrics_rescaled.csv`.
 
 # %%
 panels = {f"mean of {len(SETTINGS)} settings": summary, **{m: per_setting.loc[m] for m in SETTINGS}}
-scaled = pd.concat({name: fl.protocols.saco.radar_scale(table) for name, table in panels.items()},
+scaled = pd.concat({name: fs.papers.saco.radar_scale(table) for name, table in panels.items()},
                    names=["setting", "method"])
 out.table(scaled.reset_index(), "metrics_rescaled")
 dots = pd.DataFrame([{"method": name, "metric": metric,
-                      **dict(zip(("mean", "low", "high"), fl.protocols.saco.models_mean_interval(
+                      **dict(zip(("mean", "low", "high"), fs.papers.saco.models_mean_interval(
                           per_sample[per_sample.method == name], metric)))}
                      for name in METHODS for metric in HIGHER])
 out.table(dots, "fig4_intervals")
@@ -274,7 +275,7 @@ out.figure(fig, "fig4_dots")
 # ## Claim S1: SaCo sets Random apart, the cumulative metrics do not
 # The paper (§5.2): "SaCo consistently scores Random Attribution near zero, while most explanation methods obtain
 # positive scores", whereas on the other metrics Random "appears to have comparable performance, even surpassing
-# some state-of-the-art methods". The claim function `fl.protocols.saco.claim_random_separation` decides its three
+# some state-of-the-art methods". The claim function `fs.papers.saco.claim_random_separation` decides its three
 # parts by their rules: SaCo(Random) within ± the margin of 0 (two one-sided t intervals on the model means, on
 # every test digit), each
 # of the paper's ten methods above Random on SaCo by the margin (more than half must be), and on every cumulative
@@ -284,14 +285,14 @@ out.figure(fig, "fig4_dots")
 # table; the cells behind it are in its table here.
 
 # %%
-PAPER_METHODS = list(fl.protocols.saco.paper.METHODS)
+PAPER_METHODS = list(fs.papers.saco.paper.METHODS)
 others = [m for m in METHODS if m != "Random"]
 PREMISE = {"accuracy": accuracy_frame, "min_accuracy": min_accuracy, "accuracy_tolerance": accuracy_tolerance}
 TRAINED = not timm_models  # ViTs trained here need replicas to be decided; published weights are one model each
-P = fl.protocols.saco
+P = fs.papers.saco
 s1 = out.claim(P.claim_random_separation, per_sample, random_saco=random_saco, **PREMISE, trained=TRAINED,
                note=f"{len(SETTINGS)} setting(s) × {accuracy_frame['replica'].nunique()} replica(s), K={k}").claim
-narrow = fl.protocols.saco.narrow
+narrow = fs.papers.saco.narrow
 CELL = ["part", "cell", "outcome", "replicas", "units"]
 out.table(s1.table, "s1_cells")
 out.table(narrow(s1.table, CELL, {"estimate [95 % interval]": ("estimate", "low", "high")}), "s1_summary")
@@ -304,7 +305,7 @@ fl.plots.readable(s1.table)
 # ## Claim S7: the cumulative metrics depend on the removal order
 # The paper (§5.2): "while I.G. performs best on AOPC, LOdds, and AUC (with Most Relevant First removal), it is
 # surprisingly the worst on Comprehensiveness (with the reverse removal order)". The claim function
-# `fl.protocols.saco.claim_order_sensitivity` compares IG with each of the paper's other nine methods image by
+# `fs.papers.saco.claim_order_sensitivity` compares IG with each of the paper's other nine methods image by
 # image: "best" on a metric means ahead of every one of them (each difference's t interval on the model means above
 # the margin), "worst" on Comprehensiveness behind every one of them; the two are the claim's named parts.
 
@@ -319,19 +320,19 @@ fl.plots.readable(s7.table)
 # ## Fig. 2: rank correlation across samples (claims S2 and S6)
 # Per trained model and method of the paper's ten, Spearman ρ across the test images between SaCo and each
 # cumulative metric, and among the four cumulative metrics, all oriented so that higher is better
-# (`fl.protocols.saco.rank_correlations`), each pair with its chance level (the same ρ with one metric's samples
-# shuffled); then the mean over the methods per trained model (`fl.protocols.saco.per_model_correlations`). The spec
+# (`fs.papers.saco.rank_correlations`), each pair with its chance level (the same ρ with one metric's samples
+# shuffled); then the mean over the methods per trained model (`fs.papers.saco.per_model_correlations`). The spec
 # fixes the convention (§3.3, §6.13): the signed ρ after orienting the metrics decides S2 and S6; |ρ| is tabulated
 # beside it and decides nothing. A correlation is a statistic, not a mean of images: S2 and S6 are decided by the t
 # interval on the per-model values (`claim_weak_correlation`, `claim_existing_agree_more`); their extra premise is
 # that the existing metrics agree with each other above chance.
 
 # %%
-corr = fl.protocols.saco.rank_correlations(per_sample, methods=PAPER_METHODS, seed=seed)
+corr = fs.papers.saco.rank_correlations(per_sample, methods=PAPER_METHODS, seed=seed)
 out.table(corr, "correlations")
 pair_means = corr.groupby(["pair", "kind"], sort=False)[["rho", "|rho|", "null rho", "null |rho|"]].mean().reset_index()
 out.table(pair_means, "correlation_means")
-out.table(fl.protocols.saco.per_model_correlations(corr).reset_index(), "correlation_per_model")
+out.table(fs.papers.saco.per_model_correlations(corr).reset_index(), "correlation_per_model")
 ax = fl.plots.correlation_bars(corr[corr["kind"] == "SaCo vs existing"].assign(
     pair=lambda d: d["pair"].str.replace("SaCo vs ", "")), x="pair", y="rho")
 ax.axhline(corr.loc[corr["kind"] == "among existing", "rho"].mean(), color="C3", linestyle="--",
@@ -362,7 +363,7 @@ fl.plots.readable(s6.table)
 # The four attention variants: last layer without gradient (raw attention), all layers without gradient
 # (rollout), last layer with gradient (Transformer-MM rule on the last block), all layers with gradient
 # (Transformer-MM). The table lists their SaCo, averaged over the settings and per setting. The claim function
-# `fl.protocols.saco.claim_attention_ablation` decides the claim's two named ingredients: the gradient (at the last
+# `fs.papers.saco.claim_attention_ablation` decides the claim's two named ingredients: the gradient (at the last
 # layer and over all layers) and the aggregation (without and with the gradient), each comparison a SaCo gain per
 # image whose t interval on the model means must lie above the margin, both comparisons of an ingredient.
 
@@ -389,7 +390,7 @@ fl.plots.readable(s3.table)
 # %% [markdown]
 # ## Table 2: number of groups K (claim S4)
 # Mean SaCo per method for every K, and per setting the share of non-random methods whose mean SaCo is lower at
-# the largest K than at the smallest (a tie counted half). The claim function `fl.protocols.saco.claim_k_decline`
+# the largest K than at the smallest (a tie counted half). The claim function `fs.papers.saco.claim_k_decline`
 # decides it per method of the paper's ten: the decline SaCo(smallest K) − SaCo(largest K) per image, its t interval
 # on the model means above the margin; more than half of the methods must decline. Random's own change is shown
 # beside them (a random map's SaCo is 0 in expectation at every K), not used.
@@ -400,8 +401,8 @@ k_per_setting.columns = list(K_COLUMNS)
 k_per_setting.columns.name = "K"
 k_table = k_per_setting.groupby("method").mean().loc[list(METHODS)]
 # The paper's Table 2 (ImageNet, mean of three ViTs) for K = 5, 10, 20; Random and the last-layer variant not listed.
-PAPER_K = fl.protocols.saco.paper.TABLE_2
-declining = {m: fl.verdicts.share_above_zero(k_per_setting.loc[m].loc[others, min(k_values)]
+PAPER_K = fs.papers.saco.paper.TABLE_2
+declining = {m: fs.verdicts.share_above_zero(k_per_setting.loc[m].loc[others, min(k_values)]
                                              - k_per_setting.loc[m].loc[others, max(k_values)]) for m in SETTINGS}
 out.table(pd.DataFrame({"setting": SETTINGS, "of": len(others),
                         "share of methods declining": [declining[m] for m in SETTINGS]}), "k_declines_per_setting")

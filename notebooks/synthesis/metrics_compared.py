@@ -23,11 +23,11 @@
 # claim that no metric scores a perfect explanation near its ideal.
 #
 # **Replicas.** Every situation is `replicas` (R) independently trained models: replica r of a setup is trained
-# (and fine-tuned) with the seed `fl.verdicts.replica_seed(seed, <setup name>, r)` on the same canvases, and scores
+# (and fine-tuned) with the seed `fs.verdicts.replica_seed(seed, <setup name>, r)` on the same canvases, and scores
 # its own, disjoint part of the test split (up to `n_test` images), so every (replica, image) unit is independent.
 # The claim is decided over R decision trees the same way (seed `replica_seed(seed, "decision tree, depth
 # <tree_depth>", r)`). Every interval — the claim's and the guide's — is a t interval on the R replica means
-# (`fl.verdicts.mean_interval`): the trained model is the unit of replication, so a statement that holds for one
+# (`fs.verdicts.mean_interval`): the trained model is the unit of replication, so a statement that holds for one
 # model and not another stays undecided. The guide names a metric only where the replicas separate it; where they
 # do not separate two metrics it names both or neither. The meta-evaluation (noise resilience, adversary
 # reactivity), the cost and the report card describe one model (replica 0 of `meta_setup`) and decide nothing; the
@@ -81,9 +81,10 @@ import seaborn as sns
 import torch
 
 import faithlab as fl
-from faithlab.protocols import synthesis as syn
+import faithlab.study as fs
+from faithlab.study.papers import synthesis as syn
 
-out = fl.outputs.for_notebook()
+out = fs.artifacts.for_notebook()
 fl.plots.set_style()
 LABELS = {m: i.label for m, i in fl.evaluation.METRICS.items()}
 fractions = [i / (fewclass_points - 1) for i in range(fewclass_points)]
@@ -103,7 +104,7 @@ options = dict(sparsity=sparsity, n_samples=n_samples, n_subsets=n_subsets, fewc
 if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
     raise ValueError(f"replicas must be an int ≥ 1, got {replicas!r}")
 S = {spec["name"]: [syn.setup(spec, n_test=n_test, image_size=image_size, r=r, seed=seed,
-                              train_seed=fl.verdicts.replica_seed(seed, spec["name"], rep), part=(rep, replicas),
+                              train_seed=fs.verdicts.replica_seed(seed, spec["name"], rep), part=(rep, replicas),
                               device=device) for rep in range(replicas)]
      for spec in setups}
 overview = pd.DataFrame([{"setup": name, "use case": ss[0].use_case, "model": ss[0].spec["model"],
@@ -123,11 +124,11 @@ overview
 # model. The gap (clean − non-salient accuracy) is a description here, its mean over the replicas.
 
 # %%
-diag = pd.concat([fl.protocols.removal_diagnostic({name: s.model}, s.x, s.y, s.truth.flatten(1) > 0, ks=ood_ks,
+diag = pd.concat([fs.papers.removal_diagnostic({name: s.model}, s.x, s.y, s.truth.flatten(1) > 0, ks=ood_ks,
                                                   n_draws=3, generator=seed, batch_size=batch_size).assign(replica=rep)
                   for name in reference_setups for rep, s in enumerate(S[name])], ignore_index=True)
 out.table(diag, "ood_diagnostic")
-gap = pd.concat([fl.protocols.ood_gap(part, k=ood_ks[-1]) for _, part in diag.groupby("replica")]).groupby(
+gap = pd.concat([fs.papers.ood_gap(part, k=ood_ks[-1]) for _, part in diag.groupby("replica")]).groupby(
     level=0).mean()
 out.glue("ood_gap_grey", float(gap.get(reference_setups[0], float("nan"))))
 out.glue("ood_gap_colour", float(gap.get(reference_setups[-1], float("nan"))))
@@ -152,7 +153,7 @@ for name, ss in S.items():
     for rep, s in enumerate(ss):
         maps_by_setup[name, rep], quality[name] = syn.explainer_maps(
             s, noise_levels=noise_levels, methods=methods if (name, rep) == (meta_setup, 0) else random_only,
-            seed=fl.verdicts.replica_seed(seed, name, rep), batch_size=batch_size)
+            seed=fs.verdicts.replica_seed(seed, name, rep), batch_size=batch_size)
         chosen = fl.metrics.select_perturbation(s.model, s.x, grid=grid, batch_size=batch_size,
                                                 normalisation=s.normalisation)["image"]
         parts.append(fl.evaluate(s.model, s.x, s.y, maps_by_setup[name, rep], finetuned=s.finetuned,
@@ -197,7 +198,7 @@ mean_scores.round(3)
 # {cite:t}`miro2024fidelity` explained a decision tree by its own decision path and found that no fidelity metric
 # scored this perfect explanation within 30 % of the metric's ideal. For the metrics that state an ideal value
 # (SaCo, μF, Few-class Fid), how far from it does a perfect explanation land, and is that closer than random maps?
-# `syn.claim_ideal_gap` decides by the claim's registered rule (MN1 in `lib/faithlab/verdicts/registered/
+# `syn.claim_ideal_gap` decides by the claim's registered rule (MN1 in `lib/faithlab/study/verdicts/registered/
 # synthesis.toml`, fixed before the result): a metric counts when it tells the perfect explanation from random maps
 # (its mean (perfect − random) / range, a t interval on the replica means, above 0.05); per counted metric, the t
 # interval on the replica means of its mean gap |score − ideal| / range is judged against the paper's 30 %: beyond
@@ -239,7 +240,7 @@ tree_setting = f"decision tree, depth {tree_depth}"
 tree_perfect = "perfect (decision path)"
 trees, tree_frames = {}, []
 for rep in range(replicas):
-    train_seed = fl.verdicts.replica_seed(seed, tree_setting, rep)
+    train_seed = fs.verdicts.replica_seed(seed, tree_setting, rep)
     trees[rep] = t = syn.tree_setup(max_depth=tree_depth, n_test=tree_images, image_size=image_size, r=r, seed=seed,
                                     train_seed=train_seed, part=(rep, replicas), device=device)
     # random maps of the replica's own seed: each replica's null is drawn independently

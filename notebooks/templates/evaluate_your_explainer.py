@@ -67,10 +67,11 @@ import pandas as pd
 import torch
 
 import faithlab as fl
+import faithlab.study as fs
 from faithlab import report as rp
-from faithlab.protocols import synthesis as syn
+from faithlab.study.papers import synthesis as syn
 
-out = fl.outputs.for_notebook()
+out = fs.artifacts.for_notebook()
 fl.plots.set_style()
 LABELS = {m: i.label for m, i in fl.evaluation.METRICS.items()}
 

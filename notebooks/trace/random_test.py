@@ -25,7 +25,7 @@
 # its own `n_images` test digits, with `n_orders` random orders per digit.
 
 # %% tags=["parameters"]
-trace_models = {}  # overrides of fl.protocols.trace.TraceModels (the models of trace/table1, trace/searches)
+trace_models = {}  # overrides of fs.papers.trace.TraceModels (the models of trace/table1, trace/searches)
 n_models = 1  # the first n_models of them
 replicas = 3  # trained replicas of each (trace/table1's, read from the cache; 1 for pretrained weights)
 n_images = 3  # test digits per replica: replica r reads images r·n_images … (r + 1)·n_images − 1
@@ -46,14 +46,15 @@ import pandas as pd
 import torch
 
 import faithlab as fl
+import faithlab.study as fs
 
-out = fl.outputs.for_notebook()
+out = fs.artifacts.for_notebook()
 fl.plots.set_style()
-P = fl.protocols.trace
+P = fs.papers.trace
 
 # %% [markdown]
 # ## Models and images
-# Replica r of each model has the training seed `fl.verdicts.replica_seed(seed, <name>, r)` (trace/table1 trains it;
+# Replica r of each model has the training seed `fs.verdicts.replica_seed(seed, <name>, r)` (trace/table1 trains it;
 # here it is read from the cache) and is tested on its own digits r·`n_images` … (r + 1)·`n_images` − 1. The claim
 # pools the replicas' digits and takes the t interval on the replica means: the trained model is the unit of
 # replication, its digits the units within it.
@@ -64,7 +65,7 @@ REPLICAS = list(range(replicas))
 setups = {r: P.setup(canvas.first(n_models), n_images=n_images * replicas, image_size=canvas.image_size, r=canvas.r,
                      dataset=dataset, data_dir=data_dir, torchvision_models=torchvision_models, seed=seed,
                      device=device, train_seeds=None if torchvision_models else
-                     {s["name"]: fl.verdicts.replica_seed(seed, s["name"], r) for s in canvas.first(n_models)})
+                     {s["name"]: fs.verdicts.replica_seed(seed, s["name"], r) for s in canvas.first(n_models)})
           for r in REPLICAS}
 X = {r: setups[r].x[r * n_images:(r + 1) * n_images] for r in REPLICAS}
 Y = {r: setups[r].y[r * n_images:(r + 1) * n_images] for r in REPLICAS}
@@ -114,12 +115,12 @@ for m in setups[0].models:
 # %% [markdown]
 # ## T3 and the mechanism premise
 # Each curve's mean over its t + 1 points (the area under it over the deleted fraction) per digit. The claim
-# function `fl.protocols.trace.claim_random_test` decides T3's two named parts by their registered rules, per model:
+# function `fs.papers.trace.claim_random_test` decides T3's two named parts by their registered rules, per model:
 # (a) under the zero reference the area with the largest patches exceeds the area at the smallest (the pixel level:
 # a faster fall for small patches), and (b) the zero − blur gap of the area shrinks from the smallest to the largest
 # patches, each the t interval on the replica means above its margin. Its premise, the chapter's mechanism (a):
 # deletion lowers the prediction — on the 7 × 7 grid under the zero reference, f(x) minus the area of a random-order
-# curve lies above `fl.protocols.trace.PREMISE_DROP` — or there is no OOD effect to measure.
+# curve lies above `fs.papers.trace.PREMISE_DROP` — or there is no OOD effect to measure.
 
 # %%
 auc = P.normalised_auc(curves, by=["replica", "model", "reference", "patch side"])

@@ -25,7 +25,7 @@
 # a torchvision model on ImageNet validation images.
 
 # %% tags=["parameters"]
-trace_models = {}  # overrides of fl.protocols.trace.TraceModels (the models of trace/table1, trace/random_test)
+trace_models = {}  # overrides of fs.papers.trace.TraceModels (the models of trace/table1, trace/random_test)
 replicas = 3  # trained replicas of the first model (trace/table1's first ones from the cache; 1 for pretrained weights)
 n_images = 3  # test digits per replica (T4): replica r reads images r·n_images … (r + 1)·n_images − 1
 reference = "zero"
@@ -60,16 +60,17 @@ import pandas as pd
 import torch
 
 import faithlab as fl
+import faithlab.study as fs
 
-out = fl.outputs.for_notebook()
+out = fs.artifacts.for_notebook()
 fl.plots.set_style()
 T = fl.metrics.trace
 S = fl.metrics.search
-P = fl.protocols.trace
+P = fs.papers.trace
 
 # %% [markdown]
 # ## Models and images
-# Replica r of the first model has the training seed `fl.verdicts.replica_seed(seed, <name>, r)` (trace/table1
+# Replica r of the first model has the training seed `fs.verdicts.replica_seed(seed, <name>, r)` (trace/table1
 # trains the first three; here they are read from the cache, and any further replica the power analysis asks for is
 # trained here) and is searched on its own test digits r·`n_images` … (r + 1)·`n_images` − 1. The claims pool the
 # replicas' digits and take the t interval on the replica means: the trained model is the unit of replication, its
@@ -81,7 +82,7 @@ REPLICAS = list(range(replicas))
 setups = {r: P.setup(canvas.first(1), n_images=n_images * replicas, image_size=canvas.image_size, r=canvas.r,
                      dataset=dataset, data_dir=data_dir, torchvision_models=torchvision_models[:1], seed=seed,
                      device=device, train_seeds=None if torchvision_models else
-                     {s["name"]: fl.verdicts.replica_seed(seed, s["name"], r) for s in canvas.first(1)})
+                     {s["name"]: fs.verdicts.replica_seed(seed, s["name"], r) for s in canvas.first(1)})
           for r in REPLICAS}
 model_name = next(iter(setups[0].models))
 MODELS = {r: setups[r].models[model_name] for r in REPLICAS}
@@ -106,7 +107,7 @@ fl.plots.readable(info)
 # keeps, for every number k of deleted patches, the highest (CS-Le) and lowest (CS-Mo) output: no trajectory can
 # beat those curves, and the best trajectory (TRACE-GO) lies between CS and SA. SA-Le and SA-Mo start from Greedy-Le
 # and Greedy-Mo and anneal for `cs_iterations` steps; `n_random` random deletion orders per digit give a random
-# trajectory's sums. The claim function `fl.protocols.trace.claim_search_bound` decides T1 by its registered rule:
+# trajectory's sums. The claim function `fs.papers.trace.claim_search_bound` decides T1 by its registered rule:
 # per digit, SA's distance to the bound as a share of a random order's, the t interval on the replica means below
 # the margin for -Le and for -Mo. SA ≥ Greedy holds by construction (SA starts from Greedy and keeps its best), so
 # `claim_search_beats_greedy` checks it as a study check (a mean gain above 0; a loss would be a bug).
@@ -188,7 +189,7 @@ for name, objectives in (("fig3a", ("le", "mo")), ("fig3a_lemo", ("le-mo",))):
 # the first replica's five searches; T4 needs SA-Le and SA-Mo only, on every replica). The paper: "TRACE-Mo
 # performs extremely poorly in the LeRF test", while TRACE-Le is much less hurt under MoRF ("LeRF should be the
 # preferred criterion"). The claim
-# function `fl.protocols.trace.claim_cross_test` decides T4 by its registered rule: per digit, how much SA-Mo loses to
+# function `fs.papers.trace.claim_cross_test` decides T4 by its registered rule: per digit, how much SA-Mo loses to
 # SA-Le under LeRF minus how much SA-Le loses to SA-Mo under MoRF, per curve point, the t interval on the replica
 # means above the margin. Its premise, the chapter's mechanism: deletion lowers the prediction, and each search beats
 # `n_random` random orders per digit on its own criterion.
@@ -237,8 +238,8 @@ fl.plots.readable(summary_3b)
 # %% [markdown]
 # ## The mechanism premise on these data sets
 # Every claim above rests on two things, each decided with the t interval on the replica means: (a) deleting patches
-# lowers the prediction (f(x) minus the mean of a random-order deletion curve above `fl.protocols.trace.PREMISE_DROP`)
-# and (b) the search beats random orders (its lead per curve point above `fl.protocols.trace.PREMISE_GAIN`).
+# lowers the prediction (f(x) minus the mean of a random-order deletion curve above `fs.papers.trace.PREMISE_DROP`)
+# and (b) the search beats random orders (its lead per curve point above `fs.papers.trace.PREMISE_GAIN`).
 
 # %%
 premise = pd.concat([premise_t1.assign(claim="T1"), premise_t4.assign(claim="T4")], ignore_index=True)
@@ -251,7 +252,7 @@ fl.plots.readable(premise)
 # order, in reverse, so the AUCs agree exactly: this is an identity of the definitions, and the check below tests
 # our implementation of both curves (the relative difference of the sums, per curve, over the first replica's
 # digits and the five trajectories above), not a property of a model:
-# `fl.protocols.trace.claim_insertion_equals_deletion` says so in its premise, and its "reproduced" can fail only
+# `fs.papers.trace.claim_insertion_equals_deletion` says so in its premise, and its "reproduced" can fail only
 # through a bug in our curve functions. It is therefore a study check (shown apart, not counted among the paper's
 # claims).
 

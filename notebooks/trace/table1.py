@@ -24,7 +24,7 @@
 # and `dataset = "imagenet_val"`.
 
 # %% tags=["parameters"]
-trace_models = {}  # overrides of fl.protocols.trace.TraceModels (the models of trace/searches, trace/random_test)
+trace_models = {}  # overrides of fs.papers.trace.TraceModels (the models of trace/searches, trace/random_test)
 replicas = 3  # independently trained replicas of every stand-in model (1 for the paper's pretrained weights)
 n_images = 10  # searched images per replica: each replica is evaluated on its own n_images test images
 premise_replicas = 5  # trained replicas per model of premise (a), the claims' `replicas` and more (pretrained: 1)
@@ -55,18 +55,19 @@ import pandas as pd
 import torch
 
 import faithlab as fl
+import faithlab.study as fs
 
-out = fl.outputs.for_notebook()
+out = fs.artifacts.for_notebook()
 fl.plots.set_style()
 S = fl.metrics.search
-P = fl.protocols.trace
+P = fs.papers.trace
 
 # %% [markdown]
 # ## Models and images
 # Default: coloured canvas digits of `image_size`² pixels (foreground fraction `r`; both in `trace_models`, shared
 # with the other TRACE notebooks), normalised per channel, so that the zero reference is the dataset's mean colour as
-# in the paper; one CNN per entry of its `settings` trained with Adam (`fl.recipes.canvas_classifier`, cached),
-# `replicas` times, each replica r with its own training seed `fl.verdicts.replica_seed(seed, <model name>, r)`
+# in the paper; one CNN per entry of its `settings` trained with Adam (`fs.recipes.canvas_classifier`, cached),
+# `replicas` times, each replica r with its own training seed `fs.verdicts.replica_seed(seed, <model name>, r)`
 # (initialisation and batch order; the data stay keyed to `seed`). Replica r is evaluated on its own `n_images` test
 # digits (images r·`n_images` … (r + 1)·`n_images` − 1) and their labels (the paper explains the ground-truth
 # label), so every claim pools `replicas` × `n_images` searched images per model and takes the t interval on the
@@ -80,7 +81,7 @@ REPLICAS = list(range(replicas))
 NAMES = [s["name"] for s in canvas.first()]
 setups = {}
 for r in REPLICAS:
-    train_seeds = None if torchvision_models else {n: fl.verdicts.replica_seed(seed, n, r) for n in NAMES}
+    train_seeds = None if torchvision_models else {n: fs.verdicts.replica_seed(seed, n, r) for n in NAMES}
     setups[r] = P.setup(canvas.first(), n_images=n_images * replicas, image_size=canvas.image_size, r=canvas.r,
                         dataset=dataset, data_dir=data_dir, torchvision_models=torchvision_models, seed=seed,
                         device=device, train_seeds=train_seeds)
@@ -112,7 +113,7 @@ REFERENCES = {r: P.references_of(setups[r].x[IMAGES[r]], references, blur_kernel
 # %% [markdown]
 # ## Attribution methods and TRACE
 # Each method explains the label; its pixel map is averaged over every patch (|·| first for IG and I×G) and the
-# patches are sorted ascending into a trajectory (`fl.protocols.trace.TABLE1_METHODS`). RISE uses `rise_masks`
+# patches are sorted ascending into a trajectory (`fs.papers.trace.TABLE1_METHODS`). RISE uses `rise_masks`
 # masks, Extremal Perturbations `ep_iterations` optimisation steps, IG `ig_steps` steps. IBA is the per-sample
 # information bottleneck of Schulz et al. (`method="iba"`, the authors' defaults: β = 10, 10 Adam steps of lr 1 on
 # 10 noise copies, λ smoothed with σ = 1) at the layer Grad-CAM reads; its activation statistics come from the first
@@ -182,8 +183,8 @@ appendix_g.style.format(precision=2, subset=ORDER)
 
 # %% [markdown]
 # ## T2: TRACE beats every method
-# The claim functions `fl.protocols.trace.claim_beats_methods` (per model) and `claim_probability_beats_logit`
-# decide T2 and T2b by their registered rules (`faithlab/verdicts/registered/trace.toml`); both are in the claims
+# The claim functions `fs.papers.trace.claim_beats_methods` (per model) and `claim_probability_beats_logit`
+# decide T2 and T2b by their registered rules (`faithlab/study/verdicts/registered/trace.toml`); both are in the claims
 # table. TRACE optimises the very score it is judged by, so that it wins at all is close to built in: T2 asks, per
 # model, that T-p beat every method under every reference by the margin taken from the paper's Table 1 (each
 # method's shortfall from T-p, as a share of T-p's score, above half the paper's smallest), the t interval on the
@@ -210,7 +211,7 @@ RANDOM = {"Random": P.TABLE1_METHODS["Random"]}
 PREMISE_KEY = zlib.crc32(b"premise (a)")  # the premise's random orders: a stream of their own
 premise_scores = []
 for r in PREMISE_REPLICAS:
-    train_seeds = None if torchvision_models else {n: fl.verdicts.replica_seed(seed, n, r) for n in NAMES}
+    train_seeds = None if torchvision_models else {n: fs.verdicts.replica_seed(seed, n, r) for n in NAMES}
     su = P.setup(canvas.first(), n_images=premise_images * len(PREMISE_REPLICAS), image_size=canvas.image_size,
                  r=canvas.r, dataset=dataset, data_dir=data_dir, torchvision_models=torchvision_models, seed=seed,
                  device=device, train_seeds=train_seeds)
@@ -289,7 +290,7 @@ out.figure(fig, "fig2b")
 # do not. Scores of pixel and patch curves, and of methods of different strength, compare only on a common scale,
 # and the paper's (the spread relative to the score) divides by the method's own mean |score|: TRACE's score is the
 # metric's maximum, the largest denominator, which favours TRACE. So the claim function
-# `fl.protocols.trace.claim_reference_robust` decides T5 under two denominators, that one ("relative") and the
+# `fs.papers.trace.claim_reference_robust` decides T5 under two denominators, that one ("relative") and the
 # curve's number of points ("per point", the same for every method), and the claim must hold under both: per
 # image, the pixel-level method's spread minus TRACE-p's on patches, the t interval on the replica means above the
 # margin from the paper's Table 1 (T-p's own spread over the references for ResNet-18), for Gradient and IG

@@ -1,5 +1,5 @@
 """Every claim of the book goes through a claim function: no notebook records a claim from a text it wrote itself,
-and none spells out a verdict rule (a ladder, a threshold or a bootstrap) that belongs in faithlab.protocols."""
+and none spells out a verdict rule (a ladder, a threshold or a bootstrap) that belongs in faithlab.study.papers."""
 
 from __future__ import annotations
 
@@ -26,23 +26,23 @@ def test_notebook_records_claims_from_claim_functions(notebook):
         if name == "claim" and isinstance(call.func, ast.Attribute) and getattr(call.func.value, "id", "") == "out":
             first = call.args[0] if call.args else None
             assert first is not None and not isinstance(first, (ast.Constant, ast.JoinedStr)), (
-                f"{notebook.name}:{call.lineno}: out.claim takes a faithlab.verdicts.Claim from a claim function")
+                f"{notebook.name}:{call.lineno}: out.claim takes a faithlab.study.verdicts.Claim from a claim function")
             assert not {k.arg for k in call.keywords} & {"verdict", "paper_value", "our_value"}, (
                 f"{notebook.name}:{call.lineno}: the claim function gives the verdict and the values")
             assert not isinstance(first, ast.Call), (
                 f"{notebook.name}:{call.lineno}: out.claim takes the claim function and its arguments "
-                "(out.claim(P.claim_x, frame, seed=seed)), so that faithlab.verdicts.replicated can re-run it per "
+                "(out.claim(P.claim_x, frame, seed=seed)), so that faithlab.study.verdicts.replicated can re-run it per "
                 "replica and under other bootstrap seeds")
         if name in RULES and isinstance(call.func, ast.Attribute):
             owner = ast.unparse(call.func.value)
             assert not owner.endswith("verdicts"), (
                 f"{notebook.name}:{call.lineno}: {owner}.{name} decides a verdict in a notebook; move the rule into "
-                "a claim function of faithlab.protocols")
+                "a claim function of faithlab.study.papers")
 
 
 def test_the_check_catches_a_notebook_that_writes_its_own_verdict(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text('out.claim("C1", paper_value="1", our_value="1", verdict=fl.verdicts.ladder(True))\n')
+    bad.write_text('out.claim("C1", paper_value="1", our_value="1", verdict=fs.verdicts.ladder(True))\n')
     with pytest.raises(AssertionError, match="claim function"):
         test_notebook_records_claims_from_claim_functions(bad)
     called = tmp_path / "called.py"
@@ -54,7 +54,7 @@ def test_the_check_catches_a_notebook_that_writes_its_own_verdict(tmp_path):
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_notebook_defines_no_function(notebook):
     """A notebook calls the library: a helper it would define (a table, a label, a figure, a per-image loop, an
-    explainer bound to its options) lives in faithlab.protocols, faithlab.plots or faithlab.explainers, where it is
+    explainer bound to its options) lives in faithlab.study.papers, faithlab.plots or faithlab.explainers, where it is
     tested and other notebooks and the CLI use it."""
     tree = ast.parse(notebook.read_text())
     defined = [f"{node.name} (line {node.lineno})" for node in ast.walk(tree)
@@ -65,6 +65,6 @@ def test_notebook_defines_no_function(notebook):
 def test_the_function_check_finds_a_helper_defined_in_a_notebook(tmp_path):
     notebook = tmp_path / "demo" / "page.py"
     notebook.parent.mkdir()
-    notebook.write_text("# %%\nimport faithlab as fl\n\n\ndef shown(frame):\n    return frame\n")
+    notebook.write_text("# %%\nimport faithlab as fl\nimport faithlab.study as fs\n\n\ndef shown(frame):\n    return frame\n")
     with pytest.raises(AssertionError, match=r"defines \['shown \(line 5\)'\]"):
         test_notebook_defines_no_function(notebook)

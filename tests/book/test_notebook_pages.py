@@ -1,4 +1,4 @@
-"""Executed notebooks as pages of the book (faithlab.study.notebook_page, faithlab.outputs.claim_html): one
+"""Executed notebooks as pages of the book (faithlab.study.book.notebook_page, faithlab.study.artifacts.claim_html): one
 parameters cell, the chapter link and the run time first, every claim shown once where it is computed, no stderr
 on the page (but in a log and on the runner's terminal), no library progress bar in the runner's kernels."""
 
@@ -14,8 +14,10 @@ import nbformat
 import pytest
 import torch
 
-from faithlab import _progress, outputs, study
-from faithlab.study import notebook_page
+from faithlab import _progress, study
+
+from faithlab.study import artifacts as outputs
+from faithlab.study.book import notebook_page
 
 HEADER = "# ---\n# jupyter:\n#   jupytext:\n#     formats: py:percent\n# ---\n\n"
 
@@ -37,10 +39,13 @@ PAGE = HEADER + textwrap.dedent('''\
     import warnings
 
     import faithlab as fl
+    import faithlab.study as fs
+
+    import faithlab.study as fs
     from faithlab import _progress
     from tqdm import tqdm
 
-    out = fl.outputs.for_notebook(NAME)
+    out = fs.artifacts.for_notebook(NAME)
     for _ in tqdm(range(3), desc="library-style bar", disable=not _progress.enabled(None)):
         pass
     print("progress default:", _progress.enabled(None))
@@ -72,12 +77,13 @@ SHARDED = HEADER + textwrap.dedent('''\
     # %% tags=["shard"]
     import pandas as pd
     import faithlab as fl
+    import faithlab.study as fs
 
-    table = fl.outputs.sharded("rows", lambda items: pd.DataFrame({"i": list(items)}), 4, shard=shard,
+    table = fs.artifacts.sharded("rows", lambda items: pd.DataFrame({"i": list(items)}), 4, shard=shard,
                                n_shards=n_shards)
 
     # %%
-    fl.outputs.for_notebook("other/sharded").table(table, "rows")
+    fs.artifacts.for_notebook("other/sharded").table(table, "rows")
     ''')
 
 TOC = textwrap.dedent('''\
@@ -354,6 +360,7 @@ def test_progress_rejects_a_non_boolean():
 
 def test_fit_and_evaluate_bars_obey_the_environment(monkeypatch, capsys):
     import faithlab as fl
+    import faithlab.study as fs
 
     data = fl.data.TensorData(torch.randn(16, 1, 8, 8), torch.arange(16) % 2)
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 2)).eval()

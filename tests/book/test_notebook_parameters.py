@@ -14,10 +14,10 @@ import re
 import pytest
 
 from faithlab import study
-from faithlab.protocols.reco_mege import FamilySettings
+from faithlab.study.papers.reco_mege import FamilySettings
 
 NOTEBOOKS = {nb.name: nb for nb in study.discover()}
-RUNNER = {"shard", "n_shards"}  # set and read by the runner (fl.outputs.sharded), not by the notebook's own code
+RUNNER = {"shard", "n_shards"}  # set and read by the runner (fs.artifacts.sharded), not by the notebook's own code
 CELL = re.compile(r"^# %%(.*)$", re.M)
 
 

@@ -1,4 +1,4 @@
-"""What the book's pages make of the generated outputs (faithlab.study.pages): readable tables, claims at a
+"""What the book's pages make of the generated outputs (faithlab.study.book.pages): readable tables, claims at a
 glance with links to where they are computed, the intro's sentences and the set-up tables."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from faithlab import outputs
-from faithlab.protocols.setup import Setting
-from faithlab.study import pages
+from faithlab.study import artifacts as outputs
+from faithlab.study.papers.setup import Setting
+from faithlab.study.book import pages
 
 R, P, N, T, I = "reproduced", "partly reproduced", "not reproduced", "not testable here", "inconclusive"
 
@@ -163,7 +163,7 @@ def _guide_inputs():
 
 
 def test_answer_guide_and_reconciliation_are_generated_from_the_synthesis_tables():
-    from faithlab.protocols import synthesis as syn
+    from faithlab.study.papers import synthesis as syn
 
     rec, cost, card = _guide_inputs()
     guide = syn.guide(rec, {"case one": "s1", "case two": "s2"}, cost_table=cost, reference_spread={"A": 0.5},
@@ -248,7 +248,7 @@ def test_transfer_section_lists_the_settings_that_differ_and_the_scale_of_the_cl
 
 
 def test_the_preregistration_shows_the_procedure_the_rules_files_their_log_and_the_coverage():
-    from faithlab import verdicts
+    from faithlab.study import verdicts
 
     procedure = pages.procedure_html()
     for name in verdicts.DECISIONS:

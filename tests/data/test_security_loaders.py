@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 import faithlab as fl
-from faithlab.study import paper_dry as fake
+from faithlab.study.runner import paper_dry as fake
 
 D = fl.data
 

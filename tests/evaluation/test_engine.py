@@ -14,6 +14,7 @@ from oracles import evaluate_inputs, linear_kfold
 from oracles import saliency as _explain
 
 import faithlab as fl
+import faithlab.study as fs
 from faithlab import _validate
 
 EVALUATION = pathlib.Path(fl.__file__).parent / "evaluation"

@@ -194,7 +194,7 @@ def test_a_kfold_family_with_a_model_on_another_device_is_named():
 
 # ----------------------------------------------------------------------------------- shapes, None and types
 SHAPE_CASES = {
-    "rankdata of a 0-d tensor": (lambda: fl.stats.rankdata(torch.tensor(1.0)), ("x", "0-d")),
+    "rankdata of a 0-d tensor": (lambda: fl.metrics.statistics.rankdata(torch.tensor(1.0)), ("x", "0-d")),
     "rankdata dim out of range": (lambda: statistics.rankdata(torch.rand(3, 4), dim=2), ("dim", "(3, 4)")),
     "pearson of lengths 5 and 4": (lambda: statistics.pearson(torch.rand(5), torch.rand(4)), ("a", "b", "(5,)", "(4,)")),
     "spearman of lengths 5 and 4": (lambda: statistics.spearman(torch.rand(5), torch.rand(4)),

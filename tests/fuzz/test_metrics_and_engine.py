@@ -17,7 +17,8 @@ import torch
 from torch import nn
 
 import faithlab as fl
-from faithlab import perturb, stats
+from faithlab import perturb
+from faithlab.metrics import statistics as stats
 from faithlab.metrics import (aopc, aopc_details, auc_accuracy, auc_accuracy_details, comprehensiveness,
                               comprehensiveness_details, fid_minus, fid_plus, fid_plus_details, log_odds,
                               log_odds_details,

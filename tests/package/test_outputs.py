@@ -7,7 +7,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pytest
 
-from faithlab import outputs
+from faithlab.study import artifacts as outputs
 
 
 def test_figure_saves_closes_and_shows_only_in_a_kernel(tmp_path, monkeypatch):
@@ -149,7 +149,7 @@ def test_figure_records_its_panel_grid_and_captions_are_checked_against_it(tmp_p
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from faithlab import outputs as O
+    from faithlab.study import artifacts as O
 
     fig, axes = plt.subplots(2, 3)
     assert O.panel_grid(fig) == (2, 3)
@@ -183,7 +183,7 @@ def test_a_cell_ending_with_a_glue_shows_no_stray_value(tmp_path):
 
     nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                            "language": "python"}})
-    nb.cells = [nbformat.v4.new_code_cell("import faithlab as fl\nout = fl.outputs.for_notebook('demo/page')\n"
+    nb.cells = [nbformat.v4.new_code_cell("import faithlab.study as fs\nout = fs.artifacts.for_notebook('demo/page')\n"
                                           "out.glue('n_sigmas', 10)")]
     nbformat.write(nb, tmp_path / "in.ipynb")
     done = papermill.execute_notebook(str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"),

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import faithlab as fl
-from faithlab.verdicts import decisions, intervals, power
+import faithlab.study as fs
+from faithlab.study.verdicts import decisions, intervals, power
 
 
 @pytest.mark.parametrize("mean, vb, vw, r, n, margin", [
@@ -28,13 +29,13 @@ def test_decided_probability_matches_the_simulated_t_interval(mean, vb, vw, r, n
 
 
 def _records(effect: float, *, replicas: int = 3, units: int = 30, sd_between: float = 0.05, seed: int = 0):
-    rule = fl.verdicts.rule("B1")  # margin 0.01, above
+    rule = fs.verdicts.rule("B1")  # margin 0.01, above
     rng = np.random.default_rng(seed)
     groups = np.repeat(np.arange(replicas), units)
     x = effect + rng.normal(0, sd_between, replicas)[groups] + rng.normal(0, 0.1, groups.size)
     token = decisions.RECORDER.set([])
     try:
-        fl.verdicts.effect(x, rule=rule, groups=groups)
+        fs.verdicts.effect(x, rule=rule, groups=groups)
         return decisions.RECORDER.get()
     finally:
         decisions.RECORDER.reset(token)

@@ -1,4 +1,4 @@
-"""The pre-registration is one: the committed rules files (lib/faithlab/verdicts/registered/*.toml) are complete and
+"""The pre-registration is one: the committed rules files (lib/faithlab/study/verdicts/registered/*.toml) are complete and
 valid, every change to them has a line in their change log, and no claim is decided by a rule that is not in them."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import faithlab as fl
-from faithlab.verdicts import rules as R
+import faithlab.study as fs
+from faithlab.study.verdicts import rules as R
 
 FILES = R.rule_files()
 
@@ -31,11 +32,11 @@ def test_every_rules_file_is_valid_and_its_change_log_accounts_for_it(path):
 def test_every_rule_of_a_trained_claim_asks_the_house_design(path):
     for cid, rule in R.load(path)[0].items():
         assert re.fullmatch(r"[A-Za-z0-9_.-]+", cid), cid
-        assert rule.replicas >= fl.verdicts.MIN_REPLICAS and rule.units >= fl.verdicts.MIN_UNITS, (
-            f"{cid}: replicas {rule.replicas}, units {rule.units}: the house asks ≥ {fl.verdicts.MIN_REPLICAS} "
-            f"trained replicas and ≥ {fl.verdicts.MIN_UNITS} independent units")
-        assert rule.interval in fl.verdicts.INTERVAL_METHODS, f"{cid}: interval {rule.interval!r} is not tested"
-        assert not fl.verdicts._states_decision(rule.statistic), f"{cid}: the statistic states a decision"
+        assert rule.replicas >= fs.verdicts.MIN_REPLICAS and rule.units >= fs.verdicts.MIN_UNITS, (
+            f"{cid}: replicas {rule.replicas}, units {rule.units}: the house asks ≥ {fs.verdicts.MIN_REPLICAS} "
+            f"trained replicas and ≥ {fs.verdicts.MIN_UNITS} independent units")
+        assert rule.interval in fs.verdicts.INTERVAL_METHODS, f"{cid}: interval {rule.interval!r} is not tested"
+        assert not fs.verdicts._states_decision(rule.statistic), f"{cid}: the statistic states a decision"
         assert rule.margin_source.strip() and rule.null.strip()
 
 
@@ -96,32 +97,32 @@ def test_the_guides_registered_answer_is_read_and_its_changes_are_logged(tmp_pat
 
 def test_no_decision_without_a_registered_rule():
     with pytest.raises(ValueError, match="has no rule"):
-        fl.verdicts.rule("no such claim")
-    with pytest.raises(TypeError, match="rule must be a faithlab.verdicts.Rule"):
-        fl.verdicts.effect(np.ones(5), rule={"margin": 0.1})
-    rule = fl.verdicts.rule("B1")
-    v = fl.verdicts.decide(fl.verdicts.effect(np.linspace(0.2, 0.3, 30), rule=rule), rule)
+        fs.verdicts.rule("no such claim")
+    with pytest.raises(TypeError, match="rule must be a faithlab.study.verdicts.Rule"):
+        fs.verdicts.effect(np.ones(5), rule={"margin": 0.1})
+    rule = fs.verdicts.rule("B1")
+    v = fs.verdicts.decide(fs.verdicts.effect(np.linspace(0.2, 0.3, 30), rule=rule), rule)
     assert v.rule_id == "B1"
     with pytest.raises(ValueError, match="decided by rule 'B1' but the claim names rule None"):
-        fl.verdicts.Claim("x", rule="a rule in words", premise="none", paper_value="", our_value="", verdict=v)
+        fs.verdicts.Claim("x", rule="a rule in words", premise="none", paper_value="", our_value="", verdict=v)
 
 
 def test_the_equivalence_logic_reaches_every_verdict():
-    rule = fl.verdicts.rule("B1")  # margin 0.01, above
+    rule = fs.verdicts.rule("B1")  # margin 0.01, above
     base = np.linspace(-1, 1, 30) * 0.002
-    assert fl.verdicts.decide(fl.verdicts.effect(0.05 + base, rule=rule), rule) == fl.verdicts.REPRODUCED
-    assert fl.verdicts.decide(fl.verdicts.effect(0.0 + base, rule=rule), rule) == fl.verdicts.NOT_REPRODUCED
-    assert fl.verdicts.decide(fl.verdicts.effect(-0.05 + base, rule=rule), rule) == fl.verdicts.NOT_REPRODUCED
-    assert fl.verdicts.decide(fl.verdicts.effect(0.01 + 10 * base, rule=rule), rule) == fl.verdicts.INCONCLUSIVE
-    assert fl.verdicts.decide(fl.verdicts.effect(0.05 + base, rule=rule), rule,
-                              untestable="the mechanism is absent") == fl.verdicts.NOT_TESTABLE
+    assert fs.verdicts.decide(fs.verdicts.effect(0.05 + base, rule=rule), rule) == fs.verdicts.REPRODUCED
+    assert fs.verdicts.decide(fs.verdicts.effect(0.0 + base, rule=rule), rule) == fs.verdicts.NOT_REPRODUCED
+    assert fs.verdicts.decide(fs.verdicts.effect(-0.05 + base, rule=rule), rule) == fs.verdicts.NOT_REPRODUCED
+    assert fs.verdicts.decide(fs.verdicts.effect(0.01 + 10 * base, rule=rule), rule) == fs.verdicts.INCONCLUSIVE
+    assert fs.verdicts.decide(fs.verdicts.effect(0.05 + base, rule=rule), rule,
+                              untestable="the mechanism is absent") == fs.verdicts.NOT_TESTABLE
 
 
 def test_a_cell_of_one_unit_is_undecided_with_no_interval():
-    rule = fl.verdicts.rule("B1")
-    one = fl.verdicts.effect(np.array([0.5, np.nan]), rule=rule, groups=[0, 1])  # one unit left: no t interval
+    rule = fs.verdicts.rule("B1")
+    one = fs.verdicts.effect(np.array([0.5, np.nan]), rule=rule, groups=[0, 1])  # one unit left: no t interval
     assert one.outcome == "undecided" and one.interval.units == 1 and math.isnan(one.interval.low)
     assert one.interval.estimate == 0.5
-    assert fl.verdicts.effect(np.array([np.nan]), rule=rule).outcome == "undecided"
-    assert fl.verdicts.decide(one, rule) == fl.verdicts.INCONCLUSIVE
-    assert fl.verdicts.effect(np.array([0.5, 0.51]), rule=rule).outcome == "holds"  # two units: an interval
+    assert fs.verdicts.effect(np.array([np.nan]), rule=rule).outcome == "undecided"
+    assert fs.verdicts.decide(one, rule) == fs.verdicts.INCONCLUSIVE
+    assert fs.verdicts.effect(np.array([0.5, 0.51]), rule=rule).outcome == "holds"  # two units: an interval

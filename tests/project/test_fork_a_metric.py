@@ -36,7 +36,7 @@ sys.path.insert(0, sys.argv[1])
 import faithlab as fl
 from faithlab import cli, report
 from faithlab.metrics import registry
-from faithlab.study import pages
+from faithlab.study.book import pages
 import registry_fuzz
 
 assert fl.__file__.startswith(sys.argv[2]), fl.__file__

@@ -320,7 +320,7 @@ def script_help(script: Path, monkeypatch, capsys) -> str:
 def test_every_command_of_the_readme_exists(monkeypatch, capsys):
     import shlex
 
-    from faithlab.study.cli import check_arguments
+    from faithlab.study.runner.cli import check_arguments
 
     monkeypatch.chdir(ROOT)  # the runner finds the notebooks from the working directory
     text = helps()

@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Imports the metric core needs nothing optional for (the `faithlab evaluate` command's modules join when they land).
 CORE = ("faithlab", "faithlab.perturb", "faithlab.metrics", "faithlab.explainers", "faithlab.evaluation",
-        "faithlab.data", "faithlab.models", "faithlab.train", "faithlab.stats", "faithlab.verdicts",
-        "faithlab.outputs", "faithlab.paths", "faithlab.protocols")
+        "faithlab.data", "faithlab.models", "faithlab.train", "faithlab.study.verdicts",
+        "faithlab.study.artifacts", "faithlab.paths", "faithlab.study.papers")
 # Absent from a slim install (matplotlib is not among them: captum requires it).
 ABSENT = ("timm", "papermill", "seaborn", "sklearn", "yaml", "torchray", "deel", "saliency", "ot", "jupytext",
           "jupyter_book", "distributed", "dask_jobqueue")
@@ -53,6 +53,7 @@ for name in sys.argv[2].split(","):
         report["absent"][name] = err.name
 
 import faithlab as fl
+import faithlab.study as fs
 
 report["version"] = fl.__version__
 report["file"] = fl.__file__
@@ -105,7 +106,7 @@ needs("extremal_perturbation", lambda: fl.explainers.explain(model.float(), x.fl
 needs("digits", lambda: fl.data.digits())
 needs("plots", lambda: importlib.import_module("faithlab.plots"))
 needs("study", lambda: importlib.import_module("faithlab.study"))
-needs("wasserstein", lambda: fl.protocols.reco_sanity.wasserstein(torch.ones(2, 2), torch.ones(2, 2)))
+needs("wasserstein", lambda: fs.papers.reco_sanity.wasserstein(torch.ones(2, 2), torch.ones(2, 2)))
 print("REPORT" + json.dumps(report))
 '''
 

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from faithlab.protocols import diagnostics
+from faithlab.study.papers import diagnostics
 from oracles import Gated
 
 B, SIDE = 200, 4
@@ -97,14 +97,15 @@ def test_candidates_restrict_every_draw():
 
 def test_cap_count_is_round_beta_n_unless_a_sample_has_fewer_units_of_a_kind():
     import faithlab as fl
+    import faithlab.study as fs
 
     mask = torch.zeros(3, 100, dtype=torch.bool)
     mask[:, :40] = True
-    assert fl.protocols.cap_count(mask, 0.1) == 10  # round(0.1 · 100)
+    assert fs.papers.cap_count(mask, 0.1) == 10  # round(0.1 · 100)
     mask[1, 7:] = False  # one sample has 7 salient units only
-    assert fl.protocols.cap_count(mask, 0.1) == 7
-    assert fl.protocols.cap_count(~mask, 0.1) == 7  # and 7 non-salient ones here
+    assert fs.papers.cap_count(mask, 0.1) == 7
+    assert fs.papers.cap_count(~mask, 0.1) == 7  # and 7 non-salient ones here
     with pytest.raises(ValueError, match="salient"):
-        fl.protocols.cap_count(mask.float(), 0.1)
+        fs.papers.cap_count(mask.float(), 0.1)
     with pytest.raises(ValueError, match="beta"):
-        fl.protocols.cap_count(mask, 1.5)
+        fs.papers.cap_count(mask, 1.5)

@@ -1,4 +1,4 @@
-"""The chapters' set-up tables (``SETUP`` of each protocol module, :class:`faithlab.protocols.setup.Setting`): every
+"""The chapters' set-up tables (``SETUP`` of each protocol module, :class:`faithlab.study.papers.setup.Setting`): every
 row names an existing notebook, reads only parameters that notebook defines, and renders to a short cell under every
 profile, so the book's "paper vs ours" table is filled from the executed parameters and never breaks a build."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from faithlab import study
-from faithlab.protocols.setup import Setting
+from faithlab.study.papers.setup import Setting
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPERS = ("ffidelity", "fewclass", "saco", "reco_mege", "trace")
@@ -30,7 +30,7 @@ def profiles() -> dict[str, dict]:
 
 
 def setup_rows(module: str) -> tuple[Setting, ...]:
-    return importlib.import_module(f"faithlab.protocols.{module}").SETUP
+    return importlib.import_module(f"faithlab.study.papers.{module}").SETUP
 
 
 def rows():

@@ -8,9 +8,10 @@ import pytest
 import torch
 
 import faithlab as fl
-from faithlab.protocols import fewclass, reco_mege, trace
-from faithlab.protocols.ffidelity import CanvasModels, SeriesTextModels, VitModels
-from faithlab.study import parameters
+import faithlab.study as fs
+from faithlab.study.papers import fewclass, reco_mege, trace
+from faithlab.study.papers.ffidelity import CanvasModels, SeriesTextModels, VitModels
+from faithlab.study.runner import parameters
 
 SHARED = ("ffidelity/series_text", "ffidelity/robustness")
 
@@ -49,7 +50,7 @@ def test_series_text_models_overrides_and_cases():
 
 def test_series_text_classifier_passes_the_shared_settings(monkeypatch):
     calls = []
-    monkeypatch.setattr(fl.recipes, "series_text_classifier", lambda name, **kw: calls.append((name, kw)))
+    monkeypatch.setattr(fs.recipes, "series_text_classifier", lambda name, **kw: calls.append((name, kw)))
     st = SeriesTextModels(ts_length=40, text_length=16, n_test=7, n_epochs=2)
     st.classifier("cnn1d", seed=3)
     st.classifier("lstm_text", seed=3)
@@ -61,13 +62,13 @@ def test_series_text_classifier_passes_the_shared_settings(monkeypatch):
 
 def test_series_text_finetune_uses_the_training_learning_rate(monkeypatch):
     calls = []
-    monkeypatch.setattr(fl.recipes, "ffidelity_finetune", lambda *a, **kw: calls.append(kw))
+    monkeypatch.setattr(fs.recipes, "ffidelity_finetune", lambda *a, **kw: calls.append(kw))
     SeriesTextModels().finetune(None, {}, None, None, beta=0.1, units="time", seed=4)
     SeriesTextModels(n_finetune_epochs=2, finetune_lr=0.01).finetune(None, {}, None, None, beta=0.2, units="tokens",
                                                                       reference="removed_token")
     default, custom = calls
     # spec §1.4: the fine-tuning hyper-parameters equal the training ones (series_text_classifier's Adam lr)
-    assert default["lr"] == fl.recipes.SERIES_TEXT_LR == 3e-3 and default["n_epochs"] == 10 and default["seed"] == 4
+    assert default["lr"] == fs.recipes.SERIES_TEXT_LR == 3e-3 and default["n_epochs"] == 10 and default["seed"] == 4
     assert custom == {"beta": 0.2, "units": "tokens", "reference": "removed_token", "n_epochs": 2, "lr": 0.01,
                       "seed": 0, "device": "cpu"}
 

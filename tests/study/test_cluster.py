@@ -19,8 +19,10 @@ import pandas as pd
 import pytest
 from study_project import HEADER, run
 
-from faithlab import outputs, study
-from faithlab.study import cluster as clusters
+from faithlab import study
+
+from faithlab.study import artifacts as outputs
+from faithlab.study.runner import cluster as clusters
 
 SHARDED = HEADER + '''# %% tags=["parameters"]
 NAME = "demo/sharded"
@@ -34,8 +36,9 @@ n_shards = 1
 import numpy as np
 import pandas as pd
 import faithlab as fl
+import faithlab.study as fs
 
-out = fl.outputs.for_notebook(NAME)
+out = fs.artifacts.for_notebook(NAME)
 
 # %% tags=["shard"]
 def per_sample(items):
@@ -46,7 +49,7 @@ def per_sample(items):
                          "value": np.array([np.random.default_rng([seed, i]).normal() for i in items], "float32")})
 
 
-table = fl.outputs.sharded("per_sample", per_sample, n, shard=shard, n_shards=n_shards)
+table = fs.artifacts.sharded("per_sample", per_sample, n, shard=shard, n_shards=n_shards)
 
 # %%
 out.table(table, "per_sample", float_format=None)
@@ -64,6 +67,7 @@ import os, time
 from pathlib import Path
 import pandas as pd
 import faithlab as fl
+import faithlab.study as fs
 
 # the kernel's parent is the process that runs the notebook (a Dask worker here)
 attempt = Path(marker)
@@ -73,7 +77,7 @@ with attempt.open("a") as f:
 if first and marker.endswith("slow"):
     for _ in range(600):  # until the test kills this worker
         time.sleep(0.1)
-fl.outputs.for_notebook(NAME).table(pd.DataFrame({"worker": [os.getppid()]}), "worker")
+fs.artifacts.for_notebook(NAME).table(pd.DataFrame({"worker": [os.getppid()]}), "worker")
 '''
 
 

@@ -1,5 +1,5 @@
 """The ``paper-dry`` profile: the ``paper`` profile's code paths on CPU, on tiny fake copies of the papers' datasets in
-their real on-disk formats and random weights at the architectures' real sizes (``fl.study.paper_dry.write_paper_dry``).
+their real on-disk formats and random weights at the architectures' real sizes (``fs.paper_dry.write_paper_dry``).
 
 Here: the fake folder (every real loader reads it, the weights load through the project's own path, the writer is
 deterministic) and a representative subset of the notebooks, one per paper; ``make paper-dry`` runs all of them.
@@ -19,8 +19,9 @@ import torch
 from torch import nn
 
 import faithlab as fl
+import faithlab.study as fs
 from faithlab import study
-from faithlab.study import paper_dry as fake
+from faithlab.study.runner import paper_dry as fake
 
 ROOT = Path(__file__).resolve().parents[2]
 DRY = ROOT / "data" / "cache" / "paper-dry"
@@ -230,7 +231,7 @@ def _squeezenet(path: Path, x: torch.Tensor | None = None) -> nn.Module:
 def test_fewclass_paper_models_get_a_gradcam_layer(tmp_path):
     """torchvision/timm models have no ``cam_layer``: the paper settings' Grad-CAM layer comes from CAM_LAYERS or
     the setting's ``cam_layer`` (before, GradCAM raised "model has no cam_layer attribute" on the paper path)."""
-    P = fl.protocols.fewclass
+    P = fs.papers.fewclass
     _vehicles(tmp_path)
     x = fl.data.to_tensors(fl.data.load("imagenet_vehicles", split="test",
                                         data_dir=tmp_path / "imagenet_vehicles"))[0]
@@ -253,7 +254,7 @@ def test_fewclass_paper_models_get_a_gradcam_layer(tmp_path):
 def test_trace_torchvision_entries_may_name_a_state_dict(tmp_path):
     """TRACE's torchvision_models: a name (published weights from the torch-hub cache) or {name, weights_path,
     config} (any state dict, read with weights_only)."""
-    P = fl.protocols.trace
+    P = fs.papers.trace
     rng = np.random.default_rng(1)
     fake.write_image_folder(tmp_path / "val", {w: {f"ILSVRC2012_val_0000000{i}.JPEG": fake.texture(rng, (64, 64))}
                                                for i, w in enumerate(fake.IMAGENET_WNIDS)})

@@ -27,7 +27,8 @@ from study_project import OK_BODY, result_value, run, write
 from torch.utils.data import TensorDataset
 
 import faithlab as fl
-from faithlab import outputs, paths, study
+from faithlab import paths, study
+from faithlab.study import artifacts as outputs
 from faithlab.train import TrainConfig
 from faithlab.train.cache import cache_files
 
@@ -48,7 +49,7 @@ FAKE_KERNEL = textwrap.dedent('''
         import pandas as pd
         from papermill.exceptions import PapermillExecutionError
 
-        from faithlab import outputs
+        from faithlab.study import artifacts as outputs
 
         gate = os.environ.get("FAKE_KERNEL_GATE")
         if gate:  # the test holds this execution until it creates <gate>/release
@@ -284,7 +285,7 @@ def test_a_kernel_that_dies_before_it_starts_is_started_again(project, fake):
     most KERNEL_START_TRIES in all, and says so; a kernel that never starts fails the notebook after that many."""
     import papermill
 
-    from faithlab.study.execution import KERNEL_START_TRIES
+    from faithlab.study.runner.execution import KERNEL_START_TRIES
 
     kernel = papermill.execute_notebook.__globals__  # the fake kernel's module namespace
     write(project, "demo/first", FIRST_PARAMS.format(value=3).replace('"no"', '"start once"'), OK_BODY)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from faithlab.study import cluster as clusters
+from faithlab.study.runner import cluster as clusters
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = "basics/digits_classifier"
@@ -133,7 +133,7 @@ def test_a_bad_cluster_timeout_is_one_line_naming_the_variable(tmp_path):
 
 CHECK = """
 import json, sys
-from faithlab.study.cli import UsageError, check_arguments
+from faithlab.study.runner.cli import UsageError, check_arguments
 try:
     check_arguments(json.loads(sys.argv[1]))
     error = None
@@ -176,7 +176,7 @@ def test_importing_the_package_imports_nothing_heavy_and_still_exports_everythin
     done = subprocess.run([sys.executable, "-c", code], check=False, cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[] [] False faithlab.study.stamps", done.stdout
+    assert done.stdout.strip() == "[] [] False faithlab.study.runner.stamps", done.stdout
 
 
 # ------------------------------------------------------------------------------------ cluster.check, in process

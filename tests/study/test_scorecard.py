@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from faithlab import study
-from faithlab.verdicts import VERDICTS
+from faithlab.study.verdicts import VERDICTS
 
 R, P, N, T, I = VERDICTS  # reproduced, partly, not reproduced, not testable here, inconclusive
 
@@ -72,16 +72,16 @@ def test_summary_counts_verdicts_per_paper_in_chapter_order(tmp_path):
 
 
 def test_preregistration_names_the_commit_where_a_claim_function_last_changed():
-    from faithlab.study.scorecard import rule_commit
+    from faithlab.study.book.scorecard import rule_commit
 
-    answer = rule_commit("faithlab.protocols.basics.claim_deletion_sanity")
+    answer = rule_commit("faithlab.study.papers.basics.claim_deletion_sanity")
     assert answer == "uncommitted" or len(answer.split()[0]) >= 7  # "<hash> <date>" from git log -L
-    assert rule_commit("faithlab.protocols.basics.no_such_function") == "—"
+    assert rule_commit("faithlab.study.papers.basics.no_such_function") == "—"
     assert rule_commit("no_such_module.f") == "—"
 
 
 def test_glance_shows_replica_agreement_stability_units_and_study_checks():
-    from faithlab.study import pages
+    from faithlab.study.book import pages
 
     card = pd.DataFrame([{"paper": "trace", "experiment": "table1", "claim": "T6: an identity", "paper_value": "1",
                           "our_value": "1", "verdict": R, "rule": "r", "decision": "reproduced when x", "premise": "p",
@@ -110,8 +110,8 @@ def test_summarise_orders_chapters_then_other_slugs_alphabetically():
 
 
 def test_compare_runs_classes_every_change_and_the_cli_fails_on_a_flip(tmp_path, capsys):
-    from faithlab.study.cli import main
-    from faithlab.study.scorecard import compare_runs
+    from faithlab.study.runner.cli import main
+    from faithlab.study.book.scorecard import compare_runs
 
     def card(verdicts):
         return pd.DataFrame({"paper": "trace", "experiment": "table1", "verdict": verdicts,
@@ -131,7 +131,7 @@ def test_compare_runs_classes_every_change_and_the_cli_fails_on_a_flip(tmp_path,
 
 
 def test_compare_runs_tells_apart_claims_that_share_a_label():
-    from faithlab.study.scorecard import compare_runs
+    from faithlab.study.book.scorecard import compare_runs
 
     card = pd.DataFrame({"paper": "ffidelity", "experiment": "images_ranking", "verdict": [R, N],
                          "claim": ["F1 (GC): ranks (Table 1)", "F1 (GC): ranks (Table 2)"]})

@@ -1,4 +1,4 @@
-"""Tests of the notebook runner (faithlab.study) and the artifact writer (faithlab.outputs) on a throw-away project."""
+"""Tests of the notebook runner (faithlab.study) and the artifact writer (faithlab.study.artifacts) on a throw-away project."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import pandas as pd
 import pytest
 from study_project import OK_BODY, notebook, result_value, run, write
 
-from faithlab import outputs, study
+from faithlab import study
+
+from faithlab.study import artifacts as outputs
 
 # ------------------------------------------------------------------------------------------------ discovery
 
@@ -154,7 +156,7 @@ def test_second_run_is_cached_and_changes_rerun_only_what_changed(project, monke
 
 
 def test_library_hash_tracks_library_sources(tmp_path):
-    from faithlab.study import stamps
+    from faithlab.study.runner import stamps
 
     lib = Path(study.__file__).resolve().parents[1]
     assert stamps.library_hash() == stamps._hash_files(lib.rglob("*.py"))  # every source of the package, no other
@@ -166,7 +168,7 @@ def test_library_hash_tracks_library_sources(tmp_path):
 
 
 def test_the_package_does_not_reexport_library_hash():
-    """run() reads faithlab.study.stamps.library_hash: a patch of the package's name would not reach it, so there is
+    """run() reads faithlab.study.runner.stamps.library_hash: a patch of the package's name would not reach it, so there is
     no such name to patch (monkeypatch.setattr then fails loudly instead of passing silently)."""
     assert not hasattr(study, "library_hash")
     with pytest.raises(AttributeError):
@@ -176,13 +178,14 @@ def test_the_package_does_not_reexport_library_hash():
 def test_parallel_jobs(project, monkeypatch):
     """Two notebooks at a time; each kernel gets its share of the cores even when the caller's OMP_NUM_THREADS asks
     for more (and the caller's value is back afterwards)."""
-    from faithlab.study import cluster as clusters
+    from faithlab.study.runner import cluster as clusters
 
     write(project, "demo/threads", 'NAME = "demo/threads"\n', """
         import os
         import pandas as pd
         import faithlab as fl
-        fl.outputs.for_notebook(NAME).table(pd.DataFrame({"value": [int(os.environ["OMP_NUM_THREADS"])]}), "result")
+        import faithlab.study as fs
+        fs.artifacts.for_notebook(NAME).table(pd.DataFrame({"value": [int(os.environ["OMP_NUM_THREADS"])]}), "result")
         """)
     monkeypatch.setenv("OMP_NUM_THREADS", "64")
     results, messages = run(project, jobs=2)
@@ -200,7 +203,7 @@ def test_local_kernels_share_the_cores(monkeypatch, asked, jobs, cores, expected
     """OMP_NUM_THREADS per kernel: the cores shared out among the jobs, or the caller's smaller value; a larger one
     is cut to the share with a message (4 threads in each of 2 kernels on 2 cores made the smoke notebooks ~6x
     slower)."""
-    from faithlab.study import cluster as clusters
+    from faithlab.study.runner import cluster as clusters
 
     monkeypatch.setattr(clusters, "cores", lambda: cores)
     if asked is None:
@@ -214,13 +217,14 @@ def test_local_kernels_share_the_cores(monkeypatch, asked, jobs, cores, expected
 
 
 def test_the_runner_hands_each_notebook_its_name_and_folder(project):
-    """A notebook that opens its outputs with fl.outputs.for_notebook() (no name) writes to its own folder: the runner
+    """A notebook that opens its outputs with fs.artifacts.for_notebook() (no name) writes to its own folder: the runner
     names it in the kernel (here two notebooks in one run, so a name left over from the first would show)."""
     body = """
 import os
 import pandas as pd
 import faithlab as fl
-out = fl.outputs.for_notebook()
+import faithlab.study as fs
+out = fs.artifacts.for_notebook()
 out.table(pd.DataFrame({"name": [out.notebook], "staged": [str(out.folder) == os.environ["FAITHLAB_OUTPUT_DIR"]]}),
           "result")
 out.claim("named", paper_value=1, our_value=1, verdict="reproduced")
@@ -243,7 +247,8 @@ out.claim("named", paper_value=1, our_value=1, verdict="reproduced")
 FAILING_BODY = """
 import pandas as pd
 import faithlab as fl
-out = fl.outputs.for_notebook("demo/first")
+import faithlab.study as fs
+out = fs.artifacts.for_notebook("demo/first")
 out.table(pd.DataFrame({"value": [-1]}), "result")
 if value > 1:
     raise RuntimeError("deliberate failure for the test")
@@ -286,7 +291,8 @@ FIGURE_BODY = """
 import warnings
 import matplotlib.pyplot as plt
 import faithlab as fl
-out = fl.outputs.for_notebook("demo/first")
+import faithlab.study as fs
+out = fs.artifacts.for_notebook("demo/first")
 fig, ax = plt.subplots()
 ax.plot([0, 1], [value, 0])
 out.figure(fig, "line")

@@ -22,7 +22,8 @@ def notebook(params: str, body: str) -> str:
 OK_BODY = """
 import pandas as pd
 import faithlab as fl
-out = fl.outputs.for_notebook(NAME)
+import faithlab.study as fs
+out = fs.artifacts.for_notebook(NAME)
 out.table(pd.DataFrame({"value": [value * 2]}), "result")
 out.claim("doubling", paper_value=2 * value, our_value=value * 2, verdict="reproduced")
 """

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import faithlab as fl
+import faithlab.study as fs
 
 
 @pytest.fixture(autouse=True)
@@ -20,7 +21,7 @@ def _same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:
 
 @pytest.mark.parametrize("name", ["cnn1d", "lstm_text"])
 def test_series_text_recipe_is_the_documented_fit(name):
-    model, hist, train, test = fl.recipes.series_text_classifier(name, n_train=32, n_test=8, length=20, width=4,
+    model, hist, train, test = fs.recipes.series_text_classifier(name, n_train=32, n_test=8, length=20, width=4,
                                                                  tf_dim=8, n_epochs=1)
     assert not hist["from_cache"]
     series = name == "cnn1d"
@@ -35,19 +36,19 @@ def test_series_text_recipe_is_the_documented_fit(name):
 
 
 def test_finetune_recipe_is_cached_random_removal_of_the_given_units():
-    base, hist, train, test = fl.recipes.series_text_classifier("cnn1d", n_train=32, n_test=8, length=20, width=4,
+    base, hist, train, test = fs.recipes.series_text_classifier("cnn1d", n_train=32, n_test=8, length=20, width=4,
                                                                 n_epochs=1)
     before = {k: v.clone() for k, v in base.state_dict().items()}
-    tuned = fl.recipes.ffidelity_finetune(base, hist, train, test, beta=0.3, units="time", n_epochs=1)
+    tuned = fs.recipes.ffidelity_finetune(base, hist, train, test, beta=0.3, units="time", n_epochs=1)
     assert all(torch.equal(before[k], v) for k, v in base.state_dict().items())  # the base model is untouched
     assert not _same_weights(tuned, base)
     direct, direct_hist = fl.train.finetune(base, train, fl.train.TrainConfig(epochs=1, lr=1e-3, batch_size=64),
                                             fl.train.RandomRemoval(0.3, units="time"), data_key=hist["spec"]["data"],
                                             base_key=hist["key"], test_data=test, device="cpu", progress=False)
     assert direct_hist["from_cache"] and _same_weights(direct, tuned)
-    other = fl.recipes.ffidelity_finetune(base, hist, train, test, beta=0.1, units="time", n_epochs=1)
+    other = fs.recipes.ffidelity_finetune(base, hist, train, test, beta=0.1, units="time", n_epochs=1)
     assert not _same_weights(other, tuned)  # β is part of the cache key
-    faster = fl.recipes.ffidelity_finetune(base, hist, train, test, beta=0.3, units="time", n_epochs=1, lr=3e-3)
+    faster = fs.recipes.ffidelity_finetune(base, hist, train, test, beta=0.3, units="time", n_epochs=1, lr=3e-3)
     direct_fast, fast_hist = fl.train.finetune(base, train, fl.train.TrainConfig(epochs=1, lr=3e-3, batch_size=64),
                                                fl.train.RandomRemoval(0.3, units="time"),
                                                data_key=hist["spec"]["data"], base_key=hist["key"], test_data=test,
@@ -57,8 +58,8 @@ def test_finetune_recipe_is_cached_random_removal_of_the_given_units():
 
 
 def test_canvas_recipe_caches_and_keys_the_training_size():
-    model, hist, train, test = fl.recipes.canvas_classifier(image_size=8, n_train=40, width=4, n_epochs=1)
-    again, hist2, _, _ = fl.recipes.canvas_classifier(image_size=8, n_train=40, width=4, n_epochs=1)
+    model, hist, train, test = fs.recipes.canvas_classifier(image_size=8, n_train=40, width=4, n_epochs=1)
+    again, hist2, _, _ = fs.recipes.canvas_classifier(image_size=8, n_train=40, width=4, n_epochs=1)
     assert not hist["from_cache"] and hist2["from_cache"] and _same_weights(model, again)
     assert hist["spec"]["data"] == {"dataset": "canvas_digits", "n": 40, "size": 8, "r": 0.3, "color": False,
                                     "seed": 0}
@@ -68,4 +69,4 @@ def test_canvas_recipe_caches_and_keys_the_training_size():
 
 def test_series_text_recipe_rejects_unknown_models():
     with pytest.raises(ValueError, match="name"):
-        fl.recipes.series_text_classifier("resnet9", n_train=8, n_test=8, length=20)
+        fs.recipes.series_text_classifier("resnet9", n_train=8, n_test=8, length=20)

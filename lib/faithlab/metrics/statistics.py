@@ -2,7 +2,7 @@
 scipy's tie conventions, Pearson and Spearman correlations, the trapezoid area under a curve.
 
 All functions accept any leading batch shape and work on the inputs' device. Correlations of a constant vector are
-NaN (undefined), never 0. ``faithlab.stats`` re-exports them for analysis code.
+NaN (undefined), never 0. Analysis code uses them too (with :func:`nan_mean_std`).
 """
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ import torch
 
 from faithlab import _validate
 
-__all__ = ["rankdata", "pearson", "spearman", "trapezoid_auc"]
+__all__ = ["rankdata", "pearson", "spearman", "trapezoid_auc", "nan_mean_std", "as_float"]
 
 
-def _float(x: torch.Tensor) -> torch.Tensor:
+def as_float(x: torch.Tensor) -> torch.Tensor:
+    """``x`` as a floating tensor: itself when floating, else in the default dtype."""
     return x if x.is_floating_point() else x.to(torch.get_default_dtype())
 
 
@@ -27,7 +28,7 @@ def rankdata(x: torch.Tensor, *, dim: int = -1, method: str = "average") -> torc
     if method not in ("average", "min"):
         raise ValueError(f"method must be 'average' or 'min', got {method!r}")
     _dim(x, dim, "x")
-    v = _float(x).movedim(dim, -1)
+    v = as_float(x).movedim(dim, -1)
     n = v.shape[-1]
     sorted_v, order = v.sort(dim=-1)  # tie order is irrelevant: tied values share one rank
     pos = torch.arange(n, device=v.device).expand_as(sorted_v)
@@ -62,7 +63,7 @@ def _pair(a: torch.Tensor, b: torch.Tensor, dim) -> tuple[torch.Tensor, torch.Te
     _validate.tensor(b, "b")
     _validate.one_device(a=a, b=b)
     try:
-        a, b = torch.broadcast_tensors(_float(a), _float(b))
+        a, b = torch.broadcast_tensors(as_float(a), as_float(b))
     except RuntimeError:
         raise ValueError(f"a of shape {tuple(a.shape)} and b of shape {tuple(b.shape)} do not broadcast: give vectors "
                          f"of the same length along dim") from None
@@ -115,7 +116,7 @@ def trapezoid_auc(curve: torch.Tensor, x: torch.Tensor | None = None, *, dim: in
     n = curve.shape[dim]
     if n < 2:
         raise ValueError(f"curve needs at least 2 points along dim {dim}, got {n}")
-    curve = _float(curve)
+    curve = as_float(curve)
     if x is None:
         return torch.trapezoid(curve, dx=1.0 / (n - 1), dim=dim)
     _validate.tensor(x, "x", ndim=1)
@@ -127,3 +128,22 @@ def trapezoid_auc(curve: torch.Tensor, x: torch.Tensor | None = None, *, dim: in
     if bool((x[1:] <= x[:-1]).any()):  # a non-monotone x gives a signed, meaningless area
         raise ValueError(f"x must be strictly increasing, got {x.tolist()}")
     return torch.trapezoid(curve, x=x.to(curve), dim=dim)
+
+
+def nan_mean_std(x: torch.Tensor, *, dim: int | None = None, correction: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean and standard deviation ignoring NaN (over all elements, or along ``dim``).
+
+    correction: 0 → population std (numpy's default), 1 → sample std. Where no (or too few) finite values exist the
+    result is NaN.
+    """
+    _validate.tensor(x, "x")
+    if dim is None:
+        x, dim = x.flatten(), 0
+    x = x if x.is_floating_point() else x.to(torch.get_default_dtype())
+    keep = ~x.isnan()
+    n = keep.sum(dim, keepdim=True)
+    mean = x.nansum(dim, keepdim=True) / n
+    dev = torch.where(keep, x - mean, 0.0)
+    var = (dev * dev).sum(dim, keepdim=True) / (n - correction)
+    std = torch.where(n > correction, var, torch.nan).sqrt()
+    return mean.squeeze(dim), std.squeeze(dim)

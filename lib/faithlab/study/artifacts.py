@@ -1,6 +1,6 @@
 """The one place notebooks write their artifacts: tables (CSV), figures (PNG + SVG), glued values and claims.
 
-A notebook calls ``out = fl.outputs.for_notebook()`` and never builds a path by hand. Under the study runner the
+A notebook calls ``out = faithlab.study.artifacts.for_notebook()`` and never builds a path by hand. Under the study runner the
 runner names the notebook (``FAITHLAB_NOTEBOOK``) and its folder, the run's staging folder (``FAITHLAB_OUTPUT_DIR``),
 moved into ``book/_generated/<paper>/<experiment>/`` only when the whole notebook succeeded; run interactively, the
 name comes from where the notebook runs (:func:`notebook_name`) and the folder is that final folder directly. Every
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from faithlab import paths
-from faithlab.verdicts import VERDICTS
+from faithlab.study.verdicts import VERDICTS
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 NOTEBOOK_ENV = "FAITHLAB_NOTEBOOK"  # set by the study runner in a notebook's kernel: "<paper>/<experiment>"
@@ -60,7 +60,7 @@ class _Recorded(dict):
     """The row :meth:`Outputs.claim` returns: a plain dict that IPython does not echo as a cell's result (under a
     kernel :meth:`Outputs.claim` has displayed the claim's row already, :class:`ClaimRow`; echoing it again would
     show the claim twice when the call ends a cell and once otherwise). ``claim`` is the recorded
-    :class:`faithlab.verdicts.Claim` (None for a claim given as text) and ``table`` its table, for the notebook to
+    :class:`faithlab.study.verdicts.Claim` (None for a claim given as text) and ``table`` its table, for the notebook to
     show or save."""
 
     claim = None
@@ -272,16 +272,16 @@ class Outputs:
         show it where it is computed: the claim's row (:func:`claim_html`) is displayed as an output of the calling
         cell, once per call, and the returned dict is not echoed.
 
-        claim: a claim function of ``faithlab.protocols`` with its arguments (``out.claim(P.claim_x, frames,
-        seed=seed)``: the house way, decided through :func:`faithlab.verdicts.replicated`, which adds the replica
-        agreement and the bootstrap stability), a :class:`faithlab.verdicts.Claim` (its rule and premise go to the
+        claim: a claim function of ``faithlab.study.papers`` with its arguments (``out.claim(P.claim_x, frames,
+        seed=seed)``: the house way, decided through :func:`faithlab.study.verdicts.replicated`, which adds the replica
+        agreement and the bootstrap stability), a :class:`faithlab.study.verdicts.Claim` (its rule and premise go to the
         ``rule`` and ``premise`` columns; its decision text to ``decision``), or the claim's text with ``paper_value``,
-        ``our_value`` and ``verdict`` given here. verdict: one of :data:`faithlab.verdicts.VERDICTS`, normally from
-        :mod:`faithlab.verdicts`; the rule's outcome it carries (``why``) is appended to ``note``.
+        ``our_value`` and ``verdict`` given here. verdict: one of :data:`faithlab.study.verdicts.VERDICTS`, normally from
+        :mod:`faithlab.study.verdicts`; the rule's outcome it carries (``why``) is appended to ``note``.
         """
         import pandas as pd
 
-        from faithlab.verdicts import Claim, replicated
+        from faithlab.study.verdicts import Claim, replicated
 
         rule = premise = decision = function = power = rule_id = ""
         kind, replicas, stability, units, trained = "paper", "—", "—", None, None
@@ -306,7 +306,7 @@ class Outputs:
             claim, rule, premise, paper_value, our_value, verdict = (
                 claim.claim, claim.rule, claim.premise, claim.paper_value, claim.our_value, claim.verdict)
         elif not isinstance(claim, str) or not claim.strip():
-            raise TypeError(f"claim must be a faithlab.verdicts.Claim or the claim's text, got {claim!r}")
+            raise TypeError(f"claim must be a faithlab.study.verdicts.Claim or the claim's text, got {claim!r}")
         if verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
         why = getattr(verdict, "why", "")
@@ -399,7 +399,7 @@ def for_notebook(notebook: str | None = None) -> Outputs:
             raise ValueError(
                 "notebook: cannot tell which notebook this is (the study runner is not executing one, and neither the "
                 "script's path, Jupyter's JPY_SESSION_NAME nor VS Code names a file notebooks/<paper>/<experiment>"
-                ".py); pass its name, e.g. fl.outputs.for_notebook(\"basics/digits_classifier\")"
+                ".py); pass its name, e.g. faithlab.study.artifacts.for_notebook(\"basics/digits_classifier\")"
             )
     parts = notebook.split("/") if isinstance(notebook, str) else []
     plain = [re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", p) and p not in {".", ".."} for p in parts]

@@ -20,7 +20,7 @@ def digits_vit(*, image_size: int = 16, patch_size: int = 4, dim: int = 48, dept
     Digits upsampled to ``image_size`` ², normalised per channel, split by ``seed``; ``patch_size`` ² patches, CLS
     token, pre-norm blocks; AdamW (lr 2e-3, weight decay 0.05), cosine schedule, batch 64, best test epoch kept.
     train_seed: the training seed (initialisation, batch order; default ``seed``), part of the training cache key,
-    so that independently trained replicas of one setting (``fl.verdicts.replica_seed``) share the data split.
+    so that independently trained replicas of one setting (``faithlab.study.verdicts.replica_seed``) share the data split.
     """
     train_seed = seed if train_seed is None else int(train_seed)
     train_data = data.load("digits", split="train", size=image_size, seed=seed)
@@ -44,7 +44,7 @@ def canvas_classifier(*, image_size: int = 16, r: float = 0.3, color: bool = Fal
     ``width``; Adam lr 3e-3, batch 64, best test epoch kept. ``history`` feeds :func:`ffidelity_finetune`.
     seed: the data's generator; train_seed: the training's (initialisation, batch order; default ``seed``), part of
     the cache key through the training config — a replica of the same setting on the same data is another
-    ``train_seed`` (:func:`faithlab.verdicts.replica_seed`).
+    ``train_seed`` (:func:`faithlab.study.verdicts.replica_seed`).
     """
     canvas = {"size": image_size, "r": r, "color": color, "seed": seed, **({"clutter": clutter} if clutter else {})}
     train_data = data.load("canvas_digits", split="train", n=n_train, **canvas)

@@ -9,6 +9,7 @@ import torch
 from oracles import Gated
 
 import faithlab as fl
+import faithlab.study as fs
 from faithlab.metrics.papers import ffidelity as fd
 
 H = W = 8
@@ -306,15 +307,15 @@ def test_canvas_replicas_share_the_data_and_differ_in_the_training_seed(tmp_path
     (the training config, seed included, is in the key), the same canvases; train_seed=None keeps the old key."""
     monkeypatch.setenv("FAITHLAB_CACHE", str(tmp_path))
     options = dict(image_size=8, n_train=40, width=4, n_epochs=1)
-    base, hist, train, _ = fl.recipes.canvas_classifier(**options)
-    same, hist_same, _, _ = fl.recipes.canvas_classifier(**options, train_seed=0)
-    seed1 = fl.verdicts.replica_seed(0, "canvas/main", 1)
-    other, hist_other, train_other, _ = fl.recipes.canvas_classifier(**options, train_seed=seed1)
+    base, hist, train, _ = fs.recipes.canvas_classifier(**options)
+    same, hist_same, _, _ = fs.recipes.canvas_classifier(**options, train_seed=0)
+    seed1 = fs.verdicts.replica_seed(0, "canvas/main", 1)
+    other, hist_other, train_other, _ = fs.recipes.canvas_classifier(**options, train_seed=seed1)
     assert hist_same["from_cache"] and hist_same["key"] == hist["key"]
     assert not hist_other["from_cache"] and hist_other["key"] != hist["key"]
     assert torch.equal(train.x, train_other.x) and hist_other["spec"]["data"] == hist["spec"]["data"]
     assert any(not torch.equal(a, b) for a, b in zip(base.state_dict().values(), other.state_dict().values()))
-    cm = fl.protocols.ffidelity.CanvasModels(image_size=8, color=False, n_train=40, width=4, n_epochs=1)
+    cm = fs.papers.ffidelity.CanvasModels(image_size=8, color=False, n_train=40, width=4, n_epochs=1)
     again, hist_cm, _, _ = cm.classifier(train_seed=seed1)
     assert hist_cm["from_cache"] and hist_cm["key"] == hist_other["key"]
 
@@ -323,10 +324,10 @@ def test_original_and_finetuned_are_the_ranking_studys_models_of_the_replica(tmp
     """CanvasModels.original_and_finetuned trains one replica's original and fine-tuned models only: the very models
     (the same cache entries) that the ranking study of that replica trains, and another replica's differ."""
     monkeypatch.setenv("FAITHLAB_CACHE", str(tmp_path))
-    cm = fl.protocols.ffidelity.CanvasModels(image_size=8, color=False, n_train=40, width=4, n_epochs=1,
+    cm = fs.papers.ffidelity.CanvasModels(image_size=8, color=False, n_train=40, width=4, n_epochs=1,
                                              n_finetune_epochs=1, n_roar_epochs=1)
     train, test = cm.load(0)
-    seed1 = fl.verdicts.replica_seed(0, "canvas/main", 1)
+    seed1 = fs.verdicts.replica_seed(0, "canvas/main", 1)
     study = cm.ranking_study(train, test, {"GradCAM": ("gradcam", {})}, train_seed=seed1, beta=0.1, n_test=2,
                              n_seeds=1, noise_levels=(0.0,), sparsity=(0.5,), n_samples=2, methods=("F-Fidelity",))
     pair = cm.original_and_finetuned(beta=0.1, train_seed=seed1)
@@ -334,6 +335,6 @@ def test_original_and_finetuned_are_the_ranking_studys_models_of_the_replica(tmp
     for name, model in pair.items():
         assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(),
                                                       study.models[name].state_dict().values())), name
-    other = cm.original_and_finetuned(beta=0.1, train_seed=fl.verdicts.replica_seed(0, "canvas/main", 2))
+    other = cm.original_and_finetuned(beta=0.1, train_seed=fs.verdicts.replica_seed(0, "canvas/main", 2))
     assert any(not torch.equal(a, b) for a, b in zip(other["original"].state_dict().values(),
                                                      pair["original"].state_dict().values()))

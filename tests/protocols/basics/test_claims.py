@@ -1,4 +1,4 @@
-"""The Basics chapter's sanity claim as a function (faithlab.protocols.basics): integrated gradients' deletion AUC
+"""The Basics chapter's sanity claim as a function (faithlab.study.papers.basics): integrated gradients' deletion AUC
 against the random explainer's (the null), with the premise that the classifier learned its task (above the
 permuted-label and majority-class chance levels); synthetic frames give every verdict it can give."""
 
@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 
 import faithlab as fl
+import faithlab.study as fs
 
-R, P, N, T, I = fl.verdicts.VERDICTS
+R, P, N, T, I = fs.verdicts.VERDICTS
 LABELS = np.arange(60) % 10
 
 
@@ -37,7 +38,7 @@ MOSTLY_ZERO_GUESSES = np.r_[np.zeros(42, int), np.ones(18, int)]  # right on eve
     (deletion(-0.1), MOSTLY_ZERO_GUESSES, MOSTLY_ZERO, T, "majority"),  # above permuted labels, below the majority
 ])
 def test_claim_deletion_sanity_gives_every_verdict(frame, predictions, labels, expected, why):
-    claim = fl.protocols.basics.claim_deletion_sanity(frame, predictions, labels, n_null=200)
+    claim = fs.papers.basics.claim_deletion_sanity(frame, predictions, labels, n_null=200)
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
     assert why in claim.verdict.why
     assert claim.rule_id == "B1" and claim.kind == "study check" and "0.01" in claim.rule
@@ -47,9 +48,9 @@ def test_claim_deletion_sanity_gives_every_verdict(frame, predictions, labels, e
 
 def test_claim_deletion_sanity_needs_both_explainers_and_paired_labels():
     with pytest.raises(ValueError, match="explainers"):
-        fl.protocols.basics.claim_deletion_sanity(deletion(0.0).query("explainer != 'random'"), LABELS, LABELS)
+        fs.papers.basics.claim_deletion_sanity(deletion(0.0).query("explainer != 'random'"), LABELS, LABELS)
     with pytest.raises(ValueError, match="same N"):
-        fl.protocols.basics.claim_deletion_sanity(deletion(0.0), LABELS[:10], LABELS)
+        fs.papers.basics.claim_deletion_sanity(deletion(0.0), LABELS[:10], LABELS)
 
 
 def replicated_deletion(shifts, *, n: int = 30, noise: float = 0.02):
@@ -68,20 +69,20 @@ def test_claim_deletion_sanity_resamples_the_replicas():
     # t interval on the three replica means straddles the margin — whereas the same 90 rows read as one model are
     # decided
     frame, predictions, labels = replicated_deletion((-0.2, +0.1, -0.2))
-    claim = fl.protocols.basics.claim_deletion_sanity(frame, predictions, labels, n_null=200)
+    claim = fs.papers.basics.claim_deletion_sanity(frame, predictions, labels, n_null=200)
     assert claim.verdict == I, claim.verdict.why
     assert claim.table["replicas"].item() == 3 and claim.units == 90 and "t on replica means" in claim.rule
     t = claim.table.iloc[0]
     assert t["low"] < 0.01 < t["high"]
     pooled = frame.assign(sample=frame["replica"] * 30 + frame["sample"]).drop(columns="replica")
-    one = fl.protocols.basics.claim_deletion_sanity(pooled, np.tile(labels, 3), np.tile(labels, 3), n_null=200)
+    one = fs.papers.basics.claim_deletion_sanity(pooled, np.tile(labels, 3), np.tile(labels, 3), n_null=200)
     assert one.verdict == R and one.table["low"].item() > 0.01 and one.units == 90
     # replicas that agree are decided, and replicated() re-decides on each replica's rows
-    agree = fl.verdicts.replicated(fl.protocols.basics.claim_deletion_sanity, *replicated_deletion((-0.1,) * 3),
+    agree = fs.verdicts.replicated(fs.papers.basics.claim_deletion_sanity, *replicated_deletion((-0.1,) * 3),
                                    n_null=200, seeds=2)
     assert agree.verdict == R and agree.replicas == (R, R, R) and agree.replica_agreement == "3 of 3 replicas"
     assert agree.power == "every cell decided at 3 replicas × 30 units"
-    split = fl.verdicts.replicated(fl.protocols.basics.claim_deletion_sanity, frame, predictions, labels,
+    split = fs.verdicts.replicated(fs.papers.basics.claim_deletion_sanity, frame, predictions, labels,
                                    n_null=200, seeds=2)
     assert split.replicas == (R, N, R) and split.verdict == I
 
@@ -90,12 +91,12 @@ def test_claim_deletion_sanity_premise_checks_every_replica():
     frame, predictions, labels = replicated_deletion((-0.1,) * 3)
     guesses = predictions.copy()
     guesses.loc[guesses["replica"] == 1, "predicted"] = CHANCE[:30]  # replica 1 did not learn the task
-    claim = fl.protocols.basics.claim_deletion_sanity(frame, guesses, labels, n_null=200)
+    claim = fs.papers.basics.claim_deletion_sanity(frame, guesses, labels, n_null=200)
     assert claim.verdict == T and "replica 1's accuracy" in claim.verdict.why
     assert "weakest, replica 1" in claim.premise
     with pytest.raises(ValueError, match="predictions must be a frame with the columns replica, sample"):
-        fl.protocols.basics.claim_deletion_sanity(frame, np.tile(labels, 3), np.tile(labels, 3))
+        fs.papers.basics.claim_deletion_sanity(frame, np.tile(labels, 3), np.tile(labels, 3))
     with pytest.raises(ValueError, match="must hold the replicas of deletion"):
-        fl.protocols.basics.claim_deletion_sanity(frame, predictions[predictions["replica"] < 2], labels)
+        fs.papers.basics.claim_deletion_sanity(frame, predictions[predictions["replica"] < 2], labels)
     with pytest.raises(ValueError, match="missing \\['predicted'\\]"):
-        fl.protocols.basics.claim_deletion_sanity(frame, predictions.drop(columns="predicted"), labels)
+        fs.papers.basics.claim_deletion_sanity(frame, predictions.drop(columns="predicted"), labels)

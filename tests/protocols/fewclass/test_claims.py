@@ -1,5 +1,5 @@
-"""Few-class Fidelity's claims as functions (faithlab.protocols.fewclass), decided by their rules in
-lib/faithlab/verdicts/registered/fewclass.toml: synthetic frames of three trained replicas reach every verdict each
+"""Few-class Fidelity's claims as functions (faithlab.study.papers.fewclass), decided by their rules in
+lib/faithlab/study/verdicts/registered/fewclass.toml: synthetic frames of three trained replicas reach every verdict each
 claim can give — reproduced, not reproduced by equivalence (a tight interval inside the band of no meaningful
 effect), not reproduced by reversal, inconclusive (straddling the margin), not testable here (a premise fails) and,
 for C5a's named parts, partly — and the margins cannot drift from the paper's numbers."""
@@ -14,11 +14,12 @@ import pytest
 import torch
 
 import faithlab as fl
+import faithlab.study as fs
 from faithlab.metrics import fewclass as F
-from faithlab.protocols.fewclass import paper
+from faithlab.study.papers.fewclass import paper
 
-P = fl.protocols.fewclass
-R, PARTLY, NR, NT, INC = fl.verdicts.VERDICTS
+P = fs.papers.fewclass
+R, PARTLY, NR, NT, INC = fs.verdicts.VERDICTS
 OTHERS = ["BP", "Deconv", "EG", "IG(min)", "IG(zero)", "IG(max)", "GradCAM"]
 REPLICAS = 3
 
@@ -27,7 +28,7 @@ REPLICAS = 3
 def test_c1_margin_is_half_the_smallest_random_gap_of_tables_1_and_2():
     gaps = paper.random_gaps()
     assert gaps == pytest.approx({"ResNet-18": 0.019, "DenseNet-121": 0.015, "ResNet-50": 0.031, "Xception": 0.114})
-    rule = fl.verdicts.rule("C1")
+    rule = fs.verdicts.rule("C1")
     assert rule.margin == pytest.approx(min(gaps.values()) / 2, abs=1e-12)
     assert rule.decision == "every" and rule.direction == "above" and "0.015" in rule.margin_source
 
@@ -35,7 +36,7 @@ def test_c1_margin_is_half_the_smallest_random_gap_of_tables_1_and_2():
 def test_c3_margin_is_half_the_median_sg_gain_of_table_1():
     raised = [g for g in paper.sg_gains() if g > 0]
     assert len(paper.sg_gains()) == 28 and len(raised) == 23
-    rule = fl.verdicts.rule("C3")
+    rule = fs.verdicts.rule("C3")
     assert rule.margin == pytest.approx(statistics.median(raised) / 2, abs=1e-12)
     # "most" is more than half of the cells, and the paper's own Table 1 meets the rule (21 of 28 above the margin)
     assert rule.decision == "share" and 0.5 < rule.share <= 15 / 28
@@ -43,19 +44,19 @@ def test_c3_margin_is_half_the_median_sg_gain_of_table_1():
 
 
 def test_c2_c4_c5_margins_are_the_papers_thresholds_or_stated_conventions():
-    assert fl.verdicts.rule("C4").margin == 0.5 and fl.verdicts.rule("C4").decision == "single"
-    assert fl.verdicts.rule("C4").interval == "t on replica statistics"
-    assert fl.verdicts.rule("C2").margin == 0.9 and fl.verdicts.rule("C2").interval.startswith("share")
+    assert fs.verdicts.rule("C4").margin == 0.5 and fs.verdicts.rule("C4").decision == "single"
+    assert fs.verdicts.rule("C4").interval == "t on replica statistics"
+    assert fs.verdicts.rule("C2").margin == 0.9 and fs.verdicts.rule("C2").interval.startswith("share")
     delta = F.threshold(2)  # Δ = min(0.1, N/40) of eq. 3 for N = 2
     assert delta == 0.05
-    assert fl.verdicts.rule("C5a.confident").margin == delta and fl.verdicts.rule("C5a.uncertain").margin == delta
-    assert fl.verdicts.rule("C5a.uncertain").direction == "below"
-    assert fl.verdicts.rule("C5a.switch").margin == 0.25 and fl.verdicts.rule("C5a.switch").interval.startswith("share")
-    c5a = fl.verdicts.rule("C5a")
+    assert fs.verdicts.rule("C5a.confident").margin == delta and fs.verdicts.rule("C5a.uncertain").margin == delta
+    assert fs.verdicts.rule("C5a.uncertain").direction == "below"
+    assert fs.verdicts.rule("C5a.switch").margin == 0.25 and fs.verdicts.rule("C5a.switch").interval.startswith("share")
+    c5a = fs.verdicts.rule("C5a")
     assert c5a.decision == "parts" and list(c5a.parts) == ["C5a.confident", "C5a.switch", "C5a.uncertain"]
-    assert fl.verdicts.rule("C5b").kind == "study check"
+    assert fs.verdicts.rule("C5b").kind == "study check"
     for cid in ("C1", "C2", "C3", "C4", "C5a", "C5a.confident", "C5a.switch", "C5a.uncertain"):
-        rule = fl.verdicts.rule(cid)
+        rule = fs.verdicts.rule(cid)
         assert rule.kind == "paper" and rule.replicas >= 3 and rule.units >= 30, cid
 
 
@@ -251,7 +252,7 @@ def test_claim_c4_is_not_testable_without_enough_methods_and_needs_replicas():
     f, l = _ranked("same")
     with pytest.raises(ValueError, match="at least 2 trained replicas"):
         P.claim_rank_agreement(f[f.replica == 0], l[l.replica == 0], task="vehicles", score="IoU")
-    claim = fl.verdicts.replicated(P.claim_rank_agreement, f, l, task="vehicles", score="IoU")
+    claim = fs.verdicts.replicated(P.claim_rank_agreement, f, l, task="vehicles", score="IoU")
     assert claim.verdict == R and "at 3 replicas" in claim.power  # the replicas it keeps are counted
 
 
@@ -341,13 +342,13 @@ def test_claim_c5b_is_a_study_check_decided_by_a_wilson_interval():
     broken = _bounds()
     broken.loc[broken.case == "ideal", "Fid"] = 0.9
     assert P.claim_fid_bounds(broken).verdict == INC  # 2 of 4004 off: the interval straddles 0.999
-    assert fl.verdicts.replicated(P.claim_fid_bounds, _bounds()).verdict == R
+    assert fs.verdicts.replicated(P.claim_fid_bounds, _bounds()).verdict == R
 
 
 # ---------------------------------------------------------------------------------------------- replicated
 def test_every_claim_is_published_over_three_replicas_with_its_power():
     """Each claim function runs on one replica's rows alone (its per-replica verdict) and through
-    faithlab.verdicts.replicated: on three replicas of ≥ 30 images a decided verdict is published, with the design
+    faithlab.study.verdicts.replicated: on three replicas of ≥ 30 images a decided verdict is published, with the design
     its power analysis asks; on two it is published inconclusive (the house asks three trained replicas)."""
     f, l = _ranked("same")
     cases = {
@@ -357,19 +358,19 @@ def test_every_claim_is_published_over_three_replicas_with_its_power():
         P.claim_class_flip: ((_flips(),), {"binary": ["ct"]}),
     }
     for fn, (args, kwargs) in cases.items():
-        claim = fl.verdicts.replicated(fn, *args, **kwargs)
+        claim = fs.verdicts.replicated(fn, *args, **kwargs)
         assert claim.verdict == R, (fn.__name__, claim.verdict.why)
         assert claim.replica_agreement == "3 of 3 replicas", fn.__name__
         assert claim.bootstrap_stability == "exact (no resampling)" and claim.power, fn.__name__
-        two = fl.verdicts.replicated(fn, *[a[a.replica < 2] for a in args],
+        two = fs.verdicts.replicated(fn, *[a[a.replica < 2] for a in args],
                                      **{k: v[v.replica < 2] if isinstance(v, pd.DataFrame) else v
                                         for k, v in kwargs.items()})
         assert two.raw == R and two.verdict == INC and "2 trained models" in two.verdict.why, fn.__name__
 
 
 def test_the_mechanism_thresholds_are_the_registered_ones():
-    text = fl.verdicts.rule("C1").premises[0]
+    text = fs.verdicts.rule("C1").premises[0]
     assert P.SWITCH_AT == 0.1 and "at least 10 %" in text
     assert P.UNCERTAIN_AT == 0.5 and "at least half" in text
-    assert "the paper's mechanism" in fl.verdicts.rule("C3").premises[0] and \
-        "the paper's mechanism" in fl.verdicts.rule("C4").premises[0]
+    assert "the paper's mechanism" in fs.verdicts.rule("C3").premises[0] and \
+        "the paper's mechanism" in fs.verdicts.rule("C4").premises[0]

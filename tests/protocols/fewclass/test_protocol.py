@@ -9,10 +9,11 @@ import torch
 from torch import nn
 
 import faithlab as fl
+import faithlab.study as fs
 from faithlab.metrics import fewclass as F
 from oracles import small_cnn
 
-P = fl.protocols.fewclass
+P = fs.papers.fewclass
 
 
 class _Fixed(nn.Module):
@@ -214,7 +215,7 @@ def test_replicas_are_trained_with_their_own_seeds_on_the_same_data():
     settings = [{"name": "cnn", "model": "small_cnn", "config": {"width": 4}, "n_epochs": 1}]
     a, b = (P.setup("ct", settings, n_images=4, image_size=16, n_train=96, n_background=3, replica=r) for r in (0, 1))
     seeds = [s.info["training seed"].item() for s in (a, b)]
-    assert seeds == [fl.verdicts.replica_seed(0, "ct/cnn", r) for r in (0, 1)]
+    assert seeds == [fs.verdicts.replica_seed(0, "ct/cnn", r) for r in (0, 1)]
     wa, wb = (next(iter(s.models["cnn"].parameters())) for s in (a, b))
     assert not torch.equal(wa, wb)  # independently trained
     assert torch.equal(a.background, b.background)  # the stand-in data stay keyed to seed

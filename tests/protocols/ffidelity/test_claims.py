@@ -12,9 +12,10 @@ import pytest
 import torch
 
 import faithlab as fl
+import faithlab.study as fs
 
-F = fl.protocols.ffidelity
-R, P, N, T, I = fl.verdicts.VERDICTS
+F = fs.papers.ffidelity
+R, P, N, T, I = fs.verdicts.VERDICTS
 XI = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
 LEVELS = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
 
@@ -41,7 +42,7 @@ def study(spec: dict, *, group: str = "E", replicas: int = 2):
         for name, (noise, seed, chance) in spec.items():
             P_[group, name], Q_[group, name] = curves(noise, seed=seed + 100 * r, chance=chance)
         methods = list(spec)
-        cells.append(fl.protocols.micro_cells(P_, Q_, noise_levels=XI, sparsity=LEVELS, methods=methods,
+        cells.append(fs.papers.micro_cells(P_, Q_, noise_levels=XI, sparsity=LEVELS, methods=methods,
                                               group="explainer").assign(replica=r))
         nulls.append(F.ground_truth_null(P_, Q_, noise_levels=XI, sparsity=LEVELS, methods=methods,
                                          group="explainer", n_draws=200).assign(replica=r))
@@ -58,7 +59,7 @@ def test_permuted_correlations_give_the_chance_level_of_a_permuted_ground_truth(
     observed = fl.metrics.ground_truth_ranking(p, q, XI, LEVELS)
     assert float(observed["macro"]["lerf_vs_gt"].mean()) == pytest.approx(1.0)
     # a perfect curve ranks every permuted order as Spearman(ξ, π(ξ)): centred on 0, 6 explainers → about ±0.83
-    null = fl.verdicts.Null("permuted", tuple(draws["lerf_vs_gt"]))
+    null = fs.verdicts.Null("permuted", tuple(draws["lerf_vs_gt"]))
     assert abs(null.median) < 0.2 and 0.6 < null.high < 0.95 and not null.contains(1.0)
     assert draws["lerf_vs_gt"].to_numpy() == pytest.approx(-draws["morf_vs_gt"].to_numpy())
     assert draws["GT micro"].to_numpy() == pytest.approx(draws["lerf_vs_gt"].to_numpy())
@@ -67,11 +68,11 @@ def test_permuted_correlations_give_the_chance_level_of_a_permuted_ground_truth(
     # at most n_draws permutations: the exact distribution, every permutation once (6! = 720)
     exact = F.permuted_correlations(p, q, noise_levels=XI, sparsity=LEVELS, n_draws=1000)
     assert len(exact) == 720 and exact["lerf_vs_gt"].round(6).value_counts()[1.0] == 1
-    assert fl.verdicts.Null("exact", tuple(exact["lerf_vs_gt"])).high == pytest.approx(0.8286, abs=1e-3)
+    assert fs.verdicts.Null("exact", tuple(exact["lerf_vs_gt"])).high == pytest.approx(0.8286, abs=1e-3)
     # with three explainers every ρ lies within the chance range: nothing can be told from chance
     p3, q3 = curves(0.0, seed=0, xi=[0.0, 0.5, 1.0])
     three = F.permuted_correlations(p3, q3, noise_levels=[0.0, 0.5, 1.0], n_draws=200)
-    assert fl.verdicts.Null("permuted", tuple(three["lerf_vs_gt"])).contains(1.0)
+    assert fs.verdicts.Null("permuted", tuple(three["lerf_vs_gt"])).contains(1.0)
     with pytest.raises(ValueError, match="n_draws"):
         F.permuted_correlations(p, q, noise_levels=XI, n_draws=5)
 
@@ -163,7 +164,7 @@ def test_claim_ranking_premises_the_ideal_baseline_and_the_mechanism_and_rule_f7
     frame, null = cells(BEST, oriented={"Fidelity": [0.99, 0.99, 0.99]})
     assert "ideal" in F.claim_ranking(frame, null, group="explainer", value="E", n_images=40).verdict.why
     frame, null = cells(BEST)
-    fails, undecided = fl.verdicts.Premise(False, "no OOD"), fl.verdicts.Premise(None, "OOD undecided")
+    fails, undecided = fs.verdicts.Premise(False, "no OOD"), fs.verdicts.Premise(None, "OOD undecided")
     assert F.claim_ranking(frame, null, group="explainer", value="E", n_images=40, mechanism=fails).verdict == T
     assert F.claim_ranking(frame, null, group="explainer", value="E", n_images=40,
                            mechanism=undecided).verdict == I
@@ -175,7 +176,7 @@ def test_claim_ranking_premises_the_ideal_baseline_and_the_mechanism_and_rule_f7
 
 def test_ranking_claims_are_decided_on_replicas_and_not_forced_inconclusive():
     frame, null = cells(BEST)
-    decided = fl.verdicts.replicated(F.claim_ranking, frame, null, group="explainer", value="E", n_images=40,
+    decided = fs.verdicts.replicated(F.claim_ranking, frame, null, group="explainer", value="E", n_images=40,
                                      seeds=0)
     # one replica alone has no replica-level interval: each is left out, and the verdict rests on the three
     assert decided.verdict == R and decided.replicas == ("left out",) * 3 and decided.kept_replicas == 3
@@ -317,7 +318,7 @@ def test_claim_map_preferred_gives_every_verdict(plus, minus, expected):
     assert claim.verdict == expected, (claim.verdict.why, claim.our_value)
     assert claim.rule_id == "F8" and claim.units == 180 and claim.kept_replicas == 3 and len(claim.table) == 2
     assert F.claim_map_preferred(per_image(plus, minus), setting="Table 11",
-                                 mechanism=fl.verdicts.Premise(False, "no OOD")).verdict == T
+                                 mechanism=fs.verdicts.Premise(False, "no OOD")).verdict == T
 
 
 def test_claim_map_preferred_reads_each_tables_margin():
@@ -537,24 +538,24 @@ def test_map_agreement_over_replicas_stacks_the_replicas_and_averages_each_null_
 def test_every_rule_margin_is_the_papers_number():
     margins = F.paper.margins()
     for cid, expected in margins.items():
-        rule = fl.verdicts.rule(cid)
+        rule = fs.verdicts.rule(cid)
         assert rule.paper == "ffidelity"
         got = dict(rule.margin) if isinstance(rule.margin, dict) or hasattr(rule.margin, "items") else rule.margin
         assert got == expected, f"{cid}: the rules file holds {got}, the paper's numbers give {expected}"
     # the parts claims carry their parts' margin; F9, F10 and F4 state their own (the claim, a convention)
-    assert fl.verdicts.rule("F3").margin == margins["F3.ffid"]
-    assert dict(fl.verdicts.rule("F8").margin) == margins["F8.plus"]
-    assert fl.verdicts.rule("F9").margin == 1.0 and "convention" in fl.verdicts.rule("F10").margin_source
-    assert "convention" in fl.verdicts.rule("F4").margin_source
+    assert fs.verdicts.rule("F3").margin == margins["F3.ffid"]
+    assert dict(fs.verdicts.rule("F8").margin) == margins["F8.plus"]
+    assert fs.verdicts.rule("F9").margin == 1.0 and "convention" in fs.verdicts.rule("F10").margin_source
+    assert "convention" in fs.verdicts.rule("F4").margin_source
 
 
 def test_the_margin_test_fails_when_a_number_drifts(monkeypatch):
     monkeypatch.setitem(F.paper.TABLE_1[("SG-SQ", "Micro Rank")], "lerf_vs_gt", [1.11, 1.21, 1.52, 1.42])
-    assert F.paper.margins()["F1"] != fl.verdicts.rule("F1").margin
+    assert F.paper.margins()["F1"] != fs.verdicts.rule("F1").margin
 
 
 def test_one_rule_for_one_kind_of_claim_and_partly_only_for_parts():
-    rules = {cid: r for cid, r in fl.verdicts.all_rules().items() if r.paper == "ffidelity"}
+    rules = {cid: r for cid, r in fs.verdicts.all_rules().items() if r.paper == "ffidelity"}
     assert rules["F1"].statistic == rules["F7"].statistic and rules["F1"].decision == rules["F7"].decision == "every"
     parts = {cid for cid, r in rules.items() if r.decision == "parts"}
     assert parts == {"F3", "F8", "Table8.restore", "D3.agreement"}

@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 
 import faithlab as fl
+import faithlab.study as fs
 
-F = fl.protocols.ffidelity
-V = fl.verdicts
+F = fs.papers.ffidelity
+V = fs.verdicts
 R, P, N, T, I = V.VERDICTS
 
 

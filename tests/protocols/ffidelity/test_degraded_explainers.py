@@ -7,6 +7,7 @@ import torch
 from oracles import Gated
 
 import faithlab as fl
+import faithlab.study as fs
 
 
 def CountModel() -> Gated:
@@ -25,7 +26,7 @@ def setup():
 def test_clean_level_equals_plain_fidelity_and_degradation_lowers_fid_plus():
     model, x, y, clean = setup()
     sparsity = [0.0625, 0.125, 0.5]  # 1, 2 and 8 of the 16 pixels
-    plus, minus = fl.protocols.degraded_fidelity_curves(model, x, y, clean, noise_levels=[0.0, 1.0], sparsity=sparsity, n_seeds=2,
+    plus, minus = fs.papers.degraded_fidelity_curves(model, x, y, clean, noise_levels=[0.0, 1.0], sparsity=sparsity, n_seeds=2,
                                                         batch_size=7)
     assert plus.shape == minus.shape == (2, 2, 3)
     expected = fl.metrics.fid_plus(model, x, clean, target=y, sparsity=sparsity, generator=0, ties="random").mean(0)
@@ -37,8 +38,8 @@ def test_clean_level_equals_plain_fidelity_and_degradation_lowers_fid_plus():
 def test_seeds_reproduce_and_differ():
     model, x, y, clean = setup()
     kw = dict(n_seeds=2, alpha=0.5, n_samples=4)
-    a = fl.protocols.degraded_fidelity_curves(model, x, y, clean, noise_levels=[0.5], sparsity=[0.25, 0.5], **kw)
-    b = fl.protocols.degraded_fidelity_curves(model, x, y, clean, noise_levels=[0.5], sparsity=[0.25, 0.5], **kw)
+    a = fs.papers.degraded_fidelity_curves(model, x, y, clean, noise_levels=[0.5], sparsity=[0.25, 0.5], **kw)
+    b = fs.papers.degraded_fidelity_curves(model, x, y, clean, noise_levels=[0.5], sparsity=[0.25, 0.5], **kw)
     assert all(torch.equal(p, q) for p, q in zip(a, b))
     assert not torch.equal(a[0][0], a[0][1])  # seed 0 and seed 1 degrade differently
 
@@ -62,7 +63,7 @@ def run_study(tmp_path, monkeypatch, methods=("Fidelity", "R-Fidelity", "F-Fidel
                                              "ROAD")):
     monkeypatch.setenv("FAITHLAB_CACHE", str(tmp_path))
     config = fl.train.TrainConfig(epochs=6, lr=1e-2, batch_size=32, seed=0)
-    return fl.protocols.image_ranking_study(
+    return fs.papers.image_ranking_study(
         "small_cnn", {"in_channels": 1, "n_classes": 2, "width": 4}, key_pixel_data(192, 0), key_pixel_data(64, 1),
         {"IxG": ("input_x_gradient", {})}, data_key={"dataset": "key_pixel"}, train_config=config,
         finetune_config=fl.train.TrainConfig(epochs=2, lr=1e-3, batch_size=32, seed=0), roar_config=config,
@@ -79,15 +80,15 @@ def test_study_ranks_a_clean_map_above_a_random_one(tmp_path, monkeypatch):
     macro = tidy[tidy["row"] == "Macro Corr."].set_index(["method", "correlation"])["mean"]
     assert macro.xs("morf_vs_gt", level=1).eq(-1).all() and macro.xs("lerf_vs_gt", level=1).eq(1).all()
     assert macro.xs("morf_vs_lerf", level=1).eq(-1).all()
-    assert set(study.curves["method"]) == set(fl.protocols.SETTINGS) and len(study.curves) == 6 * 2 * 2 * 2
+    assert set(study.curves["method"]) == set(fs.papers.SETTINGS) and len(study.curves) == 6 * 2 * 2 * 2
     # the curves equal a direct call with the same model, map and settings
-    plus, minus = fl.protocols.degraded_fidelity_curves(
+    plus, minus = fs.papers.degraded_fidelity_curves(
         study.models["fine-tuned"], study.x, study.y, study.clean["IxG", "fine-tuned"].view(-1, 4, 4),
         noise_levels=STUDY["noise_levels"], sparsity=STUDY["sparsity"], n_seeds=1, alpha=0.5, beta=0.25, n_samples=4,
         batch_size=STUDY["batch_size"])  # the study's batch shapes: the same logits bit for bit, hence torch.equal
     assert torch.equal(plus, study.P["IxG", "F-Fidelity"]) and torch.equal(minus, study.Q["IxG", "F-Fidelity"])
     # ROAD: Fidelity with the removed pixels imputed (noisy linear imputation keyed to the seed and the image)
-    plus, minus = fl.protocols.degraded_fidelity_curves(
+    plus, minus = fs.papers.degraded_fidelity_curves(
         study.models["original"], study.x, study.y, study.clean["IxG", "original"].view(-1, 4, 4),
         noise_levels=STUDY["noise_levels"], sparsity=STUDY["sparsity"], n_seeds=1, reference="road",
         batch_size=STUDY["batch_size"])
@@ -115,7 +116,7 @@ def test_study_costs_count_every_image_pass(tmp_path, monkeypatch):
 
 def test_study_split_over_grid_cells_equals_the_whole_study(tmp_path, monkeypatch):
     """The study runner's shards: studies of parts of the (seed, level) grid, joined with with_curves (in any order,
-    after a CSV round trip as fl.outputs.sharded does), give the very same curves, P and Q as the whole study."""
+    after a CSV round trip as fs.artifacts.sharded does), give the very same curves, P and Q as the whole study."""
     import io
 
     import pandas as pd
@@ -125,7 +126,7 @@ def test_study_split_over_grid_cells_equals_the_whole_study(tmp_path, monkeypatc
     grid = [(s, k) for s in range(2) for k in range(2)]
 
     def part(cells):
-        study = fl.protocols.image_ranking_study(
+        study = fs.papers.image_ranking_study(
             "small_cnn", {"in_channels": 1, "n_classes": 2, "width": 4}, key_pixel_data(192, 0), key_pixel_data(64, 1),
             {"IxG": ("input_x_gradient", {})}, data_key={"dataset": "key_pixel"},
             train_config=fl.train.TrainConfig(epochs=6, lr=1e-2, batch_size=32, seed=0),
@@ -155,12 +156,12 @@ def test_case_study_scores_one_image_as_a_direct_call(tmp_path, monkeypatch):
                          for i in range(len(study.x))])
     assert torch.allclose(alone.mean(0), study.P["IxG", "Fidelity"][0, 0], atol=1e-6)
     x, y = study.x[3:4], study.y[3:4]
-    plus, minus = fl.protocols.degraded_fidelity_curves(
+    plus, minus = fs.papers.degraded_fidelity_curves(
         study.models["fine-tuned"], x, y, study.clean["IxG", "fine-tuned"][3:4].view(1, 4, 4),
         noise_levels=STUDY["noise_levels"], sparsity=STUDY["sparsity"], n_seeds=1, alpha=0.5, beta=0.25, n_samples=4,
         batch_size=STUDY["batch_size"])
     assert torch.equal(plus, P["IxG", "F-Fidelity"]) and torch.equal(minus, Q["IxG", "F-Fidelity"])
-    roar = fl.protocols.degraded_fidelity_curves(
+    roar = fs.papers.degraded_fidelity_curves(
         study.models["ROAR IxG"], x, y, study.clean["IxG", "original"][3:4].view(1, 4, 4),
         noise_levels=STUDY["noise_levels"], sparsity=STUDY["sparsity"], n_seeds=1, batch_size=STUDY["batch_size"])
     assert torch.equal(roar[0], P["IxG", "ROAR"])
@@ -178,11 +179,11 @@ def test_study_rejects_bad_arguments(tmp_path, monkeypatch):
     monkeypatch.setenv("FAITHLAB_CACHE", str(tmp_path))
     config = fl.train.TrainConfig(epochs=1)
     with pytest.raises(ValueError, match="roar_config"):
-        fl.protocols.image_ranking_study("small_cnn", {}, key_pixel_data(8, 0), key_pixel_data(8, 1),
+        fs.papers.image_ranking_study("small_cnn", {}, key_pixel_data(8, 0), key_pixel_data(8, 1),
                                          {"S": ("saliency", {})}, data_key={}, train_config=config,
                                          finetune_config=config, methods=("ROAR",))
     with pytest.raises(ValueError, match="explainer_specs"):
-        fl.protocols.image_ranking_study("small_cnn", {}, key_pixel_data(8, 0), key_pixel_data(8, 1), {},
+        fs.papers.image_ranking_study("small_cnn", {}, key_pixel_data(8, 0), key_pixel_data(8, 1), {},
                                          data_key={}, train_config=config, finetune_config=config)
 
 
@@ -194,7 +195,7 @@ def test_correlation_table_layout_and_wins_on_hand_made_curves():
     good_q = xi[None, :, None].expand(2, 3, 4).clone()         # LeRF increasing in ξ
     P = {("E", "good"): good_p, ("E", "bad"): good_q}
     Q = {("E", "good"): good_q, ("E", "bad"): good_p}
-    tidy = fl.protocols.ranking_correlations(P, Q, noise_levels=xi.tolist(), sparsity=[0.2, 0.4, 0.6, 0.8],
+    tidy = fs.papers.ranking_correlations(P, Q, noise_levels=xi.tolist(), sparsity=[0.2, 0.4, 0.6, 0.8],
                                              methods=["good", "bad"], group="e")
     corr = tidy[tidy["row"] != "Micro Rank"].set_index(["method", "correlation", "row"])["mean"].sort_index()
     assert corr.loc["good", "morf_vs_gt"].eq(-1).all() and corr.loc["bad", "morf_vs_gt"].eq(1).all()
@@ -202,7 +203,7 @@ def test_correlation_table_layout_and_wins_on_hand_made_curves():
     ranks = tidy[tidy["row"] == "Micro Rank"].set_index(["method", "correlation"])["mean"]
     assert ranks["good", "morf_vs_gt"] == 1 and ranks["bad", "morf_vs_gt"] == 2
     assert ranks["good", "morf_vs_lerf"] == ranks["bad", "morf_vs_lerf"] == 1  # tie: both share the minimum rank
-    layout = fl.protocols.table_layout(tidy.assign(paper=-0.5), group="e", paper="paper")
+    layout = fs.papers.table_layout(tidy.assign(paper=-0.5), group="e", paper="paper")
     assert list(layout.columns) == ["row", "correlation", "E good", "E bad"]
     assert layout.iloc[0]["E good"] == "-1.00 ± 0.00 (-0.50)" and layout.iloc[0]["correlation"] == "MoRF vs GT ↓"
 
@@ -213,11 +214,11 @@ def test_oriented_correlations_sign_each_correlation_towards_higher_is_better():
     good_q = xi.view(1, 3, 1).expand(2, 3, 2)
     P = {("E", "good"): good_p, ("E", "bad"): good_q}  # "bad" swaps the curves: +1, −1 and still −1
     Q = {("E", "good"): good_q, ("E", "bad"): good_p}
-    table = fl.protocols.oriented_correlations(P, Q, noise_levels=xi.tolist(), sparsity=[0.3, 0.6],
+    table = fs.papers.oriented_correlations(P, Q, noise_levels=xi.tolist(), sparsity=[0.3, 0.6],
                                                methods=["good", "bad"], group="e").set_index(["method", "kind"])
     assert table.loc[("good", "macro"), "oriented mean"] == pytest.approx(1.0)
     assert table.loc[("bad", "micro"), "oriented mean"] == pytest.approx((-1 - 1 + 1) / 3)
-    assert table.loc[("good", "macro"), fl.protocols.CORRELATION_LABELS["lerf_vs_gt"]] == pytest.approx(1.0)
+    assert table.loc[("good", "macro"), fs.papers.CORRELATION_LABELS["lerf_vs_gt"]] == pytest.approx(1.0)
 
 
 def _three_methods(n_seeds=3, n_levels=8):
@@ -231,7 +232,7 @@ def _three_methods(n_seeds=3, n_levels=8):
     P = {("E", "reversed"): good_q, ("E", "half"): half_p, ("E", "perfect"): good_p}
     Q = {("E", "reversed"): good_p, ("E", "half"): half_q, ("E", "perfect"): good_q}
     levels = [(i + 1) / (n_levels + 1) for i in range(n_levels)]
-    return fl.protocols.micro_cells(P, Q, noise_levels=xi.tolist(), sparsity=levels,
+    return fs.papers.micro_cells(P, Q, noise_levels=xi.tolist(), sparsity=levels,
                                     methods=["reversed", "half", "perfect"], group="e")
 
 
@@ -255,23 +256,23 @@ def test_replica_means_average_each_replicas_cells_on_known_answers():
     import pandas as pd
 
     cells = pd.concat([_three_methods().assign(replica=r) for r in range(2)], ignore_index=True)
-    means = fl.protocols.ffidelity.replica_means(cells, group="e", value="E", column="micro rank")
+    means = fs.papers.ffidelity.replica_means(cells, group="e", value="E", column="micro rank")
     # per replica: "perfect" rank 1 everywhere, "reversed" 7/3 on four levels and 5/3 on the other four
     assert list(means.index) == [0, 1] and means["perfect"].tolist() == [1.0, 1.0]
     assert means["reversed"].to_numpy() == pytest.approx([2.0, 2.0])
-    one = fl.protocols.ffidelity.replica_means(cells.drop(columns="replica"), group="e", value="E",
+    one = fs.papers.ffidelity.replica_means(cells.drop(columns="replica"), group="e", value="E",
                                                column="oriented micro", methods=["perfect"])
     assert list(one.columns) == ["perfect"] and len(one) == 1  # no replica column: one replica
     with pytest.raises(ValueError, match="not in the cells"):
-        fl.protocols.ffidelity.replica_means(cells, group="e", value="F", column="micro rank")
+        fs.papers.ffidelity.replica_means(cells, group="e", value="F", column="micro rank")
     with pytest.raises(ValueError, match="ROAR"):
-        fl.protocols.ffidelity.replica_means(cells, group="e", value="E", column="micro rank", methods=["ROAR"])
+        fs.papers.ffidelity.replica_means(cells, group="e", value="E", column="micro rank", methods=["ROAR"])
 
 
 def test_constant_map_counts_count_maps_without_a_ranking():
     scores = {("GradCAM", "original"): torch.tensor([[0.0, 0.0, 0.0], [0.1, 0.0, 0.2], [2.0, 2.0, 2.0]]),
               ("Saliency", "original"): torch.tensor([[0.3, 0.1, 0.2], [0.1, 0.0, 0.2], [1.0, 2.0, 3.0]])}
-    table = fl.protocols.constant_map_counts(scores).set_index("explainer")
+    table = fs.papers.constant_map_counts(scores).set_index("explainer")
     assert table.loc["GradCAM", "constant maps"] == 2 and table.loc["Saliency", "constant maps"] == 0
     assert table["maps"].tolist() == [3, 3]
 
@@ -282,7 +283,7 @@ def test_saco_protocol_flags_constant_maps_instead_of_warning(recwarn):
     x = torch.randn(3, 1, 4, 4)
     maps = torch.randn(3, 1, 4, 4)
     maps[1] = 0.0
-    out = fl.protocols.saco.per_sample_metrics(model, x, torch.tensor([0, 1, 2]), maps, k=4)
+    out = fs.papers.saco.per_sample_metrics(model, x, torch.tensor([0, 1, 2]), maps, k=4)
     assert out["constant map"].tolist() == [False, True, False]
     assert out["SaCo"][1] == 0
     assert not [w for w in recwarn if issubclass(w.category, fl.perturb.ConstantMapWarning)]
@@ -301,7 +302,7 @@ def test_random_masking_removes_exactly_the_ratio_with_the_same_draws_for_every_
             return (x.flatten(1) == 0).float() * 10 + torch.linspace(0, -1, 16)[None]
 
     x = torch.ones(5, 1, 4, 4)
-    run = lambda seed: fl.protocols.random_masking_predictions(  # noqa: E731
+    run = lambda seed: fs.papers.random_masking_predictions(  # noqa: E731
         {"count": CountsZeros().eval(), "first": FirstZero().eval()}, x, 0.25, n_draws=3, generator=seed, batch_size=4)
     out = run(0)
     assert out["count"].shape == (5, 3) and bool((out["count"] == 4).all())  # round(0.25·16) units each time
@@ -309,4 +310,4 @@ def test_random_masking_removes_exactly_the_ratio_with_the_same_draws_for_every_
     assert not torch.equal(out["first"], run(1)["first"])
     assert out["first"].unique().numel() > 1  # different draws for different inputs and draws
     with pytest.raises(ValueError, match="ratio"):
-        fl.protocols.random_masking_predictions({"count": CountsZeros().eval()}, x, 1.5, generator=0)
+        fs.papers.random_masking_predictions({"count": CountsZeros().eval()}, x, 1.5, generator=0)

@@ -9,9 +9,10 @@ import pandas as pd
 import pytest
 
 import faithlab as fl
+import faithlab.study as fs
 
-F = fl.protocols.ffidelity
-NAMES = fl.recipes.DISPLAY_NAMES
+F = fs.papers.ffidelity
+NAMES = fs.recipes.DISPLAY_NAMES
 
 
 def test_a_text_models_label_names_its_removal_and_other_models_keep_their_name():

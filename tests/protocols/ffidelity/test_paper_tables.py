@@ -1,4 +1,4 @@
-"""F-Fidelity's published numbers live in ``faithlab.protocols.ffidelity.paper`` only: spot checks against the paper's
+"""F-Fidelity's published numbers live in ``faithlab.study.papers.ffidelity.paper`` only: spot checks against the paper's
 tables (typed by hand from the paper's text) and a scan that no notebook types them again."""
 
 import ast
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from faithlab.protocols.ffidelity import paper
+from faithlab.study.papers.ffidelity import paper
 
 NOTEBOOKS = Path(__file__).resolve().parents[3] / "notebooks"
 
@@ -70,7 +70,7 @@ def paper_literals(path: Path) -> list[str]:
 
 def test_the_scan_finds_a_typed_table(tmp_path):
     probe = tmp_path / "probe.py"
-    probe.write_text("PAPER = {('a', 'b'): [0.1, 0.2, 0.3]}\nPAPER_T2 = fl.protocols.ffidelity.paper.TABLE_2\n",
+    probe.write_text("PAPER = {('a', 'b'): [0.1, 0.2, 0.3]}\nPAPER_T2 = fs.papers.ffidelity.paper.TABLE_2\n",
                      encoding="utf-8")
     assert paper_literals(probe) == [f"{tmp_path.name}/probe.py:1 ['PAPER']"]
 

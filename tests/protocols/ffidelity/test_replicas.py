@@ -9,9 +9,10 @@ import pandas as pd
 import pytest
 
 import faithlab as fl
+import faithlab.study as fs
 
-F = fl.protocols.ffidelity
-R, P, N, T, I = fl.verdicts.VERDICTS
+F = fs.papers.ffidelity
+R, P, N, T, I = fs.verdicts.VERDICTS
 WIDE = np.linspace(-0.5, 0.5, 40)
 
 
@@ -63,10 +64,10 @@ def test_claim_series_ranking_takes_each_models_mechanism():
     assert F.claim_series_ranking(frame, null, models=models, n_inputs=100).verdict == N
     # the Bi-LSTM's removal is shown in distribution: it leaves, and the CNN-1D alone is decided
     left = F.claim_series_ranking(frame, null, models=models, n_inputs=100,
-                                  mechanisms={"Bi-LSTM": fl.verdicts.Premise(False, "no OOD")})
+                                  mechanisms={"Bi-LSTM": fs.verdicts.Premise(False, "no OOD")})
     assert left.verdict == R and "Bi-LSTM: FF.OOD fails" in left.premise
     undecided = F.claim_series_ranking(frame, null, models=["CNN-1D"], n_inputs=100,
-                                       mechanisms={"CNN-1D": fl.verdicts.Premise(None, "OOD undecided")})
+                                       mechanisms={"CNN-1D": fs.verdicts.Premise(None, "OOD undecided")})
     assert undecided.verdict == I
     ideal, ideal_null = model_cells({"CNN-1D": SERIES}, oriented={"CNN-1D": {"Fidelity": [0.99] * 3}})
     assert "ideal" in F.claim_series_ranking(ideal, ideal_null, models=["CNN-1D"], n_inputs=100).verdict.why
@@ -98,7 +99,7 @@ def test_claim_text_equivalence_counts_only_the_named_models_and_is_decided_on_t
     assert F.claim_text_equivalence(frame, null, models=models, n_inputs=100).verdict == N
     only = F.claim_text_equivalence(frame, null, models=models, counted=["LSTM"], n_inputs=100)
     assert only.verdict == R and list(only.table["counted"]) == [True, False]
-    decided = fl.verdicts.replicated(F.claim_text_equivalence, frame, null, models=models, counted=["LSTM"],
+    decided = fs.verdicts.replicated(F.claim_text_equivalence, frame, null, models=models, counted=["LSTM"],
                                      n_inputs=100, seeds=0)
     assert decided.verdict == R and decided.replicas == ("left out",) * 3, decided.replicas
     with pytest.raises(ValueError, match="at least 2 replicas"):
@@ -121,7 +122,7 @@ def test_claim_road_gives_every_verdict(road, gt, mechanism, expected):
     oriented = {e: {"ROAD": road, "F-Fidelity": [0.8, 0.8, 0.8]} for e in ("SG-SQ", "GradCAM")}
     frame, null = model_cells({"SG-SQ": ROAD_RANKS, "GradCAM": ROAD_RANKS}, oriented=oriented, gt=gt)
     frame, null = frame.rename(columns={"model": "explainer"}), null.rename(columns={"model": "explainer"})
-    premise = None if mechanism is None else fl.verdicts.Premise(None if mechanism == "undecided" else mechanism,
+    premise = None if mechanism is None else fs.verdicts.Premise(None if mechanism == "undecided" else mechanism,
                                                                  "OOD")
     claim = F.claim_road(frame, null, explainers=["SG-SQ", "GradCAM"], n_images=40, mechanism=premise)
     assert claim.verdict == expected, (claim.verdict.why, claim.our_value)

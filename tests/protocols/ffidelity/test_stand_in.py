@@ -8,8 +8,9 @@ import pytest
 import torch
 
 import faithlab as fl
+import faithlab.study as fs
 
-F = fl.protocols.ffidelity
+F = fs.papers.ffidelity
 
 
 def test_palette_canvases_keep_the_digits_and_keep_every_pixel_away_from_the_removal_colour():

@@ -16,11 +16,12 @@ import torch
 from scipy.stats import spearmanr
 
 import faithlab as fl
+import faithlab.study as fs
 from faithlab.metrics.papers.reco_mege.crossfold import Pairs, details_from_pairs
-from faithlab.protocols.reco_mege import paper
+from faithlab.study.papers.reco_mege import paper
 
-P = fl.protocols.reco_mege
-R, P_, N, T, I = fl.verdicts.VERDICTS
+P = fs.papers.reco_mege
+R, P_, N, T, I = fs.verdicts.VERDICTS
 
 
 # ------------------------------------------------------------------------------------------------ the null itself
@@ -178,17 +179,17 @@ def test_every_margin_is_the_papers_and_every_claim_has_its_rule():
     margins = paper.margins()
     assert set(margins) == {"R1", "R2.MeGe", "R2.ReCo", "R3.ReCo", "R3.MeGe", "RM-T3.muF", "RM-T3.Savg"}
     for cid, m in margins.items():
-        assert fl.verdicts.rule(cid).margin_for() == pytest.approx(m, abs=1e-9), cid
+        assert fs.verdicts.rule(cid).margin_for() == pytest.approx(m, abs=1e-9), cid
     # the numbers behind them, from the paper's tables (typed in paper.py)
     assert margins["R1"] == pytest.approx((0.517 - 0.369) / 2)
     assert margins["R3.MeGe"] == pytest.approx((0.749 - 0.723) / 2)
     assert margins["RM-T3.Savg"] == pytest.approx(round(math.log(2.112 / 0.024) / 2, 4))
     for cid in ("R2", "R3", "RM-T3"):
-        rule = fl.verdicts.rule(cid)
-        assert rule.decision == "parts" and rule.share == 0.5 and all(fl.verdicts.rule(p) for p in rule.parts)
+        rule = fs.verdicts.rule(cid)
+        assert rule.decision == "parts" and rule.share == 0.5 and all(fs.verdicts.rule(p) for p in rule.parts)
     for cid in ("R1", "R2.MeGe", "R2.ReCo", "R3.ReCo", "R3.MeGe", "RM-T3.muF", "RM-T3.Savg", "R4", "R5"):
-        assert fl.verdicts.rule(cid).decision == "every", cid           # "every", "best", "highest", "lowest"
-    assert fl.verdicts.rule("R4").kind == fl.verdicts.rule("R5").kind == "study check"
+        assert fs.verdicts.rule(cid).decision == "every", cid           # "every", "best", "highest", "lowest"
+    assert fs.verdicts.rule("R4").kind == fs.verdicts.rule("R5").kind == "study check"
 
 
 # ----------------------------------------------------------------------------------------------- R1 (Table 1)
@@ -210,7 +211,7 @@ def test_claim_r1_gives_every_verdict(spec, premises, expected, why):
         rows = pd.concat([premise_rows({"task": t}) for t in spec], ignore_index=True)
         rows["spread"] = np.tile(spreads, len(spec))
     claim = P.claim_gradcam_best_reco(frame, premises=rows)
-    assert isinstance(claim, fl.verdicts.Claim) and claim.rule_id == "R1" and claim.kind == "paper"
+    assert isinstance(claim, fs.verdicts.Claim) and claim.rule_id == "R1" and claim.kind == "paper"
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
     assert why in claim.verdict.why + claim.premise
     assert "0.074" in claim.rule and "t on replica statistics" in claim.rule
@@ -221,10 +222,10 @@ def test_claim_r1_gives_every_verdict(spec, premises, expected, why):
 def test_claim_r1_with_premise_rows_that_hold_and_through_replicated():
     frame = r1_frame({"A": (GOOD, WEAK), "B": (GOOD, WEAK)})
     rows = pd.concat([premise_rows({"task": t}) for t in ("A", "B")], ignore_index=True)
-    claim = fl.verdicts.replicated(P.claim_gradcam_best_reco, frame, premises=rows)
+    claim = fs.verdicts.replicated(P.claim_gradcam_best_reco, frame, premises=rows)
     assert claim.verdict == R and "±3 %" in claim.premise and "shuffled" in claim.premise
     # one replica's rows alone hold no interval over replicas: left out, not a disagreeing replica
-    assert claim.replicas == (fl.verdicts.LEFT_OUT,) * 3 and claim.stability == ()
+    assert claim.replicas == (fs.verdicts.LEFT_OUT,) * 3 and claim.stability == ()
     assert "replicas × 80 units" in claim.power                          # the power analysis saw the cells
     with pytest.raises(ValueError, match="at least 2 replicas"):
         P.claim_gradcam_best_reco(frame[frame.replica == 0])

@@ -10,12 +10,13 @@ import pytest
 import torch
 
 import faithlab as fl
+import faithlab.study as fs
 from faithlab.metrics.papers.reco_mege.crossfold import (pair_distances, reco_mege_details_from_predictions,
                                                          shuffled_distances, shuffled_partners)
 
-P = fl.protocols.reco_mege
+P = fs.papers.reco_mege
 identical = P.identical
-REP, PART, NOT, UNTESTABLE, INCONCLUSIVE = fl.verdicts.VERDICTS
+REP, PART, NOT, UNTESTABLE, INCONCLUSIVE = fs.verdicts.VERDICTS
 
 
 def cross(k: int = 3, n: int = 24, seed: int = 0):

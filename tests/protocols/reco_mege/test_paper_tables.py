@@ -1,11 +1,11 @@
-"""ReCo/MeGe's published numbers live in ``faithlab.protocols.reco_mege.paper`` only: spot checks against the paper's
+"""ReCo/MeGe's published numbers live in ``faithlab.study.papers.reco_mege.paper`` only: spot checks against the paper's
 tables (typed by hand from the paper's text), the values the claims quote, and no notebook or claim typing them."""
 
 from pathlib import Path
 
 import pytest
 
-from faithlab.protocols.reco_mege import paper
+from faithlab.study.papers.reco_mege import paper
 
 NOTEBOOKS = Path(__file__).resolve().parents[3] / "notebooks"
 

@@ -10,9 +10,10 @@ import pytest
 import torch
 
 import faithlab as fl
+import faithlab.study as fs
 from faithlab.metrics.papers.reco_mege.crossfold import Pairs
 
-P = fl.protocols.reco_mege
+P = fs.papers.reco_mege
 
 
 def _pairs(seed=0, n=50, k=4):
@@ -83,7 +84,7 @@ def test_replicas_train_under_their_own_seed_on_the_same_data(tmp_path, monkeypa
     s = P.FamilySettings(n=30, image_size=8, k=2, width_scale=0.1, epochs=1, seed=4)
     r0, r1 = s.replica("FashionMNIST/Normal", 0), s.replica("FashionMNIST/Normal", 1)
     assert r0.seed == r1.seed == 4 and r0.training_seed != r1.training_seed      # D kept, training seed new
-    assert r0.training_seed == fl.verdicts.replica_seed(4, "FashionMNIST/Normal", 0) == r0.config().seed
+    assert r0.training_seed == fs.verdicts.replica_seed(4, "FashionMNIST/Normal", 0) == r0.config().seed
     assert s.training_seed == 4 and s.config().seed == 4                          # no replica: the study's seed
     a, b = (P.families(["FashionMNIST"], r)["FashionMNIST"] for r in (r0, r1))
     assert torch.equal(a.data.x, b.data.x) and a.key != b.key                      # same D, other models (cache)
@@ -219,7 +220,7 @@ def test_degradation_amount_reads_the_share_its_name_states():
 
 
 def test_lipschitz_family_trains_replica_0_under_seed_and_others_under_their_replica_seed(monkeypatch):
-    from faithlab.protocols.reco_mege import kfold
+    from faithlab.study.papers.reco_mege import kfold
 
     calls = []
     monkeypatch.setattr(kfold, "family", lambda task, d, **kw: calls.append((task, d, kw)) or kw)
@@ -229,7 +230,7 @@ def test_lipschitz_family_trains_replica_0_under_seed_and_others_under_their_rep
     first = settings.lipschitz("FashionMNIST", d, 0, width=12, tau=2.0, epochs=4, lr=0.01)
     second = settings.lipschitz("FashionMNIST", d, 2, width=12, tau=2.0, epochs=4, lr=0.01)
     assert first["seed"] == 7 and first["config"].seed == 7
-    assert second["seed"] == fl.verdicts.replica_seed(7, "FashionMNIST/1-Lipschitz", 2) != 7
+    assert second["seed"] == fs.verdicts.replica_seed(7, "FashionMNIST/1-Lipschitz", 2) != 7
     assert second["config"].seed == second["seed"] and second["data_seed"] == first["data_seed"] == 7
     assert first["model"] == "lipschitz_cnn" and first["name"] == "1-Lipschitz" and first["k"] == 3
     assert first["model_config"] == {"width": 12, "dropout": 0.2, "image_size": 16, "tau": 2.0}
@@ -241,7 +242,7 @@ def test_lipschitz_family_trains_replica_0_under_seed_and_others_under_their_rep
 
 
 def test_digit_variant_paints_the_digit_brighter_than_its_background_in_every_channel():
-    from faithlab.protocols.reco_mege import kfold
+    from faithlab.study.papers.reco_mege import kfold
 
     d = kfold.digit_variant(split="train", size=8, seed=0, tint=True)
     grey = fl.data.load("digits", split="train", size=8, seed=0, color=False)

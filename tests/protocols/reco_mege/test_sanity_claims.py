@@ -12,10 +12,11 @@ import pytest
 import torch
 
 import faithlab as fl
+import faithlab.study as fs
 from faithlab.metrics.statistics import spearman
-from faithlab.protocols import reco_sanity as R
+from faithlab.study.papers import reco_sanity as R
 
-REP, PART, NOT, UNTESTABLE, INCONCLUSIVE = fl.verdicts.VERDICTS
+REP, PART, NOT, UNTESTABLE, INCONCLUSIVE = fs.verdicts.VERDICTS
 
 
 def distances(relation: dict[str, str], *, n: int = 40, seed: int = 0, x: str = "step") -> pd.DataFrame:

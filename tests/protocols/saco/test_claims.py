@@ -1,4 +1,4 @@
-"""SaCo's claims as functions, decided by their registered rules (faithlab/verdicts/registered/saco.toml): each gives
+"""SaCo's claims as functions, decided by their registered rules (faithlab/study/verdicts/registered/saco.toml): each gives
 reproduced, not reproduced by equivalence (a tight interval inside the band of no meaningful effect), not reproduced
 by reversal, inconclusive (an interval straddling the margin), not testable here (a premise fails) and, for the
 claims of named parts, partly — on synthetic frames of 3 settings × 3 trained replicas, whose per-model means the t
@@ -12,10 +12,11 @@ import pandas as pd
 import pytest
 
 import faithlab as fl
-from faithlab.protocols.saco._common import FIRST, LAST
+import faithlab.study as fs
+from faithlab.study.papers.saco._common import FIRST, LAST
 
-S = fl.protocols.saco
-R, P, N, T, I = fl.verdicts.VERDICTS
+S = fs.papers.saco
+R, P, N, T, I = fs.verdicts.VERDICTS
 SETTINGS = ("s1", "s2", "s3")
 REPLICAS = (0, 1, 2)
 TA = "Transformer Attribution"
@@ -53,7 +54,7 @@ def metric_frame(effects, *, n: int = 30, noise: float = 0.05, model_sd: float =
 
 # --------------------------------------------------------------------------------------------------- the margins
 def test_registered_margins_are_the_papers_numbers():
-    """Each rule's margin recomputed from the paper's typed numbers (faithlab.protocols.saco.paper): a change of either
+    """Each rule's margin recomputed from the paper's typed numbers (faithlab.study.papers.saco.paper): a change of either
     without the other fails here."""
     paper = S.paper
     saco = round((paper.TABLE_1["Rollout"] - paper.TABLE_1["Raw Attention"]) / 2, 4)
@@ -64,7 +65,7 @@ def test_registered_margins_are_the_papers_numbers():
     weak = round((max(paper.FIG_2_SACO_VS_EXISTING) + paper.FIG_2_AMONG_EXISTING) / 2, 4)
     gap = round((paper.FIG_2_AMONG_EXISTING - max(paper.FIG_2_SACO_VS_EXISTING)) / 2, 4)
     assert (weak, gap) == (0.3482, 0.1282)
-    rules = fl.verdicts.all_rules()
+    rules = fs.verdicts.all_rules()
     for rid in ("S1.zero", "S1.above", "S3.gradient", "S3.aggregation", "S4", "S5.separation"):
         assert rules[rid].margin == saco, rid
         assert "0.0618" in rules[rid].margin_source and "Table 1" in rules[rid].margin_source
@@ -391,13 +392,13 @@ def test_case_study_frame_reads_saco_the_cumulative_curve_and_the_group_drops():
 def test_claims_are_replicated_over_the_trained_models(fn, make, kwargs):
     frame = make()
     alone = fn(one_replica(frame, 1), accuracy=one_replica(accuracy(), 1), **kwargs)
-    assert alone.verdict in fl.verdicts.VERDICTS and alone.units == 90  # 3 settings × 30 images of replica 1
-    claim = fl.verdicts.replicated(fn, frame, accuracy=accuracy(), **kwargs)
+    assert alone.verdict in fs.verdicts.VERDICTS and alone.units == 90  # 3 settings × 30 images of replica 1
+    claim = fs.verdicts.replicated(fn, frame, accuracy=accuracy(), **kwargs)
     assert claim.replicas == (R, R, R) and claim.verdict == R and claim.bootstrap_stability == "exact (no resampling)"
     assert claim.power and "replicas" in claim.power
     # two replicas only: decided, but published inconclusive (the rule asks 3 trained replicas)
     two = frame[frame["replica"] < 2]
-    short = fl.verdicts.replicated(fn, two, accuracy=accuracy(), **kwargs)
+    short = fs.verdicts.replicated(fn, two, accuracy=accuracy(), **kwargs)
     assert short.raw == R and short.verdict == I and "2 trained models" in short.verdict.why
 
 
@@ -405,7 +406,7 @@ def test_correlation_claims_are_replicated_over_the_trained_models():
     frame = correlated(0.0)
     corr = correlations(frame)
     for fn in (S.claim_weak_correlation, S.claim_existing_agree_more):
-        claim = fl.verdicts.replicated(fn, corr, per_sample=frame, accuracy=accuracy(), methods=METHODS_4)
+        claim = fs.verdicts.replicated(fn, corr, per_sample=frame, accuracy=accuracy(), methods=METHODS_4)
         assert claim.verdict == R and claim.replicas == (R, R, R), (fn.__name__, claim.verdict.why)
 
 
@@ -442,5 +443,5 @@ def test_claim_s1_reads_random_near_zero_from_the_random_saco_frame_when_given()
     zero = claim.table[claim.table["part"] == "S1.zero"]
     assert set(zero["outcome"]) == {"holds"} and set(zero["units"]) == {9 * 400} and claim.verdict == R
     # replicated() cuts the random frame to each replica too (three models each: too few to decide alone)
-    published = fl.verdicts.replicated(S.claim_random_separation, frame, random_saco=many, methods=S1_METHODS)
+    published = fs.verdicts.replicated(S.claim_random_separation, frame, random_saco=many, methods=S1_METHODS)
     assert published.verdict == R and len(published.replicas) == 3

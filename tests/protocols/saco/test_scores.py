@@ -10,8 +10,9 @@ import torch
 from torch import nn
 
 import faithlab as fl
+import faithlab.study as fs
 
-S = fl.protocols.saco
+S = fs.papers.saco
 
 
 def _linear(seed: int = 0, channels: int = 2, side: int = 4, n_classes: int = 3) -> nn.Module:

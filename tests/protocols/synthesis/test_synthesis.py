@@ -14,7 +14,8 @@ import pytest
 import torch
 
 import faithlab as fl
-from faithlab.protocols import synthesis as syn
+import faithlab.study as fs
+from faithlab.study.papers import synthesis as syn
 
 
 def _frame(scores: dict[str, dict[str, list[float]]]) -> pd.DataFrame:
@@ -157,7 +158,7 @@ def test_noisy_inputs_are_seeded():
 # claim_ideal_gap (claim MN1) on synthetic frames of 3 trained replicas × 12 images: one per verdict. SaCo and μF:
 # ideal 1 over a range of 2, so a score s has the gap (1 − s) / 2; Few-class Fid: ideal 1 over a range of 1; AOPC
 # has no ideal and is ignored.
-R, P, N, T, I = fl.verdicts.VERDICTS
+R, P, N, T, I = fs.verdicts.VERDICTS
 
 
 def _scores(centre: float, n: int = 12, spread: float = 0.03, seed: int = 0) -> list[float]:
@@ -197,7 +198,7 @@ EDGE = 0.5   # gap 0.25: just inside the band, a tight interval below the margin
 
 
 def test_claim_ideal_gap_margin_is_the_papers_threshold():
-    rule = fl.verdicts.rule("MN1")
+    rule = fs.verdicts.rule("MN1")
     assert rule.margin_for() == syn.PAPER_THRESHOLD == pytest.approx(0.30)
     assert rule.kind == "paper" and rule.direction == "above" and rule.decision == "every"
     assert rule.replicas >= 3 and rule.units >= 30 and rule.interval == "t on replica means"
@@ -241,7 +242,7 @@ def test_claim_ideal_gap_inconclusive_when_the_replicas_disagree():
     one = _claim(pooled)
     assert one.verdict == R and one.table["gap low"].item() > 0.3 and one.table["replicas"].item() == 1
     # replicated() decides once per replica on its own rows: beyond, within, beyond
-    rep = fl.verdicts.replicated(syn.claim_ideal_gap, frame, perfect="perfect", random="Random")
+    rep = fs.verdicts.replicated(syn.claim_ideal_gap, frame, perfect="perfect", random="Random")
     assert rep.replicas == (R, N, R) and rep.verdict == I and rep.bootstrap_stability == "exact (no resampling)"
 
 
@@ -280,11 +281,11 @@ def test_claim_ideal_gap_not_testable_without_a_counted_metric():
 def test_claim_ideal_gap_underpowered_and_unreplicated_are_inconclusive():
     few = _tree({"saco": FAR})
     few = few[few["sample"] < 5]  # 3 replicas × 5 images = 15 units, below the rule's 30
-    rep = fl.verdicts.replicated(syn.claim_ideal_gap, few, perfect="perfect", random="Random")
+    rep = fs.verdicts.replicated(syn.claim_ideal_gap, few, perfect="perfect", random="Random")
     assert rep.raw == R and rep.verdict == I and "underpowered" in rep.verdict.why
     one = _tree({"saco": FAR}, n=40)
     one = one[one["replica"] == 0]  # 40 images of one trained model
-    rep = fl.verdicts.replicated(syn.claim_ideal_gap, one, perfect="perfect", random="Random")
+    rep = fs.verdicts.replicated(syn.claim_ideal_gap, one, perfect="perfect", random="Random")
     assert rep.raw == R and rep.verdict == I and "independently trained replicas" in rep.verdict.why
 
 
@@ -314,11 +315,11 @@ def test_tree_setup_explains_its_tree_by_its_decision_path():
 
 def test_tree_setup_train_seed_refits_the_tree_on_the_same_data():
     a = syn.tree_setup(max_depth=8, n_test=5, seed=0)
-    b = syn.tree_setup(max_depth=8, n_test=5, seed=0, train_seed=fl.verdicts.replica_seed(0, "decision tree", 1))
+    b = syn.tree_setup(max_depth=8, n_test=5, seed=0, train_seed=fs.verdicts.replica_seed(0, "decision tree", 1))
     assert torch.equal(a.x, b.x) and torch.equal(a.y, b.y) and a.spec["train_seed"] == 0
     c = syn.tree_setup(max_depth=8, n_test=5, seed=0, part=(1, 3))  # the second third of the test split
     assert c.spec["first_test_image"] == 359 // 3 and not torch.equal(a.x, c.x)
-    assert b.spec["train_seed"] == fl.verdicts.replica_seed(0, "decision tree", 1)
+    assert b.spec["train_seed"] == fs.verdicts.replica_seed(0, "decision tree", 1)
     assert not torch.equal(a.model.feature, b.model.feature)  # tied splits broken by the training seed
     with pytest.raises(ValueError, match="train_seed must be a non-negative int"):
         syn.tree_setup(max_depth=3, n_test=5, train_seed=-1)
@@ -333,7 +334,7 @@ def test_recovery_interval_is_a_t_interval_on_the_replica_means():
                       ignore_index=True)
     rec = syn.recovery(frame, QUALITY).set_index("metric")
     means = [0.5, 1.0, 0.5]  # the replica means of AOPC's ρ
-    expected = fl.verdicts.replica_interval(means)
+    expected = fs.verdicts.replica_interval(means)
     assert rec.loc["aopc", "spearman"] == pytest.approx(sum(means) / 3)
     assert (rec.loc["aopc", "spearman low"], rec.loc["aopc", "spearman high"]) == pytest.approx(
         (expected.low, expected.high))
@@ -342,7 +343,7 @@ def test_recovery_interval_is_a_t_interval_on_the_replica_means():
     units = syn.recovery_units(frame, QUALITY)
     assert list(units.columns) == ["metric", "label", "replica", "sample", "spearman", "flat"] and len(units) == 24
     single = syn.recovery(_frame(one), QUALITY).set_index("metric")  # one model: a t interval on its images
-    t = fl.verdicts.mean_interval([1, 1, -1, 1])
+    t = fs.verdicts.mean_interval([1, 1, -1, 1])
     assert (single.loc["aopc", "spearman low"], single.loc["aopc", "spearman high"]) == pytest.approx((t.low, t.high))
     assert single.loc["aopc", "replicas"] == 1
 
@@ -379,7 +380,7 @@ def _units(per_replica: dict[str, list[tuple[float, ...]]], setup: str = "s", n:
 def _recovered(units: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (setup, metric, label), part in units.groupby(["setup", "metric", "label"], sort=False):
-        i = fl.verdicts.mean_interval(part["spearman"], groups=part["replica"])
+        i = fs.verdicts.mean_interval(part["spearman"], groups=part["replica"])
         rows.append({"setup": setup, "metric": metric, "label": label, "spearman": i.estimate, "spearman low": i.low,
                      "spearman high": i.high, "replicas": i.replicas, "images": i.units})
     return pd.DataFrame(rows)
@@ -395,7 +396,7 @@ def test_separations_judge_paired_differences_on_the_replica_means():
     assert sep.loc[("A", "D"), "outcome"] == "not separated"  # the replicas disagree: D's training run matters
     assert sep.loc[("A", "C"), "replicas"] == 3 and sep.loc[("A", "C"), "images"] == 30
     d = units.pivot(index=["replica", "sample"], columns="label", values="spearman")
-    expected = fl.verdicts.mean_interval(d["A"] - d["C"], groups=d.index.get_level_values("replica"))
+    expected = fs.verdicts.mean_interval(d["A"] - d["C"], groups=d.index.get_level_values("replica"))
     assert (sep.loc[("A", "C"), "low"], sep.loc[("A", "C"), "high"]) == pytest.approx((expected.low, expected.high))
     with pytest.raises(ValueError, match="units lacks 'setup'"):
         syn.separations(units.drop(columns="setup"), margin=0.1)
@@ -565,7 +566,7 @@ def test_evaluate_again_recomputes_maps_and_perturbation_for_the_model_and_input
 def test_holm_and_the_one_sided_p_against_hand_values_and_scipy():
     from scipy import stats
 
-    from faithlab.protocols.synthesis import advice
+    from faithlab.study.papers.synthesis import advice
 
     # hand-computed Holm: sorted 0.005·4 = 0.02, 0.01·3 = 0.03, 0.03·2 = 0.06, 0.04·1 → 0.06 (monotone)
     adjusted = advice._holm(np.array([0.01, 0.04, 0.03, 0.005]))
@@ -574,7 +575,7 @@ def test_holm_and_the_one_sided_p_against_hand_values_and_scipy():
     units = _units({"A": (0.9, 0.7, 0.85), "B": (0.3, 0.35, 0.25)})
     d = units.pivot(index=["replica", "sample"], columns="label", values="spearman")
     diff = d["A"] - d["B"]
-    i = fl.verdicts.mean_interval(diff, groups=d.index.get_level_values("replica"))
+    i = fs.verdicts.mean_interval(diff, groups=d.index.get_level_values("replica"))
     means = diff.groupby(level="replica").mean().to_numpy()
     for margin in (0.1, 0.5):
         expected = stats.ttest_1samp(means, margin, alternative="greater").pvalue

@@ -1,5 +1,5 @@
-"""TRACE's claims T1–T6 as functions (faithlab.protocols.trace.claim_*), decided by their rules in
-faithlab/verdicts/registered/trace.toml: on small synthetic frames of three trained replicas each gives every verdict
+"""TRACE's claims T1–T6 as functions (faithlab.study.papers.trace.claim_*), decided by their rules in
+faithlab/study/verdicts/registered/trace.toml: on small synthetic frames of three trained replicas each gives every verdict
 it can give — reproduced (the interval beyond the margin), not reproduced by equivalence (a tight interval inside the
 band of no meaningful effect) and by reversal, inconclusive (the interval straddles the margin), not testable here
 (the chapter's mechanism premise fails: deletion does not lower the prediction, or the search does not beat random
@@ -13,11 +13,12 @@ import pytest
 import torch
 
 import faithlab as fl
+import faithlab.study as fs
 from faithlab.metrics import search as S
-from faithlab.protocols import trace as P
+from faithlab.study.papers import trace as P
 from oracles import small_cnn
 
-R, PARTLY, N, NT, INC = fl.verdicts.VERDICTS
+R, PARTLY, N, NT, INC = fs.verdicts.VERDICTS
 N_IMAGES = 10  # per replica
 REPLICAS = (0, 1, 2)  # every synthetic frame holds three replicas (independently trained models), N_IMAGES each
 
@@ -71,7 +72,7 @@ def test_claim_t1_measures_the_gap_against_the_random_span():
     claim = P.claim_search_bound(bound_sums(gap=1.0, noise=0.0), _random_sums())
     le = claim.table.set_index("objective").loc["-Le"]
     assert le["estimate"] == pytest.approx(1.0 / 5.0, abs=0.02)  # a gap of 1 over a span of about 5
-    assert "by construction" in claim.premise or "T1.greedy" in fl.verdicts.rule("T1").note
+    assert "by construction" in claim.premise or "T1.greedy" in fs.verdicts.rule("T1").note
 
 
 @pytest.mark.parametrize("improve, expected", [(0.5, R), (0.0, INC), (-0.5, N)])
@@ -175,7 +176,7 @@ def test_claim_t2b_gives_every_verdict(means, expected):
     claim = P.claim_probability_beats_logit(table1_scores(means, models=("m1", "m2"), sd=1.0))
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why, claim.premise)
     assert len(claim.table) == 2 * len(means) and claim.rule_id == "T2b"
-    assert "can fail" in fl.verdicts.rule("T2b").note
+    assert "can fail" in fs.verdicts.rule("T2b").note
 
 
 # ------------------------------------------------------------------------------------------------------------- T3
@@ -400,8 +401,8 @@ def _every_claim():
 @pytest.mark.parametrize("i", range(8))
 def test_every_claim_is_decided_by_its_registered_rule_and_its_design(i):
     fn, args, kwargs = _every_claim()[i]
-    claim = fl.verdicts.replicated(fn, *args, **kwargs)
-    rule = fl.verdicts.rule(claim.rule_id)
+    claim = fs.verdicts.replicated(fn, *args, **kwargs)
+    rule = fs.verdicts.rule(claim.rule_id)
     assert claim.raw == R, (claim.verdict.why, claim.premise)
     if claim.trained and (rule.replicas > len(REPLICAS) or rule.units > claim.units):  # the design the rule asks
         assert claim.verdict == INC and ("below the 8 independently trained replicas" in claim.verdict.why
@@ -410,7 +411,7 @@ def test_every_claim_is_decided_by_its_registered_rule_and_its_design(i):
         assert claim.verdict == R, claim.verdict.why
     assert claim.kind == rule.kind and claim.verdict.rule_id == rule.id and claim.verdict.decision
     assert claim.stability == ()  # t intervals: nothing resampled, no bootstrap seed
-    assert not fl.verdicts._states_decision(claim.rule)
+    assert not fs.verdicts._states_decision(claim.rule)
     if fn is P.claim_insertion_equals_deletion:
         assert claim.replicas == () and not claim.trained
     else:
@@ -422,7 +423,7 @@ def test_every_claim_is_decided_by_its_registered_rule_and_its_design(i):
 def test_a_claim_on_one_replica_is_not_decided():
     fn, args, kwargs = _every_claim()[2]
     one = [a.assign(image=a["replica"] * N_IMAGES + a["image"], replica=0) for a in args]  # 30 images, one model
-    claim = fl.verdicts.replicated(fn, *one, **kwargs)
+    claim = fs.verdicts.replicated(fn, *one, **kwargs)
     assert claim.raw == R and claim.units == 30
     assert claim.verdict == INC and "below the 3 independently trained replicas" in claim.verdict.why
 

@@ -1,4 +1,4 @@
-"""TRACE's canvas models are one named setting (fl.protocols.trace.TraceModels): the three notebooks read the same
+"""TRACE's canvas models are one named setting (fs.papers.trace.TraceModels): the three notebooks read the same
 one under every profile, so that they train (and share from the cache) the very same classifiers; and TRACE's, Few-class
 Fidelity's and SaCo's protocols reach faithlab.metrics and faithlab.perturb through public names only."""
 
@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 import faithlab as fl
-from faithlab.study import parameters
+import faithlab.study as fs
+from faithlab.study.runner import parameters
 
 NOTEBOOKS = ("trace/table1", "trace/searches", "trace/random_test")
 PROTOCOLS = Path(fl.__file__).parent / "protocols"
@@ -26,38 +27,38 @@ def _merged(profile: str) -> dict[str, dict]:
 @pytest.mark.parametrize("profile", parameters.PROFILES)
 def test_the_three_notebooks_train_the_same_canvas_models(profile):
     merged = _merged(profile)
-    settings = {name: fl.protocols.trace.TraceModels(**p["trace_models"]) for name, p in merged.items()}
+    settings = {name: fs.papers.trace.TraceModels(**p["trace_models"]) for name, p in merged.items()}
     assert settings["trace/table1"] == settings["trace/searches"] == settings["trace/random_test"]
     for name, p in merged.items():  # no notebook keeps a model setting of its own beside the shared one
         assert not {"settings", "image_size", "r"} & set(p), name
 
 
 def test_smoke_sets_the_models_once_and_book_keeps_the_defaults():
-    smoke = fl.protocols.trace.TraceModels(**_merged("smoke")["trace/table1"]["trace_models"])
+    smoke = fs.papers.trace.TraceModels(**_merged("smoke")["trace/table1"]["trace_models"])
     assert smoke.image_size == 14 and [s["n_epochs"] for s in smoke.settings] == [1]
     book = {name: p["trace_models"] for name, p in _merged("book").items()}
     assert book == dict.fromkeys(NOTEBOOKS, {})
-    defaults = fl.protocols.trace.TraceModels()
+    defaults = fs.papers.trace.TraceModels()
     assert [s["name"] for s in defaults.settings] == ["ResNet-9", "VGG-small", "MobileNet-small"]
-    assert fl.protocols.trace.inputs.DENSENET_SMALL["model"] == "densenet_small"  # the fourth, left out of the book
+    assert fs.papers.trace.inputs.DENSENET_SMALL["model"] == "densenet_small"  # the fourth, left out of the book
     assert (defaults.image_size, defaults.r) == (28, 0.45)
 
 
 def test_canvas_models_first_and_checks():
-    c = fl.protocols.trace.TraceModels(settings=[{"name": "a", "model": "resnet9", "width": 1, "n_epochs": 2},
+    c = fs.papers.trace.TraceModels(settings=[{"name": "a", "model": "resnet9", "width": 1, "n_epochs": 2},
                                                   {"name": "b", "model": "vgg_small", "width": 8, "n_epochs": 3}])
     assert [s["name"] for s in c.first()] == ["a", "b"] and [s["name"] for s in c.first(1)] == ["a"]
     assert c.first(5) == c.first() and c.first()[0] is not c.settings[0]  # copies: a caller cannot edit the setting
-    assert c == fl.protocols.trace.TraceModels(settings=tuple(c.settings))  # a YAML list equals the tuple
+    assert c == fs.papers.trace.TraceModels(settings=tuple(c.settings))  # a YAML list equals the tuple
     with pytest.raises(TypeError, match="n_epochs"):
-        fl.protocols.trace.TraceModels(n_epochs=3)
+        fs.papers.trace.TraceModels(n_epochs=3)
     with pytest.raises(TypeError, match="settings"):
-        fl.protocols.trace.TraceModels(settings="resnet9")
+        fs.papers.trace.TraceModels(settings="resnet9")
 
 
 def test_setup_table_reads_the_shared_models():
     p = {**_merged("smoke")["trace/table1"], "torchvision_models": []}
-    rows = {row.setting: row.render(p) for row in fl.protocols.trace.SETUP if row.notebook == "trace/table1"}
+    rows = {row.setting: row.render(p) for row in fs.papers.trace.SETUP if row.notebook == "trace/table1"}
     assert rows["models"] == "ResNet-9" and rows["training"] == "trained here: 1 epochs"
     assert rows["data"] == "coloured digit canvases, 14 px (digit 45 %)"
     assert rows["TRACE-SA schedule"].startswith("K = 10, T0 = 0.1 (-p) / 2 (-y)")

@@ -22,7 +22,7 @@ import torch
 
 from faithlab import _validate, perturb
 from faithlab.metrics.registry import Metric, Option, checks, plain, register
-from faithlab.metrics.statistics import _float, rankdata, spearman, trapezoid_auc
+from faithlab.metrics.statistics import as_float, rankdata, spearman, trapezoid_auc
 from faithlab.perturb.autobatch import BatchSize
 
 __all__ = [
@@ -324,7 +324,7 @@ def micro_ranks(corrs: torch.Tensor, *, direction: str) -> torch.Tensor:
     _validate.tensor(corrs, "corrs")
     if direction not in ("min", "max"):
         raise ValueError(f"direction must be 'min' or 'max', got {direction!r}")
-    oriented = _float(corrs) if direction == "min" else -_float(corrs)
+    oriented = as_float(corrs) if direction == "min" else -as_float(corrs)
     return rankdata(oriented.nan_to_num(nan=torch.inf), dim=0, method="min")
 
 

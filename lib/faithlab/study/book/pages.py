@@ -36,8 +36,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from faithlab.outputs import claim_anchor, verdict_badge
-from faithlab.verdicts import VERDICTS
+from faithlab.study.artifacts import claim_anchor, verdict_badge
+from faithlab.study.verdicts import VERDICTS
 
 COLUMN_PX = 772  # the content column of the book's theme at a 1400 px window
 CHAR_PX = 7.4  # mean width of a character of the tables' font (0.85 em of 16 px)
@@ -300,7 +300,7 @@ def agreement_html(row) -> str:
 
 
 def counts(claims: pd.DataFrame) -> dict[str, int]:
-    """How many claims got each verdict (every verdict of :data:`faithlab.verdicts.VERDICTS`, zeros included)."""
+    """How many claims got each verdict (every verdict of :data:`faithlab.study.verdicts.VERDICTS`, zeros included)."""
     verdicts = claims["verdict"].astype(str)
     return {v: int((verdicts == v).sum()) for v in VERDICTS}
 
@@ -430,8 +430,8 @@ def failures_html(scorecard: pd.DataFrame, docname: str, *, order: Iterable[str]
 
 
 def legend_html() -> str:
-    """Every verdict's badge with what it means (:data:`faithlab.verdicts.MEANINGS`)."""
-    from faithlab.verdicts import MEANINGS
+    """Every verdict's badge with what it means (:data:`faithlab.study.verdicts.MEANINGS`)."""
+    from faithlab.study.verdicts import MEANINGS
 
     items = "".join(f"<li>{verdict_badge(v)} {html.escape(MEANINGS[v])}</li>" for v in VERDICTS)
     return f'<ul class="fl-legend">{items}</ul>'
@@ -447,7 +447,7 @@ def executed_parameters(notebook: Path) -> dict | None:
 
 
 def setup_rows(settings: Iterable, generated: Path) -> pd.DataFrame:
-    """A chapter's set-up table: setting | paper | ours (:class:`faithlab.protocols.setup.Setting` rows; ours
+    """A chapter's set-up table: setting | paper | ours (:class:`faithlab.study.papers.setup.Setting` rows; ours
     rendered from the executed notebook's parameters under ``generated``, "not run in this build" without it)."""
     rows = []
     for setting in settings:
@@ -569,10 +569,10 @@ def fold_html_output(text: str, *, max_rows: int = 40) -> str | None:
 # ------------------------------------------------------------------------------------------- pre-registration
 def procedure_html() -> str:
     """The decision procedure every claim goes through, as HTML, its words and numbers read from
-    :mod:`faithlab.verdicts` (so the page cannot drift from the code)."""
-    from faithlab import verdicts as V
-    from faithlab.verdicts.intervals import INTERVAL_METHODS
-    from faithlab.verdicts.rules import DECISIONS
+    :mod:`faithlab.study.verdicts` (so the page cannot drift from the code)."""
+    from faithlab.study import verdicts as V
+    from faithlab.study.verdicts.intervals import INTERVAL_METHODS
+    from faithlab.study.verdicts.rules import DECISIONS
 
     items = [
         f"<b>{V.NOT_TESTABLE}</b>: a premise about the stand-in demonstrably fails (the paper's mechanism is absent), "
@@ -620,14 +620,14 @@ def procedure_html() -> str:
 
 
 def coverage_frame(generated: Path | None = None) -> pd.DataFrame:
-    """The simulated coverage of every interval (:func:`faithlab.verdicts.coverage.simulate`, the table the coverage
+    """The simulated coverage of every interval (:func:`faithlab.study.verdicts.coverage.simulate`, the table the coverage
     test asserts), cached in ``generated``/coverage.csv under a key of the two modules' source, so that a warm
     build simulates nothing."""
     import hashlib
     import inspect
 
     from faithlab import paths
-    from faithlab.verdicts import coverage, intervals
+    from faithlab.study.verdicts import coverage, intervals
 
     key = hashlib.sha256((inspect.getsource(coverage) + inspect.getsource(intervals)).encode()).hexdigest()[:16]
     cached = Path(generated) / "coverage.csv" if generated is not None else None
@@ -664,10 +664,10 @@ def coverage_html(frame: pd.DataFrame) -> str:
 
 
 def rules_html(scorecard: pd.DataFrame, docname: str, paper: str) -> str:
-    """One paper's pre-registered rules (:func:`faithlab.verdicts.all_rules`), one row per rule: its id, the claims
+    """One paper's pre-registered rules (:func:`faithlab.study.verdicts.all_rules`), one row per rule: its id, the claims
     it decided in this build (linked where they are computed), statistic, direction and margin with its source,
     how the cells combine, null and premises, design (R × n) and interval; then the rules file itself, folded."""
-    from faithlab.verdicts.rules import all_rules, rule_files
+    from faithlab.study.verdicts.rules import all_rules, rule_files
 
     rules = [r for r in all_rules().values() if r.paper == paper]
     if not rules:
@@ -696,7 +696,7 @@ def rules_html(scorecard: pd.DataFrame, docname: str, paper: str) -> str:
             f"<td>{html.escape(r.null)}" + (f"<br><small>premises: {html.escape(premises)}</small>" if premises
                                             else "") + "</td>"
             f"<td>{r.replicas} × {r.units}<br><small>{html.escape(r.interval)}</small></td></tr>")
-    from faithlab.verdicts.rules import BEATS, HOLDS_UP, all_answers
+    from faithlab.study.verdicts.rules import BEATS, HOLDS_UP, all_answers
 
     for name, a in all_answers().items():  # a study answer's registered rule (the synthesis's guide)
         if a["paper"] != paper:
@@ -712,7 +712,7 @@ def rules_html(scorecard: pd.DataFrame, docname: str, paper: str) -> str:
             f"{a['level']:g}</small></td></tr>")
     head = ("<thead><tr><th>rule and the claims it decided</th><th>statistic</th><th>direction, margin (source)</th>"
             "<th>cells combine</th><th>null; premises</th><th>design R × n; interval</th></tr></thead>")
-    from faithlab.verdicts.rules import load
+    from faithlab.study.verdicts.rules import load
 
     files = [p for p in rule_files() if any(r.paper == paper for r in load(p)[0].values())]
     raw = "".join(f'<details class="fl-fold"><summary>The rules file <code>{html.escape(p.name)}</code>, as '
@@ -723,7 +723,7 @@ def rules_html(scorecard: pd.DataFrame, docname: str, paper: str) -> str:
 
 def rules_log_html() -> str:
     """Every rules file's change log (date, claim, change, field, old → new, why), newest first."""
-    from faithlab.verdicts.rules import log
+    from faithlab.study.verdicts.rules import log
 
     rows = []
     for name, lines in log().items():
@@ -741,7 +741,7 @@ def rules_log_html() -> str:
 
 
 def preregistration_html(frame: pd.DataFrame, docname: str) -> str:
-    """The pre-registration table (``preregistration.csv`` of :func:`faithlab.study.scorecard.preregistration`):
+    """The pre-registration table (``preregistration.csv`` of :func:`faithlab.study.book.scorecard.preregistration`):
     one row per claim — claim (linking where it is computed) and kind | rule | decision | premise | function and the
     commit where it last changed."""
     if frame.empty:
@@ -767,9 +767,9 @@ def preregistration_html(frame: pd.DataFrame, docname: str) -> str:
 def answer_html(guide: pd.DataFrame, card: pd.DataFrame, guide_href: str | None,
                 setups: pd.DataFrame | None = None) -> str:
     """The front page's answer to "which metric should I trust?": the synthesis's generated answer
-    (:func:`faithlab.protocols.synthesis.advice.answer_sentence`), the scale it rests on (``setups``: the synthesis's
+    (:func:`faithlab.study.papers.synthesis.advice.answer_sentence`), the scale it rests on (``setups``: the synthesis's
     set-up table, its ``replicas`` trained models per situation and ``images`` per model) and a link to the guide."""
-    from faithlab.protocols.synthesis import answer_sentence
+    from faithlab.study.papers.synthesis import answer_sentence
 
     if guide.empty or card.empty:
         return (f'<p class="fl-answer"><b>Which metric to trust?</b> The synthesis notebook did not run in this '
@@ -812,9 +812,9 @@ def _rows_table(part: pd.DataFrame, *, cost_case: bool) -> str:
 
 def guide_html(guide: pd.DataFrame, setups: pd.DataFrame, docname: str) -> str:
     """The guide's recommendations: per situation a generated sentence
-    (:func:`faithlab.protocols.synthesis.advice.guide_sentences`) and, folded, every metric's recovery with its
+    (:func:`faithlab.study.papers.synthesis.advice.guide_sentences`) and, folded, every metric's recovery with its
     interval, cost and removal-value spread."""
-    from faithlab.protocols.synthesis import COST_CASE, guide_sentences
+    from faithlab.study.papers.synthesis import COST_CASE, guide_sentences
 
     if guide.empty:
         return '<p class="fl-empty">The synthesis notebook did not run in this build.</p>'
@@ -835,10 +835,10 @@ def guide_html(guide: pd.DataFrame, setups: pd.DataFrame, docname: str) -> str:
 
 def reconcile_html(card: pd.DataFrame, scorecard: pd.DataFrame, docname: str) -> str:
     """Where the synthesis and a paper's chapter may disagree: per chapter that proposes a metric
-    (:data:`faithlab.protocols.synthesis.advice.CHAPTER_METRICS`), the chapter's verdict counts beside the metric's
+    (:data:`faithlab.study.papers.synthesis.advice.CHAPTER_METRICS`), the chapter's verdict counts beside the metric's
     report-card rank, the criteria that pull the rank down most, and a generated sentence on whether they agree."""
     from faithlab.plots import PAPER_NAMES
-    from faithlab.protocols.synthesis import CHAPTER_METRICS, CRITERIA
+    from faithlab.study.papers.synthesis import CHAPTER_METRICS, CRITERIA
 
     if card.empty:
         return ""
@@ -888,7 +888,7 @@ def build_html(url: str, *, seconds: float, notebooks: int, profiles: list[str])
     placeholder ``OWNER``/``REPOSITORY``: "this build is local, not published"), and the notebooks' total run time
     and profile(s) read from the executed notebooks (kernel time summed over notebooks; parallel runs take less
     wall time)."""
-    from faithlab.study.notebook_page import duration
+    from faithlab.study.book.notebook_page import duration
 
     local = not url or "OWNER" in url or "REPOSITORY" in url
     where = ("This build is local (not published)." if local else

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from faithlab import paths
-from faithlab.outputs import CLAIM_COLUMNS, CLAIMS  # what each notebook writes; re-exported by faithlab.study
-from faithlab.study.promotion import _locked, _outputs_lock
-from faithlab.study.stamps import _first_line, _stderr
+from faithlab.study.artifacts import CLAIM_COLUMNS, CLAIMS  # what each notebook writes; re-exported by faithlab.study
+from faithlab.study.runner.promotion import _locked, _outputs_lock
+from faithlab.study.runner.stamps import _first_line, _stderr
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -28,7 +28,7 @@ _OPTIONAL_CLAIM_COLUMNS = {  # absent from claims written before claims were fun
 def summarise(scorecard: pd.DataFrame) -> pd.DataFrame:
     """Verdict counts per paper of a scorecard frame (columns :data:`CLAIM_COLUMNS`) → one row per paper of
     :data:`faithlab.plots.CHAPTERS` present, in the book's order, with columns paper (display name,
-    :data:`faithlab.plots.PAPER_NAMES`), one per verdict (:data:`faithlab.verdicts.VERDICTS` order) and total (its
+    :data:`faithlab.plots.PAPER_NAMES`), one per verdict (:data:`faithlab.study.verdicts.VERDICTS` order) and total (its
     claims of kind "paper"); then the row "all papers" (the five papers' sum); then the study's own checks, one row
     per slug named "<name> (study check)": every claim of another slug (basics, synthesis, ...) and a chapter's claims
     of kind "study check" (identities, ratios fixed by design, checks of our stand-ins), which no paper's count and
@@ -36,7 +36,7 @@ def summarise(scorecard: pd.DataFrame) -> pd.DataFrame:
     import pandas as pd
 
     from faithlab.plots import CHAPTERS, PAPER_NAMES, paper_order
-    from faithlab.verdicts import VERDICTS
+    from faithlab.study.verdicts import VERDICTS
 
     papers = scorecard["paper"].astype(str)
     kinds = scorecard["kind"].astype(str) if "kind" in scorecard else pd.Series("paper", index=scorecard.index)
@@ -126,7 +126,7 @@ def write_scorecard(generated: Path | None = None, echo=None) -> Path:
 
     A notebook is present when its executed ``<experiment>.ipynb`` stands beside its folder (a folder without it is
     an interrupted run's or an interactive session's). An unreadable ``claims.csv`` (or one with a verdict outside
-    :data:`faithlab.verdicts.VERDICTS`) is skipped with a message (``echo``, default stderr) naming it. Runs under
+    :data:`faithlab.study.verdicts.VERDICTS`) is skipped with a message (``echo``, default stderr) naming it. Runs under
     the outputs lock, so no promotion is seen half done and concurrent runners write the scorecard one after the
     other, each from the complete state of its moment.
     """
@@ -134,7 +134,7 @@ def write_scorecard(generated: Path | None = None, echo=None) -> Path:
 
     from faithlab import plots
     from faithlab.evaluation import PAPER_METRICS  # the runner knows no metric: the library lists them
-    from faithlab.verdicts import VERDICTS
+    from faithlab.study.verdicts import VERDICTS
 
     generated = Path(generated or paths.generated_dir())
     echo = echo or _stderr
@@ -192,7 +192,7 @@ def compare_runs(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
     the text does not break the match; the whole text where two claims of a notebook share a label)."""
     import pandas as pd
 
-    from faithlab.verdicts import DECIDED, INCONCLUSIVE, NOT_TESTABLE
+    from faithlab.study.verdicts import DECIDED, INCONCLUSIVE, NOT_TESTABLE
 
     def keyed(card):
         card = card.copy()

@@ -5,15 +5,15 @@ method trajectories, searches and deletion frames; ``fewclass``: Few-class Fidel
 localisation frames; ``reco_mege``: ReCo/MeGe's tasks, k-fold families and S=/S≠ sets; ``reco_sanity``: the distance sanity checks (Figs. 2–3); ``synthesis``: every metric on setups
 with a known answer (recovery, meta-evaluation, report card); ``diagnostics``: whether
 removal is out of distribution (every chapter that removes features shows it). Public names are gathered
-here (``fl.protocols.image_ranking_study``, ``fl.protocols.saco.radar_scale``)."""
+here (``faithlab.study.papers.image_ranking_study``, ``faithlab.study.papers.saco.radar_scale``)."""
 
-from faithlab.protocols.ffidelity import (CORRELATION_LABELS, SETTINGS, RankingStudy, constant_map_counts,
+from faithlab.study.papers.ffidelity import (CORRELATION_LABELS, SETTINGS, RankingStudy, constant_map_counts,
                                           degraded_fidelity_curves, random_masking_predictions,
                                           image_ranking_study, micro_cells, oriented_correlations,
                                           ranking_correlations, separation, table_layout,
                                           ground_truth_null, permuted_correlations)
-from faithlab.protocols import basics, diagnostics, fewclass, reco_mege, reco_sanity, saco, synthesis, trace
-from faithlab.protocols.diagnostics import cap_count, ood_gap, removal_diagnostic
+from faithlab.study.papers import basics, diagnostics, fewclass, reco_mege, reco_sanity, saco, synthesis, trace
+from faithlab.study.papers.diagnostics import cap_count, ood_gap, removal_diagnostic
 
 __all__ = ["degraded_fidelity_curves", "constant_map_counts", "random_masking_predictions", "SETTINGS", "RankingStudy", "image_ranking_study", "ranking_correlations",
            "CORRELATION_LABELS", "oriented_correlations", "table_layout", "separation", "micro_cells", "saco",

@@ -22,7 +22,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from faithlab import _validate, verdicts
+from faithlab import _validate
+
+from faithlab.study import verdicts
 from faithlab._optional import require
 from faithlab.metrics.papers.reco_mege.distances import DISTANCES, map_distance
 from faithlab.metrics.statistics import rankdata, spearman
@@ -267,7 +269,7 @@ def _shuffled_rho(x, y, *, n_draws: int, level: float, seed: int) -> verdicts.Nu
     """The chance level of ρ(x, y): ``n_draws`` Spearman ρ with y's rows permuted (generator ``seed``: every group of
     the same length gets the same permutations), batched. A permutation moves the ranks, not their values, so each
     draw is the Pearson correlation of x's fixed centred ranks with y's permuted ones: one gather and one product
-    (:func:`faithlab.verdicts.null_draws` draws the same null one shuffle at a time). None with fewer than 3 rows
+    (:func:`faithlab.study.verdicts.null_draws` draws the same null one shuffle at a time). None with fewer than 3 rows
     or a constant column (ρ undefined in every draw)."""
     xs = torch.tensor(np.asarray(x, dtype=np.float64))
     ys = torch.tensor(np.asarray(y, dtype=np.float64))
@@ -316,7 +318,7 @@ def claim_sanity_checks(units: pd.DataFrame, *, threshold: float | None = None) 
     units: :func:`unit_spearman` rows of the checks concatenated with a ``check`` column (e.g. "Fig. 2 (moving
     point)" over :func:`random_paths`, "Fig. 3 (noise)" over the noise series of :func:`noise_maps`): per distance
     and independent unit, the Spearman ρ between the displacement (or σ) and the distance. Per (check × distance)
-    cell: the mean ρ over the units, its t interval on the units (:func:`faithlab.verdicts.effect`), judged above the
+    cell: the mean ρ over the units, its t interval on the units (:func:`faithlab.study.verdicts.effect`), judged above the
     margin (a strong monotone positive relation); the paper says "all six pass both", so every cell must hold. The
     null: ρ = 0, a distance unrelated to the displacement. No model is trained: the units are the independent noise
     draws and paths. A check of our reconstruction of the paper's lost masks, so a study check. Table: one row per

@@ -8,9 +8,9 @@ Usage (from the repository root)::
     python -m faithlab.study scorecard
     python -m faithlab.study run saco --profile paper --cluster slurm -j 8 -p n_shards 8   # on a Dask cluster
 
-Notebooks can run on a Dask distributed cluster (``--cluster``, :mod:`faithlab.study.cluster`) and, when they
+Notebooks can run on a Dask distributed cluster (``--cluster``, :mod:`faithlab.study.runner.cluster`) and, when they
 declare the parameters ``shard = None`` and ``n_shards = 1``, as ``n_shards`` shards plus a reduce step
-(:func:`execute`, :func:`faithlab.outputs.sharded`), here or there; everything below holds in every case.
+(:func:`execute`, :func:`faithlab.study.artifacts.sharded`), here or there; everything below holds in every case.
 
 Each notebook ``notebooks/<paper>/<experiment>.py`` (jupytext py:percent, exactly one cell tagged ``parameters``)
 is executed with parameters merged from, lowest to highest priority: its own parameters cell, the profile file
@@ -18,11 +18,11 @@ is executed with parameters merged from, lowest to highest priority: its own par
 {<paper>/<experiment>: {...}}``), and ``-p name value`` on the command line. Outputs go to
 ``book/_generated/<paper>/<experiment>.ipynb`` and ``book/_generated/<paper>/<experiment>/`` (tables, figures,
 claims); the kernel learns its notebook's name and staging folder from the runner (``FAITHLAB_NOTEBOOK``,
-``FAITHLAB_OUTPUT_DIR``), so a notebook opens its outputs with ``fl.outputs.for_notebook()``. A run is skipped
+``FAITHLAB_OUTPUT_DIR``), so a notebook opens its outputs with ``faithlab.study.artifacts.for_notebook()``. A run is skipped
 when the stamp of the last successful run matches the hash of (notebook source, merged parameters, library source,
 uv.lock); an unreadable stamp counts as no stamp (the notebook is executed again).
 The kernels run with ``FAITHLAB_PROGRESS=0`` (the library's progress bars off), and each executed notebook is made
-a page of the book before its promotion (``faithlab.study.notebook_page``): one parameters cell, "this run's
+a page of the book before its promotion (``faithlab.study.book.notebook_page``): one parameters cell, "this run's
 parameters", a first cell linking to its chapter with the run time, and no stderr stream (moved to
 ``<experiment>/stderr.log`` and reported on the terminal).
 
@@ -53,28 +53,28 @@ exclude runners on one machine (a network file system may not honour them across
 
 The runner is split by concept; dependencies point one way (each module imports only those listed before it):
 
-* :mod:`faithlab.study.parameters`: notebooks, their parameters cells, profiles, ``-p`` overrides, merging;
-* :mod:`faithlab.study.stamps`: run keys and stamps (when outputs are current);
-* :mod:`faithlab.study.promotion`: locks, staging folders, journaled promotion and recovery;
-* :mod:`faithlab.study.shards`: the shard plan and the shards' store;
-* :mod:`faithlab.study.execution`: one notebook's execution with papermill (the kernel's environment, its page);
-* :mod:`faithlab.study.scorecard`: the scorecard, its summary and the study map;
-* :mod:`faithlab.study.scheduling`: :func:`run`, the executors (this process, local processes, a Dask cluster);
-* :mod:`faithlab.study.cli`: :func:`main`, the command line.
+* :mod:`faithlab.study.runner.parameters`: notebooks, their parameters cells, profiles, ``-p`` overrides, merging;
+* :mod:`faithlab.study.runner.stamps`: run keys and stamps (when outputs are current);
+* :mod:`faithlab.study.runner.promotion`: locks, staging folders, journaled promotion and recovery;
+* :mod:`faithlab.study.runner.shards`: the shard plan and the shards' store;
+* :mod:`faithlab.study.runner.execution`: one notebook's execution with papermill (the kernel's environment, its page);
+* :mod:`faithlab.study.book.scorecard`: the scorecard, its summary and the study map;
+* :mod:`faithlab.study.runner.scheduling`: :func:`run`, the executors (this process, local processes, a Dask cluster);
+* :mod:`faithlab.study.runner.cli`: :func:`main`, the command line.
 
-:mod:`faithlab.study.cluster` (Dask clusters) and :mod:`faithlab.study.notebook_page` (an executed notebook made a
-page) serve them; :mod:`faithlab.study.pages` serves the book's Sphinx extension; :mod:`faithlab.study.paper_dry`
+:mod:`faithlab.study.runner.cluster` (Dask clusters) and :mod:`faithlab.study.book.notebook_page` (an executed notebook made a
+page) serve them; :mod:`faithlab.study.book.pages` serves the book's Sphinx extension; :mod:`faithlab.study.runner.paper_dry`
 writes the ``paper-dry`` profile's fake data folder (``make paper-dry``) and the loader tests' fake files. This
-package re-exports the public names; :func:`faithlab.study.stamps.library_hash` stays in its module (patch it there).
+package re-exports the public names; :func:`faithlab.study.runner.stamps.library_hash` stays in its module (patch it there).
 """
 
 import importlib
 
-from faithlab.study.cli import main  # light: ``python -m faithlab.study`` imports this package first
+from faithlab.study.runner.cli import main  # light: ``python -m faithlab.study`` imports this package first
 
 # The other names are imported on first use (PEP 562): ``python -m faithlab.study run ...`` checks its arguments
 # before torch, pandas, papermill or dask are imported (tests/study/test_runner_usage.py), which an eager import of
-# faithlab.study.execution here would defeat. Name -> the module of this package that defines it.
+# faithlab.study.runner.execution here would defeat. Name -> the module of this package that defines it.
 _EXPORTS = {
     **dict.fromkeys(("PROFILES", "Notebook", "StudyError", "discover", "load_profile", "merge_parameters",
                      "notebooks_dir", "parse_overrides", "select"), "parameters"),
@@ -83,11 +83,10 @@ _EXPORTS = {
     **dict.fromkeys(("SHARD_DONE", "SHARD_SECONDS", "SHARDS", "shard_plan", "shard_store"), "shards"),
     **dict.fromkeys(("KERNEL_STARTUP", "Result", "execute", "kernel_options"), "execution"),
     **dict.fromkeys(("ALL_PAPERS", "CLAIM_COLUMNS", "CLAIMS", "SCORECARD", "STUDY_CHECK", "STUDY_MAP", "SUMMARY",
-                     "PREREGISTRATION", "summarise", "write_scorecard"), "scorecard"),
+                     "PREREGISTRATION", "summarise", "write_scorecard"), "faithlab.study.book.scorecard"),
     "run": "scheduling",
 }
-_SUBMODULES = ("cli", "cluster", "execution", "notebook_page", "pages", "paper_dry", "parameters", "promotion",
-               "scheduling", "scorecard", "shards", "stamps")
+_SUBMODULES = ("cli", "cluster", "execution", "paper_dry", "parameters", "promotion", "scheduling", "shards", "stamps")
 
 __all__ = [  # by concept, in the order of the modules above (the API reference lists them in this order)
     "PROFILES", "StudyError", "Notebook", "notebooks_dir", "discover", "select", "load_profile", "parse_overrides",
@@ -101,13 +100,13 @@ __all__ = [  # by concept, in the order of the modules above (the API reference 
     "write_scorecard",
     "run",
     "main",
-    "notebook_page",
 ]
 
 
 def __getattr__(name: str):
     if name in _EXPORTS:
-        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+        module = _EXPORTS[name]
+        value = getattr(importlib.import_module(module if "." in module else f"{__name__}.{module}"), name)
     elif name in _SUBMODULES:
         value = importlib.import_module(f"{__name__}.{name}")
     else:

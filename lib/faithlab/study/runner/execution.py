@@ -1,7 +1,7 @@
 """Executing one notebook: papermill into a staging folder under the notebook's lock, then its page and promotion.
 
 The kernel inherits the run's environment: ``FAITHLAB_NOTEBOOK`` (the notebook's name), ``FAITHLAB_OUTPUT_DIR``
-(its staging folder, which :func:`faithlab.outputs.for_notebook` writes to), ``FAITHLAB_ROOT``, and for shards
+(its staging folder, which :func:`faithlab.study.artifacts.for_notebook` writes to), ``FAITHLAB_ROOT``, and for shards
 ``FAITHLAB_SHARDS``; the library's progress bars are off.
 """
 
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from faithlab import _progress, paths
-from faithlab.outputs import NOTEBOOK_ENV, OUTPUT_DIR_ENV
-from faithlab.study import notebook_page
-from faithlab.study.parameters import Notebook
-from faithlab.study.promotion import (
+from faithlab.study.artifacts import NOTEBOOK_ENV, OUTPUT_DIR_ENV
+from faithlab.study.book import notebook_page
+from faithlab.study.runner.parameters import Notebook
+from faithlab.study.runner.promotion import (
     JOURNAL,
     LOCKS,
     _locked,
@@ -31,7 +31,7 @@ from faithlab.study.promotion import (
     _remove,
     _slug,
 )
-from faithlab.study.shards import (
+from faithlab.study.runner.shards import (
     SHARD_DONE,
     SHARD_SECONDS,
     _remove_store,
@@ -39,7 +39,7 @@ from faithlab.study.shards import (
     _shard_seconds,
     shard_store,
 )
-from faithlab.study.stamps import STAMP, is_current, output_paths
+from faithlab.study.runner.stamps import STAMP, is_current, output_paths
 
 # Run in each kernel before the notebook's first cell (IPython's exec_lines, hidden from the user namespace).
 # tqdm.auto (imported by captum and huggingface_hub, hence by faithlab.explainers and timm) prints a notice the
@@ -140,14 +140,14 @@ def execute(nb: Notebook, params: dict, key: str, root: Path, generated: Path, t
     notebook with parameter ``shard = i``, up to its last cell tagged ``shard`` — whose per-sample tables go to the
     shard store of ``key`` (nothing is promoted; a shard already stored for ``key`` is not executed again); with
     ``shard=None`` it is the reduce step: the whole notebook with ``shard = None``, whose
-    :func:`faithlab.outputs.sharded` calls read the stored shards, promoted like any run. ``key`` is the reduce
+    :func:`faithlab.study.artifacts.sharded` calls read the stored shards, promoted like any run. ``key`` is the reduce
     step's run key in both cases.
 
     A successful execution's notebook is made a page of the book before it is promoted
-    (``faithlab.study.notebook_page.finish``: one parameters cell headed with ``profile``, the chapter link
+    (``faithlab.study.book.notebook_page.finish``: one parameters cell headed with ``profile``, the chapter link
     and the run time, its stderr moved to ``<experiment>/stderr.log`` and reported with ``echo``).
     """
-    from faithlab.study import cluster
+    from faithlab.study.runner import cluster
 
     with cluster.EXECUTION_LOCK:
         if shard is not None:
@@ -197,7 +197,7 @@ def _execute_locked(nb: Notebook, params: dict, key: str, root: Path, generated:
                     start: float, shards: Path | None = None, shard: int | None = None,
                     page: dict | None = None) -> Result:
     """Execute with papermill into a staging folder and, unless a shard, finish the page and promote it. page: the
-    options of ``faithlab.study.notebook_page.finish`` (``profile``, ``echo``, ``n_shards``)."""
+    options of ``faithlab.study.book.notebook_page.finish`` (``profile``, ``echo``, ``n_shards``)."""
     import jupytext
     import nbformat
     from papermill.exceptions import PapermillExecutionError
@@ -223,7 +223,7 @@ def _execute_locked(nb: Notebook, params: dict, key: str, root: Path, generated:
 
         env_backup = {k: os.environ.get(k) for k in (OUTPUT_DIR_ENV, NOTEBOOK_ENV, "FAITHLAB_ROOT",
                                                      paths.SHARDS_ENV, _progress.ENV)}
-        # The notebook's name and staging folder, which its fl.outputs.for_notebook() reads.
+        # The notebook's name and staging folder, which its faithlab.study.artifacts.for_notebook() reads.
         os.environ.update({OUTPUT_DIR_ENV: str(staged_folder), NOTEBOOK_ENV: nb.name, "FAITHLAB_ROOT": str(root)})
         # The library's progress bars off (progress=None reads it): in a page of the book they are stderr noise.
         os.environ[_progress.ENV] = "0"
@@ -266,7 +266,7 @@ def _execute_locked(nb: Notebook, params: dict, key: str, root: Path, generated:
                 else:
                     os.environ[k] = v
 
-        if shard is not None:  # its tables are in the store already (faithlab.outputs.sharded wrote them)
+        if shard is not None:  # its tables are in the store already (faithlab.study.artifacts.sharded wrote them)
             failed.unlink(missing_ok=True)
             return Result(nb.name, "ran", time.monotonic() - start)
         page = page or {}

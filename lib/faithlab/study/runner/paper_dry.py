@@ -466,7 +466,7 @@ def _small_image_sets(root: Path, rng: np.random.Generator, per_class: int) -> N
 
 def _timm_inputs(root: Path, name: str) -> torch.Tensor:
     """The fake ImageNet images as SaCo's notebooks feed the timm model ``name`` (its own mean and std)."""
-    timm = require("timm", "the paper-dry fake data (fl.study.paper_dry)")
+    timm = require("timm", "the paper-dry fake data (faithlab.study.paper_dry)")
 
     from faithlab import data
 
@@ -527,7 +527,7 @@ def write_paper_dry(root: str | os.PathLike, *, seed: int = 0, per_class: int = 
 
 
 def _write_models(root: Path, seed: int) -> None:
-    timm = require("timm", "the paper-dry fake data (fl.study.paper_dry)")
+    timm = require("timm", "the paper-dry fake data (faithlab.study.paper_dry)")
     import torchvision
 
     from faithlab import data

@@ -4,7 +4,7 @@ Each notebook ``notebooks/<paper>/<experiment>.py`` (jupytext py:percent) has ex
 parsed here (never executed). Its parameters are merged, lowest to highest priority, from that cell, the profile file
 ``notebooks/params/<profile>.yaml`` and ``-p name value`` on the command line (:func:`merge_parameters`). This module
 is the bottom of the runner: every other module of :mod:`faithlab.study` may import it, it imports none of them but
-:mod:`faithlab.study.cluster` (a profile's ``cluster:`` section).
+:mod:`faithlab.study.runner.cluster` (a profile's ``cluster:`` section).
 """
 
 from __future__ import annotations
@@ -261,7 +261,7 @@ def load_profile(profile: str, root: Path | None = None, _seen: tuple[str, ...] 
                               or len(set(first)) != len(first)):
         raise StudyError(f"{at('start_first')}: 'start_first' must be a list of distinct notebook names "
                          f"'<paper>/<experiment>', found {first!r:.80}")
-    from faithlab.study import cluster as clusters
+    from faithlab.study.runner import cluster as clusters
 
     try:
         resources = clusters.check_resources(data.get("cluster"), f"{at('cluster')}: 'cluster'")

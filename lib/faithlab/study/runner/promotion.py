@@ -13,8 +13,8 @@ import uuid
 from pathlib import Path
 
 from faithlab import paths
-from faithlab.study.parameters import Notebook, StudyError
-from faithlab.study.stamps import _first_line, is_current, output_paths
+from faithlab.study.runner.parameters import Notebook, StudyError
+from faithlab.study.runner.stamps import _first_line, is_current, output_paths
 
 LOCKS = ".locks"  # per-notebook lock files, and the lock of the outputs (promotions and scorecard)
 STAGING = ".staging"  # per-execution staging folders

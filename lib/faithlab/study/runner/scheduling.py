@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faithlab import paths
-from faithlab.study import stamps
-from faithlab.study.execution import Result, _execute_job, execute
-from faithlab.study.parameters import (
+from faithlab.study.runner import stamps
+from faithlab.study.runner.execution import Result, _execute_job, execute
+from faithlab.study.runner.parameters import (
     Notebook,
     StudyError,
     check_overrides,
@@ -25,10 +25,10 @@ from faithlab.study.parameters import (
     merge_parameters,
     select,
 )
-from faithlab.study.promotion import _locked, _notebook_lock, _outputs_lock, _remove, _slug, _tidy, recover
-from faithlab.study.scorecard import write_scorecard
-from faithlab.study.shards import shard_plan
-from faithlab.study.stamps import _first_line, is_current, output_paths, run_key
+from faithlab.study.runner.promotion import _locked, _notebook_lock, _outputs_lock, _remove, _slug, _tidy, recover
+from faithlab.study.book.scorecard import write_scorecard
+from faithlab.study.runner.shards import shard_plan
+from faithlab.study.runner.stamps import _first_line, is_current, output_paths, run_key
 
 
 @dataclass
@@ -90,7 +90,7 @@ class _Dask:
         self.connection = connection
 
     def submit(self, label, total, args, kwargs):
-        from faithlab.study import cluster
+        from faithlab.study.runner import cluster
 
         resources = {cluster.RESOURCE: 1} if self.connection.uses_resources else None
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", label).strip("-")
@@ -190,7 +190,7 @@ def run(
 ) -> list[Result]:
     """Execute the selected notebooks (all by default) with a profile; return one Result per notebook.
 
-    cluster: None (this machine: ``jobs`` processes), a :class:`faithlab.study.cluster.Connection`, or a
+    cluster: None (this machine: ``jobs`` processes), a :class:`faithlab.study.runner.cluster.Connection`, or a
     ``--cluster`` value (an address, ``local[:N]``, ``slurm``, ``pbs``, ``sge``, ``lsf``; ``jobs`` is then the
     number of local workers or batch jobs). Notebooks that declare ``shard``/``n_shards`` with ``n_shards`` > 1 run
     as that many shards and a reduce step (:func:`execute`), here or on the cluster.
@@ -238,7 +238,7 @@ def run(
 
 def _run_plans(plans: list[_Plan], jobs: int, cluster, spec: dict, root: Path, generated: Path, echo) -> list[Result]:
     """Choose the executor (cluster, local processes or this process) and schedule the plans on it."""
-    from faithlab.study import cluster as clusters
+    from faithlab.study.runner import cluster as clusters
 
     if cluster is not None:
         if isinstance(cluster, str):

@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from faithlab.study.parameters import Notebook
+from faithlab.study.runner.parameters import Notebook
 
 STAMP = ".stamp.json"
 

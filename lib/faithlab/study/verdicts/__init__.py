@@ -12,16 +12,18 @@
   claim goes through (replica agreement, stability, the rule's replica and unit minimums, the power analysis).
 """
 
-from faithlab.verdicts.procedure import *  # noqa: F401,F403
-from faithlab.verdicts.procedure import __all__ as _procedure_all
-from faithlab.verdicts.procedure import _states_decision, _then  # noqa: F401
-from faithlab.verdicts.intervals import (Interval, mean_interval, replica_interval, share_interval,  # noqa: F401
+from faithlab.study.verdicts.procedure import *  # noqa: F401,F403
+from faithlab.study.verdicts.procedure import __all__ as _procedure_all
+from faithlab.study.verdicts.procedure import _states_decision, _then  # noqa: F401
+from faithlab.study.verdicts.intervals import (Interval, mean_interval, replica_interval, share_interval,  # noqa: F401
                                          draws_interval, wilson, INTERVAL_METHODS)
-from faithlab.verdicts.rules import Rule, rule, all_rules, DECISIONS  # noqa: F401
-from faithlab.verdicts.decisions import (Judgement, judge, effect, decide, decide_parts,  # noqa: F401
+from faithlab.study.verdicts.rules import Rule, rule, all_rules, DECISIONS  # noqa: F401
+from faithlab.study.verdicts.decisions import (Judgement, judge, effect, decide, decide_parts,  # noqa: F401
                                          judgement_table, replica_judgement, OUTCOMES)
-from faithlab.verdicts.power import design_needed  # noqa: F401
+from faithlab.study.verdicts.power import design_needed  # noqa: F401
+from faithlab.study.verdicts import replication  # noqa: F401
+from faithlab.study.verdicts.replication import Replica, replicas  # noqa: F401
 
 __all__ = [*_procedure_all, "Interval", "mean_interval", "replica_interval", "share_interval", "draws_interval",
            "wilson", "INTERVAL_METHODS", "Rule", "rule", "all_rules", "DECISIONS", "Judgement", "judge", "effect",
-           "decide", "decide_parts", "judgement_table", "replica_judgement", "OUTCOMES", "design_needed"]
+           "decide", "decide_parts", "judgement_table", "replica_judgement", "OUTCOMES", "design_needed", "replication", "Replica", "replicas"]

@@ -1,9 +1,9 @@
-"""``python -m faithlab.verdicts [file ...]``: each rules file's fingerprint (what a change-log line records) and what
-its audit finds wrong (faithlab.verdicts.rules.audit); exits 1 when something is."""
+"""``python -m faithlab.study.verdicts [file ...]``: each rules file's fingerprint (what a change-log line records) and what
+its audit finds wrong (faithlab.study.verdicts.rules.audit); exits 1 when something is."""
 
 import sys
 
-from faithlab.verdicts.rules import audit, fingerprint, load, load_answers, rule_files
+from faithlab.study.verdicts.rules import audit, fingerprint, load, load_answers, rule_files
 
 problems = 0
 for path in sys.argv[1:] or [str(f) for f in rule_files()]:

@@ -1,4 +1,4 @@
-"""Decisions by the equivalence logic, from a pre-registered :class:`~faithlab.verdicts.rules.Rule`.
+"""Decisions by the equivalence logic, from a pre-registered :class:`~faithlab.study.verdicts.rules.Rule`.
 
 Each cell of a claim (a method against Random, a model, a setting) is an interval (:mod:`.intervals`) judged against
 the rule's margin in the paper's direction (:func:`judge`):
@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from faithlab.verdicts import intervals as iv
-from faithlab.verdicts.rules import Rule
-from faithlab.verdicts.words import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, Verdict
+from faithlab.study.verdicts import intervals as iv
+from faithlab.study.verdicts.rules import Rule
+from faithlab.study.verdicts.words import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, Verdict
 
 if TYPE_CHECKING:
     import torch
@@ -34,7 +34,7 @@ __all__ = ["Judgement", "judge", "effect", "decide", "decide_parts", "judgement_
 
 OUTCOMES = ("holds", "fails", "undecided")
 
-# replicated() collects what every judgement rested on, for the power analysis (see faithlab.verdicts.power)
+# replicated() collects what every judgement rested on, for the power analysis (see faithlab.study.verdicts.power)
 RECORDER: contextvars.ContextVar = contextvars.ContextVar("faithlab_judgement_recorder", default=None)
 
 
@@ -63,7 +63,7 @@ class Judgement:
 
 def _margin(rule: Rule, setting: str | None, margin: float | None) -> float:
     if not isinstance(rule, Rule):
-        raise TypeError(f"rule must be a faithlab.verdicts.Rule from the rules file (faithlab.verdicts.rule(id)), "
+        raise TypeError(f"rule must be a faithlab.study.verdicts.Rule from the rules file (faithlab.study.verdicts.rule(id)), "
                         f"got {type(rule).__name__}")
     return rule.margin_for(setting) if margin is None else float(margin)
 
@@ -74,7 +74,7 @@ def judge(interval: iv.Interval, rule: Rule, *, setting: str | None = None, what
     rule's direction → a :class:`Judgement`. ``margin`` overrides the rule's only for a threshold the rule states
     in terms of the data (a premise's own threshold); claims take theirs from the file."""
     if not isinstance(interval, iv.Interval):
-        raise TypeError(f"interval must be a faithlab.verdicts.Interval, got {type(interval).__name__}")
+        raise TypeError(f"interval must be a faithlab.study.verdicts.Interval, got {type(interval).__name__}")
     m = _margin(rule, setting, margin)
     sign = rule.sign
     lo, hi = sorted((sign * (interval.low - m), sign * (interval.high - m)))
@@ -92,7 +92,7 @@ def judge(interval: iv.Interval, rule: Rule, *, setting: str | None = None, what
 def effect(a: np.ndarray | torch.Tensor, b: np.ndarray | torch.Tensor | None = None, *, rule: Rule, groups=None,
            setting: str | None = None, what: str = "", level: float = 0.95) -> Judgement:
     """The mean of ``a − b`` per unit (``a`` alone when b is None; NaN units dropped), its interval
-    (:func:`~faithlab.verdicts.intervals.mean_interval`: a t interval on the replica means when ``groups`` names
+    (:func:`~faithlab.study.verdicts.intervals.mean_interval`: a t interval on the replica means when ``groups`` names
     ≥ 2 replicas) judged against ``rule`` (:func:`judge`); undecided, with no interval, on fewer than 2 units."""
     x = iv._array(a, "a")
     if b is not None:
@@ -122,7 +122,7 @@ def decide(judgements: Judgement | Sequence[Judgement] | Mapping[str, Judgement]
     untestable: a premise's reason, decided before the outcome (the claim is then "not testable here"). A cell
     judged None (no interval could be computed) counts as undecided."""
     if not isinstance(rule, Rule):
-        raise TypeError(f"rule must be a faithlab.verdicts.Rule, got {type(rule).__name__}")
+        raise TypeError(f"rule must be a faithlab.study.verdicts.Rule, got {type(rule).__name__}")
     if untestable is not None:
         if not isinstance(untestable, str) or not untestable.strip():
             raise ValueError(f"untestable must be a non-empty reason, got {untestable!r}")

@@ -1,10 +1,10 @@
 """The power analysis of a claim, with the interval that decides it (a t interval on the replica-level statistics).
 
-Under :func:`faithlab.verdicts.replicated` every judged cell records the data its interval rested on
-(:data:`faithlab.verdicts.decisions.RECORDER`). :func:`design_needed` estimates, per cell, the effect against its
+Under :func:`faithlab.study.verdicts.replicated` every judged cell records the data its interval rested on
+(:data:`faithlab.study.verdicts.decisions.RECORDER`). :func:`design_needed` estimates, per cell, the effect against its
 margin and the between- and within-replica variance (one-way random-effects ANOVA), then the probability that a
 design of R replicas × n units per replica decides the cell (its t interval wholly on one side of the margin:
-:func:`faithlab.verdicts.intervals.decided_probability`, noncentral t). It returns the smallest design of
+:func:`faithlab.study.verdicts.intervals.decided_probability`, noncentral t). It returns the smallest design of
 :data:`REPLICA_OPTIONS` × :data:`UNIT_FACTORS` that decides the weakest cell with probability ≥ :data:`TARGET`.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from faithlab.verdicts import intervals as iv
+from faithlab.study.verdicts import intervals as iv
 
 __all__ = ["variance_components", "design_needed", "REPLICA_OPTIONS", "UNIT_FACTORS", "TARGET"]
 

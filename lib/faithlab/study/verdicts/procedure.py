@@ -1,7 +1,7 @@
 """Verdicts of the study's claims: the verdict words, premises and nulls, the :class:`Claim` a claim function
 returns and :func:`replicated`, the one wrapper every notebook's claim goes through.
 
-A verdict is one of :data:`VERDICTS`. It comes from a pre-registered rule (:mod:`faithlab.verdicts.rules`), in two
+A verdict is one of :data:`VERDICTS`. It comes from a pre-registered rule (:mod:`faithlab.study.verdicts.rules`), in two
 steps:
 
 1. **Premise check** — can the comparison discriminate at all? When a baseline is already at the ideal value
@@ -10,18 +10,18 @@ steps:
    the same statistic at chance, on shuffled pairings, random maps or permuted labels (:class:`Null`,
    :func:`null_draws`, :func:`within_null`) — the claim is "not testable here" and the reason is kept with the
    verdict.
-2. **Decision with uncertainty** — each cell's interval (:mod:`faithlab.verdicts.intervals`: the t interval on the
-   replica-level statistics, Wilson joined for shares; coverage tested in :mod:`faithlab.verdicts.coverage`) against
+2. **Decision with uncertainty** — each cell's interval (:mod:`faithlab.study.verdicts.intervals`: the t interval on the
+   replica-level statistics, Wilson joined for shares; coverage tested in :mod:`faithlab.study.verdicts.coverage`) against
    the rule's margin from the paper, by the equivalence logic, the cells combined as the rule says
-   (:mod:`faithlab.verdicts.decisions`).
+   (:mod:`faithlab.study.verdicts.decisions`).
 
-A claim is a function in ``faithlab.protocols.<paper>`` that takes the notebook's frames and returns a
+A claim is a function in ``faithlab.study.papers.<paper>`` that takes the notebook's frames and returns a
 :class:`Claim`: the claim, its rule (registered, by id), its premise with the null it was checked against, the
 paper's value, ours, the verdict and the table behind it. Notebooks call it and record it with
-:meth:`faithlab.outputs.Outputs.claim`; no verdict rule or interval is spelled out in a notebook.
+:meth:`faithlab.study.artifacts.Outputs.claim`; no verdict rule or interval is spelled out in a notebook.
 
 Every function returns a :class:`Verdict`: a plain ``str`` (one of :data:`VERDICTS`) that also carries ``why``, a
-sentence with the rule's outcome, which :meth:`faithlab.outputs.Outputs.claim` adds to the claim's note.
+sentence with the rule's outcome, which :meth:`faithlab.study.artifacts.Outputs.claim` adds to the claim's note.
 
 One concept: a claim's verdict, from its premises to the published word (the verdict words, premises and nulls, the
 :class:`Claim` and the wrapper that applies the rule's replica and unit minimums), kept whole so that no rule has a
@@ -37,13 +37,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from faithlab.verdicts.words import (DECIDED, INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PARTLY,  # noqa: F401
+from faithlab.study.verdicts.replication import replica_seed  # noqa: F401 (re-exported)
+from faithlab.study.verdicts.words import (DECIDED, INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PARTLY,  # noqa: F401
                                      REPRODUCED, VERDICTS, Verdict)
 
 if TYPE_CHECKING:
     import torch
 
-# torch is imported inside the functions that compute: faithlab.outputs imports this module for VERDICTS, and a
+# torch is imported inside the functions that compute: faithlab.study.artifacts imports this module for VERDICTS, and a
 # notebook that only writes tables then starts without torch's 1.2 s import.
 
 __all__ = [
@@ -222,13 +223,13 @@ def premise_share(successes: int, n: int, *, at_least: float, what: str, level: 
 
 
 def premise_interval(interval, *, threshold: float, direction: str = "above", what: str) -> Premise:
-    """A premise on a quantity with its interval (:mod:`faithlab.verdicts.intervals`): holds when the whole
+    """A premise on a quantity with its interval (:mod:`faithlab.study.verdicts.intervals`): holds when the whole
     interval lies ``direction`` ("above" or "below") ``threshold``, fails when it lies wholly on the other side,
     undecided when it straddles the threshold."""
-    from faithlab.verdicts.intervals import Interval
+    from faithlab.study.verdicts.intervals import Interval
 
     if not isinstance(interval, Interval):
-        raise TypeError(f"interval must be a faithlab.verdicts.Interval, got {type(interval).__name__}")
+        raise TypeError(f"interval must be a faithlab.study.verdicts.Interval, got {type(interval).__name__}")
     if direction not in ("above", "below"):
         raise ValueError(f"direction must be 'above' or 'below', got {direction!r}")
     t = _number(threshold, "threshold")
@@ -366,7 +367,7 @@ def within_null(value, null: Null, *, what: str) -> str | None:
     """Premise check: the reason "<what> (value) lies within the null's range …" when ``value`` cannot be told from
     ``null``'s draws (inside its central interval, or NaN), else None."""
     if not isinstance(null, Null):
-        raise TypeError(f"null must be a faithlab.verdicts.Null, got {type(null).__name__}")
+        raise TypeError(f"null must be a faithlab.study.verdicts.Null, got {type(null).__name__}")
     number = _number(value, "value")
     if number != number or null.contains(number):
         return f"{what} ({number:.3f}) lies within the chance range of {null.describe()}"
@@ -428,14 +429,14 @@ class Claim:
     rule_id: str | None = None
 
     def __post_init__(self):
-        from faithlab.verdicts.rules import Rule
+        from faithlab.study.verdicts.rules import Rule
 
         if isinstance(self.rule, Rule):  # the pre-registered rule: its id, kind and sentence come from the file
             object.__setattr__(self, "rule_id", self.rule.id)
             object.__setattr__(self, "kind", self.rule.kind)
             object.__setattr__(self, "rule", self.rule.text())
         elif self.rule_id is not None:
-            from faithlab.verdicts.rules import rule as registered
+            from faithlab.study.verdicts.rules import rule as registered
 
             object.__setattr__(self, "rule", registered(self.rule_id).text() if not str(self.rule).strip()
                                else self.rule)
@@ -444,7 +445,7 @@ class Claim:
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"{name} must be a non-empty sentence, got {value!r}")
         if not isinstance(self.verdict, Verdict):
-            raise TypeError(f"verdict must be a faithlab.verdicts.Verdict, got {type(self.verdict).__name__}")
+            raise TypeError(f"verdict must be a faithlab.study.verdicts.Verdict, got {type(self.verdict).__name__}")
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
         if not isinstance(self.trained, (bool, np.bool_)):
@@ -520,17 +521,6 @@ class Claim:
 
 
 # --------------------------------------------------------------------------------------------------- replication
-def replica_seed(seed: int, name: str, replica: int) -> int:
-    """The training seed of replica ``replica`` of setting ``name`` under the study's ``seed``: a SHA-256 key of
-    the three (never a sum, so two settings never share a seed), below 2**31."""
-    import hashlib
-
-    if not isinstance(replica, (int, np.integer)) or replica < 0:
-        raise ValueError(f"replica must be an index ≥ 0, got {replica!r}")
-    digest = hashlib.sha256(f"{int(seed)}/{name}/{int(replica)}".encode()).digest()
-    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
-
-
 def _replica_ids(objs, column: str) -> list:
     import pandas as pd
 
@@ -576,7 +566,7 @@ def _then(text: str, sentence: str) -> str:
 def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica", trained: bool | None = None,
                **kwargs) -> Claim:
     """Decide a claim with its replica agreement and bootstrap stability: the one wrapper every notebook's claim goes
-    through (:meth:`faithlab.outputs.Outputs.claim` calls it when given a claim function).
+    through (:meth:`faithlab.study.artifacts.Outputs.claim` calls it when given a claim function).
 
     ``fn(*args, **kwargs)`` → :class:`Claim`, on frames whose rows carry the trained replica in ``column`` (the claim
     function's intervals resample replicas, then units within them). Then:
@@ -601,7 +591,7 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
         raise TypeError(f"fn must be a claim function, got {type(fn).__name__}")
     claim = fn(*args, **kwargs)
     if not isinstance(claim, Claim):
-        raise TypeError(f"{getattr(fn, '__name__', fn)} must return a faithlab.verdicts.Claim, got "
+        raise TypeError(f"{getattr(fn, '__name__', fn)} must return a faithlab.study.verdicts.Claim, got "
                         f"{type(claim).__name__}")
     per = []
     for r in _replica_ids((args, kwargs), column):
@@ -610,7 +600,7 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
         except ValueError:  # one replica's rows can be too few for a statistic that the pooled rows define
             per.append(LEFT_OUT)
     stability = ()
-    from faithlab.verdicts import decisions, power as power_analysis
+    from faithlab.study.verdicts import decisions, power as power_analysis
 
     token = decisions.RECORDER.set([])
     try:
@@ -632,7 +622,7 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
                        "with the seed", INCONCLUSIVE)
     min_units, min_replicas = MIN_UNITS, MIN_REPLICAS
     if claim.rule_id is not None:  # the design the rules file fixed for this claim (never below the house's)
-        from faithlab.verdicts.rules import rule as registered
+        from faithlab.study.verdicts.rules import rule as registered
 
         registered_rule = registered(claim.rule_id)
         min_units, min_replicas = max(min_units, registered_rule.units), max(min_replicas, registered_rule.replicas)

@@ -5,7 +5,7 @@ Per claim (its label, e.g. ``C1``) the file fixes the statistic, the paper's dir
 (``margin``, with ``margin_source``: the paper's numbers it comes from, or the convention where the paper gives none),
 how several cells combine (``decision``: one statistic, every cell, a share fixed in advance, or named parts), the
 null, the premises, the replicas and units the design needs and the interval. A claim function takes its
-:class:`Rule` from :func:`rule` and hands it to :func:`faithlab.verdicts.decide`; a :class:`faithlab.verdicts.Claim`
+:class:`Rule` from :func:`rule` and hands it to :func:`faithlab.study.verdicts.decide`; a :class:`faithlab.study.verdicts.Claim`
 carries the rule it was decided by, so no decision uses a rule that is not in the file.
 
 A file may also register how a study answer decides what it names (``[answers.<name>]``, e.g. the synthesis's

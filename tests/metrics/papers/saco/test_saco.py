@@ -214,7 +214,7 @@ def test_saco_has_the_one_call_shape_and_its_module_its_own_name():
 def test_digits_vit_trains_replicas_on_one_split_with_their_own_seed(tmp_path, monkeypatch):
     """Issue 49: ``train_seed`` (default ``seed``) is the training seed and part of the cache key; the data split
     stays ``seed``'s, so replicas of a setting differ in their weights only."""
-    from faithlab import recipes
+    from faithlab.study import recipes
 
     monkeypatch.setenv("FAITHLAB_CACHE", str(tmp_path))
     config = dict(image_size=8, patch_size=4, dim=8, depth=1, heads=2, n_epochs=1, seed=0)

@@ -1,20 +1,20 @@
 """Few-class Fidelity's claims C1–C5 as claim functions, and the chapter's mechanism premise.
 
-Every claim is decided by its pre-registered rule (``lib/faithlab/verdicts/registered/fewclass.toml``, read with
-:func:`faithlab.verdicts.rule`): per cell (a method against Random, a model × method × alteration, a task × model, a
+Every claim is decided by its pre-registered rule (``lib/faithlab/study/verdicts/registered/fewclass.toml``, read with
+:func:`faithlab.study.verdicts.rule`): per cell (a method against Random, a model × method × alteration, a task × model, a
 model × reference) an interval — a t interval on the replica means of the per-image values
-(:func:`faithlab.verdicts.effect`), on one statistic per replica (:func:`faithlab.verdicts.replica_judgement`), or on
-the replica shares joined with the Wilson interval of a binary share (:func:`faithlab.verdicts.share_interval`) —
+(:func:`faithlab.study.verdicts.effect`), on one statistic per replica (:func:`faithlab.study.verdicts.replica_judgement`), or on
+the replica shares joined with the Wilson interval of a binary share (:func:`faithlab.study.verdicts.share_interval`) —
 judged against the rule's margin in the paper's direction: holds (beyond it), fails (wholly short of it: inside the
 band of no meaningful effect, or reversed) or undecided (straddles it). The cells then combine as the rule says
-(:func:`faithlab.verdicts.decide`: every cell, a share fixed in advance; :func:`faithlab.verdicts.decide_parts` for
+(:func:`faithlab.study.verdicts.decide`: every cell, a share fixed in advance; :func:`faithlab.study.verdicts.decide_parts` for
 C5a's named parts). A premise about the stand-in is decided before the outcome with the same kind of interval: a
 failed premise makes the claim "not testable here", an undecided one "inconclusive". Which cells a claim counts is
 fixed by the design (what was computed), never by the outcome the claim then judges. No interval resamples, so no
 claim function takes a seed.
 
 The units are XAI images of independently trained replicas (a ``replica`` column): each replica scores its own,
-disjoint block of the test split (:func:`~faithlab.protocols.fewclass.tasks.setup` with ``blocks``)."""
+disjoint block of the test split (:func:`~faithlab.study.papers.fewclass.tasks.setup` with ``blocks``)."""
 
 from __future__ import annotations
 
@@ -24,10 +24,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from faithlab import verdicts
-from faithlab.protocols.fewclass import paper
-from faithlab.protocols.fewclass.maps import METHODS
-from faithlab.protocols.fewclass.paper import PAPER_C1
+from faithlab.study import verdicts
+from faithlab.study.papers.fewclass import paper
+from faithlab.study.papers.fewclass.maps import METHODS
+from faithlab.study.papers.fewclass.paper import PAPER_C1
 
 __all__ = ["SWITCH_AT", "UNCERTAIN_AT", "ROOM_BELOW", "mechanism", "mechanism_table", "claim_random_lowest",
            "claim_alteration_gains", "claim_rank_agreement", "claim_uncertain_selection", "claim_class_flip",
@@ -36,7 +36,7 @@ __all__ = ["SWITCH_AT", "UNCERTAIN_AT", "ROOM_BELOW", "mechanism", "mechanism_ta
 UNIT = ["replica", "image"]
 """A unit of the Fid and localisation frames: one XAI image of one trained replica."""
 SELECTED = "selected perturbation"
-"""The replacement name of the selected perturbation in :func:`~faithlab.protocols.fewclass.frames.flip_frame`."""
+"""The replacement name of the selected perturbation in :func:`~faithlab.study.papers.fewclass.frames.flip_frame`."""
 SWITCH_AT = 0.1
 """The mechanism premise's threshold (the rules file, C1's premise): under the fixed zero reference at least this
 share of the XAI images switch class with confidence (U ≥ Δ) — the few-class failure the paper describes is present."""
@@ -161,11 +161,11 @@ def claim_random_lowest(fid: pd.DataFrame, *, task: str, model: str, flips: pd.D
 
     fid: :func:`fid_frame` rows (model, method, alteration, image, Fid; ``replica`` when trained more than once).
     Cells: every other method computed (none is chosen by its outcome). Per method, Fid(method) − Fid(Random) per
-    XAI image, its mean per replica and the t interval on the replica means (:func:`faithlab.verdicts.effect`),
+    XAI image, its mean per replica and the t interval on the replica means (:func:`faithlab.study.verdicts.effect`),
     judged against the margin; "lowest" is losing to none, so every method must hold (the rule's "every").
     Premise, decided before the comparison: the chapter's mechanism (:func:`mechanism`) on ``flips`` (the
     :func:`flip_frame` rows of ``task``) for ``model``; without ``flips`` it is not checked. The paper's value is
-    :data:`~faithlab.protocols.fewclass.paper.PAPER_C1` of ``task``. Table: one row per compared method."""
+    :data:`~faithlab.study.papers.fewclass.paper.PAPER_C1` of ``task``. Table: one row per compared method."""
     rule = verdicts.rule("C1")
     wide = _paired(fid, "Fid", model, "none")
     names = [n for n in METHODS if n in wide.columns]
@@ -199,7 +199,7 @@ def claim_random_lowest(fid: pd.DataFrame, *, task: str, model: str, flips: pd.D
 
 def alteration_gains(fid: pd.DataFrame, *, alterations: Sequence[str] = ("SG", "SG²"), rule=None) -> dict:
     """C3's cells: for every model × method × alteration computed, Fid(altered) − Fid(none) per unit (replica,
-    image), judged by :func:`faithlab.verdicts.effect` against C3's rule → ``{(model, method, alteration):
+    image), judged by :func:`faithlab.study.verdicts.effect` against C3's rule → ``{(model, method, alteration):
     Judgement}``."""
     rule = rule or verdicts.rule("C3")
     cells = {}
@@ -260,7 +260,7 @@ def claim_alteration_gains(fid: pd.DataFrame, *, alterations: Sequence[str] = ("
 def _rho_per_replica(fid: pd.DataFrame, loc: pd.DataFrame, score: str, groups: list[tuple]) -> dict:
     """Per replica: per counted (model, alteration), Spearman's ρ between the methods' mean Fid and mean ``score``
     over that replica's images → ``{replica: {(model, alteration): ρ}}`` (NaN for a constant ranking)."""
-    from faithlab import stats
+    from faithlab.metrics import statistics as stats
 
     keys = ["replica", "model", "alteration", "method"]
     means = fid.groupby(keys)["Fid"].mean().to_frame().join(loc.groupby(keys)[score].mean(), how="inner")
@@ -289,7 +289,7 @@ def claim_rank_agreement(fid: pd.DataFrame, loc: pd.DataFrame, *, task: str, sco
     Statistic, once per trained replica (the unit of replication): per model × alteration, Spearman's ρ between the
     methods' mean Fid and mean ``score`` over that replica's XAI images; their NaN-aware mean over the model ×
     alteration cells (an undefined ρ, a constant ranking, is left out, never read as 0). Interval: the t interval
-    on the replicas' values (:func:`faithlab.verdicts.replica_judgement`), judged against the "strong" threshold.
+    on the replicas' values (:func:`faithlab.study.verdicts.replica_judgement`), judged against the "strong" threshold.
     Cells: every model × alteration with at least ``min_methods`` methods computed (fixed by the design); with none,
     the claim is not testable here. Premise: the chapter's mechanism (:func:`mechanism`) on ``flips`` for every
     model. Table: ρ per replica × model × alteration, and each replica's mean."""
@@ -350,7 +350,7 @@ def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
     selection: :func:`selection_frame` rows with ``task`` and ``model`` columns (and ``replica``, when the models were
     trained more than once). Per task × model, the share of images whose selected candidate reaches U < Δ, its
     interval at the replica level (the t interval on the replica shares joined with the Wilson interval of the
-    pooled count, :func:`faithlab.verdicts.share_interval`), judged against the margin; every task × model must
+    pooled count, :func:`faithlab.study.verdicts.share_interval`), judged against the margin; every task × model must
     hold. Premise, decided on the candidates and not on the selection: a candidate drawn at random from the grid
     reaches U < Δ for less than :data:`RANDOM_CANDIDATE_BELOW` of the images (the mean of "candidates U < Δ", t
     interval on the replica means), in every task × model, else any candidate would do and the search is not
@@ -390,7 +390,7 @@ def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
 def claim_class_flip(flips: pd.DataFrame, *, binary: Sequence[str]) -> verdicts.Claim:
     """Claim C5a: with few classes, replacing every pixel by a fixed reference switches the class with confidence
     instead of reaching 1/N, while the selected perturbation reaches it; three named parts, each decided by its own
-    rule, combined by C5a's (``verdicts.rule("C5a")``, :func:`faithlab.verdicts.decide_parts`).
+    rule, combined by C5a's (``verdicts.rule("C5a")``, :func:`faithlab.study.verdicts.decide_parts`).
 
     flips: :func:`flip_frame` rows per image with ``task``, ``model``, ``replacement``, ``flipped``, ``U`` and ``Δ``
     (and ``replica`` when trained more than once); binary: the tasks with two classes. Per binary model:
@@ -398,7 +398,7 @@ def claim_class_flip(flips: pd.DataFrame, *, binary: Sequence[str]) -> verdicts.
     - C5a.confident, per classic reference: U after the replacement, per image; the t interval on the replica means
       above the margin (the paper's Δ for N = 2); every model × reference;
     - C5a.switch, per classic reference: the share of images whose class switches, its interval at the replica
-      level (:func:`faithlab.verdicts.share_interval`) above the margin; every model × reference;
+      level (:func:`faithlab.study.verdicts.share_interval`) above the margin; every model × reference;
     - C5a.uncertain: U after the selected perturbation, per image; the t interval on the replica means below the
       margin; every model.
 
@@ -453,7 +453,7 @@ def claim_fid_bounds(values: pd.DataFrame) -> verdicts.Claim:
     values: one row per computed Fid with ``N`` (classes, or a text such as "real curves"), ``case`` ("random
     areas", "real curves", "ideal" or "worst") and ``Fid``. A value meets its bound when it lies in [0, 1] (to
     1e-12), is 1 at the ideal and 0 at the worst. The share of values that do, its Wilson interval
-    (:func:`faithlab.verdicts.share_interval` without replicas), judged against the rule's margin. This holds by
+    (:func:`faithlab.study.verdicts.share_interval` without replicas), judged against the rule's margin. This holds by
     construction of eq. (1): an identity that guards our implementation (kind "study check", not trained). Table:
     per N × case, the count, min, max and the share meeting the bound."""
     rule = verdicts.rule("C5b")

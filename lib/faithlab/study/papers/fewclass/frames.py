@@ -13,8 +13,8 @@ from torch import nn
 from faithlab import perturb
 from faithlab.metrics.papers import fewclass
 from faithlab.metrics.papers.fewclass import localisation
-from faithlab.protocols.fewclass.maps import ALTERATIONS, METHODS, NO_SG, method_maps
-from faithlab.protocols.fewclass.tasks import Setup
+from faithlab.study.papers.fewclass.maps import ALTERATIONS, METHODS, NO_SG, method_maps
+from faithlab.study.papers.fewclass.tasks import Setup
 
 __all__ = ["fid_frame", "curve_frame", "localisation_frame", "selection_frame", "flip_frame", "rank_agreement",
            "evaluate_task", "wide_table"]
@@ -135,7 +135,7 @@ def rank_agreement(fid: pd.DataFrame, loc: pd.DataFrame, *, score: str, by: Sequ
                    ) -> pd.DataFrame:
     """Spearman correlation, per group of ``by``, between the mean Fid and the mean localisation ``score`` of the
     method × alteration cells (claim C4), with the number of cells."""
-    from faithlab import stats
+    from faithlab.metrics import statistics as stats
 
     keys = [*by, "method", "alteration"]
     merged = fid.groupby(keys)["Fid"].mean().to_frame().join(loc.groupby(keys)[score].mean()).reset_index()

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from faithlab.metrics import fewclass
-from faithlab.protocols.fewclass.tasks import STAND_INS
-from faithlab.protocols.setup import Setting
+from faithlab.study.papers.fewclass.tasks import STAND_INS
+from faithlab.study.papers.setup import Setting
 
 __all__ = ["SETUP"]
 

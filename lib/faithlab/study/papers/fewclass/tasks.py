@@ -11,7 +11,9 @@ import pandas as pd
 import torch
 from torch import nn
 
-from faithlab import _validate, data, models, train, verdicts
+from faithlab import _validate, data, models, train
+
+from faithlab.study import verdicts
 from faithlab.metrics import fewclass
 
 __all__ = ["TASKS", "STAND_INS", "CAM_LAYERS", "Setup", "setup"]
@@ -106,7 +108,7 @@ def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int
     train split's mean and std, ``info``), and carry them the same way: their pixels lie in about [0, 1].
     n_background: training images for Expected Gradients (the paper: 200).
     replica: the index of an independently trained replica of every model (stand-ins only): model ``name`` is
-    trained with seed :func:`faithlab.verdicts.replica_seed` ``(seed, f"{task}/{name}", replica)`` — the unit of
+    trained with seed :func:`faithlab.study.verdicts.replica_seed` ``(seed, f"{task}/{name}", replica)`` — the unit of
     replication is the trained model — while the stand-in data stay keyed to ``seed``; the XAI set is then the
     first ``n_images`` test images that every model *of this replica* predicts correctly. None: every model is
     trained with ``seed`` itself (one model per setting). The paper's weights are one model: ``replica`` must be

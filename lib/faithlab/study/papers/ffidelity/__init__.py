@@ -7,7 +7,7 @@ seeds and score every degraded map with Fid+ and Fid− curves (:func:`degraded_
 settings, the wall-clock cost and forward passes of every stage), and :func:`ranking_correlations` turns the curves
 into the paper's macro/micro correlations and micro ranks.
 
-One module per concept, every public name gathered here (``fl.protocols.ffidelity.<name>``):
+One module per concept, every public name gathered here (``faithlab.study.papers.ffidelity.<name>``):
 
 * ``study``: the image study (:func:`degraded_fidelity_curves`, :func:`image_ranking_study`, :class:`RankingStudy`,
   random masking, constant-map counts), :func:`palette_canvases` (canvases on which removal is out of
@@ -23,8 +23,8 @@ One module per concept, every public name gathered here (``fl.protocols.ffidelit
 * ``paper``: the paper's numbers (Tables 1–8, 10–13), read by the notebooks.
 """
 
-from faithlab.protocols.ffidelity import paper
-from faithlab.protocols.ffidelity.image_claims import (
+from faithlab.study.papers.ffidelity import paper
+from faithlab.study.papers.ffidelity.image_claims import (
     AGREEMENT,
     COST_STAGES,
     claim_cost,
@@ -45,7 +45,7 @@ from faithlab.protocols.ffidelity.image_claims import (
     pair_maps,
     per_image_ffid,
 )
-from faithlab.protocols.ffidelity.ranking import (
+from faithlab.study.papers.ffidelity.ranking import (
     CORRELATION_LABELS,
     RANKING_RULES,
     claim_ablation,
@@ -62,20 +62,20 @@ from faithlab.protocols.ffidelity.ranking import (
     setting_table,
     table_layout,
 )
-from faithlab.protocols.ffidelity.robustness import (
+from faithlab.study.papers.ffidelity.robustness import (
     claim_beta_accuracy,
     claim_beta_agreement,
     claim_finetune_restores,
     claim_text_robust,
 )
-from faithlab.protocols.ffidelity.series_text import (
+from faithlab.study.papers.ffidelity.series_text import (
     SeriesTextModels,
     claim_series_ranking,
     claim_text_equivalence,
     glue_key,
 )
-from faithlab.protocols.ffidelity.setup_table import SETUP
-from faithlab.protocols.ffidelity.study import (
+from faithlab.study.papers.ffidelity.setup_table import SETUP
+from faithlab.study.papers.ffidelity.study import (
     PALETTES,
     PAPER_SETTINGS,
     RIVALS,

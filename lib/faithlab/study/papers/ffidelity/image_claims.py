@@ -3,8 +3,8 @@
 the cost of ROAR against F-Fidelity (Table 13), the size read-out of the plateau (Fig. 4), robustness to the
 hyperparameters (Tables 24–26) and explanations kept by the fine-tuning (App. D.4, Table 9).
 
-Every claim is decided by its pre-registered rule (``lib/faithlab/verdicts/registered/ffidelity.toml``, read with
-:func:`faithlab.verdicts.rule`): a t interval on the trained replicas (their means of per-input values, or one
+Every claim is decided by its pre-registered rule (``lib/faithlab/study/verdicts/registered/ffidelity.toml``, read with
+:func:`faithlab.study.verdicts.rule`): a t interval on the trained replicas (their means of per-input values, or one
 statistic per replica) judged against the rule's margin, the cells combined as the rule says."""
 
 from __future__ import annotations
@@ -15,11 +15,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from faithlab import _validate, explainers, perturb, verdicts
+from faithlab import _validate, explainers, perturb
+
+from faithlab.study import verdicts
 from faithlab.metrics.papers import ffidelity
 from faithlab.metrics.papers.reco_mege.distances import top_mask
 from faithlab.metrics.statistics import rankdata
-from faithlab.protocols.ffidelity.ranking import _apply, _beyond, _null_of, _premise_text, replica_judgement
+from faithlab.study.papers.ffidelity.ranking import _apply, _beyond, _null_of, _premise_text, replica_judgement
 
 
 # ------------------------------------------------------------------------------------------- the mechanism
@@ -98,7 +100,7 @@ def claim_ood_check(per_input: pd.DataFrame, *, data: str, original: str = "orig
     per_input: :func:`ood_per_input` rows of the two models (with a ``replica`` column when several models were
     trained: one row per replica, input and model). data: the data set's name for the claim's label. Cells: "OOD",
     the original's loss per input; "recovery", the original's loss minus the fine-tuned model's per input; each
-    averaged per replica, a t interval on the replica means (:func:`faithlab.verdicts.effect`) against the rule's
+    averaged per replica, a t interval on the replica means (:func:`faithlab.study.verdicts.effect`) against the rule's
     margin for that cell; both must hold. The claims on this data set take the outcome as their premise
     (:func:`mechanism`)."""
     rule = verdicts.rule("FF.OOD")
@@ -284,7 +286,7 @@ def claim_size_readout(table: pd.DataFrame, *, tolerance: float, mechanism: verd
     table: one row per (r, β) case of every trained replica ("replica" column), with "r", "beta/alpha" and "r read
     off". Cases with r = β/α+ are left out (the two critical points coincide). A read-out is correct when
     |r̂ − r| ≤ ``tolerance``. Statistic: the share of correct read-outs, its interval the hull of a t interval on the
-    replica shares and the Wilson interval of the pooled count (:func:`faithlab.verdicts.share_interval`), judged
+    replica shares and the Wilson interval of the pooled count (:func:`faithlab.study.verdicts.share_interval`), judged
     against the rule's margin. Null (a premise): the read-outs shuffled over the cases (``n_null`` draws, numpy
     generator ``null_seed``) — an r̂ that carries no information about r still lands within the tolerance for some
     cases; a share not shown short of the margin must lie beyond that null's 95 % range, else not testable here (a
@@ -532,7 +534,7 @@ def claim_road(cells: pd.DataFrame, null: pd.DataFrame, *, explainers: Sequence[
     ``target`` recovers the ground-truth order above chance (else there is no recovery to match); ``mechanism``, the
     data's FF.OOD. where: the data set, named in the claim's text (one claim per data set). Table: one row per
     explainer."""
-    from faithlab.protocols.ffidelity.series_text import lead_below_margin
+    from faithlab.study.papers.ffidelity.series_text import lead_below_margin
 
     rule = verdicts.rule("FF.ROAD")
     if not explainers:

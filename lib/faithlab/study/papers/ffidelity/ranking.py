@@ -9,7 +9,10 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 import torch
 
-from faithlab import _validate, stats, verdicts
+from faithlab import _validate
+from faithlab.metrics import statistics as stats
+
+from faithlab.study import verdicts
 from faithlab.metrics.papers import ffidelity
 
 
@@ -177,7 +180,7 @@ def _two_replicas(means: pd.DataFrame, what: str) -> None:
 
 
 def replica_judgement(values, rule: verdicts.Rule, *, units: int, what: str):
-    """:func:`faithlab.verdicts.replica_judgement` of the replica statistics ``values`` (NaN: a replica whose
+    """:func:`faithlab.study.verdicts.replica_judgement` of the replica statistics ``values`` (NaN: a replica whose
     statistic is undefined), or None when fewer than 2 replicas have one (no interval: the claim's premises say why,
     e.g. an undefined correlation)."""
     import numpy as np
@@ -201,7 +204,7 @@ def _apply(v: verdicts.Verdict, premise: verdicts.Premise | None) -> verdicts.Ve
     if premise is None:
         return v
     if not isinstance(premise, verdicts.Premise):
-        raise TypeError(f"mechanism must be a faithlab.verdicts.Premise (fl.protocols.ffidelity.mechanism), got "
+        raise TypeError(f"mechanism must be a faithlab.study.verdicts.Premise (faithlab.study.papers.ffidelity.mechanism), got "
                         f"{type(premise).__name__}")
     return premise.apply(v)
 
@@ -211,7 +214,7 @@ def _premise_text(premise: verdicts.Premise | None) -> str:
 
 
 # ---- ranking, variants, plateau and sensitivity claims
-# Each claim function takes the notebook's frames and returns a faithlab.verdicts.Claim: its rule, its premise with
+# Each claim function takes the notebook's frames and returns a faithlab.study.verdicts.Claim: its rule, its premise with
 # the null it was checked against, the paper's value, ours, the verdict and the table behind it.
 def permuted_correlations(P: torch.Tensor, Q: torch.Tensor, *, noise_levels: Sequence[float],
                           sparsity: Sequence[float] | None = None, n_draws: int = 1000, seed: int = 0
@@ -297,7 +300,7 @@ def _draws(null: pd.DataFrame, group: str, value, method: str, column: str) -> p
 
 
 def _null_of(draws: pd.Series, what: str = _PERMUTED) -> verdicts.Null | None:
-    """The :class:`faithlab.verdicts.Null` of ``draws``, or None when fewer than 20 are defined."""
+    """The :class:`faithlab.study.verdicts.Null` of ``draws``, or None when fewer than 20 are defined."""
     values = pd.to_numeric(draws, errors="coerce").dropna()
     return verdicts.Null(what, tuple(values.tolist())) if len(values) >= 20 else None
 
@@ -358,7 +361,7 @@ def claim_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
     replica (the units behind each replica's statistic). methods: the compared methods (default: those with a
     micro rank). Statistic per competitor: its mean micro rank minus the target's, averaged over the degradation
     seeds and sparsity levels of each replica (:func:`replica_means`), a t interval on the replica values
-    (:func:`faithlab.verdicts.replica_judgement`) against the rule's margin; every competitor must be beaten.
+    (:func:`faithlab.study.verdicts.replica_judgement`) against the rule's margin; every competitor must be beaten.
     Premises: ``baseline``'s oriented micro correlation is not within ``tol`` of +1 and the target's is defined; at
     least one method's mean GT micro correlation lies beyond its 95 % chance range under a permuted ground-truth
     order (else the ranks compare noise); ``mechanism``, the data's FF.OOD premise. Raises ValueError with fewer

@@ -2,7 +2,7 @@
 (:class:`SeriesTextModels`) and the claims on their rankings (series ranking, text equivalence).
 
 Every claim function takes ``paper``, the paper's value shown beside ours (not ``paper_value``, which
-:meth:`faithlab.outputs.Outputs.claim` keeps for a claim given as text), and ``seed``, the generator of all its
+:meth:`faithlab.study.artifacts.Outputs.claim` keeps for a claim given as text), and ``seed``, the generator of all its
 resampling; notebooks call them as ``out.claim(fn, frames, ..., seed=seed)``."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from faithlab import recipes, verdicts
+from faithlab.study import recipes, verdicts
 
 
 # ---- the series and text models shared by two notebooks
@@ -28,14 +28,14 @@ class SeriesTextModels:
     ``series_text_models`` (``{}``: the defaults; ``-p series_text_models '{n_epochs: 5}'`` for one run); a profile
     sets them once for both notebooks (a YAML anchor). Unknown names raise TypeError.
 
-    ts_models / text_models: names of :data:`faithlab.recipes.SERIES_MODELS` / :data:`~faithlab.recipes.TEXT_MODELS`.
+    ts_models / text_models: names of :data:`faithlab.study.recipes.SERIES_MODELS` / :data:`~faithlab.study.recipes.TEXT_MODELS`.
     ts_n_train, ts_length, ts_offset, ts_positional, ts_width, ts_kernel, ts_lstm_layers: the ``seq_comb`` series
     (training size, steps, level of the background) and the CNN-1D / bi-LSTM (time position as input channel,
     channels or hidden size, kernel, LSTM layers). text_n_train, text_length, text_width, tf_dim: the ``tokens`` task
     and the LSTM's / transformer's widths. n_test: the test split (evaluation inputs; the model keeps its best test
     epoch, so the split is part of its cache key). n_epochs, n_finetune_epochs: training and F-Fidelity fine-tuning
     (eq. 5) epochs; finetune_lr: the fine-tuning's Adam learning rate, by default the training's
-    (:data:`faithlab.recipes.SERIES_TEXT_LR`; spec §1.4: the fine-tuning hyper-parameters equal the training ones;
+    (:data:`faithlab.study.recipes.SERIES_TEXT_LR`; spec §1.4: the fine-tuning hyper-parameters equal the training ones;
     the epochs are cut to a third for time; at 3 epochs and 1e-3 some replicas barely absorbed removal).
     text_removals: ``{label: fine-tuning reference}`` of the text models (one fine-tuned model each;
     ``"removed_token"``: the zero embedding, ``"zero"``: the pad token that deletes the token).
@@ -79,7 +79,7 @@ class SeriesTextModels:
         return f"{recipes.DISPLAY_NAMES[name]} ({removal[reference]})"
 
     def classifier(self, name: str, *, seed: int = 0, device: str | torch.device = "cpu"):
-        """:func:`faithlab.recipes.series_text_classifier` of ``name`` with these settings → ``(model, history,
+        """:func:`faithlab.study.recipes.series_text_classifier` of ``name`` with these settings → ``(model, history,
         train_data, test_data)`` (cached)."""
         if name in self.ts_models:
             sizes = {"n_train": self.ts_n_train, "length": self.ts_length, "width": self.ts_width,
@@ -95,7 +95,7 @@ class SeriesTextModels:
 
     def finetune(self, model: nn.Module, history: dict, train_data, test_data, *, beta: float, units: str,
                  reference: str = "zero", seed: int = 0, device: str | torch.device = "cpu") -> nn.Module:
-        """:func:`faithlab.recipes.ffidelity_finetune` of a model of :meth:`classifier` with ``n_finetune_epochs``
+        """:func:`faithlab.study.recipes.ffidelity_finetune` of a model of :meth:`classifier` with ``n_finetune_epochs``
         at ``finetune_lr`` (cached under the base model's key)."""
         return recipes.ffidelity_finetune(model, history, train_data, test_data, beta=beta, units=units,
                                           reference=reference, n_epochs=self.n_finetune_epochs,
@@ -115,7 +115,7 @@ def _gt_chance(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value, me
     """One method's mean "GT micro" correlation (:func:`micro_cells`) and its chance level under a permuted
     ground-truth order (:func:`ground_truth_null`'s draws, each averaged over the replicas; None when fewer than 20
     are defined)."""
-    from faithlab.protocols.ffidelity.ranking import _draws
+    from faithlab.study.papers.ffidelity.ranking import _draws
 
     observed = float(cells.loc[(cells[group] == value) & (cells["method"] == method), "GT micro"].mean())
     if not len(null.loc[(null[group] == value) & (null["method"] == method)]):
@@ -147,8 +147,8 @@ def claim_series_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, models: Seq
     under a permuted ground-truth order; ``baseline``'s oriented micro correlation is not within ``tol`` of +1; its
     FF.OOD premise (``mechanisms[model]``) holds (undecided: the claim is inconclusive). Raises ValueError with
     fewer than 2 replicas. Table: one row per model × competitor."""
-    from faithlab.protocols.ffidelity.ranking import _apply
-    from faithlab.protocols.ffidelity.ranking import _two_replicas, replica_judgement, replica_means
+    from faithlab.study.papers.ffidelity.ranking import _apply
+    from faithlab.study.papers.ffidelity.ranking import _two_replicas, replica_judgement, replica_means
 
     rule = verdicts.rule("Series.ranking")
     if not models:
@@ -215,7 +215,7 @@ def lead_below_margin(cells: pd.DataFrame, null: pd.DataFrame, rule: verdicts.Ru
     of ``above_chance`` recovers the ground-truth order above chance (its mean GT micro correlation above its 95 %
     range under a permuted order); a counted value failing it leaves, and every testable counted value must hold.
     Returns the verdict, the table rows (one per value), the "ours" texts, the chance texts and the judgements."""
-    from faithlab.protocols.ffidelity.ranking import _two_replicas, replica_judgement, replica_means
+    from faithlab.study.papers.ffidelity.ranking import _two_replicas, replica_judgement, replica_means
 
     rows, judged, reasons, texts, chance_texts = [], {}, [], [], []
     for value in values:

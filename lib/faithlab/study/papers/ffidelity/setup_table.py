@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from faithlab import recipes
-from faithlab.protocols.ffidelity.series_text import SeriesTextModels
-from faithlab.protocols.ffidelity.study import CanvasModels
-from faithlab.protocols.setup import Setting
+from faithlab.study import recipes
+from faithlab.study.papers.ffidelity.series_text import SeriesTextModels
+from faithlab.study.papers.ffidelity.study import CanvasModels
+from faithlab.study.papers.setup import Setting
 
 
 def _grid(values, percent: bool = False) -> str:

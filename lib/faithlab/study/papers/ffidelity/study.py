@@ -18,9 +18,11 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset
 
-from faithlab import _validate, data, explainers, perturb, recipes, train
+from faithlab import _validate, data, explainers, perturb, train
+
+from faithlab.study import recipes
 from faithlab.metrics.papers import ffidelity
-from faithlab.protocols.ffidelity.ranking import ranking_correlations
+from faithlab.study.papers.ffidelity.ranking import ranking_correlations
 
 
 def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, clean: torch.Tensor, *,
@@ -248,7 +250,7 @@ class RankingStudy:
 @dataclass
 class ReplicaStudies:
     """The ranking studies of several settings × trained replicas, scored cell by cell. :meth:`score_cells` is the
-    score function of ``fl.outputs.sharded``: it runs every study on the given (seed, noise level) cells and returns
+    score function of ``faithlab.study.artifacts.sharded``: it runs every study on the given (seed, noise level) cells and returns
     their curves with a ``column`` (the setting's key) and a ``replica`` column; :meth:`complete` is the reduce step:
     a study this process did not run is rebuilt from the cache (no cell scored) and every study gets its curves from
     the scored frame. ``make(key, replica, cells)`` returns one :class:`RankingStudy`; :attr:`studies` holds them by
@@ -499,7 +501,7 @@ class CanvasModels:
     canvas —, training images (None: all), fragments of other digits per canvas). model_name, width: the network
     (``"small_cnn"``, ``"resnet9"``) and its width. n_epochs, n_finetune_epochs, n_roar_epochs: training,
     F-Fidelity fine-tuning (eq. 5) and ROAR retraining epochs (Adam, batch 64, lr 3e-3, 1e-3 and 3e-3, as
-    :func:`faithlab.recipes.canvas_classifier` and :func:`~faithlab.recipes.ffidelity_finetune`).
+    :func:`faithlab.study.recipes.canvas_classifier` and :func:`~faithlab.study.recipes.ffidelity_finetune`).
     """
 
     image_size: int = 16
@@ -566,7 +568,7 @@ class CanvasModels:
         """:func:`image_ranking_study` of these models (their data key and train, fine-tune and ROAR configs);
         ``options``: its other keyword arguments. seed: the data's (its cache key) and the explainers' generator;
         train_seed: the training runs' (default ``seed``) — one replica of the setting per train seed
-        (:func:`faithlab.verdicts.replica_seed`), each trained, fine-tuned and cached on its own."""
+        (:func:`faithlab.study.verdicts.replica_seed`), each trained, fine-tuned and cached on its own."""
         t = seed if train_seed is None else train_seed
         return image_ranking_study(self.model_name, self.model_config(), train_data, test_data, explainer_specs,
                                    data_key=self.data_key(seed), train_config=self.train_config(t),
@@ -575,7 +577,7 @@ class CanvasModels:
 
     def classifier(self, *, seed: int = 0, train_seed: int | None = None, device: str | torch.device = "cpu"):
         """The original model of :meth:`ranking_study` (the same cache entry, for the same seed and train_seed) →
-        ``(model in eval mode, history, train_data, test_data)``, as :func:`faithlab.recipes.canvas_classifier`."""
+        ``(model in eval mode, history, train_data, test_data)``, as :func:`faithlab.study.recipes.canvas_classifier`."""
         train_data, test_data = self.load(seed)
         t = seed if train_seed is None else int(train_seed)
         model, history = train.fit(self.model_name, self.model_config(), train_data, self.train_config(t),
@@ -584,7 +586,7 @@ class CanvasModels:
 
     def finetune(self, model: nn.Module, history: dict, train_data, test_data, *, beta: float, seed: int = 0,
                  device: str | torch.device = "cpu") -> nn.Module:
-        """:func:`faithlab.recipes.ffidelity_finetune` of the model of :meth:`classifier` (pixels, reference zero,
+        """:func:`faithlab.study.recipes.ffidelity_finetune` of the model of :meth:`classifier` (pixels, reference zero,
         ``n_finetune_epochs``): with the study's β and the replica's train seed as ``seed``, the fine-tuned model of
         :meth:`ranking_study`."""
         return recipes.ffidelity_finetune(model, history, train_data, test_data, beta=beta, units="pixels",

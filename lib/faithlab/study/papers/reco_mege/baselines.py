@@ -12,14 +12,16 @@ import numpy as np
 import pandas as pd
 import torch
 
-from faithlab import explainers, perturb, verdicts
+from faithlab import explainers, perturb
+
+from faithlab.study import verdicts
 from faithlab.metrics.papers.reco_mege.baselines import average_stability_details, mu_fidelity_details
 from faithlab.metrics.papers.reco_mege.crossfold import shuffled_partners
-from faithlab.protocols.reco_mege import paper
-from faithlab.protocols.reco_mege.accuracy import CHANCE_FACTOR
-from faithlab.protocols.reco_mege.claims import _judge, _replicas, _rows, _weakest
-from faithlab.protocols.reco_mege.sets import _NULL_STREAM
-from faithlab.protocols.reco_mege.tasks import method_options
+from faithlab.study.papers.reco_mege import paper
+from faithlab.study.papers.reco_mege.accuracy import CHANCE_FACTOR
+from faithlab.study.papers.reco_mege.claims import _judge, _replicas, _rows, _weakest
+from faithlab.study.papers.reco_mege.sets import _NULL_STREAM
+from faithlab.study.papers.reco_mege.tasks import method_options
 
 __all__ = ["fidelity_stability", "claim_table3"]
 

@@ -10,10 +10,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from faithlab import _validate, explainers, verdicts
+from faithlab import _validate, explainers
+
+from faithlab.study import verdicts
 from faithlab.metrics.papers.reco_mege.crossfold import reco_mege_details_from_predictions
-from faithlab.protocols.reco_mege.kfold import Family
-from faithlab.protocols.reco_mege.tasks import method_options
+from faithlab.study.papers.reco_mege.kfold import Family
+from faithlab.study.papers.reco_mege.tasks import method_options
 
 __all__ = ["identical_models", "claim_identical_models"]
 
@@ -56,7 +58,7 @@ def claim_identical_models(identical: pd.DataFrame, contrast: pd.DataFrame | Non
     its t interval on those images, judged below the margin; every testable cell must hold. With k copies of one
     model every distance is 0: an identity of the definitions, so this checks the pipeline by construction (a study
     check, not a claim of the paper). contrast: optional, the chapter's null for the same cells
-    (:func:`~faithlab.protocols.reco_mege.bootstrap.null_frame` rows: the key columns and ``MeGe (shuffled)``, the
+    (:func:`~faithlab.study.papers.reco_mege.bootstrap.null_frame` rows: the key columns and ``MeGe (shuffled)``, the
     same method's MeGe when the second model explains another image). Premise per cell: at least 2 images with an S=
     pair and, given the contrast, maps of different images give MeGe below 1 (else MeGe = 1 is met by any maps and
     the check could not tell a correct pipeline from one that returns 0 for every distance); a cell that fails it is

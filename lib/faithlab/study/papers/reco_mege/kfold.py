@@ -12,7 +12,7 @@ import torch
 
 import faithlab
 from faithlab import _validate, data, explainers, train
-from faithlab.protocols.reco_mege.tasks import DEGRADATIONS, TASKS, method_options
+from faithlab.study.papers.reco_mege.tasks import DEGRADATIONS, TASKS, method_options
 from faithlab.train.cache import cache_key
 
 __all__ = ["Family", "load_task", "stand_in", "stand_in_order", "digit_variant", "family", "explain_family",
@@ -37,7 +37,7 @@ def load_task(task: str, *, n: int, image_size: int, seed: int = 0, dataset: str
     """D for a task: ``n`` images of the stand-in's ``split`` (``dataset=None``) or the first ``n`` of the paper's
     dataset (``dataset="paper"``: :data:`TASKS`' loader reading ``data_dir``, resized to ``image_size`` by the
     loader's own transform where it has one). ``split="test"`` gives the test set on which the paper checks that the
-    k models have comparable accuracy (:func:`~faithlab.protocols.reco_mege.accuracy.decide_premise`).
+    k models have comparable accuracy (:func:`~faithlab.study.papers.reco_mege.accuracy.decide_premise`).
 
     A stand-in's training split lists its source digits in scikit-learn's order (a few writers at a time), so its
     first images are not a sample of the task: D is the first ``n`` images of a permutation of the split drawn from
@@ -193,11 +193,11 @@ class FamilySettings:
 
     def replica(self, setting: str, r: int) -> FamilySettings:
         """These settings for replica ``r`` of ``setting``: the same D (``seed``), trained under
-        :func:`faithlab.verdicts.replica_seed` (seed, setting, r) — an independent repeat of the whole k-fold
+        :func:`faithlab.study.verdicts.replica_seed` (seed, setting, r) — an independent repeat of the whole k-fold
         training (blocks, initialisations, batches); its models are cached under their own keys."""
         from dataclasses import replace
 
-        return replace(self, train_seed=faithlab.verdicts.replica_seed(self.seed, setting, r))
+        return replace(self, train_seed=faithlab.study.verdicts.replica_seed(self.seed, setting, r))
 
     @property
     def training_seed(self) -> int:
@@ -220,11 +220,11 @@ class FamilySettings:
                   dropout: float = 0.2) -> Family:
         """Replica ``r`` of the task's 1-Lipschitz family (``"lipschitz_cnn"`` of ``width`` channels, Lipschitz
         bound ``tau``, trained ``epochs`` epochs at ``lr``) on the same D as the ResNet-18s: replica 0 trains under
-        ``seed``, replica r > 0 under :func:`faithlab.verdicts.replica_seed` (seed, "<task>/1-Lipschitz", r); k,
+        ``seed``, replica r > 0 under :func:`faithlab.study.verdicts.replica_seed` (seed, "<task>/1-Lipschitz", r); k,
         train_batch, scheduler, device and batch_size are these settings'."""
         if not isinstance(r, int) or isinstance(r, bool) or r < 0:
             raise ValueError(f"r must be a replica number (an int ≥ 0), got {r!r}")
-        s = self.seed if r == 0 else faithlab.verdicts.replica_seed(self.seed, f"{task}/1-Lipschitz", r)
+        s = self.seed if r == 0 else faithlab.study.verdicts.replica_seed(self.seed, f"{task}/1-Lipschitz", r)
         config = train.TrainConfig(epochs=epochs, batch_size=self.train_batch, lr=lr, seed=s, scheduler=self.scheduler)
         return family(task, d, model="lipschitz_cnn", k=self.k, seed=s, data_seed=self.seed, device=self.device,
                       model_config={"width": width, "dropout": dropout, "image_size": d.x.shape[-1], "tau": tau},
@@ -237,7 +237,7 @@ class FamilySettings:
 
     def heldout(self, task: str, *, n_test: int, n_unseen: int = 0) -> data.TensorData:
         """Images that no model of a family on D saw, for the premise that the k models are of comparable accuracy
-        (:func:`~faithlab.protocols.reco_mege.accuracy.premise_row`): the first ``n_test`` images of the task's test
+        (:func:`~faithlab.study.papers.reco_mege.accuracy.premise_row`): the first ``n_test`` images of the task's test
         split, then up to ``n_unseen`` images of its training split that D left out (those after D's ``n`` in the
         order it is drawn in). The paper checks its ±3 % on the test set; a small test split measures each model's
         accuracy with a binomial error that is itself near 3 %, so the unseen training images are added where the

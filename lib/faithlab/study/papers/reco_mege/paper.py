@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from faithlab.protocols.reco_mege.tasks import DEGRADATIONS
+from faithlab.study.papers.reco_mege.tasks import DEGRADATIONS
 
 __all__ = ["PAPER", "rank_agreement", "beside", "quoted", "margins"]
 
@@ -91,7 +91,7 @@ with normal training."""
 
 def margins() -> dict[str, float]:
     """Each claim's smallest effect of interest, derived from the paper's numbers (:data:`PAPER`) — the values the
-    rules file (``faithlab/verdicts/registered/reco_mege.toml``) registers, recomputed here so that a test catches
+    rules file (``faithlab/study/verdicts/registered/reco_mege.toml``) registers, recomputed here so that a test catches
     a margin that drifts from the paper:
 
     - ``R1``: half the smallest lead of Grad-CAM over the best other method in Table 1 (FashionMNIST 0.517 − 0.369);

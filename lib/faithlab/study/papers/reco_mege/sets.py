@@ -12,8 +12,8 @@ import torch
 from faithlab import paths, perturb
 from faithlab.metrics.papers.reco_mege.crossfold import (Pairs, details_from_pairs, reco_mege_details_from_predictions,
                                                          shuffled_distances, shuffled_partners)
-from faithlab.protocols.reco_mege.kfold import Family, explain_family
-from faithlab.protocols.reco_mege.tasks import method_options
+from faithlab.study.papers.reco_mege.kfold import Family, explain_family
+from faithlab.study.papers.reco_mege.tasks import method_options
 from faithlab.train.cache import cache_key
 
 __all__ = ["with_null", "distance_sets", "scores", "histogram_frame", "pairs_frame"]
@@ -100,8 +100,8 @@ def pairs_frame(details: dict[str, dict], **columns) -> pd.DataFrame:
     """The S= / S≠ sets of every method as one frame (+ ``columns``, e.g. ``task=``, ``replica=``): one row per
     method × sample with its k − 1 pair distances (``distance j``), their kinds (``kind j``: 0 S=, 1 S≠, 2 both
     wrong) and their shuffled-pairings chance level (``shuffled j``). The frame a claim takes, so that its rows can
-    be cut to one replica (:func:`faithlab.verdicts.replicated`);
-    :func:`~faithlab.protocols.reco_mege.bootstrap.pooled_sets` reads it back."""
+    be cut to one replica (:func:`faithlab.study.verdicts.replicated`);
+    :func:`~faithlab.study.papers.reco_mege.bootstrap.pooled_sets` reads it back."""
     frames = []
     for m, d in details.items():
         pairs, shuffled = d["pairs"], d.get("shuffled")

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import torch
 
 from faithlab import _validate
-from faithlab.protocols.setup import Setting
+from faithlab.study.papers.setup import Setting
 
 __all__ = ["TASKS", "METHODS", "DEGRADATIONS", "degradation_amount", "method_options", "task_label"]
 

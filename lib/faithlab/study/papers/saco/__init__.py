@@ -1,39 +1,39 @@
 """SaCo's experimental protocol (Wu et al., CVPR 2024, spec §3): SaCo and the four cumulative metrics per sample,
 their orientation (higher = more faithful), the radar rescaling of Fig. 4, and the paper's claims as claim functions
 (S1 Random separation, S2/S6 correlations, S3 attention ablation, S4 number of groups, S5 saturation, S7 removal
-order), each decided by its pre-registered rules (``faithlab/verdicts/registered/saco.toml``): the trained ViTs are
+order), each decided by its pre-registered rules (``faithlab/study/verdicts/registered/saco.toml``): the trained ViTs are
 the units of replication, each claim's interval a t interval on the per-model means or statistics, judged against a
 margin from the paper's numbers (:data:`paper.MARGINS`), after the premises that the ViTs learned the task and that
 removal matters group by group (the chapter's mechanism). Tables are pandas frames with one column per metric. One
 module per concept:
 
-- :mod:`~faithlab.protocols.saco.scores`: the metrics per sample, their directions, the radar scale and the interval
+- :mod:`~faithlab.study.papers.saco.scores`: the metrics per sample, their directions, the radar scale and the interval
   of a mean over the trained models;
-- :mod:`~faithlab.protocols.saco.comparisons`: the methods compared image by image and the claims they decide (S1,
+- :mod:`~faithlab.study.papers.saco.comparisons`: the methods compared image by image and the claims they decide (S1,
   S7, S3, S4);
-- :mod:`~faithlab.protocols.saco.correlations`: rank correlations between the metrics per trained model and the
+- :mod:`~faithlab.study.papers.saco.correlations`: rank correlations between the metrics per trained model and the
   claims S2, S6;
-- :mod:`~faithlab.protocols.saco.case_study`: Fig. 3's case study and the claim S5;
-- :mod:`~faithlab.protocols.saco.setup_table`: the chapter's set-up table (``SETUP``);
-- :mod:`~faithlab.protocols.saco.paper`: the paper's numbers (Tables 1–2, Fig. 2) and the margins derived from them;
-- :mod:`~faithlab.protocols.saco._common`: the trained model of every row, the accuracy premise (``MIN_ACCURACY``,
+- :mod:`~faithlab.study.papers.saco.case_study`: Fig. 3's case study and the claim S5;
+- :mod:`~faithlab.study.papers.saco.setup_table`: the chapter's set-up table (``SETUP``);
+- :mod:`~faithlab.study.papers.saco.paper`: the paper's numbers (Tables 1–2, Fig. 2) and the margins derived from them;
+- :mod:`~faithlab.study.papers.saco._common`: the trained model of every row, the accuracy premise (``MIN_ACCURACY``,
   ``ACCURACY_TOLERANCE``) and the mechanism premise (``removal_premise``, ``GROUP_DROP_MIN``).
 
-Every public name is re-exported here (``fl.protocols.saco.radar_scale``).
+Every public name is re-exported here (``faithlab.study.papers.saco.radar_scale``).
 """
 
-from faithlab.protocols.saco._common import (ACCURACY_TOLERANCE, GROUP_DROP_MIN, MIN_ACCURACY, PREMISE_METHOD,
+from faithlab.study.papers.saco._common import (ACCURACY_TOLERANCE, GROUP_DROP_MIN, MIN_ACCURACY, PREMISE_METHOD,
                                              removal_premise)
-from faithlab.protocols.saco import paper
-from faithlab.protocols.saco.case_study import case_study_frame, claim_saturation
-from faithlab.protocols.saco.comparisons import (ATTENTION_ABLATION, CUMULATIVE, claim_attention_ablation,
+from faithlab.study.papers.saco import paper
+from faithlab.study.papers.saco.case_study import case_study_frame, claim_saturation
+from faithlab.study.papers.saco.comparisons import (ATTENTION_ABLATION, CUMULATIVE, claim_attention_ablation,
                                                  claim_k_decline, claim_order_sensitivity, claim_random_separation,
                                                  narrow)
-from faithlab.protocols.saco.correlations import (AGREEMENT_MIN, claim_existing_agree_more, claim_weak_correlation,
+from faithlab.study.papers.saco.correlations import (AGREEMENT_MIN, claim_existing_agree_more, claim_weak_correlation,
                                                   per_model_correlations, rank_correlations)
-from faithlab.protocols.saco.scores import (HIGHER_IS_BETTER, models_mean_interval, oriented, per_image_frame,
+from faithlab.study.papers.saco.scores import (HIGHER_IS_BETTER, models_mean_interval, oriented, per_image_frame,
                                            per_sample_metrics, pixel_map, radar_scale, random_saco_frame)
-from faithlab.protocols.saco.setup_table import SETUP
+from faithlab.study.papers.saco.setup_table import SETUP
 
 __all__ = ["HIGHER_IS_BETTER", "per_sample_metrics", "pixel_map", "per_image_frame", "random_saco_frame", "oriented",
            "radar_scale", "models_mean_interval", "rank_correlations", "per_model_correlations", "claim_weak_correlation",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from faithlab import verdicts
+from faithlab.study import verdicts
 
 HIGHER_IS_BETTER = {"SaCo": True, "AUC": False, "AOPC": True, "LOdds": False, "Comprehensiveness": False}
 """Direction of each metric of the SaCo comparison (spec §3.2): True when a higher score means more faithful."""
@@ -108,8 +108,8 @@ def removal_premise(frame: pd.DataFrame | None, *, method: str = PREMISE_METHOD,
     """The chapter's mechanism premise, removal matters group by group: per image of ``method``'s rows of
     ``frame`` (columns :data:`FIRST`, :data:`LAST`: the drop of p(ŷ|x) when the most / least salient of the K groups
     is removed alone), the difference first − last; its mean per trained model and the t interval on those means
-    (:func:`faithlab.verdicts.mean_interval`) must lie above ``threshold``
-    (:func:`faithlab.verdicts.premise_interval`). Returns the premise (None when ``frame`` is None: not checked) and
+    (:func:`faithlab.study.verdicts.mean_interval`) must lie above ``threshold``
+    (:func:`faithlab.study.verdicts.premise_interval`). Returns the premise (None when ``frame`` is None: not checked) and
     a row for the page (estimate, low, high, threshold, outcome, models, images)."""
     if frame is None:
         return None, {}
@@ -128,7 +128,7 @@ def removal_premise(frame: pd.DataFrame | None, *, method: str = PREMISE_METHOD,
 
 
 def gate(v: verdicts.Verdict, premise: verdicts.Premise | None) -> verdicts.Verdict:
-    """A verdict under the mechanism premise (:meth:`faithlab.verdicts.Premise.apply`; unchanged when not checked or
+    """A verdict under the mechanism premise (:meth:`faithlab.study.verdicts.Premise.apply`; unchanged when not checked or
     when the verdict is already "not testable here")."""
     if premise is None or str(v) == verdicts.NOT_TESTABLE:
         return v

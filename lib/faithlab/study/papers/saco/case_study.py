@@ -10,8 +10,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from faithlab import metrics, verdicts
-from faithlab.protocols.saco._common import (ACCURACY_TOLERANCE, FIRST, LAST, MIN_ACCURACY, accuracy_reason, gate,
+from faithlab import metrics
+
+from faithlab.study import verdicts
+from faithlab.study.papers.saco._common import (ACCURACY_TOLERANCE, FIRST, LAST, MIN_ACCURACY, accuracy_reason, gate,
                                              model_of, premise_sentence, removal_premise)
 
 __all__ = ["case_study_frame", "claim_saturation"]
@@ -54,14 +56,14 @@ def claim_saturation(frame: pd.DataFrame, *, good: str = "Transformer Attributio
 
     - S5.saturation (``verdicts.rule("S5.saturation")``): per image, 1 when every method's cumulative drop after the
       top ``at`` of the pixels has saturated (``saturated``), else 0; the share of such images with
-      :func:`faithlab.verdicts.share_interval` (t on the replicas' shares ∪ Wilson) above the rule's margin;
+      :func:`faithlab.study.verdicts.share_interval` (t on the replicas' shares ∪ Wilson) above the rule's margin;
     - S5.separation (``"S5.separation"``): per image, SaCo(``good``) − SaCo(poor) for each of ``poor``, its t
       interval on the replica means above the margin, every comparison.
 
     The claim by ``"S5"`` (parts). frame: :func:`case_study_frame` with ``setting`` and/or ``replica`` columns naming
     the trained model of every row when several are pooled (each trained model one replica). accuracy: optional, per trained model (the accuracy premise: ``min_accuracy`` within
     ``accuracy_tolerance``). Premise (the mechanism): removal
-    matters group by group on ``good``'s groups (:func:`~faithlab.protocols.saco._common.removal_premise`)."""
+    matters group by group on ``good``'s groups (:func:`~faithlab.study.papers.saco._common.removal_premise`)."""
     rules = {i: verdicts.rule(i) for i in ("S5", "S5.saturation", "S5.separation")}
     methods = [good, *poor]
     missing = set(methods) - set(frame["method"])

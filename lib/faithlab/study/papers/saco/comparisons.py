@@ -1,10 +1,10 @@
 """SaCo's comparisons of the methods image by image, against Random Attribution or between methods, and the claims
 they decide: S1 (Random separation, Fig. 4), S7 (removal order), S3 (attention ablation, Table 1) and S4 (number of
-groups K, Table 2). Each claim is decided by its pre-registered rules (``faithlab/verdicts/registered/saco.toml``):
+groups K, Table 2). Each claim is decided by its pre-registered rules (``faithlab/study/verdicts/registered/saco.toml``):
 a per-image difference is averaged per trained model (a setting × replica) and judged by the t interval on those
-model means against the rule's margin (:func:`faithlab.verdicts.effect`); a statistic that is not a mean is computed
-once per trained model (:func:`faithlab.verdicts.replica_judgement`). The cells combine as the rule says
-(:func:`faithlab.verdicts.decide`), a claim of named parts by :func:`faithlab.verdicts.decide_parts`; then the
+model means against the rule's margin (:func:`faithlab.study.verdicts.effect`); a statistic that is not a mean is computed
+once per trained model (:func:`faithlab.study.verdicts.replica_judgement`). The cells combine as the rule says
+(:func:`faithlab.study.verdicts.decide`), a claim of named parts by :func:`faithlab.study.verdicts.decide_parts`; then the
 premises: every ViT learned the digits, and removal matters group by group (the chapter's mechanism)."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from faithlab import verdicts
-from faithlab.protocols.saco import paper
-from faithlab.protocols.saco._common import (ACCURACY_TOLERANCE, FIRST, MIN_ACCURACY, accuracy_reason, gate,
+from faithlab.study import verdicts
+from faithlab.study.papers.saco import paper
+from faithlab.study.papers.saco._common import (ACCURACY_TOLERANCE, FIRST, MIN_ACCURACY, accuracy_reason, gate,
                                              model_means, model_of, premise_sentence, removal_premise, units_of, wide)
-from faithlab.protocols.saco.scores import HIGHER_IS_BETTER
+from faithlab.study.papers.saco.scores import HIGHER_IS_BETTER
 
 __all__ = ["narrow", "claim_random_separation", "claim_order_sensitivity", "ATTENTION_ABLATION",
            "claim_attention_ablation", "claim_k_decline", "CUMULATIVE"]
@@ -84,7 +84,7 @@ def claim_random_separation(per_sample: pd.DataFrame, *, random_saco: pd.DataFra
     ``"S1.cumulative"``), then the claim by ``"S1"`` (parts):
 
     - S1.zero: SaCo(Random) per image (from ``random_saco`` when given:
-      :func:`~faithlab.protocols.saco.scores.random_saco_frame`, a random map on more images of the same models; else ``random``'s rows of ``per_sample``),
+      :func:`~faithlab.study.papers.saco.scores.random_saco_frame`, a random map on more images of the same models; else ``random``'s rows of ``per_sample``),
       its t interval on the model means within ± the margin (two one-sided cells);
     - S1.above: per method of ``methods`` (the paper's ten, those present), SaCo(method) − SaCo(Random) per image
       above the margin; more than half of the methods must hold;
@@ -92,7 +92,7 @@ def claim_random_separation(per_sample: pd.DataFrame, *, random_saco: pd.DataFra
       mean, its t interval on the models above 0; every metric must hold.
 
     per_sample: one row per (setting ×) (replica ×) method × sample with the metrics of :data:`HIGHER_IS_BETTER`
-    (and the group drops :data:`~faithlab.protocols.saco._common.FIRST` / ``LAST`` for the mechanism premise, checked
+    (and the group drops :data:`~faithlab.study.papers.saco._common.FIRST` / ``LAST`` for the mechanism premise, checked
     when present). accuracy: per trained model the ViT's test accuracy (columns setting, replica, accuracy), for the
     accuracy premise. Table: one row per judged cell (part, cell, estimate, low, high, margin, outcome, models,
     images)."""

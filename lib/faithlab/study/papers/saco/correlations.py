@@ -2,7 +2,7 @@
 level (shuffled samples), and the claims S2 (SaCo correlates weakly with the cumulative metrics) and S6 (the existing
 metrics agree more among themselves). A correlation is a statistic, not a mean of units: it is computed once per
 trained model (averaged over the methods, as the paper averages over its methods) and judged by the t interval on
-those per-model values (:func:`faithlab.verdicts.replica_judgement`)."""
+those per-model values (:func:`faithlab.study.verdicts.replica_judgement`)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from faithlab import verdicts
-from faithlab.protocols.saco import paper
-from faithlab.protocols.saco._common import (ACCURACY_TOLERANCE, FIRST, MIN_ACCURACY, accuracy_reason, gate,
+from faithlab.study import verdicts
+from faithlab.study.papers.saco import paper
+from faithlab.study.papers.saco._common import (ACCURACY_TOLERANCE, FIRST, MIN_ACCURACY, accuracy_reason, gate,
                                              premise_sentence, removal_premise)
-from faithlab.protocols.saco.scores import HIGHER_IS_BETTER, oriented
+from faithlab.study.papers.saco.scores import HIGHER_IS_BETTER, oriented
 
 __all__ = ["rank_correlations", "claim_weak_correlation", "claim_existing_agree_more", "AGREEMENT_MIN",
            "per_model_correlations"]
@@ -27,7 +27,7 @@ def rank_correlations(per_sample: pd.DataFrame, *, methods, n_null: int = 200, s
     |rho|, images (the samples it rests on), and
     the chance level of each pair: ``null rho`` / ``null |rho|``, the mean of ρ / |ρ| over ``n_null`` shufflings of
     the second metric's samples (generator ``seed``; |ρ| is above 0 at chance, about 0.8 / √n for n samples)."""
-    from faithlab import stats
+    from faithlab.metrics import statistics as stats
 
     existing = [m for m in HIGHER_IS_BETTER if m != "SaCo"]
     pairs = [(a, b) for i, a in enumerate(["SaCo", *existing]) for b in existing[max(0, i):] if a != b]

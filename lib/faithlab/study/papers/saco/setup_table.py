@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from faithlab.protocols.setup import Setting
+from faithlab.study.papers.setup import Setting
 
 __all__ = ["SETUP"]
 

@@ -1,37 +1,37 @@
 """The synthesis protocol: every metric of the study on setups whose right answer is known, one module per concept:
 
-- :mod:`~faithlab.protocols.synthesis.setups`: the classifiers of canvas digits with their ground-truth maps
-  (:func:`~faithlab.protocols.synthesis.setups.setup`, the decision tree of
-  :func:`~faithlab.protocols.synthesis.setups.tree_setup`) and the explainers of known quality, the ground truth
-  degraded at noise levels ξ (:func:`~faithlab.protocols.synthesis.setups.explainer_maps`; F-Fidelity's protocol,
+- :mod:`~faithlab.study.papers.synthesis.setups`: the classifiers of canvas digits with their ground-truth maps
+  (:func:`~faithlab.study.papers.synthesis.setups.setup`, the decision tree of
+  :func:`~faithlab.study.papers.synthesis.setups.tree_setup`) and the explainers of known quality, the ground truth
+  degraded at noise levels ξ (:func:`~faithlab.study.papers.synthesis.setups.explainer_maps`; F-Fidelity's protocol,
   spec §1.8): lower ξ is better; the chapter's set-up table (``SETUP``);
-- :mod:`~faithlab.protocols.synthesis.meta_evaluation`: per metric, how well it recovers that ranking
-  (:func:`~faithlab.protocols.synthesis.meta_evaluation.recovery`), how far the perfect explanation lands from the
-  metric's own ideal (:func:`~faithlab.protocols.synthesis.meta_evaluation.ideal_gap`; Miró-Nicolau et al.'s claim
-  decided against random maps by :func:`~faithlab.protocols.synthesis.meta_evaluation.claim_ideal_gap`), a
-  MetaQuantus-style meta-evaluation (:func:`~faithlab.protocols.synthesis.meta_evaluation.resilience`,
-  :func:`~faithlab.protocols.synthesis.meta_evaluation.reactivity`; Hedström et al., TMLR 2023), and the report
-  card that ranks the metrics (:func:`~faithlab.protocols.synthesis.meta_evaluation.report_card`);
-- :mod:`~faithlab.protocols.synthesis.advice`: the guide the book opens with: per situation the metrics that hold
+- :mod:`~faithlab.study.papers.synthesis.meta_evaluation`: per metric, how well it recovers that ranking
+  (:func:`~faithlab.study.papers.synthesis.meta_evaluation.recovery`), how far the perfect explanation lands from the
+  metric's own ideal (:func:`~faithlab.study.papers.synthesis.meta_evaluation.ideal_gap`; Miró-Nicolau et al.'s claim
+  decided against random maps by :func:`~faithlab.study.papers.synthesis.meta_evaluation.claim_ideal_gap`), a
+  MetaQuantus-style meta-evaluation (:func:`~faithlab.study.papers.synthesis.meta_evaluation.resilience`,
+  :func:`~faithlab.study.papers.synthesis.meta_evaluation.reactivity`; Hedström et al., TMLR 2023), and the report
+  card that ranks the metrics (:func:`~faithlab.study.papers.synthesis.meta_evaluation.report_card`);
+- :mod:`~faithlab.study.papers.synthesis.advice`: the guide the book opens with: per situation the metrics that hold
   up across independently trained replicas, judged with t intervals on the replica means against a margin fixed
-  by the design (:func:`~faithlab.protocols.synthesis.advice.guide`,
-  :func:`~faithlab.protocols.synthesis.advice.separations`,
-  :func:`~faithlab.protocols.synthesis.advice.guide_sentences`,
-  :func:`~faithlab.protocols.synthesis.advice.answer_sentence`);
-- :mod:`~faithlab.protocols.synthesis.paper`: the published finding the chapter decides (``PAPER_IDEAL_GAP``,
+  by the design (:func:`~faithlab.study.papers.synthesis.advice.guide`,
+  :func:`~faithlab.study.papers.synthesis.advice.separations`,
+  :func:`~faithlab.study.papers.synthesis.advice.guide_sentences`,
+  :func:`~faithlab.study.papers.synthesis.advice.answer_sentence`);
+- :mod:`~faithlab.study.papers.synthesis.paper`: the published finding the chapter decides (``PAPER_IDEAL_GAP``,
   ``PAPER_THRESHOLD``).
 
-Every public name is re-exported here (``fl.protocols.synthesis.recovery``).
+Every public name is re-exported here (``faithlab.study.papers.synthesis.recovery``).
 """
 
-from faithlab.protocols.synthesis.advice import (CHAPTER_METRICS, COST_CASE, REFERENCE_SENSITIVE, answer_sentence,
+from faithlab.study.papers.synthesis.advice import (CHAPTER_METRICS, COST_CASE, REFERENCE_SENSITIVE, answer_sentence,
                                                  guide, guide_sentences, reference_sensitivity, reference_sentence,
                                                  separation_margin, separations, value_range)
-from faithlab.protocols.synthesis.meta_evaluation import (CRITERIA, PREMISE_BAND, beats, claim_ideal_gap,
+from faithlab.study.papers.synthesis.meta_evaluation import (CRITERIA, PREMISE_BAND, beats, claim_ideal_gap,
                                                           cost_per_metric, ideal_gap, noisy_inputs, reactivity,
                                                           recovery, recovery_units, report_card, resilience)
-from faithlab.protocols.synthesis.paper import PAPER_IDEAL_GAP, PAPER_THRESHOLD
-from faithlab.protocols.synthesis.setups import (SETUP, Setup, degraded_name, evaluate_again, explainer_maps,
+from faithlab.study.papers.synthesis.paper import PAPER_IDEAL_GAP, PAPER_THRESHOLD
+from faithlab.study.papers.synthesis.setups import (SETUP, Setup, degraded_name, evaluate_again, explainer_maps,
                                                  part_rows, setup, tree_setup)
 
 __all__ = ["Setup", "setup", "tree_setup", "part_rows", "claim_ideal_gap", "PREMISE_BAND", "PAPER_IDEAL_GAP",

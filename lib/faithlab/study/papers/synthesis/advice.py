@@ -1,14 +1,14 @@
 """The guide the synthesis chapter and the book open with: per situation the metrics that hold up across
 independently trained replicas, with intervals (:func:`guide`, :func:`guide_sentences`, :func:`answer_sentence`),
-read from the tables of :mod:`~faithlab.protocols.synthesis.meta_evaluation`.
+read from the tables of :mod:`~faithlab.study.papers.synthesis.meta_evaluation`.
 
 Every statement the guide makes is judged with the interval the claims use (a t interval on the trained replicas'
-means, :func:`faithlab.verdicts.mean_interval`) against a margin fixed before the data (:func:`separation_margin`):
+means, :func:`faithlab.study.verdicts.mean_interval`) against a margin fixed before the data (:func:`separation_margin`):
 a metric *recovers* the known ranking when its recovery's interval lies above the margin; metric A *beats* metric B
 when the one-sided t test of their paired difference (per image, A − B) against the margin rejects after Holm's
 correction over the situation's pairs (:func:`separations`); a metric *holds up* when it recovers and is shown not
 worse than every other metric by more than the margin. The rule is registered (``[answers.guide]`` of the synthesis
-rules file, :func:`faithlab.verdicts.rules.answer`), and the functions read it from there. A metric that the
+rules file, :func:`faithlab.study.verdicts.rules.answer`), and the functions read it from there. A metric that the
 replicas separate neither from the best nor from the worse is "not separated", never named."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from faithlab import verdicts
+from faithlab.study import verdicts
 
 __all__ = ["guide", "guide_sentences", "answer_sentence", "value_range", "separation_margin", "separations",
            "reference_sensitivity", "reference_sentence", "REFERENCE_SENSITIVE", "CHAPTER_METRICS", "COST_CASE"]
@@ -61,7 +61,7 @@ def _registered(value, key: str):
     """``value``, or the guide's registered one (``[answers.guide]`` of the synthesis rules file) when None."""
     if value is not None:
         return value
-    from faithlab.verdicts.rules import answer
+    from faithlab.study.verdicts.rules import answer
 
     return answer("guide")[key]
 
@@ -77,7 +77,7 @@ def _holm(p: np.ndarray) -> np.ndarray:
 
 
 def _p_above(i, margin: float) -> float:
-    """One-sided p of the t test that the mean of :class:`~faithlab.verdicts.Interval` ``i`` exceeds ``margin``
+    """One-sided p of the t test that the mean of :class:`~faithlab.study.verdicts.Interval` ``i`` exceeds ``margin``
     (its estimate, standard error and degrees of freedom)."""
     from scipy import stats
 
@@ -91,19 +91,19 @@ def _p_above(i, margin: float) -> float:
 def separations(units: pd.DataFrame, *, margin: float, level: float | None = None,
                 correction: str | None = None) -> pd.DataFrame:
     """Every pair of metrics on every setup, compared on the same units: the mean of the paired per-image difference
-    of their recovery, its ``level`` t interval on the replica means (:func:`faithlab.verdicts.mean_interval`), and
+    of their recovery, its ``level`` t interval on the replica means (:func:`faithlab.study.verdicts.mean_interval`), and
     whether one beats the other by more than ``margin``. level: default the guide's registered one (0.95).
 
-    units: :func:`~faithlab.protocols.synthesis.meta_evaluation.recovery_units` tables stacked with a ``setup``
+    units: :func:`~faithlab.study.papers.synthesis.meta_evaluation.recovery_units` tables stacked with a ``setup``
     column (``replica`` when the setups are replicated). correction: how a beat is decided (a key of
-    :data:`faithlab.verdicts.rules.BEATS`; default the guide's registered ``beats``): "per comparison" — the
+    :data:`faithlab.study.verdicts.rules.BEATS`; default the guide's registered ``beats``): "per comparison" — the
     interval lies beyond ±``margin``; "holm" — the one-sided t test against the margin rejects after Holm's
     step-down over the setup's every ordered pair (family-wise error 1 − ``level``; for one pair the same as the
     interval). Returns one row per setup and pair (``a``, ``b``: labels, in the order of the units): ``difference``
     (a − b), ``low``, ``high``, ``replicas``, ``images``, ``p`` (the smaller one-sided p of the two directions,
     Holm-adjusted under "holm") and ``outcome``: "a beats b", "b beats a", "within the margin" (the interval wholly
     inside ±``margin``: shown not to differ by more) or "not separated" (neither)."""
-    from faithlab.verdicts.rules import BEATS
+    from faithlab.study.verdicts.rules import BEATS
 
     correction = str(_registered(correction, "beats"))
     level = float(_registered(level, "level"))
@@ -175,7 +175,7 @@ def reference_sensitivity(units: pd.DataFrame, *, threshold: float = REFERENCE_S
     the paired per-image difference of its recovery (the same images and replicas under both references) and its
     ``level`` t interval on the replica means, judged against ±``threshold``.
 
-    units: :func:`~faithlab.protocols.synthesis.meta_evaluation.recovery_units` tables stacked with ``setup`` and
+    units: :func:`~faithlab.study.papers.synthesis.meta_evaluation.recovery_units` tables stacked with ``setup`` and
     ``reference`` columns. Returns one row per metric: ``label``, ``spread`` (the largest |mean difference| over the
     setups and pairs), ``where`` (that setup and pair), ``outcome``: "moves" (some interval lies wholly beyond
     ±``threshold``), "stays" (every interval lies inside ±``threshold``) or "undecided"."""
@@ -223,13 +223,13 @@ def guide(recovery_by_setup: pd.DataFrame, use_cases: Mapping[str, str], *, cost
           margin: float = 0.0, holds_up: str | None = None) -> pd.DataFrame:
     """The guide's table: one row per situation and metric.
 
-    recovery_by_setup: :func:`~faithlab.protocols.synthesis.meta_evaluation.recovery` tables stacked with a
+    recovery_by_setup: :func:`~faithlab.study.papers.synthesis.meta_evaluation.recovery` tables stacked with a
     ``setup`` column (``spearman low``/``high``: the t interval over the trained replicas). Per use case
     (``{situation: setup name}``), per metric: ``recovers`` — "holds" when the recovery's interval lies above
     ``margin`` (:func:`separation_margin`), "fails" when it lies wholly below, "undecided" otherwise; ``beaten by``
     — the metrics that beat it by more than ``margin`` on the paired per-image difference (``separation``, a
     :func:`separations` table; without one, those whose recovery interval lies more than ``margin`` above its own);
-    ``holds up`` by the rule ``holds_up`` (a key of :data:`faithlab.verdicts.rules.HOLDS_UP`; default the guide's
+    ``holds up`` by the rule ``holds_up`` (a key of :data:`faithlab.study.verdicts.rules.HOLDS_UP`; default the guide's
     registered one): "recovers and not worse than any" — it recovers and, against every other metric, the interval
     of (other − it) lies below ``margin`` (without ``separation``: every other's recovery interval ends less than
     ``margin`` above its own start); "recovers and not beaten" — it recovers and nothing beats it; ``not
@@ -245,7 +245,7 @@ def guide(recovery_by_setup: pd.DataFrame, use_cases: Mapping[str, str], *, cost
     ``reference-sensitive`` when ``reference_moves`` (:func:`reference_sensitivity`'s outcome by label) says "moves"
     — without it, when the spread exceeds :data:`REFERENCE_SENSITIVE`. Sorted by situation (use-case order, then the
     cost case), then the metrics that hold up, then recovery (cost in the cost case)."""
-    from faithlab.verdicts.rules import HOLDS_UP
+    from faithlab.study.verdicts.rules import HOLDS_UP
 
     holds_up = str(_registered(holds_up, "holds_up"))
     if holds_up not in HOLDS_UP:

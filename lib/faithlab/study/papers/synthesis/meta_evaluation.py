@@ -1,4 +1,4 @@
-"""The synthesis' meta-evaluation of the metrics on :mod:`~faithlab.protocols.synthesis.setups`' frames.
+"""The synthesis' meta-evaluation of the metrics on :mod:`~faithlab.study.papers.synthesis.setups`' frames.
 
 From :func:`faithlab.evaluate` frames this module computes, per metric, how well it recovers the known ranking of
 the degraded explainers (:func:`recovery`), how far the perfect explanation lands from the metric's own ideal
@@ -6,7 +6,7 @@ the degraded explainers (:func:`recovery`), how far the perfect explanation land
 MetaQuantus-style meta-evaluation (:func:`resilience`, :func:`reactivity`, :func:`beats`, on
 :func:`noisy_inputs`; Hedström et al., TMLR 2023), each metric's cost (:func:`cost_per_metric`), and the report
 card that ranks the metrics (:func:`report_card`). Every interval is a t interval on the trained replicas' means
-(:func:`faithlab.verdicts.mean_interval`): the trained model is the unit of replication."""
+(:func:`faithlab.study.verdicts.mean_interval`): the trained model is the unit of replication."""
 
 from __future__ import annotations
 
@@ -15,9 +15,11 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 import torch
 
-from faithlab import _validate, evaluation, verdicts
+from faithlab import _validate, evaluation
+
+from faithlab.study import verdicts
 from faithlab.metrics.statistics import spearman
-from faithlab.protocols.synthesis.paper import PAPER_IDEAL_GAP
+from faithlab.study.papers.synthesis.paper import PAPER_IDEAL_GAP
 
 __all__ = ["claim_ideal_gap", "PREMISE_BAND", "recovery", "recovery_units", "ideal_gap", "resilience", "reactivity",
            "report_card", "CRITERIA", "cost_per_metric", "noisy_inputs", "beats"]
@@ -31,7 +33,7 @@ def _units(frame: pd.DataFrame) -> list[str]:
 
 def _replica_codes(wide: pd.DataFrame):
     """The replica of each row of a frame indexed by :func:`_units` (None without replicas): the ``groups`` of
-    :func:`faithlab.verdicts.mean_interval` (a t interval on the replica means)."""
+    :func:`faithlab.study.verdicts.mean_interval` (a t interval on the replica means)."""
     return wide.index.get_level_values("replica").astype(str).to_numpy() if "replica" in wide.index.names else None
 
 
@@ -50,7 +52,7 @@ def recovery_units(frame: pd.DataFrame, quality: Mapping[str, float]) -> pd.Data
     when the frame stacks trained replicas, else ``sample``): ``metric``, ``label``, the unit's columns,
     ``spearman`` (0 for a unit whose scores do not vary across the explainers: it has no ranking) and ``flat``
     (that case). The units behind :func:`recovery`'s intervals and the guide's comparisons
-    (:func:`~faithlab.protocols.synthesis.advice.separations`)."""
+    (:func:`~faithlab.study.papers.synthesis.advice.separations`)."""
     names = list(quality)
     if len(names) < 2:
         raise ValueError(f"quality must rank at least 2 explainers, got {names}")
@@ -77,7 +79,7 @@ def recovery(frame: pd.DataFrame, quality: Mapping[str, float], *, level: float 
     quality: ``{explainer: known quality}`` (higher = better; e.g. −ξ). Per metric: ``spearman`` the mean per-unit
     Spearman correlation between the metric's oriented scores and the quality (:func:`recovery_units`; a unit whose
     scores do not vary across the explainers has no ranking and counts as 0), ``spearman low`` / ``spearman high``
-    its ``level`` interval (:func:`faithlab.verdicts.mean_interval`: with a ``replica`` column, the mean of the
+    its ``level`` interval (:func:`faithlab.study.verdicts.mean_interval`: with a ``replica`` column, the mean of the
     replica means and a t interval on them, each trained model weighing the same; else a t interval on the images),
     ``replicas`` and ``images`` (all replicas together) behind it, ``spearman std`` over units, ``undefined`` the
     share of units without a ranking, ``pairwise`` the share of explainer pairs of different quality that the metric
@@ -157,17 +159,17 @@ def claim_ideal_gap(frame: pd.DataFrame, *, perfect: str, random: str, setting: 
 
     Premise and null, per metric: the metric must tell the perfect explanation from random maps — the mean of the
     oriented difference perfect − random divided by the metric's range, its t interval on the replica means
-    (:func:`faithlab.verdicts.mean_interval`), judged against :data:`PREMISE_BAND`
-    (:func:`faithlab.verdicts.premise_interval`): the metric counts when the interval lies above, does not count when it lies below (it says
+    (:func:`faithlab.study.verdicts.mean_interval`), judged against :data:`PREMISE_BAND`
+    (:func:`faithlab.study.verdicts.premise_interval`): the metric counts when the interval lies above, does not count when it lies below (it says
     nothing about fidelity here), and whether it counts is undecided when it straddles. Random maps' mean score with
     its interval is the chance level in the table. When no metric counts, the claim is not testable here.
     Outcome, per counted metric: its mean gap and the t interval on the replica means, judged against the rule's
-    margin (:func:`faithlab.verdicts.effect`: holds above, fails below, undecided across); the cells combine as the
-    rule's ``every`` says (:func:`faithlab.verdicts.decide`). A metric whose premise is undecided is decided both
+    margin (:func:`faithlab.study.verdicts.effect`: holds above, fails below, undecided across); the cells combine as the
+    rule's ``every`` says (:func:`faithlab.study.verdicts.decide`). A metric whose premise is undecided is decided both
     with and without it; when the two verdicts differ, the claim is inconclusive. setting: a label appended to the
     claim's text.
 
-    Returns a :class:`faithlab.verdicts.Claim` whose table has one row per metric with an ideal: ideal, range, the
+    Returns a :class:`faithlab.study.verdicts.Claim` whose table has one row per metric with an ideal: ideal, range, the
     perfect and random means, the chance interval (``chance low``/``high``), the premise (``perfect − random`` /
     range, ``low``, ``high``, ``counts``: yes, no or undecided), the mean ``gap`` with its interval and outcome,
     random maps' gap, the ``share within`` the margin (:func:`ideal_gap`), the ``images`` scored (all replicas

@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from faithlab import _validate, data, evaluation, explainers, metrics, models, recipes, train
+from faithlab import _validate, data, evaluation, explainers, metrics, models, train
+
+from faithlab.study import recipes
 from faithlab._optional import require
 from faithlab.data import TensorData
 from faithlab.metrics.papers.fewclass.fidelity import candidate_grid
-from faithlab.protocols.setup import Setting
+from faithlab.study.papers.setup import Setting
 
 __all__ = ["Setup", "setup", "tree_setup", "part_rows", "degraded_name", "explainer_maps", "evaluate_again"]
 
@@ -139,7 +141,7 @@ def setup(spec: Mapping, *, n_test: int, image_size: int = 16, r: float = 0.3, b
     Canvas digits of ``image_size`` px covering a fraction ``r`` (drawn with ``seed``); Adam lr 3e-3 (ViT: AdamW
     2e-3, cosine), batch 64; the fine-tuned twin: F-Fidelity's random removal of up to β·n pixels,
     ``n_finetune_epochs`` epochs, lr 1e-3. train_seed: the seed of the training and the fine-tuning (default
-    ``seed``): an independently trained replica's (``fl.verdicts.replica_seed``) on the same data.
+    ``seed``): an independently trained replica's (``faithlab.study.verdicts.replica_seed``) on the same data.
     part: (i, k), the test images evaluated: up to ``n_test`` of the i-th of k disjoint parts of the test split
     (:func:`part_rows`; the default (0, 1): the first ``n_test``), so that k replicas score disjoint images.
     """
@@ -204,7 +206,7 @@ def tree_setup(*, max_depth: int, n_test: int, image_size: int = 16, r: float = 
     a fraction of a second, so the tree is not cached.
 
     train_seed: the tree's ``random_state`` (default ``seed``), the seed of an independently trained replica
-    (``fl.verdicts.replica_seed``): the data (``seed``) stay the same. The canvases' pixels are binary, so many
+    (``faithlab.study.verdicts.replica_seed``): the data (``seed``) stay the same. The canvases' pixels are binary, so many
     candidate splits tie in impurity and ``random_state``, which orders the features tried at each node, decides
     between them: trees of other training seeds split on other pixels."""
     require("sklearn", "tree_setup")

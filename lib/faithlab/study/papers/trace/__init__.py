@@ -5,36 +5,36 @@ The metric and the searches live in :mod:`faithlab.metrics.papers.trace.trajecto
 :mod:`faithlab.metrics.papers.trace.search`; this package only runs them over methods, references and outputs and lays
 the results out, one module per concept:
 
-- :mod:`~faithlab.protocols.trace.inputs`: the models and images (the canvas stand-ins, one named setting
-  :class:`~faithlab.protocols.trace.inputs.TraceModels` shared by the three notebooks, or the paper's torchvision
+- :mod:`~faithlab.study.papers.trace.inputs`: the models and images (the canvas stand-ins, one named setting
+  :class:`~faithlab.study.papers.trace.inputs.TraceModels` shared by the three notebooks, or the paper's torchvision
   classifiers);
-- :mod:`~faithlab.protocols.trace.maps`: the Table 1 methods' maps and their patch trajectories;
-- :mod:`~faithlab.protocols.trace.frames`: the frames of scores and curves, one row per image (or per image and
+- :mod:`~faithlab.study.papers.trace.maps`: the Table 1 methods' maps and their patch trajectories;
+- :mod:`~faithlab.study.papers.trace.frames`: the frames of scores and curves, one row per image (or per image and
   curve point), so the claims can bootstrap over images;
-- :mod:`~faithlab.protocols.trace.claims`: the claims T1–T6 (``claim_*``, each a
-  :class:`faithlab.verdicts.Claim` decided by its rule in ``faithlab/verdicts/registered/trace.toml``) and the
+- :mod:`~faithlab.study.papers.trace.claims`: the claims T1–T6 (``claim_*``, each a
+  :class:`faithlab.study.verdicts.Claim` decided by its rule in ``faithlab/study/verdicts/registered/trace.toml``) and the
   chapter's mechanism premise (``mechanism_premises``);
-- :mod:`~faithlab.protocols.trace.setup_table`: the chapter's set-up table (``SETUP``);
-- :mod:`~faithlab.protocols.trace.paper`: the paper's numbers (Table 1) and the margins derived from them, read by
+- :mod:`~faithlab.study.papers.trace.setup_table`: the chapter's set-up table (``SETUP``);
+- :mod:`~faithlab.study.papers.trace.paper`: the paper's numbers (Table 1) and the margins derived from them, read by
   the notebook, the claims and the rules file's tests.
 
-Every public name is re-exported here (``fl.protocols.trace.deletion_frames``).
+Every public name is re-exported here (``faithlab.study.papers.trace.deletion_frames``).
 """
 
-from faithlab.protocols.trace import paper
-from faithlab.protocols.trace.claims import (PREMISE_COLUMNS, PREMISE_DROP, PREMISE_GAIN, claim_beats_methods,
+from faithlab.study.papers.trace import paper
+from faithlab.study.papers.trace.claims import (PREMISE_COLUMNS, PREMISE_DROP, PREMISE_GAIN, claim_beats_methods,
                                              claim_cross_test, claim_insertion_equals_deletion,
                                              claim_probability_beats_logit, claim_random_test, claim_reference_robust,
                                              claim_search_beats_greedy, claim_search_bound, cross_premises,
                                              mechanism_premises, premise_outcomes, random_test_premises,
                                              search_bound_premises, table1_premises)
-from faithlab.protocols.trace.frames import (OUTPUT_NAMES, curve_rows, curve_sums, deletion_frames,
+from faithlab.study.papers.trace.frames import (OUTPUT_NAMES, curve_rows, curve_sums, deletion_frames,
                                              insertion_deletion_frame, normalised_auc, random_deletion_frame,
                                              random_order_sums, reference_spread, search_frames, table_layout)
-from faithlab.protocols.trace.inputs import (CAM_LAYERS, PAPER_MODELS, TraceModels, Setup, first_by_filename,
+from faithlab.study.papers.trace.inputs import (CAM_LAYERS, PAPER_MODELS, TraceModels, Setup, first_by_filename,
                                              references_of, setup)
-from faithlab.protocols.trace.maps import TABLE1_METHODS, method_maps, trajectories
-from faithlab.protocols.trace.setup_table import SETUP
+from faithlab.study.papers.trace.maps import TABLE1_METHODS, method_maps, trajectories
+from faithlab.study.papers.trace.setup_table import SETUP
 
 __all__ = ["TABLE1_METHODS", "OUTPUT_NAMES", "PAPER_MODELS", "CAM_LAYERS", "TraceModels", "Setup", "setup",
            "first_by_filename", "references_of", "method_maps", "trajectories", "deletion_frames", "search_frames",

@@ -1,8 +1,8 @@
 """TRACE's claims T1–T6 as claim functions, each decided by its pre-registered rule
-(``faithlab/verdicts/registered/trace.toml``: ``verdicts.rule("T2")`` …), and the chapter's mechanism premise.
+(``faithlab/study/verdicts/registered/trace.toml``: ``verdicts.rule("T2")`` …), and the chapter's mechanism premise.
 
 Every statistic is a mean of per-image values, so every interval is the t interval on the replica means
-(:func:`faithlab.verdicts.effect`): the trained model is the unit of replication, the images of a replica its units.
+(:func:`faithlab.study.verdicts.effect`): the trained model is the unit of replication, the images of a replica its units.
 Nothing is resampled, so no claim function takes a bootstrap seed.
 
 The mechanism premise (:func:`mechanism_premises`): TRACE's claims are about deleting patches and searching for the
@@ -23,9 +23,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from faithlab import verdicts
-from faithlab.protocols.trace import paper
-from faithlab.protocols.trace.frames import normalised_auc, reference_spread
+from faithlab.study import verdicts
+from faithlab.study.papers.trace import paper
+from faithlab.study.papers.trace.frames import normalised_auc, reference_spread
 
 __all__ = ["PREMISE_DROP", "PREMISE_GAIN", "PREMISE_COLUMNS", "mechanism_premises", "premise_outcomes",
            "table1_premises", "search_bound_premises", "cross_premises", "random_test_premises", "claim_search_bound",
@@ -66,7 +66,7 @@ def _per_image(frame: pd.DataFrame, column: str, **where) -> np.ndarray:
 
 def _groups(frame: pd.DataFrame, **where):
     """The trained replica of each unit of :func:`_per_image` (same rows, same order), or None without a replica
-    column: the ``groups`` of :func:`faithlab.verdicts.effect`."""
+    column: the ``groups`` of :func:`faithlab.study.verdicts.effect`."""
     if "replica" not in frame.columns:
         return None
     return _rows(frame, **where)["replica"].astype(str).to_numpy()
@@ -150,7 +150,7 @@ def _premise_row(values, groups, threshold: float, *, data: str, part: str) -> d
 def mechanism_premises(*, clean=None, random_area=None, search=None, random=None, points: float | None = None,
                        groups=None, data: str, search_name: str = "the search") -> pd.DataFrame:
     """The chapter's mechanism premise on one data set (see the module docstring), each part decided with the t
-    interval on the replica means (:func:`faithlab.verdicts.premise_interval`) → a premise frame
+    interval on the replica means (:func:`faithlab.study.verdicts.premise_interval`) → a premise frame
     (:data:`PREMISE_COLUMNS`, one row per part; :func:`premise_outcomes` turns it into premises).
 
     (a) with ``clean`` (per image f(x)) and ``random_area`` (per image, the mean over its points of a random-order

@@ -166,7 +166,7 @@ def random_order_sums(model: Callable, x: torch.Tensor, target: torch.Tensor, *,
     (``metrics.search.random_deletion_curves``) → rows (image, order, sum, points), with constant ``labels``. A
     random order and its reverse are equally likely, so these are draws of ΣLeRF and of ΣMoRF of a random
     trajectory alike: the chance level of both criteria (the null of the chapter's mechanism premise,
-    :func:`~faithlab.protocols.trace.claims.mechanism_premises`)."""
+    :func:`~faithlab.study.papers.trace.claims.mechanism_premises`)."""
     c = random_deletion_curves(model, x, edge=edge, n_orders=n_orders, generator=generator, reference=reference,
                                output=output, target=target, batch_size=batch_size).detach().cpu().double()
     b, n, p = c.shape

@@ -12,7 +12,9 @@ import pandas as pd
 import torch
 from torch import nn
 
-from faithlab import _validate, data, models, perturb, recipes, train
+from faithlab import _validate, data, models, perturb, train
+
+from faithlab.study import recipes
 
 __all__ = ["PAPER_MODELS", "CAM_LAYERS", "DENSENET_SMALL", "TraceModels", "Setup", "setup", "first_by_filename",
            "references_of"]
@@ -48,7 +50,7 @@ class TraceModels:
     TypeError. With ``torchvision_models`` (the ``paper`` profiles) :func:`setup` trains none of them.
 
     settings: one ``{"name", "model", "width", "n_epochs"}`` per classifier (trained by
-    :func:`faithlab.recipes.canvas_classifier`); image_size: the canvases' side in pixels; r: the share of the
+    :func:`faithlab.study.recipes.canvas_classifier`); image_size: the canvases' side in pixels; r: the share of the
     canvas the digit's foreground covers.
     """
 
@@ -117,7 +119,7 @@ def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float
 
     Default (``torchvision_models`` empty): coloured canvas digits of ``image_size``² pixels whose foreground
     covers a fraction ``r``; one classifier per entry of ``settings`` (``{"name", "model", "width",
-    "n_epochs"}``, trained by :func:`faithlab.recipes.canvas_classifier`, cached), all evaluated on the first
+    "n_epochs"}``, trained by :func:`faithlab.study.recipes.canvas_classifier`, cached), all evaluated on the first
     ``n_images`` test digits; accuracy on the whole test split. With ``torchvision_models`` (the ``paper``
     profile, e.g. :data:`PAPER_MODELS`): their ImageNet weights from the local torch-hub cache and the first
     ``n_images`` images of ``dataset`` (``"imagenet_val"``) by file name; accuracy on those images. An entry may
@@ -129,7 +131,7 @@ def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float
     training canvases, or with ``torchvision_models`` the first ``n_reference`` images of ``dataset`` by file name
     (ImageNet's val split only is read, so they include the evaluated images).
 
-    train_seeds: ``{model name: training seed}`` (a replica's, :func:`faithlab.verdicts.replica_seed`); the data stay
+    train_seeds: ``{model name: training seed}`` (a replica's, :func:`faithlab.study.verdicts.replica_seed`); the data stay
     keyed to ``seed``. A model missing from it is trained with ``seed`` (the cache keys on the training seed).
     """
     n_images = _validate.positive_int(n_images, "n_images")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from faithlab.metrics import search
-from faithlab.protocols.setup import Setting
-from faithlab.protocols.trace.inputs import TraceModels
+from faithlab.study.papers.setup import Setting
+from faithlab.study.papers.trace.inputs import TraceModels
 
 __all__ = ["SETUP"]
 

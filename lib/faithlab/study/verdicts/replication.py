@@ -1,0 +1,99 @@
+"""Replication, in one place: the trained model is the unit of replication, so every claim about trained models
+rests on R independently trained replicas per setting (ARCHITECTURE: "seeds keyed to the setting's name and replica
+index").
+
+- :func:`replicas` — the replica loop the notebooks call: one :class:`Replica` per index, its training seed derived
+  here (:func:`replica_seed`) and nowhere else.
+- The frames' ``replica`` column (:data:`REPLICA`): :func:`has_replicas`, :func:`unit_keys`, :func:`groups`,
+  :func:`with_replica`, :func:`count` and :func:`column` read it, so no claim function tests for the column by hand.
+  A frame without the column holds one model (replica 0).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+REPLICA = "replica"
+
+__all__ = ["REPLICA", "Replica", "replicas", "replica_seed", "has_replicas", "unit_keys", "groups", "with_replica",
+           "count", "column"]
+
+
+def replica_seed(seed: int, name: str, replica: int) -> int:
+    """The training seed of replica ``replica`` of setting ``name`` under the study's ``seed``: a SHA-256 key of
+    the three (never a sum, so two settings never share a seed), below 2**31."""
+    if not isinstance(replica, (int, np.integer)) or replica < 0:
+        raise ValueError(f"replica must be an index ≥ 0, got {replica!r}")
+    digest = hashlib.sha256(f"{int(seed)}/{name}/{int(replica)}".encode()).digest()
+    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One trained replica of a setting: its ``index`` (the frames' ``replica`` column) and its training ``seed``."""
+
+    setting: str
+    index: int
+    seed: int
+
+
+def replicas(seed: int, setting: str, n: int) -> Iterator[Replica]:
+    """The ``n`` replicas of ``setting`` under the study's ``seed``, in index order (the replica loop: train or load
+    each replica with ``replica.seed``, record it under ``replica.index``)."""
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"n (replicas) must be a positive integer, got {n!r}")
+    if not isinstance(setting, str) or not setting:
+        raise ValueError(f"setting must be a non-empty name, got {setting!r}")
+    for r in range(int(n)):
+        yield Replica(setting, r, replica_seed(seed, setting, r))
+
+
+def _names(frame) -> set:
+    if isinstance(frame, pd.DataFrame):
+        return set(frame.columns) | set(frame.index.names)
+    if isinstance(frame, pd.Index):
+        return set(frame.names)
+    if isinstance(frame, pd.Series):
+        return set(frame.index.names)
+    raise TypeError(f"frame must be a pandas DataFrame, Series or Index, got {type(frame).__name__}")
+
+
+def has_replicas(*frames) -> bool:
+    """Whether every one of ``frames`` (DataFrames, or indexes) carries the ``replica`` column or index level."""
+    return bool(frames) and all(REPLICA in _names(f) for f in frames)
+
+
+def unit_keys(frame, *keys: str) -> list[str]:
+    """``["replica", *keys]`` when ``frame`` carries replicas, else ``list(keys)``: the keys of one unit."""
+    return [REPLICA, *keys] if has_replicas(frame) else list(keys)
+
+
+def column(frame: pd.DataFrame) -> pd.Series:
+    """The ``replica`` column of ``frame``, or zeros (one model) when it has none."""
+    return frame[REPLICA] if has_replicas(frame) else pd.Series(0, index=frame.index, name=REPLICA)
+
+
+def groups(frame) -> np.ndarray | None:
+    """Each row's replica as a string (the interval functions' ``groups``), or None when ``frame`` (a DataFrame, or
+    an index whose levels are named) holds one model."""
+    if not has_replicas(frame):
+        return None
+    if isinstance(frame, pd.DataFrame) and REPLICA in frame.columns:
+        return frame[REPLICA].astype(str).to_numpy()
+    index = frame if isinstance(frame, pd.Index) else frame.index
+    return index.get_level_values(REPLICA).astype(str).to_numpy()
+
+
+def with_replica(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with a ``replica`` column (0, one model, where it had none)."""
+    return frame if has_replicas(frame) else frame.assign(**{REPLICA: 0})
+
+
+def count(frame: pd.DataFrame) -> int:
+    """The number of replicas in ``frame`` (1 without the column)."""
+    return int(frame[REPLICA].nunique()) if has_replicas(frame) and REPLICA in frame.columns else 1
