@@ -65,6 +65,6 @@ def test_notebook_defines_no_function(notebook):
 def test_the_function_check_finds_a_helper_defined_in_a_notebook(tmp_path):
     notebook = tmp_path / "demo" / "page.py"
     notebook.parent.mkdir()
-    notebook.write_text("# %%\nimport faithlab as fl\nimport faithlab.study as fs\n\n\ndef shown(frame):\n    return frame\n")
+    notebook.write_text("# %%\nimport faithlab as fl\n\n\ndef shown(frame):\n    return frame\n")
     with pytest.raises(AssertionError, match=r"defines \['shown \(line 5\)'\]"):
         test_notebook_defines_no_function(notebook)

@@ -85,7 +85,7 @@ def test_ghp_import_is_a_locked_dev_dependency():
 # their module's section instead, as autosummary would show the docstring of their type).
 API_PAGES = {"metrics": "api/metrics.md", "perturb": "api/perturb.md", "explainers": "api/explainers.md",
              "models": "api/models.md", "data": "api/data.md", "train": "api/train.md",
-             "protocols": "api/protocols.md"}
+             "study.papers": "api/protocols.md"}
 
 
 @pytest.mark.parametrize("package", sorted(API_PAGES))

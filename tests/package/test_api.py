@@ -7,12 +7,12 @@ import inspect
 
 import pytest
 
-PACKAGES = ["perturb", "metrics", "explainers", "models", "train", "protocols", "stats", "data", "outputs", "verdicts",
-            "recipes", "plots"]
+PACKAGES = ["perturb", "metrics", "explainers", "models", "train", "data", "plots", "study.papers", "study.artifacts",
+            "study.verdicts", "study.recipes"]
 # positional parameters with a default that are not tensors, on purpose: the removal order is the second thing
 # one says about an order (``order(scores, "lerf")``); finetune's augmentation hook is the point of the call.
 POSITIONAL_OPTIONS = {("perturb", "order", "order"), ("train", "finetune", "augment"),
-                      ("data", "to_tensors", "n"), ("verdicts", "ladder", "partly"),
+                      ("data", "to_tensors", "n"), ("study.verdicts", "ladder", "partly"),
                       ("perturb", "make_reference", "kind"), ("data", "timeseries", "task")}
 
 

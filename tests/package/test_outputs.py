@@ -105,7 +105,7 @@ def test_for_notebook_under_the_runner_takes_the_runners_name_and_folder(interac
 
 def test_for_notebook_without_a_name_outside_the_runner_asks_for_it(interactive):
     with pytest.raises(ValueError, match=r"cannot tell which notebook this is.*pass its name, e\.g\. "
-                                         r"fl\.outputs\.for_notebook\(\"basics/digits_classifier\"\)"):
+                                         r"faithlab\.study\.artifacts\.for_notebook\(\"basics/digits_classifier\"\)"):
         outputs.for_notebook()
     assert outputs.notebook_name() is None
     out = outputs.for_notebook("paper/experiment")  # the explicit name works there

@@ -14,7 +14,7 @@ import faithlab.study as fs
 from faithlab.study.runner import parameters
 
 NOTEBOOKS = ("trace/table1", "trace/searches", "trace/random_test")
-PROTOCOLS = Path(fl.__file__).parent / "protocols"
+PROTOCOLS = Path(fl.__file__).parent / "study" / "papers"
 LOWER = ("faithlab.metrics", "faithlab.perturb")
 
 
@@ -87,7 +87,7 @@ def _private_uses(path: Path) -> list[str]:
 
 @pytest.mark.parametrize("package", ["trace", "fewclass", "saco"])
 def test_protocols_use_public_names_of_metrics_and_perturb(package):
-    files = sorted((PROTOCOLS / package).glob("*.py"))
+    files = sorted((PROTOCOLS / package).rglob("*.py"))
     assert len(files) >= 5, f"protocols/{package} is a package of modules by concept"
     used = {str(f.relative_to(PROTOCOLS)): _private_uses(f) for f in files}
     assert not {k: v for k, v in used.items() if v}
