@@ -21,7 +21,7 @@
 #
 # **Replicas.** The unit of replication of a claim about a trained model is the trained model: the CNN is trained
 # `replicas` (R) times on the same data split, replica r with the training seed
-# `fs.verdicts.replica_seed(seed, "digits/small CNN, <image_size> px", r)` (initialisation and batch order; each
+# `fs.verdicts.replicas(seed, "digits/small CNN, <image_size> px", R)`'s seed of replica r (initialisation and batch order; each
 # replica cached by its configuration hash), and every replica explains and deletes on the same test digits. The
 # tables carry a `replica` column; the sanity claim's interval resamples the replicas, then the digits within each
 # drawn replica, and the claims table shows how many replicas give the pooled verdict on their own. The example
@@ -61,8 +61,8 @@ train = fl.data.load("digits", split="train", size=image_size, seed=seed)
 test = fl.data.load("digits", split="test", size=image_size, seed=seed)
 setting = f"digits/small CNN, {image_size} px"
 models, rows = {}, []
-for rep in range(replicas):
-    train_seed = fs.verdicts.replica_seed(seed, setting, rep)
+for replica in fs.verdicts.replicas(seed, setting, replicas):
+    rep, train_seed = replica.index, replica.seed
     config = fl.train.TrainConfig(epochs=n_epochs, lr=3e-3, batch_size=64, seed=train_seed)
     trained, history = fl.train.fit(
         "small_cnn",
@@ -240,7 +240,8 @@ if "integrated_gradients" in methods and "random" in methods:
                                         "deletion AUC": auc.numpy()})
                           for (rep, method), auc in aucs.items()], ignore_index=True)
     out.table(deletion, "deletion_auc")
-    sanity = out.claim(fs.papers.basics.claim_deletion_sanity, deletion, predicted, y.cpu().numpy(), seed=seed,
-                       note=f"{replicas} replicas × {len(x)} test digits, {image_size}x{image_size}, zero reference")
+    sanity = out.claim(fs.verdicts.replicated(
+        fs.papers.basics.claim_deletion_sanity, deletion, predicted, y.cpu().numpy(), seed=seed),
+        note=f"{replicas} replicas × {len(x)} test digits, {image_size}x{image_size}, zero reference")
     out.table(sanity.table, "sanity")
     display(sanity.table)
