@@ -65,7 +65,7 @@ NAME = {task: P.task_label(task, paper=paper) for task in tasks}  # stand-ins na
 # %% [markdown]
 # ## Models and XAI sets
 # Each model is trained here (cached) unless `paper` is set, `replicas` times: replica r of model m on task t is
-# trained with seed `fs.verdicts.replica_seed(seed, "t/m", r)`, on the same stand-in data (keyed to `seed`). The
+# trained with seed `fs.verdicts.replicas(seed, "t/m", R)`'s seed of replica r, on the same stand-in data (keyed to `seed`). The
 # test split is cut into `replicas` disjoint blocks (test image i in block i mod `replicas`); the XAI set of replica
 # r is the first `n_images` images of block r that every model of that replica predicts correctly, as in the paper
 # (its 2,500 vehicles images, 259 CT slices); a (task, model) thus pools `replicas` × `n_images` distinct images.
@@ -134,7 +134,7 @@ fl.plots.readable(selection_means, names={"U": "uncertainty U", "S": "similarity
 #
 # The premise needs the candidate search but no map, so it can be decided on more than the claims afford: with
 # `premise_replicas` set, on that many trained replicas of every model (the claims' replicas first — the same
-# cached models — then more, trained with the same recipe and seeds `replica_seed(seed, "t/m", r)`), each on the
+# cached models — then more, trained with the same recipe and seeds `fs.verdicts.replicas(seed, "t/m", R)`'s seed of replica r), each on the
 # first `premise_images` images of its block of the test split that every model of the replica predicts correctly
 # (`P.mechanism_frame`). The split is cut into `premise_replicas` blocks here (the claims cut it into `replicas`), so
 # the premise's images may include some of the claims' XAI images; the premise replicas' models and accuracies
@@ -246,16 +246,18 @@ P.wide_table(frames[tasks[0]]["localisation"], SCORE[tasks[0]]).style.format(pre
 agreements = []
 for task, fr in frames.items():
     fid, loc, flips = fr["fid"], fr["localisation"], premise_flips[task]  # flips: the premise's units
-    c1 = [out.claim(P.claim_random_lowest, fid, task=task, model=m, trained=not paper, flips=flips,
-                    task_name=NAME[task]).claim
+    c1 = [out.claim(fs.verdicts.replicated(
+        P.claim_random_lowest, fid, task=task, model=m, trained=not paper, flips=flips,
+        task_name=NAME[task])).claim
           for m in dict.fromkeys(fid["model"])]
     out.table(pd.concat([c.table for c in c1], ignore_index=True), f"{task}_c1_comparisons")
     if task == "vehicles" and {"SG", "SG²"} & set(alterations):
-        c3 = out.claim(P.claim_alteration_gains, fid, task=task, trained=not paper, flips=flips,
-                       task_name=NAME[task]).claim
+        c3 = out.claim(fs.verdicts.replicated(P.claim_alteration_gains, fid, task=task, trained=not paper, flips=flips,
+                       task_name=NAME[task])).claim
         out.table(c3.table, "c3_gains")
-    c4 = out.claim(P.claim_rank_agreement, fid, loc, task=task, score=SCORE[task], trained=not paper, flips=flips,
-                   task_name=NAME[task]).claim
+    c4 = out.claim(fs.verdicts.replicated(
+        P.claim_rank_agreement, fid, loc, task=task, score=SCORE[task], trained=not paper, flips=flips,
+        task_name=NAME[task])).claim
     agreements.append(c4.table)
 agreements = pd.concat(agreements, ignore_index=True)
 out.table(agreements, "c4_agreement")

@@ -108,8 +108,9 @@ fl.plots.readable(summary.assign(task=summary["task"].map(NAME)),
 
 # %%
 binary = [t for t in tasks if setups[t, 0].n_classes == 2]
-c5a = out.claim(P.claim_class_flip, flips.assign(task=flips["task"].map(NAME)), binary=[NAME[t] for t in binary],
-                trained=not paper).claim
+c5a = out.claim(fs.verdicts.replicated(
+    P.claim_class_flip, flips.assign(task=flips["task"].map(NAME)), binary=[NAME[t] for t in binary],
+    trained=not paper)).claim
 out.table(c5a.table, "c5a_checks")
 
 g = torch.Generator().manual_seed(seed)
@@ -123,6 +124,6 @@ for n in (2, 3, 10, 1000):
 values.append(pd.DataFrame({"N": "real curves (random maps)", "case": "real curves",
                             "Fid": torch.cat(real_fid).cpu().numpy()}))
 values = pd.concat(values, ignore_index=True)
-c5b = out.claim(P.claim_fid_bounds, values).claim
+c5b = out.claim(fs.verdicts.replicated(P.claim_fid_bounds, values)).claim
 out.table(c5b.table, "bounds")
 fl.plots.readable(c5b.table)
