@@ -37,7 +37,7 @@
 # where the mechanism is weak; only its original and fine-tuned models are trained.
 #
 # **Replicas.** The unit of replication is the trained classifier: every setting trains `replicas` classifiers on
-# the same data, each with its own training seed (`fs.verdicts.replica_seed(seed, "canvas/<setting>", r)`), and
+# the same data, each with its own training seed (`fs.verdicts.replicas(seed, "canvas/<setting>", R)`'s seed of replica r), and
 # each replica gets its own F-Fidelity fine-tuning and ROAR retrainings (cached per replica). The ranking claims are
 # decided on one statistic per replica (its micro ranks or correlations averaged over the degradation seeds and
 # sparsity levels of its `n_test` test images), with a t interval on the R replica values; the mechanism check on
@@ -115,7 +115,8 @@ specs = {NAMES[m]: (m, {"nt_samples": sg_samples, "n_steps": ig_steps} if m == "
 data = {key: setting.load(seed) for key, setting in settings.items()}  # one per setting, the same for every replica
 tests = {key: test for key, (_, test) in data.items()}
 REPLICAS = range(replicas)
-TRAIN_SEED = {(key, r): fs.verdicts.replica_seed(seed, f"canvas/{key}", r) for key in settings for r in REPLICAS}
+TRAIN_SEED = {(key, rep.index): rep.seed for key in settings for rep in fs.verdicts.replicas(seed, f"canvas/{key}",
+                                                                                                replicas)}
 runs = P.ReplicaStudies(lambda key, r, cells: settings[key].ranking_study(  # fs.papers.image_ranking_study
     *data[key], specs, noise_levels=noise_levels, sparsity=sparsity, n_test=n_test, n_seeds=n_seeds,
     alpha=alpha, beta=beta, n_samples=n_samples, seed=seed, train_seed=TRAIN_SEED[key, r], device=device,
@@ -170,16 +171,18 @@ accuracy.pivot_table(index=["setting", "model"], columns="replica", values="test
 if ood_replicas < replicas:
     raise ValueError(f"ood_replicas must be at least replicas ({replicas}), got {ood_replicas}")
 OOD_REPLICAS = range(ood_replicas)
+OOD_SEED = {(k, rep.index): rep.seed for k in [*settings, "control"]
+            for rep in fs.verdicts.replicas(seed, f"canvas/{k}", ood_replicas)}
 # replica r's original and fine-tuned model: the ranking study's own where it ran replica r, else trained here (the
 # same recipe and seeds, cached; only these two)
 ood_sets = {k: (tests[k], {r: {m: studies[k, r].models[m] for m in ("original", "fine-tuned")} if (k, r) in studies
                            else settings[k].original_and_finetuned(
-                               beta=beta, seed=seed, train_seed=fs.verdicts.replica_seed(seed, f"canvas/{k}", r),
+                               beta=beta, seed=seed, train_seed=OOD_SEED[k, r],
                                device=device)
                            for r in OOD_REPLICAS}) for k in settings}
 if grey is not None:
     grey_models = {r: grey.original_and_finetuned(beta=beta, seed=seed, device=device,
-                                                  train_seed=fs.verdicts.replica_seed(seed, "canvas/control", r))
+                                                  train_seed=OOD_SEED["control", r])
                    for r in OOD_REPLICAS}
     ood_sets["control"] = (grey.load(seed)[1], grey_models)
     LABEL["control"] = f"control: grey, {grey.image_size} px"
@@ -190,7 +193,7 @@ ood = pd.concat([P.ood_per_input(models, test.x[:n_ood].to(device), test.y[:n_oo
 out.table(ood, "ood_per_input")
 checks, MECHANISM = {}, {}
 for k in settings:
-    checks[k] = out.claim(P.claim_ood_check, ood[ood["setting"] == LABEL[k]], data=LABEL[k],
+    checks[k] = out.claim(fs.verdicts.replicated(P.claim_ood_check, ood[ood["setting"] == LABEL[k]], data=LABEL[k]),
                           note=f"{len(ood_sets[k][0].x[:n_ood])} test images × {ood_replicas} replicas, 5 draws of "
                                f"{int(ood.loc[ood['setting'] == LABEL[k], 'k'].max())} background pixels").claim
     MECHANISM[k] = P.mechanism(checks[k])
@@ -405,8 +408,8 @@ for key in settings:
     # work counted exactly (the seconds, which change with the machine and the run, are in road_costs.csv)
     spent = ", ".join(f"{m} {mine.loc[m, 'forward equivalents']:,.0f} forward equivalents"
                       for m in ("ROAD", "F-Fidelity") if m in mine.index)
-    road_claim = out.claim(P.claim_road, part, chance, explainers=list(specs), n_images=n_test,
-                           mechanism=MECHANISM[key], where=LABEL[key],
+    road_claim = out.claim(fs.verdicts.replicated(P.claim_road, part, chance, explainers=list(specs), n_images=n_test,
+                           mechanism=MECHANISM[key], where=LABEL[key]),
                            note=f"{replicas} replicas × {n_test} test images ({n_seeds} seeds × {len(sparsity)} "
                                 f"levels each); work per replica beyond the original model: {spent}").claim
     road_verdicts[key] = road_claim
@@ -457,8 +460,8 @@ fig = fl.plots.map_columns(case.x[:n_table9].cpu(), {
     for model in ("original", "fine-tuned")}, alpha=1.0, colorbar="attribution, scaled per map (0–1)")
 out.figure(fig, "table_9_maps")
 if "GradCAM" in specs:
-    kept = out.claim(fs.papers.ffidelity.claim_maps_preserved, *agreement[case_key, "GradCAM"],
-                     value=f"GradCAM, {LABEL[case_key]}", mechanism=MECHANISM[case_key],
+    kept = out.claim(fs.verdicts.replicated(fs.papers.ffidelity.claim_maps_preserved, *agreement[case_key, "GradCAM"],
+                     value=f"GradCAM, {LABEL[case_key]}", mechanism=MECHANISM[case_key]),
                      note=f"{len(case.x)} test images × {replicas} replicas; Spearman of the pixel maps, chance = maps "
                           "of other images").claim
     out.table(kept.table, "maps_preserved")
@@ -497,16 +500,18 @@ for key in settings:
     common = dict(group="explainer", n_images=n_test, mechanism=MECHANISM[key])
     setup = (f"{LABEL[key]}, {settings[key].model_name} width {settings[key].width}, {units}, N={n_samples}")
     for label in specs:
-        ranking = out.claim(P.claim_ranking, part, chance, value=label, methods=METHODS, source=SOURCE[key],
-                            paper=PAPER_RANKS[key, label], note=setup, **common).claim
+        ranking = out.claim(fs.verdicts.replicated(P.claim_ranking, part, chance, value=label, methods=METHODS,
+                                                   source=SOURCE[key], paper=PAPER_RANKS[key, label], **common),
+                            note=setup).claim
         out.glue(f"ranking_verdict_{key}_{label}", str(ranking.verdict))
-        lerf = out.claim(P.claim_lerf_near_one, part, chance, value=label, source=SOURCE[key], note=setup,
-                         **common).claim
+        lerf = out.claim(fs.verdicts.replicated(P.claim_lerf_near_one, part, chance, value=label, source=SOURCE[key],
+                                                **common), note=setup).claim
         claims += [(key, label, ranking), (key, label, lerf)]
     if key == "main" and "SG-SQ" in specs:
-        ablation_claim = out.claim(P.claim_ablation, part, chance, value="SG-SQ", chain=ABLATION,
+        ablation_claim = out.claim(fs.verdicts.replicated(P.claim_ablation, part, chance, value="SG-SQ",
+                                                          chain=ABLATION, **common),
                                    note="oriented = (−MoRF vs GT + LeRF vs GT − MoRF vs LeRF)/3, higher is better; "
-                                        + setup, **common).claim
+                                        + setup).claim
         claims.append((key, "SG-SQ", ablation_claim))
 verdict_table = pd.DataFrame([{"setting": LABEL[k], "explainer": label, "claim": c.claim, "verdict": str(c.verdict),
                                "why": c.verdict.why, "replicas": c.replica_agreement, "power": c.power}

@@ -30,9 +30,9 @@
 #
 # **Replicas.** The unit of replication is the trained model: every claim here is decided over `replicas` (R)
 # independently trained replicas of each network. Replica r of the CNN is replica r of {doc}`images_ranking`'s
-# main setting (training seed `fs.verdicts.replica_seed(seed, "canvas/main", r)`, the same cache entries: its
+# main setting (training seed `fs.verdicts.replicas(seed, "canvas/main", R)`'s seed of replica r, the same cache entries: its
 # original and fine-tuned models are read, not retrained), replica r of the ViT is trained with
-# `fs.verdicts.replica_seed(seed, "vit/main", r)`; each replica gets its own ROAR retraining, cached per replica,
+# `fs.verdicts.replicas(seed, "vit/main", R)`'s seed of replica r; each replica gets its own ROAR retraining, cached per replica,
 # and all replicas see the same data (the ViT's training canvases are more than the CNN's: `VitModels.n_train`, a
 # convolutional stem and more canvases are what a ViT this small needs to learn the task; the test split is one). The ranking claims (F7) are decided on one statistic per replica, the others
 # (F8, F10) on the test images of every replica with a t interval on the replica means; the cost (F9) is counted in
@@ -100,8 +100,8 @@ in_channels, size = train[0][0].shape[0], train[0][0].shape[-1]
 n_classes = train.info["n_classes"]
 cnn_config = cnn.model_config(in_channels=in_channels, n_classes=n_classes)
 REPLICAS = range(replicas)
-CNN_SEED = {r: fs.verdicts.replica_seed(seed, "canvas/main", r) for r in REPLICAS}  # images_ranking's main setting
-VIT_SEED = {r: fs.verdicts.replica_seed(seed, "vit/main", r) for r in REPLICAS}
+CNN_SEED = {rep.index: rep.seed for rep in fs.verdicts.replicas(seed, "canvas/main", replicas)}  # images_ranking's main setting
+VIT_SEED = {rep.index: rep.seed for rep in fs.verdicts.replicas(seed, "vit/main", replicas)}
 ranking = dict(noise_levels=noise_levels, sparsity=sparsity, n_test=n_test, n_seeds=n_seeds, alpha=alpha, beta=beta,
                n_samples=n_samples, seed=seed, device=device, batch_size=batch_size)
 SG_SQ = ("sg_sq_ig", {"nt_samples": sg_samples, "n_steps": ig_steps})
@@ -166,9 +166,10 @@ if mask is not None:
                                      beta=beta, n_draws=5, generator=seed, batch_size=batch_size)
                      .assign(study=k, replica=r) for (k, r), st in studies.items()], ignore_index=True)
     out.table(ood, "ood_per_input")
-    vit_check = out.claim(P.claim_ood_check, ood[ood["study"] == "ViT SG-SQ"], data="main canvases, ViT",
-                          note=f"{len(x_ood)} test images × {replicas} replicas, 5 draws of "
-                               f"{int(ood['k'].max())} background pixels").claim
+    vit_check = out.claim(fs.verdicts.replicated(
+        P.claim_ood_check, ood[ood["study"] == "ViT SG-SQ"], data="main canvases, ViT"),
+        note=f"{len(x_ood)} test images × {replicas} replicas, 5 draws of "
+             f"{int(ood['k'].max())} background pixels").claim
     MECHANISM["ViT SG-SQ"] = P.mechanism(vit_check)
     cnn_check = P.claim_ood_check(ood[ood["study"] == "CNN LayerCAM"], data="main canvases, CNN")
     MECHANISM["CNN LayerCAM"] = P.mechanism(cnn_check)
@@ -236,11 +237,12 @@ nulls = pd.concat([fs.papers.ground_truth_null(st.P, st.Q, noise_levels=noise_le
 ranks = cells.groupby(["explainer", "method"])["micro rank"].mean().unstack()
 comparison_tables = []
 for label in STUDIES:
-    claim = out.claim(P.claim_ranking, cells, nulls, group="explainer", value=label, methods=METHODS, rule_id="F7",
-                      n_images=n_test, source=TABLE[label], mechanism=MECHANISM[label],
-                      paper=f"CIFAR-100 micro ranks (MoRF/LeRF/MoRF-LeRF): {PAPER_RANKS[label]}",
-                      note=f"{dataset} {size}px, {replicas} replicas × {n_test} test images ({n_seeds} seeds × "
-                           f"{len(sparsity)} levels each), N={n_samples}").claim
+    claim = out.claim(fs.verdicts.replicated(
+        P.claim_ranking, cells, nulls, group="explainer", value=label, methods=METHODS, rule_id="F7",
+        n_images=n_test, source=TABLE[label], mechanism=MECHANISM[label],
+        paper=f"CIFAR-100 micro ranks (MoRF/LeRF/MoRF-LeRF): {PAPER_RANKS[label]}"),
+        note=f"{dataset} {size}px, {replicas} replicas × {n_test} test images ({n_seeds} seeds × "
+             f"{len(sparsity)} levels each), N={n_samples}").claim
     comparison_tables.append(claim.table.assign(explainer=label))
     out.glue(f"rank_ffid_{label.split()[0].lower()}", float(ranks.loc[label, "F-Fidelity"]))
 comparison_rows = pd.concat(comparison_tables, ignore_index=True)
@@ -279,10 +281,11 @@ fig = fl.plots.map_columns(vit.x[:n_table9].cpu(), {
     for m in ("original", "fine-tuned")}, alpha=1.0,  # the maps alone, beside the image
     colorbar="attribution, scaled per map (0–1)")
 out.figure(fig, "table_9_vit_maps")
-out.claim(P.claim_maps_preserved, *vit_agreement["attention Grad-CAM"], value="ViT attention Grad-CAM",
-          mechanism=MECHANISM["ViT SG-SQ"],
-          note=f"{dataset} {size}px, {len(vit.x)} test images × {replicas} replicas; Spearman of the pixel maps, "
-               "chance = maps of other images")
+out.claim(fs.verdicts.replicated(
+    P.claim_maps_preserved, *vit_agreement["attention Grad-CAM"], value="ViT attention Grad-CAM",
+    mechanism=MECHANISM["ViT SG-SQ"]),
+    note=f"{dataset} {size}px, {len(vit.x)} test images × {replicas} replicas; Spearman of the pixel maps, "
+         "chance = maps of other images")
 vit_agreement_table
 
 # %% [markdown]
@@ -360,11 +363,12 @@ both
 # %%
 for frame, setting, where, table in ((per_image, "Table 11", "Tiny-ImageNet", P.paper.TABLE_11),
                                      (per_image_eval, "Table 12", "ImageNet subset", P.paper.TABLE_12)):
-    preferred = out.claim(P.claim_map_preferred, frame, setting=setting, mechanism=MECHANISM["CNN LayerCAM"],
-                          paper=P.paper.preference_text(table, where),
-                          note=f"{dataset} {size}px, {cnn.model_name} fine-tuned on the "
-                               f"{'training set' if setting == 'Table 11' else f'{len(test)} test images'}, "
-                               f"{len(x_pair)} images × {replicas} replicas, N={n_samples}").claim
+    preferred = out.claim(fs.verdicts.replicated(
+        P.claim_map_preferred, frame, setting=setting, mechanism=MECHANISM["CNN LayerCAM"],
+        paper=P.paper.preference_text(table, where)),
+        note=f"{dataset} {size}px, {cnn.model_name} fine-tuned on the "
+             f"{'training set' if setting == 'Table 11' else f'{len(test)} test images'}, "
+             f"{len(x_pair)} images × {replicas} replicas, N={n_samples}").claim
     out.table(preferred.table, "gradcam_vs_saliency_comparisons" if setting == "Table 11"
               else "gradcam_vs_saliency_on_eval_comparisons")
 
@@ -397,8 +401,9 @@ paper_ratio = sum(v for (m, _), v in PAPER_COST.items() if m == "F-Fidelity") / 
 out.glue("cost_ratio_seconds", ratio["seconds"])
 out.glue("cost_ratio_work", ratio["forward equivalents"])
 out.glue("cost_ratio_passes", ratio["image passes"])
-out.claim(P.claim_cost, cost_tables, paper=f"4026 s vs 7378 s for two explainers (ratio {paper_ratio:.2f})",
-          note=f"LayerCAM, {cnn.n_roar_epochs} epochs for each retraining and (counted) for the fine-tuning, "
-               f"{n_test} test images, N={n_samples}, {len(sparsity)} sizes, {replicas} replicas; forward passes "
-               f"alone: ratio {ratio['image passes']:.2f}")
+out.claim(fs.verdicts.replicated(
+    P.claim_cost, cost_tables, paper=f"4026 s vs 7378 s for two explainers (ratio {paper_ratio:.2f})"),
+    note=f"LayerCAM, {cnn.n_roar_epochs} epochs for each retraining and (counted) for the fine-tuning, "
+         f"{n_test} test images, N={n_samples}, {len(sparsity)} sizes, {replicas} replicas; forward passes "
+         f"alone: ratio {ratio['image passes']:.2f}")
 cost_table

@@ -29,9 +29,9 @@
 #
 # **Replicas.** The unit of replication is the trained model: every architecture comes as `replicas` (R)
 # independently trained replicas, replica r being replica r of the notebook that trains it — the CNN with the seed
-# `fs.verdicts.replica_seed(seed, "canvas/main", r)` (`images_ranking`'s main setting), the ViT with
-# `replica_seed(seed, "vit/main", r)` (`images_variants`), each series and text model with
-# `replica_seed(seed, "series_text/<model>", r)` (`series_text`, whose seed also draws that replica's data) — so that
+# `fs.verdicts.replicas(seed, "canvas/main", R)`'s seed of replica r (`images_ranking`'s main setting), the ViT with
+# `fs.verdicts.replicas(seed, "vit/main", R)`'s seed of replica r (`images_variants`), each series and text model with
+# `fs.verdicts.replicas(seed, "series_text/<model>", R)`'s seed of replica r (`series_text`, whose seed also draws that replica's data) — so that
 # all come from the same cache entries; each replica is fine-tuned on its own (once per β for the CNN), cached per
 # replica. Within a replica the units are the test inputs; every per-input frame below carries a `replica` column,
 # and every claim's interval is a t interval on the replica means (or on one statistic per replica).
@@ -73,10 +73,11 @@ vit = fs.papers.ffidelity.VitModels(**vit_models)
 if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
     raise ValueError(f"replicas must be an int ≥ 1, got {replicas!r}")
 REPLICAS = range(replicas)
-CNN_SEED = {r: fs.verdicts.replica_seed(seed, "canvas/main", r) for r in REPLICAS}  # images_ranking's main setting
-VIT_SEED = {r: fs.verdicts.replica_seed(seed, "vit/main", r) for r in REPLICAS}  # images_variants' ViT
-ST_SEED = {(name, r): fs.verdicts.replica_seed(seed, f"series_text/{name}", r)  # series_text's models
-           for name in [*st.ts_models, *st.text_models] for r in REPLICAS}
+CNN_SEED = {rep.index: rep.seed for rep in fs.verdicts.replicas(seed, "canvas/main", replicas)}  # images_ranking's main setting
+VIT_SEED = {rep.index: rep.seed for rep in fs.verdicts.replicas(seed, "vit/main", replicas)}  # images_variants' ViT
+ST_SEED = {(name, rep.index): rep.seed  # series_text's models
+           for name in [*st.ts_models, *st.text_models] for rep in fs.verdicts.replicas(seed, f"series_text/{name}",
+                                                                                          replicas)}
 cases, base_of, tuned_by_beta = {}, {}, {}  # cases[domain, name, reference, replica]; the CNN's by replica
 vit_train, _ = vit.canvases(canvas).load(seed)  # the ViT's own training canvases (VitModels.n_train), same test split
 vit_key = vit.canvases(canvas).data_key(seed)
@@ -240,13 +241,13 @@ out.figure(fig, "boundary")
 # %%
 C = fs.papers.ffidelity
 paper_rows = sorted({(ds, arch) for ds, arch, _ in PAPER})
-restores = out.claim(
+restores = out.claim(fs.verdicts.replicated(
     C.claim_finetune_restores, samples, clean=min(ratios), removed=max(ratios),
-    note=f"β = {beta}, {n_draws} draws of exactly round(ρn) removed units per input; {replicas} trained replicas "
-         "per setting",
     paper="; ".join(f"{ds} {arch}: clean {PAPER[ds, arch, 'fine-tuned'][0] - PAPER[ds, arch, 'original'][0]:+.1f}"
                           f", at 10 % {PAPER[ds, arch, 'fine-tuned'][2] - PAPER[ds, arch, 'original'][2]:+.1f} points"
-                          for ds, arch in paper_rows if ds != "SST2")).claim
+                          for ds, arch in paper_rows if ds != "SST2")),
+    note=f"β = {beta}, {n_draws} draws of exactly round(ρn) removed units per input; {replicas} trained replicas "
+         "per setting").claim
 out.table(restores.table, "claim_restores")
 for r in restores.table[restores.table["domain"] == "images"].to_dict("records"):  # "image_…": the CNN, "vit_…"
     prefix = "vit" if r["architecture"] == NAMES["vit"] else "image"
@@ -261,13 +262,13 @@ for d, n, ref in dict.fromkeys(k[:3] for k in cases):
     drop = float(acc[d, a, "original", min(ratios)] - acc[d, a, "original", max(ratios)])
     out.glue(f"drop_{a.split()[0].lower()}{'_pad' if 'pad' in a else ''}", 100 * drop)
 zero_embedding = [st.label("text", n, st.text_removals["zero embedding"]) for n in st.text_models]
-text_robust = out.claim(
+text_robust = out.claim(fs.verdicts.replicated(
     C.claim_text_robust, samples, text=zero_embedding, clean=min(ratios), removed=max(ratios),
-    note=f"zero-embedding removal for text; the pad-deletion rows are in the table; {replicas} trained replicas per "
-         "setting",
     paper="drop 0→10 % of the original: " + ", ".join(
         f"{ds} {arch} {PAPER[ds, arch, 'original'][0] - PAPER[ds, arch, 'original'][2]:.1f}"
-        for ds, arch in paper_rows) + " points").claim
+        for ds, arch in paper_rows) + " points"),
+    note=f"zero-embedding removal for text; the pad-deletion rows are in the table; {replicas} trained replicas per "
+         "setting").claim
 out.table(text_robust.table, "claim_text_robust")
 text_robust.table
 
@@ -290,10 +291,12 @@ out.glue("min_clean_agreement", float(clean.loc[betas, "agreement with the origi
 out.glue("clean_agreement_bar", float(clean.loc[0.0, "accuracy"]) + fs.verdicts.rule("D3.agreement.clean").margin)
 boundary_note = (f"image model, original = β 0; {n_draws} draws per input; agreement = same predicted class as the "
                  f"original model on the same masked input; {replicas} trained replicas per β")
-keeps = out.claim(C.claim_beta_accuracy, boundary_samples, ratio=top, note=boundary_note,
-                  paper="β large: > 60 % at 50 % masking; original < 40 % at 10 % (CIFAR-100, Fig. 1(a))").claim
-agrees = out.claim(C.claim_beta_agreement, boundary_samples, ratio=top, note=boundary_note,
-                   paper="higher β → lower agreement with the original (Fig. 1(b)); high clean agreement").claim
+keeps = out.claim(fs.verdicts.replicated(
+    C.claim_beta_accuracy, boundary_samples, ratio=top,
+    paper="β large: > 60 % at 50 % masking; original < 40 % at 10 % (CIFAR-100, Fig. 1(a))"), note=boundary_note).claim
+agrees = out.claim(fs.verdicts.replicated(
+    C.claim_beta_agreement, boundary_samples, ratio=top,
+    paper="higher β → lower agreement with the original (Fig. 1(b)); high clean agreement"), note=boundary_note).claim
 for claim, name in ((keeps, "claim_beta_accuracy"), (agrees, "claim_beta_agreement")):
     out.table(claim.table, name)
 agrees.table

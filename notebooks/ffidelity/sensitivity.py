@@ -22,7 +22,7 @@
 # per β; the chapter's mechanism check FF.OOD is decided on them too and is the claim's premise.
 #
 # **Replicas.** The unit of replication is the trained classifier: the notebook trains `replicas` (R) small CNNs on
-# the same data, each with its own training seed (`fs.verdicts.replica_seed(seed, "ffidelity/sensitivity", r)`), and
+# the same data, each with its own training seed (`fs.verdicts.replicas(seed, "ffidelity/sensitivity", R)`'s seed of replica r), and
 # fine-tunes each once per β (cached per replica). The claim is decided on one statistic per replica and setting —
 # its macro correlations averaged over the degradation seeds (`n_seeds`) of the ground-truth maps of its `n_test`
 # test images — with a t interval on the R replica values; every per-unit frame carries a `replica` column.
@@ -66,7 +66,7 @@ fl.plots.set_style()
 if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
     raise ValueError(f"replicas must be an int ≥ 1, got {replicas!r}")
 REPLICAS = range(replicas)
-TRAIN_SEED = {q: fs.verdicts.replica_seed(seed, "ffidelity/sensitivity", q) for q in REPLICAS}
+TRAIN_SEED = {rep.index: rep.seed for rep in fs.verdicts.replicas(seed, "ffidelity/sensitivity", replicas)}
 canvas = fs.papers.ffidelity.CanvasModels(image_size=image_size, r=r, color=color, palette=palette,
                                              n_train=n_train, width=width, n_epochs=n_epochs,
                                              n_finetune_epochs=n_finetune_epochs)
@@ -187,7 +187,7 @@ ood = pd.concat([fs.papers.ffidelity.ood_per_input(
     test.mask.flatten(1).to(device), beta=default["beta"], n_draws=5, generator=seed, batch_size=batch_size)
     .assign(replica=q) for q in REPLICAS], ignore_index=True)
 out.table(ood, "ood_per_input")
-check = out.claim(fs.papers.ffidelity.claim_ood_check, ood, data=f"canvas digits, r = {r:g}",
+check = out.claim(fs.verdicts.replicated(fs.papers.ffidelity.claim_ood_check, ood, data=f"canvas digits, r = {r:g}"),
                   note=f"{len(test.x)} test images × {replicas} replicas, 5 draws of {int(ood['k'].max())} "
                        "background pixels").claim
 out.table(check.table, "ood_check")
@@ -204,10 +204,11 @@ check.table
 # claim: FF.OOD on these canvases.
 
 # %%
-claim = out.claim(fs.papers.ffidelity.claim_robust_hyperparameters, units, nulls, n_images=n_test,
-                  mechanism=fs.papers.ffidelity.mechanism(check),
-                  note=f"canvas digits r={r}, {replicas} trained replicas × {n_test} test images ({n_seeds} seeds "
-                       "each), GT-mask explainer").claim
+claim = out.claim(fs.verdicts.replicated(
+    fs.papers.ffidelity.claim_robust_hyperparameters, units, nulls, n_images=n_test,
+    mechanism=fs.papers.ffidelity.mechanism(check)),
+    note=f"canvas digits r={r}, {replicas} trained replicas × {n_test} test images ({n_seeds} seeds "
+         "each), GT-mask explainer").claim
 out.table(claim.table, "settings_vs_chance")
 out.glue("share_pass", float((claim.table["outcome"] == "holds").mean()))
 out.glue("replicas", replicas)

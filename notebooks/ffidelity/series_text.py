@@ -29,7 +29,7 @@
 # zeros"); deleting the token (the pad id, dropped from the pool) is run beside it as a labelled variant.
 #
 # **Replicas.** The unit of replication is the trained model: every model is trained `replicas` (R) times, replica
-# r with the seed `fs.verdicts.replica_seed(seed, "series_text/<model>", r)` (which also draws that replica's
+# r with the seed `fs.verdicts.replicas(seed, "series_text/<model>", R)`'s seed of replica r (which also draws that replica's
 # training and test data), and each replica gets its own F-Fidelity fine-tuning (and, on series, its own ROAR
 # retraining), all cached per replica. Every frame below carries a `replica` column; the claims rest on one
 # statistic per replica (averaged over its degradation seeds and sparsity levels, its `n_test` test inputs the units
@@ -75,8 +75,9 @@ ts_models, text_models, n_test = st.ts_models, st.text_models, st.n_test
 cases = st.cases()
 glue_key = fs.papers.ffidelity.glue_key  # a model's glue key: "LSTM (pad deletion)" → "lstm_pad"
 REPLICAS = range(replicas)
-TRAIN_SEED = {(name, r): fs.verdicts.replica_seed(seed, f"series_text/{name}", r)
-              for name in [*ts_models, *text_models] for r in REPLICAS}
+TRAIN_SEED = {(name, rep.index): rep.seed
+              for name in [*ts_models, *text_models] for rep in fs.verdicts.replicas(seed, f"series_text/{name}",
+                                                                                      replicas)}
 models, tests, accuracy_rows = {}, {}, []
 for domain, name, unit_kind, reference in cases:
     group = st.label(domain, name, reference)
@@ -140,9 +141,10 @@ MECHANISM, ood_checks = {}, []
 for group in dict.fromkeys(g for g, _ in models):
     part = ood[ood["group"] == group]
     if part["domain"].iloc[0] == "time series":
-        check = out.claim(fs.papers.ffidelity.claim_ood_check, part.drop(columns=["domain", "group"]),
-                          data=group, note=f"{n_test} test series × {replicas} replicas, 5 draws of "
-                                           f"{int(part['k'].max())} background steps").claim
+        check = out.claim(fs.verdicts.replicated(
+            fs.papers.ffidelity.claim_ood_check, part.drop(columns=["domain", "group"]),
+            data=group), note=f"{n_test} test series × {replicas} replicas, 5 draws of "
+                             f"{int(part['k'].max())} background steps").claim
         MECHANISM[group] = fs.papers.ffidelity.mechanism(check)
     else:
         check = fs.papers.ffidelity.claim_ood_check(part.drop(columns=["domain", "group"]), data=group)
@@ -314,17 +316,17 @@ note = (f"series T={st.ts_length} at offset {st.ts_offset:g}, tokens L={st.text_
 rank_range = fs.papers.ffidelity.paper.rank_range_text  # Tables 3 and 6: a method's micro ranks, min-max
 macro_difference = fs.papers.ffidelity.paper.macro_difference_text  # Tables 4 and 7: F-Fid's macro vs Fid's
 if series_groups:
-    claims.append(out.claim(
-        C.claim_series_ranking, cells, null, models=series_groups, n_inputs=n_test, mechanisms=MECHANISM, note=note,
+    claims.append(out.claim(fs.verdicts.replicated(
+        C.claim_series_ranking, cells, null, models=series_groups, n_inputs=n_test, mechanisms=MECHANISM,
         paper=f"PAM micro ranks F-Fid {rank_range(PAPER['bilstm'], 'F-Fidelity')} vs Fid "
               f"{rank_range(PAPER['bilstm'], 'Fidelity')} (LSTM), {rank_range(PAPER['cnn1d'], 'F-Fidelity')} vs "
-              f"{rank_range(PAPER['cnn1d'], 'Fidelity')} (CNN)").claim)
+              f"{rank_range(PAPER['cnn1d'], 'Fidelity')} (CNN)"), note=note).claim)
 if text_groups:
-    claims.append(out.claim(
-        C.claim_text_equivalence, cells, null, models=text_groups, n_inputs=n_test, note=note,
+    claims.append(out.claim(fs.verdicts.replicated(
+        C.claim_text_equivalence, cells, null, models=text_groups, n_inputs=n_test,
         counted=[st.label("text", n, st.text_removals["zero embedding"]) for n in text_models],
         paper=f"SST2 macro correlations Fid vs F-Fid: {macro_difference(PAPER['lstm_text'])} (LSTM), "
-              f"{macro_difference(PAPER['transformer_text'])} (Transformer)").claim)
+              f"{macro_difference(PAPER['transformer_text'])} (Transformer)"), note=note).claim)
     for r in claims[-1].table.to_dict("records"):
         out.glue(f"text_gap_{glue_key(r['model'])}", r["difference"])
 by_model = pd.concat([c.table.assign(claim=c.claim.split(" (")[0]) for c in claims], ignore_index=True)

@@ -24,7 +24,7 @@
 # distribution: the study check FF.OOD is decided on them and is the claim's premise.
 #
 # **Replicas.** The unit of replication is the trained classifier: for every r the notebook trains `replicas`
-# classifiers (training seed `fs.verdicts.replica_seed(seed, "ffidelity/size_plateau/<r>", q)`), each fine-tuned
+# classifiers (training seed `fs.verdicts.replicas(seed, "ffidelity/size_plateau/<r>", R)`'s seed of replica q), each fine-tuned
 # once per β (cached per replica); the claim counts the (r, β) cases of every replica and decides their share with
 # an interval that takes the replicas into account.
 
@@ -81,8 +81,8 @@ for r in rs:
     key = canvas.data_key(seed)
     x, y = test.x[:n_test].to(device), test.y[:n_test].to(device)
     attr = fl.explainers.ground_truth(test.mask[:n_test], x)
-    for q in range(replicas):
-        train_seed = fs.verdicts.replica_seed(seed, f"ffidelity/size_plateau/{r:g}", q)
+    for replica in fs.verdicts.replicas(seed, f"ffidelity/size_plateau/{r:g}", replicas):
+        q, train_seed = replica.index, replica.seed
         base, hist = fl.train.fit("small_cnn", canvas.model_config(), train_data, canvas.train_config(train_seed),
                                   data_key=key, test_data=test, device=device, progress=False)
         base = base.to(device).eval()
@@ -150,10 +150,11 @@ out.figure(fig, "ffid_plus_vs_size")
 # outcome as its premise.
 
 # %%
-check = out.claim(fs.papers.ffidelity.claim_ood_check, ood,  # one row per replica, r and image: each r its models
-                  data=f"size canvases, r ∈ {{{', '.join(f'{r:g}' for r in rs)}}}",
-                  note=f"{n_test} test images × {len(rs)} sizes r × {replicas} replicas, 5 draws of "
-                       f"{int(ood['k'].max())} background pixels").claim
+check = out.claim(fs.verdicts.replicated(
+    fs.papers.ffidelity.claim_ood_check, ood,  # one row per replica, r and image: each r its models
+    data=f"size canvases, r ∈ {{{', '.join(f'{r:g}' for r in rs)}}}"),
+    note=f"{n_test} test images × {len(rs)} sizes r × {replicas} replicas, 5 draws of "
+         f"{int(ood['k'].max())} background pixels").claim
 out.table(check.table, "ood_check")
 check.table
 
@@ -169,8 +170,8 @@ check.table
 # null's 95 % range, else not testable here. Premise: FF.OOD on these canvases.
 
 # %%
-claim = out.claim(fs.papers.ffidelity.claim_size_readout, table, tolerance=tolerance,
-                  mechanism=fs.papers.ffidelity.mechanism(check), null_seed=seed,
+claim = out.claim(fs.verdicts.replicated(fs.papers.ffidelity.claim_size_readout, table, tolerance=tolerance,
+                  mechanism=fs.papers.ffidelity.mechanism(check), null_seed=seed),
                   note=f"canvas digits {image_size}x{image_size}, small CNN, GT-mask explainer, N={n_samples}, "
                        f"{n_test} images, {replicas} replicas per r").claim
 eligible = claim.table
