@@ -23,7 +23,7 @@
 #
 # μF and S_avg are read on trained models, so the unit of replication is the trained family: a replica is another
 # run of the task's k-fold training on the same D under its own training seed (replica 0: `seed`; replica r ≥ 1:
-# `replica_seed(seed, "<task>/Normal", r)`), the very families of the chapter's Tables 1–2 (the same cached models).
+# `fs.verdicts.replicas(seed, "<task>/Normal", R)`'s seed of replica r), the very families of the chapter's Tables 1–2 (the same cached models).
 # With `replicas` (R) of them, μF and S_avg are measured on the first model of each replica, on `n_eval` samples
 # pooled over the replicas (an R-th of them per replica, each from its first model's held-out block), and every
 # interval is a t interval on the R replica values.
@@ -67,8 +67,8 @@ P = fs.papers.reco_mege
 if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
     raise ValueError(f"replicas must be an int ≥ 1, got {replicas!r}")
 family = P.FamilySettings.from_parameters(globals())  # n, image_size, k, width_scale, epochs, ... (parameters)
-# replica 0 is the study's own run (trained under `seed`); replica r ≥ 1 trains under replica_seed(seed,
-# "<task>/Normal", r), as Tables 1–2 do, so both notebooks load the same cached families
+# replica 0 is the study's own run (trained under `seed`); replica r ≥ 1 trains under its seed in fs.verdicts.replicas(seed,
+# "<task>/Normal", R), as Tables 1–2 do, so both notebooks load the same cached families
 runs = {r: P.families([task], family if r == 0 else family.replica(f"{task}/Normal", r))[task]
         for r in range(replicas)}
 heldout = family.heldout(task, n_test=n_test, n_unseen=n_unseen)
@@ -128,7 +128,7 @@ table3
 # xplique does.
 
 # %%
-t3 = out.claim(P.claim_table3, per_sample, premise=premise,
+t3 = out.claim(fs.verdicts.replicated(P.claim_table3, per_sample, premise=premise),
                note=f"μF ranks vs ReCo ρ = {P.rank_agreement(ours.loc['μF'], ours.loc['ReCo']):.2f}").claim
 out.table(t3.table, "t3")
 t3.table

@@ -143,6 +143,6 @@ for t in tasks:
 
 # %%
 FIG4 = {kind: [levels[0], levels[-1]] for kind, levels in TYPES.items() if kind in ("Randomized", "Switched")}
-r2 = out.claim(P.claim_mege_falls, pairs, FIG4, premises=premises).claim
+r2 = out.claim(fs.verdicts.replicated(P.claim_mege_falls, pairs, FIG4, premises=premises)).claim
 out.table(r2.table, "r2")
 r2.table

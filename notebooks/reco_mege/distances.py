@@ -123,7 +123,7 @@ checks
 # null is ρ = 0, a distance unrelated to the displacement.
 
 # %%
-r4 = out.claim(R.claim_sanity_checks, units).claim
+r4 = out.claim(fs.verdicts.replicated(R.claim_sanity_checks, units)).claim
 out.table(r4.table, "r4_settings")
 for _, row in r4.table.iterrows():
     out.glue(f"{'fig2' if row['check'].startswith('Fig. 2') else 'fig3'}_rho_{row['distance']}",

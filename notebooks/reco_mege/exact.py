@@ -118,7 +118,7 @@ out.figure(fig, "simulation")
 identical = pd.concat([P.identical_models(f, m, **SETTINGS).assign(task=t, method=m)
                        for t, f in families.items() for m in methods], ignore_index=True)
 contrast = pd.concat([P.null_frame(d, task=t) for t, d in details.items()], ignore_index=True)
-r5 = out.claim(P.claim_identical_models, identical, contrast).claim
+r5 = out.claim(fs.verdicts.replicated(P.claim_identical_models, identical, contrast)).claim
 out.table(r5.table, "r5")
 print(r5.verdict, "—", r5.verdict.why)
 r5.table

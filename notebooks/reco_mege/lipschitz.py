@@ -22,8 +22,8 @@
 # The unit of replication is the whole k-fold training of a family: its k models share D and its split, so they are
 # not independent repeats. A replica is another run of both families' k models on the same D under its own training
 # seed (replica 0: `seed`, the run the chapter's other notebooks share; replica r ≥ 1:
-# `replica_seed(seed, "<task>/Normal", r)` for the ResNet-18s, the seeds of the chapter's Tables 1–2, so both
-# notebooks load the same cached models, and `replica_seed(seed, "<task>/1-Lipschitz", r)` for the 1-Lipschitz
+# `fs.verdicts.replicas(seed, "<task>/Normal", R)`'s seed of replica r for the ResNet-18s, the seeds of the chapter's Tables 1–2, so both
+# notebooks load the same cached models, and `fs.verdicts.replicas(seed, "<task>/1-Lipschitz", R)`'s seed of replica r for the 1-Lipschitz
 # CNNs); `replicas` (R) of them, each cached under its own models' keys. Every score is computed once per replica,
 # on that replica's own sets, and every interval is a t interval on the R replica values.
 
@@ -151,7 +151,7 @@ for i, name in enumerate(runs[0]):  # one figure per model family, three methods
 # the two families at a comparable accuracy (78 ± 4 %); the gap between ours is in the note.
 
 # %%
-r3 = out.claim(P.claim_lipschitz, pairs, gradient_methods=gradient_methods, premises=premises,
+r3 = out.claim(fs.verdicts.replicated(P.claim_lipschitz, pairs, gradient_methods=gradient_methods, premises=premises),
                note=f"mean test accuracy differs by {gap:.1%} between the families").claim
 out.table(r3.table, "r3")
 r3.table

@@ -24,7 +24,7 @@
 # The unit of replication is the whole k-fold training: the k models of one run share D and its split, so they are
 # not independent repeats of the experiment. A replica is another run of all k models on the same D under its own
 # training seed (replica 0: `seed`, the run the chapter's other notebooks share; replica r ≥ 1:
-# `replica_seed(seed, "<task>/Normal", r)`: new blocks, initialisations and batches); `replicas` of them per task,
+# `fs.verdicts.replicas(seed, "<task>/Normal", R)`'s seed of replica r: new blocks, initialisations and batches); `replicas` of them per task,
 # each cached under its own models' keys. ReCo is a maximum over thresholds, not a mean, so every score is computed
 # once per replica on that replica's own sets, and every interval is a t interval on the R replica values.
 
@@ -76,7 +76,7 @@ SETTINGS = dict(ig_steps=ig_steps, sg_samples=sg_samples, batch_size=batch_size,
 # %%
 family = P.FamilySettings.from_parameters(globals())  # n, image_size, k, width_scale, epochs, ... (parameters)
 # replica 0 is the study's own run (trained under `seed`), so the chapter's other notebooks, which read the same
-# normally trained families, load it from the cache; replica r ≥ 1 trains under replica_seed(seed, "<task>/Normal", r)
+# normally trained families, load it from the cache; replica r ≥ 1 trains under its seed in replicas(seed, "<task>/Normal", R)
 runs = {r: {t: P.families([t], family if r == 0 else family.replica(f"{t}/Normal", r))[t] for t in tasks}
         for r in range(replicas)}
 heldout = {t: family.heldout(t, n_test=n_test, n_unseen=n_unseen) for t in tasks}
@@ -163,7 +163,7 @@ null
 # shuffled-pairings chance level (its t interval over the replicas' means).
 
 # %%
-r1 = out.claim(P.claim_gradcam_best_reco, pairs, premises=premises).claim
+r1 = out.claim(fs.verdicts.replicated(P.claim_gradcam_best_reco, pairs, premises=premises)).claim
 out.table(r1.table, "r1")
 r1.table
 
