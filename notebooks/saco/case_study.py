@@ -59,7 +59,7 @@ generator = torch.Generator().manual_seed(seed)
 # %% [markdown]
 # ## Model
 # The same recipe as `random_vs_methods` (`fs.recipes.digits_vit` with each setting's parameters and the training
-# seeds `fs.verdicts.replica_seed(seed, setting, r)`), so the cached weights of that notebook's models are loaded
+# seeds `fs.verdicts.replicas(seed, setting, R)`'s seed of replica r), so the cached weights of that notebook's models are loaded
 # instead of retraining; each model's test accuracy is the claim's first premise. With `timm_model`
 # (`arch.weights_tag`), the timm ViT is converted with `fl.models.vit_from_timm` and the candidate images are the
 # first max(100, 2·`n_images`) of `dataset` from `sample_index` on, normalised with the model's own mean and std.
@@ -71,9 +71,9 @@ if timm_model is None:
     for setting in vit_settings:
         config = {key: setting[key] for key in ("image_size", "patch_size", "dim", "depth", "heads", "n_epochs")}
         test = fl.data.load("digits", split="test", size=setting["image_size"], seed=seed)
-        for r in range(replicas):
-            vit = fs.recipes.digits_vit(**config, seed=seed, device=device,
-                                        train_seed=fs.verdicts.replica_seed(seed, setting["name"], r))[0]
+        for replica in fs.verdicts.replicas(seed, setting["name"], replicas):
+            r = replica.index
+            vit = fs.recipes.digits_vit(**config, seed=seed, device=device, train_seed=replica.seed)[0]
             vits[setting["name"], r] = (vit, test.x[sample_index:], test.y[sample_index:])
             accuracy_rows.append({"setting": setting["name"], "replica": r,
                                   "accuracy": fl.train.loss_and_accuracy(vit, test, device=device)["accuracy"]})
@@ -214,10 +214,11 @@ deciding = mechanism.set_index("method").loc["Transformer Attribution"]
 out.glue("mechanism_low", round(float(deciding["low"]), 3))
 out.glue("mechanism_estimate", round(float(deciding["most − least salient group drop"]), 3))
 out.glue("mechanism_outcome", str(deciding["outcome"]))
-s5 = out.claim(fs.papers.saco.claim_saturation, frame, accuracy=accuracy_frame, min_accuracy=min_accuracy,
-               accuracy_tolerance=accuracy_tolerance, trained=timm_model is None,
-               note=f"{len(vits)} trained model(s), {frame.groupby(['setting', 'replica'])['image'].nunique().min()} "
-                    "images each at least").claim
+s5 = out.claim(fs.verdicts.replicated(
+    fs.papers.saco.claim_saturation, frame, accuracy=accuracy_frame, min_accuracy=min_accuracy,
+    accuracy_tolerance=accuracy_tolerance, trained=timm_model is None),
+    note=f"{len(vits)} trained model(s), {frame.groupby(['setting', 'replica'])['image'].nunique().min()} "
+         "images each at least").claim
 out.table(s5.table, "s5_cells")
 summary = frame.groupby("method", sort=False)[["SaCo", "AOPC", "drop at 30%", "max drop", "saturated"]].mean()
 out.table(summary.reset_index(), "s5_summary")

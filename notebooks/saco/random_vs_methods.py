@@ -20,7 +20,7 @@
 # samples while they correlate with each other (Fig. 2), that gradients and all-layer aggregation make attention
 # explanations more faithful (Table 1) and that SaCo declines slightly as the number of groups K grows (Table 2).
 # Here small ViTs are trained on scikit-learn's digits, `replicas` independently trained ViTs (training seeds
-# `fs.verdicts.replica_seed(seed, setting, r)`, the same data split) per entry of `vit_settings` (image size, patch
+# `fs.verdicts.replicas(seed, setting, R)`'s seed of replica r, the same data split) per entry of `vit_settings` (image size, patch
 # size, width, depth, heads, epochs), and the same protocol is run on their test digits. Every trained ViT is one
 # replica of "a small ViT trained on the digits" (the paper averages its claims over its three ViTs): each claim
 # averages its per-image statistic per trained model and decides by the t interval on those model means (or, for a
@@ -68,7 +68,7 @@ generator = torch.Generator().manual_seed(seed)
 # Default: per entry of `vit_settings`, grey digits upsampled to `image_size`² pixels, normalised per channel; a
 # ViT with `patch_size`² patches, `depth` pre-norm blocks of width `dim` with `heads` heads and a CLS token,
 # trained for `n_epochs` with AdamW and a cosine schedule (`fs.recipes.digits_vit`, cached by configuration
-# hash and training seed), `replicas` times with the training seeds `fs.verdicts.replica_seed(seed, setting, r)`;
+# hash and training seed), `replicas` times with the training seeds `fs.verdicts.replicas(seed, setting, R)`'s seed of replica r;
 # each replica is evaluated on the first `n_test` test digits (or the setting's own `n_test`, which keeps costly
 # settings affordable), so a setting's cells pool `replicas` × `n_test` images. With `timm_models` (names
 # `arch.weights_tag`), each timm ViT is loaded from the local Hugging Face cache, converted with
@@ -83,9 +83,9 @@ accuracies = {}  # (setting name, replica): accuracy on the whole test split (ti
 if not timm_models:
     for setting in vit_settings:
         config = {key: setting[key] for key in ("image_size", "patch_size", "dim", "depth", "heads", "n_epochs")}
-        for r in range(replicas):
-            model, train, test = fs.recipes.digits_vit(
-                **config, seed=seed, train_seed=fs.verdicts.replica_seed(seed, setting["name"], r), device=device)
+        for replica in fs.verdicts.replicas(seed, setting["name"], replicas):
+            r = replica.index
+            model, train, test = fs.recipes.digits_vit(**config, seed=seed, train_seed=replica.seed, device=device)
             accuracies[setting["name"], r] = fl.train.loss_and_accuracy(model, test, device=device)["accuracy"]
             n = setting.get("n_test", n_test)
             models[setting["name"], r] = (model, test.x[:n].to(device), test.y[:n].to(device))
@@ -290,8 +290,9 @@ others = [m for m in METHODS if m != "Random"]
 PREMISE = {"accuracy": accuracy_frame, "min_accuracy": min_accuracy, "accuracy_tolerance": accuracy_tolerance}
 TRAINED = not timm_models  # ViTs trained here need replicas to be decided; published weights are one model each
 P = fs.papers.saco
-s1 = out.claim(P.claim_random_separation, per_sample, random_saco=random_saco, **PREMISE, trained=TRAINED,
-               note=f"{len(SETTINGS)} setting(s) × {accuracy_frame['replica'].nunique()} replica(s), K={k}").claim
+s1 = out.claim(fs.verdicts.replicated(
+    P.claim_random_separation, per_sample, random_saco=random_saco, **PREMISE, trained=TRAINED),
+    note=f"{len(SETTINGS)} setting(s) × {accuracy_frame['replica'].nunique()} replica(s), K={k}").claim
 narrow = fs.papers.saco.narrow
 CELL = ["part", "cell", "outcome", "replicas", "units"]
 out.table(s1.table, "s1_cells")
@@ -310,7 +311,7 @@ fl.plots.readable(s1.table)
 # the margin), "worst" on Comprehensiveness behind every one of them; the two are the claim's named parts.
 
 # %%
-s7 = out.claim(P.claim_order_sensitivity, per_sample, **PREMISE, trained=TRAINED,
+s7 = out.claim(fs.verdicts.replicated(P.claim_order_sensitivity, per_sample, **PREMISE, trained=TRAINED),
                note=f"{len(SETTINGS)} setting(s), the paper's {len(PAPER_METHODS)} methods").claim
 out.table(s7.table, "s7_removal_order")
 out.table(narrow(s7.table, CELL, {"difference [95 % interval]": ("estimate", "low", "high")}), "s7_summary")
@@ -352,8 +353,10 @@ out.glue("abs_rho_among", round(float(corr.loc[corr["kind"] == "among existing",
 out.glue("abs_rho_chance", round(float(corr["null |rho|"].mean()), 3));
 
 # %%
-s2 = out.claim(P.claim_weak_correlation, corr, per_sample=per_sample, **PREMISE, trained=TRAINED).claim
-s6 = out.claim(P.claim_existing_agree_more, corr, per_sample=per_sample, **PREMISE, trained=TRAINED).claim
+s2 = out.claim(fs.verdicts.replicated(
+    P.claim_weak_correlation, corr, per_sample=per_sample, **PREMISE, trained=TRAINED)).claim
+s6 = out.claim(fs.verdicts.replicated(
+    P.claim_existing_agree_more, corr, per_sample=per_sample, **PREMISE, trained=TRAINED)).claim
 out.table(s2.table, "s2_metrics")
 out.table(s6.table, "s6_conventions")
 fl.plots.readable(s6.table)
@@ -378,7 +381,7 @@ for m in SETTINGS:
     ablation[f"SaCo ({m})"] = [per_setting.loc[(m, method), "SaCo"] for method in ablation["method"]]
 ablation["SaCo (paper)"] = [PAPER_SACO[m] for m in ablation["method"]]
 out.table(ablation, "attention_ablation")
-s3 = out.claim(P.claim_attention_ablation, per_sample, **PREMISE, trained=TRAINED).claim
+s3 = out.claim(fs.verdicts.replicated(P.claim_attention_ablation, per_sample, **PREMISE, trained=TRAINED)).claim
 out.table(s3.table, "s3_comparisons")
 out.table(narrow(s3.table, ["part", "with", "without", "outcome"], {"gain [95 % interval]": ("estimate", "low",
                                                                                              "high")}), "s3_summary")
@@ -410,8 +413,9 @@ k_table.columns = [f"K={c}" for c in k_table.columns]
 for i, kk in enumerate((5, 10, 20)):
     k_table[f"paper K={kk}"] = [PAPER_K[m][i] if m in PAPER_K else np.nan for m in k_table.index]
 out.table(k_table.reset_index(), "k_ablation")
-s4 = out.claim(P.claim_k_decline, image_rows.drop(columns="constant map"), columns=K_COLUMNS, **PREMISE,
-               trained=TRAINED).claim
+s4 = out.claim(fs.verdicts.replicated(
+    P.claim_k_decline, image_rows.drop(columns="constant map"), columns=K_COLUMNS, **PREMISE,
+    trained=TRAINED)).claim
 out.table(s4.table, "s4_declines")
 out.table(narrow(s4.table.dropna(subset=["low"]), ["method", "outcome"],
                  {f"decline K={min(k_values)} → {max(k_values)} [95 % interval]": ("estimate", "low", "high")}),
