@@ -23,10 +23,10 @@
 # claim that no metric scores a perfect explanation near its ideal.
 #
 # **Replicas.** Every situation is `replicas` (R) independently trained models: replica r of a setup is trained
-# (and fine-tuned) with the seed `fs.verdicts.replica_seed(seed, <setup name>, r)` on the same canvases, and scores
+# (and fine-tuned) with the seed `fs.verdicts.replicas(seed, <setup name>, R)`'s seed of replica r on the same canvases, and scores
 # its own, disjoint part of the test split (up to `n_test` images), so every (replica, image) unit is independent.
-# The claim is decided over R decision trees the same way (seed `replica_seed(seed, "decision tree, depth
-# <tree_depth>", r)`). Every interval — the claim's and the guide's — is a t interval on the R replica means
+# The claim is decided over R decision trees the same way (seed `fs.verdicts.replicas(seed, "decision tree, depth
+# <tree_depth>", R)`'s seed of replica r). Every interval — the claim's and the guide's — is a t interval on the R replica means
 # (`fs.verdicts.mean_interval`): the trained model is the unit of replication, so a statement that holds for one
 # model and not another stays undecided. The guide names a metric only where the replicas separate it; where they
 # do not separate two metrics it names both or neither. The meta-evaluation (noise resilience, adversary
@@ -104,8 +104,8 @@ options = dict(sparsity=sparsity, n_samples=n_samples, n_subsets=n_subsets, fewc
 if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
     raise ValueError(f"replicas must be an int ≥ 1, got {replicas!r}")
 S = {spec["name"]: [syn.setup(spec, n_test=n_test, image_size=image_size, r=r, seed=seed,
-                              train_seed=fs.verdicts.replica_seed(seed, spec["name"], rep), part=(rep, replicas),
-                              device=device) for rep in range(replicas)]
+                              train_seed=rep.seed, part=(rep.index, replicas),
+                              device=device) for rep in fs.verdicts.replicas(seed, spec["name"], replicas)]
      for spec in setups}
 overview = pd.DataFrame([{"setup": name, "use case": ss[0].use_case, "model": ss[0].spec["model"],
                           "classes": int(ss[0].model(ss[0].x[:1]).shape[1]), "replicas": len(ss),
@@ -150,10 +150,11 @@ random_only = {k: v for k, v in methods.items() if v[0] == "random"}
 frames, quality, maps_by_setup = {}, {}, {}
 for name, ss in S.items():
     parts = []
-    for rep, s in enumerate(ss):
+    for replica, s in zip(fs.verdicts.replicas(seed, name, replicas), ss):
+        rep = replica.index
         maps_by_setup[name, rep], quality[name] = syn.explainer_maps(
             s, noise_levels=noise_levels, methods=methods if (name, rep) == (meta_setup, 0) else random_only,
-            seed=fs.verdicts.replica_seed(seed, name, rep), batch_size=batch_size)
+            seed=replica.seed, batch_size=batch_size)
         chosen = fl.metrics.select_perturbation(s.model, s.x, grid=grid, batch_size=batch_size,
                                                 normalisation=s.normalisation)["image"]
         parts.append(fl.evaluate(s.model, s.x, s.y, maps_by_setup[name, rep], finetuned=s.finetuned,
@@ -239,8 +240,8 @@ control.table[["label", "perfect mean", "random mean", "counts", "gap", "gap low
 tree_setting = f"decision tree, depth {tree_depth}"
 tree_perfect = "perfect (decision path)"
 trees, tree_frames = {}, []
-for rep in range(replicas):
-    train_seed = fs.verdicts.replica_seed(seed, tree_setting, rep)
+for replica in fs.verdicts.replicas(seed, tree_setting, replicas):
+    rep, train_seed = replica.index, replica.seed
     trees[rep] = t = syn.tree_setup(max_depth=tree_depth, n_test=tree_images, image_size=image_size, r=r, seed=seed,
                                     train_seed=train_seed, part=(rep, replicas), device=device)
     # random maps of the replica's own seed: each replica's null is drawn independently
@@ -262,11 +263,12 @@ with torch.no_grad():
 out.table(tree_replicas, "tree_replicas")
 left_out = [info.label for m, info in fl.evaluation.METRICS.items() if m not in set(tree_frame["metric"])]
 depth, nodes = syn.value_range(tree_replicas["depth"]), syn.value_range(tree_replicas["nodes"])
-claim = out.claim(syn.claim_ideal_gap, tree_frame, perfect=tree_perfect, random="Random", setting="decision tree",
-                  note=f"{replicas} decision tree(s) of depth {depth} ({nodes} nodes, accuracy "
-                       f"{syn.value_range(tree_replicas['accuracy'], '.2f')}), each on its own "
-                       f"{syn.value_range(tree_replicas['images'])} grey canvases of {image_size} px; not computed: "
-                       f"{', '.join(left_out)}").claim
+claim = out.claim(fs.verdicts.replicated(
+    syn.claim_ideal_gap, tree_frame, perfect=tree_perfect, random="Random", setting="decision tree"),
+    note=f"{replicas} decision tree(s) of depth {depth} ({nodes} nodes, accuracy "
+         f"{syn.value_range(tree_replicas['accuracy'], '.2f')}), each on its own "
+         f"{syn.value_range(tree_replicas['images'])} grey canvases of {image_size} px; not computed: "
+         f"{', '.join(left_out)}").claim
 out.table(claim.table, "ideal_gap")
 out.glue("tree_depth", tree.model.depth)
 out.glue("tree_images", len(tree.y))
