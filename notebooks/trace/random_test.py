@@ -54,7 +54,7 @@ P = fs.papers.trace
 
 # %% [markdown]
 # ## Models and images
-# Replica r of each model has the training seed `fs.verdicts.replica_seed(seed, <name>, r)` (trace/table1 trains it;
+# Replica r of each model has the training seed `fs.verdicts.replicas(seed, <name>, R)`'s seed of replica r (trace/table1 trains it;
 # here it is read from the cache) and is tested on its own digits r·`n_images` … (r + 1)·`n_images` − 1. The claim
 # pools the replicas' digits and takes the t interval on the replica means: the trained model is the unit of
 # replication, its digits the units within it.
@@ -62,10 +62,12 @@ P = fs.papers.trace
 # %%
 canvas = P.TraceModels(**trace_models)
 REPLICAS = list(range(replicas))
+SEEDS = {(s["name"], rep.index): rep.seed for s in canvas.first(n_models)
+         for rep in fs.verdicts.replicas(seed, s["name"], replicas)}  # the training seeds of the replicas
 setups = {r: P.setup(canvas.first(n_models), n_images=n_images * replicas, image_size=canvas.image_size, r=canvas.r,
                      dataset=dataset, data_dir=data_dir, torchvision_models=torchvision_models, seed=seed,
                      device=device, train_seeds=None if torchvision_models else
-                     {s["name"]: fs.verdicts.replica_seed(seed, s["name"], r) for s in canvas.first(n_models)})
+                     {s["name"]: SEEDS[s["name"], r] for s in canvas.first(n_models)})
           for r in REPLICAS}
 X = {r: setups[r].x[r * n_images:(r + 1) * n_images] for r in REPLICAS}
 Y = {r: setups[r].y[r * n_images:(r + 1) * n_images] for r in REPLICAS}
@@ -128,6 +130,7 @@ table = auc.groupby(["model", "reference", "patch side"])["AUC"].mean().unstack(
 out.table(table, "t3_auc")
 premise = P.random_test_premises(curves, zero="zero")
 out.table(premise, "premise")
-t3 = out.claim(P.claim_random_test, curves, zero="zero", blur="blur", trained=not torchvision_models).claim
+t3 = out.claim(fs.verdicts.replicated(
+    P.claim_random_test, curves, zero="zero", blur="blur", trained=not torchvision_models)).claim
 out.table(t3.table, "t3_checks")
 fl.plots.readable(table)

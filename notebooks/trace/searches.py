@@ -70,7 +70,7 @@ P = fs.papers.trace
 
 # %% [markdown]
 # ## Models and images
-# Replica r of the first model has the training seed `fs.verdicts.replica_seed(seed, <name>, r)` (trace/table1
+# Replica r of the first model has the training seed `fs.verdicts.replicas(seed, <name>, R)`'s seed of replica r (trace/table1
 # trains the first three; here they are read from the cache, and any further replica the power analysis asks for is
 # trained here) and is searched on its own test digits r·`n_images` … (r + 1)·`n_images` − 1. The claims pool the
 # replicas' digits and take the t interval on the replica means: the trained model is the unit of replication, its
@@ -79,10 +79,12 @@ P = fs.papers.trace
 # %%
 canvas = P.TraceModels(**trace_models)
 REPLICAS = list(range(replicas))
+SEEDS = {(s["name"], rep.index): rep.seed for s in canvas.first(1)
+         for rep in fs.verdicts.replicas(seed, s["name"], replicas)}  # the training seeds of the replicas
 setups = {r: P.setup(canvas.first(1), n_images=n_images * replicas, image_size=canvas.image_size, r=canvas.r,
                      dataset=dataset, data_dir=data_dir, torchvision_models=torchvision_models[:1], seed=seed,
                      device=device, train_seeds=None if torchvision_models else
-                     {s["name"]: fs.verdicts.replica_seed(seed, s["name"], r) for s in canvas.first(1)})
+                     {s["name"]: SEEDS[s["name"], r] for s in canvas.first(1)})
           for r in REPLICAS}
 model_name = next(iter(setups[0].models))
 MODELS = {r: setups[r].models[model_name] for r in REPLICAS}
@@ -145,8 +147,9 @@ out.figure(fig, "fig2a")
 
 # %%
 premise_t1 = P.search_bound_premises(sums, randoms)
-t1_claim = out.claim(P.claim_search_bound, sums, randoms, trained=not torchvision_models).claim
-t1_greedy = out.claim(P.claim_search_beats_greedy, sums, randoms, trained=not torchvision_models).claim
+t1_claim = out.claim(fs.verdicts.replicated(P.claim_search_bound, sums, randoms, trained=not torchvision_models)).claim
+t1_greedy = out.claim(fs.verdicts.replicated(
+    P.claim_search_beats_greedy, sums, randoms, trained=not torchvision_models)).claim
 t1 = pd.concat([t1_claim.table.assign(claim="T1"), t1_greedy.table.assign(claim="T1.greedy")], ignore_index=True)
 out.table(t1, "t1")
 fl.plots.readable(t1)
@@ -230,8 +233,8 @@ summary_3b = (cross_scores[cross_scores.replica == REPLICAS[0]].groupby("method"
               [["LeRF", "MoRF", "LeRF − MoRF"]].mean().reset_index())
 out.table(summary_3b, "fig3b_summary")
 premise_t4 = P.cross_premises(cross_scores, random_t, le="SA-Le", mo="SA-Mo")
-t4 = out.claim(P.claim_cross_test, cross_scores, random_t, le="SA-Le", mo="SA-Mo",
-               trained=not torchvision_models).claim
+t4 = out.claim(fs.verdicts.replicated(P.claim_cross_test, cross_scores, random_t, le="SA-Le", mo="SA-Mo",
+               trained=not torchvision_models)).claim
 out.table(t4.table, "t4_losses")
 fl.plots.readable(summary_3b)
 
@@ -259,7 +262,7 @@ fl.plots.readable(premise)
 # %%
 t6_frame = P.insertion_deletion_frame(MODELS[0], X[0], cross[0], edge=edge, reference=reference, output=output,
                                       target=Y[0], batch_size=batch_size)
-t6 = out.claim(P.claim_insertion_equals_deletion, t6_frame).claim
+t6 = out.claim(fs.verdicts.replicated(P.claim_insertion_equals_deletion, t6_frame)).claim
 out.glue("t6_max_diff", float(t6.table["relative difference"].max()))
 fl.plots.readable(t6.table)
 

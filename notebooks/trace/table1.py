@@ -67,7 +67,7 @@ P = fs.papers.trace
 # Default: coloured canvas digits of `image_size`² pixels (foreground fraction `r`; both in `trace_models`, shared
 # with the other TRACE notebooks), normalised per channel, so that the zero reference is the dataset's mean colour as
 # in the paper; one CNN per entry of its `settings` trained with Adam (`fs.recipes.canvas_classifier`, cached),
-# `replicas` times, each replica r with its own training seed `fs.verdicts.replica_seed(seed, <model name>, r)`
+# `replicas` times, each replica r with its own training seed `fs.verdicts.replicas(seed, <model name>, R)`'s seed of replica r
 # (initialisation and batch order; the data stay keyed to `seed`). Replica r is evaluated on its own `n_images` test
 # digits (images r·`n_images` … (r + 1)·`n_images` − 1) and their labels (the paper explains the ground-truth
 # label), so every claim pools `replicas` × `n_images` searched images per model and takes the t interval on the
@@ -79,9 +79,10 @@ P = fs.papers.trace
 canvas = P.TraceModels(**trace_models)
 REPLICAS = list(range(replicas))
 NAMES = [s["name"] for s in canvas.first()]
+SEEDS = {(n, rep.index): rep.seed for n in NAMES for rep in fs.verdicts.replicas(seed, n, replicas)}
 setups = {}
 for r in REPLICAS:
-    train_seeds = None if torchvision_models else {n: fs.verdicts.replica_seed(seed, n, r) for n in NAMES}
+    train_seeds = None if torchvision_models else {n: SEEDS[n, r] for n in NAMES}
     setups[r] = P.setup(canvas.first(), n_images=n_images * replicas, image_size=canvas.image_size, r=canvas.r,
                         dataset=dataset, data_dir=data_dir, torchvision_models=torchvision_models, seed=seed,
                         device=device, train_seeds=train_seeds)
@@ -209,9 +210,10 @@ if len(PREMISE_REPLICAS) < len(REPLICAS):
     raise ValueError(f"premise_replicas must be at least replicas ({replicas}), got {premise_replicas}")
 RANDOM = {"Random": P.TABLE1_METHODS["Random"]}
 PREMISE_KEY = zlib.crc32(b"premise (a)")  # the premise's random orders: a stream of their own
+PREMISE_SEEDS = {(n, rep.index): rep.seed for n in NAMES for rep in fs.verdicts.replicas(seed, n, len(PREMISE_REPLICAS))}
 premise_scores = []
 for r in PREMISE_REPLICAS:
-    train_seeds = None if torchvision_models else {n: fs.verdicts.replica_seed(seed, n, r) for n in NAMES}
+    train_seeds = None if torchvision_models else {n: PREMISE_SEEDS[n, r] for n in NAMES}
     su = P.setup(canvas.first(), n_images=premise_images * len(PREMISE_REPLICAS), image_size=canvas.image_size,
                  r=canvas.r, dataset=dataset, data_dir=data_dir, torchvision_models=torchvision_models, seed=seed,
                  device=device, train_seeds=train_seeds)
@@ -234,13 +236,13 @@ out.glue("premise_replicas", len(PREMISE_REPLICAS))
 out.glue("premise_images", premise_images)
 
 # %%
-t2_claims = [out.claim(P.claim_beats_methods, scores, model=m, target="T-p", exclude=("T-y",),
-                        trained=not torchvision_models, premise_scores=premise_scores).claim
+t2_claims = [out.claim(fs.verdicts.replicated(P.claim_beats_methods, scores, model=m, target="T-p", exclude=("T-y",),
+                        trained=not torchvision_models, premise_scores=premise_scores)).claim
              for m in setup.models]
 t2 = pd.concat([c.table for c in t2_claims], ignore_index=True)
 out.table(t2, "t2_comparisons")
-t2b = out.claim(P.claim_probability_beats_logit, scores, target="T-p", other="T-y",
-                 trained=not torchvision_models, premise_scores=premise_scores).claim
+t2b = out.claim(fs.verdicts.replicated(P.claim_probability_beats_logit, scores, target="T-p", other="T-y",
+                 trained=not torchvision_models, premise_scores=premise_scores)).claim
 out.table(t2b.table, "t2_p_vs_y")
 premise = P.table1_premises(scores, searches=("T-p", "T-y"), premise_scores=premise_scores)
 out.table(premise, "premise")
@@ -334,7 +336,8 @@ spread["spread per point"] = spread["spread"] / spread["points"]
 spread_table = spread.groupby(["level", "method"], sort=False)[["spread", "relative spread",
                                                                   "spread per point"]].mean().reset_index()
 out.table(spread_table, "t5_spread")
-t5 = out.claim(P.claim_reference_robust, prob, pixel_scores, target="T-p", against=("Grad", "IG"),
-               trained=not torchvision_models, premise_scores=premise_scores).claim
+t5 = out.claim(fs.verdicts.replicated(
+    P.claim_reference_robust, prob, pixel_scores, target="T-p", against=("Grad", "IG"),
+    trained=not torchvision_models, premise_scores=premise_scores)).claim
 out.table(t5.table, "t5_comparisons")
 fl.plots.readable(spread_table)
