@@ -164,5 +164,5 @@ def _short(value) -> str:
 
 _BASE = inspect.signature(evaluate)
 _DOC = evaluate.__doc__
-registry._LISTENERS.append(_signature)
+registry.add_listener(_signature)
 _signature()
