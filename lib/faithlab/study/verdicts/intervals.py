@@ -21,12 +21,13 @@ the power analysis (:func:`decided_probability`) uses the same interval and asks
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
+
+from faithlab.metrics.statistics import confidence_level, t_interval, t_quantile, t_rows
 
 __all__ = ["Interval", "mean_interval", "replica_interval", "share_interval", "draws_interval", "wilson",
            "t_quantile", "decided_probability", "INTERVAL_METHODS", "t_rows", "wilson_rows",
@@ -69,25 +70,7 @@ class Interval:
                 f"({self.method}, {who})")
 
 
-def _level(level) -> float:
-    if isinstance(level, (str, bytes, bool)):
-        raise TypeError(f"level must be a number in [0.5, 1), got {level!r}")
-    level = float(level)
-    if not 0.5 <= level < 1:
-        raise ValueError(f"level must lie in [0.5, 1), got {level!r}")
-    return level
-
-
-@functools.lru_cache(maxsize=256)
-def _t_ppf(q: float, df: int) -> float:
-    from scipy import stats
-
-    return float(stats.t.ppf(q, df))
-
-
-def t_quantile(level: float, df: int) -> float:
-    """The two-sided ``level`` quantile of Student's t with ``df`` degrees of freedom (scipy)."""
-    return _t_ppf(1 - (1 - _level(level)) / 2, int(df))
+_level = confidence_level  # the level check, the library's (faithlab.metrics.statistics)
 
 
 def _array(values, name: str) -> np.ndarray:
@@ -112,17 +95,6 @@ def _codes(groups, n: int, name: str = "groups") -> np.ndarray:
     if codes.size != n:
         raise ValueError(f"{name} must give one replica per unit, got {codes.size} for {n} units")
     return codes
-
-
-def t_rows(values: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The t interval of the mean of each row of ``values`` (S × k, k ≥ 2): ``(estimate, low, high, se)``, each of
-    length S — the kernel of :func:`mean_interval` and :func:`replica_interval`, vectorised so that the coverage
-    test can run it on thousands of simulated data sets."""
-    k = values.shape[-1]
-    estimate = values.mean(-1)
-    se = values.std(-1, ddof=1) / math.sqrt(k)
-    half = t_quantile(level, k - 1) * se
-    return estimate, estimate - half, estimate + half, se
 
 
 def _t(values: np.ndarray, level: float, method: str, units: int, replicas: int) -> Interval:
@@ -157,9 +129,8 @@ def mean_interval(values, *, groups=None, level: float = 0.95) -> Interval:
         if means.size >= 2:
             return _t(means, level, "t on replica means", int(counts.sum()), int(means.size))
     x = x[~np.isnan(x)]
-    if x.size < 2:
-        raise ValueError(f"an interval needs at least 2 units without NaN, got {x.size}")
-    return _t(x, level, "t on units", int(x.size), 1)
+    estimate, low, high, se = t_interval(x, level=level)  # the library's t interval of a mean
+    return Interval(estimate, low, high, level, "t on units", int(x.size), 1, x.size - 1, se)
 
 
 def replica_interval(values, *, units: int | None = None, level: float = 0.95) -> Interval:

@@ -16,6 +16,11 @@ import pandas as pd
 import torch
 
 from faithlab import _validate, evaluation
+from faithlab.evaluation.meta import beats, cost_per_metric, reactivity
+from faithlab.evaluation.meta import mean_scores as _means
+from faithlab.evaluation.meta import oriented_matrix as _matrix
+from faithlab.evaluation.meta import rank_agreement as _rank_agreement
+from faithlab.evaluation.meta import unit_columns as _units
 
 from faithlab.study import verdicts
 from faithlab.metrics.statistics import spearman
@@ -25,24 +30,10 @@ __all__ = ["claim_ideal_gap", "PREMISE_BAND", "recovery", "recovery_units", "ide
            "report_card", "CRITERIA", "cost_per_metric", "noisy_inputs", "beats"]
 
 
-def _units(frame: pd.DataFrame) -> list[str]:
-    """The columns that name a unit of a frame: ``replica`` and ``sample`` when the frame pools trained replicas
-    (the same sample index in two replicas is two units), else ``sample``."""
-    return ["replica", "sample"] if "replica" in frame.columns else ["sample"]
-
-
 def _replica_codes(wide: pd.DataFrame):
     """The replica of each row of a frame indexed by :func:`_units` (None without replicas): the ``groups`` of
     :func:`faithlab.study.verdicts.mean_interval` (a t interval on the replica means)."""
     return wide.index.get_level_values("replica").astype(str).to_numpy() if "replica" in wide.index.names else None
-
-
-def _matrix(frame: pd.DataFrame, metric: str, names: Sequence[str]) -> torch.Tensor:
-    """Oriented per-sample scores of one metric ``(samples, explainers)`` in the order of ``names`` (samples: the
-    (replica, sample) units when the frame carries a ``replica`` column)."""
-    part = evaluation.oriented(frame[(frame["metric"] == metric) & frame["explainer"].isin(names)])
-    wide = part.pivot(index=_units(part), columns="explainer", values="oriented")[list(names)]
-    return torch.tensor(wide.to_numpy(dtype=float).copy(), dtype=torch.float64, device="cpu")
 
 
 def recovery_units(frame: pd.DataFrame, quality: Mapping[str, float]) -> pd.DataFrame:
@@ -269,23 +260,6 @@ def claim_ideal_gap(frame: pd.DataFrame, *, perfect: str, random: str, setting: 
         verdict=v, table=table, units=int(counted["images"].min()) if len(counted) else None)
 
 
-def _means(frame: pd.DataFrame, names: Sequence[str]) -> dict[str, torch.Tensor]:
-    out = {}
-    for metric in frame.loc[frame["level"] == "sample", "metric"].unique():
-        out[metric] = _matrix(frame, metric, names).nanmean(0)  # NaN: a μF of constant outputs
-    return out
-
-
-def _rank_agreement(a: torch.Tensor, b: torch.Tensor) -> float:
-    """Spearman of two explainer rankings; 0 when either does not vary (no ranking to keep), NaN when either is
-    undefined."""
-    if bool(torch.isnan(a).any()) or bool(torch.isnan(b).any()):
-        return float("nan")
-    if bool((a == a[0]).all()) or bool((b == b[0]).all()):
-        return 0.0
-    return spearman(a, b).item()
-
-
 def resilience(base: pd.DataFrame, perturbed: Mapping[str, pd.DataFrame], names: Sequence[str]) -> pd.DataFrame:
     """Noise resilience (MetaQuantus): the Spearman between each metric's ranking of the explainers ``names`` (mean
     oriented scores) on the original frame and on each frame of slightly perturbed models or inputs
@@ -299,33 +273,6 @@ def resilience(base: pd.DataFrame, perturbed: Mapping[str, pd.DataFrame], names:
     table = pd.DataFrame(rows)
     mean = table.groupby("metric", sort=False)["resilience"].mean().reset_index().assign(condition="mean")
     return pd.concat([table, mean], ignore_index=True)
-
-
-def reactivity(base: pd.DataFrame, randomised: pd.DataFrame, names: Sequence[str], *, truth: str,
-               random: str) -> pd.DataFrame:
-    """Adversary reactivity (MetaQuantus): per metric, ``model`` (1 − Spearman between its ranking of ``names`` on
-    the original and on a randomised model) / 2, 1 when the ranking reverses and ½ when it is unrelated;
-    ``explanation`` the share of samples where the ground truth ``truth`` scores better than the random map
-    ``random`` (ties ½; ½ when the metric cannot tell them apart); ``reactivity`` their mean."""
-    ref, other = _means(base, names), _means(randomised, names)
-    wins = beats(base, truth, random).set_index("metric")["share"]
-    rows = []
-    for metric in ref:
-        model = (1 - _rank_agreement(ref[metric], other[metric])) / 2
-        rows.append({"metric": metric, "model": model, "explanation": wins[metric],
-                     "reactivity": (model + wins[metric]) / 2})
-    return pd.DataFrame(rows)
-
-
-def beats(frame: pd.DataFrame, explainer: str, other: str) -> pd.DataFrame:
-    """Per per-sample metric, the share of samples where ``explainer`` scores better than ``other`` (oriented
-    scores; ties count ½, so ½ means the metric cannot tell them apart) → columns ``metric``, ``share``."""
-    rows = []
-    for metric in frame.loc[frame["level"] == "sample", "metric"].unique():
-        both = _matrix(frame, metric, [explainer, other])
-        win = (both[:, 0] > both[:, 1]).double() + 0.5 * (both[:, 0] == both[:, 1]).double()
-        rows.append({"metric": metric, "share": win.mean().item()})
-    return pd.DataFrame(rows, columns=["metric", "share"])
 
 
 CRITERIA = {"recovery": True, "OOD recovery": True, "resilience": True, "reactivity": True, "cost": False}
@@ -354,36 +301,6 @@ def report_card(recovery_by_setup: pd.DataFrame, resilience_table: pd.DataFrame,
     card["overall"] = card[[f"rank {c}" for c in CRITERIA]].mean(axis=1)
     card.insert(0, "label", [evaluation.METRICS[m].label for m in card.index])
     return card.sort_values(["overall", "recovery"], ascending=[True, False]).reset_index()
-
-
-def cost_per_metric(frame: pd.DataFrame) -> pd.DataFrame:
-    """What each metric of an :func:`~faithlab.evaluate` frame costs for one explainer: ``inputs per sample``
-    (model inputs; Few-class Fid includes its perturbation search, which :func:`~faithlab.evaluate` runs once for
-    all explainers), ``explained per sample`` (inputs given to the explainer) and ``ms per sample``; metrics
-    computed together (``shared with``) share these numbers. The clean pass and the fully removed inputs, which
-    every explainer and metric share (one input per sample and reference each), are left out."""
-    table = evaluation.cost(frame)
-    n = int(frame.loc[frame["level"] == "sample", "sample"].nunique())
-    if n == 0:
-        raise ValueError("frame has no per-sample rows")
-    per = table[table["explainer"] != "all"].groupby("group")[["forward_inputs", "explained_inputs",
-                                                                 "seconds"]].mean()
-    extra = table[table["group"] == "fewclass selection"][["forward_inputs", "seconds"]].sum()
-    rows = []
-    for metric in frame["metric"].unique():
-        info = evaluation.METRICS[metric]
-        if info.group not in per.index:
-            continue
-        g = per.loc[info.group]
-        inputs, seconds = g["forward_inputs"], g["seconds"]
-        if info.group == "fewclass":
-            inputs, seconds = inputs + extra["forward_inputs"], seconds + extra["seconds"]
-        together = [evaluation.METRICS[m].label for m in frame["metric"].unique()
-                    if evaluation.METRICS[m].group == info.group and m != metric]
-        rows.append({"metric": metric, "label": info.label, "inputs per sample": inputs / n,
-                     "explained per sample": g["explained_inputs"] / n, "ms per sample": 1000 * seconds / n,
-                     "shared with": ", ".join(together)})
-    return pd.DataFrame(rows)
 
 
 def noisy_inputs(x: torch.Tensor, sigma: float, *, generator: torch.Generator | int) -> torch.Tensor:
