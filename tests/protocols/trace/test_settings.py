@@ -40,7 +40,8 @@ def test_smoke_sets_the_models_once_and_book_keeps_the_defaults():
     assert book == dict.fromkeys(NOTEBOOKS, {})
     defaults = fs.papers.trace.TraceModels()
     assert [s["name"] for s in defaults.settings] == ["ResNet-9", "VGG-small", "MobileNet-small"]
-    assert fs.papers.trace.inputs.DENSENET_SMALL["model"] == "densenet_small"  # the fourth, left out of the book
+    from faithlab.study.papers.trace.setup import DENSENET_SMALL
+    assert DENSENET_SMALL["model"] == "densenet_small"  # the fourth, left out of the book
     assert (defaults.image_size, defaults.r) == (28, 0.45)
 
 

@@ -5,16 +5,15 @@ The metric and the searches live in :mod:`faithlab.metrics.papers.trace.trajecto
 :mod:`faithlab.metrics.papers.trace.search`; this package only runs them over methods, references and outputs and lays
 the results out, one module per concept:
 
-- :mod:`~faithlab.study.papers.trace.inputs`: the models and images (the canvas stand-ins, one named setting
-  :class:`~faithlab.study.papers.trace.inputs.TraceModels` shared by the three notebooks, or the paper's torchvision
-  classifiers);
-- :mod:`~faithlab.study.papers.trace.maps`: the Table 1 methods' maps and their patch trajectories;
-- :mod:`~faithlab.study.papers.trace.frames`: the frames of scores and curves, one row per image (or per image and
-  curve point), so the claims can bootstrap over images;
+- :mod:`~faithlab.study.papers.trace.setup`: the models and images (the canvas stand-ins, one named setting
+  :class:`~faithlab.study.papers.trace.setup.TraceModels` shared by the three notebooks, or the paper's torchvision
+  classifiers) and the chapter's set-up table (``SETUP``);
+- :mod:`~faithlab.study.papers.trace.experiments`: the Table 1 methods' maps and their patch trajectories, and the
+  frames of scores and curves, one row per image (or per image and curve point), so the claims can bootstrap over
+  images;
 - :mod:`~faithlab.study.papers.trace.claims`: the claims T1–T6 (``claim_*``, each a
   :class:`faithlab.study.verdicts.Claim` decided by its rule in ``faithlab/study/verdicts/registered/trace.toml``) and the
-  chapter's mechanism premise (``mechanism_premises``);
-- :mod:`~faithlab.study.papers.trace.setup_table`: the chapter's set-up table (``SETUP``);
+  chapter's mechanism premise (``mechanism_premises``), one module per concept;
 - :mod:`~faithlab.study.papers.trace.paper`: the paper's numbers (Table 1) and the margins derived from them, read by
   the notebook, the claims and the rules file's tests.
 
@@ -23,18 +22,17 @@ Every public name is re-exported here (``faithlab.study.papers.trace.deletion_fr
 
 from faithlab.study.papers.trace import paper
 from faithlab.study.papers.trace.claims import (PREMISE_COLUMNS, PREMISE_DROP, PREMISE_GAIN, claim_beats_methods,
-                                             claim_cross_test, claim_insertion_equals_deletion,
-                                             claim_probability_beats_logit, claim_random_test, claim_reference_robust,
-                                             claim_search_beats_greedy, claim_search_bound, cross_premises,
-                                             mechanism_premises, premise_outcomes, random_test_premises,
-                                             search_bound_premises, table1_premises)
-from faithlab.study.papers.trace.frames import (OUTPUT_NAMES, curve_rows, curve_sums, deletion_frames,
-                                             insertion_deletion_frame, normalised_auc, random_deletion_frame,
-                                             random_order_sums, reference_spread, search_frames, table_layout)
-from faithlab.study.papers.trace.inputs import (CAM_LAYERS, PAPER_MODELS, TraceModels, Setup, first_by_filename,
-                                             references_of, setup)
-from faithlab.study.papers.trace.maps import TABLE1_METHODS, method_maps, trajectories
-from faithlab.study.papers.trace.setup_table import SETUP
+                                                claim_cross_test, claim_insertion_equals_deletion,
+                                                claim_probability_beats_logit, claim_random_test,
+                                                claim_reference_robust, claim_search_beats_greedy, claim_search_bound,
+                                                cross_premises, mechanism_premises, premise_outcomes,
+                                                random_test_premises, search_bound_premises, table1_premises)
+from faithlab.study.papers.trace.experiments import (OUTPUT_NAMES, TABLE1_METHODS, curve_rows, curve_sums,
+                                                     deletion_frames, insertion_deletion_frame, method_maps,
+                                                     normalised_auc, random_deletion_frame, random_order_sums,
+                                                     reference_spread, search_frames, table_layout, trajectories)
+from faithlab.study.papers.trace.setup import (CAM_LAYERS, PAPER_MODELS, SETUP, Setup, TraceModels, first_by_filename,
+                                               references_of, setup)
 
 __all__ = ["TABLE1_METHODS", "OUTPUT_NAMES", "PAPER_MODELS", "CAM_LAYERS", "TraceModels", "Setup", "setup",
            "first_by_filename", "references_of", "method_maps", "trajectories", "deletion_frames", "search_frames",

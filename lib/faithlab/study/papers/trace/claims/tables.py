@@ -1,0 +1,198 @@
+"""TRACE's claims on Table 1's scores: T2 (TRACE beats the attribution methods), T3 (the probability beats the
+logit) and the reference robustness (the scores' spread over references), each decided by its pre-registered rule
+(``faithlab/study/verdicts/registered/trace.toml``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from faithlab.study import verdicts
+from faithlab.study.papers.trace import paper
+from faithlab.study.papers.trace.claims.premises import (PREMISE_COLUMNS, SCORE, as_array, curve_points, decided,
+                                                         interval_text, per_image, premise_outcomes, premise_row,
+                                                         premise_text, replica_groups, replica_mean, table1_premises)
+from faithlab.study.papers.trace.experiments import reference_spread
+from faithlab.study.verdicts import replication
+
+__all__ = ["claim_beats_methods", "claim_probability_beats_logit", "claim_reference_robust"]
+
+
+def claim_beats_methods(scores: pd.DataFrame, *, model: str, target: str = "T-p", exclude: tuple[str, ...] = ("T-y",),
+                        random: str = "Random", output: str = "probability",
+                        premise_scores: pd.DataFrame | None = None) -> verdicts.Claim:
+    """Claim T2 for one model (Table 1, rule ``T2``): TRACE-SA-Le−Mo (``target``) beats every attribution method in
+    ΣLeRF − ΣMoRF, under every reference, by the rule's margin.
+
+    scores: :func:`deletion_frames` scores (columns model, reference, method, output, image, LeRF, MoRF,
+    "LeRF − MoRF", f(x), points; replica for several trained models); the methods are every other method of
+    ``model`` but ``exclude`` and ``random`` (a uniform random map: a random deletion order, the null of the
+    premise). Per reference and method, per image the method's shortfall from ``target`` as a share of
+    ``target``'s mean score over the replica's images (its mean per replica: 1 − method / ``target``); the t
+    interval on the replica means above the margin in every cell. TRACE maximises this very score, so that it
+    wins at all is close to built in; the margin (half the smallest shortfall in the paper's Table 1) asks that it
+    win by as much as the paper's smallest lead. Premises, per reference: deletion lowers the prediction (on
+    ``premise_scores`` when given) and ``target`` beats random orders (:func:`table1_premises`)."""
+    rule = verdicts.rule("T2")
+    frame = scores[(scores["model"] == model) & (scores["output"] == output)]
+    methods = [m for m in dict.fromkeys(frame["method"]) if m not in (target, random, *exclude)]
+    if target not in set(frame["method"]) or random not in set(frame["method"]) or not methods:
+        raise ValueError(f"scores must hold {target!r}, {random!r} (a random order, the premise's null) and another "
+                         f"method for model {model!r} and output {output!r}, got {sorted(set(frame['method']))}")
+    cells, units = {}, []
+    for ref in dict.fromkeys(frame["reference"]):
+        tp = per_image(frame, SCORE, reference=ref, method=target)
+        groups = replica_groups(frame, reference=ref, method=target)
+        scale = replica_mean(tp, groups)
+        for m in methods:
+            other = per_image(frame, SCORE, reference=ref, method=m)
+            if len(other) != len(tp):
+                raise ValueError(f"scores must hold {m!r} on the images of {target!r} under reference {ref!r}")
+            cells[f"{ref}: {m}"] = verdicts.effect((tp - other) / scale, rule=rule, groups=groups,
+                                                   what=f"{ref}: ({target} − {m}) / {target}")
+            units.append(len(tp))
+    checked = table1_premises(frame, searches=(target,), random=random, output=output,
+                              premise_scores=premise_scores)
+    premises = premise_outcomes(checked)
+    means = frame.groupby("method", sort=False)[SCORE].mean()
+    best = means[methods].idxmax()
+    weakest = min(cells.values(), key=lambda j: j.interval.low)
+    return verdicts.Claim(
+        f"T2 ({model}): TRACE-SA-Le−Mo ({target}) beats every attribution method in ΣLeRF − ΣMoRF (Table 1)",
+        rule=rule, premise=premise_text(checked),
+        paper_value=f"{target} above every method in all 18 cells; the best method's shortfall "
+                    f"{paper.shortfalls().min():.2f}–{paper.shortfalls().max():.2f} of {target}'s score "
+                    f"(ResNet-18, zero: {paper.versus_best('zero')})",
+        our_value=f"{target} {means[target]:.2f} vs best method {best} {means[best]:.2f}; smallest shortfall "
+                  f"({weakest.what}) {interval_text(weakest)}",
+        verdict=decided(rule, cells, premises), table=pd.DataFrame(verdicts.judgement_table(cells, model=model)),
+        units=min(units))
+
+
+def claim_probability_beats_logit(scores: pd.DataFrame, *, target: str = "T-p", other: str = "T-y",
+                                  random: str = "Random", output: str = "probability",
+                                  premise_scores: pd.DataFrame | None = None) -> verdicts.Claim:
+    """Claim T2b (Table 1, Sec. 5.2; rule ``T2b``): scored with probabilities, the trajectory optimised for the
+    probability (``target``, T-p) beats the one optimised for the logit (``other``, T-y) by a non-negligible
+    margin, in every model × reference cell.
+
+    T-p maximises the very score it is judged by, so that it is ahead is built in; the paper's claim is that the
+    gap is "non-negligible", and that can fail: per image (T-p − T-y) as a share of T-p's mean score over the
+    replica's images, the t interval on the replica means above the margin (half the smallest such gap in the
+    paper's Table 1); a gap shown inside the margin is "not reproduced". Premises per cell: deletion lowers the
+    prediction (on ``premise_scores`` when given) and both searches beat random orders (the ``random`` map,
+    :func:`table1_premises`)."""
+    rule = verdicts.rule("T2b")
+    frame = scores[scores["output"] == output]
+    if not {target, other, random} <= set(frame["method"]):
+        raise ValueError(f"scores must hold {target!r}, {other!r} and {random!r} (a random order, the premise's null) "
+                         f"for output {output!r}")
+    cells, units = {}, []
+    for (model, ref), cell in frame.groupby(["model", "reference"], sort=False):
+        tp, ty = (per_image(cell, SCORE, method=m) for m in (target, other))
+        groups = replica_groups(cell, method=target)
+        units.append(len(tp))
+        cells[f"{model}, {ref}"] = verdicts.effect((tp - ty) / replica_mean(tp, groups), rule=rule, groups=groups,
+                                                   what=f"{model}, {ref}: ({target} − {other}) / {target}")
+    checked = table1_premises(frame, searches=(target, other), random=random, output=output,
+                              premise_scores=premise_scores)
+    premises = premise_outcomes(checked)
+    means = frame.groupby("method")[SCORE].mean()
+    weakest = min(cells.values(), key=lambda j: j.interval.low)
+    return verdicts.Claim(
+        f"T2b: scored with probabilities, {target} (optimised for the probability) beats {other} (optimised for the "
+        "logit) by a non-negligible margin",
+        rule=rule, premise=premise_text(checked),
+        paper_value=f"{target} > {other} in all 18 cells, by {paper.probability_gaps().min():.2f}–"
+                    f"{paper.probability_gaps().max():.2f} of {target}'s score ('non-negligible')",
+        our_value=f"{target} {means[target]:.2f} vs {other} {means[other]:.2f}; smallest gap ({weakest.what}) "
+                  f"{interval_text(weakest)}",
+        verdict=decided(rule, cells, premises), table=pd.DataFrame(verdicts.judgement_table(cells)),
+        units=min(units))
+
+
+
+def claim_reference_robust(patch_scores: pd.DataFrame, pixel_scores: pd.DataFrame, *, target: str = "T-p",
+                           against: tuple[str, ...] = ("Grad", "IG"), random: str = "Random",
+                           premise_scores: pd.DataFrame | None = None) -> verdicts.Claim:
+    """Claim T5 (Table 1, Fig. 1; rule ``T5``): with 7×7 patches TRACE's score barely moves with the reference,
+    unlike the pixel-level scores of Gradient and IG (Grad-CAM less affected, shown, not counted).
+
+    patch_scores, pixel_scores: :func:`deletion_frames` scores (columns model, method, reference, image,
+    "LeRF − MoRF", f(x), points; replica for several trained models; one output) on the patch grid and at pixel
+    level. Per image, how far the reference moves the score: max − min over the references, under two denominators
+    — "relative" (over the mean |score| of the method on that model and replica: the paper's sense, but TRACE's
+    score is the metric's maximum, the largest denominator, which favours TRACE) and "per point" (over the curve's
+    points: the same scale for every method, favouring none). Per counted method and denominator, the method's
+    pixel-level spread minus ``target``'s on patches, paired by image; the t interval on the replica means above that
+    denominator's margin, in every cell. Premise: the mechanism on the patch scores (:func:`table1_premises`,
+    ``random`` the null; part (a) on ``premise_scores`` when given). A relative spread of a score at chance means
+    nothing (it divides by about 0), so a "relative" cell counts only when both compared scores lie above chance
+    (0, a random order's expectation; the t interval on the replica means), else it is undecided; the "per point"
+    cells need no such check."""
+    rule = verdicts.rule("T5")
+    rep = [replication.REPLICA] if replication.has_replicas(patch_scores, pixel_scores) else []
+    keys = [*rep, "model", "image"]
+    if target not in set(patch_scores["method"]):
+        raise ValueError(f"patch_scores must hold {target!r}, got {sorted(set(patch_scores['method']))}")
+    run = [m for m in against if m in set(pixel_scores["method"])]
+    if not run:
+        raise ValueError(f"pixel_scores must hold at least one of {list(against)}, got "
+                         f"{sorted(set(pixel_scores['method']))}")
+    spreads = {}
+    for level, frame in (("patches", patch_scores), ("pixels", pixel_scores)):
+        s = reference_spread(frame, value=SCORE, by=[*rep, "model", "method"]).sort_values(keys)
+        s["per point"] = s["spread"] / curve_points(frame)
+        spreads[level] = s.rename(columns={"relative spread": "relative"})
+
+    def spread(level: str, method: str, denominator: str) -> np.ndarray:
+        s = spreads[level]
+        return as_array(s[s["method"] == method][denominator])
+
+    groups = (spreads["patches"][spreads["patches"]["method"] == target]["replica"].astype(str).to_numpy()
+              if rep else None)
+    checked = (table1_premises(patch_scores, searches=(target,), random=random, output=patch_scores["output"].iloc[0],
+                               premise_scores=premise_scores)
+               if random in set(patch_scores["method"]) else pd.DataFrame(columns=PREMISE_COLUMNS))
+    mechanism = premise_outcomes(checked)
+    chance = {}  # each compared score above chance (0): a relative spread of a score at chance means nothing
+    for level, frame, names in (("patches", patch_scores, [target]), ("pixels", pixel_scores, run)):
+        for m in names:
+            sel = frame[frame["method"] == m].sort_values([*rep, "model", "reference", "image"])
+            row = premise_row(sel[SCORE], sel["replica"].astype(str).to_numpy() if rep else None, 0.0,
+                               data=f"{m}, {level}, every model and reference",
+                               part="ΣLeRF − ΣMoRF above chance (0)")
+            chance[m] = premise_outcomes(pd.DataFrame([row]))[0]
+    cells, rows = {}, []
+    base = {d: spread("patches", target, d) for d in ("relative", "per point")}
+    rows.append({"method": target, "level": "patches", "counted": True,
+                 **{f"mean {d} spread": base[d].mean() for d in base}})
+    for method in dict.fromkeys(pixel_scores["method"]):
+        row = {"method": method, "level": "pixels", "counted": method in run}
+        for d in ("relative", "per point"):
+            values = spread("pixels", method, d)
+            if len(values) != len(base[d]):
+                raise ValueError(f"pixel_scores must hold the models × images of patch_scores for {method!r}")
+            row[f"mean {d} spread"] = values.mean()
+            if method in set(patch_scores["method"]):
+                row[f"same method on patches, {d}"] = spread("patches", method, d).mean()
+            if method in run:
+                j = verdicts.effect(values, base[d], rule=rule, groups=groups, setting=d,
+                                    what=f"{method} (pixels) − {target} (patches), {d}")
+                shown = d != "relative" or (chance[method].holds and chance[target].holds)
+                cells[f"{method}, {d}"] = j if shown else None  # a relative spread of a score at chance: undecided
+        rows.append(row)
+    judged = verdicts.judgement_table({k: v for k, v in cells.items()})
+    table = pd.concat([pd.DataFrame(rows), pd.DataFrame(judged)], ignore_index=True)
+
+    return verdicts.Claim(
+        "T5: with 7×7 patches TRACE's score barely moves with the reference, unlike pixel-level scores of Gradient "
+        "and IG (Grad-CAM less affected)",
+        rule=rule, premise=premise_text(checked, extra=list(chance.values())),
+        paper_value="T-p " + " / ".join(f"{v:.2f}" for v in paper.TABLE1_RESNET18["T-p"])
+                    + " (" + "/".join(paper.TABLE1_RESNET18["reference"]) + ", ResNet-18); Fig. 1 qualitative",
+        our_value="; ".join(f"{name}: {interval_text(j) if j is not None else 'undecided (a score at chance)'}"
+                            for name, j in cells.items()),
+        verdict=decided(rule, cells, mechanism), table=table, units=len(base["relative"]))
+
+
