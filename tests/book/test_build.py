@@ -83,7 +83,7 @@ def test_every_claim_is_decided_by_the_one_procedure(smoke_book):
             problems.append(f"{name}: decided by rule {row.rule_id!r}, which is not in the committed rules files")
         elif registered[row.rule_id].kind != row.kind:
             problems.append(f"{name}: a {row.kind}, but its rule {row.rule_id} registers a {registered[row.rule_id].kind}")
-        if verdicts._states_decision(row.rule):
+        if verdicts.states_decision(row.rule):
             problems.append(f"{name}: its rule states a decision ({row.rule!r})")
         if row.verdict in verdicts.DECIDED:
             if not row.decision:

@@ -36,7 +36,7 @@ def test_every_rule_of_a_trained_claim_asks_the_house_design(path):
             f"{cid}: replicas {rule.replicas}, units {rule.units}: the house asks ≥ {fs.verdicts.MIN_REPLICAS} "
             f"trained replicas and ≥ {fs.verdicts.MIN_UNITS} independent units")
         assert rule.interval in fs.verdicts.INTERVAL_METHODS, f"{cid}: interval {rule.interval!r} is not tested"
-        assert not fs.verdicts._states_decision(rule.statistic), f"{cid}: the statistic states a decision"
+        assert not fs.verdicts.states_decision(rule.statistic), f"{cid}: the statistic states a decision"
         assert rule.margin_source.strip() and rule.null.strip()
 
 

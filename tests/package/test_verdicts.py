@@ -339,9 +339,9 @@ def test_premise_share_is_decided_on_its_interval():
     ("holds (see above.)", "holds (see above.) S."), ("holds. ", "holds. S."),
 ])
 def test_a_sentence_the_procedure_adds_to_a_premise_starts_a_new_sentence(premise, expected):
-    from faithlab.study.verdicts import _then
+    from faithlab.study.verdicts import then
 
-    assert _then(premise, "S.") == expected
+    assert then(premise, "S.") == expected
 
 
 def test_a_replica_too_small_for_the_statistic_is_left_out_not_counted_as_disagreeing():

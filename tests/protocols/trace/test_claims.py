@@ -411,7 +411,7 @@ def test_every_claim_is_decided_by_its_registered_rule_and_its_design(i):
         assert claim.verdict == R, claim.verdict.why
     assert claim.kind == rule.kind and claim.verdict.rule_id == rule.id and claim.verdict.decision
     assert claim.stability == ()  # t intervals: nothing resampled, no bootstrap seed
-    assert not fs.verdicts._states_decision(claim.rule)
+    assert not fs.verdicts.states_decision(claim.rule)
     if fn is P.claim_insertion_equals_deletion:
         assert claim.replicas == () and not claim.trained
     else:

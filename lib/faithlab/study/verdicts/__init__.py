@@ -8,13 +8,16 @@
 - :mod:`.decisions` — the equivalence logic: each cell's interval against the margin (:func:`judge`,
   :func:`effect`), the cells combined as the rule says (:func:`decide`, :func:`decide_parts`).
 - :mod:`.power` — the design (replicas × units) that would decide a claim, with the same interval.
-- :mod:`.procedure` — premises and nulls, :class:`Claim` and :func:`replicated`, the one wrapper every notebook's
-  claim goes through (replica agreement, stability, the rule's replica and unit minimums, the power analysis).
+- :mod:`.premises` — premises and nulls (the first step: can the comparison discriminate at all).
+- :mod:`.claim` — :class:`Claim`, what a claim function returns.
+- :mod:`.procedure` — :func:`replicated`, the one wrapper every notebook's claim goes through (replica agreement,
+  stability, the rule's replica and unit minimums, the power analysis); it re-exports the premises and the claim.
+- :mod:`.replication` — the replica loop (:func:`replicas`, the replicas' seeds) and the frames' ``replica`` column.
 """
 
 from faithlab.study.verdicts.procedure import *  # noqa: F401,F403
 from faithlab.study.verdicts.procedure import __all__ as _procedure_all
-from faithlab.study.verdicts.procedure import _states_decision, _then  # noqa: F401
+from faithlab.study.verdicts.procedure import states_decision, then  # noqa: F401
 from faithlab.study.verdicts.intervals import (Interval, mean_interval, replica_interval, share_interval,  # noqa: F401
                                          draws_interval, wilson, INTERVAL_METHODS)
 from faithlab.study.verdicts.rules import Rule, rule, all_rules, DECISIONS  # noqa: F401

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from faithlab.metrics.statistics import confidence_level
 from faithlab.study.verdicts import intervals as iv
 from faithlab.study.verdicts.rules import Rule
 from faithlab.study.verdicts.words import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, Verdict
@@ -94,17 +95,17 @@ def effect(a: np.ndarray | torch.Tensor, b: np.ndarray | torch.Tensor | None = N
     """The mean of ``a − b`` per unit (``a`` alone when b is None; NaN units dropped), its interval
     (:func:`~faithlab.study.verdicts.intervals.mean_interval`: a t interval on the replica means when ``groups`` names
     ≥ 2 replicas) judged against ``rule`` (:func:`judge`); undecided, with no interval, on fewer than 2 units."""
-    x = iv._array(a, "a")
+    x = iv.as_array(a, "a")
     if b is not None:
-        y = iv._array(b, "b")
+        y = iv.as_array(b, "b")
         if y.shape != x.shape:
             raise ValueError(f"a and b must hold the same number of paired units, got {x.size} and {y.size}")
         x = x - y
-    g = None if groups is None else iv._codes(groups, x.size)
+    g = None if groups is None else iv.group_codes(groups, x.size)
     kept = ~np.isnan(x)
     if np.count_nonzero(kept) < 2:  # no interval on fewer than 2 units (the paper-dry profile's one image): undecided
         interval = iv.Interval(float(x[kept].mean()) if kept.any() else math.nan, math.nan, math.nan,
-                               iv._level(level), "t on units", int(np.count_nonzero(kept)),
+                               confidence_level(level), "t on units", int(np.count_nonzero(kept)),
                                len(set(g[kept].tolist())) if g is not None and kept.any() else 1)
         return judge(interval, rule, setting=setting, what=what)
     interval = iv.mean_interval(x, groups=g, level=level)

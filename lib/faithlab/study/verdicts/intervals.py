@@ -73,7 +73,8 @@ class Interval:
 _level = confidence_level  # the level check, the library's (faithlab.metrics.statistics)
 
 
-def _array(values, name: str) -> np.ndarray:
+def as_array(values, name: str) -> np.ndarray:
+    """``values`` (a sequence, array or tensor) as a flat float64 array; TypeError, naming ``name``, otherwise."""
     if isinstance(values, (str, bytes)):
         raise TypeError(f"{name} must be numbers (a sequence, array or tensor), got {values!r}")
     if hasattr(values, "detach"):  # a torch tensor
@@ -84,7 +85,8 @@ def _array(values, name: str) -> np.ndarray:
         raise TypeError(f"{name} must be numbers (a sequence, array or tensor), got {type(values).__name__}") from None
 
 
-def _codes(groups, n: int, name: str = "groups") -> np.ndarray:
+def group_codes(groups, n: int, name: str = "groups") -> np.ndarray:
+    """Each unit's replica (``groups``: ids as numbers or text, one per unit of ``n``) as codes 0, 1, …"""
     raw = groups.to_numpy() if hasattr(groups, "to_numpy") else groups
     if hasattr(raw, "detach"):
         raw = raw.detach().cpu().numpy()
@@ -104,8 +106,8 @@ def _t(values: np.ndarray, level: float, method: str, units: int, replicas: int)
 
 def replica_means(values, groups) -> tuple[np.ndarray, np.ndarray]:
     """Per replica (sorted by its id as text): its mean of ``values`` and its count of units, NaN units dropped."""
-    x = _array(values, "values")
-    codes = _codes(groups, x.size)
+    x = as_array(values, "values")
+    codes = group_codes(groups, x.size)
     keep = ~np.isnan(x)
     x, codes = x[keep], codes[keep]
     k = int(codes.max()) + 1 if codes.size else 0
@@ -123,7 +125,7 @@ def mean_interval(values, *, groups=None, level: float = 0.95) -> Interval:
     training run is the unit of replication. Without groups, or with one replica, a t interval on the units (n − 1
     degrees of freedom). Raises ValueError when fewer than 2 units (or, grouped, 2 units in one replica) remain."""
     level = _level(level)
-    x = _array(values, "values")
+    x = as_array(values, "values")
     if groups is not None:
         means, counts = replica_means(x, groups)
         if means.size >= 2:
@@ -138,7 +140,7 @@ def replica_interval(values, *, units: int | None = None, level: float = 0.95) -
     dropped; R − 1 degrees of freedom). units: how many units the R statistics rest on, all replicas together (for
     the claim's unit count; default R). Raises ValueError below 2 replicas."""
     level = _level(level)
-    x = _array(values, "values")
+    x = as_array(values, "values")
     x = x[~np.isnan(x)]
     if x.size < 2:
         raise ValueError(f"a replica-level interval needs at least 2 replicas with a defined statistic, got {x.size}")
@@ -173,7 +175,7 @@ def share_interval(flags, *, groups=None, level: float = 0.95) -> Interval:
     run's variance, the Wilson part keeps a share of 0 or 1 from an interval of zero width). With one model: the
     Wilson interval of the count. Both are clipped to [0, 1]."""
     level = _level(level)
-    x = _array(flags, "flags")
+    x = as_array(flags, "flags")
     if not np.all(np.isnan(x) | (x == 0) | (x == 1)):
         raise ValueError("flags must be binary (0/1, False/True; NaN for a missing unit)")
     if groups is not None:
@@ -194,7 +196,7 @@ def draws_interval(estimate, draws, *, units: int, level: float = 0.95) -> Inter
     """The ``level`` percentile interval of ``estimate`` from bootstrap ``draws`` over one model's ``units`` (NaN
     draws dropped; at least 100 left): for a statistic that is not a mean, of a model that is not trained here."""
     level = _level(level)
-    x = _array(draws, "draws")
+    x = as_array(draws, "draws")
     x = x[~np.isnan(x)]
     if x.size < 100:
         raise ValueError(f"draws must hold at least 100 bootstrap values without NaN, got {x.size}")

@@ -27,7 +27,7 @@ TARGET = 0.8
 def variance_components(x, groups) -> tuple[float, float, float, int, float]:
     """Mean of the replica means, between-replica variance (floored at 0), within-replica variance, replicas and
     mean units per replica of per-unit values ``x`` with replica codes ``groups`` (one-way random-effects ANOVA)."""
-    x = iv._array(x, "x")
+    x = iv.as_array(x, "x")
     codes = np.asarray(groups)
     keep = ~np.isnan(x)
     x, codes = x[keep], codes[keep]

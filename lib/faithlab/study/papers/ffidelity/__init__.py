@@ -7,89 +7,85 @@ seeds and score every degraded map with Fid+ and Fid− curves (:func:`degraded_
 settings, the wall-clock cost and forward passes of every stage), and :func:`ranking_correlations` turns the curves
 into the paper's macro/micro correlations and micro ranks.
 
-One module per concept, every public name gathered here (``faithlab.study.papers.ffidelity.<name>``):
+The paper's files, as in every paper package, every public name gathered here
+(``faithlab.study.papers.ffidelity.<name>``):
 
-* ``study``: the image study (:func:`degraded_fidelity_curves`, :func:`image_ranking_study`, :class:`RankingStudy`,
-  random masking, constant-map counts), :func:`palette_canvases` (canvases on which removal is out of
-  distribution), :class:`CanvasModels`, the image models three notebooks share, and
-  :class:`VitModels`, the ViT two notebooks share;
-* ``ranking``: the correlations, their nulls (the ground-truth order permuted), the replica statistics and the
-  ranking, LeRF and ablation claims;
-* ``image_claims``: the chapter's mechanism (removal out of distribution, :func:`claim_ood_check`, the premise
-  :func:`mechanism`), the map preference, the cost, size and sensitivity claims;
-* ``robustness``: Table 8 and App. D.3 (fine-tuning restores accuracy, text robust, β steps);
-* ``series_text``: :class:`SeriesTextModels`, the models two notebooks share, and their ranking claims;
-* ``setup_table``: the chapter's set-up table, :data:`SETUP`;
+* ``setup``: the models and data the notebooks share — :func:`palette_canvases` (canvases on which removal is out
+  of distribution), :class:`CanvasModels`, the image models three notebooks share, :class:`VitModels`, the ViT two
+  notebooks share, :class:`SeriesTextModels`, the series and text models two notebooks share — and the chapter's
+  set-up table, :data:`SETUP`;
+* ``experiments``: the image study (:func:`degraded_fidelity_curves`, :func:`image_ranking_study`,
+  :class:`RankingStudy`, random masking, constant-map counts);
+* ``claims``: the claim functions, one module per concept (``claims.ranking``: the correlations, their nulls, the
+  replica statistics and the ranking, LeRF and ablation claims; ``claims.images``: the chapter's mechanism
+  (:func:`claim_ood_check`, the premise :func:`mechanism`), the map preference, the cost, size and sensitivity
+  claims; ``claims.robustness``: Table 8 and App. D.3; ``claims.series_text``: the series and text ranking claims);
 * ``paper``: the paper's numbers (Tables 1–8, 10–13), read by the notebooks.
 """
 
-from faithlab.study.papers.ffidelity import paper
-from faithlab.study.papers.ffidelity.image_claims import (
+from faithlab.study.papers.ffidelity import claims, experiments, paper, setup
+from faithlab.study.papers.ffidelity.claims import (
     AGREEMENT,
+    CORRELATION_LABELS,
     COST_STAGES,
-    claim_cost,
-    claim_road,
-    rival_costs,
+    PAIR_MAPS,
+    RANKING_RULES,
     RIVAL_COST_STAGES,
+    claim_ablation,
+    claim_beta_accuracy,
+    claim_beta_agreement,
+    claim_cost,
+    claim_finetune_restores,
+    claim_lerf_near_one,
     claim_map_preferred,
     claim_maps_preserved,
     claim_ood_check,
+    claim_ranking,
+    claim_road,
     claim_robust_hyperparameters,
+    claim_series_ranking,
     claim_size_readout,
+    claim_text_equivalence,
+    claim_text_robust,
     cost_table,
+    glue_key,
+    ground_truth_null,
     map_agreement,
     map_agreement_over_replicas,
     mechanism,
+    micro_cells,
     ood_per_input,
-    PAIR_MAPS,
+    oriented_correlations,
     pair_maps,
     per_image_ffid,
-)
-from faithlab.study.papers.ffidelity.ranking import (
-    CORRELATION_LABELS,
-    RANKING_RULES,
-    claim_ablation,
-    claim_lerf_near_one,
-    claim_ranking,
-    ground_truth_null,
-    micro_cells,
-    oriented_correlations,
     permuted_correlations,
     ranking_correlations,
     replica_means,
+    rival_costs,
     separation,
     setting_means,
     setting_table,
     table_layout,
 )
-from faithlab.study.papers.ffidelity.robustness import (
-    claim_beta_accuracy,
-    claim_beta_agreement,
-    claim_finetune_restores,
-    claim_text_robust,
-)
-from faithlab.study.papers.ffidelity.series_text import (
-    SeriesTextModels,
-    claim_series_ranking,
-    claim_text_equivalence,
-    glue_key,
-)
-from faithlab.study.papers.ffidelity.setup_table import SETUP
-from faithlab.study.papers.ffidelity.study import (
-    PALETTES,
+from faithlab.study.papers.ffidelity.experiments import (
     PAPER_SETTINGS,
     RIVALS,
     ROAD_REFERENCE,
     SETTINGS,
-    CanvasModels,
     RankingStudy,
     ReplicaStudies,
-    VitModels,
     constant_map_counts,
     degraded_fidelity_curves,
     image_ranking_study,
-    palette_canvases,
     random_masking_predictions,
+)
+from faithlab.study.papers.ffidelity.setup import (
+    PALETTES,
+    SETUP,
+    CanvasModels,
+    SeriesTextModels,
+    VitModels,
+    palette_canvases,
 )
 
 # in the modules' order, which the API page follows

@@ -18,10 +18,12 @@ import torch
 from faithlab import _validate, explainers, perturb
 
 from faithlab.study import verdicts
+from faithlab.study.verdicts import replication
 from faithlab.metrics.papers import ffidelity
 from faithlab.metrics.papers.reco_mege.distances import top_mask
 from faithlab.metrics.statistics import rankdata
-from faithlab.study.papers.ffidelity.ranking import _apply, _beyond, _null_of, _premise_text, replica_judgement
+from faithlab.study.papers.ffidelity.claims.ranking import (apply_premise, beyond, null_of, premise_text,
+                                                           replica_judgement)
 
 
 # ------------------------------------------------------------------------------------------- the mechanism
@@ -84,11 +86,11 @@ def _wide(per_input: pd.DataFrame, value: str, columns: str = "model") -> pd.Dat
 
 
 def _groups(wide: pd.DataFrame):
-    return wide.index.get_level_values("replica").astype(str).to_numpy() if "replica" in wide.index.names else None
+    return replication.groups(wide.index)
 
 
 def _replica_count(frame: pd.DataFrame) -> int:
-    return int(frame["replica"].nunique()) if "replica" in frame.columns else 1
+    return replication.count(frame)
 
 
 def claim_ood_check(per_input: pd.DataFrame, *, data: str, original: str = "original",
@@ -186,17 +188,17 @@ def claim_map_preferred(per_image: pd.DataFrame, *, setting: str, better: str = 
     replica means judged against the part's margin; the parts combine by F8's share. mechanism: the data set's
     FF.OOD premise (:func:`mechanism`)."""
     rule, parts = verdicts.rule("F8"), {p: verdicts.rule(p) for p in ("F8.plus", "F8.minus")}
-    index = ["replica", "case"] if "replica" in per_image.columns else ["case"]
+    index = replication.unit_keys(per_image, "case")
     wide = per_image.pivot_table(index=index, columns="explainer", values=["FFid+", "FFid−"], aggfunc="first")
     missing = [m for m in (better, worse) if ("FFid+", m) not in wide.columns]
     if missing:
         raise ValueError(f"per_image holds no rows of {missing}")
-    groups = wide.index.get_level_values("replica").astype(str).to_numpy() if "replica" in index else None
+    groups = replication.groups(wide.index)
     cells = {"F8.plus": verdicts.effect(wide["FFid+", better], wide["FFid+", worse], rule=parts["F8.plus"],
                                         groups=groups, setting=setting, what=f"FFid+ {better} − {worse}"),
              "F8.minus": verdicts.effect(wide["FFid−", worse], wide["FFid−", better], rule=parts["F8.minus"],
                                          groups=groups, setting=setting, what=f"FFid− {worse} − {better}")}
-    decided = {p: _apply(verdicts.decide(j, parts[p]), mechanism) for p, j in cells.items()}
+    decided = {p: apply_premise(verdicts.decide(j, parts[p]), mechanism) for p, j in cells.items()}
     v = verdicts.decide_parts(decided, rule)
     means = per_image.groupby("explainer")[["FFid+", "FFid−"]].mean()
     table = pd.DataFrame(verdicts.judgement_table(cells, setting=setting))
@@ -204,7 +206,7 @@ def claim_map_preferred(per_image: pd.DataFrame, *, setting: str, better: str = 
     i = cells["F8.plus"].interval
     return verdicts.Claim(
         f"F8 ({setting}): F-Fidelity rates {better} above {worse}: higher FFid+, lower FFid- (App. D.10)", rule=rule,
-        premise=_premise_text(mechanism) + f"null: no difference between the maps; parts: "
+        premise=premise_text(mechanism) + f"null: no difference between the maps; parts: "
                 + "; ".join(c.sentence() for c in cells.values()),
         paper_value=paper,
         our_value=f"FFid+ {means.loc[better, 'FFid+']:.4f} vs {means.loc[worse, 'FFid+']:.4f}, "
@@ -255,7 +257,7 @@ def claim_cost(cost_tables: pd.DataFrame, *, target: str = "F-Fidelity", other: 
     (they depend on the machine). Raises ValueError with fewer than 2 replicas."""
     rule = verdicts.rule("F9")
     total = cost_tables[cost_tables["stage"] == "total"]
-    if "replica" not in total.columns:
+    if not replication.has_replicas(total):
         raise ValueError("cost_tables must carry a 'replica' column (one cost table per trained replica)")
     wide = total.pivot_table(index="replica", columns="method", values=["forward equivalents", "seconds"])
     missing = [m for m in (target, other) if ("forward equivalents", m) not in wide.columns]
@@ -306,19 +308,19 @@ def claim_size_readout(table: pd.DataFrame, *, tolerance: float, mechanism: verd
                                 n_draws=n_null, seed=null_seed) if len(r) >= 3 else None)
     untestable = ("fewer than 3 cases with r ≠ β/α+: no chance level" if null is None
                   else verdicts.within_null(share, null, what="the share of correct read-outs"))
-    groups = eligible["replica"].astype(str).to_numpy() if "replica" in eligible.columns else None
+    groups = replication.groups(eligible)
     j = None
     if len(r):
         j = verdicts.judge(verdicts.share_interval(correct.astype(float), groups=groups), rule,
                            what="share of correct read-outs")
     if j is not None and j.outcome == "fails":
         untestable = None  # shown short of the margin: not reproduced, whatever chance does (the rule's premise)
-    v = _apply(verdicts.decide([j], rule, untestable=untestable), mechanism)
+    v = apply_premise(verdicts.decide([j], rule, untestable=untestable), mechanism)
     i = j.interval if j is not None else None
     return verdicts.Claim(
         f"F4: FFid+ vs explanation size has a plateau/turning point at the true size r (Theorem 1, Fig. 4)",
         rule=rule,
-        premise=_premise_text(mechanism) + "null: " + (null.describe(2) if null is not None else
+        premise=premise_text(mechanism) + "null: " + (null.describe(2) if null is not None else
                                                       "not computable (fewer than 3 cases)")
                 + f"; a read-out is correct within {tolerance:g}",
         paper_value="qualitative: plateau on [r, β/α+] (Fig. 4)",
@@ -334,7 +336,7 @@ def _null_mean_over_replicas(draws: pd.DataFrame, key: str) -> pd.Series:
     """The null draws of ``key`` for one setting; with a "replica" column, the mean over the replicas of each draw
     (the same permutation in every replica when the notebook draws them from one seed): the chance level of the
     correlation averaged over the replicas, as the observed one is."""
-    if "replica" in draws.columns and draws["replica"].nunique() > 1 and "draw" in draws.columns:
+    if replication.count(draws) > 1 and "draw" in draws.columns:
         return draws.groupby("draw")[key].mean()
     return draws[key]
 
@@ -365,8 +367,8 @@ def claim_robust_hyperparameters(table: pd.DataFrame, null: pd.DataFrame, *, n_i
         per_replica = oriented.groupby(part["replica"]).mean()
         draws = null[(null["varied"] == varied) & (null["value"] == value)]
         means = {k: float(part.groupby("replica")[k].mean().mean()) for k in keys}
-        nulls = {k: _null_of(_null_mean_over_replicas(draws, k)) if len(draws) else None for k in keys}
-        testable = all(_beyond(nulls[k], means[k]) for k in keys)
+        nulls = {k: null_of(_null_mean_over_replicas(draws, k)) if len(draws) else None for k in keys}
+        testable = all(beyond(nulls[k], means[k]) for k in keys)
         name = f"{ranking_symbol(varied)} = {value:g}"
         j = replica_judgement(per_replica.to_numpy(float), rule, units=n_images * len(per_replica), what=name)
         testable = testable and j is not None
@@ -383,11 +385,11 @@ def claim_robust_hyperparameters(table: pd.DataFrame, null: pd.DataFrame, *, n_i
     if frame.empty:
         raise ValueError("table holds no setting")
     untestable = None if cells else "no setting whose correlations all lie beyond chance"
-    v = _apply(verdicts.decide(cells, rule, untestable=untestable), mechanism)
+    v = apply_premise(verdicts.decide(cells, rule, untestable=untestable), mechanism)
     n_rep = int(table["replica"].nunique())
     return verdicts.Claim(
         "F6: F-Fidelity's ranking is robust to N, β and α (App. D.9, Tables 24-26)", rule=rule,
-        premise=_premise_text(mechanism) + "null: a setting is testable when each mean correlation lies beyond its "
+        premise=premise_text(mechanism) + "null: a setting is testable when each mean correlation lies beyond its "
                 "95 % chance range with the ground-truth order permuted over the explainers (MoRF vs LeRF: the + and "
                 f"− curves' pairing shuffled); {len(cells)} of {len(frame)} settings are testable",
         paper_value="robust across N ∈ {10..150}, β ∈ {0.05..0.25}, α ∈ {0.2..0.8}",
@@ -487,9 +489,10 @@ def claim_maps_preserved(per_image: pd.DataFrame, nulls: dict[str, verdicts.Null
         verdicts.within_null(observed, null, what=f"the mean {AGREEMENT[statistic]}"))
     j = None
     if keep.sum() >= 2:
-        groups = per_image["replica"].astype(str).to_numpy()[keep] if "replica" in per_image.columns else None
+        groups = replication.groups(per_image)
+        groups = groups[keep] if groups is not None else None
         j = verdicts.effect(values.to_numpy()[keep], rule=rule, groups=groups, what=f"mean {AGREEMENT[statistic]}")
-    v = _apply(verdicts.decide([j], rule, untestable=untestable), mechanism)
+    v = apply_premise(verdicts.decide([j], rule, untestable=untestable), mechanism)
     table = pd.DataFrame([{"statistic": AGREEMENT[k], "mean": float(per_image[k].mean()),
                            "images": int(per_image[k].notna().sum()), "chance median": n.median,
                            "chance low": n.low, "chance high": n.high} for k, n in nulls.items()])
@@ -497,7 +500,7 @@ def claim_maps_preserved(per_image: pd.DataFrame, nulls: dict[str, verdicts.Null
     return verdicts.Claim(
         f"F10 ({value}): fine-tuning keeps the explanations: the maps of the original and the fine-tuned model "
         f"highlight the same regions (App. D.4, Table 9)", rule=rule,
-        premise=_premise_text(mechanism) + f"null: the mean must lie beyond the range of the same mean with the maps "
+        premise=premise_text(mechanism) + f"null: the mean must lie beyond the range of the same mean with the maps "
                 f"of other images, {null.describe(2)}",
         paper_value="similar regions, minor changes of intensity (qualitative)",
         our_value=f"{AGREEMENT[statistic]} {observed:.2f}" + (f" [{i.low:.2f}, {i.high:.2f}]" if i else "")
@@ -534,7 +537,7 @@ def claim_road(cells: pd.DataFrame, null: pd.DataFrame, *, explainers: Sequence[
     ``target`` recovers the ground-truth order above chance (else there is no recovery to match); ``mechanism``, the
     data's FF.OOD. where: the data set, named in the claim's text (one claim per data set). Table: one row per
     explainer."""
-    from faithlab.study.papers.ffidelity.series_text import lead_below_margin
+    from faithlab.study.papers.ffidelity.claims.series_text import lead_below_margin
 
     rule = verdicts.rule("FF.ROAD")
     if not explainers:
@@ -545,11 +548,11 @@ def claim_road(cells: pd.DataFrame, null: pd.DataFrame, *, explainers: Sequence[
     return verdicts.Claim(
         f"FF.ROAD{f' ({where})' if where else ''}: {rival} (noisy linear imputation, no retraining) recovers the "
         f"ground-truth explainer ranking as well as {target} (fine-tuning)", rule=rule,
-        premise=_premise_text(mechanism) + f"{target} recovers the ground-truth order above chance: its mean GT "
+        premise=premise_text(mechanism) + f"{target} recovers the ground-truth order above chance: its mean GT "
                 "micro correlation (−MoRF vs GT, +LeRF vs GT) above its 95 % range with the order permuted over the "
                 "explainers: " + "; ".join(chance_texts),
         paper_value=paper, our_value="oriented micro correlation: " + "; ".join(texts),
-        verdict=_apply(v, mechanism), table=pd.DataFrame(rows),
+        verdict=apply_premise(v, mechanism), table=pd.DataFrame(rows),
         units=min((j.interval.units for j in judged.values()), default=None),
         kept_replicas=min((j.interval.replicas for j in judged.values()), default=None))
 

@@ -13,6 +13,7 @@ from faithlab import _validate
 from faithlab.metrics import statistics as stats
 
 from faithlab.study import verdicts
+from faithlab.study.verdicts import replication
 from faithlab.metrics.papers import ffidelity
 
 
@@ -168,12 +169,12 @@ def replica_means(cells: pd.DataFrame, *, group: str, value, column: str,
         if missing:
             raise ValueError(f"the cells of {group} {value!r} lack the methods {missing}")
         part = part[part["method"].isin(list(methods))]
-    replica = part["replica"] if "replica" in part.columns else pd.Series(0, index=part.index)
+    replica = replication.column(part)
     means = part.assign(replica=replica).groupby(["replica", "method"], sort=False)[column].mean().unstack("method")
     return means[list(dict.fromkeys(part["method"]))]
 
 
-def _two_replicas(means: pd.DataFrame, what: str) -> None:
+def two_replicas(means: pd.DataFrame, what: str) -> None:
     if len(means) < 2:
         raise ValueError(f"{what} is decided on one statistic per trained replica: it needs at least 2 replicas, "
                          f"got {len(means)}")
@@ -199,7 +200,7 @@ def _baseline_premise(oriented: pd.Series, target: str, baseline: str, tol: floa
         verdicts.at_ideal(oriented[baseline], ideal=1.0, tol=tol, what=f"{baseline}'s oriented micro correlation"))
 
 
-def _apply(v: verdicts.Verdict, premise: verdicts.Premise | None) -> verdicts.Verdict:
+def apply_premise(v: verdicts.Verdict, premise: verdicts.Premise | None) -> verdicts.Verdict:
     """``v`` under the mechanism premise (none: ``v`` itself)."""
     if premise is None:
         return v
@@ -209,7 +210,7 @@ def _apply(v: verdicts.Verdict, premise: verdicts.Premise | None) -> verdicts.Ve
     return premise.apply(v)
 
 
-def _premise_text(premise: verdicts.Premise | None) -> str:
+def premise_text(premise: verdicts.Premise | None) -> str:
     return "" if premise is None else f"mechanism: {premise.text}; "
 
 
@@ -289,23 +290,23 @@ def ground_truth_null(P: Mapping[tuple[str, str], torch.Tensor], Q: Mapping[tupl
 _PERMUTED = "ground-truth order permuted over the explainers"
 
 
-def _draws(null: pd.DataFrame, group: str, value, method: str, column: str) -> pd.Series:
+def cell_draws(null: pd.DataFrame, group: str, value, method: str, column: str) -> pd.Series:
     """The null draws of ``column`` for one method; with a "replica" column, the mean over the replicas of each draw
     (the same permutation in every replica, since :func:`permuted_correlations` draws them from one seed): the
     chance level of the statistic averaged over the replicas, as the observed one is."""
     part = null[(null[group] == value) & (null["method"] == method)]
-    if "replica" in part.columns and part["replica"].nunique() > 1:
+    if replication.count(part) > 1:
         return part.groupby("draw")[column].mean()
     return part[column]
 
 
-def _null_of(draws: pd.Series, what: str = _PERMUTED) -> verdicts.Null | None:
+def null_of(draws: pd.Series, what: str = _PERMUTED) -> verdicts.Null | None:
     """The :class:`faithlab.study.verdicts.Null` of ``draws``, or None when fewer than 20 are defined."""
     values = pd.to_numeric(draws, errors="coerce").dropna()
     return verdicts.Null(what, tuple(values.tolist())) if len(values) >= 20 else None
 
 
-def _beyond(null: verdicts.Null | None, value: float) -> bool:
+def beyond(null: verdicts.Null | None, value: float) -> bool:
     """Whether ``value`` lies outside ``null``'s range by more than float round-off (the observed statistic and the
     draws are averaged in different orders, and with few explainers the range's ends are values the statistic
     takes); False for a missing null or a NaN value."""
@@ -322,13 +323,13 @@ def _chance_table(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
     rows = []
     for m in methods:
         observed = float(cells.loc[(cells[group] == value) & (cells["method"] == m), "GT micro"].mean())
-        draws = _draws(null, group, value, m, "GT micro")
+        draws = cell_draws(null, group, value, m, "GT micro")
         if draws.empty:
             raise ValueError(f"null holds no draws for {group} {value!r}, method {m!r}: pass ground_truth_null's frame")
-        n = _null_of(draws)
+        n = null_of(draws)
         rows.append({"method": m, "GT micro": observed, "chance low": n.low if n else float("nan"),
                      "chance median": n.median if n else float("nan"), "chance high": n.high if n else float("nan"),
-                     "beyond chance": _beyond(n, observed)})
+                     "beyond chance": beyond(n, observed)})
     return pd.DataFrame(rows)
 
 
@@ -376,7 +377,7 @@ def claim_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
         ranked = part.groupby("method", sort=False)["micro rank"].apply(lambda v: v.notna().any())
         methods = list(ranked.index[ranked]) if ranked.any() else list(ranked.index)
     ranks = replica_means(cells, group=group, value=value, column="micro rank", methods=methods)
-    _two_replicas(ranks, "claim_ranking")
+    two_replicas(ranks, "claim_ranking")
     oriented = replica_means(cells, group=group, value=value, column="oriented micro", methods=methods).mean()
     chance = _chance_table(part[part["method"].isin(list(methods))], null, group=group, value=value,
                            methods=methods)
@@ -386,7 +387,7 @@ def claim_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
     units = int(n_images) * len(ranks)
     judged = {m: replica_judgement((ranks[m] - ranks[target]).to_numpy(float), rule, units=units,
                                    what=f"{m} − {target}") for m in others}
-    v = _apply(verdicts.decide(judged, rule, untestable=untestable), mechanism)
+    v = apply_premise(verdicts.decide(judged, rule, untestable=untestable), mechanism)
     rows = pd.DataFrame(verdicts.judgement_table(judged)).rename(columns={"cell": "comparison"})
     rows["method"] = others
     table = chance.assign(**{"mean micro rank": chance["method"].map(ranks.mean())}).merge(
@@ -394,7 +395,7 @@ def claim_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
     return verdicts.Claim(
         f"{rule_id} ({value}): {target} recovers the ground-truth explainer ranking better than "
         f"{', '.join(others)} ({source})", rule=rule,
-        premise=_premise_text(mechanism) + f"{baseline}'s oriented micro correlation ({oriented[baseline]:.2f}) "
+        premise=premise_text(mechanism) + f"{baseline}'s oriented micro correlation ({oriented[baseline]:.2f}) "
                 f"must not be within {tol:g} of the ideal +1; {null_text}",
         paper_value=paper,
         our_value="mean micro rank over 3 correlations: " + ", ".join(f"{m} {ranks[m].mean():.2f}" for m in methods)
@@ -415,7 +416,7 @@ def claim_lerf_near_one(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, 
     ground truth here); ``mechanism``. Raises ValueError with fewer than 2 replicas."""
     rule = verdicts.rule("F2")
     lerf = replica_means(cells, group=group, value=value, column="LeRF micro", methods=[target])[target]
-    _two_replicas(lerf, "claim_lerf_near_one")
+    two_replicas(lerf, "claim_lerf_near_one")
     chance = _chance_table(cells[cells[group] == value], null, group=group, value=value, methods=[target])
     row = chance.iloc[0]
     untestable = verdicts.first_reason(
@@ -427,7 +428,7 @@ def claim_lerf_near_one(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, 
     j = replica_judgement(lerf.to_numpy(float), rule, units=units, what=f"{target} LeRF vs GT micro")
     untestable = untestable or (None if j is not None else "fewer than 2 replicas with a defined LeRF vs GT "
                                                               "correlation")
-    v = _apply(verdicts.decide([j], rule, untestable=untestable), mechanism)
+    v = apply_premise(verdicts.decide([j], rule, untestable=untestable), mechanism)
     nan = float("nan")
     i = j.interval if j is not None else verdicts.Interval(nan, nan, nan, 0.95, rule.interval, units, len(lerf))
     table = pd.DataFrame([{group: value, "method": target, "LeRF vs GT micro": i.estimate, "low": i.low,
@@ -436,7 +437,7 @@ def claim_lerf_near_one(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, 
                            "chance low": row["chance low"], "chance high": row["chance high"]}])
     return verdicts.Claim(
         f"F2 ({value}): {target}'s LeRF vs GT correlation is ≈ +1 ({source})", rule=rule,
-        premise=_premise_text(mechanism) + f"null: {target}'s mean GT micro correlation must lie beyond its 95 % "
+        premise=premise_text(mechanism) + f"null: {target}'s mean GT micro correlation must lie beyond its 95 % "
                 f"chance range with the {_PERMUTED} ({row['GT micro']:.2f} against [{row['chance low']:.2f}, "
                 f"{row['chance high']:.2f}])",
         paper_value="1.00", our_value=f"{i.estimate:.2f} [{i.low:.2f}, {i.high:.2f}] ({i.replicas} replicas)",
@@ -461,7 +462,7 @@ def claim_ablation(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value
     rule = verdicts.rule("F3")
     parts = {p: verdicts.rule(p) for p in rule.parts}
     oriented = replica_means(cells, group=group, value=value, column="oriented micro", methods=chain)
-    _two_replicas(oriented, "claim_ablation")
+    two_replicas(oriented, "claim_ablation")
     part = cells[(cells[group] == value) & cells["method"].isin(list(chain))]
     chance = _chance_table(part, null, group=group, value=value, methods=chain)
     null_text, null_why = _chance_premise(chance)
@@ -470,7 +471,7 @@ def claim_ablation(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value
     steps = dict(zip(rule.parts, zip(chain, chain[1:])))
     judged = {p: replica_judgement((oriented[b] - oriented[a]).to_numpy(float), parts[p], units=units,
                                    what=f"{b} − {a}") for p, (a, b) in steps.items()}
-    decided = {p: _apply(verdicts.decide([j], parts[p], untestable=untestable), mechanism)
+    decided = {p: apply_premise(verdicts.decide([j], parts[p], untestable=untestable), mechanism)
                for p, j in judged.items()}
     v = verdicts.decide_parts(decided, rule)
     rows = pd.DataFrame(verdicts.judgement_table(judged)).rename(columns={"cell": "part"})
@@ -480,7 +481,7 @@ def claim_ablation(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value
     return verdicts.Claim(
         f"F3 ({value}): Ablation: {chain[1]} beats {chain[0]} and {chain[-1]} beats both (App. D.7, Fig. 3)",
         rule=rule,
-        premise=_premise_text(mechanism) + f"{chain[0]}'s oriented micro correlation "
+        premise=premise_text(mechanism) + f"{chain[0]}'s oriented micro correlation "
                 f"({oriented[chain[0]].mean():.2f}) must not be within {tol:g} of the ideal +1; {null_text}",
         paper_value="F-Fid > Fid+FT > Fid on all three correlations (Fig. 3)",
         our_value="micro oriented mean " + ", ".join(f"{m} {oriented[m].mean():.2f}" for m in chain)

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab.study import verdicts
+from faithlab.study.verdicts import replication
 
 MIN_DROP = 0.02
 """The smallest accuracy drop (2 points) that counts as "removal costs the model accuracy": a model whose drop's
@@ -32,7 +33,7 @@ def _rows(samples: pd.DataFrame, **where) -> pd.DataFrame:
     part = samples[mask]
     if part.empty:
         raise ValueError(f"samples hold no rows for {where}")
-    return part.sort_values(["replica", "sample"] if "replica" in part.columns else "sample")
+    return part.sort_values(replication.unit_keys(part, "sample"))
 
 
 def _values(samples: pd.DataFrame, value: str, **where) -> np.ndarray:
@@ -43,15 +44,15 @@ def _values(samples: pd.DataFrame, value: str, **where) -> np.ndarray:
 
 def _groups(samples: pd.DataFrame, **where):
     """The replica of each row :func:`_values` returns (same order), or None for a frame without replicas."""
-    if "replica" not in samples.columns:
+    if not replication.has_replicas(samples):
         return None
-    return _rows(samples, **where)["replica"].astype(str).to_numpy()
+    return replication.groups(_rows(samples, **where))
 
 
 def _chance(samples: pd.DataFrame, **where) -> float:
     """Majority-class share of the labels of the inputs matching ``where``: the accuracy of a constant guess."""
     part = _rows(samples, **where)
-    labels = part.drop_duplicates(["replica", "sample"] if "replica" in part.columns else ["sample"])["label"]
+    labels = part.drop_duplicates(replication.unit_keys(part, "sample"))["label"]
     return float(labels.value_counts(normalize=True).max())
 
 
@@ -166,7 +167,7 @@ def claim_text_robust(samples: pd.DataFrame, *, text: Sequence[str] | None = Non
     rule = verdicts.rule("Table8.text")
     clean, removed = _clean_and_removed(samples, clean, removed)
     original = samples[samples["model"] == "original"]
-    if "replica" not in original.columns:
+    if not replication.has_replicas(original):
         raise ValueError("samples must carry a 'replica' column: the claim is decided on one statistic per replica")
 
     def drops(arch: str) -> pd.Series:
@@ -201,7 +202,7 @@ def claim_text_robust(samples: pd.DataFrame, *, text: Sequence[str] | None = Non
         if reference is not None:
             common = reference.index.intersection(d.index)
             units = int(len(_rows(original, architecture=arch, ratio=clean)))
-            from faithlab.study.papers.ffidelity.ranking import replica_judgement
+            from faithlab.study.papers.ffidelity.claims.ranking import replica_judgement
 
             j = replica_judgement((reference[common] - d[common]).to_numpy(float), rule, units=units, what=arch)
             if arch in counted and not at_chance and j is not None:

@@ -1,5 +1,6 @@
-"""F-Fidelity's time-series and text study (spec §1.8–1.9; Tables 3–4, 6–7): the models two notebooks share
-(:class:`SeriesTextModels`) and the claims on their rankings (series ranking, text equivalence).
+"""F-Fidelity's time-series and text study (spec §1.8–1.9; Tables 3–4, 6–7): the claims on the rankings of the
+models two notebooks share (:class:`~faithlab.study.papers.ffidelity.setup.SeriesTextModels`; series ranking, text
+equivalence) and their glue keys (:func:`glue_key`).
 
 Every claim function takes ``paper``, the paper's value shown beside ours (not ``paper_value``, which
 :meth:`faithlab.study.artifacts.Outputs.claim` keeps for a claim given as text), and ``seed``, the generator of all its
@@ -8,98 +9,10 @@ resampling; notebooks call them as ``out.claim(fn, frames, ..., seed=seed)``."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 import pandas as pd
-import torch
-from torch import nn
 
-from faithlab.study import recipes, verdicts
-
-
-# ---- the series and text models shared by two notebooks
-@dataclass(frozen=True)
-class SeriesTextModels:
-    """The time-series and text models of F-Fidelity's series/text study (spec §1.8–1.9, Tables 3–4, 6–8): one
-    setting read by the notebooks ``ffidelity/series_text`` and ``ffidelity/robustness``, so that both train (and
-    read from the cache) the very same original and fine-tuned models.
-
-    The defaults are the ``book`` profile's. Each notebook takes its overrides as one parameter,
-    ``series_text_models`` (``{}``: the defaults; ``-p series_text_models '{n_epochs: 5}'`` for one run); a profile
-    sets them once for both notebooks (a YAML anchor). Unknown names raise TypeError.
-
-    ts_models / text_models: names of :data:`faithlab.study.recipes.SERIES_MODELS` / :data:`~faithlab.study.recipes.TEXT_MODELS`.
-    ts_n_train, ts_length, ts_offset, ts_positional, ts_width, ts_kernel, ts_lstm_layers: the ``seq_comb`` series
-    (training size, steps, level of the background) and the CNN-1D / bi-LSTM (time position as input channel,
-    channels or hidden size, kernel, LSTM layers). text_n_train, text_length, text_width, tf_dim: the ``tokens`` task
-    and the LSTM's / transformer's widths. n_test: the test split (evaluation inputs; the model keeps its best test
-    epoch, so the split is part of its cache key). n_epochs, n_finetune_epochs: training and F-Fidelity fine-tuning
-    (eq. 5) epochs; finetune_lr: the fine-tuning's Adam learning rate, by default the training's
-    (:data:`faithlab.study.recipes.SERIES_TEXT_LR`; spec §1.4: the fine-tuning hyper-parameters equal the training ones;
-    the epochs are cut to a third for time; at 3 epochs and 1e-3 some replicas barely absorbed removal).
-    text_removals: ``{label: fine-tuning reference}`` of the text models (one fine-tuned model each;
-    ``"removed_token"``: the zero embedding, ``"zero"``: the pad token that deletes the token).
-    """
-
-    ts_models: Sequence[str] = ("cnn1d",)
-    text_models: Sequence[str] = ("lstm_text", "transformer_text")
-    ts_n_train: int = 4000
-    ts_length: int = 60
-    ts_width: int = 32
-    ts_offset: float = 3.0
-    ts_positional: bool = True
-    ts_kernel: int = 9
-    ts_lstm_layers: int = 1
-    text_n_train: int = 1000
-    text_length: int = 24
-    text_width: int = 32
-    tf_dim: int = 32
-    n_test: int = 100
-    n_epochs: int = 30
-    n_finetune_epochs: int = 10
-    finetune_lr: float = recipes.SERIES_TEXT_LR
-    text_removals: Mapping[str, str] = field(
-        default_factory=lambda: {"zero embedding": "removed_token", "pad deletion": "zero"})
-
-    def cases(self) -> list[tuple[str, str, str, str]]:
-        """``(domain, model name, units, fine-tuning reference)`` of every model pair, series first: one per
-        series model (reference ``"zero"``), one per text model and removal of :attr:`text_removals`."""
-        cases = [("time series", name, "time", "zero") for name in self.ts_models]
-        return cases + [("text", name, "tokens", ref) for name in self.text_models
-                        for ref in self.text_removals.values()]
-
-    def label(self, domain: str, name: str, reference: str) -> str:
-        """The pages' label of a case of :meth:`cases`: the model's display name, with the removal its fine-tuning
-        used for a text model ("LSTM (pad deletion)"); a time-series or image model has one removal only."""
-        if domain != "text":
-            return recipes.DISPLAY_NAMES[name]
-        removal = {ref: label for label, ref in self.text_removals.items()}
-        if reference not in removal:
-            raise ValueError(f"reference must be one of text_removals' references {list(removal)}, got {reference!r}")
-        return f"{recipes.DISPLAY_NAMES[name]} ({removal[reference]})"
-
-    def classifier(self, name: str, *, seed: int = 0, device: str | torch.device = "cpu"):
-        """:func:`faithlab.study.recipes.series_text_classifier` of ``name`` with these settings → ``(model, history,
-        train_data, test_data)`` (cached)."""
-        if name in self.ts_models:
-            sizes = {"n_train": self.ts_n_train, "length": self.ts_length, "width": self.ts_width,
-                     "offset": self.ts_offset, "positional": self.ts_positional}
-        elif name in self.text_models:
-            sizes = {"n_train": self.text_n_train, "length": self.text_length, "width": self.text_width}
-        else:
-            raise ValueError(f"name must be one of ts_models {list(self.ts_models)} or text_models "
-                             f"{list(self.text_models)}, got {name!r}")
-        return recipes.series_text_classifier(name, n_test=self.n_test, kernel_size=self.ts_kernel,
-                                              lstm_layers=self.ts_lstm_layers, tf_dim=self.tf_dim,
-                                              n_epochs=self.n_epochs, seed=seed, device=device, **sizes)
-
-    def finetune(self, model: nn.Module, history: dict, train_data, test_data, *, beta: float, units: str,
-                 reference: str = "zero", seed: int = 0, device: str | torch.device = "cpu") -> nn.Module:
-        """:func:`faithlab.study.recipes.ffidelity_finetune` of a model of :meth:`classifier` with ``n_finetune_epochs``
-        at ``finetune_lr`` (cached under the base model's key)."""
-        return recipes.ffidelity_finetune(model, history, train_data, test_data, beta=beta, units=units,
-                                          reference=reference, n_epochs=self.n_finetune_epochs,
-                                          lr=self.finetune_lr, seed=seed, device=device)
+from faithlab.study import verdicts
 
 
 def glue_key(label: str) -> str:
@@ -115,13 +28,13 @@ def _gt_chance(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value, me
     """One method's mean "GT micro" correlation (:func:`micro_cells`) and its chance level under a permuted
     ground-truth order (:func:`ground_truth_null`'s draws, each averaged over the replicas; None when fewer than 20
     are defined)."""
-    from faithlab.study.papers.ffidelity.ranking import _draws
+    from faithlab.study.papers.ffidelity.claims.ranking import cell_draws
 
     observed = float(cells.loc[(cells[group] == value) & (cells["method"] == method), "GT micro"].mean())
     if not len(null.loc[(null[group] == value) & (null["method"] == method)]):
         raise ValueError(f"null holds no draws for {group} {value!r}, method {method!r}: pass ground_truth_null's "
                          "frame of the same curves")
-    draws = _draws(null, group, value, method, "GT micro").dropna()
+    draws = cell_draws(null, group, value, method, "GT micro").dropna()
     what = "ground-truth order permuted over the explainers"
     return observed, (verdicts.Null(what, tuple(draws.tolist())) if len(draws) >= 20 else None)
 
@@ -147,8 +60,8 @@ def claim_series_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, models: Seq
     under a permuted ground-truth order; ``baseline``'s oriented micro correlation is not within ``tol`` of +1; its
     FF.OOD premise (``mechanisms[model]``) holds (undecided: the claim is inconclusive). Raises ValueError with
     fewer than 2 replicas. Table: one row per model × competitor."""
-    from faithlab.study.papers.ffidelity.ranking import _apply
-    from faithlab.study.papers.ffidelity.ranking import _two_replicas, replica_judgement, replica_means
+    from faithlab.study.papers.ffidelity.claims.ranking import apply_premise
+    from faithlab.study.papers.ffidelity.claims.ranking import two_replicas, replica_judgement, replica_means
 
     rule = verdicts.rule("Series.ranking")
     if not models:
@@ -157,7 +70,7 @@ def claim_series_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, models: Seq
     methods = [*competitors, target]
     for model in models:
         ranks = replica_means(cells, group=group, value=model, column="micro rank", methods=methods)
-        _two_replicas(ranks, "claim_series_ranking")
+        two_replicas(ranks, "claim_series_ranking")
         oriented = replica_means(cells, group=group, value=model, column="oriented micro", methods=[baseline]).mean()
         chance = {m: _gt_chance(cells, null, group=group, value=model, method=m)
                   for m in dict.fromkeys([*methods, *cells.loc[cells[group] == model, "method"]])}
@@ -193,7 +106,7 @@ def claim_series_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, models: Seq
     untestable = None if cells_judged else "; ".join(reasons) or "no testable model"
     v = verdicts.decide(cells_judged, rule, untestable=untestable)
     for premise in undecided:
-        v = _apply(v, premise)
+        v = apply_premise(v, premise)
     return verdicts.Claim(
         f"Time series: {target} ranks the degraded explainers better than {' and '.join(competitors)} (Tables 3, 6)",
         rule=rule,
@@ -215,12 +128,12 @@ def lead_below_margin(cells: pd.DataFrame, null: pd.DataFrame, rule: verdicts.Ru
     of ``above_chance`` recovers the ground-truth order above chance (its mean GT micro correlation above its 95 %
     range under a permuted order); a counted value failing it leaves, and every testable counted value must hold.
     Returns the verdict, the table rows (one per value), the "ours" texts, the chance texts and the judgements."""
-    from faithlab.study.papers.ffidelity.ranking import _two_replicas, replica_judgement, replica_means
+    from faithlab.study.papers.ffidelity.claims.ranking import two_replicas, replica_judgement, replica_means
 
     rows, judged, reasons, texts, chance_texts = [], {}, [], [], []
     for value in values:
         oriented = replica_means(cells, group=group, value=value, column="oriented micro", methods=[a, b])
-        _two_replicas(oriented, what)
+        two_replicas(oriented, what)
         chance = {m: _gt_chance(cells, null, group=group, value=value, method=m) for m in (b, a)}
         reason = verdicts.first_reason(
             *(None if n is not None and x > n.high else f"{m}'s GT micro correlation {_range(x, n)} is not above "

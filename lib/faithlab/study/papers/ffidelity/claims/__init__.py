@@ -1,0 +1,70 @@
+"""F-Fidelity's claim functions, one module per concept (every public name re-exported here):
+
+* :mod:`~faithlab.study.papers.ffidelity.claims.ranking`: the correlations, their nulls (the ground-truth order
+  permuted), the replica statistics and the ranking, LeRF and ablation claims;
+* :mod:`~faithlab.study.papers.ffidelity.claims.images`: the chapter's mechanism (removal out of distribution,
+  :func:`claim_ood_check`, the premise :func:`mechanism`), the map preference, the cost, size and sensitivity
+  claims;
+* :mod:`~faithlab.study.papers.ffidelity.claims.robustness`: Table 8 and App. D.3 (fine-tuning restores accuracy,
+  text robust, β steps);
+* :mod:`~faithlab.study.papers.ffidelity.claims.series_text`: the ranking claims of the time-series and text
+  models.
+"""
+
+from faithlab.study.papers.ffidelity.claims.images import (
+    AGREEMENT,
+    COST_STAGES,
+    PAIR_MAPS,
+    RIVAL_COST_STAGES,
+    claim_cost,
+    claim_map_preferred,
+    claim_maps_preserved,
+    claim_ood_check,
+    claim_road,
+    claim_robust_hyperparameters,
+    claim_size_readout,
+    cost_table,
+    map_agreement,
+    map_agreement_over_replicas,
+    mechanism,
+    ood_per_input,
+    pair_maps,
+    per_image_ffid,
+    rival_costs,
+)
+from faithlab.study.papers.ffidelity.claims.ranking import (
+    CORRELATION_LABELS,
+    RANKING_RULES,
+    claim_ablation,
+    claim_lerf_near_one,
+    claim_ranking,
+    ground_truth_null,
+    micro_cells,
+    oriented_correlations,
+    permuted_correlations,
+    ranking_correlations,
+    replica_means,
+    separation,
+    setting_means,
+    setting_table,
+    table_layout,
+)
+from faithlab.study.papers.ffidelity.claims.robustness import (
+    claim_beta_accuracy,
+    claim_beta_agreement,
+    claim_finetune_restores,
+    claim_text_robust,
+)
+from faithlab.study.papers.ffidelity.claims.series_text import claim_series_ranking, claim_text_equivalence, glue_key
+
+__all__ = [  # noqa: RUF022
+    "ranking_correlations", "CORRELATION_LABELS", "oriented_correlations", "table_layout", "setting_means",
+    "setting_table", "separation", "micro_cells", "replica_means", "RANKING_RULES", "permuted_correlations",
+    "ground_truth_null", "claim_ranking", "claim_lerf_near_one", "claim_ablation",
+    "ood_per_input", "claim_ood_check", "mechanism", "per_image_ffid", "claim_map_preferred", "COST_STAGES",
+    "cost_table", "claim_cost", "claim_road", "RIVAL_COST_STAGES", "rival_costs", "claim_size_readout",
+    "claim_robust_hyperparameters", "AGREEMENT", "map_agreement", "map_agreement_over_replicas",
+    "claim_maps_preserved", "PAIR_MAPS", "pair_maps",
+    "claim_finetune_restores", "claim_text_robust", "claim_beta_accuracy", "claim_beta_agreement",
+    "claim_series_ranking", "claim_text_equivalence", "glue_key",
+]
