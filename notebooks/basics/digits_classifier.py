@@ -77,6 +77,11 @@ for replica in fs.verdicts.replicas(seed, setting, replicas):
     models[rep] = trained.to(device).eval()
     rows.append({"replica": rep, "train seed": train_seed,
                  "test accuracy": fl.train.loss_and_accuracy(models[rep], test, device=device)["accuracy"]})
+
+# %% [markdown]
+# The replicas' test accuracies, and the test digits every replica is explained on.
+
+# %%
 accuracy_table = pd.DataFrame(rows)
 out.table(accuracy_table, "accuracy_per_replica")
 model = models[0]  # the replica the examples, the diagnostic and the guard rails describe
@@ -200,6 +205,11 @@ cases = {
     "three all-zero maps": lambda: fl.metrics.aopc_details(model, few, blank)["constant"],
 }
 rows = []
+
+# %% [markdown]
+# Each malformed input goes to its metric; the table records whether the metric returns, raises or warns.
+
+# %%
 for case, call in cases.items():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

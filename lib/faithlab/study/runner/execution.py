@@ -22,10 +22,10 @@ from faithlab.study.runner.parameters import Notebook
 from faithlab.study.runner.promotion import (
     JOURNAL,
     LOCKS,
-    _locked,
+    locked,
     _new_staging,
     _notebook_lock,
-    _outputs_lock,
+    outputs_lock,
     _promote,
     _recover_notebook,
     _remove,
@@ -158,7 +158,7 @@ def execute(nb: Notebook, params: dict, key: str, root: Path, generated: Path, t
         def waiting():
             echo(f"[waiting] {nb.name}: another runner is executing it; waiting for it to finish")
 
-        with _locked(_notebook_lock(generated, slug), on_wait=waiting) as state:
+        with locked(_notebook_lock(generated, slug), on_wait=waiting) as state:
             _recover_notebook(slug, generated, echo)
             if state == "waited" and is_current(nb, key, generated, echo):
                 return Result(nb.name, "cached", time.monotonic() - start, "executed by another runner meanwhile")
@@ -178,7 +178,7 @@ def _execute_shard(nb: Notebook, params: dict, key: str, root: Path, generated: 
     store = shard_store(nb, key, generated)
     folder = store / str(shard)
     lock = generated / LOCKS / f"{_slug(nb.paper, nb.experiment)}--{key[:16]}--shard-{shard}.lock"
-    with _locked(lock):
+    with locked(lock):
         done = folder / SHARD_DONE
         if done.is_file() and done.read_text().strip() == key:
             return Result(name, "cached", time.monotonic() - start, "shard already computed")
@@ -248,7 +248,7 @@ def _execute_locked(nb: Notebook, params: dict, key: str, root: Path, generated:
                 # No stale page: the notebook itself failed, so its previous outputs no longer describe its source.
                 # We hold its lock, so they are this notebook's outputs, which this run was to replace; the .ipynb
                 # goes first (an .ipynb never stands beside an incomplete folder).
-                with _locked(_outputs_lock(generated)):
+                with locked(outputs_lock(generated)):
                     _remove(ipynb)
                     _remove(folder)
             elif cell_error:

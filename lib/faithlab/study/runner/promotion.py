@@ -14,7 +14,7 @@ from pathlib import Path
 
 from faithlab import paths
 from faithlab.study.runner.parameters import Notebook, StudyError
-from faithlab.study.runner.stamps import _first_line, is_current, output_paths
+from faithlab.study.runner.stamps import first_line, is_current, output_paths
 
 LOCKS = ".locks"  # per-notebook lock files, and the lock of the outputs (promotions and scorecard)
 STAGING = ".staging"  # per-execution staging folders
@@ -35,7 +35,7 @@ def _slug(paper: str, experiment: str) -> str:
 
 
 @contextlib.contextmanager
-def _locked(path: Path, *, block: bool = True, on_wait=None):
+def locked(path: Path, *, block: bool = True, on_wait=None):
     """Hold an exclusive ``flock`` on ``path`` (created if missing) for the ``with`` block.
 
     Yields "free" (taken at once), "waited" (taken after ``on_wait()`` and waiting for the holder) or, only with
@@ -66,7 +66,7 @@ def _notebook_lock(generated: Path, slug: str) -> Path:
     return generated / LOCKS / f"{slug}.lock"
 
 
-def _outputs_lock(generated: Path) -> Path:
+def outputs_lock(generated: Path) -> Path:
     """Taken for each promotion and while the scorecard is read and written (never for long), so the scorecard
     always sees every notebook either before or after its promotion."""
     return generated / LOCKS / "outputs.lock"
@@ -112,7 +112,7 @@ def _promote(nb: Notebook, key: str, staging: Path, generated: Path) -> None:
     """Replace a notebook's outputs by the ones staged in ``staging`` (caller holds the notebook's lock)."""
     journal = generated / JOURNAL / f"{_slug(nb.paper, nb.experiment)}.json"
     entry = {"paper": nb.paper, "experiment": nb.experiment, "key": key, "staging": staging.name}
-    with _locked(_outputs_lock(generated)):
+    with locked(outputs_lock(generated)):
         # Written before the first rename and removed after the last: a journal on disk means "this promotion may
         # be half done; finish it from <staging>" (see _recover_notebook).
         paths.atomic_write(journal, lambda tmp: tmp.write_text(json.dumps(entry)))
@@ -134,10 +134,10 @@ def _recover_notebook(slug: str, generated: Path, echo) -> None:
             if _slug(paper, experiment) != slug or Path(staging).name != staging or not staging.startswith(f"{slug}--"):
                 raise ValueError("it names another notebook or folder")
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            echo(f"{journal}: unreadable promotion journal ({_first_line(exc)}); ignored (an incomplete notebook "
+            echo(f"{journal}: unreadable promotion journal ({first_line(exc)}); ignored (an incomplete notebook "
                  "is executed again)")
         else:
-            with _locked(_outputs_lock(generated)):
+            with locked(outputs_lock(generated)):
                 _move_in(paper, experiment, generated / STAGING / staging, generated)
             nb = Notebook(paper, experiment, Path())
             if is_current(nb, key, generated, echo):
@@ -165,7 +165,7 @@ def recover(generated: Path | None = None, echo=print) -> None:
         slugs.update(p.stem for p in (generated / JOURNAL).glob("*.json"))
     slugs.update(p.name.rsplit("--", 1)[0] for p in _staging_folders(generated) if "--" in p.name)
     for slug in sorted(slugs):
-        with _locked(_notebook_lock(generated, slug), block=False) as state:
+        with locked(_notebook_lock(generated, slug), block=False) as state:
             if state != "busy":
                 _recover_notebook(slug, generated, echo)
 

@@ -25,10 +25,10 @@ from faithlab.study.runner.parameters import (
     merge_parameters,
     select,
 )
-from faithlab.study.runner.promotion import _locked, _notebook_lock, _outputs_lock, _remove, _slug, _tidy, recover
+from faithlab.study.runner.promotion import locked, _notebook_lock, outputs_lock, _remove, _slug, _tidy, recover
 from faithlab.study.book.scorecard import write_scorecard
 from faithlab.study.runner.shards import shard_plan
-from faithlab.study.runner.stamps import _first_line, is_current, output_paths, run_key
+from faithlab.study.runner.stamps import first_line, is_current, output_paths, run_key
 
 
 @dataclass
@@ -110,13 +110,13 @@ def _outcome(future, label: str, start: float) -> Result:
     try:
         return future.result()
     except Exception as exc:  # noqa: BLE001
-        return Result(label, "failed", time.monotonic() - start, f"{type(exc).__name__}: {_first_line(exc)}")
+        return Result(label, "failed", time.monotonic() - start, f"{type(exc).__name__}: {first_line(exc)}")
 
 
 def _drop_outputs(nb: Notebook, generated: Path) -> None:
     """Remove a notebook's outputs (a shard's cell failed: they no longer describe its source), under its lock."""
     ipynb, folder = output_paths(nb, generated)
-    with _locked(_notebook_lock(generated, _slug(nb.paper, nb.experiment))), _locked(_outputs_lock(generated)):
+    with locked(_notebook_lock(generated, _slug(nb.paper, nb.experiment))), locked(outputs_lock(generated)):
         _remove(ipynb)
         _remove(folder)
 

@@ -45,11 +45,11 @@ def output_paths(nb: Notebook, generated: Path) -> tuple[Path, Path]:
     return generated / nb.paper / f"{nb.experiment}.ipynb", generated / nb.paper / nb.experiment
 
 
-def _stderr(message: str) -> None:
+def to_stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
 
 
@@ -65,6 +65,6 @@ def is_current(nb: Notebook, key: str, generated: Path, echo=None) -> bool:
         if not isinstance(data, dict):
             raise ValueError(f"expected a JSON object, found a {type(data).__name__}")  # noqa: TRY004 - caught below
     except (OSError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        (echo or _stderr)(f"{stamp}: unreadable stamp ({_first_line(exc)}); {nb.name} will be executed again")
+        (echo or to_stderr)(f"{stamp}: unreadable stamp ({first_line(exc)}); {nb.name} will be executed again")
         return False
     return data.get("key") == key
