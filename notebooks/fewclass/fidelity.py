@@ -160,6 +160,11 @@ else:
                         ignore_index=True), "premise_models")
     for task, frame in premise_flips.items():
         out.table(frame, f"{task}_premise_flips")
+
+# %% [markdown]
+# The mechanism check per task, decided on the flips of the premise's models.
+
+# %%
 mechanism = pd.concat([P.mechanism_table(fr).assign(task=NAME[t]) for t, fr in premise_flips.items()],
                       ignore_index=True)
 mechanism = mechanism[["task", *[c for c in mechanism.columns if c != "task"]]]

@@ -73,6 +73,11 @@ flips = pd.concat(frames, ignore_index=True)
 out.table(flips, "flips")
 out.glue("replicas", n_replicas)
 out.glue("n_images_pooled", int(flips[["task", "replica", "image"]].drop_duplicates().groupby("task").size().min()))
+
+# %% [markdown]
+# The share of flipped predictions and the uncertainty U per task, model and replacement, and U's distribution against the threshold.
+
+# %%
 summary = flips.groupby(["task", "model", "replacement"]).agg(flipped=("flipped", "mean"), mean_U=("U", "mean"),
                                                               top_probability=("top probability", "mean"),
                                                               delta=("Δ", "first"),
