@@ -141,6 +141,11 @@ for name, value in {"n_test": n_test, "n_seeds": n_seeds, "replicas": replicas, 
                     "sg_samples": sg_samples, "ig_steps": ig_steps, "n_train_main": main.n_train or 0,
                     "width_main": main.width, "epochs_main": main.n_epochs}.items():
     out.glue(name, value)
+
+# %% [markdown]
+# The setup's accuracies and sizes for the text, and the maps that give no ranking.
+
+# %%
 out.glue("accuracy_main", float(mean_accuracy[LABEL["main"], "original"]))
 if "second" in settings:
     out.glue("accuracy_second", float(mean_accuracy[LABEL["second"], "original"]))
@@ -192,6 +197,11 @@ ood = pd.concat([P.ood_per_input(models, test.x[:n_ood].to(device), test.y[:n_oo
                  for k, (test, per) in ood_sets.items() for r, models in per.items()], ignore_index=True)
 out.table(ood, "ood_per_input")
 checks, MECHANISM = {}, {}
+
+# %% [markdown]
+# The mechanism check FF.OOD, decided per setting on the original and fine-tuned models.
+
+# %%
 for k in settings:
     checks[k] = out.claim(fs.verdicts.replicated(P.claim_ood_check, ood[ood["setting"] == LABEL[k]], data=LABEL[k]),
                           note=f"{len(ood_sets[k][0].x[:n_ood])} test images × {ood_replicas} replicas, 5 draws of "
@@ -209,6 +219,11 @@ for k in ood_sets:
     out.glue(f"ood_k_{k}", int(ood.loc[ood["setting"] == LABEL[k], "k"].max()))
     out.glue(f"pixels_{k}", int(ood_sets[k][0].mask[0].numel()))
     out.glue(f"side_{k}", int(ood_sets[k][0].mask.shape[-1]))
+
+# %% [markdown]
+# The accuracy on clean and on background-removed inputs, per setting and model.
+
+# %%
 out.glue("beta", beta)
 long = ood_means.melt(id_vars=["setting", "model", "replica"], value_vars=["clean", "removed"], var_name="input",
                       value_name="accuracy")
@@ -402,6 +417,11 @@ out.table(road_costs, "road_costs")
 road_cost_means = road_costs.groupby(["setting", "method"], sort=False)[
     ["seconds", "image passes", "forward equivalents"]].mean().reset_index()
 road_verdicts = {}
+
+# %% [markdown]
+# The ROAD claim per setting, decided on the oriented micro correlations against the random explainer's.
+
+# %%
 for key in settings:
     part, chance = cells[cells["setting"] == LABEL[key]], nulls[nulls["setting"] == LABEL[key]]
     mine = road_cost_means[road_cost_means["setting"] == LABEL[key]].set_index("method")
@@ -417,6 +437,11 @@ for key in settings:
 road_table = pd.concat([c.table.assign(setting=LABEL[k]) for k, c in road_verdicts.items()], ignore_index=True)
 out.table(road_table, "road_vs_ffidelity")
 TRIO = ["Fidelity", "ROAD", "F-Fidelity"]  # the same colour per method in both panels
+
+# %% [markdown]
+# The oriented micro correlations of Fidelity, ROAD and F-Fidelity per explainer.
+
+# %%
 fig, axes = fl.plots.panels(1, 2, height=3.0)
 fl.plots.correlation_bars(cells[cells["method"].isin(TRIO)], x="explainer", y="oriented micro", hue="method",
                           hue_order=TRIO, ax=axes[0, 0])
@@ -513,6 +538,11 @@ for key in settings:
                                    note="oriented = (−MoRF vs GT + LeRF vs GT − MoRF vs LeRF)/3, higher is better; "
                                         + setup).claim
         claims.append((key, "SG-SQ", ablation_claim))
+
+# %% [markdown]
+# The verdicts of the ranking claims in one table.
+
+# %%
 verdict_table = pd.DataFrame([{"setting": LABEL[k], "explainer": label, "claim": c.claim, "verdict": str(c.verdict),
                                "why": c.verdict.why, "replicas": c.replica_agreement, "power": c.power}
                               for k, label, c in claims])

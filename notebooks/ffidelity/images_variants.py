@@ -97,6 +97,11 @@ else:
     data_key = {"dataset": dataset}
     vit_train, vit_key = train, data_key
 in_channels, size = train[0][0].shape[0], train[0][0].shape[-1]
+
+# %% [markdown]
+# The CNN's configuration, the replicas' training seeds and the shared settings of the rankings.
+
+# %%
 n_classes = train.info["n_classes"]
 cnn_config = cnn.model_config(in_channels=in_channels, n_classes=n_classes)
 REPLICAS = range(replicas)
@@ -160,6 +165,11 @@ accuracy.pivot_table(index=["study", "model"], columns="replica", values="test a
 # %%
 mask = test.mask.flatten(1) if getattr(test, "mask", None) is not None else None
 MECHANISM = {}
+
+# %% [markdown]
+# Where the data carry a ground-truth mask, the mechanism check FF.OOD on the ViT's and the CNN's models.
+
+# %%
 if mask is not None:
     x_ood, y_ood, m_ood = test.x[:n_ood].to(device), test.y[:n_ood].to(device), mask[:n_ood].to(device)
     ood = pd.concat([P.ood_per_input({m: st.models[m] for m in ("original", "fine-tuned")}, x_ood, y_ood, m_ood,
@@ -275,6 +285,11 @@ vit_agreement_table = pd.DataFrame([
      "images": int(per_image_vit[s].notna().sum()), "chance median": n.median, "chance low": n.low,
      "chance high": n.high}
     for name, (per_image_vit, vit_nulls) in vit_agreement.items() for s, n in vit_nulls.items()])
+
+# %% [markdown]
+# Grad-CAM maps of the original and the fine-tuned ViT on the first test images.
+
+# %%
 out.table(vit_agreement_table, "vit_maps_agreement")
 fig = fl.plots.map_columns(vit.x[:n_table9].cpu(), {
     f"Grad-CAM, {m}": vit_maps[0]["attention Grad-CAM"][m][:n_table9].reshape(-1, *vit.x.shape[2:]).cpu()
@@ -324,6 +339,11 @@ for start in range(0, len(images), 6):  # three cases (six maps) per figure, eac
     fig = fl.plots.image_grid(images[part], titles=titles[part], ncols=2, attributions=maps[part], size=2.2,
                               colorbar="attribution, scaled per map (0–1)")
     out.figure(fig, "cases" if start == 0 else f"cases_{start // 6 + 1}")
+
+# %% [markdown]
+# Table 12's variant: the fine-tuning on the evaluation set, for every replica.
+
+# %%
 PAIR_TUNE = {r: fl.train.TrainConfig(epochs=cnn.n_roar_epochs, lr=1e-3, batch_size=64, seed=CNN_SEED[r])
              for r in REPLICAS}  # Table 12's fine-tuning: as many epochs as a ROAR retraining
 bases = {r: fl.train.fit(cnn.model_name, cnn_config, train, cnn.train_config(CNN_SEED[r]), data_key=data_key,
@@ -337,6 +357,11 @@ per_image_eval = pd.concat([P.per_image_ffid(on_eval[r], x_pair, y_pair, P.pair_
                             .assign(replica=r) for r in REPLICAS], ignore_index=True)
 out.table(per_image_eval, "per_image_ffid_on_eval")
 means = per_image.groupby("explainer")[["FFid+", "FFid−"]].mean()
+
+# %% [markdown]
+# Tables 11 and 12 side by side: the mean FFid+ and FFid− per explainer.
+
+# %%
 means_eval = per_image_eval.groupby("explainer")[["FFid+", "FFid−"]].mean()
 both = pd.concat([means.assign(setting="Table 11: fine-tuned on the training set"),
                   means_eval.assign(setting="Table 12: fine-tuned on the evaluation set")]).reset_index()

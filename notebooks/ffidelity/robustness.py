@@ -81,6 +81,11 @@ ST_SEED = {(name, rep.index): rep.seed  # series_text's models
 cases, base_of, tuned_by_beta = {}, {}, {}  # cases[domain, name, reference, replica]; the CNN's by replica
 vit_train, _ = vit.canvases(canvas).load(seed)  # the ViT's own training canvases (VitModels.n_train), same test split
 vit_key = vit.canvases(canvas).data_key(seed)
+
+# %% [markdown]
+# Each replica's CNN, fine-tuned once per β, and the ViT, series and text models of the same replica.
+
+# %%
 for r in REPLICAS:
     base, hist, img_train, img_test = canvas.classifier(seed=seed, train_seed=CNN_SEED[r], device=device)
     base_of[r] = base
@@ -183,6 +188,11 @@ for r in REPLICAS:
             sample_rows.append(pd.DataFrame({"beta": b, "ratio": ratio, "replica": r, "sample": range(len(y)),
                                              "label": y.cpu().numpy(),
                                              **{k: v.float().mean(1).cpu().numpy() for k, v in scores.items()}}))
+
+# %% [markdown]
+# The accuracy and agreement with the original at the boundary, per β and removal ratio.
+
+# %%
 boundary = pd.DataFrame(rows)
 boundary_samples = pd.concat(sample_rows, ignore_index=True)
 out.table(boundary, "boundary_draws")
@@ -286,6 +296,11 @@ out.glue("spearman_beta_agreement",
          float(fl.metrics.statistics.spearman(torch.tensor(betas, dtype=torch.float64),
                                  torch.tensor(tuned_top["agreement with the original"].to_numpy())))
          if len(betas) > 1 else float("nan"))
+
+# %% [markdown]
+# The clean agreement, and the two claims about β decided on the per-input samples.
+
+# %%
 clean = final.xs(min(boundary_ratios), level="ratio")
 out.glue("min_clean_agreement", float(clean.loc[betas, "agreement with the original"].min()))
 out.glue("clean_agreement_bar", float(clean.loc[0.0, "accuracy"]) + fs.verdicts.rule("D3.agreement.clean").margin)

@@ -75,6 +75,11 @@ key = canvas.data_key(seed)
 model_config = canvas.model_config()
 BETAS = sorted(set(grids["beta"]) | {default["beta"]})  # each replica is fine-tuned once per β
 tuned, originals = {}, {}  # tuned[replica, β]
+
+# %% [markdown]
+# Each replica's classifier, trained once and fine-tuned once per β.
+
+# %%
 for q in REPLICAS:
     base, hist = fl.train.fit("small_cnn", model_config, data["train"], canvas.train_config(TRAIN_SEED[q]),
                               data_key=key, test_data=data["test"], device=device, progress=False)
@@ -120,6 +125,11 @@ for q in REPLICAS:
                      fs.papers.permuted_correlations(plus, minus, noise_levels=noise_levels, sparsity=sparsity,
                                                         seed=seed))
 unit_rows, micro_rows, curve_rows, nulls = [], [], [], []
+
+# %% [markdown]
+# The macro and micro statistics of every hyper-parameter setting, one per replica.
+
+# %%
 for (varied, value), hp in settings.items():
     for q in REPLICAS:
         plus, minus, ranking, null = scored[q, hp["n_samples"], hp["beta"], hp["alpha"]]
@@ -135,6 +145,11 @@ for (varied, value), hp in settings.items():
                         "FFid−": float(m)}
                        for k, xi in enumerate(noise_levels)
                        for lv, p, m in zip(sparsity, plus[:, k].mean(0), minus[:, k].mean(0))]
+
+# %% [markdown]
+# The setting means over the replicas.
+
+# %%
 units = pd.DataFrame(unit_rows)
 nulls = pd.concat(nulls, ignore_index=True)
 out.table(units, "macro_units")

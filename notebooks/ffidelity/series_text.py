@@ -79,6 +79,11 @@ TRAIN_SEED = {(name, rep.index): rep.seed
               for name in [*ts_models, *text_models] for rep in fs.verdicts.replicas(seed, f"series_text/{name}",
                                                                                       replicas)}
 models, tests, accuracy_rows = {}, {}, []
+
+# %% [markdown]
+# Each model's replicas: their data, training and fine-tuning, and their test accuracies.
+
+# %%
 for domain, name, unit_kind, reference in cases:
     group = st.label(domain, name, reference)
     for r in REPLICAS:  # replica r: its own data draw, training, fine-tuning (and ROAR), each cached per replica
@@ -102,6 +107,11 @@ for domain, name, unit_kind, reference in cases:
             acc = fl.train.loss_and_accuracy(model, test, device=device)["accuracy"]
             accuracy_rows.append({"domain": domain, "model": group, "replica": r, "train seed": t, "version": label,
                                   "test accuracy": acc})
+
+# %% [markdown]
+# The test accuracies per model and version, averaged over the replicas.
+
+# %%
 accuracy = pd.DataFrame(accuracy_rows)
 out.table(accuracy, "accuracy")
 GROUPS = list(dict.fromkeys(g for g, _ in models))
@@ -138,6 +148,11 @@ for domain, name, unit_kind, reference in cases:
 ood = pd.concat(ood_rows, ignore_index=True)
 out.table(ood, "ood_per_input")
 MECHANISM, ood_checks = {}, []
+
+# %% [markdown]
+# The mechanism check FF.OOD per model group.
+
+# %%
 for group in dict.fromkeys(g for g, _ in models):
     part = ood[ood["group"] == group]
     if part["domain"].iloc[0] == "time series":
@@ -167,6 +182,11 @@ ood_table
 
 # %%
 P, Q, curve_rows = {r: {} for r in REPLICAS}, {r: {} for r in REPLICAS}, []
+
+# %% [markdown]
+# The curves of every method, replica and model, on the same test inputs.
+
+# %%
 for (domain, name, unit_kind, reference), r in ((c, r) for c in cases for r in REPLICAS):
     group = st.label(domain, name, reference)
     base, tuned = models[group, r]["original"], models[group, r]["fine-tuned"]
@@ -192,6 +212,11 @@ for (domain, name, unit_kind, reference), r in ((c, r) for c in cases for r in R
                     curve_rows += [{"domain": domain, "model": group, "replica": r, "method": method, "curve": sign,
                                     "seed": s, "xi": xi, "level": lv, "score": float(v)}
                                    for lv, v in zip(sparsity, t[s, k].tolist())]
+
+# %% [markdown]
+# The curves as a table, and the counts the text cites.
+
+# %%
 curves = pd.DataFrame(curve_rows)
 out.table(curves, "curves")
 for key_, value in {"n_test": n_test, "n_seeds": n_seeds, "replicas": replicas, "n_samples": n_samples,
@@ -313,6 +338,11 @@ for g in series_groups:
 claims = []
 note = (f"series T={st.ts_length} at offset {st.ts_offset:g}, tokens L={st.text_length}; {n_test} inputs, "
         f"{replicas} replicas × {n_seeds} seeds × {len(sparsity)} levels, N={n_samples}")
+
+# %% [markdown]
+# The series ranking claim and the text equivalence claim, decided on the cells and their nulls.
+
+# %%
 rank_range = fs.papers.ffidelity.paper.rank_range_text  # Tables 3 and 6: a method's micro ranks, min-max
 macro_difference = fs.papers.ffidelity.paper.macro_difference_text  # Tables 4 and 7: F-Fid's macro vs Fid's
 if series_groups:
