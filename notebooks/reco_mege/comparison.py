@@ -76,6 +76,11 @@ heldout = family.heldout(task, n_test=n_test, n_unseen=n_unseen)
 # MeGe's), only have learned the task, decided over the replicas on images none of the k models saw (the same images
 # as the Tables 1–2 premise)
 premise = pd.DataFrame([P.premise_row(f, heldout, batch_size=batch_size, replica=r) for r, f in runs.items()])
+
+# %% [markdown]
+# The settings of the explainers, and μF and S_avg on each replica's first model.
+
+# %%
 out.table(premise, "premise")
 SETTINGS = dict(ig_steps=ig_steps, sg_samples=sg_samples, batch_size=batch_size, seed=seed)
 # μF and S_avg on the first model of each replica, for the first ⌈n_eval / R⌉ samples of its held-out block (unseen

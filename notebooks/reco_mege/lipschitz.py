@@ -75,6 +75,11 @@ d = family.load_task(task)
 background = d.x[:n_background].to(device)
 SETTINGS = dict(ig_steps=ig_steps, sg_samples=sg_samples, shap_samples=shap_samples, batch_size=batch_size, seed=seed,
                 background=background)
+
+# %% [markdown]
+# Each replica's two families: the normally trained ResNet-18s and the 1-Lipschitz CNNs.
+
+# %%
 # the ResNet-18s of replica r are Tables 1–2's normally trained family of the task (the same settings, seeds and cache)
 runs = {r: {"ResNet-18": dataclasses.replace(
                 P.families([task], family if r == 0 else family.replica(f"{task}/Normal", r))[task], name="ResNet-18"),
