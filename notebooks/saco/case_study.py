@@ -143,6 +143,11 @@ for name, (method, options) in METHODS.items():
                    "AOPC": aopc["score"].item(),
                    "p(ŷ|x)": details["prob"].item(),
                    "cumulative drop at 30 %": cumulative[3], "max cumulative drop": cumulative.max()})
+
+# %% [markdown]
+# The groups and the scores of each method, as tables.
+
+# %%
 groups = pd.DataFrame(rows)
 scores = pd.DataFrame(scores).set_index("method")
 out.table(groups, "groups")
@@ -211,6 +216,11 @@ mechanism = pd.DataFrame([{"method": name, **fs.papers.saco.removal_premise(fram
                           for name in ("Transformer Attribution", "Random")])
 out.table(mechanism, "mechanism")
 deciding = mechanism.set_index("method").loc["Transformer Attribution"]
+
+# %% [markdown]
+# The mechanism's numbers for the text, and the saturation claim S5.
+
+# %%
 out.glue("mechanism_low", round(float(deciding["low"]), 3))
 out.glue("mechanism_estimate", round(float(deciding["most − least salient group drop"]), 3))
 out.glue("mechanism_outcome", str(deciding["outcome"]))

@@ -80,6 +80,11 @@ generator = torch.Generator().manual_seed(seed)
 models = {}  # (setting name, replica): (model, x, y)
 random_images = {}  # (setting name, replica): every test image (S1's "near 0" part scores the Random map on them)
 accuracies = {}  # (setting name, replica): accuracy on the whole test split (timm: on the n_test images)
+
+# %% [markdown]
+# Each setting's replicas, trained here (cached), or the published weights.
+
+# %%
 if not timm_models:
     for setting in vit_settings:
         config = {key: setting[key] for key in ("image_size", "patch_size", "dim", "depth", "heads", "n_epochs")}
@@ -104,6 +109,11 @@ else:
     random_images = {key: xm for key, (_, xm, _) in models.items()}
     accuracies = {key: fl.train.loss_and_accuracy(m, fl.data.TensorData(xm, ym), device=device)
                   ["accuracy"] for key, (m, xm, ym) in models.items()}
+
+# %% [markdown]
+# The replicas' test accuracies per setting, the premise of every claim.
+
+# %%
 SETTINGS = list(dict.fromkeys(name for name, _ in models))
 accuracy_frame = pd.DataFrame([{"setting": name, "replica": r, "accuracy": a} for (name, r), a in accuracies.items()])
 out.table(accuracy_frame, "accuracy_per_replica")
