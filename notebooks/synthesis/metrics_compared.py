@@ -162,6 +162,11 @@ for name, ss in S.items():
         if (name, rep) == (meta_setup, 0):
             meta_frame = parts[-1]  # the frame evaluate returned (its attrs hold the cost table)
     frames[name] = pd.concat([f.assign(replica=rep) for rep, f in enumerate(parts)], ignore_index=True)
+
+# %% [markdown]
+# How well each metric recovers the explainers' known quality, per setup.
+
+# %%
 recovered = pd.concat([syn.recovery(f, quality[name]).assign(setup=name) for name, f in frames.items()],
                       ignore_index=True)
 units = pd.concat([syn.recovery_units(f, quality[name]).assign(setup=name) for name, f in frames.items()],
@@ -260,6 +265,11 @@ with torch.no_grad():
         "images": len(t.y), "accuracy": t.accuracy,
         "predictions as replica 0's": float((t.model(tree.x).argmax(1) == first_pred).double().mean())}
         for rep, t in trees.items()])
+
+# %% [markdown]
+# The decision trees' claim: no metric scores the perfect explanation near its ideal.
+
+# %%
 out.table(tree_replicas, "tree_replicas")
 left_out = [info.label for m, info in fl.evaluation.METRICS.items() if m not in set(tree_frame["metric"])]
 depth, nodes = syn.value_range(tree_replicas["depth"]), syn.value_range(tree_replicas["nodes"])
@@ -387,6 +397,11 @@ sensitivity = syn.reference_sensitivity(pd.concat(reference_units, ignore_index=
 out.table(by_reference, "recovery_by_reference")
 out.table(sensitivity, "reference_sensitivity")
 spread = by_reference.groupby(["setup", "label"])["spearman"].agg(lambda v: v.max() - v.min()).unstack("setup")
+
+# %% [markdown]
+# The recovery under each reference, one panel per setup.
+
+# %%
 fig, axes = plt.subplots(1, len(reference_setups), figsize=(fl.plots.WIDTH_IN, 6), sharey=True, squeeze=False)
 for ax, name in zip(axes[0], reference_setups):
     part = by_reference[by_reference["setup"] == name].pivot(index="label", columns="reference", values="spearman")
