@@ -100,6 +100,11 @@ else:
     net = fl.models.load(model, weights=weights, **(model_config if ":" not in model else {}))
     history = {"key": f"weights:{weights}"}
     model_name = model if ":" not in model else model_name
+
+# %% [markdown]
+# The images to explain and the explainers' maps.
+
+# %%
 net = net.to(device).eval()
 normalisation = None
 if images is None:
@@ -152,6 +157,11 @@ frame = fl.evaluate(net, x, y, maps, metrics=[m for m in chosen if fl.evaluation
                     finetuned=tuned, explainer=explain, hints=False, **options)  # the hints are shown below
 hints = list(frame.attrs["hints"])
 cost = rp.cost(frame)
+
+# %% [markdown]
+# The cost of the evaluation and, when asked, the k-fold retraining.
+
+# %%
 forward_inputs = frame.attrs["forward_inputs"]
 if kfold:
     d = train.subset(torch.arange(min(kfold_images, len(train))))
