@@ -100,6 +100,11 @@ curves["patch"] = curves["patch side"].map(lambda s: f"{s} px")
 PATCHES = [f"{s} px" for s in sorted(set(curves["patch side"]))]  # one colour per patch side in every panel
 wide = curves.pivot_table(index=["replica", "model", "patch", "patch side", "image", "deleted", "fraction"],
                           columns="reference", values="value").reset_index()
+
+# %% [markdown]
+# The difference between the zero and the blur reference, per patch size, and the curves per model.
+
+# %%
 wide["zero − blur"] = wide["zero"] - wide["blur"]
 out.table(curves.groupby(["model", "reference", "patch side", "fraction"])["value"].mean().reset_index(), "fig4")
 for m in setups[0].models:

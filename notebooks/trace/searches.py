@@ -133,6 +133,11 @@ for r in REPLICAS:
                                        generator=torch.Generator().manual_seed(fl.perturb.keyed_seed(seed, r, 2)),
                                        reference=reference, output=output, batch_size=batch_size,
                                        labels={"replica": r}))
+
+# %% [markdown]
+# The complete search's sums against random orders, and the curves of Fig. 2a.
+
+# %%
 sums, randoms = pd.concat(sums, ignore_index=True), pd.concat(randoms, ignore_index=True)
 out.table(sums, "t1_sums")
 out.table(randoms, "t1_random_orders")
@@ -217,6 +222,11 @@ for r in REPLICAS:
                                        labels={"replica": r, "model": model_name}))
 cross_scores, cross_curves = pd.concat(cross_scores, ignore_index=True), pd.concat(cross_curves, ignore_index=True)
 random_t = pd.concat(random_t, ignore_index=True)
+
+# %% [markdown]
+# The cross test's scores and curves of the first replica.
+
+# %%
 out.table(random_t, "t4_random_orders")
 out.table(cross_scores, "fig3b_scores")
 first_curves = cross_curves[cross_curves.replica == REPLICAS[0]]
@@ -316,6 +326,12 @@ if appendix_ef:
     sa_same = S.anneal(MODELS[0], xc, edge=edge, objective="le-mo", init=start, iterations=iterations, eta=eta,
                        generator=torch.Generator().manual_seed(seed + 1), **kw_c)
     out.glue("same_trajectories", "the same" if torch.equal(full.trajectory, sa_same.trajectory) else "different")
+
+# %% [markdown]
+# The other meta-heuristics, genetic and tabu search, each given about the same budget of model inputs.
+
+# %%
+if appendix_ef:
     # the other meta-heuristics: about meta_budget × SA's inputs per image beyond the greedy start
     budget = meta_budget * (sa_same.passes[-1] - sa_same.passes[0]).item() / len(xc)
     t_c = edge ** 2
@@ -331,6 +347,12 @@ if appendix_ef:
                 **kw_c)
     out.glue("ga_generations", ga_generations)
     out.glue("tabu_iterations", tabu_iterations)
+
+# %% [markdown]
+# Each search's best objective against the forward passes it spent per image.
+
+# %%
+if appendix_ef:
     rows = [{"search": "Greedy-Le", "passes per image": start.passes[-1].item() / len(xc),
              "objective": (start.lerf.double().sum(1) - start.morf.double().sum(1)).mean().item()}]
     for name, s in (("SA-Le−Mo, incremental", sa_same), ("SA-Le−Mo, published cost", full), ("GA-Le−Mo", ga),

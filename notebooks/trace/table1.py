@@ -212,6 +212,11 @@ RANDOM = {"Random": P.TABLE1_METHODS["Random"]}
 PREMISE_KEY = zlib.crc32(b"premise (a)")  # the premise's random orders: a stream of their own
 PREMISE_SEEDS = {(n, rep.index): rep.seed for n in NAMES for rep in fs.verdicts.replicas(seed, n, len(PREMISE_REPLICAS))}
 premise_scores = []
+
+# %% [markdown]
+# The premise's scores: the random orders on each premise replica's own images.
+
+# %%
 for r in PREMISE_REPLICAS:
     train_seeds = None if torchvision_models else {n: PREMISE_SEEDS[n, r] for n in NAMES}
     su = P.setup(canvas.first(), n_images=premise_images * len(PREMISE_REPLICAS), image_size=canvas.image_size,
@@ -267,6 +272,11 @@ SHOWN[ours_best] = f"{ours_best} (our best)" if ours_best != "GC" else "GC (best
 SHOWN = {m: SHOWN.get(m, m) for m in ORDER}
 STYLE_2B = fl.plots.key_palette(ORDER, key=("T-y", "T-p"), best=[m for m in ("GC", ours_best) if m in ORDER])
 order_2b = sorted(ORDER, key=lambda m: (STYLE_2B[m]["zorder"] < 3, ORDER.index(m)))  # key methods first in the legend
+
+# %% [markdown]
+# The deletion curves of the first model's first replica, in four panels.
+
+# %%
 fig, axes = fl.plots.panels(2, 2, height=2.4, sharex=True)
 panels = [("logit", "LeRF"), ("logit", "MoRF"), ("probability", "LeRF"), ("probability", "MoRF")]
 sel = curves[(curves.model == first) & (curves.reference == references[0]) & (curves.replica == REPLICAS[0])]
