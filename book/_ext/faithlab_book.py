@@ -120,7 +120,7 @@ class Preregistration(SphinxDirective):
     the claims' generated decisions and premises (``preregistration.csv``), then the rules files' change log."""
 
     def run(self):
-        from faithlab.plots import CHAPTERS, PAPER_NAMES, paper_order
+        from faithlab.study.book.chapters import CHAPTERS, PAPER_NAMES, paper_order
         from faithlab.study.verdicts.rules import all_rules, rule_files
 
         generated = _srcdir(self) / GENERATED
@@ -185,7 +185,7 @@ class Summary(SphinxDirective):
     """``fl-summary``: one sentence per paper, then per study check, from the scorecard."""
 
     def run(self):
-        from faithlab.plots import CHAPTERS, PAPER_NAMES, paper_order
+        from faithlab.study.book.chapters import CHAPTERS, PAPER_NAMES, paper_order
 
         card = _scorecard(self)
         items = []
@@ -242,7 +242,7 @@ class Failures(SphinxDirective):
     """``fl-failures``: every claim not reproduced, partly reproduced or not testable here, with why."""
 
     def run(self):
-        from faithlab.plots import CHAPTERS
+        from faithlab.study.book.chapters import CHAPTERS
 
         return [_raw(pages.failures_html(_scorecard(self), self.env.docname, order=[*CHAPTERS, "basics",
                                                                                     "synthesis"]))]

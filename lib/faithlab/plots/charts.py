@@ -97,7 +97,7 @@ def strip_and_curves(df: pd.DataFrame, images: Sequence[ArrayLike], *, x: str, p
     """One figure: ``images`` side by side in one strip (top, captioned ``titles``, with a colour bar named
     ``value_label`` on the first image's range, values beyond it clipped), then the mean of ``y`` against ``x``
     in one panel per value of ``panel`` in ``order`` (titled by ``names``), ``ncols`` per row, with its ``band``
-    as in :func:`curves`; the first column's y axes are named ``ylabel`` (default :func:`label` of ``y``)."""
+    as in :func:`curves`; the first column's y axes are named ``ylabel`` (default :func:`~faithlab.plots.style.label` of ``y``)."""
     _check_columns(df, x=x, y=y, panel=panel)
     shown_images = [as_numpy(image, "images") for image in images]
     nrows = -(-len(order) // ncols)
@@ -137,7 +137,7 @@ def radar(values: pd.DataFrame, *, ax: Axes | None = None, title: str | None = N
 
     values must already be rescaled to [0, 1] with outward = better (e.g. SaCo's Fig. 4); the row named
     ``highlight`` is drawn thick and black, the others in the colour-blind palette. ``ax`` must be a polar Axes (a
-    new one when None). No legend is drawn: call :func:`legend_outside` on the Axes or, for several radars, the
+    new one when None). No legend is drawn: call :func:`~faithlab.plots.style.legend_outside` on the Axes or, for several radars, the
     Figure."""
     if not isinstance(values, pd.DataFrame):
         raise TypeError(f"values must be a pandas DataFrame, got {type(values).__name__}")
@@ -223,7 +223,7 @@ def interval_dots(df: pd.DataFrame, *, y: str, x: str, low: str, high: str, ax: 
 
 
 def readable(df: pd.DataFrame, *, digits: int = 3, names: Mapping[str, str] | None = None):
-    """A table as a reader sees it: column (and index) names in words (``names``, else :func:`label`), booleans as
+    """A table as a reader sees it: column (and index) names in words (``names``, else :func:`~faithlab.plots.style.label`), booleans as
     yes/no, and numbers shown to ``digits`` decimals. Returns a pandas Styler (the frame itself is unchanged)."""
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")

@@ -84,7 +84,7 @@ def image_grid(images: ArrayLike | Sequence[ArrayLike], *, titles: Sequence[str]
                attributions: ArrayLike | Sequence[ArrayLike] | None = None, size: float = 2.0,
                colorbar: str | None = None, **overlay: object) -> Figure:
     """Grid of images (N × (C, H, W) or (H, W)), optionally with one attribution overlay each and a title each;
-    ``size`` inches per image, less when ``ncols`` images would be wider than the column (:data:`WIDTH_IN`).
+    ``size`` inches per image, less when ``ncols`` images would be wider than the column (:data:`~faithlab.plots.style.WIDTH_IN`).
 
     overlay: ``alpha``, ``cmap``, ``mean``, ``std`` as in :func:`heatmap_overlay`. colorbar: with attributions, a
     label for one colour bar shared by every map (:func:`_shared_colorbar`: each map shown from its lowest, 0, to

@@ -234,7 +234,7 @@ class Outputs:
         """Save a matplotlib figure as ``<name>.png`` (and ``.svg`` if asked), show that PNG in the notebook's output
         (the executed-notebook page of the book shows it; the runner's kernels use the non-interactive Agg
         backend, so nothing else would) and close the figure; returns the PNG path (which IPython does not echo
-        when the call ends a cell). A figure that breaks the book's figure style (:func:`faithlab.plots.check_style`:
+        when the call ends a cell). A figure that breaks the book's figure style (:func:`faithlab.plots.style.check_style`:
         fonts too small once shown in the column, a legend over the data, raw column names, too many panels) is
         saved all the same, with a warning that names it and says why (the runner logs it beside the notebook)."""
         import warnings

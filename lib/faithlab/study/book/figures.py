@@ -21,11 +21,11 @@ VERDICT_COLORS = dict(zip(VERDICTS, ("#009E73", "#E69F00", "#D55E00", "#999999",
 def study_map(scorecard: pd.DataFrame, metrics: Mapping[str, Sequence[str]], *,
               names: Mapping[str, str] | None = None) -> Figure:
     """Map of the study for the book's front page, left to right: papers → their metrics → their experiments
-    (notebooks) → a stacked bar of their claims' verdicts, one block of rows per paper in :func:`paper_order`.
+    (notebooks) → a stacked bar of their claims' verdicts, one block of rows per paper in :func:`~faithlab.study.book.chapters.paper_order`.
 
     scorecard: one row per claim with at least the columns ``paper`` (chapter slug), ``experiment`` and ``verdict``
-    (one of :data:`VERDICTS`); it may be empty. metrics: ``{paper slug: metric labels}``. names: ``{slug: display
-    name}`` (default :data:`PAPER_NAMES`; a slug without one is shown as is). Papers are those of ``metrics`` and of
+    (one of :data:`~faithlab.study.verdicts.VERDICTS`); it may be empty. metrics: ``{paper slug: metric labels}``. names: ``{slug: display
+    name}`` (default :data:`~faithlab.study.book.chapters.PAPER_NAMES`; a slug without one is shown as is). Papers are those of ``metrics`` and of
     ``scorecard``; one without claims shows "no verdict yet". Bar lengths share one scale (claims per paper).
     Returns a Figure that pyplot does not manage (save it; no need to close it); its height grows with the rows.
     """

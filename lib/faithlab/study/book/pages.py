@@ -406,7 +406,7 @@ def why_sentence(row: Mapping) -> str:
 def failures_html(scorecard: pd.DataFrame, docname: str, *, order: Iterable[str] = ()) -> str:
     """The scorecard's opening list: every claim whose verdict is in :data:`WHY_VERDICTS`, one plain sentence each
     (paper, claim, verdict badge and :func:`why_sentence`), linking to where it is computed; papers in ``order``."""
-    from faithlab.plots import PAPER_NAMES
+    from faithlab.study.book.chapters import PAPER_NAMES
 
     rows = scorecard[scorecard["verdict"].astype(str).isin(WHY_VERDICTS)]
     if rows.empty:
@@ -837,7 +837,7 @@ def reconcile_html(card: pd.DataFrame, scorecard: pd.DataFrame, docname: str) ->
     """Where the synthesis and a paper's chapter may disagree: per chapter that proposes a metric
     (:data:`faithlab.study.papers.synthesis.advice.CHAPTER_METRICS`), the chapter's verdict counts beside the metric's
     report-card rank, the criteria that pull the rank down most, and a generated sentence on whether they agree."""
-    from faithlab.plots import PAPER_NAMES
+    from faithlab.study.book.chapters import PAPER_NAMES
     from faithlab.study.papers.synthesis import CHAPTER_METRICS, CRITERIA
 
     if card.empty:

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from faithlab import paths
 from faithlab.study.artifacts import CLAIM_COLUMNS, CLAIMS  # what each notebook writes; re-exported by faithlab.study
-from faithlab.study.runner.promotion import _locked, _outputs_lock
-from faithlab.study.runner.stamps import _first_line, _stderr
+from faithlab.study.runner.promotion import locked, outputs_lock
+from faithlab.study.runner.stamps import first_line, to_stderr
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -27,15 +27,15 @@ _OPTIONAL_CLAIM_COLUMNS = {  # absent from claims written before claims were fun
 
 def summarise(scorecard: pd.DataFrame) -> pd.DataFrame:
     """Verdict counts per paper of a scorecard frame (columns :data:`CLAIM_COLUMNS`) → one row per paper of
-    :data:`faithlab.plots.CHAPTERS` present, in the book's order, with columns paper (display name,
-    :data:`faithlab.plots.PAPER_NAMES`), one per verdict (:data:`faithlab.study.verdicts.VERDICTS` order) and total (its
+    :data:`faithlab.study.book.chapters.CHAPTERS` present, in the book's order, with columns paper (display name,
+    :data:`~faithlab.study.book.chapters.PAPER_NAMES`), one per verdict (:data:`faithlab.study.verdicts.VERDICTS` order) and total (its
     claims of kind "paper"); then the row "all papers" (the five papers' sum); then the study's own checks, one row
     per slug named "<name> (study check)": every claim of another slug (basics, synthesis, ...) and a chapter's claims
     of kind "study check" (identities, ratios fixed by design, checks of our stand-ins), which no paper's count and
     not the papers' total hold."""
     import pandas as pd
 
-    from faithlab.plots import CHAPTERS, PAPER_NAMES, paper_order
+    from faithlab.study.book.chapters import CHAPTERS, PAPER_NAMES, paper_order
     from faithlab.study.verdicts import VERDICTS
 
     papers = scorecard["paper"].astype(str)
@@ -121,7 +121,7 @@ def preregistration(scorecard: pd.DataFrame, generated: Path | None = None) -> p
 def write_scorecard(generated: Path | None = None, echo=None) -> Path:
     """Collect the ``claims.csv`` of every notebook present into ``book/_generated/scorecard.csv`` (atomically),
     with the front page's ``scorecard_summary.csv`` (:func:`summarise`) and ``study_map.png``/``.svg``
-    (:func:`faithlab.plots.study_map`, the metrics of :data:`faithlab.evaluation.PAPER_METRICS`); all three are
+    (:func:`faithlab.study.book.figures.study_map`, the metrics of :data:`faithlab.evaluation.PAPER_METRICS`); all three are
     written even when no claim exists, so the book never misses them. Returns the scorecard's path.
 
     A notebook is present when its executed ``<experiment>.ipynb`` stands beside its folder (a folder without it is
@@ -132,14 +132,15 @@ def write_scorecard(generated: Path | None = None, echo=None) -> Path:
     """
     import pandas as pd
 
-    from faithlab import plots
     from faithlab.evaluation import PAPER_METRICS  # the runner knows no metric: the library lists them
+    from faithlab.study.book.chapters import CHAPTERS
+    from faithlab.study.book.figures import study_map
     from faithlab.study.verdicts import VERDICTS
 
     generated = Path(generated or paths.generated_dir())
-    echo = echo or _stderr
+    echo = echo or to_stderr
     generated.mkdir(parents=True, exist_ok=True)
-    with _locked(_outputs_lock(generated)):
+    with locked(outputs_lock(generated)):
         frames = []
         for claims in sorted(generated.glob(f"*/*/{CLAIMS}")):
             folder = claims.parent
@@ -160,7 +161,7 @@ def write_scorecard(generated: Path | None = None, echo=None) -> Path:
                 if unknown:
                     raise ValueError(f"verdicts {unknown} outside {VERDICTS}")
             except (OSError, ValueError) as exc:  # pandas' ParserError/EmptyDataError and UnicodeDecodeError too
-                echo(f"{claims}: unreadable claims, skipped ({_first_line(exc)})")
+                echo(f"{claims}: unreadable claims, skipped ({first_line(exc)})")
                 continue
             frames.append(frame)
         table = (pd.concat(frames, ignore_index=True)[list(CLAIM_COLUMNS)] if frames
@@ -173,7 +174,7 @@ def write_scorecard(generated: Path | None = None, echo=None) -> Path:
         paths.atomic_write(generated / PREREGISTRATION, lambda tmp: prereg.to_csv(tmp, index=False))
         papers_only = table[table["kind"].astype(str) != "study check"]  # study checks are counted apart
         # the five papers' metrics: the rival metrics (slug "synthesis": ROAD, infidelity) are no paper's claims
-        fig = plots.study_map(papers_only, {k: v for k, v in PAPER_METRICS.items() if k in plots.CHAPTERS})
+        fig = study_map(papers_only, {k: v for k, v in PAPER_METRICS.items() if k in CHAPTERS})
         for fmt in ("png", "svg"):
             paths.atomic_write(generated / f"{STUDY_MAP}.{fmt}",
                                lambda tmp, fmt=fmt: fig.savefig(tmp, format=fmt, dpi=150, bbox_inches="tight"))
