@@ -239,7 +239,7 @@ def test_a_folder_that_cannot_be_listed_stops_or_is_skipped(tmp_path, monkeypatc
     def unreadable(folder):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(report, "_replaceable", unreadable)
+    monkeypatch.setattr(report, "replaceable", unreadable)
     assert cli.main([*RUN, "--images", str(images), "--out", str(tmp_path / "b")]) == 2
     err = capsys.readouterr().err
     assert err.strip() == f"faithlab evaluate: error: --out: {tmp_path / 'b'} cannot be listed (Permission denied); " \
@@ -252,6 +252,6 @@ def test_hidden_files_do_not_make_a_folder_someone_elses(tmp_path):
 
     (tmp_path / ".DS_Store").write_bytes(b"")
     (tmp_path / ".ipynb_checkpoints").mkdir()
-    assert report._replaceable(tmp_path)
+    assert report.replaceable(tmp_path)
     (tmp_path / "notes.md").write_text("mine")
-    assert not report._replaceable(tmp_path)
+    assert not report.replaceable(tmp_path)
