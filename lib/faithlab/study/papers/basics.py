@@ -9,6 +9,7 @@ import pandas as pd
 import torch
 
 from faithlab.study import verdicts
+from faithlab.study.verdicts import replication
 from faithlab.study.papers.setup import Setting
 
 __all__ = ["claim_deletion_sanity", "NaNWhenPerturbed"]
@@ -80,7 +81,7 @@ def claim_deletion_sanity(deletion: pd.DataFrame, predictions, labels, *, method
     names = set(deletion["explainer"])
     if method not in names or random not in names:
         raise ValueError(f"deletion must hold the explainers {method!r} and {random!r}, got {sorted(names)}")
-    has_replicas = "replica" in deletion.columns
+    has_replicas = replication.has_replicas(deletion)
     replicas = sorted(deletion["replica"].unique().tolist(), key=str) if has_replicas else [0]
     by_replica = _predictions(predictions, labels, replicas)
     checks = []
@@ -99,9 +100,9 @@ def claim_deletion_sanity(deletion: pd.DataFrame, predictions, labels, *, method
                     None if a > m else f"{who} accuracy {a:.3f} does not exceed the majority-class share {m:.3f}: it "
                                        "did not learn the task"]
     untestable = verdicts.first_reason(*reasons)
-    index = ["replica", "sample"] if has_replicas else ["sample"]
+    index = replication.unit_keys(deletion, "sample")
     wide = deletion.pivot(index=index, columns="explainer", values="deletion AUC")
-    groups = wide.index.get_level_values("replica").astype(str).to_numpy() if has_replicas else None
+    groups = replication.groups(wide.index)
     short = "IG" if method == "integrated_gradients" else method
     j = verdicts.effect(wide[random].to_numpy(np.float64), wide[method].to_numpy(np.float64), rule=rule,
                         groups=groups, what=f"{random} − {short}")

@@ -1,6 +1,6 @@
 """The guide the synthesis chapter and the book open with: per situation the metrics that hold up across
 independently trained replicas, with intervals (:func:`guide`, :func:`guide_sentences`, :func:`answer_sentence`),
-read from the tables of :mod:`~faithlab.study.papers.synthesis.meta_evaluation`.
+read from the tables of :mod:`~faithlab.study.papers.synthesis.experiments`.
 
 Every statement the guide makes is judged with the interval the claims use (a t interval on the trained replicas'
 means, :func:`faithlab.study.verdicts.mean_interval`) against a margin fixed before the data (:func:`separation_margin`):
@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab.study import verdicts
+from faithlab.study.verdicts import replication
 
 __all__ = ["guide", "guide_sentences", "answer_sentence", "value_range", "separation_margin", "separations",
            "reference_sensitivity", "reference_sentence", "REFERENCE_SENSITIVE", "CHAPTER_METRICS", "COST_CASE"]
@@ -94,7 +95,7 @@ def separations(units: pd.DataFrame, *, margin: float, level: float | None = Non
     of their recovery, its ``level`` t interval on the replica means (:func:`faithlab.study.verdicts.mean_interval`), and
     whether one beats the other by more than ``margin``. level: default the guide's registered one (0.95).
 
-    units: :func:`~faithlab.study.papers.synthesis.meta_evaluation.recovery_units` tables stacked with a ``setup``
+    units: :func:`~faithlab.study.papers.synthesis.experiments.recovery_units` tables stacked with a ``setup``
     column (``replica`` when the setups are replicated). correction: how a beat is decided (a key of
     :data:`faithlab.study.verdicts.rules.BEATS`; default the guide's registered ``beats``): "per comparison" — the
     interval lies beyond ±``margin``; "holm" — the one-sided t test against the margin rejects after Holm's
@@ -112,13 +113,13 @@ def separations(units: pd.DataFrame, *, margin: float, level: float | None = Non
     for column in ("setup", "label", "sample", "spearman"):
         if column not in units.columns:
             raise ValueError(f"units lacks {column!r}: stack syn.recovery_units tables with a 'setup' column")
-    index = ["replica", "sample"] if "replica" in units.columns else ["sample"]
+    index = replication.unit_keys(units, "sample")
     alpha = 1.0 - float(level)
     rows = []
     for setup, part in units.groupby("setup", sort=False):
         wide = part.pivot(index=index, columns="label", values="spearman")
         labels = list(dict.fromkeys(part["label"]))
-        groups = wide.index.get_level_values("replica").astype(str).to_numpy() if "replica" in index else None
+        groups = replication.groups(wide.index)
         found, p_ab, p_ba = [], [], []
         for a, b in itertools.combinations(labels, 2):
             d = wide[a].to_numpy(dtype=float) - wide[b].to_numpy(dtype=float)
@@ -175,7 +176,7 @@ def reference_sensitivity(units: pd.DataFrame, *, threshold: float = REFERENCE_S
     the paired per-image difference of its recovery (the same images and replicas under both references) and its
     ``level`` t interval on the replica means, judged against ±``threshold``.
 
-    units: :func:`~faithlab.study.papers.synthesis.meta_evaluation.recovery_units` tables stacked with ``setup`` and
+    units: :func:`~faithlab.study.papers.synthesis.experiments.recovery_units` tables stacked with ``setup`` and
     ``reference`` columns. Returns one row per metric: ``label``, ``spread`` (the largest |mean difference| over the
     setups and pairs), ``where`` (that setup and pair), ``outcome``: "moves" (some interval lies wholly beyond
     ±``threshold``), "stays" (every interval lies inside ±``threshold``) or "undecided"."""
@@ -183,11 +184,11 @@ def reference_sensitivity(units: pd.DataFrame, *, threshold: float = REFERENCE_S
         if column not in units.columns:
             raise ValueError(f"units lacks {column!r}: stack syn.recovery_units tables with 'setup' and 'reference' "
                              "columns")
-    index = ["replica", "sample"] if "replica" in units.columns else ["sample"]
+    index = replication.unit_keys(units, "sample")
     found: dict[str, dict] = {}
     for (setup, label), part in units.groupby(["setup", "label"], sort=False):
         wide = part.pivot(index=index, columns="reference", values="spearman")
-        groups = wide.index.get_level_values("replica").astype(str).to_numpy() if "replica" in index else None
+        groups = replication.groups(wide.index)
         for a, b in itertools.combinations(list(dict.fromkeys(part["reference"])), 2):
             i = verdicts.mean_interval(wide[a].to_numpy(dtype=float) - wide[b].to_numpy(dtype=float),
                                        groups=groups, level=level)
@@ -223,7 +224,7 @@ def guide(recovery_by_setup: pd.DataFrame, use_cases: Mapping[str, str], *, cost
           margin: float = 0.0, holds_up: str | None = None) -> pd.DataFrame:
     """The guide's table: one row per situation and metric.
 
-    recovery_by_setup: :func:`~faithlab.study.papers.synthesis.meta_evaluation.recovery` tables stacked with a
+    recovery_by_setup: :func:`~faithlab.study.papers.synthesis.experiments.recovery` tables stacked with a
     ``setup`` column (``spearman low``/``high``: the t interval over the trained replicas). Per use case
     (``{situation: setup name}``), per metric: ``recovers`` — "holds" when the recovery's interval lies above
     ``margin`` (:func:`separation_margin`), "fails" when it lies wholly below, "undecided" otherwise; ``beaten by``
