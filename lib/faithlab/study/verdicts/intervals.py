@@ -70,9 +70,6 @@ class Interval:
                 f"({self.method}, {who})")
 
 
-_level = confidence_level  # the level check, the library's (faithlab.metrics.statistics)
-
-
 def as_array(values, name: str) -> np.ndarray:
     """``values`` (a sequence, array or tensor) as a flat float64 array; TypeError, naming ``name``, otherwise."""
     if isinstance(values, (str, bytes)):
@@ -124,7 +121,7 @@ def mean_interval(values, *, groups=None, level: float = 0.95) -> Interval:
     trained model weighs the same) and the interval a t interval on those R means (R − 1 degrees of freedom): the
     training run is the unit of replication. Without groups, or with one replica, a t interval on the units (n − 1
     degrees of freedom). Raises ValueError when fewer than 2 units (or, grouped, 2 units in one replica) remain."""
-    level = _level(level)
+    level = confidence_level(level)
     x = as_array(values, "values")
     if groups is not None:
         means, counts = replica_means(x, groups)
@@ -139,7 +136,7 @@ def replica_interval(values, *, units: int | None = None, level: float = 0.95) -
     """The ``level`` t interval of a statistic computed once per trained replica (``values``: R numbers, NaN
     dropped; R − 1 degrees of freedom). units: how many units the R statistics rest on, all replicas together (for
     the claim's unit count; default R). Raises ValueError below 2 replicas."""
-    level = _level(level)
+    level = confidence_level(level)
     x = as_array(values, "values")
     x = x[~np.isnan(x)]
     if x.size < 2:
@@ -160,7 +157,7 @@ def wilson_rows(successes, n, level: float) -> tuple[np.ndarray, np.ndarray]:
 
 def wilson(successes: float, n: float, *, level: float = 0.95) -> tuple[float, float]:
     """The Wilson score interval (low, high) of ``successes`` of ``n`` binary units."""
-    level = _level(level)
+    level = confidence_level(level)
     if not n > 0 or not 0 <= successes <= n:
         raise ValueError(f"need 0 ≤ successes ≤ n and n > 0, got {successes} of {n}")
     low, high = wilson_rows(successes, n, level)
@@ -174,7 +171,7 @@ def share_interval(flags, *, groups=None, level: float = 0.95) -> Interval:
     interval on the replica shares and the Wilson interval of the pooled count (the t part carries the training
     run's variance, the Wilson part keeps a share of 0 or 1 from an interval of zero width). With one model: the
     Wilson interval of the count. Both are clipped to [0, 1]."""
-    level = _level(level)
+    level = confidence_level(level)
     x = as_array(flags, "flags")
     if not np.all(np.isnan(x) | (x == 0) | (x == 1)):
         raise ValueError("flags must be binary (0/1, False/True; NaN for a missing unit)")
@@ -195,7 +192,7 @@ def share_interval(flags, *, groups=None, level: float = 0.95) -> Interval:
 def draws_interval(estimate, draws, *, units: int, level: float = 0.95) -> Interval:
     """The ``level`` percentile interval of ``estimate`` from bootstrap ``draws`` over one model's ``units`` (NaN
     draws dropped; at least 100 left): for a statistic that is not a mean, of a model that is not trained here."""
-    level = _level(level)
+    level = confidence_level(level)
     x = as_array(draws, "draws")
     x = x[~np.isnan(x)]
     if x.size < 100:
