@@ -4,6 +4,8 @@ pages and the report calling these functions (house v4: one HTML module).
 * the report's page (:func:`faithlab.report.write`): :data:`REPORT_STYLE`, :func:`document`, :func:`heading`,
   :func:`paragraph`, :func:`link`, :func:`file_link`, :func:`text`, :func:`preformatted`, :func:`bullets`,
   :func:`image` and :func:`table`.
+* a notebook's claims (:meth:`faithlab.study.artifacts.Outputs.claim`, the pages' links to them):
+  :func:`claim_anchor`, :func:`verdict_badge` and :func:`claim_html`.
 """
 
 from __future__ import annotations
@@ -84,3 +86,54 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, text: Sequenc
         f"<td{' class=text' if t else ''}>{v if r else e(v)}</td>" for v, t, r in zip(row, text, raw)) + "</tr>"
         for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+# -- a notebook's claims --------------------------------------------------------------------------------------------
+
+DASH = "–"
+"""An empty value in a claim's row."""
+
+
+def claim_anchor(claim: str) -> str:
+    """The HTML id of a claim's row where its notebook shows it (``claim-`` and 10 hex digits of the claim text's
+    SHA-1): the chapter pages and the scorecard link each claim to ``<notebook page>.html#<anchor>``."""
+    import hashlib
+
+    return "claim-" + hashlib.sha1(str(claim).encode("utf-8")).hexdigest()[:10]
+
+
+def verdict_badge(verdict: str) -> str:
+    """A verdict as the book's coloured badge: ``<span class="fl-badge fl-badge-<verdict with dashes>">``
+    (styled by book/_static/faithlab.css). The caller gives a verdict of the study's
+    (:data:`faithlab.study.verdicts.VERDICTS`, checked where a claim is recorded)."""
+    slug = str(verdict).replace(" ", "-")
+    return f'<span class="fl-badge fl-badge-{slug}">{_html.escape(str(verdict))}</span>'
+
+
+def claim_cell(value) -> str:
+    """A value of a claim's row as escaped HTML text (:data:`DASH` for a missing one)."""
+    import math
+
+    missing = isinstance(value, float) and math.isnan(value) or isinstance(value, str) and not value.strip()
+    if value is None or missing:
+        return DASH
+    return _html.escape(str(value))
+
+
+def claim_html(row: dict) -> str:
+    """A claim's row (a dict with the :data:`faithlab.study.artifacts.CLAIM_COLUMNS` keys, as
+    :meth:`faithlab.study.artifacts.Outputs.claim` records it) as the HTML its notebook's page shows: a one-row
+    ``<table class="fl-glance fl-claim-row">`` carrying ``id="<claim_anchor(claim)>"`` (the target of the chapter
+    pages' and the scorecard's links), with the columns claim | paper | ours | verdict (:func:`verdict_badge`) and the
+    rule, premise and note folded in a ``<details>`` under the claim. Every text is escaped. The table fills the
+    column and no wider (book/_static/faithlab.css)."""
+    folded = "".join(f"<p><b>{name}</b>: {claim_cell(row.get(name))}</p>" for name in ("rule", "premise", "note")
+                     if claim_cell(row.get(name)) != DASH)
+    fold = f'<details class="fl-rule"><summary>rule and premise</summary>{folded}</details>' if folded else ""
+    head = ('<thead><tr><th class="fl-claim">claim</th><th>paper</th><th>ours</th><th class="fl-verdict">verdict</th>'
+            "</tr></thead>")
+    body = (f'<tr><td class="fl-claim">{claim_cell(row.get("claim"))}{fold}</td>'
+            f'<td>{claim_cell(row.get("paper_value"))}</td><td>{claim_cell(row.get("our_value"))}</td>'
+            f'<td class="fl-verdict">{verdict_badge(row["verdict"])}</td></tr>')
+    return (f'<table class="fl-glance fl-claim-row" id="{claim_anchor(row["claim"])}">{head}<tbody>{body}</tbody>'
+            "</table>")

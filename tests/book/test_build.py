@@ -208,7 +208,7 @@ def _figures(md: str) -> list[tuple[str, str]]:
 def test_captions_name_only_panels_their_figures_have(built_book):
     """A chapter page's figure caption says "(top)", "left/right", "bottom row", ... only where its figure (the PNG
     its notebook saved, whose panel grid Outputs.figure records) has that many rows or columns of panels."""
-    from faithlab.study.artifacts import caption_problems, read_panel_grid
+    from captions import caption_problems, read_panel_grid
 
     html, proc = built_book
     site = html.parents[1]
@@ -316,7 +316,7 @@ def test_browser_sees_titles_images_and_working_links(built_book):
     names a panel position its figure lacks, and the intro links the guide on its first screen. Each page's height and first verdict's offset are written to _build/browser-layout.csv."""
     from playwright.sync_api import sync_playwright
 
-    from faithlab.study.artifacts import caption_problems, read_panel_grid
+    from captions import caption_problems, read_panel_grid
 
     html, proc = built_book
     site = html.parents[1]

@@ -29,10 +29,12 @@ def test_notebook_records_claims_from_claim_functions(notebook):
                 f"{notebook.name}:{call.lineno}: out.claim takes a faithlab.study.verdicts.Claim from a claim function")
             assert not {k.arg for k in call.keywords} & {"verdict", "paper_value", "our_value"}, (
                 f"{notebook.name}:{call.lineno}: the claim function gives the verdict and the values")
-            assert not isinstance(first, ast.Call), (
-                f"{notebook.name}:{call.lineno}: out.claim takes the claim function and its arguments "
-                "(out.claim(P.claim_x, frame, seed=seed)), so that faithlab.study.verdicts.replicated can re-run it per "
-                "replica and under other bootstrap seeds")
+            decided = isinstance(first, ast.Call) and (
+                getattr(first.func, "attr", None) or getattr(first.func, "id", None)) == "replicated"
+            assert decided and len(call.args) == 1 and first.args, (
+                f"{notebook.name}:{call.lineno}: out.claim records the Claim that faithlab.study.verdicts.replicated "
+                "decided from the claim function and its arguments (out.claim(fs.verdicts.replicated(P.claim_x, "
+                "frame, seed=seed))), so that the claim is re-run per replica and under other bootstrap seeds")
         if name in RULES and isinstance(call.func, ast.Attribute):
             owner = ast.unparse(call.func.value)
             assert not owner.endswith("verdicts"), (
@@ -49,6 +51,13 @@ def test_the_check_catches_a_notebook_that_writes_its_own_verdict(tmp_path):
     called.write_text("out.claim(P.claim_x(frame, seed=seed))\n")
     with pytest.raises(AssertionError, match="replicated"):
         test_notebook_records_claims_from_claim_functions(called)
+    old_shape = tmp_path / "old_shape.py"
+    old_shape.write_text("out.claim(P.claim_x, frame, seed=seed)\n")
+    with pytest.raises(AssertionError, match="replicated"):
+        test_notebook_records_claims_from_claim_functions(old_shape)
+    good = tmp_path / "good.py"
+    good.write_text("out.claim(fs.verdicts.replicated(P.claim_x, frame, seed=seed))\n")
+    test_notebook_records_claims_from_claim_functions(good)
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")

@@ -14,6 +14,7 @@ import nbformat
 import pytest
 import torch
 
+from faithlab import html as fhtml
 from faithlab import _progress, study
 
 from faithlab.study import artifacts as outputs
@@ -246,11 +247,11 @@ def test_every_claim_is_shown_once_as_a_row_with_its_anchor_and_badge(site):
     loop = _html(_cell(cells, "for i in range(2)"))
     assert len(loop) == 2
     for i, row in enumerate(loop):
-        assert f'id="{outputs.claim_anchor(f"looped <{i}>")}"' in row
-        assert f"looped &lt;{i}&gt;" in row and outputs.verdict_badge("reproduced") in row
+        assert f'id="{fhtml.claim_anchor(f"looped <{i}>")}"' in row
+        assert f"looped &lt;{i}&gt;" in row and fhtml.verdict_badge("reproduced") in row
     [last] = _html(_cell(cells, "kept = out.claim("))
-    assert f'id="{outputs.claim_anchor("last & final")}"' in last and "last &amp; final" in last
-    assert outputs.verdict_badge("partly reproduced") in last and "a &lt;b&gt;note&lt;/b&gt;" in last
+    assert f'id="{fhtml.claim_anchor("last & final")}"' in last and "last &amp; final" in last
+    assert fhtml.verdict_badge("partly reproduced") in last and "a &lt;b&gt;note&lt;/b&gt;" in last
     echo = [c for c in cells if "".join(c["source"]).strip() == "kept"]
     assert echo and echo[0]["outputs"] == []
 
@@ -273,10 +274,10 @@ def test_a_cached_notebook_keeps_its_page(site):
 def test_claim_html_escapes_every_text_and_folds_the_rule():
     row = {"paper": "p", "experiment": "e", "claim": 'C1: <script>alert("x")</script>', "paper_value": None,
            "our_value": float("nan"), "verdict": "not testable here", "rule": "a < b", "premise": "", "note": "n & m"}
-    text = outputs.claim_html(row)
+    text = fhtml.claim_html(row)
     assert "<script>" not in text and "&lt;script&gt;" in text
-    assert text.startswith(f'<table class="fl-glance fl-claim-row" id="{outputs.claim_anchor(row["claim"])}">')
-    assert outputs.verdict_badge("not testable here") in text
+    assert text.startswith(f'<table class="fl-glance fl-claim-row" id="{fhtml.claim_anchor(row["claim"])}">')
+    assert fhtml.verdict_badge("not testable here") in text
     assert "<details" in text and "<b>rule</b>: a &lt; b" in text and "<b>note</b>: n &amp; m" in text
     assert "premise" not in text.split("<summary>")[1].split("</summary>")[1]  # an empty premise is left out
     assert text.count("<td>–</td>") == 2  # missing paper and our values

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from faithlab import html as fhtml
 from faithlab.study import artifacts as outputs
 from faithlab.study.papers.setup import Setting
 from faithlab.study.book import pages
@@ -71,9 +72,9 @@ def test_glance_links_each_claim_to_its_row_and_shows_its_badge_and_folded_rule(
     claims = pages.claims_for(card, "fewclass", order=["flips", "fidelity"])
     assert claims["claim"].tolist() == ["C5: flips", "C1: Random is lowest"]  # the book's order of notebooks
     page = pages.glance_html(claims, "ffidelity/ranking")
-    anchor = outputs.claim_anchor("C1: Random is lowest")
+    anchor = fhtml.claim_anchor("C1: Random is lowest")
     assert f'href="../_generated/fewclass/fidelity.html#{anchor}"' in page  # relative to a page one folder down
-    assert outputs.verdict_badge(R) in page and outputs.verdict_badge(T) in page
+    assert fhtml.verdict_badge(R) in page and fhtml.verdict_badge(T) in page
     assert "rule &lt;1&gt;" in page and "<b>note</b>" not in page  # escaped; the note only with notes=True
     assert "<b>note</b>" in pages.glance_html(claims, "scorecard", notes=True)
     assert page.count("<tr>") == 3  # header and two claims
@@ -121,12 +122,12 @@ def test_failures_list_says_why_each_claim_did_not_reproduce_and_the_legend_name
     assert "S7" in page and "C1 (task)" in page and "T1" not in page and "T2" not in page  # only the failures
     assert "we measured IG ranks 1 on Comprehensiveness" in page
     assert "a premise about the stand-in failed — U &lt; Δ for 9 of 30, against at least 50%" in page
-    assert outputs.verdict_badge(N) in page and 'href="_generated/saco/e.html#' in page
+    assert fhtml.verdict_badge(N) in page and 'href="_generated/saco/e.html#' in page
     assert "did not decide" not in pages.why_sentence({"verdict": I, "our_value": "x"})
     assert pages.why_sentence({"verdict": I, "our_value": "x"}).startswith("Inconclusive: the data do not decide")
     assert "Every claim" in pages.failures_html(card[card["verdict"] == R], "scorecard")
     legend = pages.legend_html()
-    assert all(outputs.verdict_badge(v) in legend for v in (R, N, T, I))
+    assert all(fhtml.verdict_badge(v) in legend for v in (R, N, T, I))
     # the scorecard's folded explanation is a sentence, not only a ratio
     assert "<b>why this verdict</b>: Not reproduced: we measured" in pages.glance_html(card.iloc[:1], "scorecard")
 
@@ -217,12 +218,12 @@ def test_toc_order_lists_the_generated_notebooks_in_reading_order():
     assert pages.toc_order(toc) == ["ffidelity/images_ranking", "ffidelity/size_plateau", "saco/case_study"]
 
 
-def test_badge_and_anchor_are_stable_and_reject_unknown_verdicts():
-    assert outputs.claim_anchor("C1: x") == outputs.claim_anchor("C1: x") != outputs.claim_anchor("C1: y")
-    assert re.fullmatch(r"claim-[0-9a-f]{10}", outputs.claim_anchor("C1: x"))
-    assert 'class="fl-badge fl-badge-not-testable-here"' in outputs.verdict_badge(T)
-    with pytest.raises(ValueError, match="verdict"):
-        outputs.verdict_badge("great")
+def test_badge_and_anchor_are_stable_and_claims_take_known_verdicts_only(tmp_path):
+    assert fhtml.claim_anchor("C1: x") == fhtml.claim_anchor("C1: x") != fhtml.claim_anchor("C1: y")
+    assert re.fullmatch(r"claim-[0-9a-f]{10}", fhtml.claim_anchor("C1: x"))
+    assert 'class="fl-badge fl-badge-not-testable-here"' in fhtml.verdict_badge(T)
+    with pytest.raises(ValueError, match="verdict"):  # the badge shows a verdict that recording checked
+        outputs.Outputs("p/e", tmp_path).claim("c", paper_value=1, our_value=1, verdict="great")
     assert not math.isnan(pages.CHAR_PX)
 
 

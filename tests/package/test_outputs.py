@@ -149,6 +149,8 @@ def test_figure_records_its_panel_grid_and_captions_are_checked_against_it(tmp_p
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    import captions
+
     from faithlab.study import artifacts as O
 
     fig, axes = plt.subplots(2, 3)
@@ -158,19 +160,19 @@ def test_figure_records_its_panel_grid_and_captions_are_checked_against_it(tmp_p
     fig.colorbar(image, ax=axes[0])  # a colour bar is not a panel
     assert O.panel_grid(fig) == (1, 2)
     png = O.Outputs("p/e", tmp_path).figure(fig, "two")
-    assert O.read_panel_grid(png) == (1, 2)
+    assert captions.read_panel_grid(png) == (1, 2)
     fig = plt.figure()
     fig.savefig(tmp_path / "bare.png")
-    assert O.read_panel_grid(tmp_path / "bare.png") is None  # not written by Outputs: nothing recorded
-    assert O.caption_positions("ReCo (left) and MeGe (right)") == {"column"}
-    assert O.caption_positions("MeGe (top) and ReCo (bottom row)") == {"row"}
-    assert O.caption_positions("the top row, then left/right halves") == {"row", "column"}
-    assert O.caption_positions("S= moves left as the models agree; the bottom line is") == set()
-    assert O.caption_problems("ReCo (left) and MeGe (right)", (2, 1)) == [
+    assert captions.read_panel_grid(tmp_path / "bare.png") is None  # not written by Outputs: nothing recorded
+    assert captions.caption_positions("ReCo (left) and MeGe (right)") == {"column"}
+    assert captions.caption_positions("MeGe (top) and ReCo (bottom row)") == {"row"}
+    assert captions.caption_positions("the top row, then left/right halves") == {"row", "column"}
+    assert captions.caption_positions("S= moves left as the models agree; the bottom line is") == set()
+    assert captions.caption_problems("ReCo (left) and MeGe (right)", (2, 1)) == [
         "names left/right panels but the figure has 1 column(s) of panels"]
-    assert O.caption_problems("maps (top) and distances (bottom)", (1, 1)) == [
+    assert captions.caption_problems("maps (top) and distances (bottom)", (1, 1)) == [
         "names top/bottom panels but the figure has 1 row(s) of panels"]
-    assert O.caption_problems("maps (top) and distances (bottom)", (2, 1)) == []
+    assert captions.caption_problems("maps (top) and distances (bottom)", (2, 1)) == []
 
 
 def test_a_cell_ending_with_a_glue_shows_no_stray_value(tmp_path):
@@ -192,3 +194,32 @@ def test_a_cell_ending_with_a_glue_shows_no_stray_value(tmp_path):
     outputs = done.cells[0].outputs
     assert [o["output_type"] for o in outputs] == ["display_data"], outputs  # the glue record, no cell result
     assert outputs[0]["metadata"]["scrapbook"]["name"] == "n_sigmas"
+
+
+def _claim_mean_positive(frame):
+    """A claim function for the test below: the mean of ``value`` is positive (an identity, exact)."""
+    from faithlab.study.verdicts import Claim, ladder
+
+    return Claim("mean is positive", rule="the mean of the values, against zero", premise="the values are given",
+                 paper_value="> 0", our_value=f"{frame['value'].mean():.2f}", verdict=ladder(frame["value"].mean() > 0),
+                 kind="study check", trained=False)
+
+
+def test_claim_records_the_claim_its_caller_decided(tmp_path):
+    """out.claim records: the caller decides (faithlab.study.verdicts.replicated), and the row names the function that
+    decided, so that the scorecard finds its rule's commit; a claim function handed over undecided is refused."""
+    import pandas as pd
+
+    from faithlab.study.verdicts import replicated
+
+    frame = pd.DataFrame({"value": [1.0, 2.0, 3.0]})
+    out = outputs.Outputs("p/e", tmp_path)
+    row = out.claim(replicated(_claim_mean_positive, frame))
+    assert row["function"] == f"{__name__}._claim_mean_positive"
+    assert row["claim"] == "mean is positive" and row["kind"] == "study check" and row.claim.function == row["function"]
+    saved = pd.read_csv(tmp_path / outputs.CLAIMS)
+    assert saved["function"][0] == row["function"]
+    with pytest.raises(TypeError):  # its arguments have no place here: replicated takes them
+        out.claim(_claim_mean_positive, frame)
+    with pytest.raises(TypeError, match="decide it first"):
+        out.claim(_claim_mean_positive)

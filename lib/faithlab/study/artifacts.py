@@ -9,8 +9,6 @@ file is written to a temporary name and renamed, so no reader sees half a file.
 
 from __future__ import annotations
 
-import html
-import math
 import os
 import re
 import sys
@@ -73,24 +71,17 @@ class _Recorded(dict):
         pass
 
 
-_DASH = "–"  # an empty value in a claim's row
-
-
-def _cell(value) -> str:
-    """A value of a claim's row as escaped HTML text (a dash for a missing one)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)) or (isinstance(value, str) and not value.strip()):
-        return _DASH
-    return html.escape(str(value))
-
-
 class ClaimRow:
     """How a notebook shows a claim where it computes it: a one-row table claim | paper | ours | verdict, its rule,
-    premise and note folded under the claim (:func:`claim_html`). Displayed by :meth:`Outputs.claim` in a kernel."""
+    premise and note folded under the claim (:func:`faithlab.html.claim_html`). Displayed by :meth:`Outputs.claim` in a
+    kernel."""
 
     def __init__(self, row: dict):
         self.row = dict(row)
 
     def _repr_html_(self) -> str:
+        from faithlab.html import claim_html
+
         return claim_html(self.row)
 
     def __repr__(self) -> str:
@@ -98,51 +89,8 @@ class ClaimRow:
         return f"{row.get('claim')} — paper {row.get('paper_value')}, ours {row.get('our_value')}: {row.get('verdict')}"
 
 
-def claim_anchor(claim: str) -> str:
-    """The HTML id of a claim's row where its notebook shows it (``claim-`` and 10 hex digits of the claim text's
-    SHA-1): the chapter pages and the scorecard link each claim to ``<notebook page>.html#<anchor>``."""
-    import hashlib
-
-    return "claim-" + hashlib.sha1(str(claim).encode("utf-8")).hexdigest()[:10]
-
-
-def verdict_badge(verdict: str) -> str:
-    """A verdict as the book's coloured badge: ``<span class="fl-badge fl-badge-<verdict with dashes>">``
-    (styled by book/_static/faithlab.css)."""
-    import html
-
-    if verdict not in VERDICTS:
-        raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
-    slug = str(verdict).replace(" ", "-")
-    return f'<span class="fl-badge fl-badge-{slug}">{html.escape(str(verdict))}</span>'
-
-
-def claim_html(row: dict) -> str:
-    """A claim's row (a dict with the :data:`CLAIM_COLUMNS` keys, as :meth:`Outputs.claim` records
-    it) as the HTML its notebook's page shows: a one-row ``<table class="fl-glance fl-claim-row">`` carrying
-    ``id="<claim_anchor(claim)>"`` (the target of the chapter pages' and the scorecard's links), with the columns
-    claim | paper | ours | verdict (:func:`verdict_badge`) and the rule, premise and note folded in a ``<details>``
-    under the claim. Every text is escaped. The table fills the column and no wider (book/_static/faithlab.css)."""
-    folded = "".join(f"<p><b>{name}</b>: {_cell(row.get(name))}</p>" for name in ("rule", "premise", "note")
-                     if _cell(row.get(name)) != _DASH)
-    fold = f'<details class="fl-rule"><summary>rule and premise</summary>{folded}</details>' if folded else ""
-    head = ('<thead><tr><th class="fl-claim">claim</th><th>paper</th><th>ours</th><th class="fl-verdict">verdict</th>'
-            "</tr></thead>")
-    body = (f'<tr><td class="fl-claim">{_cell(row.get("claim"))}{fold}</td><td>{_cell(row.get("paper_value"))}</td>'
-            f'<td>{_cell(row.get("our_value"))}</td><td class="fl-verdict">{verdict_badge(row["verdict"])}</td></tr>')
-    return (f'<table class="fl-glance fl-claim-row" id="{claim_anchor(row["claim"])}">{head}<tbody>{body}</tbody>'
-            "</table>")
-
-
 PANELS_KEY = "faithlab-panels"
 """The PNG text chunk where :meth:`Outputs.figure` records the figure's panel grid (``"<rows>x<columns>"``)."""
-POSITION_WORDS = re.compile(
-    r"\((?:the )?(?P<a>top|bottom|left|right)(?: (?:row|column|panels?|half|rows|columns))?\)"
-    r"|\b(?P<b>top|bottom|left|right)(?= (?:row|column|panels?|half|rows|columns)\b)"
-    r"|\b(?P<c>left|right|top|bottom)/(?:left|right|top|bottom)\b", re.IGNORECASE)
-"""A caption's words that name a panel's position: "(top)", "(left panel)", "bottom row", "left/right"."""
-
-
 def panel_grid(fig) -> tuple[int, int]:
     """The panel grid of a matplotlib figure as ``(rows, columns)``: its visible axes (colour bars and axes smaller
     than 2 % of the figure left out) grouped by the centres of their boxes — axes whose centres lie within 4 % of
@@ -167,40 +115,6 @@ def panel_grid(fig) -> tuple[int, int]:
     if not boxes:
         return 0, 0
     return groups(b[1] for b in boxes), groups(b[0] for b in boxes)
-
-
-def caption_positions(caption: str) -> set[str]:
-    """The positions a caption names (:data:`POSITION_WORDS`), as ``{"row", "column"}``: top/bottom need rows,
-    left/right columns."""
-    need = set()
-    for m in POSITION_WORDS.finditer(caption):
-        word = (m.group("a") or m.group("b") or m.group("c")).lower()
-        need.add("row" if word in ("top", "bottom") else "column")
-    return need
-
-
-def caption_problems(caption: str, grid: tuple[int, int]) -> list[str]:
-    """What a caption says about positions that a figure with panel ``grid`` (rows, columns) does not have."""
-    rows, cols = grid
-    need = caption_positions(caption)
-    out = []
-    if "row" in need and rows < 2:
-        out.append(f"names top/bottom panels but the figure has {rows} row(s) of panels")
-    if "column" in need and cols < 2:
-        out.append(f"names left/right panels but the figure has {cols} column(s) of panels")
-    return out
-
-
-def read_panel_grid(png: Path) -> tuple[int, int] | None:
-    """The panel grid :meth:`Outputs.figure` recorded in a PNG (None when it recorded none)."""
-    from PIL import Image
-
-    with Image.open(png) as image:
-        text = (getattr(image, "text", None) or image.info or {}).get(PANELS_KEY)
-    if not text:
-        return None
-    rows, _, cols = str(text).partition("x")
-    return int(rows), int(cols)
 
 
 def _check_name(name: str) -> str:
@@ -234,14 +148,15 @@ class Outputs:
         """Save a matplotlib figure as ``<name>.png`` (and ``.svg`` if asked), show that PNG in the notebook's output
         (the executed-notebook page of the book shows it; the runner's kernels use the non-interactive Agg
         backend, so nothing else would) and close the figure; returns the PNG path (which IPython does not echo
-        when the call ends a cell). A figure that breaks the book's figure style (:func:`faithlab.plots.style.check_style`:
-        fonts too small once shown in the column, a legend over the data, raw column names, too many panels) is
-        saved all the same, with a warning that names it and says why (the runner logs it beside the notebook)."""
+        when the call ends a cell). A figure that breaks the book's figure style
+        (:func:`faithlab.plots.style.check_style`: fonts too small once shown in the column, a legend over the data,
+        raw column names, too many panels) is saved all the same, with a warning that names it and says why (the
+        runner logs it beside the notebook)."""
         import warnings
 
         import matplotlib.pyplot as plt
 
-        from faithlab.plots import check_style
+        from faithlab.plots.style import check_style
 
         stem = _check_name(name)
         problems = check_style(fig, dpi=dpi)
@@ -266,41 +181,36 @@ class Outputs:
 
         glue(_check_name(name), value, display=display)
 
-    def claim(self, claim, *args, paper_value=None, our_value=None, verdict: str | None = None, note: str = "",
-              **kwargs) -> dict:
-        """Record a claim's verdict for the reproduction scorecard (rewrites ``claims.csv``) and, in a Jupyter kernel,
-        show it where it is computed: the claim's row (:func:`claim_html`) is displayed as an output of the calling
-        cell, once per call, and the returned dict is not echoed.
+    def claim(self, claim, *, paper_value=None, our_value=None, verdict: str | None = None, note: str = "") -> dict:
+        """Record a decided claim for the reproduction scorecard (rewrites ``claims.csv``) and, in a Jupyter kernel,
+        show it where it is computed: the claim's row (:func:`faithlab.html.claim_html`) is displayed as an output of
+        the calling cell, once per call, and the returned dict is not echoed. Recording decides nothing: the caller has
+        decided the claim.
 
-        claim: a claim function of ``faithlab.study.papers`` with its arguments (``out.claim(P.claim_x, frames,
-        seed=seed)``: the house way, decided through :func:`faithlab.study.verdicts.replicated`, which adds the replica
-        agreement and the bootstrap stability), a :class:`faithlab.study.verdicts.Claim` (its rule and premise go to the
-        ``rule`` and ``premise`` columns; its decision text to ``decision``), or the claim's text with ``paper_value``,
-        ``our_value`` and ``verdict`` given here. verdict: one of :data:`faithlab.study.verdicts.VERDICTS`, normally from
-        :mod:`faithlab.study.verdicts`; the rule's outcome it carries (``why``) is appended to ``note``.
+        claim: a :class:`faithlab.study.verdicts.Claim`, the house way decided by its claim function through
+        :func:`faithlab.study.verdicts.replicated` (``out.claim(fs.verdicts.replicated(P.claim_x, frames, seed=seed))``,
+        which adds the replica agreement, the bootstrap stability and the deciding function's name); its rule and
+        premise go to the ``rule`` and ``premise`` columns, its decision text to ``decision``. Or the claim's text
+        with ``paper_value``, ``our_value`` and ``verdict`` given here. verdict: one of
+        :data:`faithlab.study.verdicts.VERDICTS`, normally from :mod:`faithlab.study.verdicts`; the rule's outcome it
+        carries (``why``) is appended to ``note``.
         """
         import pandas as pd
 
-        from faithlab.study.verdicts import Claim, replicated
+        from faithlab.study.verdicts import Claim
 
         rule = premise = decision = function = power = rule_id = ""
         kind, replicas, stability, units, trained = "paper", "—", "—", None, None
         if callable(claim) and not isinstance(claim, str):
-            if verdict is not None:
-                raise TypeError("claim is a claim function: it decides the verdict, give none")
-            # a claim function's own paper_value/our_value keywords (e.g. the paper's number) are its arguments
-            kwargs.update({k: v for k, v in (("paper_value", paper_value), ("our_value", our_value)) if v is not None})
-            paper_value = our_value = None
-            function = f"{claim.__module__}.{claim.__qualname__}"
-            claim = replicated(claim, *args, **kwargs)
-        elif args or kwargs:
-            raise TypeError("positional and extra keyword arguments go to a claim function; claim is not one")
+            raise TypeError("claim is a claim function: decide it first, then record the Claim it returns "
+                            "(out.claim(fs.verdicts.replicated(fn, *args, **kwargs)))")
         recorded = claim if isinstance(claim, Claim) else None
         if isinstance(claim, Claim):
             kind, decision, units = claim.kind, claim.decision, claim.units
             replicas, stability, power = claim.replica_agreement, claim.bootstrap_stability, claim.power
             trained = claim.trained_replicas
             rule_id = claim.rule_id or ""
+            function = claim.function
             if not (paper_value is None and our_value is None and verdict is None):
                 raise TypeError("claim is a Claim: it carries paper_value, our_value and verdict, give none of them")
             claim, rule, premise, paper_value, our_value, verdict = (

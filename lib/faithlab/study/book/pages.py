@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from faithlab.study.artifacts import claim_anchor, verdict_badge
+from faithlab.html import claim_anchor, verdict_badge
 from faithlab.study.verdicts import VERDICTS
 
 COLUMN_PX = 772  # the content column of the book's theme at a 1400 px window

@@ -44,7 +44,8 @@ class Claim:
     replicas; False for identities, analytic or given models and published weights (nothing to retrain).
     kept_replicas: how many trained replicas the verdict rests on when the claim function leaves some out (a
     per-replica premise that fails; the fewest over the cells that decide), None when it keeps every replica of its
-    frames; :func:`replicated` counts these, not the replicas it was given."""
+    frames; :func:`replicated` counts these, not the replicas it was given. function: the claim function that decided
+    it (``module.qualname``), set by :func:`replicated` (the scorecard names its rule's commit from it)."""
 
     claim: str
     rule: str
@@ -62,6 +63,7 @@ class Claim:
     trained: bool = True
     kept_replicas: int | None = None
     rule_id: str | None = None
+    function: str = ""
 
     def __post_init__(self):
         from faithlab.study.verdicts.rules import Rule

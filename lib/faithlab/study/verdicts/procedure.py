@@ -106,7 +106,7 @@ def then(text: str, sentence: str) -> str:
 def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica", trained: bool | None = None,
                **kwargs) -> Claim:
     """Decide a claim with its replica agreement and bootstrap stability: the one wrapper every notebook's claim goes
-    through (:meth:`faithlab.study.artifacts.Outputs.claim` calls it when given a claim function).
+    through, before :meth:`faithlab.study.artifacts.Outputs.claim` records the claim it returns.
 
     ``fn(*args, **kwargs)`` → :class:`Claim`, on frames whose rows carry the trained replica in ``column`` (the claim
     function's intervals resample replicas, then units within them). Then:
@@ -184,4 +184,4 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
         premise = then(premise, f"Not replicated here: {what} per setting (the rule asks {min_replicas}; the "
                                  "notebook's `replicas` parameter, where it has one, trains more).")
     return replace(claim, verdict=v, premise=premise, replicas=tuple(per), stability=stability, power=power,
-                   raw=str(claim.verdict), trained=bool(trained))
+                   raw=str(claim.verdict), trained=bool(trained), function=f"{fn.__module__}.{fn.__qualname__}")
