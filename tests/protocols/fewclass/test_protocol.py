@@ -141,7 +141,7 @@ def test_mechanism_frame_is_evaluate_tasks_flips_without_the_maps(monkeypatch):
                 3, pd.DataFrame(), {"a": None, "b": None})
     grid = F.candidate_grid(["V2", "V5", "V15"])
     want = P.evaluate_task(s, methods=["Random"], alterations=("none",), grid=grid, fractions=(0, 0.5, 1))["flips"]
-    monkeypatch.setattr(P.frames, "method_maps", lambda *a, **kw: pytest.fail("mechanism_frame computed maps"))
+    monkeypatch.setattr(P.experiments, "method_maps", lambda *a, **kw: pytest.fail("mechanism_frame computed maps"))
     got = P.mechanism_frame(s, grid=grid)
     pd.testing.assert_frame_equal(got, want)
     assert set(got["replacement"]) == {"zero", "mean", "selected perturbation"} and set(got["model"]) == {"a", "b"}
@@ -227,7 +227,8 @@ def test_replicas_score_disjoint_blocks_of_the_test_split():
     """With ``blocks``, replica r's XAI set comes from test images i with i mod blocks = r only: the replicas of a
     claim pool distinct images, not the same images again."""
     settings = [{"name": "cnn", "model": "small_cnn", "config": {"width": 4}, "n_epochs": 1}]
-    test = P.tasks._stand_in("ct", "test", image_size=16, seed=0, n=None)
+    from faithlab.study.papers.fewclass.setup import _stand_in
+    test = _stand_in("ct", "test", image_size=16, seed=0, n=None)
     x_all, _ = fl.data.to_tensors(test)
     picked = []
     for r in range(3):

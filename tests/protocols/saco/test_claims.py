@@ -13,7 +13,7 @@ import pytest
 
 import faithlab as fl
 import faithlab.study as fs
-from faithlab.study.papers.saco._common import FIRST, LAST
+from faithlab.study.papers.saco.experiments import FIRST, LAST
 
 S = fs.papers.saco
 R, P, N, T, I = fs.verdicts.VERDICTS

@@ -41,7 +41,7 @@ def test_no_notebook_code_holds_saco_values(value):
 
 
 def test_the_claims_quote_the_table():
-    source = (Path(paper.__file__).parent / "comparisons.py").read_text(encoding="utf-8")
+    source = (Path(paper.__file__).parent / "claims.py").read_text(encoding="utf-8")
     assert "0.4558" not in source and "0.6041" not in source
 
 

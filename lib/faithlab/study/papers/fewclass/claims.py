@@ -14,7 +14,7 @@ fixed by the design (what was computed), never by the outcome the claim then jud
 claim function takes a seed.
 
 The units are XAI images of independently trained replicas (a ``replica`` column): each replica scores its own,
-disjoint block of the test split (:func:`~faithlab.study.papers.fewclass.tasks.setup` with ``blocks``)."""
+disjoint block of the test split (:func:`~faithlab.study.papers.fewclass.setup.setup` with ``blocks``)."""
 
 from __future__ import annotations
 
@@ -26,8 +26,9 @@ import torch
 
 from faithlab.study import verdicts
 from faithlab.study.papers.fewclass import paper
-from faithlab.study.papers.fewclass.maps import METHODS
+from faithlab.study.papers.fewclass.experiments import METHODS
 from faithlab.study.papers.fewclass.paper import PAPER_C1
+from faithlab.study.verdicts import replication
 
 __all__ = ["SWITCH_AT", "UNCERTAIN_AT", "ROOM_BELOW", "mechanism", "mechanism_table", "claim_random_lowest",
            "claim_alteration_gains", "claim_rank_agreement", "claim_uncertain_selection", "claim_class_flip",
@@ -36,7 +37,7 @@ __all__ = ["SWITCH_AT", "UNCERTAIN_AT", "ROOM_BELOW", "mechanism", "mechanism_ta
 UNIT = ["replica", "image"]
 """A unit of the Fid and localisation frames: one XAI image of one trained replica."""
 SELECTED = "selected perturbation"
-"""The replacement name of the selected perturbation in :func:`~faithlab.study.papers.fewclass.frames.flip_frame`."""
+"""The replacement name of the selected perturbation in :func:`~faithlab.study.papers.fewclass.experiments.flip_frame`."""
 SWITCH_AT = 0.1
 """The mechanism premise's threshold (the rules file, C1's premise): under the fixed zero reference at least this
 share of the XAI images switch class with confidence (U ≥ Δ) — the few-class failure the paper describes is present."""
@@ -51,7 +52,7 @@ RANDOM_CANDIDATE_BELOW = 0.9
 
 def _with_replica(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with a ``replica`` column (0 for a frame of one model per setting)."""
-    return frame if "replica" in frame.columns else frame.assign(replica=0)
+    return replication.with_replica(frame)
 
 
 def _groups(frame: pd.DataFrame | pd.Index) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""SaCo's set-up table (spec §3.1–3.4): the paper's set-up against the executed notebooks' parameters."""
+"""SaCo's set-up: the chapter's set-up table (spec §3.1–3.4, :data:`SETUP`), the paper's set-up against the executed
+notebooks' parameters (the ViTs themselves are trained by the notebooks through :mod:`faithlab.study.recipes`)."""
 
 from __future__ import annotations
 
