@@ -142,15 +142,15 @@ def test_a_sharded_notebook_shards_as_the_ones_run_sharded(name):
     by the reduce step), with cells after it for the reduce step alone."""
     import jupytext
 
-    from faithlab.study.runner.shards import _shard_cells
+    from faithlab.study.runner.shards import shard_cells
 
     nb = next(n for n in study.discover(ROOT) if n.name == name)
     source = jupytext.read(nb.source, fmt="py:percent")
-    shard_cells = [c for c in source.cells if "shard" in c.metadata.get("tags", [])]
-    assert len(shard_cells) == 1, f"{name}: {len(shard_cells)} cells tagged shard"
-    assert shard_cells[0].source.count("fs.artifacts.sharded(") == 1, shard_cells[0].source
+    tagged = [c for c in source.cells if "shard" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1, f"{name}: {len(tagged)} cells tagged shard"
+    assert tagged[0].source.count("fs.artifacts.sharded(") == 1, tagged[0].source
     n_cells = len(source.cells)
-    assert len(_shard_cells(source, nb.source).cells) < n_cells  # a shard stops after its shard cell
+    assert len(shard_cells(source, nb.source).cells) < n_cells  # a shard stops after its shard cell
 
 
 def test_the_paper_items_tables_name_files_the_notebooks_write(smoke_book):

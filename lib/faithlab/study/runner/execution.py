@@ -23,20 +23,20 @@ from faithlab.study.runner.promotion import (
     JOURNAL,
     LOCKS,
     locked,
-    _new_staging,
-    _notebook_lock,
+    new_staging,
+    notebook_lock,
+    notebook_slug,
     outputs_lock,
-    _promote,
-    _recover_notebook,
-    _remove,
-    _slug,
+    promote,
+    recover_notebook,
+    remove,
 )
 from faithlab.study.runner.shards import (
     SHARD_DONE,
     SHARD_SECONDS,
-    _remove_store,
-    _shard_cells,
-    _shard_seconds,
+    remove_store,
+    shard_cells,
+    shard_seconds,
     shard_store,
 )
 from faithlab.study.runner.stamps import STAMP, is_current, output_paths
@@ -153,20 +153,20 @@ def execute(nb: Notebook, params: dict, key: str, root: Path, generated: Path, t
         if shard is not None:
             return _execute_shard(nb, params, key, root, generated, timeout, shard, n_shards)
         start = time.monotonic()
-        slug = _slug(nb.paper, nb.experiment)
+        slug = notebook_slug(nb.paper, nb.experiment)
 
         def waiting():
             echo(f"[waiting] {nb.name}: another runner is executing it; waiting for it to finish")
 
-        with locked(_notebook_lock(generated, slug), on_wait=waiting) as state:
-            _recover_notebook(slug, generated, echo)
+        with locked(notebook_lock(generated, slug), on_wait=waiting) as state:
+            recover_notebook(slug, generated, echo)
             if state == "waited" and is_current(nb, key, generated, echo):
                 return Result(nb.name, "cached", time.monotonic() - start, "executed by another runner meanwhile")
             store = shard_store(nb, key, generated) if n_shards > 1 else None
             result = _execute_locked(nb, params, key, root, generated, timeout, start, shards=store,
                                      page={"profile": profile, "echo": echo, "n_shards": n_shards})
             if store is not None and result.status == "ran":
-                _remove_store(nb, key, generated)
+                remove_store(nb, key, generated)
             return result
 
 
@@ -177,7 +177,7 @@ def _execute_shard(nb: Notebook, params: dict, key: str, root: Path, generated: 
     name = f"{nb.name} [shard {shard + 1}/{n_shards}]"
     store = shard_store(nb, key, generated)
     folder = store / str(shard)
-    lock = generated / LOCKS / f"{_slug(nb.paper, nb.experiment)}--{key[:16]}--shard-{shard}.lock"
+    lock = generated / LOCKS / f"{notebook_slug(nb.paper, nb.experiment)}--{key[:16]}--shard-{shard}.lock"
     with locked(lock):
         done = folder / SHARD_DONE
         if done.is_file() and done.read_text().strip() == key:
@@ -204,7 +204,7 @@ def _execute_locked(nb: Notebook, params: dict, key: str, root: Path, generated:
 
     ipynb, folder = output_paths(nb, generated)
     if shard is None:
-        staging = _new_staging(generated, _slug(nb.paper, nb.experiment), nb.experiment)
+        staging = new_staging(generated, notebook_slug(nb.paper, nb.experiment), nb.experiment)
         failed = root / "_build" / "failed" / nb.paper / f"{nb.experiment}.ipynb"
     else:  # a shard's outputs are discarded but for its tables in the store: it stages beside them
         staging = shards / f"staging-{shard}-{uuid.uuid4().hex[:8]}"
@@ -216,7 +216,7 @@ def _execute_locked(nb: Notebook, params: dict, key: str, root: Path, generated:
     try:
         source_nb = jupytext.read(nb.source, fmt="py:percent")
         if shard is not None:
-            source_nb = _shard_cells(source_nb, nb.source)
+            source_nb = shard_cells(source_nb, nb.source)
         source_nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
         source_nb.metadata.setdefault("language_info", {"name": "python"})
         nbformat.write(source_nb, source_ipynb)
@@ -249,8 +249,8 @@ def _execute_locked(nb: Notebook, params: dict, key: str, root: Path, generated:
                 # We hold its lock, so they are this notebook's outputs, which this run was to replace; the .ipynb
                 # goes first (an .ipynb never stands beside an incomplete folder).
                 with locked(outputs_lock(generated)):
-                    _remove(ipynb)
-                    _remove(folder)
+                    remove(ipynb)
+                    remove(folder)
             elif cell_error:
                 where += "; its previous outputs are removed once the other shards are done"
             else:
@@ -271,20 +271,20 @@ def _execute_locked(nb: Notebook, params: dict, key: str, root: Path, generated:
             return Result(nb.name, "ran", time.monotonic() - start)
         page = page or {}
         n_shards = page.get("n_shards", 1)
-        seconds = time.monotonic() - ran_from + (_shard_seconds(shards, n_shards) if shards is not None else 0.0)
+        seconds = time.monotonic() - ran_from + (shard_seconds(shards, n_shards) if shards is not None else 0.0)
         notebook_page.finish(staged_ipynb, name=nb.name, params=params, profile=page.get("profile"), seconds=seconds,
                              root=root, generated=generated, log_folder=staged_folder,
                              final_log=folder / notebook_page.STDERR_LOG, shards=n_shards if n_shards > 1 else 0,
                              echo=page.get("echo") or print)
         (staged_folder / STAMP).write_text(json.dumps({"key": key, "params": params}, sort_keys=True, default=str))
-        _promote(nb, key, staging, generated)
+        promote(nb, key, staging, generated)
         failed.unlink(missing_ok=True)  # an old traceback no longer describes this notebook
         return Result(nb.name, "ran", time.monotonic() - start)
     finally:
         # Only this run uses this folder. It is kept when a promotion was interrupted (by an exception such as
         # KeyboardInterrupt; a kill runs no code at all): the next holder of the lock finishes the journaled
-        # promotion from it, then deletes it (_recover_notebook).
-        if shard is not None or not (generated / JOURNAL / f"{_slug(nb.paper, nb.experiment)}.json").exists():
+        # promotion from it, then deletes it (recover_notebook).
+        if shard is not None or not (generated / JOURNAL / f"{notebook_slug(nb.paper, nb.experiment)}.json").exists():
             shutil.rmtree(staging, ignore_errors=True)
 
 
@@ -294,5 +294,5 @@ def _last_line(exc: BaseException) -> str:
     return next((line for line in reversed(summary) if line.strip()), type(exc).__name__)
 
 
-def _execute_job(args, kwargs=None) -> Result:
+def execute_job(args, kwargs=None) -> Result:
     return execute(*args, **(kwargs or {}))

@@ -21,7 +21,7 @@ STAGING = ".staging"  # per-execution staging folders
 JOURNAL = ".promoting"  # one journal file per promotion in progress
 
 
-def _remove(path: Path) -> None:
+def remove(path: Path) -> None:
     if path.is_dir():
         shutil.rmtree(path)
     elif path.exists():
@@ -29,7 +29,7 @@ def _remove(path: Path) -> None:
 
 
 
-def _slug(paper: str, experiment: str) -> str:
+def notebook_slug(paper: str, experiment: str) -> str:
     """Name of a notebook's lock, journal and (as prefix) staging folders."""
     return f"{paper}--{experiment}"
 
@@ -62,7 +62,7 @@ def locked(path: Path, *, block: bool = True, on_wait=None):
         os.close(fd)  # releases the lock
 
 
-def _notebook_lock(generated: Path, slug: str) -> Path:
+def notebook_lock(generated: Path, slug: str) -> Path:
     return generated / LOCKS / f"{slug}.lock"
 
 
@@ -72,7 +72,7 @@ def outputs_lock(generated: Path) -> Path:
     return generated / LOCKS / "outputs.lock"
 
 
-def _new_staging(generated: Path, slug: str, experiment: str) -> Path:
+def new_staging(generated: Path, slug: str, experiment: str) -> Path:
     """Create ``<generated>/.staging/<slug>--<id>/<experiment>/`` and return ``<generated>/.staging/<slug>--<id>``."""
     for _ in range(10):
         staging = generated / STAGING / f"{slug}--{uuid.uuid4().hex[:8]}"
@@ -108,19 +108,19 @@ def _move_in(paper: str, experiment: str, staging: Path, generated: Path) -> Non
     os.replace(staged_ipynb, ipynb)
 
 
-def _promote(nb: Notebook, key: str, staging: Path, generated: Path) -> None:
+def promote(nb: Notebook, key: str, staging: Path, generated: Path) -> None:
     """Replace a notebook's outputs by the ones staged in ``staging`` (caller holds the notebook's lock)."""
-    journal = generated / JOURNAL / f"{_slug(nb.paper, nb.experiment)}.json"
+    journal = generated / JOURNAL / f"{notebook_slug(nb.paper, nb.experiment)}.json"
     entry = {"paper": nb.paper, "experiment": nb.experiment, "key": key, "staging": staging.name}
     with locked(outputs_lock(generated)):
         # Written before the first rename and removed after the last: a journal on disk means "this promotion may
-        # be half done; finish it from <staging>" (see _recover_notebook).
+        # be half done; finish it from <staging>" (see recover_notebook).
         paths.atomic_write(journal, lambda tmp: tmp.write_text(json.dumps(entry)))
         _move_in(nb.paper, nb.experiment, staging, generated)
         journal.unlink()
 
 
-def _recover_notebook(slug: str, generated: Path, echo) -> None:
+def recover_notebook(slug: str, generated: Path, echo) -> None:
     """Finish a promotion that a killed runner left half done and delete that notebook's left-over staging folders.
 
     The caller holds the notebook's lock, so no live runner uses any ``.staging/<slug>--*`` folder.
@@ -130,8 +130,9 @@ def _recover_notebook(slug: str, generated: Path, echo) -> None:
         try:
             entry = json.loads(journal.read_text())
             paper, experiment, staging, key = entry["paper"], entry["experiment"], entry["staging"], entry["key"]
-            # The journal names folders that are moved: accept only what _promote writes, nothing outside.
-            if _slug(paper, experiment) != slug or Path(staging).name != staging or not staging.startswith(f"{slug}--"):
+            # The journal names folders that are moved: accept only what promote writes, nothing outside.
+            if (notebook_slug(paper, experiment) != slug or Path(staging).name != staging
+                    or not staging.startswith(f"{slug}--")):
                 raise ValueError("it names another notebook or folder")
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             echo(f"{journal}: unreadable promotion journal ({first_line(exc)}); ignored (an incomplete notebook "
@@ -165,19 +166,19 @@ def recover(generated: Path | None = None, echo=print) -> None:
         slugs.update(p.stem for p in (generated / JOURNAL).glob("*.json"))
     slugs.update(p.name.rsplit("--", 1)[0] for p in _staging_folders(generated) if "--" in p.name)
     for slug in sorted(slugs):
-        with locked(_notebook_lock(generated, slug), block=False) as state:
+        with locked(notebook_lock(generated, slug), block=False) as state:
             if state != "busy":
-                _recover_notebook(slug, generated, echo)
+                recover_notebook(slug, generated, echo)
 
 
 def _staging_folders(generated: Path) -> list[Path]:
     try:
         return list((generated / STAGING).iterdir())
-    except FileNotFoundError:  # none yet, or another runner's _tidy has just removed the empty folder
+    except FileNotFoundError:  # none yet, or another runner's tidy has just removed the empty folder
         return []
 
 
-def _tidy(generated: Path) -> None:
+def tidy(generated: Path) -> None:
     """Remove ``.staging`` if no runner has a folder in it (rmdir fails on a non-empty folder)."""
     with contextlib.suppress(OSError):
         os.rmdir(generated / STAGING)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from faithlab import paths
 from faithlab.study.runner import stamps
-from faithlab.study.runner.execution import Result, _execute_job, execute
+from faithlab.study.runner.execution import Result, execute, execute_job
 from faithlab.study.runner.parameters import (
     Notebook,
     StudyError,
@@ -25,7 +25,7 @@ from faithlab.study.runner.parameters import (
     merge_parameters,
     select,
 )
-from faithlab.study.runner.promotion import locked, _notebook_lock, outputs_lock, _remove, _slug, _tidy, recover
+from faithlab.study.runner.promotion import locked, notebook_lock, notebook_slug, outputs_lock, recover, remove, tidy
 from faithlab.study.book.scorecard import write_scorecard
 from faithlab.study.runner.shards import shard_plan
 from faithlab.study.runner.stamps import first_line, is_current, output_paths, run_key
@@ -75,7 +75,7 @@ class _Pool:
         self.pool = futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
 
     def submit(self, label, total, args, kwargs):
-        return self.pool.submit(_execute_job, args, kwargs)
+        return self.pool.submit(execute_job, args, kwargs)
 
     @staticmethod
     def wait(pending):
@@ -94,7 +94,7 @@ class _Dask:
 
         resources = {cluster.RESOURCE: 1} if self.connection.uses_resources else None
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", label).strip("-")
-        return self.connection.client.submit(_execute_job, args, kwargs, pure=False, resources=resources,
+        return self.connection.client.submit(execute_job, args, kwargs, pure=False, resources=resources,
                                              key=f"faithlab-{slug}-{uuid.uuid4().hex[:8]}")
 
     @staticmethod
@@ -116,9 +116,9 @@ def _outcome(future, label: str, start: float) -> Result:
 def _drop_outputs(nb: Notebook, generated: Path) -> None:
     """Remove a notebook's outputs (a shard's cell failed: they no longer describe its source), under its lock."""
     ipynb, folder = output_paths(nb, generated)
-    with locked(_notebook_lock(generated, _slug(nb.paper, nb.experiment))), locked(outputs_lock(generated)):
-        _remove(ipynb)
-        _remove(folder)
+    with locked(notebook_lock(generated, notebook_slug(nb.paper, nb.experiment))), locked(outputs_lock(generated)):
+        remove(ipynb)
+        remove(folder)
 
 
 def _schedule(plans: list[_Plan], executor, echo) -> list[Result]:
@@ -231,7 +231,7 @@ def run(
         results += _run_plans(plans, jobs, cluster, spec, root, generated, echo)
     # Never remove other runners' staging folders (a shared rmtree here once made a concurrent runner fail and
     # delete good outputs): each execution removes its own, and .staging goes only when empty.
-    _tidy(generated)
+    tidy(generated)
     write_scorecard(generated, echo=echo)
     return results
 

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 from faithlab.study.runner.parameters import Notebook, StudyError
-from faithlab.study.runner.promotion import _slug
+from faithlab.study.runner.promotion import notebook_slug
 
 SHARDS = ".shards"  # per-sample tables of sharded notebooks: <generated>/.shards/<slug>/<key[:16]>/<i>/<name>.csv
 SHARD_DONE = ".done"  # in a shard's folder: the run key it was computed for (written last)
@@ -21,13 +21,13 @@ SHARD_SECONDS = ".seconds"  # in a shard's folder: how long its execution took (
 
 def shard_store(nb: Notebook, key: str, generated: Path) -> Path:
     """Folder of the shards computed for the reduce step's run ``key`` (one sub-folder per shard)."""
-    return generated / SHARDS / _slug(nb.paper, nb.experiment) / key[:16]
+    return generated / SHARDS / notebook_slug(nb.paper, nb.experiment) / key[:16]
 
 
-def _remove_store(nb: Notebook, key: str, generated: Path) -> None:
+def remove_store(nb: Notebook, key: str, generated: Path) -> None:
     shutil.rmtree(shard_store(nb, key, generated), ignore_errors=True)
     with contextlib.suppress(OSError):
-        (generated / SHARDS / _slug(nb.paper, nb.experiment)).rmdir()
+        (generated / SHARDS / notebook_slug(nb.paper, nb.experiment)).rmdir()
         (generated / SHARDS).rmdir()
 
 
@@ -46,7 +46,7 @@ def shard_plan(nb: Notebook, params: dict) -> int:
     return n
 
 
-def _shard_cells(notebook, source: Path):
+def shard_cells(notebook, source: Path):
     """The notebook cut after its last cell tagged ``shard`` (what a shard executes)."""
     tagged = [i for i, c in enumerate(notebook.cells) if "shard" in c.get("metadata", {}).get("tags", [])]
     if not tagged:
@@ -56,7 +56,7 @@ def _shard_cells(notebook, source: Path):
     return notebook
 
 
-def _shard_seconds(store: Path, n_shards: int) -> float:
+def shard_seconds(store: Path, n_shards: int) -> float:
     """The execution seconds the shards of a store recorded (a shard without a record counts 0)."""
     total = 0.0
     for i in range(n_shards):

@@ -25,8 +25,8 @@ def _hash_files(files) -> str:
 
 
 def library_hash() -> str:
-    """Hash of the library's source files (a change in lib re-runs every notebook)."""
-    return _hash_files(Path(__file__).resolve().parents[1].rglob("*.py"))
+    """Hash of the library's source files, the study's included (lib/faithlab: a change in lib re-runs every notebook)."""
+    return _hash_files(Path(__file__).resolve().parents[2].rglob("*.py"))
 
 
 def run_key(nb: Notebook, params: dict, lib_hash: str, root: Path) -> str:
