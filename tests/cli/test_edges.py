@@ -131,7 +131,7 @@ def _sampled(tmp_path, monkeypatch, images: Path, *extra: str) -> list[str]:
         seen.append(list(data.files))
         return pd.DataFrame()
 
-    monkeypatch.setattr(cli, "_estimate", stub)
+    monkeypatch.setattr(cli.estimate, "estimate", stub)
     assert cli.main(_args(images, tmp_path / "out", "--estimate-only", *extra)) == 0
     return seen[0]
 

@@ -43,7 +43,7 @@ def test_estimate_only_runs_no_metric_and_probes_smallimage_folder(tmp_path, mon
     # --batch-size inputs, and saliency's warm-up (1 image) and timed call (4 images), one forward pass each
     assert (model.calls, model.inputs) == (8, 4 + 4 + 4 * batch + 1 + 4)
     run = fl.evaluation.estimate((4, 3, side, side), n_classes=2, explainers=["saliency"], explainer=True,
-                                 metrics=cli._choose_metrics(None, finetuned=False), chunk_size=batch)
+                                 metrics=cli.arguments.choose_metrics(None, finetuned=False), chunk_size=batch)
     assert run["forward_inputs"].sum() > 50 * model.inputs  # the run's work, none of which was done
     assert not (tmp_path / "out").exists()
 

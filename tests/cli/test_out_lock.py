@@ -22,7 +22,7 @@ from faithlab import cli
 HOLDER = """\
 import sys
 from faithlab import cli
-with cli._out_lock(sys.argv[1], "faithlab evaluate --out held-elsewhere", print):
+with cli.lock.out_lock(sys.argv[1], "faithlab evaluate --out held-elsewhere", print):
     print("held", flush=True)
     sys.stdin.read()  # until the test closes the pipe, or kills this process
 """
@@ -70,7 +70,7 @@ def _held(out: Path) -> bool:
     """Whether some run holds ``out`` now: this process tries to take the lock itself (flock locks are per open
     file, so a lock this process leaked is held against it too)."""
     try:
-        with cli._out_lock(out, "probe", lambda _text: None):
+        with cli.lock.out_lock(out, "probe", lambda _text: None):
             return False
     except cli.UsageError:
         return True
@@ -82,7 +82,7 @@ def test_a_second_run_on_the_same_out_stops_naming_the_first(images, tmp_path, h
     record = json.loads(_lock_file(out).read_text(encoding="utf-8"))
     assert record["pid"] == proc.pid and record["command"] == "faithlab evaluate --out held-elsewhere"
     loads = []
-    monkeypatch.setattr(cli, "_load", lambda *a: loads.append(a) or pytest.fail("the model was loaded"))
+    monkeypatch.setattr(cli.loading, "load", lambda *a: loads.append(a) or pytest.fail("the model was loaded"))
     assert cli.main(_args(images, out)) == 2
     err = one_line_error(capsys, "faithlab evaluate: error: --out: ", f"{out} is in use by another faithlab "
                           f"evaluate (pid {proc.pid}, started {record['started']}: faithlab evaluate --out "
@@ -127,7 +127,7 @@ def test_the_lock_is_held_during_the_run_and_released_after_ctrl_c(images, tmp_p
         seen.append((record["pid"], record["command"], _held(out)))
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "_load", interrupted)
+    monkeypatch.setattr(cli.loading, "load", interrupted)
     assert cli.main(_args(images, out)) == 130
     assert seen == [(os.getpid(), "faithlab " + shlex.join(_args(images, out)), True)]
     assert not _lock_file(out).exists() and not _held(out)
@@ -135,7 +135,7 @@ def test_the_lock_is_held_during_the_run_and_released_after_ctrl_c(images, tmp_p
 
 
 def test_discard_of_a_vanished_folder_is_nothing_to_do(tmp_path):
-    cli._discard(tmp_path / "report.partial")  # removed by another process meanwhile: no error
+    cli.resume.discard(tmp_path / "report.partial")  # removed by another process meanwhile: no error
     assert list(tmp_path.iterdir()) == []
 
 
@@ -144,5 +144,5 @@ def test_a_killed_holders_record_is_not_taken_for_the_live_one():
     own: _alive tells them apart."""
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait(timeout=30)
-    assert cli._alive(os.getpid()) and not cli._alive(proc.pid)
-    assert not cli._alive(None) and not cli._alive("12") and not cli._alive(0)
+    assert cli.lock.alive(os.getpid()) and not cli.lock.alive(proc.pid)
+    assert not cli.lock.alive(None) and not cli.lock.alive("12") and not cli.lock.alive(0)

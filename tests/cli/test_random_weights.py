@@ -95,8 +95,8 @@ def test_two_identical_runs_write_the_same_report(images, baseline, tmp_path, ca
 
 def test_the_weights_are_drawn_from_seed_and_leave_the_global_rng_alone(images):
     def loaded(seed: int) -> torch.nn.Module:
-        args = cli._parser().parse_args(_args(images, "--seed", str(seed)))
-        return cli._load(args, lambda _text: None)[0]
+        args = cli.arguments.build_parser().parse_args(_args(images, "--seed", str(seed)))
+        return cli.loading.load(args, lambda _text: None)[0]
 
     torch.manual_seed(123)
     before = torch.get_rng_state()

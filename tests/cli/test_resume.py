@@ -156,7 +156,7 @@ def test_interrupted_inside_a_forward_pass_resumes_and_a_changed_argument_is_ref
     # what the command's fingerprint would miss, the chunks' own record of the call still refuses
     stored = json.loads((work / "incomplete.json").read_text(encoding="utf-8"))["fingerprint"]
     with monkeypatch.context() as m:
-        m.setattr(cli, "_fingerprint", lambda *args: stored)
+        m.setattr(cli.resume, "fingerprint", lambda *args: stored)
         assert cli.main(_args(inputs, out, "--resume", "--seed", "1")) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("faithlab evaluate: error: --resume:") and "other options seed" in err, err

@@ -50,11 +50,11 @@ scoped = fl.evaluate(model, x, y, a, metrics=["toy_drop"], toy_drop_fraction=0.5
 assert scoped.loc[scoped["metric"] == "toy_drop", "score"].tolist() == scores.tolist()
 assert "fraction" in inspect.signature(fl.evaluate).parameters
 assert "Toy drop (``toy_drop``, toy): probability lost when the map's top units are removed" in fl.evaluate.__doc__
-assert cli._choose_metrics("toy_drop", finetuned=False) == ["toy_drop"]
+assert cli.arguments.choose_metrics("toy_drop", finetuned=False) == ["toy_drop"]
 assert cli.parse_settings(["toy_drop_fraction=0.1", "fraction=0.2"]) == {"toy_drop_fraction": 0.1, "fraction": 0.2}
 assert registry.tips()["toy_drop"] == "fewer units removed: --set fraction=0.1"
 listed = []
-cli._list_metrics(listed.append)
+cli.listing.list_metrics(listed.append)
 assert any(line.startswith("toy_drop ") and "[--set fraction]" in line for line in "\n".join(listed).splitlines())
 cases = [c for n, c in registry_fuzz.cases() if n == "toy_drop"]
 assert len(cases) >= 7, cases
