@@ -110,6 +110,15 @@ def verdict_badge(verdict: str) -> str:
     return f'<span class="fl-badge fl-badge-{slug}">{_html.escape(str(verdict))}</span>'
 
 
+def text_or_dash(value) -> str:
+    """A value as escaped HTML text, :data:`DASH` for None or NaN."""
+    import math
+
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return DASH
+    return _html.escape(str(value))
+
+
 def claim_cell(value) -> str:
     """A value of a claim's row as escaped HTML text (:data:`DASH` for a missing one)."""
     import math

@@ -99,9 +99,9 @@ def test_summary_sentence_counts_every_verdict_and_names_the_decided_claims():
 
 
 def test_a_claims_label_ends_at_its_first_colon_outside_parentheses_and_a_shared_label_adds_the_statement():
-    assert pages._split_claim("F10 (GradCAM, second: cluttered): maps agree") == (
+    assert pages.split_claim("F10 (GradCAM, second: cluttered): maps agree") == (
         "F10 (GradCAM, second: cluttered)", "maps agree")
-    assert pages._label("F10 (GradCAM, second: cluttered): maps agree") == "F10 (GradCAM, second: cluttered)"
+    assert pages.claim_label("F10 (GradCAM, second: cluttered): maps agree") == "F10 (GradCAM, second: cluttered)"
     card = _card([["p", "e", "Table 8: images keep accuracy", "", "", R, "", "", ""],
                   ["p", "e", "Table 8: text is robust", "", "", N, "", "", ""],
                   ["p", "e", "F10 (GradCAM, second: cluttered): maps agree", "", "", R, "", "", ""]])

@@ -1,0 +1,37 @@
+"""What the book"s pages show of the generated outputs, for the book"s Sphinx extension
+(``book/_ext/faithlab_book.py``) to place: it is a thin layer over these functions, so that what a reader sees is
+tested here (``tests/book/test_pages.py``) and the CSV files keep every digit (each table links its CSV).
+
+- :mod:`~faithlab.study.book.pages.tables`: tables formatted for reading, folded when they would not fit;
+- :mod:`~faithlab.study.book.pages.claims`: claims at a glance, the scorecard"s sentences and lists, the set-up
+  tables, "how far this transfers" and the build"s line;
+- :mod:`~faithlab.study.book.pages.preregistration`: the decision procedure, the intervals" coverage, the
+  registered rules and their log;
+- :mod:`~faithlab.study.book.pages.guide`: the answer to "which metric should I trust?" and the guide.
+"""
+
+from __future__ import annotations
+
+from faithlab.html import DASH
+from faithlab.study.book.pages import claims, guide, preregistration, tables
+from faithlab.study.book.pages.tables import (format_column, column_label, relabel_html, format_table, min_width_px,
+                                              should_fold, table_html, html_table_frame, fold_html_output, COLUMN_PX,
+                                              CHAR_PX, CELL_PAD_PX, COLUMN_LABELS)
+from faithlab.study.book.pages.claims import (notebook_href, claims_for, glance_html, agreement_html, counts,
+                                              split_claim, claim_label, shorten, summary_sentence, why_sentence,
+                                              failures_html, legend_html, executed_parameters, setup_rows,
+                                              metrics_html, toc_order, build_html, transfer_html, WHY_VERDICTS)
+from faithlab.study.book.pages.preregistration import (procedure_html, coverage_frame, coverage_html, rules_html,
+                                                       rules_log_html, preregistration_html)
+from faithlab.study.book.pages.guide import answer_html, guide_html, reconcile_html
+
+__all__ = [
+    "DASH",
+    "format_column", "column_label", "relabel_html", "format_table", "min_width_px", "should_fold", "table_html",
+    "html_table_frame", "fold_html_output", "COLUMN_PX", "CHAR_PX", "CELL_PAD_PX", "COLUMN_LABELS", "notebook_href",
+    "claims_for", "glance_html", "agreement_html", "counts", "split_claim", "claim_label", "shorten",
+    "summary_sentence", "why_sentence", "failures_html", "legend_html", "executed_parameters", "setup_rows",
+    "metrics_html", "toc_order", "build_html", "transfer_html", "WHY_VERDICTS", "procedure_html", "coverage_frame",
+    "coverage_html", "rules_html", "rules_log_html", "preregistration_html", "answer_html", "guide_html",
+    "reconcile_html"
+]

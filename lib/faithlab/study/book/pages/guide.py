@@ -1,0 +1,130 @@
+"""The answer to "which metric should I trust?": the front page's answer, the guide's recommendations per
+situation and where the synthesis and a paper's chapter may disagree, from the synthesis notebook's tables."""
+
+from __future__ import annotations
+
+import html
+import math
+
+import pandas as pd
+
+from faithlab.html import DASH
+from faithlab.study.book.pages.claims import counts
+
+def answer_html(guide: pd.DataFrame, card: pd.DataFrame, guide_href: str | None,
+                setups: pd.DataFrame | None = None) -> str:
+    """The front page's answer to "which metric should I trust?": the synthesis's generated answer
+    (:func:`faithlab.study.papers.synthesis.advice.answer_sentence`), the scale it rests on (``setups``: the synthesis's
+    set-up table, its ``replicas`` trained models per situation and ``images`` per model) and a link to the guide."""
+    from faithlab.study.papers.synthesis import answer_sentence
+
+    if guide.empty or card.empty:
+        return (f'<p class="fl-answer"><b>Which metric to trust?</b> The synthesis notebook did not run in this '
+                f'build; the <a href="{html.escape(guide_href)}">guide</a> explains how the study answers it.</p>')
+    scale = ""
+    if setups is not None and not setups.empty and "images" in setups.columns:
+        images = pd.to_numeric(setups["images"], errors="coerce").dropna()
+        n = f"{images.min():.0f}" if images.min() == images.max() else f"{images.min():.0f}–{images.max():.0f}"
+        reps = (pd.to_numeric(setups["replicas"], errors="coerce").dropna() if "replicas" in setups.columns
+                else pd.Series(dtype=float))
+        who = ("one trained model" if reps.empty or int(reps.min()) == 1
+               else f"{int(reps.min())} independently trained models, each")
+        scale = (f" Each situation is {who} scored on {n} images, so a metric that holds up is a candidate to "
+                 "check on your own model, not a proof.")
+    link = ("" if guide_href is None else f' Per situation, with intervals and the evidence: '
+            f'<a href="{html.escape(guide_href)}">which metric should I use?</a>')
+    return (f'<p class="fl-answer"><b>Which metric to trust?</b> {html.escape(answer_sentence(guide, card))}'
+            f"{html.escape(scale)}{link}</p>")
+
+
+def _rows_table(part: pd.DataFrame, *, cost_case: bool) -> str:
+    head = ["metric", "recovery [95 % interval]", "model inputs per image", "moves with the removal value by",
+            "the guide's reading"]
+    if cost_case:
+        head[-1] = "holds up in (situations)"
+    body = []
+    for r in part.to_dict("records"):
+        spread = r.get("reference spread")
+        spread = DASH if spread is None or (isinstance(spread, float) and math.isnan(spread)) else f"{spread:.2f}"
+        beaten = r.get("beaten by")
+        beaten = beaten if isinstance(beaten, str) and beaten else ""
+        held = (f"{int(r['situations held'])}" if cost_case else "holds up" if r["holds up"]
+                else f"beaten by {beaten}" if beaten else "not separated" if r.get("not separated")
+                else "does not recover" if r.get("recovers") == "fails" else "no")
+        body.append(f"<tr><td>{html.escape(str(r['label']))}</td><td>{r['recovery']:.2f} [{r['low']:.2f}, "
+                    f"{r['high']:.2f}]</td><td>{r['cost']:.0f}</td><td>{spread}</td><td>{held}</td></tr>")
+    return ('<table class="fl-table"><thead><tr>' + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
+            + "".join(body) + "</tbody></table>")
+
+
+def guide_html(guide: pd.DataFrame, setups: pd.DataFrame, docname: str) -> str:
+    """The guide's recommendations: per situation a generated sentence
+    (:func:`faithlab.study.papers.synthesis.advice.guide_sentences`) and, folded, every metric's recovery with its
+    interval, cost and removal-value spread."""
+    from faithlab.study.papers.synthesis import COST_CASE, guide_sentences
+
+    if guide.empty:
+        return '<p class="fl-empty">The synthesis notebook did not run in this build.</p>'
+    n_images = dict(zip(setups["setup"], setups["images"])) if not setups.empty else {}
+    sentences = guide_sentences(guide, n_images=n_images)
+    prefix = "../" * str(docname).count("/")
+    evidence = f"{prefix}_generated/synthesis/metrics_compared.html"
+    parts = []
+    for case, part in guide.groupby("situation", sort=False):
+        cost_case = case == COST_CASE
+        title = case[0].upper() + case[1:]
+        parts.append(f"<h3>{html.escape(title)}</h3><p>{html.escape(sentences.get(case, ''))}</p>"
+                     f'<details class="fl-fold"><summary>Every metric in this situation ({len(part)}; evidence: '
+                     f'<a href="{html.escape(evidence)}">the synthesis notebook</a>)</summary>'
+                     f'<div class="fl-fold-body">{_rows_table(part, cost_case=cost_case)}</div></details>')
+    return "".join(parts)
+
+
+def reconcile_html(card: pd.DataFrame, scorecard: pd.DataFrame, docname: str) -> str:
+    """Where the synthesis and a paper's chapter may disagree: per chapter that proposes a metric
+    (:data:`faithlab.study.papers.synthesis.advice.CHAPTER_METRICS`), the chapter's verdict counts beside the metric's
+    report-card rank, the criteria that pull the rank down most, and a generated sentence on whether they agree."""
+    from faithlab.study.book.chapters import PAPER_NAMES
+    from faithlab.study.papers.synthesis import CHAPTER_METRICS, CRITERIA
+
+    if card.empty:
+        return ""
+    prefix = "../" * str(docname).count("/")
+    n = len(card)
+    items = []
+    for paper, labels in CHAPTER_METRICS.items():
+        claims = scorecard[scorecard["paper"].astype(str) == paper] if not scorecard.empty else scorecard
+        kinds = claims["kind"].astype(str) if "kind" in claims else pd.Series("paper", index=claims.index)
+        checks, claims = claims[kinds == "study check"], claims[kinds != "study check"]  # never among the paper's
+        tally = counts(claims) if not claims.empty else {}
+        decided = ", ".join(f"{count} {verdict}" for verdict, count in tally.items() if count) or "no claim computed"
+        if not checks.empty:
+            decided += f" (and {len(checks)} study check{'s' if len(checks) > 1 else ''}, counted apart)"
+        ranks = []
+        for label in labels:
+            row = card[card["label"] == label]
+            if row.empty:
+                continue
+            row = row.iloc[0]
+            worst = sorted(((row[f"rank {c}"], c) for c in CRITERIA), reverse=True)[:2]
+            ranks.append((label, float(row["overall"]),
+                          " and ".join(f"{c} (rank {r:g})" for r, c in worst)))
+        if not ranks:
+            continue
+        name = PAPER_NAMES.get(paper, paper)
+        low = [r for r in ranks if r[1] > (n + 1) / 2]
+        rank_text = "; ".join(f"{label} has mean rank {overall:.1f} of {n}, pulled down most by {why}"
+                              for label, overall, why in ranks)
+        reproduced = tally.get("reproduced", 0) + tally.get("partly reproduced", 0)
+        if low and reproduced:
+            verdict = ("They can disagree without contradiction: the chapter tests the paper's own claims against its "
+                       "chosen competitors on its protocol, while the report card ranks every metric on five criteria "
+                       "weighed equally, including cost and noise resilience that the paper does not claim.")
+        elif low:
+            verdict = ("Both point the same way: the chapter reproduces none of the paper's claims outright and the "
+                       "metric ranks in the lower half here.")
+        else:
+            verdict = "The metric ranks in the upper half of the report card."
+        items.append(f'<li><a href="{prefix}{paper}.html"><b>{html.escape(name)}</b></a>: its paper claims here — '
+                     f"{html.escape(decided)}. In the synthesis, {html.escape(rank_text)}. {html.escape(verdict)}</li>")
+    return f'<ul class="fl-reconcile">{"".join(items)}</ul>'
