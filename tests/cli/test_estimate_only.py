@@ -193,7 +193,7 @@ def test_engine_times_one_and_two_samples_at_the_floors_for_a_rate_and_a_fixed_c
     est = importlib.import_module("faithlab.evaluation.estimate")  # the module (the package exports the function)
     x = torch.rand(3, 3, 24, 24)
     calls = []
-    original = est._probe
+    original = est.probe_costs
 
     def spy(shape, b, n_classes, explainers, metrics, finetuned, explainer, kfold, batch_size, options, device="cpu"):
         table = original(shape, b, n_classes, explainers, metrics, finetuned, explainer, kfold, batch_size, options,
@@ -202,7 +202,7 @@ def test_engine_times_one_and_two_samples_at_the_floors_for_a_rate_and_a_fixed_c
                                                                            "seconds"]].sum()))
         return table
 
-    monkeypatch.setattr(est, "_probe", spy)
+    monkeypatch.setattr(est, "probe_costs", spy)
     rates = budget.engine(x, n_classes=2, metrics=["rfid+", "s_avg", "reco"], batch_size=16,
                           options={"n_samples": 50, "n_neighbours": 3})
     assert [c[0] for c in calls][1:] == [(1, 3, 24, 24), (2, 3, 24, 24)]  # after the warm-up, one and two samples

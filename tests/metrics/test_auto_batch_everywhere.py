@@ -32,13 +32,16 @@ BAD = ("big", 0, -3, 2.5, True)
 
 
 def _public_functions() -> dict[str, Callable]:
-    """Every public function (in a module's ``__all__`` or not starting with ``_``) defined in a module of
-    :mod:`faithlab.metrics`, and every registered metric's function, that has a ``batch_size`` parameter, keyed
+    """Every public function (in a module's ``__all__``, or not starting with ``_`` where it has none) defined in a
+    non-private module of :mod:`faithlab.metrics`, and every registered metric's function, that has a ``batch_size`` parameter, keyed
     ``"module.name"``."""
     found: dict[int, Callable] = {}
     for info in pkgutil.walk_packages(fl.metrics.__path__, f"{fl.metrics.__name__}."):  # search/'s modules too
+        if info.name.rsplit(".", 1)[-1].startswith("_"):  # a private module's names are its package's helpers
+            continue
         module = importlib.import_module(info.name)
-        names = set(getattr(module, "__all__", ())) | {n for n in vars(module) if not n.startswith("_")}
+        names = (set(module.__all__) if hasattr(module, "__all__")  # helpers shared across modules stay out of it
+                 else {n for n in vars(module) if not n.startswith("_")})
         for name in names:
             fn = getattr(module, name, None)
             if inspect.isfunction(fn) and fn.__module__ == module.__name__:
@@ -138,12 +141,12 @@ CASES: dict[str, Callable[[SimpleNamespace], tuple[tuple, dict]]] = {
     "cumulative.log_odds": _metric(), "cumulative.log_odds_details": _metric(),
     "cumulative.comprehensiveness": _metric(), "cumulative.comprehensiveness_details": _metric(),
     "cumulative.morf_details": lambda e: ((e.model, e.x, e.a), {"labels": e.labels}),
-    "fidelity.candidates": lambda e: ((e.x,), {"grid": e.grid}),
+    "blurs.candidates": lambda e: ((e.x,), {"grid": e.grid}),
     "fidelity.predicted_class": lambda e: ((e.model, e.x), {}),
     "fidelity.select_perturbation": lambda e: ((e.model, e.x), {"grid": e.grid, "progress": False}),
     "fidelity.fewclass_fid": _few, "fidelity.fewclass_fid_details": _few,
-    "ffidelity.fid_plus": _FID, "ffidelity.fid_plus_details": _FID,
-    "ffidelity.fid_minus": _FID, "ffidelity.fid_minus_details": _FID,
+    "scores.fid_plus": _FID, "scores.fid_plus_details": _FID,
+    "scores.fid_minus": _FID, "scores.fid_minus_details": _FID,
     "explanation_infidelity.infidelity": _metric(n_perturb_samples=4),
     "explanation_infidelity.infidelity_details": _metric(n_perturb_samples=4),
     "road_curves.road": _metric(fractions=(0.25, 0.5)), "road_curves.road_details": _metric(fractions=(0.25, 0.5)),
@@ -167,7 +170,7 @@ CASES: dict[str, Callable[[SimpleNamespace], tuple[tuple, dict]]] = {
 }
 """The arguments of a tiny call of each function, by ``"module.name"``."""
 
-POST: dict[str, Callable] = {"fidelity.candidates": _assembled}
+POST: dict[str, Callable] = {"blurs.candidates": _assembled}
 """How to read a result that is not a value (an iterator of chunks) before comparing."""
 
 
@@ -214,7 +217,7 @@ def _assert_same(got, want, where: str = "result") -> None:
 # ------------------------------------------------------------------------------------------------------- the tests
 def test_the_introspection_finds_the_known_functions():
     """The search itself works: the functions of every family are found (a broken search would pass everything)."""
-    for name in ("ffidelity.fid_plus", "fidelity.select_perturbation", "fidelity.candidates", "baselines.mu_fidelity",
+    for name in ("scores.fid_plus", "fidelity.select_perturbation", "blurs.candidates", "baselines.mu_fidelity",
                  "crossfold.pair_distances", "localisation.dice_curve", "consistency.saco", "trajectories.lerf_morf"):
         assert name in FUNCTIONS
     assert {m.function for m in registry.METRICS.values() if m.function is not None} <= set(FUNCTIONS.values())

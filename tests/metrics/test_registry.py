@@ -141,7 +141,7 @@ def test_declarations_are_complete():
         assert o.doc and o.name in inspect.signature(fl.evaluate).parameters
 
 
-TWINS = {"ffidelity": [("fid_plus", "score"), ("fid_minus", "score")],
+TWINS = {"ffidelity.scores": [("fid_plus", "score"), ("fid_minus", "score")],
          "saco.cumulative": [("auc_accuracy", "score"), ("aopc", "score"), ("log_odds", "score"),
                              ("comprehensiveness", "score")],
          "saco.consistency": [("saco", "saco")],

@@ -36,7 +36,7 @@ def check_split(split: str, allowed: Sequence[str] = SPLITS) -> str:
     return split
 
 
-def _count(fraction: float, n: int) -> int:
+def floor_count(fraction: float, n: int) -> int:
     """⌊fraction·n⌋, robust to floating error (0.3·10 counts 3)."""
     return int(np.floor(fraction * n + 1e-9))
 
@@ -180,7 +180,7 @@ def fraction_subset(n: int, fraction: float, *, seed: int = 0) -> torch.Tensor:
     """Random ⌊fraction·n⌋ of ``range(n)`` (sorted int64), e.g. ReCo/MeGe "limited data" 75/50/25 % (spec §4.5)."""
     _validate.positive_int(n, "n")
     fraction = _validate.fraction(fraction, "fraction", closed_low=False)
-    count = _count(fraction, n)
+    count = floor_count(fraction, n)
     if count == 0:
         raise ValueError(f"fraction={fraction} of n={n} selects no element")
     return torch.randperm(n, generator=generator(seed, "subset"), device="cpu")[:count].sort().values
@@ -204,7 +204,7 @@ def switch_labels(y: torch.Tensor, fraction: float, n_classes: int, *, seed: int
     fraction = _validate.fraction(fraction, "fraction")
     g = generator(seed, "switch")
     n = y.shape[0]
-    chosen = torch.randperm(n, generator=g, device="cpu")[: _count(fraction, n)]
+    chosen = torch.randperm(n, generator=g, device="cpu")[: floor_count(fraction, n)]
     shift = torch.randint(1, n_classes, (chosen.numel(),), generator=g, device="cpu")
     out = y.detach().long().cpu().clone()
     out[chosen] = (out[chosen] + shift) % n_classes

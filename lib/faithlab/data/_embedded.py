@@ -491,7 +491,7 @@ def _render_ct(y: torch.Tensor, size: int, contrast: tuple[float, float], noise:
     return x[:, None], organ, body, enhancement
 
 
-def _tight_boxes(mask: torch.Tensor) -> torch.Tensor:
+def tight_boxes(mask: torch.Tensor) -> torch.Tensor:
     """Tight boxes (N, 4) int64 (x0, y0, x1, y1), end exclusive, of masks (N, H, W); (0, 0, 0, 0) for an empty one."""
     height, width = mask.shape[1:]
     rows, cols = mask.any(2), mask.any(1)
@@ -568,6 +568,6 @@ def ct_slices(*, split: str = "train", seed: int = 0, size: int = 32, n: int | N
         name="ct_slices", n_classes=2, class_names=list(CT_CLASS_NAMES), mean=mean, std=std, split=split, seed=seed,
         size=size, n=len(y), test_fraction=test_fraction, contrast=(lo, hi), noise=noise,
     )
-    extras = {"boxes": _tight_boxes(mask), "fraction": mask.float().mean(dim=(1, 2)),
+    extras = {"boxes": tight_boxes(mask), "fraction": mask.float().mean(dim=(1, 2)),
               "enhancement": enhancement.clone(), "body": body.clone()}
     return TensorData(x, y.clone(), mask.clone(), info, extras)

@@ -251,7 +251,7 @@ def engine(x: torch.Tensor, *, n_classes: int, metrics: Sequence[str], batch_siz
     any, its explained inputs) and a fixed cost per chunk (its intercept, the work of one call of the group's
     metrics whatever the samples); where timing noise makes either negative, the two samples' mean rate and no fixed
     cost."""
-    from faithlab.evaluation.estimate import _probe, probe_shape
+    from faithlab.evaluation.estimate import probe_costs, probe_shape
     from faithlab.metrics.registry import METRICS, OPTIONS
 
     started = time.perf_counter()
@@ -263,8 +263,8 @@ def engine(x: torch.Tensor, *, n_classes: int, metrics: Sequence[str], batch_siz
             value = options.get(k.option, OPTIONS[k.option].default)
             counts[k.option] = min(k.floor, value) if isinstance(value, int) else value
         rest = (n_classes, ["pilot"], chosen, finetuned, True, 0, batch_size, counts)
-        _probe(probe_shape((1, *x.shape[1:]), chosen, **counts), 1, *rest, device=x.device)  # the warm-up
-        one, two = (_probe((b, *x.shape[1:]), b, *rest, device=x.device).groupby("group", sort=False)[
+        probe_costs(probe_shape((1, *x.shape[1:]), chosen, **counts), 1, *rest, device=x.device)  # the warm-up
+        one, two = (probe_costs((b, *x.shape[1:]), b, *rest, device=x.device).groupby("group", sort=False)[
             ["forward_inputs", "explained_inputs", "seconds"]].sum() for b in (1, 2))
         for group in one.index:
             column = "forward_inputs" if one.loc[group, "forward_inputs"] > 0 else "explained_inputs"

@@ -57,7 +57,7 @@ def _random_maps(model, inputs: torch.Tensor, target: torch.Tensor) -> torch.Ten
     return torch.rand(inputs.shape, generator=g, dtype=inputs.dtype, device="cpu").to(inputs.device)
 
 
-def _probe(shape, b: int, n_classes: int, explainers, metrics, finetuned: bool, explainer: bool, kfold: int,
+def probe_costs(shape, b: int, n_classes: int, explainers, metrics, finetuned: bool, explainer: bool, kfold: int,
            batch_size: int, options: dict, device="cpu"):
     """The cost table of ``fl.evaluate`` on ``b`` stand-in samples on ``device`` (its ``seconds``: the library's
     own work, the stand-in model costing next to nothing)."""
@@ -191,7 +191,8 @@ def estimate(shape: Sequence[int], *, n_classes: int, explainers: Sequence[str] 
         want = [m for m in chosen if METRICS[m].level == level]
         if not want:
             continue
-        one, two = (_probe(probed, b, n_classes, explainers, want, finetuned, explainer, kfold, batch_size, options)
+        one, two = (probe_costs(probed, b, n_classes, explainers, want, finetuned, explainer, kfold, batch_size,
+                                options)
                     for b in (base, base + 1))
         if list(one["group"]) != list(two["group"]) or list(one["explainer"]) != list(two["explainer"]):
             raise RuntimeError("the probes of estimate() ran different metric groups")

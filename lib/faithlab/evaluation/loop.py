@@ -75,7 +75,7 @@ def evaluate(model: Callable, x, y: torch.Tensor | None = None, attributions=Non
     an iterable; the Monte-Carlo masks of a chunk are held in memory); every random draw is keyed to the sample's
     global index, so no score depends on the chunks, the batches or how the data is split. batch_size: inputs per
     forward call: None (the default: a size fixed by the model's activations, the same on every run,
-    :func:`faithlab.perturb.autobatch.default_batch_size`), an int, or ``"auto"`` (found on the run's own calls;
+    :func:`faithlab.perturb.default_batch.default_batch_size`), an int, or ``"auto"`` (found on the run's own calls;
     not bitwise repeatable). progress: a tqdm bar over the chunks (None: on unless the environment sets
     ``FAITHLAB_PROGRESS=0``, as the study runner does). rows: a CSV path; the rows are appended to
     ``<rows>.partial`` as each chunk finishes and the whole frame is written to ``rows`` at the end (the partial

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from faithlab import _validate
-from faithlab.explainers.cams import _layer
+from faithlab.explainers.cams import resolve_layer
 from faithlab.explainers.core import SampleSeeds, normal, real, register
 
 __all__ = ["BottleneckStatistics", "iba_statistics"]
@@ -70,7 +70,7 @@ def iba_statistics(model: nn.Module, data, *, layer: nn.Module | str | None = No
     batch_size = _validate.positive_int(batch_size, "batch_size")
     threshold = real(threshold, "threshold", minimum=0.0)
     min_std = real(min_std, "min_std", minimum=0.0)
-    module = _layer(model, layer)
+    module = resolve_layer(model, layer)
     store: list[torch.Tensor] = []
     handle = module.register_forward_hook(lambda _m, _i, out: store.append(out.detach()))
     n, total, squares, nonzero, low = 0, None, None, None, math.inf
@@ -160,7 +160,7 @@ def _iba(model, x, target, extra, *, batch_size, generator, statistics: Bottlene
     steps = _validate.positive_int(steps, "steps")
     copies = _validate.positive_int(copies, "copies")
     sigma = 0.0 if sigma is None else real(sigma, "sigma", minimum=0.0)
-    module = _layer(model, statistics.layer if layer is None else layer)
+    module = resolve_layer(model, statistics.layer if layer is None else layer)
     dev, dtype = x.device, x.dtype
     mean, std = statistics.mean.to(dev, dtype), statistics.std.to(dev, dtype)
     active = statistics.active.to(dev, dtype)

@@ -12,7 +12,7 @@ from torch import nn
 from faithlab.explainers.core import forward_args, leaf, register
 
 
-def _layer(model: nn.Module, layer: nn.Module | str | None) -> nn.Module:
+def resolve_layer(model: nn.Module, layer: nn.Module | str | None) -> nn.Module:
     """Resolve a CAM layer: a module, a dotted submodule name, or, when ``layer`` is None, ``model.cam_layer`` or the
     layer :func:`faithlab.models.cam_layer` chooses for the architecture (ValueError for a ViT, naming its methods)."""
     if layer is None:
@@ -31,7 +31,7 @@ def _layer(model: nn.Module, layer: nn.Module | str | None) -> nn.Module:
     return layer
 
 
-def _cam_output(cam: torch.Tensor, x: torch.Tensor, normalize: bool) -> torch.Tensor:
+def cam_output(cam: torch.Tensor, x: torch.Tensor, normalize: bool) -> torch.Tensor:
     """Upsample a (b, 1, h, w) / (b, 1, t) CAM to x's size (bilinear / linear), optionally min-max to [0, 1]."""
     if x.ndim == 4 and cam.ndim == 4:
         out = F.interpolate(cam, size=x.shape[-2:], mode="bilinear", align_corners=False)
@@ -54,10 +54,10 @@ def _gradcam(model, x, target, extra, *, batch_size, generator, layer: nn.Module
     """Grad-CAM (captum LayerGradCam) at ``layer`` (default ``faithlab.models.cam_layer(model)``):
     ReLU(Σ_k mean(∂f/∂A_k) A_k), upsampled to the input; ``normalize`` min-max scales each map to [0, 1] as
     pytorch-grad-cam does."""
-    cam = LayerGradCam(model, _layer(model, layer)).attribute(x, target=target,
+    cam = LayerGradCam(model, resolve_layer(model, layer)).attribute(x, target=target,
                                                               additional_forward_args=forward_args(extra),
                                                               relu_attributions=True)
-    return _cam_output(cam, x, normalize)
+    return cam_output(cam, x, normalize)
 
 
 @register("layercam")
@@ -67,7 +67,7 @@ def _layercam(model, x, target, extra, *, batch_size, generator, layer: nn.Modul
 
     captum 0.9 has no LayerCAM and its layer methods cannot put a ReLU on the gradient alone, so we read the
     layer's activation with a forward hook and its gradient with autograd."""
-    module = _layer(model, layer)
+    module = resolve_layer(model, layer)
     x = leaf(x)  # so the activation has a gradient even when the weights are frozen
     store: list[torch.Tensor] = []
     handle = module.register_forward_hook(lambda _m, _i, out: store.append(out))
@@ -78,4 +78,4 @@ def _layercam(model, x, target, extra, *, batch_size, generator, layer: nn.Modul
     finally:
         handle.remove()
     cam = (grad.clamp_min(0) * store[0]).sum(1, keepdim=True).clamp_min(0).detach()
-    return _cam_output(cam, x, normalize)
+    return cam_output(cam, x, normalize)

@@ -46,7 +46,7 @@ __all__ = ["register", "available", "explain", "explainer", "is_random"]
 
 Method = Callable[..., torch.Tensor]
 _METHODS: dict[str, Method] = {}
-_RANDOM: set[str] = set()
+RANDOM: set[str] = set()
 _PER_SAMPLE_OPTIONS = ("baseline",)  # tensor options that may hold one row per input and are chunked with x
 
 
@@ -66,7 +66,7 @@ def register(name: str, *, random: bool = False) -> Callable[[Method], Method]:
             raise TypeError(f"register({name!r}) needs a function, got {type(fn).__name__}")
         _METHODS[name] = fn
         if random:
-            _RANDOM.add(name)
+            RANDOM.add(name)
         return fn
 
     return deco
@@ -77,7 +77,7 @@ def is_random(method: str) -> bool:
     ``generator`` or per-sample ``sample_seeds``, e.g. SmoothGrad, RISE, the random map)."""
     if method not in _METHODS:
         raise ValueError(f"method {method!r} is not registered; known: {', '.join(available())}")
-    return method in _RANDOM
+    return method in RANDOM
 
 
 def available() -> list[str]:
@@ -223,14 +223,14 @@ class _LogitCheck:
                          f"{_samples(idx[map_bad.cpu()])} of x")
 
 
-_ACTIVE: contextvars.ContextVar[_LogitCheck | None] = contextvars.ContextVar("faithlab_logit_check", default=None)
+ACTIVE: contextvars.ContextVar[_LogitCheck | None] = contextvars.ContextVar("faithlab_logit_check", default=None)
 
 
 def check_logits(logits, target: torch.Tensor, n_inputs: int | None = None) -> None:
     """For methods that compute a model's logits without calling the model (e.g. a relevance pass rebuilt from its
     weights): check them as ``explain`` checks the model's output. Within ``explain`` the check is deferred to the
     end of the chunk (NaN/inf) and the targets are those of all of x; outside, it raises at once."""
-    checker = _ACTIVE.get()
+    checker = ACTIVE.get()
     if checker is not None:
         checker(logits, n_inputs)
         return
@@ -296,7 +296,7 @@ def _model_input(model, x: torch.Tensor) -> None:
                         f"{tuple(x.shape)}, model {type(model).__name__}")
 
 
-def _check_options(name: str, fn: Method, options: dict, where: str = "") -> None:
+def check_options(name: str, fn: Method, options: dict, where: str = "") -> None:
     """Refuse options that ``fn`` (the method ``name``) does not accept; ``where`` overrides the message's
     "for method <name>" (e.g. for the base method of SmoothGrad)."""
     params = inspect.signature(fn).parameters
@@ -336,14 +336,14 @@ def explain(model: nn.Module, x: torch.Tensor, target: int | torch.Tensor, *, me
     ValueError naming the samples when the model returns NaN/inf logits or a map comes out NaN/inf.
     """
     fn = get_method(method)
-    _check_options(method, fn, options)
+    check_options(method, fn, options)
     _validate.eval_mode(model)
     _validate.one_device(x=x, target=target)  # before the target's values are read
     _validate.tensor(x, "x")
     if x.ndim < 2:
         raise ValueError(f"x must be a batch of inputs (B, ...) with at least 2 dimensions, got shape {tuple(x.shape)}")
     batch_size = _validate.positive_int(batch_size, "batch_size")
-    if generator is not None or (method in _RANDOM and sample_seeds is None):
+    if generator is not None or (method in RANDOM and sample_seeds is None):
         generator = _validate.generator(generator, why=f"by method {method!r} (or pass sample_seeds)")
     keys = None if sample_seeds is None else SampleSeeds(_sample_seeds(sample_seeds, len(x)))
     _model_input(model, x)
@@ -388,11 +388,11 @@ def explain(model: nn.Module, x: torch.Tensor, target: int | torch.Tensor, *, me
         return maps
 
     checker.active = True
-    context = _ACTIVE.set(checker)
+    context = ACTIVE.set(checker)
     try:
         out = chunks(batch_size, run, torch.arange(len(x), device="cpu"), inputs, target, extra, keys, *rows.values())
     finally:
-        _ACTIVE.reset(context)
+        ACTIVE.reset(context)
         checker.active = False
         if handle is not None:
             handle.remove()

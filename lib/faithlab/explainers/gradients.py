@@ -14,7 +14,7 @@ import torch
 from captum.attr import Deconvolution, GuidedBackprop, InputXGradient, IntegratedGradients, Occlusion, Saliency
 
 from faithlab import _validate
-from faithlab.explainers.core import (SampleSeeds, _check_options, chunks, forward_args, get_method, leaf, normal,
+from faithlab.explainers.core import (SampleSeeds, check_options, chunks, forward_args, get_method, leaf, normal,
                                       real, register, repeat_rows, uniform)
 
 Baseline = str | float | torch.Tensor
@@ -93,7 +93,7 @@ def _smoothgrad(model, x, target, extra, *, batch_size, generator, base: str = "
 
     captum's NoiseTunnel draws its noise from the global RNG; we draw it from ``generator`` and call the base
     method on the noisy copies ourselves (same estimator, seeded)."""
-    from faithlab.explainers.core import _RANDOM, available
+    from faithlab.explainers.core import RANDOM, available
 
     if not isinstance(base, str) or base in _NOT_A_BASE or base not in available():
         raise ValueError(f"base must name a registered method other than {_NOT_A_BASE} (one of "
@@ -103,7 +103,7 @@ def _smoothgrad(model, x, target, extra, *, batch_size, generator, base: str = "
     base_fn = get_method(base)
     where = (f"SmoothGrad with base {base!r} (its own options: nt_samples, stdevs, relative, base; the base's are "
              "listed)")
-    _check_options(base, base_fn, base_options, where)
+    check_options(base, base_fn, base_options, where)
     # captum keeps the IG baseline fixed across noisy copies: resolve it on the clean inputs.
     ref = _baseline(x, base_options.pop("baseline", "zero")) if base == "integrated_gradients" else None
 
@@ -116,7 +116,7 @@ def _smoothgrad(model, x, target, extra, *, batch_size, generator, base: str = "
         noisy = leaf((xc.unsqueeze(1) + sigma * normal((b, n, *xc.shape[1:]), gc, xc)).flatten(0, 1))
         options = base_options if rc is None else {**base_options, "baseline": repeat_rows(rc, n)}
         base_gc = None  # a random base draws after the noise: from the same generator, or per row and copy
-        if base in _RANDOM:
+        if base in RANDOM:
             base_gc = gc.repeat_interleave(n) if isinstance(gc, SampleSeeds) else gc
         maps = base_fn(model, noisy, repeat_rows(tc, n), repeat_rows(ec, n), batch_size=batch_size,
                        generator=base_gc, **options)

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from faithlab import _validate
 from faithlab._optional import require
-from faithlab.explainers.cams import _cam_output, _layer
+from faithlab.explainers.cams import cam_output, resolve_layer
 from faithlab.explainers.core import real, register, uniform
 
 
@@ -185,7 +185,7 @@ def _excitation_backprop(model, x, target, extra, *, batch_size, generator, laye
     _torchray_model(model, extra, "excitation_backprop")
     if not _finite_logits_on(model, x):
         return torch.full((x.shape[0], 1, *x.shape[-2:]), float("nan"), dtype=x.dtype, device=x.device)
-    module = _layer(model, layer)
+    module = resolve_layer(model, layer)
     with _torchray(), torch.enable_grad(), _keeping_requires_grad(model):
         sal = excitation_backprop(model, x.detach(), target, saliency_layer=module)
-    return _cam_output(sal.detach().to(x.dtype), x, normalize=False)
+    return cam_output(sal.detach().to(x.dtype), x, normalize=False)

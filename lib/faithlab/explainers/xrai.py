@@ -28,7 +28,7 @@ import torch
 
 from faithlab import _validate
 from faithlab._optional import require
-from faithlab.explainers.core import _ACTIVE, _RANDOM, _check_options, available, get_method, register
+from faithlab.explainers.core import ACTIVE, RANDOM, check_options, available, get_method, register
 
 _ALGORITHMS = ("full", "fast")  # PAIR's XRAIParameters.algorithm
 SEGMENT_CACHE_BYTES = 256 * 2**20  # the masks of recent images kept by :func:`segments` (a 28-pixel image: ~0.1 MB)
@@ -113,9 +113,9 @@ def _xrai(model, x, target, extra, *, batch_size, generator, base: str = "salien
     area = _validate.fraction(area_threshold, "area_threshold")
     _validate.one_of(algorithm, "algorithm", _ALGORITHMS)
     base_fn = get_method(base)
-    _check_options(base, base_fn, base_options,
+    check_options(base, base_fn, base_options,
                    f"XRAI with base {base!r} (its own options: base, area_threshold, algorithm; the base's are listed)")
-    if base in _RANDOM and generator is None:
+    if base in RANDOM and generator is None:
         raise ValueError(f"generator is required by xrai's base {base!r}; pass a torch.Generator or an int seed")
     if x.ndim != 4:
         raise ValueError(f"xrai needs images x of shape (B, C, H, W) (it segments them), got shape {tuple(x.shape)}")
@@ -127,7 +127,7 @@ def _xrai(model, x, target, extra, *, batch_size, generator, base: str = "salien
         raise ValueError(f"base {base!r} returned maps of shape {tuple(maps.shape)}, which do not broadcast to x "
                          f"{tuple(x.shape)}; xrai needs pixel maps") from None
     out = torch.full((len(x), 1, *x.shape[2:]), float("nan"), dtype=torch.float64, device="cpu")  # numpy fills it
-    checker = _ACTIVE.get()
+    checker = ACTIVE.get()
     if checker is not None and checker.bad is not None and bool(checker.bad):
         return out.to(x)  # explain raises for the non-finite logits: no need to segment
     images = x.detach().to("cpu", torch.float64).numpy()

@@ -8,7 +8,7 @@ import warnings
 
 from torch import nn
 
-from faithlab.models.names import VIT_METHODS, _is_vit
+from faithlab.models.names import VIT_METHODS, is_vit
 
 def _known_cam_layer(model: nn.Module) -> str | None:
     """The last convolutional block of a known torchvision / timm architecture (CAM_LAYERS' choices), else None."""
@@ -70,7 +70,7 @@ def cam_layer(model: nn.Module) -> str:
         if found is None:
             raise ValueError("model.cam_layer is not a submodule of model; pass layer=<module or dotted name>")
         return found
-    if _is_vit(model):
+    if is_vit(model):
         raise ValueError(f"model ({type(model).__name__}) is a vision transformer: CAMs need a convolutional layer. "
                          f"Use the methods that work on ViTs: {', '.join(VIT_METHODS)} (a timm ViT first goes through "
                          "fl.models.vit_from_timm(model), or load it with fl.models.load('timm:<name>'))")

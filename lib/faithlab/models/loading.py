@@ -1,7 +1,7 @@
 """Pretrained architectures (``paper`` profile): torchvision and timm models with weights from the local caches or a
 file, and the exact conversion of a timm ViT into :class:`faithlab.models.ViT`.
 
-Every weights file is read by :func:`_load_tensors` (safetensors, or ``torch.load(weights_only=True)``), never by
+Every weights file is read by :func:`load_tensors` (safetensors, or ``torch.load(weights_only=True)``), never by
 torchvision's or timm's own loaders: torch.hub unpickles without the weights-only restriction and does not hash-check a
 file that is already in its cache, so a file placed there could run code. Cache files are checked against the sha256
 that their publisher put in the file name (torchvision) or the Hugging Face cache's blob name before they are read."""
@@ -61,7 +61,7 @@ def _check_sha256(path: Path, expected: str, what: str) -> None:
                          f", the published sha256 starts {expected}); delete it and put the original file there")
 
 
-def _load_tensors(path: Path, what: str) -> dict:
+def load_tensors(path: Path, what: str) -> dict:
     """The state dict in ``path``: safetensors, or a torch checkpoint holding only tensors and plain containers.
     A file that cannot be opened raises its OSError; one that opens but is not such a file (a pickle of other
     objects, a damaged or truncated file: torch fails on it with UnpicklingError, RuntimeError, EOFError, even an
@@ -146,12 +146,12 @@ def pretrained(
         path = Path(weights_path)
         if not path.is_file():
             raise FileNotFoundError(f"weights_path {str(path)!r} does not exist")
-        model.load_state_dict(_load_tensors(path, "weights_path"))
+        model.load_state_dict(load_tensors(path, "weights_path"))
     return (vit_from_timm(model) if faithlab_vit else model).eval()
 
 
 class _LoadedWeights:
-    """Stands in for a torchvision weights enum member, with the state dict already loaded by :func:`_load_tensors`.
+    """Stands in for a torchvision weights enum member, with the state dict already loaded by :func:`load_tensors`.
 
     torchvision's model builders fetch weights with ``weights.get_state_dict(...)``, i.e. torch.hub without the
     weights-only restriction; handing them this stand-in instead keeps everything else they do with the weights
@@ -197,7 +197,7 @@ def _torchvision_model(name: str, weights: str | None, download: bool, kwargs: d
         names = ["DEFAULT", *enum.__members__]
         raise ValueError(f"weights must be one of {names} for {name}, got {weights!r}") from None
     what = f"pretrained weights {w} for {name} (weights={weights!r})"
-    state = _load_tensors(_hub_file(w.url, download, what, hashed=True), what)
+    state = load_tensors(_hub_file(w.url, download, what, hashed=True), what)
     return torchvision.models.get_model(name, weights=_LoadedWeights(w, state), **kwargs)
 
 
@@ -250,14 +250,14 @@ def _timm_model(name: str, weights: str | None, download: bool, kwargs: dict) ->
         raise ValueError(f"weights={weights!r}: timm publishes no weights file for {full}; pass weights_path instead")
     # timm gets the tensors, not the file: its own loaders differ across versions in how they call torch.load.
     # source=None: a cfg whose source is "hf-hub" would make timm ignore state_dict and fetch from the hub.
-    overlay = dict(state_dict=_load_tensors(path, what), source=None)
+    overlay = dict(state_dict=load_tensors(path, what), source=None)
     model = timm.create_model(full, pretrained=True, pretrained_cfg_overlay=overlay, **kwargs)
     if isinstance(getattr(model, "pretrained_cfg", None), dict):  # the weights are in the model: no second copy
         model.pretrained_cfg["state_dict"] = None
     return model
 
 
-def _timm_vit_problems(m: nn.Module) -> list[str]:
+def timm_vit_problems(m: nn.Module) -> list[str]:
     """What keeps a timm VisionTransformer from being an exact ``ViT`` (empty when it converts)."""
     from timm.layers import Mlp
     from timm.models.vision_transformer import Block as TimmBlock
@@ -298,7 +298,7 @@ def vit_from_timm(timm_model: nn.Module) -> ViT:
 
     if not isinstance(timm_model, VisionTransformer):
         raise TypeError(f"timm_model must be a timm VisionTransformer, got {type(timm_model).__name__}")
-    problems = _timm_vit_problems(timm_model)
+    problems = timm_vit_problems(timm_model)
     if problems:
         raise ValueError(f"timm_model cannot be converted exactly; it needs {'; '.join(problems)}")
     m = timm_model

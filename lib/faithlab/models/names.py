@@ -52,7 +52,7 @@ def _bad_spec(spec: str, guess: str, sources: tuple[str, ...]) -> ValueError:
                       f"{hint}")
 
 
-def _parse_spec(spec: str) -> tuple[str, str]:
+def parse_spec(spec: str) -> tuple[str, str]:
     """("torchvision" | "timm" | "zoo", name) for a spec string, else ValueError listing the forms and close names."""
     if not isinstance(spec, str) or not spec:
         raise TypeError(f"spec must be a non-empty string such as 'torchvision:resnet18', got {spec!r}")
@@ -75,7 +75,7 @@ def _parse_spec(spec: str) -> tuple[str, str]:
     raise _bad_spec(spec, name, ("torchvision", "timm"))
 
 
-def _is_vit(model: nn.Module) -> bool:
+def is_vit(model: nn.Module) -> bool:
     """A vision transformer: ours, or any model whose convolutions are at most one patch embedding (kernel = stride)
     next to attention modules (timm / torchvision ViT, DeiT, Swin, ...)."""
     if isinstance(model, ViT):
@@ -86,7 +86,7 @@ def _is_vit(model: nn.Module) -> bool:
                           for m in model.modules())
 
 
-def _build(source: str, name: str, n_classes: int | None, kwargs: dict) -> nn.Module:
+def build_architecture(source: str, name: str, n_classes: int | None, kwargs: dict) -> nn.Module:
     """The architecture, random init (global RNG), with ``n_classes`` outputs when given."""
     config = dict(kwargs)
     if n_classes is not None:
@@ -104,10 +104,10 @@ def _build(source: str, name: str, n_classes: int | None, kwargs: dict) -> nn.Mo
     return build(name, **config)
 
 
-def _skeleton(source: str, name: str, kwargs: dict) -> nn.Module:
+def skeleton(source: str, name: str, kwargs: dict) -> nn.Module:
     """The architecture with its default head, built on the meta device when it can be (no memory, no RNG)."""
     try:
         with torch.device("meta"):
-            return _build(source, name, None, kwargs)
+            return build_architecture(source, name, None, kwargs)
     except Exception:  # noqa: BLE001  an initialiser that meta tensors do not support: build it for real
-        return _build(source, name, None, kwargs)
+        return build_architecture(source, name, None, kwargs)

@@ -8,7 +8,7 @@ from torch import nn
 
 __all__ = ["register", "available", "build"]
 
-_REGISTRY: dict[str, Callable[..., nn.Module]] = {}
+REGISTRY: dict[str, Callable[..., nn.Module]] = {}
 
 
 def register(name: str) -> Callable[[Callable[..., nn.Module]], Callable[..., nn.Module]]:
@@ -16,13 +16,13 @@ def register(name: str) -> Callable[[Callable[..., nn.Module]], Callable[..., nn
     be registered once."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty string, got {name!r}")
-    if name in _REGISTRY:
+    if name in REGISTRY:
         raise ValueError(f"name {name!r} is already registered; pick another name")
 
     def deco(factory: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
         if not callable(factory):
             raise TypeError(f"register({name!r}) needs a class or factory, got {type(factory).__name__}")
-        _REGISTRY[name] = factory
+        REGISTRY[name] = factory
         return factory
 
     return deco
@@ -30,15 +30,15 @@ def register(name: str) -> Callable[[Callable[..., nn.Module]], Callable[..., nn
 
 def available() -> list[str]:
     """Names accepted by :func:`build`, sorted."""
-    return sorted(_REGISTRY)
+    return sorted(REGISTRY)
 
 
 def build(name: str, **config) -> nn.Module:
     """Build the model registered as ``name`` with keyword ``config`` (weights initialised from the global RNG:
     seed it inside ``torch.random.fork_rng`` as :func:`faithlab.train.fit` does)."""
-    if name not in _REGISTRY:
+    if name not in REGISTRY:
         raise ValueError(f"name must be one of {available()}, got {name!r}")
-    return _REGISTRY[name](**config)
+    return REGISTRY[name](**config)
 
 
 def scaled(base: int, width: float) -> int:

@@ -9,7 +9,7 @@ from torch import nn
 from faithlab import _validate
 from faithlab.perturb.references import PAD_TOKEN, REMOVED_TOKEN
 from faithlab.models.registry import register
-from faithlab.models.vit import Block, _AttentionRecorder
+from faithlab.models.vit import Block, AttentionRecorder
 
 
 def _lstm(lstm: nn.LSTM, x: torch.Tensor, module: nn.Module):
@@ -126,7 +126,7 @@ class LSTMText(_TextModel):
 
 
 @register("transformer_text")
-class TransformerText(_TextModel, _AttentionRecorder):
+class TransformerText(_TextModel, AttentionRecorder):
     """Embedding (+ learned positions, added in ``forward_embeddings``) → pre-norm transformer blocks with pad
     keys masked → LayerNorm → masked mean pool → linear (F-Fidelity App. C: dim 512, 2 layers, 4 heads on SST2)."""
 

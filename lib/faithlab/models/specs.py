@@ -12,8 +12,8 @@ import torch
 from torch import nn
 
 from faithlab import _validate
-from faithlab.models.loading import _load_tensors, _timm_vit_problems, vit_from_timm
-from faithlab.models.names import _build, _is_vit, _parse_spec, _skeleton
+from faithlab.models.loading import load_tensors, timm_vit_problems, vit_from_timm
+from faithlab.models.names import build_architecture, is_vit, parse_spec, skeleton
 from faithlab.models.transforms import preprocessing
 
 def _classifier_key(model: nn.Module, source: str) -> str | None:
@@ -67,7 +67,7 @@ def load(spec: str, *, weights: str | os.PathLike | None = None, n_classes: int 
     a ``name.tag`` too) or a zoo name of :func:`faithlab.models.available` (``kwargs`` are its config; for torchvision
     and timm they go to ``get_model`` / ``create_model``). An unknown spec raises ValueError listing the forms and
     close names.
-    weights: a local state dict or checkpoint (under "state_dict" / "model"), read by :func:`_load_tensors`
+    weights: a local state dict or checkpoint (under "state_dict" / "model"), read by :func:`load_tensors`
     (safetensors or ``torch.load(weights_only=True)``; a ``module.`` prefix from DataParallel is dropped). None:
     **random initialisation** from the global RNG (seed it first with ``torch.manual_seed`` to repeat it), no
     published weights (use :func:`pretrained` for those). A state dict that does not fit raises ValueError naming
@@ -81,7 +81,7 @@ def load(spec: str, *, weights: str | os.PathLike | None = None, n_classes: int 
     The model carries ``faithlab_spec`` and ``faithlab_preprocess`` (what :func:`preprocessing` returns for it; None
     for a model that takes no images).
     """
-    source, name = _parse_spec(spec)
+    source, name = parse_spec(spec)
     if not isinstance(explainable, bool):
         raise TypeError(f"explainable must be True or False, got {explainable!r}")
     if n_classes is not None:
@@ -96,15 +96,15 @@ def load(spec: str, *, weights: str | os.PathLike | None = None, n_classes: int 
         path = Path(weights).expanduser()
         if not path.is_file():
             raise FileNotFoundError(f"weights {str(path)!r} does not exist (a state dict file is expected)")
-        state = _load_tensors(path, "weights")
+        state = load_tensors(path, "weights")
         if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
             raise ValueError(f"weights {str(path)!r} is not a state dict of tensors; save it with "
                              "torch.save(model.state_dict(), path)")
-        head = _classifier_key(_skeleton(source, name, kwargs), source)
+        head = _classifier_key(skeleton(source, name, kwargs), source)
         given = "n_classes" if source == "zoo" else "num_classes"
         if n_classes is None and given not in kwargs and head is not None and head in state:
             n_classes = int(state[head].shape[0])
-    model = _build(source, name, n_classes, kwargs)
+    model = build_architecture(source, name, n_classes, kwargs)
     if state is not None:
         _load_state(model, state, spec, path, head)
     model = model.eval()
@@ -127,13 +127,13 @@ def _explainable(model: nn.Module, spec: str) -> nn.Module:
         from timm.models.vision_transformer import VisionTransformer
 
         if isinstance(model, VisionTransformer):
-            problems = _timm_vit_problems(model)
+            problems = timm_vit_problems(model)
             if not problems:
                 return vit_from_timm(model)
             warnings.warn(f"{spec} stays a timm model (the attention and relevance explainers will not run on it): it "
                           f"cannot be converted exactly to faithlab.models.ViT, which needs {'; '.join(problems)}",
                           stacklevel=3)
-    elif module.startswith("torchvision.") and _is_vit(model):
+    elif module.startswith("torchvision.") and is_vit(model):
         warnings.warn(f"{spec} stays a torchvision model (the attention and relevance explainers will not run on it): "
                       "only timm ViTs are converted; load the timm equivalent with fl.models.load('timm:<name>')",
                       stacklevel=3)

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from faithlab import _pixels
-from faithlab.models.names import _parse_spec, _skeleton
+from faithlab.models.names import parse_spec, skeleton
 
 _MODES = {1: "L", 3: "RGB"}
 
@@ -147,7 +147,7 @@ def preprocessing(spec_or_model: str | nn.Module) -> Preprocess:
     with ``dataclasses.replace(p, mean=..., std=...)``. A bare torchvision model does not say which architecture it
     is: pass its spec ("torchvision:resnet18") instead (TypeError otherwise)."""
     if isinstance(spec_or_model, str):
-        source, name = _parse_spec(spec_or_model)
+        source, name = parse_spec(spec_or_model)
         if source == "torchvision":
             return _torchvision_preprocess(name)
         if source == "timm":
@@ -156,13 +156,13 @@ def preprocessing(spec_or_model: str | nn.Module) -> Preprocess:
 
             cfg = timm.models.get_pretrained_cfg(name)
             if cfg is None:
-                return preprocessing(_skeleton("timm", name, {}))
+                return preprocessing(skeleton("timm", name, {}))
             return _timm_preprocess(resolve_data_config(pretrained_cfg=cfg.to_dict()), f"spec {spec_or_model!r}")
         import inspect
 
-        from faithlab.models.registry import _REGISTRY
+        from faithlab.models.registry import REGISTRY
 
-        params = inspect.signature(_REGISTRY[name]).parameters
+        params = inspect.signature(REGISTRY[name]).parameters
         default = {k: p.default for k, p in params.items() if p.default is not inspect.Parameter.empty}
         if "vocab_size" in params or not isinstance(default.get("in_channels"), int):
             raise ValueError(f"spec {spec_or_model!r} is not an image model of the zoo; preprocessing is for images")

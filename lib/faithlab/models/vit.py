@@ -77,7 +77,7 @@ class Block(nn.Module):
         return x + self.mlp(self.norm2(x))
 
 
-class _AttentionRecorder(nn.Module):
+class AttentionRecorder(nn.Module):
     """Mixin for models with ``self.blocks``: switch attention recording and read the recorded maps."""
 
     blocks: nn.ModuleList
@@ -105,7 +105,7 @@ class _AttentionRecorder(nn.Module):
 
 
 @register("vit")
-class ViT(_AttentionRecorder):
+class ViT(AttentionRecorder):
     """Small Vision Transformer (F-Fidelity App. C: patch 4, dim 128, depth 6, heads 8, MLP 256): conv patch
     embedding, CLS token, learned positional embedding, pre-norm blocks, final LayerNorm, linear head on CLS.
     Token 0 is CLS; patch tokens follow in row-major order (``n_patches`` of them, ``patch_size`` pixels wide).

@@ -3,19 +3,21 @@
 A *unit* is a group of input elements removed together; removing it replaces its elements by a *reference*.
 Masks over units are ``(B, n)`` bool tensors. Knows no dataset, model family or paper. One concept per module:
 ``units``, ``references``, ``imputation`` (ROAD's noisy linear imputation, a reference computed from each
-perturbed input's kept pixels), ``orders``, ``keys`` (randomness keyed to the sample), ``sampling``, ``engine`` (the
-batched forward loop) and ``runner`` (:class:`Removal`: arguments checked once, then any number of mask sets,
-curves or lazily built masks); their public names are gathered here.
+perturbed input's kept pixels), ``orders``, ``keys`` (randomness keyed to the sample), ``sampling``, ``readout``
+(the model's checked logits and read-outs), ``shared`` (logits shared between metrics), ``engine`` (the batched
+forward loop) and ``runner`` (:class:`Removal`: arguments checked once, then any number of mask sets, curves or
+lazily built masks); their public names are gathered here.
 ``autobatch`` (``batch_size="auto"``: a timing probe picks the batch size) is used as a module.
 """
 
 from faithlab.perturb import autobatch
-from faithlab.perturb.engine import OUTPUTS, Masks, Output, evaluate_inputs, grid_chunks, logits
+from faithlab.perturb.engine import Masks, evaluate_inputs, grid_chunks
+from faithlab.perturb.readout import OUTPUTS, Output, logits
 from faithlab.perturb.orders import ORDERS, TIES, order, ranks, top_masks
 from faithlab.perturb.references import (PAD_TOKEN, REMOVED_TOKEN, Reference, apply_removal, gaussian_filter,
                                         make_reference)
 from faithlab.perturb.keys import SampleSeeds, keyed_seed, keyed_seeds, sample_index, sample_seeds
-from faithlab.perturb.engine import sharing
+from faithlab.perturb.shared import sharing
 from faithlab.perturb.imputation import NoisyLinear, noisy_linear_imputation
 from faithlab.perturb.runner import (CURVE_KINDS, DELETION_INSERTION_FRACTIONS, Removal, deletion_insertion,
                                      masked_outputs, removal_curve, removal_outputs)

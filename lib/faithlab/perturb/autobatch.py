@@ -10,7 +10,8 @@ Batch sizes change :mod:`faithlab.perturb`'s results only by float rounding (eve
 alone, but a forward pass's kernels may depend on the batch size: on a 2-core CPU, float32 outputs were bitwise
 equal from 16 inputs per call on for a ResNet-18 and not below). ``"auto"``'s chunks follow timings, so two calls
 can differ in the last bits, and a decision that hangs on rounding (a tie in an argmin or a ranking) can differ
-with them. That is why ``"auto"`` is opt-in and the default (``batch_size=None``) is :func:`default_batch_size`, a
+with them. That is why ``"auto"`` is opt-in and the default (``batch_size=None``) is
+:func:`~faithlab.perturb.default_batch.default_batch_size`, a
 size fixed by what is known before any timing: the device, the dtype, and the activations, FLOPs and weights the
 model uses for one input (read once per model and input shape from one forward pass of one input). Two identical calls then run
 the same chunks and give bitwise equal results. ``benchmarks/autobatch_sweep.py`` measures both against every
@@ -40,31 +41,33 @@ where an earlier probe stopped (the cache keeps every timing). Parameters change
 
 One concept: how many inputs go into one forward call; the timed ``"auto"`` probe and its in-call :class:`Plan`, the
 fixed default from activations, FLOPs and weights, and the chunk size of the functions that call no model are the
-answers to that one question, for :mod:`faithlab.perturb.engine` to apply.
+answers to that one question, for :mod:`faithlab.perturb.engine` to apply. The fixed default lives in
+:mod:`faithlab.perturb.default_batch` and the cache both share in :mod:`faithlab.perturb.batch_cache`; their names
+are read from here too.
 """
 
 from __future__ import annotations
 
-import collections
 import math
 import time
-import types
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import torch
 
 from faithlab import _validate
+# the cache and the default size live beside this module; their names are read from here too
+from faithlab.perturb.batch_cache import cache_entries, cache_owner, cache_size, clear_cache, param_state  # noqa: F401
+from faithlab.perturb.default_batch import (CPU_BYTES, CPU_MEMORY, GPU_BYTES, INTENSITY_POWER, MAX_SIZE,  # noqa: F401
+                                            MIN_SIZE, WEIGHT_REUSE, Activations, activation_bytes, default_batch_size,
+                                            size_for)
 
-__all__ = ["BatchSize", "AUTO", "CANDIDATES", "CPU_BYTES", "INTENSITY_POWER", "WEIGHT_REUSE", "CPU_MEMORY", "GPU_BYTES",
-           "default_batch_size", "activation_bytes", "Activations",
-           "size_for", "FALLBACK", "MAP_ELEMENTS", "Plan", "best_batch_size", "map_chunk",
-           "plan", "resolve", "clear_cache", "cache_size"]
+__all__ = ["BatchSize", "AUTO", "CANDIDATES", "FALLBACK", "MAP_ELEMENTS", "Plan", "best_batch_size", "map_chunk",
+           "plan", "resolve"]
 
 BatchSize = int | str | None
-"""A batch size: a positive int, ``None`` (the default: :func:`default_batch_size`, fixed by the model's activations)
+"""A batch size: a positive int, ``None`` (the default:
+:func:`~faithlab.perturb.default_batch.default_batch_size`, fixed by the model's activations)
 or ``"auto"`` (timed: :func:`best_batch_size` / :class:`Plan` pick one)."""
 AUTO = _validate.BATCH_SIZE_AUTO
 CANDIDATES = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -85,51 +88,6 @@ class _Probe:
     confirmed: set = field(default_factory=set)  # candidates whose rise was timed again
     queue: list = field(default_factory=list)  # candidates to time again (a rise being confirmed), across calls
     done: bool = False  # a slower candidate, out of memory or every candidate timed: nothing more to learn
-
-
-_by_model: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model → {key: _Probe}
-_by_id: collections.OrderedDict = collections.OrderedDict()  # id(model) → (model, {key: _Probe}), no weakref
-_MAX_STRONG = 16
-
-
-def clear_cache() -> None:
-    """Forget every probe result of this process."""
-    _by_model.clear()
-    _by_id.clear()
-
-
-def cache_size() -> int:
-    """How many (model, input) entries the cache holds."""
-    return sum(len(v) for v in _by_model.values()) + sum(len(v) for _, v in _by_id.values())
-
-
-def _owner(model: Callable) -> tuple[object, object]:
-    """The object the cache hangs a model's entries on, and what else tells them apart: a bound method is made anew
-    at every attribute access, so its entries hang on the instance, told apart by the function."""
-    if isinstance(model, types.MethodType):
-        return model.__self__, model.__func__
-    return model, None
-
-
-def _entries(model: object) -> dict:
-    try:
-        return _by_model.setdefault(model, {})
-    except TypeError:  # no weak reference or no hash: a few strong references, the newest kept
-        key = id(model)
-        if key in _by_id and _by_id[key][0] is model:
-            _by_id.move_to_end(key)
-            return _by_id[key][1]
-        _by_id[key] = (model, {})
-        while len(_by_id) > _MAX_STRONG:
-            _by_id.popitem(last=False)
-        return _by_id[key][1]
-
-
-def _state(model: Callable) -> tuple:
-    """What of the model's parameters and buffers makes a probe result stale: their storage and in-place version."""
-    if not isinstance(model, torch.nn.Module):
-        return ()
-    return tuple((t.data_ptr(), t._version) for t in (*model.parameters(), *model.buffers()))
 
 
 def _threads(device: torch.device) -> int:
@@ -157,7 +115,7 @@ def best_batch_size(model: Callable, example_input_shape: Sequence[int], dtype: 
                     fallback: int = FALLBACK) -> int:
     """The candidate batch size with the least forward time per input for ``model`` on inputs of
     ``example_input_shape`` (one sample, no batch dim), ``dtype`` and ``device`` → int; probed once, then cached
-    for the process (:func:`clear_cache` forgets).
+    for the process (:func:`~faithlab.perturb.batch_cache.clear_cache` forgets).
 
     example: one input of that shape to repeat (default zeros; a model's speed can depend on the values).
     max_inputs: how many inputs the caller will run (None: unknown). No candidate above the first that holds them
@@ -199,9 +157,9 @@ def best_batch_size(model: Callable, example_input_shape: Sequence[int], dtype: 
     if len(cands) == 1:
         return cands[0]
 
-    owner, part = _owner(model)
-    key = (part, shape, dtype, device, _threads(device), tuple(every), _state(owner))
-    entries = _entries(owner)
+    owner, part = cache_owner(model)
+    key = (part, shape, dtype, device, _threads(device), tuple(every), param_state(owner))
+    entries = cache_entries(owner)
     probe = entries.setdefault(key, _Probe())
 
     def cost(c: int) -> float:
@@ -292,184 +250,6 @@ def _time(model, probe: _Probe, c: int, calls: int, shape, dtype, device, exampl
                 probe.seconds[c] = min(probe.seconds.get(c, math.inf), took)
     finally:
         probe.spent += time.perf_counter() - start
-
-
-CPU_BYTES = 1_500_000
-"""On a CPU, the default batch holds this many bytes (1.5 MB) of the model's mean layer output (the mean of its leaf
-modules' outputs for one input, :class:`Activations`), times the fourth root of the model's arithmetic intensity
-(FLOPs per byte of those outputs, :data:`INTENSITY_POWER`). Past the caches a bigger batch stops paying, and the
-cost rises steeply there while it is flat below; a model that does more arithmetic per byte it writes (a ResNet's
-128-512-channel convolutions) loses less when its batch leaves the caches and gains more from larger matrix products,
-so its batch may hold more. Keyed to the typical layer, not the largest: a ResNet's stem is one layer four times the
-size of the rest, and its best size follows the rest. Not keyed to the thread count, so a model gets the same chunks
-on every CPU. Chosen on benchmarks/autobatch_sweep.py's 26 cells of 2026-11-26 (2-core VM, quiet; 25 within 5 % of
-the best fixed size), then tested on 16 cells of 8 models it had not seen (7 within 5 %; 11 with
-:data:`WEIGHT_REUSE`, added after them) and on 12 cells of 6 more models neither was chosen on (10 within 5 %, the
-worst 1.09). No rule blind to the thread count can meet 5 % everywhere: the library's MobileNet and DenseNet at
-32 px are best at 8 with one thread and at 32 or more with two (benchmarks/RESULTS.md)."""
-INTENSITY_POWER = 0.25
-"""The power of the arithmetic intensity in the CPU rule (:data:`CPU_BYTES`): ResNet-18 at 32 px (121 FLOPs per
-byte) may hold 3.3 times the bytes of a model doing one FLOP per byte, the small CNN (19) 2.1 times."""
-WEIGHT_REUSE = 300
-"""On a CPU, the default batch is at least this many times the model's weight bytes over its FLOPs per input (the
-power of two above): the weights are read once a call, so each input then reads at most one byte of them per 300
-FLOPs. VGG-11 at 32 px (515 MB of weights for 0.54 GFLOPs per input) gets 512 inputs a call where its activations
-alone give 64. Never past :data:`CPU_MEMORY` of all one input's activations. Added after the first held-out sweep of
-2026-11-26 found torchvision's models at 32 px best at 256 inputs or more (there, and so chosen on those cells)."""
-CPU_MEMORY = 1 << 30
-"""The most bytes of activations (all of one input's, times the batch) that :data:`WEIGHT_REUSE` may raise a CPU
-batch to (1 GiB)."""
-GPU_BYTES = 1 << 30
-"""On a GPU, the default batch holds up to this many bytes (1 GiB) of the largest activation (bigger batches kept
-paying off on an H200 for the small CNN up to 4,096 inputs), and at most a quarter of the device's memory in all of
-one input's activations."""
-MIN_SIZE, MAX_SIZE = 8, 4096
-"""The default batch size's bounds (the first and last of :data:`CANDIDATES`)."""
-
-
-def _unwrapped(model: Callable) -> Callable:
-    """The model a pass-through wrapper calls unchanged (one marked ``faithlab_passthrough``, e.g. the counting
-    wrapper of ``fl.evaluate``): its activations are the wrapper's, and its one-input pass is not counted as work."""
-    while getattr(model, "faithlab_passthrough", False) and callable(getattr(model, "__wrapped__", None)):
-        model = model.__wrapped__
-    return model
-
-
-def _activation_key(model: Callable, x: torch.Tensor) -> tuple:
-    owner, part = _owner(model)
-    return owner, ("activations", part, tuple(x.shape[1:]), x.dtype, x.device)
-
-
-class Activations(NamedTuple):
-    """:func:`activation_bytes`'s answer, per input: ``largest`` (bytes of the largest tensor), ``total`` (of all of
-    them), ``mean`` (the mean output of the model's leaf modules, its typical layer; the input's size where it has
-    none), ``intensity`` (the pass's FLOPs, as ``torch.utils.flop_counter`` counts them, per byte of the leaf
-    modules' outputs; at least 1), ``weights`` (bytes of the parameters of the modules the pass called, each once)
-    and ``flops`` (FLOPs per input; 0 where they could not be counted)."""
-
-    largest: int
-    total: int
-    mean: int
-    intensity: float = 1.0
-    weights: int = 0
-    flops: int = 0
-
-
-def activation_bytes(model: Callable, x: torch.Tensor) -> Activations:
-    """The bytes of the largest tensor and of all the tensors that one input like x[0] makes on its way through
-    ``model`` (its input, every module's outputs, its output), the mean bytes of its leaf modules' outputs, the FLOPs
-    per byte of those, its weights' bytes and its FLOPs → :class:`Activations` ``(largest, total, mean, intensity,
-    weights, flops)``; read once per model, input shape, dtype and device from one forward pass of one input under
-    ``torch.no_grad()``, then cached for the process.
-
-    Every module's forward outputs are seen through a global forward hook, so a callable that wraps modules
-    (normalisation then a network) is measured too; the FLOPs are counted by
-    ``torch.utils.flop_counter.FlopCounterMode`` (matrix products, convolutions, attention: the operations that
-    cost). The global RNG is left as it was, and a model in training mode has its buffers (batch-norm statistics) put
-    back after the pass. Sizes and FLOPs do not depend on the values or the weights."""
-    from torch.utils.flop_counter import FlopCounterMode
-
-    model = _unwrapped(model)
-    owner, key = _activation_key(model, x)
-    entries = _entries(owner)
-    if key in entries:
-        return entries[key]
-    first = x[:1].numel() * x.element_size()
-    largest, total, leaves, params = [first], [0], [], {}
-
-    def seen(module, _inputs, output) -> None:
-        leaf = module is not None and next(module.children(), None) is None
-        if module is not None:
-            params.update((id(p), p.numel() * p.element_size()) for p in module.parameters(recurse=False))
-        for t in output if isinstance(output, (tuple, list)) else (output,):
-            if isinstance(t, torch.Tensor):
-                size = t.numel() * t.element_size()
-                largest[0] = max(largest[0], size)
-                total[0] += size
-                if leaf:
-                    leaves.append(size)
-
-    modules = [m for m in (owner if isinstance(owner, torch.nn.Module) else None,) if m is not None]
-    training = [m for m in modules if any(s.training for s in m.modules())]
-    saved = [[b.detach().clone() for b in m.buffers()] for m in training]
-    cuda = []
-    if x.device.type == "cuda":
-        cuda = [x.device.index if x.device.index is not None else torch.cuda.current_device()]
-
-    def counted(inputs: torch.Tensor) -> tuple[object, int]:
-        """The pass on ``inputs`` and its FLOPs; 0 FLOPs where the counter's dispatch mode fails a model that runs
-        without it (a compiled graph, a custom operator): the rule then reads its activations alone."""
-        try:
-            with FlopCounterMode(display=False) as counter:
-                return model(inputs), counter.get_total_flops()
-        except ValueError:
-            raise
-        except Exception:
-            largest[0], total[0] = first * inputs.shape[0], 0
-            leaves.clear()
-            params.clear()
-            return model(inputs), 0
-
-    handle = torch.nn.modules.module.register_module_forward_hook(seen)
-    per = 1  # inputs in the pass
-    try:
-        with torch.no_grad(), torch.random.fork_rng(devices=cuda):
-            try:
-                out, flops = counted(x[:1].clone())
-            except ValueError:  # a batch-norm layer in training mode refuses one input: two, halved below
-                largest[0], total[0], per = first * 2, 0, 2
-                leaves.clear()
-                params.clear()
-                out, flops = counted(x[:1].expand(2, *x.shape[1:]).clone())
-        seen(None, None, out)
-    finally:
-        handle.remove()
-        with torch.no_grad():
-            for m, values in zip(training, saved):
-                for b, v in zip(m.buffers(), values):
-                    b.copy_(v)
-    mean = sum(leaves) / len(leaves) / per if leaves else first
-    intensity = max(1.0, flops / sum(leaves)) if leaves else 1.0
-    entries[key] = Activations(largest[0] // per, max(total[0], largest[0]) // per, max(1, round(mean)), intensity,
-                               sum(params.values()), flops // per)
-    return entries[key]
-
-
-def default_batch_size(model: Callable, x: torch.Tensor) -> int:
-    """The default batch size (``batch_size=None``) for inputs like one sample of x through ``model`` → int: the
-    largest power of two whose batch holds at most :data:`CPU_BYTES` (1.5 MB) × I^(1/4) of the model's mean layer
-    output on a CPU (I: its FLOPs per byte of layer output, :data:`INTENSITY_POWER`), raised to at least
-    :data:`WEIGHT_REUSE` (300) times its weight bytes over its FLOPs per input (within :data:`CPU_MEMORY`); or on a
-    GPU :data:`GPU_BYTES` (1 GiB) of its largest activation and at most a quarter of the device's memory in all its
-    activations (:func:`activation_bytes`); between 8 and 4,096.
-
-    Fixed by the model, the input's shape, dtype and device alone, never by a timing or the thread count: two
-    identical calls run the same chunks and give bitwise equal results."""
-    seen = activation_bytes(model, x)
-    return size_for(seen.largest, seen.total, x.device, mean=seen.mean, intensity=seen.intensity,
-                    weights=seen.weights, flops=seen.flops)
-
-
-def size_for(largest: int, total: int, device: torch.device | str = "cpu", *, mean: int | None = None,
-             intensity: float = 1.0, weights: int = 0, flops: int = 0) -> int:
-    """:func:`default_batch_size`'s rule for a model whose largest activation takes ``largest`` bytes per input,
-    all its activations ``total`` bytes, its mean layer output ``mean`` bytes (None: ``largest``) and which does
-    ``intensity`` FLOPs per byte of its layers' outputs, with ``weights`` bytes of parameters and ``flops`` FLOPs per
-    input, on ``device``."""
-    device = torch.device(device)
-    if device.type == "cuda":
-        limit = GPU_BYTES // max(1, largest)
-        limit = min(limit, torch.cuda.get_device_properties(device).total_memory // 4 // max(1, total))
-    else:
-        allowed = CPU_BYTES * max(1.0, float(intensity)) ** INTENSITY_POWER
-        limit = int(allowed // max(1, largest if mean is None else mean))
-    size = 1 << max(0, int(limit).bit_length() - 1)  # the largest power of two ≤ limit
-    if device.type != "cuda" and weights > 0 and flops > 0:  # weights read once a call: amortise them
-        reuse = math.ceil(WEIGHT_REUSE * weights / flops)
-        floor = 1 << max(0, reuse - 1).bit_length()  # the smallest power of two ≥ reuse
-        memory = CPU_MEMORY // max(1, total)
-        size = max(size, min(floor, 1 << max(0, int(memory).bit_length() - 1)))
-    return max(MIN_SIZE, min(MAX_SIZE, size))
 
 
 def resolve(batch_size: BatchSize, model: Callable, x: torch.Tensor, n_inputs: int) -> int:
@@ -599,8 +379,8 @@ class Plan:
 
 def plan(batch_size: BatchSize, model: Callable, x: torch.Tensor, n_inputs: int) -> int | Plan:
     """The engine's batch size for a call of ``n_inputs`` inputs like one sample of x: ``batch_size`` itself if an
-    int; None: :func:`default_batch_size`; for ``"auto"`` the cached best size once known, else a :class:`Plan` that
-    finds it on the call's own work."""
+    int; None: :func:`~faithlab.perturb.default_batch.default_batch_size`; for ``"auto"`` the cached best size once
+    known, else a :class:`Plan` that finds it on the call's own work."""
     if batch_size is None:  # a call of at most MIN_SIZE inputs is one call at any default: no activation pass
         return MIN_SIZE if n_inputs <= MIN_SIZE else default_batch_size(model, x)
     if not isinstance(batch_size, str):
@@ -612,9 +392,9 @@ def plan(batch_size: BatchSize, model: Callable, x: torch.Tensor, n_inputs: int)
     cands = [c for c in every if c <= first_all]
     if len(cands) == 1:
         return cands[0]
-    owner, part = _owner(model)
-    key = (part, shape, x.dtype, device, _threads(device), tuple(every), _state(owner))
-    probe = _entries(owner).setdefault(key, _Probe())
+    owner, part = cache_owner(model)
+    key = (part, shape, x.dtype, device, _threads(device), tuple(every), param_state(owner))
+    probe = cache_entries(owner).setdefault(key, _Probe())
     if probe.done:
         known = [c for c in cands if c in probe.seconds]
         if known:

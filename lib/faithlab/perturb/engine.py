@@ -7,7 +7,8 @@ finds the size on the run's own forward calls (:mod:`faithlab.perturb.autobatch`
 Metrics reach the loop through the bound runner :class:`faithlab.perturb.runner.Removal` (unit removals of x:
 given masks, cumulative curves, lazily built masks); this module holds the loop itself and its public pieces for
 inputs that are not unit removals: :func:`evaluate_inputs` (generated inputs, e.g. Few-class Fidelity's blurred
-candidates), :func:`grid_chunks` (the chunks of a (sample, variant) grid) and :func:`logits` (checked logits).
+candidates) and :func:`grid_chunks` (the chunks of a (sample, variant) grid); the model's read-outs and checked logits
+are in :mod:`faithlab.perturb.readout`, the logits shared between metrics in :mod:`faithlab.perturb.shared`.
 
 The loop is written for small models too, where the engine's own cost shows (a 1×32×32 → 10 linear model runs
 5,632 forward passes in ~10 ms on one CPU thread): perturbed inputs are computed as ``x·keep + reference·(1-keep)``
@@ -22,8 +23,6 @@ out, with the clean and fully removed inputs shared.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import math
 from collections.abc import Callable, Iterator, Sequence
 
@@ -32,172 +31,25 @@ import torch
 from faithlab import _validate
 from faithlab.perturb import autobatch
 from faithlab.perturb.orders import top_masks
-from faithlab.perturb.units import Units, _check_units, _expand, _is_identity, _rows, default_units
+from faithlab.perturb.units import Units, check_units, expand_units, is_identity, batch_rows, default_units
 from faithlab.perturb.autobatch import BatchSize
+from faithlab.perturb.readout import (OUTPUTS, NonFiniteOutput, Output, check_read_out, logits,  # noqa: F401
+                                      model_logits, non_finite_error, output_fn)
+from faithlab.perturb.shared import clean_logits, shared_compute, sharing  # noqa: F401  (also read from here)
 
-__all__ = ["Output", "OUTPUTS", "Masks", "evaluate_inputs", "grid_chunks", "logits", "sharing"]
+__all__ = ["Masks", "evaluate_inputs", "grid_chunks"]
 
-Output = str | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-OUTPUTS = ("prob", "logit", "correct", "log_odds", "predicted")
-"""Built-in model read-outs: softmax probability of the target, its logit, 1.0 if argmax == target, log p/(1-p),
-and the predicted class (argmax, int64)."""
 Masks = Callable[[int, int, int, int], torch.Tensor]
 """``masks(b0, b1, v0, v1)`` → ``(b1-b0, v1-v0, n)`` bool unit masks of variants v0..v1-1 of samples b0..b1-1."""
-
-
-def _output_fn(output: Output) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
-    if callable(output):
-        return output
-
-    def fn(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        t = target[:, None]
-        if output == "logit":
-            return logits.gather(1, t).squeeze(1)
-        if output == "prob":
-            return logits.softmax(dim=1).gather(1, t).squeeze(1)
-        if output == "correct":
-            return (logits.argmax(dim=1) == target).to(logits.dtype)
-        if output == "predicted":
-            return logits.argmax(dim=1)
-        # log p/(1-p) = z_y - logsumexp_{j != y} z_j: exact and finite without clamping
-        return logits.gather(1, t).squeeze(1) - logits.scatter(1, t, -math.inf).logsumexp(dim=1)
-
-    return fn
-
-
-def _logits(model: Callable, inputs: torch.Tensor, plan: autobatch.Plan | None = None) -> torch.Tensor:
-    logits = model(inputs) if plan is None else plan.forward(inputs)
-    if not isinstance(logits, torch.Tensor) or logits.ndim != 2 or logits.shape[0] != inputs.shape[0]:
-        shape = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
-        raise ValueError(f"model must return logits of shape (N, n_classes), got {shape} for {inputs.shape[0]} inputs")
-    if not logits.is_floating_point():
-        raise TypeError(f"model must return floating-point logits, got dtype {logits.dtype}")
-    return logits
-
-
-class NonFiniteOutput(ValueError):
-    """A model returned NaN or inf: the message says "model returned …"; :meth:`naming` gives the same error naming
-    the caller's model (e.g. ``kfold.models[1]``) where the engine only knows it as "model"."""
-
-    def __init__(self, detail: str, name: str = "model"):
-        super().__init__(f"{name} returned NaN or inf {detail}")
-        self.detail = detail
-
-    def naming(self, name: str) -> NonFiniteOutput:
-        return NonFiniteOutput(self.detail, name)
-
-
-def _non_finite_error(bad: torch.Tensor, per_sample: int, where: str) -> NonFiniteOutput:
-    """The error for model outputs that are NaN/inf: ``bad`` flags the flat (sample, variant) cells."""
-    cells = bad.nonzero().flatten().cpu()
-    samples = torch.unique(cells // per_sample)
-    variants = torch.unique(cells % per_sample)
-    return NonFiniteOutput(f"on {cells.numel()} of {bad.numel()} {where} (sample(s) "
-                           f"{samples[:8].tolist()}{' …' if samples.numel() > 8 else ''}, variant(s) "
-                           f"{variants[:8].tolist()}{' …' if variants.numel() > 8 else ''}); no score can be "
-                           f"computed from them")
-
-
-def logits(model: Callable, inputs: torch.Tensor, *, batch_size: BatchSize | autobatch.Plan = None,
-           finite: bool = True, what: str = "inputs") -> torch.Tensor:
-    """The model's logits on inputs, checked → ``(N, n_classes)``.
-
-    ``batch_size`` inputs per forward call (the last call smaller; ``"auto"``: see
-    :func:`~faithlab.perturb.runner.removal_curve`), without gradients, joined in order. The model must return a
-    floating ``(n, n_classes)`` tensor for n inputs (else ValueError/TypeError). finite: NaN/inf logits raise a
-    ValueError naming the samples (False: returned as they are, e.g. to read the number of classes). what: how
-    that message names the inputs (e.g. ``"clean inputs"``).
-    """
-    _validate.model(model, "model")
-    _validate.tensor(inputs, "inputs")
-    if not isinstance(batch_size, autobatch.Plan):
-        _validate.batch_size(batch_size, "batch_size")
-        batch_size = autobatch.plan(batch_size, model, inputs, inputs.shape[0])
-    plan = batch_size if isinstance(batch_size, autobatch.Plan) else None
-    out, i, n = [], 0, inputs.shape[0]
-    with torch.no_grad():
-        while i < n:
-            step = batch_size if plan is None else plan.size(n - i)
-            out.append(_logits(model, inputs[i:i + step], plan))
-            i += step
-    out = out[0] if len(out) == 1 else torch.cat(out)
-    if finite:
-        bad = ~torch.isfinite(out).all(dim=1)
-        if bool(bad.any()):
-            raise _non_finite_error(bad, 1, what)
-    return out
-
-
-_SHARED: contextvars.ContextVar[dict | None] = contextvars.ContextVar("faithlab_shared_logits", default=None)
-
-
-class _Store(dict):
-    """A :func:`sharing` block's logits, with the block's ``on_compute`` hook."""
-
-    def __init__(self, on_compute: Callable[[tuple, Callable[[], torch.Tensor]], torch.Tensor] | None):
-        super().__init__()
-        self.on_compute = on_compute
-
-
-@contextlib.contextmanager
-def sharing(on_compute: Callable[[tuple, Callable[[], torch.Tensor]], torch.Tensor] | None = None
-            ) -> Iterator[None]:
-    """A block in which the logits of inputs that many metrics run are computed once: the clean x and the fully
-    removed x (every unit at the reference) of a model, wherever a removal run or a curve needs them.
-
-    ``fl.evaluate`` opens one per chunk of samples, so its clean pass serves every metric's clean point and
-    prediction, and the MoRF and LeRF curves of different metrics share their last point. The logits are kept for
-    the block's lifetime (with the model and tensors they came from, so no id is reused) and looked up by the model
-    object, the tensors' storage and in-place version and the model's parameters' storage and version: a changed
-    model or x is a miss. Nested blocks share the outer one's store. Results are those of the same calls outside a
-    block, up to the batch composition of a forward pass (float rounding; see
-    :func:`~faithlab.perturb.runner.removal_curve`).
-
-    on_compute: called as ``on_compute(kind, compute)`` in place of ``compute()`` when the block computes shared
-    logits (``kind[0]`` is ``"clean"`` or ``"full"``); it must return ``compute()``'s value. ``fl.evaluate`` uses it
-    to count this work apart from the metric that happened to ask first. A nested block keeps the outer one's.
-    """
-    token = _SHARED.set(_Store(on_compute)) if _SHARED.get() is None else None
-    try:
-        yield
-    finally:
-        if token is not None:
-            _SHARED.reset(token)
-
-
-def _tensor_key(t: torch.Tensor) -> tuple:
-    return (t.data_ptr(), t._version, tuple(t.shape), t.stride(), t.dtype, t.device)
-
-
-def _shared(kind: tuple, model: Callable, tensors: Sequence[torch.Tensor], compute: Callable[[], torch.Tensor],
-            ) -> torch.Tensor:
-    """``compute()`` once per (kind, model, tensors) inside a :func:`sharing` block; plainly outside one."""
-    store = _SHARED.get()
-    if store is None:
-        return compute()
-    owner, part = autobatch._owner(model)
-    key = (kind, id(owner), part, autobatch._state(owner), *(_tensor_key(t) for t in tensors))
-    hit = store.get(key)
-    if hit is None:
-        value = compute() if store.on_compute is None else store.on_compute(kind, compute)
-        hit = store[key] = (owner, tuple(tensors), value)  # the objects keep their ids from being reused
-    return hit[2]
-
-
-def _clean_logits(model: Callable, x: torch.Tensor, batch_size: int) -> torch.Tensor:
-    """The model's checked logits on the clean x ``(B, n_classes)``, ``batch_size`` samples per forward call (shared
-    inside a :func:`sharing` block); NaN/inf logits raise naming the samples."""
-    return _shared(("clean",), model, (x,), lambda: logits(
-        model, x, batch_size=batch_size, what="clean inputs (read for the predicted class)"))
 
 
 def _predict(model: Callable, x: torch.Tensor, batch_size: int) -> torch.Tensor:
     """The model's predicted class (argmax) on the clean x ``(B,)``, ``batch_size`` samples per forward call;
     NaN/inf logits raise naming the samples."""
-    return _clean_logits(model, x, batch_size).argmax(dim=1)
+    return clean_logits(model, x, batch_size).argmax(dim=1)
 
 
-def _prepare(model: Callable, x: torch.Tensor, units: Units | None, output: Output, target: torch.Tensor | None,
+def prepare(model: Callable, x: torch.Tensor, units: Units | None, output: Output, target: torch.Tensor | None,
              batch_size: BatchSize, target_name: str = "target") -> Units:
     """Validation shared by the engine's entry points; returns the units (inferred when None). ``target_name``:
     the caller's name for the target argument (the F-Fidelity and accuracy metrics call it ``y``)."""
@@ -210,7 +62,7 @@ def _prepare(model: Callable, x: torch.Tensor, units: Units | None, output: Outp
     if not callable(output) and (isinstance(output, (list, dict, set, torch.Tensor)) or output not in OUTPUTS):
         raise ValueError(f"output must be one of {OUTPUTS} or a callable(logits, target), got {output!r}")
     units = default_units(x) if units is None else units
-    _check_units(units, x)
+    check_units(units, x)
     if target is not None:
         _validate.tensor(target, target_name, ndim=1)
         if target.dtype != torch.int64:
@@ -260,7 +112,7 @@ def _blocks(batch: int, per_sample: int, batch_size: int):
         yield c0, _pieces(c0, min(c0 + batch_size, total), per_sample)
 
 
-class _Thresholds:
+class Thresholds:
     """Cumulative removal masks: variant v of sample b removes the units with ``rank[b, u] < counts[v]``, i.e. the
     first ``counts[v]`` units of its order (rank: ``(B, n)`` positions, a float dtype that holds them exactly).
 
@@ -297,14 +149,14 @@ class _Thresholds:
         return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
 
 
-def _run(model: Callable, x: torch.Tensor, units: Units, reference: torch.Tensor, output: Output,
-         target: torch.Tensor | None, per_sample: int, masks: Masks | _Thresholds,
+def run(model: Callable, x: torch.Tensor, units: Units, reference: torch.Tensor, output: Output,
+         target: torch.Tensor | None, per_sample: int, masks: Masks | Thresholds,
          batch_size: BatchSize | autobatch.Plan, target_name: str = "target",
          rows: torch.Tensor | None = None) -> torch.Tensor:
     """Run ``per_sample`` perturbed variants of every sample through the model, ≤ ``batch_size`` inputs per call.
 
     ``masks(b0, b1, v0, v1)`` gives the ``(b1-b0, v1-v0, n)`` bool unit masks of variants v0..v1-1 of samples
-    b0..b1-1 (or a :class:`_Thresholds`); perturbed inputs are built chunk by chunk, straight into the buffer that
+    b0..b1-1 (or a :class:`Thresholds`); perturbed inputs are built chunk by chunk, straight into the buffer that
     goes through the model. target None → prediction on the clean x. batch_size ``"auto"``: the cached size, or a
     :class:`faithlab.perturb.autobatch.Plan` that finds it on this run's own forward calls (a caller running
     several passes of one computation passes its plan).
@@ -319,7 +171,7 @@ def _run(model: Callable, x: torch.Tensor, units: Units, reference: torch.Tensor
     ``0 + x·keep``), several times faster on the CPU than a select on a bool mask; only the sign of a zero can
     differ (a kept -0.0 may become 0.0).
     """
-    fn = _output_fn(output)
+    fn = output_fn(output)
     n_samples = x.shape[0] if rows is None else rows.numel()
     if not isinstance(batch_size, autobatch.Plan):
         batch_size = autobatch.plan(batch_size, model, x, n_samples * per_sample)
@@ -331,28 +183,28 @@ def _run(model: Callable, x: torch.Tensor, units: Units, reference: torch.Tensor
         fill = _filler(x, units, reference, masks, rows, per_sample)
         # an imputation solves a system per input: no spans, which may fill up to twice the inputs a chunk needs
         return _forward_grid(model, fill, n_samples, per_sample, fn, output, target, batch_size, target_name,
-                             inputs_like=x, spans=isinstance(masks, _Thresholds) and isinstance(reference, torch.Tensor))
+                             inputs_like=x, spans=isinstance(masks, Thresholds) and isinstance(reference, torch.Tensor))
 
 
 def _filler(x: torch.Tensor, units: Units, reference: torch.Tensor,
-            masks: Callable[[int, int, int, int], torch.Tensor] | _Thresholds, rows: torch.Tensor | None,
+            masks: Callable[[int, int, int, int], torch.Tensor] | Thresholds, rows: torch.Tensor | None,
             per_sample: int = 1):
     """``fill(b0, b1, v0, v1, dest)``: writes the perturbed inputs of variants v0..v1-1 of samples b0..b1-1 into
     ``dest`` ``(b1-b0, v1-v0, *x.shape[1:])``."""
     idx = units.index
     n = units.n
     broadcast = idx.shape[1:] != x.shape[1:]  # a unit spans a dim (channels): element masks broadcast over it
-    identity = _is_identity(idx, n)
+    identity = is_identity(idx, n)
 
     def take(t: torch.Tensor, b0: int, b1: int) -> torch.Tensor:
-        return _rows(t, b0, b1) if rows is None or t.shape[0] == 1 else t[rows[b0:b1]]
+        return batch_rows(t, b0, b1) if rows is None or t.shape[0] == 1 else t[rows[b0:b1]]
 
     if not isinstance(reference, torch.Tensor):  # an imputation (ROAD's NoisyLinear): from each input's kept pixels
         return _imputing_filler(x, units, reference, masks, rows, take, per_sample)
     if not x.is_floating_point():  # token ids: a select (integer arithmetic would serve as well, but they are rare)
         def fill_select(b0: int, b1: int, v0: int, v1: int, dest: torch.Tensor) -> None:
             m = _unit_masks(masks, b0, b1, v0, v1, n)
-            element_mask = m.view(*m.shape[:2], *idx.shape[1:]) if identity else _expand(m, take(idx, b0, b1))
+            element_mask = m.view(*m.shape[:2], *idx.shape[1:]) if identity else expand_units(m, take(idx, b0, b1))
             torch.where(element_mask, take(reference, b0, b1)[:, None], take(x, b0, b1)[:, None], out=dest)
 
         return fill_select
@@ -361,7 +213,7 @@ def _filler(x: torch.Tensor, units: Units, reference: torch.Tensor,
     nothing = torch.zeros((), dtype=x.dtype, device=x.device)
     x1, ref1 = x[:, None], reference[:, None]  # (B | 1, 1, ...): broadcast over the variants
     keep_shape = idx.shape[1:]
-    if isinstance(masks, _Thresholds):
+    if isinstance(masks, Thresholds):
         def element_ranks(rank: torch.Tensor) -> torch.Tensor:  # each element's unit's position in the order
             if not identity:
                 flat = idx.reshape(idx.shape[0], -1)
@@ -391,7 +243,7 @@ def _filler(x: torch.Tensor, units: Units, reference: torch.Tensor,
     else:
         def element_masks(b0: int, b1: int, v0: int, v1: int) -> torch.Tensor:
             m = _unit_masks(masks, b0, b1, v0, v1, n)
-            return m.view(*m.shape[:2], *keep_shape) if identity else _expand(m, take(idx, b0, b1))
+            return m.view(*m.shape[:2], *keep_shape) if identity else expand_units(m, take(idx, b0, b1))
 
         def keep_fn(b0: int, b1: int, v0: int, v1: int, out: torch.Tensor) -> torch.Tensor:
             return torch.logical_not(element_masks(b0, b1, v0, v1), out=out)
@@ -420,14 +272,14 @@ def _imputing_filler(x: torch.Tensor, units: Units, imputation, masks, rows: tor
     the other levels asked, and equal removals get equal noise), otherwise the variant v, or with ``rows`` (masks
     for an irregular list of samples) the mask's position r·V + v in the call."""
     idx, n = units.index, units.n
-    identity = _is_identity(idx, n)
+    identity = is_identity(idx, n)
     keep_shape = idx.shape[1:]
     counts = (torch.cat([c.flatten() for c in masks.counts]).to(torch.int64)
-              if isinstance(masks, _Thresholds) else None)
+              if isinstance(masks, Thresholds) else None)
 
     def fill(b0: int, b1: int, v0: int, v1: int, dest: torch.Tensor) -> None:
         m = _unit_masks(masks, b0, b1, v0, v1, n)  # (b, v, n) removed
-        removed = m.view(*m.shape[:2], *keep_shape) if identity else _expand(m, take(idx, b0, b1))
+        removed = m.view(*m.shape[:2], *keep_shape) if identity else expand_units(m, take(idx, b0, b1))
         b, v = b1 - b0, v1 - v0
         inputs = take(x, b0, b1)[:, None].expand(b, v, *x.shape[1:]).reshape(b * v, *x.shape[1:])
         keep = torch.logical_not(removed).reshape(b * v, *keep_shape)
@@ -502,10 +354,10 @@ def _forward_grid(model: Callable, build: Callable, n_samples: int, per_sample: 
             else:
                 inputs = _fill(build, g0, g1, per_sample, shape, inputs_like, spans)
                 chunks = [inputs[c0:c0 + size] for c0 in range(0, g1 - g0, size)]
-            logits = [_logits(model, chunk, plan) for chunk in chunks]
+            logits = [model_logits(model, chunk, plan) for chunk in chunks]
             logits = logits[0] if len(logits) == 1 else torch.cat(logits)
             if flat is None:
-                _check_read_out(output, logits, target, target_name)
+                check_read_out(output, logits, target, target_name)
                 targets = targets.to(logits.device)
                 exact = torch.float32 if logits.device.type == "mps" else torch.float64  # MPS has no float64
                 check = torch.empty(total, dtype=exact, device=logits.device)
@@ -531,19 +383,8 @@ def _forward_grid(model: Callable, build: Callable, n_samples: int, per_sample: 
             check[g0:g1] = part
     finite = torch.isfinite(check)
     if not bool(finite.all()):
-        raise _non_finite_error(~finite, per_sample, "inputs it was given")
+        raise non_finite_error(~finite, per_sample, "inputs it was given")
     return flat.view(n_samples, per_sample, *flat.shape[1:])
-
-
-def _check_read_out(output: Output, logits: torch.Tensor, target: torch.Tensor, target_name: str = "target") -> None:
-    """A built-in read-out needs 2 classes (but the logit) and a target among the model's classes."""
-    if callable(output):
-        return
-    if output != "logit" and logits.shape[1] < 2:
-        raise ValueError(f"output={output!r} needs logits for at least 2 classes, got {logits.shape[1]}")
-    if target.numel() and int(target.max()) >= logits.shape[1]:
-        raise ValueError(f"{target_name} holds class {int(target.max())} but the model returns {logits.shape[1]} "
-                         f"logits")
 
 
 def _fill(fill: Callable, c0: int, c1: int, per_sample: int, shape: tuple, like: torch.Tensor,
@@ -610,4 +451,4 @@ def evaluate_inputs(model: Callable, inputs: Callable[[int, int, int, int], torc
 
     if batch_size is None or batch_size == autobatch.AUTO:  # the plan needs one input's shape: the first one, built again
         batch_size = autobatch.plan(batch_size, model, build(0, 1, 0, 1)[0], n_samples * n_variants)
-    return _forward_grid(model, build, n_samples, n_variants, _output_fn(output), output, target, batch_size)
+    return _forward_grid(model, build, n_samples, n_variants, output_fn(output), output, target, batch_size)

@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from faithlab import _validate
-from faithlab.perturb.keys import SampleSeeds, _stream, _to_unit, keyed_seeds
+from faithlab.perturb.keys import SampleSeeds, stream, to_unit, keyed_seeds
 
 __all__ = ["DIRECT_WEIGHT", "DIAGONAL_WEIGHT", "NOISE", "noisy_linear_imputation", "NoisyLinear"]
 
@@ -237,7 +237,7 @@ class NoisyLinear:
             cells = keyed_seeds(self._rows.to(x.device)[rows.to(x.device)], draws.to(x.device))
             u = torch.empty(x.shape[0], x[0].numel(), dtype=torch.float64, device=x.device)
             if u.numel():  # each input's counter-based stream (perturb.keys), keyed by tensors only
-                _stream(cells, u.shape[1], u, _to_unit)
+                stream(cells, u.shape[1], u, to_unit)
             u = u.view(x.shape)
             noise = torch.special.ndtri(u.clamp_min(torch.finfo(torch.float64).tiny)).mul_(self.noise).to(x.dtype)
         removed = (1 - keep.to(x.dtype)).expand_as(x)

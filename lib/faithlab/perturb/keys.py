@@ -85,7 +85,7 @@ def keyed_seeds(seed: torch.Tensor | int, *keys: torch.Tensor | int) -> torch.Te
     return (z >> 1) & ((1 << 63) - 1)
 
 
-def _stream(keys: torch.Tensor, width: int, out: torch.Tensor, finish) -> torch.Tensor:
+def stream(keys: torch.Tensor, width: int, out: torch.Tensor, finish) -> torch.Tensor:
     """Fill ``out`` ``(rows, width)`` with ``finish(z)`` (None: z itself, ``out`` int64 and contiguous) of element e
     of each row's stream, z the int64 hash
     (splitmix64's output of the state ``keys[row] + (e + 1)·golden``). On the CPU the elements go in blocks that
@@ -109,7 +109,7 @@ def _stream(keys: torch.Tensor, width: int, out: torch.Tensor, finish) -> torch.
     return out
 
 
-def _to_unit(z: torch.Tensor) -> torch.Tensor:
+def to_unit(z: torch.Tensor) -> torch.Tensor:
     """Int64 hashes as uniforms k·2^-53 ∈ [0, 1): their top 53 bits read as a signed integer (the arithmetic
     shift), · 2^-53 + 1/2 — every value of the grid once, one add fewer than masking the sign away."""
     return (z >> 11).double().mul_(2.0 ** -53).add_(0.5)
@@ -160,7 +160,7 @@ class SampleSeeds:
         out = torch.empty(shape, dtype=torch.float64, device=device)
         width = out[0].numel() if len(self) else 0
         if width:
-            _stream(keyed_seeds(self.seeds.to(device), k), width, out.view(len(self), width), _to_unit)
+            stream(keyed_seeds(self.seeds.to(device), k), width, out.view(len(self), width), to_unit)
         return out
 
     def bits32(self, shape: Sequence[int], device: torch.device | str | None = None) -> torch.Tensor:
@@ -174,7 +174,7 @@ class SampleSeeds:
         width = math.prod(shape[1:]) if len(self) else 0
         pairs = torch.empty(len(self), (width + 1) // 2, dtype=torch.int64, device=device)
         if width:
-            _stream(keyed_seeds(self.seeds.to(device), k), pairs.shape[1], pairs, None)
+            stream(keyed_seeds(self.seeds.to(device), k), pairs.shape[1], pairs, None)
         # the halves of an int64 as two int32 in memory order: the low half first on a little-endian machine (the
         # CPUs and GPUs torch runs on); the same bits on every device
         return pairs.view(torch.int32)[:, :width].reshape(shape)

@@ -76,7 +76,7 @@ def _stable_argsort(s: torch.Tensor, descending: bool) -> torch.Tensor:
     return _sorted(s, descending, None)
 
 
-def _order_ranks(scores: torch.Tensor, order: str, dtype: torch.dtype) -> torch.Tensor:
+def order_ranks(scores: torch.Tensor, order: str, dtype: torch.dtype) -> torch.Tensor:
     """``ranks(order(scores, order))`` as ``dtype`` (which must hold 0..n-1 exactly), for ``"morf"``/``"lerf"``
     with ties by index: the sort's positions are scattered straight into ranks, the order itself never built."""
     s = _validate.tensor(scores, "scores", ndim=2)
@@ -90,7 +90,7 @@ def _sorted(s: torch.Tensor, descending: bool, ranks_dtype: torch.dtype | None) 
     b, n = s.shape
     if s.dtype not in (torch.float32, torch.float16, torch.bfloat16) or n < 2:
         perm = torch.sort(s, dim=1, descending=descending, stable=True).indices
-        return perm if ranks_dtype is None else _ranks(perm, ranks_dtype)
+        return perm if ranks_dtype is None else ranks_as(perm, ranks_dtype)
     bits = s.float().view(torch.int32)
     sign = bits >> 31  # -1 for a set sign bit, else 0
     key = (bits ^ (sign & 0x7FFFFFFF)).sub_(sign).long()  # order-preserving; -0.0 → -1 → 0, as 0.0; |key| < 2^31
@@ -118,10 +118,10 @@ def _sorted(s: torch.Tensor, descending: bool, ranks_dtype: torch.dtype | None) 
 
 def ranks(perm: torch.Tensor) -> torch.Tensor:
     """Position of each unit in a removal order ``(B, n)`` (the inverse permutation per row; 0 = removed first)."""
-    return _ranks(perm, perm.dtype)
+    return ranks_as(perm, perm.dtype)
 
 
-def _ranks(perm: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+def ranks_as(perm: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """:func:`ranks` as ``dtype`` (a float dtype holds them exactly up to its mantissa: 2^24 for float32); a scatter
     of contiguous values of the output's own dtype, several times faster than of an expanded int64 arange."""
     steps = torch.arange(perm.shape[1], dtype=dtype, device=perm.device).repeat(perm.shape[0], 1)

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from faithlab import _validate
 from faithlab.perturb.imputation import NoisyLinear
-from faithlab.perturb.units import Units, _broadcasts, _check_units, expand
+from faithlab.perturb.units import Units, broadcasts, check_units, expand
 
 __all__ = ["Reference", "make_reference", "apply_removal", "gaussian_filter"]
 
@@ -44,7 +44,7 @@ def _gaussian_blur(x: torch.Tensor, kernel_size: int, sigma: float) -> torch.Ten
 
 
 @functools.lru_cache(maxsize=4096)
-def _reflect_operator(length: int, sigma: float, truncate: float) -> torch.Tensor:
+def reflect_operator(length: int, sigma: float, truncate: float) -> torch.Tensor:
     """``(L, L)`` float64 CPU matrix M with ``M @ v`` = scipy's 1-D Gaussian filter of v (mode 'reflect', the edge
     repeated: d c b a | a b c d | d c b a). Taps beyond the signal fold back as often as needed, so any radius works
     (σ = 80 on 28 pixels). Cached: one matrix per (length, σ), the same whatever other σ a call asks for."""
@@ -80,10 +80,11 @@ def gaussian_filter(x: torch.Tensor, sigmas, *, truncate: float = 4.0) -> torch.
     truncate = _validate.number(truncate, "truncate")
     if not truncate > 0:
         raise ValueError(f"truncate must be positive, got {truncate!r}")
-    return _blurs(x, s, lambda length, sigma: _reflect_operator(length, sigma, truncate))
+    return gaussian_blurs(x, s, lambda length, sigma: reflect_operator(length, sigma, truncate))
 
 
-def _blurs(x: torch.Tensor, sigmas: list[float], operator: Callable[[int, float], torch.Tensor]) -> torch.Tensor:
+def gaussian_blurs(x: torch.Tensor, sigmas: list[float],
+                   operator: Callable[[int, float], torch.Tensor]) -> torch.Tensor:
     """:func:`gaussian_filter` of checked arguments, the ``(L, L)`` float64 filter matrix of each length L and σ
     read from ``operator(L, σ)``: matrices on the host are copied to x's device here (a blocking copy, a sync on a
     GPU), matrices already there are used as they are (Few-class Fidelity's search copies its grid's once, not once
@@ -143,7 +144,7 @@ def make_reference(x: torch.Tensor, kind: Reference = "zero", *, kernel_size: in
             raise TypeError(f"reference must be an integer tensor for integer x, got dtype {kind.dtype}")
         _validate.finite(kind, "reference")
         ref = kind.reshape((1,) * (x.ndim - kind.ndim) + tuple(kind.shape)) if kind.ndim <= x.ndim else kind
-        if not _broadcasts(ref.shape, x.shape):
+        if not broadcasts(ref.shape, x.shape):
             raise ValueError(f"reference of shape {tuple(kind.shape)} does not broadcast to x of shape "
                              f"{tuple(x.shape)}")
         return ref.to(x.dtype)
@@ -182,7 +183,7 @@ def apply_removal(x: torch.Tensor, removed: torch.Tensor, units: Units, *,
                   reference: Reference = "zero") -> torch.Tensor:
     """x with the units flagged in removed ``(B, n)`` bool replaced by the reference (``make_reference``)."""
     _validate.tensor(x, "x")
-    _check_units(units, x)
+    check_units(units, x)
     mask = expand(removed, units)
     _validate.batch_match(x, removed, "x", "removed")
     ref = make_reference(x, reference)

@@ -16,9 +16,9 @@ import torch
 from faithlab import _validate
 from faithlab.perturb import autobatch
 from faithlab.perturb.autobatch import BatchSize
-from faithlab.perturb.engine import (Masks, Output, _check_read_out, _clean_logits, _output_fn, _prepare, _run, _shared,
-                                     _Thresholds)
-from faithlab.perturb.orders import ORDERS, _order_ranks, _ranks
+from faithlab.perturb.engine import (Masks, Output, Thresholds, check_read_out, clean_logits, output_fn, prepare, run,
+                                     shared_compute)
+from faithlab.perturb.orders import ORDERS, order_ranks, ranks_as
 from faithlab.perturb.orders import order as _order
 from faithlab.perturb.imputation import NoisyLinear
 from faithlab.perturb.references import Reference, make_reference
@@ -56,7 +56,7 @@ class Removal:
 
     def __init__(self, model: Callable, x: torch.Tensor, *, units: Units | None = None, reference: Reference = "zero",
                  output: Output = "prob", target: torch.Tensor | None = None, batch_size: BatchSize = None):
-        self.units: Units = _prepare(model, x, units, output, target, batch_size)
+        self.units: Units = prepare(model, x, units, output, target, batch_size)
         self.model, self.x, self.output, self.batch_size = model, x, output, batch_size
         self.reference: torch.Tensor | NoisyLinear = make_reference(x, reference)
         # what makes the fully removed input: the reference's spec (a function of x), the tensor itself or the
@@ -77,45 +77,45 @@ class Removal:
         return self._target
 
     def _clean_logits(self, batch_size: int | autobatch.Plan) -> torch.Tensor:
-        """The logits of the clean x, computed once (and shared inside :func:`~faithlab.perturb.engine.sharing`)."""
+        """The logits of the clean x, computed once (and shared inside :func:`~faithlab.perturb.shared.sharing`)."""
         if self._clean is None:
-            self._clean = _clean_logits(self.model, self.x, batch_size)
+            self._clean = clean_logits(self.model, self.x, batch_size)
         return self._clean
 
     def _full_logits(self, batch_size: int | autobatch.Plan) -> torch.Tensor:
         """The logits of the fully removed x (every unit at the reference), computed once (and shared inside
-        :func:`~faithlab.perturb.engine.sharing`): the last point of every deletion curve, the first of every
+        :func:`~faithlab.perturb.shared.sharing`): the last point of every deletion curve, the first of every
         insertion curve, whatever their order."""
         if self._full is None:
             x, b, n = self.x, self.x.shape[0], self.units.n
-            every = _Thresholds(torch.zeros(b, n, dtype=torch.float32, device=x.device),
+            every = Thresholds(torch.zeros(b, n, dtype=torch.float32, device=x.device),
                                 torch.tensor([n], dtype=torch.float32, device=x.device))  # rank 0 < n: all removed
 
             def compute() -> torch.Tensor:
                 zeros = torch.zeros(b, dtype=torch.int64, device=x.device)
-                return _run(self.model, x, self.units, self.reference, lambda z, _: z, zeros, 1, every,
+                return run(self.model, x, self.units, self.reference, lambda z, _: z, zeros, 1, every,
                             batch_size).squeeze(1)
 
             tensors = ((x, self.reference) if self._reference_key[0] == "tensor"
                        else (x, *self.reference.tensors) if self._reference_key[0] == "imputation" else (x,))
-            self._full = _shared(("full", *self._reference_key), self.model, tensors, compute)
+            self._full = shared_compute(("full", *self._reference_key), self.model, tensors, compute)
         return self._full
 
-    def _go(self, per_sample: int, masks: Masks | _Thresholds, sample: torch.Tensor | None,
+    def _go(self, per_sample: int, masks: Masks | Thresholds, sample: torch.Tensor | None,
             batch_size: int | autobatch.Plan | None = None) -> torch.Tensor:
         n_samples = self.x.shape[0] if sample is None else sample.numel()
         if batch_size is None:  # one plan for the run's passes (the prediction's and the perturbed inputs')
             batch_size = autobatch.plan(self.batch_size, self.model, self.x, n_samples * (per_sample + 1))
         if self._target is None:  # the prediction in chunks of this run's batch size, as a one-shot call computes it
             self._target = self._clean_logits(batch_size).argmax(dim=1)
-        return _run(self.model, self.x, self.units, self.reference, self.output, self._target, per_sample, masks,
+        return run(self.model, self.x, self.units, self.reference, self.output, self._target, per_sample, masks,
                     batch_size, rows=sample)
 
     def _read(self, logits: torch.Tensor) -> torch.Tensor:
         """The read-out of logits of x's samples (one input each), checked as the engine checks its own."""
         target = self.target.to(logits.device)
-        _check_read_out(self.output, logits, target)
-        out = _output_fn(self.output)(logits, target)
+        check_read_out(self.output, logits, target)
+        out = output_fn(self.output)(logits, target)
         if not isinstance(out, torch.Tensor) or out.ndim not in (1, 2) or out.shape[0] != logits.shape[0]:
             raise ValueError(f"output must give one value per input, shape ({logits.shape[0]},), or the same "
                              f"number of values per input, shape ({logits.shape[0]}, K)")
@@ -128,7 +128,7 @@ class Removal:
     def clean(self) -> torch.Tensor:
         """The read-out on the clean x → ``(B,)`` (or ``(B, K)``), from the logits the prediction was read from
         when the target is predicted: the clean input goes through the model once per :class:`Removal` (once per
-        :func:`~faithlab.perturb.engine.sharing` block)."""
+        :func:`~faithlab.perturb.shared.sharing` block)."""
         return self._read(self._clean_logits(autobatch.plan(self.batch_size, self.model, self.x,
                                                             self.x.shape[0])))
 
@@ -225,7 +225,7 @@ class Removal:
         The inputs the curves have in common go through the model once: the clean x (no unit removed, shared with
         the prediction pass when ``target`` is None), the fully removed x (every unit removed, whatever the order)
         and any removal that recurs (the same count of the same order). Inside a
-        :func:`~faithlab.perturb.engine.sharing` block the clean and fully removed x are shared with every other
+        :func:`~faithlab.perturb.shared.sharing` block the clean and fully removed x are shared with every other
         run of the block on the same model and x.
         """
         x, n = self.x, self.units.n
@@ -247,10 +247,10 @@ class Removal:
                 perm = order.expand(x.shape[0], -1) if order.ndim == 1 else order
                 if perm.shape != (x.shape[0], n) or perm.dtype != torch.int64 or not _is_permutation(perm):
                     raise ValueError(f"order tensor must hold an int64 permutation of the {n} unit ids per sample")
-                ranks.append(_ranks(perm, cmp))
+                ranks.append(ranks_as(perm, cmp))
             elif isinstance(order, str) and order == "random":
                 perm = _order(torch.zeros(x.shape[0], n, device=x.device), "random", generator=generator)
-                ranks.append(_ranks(perm, cmp))
+                ranks.append(ranks_as(perm, cmp))
             else:
                 _validate.one_of(order, "order", ORDERS)
                 if attributions is None:
@@ -260,7 +260,7 @@ class Removal:
                     scores = unit_scores(attributions, self.units, reduce=reduce)
                     _validate.batch_match(x, scores, "x", "attributions")
                     warn_constant(constant_maps(scores), "their units are removed in index order")
-                ranks.append(_order_ranks(scores, order, cmp))
+                ranks.append(order_ranks(scores, order, cmp))
         counts = torch.round(f * n)
         # every curve as deletion counts of a rank: inserting the first k units of an order removes its last n - k
         segments, columns = [], []
@@ -288,7 +288,7 @@ class Removal:
         full = self._read(self._full_logits(batch_size)) if bool((wanted == 1).any()) else None
         if n_inner:
             kept = [(rank, inner) for rank, inner in segments if inner.numel()]
-            inner_out = self._go(n_inner, _Thresholds([r for r, _ in kept], [i for _, i in kept]), None, batch_size)
+            inner_out = self._go(n_inner, Thresholds([r for r, _ in kept], [i for _, i in kept]), None, batch_size)
             parts.append(inner_out)
         like = parts[0] if parts else (clean if clean is not None else full)[:, None]
         tail = like.shape[2:]
@@ -358,7 +358,7 @@ def removal_curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor |
     units: None infers pixels for 4-D x and dim-1 units (time steps, tokens) otherwise.
     batch_size: at most this many perturbed inputs per forward call; results do not depend on it beyond float
     rounding. None (the default): a size fixed by the model's activations for one input of x's shape, dtype
-    and device (:func:`faithlab.perturb.autobatch.default_batch_size`), the same on every call. ``"auto"``: the size with the least forward time per input for this model, input shape and thread
+    and device (:func:`faithlab.perturb.default_batch.default_batch_size`), the same on every call. ``"auto"``: the size with the least forward time per input for this model, input shape and thread
     count, found on the call's own first forward calls (timed at growing sizes, nothing computed twice) and cached
     for the process (:class:`faithlab.perturb.autobatch.Plan`); its chunks follow timings, so repeated calls can
     differ in the last bits (the default does not).

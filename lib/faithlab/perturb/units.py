@@ -134,11 +134,11 @@ def units_for(units: Units | None, x: torch.Tensor, *, name: str = "units") -> U
     forms."""
     if units is None:
         return default_units(x)
-    _check_units(units, x, name)
+    check_units(units, x, name)
     return units
 
 
-def _check_units(units: Units, x: torch.Tensor, name: str = "units") -> None:
+def check_units(units: Units, x: torch.Tensor, name: str = "units") -> None:
     if not isinstance(units, Units):
         hint = (f" (for the kind {units!r}: fl.perturb.UNIT_KINDS[{units!r}](x))"
                 if isinstance(units, str) and units in UNIT_KINDS else "")
@@ -146,27 +146,27 @@ def _check_units(units: Units, x: torch.Tensor, name: str = "units") -> None:
                         f"{units!r}{hint}"[:400])
     idx = units.index
     _validate.same_device(x, idx, "x", name)
-    if not _broadcasts(idx.shape, x.shape):
+    if not broadcasts(idx.shape, x.shape):
         raise ValueError(f"{name} index of shape {tuple(idx.shape)} does not broadcast to x of shape {tuple(x.shape)}")
 
 
-def _broadcasts(shape: Sequence[int], target: Sequence[int]) -> bool:
+def broadcasts(shape: Sequence[int], target: Sequence[int]) -> bool:
     """True if a tensor of ``shape`` (same rank) broadcasts to ``target`` without changing it."""
     return len(shape) == len(target) and all(a in (1, b) for a, b in zip(shape, target))
 
 
-def _rows(t: torch.Tensor, b0: int, b1: int) -> torch.Tensor:
+def batch_rows(t: torch.Tensor, b0: int, b1: int) -> torch.Tensor:
     """Samples b0..b1-1 of a tensor whose batch dim is 1 (shared by all samples) or B."""
     return t if t.shape[0] == 1 else t[b0:b1]
 
 
-def _is_identity(index: torch.Tensor, n: int) -> bool:
+def is_identity(index: torch.Tensor, n: int) -> bool:
     """Whether a units index maps its ``n`` positions to units 0..n-1 in order, shared by the batch."""
     return index.shape[0] == 1 and index.numel() == n and torch.equal(
         index.flatten(), torch.arange(n, device=index.device))
 
 
-def _expand(removed: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+def expand_units(removed: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """Unit masks ``(B, ..., n)`` → element masks ``(B, ..., *index.shape[1:])`` via index ``(1|B, ...)``."""
     lead = removed.shape[:-1]
     flat = index.reshape(index.shape[0], *([1] * (len(lead) - 1)), -1).expand(*lead, -1)
@@ -181,7 +181,7 @@ def expand(removed: torch.Tensor, units: Units) -> torch.Tensor:
     if removed.shape[1] != units.n or units.index.shape[0] not in (1, removed.shape[0]):
         raise ValueError(f"removed must have shape (B, {units.n}) matching units, got {tuple(removed.shape)}")
     _validate.same_device(units.index, removed, "units", "removed")
-    return _expand(removed, units.index)
+    return expand_units(removed, units.index)
 
 
 def unit_scores(attributions: torch.Tensor, units: Units, *, reduce: str) -> torch.Tensor:
@@ -222,7 +222,7 @@ def unit_scores(attributions: torch.Tensor, units: Units, *, reduce: str) -> tor
         a = a.amax(dim=spanned, keepdim=True) if reduce == "max" else a.sum(dim=spanned, keepdim=True)
     b = a.shape[0]
     vals = a.reshape(b, -1)
-    if _is_identity(idx, units.n):  # one position per unit, in order (pixels, time steps): no scatter needed
+    if is_identity(idx, units.n):  # one position per unit, in order (pixels, time steps): no scatter needed
         shared = vals.untyped_storage().data_ptr() == attributions.untyped_storage().data_ptr()
         scores = vals.clone() if shared else vals  # never a view of the caller's tensor
         if reduce in ("mean", "mean_abs") and per_unit_channels > 1:

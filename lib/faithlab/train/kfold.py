@@ -21,7 +21,7 @@ from torch import nn
 
 from faithlab import _validate
 from faithlab.data import TensorData
-from faithlab.data._core import _count, fraction_subset, kfold_indices, switch_labels
+from faithlab.data._core import floor_count, fraction_subset, kfold_indices, switch_labels
 from faithlab.train.loop import TrainConfig, fit, loss_and_accuracy
 
 __all__ = ["CrossTrained", "cross_train", "parameterised_layers", "randomise_layers"]
@@ -195,7 +195,7 @@ def cross_train(model_name: str, model_config: dict, data: TensorData, config: T
     splits = kfold_indices(n, k, seed=seed)
     if limited is not None:
         smallest = min(train_idx.numel() for train_idx, _ in splits)
-        if _count(limited, smallest) < 1:
+        if floor_count(limited, smallest) < 1:
             raise ValueError(f"limited must keep at least one sample: {limited} of a fold's {smallest} training "
                              "samples keeps none")
     folds = torch.empty(n, dtype=torch.int64)

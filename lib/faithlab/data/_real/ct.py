@@ -11,7 +11,7 @@ import torch
 from faithlab import _validate
 
 from .._core import TensorData, check_split
-from .._embedded import CT_CLASS_NAMES, _tight_boxes
+from .._embedded import CT_CLASS_NAMES, tight_boxes
 from ._files import FOLDER_SPLITS, data_root, missing_files, no_download, read_csv, read_npy
 
 _CT_SUFFIXES = (".npy", ".png")
@@ -133,4 +133,4 @@ def ct_contrast(*, split: str = "test", data_dir: str | Path | None = None, down
     info = {"name": "ct_contrast", "n_classes": 2, "class_names": list(CT_CLASS_NAMES), "mean": (mean,),
             "std": (std,), "split": split, "stats_from": stats_from, "files": names}
     y = torch.tensor([labels[n] for n in names], dtype=torch.int64)
-    return TensorData(x.float(), y, mask, info, {"boxes": _tight_boxes(mask)})
+    return TensorData(x.float(), y, mask, info, {"boxes": tight_boxes(mask)})

@@ -1,14 +1,7 @@
-"""F-Fidelity family (Zheng et al., ICLR 2025; spec §1): Fid±, R-Fidelity RFid±, F-Fidelity FFid± with their
-``*_details`` twins, the "−" levels paired with the "+" levels, the ground-truth-ranking correlation analysis
-(macro/micro correlations, micro ranks) and the explanation-size read-out of Theorem 1.
-
-All scores are per sample and per sparsity level. They are built on ``faithlab.perturb``: one
-:class:`~faithlab.perturb.Removal` run evaluates the clean input and every (level, Monte-Carlo mask) variant,
-chunked by ``batch_size``. Random masks are drawn on the generator's device (CPU by default) and moved to x's
-device, so results do not depend on the device or on ``batch_size``. The ``*_details`` twins also return each
-score's Monte-Carlo standard error, read from the same masks' read-outs (``mc_se``, ``mean_mc_se``). The masks of all
-levels and Monte-Carlo samples are held at once as a ``(B, L·N, n)`` bool tensor: call on slices of the batch when
-B·L·N·n bytes is too large.
+"""F-Fidelity's scores (Zheng et al., ICLR 2025; spec §1.1–1.7): Fid±, R-Fidelity RFid± and F-Fidelity FFid± with
+their ``*_details`` twins (each score's Monte-Carlo standard error), the "−" levels paired with the "+" levels
+(:func:`minus_sparsity`) and the registry's declarations of the six metrics. One :class:`~faithlab.perturb.Removal`
+run evaluates the clean input and every (level, Monte-Carlo mask) variant, chunked by ``batch_size``.
 """
 
 from __future__ import annotations
@@ -16,31 +9,16 @@ from __future__ import annotations
 import inspect
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
 from faithlab import _validate, perturb
 from faithlab.metrics.registry import Metric, Option, checks, plain, register
-from faithlab.metrics.statistics import as_float, rankdata, spearman, trapezoid_auc
+from faithlab.metrics.statistics import as_float, trapezoid_auc
 from faithlab.perturb.autobatch import BatchSize
 
-__all__ = [
-    "fid_plus",
-    "fid_plus_details",
-    "fid_minus",
-    "fid_minus_details",
-    "minus_sparsity",
-    "SPARSITY",
-    "DIRECTIONS",
-    "macro_correlations",
-    "micro_correlations",
-    "micro_ranks",
-    "ground_truth_ranking",
-    "rank_methods",
-    "explanation_size",
-    "critical_points",
-]
+__all__ = ["fid_plus", "fid_plus_details", "fid_minus", "fid_minus_details", "minus_sparsity", "SPARSITY"]
 
 OUTPUTS = ("correct", "prob")
 SAMPLING = ("bernoulli", "exact")
@@ -250,164 +228,3 @@ def minus_sparsity(sparsity: Sequence[float] | torch.Tensor) -> list[float]:
     ``fid_plus(..., sparsity=s)`` and ``fid_minus(..., sparsity=minus_sparsity(s))`` with the same options (an int
     ``generator`` restarts for each call)."""
     return [round(1 - s, 6) for s in _validate.fractions(sparsity, "sparsity").tolist()]
-
-
-# ------------------------------------------------------------------------------------ ground-truth ranking
-#: Ideal direction of each F-Fidelity correlation (spec §1.9): "min" means −1 is ideal, "max" means +1 is ideal.
-DIRECTIONS: dict[str, str] = {"morf_vs_gt": "min", "lerf_vs_gt": "max", "morf_vs_lerf": "min"}
-
-
-def _check_pqg(P: torch.Tensor, Q: torch.Tensor, gt: torch.Tensor) -> None:
-    _validate.tensor(P, "P", ndim=3)
-    _validate.tensor(Q, "Q", ndim=3)
-    _validate.tensor(gt, "gt", ndim=1)
-    _validate.one_device(P=P, Q=Q, gt=gt)
-    if P.shape != Q.shape:
-        raise ValueError(f"Q must have P's shape {tuple(P.shape)} (n_seeds, n_explainers, n_levels), got "
-                         f"{tuple(Q.shape)}")
-    if gt.shape[0] != P.shape[1]:
-        raise ValueError(f"gt must have one value per explainer ({P.shape[1]}), got {gt.shape[0]}")
-
-
-def _check_levels(levels: torch.Tensor | None, P: torch.Tensor, name: str) -> None:
-    """Raise unless ``levels`` (None: uniform) is a 1-D tensor on P's device with one abscissa per level of P."""
-    if levels is None:
-        return
-    _validate.tensor(levels, name, ndim=1)
-    _validate.one_device(P=P, **{name: levels})
-    if P.ndim >= 1 and levels.shape[0] != P.shape[-1]:
-        raise ValueError(f"{name} must give one abscissa per level of P ({P.shape[-1]}), got {levels.shape[0]}")
-
-
-def macro_correlations(
-    P: torch.Tensor, Q: torch.Tensor, gt: torch.Tensor, levels: torch.Tensor | None = None
-) -> dict[str, torch.Tensor]:
-    """F-Fidelity macro correlations (spec §1.9): Spearman across explainers of the curves' trapezoid AUCs.
-
-    P: (n_seeds, n_explainers, n_levels) "+" curves (MoRF-like), Q: same for "−" curves (LeRF-like), gt:
-    (n_explainers,) ground-truth quality order (noise level ξ; higher = worse). levels: optional abscissae for the AUC.
-    Returns {"morf_vs_gt", "lerf_vs_gt", "morf_vs_lerf"} → (n_seeds,) each; ideal values in ``DIRECTIONS``
-    (−1, +1, −1).
-    """
-    _check_pqg(P, Q, gt)
-    _check_levels(levels, P, "levels")
-    auc_p, auc_q = trapezoid_auc(P, levels), trapezoid_auc(Q, levels)
-    return {
-        "morf_vs_gt": spearman(auc_p, gt),
-        "lerf_vs_gt": spearman(auc_q, gt),
-        "morf_vs_lerf": spearman(auc_p, auc_q),
-    }
-
-
-def micro_correlations(P: torch.Tensor, Q: torch.Tensor, gt: torch.Tensor) -> dict[str, torch.Tensor]:
-    """F-Fidelity micro correlations (spec §1.9): Spearman across explainers at every seed and level.
-
-    P, Q: (n_seeds, n_explainers, n_levels); gt: (n_explainers,). Returns the same three keys as
-    :func:`macro_correlations`, each (n_seeds, n_levels), NaN where a vector is constant (average with nan-mean).
-    """
-    _check_pqg(P, Q, gt)
-    g = gt.view(1, -1, 1)
-    return {
-        "morf_vs_gt": spearman(P, g, dim=1),
-        "lerf_vs_gt": spearman(Q, g, dim=1),
-        "morf_vs_lerf": spearman(P, Q, dim=1),
-    }
-
-
-def micro_ranks(corrs: torch.Tensor, *, direction: str) -> torch.Tensor:
-    """F-Fidelity micro rank (spec §1.9): rank evaluation methods (dim 0) by their correlation, best = 1.
-
-    corrs: (n_methods, ...) correlations, e.g. (n_methods, n_seeds, n_levels). direction: "min" (most negative is
-    best) or "max" (most positive is best), see ``DIRECTIONS``. Ties share the minimum rank; NaN ranks last.
-    Returns float ranks shaped like corrs. Lower is better.
-    """
-    _validate.tensor(corrs, "corrs")
-    if direction not in ("min", "max"):
-        raise ValueError(f"direction must be 'min' or 'max', got {direction!r}")
-    oriented = as_float(corrs) if direction == "min" else -as_float(corrs)
-    return rankdata(oriented.nan_to_num(nan=torch.inf), dim=0, method="min")
-
-
-def ground_truth_ranking(P: torch.Tensor, Q: torch.Tensor, noise_levels: Sequence[float] | torch.Tensor,
-                         sparsity: Sequence[float] | torch.Tensor | None = None) -> dict[str, dict[str, torch.Tensor]]:
-    """F-Fidelity correlation analysis (spec §1.8–1.9) of explainers degraded at known noise levels ξ.
-
-    P: (n_seeds, n_explainers, n_levels) mean "+" scores (Fid+/RFid+/FFid+, MoRF-like); Q: same for "−"
-    (LeRF-like). noise_levels: (n_explainers,) ξ of each explainer (the ground truth: lower is better).
-    sparsity: optional abscissae of the levels for the macro AUC (default: uniform).
-    Returns ``{"macro": {key: (n_seeds,)}, "micro": {key: (n_seeds, n_levels)}}`` with keys ``morf_vs_gt`` (ideal
-    −1), ``lerf_vs_gt`` (ideal +1), ``morf_vs_lerf`` (ideal −1) — see ``DIRECTIONS``. The micro correlations
-    are the inputs of :func:`rank_methods`. NaN where a vector is constant.
-    """
-    _validate.tensor(P, "P", ndim=3)
-    gt = torch.as_tensor(noise_levels, dtype=P.dtype if P.is_floating_point() else torch.float64).to(P.device)
-    _validate.tensor(gt, "noise_levels", ndim=1)
-    if gt.shape[0] != P.shape[1]:
-        raise ValueError(f"noise_levels must give one ξ per explainer ({P.shape[1]}), got {gt.shape[0]}")
-    lv = None if sparsity is None else _validate.fractions(sparsity, "sparsity").to(P.device)
-    _check_levels(lv, P, "sparsity")
-    return {"macro": macro_correlations(P, Q, gt, lv), "micro": micro_correlations(P, Q, gt)}
-
-
-def rank_methods(micro: Mapping[str, Mapping[str, torch.Tensor]]) -> dict[str, dict[str, tuple[float, float]]]:
-    """Micro ranks of evaluation methods (spec §1.9): at every seed and level rank the methods by their micro
-    correlation (best = 1 in the ``DIRECTIONS`` sense, ties share the minimum rank, NaN last).
-
-    micro: ``{method: ground_truth_ranking(...)["micro"]}``, all tensors (n_seeds, n_levels) of the same shape.
-    Returns ``{key: {method: (mean rank, std rank)}}`` over all seeds × levels (population std). Lower is better.
-    """
-    if not isinstance(micro, Mapping) or len(micro) < 1:
-        raise ValueError("micro must be a non-empty mapping {method: {correlation key: tensor}}")
-    methods = list(micro)
-    result: dict[str, dict[str, tuple[float, float]]] = {}
-    for key, direction in DIRECTIONS.items():
-        missing = [m for m in methods if key not in micro[m]]
-        if missing:
-            raise ValueError(f"micro[{missing[0]!r}] lacks the correlation {key!r}")
-        shapes = {tuple(micro[m][key].shape) for m in methods}
-        if len(shapes) != 1:
-            raise ValueError(f"micro tensors for {key!r} must share one shape, got {sorted(shapes)}")
-        ranks = micro_ranks(torch.stack([micro[m][key] for m in methods]), direction=direction).flatten(1)
-        mean, std = ranks.mean(dim=1), ranks.std(dim=1, correction=0)
-        result[key] = {m: (float(mean[i]), float(std[i])) for i, m in enumerate(methods)}
-    return result
-
-
-# -------------------------------------------------------------------------------------- explanation size
-def critical_points(alpha: float, beta: float) -> float:
-    """Second critical point of Theorem 1 (spec §1.10): s = β/α+, where FFid+'s removal budget βn stops growing
-    with the explanation (0.2 for the defaults β = 0.1, α+ = 0.5). The first critical point is the unknown size r.
-    """
-    a = _validate.fraction(alpha, "alpha", closed_low=False)
-    b = _validate.fraction(beta, "beta", closed_low=False)
-    return b / a
-
-
-def explanation_size(curve: torch.Tensor, sparsity: Sequence[float] | torch.Tensor, *, alpha: float | None = None,
-                     beta: float | None = None, tol: float = 0.05) -> torch.Tensor:
-    """Read the explanation size r off an FFid+ curve (Theorem 1, spec §1.10).
-
-    FFid+(s) rises until min(r, β/α), is flat between the two critical points r and β/α, and falls after both.
-    The plateau is the set of levels within ``tol``·(max − min) of the curve's maximum; r̂ is its start, or — when
-    alpha and beta are given and the start is closer to β/α than the end is — its end (case r > β/α).
-    curve: (..., n_levels) FFid+ means; sparsity: (n_levels,) increasing. Returns (...) estimated r.
-    """
-    _validate.tensor(curve, "curve", floating=True)
-    _validate.finite(curve, "curve")
-    s = _validate.fractions(sparsity, "sparsity").to(curve.device, curve.dtype)
-    if curve.shape[-1] != s.shape[0] or s.shape[0] < 2:
-        raise ValueError(f"curve's last dim ({curve.shape[-1]}) must match sparsity's {s.shape[0]} (≥ 2) levels")
-    if bool((s[1:] <= s[:-1]).any()):
-        raise ValueError("sparsity must be strictly increasing")
-    t = _validate.fraction(tol, "tol")
-    if (alpha is None) != (beta is None):
-        raise ValueError("alpha and beta must be given together (or both None)")
-    hi, lo = curve.amax(dim=-1, keepdim=True), curve.amin(dim=-1, keepdim=True)
-    near = curve >= hi - t * (hi - lo)
-    steps = torch.arange(s.shape[0], device=curve.device)
-    start = s[torch.where(near, steps, s.shape[0]).amin(dim=-1)]
-    end = s[torch.where(near, steps, -1).amax(dim=-1)]
-    if alpha is None:
-        return start
-    c = critical_points(alpha, beta)
-    return torch.where((start - c).abs() < (end - c).abs(), end, start)

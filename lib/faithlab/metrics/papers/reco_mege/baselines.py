@@ -21,7 +21,7 @@ from collections.abc import Callable
 import torch
 
 from faithlab import _validate, perturb
-from faithlab.metrics.papers.reco_mege.crossfold import _predicted
+from faithlab.metrics.papers.reco_mege.crossfold import predicted
 from faithlab.metrics.registry import Metric, Option, checks, plain, register
 from faithlab.metrics.statistics import pearson, rankdata
 from faithlab.perturb import autobatch
@@ -298,7 +298,7 @@ def average_stability_details(model: Callable, x: torch.Tensor, attributions: to
     gen = _validate.generator(generator, why="to draw the neighbours")
     root = int(torch.randint(0, 2**62, (1,), generator=gen, device=gen.device))
     if target is None:
-        target = _predicted(model, x, batch_size)
+        target = predicted(model, x, batch_size)
     seeds = None
     if common_noise and _takes_seeds(explainer):
         seeds = perturb.keyed_seeds(root, index, 1)

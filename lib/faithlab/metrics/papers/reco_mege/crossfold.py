@@ -441,7 +441,7 @@ def reco_mege_from_predictions(maps: torch.Tensor, predictions: torch.Tensor, la
     return {"reco": d["reco"], "mege": d["mege"]}
 
 
-def _predicted(model: Callable, x: torch.Tensor, batch_size: BatchSize) -> torch.Tensor:
+def predicted(model: Callable, x: torch.Tensor, batch_size: BatchSize) -> torch.Tensor:
     """The model's predicted class (argmax) of every clean sample → ``(B,)`` int64: the removal engine with nothing
     removed, ``batch_size`` inputs per forward call (``"auto"``: resolved by the engine for this model and the B
     inputs), with the engine's checks (model, x, NaN/inf logits)."""
@@ -486,7 +486,7 @@ def reco_mege_details(models: Sequence[Callable], x: torch.Tensor, attributions:
     _validate.one_of(distance, "distance", DISTANCES)
     _map_channel_dim(channel_dim, attributions, "attributions")
     batch_size = _validate.batch_size(batch_size, "batch_size")  # "auto": resolved per model, then per map chunk
-    predictions = torch.stack([_predicted(m, x, batch_size) for m in models])
+    predictions = torch.stack([predicted(m, x, batch_size) for m in models])
     d = _details(attributions, predictions, labels, folds, distance=distance, channel_dim=channel_dim,
                  batch_size=batch_size, maps_name="attributions")
     return {**d, "predictions": predictions}
@@ -539,7 +539,7 @@ def reco_mege_of_explainer(models: Sequence[Callable], x: torch.Tensor, explaine
     # samples explained per call: the fold models' forward batch ("auto": the first model's best one)
     step = autobatch.resolve(batch_size, models[0], x, n)
     if predictions is None:
-        predictions = torch.stack([_predicted(m, x, batch_size) for m in models])
+        predictions = torch.stack([predicted(m, x, batch_size) for m in models])
     stacks = [torch.cat([explained(name, explainer(m, x[c0:c0 + step], pred[c0:c0 + step]), x[c0:c0 + step],
                                    f"kfold.models[{i}]") for c0 in range(0, n, step)])
               for i, (m, pred) in enumerate(zip(models, predictions))]

@@ -100,7 +100,7 @@ def trajectory_from_map(attributions: torch.Tensor, x: torch.Tensor, *, edge: in
 def trajectory_attribution(trajectory: torch.Tensor, *, alpha: float = 2.0) -> torch.Tensor:
     """π(τ) = ((rank + 1)/t)^α per patch → ``(B, t)`` float (spec §5.2): the last patch of τ (most important)
     gets 1, the first 1/tᵅ. Sorting π ascending gives τ back. alpha: > 0 (Fig. 3 uses 2, the code 3)."""
-    tau = _check_trajectory(trajectory, "trajectory")
+    tau = check_trajectory(trajectory, "trajectory")
     a = _validate.number(alpha, "alpha")
     if not 0 < a < math.inf:
         raise ValueError(f"alpha must be a positive finite number, got {alpha!r}")
@@ -118,7 +118,7 @@ def trajectory_map(trajectory: torch.Tensor, size: int, *, alpha: float = 2.0) -
     return F.interpolate(pi.view(-1, 1, e, e), size=(size, size), mode="bilinear", align_corners=False)
 
 
-def _check_trajectory(trajectory, name: str, batch: int | None = None, t: int | None = None,
+def check_trajectory(trajectory, name: str, batch: int | None = None, t: int | None = None,
                       device: torch.device | None = None) -> torch.Tensor:
     """A ``(batch, t)`` int64 permutation per row, on x's ``device`` when given (checked before any value is read)."""
     if device is not None and isinstance(trajectory, torch.Tensor) and trajectory.device != device:
@@ -139,29 +139,29 @@ def _check_trajectory(trajectory, name: str, batch: int | None = None, t: int | 
 
 # --------------------------------------------------------------------------------------------------- curves
 @dataclass(frozen=True)
-class _Setup:
+class Setup:
     runner: perturb.Removal  # model, x, patch units, reference, read-out, target and batch size, checked once
     t: int
 
 
-def _setup(model: Callable, x: torch.Tensor, edge: int, reference: Reference, output: Output,
-           target: torch.Tensor | None, batch_size: int) -> _Setup:
+def setup(model: Callable, x: torch.Tensor, edge: int, reference: Reference, output: Output,
+           target: torch.Tensor | None, batch_size: int) -> Setup:
     """Validation shared by every entry point; the target is resolved once (the prediction on the clean x, from the
     logits that are also every deletion curve's first point)."""
     units = patch_grid(x, edge)
     _validate.model(model, "model")
     _validate.model_accepts(model, x, "model", "x")  # before the runner's finiteness check, which cannot read a meta x
-    return _Setup(perturb.Removal(model, x, units=units, reference=reference, output=output, target=target,
+    return Setup(perturb.Removal(model, x, units=units, reference=reference, output=output, target=target,
                                   batch_size=batch_size), units.n)
 
 
-def _outputs(model: Callable, x: torch.Tensor, s: _Setup, output: Output, removed: torch.Tensor,
+def outputs(model: Callable, x: torch.Tensor, s: Setup, output: Output, removed: torch.Tensor,
              rows: torch.Tensor | None, batch_size: int) -> torch.Tensor:
     """Model output on ``(R, t)`` patch masks applied to ``x[rows]`` (rows None: R = B, one mask per sample)."""
     return s.runner.outputs(removed, sample=rows)
 
 
-def _curves(model: Callable, x: torch.Tensor, s: _Setup, output: Output, deletion_order: torch.Tensor,
+def order_curves(model: Callable, x: torch.Tensor, s: Setup, output: Output, deletion_order: torch.Tensor,
             rows: torch.Tensor | None, batch_size: int, insertion: bool = False) -> torch.Tensor:
     """Deletion (or insertion) curves ``(R, t + 1)`` of the orders ``(R, t)`` on ``x[rows]``."""
     rank = _orders.ranks(deletion_order)
@@ -186,9 +186,9 @@ def deletion_curve(model: Callable, x: torch.Tensor, order: torch.Tensor, *, edg
     or any tensor. output: ``"prob"`` (TRACE-p) or ``"logit"`` (TRACE-y) of target (``(B,)``; None → prediction).
     """
     _validate.one_device(x=x, order=order, target=target)  # before the target's forward pass
-    s = _setup(model, x, edge, reference, output, target, batch_size)
-    tau = _check_trajectory(order, "order", x.shape[0], s.t)
-    return _curves(model, x, s, output, tau, None, batch_size)
+    s = setup(model, x, edge, reference, output, target, batch_size)
+    tau = check_trajectory(order, "order", x.shape[0], s.t)
+    return order_curves(model, x, s, output, tau, None, batch_size)
 
 
 def insertion_curve(model: Callable, x: torch.Tensor, order: torch.Tensor, *, edge: int,
@@ -198,9 +198,9 @@ def insertion_curve(model: Callable, x: torch.Tensor, order: torch.Tensor, *, ed
     ``(B, t + 1)``. Thm 3.1: inserting in MoRF order gives the LeRF deletion curve reversed, so the AUCs agree.
     Arguments as in :func:`deletion_curve`."""
     _validate.one_device(x=x, order=order, target=target)  # before the target's forward pass
-    s = _setup(model, x, edge, reference, output, target, batch_size)
-    tau = _check_trajectory(order, "order", x.shape[0], s.t)
-    return _curves(model, x, s, output, tau, None, batch_size, insertion=True)
+    s = setup(model, x, edge, reference, output, target, batch_size)
+    tau = check_trajectory(order, "order", x.shape[0], s.t)
+    return order_curves(model, x, s, output, tau, None, batch_size, insertion=True)
 
 
 def trajectory_scores_details(model: Callable, x: torch.Tensor, trajectory: torch.Tensor, *, edge: int,
@@ -216,8 +216,8 @@ def trajectory_scores_details(model: Callable, x: torch.Tensor, trajectory: torc
     arguments as in :func:`deletion_curve`.
     """
     _validate.one_device(x=x, trajectory=trajectory, target=target)  # before the target's forward pass
-    s = _setup(model, x, edge, reference, output, target, batch_size)
-    tau = _check_trajectory(trajectory, "trajectory", x.shape[0], s.t)
+    s = setup(model, x, edge, reference, output, target, batch_size)
+    tau = check_trajectory(trajectory, "trajectory", x.shape[0], s.t)
     # one run: the clean and the fully deleted image are both curves' end points, each evaluated once
     fractions = torch.arange(s.t + 1, dtype=torch.float64, device="cpu") / s.t  # host-side, as the runner reads them
     lerf, morf = s.runner.curves(None, fractions, orders=(tau, tau.flip(1)))

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 import torch
 
 from faithlab.metrics.papers.trace.search.base import Search
-from faithlab.metrics.papers.trace.search.greedy_search import _greedy
-from faithlab.metrics.papers.trace.trajectories import _check_trajectory, _curves, _Setup
+from faithlab.metrics.papers.trace.search.greedy_search import run_greedy
+from faithlab.metrics.papers.trace.trajectories import check_trajectory, order_curves, Setup
 from faithlab.perturb import Output
 
 
-def _start(model: Callable, x: torch.Tensor, s: _Setup, init: Search | torch.Tensor | None, *, objective: str,
+def start(model: Callable, x: torch.Tensor, s: Setup, init: Search | torch.Tensor | None, *, objective: str,
            edge: int, output: Output, batch_size: int, done: Callable[[int], None]
            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
     """The starting trajectory and its two curves → (τ, LeRF, MoRF, model inputs spent): TRACE-Greedy for None
@@ -24,17 +24,17 @@ def _start(model: Callable, x: torch.Tensor, s: _Setup, init: Search | torch.Ten
     b, t, dev = x.shape[0], s.t, x.device
     passes = 0
     if init is None:
-        init = _greedy(model, x, s, "mo" if objective == "mo" else "le", output, batch_size, done)
+        init = run_greedy(model, x, s, "mo" if objective == "mo" else "le", output, batch_size, done)
         passes = int(init.passes[-1])
     if isinstance(init, Search):
         tau, lerf, morf = init.trajectory.to(dev), init.lerf.to(dev), init.morf.to(dev)
-        _check_trajectory(tau, "init", b, t)
+        check_trajectory(tau, "init", b, t)
         if lerf.shape != (b, t + 1) or morf.shape != (b, t + 1):
             raise ValueError(f"init's curves must be ({b}, {t + 1}) for these images and edge={edge}, got lerf "
                              f"{tuple(lerf.shape)} and morf {tuple(morf.shape)}")
     else:
-        tau = _check_trajectory(init, "init", b, t, dev)
-        both = _curves(model, x, s, output, torch.cat([tau, tau.flip(1)]), torch.arange(b, device=dev).repeat(2),
+        tau = check_trajectory(init, "init", b, t, dev)
+        both = order_curves(model, x, s, output, torch.cat([tau, tau.flip(1)]), torch.arange(b, device=dev).repeat(2),
                        batch_size)
         lerf, morf = both[:b], both[b:]
         passes += 2 * b * (t + 1)
@@ -43,7 +43,7 @@ def _start(model: Callable, x: torch.Tensor, s: _Setup, init: Search | torch.Ten
 
 
 @dataclass
-class _Chain:
+class Chain:
     """The annealing state of every image: the current trajectory, its curves and energy, the best seen so far
     (``best``, with ``best_energy``) and the number of accepted moves."""
 
@@ -57,7 +57,7 @@ class _Chain:
 
     @classmethod
     def starting_at(cls, tau: torch.Tensor, lerf: torch.Tensor, morf: torch.Tensor, energy: torch.Tensor
-                    ) -> _Chain:
+                    ) -> Chain:
         return cls(tau, lerf, morf, energy, Search(tau.clone(), lerf.clone(), morf.clone(), torch.empty(0)),
                    energy.clone(), torch.zeros(tau.shape[0], dtype=torch.int64, device=tau.device))
 
@@ -77,7 +77,7 @@ class _Chain:
         self.best_energy = torch.where(better, self.energy, self.best_energy)
 
 
-def _result(model: Callable, x: torch.Tensor, s: _Setup, output: Output, chain: _Chain, need: tuple[bool, bool],
+def chain_result(model: Callable, x: torch.Tensor, s: Setup, output: Output, chain: Chain, need: tuple[bool, bool],
             passes: list[int], history: list[torch.Tensor], batch_size: int) -> Search:
     """The best trajectory with both its curves: the curve the objective ignores was not tracked and is evaluated
     once here."""
@@ -85,7 +85,7 @@ def _result(model: Callable, x: torch.Tensor, s: _Setup, output: Output, chain: 
     best = chain.best
     lerf, morf = best.lerf, best.morf
     if not (need_le and need_mo):
-        other = _curves(model, x, s, output, best.trajectory if need_mo else best.trajectory.flip(1), None,
+        other = order_curves(model, x, s, output, best.trajectory if need_mo else best.trajectory.flip(1), None,
                         batch_size)
         lerf, morf = (other, morf) if need_mo else (lerf, other)
         passes[-1] += other.numel()

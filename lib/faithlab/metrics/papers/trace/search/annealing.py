@@ -15,10 +15,10 @@ from tqdm import tqdm  # plain text bar: tqdm.auto would need ipywidgets inside 
 
 from faithlab import _validate, perturb
 from faithlab.metrics.papers.trace import trajectories as T
-from faithlab.metrics.papers.trace.search._chain import _Chain, _result, _start
-from faithlab.metrics.papers.trace.search.base import (OBJECTIVES, _NAMES, Search, _init_kind, _pair, _shape, _swap,
+from faithlab.metrics.papers.trace.search._chain import Chain, chain_result, start
+from faithlab.metrics.papers.trace.search.base import (OBJECTIVES, NAMES, Search, init_kind, pair, image_shape, swap,
                                                        objective_value)
-from faithlab.metrics.papers.trace.trajectories import _curves, _outputs, _Setup, _setup
+from faithlab.metrics.papers.trace.trajectories import order_curves, outputs, Setup, setup
 from faithlab.perturb import orders as _orders
 from faithlab.perturb import Output
 from faithlab.perturb.autobatch import BatchSize
@@ -76,22 +76,22 @@ def anneal(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-
     show = _validate.progress(progress)
     predicted = target is None
     _validate.one_device(x=x, init=init, target=target)  # before the target's forward pass
-    s = _setup(model, x, edge, reference, output, target, batch_size)
+    s = setup(model, x, edge, reference, output, target, batch_size)
     seeds = perturb.sample_seeds(generator, sample_index, x.shape[0], why="for the annealing proposals")
     b, t, dev = x.shape[0], s.t, x.device
     if t < 2:
         raise ValueError(f"annealing needs at least 2 patches, got edge={edge}")
     draws = _orders.uniform((b, iterations, 3), seeds, dev)  # every iteration's draws at once: one call per image
-    cost = _anneal_cost(b, t, objective, _init_kind(init), iterations, draws, incremental, predicted)
+    cost = _anneal_cost(b, t, objective, init_kind(init), iterations, draws, incremental, predicted)
     with tqdm(total=cost, unit="input", disable=not show, leave=False,
-              desc=f"TRACE-SA-{_NAMES[objective]}: {b} images × {iterations:,} iterations, t = {t}: {cost:,} model "
+              desc=f"TRACE-SA-{NAMES[objective]}: {b} images × {iterations:,} iterations, t = {t}: {cost:,} model "
                    "inputs") as bar:
         bar.update(b if predicted else 0)  # the prediction that fixed the target (see anneal_cost)
-        tau, lerf, morf, start_passes = _start(model, x, s, init, objective=objective, edge=edge, output=output,
+        tau, lerf, morf, start_passes = start(model, x, s, init, objective=objective, edge=edge, output=output,
                                                batch_size=batch_size, done=bar.update)
         passes = [start_passes]
         need = (objective in ("le", "le-mo"), objective in ("mo", "le-mo"))  # the curves the objective reads
-        chain = _Chain.starting_at(tau, lerf, morf, -objective_value(lerf, morf, objective))
+        chain = Chain.starting_at(tau, lerf, morf, -objective_value(lerf, morf, objective))
         history = [chain.best_energy.clone()]
         proposal_curves = _swapped_points if incremental else _whole_curves
         temperature = t0
@@ -108,7 +108,7 @@ def anneal(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-
             history.append(chain.best_energy.clone())
             temperature *= eta
         before = passes[-1]
-        result = _result(model, x, s, output, chain, need, passes, history, batch_size)
+        result = chain_result(model, x, s, output, chain, need, passes, history, batch_size)
         bar.update(int(result.passes[-1]) - before)  # the curve the objective did not track
     return result
 
@@ -133,7 +133,7 @@ def anneal_cost(x: torch.Tensor | Sequence[int], *, edge: int, objective: str = 
     """
     _validate.one_of(objective, "objective", OBJECTIVES)
     iterations = _validate.positive_int(iterations, "iterations")
-    shape = _shape(x)
+    shape = image_shape(x)
     t = T.patch_grid(torch.empty(shape, device="meta"), edge).n
     if t < 2:
         raise ValueError(f"annealing needs at least 2 patches, got edge={edge}")
@@ -144,7 +144,7 @@ def anneal_cost(x: torch.Tensor | Sequence[int], *, edge: int, objective: str = 
             generator = copy.set_state(generator.get_state())
         seeds = perturb.sample_seeds(generator, sample_index, shape[0], why="for the annealing proposals")
         draws = _orders.uniform((shape[0], iterations, 3), seeds, torch.device("cpu"))
-    return _anneal_cost(shape[0], t, objective, _init_kind(init), iterations, draws, incremental, target is None)
+    return _anneal_cost(shape[0], t, objective, init_kind(init), iterations, draws, incremental, target is None)
 
 
 def _anneal_cost(b: int, t: int, objective: str, init: str, iterations: int, draws: torch.Tensor | None,
@@ -155,7 +155,7 @@ def _anneal_cost(b: int, t: int, objective: str, init: str, iterations: int, dra
     cost = b if predicted else 0  # the prediction of the target on the clean images
     cost += {"greedy": b * (t * (t + 1) // 2 + t + 2), "trajectory": 2 * b * (t + 1), "search": 0}[init]
     if incremental:
-        lo, hi = _pair(draws[..., 0], draws[..., 1], t)
+        lo, hi = pair(draws[..., 0], draws[..., 1], t)
         cost += curves * int((hi - lo).sum())
     else:
         cost += curves * b * (t + 1) * iterations
@@ -184,11 +184,11 @@ def _schedule(objective: str, iterations: int, t0: float | None, eta: float, out
 def _propose(tau: torch.Tensor, u: torch.Tensor, t: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The swap proposal of every image from its uniforms ``u[:, 0]``, ``u[:, 1]`` → (τ', lo, hi): two distinct
     positions lo < hi, uniform over the C(t, 2) pairs, exchanged."""
-    lo, hi = _pair(u[:, 0], u[:, 1], t)
-    return _swap(tau, lo, hi), lo, hi
+    lo, hi = pair(u[:, 0], u[:, 1], t)
+    return swap(tau, lo, hi), lo, hi
 
 
-def _swapped_points(model: Callable, x: torch.Tensor, s: _Setup, output: Output, chain: _Chain,
+def _swapped_points(model: Callable, x: torch.Tensor, s: Setup, output: Output, chain: Chain,
                     new_tau: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, need: tuple[bool, bool],
                     batch_size: int) -> tuple[torch.Tensor, torch.Tensor, int]:
     """The proposals' curves by re-evaluating only the points a swap changes (LeRF k ∈ (lo, hi], MoRF
@@ -208,7 +208,7 @@ def _swapped_points(model: Callable, x: torch.Tensor, s: _Setup, output: Output,
         k_mo = t - hi[rows] + offset
         masks.append(new_rank[rows] >= (t - k_mo)[:, None])
     n_each = rows.numel()
-    out = _outputs(model, x, s, output, torch.cat(masks), rows.repeat(len(masks)), batch_size)
+    out = outputs(model, x, s, output, torch.cat(masks), rows.repeat(len(masks)), batch_size)
     if need_le:
         new_lerf[rows, k_le] = out[:n_each]
     if need_mo:
@@ -216,7 +216,7 @@ def _swapped_points(model: Callable, x: torch.Tensor, s: _Setup, output: Output,
     return new_lerf, new_morf, out.numel()
 
 
-def _whole_curves(model: Callable, x: torch.Tensor, s: _Setup, output: Output, chain: _Chain,
+def _whole_curves(model: Callable, x: torch.Tensor, s: Setup, output: Output, chain: Chain,
                   new_tau: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, need: tuple[bool, bool],
                   batch_size: int) -> tuple[torch.Tensor, torch.Tensor, int]:
     """The proposals' curves re-evaluated whole (the published algorithm's cost; ``lo``, ``hi`` unused) → (LeRF,
@@ -225,7 +225,7 @@ def _whole_curves(model: Callable, x: torch.Tensor, s: _Setup, output: Output, c
     b = x.shape[0]
     new_lerf, new_morf = chain.lerf.clone(), chain.morf.clone()
     orders = [o for o, needed in ((new_tau, need_le), (new_tau.flip(1), need_mo)) if needed]
-    both = _curves(model, x, s, output, torch.cat(orders), torch.arange(b, device=x.device).repeat(len(orders)),
+    both = order_curves(model, x, s, output, torch.cat(orders), torch.arange(b, device=x.device).repeat(len(orders)),
                    batch_size)
     if need_le:
         new_lerf = both[:b]

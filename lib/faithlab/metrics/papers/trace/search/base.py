@@ -49,17 +49,17 @@ def objective_value(lerf: torch.Tensor, morf: torch.Tensor, objective: str) -> t
     return le if objective == "le" else -mo if objective == "mo" else le - mo
 
 
-def _swap(tau: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
+def swap(tau: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
     """τ with positions lo[b] and hi[b] exchanged in every row."""
     new = tau.clone()
     a, c = tau.gather(1, lo[:, None]), tau.gather(1, hi[:, None])
     return new.scatter_(1, lo[:, None], c).scatter_(1, hi[:, None], a)
 
 
-_NAMES = {"le": "Le", "mo": "Mo", "le-mo": "Le−Mo"}
+NAMES = {"le": "Le", "mo": "Mo", "le-mo": "Le−Mo"}
 
 
-def _shape(x) -> tuple[int, int, int, int]:
+def image_shape(x) -> tuple[int, int, int, int]:
     """Images or their shape → the shape ``(B, C, H, W)``, checked (naming ``x``)."""
     if isinstance(x, torch.Tensor):
         _validate.tensor(x, "x", ndim=4)
@@ -70,12 +70,12 @@ def _shape(x) -> tuple[int, int, int, int]:
     return tuple(x)
 
 
-def _init_kind(init) -> str:
+def init_kind(init) -> str:
     """How the annealing starts, for its cost: ``"greedy"`` (None), ``"search"`` or ``"trajectory"``."""
     return "greedy" if init is None else "search" if isinstance(init, Search) else "trajectory"
 
 
-def _pair(u0: torch.Tensor, u1: torch.Tensor, t: int) -> tuple[torch.Tensor, torch.Tensor]:
+def pair(u0: torch.Tensor, u1: torch.Tensor, t: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Two distinct positions lo < hi from two uniforms each, uniform over the C(t, 2) pairs (any shape)."""
     i = (u0 * t).long().clamp_max(t - 1)
     j = (u1 * (t - 1)).long().clamp_max(t - 2)
@@ -83,12 +83,12 @@ def _pair(u0: torch.Tensor, u1: torch.Tensor, t: int) -> tuple[torch.Tensor, tor
     return torch.minimum(i, j), torch.maximum(i, j)
 
 
-def _non_negative_int(value, name: str) -> int:
+def non_negative_int(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
         raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
     return int(value)
 
 
-def _at_least_two(t: int, search: str, edge: int) -> None:
+def at_least_two(t: int, search: str, edge: int) -> None:
     if t < 2:
         raise ValueError(f"{search} needs at least 2 patches, got edge={edge}")

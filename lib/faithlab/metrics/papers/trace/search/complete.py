@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import torch
 
-from faithlab.metrics.papers.trace.trajectories import _setup
+from faithlab.metrics.papers.trace.trajectories import setup
 from faithlab.perturb import Output
 from faithlab.perturb.autobatch import BatchSize
 from faithlab.perturb.references import Reference
@@ -28,7 +28,7 @@ def complete_search(model: Callable, x: torch.Tensor, *, edge: int = 4, referenc
     ``max[:, k]`` the highest (CS-Le: ΣCS-Le ≥ ΣLeRF of any trajectory). All 2^t masked inputs per image go through
     the engine, ``batch_size`` at a time; t ≤ 20 (the paper uses t = 16, 65,536 inputs per image).
     """
-    s = _setup(model, x, edge, reference, output, target, batch_size)
+    s = setup(model, x, edge, reference, output, target, batch_size)
     t = s.t
     if t > _MAX_COMPLETE:
         raise ValueError(f"complete search evaluates 2^t inputs per image; edge={edge} gives t={t} > "

@@ -11,9 +11,9 @@ from tqdm import tqdm  # plain text bar: tqdm.auto would need ipywidgets inside 
 
 from faithlab import _validate, perturb
 from faithlab.metrics.papers.trace import trajectories as T
-from faithlab.metrics.papers.trace.search.base import (OBJECTIVES, _NAMES, Search, _at_least_two, _init_kind,
-                                                       _non_negative_int, _pair, _shape, _swap, objective_value)
-from faithlab.metrics.papers.trace.trajectories import _check_trajectory, _outputs, _Setup, _setup
+from faithlab.metrics.papers.trace.search.base import (OBJECTIVES, NAMES, Search, at_least_two, init_kind,
+                                                       non_negative_int, pair, image_shape, swap, objective_value)
+from faithlab.metrics.papers.trace.trajectories import check_trajectory, outputs, Setup, setup
 from faithlab.perturb import orders as _orders
 from faithlab.perturb import Output
 from faithlab.perturb.autobatch import BatchSize
@@ -71,18 +71,18 @@ def genetic(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le
     show = _validate.progress(progress)
     predicted = target is None
     _validate.one_device(x=x, init=init, target=target)  # before the target's forward pass
-    s = _setup(model, x, edge, reference, output, target, batch_size)
+    s = setup(model, x, edge, reference, output, target, batch_size)
     b, t, dev = x.shape[0], s.t, x.device
-    _at_least_two(t, "the genetic algorithm", edge)
+    at_least_two(t, "the genetic algorithm", edge)
     first = _population_start(init, b, t, edge, dev)
     seeds = perturb.sample_seeds(generator, sample_index, b, why="for the genetic algorithm's draws")
     pop = _orders.uniform((b, population, t), seeds, dev).argsort(-1)  # (B, P, t) random trajectories
     draws = _orders.uniform((b, generations, population - elite, 2 * tournament + 6), seeds, dev)
-    cost = _genetic_cost(b, t, objective, _init_kind(init), population, generations, elite, predicted)
+    cost = _genetic_cost(b, t, objective, init_kind(init), population, generations, elite, predicted)
     need = (objective in ("le", "le-mo"), objective in ("mo", "le-mo"))
     rows = torch.arange(b, device=dev)
     with tqdm(total=cost, unit="input", disable=not show, leave=False,
-              desc=f"TRACE-GA-{_NAMES[objective]}: {b} images × {generations:,} generations of {population}, "
+              desc=f"TRACE-GA-{NAMES[objective]}: {b} images × {generations:,} generations of {population}, "
                    f"t = {t}: {cost:,} model inputs") as bar:
         bar.update(b if predicted else 0)
         if isinstance(first, Search):  # its curves are known: the others are evaluated
@@ -95,7 +95,7 @@ def genetic(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le
         else:
             if first is not None:
                 pop[:, 0] = first
-            ends = _outputs(model, x, s, output, torch.arange(2, device=dev).repeat_interleave(b)[:, None].expand(
+            ends = outputs(model, x, s, output, torch.arange(2, device=dev).repeat_interleave(b)[:, None].expand(
                 -1, t).bool(), rows.repeat(2), batch_size).view(2, b)
             lerf, morf, spent = _population_curves(s, pop.reshape(-1, t), rows.repeat_interleave(population), need,
                                                    (ends[0], ends[1]))
@@ -113,8 +113,8 @@ def genetic(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le
             u = u.reshape(b * n_children, -1)
             children = torch.where((u[:, 2 * k] < crossover)[:, None],
                                    _order_crossover(mothers, fathers, u[:, 2 * k + 1], u[:, 2 * k + 2]), mothers)
-            lo, hi = _pair(u[:, 2 * k + 4], u[:, 2 * k + 5], t)
-            children = torch.where((u[:, 2 * k + 3] < mutation)[:, None], _swap(children, lo, hi), children)
+            lo, hi = pair(u[:, 2 * k + 4], u[:, 2 * k + 5], t)
+            children = torch.where((u[:, 2 * k + 3] < mutation)[:, None], swap(children, lo, hi), children)
             c_lerf, c_morf, spent = _population_curves(s, children, parents_of, need, ends)
             keep = fitness.sort(dim=1, descending=True, stable=True).indices[:, :elite]  # ties: the earlier individual
             pop = torch.cat([_individuals(pop, keep).view(b, elite, t), children.view(b, n_children, t)], 1)
@@ -148,10 +148,10 @@ def genetic_cost(x: torch.Tensor | Sequence[int], *, edge: int, objective: str =
     ignores, once for the best at the end, B(t − 1) for ``"le"`` and ``"mo"``.
     """
     _, population, generations, elite, *_ = _ga_settings(objective, population, generations, elite, 1, 0.0, 0.0)
-    shape = _shape(x)
+    shape = image_shape(x)
     t = T.patch_grid(torch.empty(shape, device="meta"), edge).n
-    _at_least_two(t, "the genetic algorithm", edge)
-    return _genetic_cost(shape[0], t, objective, _init_kind(init), population, generations, elite, target is None)
+    at_least_two(t, "the genetic algorithm", edge)
+    return _genetic_cost(shape[0], t, objective, init_kind(init), population, generations, elite, target is None)
 
 
 def _ga_settings(objective: str, population: int, generations: int, elite: int, tournament: int, crossover: float,
@@ -161,7 +161,7 @@ def _ga_settings(objective: str, population: int, generations: int, elite: int, 
     population = _validate.positive_int(population, "population")
     if population < 2:
         raise ValueError(f"population must be at least 2, got {population}")
-    generations = _non_negative_int(generations, "generations")
+    generations = non_negative_int(generations, "generations")
     elite = _validate.positive_int(elite, "elite")
     if elite >= population:
         raise ValueError(f"elite must be smaller than population ({population}), so that children are bred, got "
@@ -188,12 +188,12 @@ def _population_start(init: Search | torch.Tensor | None, b: int, t: int, edge: 
     if init is None:
         return None
     if isinstance(init, Search):
-        tau = _check_trajectory(init.trajectory, "init", b, t).to(dev)
+        tau = check_trajectory(init.trajectory, "init", b, t).to(dev)
         if init.lerf.shape != (b, t + 1) or init.morf.shape != (b, t + 1):
             raise ValueError(f"init's curves must be ({b}, {t + 1}) for these images and edge={edge}, got lerf "
                              f"{tuple(init.lerf.shape)} and morf {tuple(init.morf.shape)}")
         return Search(tau, init.lerf.to(dev), init.morf.to(dev), init.passes)
-    return _check_trajectory(init, "init", b, t, dev)
+    return check_trajectory(init, "init", b, t, dev)
 
 
 def _individuals(pop: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
@@ -233,7 +233,7 @@ def _order_crossover(first: torch.Tensor, second: torch.Tensor, u0: torch.Tensor
     return torch.empty_like(first).scatter_(1, pos, values)
 
 
-def _population_curves(s: _Setup, tau: torch.Tensor, images: torch.Tensor, need: tuple[bool, bool],
+def _population_curves(s: Setup, tau: torch.Tensor, images: torch.Tensor, need: tuple[bool, bool],
                        ends: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, int]:
     """The curves the objective reads of trajectories ``(R, t)`` of images ``images`` ``(R,)``: their t − 1 inner
     points in one engine call, the ends (``(B,)`` clean and fully deleted outputs) copied → (LeRF, MoRF, model

@@ -9,7 +9,7 @@ import torch
 
 from faithlab import _validate
 from faithlab.metrics.papers.trace.search.base import Search
-from faithlab.metrics.papers.trace.trajectories import _curves, _outputs, _Setup, _setup
+from faithlab.metrics.papers.trace.trajectories import order_curves, outputs, Setup, setup
 from faithlab.perturb import Output
 from faithlab.perturb.autobatch import BatchSize
 from faithlab.perturb.references import Reference
@@ -29,18 +29,18 @@ def greedy(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le"
     (t + 1 more inputs) for cross-tests.
     """
     _validate.one_of(objective, "objective", ("le", "mo"))
-    s = _setup(model, x, edge, reference, output, target, batch_size)
-    return _greedy(model, x, s, objective, output, batch_size, lambda n: None)
+    s = setup(model, x, edge, reference, output, target, batch_size)
+    return run_greedy(model, x, s, objective, output, batch_size, lambda n: None)
 
 
-def _greedy(model: Callable, x: torch.Tensor, s: _Setup, objective: str, output: Output, batch_size: int,
+def run_greedy(model: Callable, x: torch.Tensor, s: Setup, objective: str, output: Output, batch_size: int,
             done: Callable[[int], None]) -> Search:
     """:func:`greedy` after its validation; ``done(n)`` is told the number of model inputs of every step."""
     b, t, dev = x.shape[0], s.t, x.device
     rows = torch.arange(b, device=dev)
     deleted = torch.zeros(b, t, dtype=torch.bool, device=dev)
     order = torch.empty(b, t, dtype=torch.int64, device=dev)
-    start = _outputs(model, x, s, output, deleted, None, batch_size)
+    start = outputs(model, x, s, output, deleted, None, batch_size)
     done(b)
     curve = torch.empty(b, t + 1, dtype=start.dtype, device=dev)
     curve[:, 0] = start
@@ -61,9 +61,9 @@ def _greedy(model: Callable, x: torch.Tensor, s: _Setup, objective: str, output:
         passes.append(passes[-1] + b * (t - step))
         done(b * (t - step))
     order[:, t - 1] = (~deleted).nonzero()[:, 1]
-    curve[:, t] = _outputs(model, x, s, output, torch.ones_like(deleted), None, batch_size)
+    curve[:, t] = outputs(model, x, s, output, torch.ones_like(deleted), None, batch_size)
     tau = order if objective == "le" else order.flip(1)
-    other = _curves(model, x, s, output, order.flip(1), None, batch_size)
+    other = order_curves(model, x, s, output, order.flip(1), None, batch_size)
     passes.append(passes[-1] + b * (t + 2))
     done(b * (t + 2))
     lerf, morf = (curve, other) if objective == "le" else (other, curve)

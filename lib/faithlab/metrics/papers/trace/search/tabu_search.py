@@ -11,11 +11,11 @@ from tqdm import tqdm  # plain text bar: tqdm.auto would need ipywidgets inside 
 
 from faithlab import _validate, perturb
 from faithlab.metrics.papers.trace import trajectories as T
-from faithlab.metrics.papers.trace.search._chain import _Chain, _result, _start
+from faithlab.metrics.papers.trace.search._chain import Chain, chain_result, start
 from faithlab.metrics.papers.trace.search.annealing import ITERATIONS
-from faithlab.metrics.papers.trace.search.base import (OBJECTIVES, _NAMES, Search, _at_least_two, _init_kind,
-                                                       _non_negative_int, _pair, _shape, _swap, objective_value)
-from faithlab.metrics.papers.trace.trajectories import _Setup, _setup
+from faithlab.metrics.papers.trace.search.base import (OBJECTIVES, NAMES, Search, at_least_two, init_kind,
+                                                       non_negative_int, pair, image_shape, swap, objective_value)
+from faithlab.metrics.papers.trace.trajectories import Setup, setup
 from faithlab.perturb import orders as _orders
 from faithlab.perturb import Output
 from faithlab.perturb.autobatch import BatchSize
@@ -61,29 +61,29 @@ def tabu(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-mo
     show = _validate.progress(progress)
     predicted = target is None
     _validate.one_device(x=x, init=init, target=target)  # before the target's forward pass
-    s = _setup(model, x, edge, reference, output, target, batch_size)
+    s = setup(model, x, edge, reference, output, target, batch_size)
     b, t, dev = x.shape[0], s.t, x.device
-    _at_least_two(t, "tabu search", edge)
+    at_least_two(t, "tabu search", edge)
     seeds = perturb.sample_seeds(generator, sample_index, b, why="for the tabu search's neighbours")
     draws = _orders.uniform((b, iterations, n_neighbours, 2), seeds, dev)
-    lo_all, hi_all = _pair(draws[..., 0], draws[..., 1], t)  # (B, K, N)
-    cost = _tabu_cost(b, t, objective, _init_kind(init), lo_all, hi_all, predicted)
+    lo_all, hi_all = pair(draws[..., 0], draws[..., 1], t)  # (B, K, N)
+    cost = _tabu_cost(b, t, objective, init_kind(init), lo_all, hi_all, predicted)
     with tqdm(total=cost, unit="input", disable=not show, leave=False,
-              desc=f"TRACE-Tabu-{_NAMES[objective]}: {b} images × {iterations:,} iterations × {n_neighbours} "
+              desc=f"TRACE-Tabu-{NAMES[objective]}: {b} images × {iterations:,} iterations × {n_neighbours} "
                    f"neighbours, t = {t}: {cost:,} model inputs") as bar:
         bar.update(b if predicted else 0)
-        tau, lerf, morf, start_passes = _start(model, x, s, init, objective=objective, edge=edge, output=output,
+        tau, lerf, morf, start_passes = start(model, x, s, init, objective=objective, edge=edge, output=output,
                                                batch_size=batch_size, done=bar.update)
         passes = [start_passes]
         need = (objective in ("le", "le-mo"), objective in ("mo", "le-mo"))
-        chain = _Chain.starting_at(tau, lerf, morf, -objective_value(lerf, morf, objective))
+        chain = Chain.starting_at(tau, lerf, morf, -objective_value(lerf, morf, objective))
         history = [chain.best_energy.clone()]
         rows = torch.arange(b, device=dev)
         images = rows.repeat_interleave(n_neighbours)
         until = torch.zeros(b, t, t, dtype=torch.int64, device=dev)  # swapping p and q is tabu while step < until
         for step in range(iterations):
             lo, hi = lo_all[:, step], hi_all[:, step]  # (B, N)
-            new_tau = _swap(chain.tau[images], lo.flatten(), hi.flatten())
+            new_tau = swap(chain.tau[images], lo.flatten(), hi.flatten())
             new_lerf, new_morf, evaluated = _neighbour_curves(s, chain.lerf[images], chain.morf[images], new_tau,
                                                               lo.flatten(), hi.flatten(), images, need)
             energy = -objective_value(new_lerf, new_morf, objective).view(b, n_neighbours)
@@ -101,7 +101,7 @@ def tabu(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-mo
             bar.update(evaluated)
             history.append(chain.best_energy.clone())
         before = passes[-1]
-        result = _result(model, x, s, output, chain, need, passes, history, batch_size)
+        result = chain_result(model, x, s, output, chain, need, passes, history, batch_size)
         bar.update(int(result.passes[-1]) - before)
     return result
 
@@ -120,13 +120,13 @@ def tabu_cost(x: torch.Tensor | Sequence[int], *, edge: int, objective: str = "l
     in :func:`tabu` (a torch.Generator is read without being advanced) with the same ``sample_index``.
     """
     objective, iterations, n_neighbours, _ = _tabu_settings(objective, iterations, n_neighbours, 0)
-    shape = _shape(x)
+    shape = image_shape(x)
     t = T.patch_grid(torch.empty(shape, device="meta"), edge).n
-    _at_least_two(t, "tabu search", edge)
+    at_least_two(t, "tabu search", edge)
     seeds = perturb.sample_seeds(_copy(generator), sample_index, shape[0], why="for the tabu search's neighbours")
     draws = _orders.uniform((shape[0], iterations, n_neighbours, 2), seeds, torch.device("cpu"))
-    lo, hi = _pair(draws[..., 0], draws[..., 1], t)
-    return _tabu_cost(shape[0], t, objective, _init_kind(init), lo, hi, target is None)
+    lo, hi = pair(draws[..., 0], draws[..., 1], t)
+    return _tabu_cost(shape[0], t, objective, init_kind(init), lo, hi, target is None)
 
 
 def _copy(generator):
@@ -140,8 +140,8 @@ def _copy(generator):
 def _tabu_settings(objective: str, iterations: int, n_neighbours: int, tenure: int) -> tuple[str, int, int, int]:
     """The tabu search's settings, checked, each error naming its argument."""
     _validate.one_of(objective, "objective", OBJECTIVES)
-    return (objective, _non_negative_int(iterations, "iterations"),
-            _validate.positive_int(n_neighbours, "n_neighbours"), _non_negative_int(tenure, "tenure"))
+    return (objective, non_negative_int(iterations, "iterations"),
+            _validate.positive_int(n_neighbours, "n_neighbours"), non_negative_int(tenure, "tenure"))
 
 
 def _tabu_cost(b: int, t: int, objective: str, init: str, lo: torch.Tensor, hi: torch.Tensor,
@@ -154,7 +154,7 @@ def _tabu_cost(b: int, t: int, objective: str, init: str, lo: torch.Tensor, hi: 
     return cost + (0 if objective == "le-mo" else b * (t + 1))
 
 
-def _neighbour_curves(s: _Setup, lerf: torch.Tensor, morf: torch.Tensor, new_tau: torch.Tensor, lo: torch.Tensor,
+def _neighbour_curves(s: Setup, lerf: torch.Tensor, morf: torch.Tensor, new_tau: torch.Tensor, lo: torch.Tensor,
                       hi: torch.Tensor, images: torch.Tensor, need: tuple[bool, bool]
                       ) -> tuple[torch.Tensor, torch.Tensor, int]:
     """The curves of swap neighbours ``new_tau`` ``(R, t)`` (positions lo < hi of trajectories whose curves are
