@@ -114,7 +114,7 @@ def _xrai(model, x, target, extra, *, batch_size, generator, base: str = "salien
     _validate.one_of(algorithm, "algorithm", _ALGORITHMS)
     base_fn = get_method(base)
     check_options(base, base_fn, base_options,
-                   f"XRAI with base {base!r} (its own options: base, area_threshold, algorithm; the base's are listed)")
+                  f"XRAI with base {base!r} (its own options: base, area_threshold, algorithm; the base's are listed)")
     if base in RANDOM and generator is None:
         raise ValueError(f"generator is required by xrai's base {base!r}; pass a torch.Generator or an int seed")
     if x.ndim != 4:

@@ -50,7 +50,7 @@ def _predict(model: Callable, x: torch.Tensor, batch_size: int) -> torch.Tensor:
 
 
 def prepare(model: Callable, x: torch.Tensor, units: Units | None, output: Output, target: torch.Tensor | None,
-             batch_size: BatchSize, target_name: str = "target") -> Units:
+            batch_size: BatchSize, target_name: str = "target") -> Units:
     """Validation shared by the engine's entry points; returns the units (inferred when None). ``target_name``:
     the caller's name for the target argument (the F-Fidelity and accuracy metrics call it ``y``)."""
     _validate.model(model, "model")
@@ -150,9 +150,9 @@ class Thresholds:
 
 
 def run(model: Callable, x: torch.Tensor, units: Units, reference: torch.Tensor, output: Output,
-         target: torch.Tensor | None, per_sample: int, masks: Masks | Thresholds,
-         batch_size: BatchSize | autobatch.Plan, target_name: str = "target",
-         rows: torch.Tensor | None = None) -> torch.Tensor:
+        target: torch.Tensor | None, per_sample: int, masks: Masks | Thresholds,
+        batch_size: BatchSize | autobatch.Plan, target_name: str = "target",
+        rows: torch.Tensor | None = None) -> torch.Tensor:
     """Run ``per_sample`` perturbed variants of every sample through the model, ≤ ``batch_size`` inputs per call.
 
     ``masks(b0, b1, v0, v1)`` gives the ``(b1-b0, v1-v0, n)`` bool unit masks of variants v0..v1-1 of samples

@@ -89,12 +89,12 @@ class Removal:
         if self._full is None:
             x, b, n = self.x, self.x.shape[0], self.units.n
             every = Thresholds(torch.zeros(b, n, dtype=torch.float32, device=x.device),
-                                torch.tensor([n], dtype=torch.float32, device=x.device))  # rank 0 < n: all removed
+                               torch.tensor([n], dtype=torch.float32, device=x.device))  # rank 0 < n: all removed
 
             def compute() -> torch.Tensor:
                 zeros = torch.zeros(b, dtype=torch.int64, device=x.device)
                 return run(self.model, x, self.units, self.reference, lambda z, _: z, zeros, 1, every,
-                            batch_size).squeeze(1)
+                           batch_size).squeeze(1)
 
             tensors = ((x, self.reference) if self._reference_key[0] == "tensor"
                        else (x, *self.reference.tensors) if self._reference_key[0] == "imputation" else (x,))
@@ -109,7 +109,7 @@ class Removal:
         if self._target is None:  # the prediction in chunks of this run's batch size, as a one-shot call computes it
             self._target = self._clean_logits(batch_size).argmax(dim=1)
         return run(self.model, self.x, self.units, self.reference, self.output, self._target, per_sample, masks,
-                    batch_size, rows=sample)
+                   batch_size, rows=sample)
 
     def _read(self, logits: torch.Tensor) -> torch.Tensor:
         """The read-out of logits of x's samples (one input each), checked as the engine checks its own."""

@@ -52,9 +52,9 @@ from faithlab.perturb.autobatch import BatchSize
 
 # the candidate images live beside this module; their names are read from here too
 from faithlab.metrics.papers.fewclass.blurs import (ADJUSTMENTS, OPERATIONS, QUICK_GRID, QUICK_OPERATIONS,  # noqa: F401
-                                                   QUICK_SIGMAS, Grid, Layout, build_candidates, candidate_grid,
-                                                   candidate_images, candidates, check_grid, check_normalisation,
-                                                   match_histograms, match_range, to_inputs, to_pixels)
+                                                    QUICK_SIGMAS, Grid, Layout, build_candidates, candidate_grid,
+                                                    candidate_images, candidates, check_grid, check_normalisation,
+                                                    match_histograms, match_range, to_inputs, to_pixels)
 
 __all__ = ["FRACTIONS", "class_probabilities", "predicted_class", "uncertainty", "threshold", "similarity",
            "perturbation_score", "select_perturbation", "selection_cost", "clear_cache", "fid", "fewclass_fid",

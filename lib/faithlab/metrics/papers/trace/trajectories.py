@@ -119,7 +119,7 @@ def trajectory_map(trajectory: torch.Tensor, size: int, *, alpha: float = 2.0) -
 
 
 def check_trajectory(trajectory, name: str, batch: int | None = None, t: int | None = None,
-                      device: torch.device | None = None) -> torch.Tensor:
+                     device: torch.device | None = None) -> torch.Tensor:
     """A ``(batch, t)`` int64 permutation per row, on x's ``device`` when given (checked before any value is read)."""
     if device is not None and isinstance(trajectory, torch.Tensor) and trajectory.device != device:
         raise ValueError(f"{name} is on {trajectory.device} but x is on {device}; move them to the same device (e.g. "
@@ -145,18 +145,18 @@ class Setup:
 
 
 def setup(model: Callable, x: torch.Tensor, edge: int, reference: Reference, output: Output,
-           target: torch.Tensor | None, batch_size: int) -> Setup:
+          target: torch.Tensor | None, batch_size: int) -> Setup:
     """Validation shared by every entry point; the target is resolved once (the prediction on the clean x, from the
     logits that are also every deletion curve's first point)."""
     units = patch_grid(x, edge)
     _validate.model(model, "model")
     _validate.model_accepts(model, x, "model", "x")  # before the runner's finiteness check, which cannot read a meta x
     return Setup(perturb.Removal(model, x, units=units, reference=reference, output=output, target=target,
-                                  batch_size=batch_size), units.n)
+                                 batch_size=batch_size), units.n)
 
 
 def outputs(model: Callable, x: torch.Tensor, s: Setup, output: Output, removed: torch.Tensor,
-             rows: torch.Tensor | None, batch_size: int) -> torch.Tensor:
+            rows: torch.Tensor | None, batch_size: int) -> torch.Tensor:
     """Model output on ``(R, t)`` patch masks applied to ``x[rows]`` (rows None: R = B, one mask per sample)."""
     return s.runner.outputs(removed, sample=rows)
 

@@ -16,7 +16,7 @@ from faithlab.perturb import Output
 
 
 def start(model: Callable, x: torch.Tensor, s: Setup, init: Search | torch.Tensor | None, *, objective: str,
-           edge: int, output: Output, batch_size: int, done: Callable[[int], None]
+          edge: int, output: Output, batch_size: int, done: Callable[[int], None]
            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
     """The starting trajectory and its two curves → (τ, LeRF, MoRF, model inputs spent): TRACE-Greedy for None
     (-Mo for ``"mo"``, -Le otherwise), a :class:`Search` as given, or a trajectory whose curves are evaluated;

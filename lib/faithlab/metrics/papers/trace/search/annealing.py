@@ -88,7 +88,7 @@ def anneal(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-
                    "inputs") as bar:
         bar.update(b if predicted else 0)  # the prediction that fixed the target (see anneal_cost)
         tau, lerf, morf, start_passes = start(model, x, s, init, objective=objective, edge=edge, output=output,
-                                               batch_size=batch_size, done=bar.update)
+                                              batch_size=batch_size, done=bar.update)
         passes = [start_passes]
         need = (objective in ("le", "le-mo"), objective in ("mo", "le-mo"))  # the curves the objective reads
         chain = Chain.starting_at(tau, lerf, morf, -objective_value(lerf, morf, objective))

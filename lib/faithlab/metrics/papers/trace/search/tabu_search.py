@@ -73,7 +73,7 @@ def tabu(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-mo
                    f"neighbours, t = {t}: {cost:,} model inputs") as bar:
         bar.update(b if predicted else 0)
         tau, lerf, morf, start_passes = start(model, x, s, init, objective=objective, edge=edge, output=output,
-                                               batch_size=batch_size, done=bar.update)
+                                              batch_size=batch_size, done=bar.update)
         passes = [start_passes]
         need = (objective in ("le", "le-mo"), objective in ("mo", "le-mo"))
         chain = Chain.starting_at(tau, lerf, morf, -objective_value(lerf, morf, objective))
