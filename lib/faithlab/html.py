@@ -4,6 +4,10 @@ pages and the report calling these functions (house v4: one HTML module).
 * the report's page (:func:`faithlab.report.write`): :data:`REPORT_STYLE`, :func:`document`, :func:`heading`,
   :func:`paragraph`, :func:`link`, :func:`file_link`, :func:`text`, :func:`preformatted`, :func:`bullets`,
   :func:`image` and :func:`table`.
+* the book's pages (:mod:`faithlab.study.book.pages`): :func:`element`, :data:`BR`, :func:`escape` and
+  :func:`escape_keeping_bold`;
+* the book's tables (:mod:`faithlab.study.book.pages.tables`): :func:`text_table`, :func:`fold`,
+  :func:`relabel_table`, :func:`has_table` and :func:`table_cells`;
 * a notebook's claims (:meth:`faithlab.study.artifacts.Outputs.claim`, the pages' links to them):
   :func:`claim_anchor`, :func:`verdict_badge` and :func:`claim_html`.
 """
@@ -11,7 +15,9 @@ pages and the report calling these functions (house v4: one HTML module).
 from __future__ import annotations
 
 import html as _html
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
+from html.parser import HTMLParser
 
 # -- the report's page --------------------------------------------------------------------------------------------
 
@@ -146,3 +152,94 @@ def claim_html(row: dict) -> str:
             f'<td class="fl-verdict">{verdict_badge(row["verdict"])}</td></tr>')
     return (f'<table class="fl-glance fl-claim-row" id="{claim_anchor(row["claim"])}">{head}<tbody>{body}</tbody>'
             "</table>")
+
+
+# -- the book's tables ----------------------------------------------------------------------------------------------
+
+def text_table(columns: Iterable, rows: Iterable[Iterable], *, css_class: str = "fl-table") -> str:
+    """A small text table: one header cell per column name, one row per row of cells (every cell escaped,
+    :func:`text_or_dash`), in a ``<table class="<css_class>">``."""
+    head = "".join(f"<th>{text_or_dash(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{text_or_dash(v)}</td>" for v in row) + "</tr>" for row in rows)
+    return f'<table class="{css_class}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def fold(body: str, summary: str, *, cls: str = "fl-fold") -> str:
+    """HTML ``body`` folded in a dropdown whose closed line reads ``summary`` (HTML, as given)."""
+    return f'<details class="{cls}"><summary>{summary}</summary><div class="fl-fold-body">{body}</div></details>'
+
+
+_HEADER_CELL = re.compile(r"(<th[^>]*>)([^<]*)(</th>)")
+_BOOL_CELL = re.compile(r"(<td[^>]*>)(True|False)(</td>)")
+
+
+def has_table(text: str) -> bool:
+    """Whether HTML ``text`` holds a table."""
+    return "<table" in text
+
+
+def relabel_table(text: str, label: Callable[[str], str]) -> str:
+    """An HTML table (a notebook's output) with ``label`` of each header cell's text for its text and yes/no for its
+    True/False cells; text without a table as is."""
+    if not has_table(text):
+        return text
+    text = _HEADER_CELL.sub(lambda m: m.group(1) + _html.escape(label(_html.unescape(m.group(2))),
+                                                               quote=False) + m.group(3), text)
+    return _BOOL_CELL.sub(lambda m: m.group(1) + ("yes" if m.group(2) == "True" else "no") + m.group(3), text)
+
+
+class _TableText(HTMLParser):
+    """The text of an HTML table's cells, row by row (header rows included)."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows: list[list[str]] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            if not self.rows:
+                self.rows.append([])
+            self.rows[-1].append(" ".join("".join(self._cell).split()))
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def table_cells(text: str) -> list[list[str]]:
+    """The text of the cells of the HTML tables in ``text``, row by row (header rows included)."""
+    parser = _TableText()
+    parser.feed(text)
+    return parser.rows
+
+
+# -- the book's pages -----------------------------------------------------------------------------------------------
+
+BR = "<br>"
+"""A line break."""
+
+
+def escape(value) -> str:
+    """``str(value)`` escaped, to sit in a page's HTML."""
+    return _html.escape(str(value))
+
+
+def element(tag: str, content: str = "", **attributes) -> str:
+    """``<tag a="v" ...>content</tag>``: the attributes in the order given (``cls`` for ``class``; values escaped),
+    ``content`` HTML as given (escape its text: :func:`escape`, :func:`text_or_dash`)."""
+    attrs = "".join(f' {"class" if name == "cls" else name}="{_html.escape(str(value))}"'
+                    for name, value in attributes.items())
+    return f"<{tag}{attrs}>{content}</{tag}>"
+
+
+def escape_keeping_bold(text: str) -> str:
+    """``text`` escaped, except its ``<b>``/``</b>`` (written by :func:`element`), which stay bold."""
+    return _html.escape(text).replace("&lt;b&gt;", "<b>").replace("&lt;/b&gt;", "</b>")

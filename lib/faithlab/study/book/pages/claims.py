@@ -12,13 +12,13 @@ chapter's set-up table and "how far this transfers", the API page's table of met
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pandas as pd
 
+from faithlab import html
 from faithlab.html import DASH, claim_anchor, text_or_dash, verdict_badge
 from faithlab.study.book.pages.tables import table_html
 from faithlab.study.verdicts import VERDICTS
@@ -50,7 +50,8 @@ def glance_html(claims: pd.DataFrame, docname: str, *, notes: bool = False) -> s
     claim, with the power analysis (replicas needed for its comparisons to be decided). Under each verdict: its replica agreement, its bootstrap stability and the units of its smallest cell (the
     scorecard's columns ``replicas``, ``stability``, ``units``); a study check (kind) is labelled as one."""
     if claims.empty:
-        return '<p class="fl-empty">No claim of this part was computed in this build (its notebook did not run).</p>'
+        return html.element("p", "No claim of this part was computed in this build (its notebook did not run).",
+                            cls="fl-empty")
     rows = []
     for row in claims.itertuples(index=False):
         href = notebook_href(row.paper, row.experiment, docname, row.claim)
@@ -59,25 +60,29 @@ def glance_html(claims: pd.DataFrame, docname: str, *, notes: bool = False) -> s
                   ("premise", getattr(row, "premise", "")), ("power", getattr(row, "power", ""))]
         if notes:
             folded.append(("note", getattr(row, "note", "")))
-        details = "".join(f"<p><b>{name}</b>: {text_or_dash(text)}</p>" for name, text in folded
+        details = "".join(html.element("p", f"{html.element('b', name)}: {text_or_dash(text)}") for name, text in folded
                           if isinstance(text, str) and text.strip())
         rule_id = str(getattr(row, "rule_id", "") or "").strip()
         if rule_id and rule_id != "nan":
             prefix = "../" * docname.count("/")
-            details += (f'<p><b>registered rule</b>: <a href="{prefix}preregistration.html#rule-{html.escape(rule_id)}">'
-                        f"{html.escape(rule_id)}</a></p>")
-        fold = f'<details class="fl-rule"><summary>rule and premise</summary>{details}</details>' if details else ""
+            rule_link = html.element("a", html.escape(rule_id), href=f"{prefix}preregistration.html#rule-{rule_id}")
+            details += html.element("p", f"{html.element('b', 'registered rule')}: {rule_link}")
+        fold = (html.element("details", html.element("summary", "rule and premise") + details, cls="fl-rule")
+                if details else "")
         verdict = str(row.verdict)
         badge = verdict_badge(verdict) if verdict in VERDICTS else text_or_dash(verdict)
         kind = str(getattr(row, "kind", "") or "")
-        label = ' <span class="fl-kind">study check</span>' if kind == "study check" else ""
+        label = " " + html.element("span", "study check", cls="fl-kind") if kind == "study check" else ""
         rows.append(
-            f'<tr><td class="fl-claim"><a href="{html.escape(href)}">{text_or_dash(row.claim)}</a>{label}{fold}</td>'
-            f"<td>{text_or_dash(row.paper_value)}</td><td>{text_or_dash(row.our_value)}</td>"
-            f'<td class="fl-verdict">{badge}{agreement_html(row)}</td></tr>')
-    head = ('<thead><tr><th class="fl-claim">claim (link: where it is computed)</th><th>paper</th><th>ours</th>'
-            '<th class="fl-verdict">verdict</th></tr></thead>')
-    return f'<table class="fl-glance">{head}<tbody>{"".join(rows)}</tbody></table>'
+            html.element("tr", html.element("td", html.element("a", text_or_dash(row.claim), href=href) + label + fold,
+                                            cls="fl-claim")
+                         + html.element("td", text_or_dash(row.paper_value))
+                         + html.element("td", text_or_dash(row.our_value))
+                         + html.element("td", badge + agreement_html(row), cls="fl-verdict")))
+    head = html.element("thead", html.element(
+        "tr", html.element("th", "claim (link: where it is computed)", cls="fl-claim") + html.element("th", "paper")
+        + html.element("th", "ours") + html.element("th", "verdict", cls="fl-verdict")))
+    return html.element("table", head + html.element("tbody", "".join(rows)), cls="fl-glance")
 
 
 def agreement_html(row) -> str:
@@ -90,7 +95,7 @@ def agreement_html(row) -> str:
     units = str(getattr(row, "units", "") or "").strip()
     if units and units not in ("—", "nan"):
         parts.append(f"{float(units):.0f} units")
-    return f'<br><span class="fl-agree">{text_or_dash(" · ".join(parts))}</span>' if parts else ""
+    return html.BR + html.element("span", text_or_dash(" · ".join(parts)), cls="fl-agree") if parts else ""
 
 
 def counts(claims: pd.DataFrame) -> dict[str, int]:
@@ -204,7 +209,8 @@ def failures_html(scorecard: pd.DataFrame, docname: str, *, order: Iterable[str]
 
     rows = scorecard[scorecard["verdict"].astype(str).isin(WHY_VERDICTS)]
     if rows.empty:
-        return '<p class="fl-empty">Every claim computed in this build was reproduced or is inconclusive.</p>'
+        return html.element("p", "Every claim computed in this build was reproduced or is inconclusive.",
+                            cls="fl-empty")
     rank = {p: i for i, p in enumerate(order)}
     rows = rows.assign(_r=rows["paper"].astype(str).map(lambda p: rank.get(p, len(rank)))).sort_values(
         ["_r", "verdict", "claim"], kind="stable")
@@ -215,20 +221,21 @@ def failures_html(scorecard: pd.DataFrame, docname: str, *, order: Iterable[str]
         paper = PAPER_NAMES.get(str(row["paper"]), str(row["paper"]))
         kind = " (study check)" if str(row.get("kind", "")) == "study check" else ""
         if statement == str(row["claim"]).strip():  # no label: the statement is the link
-            claim = f'<a href="{html.escape(href)}">“{html.escape(statement)}”</a>.'
+            claim = html.element("a", f"“{html.escape(statement)}”", href=href) + "."
         else:
-            claim = f'<a href="{html.escape(href)}">{html.escape(label)}</a> — “{html.escape(statement)}”.'
-        items.append(f'<li>{verdict_badge(str(row["verdict"]))} <b>{html.escape(paper)}{kind}</b>, {claim} '
-                     f"{html.escape(why_sentence(row))}</li>")
-    return f'<ul class="fl-failures">{"".join(items)}</ul>'
+            claim = html.element("a", html.escape(label), href=href) + f" — “{html.escape(statement)}”."
+        items.append(html.element("li", f'{verdict_badge(str(row["verdict"]))} '
+                                        f'{html.element("b", html.escape(paper) + kind)}, {claim} '
+                                        f"{html.escape(why_sentence(row))}"))
+    return html.element("ul", "".join(items), cls="fl-failures")
 
 
 def legend_html() -> str:
     """Every verdict's badge with what it means (:data:`faithlab.study.verdicts.MEANINGS`)."""
     from faithlab.study.verdicts import MEANINGS
 
-    items = "".join(f"<li>{verdict_badge(v)} {html.escape(MEANINGS[v])}</li>" for v in VERDICTS)
-    return f'<ul class="fl-legend">{items}</ul>'
+    items = "".join(html.element("li", f"{verdict_badge(v)} {html.escape(MEANINGS[v])}") for v in VERDICTS)
+    return html.element("ul", items, cls="fl-legend")
 
 def executed_parameters(notebook: Path) -> dict | None:
     """The effective parameters papermill recorded in an executed notebook (None when it is missing/unreadable)."""
@@ -301,14 +308,14 @@ def build_html(url: str, *, seconds: float, notebooks: int, profiles: list[str])
 
     local = not url or "OWNER" in url or "REPOSITORY" in url
     where = ("This build is local (not published)." if local else
-             f'The published book is at <a href="{html.escape(url)}">{html.escape(url)}</a>.')
+             f'The published book is at {html.element("a", html.escape(url), href=url)}.')
     if notebooks:
         which = ", ".join(profiles)
         ran = (f" Its {notebooks} notebooks ran for {duration(seconds)} in total ({which} profile{'s' if len(profiles) > 1 else ''}"
                f"; summed over notebooks, so a parallel build takes less wall time).")
     else:
         ran = " No notebook of this build recorded its run time."
-    return f'<p class="fl-build">{where}{html.escape(ran)}</p>'
+    return html.element("p", where + html.escape(ran), cls="fl-build")
 
 
 def transfer_html(setup: pd.DataFrame, claims: pd.DataFrame, *, shown: int = 4) -> str:
@@ -321,7 +328,8 @@ def transfer_html(setup: pd.DataFrame, claims: pd.DataFrame, *, shown: int = 4) 
     listed = "; ".join(f"{r['setting']} (paper: {r['paper']}; here: {r['ours']})"
                        for r in differ.head(shown).to_dict("records"))
     more = f"; and {len(differ) - shown} more in the table below" if len(differ) > shown else ""
-    text = (f"<b>How far this transfers.</b> {len(differ)} of the {len(setup)} settings below differ from the "
+    text = (f"{html.element('b', 'How far this transfers.')} {len(differ)} of the {len(setup)} settings below differ "
+            f"from the "
             f"paper's" + (f": {listed}{more}." if listed else "."))
     units = pd.to_numeric(claims.get("units", pd.Series(dtype=float)), errors="coerce").dropna()
     replicas = claims.get("replicas", pd.Series(dtype=str)).astype(str)
@@ -348,4 +356,4 @@ def transfer_html(setup: pd.DataFrame, claims: pd.DataFrame, *, shown: int = 4) 
     text += (" The stand-ins are small generated or embedded data sets named for the data they stand in for, not "
              "those data sets: a verdict here says whether the paper's mechanism shows on them at this scale, not "
              "whether the paper's numbers hold on its data (the paper profile reruns the notebooks there).")
-    return f'<p class="fl-transfer">{html.escape(text).replace("&lt;b&gt;", "<b>").replace("&lt;/b&gt;", "</b>")}</p>'
+    return html.element("p", html.escape_keeping_bold(text), cls="fl-transfer")

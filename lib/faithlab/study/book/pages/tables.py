@@ -13,15 +13,14 @@ output folded when it would not fit the column.
 
 from __future__ import annotations
 
-import html
 import math
 import re
-from html.parser import HTMLParser
 
 import numpy as np
 import pandas as pd
 
-from faithlab.html import DASH, text_or_dash
+from faithlab import html
+from faithlab.html import DASH
 
 COLUMN_PX = 772  # the content column of the book's theme at a 1400 px window
 CHAR_PX = 7.4  # mean width of a character of the tables' font (0.85 em of 16 px)
@@ -120,18 +119,10 @@ def column_label(name) -> str:
     return text.replace("_", " ") if _SNAKE.match(text) else text
 
 
-_HEADER_CELL = re.compile(r"(<th[^>]*>)([^<]*)(</th>)")
-_BOOL_CELL = re.compile(r"(<td[^>]*>)(True|False)(</td>)")
-
-
 def relabel_html(text: str) -> str:
     """A notebook's HTML table output with words for its headers (:func:`column_label`) and yes/no for its
     True/False cells."""
-    if "<table" not in text:
-        return text
-    text = _HEADER_CELL.sub(lambda m: m.group(1) + html.escape(column_label(html.unescape(m.group(2))),
-                                                              quote=False) + m.group(3), text)
-    return _BOOL_CELL.sub(lambda m: m.group(1) + ("yes" if m.group(2) == "True" else "no") + m.group(3), text)
+    return html.relabel_table(text, column_label)
 
 
 def format_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -206,46 +197,14 @@ def should_fold(frame: pd.DataFrame, *, max_rows: int = 16, column_px: float = C
 
 
 def table_html(frame: pd.DataFrame, *, css_class: str = "fl-table") -> str:
-    """A small text table as HTML (every cell escaped)."""
-    head = "".join(f"<th>{text_or_dash(c)}</th>" for c in frame.columns)
-    body = "".join("<tr>" + "".join(f"<td>{text_or_dash(v)}</td>" for v in row) + "</tr>"
-                   for row in frame.itertuples(index=False))
-    return f'<table class="{css_class}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
-
-class _TableText(HTMLParser):
-    """The text of an HTML table's cells, row by row (header rows included)."""
-
-    def __init__(self):
-        super().__init__()
-        self.rows: list[list[str]] = []
-        self._cell: list[str] | None = None
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "tr":
-            self.rows.append([])
-        elif tag in ("td", "th"):
-            self._cell = []
-
-    def handle_endtag(self, tag):
-        if tag in ("td", "th") and self._cell is not None:
-            if not self.rows:
-                self.rows.append([])
-            self.rows[-1].append(" ".join("".join(self._cell).split()))
-            self._cell = None
-
-    def handle_data(self, data):
-        if self._cell is not None:
-            self._cell.append(data)
+    """A small text table as HTML (every cell escaped, :func:`faithlab.html.text_table`)."""
+    return html.text_table(frame.columns, frame.itertuples(index=False), css_class=css_class)
 
 
 def html_table_frame(text: str) -> pd.DataFrame:
     """The cells of the first HTML table in ``text`` as a frame of strings (header rows as rows; ragged rows padded),
     for :func:`should_fold`; an empty frame when there is no table."""
-    parser = _TableText()
-    parser.feed(text)
-    rows = [r for r in parser.rows if r]
+    rows = [r for r in html.table_cells(text) if r]
     if not rows:
         return pd.DataFrame()
     width = max(len(r) for r in rows)
@@ -257,7 +216,7 @@ def fold_html_output(text: str, *, max_rows: int = 40) -> str | None:
     """A notebook's HTML output (a pandas table) folded into a dropdown when its table is too wide for the column or
     longer than ``max_rows`` rows: the new HTML, or None to leave it as it is (no table, it fits, or it is the book's
     own claim row, ``fl-glance``)."""
-    if "<table" not in text or "fl-glance" in text:
+    if not html.has_table(text) or "fl-glance" in text:
         return None
     frame = html_table_frame(text)
     if frame.empty and not len(frame.columns):
@@ -267,5 +226,4 @@ def fold_html_output(text: str, *, max_rows: int = 40) -> str | None:
     reason = should_fold(frame, max_rows=max_rows, column_px=0.65 * COLUMN_PX)
     if reason is None:
         return None
-    return (f'<details class="fl-fold"><summary>Table ({reason}): open</summary><div class="fl-fold-body">{text}'
-            "</div></details>")
+    return html.fold(text, f"Table ({reason}): open")
