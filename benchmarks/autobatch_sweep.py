@@ -69,7 +69,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import batched_forward, mib, morf_workload, timed, tolerance  # noqa: E402
 
 import faithlab as fl  # noqa: E402
-from faithlab.perturb import autobatch  # noqa: E402
+from faithlab.perturb import autobatch, batch_cache  # noqa: E402
 
 MODELS = ("small_cnn", "resnet18", "vit")
 STAND_INS = {"digits_cnn": (1, 8), "resnet9": (3, 32), "resnet18_cifar": (3, 32), "vit_digits": (1, 8)}
@@ -219,10 +219,10 @@ def run_cell(model: nn.Module, name: str, size: int, threads: int, n: int, n_fra
 
     for _ in range(SETTLE if auto else 0):  # what a process that has run this call a few times knows
         curve(batch_size=autobatch.AUTO)
-    settled = copy.deepcopy(dict(autobatch._by_model.get(model, {})))  # the cache's entries of this model (private)
+    settled = copy.deepcopy(dict(batch_cache._by_model.get(model, {})))  # the cache's entries of this model (private)
 
     def cached() -> torch.Tensor:  # the settled cache, whatever "first" cleared in between
-        autobatch._by_model[model] = copy.deepcopy(settled)
+        batch_cache._by_model[model] = copy.deepcopy(settled)
         return curve(batch_size=autobatch.AUTO)
 
     fns: dict[str, Callable[[], object]] = {"auto first": first, "auto cached": cached} if auto else {}
