@@ -74,10 +74,10 @@ test: setup browser-deps
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(ARGS)
 
 # The paper profile's code paths on CPU: fake data in the real formats and random weights at the real sizes
-# (data/cache/paper-dry, written once by fl.study.paper_dry.write_paper_dry), every notebook with the paper-dry
+# (data/cache/paper-dry, written once by tests/support/paper_dry.py), every notebook with the paper-dry
 # profile, outputs and trained models under _build/paper-dry (never the book's). NB/ARGS as for `make notebooks`.
 paper-dry: setup
-	$(PY) -c "from faithlab.study.runner.paper_dry import write_paper_dry; write_paper_dry('data/cache/paper-dry')"
+	$(PY) tests/support/paper_dry.py data/cache/paper-dry
 	HF_HUB_CACHE=$(CURDIR)/data/cache/paper-dry/huggingface/hub FAITHLAB_GENERATED=$(CURDIR)/_build/paper-dry/generated \
 	  FAITHLAB_CACHE=$(CURDIR)/_build/paper-dry/cache $(PY) -m faithlab.study run --profile paper-dry -j $(JOBS) $(NB) $(ARGS)
 

@@ -13,7 +13,7 @@ import torch
 
 import faithlab as fl
 from faithlab.data import TensorData
-from faithlab.study.runner import paper_dry as fake
+import paper_dry as fake
 
 D = fl.data
 

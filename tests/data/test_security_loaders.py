@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 import faithlab as fl
-from faithlab.study.runner import paper_dry as fake
+import paper_dry as fake
 
 D = fl.data
 

@@ -1,5 +1,6 @@
 """The ``paper-dry`` profile: the ``paper`` profile's code paths on CPU, on tiny fake copies of the papers' datasets in
-their real on-disk formats and random weights at the architectures' real sizes (``fs.paper_dry.write_paper_dry``).
+their real on-disk formats and random weights at the architectures' real sizes (``write_paper_dry`` of
+tests/support/paper_dry.py).
 
 Here: the fake folder (every real loader reads it, the weights load through the project's own path, the writer is
 deterministic) and a representative subset of the notebooks, one per paper; ``make paper-dry`` runs all of them.
@@ -21,7 +22,7 @@ from torch import nn
 import faithlab as fl
 import faithlab.study as fs
 from faithlab import study
-from faithlab.study.runner import paper_dry as fake
+import paper_dry as fake
 
 ROOT = Path(__file__).resolve().parents[2]
 DRY = ROOT / "data" / "cache" / "paper-dry"

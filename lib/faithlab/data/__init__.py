@@ -13,7 +13,7 @@ imagenet_vehicles, ct_contrast, sst2, pam, boiler.
 Images are (N, C, H, W) normalised per channel (``info['mean']``, ``info['std']``), series (N, T, C), tokens (N, L)
 int64 with pad id 0. Randomness: a non-negative integer ``seed`` turned into CPU ``torch.Generator`` streams.
 Tiny fake copies of the real datasets in their on-disk formats (the loader tests, and the ``paper-dry`` profile's
-folder) are written on the study side, by :mod:`faithlab.study.runner.paper_dry`.
+folder) are written by the tests' support module ``tests/support/paper_dry.py``.
 Your own images: :func:`image_folder` (class subfolders or a flat folder, optional labels CSV) through the model's
 own preprocessing (``fl.models.preprocessing``).
 """

@@ -62,10 +62,11 @@ The runner is split by concept; dependencies point one way (each module imports 
 * :mod:`faithlab.study.runner.scheduling`: :func:`run`, the executors (this process, local processes, a Dask cluster);
 * :mod:`faithlab.study.runner.cli`: :func:`main`, the command line.
 
-:mod:`faithlab.study.runner.cluster` (Dask clusters) and :mod:`faithlab.study.book.notebook_page` (an executed notebook made a
-page) serve them; :mod:`faithlab.study.book.pages` serves the book's Sphinx extension; :mod:`faithlab.study.runner.paper_dry`
-writes the ``paper-dry`` profile's fake data folder (``make paper-dry``) and the loader tests' fake files. This
-package re-exports the public names; :func:`faithlab.study.runner.stamps.library_hash` stays in its module (patch it there).
+:mod:`faithlab.study.runner.cluster` (Dask clusters) and :mod:`faithlab.study.book.notebook_page` (an executed
+notebook made a page) serve them; :mod:`faithlab.study.book.pages` serves the book's Sphinx extension. The
+``paper-dry`` profile's fake data folder (``make paper-dry``) is written by the tests' ``tests/support/paper_dry.py``.
+This package re-exports the public names; :func:`faithlab.study.runner.stamps.library_hash` stays in its module
+(patch it there).
 """
 
 import importlib
@@ -86,7 +87,7 @@ _EXPORTS = {
                      "PREREGISTRATION", "summarise", "write_scorecard"), "faithlab.study.book.scorecard"),
     "run": "scheduling",
 }
-_SUBMODULES = ("cli", "cluster", "execution", "paper_dry", "parameters", "promotion", "scheduling", "shards", "stamps")
+_SUBMODULES = ("cli", "cluster", "execution", "parameters", "promotion", "scheduling", "shards", "stamps")
 
 __all__ = [  # by concept, in the order of the modules above (the API reference lists them in this order)
     "PROFILES", "StudyError", "Notebook", "notebooks_dir", "discover", "select", "load_profile", "parse_overrides",

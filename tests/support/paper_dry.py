@@ -1,7 +1,8 @@
 """The ``paper-dry`` profile's fixtures: tiny fake copies of the papers' datasets in their published on-disk formats,
 and random-weight models of the ``paper`` profile's architectures at their real sizes: what the ``paper-dry`` profile
-reads (``make paper-dry``) and what the loader tests write. It lives with the study, not in :mod:`faithlab.data`:
-it writes test fixtures for the study's paper path, and nothing in :mod:`faithlab.data` reads it.
+reads (``make paper-dry``) and what the loader tests write. It lives with the tests' support modules, not in
+:mod:`faithlab.data` nor in the study: it writes test fixtures for the study's paper path, and nothing in the library
+or the study reads it. ``python tests/support/paper_dry.py <folder>`` writes the fake data folder (``make paper-dry``).
 
 Writers, one per format read by :mod:`faithlab.data` (each writes under the folder it is given and nothing else):
 :func:`write_image` (JPEG/PNG), :func:`write_image_folder` (ImageFolder layouts: ImageNet val, the Few-class
@@ -466,7 +467,7 @@ def _small_image_sets(root: Path, rng: np.random.Generator, per_class: int) -> N
 
 def _timm_inputs(root: Path, name: str) -> torch.Tensor:
     """The fake ImageNet images as SaCo's notebooks feed the timm model ``name`` (its own mean and std)."""
-    timm = require("timm", "the paper-dry fake data (faithlab.study.paper_dry)")
+    timm = require("timm", "the paper-dry fake data (tests/support/paper_dry.py)")
 
     from faithlab import data
 
@@ -527,7 +528,7 @@ def write_paper_dry(root: str | os.PathLike, *, seed: int = 0, per_class: int = 
 
 
 def _write_models(root: Path, seed: int) -> None:
-    timm = require("timm", "the paper-dry fake data (faithlab.study.paper_dry)")
+    timm = require("timm", "the paper-dry fake data (tests/support/paper_dry.py)")
     import torchvision
 
     from faithlab import data
@@ -553,3 +554,11 @@ def _write_models(root: Path, seed: int) -> None:
         hub_id = model.pretrained_cfg["hf_hub_id"]
         tmp = _save_state(model, cache / f".{name}.tmp")
         put_in_hf_cache(cache, hub_id, tmp, "pytorch_model.bin")
+
+
+if __name__ == "__main__":  # make paper-dry: python tests/support/paper_dry.py data/cache/paper-dry
+    import sys
+
+    if len(sys.argv) != 2:
+        sys.exit("usage: python tests/support/paper_dry.py <folder>  (writes the paper-dry profile's fake data there)")
+    write_paper_dry(sys.argv[1])
