@@ -4,8 +4,8 @@ pages and the report calling these functions (house v4: one HTML module).
 * the report's page (:func:`faithlab.report.write`): :data:`REPORT_STYLE`, :func:`document`, :func:`heading`,
   :func:`paragraph`, :func:`link`, :func:`file_link`, :func:`text`, :func:`preformatted`, :func:`bullets`,
   :func:`image` and :func:`table`.
-* the book's pages (:mod:`faithlab.study.book.pages`): :func:`element`, :data:`BR`, :func:`escape` and
-  :func:`escape_keeping_bold`;
+* the book's pages (:mod:`faithlab.study.book.pages`): :func:`element`, :data:`BR`, :func:`escape`,
+  :func:`escape_keeping_bold`, :func:`cells`, :func:`head_row` and :func:`glance_table`;
 * the book's tables (:mod:`faithlab.study.book.pages.tables`): :func:`text_table`, :func:`fold`,
   :func:`relabel_table`, :func:`has_table` and :func:`table_cells`;
 * a notebook's claims (:meth:`faithlab.study.artifacts.Outputs.claim`, the pages' links to them):
@@ -243,3 +243,18 @@ def element(tag: str, content: str = "", **attributes) -> str:
 def escape_keeping_bold(text: str) -> str:
     """``text`` escaped, except its ``<b>``/``</b>`` (written by :func:`element`), which stay bold."""
     return _html.escape(text).replace("&lt;b&gt;", "<b>").replace("&lt;/b&gt;", "</b>")
+
+
+def cells(*contents: str, tag: str = "td") -> str:
+    """One ``<td>`` (or ``tag``) per HTML content, in order."""
+    return "".join(element(tag, c) for c in contents)
+
+
+def head_row(*names: str) -> str:
+    """A table's ``<thead>``: one ``<th>`` per name (HTML as given)."""
+    return element("thead", element("tr", cells(*names, tag="th")))
+
+
+def glance_table(head: str, rows: Iterable[str], *, cls: str = "fl-glance") -> str:
+    """A table of the book's pages: its ``head`` (:func:`head_row`) and its rows (``<tr>`` each)."""
+    return element("table", head + element("tbody", "".join(rows)), cls=cls)

@@ -3,14 +3,24 @@ each paper's registered rules, the rules files' change log and the table of ever
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 
 import pandas as pd
 
+from faithlab import html
 from faithlab.html import text_or_dash
 from faithlab.study.book.pages.claims import claim_label, notebook_href
 from faithlab.study.book.pages.tables import format_table, table_html
+
+
+def bold(text: str) -> str:
+    """HTML ``text`` in bold."""
+    return html.element("b", text)
+
+
+def small(text: str) -> str:
+    """HTML ``text`` in small print."""
+    return html.element("small", text)
 
 def procedure_html() -> str:
     """The decision procedure every claim goes through, as HTML, its words and numbers read from
@@ -20,22 +30,23 @@ def procedure_html() -> str:
     from faithlab.study.verdicts.rules import DECISIONS
 
     items = [
-        f"<b>{V.NOT_TESTABLE}</b>: a premise about the stand-in demonstrably fails (the paper's mechanism is absent), "
+        f"{bold(V.NOT_TESTABLE)}: a premise about the stand-in demonstrably fails (the paper's mechanism is absent), "
         "decided on its own interval before the outcome statistic is looked at; a premise whose interval straddles "
         "its bar leaves the claim inconclusive;",
-        f"<b>{V.REPRODUCED}</b>: the 95 % interval lies beyond the claim's margin — its smallest effect of interest, "
+        f"{bold(V.REPRODUCED)}: the 95 % interval lies beyond the claim's margin — its smallest effect of interest, "
         "derived from the paper's own numbers (the source is written beside it in the rules) — in the paper's "
         "direction;",
-        f"<b>{V.NOT_REPRODUCED}</b>: the interval lies wholly short of the margin, inside the band of no meaningful "
+        f"{bold(V.NOT_REPRODUCED)}: the interval lies wholly short of the margin, inside the band of no meaningful "
         "effect or beyond it the other way (equivalence logic: a tight interval around zero is a decision, not a "
         "shrug);",
-        f"<b>{V.INCONCLUSIVE}</b>: the interval straddles the margin; the claim's row says what design (replicas × "
+        f"{bold(V.INCONCLUSIVE)}: the interval straddles the margin; the claim's row says what design (replicas × "
         "units) its power analysis asks to decide it;",
-        f"<b>{V.PARTLY}</b>: only for a claim of several named parts, each with a rule of its own, when the share of "
+        f"{bold(V.PARTLY)}: only for a claim of several named parts, each with a rule of its own, when the share of "
         "its parts that the rule fixes in advance is reproduced and not all are.",
     ]
-    combine = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in DECISIONS.items())
-    methods = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in INTERVAL_METHODS.items())
+    combine = "".join(html.element("li", f"{bold(html.escape(k))}: {html.escape(v)}") for k, v in DECISIONS.items())
+    methods = "".join(html.element("li", f"{bold(html.escape(k))}: {html.escape(v)}")
+                      for k, v in INTERVAL_METHODS.items())
     checks = [
         "the trained model is the unit of replication: a claim about trained stand-ins rests on at least "
         f"{V.MIN_REPLICAS} independently trained replicas per setting (more where its rule asks), seeds keyed to "
@@ -56,12 +67,12 @@ def procedure_html() -> str:
         "identities, ratios fixed by design, results that hold by construction and checks of our own stand-ins are "
         "study checks, shown and counted apart from the papers' claims.",
     ]
-    return ('<ol class="fl-procedure">' + "".join(f"<li>{i}</li>" for i in items) + "</ol>"
-            + "<p>How a claim's cells combine (the rule's <code>decision</code>):</p>"
-            + f'<ul class="fl-procedure">{combine}</ul>'
-            + "<p>The intervals (the rule's <code>interval</code>):</p>"
-            + f'<ul class="fl-procedure">{methods}</ul>'
-            + '<ul class="fl-procedure">' + "".join(f"<li>{c}</li>" for c in checks) + "</ul>")
+    return (html.element("ol", "".join(html.element("li", i) for i in items), cls="fl-procedure")
+            + html.element("p", f"How a claim's cells combine (the rule's {html.element('code', 'decision')}):")
+            + html.element("ul", combine, cls="fl-procedure")
+            + html.element("p", f"The intervals (the rule's {html.element('code', 'interval')}):")
+            + html.element("ul", methods, cls="fl-procedure")
+            + html.element("ul", "".join(html.element("li", c) for c in checks), cls="fl-procedure"))
 
 
 def coverage_frame(generated: Path | None = None) -> pd.DataFrame:
@@ -96,16 +107,12 @@ def coverage_html(frame: pd.DataFrame) -> str:
         worst = asserted.loc[asserted["coverage"].idxmin()] if len(asserted) else None
         others = part[~part["asserted"].astype(bool)]
         note = "; ".join(f"not held to it: {r.kind}, n = {r.units}: {r.coverage:.3f}" for r in others.itertuples())
-        rows.append(
-            f"<tr><td>{html.escape(str(method))}</td><td>{len(asserted)}</td>"
-            f"<td>{asserted['coverage'].min():.3f} ± {worst['se']:.3f}</td><td>{asserted['coverage'].mean():.3f}</td>"
-            f"<td>{html.escape(note) or '—'}</td></tr>")
-    head = ("<thead><tr><th>interval</th><th>designs</th><th>lowest coverage (± simulation SE)</th>"
-            "<th>mean coverage</th><th>noted</th></tr></thead>")
+        rows.append(html.element("tr", html.cells(
+            html.escape(method), f"{len(asserted)}", f"{asserted['coverage'].min():.3f} ± {worst['se']:.3f}",
+            f"{asserted['coverage'].mean():.3f}", html.escape(note) or "—")))
+    head = html.head_row("interval", "designs", "lowest coverage (± simulation SE)", "mean coverage", "noted")
     detail = table_html(format_table(frame.drop(columns=["asserted"]).fillna("")))
-    return (f'<table class="fl-glance">{head}<tbody>{"".join(rows)}</tbody></table>'
-            '<details class="fl-fold"><summary>Every simulated design: open</summary>'
-            f'<div class="fl-fold-body">{detail}</div></details>')
+    return html.glance_table(head, rows) + html.fold(detail, "Every simulated design: open")
 
 
 def rules_html(scorecard: pd.DataFrame, docname: str, paper: str) -> str:
@@ -116,7 +123,7 @@ def rules_html(scorecard: pd.DataFrame, docname: str, paper: str) -> str:
 
     rules = [r for r in all_rules().values() if r.paper == paper]
     if not rules:
-        return '<p class="fl-empty">No rule is registered for this paper.</p>'
+        return html.element("p", "No rule is registered for this paper.", cls="fl-empty")
     ids = scorecard["rule_id"].astype(str) if "rule_id" in scorecard else pd.Series("", index=scorecard.index)
     parent = {part: r.id for r in all_rules().values() for part in r.parts}
     rows = []
@@ -124,46 +131,47 @@ def rules_html(scorecard: pd.DataFrame, docname: str, paper: str) -> str:
         decided = scorecard[ids == r.id]
         if r.id in parent and decided.empty:  # a part is decided inside its claim: link the claim's rows
             decided = scorecard[ids == parent[r.id]]
-        links = "<br>".join(f'<a href="{html.escape(notebook_href(row.paper, row.experiment, docname, row.claim))}">'
-                            f"{html.escape(claim_label(row.claim))}</a>" for row in decided.itertuples())
-        kind = ' <span class="fl-kind">study check</span>' if r.kind == "study check" else ""
+        links = html.BR.join(html.element("a", html.escape(claim_label(row.claim)),
+                                          href=notebook_href(row.paper, row.experiment, docname, row.claim))
+                             for row in decided.itertuples())
+        kind = " " + html.element("span", "study check", cls="fl-kind") if r.kind == "study check" else ""
         if r.id in parent:
-            kind += f' <span class="fl-kind">a part of <a href="#rule-{html.escape(parent[r.id])}">' \
-                    f"{html.escape(parent[r.id])}</a></span>"
+            part_of = html.element("a", html.escape(parent[r.id]), href=f"#rule-{parent[r.id]}")
+            kind += " " + html.element("span", f"a part of {part_of}", cls="fl-kind")
         how = html.escape(r.decision) + (f" ({r.share:.0%})" if r.share is not None else "") + (
             f": {html.escape(', '.join(r.parts))}" if r.parts else "")
         premises = "; ".join(r.premises)
-        rows.append(
-            f'<tr id="rule-{html.escape(r.id)}"><td class="fl-claim"><b>{html.escape(r.id)}</b>{kind}<br>'
-            f"{html.escape(r.claim)}<br>{links or '<i>not decided in this build</i>'}</td>"
-            f"<td>{html.escape(r.statistic)}</td><td>{html.escape(r.direction)} {html.escape(r.margin_text())}"
-            f"<br><small>{html.escape(r.margin_source)}</small></td><td>{how}</td>"
-            f"<td>{html.escape(r.null)}" + (f"<br><small>premises: {html.escape(premises)}</small>" if premises
-                                            else "") + "</td>"
-            f"<td>{r.replicas} × {r.units}<br><small>{html.escape(r.interval)}</small></td></tr>")
+        first = (f"{bold(html.escape(r.id))}{kind}{html.BR}{html.escape(r.claim)}{html.BR}"
+                 f"{links or html.element('i', 'not decided in this build')}")
+        null = html.escape(r.null) + (f"{html.BR}{small(f'premises: {html.escape(premises)}')}" if premises else "")
+        rows.append(html.element("tr", html.element("td", first, cls="fl-claim") + html.cells(
+            html.escape(r.statistic),
+            f"{html.escape(r.direction)} {html.escape(r.margin_text())}{html.BR}{small(html.escape(r.margin_source))}",
+            how, null, f"{r.replicas} × {r.units}{html.BR}{small(html.escape(r.interval))}"), id=f"rule-{r.id}"))
     from faithlab.study.verdicts.rules import BEATS, HOLDS_UP, all_answers
 
     for name, a in all_answers().items():  # a study answer's registered rule (the synthesis's guide)
         if a["paper"] != paper:
             continue
-        rows.append(
-            f'<tr id="rule-{html.escape(name)}"><td class="fl-claim"><b>{html.escape(name)}</b> '
-            f'<span class="fl-kind">study answer</span><br>{html.escape(a["statement"])}</td>'
-            f"<td>{html.escape(HOLDS_UP[a['holds_up']])}; {html.escape(BEATS[a['beats']])}</td>"
-            f"<td>{html.escape(a['margin'])}<br><small>{html.escape(a['margin_source'])}</small></td>"
-            f"<td>holds up: {html.escape(a['holds_up'])}; beats: {html.escape(a['beats'])}</td>"
-            f"<td>{html.escape(a.get('null', ''))}</td>"
-            f"<td>{a['replicas']} per situation<br><small>{html.escape(a['interval'])}, level "
-            f"{a['level']:g}</small></td></tr>")
-    head = ("<thead><tr><th>rule and the claims it decided</th><th>statistic</th><th>direction, margin (source)</th>"
-            "<th>cells combine</th><th>null; premises</th><th>design R × n; interval</th></tr></thead>")
+        interval = f"{html.escape(a['interval'])}, level {a['level']:g}"
+        first = (f"{bold(html.escape(name))} {html.element('span', 'study answer', cls='fl-kind')}{html.BR}"
+                 f"{html.escape(a['statement'])}")
+        rows.append(html.element("tr", html.element("td", first, cls="fl-claim") + html.cells(
+            f"{html.escape(HOLDS_UP[a['holds_up']])}; {html.escape(BEATS[a['beats']])}",
+            f"{html.escape(a['margin'])}{html.BR}{small(html.escape(a['margin_source']))}",
+            f"holds up: {html.escape(a['holds_up'])}; beats: {html.escape(a['beats'])}",
+            html.escape(a.get("null", "")),
+            f"{a['replicas']} per situation{html.BR}{small(interval)}"),
+            id=f"rule-{name}"))
+    head = html.head_row("rule and the claims it decided", "statistic", "direction, margin (source)", "cells combine",
+                         "null; premises", "design R × n; interval")
     from faithlab.study.verdicts.rules import load
 
     files = [p for p in rule_files() if any(r.paper == paper for r in load(p)[0].values())]
-    raw = "".join(f'<details class="fl-fold"><summary>The rules file <code>{html.escape(p.name)}</code>, as '
-                  f'committed: open</summary><div class="fl-fold-body"><pre>{html.escape(p.read_text())}</pre></div>'
-                  "</details>" for p in files)
-    return f'<table class="fl-glance fl-prereg">{head}<tbody>{"".join(rows)}</tbody></table>{raw}'
+    raw = "".join(html.fold(html.element("pre", html.escape(p.read_text())),
+                            f"The rules file {html.element('code', html.escape(p.name))}, as committed: open")
+                  for p in files)
+    return html.glance_table(head, rows, cls="fl-glance fl-prereg") + raw
 
 
 def rules_log_html() -> str:
@@ -176,13 +184,12 @@ def rules_log_html() -> str:
             change = str(line.get("change", "changed"))
             what = (f"{html.escape(str(line.get('field')))}: {html.escape(str(line.get('old')))} → "
                     f"{html.escape(str(line.get('new')))}" if change == "changed" else html.escape(change))
-            rows.append((str(line.get("date", "")), f"<tr><td>{html.escape(str(line.get('date', '')))}</td>"
-                                                    f"<td>{html.escape(name)}</td>"
-                                                    f"<td>{html.escape(str(line.get('claim', '')))}</td><td>{what}</td>"
-                                                    f"<td>{html.escape(str(line.get('why', '')))}</td></tr>"))
+            rows.append((str(line.get("date", "")), html.element("tr", html.cells(
+                html.escape(line.get("date", "")), html.escape(name), html.escape(line.get("claim", "")), what,
+                html.escape(line.get("why", ""))))))
     rows.sort(key=lambda r: r[0], reverse=True)
-    head = "<thead><tr><th>date</th><th>file</th><th>claim</th><th>change</th><th>why</th></tr></thead>"
-    return f'<table class="fl-glance">{head}<tbody>{"".join(r for _, r in rows)}</tbody></table>'
+    head = html.head_row("date", "file", "claim", "change", "why")
+    return html.glance_table(head, (r for _, r in rows))
 
 
 def preregistration_html(frame: pd.DataFrame, docname: str) -> str:
@@ -190,17 +197,18 @@ def preregistration_html(frame: pd.DataFrame, docname: str) -> str:
     one row per claim — claim (linking where it is computed) and kind | rule | decision | premise | function and the
     commit where it last changed."""
     if frame.empty:
-        return '<p class="fl-empty">No claim was computed in this build.</p>'
+        return html.element("p", "No claim was computed in this build.", cls="fl-empty")
     rows = []
     for row in frame.itertuples(index=False):
         experiment = getattr(row, "experiment", "")
         href = notebook_href(row.paper, experiment, docname, row.claim) if experiment else "#"
-        kind = ' <span class="fl-kind">study check</span>' if str(row.kind) == "study check" else ""
-        rows.append(
-            f'<tr><td class="fl-claim"><a href="{html.escape(href)}">{text_or_dash(row.claim)}</a>{kind}</td>'
-            f"<td>{text_or_dash(row.rule)}</td><td>{text_or_dash(row.decision)}</td><td>{text_or_dash(row.premise)}</td>"
-            f"<td><code>{text_or_dash(str(row.function).rpartition('.')[2])}</code><br>{text_or_dash(row[-1])}</td></tr>")
-    head = ("<thead><tr><th>claim</th><th>rule: statistic, unit, direction, margin</th><th>decision (generated by "
-            "the function that decides)</th><th>premise and null</th><th>claim function, rule last changed</th>"
-            "</tr></thead>")
-    return f'<table class="fl-glance fl-prereg">{head}<tbody>{"".join(rows)}</tbody></table>'
+        kind = " " + html.element("span", "study check", cls="fl-kind") if str(row.kind) == "study check" else ""
+        function = html.element("code", text_or_dash(str(row.function).rpartition(".")[2]))
+        rows.append(html.element("tr", html.element(
+            "td", html.element("a", text_or_dash(row.claim), href=href) + kind, cls="fl-claim") + html.cells(
+            text_or_dash(row.rule), text_or_dash(row.decision), text_or_dash(row.premise),
+            f"{function}{html.BR}{text_or_dash(row[-1])}")))
+    head = html.head_row("claim", "rule: statistic, unit, direction, margin",
+                         "decision (generated by the function that decides)", "premise and null",
+                         "claim function, rule last changed")
+    return html.glance_table(head, rows, cls="fl-glance fl-prereg")
