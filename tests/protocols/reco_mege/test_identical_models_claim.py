@@ -15,7 +15,7 @@ from faithlab.metrics.papers.reco_mege.crossfold import (pair_distances, reco_me
                                                          shuffled_distances, shuffled_partners)
 
 P = fs.papers.reco_mege
-identical = P.identical
+identical = P.experiments.identical
 REP, PART, NOT, UNTESTABLE, INCONCLUSIVE = fs.verdicts.VERDICTS
 
 

@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from faithlab.study.papers.reco_mege.tasks import DEGRADATIONS
+from faithlab.study.papers.reco_mege.setup import DEGRADATIONS
 
 __all__ = ["PAPER", "rank_agreement", "beside", "quoted", "margins"]
 

@@ -11,8 +11,8 @@ import torch
 
 from faithlab import explainers
 from faithlab.metrics.papers.reco_mege.crossfold import explanation_distance, flatten_maps
-from faithlab.study.papers.reco_mege.kfold import Family
-from faithlab.study.papers.reco_mege.tasks import method_options
+from faithlab.study.papers.reco_mege.setup import Family
+from faithlab.study.papers.reco_mege.setup import method_options
 
 __all__ = ["steps_diagnostic", "cam_grid"]
 

@@ -12,8 +12,8 @@ import torch
 from faithlab import paths, perturb
 from faithlab.metrics.papers.reco_mege.crossfold import (Pairs, details_from_pairs, reco_mege_details_from_predictions,
                                                          shuffled_distances, shuffled_partners)
-from faithlab.study.papers.reco_mege.kfold import Family, explain_family
-from faithlab.study.papers.reco_mege.tasks import method_options
+from faithlab.study.papers.reco_mege.setup import Family, explain_family
+from faithlab.study.papers.reco_mege.setup import method_options
 from faithlab.train.cache import cache_key
 
 __all__ = ["with_null", "distance_sets", "scores", "histogram_frame", "pairs_frame"]
@@ -21,9 +21,9 @@ __all__ = ["with_null", "distance_sets", "scores", "histogram_frame", "pairs_fra
 
 _NULL_VERSION = 1
 """What the cached null of :func:`distance_sets` is (shuffled_partners over the samples with an S= pair, stream
-:data:`_NULL_STREAM` of the seed); a cache file without it, or with another version, is recomputed."""
+:data:`NULL_STREAM` of the seed); a cache file without it, or with another version, is recomputed."""
 
-_NULL_STREAM = 1  # the shuffled pairings' generator: keyed_seed(seed, _NULL_STREAM), apart from the explainers' seeds
+NULL_STREAM = 1  # the shuffled pairings' generator: keyed_seed(seed, NULL_STREAM), apart from the explainers' seeds
 
 
 def with_null(pairs: Pairs, shuffled: torch.Tensor, partners: torch.Tensor | None = None) -> dict:
@@ -69,7 +69,7 @@ def distance_sets(fam: Family, method: str, *, batch_size: int = 256, seed: int 
                                                  folds.to(maps.device), distance=distance, channel_dim=channel_dim,
                                                  batch_size=batch_size)
     pairs = Pairs(*(t.cpu() for t in (details["pairs"].distance, details["pairs"].other, details["pairs"].kind)))
-    partners = shuffled_partners((pairs.kind == 0).any(1), generator=perturb.keyed_seed(seed, _NULL_STREAM))
+    partners = shuffled_partners((pairs.kind == 0).any(1), generator=perturb.keyed_seed(seed, NULL_STREAM))
     shuffled = shuffled_distances(maps, folds.to(maps.device), partners.to(maps.device), distance=distance,
                                   channel_dim=channel_dim, batch_size=batch_size).cpu()
     if cache:
@@ -101,7 +101,7 @@ def pairs_frame(details: dict[str, dict], **columns) -> pd.DataFrame:
     method × sample with its k − 1 pair distances (``distance j``), their kinds (``kind j``: 0 S=, 1 S≠, 2 both
     wrong) and their shuffled-pairings chance level (``shuffled j``). The frame a claim takes, so that its rows can
     be cut to one replica (:func:`faithlab.study.verdicts.replicated`);
-    :func:`~faithlab.study.papers.reco_mege.bootstrap.pooled_sets` reads it back."""
+    :func:`~faithlab.study.papers.reco_mege.experiments.bootstrap.pooled_sets` reads it back."""
     frames = []
     for m, d in details.items():
         pairs, shuffled = d["pairs"], d.get("shuffled")

@@ -1,60 +1,21 @@
-"""Table 3: ReCo/MeGe's comparison with Bhatt et al.'s μF and S_avg (spec §4.6;
-:mod:`faithlab.metrics.papers.reco_mege.baselines`): per-sample μF with its chance level and S_avg of one method on one
-model (:func:`fidelity_stability`), and the claim that Grad-CAM has the highest μF and Grad-CAM and SmoothGrad the
-lowest S_avg (:func:`claim_table3`)."""
+"""Table 3 as a claim: ReCo/MeGe's comparison with Bhatt et al.'s μF and S_avg (spec §4.6): Grad-CAM has the
+highest μF and Grad-CAM and SmoothGrad the lowest S_avg (:func:`claim_table3`), on the scores of
+:func:`~faithlab.study.papers.reco_mege.experiments.baselines.fidelity_stability`."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-import torch
-
-from faithlab import explainers, perturb
 
 from faithlab.study import verdicts
-from faithlab.metrics.papers.reco_mege.baselines import average_stability_details, mu_fidelity_details
-from faithlab.metrics.papers.reco_mege.crossfold import shuffled_partners
+from faithlab.study.verdicts import replication
 from faithlab.study.papers.reco_mege import paper
-from faithlab.study.papers.reco_mege.accuracy import CHANCE_FACTOR
-from faithlab.study.papers.reco_mege.claims import _judge, _replicas, _rows, _weakest
-from faithlab.study.papers.reco_mege.sets import _NULL_STREAM
-from faithlab.study.papers.reco_mege.tasks import method_options
+from faithlab.study.papers.reco_mege.claims.premise import CHANCE_FACTOR
+from faithlab.study.papers.reco_mege.claims.replicas import judge, replica_list, judgement_rows, weakest_text
 
-__all__ = ["fidelity_stability", "claim_table3"]
-
-
-def fidelity_stability(model, x: torch.Tensor, y: torch.Tensor, method: str, *, n_subsets: int = 200,
-                       subset_fraction: float = 0.15, n_neighbours: int = 200, radius: float = 0.1,
-                       output: str = "prob", seed: int = 0, batch_size: int = 256, **settings) -> pd.DataFrame:
-    """Per-sample μF (Pearson, zero baseline, 15 % pixel subsets) and S_avg (squared ℓ2, ‖u‖₁ ≤ radius, common
-    random numbers: a sample and its neighbours are explained with the same seed) of one method on one model
-    (Table 3), explaining the label → frame (``sample``, ``μF``, ``μF (shuffled)``, ``S_avg``).
-
-    ``μF (shuffled)`` is μF's chance level: the same subsets and output drops scored with the method's map of
-    another image (:func:`faithlab.metrics.shuffled_partners` over the samples, generator ``keyed_seed(seed, 1)``),
-    so a method whose μF does not exceed it orders pixels no better than an unrelated map of its own kind."""
-    name, options = method_options(method, **settings)
-    explain = functools.partial(explainers.explain, method=name, batch_size=batch_size, generator=seed, **options)
-    attributions = explain(model, x, y)
-    mu_options = dict(n_subsets=n_subsets, subset_fraction=subset_fraction, output=output, generator=seed,
-                      batch_size=batch_size)
-    mu = mu_fidelity_details(model, x, attributions, target=y, **mu_options)["mu_f"]
-    partners = shuffled_partners(torch.ones(len(x), dtype=torch.bool, device=x.device),
-                                 generator=perturb.keyed_seed(seed, _NULL_STREAM))
-    mu_null = mu_fidelity_details(model, x, attributions[partners], target=y, **mu_options)["mu_f"]
-    # common random numbers: each sample and its neighbours share one seed, so a stochastic method's S_avg measures
-    # how its map changes within the radius, not its Monte-Carlo noise. S_avg explains x itself (attributions None):
-    # the attributions for μF draw their noise from `generator`, not from the samples' seeds
-    def explainer(m, z: torch.Tensor, t: torch.Tensor, seeds: torch.Tensor | None = None) -> torch.Tensor:
-        return explain(m, z, t, sample_seeds=seeds)
-
-    s = average_stability_details(model, x, None, explainer=explainer, target=y, n_neighbours=n_neighbours,
-                                  radius=radius, generator=seed, batch_size=batch_size)["s_avg"]
-    return pd.DataFrame({"method": method, "sample": np.arange(len(x)), "μF": mu.cpu().numpy(),
-                         "μF (shuffled)": mu_null.cpu().numpy(), "S_avg": s.cpu().numpy()})
+__all__ = ["claim_table3"]
 
 
 def _chance_premise(premise: pd.DataFrame | None) -> verdicts.Premise:
@@ -122,8 +83,8 @@ def claim_table3(per_sample: pd.DataFrame, *, premise: pd.DataFrame | None = Non
     if lacking or not others:
         raise ValueError(f"per_sample must hold {target!r}, {list(stable)} and another method to compare them with, "
                          f"got {methods}")
-    rows = per_sample if "replica" in per_sample else per_sample.assign(replica=0)
-    replicas = _replicas(rows, "Table 3")
+    rows = replication.with_replica(per_sample)
+    replicas = replica_list(rows, "Table 3")
     wide = {c: rows.pivot(index=["replica", "sample"], columns="method", values=c).reindex(columns=methods)
             for c in ("μF", "μF (shuffled)", "S_avg")}
     mu, mu_null, s_avg = wide["μF"].fillna(0.0), wide["μF (shuffled)"].fillna(0.0), wide["S_avg"]
@@ -137,7 +98,7 @@ def claim_table3(per_sample: pd.DataFrame, *, premise: pd.DataFrame | None = Non
                                                       rule=mu_rule, groups=groups, what=f"μF {target} − {m}")
                 for m in methods if m != target}
     per_replica = s_avg.groupby(level="replica").mean()
-    s_cells = {f"S_avg {o} / {s}": _judge(_log_ratio(per_replica[o], per_replica[s]), s_rule, units=units,
+    s_cells = {f"S_avg {o} / {s}": judge(_log_ratio(per_replica[o], per_replica[s]), s_rule, units=units,
                                           what=f"ln S_avg {o} / {s}") for s in stable for o in others}
     mu_untestable = untestable or (discriminates.text if discriminates.holds is False else None)
     parts = {"RM-T3.muF": verdicts.decide(mu_cells, mu_rule, untestable=mu_untestable),
@@ -146,8 +107,8 @@ def claim_table3(per_sample: pd.DataFrame, *, premise: pd.DataFrame | None = Non
         parts["RM-T3.muF"] = discriminates.apply(parts["RM-T3.muF"])
     v = verdicts.decide_parts(parts, rule, untestable=untestable)
     v = chance.apply(v) if chance.holds is None else v
-    table = pd.DataFrame(_rows(mu_cells, part="RM-T3.muF", **{"part verdict": str(parts["RM-T3.muF"])})
-                         + _rows(s_cells, part="RM-T3.Savg", **{"part verdict": str(parts["RM-T3.Savg"])}))
+    table = pd.DataFrame(judgement_rows(mu_cells, part="RM-T3.muF", **{"part verdict": str(parts["RM-T3.muF"])})
+                         + judgement_rows(s_cells, part="RM-T3.Savg", **{"part verdict": str(parts["RM-T3.Savg"])}))
     means = pd.DataFrame({"μF": mu.mean(), "μF (shuffled)": mu_null.mean(), "S_avg": s_avg.mean()})
     return verdicts.Claim(
         "Table 3: Grad-CAM has the highest μF, and Grad-CAM and SmoothGrad the lowest S_avg (paper: CIFAR-10)",
@@ -158,6 +119,6 @@ def claim_table3(per_sample: pd.DataFrame, *, premise: pd.DataFrame | None = Non
         paper_value=paper.quoted("Table 3"),
         our_value=f"{len(replicas)} replicas × {units // len(replicas)} samples; μF "
                   + ", ".join(f"{m} {means.loc[m, 'μF']:.3f}" for m in methods) + f" ({parts['RM-T3.muF']}, "
-                  + _weakest(mu_cells) + "); S_avg " + ", ".join(f"{m} {means.loc[m, 'S_avg']:.3g}" for m in methods)
-                  + f" ({parts['RM-T3.Savg']}, " + _weakest(s_cells) + " on the log scale)",
+                  + weakest_text(mu_cells) + "); S_avg " + ", ".join(f"{m} {means.loc[m, 'S_avg']:.3g}" for m in methods)
+                  + f" ({parts['RM-T3.Savg']}, " + weakest_text(s_cells) + " on the log scale)",
         verdict=v, table=table, units=units, kept_replicas=len(replicas))

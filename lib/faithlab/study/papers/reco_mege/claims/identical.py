@@ -1,6 +1,6 @@
-"""R5 (eq. 8): k identical models give MeGe = 1 and every distance 0, an identity of the definitions and so a check of
-the pipeline by construction: the family's first model standing in for all k (:func:`identical_models`) and the
-claim (:func:`claim_identical_models`)."""
+"""R5 (eq. 8): k identical models give MeGe = 1 and every distance 0, an identity of the definitions and so a
+check of the pipeline by construction, decided by its rule (:func:`claim_identical_models`) on the frame of
+:func:`~faithlab.study.papers.reco_mege.experiments.identical.identical_models`."""
 
 from __future__ import annotations
 
@@ -8,44 +8,12 @@ import math
 
 import numpy as np
 import pandas as pd
-import torch
 
-from faithlab import _validate, explainers
+from faithlab import _validate
 
 from faithlab.study import verdicts
-from faithlab.metrics.papers.reco_mege.crossfold import reco_mege_details_from_predictions
-from faithlab.study.papers.reco_mege.kfold import Family
-from faithlab.study.papers.reco_mege.tasks import method_options
 
-__all__ = ["identical_models", "claim_identical_models"]
-
-
-def identical_models(fam: Family, method: str, *, batch_size: int = 256, seed: int = 0, **settings) -> pd.DataFrame:
-    """R5 check: the family's first model standing in for all k (its maps and predictions copied k times) → one row
-    per sample of D: ``sample``, ``S= distance`` (the mean of its S= distances, NaN without an S= pair) and ``MeGe``
-    (of the whole set, the same on every row); MeGe must be 1 and every distance 0."""
-    name, options = method_options(method, **settings)
-    model = fam.cross.models[0]
-    maps = explainers.explain(model, fam.data.x, fam.predictions[0].to(fam.data.x.device), method=name,
-                              batch_size=batch_size, generator=seed, **options)
-    k = fam.cross.k
-    copies = maps[None].expand(k, *maps.shape)
-    preds = fam.predictions[:1].expand(k, -1).to(maps.device)
-    d = reco_mege_details_from_predictions(copies, preds, fam.data.y.to(maps.device), fam.cross.folds.to(maps.device),
-                                           channel_dim=-3 if maps.ndim == 4 else None, batch_size=batch_size)
-    return per_image(d, mege=d["mege"])
-
-
-def per_image(details: dict, *, mege: float) -> pd.DataFrame:
-    """The S= distances of :func:`reco_mege_details_from_predictions`' ``details`` per sample (their mean, NaN
-    without an S= pair) with the set's ``mege`` → rows (``sample``, ``S= distance``, ``MeGe``)."""
-    pairs = details["pairs"]
-    dist = pairs.distance.double().cpu()
-    ok = (pairs.kind.cpu() == 0) & ~dist.isnan()
-    count = ok.sum(1)
-    mean = torch.where(ok, dist, 0.0).sum(1) / count.clamp(min=1)
-    mean[count == 0] = math.nan
-    return pd.DataFrame({"sample": np.arange(len(mean)), "S= distance": mean.numpy(), "MeGe": float(mege)})
+__all__ = ["claim_identical_models"]
 
 
 def claim_identical_models(identical: pd.DataFrame, contrast: pd.DataFrame | None = None, *,
@@ -58,7 +26,7 @@ def claim_identical_models(identical: pd.DataFrame, contrast: pd.DataFrame | Non
     its t interval on those images, judged below the margin; every testable cell must hold. With k copies of one
     model every distance is 0: an identity of the definitions, so this checks the pipeline by construction (a study
     check, not a claim of the paper). contrast: optional, the chapter's null for the same cells
-    (:func:`~faithlab.study.papers.reco_mege.bootstrap.null_frame` rows: the key columns and ``MeGe (shuffled)``, the
+    (:func:`~faithlab.study.papers.reco_mege.experiments.bootstrap.null_frame` rows: the key columns and ``MeGe (shuffled)``, the
     same method's MeGe when the second model explains another image). Premise per cell: at least 2 images with an S=
     pair and, given the contrast, maps of different images give MeGe below 1 (else MeGe = 1 is met by any maps and
     the check could not tell a correct pipeline from one that returns 0 for every distance); a cell that fails it is

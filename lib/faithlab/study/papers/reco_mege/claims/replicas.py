@@ -7,7 +7,7 @@ ReCo is a maximum over thresholds, not a mean of per-image values, so every stat
 trained replica (one replica = one independent run of a family's whole k-fold training, on its own S= / S≠ sets;
 :func:`replica_scores`) and judged by a t interval on those R values (:func:`faithlab.study.verdicts.replica_judgement`);
 the images behind them are the claim's units. Each claim's premise is the chapter's mechanism premise
-(:func:`~faithlab.study.papers.reco_mege.accuracy.decide_premise`: the k models beat chance and are of comparable
+(:func:`~faithlab.study.papers.reco_mege.claims.premise.decide_premise`: the k models beat chance and are of comparable
 accuracy, decided over the replicas), with the null of the comparison named in its rule."""
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ import numpy as np
 import pandas as pd
 
 from faithlab.study import verdicts
+from faithlab.study.verdicts import replication
 from faithlab.study.papers.reco_mege import paper
-from faithlab.study.papers.reco_mege.accuracy import TOLERANCE, decide_premise
-from faithlab.study.papers.reco_mege.bootstrap import pooled_sets
+from faithlab.study.papers.reco_mege.claims.premise import TOLERANCE, decide_premise
+from faithlab.study.papers.reco_mege.experiments.bootstrap import pooled_sets
 
 __all__ = ["replica_scores", "s_equal_below_chance", "claim_gradcam_best_reco", "claim_mege_falls",
            "claim_lipschitz"]
@@ -30,13 +31,13 @@ _SCORES = ("MeGe", "ReCo")
 
 def replica_scores(frame: pd.DataFrame, *, keys: Sequence[str] = ("task",)) -> pd.DataFrame:
     """ReCo and MeGe of every method on each replica's own S= / S≠ sets, from a
-    :func:`~faithlab.study.papers.reco_mege.sets.pairs_frame` (rows: method × replica × sample, with ``keys`` columns
+    :func:`~faithlab.study.papers.reco_mege.experiments.sets.pairs_frame` (rows: method × replica × sample, with ``keys`` columns
     such as ``task``, ``degradation`` or ``family``) → one row per (keys, replica, method) with ``ReCo``, ``MeGe``,
     ``n S=``, ``n S≠`` and ``units`` (the samples of D behind them). A replica without a ``replica`` column is
     replica 0."""
     if not isinstance(frame, pd.DataFrame) or not {"method", "sample"} <= set(frame.columns):
         raise ValueError("frame must be a pairs_frame with method and sample columns (and replica)")
-    if "replica" not in frame:
+    if not replication.has_replicas(frame):
         frame = frame.assign(replica=0)
     keys = [k for k in keys if k in frame.columns]
     rows = []
@@ -51,7 +52,7 @@ def replica_scores(frame: pd.DataFrame, *, keys: Sequence[str] = ("task",)) -> p
 
 def s_equal_below_chance(frame: pd.DataFrame, *, what: str) -> verdicts.Premise:
     """The null of a method's S=: per image, the mean of its S= distances with the image pairings shuffled minus the
-    S= distances themselves (:func:`~faithlab.study.papers.reco_mege.sets.pairs_frame` rows of one method), its t
+    S= distances themselves (:func:`~faithlab.study.papers.reco_mege.experiments.sets.pairs_frame` rows of one method), its t
     interval over the replicas' means (:func:`faithlab.study.verdicts.mean_interval`) → a premise that holds when it lies
     above 0 (explanations of one image by two agreeing models are more alike than of two different images), fails
     when it lies wholly below, undecided when it straddles 0."""
@@ -62,7 +63,7 @@ def s_equal_below_chance(frame: pd.DataFrame, *, what: str) -> verdicts.Premise:
     count = ok.sum(1)
     gap = np.where(ok, s - d, 0.0).sum(1) / np.maximum(count, 1)
     gap[count == 0] = np.nan
-    groups = frame["replica"].astype(str).to_numpy() if "replica" in frame else None
+    groups = replication.groups(frame)
     if int((count > 0).sum()) < 2:
         return verdicts.Premise(None, f"{what}: fewer than 2 images with an S= pair")
     interval = verdicts.mean_interval(gap, groups=groups)
@@ -91,7 +92,7 @@ def _family_premise(premises, name: str, *, by: str, tolerance: float) -> verdic
     return decide_premise(rows, tolerance=tolerance, what=str(name))
 
 
-def _judge(values, rule: verdicts.Rule, *, units: int, what: str) -> verdicts.Judgement | None:
+def judge(values, rule: verdicts.Rule, *, units: int, what: str) -> verdicts.Judgement | None:
     """A replica-level statistic judged against ``rule`` (None when fewer than 2 replicas define it: a score
     undefined on an empty S= or S≠)."""
     values = np.asarray(values, dtype=float)
@@ -100,19 +101,19 @@ def _judge(values, rule: verdicts.Rule, *, units: int, what: str) -> verdicts.Ju
     return verdicts.replica_judgement(values, rule, units=units, what=what)
 
 
-def _replicas(frame: pd.DataFrame, claim: str) -> list:
-    replicas = sorted(frame["replica"].unique().tolist(), key=str) if "replica" in frame else [0]
+def replica_list(frame: pd.DataFrame, claim: str) -> list:
+    replicas = sorted(frame["replica"].unique().tolist(), key=str) if replication.has_replicas(frame) else [0]
     if len(replicas) < 2:
         raise ValueError(f"{claim} is decided by a t interval over the trained replicas: the frame must hold at "
                          f"least 2 replicas, got {len(replicas)}")
     return replicas
 
 
-def _rows(judgements: Mapping[str, verdicts.Judgement | None], **columns) -> list[dict]:
+def judgement_rows(judgements: Mapping[str, verdicts.Judgement | None], **columns) -> list[dict]:
     return verdicts.judgement_table(dict(judgements), **columns)
 
 
-def _weakest(cells: Mapping[str, verdicts.Judgement | None]) -> str:
+def weakest_text(cells: Mapping[str, verdicts.Judgement | None]) -> str:
     """The cell whose interval reaches lowest (every claim here is "above" its margin), as text."""
     decided = {k: j for k, j in cells.items() if j is not None}
     if not decided:
@@ -128,22 +129,22 @@ def claim_gradcam_best_reco(pairs: pd.DataFrame, *, premises: pd.DataFrame | Non
     """Claim R1 (Table 1): Grad-CAM (``target``) has the best ReCo of the methods on every task, decided by its rule
     (``verdicts.rule("R1")``).
 
-    pairs: :func:`~faithlab.study.papers.reco_mege.sets.pairs_frame` rows of the normally trained families, with
+    pairs: :func:`~faithlab.study.papers.reco_mege.experiments.sets.pairs_frame` rows of the normally trained families, with
     ``task`` and ``replica`` columns (one replica = one independent run of the whole k-fold training; at least 2).
     Cells: per task and competitor, Grad-CAM's ReCo minus the competitor's, each on the replica's own sets
     (:func:`replica_scores`), with a t interval on the R replica values judged against the rule's margin; "best of
     the five on every dataset" → every (task × competitor) cell must hold. premises:
-    :func:`~faithlab.study.papers.reco_mege.accuracy.premise_row` rows with ``task`` and ``replica`` (the mechanism
-    premise, :func:`~faithlab.study.papers.reco_mege.accuracy.decide_premise`); None skips it. Further premises per
+    :func:`~faithlab.study.papers.reco_mege.claims.premise.premise_row` rows with ``task`` and ``replica`` (the mechanism
+    premise, :func:`~faithlab.study.papers.reco_mege.claims.premise.decide_premise`); None skips it. Further premises per
     task: every method has at least ``min_pairs`` distances in S= and in S≠ over the replicas, and Grad-CAM's S=
     lies below its shuffled-pairings chance level (:func:`s_equal_below_chance`). A premise that fails makes the
     claim not testable here, one that is undecided inconclusive. Table: one row per cell."""
     rule = verdicts.rule("R1")
     if not isinstance(pairs, pd.DataFrame) or not {"task", "method", "sample"} <= set(pairs.columns):
         raise ValueError("pairs must be a pairs_frame with task, method and sample columns (and replica)")
-    if "replica" not in pairs:
+    if not replication.has_replicas(pairs):
         pairs = pairs.assign(replica=0)
-    replicas = _replicas(pairs, "R1")
+    replicas = replica_list(pairs, "R1")
     scores = replica_scores(pairs, keys=("task",))
     cells: dict[str, verdicts.Judgement | None] = {}
     checks, rows, lines = [], [], []
@@ -165,11 +166,11 @@ def claim_gradcam_best_reco(pairs: pd.DataFrame, *, premises: pd.DataFrame | Non
         checks += [p for p in (family, enough, null) if p is not None]
         here = {}
         for m in (m for m in methods if m != target):
-            here[f"{task}: {target} − {m}"] = _judge(wide[target] - wide[m], rule, units=units,
+            here[f"{task}: {target} − {m}"] = judge(wide[target] - wide[m], rule, units=units,
                                                     what=f"{task}: {target} − {m}")
         cells.update(here)
-        rows += _rows(here, task=task, **{f"{target} ReCo": float(wide[target].mean())})
-        lines.append(f"{task} {target} {wide[target].mean():.3f}, " + _weakest(here))
+        rows += judgement_rows(here, task=task, **{f"{target} ReCo": float(wide[target].mean())})
+        lines.append(f"{task} {target} {wide[target].mean():.3f}, " + weakest_text(here))
     premise = _combine(checks)
     v = verdicts.decide(cells, rule, untestable=premise.text if premise.holds is False else None)
     v = premise.apply(v) if premise.holds is None else v
@@ -194,14 +195,14 @@ def claim_mege_falls(pairs: pd.DataFrame, types: Mapping[str, Sequence[str]], *,
     """Claim R2 (Fig. 4, Tables 9–10): MeGe and ReCo fall as the k models are degraded, decided by its rule
     (``verdicts.rule("R2")``: two named parts, ``R2.MeGe`` and ``R2.ReCo``).
 
-    pairs: :func:`~faithlab.study.papers.reco_mege.sets.pairs_frame` rows with ``task``, ``degradation`` and
+    pairs: :func:`~faithlab.study.papers.reco_mege.experiments.sets.pairs_frame` rows with ``task``, ``degradation`` and
     ``replica`` columns (replica r of every degradation degrades the models of the normal family's replica r, or
     trains them under its seed, on the same D). types: ``{type: [normal, …, strongest]}`` (e.g. Randomized: Normal,
     Randomized 30%). Per part (score), per (task × method × type) cell: per replica, the normal family's score minus
     the strongest level's, a t interval on the R values judged against the part's margin; every cell must hold
     (the paper: the normally trained models obtain the best results "regardless of the method"). premises:
     premise_row rows of the normal families (``task``, ``replica``), decided per task
-    (:func:`~faithlab.study.papers.reco_mege.accuracy.decide_premise`); None skips it. Table: one row per cell and
+    (:func:`~faithlab.study.papers.reco_mege.claims.premise.decide_premise`); None skips it. Table: one row per cell and
     score, with each part's verdict."""
     rule = verdicts.rule("R2")
     if not isinstance(pairs, pd.DataFrame) or not {"task", "degradation", "method", "sample"} <= set(pairs.columns):
@@ -212,9 +213,9 @@ def claim_mege_falls(pairs: pd.DataFrame, types: Mapping[str, Sequence[str]], *,
     for kind, levels in types.items():
         if len(levels) < 2 or list(levels)[0] != normal:
             raise ValueError(f"types[{kind!r}] must list {normal!r} and at least one degradation, got {levels}")
-    if "replica" not in pairs:
+    if not replication.has_replicas(pairs):
         pairs = pairs.assign(replica=0)
-    replicas = _replicas(pairs, "R2")
+    replicas = replica_list(pairs, "R2")
     scores = replica_scores(pairs, keys=("task", "degradation"))
     cells = {score: {} for score in _SCORES}
     rows, checks = [], []
@@ -236,11 +237,11 @@ def claim_mege_falls(pairs: pd.DataFrame, types: Mapping[str, Sequence[str]], *,
             for score in _SCORES:
                 a = base.pivot(index="replica", columns="method", values=score)
                 b = worse.pivot(index="replica", columns="method", values=score).reindex_like(a)
-                here = {f"{task} {kind} {m}": _judge(a[m] - b[m], verdicts.rule(f"R2.{score}"), units=units,
+                here = {f"{task} {kind} {m}": judge(a[m] - b[m], verdicts.rule(f"R2.{score}"), units=units,
                                                       what=f"{task} {kind} {m}: {normal} − {strongest}")
                         for m in a.columns}
                 cells[score].update(here)
-                rows += _rows(here, task=task, type=kind, level=strongest, score=score)
+                rows += judgement_rows(here, task=task, type=kind, level=strongest, score=score)
     premise = _combine(checks) if checks else verdicts.Premise(True, "")
     untestable = premise.text if premise.holds is False else None
     parts = {p: verdicts.decide(cells[p.split(".")[1]], verdicts.rule(p), untestable=untestable) for p in rule.parts}
@@ -250,7 +251,7 @@ def claim_mege_falls(pairs: pd.DataFrame, types: Mapping[str, Sequence[str]], *,
     table["part verdict"] = table["score"].map({score: str(parts[f"R2.{score}"]) for score in _SCORES})
     summary = "; ".join(
         f"{score}: holds in {int(((table.score == score) & (table.outcome == 'holds')).sum())} of "
-        f"{int((table.score == score).sum())} cells ({parts[f'R2.{score}']}), {_weakest(cells[score])}"
+        f"{int((table.score == score).sum())} cells ({parts[f'R2.{score}']}), {weakest_text(cells[score])}"
         for score in _SCORES)
     return verdicts.Claim(
         "R2: MeGe and ReCo fall as the k models are degraded (randomised weights, switched labels)",
@@ -278,20 +279,20 @@ def claim_lipschitz(pairs: Mapping[str, pd.DataFrame], *, gradient_methods: Sequ
     ``gradient_methods``; MeGe: every method): per replica, 1-Lipschitz minus ResNet-18, a t interval on the R values
     judged against the part's margin; every method must hold. premises: premise_row rows with ``family`` and
     ``replica`` (both families' mechanism premise,
-    :func:`~faithlab.study.papers.reco_mege.accuracy.decide_premise`); None skips it. The null of a cell is the
+    :func:`~faithlab.study.papers.reco_mege.claims.premise.decide_premise`); None skips it. The null of a cell is the
     ResNet-18 family on the same D. Table: one row per cell."""
     rule = verdicts.rule("R3")
     for name in (lipschitz, resnet):
         if name not in pairs:
             raise ValueError(f"pairs must hold the {name!r} family, got {list(pairs)}")
-    frames = {f: (pairs[f] if "replica" in pairs[f] else pairs[f].assign(replica=0)) for f in (lipschitz, resnet)}
+    frames = {f: replication.with_replica(pairs[f]) for f in (lipschitz, resnet)}
     methods = [m for m in dict.fromkeys(frames[lipschitz].method) if m in set(frames[resnet].method)]
     if not methods:
         raise ValueError("pairs' two families share no method")
     units = {f: set(zip(fr.replica.astype(str), fr["sample"])) for f, fr in frames.items()}
     if units[lipschitz] != units[resnet]:
         raise ValueError("pairs' two families must hold the same (replica, sample) units (the same D per replica)")
-    replicas = _replicas(frames[resnet], "R3")
+    replicas = replica_list(frames[resnet], "R3")
     scores = {f: replica_scores(fr[fr.method.isin(methods)], keys=()) for f, fr in frames.items()}
     n_units = int(scores[resnet].drop_duplicates("replica")["units"].sum())
     checks = [p for f in (lipschitz, resnet) if (p := _family_premise(premises, f, by="family",
@@ -304,11 +305,11 @@ def claim_lipschitz(pairs: Mapping[str, pd.DataFrame], *, gradient_methods: Sequ
         a = scores[lipschitz].pivot(index="replica", columns="method", values=score)
         b = scores[resnet].pivot(index="replica", columns="method", values=score).reindex_like(a)
         chosen = [m for m in methods if score == "MeGe" or m in gradient_methods]
-        here = {f"{score} {m}": _judge(a[m] - b[m], part_rule, units=n_units, what=f"{score} {m}: {lipschitz} − "
+        here = {f"{score} {m}": judge(a[m] - b[m], part_rule, units=n_units, what=f"{score} {m}: {lipschitz} − "
                                                                                      f"{resnet}") for m in chosen}
         cells[score] = here
         parts[f"R3.{score}"] = verdicts.decide(here, part_rule, untestable=untestable)
-        rows += _rows(here, score=score, **{"part verdict": str(parts[f"R3.{score}"])})
+        rows += judgement_rows(here, score=score, **{"part verdict": str(parts[f"R3.{score}"])})
     v = verdicts.decide_parts(parts, rule, untestable=untestable)
     v = premise.apply(v) if premise.holds is None else v
     table = pd.DataFrame(rows)
@@ -321,6 +322,6 @@ def claim_lipschitz(pairs: Mapping[str, pd.DataFrame], *, gradient_methods: Sequ
         paper_value=paper.quoted("Tables 4–5"),
         our_value=f"{len(replicas)} replicas; " + "; ".join(
             f"{score}: holds for {int(((table.score == score) & (table.outcome == 'holds')).sum())} of "
-            f"{int((table.score == score).sum())} methods ({parts[f'R3.{score}']}), {_weakest(cells[score])}"
+            f"{int((table.score == score).sum())} methods ({parts[f'R3.{score}']}), {weakest_text(cells[score])}"
             for score in ("ReCo", "MeGe")),
         verdict=v, table=table, units=n_units, kept_replicas=len(replicas))

@@ -12,6 +12,7 @@ import pandas as pd
 import torch
 
 from faithlab.study import verdicts
+from faithlab.study.verdicts import replication
 from faithlab.metrics.papers.reco_mege.crossfold import Pairs
 
 __all__ = ["score_draws", "null_frame", "pooled_sets"]
@@ -62,7 +63,7 @@ def pooled_sets(frame: pd.DataFrame) -> tuple[dict[str, dict], np.ndarray]:
     columns = sorted(c for c in frame.columns if c.startswith("distance "))
     if not columns:
         raise ValueError("frame must be a pairs_frame (columns 'distance 0', 'kind 0', 'shuffled 0', ...)")
-    replica = frame["replica"] if "replica" in frame else pd.Series(0, index=frame.index)
+    replica = replication.column(frame)
     frame = frame.assign(replica=replica.to_numpy()).sort_values(["method", "replica", "sample"], kind="stable")
     out, groups = {}, None
     for m, rows in frame.groupby("method", sort=False):
