@@ -3,13 +3,16 @@ situation and where the synthesis and a paper's chapter may disagree, from the s
 
 from __future__ import annotations
 
-import html
 import math
 
 import pandas as pd
 
+from faithlab import html
 from faithlab.html import DASH
 from faithlab.study.book.pages.claims import counts
+
+QUESTION = html.element("b", "Which metric to trust?")
+"""The front page's answer opens with the question it answers."""
 
 def answer_html(guide: pd.DataFrame, card: pd.DataFrame, guide_href: str | None,
                 setups: pd.DataFrame | None = None) -> str:
@@ -19,8 +22,9 @@ def answer_html(guide: pd.DataFrame, card: pd.DataFrame, guide_href: str | None,
     from faithlab.study.papers.synthesis import answer_sentence
 
     if guide.empty or card.empty:
-        return (f'<p class="fl-answer"><b>Which metric to trust?</b> The synthesis notebook did not run in this '
-                f'build; the <a href="{html.escape(guide_href)}">guide</a> explains how the study answers it.</p>')
+        return html.element("p", f"{QUESTION} The synthesis notebook did not run in this build; the "
+                                 f"{html.element('a', 'guide', href=guide_href)} explains how the study answers it.",
+                            cls="fl-answer")
     scale = ""
     if setups is not None and not setups.empty and "images" in setups.columns:
         images = pd.to_numeric(setups["images"], errors="coerce").dropna()
@@ -31,10 +35,10 @@ def answer_html(guide: pd.DataFrame, card: pd.DataFrame, guide_href: str | None,
                else f"{int(reps.min())} independently trained models, each")
         scale = (f" Each situation is {who} scored on {n} images, so a metric that holds up is a candidate to "
                  "check on your own model, not a proof.")
-    link = ("" if guide_href is None else f' Per situation, with intervals and the evidence: '
-            f'<a href="{html.escape(guide_href)}">which metric should I use?</a>')
-    return (f'<p class="fl-answer"><b>Which metric to trust?</b> {html.escape(answer_sentence(guide, card))}'
-            f"{html.escape(scale)}{link}</p>")
+    link = ("" if guide_href is None else " Per situation, with intervals and the evidence: "
+            + html.element("a", "which metric should I use?", href=guide_href))
+    return html.element("p", f"{QUESTION} {html.escape(answer_sentence(guide, card))}{html.escape(scale)}{link}",
+                        cls="fl-answer")
 
 
 def _rows_table(part: pd.DataFrame, *, cost_case: bool) -> str:
@@ -51,10 +55,10 @@ def _rows_table(part: pd.DataFrame, *, cost_case: bool) -> str:
         held = (f"{int(r['situations held'])}" if cost_case else "holds up" if r["holds up"]
                 else f"beaten by {beaten}" if beaten else "not separated" if r.get("not separated")
                 else "does not recover" if r.get("recovers") == "fails" else "no")
-        body.append(f"<tr><td>{html.escape(str(r['label']))}</td><td>{r['recovery']:.2f} [{r['low']:.2f}, "
-                    f"{r['high']:.2f}]</td><td>{r['cost']:.0f}</td><td>{spread}</td><td>{held}</td></tr>")
-    return ('<table class="fl-table"><thead><tr>' + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
-            + "".join(body) + "</tbody></table>")
+        body.append(html.element("tr", html.cells(html.escape(r["label"]),
+                                                  f"{r['recovery']:.2f} [{r['low']:.2f}, {r['high']:.2f}]",
+                                                  f"{r['cost']:.0f}", spread, held)))
+    return html.glance_table(html.head_row(*head), body, cls="fl-table")
 
 
 def guide_html(guide: pd.DataFrame, setups: pd.DataFrame, docname: str) -> str:
@@ -64,7 +68,7 @@ def guide_html(guide: pd.DataFrame, setups: pd.DataFrame, docname: str) -> str:
     from faithlab.study.papers.synthesis import COST_CASE, guide_sentences
 
     if guide.empty:
-        return '<p class="fl-empty">The synthesis notebook did not run in this build.</p>'
+        return html.element("p", "The synthesis notebook did not run in this build.", cls="fl-empty")
     n_images = dict(zip(setups["setup"], setups["images"])) if not setups.empty else {}
     sentences = guide_sentences(guide, n_images=n_images)
     prefix = "../" * str(docname).count("/")
@@ -73,10 +77,10 @@ def guide_html(guide: pd.DataFrame, setups: pd.DataFrame, docname: str) -> str:
     for case, part in guide.groupby("situation", sort=False):
         cost_case = case == COST_CASE
         title = case[0].upper() + case[1:]
-        parts.append(f"<h3>{html.escape(title)}</h3><p>{html.escape(sentences.get(case, ''))}</p>"
-                     f'<details class="fl-fold"><summary>Every metric in this situation ({len(part)}; evidence: '
-                     f'<a href="{html.escape(evidence)}">the synthesis notebook</a>)</summary>'
-                     f'<div class="fl-fold-body">{_rows_table(part, cost_case=cost_case)}</div></details>')
+        source = html.element("a", "the synthesis notebook", href=evidence)
+        parts.append(html.element("h3", html.escape(title)) + html.element("p", html.escape(sentences.get(case, "")))
+                     + html.fold(_rows_table(part, cost_case=cost_case),
+                                 f"Every metric in this situation ({len(part)}; evidence: {source})"))
     return "".join(parts)
 
 
@@ -125,6 +129,7 @@ def reconcile_html(card: pd.DataFrame, scorecard: pd.DataFrame, docname: str) ->
                        "metric ranks in the lower half here.")
         else:
             verdict = "The metric ranks in the upper half of the report card."
-        items.append(f'<li><a href="{prefix}{paper}.html"><b>{html.escape(name)}</b></a>: its paper claims here — '
-                     f"{html.escape(decided)}. In the synthesis, {html.escape(rank_text)}. {html.escape(verdict)}</li>")
-    return f'<ul class="fl-reconcile">{"".join(items)}</ul>'
+        chapter = html.element("a", html.element("b", html.escape(name)), href=f"{prefix}{paper}.html")
+        items.append(html.element("li", f"{chapter}: its paper claims here — {html.escape(decided)}. In the "
+                                        f"synthesis, {html.escape(rank_text)}. {html.escape(verdict)}"))
+    return html.element("ul", "".join(items), cls="fl-reconcile")
