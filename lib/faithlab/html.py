@@ -4,7 +4,7 @@ pages and the report calling these functions (house v4: one HTML module).
 * the report's page (:func:`faithlab.report.write`): :data:`REPORT_STYLE`, :func:`document`, :func:`heading`,
   :func:`paragraph`, :func:`link`, :func:`file_link`, :func:`text`, :func:`preformatted`, :func:`bullets`,
   :func:`image` and :func:`table`.
-* the book's pages (:mod:`faithlab.study.book.pages`): :func:`element`, :data:`BR`, :func:`escape`,
+* the book's pages (:mod:`faithlab.study.book.pages`): :func:`element`, :data:`BR`, :func:`escaped`,
   :func:`escape_keeping_bold`, :func:`cells`, :func:`head_row` and :func:`glance_table`;
 * the book's tables (:mod:`faithlab.study.book.pages.tables`): :func:`text_table`, :func:`fold`,
   :func:`relabel_table`, :func:`has_table` and :func:`table_cells`;
@@ -227,14 +227,14 @@ BR = "<br>"
 """A line break."""
 
 
-def escape(value) -> str:
+def escaped(value) -> str:
     """``str(value)`` escaped, to sit in a page's HTML."""
     return _html.escape(str(value))
 
 
 def element(tag: str, content: str = "", **attributes) -> str:
     """``<tag a="v" ...>content</tag>``: the attributes in the order given (``cls`` for ``class``; values escaped),
-    ``content`` HTML as given (escape its text: :func:`escape`, :func:`text_or_dash`)."""
+    ``content`` HTML as given (escape its text: :func:`escaped`, :func:`text_or_dash`)."""
     attrs = "".join(f' {"class" if name == "cls" else name}="{_html.escape(str(value))}"'
                     for name, value in attributes.items())
     return f"<{tag}{attrs}>{content}</{tag}>"

@@ -65,7 +65,7 @@ def glance_html(claims: pd.DataFrame, docname: str, *, notes: bool = False) -> s
         rule_id = str(getattr(row, "rule_id", "") or "").strip()
         if rule_id and rule_id != "nan":
             prefix = "../" * docname.count("/")
-            rule_link = html.element("a", html.escape(rule_id), href=f"{prefix}preregistration.html#rule-{rule_id}")
+            rule_link = html.element("a", html.escaped(rule_id), href=f"{prefix}preregistration.html#rule-{rule_id}")
             details += html.element("p", f"{html.element('b', 'registered rule')}: {rule_link}")
         fold = (html.element("details", html.element("summary", "rule and premise") + details, cls="fl-rule")
                 if details else "")
@@ -221,12 +221,12 @@ def failures_html(scorecard: pd.DataFrame, docname: str, *, order: Iterable[str]
         paper = PAPER_NAMES.get(str(row["paper"]), str(row["paper"]))
         kind = " (study check)" if str(row.get("kind", "")) == "study check" else ""
         if statement == str(row["claim"]).strip():  # no label: the statement is the link
-            claim = html.element("a", f"“{html.escape(statement)}”", href=href) + "."
+            claim = html.element("a", f"“{html.escaped(statement)}”", href=href) + "."
         else:
-            claim = html.element("a", html.escape(label), href=href) + f" — “{html.escape(statement)}”."
+            claim = html.element("a", html.escaped(label), href=href) + f" — “{html.escaped(statement)}”."
         items.append(html.element("li", f'{verdict_badge(str(row["verdict"]))} '
-                                        f'{html.element("b", html.escape(paper) + kind)}, {claim} '
-                                        f"{html.escape(why_sentence(row))}"))
+                                        f'{html.element("b", html.escaped(paper) + kind)}, {claim} '
+                                        f"{html.escaped(why_sentence(row))}"))
     return html.element("ul", "".join(items), cls="fl-failures")
 
 
@@ -234,7 +234,7 @@ def legend_html() -> str:
     """Every verdict's badge with what it means (:data:`faithlab.study.verdicts.MEANINGS`)."""
     from faithlab.study.verdicts import MEANINGS
 
-    items = "".join(html.element("li", f"{verdict_badge(v)} {html.escape(MEANINGS[v])}") for v in VERDICTS)
+    items = "".join(html.element("li", f"{verdict_badge(v)} {html.escaped(MEANINGS[v])}") for v in VERDICTS)
     return html.element("ul", items, cls="fl-legend")
 
 def executed_parameters(notebook: Path) -> dict | None:
@@ -308,14 +308,14 @@ def build_html(url: str, *, seconds: float, notebooks: int, profiles: list[str])
 
     local = not url or "OWNER" in url or "REPOSITORY" in url
     where = ("This build is local (not published)." if local else
-             f'The published book is at {html.element("a", html.escape(url), href=url)}.')
+             f'The published book is at {html.element("a", html.escaped(url), href=url)}.')
     if notebooks:
         which = ", ".join(profiles)
         ran = (f" Its {notebooks} notebooks ran for {duration(seconds)} in total ({which} profile{'s' if len(profiles) > 1 else ''}"
                f"; summed over notebooks, so a parallel build takes less wall time).")
     else:
         ran = " No notebook of this build recorded its run time."
-    return html.element("p", where + html.escape(ran), cls="fl-build")
+    return html.element("p", where + html.escaped(ran), cls="fl-build")
 
 
 def transfer_html(setup: pd.DataFrame, claims: pd.DataFrame, *, shown: int = 4) -> str:

@@ -37,7 +37,7 @@ def answer_html(guide: pd.DataFrame, card: pd.DataFrame, guide_href: str | None,
                  "check on your own model, not a proof.")
     link = ("" if guide_href is None else " Per situation, with intervals and the evidence: "
             + html.element("a", "which metric should I use?", href=guide_href))
-    return html.element("p", f"{QUESTION} {html.escape(answer_sentence(guide, card))}{html.escape(scale)}{link}",
+    return html.element("p", f"{QUESTION} {html.escaped(answer_sentence(guide, card))}{html.escaped(scale)}{link}",
                         cls="fl-answer")
 
 
@@ -55,7 +55,7 @@ def _rows_table(part: pd.DataFrame, *, cost_case: bool) -> str:
         held = (f"{int(r['situations held'])}" if cost_case else "holds up" if r["holds up"]
                 else f"beaten by {beaten}" if beaten else "not separated" if r.get("not separated")
                 else "does not recover" if r.get("recovers") == "fails" else "no")
-        body.append(html.element("tr", html.cells(html.escape(r["label"]),
+        body.append(html.element("tr", html.cells(html.escaped(r["label"]),
                                                   f"{r['recovery']:.2f} [{r['low']:.2f}, {r['high']:.2f}]",
                                                   f"{r['cost']:.0f}", spread, held)))
     return html.glance_table(html.head_row(*head), body, cls="fl-table")
@@ -78,7 +78,7 @@ def guide_html(guide: pd.DataFrame, setups: pd.DataFrame, docname: str) -> str:
         cost_case = case == COST_CASE
         title = case[0].upper() + case[1:]
         source = html.element("a", "the synthesis notebook", href=evidence)
-        parts.append(html.element("h3", html.escape(title)) + html.element("p", html.escape(sentences.get(case, "")))
+        parts.append(html.element("h3", html.escaped(title)) + html.element("p", html.escaped(sentences.get(case, "")))
                      + html.fold(_rows_table(part, cost_case=cost_case),
                                  f"Every metric in this situation ({len(part)}; evidence: {source})"))
     return "".join(parts)
@@ -129,7 +129,7 @@ def reconcile_html(card: pd.DataFrame, scorecard: pd.DataFrame, docname: str) ->
                        "metric ranks in the lower half here.")
         else:
             verdict = "The metric ranks in the upper half of the report card."
-        chapter = html.element("a", html.element("b", html.escape(name)), href=f"{prefix}{paper}.html")
-        items.append(html.element("li", f"{chapter}: its paper claims here — {html.escape(decided)}. In the "
-                                        f"synthesis, {html.escape(rank_text)}. {html.escape(verdict)}"))
+        chapter = html.element("a", html.element("b", html.escaped(name)), href=f"{prefix}{paper}.html")
+        items.append(html.element("li", f"{chapter}: its paper claims here — {html.escaped(decided)}. In the "
+                                        f"synthesis, {html.escaped(rank_text)}. {html.escaped(verdict)}"))
     return html.element("ul", "".join(items), cls="fl-reconcile")

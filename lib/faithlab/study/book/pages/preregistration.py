@@ -44,8 +44,8 @@ def procedure_html() -> str:
         f"{bold(V.PARTLY)}: only for a claim of several named parts, each with a rule of its own, when the share of "
         "its parts that the rule fixes in advance is reproduced and not all are.",
     ]
-    combine = "".join(html.element("li", f"{bold(html.escape(k))}: {html.escape(v)}") for k, v in DECISIONS.items())
-    methods = "".join(html.element("li", f"{bold(html.escape(k))}: {html.escape(v)}")
+    combine = "".join(html.element("li", f"{bold(html.escaped(k))}: {html.escaped(v)}") for k, v in DECISIONS.items())
+    methods = "".join(html.element("li", f"{bold(html.escaped(k))}: {html.escaped(v)}")
                       for k, v in INTERVAL_METHODS.items())
     checks = [
         "the trained model is the unit of replication: a claim about trained stand-ins rests on at least "
@@ -108,8 +108,8 @@ def coverage_html(frame: pd.DataFrame) -> str:
         others = part[~part["asserted"].astype(bool)]
         note = "; ".join(f"not held to it: {r.kind}, n = {r.units}: {r.coverage:.3f}" for r in others.itertuples())
         rows.append(html.element("tr", html.cells(
-            html.escape(method), f"{len(asserted)}", f"{asserted['coverage'].min():.3f} ± {worst['se']:.3f}",
-            f"{asserted['coverage'].mean():.3f}", html.escape(note) or "—")))
+            html.escaped(method), f"{len(asserted)}", f"{asserted['coverage'].min():.3f} ± {worst['se']:.3f}",
+            f"{asserted['coverage'].mean():.3f}", html.escaped(note) or "—")))
     head = html.head_row("interval", "designs", "lowest coverage (± simulation SE)", "mean coverage", "noted")
     detail = table_html(format_table(frame.drop(columns=["asserted"]).fillna("")))
     return html.glance_table(head, rows) + html.fold(detail, "Every simulated design: open")
@@ -131,36 +131,37 @@ def rules_html(scorecard: pd.DataFrame, docname: str, paper: str) -> str:
         decided = scorecard[ids == r.id]
         if r.id in parent and decided.empty:  # a part is decided inside its claim: link the claim's rows
             decided = scorecard[ids == parent[r.id]]
-        links = html.BR.join(html.element("a", html.escape(claim_label(row.claim)),
+        links = html.BR.join(html.element("a", html.escaped(claim_label(row.claim)),
                                           href=notebook_href(row.paper, row.experiment, docname, row.claim))
                              for row in decided.itertuples())
         kind = " " + html.element("span", "study check", cls="fl-kind") if r.kind == "study check" else ""
         if r.id in parent:
-            part_of = html.element("a", html.escape(parent[r.id]), href=f"#rule-{parent[r.id]}")
+            part_of = html.element("a", html.escaped(parent[r.id]), href=f"#rule-{parent[r.id]}")
             kind += " " + html.element("span", f"a part of {part_of}", cls="fl-kind")
-        how = html.escape(r.decision) + (f" ({r.share:.0%})" if r.share is not None else "") + (
-            f": {html.escape(', '.join(r.parts))}" if r.parts else "")
+        how = html.escaped(r.decision) + (f" ({r.share:.0%})" if r.share is not None else "") + (
+            f": {html.escaped(', '.join(r.parts))}" if r.parts else "")
         premises = "; ".join(r.premises)
-        first = (f"{bold(html.escape(r.id))}{kind}{html.BR}{html.escape(r.claim)}{html.BR}"
+        first = (f"{bold(html.escaped(r.id))}{kind}{html.BR}{html.escaped(r.claim)}{html.BR}"
                  f"{links or html.element('i', 'not decided in this build')}")
-        null = html.escape(r.null) + (f"{html.BR}{small(f'premises: {html.escape(premises)}')}" if premises else "")
+        null = html.escaped(r.null) + (f"{html.BR}{small(f'premises: {html.escaped(premises)}')}" if premises else "")
         rows.append(html.element("tr", html.element("td", first, cls="fl-claim") + html.cells(
-            html.escape(r.statistic),
-            f"{html.escape(r.direction)} {html.escape(r.margin_text())}{html.BR}{small(html.escape(r.margin_source))}",
-            how, null, f"{r.replicas} × {r.units}{html.BR}{small(html.escape(r.interval))}"), id=f"rule-{r.id}"))
+            html.escaped(r.statistic),
+            f"{html.escaped(r.direction)} {html.escaped(r.margin_text())}{html.BR}"
+            f"{small(html.escaped(r.margin_source))}",
+            how, null, f"{r.replicas} × {r.units}{html.BR}{small(html.escaped(r.interval))}"), id=f"rule-{r.id}"))
     from faithlab.study.verdicts.rules import BEATS, HOLDS_UP, all_answers
 
     for name, a in all_answers().items():  # a study answer's registered rule (the synthesis's guide)
         if a["paper"] != paper:
             continue
-        interval = f"{html.escape(a['interval'])}, level {a['level']:g}"
-        first = (f"{bold(html.escape(name))} {html.element('span', 'study answer', cls='fl-kind')}{html.BR}"
-                 f"{html.escape(a['statement'])}")
+        interval = f"{html.escaped(a['interval'])}, level {a['level']:g}"
+        first = (f"{bold(html.escaped(name))} {html.element('span', 'study answer', cls='fl-kind')}{html.BR}"
+                 f"{html.escaped(a['statement'])}")
         rows.append(html.element("tr", html.element("td", first, cls="fl-claim") + html.cells(
-            f"{html.escape(HOLDS_UP[a['holds_up']])}; {html.escape(BEATS[a['beats']])}",
-            f"{html.escape(a['margin'])}{html.BR}{small(html.escape(a['margin_source']))}",
-            f"holds up: {html.escape(a['holds_up'])}; beats: {html.escape(a['beats'])}",
-            html.escape(a.get("null", "")),
+            f"{html.escaped(HOLDS_UP[a['holds_up']])}; {html.escaped(BEATS[a['beats']])}",
+            f"{html.escaped(a['margin'])}{html.BR}{small(html.escaped(a['margin_source']))}",
+            f"holds up: {html.escaped(a['holds_up'])}; beats: {html.escaped(a['beats'])}",
+            html.escaped(a.get("null", "")),
             f"{a['replicas']} per situation{html.BR}{small(interval)}"),
             id=f"rule-{name}"))
     head = html.head_row("rule and the claims it decided", "statistic", "direction, margin (source)", "cells combine",
@@ -168,8 +169,8 @@ def rules_html(scorecard: pd.DataFrame, docname: str, paper: str) -> str:
     from faithlab.study.verdicts.rules import load
 
     files = [p for p in rule_files() if any(r.paper == paper for r in load(p)[0].values())]
-    raw = "".join(html.fold(html.element("pre", html.escape(p.read_text())),
-                            f"The rules file {html.element('code', html.escape(p.name))}, as committed: open")
+    raw = "".join(html.fold(html.element("pre", html.escaped(p.read_text())),
+                            f"The rules file {html.element('code', html.escaped(p.name))}, as committed: open")
                   for p in files)
     return html.glance_table(head, rows, cls="fl-glance fl-prereg") + raw
 
@@ -182,11 +183,11 @@ def rules_log_html() -> str:
     for name, lines in log().items():
         for line in lines:
             change = str(line.get("change", "changed"))
-            what = (f"{html.escape(str(line.get('field')))}: {html.escape(str(line.get('old')))} → "
-                    f"{html.escape(str(line.get('new')))}" if change == "changed" else html.escape(change))
+            what = (f"{html.escaped(str(line.get('field')))}: {html.escaped(str(line.get('old')))} → "
+                    f"{html.escaped(str(line.get('new')))}" if change == "changed" else html.escaped(change))
             rows.append((str(line.get("date", "")), html.element("tr", html.cells(
-                html.escape(line.get("date", "")), html.escape(name), html.escape(line.get("claim", "")), what,
-                html.escape(line.get("why", ""))))))
+                html.escaped(line.get("date", "")), html.escaped(name), html.escaped(line.get("claim", "")), what,
+                html.escaped(line.get("why", ""))))))
     rows.sort(key=lambda r: r[0], reverse=True)
     head = html.head_row("date", "file", "claim", "change", "why")
     return html.glance_table(head, (r for _, r in rows))
