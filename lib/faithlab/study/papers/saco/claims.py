@@ -183,7 +183,7 @@ def claim_random_separation(per_sample: pd.DataFrame, *, random_saco: pd.DataFra
     ``"S1.cumulative"``), then the claim by ``"S1"`` (parts):
 
     - S1.zero: SaCo(Random) per image (from ``random_saco`` when given:
-      :func:`~faithlab.study.papers.saco.scores.random_saco_frame`, a random map on more images of the same models; else ``random``'s rows of ``per_sample``),
+      :func:`~faithlab.study.papers.saco.experiments.random_saco_frame`, a random map on more images of the same models; else ``random``'s rows of ``per_sample``),
       its t interval on the model means within ± the margin (two one-sided cells);
     - S1.above: per method of ``methods`` (the paper's ten, those present), SaCo(method) − SaCo(Random) per image
       above the margin; more than half of the methods must hold;
