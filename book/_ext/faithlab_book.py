@@ -20,7 +20,6 @@ The directives read ``_generated/`` when the page is built, so ``make html`` sho
 
 from __future__ import annotations
 
-import html
 import importlib
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from sphinx import addnodes
 from sphinx.directives.patches import CSVTable
 from sphinx.util.docutils import SphinxDirective
 
+from faithlab import html
 from faithlab.study.book import pages
 
 GENERATED = "_generated"
@@ -96,9 +96,8 @@ class ReadableCSVTable(CSVTable):
         if fold is None:
             return [*table, link]
         caption = self.arguments[0] if self.arguments else Path(relative).stem
-        summary = f"Table ({fold}): {html.escape(caption)}"
-        return [_raw(f'<details class="fl-fold"><summary>{summary}</summary><div class="fl-fold-body">'), *table,
-                link, _raw("</div></details>")]
+        summary = f"Table ({fold}): {html.escaped(caption)}"
+        return [_raw(html.fold_open(summary)), *table, link, _raw(html.FOLD_CLOSE)]
 
 
 class Glance(SphinxDirective):
@@ -136,22 +135,22 @@ class Preregistration(SphinxDirective):
         card = _scorecard(self)
         if "rule_id" not in card:
             card["rule_id"] = ""
-        parts = [pages.procedure_html(), "<h2>The intervals' coverage</h2>",
-                 "<p>Simulated when the book was built (the table <code>tests/package/test_coverage.py</code> "
-                 "asserts): how often each interval holds the truth for a nominal 0.95, over nested designs of 3, 5 "
-                 "and 8 trained replicas.</p>", pages.coverage_html(pages.coverage_frame(generated))]
+        test = html.element("code", "tests/package/test_coverage.py")
+        parts = [pages.procedure_html(), html.element("h2", "The intervals' coverage"),
+                 html.element("p", f"Simulated when the book was built (the table {test} asserts): how often each "
+                                   "interval holds the truth for a nominal 0.95, over nested designs of 3, 5 and 8 "
+                                   "trained replicas."), pages.coverage_html(pages.coverage_frame(generated))]
         papers = {r.paper for r in all_rules().values()}
         for paper in paper_order([*CHAPTERS, *papers, *frame["paper"].astype(str)]):
             part = frame[frame["paper"].astype(str) == paper]
             if part.empty and paper not in papers:
                 continue
-            parts.append(f"<h2>{html.escape(PAPER_NAMES.get(paper, paper))}</h2>")
+            parts.append(html.element("h2", html.escaped(PAPER_NAMES.get(paper, paper))))
             parts.append(pages.rules_html(card, self.env.docname, paper))
             if not part.empty:
-                parts.append('<details class="fl-fold"><summary>The decisions of this build, as the deciding '
-                             'functions wrote them: open</summary><div class="fl-fold-body">'
-                             + pages.preregistration_html(part, self.env.docname) + "</div></details>")
-        parts += ["<h2>Change log of the rules</h2>", pages.rules_log_html()]
+                parts.append(html.fold(pages.preregistration_html(part, self.env.docname),
+                                       "The decisions of this build, as the deciding functions wrote them: open"))
+        parts += [html.element("h2", "Change log of the rules"), pages.rules_log_html()]
         return [_raw("".join(parts))]
 
 
@@ -197,9 +196,10 @@ class Summary(SphinxDirective):
             sentence = pages.summary_sentence(name, claims)
             href = f"{paper}.html" if (Path(self.env.srcdir) / f"{paper}.md").is_file() else None
             head, _, rest = sentence.partition(":")
-            head = f'<a href="{href}"><b>{html.escape(head)}</b></a>' if href else f"<b>{html.escape(head)}</b>"
-            items.append(f"<li>{head}:{html.escape(rest)}</li>")
-        return [_raw(f'<ul class="fl-summary">{"".join(items)}</ul>')]
+            head = html.element("b", html.escaped(head))
+            items.append(html.element("li", f"{html.element('a', head, href=href) if href else head}:"
+                                            f"{html.escaped(rest)}"))
+        return [_raw(html.element("ul", "".join(items), cls="fl-summary"))]
 
 
 SYNTHESIS = Path(GENERATED) / "synthesis" / "metrics_compared"
@@ -306,9 +306,8 @@ def _fold_wide_tables(app, doctree):
         if reason is None:
             continue
         parent, at = table.parent, table.parent.index(table)
-        parent.insert(at + 1, nodes.raw("", "</div></details>", format="html"))
-        parent.insert(at, nodes.raw("", f'<details class="fl-fold"><summary>Table ({html.escape(reason)}): open'
-                                        '</summary><div class="fl-fold-body">', format="html"))
+        parent.insert(at + 1, nodes.raw("", html.FOLD_CLOSE, format="html"))
+        parent.insert(at, nodes.raw("", html.fold_open(f"Table ({html.escaped(reason)}): open"), format="html"))
 
 
 def _no_numbers(app, config):

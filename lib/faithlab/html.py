@@ -6,7 +6,8 @@ pages and the report calling these functions (house v4: one HTML module).
   :func:`image` and :func:`table`.
 * the book's pages (:mod:`faithlab.study.book.pages`): :func:`element`, :data:`BR`, :func:`escaped`,
   :func:`escape_keeping_bold`, :func:`cells`, :func:`head_row` and :func:`glance_table`;
-* the book's tables (:mod:`faithlab.study.book.pages.tables`): :func:`text_table`, :func:`fold`,
+* the book's tables (:mod:`faithlab.study.book.pages.tables`): :func:`text_table`, :func:`fold` (:func:`fold_open`,
+  :data:`FOLD_CLOSE`),
   :func:`relabel_table`, :func:`has_table` and :func:`table_cells`;
 * a notebook's claims (:meth:`faithlab.study.artifacts.Outputs.claim`, the pages' links to them):
   :func:`claim_anchor`, :func:`verdict_badge` and :func:`claim_html`.
@@ -166,7 +167,17 @@ def text_table(columns: Iterable, rows: Iterable[Iterable], *, css_class: str = 
 
 def fold(body: str, summary: str, *, cls: str = "fl-fold") -> str:
     """HTML ``body`` folded in a dropdown whose closed line reads ``summary`` (HTML, as given)."""
-    return f'<details class="{cls}"><summary>{summary}</summary><div class="fl-fold-body">{body}</div></details>'
+    return fold_open(summary, cls=cls) + body + FOLD_CLOSE
+
+
+def fold_open(summary: str, *, cls: str = "fl-fold") -> str:
+    """The start of :func:`fold`, for a body that is not HTML text (the book's tables as document nodes); end it with
+    :data:`FOLD_CLOSE`."""
+    return f'<details class="{cls}"><summary>{summary}</summary><div class="fl-fold-body">'
+
+
+FOLD_CLOSE = "</div></details>"
+"""The end of :func:`fold_open`."""
 
 
 _HEADER_CELL = re.compile(r"(<th[^>]*>)([^<]*)(</th>)")
