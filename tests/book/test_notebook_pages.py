@@ -1,4 +1,4 @@
-"""Executed notebooks as pages of the book (faithlab.study.book.notebook_page, faithlab.study.artifacts.claim_html): one
+"""Executed notebooks as pages of the book (faithlab.study.book.notebook_page, faithlab.html.claim_html): one
 parameters cell, the chapter link and the run time first, every claim shown once where it is computed, no stderr
 on the page (but in a log and on the runner's terminal), no library progress bar in the runner's kernels."""
 
