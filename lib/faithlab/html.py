@@ -137,7 +137,7 @@ def claim_cell(value) -> str:
 
 
 def claim_html(row: dict) -> str:
-    """A claim's row (a dict with the :data:`faithlab.study.artifacts.CLAIM_COLUMNS` keys, as
+    """A claim's row (a dict with the ``faithlab.study.artifacts.CLAIM_COLUMNS`` keys, as
     :meth:`faithlab.study.artifacts.Outputs.claim` records it) as the HTML its notebook's page shows: a one-row
     ``<table class="fl-glance fl-claim-row">`` carrying ``id="<claim_anchor(claim)>"`` (the target of the chapter
     pages' and the scorecard's links), with the columns claim | paper | ours | verdict (:func:`verdict_badge`) and the
