@@ -72,7 +72,7 @@ fl.plots.set_style()
 # %%
 if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
     raise ValueError(f"replicas must be an int ≥ 1, got {replicas!r}")
-rows, curves, ood_rows = [], [], []
+data, models = {}, {}  # r: its canvases, test inputs and maps; (r, replica, β): (original, fine-tuned model)
 for r in rs:
     canvas = fs.papers.ffidelity.CanvasModels(image_size=image_size, r=r, color=color, palette=palette,
                                                  n_train=n_train, width=width, n_epochs=n_epochs,
@@ -80,32 +80,44 @@ for r in rs:
     train_data, test = canvas.load(seed)
     key = canvas.data_key(seed)
     x, y = test.x[:n_test].to(device), test.y[:n_test].to(device)
-    attr = fl.explainers.ground_truth(test.mask[:n_test], x)
+    data[r] = (test, x, y, fl.explainers.ground_truth(test.mask[:n_test], x))
     for replica in fs.verdicts.replicas(seed, f"ffidelity/size_plateau/{r:g}", replicas):
-        q, train_seed = replica.index, replica.seed
-        base, hist = fl.train.fit("small_cnn", canvas.model_config(), train_data, canvas.train_config(train_seed),
+        base, hist = fl.train.fit("small_cnn", canvas.model_config(), train_data, canvas.train_config(replica.seed),
                                   data_key=key, test_data=test, device=device, progress=False)
         base = base.to(device).eval()
         for beta in betas:
-            model, _ = fl.train.finetune(base, train_data, canvas.finetune_config(train_seed),
+            model, _ = fl.train.finetune(base, train_data, canvas.finetune_config(replica.seed),
                                          fl.train.RandomRemoval(beta), data_key=key, base_key=hist["key"],
                                          test_data=test, device=device, progress=False)
-            model = model.to(device).eval()
-            if beta == min(betas):
-                ood_rows.append(fs.papers.ffidelity.ood_per_input(
-                    {"original": base, "fine-tuned": model}, x, y, test.mask[:n_test].flatten(1).to(device),
-                    beta=beta, n_draws=5, generator=seed, batch_size=batch_size).assign(r=r, replica=q))
-            scores = fl.metrics.fid_plus(model, x, attr, target=y, sparsity=sparsity, alpha=alpha, beta=beta,
-                                         n_samples=n_samples, generator=seed, ties="random", batch_size=batch_size)
-            curve = scores.mean(dim=0).cpu()
-            r_hat = fl.metrics.explanation_size(curve.double(), sparsity, alpha=alpha, beta=beta,
-                                                tol=tolerance).item()
-            acc = fl.train.loss_and_accuracy(model, test.subset(range(n_test)), device=device)["accuracy"]
-            rows.append({"r": r, "beta": beta, "replica": q, "beta/alpha": fl.metrics.critical_points(alpha, beta),
-                         "realised r": test.extras["fraction"][:n_test].mean().item(), "r read off": r_hat,
-                         "|error|": abs(r_hat - r), "fine-tuned accuracy": acc})
-            curves.append(pd.DataFrame({"r": r, "beta": beta, "replica": q, "explanation size s": sparsity,
-                                        "FFid+": curve.tolist()}))
+            models[r, replica.index, beta] = (base, model.to(device).eval())
+
+# %% [markdown]
+# Each fine-tuned model then scores the digit masks: its FFid+ curve over the explanation sizes, the size read off
+# that curve, its test accuracy and, for the smallest β, the mechanism check's per-image losses.
+
+# %%
+rows, curves, ood_rows = [], [], []
+for (r, q, beta), (base, model) in models.items():
+    test, x, y, attr = data[r]
+    if beta == min(betas):
+        ood_rows.append(fs.papers.ffidelity.ood_per_input(
+            {"original": base, "fine-tuned": model}, x, y, test.mask[:n_test].flatten(1).to(device),
+            beta=beta, n_draws=5, generator=seed, batch_size=batch_size).assign(r=r, replica=q))
+    scores = fl.metrics.fid_plus(model, x, attr, target=y, sparsity=sparsity, alpha=alpha, beta=beta,
+                                 n_samples=n_samples, generator=seed, ties="random", batch_size=batch_size)
+    curve = scores.mean(dim=0).cpu()
+    r_hat = fl.metrics.explanation_size(curve.double(), sparsity, alpha=alpha, beta=beta, tol=tolerance).item()
+    acc = fl.train.loss_and_accuracy(model, test.subset(range(n_test)), device=device)["accuracy"]
+    rows.append({"r": r, "beta": beta, "replica": q, "beta/alpha": fl.metrics.critical_points(alpha, beta),
+                 "realised r": test.extras["fraction"][:n_test].mean().item(), "r read off": r_hat,
+                 "|error|": abs(r_hat - r), "fine-tuned accuracy": acc})
+    curves.append(pd.DataFrame({"r": r, "beta": beta, "replica": q, "explanation size s": sparsity,
+                                "FFid+": curve.tolist()}))
+
+# %% [markdown]
+# The read-out table (one row per r, β and replica) and the replicas' mean FFid+ curves.
+
+# %%
 table = pd.DataFrame(rows)
 ood = pd.concat(ood_rows, ignore_index=True)
 out.table(ood, "ood_per_input")
