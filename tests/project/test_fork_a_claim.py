@@ -1,0 +1,106 @@
+"""The README's "Fork: add a claim", followed to the letter in a copy of the project: its claim function is appended
+to the paper's claims module, its rule to the paper's rules file with the change-log line the README asks for (the
+rules audit then passes), its test runs and passes, and its notebook cell, run on a frame of three replicas, records
+the claim with its verdict and its claim function in the notebook's claims.csv. The copy runs in subprocesses: the
+project under test is not touched."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _readme_blocks() -> dict[str, list[str]]:
+    """The fenced blocks of the README's "Fork: add a claim", by language."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Fork: add a claim"):text.index("## Layout")]
+    blocks: dict[str, list[str]] = {}
+    for lang, body in re.findall(r"```(\w+)\n(.*?)\n\s*```", section, re.S):
+        blocks.setdefault(lang, []).append(textwrap.dedent(body))
+    return blocks
+
+
+def test_the_readme_names_three_pieces_of_code_and_one_rule():
+    blocks = _readme_blocks()
+    assert len(blocks["python"]) == 3 and len(blocks["toml"]) == 1, {k: len(v) for k, v in blocks.items()}
+    assert "def claim_beats_random" in blocks["python"][0] and "[claims.CX]" in blocks["toml"][0]
+
+
+CELL = r'''
+import sys
+import numpy as np
+import pandas as pd
+import faithlab.study as fs
+
+P = fs.papers.fewclass
+rng = np.random.default_rng(1)
+scores = pd.DataFrame([{"replica": r, "image": i, "method": m, "score": (0.3 if m == "gradcam" else 0.0)
+                        + rng.normal(0, 0.05)} for r in range(3) for i in range(30) for m in ("gradcam", "random")])
+out = fs.artifacts.for_notebook("fewclass/toy")
+exec(open(sys.argv[1]).read())
+claims = pd.read_csv(out.folder / "claims.csv")
+row = claims[claims["claim"].str.startswith("CX")].iloc[0]
+print(row["verdict"], row["function"])
+'''
+
+
+@pytest.mark.timeout(300)
+def test_the_readmes_claim_is_decided_and_recorded_in_a_copy(tmp_path):
+    blocks = _readme_blocks()
+    function, test, cell = blocks["python"]
+    copy = tmp_path / "lib"
+    shutil.copytree(ROOT / "lib" / "faithlab", copy / "faithlab", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    claims = copy / "faithlab" / "study" / "papers" / "fewclass" / "claims.py"
+    claims.write_text(claims.read_text() + "\n\n" + function + "\n")
+    rules = copy / "faithlab" / "study" / "verdicts" / "registered" / "fewclass.toml"
+    rules.write_text(rules.read_text() + "\n" + blocks["toml"][0] + "\n")
+    env = {**os.environ, "PYTHONPATH": str(copy), "FAITHLAB_PROGRESS": "0",
+           "FAITHLAB_GENERATED": str(tmp_path / "generated")}
+
+    def run(*args, timeout=240):
+        return subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=timeout,
+                              cwd=tmp_path)
+
+    # the change-log line the README asks for, with the fingerprint the command prints
+    printed = run("-m", "faithlab.study.verdicts", str(rules))
+    assert printed.returncode == 1 and "without a line in the log" in printed.stdout, printed.stdout + printed.stderr
+    fingerprint = printed.stdout.split()[1]
+    dates = re.findall(r'^date = "(\d{4}-\d{2}-\d{2})"', rules.read_text(), re.M)
+    date = max([datetime.date.today().isoformat(), *dates])
+    rules.write_text(rules.read_text() + f'\n[[log]]\ndate = "{date}"\nclaim = "CX"\nchange = "registered"\n'
+                     f'why = "the README\'s fork"\nfingerprint = "{fingerprint}"\n')
+    audited = run("-m", "faithlab.study.verdicts", str(rules))
+    assert audited.returncode == 0, audited.stdout + audited.stderr
+
+    test_file = tmp_path / "test_readme_claim.py"
+    test_file.write_text("import numpy as np\nimport pandas as pd\nimport pytest\n\nimport faithlab.study as fs\n\n\n"
+                         + test)
+    tested = run("-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", str(test_file))
+    assert tested.returncode == 0 and "3 passed" in tested.stdout, tested.stdout + tested.stderr
+
+    cell_file = tmp_path / "cell.py"
+    cell_file.write_text(cell + "\n")
+    recorded = run("-c", CELL, str(cell_file))
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    verdict, function_name = recorded.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert verdict == "reproduced" and function_name.endswith("fewclass.claims.claim_beats_random"), recorded.stdout
+
+
+def test_without_the_fork_the_claim_is_nowhere():
+    """The control: the project as it is has no rule CX and no claim_beats_random (so the test above finds the
+    README's)."""
+    import faithlab.study as fs
+
+    with pytest.raises(ValueError, match="has no rule"):
+        fs.verdicts.rule("CX")
+    assert not hasattr(fs.papers.fewclass.claims, "claim_beats_random")
