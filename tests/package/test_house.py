@@ -226,3 +226,16 @@ def test_protocols_do_not_test_for_the_replica_column_by_hand():
     found = [f"{p.relative_to(ROOT)}:{i}" for p in _modules(STUDY) if p != owner
              for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
     assert not found, f"replica columns tested by hand (use faithlab.study.verdicts.replication): {found}"
+
+
+def test_the_study_package_re_exports_the_runners_names_without_importing_it():
+    import subprocess
+    import sys
+
+    import faithlab.study as fs
+    from faithlab.study import runner
+
+    assert set(fs.RUNNER_NAMES) == set(runner.__all__)
+    code = "import sys, faithlab.study; print('faithlab.study.runner' in sys.modules, 'yaml' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "False"], done.stdout  # a slim install (no pyyaml) imports the study

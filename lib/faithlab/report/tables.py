@@ -297,7 +297,7 @@ def sanity(frame: pd.DataFrame, randomised: pd.DataFrame | None = None, *, rando
     ``randomised``, the frame :func:`on_randomised` returns; NaN with fewer than two explainers, where there is no
     ranking), ``beats random: <explainer>`` the share of images where each explainer scores better than the random
     map ``random`` (the name of a random explainer in ``frame``; ties ½), and ``recovery (...)`` columns when
-    ``recovery`` (a :func:`faithlab.study.papers.synthesis.meta_evaluation.recovery` table) is given."""
+    ``recovery`` (a :func:`faithlab.study.papers.synthesis.experiments.recovery` table) is given."""
     from faithlab.evaluation import METRICS
     from faithlab.evaluation import meta
 

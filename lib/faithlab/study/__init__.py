@@ -16,21 +16,29 @@ Dependencies point down: notebooks → study → library. The runner's public na
 
 import importlib
 
-from faithlab.study.runner import __all__ as _runner_all
-from faithlab.study.runner.cli import main  # light: ``python -m faithlab.study`` imports this package first
-
-# Everything else is imported on first use (PEP 562): the command line checks its arguments before torch, pandas,
-# papermill or dask are imported (tests/study/test_runner_usage.py).
+# Everything is imported on first use (PEP 562): the command line checks its arguments before torch, pandas, papermill
+# or dask are imported (tests/study/test_runner_usage.py), and a slim install (no pyyaml, no papermill: the study's
+# extra) still imports the verdicts, the artifact writer and the papers' claim functions.
 _SUBPACKAGES = ("papers", "verdicts", "artifacts", "book", "runner", "recipes")
+RUNNER_NAMES = (
+    "PROFILES", "StudyError", "Notebook", "notebooks_dir", "discover", "select", "load_profile", "parse_overrides",
+    "merge_parameters", "STAMP", "run_key", "output_paths", "is_current", "LOCKS", "STAGING", "JOURNAL", "recover",
+    "SHARDS", "SHARD_DONE", "SHARD_SECONDS", "shard_plan", "shard_store", "KERNEL_STARTUP", "kernel_options",
+    "Result", "execute", "CLAIMS", "CLAIM_COLUMNS", "SCORECARD", "SUMMARY", "PREREGISTRATION", "STUDY_MAP",
+    "ALL_PAPERS", "STUDY_CHECK", "summarise", "write_scorecard", "run", "main",
+)
+"""The runner's public names (``faithlab.study.runner.__all__``), re-exported here."""
 
-__all__ = [*_SUBPACKAGES, *_runner_all]
+__all__ = [*_SUBPACKAGES, *RUNNER_NAMES]
 
 
 def __getattr__(name: str):
     if name in _SUBPACKAGES:
         value = importlib.import_module(f"{__name__}.{name}")
+    elif name in RUNNER_NAMES:
+        value = getattr(importlib.import_module(f"{__name__}.runner"), name)
     else:
-        value = getattr(importlib.import_module(f"{__name__}.runner"), name)  # AttributeError names the runner
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
     return value
 

@@ -17,7 +17,7 @@ QUESTION = html.element("b", "Which metric to trust?")
 def answer_html(guide: pd.DataFrame, card: pd.DataFrame, guide_href: str | None,
                 setups: pd.DataFrame | None = None) -> str:
     """The front page's answer to "which metric should I trust?": the synthesis's generated answer
-    (:func:`faithlab.study.papers.synthesis.advice.answer_sentence`), the scale it rests on (``setups``: the synthesis's
+    (:func:`faithlab.study.papers.synthesis.claims.advice.answer_sentence`), the scale it rests on (``setups``: the synthesis's
     set-up table, its ``replicas`` trained models per situation and ``images`` per model) and a link to the guide."""
     from faithlab.study.papers.synthesis import answer_sentence
 
@@ -63,7 +63,7 @@ def _rows_table(part: pd.DataFrame, *, cost_case: bool) -> str:
 
 def guide_html(guide: pd.DataFrame, setups: pd.DataFrame, docname: str) -> str:
     """The guide's recommendations: per situation a generated sentence
-    (:func:`faithlab.study.papers.synthesis.advice.guide_sentences`) and, folded, every metric's recovery with its
+    (:func:`faithlab.study.papers.synthesis.claims.advice.guide_sentences`) and, folded, every metric's recovery with its
     interval, cost and removal-value spread."""
     from faithlab.study.papers.synthesis import COST_CASE, guide_sentences
 
@@ -86,7 +86,7 @@ def guide_html(guide: pd.DataFrame, setups: pd.DataFrame, docname: str) -> str:
 
 def reconcile_html(card: pd.DataFrame, scorecard: pd.DataFrame, docname: str) -> str:
     """Where the synthesis and a paper's chapter may disagree: per chapter that proposes a metric
-    (:data:`faithlab.study.papers.synthesis.advice.CHAPTER_METRICS`), the chapter's verdict counts beside the metric's
+    (:data:`faithlab.study.papers.synthesis.claims.advice.CHAPTER_METRICS`), the chapter's verdict counts beside the metric's
     report-card rank, the criteria that pull the rank down most, and a generated sentence on whether they agree."""
     from faithlab.study.book.chapters import PAPER_NAMES
     from faithlab.study.papers.synthesis import CHAPTER_METRICS, CRITERIA

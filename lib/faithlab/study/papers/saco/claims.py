@@ -490,7 +490,7 @@ def claim_saturation(frame: pd.DataFrame, *, good: str = "Transformer Attributio
     The claim by ``"S5"`` (parts). frame: :func:`case_study_frame` with ``setting`` and/or ``replica`` columns naming
     the trained model of every row when several are pooled (each trained model one replica). accuracy: optional, per trained model (the accuracy premise: ``min_accuracy`` within
     ``accuracy_tolerance``). Premise (the mechanism): removal
-    matters group by group on ``good``'s groups (:func:`~faithlab.study.papers.saco.claims.premises.removal_premise`)."""
+    matters group by group on ``good``'s groups (:func:`~faithlab.study.papers.saco.claims.removal_premise`)."""
     rules = {i: verdicts.rule(i) for i in ("S5", "S5.saturation", "S5.separation")}
     methods = [good, *poor]
     missing = set(methods) - set(frame["method"])
