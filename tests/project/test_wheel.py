@@ -105,7 +105,7 @@ needs("extremal_perturbation", lambda: fl.explainers.explain(model.float(), x.fl
                                                             method="extremal_perturbation"))
 needs("digits", lambda: fl.data.digits())
 needs("plots", lambda: importlib.import_module("faithlab.plots"))
-needs("study", lambda: importlib.import_module("faithlab.study"))
+needs("study", lambda: importlib.import_module("faithlab.study.runner"))  # the runner needs the study extra
 needs("wasserstein", lambda: fs.papers.reco_sanity.wasserstein(torch.ones(2, 2), torch.ones(2, 2)))
 print("REPORT" + json.dumps(report))
 '''
