@@ -135,7 +135,7 @@ def site(tmp_path_factory):
         mp.setenv("FAITHLAB_ROOT", str(root))
         mp.delenv("FAITHLAB_GENERATED", raising=False)
         mp.delenv(_progress.ENV, raising=False)
-        mp.setattr(study.stamps, "library_hash", lambda: "library v1")
+        mp.setattr(study.runner.stamps, "library_hash", lambda: "library v1")
         messages: list[str] = []
         generated = book / "_generated"
         results = study.run(["demo/page"], profile="smoke", overrides={"sizes": [3]}, root=root,
@@ -261,7 +261,7 @@ def test_a_cached_notebook_keeps_its_page(site):
     before = (root / "book" / "_generated" / "demo" / "page.ipynb").read_bytes()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("FAITHLAB_ROOT", str(root))
-        mp.setattr(study.stamps, "library_hash", lambda: "library v1")
+        mp.setattr(study.runner.stamps, "library_hash", lambda: "library v1")
         again = study.run(["demo/page"], profile="smoke", overrides={"sizes": [3]}, root=root,
                           generated=root / "book" / "_generated", echo=lambda *_: None)
     assert [r.status for r in again] == ["cached"]

@@ -87,7 +87,7 @@ RUNNER = textwrap.dedent('''
     from faithlab import study
 
     papermill.execute_notebook = fake_kernel.execute_notebook
-    study.stamps.library_hash = lambda: "library v1"  # as the project fixture
+    study.runner.stamps.library_hash = lambda: "library v1"  # as the project fixture
     root = Path(sys.argv[1])
     results = study.run(sys.argv[2:], root=root, generated=root / "book" / "_generated", echo=print)
     print("RESULTS " + json.dumps({r.name: [r.status, r.message] for r in results}), flush=True)

@@ -147,7 +147,7 @@ def test_second_run_is_cached_and_changes_rerun_only_what_changed(project, monke
     assert result_value(project, "demo/second") == 22
 
     # A change in the library or the lock file re-executes everything.
-    monkeypatch.setattr(study.stamps, "library_hash", lambda: "another library")
+    monkeypatch.setattr(study.runner.stamps, "library_hash", lambda: "another library")
     results, _ = run(project, overrides={"only_first": 4})
     assert {r.status for r in results.values()} == {"ran"}
     (project / "uv.lock").write_text("lock v2\n")

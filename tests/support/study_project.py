@@ -40,7 +40,7 @@ def make_project(tmp_path: Path, monkeypatch) -> Path:
     write(root, "demo/second", 'NAME = "demo/second"\nvalue = 10\n', OK_BODY)
     monkeypatch.setenv("FAITHLAB_ROOT", str(root))
     monkeypatch.delenv("FAITHLAB_GENERATED", raising=False)
-    monkeypatch.setattr(study.stamps, "library_hash", lambda: "library v1")  # isolate from edits to lib/
+    monkeypatch.setattr(study.runner.stamps, "library_hash", lambda: "library v1")  # isolate from edits to lib/
     return root
 
 
