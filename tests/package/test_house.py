@@ -239,3 +239,15 @@ def test_the_study_package_re_exports_the_runners_names_without_importing_it():
     code = "import sys, faithlab.study; print('faithlab.study.runner' in sys.modules, 'yaml' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "False"], done.stdout  # a slim install (no pyyaml) imports the study
+
+
+def test_the_metric_core_is_pure_torch():
+    """perturb and metrics import no numpy, pandas or plotting (at module level or inside a function)."""
+    heavy = {"numpy", "pandas", "matplotlib", "seaborn"}
+    found = []
+    for p in _modules(LIB / "metrics") + _modules(LIB / "perturb"):
+        for node in ast.walk(ast.parse(p.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            found += [f"{p.relative_to(ROOT)}:{node.lineno} {n}" for n in names if n.split(".")[0] in heavy]
+    assert not found, f"the metric core imports {found}"

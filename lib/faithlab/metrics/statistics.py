@@ -1,7 +1,6 @@
 """Rank statistics and curve areas shared by the metric families (torch in, torch out, vectorised): ranks with
-scipy's tie conventions, Pearson and Spearman correlations, the trapezoid area under a curve; and the t interval of
-a mean (:func:`t_interval`, numpy in; its kernel :func:`t_rows` and quantile :func:`t_quantile`), which the report's
-separations and the study's intervals (:mod:`faithlab.study.verdicts.intervals`) share.
+scipy's tie conventions, Pearson and Spearman correlations, the trapezoid area under a curve, NaN-aware summaries. Pure torch (the metric
+core); the t interval of a mean that the report and the study share is :mod:`faithlab.evaluation.intervals`.
 
 All functions accept any leading batch shape and work on the inputs' device. Correlations of a constant vector are
 NaN (undefined), never 0. Analysis code uses them too (with :func:`nan_mean_std`).
@@ -9,16 +8,11 @@ NaN (undefined), never 0. Analysis code uses them too (with :func:`nan_mean_std`
 
 from __future__ import annotations
 
-import functools
-import math
-
-import numpy as np
 import torch
 
 from faithlab import _validate
 
-__all__ = ["rankdata", "pearson", "spearman", "trapezoid_auc", "nan_mean_std", "as_float", "confidence_level",
-           "t_quantile", "t_rows", "t_interval"]
+__all__ = ["rankdata", "pearson", "spearman", "trapezoid_auc", "nan_mean_std", "as_float"]
 
 
 def as_float(x: torch.Tensor) -> torch.Tensor:
@@ -154,48 +148,3 @@ def nan_mean_std(x: torch.Tensor, *, dim: int | None = None, correction: int = 0
     var = (dev * dev).sum(dim, keepdim=True) / (n - correction)
     std = torch.where(n > correction, var, torch.nan).sqrt()
     return mean.squeeze(dim), std.squeeze(dim)
-
-
-def confidence_level(level) -> float:
-    """``level`` as a float in [0.5, 1) (TypeError for text or a bool, ValueError outside)."""
-    if isinstance(level, (str, bytes, bool)):
-        raise TypeError(f"level must be a number in [0.5, 1), got {level!r}")
-    level = float(level)
-    if not 0.5 <= level < 1:
-        raise ValueError(f"level must lie in [0.5, 1), got {level!r}")
-    return level
-
-
-@functools.lru_cache(maxsize=256)
-def _t_ppf(q: float, df: int) -> float:
-    from scipy import stats
-
-    return float(stats.t.ppf(q, df))
-
-
-def t_quantile(level: float, df: int) -> float:
-    """The two-sided ``level`` quantile of Student's t with ``df`` degrees of freedom (scipy)."""
-    return _t_ppf(1 - (1 - confidence_level(level)) / 2, int(df))
-
-
-def t_rows(values: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The t interval of the mean of each row of ``values`` (S × k, k ≥ 2): ``(estimate, low, high, se)``, each of
-    length S — the kernel of :func:`t_interval` (and of the study's intervals), vectorised so that a coverage test
-    can run it on thousands of simulated data sets."""
-    k = values.shape[-1]
-    estimate = values.mean(-1)
-    se = values.std(-1, ddof=1) / math.sqrt(k)
-    half = t_quantile(level, k - 1) * se
-    return estimate, estimate - half, estimate + half, se
-
-
-def t_interval(values, *, level: float = 0.95) -> tuple[float, float, float, float]:
-    """The ``level`` t interval of the mean of ``values`` (numbers; NaN dropped; n − 1 degrees of freedom) →
-    ``(estimate, low, high, se)``. Raises ValueError when fewer than 2 values remain."""
-    level = confidence_level(level)
-    x = np.asarray(values, dtype=np.float64).reshape(-1)
-    x = x[~np.isnan(x)]
-    if x.size < 2:
-        raise ValueError(f"an interval needs at least 2 units without NaN, got {x.size}")
-    estimate, low, high, se = (float(v[0]) for v in t_rows(x[None, :], level))
-    return estimate, low, high, se

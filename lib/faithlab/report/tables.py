@@ -2,7 +2,7 @@
 (:func:`summary`, with the Monte-Carlo standard errors of :func:`monte_carlo_means` and the pairs they do not separate,
 :func:`monte_carlo_pairs`), each metric's ranking (:func:`ranks`), the explainers ranked over all the metrics with a
 bootstrap interval (:func:`overall`) and the metrics that separate each pair (:func:`separation`, the library's t
-interval :func:`faithlab.metrics.statistics.t_interval`), the sanity checks (:func:`sanity`, on a randomised model's
+interval :func:`faithlab.evaluation.intervals.t_interval`), the sanity checks (:func:`sanity`, on a randomised model's
 frame from :func:`on_randomised`) and the cost (:func:`cost`); the names of the CSV files (:data:`TABLES`,
 :data:`INTERPRETATION`)."""
 
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from faithlab.metrics.statistics import t_interval
+from faithlab.evaluation.intervals import t_interval
 
 __all__ = ["summary", "monte_carlo_means", "monte_carlo_pairs", "MC_SE", "MC_SEPARATION", "WITHIN_MC", "ranks",
            "overall", "separation", "tied_metrics", "randomisable_metrics", "on_randomised", "sanity", "cost",
@@ -210,7 +210,7 @@ def overall(frame: pd.DataFrame, *, n_boot: int = N_BOOT, level: float = LEVEL, 
 def separation(frame: pd.DataFrame, *, level: float = LEVEL, order: Sequence[str] | None = None) -> pd.DataFrame:
     """For each pair of explainers, how many per-sample metrics separate them → one row per pair: ``explainer``,
     ``versus``, ``separating metrics`` (those whose ``level`` t interval of the mean per-image difference of
-    oriented scores excludes 0: :func:`faithlab.metrics.statistics.t_interval` over the images, the interval of one
+    oriented scores excludes 0: :func:`faithlab.evaluation.intervals.t_interval` over the images, the interval of one
     model's units of the study's :func:`faithlab.study.verdicts.mean_interval`, whose coverage is tested),
     ``explainer better on`` / ``versus better on`` (of those, which way), ``metrics compared`` (metrics with two or
     more images scored for both), and ``separating`` (the separating metrics' labels). order: the explainers' order

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from faithlab.metrics.statistics import confidence_level
+from faithlab.evaluation.intervals import confidence_level
 from faithlab.study.verdicts import intervals as iv
 from faithlab.study.verdicts.rules import Rule
 from faithlab.study.verdicts.words import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, Verdict

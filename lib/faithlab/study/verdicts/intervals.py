@@ -27,7 +27,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from faithlab.metrics.statistics import confidence_level, t_interval, t_quantile, t_rows
+from faithlab.evaluation.intervals import confidence_level, t_interval, t_quantile, t_rows
 
 __all__ = ["Interval", "mean_interval", "replica_interval", "share_interval", "draws_interval", "wilson",
            "t_quantile", "decided_probability", "INTERVAL_METHODS", "t_rows", "wilson_rows",
