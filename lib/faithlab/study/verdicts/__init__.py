@@ -3,8 +3,8 @@
 - :mod:`.rules` — the committed rules file (``rules.toml``): per claim its statistic, the paper's direction, the
   smallest effect of interest (margin) with its source in the paper, the null, the premises, the design (R × n) and
   the interval, with a change log; :func:`rule` hands a claim function its :class:`Rule`.
-- :mod:`.intervals` — intervals whose coverage is tested by simulation (:mod:`.coverage`): a t interval on the
-  replica-level statistics (the trained model is the unit of replication), Wilson for shares.
+- :mod:`faithlab.study.verdicts.intervals` — intervals whose coverage is tested by simulation (:mod:`.coverage`):
+  a t interval on the replica-level statistics (the trained model is the unit of replication), Wilson for shares.
 - :mod:`.decisions` — the equivalence logic: each cell's interval against the margin (:func:`judge`,
   :func:`effect`), the cells combined as the rule says (:func:`decide`, :func:`decide_parts`).
 - :mod:`.power` — the design (replicas × units) that would decide a claim, with the same interval.

@@ -1,7 +1,7 @@
 """Decisions by the equivalence logic, from a pre-registered :class:`~faithlab.study.verdicts.rules.Rule`.
 
-Each cell of a claim (a method against Random, a model, a setting) is an interval (:mod:`.intervals`) judged against
-the rule's margin in the paper's direction (:func:`judge`):
+Each cell of a claim (a method against Random, a model, a setting) is an interval
+(:mod:`faithlab.study.verdicts.intervals`) judged against the rule's margin in the paper's direction (:func:`judge`):
 
 - **holds** — the interval lies beyond the margin in the paper's direction;
 - **fails** — it lies wholly short of the margin: inside the band of no meaningful effect, or beyond it the other way
