@@ -20,9 +20,9 @@
 # library doing the work, and `fs.artifacts` writing the tables and figures the book shows.
 #
 # **Replicas.** The unit of replication of a claim about a trained model is the trained model: the CNN is trained
-# `replicas` (R) times on the same data split, replica r with the training seed
-# `fs.verdicts.replicas(seed, "digits/small CNN, <image_size> px", R)`'s seed of replica r (initialisation and batch order; each
-# replica cached by its configuration hash), and every replica explains and deletes on the same test digits. The
+# `replicas` (R) times on the same data split; each replica r trains with its own seed (initialisation and batch
+# order), derived from `seed`, the setting's name ("digits/small CNN, <image_size> px") and r
+# (`fs.verdicts.replicas`), and is cached by its configuration hash, and every replica explains and deletes on the same test digits. The
 # tables carry a `replica` column; the sanity claim's interval resamples the replicas, then the digits within each
 # drawn replica, and the claims table shows how many replicas give the pooled verdict on their own. The example
 # maps, the out-of-distribution diagnostic and the guard rails describe replica 0 only: they decide nothing.
@@ -62,8 +62,8 @@ test = fl.data.load("digits", split="test", size=image_size, seed=seed)
 setting = f"digits/small CNN, {image_size} px"
 models, rows = {}, []
 for replica in fs.verdicts.replicas(seed, setting, replicas):
-    rep, train_seed = replica.index, replica.seed
-    config = fl.train.TrainConfig(epochs=n_epochs, lr=3e-3, batch_size=64, seed=train_seed)
+    rep = replica.index
+    config = fl.train.TrainConfig(epochs=n_epochs, lr=3e-3, batch_size=64, seed=replica.seed)
     trained, history = fl.train.fit(
         "small_cnn",
         {"in_channels": 1, "n_classes": 10},
@@ -75,7 +75,7 @@ for replica in fs.verdicts.replicas(seed, setting, replicas):
         progress=False,
     )
     models[rep] = trained.to(device).eval()
-    rows.append({"replica": rep, "train seed": train_seed,
+    rows.append({"replica": rep, "train seed": replica.seed,
                  "test accuracy": fl.train.loss_and_accuracy(models[rep], test, device=device)["accuracy"]})
 
 # %% [markdown]

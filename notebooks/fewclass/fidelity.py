@@ -64,9 +64,9 @@ NAME = {task: P.task_label(task, paper=paper) for task in tasks}  # stand-ins na
 
 # %% [markdown]
 # ## Models and XAI sets
-# Each model is trained here (cached) unless `paper` is set, `replicas` times: replica r of model m on task t is
-# trained with seed `fs.verdicts.replicas(seed, "t/m", R)`'s seed of replica r, on the same stand-in data (keyed to `seed`). The
-# test split is cut into `replicas` disjoint blocks (test image i in block i mod `replicas`); the XAI set of replica
+# Each model is trained here (cached) unless `paper` is set, `replicas` times: each replica r of model m on task t
+# trains with its own seed, derived from `seed`, the setting's name "t/m" and r (`fs.verdicts.replicas`), on the
+# same stand-in data (keyed to `seed`). The test split is cut into `replicas` disjoint blocks (test image i in block i mod `replicas`); the XAI set of replica
 # r is the first `n_images` images of block r that every model of that replica predicts correctly, as in the paper
 # (its 2,500 vehicles images, 259 CT slices); a (task, model) thus pools `replicas` × `n_images` distinct images.
 # The flips and perturbation notebooks read the same cached replicas. The paper profile's weights are one model per
@@ -134,7 +134,7 @@ fl.plots.readable(selection_means, names={"U": "uncertainty U", "S": "similarity
 #
 # The premise needs the candidate search but no map, so it can be decided on more than the claims afford: with
 # `premise_replicas` set, on that many trained replicas of every model (the claims' replicas first — the same
-# cached models — then more, trained with the same recipe and seeds `fs.verdicts.replicas(seed, "t/m", R)`'s seed of replica r), each on the
+# cached models — then more, trained with the same recipe, each replica with its own seed as above), each on the
 # first `premise_images` images of its block of the test split that every model of the replica predicts correctly
 # (`P.mechanism_frame`). The split is cut into `premise_replicas` blocks here (the claims cut it into `replicas`), so
 # the premise's images may include some of the claims' XAI images; the premise replicas' models and accuracies

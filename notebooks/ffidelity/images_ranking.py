@@ -37,12 +37,13 @@
 # where the mechanism is weak; only its original and fine-tuned models are trained.
 #
 # **Replicas.** The unit of replication is the trained classifier: every setting trains `replicas` classifiers on
-# the same data, each with its own training seed (`fs.verdicts.replicas(seed, "canvas/<setting>", R)`'s seed of replica r), and
-# each replica gets its own F-Fidelity fine-tuning and ROAR retrainings (cached per replica). The ranking claims are
+# the same data; each replica r trains with its own seed, derived from `seed`, the setting's name ("canvas/<setting>")
+# and r (`fs.verdicts.replicas`), and gets its own F-Fidelity fine-tuning and ROAR retrainings (cached per replica).
+# The ranking claims are
 # decided on one statistic per replica (its micro ranks or correlations averaged over the degradation seeds and
 # sparsity levels of its `n_test` test images), with a t interval on the R replica values; the mechanism check on
 # every test image of each of `ood_replicas` replicas (the ranking study's, then more trained with the same recipe
-# and seeds: only their original and fine-tuned models), with a t interval on the replica means: the spread between
+# and replica seeds: only their original and fine-tuned models), with a t interval on the replica means: the spread between
 # replicas dominates that interval, and a classifier with its fine-tuning costs far less than a ranking study. The
 # `paper` profile runs ResNet-9 on 32-pixel canvases (and 64-pixel ones) with the paper's sizes.
 
@@ -114,21 +115,18 @@ specs = {NAMES[m]: (m, {"nt_samples": sg_samples, "n_steps": ig_steps} if m == "
          for m in explainers}
 data = {key: setting.load(seed) for key, setting in settings.items()}  # one per setting, the same for every replica
 tests = {key: test for key, (_, test) in data.items()}
-REPLICAS = range(replicas)
-TRAIN_SEED = {(key, rep.index): rep.seed for key in settings for rep in fs.verdicts.replicas(seed, f"canvas/{key}",
-                                                                                                replicas)}
-runs = P.ReplicaStudies(lambda key, r, cells: settings[key].ranking_study(  # fs.papers.image_ranking_study
+runs = P.ReplicaStudies(lambda key, replica, cells: settings[key].ranking_study(  # fs.papers.image_ranking_study
     *data[key], specs, noise_levels=noise_levels, sparsity=sparsity, n_test=n_test, n_seeds=n_seeds,
-    alpha=alpha, beta=beta, n_samples=n_samples, seed=seed, train_seed=TRAIN_SEED[key, r], device=device,
-    batch_size=batch_size, cells=cells, methods=(*P.PAPER_SETTINGS, *RIVALS)), keys=list(settings),
-    replicas=REPLICAS, column="key")
+    alpha=alpha, beta=beta, n_samples=n_samples, seed=seed, replica=replica, device=device,
+    batch_size=batch_size, cells=cells, methods=(*P.PAPER_SETTINGS, *RIVALS)),
+    {key: fs.verdicts.replicas(seed, f"canvas/{key}", replicas) for key in settings}, column="key")
 grid = [(s, k) for s in range(n_seeds) for k in range(len(noise_levels))]
 scored = fs.artifacts.sharded("curves", runs.score_cells, grid, shard=shard, n_shards=n_shards)
 
 # %%
 studies = runs.complete(scored)  # the reduce step of a sharded run: models from the cache, the grid from shards
 FIRST = {key: studies[key, 0] for key in settings}  # replica 0: the one whose maps and images the figures show
-accuracy = pd.DataFrame([{"setting": LABEL[k], "replica": r, "train seed": TRAIN_SEED[k, r], "model": m,
+accuracy = pd.DataFrame([{"setting": LABEL[k], "replica": r, "train seed": runs.replica(k, r).seed, "model": m,
                           "test accuracy": a} for (k, r), st in studies.items() for m, a in st.accuracy.items()])
 out.table(accuracy, "accuracy")
 curves = pd.concat([st.curves.assign(setting=LABEL[k], replica=r) for (k, r), st in studies.items()],
@@ -175,20 +173,15 @@ accuracy.pivot_table(index=["setting", "model"], columns="replica", values="test
 # %%
 if ood_replicas < replicas:
     raise ValueError(f"ood_replicas must be at least replicas ({replicas}), got {ood_replicas}")
-OOD_REPLICAS = range(ood_replicas)
-OOD_SEED = {(k, rep.index): rep.seed for k in [*settings, "control"]
-            for rep in fs.verdicts.replicas(seed, f"canvas/{k}", ood_replicas)}
 # replica r's original and fine-tuned model: the ranking study's own where it ran replica r, else trained here (the
-# same recipe and seeds, cached; only these two)
-ood_sets = {k: (tests[k], {r: {m: studies[k, r].models[m] for m in ("original", "fine-tuned")} if (k, r) in studies
-                           else settings[k].original_and_finetuned(
-                               beta=beta, seed=seed, train_seed=OOD_SEED[k, r],
-                               device=device)
-                           for r in OOD_REPLICAS}) for k in settings}
+# same recipe and replica, cached; only these two)
+ood_sets = {k: (tests[k], {rep.index: {m: studies[k, rep.index].models[m] for m in ("original", "fine-tuned")}
+                           if (k, rep.index) in studies
+                           else settings[k].original_and_finetuned(beta=beta, seed=seed, replica=rep, device=device)
+                           for rep in fs.verdicts.replicas(seed, f"canvas/{k}", ood_replicas)}) for k in settings}
 if grey is not None:
-    grey_models = {r: grey.original_and_finetuned(beta=beta, seed=seed, device=device,
-                                                  train_seed=OOD_SEED["control", r])
-                   for r in OOD_REPLICAS}
+    grey_models = {rep.index: grey.original_and_finetuned(beta=beta, seed=seed, replica=rep, device=device)
+                   for rep in fs.verdicts.replicas(seed, "canvas/control", ood_replicas)}
     ood_sets["control"] = (grey.load(seed)[1], grey_models)
     LABEL["control"] = f"control: grey, {grey.image_size} px"
 ood = pd.concat([P.ood_per_input(models, test.x[:n_ood].to(device), test.y[:n_ood].to(device),
@@ -471,7 +464,7 @@ agreement_rows, agreement = [], {}
 for k in settings:
     for label in specs:
         per_image, agreement_null = P.map_agreement_over_replicas(
-            {r: (studies[k, r].clean[label, "original"], studies[k, r].clean[label, "fine-tuned"]) for r in REPLICAS},
+            {r: (studies[k, r].clean[label, "original"], studies[k, r].clean[label, "fine-tuned"]) for r in range(replicas)},
             seed=seed)
         agreement[k, label] = per_image, agreement_null
         agreement_rows += [{"setting": LABEL[k], "explainer": label, "statistic": fs.papers.ffidelity.AGREEMENT[s],

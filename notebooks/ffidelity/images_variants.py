@@ -29,12 +29,13 @@
 # CIFAR-100, with ResNet-9 and the paper's ViT.
 #
 # **Replicas.** The unit of replication is the trained model: every claim here is decided over `replicas` (R)
-# independently trained replicas of each network. Replica r of the CNN is replica r of {doc}`images_ranking`'s
-# main setting (training seed `fs.verdicts.replicas(seed, "canvas/main", R)`'s seed of replica r, the same cache entries: its
-# original and fine-tuned models are read, not retrained), replica r of the ViT is trained with
-# `fs.verdicts.replicas(seed, "vit/main", R)`'s seed of replica r; each replica gets its own ROAR retraining, cached per replica,
-# and all replicas see the same data (the ViT's training canvases are more than the CNN's: `VitModels.n_train`, a
-# convolutional stem and more canvases are what a ViT this small needs to learn the task; the test split is one). The ranking claims (F7) are decided on one statistic per replica, the others
+# independently trained replicas of each network. Each replica r trains with its own seed, derived from `seed`, the
+# setting's name and r (`fs.verdicts.replicas`): replica r of the CNN is replica r of {doc}`images_ranking`'s main
+# setting ("canvas/main", the same cache entries: its original and fine-tuned models are read, not retrained),
+# replica r of the ViT that of "vit/main"; each replica gets its own ROAR retraining, cached per replica, and all
+# replicas see the same data (the ViT's training canvases are more than the CNN's: `VitModels.n_train`, a
+# convolutional stem and more canvases are what a ViT this small needs to learn the task; the test split is one).
+# The ranking claims (F7) are decided on one statistic per replica, the others
 # (F8, F10) on the test images of every replica with a t interval on the replica means; the cost (F9) is counted in
 # every replica's LayerCAM study. The ViT's claims take the FF.OOD check of the ViT as their premise, the CNN's that
 # of the CNN (the check of {doc}`images_ranking`'s main setting, recomputed on the same models).
@@ -99,14 +100,12 @@ else:
 in_channels, size = train[0][0].shape[0], train[0][0].shape[-1]
 
 # %% [markdown]
-# The CNN's configuration, the replicas' training seeds and the shared settings of the rankings.
+# The CNN's configuration and the shared settings of the rankings.
 
 # %%
 n_classes = train.info["n_classes"]
 cnn_config = cnn.model_config(in_channels=in_channels, n_classes=n_classes)
 REPLICAS = range(replicas)
-CNN_SEED = {rep.index: rep.seed for rep in fs.verdicts.replicas(seed, "canvas/main", replicas)}  # images_ranking's main setting
-VIT_SEED = {rep.index: rep.seed for rep in fs.verdicts.replicas(seed, "vit/main", replicas)}
 ranking = dict(noise_levels=noise_levels, sparsity=sparsity, n_test=n_test, n_seeds=n_seeds, alpha=alpha, beta=beta,
                n_samples=n_samples, seed=seed, device=device, batch_size=batch_size)
 SG_SQ = ("sg_sq_ig", {"nt_samples": sg_samples, "n_steps": ig_steps})
@@ -127,18 +126,18 @@ for name, value in {"n_test": n_test, "n_seeds": n_seeds, "replicas": replicas, 
 # study runs once per replica; `studies[k, r]` is replica r's.
 
 # %% tags=["shard"]
-STUDIES = {
-    "ViT SG-SQ": lambda r, cells: fs.papers.image_ranking_study(  # VitModels' recipe, the replica's seed
-        "vit", vit_spec.model_config(vit_train), vit_train, test, {"ViT SG-SQ": SG_SQ}, data_key=vit_key,
-        train_config=vit_spec.train_config(VIT_SEED[r]), finetune_config=vit_spec.finetune_config(VIT_SEED[r]),
-        roar_config=vit_spec.train_config(VIT_SEED[r]), methods=METHODS, cells=cells, **ranking),
-    "CNN LayerCAM": lambda r, cells: fs.papers.image_ranking_study(  # images_ranking's CNN of replica r
+STUDIES = {  # each study of replica `replica`: trained with `replica.seed`
+    "ViT SG-SQ": lambda replica, cells: vit_spec.ranking_study(  # VitModels' recipe
+        vit_train, test, {"ViT SG-SQ": SG_SQ}, data_key=vit_key, replica=replica, methods=METHODS, cells=cells,
+        **ranking),
+    "CNN LayerCAM": lambda replica, cells: fs.papers.image_ranking_study(  # images_ranking's CNN of replica r
         cnn.model_name, cnn_config, train, test, {"CNN LayerCAM": ("layercam", {})}, data_key=data_key,
-        train_config=cnn.train_config(CNN_SEED[r]), finetune_config=cnn.finetune_config(CNN_SEED[r]),
-        roar_config=cnn.roar_config(CNN_SEED[r]), methods=METHODS, cells=cells, **ranking),
+        train_config=cnn.train_config(replica.seed), finetune_config=cnn.finetune_config(replica.seed),
+        roar_config=cnn.roar_config(replica.seed), methods=METHODS, cells=cells, **ranking),
 }
-runs = P.ReplicaStudies(lambda k, r, cells: STUDIES[k](r, cells), keys=list(STUDIES), replicas=REPLICAS,
-                        column="study")
+runs = P.ReplicaStudies(lambda k, replica, cells: STUDIES[k](replica, cells),
+                        {"ViT SG-SQ": fs.verdicts.replicas(seed, "vit/main", replicas),
+                         "CNN LayerCAM": fs.verdicts.replicas(seed, "canvas/main", replicas)}, column="study")
 grid = [(s, k) for s in range(n_seeds) for k in range(len(noise_levels))]
 scored = fs.artifacts.sharded("curves", runs.score_cells, grid, shard=shard, n_shards=n_shards)
 
@@ -344,10 +343,11 @@ for start in range(0, len(images), 6):  # three cases (six maps) per figure, eac
 # Table 12's variant: the fine-tuning on the evaluation set, for every replica.
 
 # %%
-PAIR_TUNE = {r: fl.train.TrainConfig(epochs=cnn.n_roar_epochs, lr=1e-3, batch_size=64, seed=CNN_SEED[r])
-             for r in REPLICAS}  # Table 12's fine-tuning: as many epochs as a ROAR retraining
-bases = {r: fl.train.fit(cnn.model_name, cnn_config, train, cnn.train_config(CNN_SEED[r]), data_key=data_key,
-                         test_data=test, device=device, progress=False) for r in REPLICAS}  # from the cache
+CNN = runs.replicas["CNN LayerCAM"]  # images_ranking's main-setting replicas
+PAIR_TUNE = {rep.index: fl.train.TrainConfig(epochs=cnn.n_roar_epochs, lr=1e-3, batch_size=64, seed=rep.seed)
+             for rep in CNN}  # Table 12's fine-tuning: as many epochs as a ROAR retraining
+bases = {rep.index: fl.train.fit(cnn.model_name, cnn_config, train, cnn.train_config(rep.seed), data_key=data_key,
+                                 test_data=test, device=device, progress=False) for rep in CNN}  # from the cache
 on_eval = {r: fl.train.finetune(
     bases[r][0], test, PAIR_TUNE[r], fl.train.RandomRemoval(beta), data_key={**data_key, "split": "test"},
     base_key=bases[r][1]["key"], test_data=test, device=device, progress=False)[0].to(device).eval()

@@ -28,11 +28,11 @@
 # offset and its LSTM and transformer on tokens, each text model fine-tuned once per removal.
 #
 # **Replicas.** The unit of replication is the trained model: every architecture comes as `replicas` (R)
-# independently trained replicas, replica r being replica r of the notebook that trains it — the CNN with the seed
-# `fs.verdicts.replicas(seed, "canvas/main", R)`'s seed of replica r (`images_ranking`'s main setting), the ViT with
-# `fs.verdicts.replicas(seed, "vit/main", R)`'s seed of replica r (`images_variants`), each series and text model with
-# `fs.verdicts.replicas(seed, "series_text/<model>", R)`'s seed of replica r (`series_text`, whose seed also draws that replica's data) — so that
-# all come from the same cache entries; each replica is fine-tuned on its own (once per β for the CNN), cached per
+# independently trained replicas, replica r being replica r of the notebook that trains it. Each replica r trains
+# with its own seed, derived from `seed`, the setting's name and r (`fs.verdicts.replicas`): the CNN's setting is
+# "canvas/main" (`images_ranking`'s main setting), the ViT's "vit/main" (`images_variants`), each series and text
+# model's "series_text/<model>" (`series_text`, whose replica seed also draws that replica's data) — so that all
+# come from the same cache entries; each replica is fine-tuned on its own (once per β for the CNN), cached per
 # replica. Within a replica the units are the test inputs; every per-input frame below carries a `replica` column,
 # and every claim's interval is a t interval on the replica means (or on one statistic per replica).
 
@@ -73,11 +73,12 @@ vit = fs.papers.ffidelity.VitModels(**vit_models)
 if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
     raise ValueError(f"replicas must be an int ≥ 1, got {replicas!r}")
 REPLICAS = range(replicas)
-CNN_SEED = {rep.index: rep.seed for rep in fs.verdicts.replicas(seed, "canvas/main", replicas)}  # images_ranking's main setting
-VIT_SEED = {rep.index: rep.seed for rep in fs.verdicts.replicas(seed, "vit/main", replicas)}  # images_variants' ViT
-ST_SEED = {(name, rep.index): rep.seed  # series_text's models
-           for name in [*st.ts_models, *st.text_models] for rep in fs.verdicts.replicas(seed, f"series_text/{name}",
-                                                                                          replicas)}
+# each setting's replicas, each trained with its own seed (the same settings, hence cache entries, as the chapter's
+# other notebooks): images_ranking's main CNN, images_variants' ViT, series_text's models
+CNN = list(fs.verdicts.replicas(seed, "canvas/main", replicas))
+VIT = list(fs.verdicts.replicas(seed, "vit/main", replicas))
+ST = {name: list(fs.verdicts.replicas(seed, f"series_text/{name}", replicas))
+      for name in [*st.ts_models, *st.text_models]}
 cases, base_of, tuned_by_beta = {}, {}, {}  # cases[domain, name, reference, replica]; the CNN's by replica
 vit_train, _ = vit.canvases(canvas).load(seed)  # the ViT's own training canvases (VitModels.n_train), same test split
 vit_key = vit.canvases(canvas).data_key(seed)
@@ -87,20 +88,19 @@ vit_key = vit.canvases(canvas).data_key(seed)
 
 # %%
 for r in REPLICAS:
-    base, hist, img_train, img_test = canvas.classifier(seed=seed, train_seed=CNN_SEED[r], device=device)
+    base, hist, img_train, img_test = canvas.classifier(seed=seed, replica=CNN[r], device=device)
     base_of[r] = base
-    tuned_by_beta[r] = {b: canvas.finetune(base, hist, img_train, img_test, beta=b, seed=CNN_SEED[r], device=device)
+    tuned_by_beta[r] = {b: canvas.finetune(base, hist, img_train, img_test, beta=b, replica=CNN[r], device=device)
                         for b in sorted({beta, *betas})}
     cases["images", canvas.model_name, "zero", r] = (base, tuned_by_beta[r][beta], img_test, "pixels")
-    vit_base, vit_hist = vit.classifier(vit_train, img_test, data_key=vit_key, seed=VIT_SEED[r], device=device)
+    vit_base, vit_hist = vit.classifier(vit_train, img_test, data_key=vit_key, replica=VIT[r], device=device)
     cases["images", "vit", "zero", r] = (vit_base, vit.finetune(
-        vit_base, vit_hist, vit_train, img_test, beta=beta, data_key=vit_key, seed=VIT_SEED[r], device=device),
+        vit_base, vit_hist, vit_train, img_test, beta=beta, data_key=vit_key, replica=VIT[r], device=device),
         img_test, "pixels")
     for domain, name, unit_kind, reference in st.cases():  # the cached models of `ffidelity/series_text`
-        t = ST_SEED[name, r]
-        model, h, train, test = st.classifier(name, seed=t, device=device)
-        tuned = st.finetune(model, h, train, test, beta=beta, units=unit_kind, reference=reference, seed=t,
-                            device=device)
+        model, h, train, test = st.classifier(name, replica=ST[name][r], device=device)
+        tuned = st.finetune(model, h, train, test, beta=beta, units=unit_kind, reference=reference,
+                            replica=ST[name][r], device=device)
         cases[domain, name, reference, r] = (model, tuned, test, unit_kind)
 
 

@@ -22,8 +22,8 @@
 # per β; the chapter's mechanism check FF.OOD is decided on them too and is the claim's premise.
 #
 # **Replicas.** The unit of replication is the trained classifier: the notebook trains `replicas` (R) small CNNs on
-# the same data, each with its own training seed (`fs.verdicts.replicas(seed, "ffidelity/sensitivity", R)`'s seed of replica r), and
-# fine-tunes each once per β (cached per replica). The claim is decided on one statistic per replica and setting —
+# the same data; each replica r trains with its own seed, derived from `seed`, the setting's name
+# ("ffidelity/sensitivity") and r (`fs.verdicts.replicas`), and is fine-tuned once per β (cached per replica). The claim is decided on one statistic per replica and setting —
 # its macro correlations averaged over the degradation seeds (`n_seeds`) of the ground-truth maps of its `n_test`
 # test images — with a t interval on the R replica values; every per-unit frame carries a `replica` column.
 
@@ -66,7 +66,6 @@ fl.plots.set_style()
 if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
     raise ValueError(f"replicas must be an int ≥ 1, got {replicas!r}")
 REPLICAS = range(replicas)
-TRAIN_SEED = {rep.index: rep.seed for rep in fs.verdicts.replicas(seed, "ffidelity/sensitivity", replicas)}
 canvas = fs.papers.ffidelity.CanvasModels(image_size=image_size, r=r, color=color, palette=palette,
                                              n_train=n_train, width=width, n_epochs=n_epochs,
                                              n_finetune_epochs=n_finetune_epochs)
@@ -80,12 +79,13 @@ tuned, originals = {}, {}  # tuned[replica, β]
 # Each replica's classifier, trained once and fine-tuned once per β.
 
 # %%
-for q in REPLICAS:
-    base, hist = fl.train.fit("small_cnn", model_config, data["train"], canvas.train_config(TRAIN_SEED[q]),
+for replica in fs.verdicts.replicas(seed, "ffidelity/sensitivity", replicas):
+    q = replica.index
+    base, hist = fl.train.fit("small_cnn", model_config, data["train"], canvas.train_config(replica.seed),
                               data_key=key, test_data=data["test"], device=device, progress=False)
     originals[q] = base.to(device).eval()
     for beta in BETAS:
-        model, _ = fl.train.finetune(base, data["train"], canvas.finetune_config(TRAIN_SEED[q]),
+        model, _ = fl.train.finetune(base, data["train"], canvas.finetune_config(replica.seed),
                                      fl.train.RandomRemoval(beta), data_key=key, base_key=hist["key"],
                                      test_data=data["test"], device=device, progress=False)
         tuned[q, beta] = model.to(device).eval()

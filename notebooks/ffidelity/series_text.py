@@ -29,8 +29,8 @@
 # zeros"); deleting the token (the pad id, dropped from the pool) is run beside it as a labelled variant.
 #
 # **Replicas.** The unit of replication is the trained model: every model is trained `replicas` (R) times, replica
-# r with the seed `fs.verdicts.replicas(seed, "series_text/<model>", R)`'s seed of replica r (which also draws that replica's
-# training and test data), and each replica gets its own F-Fidelity fine-tuning (and, on series, its own ROAR
+# r with its own seed, derived from `seed`, the setting's name ("series_text/<model>") and r
+# (`fs.verdicts.replicas`), which also draws that replica's training and test data, and each replica gets its own F-Fidelity fine-tuning (and, on series, its own ROAR
 # retraining), all cached per replica. Every frame below carries a `replica` column; the claims rest on one
 # statistic per replica (averaged over its degradation seeds and sparsity levels, its `n_test` test inputs the units
 # behind it) and put a t interval on the R replica values.
@@ -75,9 +75,6 @@ ts_models, text_models, n_test = st.ts_models, st.text_models, st.n_test
 cases = st.cases()
 glue_key = fs.papers.ffidelity.glue_key  # a model's glue key: "LSTM (pad deletion)" → "lstm_pad"
 REPLICAS = range(replicas)
-TRAIN_SEED = {(name, rep.index): rep.seed
-              for name in [*ts_models, *text_models] for rep in fs.verdicts.replicas(seed, f"series_text/{name}",
-                                                                                      replicas)}
 models, tests, accuracy_rows = {}, {}, []
 
 # %% [markdown]
@@ -86,11 +83,12 @@ models, tests, accuracy_rows = {}, {}, []
 # %%
 for domain, name, unit_kind, reference in cases:
     group = st.label(domain, name, reference)
-    for r in REPLICAS:  # replica r: its own data draw, training, fine-tuning (and ROAR), each cached per replica
-        t = TRAIN_SEED[name, r]
-        base, hist, train, test = st.classifier(name, seed=t, device=device)
-        tuned = st.finetune(base, hist, train, test, beta=beta, units=unit_kind, reference=reference, seed=t,
-                            device=device)
+    # replica r: its own data draw, training, fine-tuning (and ROAR), each cached per replica
+    for replica in fs.verdicts.replicas(seed, f"series_text/{name}", replicas):
+        r = replica.index
+        base, hist, train, test = st.classifier(name, replica=replica, device=device)
+        tuned = st.finetune(base, hist, train, test, beta=beta, units=unit_kind, reference=reference,
+                            replica=replica, device=device)
         models[group, r], tests[group, r] = {"original": base, "fine-tuned": tuned}, test
         if domain == "time series":  # ROAR: retrain on series whose top ⌊u·T⌋ steps by IG (original) are zeroed
             train_scores = fl.perturb.unit_scores(fl.explainers.explain(
@@ -99,14 +97,15 @@ for domain, name, unit_kind, reference in cases:
             spec = hist["spec"]
             roar, _ = fl.train.fit(
                 spec["model"], spec["model_config"], train,
-                fl.train.TrainConfig(epochs=st.n_epochs, lr=fs.recipes.SERIES_TEXT_LR, batch_size=64, seed=t),
+                fl.train.TrainConfig(epochs=st.n_epochs, lr=fs.recipes.SERIES_TEXT_LR, batch_size=64,
+                                     seed=replica.seed),
                 data_key=spec["data"], augment=fl.train.ExplanationGuidedRemoval(train_scores, units="time"),
                 test_data=test, device=device, progress=False)
             models[group, r]["ROAR"] = roar.to(device).eval()
         for label, model in models[group, r].items():
             acc = fl.train.loss_and_accuracy(model, test, device=device)["accuracy"]
-            accuracy_rows.append({"domain": domain, "model": group, "replica": r, "train seed": t, "version": label,
-                                  "test accuracy": acc})
+            accuracy_rows.append({"domain": domain, "model": group, "replica": r, "train seed": replica.seed,
+                                  "version": label, "test accuracy": acc})
 
 # %% [markdown]
 # The test accuracies per model and version, averaged over the replicas.

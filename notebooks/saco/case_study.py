@@ -58,9 +58,10 @@ generator = torch.Generator().manual_seed(seed)
 
 # %% [markdown]
 # ## Model
-# The same recipe as `random_vs_methods` (`fs.recipes.digits_vit` with each setting's parameters and the training
-# seeds `fs.verdicts.replicas(seed, setting, R)`'s seed of replica r), so the cached weights of that notebook's models are loaded
-# instead of retraining; each model's test accuracy is the claim's first premise. With `timm_model`
+# The same ViTs as `random_vs_methods` (`fs.papers.saco.trained_vits`: `fs.recipes.digits_vit` with each setting's
+# parameters, each replica r trained with its own seed, derived from `seed`, the setting's name and r,
+# `fs.verdicts.replicas`), so the cached weights of that notebook's models are loaded instead of retraining; each
+# model's test accuracy is the claim's first premise. With `timm_model`
 # (`arch.weights_tag`), the timm ViT is converted with `fl.models.vit_from_timm` and the candidate images are the
 # first max(100, 2·`n_images`) of `dataset` from `sample_index` on, normalised with the model's own mean and std.
 
@@ -68,15 +69,11 @@ generator = torch.Generator().manual_seed(seed)
 vits = {}  # (setting name, replica): (model, candidate images, their labels)
 if timm_model is None:
     accuracy_rows = []
-    for setting in vit_settings:
-        config = {key: setting[key] for key in ("image_size", "patch_size", "dim", "depth", "heads", "n_epochs")}
-        test = fl.data.load("digits", split="test", size=setting["image_size"], seed=seed)
-        for replica in fs.verdicts.replicas(seed, setting["name"], replicas):
-            r = replica.index
-            vit = fs.recipes.digits_vit(**config, seed=seed, device=device, train_seed=replica.seed)[0]
-            vits[setting["name"], r] = (vit, test.x[sample_index:], test.y[sample_index:])
-            accuracy_rows.append({"setting": setting["name"], "replica": r,
-                                  "accuracy": fl.train.loss_and_accuracy(vit, test, device=device)["accuracy"]})
+    trained = fs.papers.saco.trained_vits(vit_settings, seed=seed, replicas=replicas, device=device)
+    for setting, replica, (vit, _, test) in trained:
+        vits[setting["name"], replica.index] = (vit, test.x[sample_index:], test.y[sample_index:])
+        accuracy_rows.append({"setting": setting["name"], "replica": replica.index,
+                              "accuracy": fl.train.loss_and_accuracy(vit, test, device=device)["accuracy"]})
     accuracy_frame = pd.DataFrame(accuracy_rows)
 else:
     arch, _, tag = timm_model.partition(".")

@@ -68,9 +68,9 @@ generator = torch.Generator().manual_seed(seed)
 # Default: per entry of `vit_settings`, grey digits upsampled to `image_size`² pixels, normalised per channel; a
 # ViT with `patch_size`² patches, `depth` pre-norm blocks of width `dim` with `heads` heads and a CLS token,
 # trained for `n_epochs` with AdamW and a cosine schedule (`fs.recipes.digits_vit`, cached by configuration
-# hash and training seed), `replicas` times with the training seeds `fs.verdicts.replicas(seed, setting, R)`'s seed of replica r;
-# each replica is evaluated on the first `n_test` test digits (or the setting's own `n_test`, which keeps costly
-# settings affordable), so a setting's cells pool `replicas` × `n_test` images. With `timm_models` (names
+# hash and training seed), `replicas` times (`fs.papers.saco.trained_vits`): each replica r trains with its own
+# seed, derived from `seed`, the setting's name and r (`fs.verdicts.replicas`); each replica is evaluated on the
+# first `n_test` test digits (or the setting's own `n_test`, which keeps costly settings affordable), so a setting's cells pool `replicas` × `n_test` images. With `timm_models` (names
 # `arch.weights_tag`), each timm ViT is loaded from the local Hugging Face cache, converted with
 # `fl.models.vit_from_timm` (identical logits, and our attention/relevance explainers can
 # read it) and fed a fixed random subset of `n_test` images of `dataset`, normalised with that model's own mean
@@ -86,15 +86,12 @@ accuracies = {}  # (setting name, replica): accuracy on the whole test split (ti
 
 # %%
 if not timm_models:
-    for setting in vit_settings:
-        config = {key: setting[key] for key in ("image_size", "patch_size", "dim", "depth", "heads", "n_epochs")}
-        for replica in fs.verdicts.replicas(seed, setting["name"], replicas):
-            r = replica.index
-            model, train, test = fs.recipes.digits_vit(**config, seed=seed, train_seed=replica.seed, device=device)
-            accuracies[setting["name"], r] = fl.train.loss_and_accuracy(model, test, device=device)["accuracy"]
-            n = setting.get("n_test", n_test)
-            models[setting["name"], r] = (model, test.x[:n].to(device), test.y[:n].to(device))
-            random_images[setting["name"], r] = test.x.to(device)
+    trained = fs.papers.saco.trained_vits(vit_settings, seed=seed, replicas=replicas, device=device)
+    for setting, replica, (model, train, test) in trained:
+        key, n = (setting["name"], replica.index), setting.get("n_test", n_test)
+        accuracies[key] = fl.train.loss_and_accuracy(model, test, device=device)["accuracy"]
+        models[key] = (model, test.x[:n].to(device), test.y[:n].to(device))
+        random_images[key] = test.x.to(device)
 else:
     raw = fl.data.load(dataset, split="test", data_dir=data_dir, mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))
     chosen = torch.randperm(len(raw), generator=torch.Generator().manual_seed(seed))[:n_test].tolist()

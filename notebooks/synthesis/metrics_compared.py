@@ -22,15 +22,15 @@
 # map) are scored beside them. A decision tree, transparent but not additive, tests {cite:t}`miro2024fidelity`'s
 # claim that no metric scores a perfect explanation near its ideal.
 #
-# **Replicas.** Every situation is `replicas` (R) independently trained models: replica r of a setup is trained
-# (and fine-tuned) with the seed `fs.verdicts.replicas(seed, <setup name>, R)`'s seed of replica r on the same canvases, and scores
-# its own, disjoint part of the test split (up to `n_test` images), so every (replica, image) unit is independent.
-# The claim is decided over R decision trees the same way (seed `fs.verdicts.replicas(seed, "decision tree, depth
-# <tree_depth>", R)`'s seed of replica r). Every interval — the claim's and the guide's — is a t interval on the R replica means
+# **Replicas.** Every situation is `replicas` (R) independently trained models: each replica r of a setup is
+# trained (and fine-tuned) with its own seed, derived from `seed`, the setup's name and r (`fs.verdicts.replicas`),
+# on the same canvases, and scores its own, disjoint part of the test split (up to `n_test` images), so every
+# (replica, image) unit is independent. The claim is decided over R decision trees the same way (their setting's
+# name: "decision tree, depth <tree_depth>"). Every interval — the claim's and the guide's — is a t interval on the R replica means
 # (`fs.verdicts.mean_interval`): the trained model is the unit of replication, so a statement that holds for one
 # model and not another stays undecided. The guide names a metric only where the replicas separate it; where they
 # do not separate two metrics it names both or neither. The meta-evaluation (noise resilience, adversary
-# reactivity), the cost and the report card describe one model (replica 0 of `meta_setup`) and decide nothing; the
+# reactivity), the cost and the report card describe one model (replica 0 of `syn.META_SETUP`) and decide nothing; the
 # guide does not use them.
 
 # %% tags=["parameters"]
@@ -38,31 +38,20 @@ image_size = 16
 r = 0.3
 setups = [
     {"name": "linear (transparent)", "use_case": "a transparent model", "model": "linear", "n_epochs": 20},
-    {"name": "CNN, grey canvas", "use_case": "in-distribution removal", "model": "small_cnn", "width": 16,
-     "n_epochs": 8, "n_finetune_epochs": 4},
-    {"name": "CNN, coloured canvas", "use_case": "OOD-sensitive models", "model": "small_cnn", "color": True,
-     "n_train": 3000, "width": 32, "n_epochs": 20, "n_finetune_epochs": 10},
-    {"name": "CNN, two classes", "use_case": "few classes", "model": "small_cnn", "classes": [0, 1], "width": 16,
-     "n_epochs": 8, "n_finetune_epochs": 4},
-    {"name": "ViT, grey canvas", "use_case": "ViTs", "model": "vit", "patch_size": 4, "dim": 48, "depth": 2,
-     "heads": 4, "n_epochs": 20, "n_finetune_epochs": 4},
+    {"name": "CNN, grey canvas", "use_case": "in-distribution removal", "model": "small_cnn", "width": 16, "n_epochs": 8, "n_finetune_epochs": 4},
+    {"name": "CNN, coloured canvas", "use_case": "OOD-sensitive models", "model": "small_cnn", "color": True, "n_train": 3000, "width": 32, "n_epochs": 20, "n_finetune_epochs": 10},
+    {"name": "CNN, two classes", "use_case": "few classes", "model": "small_cnn", "classes": [0, 1], "width": 16, "n_epochs": 8, "n_finetune_epochs": 4},
+    {"name": "ViT, grey canvas", "use_case": "ViTs", "model": "vit", "patch_size": 4, "dim": 48, "depth": 2, "heads": 4, "n_epochs": 20, "n_finetune_epochs": 4},
 ]
 n_test = 24  # test images per trained model (each replica scores its own part of the test split)
 noise_levels = [0.0, 0.25, 0.5, 0.75, 1.0]
-methods = {"Saliency": ["saliency", {}], "Integrated Gradients": ["integrated_gradients", {"n_steps": 8}],
-           "Random": ["random", {}]}
+methods = {"Saliency": ["saliency", {}], "Integrated Gradients": ["integrated_gradients", {"n_steps": 8}], "Random": ["random", {}]}
 sparsity = [0.1, 0.3, 0.5, 0.7, 0.9]
 n_samples = 5
 n_subsets = 32
 fewclass_points = 21
 fewclass_operations = ["V1", "V2", "V8"]
-ood_setup = "CNN, coloured canvas"
 ood_ks = [8, 26]
-meta_setup = "CNN, grey canvas"
-model_noise = 0.05
-input_noise = 0.05
-randomise_scale = 10.0
-reference_setups = ["CNN, grey canvas", "CNN, coloured canvas"]
 references = ["zero", "blur"]
 tree_depth = 8
 tree_images = 71  # test images per decision tree (each tree scores its own fifth of the 359 test canvases)
@@ -103,10 +92,9 @@ options = dict(sparsity=sparsity, n_samples=n_samples, n_subsets=n_subsets, fewc
 # %%
 if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
     raise ValueError(f"replicas must be an int ≥ 1, got {replicas!r}")
-S = {spec["name"]: [syn.setup(spec, n_test=n_test, image_size=image_size, r=r, seed=seed,
-                              train_seed=rep.seed, part=(rep.index, replicas),
-                              device=device) for rep in fs.verdicts.replicas(seed, spec["name"], replicas)]
-     for spec in setups}
+S = {spec["name"]: [syn.setup(spec, n_test=n_test, image_size=image_size, r=r, seed=seed, replica=replica,
+                              part=(replica.index, replicas), device=device)
+                    for replica in fs.verdicts.replicas(seed, spec["name"], replicas)] for spec in setups}
 overview = pd.DataFrame([{"setup": name, "use case": ss[0].use_case, "model": ss[0].spec["model"],
                           "classes": int(ss[0].model(ss[0].x[:1]).shape[1]), "replicas": len(ss),
                           "images": min(len(s.y) for s in ss),
@@ -126,18 +114,18 @@ overview
 # %%
 diag = pd.concat([fs.papers.removal_diagnostic({name: s.model}, s.x, s.y, s.truth.flatten(1) > 0, ks=ood_ks,
                                                   n_draws=3, generator=seed, batch_size=batch_size).assign(replica=rep)
-                  for name in reference_setups for rep, s in enumerate(S[name])], ignore_index=True)
+                  for name in syn.REFERENCE_SETUPS for rep, s in enumerate(S[name])], ignore_index=True)
 out.table(diag, "ood_diagnostic")
 gap = pd.concat([fs.papers.ood_gap(part, k=ood_ks[-1]) for _, part in diag.groupby("replica")]).groupby(
     level=0).mean()
-out.glue("ood_gap_grey", float(gap.get(reference_setups[0], float("nan"))))
-out.glue("ood_gap_colour", float(gap.get(reference_setups[-1], float("nan"))))
+out.glue("ood_gap_grey", float(gap.get(syn.REFERENCE_SETUPS[0], float("nan"))))
+out.glue("ood_gap_colour", float(gap.get(syn.REFERENCE_SETUPS[-1], float("nan"))))
 diag.pivot_table(index=["model", "removed"], columns="k", values="accuracy")
 
 # %% [markdown]
 # ## 1. Ground-truth recovery
 # For every setup, every trained replica and every metric: `fl.evaluate` of the degraded ground truth (and random
-# maps; the real explainers only on replica 0 of `meta_setup`, which the meta-evaluation reads). Per metric, the
+# maps; the real explainers only on replica 0 of `syn.META_SETUP`, which the meta-evaluation reads). Per metric, the
 # Spearman correlation between its scores and the known quality −ξ of the degraded explainers, per image (an image
 # whose scores do not vary has no ranking and counts as 0), its mean with a t interval on the replica means; the
 # share of explainer pairs it orders rightly; and, for every pair of metrics, the paired per-image difference of
@@ -150,16 +138,16 @@ random_only = {k: v for k, v in methods.items() if v[0] == "random"}
 frames, quality, maps_by_setup = {}, {}, {}
 for name, ss in S.items():
     parts = []
-    for replica, s in zip(fs.verdicts.replicas(seed, name, replicas), ss):
-        rep = replica.index
+    for s in ss:  # each replica's maps with its own seed (`s.replica`)
+        rep = s.replica.index
         maps_by_setup[name, rep], quality[name] = syn.explainer_maps(
-            s, noise_levels=noise_levels, methods=methods if (name, rep) == (meta_setup, 0) else random_only,
-            seed=replica.seed, batch_size=batch_size)
+            s, noise_levels=noise_levels, methods=methods if (name, rep) == (syn.META_SETUP, 0) else random_only,
+            seed=s.replica.seed, batch_size=batch_size)
         chosen = fl.metrics.select_perturbation(s.model, s.x, grid=grid, batch_size=batch_size,
                                                 normalisation=s.normalisation)["image"]
         parts.append(fl.evaluate(s.model, s.x, s.y, maps_by_setup[name, rep], finetuned=s.finetuned,
                                  perturbed=chosen, **options))
-        if (name, rep) == (meta_setup, 0):
+        if (name, rep) == (syn.META_SETUP, 0):
             meta_frame = parts[-1]  # the frame evaluate returned (its attrs hold the cost table)
     frames[name] = pd.concat([f.assign(replica=rep) for rep, f in enumerate(parts)], ignore_index=True)
 
@@ -195,7 +183,7 @@ recovered.pivot(index="label", columns="setup", values="pairwise")[list(S)].roun
 
 # %%
 mean_scores = (fl.evaluation.oriented(meta_frame).groupby(["label", "explainer"])["oriented"].mean()
-               .unstack("explainer")[list(maps_by_setup[meta_setup, 0])])
+               .unstack("explainer")[list(maps_by_setup[syn.META_SETUP, 0])])
 out.table(mean_scores.reset_index(), "mean_scores")
 mean_scores.round(3)
 
@@ -246,11 +234,11 @@ tree_setting = f"decision tree, depth {tree_depth}"
 tree_perfect = "perfect (decision path)"
 trees, tree_frames = {}, []
 for replica in fs.verdicts.replicas(seed, tree_setting, replicas):
-    rep, train_seed = replica.index, replica.seed
+    rep = replica.index
     trees[rep] = t = syn.tree_setup(max_depth=tree_depth, n_test=tree_images, image_size=image_size, r=r, seed=seed,
-                                    train_seed=train_seed, part=(rep, replicas), device=device)
+                                    replica=replica, part=(rep, replicas), device=device)
     # random maps of the replica's own seed: each replica's null is drawn independently
-    t_maps, _ = syn.explainer_maps(t, noise_levels=[0.0], methods={"Random": ["random", {}]}, seed=train_seed,
+    t_maps, _ = syn.explainer_maps(t, noise_levels=[0.0], methods={"Random": ["random", {}]}, seed=replica.seed,
                                    batch_size=batch_size)
     t_maps = {tree_perfect: t_maps[syn.degraded_name(0.0)], "Random": t_maps["Random"]}
     t_selection = fl.metrics.select_perturbation(t.model, t.x, grid=grid, batch_size=batch_size,
@@ -311,24 +299,24 @@ tree_means.round(3)
 # After {cite:t}`hedstrom2023metaquantus`, on the CNN with in-distribution removal (replica 0: a description of one
 # model, which the guide does not use). **Noise resilience**: slight
 # perturbations should not move a metric's ranking of the explainers (Spearman between the rankings, 1 =
-# unchanged): Gaussian noise of `model_noise` × each layer's weight std on every layer of the model and of its
-# fine-tuned twin, or of std `input_noise` on the normalised inputs; the real explainers are recomputed.
-# **Adversary reactivity**: on a randomised model (noise of `randomise_scale` × each layer's weight std) the
+# unchanged): Gaussian noise of `syn.MODEL_NOISE` × each layer's weight std on every layer of the model and of its
+# fine-tuned twin, or of std `syn.INPUT_NOISE` on the normalised inputs; the real explainers are recomputed.
+# **Adversary reactivity**: on a randomised model (noise of `syn.RANDOMISE_SCALE` × each layer's weight std) the
 # ranking should change, and a random map should score below the ground truth: each in [0, 1], ½ = no reaction.
 
 # %%
-m0 = S[meta_setup][0]
-names = list(maps_by_setup[meta_setup, 0])
+m0 = S[syn.META_SETUP][0]
+names = list(maps_by_setup[syn.META_SETUP, 0])
 
 
 # (model, fine-tuned twin, x) → fl.evaluate's frame, the maps and Few-class's perturbation computed again
 again = functools.partial(syn.evaluate_again, m0, noise_levels=noise_levels, methods=methods, grid=grid, **options)
 # the fine-tuned twin (read by FFid±) gets the same perturbation as the model
-jitter, jitter_ft = (fl.train.randomise_layers(m, 1.0, generator=seed, scale=model_noise)[0]
+jitter, jitter_ft = (fl.train.randomise_layers(m, 1.0, generator=seed, scale=syn.MODEL_NOISE)[0]
                      for m in (m0.model, m0.finetuned))
-random_model, random_ft = (fl.train.randomise_layers(m, 1.0, generator=seed, scale=randomise_scale)[0]
+random_model, random_ft = (fl.train.randomise_layers(m, 1.0, generator=seed, scale=syn.RANDOMISE_SCALE)[0]
                            for m in (m0.model, m0.finetuned))
-noisy = syn.noisy_inputs(m0.x, input_noise, generator=seed)
+noisy = syn.noisy_inputs(m0.x, syn.INPUT_NOISE, generator=seed)
 conditions = {"model noise": again(jitter, jitter_ft, m0.x), "input noise": again(m0.model, m0.finetuned, noisy)}
 randomised = again(random_model, random_ft, m0.x)
 accuracy = {label: float((model(x).argmax(1) == m0.y).double().mean()) for label, model, x in (
@@ -355,7 +343,7 @@ for row in points.itertuples():
 ax.axhline(0.5, color="grey", lw=0.8, ls=":")
 ax.set_xlabel("noise resilience (Spearman, 1 = ranking unchanged)")
 ax.set_ylabel("adversary reactivity (½ = no reaction)")
-ax.set_title(f"Meta-evaluation on {meta_setup}")
+ax.set_title(f"Meta-evaluation on {syn.META_SETUP}")
 out.figure(fig, "meta_evaluation")
 
 # %% [markdown]
@@ -384,7 +372,7 @@ cost.drop(columns="metric").round(1)
 removal_metrics = [m for m, info in fl.evaluation.METRICS.items() if (not info.needs or info.needs == ("finetuned",))
                    and "reference" in inspect.signature(info.implementation).parameters]
 rows, reference_units = [], []
-for name in reference_setups:
+for name in syn.REFERENCE_SETUPS:
     for ref in references:
         parts = [fl.evaluate(s.model, s.x, s.y, {k: maps_by_setup[name, rep][k] for k in quality[name]},
                              finetuned=s.finetuned, reference=ref, metrics=removal_metrics, **options).assign(replica=rep)
@@ -402,8 +390,8 @@ spread = by_reference.groupby(["setup", "label"])["spearman"].agg(lambda v: v.ma
 # The recovery under each reference, one panel per setup.
 
 # %%
-fig, axes = plt.subplots(1, len(reference_setups), figsize=(fl.plots.WIDTH_IN, 6), sharey=True, squeeze=False)
-for ax, name in zip(axes[0], reference_setups):
+fig, axes = plt.subplots(1, len(syn.REFERENCE_SETUPS), figsize=(fl.plots.WIDTH_IN, 6), sharey=True, squeeze=False)
+for ax, name in zip(axes[0], syn.REFERENCE_SETUPS):
     part = by_reference[by_reference["setup"] == name].pivot(index="label", columns="reference", values="spearman")
     last = ax is axes[0][-1]  # one colour bar for the shared −1…1 scale, beside the last panel
     sns.heatmap(part[references], annot=True, fmt=".2f", cmap="RdBu", vmin=-1, vmax=1, ax=ax, cbar=last,
@@ -427,7 +415,7 @@ sensitivity.round(2)
 # recommendation; the guide below names only what the replicas separate.
 
 # %%
-card = syn.report_card(recovered, res, react, cost, ood_setup=ood_setup)
+card = syn.report_card(recovered, res, react, cost, ood_setup=syn.OOD_SETUP)
 out.table(card, "report_card")
 fig, ax = plt.subplots(figsize=(fl.plots.WIDTH_IN, 0.42 * len(card) + 1.5))
 ranks = card.set_index("label")[[f"rank {c}" for c in syn.CRITERIA] + ["overall"]]

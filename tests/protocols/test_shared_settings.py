@@ -45,15 +45,15 @@ def test_series_text_models_overrides_and_cases():
     with pytest.raises(TypeError, match="st_epochs"):
         SeriesTextModels(st_epochs=3)
     with pytest.raises(ValueError, match="resnet9"):
-        st.classifier("resnet9")
+        st.classifier("resnet9", replica=fs.verdicts.Replica("series_text/resnet9", 0, 0))
 
 
 def test_series_text_classifier_passes_the_shared_settings(monkeypatch):
     calls = []
     monkeypatch.setattr(fs.recipes, "series_text_classifier", lambda name, **kw: calls.append((name, kw)))
     st = SeriesTextModels(ts_length=40, text_length=16, n_test=7, n_epochs=2)
-    st.classifier("cnn1d", seed=3)
-    st.classifier("lstm_text", seed=3)
+    st.classifier("cnn1d", replica=fs.verdicts.Replica("series_text/cnn1d", 0, 3))
+    st.classifier("lstm_text", replica=fs.verdicts.Replica("series_text/lstm_text", 0, 3))
     (_, series), (_, text) = calls
     assert series == {"n_test": 7, "kernel_size": 9, "lstm_layers": 1, "tf_dim": 32, "n_epochs": 2, "seed": 3,
                       "device": "cpu", "n_train": 4000, "length": 40, "width": 32, "offset": 3.0, "positional": True}
@@ -63,9 +63,11 @@ def test_series_text_classifier_passes_the_shared_settings(monkeypatch):
 def test_series_text_finetune_uses_the_training_learning_rate(monkeypatch):
     calls = []
     monkeypatch.setattr(fs.recipes, "ffidelity_finetune", lambda *a, **kw: calls.append(kw))
-    SeriesTextModels().finetune(None, {}, None, None, beta=0.1, units="time", seed=4)
-    SeriesTextModels(n_finetune_epochs=2, finetune_lr=0.01).finetune(None, {}, None, None, beta=0.2, units="tokens",
-                                                                      reference="removed_token")
+    SeriesTextModels().finetune(None, {}, None, None, beta=0.1, units="time",
+                                replica=fs.verdicts.Replica("series_text/cnn1d", 0, 4))
+    SeriesTextModels(n_finetune_epochs=2, finetune_lr=0.01).finetune(
+        None, {}, None, None, beta=0.2, units="tokens", reference="removed_token",
+        replica=fs.verdicts.Replica("series_text/lstm_text", 0, 0))
     default, custom = calls
     # spec §1.4: the fine-tuning hyper-parameters equal the training ones (series_text_classifier's Adam lr)
     assert default["lr"] == fs.recipes.SERIES_TEXT_LR == 3e-3 and default["n_epochs"] == 10 and default["seed"] == 4
@@ -227,13 +229,14 @@ def test_vit_models_classifier_and_ranking_study_train_the_same_models(monkeypat
     vit = VitModels(dim=8, depth=1, heads=2, n_epochs=2, n_finetune_epochs=3)
     cm = CanvasModels(image_size=8, n_train=30)
     train_data, test_data = cm.load(2)
-    model, history = vit.classifier(train_data, test_data, data_key=cm.data_key(2), seed=2)
+    replica = fs.verdicts.Replica("vit/main", 0, 2)
+    model, history = vit.classifier(train_data, test_data, data_key=cm.data_key(2), replica=replica)
     with pytest.raises(_Stop):
-        vit.finetune(model, history, train_data, test_data, beta=0.2, data_key=cm.data_key(2), seed=2)
+        vit.finetune(model, history, train_data, test_data, beta=0.2, data_key=cm.data_key(2), replica=replica)
     direct = list(calls)
     calls.clear()
     with pytest.raises(_Stop):
-        vit.ranking_study(train_data, test_data, {"Saliency": ("saliency", {})}, data_key=cm.data_key(2), seed=2,
+        vit.ranking_study(train_data, test_data, {"Saliency": ("saliency", {})}, data_key=cm.data_key(2), replica=replica,
                           beta=0.2, methods=["F-Fidelity"])
     assert calls == direct
     assert direct[0][1:5] == ("vit", vit.model_config(train_data), dataclasses.asdict(vit.train_config(2)),

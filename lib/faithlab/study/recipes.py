@@ -10,19 +10,21 @@ from __future__ import annotations
 import torch
 
 from faithlab import data, train
+from faithlab.study.verdicts.replication import Replica, training_seed
 
 
 def digits_vit(*, image_size: int = 16, patch_size: int = 4, dim: int = 48, depth: int = 4, heads: int = 4,
-               n_epochs: int = 30, seed: int = 0, train_seed: int | None = None,
+               n_epochs: int = 30, seed: int = 0, replica: Replica | None = None,
                device: str | torch.device = "cpu"):
     """Small ViT on grey scikit-learn digits (SaCo chapter) → ``(model, train_data, test_data)``.
 
     Digits upsampled to ``image_size`` ², normalised per channel, split by ``seed``; ``patch_size`` ² patches, CLS
     token, pre-norm blocks; AdamW (lr 2e-3, weight decay 0.05), cosine schedule, batch 64, best test epoch kept.
-    train_seed: the training seed (initialisation, batch order; default ``seed``), part of the training cache key,
-    so that independently trained replicas of one setting (``faithlab.study.verdicts.replica_seed``) share the data split.
+    replica: the trained replica (:func:`faithlab.study.verdicts.replicas`): ``replica.seed`` seeds the training
+    (initialisation, batch order; None: ``seed``), part of the training cache key, so that the replicas of one setting
+    share the data split.
     """
-    train_seed = seed if train_seed is None else int(train_seed)
+    train_seed = training_seed(seed, replica)
     train_data = data.load("digits", split="train", size=image_size, seed=seed)
     test_data = data.load("digits", split="test", size=image_size, seed=seed)
     model_config = {"image_size": image_size, "patch_size": patch_size, "in_channels": 1, "n_classes": 10,
@@ -36,22 +38,21 @@ def digits_vit(*, image_size: int = 16, patch_size: int = 4, dim: int = 48, dept
 
 def canvas_classifier(*, image_size: int = 16, r: float = 0.3, color: bool = False, n_train: int | None = None,
                       model_name: str = "small_cnn", width: float = 16, n_epochs: int = 8, clutter: int = 0,
-                      seed: int = 0, train_seed: int | None = None, device: str | torch.device = "cpu"):
+                      seed: int = 0, replica: Replica | None = None, device: str | torch.device = "cpu"):
     """Classifier of the F-Fidelity image chapter on canvas digits → ``(model, history, train_data, test_data)``.
 
     Digits covering a fraction ``r`` of an ``image_size``² canvas (grey or coloured; ``clutter`` fragments of other
     digits per canvas), ``n_train`` training images (None: all); ``model_name`` "small_cnn" (or "resnet9") of
     ``width``; Adam lr 3e-3, batch 64, best test epoch kept. ``history`` feeds :func:`ffidelity_finetune`.
-    seed: the data's generator; train_seed: the training's (initialisation, batch order; default ``seed``), part of
-    the cache key through the training config — a replica of the same setting on the same data is another
-    ``train_seed`` (:func:`faithlab.study.verdicts.replica_seed`).
+    seed: the data's generator; replica: the trained replica (:func:`faithlab.study.verdicts.replicas`), whose
+    ``replica.seed`` seeds the training (initialisation, batch order; None: ``seed``), part of the cache key through
+    the training config — the replicas of one setting train on the same data.
     """
     canvas = {"size": image_size, "r": r, "color": color, "seed": seed, **({"clutter": clutter} if clutter else {})}
     train_data = data.load("canvas_digits", split="train", n=n_train, **canvas)
     test_data = data.load("canvas_digits", split="test", **canvas)
     model_config = {"in_channels": 3 if color else 1, "n_classes": 10, "width": width}
-    config = train.TrainConfig(epochs=n_epochs, lr=3e-3, batch_size=64,
-                               seed=seed if train_seed is None else int(train_seed))
+    config = train.TrainConfig(epochs=n_epochs, lr=3e-3, batch_size=64, seed=training_seed(seed, replica))
     model, history = train.fit(model_name, model_config, train_data, config, test_data=test_data, device=device,
                                progress=False, data_key={"dataset": "canvas_digits", "n": n_train, **canvas})
     return model.to(device).eval(), history, train_data, test_data

@@ -313,16 +313,19 @@ def test_tree_setup_explains_its_tree_by_its_decision_path():
         syn.tree_setup(max_depth=0, n_test=5)
 
 
-def test_tree_setup_train_seed_refits_the_tree_on_the_same_data():
+def test_tree_setup_replica_refits_the_tree_on_the_same_data():
     a = syn.tree_setup(max_depth=8, n_test=5, seed=0)
-    b = syn.tree_setup(max_depth=8, n_test=5, seed=0, train_seed=fs.verdicts.replica_seed(0, "decision tree", 1))
+    replica = list(fs.verdicts.replicas(0, "decision tree", 2))[1]
+    b = syn.tree_setup(max_depth=8, n_test=5, seed=0, replica=replica)
     assert torch.equal(a.x, b.x) and torch.equal(a.y, b.y) and a.spec["train_seed"] == 0
     c = syn.tree_setup(max_depth=8, n_test=5, seed=0, part=(1, 3))  # the second third of the test split
     assert c.spec["first_test_image"] == 359 // 3 and not torch.equal(a.x, c.x)
-    assert b.spec["train_seed"] == fs.verdicts.replica_seed(0, "decision tree", 1)
+    assert b.spec["train_seed"] == replica.seed and b.replica == replica and a.replica is None
     assert not torch.equal(a.model.feature, b.model.feature)  # tied splits broken by the training seed
-    with pytest.raises(ValueError, match="train_seed must be a non-negative int"):
-        syn.tree_setup(max_depth=3, n_test=5, train_seed=-1)
+    with pytest.raises(TypeError, match="replica must be a Replica"):
+        syn.tree_setup(max_depth=3, n_test=5, replica=-1)
+    with pytest.raises(ValueError, match="seed must be a non-negative int"):
+        syn.tree_setup(max_depth=3, n_test=5, seed=-1)
 
 
 def test_recovery_interval_is_a_t_interval_on_the_replica_means():

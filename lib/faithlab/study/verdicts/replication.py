@@ -4,6 +4,13 @@ index").
 
 - :func:`replicas` — the replica loop the notebooks call: one :class:`Replica` per index, its training seed derived
   here (:func:`replica_seed`) and nowhere else.
+
+The walk of ``seed``, one name and one route: a notebook's ``seed`` is the data's seed (the split, the generated
+data, the explainers' and bootstraps' generators) and the root of every derived seed. A trained model's seed is
+always ``replica.seed`` of a :class:`Replica` from :func:`replicas`: every set-up or recipe function that trains takes
+it as the ``Replica`` object under one argument name, ``replica``, and uses ``replica.seed`` for the training config
+(``replica.index`` where it needs the index). The convention for a single model: ``replica=None`` trains with the
+data's ``seed`` itself (:func:`training_seed`), the value the study's single-model paths always trained with.
 - The frames' ``replica`` column (:data:`REPLICA`): :func:`has_replicas`, :func:`unit_keys`, :func:`groups`,
   :func:`with_replica`, :func:`count` and :func:`column` read it, so no claim function tests for the column by hand.
   A frame without the column holds one model (replica 0).
@@ -20,8 +27,8 @@ import pandas as pd
 
 REPLICA = "replica"
 
-__all__ = ["REPLICA", "Replica", "replicas", "replica_seed", "has_replicas", "unit_keys", "groups", "with_replica",
-           "count", "column"]
+__all__ = ["REPLICA", "Replica", "replicas", "replica_seed", "training_seed", "has_replicas", "unit_keys", "groups",
+           "with_replica", "count", "column"]
 
 
 def replica_seed(seed: int, name: str, replica: int) -> int:
@@ -51,6 +58,16 @@ def replicas(seed: int, setting: str, n: int) -> Iterator[Replica]:
         raise ValueError(f"setting must be a non-empty name, got {setting!r}")
     for r in range(int(n)):
         yield Replica(setting, r, replica_seed(seed, setting, r))
+
+
+def training_seed(seed: int, replica: Replica | None) -> int:
+    """The seed a set-up function trains with: ``replica.seed``, or the data's ``seed`` for a single model
+    (``replica=None``; the convention of the module docstring)."""
+    if replica is None:
+        return int(seed)
+    if not isinstance(replica, Replica):
+        raise TypeError(f"replica must be a Replica of faithlab.study.verdicts.replicas (or None), got {replica!r:.80}")
+    return int(replica.seed)
 
 
 def _names(frame) -> set:

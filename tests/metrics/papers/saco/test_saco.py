@@ -212,15 +212,16 @@ def test_saco_has_the_one_call_shape_and_its_module_its_own_name():
 
 
 def test_digits_vit_trains_replicas_on_one_split_with_their_own_seed(tmp_path, monkeypatch):
-    """Issue 49: ``train_seed`` (default ``seed``) is the training seed and part of the cache key; the data split
-    stays ``seed``'s, so replicas of a setting differ in their weights only."""
+    """Issue 49: ``replica.seed`` (``replica=None``: ``seed``) is the training seed and part of the cache key; the
+    data split stays ``seed``'s, so replicas of a setting differ in their weights only."""
     from faithlab.study import recipes
+    from faithlab.study.verdicts import Replica
 
     monkeypatch.setenv("FAITHLAB_CACHE", str(tmp_path))
     config = dict(image_size=8, patch_size=4, dim=8, depth=1, heads=2, n_epochs=1, seed=0)
     default, train_a, test_a = recipes.digits_vit(**config)
-    same, _, _ = recipes.digits_vit(**config, train_seed=0)
-    other, train_b, test_b = recipes.digits_vit(**config, train_seed=12345)
+    same, _, _ = recipes.digits_vit(**config, replica=Replica("16 px", 0, 0))
+    other, train_b, test_b = recipes.digits_vit(**config, replica=Replica("16 px", 1, 12345))
     assert torch.equal(train_a.x, train_b.x) and torch.equal(test_a.y, test_b.y)
     weights = [dict(m.state_dict()) for m in (default, same, other)]
     assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])

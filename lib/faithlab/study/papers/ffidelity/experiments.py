@@ -22,6 +22,7 @@ from faithlab import _validate, data, explainers, perturb, train
 
 from faithlab.metrics.papers import ffidelity
 from faithlab.study.papers.ffidelity.claims.ranking import ranking_correlations
+from faithlab.study.verdicts.replication import Replica
 
 
 def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, clean: torch.Tensor, *,
@@ -252,29 +253,42 @@ class ReplicaStudies:
     score function of ``faithlab.study.artifacts.sharded``: it runs every study on the given (seed, noise level) cells and returns
     their curves with a ``column`` (the setting's key) and a ``replica`` column; :meth:`complete` is the reduce step:
     a study this process did not run is rebuilt from the cache (no cell scored) and every study gets its curves from
-    the scored frame. ``make(key, replica, cells)`` returns one :class:`RankingStudy`; :attr:`studies` holds them by
-    ``(key, replica)``."""
+    the scored frame. ``replicas``: ``{key: the setting's replicas}`` (:class:`faithlab.study.verdicts.Replica` of
+    :func:`faithlab.study.verdicts.replicas`); ``make(key, replica, cells)`` returns one :class:`RankingStudy`,
+    trained with ``replica.seed``; :attr:`studies` holds them by ``(key, replica.index)``."""
 
-    make: Callable[[object, int, Sequence], RankingStudy]
-    keys: Sequence
-    replicas: Sequence[int]
+    make: Callable[[object, Replica, Sequence], RankingStudy]
+    replicas: Mapping[object, Sequence[Replica]]
     column: str = "key"
     studies: dict = field(default_factory=dict)
 
+    def __post_init__(self):
+        self.replicas = {key: list(reps) for key, reps in self.replicas.items()}
+
+    @property
+    def keys(self) -> list:
+        """The settings' keys, in order."""
+        return list(self.replicas)
+
+    def replica(self, key, index: int) -> Replica:
+        """Replica ``index`` of setting ``key``."""
+        return self.replicas[key][index]
+
     def score_cells(self, cells: Sequence) -> pd.DataFrame:
         """Every study run on ``cells`` (kept in :attr:`studies`); their curves, one frame."""
-        for key in self.keys:
-            for r in self.replicas:
-                self.studies[key, r] = self.make(key, r, cells)
+        for key, reps in self.replicas.items():
+            for replica in reps:
+                self.studies[key, replica.index] = self.make(key, replica, cells)
         return pd.concat([st.curves.assign(**{self.column: key}, replica=r) for (key, r), st in self.studies.items()],
                          ignore_index=True)
 
     def complete(self, scored: pd.DataFrame) -> dict:
         """:attr:`studies` with the curves of ``scored`` (the frame :meth:`score_cells` returned, or the shards')."""
-        for key in self.keys:
-            for r in self.replicas:
+        for key, reps in self.replicas.items():
+            for replica in reps:
+                r = replica.index
                 if (key, r) not in self.studies:  # the reduce step of a sharded run: models from the cache
-                    self.studies[key, r] = self.make(key, r, [])
+                    self.studies[key, r] = self.make(key, replica, [])
                 mine = (scored[self.column] == key) & (scored["replica"] == r)
                 self.studies[key, r] = self.studies[key, r].with_curves(
                     scored[mine].drop(columns=[self.column, "replica"]))

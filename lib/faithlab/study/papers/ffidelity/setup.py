@@ -20,6 +20,7 @@ from faithlab import _validate, data, train
 from faithlab.study import recipes
 from faithlab.study.papers.ffidelity.experiments import RankingStudy, image_ranking_study
 from faithlab.study.papers.setup import Setting
+from faithlab.study.verdicts.replication import Replica, training_seed
 
 
 # ---- the image data and models shared by the notebooks
@@ -167,44 +168,44 @@ class CanvasModels:
         return train.TrainConfig(epochs=self.n_roar_epochs, lr=3e-3, batch_size=64, seed=seed)
 
     def ranking_study(self, train_data: Dataset, test_data: Dataset, explainer_specs: Mapping[str, tuple[str, dict]],
-                      *, seed: int = 0, train_seed: int | None = None, **options) -> RankingStudy:
+                      *, seed: int = 0, replica: Replica | None = None, **options) -> RankingStudy:
         """:func:`image_ranking_study` of these models (their data key and train, fine-tune and ROAR configs);
         ``options``: its other keyword arguments. seed: the data's (its cache key) and the explainers' generator;
-        train_seed: the training runs' (default ``seed``) — one replica of the setting per train seed
-        (:func:`faithlab.study.verdicts.replica_seed`), each trained, fine-tuned and cached on its own."""
-        t = seed if train_seed is None else train_seed
+        replica: the trained replica (:func:`faithlab.study.verdicts.replicas`) whose ``replica.seed`` seeds the
+        training runs (None: ``seed``), each replica trained, fine-tuned and cached on its own."""
+        t = training_seed(seed, replica)
         return image_ranking_study(self.model_name, self.model_config(), train_data, test_data, explainer_specs,
                                    data_key=self.data_key(seed), train_config=self.train_config(t),
                                    finetune_config=self.finetune_config(t), roar_config=self.roar_config(t),
                                    seed=seed, **options)
 
-    def classifier(self, *, seed: int = 0, train_seed: int | None = None, device: str | torch.device = "cpu"):
-        """The original model of :meth:`ranking_study` (the same cache entry, for the same seed and train_seed) →
+    def classifier(self, *, seed: int = 0, replica: Replica | None = None, device: str | torch.device = "cpu"):
+        """The original model of :meth:`ranking_study` (the same cache entry, for the same seed and replica) →
         ``(model in eval mode, history, train_data, test_data)``, as :func:`faithlab.study.recipes.canvas_classifier`."""
         train_data, test_data = self.load(seed)
-        t = seed if train_seed is None else int(train_seed)
+        t = training_seed(seed, replica)
         model, history = train.fit(self.model_name, self.model_config(), train_data, self.train_config(t),
                                    data_key=self.data_key(seed), test_data=test_data, device=device, progress=False)
         return model.to(device).eval(), history, train_data, test_data
 
     def finetune(self, model: nn.Module, history: dict, train_data, test_data, *, beta: float, seed: int = 0,
-                 device: str | torch.device = "cpu") -> nn.Module:
+                 replica: Replica | None = None, device: str | torch.device = "cpu") -> nn.Module:
         """:func:`faithlab.study.recipes.ffidelity_finetune` of the model of :meth:`classifier` (pixels, reference zero,
-        ``n_finetune_epochs``): with the study's β and the replica's train seed as ``seed``, the fine-tuned model of
+        ``n_finetune_epochs``): with the study's β and the same ``replica`` (None: ``seed``), the fine-tuned model of
         :meth:`ranking_study`."""
         return recipes.ffidelity_finetune(model, history, train_data, test_data, beta=beta, units="pixels",
-                                          n_epochs=self.n_finetune_epochs, seed=seed, device=device)
+                                          n_epochs=self.n_finetune_epochs, seed=training_seed(seed, replica),
+                                          device=device)
 
-    def original_and_finetuned(self, *, beta: float, seed: int = 0, train_seed: int | None = None,
+    def original_and_finetuned(self, *, beta: float, seed: int = 0, replica: Replica | None = None,
                                device: str | torch.device = "cpu") -> dict[str, nn.Module]:
         """One replica's ``{"original": ..., "fine-tuned": ...}`` without the rest of :meth:`ranking_study`:
-        :meth:`classifier` and :meth:`finetune` with the replica's train seed (default ``seed``), the same cache
+        :meth:`classifier` and :meth:`finetune` with ``replica.seed`` (None: ``seed``), the same cache
         entries as the ranking study of that replica. For a check that needs only these two (the mechanism check
         FF.OOD on more replicas than the ranking study can afford, the grey control)."""
-        t = seed if train_seed is None else int(train_seed)
-        base, history, train_data, test_data = self.classifier(seed=seed, train_seed=t, device=device)
-        return {"original": base,
-                "fine-tuned": self.finetune(base, history, train_data, test_data, beta=beta, seed=t, device=device)}
+        base, history, train_data, test_data = self.classifier(seed=seed, replica=replica, device=device)
+        return {"original": base, "fine-tuned": self.finetune(base, history, train_data, test_data, beta=beta,
+                                                              seed=seed, replica=replica, device=device)}
 
 
 @dataclass(frozen=True)
@@ -265,26 +266,29 @@ class VitModels:
         return self._config(self.n_finetune_epochs, self.finetune_lr, seed)
 
     def ranking_study(self, train_data: Dataset, test_data: Dataset, explainer_specs: Mapping[str, tuple[str, dict]],
-                      *, data_key: dict, seed: int = 0, **options) -> RankingStudy:
-        """:func:`image_ranking_study` of this ViT (ROAR retrains with :meth:`train_config`); ``data_key``
-        identifies the data in the cache keys, ``options``: the study's other keyword arguments."""
+                      *, data_key: dict, replica: Replica, **options) -> RankingStudy:
+        """:func:`image_ranking_study` of this ViT (ROAR retrains with :meth:`train_config`) for ``replica`` (its
+        ``replica.seed`` the training runs' seed); ``data_key`` identifies the data in the cache keys, ``options``:
+        the study's other keyword arguments (``seed``, the explainers' generator: ``replica.seed`` unless given)."""
+        t = replica.seed
         return image_ranking_study("vit", self.model_config(train_data), train_data, test_data, explainer_specs,
-                                   data_key=data_key, train_config=self.train_config(seed),
-                                   finetune_config=self.finetune_config(seed), roar_config=self.train_config(seed),
-                                   seed=seed, **options)
+                                   data_key=data_key, train_config=self.train_config(t),
+                                   finetune_config=self.finetune_config(t), roar_config=self.train_config(t),
+                                   **{"seed": t, **options})
 
-    def classifier(self, train_data: Dataset, test_data: Dataset, *, data_key: dict, seed: int = 0,
+    def classifier(self, train_data: Dataset, test_data: Dataset, *, data_key: dict, replica: Replica,
                    device: str | torch.device = "cpu") -> tuple[nn.Module, dict]:
-        """The original ViT of :meth:`ranking_study` (the same cache entry) → ``(model in eval mode, history)``."""
-        model, history = train.fit("vit", self.model_config(train_data), train_data, self.train_config(seed),
+        """The original ViT of :meth:`ranking_study` for ``replica`` (the same cache entry) → ``(model in eval mode,
+        history)``."""
+        model, history = train.fit("vit", self.model_config(train_data), train_data, self.train_config(replica.seed),
                                    data_key=data_key, test_data=test_data, device=device, progress=False)
         return model.to(device).eval(), history
 
     def finetune(self, model: nn.Module, history: dict, train_data: Dataset, test_data: Dataset, *, beta: float,
-                 data_key: dict, seed: int = 0, device: str | torch.device = "cpu") -> nn.Module:
-        """The fine-tuned ViT of :meth:`ranking_study` with this β (``RandomRemoval(beta)`` of pixels to zero, the
-        same cache entry) → the model in eval mode."""
-        tuned, _ = train.finetune(model, train_data, self.finetune_config(seed), train.RandomRemoval(beta),
+                 data_key: dict, replica: Replica, device: str | torch.device = "cpu") -> nn.Module:
+        """The fine-tuned ViT of :meth:`ranking_study` with this β for ``replica`` (``RandomRemoval(beta)`` of pixels
+        to zero, the same cache entry) → the model in eval mode."""
+        tuned, _ = train.finetune(model, train_data, self.finetune_config(replica.seed), train.RandomRemoval(beta),
                                   data_key=data_key, base_key=history["key"], test_data=test_data, device=device,
                                   progress=False)
         return tuned.to(device).eval()
@@ -351,9 +355,9 @@ class SeriesTextModels:
             raise ValueError(f"reference must be one of text_removals' references {list(removal)}, got {reference!r}")
         return f"{recipes.DISPLAY_NAMES[name]} ({removal[reference]})"
 
-    def classifier(self, name: str, *, seed: int = 0, device: str | torch.device = "cpu"):
+    def classifier(self, name: str, *, replica: Replica, device: str | torch.device = "cpu"):
         """:func:`faithlab.study.recipes.series_text_classifier` of ``name`` with these settings → ``(model, history,
-        train_data, test_data)`` (cached)."""
+        train_data, test_data)`` (cached). ``replica.seed`` seeds the replica's own data draw and its training."""
         if name in self.ts_models:
             sizes = {"n_train": self.ts_n_train, "length": self.ts_length, "width": self.ts_width,
                      "offset": self.ts_offset, "positional": self.ts_positional}
@@ -364,15 +368,15 @@ class SeriesTextModels:
                              f"{list(self.text_models)}, got {name!r}")
         return recipes.series_text_classifier(name, n_test=self.n_test, kernel_size=self.ts_kernel,
                                               lstm_layers=self.ts_lstm_layers, tf_dim=self.tf_dim,
-                                              n_epochs=self.n_epochs, seed=seed, device=device, **sizes)
+                                              n_epochs=self.n_epochs, seed=replica.seed, device=device, **sizes)
 
     def finetune(self, model: nn.Module, history: dict, train_data, test_data, *, beta: float, units: str,
-                 reference: str = "zero", seed: int = 0, device: str | torch.device = "cpu") -> nn.Module:
-        """:func:`faithlab.study.recipes.ffidelity_finetune` of a model of :meth:`classifier` with ``n_finetune_epochs``
-        at ``finetune_lr`` (cached under the base model's key)."""
+                 reference: str = "zero", replica: Replica, device: str | torch.device = "cpu") -> nn.Module:
+        """:func:`faithlab.study.recipes.ffidelity_finetune` of a model of :meth:`classifier` for ``replica`` with
+        ``n_finetune_epochs`` at ``finetune_lr`` (cached under the base model's key)."""
         return recipes.ffidelity_finetune(model, history, train_data, test_data, beta=beta, units=units,
                                           reference=reference, n_epochs=self.n_finetune_epochs,
-                                          lr=self.finetune_lr, seed=seed, device=device)
+                                          lr=self.finetune_lr, seed=replica.seed, device=device)
 
 
 # ---- the set-up table

@@ -7,7 +7,8 @@ margin from the paper's numbers (:data:`paper.MARGINS`), after the premises that
 removal matters group by group (the chapter's mechanism). Tables are pandas frames with one column per metric. One
 module per concept:
 
-- :mod:`~faithlab.study.papers.saco.setup`: the chapter's set-up table (``SETUP``);
+- :mod:`~faithlab.study.papers.saco.setup`: the chapter's trained ViTs (``trained_vits``, the replica loop) and its
+  set-up table (``SETUP``);
 - :mod:`~faithlab.study.papers.saco.experiments`: the metrics per sample, their directions, the radar scale and the
   interval of a mean over the trained models, the trained model of every row, Fig. 3's case study and Fig. 2's rank
   correlations per trained model;
@@ -27,11 +28,11 @@ from faithlab.study.papers.saco.claims import (ACCURACY_TOLERANCE, AGREEMENT_MIN
 from faithlab.study.papers.saco.experiments import (HIGHER_IS_BETTER, case_study_frame, models_mean_interval, oriented,
                                                     per_image_frame, per_model_correlations, per_sample_metrics,
                                                     pixel_map, radar_scale, random_saco_frame, rank_correlations)
-from faithlab.study.papers.saco.setup import SETUP
+from faithlab.study.papers.saco.setup import SETUP, VIT_OPTIONS, trained_vits
 
 __all__ = ["HIGHER_IS_BETTER", "per_sample_metrics", "pixel_map", "per_image_frame", "random_saco_frame", "oriented",
            "radar_scale", "models_mean_interval", "rank_correlations", "per_model_correlations", "claim_weak_correlation",
            "claim_existing_agree_more", "AGREEMENT_MIN", "case_study_frame", "claim_saturation",
            "claim_random_separation", "claim_order_sensitivity", "ATTENTION_ABLATION", "CUMULATIVE",
            "claim_attention_ablation", "claim_k_decline", "narrow", "SETUP", "MIN_ACCURACY", "ACCURACY_TOLERANCE",
-           "GROUP_DROP_MIN", "PREMISE_METHOD", "removal_premise"]
+           "GROUP_DROP_MIN", "PREMISE_METHOD", "removal_premise", "VIT_OPTIONS", "trained_vits"]

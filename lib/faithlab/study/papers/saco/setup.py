@@ -1,13 +1,32 @@
-"""SaCo's set-up: the chapter's set-up table (spec §3.1–3.4, :data:`SETUP`), the paper's set-up against the executed
-notebooks' parameters (the ViTs themselves are trained by the notebooks through :mod:`faithlab.study.recipes`)."""
+"""SaCo's set-up: the chapter's trained ViTs (:func:`trained_vits`, the replica loop both notebooks call) and its
+set-up table (spec §3.1–3.4, :data:`SETUP`), the paper's set-up against the executed notebooks' parameters."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
+import torch
+
+from faithlab.study import recipes
 from faithlab.study.papers.setup import Setting
+from faithlab.study.verdicts.replication import Replica, replicas as replica_loop
 
-__all__ = ["SETUP"]
+__all__ = ["VIT_OPTIONS", "trained_vits", "SETUP"]
+
+VIT_OPTIONS = ("image_size", "patch_size", "dim", "depth", "heads", "n_epochs")
+"""The keys of a ``vit_settings`` entry that :func:`faithlab.study.recipes.digits_vit` trains with."""
+
+
+def trained_vits(vit_settings: Sequence[Mapping], *, seed: int, replicas: int,
+                 device: str | torch.device = "cpu") -> Iterator[tuple[Mapping, Replica, tuple]]:
+    """The chapter's replica loop: for every entry of ``vit_settings`` (its ``name`` is the setting's name, which
+    keys the replicas' seeds) and each of its ``replicas`` replicas, ``(setting, replica, (model, train_data,
+    test_data))`` — :func:`faithlab.study.recipes.digits_vit` of the entry's :data:`VIT_OPTIONS` on the digits split
+    by ``seed``, trained with ``replica.seed`` (or loaded from the cache: both notebooks get the same weights)."""
+    for setting in vit_settings:
+        config = {key: setting[key] for key in VIT_OPTIONS}
+        for replica in replica_loop(seed, setting["name"], replicas):
+            yield setting, replica, recipes.digits_vit(**config, seed=seed, replica=replica, device=device)
 
 
 _TIMM_NAMES = {"vit_base_patch16_224": "ViT-B/16", "vit_large_patch16_224": "ViT-L/16",

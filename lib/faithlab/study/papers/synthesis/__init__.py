@@ -31,9 +31,10 @@ from faithlab.study.papers.synthesis.claims import (CHAPTER_METRICS, COST_CASE, 
                                                     answer_sentence, claim_ideal_gap, guide, guide_sentences,
                                                     reference_sensitivity, reference_sentence, separation_margin,
                                                     separations, value_range)
-from faithlab.study.papers.synthesis.experiments import (CRITERIA, beats, cost_per_metric, ideal_gap, noisy_inputs,
-                                                         reactivity, recovery, recovery_units, report_card,
-                                                         resilience)
+from faithlab.study.papers.synthesis.experiments import (CRITERIA, INPUT_NOISE, META_SETUP, MODEL_NOISE, OOD_SETUP,
+                                                         RANDOMISE_SCALE, REFERENCE_SETUPS, beats, cost_per_metric,
+                                                         ideal_gap, noisy_inputs, reactivity, recovery, recovery_units,
+                                                         report_card, resilience)
 from faithlab.study.papers.synthesis.paper import PAPER_IDEAL_GAP, PAPER_THRESHOLD
 from faithlab.study.papers.synthesis.setup import (SETUP, Setup, degraded_name, evaluate_again, explainer_maps,
                                                    part_rows, setup, tree_setup)
@@ -42,4 +43,5 @@ __all__ = ["Setup", "setup", "tree_setup", "part_rows", "claim_ideal_gap", "PREM
            "PAPER_THRESHOLD", "degraded_name", "explainer_maps", "recovery", "recovery_units", "ideal_gap",
            "resilience", "reactivity", "report_card", "CRITERIA", "guide", "guide_sentences", "answer_sentence",
            "separation_margin", "separations", "reference_sensitivity", "reference_sentence", "REFERENCE_SENSITIVE",
-           "CHAPTER_METRICS", "COST_CASE", "cost_per_metric", "noisy_inputs", "beats", "evaluate_again", "value_range"]
+           "CHAPTER_METRICS", "COST_CASE", "cost_per_metric", "noisy_inputs", "beats", "evaluate_again", "value_range",
+           "META_SETUP", "OOD_SETUP", "REFERENCE_SETUPS", "MODEL_NOISE", "INPUT_NOISE", "RANDOMISE_SCALE"]

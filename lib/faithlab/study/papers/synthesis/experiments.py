@@ -28,7 +28,22 @@ from faithlab.study.verdicts import replication
 from faithlab.metrics.statistics import spearman
 
 __all__ = ["recovery", "recovery_units", "ideal_gap", "resilience", "reactivity", "report_card", "CRITERIA",
-           "cost_per_metric", "noisy_inputs", "beats"]
+           "cost_per_metric", "noisy_inputs", "beats", "META_SETUP", "OOD_SETUP", "REFERENCE_SETUPS", "MODEL_NOISE",
+           "INPUT_NOISE", "RANDOMISE_SCALE"]
+
+# ---- the protocol's fixed constants (the notebook ``synthesis/metrics_compared`` reads them from here)
+META_SETUP = "CNN, grey canvas"
+"""The setup whose replica 0 the meta-evaluation, the cost and the report card describe (its real explainers)."""
+OOD_SETUP = "CNN, coloured canvas"
+"""The setup whose recovery is the report card's "OOD recovery" (removal out of distribution)."""
+REFERENCE_SETUPS = ("CNN, grey canvas", "CNN, coloured canvas")
+"""The setups of the removal diagnostic and of the reference comparison (grey, then coloured canvases)."""
+MODEL_NOISE = 0.05
+"""Noise resilience: Gaussian noise of this × each layer's weight std on every layer of the model and its twin."""
+INPUT_NOISE = 0.05
+"""Noise resilience: Gaussian noise of this std on the normalised inputs."""
+RANDOMISE_SCALE = 10.0
+"""Adversary reactivity: the randomised model's noise, this × each layer's weight std."""
 
 
 def recovery_units(frame: pd.DataFrame, quality: Mapping[str, float]) -> pd.DataFrame:

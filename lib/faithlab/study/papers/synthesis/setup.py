@@ -22,6 +22,7 @@ from faithlab._optional import require
 from faithlab.data import TensorData
 from faithlab.metrics.papers.fewclass.fidelity import candidate_grid
 from faithlab.study.papers.setup import Setting
+from faithlab.study.verdicts.replication import Replica, training_seed
 
 __all__ = ["Setup", "setup", "tree_setup", "part_rows", "degraded_name", "explainer_maps", "evaluate_again"]
 
@@ -70,7 +71,8 @@ class Setup:
     decision tree, which has no gradient to fine-tune); x, y: the
     test images and labels evaluated; truth ``(B, 1, H, W)``: the ground-truth map; accuracy: of model on x;
     spec: the setup's configuration; normalisation: the ``(mean, std)`` x was standardised with (the data's
-    ``info``), for Few-class Fidelity's candidate search on pixel values."""
+    ``info``), for Few-class Fidelity's candidate search on pixel values; replica: the trained replica
+    (:func:`faithlab.study.verdicts.replicas`) the classifier is, None for a single model (trained with ``seed``)."""
 
     name: str
     use_case: str
@@ -82,6 +84,7 @@ class Setup:
     accuracy: float
     spec: dict = field(default_factory=dict)
     normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+    replica: Replica | None = None
 
 
 def _normalisation(d: TensorData) -> tuple[tuple[float, ...], tuple[float, ...]]:
@@ -104,12 +107,12 @@ def _classes(d: TensorData, classes: Sequence[int] | None) -> TensorData:
     return TensorData(d.x[idx], relabel[d.y[idx]], mask=None if d.mask is None else d.mask[idx], info=info)
 
 
-def _seeds(seed, train_seed) -> int:
-    """The training seed (``train_seed``, default ``seed``), both checked to be non-negative ints."""
-    for value, name in ((seed, "seed"), (train_seed, "train_seed")):
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-            raise ValueError(f"{name} must be a non-negative int, got {value!r}")
-    return seed if train_seed is None else train_seed
+def _seeds(seed, replica: Replica | None) -> int:
+    """The training seed: ``replica.seed``, or ``seed`` for a single model (``replica`` None); ``seed`` checked to be
+    a non-negative int."""
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    return training_seed(seed, replica)
 
 
 def part_rows(n_available: int, n_test: int, part: tuple[int, int]) -> slice:
@@ -130,7 +133,7 @@ def part_rows(n_available: int, n_test: int, part: tuple[int, int]) -> slice:
 
 
 def setup(spec: Mapping, *, n_test: int, image_size: int = 16, r: float = 0.3, beta: float = 0.1,
-          n_finetune_epochs: int = 4, seed: int = 0, train_seed: int | None = None,
+          n_finetune_epochs: int = 4, seed: int = 0, replica: Replica | None = None,
           part: tuple[int, int] = (0, 1), device: str | torch.device = "cpu") -> Setup:
     """Train (or load from the cache) the classifier a setup describes → :class:`Setup`.
 
@@ -140,8 +143,8 @@ def setup(spec: Mapping, *, n_test: int, image_size: int = 16, r: float = 0.3, b
     (``width``; ``patch_size``, ``dim``, ``depth``, ``heads``).
     Canvas digits of ``image_size`` px covering a fraction ``r`` (drawn with ``seed``); Adam lr 3e-3 (ViT: AdamW
     2e-3, cosine), batch 64; the fine-tuned twin: F-Fidelity's random removal of up to β·n pixels,
-    ``n_finetune_epochs`` epochs, lr 1e-3. train_seed: the seed of the training and the fine-tuning (default
-    ``seed``): an independently trained replica's (``faithlab.study.verdicts.replica_seed``) on the same data.
+    ``n_finetune_epochs`` epochs, lr 1e-3. replica: the trained replica (:func:`faithlab.study.verdicts.replicas`):
+    ``replica.seed`` seeds the training and the fine-tuning (None: ``seed``), on the same data.
     part: (i, k), the test images evaluated: up to ``n_test`` of the i-th of k disjoint parts of the test split
     (:func:`part_rows`; the default (0, 1): the first ``n_test``), so that k replicas score disjoint images.
     """
@@ -149,7 +152,7 @@ def setup(spec: Mapping, *, n_test: int, image_size: int = 16, r: float = 0.3, b
         if key not in spec:
             raise ValueError(f"spec must have a {key!r} entry, got keys {sorted(spec)}")
     kind = _validate.one_of(spec["model"], "spec['model']", ("linear", "small_cnn", "vit"))
-    train_seed = _seeds(seed, train_seed)
+    train_seed = _seeds(seed, replica)
     color, classes, n_train = bool(spec.get("color", False)), spec.get("classes"), spec.get("n_train")
     canvas = {"size": image_size, "r": r, "color": color, "seed": seed}
     parts = {s: _classes(data.load("canvas_digits", split=s, **({"n": n_train} if s == "train" else {}), **canvas),
@@ -188,11 +191,12 @@ def setup(spec: Mapping, *, n_test: int, image_size: int = 16, r: float = 0.3, b
         truth = explainers.ground_truth(test.mask[rows], x)[:, None]
     return Setup(spec["name"], spec.get("use_case", ""), model, tuned.to(device).eval(), x, y, truth,
                  float((pred == y).double().mean()), {**spec, "train_seed": train_seed, "part": tuple(part),
-                                                       "first_test_image": rows.start}, _normalisation(test))
+                                                       "first_test_image": rows.start}, _normalisation(test),
+                 replica)
 
 
 def tree_setup(*, max_depth: int, n_test: int, image_size: int = 16, r: float = 0.3, n_train: int | None = None,
-               seed: int = 0, train_seed: int | None = None, part: tuple[int, int] = (0, 1),
+               seed: int = 0, replica: Replica | None = None, part: tuple[int, int] = (0, 1),
                device: str | torch.device = "cpu") -> Setup:
     """A decision tree on grey canvas digits, with its perfect explanation as the ground truth → :class:`Setup`.
 
@@ -205,15 +209,15 @@ def tree_setup(*, max_depth: int, n_test: int, image_size: int = 16, r: float = 
     class explained. No fine-tuned twin (``finetuned`` None): the tree has no gradient to fine-tune. Fitting takes
     a fraction of a second, so the tree is not cached.
 
-    train_seed: the tree's ``random_state`` (default ``seed``), the seed of an independently trained replica
-    (``faithlab.study.verdicts.replica_seed``): the data (``seed``) stay the same. The canvases' pixels are binary, so many
+    replica: the trained replica (:func:`faithlab.study.verdicts.replicas`), whose ``replica.seed`` is the tree's
+    ``random_state`` (None: ``seed``): the data (``seed``) stay the same. The canvases' pixels are binary, so many
     candidate splits tie in impurity and ``random_state``, which orders the features tried at each node, decides
     between them: trees of other training seeds split on other pixels."""
     require("sklearn", "tree_setup")
     from sklearn.tree import DecisionTreeClassifier
 
     depth = _validate.positive_int(max_depth, "max_depth")
-    train_seed = _seeds(seed, train_seed)
+    train_seed = _seeds(seed, replica)
     canvas = {"size": image_size, "r": r, "color": False, "seed": seed}
     train_part = data.load("canvas_digits", split="train", **({} if n_train is None else {"n": n_train}), **canvas)
     test = data.load("canvas_digits", split="test", **canvas)
@@ -228,7 +232,7 @@ def tree_setup(*, max_depth: int, n_test: int, image_size: int = 16, r: float = 
             "depth": model.depth, "nodes": int(model.feature.shape[0]), "n_train": len(train_part),
             "train_seed": train_seed, "part": tuple(part), "first_test_image": rows.start}
     return Setup(spec["name"], "a transparent, non-additive model", model, None, x, y, model.path_importance(x),
-                 float((pred == y).double().mean()), spec, _normalisation(test))
+                 float((pred == y).double().mean()), spec, _normalisation(test), replica)
 
 
 def degraded_name(xi: float) -> str:
