@@ -248,7 +248,7 @@ def test_transfer_section_lists_the_settings_that_differ_and_the_scale_of_the_cl
         setup, counted.drop(columns="trained_replicas"))
 
 
-def test_the_preregistration_shows_the_procedure_the_rules_files_their_log_and_the_coverage():
+def test_the_preregistration_shows_the_procedure_the_rules_their_registrations_their_log_and_the_coverage():
     from faithlab.study import verdicts
 
     procedure = pages.procedure_html()
@@ -260,7 +260,8 @@ def test_the_preregistration_shows_the_procedure_the_rules_files_their_log_and_t
     card = _card([["basics", "digits_classifier", "IG deletion AUC below random (sanity check)", "", "", R, "",
                    "", ""]]).assign(rule_id="B1")
     rules = pages.rules_html(card, "preregistration", "basics")
-    assert 'id="rule-B1"' in rules and "digits_classifier.html#" in rules and "margin_source" in rules  # raw file
+    assert 'id="rule-B1"' in rules and "digits_classifier.html#" in rules
+    assert "@verdicts.registered(" in rules and "margin_source=" in rules and "def claim_deletion_sanity(" in rules
     assert "not decided in this build" in pages.rules_html(card.assign(rule_id=""), "preregistration", "basics")
     assert "No rule is registered" in pages.rules_html(card, "preregistration", "no such paper")
     guide = pages.rules_html(card, "preregistration", "synthesis")  # the guide's registered rule, a study answer

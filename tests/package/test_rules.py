@@ -1,98 +1,141 @@
-"""The pre-registration is one: the committed rules files (lib/faithlab/study/verdicts/registered/*.toml) are complete and
-valid, every change to them has a line in their change log, and no claim is decided by a rule that is not in them."""
+"""The pre-registration is one: every rule is registered in committed code directly above the claim function that
+decides by it (faithlab.study.verdicts.registered), complete and valid, every change to it has an entry in its change
+log, and no claim is decided by a rule that is not registered."""
 
 from __future__ import annotations
 
-import re
-import shutil
-
 import math
+import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-import faithlab as fl
 import faithlab.study as fs
 from faithlab.study.verdicts import rules as R
 
-FILES = R.rule_files()
+REGISTERED = R.registrations()
 
 
-def test_there_are_rules_files():
-    assert FILES and {p.stem for p in FILES} >= {"basics"}
+def test_every_paper_registers_its_rules():
+    papers = {r.fields["paper"] for r in REGISTERED.values()}
+    assert papers >= {"basics", "fewclass", "ffidelity", "reco_mege", "saco", "synthesis", "trace"}, papers
+    assert "guide" in R.all_answers()
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
-def test_every_rules_file_is_valid_and_its_change_log_accounts_for_it(path):
-    problems = R.audit(path)
+@pytest.mark.parametrize("name", sorted(REGISTERED))
+def test_every_rule_is_valid_and_its_change_log_accounts_for_it(name):
+    problems = R.audit([name])
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
-def test_every_rule_of_a_trained_claim_asks_the_house_design(path):
-    for cid, rule in R.load(path)[0].items():
-        assert re.fullmatch(r"[A-Za-z0-9_.-]+", cid), cid
-        assert rule.replicas >= fs.verdicts.MIN_REPLICAS and rule.units >= fs.verdicts.MIN_UNITS, (
-            f"{cid}: replicas {rule.replicas}, units {rule.units}: the house asks ≥ {fs.verdicts.MIN_REPLICAS} "
-            f"trained replicas and ≥ {fs.verdicts.MIN_UNITS} independent units")
-        assert rule.interval in fs.verdicts.INTERVAL_METHODS, f"{cid}: interval {rule.interval!r} is not tested"
-        assert not fs.verdicts.states_decision(rule.statistic), f"{cid}: the statistic states a decision"
-        assert rule.margin_source.strip() and rule.null.strip()
+def test_the_audit_command_passes_and_prints_every_fingerprint():
+    done = subprocess.run([sys.executable, "-m", "faithlab.study.verdicts"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    printed = dict(line.split(" ", 1) for line in done.stdout.splitlines() if not line.startswith(" "))
+    assert printed == {name: R.fingerprint(r.fields) for name, r in REGISTERED.items()}
 
 
-def test_the_ids_are_unique_across_files():
-    seen: dict[str, str] = {}
-    for path in FILES:
-        for cid in R.load(path)[0]:
-            assert cid not in seen, f"{cid} is registered in {seen[cid]} and {path.name}"
-            seen[cid] = path.name
+@pytest.mark.parametrize("cid", sorted(R.all_rules()))
+def test_every_rule_of_a_trained_claim_asks_the_house_design(cid):
+    rule = R.rule(cid)
+    assert re.fullmatch(r"[A-Za-z0-9_.-]+", cid), cid
+    assert rule.replicas >= fs.verdicts.MIN_REPLICAS and rule.units >= fs.verdicts.MIN_UNITS, (
+        f"{cid}: replicas {rule.replicas}, units {rule.units}: the house asks ≥ {fs.verdicts.MIN_REPLICAS} "
+        f"trained replicas and ≥ {fs.verdicts.MIN_UNITS} independent units")
+    assert rule.interval in fs.verdicts.INTERVAL_METHODS, f"{cid}: interval {rule.interval!r} is not tested"
+    assert not fs.verdicts.states_decision(rule.statistic), f"{cid}: the statistic states a decision"
+    assert rule.margin_source.strip() and rule.null.strip()
 
 
-def _copy(tmp_path, text_change=None):
-    source = FILES[0]
-    target = tmp_path / source.name
-    shutil.copy(source, target)
-    if text_change:
-        target.write_text(text_change(target.read_text()))
-    return target
+def test_every_rule_sits_on_the_claim_function_that_reads_it():
+    """A rule is registered in its paper's claims (or basics), on a function that names it or decides its parent."""
+    import importlib
+    import inspect
+
+    parents = {p: r.id for r in R.all_rules().values() for p in r.parts}
+    for cid, r in REGISTERED.items():
+        assert r.where.startswith(("faithlab.study.papers.", )), (cid, r.where)
+        module, _, name = r.where.rpartition(".")
+        source = inspect.getsource(getattr(importlib.import_module(module), name))
+        named = f'"{cid}"' in source.split("\ndef ", 1)[1] if "\ndef " in source else False
+        assert named or cid in parents or cid in ("F7", "guide"), (cid, r.where)
 
 
-def test_a_rule_changed_without_a_log_line_is_caught(tmp_path):
-    path = _copy(tmp_path, lambda t: re.sub(r"(?m)^margin = ([0-9.]+)$", "margin = 0.5", t, count=1))
-    problems = R.audit(path)
-    assert any("changed without a line in the log" in p for p in problems), problems
+def test_a_duplicate_id_is_refused_naming_both_places():
+    fields = dict(R.rule("B1").raw)
+    with pytest.raises(ValueError, match=r"'B1' is registered twice: on faithlab\.study\.papers\.basics\."):
+        @R.registered("B1", log=[], **fields)
+        def elsewhere():
+            pass
 
 
-def test_a_change_with_its_log_line_passes_and_a_wrong_new_value_is_caught(tmp_path):
-    path = _copy(tmp_path, lambda t: re.sub(r"(?m)^margin = ([0-9.]+)$", "margin = 0.5", t, count=1))
-    claims = R.load(path)[0]
-    cid = next(c for c in claims if claims[c].raw.get("margin") == 0.5)
-    line = (f'\n[[log]]\ndate = "2099-01-01"\nclaim = "{cid}"\nfield = "margin"\nold = 0.01\nnew = 0.5\n'
-            f'why = "a test"\nfingerprint = "{R.fingerprint(claims)}"\n')
-    path.write_text(path.read_text() + line)
-    assert R.audit(path) == []
-    path.write_text(path.read_text().replace("new = 0.5", "new = 0.4"))
-    assert any("gives 0.4" in p for p in R.audit(path))
-    path.write_text(path.read_text().replace('date = "2099-01-01"', 'date = "2001-01-01"'))
-    assert any("before the line above" in p for p in R.audit(path))
+def test_registering_returns_the_function_unchanged_and_checks_the_fields():
+    fields = {**R.rule("B1").raw, "paper": "test"}
+
+    def decide():
+        return 1
+    try:
+        assert R.registered("TEST.unchanged", log=[], **fields)(decide) is decide
+        assert R.rule("TEST.unchanged").raw == fields
+    finally:
+        R._RULES.pop("TEST.unchanged", None)  # noqa: SLF001 (the test's own registration)
+    with pytest.raises(ValueError, match="rule TEST.bad: direction must be one of"):
+        R.registered("TEST.bad", log=[], **{**fields, "direction": "sideways"})
+    with pytest.raises(ValueError, match="rule TEST.bad has unknown fields"):
+        R.registered("TEST.bad", log=[], **{**fields, "colour": "red"})
 
 
-def test_the_guides_registered_answer_is_read_and_its_changes_are_logged(tmp_path):
+def _entry(fields, **more):
+    return {"date": "2026-11-27", "change": "registered", "why": "a test", **more,
+            "fingerprint": R.fingerprint(fields)}
+
+
+def test_a_rule_changed_without_a_log_entry_is_caught_and_the_fingerprint_to_write_is_printed():
+    fields = dict(R.rule("B1").raw)
+    log = [_entry(fields)]
+    assert R.audit_log("B1", fields, log) == []
+    changed = {**fields, "margin": 0.5}
+    problems = R.audit_log("B1", changed, log)
+    assert any("changed without an entry in its log" in p and R.fingerprint(changed) in p for p in problems), problems
+
+
+def test_a_change_with_its_log_entry_passes_and_a_wrong_new_value_or_date_is_caught():
+    fields = dict(R.rule("B1").raw)
+    changed = {**fields, "margin": 0.5}
+    first = {"date": "2026-11-27", "change": "registered", "why": "a test"}
+    change = {"date": "2099-01-01", "change": "changed", "field": "margin", "old": 0.01, "new": 0.5, "why": "a test",
+              "fingerprint": R.fingerprint(changed)}
+    assert R.audit_log("B1", changed, [first, change]) == []
+    assert any("gives 0.4" in p for p in R.audit_log("B1", changed, [first, {**change, "new": 0.4}]))
+    assert any("before the entry above" in p
+               for p in R.audit_log("B1", changed, [{**first, "date": "2100-01-01"}, change]))
+    assert any("names field, old and new" in p
+               for p in R.audit_log("B1", changed, [first, {k: v for k, v in change.items() if k != "old"}]))
+    assert any("must register" in p for p in R.audit_log("B1", changed, [change]))
+    assert R.audit_log("B1", changed, []) == ["B1: no change log (log=[...] with its registration)"]
+
+
+def test_the_guides_registered_answer_is_read_and_its_changes_are_logged():
     guide = R.answer("guide")
     assert guide["holds_up"] in R.HOLDS_UP and guide["beats"] in R.BEATS and guide["margin_source"].strip()
     with pytest.raises(ValueError, match="answer 'nothing' has no rule"):
         R.answer("nothing")
-    source = next(p for p in FILES if R.load_answers(p))
-    target = tmp_path / source.name
-    target.write_text(source.read_text())
-    assert R.audit(target) == []
-    changed = target.read_text().replace('beats = "holm"', 'beats = "per comparison"')
-    assert changed != target.read_text()
-    target.write_text(changed)  # an answer's rule changed without a log line is caught like a claim's
-    assert any("changed without a line in the log" in p for p in R.audit(target))
-    target.write_text(changed.replace('holds_up = "recovers and not worse than any"', 'holds_up = "whatever"'))
-    with pytest.raises(ValueError, match=r"\[answers.guide\]: holds_up must be one of"):
-        R.load_answers(target)
+    registration = REGISTERED["guide"]
+    assert R.audit_log("guide", registration.fields, registration.log) == []
+    changed = {**registration.fields, "beats": "per comparison"}  # an answer changed without a log entry is caught
+    assert any("changed without an entry in its log" in p for p in R.audit_log("guide", changed, registration.log))
+    with pytest.raises(ValueError, match=r"answer guide: holds_up must be one of"):
+        R.registered_answer("guide", log=registration.log, **{**registration.fields, "holds_up": "whatever"})
+
+
+def test_a_lookup_imports_every_papers_claims():
+    code = ("import faithlab.study.verdicts as V, sys; r = V.rule('T4'); "
+            "print(r.paper, 'faithlab.study.papers.trace.claims' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.stdout.split() == ["trace", "True"], done.stdout + done.stderr
 
 
 def test_no_decision_without_a_registered_rule():

@@ -1,12 +1,11 @@
-"""The README's "Fork: add a claim", followed to the letter in a copy of the project: its claim function is appended
-to the paper's claims module, its rule to the paper's rules file with the change-log line the README asks for (the
-rules audit then passes), its test runs and passes, and its notebook cell, run on a frame of three replicas, records
-the claim with its verdict and its claim function in the notebook's claims.csv. The copy runs in subprocesses: the
-project under test is not touched."""
+"""The README's "Fork: add a claim", followed to the letter in a copy of the project: its claim function, with its
+rule and change log registered above it, is appended to the paper's claims module (the one file of the library the
+fork touches), the fingerprint the audit prints is written into the log entry (the audit then passes), its test runs
+and passes, and its notebook cell, run on a frame of three replicas, records the claim with its verdict and its claim
+function in the notebook's claims.csv. The copy runs in subprocesses: the project under test is not touched."""
 
 from __future__ import annotations
 
-import datetime
 import os
 import re
 import shutil
@@ -30,10 +29,15 @@ def _readme_blocks() -> dict[str, list[str]]:
     return blocks
 
 
-def test_the_readme_names_three_pieces_of_code_and_one_rule():
+PLACEHOLDER = "<printed by python -m faithlab.study.verdicts>"
+
+
+def test_the_readme_names_three_pieces_of_code_and_no_rules_file():
     blocks = _readme_blocks()
-    assert len(blocks["python"]) == 3 and len(blocks["toml"]) == 1, {k: len(v) for k, v in blocks.items()}
-    assert "def claim_beats_random" in blocks["python"][0] and "[claims.CX]" in blocks["toml"][0]
+    assert list(blocks) == ["python"] and len(blocks["python"]) == 3, {k: len(v) for k, v in blocks.items()}
+    function = blocks["python"][0]
+    assert function.startswith('@verdicts.registered(\n    "CX",') and "\ndef claim_beats_random(" in function
+    assert f'"fingerprint": "{PLACEHOLDER}"' in function
 
 
 CELL = r'''
@@ -60,10 +64,8 @@ def test_the_readmes_claim_is_decided_and_recorded_in_a_copy(tmp_path):
     function, test, cell = blocks["python"]
     copy = tmp_path / "lib"
     shutil.copytree(ROOT / "lib" / "faithlab", copy / "faithlab", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    claims = copy / "faithlab" / "study" / "papers" / "fewclass" / "claims.py"
+    claims = copy / "faithlab" / "study" / "papers" / "fewclass" / "claims" / "__init__.py"
     claims.write_text(claims.read_text() + "\n\n" + function + "\n")
-    rules = copy / "faithlab" / "study" / "verdicts" / "registered" / "fewclass.toml"
-    rules.write_text(rules.read_text() + "\n" + blocks["toml"][0] + "\n")
     env = {**os.environ, "PYTHONPATH": str(copy), "FAITHLAB_PROGRESS": "0",
            "FAITHLAB_GENERATED": str(tmp_path / "generated")}
 
@@ -71,15 +73,13 @@ def test_the_readmes_claim_is_decided_and_recorded_in_a_copy(tmp_path):
         return subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=timeout,
                               cwd=tmp_path)
 
-    # the change-log line the README asks for, with the fingerprint the command prints
-    printed = run("-m", "faithlab.study.verdicts", str(rules))
-    assert printed.returncode == 1 and "without a line in the log" in printed.stdout, printed.stdout + printed.stderr
-    fingerprint = printed.stdout.split()[1]
-    dates = re.findall(r'^date = "(\d{4}-\d{2}-\d{2})"', rules.read_text(), re.M)
-    date = max([datetime.date.today().isoformat(), *dates])
-    rules.write_text(rules.read_text() + f'\n[[log]]\ndate = "{date}"\nclaim = "CX"\nchange = "registered"\n'
-                     f'why = "the README\'s fork"\nfingerprint = "{fingerprint}"\n')
-    audited = run("-m", "faithlab.study.verdicts", str(rules))
+    # the log entry's fingerprint, as the audit prints it for the new rule
+    printed = run("-m", "faithlab.study.verdicts")
+    assert printed.returncode == 1 and "CX: the rule changed without an entry in its log" in printed.stdout, (
+        printed.stdout + printed.stderr)
+    fingerprint = re.search(r"^CX ([0-9a-f]{12})$", printed.stdout, re.M).group(1)
+    claims.write_text(claims.read_text().replace(PLACEHOLDER, fingerprint))
+    audited = run("-m", "faithlab.study.verdicts")
     assert audited.returncode == 0, audited.stdout + audited.stderr
 
     test_file = tmp_path / "test_readme_claim.py"

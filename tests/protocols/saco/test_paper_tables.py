@@ -2,6 +2,7 @@
 and 2 and Fig. 2 (typed by hand from the paper's text), the margins derived from them, the quoted values of the claims,
 and no notebook typing them again."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,8 @@ def test_no_notebook_code_holds_saco_values(value):
 
 
 def test_the_claims_quote_the_table():
-    source = (Path(paper.__file__).parent / "claims.py").read_text(encoding="utf-8")
+    source = "".join(re.sub(r"(?ms)^@verdicts\.registered(?:_answer)?\(\n.*?^\)\n", "", p.read_text(encoding="utf-8"))
+                     for p in (Path(paper.__file__).parent / "claims").glob("*.py"))  # the rules' texts aside
     assert "0.4558" not in source and "0.6041" not in source
 
 

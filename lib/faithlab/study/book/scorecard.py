@@ -67,21 +67,27 @@ def _git(*args: str) -> str | None:
 
 
 def rule_commit(function: str) -> str:
-    """The short hash and date of the last commit that changed claim function ``function`` ("module.qualname"), from
-    ``git log -L :name:file`` (its lines, not its file); "uncommitted" when its file has changes not yet committed,
-    "—" without git or when the function is unknown."""
+    """The short hash and date of the last commit that changed claim function ``function`` ("module.qualname") or a
+    rule registered above it, from ``git log -L first,last:file`` over its lines with their decorators (its lines,
+    not its file); "uncommitted" when its file has changes not yet committed, "—" without git or when the function
+    is unknown."""
     import importlib
     import inspect
 
     module, _, name = str(function).rpartition(".")
     try:
-        source = Path(inspect.getsourcefile(importlib.import_module(module))).resolve()
+        fn = importlib.import_module(module)
+        for part in name.split("."):
+            fn = getattr(fn, part)
+        source = Path(inspect.getsourcefile(fn)).resolve()
         relative = source.relative_to(paths.project_root().resolve()).as_posix()
-    except (ImportError, TypeError, ValueError, OSError):
+        lines, first = inspect.getsourcelines(fn)
+    except (ImportError, AttributeError, TypeError, ValueError, OSError):
         return "—"
     if _git("diff", "--quiet", "HEAD", "--", relative) is None and _git("rev-parse", "HEAD") is not None:
         return "uncommitted"
-    answer = _git("log", "-1", "--format=%h %as", "-L", f":^def {name}[(]:{relative}", "--no-patch")
+    first = max(first, 1)
+    answer = _git("log", "-1", "--format=%h %as", "-L", f"{first},{first + len(lines) - 1}:{relative}", "--no-patch")
     return answer.splitlines()[0] if answer else "—"
 
 

@@ -60,10 +60,27 @@ def _predictions(predictions, labels, replicas: list) -> dict:
     return {replicas[0]: (predictions, labels)}
 
 
+@verdicts.registered(
+    "B1", paper="basics", kind="study check", claim="IG deletion AUC below random (sanity check)",
+    statistic=("per test digit, the deletion AUC of the random explainer minus that of Integrated Gradients; its "
+               "mean per trained replica"),
+    direction="above", margin=0.01,
+    margin_source="convention (no paper makes this check): 1 % of the deletion curve's range, [0, 1]",
+    decision="single", null="the random explainer (the comparison itself)",
+    premises=["every replica learned the task: accuracy above the permuted-label chance range and the "
+              "majority-class share"],
+    replicas=3, units=30, interval="t on replica means", unit="test digit",
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim function's code into this file; the margin was 0 (any "
+                 "positive difference), now 0.01 by convention so that a tie can be decided"),
+         "fingerprint": "e2d22038aecd"},
+    ],
+)
 def claim_deletion_sanity(deletion: pd.DataFrame, predictions, labels, *, method: str = "integrated_gradients",
                           random: str = "random", n_null: int = 1000, seed: int = 0) -> verdicts.Claim:
     """Study check B1: ``method``'s deletion AUC (most relevant pixels removed first, lower = more faithful) lies
-    below the ``random`` explainer's on the same test digits, decided by its rule in the rules file
+    below the ``random`` explainer's on the same test digits, decided by its rule (registered above it)
     (``verdicts.rule("B1")``: the margin and the design live there).
 
     deletion: one row per explainer × sample (columns explainer, sample, ``deletion AUC``), with a ``replica``

@@ -1,8 +1,9 @@
 """Verdicts of the study's claims: one pre-registered procedure that every claim function applies.
 
-- :mod:`.rules` — the committed rules file (``rules.toml``): per claim its statistic, the paper's direction, the
-  smallest effect of interest (margin) with its source in the paper, the null, the premises, the design (R × n) and
-  the interval, with a change log; :func:`rule` hands a claim function its :class:`Rule`.
+- :mod:`.rules` — the pre-registered rules, each registered by :func:`registered` directly above the claim function
+  that decides by it: per claim its statistic, the paper's direction, the smallest effect of interest (margin) with
+  its source in the paper, the null, the premises, the design (R × n) and the interval, with its change log;
+  :func:`rule` hands a claim function its :class:`Rule`.
 - :mod:`faithlab.study.verdicts.intervals` — intervals whose coverage is tested by simulation (:mod:`.coverage`):
   a t interval on the replica-level statistics (the trained model is the unit of replication), Wilson for shares.
 - :mod:`.decisions` — the equivalence logic: each cell's interval against the margin (:func:`judge`,
@@ -20,7 +21,8 @@ from faithlab.study.verdicts.procedure import __all__ as _procedure_all
 from faithlab.study.verdicts.procedure import states_decision, then  # noqa: F401
 from faithlab.study.verdicts.intervals import (Interval, mean_interval, replica_interval, share_interval,  # noqa: F401
                                          draws_interval, wilson, INTERVAL_METHODS)
-from faithlab.study.verdicts.rules import Rule, rule, all_rules, DECISIONS  # noqa: F401
+from faithlab.study.verdicts.rules import (Rule, rule, all_rules, DECISIONS, registered,  # noqa: F401
+                                         registered_answer)
 from faithlab.study.verdicts.decisions import (Judgement, judge, effect, decide, decide_parts,  # noqa: F401
                                          judgement_table, replica_judgement, OUTCOMES)
 from faithlab.study.verdicts.power import design_needed  # noqa: F401
@@ -28,5 +30,6 @@ from faithlab.study.verdicts import replication  # noqa: F401
 from faithlab.study.verdicts.replication import Replica, replicas  # noqa: F401
 
 __all__ = [*_procedure_all, "Interval", "mean_interval", "replica_interval", "share_interval", "draws_interval",
-           "wilson", "INTERVAL_METHODS", "Rule", "rule", "all_rules", "DECISIONS", "Judgement", "judge", "effect",
+           "wilson", "INTERVAL_METHODS", "Rule", "rule", "all_rules", "DECISIONS", "registered",
+           "registered_answer", "Judgement", "judge", "effect",
            "decide", "decide_parts", "judgement_table", "replica_judgement", "OUTCOMES", "design_needed", "replication", "Replica", "replicas"]

@@ -1,14 +1,23 @@
-"""``python -m faithlab.study.verdicts [file ...]``: each rules file's fingerprint (what a change-log line records) and what
-its audit finds wrong (faithlab.study.verdicts.rules.audit); exits 1 when something is."""
+"""``python -m faithlab.study.verdicts [id ...]``: every registered rule's and answer's fingerprint (what the last entry
+of its change log records), one ``<id> <fingerprint>`` line each, and what the audit finds wrong with its log
+(:func:`faithlab.study.verdicts.rules.audit`, indented below it); exits 1 when something is."""
 
 import sys
 
-from faithlab.study.verdicts.rules import audit, fingerprint, load, load_answers, rule_files
+from faithlab.study.verdicts.rules import audit, fingerprint, registrations
 
 problems = 0
-for path in sys.argv[1:] or [str(f) for f in rule_files()]:
-    print(path, fingerprint(load(path)[0], load_answers(path)))
-    for problem in audit(path):
+named = sys.argv[1:]
+found = registrations()
+for name in [n for n in named if n not in found]:
+    problems += 1
+    print(name, "-")
+    print("  ", f"{name}: no rule or answer is registered under this id")
+for name, registration in found.items():
+    if named and name not in named:
+        continue
+    print(name, fingerprint(registration.fields))
+    for problem in audit([name]):
         problems += 1
         print("  ", problem)
 sys.exit(1 if problems else 0)

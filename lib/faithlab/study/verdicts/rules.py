@@ -1,38 +1,48 @@
-"""The pre-registered rules: the committed rules files ``registered/<paper>.toml`` beside this module (one per
-chapter, so that a chapter's rules and their change log read together), read by every claim function.
+"""The pre-registered rules, each registered in committed code beside the claim function that decides by it: the
+decorator :func:`registered` (:func:`registered_answer` for a study answer) placed directly above the function.
 
-Per claim (its label, e.g. ``C1``) the file fixes the statistic, the paper's direction, the smallest effect of interest
+Per claim (its label, e.g. ``C1``) the rule fixes the statistic, the paper's direction, the smallest effect of interest
 (``margin``, with ``margin_source``: the paper's numbers it comes from, or the convention where the paper gives none),
 how several cells combine (``decision``: one statistic, every cell, a share fixed in advance, or named parts), the
 null, the premises, the replicas and units the design needs and the interval. A claim function takes its
-:class:`Rule` from :func:`rule` and hands it to :func:`faithlab.study.verdicts.decide`; a :class:`faithlab.study.verdicts.Claim`
-carries the rule it was decided by, so no decision uses a rule that is not in the file.
+:class:`Rule` from :func:`rule` and hands it to :func:`faithlab.study.verdicts.decide`; a
+:class:`faithlab.study.verdicts.Claim` carries the rule it was decided by, so no decision uses a rule that is not
+registered. :func:`rule`, :func:`all_rules`, :func:`answer`, :func:`all_answers` and :func:`log` first import every
+paper's claims (:data:`CLAIMS_MODULES`), so a lookup never depends on what the caller imported.
 
-A file may also register how a study answer decides what it names (``[answers.<name>]``, e.g. the synthesis's
-guide: :func:`answer`), under the same change log and fingerprint.
+A study answer (e.g. the synthesis's guide) registers how it decides what it names the same way
+(:func:`registered_answer`, :func:`answer`).
 
-Each file's ``[[log]]`` is its change log: one line per change (date, claim, field, old → new, why), the registration
-first. Each line carries the fingerprint (:func:`fingerprint`) of the file's rules after it, so that a change without a
-log line is caught (tests/package/test_rules.py): the last line's fingerprint must be the file's, and the last line
-that names a claim's field must give its current value.
+Each registration carries its change log (``log=[...]``, oldest first): one entry per change (``date`` YYYY-MM-DD,
+``change`` registered/changed/removed, ``why``, and ``field``, ``old``, ``new`` for a change), the registration
+first; the last entry carries the ``fingerprint`` of the rule after it (:func:`fingerprint`), so that a change
+without a log entry is caught (:func:`audit`, tests/package/test_rules.py, ``python -m faithlab.study.verdicts``,
+which prints the fingerprint to write).
+
+Until issue 73 the rules lived in one TOML file per chapter (``registered/<paper>.toml`` beside this module), with a
+file-wide change log whose fingerprints covered whole files; those files and their logs stay in git history. Each
+rule's log here is its file's entries that named it (or every claim of the file, unless the rule had a registration
+entry of its own), the fingerprint recomputed for the rule alone on its last entry.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import math
-import tomllib
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
-__all__ = ["RULES_DIR", "Rule", "rule", "all_rules", "log", "fingerprint", "DECISIONS", "DIRECTIONS", "load",
-           "rule_files", "audit", "answer", "all_answers", "load_answers", "HOLDS_UP", "BEATS"]
+__all__ = ["Rule", "registered", "registered_answer", "rule", "all_rules", "log", "fingerprint", "DECISIONS",
+           "DIRECTIONS", "rule_files", "registrations", "audit", "audit_log", "answer", "all_answers", "HOLDS_UP",
+           "BEATS", "CLAIMS_MODULES"]
 
-RULES_DIR = Path(__file__).with_name("registered")
-"""The committed rules files, one ``<paper>.toml`` per chapter."""
+CLAIMS_MODULES = tuple(f"faithlab.study.papers.{p}.claims" for p in (
+    "fewclass", "ffidelity", "reco_mege", "saco", "synthesis", "trace")) + ("faithlab.study.papers.basics",)
+"""The modules whose claim functions register every rule (imported before any lookup)."""
 DECISIONS = {
     "single": "one statistic: reproduced when its interval lies beyond the margin in the paper's direction, not "
               "reproduced when it lies wholly short of it (inside the band of no meaningful effect or beyond it the "
@@ -74,7 +84,7 @@ _ANSWER_FIELDS = {"paper": str, "statement": str, "margin": str, "margin_source"
 
 @dataclass(frozen=True)
 class Rule:
-    """One claim's pre-registered rule (a ``[claims.<id>]`` table of ``rules.toml``)."""
+    """One claim's pre-registered rule (what :func:`registered` records)."""
 
     id: str
     paper: str
@@ -146,7 +156,7 @@ def _check_fields(where: str, entry: Mapping, required: Mapping, optional) -> No
 
 
 def _check(cid: str, entry: Mapping) -> Rule:
-    where = f"[claims.{cid}]"
+    where = f"rule {cid}"
     _check_fields(where, entry, _FIELDS, _OPTIONAL)
     if entry["kind"] not in ("paper", "study check"):
         raise ValueError(f"{where}: kind must be 'paper' or 'study check', got {entry['kind']!r}")
@@ -175,7 +185,7 @@ def _check(cid: str, entry: Mapping) -> Rule:
 
 
 def _check_answer(name: str, entry: Mapping) -> dict:
-    where = f"[answers.{name}]"
+    where = f"answer {name}"
     _check_fields(where, entry, _ANSWER_FIELDS, ("note", "null", "cost_budget"))
     if entry["holds_up"] not in HOLDS_UP:
         raise ValueError(f"{where}: holds_up must be one of {tuple(HOLDS_UP)}, got {entry['holds_up']!r}")
@@ -186,154 +196,179 @@ def _check_answer(name: str, entry: Mapping) -> dict:
     return dict(entry)
 
 
-def load_answers(path: Path | str) -> dict[str, dict]:
-    """The registered answers of one rules file (its ``[answers.<name>]`` tables: how a study answer such as the
-    synthesis's guide decides what it names), ``{}`` when it has none."""
-    with open(path, "rb") as fh:
-        data = tomllib.load(fh)
-    answers = data.get("answers", {})
-    try:
-        return {name: _check_answer(name, entry) for name, entry in answers.items()}
-    except ValueError as err:
-        raise ValueError(f"{path}: {err}") from None
+@dataclass(frozen=True)
+class Registration:
+    """Where a rule or an answer is registered and its change log: ``where`` names the function it decorates
+    (``module.qualname``), ``file`` and ``line`` the decorator's first line."""
+
+    name: str
+    fields: Mapping
+    log: tuple
+    where: str
+    file: str
+    line: int
 
 
-def load(path: Path | str) -> tuple[dict[str, Rule], list[dict]]:
-    """The rules and the change log of one rules file → ``({id: Rule}, [log line, ...])``."""
-    with open(path, "rb") as fh:
-        data = tomllib.load(fh)
-    claims = data.get("claims", {})
-    if not isinstance(claims, Mapping) or not claims:
-        raise ValueError(f"{path} holds no [claims.<id>] table")
-    try:
-        return {cid: _check(cid, entry) for cid, entry in claims.items()}, list(data.get("log", []))
-    except ValueError as err:
-        raise ValueError(f"{path}: {err}") from None
+_RULES: dict[str, tuple[Rule, Registration]] = {}
+_ANSWERS: dict[str, tuple[dict, Registration]] = {}
 
 
-def rule_files(folder: Path | str = RULES_DIR) -> list[Path]:
-    """The rules files of ``folder``, in name order."""
-    return sorted(Path(folder).glob("*.toml"))
+def _register(table: dict, name: str, value, fields: Mapping, log: list[Mapping] | tuple, depth: int) -> Callable:
+    caller = sys._getframe(depth)
+    file, line = caller.f_code.co_filename, caller.f_lineno
+
+    def decorate(fn):
+        where = f"{fn.__module__}.{fn.__qualname__}"
+        held = table.get(name)
+        if held is not None and held[1].where != where:
+            raise ValueError(f"{name!r} is registered twice: on {held[1].where} ({held[1].file}:{held[1].line}) "
+                             f"and on {where} ({file}:{line})")
+        entries = tuple(dict(entry) for entry in log)
+        table[name] = (value, Registration(name, dict(fields), entries, where, file, line))
+        return fn
+
+    return decorate
 
 
-@functools.lru_cache(maxsize=1)
-def _loaded() -> tuple[dict[str, Rule], dict[str, list[dict]], dict[str, dict]]:
-    found: dict[str, Rule] = {}
-    logs: dict[str, list[dict]] = {}
-    answers: dict[str, dict] = {}
-    for path in rule_files():
-        claims, lines = load(path)
-        clash = set(claims) & set(found)
-        if clash:
-            raise ValueError(f"{path} registers {sorted(clash)}, registered in another rules file too")
-        found.update(claims)
-        logs[path.stem] = lines
-        named = load_answers(path)
-        clash = set(named) & set(answers)
-        if clash:
-            raise ValueError(f"{path} registers answers {sorted(clash)}, registered in another rules file too")
-        answers.update(named)
-    return found, logs, answers
+def registered(claim_id: str, *, log: list[Mapping] | tuple, **fields) -> Callable:
+    """Register claim ``claim_id``'s rule on the claim function that decides by it (placed directly above it; stack
+    several where one function decides several ids): the fields of a :class:`Rule` (paper, kind, claim, statistic,
+    direction, margin, margin_source, decision, null, premises, replicas, units, interval; optionally share, parts,
+    over, unit, note), checked here, and its change log ``log`` (see the module's docstring). Returns the function
+    unchanged; ValueError on a bad field or on an id registered on another function too."""
+    checked = _check(claim_id, fields)
+    return _register(_RULES, claim_id, checked, fields, log, 2)
+
+
+def registered_answer(name: str, *, log: list[Mapping] | tuple, **fields) -> Callable:
+    """Register how the study answer ``name`` (e.g. the synthesis's ``guide``) decides what it names, on the function
+    that decides it: paper, statement, margin, margin_source, holds_up (:data:`HOLDS_UP`), beats (:data:`BEATS`),
+    level, replicas, interval (optionally note, null, cost_budget), with its change log ``log``."""
+    checked = _check_answer(name, fields)
+    return _register(_ANSWERS, name, checked, fields, log, 2)
+
+
+def _import_claims() -> None:
+    """Import every paper's claims, so that every rule is registered (lazily: the claims import this module)."""
+    import importlib
+
+    for module in CLAIMS_MODULES:
+        importlib.import_module(module)
+
+
+def _order(table: Mapping) -> list[str]:
+    return sorted(table, key=lambda k: (table[k][1].fields.get("paper", ""), table[k][1].file, table[k][1].line))
+
+
+def registrations() -> dict[str, Registration]:
+    """Every registration (rules, then answers), by id: its fields, change log and where it is registered."""
+    _import_claims()
+    return {**{k: _RULES[k][1] for k in _order(_RULES)}, **{k: _ANSWERS[k][1] for k in _order(_ANSWERS)}}
 
 
 def all_rules() -> dict[str, Rule]:
-    """Every committed rule, by claim id."""
-    return dict(_loaded()[0])
+    """Every registered rule, by claim id (by paper, then in the order of the code)."""
+    _import_claims()
+    return {k: _RULES[k][0] for k in _order(_RULES)}
 
 
 def log() -> dict[str, list[dict]]:
-    """Each rules file's change log (by the file's name without .toml), oldest first."""
-    return {k: list(v) for k, v in _loaded()[1].items()}
+    """Each rule's and answer's change log (by its id), oldest first."""
+    return {k: [dict(e) for e in r.log] for k, r in registrations().items()}
 
 
 def all_answers() -> dict[str, dict]:
-    """Every registered answer (``[answers.<name>]`` tables), by name."""
-    return {k: dict(v) for k, v in _loaded()[2].items()}
+    """Every registered answer, by name."""
+    _import_claims()
+    return {k: dict(_ANSWERS[k][0]) for k in _order(_ANSWERS)}
 
 
 def answer(name: str) -> dict:
-    """The registered rule of the study answer ``name`` (e.g. ``"guide"``); ValueError naming the folder when it has
-    none."""
-    found = _loaded()[2].get(name)
-    if found is None:
-        raise ValueError(f"answer {name!r} has no rule in {RULES_DIR}: register it there (an [answers.{name}] table "
-                         "with a line in its file's change log) before deciding it")
-    return dict(found)
+    """The registered rule of the study answer ``name`` (e.g. ``"guide"``); ValueError when it has none."""
+    _import_claims()
+    if name not in _ANSWERS:
+        raise ValueError(f"answer {name!r} has no rule: register it (faithlab.study.verdicts.registered_answer above "
+                         "the function that decides it, with its change log) before deciding it")
+    return dict(_ANSWERS[name][0])
 
 
 def rule(claim_id: str) -> Rule:
-    """The committed rule of claim ``claim_id`` (e.g. ``"C1"``); ValueError naming the folder when it has none."""
-    found = _loaded()[0].get(claim_id)
-    if found is None:
-        raise ValueError(f"claim_id {claim_id!r} has no rule in {RULES_DIR}: register it there (with a line in its "
-                         "file's change log) before deciding it")
-    return found
+    """The registered rule of claim ``claim_id`` (e.g. ``"C1"``); ValueError when it has none."""
+    _import_claims()
+    if claim_id not in _RULES:
+        raise ValueError(f"claim_id {claim_id!r} has no rule: register it (faithlab.study.verdicts.registered above "
+                         "the claim function, with its change log) before deciding it")
+    return _RULES[claim_id][0]
 
 
-def fingerprint(claims: Mapping[str, Rule | Mapping], answers: Mapping[str, Mapping] | None = None) -> str:
-    """12 hex digits of the SHA-256 of the rules (their TOML values as canonical JSON), and of the registered
-    answers where the file has some: what a log line records."""
-    plain = {cid: dict(r.raw) if isinstance(r, Rule) else dict(r) for cid, r in claims.items()}
-    if answers:
-        plain["[answers]"] = {k: dict(v) for k, v in answers.items()}
+def rule_files() -> list[Path]:
+    """The source files that register rules or answers, in name order."""
+    return sorted({Path(r.file) for r in registrations().values()})
+
+
+def fingerprint(fields: Rule | Mapping) -> str:
+    """12 hex digits of the SHA-256 of one rule's (or answer's) fields as canonical JSON: what the last entry of its
+    change log records."""
+    plain = dict(fields.raw) if isinstance(fields, Rule) else dict(fields)
     return hashlib.sha256(json.dumps(plain, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:12]
 
 
-_LOG_FIELDS = ("date", "claim", "why", "fingerprint")
+_LOG_FIELDS = ("date", "change", "why")
 
 
-def audit(path: Path | str) -> list[str]:
-    """What is wrong with one rules file's change log (an empty list when nothing is): every line has a date
-    (YYYY-MM-DD, never earlier than the line before), a claim (or "*" for every claim of the file), a reason and the
-    fingerprint of the rules after it; a line that changes a field names it with ``old`` and ``new``; the first line
-    registers; every claim is registered by a line; the last line's fingerprint is the file's (else a rule changed
-    without a line in the log); and the last line that changes a claim's field gives its current value."""
+def audit_log(name: str, fields: Mapping, entries: list[Mapping] | tuple) -> list[str]:
+    """What is wrong with the change log ``entries`` of the rule (or answer) ``name`` whose fields are ``fields``
+    (an empty list when nothing is): every entry has a date (YYYY-MM-DD, never earlier than the entry before), a
+    change and a reason; the first registers; a change names its field with ``old`` and ``new``, and the last change
+    of a field gives its current value; the last entry's fingerprint is the rule's (else it changed without an
+    entry: the message gives the fingerprint to write)."""
     import re
 
+    if not entries:
+        return [f"{name}: no change log (log=[...] with its registration)"]
     problems: list[str] = []
-    claims, lines = load(path)
-    answers = load_answers(path)
-    if not lines:
-        return [f"{path}: no change log ([[log]] lines)"]
     previous = ""
-    registered: set[str] = set()
-    latest: dict[tuple[str, str], object] = {}
-    for k, line in enumerate(lines, 1):
-        missing = [f for f in _LOG_FIELDS if not str(line.get(f, "")).strip()]
+    latest: dict[str, object] = {}
+    for k, entry in enumerate(entries, 1):
+        missing = [f for f in _LOG_FIELDS if not str(entry.get(f, "")).strip()]
         if missing:
-            problems.append(f"{path} log line {k} lacks {missing}")
+            problems.append(f"{name} log entry {k} lacks {missing}")
             continue
-        date = str(line["date"])
+        date = str(entry["date"])
         if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
-            problems.append(f"{path} log line {k}: date must read YYYY-MM-DD, got {date!r}")
+            problems.append(f"{name} log entry {k}: date must read YYYY-MM-DD, got {date!r}")
         elif date < previous:
-            problems.append(f"{path} log line {k}: dated {date}, before the line above ({previous})")
+            problems.append(f"{name} log entry {k}: dated {date}, before the entry above ({previous})")
         previous = max(previous, date)
-        change = line.get("change", "changed")
+        change = entry["change"]
         if k == 1 and change != "registered":
-            problems.append(f"{path} log line 1 must register the rules (change = \"registered\")")
-        if change == "registered":
-            registered.update([*claims, *answers] if line["claim"] == "*" else [line["claim"]])
-        elif change == "changed":
-            if not all(f in line for f in ("field", "old", "new")):
-                problems.append(f"{path} log line {k} changes a rule: it names field, old and new")
+            problems.append(f"{name} log entry 1 must register the rule (change = \"registered\")")
+        if change == "changed":
+            if not all(f in entry for f in ("field", "old", "new")):
+                problems.append(f"{name} log entry {k} changes the rule: it names field, old and new")
             else:
-                latest[(line["claim"], line["field"])] = line["new"]
-        elif change == "removed":
-            registered.discard(line["claim"])
-        else:
-            problems.append(f"{path} log line {k}: change must be registered, changed or removed, got {change!r}")
-    unregistered = sorted((set(claims) | set(answers)) - registered)
-    if unregistered:
-        problems.append(f"{path}: {unregistered} have no registration line in the log")
-    current = fingerprint(claims, answers)
-    if str(lines[-1].get("fingerprint")) != current:
-        problems.append(f"{path}: the rules changed without a line in the log (the last line records fingerprint "
-                        f"{lines[-1].get('fingerprint')!r}, the file's rules are {current!r}): add a line naming "
-                        "the claim, field, old → new and why, with fingerprint = " + repr(current))
-    for (cid, name), new in latest.items():
-        held = claims[cid].raw if cid in claims else answers.get(cid)
-        if held is not None and held.get(name) != new:
-            problems.append(f"{path}: the log's last change of {cid}.{name} gives {new!r}, the rule holds "
-                            f"{held.get(name)!r}")
+                latest[entry["field"]] = entry["new"]
+        elif change not in ("registered", "removed"):
+            problems.append(f"{name} log entry {k}: change must be registered, changed or removed, got {change!r}")
+    current = fingerprint(fields)
+    if str(entries[-1].get("fingerprint")) != current:
+        problems.append(f"{name}: the rule changed without an entry in its log (the last entry records fingerprint "
+                        f"{entries[-1].get('fingerprint')!r}, the rule's is {current!r}): add an entry naming the "
+                        f"field, old → new and why, with fingerprint {current}")
+    for field_name, new in latest.items():
+        if fields.get(field_name) != new:
+            problems.append(f"{name}: the log's last change of {field_name} gives {new!r}, the rule holds "
+                            f"{fields.get(field_name)!r}")
+    return problems
+
+
+def audit(names: list[str] | tuple | None = None) -> list[str]:
+    """What is wrong with the change log of every registered rule and answer (or of those ``names``):
+    :func:`audit_log` of each."""
+    found = registrations()
+    unknown = sorted(set(names or ()) - set(found))
+    problems = [f"{n}: no rule or answer is registered under this id" for n in unknown]
+    for name, r in found.items():
+        if names is None or name in names:
+            problems += audit_log(name, r.fields, r.log)
     return problems

@@ -1,5 +1,6 @@
 """The pre-registration page: the decision procedure every claim goes through, the intervals' simulated coverage,
-each paper's registered rules, the rules files' change log and the table of every claim's rule and decision."""
+each paper's registered rules (with their registrations as committed, above the claim functions), the rules' change
+logs and the table of every claim's rule and decision."""
 
 from __future__ import annotations
 
@@ -118,8 +119,9 @@ def coverage_html(frame: pd.DataFrame) -> str:
 def rules_html(scorecard: pd.DataFrame, docname: str, paper: str) -> str:
     """One paper's pre-registered rules (:func:`faithlab.study.verdicts.all_rules`), one row per rule: its id, the claims
     it decided in this build (linked where they are computed), statistic, direction and margin with its source,
-    how the cells combine, null and premises, design (R × n) and interval; then the rules file itself, folded."""
-    from faithlab.study.verdicts.rules import all_rules, rule_files
+    how the cells combine, null and premises, design (R × n) and interval; then the registrations as committed (the
+    decorators above the claim functions), folded."""
+    from faithlab.study.verdicts.rules import all_rules
 
     rules = [r for r in all_rules().values() if r.paper == paper]
     if not rules:
@@ -166,30 +168,52 @@ def rules_html(scorecard: pd.DataFrame, docname: str, paper: str) -> str:
             id=f"rule-{name}"))
     head = html.head_row("rule and the claims it decided", "statistic", "direction, margin (source)", "cells combine",
                          "null; premises", "design R × n; interval")
-    from faithlab.study.verdicts.rules import load
-
-    files = [p for p in rule_files() if any(r.paper == paper for r in load(p)[0].values())]
-    raw = "".join(html.fold(html.element("pre", html.escaped(p.read_text())),
-                            f"The rules file {html.element('code', html.escaped(p.name))}, as committed: open")
-                  for p in files)
+    sources = registration_sources(paper)
+    raw = html.fold(html.element("pre", html.escaped("\n\n".join(sources))),
+                    "The registrations as committed, above their claim functions: open") if sources else ""
     return html.glance_table(head, rows, cls="fl-glance fl-prereg") + raw
 
 
+def registration_sources(paper: str) -> list[str]:
+    """The committed source of each registration of ``paper`` (its rules' and answers' decorators, down to the
+    ``def`` line of the function they decorate), one string per function, in the order of the code."""
+    import importlib
+    import inspect
+
+    from faithlab.study.verdicts.rules import registrations
+
+    out, seen = [], set()
+    for r in registrations().values():
+        if r.fields.get("paper") != paper or r.where in seen:
+            continue
+        seen.add(r.where)
+        module, _, name = r.where.rpartition(".")
+        try:
+            lines = inspect.getsourcelines(getattr(importlib.import_module(module), name))[0]
+        except (AttributeError, ImportError, OSError, TypeError):
+            continue
+        last = next((k for k, line in enumerate(lines) if line.lstrip().startswith(("def ", "async def "))),
+                    len(lines) - 1)
+        out.append(f"# {r.where}\n" + "".join(lines[:last + 1]).rstrip())
+    return out
+
+
 def rules_log_html() -> str:
-    """Every rules file's change log (date, claim, change, field, old → new, why), newest first."""
-    from faithlab.study.verdicts.rules import log
+    """Every rule's and answer's change log (date, paper, rule, change, field: old → new, why), newest first."""
+    from faithlab.study.verdicts.rules import registrations
 
     rows = []
-    for name, lines in log().items():
-        for line in lines:
+    for name, registration in registrations().items():
+        paper = str(registration.fields.get("paper", ""))
+        for line in registration.log:
             change = str(line.get("change", "changed"))
             what = (f"{html.escaped(str(line.get('field')))}: {html.escaped(str(line.get('old')))} → "
                     f"{html.escaped(str(line.get('new')))}" if change == "changed" else html.escaped(change))
             rows.append((str(line.get("date", "")), html.element("tr", html.cells(
-                html.escaped(line.get("date", "")), html.escaped(name), html.escaped(line.get("claim", "")), what,
+                html.escaped(line.get("date", "")), html.escaped(paper), html.escaped(name), what,
                 html.escaped(line.get("why", ""))))))
     rows.sort(key=lambda r: r[0], reverse=True)
-    head = html.head_row("date", "file", "claim", "change", "why")
+    head = html.head_row("date", "paper", "rule", "change", "why")
     return html.glance_table(head, (r for _, r in rows))
 
 

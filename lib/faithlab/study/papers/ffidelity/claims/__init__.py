@@ -2,40 +2,40 @@
 
 * :mod:`~faithlab.study.papers.ffidelity.claims.ranking`: the correlations, their nulls (the ground-truth order
   permuted), the replica statistics and the ranking, LeRF and ablation claims;
+* :mod:`~faithlab.study.papers.ffidelity.claims.ablation`: the ablation claim (F3);
 * :mod:`~faithlab.study.papers.ffidelity.claims.images`: the chapter's mechanism (removal out of distribution,
-  :func:`claim_ood_check`, the premise :func:`mechanism`), the map preference, the cost, size and sensitivity
-  claims;
+  :func:`claim_ood_check`, the premise :func:`mechanism`), the map preference, the cost and ROAD beside F-Fidelity;
+* :mod:`~faithlab.study.papers.ffidelity.claims.sensitivity`: the size read-out, the hyperparameters' robustness and
+  the maps the fine-tuning keeps;
 * :mod:`~faithlab.study.papers.ffidelity.claims.robustness`: Table 8 and App. D.3 (fine-tuning restores accuracy,
   text robust, β steps);
 * :mod:`~faithlab.study.papers.ffidelity.claims.series_text`: the ranking claims of the time-series and text
   models.
+
+Every claim is decided by its pre-registered rule, registered by :func:`faithlab.study.verdicts.registered` directly
+above its claim function. A new claim of the chapter may be appended to this module.
 """
 
+# Every margin is derived from the paper's own numbers by faithlab.study.papers.ffidelity.paper.margins() (a test
+# recomputes them), except where margin_source says it is a convention.
+
+
 from faithlab.study.papers.ffidelity.claims.images import (
-    AGREEMENT,
     COST_STAGES,
-    PAIR_MAPS,
     RIVAL_COST_STAGES,
     claim_cost,
     claim_map_preferred,
-    claim_maps_preserved,
     claim_ood_check,
     claim_road,
-    claim_robust_hyperparameters,
-    claim_size_readout,
     cost_table,
-    map_agreement,
-    map_agreement_over_replicas,
     mechanism,
     ood_per_input,
-    pair_maps,
     per_image_ffid,
     rival_costs,
 )
 from faithlab.study.papers.ffidelity.claims.ranking import (
     CORRELATION_LABELS,
     RANKING_RULES,
-    claim_ablation,
     claim_lerf_near_one,
     claim_ranking,
     ground_truth_null,
@@ -49,6 +49,17 @@ from faithlab.study.papers.ffidelity.claims.ranking import (
     setting_table,
     table_layout,
 )
+from faithlab.study.papers.ffidelity.claims.sensitivity import (
+    AGREEMENT,
+    PAIR_MAPS,
+    claim_maps_preserved,
+    claim_robust_hyperparameters,
+    claim_size_readout,
+    map_agreement,
+    map_agreement_over_replicas,
+    pair_maps,
+)
+from faithlab.study.papers.ffidelity.claims.ablation import claim_ablation
 from faithlab.study.papers.ffidelity.claims.robustness import (
     claim_beta_accuracy,
     claim_beta_agreement,

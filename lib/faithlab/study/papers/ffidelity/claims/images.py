@@ -1,10 +1,9 @@
 """F-Fidelity's other image claims and the chapter's mechanism: removal out of distribution on the stand-in
 (:func:`ood_per_input`, :func:`claim_ood_check`, :func:`mechanism`), GradCAM preferred to Saliency (Tables 11–12),
-the cost of ROAR against F-Fidelity (Table 13), the size read-out of the plateau (Fig. 4), robustness to the
-hyperparameters (Tables 24–26) and explanations kept by the fine-tuning (App. D.4, Table 9).
+the cost of ROAR against F-Fidelity (Table 13) and ROAD beside F-Fidelity.
 
-Every claim is decided by its pre-registered rule (``lib/faithlab/study/verdicts/registered/ffidelity.toml``, read with
-:func:`faithlab.study.verdicts.rule`): a t interval on the trained replicas (their means of per-input values, or one
+Every claim is decided by its pre-registered rule (registered by :func:`faithlab.study.verdicts.registered` directly
+above its claim function, read with :func:`faithlab.study.verdicts.rule`): a t interval on the trained replicas (their means of per-input values, or one
 statistic per replica) judged against the rule's margin, the cells combined as the rule says."""
 
 from __future__ import annotations
@@ -20,10 +19,7 @@ from faithlab import _validate, explainers, perturb
 from faithlab.study import verdicts
 from faithlab.study.verdicts import replication
 from faithlab.metrics.papers import ffidelity
-from faithlab.metrics.papers.reco_mege.distances import top_mask
-from faithlab.metrics.statistics import rankdata
-from faithlab.study.papers.ffidelity.claims.ranking import (apply_premise, beyond, null_of, premise_text,
-                                                           replica_judgement)
+from faithlab.study.papers.ffidelity.claims.ranking import apply_premise, premise_text
 
 
 # ------------------------------------------------------------------------------------------- the mechanism
@@ -89,15 +85,50 @@ def _groups(wide: pd.DataFrame):
     return replication.groups(wide.index)
 
 
-def _replica_count(frame: pd.DataFrame) -> int:
-    return replication.count(frame)
-
-
+@verdicts.registered(
+    "FF.OOD", paper="ffidelity", kind="study check",
+    claim=("removal is out of distribution on the stand-in, and F-Fidelity's fine-tuning absorbs it (the chapter's "
+           "premise)"),
+    statistic=("per test input, its correctness on the clean input minus its share of correct predictions with k = "
+               "round(β·n) non-salient units (background pixels, background time steps) removed; cell OOD: the "
+               "original model's loss; cell recovery: the original's loss minus the fine-tuned model's; each "
+               "averaged per trained replica"),
+    direction="above", margin={"OOD": 0.0519, "recovery": 0.0298},
+    margin_source=("paper Table 8: OOD, half the smallest accuracy drop of an image or time-series original at 10 % "
+                   "random removal (ViT 50.25 → 39.87: 10.38 points); recovery, half the smallest accuracy "
+                   "fine-tuning restores there (Boiler CNN 57.92 → 63.89: 5.97 points)"),
+    decision="every", over="cells (OOD, recovery)",
+    null="the same input with nothing removed (the loss is 0 when removal is in distribution and carries no evidence)",
+    premises=["the removed units carry no evidence: they lie outside the ground-truth mask (the digit, the "
+              "class-carrying windows)"],
+    replicas=3, units=30, interval="t on replica means", unit="test input of one trained replica",
+    note=("decided on every data set the chapter's claims use; the claims on that data set take it as their premise "
+          "(fails: not testable here; undecided: inconclusive)"),
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
+                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
+                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
+                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
+                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
+                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
+                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
+                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
+                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
+                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
+                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
+                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
+                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
+                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
+                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
+         "fingerprint": "90080c591fbf"},
+    ],
+)
 def claim_ood_check(per_input: pd.DataFrame, *, data: str, original: str = "original",
                     finetuned: str = "fine-tuned") -> verdicts.Claim:
     """Study check FF.OOD, the chapter's premise, on one data set: removal is out of distribution here (the original
     model loses accuracy to removed units that carry no evidence) and F-Fidelity's fine-tuning absorbs it (the
-    fine-tuned model loses less) — decided by its rule in the rules file (``verdicts.rule("FF.OOD")``).
+    fine-tuned model loses less) — decided by its rule (registered above it) (``verdicts.rule("FF.OOD")``).
 
     per_input: :func:`ood_per_input` rows of the two models (with a ``replica`` column when several models were
     trained: one row per replica, input and model). data: the data set's name for the claim's label. Cells: "OOD",
@@ -175,7 +206,95 @@ def per_image_ffid(model, x: torch.Tensor, y: torch.Tensor, maps: Mapping[str, t
     return pd.DataFrame(rows, columns=["case", "explainer", "FFid+", "FFid−", "constant map"])
 
 
-
+@verdicts.registered(
+    "F8.plus", paper="ffidelity", kind="paper",
+    claim="F-Fidelity rates GradCAM above Saliency, part 1: higher FFid+ (App. D.10)",
+    statistic=("per test image, GradCAM's FFid+ minus Saliency's on the fine-tuned model (each averaged over the "
+               "explanation sizes); averaged per trained replica"),
+    direction="above", margin={"Table 11": 0.0133, "Table 12": 0.0226},
+    margin_source=("half GradCAM's lead over Saliency in FFid+ in Table 11 (0.2286 against 0.2020) and in Table 12 "
+                   "(0.1123 against 0.0672)"),
+    decision="single", null="no difference between the two maps", premises=["FF.OOD holds on the data set"], replicas=3,
+    units=30, interval="t on replica means", unit="test image of one trained replica",
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
+                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
+                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
+                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
+                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
+                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
+                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
+                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
+                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
+                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
+                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
+                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
+                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
+                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
+                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
+         "fingerprint": "e5f48d5b8a08"},
+    ],
+)
+@verdicts.registered(
+    "F8.minus", paper="ffidelity", kind="paper",
+    claim="F-Fidelity rates GradCAM above Saliency, part 2: lower FFid− (App. D.10)",
+    statistic=("per test image, Saliency's FFid− minus GradCAM's on the fine-tuned model (each averaged over the "
+               "explanation sizes); averaged per trained replica"),
+    direction="above", margin={"Table 11": 0.0251, "Table 12": 0.0023},
+    margin_source=("half GradCAM's lead over Saliency in FFid− in Table 11 (0.0547 against 0.1050) and in Table 12 "
+                   "(0.0046 against 0.0091)"),
+    decision="single", null="no difference between the two maps", premises=["FF.OOD holds on the data set"], replicas=3,
+    units=30, interval="t on replica means", unit="test image of one trained replica",
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
+                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
+                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
+                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
+                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
+                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
+                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
+                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
+                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
+                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
+                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
+                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
+                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
+                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
+                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
+         "fingerprint": "1247d09ecd4f"},
+    ],
+)
+@verdicts.registered(
+    "F8", paper="ffidelity", kind="paper",
+    claim="F-Fidelity rates GradCAM above Saliency: higher FFid+ and lower FFid− (App. D.10, Tables 11-12)",
+    statistic="its two named parts, F8.plus and F8.minus", direction="above",
+    margin={"Table 11": 0.0133, "Table 12": 0.0226}, margin_source="the parts' margins (F8.plus, F8.minus)",
+    decision="parts", parts=["F8.plus", "F8.minus"], share=0.5, null="no difference between the two maps",
+    premises=["FF.OOD holds on the data set"], replicas=3, units=30, interval="t on replica means",
+    note=("two named parts in the paper ('higher FFid+ and lower FFid−'): one of two reproduced is partly; decided "
+          "once per table (Table 11: fine-tuned on the training set; Table 12: on the evaluation set)"),
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
+                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
+                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
+                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
+                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
+                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
+                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
+                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
+                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
+                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
+                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
+                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
+                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
+                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
+                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
+         "fingerprint": "a5a59f06e93e"},
+    ],
+)
 def claim_map_preferred(per_image: pd.DataFrame, *, setting: str, better: str = "GradCAM", worse: str = "Saliency",
                         mechanism: verdicts.Premise | None = None, paper: str = "") -> verdicts.Claim:
     """Claim F8 of App. D.10 (Tables 11–12): F-Fidelity rates ``better`` above ``worse`` — higher FFid+ (part
@@ -246,6 +365,39 @@ def cost_table(costs: pd.DataFrame, *, finetune_epochs: int, roar_epochs: int) -
     return pd.DataFrame(rows)
 
 
+@verdicts.registered(
+    "F9", paper="ffidelity", kind="study check",
+    claim="F-Fidelity (one fine-tuning) costs less work than ROAR (one retraining per explainer) (App. D.11, Table 13)",
+    statistic=("per trained replica, the ratio F-Fidelity / ROAR of forward-pass equivalents (image passes plus two "
+               "per backward pass), counted exactly, the fine-tuning counted at as many epochs as a ROAR retraining "
+               "(as the paper's 100 and 100)"),
+    direction="below", margin=1.0,
+    margin_source="the claim itself: cheaper is a ratio below 1 (Table 13: 4026 s against 7378 s, 0.55)",
+    decision="single", null="none: work is counted, not sampled", premises=["every stage's work is counted"],
+    replicas=3, units=30, interval="t on replica statistics",
+    unit="trained replica (one explainer: more explainers only widen the gap)",
+    note=("a ratio fixed by the design (the number of training runs), the same in every replica: a study check, its "
+          "interval of equal values the value itself"),
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
+                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
+                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
+                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
+                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
+                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
+                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
+                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
+                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
+                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
+                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
+                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
+                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
+                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
+                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
+         "fingerprint": "851b13702781"},
+    ],
+)
 def claim_cost(cost_tables: pd.DataFrame, *, target: str = "F-Fidelity", other: str = "ROAR",
                explainers_per_retraining: int = 1, paper: str = "") -> verdicts.Claim:
     """Study check F9 (App. D.11, Table 13): F-Fidelity (one fine-tuning) costs less work than ROAR (one retraining
@@ -279,250 +431,34 @@ def claim_cost(cost_tables: pd.DataFrame, *, target: str = "F-Fidelity", other: 
         verdict=v, table=table, units=None, trained=False, kept_replicas=len(work))
 
 
-# ------------------------------------------------------------------------------------------- size read-out (Fig. 4)
-def claim_size_readout(table: pd.DataFrame, *, tolerance: float, mechanism: verdicts.Premise | None = None,
-                       n_null: int = 1000, null_seed: int = 0) -> verdicts.Claim:
-    """Claim F4 of Theorem 1 (Fig. 4, App. D.8): the plateau start / turning point of FFid+ against the explanation
-    size reveals the true size r, by its rule (``verdicts.rule("F4")``).
-
-    table: one row per (r, β) case of every trained replica ("replica" column), with "r", "beta/alpha" and "r read
-    off". Cases with r = β/α+ are left out (the two critical points coincide). A read-out is correct when
-    |r̂ − r| ≤ ``tolerance``. Statistic: the share of correct read-outs, its interval the hull of a t interval on the
-    replica shares and the Wilson interval of the pooled count (:func:`faithlab.study.verdicts.share_interval`), judged
-    against the rule's margin. Null (a premise): the read-outs shuffled over the cases (``n_null`` draws, numpy
-    generator ``null_seed``) — an r̂ that carries no information about r still lands within the tolerance for some
-    cases; a share not shown short of the margin must lie beyond that null's 95 % range, else not testable here (a
-    share whose interval lies wholly short of the margin is not reproduced, whatever chance does). mechanism: the
-    data's FF.OOD premise."""
-    rule = verdicts.rule("F4")
-    eligible = table[(table["r"] - table["beta/alpha"]).abs() > 1e-9]
-    r = eligible["r"].to_numpy(dtype=float)
-    r_hat = eligible["r read off"].to_numpy(dtype=float)
-    correct = np.abs(r_hat - r) <= tolerance + 1e-9
-
-    def share_correct(truth, read):
-        return float((np.abs(read - truth) <= tolerance + 1e-9).mean()) if len(truth) else float("nan")
-
-    share = share_correct(r, r_hat)
-    null = (verdicts.null_draws(share_correct, r, r_hat, what="r read off shuffled over the (r, β) cases",
-                                n_draws=n_null, seed=null_seed) if len(r) >= 3 else None)
-    untestable = ("fewer than 3 cases with r ≠ β/α+: no chance level" if null is None
-                  else verdicts.within_null(share, null, what="the share of correct read-outs"))
-    groups = replication.groups(eligible)
-    j = None
-    if len(r):
-        j = verdicts.judge(verdicts.share_interval(correct.astype(float), groups=groups), rule,
-                           what="share of correct read-outs")
-    if j is not None and j.outcome == "fails":
-        untestable = None  # shown short of the margin: not reproduced, whatever chance does (the rule's premise)
-    v = apply_premise(verdicts.decide([j], rule, untestable=untestable), mechanism)
-    i = j.interval if j is not None else None
-    return verdicts.Claim(
-        f"F4: FFid+ vs explanation size has a plateau/turning point at the true size r (Theorem 1, Fig. 4)",
-        rule=rule,
-        premise=premise_text(mechanism) + "null: " + (null.describe(2) if null is not None else
-                                                      "not computable (fewer than 3 cases)")
-                + f"; a read-out is correct within {tolerance:g}",
-        paper_value="qualitative: plateau on [r, β/α+] (Fig. 4)",
-        our_value=(f"{share:.0%} [{i.low:.0%}, {i.high:.0%}] of the {len(eligible)} (r, β) cases with r ≠ β/α+ "
-                   f"({_replica_count(eligible)} replicas) read r within {tolerance:g}" if i is not None
-                   else "no (r, β) case with r ≠ β/α+"),
-        verdict=v, table=eligible.assign(correct=correct), units=int(len(eligible)),
-        kept_replicas=_replica_count(eligible) if _replica_count(eligible) > 1 else None)
-
-
-# ------------------------------------------------------------------------------------------- sensitivity (App. D.9)
-def _null_mean_over_replicas(draws: pd.DataFrame, key: str) -> pd.Series:
-    """The null draws of ``key`` for one setting; with a "replica" column, the mean over the replicas of each draw
-    (the same permutation in every replica when the notebook draws them from one seed): the chance level of the
-    correlation averaged over the replicas, as the observed one is."""
-    if replication.count(draws) > 1 and "draw" in draws.columns:
-        return draws.groupby("draw")[key].mean()
-    return draws[key]
-
-
-def claim_robust_hyperparameters(table: pd.DataFrame, null: pd.DataFrame, *, n_images: int,
-                                 mechanism: verdicts.Premise | None = None) -> verdicts.Claim:
-    """Claim F6 of App. D.9 (Tables 24–26): F-Fidelity's ranking of the degraded explainers is robust to N, β and
-    α, by its rule (``verdicts.rule("F6")``).
-
-    table: the macro correlations "morf_vs_gt", "lerf_vs_gt", "morf_vs_lerf" of each setting (varied, value), one
-    row per trained ``replica`` and degradation ``seed``; null: :func:`permuted_correlations` rows of each setting
-    (varied, value, replica, draw). n_images: test images per replica (the units behind each replica's statistic).
-    Per setting: the oriented macro correlation (−MoRF vs GT + LeRF vs GT − MoRF vs LeRF) / 3, averaged over the
-    seeds of each replica, a t interval on the replica values against the rule's margin. Premise and null, per
-    setting: each mean correlation lies beyond its 95 % chance range (ground-truth order permuted; MoRF vs LeRF:
-    the curves' pairing shuffled), else the setting cannot be told from chance and leaves (every setting leaving:
-    not testable). Every testable setting must hold. Raises ValueError with fewer than 2 replicas."""
-
-    rule = verdicts.rule("F6")
-    keys = list(ffidelity.DIRECTIONS)
-    missing = [c for c in ("varied", "value", "replica", *keys) if c not in table.columns]
-    if missing:
-        raise ValueError(f"table lacks the columns {missing} (one row per setting, replica and seed)")
-    sign = {k: -1.0 if d == "min" else 1.0 for k, d in ffidelity.DIRECTIONS.items()}
-    rows, cells = [], {}
-    for (varied, value), part in table.groupby(["varied", "value"], sort=False):
-        oriented = sum(sign[k] * part[k].astype(float) for k in keys) / len(keys)
-        per_replica = oriented.groupby(part["replica"]).mean()
-        draws = null[(null["varied"] == varied) & (null["value"] == value)]
-        means = {k: float(part.groupby("replica")[k].mean().mean()) for k in keys}
-        nulls = {k: null_of(_null_mean_over_replicas(draws, k)) if len(draws) else None for k in keys}
-        testable = all(beyond(nulls[k], means[k]) for k in keys)
-        name = f"{ranking_symbol(varied)} = {value:g}"
-        j = replica_judgement(per_replica.to_numpy(float), rule, units=n_images * len(per_replica), what=name)
-        testable = testable and j is not None
-        if testable:
-            cells[name] = j
-        nan = float("nan")
-        rows.append({"varied": varied, "value": value, **means, "oriented macro": j.interval.estimate if j else nan,
-                     "low": j.interval.low if j else nan, "high": j.interval.high if j else nan,
-                     "margin": rule.margin_for(),
-                     **{f"{k} chance": (f"[{n.low:.2f}, {n.high:.2f}]" if n is not None else "undefined")
-                        for k, n in nulls.items()},
-                     "testable": testable, "outcome": j.outcome if testable else "not testable"})
-    frame = pd.DataFrame(rows)
-    if frame.empty:
-        raise ValueError("table holds no setting")
-    untestable = None if cells else "no setting whose correlations all lie beyond chance"
-    v = apply_premise(verdicts.decide(cells, rule, untestable=untestable), mechanism)
-    n_rep = int(table["replica"].nunique())
-    return verdicts.Claim(
-        "F6: F-Fidelity's ranking is robust to N, β and α (App. D.9, Tables 24-26)", rule=rule,
-        premise=premise_text(mechanism) + "null: a setting is testable when each mean correlation lies beyond its "
-                "95 % chance range with the ground-truth order permuted over the explainers (MoRF vs LeRF: the + and "
-                f"− curves' pairing shuffled); {len(cells)} of {len(frame)} settings are testable",
-        paper_value="robust across N ∈ {10..150}, β ∈ {0.05..0.25}, α ∈ {0.2..0.8}",
-        our_value=f"oriented macro correlation {frame['oriented macro'].min():.2f} to "
-                  f"{frame['oriented macro'].max():.2f} over {len(frame)} settings ({n_rep} replicas)",
-        verdict=v, table=frame, units=n_images * n_rep, kept_replicas=n_rep)
-
-
-def ranking_symbol(varied: str) -> str:
-    """How a varied hyper-parameter is written (``"beta"`` → ``"β"``)."""
-    return {"n_samples": "N", "beta": "β", "alpha": "α"}.get(varied, varied)
-
-
-# ------------------------------------------------------------------------------------------- maps kept (App. D.4)
-AGREEMENT = {"spearman": "Spearman ρ", "top overlap": "top-10 % overlap"}
-"""The per-image statistics of :func:`map_agreement` and their names in tables."""
-
-
-def map_agreement_over_replicas(pairs: Mapping, *, seed: int = 0, **options
-                                ) -> tuple[pd.DataFrame, dict[str, verdicts.Null]]:
-    """:func:`map_agreement` of each replica's ``(original, finetuned)`` maps (``pairs``: replica → the pair) → the
-    per-image frames stacked with a ``replica`` column, and per statistic the Null of its mean over the replicas:
-    each permutation draw averaged over the replicas (the same draws in every replica, from ``seed``), or the draws
-    pooled when a replica dropped undefined draws (constant maps)."""
-    if not isinstance(pairs, Mapping) or not pairs:
-        raise ValueError(f"pairs must map each replica to its (original, finetuned) maps, got {type(pairs).__name__}")
-    per = {r: map_agreement(o, f, seed=seed, **options) for r, (o, f) in pairs.items()}
-    frame = pd.concat([f.assign(replica=r) for r, (f, _) in per.items()], ignore_index=True)
-    nulls = {}
-    for stat, null in next(iter(per.values()))[1].items():
-        draws = [np.asarray(per[r][1][stat].draws, dtype=float) for r in per]
-        pooled = np.mean(draws, axis=0) if len({len(d) for d in draws}) == 1 else np.concatenate(draws)
-        nulls[stat] = verdicts.Null(null.what, tuple(pooled))
-    return frame, nulls
-
-
-def map_agreement(original: torch.Tensor, finetuned: torch.Tensor, *, top_fraction: float = 0.1,
-                  n_draws: int = 1000, seed: int = 0) -> tuple[pd.DataFrame, dict[str, verdicts.Null]]:
-    """How alike the maps of one explainer on the original and on the fine-tuned model are, image by image (App.
-    D.4, Table 9), with the chance level of each statistic.
-
-    original, finetuned: ``(B, ...)`` maps of the same B images (e.g. ``RankingStudy.clean[label, "original"]``
-    and ``[label, "fine-tuned"]``), flattened per image. Per image: the Spearman correlation of the two maps
-    (average ranks; NaN when either is constant) and the overlap of their top ``top_fraction`` pixels (the Dice
-    coefficient, 1 − :func:`faithlab.metrics.map_distance` ``kind="dice"``). Null of the mean of each statistic
-    over the images: the fine-tuned maps' images shuffled (``n_draws`` permutations, numpy generator ``seed``),
-    i.e. how alike the maps of two images are — what a map that kept nothing of its image would score. Returns the
-    per-image frame (image, spearman, top overlap) and ``{statistic: Null}``.
-
-    Cost: the B × B agreement of every map with every other is computed once as two matrix products (the ranks,
-    centred and normalised, and the top masks); each permutation then reads B of its entries."""
-    for t, name in ((original, "original"), (finetuned, "finetuned")):
-        _validate.tensor(t, name)
-        if t.ndim < 2 or len(t) < 3:
-            raise ValueError(f"{name} must hold at least 3 maps (B, ...), got shape {tuple(t.shape)}")
-    if original.shape != finetuned.shape:
-        raise ValueError(f"finetuned has shape {tuple(finetuned.shape)} but original has {tuple(original.shape)}")
-    top_fraction = _validate.fraction(top_fraction, "top_fraction", closed_low=False)
-    a, b = (t.detach().flatten(1).double() for t in (original, finetuned))
-    za, zb = (r - r.mean(1, keepdim=True) for r in (rankdata(a), rankdata(b)))
-    za, zb = (z / z.norm(dim=1, keepdim=True) for z in (za, zb))  # a constant map: 0 / 0, NaN
-    ma, mb = (top_mask(t, top_fraction).double() for t in (a, b))
-    pairwise = {"spearman": (za @ zb.T).clamp(-1.0, 1.0),  # [i, j]: map i of original against map j of finetuned
-                "top overlap": 2 * (ma @ mb.T) / (ma.sum(1)[:, None] + mb.sum(1)[None, :])}
-    n = len(a)
-    per_image = pd.DataFrame({"image": range(n), **{k: m.diagonal().cpu().numpy() for k, m in pairwise.items()}})
-    rng = np.random.default_rng(seed)
-    perms = torch.as_tensor(np.stack([rng.permutation(n) for _ in range(n_draws)]), device=a.device)
-    rows = torch.arange(n, device=a.device).expand_as(perms)
-    nulls = {k: verdicts.Null("maps of other images (shuffled pairings)",
-                              tuple(torch.nanmean(m[rows, perms], dim=1).tolist())) for k, m in pairwise.items()}
-    return per_image, nulls
-
-
-
-def claim_maps_preserved(per_image: pd.DataFrame, nulls: dict[str, verdicts.Null], *, value: str,
-                         statistic: str = "spearman", mechanism: verdicts.Premise | None = None) -> verdicts.Claim:
-    """Claim F10 of App. D.4 (Table 9): the fine-tuning keeps the explanations — the maps of the original and of the
-    fine-tuned model highlight the same regions — by its rule (``verdicts.rule("F10")``).
-
-    per_image, nulls: :func:`map_agreement` of one explainer and model (``value`` names it in the claim), with a
-    "replica" column in ``per_image`` for several trained models (:func:`map_agreement_over_replicas`). Statistic:
-    ``statistic`` per image (NaN images, constant maps, left out), a t interval on the replica means against the
-    rule's margin. Premise and null: the mean lies beyond the 95 % range of its chance level — the same mean with
-    the maps of other images — else an image's maps on the two models cannot be told from maps of two different
-    images: not testable here. mechanism: the data's FF.OOD premise."""
-    if statistic not in AGREEMENT:
-        raise ValueError(f"statistic must be one of {list(AGREEMENT)}, got {statistic!r}")
-    rule = verdicts.rule("F10")
-    values = per_image[statistic].astype(float)
-    keep = values.notna().to_numpy()
-    observed = float(values.mean()) if keep.any() else float("nan")
-    null = nulls[statistic]
-    untestable = verdicts.first_reason(
-        verdicts.undefined(observed, what=f"the mean {AGREEMENT[statistic]}"),
-        None if keep.sum() >= 2 else "fewer than 2 images with a defined statistic",
-        verdicts.within_null(observed, null, what=f"the mean {AGREEMENT[statistic]}"))
-    j = None
-    if keep.sum() >= 2:
-        groups = replication.groups(per_image)
-        groups = groups[keep] if groups is not None else None
-        j = verdicts.effect(values.to_numpy()[keep], rule=rule, groups=groups, what=f"mean {AGREEMENT[statistic]}")
-    v = apply_premise(verdicts.decide([j], rule, untestable=untestable), mechanism)
-    table = pd.DataFrame([{"statistic": AGREEMENT[k], "mean": float(per_image[k].mean()),
-                           "images": int(per_image[k].notna().sum()), "chance median": n.median,
-                           "chance low": n.low, "chance high": n.high} for k, n in nulls.items()])
-    i = j.interval if j is not None else None
-    return verdicts.Claim(
-        f"F10 ({value}): fine-tuning keeps the explanations: the maps of the original and the fine-tuned model "
-        f"highlight the same regions (App. D.4, Table 9)", rule=rule,
-        premise=premise_text(mechanism) + f"null: the mean must lie beyond the range of the same mean with the maps "
-                f"of other images, {null.describe(2)}",
-        paper_value="similar regions, minor changes of intensity (qualitative)",
-        our_value=f"{AGREEMENT[statistic]} {observed:.2f}" + (f" [{i.low:.2f}, {i.high:.2f}]" if i else "")
-                  + f" (chance {null.median:.2f})",
-        verdict=v, table=table, units=int(keep.sum()),
-        kept_replicas=i.replicas if i is not None and i.replicas > 1 else None)
-
-
-PAIR_MAPS = (("GradCAM", "gradcam"), ("Saliency", "saliency"))
-"""The two maps of App. D.10 (Tables 11–12): label and explainer method."""
-
-
-def pair_maps(model, x: torch.Tensor, y: torch.Tensor, *, seed: int = 0,
-              maps: Sequence[tuple[str, str]] = PAIR_MAPS) -> dict[str, torch.Tensor]:
-    """GradCAM's and Saliency's maps (``maps``: label, method) of ``model`` on the images x (N, C, H, W) for the
-    targets y (N,), per pixel as the ranking study's: ``{label: (N, H, W)}``."""
-    return {label: perturb.unit_scores(
-        explainers.explain(model, x, y, method=method, generator=seed), perturb.pixel_units(x),
-        reduce=ffidelity.REDUCE).view(-1, *x.shape[2:]) for label, method in maps}
-
-
 # ---- the rival fix: ROAD beside F-Fidelity (issue 72)
+@verdicts.registered(
+    "FF.ROAD", paper="ffidelity", kind="study check",
+    claim=("ROAD's noisy linear imputation, without retraining, recovers the ground-truth explainer ranking as well "
+           "as F-Fidelity's fine-tuning (the chapter's rival question, issue 72)"),
+    statistic=("per explainer and trained replica, F-Fidelity's oriented micro correlation minus ROAD's (the three "
+               "micro correlations signed so that +1 is ideal, averaged over them, the degradation seeds and the "
+               "sparsity levels); ROAD is Fidelity (the original model, all of R removed) with the removed pixels "
+               "imputed by noisy linear imputation (noise 0.01) instead of zero"),
+    direction="below", margin=0.105,
+    margin_source=("as Text.equivalence: half the smallest lead of F-Fidelity over Fidelity in oriented micro "
+                   "correlation in the paper's image and time-series tables (Table 5, ViT: 1.00 against 0.79); a "
+                   "lead of F-Fidelity over ROAD below it is no meaningful lead"),
+    decision="every", over="explainers", null="the ground-truth order permuted over the explainers",
+    premises=["FF.OOD holds on the data set", "F-Fidelity recovers the ground-truth order above chance"], replicas=3,
+    units=30, interval="t on replica statistics",
+    unit="trained replica (its test images, pooled, are the units behind it)",
+    note=("one-sided: ROAD ahead of F-Fidelity also answers 'as well as'; the cost in model inputs and seconds is "
+          "shown beside it, not decided (seconds depend on the machine)"),
+    log=[
+        {"date": "2026-11-28", "change": "registered",
+         "why": ("issue 72: the chapter's pre-registered rival question — does ROAD (noisy linear imputation, no "
+                 "retraining) recover the ground-truth ranking as well as F-Fidelity — registered before its first "
+                 "outcome, with Text.equivalence's margin (the smallest meaningful lead of F-Fidelity in the paper's "
+                 "tables) and the chapter's FF.OOD premise"),
+         "fingerprint": "2b7141736a5a"},
+    ],
+)
 def claim_road(cells: pd.DataFrame, null: pd.DataFrame, *, explainers: Sequence[str], n_images: int,
                mechanism: verdicts.Premise | None = None, target: str = "F-Fidelity", rival: str = "ROAD",
                group: str = "explainer", where: str = "", paper: str = "") -> verdicts.Claim:

@@ -1,6 +1,7 @@
 """F-Fidelity's ranking tables and claims (spec §1.9; Tables 1–2, 5, 10; App. D.7): the macro/micro correlations
-and micro ranks of degraded explainers, their chance levels with the ground-truth order permuted, and the ranking,
-LeRF and ablation claims judged against those nulls."""
+and micro ranks of degraded explainers, their chance levels with the ground-truth order permuted, and the ranking
+and LeRF claims judged against those nulls (the ablation claim is in
+:mod:`~faithlab.study.papers.ffidelity.claims.ablation`)."""
 
 from __future__ import annotations
 
@@ -192,7 +193,7 @@ def replica_judgement(values, rule: verdicts.Rule, *, units: int, what: str):
     return verdicts.replica_judgement(v, rule, units=units, what=what)
 
 
-def _baseline_premise(oriented: pd.Series, target: str, baseline: str, tol: float) -> str | None:
+def baseline_premise(oriented: pd.Series, target: str, baseline: str, tol: float) -> str | None:
     """Premise of the ranking claims: the target's oriented micro correlation is defined and the baseline's is not
     already within ``tol`` of +1 (nothing could beat it)."""
     return verdicts.first_reason(
@@ -316,7 +317,7 @@ def beyond(null: verdicts.Null | None, value: float) -> bool:
     return bool(value < null.low - eps or value > null.high + eps)
 
 
-def _chance_table(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value, methods: Sequence[str]
+def chance_table(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value, methods: Sequence[str]
                   ) -> pd.DataFrame:
     """Per method: mean "GT micro" over its cells, its chance range under a permuted order, and whether it lies
     beyond it (either side)."""
@@ -333,7 +334,7 @@ def _chance_table(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
     return pd.DataFrame(rows)
 
 
-def _chance_premise(chance: pd.DataFrame) -> tuple[str, str | None]:
+def chance_premise(chance: pd.DataFrame) -> tuple[str, str | None]:
     """The null's premise sentence and, when no method's GT micro lies beyond its chance range, the reason."""
     beyond = chance.loc[chance["beyond chance"], "method"].tolist()
     ranges = ", ".join(f"{m} {x:.2f} [{lo:.2f}, {hi:.2f}]" for m, x, lo, hi in zip(
@@ -350,6 +351,82 @@ RANKING_RULES = ("F1", "F7")
 margin."""
 
 
+@verdicts.registered(
+    "F1", paper="ffidelity", kind="paper",
+    claim=("F-Fidelity recovers the ground-truth ranking of the degraded explainers better than Fidelity, ROAR and "
+           "R-Fidelity (Tables 1-2)"),
+    statistic=("per trained replica, a competitor's mean micro rank minus F-Fidelity's (micro ranks among the four "
+               "methods at every degradation seed and sparsity level, averaged over them and the three correlations; "
+               "lower is better)"),
+    direction="above", margin=0.0367,
+    margin_source=("half the smallest lead in mean micro rank of F-Fidelity over another method in Tables 1-2 "
+                   "(R-Fidelity, CIFAR-100 SG-SQ: 1.21 against 1.14)"),
+    decision="every", over="competitors",
+    null=("the ground-truth order permuted over the explainers (a method whose correlation with it lies within that "
+          "chance range does not see the ground truth)"),
+    premises=["FF.OOD holds on the data set",
+              "at least one method's correlation with the ground truth lies beyond its chance range",
+              "Fidelity's oriented micro correlation is not already within 0.05 of +1"],
+    replicas=3, units=30, interval="t on replica statistics",
+    unit="trained replica (its test images, pooled, are the units behind it)",
+    note="'better than the others' read as beating every competitor; the same rule as F7 with Tables 1-2's numbers",
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
+                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
+                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
+                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
+                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
+                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
+                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
+                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
+                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
+                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
+                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
+                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
+                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
+                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
+                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
+         "fingerprint": "b23171b01ca4"},
+    ],
+)
+@verdicts.registered(
+    "F7", paper="ffidelity", kind="paper",
+    claim=("F-Fidelity recovers the ground-truth ranking better than Fidelity, ROAR and R-Fidelity with a ViT and "
+           "with LayerCAM (Tables 5, 10)"),
+    statistic=("per trained replica, a competitor's mean micro rank minus F-Fidelity's (micro ranks among the four "
+               "methods at every degradation seed and sparsity level, averaged over them and the three correlations; "
+               "lower is better)"),
+    direction="above", margin=0.0167,
+    margin_source=("half the smallest lead in mean micro rank of F-Fidelity over another method in Tables 5 and 10 "
+                   "(R-Fidelity, ViT: 1.14 against 1.11)"),
+    decision="every", over="competitors", null="the ground-truth order permuted over the explainers",
+    premises=["FF.OOD holds on the data set",
+              "at least one method's correlation with the ground truth lies beyond its chance range",
+              "Fidelity's oriented micro correlation is not already within 0.05 of +1"],
+    replicas=3, units=30, interval="t on replica statistics",
+    unit="trained replica (its test images, pooled, are the units behind it)",
+    note="the rule of F1 with the numbers of Tables 5 and 10",
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
+                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
+                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
+                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
+                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
+                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
+                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
+                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
+                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
+                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
+                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
+                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
+                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
+                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
+                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
+         "fingerprint": "dd28d639121c"},
+    ],
+)
 def claim_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value, n_images: int,
                   methods: Sequence[str] | None = None, rule_id: str = "F1", target: str = "F-Fidelity",
                   baseline: str = "Fidelity", source: str = "Tables 1-2", mechanism: verdicts.Premise | None = None,
@@ -379,10 +456,10 @@ def claim_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
     ranks = replica_means(cells, group=group, value=value, column="micro rank", methods=methods)
     two_replicas(ranks, "claim_ranking")
     oriented = replica_means(cells, group=group, value=value, column="oriented micro", methods=methods).mean()
-    chance = _chance_table(part[part["method"].isin(list(methods))], null, group=group, value=value,
+    chance = chance_table(part[part["method"].isin(list(methods))], null, group=group, value=value,
                            methods=methods)
-    null_text, null_why = _chance_premise(chance)
-    untestable = verdicts.first_reason(_baseline_premise(oriented, target, baseline, tol), null_why)
+    null_text, null_why = chance_premise(chance)
+    untestable = verdicts.first_reason(baseline_premise(oriented, target, baseline, tol), null_why)
     others = [m for m in methods if m != target]
     units = int(n_images) * len(ranks)
     judged = {m: replica_judgement((ranks[m] - ranks[target]).to_numpy(float), rule, units=units,
@@ -403,6 +480,38 @@ def claim_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
         verdict=v, table=table, units=units, kept_replicas=len(ranks))
 
 
+@verdicts.registered(
+    "F2", paper="ffidelity", kind="paper", claim="F-Fidelity's LeRF vs GT correlation is close to +1 (Tables 1-2)",
+    statistic=("per trained replica, F-Fidelity's LeRF vs GT micro correlation averaged over degradation seeds and "
+               "sparsity levels"),
+    direction="above", margin=0.9,
+    margin_source=("half-way between F-Fidelity's LeRF vs GT micro correlation in Tables 1-2 (1.00) and the highest "
+                   "one the paper reads as falling short (ROAR on PAM, Table 3: 0.80)"),
+    decision="single", null="the ground-truth order permuted over the explainers",
+    premises=["FF.OOD holds on the data set",
+              "F-Fidelity's correlation with the ground truth lies beyond its chance range"],
+    replicas=3, units=30, interval="t on replica statistics",
+    unit="trained replica (its test images, pooled, are the units behind it)",
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
+                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
+                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
+                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
+                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
+                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
+                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
+                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
+                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
+                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
+                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
+                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
+                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
+                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
+                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
+         "fingerprint": "3c63cf1cbb62"},
+    ],
+)
 def claim_lerf_near_one(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value, n_images: int,
                         target: str = "F-Fidelity", source: str = "Tables 1-2",
                         mechanism: verdicts.Premise | None = None) -> verdicts.Claim:
@@ -417,7 +526,7 @@ def claim_lerf_near_one(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, 
     rule = verdicts.rule("F2")
     lerf = replica_means(cells, group=group, value=value, column="LeRF micro", methods=[target])[target]
     two_replicas(lerf, "claim_lerf_near_one")
-    chance = _chance_table(cells[cells[group] == value], null, group=group, value=value, methods=[target])
+    chance = chance_table(cells[cells[group] == value], null, group=group, value=value, methods=[target])
     row = chance.iloc[0]
     untestable = verdicts.first_reason(
         verdicts.undefined(float(lerf.mean()), what="the LeRF vs GT micro correlation"),
@@ -444,46 +553,3 @@ def claim_lerf_near_one(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, 
         verdict=v, table=table, units=units, kept_replicas=len(lerf))
 
 
-def claim_ablation(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value, n_images: int,
-                   chain: Sequence[str] = ("Fidelity", "Fidelity+Fine-tune", "F-Fidelity"),
-                   mechanism: verdicts.Premise | None = None, tol: float = 0.05) -> verdicts.Claim:
-    """Claim F3 of App. D.7 (Fig. 3), two named parts: fine-tuning alone improves Fidelity (F3.finetune:
-    ``chain[1]`` above ``chain[0]``) and F-Fidelity improves further (F3.ffid: ``chain[2]`` above ``chain[1]``),
-    for one ``group == value``, by the rules F3.finetune, F3.ffid and F3 (parts).
-
-    cells: :func:`micro_cells` holding every method of the chain, with a "replica" column (at least 2); null:
-    :func:`ground_truth_null`. Per part: the later method's oriented micro correlation minus the earlier's, averaged
-    over the seeds and levels of each replica, a t interval on the replica values against the part's margin.
-    Premises: the first method is not within ``tol`` of +1 and the last is defined; at least one method of the chain
-    has a mean GT micro correlation beyond its chance range; ``mechanism``. Raises ValueError with fewer than 2
-    replicas."""
-    if len(chain) != 3:
-        raise ValueError(f"chain must name the three methods of the ablation, got {list(chain)}")
-    rule = verdicts.rule("F3")
-    parts = {p: verdicts.rule(p) for p in rule.parts}
-    oriented = replica_means(cells, group=group, value=value, column="oriented micro", methods=chain)
-    two_replicas(oriented, "claim_ablation")
-    part = cells[(cells[group] == value) & cells["method"].isin(list(chain))]
-    chance = _chance_table(part, null, group=group, value=value, methods=chain)
-    null_text, null_why = _chance_premise(chance)
-    untestable = verdicts.first_reason(_baseline_premise(oriented.mean(), chain[-1], chain[0], tol), null_why)
-    units = int(n_images) * len(oriented)
-    steps = dict(zip(rule.parts, zip(chain, chain[1:])))
-    judged = {p: replica_judgement((oriented[b] - oriented[a]).to_numpy(float), parts[p], units=units,
-                                   what=f"{b} − {a}") for p, (a, b) in steps.items()}
-    decided = {p: apply_premise(verdicts.decide([j], parts[p], untestable=untestable), mechanism)
-               for p, j in judged.items()}
-    v = verdicts.decide_parts(decided, rule)
-    rows = pd.DataFrame(verdicts.judgement_table(judged)).rename(columns={"cell": "part"})
-    rows["part verdict"] = [str(decided[p]) for p in judged]
-    table = pd.concat([chance.assign(**{"oriented micro": chance["method"].map(oriented.mean())}), rows],
-                      ignore_index=True)
-    return verdicts.Claim(
-        f"F3 ({value}): Ablation: {chain[1]} beats {chain[0]} and {chain[-1]} beats both (App. D.7, Fig. 3)",
-        rule=rule,
-        premise=premise_text(mechanism) + f"{chain[0]}'s oriented micro correlation "
-                f"({oriented[chain[0]].mean():.2f}) must not be within {tol:g} of the ideal +1; {null_text}",
-        paper_value="F-Fid > Fid+FT > Fid on all three correlations (Fig. 3)",
-        our_value="micro oriented mean " + ", ".join(f"{m} {oriented[m].mean():.2f}" for m in chain)
-                  + f" ({len(oriented)} replicas)",
-        verdict=v, table=table, units=units, kept_replicas=len(oriented))

@@ -1,7 +1,7 @@
 """F-Fidelity's robustness claims (Table 8, App. D.2–D.3): fine-tuning preserves clean accuracy and restores accuracy
 under random removal, the text models are robust to it, and accuracy and agreement step with β.
 
-Every claim is decided by its pre-registered rule (``lib/faithlab/study/verdicts/registered/ffidelity.toml``): the unit is
+Every claim is decided by its pre-registered rule (registered above its claim function): the unit is
 a test input of one trained replica, every comparison is paired (all models of a replica see the same masked copies
 of the same inputs), and the interval is a t interval on the replica means (:func:`faithlab.study.verdicts.effect`), or on
 one statistic per replica where the compared inputs differ (:func:`claim_text_robust`). Every claim function takes
@@ -85,6 +85,99 @@ def _premise_above(interval: verdicts.Interval, threshold: float, what: str) -> 
     return verdicts.Premise(p.holds is not False, p.text)
 
 
+@verdicts.registered(
+    "Table8.restore.clean", paper="ffidelity", kind="paper",
+    claim="Table 8, part 1: on images and time series, fine-tuning preserves clean accuracy",
+    statistic=("per test input, the fine-tuned model's correctness minus the original's on clean inputs; averaged "
+               "per trained replica, per model"),
+    direction="above", margin=-0.0334,
+    margin_source=("non-inferiority: the paper's largest clean-accuracy cost of fine-tuning in Table 8, which it "
+                   "reads as preserved (ViT, CIFAR-100: 50.25 → 46.91)"),
+    decision="every", over="image and time-series models", null="the original model on the same inputs",
+    premises=["removal costs the original accuracy: its drop from 0 % to 10 % removal does not lie wholly below 2 "
+              "points (else the model leaves: nothing to restore)"],
+    replicas=3, units=30, interval="t on replica means", unit="test input of one trained replica",
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
+                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
+                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
+                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
+                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
+                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
+                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
+                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
+                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
+                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
+                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
+                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
+                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
+                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
+                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
+         "fingerprint": "120627568e2f"},
+    ],
+)
+@verdicts.registered(
+    "Table8.restore.removed", paper="ffidelity", kind="paper",
+    claim="Table 8, part 2: on images and time series, fine-tuning restores accuracy under 10 % random removal",
+    statistic=("per test input, the fine-tuned model's share of correct predictions minus the original's with 10 % "
+               "of the units removed (the same masked copies); averaged per trained replica, per model"),
+    direction="above", margin=0.0298,
+    margin_source=("half the smallest accuracy fine-tuning restores at 10 % removal over Table 8's image and "
+                   "time-series rows (Boiler CNN: 57.92 → 63.89)"),
+    decision="every", over="image and time-series models", null="the original model on the same masked inputs",
+    premises=["removal costs the original accuracy: its drop from 0 % to 10 % removal does not lie wholly below 2 "
+              "points"],
+    replicas=3, units=30, interval="t on replica means", unit="test input of one trained replica",
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
+                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
+                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
+                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
+                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
+                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
+                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
+                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
+                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
+                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
+                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
+                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
+                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
+                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
+                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
+         "fingerprint": "b8aa5e4d7d6c"},
+    ],
+)
+@verdicts.registered(
+    "Table8.restore", paper="ffidelity", kind="paper",
+    claim=("Table 8: on images and time series, fine-tuning preserves clean accuracy and restores accuracy under "
+           "random removal"),
+    statistic="its two named parts, Table8.restore.clean and Table8.restore.removed", direction="above", margin=0.0298,
+    margin_source="the parts' margins (Table8.restore.clean, Table8.restore.removed)", decision="parts",
+    parts=["Table8.restore.clean", "Table8.restore.removed"], share=0.5, null="the original model on the same inputs",
+    premises=["removal costs the original accuracy"], replicas=3, units=30, interval="t on replica means",
+    note="two named parts in the paper ('maintains stable performance' on clean inputs and under perturbation)",
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
+                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
+                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
+                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
+                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
+                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
+                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
+                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
+                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
+                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
+                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
+                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
+                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
+                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
+                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
+         "fingerprint": "fcbb493212a2"},
+    ],
+)
 def claim_finetune_restores(samples: pd.DataFrame, *, domains: Sequence[str] = ("images", "time series"),
                             clean: float | None = None, removed: float | None = None, min_drop: float = MIN_DROP,
                             paper: str = "") -> verdicts.Claim:
@@ -146,6 +239,42 @@ def claim_finetune_restores(samples: pd.DataFrame, *, domains: Sequence[str] = (
         kept_replicas=_kept(intervals))
 
 
+@verdicts.registered(
+    "Table8.text", paper="ffidelity", kind="paper",
+    claim="Table 8: text models are robust to random removal even without fine-tuning",
+    statistic=("per text model and trained replica, the mean accuracy drop (0 % → 10 % removal) of the original "
+               "image and time-series models of that replica minus the text model's drop"),
+    direction="above", margin=0.068,
+    margin_source=("half the smallest lead of the image and time-series models' mean drop over a text model's drop "
+                   "in Table 8 (21.18 against 7.57 points, SST2 Transformer)"),
+    decision="every", over="text models",
+    null="the drop of the image and time-series models (robust is relative, as the paper reads it)",
+    premises=["removal hurts the references: some image or time-series original drops at least 2 points",
+              "a text model beats the majority-class share by 5 points on clean inputs (else it has no accuracy to "
+              "lose)"],
+    replicas=3, units=30, interval="t on replica statistics",
+    unit="trained replica (its test inputs, pooled, are the units behind it)",
+    note="decided on the paper's text removal (zero embedding); the pad-deletion models are shown beside it",
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
+                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
+                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
+                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
+                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
+                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
+                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
+                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
+                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
+                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
+                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
+                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
+                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
+                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
+                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
+         "fingerprint": "373f80789c21"},
+    ],
+)
 def claim_text_robust(samples: pd.DataFrame, *, text: Sequence[str] | None = None, domain: str = "text",
                       references: Sequence[str] = ("images", "time series"), clean: float | None = None,
                       removed: float | None = None, min_drop: float = MIN_DROP, above_chance: float = ABOVE_CHANCE,
@@ -246,6 +375,38 @@ def _drop_premise(samples: pd.DataFrame, clean: float, top: float, *, min_drop: 
     return _premise_above(i, min_drop, f"the original's drop from clean to {_pct(top)} masking")
 
 
+@verdicts.registered(
+    "D3.accuracy", paper="ffidelity", kind="paper",
+    claim="D.3: fine-tuning with a larger β keeps accuracy under heavier random masking (Fig. 1(a))",
+    statistic=("per test image at the largest masking ratio, accuracy of the model fine-tuned with the larger β "
+               "minus the smaller's (original = β 0), per step between consecutive β; averaged per trained replica"),
+    direction="above", margin=0.025,
+    margin_source=("Fig. 1(a)'s text: above 60 % at 50 % masking for a large β, below 40 % already at 10 % for the "
+                   "original: ≥ 20 points spread over our four β steps, halved"),
+    decision="every", over="β steps", null="the smaller β's model on the same masked copies",
+    premises=["masking costs the original accuracy: its drop from clean to the largest ratio does not lie wholly "
+              "below 2 points"],
+    replicas=3, units=30, interval="t on replica means", unit="test image of one trained replica",
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
+                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
+                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
+                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
+                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
+                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
+                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
+                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
+                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
+                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
+                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
+                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
+                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
+                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
+                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
+         "fingerprint": "43f88174f498"},
+    ],
+)
 def claim_beta_accuracy(samples: pd.DataFrame, *, ratio: float | None = None, min_drop: float = MIN_DROP,
                         paper: str = "") -> verdicts.Claim:
     """App. D.3 (Fig. 1(a)): fine-tuning with a larger β keeps accuracy under heavier random masking, by its rule
@@ -281,6 +442,101 @@ def claim_beta_accuracy(samples: pd.DataFrame, *, ratio: float | None = None, mi
         verdict=v, table=table, units=int(i.units), kept_replicas=_kept([s.interval for s in steps.values()]))
 
 
+@verdicts.registered(
+    "D3.agreement.masked", paper="ffidelity", kind="paper",
+    claim="D.3, part 1: a larger β agrees less with the original model on masked inputs (Fig. 1(b))",
+    statistic=("per test image at the largest masking ratio, agreement with the original's prediction of the model "
+               "fine-tuned with the larger β minus the smaller's, per step between consecutive fine-tuned β; "
+               "averaged per trained replica"),
+    direction="below", margin=-0.025,
+    margin_source=("convention from D3.accuracy's step (Fig. 1(b)'s values were lost): a step must lower agreement "
+                   "by at least 2.5 points"),
+    decision="every", over="fine-tuned β steps", null="the smaller β's model on the same masked copies",
+    premises=["at least two fine-tuned β"], replicas=3, units=30, interval="t on replica means",
+    unit="test image of one trained replica",
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
+                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
+                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
+                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
+                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
+                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
+                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
+                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
+                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
+                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
+                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
+                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
+                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
+                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
+                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
+         "fingerprint": "9720383f8215"},
+    ],
+)
+@verdicts.registered(
+    "D3.agreement.clean", paper="ffidelity", kind="paper",
+    claim="D.3, part 2: on clean inputs the fine-tuned models agree with the original",
+    statistic=("per test image, a fine-tuned model's agreement with the original's prediction on the clean input "
+               "minus the original's correctness (two models right on a share a of the inputs need not agree on "
+               "more); averaged per trained replica, per fine-tuned β"),
+    direction="above", margin=-0.0334,
+    margin_source=("non-inferiority: the paper's largest clean-accuracy cost of fine-tuning in Table 8 (ViT: 3.34 "
+                   "points), read as preserved"),
+    decision="every", over="fine-tuned models", null="the original's own accuracy",
+    premises=["the original beats the majority-class share by 5 points on clean inputs"], replicas=3, units=30,
+    interval="t on replica means", unit="test image of one trained replica",
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
+                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
+                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
+                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
+                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
+                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
+                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
+                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
+                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
+                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
+                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
+                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
+                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
+                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
+                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
+         "fingerprint": "4e12474dab3d"},
+    ],
+)
+@verdicts.registered(
+    "D3.agreement", paper="ffidelity", kind="paper",
+    claim=("D.3: a larger β agrees less with the original model on masked inputs, while clean predictions agree "
+           "(Fig. 1(b))"),
+    statistic="its two named parts, D3.agreement.masked and D3.agreement.clean", direction="above", margin=-0.0334,
+    margin_source="the parts' margins (D3.agreement.masked, D3.agreement.clean)", decision="parts",
+    parts=["D3.agreement.masked", "D3.agreement.clean"], share=0.5,
+    null="the smaller β's model / the original's own accuracy", premises=["at least two fine-tuned β"], replicas=3,
+    units=30, interval="t on replica means",
+    note=("two named parts in the paper ('higher β values ... result in lower agreement'; 'the high prediction "
+          "agreement ... on clean data')"),
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
+                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
+                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
+                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
+                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
+                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
+                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
+                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
+                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
+                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
+                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
+                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
+                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
+                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
+                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
+         "fingerprint": "b5a88eefe324"},
+    ],
+)
 def claim_beta_agreement(samples: pd.DataFrame, *, ratio: float | None = None, above_chance: float = ABOVE_CHANCE,
                          paper: str = "") -> verdicts.Claim:
     """App. D.3 (Fig. 1(b)), two named parts: a larger β agrees less with the original model on masked inputs

@@ -1,4 +1,4 @@
-"""ReCo/MeGe's claims, each decided by its rule in ``faithlab/study/verdicts/registered/reco_mege.toml``, one module
+"""ReCo/MeGe's claims, each decided by its rule registered above its claim function, one module
 per concept, each importing only from the set-up, the experiments and the ones listed before it:
 :mod:`~faithlab.study.papers.reco_mege.claims.premise` (the chapter's mechanism premise: the k models beat chance
 and are of comparable accuracy, decided over the replicas; the accuracy tables),
@@ -9,6 +9,14 @@ and are of comparable accuracy, decided over the replicas; the accuracy tables),
 
 Every public name is re-exported here (``faithlab.study.papers.reco_mege.claims.claim_mege_falls``).
 """
+
+# A replica is one independent run of a family's whole k-fold training (its k models share D and its split, so they
+# are not independent repeats). ReCo is a maximum over thresholds, not a mean of per-image values: every ReCo or MeGe
+# statistic is computed once per replica, on that replica's own S= / S≠ sets, and judged by a t interval on the R
+# replica values; the images of D behind them are the units. The margins are half the paper's smallest effect of the
+# kind the claim names (faithlab.study.papers.reco_mege.paper.margins recomputes each from the typed tables; a test
+# compares them with the registered rules).
+
 
 from faithlab.study.papers.reco_mege.claims.premise import (accuracy_frame, accuracy_summary, decide_premise,
                                                             premise_row, premise_table, test_accuracy)

@@ -16,6 +16,32 @@ from faithlab.study import verdicts
 __all__ = ["claim_identical_models"]
 
 
+@verdicts.registered(
+    "R5", paper="reco_mege", kind="study check", claim="R5: k identical models give MeGe = 1 (every distance 0)",
+    statistic=("per (task × method) cell, the mean over images of the S= distance between the maps of k copies of "
+               "one model"),
+    direction="below", margin=1e-06, margin_source="float error (an identity of eq. 8: every distance is exactly 0)",
+    decision="every", over="(task × method) cells",
+    null="the same method's MeGe on maps of different images (the contrast must lie below 1)",
+    premises=["the cell has S= pairs", "maps of different images give MeGe below 1"], replicas=3, units=30,
+    interval="t on units", unit="image of D",
+    note=("an identity of the definitions: checks the pipeline by construction, so it is a study check, not a claim "
+          "of the paper; no model is trained for it"),
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions' code into this file. Before: two-stage "
+                 "percentile bootstraps with margin 0 and the house share rule (R2, R3 reproduced from 2/3 of the "
+                 "cells, partly from 1/3; R1 and R4 share 1; Table 3 partly from one of two parts); R4 decided on "
+                 "point estimates (ρ ≥ 0.9 over every map, no units); R5 exact values against 1e-6. Now: one "
+                 "statistic per trained replica with a t interval (μF: t on replica means), margins of half the "
+                 "paper's smallest effect (R1 0.074, R2.MeGe 0.02, R2.ReCo 0.0345, R3.ReCo 0.206, R3.MeGe 0.013, "
+                 "RM-T3.muF 0.301, RM-T3.Savg ln-ratio 2.2387), 'every' where the paper says every or "
+                 "best/highest/lowest, 'partly' only for the named parts of R2, R3 and Table 3 (share 1/2); R2 on "
+                 "the two degradations of Fig. 4 at their strongest level; R4 over independent units (paths, noise "
+                 "series) as a study check; R5 a study check"),
+         "fingerprint": "4d640f7e35b3"},
+    ],
+)
 def claim_identical_models(identical: pd.DataFrame, contrast: pd.DataFrame | None = None, *,
                            tolerance: float | None = None) -> verdicts.Claim:
     """Study check R5 (eq. 8): k identical models give MeGe = 1 (every distance 0), decided by its rule

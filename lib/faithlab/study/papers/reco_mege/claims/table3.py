@@ -57,6 +57,82 @@ def _log_ratio(other: pd.Series, stable: pd.Series) -> np.ndarray:
     return np.where(np.isfinite(values), values, np.nan)
 
 
+@verdicts.registered(
+    "RM-T3", paper="reco_mege", kind="paper",
+    claim="Table 3: Grad-CAM has the highest μF, and Grad-CAM and SmoothGrad the lowest S_avg (paper: CIFAR-10)",
+    statistic="two named parts, each decided on its own: RM-T3.muF and RM-T3.Savg", direction="above", margin=0,
+    margin_source="the parts' own margins (RM-T3.muF, RM-T3.Savg)", decision="parts", parts=["RM-T3.muF", "RM-T3.Savg"],
+    share=0.5, null="μF: the same μF with the method's map of another image; S_avg: the other methods",
+    premises=["the models beat chance clearly, over the replicas"], replicas=3, units=30, interval="t on replica means",
+    unit="held-out image (per replica)",
+    note="partly reproduced when one of the two parts holds in full and the other is decided",
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions' code into this file. Before: two-stage "
+                 "percentile bootstraps with margin 0 and the house share rule (R2, R3 reproduced from 2/3 of the "
+                 "cells, partly from 1/3; R1 and R4 share 1; Table 3 partly from one of two parts); R4 decided on "
+                 "point estimates (ρ ≥ 0.9 over every map, no units); R5 exact values against 1e-6. Now: one "
+                 "statistic per trained replica with a t interval (μF: t on replica means), margins of half the "
+                 "paper's smallest effect (R1 0.074, R2.MeGe 0.02, R2.ReCo 0.0345, R3.ReCo 0.206, R3.MeGe 0.013, "
+                 "RM-T3.muF 0.301, RM-T3.Savg ln-ratio 2.2387), 'every' where the paper says every or "
+                 "best/highest/lowest, 'partly' only for the named parts of R2, R3 and Table 3 (share 1/2); R2 on "
+                 "the two degradations of Fig. 4 at their strongest level; R4 over independent units (paths, noise "
+                 "series) as a study check; R5 a study check"),
+         "fingerprint": "2a0b3e83a3dd"},
+    ],
+)
+@verdicts.registered(
+    "RM-T3.muF", paper="reco_mege", kind="paper", claim="Table 3 (μF part): Grad-CAM has the highest μF",
+    statistic=("per other method, Grad-CAM's μF minus its, paired per held-out image, on the first model of each "
+               "replica"),
+    direction="above", margin=0.301,
+    margin_source="half Grad-CAM's lead in μF over the best other method in Table 3 (0.907 − 0.305 = 0.602)",
+    decision="every", over="competitors",
+    null="the same μF with the method's map of another image (μF must lie above it for some method to discriminate)",
+    premises=["the models beat chance clearly, over the replicas", "some method's μF lies above its chance level"],
+    replicas=3, units=30, interval="t on replica means", unit="held-out image (per replica)",
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions' code into this file. Before: two-stage "
+                 "percentile bootstraps with margin 0 and the house share rule (R2, R3 reproduced from 2/3 of the "
+                 "cells, partly from 1/3; R1 and R4 share 1; Table 3 partly from one of two parts); R4 decided on "
+                 "point estimates (ρ ≥ 0.9 over every map, no units); R5 exact values against 1e-6. Now: one "
+                 "statistic per trained replica with a t interval (μF: t on replica means), margins of half the "
+                 "paper's smallest effect (R1 0.074, R2.MeGe 0.02, R2.ReCo 0.0345, R3.ReCo 0.206, R3.MeGe 0.013, "
+                 "RM-T3.muF 0.301, RM-T3.Savg ln-ratio 2.2387), 'every' where the paper says every or "
+                 "best/highest/lowest, 'partly' only for the named parts of R2, R3 and Table 3 (share 1/2); R2 on "
+                 "the two degradations of Fig. 4 at their strongest level; R4 over independent units (paths, noise "
+                 "series) as a study check; R5 a study check"),
+         "fingerprint": "07f9b7536ec5"},
+    ],
+)
+@verdicts.registered(
+    "RM-T3.Savg", paper="reco_mege", kind="paper",
+    claim="Table 3 (S_avg part): Grad-CAM and SmoothGrad have the lowest S_avg",
+    statistic=("per (Grad-CAM or SmoothGrad, other method) pair, the natural log of the other method's mean S_avg "
+               "over theirs, once per replica (first model)"),
+    direction="above", margin=2.2387,
+    margin_source=("half the natural log of the smallest ratio in Table 3 of another method's S_avg to Grad-CAM's or "
+                   "SmoothGrad's (IG / SG: ln(2.112 / 0.024) = 4.477); S_avg's scale is the maps' own, so ratios are "
+                   "compared"),
+    decision="every", over="(stable, other) pairs", null="the other methods' S_avg on the same images",
+    premises=["the models beat chance clearly, over the replicas"], replicas=3, units=30,
+    interval="t on replica statistics", unit="held-out image (per replica)",
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions' code into this file. Before: two-stage "
+                 "percentile bootstraps with margin 0 and the house share rule (R2, R3 reproduced from 2/3 of the "
+                 "cells, partly from 1/3; R1 and R4 share 1; Table 3 partly from one of two parts); R4 decided on "
+                 "point estimates (ρ ≥ 0.9 over every map, no units); R5 exact values against 1e-6. Now: one "
+                 "statistic per trained replica with a t interval (μF: t on replica means), margins of half the "
+                 "paper's smallest effect (R1 0.074, R2.MeGe 0.02, R2.ReCo 0.0345, R3.ReCo 0.206, R3.MeGe 0.013, "
+                 "RM-T3.muF 0.301, RM-T3.Savg ln-ratio 2.2387), 'every' where the paper says every or "
+                 "best/highest/lowest, 'partly' only for the named parts of R2, R3 and Table 3 (share 1/2); R2 on "
+                 "the two degradations of Fig. 4 at their strongest level; R4 over independent units (paths, noise "
+                 "series) as a study check; R5 a study check"),
+         "fingerprint": "58fb18776a20"},
+    ],
+)
 def claim_table3(per_sample: pd.DataFrame, *, premise: pd.DataFrame | None = None, target: str = "GC",
                  stable: Sequence[str] = ("GC", "SG")) -> verdicts.Claim:
     """Claim of Table 3: Grad-CAM (``target``) has the highest μF, and Grad-CAM and SmoothGrad (``stable``) the

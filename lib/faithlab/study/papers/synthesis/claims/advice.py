@@ -7,8 +7,9 @@ means, :func:`faithlab.study.verdicts.mean_interval`) against a margin fixed bef
 a metric *recovers* the known ranking when its recovery's interval lies above the margin; metric A *beats* metric B
 when the one-sided t test of their paired difference (per image, A − B) against the margin rejects after Holm's
 correction over the situation's pairs (:func:`separations`); a metric *holds up* when it recovers and is shown not
-worse than every other metric by more than the margin. The rule is registered (``[answers.guide]`` of the synthesis
-rules file, :func:`faithlab.study.verdicts.rules.answer`), and the functions read it from there. A metric that the
+worse than every other metric by more than the margin. The rule is registered above :func:`guide`
+(:func:`faithlab.study.verdicts.registered_answer`), and the functions read it from there
+(:func:`faithlab.study.verdicts.rules.answer`). A metric that the
 replicas separate neither from the best nor from the worse is "not separated", never named."""
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def _outcome(low: float, high: float, margin: float) -> str:
 
 
 def _registered(value, key: str):
-    """``value``, or the guide's registered one (``[answers.guide]`` of the synthesis rules file) when None."""
+    """``value``, or the guide's registered one (registered above :func:`guide`) when None."""
     if value is not None:
         return value
     from faithlab.study.verdicts.rules import answer
@@ -218,6 +219,82 @@ def reference_sentence(sensitivity: pd.DataFrame, *, threshold: float = REFERENC
     return head + f"; {stays} stay within ±{threshold:g} on every set-up; {open_} are undecided."
 
 
+@verdicts.registered_answer(
+    "guide", paper="synthesis",
+    statement=("Per situation with a known answer, the metrics that hold up: they recover the known ranking of "
+               "degraded explainers above chance, and no metric does better, each by more than the margin (mean "
+               "per-image Spearman; the trained models are the unit of replication)"),
+    margin=("one swap of two neighbouring degraded explainers in an otherwise right ranking, 12 / (n (n² − 1)) for n "
+            "degraded explainers (0.1 for five)"),
+    margin_source=("our convention, fixed by the design before any score "
+                   "(faithlab.study.papers.synthesis.separation_margin); the papers compare metrics but give no "
+                   "smallest difference of interest in recovery"),
+    holds_up="recovers and not worse than any", beats="holm", level=0.95, replicas=5,
+    interval=("t on replica means (the paired per-image difference of two metrics' recovery, averaged per trained "
+              "model)"),
+    cost_budget=("a metric holds up on a cost budget when it holds up in at least half of all the situations (a "
+                 "denominator fixed before the data); it is not separated there when it does not, but would with the "
+                 "situations where it is not separated"),
+    null=("chance for a metric's recovery (a mean per-image Spearman of 0: the scores order the degraded explainers "
+          "at random); no difference for two metrics (their paired per-image difference 0)"),
+    log=[
+        {"date": "2026-11-28", "change": "registered",
+         "why": ("issue 69 item 7: the synthesis guide's rule moves from advice.py's code into this file as it "
+                 "stood (holds up: recovers and no metric beats it; a beat judged per pair by the 95 % t interval, "
+                 "no correction over the 120 pairs of a situation), so that the change below is logged against it")},
+        {"date": "2026-11-28", "change": "changed",
+         "field": "holds_up",
+         "old": "recovers and not beaten",
+         "new": "recovers and not worse than any",
+         "why": ("issue 69 item 8, changed after seeing both seeds: the whole-book reseed (seed 1 against seed 0, "
+                 "2026-11-27) moved the metrics that hold up in 5 of 6 situations, because 'not beaten' reads the "
+                 "absence of a significant difference as a tie, so a metric's naming turned on whether one of 15 "
+                 "comparisons crossed the margin. A metric is now named only when it is shown not worse than every "
+                 "other by more than the margin (upper end of the 95 % t interval of other − it below the margin: "
+                 "an intersection-union test, level 0.05 without correction). Recomputed from both seeds' "
+                 "separations.csv before adopting: the named metrics then differ only where one seed says 'not "
+                 "separated' (ΣLeRF for a transparent model), which is what the Done-when asks; the lists are "
+                 "shorter (none named for in-distribution removal and ViTs)")},
+        {"date": "2026-11-28", "change": "changed",
+         "field": "beats",
+         "old": "per comparison",
+         "new": "holm",
+         "why": ("issue 69 item 8: 'beaten by' was 120 uncorrected pairwise comparisons per situation (46 + 138 "
+                 "beats at seed 0), so some were expected by chance; now Holm's step-down over the 240 one-sided "
+                 "tests (each ordered pair, against the margin) of a situation at family-wise error 0.05 (for one "
+                 "pair it is the 95 % interval's rule). 'beaten by' no longer decides who is named (holds_up above "
+                 "does); it labels the metrics shown worse, and what is neither is 'not separated'")},
+        {"date": "2026-11-28", "change": "changed",
+         "field": "null",
+         "old": "",
+         "new": ("chance for a metric's recovery (a mean per-image Spearman of 0: the scores order the degraded "
+                 "explainers at random); no difference for two metrics (their paired per-image difference 0)"),
+         "why": ("the pre-registration page's null column was empty for the guide; the nulls were in advice.py's "
+                 "docstrings only (no decision changes)")},
+        {"date": "2026-11-28", "change": "changed",
+         "field": "cost_budget",
+         "old": "in at least half of the situations where some metric holds up (advice.py's code, not registered)",
+         "new": ("a metric holds up on a cost budget when it holds up in at least half of all the situations (a "
+                 "denominator fixed before the data); it is not separated there when it does not, but would with the "
+                 "situations where it is not separated"),
+         "why": ("issue 69 item 8, changed after seeing a third seed: at seed 2 no metric holds up for few classes, "
+                 "so the old denominator (situations where some metric holds up) fell from 3 to 2 and six metrics "
+                 "were named on a cost budget that seeds 0 and 1 did not name nor call not separated. The "
+                 "denominator is now every situation, and a metric that could reach half with its not-separated "
+                 "situations is 'not separated', like the rules file's 'share' decision")},
+        {"date": "2026-11-28", "change": "changed",
+         "field": "margin_source",
+         "old": ("our convention, fixed by the design before any score "
+                 "(faithlab.protocols.synthesis.separation_margin); the papers compare metrics but give no smallest "
+                 "difference of interest in recovery"),
+         "new": ("our convention, fixed by the design before any score "
+                 "(faithlab.study.papers.synthesis.separation_margin); the papers compare metrics but give no "
+                 "smallest difference of interest in recovery"),
+         "why": ("issue 73 (house v4): the study moved under faithlab.study, so the function the source names has a "
+                 "new module path; the margin, its value and every decision are unchanged"),
+         "fingerprint": "65579af60242"},
+    ],
+)
 def guide(recovery_by_setup: pd.DataFrame, use_cases: Mapping[str, str], *, cost_table: pd.DataFrame,
           reference_spread: Mapping[str, float] | None = None,
           reference_moves: Mapping[str, str] | None = None, separation: pd.DataFrame | None = None,

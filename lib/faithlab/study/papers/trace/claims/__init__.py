@@ -1,5 +1,6 @@
 """TRACE's claims T1–T6 as claim functions, each decided by its pre-registered rule
-(``faithlab/study/verdicts/registered/trace.toml``: ``verdicts.rule("T2")`` …), and the chapter's mechanism premise,
+(registered above each claim function by :func:`faithlab.study.verdicts.registered`:
+``verdicts.rule("T2")`` …), and the chapter's mechanism premise,
 one module per concept:
 
 - :mod:`~faithlab.study.papers.trace.claims.premises`: the mechanism premise (``mechanism_premises`` and the premise
@@ -12,6 +13,18 @@ one module per concept:
 
 Every public name is re-exported here (``faithlab.study.papers.trace.claims.claim_search_bound``).
 """
+
+# Every statistic is a mean of per-image values (images of independently trained replicas), decided by the t
+# interval on the replica means. The margins come from the paper's Table 1 (typed in faithlab.study.papers.trace.paper,
+# whose margin_* functions recompute them; tests/protocols/trace/test_paper_tables.py fails when they drift) or, for
+# the claims the paper makes from figures without numbers (Fig. 4, Fig. 3b), from one stated convention of the
+# chapter: 0.05 of the probability's range for a difference of a curve's mean probability.
+#
+# The chapter's mechanism premise (faithlab.study.papers.trace.mechanism_premises), the same for every claim on every
+# data set it uses: (a) deleting patches lowers the prediction — f(x) minus the mean of a random-order deletion curve
+# above 0.1; (b) the search beats random orders — its lead per curve point above 0.1 (both a tenth of the
+# probability's range, by convention), each decided with the t interval on the replica means.
+
 
 from faithlab.study.papers.trace.claims.premises import (PREMISE_COLUMNS, PREMISE_DROP, PREMISE_GAIN, cross_premises,
                                                          mechanism_premises, premise_outcomes, random_test_premises,

@@ -1,6 +1,6 @@
 """TRACE's claims on its searches: T1 (Fig. 2a, TRACE-SA almost reaches the complete-search bound), its study check
 (SA beats its greedy start) and the cross test (Fig. 3b: each search wins under its own objective), each decided by
-its pre-registered rule (``faithlab/study/verdicts/registered/trace.toml``)."""
+its pre-registered rule (registered above its claim function)."""
 
 from __future__ import annotations
 
@@ -52,6 +52,47 @@ def _search_bound_cells(sums: pd.DataFrame, random: pd.DataFrame, rule: verdicts
     return cells, pd.DataFrame(rows), min(units)
 
 
+@verdicts.registered(
+    "T1", paper="trace", kind="paper", claim="T1: TRACE-SA almost reaches the complete-search bound (Fig. 2a)",
+    statistic=("per test image, SA's distance to the complete-search bound CS as a share of a random order's (the "
+               "replica's mean distance), for -Le (ΣLeRF) and -Mo (ΣMoRF) on the 4 × 4 grid; its mean per trained "
+               "replica"),
+    direction="below", margin=0.079,
+    margin_source=("the paper gives no number for Fig. 2a's 'almost negligible' gap; a gap it calls almost "
+                   "negligible must lie below half the smallest gap it calls non-negligible: T-p − T-y over T-p in "
+                   "Table 1, GoogLeNet/zero (28.13 − 23.70) / 28.13 = 0.157, halved (the same share of the way from "
+                   "a random order to the best trajectory)"),
+    decision="every", over="objectives",
+    null="a random deletion order (its distance to the bound is the statistic's denominator)",
+    premises=["(a) deletion lowers the prediction: f(x) minus the mean of a random-order curve above 0.1",
+              "(b) the bound CS lies beyond random orders by more than 0.1 per curve point, for -Le and -Mo"],
+    replicas=8, units=30, interval="t on replica means", unit="test image",
+    note=("SA ≥ Greedy and CS ≥ SA hold by construction: the first is the study check T1.greedy, the second bounds "
+          "the statistic at 0."),
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file. T1: the 'SA beats Greedy' half "
+                 "(true by construction) becomes the study check T1.greedy; 'almost reaches the bound' gets the "
+                 "margin 0.079 (was 0.05 by convention), both every objective (was 2/3 of four checks). T2: every "
+                 "reference × method cell at the margin 0.2 from Table 1 (was 2/3 of references, margin 0). T2b: "
+                 "reformulated so it can fail — a non-negligible gap, margin 0.079 from Table 1, every cell (was "
+                 "2/3 of cells, margin 0). T3: two named parts, margin 0.05 by convention (was 2/3 of models × "
+                 "checks, margin 0). T4: margin 0.05 by convention (was 0). T5: every method under two "
+                 "denominators, the one that favours TRACE checked by one that favours none, margins from Table 1 "
+                 "(was 2/3 of methods, margin 0). T6: a study check against a float tolerance. Premises: the "
+                 "mechanism (deletion lowers the prediction; the search beats random orders) decided by an interval "
+                 "(were nulls of random signs and point estimates). Intervals: t on replica means (were two-stage "
+                 "bootstraps).")},
+        {"date": "2026-11-27", "change": "changed",
+         "field": "replicas",
+         "old": 3,
+         "new": 8,
+         "why": ("the design only, after the first book run (3 replicas × 10 digits): -Le's interval straddled the "
+                 "margin (0.035 [−0.026, 0.095], -Mo held), and the power analysis of those data asks 8 replicas × 4 "
+                 "digits (P 0.97), the same 32 complete searches; statistic, margin and decision unchanged"),
+         "fingerprint": "f081af98121c"},
+    ],
+)
 def claim_search_bound(sums: pd.DataFrame, random: pd.DataFrame) -> verdicts.Claim:
     """Claim T1 (Fig. 2a): TRACE-SA almost reaches the complete-search (CS) bound, for -Le and for -Mo (rule
     ``T1``).
@@ -80,6 +121,35 @@ def _search_claim(sums: pd.DataFrame, random: pd.DataFrame, rule_id: str, *, ver
         verdict=decided(rule, cells, premise_outcomes(frame)), table=table, units=units)
 
 
+@verdicts.registered(
+    "T1.greedy", paper="trace", kind="study check",
+    claim="T1 (study check): TRACE-SA improves on TRACE-Greedy, its own start",
+    statistic=("per test image, SA's gain over Greedy in the objective's direction as a share of a random order's "
+               "distance to the bound, for -Le and -Mo on the 4 × 4 grid; its mean per trained replica"),
+    direction="above", margin=0.0,
+    margin_source=("none needed: SA starts from Greedy and keeps its best, so SA ≥ Greedy holds by construction (a "
+                   "study check); tested is a mean gain above 0 (the paper's 'constantly outperforms'), and a loss "
+                   "would be a bug"),
+    decision="every", over="objectives", null="SA's own start (Greedy)",
+    premises=["(a) deletion lowers the prediction: f(x) minus the mean of a random-order curve above 0.1",
+              "(b) the bound CS lies beyond random orders by more than 0.1 per curve point, for -Le and -Mo"],
+    replicas=3, units=30, interval="t on replica means", unit="test image",
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file. T1: the 'SA beats Greedy' half "
+                 "(true by construction) becomes the study check T1.greedy; 'almost reaches the bound' gets the "
+                 "margin 0.079 (was 0.05 by convention), both every objective (was 2/3 of four checks). T2: every "
+                 "reference × method cell at the margin 0.2 from Table 1 (was 2/3 of references, margin 0). T2b: "
+                 "reformulated so it can fail — a non-negligible gap, margin 0.079 from Table 1, every cell (was 2/3 "
+                 "of cells, margin 0). T3: two named parts, margin 0.05 by convention (was 2/3 of models × checks, "
+                 "margin 0). T4: margin 0.05 by convention (was 0). T5: every method under two denominators, the one "
+                 "that favours TRACE checked by one that favours none, margins from Table 1 (was 2/3 of methods, "
+                 "margin 0). T6: a study check against a float tolerance. Premises: the mechanism (deletion lowers "
+                 "the prediction; the search beats random orders) decided by an interval (were nulls of random signs "
+                 "and point estimates). Intervals: t on replica means (were two-stage bootstraps)."),
+         "fingerprint": "31f36e237213"},
+    ],
+)
 def claim_search_beats_greedy(sums: pd.DataFrame, random: pd.DataFrame) -> verdicts.Claim:
     """Study check of T1 (rule ``T1.greedy``): SA improves on TRACE-Greedy, its own start. SA starts from Greedy
     and keeps its best, so SA ≥ Greedy holds by construction (a study check, not a paper claim); what can fail is a
@@ -91,6 +161,47 @@ def claim_search_beats_greedy(sums: pd.DataFrame, random: pd.DataFrame) -> verdi
 
 
 
+@verdicts.registered(
+    "T4", paper="trace", kind="paper",
+    claim="T4: TRACE-Mo fails the LeRF test far more than TRACE-Le fails the MoRF test (Fig. 3b)",
+    statistic=("per test image, SA-Mo's LeRF loss ΣLeRF(SA-Le) − ΣLeRF(SA-Mo) minus SA-Le's MoRF loss ΣMoRF(SA-Le) − "
+               "ΣMoRF(SA-Mo), per curve point (t = 49); its mean per trained replica, per model"),
+    direction="above", margin=0.05,
+    margin_source=("convention: Fig. 3b gives no numbers; 0.05 of the probability's range, the chapter's one "
+                   "convention for a difference of a curve's mean probability"),
+    decision="every", over="models", null="random deletion orders, in the premise",
+    premises=["(a) deletion lowers the prediction: f(x) minus the mean of a random-order curve above 0.1",
+              "(b) SA-Le beats random orders under LeRF and SA-Mo under MoRF by more than 0.1 per curve point"],
+    replicas=8, units=80, interval="t on replica means", unit="test image",
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file. T1: the 'SA beats Greedy' half "
+                 "(true by construction) becomes the study check T1.greedy; 'almost reaches the bound' gets the "
+                 "margin 0.079 (was 0.05 by convention), both every objective (was 2/3 of four checks). T2: every "
+                 "reference × method cell at the margin 0.2 from Table 1 (was 2/3 of references, margin 0). T2b: "
+                 "reformulated so it can fail — a non-negligible gap, margin 0.079 from Table 1, every cell (was "
+                 "2/3 of cells, margin 0). T3: two named parts, margin 0.05 by convention (was 2/3 of models × "
+                 "checks, margin 0). T4: margin 0.05 by convention (was 0). T5: every method under two "
+                 "denominators, the one that favours TRACE checked by one that favours none, margins from Table 1 "
+                 "(was 2/3 of methods, margin 0). T6: a study check against a float tolerance. Premises: the "
+                 "mechanism (deletion lowers the prediction; the search beats random orders) decided by an interval "
+                 "(were nulls of random signs and point estimates). Intervals: t on replica means (were two-stage "
+                 "bootstraps).")},
+        {"date": "2026-11-27", "change": "changed",
+         "field": "replicas",
+         "old": 3,
+         "new": 8,
+         "why": ("the design only, after the first book run (3 replicas × 10 digits): the interval straddled the "
+                 "margin (0.181 [−0.057, 0.420]), within-replica noise dominating; the power analysis of those data "
+                 "asks 8 replicas × 10 digits (P 0.91); statistic, margin and decision unchanged")},
+        {"date": "2026-11-27", "change": "changed",
+         "field": "units",
+         "old": 30,
+         "new": 80,
+         "why": "with the replicas above: 8 replicas × 10 digits",
+         "fingerprint": "d6625df25baa"},
+    ],
+)
 def claim_cross_test(cross: pd.DataFrame, random: pd.DataFrame, *, le: str = "SA-Le",
                      mo: str = "SA-Mo") -> verdicts.Claim:
     """Claim T4 (Fig. 3b; rule ``T4``): TRACE-Mo fails the LeRF test far more than TRACE-Le fails the MoRF test.

@@ -1,6 +1,6 @@
 """TRACE's claims on Table 1's scores: T2 (TRACE beats the attribution methods), T3 (the probability beats the
 logit) and the reference robustness (the scores' spread over references), each decided by its pre-registered rule
-(``faithlab/study/verdicts/registered/trace.toml``)."""
+(registered above its claim function)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,59 @@ from faithlab.study.verdicts import replication
 __all__ = ["claim_beats_methods", "claim_probability_beats_logit", "claim_reference_robust"]
 
 
+@verdicts.registered(
+    "T2", paper="trace", kind="paper",
+    claim="T2: TRACE-SA-Le−Mo (T-p) beats every attribution method in ΣLeRF − ΣMoRF (Table 1), per model",
+    statistic=("per test image, an attribution method's shortfall from T-p in ΣLeRF − ΣMoRF (probabilities, t = 49) "
+               "as a share of T-p's mean score over the replica's images; its mean per trained replica (1 − method / "
+               "T-p), per reference × method"),
+    direction="above", margin=0.2,
+    margin_source=("half the paper's smallest effect: the best method's shortfall from T-p over Table 1's 18 cells "
+                   "is 0.40–0.63 (ResNet-18/zero 1 − 16.24 / 31.69 = 0.49, the ×1.95 of the text); the smallest, "
+                   "VGG-16/zero 1 − 18.77 / 31.25 = 0.399, halved"),
+    decision="every", over="reference × method cells", null="a random deletion order (the Random map), in the premise",
+    premises=["(a) deletion lowers the prediction under each reference: f(x) minus the mean of the Random map's LeRF "
+              "curve above 0.1, decided on images of its own (part (a) needs no search: more trained replicas per "
+              "model and more test images than the searched ones, the notebook's premise_replicas × premise_images)",
+              "(b) T-p beats random orders under each reference by more than 0.1 per curve point"],
+    replicas=3, units=30, interval="t on replica means", unit="test image",
+    note=("TRACE maximises this very score, so that it wins at all is close to built in; the margin asks that it win "
+          "by as much as the paper's smallest lead. 'Every method in all cells': every reference × method cell of "
+          "the model must hold."),
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file. T1: the 'SA beats Greedy' half "
+                 "(true by construction) becomes the study check T1.greedy; 'almost reaches the bound' gets the "
+                 "margin 0.079 (was 0.05 by convention), both every objective (was 2/3 of four checks). T2: every "
+                 "reference × method cell at the margin 0.2 from Table 1 (was 2/3 of references, margin 0). T2b: "
+                 "reformulated so it can fail — a non-negligible gap, margin 0.079 from Table 1, every cell (was "
+                 "2/3 of cells, margin 0). T3: two named parts, margin 0.05 by convention (was 2/3 of models × "
+                 "checks, margin 0). T4: margin 0.05 by convention (was 0). T5: every method under two "
+                 "denominators, the one that favours TRACE checked by one that favours none, margins from Table 1 "
+                 "(was 2/3 of methods, margin 0). T6: a study check against a float tolerance. Premises: the "
+                 "mechanism (deletion lowers the prediction; the search beats random orders) decided by an interval "
+                 "(were nulls of random signs and point estimates). Intervals: t on replica means (were two-stage "
+                 "bootstraps).")},
+        {"date": "2026-11-27", "change": "changed",
+         "field": "premises",
+         "old": ["(a) deletion lowers the prediction under each reference: f(x) minus the mean of the Random map's "
+                 "LeRF curve above 0.1",
+                 "(b) T-p beats random orders under each reference by more than 0.1 per curve point"],
+         "new": ["(a) deletion lowers the prediction under each reference: f(x) minus the mean of the Random map's "
+                 "LeRF curve above 0.1, decided on images of its own (part (a) needs no search: more trained "
+                 "replicas per model and more test images than the searched ones, the notebook's premise_replicas × "
+                 "premise_images)",
+                 "(b) T-p beats random orders under each reference by more than 0.1 per curve point"],
+         "why": ("the design of premise (a) only, after the book run of 2026-11-27: on the 3 replicas × 10 searched "
+                 "images the blur reference stayed undecided on all three models (ResNet-9 0.173 [0.044, 0.302], "
+                 "VGG-small 0.231 [0.057, 0.405], MobileNet-small 0.204 [0.076, 0.333]), which left T2 "
+                 "(MobileNet-small, VGG-small), T2b and T5 waiting on it; a throwaway run on 3 replicas × 100 images "
+                 "each still straddled 0.1 (t with 2 degrees of freedom; between-replica spread remains), so the "
+                 "premise gets 5 replicas. Statistic, threshold 0.1 and part (b) unchanged; the claims' own "
+                 "statistics, margins and designs unchanged"),
+         "fingerprint": "05855b2a6182"},
+    ],
+)
 def claim_beats_methods(scores: pd.DataFrame, *, model: str, target: str = "T-p", exclude: tuple[str, ...] = ("T-y",),
                         random: str = "Random", output: str = "probability",
                         premise_scores: pd.DataFrame | None = None) -> verdicts.Claim:
@@ -69,6 +122,57 @@ def claim_beats_methods(scores: pd.DataFrame, *, model: str, target: str = "T-p"
         units=min(units))
 
 
+@verdicts.registered(
+    "T2b", paper="trace", kind="paper",
+    claim="T2b: scored with probabilities, T-p beats T-y by a non-negligible margin",
+    statistic=("per test image, T-p's lead over T-y in ΣLeRF − ΣMoRF (probabilities, t = 49) as a share of T-p's "
+               "mean score over the replica's images; its mean per trained replica, per model × reference"),
+    direction="above", margin=0.079,
+    margin_source=("half the smallest gap the paper calls non-negligible: (T-p − T-y) / T-p over Table 1's 18 cells, "
+                   "GoogLeNet/zero (28.13 − 23.70) / 28.13 = 0.157, halved"),
+    decision="every", over="model × reference cells", null="a random deletion order (the Random map), in the premise",
+    premises=["(a) deletion lowers the prediction in each cell: f(x) minus the mean of the Random map's LeRF curve "
+              "above 0.1, decided on images of its own (part (a) needs no search: more trained replicas per model "
+              "and more test images than the searched ones, the notebook's premise_replicas × premise_images)",
+              "(b) T-p and T-y each beat random orders in each cell by more than 0.1 per curve point"],
+    replicas=3, units=30, interval="t on replica means", unit="test image",
+    note=("Reformulated so that it can fail: T-p optimises the very score it is judged by, so that it is ahead is "
+          "built in; the paper's claim is that the gap is non-negligible, and a gap shown inside the margin is 'not "
+          "reproduced' (e.g. when the two searches find the same trajectories)."),
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file. T1: the 'SA beats Greedy' half "
+                 "(true by construction) becomes the study check T1.greedy; 'almost reaches the bound' gets the "
+                 "margin 0.079 (was 0.05 by convention), both every objective (was 2/3 of four checks). T2: every "
+                 "reference × method cell at the margin 0.2 from Table 1 (was 2/3 of references, margin 0). T2b: "
+                 "reformulated so it can fail — a non-negligible gap, margin 0.079 from Table 1, every cell (was "
+                 "2/3 of cells, margin 0). T3: two named parts, margin 0.05 by convention (was 2/3 of models × "
+                 "checks, margin 0). T4: margin 0.05 by convention (was 0). T5: every method under two "
+                 "denominators, the one that favours TRACE checked by one that favours none, margins from Table 1 "
+                 "(was 2/3 of methods, margin 0). T6: a study check against a float tolerance. Premises: the "
+                 "mechanism (deletion lowers the prediction; the search beats random orders) decided by an interval "
+                 "(were nulls of random signs and point estimates). Intervals: t on replica means (were two-stage "
+                 "bootstraps).")},
+        {"date": "2026-11-27", "change": "changed",
+         "field": "premises",
+         "old": ["(a) deletion lowers the prediction in each cell: f(x) minus the mean of the Random map's LeRF "
+                 "curve above 0.1",
+                 "(b) T-p and T-y each beat random orders in each cell by more than 0.1 per curve point"],
+         "new": ["(a) deletion lowers the prediction in each cell: f(x) minus the mean of the Random map's LeRF "
+                 "curve above 0.1, decided on images of its own (part (a) needs no search: more trained replicas per "
+                 "model and more test images than the searched ones, the notebook's premise_replicas × "
+                 "premise_images)",
+                 "(b) T-p and T-y each beat random orders in each cell by more than 0.1 per curve point"],
+         "why": ("the design of premise (a) only, after the book run of 2026-11-27: on the 3 replicas × 10 searched "
+                 "images the blur reference stayed undecided on all three models (ResNet-9 0.173 [0.044, 0.302], "
+                 "VGG-small 0.231 [0.057, 0.405], MobileNet-small 0.204 [0.076, 0.333]), which left T2 "
+                 "(MobileNet-small, VGG-small), T2b and T5 waiting on it; a throwaway run on 3 replicas × 100 images "
+                 "each still straddled 0.1 (t with 2 degrees of freedom; between-replica spread remains), so the "
+                 "premise gets 5 replicas. Statistic, threshold 0.1 and part (b) unchanged; the claims' own "
+                 "statistics, margins and designs unchanged"),
+         "fingerprint": "6006f3580430"},
+    ],
+)
 def claim_probability_beats_logit(scores: pd.DataFrame, *, target: str = "T-p", other: str = "T-y",
                                   random: str = "Random", output: str = "probability",
                                   premise_scores: pd.DataFrame | None = None) -> verdicts.Claim:
@@ -112,6 +216,57 @@ def claim_probability_beats_logit(scores: pd.DataFrame, *, target: str = "T-p", 
 
 
 
+@verdicts.registered(
+    "T5", paper="trace", kind="paper",
+    claim=("T5: with 7×7 patches TRACE's score barely moves with the reference, unlike pixel-level scores of "
+           "Gradient and IG"),
+    statistic=("per test image, how far the reference moves ΣLeRF − ΣMoRF (max − min over zero, mean, blur), a "
+               "pixel-level method's (Gradient, IG) minus T-p's on 7 × 7 patches, under two denominators: 'relative' "
+               "(over the method's mean |score| on that model and replica) and 'per point' (over the curve's points, "
+               "the same for every method); its mean per trained replica"),
+    direction="above", margin={"relative": 0.066, "per point": 0.043},
+    margin_source=("the paper's 'barely moves': T-p's own spread over the references in Table 1, ResNet-18 (33.84 − "
+                   "31.69 = 2.15), over its mean 32.68 (relative, 0.066) and over the 50 curve points (per point, "
+                   "0.043): a pixel-level method must move by more than this beyond TRACE"),
+    decision="every", over="method × denominator cells",
+    null="a random deletion order, whose ΣLeRF − ΣMoRF is 0 in expectation (the compared scores must lie above it)",
+    premises=["(a) deletion lowers the prediction (on images of its own, as T2's) and (b) T-p beats random orders, "
+              "on the patch scores of every model and reference"],
+    replicas=3, units=30, interval="t on replica means", unit="test image of a model",
+    note=("The relative denominator is each method's own mean |score|, and TRACE's score is the metric's maximum, "
+          "which favours TRACE; the per-point denominator favours no method. The claim must hold under both. A "
+          "relative spread of a score at chance divides by about 0, so a 'relative' cell counts only when both "
+          "compared scores lie above chance (0; t on replica means), else it is undecided."),
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file. T1: the 'SA beats Greedy' half "
+                 "(true by construction) becomes the study check T1.greedy; 'almost reaches the bound' gets the "
+                 "margin 0.079 (was 0.05 by convention), both every objective (was 2/3 of four checks). T2: every "
+                 "reference × method cell at the margin 0.2 from Table 1 (was 2/3 of references, margin 0). T2b: "
+                 "reformulated so it can fail — a non-negligible gap, margin 0.079 from Table 1, every cell (was "
+                 "2/3 of cells, margin 0). T3: two named parts, margin 0.05 by convention (was 2/3 of models × "
+                 "checks, margin 0). T4: margin 0.05 by convention (was 0). T5: every method under two "
+                 "denominators, the one that favours TRACE checked by one that favours none, margins from Table 1 "
+                 "(was 2/3 of methods, margin 0). T6: a study check against a float tolerance. Premises: the "
+                 "mechanism (deletion lowers the prediction; the search beats random orders) decided by an interval "
+                 "(were nulls of random signs and point estimates). Intervals: t on replica means (were two-stage "
+                 "bootstraps).")},
+        {"date": "2026-11-27", "change": "changed",
+         "field": "premises",
+         "old": ["(a) deletion lowers the prediction and (b) T-p beats random orders, on the patch scores of every "
+                 "model and reference"],
+         "new": ["(a) deletion lowers the prediction (on images of its own, as T2's) and (b) T-p beats random "
+                 "orders, on the patch scores of every model and reference"],
+         "why": ("the design of premise (a) only, after the book run of 2026-11-27: on the 3 replicas × 10 searched "
+                 "images the blur reference stayed undecided on all three models (ResNet-9 0.173 [0.044, 0.302], "
+                 "VGG-small 0.231 [0.057, 0.405], MobileNet-small 0.204 [0.076, 0.333]), which left T2 "
+                 "(MobileNet-small, VGG-small), T2b and T5 waiting on it; a throwaway run on 3 replicas × 100 images "
+                 "each still straddled 0.1 (t with 2 degrees of freedom; between-replica spread remains), so the "
+                 "premise gets 5 replicas. Statistic, threshold 0.1 and part (b) unchanged; the claims' own "
+                 "statistics, margins and designs unchanged"),
+         "fingerprint": "2c6d1bfb9837"},
+    ],
+)
 def claim_reference_robust(patch_scores: pd.DataFrame, pixel_scores: pd.DataFrame, *, target: str = "T-p",
                            against: tuple[str, ...] = ("Grad", "IG"), random: str = "Random",
                            premise_scores: pd.DataFrame | None = None) -> verdicts.Claim:

@@ -1,0 +1,157 @@
+"""F-Fidelity's ablation claim F3 (App. D.7, Fig. 3): fine-tuning alone improves Fidelity and F-Fidelity improves
+further, two named parts decided by the rules registered above the claim function, judged against the nulls of
+:mod:`~faithlab.study.papers.ffidelity.claims.ranking`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+
+from faithlab.study import verdicts
+from faithlab.study.papers.ffidelity.claims.ranking import (apply_premise, baseline_premise, chance_premise,
+                                                           chance_table, premise_text, replica_judgement,
+                                                           replica_means, two_replicas)
+
+
+@verdicts.registered(
+    "F3.finetune", paper="ffidelity", kind="paper",
+    claim="Ablation, part 1: fine-tuning alone improves Fidelity (Fidelity+Fine-tune above Fidelity; App. D.7, Fig. 3)",
+    statistic=("per trained replica, Fidelity+Fine-tune's oriented micro correlation minus Fidelity's (the three "
+               "micro correlations signed so that +1 is ideal, averaged over them, the degradation seeds and the "
+               "sparsity levels)"),
+    direction="above", margin=0.1192,
+    margin_source=("half of one step's share of F-Fidelity's lead over Fidelity in oriented micro correlation in "
+                   "Table 1 (SG-SQ, the ablation's setting: 1.00 against 0.52), the two steps of Fig. 3 taken as "
+                   "equal (its values were lost)"),
+    decision="single", null="the ground-truth order permuted over the explainers",
+    premises=["FF.OOD holds on the data set",
+              "at least one method of the chain lies beyond its chance range",
+              "Fidelity's oriented micro correlation is not already within 0.05 of +1"],
+    replicas=3, units=30, interval="t on replica statistics",
+    unit="trained replica (its test images, pooled, are the units behind it)",
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
+                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
+                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
+                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
+                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
+                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
+                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
+                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
+                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
+                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
+                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
+                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
+                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
+                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
+                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
+         "fingerprint": "90504f5fe29e"},
+    ],
+)
+@verdicts.registered(
+    "F3.ffid", paper="ffidelity", kind="paper",
+    claim="Ablation, part 2: F-Fidelity improves on Fidelity+Fine-tune (App. D.7, Fig. 3)",
+    statistic="per trained replica, F-Fidelity's oriented micro correlation minus Fidelity+Fine-tune's",
+    direction="above", margin=0.1192,
+    margin_source="as F3.finetune: half of one step's share of F-Fidelity's lead over Fidelity in Table 1 (SG-SQ)",
+    decision="single", null="the ground-truth order permuted over the explainers",
+    premises=["FF.OOD holds on the data set",
+              "at least one method of the chain lies beyond its chance range",
+              "Fidelity's oriented micro correlation is not already within 0.05 of +1"],
+    replicas=3, units=30, interval="t on replica statistics",
+    unit="trained replica (its test images, pooled, are the units behind it)",
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
+                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
+                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
+                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
+                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
+                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
+                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
+                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
+                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
+                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
+                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
+                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
+                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
+                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
+                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
+         "fingerprint": "5ba75278cb89"},
+    ],
+)
+@verdicts.registered(
+    "F3", paper="ffidelity", kind="paper",
+    claim="Ablation: fine-tuning alone improves Fidelity, and F-Fidelity improves further (App. D.7, Fig. 3)",
+    statistic="its two named parts, F3.finetune and F3.ffid", direction="above", margin=0.1192,
+    margin_source="the parts' margin (F3.finetune, F3.ffid)", decision="parts", parts=["F3.finetune", "F3.ffid"],
+    share=0.5, null="the ground-truth order permuted over the explainers", premises=["FF.OOD holds on the data set"],
+    replicas=3, units=30, interval="t on replica statistics",
+    note=("two named parts in the paper's text ('Fidelity+Fine-tune shows a marked improvement over the original "
+          "Fidelity'; 'F-Fidelity further advances this'): one of two reproduced is partly"),
+    log=[
+        {"date": "2026-11-27", "change": "registered",
+         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
+                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
+                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
+                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
+                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
+                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
+                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
+                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
+                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
+                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
+                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
+                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
+                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
+                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
+                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
+         "fingerprint": "998b2d9842f9"},
+    ],
+)
+def claim_ablation(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value, n_images: int,
+                   chain: Sequence[str] = ("Fidelity", "Fidelity+Fine-tune", "F-Fidelity"),
+                   mechanism: verdicts.Premise | None = None, tol: float = 0.05) -> verdicts.Claim:
+    """Claim F3 of App. D.7 (Fig. 3), two named parts: fine-tuning alone improves Fidelity (F3.finetune:
+    ``chain[1]`` above ``chain[0]``) and F-Fidelity improves further (F3.ffid: ``chain[2]`` above ``chain[1]``),
+    for one ``group == value``, by the rules F3.finetune, F3.ffid and F3 (parts).
+
+    cells: :func:`micro_cells` holding every method of the chain, with a "replica" column (at least 2); null:
+    :func:`ground_truth_null`. Per part: the later method's oriented micro correlation minus the earlier's, averaged
+    over the seeds and levels of each replica, a t interval on the replica values against the part's margin.
+    Premises: the first method is not within ``tol`` of +1 and the last is defined; at least one method of the chain
+    has a mean GT micro correlation beyond its chance range; ``mechanism``. Raises ValueError with fewer than 2
+    replicas."""
+    if len(chain) != 3:
+        raise ValueError(f"chain must name the three methods of the ablation, got {list(chain)}")
+    rule = verdicts.rule("F3")
+    parts = {p: verdicts.rule(p) for p in rule.parts}
+    oriented = replica_means(cells, group=group, value=value, column="oriented micro", methods=chain)
+    two_replicas(oriented, "claim_ablation")
+    part = cells[(cells[group] == value) & cells["method"].isin(list(chain))]
+    chance = chance_table(part, null, group=group, value=value, methods=chain)
+    null_text, null_why = chance_premise(chance)
+    untestable = verdicts.first_reason(baseline_premise(oriented.mean(), chain[-1], chain[0], tol), null_why)
+    units = int(n_images) * len(oriented)
+    steps = dict(zip(rule.parts, zip(chain, chain[1:])))
+    judged = {p: replica_judgement((oriented[b] - oriented[a]).to_numpy(float), parts[p], units=units,
+                                   what=f"{b} − {a}") for p, (a, b) in steps.items()}
+    decided = {p: apply_premise(verdicts.decide([j], parts[p], untestable=untestable), mechanism)
+               for p, j in judged.items()}
+    v = verdicts.decide_parts(decided, rule)
+    rows = pd.DataFrame(verdicts.judgement_table(judged)).rename(columns={"cell": "part"})
+    rows["part verdict"] = [str(decided[p]) for p in judged]
+    table = pd.concat([chance.assign(**{"oriented micro": chance["method"].map(oriented.mean())}), rows],
+                      ignore_index=True)
+    return verdicts.Claim(
+        f"F3 ({value}): Ablation: {chain[1]} beats {chain[0]} and {chain[-1]} beats both (App. D.7, Fig. 3)",
+        rule=rule,
+        premise=premise_text(mechanism) + f"{chain[0]}'s oriented micro correlation "
+                f"({oriented[chain[0]].mean():.2f}) must not be within {tol:g} of the ideal +1; {null_text}",
+        paper_value="F-Fid > Fid+FT > Fid on all three correlations (Fig. 3)",
+        our_value="micro oriented mean " + ", ".join(f"{m} {oriented[m].mean():.2f}" for m in chain)
+                  + f" ({len(oriented)} replicas)",
+        verdict=v, table=table, units=units, kept_replicas=len(oriented))
