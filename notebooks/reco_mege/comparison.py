@@ -22,8 +22,11 @@
 # the Spearman correlation the text names).
 #
 # μF and S_avg are read on trained models, so the unit of replication is the trained family: a replica is another
-# run of the task's k-fold training on the same D under its own training seed (replica 0: `seed`; replica r ≥ 1:
-# `fs.verdicts.replicas(seed, "<task>/Normal", R)`'s seed of replica r), the very families of the chapter's Tables 1–2 (the same cached models).
+# run of the task's k-fold training on the same D (drawn with `seed`) under its own training seed, the very families
+# of the chapter's Tables 1–2 (the same cached models): replica 0 is the study's own run, trained under `seed` itself;
+# each replica r ≥ 1 trains with its own seed, derived from `seed`, the setting's name ("<task>/Normal") and r
+# (`fs.verdicts.replicas`). The paper's μF subsets (15 % of the pixels) and S_avg radius (0.1) are fixed
+# (`fs.papers.reco_mege.fidelity_stability`'s defaults).
 # With `replicas` (R) of them, μF and S_avg are measured on the first model of each replica, on `n_eval` samples
 # pooled over the replicas (an R-th of them per replica, each from its first model's held-out block), and every
 # interval is a t interval on the R replica values.
@@ -41,13 +44,10 @@ width_scale = 0.125
 epochs = 1
 train_batch = 32
 lr = 0.003
-scheduler = "cosine"
 ig_steps = 4
 sg_samples = 4
 n_subsets = 20
-subset_fraction = 0.15
 n_neighbours = 3
-radius = 0.1
 output = "prob"
 replicas = 3
 dataset = None
@@ -64,13 +64,9 @@ import faithlab.study as fs
 
 out = fs.artifacts.for_notebook()
 P = fs.papers.reco_mege
-if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
-    raise ValueError(f"replicas must be an int ≥ 1, got {replicas!r}")
 family = P.FamilySettings.from_parameters(globals())  # n, image_size, k, width_scale, epochs, ... (parameters)
-# replica 0 is the study's own run (trained under `seed`); replica r ≥ 1 trains under its seed in fs.verdicts.replicas(seed,
-# "<task>/Normal", R), as Tables 1–2 do, so both notebooks load the same cached families
-runs = {r: P.families([task], family if r == 0 else family.replica(f"{task}/Normal", r))[task]
-        for r in range(replicas)}
+# Tables 1–2's replicas of the task's normal family (the same seeds, so both notebooks load the same cached families)
+runs = {r: fams[task] for r, fams in P.replica_families(family, [task], replicas).items()}
 heldout = family.heldout(task, n_test=n_test, n_unseen=n_unseen)
 # μF and S_avg are read on one model per replica: its family need not be within ±3 % (that premise is ReCo's and
 # MeGe's), only have learned the task, decided over the replicas on images none of the k models saw (the same images
@@ -102,9 +98,8 @@ out.glue("n_neighbours", n_neighbours)
 # replica's own score (the sets of Tables 1–2, loaded from their cache); the paper's value on the line below ours.
 
 # %%
-per_sample = pd.concat([P.fidelity_stability(model, x, y, m, n_subsets=n_subsets, subset_fraction=subset_fraction,
-                                             n_neighbours=n_neighbours, radius=radius, output=output,
-                                             **SETTINGS).assign(replica=r)
+per_sample = pd.concat([P.fidelity_stability(model, x, y, m, n_subsets=n_subsets, n_neighbours=n_neighbours,
+                                             output=output, **SETTINGS).assign(replica=r)
                         for r, (model, x, y) in evaluated.items() for m in methods], ignore_index=True)
 out.table(per_sample, "per_sample")
 pairs = pd.concat([P.pairs_frame({m: P.distance_sets(f, m, **SETTINGS) for m in methods}, replica=r)

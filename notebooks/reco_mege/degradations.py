@@ -22,8 +22,10 @@
 #
 # A replica is one independent run of a family's k-fold training: replica r of a degraded family degrades (weights
 # randomised) or retrains under the same seed (labels switched, data limited) the normally trained family of
-# replica r, which is the chapter's Tables 1–2 family of that replica (loaded from the cache). Every score is
-# computed once per replica, on that replica's own sets.
+# replica r, which is the chapter's Tables 1–2 family of that replica (loaded from the cache). D is drawn with
+# `seed`; replica 0 trains under `seed` itself (the study's own run), each replica r ≥ 1 with its own seed, derived
+# from `seed`, the setting's name ("<task>/Normal") and r (`fs.verdicts.replicas`). Every score is computed once per
+# replica, on that replica's own sets.
 
 # %% tags=["parameters"]
 tasks = ["EuroSAT", "CIFAR-10"]
@@ -40,7 +42,6 @@ width_scale = 0.125
 epochs = 1
 train_batch = 32
 lr = 0.003
-scheduler = "cosine"
 ig_steps = 4
 sg_samples = 4
 dataset = None
@@ -63,8 +64,8 @@ family = P.FamilySettings.from_parameters(globals())  # n, image_size, k, width_
 
 # %%
 # replica r of every degradation starts from the normal family of replica r (the seed of Tables 1–2's replica r)
-families = {(t, g, r): P.families([t], family if r == 0 else family.replica(f"{t}/Normal", r), degradation=g)[t]
-            for t in tasks for g in degradations for r in range(replicas)}
+runs = {g: P.replica_families(family, tasks, replicas, degradation=g) for g in degradations}
+families = {(t, g, r): runs[g][r][t] for t in tasks for g in degradations for r in range(replicas)}
 heldout = {t: family.heldout(t, n_test=n_test, n_unseen=n_unseen) for t in tasks}
 premises = pd.DataFrame([P.premise_row(families[t, "Normal", r], heldout[t], batch_size=batch_size, task=t, replica=r)
                          for t in tasks for r in range(replicas)])

@@ -32,7 +32,6 @@ width_scale = 0.125
 epochs = 1
 train_batch = 32
 lr = 0.003
-scheduler = "cosine"
 ig_steps = 4
 sg_samples = 4
 n_simulated = 200

@@ -20,15 +20,16 @@
 # comparable accuracy (78 ± 4 % for both). Fig. 5 shows why: the S≠ histogram moves away from S=.
 #
 # The unit of replication is the whole k-fold training of a family: its k models share D and its split, so they are
-# not independent repeats. A replica is another run of both families' k models on the same D under its own training
-# seed (replica 0: `seed`, the run the chapter's other notebooks share; replica r ≥ 1:
-# `fs.verdicts.replicas(seed, "<task>/Normal", R)`'s seed of replica r for the ResNet-18s, the seeds of the chapter's Tables 1–2, so both
-# notebooks load the same cached models, and `fs.verdicts.replicas(seed, "<task>/1-Lipschitz", R)`'s seed of replica r for the 1-Lipschitz
-# CNNs); `replicas` (R) of them, each cached under its own models' keys. Every score is computed once per replica,
-# on that replica's own sets, and every interval is a t interval on the R replica values.
+# not independent repeats. A replica is another run of both families' k models on the same D (drawn with `seed`)
+# under its own training seed: replica 0 is the study's own run, trained under `seed` itself (the run the chapter's
+# other notebooks share); each replica r ≥ 1 trains with its own seed, derived from `seed`, the setting's name and r
+# (`fs.verdicts.replicas`; the setting "<task>/Normal" for the ResNet-18s, the seeds of the chapter's Tables 1–2, so
+# both notebooks load the same cached models, and "<task>/1-Lipschitz" for the 1-Lipschitz CNNs). `replicas` (R) of
+# them, each cached under its own models' keys. The task is the paper's, CIFAR-10 (`P.LIPSCHITZ_TASK`). Every score
+# is computed once per replica, on that replica's own sets, and every interval is a t interval on the R replica
+# values.
 
 # %% tags=["parameters"]
-task = "CIFAR-10"
 methods = ["IG", "SG", "SA", "GI", "GC", "SHAP"]
 gradient_methods = ["IG", "SG", "SA", "GI"]
 n = 60
@@ -42,7 +43,6 @@ epochs = 1
 lipschitz_epochs = 1
 train_batch = 32
 lr = 0.003
-scheduler = "cosine"
 lipschitz_lr = 0.003
 lipschitz_tau = 10.0
 ig_steps = 4
@@ -57,8 +57,6 @@ device = "cpu"
 batch_size = 64  # per forward call: on a CPU core these models run fastest per input at 64 (caches); GPUs want more
 
 # %%
-import dataclasses
-
 import pandas as pd
 import seaborn as sns
 
@@ -68,8 +66,7 @@ import faithlab.study as fs
 out = fs.artifacts.for_notebook()
 fl.plots.set_style()
 P = fs.papers.reco_mege
-if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
-    raise ValueError(f"replicas must be an int ≥ 1, got {replicas!r}")
+task = P.LIPSCHITZ_TASK
 family = P.FamilySettings.from_parameters(globals())  # n, image_size, k, width_scale, epochs, ... (parameters)
 d = family.load_task(task)
 background = d.x[:n_background].to(device)
@@ -81,10 +78,8 @@ SETTINGS = dict(ig_steps=ig_steps, sg_samples=sg_samples, shap_samples=shap_samp
 
 # %%
 # the ResNet-18s of replica r are Tables 1–2's normally trained family of the task (the same settings, seeds and cache)
-runs = {r: {"ResNet-18": dataclasses.replace(
-                P.families([task], family if r == 0 else family.replica(f"{task}/Normal", r))[task], name="ResNet-18"),
-            "1-Lipschitz": family.lipschitz(task, d, r, width=lipschitz_width, tau=lipschitz_tau,
-                                            epochs=lipschitz_epochs, lr=lipschitz_lr)} for r in range(replicas)}
+runs = P.lipschitz_replicas(family, task, replicas, width=lipschitz_width, tau=lipschitz_tau, epochs=lipschitz_epochs,
+                            lr=lipschitz_lr)  # {r: {"ResNet-18": family, "1-Lipschitz": family}}
 heldout = family.heldout(task, n_test=n_test, n_unseen=n_unseen)
 # the mechanism premise of both families over the replicas: they beat chance and their k models are within ±3 % of
 # their mean, on images none of them saw (each model's accuracy there, per replica)

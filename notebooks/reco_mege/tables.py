@@ -22,11 +22,12 @@
 # the best ReCo on every dataset with normally trained ResNet-18s, and the best MeGe except on Fashion-MNIST.
 #
 # The unit of replication is the whole k-fold training: the k models of one run share D and its split, so they are
-# not independent repeats of the experiment. A replica is another run of all k models on the same D under its own
-# training seed (replica 0: `seed`, the run the chapter's other notebooks share; replica r ≥ 1:
-# `fs.verdicts.replicas(seed, "<task>/Normal", R)`'s seed of replica r: new blocks, initialisations and batches); `replicas` of them per task,
-# each cached under its own models' keys. ReCo is a maximum over thresholds, not a mean, so every score is computed
-# once per replica on that replica's own sets, and every interval is a t interval on the R replica values.
+# not independent repeats of the experiment. A replica is another run of all k models on the same D (drawn with
+# `seed`) under its own training seed: replica 0 is the study's own run, trained under `seed` itself (the run the
+# chapter's other notebooks share); each replica r ≥ 1 trains with its own seed, derived from `seed`, the setting's
+# name ("<task>/Normal") and r (`fs.verdicts.replicas`): new blocks, initialisations and batches. `replicas` of them
+# per task, each cached under its own models' keys. ReCo is a maximum over thresholds, not a mean, so every score is
+# computed once per replica on that replica's own sets, and every interval is a t interval on the R replica values.
 
 # %% tags=["parameters"]
 tasks = ["FashionMNIST", "EuroSAT", "CIFAR-10", "CIFAR-100"]
@@ -41,7 +42,6 @@ width_scale = 0.125
 epochs = 1
 train_batch = 32
 lr = 0.003
-scheduler = "cosine"
 ig_steps = 4
 sg_samples = 4
 steps_images = 20
@@ -75,10 +75,7 @@ SETTINGS = dict(ig_steps=ig_steps, sg_samples=sg_samples, batch_size=batch_size,
 
 # %%
 family = P.FamilySettings.from_parameters(globals())  # n, image_size, k, width_scale, epochs, ... (parameters)
-# replica 0 is the study's own run (trained under `seed`), so the chapter's other notebooks, which read the same
-# normally trained families, load it from the cache; replica r ≥ 1 trains under its seed in replicas(seed, "<task>/Normal", R)
-runs = {r: {t: P.families([t], family if r == 0 else family.replica(f"{t}/Normal", r))[t] for t in tasks}
-        for r in range(replicas)}
+runs = P.replica_families(family, tasks, replicas)  # {r: {task: family}}, trained or read from the cache
 heldout = {t: family.heldout(t, n_test=n_test, n_unseen=n_unseen) for t in tasks}
 premises = pd.DataFrame([P.premise_row(f, heldout[t], batch_size=batch_size, task=t, replica=r,
                                        **{"held-out block accuracy": float(f.cross.accuracy.mean())})

@@ -82,14 +82,18 @@ def test_family_and_cached_sets(tmp_path, monkeypatch):
 def test_replicas_train_under_their_own_seed_on_the_same_data(tmp_path, monkeypatch):
     monkeypatch.setenv("FAITHLAB_CACHE", str(tmp_path))
     s = P.FamilySettings(n=30, image_size=8, k=2, width_scale=0.1, epochs=1, seed=4)
-    r0, r1 = s.replica("FashionMNIST/Normal", 0), s.replica("FashionMNIST/Normal", 1)
-    assert r0.seed == r1.seed == 4 and r0.training_seed != r1.training_seed      # D kept, training seed new
-    assert r0.training_seed == fs.verdicts.replica_seed(4, "FashionMNIST/Normal", 0) == r0.config().seed
-    assert s.training_seed == 4 and s.config().seed == 4                          # no replica: the study's seed
-    a, b = (P.families(["FashionMNIST"], r)["FashionMNIST"] for r in (r0, r1))
+    r0, r1 = P.run_replicas(4, "FashionMNIST/Normal", 2)
+    assert r0 == fs.verdicts.Replica("FashionMNIST/Normal", 0, 4)                  # replica 0: the study's own run
+    assert r1 == list(fs.verdicts.replicas(4, "FashionMNIST/Normal", 2))[1]        # r ≥ 1: the replica loop's seed
+    assert s.config(r1).seed == r1.seed != 4 and s.config().seed == 4 == s.config(r0).seed
+    a, b = (P.families(["FashionMNIST"], s, {"FashionMNIST": r})["FashionMNIST"] for r in (r0, r1))
     assert torch.equal(a.data.x, b.data.x) and a.key != b.key                      # same D, other models (cache)
-    again = P.families(["FashionMNIST"], r0)["FashionMNIST"]
+    again = P.families(["FashionMNIST"], s)["FashionMNIST"]                        # default: replica 0
     assert again.key == a.key and torch.equal(again.predictions, a.predictions)
+    runs = P.replica_families(s, ["FashionMNIST"], 2)
+    assert list(runs) == [0, 1] and [runs[r]["FashionMNIST"].key for r in (0, 1)] == [a.key, b.key]
+    with pytest.raises(ValueError, match="replicas must be"):
+        P.replica_families(s, ["FashionMNIST"], 0)
 
 
 def test_load_task_paper_reads_the_papers_loader(monkeypatch):
@@ -227,18 +231,19 @@ def test_lipschitz_family_trains_replica_0_under_seed_and_others_under_their_rep
     settings = P.FamilySettings(n=40, image_size=16, k=3, train_batch=8, scheduler="cosine", seed=7,
                                 device="cpu", batch_size=32)
     d = fl.data.TensorData(torch.zeros(40, 1, 16, 16), torch.zeros(40, dtype=torch.long))
-    first = settings.lipschitz("FashionMNIST", d, 0, width=12, tau=2.0, epochs=4, lr=0.01)
-    second = settings.lipschitz("FashionMNIST", d, 2, width=12, tau=2.0, epochs=4, lr=0.01)
-    assert first["seed"] == 7 and first["config"].seed == 7
-    assert second["seed"] == fs.verdicts.replica_seed(7, "FashionMNIST/1-Lipschitz", 2) != 7
-    assert second["config"].seed == second["seed"] and second["data_seed"] == first["data_seed"] == 7
+    reps = P.run_replicas(7, "FashionMNIST/1-Lipschitz", 3)
+    first = settings.lipschitz("FashionMNIST", d, reps[0], width=12, tau=2.0, epochs=4, lr=0.01)
+    second = settings.lipschitz("FashionMNIST", d, reps[2], width=12, tau=2.0, epochs=4, lr=0.01)
+    assert first["replica"].seed == 7 and first["config"].seed == 7
+    assert second["replica"].seed == fs.verdicts.replica_seed(7, "FashionMNIST/1-Lipschitz", 2) != 7
+    assert second["config"].seed == second["replica"].seed and second["seed"] == first["seed"] == 7
     assert first["model"] == "lipschitz_cnn" and first["name"] == "1-Lipschitz" and first["k"] == 3
     assert first["model_config"] == {"width": 12, "dropout": 0.2, "image_size": 16, "tau": 2.0}
     config = first["config"]
     assert (config.epochs, config.batch_size, config.lr, config.scheduler) == (4, 8, 0.01, "cosine")
     assert all(task == "FashionMNIST" and data is d for task, data, _ in calls)
-    with pytest.raises(ValueError, match="r must be"):
-        settings.lipschitz("FashionMNIST", d, -1, width=12, tau=2.0, epochs=4, lr=0.01)
+    with pytest.raises(TypeError, match="replica must be"):
+        settings.lipschitz("FashionMNIST", d, 2, width=12, tau=2.0, epochs=4, lr=0.01)
 
 
 def test_digit_variant_paints_the_digit_brighter_than_its_background_in_every_channel():

@@ -26,7 +26,8 @@ re-exports the checks' maps and distances).
 from faithlab.study.papers.reco_mege.setup import SETUP  # noqa: F401 - the set-up table (tests, book); not in __all__
 from faithlab.study.papers.reco_mege.setup import (DEGRADATIONS, METHODS, TASKS, Family, FamilySettings,
                                                    degradation_amount, digit_variant, explain_family, families, family,
-                                                   load_task, method_options, stand_in, task_label)
+                                                   lipschitz_replicas, load_task, method_options, replica_families,
+                                                   run_replicas, stand_in, task_label)
 from faithlab.study.papers.reco_mege.experiments import (cam_grid, distance_sets, fidelity_stability, histogram_frame,
                                                          identical_models, null_frame, pairs_frame, pooled_sets,
                                                          score_draws, scores, steps_diagnostic, with_null)
@@ -34,7 +35,7 @@ from faithlab.study.papers.reco_mege.claims import (accuracy_frame, accuracy_sum
                                                     claim_identical_models, claim_lipschitz, claim_mege_falls,
                                                     claim_table3, decide_premise, premise_row, premise_table,
                                                     replica_scores, s_equal_below_chance, test_accuracy)
-from faithlab.study.papers.reco_mege.paper import PAPER, beside, rank_agreement
+from faithlab.study.papers.reco_mege.paper import LIPSCHITZ_TASK, PAPER, beside, rank_agreement
 
 __all__ = ["TASKS", "METHODS", "DEGRADATIONS", "degradation_amount", "task_label",
            "Family", "load_task", "stand_in", "digit_variant", "family", "method_options", "explain_family",
@@ -44,4 +45,5 @@ __all__ = ["TASKS", "METHODS", "DEGRADATIONS", "degradation_amount", "task_label
            "s_equal_below_chance", "claim_table3",
            "claim_lipschitz", "steps_diagnostic",
            "fidelity_stability", "PAPER", "rank_agreement", "beside", "identical_models", "cam_grid", "families",
-           "FamilySettings", "claim_identical_models", "pairs_frame", "pooled_sets"]
+           "FamilySettings", "claim_identical_models", "pairs_frame", "pooled_sets", "run_replicas", "replica_families",
+           "lipschitz_replicas", "LIPSCHITZ_TASK"]

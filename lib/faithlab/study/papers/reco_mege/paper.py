@@ -9,7 +9,10 @@ import pandas as pd
 
 from faithlab.study.papers.reco_mege.setup import DEGRADATIONS
 
-__all__ = ["PAPER", "rank_agreement", "beside", "quoted", "margins"]
+__all__ = ["PAPER", "LIPSCHITZ_TASK", "rank_agreement", "beside", "quoted", "margins"]
+
+LIPSCHITZ_TASK = "CIFAR-10"
+"""The task of the paper's 1-Lipschitz family (Tables 4–5, Fig. 5): CIFAR-10 only."""
 
 
 _M5 = ("IG", "SG", "SA", "GI", "GC")

@@ -3,25 +3,45 @@
 degradations of the k models (:data:`DEGRADATIONS`) and the chapter's set-up table, paper against ours (``SETUP``) —
 and the families of k cross-trained models (spec §4.1): D for a task (:func:`load_task`), the k models trained on
 its folds, normally or degraded (:func:`family`, :class:`Family`), the notebooks' shared family settings
-(:class:`FamilySettings`, :func:`families`) and every model's explanations of every sample (:func:`explain_family`).
-The training itself is :func:`faithlab.train.cross_train` (cached).
+(:class:`FamilySettings`, :func:`families`), the replica loop of the chapter's notebooks (:func:`run_replicas`,
+:func:`replica_families`, :func:`lipschitz_replicas`) and every model's explanations of every sample
+(:func:`explain_family`). The training itself is :func:`faithlab.train.cross_train` (cached).
+
+Seeds: a notebook's ``seed`` draws D (and roots every derived seed); a family's models train under
+``replica.seed`` of a :class:`~faithlab.study.verdicts.Replica` (:func:`run_replicas`: replica 0 is the study's own run,
+trained under ``seed`` itself; replica r ≥ 1 under :func:`faithlab.study.verdicts.replicas`' seed of replica r, derived
+from ``seed``, the setting's name and r). That seed reaches the models' ``TrainConfig`` and
+:func:`faithlab.train.cross_train`'s own ``seed`` (its blocks, switched labels and weight noise) alike.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import torch
 
 import faithlab
 from faithlab import _validate, data, explainers, train
 from faithlab.study.papers.setup import Setting
+from faithlab.study.verdicts import replication
+from faithlab.study.verdicts.replication import Replica
 from faithlab.train.cache import cache_key
 
 __all__ = ["TASKS", "METHODS", "DEGRADATIONS", "degradation_amount", "method_options", "task_label", "Family",
            "load_task", "stand_in", "stand_in_order", "digit_variant", "family", "explain_family", "FamilySettings",
-           "families"]
+           "families", "SCHEDULER", "SUBSET_FRACTION", "RADIUS", "run_replicas", "replica_families",
+           "lipschitz_replicas"]
+
+SUBSET_FRACTION = 0.15
+"""μF's subsets in Table 3 (§4.6): 15 % of the pixels set to 0."""
+
+RADIUS = 0.1
+"""S_avg's neighbourhood in Table 3 (§4.6): neighbours z with ‖z − x‖₁ ≤ 0.1."""
+
+SCHEDULER = "cosine"
+"""The learning-rate schedule of every family (protocol, not the paper's: it anneals the rate to 0, so the k models end
+at comparable accuracy rather than wherever a constant rate leaves them)."""
 
 
 def _tasks(p: Mapping) -> str:
@@ -58,9 +78,9 @@ SETUP: tuple[Setting, ...] = (
     Setting("1-Lipschitz family (Tables 4–5)", "Deel-Lip CNN 48-96-96, CIFAR-10", "reco_mege/lipschitz",
             lambda p: f"1-Lipschitz CNN at {p['lipschitz_width']:g}× width, {p['lipschitz_epochs']} epochs"),
     Setting("μF (Table 3)", "15 % subsets, 10,000 test images", "reco_mege/comparison",
-            lambda p: f"{p['n_subsets']} subsets of {p['subset_fraction'] * 100:g} %, {p['n_eval']:,} images"),
+            lambda p: f"{p['n_subsets']} subsets of {SUBSET_FRACTION * 100:g} %, {p['n_eval']:,} images"),
     Setting("S_avg (Table 3)", "radius r = 0.1, 10,000 test images", "reco_mege/comparison",
-            lambda p: f"r = {p['radius']:g}, {p['n_neighbours']} neighbours, {p['n_eval']:,} images"),
+            lambda p: f"r = {RADIUS:g}, {p['n_neighbours']} neighbours, {p['n_eval']:,} images"),
     Setting("distance checks (Figs. 2–3)", "32×32 masks, 100 interpolation steps", "reco_mege/distances",
             "{size}×{size} masks, {steps} steps; {repeats} noise repeats"),
 )
@@ -240,27 +260,33 @@ def digit_variant(*, split: str, size: int, seed: int = 0, tint: bool = False, n
 
 def family(task: str, d: data.TensorData, *, model: str = "resnet18_cifar", width_scale: float = 1.0,
            model_config: dict | None = None, config: train.TrainConfig, k: int = 5, degradation: str = "Normal",
-           seed: int = 0, device: str | torch.device = "cpu", batch_size: int = 256, name: str | None = None,
-           data_seed: int | None = None) -> Family:
+           seed: int = 0, replica: Replica | None = None, device: str | torch.device = "cpu", batch_size: int = 256,
+           name: str | None = None) -> Family:
     """Cross-train (or load from the cache) the k models of one family on D.
 
     model "resnet18_cifar": the task's base width (appendix A.3) × ``width_scale`` and its dropout; any other
     registered model takes ``model_config`` (e.g. ``"lipschitz_cnn"``). degradation: a row of
-    :data:`DEGRADATIONS`. seed: the blocks and degradations (:func:`faithlab.train.cross_train`); data_seed: the
-    seed D was drawn with, for the cache key (default ``seed``; a replica trains under its own ``seed`` on the same
-    D)."""
+    :data:`DEGRADATIONS`. seed: the seed D was drawn with (in the models' cache key); replica: the training's
+    (:func:`run_replicas`; default: the study's own run, trained under ``seed``): ``replica.seed`` is the seed of
+    ``config`` and of :func:`faithlab.train.cross_train` (its blocks and degradations), so a replica trains under its
+    own seed on the same D."""
     _validate.one_of(degradation, "degradation", tuple(DEGRADATIONS))
+    if replica is None:
+        replica = Replica(f"{task}/Normal", 0, int(seed))
+    if not isinstance(replica, Replica):
+        raise TypeError(f"replica must be a faithlab.study.verdicts.Replica, got {type(replica).__name__}")
+    config = replace(config, seed=replica.seed)
     spec = TASKS[task]
     if model == "resnet18_cifar" and model_config is None:
         model_config = {"base_width": max(2, round(spec["base_width"] * width_scale)), "dropout": spec["dropout"]}
     cfg = {"in_channels": d.x.shape[1], "n_classes": d.n_classes, **(model_config or {})}
     data_key = {"task": task, "dataset": d.info.get("name"), "n": len(d), "shape": list(d.x.shape[1:]),
-                "seed": seed if data_seed is None else data_seed, "labels": _labels_digest(d)}
-    ct = train.cross_train(model, cfg, d, config, data_key=data_key, k=k, seed=seed, device=device, progress=False,
-                           **DEGRADATIONS[degradation])
+                "seed": seed, "labels": _labels_digest(d)}
+    ct = train.cross_train(model, cfg, d, config, data_key=data_key, k=k, seed=replica.seed, device=device,
+                           progress=False, **DEGRADATIONS[degradation])
     d = d.to(next(ct.models[0].parameters()).device)
     key = cache_key({"models": [h["key"] for h in ct.histories], "degradation": DEGRADATIONS[degradation],
-                     "seed": seed, "version": faithlab.__version__})
+                     "seed": replica.seed, "version": faithlab.__version__})
     return Family(name or degradation, task, ct, d, ct.predictions(d.x, batch_size=batch_size), key)
 
 
@@ -287,13 +313,11 @@ def explain_family(fam: Family, method: str, *, batch_size: int = 256, seed: int
 class FamilySettings:
     """How the ReCo/MeGe notebooks build a task's ResNet-18 family, as one object (:func:`families`).
 
-    n, image_size, dataset, data_dir: the k-fold data D of :func:`load_task`; k: models per family; width_scale: the
-    ResNet-18's width; epochs, train_batch, lr, scheduler, seed: their training (:meth:`config`; ``"cosine"`` anneals
-    the rate to 0, so the k models end at comparable accuracy rather than at wherever a constant rate leaves them);
-    train_seed: the seed of the training alone (the blocks, the initialisation, the batches) when it differs from
-    ``seed`` — a replica (:meth:`replica`) — while D keeps ``seed``;
-    device, batch_size: where and how many images per forward pass. The notebooks of ``reco_mege/`` share these
-    parameter names: :meth:`from_parameters` reads them from a notebook's parameters.
+    n, image_size, dataset, data_dir: the k-fold data D of :func:`load_task`, drawn with ``seed``; k: models per
+    family; width_scale: the ResNet-18's width; epochs, train_batch, lr, scheduler: their training (:meth:`config`;
+    :data:`SCHEDULER`); device, batch_size: where and how many images per forward pass. The models' training seed is
+    not a setting: it is ``replica.seed`` of the replica each call trains (:func:`run_replicas`). The notebooks of
+    ``reco_mege/`` share these parameter names: :meth:`from_parameters` reads them from a notebook's parameters.
     """
 
     n: int
@@ -303,26 +327,12 @@ class FamilySettings:
     epochs: int = 15
     train_batch: int = 32
     lr: float = 3e-3
-    scheduler: str | None = None
+    scheduler: str | None = SCHEDULER
     seed: int = 0
     dataset: str | None = None
     data_dir: str | None = None
     device: str | torch.device = "cpu"
     batch_size: int = 256
-    train_seed: int | None = None
-
-    def replica(self, setting: str, r: int) -> FamilySettings:
-        """These settings for replica ``r`` of ``setting``: the same D (``seed``), trained under
-        :func:`faithlab.study.verdicts.replica_seed` (seed, setting, r) — an independent repeat of the whole k-fold
-        training (blocks, initialisations, batches); its models are cached under their own keys."""
-        from dataclasses import replace
-
-        return replace(self, train_seed=faithlab.study.verdicts.replica_seed(self.seed, setting, r))
-
-    @property
-    def training_seed(self) -> int:
-        """The seed the models are trained under: ``train_seed``, else ``seed``."""
-        return self.seed if self.train_seed is None else self.train_seed
 
     @classmethod
     def from_parameters(cls, parameters: Mapping) -> FamilySettings:
@@ -331,22 +341,27 @@ class FamilySettings:
         names = {f.name for f in fields(cls)}
         return cls(**{name: value for name, value in parameters.items() if name in names})
 
-    def config(self) -> train.TrainConfig:
-        """The models' ``TrainConfig(epochs, train_batch, lr, seed, scheduler)``."""
-        return train.TrainConfig(epochs=self.epochs, batch_size=self.train_batch, lr=self.lr, seed=self.training_seed,
-                                 scheduler=self.scheduler)
+    def own_replica(self, setting: str) -> Replica:
+        """Replica 0 of ``setting``: the study's own run, trained under ``seed`` itself (:func:`run_replicas`)."""
+        return Replica(setting, 0, int(self.seed))
 
-    def lipschitz(self, task: str, d: data.TensorData, r: int, *, width: int, tau: float, epochs: int, lr: float,
-                  dropout: float = 0.2) -> Family:
-        """Replica ``r`` of the task's 1-Lipschitz family (``"lipschitz_cnn"`` of ``width`` channels, Lipschitz
-        bound ``tau``, trained ``epochs`` epochs at ``lr``) on the same D as the ResNet-18s: replica 0 trains under
-        ``seed``, replica r > 0 under :func:`faithlab.study.verdicts.replica_seed` (seed, "<task>/1-Lipschitz", r); k,
-        train_batch, scheduler, device and batch_size are these settings'."""
-        if not isinstance(r, int) or isinstance(r, bool) or r < 0:
-            raise ValueError(f"r must be a replica number (an int ≥ 0), got {r!r}")
-        s = self.seed if r == 0 else faithlab.study.verdicts.replica_seed(self.seed, f"{task}/1-Lipschitz", r)
-        config = train.TrainConfig(epochs=epochs, batch_size=self.train_batch, lr=lr, seed=s, scheduler=self.scheduler)
-        return family(task, d, model="lipschitz_cnn", k=self.k, seed=s, data_seed=self.seed, device=self.device,
+    def config(self, replica: Replica | None = None) -> train.TrainConfig:
+        """The models' ``TrainConfig(epochs, train_batch, lr, seed, scheduler)``, the seed ``replica.seed`` (default:
+        the study's own run, ``seed``)."""
+        return train.TrainConfig(epochs=self.epochs, batch_size=self.train_batch, lr=self.lr,
+                                 seed=self.seed if replica is None else replica.seed, scheduler=self.scheduler)
+
+    def lipschitz(self, task: str, d: data.TensorData, replica: Replica, *, width: int, tau: float, epochs: int,
+                  lr: float, dropout: float = 0.2) -> Family:
+        """The task's 1-Lipschitz family of ``replica`` (of ``"<task>/1-Lipschitz"``, :func:`run_replicas`):
+        ``"lipschitz_cnn"`` of ``width`` channels, Lipschitz bound ``tau``, trained ``epochs`` epochs at ``lr`` under
+        ``replica.seed`` on the same D as the ResNet-18s; k, train_batch, scheduler, device and batch_size are these
+        settings'."""
+        if not isinstance(replica, Replica):
+            raise TypeError(f"replica must be a faithlab.study.verdicts.Replica, got {type(replica).__name__}")
+        config = train.TrainConfig(epochs=epochs, batch_size=self.train_batch, lr=lr, seed=replica.seed,
+                                   scheduler=self.scheduler)
+        return family(task, d, model="lipschitz_cnn", k=self.k, seed=self.seed, replica=replica, device=self.device,
                       model_config={"width": width, "dropout": dropout, "image_size": d.x.shape[-1], "tau": tau},
                       batch_size=self.batch_size, name="1-Lipschitz", config=config)
 
@@ -354,7 +369,6 @@ class FamilySettings:
         """:func:`load_task` of ``task`` at these settings' image size, seed and data (``n`` images, default D's)."""
         return load_task(task, n=self.n if n is None else n, image_size=self.image_size, seed=self.seed,
                          dataset=self.dataset, data_dir=self.data_dir, split=split)
-
     def heldout(self, task: str, *, n_test: int, n_unseen: int = 0) -> data.TensorData:
         """Images that no model of a family on D saw, for the premise that the k models are of comparable accuracy
         (:func:`~faithlab.study.papers.reco_mege.claims.premise.premise_row`): the first ``n_test`` images of the task's test
@@ -373,14 +387,52 @@ class FamilySettings:
                                torch.cat([test.y, extra.y.to(test.y.device)]), info=test.info)
 
 
-def families(tasks: list[str], settings: FamilySettings, *, degradation: str = "Normal") -> dict[str, Family]:
+def families(tasks: list[str], settings: FamilySettings, replicas: Mapping[str, Replica] | None = None, *,
+             degradation: str = "Normal") -> dict[str, Family]:
     """The normally trained (or ``degradation``) ResNet-18 family of every task, as the notebooks' parameters state
-    it (``settings``, e.g. ``FamilySettings.from_parameters(globals())``): D = :func:`load_task`, models by
-    :func:`family` with :meth:`FamilySettings.config`."""
+    it (``settings``, e.g. ``FamilySettings.from_parameters(globals())``): D = :func:`load_task` (``settings.seed``),
+    models by :func:`family` with :meth:`FamilySettings.config`, trained under ``replicas[task].seed`` (default: each
+    task's replica 0, the study's own run under ``seed``)."""
     if not isinstance(settings, FamilySettings):
         raise TypeError(f"settings must be a FamilySettings, got {type(settings).__name__}")
     s = settings
-    config = s.config()
-    return {t: family(t, s.load_task(t), width_scale=s.width_scale, config=config, k=s.k, degradation=degradation,
-                      seed=s.training_seed, device=s.device, batch_size=s.batch_size, name=degradation,
-                  data_seed=s.seed) for t in tasks}
+    chosen = {t: (replicas or {}).get(t) or s.own_replica(f"{t}/Normal") for t in tasks}
+    return {t: family(t, s.load_task(t), width_scale=s.width_scale, config=s.config(chosen[t]), k=s.k,
+                      degradation=degradation, seed=s.seed, replica=chosen[t], device=s.device,
+                      batch_size=s.batch_size, name=degradation) for t in tasks}
+
+
+def run_replicas(seed: int, setting: str, n: int) -> list[Replica]:
+    """The ``n`` replicas of ``setting`` (``"<task>/Normal"``, ``"<task>/1-Lipschitz"``) under the study's ``seed``:
+    replica 0 is the study's own run, trained under ``seed`` itself (the run every notebook of the chapter shares);
+    replica r ≥ 1 is :func:`faithlab.study.verdicts.replicas`' replica r, its seed derived from ``seed``, the setting's
+    name and r."""
+    return [Replica(setting, 0, int(seed)), *list(replication.replicas(seed, setting, n))[1:]]
+
+
+def replica_families(settings: FamilySettings, tasks: list[str], n: int, *,
+                     degradation: str = "Normal") -> dict[int, dict[str, Family]]:
+    """The replica loop of the chapter: ``{r: {task: family}}`` for r < ``n``, replica r of every task trained (or
+    loaded from the cache) under :func:`run_replicas` (seed, ``"<task>/Normal"``, n)'s replica r. A degraded family
+    (``degradation``) of replica r degrades, or retrains under the same seed, the normal family of replica r."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"replicas must be an int ≥ 1, got {n!r}")
+    runs = {t: run_replicas(settings.seed, f"{t}/Normal", n) for t in tasks}
+    return {r: families(tasks, settings, {t: runs[t][r] for t in tasks}, degradation=degradation) for r in range(n)}
+
+
+def lipschitz_replicas(settings: FamilySettings, task: str, n: int, *, width: float, tau: float, epochs: int,
+                       lr: float) -> dict[int, dict[str, Family]]:
+    """``{r: {"ResNet-18": family, "1-Lipschitz": family}}`` for r < ``n``: replica r's normally trained ResNet-18s
+    (those of :func:`replica_families`, the same cache) and its 1-Lipschitz CNNs (:meth:`FamilySettings.lipschitz`,
+    trained under :func:`run_replicas` (seed, ``"<task>/1-Lipschitz"``, n)'s replica r), both on the same D."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"replicas must be an int ≥ 1, got {n!r}")
+    d = settings.load_task(task)
+    normal, lipschitz = (run_replicas(settings.seed, f"{task}/{name}", n) for name in ("Normal", "1-Lipschitz"))
+    runs = {}
+    for r in range(n):
+        resnet = families([task], settings, {task: normal[r]})[task]
+        runs[r] = {"ResNet-18": replace(resnet, name="ResNet-18"),
+                   "1-Lipschitz": settings.lipschitz(task, d, lipschitz[r], width=width, tau=tau, epochs=epochs, lr=lr)}
+    return runs

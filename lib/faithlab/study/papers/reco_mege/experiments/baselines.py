@@ -14,13 +14,13 @@ from faithlab import explainers, perturb
 from faithlab.metrics.papers.reco_mege.baselines import average_stability_details, mu_fidelity_details
 from faithlab.metrics.papers.reco_mege.crossfold import shuffled_partners
 from faithlab.study.papers.reco_mege.experiments.sets import NULL_STREAM
-from faithlab.study.papers.reco_mege.setup import method_options
+from faithlab.study.papers.reco_mege.setup import RADIUS, SUBSET_FRACTION, method_options
 
 __all__ = ["fidelity_stability"]
 
 
 def fidelity_stability(model, x: torch.Tensor, y: torch.Tensor, method: str, *, n_subsets: int = 200,
-                       subset_fraction: float = 0.15, n_neighbours: int = 200, radius: float = 0.1,
+                       subset_fraction: float = SUBSET_FRACTION, n_neighbours: int = 200, radius: float = RADIUS,
                        output: str = "prob", seed: int = 0, batch_size: int = 256, **settings) -> pd.DataFrame:
     """Per-sample μF (Pearson, zero baseline, 15 % pixel subsets) and S_avg (squared ℓ2, ‖u‖₁ ≤ radius, common
     random numbers: a sample and its neighbours are explained with the same seed) of one method on one model
