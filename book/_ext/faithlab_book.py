@@ -115,8 +115,9 @@ class Glance(SphinxDirective):
 
 class Preregistration(SphinxDirective):
     """``fl-prereg``: the decision procedure (words and numbers from faithlab.study.verdicts), the simulated coverage of its
-    intervals, then per paper its committed rules (the rules files, with the claims each decided in this build) and
-    the claims' generated decisions and premises (``preregistration.csv``), then the rules files' change log."""
+    intervals, then per paper its committed rules (registered above the claim functions, with the claims each decided
+    in this build) and the claims' generated decisions and premises (``preregistration.csv``), then the rules' change
+    logs."""
 
     def run(self):
         from faithlab.study.book.chapters import CHAPTERS, PAPER_NAMES, paper_order

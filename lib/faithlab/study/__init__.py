@@ -2,7 +2,7 @@
 
 - :mod:`faithlab.study.papers` — one package per paper: its set-up (models and data), experiments, claims and the
   paper's numbers; ``basics`` and ``diagnostics`` serve every chapter.
-- :mod:`faithlab.study.verdicts` — the pre-registered procedure: the committed rules files and their reader,
+- :mod:`faithlab.study.verdicts` — the pre-registered procedure: the registry of the rules (registered above the claim functions),
   intervals whose coverage is tested, decisions, the power analysis and replication.
 - :mod:`faithlab.study.artifacts` — the writer: records (CSV, figures, claims) what a claim function decided.
 - :mod:`faithlab.study.book` — the book's pages, the scorecard and the study map.

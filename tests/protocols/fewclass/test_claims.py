@@ -1,5 +1,5 @@
-"""Few-class Fidelity's claims as functions (faithlab.study.papers.fewclass), decided by their rules in
-lib/faithlab/study/verdicts/registered/fewclass.toml: synthetic frames of three trained replicas reach every verdict each
+"""Few-class Fidelity's claims as functions (faithlab.study.papers.fewclass), decided by the rules registered
+above them: synthetic frames of three trained replicas reach every verdict each
 claim can give — reproduced, not reproduced by equivalence (a tight interval inside the band of no meaningful
 effect), not reproduced by reversal, inconclusive (straddling the margin), not testable here (a premise fails) and,
 for C5a's named parts, partly — and the margins cannot drift from the paper's numbers."""

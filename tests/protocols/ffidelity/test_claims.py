@@ -541,7 +541,7 @@ def test_every_rule_margin_is_the_papers_number():
         rule = fs.verdicts.rule(cid)
         assert rule.paper == "ffidelity"
         got = dict(rule.margin) if isinstance(rule.margin, dict) or hasattr(rule.margin, "items") else rule.margin
-        assert got == expected, f"{cid}: the rules file holds {got}, the paper's numbers give {expected}"
+        assert got == expected, f"{cid}: the registered rule holds {got}, the paper's numbers give {expected}"
     # the parts claims carry their parts' margin; F9, F10 and F4 state their own (the claim, a convention)
     assert fs.verdicts.rule("F3").margin == margins["F3.ffid"]
     assert dict(fs.verdicts.rule("F8").margin) == margins["F8.plus"]

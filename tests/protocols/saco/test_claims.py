@@ -1,4 +1,4 @@
-"""SaCo's claims as functions, decided by their registered rules (faithlab/study/verdicts/registered/saco.toml): each gives
+"""SaCo's claims as functions, decided by their registered rules (above each claim function): each gives
 reproduced, not reproduced by equivalence (a tight interval inside the band of no meaningful effect), not reproduced
 by reversal, inconclusive (an interval straddling the margin), not testable here (a premise fails) and, for the
 claims of named parts, partly — on synthetic frames of 3 settings × 3 trained replicas, whose per-model means the t

@@ -1,5 +1,5 @@
-"""TRACE's claims T1–T6 as functions (faithlab.study.papers.trace.claim_*), decided by their rules in
-faithlab/study/verdicts/registered/trace.toml: on small synthetic frames of three trained replicas each gives every verdict
+"""TRACE's claims T1–T6 as functions (faithlab.study.papers.trace.claim_*), decided by the rules registered
+above them: on small synthetic frames of three trained replicas each gives every verdict
 it can give — reproduced (the interval beyond the margin), not reproduced by equivalence (a tight interval inside the
 band of no meaningful effect) and by reversal, inconclusive (the interval straddles the margin), not testable here
 (the chapter's mechanism premise fails: deletion does not lower the prediction, or the search does not beat random

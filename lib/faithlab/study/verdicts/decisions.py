@@ -64,7 +64,7 @@ class Judgement:
 
 def _margin(rule: Rule, setting: str | None, margin: float | None) -> float:
     if not isinstance(rule, Rule):
-        raise TypeError(f"rule must be a faithlab.study.verdicts.Rule from the rules file (faithlab.study.verdicts.rule(id)), "
+        raise TypeError(f"rule must be a faithlab.study.verdicts.Rule as registered (faithlab.study.verdicts.rule(id)), "
                         f"got {type(rule).__name__}")
     return rule.margin_for(setting) if margin is None else float(margin)
 

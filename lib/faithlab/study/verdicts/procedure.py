@@ -161,7 +161,7 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
         v = v.with_why(f"{v.why}; but only {same} of {len(stability)} other bootstrap seeds give {v}: the verdict moves "
                        "with the seed", INCONCLUSIVE)
     min_units, min_replicas = MIN_UNITS, MIN_REPLICAS
-    if claim.rule_id is not None:  # the design the rules file fixed for this claim (never below the house's)
+    if claim.rule_id is not None:  # the design its registered rule fixed for this claim (never below the house's)
         from faithlab.study.verdicts.rules import rule as registered
 
         registered_rule = registered(claim.rule_id)

@@ -10,8 +10,8 @@ alterations and lays the results out, one row per image, one module per concept:
   chapter's set-up table (``SETUP``);
 - :mod:`~faithlab.study.papers.fewclass.experiments`: the methods and alterations and their maps, and the frames of
   Fid, curves, localisation, selections and flips;
-- :mod:`~faithlab.study.papers.fewclass.claims`: the claims C1–C5 (``claim_*``), decided by their rules in the rules
-  file, and the chapter's mechanism premise (:func:`mechanism`, :func:`mechanism_table`);
+- :mod:`~faithlab.study.papers.fewclass.claims`: the claims C1–C5 (``claim_*``), decided by the rules registered above
+  them, and the chapter's mechanism premise (:func:`mechanism`, :func:`mechanism_table`);
 - :mod:`~faithlab.study.papers.fewclass.paper`: the paper's numbers (Tables 1–2), which the claims quote.
 
 Every public name is re-exported here (``faithlab.study.papers.fewclass.evaluate_task``).

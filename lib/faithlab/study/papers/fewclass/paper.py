@@ -89,7 +89,7 @@ PAPER_C1 = {task: random_lowest_text(table) for task, table in TABLES.items()}
 
 def random_gaps(tables: Mapping[str, Mapping] = TABLES) -> dict[str, float]:
     """Per model of ``tables``: the gap between the lowest unaltered method other than Random and Random (Tables
-    1–2: 0.019, 0.015, 0.031, 0.114). Half the smallest is C1's margin (the rules file)."""
+    1–2: 0.019, 0.015, 0.031, 0.114). Half the smallest is C1's margin (its registered rule)."""
     gaps = {}
     for table in tables.values():
         for model in dict.fromkeys(m for m, _ in table):
@@ -100,6 +100,6 @@ def random_gaps(tables: Mapping[str, Mapping] = TABLES) -> dict[str, float]:
 
 def sg_gains(table: Mapping = TABLE_1) -> list[float]:
     """The gains Fid(+SG) − Fid(none) and Fid(+SG²) − Fid(none) of every model × method cell of ``table`` that has
-    them (Random aside). Half the median of the positive ones is C3's margin (the rules file)."""
+    them (Random aside). Half the median of the positive ones is C3's margin (its registered rule)."""
     return [v[COLUMNS.index(a)] - v[COLUMNS.index("none")] for (_, method), v in table.items() if method != "Random"
             for a in ("SG", "SG²") if v[COLUMNS.index(a)] is not None]

@@ -221,8 +221,8 @@ def _drop(key: tuple, model: str, at: float = 0.1) -> float:
 
 
 def margins() -> dict[str, float | dict[str, float]]:
-    """Each claim's smallest effect of interest, derived from the paper's numbers above — the values the rules file
-    (``faithlab/study/verdicts/registered/ffidelity.toml``) registers, recomputed here so that a test catches a margin that
+    """Each claim's smallest effect of interest, derived from the paper's numbers above — the values the chapter's
+    claim functions register (:func:`faithlab.study.verdicts.registered`), recomputed here so that a test catches a margin that
     drifts from the paper (rounded to 4 decimals; accuracies as fractions):
 
     - ``F1`` / ``F7``: half the smallest lead in mean micro rank (over the three correlations) of F-Fidelity over any

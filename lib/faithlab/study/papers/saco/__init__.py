@@ -1,7 +1,7 @@
 """SaCo's experimental protocol (Wu et al., CVPR 2024, spec §3): SaCo and the four cumulative metrics per sample,
 their orientation (higher = more faithful), the radar rescaling of Fig. 4, and the paper's claims as claim functions
 (S1 Random separation, S2/S6 correlations, S3 attention ablation, S4 number of groups, S5 saturation, S7 removal
-order), each decided by its pre-registered rules (``faithlab/study/verdicts/registered/saco.toml``): the trained ViTs are
+order), each decided by its pre-registered rules (registered above the claim functions): the trained ViTs are
 the units of replication, each claim's interval a t interval on the per-model means or statistics, judged against a
 margin from the paper's numbers (:data:`paper.MARGINS`), after the premises that the ViTs learned the task and that
 removal matters group by group (the chapter's mechanism). Tables are pandas frames with one column per metric. One

@@ -2,7 +2,7 @@
 ablation), :data:`TABLE_2` (SaCo per method for K = 5, 10, 20), :data:`SACO` (SaCo at K = 10 per method, the values
 the notebooks print beside ours) and :data:`FIG_2_SACO_VS_EXISTING` / :data:`FIG_2_AMONG_EXISTING` (the rank
 correlations of §5.1, Fig. 2). Notebooks and claims read them from here; nothing else types them. The margins of the
-chapter's rules (``faithlab/study/verdicts/registered/saco.toml``) are derived from them (:data:`MARGINS`), and a test
+chapter's registered rules are derived from them (:data:`MARGINS`), and a test
 recomputes each registered margin from these constants."""
 
 from __future__ import annotations
