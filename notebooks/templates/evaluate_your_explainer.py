@@ -50,11 +50,9 @@ finetune_epochs = None
 kfold = 0
 kfold_images = 600
 kfold_epochs = 15
-noise_levels = [0.0, 0.5, 1.0]
 n_samples = 10
 n_subsets = 64
 fewclass_points = 21
-randomise_scale = 10.0
 seed = 0
 device = "cpu"
 batch_size = 512
@@ -205,21 +203,22 @@ out.figure(rp.ranks_figure(ranks), "ranks")
 # 1. **A random map should score below your explainers**: per metric, the share of images where each explainer
 #    beats the random map (½ = the metric cannot tell them apart).
 # 2. **A randomised model should change the ranking** (adversary reactivity; every layer's weights drowned in
-#    noise of `randomise_scale` × their std; ½ = unrelated ranking, 1 = reversed).
-# 3. **Recovery of a known ranking**, when your data has ground-truth masks: the mask degraded at `noise_levels`.
+#    noise of 10 × their std, `faithlab evaluate`'s default `--randomise-scale`; ½ = unrelated ranking, 1 = reversed).
+# 3. **Recovery of a known ranking**, when your data has ground-truth masks: the mask degraded at noise levels
+#    ξ = 0, 0.5 and 1 (`LEVELS`).
 
 # %%
 random_name = next((n for n, (m, _) in explainers.items() if m == "random"), None)
-randomised = rp.on_randomised(net, x, y, explain, frame[frame["level"] == "sample"], scale=randomise_scale,
-                              generator=seed, **options)
+randomised = rp.on_randomised(net, x, y, explain, frame[frame["level"] == "sample"], generator=seed, **options)
+LEVELS = [0.0, 0.5, 1.0]  # ξ of the degraded masks: the known ranking
 rec = None
 if test is not None and test.mask is not None and images is None:
     truth = fl.explainers.ground_truth(test.mask[:n_images], x)[:, None]
-    known = {syn.degraded_name(xi): fl.explainers.degrade(truth, xi, generator=seed) for xi in noise_levels}
+    known = {syn.degraded_name(xi): fl.explainers.degrade(truth, xi, generator=seed) for xi in LEVELS}
     degraded = fl.evaluate(net, x, y, known, finetuned=tuned, hints=False, **{**options, "seed": seed},
                            metrics=[m for m in set(frame["metric"]) if fl.evaluation.METRICS[m].level == "sample"
                                     and "explainer" not in fl.evaluation.METRICS[m].needs])
-    rec = syn.recovery(degraded, {n: -xi for n, xi in zip(known, noise_levels)})
+    rec = syn.recovery(degraded, {n: -xi for n, xi in zip(known, LEVELS)})
 sanity = rp.sanity(frame[frame["level"] == "sample"], randomised, random=random_name, recovery=rec)
 out.table(sanity, "sanity")
 sanity.drop(columns="metric").round(2)

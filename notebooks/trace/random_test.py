@@ -54,24 +54,18 @@ P = fs.papers.trace
 
 # %% [markdown]
 # ## Models and images
-# Replica r of each model has the training seed `fs.verdicts.replicas(seed, <name>, R)`'s seed of replica r (trace/table1 trains it;
-# here it is read from the cache) and is tested on its own digits r·`n_images` … (r + 1)·`n_images` − 1. The claim
+# The data are drawn with `seed`; replica r of each model trains with its own seed, derived from `seed`, the model's
+# name and r (`fs.verdicts.replicas`; trace/table1 trains it, here it is read from the cache), and is tested on its
+# own digits r·`n_images` … (r + 1)·`n_images` − 1. The claim
 # pools the replicas' digits and takes the t interval on the replica means: the trained model is the unit of
 # replication, its digits the units within it.
 
 # %%
-canvas = P.TraceModels(**trace_models)
-REPLICAS = list(range(replicas))
-SEEDS = {(s["name"], rep.index): rep.seed for s in canvas.first(n_models)
-         for rep in fs.verdicts.replicas(seed, s["name"], replicas)}  # the training seeds of the replicas
-setups = {r: P.setup(canvas.first(n_models), n_images=n_images * replicas, image_size=canvas.image_size, r=canvas.r,
-                     dataset=dataset, data_dir=data_dir, torchvision_models=torchvision_models, seed=seed,
-                     device=device, train_seeds=None if torchvision_models else
-                     {s["name"]: SEEDS[s["name"], r] for s in canvas.first(n_models)})
-          for r in REPLICAS}
-X = {r: setups[r].x[r * n_images:(r + 1) * n_images] for r in REPLICAS}
-Y = {r: setups[r].y[r * n_images:(r + 1) * n_images] for r in REPLICAS}
-info = pd.concat([setups[r].info.assign(replica=r) for r in REPLICAS], ignore_index=True)
+setups = P.replica_models(P.TraceModels(**trace_models), replicas, n_images=n_images, n_models=n_models, seed=seed,
+                          dataset=dataset, data_dir=data_dir, torchvision_models=torchvision_models, device=device)
+REPLICAS = list(setups)
+X, Y = {r: su.x for r, su in setups.items()}, {r: su.y for r, su in setups.items()}
+info = P.models_info(setups)
 out.table(info, "models")
 out.glue("n_images", n_images)
 out.glue("replicas", replicas)

@@ -41,11 +41,9 @@ eta = 0.999
 n_random = 12
 appendix_ef = False  # Appendices E/F (other meta-heuristics, speed against quality) decide no claim: paper profile
 cost_images = 2
-meta_budget = 1.0  # GA and tabu search: about this many times SA-Le−Mo's (incremental) model inputs per image
 ga_population = 16
 ga_elite = 2
 tabu_neighbours = 8
-tabu_tenure = 7
 dataset = "canvas_digits"
 data_dir = None
 torchvision_models = []
@@ -70,27 +68,21 @@ P = fs.papers.trace
 
 # %% [markdown]
 # ## Models and images
-# Replica r of the first model has the training seed `fs.verdicts.replicas(seed, <name>, R)`'s seed of replica r (trace/table1
-# trains the first three; here they are read from the cache, and any further replica the power analysis asks for is
-# trained here) and is searched on its own test digits r·`n_images` … (r + 1)·`n_images` − 1. The claims pool the
+# The data are drawn with `seed`; replica r of the first model trains with its own seed, derived from `seed`, the
+# model's name and r (`fs.verdicts.replicas`; trace/table1 trains the first three, here they are read from the
+# cache, and any further replica the power analysis asks for is trained here), and is searched on its own test
+# digits r·`n_images` … (r + 1)·`n_images` − 1. The claims pool the
 # replicas' digits and take the t interval on the replica means: the trained model is the unit of replication, its
 # digits the units within it.
 
 # %%
-canvas = P.TraceModels(**trace_models)
-REPLICAS = list(range(replicas))
-SEEDS = {(s["name"], rep.index): rep.seed for s in canvas.first(1)
-         for rep in fs.verdicts.replicas(seed, s["name"], replicas)}  # the training seeds of the replicas
-setups = {r: P.setup(canvas.first(1), n_images=n_images * replicas, image_size=canvas.image_size, r=canvas.r,
-                     dataset=dataset, data_dir=data_dir, torchvision_models=torchvision_models[:1], seed=seed,
-                     device=device, train_seeds=None if torchvision_models else
-                     {s["name"]: SEEDS[s["name"], r] for s in canvas.first(1)})
-          for r in REPLICAS}
+setups = P.replica_models(P.TraceModels(**trace_models), replicas, n_images=n_images, n_models=1, seed=seed,
+                          dataset=dataset, data_dir=data_dir, torchvision_models=torchvision_models[:1], device=device)
+REPLICAS = list(setups)
 model_name = next(iter(setups[0].models))
-MODELS = {r: setups[r].models[model_name] for r in REPLICAS}
-X = {r: setups[r].x[r * n_images:(r + 1) * n_images] for r in REPLICAS}
-Y = {r: setups[r].y[r * n_images:(r + 1) * n_images] for r in REPLICAS}
-info = pd.concat([setups[r].info.assign(replica=r) for r in REPLICAS], ignore_index=True)
+MODELS = {r: su.models[model_name] for r, su in setups.items()}
+X, Y = {r: su.x for r, su in setups.items()}, {r: su.y for r, su in setups.items()}
+info = P.models_info(setups)
 out.table(info, "models")
 out.glue("model", model_name)
 out.glue("replicas", replicas)
@@ -303,13 +295,13 @@ out.glue("passes_published", round(per_proposal["published"], 1))
 #
 # Beside them, two other meta-heuristics of the kind the paper explores in its Appendix E (a genetic algorithm and
 # tabu search: the paper's text refers to that appendix and cites Holland and Glover), from the same greedy start,
-# each given about `meta_budget` times the model inputs that SA-Le−Mo (incremental) spends per image beyond that
+# each given about `P.META_BUDGET` (1) times the model inputs that SA-Le−Mo (incremental) spends per image beyond that
 # start, and drawn after every generation or iteration: GA-Le−Mo (`fl.metrics.search.genetic`: a population of
 # `ga_population` trajectories per image, the greedy one and random ones; the `ga_elite` fittest kept, children by
 # tournament selection, order crossover and one swap mutation; a child has no parent's curve points to reuse, so each
 # costs 2(t − 1) inputs) and Tabu-Le−Mo (`fl.metrics.search.tabu`: `tabu_neighbours` sampled swaps per
 # iteration, evaluated incrementally as SA's, the best admissible one taken even when worse, a swapped pair of patches
-# tabu for `tabu_tenure` iterations unless it beats the best found). The text of the paper we have says only that
+# tabu for `P.TABU_TENURE` (7) iterations unless it beats the best found). The text of the paper we have says only that
 # Appendix E explores alternative meta-heuristics and that Appendix F assesses the trade-off between performance and
 # efficiency (besides recommending Greedy-Le as SA's start "to improve the speed of convergence"); the appendices'
 # settings and results are not in it. So the operators and settings here are ours, no claim is tested, and the
@@ -332,8 +324,8 @@ if appendix_ef:
 
 # %%
 if appendix_ef:
-    # the other meta-heuristics: about meta_budget × SA's inputs per image beyond the greedy start
-    budget = meta_budget * (sa_same.passes[-1] - sa_same.passes[0]).item() / len(xc)
+    # the other meta-heuristics: about META_BUDGET × SA's inputs per image beyond the greedy start
+    budget = P.META_BUDGET * (sa_same.passes[-1] - sa_same.passes[0]).item() / len(xc)
     t_c = edge ** 2
     ga_first = S.genetic_cost(xc, edge=edge, init=start, population=ga_population, generations=0, elite=ga_elite,
                               target=yc) / len(xc)
@@ -343,7 +335,7 @@ if appendix_ef:
                    generations=ga_generations, elite=ga_elite, generator=torch.Generator().manual_seed(seed + 1),
                    **kw_c)
     tb = S.tabu(MODELS[0], xc, edge=edge, objective="le-mo", init=start, iterations=tabu_iterations,
-                n_neighbours=tabu_neighbours, tenure=tabu_tenure, generator=torch.Generator().manual_seed(seed + 1),
+                n_neighbours=tabu_neighbours, tenure=P.TABU_TENURE, generator=torch.Generator().manual_seed(seed + 1),
                 **kw_c)
     out.glue("ga_generations", ga_generations)
     out.glue("tabu_iterations", tabu_iterations)

@@ -67,8 +67,9 @@ P = fs.papers.trace
 # Default: coloured canvas digits of `image_size`² pixels (foreground fraction `r`; both in `trace_models`, shared
 # with the other TRACE notebooks), normalised per channel, so that the zero reference is the dataset's mean colour as
 # in the paper; one CNN per entry of its `settings` trained with Adam (`fs.recipes.canvas_classifier`, cached),
-# `replicas` times, each replica r with its own training seed `fs.verdicts.replicas(seed, <model name>, R)`'s seed of replica r
-# (initialisation and batch order; the data stay keyed to `seed`). Replica r is evaluated on its own `n_images` test
+# `replicas` times (`fs.papers.trace.replica_models`). The data are drawn with `seed`; each replica r trains with its
+# own seed (initialisation and batch order), derived from `seed`, the model's name and r (`fs.verdicts.replicas`),
+# the seeds of the other TRACE notebooks' replicas too. Replica r is evaluated on its own `n_images` test
 # digits (images r·`n_images` … (r + 1)·`n_images` − 1) and their labels (the paper explains the ground-truth
 # label), so every claim pools `replicas` × `n_images` searched images per model and takes the t interval on the
 # replica means (the trained model is the unit of replication, its images the units within it). trace/searches and
@@ -77,18 +78,11 @@ P = fs.papers.trace
 
 # %%
 canvas = P.TraceModels(**trace_models)
-REPLICAS = list(range(replicas))
-NAMES = [s["name"] for s in canvas.first()]
-SEEDS = {(n, rep.index): rep.seed for n in NAMES for rep in fs.verdicts.replicas(seed, n, replicas)}
-setups = {}
-for r in REPLICAS:
-    train_seeds = None if torchvision_models else {n: SEEDS[n, r] for n in NAMES}
-    setups[r] = P.setup(canvas.first(), n_images=n_images * replicas, image_size=canvas.image_size, r=canvas.r,
-                        dataset=dataset, data_dir=data_dir, torchvision_models=torchvision_models, seed=seed,
-                        device=device, train_seeds=train_seeds)
-IMAGES = {r: slice(r * n_images, (r + 1) * n_images) for r in REPLICAS}
+SOURCE = dict(seed=seed, dataset=dataset, data_dir=data_dir, torchvision_models=torchvision_models, device=device)
+setups = P.replica_models(canvas, replicas, n_images=n_images, **SOURCE)  # {r: replica r's models and images}
+REPLICAS = list(setups)
 setup = setups[0]
-info = pd.concat([setups[r].info.assign(replica=r) for r in REPLICAS], ignore_index=True)
+info = P.models_info(setups)
 t = edge * edge
 out.table(info, "models")
 out.glue("n_images", n_images)
@@ -108,7 +102,7 @@ fl.plots.readable(info)
 # at 224 px scaled to our image size: both an almost flat box filter over a seventh of the image).
 
 # %%
-REFERENCES = {r: P.references_of(setups[r].x[IMAGES[r]], references, blur_kernel=blur_kernel, blur_sigma=blur_sigma)
+REFERENCES = {r: P.references_of(setups[r].x, references, blur_kernel=blur_kernel, blur_sigma=blur_sigma)
               for r in REPLICAS}  # the blur reference is an image per image
 
 # %% [markdown]
@@ -136,7 +130,7 @@ METHODS = {name: (P.TABLE1_METHODS[name][0], {**P.TABLE1_METHODS[name][1], **OPT
 KEYS = {m: zlib.crc32(m.encode()) for m in setup.models}
 maps, searches = {}, {}
 for r in REPLICAS:
-    su, x, y = setups[r], setups[r].x[IMAGES[r]], setups[r].y[IMAGES[r]]
+    su, x, y = setups[r], setups[r].x, setups[r].y
     for m, model in su.models.items():
         maps[r, m] = P.method_maps(model, x, y, METHODS, batch_size=batch_size, layer=su.layers[m],
                                    generator=torch.Generator().manual_seed(fl.perturb.keyed_seed(seed, KEYS[m], r)),
@@ -151,7 +145,7 @@ for r in REPLICAS:
 # %%
 scores, curves = [], []
 for r in REPLICAS:
-    su, x, y = setups[r], setups[r].x[IMAGES[r]], setups[r].y[IMAGES[r]]
+    su, x, y = setups[r], setups[r].x, setups[r].y
     for m, model in su.models.items():
         trajs = P.trajectories(maps[r, m], x, METHODS, edge=edge)
         for ref, reference in REFERENCES[r].items():
@@ -210,22 +204,14 @@ if len(PREMISE_REPLICAS) < len(REPLICAS):
     raise ValueError(f"premise_replicas must be at least replicas ({replicas}), got {premise_replicas}")
 RANDOM = {"Random": P.TABLE1_METHODS["Random"]}
 PREMISE_KEY = zlib.crc32(b"premise (a)")  # the premise's random orders: a stream of their own
-PREMISE_SEEDS = {(n, rep.index): rep.seed for n in NAMES for rep in fs.verdicts.replicas(seed, n, len(PREMISE_REPLICAS))}
 premise_scores = []
 
 # %% [markdown]
 # The premise's scores: the random orders on each premise replica's own images.
 
 # %%
-for r in PREMISE_REPLICAS:
-    train_seeds = None if torchvision_models else {n: PREMISE_SEEDS[n, r] for n in NAMES}
-    su = P.setup(canvas.first(), n_images=premise_images * len(PREMISE_REPLICAS), image_size=canvas.image_size,
-                 r=canvas.r, dataset=dataset, data_dir=data_dir, torchvision_models=torchvision_models, seed=seed,
-                 device=device, train_seeds=train_seeds)
-    x, y = su.x[r * premise_images:(r + 1) * premise_images], su.y[r * premise_images:(r + 1) * premise_images]
-    if len(x) < premise_images:
-        raise ValueError(f"premise_images × premise_replicas ({premise_images} × {len(PREMISE_REPLICAS)}) exceeds "
-                         f"the {len(su.x)} test images of {dataset!r}")
+for r, su in P.replica_models(canvas, len(PREMISE_REPLICAS), n_images=premise_images, **SOURCE).items():
+    x, y = su.x, su.y
     refs = P.references_of(x, references, blur_kernel=blur_kernel, blur_sigma=blur_sigma)
     for m, model in su.models.items():
         g = torch.Generator().manual_seed(fl.perturb.keyed_seed(seed, KEYS[m], r, PREMISE_KEY))
@@ -315,7 +301,7 @@ out.glue("pixel_points", pixel_points)
 PIXEL = {name: METHODS[name] for name in pixel_methods}
 pixel_scores, pixel_curves = [], []
 for r in REPLICAS:
-    su, x, y = setups[r], setups[r].x[IMAGES[r]], setups[r].y[IMAGES[r]]
+    su, x, y = setups[r], setups[r].x, setups[r].y
     for m, model in su.models.items():
         trajs = P.trajectories({name: maps[r, m][name] for name in PIXEL}, x, PIXEL, edge=pixel_edge)
         for ref, reference in REFERENCES[r].items():

@@ -27,19 +27,21 @@ from faithlab.study.papers.trace.claims import (PREMISE_COLUMNS, PREMISE_DROP, P
                                                 claim_reference_robust, claim_search_beats_greedy, claim_search_bound,
                                                 cross_premises, mechanism_premises, premise_outcomes,
                                                 random_test_premises, search_bound_premises, table1_premises)
-from faithlab.study.papers.trace.experiments import (OUTPUT_NAMES, TABLE1_METHODS, curve_rows, curve_sums,
+from faithlab.study.papers.trace.experiments import (META_BUDGET, OUTPUT_NAMES, TABLE1_METHODS, TABU_TENURE,
+                                                     curve_rows, curve_sums,
                                                      deletion_frames, insertion_deletion_frame, method_maps,
                                                      normalised_auc, random_deletion_frame, random_order_sums,
                                                      reference_spread, search_frames, table_layout, trajectories)
 from faithlab.study.papers.trace.setup import (CAM_LAYERS, PAPER_MODELS, SETUP, Setup, TraceModels, first_by_filename,
-                                               references_of, setup)
+                                               models_info, references_of, replica_models, setup)
 
 __all__ = ["TABLE1_METHODS", "OUTPUT_NAMES", "PAPER_MODELS", "CAM_LAYERS", "TraceModels", "Setup", "setup",
-           "first_by_filename", "references_of", "method_maps", "trajectories", "deletion_frames", "search_frames",
+           "replica_models", "models_info", "first_by_filename", "references_of", "method_maps", "trajectories",
+           "deletion_frames", "search_frames",
            "curve_rows",
            "random_deletion_frame", "reference_spread", "normalised_auc", "table_layout", "curve_sums",
            "random_order_sums", "insertion_deletion_frame", "PREMISE_DROP", "PREMISE_GAIN", "PREMISE_COLUMNS",
            "mechanism_premises", "premise_outcomes", "table1_premises", "search_bound_premises", "cross_premises",
            "random_test_premises", "claim_search_bound", "claim_search_beats_greedy", "claim_beats_methods",
            "claim_probability_beats_logit", "claim_random_test", "claim_cross_test", "claim_reference_robust",
-           "claim_insertion_equals_deletion", "SETUP"]
+           "claim_insertion_equals_deletion", "SETUP", "META_BUDGET", "TABU_TENURE"]

@@ -7,6 +7,7 @@ against the executed notebooks' parameters).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,9 +19,11 @@ from faithlab import _validate, data, models, perturb, train
 from faithlab.metrics import search
 from faithlab.study import recipes
 from faithlab.study.papers.setup import Setting
+from faithlab.study.verdicts import replication
+from faithlab.study.verdicts.replication import Replica
 
-__all__ = ["PAPER_MODELS", "CAM_LAYERS", "DENSENET_SMALL", "TraceModels", "Setup", "setup", "first_by_filename",
-           "references_of", "SETUP"]
+__all__ = ["PAPER_MODELS", "CAM_LAYERS", "DENSENET_SMALL", "TraceModels", "Setup", "setup", "replica_models",
+           "models_info", "first_by_filename", "references_of", "SETUP"]
 
 
 PAPER_MODELS = ("resnet18", "vgg16", "alexnet", "googlenet", "mobilenet_v3_large", "densenet161")
@@ -117,7 +120,7 @@ def _torchvision_entry(entry) -> tuple[str, dict]:
 def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float = 0.45,
           dataset: str = "canvas_digits", data_dir: str | None = None, torchvision_models: tuple = (),
           seed: int = 0, device: str | torch.device = "cpu", n_reference: int = 1000,
-          train_seeds: Mapping[str, int] | None = None) -> Setup:
+          replicas: Mapping[str, Replica] | None = None) -> Setup:
     """Stand-ins or the paper's models, and the images they are all evaluated on.
 
     Default (``torchvision_models`` empty): coloured canvas digits of ``image_size``² pixels whose foreground
@@ -134,8 +137,9 @@ def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float
     training canvases, or with ``torchvision_models`` the first ``n_reference`` images of ``dataset`` by file name
     (ImageNet's val split only is read, so they include the evaluated images).
 
-    train_seeds: ``{model name: training seed}`` (a replica's, :func:`faithlab.study.verdicts.replica_seed`); the data stay
-    keyed to ``seed``. A model missing from it is trained with ``seed`` (the cache keys on the training seed).
+    seed: the data's (the canvases, their split). replicas: ``{model name: Replica}``, the replica of each model to
+    train (:func:`faithlab.study.verdicts.replicas`; its ``replica.seed`` is the training's, in the cache key); a model
+    missing from it is trained with ``seed`` itself. :func:`replica_models` is the notebooks' replica loop over this.
     """
     n_images = _validate.positive_int(n_images, "n_images")
     n_reference = _validate.positive_int(n_reference, "n_reference")
@@ -150,7 +154,7 @@ def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float
             model, _, train_data, test = recipes.canvas_classifier(image_size=image_size, r=r, color=True,
                                                           model_name=s["model"], width=s["width"],
                                                           n_epochs=s["n_epochs"], seed=seed, device=device,
-                                                          train_seed=(train_seeds or {}).get(s["name"]))
+                                                          replica=(replicas or {}).get(s["name"]))
             trained[s["name"]] = model
             rows.append({"model": s["name"], "architecture": s["model"], "width": s["width"],
                          "epochs": s["n_epochs"], "test accuracy": train.loss_and_accuracy(model, test)["accuracy"]})
@@ -174,6 +178,38 @@ def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float
                                                                   device=device)["accuracy"]})
     layers = {name: CAM_LAYERS.get(name) for name in trained} if torchvision_models else dict.fromkeys(trained)
     return Setup(trained, x.to(device), y.to(device), pd.DataFrame(rows), layers, reference.to(device))
+
+
+def replica_models(canvas: TraceModels, n: int, *, n_images: int, n_models: int | None = None, seed: int = 0,
+                   dataset: str = "canvas_digits", data_dir: str | None = None, torchvision_models: Sequence = (),
+                   device: str | torch.device = "cpu") -> dict[int, Setup]:
+    """The replica loop of TRACE's notebooks → ``{r: Setup}`` for r < ``n``: replica r of each of the first
+    ``n_models`` of ``canvas`` (None: all), trained (or read from the cache) by :func:`setup` with its own seed,
+    :func:`faithlab.study.verdicts.replicas` (seed, <model name>, n)'s replica r, derived from ``seed``, the model's
+    name and r (the data stay those of ``seed``); with ``torchvision_models`` the pretrained weights, the same in
+    every replica (``n`` is then 1). Replica r's ``x``, ``y`` are its own ``n_images`` test images, images
+    r·n_images … (r + 1)·n_images − 1 of the first n·n_images."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"replicas must be an int ≥ 1, got {n!r}")
+    n_images = _validate.positive_int(n_images, "n_images")
+    settings = canvas.first(n_models)
+    seeds = {s["name"]: list(replication.replicas(seed, s["name"], n)) for s in settings}
+    setups = {}
+    for r in range(n):
+        su = setup(settings, n_images=n_images * n, image_size=canvas.image_size, r=canvas.r, dataset=dataset,
+                   data_dir=data_dir, torchvision_models=tuple(torchvision_models), seed=seed, device=device,
+                   replicas=None if torchvision_models else {name: reps[r] for name, reps in seeds.items()})
+        if len(su.x) < n_images * n:
+            raise ValueError(f"n_images × replicas ({n_images} × {n}) exceeds the {len(su.x)} test images of "
+                             f"{dataset!r}")
+        own = slice(r * n_images, (r + 1) * n_images)
+        setups[r] = dataclasses.replace(su, x=su.x[own], y=su.y[own])
+    return setups
+
+
+def models_info(setups: Mapping[int, Setup]) -> pd.DataFrame:
+    """Every replica's models (:attr:`Setup.info`) with a ``replica`` column, replica by replica."""
+    return pd.concat([su.info.assign(replica=r) for r, su in setups.items()], ignore_index=True)
 
 
 def references_of(x: torch.Tensor, references: Sequence[str], *, blur_kernel: int, blur_sigma: float) -> dict:
