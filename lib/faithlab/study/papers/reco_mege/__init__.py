@@ -5,7 +5,7 @@ sets compute them once), the chapter's mechanism premise (the k models beat chan
 decided over the replicas), and the claims R1 (:func:`claim_gradcam_best_reco`), R2 (:func:`claim_mege_falls`), R3
 (:func:`claim_lipschitz`), Table 3's (:func:`claim_table3`) and the study checks R4
 (:func:`~faithlab.study.papers.reco_mege.claims.sanity.claim_sanity_checks`) and R5 (:func:`claim_identical_models`), each decided by
-its rule in ``faithlab/study/verdicts/registered/reco_mege.toml``.
+the rule registered above it.
 
 The metric lives in :mod:`faithlab.metrics.papers.reco_mege.crossfold` (μF and S_avg, which the paper compares it with,
 in :mod:`faithlab.metrics.papers.reco_mege.baselines`); the training in :func:`faithlab.train.cross_train`.

@@ -12,10 +12,10 @@ the results out, one module per concept:
   frames of scores and curves, one row per image (or per image and curve point), so the claims can bootstrap over
   images;
 - :mod:`~faithlab.study.papers.trace.claims`: the claims T1–T6 (``claim_*``, each a
-  :class:`faithlab.study.verdicts.Claim` decided by its rule in ``faithlab/study/verdicts/registered/trace.toml``) and the
+  :class:`faithlab.study.verdicts.Claim` decided by the rule registered above it) and the
   chapter's mechanism premise (``mechanism_premises``), one module per concept;
 - :mod:`~faithlab.study.papers.trace.paper`: the paper's numbers (Table 1) and the margins derived from them, read by
-  the notebook, the claims and the rules file's tests.
+  the notebook, the claims and the rules' tests.
 
 Every public name is re-exported here (``faithlab.study.papers.trace.deletion_frames``).
 """
