@@ -184,15 +184,15 @@ def test_no_module_over_600_lines():
 # -- notebooks read like chapters -------------------------------------------------------------------------------------
 
 def code_cells(text: str) -> list[tuple[int, int]]:
-    """(first line, non-blank lines) of each code cell of a py:percent notebook. The cell tagged "parameters" is
-    left out: it is the notebook's list of knobs (``name = <literal>`` lines, parsed, never executed by the runner),
-    one per line, and papermill injects the run's values after it, so it cannot be split."""
+    """(first line, non-blank lines) of each code cell of a py:percent notebook, the parameters cell included (a
+    notebook's knobs are the values a rerunning researcher varies; fixed protocol constants live in the paper's
+    package)."""
     cells, start, count, code = [], None, 0, False
     for i, line in enumerate(text.splitlines() + ["# %%"], 1):
         if line.startswith("# %%"):
             if code and start is not None:
                 cells.append((start, count))
-            start, count, code = i, 0, "[markdown]" not in line and "parameters" not in line
+            start, count, code = i, 0, "[markdown]" not in line
         elif line.strip():
             count += 1
     return cells
@@ -209,7 +209,7 @@ def test_notebook_code_cells_are_short(notebook):
 
 def test_the_cell_check_counts_lines():
     text = "# %% tags=['parameters']\na = 1\n\n# %% [markdown]\n" + "# x\n" * 40 + "# %%\n" + "b = 2\n" * 26
-    assert code_cells(text) == [(45, 26)]
+    assert code_cells(text) == [(1, 1), (45, 26)]
     assert code_cells("# %%\nc = 3\n\nd = 4\n") == [(1, 2)]
 
 
