@@ -25,7 +25,7 @@
 # times (independent training seeds on the same stand-in data): the unit of replication is the trained model, so
 # every claim's interval is a t interval on the replicas' statistics (their means over the XAI images), and each
 # replica scores its own, disjoint block of the test split. The claims are decided by their pre-registered rules
-# (`lib/faithlab/study/verdicts/registered/fewclass.toml`).
+# (each registered above its claim function in `fs.papers.fewclass.claims`).
 
 # %% tags=["parameters"]
 tasks = ["vehicles", "ct"]
@@ -234,7 +234,7 @@ P.wide_table(frames[tasks[0]]["localisation"], SCORE[tasks[0]]).style.format(pre
 # %% [markdown]
 # ## Claims
 # Each claim is a function of `faithlab.study.papers.fewclass`, decided by its pre-registered rule
-# (`lib/faithlab/study/verdicts/registered/fewclass.toml`: statistic, direction, margin with its source in the paper,
+# (registered above it in `fs.papers.fewclass.claims`: statistic, direction, margin with its source in the paper,
 # how the cells combine), by the equivalence logic of `faithlab.study.verdicts`: a cell holds when its 95 % interval lies
 # beyond the margin in the paper's direction, fails when it lies wholly short of it (inside the band of no
 # meaningful effect, or reversed), and is undecided when it straddles it. The intervals are t intervals on the

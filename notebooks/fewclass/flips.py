@@ -99,7 +99,7 @@ fl.plots.readable(summary.assign(task=summary["task"].map(NAME)),
 # %% [markdown]
 # ## C5
 # **(a) The class-flip failure**, on the binary task (`P.claim_class_flip`), three named parts, each decided by its
-# own pre-registered rule (`lib/faithlab/study/verdicts/registered/fewclass.toml`) over the XAI images of every trained
+# own pre-registered rule (registered above the function in `fs.papers.fewclass.claims`) over the XAI images of every trained
 # replica: *C5a.confident*, per binary model and classic reference (zero, mean), U after the replacement lies above
 # the paper's Δ = 0.05 (t interval on the replica means); *C5a.switch*, the share of images whose class switches
 # lies above a quarter (its interval at the replica level: the t interval on the replica shares joined with the

@@ -487,8 +487,8 @@ agreement_table
 
 # %% [markdown]
 # ## Verdicts
-# Each claim is a function of `fs.papers.ffidelity` decided by its registered rule (the rules file
-# `lib/faithlab/study/verdicts/registered/ffidelity.toml`: statistic, direction, margin from the paper's numbers, how the
+# Each claim is a function of `fs.papers.ffidelity` decided by its registered rule (registered above it in
+# `fs.papers.ffidelity.claims`: statistic, direction, margin from the paper's numbers, how the
 # cells combine); `out.claim` records it with its replica agreement and the power analysis. Every claim on a data
 # set takes that data set's FF.OOD outcome as its premise (fails: not testable here; undecided: inconclusive). One
 # verdict per explainer, as the paper reports one per explainer.

@@ -221,8 +221,8 @@ out.figure(fig, "boundary")
 
 # %% [markdown]
 # ## Claims
-# Each claim is a function of `fs.papers.ffidelity` decided by its registered rule (the rules file
-# `lib/faithlab/study/verdicts/registered/ffidelity.toml`: statistic, direction, margin from the paper's numbers, how the
+# Each claim is a function of `fs.papers.ffidelity` decided by its registered rule (registered above it in
+# `fs.papers.ffidelity.claims`: statistic, direction, margin from the paper's numbers, how the
 # cells combine). The unit is a test input of one trained replica; every comparison is paired (all models of a
 # replica see the same masked copies of the same inputs), and its interval is a t interval on the replica means —
 # or on one statistic per replica where the compared inputs differ. `out.claim` records each with its replica

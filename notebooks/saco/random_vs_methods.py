@@ -25,7 +25,7 @@
 # replica of "a small ViT trained on the digits" (the paper averages its claims over its three ViTs): each claim
 # averages its per-image statistic per trained model and decides by the t interval on those model means (or, for a
 # correlation, on one value per model), against a margin taken from the paper's numbers, as its pre-registered rule
-# (`faithlab/study/verdicts/registered/saco.toml`) says. The `paper` profile instead sets `timm_models` (ViT-B/16,
+# (registered above its function in `fs.papers.saco.claims`) says. The `paper` profile instead sets `timm_models` (ViT-B/16,
 # ViT-L/16, DeiT-B/16 with their ImageNet weights) and `dataset = "imagenet_val"`; the timm models are then the
 # settings.
 

@@ -192,8 +192,8 @@ mean_scores.round(3)
 # {cite:t}`miro2024fidelity` explained a decision tree by its own decision path and found that no fidelity metric
 # scored this perfect explanation within 30 % of the metric's ideal. For the metrics that state an ideal value
 # (SaCo, μF, Few-class Fid), how far from it does a perfect explanation land, and is that closer than random maps?
-# `syn.claim_ideal_gap` decides by the claim's registered rule (MN1 in `lib/faithlab/study/verdicts/registered/
-# synthesis.toml`, fixed before the result): a metric counts when it tells the perfect explanation from random maps
+# `syn.claim_ideal_gap` decides by the claim's registered rule (MN1, registered above
+# it in `fs.papers.synthesis.claims`, fixed before the result): a metric counts when it tells the perfect explanation from random maps
 # (its mean (perfect − random) / range, a t interval on the replica means, above 0.05); per counted metric, the t
 # interval on the replica means of its mean gap |score − ideal| / range is judged against the paper's 30 %: beyond
 # it the claim holds for that metric, wholly short of it (within 30 %) it fails, across it it is undecided. The

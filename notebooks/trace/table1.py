@@ -179,7 +179,7 @@ appendix_g.style.format(precision=2, subset=ORDER)
 # %% [markdown]
 # ## T2: TRACE beats every method
 # The claim functions `fs.papers.trace.claim_beats_methods` (per model) and `claim_probability_beats_logit`
-# decide T2 and T2b by their registered rules (`faithlab/study/verdicts/registered/trace.toml`); both are in the claims
+# decide T2 and T2b by their rules, registered above them in `fs.papers.trace.claims`; both are in the claims
 # table. TRACE optimises the very score it is judged by, so that it wins at all is close to built in: T2 asks, per
 # model, that T-p beat every method under every reference by the margin taken from the paper's Table 1 (each
 # method's shortfall from T-p, as a share of T-p's score, above half the paper's smallest), the t interval on the
