@@ -362,6 +362,12 @@ def test_every_command_of_the_readme_exists(monkeypatch, capsys):
             for f in flags(words[2:]):
                 assert accepts(usage, f), f"{line!r}: {words[1]} has no option {f}"
             seen.add("script")
+        elif words[:2] == ["python", "-m"] and words[2].startswith("faithlab.") and len(words) == 3:
+            # a module run as a script without arguments (the rules audit): it must exist and have a __main__
+            import importlib.util
+
+            assert importlib.util.find_spec(f"{words[2]}.__main__") is not None, f"{line!r}: no {words[2]}.__main__"
+            seen.add("module")
         elif words[:2] == ["pip", "install"]:
             extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
                 "optional-dependencies"]
@@ -378,7 +384,7 @@ def test_every_command_of_the_readme_exists(monkeypatch, capsys):
             seen.add("pip")
         else:
             raise AssertionError(f"the README names a command this test does not know how to check: {line!r}")
-    assert seen == {"make", "evaluate", "study", "script", "pip"}
+    assert seen == {"make", "evaluate", "study", "script", "pip", "module"}
     # the flags the prose lists for faithlab evaluate
     paragraph = README.split("--estimate-only", 1)[0].rsplit("\n\n", 1)[1] + README.split("--estimate-only", 1)[1]
     paragraph = paragraph.split("\n\n", 1)[0]
