@@ -17,7 +17,8 @@ Each registration carries its change log (``log=[...]``, oldest first): one entr
 ``change`` registered/changed/removed, ``why``, and ``field``, ``old``, ``new`` for a change), the registration
 first; the last entry carries the ``fingerprint`` of the rule after it (:func:`fingerprint`), so that a change
 without a log entry is caught (:func:`audit`, tests/package/test_rules.py, ``python -m faithlab.study.verdicts``,
-which prints the fingerprint to write).
+which prints the fingerprint to write). A chapter's rules registered together share that first entry, written once
+in the chapter's claims package (``claims/registration.py``: ``{**REGISTERED, "fingerprint": ...}``).
 
 Until issue 73 the rules lived in one TOML file per chapter (``registered/<paper>.toml`` beside this module), with a
 file-wide change log whose fingerprints covered whole files; those files and their logs stay in git history. Each

@@ -176,13 +176,19 @@ def rules_html(scorecard: pd.DataFrame, docname: str, paper: str) -> str:
 
 def registration_sources(paper: str) -> list[str]:
     """The committed source of each registration of ``paper`` (its rules' and answers' decorators, down to the
-    ``def`` line of the function they decorate), one string per function, in the order of the code."""
+    ``def`` line of the function they decorate), one string per function, in the order of the code; first the
+    entry the chapter's registrations share (``claims.registration.REGISTERED``), where it has one."""
     import importlib
     import inspect
 
     from faithlab.study.verdicts.rules import registrations
 
     out, seen = [], set()
+    try:
+        shared = importlib.import_module(f"faithlab.study.papers.{paper}.claims.registration")
+        out.append(f"# {shared.__name__}\n" + inspect.getsource(shared).rstrip())
+    except (ImportError, OSError, TypeError):
+        pass
     for r in registrations().values():
         if r.fields.get("paper") != paper or r.where in seen:
             continue

@@ -11,6 +11,7 @@ import pandas as pd
 import torch
 
 from faithlab.study import verdicts
+from faithlab.study.papers.fewclass.claims.registration import REGISTERED
 from faithlab.study.papers.fewclass import paper
 from faithlab.study.papers.fewclass.experiments import METHODS
 from faithlab.study.papers.fewclass.paper import PAPER_C1
@@ -42,20 +43,7 @@ from faithlab.study.papers.fewclass.claims.premises import (ROOM_BELOW, both_pre
     note=("'lowest' means losing to none: every other method must lie above Random by more than the margin; one "
           "method shown within the margin (or below Random) makes the claim not reproduced"),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, fixed from the paper "
-                 "before the new outcomes. C1: margin 0 → 0.0075 (half the smallest Random gap of Tables 1–2), "
-                 "decided over every method (was two thirds of them, from_settings). C2: its share now a share "
-                 "interval at the replica level (was a two-stage bootstrap), margin 0.9 kept, every task × model. "
-                 "C3: margin 0 → 0.0115 (half the median SG gain of Table 1), 'most' = more than half (share 0.51; "
-                 "was the house's two thirds). C4: one statistic, the replicas' mean ρ against 0.5 with a t "
-                 "interval on the replica statistics (was a two-stage bootstrap with 'partly' above 0). C5a: three "
-                 "named parts registered as rules of their own, margins from Δ of eq. 3 and a stated convention for "
-                 "the switch share (was 'holds when all three checks do', bootstrap). C5b: stays a study check, now "
-                 "a Wilson interval of the values meeting their bound (was an exact share). Every claim rests on 3 "
-                 "trained replicas of ≥ 30 XAI images per cell, each replica its own disjoint block of the test "
-                 "split; the mechanism premise is decided with a share interval at the replica level (was a Wilson "
-                 "interval of one model).")},
+        REGISTERED,
         {"date": "2026-11-27", "change": "changed",
          "field": "premises",
          "old": ["the paper's mechanism on the stand-in, for the task × model: under the fixed zero reference "
@@ -165,21 +153,7 @@ def alteration_gains(fid: pd.DataFrame, *, alterations: Sequence[str] = ("SG", "
           "Table 1 raises 12 and 11 of 14 cells per alteration (23 of 28), and 21 of its 28 cells gain more than the "
           "margin"),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, fixed from the paper "
-                 "before the new outcomes. C1: margin 0 → 0.0075 (half the smallest Random gap of Tables 1–2), "
-                 "decided over every method (was two thirds of them, from_settings). C2: its share now a share "
-                 "interval at the replica level (was a two-stage bootstrap), margin 0.9 kept, every task × model. "
-                 "C3: margin 0 → 0.0115 (half the median SG gain of Table 1), 'most' = more than half (share 0.51; "
-                 "was the house's two thirds). C4: one statistic, the replicas' mean ρ against 0.5 with a t interval "
-                 "on the replica statistics (was a two-stage bootstrap with 'partly' above 0). C5a: three named "
-                 "parts registered as rules of their own, margins from Δ of eq. 3 and a stated convention for the "
-                 "switch share (was 'holds when all three checks do', bootstrap). C5b: stays a study check, now a "
-                 "Wilson interval of the values meeting their bound (was an exact share). Every claim rests on 3 "
-                 "trained replicas of ≥ 30 XAI images per cell, each replica its own disjoint block of the test "
-                 "split; the mechanism premise is decided with a share interval at the replica level (was a Wilson "
-                 "interval of one model)."),
-         "fingerprint": "2d20e655aeb2"},
+        {**REGISTERED, "fingerprint": "2d20e655aeb2"},
     ],
 )
 def claim_alteration_gains(fid: pd.DataFrame, *, alterations: Sequence[str] = ("SG", "SG²"), task: str = "vehicles",
@@ -258,21 +232,7 @@ def _rho_per_replica(fid: pd.DataFrame, loc: pd.DataFrame, score: str, groups: l
     unit=("trained replica (its statistic rests on its own XAI images; the units counted are the images pooled over "
           "the replicas)"),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, fixed from the paper "
-                 "before the new outcomes. C1: margin 0 → 0.0075 (half the smallest Random gap of Tables 1–2), "
-                 "decided over every method (was two thirds of them, from_settings). C2: its share now a share "
-                 "interval at the replica level (was a two-stage bootstrap), margin 0.9 kept, every task × model. "
-                 "C3: margin 0 → 0.0115 (half the median SG gain of Table 1), 'most' = more than half (share 0.51; "
-                 "was the house's two thirds). C4: one statistic, the replicas' mean ρ against 0.5 with a t interval "
-                 "on the replica statistics (was a two-stage bootstrap with 'partly' above 0). C5a: three named "
-                 "parts registered as rules of their own, margins from Δ of eq. 3 and a stated convention for the "
-                 "switch share (was 'holds when all three checks do', bootstrap). C5b: stays a study check, now a "
-                 "Wilson interval of the values meeting their bound (was an exact share). Every claim rests on 3 "
-                 "trained replicas of ≥ 30 XAI images per cell, each replica its own disjoint block of the test "
-                 "split; the mechanism premise is decided with a share interval at the replica level (was a Wilson "
-                 "interval of one model)."),
-         "fingerprint": "bd2efa3d273b"},
+        {**REGISTERED, "fingerprint": "bd2efa3d273b"},
     ],
 )
 def claim_rank_agreement(fid: pd.DataFrame, loc: pd.DataFrame, *, task: str, score: str,

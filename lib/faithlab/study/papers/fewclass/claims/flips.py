@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab.study import verdicts
+from faithlab.study.papers.fewclass.claims.registration import REGISTERED
 from faithlab.study.papers.fewclass.claims.premises import (RANDOM_CANDIDATE_BELOW, SELECTED, both_premises,
                                                             cell_of, replica_groups, share_of, with_replica)
 
@@ -31,21 +32,7 @@ from faithlab.study.papers.fewclass.claims.premises import (RANDOM_CANDIDATE_BEL
     replicas=3, units=30, interval="share: t on replica shares ∪ Wilson",
     unit="XAI image (each trained replica its own, disjoint block of the test split)",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, fixed from the paper "
-                 "before the new outcomes. C1: margin 0 → 0.0075 (half the smallest Random gap of Tables 1–2), "
-                 "decided over every method (was two thirds of them, from_settings). C2: its share now a share "
-                 "interval at the replica level (was a two-stage bootstrap), margin 0.9 kept, every task × model. "
-                 "C3: margin 0 → 0.0115 (half the median SG gain of Table 1), 'most' = more than half (share 0.51; "
-                 "was the house's two thirds). C4: one statistic, the replicas' mean ρ against 0.5 with a t interval "
-                 "on the replica statistics (was a two-stage bootstrap with 'partly' above 0). C5a: three named "
-                 "parts registered as rules of their own, margins from Δ of eq. 3 and a stated convention for the "
-                 "switch share (was 'holds when all three checks do', bootstrap). C5b: stays a study check, now a "
-                 "Wilson interval of the values meeting their bound (was an exact share). Every claim rests on 3 "
-                 "trained replicas of ≥ 30 XAI images per cell, each replica its own disjoint block of the test "
-                 "split; the mechanism premise is decided with a share interval at the replica level (was a Wilson "
-                 "interval of one model)."),
-         "fingerprint": "858224cb99c0"},
+        {**REGISTERED, "fingerprint": "858224cb99c0"},
     ],
 )
 def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
@@ -104,21 +91,7 @@ def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
     unit="XAI image of a binary model (each trained replica its own, disjoint block of the test split)",
     note="partly reproduced when two of the three parts are reproduced (more than half, fixed before the data)",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, fixed from the paper "
-                 "before the new outcomes. C1: margin 0 → 0.0075 (half the smallest Random gap of Tables 1–2), "
-                 "decided over every method (was two thirds of them, from_settings). C2: its share now a share "
-                 "interval at the replica level (was a two-stage bootstrap), margin 0.9 kept, every task × model. "
-                 "C3: margin 0 → 0.0115 (half the median SG gain of Table 1), 'most' = more than half (share 0.51; "
-                 "was the house's two thirds). C4: one statistic, the replicas' mean ρ against 0.5 with a t interval "
-                 "on the replica statistics (was a two-stage bootstrap with 'partly' above 0). C5a: three named "
-                 "parts registered as rules of their own, margins from Δ of eq. 3 and a stated convention for the "
-                 "switch share (was 'holds when all three checks do', bootstrap). C5b: stays a study check, now a "
-                 "Wilson interval of the values meeting their bound (was an exact share). Every claim rests on 3 "
-                 "trained replicas of ≥ 30 XAI images per cell, each replica its own disjoint block of the test "
-                 "split; the mechanism premise is decided with a share interval at the replica level (was a Wilson "
-                 "interval of one model)."),
-         "fingerprint": "adf65e7b3ad2"},
+        {**REGISTERED, "fingerprint": "adf65e7b3ad2"},
     ],
 )
 @verdicts.registered(
@@ -133,21 +106,7 @@ def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
     premises=["a binary task was run"], replicas=3, units=30, interval="t on replica means",
     unit="XAI image of a binary model",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, fixed from the paper "
-                 "before the new outcomes. C1: margin 0 → 0.0075 (half the smallest Random gap of Tables 1–2), "
-                 "decided over every method (was two thirds of them, from_settings). C2: its share now a share "
-                 "interval at the replica level (was a two-stage bootstrap), margin 0.9 kept, every task × model. "
-                 "C3: margin 0 → 0.0115 (half the median SG gain of Table 1), 'most' = more than half (share 0.51; "
-                 "was the house's two thirds). C4: one statistic, the replicas' mean ρ against 0.5 with a t interval "
-                 "on the replica statistics (was a two-stage bootstrap with 'partly' above 0). C5a: three named "
-                 "parts registered as rules of their own, margins from Δ of eq. 3 and a stated convention for the "
-                 "switch share (was 'holds when all three checks do', bootstrap). C5b: stays a study check, now a "
-                 "Wilson interval of the values meeting their bound (was an exact share). Every claim rests on 3 "
-                 "trained replicas of ≥ 30 XAI images per cell, each replica its own disjoint block of the test "
-                 "split; the mechanism premise is decided with a share interval at the replica level (was a Wilson "
-                 "interval of one model)."),
-         "fingerprint": "b95831dd86b7"},
+        {**REGISTERED, "fingerprint": "b95831dd86b7"},
     ],
 )
 @verdicts.registered(
@@ -161,21 +120,7 @@ def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
     premises=["a binary task was run"], replicas=3, units=30, interval="share: t on replica shares ∪ Wilson",
     unit="XAI image of a binary model",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, fixed from the paper "
-                 "before the new outcomes. C1: margin 0 → 0.0075 (half the smallest Random gap of Tables 1–2), "
-                 "decided over every method (was two thirds of them, from_settings). C2: its share now a share "
-                 "interval at the replica level (was a two-stage bootstrap), margin 0.9 kept, every task × model. "
-                 "C3: margin 0 → 0.0115 (half the median SG gain of Table 1), 'most' = more than half (share 0.51; "
-                 "was the house's two thirds). C4: one statistic, the replicas' mean ρ against 0.5 with a t interval "
-                 "on the replica statistics (was a two-stage bootstrap with 'partly' above 0). C5a: three named "
-                 "parts registered as rules of their own, margins from Δ of eq. 3 and a stated convention for the "
-                 "switch share (was 'holds when all three checks do', bootstrap). C5b: stays a study check, now a "
-                 "Wilson interval of the values meeting their bound (was an exact share). Every claim rests on 3 "
-                 "trained replicas of ≥ 30 XAI images per cell, each replica its own disjoint block of the test "
-                 "split; the mechanism premise is decided with a share interval at the replica level (was a Wilson "
-                 "interval of one model)."),
-         "fingerprint": "ece8c17fbb3b"},
+        {**REGISTERED, "fingerprint": "ece8c17fbb3b"},
     ],
 )
 @verdicts.registered(
@@ -189,21 +134,7 @@ def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
     premises=["a binary task was run"], replicas=3, units=30, interval="t on replica means",
     unit="XAI image of a binary model",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, fixed from the paper "
-                 "before the new outcomes. C1: margin 0 → 0.0075 (half the smallest Random gap of Tables 1–2), "
-                 "decided over every method (was two thirds of them, from_settings). C2: its share now a share "
-                 "interval at the replica level (was a two-stage bootstrap), margin 0.9 kept, every task × model. "
-                 "C3: margin 0 → 0.0115 (half the median SG gain of Table 1), 'most' = more than half (share 0.51; "
-                 "was the house's two thirds). C4: one statistic, the replicas' mean ρ against 0.5 with a t interval "
-                 "on the replica statistics (was a two-stage bootstrap with 'partly' above 0). C5a: three named "
-                 "parts registered as rules of their own, margins from Δ of eq. 3 and a stated convention for the "
-                 "switch share (was 'holds when all three checks do', bootstrap). C5b: stays a study check, now a "
-                 "Wilson interval of the values meeting their bound (was an exact share). Every claim rests on 3 "
-                 "trained replicas of ≥ 30 XAI images per cell, each replica its own disjoint block of the test "
-                 "split; the mechanism premise is decided with a share interval at the replica level (was a Wilson "
-                 "interval of one model)."),
-         "fingerprint": "2cb119e6b00e"},
+        {**REGISTERED, "fingerprint": "2cb119e6b00e"},
     ],
 )
 def claim_class_flip(flips: pd.DataFrame, *, binary: Sequence[str]) -> verdicts.Claim:
@@ -281,21 +212,7 @@ def claim_class_flip(flips: pd.DataFrame, *, binary: Sequence[str]) -> verdicts.
     unit="computed Fid value (not trained: the replica minimum does not apply)",
     note="a study check (an identity of eq. 1), not one of the paper's claims",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, fixed from the paper "
-                 "before the new outcomes. C1: margin 0 → 0.0075 (half the smallest Random gap of Tables 1–2), "
-                 "decided over every method (was two thirds of them, from_settings). C2: its share now a share "
-                 "interval at the replica level (was a two-stage bootstrap), margin 0.9 kept, every task × model. "
-                 "C3: margin 0 → 0.0115 (half the median SG gain of Table 1), 'most' = more than half (share 0.51; "
-                 "was the house's two thirds). C4: one statistic, the replicas' mean ρ against 0.5 with a t interval "
-                 "on the replica statistics (was a two-stage bootstrap with 'partly' above 0). C5a: three named "
-                 "parts registered as rules of their own, margins from Δ of eq. 3 and a stated convention for the "
-                 "switch share (was 'holds when all three checks do', bootstrap). C5b: stays a study check, now a "
-                 "Wilson interval of the values meeting their bound (was an exact share). Every claim rests on 3 "
-                 "trained replicas of ≥ 30 XAI images per cell, each replica its own disjoint block of the test "
-                 "split; the mechanism premise is decided with a share interval at the replica level (was a Wilson "
-                 "interval of one model)."),
-         "fingerprint": "e95ba57aeb9c"},
+        {**REGISTERED, "fingerprint": "e95ba57aeb9c"},
     ],
 )
 def claim_fid_bounds(values: pd.DataFrame) -> verdicts.Claim:

@@ -17,6 +17,7 @@ import torch
 from faithlab import _validate, explainers, perturb
 
 from faithlab.study import verdicts
+from faithlab.study.papers.ffidelity.claims.registration import REGISTERED
 from faithlab.study.verdicts import replication
 from faithlab.metrics.papers import ffidelity
 from faithlab.study.papers.ffidelity.claims.ranking import apply_premise, premise_text
@@ -105,23 +106,7 @@ def _groups(wide: pd.DataFrame):
     note=("decided on every data set the chapter's claims use; the claims on that data set take it as their premise "
           "(fails: not testable here; undecided: inconclusive)"),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
-                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
-                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
-                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
-                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
-                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
-                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
-                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
-                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
-                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
-                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
-                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
-                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
-                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
-                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
-         "fingerprint": "90080c591fbf"},
+        {**REGISTERED, "fingerprint": "90080c591fbf"},
     ],
 )
 def claim_ood_check(per_input: pd.DataFrame, *, data: str, original: str = "original",
@@ -217,23 +202,7 @@ def per_image_ffid(model, x: torch.Tensor, y: torch.Tensor, maps: Mapping[str, t
     decision="single", null="no difference between the two maps", premises=["FF.OOD holds on the data set"], replicas=3,
     units=30, interval="t on replica means", unit="test image of one trained replica",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
-                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
-                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
-                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
-                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
-                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
-                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
-                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
-                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
-                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
-                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
-                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
-                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
-                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
-                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
-         "fingerprint": "e5f48d5b8a08"},
+        {**REGISTERED, "fingerprint": "e5f48d5b8a08"},
     ],
 )
 @verdicts.registered(
@@ -247,23 +216,7 @@ def per_image_ffid(model, x: torch.Tensor, y: torch.Tensor, maps: Mapping[str, t
     decision="single", null="no difference between the two maps", premises=["FF.OOD holds on the data set"], replicas=3,
     units=30, interval="t on replica means", unit="test image of one trained replica",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
-                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
-                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
-                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
-                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
-                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
-                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
-                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
-                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
-                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
-                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
-                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
-                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
-                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
-                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
-         "fingerprint": "1247d09ecd4f"},
+        {**REGISTERED, "fingerprint": "1247d09ecd4f"},
     ],
 )
 @verdicts.registered(
@@ -276,23 +229,7 @@ def per_image_ffid(model, x: torch.Tensor, y: torch.Tensor, maps: Mapping[str, t
     note=("two named parts in the paper ('higher FFid+ and lower FFid−'): one of two reproduced is partly; decided "
           "once per table (Table 11: fine-tuned on the training set; Table 12: on the evaluation set)"),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
-                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
-                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
-                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
-                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
-                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
-                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
-                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
-                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
-                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
-                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
-                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
-                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
-                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
-                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
-         "fingerprint": "a5a59f06e93e"},
+        {**REGISTERED, "fingerprint": "a5a59f06e93e"},
     ],
 )
 def claim_map_preferred(per_image: pd.DataFrame, *, setting: str, better: str = "GradCAM", worse: str = "Saliency",
@@ -379,23 +316,7 @@ def cost_table(costs: pd.DataFrame, *, finetune_epochs: int, roar_epochs: int) -
     note=("a ratio fixed by the design (the number of training runs), the same in every replica: a study check, its "
           "interval of equal values the value itself"),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
-                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
-                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
-                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
-                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
-                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
-                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
-                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
-                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
-                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
-                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
-                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
-                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
-                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
-                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
-         "fingerprint": "851b13702781"},
+        {**REGISTERED, "fingerprint": "851b13702781"},
     ],
 )
 def claim_cost(cost_tables: pd.DataFrame, *, target: str = "F-Fidelity", other: str = "ROAR",

@@ -14,6 +14,7 @@ from faithlab import _validate
 from faithlab.metrics import statistics as stats
 
 from faithlab.study import verdicts
+from faithlab.study.papers.ffidelity.claims.registration import REGISTERED
 from faithlab.study.verdicts import replication
 from faithlab.metrics.papers import ffidelity
 
@@ -371,23 +372,7 @@ margin."""
     unit="trained replica (its test images, pooled, are the units behind it)",
     note="'better than the others' read as beating every competitor; the same rule as F7 with Tables 1-2's numbers",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
-                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
-                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
-                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
-                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
-                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
-                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
-                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
-                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
-                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
-                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
-                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
-                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
-                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
-                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
-         "fingerprint": "b23171b01ca4"},
+        {**REGISTERED, "fingerprint": "b23171b01ca4"},
     ],
 )
 @verdicts.registered(
@@ -408,23 +393,7 @@ margin."""
     unit="trained replica (its test images, pooled, are the units behind it)",
     note="the rule of F1 with the numbers of Tables 5 and 10",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
-                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
-                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
-                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
-                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
-                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
-                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
-                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
-                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
-                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
-                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
-                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
-                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
-                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
-                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
-         "fingerprint": "dd28d639121c"},
+        {**REGISTERED, "fingerprint": "dd28d639121c"},
     ],
 )
 def claim_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value, n_images: int,
@@ -493,23 +462,7 @@ def claim_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
     replicas=3, units=30, interval="t on replica statistics",
     unit="trained replica (its test images, pooled, are the units behind it)",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
-                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
-                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
-                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
-                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
-                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
-                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
-                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
-                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
-                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
-                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
-                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
-                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
-                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
-                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
-         "fingerprint": "3c63cf1cbb62"},
+        {**REGISTERED, "fingerprint": "3c63cf1cbb62"},
     ],
 )
 def claim_lerf_near_one(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value, n_images: int,

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab.study import verdicts
+from faithlab.study.papers.ffidelity.claims.registration import REGISTERED
 from faithlab.study.verdicts import replication
 
 MIN_DROP = 0.02
@@ -98,23 +99,7 @@ def _premise_above(interval: verdicts.Interval, threshold: float, what: str) -> 
               "points (else the model leaves: nothing to restore)"],
     replicas=3, units=30, interval="t on replica means", unit="test input of one trained replica",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
-                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
-                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
-                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
-                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
-                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
-                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
-                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
-                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
-                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
-                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
-                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
-                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
-                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
-                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
-         "fingerprint": "120627568e2f"},
+        {**REGISTERED, "fingerprint": "120627568e2f"},
     ],
 )
 @verdicts.registered(
@@ -130,23 +115,7 @@ def _premise_above(interval: verdicts.Interval, threshold: float, what: str) -> 
               "points"],
     replicas=3, units=30, interval="t on replica means", unit="test input of one trained replica",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
-                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
-                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
-                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
-                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
-                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
-                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
-                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
-                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
-                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
-                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
-                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
-                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
-                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
-                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
-         "fingerprint": "b8aa5e4d7d6c"},
+        {**REGISTERED, "fingerprint": "b8aa5e4d7d6c"},
     ],
 )
 @verdicts.registered(
@@ -159,23 +128,7 @@ def _premise_above(interval: verdicts.Interval, threshold: float, what: str) -> 
     premises=["removal costs the original accuracy"], replicas=3, units=30, interval="t on replica means",
     note="two named parts in the paper ('maintains stable performance' on clean inputs and under perturbation)",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
-                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
-                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
-                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
-                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
-                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
-                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
-                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
-                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
-                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
-                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
-                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
-                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
-                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
-                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
-         "fingerprint": "fcbb493212a2"},
+        {**REGISTERED, "fingerprint": "fcbb493212a2"},
     ],
 )
 def claim_finetune_restores(samples: pd.DataFrame, *, domains: Sequence[str] = ("images", "time series"),
@@ -256,23 +209,7 @@ def claim_finetune_restores(samples: pd.DataFrame, *, domains: Sequence[str] = (
     unit="trained replica (its test inputs, pooled, are the units behind it)",
     note="decided on the paper's text removal (zero embedding); the pad-deletion models are shown beside it",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
-                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
-                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
-                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
-                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
-                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
-                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
-                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
-                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
-                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
-                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
-                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
-                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
-                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
-                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
-         "fingerprint": "373f80789c21"},
+        {**REGISTERED, "fingerprint": "373f80789c21"},
     ],
 )
 def claim_text_robust(samples: pd.DataFrame, *, text: Sequence[str] | None = None, domain: str = "text",
@@ -388,23 +325,7 @@ def _drop_premise(samples: pd.DataFrame, clean: float, top: float, *, min_drop: 
               "below 2 points"],
     replicas=3, units=30, interval="t on replica means", unit="test image of one trained replica",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
-                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
-                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
-                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
-                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
-                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
-                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
-                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
-                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
-                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
-                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
-                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
-                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
-                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
-                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
-         "fingerprint": "43f88174f498"},
+        {**REGISTERED, "fingerprint": "43f88174f498"},
     ],
 )
 def claim_beta_accuracy(samples: pd.DataFrame, *, ratio: float | None = None, min_drop: float = MIN_DROP,
@@ -455,23 +376,7 @@ def claim_beta_accuracy(samples: pd.DataFrame, *, ratio: float | None = None, mi
     premises=["at least two fine-tuned β"], replicas=3, units=30, interval="t on replica means",
     unit="test image of one trained replica",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
-                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
-                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
-                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
-                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
-                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
-                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
-                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
-                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
-                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
-                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
-                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
-                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
-                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
-                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
-         "fingerprint": "9720383f8215"},
+        {**REGISTERED, "fingerprint": "9720383f8215"},
     ],
 )
 @verdicts.registered(
@@ -487,23 +392,7 @@ def claim_beta_accuracy(samples: pd.DataFrame, *, ratio: float | None = None, mi
     premises=["the original beats the majority-class share by 5 points on clean inputs"], replicas=3, units=30,
     interval="t on replica means", unit="test image of one trained replica",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
-                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
-                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
-                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
-                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
-                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
-                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
-                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
-                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
-                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
-                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
-                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
-                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
-                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
-                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
-         "fingerprint": "4e12474dab3d"},
+        {**REGISTERED, "fingerprint": "4e12474dab3d"},
     ],
 )
 @verdicts.registered(
@@ -518,23 +407,7 @@ def claim_beta_accuracy(samples: pd.DataFrame, *, ratio: float | None = None, mi
     note=("two named parts in the paper ('higher β values ... result in lower agreement'; 'the high prediction "
           "agreement ... on clean data')"),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
-                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
-                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
-                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
-                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
-                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
-                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
-                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
-                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
-                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
-                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
-                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
-                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
-                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
-                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
-         "fingerprint": "b5a88eefe324"},
+        {**REGISTERED, "fingerprint": "b5a88eefe324"},
     ],
 )
 def claim_beta_agreement(samples: pd.DataFrame, *, ratio: float | None = None, above_chance: float = ABOVE_CHANCE,

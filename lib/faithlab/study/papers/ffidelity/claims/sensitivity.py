@@ -15,6 +15,7 @@ import torch
 from faithlab import _validate, explainers, perturb
 
 from faithlab.study import verdicts
+from faithlab.study.papers.ffidelity.claims.registration import REGISTERED
 from faithlab.study.verdicts import replication
 from faithlab.metrics.papers import ffidelity
 from faithlab.metrics.papers.reco_mege.distances import top_mask
@@ -45,23 +46,7 @@ def replica_count(frame: pd.DataFrame) -> int:
               "a share that is not shown short of the margin lies beyond the shuffled read-outs' chance range"],
     replicas=3, units=30, interval="share: t on replica shares ∪ Wilson", unit="(r, β) case of one trained replica",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
-                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
-                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the "
-                 "unit is a test input of a replica, or the replica itself for a statistic computed once per "
-                 "replica (was degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) "
-                 "cases); margins from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 "
-                 "→ 0.0367, F7 0 → 0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → "
-                 "0.5067, F8 0 → half the paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, "
-                 "not a bootstrap), Table 8 clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 "
-                 "points, D.3 0 → 2.5 points, text equivalence ±0.1 → 0.105 one-sided; decisions as the paper words "
-                 "them: F1/F7 beat every competitor (F1 had the stricter rule, F7 the house share), series against "
-                 "Fidelity and ROAR (the paper's own words), every β step, every setting, every model; partly only "
-                 "for F3, F8, Table 8 restore and D.3 agreement (named parts; F2, F10, F4 are one statistic); the "
-                 "chapter's mechanism FF.OOD (removal out of distribution, and the fine-tuning absorbing it) is a "
-                 "study check that every claim on its data set takes as premise (was coloured minus grey canvases, "
-                 "margin 0.05)")},
+        REGISTERED,
         {"date": "2026-11-27", "change": "changed",
          "field": "premises",
          "old": ["FF.OOD holds on the data set", "the share lies beyond the shuffled read-outs' chance range"],
@@ -153,23 +138,7 @@ def _null_mean_over_replicas(draws: pd.DataFrame, key: str) -> pd.Series:
     unit="trained replica (its test images, pooled, are the units behind it)",
     note="'robust across a wide range' read as every setting of the grids",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
-                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
-                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
-                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
-                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
-                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
-                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
-                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
-                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
-                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
-                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
-                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
-                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
-                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
-                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
-         "fingerprint": "384c1aeb82e6"},
+        {**REGISTERED, "fingerprint": "384c1aeb82e6"},
     ],
 )
 def claim_robust_hyperparameters(table: pd.DataFrame, null: pd.DataFrame, *, n_images: int,
@@ -308,23 +277,7 @@ def map_agreement(original: torch.Tensor, finetuned: torch.Tensor, *, top_fracti
     premises=["FF.OOD holds on the data set", "the mean lies beyond the chance range of shuffled pairings"], replicas=3,
     units=30, interval="t on replica means", unit="test image of one trained replica",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
-                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
-                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
-                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
-                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
-                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
-                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
-                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
-                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
-                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
-                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
-                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
-                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
-                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
-                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
-         "fingerprint": "fa671a051308"},
+        {**REGISTERED, "fingerprint": "fa671a051308"},
     ],
 )
 def claim_maps_preserved(per_image: pd.DataFrame, nulls: dict[str, verdicts.Null], *, value: str,

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from faithlab.study import verdicts
+from faithlab.study.papers.ffidelity.claims.registration import REGISTERED
 
 
 def glue_key(label: str) -> str:
@@ -60,23 +61,7 @@ def _range(value: float, null: verdicts.Null | None) -> str:
     note=("R-Fidelity is not a competitor: the paper's claim on series is 'F-Fidelity and R-Fidelity outperform "
           "Fidelity and ROAR' (Table 6 ranks R-Fidelity ahead of F-Fidelity)"),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
-                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
-                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
-                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
-                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
-                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
-                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
-                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
-                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
-                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
-                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
-                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
-                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
-                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
-                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
-         "fingerprint": "7ce81d8f517d"},
+        {**REGISTERED, "fingerprint": "7ce81d8f517d"},
     ],
 )
 def claim_series_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, models: Sequence[str], n_inputs: int,
@@ -215,23 +200,7 @@ def lead_below_margin(cells: pd.DataFrame, null: pd.DataFrame, rule: verdicts.Ru
     note=("one-sided: Fidelity better than F-Fidelity also supports 'Fidelity suffices on text'; decided on the "
           "paper's removal (zero embedding), the pad-deletion variant shown beside it"),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's numbers "
-                 "before the new outcomes. Changes from the code's old rules: every interval is a t interval on the "
-                 "trained replicas (was a two-stage percentile bootstrap over replicas and seeds × levels); the unit "
-                 "is a test input of a replica, or the replica itself for a statistic computed once per replica (was "
-                 "degradation seeds × sparsity levels of the same curves, or a fixed grid of (r, β) cases); margins "
-                 "from the paper (were 0 everywhere but Table 8's −5 points and text's ±0.1): F1 0 → 0.0367, F7 0 → "
-                 "0.0167, series 0 → 0.4917, F2 0.8 → 0.9, F3 0 → 0.1192 per step, F6 0.8 → 0.5067, F8 0 → half the "
-                 "paper's gaps per table, F10 0.7 → 0.5, F4 80 % → 50 % (share_interval, not a bootstrap), Table 8 "
-                 "clean −5 → −3.34 points and removed 0 → 2.98, text robust 0 → 6.8 points, D.3 0 → 2.5 points, text "
-                 "equivalence ±0.1 → 0.105 one-sided; decisions as the paper words them: F1/F7 beat every competitor "
-                 "(F1 had the stricter rule, F7 the house share), series against Fidelity and ROAR (the paper's own "
-                 "words), every β step, every setting, every model; partly only for F3, F8, Table 8 restore and D.3 "
-                 "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD (removal "
-                 "out of distribution, and the fine-tuning absorbing it) is a study check that every claim on its "
-                 "data set takes as premise (was coloured minus grey canvases, margin 0.05)"),
-         "fingerprint": "98ca035daf2c"},
+        {**REGISTERED, "fingerprint": "98ca035daf2c"},
     ],
 )
 def claim_text_equivalence(cells: pd.DataFrame, null: pd.DataFrame, *, models: Sequence[str], n_inputs: int,

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab.study import verdicts
+from faithlab.study.papers.reco_mege.claims.registration import REGISTERED
 from faithlab.study.verdicts import replication
 from faithlab.study.papers.reco_mege import paper
 from faithlab.study.papers.reco_mege.claims.premise import TOLERANCE, decide_premise
@@ -142,18 +143,7 @@ def weakest_text(cells: Mapping[str, verdicts.Judgement | None]) -> str:
     note=("'best of the five on every dataset': Grad-CAM must beat each of the other four methods on each task, so "
           "every cell must hold"),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file. Before: two-stage "
-                 "percentile bootstraps with margin 0 and the house share rule (R2, R3 reproduced from 2/3 of the "
-                 "cells, partly from 1/3; R1 and R4 share 1; Table 3 partly from one of two parts); R4 decided on "
-                 "point estimates (ρ ≥ 0.9 over every map, no units); R5 exact values against 1e-6. Now: one "
-                 "statistic per trained replica with a t interval (μF: t on replica means), margins of half the "
-                 "paper's smallest effect (R1 0.074, R2.MeGe 0.02, R2.ReCo 0.0345, R3.ReCo 0.206, R3.MeGe 0.013, "
-                 "RM-T3.muF 0.301, RM-T3.Savg ln-ratio 2.2387), 'every' where the paper says every or "
-                 "best/highest/lowest, 'partly' only for the named parts of R2, R3 and Table 3 (share 1/2); R2 on "
-                 "the two degradations of Fig. 4 at their strongest level; R4 over independent units (paths, noise "
-                 "series) as a study check; R5 a study check"),
-         "fingerprint": "e95bb1dd3fb0"},
+        {**REGISTERED, "fingerprint": "e95bb1dd3fb0"},
     ],
 )
 def claim_gradcam_best_reco(pairs: pd.DataFrame, *, premises: pd.DataFrame | None = None, target: str = "GC",
@@ -231,18 +221,7 @@ def claim_gradcam_best_reco(pairs: pd.DataFrame, *, premises: pd.DataFrame | Non
     interval="t on replica statistics", unit="image of D (per replica)",
     note="partly reproduced when one of the two scores falls in every cell and the other is decided",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file. Before: two-stage "
-                 "percentile bootstraps with margin 0 and the house share rule (R2, R3 reproduced from 2/3 of the "
-                 "cells, partly from 1/3; R1 and R4 share 1; Table 3 partly from one of two parts); R4 decided on "
-                 "point estimates (ρ ≥ 0.9 over every map, no units); R5 exact values against 1e-6. Now: one "
-                 "statistic per trained replica with a t interval (μF: t on replica means), margins of half the "
-                 "paper's smallest effect (R1 0.074, R2.MeGe 0.02, R2.ReCo 0.0345, R3.ReCo 0.206, R3.MeGe 0.013, "
-                 "RM-T3.muF 0.301, RM-T3.Savg ln-ratio 2.2387), 'every' where the paper says every or "
-                 "best/highest/lowest, 'partly' only for the named parts of R2, R3 and Table 3 (share 1/2); R2 on "
-                 "the two degradations of Fig. 4 at their strongest level; R4 over independent units (paths, noise "
-                 "series) as a study check; R5 a study check"),
-         "fingerprint": "1da8f8287ca7"},
+        {**REGISTERED, "fingerprint": "1da8f8287ca7"},
     ],
 )
 @verdicts.registered(
@@ -261,18 +240,7 @@ def claim_gradcam_best_reco(pairs: pd.DataFrame, *, premises: pd.DataFrame | Non
           "trained obtain the best results', so every cell must hold. Limited data is left out: the paper's own "
           "Table 14 has MeGe rising with less data (IG 0.404 → 0.419)"),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file. Before: two-stage "
-                 "percentile bootstraps with margin 0 and the house share rule (R2, R3 reproduced from 2/3 of the "
-                 "cells, partly from 1/3; R1 and R4 share 1; Table 3 partly from one of two parts); R4 decided on "
-                 "point estimates (ρ ≥ 0.9 over every map, no units); R5 exact values against 1e-6. Now: one "
-                 "statistic per trained replica with a t interval (μF: t on replica means), margins of half the "
-                 "paper's smallest effect (R1 0.074, R2.MeGe 0.02, R2.ReCo 0.0345, R3.ReCo 0.206, R3.MeGe 0.013, "
-                 "RM-T3.muF 0.301, RM-T3.Savg ln-ratio 2.2387), 'every' where the paper says every or "
-                 "best/highest/lowest, 'partly' only for the named parts of R2, R3 and Table 3 (share 1/2); R2 on "
-                 "the two degradations of Fig. 4 at their strongest level; R4 over independent units (paths, noise "
-                 "series) as a study check; R5 a study check"),
-         "fingerprint": "7ff1e0b83ac6"},
+        {**REGISTERED, "fingerprint": "7ff1e0b83ac6"},
     ],
 )
 @verdicts.registered(
@@ -287,18 +255,7 @@ def claim_gradcam_best_reco(pairs: pd.DataFrame, *, premises: pd.DataFrame | Non
     premises=["the normal families meet the mechanism premise over the replicas"], replicas=3, units=30,
     interval="t on replica statistics", unit="image of D (per replica)",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file. Before: two-stage "
-                 "percentile bootstraps with margin 0 and the house share rule (R2, R3 reproduced from 2/3 of the "
-                 "cells, partly from 1/3; R1 and R4 share 1; Table 3 partly from one of two parts); R4 decided on "
-                 "point estimates (ρ ≥ 0.9 over every map, no units); R5 exact values against 1e-6. Now: one "
-                 "statistic per trained replica with a t interval (μF: t on replica means), margins of half the "
-                 "paper's smallest effect (R1 0.074, R2.MeGe 0.02, R2.ReCo 0.0345, R3.ReCo 0.206, R3.MeGe 0.013, "
-                 "RM-T3.muF 0.301, RM-T3.Savg ln-ratio 2.2387), 'every' where the paper says every or "
-                 "best/highest/lowest, 'partly' only for the named parts of R2, R3 and Table 3 (share 1/2); R2 on "
-                 "the two degradations of Fig. 4 at their strongest level; R4 over independent units (paths, noise "
-                 "series) as a study check; R5 a study check"),
-         "fingerprint": "86d691573d78"},
+        {**REGISTERED, "fingerprint": "86d691573d78"},
     ],
 )
 def claim_mege_falls(pairs: pd.DataFrame, types: Mapping[str, Sequence[str]], *,
@@ -390,18 +347,7 @@ def claim_mege_falls(pairs: pd.DataFrame, types: Mapping[str, Sequence[str]], *,
     interval="t on replica statistics", unit="image of D (per replica)",
     note="partly reproduced when one of the two parts holds for every method and the other is decided",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file. Before: two-stage "
-                 "percentile bootstraps with margin 0 and the house share rule (R2, R3 reproduced from 2/3 of the "
-                 "cells, partly from 1/3; R1 and R4 share 1; Table 3 partly from one of two parts); R4 decided on "
-                 "point estimates (ρ ≥ 0.9 over every map, no units); R5 exact values against 1e-6. Now: one "
-                 "statistic per trained replica with a t interval (μF: t on replica means), margins of half the "
-                 "paper's smallest effect (R1 0.074, R2.MeGe 0.02, R2.ReCo 0.0345, R3.ReCo 0.206, R3.MeGe 0.013, "
-                 "RM-T3.muF 0.301, RM-T3.Savg ln-ratio 2.2387), 'every' where the paper says every or "
-                 "best/highest/lowest, 'partly' only for the named parts of R2, R3 and Table 3 (share 1/2); R2 on "
-                 "the two degradations of Fig. 4 at their strongest level; R4 over independent units (paths, noise "
-                 "series) as a study check; R5 a study check"),
-         "fingerprint": "fa253acec5c7"},
+        {**REGISTERED, "fingerprint": "fa253acec5c7"},
     ],
 )
 @verdicts.registered(
@@ -415,18 +361,7 @@ def claim_mege_falls(pairs: pd.DataFrame, types: Mapping[str, Sequence[str]], *,
     premises=["both families meet the mechanism premise over the replicas"], replicas=3, units=30,
     interval="t on replica statistics", unit="image of D (per replica)",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file. Before: two-stage "
-                 "percentile bootstraps with margin 0 and the house share rule (R2, R3 reproduced from 2/3 of the "
-                 "cells, partly from 1/3; R1 and R4 share 1; Table 3 partly from one of two parts); R4 decided on "
-                 "point estimates (ρ ≥ 0.9 over every map, no units); R5 exact values against 1e-6. Now: one "
-                 "statistic per trained replica with a t interval (μF: t on replica means), margins of half the "
-                 "paper's smallest effect (R1 0.074, R2.MeGe 0.02, R2.ReCo 0.0345, R3.ReCo 0.206, R3.MeGe 0.013, "
-                 "RM-T3.muF 0.301, RM-T3.Savg ln-ratio 2.2387), 'every' where the paper says every or "
-                 "best/highest/lowest, 'partly' only for the named parts of R2, R3 and Table 3 (share 1/2); R2 on "
-                 "the two degradations of Fig. 4 at their strongest level; R4 over independent units (paths, noise "
-                 "series) as a study check; R5 a study check"),
-         "fingerprint": "d8bff5ade80c"},
+        {**REGISTERED, "fingerprint": "d8bff5ade80c"},
     ],
 )
 @verdicts.registered(
@@ -439,18 +374,7 @@ def claim_mege_falls(pairs: pd.DataFrame, types: Mapping[str, Sequence[str]], *,
     premises=["both families meet the mechanism premise over the replicas"], replicas=3, units=30,
     interval="t on replica statistics", unit="image of D (per replica)",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file. Before: two-stage "
-                 "percentile bootstraps with margin 0 and the house share rule (R2, R3 reproduced from 2/3 of the "
-                 "cells, partly from 1/3; R1 and R4 share 1; Table 3 partly from one of two parts); R4 decided on "
-                 "point estimates (ρ ≥ 0.9 over every map, no units); R5 exact values against 1e-6. Now: one "
-                 "statistic per trained replica with a t interval (μF: t on replica means), margins of half the "
-                 "paper's smallest effect (R1 0.074, R2.MeGe 0.02, R2.ReCo 0.0345, R3.ReCo 0.206, R3.MeGe 0.013, "
-                 "RM-T3.muF 0.301, RM-T3.Savg ln-ratio 2.2387), 'every' where the paper says every or "
-                 "best/highest/lowest, 'partly' only for the named parts of R2, R3 and Table 3 (share 1/2); R2 on "
-                 "the two degradations of Fig. 4 at their strongest level; R4 over independent units (paths, noise "
-                 "series) as a study check; R5 a study check"),
-         "fingerprint": "f0cc2d35a360"},
+        {**REGISTERED, "fingerprint": "f0cc2d35a360"},
     ],
 )
 def claim_lipschitz(pairs: Mapping[str, pd.DataFrame], *, gradient_methods: Sequence[str],

@@ -19,6 +19,7 @@ import torch
 from faithlab import _validate
 
 from faithlab.study import verdicts
+from faithlab.study.papers.reco_mege.claims.registration import REGISTERED
 from faithlab.metrics.statistics import rankdata, spearman
 from faithlab.study.papers.reco_mege.experiments.sanity import (  # noqa: F401 - re-exported (reco_sanity)
     KINDS, LABELS, distance_frame, moving_point_maps, noise_maps, random_paths, wasserstein)
@@ -135,18 +136,7 @@ def unit_spearman(frame: pd.DataFrame, *, x: str, unit: str, by: str = "distance
           "a study check because the paper's moving-point masks are lost and the maps are our reconstruction; no "
           "model is trained, so the replica rule does not apply"),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file. Before: two-stage "
-                 "percentile bootstraps with margin 0 and the house share rule (R2, R3 reproduced from 2/3 of the "
-                 "cells, partly from 1/3; R1 and R4 share 1; Table 3 partly from one of two parts); R4 decided on "
-                 "point estimates (ρ ≥ 0.9 over every map, no units); R5 exact values against 1e-6. Now: one "
-                 "statistic per trained replica with a t interval (μF: t on replica means), margins of half the "
-                 "paper's smallest effect (R1 0.074, R2.MeGe 0.02, R2.ReCo 0.0345, R3.ReCo 0.206, R3.MeGe 0.013, "
-                 "RM-T3.muF 0.301, RM-T3.Savg ln-ratio 2.2387), 'every' where the paper says every or "
-                 "best/highest/lowest, 'partly' only for the named parts of R2, R3 and Table 3 (share 1/2); R2 on "
-                 "the two degradations of Fig. 4 at their strongest level; R4 over independent units (paths, noise "
-                 "series) as a study check; R5 a study check"),
-         "fingerprint": "81555b6592a1"},
+        {**REGISTERED, "fingerprint": "81555b6592a1"},
     ],
 )
 def claim_sanity_checks(units: pd.DataFrame, *, threshold: float | None = None) -> verdicts.Claim:

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab.study import verdicts
+from faithlab.study.papers.reco_mege.claims.registration import REGISTERED
 from faithlab.study.verdicts import replication
 from faithlab.study.papers.reco_mege import paper
 from faithlab.study.papers.reco_mege.claims.premise import CHANCE_FACTOR
@@ -67,18 +68,7 @@ def _log_ratio(other: pd.Series, stable: pd.Series) -> np.ndarray:
     unit="held-out image (per replica)",
     note="partly reproduced when one of the two parts holds in full and the other is decided",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file. Before: two-stage "
-                 "percentile bootstraps with margin 0 and the house share rule (R2, R3 reproduced from 2/3 of the "
-                 "cells, partly from 1/3; R1 and R4 share 1; Table 3 partly from one of two parts); R4 decided on "
-                 "point estimates (ρ ≥ 0.9 over every map, no units); R5 exact values against 1e-6. Now: one "
-                 "statistic per trained replica with a t interval (μF: t on replica means), margins of half the "
-                 "paper's smallest effect (R1 0.074, R2.MeGe 0.02, R2.ReCo 0.0345, R3.ReCo 0.206, R3.MeGe 0.013, "
-                 "RM-T3.muF 0.301, RM-T3.Savg ln-ratio 2.2387), 'every' where the paper says every or "
-                 "best/highest/lowest, 'partly' only for the named parts of R2, R3 and Table 3 (share 1/2); R2 on "
-                 "the two degradations of Fig. 4 at their strongest level; R4 over independent units (paths, noise "
-                 "series) as a study check; R5 a study check"),
-         "fingerprint": "2a0b3e83a3dd"},
+        {**REGISTERED, "fingerprint": "2a0b3e83a3dd"},
     ],
 )
 @verdicts.registered(
@@ -92,18 +82,7 @@ def _log_ratio(other: pd.Series, stable: pd.Series) -> np.ndarray:
     premises=["the models beat chance clearly, over the replicas", "some method's μF lies above its chance level"],
     replicas=3, units=30, interval="t on replica means", unit="held-out image (per replica)",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file. Before: two-stage "
-                 "percentile bootstraps with margin 0 and the house share rule (R2, R3 reproduced from 2/3 of the "
-                 "cells, partly from 1/3; R1 and R4 share 1; Table 3 partly from one of two parts); R4 decided on "
-                 "point estimates (ρ ≥ 0.9 over every map, no units); R5 exact values against 1e-6. Now: one "
-                 "statistic per trained replica with a t interval (μF: t on replica means), margins of half the "
-                 "paper's smallest effect (R1 0.074, R2.MeGe 0.02, R2.ReCo 0.0345, R3.ReCo 0.206, R3.MeGe 0.013, "
-                 "RM-T3.muF 0.301, RM-T3.Savg ln-ratio 2.2387), 'every' where the paper says every or "
-                 "best/highest/lowest, 'partly' only for the named parts of R2, R3 and Table 3 (share 1/2); R2 on "
-                 "the two degradations of Fig. 4 at their strongest level; R4 over independent units (paths, noise "
-                 "series) as a study check; R5 a study check"),
-         "fingerprint": "07f9b7536ec5"},
+        {**REGISTERED, "fingerprint": "07f9b7536ec5"},
     ],
 )
 @verdicts.registered(
@@ -119,18 +98,7 @@ def _log_ratio(other: pd.Series, stable: pd.Series) -> np.ndarray:
     premises=["the models beat chance clearly, over the replicas"], replicas=3, units=30,
     interval="t on replica statistics", unit="held-out image (per replica)",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file. Before: two-stage "
-                 "percentile bootstraps with margin 0 and the house share rule (R2, R3 reproduced from 2/3 of the "
-                 "cells, partly from 1/3; R1 and R4 share 1; Table 3 partly from one of two parts); R4 decided on "
-                 "point estimates (ρ ≥ 0.9 over every map, no units); R5 exact values against 1e-6. Now: one "
-                 "statistic per trained replica with a t interval (μF: t on replica means), margins of half the "
-                 "paper's smallest effect (R1 0.074, R2.MeGe 0.02, R2.ReCo 0.0345, R3.ReCo 0.206, R3.MeGe 0.013, "
-                 "RM-T3.muF 0.301, RM-T3.Savg ln-ratio 2.2387), 'every' where the paper says every or "
-                 "best/highest/lowest, 'partly' only for the named parts of R2, R3 and Table 3 (share 1/2); R2 on "
-                 "the two degradations of Fig. 4 at their strongest level; R4 over independent units (paths, noise "
-                 "series) as a study check; R5 a study check"),
-         "fingerprint": "58fb18776a20"},
+        {**REGISTERED, "fingerprint": "58fb18776a20"},
     ],
 )
 def claim_table3(per_sample: pd.DataFrame, *, premise: pd.DataFrame | None = None, target: str = "GC",

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab.study import verdicts
+from faithlab.study.papers.saco.claims.registration import REGISTERED
 from faithlab.study.papers.saco import paper
 from faithlab.study.papers.saco.experiments import model_means, model_of, units_of, wide
 from faithlab.study.papers.saco.claims.premises import (ACCURACY_TOLERANCE, MIN_ACCURACY, gate, judged_rows,
@@ -38,19 +39,7 @@ the Transformer-MM rule on the last block is "last layer + gradient", rollout "a
               "0.05)"],
     replicas=3, units=30, interval="t on replica means", unit="test digit",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, decided by t intervals on "
-                 "the trained models (3 settings × 3 replicas) instead of the two-stage bootstrap. Margins from the "
-                 "paper: every SaCo difference 0 → 0.0309 (half Table 1's smallest gain, 0.0618), S1's 'near 0' "
-                 "±0.05 (ours) → ±0.0309; S2's 0.35 (ours) → 0.3482 (midpoint of Fig. 2's 0.22 and 0.4764) and its "
-                 "'partly' at 0.5 removed (one statistic per metric, every metric); S6 0 → 0.1282 (half of 0.4764 − "
-                 "0.22). 'Most' = more than half of the paper's ten methods (S1.above, S4; was two thirds of "
-                 "settings × cells); S1, S3, S5, S7 become claims of named parts (partly only for them); S7 "
-                 "'best'/'worst' = every comparison (was two thirds); S4 drops the Random control as a second "
-                 "condition (shown only); S5 pools the three cached replicas, its share by t on replica shares ∪ "
-                 "Wilson (was a bootstrap); every claim adds the mechanism premise (removal matters group by group, "
-                 "above 0.05)."),
-         "fingerprint": "39e4717b418e"},
+        {**REGISTERED, "fingerprint": "39e4717b418e"},
     ],
 )
 @verdicts.registered(
@@ -68,19 +57,7 @@ the Transformer-MM rule on the last block is "last layer + gradient", rollout "a
     replicas=3, units=30, interval="t on replica means", unit="test digit",
     note="'This improvement occurs irrespective of whether the gradient is used' (§5.4): both cells.",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, decided by t intervals on "
-                 "the trained models (3 settings × 3 replicas) instead of the two-stage bootstrap. Margins from the "
-                 "paper: every SaCo difference 0 → 0.0309 (half Table 1's smallest gain, 0.0618), S1's 'near 0' "
-                 "±0.05 (ours) → ±0.0309; S2's 0.35 (ours) → 0.3482 (midpoint of Fig. 2's 0.22 and 0.4764) and its "
-                 "'partly' at 0.5 removed (one statistic per metric, every metric); S6 0 → 0.1282 (half of 0.4764 − "
-                 "0.22). 'Most' = more than half of the paper's ten methods (S1.above, S4; was two thirds of "
-                 "settings × cells); S1, S3, S5, S7 become claims of named parts (partly only for them); S7 "
-                 "'best'/'worst' = every comparison (was two thirds); S4 drops the Random control as a second "
-                 "condition (shown only); S5 pools the three cached replicas, its share by t on replica shares ∪ "
-                 "Wilson (was a bootstrap); every claim adds the mechanism premise (removal matters group by group, "
-                 "above 0.05)."),
-         "fingerprint": "7d1b7aa76ce0"},
+        {**REGISTERED, "fingerprint": "7d1b7aa76ce0"},
     ],
 )
 @verdicts.registered(
@@ -95,19 +72,7 @@ the Transformer-MM rule on the last block is "last layer + gradient", rollout "a
     replicas=3, units=30, interval="t on replica means",
     note="partly when one of the two ingredients is reproduced and the other decided.",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, decided by t intervals on "
-                 "the trained models (3 settings × 3 replicas) instead of the two-stage bootstrap. Margins from the "
-                 "paper: every SaCo difference 0 → 0.0309 (half Table 1's smallest gain, 0.0618), S1's 'near 0' "
-                 "±0.05 (ours) → ±0.0309; S2's 0.35 (ours) → 0.3482 (midpoint of Fig. 2's 0.22 and 0.4764) and its "
-                 "'partly' at 0.5 removed (one statistic per metric, every metric); S6 0 → 0.1282 (half of 0.4764 − "
-                 "0.22). 'Most' = more than half of the paper's ten methods (S1.above, S4; was two thirds of "
-                 "settings × cells); S1, S3, S5, S7 become claims of named parts (partly only for them); S7 "
-                 "'best'/'worst' = every comparison (was two thirds); S4 drops the Random control as a second "
-                 "condition (shown only); S5 pools the three cached replicas, its share by t on replica shares ∪ "
-                 "Wilson (was a bootstrap); every claim adds the mechanism premise (removal matters group by group, "
-                 "above 0.05)."),
-         "fingerprint": "8c36f322600f"},
+        {**REGISTERED, "fingerprint": "8c36f322600f"},
     ],
 )
 def claim_attention_ablation(per_sample: pd.DataFrame, *, accuracy: pd.DataFrame | None = None,
@@ -163,19 +128,7 @@ def claim_attention_ablation(per_sample: pd.DataFrame, *, accuracy: pd.DataFrame
     note=("'most methods exhibit a slight decline' (§5.5): more than half of the ten (6 of 10), fixed in advance; "
           "'slight' is not tested (the paper gives no bound). Random's own change over K is shown, not used."),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, decided by t intervals on "
-                 "the trained models (3 settings × 3 replicas) instead of the two-stage bootstrap. Margins from the "
-                 "paper: every SaCo difference 0 → 0.0309 (half Table 1's smallest gain, 0.0618), S1's 'near 0' "
-                 "±0.05 (ours) → ±0.0309; S2's 0.35 (ours) → 0.3482 (midpoint of Fig. 2's 0.22 and 0.4764) and its "
-                 "'partly' at 0.5 removed (one statistic per metric, every metric); S6 0 → 0.1282 (half of 0.4764 − "
-                 "0.22). 'Most' = more than half of the paper's ten methods (S1.above, S4; was two thirds of "
-                 "settings × cells); S1, S3, S5, S7 become claims of named parts (partly only for them); S7 "
-                 "'best'/'worst' = every comparison (was two thirds); S4 drops the Random control as a second "
-                 "condition (shown only); S5 pools the three cached replicas, its share by t on replica shares ∪ "
-                 "Wilson (was a bootstrap); every claim adds the mechanism premise (removal matters group by group, "
-                 "above 0.05)."),
-         "fingerprint": "eb8c78d64e07"},
+        {**REGISTERED, "fingerprint": "eb8c78d64e07"},
     ],
 )
 def claim_k_decline(k_frame: pd.DataFrame, *, columns, accuracy: pd.DataFrame | None = None,

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab.study import verdicts
+from faithlab.study.papers.saco.claims.registration import REGISTERED
 from faithlab.study.papers.saco import paper
 from faithlab.study.papers.saco.experiments import FIRST, model_of, per_model_correlations, wide
 from faithlab.study.papers.saco.claims.premises import (ACCURACY_TOLERANCE, MIN_ACCURACY, accuracy_reason, gate,
@@ -69,19 +70,7 @@ def _units(models: pd.DataFrame) -> int:
     note=("'the correlation scores between our SaCo and other existing metrics range from 0.18 to 0.22' (§5.1): each "
           "of the four is weak. One statistic per metric, no 'partly'."),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, decided by t intervals on "
-                 "the trained models (3 settings × 3 replicas) instead of the two-stage bootstrap. Margins from the "
-                 "paper: every SaCo difference 0 → 0.0309 (half Table 1's smallest gain, 0.0618), S1's 'near 0' "
-                 "±0.05 (ours) → ±0.0309; S2's 0.35 (ours) → 0.3482 (midpoint of Fig. 2's 0.22 and 0.4764) and its "
-                 "'partly' at 0.5 removed (one statistic per metric, every metric); S6 0 → 0.1282 (half of 0.4764 − "
-                 "0.22). 'Most' = more than half of the paper's ten methods (S1.above, S4; was two thirds of "
-                 "settings × cells); S1, S3, S5, S7 become claims of named parts (partly only for them); S7 "
-                 "'best'/'worst' = every comparison (was two thirds); S4 drops the Random control as a second "
-                 "condition (shown only); S5 pools the three cached replicas, its share by t on replica shares ∪ "
-                 "Wilson (was a bootstrap); every claim adds the mechanism premise (removal matters group by group, "
-                 "above 0.05)."),
-         "fingerprint": "601374e35f11"},
+        {**REGISTERED, "fingerprint": "601374e35f11"},
     ],
 )
 def claim_weak_correlation(corr: pd.DataFrame, *, per_sample: pd.DataFrame | None = None,
@@ -134,19 +123,7 @@ def claim_weak_correlation(corr: pd.DataFrame, *, per_sample: pd.DataFrame | Non
               "the trained models lies above 0.1"],
     replicas=3, units=30, interval="t on replica statistics", unit="trained model (its test digits)",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, decided by t intervals on "
-                 "the trained models (3 settings × 3 replicas) instead of the two-stage bootstrap. Margins from the "
-                 "paper: every SaCo difference 0 → 0.0309 (half Table 1's smallest gain, 0.0618), S1's 'near 0' "
-                 "±0.05 (ours) → ±0.0309; S2's 0.35 (ours) → 0.3482 (midpoint of Fig. 2's 0.22 and 0.4764) and its "
-                 "'partly' at 0.5 removed (one statistic per metric, every metric); S6 0 → 0.1282 (half of 0.4764 − "
-                 "0.22). 'Most' = more than half of the paper's ten methods (S1.above, S4; was two thirds of "
-                 "settings × cells); S1, S3, S5, S7 become claims of named parts (partly only for them); S7 "
-                 "'best'/'worst' = every comparison (was two thirds); S4 drops the Random control as a second "
-                 "condition (shown only); S5 pools the three cached replicas, its share by t on replica shares ∪ "
-                 "Wilson (was a bootstrap); every claim adds the mechanism premise (removal matters group by group, "
-                 "above 0.05)."),
-         "fingerprint": "404d605f01a3"},
+        {**REGISTERED, "fingerprint": "404d605f01a3"},
     ],
 )
 def claim_existing_agree_more(corr: pd.DataFrame, *, per_sample: pd.DataFrame | None = None,
@@ -199,19 +176,7 @@ def claim_existing_agree_more(corr: pd.DataFrame, *, per_sample: pd.DataFrame | 
               "0.05)"],
     replicas=3, units=30, interval="share: t on replica shares ∪ Wilson", unit="test digit",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, decided by t intervals on "
-                 "the trained models (3 settings × 3 replicas) instead of the two-stage bootstrap. Margins from the "
-                 "paper: every SaCo difference 0 → 0.0309 (half Table 1's smallest gain, 0.0618), S1's 'near 0' "
-                 "±0.05 (ours) → ±0.0309; S2's 0.35 (ours) → 0.3482 (midpoint of Fig. 2's 0.22 and 0.4764) and its "
-                 "'partly' at 0.5 removed (one statistic per metric, every metric); S6 0 → 0.1282 (half of 0.4764 − "
-                 "0.22). 'Most' = more than half of the paper's ten methods (S1.above, S4; was two thirds of "
-                 "settings × cells); S1, S3, S5, S7 become claims of named parts (partly only for them); S7 "
-                 "'best'/'worst' = every comparison (was two thirds); S4 drops the Random control as a second "
-                 "condition (shown only); S5 pools the three cached replicas, its share by t on replica shares ∪ "
-                 "Wilson (was a bootstrap); every claim adds the mechanism premise (removal matters group by group, "
-                 "above 0.05)."),
-         "fingerprint": "50b8c1d4e846"},
+        {**REGISTERED, "fingerprint": "50b8c1d4e846"},
     ],
 )
 @verdicts.registered(
@@ -228,19 +193,7 @@ def claim_existing_agree_more(corr: pd.DataFrame, *, per_sample: pd.DataFrame | 
               "0.05)"],
     replicas=3, units=30, interval="t on replica means", unit="test digit",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, decided by t intervals on "
-                 "the trained models (3 settings × 3 replicas) instead of the two-stage bootstrap. Margins from the "
-                 "paper: every SaCo difference 0 → 0.0309 (half Table 1's smallest gain, 0.0618), S1's 'near 0' "
-                 "±0.05 (ours) → ±0.0309; S2's 0.35 (ours) → 0.3482 (midpoint of Fig. 2's 0.22 and 0.4764) and its "
-                 "'partly' at 0.5 removed (one statistic per metric, every metric); S6 0 → 0.1282 (half of 0.4764 − "
-                 "0.22). 'Most' = more than half of the paper's ten methods (S1.above, S4; was two thirds of "
-                 "settings × cells); S1, S3, S5, S7 become claims of named parts (partly only for them); S7 "
-                 "'best'/'worst' = every comparison (was two thirds); S4 drops the Random control as a second "
-                 "condition (shown only); S5 pools the three cached replicas, its share by t on replica shares ∪ "
-                 "Wilson (was a bootstrap); every claim adds the mechanism premise (removal matters group by group, "
-                 "above 0.05)."),
-         "fingerprint": "d21e07fd57f4"},
+        {**REGISTERED, "fingerprint": "d21e07fd57f4"},
     ],
 )
 @verdicts.registered(
@@ -256,19 +209,7 @@ def claim_existing_agree_more(corr: pd.DataFrame, *, per_sample: pd.DataFrame | 
     note=("Decided on the three replicas of random_vs_methods' reference setting (read from the cache), over many "
           "images: the paper's one image is an anecdote. partly when one part is reproduced and the other decided."),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, decided by t intervals on "
-                 "the trained models (3 settings × 3 replicas) instead of the two-stage bootstrap. Margins from the "
-                 "paper: every SaCo difference 0 → 0.0309 (half Table 1's smallest gain, 0.0618), S1's 'near 0' "
-                 "±0.05 (ours) → ±0.0309; S2's 0.35 (ours) → 0.3482 (midpoint of Fig. 2's 0.22 and 0.4764) and its "
-                 "'partly' at 0.5 removed (one statistic per metric, every metric); S6 0 → 0.1282 (half of 0.4764 − "
-                 "0.22). 'Most' = more than half of the paper's ten methods (S1.above, S4; was two thirds of "
-                 "settings × cells); S1, S3, S5, S7 become claims of named parts (partly only for them); S7 "
-                 "'best'/'worst' = every comparison (was two thirds); S4 drops the Random control as a second "
-                 "condition (shown only); S5 pools the three cached replicas, its share by t on replica shares ∪ "
-                 "Wilson (was a bootstrap); every claim adds the mechanism premise (removal matters group by group, "
-                 "above 0.05)."),
-         "fingerprint": "0f43ce044737"},
+        {**REGISTERED, "fingerprint": "0f43ce044737"},
     ],
 )
 def claim_saturation(frame: pd.DataFrame, *, good: str = "Transformer Attribution",

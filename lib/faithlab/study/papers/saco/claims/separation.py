@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab.study import verdicts
+from faithlab.study.papers.saco.claims.registration import REGISTERED
 from faithlab.study.papers.saco import paper
 from faithlab.study.papers.saco.experiments import model_means, model_of, units_of, wide
 from faithlab.study.papers.saco.claims.premises import (ACCURACY_TOLERANCE, CUMULATIVE, MIN_ACCURACY, gate,
@@ -42,19 +43,7 @@ def _per_model(values: pd.Series, rule, *, units: int, what: str):
           "for ties ∇pred(G_i) = ∇pred(G_j), which Algorithm 1 counts as satisfied; so this part checks the stand-in "
           "and the implementation more than the paper, and S1's 'partly' needs two of its three parts."),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, decided by t intervals on "
-                 "the trained models (3 settings × 3 replicas) instead of the two-stage bootstrap. Margins from the "
-                 "paper: every SaCo difference 0 → 0.0309 (half Table 1's smallest gain, 0.0618), S1's 'near 0' "
-                 "±0.05 (ours) → ±0.0309; S2's 0.35 (ours) → 0.3482 (midpoint of Fig. 2's 0.22 and 0.4764) and its "
-                 "'partly' at 0.5 removed (one statistic per metric, every metric); S6 0 → 0.1282 (half of 0.4764 − "
-                 "0.22). 'Most' = more than half of the paper's ten methods (S1.above, S4; was two thirds of "
-                 "settings × cells); S1, S3, S5, S7 become claims of named parts (partly only for them); S7 "
-                 "'best'/'worst' = every comparison (was two thirds); S4 drops the Random control as a second "
-                 "condition (shown only); S5 pools the three cached replicas, its share by t on replica shares ∪ "
-                 "Wilson (was a bootstrap); every claim adds the mechanism premise (removal matters group by group, "
-                 "above 0.05)."),
-         "fingerprint": "c6f4f92e374b"},
+        {**REGISTERED, "fingerprint": "c6f4f92e374b"},
     ],
 )
 @verdicts.registered(
@@ -73,19 +62,7 @@ def _per_model(values: pd.Series, rule, *, units: int, what: str):
           "methods (6 of 10), fixed before any result: 'most' in its plain sense; the paper's own Table 2 has 8 of "
           "10 above 0.1."),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, decided by t intervals on "
-                 "the trained models (3 settings × 3 replicas) instead of the two-stage bootstrap. Margins from the "
-                 "paper: every SaCo difference 0 → 0.0309 (half Table 1's smallest gain, 0.0618), S1's 'near 0' "
-                 "±0.05 (ours) → ±0.0309; S2's 0.35 (ours) → 0.3482 (midpoint of Fig. 2's 0.22 and 0.4764) and its "
-                 "'partly' at 0.5 removed (one statistic per metric, every metric); S6 0 → 0.1282 (half of 0.4764 − "
-                 "0.22). 'Most' = more than half of the paper's ten methods (S1.above, S4; was two thirds of "
-                 "settings × cells); S1, S3, S5, S7 become claims of named parts (partly only for them); S7 "
-                 "'best'/'worst' = every comparison (was two thirds); S4 drops the Random control as a second "
-                 "condition (shown only); S5 pools the three cached replicas, its share by t on replica shares ∪ "
-                 "Wilson (was a bootstrap); every claim adds the mechanism premise (removal matters group by group, "
-                 "above 0.05)."),
-         "fingerprint": "fc9b4f855aeb"},
+        {**REGISTERED, "fingerprint": "fc9b4f855aeb"},
     ],
 )
 @verdicts.registered(
@@ -107,19 +84,7 @@ def _per_model(values: pd.Series, rule, *, units: int, what: str):
           "minimum over methods is taken per trained model, so noise among methods close to Random favours the part; "
           "a method clearly above Random on every metric still fails it."),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, decided by t intervals on "
-                 "the trained models (3 settings × 3 replicas) instead of the two-stage bootstrap. Margins from the "
-                 "paper: every SaCo difference 0 → 0.0309 (half Table 1's smallest gain, 0.0618), S1's 'near 0' "
-                 "±0.05 (ours) → ±0.0309; S2's 0.35 (ours) → 0.3482 (midpoint of Fig. 2's 0.22 and 0.4764) and its "
-                 "'partly' at 0.5 removed (one statistic per metric, every metric); S6 0 → 0.1282 (half of 0.4764 − "
-                 "0.22). 'Most' = more than half of the paper's ten methods (S1.above, S4; was two thirds of "
-                 "settings × cells); S1, S3, S5, S7 become claims of named parts (partly only for them); S7 "
-                 "'best'/'worst' = every comparison (was two thirds); S4 drops the Random control as a second "
-                 "condition (shown only); S5 pools the three cached replicas, its share by t on replica shares ∪ "
-                 "Wilson (was a bootstrap); every claim adds the mechanism premise (removal matters group by group, "
-                 "above 0.05)."),
-         "fingerprint": "355ac24bd5f2"},
+        {**REGISTERED, "fingerprint": "355ac24bd5f2"},
     ],
 )
 @verdicts.registered(
@@ -135,19 +100,7 @@ def _per_model(values: pd.Series, rule, *, units: int, what: str):
     note=("partly when two of the three parts are reproduced (fixed in advance: S1.zero holds by construction in "
           "expectation, so it alone must not make the claim partly)."),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, decided by t intervals on "
-                 "the trained models (3 settings × 3 replicas) instead of the two-stage bootstrap. Margins from the "
-                 "paper: every SaCo difference 0 → 0.0309 (half Table 1's smallest gain, 0.0618), S1's 'near 0' "
-                 "±0.05 (ours) → ±0.0309; S2's 0.35 (ours) → 0.3482 (midpoint of Fig. 2's 0.22 and 0.4764) and its "
-                 "'partly' at 0.5 removed (one statistic per metric, every metric); S6 0 → 0.1282 (half of 0.4764 − "
-                 "0.22). 'Most' = more than half of the paper's ten methods (S1.above, S4; was two thirds of "
-                 "settings × cells); S1, S3, S5, S7 become claims of named parts (partly only for them); S7 "
-                 "'best'/'worst' = every comparison (was two thirds); S4 drops the Random control as a second "
-                 "condition (shown only); S5 pools the three cached replicas, its share by t on replica shares ∪ "
-                 "Wilson (was a bootstrap); every claim adds the mechanism premise (removal matters group by group, "
-                 "above 0.05)."),
-         "fingerprint": "a26d0b2a4aaf"},
+        {**REGISTERED, "fingerprint": "a26d0b2a4aaf"},
     ],
 )
 def claim_random_separation(per_sample: pd.DataFrame, *, random_saco: pd.DataFrame | None = None,
@@ -227,19 +180,7 @@ def claim_random_separation(per_sample: pd.DataFrame, *, random_saco: pd.DataFra
     note=("'best' = beats every other method (losing to none is not enough: an undecided comparison leaves it "
           "undecided)."),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, decided by t intervals on "
-                 "the trained models (3 settings × 3 replicas) instead of the two-stage bootstrap. Margins from the "
-                 "paper: every SaCo difference 0 → 0.0309 (half Table 1's smallest gain, 0.0618), S1's 'near 0' "
-                 "±0.05 (ours) → ±0.0309; S2's 0.35 (ours) → 0.3482 (midpoint of Fig. 2's 0.22 and 0.4764) and its "
-                 "'partly' at 0.5 removed (one statistic per metric, every metric); S6 0 → 0.1282 (half of 0.4764 − "
-                 "0.22). 'Most' = more than half of the paper's ten methods (S1.above, S4; was two thirds of "
-                 "settings × cells); S1, S3, S5, S7 become claims of named parts (partly only for them); S7 "
-                 "'best'/'worst' = every comparison (was two thirds); S4 drops the Random control as a second "
-                 "condition (shown only); S5 pools the three cached replicas, its share by t on replica shares ∪ "
-                 "Wilson (was a bootstrap); every claim adds the mechanism premise (removal matters group by group, "
-                 "above 0.05)."),
-         "fingerprint": "3708a78f38f4"},
+        {**REGISTERED, "fingerprint": "3708a78f38f4"},
     ],
 )
 @verdicts.registered(
@@ -255,19 +196,7 @@ def claim_random_separation(per_sample: pd.DataFrame, *, random_saco: pd.DataFra
               "0.05)"],
     replicas=3, units=30, interval="t on replica means", unit="test digit",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, decided by t intervals on "
-                 "the trained models (3 settings × 3 replicas) instead of the two-stage bootstrap. Margins from the "
-                 "paper: every SaCo difference 0 → 0.0309 (half Table 1's smallest gain, 0.0618), S1's 'near 0' "
-                 "±0.05 (ours) → ±0.0309; S2's 0.35 (ours) → 0.3482 (midpoint of Fig. 2's 0.22 and 0.4764) and its "
-                 "'partly' at 0.5 removed (one statistic per metric, every metric); S6 0 → 0.1282 (half of 0.4764 − "
-                 "0.22). 'Most' = more than half of the paper's ten methods (S1.above, S4; was two thirds of "
-                 "settings × cells); S1, S3, S5, S7 become claims of named parts (partly only for them); S7 "
-                 "'best'/'worst' = every comparison (was two thirds); S4 drops the Random control as a second "
-                 "condition (shown only); S5 pools the three cached replicas, its share by t on replica shares ∪ "
-                 "Wilson (was a bootstrap); every claim adds the mechanism premise (removal matters group by group, "
-                 "above 0.05)."),
-         "fingerprint": "61a3d49e089a"},
+        {**REGISTERED, "fingerprint": "61a3d49e089a"},
     ],
 )
 @verdicts.registered(
@@ -282,19 +211,7 @@ def claim_random_separation(per_sample: pd.DataFrame, *, random_saco: pd.DataFra
     replicas=3, units=30, interval="t on replica means",
     note="partly when one part is reproduced and the other decided.",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions' code into this file, decided by t intervals on "
-                 "the trained models (3 settings × 3 replicas) instead of the two-stage bootstrap. Margins from the "
-                 "paper: every SaCo difference 0 → 0.0309 (half Table 1's smallest gain, 0.0618), S1's 'near 0' "
-                 "±0.05 (ours) → ±0.0309; S2's 0.35 (ours) → 0.3482 (midpoint of Fig. 2's 0.22 and 0.4764) and its "
-                 "'partly' at 0.5 removed (one statistic per metric, every metric); S6 0 → 0.1282 (half of 0.4764 − "
-                 "0.22). 'Most' = more than half of the paper's ten methods (S1.above, S4; was two thirds of "
-                 "settings × cells); S1, S3, S5, S7 become claims of named parts (partly only for them); S7 "
-                 "'best'/'worst' = every comparison (was two thirds); S4 drops the Random control as a second "
-                 "condition (shown only); S5 pools the three cached replicas, its share by t on replica shares ∪ "
-                 "Wilson (was a bootstrap); every claim adds the mechanism premise (removal matters group by group, "
-                 "above 0.05)."),
-         "fingerprint": "bd0840b0f451"},
+        {**REGISTERED, "fingerprint": "bd0840b0f451"},
     ],
 )
 def claim_order_sensitivity(per_sample: pd.DataFrame, *, accuracy: pd.DataFrame | None = None,

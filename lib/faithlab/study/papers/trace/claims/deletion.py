@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab.study import verdicts
+from faithlab.study.papers.trace.claims.registration import REGISTERED
 from faithlab.study.papers.trace.claims.premises import (interval_text, per_image, premise_outcomes,
                                                          premise_text, random_test_premises, replica_groups)
 from faithlab.study.papers.trace.experiments import normalised_auc
@@ -30,19 +31,7 @@ __all__ = ["claim_random_test", "claim_insertion_equals_deletion"]
               "the 7 × 7 grid above 0.1"],
     replicas=3, units=30, interval="t on replica means", unit="test image",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file. T1: the 'SA beats Greedy' half "
-                 "(true by construction) becomes the study check T1.greedy; 'almost reaches the bound' gets the "
-                 "margin 0.079 (was 0.05 by convention), both every objective (was 2/3 of four checks). T2: every "
-                 "reference × method cell at the margin 0.2 from Table 1 (was 2/3 of references, margin 0). T2b: "
-                 "reformulated so it can fail — a non-negligible gap, margin 0.079 from Table 1, every cell (was 2/3 "
-                 "of cells, margin 0). T3: two named parts, margin 0.05 by convention (was 2/3 of models × checks, "
-                 "margin 0). T4: margin 0.05 by convention (was 0). T5: every method under two denominators, the one "
-                 "that favours TRACE checked by one that favours none, margins from Table 1 (was 2/3 of methods, "
-                 "margin 0). T6: a study check against a float tolerance. Premises: the mechanism (deletion lowers "
-                 "the prediction; the search beats random orders) decided by an interval (were nulls of random signs "
-                 "and point estimates). Intervals: t on replica means (were two-stage bootstraps)."),
-         "fingerprint": "c34797944950"},
+        {**REGISTERED, "fingerprint": "c34797944950"},
     ],
 )
 @verdicts.registered(
@@ -59,19 +48,7 @@ __all__ = ["claim_random_test", "claim_insertion_equals_deletion"]
               "the 7 × 7 grid above 0.1"],
     replicas=3, units=30, interval="t on replica means", unit="test image",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file. T1: the 'SA beats Greedy' half "
-                 "(true by construction) becomes the study check T1.greedy; 'almost reaches the bound' gets the "
-                 "margin 0.079 (was 0.05 by convention), both every objective (was 2/3 of four checks). T2: every "
-                 "reference × method cell at the margin 0.2 from Table 1 (was 2/3 of references, margin 0). T2b: "
-                 "reformulated so it can fail — a non-negligible gap, margin 0.079 from Table 1, every cell (was 2/3 "
-                 "of cells, margin 0). T3: two named parts, margin 0.05 by convention (was 2/3 of models × checks, "
-                 "margin 0). T4: margin 0.05 by convention (was 0). T5: every method under two denominators, the one "
-                 "that favours TRACE checked by one that favours none, margins from Table 1 (was 2/3 of methods, "
-                 "margin 0). T6: a study check against a float tolerance. Premises: the mechanism (deletion lowers "
-                 "the prediction; the search beats random orders) decided by an interval (were nulls of random signs "
-                 "and point estimates). Intervals: t on replica means (were two-stage bootstraps)."),
-         "fingerprint": "ba0ef7a0cc01"},
+        {**REGISTERED, "fingerprint": "ba0ef7a0cc01"},
     ],
 )
 @verdicts.registered(
@@ -87,19 +64,7 @@ __all__ = ["claim_random_test", "claim_insertion_equals_deletion"]
     note=("Partly reproduced when one of the two parts is (share 0.5, fixed in advance: the paper states them as two "
           "findings)."),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file. T1: the 'SA beats Greedy' half "
-                 "(true by construction) becomes the study check T1.greedy; 'almost reaches the bound' gets the "
-                 "margin 0.079 (was 0.05 by convention), both every objective (was 2/3 of four checks). T2: every "
-                 "reference × method cell at the margin 0.2 from Table 1 (was 2/3 of references, margin 0). T2b: "
-                 "reformulated so it can fail — a non-negligible gap, margin 0.079 from Table 1, every cell (was 2/3 "
-                 "of cells, margin 0). T3: two named parts, margin 0.05 by convention (was 2/3 of models × checks, "
-                 "margin 0). T4: margin 0.05 by convention (was 0). T5: every method under two denominators, the one "
-                 "that favours TRACE checked by one that favours none, margins from Table 1 (was 2/3 of methods, "
-                 "margin 0). T6: a study check against a float tolerance. Premises: the mechanism (deletion lowers "
-                 "the prediction; the search beats random orders) decided by an interval (were nulls of random signs "
-                 "and point estimates). Intervals: t on replica means (were two-stage bootstraps)."),
-         "fingerprint": "8f833f601ba3"},
+        {**REGISTERED, "fingerprint": "8f833f601ba3"},
     ],
 )
 def claim_random_test(curves: pd.DataFrame, *, zero: str = "zero", blur: str = "blur",
@@ -166,19 +131,7 @@ def claim_random_test(curves: pd.DataFrame, *, zero: str = "zero", blur: str = "
     decision="single", null="none: an identity; it fails only through a bug in our two curve functions", premises=[],
     replicas=3, units=30, interval="t on units", unit="curve",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file. T1: the 'SA beats Greedy' half "
-                 "(true by construction) becomes the study check T1.greedy; 'almost reaches the bound' gets the "
-                 "margin 0.079 (was 0.05 by convention), both every objective (was 2/3 of four checks). T2: every "
-                 "reference × method cell at the margin 0.2 from Table 1 (was 2/3 of references, margin 0). T2b: "
-                 "reformulated so it can fail — a non-negligible gap, margin 0.079 from Table 1, every cell (was 2/3 "
-                 "of cells, margin 0). T3: two named parts, margin 0.05 by convention (was 2/3 of models × checks, "
-                 "margin 0). T4: margin 0.05 by convention (was 0). T5: every method under two denominators, the one "
-                 "that favours TRACE checked by one that favours none, margins from Table 1 (was 2/3 of methods, "
-                 "margin 0). T6: a study check against a float tolerance. Premises: the mechanism (deletion lowers "
-                 "the prediction; the search beats random orders) decided by an interval (were nulls of random signs "
-                 "and point estimates). Intervals: t on replica means (were two-stage bootstraps)."),
-         "fingerprint": "8b92123f3c15"},
+        {**REGISTERED, "fingerprint": "8b92123f3c15"},
     ],
 )
 def claim_insertion_equals_deletion(frame: pd.DataFrame) -> verdicts.Claim:

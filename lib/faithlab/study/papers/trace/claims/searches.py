@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab.study import verdicts
+from faithlab.study.papers.trace.claims.registration import REGISTERED
 from faithlab.study.papers.trace.claims.premises import (cross_premises, curve_points, decided, interval_text,
                                                          per_image, premise_outcomes, premise_text,
                                                          replica_groups, replica_mean, search_bound_premises,
@@ -70,19 +71,7 @@ def _search_bound_cells(sums: pd.DataFrame, random: pd.DataFrame, rule: verdicts
     note=("SA ≥ Greedy and CS ≥ SA hold by construction: the first is the study check T1.greedy, the second bounds "
           "the statistic at 0."),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file. T1: the 'SA beats Greedy' half "
-                 "(true by construction) becomes the study check T1.greedy; 'almost reaches the bound' gets the "
-                 "margin 0.079 (was 0.05 by convention), both every objective (was 2/3 of four checks). T2: every "
-                 "reference × method cell at the margin 0.2 from Table 1 (was 2/3 of references, margin 0). T2b: "
-                 "reformulated so it can fail — a non-negligible gap, margin 0.079 from Table 1, every cell (was "
-                 "2/3 of cells, margin 0). T3: two named parts, margin 0.05 by convention (was 2/3 of models × "
-                 "checks, margin 0). T4: margin 0.05 by convention (was 0). T5: every method under two "
-                 "denominators, the one that favours TRACE checked by one that favours none, margins from Table 1 "
-                 "(was 2/3 of methods, margin 0). T6: a study check against a float tolerance. Premises: the "
-                 "mechanism (deletion lowers the prediction; the search beats random orders) decided by an interval "
-                 "(were nulls of random signs and point estimates). Intervals: t on replica means (were two-stage "
-                 "bootstraps).")},
+        REGISTERED,
         {"date": "2026-11-27", "change": "changed",
          "field": "replicas",
          "old": 3,
@@ -135,19 +124,7 @@ def _search_claim(sums: pd.DataFrame, random: pd.DataFrame, rule_id: str, *, ver
               "(b) the bound CS lies beyond random orders by more than 0.1 per curve point, for -Le and -Mo"],
     replicas=3, units=30, interval="t on replica means", unit="test image",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file. T1: the 'SA beats Greedy' half "
-                 "(true by construction) becomes the study check T1.greedy; 'almost reaches the bound' gets the "
-                 "margin 0.079 (was 0.05 by convention), both every objective (was 2/3 of four checks). T2: every "
-                 "reference × method cell at the margin 0.2 from Table 1 (was 2/3 of references, margin 0). T2b: "
-                 "reformulated so it can fail — a non-negligible gap, margin 0.079 from Table 1, every cell (was 2/3 "
-                 "of cells, margin 0). T3: two named parts, margin 0.05 by convention (was 2/3 of models × checks, "
-                 "margin 0). T4: margin 0.05 by convention (was 0). T5: every method under two denominators, the one "
-                 "that favours TRACE checked by one that favours none, margins from Table 1 (was 2/3 of methods, "
-                 "margin 0). T6: a study check against a float tolerance. Premises: the mechanism (deletion lowers "
-                 "the prediction; the search beats random orders) decided by an interval (were nulls of random signs "
-                 "and point estimates). Intervals: t on replica means (were two-stage bootstraps)."),
-         "fingerprint": "31f36e237213"},
+        {**REGISTERED, "fingerprint": "31f36e237213"},
     ],
 )
 def claim_search_beats_greedy(sums: pd.DataFrame, random: pd.DataFrame) -> verdicts.Claim:
@@ -174,19 +151,7 @@ def claim_search_beats_greedy(sums: pd.DataFrame, random: pd.DataFrame) -> verdi
               "(b) SA-Le beats random orders under LeRF and SA-Mo under MoRF by more than 0.1 per curve point"],
     replicas=8, units=80, interval="t on replica means", unit="test image",
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file. T1: the 'SA beats Greedy' half "
-                 "(true by construction) becomes the study check T1.greedy; 'almost reaches the bound' gets the "
-                 "margin 0.079 (was 0.05 by convention), both every objective (was 2/3 of four checks). T2: every "
-                 "reference × method cell at the margin 0.2 from Table 1 (was 2/3 of references, margin 0). T2b: "
-                 "reformulated so it can fail — a non-negligible gap, margin 0.079 from Table 1, every cell (was "
-                 "2/3 of cells, margin 0). T3: two named parts, margin 0.05 by convention (was 2/3 of models × "
-                 "checks, margin 0). T4: margin 0.05 by convention (was 0). T5: every method under two "
-                 "denominators, the one that favours TRACE checked by one that favours none, margins from Table 1 "
-                 "(was 2/3 of methods, margin 0). T6: a study check against a float tolerance. Premises: the "
-                 "mechanism (deletion lowers the prediction; the search beats random orders) decided by an interval "
-                 "(were nulls of random signs and point estimates). Intervals: t on replica means (were two-stage "
-                 "bootstraps).")},
+        REGISTERED,
         {"date": "2026-11-27", "change": "changed",
          "field": "replicas",
          "old": 3,

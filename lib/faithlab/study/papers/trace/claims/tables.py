@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab.study import verdicts
+from faithlab.study.papers.trace.claims.registration import REGISTERED
 from faithlab.study.papers.trace import paper
 from faithlab.study.papers.trace.claims.premises import (PREMISE_COLUMNS, SCORE, as_array, curve_points, decided,
                                                          interval_text, per_image, premise_outcomes, premise_row,
@@ -38,19 +39,7 @@ __all__ = ["claim_beats_methods", "claim_probability_beats_logit", "claim_refere
           "by as much as the paper's smallest lead. 'Every method in all cells': every reference × method cell of "
           "the model must hold."),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file. T1: the 'SA beats Greedy' half "
-                 "(true by construction) becomes the study check T1.greedy; 'almost reaches the bound' gets the "
-                 "margin 0.079 (was 0.05 by convention), both every objective (was 2/3 of four checks). T2: every "
-                 "reference × method cell at the margin 0.2 from Table 1 (was 2/3 of references, margin 0). T2b: "
-                 "reformulated so it can fail — a non-negligible gap, margin 0.079 from Table 1, every cell (was "
-                 "2/3 of cells, margin 0). T3: two named parts, margin 0.05 by convention (was 2/3 of models × "
-                 "checks, margin 0). T4: margin 0.05 by convention (was 0). T5: every method under two "
-                 "denominators, the one that favours TRACE checked by one that favours none, margins from Table 1 "
-                 "(was 2/3 of methods, margin 0). T6: a study check against a float tolerance. Premises: the "
-                 "mechanism (deletion lowers the prediction; the search beats random orders) decided by an interval "
-                 "(were nulls of random signs and point estimates). Intervals: t on replica means (were two-stage "
-                 "bootstraps).")},
+        REGISTERED,
         {"date": "2026-11-27", "change": "changed",
          "field": "premises",
          "old": ["(a) deletion lowers the prediction under each reference: f(x) minus the mean of the Random map's "
@@ -140,19 +129,7 @@ def claim_beats_methods(scores: pd.DataFrame, *, model: str, target: str = "T-p"
           "built in; the paper's claim is that the gap is non-negligible, and a gap shown inside the margin is 'not "
           "reproduced' (e.g. when the two searches find the same trajectories)."),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file. T1: the 'SA beats Greedy' half "
-                 "(true by construction) becomes the study check T1.greedy; 'almost reaches the bound' gets the "
-                 "margin 0.079 (was 0.05 by convention), both every objective (was 2/3 of four checks). T2: every "
-                 "reference × method cell at the margin 0.2 from Table 1 (was 2/3 of references, margin 0). T2b: "
-                 "reformulated so it can fail — a non-negligible gap, margin 0.079 from Table 1, every cell (was "
-                 "2/3 of cells, margin 0). T3: two named parts, margin 0.05 by convention (was 2/3 of models × "
-                 "checks, margin 0). T4: margin 0.05 by convention (was 0). T5: every method under two "
-                 "denominators, the one that favours TRACE checked by one that favours none, margins from Table 1 "
-                 "(was 2/3 of methods, margin 0). T6: a study check against a float tolerance. Premises: the "
-                 "mechanism (deletion lowers the prediction; the search beats random orders) decided by an interval "
-                 "(were nulls of random signs and point estimates). Intervals: t on replica means (were two-stage "
-                 "bootstraps).")},
+        REGISTERED,
         {"date": "2026-11-27", "change": "changed",
          "field": "premises",
          "old": ["(a) deletion lowers the prediction in each cell: f(x) minus the mean of the Random map's LeRF "
@@ -238,19 +215,7 @@ def claim_probability_beats_logit(scores: pd.DataFrame, *, target: str = "T-p", 
           "relative spread of a score at chance divides by about 0, so a 'relative' cell counts only when both "
           "compared scores lie above chance (0; t on replica means), else it is undecided."),
     log=[
-        {"date": "2026-11-27", "change": "registered",
-         "why": ("issue 69: the rules move from the claim functions into this file. T1: the 'SA beats Greedy' half "
-                 "(true by construction) becomes the study check T1.greedy; 'almost reaches the bound' gets the "
-                 "margin 0.079 (was 0.05 by convention), both every objective (was 2/3 of four checks). T2: every "
-                 "reference × method cell at the margin 0.2 from Table 1 (was 2/3 of references, margin 0). T2b: "
-                 "reformulated so it can fail — a non-negligible gap, margin 0.079 from Table 1, every cell (was "
-                 "2/3 of cells, margin 0). T3: two named parts, margin 0.05 by convention (was 2/3 of models × "
-                 "checks, margin 0). T4: margin 0.05 by convention (was 0). T5: every method under two "
-                 "denominators, the one that favours TRACE checked by one that favours none, margins from Table 1 "
-                 "(was 2/3 of methods, margin 0). T6: a study check against a float tolerance. Premises: the "
-                 "mechanism (deletion lowers the prediction; the search beats random orders) decided by an interval "
-                 "(were nulls of random signs and point estimates). Intervals: t on replica means (were two-stage "
-                 "bootstraps).")},
+        REGISTERED,
         {"date": "2026-11-27", "change": "changed",
          "field": "premises",
          "old": ["(a) deletion lowers the prediction and (b) T-p beats random orders, on the patch scores of every "
