@@ -99,13 +99,15 @@ def test_evaluate_writes_the_report_equal_to_evaluate(inputs, tmp_path, capsys):
 
 
 def test_python_m_faithlab_runs_the_command(inputs, tmp_path):
-    """The entry point works in a fresh process (``python -m faithlab``; the console script calls the same main)."""
+    """The entry point works in a fresh process (``python -m faithlab``; the console script calls the same main) and
+    passes main's exit status on (2 for a bad argument, as tests/cli/test_odd_folders.py checks main for a missing
+    image folder, in a fresh process too)."""
     done = subprocess.run([sys.executable, "-m", "faithlab", *_args(inputs, tmp_path / "r", "--estimate-only")],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "estimated total" in done.stdout and not (tmp_path / "r").exists()
-    bad = subprocess.run([sys.executable, "-m", "faithlab", "evaluate", "--model", "torchvision:resnet18",
-                          "--images", str(tmp_path / "nowhere")], capture_output=True, text=True, timeout=300)
+    bad = subprocess.run([sys.executable, "-m", "faithlab", "evaluate", "--model", "torchvision:resnet18"],
+                         capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "--images" in bad.stderr and "Traceback" not in bad.stderr
 
 
