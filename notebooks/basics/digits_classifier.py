@@ -21,7 +21,7 @@
 #
 # **Replicas.** The unit of replication of a claim about a trained model is the trained model: the CNN is trained
 # `replicas` (R) times on the same data split; each replica r trains with its own seed (initialisation and batch
-# order), derived from `seed`, the setting's name ("digits/small CNN, <image_size> px") and r
+# order), derived from `seed`, the setting's name (`digits/small CNN, <image_size> px`) and r
 # (`fs.verdicts.replicas`), and is cached by its configuration hash, and every replica explains and deletes on the same test digits. The
 # tables carry a `replica` column; the sanity claim's interval resamples the replicas, then the digits within each
 # drawn replica, and the claims table shows how many replicas give the pooled verdict on their own. The example

@@ -37,7 +37,7 @@
 # where the mechanism is weak; only its original and fine-tuned models are trained.
 #
 # **Replicas.** The unit of replication is the trained classifier: every setting trains `replicas` classifiers on
-# the same data; each replica r trains with its own seed, derived from `seed`, the setting's name ("canvas/<setting>")
+# the same data; each replica r trains with its own seed, derived from `seed`, the setting's name (`canvas/<setting>`)
 # and r (`fs.verdicts.replicas`), and gets its own F-Fidelity fine-tuning and ROAR retrainings (cached per replica).
 # The ranking claims are
 # decided on one statistic per replica (its micro ranks or correlations averaged over the degradation seeds and

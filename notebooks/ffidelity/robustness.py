@@ -31,7 +31,7 @@
 # independently trained replicas, replica r being replica r of the notebook that trains it. Each replica r trains
 # with its own seed, derived from `seed`, the setting's name and r (`fs.verdicts.replicas`): the CNN's setting is
 # "canvas/main" (`images_ranking`'s main setting), the ViT's "vit/main" (`images_variants`), each series and text
-# model's "series_text/<model>" (`series_text`, whose replica seed also draws that replica's data) — so that all
+# model's `series_text/<model>` (`series_text`, whose replica seed also draws that replica's data) — so that all
 # come from the same cache entries; each replica is fine-tuned on its own (once per β for the CNN), cached per
 # replica. Within a replica the units are the test inputs; every per-input frame below carries a `replica` column,
 # and every claim's interval is a t interval on the replica means (or on one statistic per replica).

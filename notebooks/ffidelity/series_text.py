@@ -29,7 +29,7 @@
 # zeros"); deleting the token (the pad id, dropped from the pool) is run beside it as a labelled variant.
 #
 # **Replicas.** The unit of replication is the trained model: every model is trained `replicas` (R) times, replica
-# r with its own seed, derived from `seed`, the setting's name ("series_text/<model>") and r
+# r with its own seed, derived from `seed`, the setting's name (`series_text/<model>`) and r
 # (`fs.verdicts.replicas`), which also draws that replica's training and test data, and each replica gets its own F-Fidelity fine-tuning (and, on series, its own ROAR
 # retraining), all cached per replica. Every frame below carries a `replica` column; the claims rest on one
 # statistic per replica (averaged over its degradation seeds and sparsity levels, its `n_test` test inputs the units

@@ -25,7 +25,7 @@
 #
 # **Replicas.** The unit of replication is the trained classifier: for every r the notebook trains `replicas`
 # classifiers, each replica q trained with its own seed, derived from `seed`, the setting's name
-# ("ffidelity/size_plateau/<r>") and q (`fs.verdicts.replicas`), each fine-tuned once per β (cached per replica); the claim counts the (r, β) cases of every replica and decides their share with
+# (`ffidelity/size_plateau/<r>`) and q (`fs.verdicts.replicas`), each fine-tuned once per β (cached per replica); the claim counts the (r, β) cases of every replica and decides their share with
 # an interval that takes the replicas into account.
 
 # %% tags=["parameters"]

@@ -24,7 +24,7 @@
 # μF and S_avg are read on trained models, so the unit of replication is the trained family: a replica is another
 # run of the task's k-fold training on the same D (drawn with `seed`) under its own training seed, the very families
 # of the chapter's Tables 1–2 (the same cached models): replica 0 is the study's own run, trained under `seed` itself;
-# each replica r ≥ 1 trains with its own seed, derived from `seed`, the setting's name ("<task>/Normal") and r
+# each replica r ≥ 1 trains with its own seed, derived from `seed`, the setting's name (`<task>/Normal`) and r
 # (`fs.verdicts.replicas`). The paper's μF subsets (15 % of the pixels) and S_avg radius (0.1) are fixed
 # (`fs.papers.reco_mege.fidelity_stability`'s defaults).
 # With `replicas` (R) of them, μF and S_avg are measured on the first model of each replica, on `n_eval` samples

@@ -24,7 +24,7 @@
 # randomised) or retrains under the same seed (labels switched, data limited) the normally trained family of
 # replica r, which is the chapter's Tables 1–2 family of that replica (loaded from the cache). D is drawn with
 # `seed`; replica 0 trains under `seed` itself (the study's own run), each replica r ≥ 1 with its own seed, derived
-# from `seed`, the setting's name ("<task>/Normal") and r (`fs.verdicts.replicas`). Every score is computed once per
+# from `seed`, the setting's name (`<task>/Normal`) and r (`fs.verdicts.replicas`). Every score is computed once per
 # replica, on that replica's own sets.
 
 # %% tags=["parameters"]

@@ -23,8 +23,8 @@
 # not independent repeats. A replica is another run of both families' k models on the same D (drawn with `seed`)
 # under its own training seed: replica 0 is the study's own run, trained under `seed` itself (the run the chapter's
 # other notebooks share); each replica r ≥ 1 trains with its own seed, derived from `seed`, the setting's name and r
-# (`fs.verdicts.replicas`; the setting "<task>/Normal" for the ResNet-18s, the seeds of the chapter's Tables 1–2, so
-# both notebooks load the same cached models, and "<task>/1-Lipschitz" for the 1-Lipschitz CNNs). `replicas` (R) of
+# (`fs.verdicts.replicas`; the setting `<task>/Normal` for the ResNet-18s, the seeds of the chapter's Tables 1–2, so
+# both notebooks load the same cached models, and `<task>/1-Lipschitz` for the 1-Lipschitz CNNs). `replicas` (R) of
 # them, each cached under its own models' keys. The task is the paper's, CIFAR-10 (`P.LIPSCHITZ_TASK`). Every score
 # is computed once per replica, on that replica's own sets, and every interval is a t interval on the R replica
 # values.

@@ -25,7 +25,7 @@
 # not independent repeats of the experiment. A replica is another run of all k models on the same D (drawn with
 # `seed`) under its own training seed: replica 0 is the study's own run, trained under `seed` itself (the run the
 # chapter's other notebooks share); each replica r ≥ 1 trains with its own seed, derived from `seed`, the setting's
-# name ("<task>/Normal") and r (`fs.verdicts.replicas`): new blocks, initialisations and batches. `replicas` of them
+# name (`<task>/Normal`) and r (`fs.verdicts.replicas`): new blocks, initialisations and batches. `replicas` of them
 # per task, each cached under its own models' keys. ReCo is a maximum over thresholds, not a mean, so every score is
 # computed once per replica on that replica's own sets, and every interval is a t interval on the R replica values.
 

@@ -26,7 +26,7 @@
 # trained (and fine-tuned) with its own seed, derived from `seed`, the setup's name and r (`fs.verdicts.replicas`),
 # on the same canvases, and scores its own, disjoint part of the test split (up to `n_test` images), so every
 # (replica, image) unit is independent. The claim is decided over R decision trees the same way (their setting's
-# name: "decision tree, depth <tree_depth>"). Every interval — the claim's and the guide's — is a t interval on the R replica means
+# name: `decision tree, depth <tree_depth>`). Every interval — the claim's and the guide's — is a t interval on the R replica means
 # (`fs.verdicts.mean_interval`): the trained model is the unit of replication, so a statement that holds for one
 # model and not another stays undecided. The guide names a metric only where the replicas separate it; where they
 # do not separate two metrics it names both or neither. The meta-evaluation (noise resilience, adversary

@@ -251,3 +251,32 @@ def test_the_metric_core_is_pure_torch():
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
             found += [f"{p.relative_to(ROOT)}:{node.lineno} {n}" for n in names if n.split(".")[0] in heavy]
     assert not found, f"the metric core imports {found}"
+
+
+PLACEHOLDER = re.compile(r"<[a-z_]+>")
+
+
+def bare_placeholders(text: str) -> list[int]:
+    """Lines of a py:percent notebook's markdown comments with a ``<name>`` placeholder outside a code span: the book
+    renders it as an unknown HTML tag, so the name silently vanishes from the page."""
+    found, markdown = [], False
+    for i, line in enumerate(text.splitlines(), 1):
+        if line.startswith("# %%"):
+            markdown = "[markdown]" in line
+        elif markdown and line.startswith("# "):
+            outside = line.split("`")[::2]  # the text between code spans
+            if any(PLACEHOLDER.search(part) for part in outside):
+                found.append(i)
+    return found
+
+
+def test_the_placeholder_check_finds_a_bare_name():
+    text = '# %% [markdown]\n# the setting "<task>/Normal" and r\n# `"<task>/Normal"` is fine\n# %%\nx = 1  # <n>\n'
+    assert bare_placeholders(text) == [2]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOK_FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_notebook_prose_shows_its_placeholders(notebook):
+    lines = bare_placeholders(notebook.read_text())
+    assert not lines, (f"{notebook.relative_to(ROOT)}: a <name> outside a code span vanishes from the page (an HTML "
+                       f"tag), lines {lines}: write it as `<name>`")
