@@ -262,10 +262,8 @@ def claim_rank_agreement(fid: pd.DataFrame, loc: pd.DataFrame, *, task: str, sco
               for r, v in per.items()}
     images = int(f[["replica", "image"]].drop_duplicates().shape[0])
     j = None
-    if counted:
-        if len(per) < 2:
-            raise ValueError(f"C4 needs at least 2 trained replicas, got {len(per)} (one replica's rows alone decide "
-                             "nothing: the unit is the trained replica)")
+    one_model = bool(counted) and len(per) < 2  # e.g. the paper's weights: one model, no interval on replicas
+    if counted and not one_model:
         finite = [x for x in values.values() if np.isfinite(x)]
         if len(finite) < 2:
             reasons.append(f"the mean ρ is defined in {len(finite)} of {len(values)} replicas only (constant "
@@ -275,7 +273,9 @@ def claim_rank_agreement(fid: pd.DataFrame, loc: pd.DataFrame, *, task: str, sco
                                            what="mean ρ over the replicas")
     check = mechanism_if(flips)
     untestable = verdicts.first_reason(*reasons)
-    v = verdicts.decide([j] if j is not None else [], rule, untestable=untestable)
+    # one trained model decides nothing (the unit of replication is the trained replica; a t interval on one
+    # replica's statistic has no degrees of freedom): its one cell is undecided, so the claim is inconclusive
+    v = verdicts.decide([j] if j is not None or one_model else [], rule, untestable=untestable)
     if check is not None and untestable is None:
         v = check.apply(v)
     rows = [{"task": task, "replica": r, "model": m, "alteration": a, "Spearman": rho}
