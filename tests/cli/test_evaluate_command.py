@@ -48,8 +48,10 @@ def _args(inputs: Path, out: Path, *extra: str) -> list[str]:
             str(SIZE), "--batch-size", "4", "--maps", "2", "--out", str(out), "--yes", *sets, *extra]
 
 
-def _direct(inputs: Path) -> pd.DataFrame:
-    """fl.evaluate's own call on the tensors of the same images, model and explainers."""
+@pytest.fixture(scope="module")
+def direct(inputs: Path) -> pd.DataFrame:
+    """fl.evaluate's own call on the tensors of the same images, model and explainers (computed once: two tests
+    compare against it)."""
     import dataclasses
 
     model = fl.models.load("torchvision:resnet18", weights=inputs / "weights.pt")
@@ -89,12 +91,12 @@ def _check_report(folder: Path, direct: pd.DataFrame) -> None:
     assert "Sanity checks" in page and "<table" in page and fl.__version__ in page
 
 
-def test_evaluate_writes_the_report_equal_to_evaluate(inputs, tmp_path, capsys):
+def test_evaluate_writes_the_report_equal_to_evaluate(inputs, direct, tmp_path, capsys):
     out = tmp_path / "report"
     assert cli.main(_args(inputs, out)) == 0
     printed = capsys.readouterr().out
     assert "model inputs per image" in printed and "estimated total" in printed and "torchvision:resnet18" in printed
-    _check_report(out, _direct(inputs))
+    _check_report(out, direct)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".report")]  # no staging folder left
 
 
@@ -152,7 +154,7 @@ def test_usage_errors_exit_2_naming_the_flag(inputs, tmp_path, capsys, change, f
 
 
 @pytest.mark.slow
-def test_template_notebook_reads_a_model_file_and_an_image_folder(inputs, tmp_path, monkeypatch):
+def test_template_notebook_reads_a_model_file_and_an_image_folder(inputs, direct, tmp_path, monkeypatch):
     """study.run of the template with model/weights/images parameters writes the same numbers as the command."""
     from faithlab import study
 
@@ -167,7 +169,7 @@ def test_template_notebook_reads_a_model_file_and_an_image_folder(inputs, tmp_pa
     folder = tmp_path / "gen" / "templates" / "evaluate_your_explainer"
     for name in report.TABLES:
         assert (folder / f"{name}.csv").is_file()
-    _check_report(tmp_path / "nb_report", _direct(inputs))
+    _check_report(tmp_path / "nb_report", direct)
 
 
 def test_settings_are_checked_against_the_images_own_shape(inputs, tmp_path, capsys):
