@@ -313,8 +313,7 @@ vit_agreement_table
 # shows replica 0's first few images.
 
 # %%
-pair_images = slice(0, pair_n_test)
-x_pair, y_pair = test.x[pair_images].to(device), test.y[pair_images].to(device)
+x_pair, y_pair = (t.to(device) for t in fl.data.to_tensors(test, pair_n_test))  # a real folder's test set is lazy
 pair_ffid = dict(sparsity=sparsity, alpha=alpha, beta=beta, n_samples=n_samples, seed=seed, batch_size=batch_size)
 tuned = {r: studies["CNN LayerCAM", r].models["fine-tuned"] for r in REPLICAS}
 pair_maps = {r: P.pair_maps(tuned[r], x_pair, y_pair, seed=seed) for r in REPLICAS}
