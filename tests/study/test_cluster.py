@@ -119,6 +119,11 @@ def test_shard_bounds_cover_every_item_once_in_order():
 
 @pytest.mark.slow
 def test_sharded_run_equals_unsharded_run(sharded_project):
+    """The shards and the reduce step write the unsharded run's tables, byte for byte. A shard's kernel never reaches
+    the summary cells (their out.table calls would fail on a partial table if it did): here the summary asserts that
+    it sees every sample."""
+    write(sharded_project, "demo/sharded", SHARDED.replace(
+        'out.table(table, "per_sample"', 'assert len(table) == n, len(table)\nout.table(table, "per_sample"'))
     whole = sharded_project / "whole"
     results = {r.name: r for r in study.run(["demo/sharded"], root=sharded_project, generated=whole,
                                             echo=lambda *_: None)}
@@ -138,16 +143,6 @@ def test_sharded_run_equals_unsharded_run(sharded_project):
     again = study.run(["demo/sharded"], root=sharded_project, generated=parts, overrides={"n_shards": 3},
                       echo=lambda *_: None)
     assert [r.status for r in again] == ["cached"]
-
-
-def test_a_shard_executes_only_up_to_its_last_shard_cell(sharded_project):
-    """A shard's kernel never reaches the summary cells: their out.table calls would fail on a partial table if it
-    did (here: a summary that asserts it sees every sample)."""
-    text = SHARDED.replace('out.table(table, "per_sample"', 'assert len(table) == n, len(table)\nout.table(table, '
-                           '"per_sample"')
-    write(sharded_project, "demo/sharded", text)
-    results, _ = run(sharded_project, "demo/sharded", overrides={"n_shards": 2})
-    assert results["demo/sharded"].status == "ran"
 
 
 def test_failed_shard_fails_the_notebook_names_the_shard_and_keeps_no_stale_page(sharded_project):
