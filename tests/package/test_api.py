@@ -7,11 +7,13 @@ import inspect
 
 import pytest
 
-PACKAGES = ["perturb", "metrics", "explainers", "models", "train", "data", "plots", "study.papers", "study.artifacts",
+PACKAGES = ["evaluation", "perturb", "metrics", "explainers", "models", "train", "data", "plots", "study.papers", "study.artifacts",
             "study.verdicts", "study.recipes"]
 # positional parameters with a default that are not tensors, on purpose: the removal order is the second thing
-# one says about an order (``order(scores, "lerf")``); finetune's augmentation hook is the point of the call.
-POSITIONAL_OPTIONS = {("perturb", "order", "order"), ("train", "finetune", "augment"),
+# one says about an order (``order(scores, "lerf")``); finetune's augmentation hook is the point of the call;
+# fl.evaluate's maps are its fourth argument (``fl.evaluate(model, x, y, attributions)``), None to explain with
+# ``explainer``.
+POSITIONAL_OPTIONS = {("evaluation", "evaluate", "attributions"), ("perturb", "order", "order"), ("train", "finetune", "augment"),
                       ("data", "to_tensors", "n"), ("study.verdicts", "ladder", "partly"),
                       ("perturb", "make_reference", "kind"), ("data", "timeseries", "task")}
 
@@ -37,3 +39,29 @@ def test_options_after_the_tensors_are_keyword_only(name):
                     and (name, attr, p.name) not in POSITIONAL_OPTIONS):
                 offenders.append(f"{attr}({p.name}=...)")
     assert not offenders, f"faithlab.{name}: options that should be keyword-only: {offenders}"
+
+
+def test_the_study_artifacts_import_without_torch():
+    """A notebook's outputs and verdicts (faithlab.study.artifacts) need numpy, scipy and pandas only: importing them
+    must not import torch (about 1.7 s a kernel; faithlab.evaluation's names are imported on first use)."""
+    import subprocess
+    import sys
+
+    code = "import sys, faithlab.study.artifacts, faithlab.evaluation.intervals; print('torch' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False", "importing faithlab.study.artifacts imported torch"
+
+
+def test_evaluation_estimate_is_the_function_whichever_import_comes_first():
+    """``estimate`` names both a submodule and the function faithlab.evaluation exports: importing the submodule
+    first (as budget.py does) must not rebind the package's name to the module."""
+    import subprocess
+    import sys
+
+    code = ("import faithlab.evaluation.estimate as _; from faithlab.evaluation.estimate import probe_shape; "
+            "import faithlab as fl, inspect; print(inspect.isfunction(fl.evaluation.estimate), "
+            "fl.evaluation.estimate.__module__)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "faithlab.evaluation.estimate"]

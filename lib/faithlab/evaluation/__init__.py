@@ -22,14 +22,59 @@ given to the explainer and the seconds (:func:`cost`); ``attrs["forward_inputs"]
 
 from __future__ import annotations
 
-from faithlab.evaluation.estimate import estimate
-from faithlab.evaluation.frame import cost, describe, oriented
-from faithlab.evaluation.loop import available, evaluate
-from faithlab.metrics.papers.ffidelity import SPARSITY
-from faithlab.metrics.registry import METRICS, paper_metrics
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING
 
-PAPER_METRICS: dict[str, list[str]] = paper_metrics()
+if TYPE_CHECKING:  # the names below, imported on first use (see __getattr__)
+    from faithlab.evaluation.estimate import estimate
+    from faithlab.evaluation.frame import cost, describe, oriented
+    from faithlab.evaluation.loop import available, evaluate
+    from faithlab.metrics.papers.ffidelity import SPARSITY
+    from faithlab.metrics.registry import METRICS
+
+# The package's names are imported on first use: its modules (and the metrics registry behind them) import torch,
+# about 1.7 s, which faithlab.evaluation.intervals (numpy and scipy only; the study's verdicts read it) does not need.
+_HOMES = {"estimate": "faithlab.evaluation.estimate", "cost": "faithlab.evaluation.frame",
+          "describe": "faithlab.evaluation.frame", "oriented": "faithlab.evaluation.frame",
+          "available": "faithlab.evaluation.loop", "evaluate": "faithlab.evaluation.loop",
+          "SPARSITY": "faithlab.metrics.papers.ffidelity", "METRICS": "faithlab.metrics.registry"}
+
+PAPER_METRICS: dict[str, list[str]]
 """Display names of the study's metrics of each paper (chapter slug → labels), for the book's study map."""
 
 __all__ = ["METRICS", "PAPER_METRICS", "SPARSITY", "available", "evaluate", "cost", "oriented", "describe",
            "estimate"]
+
+
+def __getattr__(name: str):
+    if name == "PAPER_METRICS":
+        from faithlab.metrics.registry import paper_metrics
+
+        value = paper_metrics()
+    elif name in _HOMES:
+        value = getattr(importlib.import_module(_HOMES[name]), name)
+    else:
+        raise AttributeError(f"module 'faithlab.evaluation' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+class _Package(types.ModuleType):
+    """``estimate`` is both a submodule and the function the package exports under that name. Eagerly imported, the
+    function was bound after the submodule; imported on first use, the import system would bind the submodule as
+    the package's ``estimate`` whenever anything imports it first (``from faithlab.evaluation.estimate import …``),
+    and ``fl.evaluation.estimate(...)`` would then call a module. The package keeps the function under that name."""
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in _HOMES and isinstance(value, types.ModuleType):
+            return  # the submodule stays reachable in sys.modules
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
