@@ -256,6 +256,12 @@ def test_claim_c4_is_not_testable_without_enough_methods_and_needs_replicas():
     assert len(one.table[one.table.model == "mean over the cells"]) == 1
     claim = fs.verdicts.replicated(P.claim_rank_agreement, f, l, task="vehicles", score="IoU")
     assert claim.verdict == R and "at 3 replicas" in claim.power  # the replicas it keeps are counted
+    # each replica alone has one ρ and no interval: left out of the agreement (too few units alone), not shown as
+    # a replica that disagrees ("0 of 3 replicas (3 undecided alone)")
+    assert claim.replica_agreement == "3 replicas (each too few units to decide alone)", claim.replica_agreement
+    alone = fs.verdicts.replicated(P.claim_rank_agreement, f[f.replica == 0], l[l.replica == 0], task="vehicles",
+                                   score="IoU")
+    assert alone.verdict == INC and alone.replica_agreement == "1 replicas (each too few units to decide alone)"
 
 
 def test_claim_c4_leaves_an_undefined_rho_out_of_the_mean():

@@ -31,6 +31,7 @@ module re-exports the other two, so that no rule has a second copy.
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Mapping
 
 import numpy as np
@@ -48,7 +49,7 @@ __all__ = [
     "Null", "null_draws", "within_null", "Claim",
     "REPRODUCED", "PARTLY", "NOT_REPRODUCED", "NOT_TESTABLE", "INCONCLUSIVE", "DECIDED", "MIN_REPLICAS", "MIN_UNITS",
     "STABILITY_SEEDS", "KINDS", "share_above_zero", "replica_seed", "replicated",
-    "Premise", "premise_share", "MEANINGS", "premise_interval", "LEFT_OUT",
+    "Premise", "premise_share", "MEANINGS", "premise_interval", "LEFT_OUT", "judged_alone",
 ]
 
 MIN_REPLICAS = 3
@@ -79,6 +80,17 @@ def _replica_ids(objs, column: str) -> list:
 
     walk(objs)
     return sorted(found, key=str)
+
+
+_ALONE: contextvars.ContextVar = contextvars.ContextVar("faithlab_judged_alone", default=False)
+
+
+def judged_alone() -> bool:
+    """True while :func:`replicated` calls a claim function on one replica's rows (its replica agreement). A claim
+    on one statistic per replica that accepts a single trained model (the paper profile's published weights:
+    inconclusive, no interval) raises ValueError here instead, so that the replica is counted as left out (too few
+    units alone) and not as one that disagrees."""
+    return _ALONE.get()
 
 
 def _subset(o, column: str, replica):
@@ -134,11 +146,15 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
         raise TypeError(f"{getattr(fn, '__name__', fn)} must return a faithlab.study.verdicts.Claim, got "
                         f"{type(claim).__name__}")
     per = []
-    for r in _replica_ids((args, kwargs), column):
-        try:
-            per.append(str(fn(*_subset(args, column, r), **_subset(kwargs, column, r)).verdict))
-        except ValueError:  # one replica's rows can be too few for a statistic that the pooled rows define
-            per.append(LEFT_OUT)
+    alone = _ALONE.set(True)
+    try:
+        for r in _replica_ids((args, kwargs), column):
+            try:
+                per.append(str(fn(*_subset(args, column, r), **_subset(kwargs, column, r)).verdict))
+            except ValueError:  # one replica's rows can be too few for a statistic that the pooled rows define
+                per.append(LEFT_OUT)
+    finally:
+        _ALONE.reset(alone)
     stability = ()
     from faithlab.study.verdicts import decisions, power as power_analysis
 

@@ -263,6 +263,8 @@ def claim_rank_agreement(fid: pd.DataFrame, loc: pd.DataFrame, *, task: str, sco
     images = int(f[["replica", "image"]].drop_duplicates().shape[0])
     j = None
     one_model = bool(counted) and len(per) < 2  # e.g. the paper's weights: one model, no interval on replicas
+    if one_model and verdicts.judged_alone():  # one replica of several: left out of the agreement, not disagreeing
+        raise ValueError("C4 rests on one statistic per trained replica: one replica alone decides nothing")
     if counted and not one_model:
         finite = [x for x in values.values() if np.isfinite(x)]
         if len(finite) < 2:
