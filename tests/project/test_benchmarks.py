@@ -78,7 +78,11 @@ def run(script: str, args: list[str], *, expect: int = 0) -> subprocess.Complete
     command, argv, threads = [str(BENCH / script), *args], sys.argv, torch.get_num_threads()
     code = 0
     sys.argv = command
+    timing = sys.modules["_timing"]
+    steady = timing.steady_allocator
     try:
+        # --allocator steady (the default) would set this test process's malloc for good: a stand-in records it
+        timing.steady_allocator = lambda: ALLOCATOR_CALLS.append(script) is None
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), torch.random.fork_rng(devices=[]):
             runpy.run_path(str(BENCH / script), run_name="__main__")
     except SystemExit as exc:  # as the interpreter would: None is 0, a message goes to stderr with status 1
@@ -88,9 +92,23 @@ def run(script: str, args: list[str], *, expect: int = 0) -> subprocess.Complete
     finally:
         sys.argv = argv
         torch.set_num_threads(threads)
+        timing.steady_allocator = steady
     proc = subprocess.CompletedProcess(command, code, out.getvalue(), err.getvalue())
     assert proc.returncode == expect, proc.stderr[-3000:]
     return proc
+
+
+ALLOCATOR_CALLS: list[str] = []
+
+
+def test_the_benchmarks_time_on_a_steady_heap_unless_told_otherwise():
+    """The default --allocator steady asks for glibc's steady heap before timing (benchmarks/_timing.py); 'system'
+    leaves malloc alone."""
+    ALLOCATOR_CALLS.clear()
+    steady = run("library_overhead.py", [*TINY["library_overhead.py"], "--only", "removal"])
+    system = run("library_overhead.py", [*TINY["library_overhead.py"], "--only", "removal", "--allocator", "system"])
+    assert ALLOCATOR_CALLS == ["library_overhead.py"]
+    assert "host allocator: steady" in steady.stdout and "host allocator" not in system.stdout
 
 
 def test_every_benchmark_is_listed():
