@@ -251,3 +251,38 @@ def test_bernoulli_coins_keep_their_rate_and_are_independent():
     # a rate is kept to 2^-32: a rate below half of 2^-32 keeps nothing, 2^-32 itself about one in 2^32
     tiny = perturb.bernoulli_subset(torch.ones(1, 100_000, dtype=torch.bool), 2.0**-34, generator=0)
     assert not bool(tiny.any())
+
+
+@pytest.mark.parametrize("sampler", ["bernoulli", "exact"])
+@pytest.mark.parametrize("units", [1, 40, 10**9])  # _DRAWN_UNITS: one sample per block, 4 samples, one block
+def test_masks_drawn_in_blocks_are_one_draws_and_each_block_is_drawn_once(monkeypatch, sampler, units):
+    """Item 3: the engine's chunks read masks drawn per block of samples as they reach them, bitwise the masks of one
+    draw over every sample, whatever the block and chunk sizes; with pieces in increasing order each block is drawn
+    once and at most one block's masks are held beside the piece's."""
+    b, s, n = 11, 6, 10
+    g = torch.Generator().manual_seed(4)
+    cand = torch.rand(b, n, generator=g) < 0.8
+    amount = (torch.rand(b, generator=g, dtype=torch.float64) if sampler == "bernoulli"
+              else (cand.sum(1) * torch.rand(b, generator=g)).long())
+    sample = perturb.bernoulli_subset if sampler == "bernoulli" else perturb.exact_subset
+    whole = sample(cand, amount, generator=perturb.sample_seeds(9, None, b), n_samples=s)
+    seeds = perturb.sample_seeds(9, None, b)  # never drawn from whole: its slices start at draw 0, as the whole did
+    monkeypatch.setattr(sampling, "_DRAWN_UNITS", units)
+    block = max(1, units // (s * n))
+    for batch_size in (1, 5, 13, 66):
+        calls = []
+
+        def draw(s0, s1):
+            calls.append((s0, s1))
+            return sample(cand[s0:s1], amount[s0:s1], generator=seeds[s0:s1], n_samples=s)
+
+        masks = perturb.drawn_in_blocks(draw, b, s * n)
+        got = torch.zeros_like(whole)
+        for pieces in perturb.grid_chunks(b, s, batch_size=batch_size):
+            for b0, b1, v0, v1 in pieces:
+                got[b0:b1, v0:v1] = masks(b0, b1, v0, v1)
+        assert torch.equal(got, whole), batch_size
+        starts = list(range(0, b, block))
+        assert calls == [(s0, min(b, s0 + block)) for s0 in starts], batch_size
+    # a piece asked again after the blocks moved on is drawn again, the same
+    assert torch.equal(masks(0, 2, 1, 4), whole[0:2, 1:4])

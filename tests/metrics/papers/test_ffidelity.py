@@ -120,6 +120,27 @@ def test_batch_size_and_seed_invariance():
     assert not torch.equal(other, ref)
 
 
+@pytest.mark.parametrize("sampling", ["bernoulli", "exact"])
+def test_masks_are_drawn_per_block_of_samples_with_the_scores_of_one_draw(monkeypatch, sampling):
+    """RFid/FFid masks are drawn where the chunks use them, a block of samples at a time (perturb.drawn_in_blocks):
+    the sampler never sees more than a block's rows, and the scores are bitwise those of one draw over all samples,
+    at any batch size."""
+    model, x, y, attr = _setup(b=5)
+    kw = dict(sparsity=SPARSITY, alpha=0.5, beta=0.1, n_samples=9, generator=11, sampling=sampling, ties="random",
+              output="prob")
+    whole = {fn: fn(model, x, attr, target=y, batch_size=1000, **kw) for fn in (fd.fid_plus, fd.fid_minus)}
+    rows = []
+    real = fl.perturb.bernoulli_subset if sampling == "bernoulli" else fl.perturb.exact_subset
+    monkeypatch.setattr(fl.perturb, "bernoulli_subset" if sampling == "bernoulli" else "exact_subset",
+                        lambda c, *a, **k: rows.append(c.shape[0]) or real(c, *a, **k))
+    monkeypatch.setattr(fl.perturb.sampling, "_DRAWN_UNITS", 2 * len(SPARSITY) * 9 * N)  # two samples a block
+    for bs in (1, 7, 64):
+        rows.clear()
+        for fn in (fd.fid_plus, fd.fid_minus):
+            assert torch.equal(fn(model, x, attr, target=y, batch_size=bs, **kw), whole[fn]), (fn, bs)
+        assert rows == [2 * len(SPARSITY), 2 * len(SPARSITY), len(SPARSITY)] * 2, bs
+
+
 def _two_tier_curve(r: float, alpha: float, beta: float, grid: torch.Tensor) -> torch.Tensor:
     """Expected FFid+ (Bernoulli) under Theorem 1's two-tier model on n = 400 units when the probability of a
     wrong prediction is the fraction of digit (tier-1) units removed: E[removed from tier 1] / |T_1|."""

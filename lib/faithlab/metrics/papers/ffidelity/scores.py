@@ -62,23 +62,30 @@ def _fidelity(plus: bool, model: Callable, x: torch.Tensor, attributions: torch.
     top = perturb.top_masks(perturb.ranks(perturb.order(scores, "morf", generator=g, ties=ties)), counts)
     cand = top if plus else ~top                              # (B, L, n) candidate sets R+ or R−
     bsz, levels = cand.shape[:2]
-    if not random:
-        masks = cand[:, :, None, :]                           # remove all of R: one mask per level
-    elif sampling == "bernoulli":                             # authors' sampler: rate min(α, βn/|R|) (eq. 6)
-        rate = torch.full((levels,), a, dtype=torch.float64, device=size.device)  # beside size: on the CPU
-        if b is not None:
-            rate = torch.minimum(rate, b * n / size.clamp(min=1).double())
-        masks = perturb.bernoulli_subset(cand.flatten(0, 1), rate.repeat(bsz), generator=g.repeat_interleave(levels),
-                                         n_samples=n_samples)
-    else:                                                     # exact count min(round(α|R|), ⌊βn⌋)
-        k = torch.round(a * size.double()).long()
-        if b is not None:
-            k = k.clamp(max=math.floor(b * n + 1e-9))
-        masks = perturb.exact_subset(cand.flatten(0, 1), k.repeat(bsz), generator=g.repeat_interleave(levels),
-                                     n_samples=n_samples)
-    masks = masks.reshape(bsz, levels * masks.shape[-2], n)
     clean = runner.clean()  # the clean logits, once per run (shared by Fid+ and Fid− inside perturb.sharing)
-    draws = runner.outputs(masks).reshape(bsz, levels, -1)   # (B, L, N) the read-out after each mask
+    if not random:  # remove all of R: one mask per level
+        draws = runner.outputs(cand).reshape(bsz, levels, -1)  # (B, L, 1)
+    else:
+        rows, per_level = cand.flatten(0, 1), g.repeat_interleave(levels)  # one stream per (sample, level)
+        if sampling == "bernoulli":                           # authors' sampler: rate min(α, βn/|R|) (eq. 6)
+            rate = torch.full((levels,), a, dtype=torch.float64, device=size.device)  # beside size: on the CPU
+            if b is not None:
+                rate = torch.minimum(rate, b * n / size.clamp(min=1).double())
+            sampler, amount = perturb.bernoulli_subset, rate.repeat(bsz)
+        else:                                                 # exact count min(round(α|R|), ⌊βn⌋)
+            k = torch.round(a * size.double()).long()
+            if b is not None:
+                k = k.clamp(max=math.floor(b * n + 1e-9))
+            sampler, amount = perturb.exact_subset, k.repeat(bsz)
+
+        def draw(s0: int, s1: int) -> torch.Tensor:  # the (s1-s0, L·N, n) masks of samples s0..s1-1
+            r0, r1 = s0 * levels, s1 * levels
+            return sampler(rows[r0:r1], amount[r0:r1], generator=per_level[r0:r1],
+                           n_samples=n_samples).reshape(s1 - s0, levels * n_samples, n)
+
+        # drawn per block of samples as the chunks reach them (bitwise one draw over all): memory one block's masks
+        masks = perturb.drawn_in_blocks(draw, bsz, levels * n_samples * n)
+        draws = runner.masked(masks, n_variants=levels * n_samples).reshape(bsz, levels, -1)  # (B, L, N)
     removed = draws.mean(dim=-1)
     se, mean_se = _mc_se(draws, random)
     return {"score": clean[:, None] - removed, "clean": clean, "removed": removed, "sparsity": s,
