@@ -330,17 +330,18 @@ def average_stability_details(model: Callable, x: torch.Tensor, attributions: to
         z = (x[b0:b1, None] + u).flatten(0, 1)
         t = target[b0:b1].repeat_interleave(s)
         zs = None if seeds is None else seeds[b0:b1].repeat_interleave(s)
-        ref = base[b0:b1].repeat_interleave(s, dim=0).double()
         for c0 in range(0, z.shape[0], batch_size):
             c1 = min(z.shape[0], c0 + batch_size)
             maps = explain(z[c0:c1], t[c0:c1], None if zs is None else zs[c0:c1])
             _finite_maps(maps, sorted({b0 + i // s for i in range(c0, c1)}), "neighbours", c1 - c0, pending=pending)
+            # each neighbour's own sample's map of x, read per chunk (not a copy per neighbour of the whole block)
+            ref = base.index_select(0, torch.arange(c0, c1, device=base.device) // s + b0).double()
             if maps.shape[1:] != ref.shape[1:]:
                 _raise_non_finite(pending)  # an earlier chunk's NaN maps are named first, as they happened first
                 given = "attributions has" if attributions is not None else "its maps of x have"
                 raise ValueError(f"explainer returned maps of shape {tuple(maps.shape[1:])} per neighbour but {given} "
                                  f"{tuple(ref.shape[1:])} per sample")
-            sq = (maps.double() - ref[c0:c1]).flatten(1).pow(2).sum(1)
+            sq = (maps.double() - ref).flatten(1).pow(2).sum(1)
             dist.view(-1)[b0 * s + c0: b0 * s + c1] = sq
     _raise_non_finite(pending)
     # the Monte-Carlo standard error of the mean over the i.i.d. neighbours: sd/√n_neighbours (ddof 1), from these
