@@ -10,7 +10,8 @@ when t is taken already; every q-subset of the m candidates comes out with proba
 every row at once (a vectorised gather, where and scatter per step), and a row draws the smaller of its subset and
 its complement. Against one uniform key per unit and a selection (the earlier sampler) this draws and sorts nothing
 per unit: μF's 200 subsets of 15 % of 1,024 pixels need 154 numbers per subset instead of 1,024. A Bernoulli subset
-flips a coin per candidate, from half a hash each (:func:`bernoulli_subset`).
+flips a coin per candidate, from half a hash each (:func:`bernoulli_subset`). :func:`drawn_in_blocks` hands the
+engine a metric's masks a block of samples at a time, drawn as its chunks reach them (the same bits as one draw).
 """
 
 from __future__ import annotations
