@@ -286,3 +286,30 @@ def test_masks_drawn_in_blocks_are_one_draws_and_each_block_is_drawn_once(monkey
         assert calls == [(s0, min(b, s0 + block)) for s0 in starts], batch_size
     # a piece asked again after the blocks moved on is drawn again, the same
     assert torch.equal(masks(0, 2, 1, 4), whole[0:2, 1:4])
+
+
+@pytest.mark.parametrize("kind", ["bernoulli", "exact"])
+@pytest.mark.parametrize("n_samples", [None, 4])
+def test_samplers_by_rows_draw_the_rows_of_one_draw_with_no_host_read(kind, n_samples):
+    """bernoulli_rows/exact_rows: checked once when made, then any split of the rows gives the sampler's one draw bit
+    for bit, with no host read or copy per call (a block drawn inside a chunk loop must not stall a GPU), and the
+    caller's SampleSeeds moves on by the one draw the sampler takes."""
+    from syncs import count_syncs
+
+    b, n = 9, 30
+    g = torch.Generator().manual_seed(2)
+    cand = torch.rand(b, n, generator=g) < 0.7
+    amount = (torch.rand(b, generator=g, dtype=torch.float64) if kind == "bernoulli"
+              else (cand.sum(1) * torch.rand(b, generator=g)).long())
+    whole_of, rows_of = ((perturb.bernoulli_subset, perturb.bernoulli_rows) if kind == "bernoulli"
+                         else (perturb.exact_subset, perturb.exact_rows))
+    one, split = perturb.sample_seeds(6, None, b), perturb.sample_seeds(6, None, b)
+    whole = whole_of(cand, amount, generator=one, n_samples=n_samples)
+    rows = rows_of(cand, amount, generator=split, n_samples=n_samples)
+    with count_syncs() as syncs:  # every tensor made before the block (the sampler's own) taken to be on the device
+        got = torch.cat([rows(r0, r1) for r0, r1 in ((0, 2), (2, 3), (3, 3), (3, 9))])
+    assert syncs.total == 0, syncs.where
+    assert torch.equal(got if n_samples else got[:, 0], whole)
+    assert torch.equal(split.uniform((b, 5)), one.uniform((b, 5)))  # the next draw of each source is the same
+    with pytest.raises(ValueError, match="rate must lie" if kind == "bernoulli" else "count must lie"):
+        rows_of(cand, amount + 2 if kind == "bernoulli" else amount + n, generator=0, n_samples=n_samples)

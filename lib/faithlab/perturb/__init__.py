@@ -21,8 +21,8 @@ from faithlab.perturb.shared import sharing
 from faithlab.perturb.imputation import NoisyLinear, noisy_linear_imputation
 from faithlab.perturb.runner import (CURVE_KINDS, DELETION_INSERTION_FRACTIONS, Removal, deletion_insertion,
                                      masked_outputs, removal_curve, removal_outputs)
-from faithlab.perturb.sampling import (bernoulli_subset, drawn_in_blocks, exact_subset, exact_subset_sums,
-                                      uniform_fraction_mask)
+from faithlab.perturb.sampling import (Rows, bernoulli_rows, bernoulli_subset, drawn_in_blocks, exact_rows,
+                                      exact_subset, exact_subset_sums, uniform_fraction_mask)
 from faithlab.perturb.units import (REDUCE, UNIT_KINDS, ConstantMapWarning, Units, check_attributions, constant_maps,
                                     default_units, expand, patch_units, pixel_units, segment_units, time_units,
                                     token_units, unit_scores, units_for, warn_constant)
@@ -32,7 +32,8 @@ __all__ = ["Units", "pixel_units", "patch_units", "segment_units", "time_units",
            "UNIT_KINDS", "expand", "unit_scores", "REDUCE", "check_attributions", "constant_maps",
            "ConstantMapWarning", "warn_constant", "Reference", "make_reference", "PAD_TOKEN", "REMOVED_TOKEN",
            "apply_removal", "gaussian_filter", "ORDERS", "TIES",
-           "order", "ranks", "top_masks", "bernoulli_subset", "exact_subset", "exact_subset_sums", "drawn_in_blocks",
+           "order", "ranks", "top_masks", "bernoulli_subset", "exact_subset", "bernoulli_rows", "exact_rows", "Rows",
+           "exact_subset_sums", "drawn_in_blocks",
            "uniform_fraction_mask", "keyed_seed", "keyed_seeds", "SampleSeeds", "sample_seeds", "sample_index",
            "Output",
            "OUTPUTS", "Masks", "Removal", "masked_outputs", "evaluate_inputs", "grid_chunks", "logits", "removal_curve",

@@ -79,9 +79,18 @@ def keyed_seeds(seed: torch.Tensor | int, *keys: torch.Tensor | int) -> torch.Te
     broadcast) → int64 seeds in [0, 2**63), bitwise equal to ``keyed_seed`` of the same integers, on the tensors'
     device. Keys are read as their 64-bit two's complement, as ``keyed_seed`` reads negative ints."""
     device = next((t.device for t in (seed, *keys) if isinstance(t, torch.Tensor)), None)
-    z = _splitmix64_t(seed, device)
+    if device is None:
+        return torch.tensor(keyed_seed(int(seed), *(int(k) for k in keys)), dtype=torch.int64, device="cpu")
+    # an int seed or key is mixed in Python and enters the tensor arithmetic as a scalar operand: no tensor is made
+    # from host data on the device (a host-to-device copy per draw; SampleSeeds draws with an int draw number)
+    z = _splitmix64(int(seed) & _MASK64) if not isinstance(seed, torch.Tensor) else _splitmix64_t(seed)
     for k in keys:
-        z = _splitmix64_t(z ^ _splitmix64_t(k, device))
+        h = _splitmix64(int(k) & _MASK64) if not isinstance(k, torch.Tensor) else _splitmix64_t(k)
+        if isinstance(z, int) and isinstance(h, int):
+            z = _splitmix64(z ^ h)
+        else:
+            z = _splitmix64_t(z ^ _signed(h) if isinstance(h, int) else h ^ _signed(z) if isinstance(z, int)
+                              else z ^ h)
     return (z >> 1) & ((1 << 63) - 1)
 
 

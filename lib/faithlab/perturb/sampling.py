@@ -24,8 +24,8 @@ from faithlab import _validate
 from faithlab.perturb.keys import SampleSeeds, keyed_seed
 from faithlab.perturb.orders import random_source, ranks, uniform
 
-__all__ = ["bernoulli_subset", "exact_subset", "exact_subset_sums", "uniform_fraction_mask", "drawn_in_blocks",
-           "keyed_seed", "SampleSeeds"]
+__all__ = ["bernoulli_subset", "exact_subset", "bernoulli_rows", "exact_rows", "Rows", "exact_subset_sums",
+           "uniform_fraction_mask", "drawn_in_blocks", "keyed_seed", "SampleSeeds"]
 
 _DRAWN_UNITS = 1 << 22
 """Unit masks :func:`drawn_in_blocks` draws at once (at least one sample's): 4 MiB of bools, 16 MiB of the 32-bit
@@ -81,13 +81,26 @@ def _floyd(m: torch.Tensor, q: torch.Tensor, u: torch.Tensor, width: int) -> tor
     return picks[:, :, 0].T
 
 
-def _subset(c: torch.Tensor, m: torch.Tensor, k: torch.Tensor, source) -> tuple[torch.Tensor, torch.Tensor,
-                                                                                   torch.Tensor]:
+def _plan(c: torch.Tensor, m: torch.Tensor, k: torch.Tensor) -> tuple[int, bool, bool]:
+    """What :func:`_subset` reads on the host, in one read: Floyd's steps (the largest min(k, m − k)), whether any
+    copy draws the complement, whether every unit is a candidate. For a block of rows the whole's plan gives the same
+    masks: a row reads only its own first min(k, m − k) uniforms, and the other two choose a path, not a result."""
+    flip = 2 * k > m
+    q = torch.where(flip, m - k, k)
+    if not q.numel():
+        return 0, False, bool(c.all())
+    steps, flips, every = torch.stack([q.max(), flip.any(), c.all()]).tolist()
+    return int(steps), bool(flips), bool(every)
+
+
+def _subset(c: torch.Tensor, m: torch.Tensor, k: torch.Tensor, source,
+            plan: tuple[int, bool, bool] | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Uniform subsets of exactly ``k`` of the candidates ``c`` ``(B, n)`` per row (m ``(B, 1)`` their number,
     ``k`` ``(B, S)`` int64 counts ≤ m, one per copy): each copy draws q = min(k, m − k) positions with
     :func:`_floyd` (the complement when k > m/2), mapped to the row's candidate units in order. source: the B·S
-    copies' random source (:func:`_copies`); one draw. → the ``(B, S, n)`` bool subsets, the ``(B, S, Q)`` units
-    drawn (n where a copy drew fewer than Q) and ``(B, S)`` bool, whether they are the complement's."""
+    copies' random source (:func:`_copies`); one draw. plan: :func:`_plan`'s (steps, flips, every), read here when
+    None (one host read). → the ``(B, S, n)`` bool subsets, the ``(B, S, Q)`` units drawn (n where a copy drew fewer
+    than Q) and ``(B, S)`` bool, whether they are the complement's."""
     b, n = c.shape
     s = k.shape[1]
     flip = 2 * k > m                                         # draw the complement: fewer steps
@@ -95,7 +108,7 @@ def _subset(c: torch.Tensor, m: torch.Tensor, k: torch.Tensor, source) -> tuple[
     if not q.numel():
         return (torch.zeros(b, s, n, dtype=torch.bool, device=c.device),
                 torch.empty(b, s, 0, dtype=torch.int64, device=c.device), flip)
-    steps, flips, every = torch.stack([q.max(), flip.any(), c.all()]).tolist()  # one host read per call
+    steps, flips, every = _plan(c, m, k) if plan is None else plan
     u = uniform((b * s, steps), source, c.device)
     picks = _floyd(m.expand(b, s).reshape(-1, 1), q.reshape(-1, 1), u, n).reshape(b, s, steps)
     if every:  # every unit a candidate: the positions are the units
@@ -131,20 +144,10 @@ def bernoulli_subset(candidates: torch.Tensor, rate: float | torch.Tensor, *, ge
     candidates: ``(B, n)`` bool; rate: scalar or ``(B,)`` in [0, 1]. Returns ``(B, n)`` bool, or ``(B, S, n)``
     with ``n_samples=S`` independent draws per sample; a subset of candidates. Each unit's coin is a uniform 32-bit
     integer below round(rate·2^32) (rate 1: every unit), so the rate is kept to 2^-32 — the resolution of a float32
-    uniform — at the cost of half a hash per unit (:meth:`SampleSeeds.bits32`).
+    uniform — at the cost of half a hash per unit (:meth:`SampleSeeds.bits32`). :func:`bernoulli_rows` draws the
+    same rows on demand.
     """
-    c = _candidates(candidates)
-    b, n = c.shape
-    r = _per_row(rate, "rate", b, c.device, torch.float64)
-    if not bool(((r >= 0) & (r <= 1)).all()):
-        raise ValueError("rate must lie in [0, 1]")
-    s = 1 if n_samples is None else _validate.positive_int(n_samples, "n_samples")
-    bits = _bits32((b * s, n), _copies(generator, b, n_samples), c.device).view(b, s, n)
-    # u = bits + 2^31 is uniform on [0, 2^32): u < T = round(rate·2^32) ⇔ bits ≤ T − 2^31 − 1, an int32 for T ≥ 1
-    # (rate 1: every unit); rows with T = 0 keep no unit through their candidates
-    t = torch.round(r * 2.0**32)
-    threshold = (t - 2.0**31 - 1).clamp(min=-(2**31)).to(torch.int32)[:, :, None]
-    out = (c & (t > 0))[:, None] & (bits <= threshold)
+    out = bernoulli_rows(candidates, rate, generator=generator, n_samples=n_samples)(0, candidates.shape[0])
     return out if n_samples is not None else out[:, 0]
 
 
@@ -154,8 +157,66 @@ def exact_subset(candidates: torch.Tensor, count: int | torch.Tensor, *, generat
 
     candidates: ``(B, n)`` bool; count: int or ``(B,)`` ints, at most the candidates of each row. Returns
     ``(B, n)`` bool, or ``(B, S, n)`` with ``n_samples=S`` independent draws per sample (Floyd's algorithm, see the
-    module docstring).
+    module docstring). :func:`exact_rows` draws the same rows on demand.
     """
+    out = exact_rows(candidates, count, generator=generator, n_samples=n_samples)(0, candidates.shape[0])
+    return out if n_samples is not None else out[:, 0]
+
+
+Rows = Callable[[int, int], torch.Tensor]
+"""``rows(r0, r1)`` → the ``(r1-r0, S, n)`` masks of rows r0..r1-1 of a sampler's draw."""
+
+
+def _row_source(generator, b: int, n_samples: int | None):
+    """The copies' random source of a by-rows sampler and the draw number its one draw takes (None for a
+    torch.Generator), taken now, as the sampler's one call would take it, so later draws from the caller's source
+    are unchanged."""
+    source = _copies(generator, b, n_samples)
+    return (source, source._next()) if isinstance(source, SampleSeeds) else (source, None)
+
+
+def _by_rows(draw_all: Callable[[], torch.Tensor], draw: Callable[[int, int, SampleSeeds], torch.Tensor],
+             source, k: int | None, s: int) -> Rows:
+    """``rows(r0, r1)``: ``draw(r0, r1, seeds)`` with the rows' copies' streams at draw k, or for a
+    torch.Generator (its numbers come in sequence) slices of ``draw_all()``, made now."""
+    if k is None:
+        whole = draw_all()
+        return lambda r0, r1: whole[r0:r1]
+    return lambda r0, r1: draw(r0, r1, SampleSeeds(source.seeds[r0 * s:r1 * s], k))
+
+
+def bernoulli_rows(candidates: torch.Tensor, rate: float | torch.Tensor, *, generator: torch.Generator | int,
+                   n_samples: int | None = None) -> Rows:
+    """:func:`bernoulli_subset`'s masks by rows: ``rows(r0, r1)`` → ``(r1-r0, S, n)`` (S = n_samples, 1 for None),
+    bitwise rows r0..r1-1 of ``bernoulli_subset`` with an equal generator. The arguments are checked and the coins'
+    thresholds made once, here (one host read); a call then draws only its rows' coins on the candidates' device,
+    with no host sync, so a metric draws a block of samples where its chunks use them (:func:`drawn_in_blocks`). A
+    torch.Generator draws every row here."""
+    c = _candidates(candidates)
+    b, n = c.shape
+    r = _per_row(rate, "rate", b, c.device, torch.float64)
+    if not bool(((r >= 0) & (r <= 1)).all()):
+        raise ValueError("rate must lie in [0, 1]")
+    s = 1 if n_samples is None else _validate.positive_int(n_samples, "n_samples")
+    # u = bits + 2^31 is uniform on [0, 2^32): u < T = round(rate·2^32) ⇔ bits ≤ T − 2^31 − 1, an int32 for T ≥ 1
+    # (rate 1: every unit); rows with T = 0 keep no unit through their candidates
+    t = torch.round(r * 2.0**32)
+    threshold = (t - 2.0**31 - 1).clamp(min=-(2**31)).to(torch.int32)[:, :, None]
+    keep = (c & (t > 0))[:, None]
+    source, k = _row_source(generator, b, n_samples)
+
+    def draw(r0: int, r1: int, seeds) -> torch.Tensor:
+        bits = _bits32(((r1 - r0) * s, n), seeds, c.device).view(r1 - r0, s, n)
+        return keep[r0:r1] & (bits <= threshold[r0:r1])
+
+    return _by_rows(lambda: draw(0, b, source), draw, source, k, s)
+
+
+def exact_rows(candidates: torch.Tensor, count: int | torch.Tensor, *, generator: torch.Generator | int,
+               n_samples: int | None = None) -> Rows:
+    """:func:`exact_subset`'s masks by rows, as :func:`bernoulli_rows`: checked once, here (one host read, which
+    also fixes Floyd's number of steps for every row), then ``rows(r0, r1)`` draws rows r0..r1-1 with no host sync,
+    bitwise those of ``exact_subset``."""
     c = _candidates(candidates)
     b, n = c.shape
     k = _per_row(count, "count", b, c.device, torch.int64)
@@ -164,8 +225,14 @@ def exact_subset(candidates: torch.Tensor, count: int | torch.Tensor, *, generat
         raise ValueError(f"count must lie in [0, number of candidates] per row; candidates per row "
                          f"{m.flatten().tolist()[:8]}, count {k.flatten().tolist()[:8]}")
     s = 1 if n_samples is None else _validate.positive_int(n_samples, "n_samples")
-    out = _subset(c, m, k.expand(b, s), _copies(generator, b, n_samples))[0]
-    return out if n_samples is not None else out[:, 0]
+    counts = k.expand(b, s)
+    plan = _plan(c, m, counts)
+    source, kdraw = _row_source(generator, b, n_samples)
+
+    def draw(r0: int, r1: int, seeds) -> torch.Tensor:
+        return _subset(c[r0:r1], m[r0:r1], counts[r0:r1], seeds, plan)[0]
+
+    return _by_rows(lambda: draw(0, b, source), draw, source, kdraw, s)
 
 
 def exact_subset_sums(candidates: torch.Tensor, count: int | torch.Tensor, scores: torch.Tensor, *,

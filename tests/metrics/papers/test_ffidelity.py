@@ -130,9 +130,14 @@ def test_masks_are_drawn_per_block_of_samples_with_the_scores_of_one_draw(monkey
               output="prob")
     whole = {fn: fn(model, x, attr, target=y, batch_size=1000, **kw) for fn in (fd.fid_plus, fd.fid_minus)}
     rows = []
-    real = fl.perturb.bernoulli_subset if sampling == "bernoulli" else fl.perturb.exact_subset
-    monkeypatch.setattr(fl.perturb, "bernoulli_subset" if sampling == "bernoulli" else "exact_subset",
-                        lambda c, *a, **k: rows.append(c.shape[0]) or real(c, *a, **k))
+    name = "bernoulli_rows" if sampling == "bernoulli" else "exact_rows"
+    real = getattr(fl.perturb, name)
+
+    def recorded(*args, **kwargs):  # the rows each block asks of the sampler
+        draw = real(*args, **kwargs)
+        return lambda r0, r1: rows.append(r1 - r0) or draw(r0, r1)
+
+    monkeypatch.setattr(fl.perturb, name, recorded)
     monkeypatch.setattr(fl.perturb.sampling, "_DRAWN_UNITS", 2 * len(SPARSITY) * 9 * N)  # two samples a block
     for bs in (1, 7, 64):
         rows.clear()

@@ -66,22 +66,22 @@ def _fidelity(plus: bool, model: Callable, x: torch.Tensor, attributions: torch.
     if not random:  # remove all of R: one mask per level
         draws = runner.outputs(cand).reshape(bsz, levels, -1)  # (B, L, 1)
     else:
-        rows, per_level = cand.flatten(0, 1), g.repeat_interleave(levels)  # one stream per (sample, level)
+        per_level = g.repeat_interleave(levels)  # one stream per (sample, level)
         if sampling == "bernoulli":                           # authors' sampler: rate min(α, βn/|R|) (eq. 6)
             rate = torch.full((levels,), a, dtype=torch.float64, device=size.device)  # beside size: on the CPU
             if b is not None:
                 rate = torch.minimum(rate, b * n / size.clamp(min=1).double())
-            sampler, amount = perturb.bernoulli_subset, rate.repeat(bsz)
+            sampler, amount = perturb.bernoulli_rows, rate.repeat(bsz)
         else:                                                 # exact count min(round(α|R|), ⌊βn⌋)
             k = torch.round(a * size.double()).long()
             if b is not None:
                 k = k.clamp(max=math.floor(b * n + 1e-9))
-            sampler, amount = perturb.exact_subset, k.repeat(bsz)
+            sampler, amount = perturb.exact_rows, k.repeat(bsz)
+        # checked once here; each block then draws its rows with no host sync
+        rows = sampler(cand.flatten(0, 1), amount, generator=per_level, n_samples=n_samples)
 
         def draw(s0: int, s1: int) -> torch.Tensor:  # the (s1-s0, L·N, n) masks of samples s0..s1-1
-            r0, r1 = s0 * levels, s1 * levels
-            return sampler(rows[r0:r1], amount[r0:r1], generator=per_level[r0:r1],
-                           n_samples=n_samples).reshape(s1 - s0, levels * n_samples, n)
+            return rows(s0 * levels, s1 * levels).reshape(s1 - s0, levels * n_samples, n)
 
         # drawn per block of samples as the chunks reach them (bitwise one draw over all): memory one block's masks
         masks = perturb.drawn_in_blocks(draw, bsz, levels * n_samples * n)
