@@ -4,7 +4,6 @@ memory, the batch-size sweep (``--sweep``) and the paper-scale defaults (``--pap
 from __future__ import annotations
 
 import argparse
-import ctypes
 import statistics
 import time
 from collections.abc import Callable
@@ -12,6 +11,7 @@ from collections.abc import Callable
 import torch
 
 import faithlab as fl
+from _heap import steady_allocator
 
 
 def sync(device: torch.device | str) -> None:
@@ -214,28 +214,6 @@ def print_sweep(name: str, n_inputs: int, rows: dict[int, tuple[float, float, in
     ratio = t_best / rows[best][1]
     print(f"  {name} sweep ratio t_bare(best) / t_metric(best): {ratio:.3f} (metric at batch size {best})")
     return ratio
-
-
-def steady_allocator() -> bool:
-    """Make glibc's malloc keep freed memory for reuse: no mmap for large blocks and no trimming of the heap.
-
-    With glibc's defaults a block above the mmap threshold (at most 32 MiB) is mapped on allocation and unmapped on
-    free, and the heap is trimmed back to the system, so a buffer that is allocated and freed every forward pass
-    (the small CNN's 33.5 MB first activation at batch 256) is faulted in page by page on every pass: 1.2 M minor
-    page faults and 2.4 s of system time per bare run of μF's 25,728 inputs, against 2.9 s of user time. How much of
-    it a run pays depends on where the process's earlier buffers landed, so the same bare passes took 2.9 s in one
-    process and 5.3 s in another, and a metric's ratio to them moved by ±0.2 between processes. A GPU's caching
-    allocator never returns its blocks; this gives both sides of every comparison the same steady heap.
-    M_MMAP_MAX = 0 and M_TRIM_THRESHOLD = 2^40 through ``mallopt`` (mallopt(3)); returns whether it applied (False
-    where the C library is not glibc)."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    m_trim_threshold, m_mmap_max = -1, -4  # malloc.h
-    return bool(mallopt(m_mmap_max, 0)) and bool(mallopt(m_trim_threshold, 2**31 - 1))
 
 
 def setup(args: argparse.Namespace) -> torch.device:

@@ -55,6 +55,11 @@ def test_tensor_seeds_equal_the_python_seeds_bit_for_bit():
         t = [torch.tensor(_as_int64(v)) for v in (s, a, b)]
         assert int(K.keyed_seeds(t[0], t[1], t[2])) == K.keyed_seed(s, a, b)
         assert int(K.keyed_seeds(s, t[1])) == K.keyed_seed(s, a)
+    # a tensor seed with int keys (mixed in Python, scalar operands): negative, ≥ 2^63, ≥ 2^64
+    for key in (-1, -(2**63), 2**63, 2**64 + 5, 3 * 2**64 - 1):
+        seeds = torch.tensor([_as_int64(v) for v in values[:4]])
+        assert K.keyed_seeds(seeds, key, 7).tolist() == [K.keyed_seed(v, key, 7) for v in values[:4]]
+        assert K.keyed_seeds(key, seeds).tolist() == [K.keyed_seed(key, v) for v in values[:4]]
     # broadcasting: (rows, 1) seeds × (1, copies) keys, as repeat_interleave uses it
     seeds = torch.tensor([_as_int64(v) for v in values[:5]])
     grid = K.keyed_seeds(seeds[:, None], 3, torch.arange(4)[None, :])
@@ -306,10 +311,35 @@ def test_samplers_by_rows_draw_the_rows_of_one_draw_with_no_host_read(kind, n_sa
     one, split = perturb.sample_seeds(6, None, b), perturb.sample_seeds(6, None, b)
     whole = whole_of(cand, amount, generator=one, n_samples=n_samples)
     rows = rows_of(cand, amount, generator=split, n_samples=n_samples)
-    with count_syncs() as syncs:  # every tensor made before the block (the sampler's own) taken to be on the device
-        got = torch.cat([rows(r0, r1) for r0, r1 in ((0, 2), (2, 3), (3, 3), (3, 9))])
-    assert syncs.total == 0, syncs.where
+    got = torch.cat([rows(r0, r1) for r0, r1 in ((0, 2), (2, 3), (3, 3), (3, 9))])
     assert torch.equal(got if n_samples else got[:, 0], whole)
+    # the host reads and copies are the making's (its check, the seeds moved to the device once), none per call: the
+    # seeds are made on the host, as F-Fidelity makes them, and the candidates are the caller's device tensors
+    counts = []
+    for cuts in (((0, 9),), ((0, 2), (2, 3), (3, 3), (3, 9))):
+        seeds = perturb.sample_seeds(6, None, b)
+        with count_syncs(device=[cand, amount]) as syncs:
+            made = rows_of(cand, amount, generator=seeds, n_samples=n_samples)
+            for r0, r1 in cuts:
+                made(r0, r1)
+        counts.append(syncs.where)
+    assert counts[1] == counts[0], counts
     assert torch.equal(split.uniform((b, 5)), one.uniform((b, 5)))  # the next draw of each source is the same
     with pytest.raises(ValueError, match="rate must lie" if kind == "bernoulli" else "count must lie"):
         rows_of(cand, amount + 2 if kind == "bernoulli" else amount + n, generator=0, n_samples=n_samples)
+    with pytest.raises(RuntimeError, match="SampleSeeds for 10 rows"):
+        rows_of(cand, amount, generator=perturb.sample_seeds(6, None, b + 1), n_samples=n_samples)
+    with pytest.raises(ValueError, match=r"rows\(3, 10\)"):
+        rows(3, 10)
+
+
+def test_the_samplers_draw_the_masks_they_drew_before_the_draws_went_by_rows():
+    """Pinned masks (each row's copies as integers, bit i = unit i), computed at 459a9fb, before bernoulli_subset and
+    exact_subset became whole-range calls of bernoulli_rows/exact_rows: the same draws, bit for bit."""
+    c = torch.arange(48).view(4, 12) % 5 != 0
+    as_ints = lambda m: [[sum(1 << i for i, v in enumerate(row.tolist()) if v) for row in r] for r in m]  # noqa: E731
+    rate = torch.tensor([0.25, 0.5, 0.75, 1.0], dtype=torch.float64)
+    got = perturb.bernoulli_subset(c, rate, generator=perturb.sample_seeds(7, None, 4), n_samples=2)
+    assert as_ints(got) == [[12, 8], [631, 659], [1973, 669], [3567, 3567]]
+    got = perturb.exact_subset(c, torch.tensor([2, 5, 7, 9]), generator=perturb.sample_seeds(7, None, 4), n_samples=2)
+    assert as_ints(got) == [[66, 136], [3590, 2630], [1437, 1821], [3503, 3559]]

@@ -167,22 +167,32 @@ Rows = Callable[[int, int], torch.Tensor]
 """``rows(r0, r1)`` → the ``(r1-r0, S, n)`` masks of rows r0..r1-1 of a sampler's draw."""
 
 
-def _row_source(generator, b: int, n_samples: int | None):
-    """The copies' random source of a by-rows sampler and the draw number its one draw takes (None for a
-    torch.Generator), taken now, as the sampler's one call would take it, so later draws from the caller's source
-    are unchanged."""
+def _row_source(generator, b: int, n_samples: int | None, device: torch.device):
+    """The copies' random source of a by-rows sampler (their seeds moved to ``device`` once, not per block) and the
+    draw number its one draw takes (None for a torch.Generator), taken now, as the sampler's one call would take
+    it, so later draws from the caller's source are unchanged. A SampleSeeds must have one row per candidate row."""
+    if isinstance(generator, SampleSeeds) and len(generator) != b:
+        raise RuntimeError(f"a draw of {b} rows was asked of SampleSeeds for {len(generator)} rows; every draw must "
+                           "be one (rows, ...) block")
     source = _copies(generator, b, n_samples)
-    return (source, source._next()) if isinstance(source, SampleSeeds) else (source, None)
+    if not isinstance(source, SampleSeeds):
+        return source, None
+    k = source._next()
+    return SampleSeeds(source.seeds.to(device), k), k
 
 
 def _by_rows(draw_all: Callable[[], torch.Tensor], draw: Callable[[int, int, SampleSeeds], torch.Tensor],
-             source, k: int | None, s: int) -> Rows:
-    """``rows(r0, r1)``: ``draw(r0, r1, seeds)`` with the rows' copies' streams at draw k, or for a
-    torch.Generator (its numbers come in sequence) slices of ``draw_all()``, made now."""
-    if k is None:
-        whole = draw_all()
-        return lambda r0, r1: whole[r0:r1]
-    return lambda r0, r1: draw(r0, r1, SampleSeeds(source.seeds[r0 * s:r1 * s], k))
+             source, k: int | None, b: int, s: int) -> Rows:
+    """``rows(r0, r1)``, 0 ≤ r0 ≤ r1 ≤ b: ``draw(r0, r1, seeds)`` with the rows' copies' streams at draw k, or
+    for a torch.Generator (its numbers come in sequence) slices of ``draw_all()``, made now."""
+    whole = draw_all() if k is None else None
+
+    def rows(r0: int, r1: int) -> torch.Tensor:
+        if not 0 <= r0 <= r1 <= b:
+            raise ValueError(f"rows({r0}, {r1}) asks for rows outside 0 … {b}")
+        return whole[r0:r1] if whole is not None else draw(r0, r1, SampleSeeds(source.seeds[r0 * s:r1 * s], k))
+
+    return rows
 
 
 def bernoulli_rows(candidates: torch.Tensor, rate: float | torch.Tensor, *, generator: torch.Generator | int,
@@ -203,13 +213,13 @@ def bernoulli_rows(candidates: torch.Tensor, rate: float | torch.Tensor, *, gene
     t = torch.round(r * 2.0**32)
     threshold = (t - 2.0**31 - 1).clamp(min=-(2**31)).to(torch.int32)[:, :, None]
     keep = (c & (t > 0))[:, None]
-    source, k = _row_source(generator, b, n_samples)
+    source, k = _row_source(generator, b, n_samples, c.device)
 
     def draw(r0: int, r1: int, seeds) -> torch.Tensor:
         bits = _bits32(((r1 - r0) * s, n), seeds, c.device).view(r1 - r0, s, n)
         return keep[r0:r1] & (bits <= threshold[r0:r1])
 
-    return _by_rows(lambda: draw(0, b, source), draw, source, k, s)
+    return _by_rows(lambda: draw(0, b, source), draw, source, k, b, s)
 
 
 def exact_rows(candidates: torch.Tensor, count: int | torch.Tensor, *, generator: torch.Generator | int,
@@ -227,12 +237,12 @@ def exact_rows(candidates: torch.Tensor, count: int | torch.Tensor, *, generator
     s = 1 if n_samples is None else _validate.positive_int(n_samples, "n_samples")
     counts = k.expand(b, s)
     plan = _plan(c, m, counts)
-    source, kdraw = _row_source(generator, b, n_samples)
+    source, kdraw = _row_source(generator, b, n_samples, c.device)
 
     def draw(r0: int, r1: int, seeds) -> torch.Tensor:
         return _subset(c[r0:r1], m[r0:r1], counts[r0:r1], seeds, plan)[0]
 
-    return _by_rows(lambda: draw(0, b, source), draw, source, kdraw, s)
+    return _by_rows(lambda: draw(0, b, source), draw, source, kdraw, b, s)
 
 
 def exact_subset_sums(candidates: torch.Tensor, count: int | torch.Tensor, scores: torch.Tensor, *,
@@ -269,22 +279,24 @@ def drawn_in_blocks(draw: Callable[[int, int], torch.Tensor], n_samples: int,
     :class:`SampleSeeds` sliced to the block's rows continues their streams), so the masks are bitwise those of one
     draw over all ``n_samples``; only memory changes. The samples go in blocks of a fixed grid of
     max(1, :data:`_DRAWN_UNITS` // ``units_per_sample``) samples (V·n units each), each block drawn once when the
-    pieces come in increasing sample order, as the engine's chunks do, and let go once a piece starts past it. For
+    pieces come in increasing sample order, as the engine's chunks do, and let go once a piece ends past it. For
     ``n_samples`` × V masks of n units (F-Fidelity's 9 sizes × 50 masks of 224 × 224 pixels: 22.6 M units per
     image, 2.9 GB of masks for 128 images and four times that in coins) memory is one block, not the whole."""
     block = max(1, _DRAWN_UNITS // max(1, units_per_sample))
     held: dict[int, torch.Tensor] = {}
 
     def masks(b0: int, b1: int, v0: int, v1: int) -> torch.Tensor:
+        if not 0 <= b0 < b1 <= n_samples:
+            raise ValueError(f"masks({b0}, {b1}, ...) asks for samples outside 0 … {n_samples - 1} or for none")
         first, last = b0 // block, (b1 - 1) // block
-        for j in [j for j in held if j < first]:
-            del held[j]
         parts = []
         for j in range(first, last + 1):
             start = j * block
             if j not in held:
                 held[j] = draw(start, min(n_samples, start + block))
             parts.append(held[j][max(b0, start) - start:min(b1, start + block) - start, v0:v1])
+        for j in [j for j in held if j < last]:  # the next piece starts in block `last` at the earliest
+            del held[j]
         return parts[0] if len(parts) == 1 else torch.cat(parts)
 
     return masks

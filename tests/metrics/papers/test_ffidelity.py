@@ -146,6 +146,33 @@ def test_masks_are_drawn_per_block_of_samples_with_the_scores_of_one_draw(monkey
         assert rows == [2 * len(SPARSITY), 2 * len(SPARSITY), len(SPARSITY)] * 2, bs
 
 
+def test_the_engine_reads_each_sample_level_and_mask_of_one_draw(monkeypatch):
+    """The masks the engine reads for variant v = level·N + mask of sample b are the sampler's row b·L + level,
+    copy mask, of one draw over every (sample, level) row from the per-level streams: the (sample, level, copy) →
+    (sample, variant) layout of the blocks."""
+    model, x, y, attr = _setup(b=5)
+    seen = {}
+    real = fl.perturb.Removal.masked
+
+    def spy(self, masks, *, n_variants, sample=None):
+        seen["masks"], seen["variants"] = masks, n_variants
+        return real(self, masks, n_variants=n_variants, sample=sample)
+
+    monkeypatch.setattr(fl.perturb.Removal, "masked", spy)
+    monkeypatch.setattr(fl.perturb.sampling, "_DRAWN_UNITS", 1)  # a block per sample
+    levels, n_masks, alpha = len(SPARSITY), 4, 0.5
+    fd.fid_plus(model, x, attr, target=y, sparsity=SPARSITY, alpha=alpha, n_samples=n_masks, generator=11)
+    assert seen["variants"] == levels * n_masks
+    read = torch.cat([seen["masks"](i, i + 1, 0, levels * n_masks) for i in range(x.shape[0])])
+    units = fl.perturb.pixel_units(x)
+    scores = fl.perturb.unit_scores(attr, units, reduce="sum_abs")
+    counts = torch.round(torch.tensor(SPARSITY, dtype=torch.float64) * N).long()
+    top = fl.perturb.top_masks(fl.perturb.ranks(fl.perturb.order(scores, "morf")), counts)
+    streams = fl.perturb.sample_seeds(11, None, x.shape[0]).repeat_interleave(levels)
+    want = fl.perturb.bernoulli_subset(top.flatten(0, 1), alpha, generator=streams, n_samples=n_masks)
+    assert torch.equal(read, want.reshape(x.shape[0], levels * n_masks, N))
+
+
 def _two_tier_curve(r: float, alpha: float, beta: float, grid: torch.Tensor) -> torch.Tensor:
     """Expected FFid+ (Bernoulli) under Theorem 1's two-tier model on n = 400 units when the probability of a
     wrong prediction is the fraction of digit (tier-1) units removed: E[removed from tier 1] / |T_1|."""
