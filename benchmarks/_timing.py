@@ -162,7 +162,7 @@ def parser(doc: str, *, n: int, batch_size: int, repeats: int, paper: dict[str, 
     p.add_argument("--threads", type=int, default=None, help="CPU threads (a shared machine: try 1)")
     p.add_argument("--allocator", default="steady", choices=["steady", "system"],
                    help="host memory: 'steady' keeps freed buffers for reuse, as a GPU's caching allocator does "
-                        "(glibc only; see steady_allocator), 'system' leaves glibc's defaults")
+                        "(glibc only; see _heap.steady_allocator), 'system' leaves glibc's defaults")
     p.add_argument("--sweep", action="store_true",
                    help=f"also time at batch sizes {', '.join(map(str, SWEEP))} (clipped to the workload): "
                         "throughput, ratio to bare passes at the same and at the best batch size, GPU memory")
