@@ -156,7 +156,11 @@ def test_the_equivalence_logic_reaches_every_verdict():
     assert fs.verdicts.decide(fs.verdicts.effect(0.05 + base, rule=rule), rule) == fs.verdicts.REPRODUCED
     assert fs.verdicts.decide(fs.verdicts.effect(0.0 + base, rule=rule), rule) == fs.verdicts.NOT_REPRODUCED
     assert fs.verdicts.decide(fs.verdicts.effect(-0.05 + base, rule=rule), rule) == fs.verdicts.NOT_REPRODUCED
-    assert fs.verdicts.decide(fs.verdicts.effect(0.01 + 10 * base, rule=rule), rule) == fs.verdicts.INCONCLUSIVE
+    # shown above 0, not shown above the margin: the effect is there, weaker (whether or not it reaches the margin)
+    assert fs.verdicts.decide(fs.verdicts.effect(0.01 + 2 * base, rule=rule), rule) == fs.verdicts.WEAKER
+    assert fs.verdicts.decide(fs.verdicts.effect(0.005 + base, rule=rule), rule) == fs.verdicts.WEAKER
+    # reaching both 0 and the margin: undecided
+    assert fs.verdicts.decide(fs.verdicts.effect(0.005 + 50 * base, rule=rule), rule) == fs.verdicts.INCONCLUSIVE
     assert fs.verdicts.decide(fs.verdicts.effect(0.05 + base, rule=rule), rule,
                               untestable="the mechanism is absent") == fs.verdicts.NOT_TESTABLE
 

@@ -10,7 +10,7 @@ import torch
 
 from faithlab.study.verdicts import VERDICTS, ladder, verdict
 
-REPRODUCED, PARTLY, NOT, UNTESTABLE, INCONCLUSIVE = VERDICTS
+REPRODUCED, WEAKER, PARTLY, NOT, UNTESTABLE, INCONCLUSIVE = VERDICTS
 
 
 def test_checks_default_rule_all_then_any():
@@ -226,9 +226,9 @@ def test_replicated_adds_replica_agreement_and_bootstrap_stability():
     assert claim.power.startswith("every cell decided at 3 replicas")  # effect 1 sd on 30 units per replica
     # a borderline effect whose verdict moves with the bootstrap seed is published as inconclusive
     wobbly = pd.DataFrame({"a": rng.standard_normal(60), "b": rng.standard_normal(60), "replica": 0})
-    for shift in np.linspace(0.3, 0.6, 151):  # the bootstrap's interval crosses the margin near 0.4
+    for shift in np.linspace(0.1, 0.6, 251):  # the bootstrap's 90 % interval crosses a boundary near 0.3
         c = replicated(_seeded_claim_fn, wobbly.assign(a=wobbly["a"] + shift))
-        if (_seeded_claim_fn(wobbly.assign(a=wobbly["a"] + shift)).verdict in (REPRODUCED, NOT)
+        if (_seeded_claim_fn(wobbly.assign(a=wobbly["a"] + shift)).verdict in (REPRODUCED, WEAKER, NOT)
                 and len(set(c.stability)) > 1):
             assert c.verdict == INCONCLUSIVE and "moves with the seed" in c.verdict.why
             break

@@ -45,7 +45,10 @@ class Claim:
     kept_replicas: how many trained replicas the verdict rests on when the claim function leaves some out (a
     per-replica premise that fails; the fewest over the cells that decide), None when it keeps every replica of its
     frames; :func:`replicated` counts these, not the replicas it was given. function: the claim function that decided
-    it (``module.qualname``), set by :func:`replicated` (the scorecard names its rule's commit from it)."""
+    it (``module.qualname``), set by :func:`replicated` (the scorecard names its rule's commit from it). cells: the
+    cell table behind the verdict, one dict per judged cell (:func:`faithlab.study.verdicts.decisions.cell_rows`:
+    its replica-level values, interval, boundaries and outcome), set by :func:`replicated` so that a reader can
+    recompute the verdict; empty for a claim decided outside it."""
 
     claim: str
     rule: str
@@ -64,6 +67,7 @@ class Claim:
     kept_replicas: int | None = None
     rule_id: str | None = None
     function: str = ""
+    cells: tuple = ()
 
     def __post_init__(self):
         from faithlab.study.verdicts.rules import Rule

@@ -1,16 +1,27 @@
 """Decisions by the equivalence logic, from a pre-registered :class:`~faithlab.study.verdicts.rules.Rule`.
 
-Each cell of a claim (a method against Random, a model, a setting) is an interval
-(:mod:`faithlab.study.verdicts.intervals`) judged against the rule's margin in the paper's direction (:func:`judge`):
+Direction and size are two questions asked of one interval. Each cell of a claim (a method against Random, a model,
+a setting) is an interval (:mod:`faithlab.study.verdicts.intervals`) with two boundaries in the paper's direction:
+the value of no effect ``zero`` (0 for a difference; the chance value of a level statistic, the rule's ``zero``) and
+the margin ``m``, the smallest effect of interest (:func:`judge`). Every statement is a one-sided test at
+:data:`ALPHA` (5 %), so the interval the decisions read is the two-sided ``1 − 2·ALPHA`` (90 %) interval, the
+equivalence-testing convention:
 
-- **holds** — the interval lies beyond the margin in the paper's direction;
-- **fails** — it lies wholly short of the margin: inside the band of no meaningful effect, or beyond it the other way
-  (a tight interval around zero is a decision, not a shrug);
-- **undecided** — it straddles the margin.
+- **holds** — the interval lies beyond the margin in the paper's direction (the effect reaches the paper's size);
+- **weaker** — it lies beyond ``zero`` in the paper's direction but is not shown to reach the margin: the effect is
+  there, smaller or not shown as large as the paper's;
+- **absent** — it lies inside the band of no meaningful effect (within ``m − zero`` of ``zero`` either way), or
+  beyond ``zero`` the other way (reversed; :attr:`Judgement.reversed`);
+- **undecided** — it reaches both ``zero`` and a margin.
 
-The cells then combine as the rule's ``decision`` says (:func:`decide`): one statistic, every cell ("every", "all
-cells", "lowest" = below every competitor), a share fixed in advance ("most"), or named parts each decided on its
-own (:func:`decide_parts`, the only way to "partly reproduced").
+A rule whose margin is not beyond ``zero`` in its direction (a non-inferiority or "below a small value" claim, a
+sign claim at margin 0) has one boundary: holds beyond it, absent wholly short of it, undecided across it.
+
+The cells then combine as the rule's ``decision`` says (:func:`decide`): one statistic, every cell, a share fixed in
+advance, or named parts each decided on its own (:func:`decide_parts`, the only way to "partly reproduced"). Where
+one of many cells can decide a statement of the claim ("not reproduced" of an "every" claim; any count of a "share"
+claim) the cells' statements are counted after Holm's step-down correction, so that the claim's statement is wrong
+at most ALPHA of the time (tests/package/test_error_rates.py simulates each).
 """
 
 from __future__ import annotations
@@ -26,40 +37,95 @@ import numpy as np
 from faithlab.evaluation.intervals import confidence_level
 from faithlab.study.verdicts import intervals as iv
 from faithlab.study.verdicts.rules import Rule
-from faithlab.study.verdicts.words import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, Verdict
+from faithlab.study.verdicts.words import (INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, WEAKER,
+                                           Verdict)
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["Judgement", "judge", "effect", "decide", "decide_parts", "judgement_table", "OUTCOMES"]
+__all__ = ["Judgement", "judge", "effect", "decide", "decide_parts", "judgement_table", "OUTCOMES", "ALPHA",
+           "DECISION_LEVEL", "cell_rows", "outcome_of"]
 
-OUTCOMES = ("holds", "fails", "undecided")
+OUTCOMES = ("holds", "weaker", "absent", "undecided")
+ALPHA = 0.05
+"""The error rate of each one-sided statement (holds, weaker, absent), before Holm's correction over cells."""
+DECISION_LEVEL = 1 - 2 * ALPHA
+"""The two-sided level of the interval whose ends are the one-sided ALPHA bounds the decisions read."""
 
 # replicated() collects what every judgement rested on, for the power analysis (see faithlab.study.verdicts.power)
 RECORDER: contextvars.ContextVar = contextvars.ContextVar("faithlab_judgement_recorder", default=None)
 
 
+def outcome_of(low: float, high: float, *, zero: float, margin: float, sign: int) -> str:
+    """The outcome (:data:`OUTCOMES`) of an interval [low, high] with the value of no effect ``zero``, the margin and
+    the paper's direction ``sign`` (+1 above, −1 below): see the module's docstring."""
+    lo, hi = sorted((sign * (low - zero), sign * (high - zero)))
+    size = sign * (margin - zero)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "undecided"
+    if lo > size:
+        return "holds"
+    if size <= 0:  # one boundary: the margin is not beyond the value of no effect
+        return "absent" if hi < size else "undecided"
+    if lo > 0:
+        return "weaker"
+    if hi < 0 or (hi < size and lo > -size):
+        return "absent"
+    return "undecided"
+
+
 @dataclass(frozen=True)
 class Judgement:
-    """One cell of a claim judged against its margin: ``interval`` (of the statistic, in its own orientation),
-    ``margin`` and ``direction`` (the rule's), ``outcome`` (one of :data:`OUTCOMES`) and ``what`` (the cell's
-    name, e.g. "GradCAM − Random")."""
+    """One cell of a claim judged against its boundaries: ``interval`` (of the statistic, in its own orientation, at
+    :data:`DECISION_LEVEL` where it can be rebuilt), ``margin``, ``zero`` (the value of no effect) and ``direction``
+    (the rule's), ``outcome`` (one of :data:`OUTCOMES`) and ``what`` (the cell's name, e.g. "GradCAM − Random")."""
 
     interval: iv.Interval
     margin: float
     direction: str
     outcome: str
     what: str = ""
+    zero: float = 0.0
+
+    @property
+    def sign(self) -> int:
+        return 1 if self.direction == "above" else -1
 
     @property
     def holds(self) -> bool | None:
-        """True (holds), False (fails) or None (undecided)."""
-        return {"holds": True, "fails": False}.get(self.outcome)
+        """True (holds), False (absent) or None (weaker or undecided: not shown to reach the margin, not shown
+        absent)."""
+        return {"holds": True, "absent": False}.get(self.outcome)
+
+    @property
+    def present(self) -> bool:
+        """Whether the effect is shown in the paper's direction (holds or weaker)."""
+        return self.outcome in ("holds", "weaker")
+
+    @property
+    def reversed(self) -> bool:
+        """Whether the interval lies beyond the value of no effect the other way (an absent cell, reversed)."""
+        i = self.interval
+        return self.outcome == "absent" and max(self.sign * (i.low - self.zero), self.sign * (i.high - self.zero)) < 0
+
+    def statement(self, name: str, alpha: float) -> bool:
+        """Whether the cell's statement ``name`` ("holds", "present", "absent") is made at one-sided level ``alpha``
+        (the interval rebuilt at 1 − 2·alpha; an interval that cannot be rebuilt is read as it is)."""
+        i = self.interval.at(1 - 2 * alpha) if alpha != ALPHA or self.interval.level != DECISION_LEVEL \
+            else self.interval
+        outcome = outcome_of(i.low, i.high, zero=self.zero, margin=self.margin, sign=self.sign)
+        if name == "present":
+            return outcome in ("holds", "weaker")
+        if name == "absent":  # absent, and not shown present at the cell's own level
+            return outcome == "absent" and not self.present
+        return outcome == name
 
     def sentence(self, digits: int = 3) -> str:
         i = self.interval
+        shown = "absent (reversed)" if self.reversed else self.outcome
+        zero = f", no effect at {self.zero:g}" if self.zero else ""
         return (f"{self.what + ': ' if self.what else ''}{i.estimate:.{digits}g} [{i.low:.{digits}g}, "
-                f"{i.high:.{digits}g}] {self.outcome} ({self.direction} {self.margin:g})")
+                f"{i.high:.{digits}g}] {shown} ({self.direction} {self.margin:g}{zero})")
 
 
 def _margin(rule: Rule, setting: str | None, margin: float | None) -> float:
@@ -71,19 +137,17 @@ def _margin(rule: Rule, setting: str | None, margin: float | None) -> float:
 
 def judge(interval: iv.Interval, rule: Rule, *, setting: str | None = None, what: str = "",
           margin: float | None = None, _units=None) -> Judgement:
-    """``interval`` judged against ``rule``'s margin (of ``setting`` where the rule has one per setting) in the
-    rule's direction → a :class:`Judgement`. ``margin`` overrides the rule's only for a threshold the rule states
-    in terms of the data (a premise's own threshold); claims take theirs from the file."""
+    """``interval`` judged against ``rule``'s boundaries — its value of no effect (``rule.zero``) and its margin (of
+    ``setting`` where the rule has one per setting) — in the rule's direction → a :class:`Judgement`, read at
+    :data:`DECISION_LEVEL` (the interval is rebuilt there when it can be). ``margin`` overrides the rule's only for a
+    threshold the rule states in terms of the data (a premise's own threshold); claims take theirs from the file."""
     if not isinstance(interval, iv.Interval):
         raise TypeError(f"interval must be a faithlab.study.verdicts.Interval, got {type(interval).__name__}")
     m = _margin(rule, setting, margin)
-    sign = rule.sign
-    lo, hi = sorted((sign * (interval.low - m), sign * (interval.high - m)))
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        outcome = "undecided"
-    else:
-        outcome = "holds" if lo > 0 else "fails" if hi < 0 else "undecided"
-    j = Judgement(interval, m, rule.direction, outcome, what)
+    interval = interval.at(DECISION_LEVEL)
+    zero = rule.zero_for(setting)
+    outcome = outcome_of(interval.low, interval.high, zero=zero, margin=m, sign=rule.sign)
+    j = Judgement(interval, m, rule.direction, outcome, what, zero)
     record = RECORDER.get()
     if record is not None:
         record.append((j, _units))
@@ -142,35 +206,66 @@ def decide(judgements: Judgement | Sequence[Judgement] | Mapping[str, Judgement]
                             f"{type(c).__name__}")
     if not cells:
         return _verdict(NOT_TESTABLE, f"not testable: no {rule.over} to judge", rule)
-    holds = sum(c is not None and c.outcome == "holds" for c in cells)
-    fails = sum(c is not None and c.outcome == "fails" for c in cells)
     n = len(cells)
-    undecided = n - holds - fails
+    counts = {o: sum(c is not None and c.outcome == o for c in cells) for o in OUTCOMES}
+    counts["undecided"] += sum(c is None for c in cells)
     if rule.decision == "single":
         if n != 1:
             raise ValueError(f"rule {rule.id} decides one statistic, got {n} judgements")
         c = cells[0]
         why = c.sentence() if c is not None else "no interval"
-        value = REPRODUCED if holds else NOT_REPRODUCED if fails else INCONCLUSIVE
+        outcome = "undecided" if c is None else c.outcome
+        value = {"holds": REPRODUCED, "weaker": WEAKER, "absent": NOT_REPRODUCED}.get(outcome, INCONCLUSIVE)
         return _verdict(value, why, rule)
-    failing = [c.what for c in cells if c is not None and c.outcome == "fails"]
-    why = (f"holds in {holds} of {n} {rule.over}, fails in {fails}" + (f" ({', '.join(failing)})" if failing else "")
-           + (f", undecided in {undecided}" if undecided else ""))
+    named = {o: [c.what or "?" for c in cells if c is not None and c.outcome == o] for o in ("absent", "weaker")}
+    why = ", ".join(f"{o} in {counts[o]}" for o in OUTCOMES if counts[o]) + f" of {n} {rule.over}"
+    why += "".join(f"; {o}: {', '.join(names)}" for o, names in named.items() if names and len(names) <= 6)
     if rule.decision == "every":
-        value = REPRODUCED if holds == n else NOT_REPRODUCED if fails else INCONCLUSIVE
-    else:  # share
+        absent = holm_count(cells, "absent")
+        if counts["holds"] == n:
+            value = REPRODUCED
+        elif absent:
+            value = NOT_REPRODUCED
+            why += f"; {absent} absent after Holm's correction over the {n} {rule.over}"
+        elif counts["holds"] + counts["weaker"] == n:
+            value = WEAKER
+        else:
+            value = INCONCLUSIVE
+            if counts["absent"]:
+                why += f"; no cell absent after Holm's correction over the {n} {rule.over}"
+    else:  # share: every count after Holm's correction (one of many cells can decide it)
         share = float(rule.share)
-        value = (REPRODUCED if holds / n >= share - 1e-12 else NOT_REPRODUCED if (holds + undecided) / n < share - 1e-12
-                 else INCONCLUSIVE)
-        why += f"; the rule asks {share:.0%}"
+        need = math.ceil(share * n - 1e-9)
+        held, present, absent = (holm_count(cells, s) for s in ("holds", "present", "absent"))
+        value = (REPRODUCED if held >= need else WEAKER if present >= need
+                 else NOT_REPRODUCED if n - absent < need else INCONCLUSIVE)
+        why += (f"; the rule asks {share:.0%} ({need} of {n}); after Holm's correction {held} hold, {present} shown "
+                f"present, {absent} absent")
     return _verdict(value, why, rule)
+
+
+def holm_count(cells: Sequence[Judgement | None], statement: str, alpha: float = ALPHA) -> int:
+    """How many of ``cells`` make ``statement`` ("holds", "present", "absent") after Holm's step-down correction at
+    family-wise level ``alpha``: the k-th statement is made when k of the cells make it at alpha / (n − k + 1) (so
+    that a claim decided by any one of many cells is wrong at most alpha of the time). A cell without an interval
+    makes none."""
+    judged = [c for c in cells if c is not None]
+    n, made = len(cells), 0
+    while made < len(judged):
+        level = alpha / (n - made)
+        if sum(c.statement(statement, level) for c in judged) < made + 1:
+            break
+        made += 1
+    return made
 
 
 def decide_parts(parts: Mapping[str, object], rule: Rule, *, untestable: str | None = None):
     """The verdict of a claim of several named parts (``rule.parts``), each already decided (a Verdict):
-    reproduced when every part is; partly reproduced when the reproduced parts reach ``rule.share`` and every part
-    is decided; not reproduced when no part is reproduced and every part is decided; inconclusive when an undecided
-    (inconclusive) part could change the outcome. A part "not testable here" makes the claim not testable."""
+    reproduced when every part is; reproduced, weaker when every part is reproduced or reproduced weaker (the
+    effects are there, some smaller); partly reproduced when the parts shown present (reproduced or weaker) reach
+    ``rule.share``, the others decided; not reproduced when fewer are shown present and every part is decided;
+    inconclusive when an undecided (inconclusive) part could change the outcome. A part "not testable here" makes
+    the claim not testable."""
     if not isinstance(rule, Rule) or rule.decision != "parts":
         raise ValueError(f"rule must be a Rule whose decision is 'parts', got {rule!r}")
     if untestable is not None:
@@ -181,20 +276,21 @@ def decide_parts(parts: Mapping[str, object], rule: Rule, *, untestable: str | N
     why = "; ".join(f"{name}: {v}" for name, v in values.items())
     if any(v == NOT_TESTABLE for v in values.values()):
         return _verdict(NOT_TESTABLE, f"not testable: a part's premise failed ({why})", rule)
-
-    def rule_of(reproduced: int, n: int) -> str:
-        if reproduced == n:
-            return REPRODUCED
-        if reproduced == 0:
-            return NOT_REPRODUCED
-        return PARTLY if reproduced / n >= float(rule.share) - 1e-12 else NOT_REPRODUCED
-
     if any(v == PARTLY for v in values.values()):
         raise ValueError("a part is decided as one statistic, every cell or a share: it is never 'partly'")
-    n = len(values)
-    sure = sum(v == REPRODUCED for v in values.values())
-    undecided = sum(v == INCONCLUSIVE for v in values.values())
-    worst, best = rule_of(sure, n), rule_of(sure + undecided, n)
+
+    def rule_of(words: list[str]) -> str:
+        n, full = len(words), sum(w == REPRODUCED for w in words)
+        present = full + sum(w == WEAKER for w in words)
+        if full == n:
+            return REPRODUCED
+        if present == n:
+            return WEAKER
+        return PARTLY if present and present / n >= float(rule.share) - 1e-12 else NOT_REPRODUCED
+
+    words = list(values.values())
+    worst = rule_of([NOT_REPRODUCED if w == INCONCLUSIVE else w for w in words])
+    best = rule_of([REPRODUCED if w == INCONCLUSIVE else w for w in words])
     value = worst if worst == best else INCONCLUSIVE
     return _verdict(value, why, rule)
 
@@ -210,9 +306,29 @@ def judgement_table(judgements: Mapping[str, Judgement] | Sequence[Judgement], *
             continue
         i = j.interval
         rows.append({**columns, "cell": name or j.what, "estimate": i.estimate, "low": i.low, "high": i.high,
-                     "margin": j.margin, "direction": j.direction, "outcome": j.outcome, "replicas": i.replicas,
-                     "units": i.units, "interval": i.method})
+                     "zero": j.zero, "margin": j.margin, "direction": j.direction, "outcome": j.outcome,
+                     "replicas": i.replicas, "units": i.units, "interval": i.method})
     return rows
+
+
+def cell_rows(judgements: Sequence[Judgement]) -> tuple[dict, ...]:
+    """A claim's cell table, one dict per judged cell, so that a reader can recompute its verdict: the cell, the
+    replica-level ``values`` the interval rests on (";"-joined), the interval (estimate, low, high at ``level``,
+    its method and degrees of freedom), the boundaries (``zero``, ``margin``, ``direction``), the ``outcome`` and
+    the replicas and units behind it. A cell judged twice with the same interval (a claim function that judges a
+    cell for a table and again for its verdict) is listed once."""
+    rows, seen = [], set()
+    for j in judgements:
+        i = j.interval
+        row = {"cell": j.what, "values": ";".join(f"{v:.6g}" for v in i.values), "estimate": i.estimate,
+               "low": i.low, "high": i.high, "level": i.level, "interval": i.method, "df": i.df, "zero": j.zero,
+               "margin": j.margin, "direction": j.direction, "outcome": j.outcome, "replicas": i.replicas,
+               "units": i.units}
+        key = tuple(str(v) for v in row.values())
+        if key not in seen:
+            seen.add(key)
+            rows.append(row)
+    return tuple(rows)
 
 
 def replica_judgement(values_per_replica, rule: Rule, *, units: int | None = None, setting: str | None = None,

@@ -22,7 +22,7 @@ the power analysis (:func:`decided_probability`) uses the same interval and asks
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 
 import numpy as np
@@ -31,7 +31,7 @@ from faithlab.evaluation.intervals import confidence_level, t_interval, t_quanti
 
 __all__ = ["Interval", "mean_interval", "replica_interval", "share_interval", "draws_interval", "wilson",
            "t_quantile", "decided_probability", "INTERVAL_METHODS", "t_rows", "wilson_rows",
-           "replica_means"]
+           "replica_means", "noncentral_t_outside"]
 
 INTERVAL_METHODS = {
     "t on replica means": "a t interval on the mean of each trained replica (R − 1 degrees of freedom)",
@@ -51,7 +51,10 @@ class Interval:
     """A ``level`` confidence interval [low, high] of ``estimate``: ``method`` (one of :data:`INTERVAL_METHODS`),
     ``units`` (all units behind it), ``replicas`` (trained replicas; 1 for one model) and ``df`` (the t quantile's
     degrees of freedom; None for Wilson and percentile intervals). ``se`` is the standard error the t interval used
-    (None otherwise), kept for the power analysis."""
+    (None otherwise), kept for the power analysis. ``values``: the replica-level values the interval rests on (the
+    replica means, shares or statistics; empty for an interval on one model's units), published in a claim's cell
+    table. ``pooled`` (successes, n) of a share and ``draws`` of a percentile interval let :meth:`at` give the same
+    interval at another level."""
 
     estimate: float
     low: float
@@ -62,12 +65,47 @@ class Interval:
     replicas: int
     df: int | None = None
     se: float | None = None
+    values: tuple = ()
+    pooled: tuple | None = field(default=None, repr=False)
+    draws: object = field(default=None, repr=False, compare=False)
 
     def describe(self, digits: int = 3) -> str:
         """"m [low, high] (method, R replicas, n units)"."""
         who = f"{self.replicas} replicas, {self.units} units" if self.replicas > 1 else f"{self.units} units"
         return (f"{self.estimate:.{digits}g} [{self.low:.{digits}g}, {self.high:.{digits}g}] "
                 f"({self.method}, {who})")
+
+    @property
+    def rebuildable(self) -> bool:
+        """Whether :meth:`at` can give this interval at another level (it was made by this module's functions)."""
+        if not (math.isfinite(self.low) and math.isfinite(self.high)):
+            return False
+        if self.method == "Wilson":
+            return self.pooled is not None
+        if self.method == "percentile bootstrap over units":
+            return self.draws is not None
+        return self.df is not None and self.se is not None and (
+            not self.method.startswith("share") or self.pooled is not None)
+
+    def at(self, level: float) -> Interval:
+        """The same interval at ``level`` (e.g. the two-sided 0.90 interval whose ends are the one-sided 5 % bounds
+        the decisions use); itself when ``level`` is its own or it cannot be rebuilt (:attr:`rebuildable`)."""
+        level = confidence_level(level)
+        if abs(level - self.level) < 1e-12 or not self.rebuildable:
+            return self
+        if self.method == "Wilson":
+            low, high = wilson_rows(self.pooled[0], self.pooled[1], level)
+            return replace(self, low=float(low), high=float(high), level=level)
+        if self.method == "percentile bootstrap over units":
+            tail = (1 - level) / 2
+            low, high = np.quantile(np.asarray(self.draws), [tail, 1 - tail]).tolist()
+            return replace(self, low=float(low), high=float(high), level=level)
+        half = t_quantile(level, int(self.df)) * float(self.se) if self.se > 0 else 0.0
+        low, high = self.estimate - half, self.estimate + half
+        if self.method.startswith("share"):
+            w_low, w_high = wilson_rows(self.pooled[0], self.pooled[1], level)
+            low, high = max(0.0, min(low, float(w_low))), min(1.0, max(high, float(w_high)))
+        return replace(self, low=float(low), high=float(high), level=level)
 
 
 def as_array(values, name: str) -> np.ndarray:
@@ -98,7 +136,8 @@ def group_codes(groups, n: int, name: str = "groups") -> np.ndarray:
 
 def _t(values: np.ndarray, level: float, method: str, units: int, replicas: int) -> Interval:
     estimate, low, high, se = (float(v[0]) for v in t_rows(values[None, :], level))
-    return Interval(estimate, low, high, level, method, units, replicas, values.size - 1, se)
+    return Interval(estimate, low, high, level, method, units, replicas, values.size - 1, se,
+                    tuple(float(v) for v in values))
 
 
 def replica_means(values, groups) -> tuple[np.ndarray, np.ndarray]:
@@ -179,14 +218,15 @@ def share_interval(flags, *, groups=None, level: float = 0.95) -> Interval:
         shares, counts = replica_means(x, groups)
         if shares.size >= 2:
             t = _t(shares, level, "share: t on replica shares ∪ Wilson", int(counts.sum()), int(shares.size))
-            w_low, w_high = wilson(float((shares * counts).sum()), float(counts.sum()), level=level)
+            pooled = (float((shares * counts).sum()), float(counts.sum()))
+            w_low, w_high = wilson(*pooled, level=level)
             return Interval(t.estimate, max(0.0, min(t.low, w_low)), min(1.0, max(t.high, w_high)), level,
-                            t.method, t.units, t.replicas, t.df, t.se)
+                            t.method, t.units, t.replicas, t.df, t.se, t.values, pooled)
     x = x[~np.isnan(x)]
     if x.size < 1:
         raise ValueError("a share needs at least 1 unit without NaN")
     low, high = wilson(float(x.sum()), float(x.size), level=level)
-    return Interval(float(x.mean()), low, high, level, "Wilson", int(x.size), 1)
+    return Interval(float(x.mean()), low, high, level, "Wilson", int(x.size), 1, pooled=(float(x.sum()), float(x.size)))
 
 
 def draws_interval(estimate, draws, *, units: int, level: float = 0.95) -> Interval:
@@ -199,7 +239,8 @@ def draws_interval(estimate, draws, *, units: int, level: float = 0.95) -> Inter
         raise ValueError(f"draws must hold at least 100 bootstrap values without NaN, got {x.size}")
     tail = (1 - level) / 2
     low, high = np.quantile(x, [tail, 1 - tail]).tolist()
-    return Interval(float(estimate), float(low), float(high), level, "percentile bootstrap over units", int(units), 1)
+    return Interval(float(estimate), float(low), float(high), level, "percentile bootstrap over units", int(units), 1,
+                    draws=x)
 
 
 def decided_probability(mean: float, var_between: float, var_within: float, replicas: int, units: float, *,
@@ -217,4 +258,16 @@ def decided_probability(mean: float, var_between: float, var_within: float, repl
         return 1.0 if mean != margin else 0.0
     ncp = (mean - margin) / (sd / math.sqrt(r))
     crit = t_quantile(level, r - 1)
-    return float(stats.nct.sf(crit, r - 1, ncp) + stats.nct.cdf(-crit, r - 1, ncp))
+    return noncentral_t_outside(crit, r - 1, ncp)
+
+
+def noncentral_t_outside(crit: float, df: int, ncp: float) -> float:
+    """P(T > crit) + P(T < −crit) for T noncentral t (``df``, ``ncp``): the chance a t interval lies wholly on one
+    side of its boundary. Both tails by ``sf`` of ±ncp (scipy's ``nct.cdf(−crit, df, ncp)`` returns NaN once ncp
+    exceeds about 8, which read a cell decided with P ≈ 1 as undecided)."""
+    from scipy import stats
+
+    upper = float(stats.nct.sf(crit, df, ncp))
+    lower = float(stats.nct.sf(crit, df, -ncp))  # P(T < −crit | ncp) = P(−T > crit), −T noncentral t with −ncp
+    total = (upper if math.isfinite(upper) else float(ncp > 0)) + (lower if math.isfinite(lower) else float(ncp < 0))
+    return min(1.0, max(0.0, total))

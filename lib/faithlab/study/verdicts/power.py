@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from faithlab.study.verdicts import intervals as iv
+from faithlab.study.verdicts.decisions import DECISION_LEVEL
 
 __all__ = ["variance_components", "design_needed", "REPLICA_OPTIONS", "UNIT_FACTORS", "TARGET"]
 
@@ -60,23 +61,36 @@ def _cell(judgement, data):
     values, groups = data
     values = np.asarray(values, dtype=float)
     sign = 1 if judgement.direction == "above" else -1
+    boundary = _deciding_boundary(judgement)
     if groups is None:
         if judgement.interval.method != "t on replica statistics":
             return None
         v = values[~np.isnan(values)]
         if v.size < 2:
             return None
-        return (sign * (float(v.mean()) - judgement.margin), float(v.var(ddof=1)), 0.0, v.size,
+        return (sign * (float(v.mean()) - boundary), float(v.var(ddof=1)), 0.0, v.size,
                 judgement.interval.units / max(v.size, 1), False)
     if len(np.unique(groups)) < 2:
         return None
     mean, vb, vw, k, n = variance_components(values, groups)
-    return (sign * (mean - judgement.margin), vb, vw, k, n, True)
+    return (sign * (mean - boundary), vb, vw, k, n, True)
+
+
+def _deciding_boundary(judgement) -> float:
+    """The boundary whose clearing decides the cell soonest. A cell is decided once its interval clears either the
+    value of no effect (present or reversed) or the margin (holds, or inside the band of no meaningful effect), so
+    the boundary farther from the estimate is cleared first; a rule with one boundary has only its margin. The
+    chance of a decision computed against it is a lower bound (:func:`faithlab.study.verdicts.decisions.outcome_of`
+    decides on either)."""
+    estimate, zero, margin = judgement.interval.estimate, judgement.zero, judgement.margin
+    if not np.isfinite(estimate) or judgement.sign * (margin - zero) <= 0:
+        return margin
+    return max((margin, zero), key=lambda b: abs(estimate - b))
 
 
 def design_needed(records, *, target: float = TARGET) -> str:
     """The smallest design (R replicas × n units per replica) that decides the claim's undecided cells (those whose
-    interval straddles the margin) with probability ≥ ``target`` each: "needs 5 replicas × 40 units (weakest
+    interval reaches both the value of no effect and a margin) with probability ≥ ``target`` each: "needs 5 replicas × 40 units (weakest
     undecided cell decided with P 0.61 now)", "needs 8 replicas × 80 units …", "3 replicas × 40 units suffice …"
     (an undecided cell the current design decides most of the time), or "beyond 12 replicas × 4 n: …" when the
     weakest effect sits near its margin; "every cell decided at R replicas × n units" when no cell is undecided;
@@ -95,7 +109,8 @@ def design_needed(records, *, target: float = TARGET) -> str:
         return "an undecided cell rests on one model: more replicas of it would decide it"
 
     def weakest(r: int, factor: float) -> float:
-        return min(iv.decided_probability(d, vb, vw, r, n * (factor if grows else 1), margin=0.0)
+        return min(iv.decided_probability(d, vb, vw, r, n * (factor if grows else 1), margin=0.0,
+                                          level=DECISION_LEVEL)
                    for d, vb, vw, _, n, grows in cells)
 
     current_r = max(c[3] for c in cells)
@@ -112,4 +127,4 @@ def design_needed(records, *, target: float = TARGET) -> str:
                             f"{now:.2f} at this design)")
                 return f"needs {r} replicas × {n} units (weakest undecided cell decided with P {now:.2f} now)"
     return (f"beyond {REPLICA_OPTIONS[-1]} replicas × {current_n * UNIT_FACTORS[-1]} units: the weakest undecided "
-            f"effect sits near its margin (decided with P {now:.2f} now)")
+            f"effect sits near a boundary (decided with P {now:.2f} now)")

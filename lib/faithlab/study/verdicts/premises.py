@@ -27,16 +27,22 @@ __all__ = ["MEANINGS", "ladder", "verdict", "Premise", "premise_share", "premise
            "first_reason", "Null", "null_draws", "within_null", "share_above_zero"]
 
 MEANINGS = {
-    REPRODUCED: "the 95 % interval lies beyond the claim's margin (its smallest effect of interest, from the paper's "
-                "numbers) in the paper's direction, in every cell the claim's rule names",
+    REPRODUCED: "the effect reaches the paper's size: in every cell the claim's rule needs, the 90 % interval (its "
+                "ends the one-sided 5 % bounds) lies beyond the margin — the smallest effect of interest, from the "
+                "paper's numbers — in the paper's direction",
+    "reproduced, weaker": "the paper's direction is shown, its size is not: where the rule needs it the 90 % interval "
+                          "lies beyond the value of no effect (0, or the chance value of a level statistic) in the "
+                          "paper's direction, but in some needed cell it is not shown to reach the margin",
     PARTLY: "a claim of several named parts: the share of its parts fixed in advance is reproduced, not all of them",
-    NOT_REPRODUCED: "the 95 % interval lies wholly short of the margin — inside the band of no meaningful effect or "
-                    "beyond it the other way — in a cell the rule needs: the effect is shown absent or reversed here",
+    NOT_REPRODUCED: "the effect is shown absent or reversed here: in a cell the rule needs, the 90 % interval lies "
+                    "inside the band of no meaningful effect (within the margin of the value of no effect) or beyond "
+                    "the value of no effect the other way; over several cells, counted at Holm's adjusted level",
     NOT_TESTABLE: "a premise about the stand-in failed (the paper's mechanism is absent here), so the claim was not "
                   "tested; it says nothing about the paper",
-    INCONCLUSIVE: "the data here do not decide: an interval straddles the margin, the verdict moves with the bootstrap "
-                  "seed, or fewer replicas or units back it than its rule asks (the power column says what design "
-                  "would decide it); how many replicas alone give the same verdict is shown beside it, not used",
+    INCONCLUSIVE: "the data here do not decide: an interval reaches both the value of no effect and a margin, the "
+                  "verdict moves with the bootstrap seed, or fewer replicas or units back it than its rule asks (the "
+                  "power column says what design would decide it); how many replicas alone give the same verdict is "
+                  "shown beside it, not used",
 }
 """What each verdict means, in one phrase (the book's legend)."""
 
@@ -78,7 +84,7 @@ def ladder(reproduced: bool, partly: bool = False, *, untestable: str | None = N
     second holds, else "not reproduced"; "not testable here" when ``untestable`` gives a reason."""
     if untestable is not None:
         return Verdict(NOT_TESTABLE, f"not testable: {_reason(untestable)}")
-    return Verdict(VERDICTS[0] if bool(reproduced) else VERDICTS[1] if bool(partly) else VERDICTS[2])
+    return Verdict(REPRODUCED if bool(reproduced) else PARTLY if bool(partly) else NOT_REPRODUCED)
 
 
 def verdict(value, *, reproduced: str = "== 1", partly: str | None = "> 0", untestable: str | None = None,

@@ -42,12 +42,12 @@ from faithlab.study.verdicts.premises import (MEANINGS, Null, Premise, at_ideal,
                                               undefined, verdict, within_null)
 from faithlab.study.verdicts.replication import replica_seed  # noqa: F401 (re-exported)
 from faithlab.study.verdicts.words import (DECIDED, INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PARTLY,  # noqa: F401
-                                     REPRODUCED, VERDICTS, Verdict)
+                                           PRESENT, REPRODUCED, VERDICTS, WEAKER, Verdict)
 
 __all__ = [
     "VERDICTS", "Verdict", "ladder", "verdict", "at_ideal", "undefined", "first_reason",
     "Null", "null_draws", "within_null", "Claim",
-    "REPRODUCED", "PARTLY", "NOT_REPRODUCED", "NOT_TESTABLE", "INCONCLUSIVE", "DECIDED", "MIN_REPLICAS", "MIN_UNITS",
+    "REPRODUCED", "WEAKER", "PRESENT", "PARTLY", "NOT_REPRODUCED", "NOT_TESTABLE", "INCONCLUSIVE", "DECIDED", "MIN_REPLICAS", "MIN_UNITS",
     "STABILITY_SEEDS", "KINDS", "share_above_zero", "replica_seed", "replicated",
     "Premise", "premise_share", "MEANINGS", "premise_interval", "LEFT_OUT", "judged_alone",
 ]
@@ -165,6 +165,7 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
     finally:
         decisions.RECORDER.reset(token)
     power = power_analysis.design_needed(judged) if judged else ""
+    cells = decisions.cell_rows([j for j, _ in judged]) if judged else ()
     if claim.verdict == INCONCLUSIVE and claim.verdict.why.startswith("the premise is undecided") and power:
         power = f"{power}; the outcome waits on its undecided premise"
     if seeds and "seed" in inspect.signature(fn).parameters:
@@ -200,4 +201,5 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
         premise = then(premise, f"Not replicated here: {what} per setting (the rule asks {min_replicas}; the "
                                  "notebook's `replicas` parameter, where it has one, trains more).")
     return replace(claim, verdict=v, premise=premise, replicas=tuple(per), stability=stability, power=power,
-                   raw=str(claim.verdict), trained=bool(trained), function=f"{fn.__module__}.{fn.__qualname__}")
+                   raw=str(claim.verdict), trained=bool(trained), function=f"{fn.__module__}.{fn.__qualname__}",
+                   cells=cells)

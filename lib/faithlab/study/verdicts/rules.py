@@ -45,23 +45,30 @@ CLAIMS_MODULES = tuple(f"faithlab.study.papers.{p}.claims" for p in (
     "fewclass", "ffidelity", "reco_mege", "saco", "synthesis", "trace")) + ("faithlab.study.papers.basics",)
 """The modules whose claim functions register every rule (imported before any lookup)."""
 DECISIONS = {
-    "single": "one statistic: reproduced when its interval lies beyond the margin in the paper's direction, not "
-              "reproduced when it lies wholly short of it (inside the band of no meaningful effect or beyond it the "
-              "other way), inconclusive when it straddles the margin",
-    "every": "every cell must hold (its interval beyond the margin): reproduced when all do, not reproduced when one "
-             "is shown short of the margin, inconclusive otherwise",
+    "single": "one statistic, its one-sided 5 % bounds (the 90 % interval) against the value of no effect and the "
+              "margin: reproduced when it lies beyond the margin in the paper's direction, reproduced, weaker when "
+              "it lies beyond the value of no effect but not shown beyond the margin, not reproduced when it lies "
+              "inside the band of no meaningful effect or beyond the value of no effect the other way, inconclusive "
+              "when it reaches both",
+    "every": "every cell must hold (its interval beyond the margin): reproduced when all do, reproduced, weaker when "
+             "every cell is shown in the paper's direction and not all reach the margin, not reproduced when a cell "
+             "is shown absent after Holm's correction over the cells, inconclusive otherwise",
     "share": "at least the stated share of the cells must hold: reproduced when the cells shown to hold reach it, "
-             "not reproduced when even the undecided cells could not, inconclusive otherwise",
-    "parts": "a claim of several named parts, each decided on its own: reproduced when every part is, partly "
-             "reproduced when at least the stated share of the parts is and the others are decided, not reproduced "
-             "when none is, inconclusive when an undecided part could change that",
+             "reproduced, weaker when the cells shown in the paper's direction reach it, not reproduced when the "
+             "cells not shown absent could not, each count after Holm's correction over the cells, inconclusive "
+             "otherwise",
+    "parts": "a claim of several named parts, each decided on its own: reproduced when every part is, reproduced, "
+             "weaker when every part is reproduced or reproduced weaker, partly reproduced when the parts shown "
+             "present reach the stated share and the others are decided, not reproduced when fewer are, "
+             "inconclusive when an undecided part could change that",
 }
 """How a claim's cells combine into its verdict, by the ``decision`` a rule names."""
 DIRECTIONS = ("above", "below")
 _FIELDS = {"paper": str, "kind": str, "claim": str, "statistic": str, "direction": str, "margin": (int, float, dict),
            "margin_source": str, "decision": str, "null": str, "premises": list, "replicas": int, "units": int,
            "interval": str}
-_OPTIONAL = {"share": (int, float), "parts": list, "over": str, "unit": str, "note": str}
+_OPTIONAL = {"share": (int, float), "parts": list, "over": str, "unit": str, "note": str, "zero": (int, float, dict),
+             "zero_source": str}
 HOLDS_UP = {
     "recovers and not beaten": "a metric holds up when its recovery lies above the margin and no metric beats it "
                                "(absence of a significant difference counts as a tie)",
@@ -106,7 +113,19 @@ class Rule:
     over: str = "cells"
     unit: str = ""
     note: str = ""
+    zero: float | Mapping = 0.0
+    zero_source: str = ""
     raw: Mapping = field(default_factory=dict, repr=False, compare=False)
+
+    def zero_for(self, setting: str | None = None) -> float:
+        """The value of no effect (0 for a difference; the chance value of a level statistic), of ``setting`` where
+        the rule gives one per setting: the second boundary of :func:`faithlab.study.verdicts.judge`."""
+        if isinstance(self.zero, Mapping):
+            if setting is None or setting not in self.zero:
+                raise ValueError(f"rule {self.id} has a value of no effect per setting {sorted(self.zero)}; "
+                                 f"setting must name one, got {setting!r}")
+            return float(self.zero[setting])
+        return float(self.zero)
 
     def margin_for(self, setting: str | None = None) -> float:
         """The margin, of ``setting`` where the rule gives one per setting (a table keyed by setting name)."""
@@ -129,9 +148,14 @@ class Rule:
 
     def text(self) -> str:
         """The rule as one sentence for a claim's row: statistic, the paper's direction and the margin with its
-        source."""
+        source (and the value of no effect where it is not 0)."""
+        zero = ""
+        if isinstance(self.zero, Mapping) or float(self.zero) != 0.0:
+            shown = (", ".join(f"{k}: {float(v):g}" for k, v in self.zero.items()) if isinstance(self.zero, Mapping)
+                     else f"{float(self.zero):g}")
+            zero = f"; no effect at {shown} ({self.zero_source})"
         return (f"{self.statistic}; the paper's direction: {self.direction} the margin {self.margin_text()} "
-                f"({self.margin_source}); interval: {self.interval}")
+                f"({self.margin_source}){zero}; interval: {self.interval}")
 
     def decision_text(self) -> str:
         """How the verdict is decided, in the words of :data:`DECISIONS` (with the share where the rule has one)."""
@@ -172,6 +196,11 @@ def _check(cid: str, entry: Mapping) -> Rule:
         raise ValueError(f"{where}: a '{entry['decision']}' decision needs its share, fixed in advance")
     if entry["decision"] == "parts" and len(entry.get("parts", ())) < 2:
         raise ValueError(f"{where}: a 'parts' decision names at least two parts")
+    zeros = entry["zero"].values() if isinstance(entry.get("zero"), Mapping) else [entry.get("zero", 0.0)]
+    if not all(isinstance(z, (int, float)) and not isinstance(z, bool) and math.isfinite(z) for z in zeros):
+        raise ValueError(f"{where}: zero must be a finite number or a table of them, got {entry.get('zero')!r}")
+    if "zero" in entry and not str(entry.get("zero_source", "")).strip():
+        raise ValueError(f"{where}: a rule that sets zero says why in zero_source")
     if entry["replicas"] < 1 or entry["units"] < 1:
         raise ValueError(f"{where}: replicas and units must be ≥ 1")
     if not str(entry["margin_source"]).strip():
@@ -182,7 +211,8 @@ def _check(cid: str, entry: Mapping) -> Rule:
                 replicas=int(entry["replicas"]), units=int(entry["units"]), interval=entry["interval"],
                 share=None if entry.get("share") is None else float(entry["share"]),
                 parts=tuple(entry.get("parts", ())), over=entry.get("over", "cells"), unit=entry.get("unit", ""),
-                note=entry.get("note", ""), raw=dict(entry))
+                note=entry.get("note", ""), zero=entry.get("zero", 0.0), zero_source=entry.get("zero_source", ""),
+                raw=dict(entry))
 
 
 def _check_answer(name: str, entry: Mapping) -> dict:

@@ -4,13 +4,18 @@ decided it: the one module both the decisions (:mod:`faithlab.study.verdicts.dec
 
 from __future__ import annotations
 
-__all__ = ["VERDICTS", "REPRODUCED", "PARTLY", "NOT_REPRODUCED", "NOT_TESTABLE", "INCONCLUSIVE", "DECIDED", "Verdict"]
+__all__ = ["VERDICTS", "REPRODUCED", "WEAKER", "PARTLY", "NOT_REPRODUCED", "NOT_TESTABLE", "INCONCLUSIVE", "DECIDED",
+           "PRESENT", "Verdict"]
 
-VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "not testable here", "inconclusive")
-REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE, INCONCLUSIVE = VERDICTS
-DECIDED = VERDICTS[:3]
-"""The verdicts that decide a claim; "not testable here" (a failed premise) and "inconclusive" (the interval
-straddles the margin, or the verdict moves with the bootstrap seed) do not."""
+VERDICTS = ("reproduced", "reproduced, weaker", "partly reproduced", "not reproduced", "not testable here",
+            "inconclusive")
+REPRODUCED, WEAKER, PARTLY, NOT_REPRODUCED, NOT_TESTABLE, INCONCLUSIVE = VERDICTS
+DECIDED = VERDICTS[:4]
+"""The verdicts that decide a claim; "not testable here" (a failed premise) and "inconclusive" (an interval reaches
+both the value of no effect and a margin, or the verdict moves with the bootstrap seed) do not."""
+PRESENT = (REPRODUCED, WEAKER, PARTLY)
+"""The decided verdicts that say the paper's effect is there here (at its size, smaller, or in some named parts): a
+reseed must never move a claim between these and "not reproduced"."""
 
 
 class Verdict(str):
