@@ -185,7 +185,8 @@ if grey is not None:
     ood_sets["control"] = (grey.load(seed)[1], grey_models)
     LABEL["control"] = f"control: grey, {grey.image_size} px"
 ood = pd.concat([P.ood_per_input(models, test.x[:n_ood].to(device), test.y[:n_ood].to(device),
-                                 test.mask[:n_ood].flatten(1).to(device), beta=beta, n_draws=5, generator=seed,
+                                 test.mask[:n_ood].flatten(1).to(device), beta=beta, n_draws=5,
+                                 generator=fs.verdicts.replication.draw_seed(seed, f"canvas/{k}", r, "ood"),
                                  batch_size=batch_size).assign(setting=LABEL[k], replica=r)
                  for k, (test, per) in ood_sets.items() for r, models in per.items()], ignore_index=True)
 out.table(ood, "ood_per_input")
@@ -292,8 +293,12 @@ with torch.no_grad():
 case_index = correct[min(case_image, len(correct) - 1)] if correct else 0
 case_curves, case_P, case_Q = case.case_study(case_index, case_label, methods=METHODS)
 out.table(case_curves, "case_study_curves")
-case_maps = [fl.explainers.degrade(case.clean[case_label, "original"][case_index:case_index + 1], xi,
-                                   generator=k).view(case.x.shape[2:]) for k, xi in enumerate(noise_levels)]
+case_maps = [fl.explainers.degrade(  # the case study's seed-0 degradations (its draw key, level k)
+    case.clean[case_label, "original"][case_index:case_index + 1], xi,
+    generator=fs.papers.ffidelity.experiments.draw_generators(case.options["draw_key"], 0, k)[0]
+).view(case.x.shape[2:]) for k, xi in enumerate(noise_levels)]
+
+# %%
 fig = fl.plots.map_columns(case.x[case_index:case_index + 1].cpu(),
                            {f"ξ = {xi:g}": m[None].cpu() for xi, m in zip(noise_levels, case_maps)},
                            image_title=f"test image {case_index}", alpha=1.0,  # the maps alone, beside the image

@@ -133,7 +133,8 @@ STUDIES = {  # each study of replica `replica`: trained with `replica.seed`
     "CNN LayerCAM": lambda replica, cells: fs.papers.image_ranking_study(  # images_ranking's CNN of replica r
         cnn.model_name, cnn_config, train, test, {"CNN LayerCAM": ("layercam", {})}, data_key=data_key,
         train_config=cnn.train_config(replica.seed), finetune_config=cnn.finetune_config(replica.seed),
-        roar_config=cnn.roar_config(replica.seed), methods=METHODS, cells=cells, **ranking),
+        roar_config=cnn.roar_config(replica.seed), methods=METHODS, cells=cells,
+        draw_key=fs.verdicts.replication.replica_draws(seed, replica), **ranking),  # the replica's own draws
 }
 runs = P.ReplicaStudies(lambda k, replica, cells: STUDIES[k](replica, cells),
                         {"ViT SG-SQ": fs.verdicts.replicas(seed, "vit/main", replicas),
@@ -164,6 +165,8 @@ accuracy.pivot_table(index=["study", "model"], columns="replica", values="test a
 # %%
 mask = test.mask.flatten(1) if getattr(test, "mask", None) is not None else None
 MECHANISM = {}
+ood_draws = {(k, r): fs.verdicts.replication.replica_draws(seed, runs.replica(k, r), "ood")  # each replica's masks
+             for k, r in studies}
 
 # %% [markdown]
 # Where the data carry a ground-truth mask, the mechanism check FF.OOD on the ViT's and the CNN's models.
@@ -172,7 +175,7 @@ MECHANISM = {}
 if mask is not None:
     x_ood, y_ood, m_ood = test.x[:n_ood].to(device), test.y[:n_ood].to(device), mask[:n_ood].to(device)
     ood = pd.concat([P.ood_per_input({m: st.models[m] for m in ("original", "fine-tuned")}, x_ood, y_ood, m_ood,
-                                     beta=beta, n_draws=5, generator=seed, batch_size=batch_size)
+                                     beta=beta, n_draws=5, generator=ood_draws[k, r], batch_size=batch_size)
                      .assign(study=k, replica=r) for (k, r), st in studies.items()], ignore_index=True)
     out.table(ood, "ood_per_input")
     vit_check = out.claim(fs.verdicts.replicated(

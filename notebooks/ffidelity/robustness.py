@@ -108,22 +108,23 @@ for r in REPLICAS:
 # ## Random removal
 # For a masking ratio ρ, every test input loses exactly round(ρ·n) of its n units, drawn uniformly without
 # replacement (`fl.perturb.exact_subset`), `n_draws` independent draws per input; removed units take the reference
-# 0 (the dataset-mean colour, a zero time step, the pad token). The draws depend only on the seed, so all models
-# see the very same masked inputs. For every draw we record each model's predicted class; accuracy, agreement and
-# spreads are then taken over the test inputs for each draw and replica (mean ± std over the draws of every
-# replica). The claims average per-input values per replica (a t interval on the replica means), so we also keep,
-# per input and replica, the share of the draws on which each model is right (`samples`).
+# 0 (the dataset-mean colour, a zero time step, the pad token). The draws depend only on the seed and the replica,
+# so all models of a replica see the very same masked inputs. For every draw we record each model's predicted class;
+# accuracy, agreement and spreads are then taken over the test inputs for each draw and replica (mean ± std over the
+# draws of every replica). The claims average per-input values per replica (a t interval on the replica means), so
+# we also keep, per input and replica, the share of the draws on which each model is right (`samples`).
 
 
 # %%
-masking = dict(n_draws=n_draws, generator=seed, batch_size=batch_size)
+masking = dict(n_draws=n_draws, batch_size=batch_size)
+masks = {r: fs.verdicts.replication.draw_seed(seed, "ffidelity/robustness", r) for r in REPLICAS}  # per replica
 rows, sample_rows = [], []
 for (domain, name, reference, r), (original, tuned, test, unit_kind) in cases.items():
     x, y = test.x.to(device), test.y.to(device)
     for ratio in ratios:
         preds = fs.papers.random_masking_predictions({"original": original, "fine-tuned": tuned}, x, ratio,
                                                         units=fl.perturb.UNIT_KINDS[unit_kind](x),
-                                                        reference=reference, **masking)
+                                                        reference=reference, generator=masks[r], **masking)
         for version, p in preds.items():
             rows += [{"domain": domain, "architecture": st.label(domain, name, reference), "model": version,
                       "ratio": ratio, "replica": r, "draw": d,

@@ -120,7 +120,8 @@ for q in REPLICAS:
             continue
         plus, minus = fs.papers.degraded_fidelity_curves(
             tuned[q, hp["beta"]], x, y, gt, noise_levels=noise_levels, sparsity=sparsity, n_seeds=n_seeds,
-            alpha=hp["alpha"], beta=hp["beta"], n_samples=hp["n_samples"], batch_size=batch_size)
+            alpha=hp["alpha"], beta=hp["beta"], n_samples=hp["n_samples"], batch_size=batch_size,
+            draw_key=fs.verdicts.replication.draw_seed(seed, "ffidelity/sensitivity", q))  # replica q's draws
         scored[k] = (plus, minus, fl.metrics.ground_truth_ranking(plus, minus, noise_levels, sparsity),
                      fs.papers.permuted_correlations(plus, minus, noise_levels=noise_levels, sparsity=sparsity,
                                                         seed=seed))
@@ -199,7 +200,8 @@ micro
 # %%
 ood = pd.concat([fs.papers.ffidelity.ood_per_input(
     {"original": originals[q], "fine-tuned": tuned[q, default["beta"]]}, test.x.to(device), test.y.to(device),
-    test.mask.flatten(1).to(device), beta=default["beta"], n_draws=5, generator=seed, batch_size=batch_size)
+    test.mask.flatten(1).to(device), beta=default["beta"], n_draws=5,
+    generator=fs.verdicts.replication.draw_seed(seed, "ffidelity/sensitivity", q, "ood"), batch_size=batch_size)
     .assign(replica=q) for q in REPLICAS], ignore_index=True)
 out.table(ood, "ood_per_input")
 check = out.claim(fs.verdicts.replicated(fs.papers.ffidelity.claim_ood_check, ood, data=f"canvas digits, r = {r:g}"),

@@ -142,7 +142,8 @@ for domain, name, unit_kind, reference in cases:
         units = fl.perturb.UNIT_KINDS[unit_kind](x)
         ood_rows.append(fs.papers.ffidelity.ood_per_input(
             {m: models[group, r][m] for m in ("original", "fine-tuned")}, x, y, salient & real if real is not None
-            else salient, beta=beta, units=units, candidates=real, reference=reference, n_draws=5, generator=seed,
+            else salient, beta=beta, units=units, candidates=real, reference=reference, n_draws=5,
+            generator=fs.verdicts.replication.draw_seed(seed, f"series_text/{name}", r, "ood"),  # replica r's
             batch_size=batch_size).assign(domain=domain, group=group, replica=r))
 ood = pd.concat(ood_rows, ignore_index=True)
 out.table(ood, "ood_per_input")
@@ -186,6 +187,10 @@ P, Q, curve_rows = {r: {} for r in REPLICAS}, {r: {} for r in REPLICAS}, []
 # The curves of every method, replica and model, on the same test inputs.
 
 # %%
+draws = {(name, r): fs.verdicts.replication.draw_seed(seed, f"series_text/{name}", r)  # replica r's own draws
+         for _, name, _, _ in cases for r in REPLICAS}
+
+# %%
 for (domain, name, unit_kind, reference), r in ((c, r) for c in cases for r in REPLICAS):
     group = st.label(domain, name, reference)
     base, tuned = models[group, r]["original"], models[group, r]["fine-tuned"]
@@ -203,7 +208,7 @@ for (domain, name, unit_kind, reference), r in ((c, r) for c in cases for r in R
     for method, (model, source, a, b, n_mc) in settings.items():
         plus, minus = fs.papers.degraded_fidelity_curves(
             model, x, y, clean[source], noise_levels=noise_levels, sparsity=sparsity, n_seeds=n_seeds, alpha=a,
-            beta=b, n_samples=n_mc, units=units, reference=reference, batch_size=batch_size)
+            beta=b, n_samples=n_mc, units=units, reference=reference, batch_size=batch_size, draw_key=draws[name, r])
         P[r][group, method], Q[r][group, method] = plus, minus
         for sign, t in (("+", plus), ("−", minus)):
             for s in range(n_seeds):

@@ -97,14 +97,17 @@ for r in rs:
 
 # %%
 rows, curves, ood_rows = [], [], []
+draws = lambda r, q, name: fs.verdicts.replication.draw_seed(  # noqa: E731  (replica q's own draws)
+    seed, f"ffidelity/size_plateau/{r:g}", q, name)
 for (r, q, beta), (base, model) in models.items():
     test, x, y, attr = data[r]
     if beta == min(betas):
         ood_rows.append(fs.papers.ffidelity.ood_per_input(
             {"original": base, "fine-tuned": model}, x, y, test.mask[:n_test].flatten(1).to(device),
-            beta=beta, n_draws=5, generator=seed, batch_size=batch_size).assign(r=r, replica=q))
+            beta=beta, n_draws=5, generator=draws(r, q, "ood"), batch_size=batch_size).assign(r=r, replica=q))
     scores = fl.metrics.fid_plus(model, x, attr, target=y, sparsity=sparsity, alpha=alpha, beta=beta,
-                                 n_samples=n_samples, generator=seed, ties="random", batch_size=batch_size)
+                                 n_samples=n_samples, generator=draws(r, q, "masks"), ties="random",
+                                 batch_size=batch_size)
     curve = scores.mean(dim=0).cpu()
     r_hat = fl.metrics.explanation_size(curve.double(), sparsity, alpha=alpha, beta=beta, tol=tolerance).item()
     acc = fl.train.loss_and_accuracy(model, test.subset(range(n_test)), device=device)["accuracy"]

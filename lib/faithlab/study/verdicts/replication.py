@@ -11,6 +11,8 @@ always ``replica.seed`` of a :class:`Replica` from :func:`replicas`: every set-u
 it as the ``Replica`` object under one argument name, ``replica``, and uses ``replica.seed`` for the training config
 (``replica.index`` where it needs the index). The convention for a single model: ``replica=None`` trains with the
 data's ``seed`` itself (:func:`training_seed`), the value the study's single-model paths always trained with.
+- :func:`draw_seed` (:func:`replica_draws` for a :class:`Replica`): the seed of a replica's Monte-Carlo draws,
+  keyed to (notebook seed, setting, replica index, draw), so replicas and notebook seeds draw apart.
 - The frames' ``replica`` column (:data:`REPLICA`): :func:`has_replicas`, :func:`unit_keys`, :func:`groups`,
   :func:`with_replica`, :func:`count` and :func:`column` read it, so no claim function tests for the column by hand.
   A frame without the column holds one model (replica 0).
@@ -27,8 +29,8 @@ import pandas as pd
 
 REPLICA = "replica"
 
-__all__ = ["REPLICA", "Replica", "replicas", "replica_seed", "training_seed", "has_replicas", "unit_keys", "groups",
-           "with_replica", "count", "column"]
+__all__ = ["REPLICA", "Replica", "replicas", "replica_seed", "draw_seed", "replica_draws", "training_seed",
+           "has_replicas", "unit_keys", "groups", "with_replica", "count", "column"]
 
 
 def replica_seed(seed: int, name: str, replica: int) -> int:
@@ -38,6 +40,29 @@ def replica_seed(seed: int, name: str, replica: int) -> int:
         raise ValueError(f"replica must be an index ≥ 0, got {replica!r}")
     digest = hashlib.sha256(f"{int(seed)}/{name}/{int(replica)}".encode()).digest()
     return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+
+
+def draw_seed(seed: int, setting: str, replica: int, *keys: int | str) -> int:
+    """The seed of the Monte-Carlo draws (masks, degradations, noise, shuffles) of replica ``replica`` of setting
+    ``setting`` under the notebook's ``seed``, one stream per ``keys`` (a draw's name or index): a SHA-256 key of
+    ``("draws", seed, setting, replica, *keys)`` (never a sum; apart from :func:`replica_seed`'s keys), below 2**63,
+    a generator int. Each replica, setting and notebook seed gets its own draws; the same key, the same draws."""
+    if not isinstance(replica, (int, np.integer)) or isinstance(replica, bool) or replica < 0:
+        raise ValueError(f"replica must be an index ≥ 0, got {replica!r}")
+    if not all(isinstance(k, (str, int, np.integer)) and not isinstance(k, bool) for k in keys):
+        raise TypeError(f"keys must be ints or names, got {keys!r}")
+    text = "/".join(["draws", str(int(seed)), str(setting), str(int(replica)), *(str(k) for k in keys)])
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") & 0x7FFFFFFFFFFFFFFF
+
+
+def replica_draws(seed: int, replica: Replica | None, *keys: int | str) -> int:
+    """:func:`draw_seed` of ``replica`` (its setting and index) under the notebook's ``seed``; a single model
+    (``replica=None``, the convention of the module docstring) draws as replica 0 of the unnamed setting ``""``."""
+    if replica is None:
+        return draw_seed(seed, "", 0, *keys)
+    if not isinstance(replica, Replica):
+        raise TypeError(f"replica must be a Replica of faithlab.study.verdicts.replicas (or None), got {replica!r:.80}")
+    return draw_seed(seed, replica.setting, replica.index, *keys)
 
 
 @dataclass(frozen=True)

@@ -29,16 +29,18 @@ def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, 
                              noise_levels: Sequence[float], sparsity: Sequence[float], n_seeds: int = 5,
                              alpha: float = 1.0, beta: float | None = None, n_samples: int = 1,
                              units=None, reference: perturb.Reference = "zero", ties: str = "random",
-                             batch_size: int = 256, cells=None,
-                             sample_index: Sequence[int] | None = None) -> tuple[torch.Tensor, ...]:
+                             batch_size: int = 256, cells=None, sample_index: Sequence[int] | None = None,
+                             draw_key: int = 0) -> tuple[torch.Tensor, ...]:
     """Mean Fid+ and Fid− curves of ``clean`` degraded at every noise level → two ``(n_seeds, n_levels, n_sparsity)``.
 
-    clean: the explainer's map, any layout ``fid_plus`` accepts. Degradation ``k`` of seed ``s`` uses generator
-    ``1000·s + k`` and the Monte-Carlo masks generator ``s``, so every evaluation method sees the same degraded
-    maps. The "+" and "−" curves are index-paired by :func:`faithlab.metrics.minus_sparsity`. alpha/beta/n_samples
+    clean: the explainer's map, any layout ``fid_plus`` accepts. draw_key: the key of every draw (a replica's
+    :func:`faithlab.study.verdicts.replication.replica_draws`, so replicas and notebook seeds draw apart):
+    degradation ``k`` of seed ``s`` uses generator ``keyed_seed(draw_key, DEGRADATION, s, k)`` and the Monte-Carlo
+    masks ``keyed_seed(draw_key, MASKS, s)`` (:func:`draw_generators`), so every evaluation method called with the
+    same key sees the same degraded maps and masks. The "+" and "−" curves are index-paired by :func:`faithlab.metrics.minus_sparsity`. alpha/beta/n_samples
     select Fidelity (1, None, 1), R-Fidelity (α, None, N) or F-Fidelity (α, β, N). reference: the removal value
     (e.g. ``"removed_token"`` for F-Fidelity's zero-embedding removal of text; :data:`ROAD_REFERENCE` for ROAD's
-    noisy linear imputation, its noise keyed to the degradation seed and the test image).
+    noisy linear imputation, its noise keyed to (draw_key, degradation seed, test image)).
     A constant map (e.g. an all-zero Grad-CAM, possible at ξ = 0 only) is ranked by the ties rule (random by
     default); the per-call ``ConstantMapWarning`` is silenced here: count those maps once with
     :func:`constant_map_counts` (``RankingStudy.constant_maps()``) and report them.
@@ -54,22 +56,35 @@ def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, 
         for k, xi in enumerate(noise_levels):
             if (s, k) not in grid:
                 continue
-            attr = explainers.degrade(clean, xi, generator=1000 * s + k)
-            common["reference"] = _reference(reference, s, x, sample_index)
+            degradation, masks, noise = draw_generators(draw_key, s, k)
+            attr = explainers.degrade(clean, xi, generator=degradation)
+            common["reference"] = _reference(reference, noise, x, sample_index)
             with warnings.catch_warnings():  # counted once by constant_map_counts, not per (seed, level)
                 warnings.simplefilter("ignore", perturb.ConstantMapWarning)
-                fid_plus = ffidelity.fid_plus(model, x, attr, target=y, sparsity=sparsity, generator=s, **common)
+                fid_plus = ffidelity.fid_plus(model, x, attr, target=y, sparsity=sparsity, generator=masks, **common)
                 fid_minus = ffidelity.fid_minus(model, x, attr, target=y, sparsity=ffidelity.minus_sparsity(sparsity),
-                                                generator=s, **common)
+                                                generator=masks, **common)
             plus[s, k], minus[s, k] = fid_plus.mean(0).cpu(), fid_minus.mean(0).cpu()
     return plus, minus
 
 
+DEGRADATION, MASKS, IMPUTATION = 0, 1, 2
+"""The streams of :func:`draw_generators`: the degraded maps, the Monte-Carlo masks, ROAD's imputation noise."""
+
+
+def draw_generators(draw_key: int, s: int, k: int) -> tuple[int, int, int]:
+    """The generator ints of degradation seed ``s`` at noise level ``k`` under ``draw_key`` (keyed, never summed):
+    the degradation ``keyed_seed(draw_key, DEGRADATION, s, k)``, the masks ``keyed_seed(draw_key, MASKS, s)`` and
+    ROAD's noise ``keyed_seed(draw_key, IMPUTATION, s)`` (the masks and noise the same at every level)."""
+    return (perturb.keyed_seed(draw_key, DEGRADATION, s, k), perturb.keyed_seed(draw_key, MASKS, s),
+            perturb.keyed_seed(draw_key, IMPUTATION, s))
+
+
 def _reference(reference: perturb.Reference, seed: int, x: torch.Tensor,
                sample_index: Sequence[int] | None = None) -> perturb.Reference:
-    """The removal reference of degradation seed ``seed``: :data:`ROAD_REFERENCE` becomes ROAD's noisy linear
-    imputation with its noise keyed to (seed, test image: ``sample_index``, default x's positions); any other
-    reference is used as it is."""
+    """The removal reference of noise generator ``seed`` (:func:`draw_generators`): :data:`ROAD_REFERENCE` becomes
+    ROAD's noisy linear imputation with its noise keyed to (seed, test image: ``sample_index``, default x's
+    positions); any other reference is used as it is."""
     if isinstance(reference, str) and reference == ROAD_REFERENCE:
         return perturb.NoisyLinear(seeds=perturb.sample_seeds(seed, sample_index, x.shape[0], device=x.device))
     return reference
@@ -153,8 +168,8 @@ class RankingStudy:
     accuracy: test accuracy per model ("original", "fine-tuned", "ROAR <explainer>").
     costs: one row per stage (stage, explainer, model, method, seconds, image passes, backward passes, cached).
     models: the eval-mode models by the names of ``accuracy``. x, y: the evaluated test inputs and labels.
-    options: the evaluation settings of the call (alpha, beta, n_samples, n_seeds, batch_size, methods), which
-    :meth:`case_study` reuses.
+    options: the evaluation settings of the call (alpha, beta, n_samples, n_seeds, batch_size, methods, draw_key),
+    which :meth:`case_study` reuses.
     """
 
     curves: pd.DataFrame
@@ -208,7 +223,8 @@ class RankingStudy:
 
         Returns the tidy curves (method, curve, seed, xi, level, score) and P, Q as ``{(explainer, method):
         (n_seeds, n_levels, n_sparsity)}``, ready for :func:`ranking_correlations`. The degradations are drawn for
-        this one map (generator ``1000·seed + level``), so they are not the draws that map had in the full study."""
+        this one map under the study's ``draw_key`` (:func:`draw_generators`), so they are not the draws that map
+        had in the full study."""
         o = self.options
         if not o:
             raise ValueError("this study holds no evaluation options (build it with image_ranking_study)")
@@ -233,7 +249,8 @@ class RankingStudy:
                 n_seeds=o["n_seeds"], alpha=o["alpha"] if randomised else 1.0,
                 beta=o["beta"] if kind == "fine-tuned" and randomised else None,
                 n_samples=o["n_samples"] if randomised else 1, units=perturb.pixel_units(x),
-                reference=RIVALS.get(name, "zero"), batch_size=o["batch_size"], sample_index=[index])
+                reference=RIVALS.get(name, "zero"), batch_size=o["batch_size"], sample_index=[index],
+                draw_key=o.get("draw_key", 0))
             P[explainer, name], Q[explainer, name] = plus, minus
             rows += [{"method": name, "curve": sign, "seed": s, "xi": xi, "level": lv, "score": float(v)}
                      for sign, t in (("+", plus), ("−", minus)) for s in range(o["n_seeds"])
@@ -314,7 +331,7 @@ def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset
                         sparsity: Sequence[float] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
                         n_test: int = 150, n_seeds: int = 5, alpha: float = 0.5, beta: float = 0.1,
                         n_samples: int = 50, seed: int = 0, device: str | torch.device = "cpu",
-                        batch_size: int = 256, cache: bool = True, cells=None) -> RankingStudy:
+                        batch_size: int = 256, cache: bool = True, cells=None, draw_key: int = 0) -> RankingStudy:
     """F-Fidelity's degraded-explainer study on images (spec §1.4–1.9, Tables 1–2, 5, 10; cost as Table 13).
 
     Trains (or loads from the cache of :func:`faithlab.train.fit`) the original model ``models.build(model_name,
@@ -326,6 +343,8 @@ def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset
     rival fix, scored with ROAD's imputation).
 
     explainer_specs: ``{label: (method, options)}`` for :func:`faithlab.explainers.explain` (generator ``seed``).
+    draw_key: the key of the degradations, masks and imputation noise (:func:`degraded_fidelity_curves`; a
+    replica's :func:`faithlab.study.verdicts.replication.replica_draws`), the same for every method: paired draws.
     data_key: identifies the training data in the cache keys. roar_config: required when "ROAR" is scored.
     cache: False trains every model afresh (to time it) instead of loading cached weights.
     cells: the ``(seed, level index)`` pairs to score (default: all, see :func:`degraded_fidelity_curves`); the
@@ -416,7 +435,7 @@ def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset
                 model, x, y, maps, noise_levels=noise_levels, sparsity=sparsity, n_seeds=n_seeds, alpha=alpha if randomised else 1.0,
                 beta=beta if kind == "fine-tuned" and randomised else None,
                 n_samples=n_samples if randomised else 1, units=units, reference=RIVALS.get(name, "zero"),
-                batch_size=batch_size, cells=grid))
+                batch_size=batch_size, cells=grid, draw_key=draw_key))
             P[label, name], Q[label, name] = plus, minus
             for sign, t in (("+", plus), ("−", minus)):
                 for s in range(n_seeds):
@@ -427,6 +446,6 @@ def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset
                                         "level": lv, "score": float(v)} for lv, v in zip(sparsity, t[s, k])]
     curves = pd.DataFrame(curve_rows, columns=["explainer", "method", "curve", "seed", "xi", "level", "score"])
     options = {"alpha": alpha, "beta": beta, "n_samples": n_samples, "n_seeds": n_seeds, "batch_size": batch_size,
-               "methods": list(methods)}
+               "methods": list(methods), "draw_key": draw_key}
     return RankingStudy(curves, P, Q, clean, accuracy, pd.DataFrame(costs), models, x, y,
                         list(noise_levels), list(sparsity), options)

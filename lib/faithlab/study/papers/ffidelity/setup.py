@@ -20,7 +20,7 @@ from faithlab import _validate, data, train
 from faithlab.study import recipes
 from faithlab.study.papers.ffidelity.experiments import RankingStudy, image_ranking_study
 from faithlab.study.papers.setup import Setting
-from faithlab.study.verdicts.replication import Replica, training_seed
+from faithlab.study.verdicts.replication import Replica, replica_draws, training_seed
 
 
 # ---- the image data and models shared by the notebooks
@@ -172,8 +172,11 @@ class CanvasModels:
         """:func:`image_ranking_study` of these models (their data key and train, fine-tune and ROAR configs);
         ``options``: its other keyword arguments. seed: the data's (its cache key) and the explainers' generator;
         replica: the trained replica (:func:`faithlab.study.verdicts.replicas`) whose ``replica.seed`` seeds the
-        training runs (None: ``seed``), each replica trained, fine-tuned and cached on its own."""
+        training runs (None: ``seed``), each replica trained, fine-tuned and cached on its own; the study's draws
+        are keyed to it (``draw_key``: :func:`~faithlab.study.verdicts.replication.replica_draws` of ``seed`` and
+        ``replica`` unless given)."""
         t = training_seed(seed, replica)
+        options.setdefault("draw_key", replica_draws(seed, replica))
         return image_ranking_study(self.model_name, self.model_config(), train_data, test_data, explainer_specs,
                                    data_key=self.data_key(seed), train_config=self.train_config(t),
                                    finetune_config=self.finetune_config(t), roar_config=self.roar_config(t),
@@ -269,8 +272,11 @@ class VitModels:
                       *, data_key: dict, replica: Replica, **options) -> RankingStudy:
         """:func:`image_ranking_study` of this ViT (ROAR retrains with :meth:`train_config`) for ``replica`` (its
         ``replica.seed`` the training runs' seed); ``data_key`` identifies the data in the cache keys, ``options``:
-        the study's other keyword arguments (``seed``, the explainers' generator: ``replica.seed`` unless given)."""
+        the study's other keyword arguments (``seed``, the explainers' generator: ``replica.seed`` unless given;
+        ``draw_key``: :func:`~faithlab.study.verdicts.replication.replica_draws` of the notebook's ``seed``, 0 unless
+        given, and ``replica``)."""
         t = replica.seed
+        options.setdefault("draw_key", replica_draws(options.get("seed", 0), replica))
         return image_ranking_study("vit", self.model_config(train_data), train_data, test_data, explainer_specs,
                                    data_key=data_key, train_config=self.train_config(t),
                                    finetune_config=self.finetune_config(t), roar_config=self.train_config(t),
