@@ -420,3 +420,27 @@ def test_replica_agreement_tells_undecided_replicas_from_disagreeing_ones():
     assert replace(c, replicas=(LEFT_OUT,) * 3).trained_replicas == 3
     assert c.trained_replicas == 1 and c.replica_agreement == "one trained model"
     assert replace(c, trained=False).trained_replicas is None
+
+
+def test_replicated_publishes_the_cell_table_and_the_verdict_before_issue_90():
+    """An effect at half the margin, tight: the procedure of one boundary read it "not reproduced" (wholly short of
+    the margin); asked direction and size apart it is "reproduced, weaker". replicated() keeps both, and the cell
+    table holds the replica values the interval rests on, so the verdict can be recomputed from it."""
+    import pandas as pd
+
+    from faithlab.study.verdicts import intervals, replicated
+
+    rng = np.random.default_rng(4)
+    groups = np.repeat([0, 1, 2], 40)
+    frame = pd.DataFrame({"a": 0.005 + 0.0005 * rng.standard_normal(120), "b": 0.0, "replica": groups})
+    claim = replicated(_claim_fn, frame)
+    assert claim.verdict == WEAKER and claim.before == NOT
+    (row,) = claim.cells
+    values = [float(v) for v in row["values"].split(";")]
+    assert len(values) == 3 and row["level"] == pytest.approx(0.90) and row["outcome"] == "weaker"
+    again = intervals.replica_interval(values, level=row["level"])
+    assert (again.low, again.high) == pytest.approx((row["low"], row["high"]), rel=1e-5)
+    assert row["zero"] == 0.0 and row["margin"] == 0.01 and 0 < row["low"] and row["high"] < 0.01
+    # a strong effect: both procedures reproduce it
+    strong = replicated(_claim_fn, frame.assign(a=frame["a"] + 1))
+    assert strong.verdict == REPRODUCED and strong.before == REPRODUCED

@@ -48,7 +48,10 @@ class Claim:
     it (``module.qualname``), set by :func:`replicated` (the scorecard names its rule's commit from it). cells: the
     cell table behind the verdict, one dict per judged cell (:func:`faithlab.study.verdicts.decisions.cell_rows`:
     its replica-level values, interval, boundaries and outcome), set by :func:`replicated` so that a reader can
-    recompute the verdict; empty for a claim decided outside it."""
+    recompute the verdict; empty for a claim decided outside it. before: the verdict the same data got by the
+    decision procedure before issue 90 (one boundary, the margin; 95 % intervals; no Holm), with the same replica and
+    unit minimums, set by :func:`replicated` so that the pre-registration page lists every verdict the change moved;
+    empty for a claim decided outside it."""
 
     claim: str
     rule: str
@@ -68,6 +71,7 @@ class Claim:
     rule_id: str | None = None
     function: str = ""
     cells: tuple = ()
+    before: str = ""
 
     def __post_init__(self):
         from faithlab.study.verdicts.rules import Rule

@@ -54,6 +54,10 @@ DECISION_LEVEL = 1 - 2 * ALPHA
 
 # replicated() collects what every judgement rested on, for the power analysis (see faithlab.study.verdicts.power)
 RECORDER: contextvars.ContextVar = contextvars.ContextVar("faithlab_judgement_recorder", default=None)
+BEFORE: contextvars.ContextVar = contextvars.ContextVar("faithlab_procedure_before_issue_90", default=False)
+"""True while :func:`faithlab.study.verdicts.replicated` decides a claim again by the procedure before issue 90 —
+one boundary (the margin), the interval at its own level (95 %), no Holm — so that the pre-registration page lists
+every verdict the change of procedure moved (:attr:`faithlab.study.verdicts.Claim.before`)."""
 
 
 def outcome_of(low: float, high: float, *, zero: float, margin: float, sign: int) -> str:
@@ -144,8 +148,10 @@ def judge(interval: iv.Interval, rule: Rule, *, setting: str | None = None, what
     if not isinstance(interval, iv.Interval):
         raise TypeError(f"interval must be a faithlab.study.verdicts.Interval, got {type(interval).__name__}")
     m = _margin(rule, setting, margin)
-    interval = interval.at(DECISION_LEVEL)
-    zero = rule.zero_for(setting)
+    if BEFORE.get():  # the procedure before issue 90: the margin alone, at the interval's own level
+        interval, zero = interval, m
+    else:
+        interval, zero = interval.at(DECISION_LEVEL), rule.zero_for(setting)
     outcome = outcome_of(interval.low, interval.high, zero=zero, margin=m, sign=rule.sign)
     j = Judgement(interval, m, rule.direction, outcome, what, zero)
     record = RECORDER.get()
@@ -250,6 +256,8 @@ def holm_count(cells: Sequence[Judgement | None], statement: str, alpha: float =
     that a claim decided by any one of many cells is wrong at most alpha of the time). A cell without an interval
     makes none."""
     judged = [c for c in cells if c is not None]
+    if BEFORE.get():  # the procedure before issue 90 counted every cell at its own level
+        return sum(c.outcome == ("holds" if statement == "present" else statement) for c in judged)
     n, made = len(cells), 0
     while made < len(judged):
         level = alpha / (n - made)

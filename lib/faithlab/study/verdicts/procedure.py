@@ -168,6 +168,13 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
     cells = decisions.cell_rows([j for j, _ in judged]) if judged else ()
     if claim.verdict == INCONCLUSIVE and claim.verdict.why.startswith("the premise is undecided") and power:
         power = f"{power}; the outcome waits on its undecided premise"
+    before_token = decisions.BEFORE.set(True)
+    try:  # the same data by the procedure before issue 90, for the pre-registration page's list of moved verdicts
+        before = str(fn(*args, **kwargs).verdict)
+    except ValueError:
+        before = ""
+    finally:
+        decisions.BEFORE.reset(before_token)
     if seeds and "seed" in inspect.signature(fn).parameters:
         base = int(kwargs.get("seed", 0))
         stability = tuple(str(fn(*args, **{**kwargs, "seed": base + 1000 + s}).verdict) for s in range(int(seeds)))
@@ -194,6 +201,9 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
         raise TypeError(f"trained must be True, False or None, got {trained!r}")
     models = (max(sum(p != LEFT_OUT for p in per), 1) if claim.kept_replicas is None
               else int(claim.kept_replicas))
+    short = (claim.units is not None and claim.units < min_units) or (trained and models < min_replicas)
+    if before in DECIDED and short:  # the same minimums as below (the old procedure had them too)
+        before = INCONCLUSIVE
     if trained and v in DECIDED and models < min_replicas:
         what = "one trained model" if models == 1 else f"{models} trained models"
         v = v.with_why(f"{v.why}; decided on {what}, below the {min_replicas} independently trained replicas the "
@@ -202,4 +212,4 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
                                  "notebook's `replicas` parameter, where it has one, trains more).")
     return replace(claim, verdict=v, premise=premise, replicas=tuple(per), stability=stability, power=power,
                    raw=str(claim.verdict), trained=bool(trained), function=f"{fn.__module__}.{fn.__qualname__}",
-                   cells=cells)
+                   cells=cells, before=before)
