@@ -11,6 +11,8 @@
   screen); ``fl-guide``: the guide's per-situation recommendations; ``fl-reconcile``: where the synthesis and a
   chapter may disagree (all from the synthesis notebook's ``guide.csv`` and ``report_card.csv``).
 - ``fl-failures``: what did not reproduce, and why (the scorecard's opening list); ``fl-legend``: the verdicts.
+- the claims' cell tables (``_generated/<paper>/<experiment>/cells/*.csv`` and ``_generated/cells.csv``), which the
+  claims' rows link, are copied into the HTML output beside the pages that link them (:func:`_copy_cell_tables`).
 - ``fl-metrics``: every registered metric as its declaration says (the API page; :func:`pages.metrics_html`).
 - ``fl-build``: the book's address (or that this build is local) and the notebooks' run time in this build.
 - on the executed notebooks' pages, a table output too wide for the column (or too long) is folded into a dropdown.
@@ -240,7 +242,8 @@ class Reconcile(SphinxDirective):
 
 
 class Failures(SphinxDirective):
-    """``fl-failures``: every claim not reproduced, partly reproduced or not testable here, with why."""
+    """``fl-failures``: every claim not reproduced, reproduced weaker, partly reproduced or not testable here
+    (:data:`faithlab.study.book.pages.WHY_VERDICTS`), with why."""
 
     def run(self):
         from faithlab.study.book.chapters import CHAPTERS
@@ -311,6 +314,29 @@ def _fold_wide_tables(app, doctree):
         parent.insert(at, nodes.raw("", html.fold_open(f"Table ({html.escaped(reason)}): open"), format="html"))
 
 
+CELL_TABLES = ("*/*/cells/*.csv", "cells.csv")  # under _generated: what the claims' rows and the scorecard link
+
+
+def _copy_cell_tables(app, exception):
+    """After an HTML build, copy the claims' cell tables (:data:`CELL_TABLES` under ``_generated``) to the same
+    place under the output, where the notebooks' pages and the chapters link them: Sphinx copies only the files a
+    page names as a download or an image, and a claim's row (a notebook's HTML output) names its table by a plain
+    link."""
+    import shutil
+
+    if exception is not None or app.builder.format != "html":
+        return
+    source = Path(app.srcdir) / GENERATED
+    for pattern in CELL_TABLES:
+        for path in sorted(source.glob(pattern)):
+            relative = path.relative_to(source)
+            if path.is_symlink() or not path.is_file() or any(part.startswith(".") for part in relative.parts):
+                continue  # a link, or a runner's .staging folder
+            target = Path(app.outdir) / GENERATED / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+
+
 def _no_numbers(app, config):
     """No automatic "Fig. N"/"Table N": the captions name the paper's figure ("paper Fig. 4 ↔ ours"), and Sphinx's
     own numbers beside them read as the paper's. sphinx-jupyterbook-latex switches numfig on when the configuration
@@ -322,6 +348,7 @@ def setup(app):
     app.connect("config-inited", _no_numbers, priority=900)
     app.connect("doctree-read", _fold_wide_outputs)
     app.connect("doctree-read", _fold_wide_tables)
+    app.connect("build-finished", _copy_cell_tables)
     app.add_directive("csv-table", ReadableCSVTable, override=True)
     app.add_directive("fl-glance", Glance)
     app.add_directive("fl-setup", Setup)

@@ -10,7 +10,7 @@ pages and the report calling these functions (house v4: one HTML module).
   :data:`FOLD_CLOSE`),
   :func:`relabel_table`, :func:`has_table` and :func:`table_cells`;
 * a notebook's claims (:meth:`faithlab.study.artifacts.Outputs.claim`, the pages' links to them):
-  :func:`claim_anchor`, :func:`verdict_badge` and :func:`claim_html`.
+  :func:`claim_anchor`, :func:`verdict_badge` (:func:`verdict_class`), :func:`cells_html` and :func:`claim_html`.
 """
 
 from __future__ import annotations
@@ -109,12 +109,41 @@ def claim_anchor(claim: str) -> str:
     return "claim-" + hashlib.sha1(str(claim).encode("utf-8")).hexdigest()[:10]
 
 
+def verdict_class(verdict: str) -> str:
+    """The CSS class of a verdict's badge: ``fl-badge-`` and the verdict's words joined by dashes, every run of
+    characters other than letters and digits one dash ("reproduced, weaker" → ``fl-badge-reproduced-weaker``), so
+    no comma or space of a verdict breaks the class attribute."""
+    return "fl-badge-" + re.sub(r"[^a-z0-9]+", "-", str(verdict).lower()).strip("-")
+
+
 def verdict_badge(verdict: str) -> str:
-    """A verdict as the book's coloured badge: ``<span class="fl-badge fl-badge-<verdict with dashes>">``
+    """A verdict as the book's coloured badge: ``<span class="fl-badge <verdict_class(verdict)>">``
     (styled by book/_static/faithlab.css). The caller gives a verdict of the study's
     (:data:`faithlab.study.verdicts.VERDICTS`, checked where a claim is recorded)."""
-    slug = str(verdict).replace(" ", "-")
-    return f'<span class="fl-badge fl-badge-{slug}">{_html.escape(str(verdict))}</span>'
+    return f'<span class="fl-badge {verdict_class(verdict)}">{_html.escape(str(verdict))}</span>'
+
+
+CELLS_LINK = "cell data (CSV)"
+"""The text of the link from a claim's row to its cell table (``cells/<slug>.csv`` in its notebook's folder)."""
+
+CELLS_HOW = ("each row: the interval of the replica values at the row's level; the outcome compares it with the "
+             "row's zero (no effect) and margin in the row's direction")
+"""The line beside :data:`CELLS_LINK` that says how a reader recomputes the verdict from the cell table."""
+
+
+def cells_html(href: str) -> str:
+    """A paragraph linking a claim's cell table at ``href`` (:data:`CELLS_LINK`) with how to recompute its verdict
+    from it (:data:`CELLS_HOW`); empty when ``href`` is empty."""
+    if not href:
+        return ""
+    return (f'<p class="fl-cells"><a href="{_html.escape(href)}">{_html.escape(CELLS_LINK)}</a> — '
+            f"{_html.escape(CELLS_HOW)}</p>")
+
+
+def cells_path(row: dict) -> str:
+    """The ``cells`` entry of a claim's row (the cell table's path in its notebook's folder), "" when it has none."""
+    value = row.get("cells")
+    return value.strip() if isinstance(value, str) and value.strip() not in ("", "nan", "—") else ""
 
 
 def text_or_dash(value) -> str:
@@ -141,10 +170,13 @@ def claim_html(row: dict) -> str:
     :meth:`faithlab.study.artifacts.Outputs.claim` records it) as the HTML its notebook's page shows: a one-row
     ``<table class="fl-glance fl-claim-row">`` carrying ``id="<claim_anchor(claim)>"`` (the target of the chapter
     pages' and the scorecard's links), with the columns claim | paper | ours | verdict (:func:`verdict_badge`) and the
-    rule, premise and note folded in a ``<details>`` under the claim. Every text is escaped. The table fills the
+    rule, premise and note folded in a ``<details>`` under the claim, with the link to its cell table
+    (:func:`cells_html`, from the row's ``cells``) where it has one. Every text is escaped. The table fills the
     column and no wider (book/_static/faithlab.css)."""
     folded = "".join(f"<p><b>{name}</b>: {claim_cell(row.get(name))}</p>" for name in ("rule", "premise", "note")
                      if claim_cell(row.get(name)) != DASH)
+    cells = cells_path(row)  # relative to the notebook's folder, beside its page <experiment>.html
+    folded += cells_html(f"{row.get('experiment', '')}/{cells}" if cells else "")
     fold = f'<details class="fl-rule"><summary>rule and premise</summary>{folded}</details>' if folded else ""
     head = ('<thead><tr><th class="fl-claim">claim</th><th>paper</th><th>ours</th><th class="fl-verdict">verdict</th>'
             "</tr></thead>")

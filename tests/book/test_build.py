@@ -192,6 +192,10 @@ def test_book_builds_with_warnings_as_errors(built_book):
     assert "deletion_curves.png" in basics and "<table" in basics
     intro = (html / "intro.html").read_text()  # the front page opens with the study map and the verdict counts
     assert "study_map.png" in intro and "all papers" in intro and intro.index("study_map.png") < intro.index("<table")
+    # the claims' cell tables, linked by plain links from the claims' rows and the scorecard, are in the output too
+    generated = html.parent.parent / "book" / "_generated"
+    tables = [p.relative_to(generated) for p in generated.glob("*/*/cells/*.csv")]
+    assert (html / "_generated" / "cells.csv").is_file() and all((html / "_generated" / t).is_file() for t in tables)
 
 
 FIGURE_BLOCK = re.compile(r"^```\{figure\} (?P<path>\S+)\n(?P<body>.*?)^```", re.MULTILINE | re.DOTALL)

@@ -90,3 +90,14 @@ def test_study_map_rejects_bad_arguments():
         figures.study_map(card.iloc[:0], {})
     with pytest.raises(TypeError, match="papers"):
         chapters.paper_order("saco")
+
+
+def test_every_verdict_has_its_own_colour_and_reproduced_weaker_is_a_lighter_reproduced():
+    colours = [matplotlib.colors.to_rgb(figures.VERDICT_COLORS[v]) for v in VERDICTS]
+    assert list(figures.VERDICT_COLORS) == list(VERDICTS) and len(set(colours)) == len(VERDICTS)
+
+    def lightness(colour):
+        return sum(w * c for w, c in zip((0.2126, 0.7152, 0.0722), matplotlib.colors.to_rgb(colour)))
+
+    strong, weaker = figures.VERDICT_COLORS["reproduced"], figures.VERDICT_COLORS["reproduced, weaker"]
+    assert lightness(weaker) > lightness(strong) + 0.2  # told apart by lightness, which colour-blind eyes keep

@@ -68,6 +68,15 @@ PAGE = HEADER + textwrap.dedent('''\
 
     # %%
     kept
+
+    # %%
+    from faithlab.study.verdicts import Claim, Verdict
+    cell = {"cell": "GradCAM − Random", "values": "0.1;0.2", "outcome": "weaker"}
+    with_cells = Claim(claim="W1: a claim with its cells", rule="the lead over Random, above the margin",
+                       premise="a premise", paper_value="0.3", our_value="0.15", verdict=Verdict("reproduced, weaker"),
+                       rule_id="W1", trained=False, cells=(cell,))
+    out.claim(with_cells)
+    print("recorded with its cells")
     ''')
 
 SHARDED = HEADER + textwrap.dedent('''\
@@ -243,7 +252,7 @@ def test_every_claim_is_shown_once_as_a_row_with_its_anchor_and_badge(site):
     root, _, _ = site
     cells = _cells(root, "demo/page")
     rows = [h for c in cells for h in _html(c)]
-    assert len(rows) == 3  # two in the loop, one mid-cell; the echoed `kept` adds none
+    assert len(rows) == 4  # two in the loop, one mid-cell, one with its cells; the echoed `kept` adds none
     loop = _html(_cell(cells, "for i in range(2)"))
     assert len(loop) == 2
     for i, row in enumerate(loop):
@@ -254,6 +263,15 @@ def test_every_claim_is_shown_once_as_a_row_with_its_anchor_and_badge(site):
     assert fhtml.verdict_badge("partly reproduced") in last and "a &lt;b&gt;note&lt;/b&gt;" in last
     echo = [c for c in cells if "".join(c["source"]).strip() == "kept"]
     assert echo and echo[0]["outputs"] == []
+
+
+def test_a_claims_cell_table_is_promoted_with_the_notebook_and_linked_from_its_row(site):
+    root, _, _ = site
+    [row] = _html(_cell(_cells(root, "demo/page"), "out.claim(with_cells)"))
+    assert fhtml.verdict_badge("reproduced, weaker") in row
+    assert f'<a href="page/cells/W1.csv">{fhtml.CELLS_LINK}</a>' in row  # beside the page, page.html
+    table = root / "book" / "_generated" / "demo" / "page" / "cells" / "W1.csv"
+    assert table.read_text().splitlines()[0] == ",".join(outputs.CELL_COLUMNS)
 
 
 def test_a_cached_notebook_keeps_its_page(site):

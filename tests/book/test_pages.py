@@ -18,6 +18,7 @@ from faithlab.study.papers.setup import Setting
 from faithlab.study.book import pages
 
 R, P, N, T, I = "reproduced", "partly reproduced", "not reproduced", "not testable here", "inconclusive"
+W = "reproduced, weaker"
 
 
 def test_format_column_fixes_decimals_per_column_from_its_largest_value():
@@ -86,13 +87,13 @@ def test_summary_sentence_counts_every_verdict_and_names_the_decided_claims():
     card = _card([["p", "e", "F1 (GradCAM): x", "", "", R, "", "", ""], ["p", "e", "F2: y", "", "", N, "", "", ""],
                   ["p", "e", "F3: z", "", "", T, "", "", ""], ["p", "e", "F4: w", "", "", R, "", "", ""]])
     sentence = pages.summary_sentence("F-Fidelity", card)
-    assert sentence == ("F-Fidelity: 4 paper claims tested — 2 reproduced, 1 not reproduced, 1 not testable here. "
+    assert sentence == ("F-Fidelity: 4 paper claims tested — 2 reproduced; 1 not reproduced; 1 not testable here. "
                         "Reproduced: F1 (GradCAM); F4. Not reproduced: F2 — y.")
     assert pages.summary_sentence("TRACE", card.iloc[:0]) == "TRACE: no claim was computed in this build."
     # study checks are counted apart, never among the paper's claims (the summary table beside it does the same)
     checked = card.assign(kind=["paper", "paper", "paper", "study check"])
     assert pages.summary_sentence("F-Fidelity", checked) == (
-        "F-Fidelity: 3 paper claims tested — 1 reproduced, 1 not reproduced, 1 not testable here. Reproduced: "
+        "F-Fidelity: 3 paper claims tested — 1 reproduced; 1 not reproduced; 1 not testable here. Reproduced: "
         "F1 (GradCAM). Not reproduced: F2 — y. Apart from these, 1 study check (1 reproduced).")
     assert pages.summary_sentence("Basics (study check)", checked.assign(kind="study check").iloc[:1]) == (
         "Basics (study check): 1 study check — 1 reproduced.")
@@ -127,7 +128,7 @@ def test_failures_list_says_why_each_claim_did_not_reproduce_and_the_legend_name
     assert pages.why_sentence({"verdict": I, "our_value": "x"}).startswith("Inconclusive: the data do not decide")
     assert "Every claim" in pages.failures_html(card[card["verdict"] == R], "scorecard")
     legend = pages.legend_html()
-    assert all(fhtml.verdict_badge(v) in legend for v in (R, N, T, I))
+    assert all(fhtml.verdict_badge(v) in legend for v in (R, W, P, N, T, I))
     # the scorecard's folded explanation is a sentence, not only a ratio
     assert "<b>why this verdict</b>: Not reproduced: we measured" in pages.glance_html(card.iloc[:1], "scorecard")
 
@@ -276,3 +277,90 @@ def test_the_preregistration_shows_the_procedure_the_rules_their_registrations_t
                           "data sets": [4000, 4000], "asserted": [False, True]})
     table = pages.coverage_html(frame)
     assert "0.947 ± 0.004" in table and "not held to it: skewed, n = 30: 0.921" in table
+
+
+def test_reproduced_weaker_is_counted_named_and_listed_with_why():
+    card = _card([["p", "e", "F1: x", "", "lead 0.02 [0.01, 0.03]", W, "", "", ""],
+                  ["p", "e", "F2: y", "", "", R, "", "", ""], ["p", "e", "F3: z", "", "", W, "", "", ""]])
+    sentence = pages.summary_sentence("F-Fidelity", card)
+    # the verdict holds a comma: the counts are separated by semicolons
+    assert sentence == ("F-Fidelity: 3 paper claims tested — 1 reproduced; 2 reproduced, weaker. Reproduced: F2. "
+                        "Reproduced, weaker: F1; F3.")
+    assert W in pages.WHY_VERDICTS and R not in pages.WHY_VERDICTS and I not in pages.WHY_VERDICTS
+    page = pages.failures_html(card, "scorecard")
+    assert "F1" in page and "F3" in page and "F2" not in page and fhtml.verdict_badge(W) in page
+    why = pages.why_sentence(card.iloc[0].to_dict())
+    assert why.startswith("Reproduced, weaker: the paper's direction is shown") and "lead 0.02 [0.01, 0.03]" in why
+
+
+def test_every_verdict_has_a_badge_class_of_its_own_styled_by_the_book(request):
+    from faithlab.study.verdicts import MEANINGS, VERDICTS
+
+    classes = [fhtml.verdict_class(v) for v in VERDICTS]
+    assert fhtml.verdict_class(W) == "fl-badge-reproduced-weaker" and len(set(classes)) == len(VERDICTS)
+    assert all(re.fullmatch(r"fl-badge-[a-z0-9-]+", c) for c in classes)  # no comma or space in a class name
+    assert f'class="fl-badge fl-badge-reproduced-weaker">{html.escape(W)}</span>' in fhtml.verdict_badge(W)
+    css = (request.config.rootpath / "book" / "_static" / "faithlab.css").read_text()
+    assert all(f".{c} {{" in css for c in classes)
+    assert set(MEANINGS) == set(VERDICTS)
+
+
+def test_glance_links_a_claims_cell_data_and_says_how_to_recompute_it():
+    card = _card([["saco", "random_vs_methods", "S1: x", "", "", W, "r", "", ""],
+                  ["saco", "random_vs_methods", "S2: y", "", "", R, "r", "", ""]]).assign(cells=["cells/S1.csv", ""])
+    page = pages.glance_html(card, "saco/part")
+    assert page.count(fhtml.CELLS_LINK) == 1  # the claim without cells links none
+    assert 'href="../_generated/saco/random_vs_methods/cells/S1.csv"' in page
+    assert html.escape(fhtml.CELLS_HOW) in page
+    row = {"paper": "saco", "experiment": "random_vs_methods", "claim": "S1: x", "paper_value": "", "our_value": "",
+           "verdict": W, "rule": "r", "cells": "cells/S1.csv"}
+    assert 'href="random_vs_methods/cells/S1.csv"' in fhtml.claim_html(row)  # beside the notebook's page
+    assert fhtml.CELLS_LINK not in fhtml.claim_html({**row, "cells": ""})
+
+
+def test_guide_reads_an_absent_recovery_and_reconcile_counts_reproduced_weaker_as_found():
+    from faithlab.study.papers import synthesis as syn
+
+    rec, cost, card = _guide_inputs()
+    guide = syn.guide(rec, {"case one": "s1", "case two": "s2"}, cost_table=cost, reference_spread={"A": 0.5},
+                      margin=0.1)
+    absent = guide.assign(**{"holds up": False, "beaten by": "", "not separated": False, "recovers": "absent"})
+    page = pages.guide_html(absent, pd.DataFrame({"setup": ["s1"], "images": [24]}), "which_metric")
+    assert "<td>does not recover</td>" in page
+    rows = pd.DataFrame({"metric": ["saco"], "label": ["SaCo"], "overall": [12.0],
+                         **{f"rank {c}": [r] for c, r in (("recovery", 14), ("OOD recovery", 2), ("resilience", 9),
+                                                         ("reactivity", 15), ("cost", 3))}})
+    rows = pd.concat([rows, card.assign(overall=1.0)], ignore_index=True)
+    text = pages.reconcile_html(rows, _card([["saco", "e", "S1: x", "", "", W, "", "", ""]]), "which_metric")
+    assert "1 reproduced, weaker" in text and "can disagree without contradiction" in text
+
+
+def test_the_procedure_names_the_four_cell_outcomes_the_six_verdicts_and_the_one_sided_level():
+    from faithlab.study.verdicts import VERDICTS
+    from faithlab.study.verdicts.decisions import OUTCOMES
+
+    procedure = pages.procedure_html()
+    assert all(f"<b>{html.escape(w)}</b>" in procedure for w in (*OUTCOMES, *VERDICTS))
+    assert "one-sided test at 5 %" in procedure and "two-sided 90 % interval" in procedure and "Holm" in procedure
+    assert "<b>fails</b>" not in procedure and "straddles the margin" not in procedure  # the old outcome is gone
+
+
+def test_the_build_copies_the_cell_tables_the_claims_rows_link(tmp_path, request):
+    import importlib.util
+    from types import SimpleNamespace
+
+    spec = importlib.util.spec_from_file_location("faithlab_book_ext",
+                                                  request.config.rootpath / "book" / "_ext" / "faithlab_book.py")
+    ext = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ext)
+    src, out = tmp_path / "book", tmp_path / "html"
+    for name in ("saco/random_vs_methods/cells/S1.csv", "cells.csv", ".staging/x/cells/S9.csv",
+                 "saco/random_vs_methods/t.csv"):
+        (src / "_generated" / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / "_generated" / name).write_text("cell\na\n")
+    app = SimpleNamespace(srcdir=str(src), outdir=str(out), builder=SimpleNamespace(format="html"))
+    ext._copy_cell_tables(app, None)
+    copied = sorted(str(p.relative_to(out)) for p in out.rglob("*.csv"))
+    assert copied == ["_generated/cells.csv", "_generated/saco/random_vs_methods/cells/S1.csv"]
+    ext._copy_cell_tables(SimpleNamespace(**{**vars(app), "outdir": str(tmp_path / "failed")}), RuntimeError())
+    assert not (tmp_path / "failed").exists()  # a failed build copies nothing

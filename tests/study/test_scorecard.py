@@ -9,11 +9,11 @@ import pandas as pd
 from faithlab import study
 from faithlab.study.verdicts import VERDICTS
 
-R, P, N, T, I = VERDICTS  # reproduced, partly, not reproduced, not testable here, inconclusive
+R, W, P, N, T, I = VERDICTS  # reproduced, reproduced weaker, partly, not reproduced, not testable here, inconclusive
 
 
 LEGACY = ("rule", "premise", "kind", "decision", "replicas", "stability", "units", "function", "power", "rule_id",
-          "trained_replicas")
+          "trained_replicas", "cells")
 
 
 def claims(generated: Path, paper: str, experiment: str, verdicts: list[str], *, executed: bool = True,
@@ -27,7 +27,7 @@ def claims(generated: Path, paper: str, experiment: str, verdicts: list[str], *,
     rows = [{"paper": paper, "experiment": experiment, "claim": f"claim {i}", "paper_value": 1.0, "our_value": 1.0,
              "verdict": v, "rule": "a rule", "premise": "a premise", "note": "", "kind": k, "decision": "d",
              "replicas": "3 of 3 replicas", "stability": "20 of 20 seeds", "units": 30, "function": "", "power": "",
-             "rule_id": "", "trained_replicas": 3}
+             "rule_id": "", "trained_replicas": 3, "cells": ""}
             for i, (v, k) in enumerate(zip(verdicts, kinds))]
     pd.DataFrame(rows)[columns].to_csv(folder / study.CLAIMS, index=False)
     if executed:
@@ -53,9 +53,9 @@ def test_summary_counts_verdicts_per_paper_in_chapter_order(tmp_path):
     assert any("reco_mege/tables" in m and "great" in m for m in messages), messages
     summary = pd.read_csv(generated / study.SUMMARY)
     expected = pd.DataFrame(
-        [["F-Fidelity", 2, 1, 0, 1, 1, 5], ["TRACE", 0, 0, 2, 1, 0, 3], [study.ALL_PAPERS, 2, 1, 2, 2, 1, 8],
-         ["F-Fidelity (study check)", 0, 0, 1, 0, 0, 1],  # a chapter's study check: not among the paper's claims
-         ["Basics (study check)", 0, 1, 0, 0, 0, 1], ["zeta (study check)", 1, 0, 0, 0, 0, 1]],
+        [["F-Fidelity", 2, 0, 1, 0, 1, 1, 5], ["TRACE", 0, 0, 0, 2, 1, 0, 3], [study.ALL_PAPERS, 2, 0, 1, 2, 2, 1, 8],
+         ["F-Fidelity (study check)", 0, 0, 0, 1, 0, 0, 1],  # a chapter's study check: not among the paper's claims
+         ["Basics (study check)", 0, 0, 1, 0, 0, 0, 1], ["zeta (study check)", 1, 0, 0, 0, 0, 0, 1]],
         columns=["paper", *VERDICTS, "total"],
     )
     pd.testing.assert_frame_equal(summary, expected)
@@ -97,7 +97,8 @@ def test_empty_scorecard_still_writes_summary_and_map(tmp_path):
     assert pd.read_csv(generated / study.SCORECARD).empty
     summary = pd.read_csv(generated / study.SUMMARY)
     assert summary.columns.tolist() == ["paper", *VERDICTS, "total"]
-    assert summary.values.tolist() == [[study.ALL_PAPERS, 0, 0, 0, 0, 0, 0]]
+    assert summary.values.tolist() == [[study.ALL_PAPERS, 0, 0, 0, 0, 0, 0, 0]]
+    assert pd.read_csv(generated / "cells.csv").empty  # written all the same, so the scorecard's link never breaks
     assert_map_written(generated)
 
 
@@ -117,15 +118,19 @@ def test_compare_runs_classes_every_change_and_the_cli_fails_on_a_flip(tmp_path,
         return pd.DataFrame({"paper": "trace", "experiment": "table1", "verdict": verdicts,
                              "claim": [f"T{i}: value {v}" for i, v in enumerate(verdicts)]})
 
-    first = card([R, R, N, P, T, I, I])
-    second = card([R, I, R, R, N, N, T]).assign(claim=lambda f: [f"T{i}: other text" for i in range(7)])
+    first = card([R, R, N, P, T, I, I, W, W, R, P, W])
+    second = card([R, I, R, R, N, N, T, N, R, W, N, T]).assign(claim=lambda f: [f"T{i}: other text" for i in range(12)])
     table = compare_runs(first, second)
-    assert table["change"].tolist() == ["same", "to/from inconclusive", "flip", "flip", "decided ↔ not testable",
-                                        "to/from inconclusive", "inconclusive ↔ not testable"]
+    assert table["change"].tolist() == [
+        "same", "to/from inconclusive", "flip", "size or parts", "decided ↔ not testable", "to/from inconclusive",
+        "inconclusive ↔ not testable",
+        "flip",  # reproduced, weaker ↔ not reproduced: the effect found in one run, shown absent in the other
+        "size or parts", "size or parts",  # the effect found in both runs, its size shown in one only
+        "flip", "decided ↔ not testable"]
     for name, frame in (("a", first), ("b", second), ("c", first)):
         frame.to_csv(tmp_path / f"{name}.csv", index=False)
     assert main(["compare", str(tmp_path / "a.csv"), str(tmp_path / "b.csv")]) == 1
-    assert "2 flip" in capsys.readouterr().out
+    assert "3 flip" in capsys.readouterr().out
     assert main(["compare", str(tmp_path / "a.csv"), str(tmp_path / "c.csv")]) == 0
     assert main(["compare", str(tmp_path / "a.csv"), str(tmp_path / "missing.csv")]) == 2
 
@@ -137,3 +142,44 @@ def test_compare_runs_tells_apart_claims_that_share_a_label():
                          "claim": ["F1 (GC): ranks (Table 1)", "F1 (GC): ranks (Table 2)"]})
     table = compare_runs(card, card.assign(verdict=[R, I]))
     assert table["change"].tolist() == ["same", "to/from inconclusive"]
+
+
+def test_summary_counts_reproduced_weaker_in_its_own_column(tmp_path):
+    generated = tmp_path / "generated"
+    claims(generated, "saco", "random_vs_methods", [W, W, R, N, P])
+    study.write_scorecard(generated, echo=lambda message: None)
+    summary = pd.read_csv(generated / study.SUMMARY).set_index("paper")
+    assert summary.loc["SaCo", [R, W, P, N, "total"]].tolist() == [1, 2, 1, 1, 5]
+    assert summary.loc[study.ALL_PAPERS, W] == 2
+
+
+def test_compare_runs_flags_reproduced_weaker_against_not_reproduced_as_a_flip():
+    from faithlab.study.book.scorecard import UNSTABLE_CHANGES, compare_runs
+
+    card = pd.DataFrame({"paper": "saco", "experiment": "e", "claim": ["S1: a", "S2: b", "S3: c"],
+                         "verdict": [W, N, W]})
+    table = compare_runs(card, card.assign(verdict=[N, W, R]))
+    assert table["change"].tolist() == ["flip", "flip", "size or parts"]
+    assert "flip" in UNSTABLE_CHANGES and "size or parts" not in UNSTABLE_CHANGES
+
+
+def test_scorecard_joins_every_claims_cell_table_and_skips_one_outside_its_folder(tmp_path):
+    from faithlab.study.artifacts import CELL_COLUMNS
+
+    generated = tmp_path / "generated"
+    claims(generated, "saco", "random_vs_methods", [W, N])
+    folder = generated / "saco" / "random_vs_methods"
+    frame = pd.read_csv(folder / study.CLAIMS)
+    frame["cells"] = ["cells/S1.csv", "../../../outside.csv"]
+    frame.to_csv(folder / study.CLAIMS, index=False)
+    (folder / "cells").mkdir()
+    pd.DataFrame([{c: i for i, c in enumerate(CELL_COLUMNS)}] * 2).to_csv(folder / "cells" / "S1.csv", index=False)
+    (tmp_path / "outside.csv").write_text("cell\nx\n")
+    messages: list[str] = []
+    study.write_scorecard(generated, echo=messages.append)
+    cells = pd.read_csv(generated / "cells.csv")
+    assert cells.columns.tolist() == ["paper", "experiment", "claim", "rule_id", "verdict", *CELL_COLUMNS]
+    assert cells["claim"].tolist() == ["claim 0", "claim 0"] and set(cells["verdict"]) == {W}
+    assert any("outside.csv" in m for m in messages), messages
+    card = pd.read_csv(generated / study.SCORECARD, keep_default_na=False)
+    assert card["cells"].tolist() == ["cells/S1.csv", "../../../outside.csv"]

@@ -398,6 +398,50 @@ def test_outputs_atomic_table_and_claims(tmp_path, monkeypatch):
         outputs.for_notebook("no-slash")
 
 
+def _claim_with_cells(text: str, rule_id: str | None, cells: tuple):
+    from faithlab.study.verdicts import Claim, Verdict
+
+    return Claim(claim=text, rule="the lead of the method over Random, above the margin", premise="a premise",
+                 paper_value="0.3", our_value="0.1", verdict=Verdict("reproduced, weaker"), rule_id=rule_id,
+                 cells=cells, trained=False)
+
+
+CELL = {"cell": "GradCAM − Random", "values": "0.1;0.12;0.08", "estimate": 0.1, "low": 0.07, "high": 0.13,
+        "level": 0.9, "interval": "t on replica means", "df": 2, "zero": 0.0, "margin": 0.2, "direction": "above",
+        "outcome": "weaker", "replicas": 3, "units": 90}
+
+
+def test_outputs_claim_writes_its_cell_table_and_the_claims_row_names_it(tmp_path):
+    out = outputs.Outputs("saco/random_vs_methods", tmp_path)
+    row = out.claim(_claim_with_cells("S1 (CIFAR): methods beat Random", "S1", (CELL, {**CELL, "cell": "IG"})))
+    assert row["cells"] == "cells/S1.csv"
+    table = pd.read_csv(tmp_path / "cells" / "S1.csv", keep_default_na=False)
+    assert table.columns.tolist() == list(outputs.CELL_COLUMNS)
+    assert table["cell"].tolist() == ["GradCAM − Random", "IG"] and table["values"].tolist() == ["0.1;0.12;0.08"] * 2
+    assert table["outcome"].tolist() == ["weaker"] * 2 and table["margin"].tolist() == [0.2, 0.2]
+    # another claim of the same rule (another data set) gets a table of its own; a claim without cells writes none
+    other = out.claim(_claim_with_cells("S1 (MNIST): methods beat Random", "S1", (CELL,)))
+    assert other["cells"].startswith("cells/S1-") and other["cells"] != row["cells"]
+    bare = out.claim(_claim_with_cells("S2: no cells", "S2", ()))
+    assert bare["cells"] == "" and not (tmp_path / "cells" / "S2.csv").exists()
+    claims = pd.read_csv(tmp_path / study.CLAIMS, keep_default_na=False)
+    assert claims["cells"].tolist() == ["cells/S1.csv", other["cells"], ""]
+    assert sorted(p.name for p in (tmp_path / "cells").iterdir()) == sorted(["S1.csv", other["cells"][6:]])
+    assert "cells" in study.CLAIM_COLUMNS
+
+
+def test_outputs_cell_table_names_are_plain_file_stems(tmp_path):
+    out = outputs.Outputs("p/e", tmp_path)
+    row = out.claim(_claim_with_cells("T: a claim", "../../evil/..", (CELL,)))
+    assert row["cells"] == "cells/evil.csv" and (tmp_path / "cells" / "evil.csv").is_file()
+    assert outputs.cells_slug(None, "F1 (GradCAM, x/y): ranks") == "F1-GradCAM-x-y"  # the label, without its text
+    assert outputs.cells_slug("", "../..: x").startswith("claim-")  # nothing plain is left: the text's hash
+    assert outputs.cells_slug("a" * 80, "x") == "a" * 60
+    # a claim recorded again without cells leaves no stale table behind
+    out.claim(_claim_with_cells("T: a claim", "../../evil/..", ()))
+    assert not (tmp_path / "cells" / "evil.csv").exists()
+
+
 def test_outputs_refuse_another_notebooks_folder(monkeypatch, tmp_path):
     monkeypatch.setenv("FAITHLAB_NOTEBOOK", "a/b")
     monkeypatch.setenv("FAITHLAB_OUTPUT_DIR", str(tmp_path))

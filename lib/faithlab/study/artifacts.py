@@ -23,7 +23,12 @@ OUTPUT_DIR_ENV = "FAITHLAB_OUTPUT_DIR"  # set by the study runner in a notebook'
 CLAIMS = "claims.csv"  # a notebook's claims, in its folder; the runner's scorecard collects them
 CLAIM_COLUMNS = ("paper", "experiment", "claim", "paper_value", "our_value", "verdict", "rule", "premise", "note",
                  "kind", "decision", "replicas", "stability", "units", "function", "power", "rule_id",
-                 "trained_replicas")
+                 "trained_replicas", "cells")
+CELLS = "cells"  # a notebook's claims' cell tables, cells/<slug>.csv in its folder (the claims row names its own)
+CELL_COLUMNS = ("cell", "values", "estimate", "low", "high", "level", "interval", "df", "zero", "margin", "direction",
+                "outcome", "replicas", "units")
+"""The columns of a claim's cell table (``faithlab.study.verdicts.Claim.cells``), in this order; a key of a
+cell outside them follows them."""
 
 
 def _in_kernel() -> bool:
@@ -123,6 +128,29 @@ def _check_name(name: str) -> str:
     return name
 
 
+def cells_slug(rule_id: str | None, claim: str) -> str:
+    """A plain file stem (letters, digits, ``_ . -``) for a claim's cell table: its rule id, else its label (the text
+    before the first colon), each run of characters other than letters, digits, ``_ . -`` one dash, at most 60
+    characters; ``claim-<hash>`` when nothing of either is left (never a path: no ``/``, no leading dot)."""
+    import hashlib
+
+    for text in (rule_id, str(claim).split(":", 1)[0]):
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text or "")).strip("-.")[:60].rstrip("-.")
+        if slug and _NAME.match(slug):
+            return slug
+    return "claim-" + hashlib.sha1(str(claim).encode("utf-8")).hexdigest()[:10]
+
+
+def cells_frame(cells):
+    """A claim's cells (dicts, ``faithlab.study.verdicts.Claim.cells``) as a frame: :data:`CELL_COLUMNS` first
+    (empty where a cell lacks one), then any other key."""
+    import pandas as pd
+
+    frame = pd.DataFrame([dict(c) for c in cells])
+    extra = [c for c in frame.columns if c not in CELL_COLUMNS]
+    return frame.reindex(columns=[*CELL_COLUMNS, *extra])
+
+
 class Outputs:
     """Writer for one notebook's artifact folder."""
 
@@ -193,7 +221,9 @@ class Outputs:
         premise go to the ``rule`` and ``premise`` columns, its decision text to ``decision``. Or the claim's text
         with ``paper_value``, ``our_value`` and ``verdict`` given here. verdict: one of
         :data:`faithlab.study.verdicts.VERDICTS`, normally from :mod:`faithlab.study.verdicts`; the rule's outcome it
-        carries (``why``) is appended to ``note``.
+        carries (``why``) is appended to ``note``. A Claim with a cell table
+        (``Claim.cells``) has it written beside ``claims.csv`` as ``cells/<slug>.csv`` (:data:`CELL_COLUMNS`),
+        which the row's ``cells`` column names ("" for a claim without one).
         """
         import pandas as pd
 
@@ -221,6 +251,7 @@ class Outputs:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
         why = getattr(verdict, "why", "")
         note = "; ".join(part for part in (note, why) if part)
+        cells = self._write_cells(recorded, claim)
         row = {
             "paper": self.paper,
             "experiment": self.experiment,
@@ -240,6 +271,7 @@ class Outputs:
             "power": power,
             "rule_id": rule_id,
             "trained_replicas": trained,
+            "cells": cells,
         }
         self._claims = [c for c in self._claims if c["claim"] != claim] + [row]
         frame = pd.DataFrame(self._claims, columns=list(CLAIM_COLUMNS))
@@ -251,6 +283,27 @@ class Outputs:
         recorded_row = _Recorded(row)
         recorded_row.claim = recorded
         return recorded_row
+
+    def _write_cells(self, recorded, claim: str) -> str:
+        """Write a :class:`~faithlab.study.verdicts.Claim`'s cell table (atomically) as ``cells/<slug>.csv``
+        (:func:`cells_slug`; the claim text's hash added when another claim of this notebook has the slug) and
+        return that path relative to the folder; "" (and nothing written) for a claim without cells. The table an
+        earlier record of the same claim wrote under another name is removed."""
+        import hashlib
+
+        before = next((c["cells"] for c in self._claims if c["claim"] == claim and c.get("cells")), "")
+        path = ""
+        if recorded is not None and recorded.cells:
+            taken = {c["cells"] for c in self._claims if c["claim"] != claim}
+            slug = cells_slug(recorded.rule_id, claim)
+            if f"{CELLS}/{slug}.csv" in taken:
+                slug = f"{slug}-{hashlib.sha1(claim.encode('utf-8')).hexdigest()[:8]}"
+            path = f"{CELLS}/{_check_name(slug)}.csv"
+            frame = cells_frame(recorded.cells)
+            paths.atomic_write(self.folder / path, lambda tmp: frame.to_csv(tmp, index=False))
+        if before and before != path:
+            (self.folder / before).unlink(missing_ok=True)
+        return path
 
 
 def _name_of_file(path: str | os.PathLike) -> str | None:

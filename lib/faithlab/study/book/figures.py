@@ -14,8 +14,9 @@ from faithlab.study.verdicts import VERDICTS
 
 __all__ = ["VERDICT_COLORS", "study_map"]
 
-VERDICT_COLORS = dict(zip(VERDICTS, ("#009E73", "#E69F00", "#D55E00", "#999999", "#56B4E9")))
-"""One colour per verdict (Okabe-Ito, colour-blind safe), the same in every figure."""
+VERDICT_COLORS = dict(zip(VERDICTS, ("#009E73", "#7FD1B9", "#E69F00", "#D55E00", "#999999", "#56B4E9")))
+"""One colour per verdict (Okabe-Ito, colour-blind safe), the same in every figure: "reproduced, weaker" is a light
+tint of reproduced's bluish green (told apart by lightness, which every colour vision keeps)."""
 
 
 def study_map(scorecard: pd.DataFrame, metrics: Mapping[str, Sequence[str]], *,

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from faithlab import paths
-from faithlab.study.artifacts import CLAIM_COLUMNS, CLAIMS  # what each notebook writes; re-exported by faithlab.study
+from faithlab.study.artifacts import CELL_COLUMNS, CLAIM_COLUMNS, CLAIMS  # what each notebook writes (re-exported)
 from faithlab.study.runner.promotion import locked, outputs_lock
 from faithlab.study.runner.stamps import first_line, to_stderr
 
@@ -16,13 +16,15 @@ if TYPE_CHECKING:
 SCORECARD = "scorecard.csv"
 SUMMARY = "scorecard_summary.csv"  # verdict counts per paper, for the front page
 PREREGISTRATION = "preregistration.csv"  # every claim's rule, decision, premise and the commit its rule last changed
+CELLS_TABLE = "cells.csv"  # every claim's cell table in one (the notebooks' cells/<slug>.csv), keyed by its claim
+CELLS_KEYS = ("paper", "experiment", "claim", "rule_id", "verdict")  # the columns before CELL_COLUMNS in cells.csv
 _RULE_COMMITS = ".rule_commits.json"  # cache of git's answer per (HEAD, claim function)
 STUDY_MAP = "study_map"  # .png and .svg: the front page's map of papers → metrics → experiments → verdicts
 ALL_PAPERS = "all papers"  # the summary's row after the five papers
 STUDY_CHECK = "(study check)"  # the suffix of a summary row that is not a paper (basics, synthesis)
 _OPTIONAL_CLAIM_COLUMNS = {  # absent from claims written before claims were functions / before replicas
     "rule": "", "premise": "", "kind": "paper", "decision": "", "replicas": "—", "stability": "—", "units": None,
-    "function": "", "power": "", "rule_id": "", "trained_replicas": None}
+    "function": "", "power": "", "rule_id": "", "trained_replicas": None, "cells": ""}
 
 
 def summarise(scorecard: pd.DataFrame) -> pd.DataFrame:
@@ -109,7 +111,7 @@ def preregistration(scorecard: pd.DataFrame, generated: Path | None = None) -> p
         except (OSError, ValueError):
             cache = {}
     known = cache.get(head, {}) if head != "—" else {}
-    functions = scorecard["function"].fillna("").astype(str) if "function" in scorecard else pd.Series(
+    functions = scorecard["function"].astype(object).fillna("").astype(str) if "function" in scorecard else pd.Series(
         "", index=scorecard.index)
     for f in sorted(set(functions) - set(known) - {""}):
         known[f] = rule_commit(f)
@@ -124,11 +126,35 @@ def preregistration(scorecard: pd.DataFrame, generated: Path | None = None) -> p
     return frame.reset_index(drop=True)
 
 
+def cell_tables(folder: Path, claims: pd.DataFrame, echo) -> list[pd.DataFrame]:
+    """The cell tables that the claims of one notebook (its folder and ``claims.csv`` frame) name in their ``cells``
+    column, each with the columns :data:`CELLS_KEYS` of its claim before its own; a path outside the folder or an
+    unreadable table is skipped with a message (``echo``)."""
+    import pandas as pd
+
+    tables = []
+    for row in claims.to_dict("records"):
+        relative = row.get("cells")
+        if not isinstance(relative, str) or not relative.strip():
+            continue
+        path = (folder / relative).resolve()
+        try:
+            path.relative_to(folder.resolve())
+            table = pd.read_csv(path)
+        except (OSError, ValueError) as exc:
+            echo(f"{folder / relative}: cell table skipped ({first_line(exc)})")
+            continue
+        keys = pd.DataFrame({k: [row.get(k, "")] * len(table) for k in CELLS_KEYS}, index=table.index)
+        tables.append(pd.concat([keys, table], axis=1))
+    return tables
+
+
 def write_scorecard(generated: Path | None = None, echo=None) -> Path:
     """Collect the ``claims.csv`` of every notebook present into ``book/_generated/scorecard.csv`` (atomically),
     with the front page's ``scorecard_summary.csv`` (:func:`summarise`) and ``study_map.png``/``.svg``
-    (:func:`faithlab.study.book.figures.study_map`, the metrics of :data:`faithlab.evaluation.PAPER_METRICS`); all three are
-    written even when no claim exists, so the book never misses them. Returns the scorecard's path.
+    (:func:`faithlab.study.book.figures.study_map`, the metrics of :data:`faithlab.evaluation.PAPER_METRICS`), and every
+    claim's cell table in one ``cells.csv`` (``cell_tables``); all are written even when no claim exists, so the
+    book never misses them. Returns the scorecard's path.
 
     A notebook is present when its executed ``<experiment>.ipynb`` stands beside its folder (a folder without it is
     an interrupted run's or an interactive session's). An unreadable ``claims.csv`` (or one with a verdict outside
@@ -147,7 +173,7 @@ def write_scorecard(generated: Path | None = None, echo=None) -> Path:
     echo = echo or to_stderr
     generated.mkdir(parents=True, exist_ok=True)
     with locked(outputs_lock(generated)):
-        frames = []
+        frames, cells = [], []
         for claims in sorted(generated.glob(f"*/*/{CLAIMS}")):
             folder = claims.parent
             if folder.parent.name.startswith("."):  # .staging and the like are not notebooks
@@ -170,10 +196,14 @@ def write_scorecard(generated: Path | None = None, echo=None) -> Path:
                 echo(f"{claims}: unreadable claims, skipped ({first_line(exc)})")
                 continue
             frames.append(frame)
+            cells += cell_tables(folder, frame, echo)
         table = (pd.concat(frames, ignore_index=True)[list(CLAIM_COLUMNS)] if frames
                  else pd.DataFrame(columns=list(CLAIM_COLUMNS)))
         table = table.sort_values(["paper", "experiment", "claim"], kind="stable")
         card = paths.atomic_write(generated / SCORECARD, lambda tmp: table.to_csv(tmp, index=False))
+        every_cell = (pd.concat(cells, ignore_index=True) if cells
+                      else pd.DataFrame(columns=[*CELLS_KEYS, *CELL_COLUMNS]))
+        paths.atomic_write(generated / CELLS_TABLE, lambda tmp: every_cell.to_csv(tmp, index=False))
         summary = summarise(table)
         paths.atomic_write(generated / SUMMARY, lambda tmp: summary.to_csv(tmp, index=False))
         prereg = preregistration(table, generated)
@@ -194,12 +224,16 @@ def compare_runs(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
     - "to/from inconclusive": between a verdict and "inconclusive" (more or less evidence: allowed);
     - "inconclusive ↔ not testable": neither run decided (allowed);
     - "decided ↔ not testable": a premise that holds in one run only while the other run decided (not allowed);
-    - "flip": one decided verdict to another — reproduced ↔ not reproduced, or either ↔ partly (not allowed).
+    - "size or parts": between two verdicts that both find the paper's effect here
+      (:data:`~faithlab.study.verdicts.PRESENT`: reproduced, reproduced weaker, partly reproduced) — its size shown in
+      one run and not in the other, or another share of its parts (allowed: the direction holds in both);
+    - "flip": between a verdict of PRESENT and "not reproduced" — the effect found in one run, shown absent or
+      reversed in the other (not allowed).
     Matched on paper, experiment and the claim's label (the text before its first colon, so that a value quoted in
     the text does not break the match; the whole text where two claims of a notebook share a label)."""
     import pandas as pd
 
-    from faithlab.study.verdicts import DECIDED, INCONCLUSIVE, NOT_TESTABLE
+    from faithlab.study.verdicts.words import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PRESENT
 
     def keyed(card):
         card = card.copy()
@@ -216,7 +250,8 @@ def compare_runs(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
         va, vb = str(a.loc[key, "verdict"]), str(b.loc[key, "verdict"])
         pair = {va, vb}
         change = ("same" if va == vb else
-                  "flip" if pair <= set(DECIDED) else
+                  "size or parts" if pair <= set(PRESENT) else
+                  "flip" if pair <= {*PRESENT, NOT_REPRODUCED} else
                   "inconclusive ↔ not testable" if pair == {INCONCLUSIVE, NOT_TESTABLE} else
                   "decided ↔ not testable" if NOT_TESTABLE in pair else
                   "to/from inconclusive")

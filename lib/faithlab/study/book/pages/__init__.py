@@ -18,7 +18,8 @@ from faithlab.study.book.pages.tables import (format_column, column_label, relab
                                               should_fold, table_html, html_table_frame, fold_html_output, COLUMN_PX,
                                               CHAR_PX, CELL_PAD_PX, COLUMN_LABELS)
 from faithlab.study.book.pages.claims import (notebook_href, claims_for, glance_html, agreement_html, counts,
-                                              split_claim, claim_label, shorten, summary_sentence, why_sentence,
+                                              cells_link, tally_text, split_claim, claim_label, shorten,
+                                              summary_sentence, why_sentence,
                                               failures_html, legend_html, executed_parameters, setup_rows,
                                               metrics_html, toc_order, build_html, transfer_html, WHY_VERDICTS)
 from faithlab.study.book.pages.preregistration import (procedure_html, coverage_frame, coverage_html, rules_html,
@@ -29,7 +30,8 @@ __all__ = [
     "DASH",
     "format_column", "column_label", "relabel_html", "format_table", "min_width_px", "should_fold", "table_html",
     "html_table_frame", "fold_html_output", "COLUMN_PX", "CHAR_PX", "CELL_PAD_PX", "COLUMN_LABELS", "notebook_href",
-    "claims_for", "glance_html", "agreement_html", "counts", "split_claim", "claim_label", "shorten",
+    "claims_for", "glance_html", "agreement_html", "counts", "cells_link", "tally_text", "split_claim", "claim_label",
+    "shorten",
     "summary_sentence", "why_sentence", "failures_html", "legend_html", "executed_parameters", "setup_rows",
     "metrics_html", "toc_order", "build_html", "transfer_html", "WHY_VERDICTS", "procedure_html", "coverage_frame",
     "coverage_html", "rules_html", "rules_log_html", "preregistration_html", "answer_html", "guide_html",

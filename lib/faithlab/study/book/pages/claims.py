@@ -22,6 +22,7 @@ from faithlab import html
 from faithlab.html import DASH, claim_anchor, text_or_dash, verdict_badge
 from faithlab.study.book.pages.tables import table_html
 from faithlab.study.verdicts import VERDICTS
+from faithlab.study.verdicts.words import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, WEAKER
 
 def notebook_href(paper: str, experiment: str, docname: str, claim: str | None = None) -> str:
     """The link from the page ``docname`` (a Sphinx docname such as ``ffidelity/ranking``) to the executed
@@ -62,6 +63,7 @@ def glance_html(claims: pd.DataFrame, docname: str, *, notes: bool = False) -> s
             folded.append(("note", getattr(row, "note", "")))
         details = "".join(html.element("p", f"{html.element('b', name)}: {text_or_dash(text)}") for name, text in folded
                           if isinstance(text, str) and text.strip())
+        details += cells_link(row._asdict(), docname)
         rule_id = str(getattr(row, "rule_id", "") or "").strip()
         if rule_id and rule_id != "nan":
             prefix = "../" * docname.count("/")
@@ -85,6 +87,16 @@ def glance_html(claims: pd.DataFrame, docname: str, *, notes: bool = False) -> s
     return html.element("table", head + html.element("tbody", "".join(rows)), cls="fl-glance")
 
 
+def cells_link(row: Mapping, docname: str) -> str:
+    """The link from the page ``docname`` to a claim's cell table (its row's ``cells``, in its notebook's folder)
+    with how to recompute the verdict from it (:func:`faithlab.html.cells_html`); "" for a claim without one."""
+    cells = html.cells_path(dict(row))
+    if not cells:
+        return ""
+    prefix = "../" * str(docname).count("/")
+    return html.cells_html(f"{prefix}_generated/{row['paper']}/{row['experiment']}/{cells}")
+
+
 def agreement_html(row) -> str:
     """The line under a verdict: replica agreement · bootstrap stability · units of the smallest cell (those known)."""
     parts = []
@@ -102,6 +114,12 @@ def counts(claims: pd.DataFrame) -> dict[str, int]:
     """How many claims got each verdict (every verdict of :data:`faithlab.study.verdicts.VERDICTS`, zeros included)."""
     verdicts = claims["verdict"].astype(str)
     return {v: int((verdicts == v).sum()) for v in VERDICTS}
+
+
+def tally_text(tally: Mapping[str, int]) -> str:
+    """Verdict counts as text, the verdicts with a count, separated by semicolons (a verdict holds a comma:
+    "2 reproduced; 1 reproduced, weaker; 1 not reproduced")."""
+    return "; ".join(f"{count} {verdict}" for verdict, count in tally.items() if count)
 
 
 def split_claim(claim: str) -> tuple[str, str]:
@@ -155,7 +173,7 @@ def summary_sentence(name: str, claims: pd.DataFrame) -> str:
     checks, claims = claims[kinds == "study check"], claims[kinds != "study check"]
 
     def tally(frame: pd.DataFrame) -> str:
-        return ", ".join(f"{count} {verdict}" for verdict, count in counts(frame).items() if count)
+        return tally_text(counts(frame))
 
     def plural(n: int, word: str) -> str:
         return f"{n} {word}{'s' if n != 1 else ''}"
@@ -165,9 +183,9 @@ def summary_sentence(name: str, claims: pd.DataFrame) -> str:
         return sentence + "."
     sentence = f"{name}: {plural(len(claims), 'paper claim')} tested — {tally(claims)}"
     named = []
-    for verdict in ("reproduced", "not reproduced"):
+    for verdict in (REPRODUCED, WEAKER, NOT_REPRODUCED):
         # a failure is named with what it claimed, not by its label alone
-        names = _named(claims, statements=verdict == "not reproduced")
+        names = _named(claims, statements=verdict == NOT_REPRODUCED)
         picked = [n for n, v in zip(names, claims["verdict"].astype(str)) if v == verdict]
         if picked:
             named.append(f"{verdict}: {'; '.join(dict.fromkeys(picked))}")
@@ -178,26 +196,31 @@ def summary_sentence(name: str, claims: pd.DataFrame) -> str:
     return text if text.endswith("…") else text + "."
 
 
-WHY_VERDICTS = ("not reproduced", "partly reproduced", "not testable here")
-"""The verdicts the scorecard's "what did not reproduce, and why" list names."""
+WHY_VERDICTS = (NOT_REPRODUCED, WEAKER, PARTLY, NOT_TESTABLE)
+"""The verdicts the scorecard's "what did not reproduce, and why" list names: the effect shown absent or reversed,
+shown only smaller than the paper's margin, shown in some named parts only, or not tested."""
 
 
 def why_sentence(row: Mapping) -> str:
     """Why a claim got its verdict, in one plain sentence from its decision: what we measured (``our_value``) for a
-    decided claim, the failed premise for "not testable here", the straddled interval for "inconclusive"."""
+    decided claim (with what "reproduced, weaker" lacks), the failed premise for "not testable here", the interval
+    that reaches both the value of no effect and a margin for "inconclusive"."""
     verdict = str(row.get("verdict", ""))
     ours = shorten(row.get("our_value", "") or "", 240)
     note = str(row.get("note", "") or "")
-    if verdict == "not testable here":
+    if verdict == NOT_TESTABLE:
         premise = note.split("not testable:", 1)[1] if "not testable:" in note else row.get("premise", "")
         premise = shorten(premise, 240)
         return f"Not testable here: a premise about the stand-in failed — {premise}" + (
             "" if premise.endswith("…") else ".")
-    if verdict == "inconclusive":
-        return (f"Inconclusive: the data do not decide it at this scale (an interval straddles the claim's margin, "
-                f"or the verdict moves with the replica or the bootstrap seed). We measured: {ours}"
-                + ("" if ours.endswith("…") else "."))
-    if verdict in ("reproduced", "partly reproduced", "not reproduced"):
+    if verdict == INCONCLUSIVE:
+        return (f"Inconclusive: the data do not decide it at this scale (an interval reaches both the value of no "
+                f"effect and a margin, or the verdict moves with the replica or the bootstrap seed). We measured: "
+                f"{ours}" + ("" if ours.endswith("…") else "."))
+    if verdict == WEAKER:
+        return (f"Reproduced, weaker: the paper's direction is shown where the claim needs it, its size (the margin) "
+                f"is not; we measured {ours}" + ("" if ours.endswith("…") else "."))
+    if verdict in (REPRODUCED, PARTLY, NOT_REPRODUCED):
         return f"{verdict[0].upper() + verdict[1:]}: we measured {ours}" + ("" if ours.endswith("…") else ".")
     return ours
 
@@ -209,8 +232,8 @@ def failures_html(scorecard: pd.DataFrame, docname: str, *, order: Iterable[str]
 
     rows = scorecard[scorecard["verdict"].astype(str).isin(WHY_VERDICTS)]
     if rows.empty:
-        return html.element("p", "Every claim computed in this build was reproduced or is inconclusive.",
-                            cls="fl-empty")
+        return html.element("p", "Every claim computed in this build was reproduced at the paper's size or is "
+                                 "inconclusive.", cls="fl-empty")
     rank = {p: i for i, p in enumerate(order)}
     rows = rows.assign(_r=rows["paper"].astype(str).map(lambda p: rank.get(p, len(rank)))).sort_values(
         ["_r", "verdict", "claim"], kind="stable")

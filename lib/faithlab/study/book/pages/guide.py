@@ -9,10 +9,15 @@ import pandas as pd
 
 from faithlab import html
 from faithlab.html import DASH
-from faithlab.study.book.pages.claims import counts
+from faithlab.study.book.pages.claims import counts, tally_text
+from faithlab.study.verdicts.words import PRESENT
 
 QUESTION = html.element("b", "Which metric to trust?")
 """The front page's answer opens with the question it answers."""
+
+ABSENT = ("absent", "fails")
+"""A recovery's outcome that says the metric does not recover the ranking: "absent" (its interval shown short of the
+margin), or "fails", the word of the tables written before the outcomes were renamed."""
 
 def answer_html(guide: pd.DataFrame, card: pd.DataFrame, guide_href: str | None,
                 setups: pd.DataFrame | None = None) -> str:
@@ -54,7 +59,7 @@ def _rows_table(part: pd.DataFrame, *, cost_case: bool) -> str:
         beaten = beaten if isinstance(beaten, str) and beaten else ""
         held = (f"{int(r['situations held'])}" if cost_case else "holds up" if r["holds up"]
                 else f"beaten by {beaten}" if beaten else "not separated" if r.get("not separated")
-                else "does not recover" if r.get("recovers") == "fails" else "no")
+                else "does not recover" if r.get("recovers") in ABSENT else "no")
         body.append(html.element("tr", html.cells(html.escaped(r["label"]),
                                                   f"{r['recovery']:.2f} [{r['low']:.2f}, {r['high']:.2f}]",
                                                   f"{r['cost']:.0f}", spread, held)))
@@ -101,7 +106,7 @@ def reconcile_html(card: pd.DataFrame, scorecard: pd.DataFrame, docname: str) ->
         kinds = claims["kind"].astype(str) if "kind" in claims else pd.Series("paper", index=claims.index)
         checks, claims = claims[kinds == "study check"], claims[kinds != "study check"]  # never among the paper's
         tally = counts(claims) if not claims.empty else {}
-        decided = ", ".join(f"{count} {verdict}" for verdict, count in tally.items() if count) or "no claim computed"
+        decided = tally_text(tally) or "no claim computed"
         if not checks.empty:
             decided += f" (and {len(checks)} study check{'s' if len(checks) > 1 else ''}, counted apart)"
         ranks = []
@@ -119,14 +124,14 @@ def reconcile_html(card: pd.DataFrame, scorecard: pd.DataFrame, docname: str) ->
         low = [r for r in ranks if r[1] > (n + 1) / 2]
         rank_text = "; ".join(f"{label} has mean rank {overall:.1f} of {n}, pulled down most by {why}"
                               for label, overall, why in ranks)
-        reproduced = tally.get("reproduced", 0) + tally.get("partly reproduced", 0)
+        reproduced = sum(tally.get(v, 0) for v in PRESENT)  # the paper's effect found here, at any size
         if low and reproduced:
             verdict = ("They can disagree without contradiction: the chapter tests the paper's own claims against its "
                        "chosen competitors on its protocol, while the report card ranks every metric on five criteria "
                        "weighed equally, including cost and noise resilience that the paper does not claim.")
         elif low:
-            verdict = ("Both point the same way: the chapter reproduces none of the paper's claims outright and the "
-                       "metric ranks in the lower half here.")
+            verdict = ("Both point the same way: the chapter reproduces none of the paper's claims, not even weaker "
+                       "or in part, and the metric ranks in the lower half here.")
         else:
             verdict = "The metric ranks in the upper half of the report card."
         chapter = html.element("a", html.element("b", html.escaped(name)), href=f"{prefix}{paper}.html")

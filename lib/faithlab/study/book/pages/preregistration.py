@@ -25,23 +25,46 @@ def small(text: str) -> str:
 
 def procedure_html() -> str:
     """The decision procedure every claim goes through, as HTML, its words and numbers read from
-    :mod:`faithlab.study.verdicts` (so the page cannot drift from the code)."""
+    :mod:`faithlab.study.verdicts` (so the page cannot drift from the code): a cell's four outcomes, then the six
+    verdicts, how the cells combine, the intervals and the checks."""
     from faithlab.study import verdicts as V
+    from faithlab.study.verdicts.decisions import ALPHA, DECISION_LEVEL, OUTCOMES
     from faithlab.study.verdicts.intervals import INTERVAL_METHODS
     from faithlab.study.verdicts.rules import DECISIONS
 
+    alpha, level = f"{ALPHA:.0%}".replace("%", " %"), f"{DECISION_LEVEL:.0%}".replace("%", " %")
+    said = {o: bold(o) for o in OUTCOMES}  # a renamed outcome fails here, loudly, rather than misname it on the page
+    holds, weaker, absent, undecided = (said[o] for o in ("holds", "weaker", "absent", "undecided"))
+    lead = (f"Each cell of a claim (a method against Random, a model, a setting) is an interval of its statistic "
+            f"with two boundaries in the paper's direction: the value of no effect (0 for a difference, the chance "
+            f"value of a level statistic) and the margin, the smallest effect of interest derived from the paper's "
+            f"own numbers (the source is written beside it in the rules). Every statement about a cell is a "
+            f"one-sided test at {alpha}, so the interval read is the two-sided {level} interval, whose ends are the "
+            f"two one-sided bounds (the equivalence-testing convention). A cell:")
+    cells = [
+        f"{holds}: the interval lies beyond the margin in the paper's direction — the effect reaches the paper's "
+        "size;",
+        f"{weaker}: it lies beyond the value of no effect in the paper's direction but is not shown to reach the "
+        "margin — the effect is there, not shown as large as the paper's;",
+        f"{absent}: it lies inside the band of no meaningful effect (within the margin of the value of no effect, "
+        "either way), or beyond it the other way — the effect is shown absent or reversed (a tight interval around "
+        "no effect is a decision, not a shrug);",
+        f"{undecided}: it reaches both the value of no effect and a margin.",
+    ]
+    one = ("A rule whose margin is not beyond the value of no effect (a non-inferiority claim, a sign claim) has one "
+           f"boundary: a cell {holds} beyond it, is {absent} wholly short of it, {undecided} across it. The verdicts:")
     items = [
         f"{bold(V.NOT_TESTABLE)}: a premise about the stand-in demonstrably fails (the paper's mechanism is absent), "
         "decided on its own interval before the outcome statistic is looked at; a premise whose interval straddles "
         "its bar leaves the claim inconclusive;",
-        f"{bold(V.REPRODUCED)}: the 95 % interval lies beyond the claim's margin — its smallest effect of interest, "
-        "derived from the paper's own numbers (the source is written beside it in the rules) — in the paper's "
-        "direction;",
-        f"{bold(V.NOT_REPRODUCED)}: the interval lies wholly short of the margin, inside the band of no meaningful "
-        "effect or beyond it the other way (equivalence logic: a tight interval around zero is a decision, not a "
-        "shrug);",
-        f"{bold(V.INCONCLUSIVE)}: the interval straddles the margin; the claim's row says what design (replicas × "
-        "units) its power analysis asks to decide it;",
+        f"{bold(V.REPRODUCED)}: the cells the claim's rule needs hold;",
+        f"{bold(html.escaped(V.WEAKER))}: the paper's direction is shown where the claim needs it (its cells hold "
+        "or are weaker), its size is not (a needed cell is weaker);",
+        f"{bold(V.NOT_REPRODUCED)}: a cell the rule needs is absent or reversed; where one of several cells can "
+        f"decide it, the cells' {absent} statements are counted after Holm's step-down correction over the cells, "
+        f"so the claim's statement is wrong at most {alpha} of the time;",
+        f"{bold(V.INCONCLUSIVE)}: a needed cell is undecided; the claim's row says what design (replicas × units) "
+        "its power analysis asks to decide it;",
         f"{bold(V.PARTLY)}: only for a claim of several named parts, each with a rule of its own, when the share of "
         "its parts that the rule fixes in advance is reproduced and not all are.",
     ]
@@ -68,7 +91,10 @@ def procedure_html() -> str:
         "identities, ratios fixed by design, results that hold by construction and checks of our own stand-ins are "
         "study checks, shown and counted apart from the papers' claims.",
     ]
-    return (html.element("ol", "".join(html.element("li", i) for i in items), cls="fl-procedure")
+    return (html.element("p", lead) + html.element("ul", "".join(html.element("li", c) for c in cells),
+                                                   cls="fl-procedure")
+            + html.element("p", one) + html.element("ol", "".join(html.element("li", i) for i in items),
+                                                    cls="fl-procedure")
             + html.element("p", f"How a claim's cells combine (the rule's {html.element('code', 'decision')}):")
             + html.element("ul", combine, cls="fl-procedure")
             + html.element("p", f"The intervals (the rule's {html.element('code', 'interval')}):")
