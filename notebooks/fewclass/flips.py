@@ -67,8 +67,10 @@ for (task, r), s in setups.items():
         sel = F.select_perturbation(model, s.x, grid="paper", batch_size=batch_size, normalisation=s.normalisation)
         frames.append(P.flip_frame(model, s.x, sel["image"], batch_size=batch_size,
                                    labels={"task": task, "model": m, "replica": r, "Δ": sel["delta"]}))
-        random_map = fl.explainers.explain(model, s.x, torch.zeros_like(s.y), method="random", generator=seed)
-        real_fid.append(F.fewclass_fid(model, s.x, random_map, perturbed=sel["image"], batch_size=batch_size))
+        random_map = fl.explainers.explain(model, s.x, torch.zeros_like(s.y), method="random",
+                                           generator=P.experiments.model_draws(s, m, seed, "random map"))
+        real_fid.append(F.fewclass_fid(model, s.x, random_map, perturbed=sel["image"], batch_size=batch_size,
+                                       generator=P.experiments.model_draws(s, m, seed, "ties")))
 flips = pd.concat(frames, ignore_index=True)
 out.table(flips, "flips")
 out.glue("replicas", n_replicas)

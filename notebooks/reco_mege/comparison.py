@@ -98,9 +98,10 @@ out.glue("n_neighbours", n_neighbours)
 # replica's own score (the sets of Tables 1–2, loaded from their cache); the paper's value on the line below ours.
 
 # %%
-per_sample = pd.concat([P.fidelity_stability(model, x, y, m, n_subsets=n_subsets, n_neighbours=n_neighbours,
-                                             output=output, **SETTINGS).assign(replica=r)
-                        for r, (model, x, y) in evaluated.items() for m in methods], ignore_index=True)
+per_sample = pd.concat([P.fidelity_stability(  # replica r's own draws (keyed, not shared)
+    model, x, y, m, n_subsets=n_subsets, n_neighbours=n_neighbours, output=output, **SETTINGS,
+    draw_key=P.setup.family_draws(runs[r], seed, "table 3")).assign(replica=r)
+    for r, (model, x, y) in evaluated.items() for m in methods], ignore_index=True)
 out.table(per_sample, "per_sample")
 pairs = pd.concat([P.pairs_frame({m: P.distance_sets(f, m, **SETTINGS) for m in methods}, replica=r)
                    for r, f in runs.items()], ignore_index=True)

@@ -54,7 +54,6 @@ import faithlab.study as fs
 
 out = fs.artifacts.for_notebook()
 fl.plots.set_style()
-generator = torch.Generator().manual_seed(seed)
 
 # %% [markdown]
 # ## Model
@@ -125,8 +124,8 @@ METHODS = {
 }
 maps, rows, scores = {}, [], []
 for name, (method, options) in METHODS.items():
-    a = fl.explainers.explain(model, x, predicted, method=method, batch_size=batch_size, generator=generator,
-                              **options).abs().sum(1, keepdim=True)
+    a = fl.explainers.explain(model, x, predicted, method=method, batch_size=batch_size, **options, sample_seeds=(
+        fs.papers.saco.experiments.map_seeds(seed, *next(iter(vits)), name, [first]))).abs().sum(1, keepdim=True)
     maps[name] = a
     details = fl.metrics.saco_details(model, x, a, k=k, batch_size=batch_size)
     aopc = fl.metrics.aopc_details(model, x, a, batch_size=batch_size)  # 0, 10, …, 100 % removed
@@ -202,8 +201,9 @@ for (name_r, r), (vit, images_r, labels_r) in vits.items():
         predicted_r = vit(images_r.to(device)).argmax(1).cpu()
     chosen = torch.nonzero(predicted_r == labels_r).flatten()[:n_images]
     xs, ys = images_r[chosen].to(device), predicted_r[chosen].to(device)
-    many = {name: fl.explainers.explain(vit, xs, ys, method=method, batch_size=batch_size, sample_seeds=chosen,
-                                        **options).abs().sum(1, keepdim=True)
+    many = {name: fl.explainers.explain(  # Random's draws keyed to (seed, setting, replica, method, image)
+        vit, xs, ys, method=method, batch_size=batch_size, **options,
+        sample_seeds=fs.papers.saco.experiments.map_seeds(seed, name_r, r, name, chosen.tolist())).abs().sum(1, True)
             for name, (method, options) in METHODS.items()}
     frames.append(fs.papers.saco.case_study_frame(vit, xs, many, k=k, batch_size=batch_size)
                   .assign(setting=name_r, replica=r))

@@ -61,7 +61,6 @@ import faithlab.study as fs
 
 out = fs.artifacts.for_notebook()
 fl.plots.set_style()
-generator = torch.Generator().manual_seed(seed)
 
 # %% [markdown]
 # ## Data and models
@@ -163,9 +162,10 @@ with torch.no_grad():
     predicted = {m: model(x).argmax(1) for m, (model, x, _) in models.items()}
 
 
-# Random maps are drawn for every image up front, so that a shard's maps are the unsharded run's.
-random_maps = {m: fs.papers.saco.pixel_map(model, x, predicted[m], *METHODS["Random"], batch_size=batch_size,
-                                              generator=generator) for m, (model, x, _) in models.items()}
+# Random maps are drawn for every image up front (keyed to seed, setting, replica and image), so that a shard's
+# maps are the unsharded run's.
+random_maps = fs.papers.saco.experiments.random_maps(models, predicted, METHODS["Random"], seed=seed,
+                                                     batch_size=batch_size)
 
 # %% [markdown]
 # ## Five metrics per sample
@@ -180,8 +180,7 @@ random_maps = {m: fs.papers.saco.pixel_map(model, x, predicted[m], *METHODS["Ran
 HIGHER = fs.papers.saco.HIGHER_IS_BETTER
 K_COLUMNS = {kk: f"SaCo K={kk}" for kk in k_values}
 per_image = functools.partial(fs.papers.saco.per_image_frame, models, METHODS, predicted=predicted,
-                              random_maps=random_maps, k=k, k_values=k_values, batch_size=batch_size,
-                              generator=generator)
+                              random_maps=random_maps, k=k, k_values=k_values, batch_size=batch_size, seed=seed)
 image_rows = fs.artifacts.sharded("per_image", per_image, max(len(x) for _, x, _ in models.values()), shard=shard,
                           n_shards=n_shards)
 

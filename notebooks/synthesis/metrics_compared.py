@@ -81,6 +81,7 @@ grid = fl.metrics.fewclass.candidate_grid(fewclass_operations)
 # hints=False: the study evaluates random and degraded maps on purpose; their degenerate scores are the point
 options = dict(sparsity=sparsity, n_samples=n_samples, n_subsets=n_subsets, fewclass_fractions=fractions,
                seed=seed, batch_size=batch_size, progress=False, hints=False)
+keyed = syn.experiments.replica_options  # keyed(options, s): the metrics' draws keyed to setup s's replica and seed
 
 # %% [markdown]
 # ## The setups
@@ -112,8 +113,9 @@ overview
 # model. The gap (clean − non-salient accuracy) is a description here, its mean over the replicas.
 
 # %%
-diag = pd.concat([fs.papers.removal_diagnostic({name: s.model}, s.x, s.y, s.truth.flatten(1) > 0, ks=ood_ks,
-                                                  n_draws=3, generator=seed, batch_size=batch_size).assign(replica=rep)
+diag = pd.concat([fs.papers.removal_diagnostic(  # each replica's own removal draws
+    {name: s.model}, s.x, s.y, s.truth.flatten(1) > 0, ks=ood_ks, n_draws=3, batch_size=batch_size,
+    generator=syn.experiments.replica_draw(s, seed, "ood")).assign(replica=rep)
                   for name in syn.REFERENCE_SETUPS for rep, s in enumerate(S[name])], ignore_index=True)
 out.table(diag, "ood_diagnostic")
 gap = pd.concat([fs.papers.ood_gap(part, k=ood_ks[-1]) for _, part in diag.groupby("replica")]).groupby(
@@ -138,15 +140,15 @@ random_only = {k: v for k, v in methods.items() if v[0] == "random"}
 frames, quality, maps_by_setup = {}, {}, {}
 for name, ss in S.items():
     parts = []
-    for s in ss:  # each replica's maps with its own seed (`s.replica`)
+    for s in ss:  # each replica's maps and metrics with its own draws (keyed to seed and `s.replica`)
         rep = s.replica.index
         maps_by_setup[name, rep], quality[name] = syn.explainer_maps(
             s, noise_levels=noise_levels, methods=methods if (name, rep) == (syn.META_SETUP, 0) else random_only,
-            seed=s.replica.seed, batch_size=batch_size)
+            seed=seed, batch_size=batch_size)
         chosen = fl.metrics.select_perturbation(s.model, s.x, grid=grid, batch_size=batch_size,
                                                 normalisation=s.normalisation)["image"]
         parts.append(fl.evaluate(s.model, s.x, s.y, maps_by_setup[name, rep], finetuned=s.finetuned,
-                                 perturbed=chosen, **options))
+                                 perturbed=chosen, **keyed(options, s)))
         if (name, rep) == (syn.META_SETUP, 0):
             meta_frame = parts[-1]  # the frame evaluate returned (its attrs hold the cost table)
     frames[name] = pd.concat([f.assign(replica=rep) for rep, f in enumerate(parts)], ignore_index=True)
@@ -237,13 +239,14 @@ for replica in fs.verdicts.replicas(seed, tree_setting, replicas):
     rep = replica.index
     trees[rep] = t = syn.tree_setup(max_depth=tree_depth, n_test=tree_images, image_size=image_size, r=r, seed=seed,
                                     replica=replica, part=(rep, replicas), device=device)
-    # random maps of the replica's own seed: each replica's null is drawn independently
-    t_maps, _ = syn.explainer_maps(t, noise_levels=[0.0], methods={"Random": ["random", {}]}, seed=replica.seed,
+    # random maps of the replica's own draws: each replica's null is drawn independently
+    t_maps, _ = syn.explainer_maps(t, noise_levels=[0.0], methods={"Random": ["random", {}]}, seed=seed,
                                    batch_size=batch_size)
     t_maps = {tree_perfect: t_maps[syn.degraded_name(0.0)], "Random": t_maps["Random"]}
     t_selection = fl.metrics.select_perturbation(t.model, t.x, grid=grid, batch_size=batch_size,
                                                  normalisation=t.normalisation)["image"]
-    tree_frames.append(fl.evaluate(t.model, t.x, t.y, t_maps, perturbed=t_selection, **options).assign(replica=rep))
+    tree_frames.append(fl.evaluate(t.model, t.x, t.y, t_maps, perturbed=t_selection, **keyed(options, t))
+                       .assign(replica=rep))
 tree_frame = pd.concat(tree_frames, ignore_index=True)
 tree = trees[0]
 with torch.no_grad():
@@ -312,11 +315,12 @@ names = list(maps_by_setup[syn.META_SETUP, 0])
 # (model, fine-tuned twin, x) → fl.evaluate's frame, the maps and Few-class's perturbation computed again
 again = functools.partial(syn.evaluate_again, m0, noise_levels=noise_levels, methods=methods, grid=grid, **options)
 # the fine-tuned twin (read by FFid±) gets the same perturbation as the model
-jitter, jitter_ft = (fl.train.randomise_layers(m, 1.0, generator=seed, scale=syn.MODEL_NOISE)[0]
+draw = functools.partial(syn.experiments.replica_draw, m0, seed)  # replica 0's keyed draws
+jitter, jitter_ft = (fl.train.randomise_layers(m, 1.0, generator=draw("model noise"), scale=syn.MODEL_NOISE)[0]
                      for m in (m0.model, m0.finetuned))
-random_model, random_ft = (fl.train.randomise_layers(m, 1.0, generator=seed, scale=syn.RANDOMISE_SCALE)[0]
-                           for m in (m0.model, m0.finetuned))
-noisy = syn.noisy_inputs(m0.x, syn.INPUT_NOISE, generator=seed)
+random_model, random_ft = (fl.train.randomise_layers(m, 1.0, generator=draw("randomised"),
+                                                     scale=syn.RANDOMISE_SCALE)[0] for m in (m0.model, m0.finetuned))
+noisy = syn.noisy_inputs(m0.x, syn.INPUT_NOISE, generator=draw("input noise"))
 conditions = {"model noise": again(jitter, jitter_ft, m0.x), "input noise": again(m0.model, m0.finetuned, noisy)}
 randomised = again(random_model, random_ft, m0.x)
 accuracy = {label: float((model(x).argmax(1) == m0.y).double().mean()) for label, model, x in (
@@ -375,7 +379,8 @@ rows, reference_units = [], []
 for name in syn.REFERENCE_SETUPS:
     for ref in references:
         parts = [fl.evaluate(s.model, s.x, s.y, {k: maps_by_setup[name, rep][k] for k in quality[name]},
-                             finetuned=s.finetuned, reference=ref, metrics=removal_metrics, **options).assign(replica=rep)
+                             finetuned=s.finetuned, reference=ref, metrics=removal_metrics, **keyed(options, s))
+                 .assign(replica=rep)
                  for rep, s in enumerate(S[name])]
         f = pd.concat(parts, ignore_index=True)
         rows.append(syn.recovery(f, quality[name]).assign(setup=name, reference=ref))

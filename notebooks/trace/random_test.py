@@ -43,7 +43,6 @@ batch_size = 64  # per forward call: on a CPU core these models run fastest per 
 
 # %%
 import pandas as pd
-import torch
 
 import faithlab as fl
 import faithlab.study as fs
@@ -86,8 +85,8 @@ for r in REPLICAS:
     references = P.references_of(X[r], ["zero", "blur"], blur_kernel=blur_kernel, blur_sigma=blur_sigma)
     for m, model in setups[r].models.items():
         frames.append(P.random_deletion_frame(model, X[r], Y[r], edges=tuple(edges), references=references,
-                                              n_orders=n_orders,
-                                              generator=torch.Generator().manual_seed(fl.perturb.keyed_seed(seed, r)),
+                                              n_orders=n_orders,  # keyed to (seed, model, replica): its own orders
+                                              generator=fs.verdicts.replication.draw_seed(seed, m, r, "orders"),
                                               output=output, batch_size=batch_size).assign(model=m, replica=r))
 curves = pd.concat(frames, ignore_index=True)
 curves["patch"] = curves["patch side"].map(lambda s: f"{s} px")

@@ -310,13 +310,14 @@ out.glue("passes_published", round(per_proposal["published"], 1))
 
 # %%
 if appendix_ef:
+    appendix_seed = fs.verdicts.replication.draw_seed(seed, model_name, 0, "appendix E/F")  # the four searches' draws
     xc, yc = X[0][:cost_images], Y[0][:cost_images]
     kw_c = {"reference": reference, "output": output, "target": yc, "batch_size": batch_size}
     start = S.greedy(MODELS[0], xc, edge=edge, objective="le", **kw_c)
     full = S.anneal(MODELS[0], xc, edge=edge, objective="le-mo", init=start, iterations=iterations, eta=eta,
-                    generator=torch.Generator().manual_seed(seed + 1), incremental=False, **kw_c)
+                    generator=appendix_seed, incremental=False, **kw_c)
     sa_same = S.anneal(MODELS[0], xc, edge=edge, objective="le-mo", init=start, iterations=iterations, eta=eta,
-                       generator=torch.Generator().manual_seed(seed + 1), **kw_c)
+                       generator=appendix_seed, **kw_c)
     out.glue("same_trajectories", "the same" if torch.equal(full.trajectory, sa_same.trajectory) else "different")
 
 # %% [markdown]
@@ -332,11 +333,9 @@ if appendix_ef:
     ga_generations = max(1, round((budget - ga_first) / ((ga_population - ga_elite) * 2 * (t_c - 1))))
     tabu_iterations = max(1, round(budget / (tabu_neighbours * 2 * (t_c + 1) / 3)))  # ≈ (t + 1)/3 per swap, curve
     ga = S.genetic(MODELS[0], xc, edge=edge, objective="le-mo", init=start, population=ga_population,
-                   generations=ga_generations, elite=ga_elite, generator=torch.Generator().manual_seed(seed + 1),
-                   **kw_c)
+                   generations=ga_generations, elite=ga_elite, generator=appendix_seed, **kw_c)
     tb = S.tabu(MODELS[0], xc, edge=edge, objective="le-mo", init=start, iterations=tabu_iterations,
-                n_neighbours=tabu_neighbours, tenure=P.TABU_TENURE, generator=torch.Generator().manual_seed(seed + 1),
-                **kw_c)
+                n_neighbours=tabu_neighbours, tenure=P.TABU_TENURE, generator=appendix_seed, **kw_c)
     out.glue("ga_generations", ga_generations)
     out.glue("tabu_iterations", tabu_iterations)
 

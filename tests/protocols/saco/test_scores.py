@@ -95,7 +95,7 @@ def test_random_saco_frame_scores_a_per_sample_random_map_on_every_image():
     frame = S.random_saco_frame(targets, k=4, seed=3, batch_size=2)
     assert len(frame) == 2 * (6 + 4) and list(frame.columns) == ["setting", "replica", "sample", "SaCo"]
     model, x, _ = models["A", 1]
-    seeds = torch.arange(len(x), dtype=torch.int64) + 3
+    seeds = fl.perturb.keyed_seeds(fs.verdicts.replication.draw_seed(3, "A", 1, "random saco"), torch.arange(len(x)))
     a = fl.explainers.explain(model, x, predicted["A", 1], method="random", sample_seeds=seeds).abs().sum(1, keepdim=True)
     rows = frame[(frame.setting == "A") & (frame.replica == 1)]
     assert rows["SaCo"].tolist() == pytest.approx(fl.metrics.saco(model, x, a, k=4, target=predicted["A", 1]).tolist())

@@ -16,9 +16,10 @@ from faithlab import _validate, explainers, perturb
 from faithlab.metrics.papers import fewclass
 from faithlab.metrics.papers.fewclass import localisation
 from faithlab.study.papers.fewclass.setup import Setup
+from faithlab.study.verdicts import replication
 
 __all__ = ["METHODS", "ALTERATIONS", "NO_SG", "method_maps", "fid_frame", "curve_frame", "localisation_frame",
-           "selection_frame", "flip_frame", "rank_agreement", "evaluate_task", "wide_table"]
+           "selection_frame", "flip_frame", "rank_agreement", "evaluate_task", "wide_table", "model_draws"]
 
 
 METHODS: dict[str, tuple[str, dict]] = {
@@ -216,6 +217,13 @@ def rank_agreement(fid: pd.DataFrame, loc: pd.DataFrame, *, score: str, by: Sequ
     return pd.DataFrame(rows)
 
 
+def model_draws(s: Setup, model: str, seed: int, *keys: int | str) -> int:
+    """The seed of the Monte-Carlo draws ``keys`` (a draw's name) of model ``model`` of ``s`` under the notebook's
+    ``seed``: :func:`~faithlab.study.verdicts.replication.draw_seed` of (seed, setting ``"<task>/<model>"``, the
+    replica ``s.replica`` (None: 0), keys), never a sum: each replica, model and notebook seed draws its own."""
+    return replication.draw_seed(seed, f"{s.task}/{model}", 0 if s.replica is None else int(s.replica), *keys)
+
+
 def evaluate_task(s: Setup, *, methods: Sequence[str] = tuple(METHODS), alterations: Sequence[str] = ALTERATIONS,
                   ig_steps: int = 32, sg_samples: int = 10, sg_noise: float = 0.15, grid="paper", batch_size: int = 256,
                   seed: int = 0, fractions: Sequence[float] = fewclass.FRACTIONS) -> dict[str, pd.DataFrame]:
@@ -225,7 +233,9 @@ def evaluate_task(s: Setup, *, methods: Sequence[str] = tuple(METHODS), alterati
     CT). grid: the candidate grid of the selection (default ``"paper"``, the paper's 804; see
     :func:`faithlab.metrics.papers.fewclass.fidelity.select_perturbation`). Returns frames ``selection``, ``flips``
     (:func:`flip_frame` of the classic references and the selected perturbation, with ``Δ``: the chapter's
-    mechanism premise), ``fid``, ``curves`` and ``localisation`` (a ``model`` column in each)."""
+    mechanism premise), ``fid``, ``curves`` and ``localisation`` (a ``model`` column in each). The random maps and
+    noise of every model draw from :func:`model_draws` (``"maps"``), Fid's random tie order from ``"ties"``: keyed to
+    (``seed``, the task and model, ``s.replica``), so every replica and notebook seed draws its own."""
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ValueError(f"methods must be names of METHODS {tuple(METHODS)}, got {unknown}")
@@ -237,7 +247,7 @@ def evaluate_task(s: Setup, *, methods: Sequence[str] = tuple(METHODS), alterati
                              "settings entries a 'cam_layer' (a dotted module name; defaults in CAM_LAYERS)")
     frames: dict[str, list[pd.DataFrame]] = {"selection": [], "flips": [], "fid": [], "curves": [],
                                              "localisation": []}
-    for i, (m, model) in enumerate(s.models.items()):
+    for m, model in s.models.items():
         labels = {"model": m}
         sel, flips = _flips(model, m, s, grid=grid, batch_size=batch_size)
         frames["selection"].append(selection_frame(sel, labels=labels))
@@ -245,9 +255,10 @@ def evaluate_task(s: Setup, *, methods: Sequence[str] = tuple(METHODS), alterati
         maps = method_maps(model, s.x, s.y, methods={k: METHODS[k] for k in methods}, alterations=alterations,
                            background=s.background, ig_steps=ig_steps, sg_samples=sg_samples, sg_noise=sg_noise,
                            skip=NO_SG.get(s.task, ()), batch_size=batch_size,
-                           generator=torch.Generator().manual_seed(seed + i), layer=s.layers.get(m))
+                           generator=torch.Generator().manual_seed(model_draws(s, m, seed, "maps")),
+                           layer=s.layers.get(m))
         fid, details = fid_frame(model, s.x, maps, sel["image"], labels=labels, batch_size=batch_size,
-                                 generator=seed, fractions=fractions)
+                                 generator=model_draws(s, m, seed, "ties"), fractions=fractions)
         frames["fid"].append(fid)
         frames["curves"].append(curve_frame(details, labels=labels))
         frames["localisation"].append(localisation_frame(maps, boxes=s.boxes, masks=s.masks, labels=labels))

@@ -65,7 +65,9 @@ class Setup:
     turned the images' values into ``x`` = (values − mean) / std, per channel (the paper data's ``info['mean']``,
     ``info['std']``), passed as ``normalisation=`` to the candidate search so that the perturbations are built on
     the values themselves (:func:`faithlab.metrics.papers.fewclass.fidelity.select_perturbation`); None: x is searched
-    as is (the stand-ins)."""
+    as is (the stand-ins). ``replica``: the index of the trained replica these models are (:func:`setup`'s; None:
+    one model per setting), which with the task, the model's name and the notebook's seed keys the Monte-Carlo draws
+    of its evaluation (:func:`~faithlab.study.papers.fewclass.experiments.model_draws`)."""
 
     task: str
     models: dict[str, nn.Module]
@@ -78,6 +80,7 @@ class Setup:
     info: pd.DataFrame
     layers: dict[str, str | None] = field(default_factory=dict)
     normalisation: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+    replica: int | None = None
 
 
 def _stand_in(task: str, split: str, *, image_size: int, seed: int, n: int | None):
@@ -195,7 +198,7 @@ def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int
                  boxes[keep.cpu()].to(device) if boxes is not None and task == "vehicles" else None,
                  masks[keep.cpu()].to(device) if masks is not None and task == "ct" else None,
                  bg.to(device), n_classes, pd.DataFrame(rows), {name: layers.get(name) for name in trained},
-                 normalisation)
+                 normalisation, replica)
 
 
 def _normalisation(dataset, name: str) -> tuple[tuple[float, ...], tuple[float, ...]] | None:

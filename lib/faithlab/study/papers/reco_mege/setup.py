@@ -11,7 +11,11 @@ Seeds: a notebook's ``seed`` draws D (and roots every derived seed); a family's 
 ``replica.seed`` of a :class:`~faithlab.study.verdicts.Replica` (:func:`run_replicas`: replica 0 is the study's own run,
 trained under ``seed`` itself; replica r ≥ 1 under :func:`faithlab.study.verdicts.replicas`' seed of replica r, derived
 from ``seed``, the setting's name and r). That seed reaches the models' ``TrainConfig`` and
-:func:`faithlab.train.cross_train`'s own ``seed`` (its blocks, switched labels and weight noise) alike.
+:func:`faithlab.train.cross_train`'s own ``seed`` (its blocks, switched labels and weight noise) alike. The
+Monte-Carlo draws of the evaluation (a random explainer's noise, the shuffled pairings of the chance level, μF's
+subsets, S_avg's neighbours) are keyed to (``seed``, the family's replica: its setting and index, draw) by
+:func:`family_draws` (:func:`faithlab.study.verdicts.replication.replica_draws`), never summed: each replica and
+notebook seed draws its own; a degraded family of replica r draws as the normal family of replica r (paired draws).
 """
 
 from __future__ import annotations
@@ -22,16 +26,16 @@ from dataclasses import dataclass, fields, replace
 import torch
 
 import faithlab
-from faithlab import _validate, data, explainers, train
+from faithlab import _validate, data, explainers, perturb, train
 from faithlab.study.papers.setup import Setting
 from faithlab.study.verdicts import replication
-from faithlab.study.verdicts.replication import Replica
+from faithlab.study.verdicts.replication import Replica, replica_draws
 from faithlab.train.cache import cache_key
 
 __all__ = ["TASKS", "METHODS", "DEGRADATIONS", "degradation_amount", "method_options", "task_label", "Family",
            "load_task", "stand_in", "stand_in_order", "digit_variant", "family", "explain_family", "FamilySettings",
            "families", "SCHEDULER", "SUBSET_FRACTION", "RADIUS", "run_replicas", "replica_families",
-           "lipschitz_replicas"]
+           "lipschitz_replicas", "family_draws", "model_seeds"]
 
 SUBSET_FRACTION = 0.15
 """μF's subsets in Table 3 (§4.6): 15 % of the pixels set to 0."""
@@ -161,8 +165,10 @@ def method_options(method: str, *, ig_steps: int | None = None, sg_samples: int 
 
 @dataclass
 class Family:
-    """k cross-trained models on a task's D: the models, the data, their predictions ``(k, N)``, and a key that
-    identifies them (the models' cache keys and the degradation)."""
+    """k cross-trained models on a task's D: the models, the data, their predictions ``(k, N)``, a key that
+    identifies them (the models' cache keys and the degradation), and the replica they were trained as (its setting
+    and index key the evaluation's draws, :func:`family_draws`; None: a single model, replica 0 of the unnamed
+    setting)."""
 
     name: str
     task: str
@@ -170,6 +176,7 @@ class Family:
     data: data.TensorData
     predictions: torch.Tensor
     key: str
+    replica: Replica | None = None
 
 
 def load_task(task: str, *, n: int, image_size: int, seed: int = 0, dataset: str | None = None,
@@ -287,7 +294,7 @@ def family(task: str, d: data.TensorData, *, model: str = "resnet18_cifar", widt
     d = d.to(next(ct.models[0].parameters()).device)
     key = cache_key({"models": [h["key"] for h in ct.histories], "degradation": DEGRADATIONS[degradation],
                      "seed": replica.seed, "version": faithlab.__version__})
-    return Family(name or degradation, task, ct, d, ct.predictions(d.x, batch_size=batch_size), key)
+    return Family(name or degradation, task, ct, d, ct.predictions(d.x, batch_size=batch_size), key, replica)
 
 
 def _labels_digest(d: data.TensorData) -> str:
@@ -299,12 +306,28 @@ def _labels_digest(d: data.TensorData) -> str:
     return hashlib.sha256(d.y.cpu().numpy().tobytes() + x.tobytes()).hexdigest()[:12]
 
 
+def family_draws(fam: Family, seed: int, *keys: int | str) -> int:
+    """The seed of the Monte-Carlo draws ``keys`` (a draw's name, a model's index) of family ``fam`` under the
+    notebook's ``seed``: :func:`~faithlab.study.verdicts.replication.replica_draws` of its replica (setting and
+    index; None: replica 0 of the unnamed setting). Each replica, setting and notebook seed draws apart."""
+    return replica_draws(seed, fam.replica, *keys)
+
+
+def model_seeds(fam: Family, seed: int, i: int, index=None) -> torch.Tensor:
+    """The per-sample seeds (``explain``'s ``sample_seeds``) of model ``i`` of ``fam``'s maps: ``keyed_seed(
+    family_draws(fam, seed, "maps", i), j)`` for every sample ``j`` of ``index`` (default all of D), so a
+    sample's map does not depend on the batch, and each model, replica and notebook seed draws its own noise."""
+    index = torch.arange(len(fam.data)) if index is None else torch.as_tensor(list(index), dtype=torch.int64)
+    return perturb.keyed_seeds(family_draws(fam, seed, "maps", int(i)), index)
+
+
 def explain_family(fam: Family, method: str, *, batch_size: int = 256, seed: int = 0, **settings) -> torch.Tensor:
     """Every model's explanation of every sample of D → ``(k, N, *map_shape)``, each for the class that model
-    predicts (the paper, spec §6.15)."""
+    predicts (the paper, spec §6.15); a random method's draws keyed to (seed, the family's replica, the model, the
+    sample) (:func:`model_seeds`)."""
     name, options = method_options(method, **settings)
     maps = [explainers.explain(m, fam.data.x, fam.predictions[i].to(fam.data.x.device), method=name,
-                               batch_size=batch_size, generator=seed + i, **options)
+                               batch_size=batch_size, sample_seeds=model_seeds(fam, seed, i), **options)
             for i, m in enumerate(fam.cross.models)]
     return torch.stack(maps)
 

@@ -18,8 +18,9 @@ from faithlab import explainers, metrics, perturb
 from faithlab.study import verdicts
 from faithlab.study.verdicts import replication
 
-__all__ = ["HIGHER_IS_BETTER", "per_sample_metrics", "pixel_map", "per_image_frame", "random_saco_frame", "oriented",
-           "radar_scale", "models_mean_interval", "case_study_frame", "rank_correlations", "per_model_correlations"]
+__all__ = ["HIGHER_IS_BETTER", "per_sample_metrics", "pixel_map", "map_seeds", "random_maps", "per_image_frame",
+           "random_saco_frame", "oriented", "radar_scale", "models_mean_interval", "case_study_frame",
+           "rank_correlations", "per_model_correlations"]
 
 HIGHER_IS_BETTER = {"SaCo": True, "AUC": False, "AOPC": True, "LOdds": False, "Comprehensiveness": False}
 """Direction of each metric of the SaCo comparison (spec §3.2): True when a higher score means more faithful."""
@@ -109,18 +110,40 @@ def per_sample_metrics(model: Callable, x: torch.Tensor, y: torch.Tensor, attrib
 
 
 def pixel_map(model: Callable, x: torch.Tensor, target: torch.Tensor, method: str, options: Mapping, signed: bool, *,
-              batch_size: int = 256, generator=None) -> torch.Tensor:
+              batch_size: int = 256, generator=None, sample_seeds: torch.Tensor | None = None) -> torch.Tensor:
     """The ``(B, 1, H, W)`` pixel map the comparison scores for a registered explainer ``method`` with its
     ``options``, explaining ``target``: its channels summed, signed for a signed relevance method (``signed``: LRP,
-    ATTCAT, whose authors rank pixels by evidence for the class), of |a| for the others."""
-    a = explainers.explain(model, x, target, method=method, batch_size=batch_size, generator=generator, **options)
+    ATTCAT, whose authors rank pixels by evidence for the class), of |a| for the others. A random method draws from
+    ``sample_seeds`` (one seed per row, ``explain``'s; see :func:`map_seeds`) when given, else from ``generator``."""
+    a = explainers.explain(model, x, target, method=method, batch_size=batch_size, generator=generator,
+                           sample_seeds=sample_seeds, **options)
     return a.sum(1, keepdim=True) if signed else a.abs().sum(1, keepdim=True)
+
+
+def map_seeds(seed: int, setting: str, replica: int, draw: str, index) -> torch.Tensor:
+    """The per-image seeds of a random map of trained model (``setting``, ``replica``) under the notebook's ``seed``:
+    ``keyed_seed(draw_seed(seed, setting, replica, draw), i)`` for every global image index ``i`` of ``index``, so
+    that each replica, setting, notebook seed and draw (e.g. ``"random map"``) gets its own maps, and an image its
+    own whatever batch or shard it is drawn in."""
+    key = replication.draw_seed(seed, str(setting), int(replica), draw)
+    return perturb.keyed_seeds(key, torch.as_tensor(list(index), dtype=torch.int64))
+
+
+def random_maps(models: Mapping[tuple, tuple], predicted: Mapping[tuple, torch.Tensor], spec: tuple, *, seed: int,
+                batch_size: int = 256) -> dict[tuple, torch.Tensor]:
+    """The Random method's maps (``spec``: its ``(method, options, signed)``) of every image of every model of
+    ``models`` (``{(setting, replica): (model, x, y)}``), explaining ``predicted[(setting, replica)]``, each image
+    drawn from :func:`map_seeds` (draw ``"random map"``): drawn up front for the whole run, so that a shard of the
+    images reads the maps of the whole."""
+    return {key: pixel_map(model, x, predicted[key], *spec, batch_size=batch_size,
+                           sample_seeds=map_seeds(seed, key[0], key[1], "random map", range(len(x))).to(x.device))
+            for key, (model, x, _) in models.items()}
 
 
 def per_image_frame(models: Mapping[tuple, tuple], methods: Mapping[str, tuple], images, *,
                     predicted: Mapping[tuple, torch.Tensor], random_maps: Mapping[tuple, torch.Tensor], k: int = 10,
                     k_values: Sequence[int] = (), random: str = "Random", batch_size: int = 256,
-                    generator=None) -> pd.DataFrame:
+                    generator=None, seed: int | None = None) -> pd.DataFrame:
     """One row per (setting, replica, method, image) for the images ``images`` (indices; those beyond a setting's
     test set are skipped): :func:`per_sample_metrics` of the method's map and SaCo at every K of ``k_values``
     (columns ``"SaCo K=<K>"``).
@@ -128,15 +151,20 @@ def per_image_frame(models: Mapping[tuple, tuple], methods: Mapping[str, tuple],
     models: ``{(setting, replica): (model, x, y)}``; methods: ``{name: (method, options, signed)}`` for
     :func:`pixel_map`, explaining the class in ``predicted[(setting, replica)]``; the ``random`` method's maps are
     read from ``random_maps`` (drawn beforehand for every image, so that a shard of the images gets the maps of the
-    whole run). Computing the frame in parts of ``images`` and concatenating gives the whole frame."""
+    whole run). Another random method draws, with the notebook's ``seed`` given, per image from :func:`map_seeds`
+    (its setting, replica and name: each trained model its own draws, a shard the whole's), else from
+    ``generator``. Computing the frame in parts of ``images`` and concatenating gives the whole frame."""
     frames = []
     for key, (model, x, y) in models.items():
         idx = torch.tensor([i for i in images if i < len(x)], dtype=torch.long)
         if not len(idx):
             continue
         for name, spec in methods.items():
+            keyed = seed is not None and name != random and explainers.is_random(spec[0])
+            seeds = map_seeds(seed, key[0], key[1], name, idx.tolist()).to(x.device) if keyed else None
             a = (random_maps[key][idx] if name == random else
-                 pixel_map(model, x[idx], predicted[key][idx], *spec, batch_size=batch_size, generator=generator))
+                 pixel_map(model, x[idx], predicted[key][idx], *spec, batch_size=batch_size, generator=generator,
+                           sample_seeds=seeds))
             scores = per_sample_metrics(model, x[idx], y[idx], a, k=k, target=predicted[key][idx],
                                         batch_size=batch_size)
             with warnings.catch_warnings():  # constant maps (SaCo 0) are flagged by per_sample_metrics
@@ -154,12 +182,14 @@ def random_saco_frame(models: Mapping[tuple, tuple], *, k: int = 10, seed: int =
     """SaCo (K = ``k``) of a uniform random map (U(0, 1) per pixel) on every image of every model → one row per
     (setting, replica, sample) (columns setting, replica, sample, SaCo). models: ``{(setting, replica): (model, x,
     target)}`` with the images ``x`` and the classes ``target`` the maps explain. The maps are drawn per sample
-    (``explain``'s ``sample_seeds``: ``seed`` + the sample's index), so a model's rows do not depend on the others.
+    (``explain``'s ``sample_seeds``: :func:`map_seeds` of ``seed``, the model's setting and replica, draw ``"random
+    saco"`` and the sample's index), so every trained model draws its own maps, and its rows do not depend on the
+    others.
     Random's SaCo is the cheapest of the comparison (one map, K + 1 passes per image): S1's "near 0" part reads it
     on more images than the other methods are scored on."""
     frames = []
     for (setting, replica), (model, x, target) in models.items():
-        seeds = torch.arange(len(x), dtype=torch.int64) + int(seed)
+        seeds = map_seeds(seed, setting, replica, "random saco", range(len(x))).to(x.device)
         a = explainers.explain(model, x, target, method="random", batch_size=batch_size, sample_seeds=seeds)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", perturb.ConstantMapWarning)
@@ -225,12 +255,13 @@ def rank_correlations(per_sample: pd.DataFrame, *, methods, n_null: int = 200, s
     existing"), the metrics oriented so that higher is better; columns setting, (replica,) method, pair, kind, rho,
     |rho|, images (the samples it rests on), and
     the chance level of each pair: ``null rho`` / ``null |rho|``, the mean of ρ / |ρ| over ``n_null`` shufflings of
-    the second metric's samples (generator ``seed``; |ρ| is above 0 at chance, about 0.8 / √n for n samples)."""
+    the second metric's samples (|ρ| is above 0 at chance, about 0.8 / √n for n samples), drawn per trained model
+    and method from ``draw_seed(seed, setting, replica, "shuffles", method)`` (replica 0 without a replica column):
+    each unit its own shufflings, whatever the other units of the frame)."""
     from faithlab.metrics import statistics as stats
 
     existing = [m for m in HIGHER_IS_BETTER if m != "SaCo"]
     pairs = [(a, b) for i, a in enumerate(["SaCo", *existing]) for b in existing[max(0, i):] if a != b]
-    g = torch.Generator().manual_seed(seed)
     rows = []
     frame = per_sample[per_sample["method"].isin(list(methods))]
     keys = ["setting", *replication.unit_keys(frame, "method")]
@@ -238,6 +269,8 @@ def rank_correlations(per_sample: pd.DataFrame, *, methods, n_null: int = 200, s
         names = dict(zip(keys, key, strict=True))
         values = {m: torch.tensor(v.to_numpy(dtype=np.float64)) for m, v in oriented(unit).items()}
         n = len(unit)
+        g = torch.Generator().manual_seed(replication.draw_seed(seed, str(names["setting"]), int(names.get(
+            "replica", 0)), "shuffles", str(names["method"])))
         perm = torch.argsort(torch.rand(n_null, n, generator=g), dim=1)  # the same shufflings for every pair
         for a, b in pairs:
             rho = stats.spearman(values[a], values[b]).item()

@@ -29,7 +29,7 @@ from faithlab.metrics.statistics import spearman
 
 __all__ = ["recovery", "recovery_units", "ideal_gap", "resilience", "reactivity", "report_card", "CRITERIA",
            "cost_per_metric", "noisy_inputs", "beats", "META_SETUP", "OOD_SETUP", "REFERENCE_SETUPS", "MODEL_NOISE",
-           "INPUT_NOISE", "RANDOMISE_SCALE"]
+           "INPUT_NOISE", "RANDOMISE_SCALE", "replica_draw", "replica_options"]
 
 # ---- the protocol's fixed constants (the notebook ``synthesis/metrics_compared`` reads them from here)
 META_SETUP = "CNN, grey canvas"
@@ -176,9 +176,26 @@ def report_card(recovery_by_setup: pd.DataFrame, resilience_table: pd.DataFrame,
     return card.sort_values(["overall", "recovery"], ascending=[True, False]).reset_index()
 
 
+def replica_draw(s, seed: int, *keys: int | str) -> int:
+    """The seed of the Monte-Carlo draws ``keys`` (a draw's name) of setup ``s`` (a :class:`Setup`: its trained
+    replica ``s.replica``, None for a single model) under the notebook's ``seed``:
+    :func:`~faithlab.study.verdicts.replication.replica_draws`, keyed, never summed: each replica, setting and
+    notebook seed draws its own."""
+    return replication.replica_draws(seed, s.replica, *keys)
+
+
+def replica_options(options: Mapping, s) -> dict:
+    """``options`` of :func:`faithlab.evaluate` for setup ``s``: its ``seed`` (the notebook's) replaced by
+    :func:`replica_draw` ``(s, seed, "evaluate")``, so that the metrics' Monte-Carlo draws (masks, subsets,
+    neighbours, noise) are each replica's own; every call on the same setup draws the same (paired across
+    references, explainers and the meta-evaluation's conditions)."""
+    return {**options, "seed": replica_draw(s, options.get("seed", 0), "evaluate")}
+
+
 def noisy_inputs(x: torch.Tensor, sigma: float, *, generator: torch.Generator | int) -> torch.Tensor:
     """x plus Gaussian noise of std ``sigma`` (in x's units) → x's shape: the slight input perturbation of the
-    meta-evaluation. The noise is drawn on the CPU from ``generator`` (device-independent)."""
+    meta-evaluation. The noise is drawn on the CPU from ``generator`` (device-independent; the notebook passes its
+    setup's :func:`replica_draw` ``"input noise"``)."""
     sigma = _validate.number(sigma, "sigma")
     if sigma < 0:
         raise ValueError(f"sigma must be non-negative, got {sigma}")

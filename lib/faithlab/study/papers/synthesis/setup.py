@@ -22,7 +22,7 @@ from faithlab._optional import require
 from faithlab.data import TensorData
 from faithlab.metrics.papers.fewclass.fidelity import candidate_grid
 from faithlab.study.papers.setup import Setting
-from faithlab.study.verdicts.replication import Replica, training_seed
+from faithlab.study.verdicts.replication import Replica, replica_draws, training_seed
 
 __all__ = ["Setup", "setup", "tree_setup", "part_rows", "degraded_name", "explainer_maps", "evaluate_again"]
 
@@ -249,20 +249,22 @@ def explainer_maps(s: Setup, *, noise_levels: Sequence[float], methods: Mapping[
     level, so the levels differ by the share permuted only), then ``methods`` ``{name: (explainer method,
     options)}`` through :func:`faithlab.explainers.explain` on ``model`` (default the setup's) and ``x`` (default
     the setup's), explaining the model's prediction; their quality is unknown. The ground truth does not depend
-    on the model or on small input noise, so it is reused as it is."""
+    on the model or on small input noise, so it is reused as it is. seed: the notebook's; the degradations and the
+    random maps draw from ``replica_draws(seed, s.replica, "degrade")`` and ``(…, "maps", name)`` (keyed to the
+    setup's replica, never summed), so each replica draws its own and every call on the same setup the same."""
     model = s.model if model is None else model
     x = s.x if x is None else x
     maps, quality = {}, {}
     for xi in noise_levels:
         name = degraded_name(xi)
-        maps[name] = explainers.degrade(s.truth, xi, generator=seed)
+        maps[name] = explainers.degrade(s.truth, xi, generator=replica_draws(seed, s.replica, "degrade"))
         quality[name] = -float(xi)
     with torch.no_grad():
         target = model(x).argmax(1)
     for name, (method, options) in methods.items():
         opts = dict(options)
         if method == "random":
-            opts.setdefault("generator", seed)
+            opts.setdefault("generator", replica_draws(seed, s.replica, "maps", name))
         maps[name] = explainers.explain(model, x, target, method=method, batch_size=batch_size, **opts).detach()
     return maps, quality
 
@@ -273,11 +275,14 @@ def evaluate_again(s: Setup, model: nn.Module, finetuned: nn.Module, x: torch.Te
     """:func:`faithlab.evaluate` of the setup's explainers on a perturbed ``model`` (with its fine-tuned twin
     ``finetuned``, read by FFid±) or perturbed inputs ``x``, against the setup's labels: the maps recomputed by
     :func:`explainer_maps` for that model and those inputs, and Few-class's perturbation selected again on them
-    (``grid`` as :func:`faithlab.metrics.select_perturbation` takes it); ``seed`` and ``batch_size`` serve all three
-    (maps, selection, ``evaluate``), the other ``options`` go to ``evaluate``."""
+    (``grid`` as :func:`faithlab.metrics.select_perturbation` takes it); ``seed`` (the notebook's) keys the maps
+    (:func:`explainer_maps`) and ``evaluate``'s draws (``replica_draws(seed, s.replica, "evaluate")``, those of
+    :func:`~faithlab.study.papers.synthesis.experiments.replica_options`): the draws of the setup's own evaluation,
+    so a condition changes the model or the inputs, not the draws; ``batch_size`` serves all three, the other
+    ``options`` go to ``evaluate``."""
     maps, _ = explainer_maps(s, noise_levels=noise_levels, methods=methods, seed=seed, x=x, model=model,
                              batch_size=batch_size)
     perturbed = metrics.select_perturbation(model, x, grid=grid, batch_size=batch_size,
                                             normalisation=s.normalisation)["image"]
-    return evaluation.evaluate(model, x, s.y, maps, finetuned=finetuned, perturbed=perturbed, seed=seed,
-                               batch_size=batch_size, **options)
+    return evaluation.evaluate(model, x, s.y, maps, finetuned=finetuned, perturbed=perturbed,
+                               seed=replica_draws(seed, s.replica, "evaluate"), batch_size=batch_size, **options)

@@ -11,7 +11,7 @@ import torch
 
 from faithlab import explainers
 from faithlab.metrics.papers.reco_mege.crossfold import explanation_distance, flatten_maps
-from faithlab.study.papers.reco_mege.setup import Family
+from faithlab.study.papers.reco_mege.setup import Family, model_seeds
 from faithlab.study.papers.reco_mege.setup import method_options
 
 __all__ = ["steps_diagnostic", "cam_grid"]
@@ -25,7 +25,8 @@ def steps_diagnostic(fam: Family, details: Mapping[str, dict], *, used: Mapping[
     ``n_images`` images at the ``used`` count and at the ``paper``'s (60), and the mean Spearman distance between
     the two (the distance ReCo and MeGe use), beside that method's mean S= distance (two models' maps of one image)
     and its shuffled level. A distance far below S= says the cheaper count changes the maps less than another model
-    does. One row per method."""
+    does. One row per method. A random method draws as model 0 of
+    :func:`~faithlab.study.papers.reco_mege.setup.explain_family` (keyed to seed, the family's replica, sample)."""
     rows = []
     model, x = fam.cross.models[0], fam.data.x[:n_images]
     target = fam.predictions[0, :n_images].to(x.device)
@@ -37,8 +38,8 @@ def steps_diagnostic(fam: Family, details: Mapping[str, dict], *, used: Mapping[
         maps = []
         for c in (count, paper):
             name, options = method_options(method, **{key: c})
-            maps.append(explainers.explain(model, x, target, method=name, batch_size=batch_size, generator=seed,
-                                           **options))
+            maps.append(explainers.explain(model, x, target, method=name, batch_size=batch_size, **options,
+                                           sample_seeds=model_seeds(fam, seed, 0, range(len(x)))))
         a, b = (flatten_maps(m, channel_dim=channel_dim) for m in maps)
         d = explanation_distance(a.flatten(1), b.flatten(1))
         pairs = details[method]["pairs"]

@@ -12,7 +12,7 @@ import torch
 from faithlab import explainers
 
 from faithlab.metrics.papers.reco_mege.crossfold import reco_mege_details_from_predictions
-from faithlab.study.papers.reco_mege.setup import Family
+from faithlab.study.papers.reco_mege.setup import Family, model_seeds
 from faithlab.study.papers.reco_mege.setup import method_options
 
 __all__ = ["identical_models"]
@@ -21,11 +21,12 @@ __all__ = ["identical_models"]
 def identical_models(fam: Family, method: str, *, batch_size: int = 256, seed: int = 0, **settings) -> pd.DataFrame:
     """R5 check: the family's first model standing in for all k (its maps and predictions copied k times) → one row
     per sample of D: ``sample``, ``S= distance`` (the mean of its S= distances, NaN without an S= pair) and ``MeGe``
-    (of the whole set, the same on every row); MeGe must be 1 and every distance 0."""
+    (of the whole set, the same on every row); MeGe must be 1 and every distance 0. A random method's maps are
+    model 0's of :func:`~faithlab.study.papers.reco_mege.setup.explain_family` (keyed to seed, replica, sample)."""
     name, options = method_options(method, **settings)
     model = fam.cross.models[0]
     maps = explainers.explain(model, fam.data.x, fam.predictions[0].to(fam.data.x.device), method=name,
-                              batch_size=batch_size, generator=seed, **options)
+                              batch_size=batch_size, sample_seeds=model_seeds(fam, seed, 0), **options)
     k = fam.cross.k
     copies = maps[None].expand(k, *maps.shape)
     preds = fam.predictions[:1].expand(k, -1).to(maps.device)

@@ -12,7 +12,7 @@ import torch
 from faithlab import paths, perturb
 from faithlab.metrics.papers.reco_mege.crossfold import (Pairs, details_from_pairs, reco_mege_details_from_predictions,
                                                          shuffled_distances, shuffled_partners)
-from faithlab.study.papers.reco_mege.setup import Family, explain_family
+from faithlab.study.papers.reco_mege.setup import Family, explain_family, family_draws
 from faithlab.study.papers.reco_mege.setup import method_options
 from faithlab.train.cache import cache_key
 
@@ -23,7 +23,10 @@ _NULL_VERSION = 1
 """What the cached null of :func:`distance_sets` is (shuffled_partners over the samples with an S= pair, stream
 :data:`NULL_STREAM` of the seed); a cache file without it, or with another version, is recomputed."""
 
-NULL_STREAM = 1  # the shuffled pairings' generator: keyed_seed(seed, NULL_STREAM), apart from the explainers' seeds
+NULL_STREAM = 1
+"""The shuffled pairings' stream: generator ``keyed_seed(draw key, NULL_STREAM)``, apart from the explainers' draws
+(the draw key: :func:`~faithlab.study.papers.reco_mege.setup.family_draws` of the notebook's seed and the family's
+replica, or Table 3's)."""
 
 
 def with_null(pairs: Pairs, shuffled: torch.Tensor, partners: torch.Tensor | None = None) -> dict:
@@ -42,8 +45,10 @@ def distance_sets(fam: Family, method: str, *, batch_size: int = 256, seed: int 
     """:func:`faithlab.metrics.papers.reco_mege.crossfold.reco_mege_details_from_predictions` for one family and method
     (the family's predictions), with the chance level of every pair (``"shuffled"``, see :func:`with_null`): the same
     distance with the second model's map of another image, the image pairings shuffled within the samples that have an
-    S= pair (:func:`faithlab.metrics.shuffled_partners`, generator ``keyed_seed(seed, 1)``, drawn once per family, so
-    every method of a family gets the same pairings and batch_size changes nothing). Both are computed from the same
+    S= pair (:func:`faithlab.metrics.shuffled_partners`, generator ``keyed_seed(family_draws(fam, seed),
+    NULL_STREAM)``, drawn once per family and replica, so every method of a family gets the same pairings, each
+    replica and notebook seed its own, and batch_size changes nothing); a random method's maps are keyed likewise
+    (:func:`~faithlab.study.papers.reco_mege.setup.explain_family`). Both are computed from the same
     maps and cached under ``<cache>/reco_mege/`` (keyed by the models, the method and its settings), so another
     notebook asking for the same sets loads them (``torch.load(weights_only=True)``); a cache file written before
     the null existed is recomputed."""
@@ -51,7 +56,7 @@ def distance_sets(fam: Family, method: str, *, batch_size: int = 256, seed: int 
     key = cache_key({"family": fam.key, "method": name, "options": {k: v for k, v in options.items()
                                                                     if not isinstance(v, torch.Tensor)},
                      "background": "train" if "background" in options else None, "distance": distance, "seed": seed,
-                     "n": len(fam.data)})
+                     "n": len(fam.data), "draws": family_draws(fam, seed)})
     file = paths.cache_dir() / "reco_mege" / f"{key}.pt"
     labels, folds = fam.data.y.cpu(), fam.cross.folds
     if cache and file.exists():
@@ -69,7 +74,8 @@ def distance_sets(fam: Family, method: str, *, batch_size: int = 256, seed: int 
                                                  folds.to(maps.device), distance=distance, channel_dim=channel_dim,
                                                  batch_size=batch_size)
     pairs = Pairs(*(t.cpu() for t in (details["pairs"].distance, details["pairs"].other, details["pairs"].kind)))
-    partners = shuffled_partners((pairs.kind == 0).any(1), generator=perturb.keyed_seed(seed, NULL_STREAM))
+    partners = shuffled_partners((pairs.kind == 0).any(1),
+                                 generator=perturb.keyed_seed(family_draws(fam, seed), NULL_STREAM))
     shuffled = shuffled_distances(maps, folds.to(maps.device), partners.to(maps.device), distance=distance,
                                   channel_dim=channel_dim, batch_size=batch_size).cpu()
     if cache:
