@@ -11,7 +11,7 @@ import pytest
 import faithlab as fl
 import faithlab.study as fs
 
-R, P, N, T, I = fs.verdicts.VERDICTS
+R, W, P, N, T, I = fs.verdicts.VERDICTS  # W: reproduced, weaker
 LABELS = np.arange(60) % 10
 
 
@@ -31,9 +31,10 @@ MOSTLY_ZERO_GUESSES = np.r_[np.zeros(42, int), np.ones(18, int)]  # right on eve
 
 @pytest.mark.parametrize("frame, predictions, labels, expected, why", [
     (deletion(-0.1), LABELS, LABELS, R, "holds"),        # IG's curve falls faster than random maps'
-    (deletion(+0.1), LABELS, LABELS, N, "fails"),        # IG worse than random maps
-    (deletion(0.0, noise=0.001), LABELS, LABELS, N, "fails"),  # a tight tie: the effect is shown below the margin
-    (deletion(-0.01, noise=0.02), LABELS, LABELS, I, "undecided"),  # right at the margin 0.01: straddles it
+    (deletion(+0.1), LABELS, LABELS, N, "absent (reversed)"),  # IG worse than random maps: reversed
+    (deletion(0.0, noise=0.001), LABELS, LABELS, N, "] absent (above"),  # a tight tie: inside the band of no effect
+    (deletion(-0.005, noise=0.005), LABELS, LABELS, W, "weaker"),  # half the margin, tight: there, but smaller
+    (deletion(-0.005, noise=0.04), LABELS, LABELS, I, "undecided"),  # reaches both 0 and the margin 0.01
     (deletion(-0.1), CHANCE, LABELS, T, "permuted"),       # the model did not learn: at the permuted-label level
     (deletion(-0.1), MOSTLY_ZERO_GUESSES, MOSTLY_ZERO, T, "majority"),  # above permuted labels, below the majority
 ])

@@ -10,8 +10,10 @@ above its claim function, read with :func:`faithlab.study.verdicts.rule`): per c
 model × reference) an interval — a t interval on the replica means of the per-image values
 (:func:`faithlab.study.verdicts.effect`), on one statistic per replica (:func:`faithlab.study.verdicts.replica_judgement`), or on
 the replica shares joined with the Wilson interval of a binary share (:func:`faithlab.study.verdicts.share_interval`) —
-judged against the rule's margin in the paper's direction: holds (beyond it), fails (wholly short of it: inside the
-band of no meaningful effect, or reversed) or undecided (straddles it). The cells then combine as the rule says
+judged at one-sided 5 % (its 90 % interval) against two boundaries in the paper's direction, the value of no effect
+and the rule's margin: holds (beyond the margin), weaker (beyond the value of no effect, not shown beyond the
+margin), absent (inside the band of no meaningful effect, or reversed) or undecided (reaches both the value of no
+effect and a margin). The cells then combine as the rule says
 (:func:`faithlab.study.verdicts.decide`: every cell, a share fixed in advance; :func:`faithlab.study.verdicts.decide_parts` for
 C5a's named parts). A premise about the stand-in is decided before the outcome with the same kind of interval: a
 failed premise makes the claim "not testable here", an undecided one "inconclusive". Which cells a claim counts is

@@ -111,8 +111,8 @@ def claim_random_lowest(fid: pd.DataFrame, *, task: str, model: str, flips: pd.D
         paper_value=PAPER_C1.get(task, ""),
         our_value=(f"Random {means['Random']:.3f}; lowest other {means[lowest]:.3f} ({lowest}); "
                    f"{outcomes.count('holds')} of {len(cells)} methods above Random by more than the margin, "
-                   f"{outcomes.count('fails')} shown within it or below ({len(set(groups))} replicas, {units} "
-                   "images)"),
+                   f"{outcomes.count('weaker')} above it by less, {outcomes.count('absent')} shown within the band of "
+                   f"no meaningful effect or below ({len(set(groups))} replicas, {units} images)"),
         verdict=v, table=table, units=units)
 
 
@@ -190,7 +190,8 @@ def claim_alteration_gains(fid: pd.DataFrame, *, alterations: Sequence[str] = ("
         premise=check.text + ("" if flips is not None else " (the paper's mechanism is not checked here)"),
         paper_value=paper.alteration_gains_text(paper.TABLE_1, "Table 1"),
         our_value=(f"{outcomes.count('holds')} of {len(cells)} cells raised by more than the margin, "
-                   f"{outcomes.count('fails')} shown short of it (mean gain {np.mean(gains):+.3f})"
+                   f"{outcomes.count('weaker')} raised by less, {outcomes.count('absent')} shown not raised (within "
+                   f"the band of no meaningful effect, or lowered) (mean gain {np.mean(gains):+.3f})"
                    if cells else "no altered cell"),
         verdict=v, table=table, units=min((j.interval.units for j in cells.values()), default=None))
 

@@ -57,6 +57,7 @@ def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
         interval = share_of(cell["U < Δ"].astype(bool), groups)
         cells[task, model] = verdicts.judge(interval, rule, what=f"{task}/{model}",
                                             _units=(cell["U < Δ"].astype(float).to_numpy(), groups))
+        interval = cells[task, model].interval  # the interval the outcome read (rebuilt at the decision level)
         chance = cell_of(lambda: verdicts.mean_interval(cell["candidates U < Δ"].to_numpy(np.float64),
                                                       groups=groups))
         what = f"{task}/{model}: share of images a random candidate makes uncertain"
@@ -102,11 +103,25 @@ def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
     direction="above", margin=0.05,
     margin_source=("the paper's own threshold of uncertainty, Δ = min(0.1, N/40) = 0.05 for N = 2 (eq. 3): below it "
                    "the paper calls the model uncertain"),
+    zero=0.05,
+    zero_source=("the paper's Δ (eq. 3), the margin itself: a U below it is the uncertain end point the paper asks "
+                 "for (the null), not a smaller confidence, so the rule keeps one boundary"),
     decision="every", over="model × reference cells", null="the uncertain end point the paper asks for, U < Δ",
     premises=["a binary task was run"], replicas=3, units=30, interval="t on replica means",
     unit="XAI image of a binary model",
     log=[
-        {**REGISTERED, "fingerprint": "b95831dd86b7"},
+        REGISTERED,
+        {"date": "2026-11-29", "change": "changed", "field": "zero", "old": 0.0, "new": 0.05,
+         "why": ("issue 90 (verdicts that say what holds): the decisions now read a second boundary, the value of no "
+                 "effect (0 unless the rule sets it), and a cell beyond it but short of the margin is 'weaker'. U is "
+                 "never below 0, so with 0 a model that a reference leaves uncertain by the paper's own definition "
+                 "(0 < U < Δ) would read 'reproduced, weaker'. Below Δ is the null, not a smaller effect: the value "
+                 "of no effect is Δ, the margin, which keeps the one boundary the rule was registered with. "
+                 "Statistic, margin, decision and design unchanged")},
+        {"date": "2026-11-29", "change": "changed", "field": "zero_source", "old": "",
+         "new": ("the paper's Δ (eq. 3), the margin itself: a U below it is the uncertain end point the paper asks "
+                 "for (the null), not a smaller confidence, so the rule keeps one boundary"),
+         "why": "a rule that sets zero says why (the entry above)", "fingerprint": "6a8f1591dd7f"},
     ],
 )
 @verdicts.registered(
@@ -206,13 +221,27 @@ def claim_class_flip(flips: pd.DataFrame, *, binary: Sequence[str]) -> verdicts.
     margin_source=("convention: an identity of eq. (1) holds for every value; 0.999 lets the Wilson interval of the "
                    "pooled values decide (a violation rate above one in a thousand fails; the library's oracle tests "
                    "check single values exactly)"),
+    zero=0.999,
+    zero_source=("the margin itself: an identity has no smaller effect to report (a value meets its bound or not), "
+                 "so the rule keeps one boundary"),
     decision="single", null="none: an identity of the metric",
     premises=["none: the bound holds by construction of eq. (1), so this checks our implementation, not the paper"],
     replicas=3, units=30, interval="Wilson",
     unit="computed Fid value (not trained: the replica minimum does not apply)",
     note="a study check (an identity of eq. 1), not one of the paper's claims",
     log=[
-        {**REGISTERED, "fingerprint": "e95ba57aeb9c"},
+        REGISTERED,
+        {"date": "2026-11-29", "change": "changed", "field": "zero", "old": 0.0, "new": 0.999,
+         "why": ("issue 90 (verdicts that say what holds): the decisions now read a second boundary, the value of no "
+                 "effect (0 unless the rule sets it), and a cell beyond it but short of the margin is 'weaker'. With "
+                 "0, an implementation whose values break their bound one time in ten (share 0.9) would read "
+                 "'reproduced, weaker'; an identity either holds or does not. The value of no effect is the margin, "
+                 "which keeps the one boundary the check was registered with. Statistic, margin and decision "
+                 "unchanged")},
+        {"date": "2026-11-29", "change": "changed", "field": "zero_source", "old": "",
+         "new": ("the margin itself: an identity has no smaller effect to report (a value meets its bound or not), "
+                 "so the rule keeps one boundary"),
+         "why": "a rule that sets zero says why (the entry above)", "fingerprint": "559ce5e08717"},
     ],
 )
 def claim_fid_bounds(values: pd.DataFrame) -> verdicts.Claim:

@@ -150,12 +150,14 @@ def claim_ood_check(per_input: pd.DataFrame, *, data: str, original: str = "orig
 
 def mechanism(check: verdicts.Claim) -> verdicts.Premise:
     """The premise that a claim on a data set takes from that data set's :func:`claim_ood_check` (as decided by
-    ``out.claim``): holds when the check is reproduced, fails (the claim is "not testable here") when it is not
-    reproduced or not testable, undecided (the claim is "inconclusive") when the check is inconclusive."""
+    ``out.claim``): holds when the check is reproduced or reproduced, weaker (removal is shown out of distribution
+    and the fine-tuning shown to absorb some of it, if not to the paper's size: the mechanism is there), fails (the
+    claim is "not testable here") when it is not reproduced or not testable, undecided (the claim is
+    "inconclusive") when the check is inconclusive."""
     if not isinstance(check, verdicts.Claim) or check.rule_id != "FF.OOD":
         raise TypeError(f"check must be the FF.OOD claim of claim_ood_check, got {check!r}")
     v = str(check.verdict)
-    holds = True if v == verdicts.REPRODUCED else None if v == verdicts.INCONCLUSIVE else False
+    holds = True if v in (verdicts.REPRODUCED, verdicts.WEAKER) else None if v == verdicts.INCONCLUSIVE else False
     return verdicts.Premise(holds, f"{check.claim.split(':')[0]} {v} ({check.our_value})")
 
 

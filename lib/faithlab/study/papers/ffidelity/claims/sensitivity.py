@@ -72,9 +72,10 @@ def claim_size_readout(table: pd.DataFrame, *, tolerance: float, mechanism: verd
     replica shares and the Wilson interval of the pooled count (:func:`faithlab.study.verdicts.share_interval`), judged
     against the rule's margin. Null (a premise): the read-outs shuffled over the cases (``n_null`` draws, numpy
     generator ``null_seed``) — an r̂ that carries no information about r still lands within the tolerance for some
-    cases; a share not shown short of the margin must lie beyond that null's 95 % range, else not testable here (a
-    share whose interval lies wholly short of the margin is not reproduced, whatever chance does). mechanism: the
-    data's FF.OOD premise."""
+    cases; a share not shown absent must lie beyond that null's 95 % range, else not testable here (a share shown
+    absent — its interval inside the band of no meaningful effect — is not reproduced, whatever chance does; one
+    shown present but short of the margin, "reproduced, weaker", is credited and so must lie beyond chance).
+    mechanism: the data's FF.OOD premise."""
     rule = verdicts.rule("F4")
     eligible = table[(table["r"] - table["beta/alpha"]).abs() > 1e-9]
     r = eligible["r"].to_numpy(dtype=float)
@@ -94,8 +95,9 @@ def claim_size_readout(table: pd.DataFrame, *, tolerance: float, mechanism: verd
     if len(r):
         j = verdicts.judge(verdicts.share_interval(correct.astype(float), groups=groups), rule,
                            what="share of correct read-outs")
-    if j is not None and j.outcome == "fails":
-        untestable = None  # shown short of the margin: not reproduced, whatever chance does (the rule's premise)
+    if j is not None and j.outcome == "absent":
+        untestable = None  # shown absent: not reproduced, whatever chance does (the rule's premise); a share shown
+        # present but short of the margin ("weaker") is credited, so it must lie beyond chance like one that holds
     v = apply_premise(verdicts.decide([j], rule, untestable=untestable), mechanism)
     i = j.interval if j is not None else None
     return verdicts.Claim(
