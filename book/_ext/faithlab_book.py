@@ -142,7 +142,13 @@ class Preregistration(SphinxDirective):
         parts = [pages.procedure_html(), html.element("h2", "The intervals' coverage"),
                  html.element("p", f"Simulated when the book was built (the table {test} asserts): how often each "
                                    "interval holds the truth for a nominal 0.95, over nested designs of 3, 5 and 8 "
-                                   "trained replicas."), pages.coverage_html(pages.coverage_frame(generated))]
+                                   "trained replicas."), pages.coverage_html(pages.coverage_frame(generated)),
+                 html.element("h2", "The statements' error rates"),
+                 html.element("p", f"Simulated when the book was built (the table "
+                                   f"{html.element('code', 'tests/package/test_error_rates.py')} asserts at 300 data "
+                                   "sets per design): how often each statement is made where it is false."),
+                 pages.error_rates_html(pages.error_rates_frame(generated)),
+                 html.element("h2", "Verdicts the change of procedure moved"), pages.moved_html(card, self.env.docname)]
         papers = {r.paper for r in all_rules().values()}
         for paper in paper_order([*CHAPTERS, *papers, *frame["paper"].astype(str)]):
             part = frame[frame["paper"].astype(str) == paper]

@@ -364,3 +364,33 @@ def test_the_build_copies_the_cell_tables_the_claims_rows_link(tmp_path, request
     assert copied == ["_generated/cells.csv", "_generated/saco/random_vs_methods/cells/S1.csv"]
     ext._copy_cell_tables(SimpleNamespace(**{**vars(app), "outdir": str(tmp_path / "failed")}), RuntimeError())
     assert not (tmp_path / "failed").exists()  # a failed build copies nothing
+
+
+def test_the_preregistration_page_lists_every_verdict_the_change_of_procedure_moved():
+    import pandas as pd
+
+    from faithlab.study.book import pages
+
+    card = pd.DataFrame([
+        {"paper": "saco", "experiment": "x", "claim": "S1 (a): moved", "verdict": "reproduced, weaker",
+         "before": "not reproduced", "kind": "paper", "note": "weaker in 1 of 1 cells"},
+        {"paper": "saco", "experiment": "x", "claim": "S2 (b): same", "verdict": "reproduced", "before": "reproduced",
+         "kind": "paper", "note": ""},
+        {"paper": "saco", "experiment": "x", "claim": "S3 (c): by hand", "verdict": "inconclusive", "before": "",
+         "kind": "paper", "note": ""}])
+    assert list(pages.moved_rows(card)["claim"]) == ["S1 (a): moved"]
+    text = pages.moved_html(card, "preregistration")
+    assert "1 of the 2 claims" in text and "S1" in text and "S2" not in text and "fl-badge-reproduced-weaker" in text
+    assert "changed verdict" in pages.moved_html(card.iloc[1:2], "preregistration")
+
+
+def test_the_error_rate_table_names_each_statement_and_its_worst_design():
+    from faithlab.study.book import pages
+    from faithlab.study.verdicts import error_rates
+
+    frame = error_rates.simulate(sets=20, grid={"replicas": (3,), "units": (20,), "ratio": (0.0,), "kinds": ("normal",),
+                                                "cells": (4,), "binary units": (30,), "logit SD": (0.0,)})
+    text = pages.error_rates_html(frame)
+    for statement in set(frame["statement"]):
+        assert statement.replace("'", "&#x27;") in text
+    assert "worst design" in text and "R = 3, n = 20" in text

@@ -23,7 +23,7 @@ OUTPUT_DIR_ENV = "FAITHLAB_OUTPUT_DIR"  # set by the study runner in a notebook'
 CLAIMS = "claims.csv"  # a notebook's claims, in its folder; the runner's scorecard collects them
 CLAIM_COLUMNS = ("paper", "experiment", "claim", "paper_value", "our_value", "verdict", "rule", "premise", "note",
                  "kind", "decision", "replicas", "stability", "units", "function", "power", "rule_id",
-                 "trained_replicas", "cells")
+                 "trained_replicas", "cells", "before")
 CELLS = "cells"  # a notebook's claims' cell tables, cells/<slug>.csv in its folder (the claims row names its own)
 CELL_COLUMNS = ("cell", "values", "estimate", "low", "high", "level", "interval", "df", "zero", "margin", "direction",
                 "outcome", "replicas", "units")
@@ -223,7 +223,8 @@ class Outputs:
         :data:`faithlab.study.verdicts.VERDICTS`, normally from :mod:`faithlab.study.verdicts`; the rule's outcome it
         carries (``why``) is appended to ``note``. A Claim with a cell table
         (``Claim.cells``) has it written beside ``claims.csv`` as ``cells/<slug>.csv`` (:data:`CELL_COLUMNS`),
-        which the row's ``cells`` column names ("" for a claim without one).
+        which the row's ``cells`` column names ("" for a claim without one); its ``before`` (the verdict the same
+        data got by the procedure before issue 90) goes to the ``before`` column.
         """
         import pandas as pd
 
@@ -272,6 +273,7 @@ class Outputs:
             "rule_id": rule_id,
             "trained_replicas": trained,
             "cells": cells,
+            "before": getattr(recorded, "before", "") if recorded is not None else "",
         }
         self._claims = [c for c in self._claims if c["claim"] != claim] + [row]
         frame = pd.DataFrame(self._claims, columns=list(CLAIM_COLUMNS))

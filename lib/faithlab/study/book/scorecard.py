@@ -24,7 +24,8 @@ ALL_PAPERS = "all papers"  # the summary's row after the five papers
 STUDY_CHECK = "(study check)"  # the suffix of a summary row that is not a paper (basics, synthesis)
 _OPTIONAL_CLAIM_COLUMNS = {  # absent from claims written before claims were functions / before replicas
     "rule": "", "premise": "", "kind": "paper", "decision": "", "replicas": "—", "stability": "—", "units": None,
-    "function": "", "power": "", "rule_id": "", "trained_replicas": None, "cells": ""}
+    "function": "", "power": "", "rule_id": "", "trained_replicas": None, "cells": "",
+    "before": ""}
 
 
 def summarise(scorecard: pd.DataFrame) -> pd.DataFrame:

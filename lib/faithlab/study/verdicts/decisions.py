@@ -322,16 +322,18 @@ def judgement_table(judgements: Mapping[str, Judgement] | Sequence[Judgement], *
 def cell_rows(judgements: Sequence[Judgement]) -> tuple[dict, ...]:
     """A claim's cell table, one dict per judged cell, so that a reader can recompute its verdict: the cell, the
     replica-level ``values`` the interval rests on (";"-joined), the interval (estimate, low, high at ``level``,
-    its method and degrees of freedom), the boundaries (``zero``, ``margin``, ``direction``), the ``outcome`` and
-    the replicas and units behind it. A cell judged twice with the same interval (a claim function that judges a
+    its method and degrees of freedom), the boundaries (``zero``, ``margin``, ``direction``), the ``outcome``, the
+    estimate's distance from ``zero`` as a share of the margin's (``of the margin``: 1 at the paper's smallest effect
+    of interest; NaN for a margin at zero) and the replicas and units behind it. A cell judged twice with the same interval (a claim function that judges a
     cell for a table and again for its verdict) is listed once."""
     rows, seen = [], set()
     for j in judgements:
         i = j.interval
         row = {"cell": j.what, "values": ";".join(f"{v:.6g}" for v in i.values), "estimate": i.estimate,
                "low": i.low, "high": i.high, "level": i.level, "interval": i.method, "df": i.df, "zero": j.zero,
-               "margin": j.margin, "direction": j.direction, "outcome": j.outcome, "replicas": i.replicas,
-               "units": i.units}
+               "margin": j.margin, "direction": j.direction, "outcome": j.outcome,
+               "of the margin": (i.estimate - j.zero) / (j.margin - j.zero) if j.margin != j.zero else math.nan,
+               "replicas": i.replicas, "units": i.units}
         key = tuple(str(v) for v in row.values())
         if key not in seen:
             seen.add(key)

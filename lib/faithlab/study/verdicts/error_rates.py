@@ -108,7 +108,7 @@ def _single(rng, sets: int, design: dict) -> list[dict]:
     return rows
 
 
-def _many(rng, sets: int, design: dict, k: int) -> list[dict]:
+def _many(rng, sets: int, design: dict, k: int, with_share: bool) -> list[dict]:
     """An "every" claim of k cells and a "share" claim (51 % of GRID["share cells"]), cells of unequal variance."""
     r, n, ratio, kind = design["replicas"], design["units"], design["ratio"], design["kind"]
     rows = []
@@ -127,7 +127,7 @@ def _many(rng, sets: int, design: dict, k: int) -> list[dict]:
                      verdicts(every, [MARGIN, *far]) == REPRODUCED))
     rows.append(_row("present (reproduced or weaker), one cell at no effect", shape, design,
                      np.isin(verdicts(every, [0.0, *far]), [REPRODUCED, WEAKER])))
-    if k == GRID["cells"][0]:  # the share claim once per design
+    if with_share:  # the share claim once per design
         m = GRID["share cells"]
         share = rule_for_shape("share", share=0.51)
         need = math.ceil(0.51 * m)
@@ -201,7 +201,7 @@ def simulate(*, sets: int = 400, seed: int = 0, grid: dict | None = None):
                     if n == g["units"][0]:
                         rows += _parts(rng, sets, design)
                         for k in g["cells"]:
-                            rows += _many(rng, sets // 2 if k > 8 else sets, design, k)
+                            rows += _many(rng, sets // 2 if k > 8 else sets, design, k, k == g["cells"][0])
         for n in g["binary units"]:
             for sd in g["logit SD"]:
                 rows += _level(rng, sets // 2, r, n, sd)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from faithlab.study.verdicts.words import (DECIDED, INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PARTLY,  # noqa: F401
-                                     REPRODUCED, VERDICTS, Verdict)
+                                           REPRODUCED, VERDICTS, WEAKER, Verdict)
 
 if TYPE_CHECKING:
     import torch
@@ -30,9 +30,9 @@ MEANINGS = {
     REPRODUCED: "the effect reaches the paper's size: in every cell the claim's rule needs, the 90 % interval (its "
                 "ends the one-sided 5 % bounds) lies beyond the margin — the smallest effect of interest, from the "
                 "paper's numbers — in the paper's direction",
-    "reproduced, weaker": "the paper's direction is shown, its size is not: where the rule needs it the 90 % interval "
-                          "lies beyond the value of no effect (0, or the chance value of a level statistic) in the "
-                          "paper's direction, but in some needed cell it is not shown to reach the margin",
+    WEAKER: "the paper's direction is shown, its size is not: where the rule needs it the 90 % interval lies beyond "
+            "the value of no effect (0, or the chance value of a level statistic) in the paper's direction, but in "
+            "some needed cell it is not shown to reach the margin",
     PARTLY: "a claim of several named parts: the share of its parts fixed in advance is reproduced, not all of them",
     NOT_REPRODUCED: "the effect is shown absent or reversed here: in a cell the rule needs, the 90 % interval lies "
                     "inside the band of no meaningful effect (within the margin of the value of no effect) or beyond "

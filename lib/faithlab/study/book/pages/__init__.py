@@ -6,7 +6,8 @@ tested here (``tests/book/test_pages.py``) and the CSV files keep every digit (e
 - :mod:`~faithlab.study.book.pages.claims`: claims at a glance, the scorecard"s sentences and lists, the set-up
   tables, "how far this transfers" and the build"s line;
 - :mod:`~faithlab.study.book.pages.preregistration`: the decision procedure, the intervals" coverage, the
-  registered rules and their log;
+  registered rules and their log; :mod:`~faithlab.study.book.pages.error_rates`: the statements' simulated error
+  rates; :mod:`~faithlab.study.book.pages.moved`: the verdicts the change of procedure moved;
 - :mod:`~faithlab.study.book.pages.guide`: the answer to "which metric should I trust?" and the guide.
 """
 
@@ -25,6 +26,8 @@ from faithlab.study.book.pages.claims import (notebook_href, claims_for, glance_
 from faithlab.study.book.pages.preregistration import (procedure_html, coverage_frame, coverage_html, rules_html,
                                                        rules_log_html, preregistration_html)
 from faithlab.study.book.pages.guide import answer_html, guide_html, reconcile_html
+from faithlab.study.book.pages.error_rates import error_rates_frame, error_rates_html
+from faithlab.study.book.pages.moved import moved_html, moved_rows
 
 __all__ = [
     "DASH",
@@ -35,5 +38,5 @@ __all__ = [
     "summary_sentence", "why_sentence", "failures_html", "legend_html", "executed_parameters", "setup_rows",
     "metrics_html", "toc_order", "build_html", "transfer_html", "WHY_VERDICTS", "procedure_html", "coverage_frame",
     "coverage_html", "rules_html", "rules_log_html", "preregistration_html", "answer_html", "guide_html",
-    "reconcile_html"
+    "reconcile_html", "error_rates_frame", "error_rates_html", "moved_html", "moved_rows"
 ]
