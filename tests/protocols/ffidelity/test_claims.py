@@ -428,7 +428,8 @@ STRONG = [0.9, 0.92, 0.91]
     ([0.45, 0.455, 0.45], 0.3, W),       # tightly below F6's margin 0.5067, beyond chance: the ranking kept, less
     ([-0.45, -0.455, -0.45], 0.3, N),    # one setting reverses the ranking, beyond chance: absent
     ([0.9, 0.1, 0.9], 0.05, I),          # the replicas disagree on one setting
-    (STRONG, 1.0, T),                    # every correlation within its chance range: no testable setting
+    (STRONG, 1.0, T),                    # the margin within every chance range: no setting can be tested
+    ([0.0, 0.01, -0.01], 0.3, N),        # one setting's ranking at chance: it counts against the claim (absent)
 ])
 def test_claim_robust_hyperparameters_gives_every_verdict(weakest, chance, expected):
     table, null = sensitivity({("beta", 0.05): weakest, ("beta", 0.1): STRONG, ("alpha", 0.5): STRONG},
