@@ -54,13 +54,14 @@ def test_c2_c4_c5_margins_are_the_papers_thresholds_or_stated_conventions():
     assert fs.verdicts.rule("C5a.uncertain").direction == "below"
     assert fs.verdicts.rule("C5a.switch").margin == 0.25 and fs.verdicts.rule("C5a.switch").interval.startswith("share")
     c5a = fs.verdicts.rule("C5a")
-    assert c5a.decision == "parts" and list(c5a.parts) == ["C5a.confident", "C5a.switch", "C5a.uncertain"]
+    assert c5a.decision == "parts" and list(c5a.parts) == ["C5a.confident", "C5a.switch"]
+    assert fs.verdicts.rule("C5a.uncertain").kind == "study check"  # built in: the search selects for it (C2)
     assert fs.verdicts.rule("C5b").kind == "study check"
     # one boundary where a value short of the margin is the null, not a smaller effect: U below Δ is the uncertain end
     # point; an identity has no smaller effect
     for cid in ("C5a.confident", "C5b"):
         assert fs.verdicts.rule(cid).zero == fs.verdicts.rule(cid).margin, cid
-    for cid in ("C1", "C2", "C3", "C4", "C5a", "C5a.confident", "C5a.switch", "C5a.uncertain"):
+    for cid in ("C1", "C2", "C3", "C4", "C5a", "C5a.confident", "C5a.switch"):
         rule = fs.verdicts.rule(cid)
         assert rule.kind == "paper" and rule.replicas >= 3 and rule.units >= 30, cid
 
@@ -329,9 +330,11 @@ def test_claim_c2_pooled_share_needs_twenty_five_images_to_clear_ninety_percent(
     (lambda: _flips(0.6, 1.0), R),                        # confident, switched, selection uncertain
     (lambda: _flips(0.6, 1.0, flipped=0.1), W),           # a tenth switch: shown, below a quarter
     (lambda: _flips(0.6, 1.0, flipped=0.0), PARTLY),      # nothing switches: 2 of 3 parts
-    (lambda: _flips(0.6, 0.0), PARTLY),                   # the selection is not uncertain
     (lambda: _flips(0.0, 1.0), NR),                       # references leave it uncertain, nothing switches
-    (lambda: _flips(0.6, 1.0, selected_u=(0.02, 0.05, 0.08)), INC),  # the selection's U around Δ: undecided
+    (lambda: _flips(0.6, 1.0, classic_u=0.035, noise=0.05), INC),  # U after the references around Δ: undecided
+    # the selection's uncertainty is a study check (the candidate search selects for it): shown, not counted
+    (lambda: _flips(0.6, 0.0), R),
+    (lambda: _flips(0.6, 1.0, selected_u=(0.02, 0.05, 0.08)), R),
 ])
 def test_claim_c5a_gives_every_verdict(flips, expected):
     claim = P.claim_class_flip(flips(), binary=["ct"])
@@ -339,6 +342,7 @@ def test_claim_c5a_gives_every_verdict(flips, expected):
     assert claim.rule_id == "C5a" and claim.units == 60
     assert set(claim.table["part"]) == {"C5a.confident", "C5a.switch", "C5a.uncertain"}
     assert len(claim.table) == 5  # 2 references × (confident, switch) + the selection
+    assert "C5a.uncertain (study check)" in claim.our_value and "C5a.uncertain" not in claim.verdict.why
 
 
 def test_claim_c5a_is_not_testable_without_a_binary_task():

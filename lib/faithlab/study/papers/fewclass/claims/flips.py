@@ -86,13 +86,25 @@ def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
            "of reaching 1/N; the selected perturbation reaches it"),
     statistic="its three parts C5a.confident, C5a.switch and C5a.uncertain, each decided by its own rule",
     direction="above", margin=0.0, margin_source="none of its own: each part has its margin", decision="parts",
-    parts=["C5a.confident", "C5a.switch", "C5a.uncertain"], share=0.5, null="each part's own",
+    parts=["C5a.confident", "C5a.switch"], share=0.5, null="each part's own",
     premises=["a binary task was run and its models predict every XAI image correctly (the XAI set)"], replicas=3,
     units=30, interval="t on replica means",
     unit="XAI image of a binary model (each trained replica its own, disjoint block of the test split)",
-    note="partly reproduced when two of the three parts are reproduced (more than half, fixed before the data)",
+    note=("partly reproduced when one of the two parts is (half, fixed before the data); the selected perturbation's "
+          "uncertainty (C5a.uncertain) is shown beside them as a study check: the candidate search selects for it"),
     log=[
         {**REGISTERED, "fingerprint": "adf65e7b3ad2"},
+        {"date": "2026-11-29", "change": "changed", "field": "parts",
+         "old": ["C5a.confident", "C5a.switch", "C5a.uncertain"], "new": ["C5a.confident", "C5a.switch"],
+         "why": ("issue 90 item 5: C5a.uncertain restates the candidate search's own constraint (the search selects "
+                 "a candidate with U < Δ wherever one exists, C2), so it held by construction and inflated C5a; it "
+                 "becomes a study check shown beside the claim")},
+        {"date": "2026-11-29", "change": "changed", "field": "note",
+         "old": "partly reproduced when two of the three parts are reproduced (more than half, fixed before the data)",
+         "new": ("partly reproduced when one of the two parts is (half, fixed before the data); the selected "
+                 "perturbation's uncertainty (C5a.uncertain) is shown beside them as a study check: the candidate "
+                 "search selects for it"),
+         "why": "the parts changed (entry above)", "fingerprint": "ee5b7c256e36"},
     ],
 )
 @verdicts.registered(
@@ -139,7 +151,7 @@ def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
     ],
 )
 @verdicts.registered(
-    "C5a.uncertain", paper="fewclass", kind="paper",
+    "C5a.uncertain", paper="fewclass", kind="study check",
     claim="The selected perturbation leaves the binary model uncertain (near 1/N)",
     statistic=("per binary model, the uncertainty U (eq. 2) after replacing every pixel by the selected "
                "perturbation, per XAI image; its mean per trained replica"),
@@ -150,11 +162,15 @@ def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
     unit="XAI image of a binary model",
     log=[
         {**REGISTERED, "fingerprint": "2cb119e6b00e"},
+        {"date": "2026-11-29", "change": "changed", "field": "kind", "old": "paper", "new": "study check",
+         "why": ("issue 90 item 5: the candidate search selects a perturbation with U < Δ wherever one exists (its "
+                 "success share is C2), so this part held by construction; shown beside C5a, not counted"),
+         "fingerprint": "63d752b00843"},
     ],
 )
 def claim_class_flip(flips: pd.DataFrame, *, binary: Sequence[str]) -> verdicts.Claim:
     """Claim C5a: with few classes, replacing every pixel by a fixed reference switches the class with confidence
-    instead of reaching 1/N, while the selected perturbation reaches it; three named parts, each decided by its own
+    instead of reaching 1/N, while the selected perturbation reaches it; two named parts, each decided by its own
     rule, combined by C5a's (``verdicts.rule("C5a")``, :func:`faithlab.study.verdicts.decide_parts`).
 
     flips: :func:`flip_frame` rows per image with ``task``, ``model``, ``replacement``, ``flipped``, ``U`` and ``Δ``
@@ -164,12 +180,13 @@ def claim_class_flip(flips: pd.DataFrame, *, binary: Sequence[str]) -> verdicts.
       above the margin (the paper's Δ for N = 2); every model × reference;
     - C5a.switch, per classic reference: the share of images whose class switches, its interval at the replica
       level (:func:`faithlab.study.verdicts.share_interval`) above the margin; every model × reference;
-    - C5a.uncertain: U after the selected perturbation, per image; the t interval on the replica means below the
-      margin; every model.
+    - C5a.uncertain (a study check, not counted: the candidate search selects for it): U after the selected
+      perturbation, per image; the t interval on the replica means below the margin; every model.
 
     Premise: a binary task was run (else not testable here). Table: every cell with its part."""
     rule = verdicts.rule("C5a")
-    r_conf, r_switch, r_unc = (verdicts.rule(p) for p in rule.parts)
+    r_conf, r_switch = (verdicts.rule(p) for p in rule.parts)
+    r_unc = verdicts.rule("C5a.uncertain")
     frame = with_replica(flips)
     frame = frame[frame.task.isin(list(binary))]
     conf, switch, unc, summary = {}, {}, {}, []
@@ -190,9 +207,9 @@ def claim_class_flip(flips: pd.DataFrame, *, binary: Sequence[str]) -> verdicts.
             summary.append(f"{model}, selected: mean U {sel['U'].mean():.3f}")
     untestable = None if len(frame) else "no binary task was run"
     parts = {r_conf.id: verdicts.decide(conf, r_conf, untestable=untestable),
-             r_switch.id: verdicts.decide(switch, r_switch, untestable=untestable),
-             r_unc.id: verdicts.decide(unc, r_unc, untestable=untestable)}
+             r_switch.id: verdicts.decide(switch, r_switch, untestable=untestable)}
     v = verdicts.decide_parts(parts, rule, untestable=untestable)
+    parts[r_unc.id] = verdicts.decide(unc, r_unc, untestable=untestable)  # a study check, shown: built in by C2
     rows = []
     for part, cells in ((r_conf.id, conf), (r_switch.id, switch), (r_unc.id, unc)):
         rows += [{"part": part, "part verdict": str(parts[part]), **row}
@@ -206,7 +223,8 @@ def claim_class_flip(flips: pd.DataFrame, *, binary: Sequence[str]) -> verdicts.
         "instead of reaching 1/N; the selected perturbation reaches it", rule=rule,
         premise=("a binary task was run: " + ", ".join(binary) if len(frame) else "no binary task was run"),
         paper_value="the motivation of the metric (Sec. 1, 3): no table",
-        our_value=("; ".join(summary) + " — " + "; ".join(f"{k}: {v_}" for k, v_ in parts.items())
+        our_value=("; ".join(summary) + " — " + "; ".join(f"{k}{' (study check)' if k == r_unc.id else ''}: {v_}"
+                                                         for k, v_ in parts.items())
                    if summary else "no binary model"),
         verdict=v, table=table, units=units)
 
