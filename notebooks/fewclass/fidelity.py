@@ -235,9 +235,10 @@ P.wide_table(frames[tasks[0]]["localisation"], SCORE[tasks[0]]).style.format(pre
 # ## Claims
 # Each claim is a function of `faithlab.study.papers.fewclass`, decided by its pre-registered rule
 # (registered above it in `fs.papers.fewclass.claims`: statistic, direction, margin with its source in the paper,
-# how the cells combine), by the equivalence logic of `faithlab.study.verdicts`: a cell holds when its 95 % interval lies
-# beyond the margin in the paper's direction, fails when it lies wholly short of it (inside the band of no
-# meaningful effect, or reversed), and is undecided when it straddles it. The intervals are t intervals on the
+# how the cells combine), by the equivalence logic of `faithlab.study.verdicts`: a cell holds when its 90 % interval
+# (one-sided 5 % bounds) lies beyond the margin in the paper's direction, is weaker when it lies beyond 0 but not
+# shown beyond the margin, absent when it lies inside the band of no meaningful effect or beyond 0 the other way,
+# undecided when it reaches both; the procedure is on the pre-registration page. The intervals are t intervals on the
 # replica-level statistics (the trained model is the unit of replication), and the verdict is checked per replica.
 # The cells a claim counts are fixed by the design (every method, every computed cell). **C1**, per task and model:
 # per image, Fid of each other unaltered method minus Fid of Random maps, above the margin (half the smallest

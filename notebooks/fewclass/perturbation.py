@@ -137,7 +137,7 @@ for task in tasks:
 # ## C2: the selected perturbation is uncertain
 # A claim function of `faithlab.study.papers.fewclass`, decided by its pre-registered rule
 # (registered above it in `fs.papers.fewclass.claims`): per task × model, the share of XAI images whose selected
-# candidate reaches U < Δ, pooled over the trained replicas, with its 95 % interval at the replica level (the t
+# candidate reaches U < Δ, pooled over the trained replicas, with its 90 % interval at the replica level (the t
 # interval on the replica shares joined with the Wilson interval of the pooled count), against the margin 90 %
 # (the paper's "per image" read as at least nine images in ten); every task × model must hold. Premise, checked on
 # the candidates before the selection is looked at: a candidate drawn at random from the grid reaches U < Δ for

@@ -118,7 +118,8 @@ table3
 # %% [markdown]
 # ## Claim: Grad-CAM is the most faithful method and, with SmoothGrad, the most stable
 # Decided by its registered rule (`claim_table3`, rule RM-T3): two named parts. RM-T3.muF: per other method,
-# Grad-CAM's μF minus its, paired per image, a 95 % t interval on the replica means, against the margin 0.301 (half
+# Grad-CAM's μF minus its, paired per image, a t interval on the replica means (read at 90 %: one-sided 5 % bounds),
+# against the margin 0.301 (half
 # Grad-CAM's lead in the paper's Table 3); RM-T3.Savg: per (Grad-CAM or SmoothGrad, other method) pair, the log of
 # the other's mean S_avg over theirs, once per replica, a t interval on the R values against ln-ratio 2.2387 (half
 # the log of the smallest ratio in Table 3: S_avg's scale is the maps' own, so ratios are compared). Every comparison

@@ -135,7 +135,8 @@ for t in tasks:
 # ## R2: the scores fall as the models are degraded
 # Decided by its registered rule (`claim_mege_falls`, rule R2): two named parts, MeGe (R2.MeGe) and ReCo (R2.ReCo).
 # Per part, per task, method and degradation type of Fig. 4 (weights randomised, labels switched), the normal
-# family's score minus the strongest level's, once per replica, with a 95 % t interval on the R values, against the
+# family's score minus the strongest level's, once per replica, with a t interval on the R values (read at 90 %:
+# one-sided 5 % bounds), against the
 # part's margin (half the smallest fall in the paper's Tables 10 and 9: 0.02 for MeGe, 0.0345 for ReCo). "Regardless
 # of the method": every cell of a part must hold; the claim is reproduced when both parts are, partly when one is
 # and the other is decided. Limited data is shown above but not decided (the paper's own EuroSAT table has MeGe
