@@ -16,7 +16,7 @@ from faithlab.metrics.papers.reco_mege.crossfold import (pair_distances, reco_me
 
 P = fs.papers.reco_mege
 identical = P.experiments.identical
-REP, PART, NOT, UNTESTABLE, INCONCLUSIVE = fs.verdicts.VERDICTS
+REP, W, PART, NOT, UNTESTABLE, INCONCLUSIVE = fs.verdicts.VERDICTS  # W: reproduced, weaker
 
 
 def cross(k: int = 3, n: int = 24, seed: int = 0):
@@ -87,7 +87,7 @@ def test_claim_r5_gives_every_verdict(case, expected):
     if case == "identical, no contrast":
         assert "no contrast given" in claim.premise
     if case == "broken pipeline":
-        assert list(claim.table["outcome"]) == ["holds", "fails"] and claim.table["MeGe"].iloc[1] < 1 - 1e-3
+        assert list(claim.table["outcome"]) == ["holds", "absent"] and claim.table["MeGe"].iloc[1] < 1 - 1e-3
     if case == "contrast at 1":
         assert (claim.table["status"] == "maps of different images also give MeGe = 1").all()
         assert "also give MeGe = 1" in claim.verdict.why

@@ -1,9 +1,10 @@
 """SaCo's claims as functions, decided by their registered rules (above each claim function): each gives
-reproduced, not reproduced by equivalence (a tight interval inside the band of no meaningful effect), not reproduced
-by reversal, inconclusive (an interval straddling the margin), not testable here (a premise fails) and, for the
-claims of named parts, partly — on synthetic frames of 3 settings × 3 trained replicas, whose per-model means the t
-interval resamples. The mechanism premise (removal matters group by group) turns a verdict "not testable here" when
-it fails and "inconclusive" when it is undecided."""
+reproduced, reproduced weaker (an effect shown in the paper's direction, clearly below the margin; for every rule
+whose margin lies beyond its value of no effect), not reproduced by equivalence (a tight interval inside the band of
+no meaningful effect), not reproduced by reversal, inconclusive (an interval reaching both the value of no effect and
+the margin), not testable here (a premise fails) and, for the claims of named parts, partly — on synthetic frames
+of 3 settings × 3 trained replicas, whose per-model means the t interval resamples. The mechanism premise (removal
+matters group by group) turns a verdict "not testable here" when it fails and "inconclusive" when it is undecided."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import faithlab.study as fs
 from faithlab.study.papers.saco.experiments import FIRST, LAST
 
 S = fs.papers.saco
-R, P, N, T, I = fs.verdicts.VERDICTS
+R, W, P, N, T, I = fs.verdicts.VERDICTS  # W: reproduced, weaker
 SETTINGS = ("s1", "s2", "s3")
 REPLICAS = (0, 1, 2)
 TA = "Transformer Attribution"
@@ -103,6 +104,9 @@ def s1(random_saco: float = 0.0, a=GOOD, b=BLIND, ta=GOOD, **kwargs) -> pd.DataF
     # SaCo ties every method with Random (tight intervals inside ±0.0309) and the cumulative metrics separate it
     (s1(a={**GOOD, "SaCo": 0.0}, b={**GOOD, "SaCo": 0.0}, ta={**GOOD, "SaCo": 0.0}, noise=0.01, common=0.01),
      0.95, N, "S1.above: not reproduced"),
+    # SaCo puts every method above Random, but by half the margin (tight): the above part is weaker
+    (s1(a={**GOOD, "SaCo": MARGIN / 2}, b={**BLIND, "SaCo": MARGIN / 2}, ta={**GOOD, "SaCo": MARGIN / 2}, noise=0.01,
+        common=0.01), 0.95, W, "S1.zero: reproduced; S1.above: reproduced, weaker; S1.cumulative: reproduced"),
     # SaCo reversed: the methods below Random, Random far from 0
     (s1(random_saco=0.3, a={**GOOD, "SaCo": 0.0}, b=GOOD, ta={**GOOD, "SaCo": 0.0}), 0.95, N,
      "S1.zero: not reproduced"),
@@ -121,11 +125,12 @@ def test_claim_s1_gives_every_verdict(frame, acc, expected, why):
 
 def test_claim_s1_cumulative_part_needs_every_metric():
     """Random beats the blind method on three cumulative metrics and lies clearly below every method on AUC: the
-    cumulative part fails on AUC (every metric is asked), so the claim is partly reproduced."""
+    cumulative part is absent on AUC (reversed; every metric is asked), so the claim is partly reproduced."""
     frame = s1(b={**BLIND, "AUC": 0.3})
     claim = S.claim_random_separation(frame, methods=S1_METHODS)
     rows = claim.table[claim.table["part"] == "S1.cumulative"].set_index("cell")["outcome"]
-    assert rows["AUC: Random − lowest method"] == "fails" and (rows.drop("AUC: Random − lowest method") == "holds").all()
+    assert rows["AUC: Random − lowest method"] == "absent"
+    assert (rows.drop("AUC: Random − lowest method") == "holds").all()
     assert claim.verdict == P
 
 
@@ -182,7 +187,11 @@ def s3(*saco, **kwargs) -> pd.DataFrame:
     (s3(0.1, 0.2, 0.3, 0.4), R, "S3.gradient: reproduced; S3.aggregation: reproduced"),
     (s3(0.1, 0.1, 0.3, 0.3, noise=0.01, common=0.01), P, "S3.aggregation: not reproduced"),  # a tight tie: equivalence
     (s3(0.4, 0.3, 0.2, 0.1), N, "S3.gradient: not reproduced; S3.aggregation: not reproduced"),  # reversed
-    (s3(0.1, 0.1 + MARGIN, 0.3, 0.3 + MARGIN, noise=0.03, model_sd=0.01), I, "S3.aggregation: inconclusive"),
+    # aggregation gains right at the margin: shown above 0, not shown beyond the margin
+    (s3(0.1, 0.1 + MARGIN, 0.3, 0.3 + MARGIN, noise=0.03, model_sd=0.01), W,
+     "S3.gradient: reproduced; S3.aggregation: reproduced, weaker"),
+    # aggregation gains at half the margin, the trained models spread: the intervals reach both 0 and the margin
+    (s3(0.1, 0.1 + MARGIN / 2, 0.3, 0.3 + MARGIN / 2, noise=0.03, model_sd=0.03), I, "S3.aggregation: inconclusive"),
 ])
 def test_claim_s3_gives_every_verdict(frame, expected, why):
     claim = S.claim_attention_ablation(frame, accuracy=accuracy())
@@ -195,14 +204,16 @@ def test_claim_s3_gives_every_verdict(frame, expected, why):
 K_COLUMNS = {2: "SaCo K=2", 8: "SaCo K=8"}
 
 
-def k_frame(decline: dict, *, noise: float = 0.05, model_sd: float = 0.0, n: int = 30) -> pd.DataFrame:
+def k_frame(decline: dict, *, noise: float = 0.05, model_sd: float = 0.0, common: float = 0.1,
+            n: int = 30) -> pd.DataFrame:
     """SaCo at K = 2 and K = 8 per setting × replica × method × sample: K=2 at 0.3 (Random 0), K=8 lower by the
-    method's decline (plus a per-model offset of SD ``model_sd``); the group drops of the mechanism premise hold."""
+    method's decline (plus a per-model offset of SD ``model_sd``; a per-sample term of SD ``common`` at each K, shared
+    by the methods); the group drops of the mechanism premise hold."""
     rng = np.random.default_rng(0)
     rows = []
     for setting in SETTINGS:
         for replica in REPLICAS:
-            z2, z8 = 0.1 * rng.normal(size=n), 0.1 * rng.normal(size=n)
+            z2, z8 = common * rng.normal(size=n), common * rng.normal(size=n)
             for method, d in {"Random": 0.0, **decline}.items():
                 base = 0.0 if method == "Random" else 0.3
                 rows.append(pd.DataFrame({"setting": setting, "replica": replica, "method": method,
@@ -214,10 +225,16 @@ def k_frame(decline: dict, *, noise: float = 0.05, model_sd: float = 0.0, n: int
 
 
 @pytest.mark.parametrize("decline, kwargs, expected, why", [
-    ({"A": 0.2, "B": 0.2, TA: 0.2, "D": 0.0}, {}, R, "holds in 3 of 4 methods"),
-    ({"A": 0.0, "B": 0.0, TA: 0.0, "D": 0.0}, {"noise": 0.005}, N, "fails in 4"),    # no change: equivalence
-    ({"A": -0.2, "B": -0.2, TA: -0.2, "D": -0.2}, {}, N, "fails in 4"),              # SaCo rises with K
-    ({"A": 0.2, "B": 0.2, TA: MARGIN, "D": MARGIN}, {"model_sd": 0.01}, I, "undecided in 2"),
+    ({"A": 0.2, "B": 0.2, TA: 0.2, "D": 0.0}, {}, R, "holds in 3, absent in 1 of 4 methods"),
+    ({"A": 0.0, "B": 0.0, TA: 0.0, "D": 0.0}, {"noise": 0.005}, N, "absent in 4"),    # no change: equivalence
+    ({"A": -0.2, "B": -0.2, TA: -0.2, "D": -0.2}, {}, N, "absent in 4"),              # SaCo rises with K
+    # two decline beyond the margin, two right at it: every method shown to decline, not all by the margin
+    ({"A": 0.2, "B": 0.2, TA: MARGIN, "D": MARGIN}, {"model_sd": 0.01}, W, "after Holm's correction 2 hold, 4 shown"),
+    # three decline by half the margin, tightly: shown, smaller than the paper's
+    ({"A": MARGIN / 2, "B": MARGIN / 2, TA: MARGIN / 2, "D": 0.2}, {"noise": 0.01, "common": 0.01}, W,
+     "holds in 1, weaker in 3 of 4 methods"),
+    # two at half the margin, the trained models spread: their intervals reach both 0 and the margin
+    ({"A": 0.2, "B": 0.2, TA: MARGIN / 2, "D": MARGIN / 2}, {"model_sd": 0.05}, I, "undecided in 2"),
 ])
 def test_claim_s4_gives_every_verdict(decline, kwargs, expected, why):
     frame = k_frame(decline, **kwargs)
@@ -233,24 +250,25 @@ def test_claim_s4_share_is_more_than_half():
     """Two of four methods decline: exactly half is not "most"."""
     claim = S.claim_k_decline(k_frame({"A": 0.2, "B": 0.2, TA: -0.2, "D": -0.2}), columns=K_COLUMNS,
                               methods=["A", "B", TA, "D"])
-    assert claim.verdict == N and "holds in 2 of 4" in claim.verdict.why
+    assert claim.verdict == N and "holds in 2, absent in 2 of 4" in claim.verdict.why
 
 
 # ---------------------------------------------------------------------------------------------------- S2 and S6
-def correlated(saco_weight: float, *, existing_noise: float = 0.8, independent: bool = False, n: int = 60,
-               seed: int = 0) -> pd.DataFrame:
+def correlated(saco_weight: float | tuple[float, ...], *, existing_noise: float = 0.8, independent: bool = False,
+               n: int = 60, seed: int = 0) -> pd.DataFrame:
     """Per-sample metrics of 3 settings × 3 replicas × 4 methods: the four existing metrics are z + noise (so they
-    agree with each other, ρ ≈ 1 / (1 + noise²)), stored in their own direction; SaCo is saco_weight · z + noise.
-    ``independent``: every metric its own noise (no agreement at all)."""
+    agree with each other, ρ ≈ 1 / (1 + noise²)), stored in their own direction; SaCo is saco_weight · z + noise
+    (one weight, or one per setting). ``independent``: every metric its own noise (no agreement at all)."""
     rng = np.random.default_rng(seed)
+    weights = saco_weight if isinstance(saco_weight, tuple) else (saco_weight,) * len(SETTINGS)
     rows = []
-    for setting in SETTINGS:
+    for setting, weight in zip(SETTINGS, weights, strict=True):
         for replica in REPLICAS:
             for method in ("A", "B", "C", TA):
                 z = rng.normal(size=n)
                 base = {m: (rng.normal(size=n) if independent else z + existing_noise * rng.normal(size=n))
                         * (1 if S.HIGHER_IS_BETTER[m] else -1) for m in S.CUMULATIVE}
-                saco = saco_weight * z + (1 - abs(saco_weight) + 0.05) * rng.normal(size=n)
+                saco = weight * z + (1 - abs(weight) + 0.05) * rng.normal(size=n)
                 rows.append(pd.DataFrame({"setting": setting, "replica": replica, "method": method,
                                           "sample": range(n), "SaCo": saco, **base,
                                           FIRST: 0.3 + 0.05 * rng.normal(size=n), LAST: 0.05 * rng.normal(size=n)}))
@@ -295,7 +313,8 @@ def test_claim_s2_gives_every_verdict(weight, independent, acc, expected):
     (0.0, R),      # SaCo unrelated: the existing metrics agree far more
     (0.95, N),     # SaCo agrees with each more than they agree with each other: reversed
     (-0.95, R),    # SaCo reversed: the signed ρ (the spec's convention) decides; |ρ| would say otherwise
-    (0.45, I),     # the gap straddles the margin 0.1282
+    (0.45, W),     # the gap is shown above 0, tightly below the margin 0.1282
+    ((0.0, 0.5, 0.9), I),  # the settings disagree: the gap's interval reaches both 0 and the margin
 ])
 def test_claim_s6_is_decided_by_the_signed_rho(weight, expected):
     frame = correlated(weight)
@@ -304,7 +323,7 @@ def test_claim_s6_is_decided_by_the_signed_rho(weight, expected):
     assert claim.verdict == expected, (claim.our_value, claim.verdict.why)
     table = claim.table.set_index("convention")
     assert table["decides"].to_dict() == {"signed ρ": True, "|ρ|": False}
-    if weight < 0:
+    if not isinstance(weight, tuple) and weight < 0:
         assert table.loc["|ρ|", "estimate"] < 0 < table.loc["signed ρ", "low"]  # |ρ| alone would say otherwise
 
 
@@ -338,10 +357,11 @@ def case_frame(*, saturated, saco_good: float = 0.6, saco_raw: float = 0.3, drop
 
 @pytest.mark.parametrize("frame, expected, why", [
     (case_frame(saturated=0.9), R, "S5.saturation: reproduced; S5.separation: reproduced"),
-    (case_frame(saturated=0.1), P, "S5.saturation: not reproduced"),                  # the drops rarely saturate
-    (case_frame(saturated=0.1, saco_good=0.3), N, "S5.separation: not reproduced"),   # TA ties Raw Attention
-    (case_frame(saturated=0.1, saco_good=0.0, saco_raw=0.3), N, "S5.separation: not reproduced"),  # reversed
-    (case_frame(saturated=(0.4, 0.6, 0.55)), I, "S5.saturation: inconclusive"),       # the share straddles a half
+    (case_frame(saturated=0.1), W, "S5.saturation: reproduced, weaker"),  # some saturate, clearly fewer than half
+    (case_frame(saturated=0.0), P, "S5.saturation: not reproduced"),                  # the drops never saturate
+    (case_frame(saturated=0.0, saco_good=0.3), N, "S5.separation: not reproduced"),   # TA ties Raw Attention
+    (case_frame(saturated=0.0, saco_good=0.0, saco_raw=0.3), N, "S5.separation: not reproduced"),  # reversed
+    (case_frame(saturated=(0.1, 0.6, 0.55)), I, "S5.saturation: inconclusive"),  # the share reaches 0 and a half
     (case_frame(saturated=0.9, drops=(0.01, 0.0)), T, "removal matters group by group"),  # mechanism absent
 ])
 def test_claim_s5_gives_every_verdict(frame, expected, why):

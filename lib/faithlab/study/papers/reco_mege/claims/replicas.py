@@ -20,6 +20,7 @@ import pandas as pd
 from faithlab.study import verdicts
 from faithlab.study.papers.reco_mege.claims.registration import REGISTERED
 from faithlab.study.verdicts import replication
+from faithlab.study.verdicts.decisions import OUTCOMES
 from faithlab.study.papers.reco_mege import paper
 from faithlab.study.papers.reco_mege.claims.premise import TOLERANCE, decide_premise
 from faithlab.study.papers.reco_mege.experiments.bootstrap import pooled_sets
@@ -114,6 +115,14 @@ def judgement_rows(judgements: Mapping[str, verdicts.Judgement | None], **column
     return verdicts.judgement_table(dict(judgements), **columns)
 
 
+def outcome_counts(outcomes, of: str) -> str:
+    """The cells' outcomes counted as a claim's ``why`` counts them: "holds in 2, weaker in 1 of 3 ``of``" (each
+    outcome of :data:`~faithlab.study.verdicts.decisions.OUTCOMES` that occurs, in that order)."""
+    outcomes = list(outcomes)
+    counted = ", ".join(f"{o} in {outcomes.count(o)}" for o in OUTCOMES if outcomes.count(o))
+    return f"{counted or 'no cell'} of {len(outcomes)} {of}"
+
+
 def weakest_text(cells: Mapping[str, verdicts.Judgement | None]) -> str:
     """The cell whose interval reaches lowest (every claim here is "above" its margin), as text."""
     decided = {k: j for k, j in cells.items() if j is not None}
@@ -204,8 +213,8 @@ def claim_gradcam_best_reco(pairs: pd.DataFrame, *, premises: pd.DataFrame | Non
                 f"paper's ±{tolerance:.0%} of their mean on images none saw), enough S= and S≠ distances, and "
                 f"{target}'s S= below its shuffled-pairings chance level: " + premise.text,
         paper_value=paper.quoted("Table 1"),
-        our_value=f"{len(replicas)} replicas; holds in {int((table.outcome == 'holds').sum())} of {len(table)} "
-                  "(task × competitor) cells; " + "; ".join(lines),
+        our_value=f"{len(replicas)} replicas; {outcome_counts(table.outcome, '(task × competitor) cells')}; "
+                  + "; ".join(lines),
         verdict=v, table=table, units=int(scores[scores.method == target].groupby("task")["units"].sum().min()),
         kept_replicas=len(replicas))
 
@@ -319,8 +328,8 @@ def claim_mege_falls(pairs: pd.DataFrame, types: Mapping[str, Sequence[str]], *,
     table = pd.DataFrame(rows)
     table["part verdict"] = table["score"].map({score: str(parts[f"R2.{score}"]) for score in _SCORES})
     summary = "; ".join(
-        f"{score}: holds in {int(((table.score == score) & (table.outcome == 'holds')).sum())} of "
-        f"{int((table.score == score).sum())} cells ({parts[f'R2.{score}']}), {weakest_text(cells[score])}"
+        f"{score}: {outcome_counts(table.outcome[table.score == score], 'cells')} ({parts[f'R2.{score}']}), "
+        f"{weakest_text(cells[score])}"
         for score in _SCORES)
     return verdicts.Claim(
         "R2: MeGe and ReCo fall as the k models are degraded (randomised weights, switched labels)",
@@ -430,7 +439,7 @@ def claim_lipschitz(pairs: Mapping[str, pd.DataFrame], *, gradient_methods: Sequ
                 "ResNet-18 family on the same D: " + (premise.text or "no premise rows given"),
         paper_value=paper.quoted("Tables 4–5"),
         our_value=f"{len(replicas)} replicas; " + "; ".join(
-            f"{score}: holds for {int(((table.score == score) & (table.outcome == 'holds')).sum())} of "
-            f"{int((table.score == score).sum())} methods ({parts[f'R3.{score}']}), {weakest_text(cells[score])}"
+            f"{score}: {outcome_counts(table.outcome[table.score == score], 'methods')} ({parts[f'R3.{score}']}), "
+            f"{weakest_text(cells[score])}"
             for score in ("ReCo", "MeGe")),
         verdict=v, table=table, units=n_units, kept_replicas=len(replicas))

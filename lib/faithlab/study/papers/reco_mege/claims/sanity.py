@@ -19,6 +19,7 @@ import torch
 from faithlab import _validate
 
 from faithlab.study import verdicts
+from faithlab.study.verdicts.decisions import OUTCOMES
 from faithlab.study.papers.reco_mege.claims.registration import REGISTERED
 from faithlab.metrics.statistics import rankdata, spearman
 from faithlab.study.papers.reco_mege.experiments.sanity import (  # noqa: F401 - re-exported (reco_sanity)
@@ -191,6 +192,8 @@ def claim_sanity_checks(units: pd.DataFrame, *, threshold: float | None = None) 
                 "moving point (Fig. 2); the null of every cell is ρ = 0 (a distance unrelated to the displacement); "
                 "the paper's own moving-point masks are lost, so the check tests our reconstruction of them",
         paper_value="Figs. 2–3: all six pass; SSIM and ℓ2 have higher variance",
-        our_value=f"{int((table.outcome == 'holds').sum())} of {len(table)} (check × distance) cells hold; mean ρ "
+        our_value=", ".join(f"{o} in {int((table.outcome == o).sum())}" for o in OUTCOMES
+                            if (table.outcome == o).any())
+                  + f" of {len(table)} (check × distance) cells; mean ρ "
                   f"over {n_units}+ units per cell: {listed(table)}",
         verdict=v, table=table, units=n_units, trained=False)  # synthetic maps with a known displacement

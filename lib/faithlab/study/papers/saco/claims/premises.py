@@ -95,7 +95,8 @@ def premise_sentence(accuracy, premise: verdicts.Premise | None, *, min_accuracy
 
 
 def state(judgement) -> str:
-    """A judgement's outcome for a table ("holds", "fails", "undecided")."""
+    """A judgement's outcome for a table (one of :data:`faithlab.study.verdicts.decisions.OUTCOMES`: "holds",
+    "weaker", "absent", "undecided"; "undecided" for a cell without an interval)."""
     return "undecided" if judgement is None else judgement.outcome
 
 

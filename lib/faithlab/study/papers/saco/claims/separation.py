@@ -151,14 +151,15 @@ def claim_random_separation(per_sample: pd.DataFrame, *, random_saco: pd.DataFra
                           *judged_rows({f"{m}: Random − lowest method": j for m, j in zip(CUMULATIVE, cumulative)},
                                  part="S1.cumulative")])
     level = zero[0].interval
-    n_above = sum(j.outcome == "holds" for j in above)
+    n_above, n_weaker = (sum(j.outcome == o for j in above) for o in ("holds", "weaker"))
     n_cum = sum(j is not None and j.outcome == "holds" for j in cumulative)
     return verdicts.Claim(
         rules["S1"].claim, rule=rules["S1"], premise=premise_text,
         paper_value="SaCo(Random) ≈ 0 < most methods; Random comparable to or better than some methods on "
                     "AUC/AOPC/LOdds/Comp.",
         our_value=(f"SaCo(Random) {level.estimate:+.3f} [{level.low:+.3f}, {level.high:+.3f}] ({parts['S1.zero']}); "
-                   f"{n_above} of {len(above)} methods above Random by the margin ({parts['S1.above']}); Random at "
+                   f"{n_above} of {len(above)} methods above Random by the margin, {n_weaker} by less "
+                   f"({parts['S1.above']}); Random at "
                    f"or above the lowest method on {n_cum} of {len(CUMULATIVE)} cumulative metrics "
                    f"({parts['S1.cumulative']})"),
         verdict=v, table=table, units=images)

@@ -22,6 +22,7 @@ import pandas as pd
 
 from faithlab.study import verdicts
 from faithlab.study.verdicts import replication
+from faithlab.study.verdicts.decisions import outcome_of
 
 __all__ = ["guide", "guide_sentences", "answer_sentence", "value_range", "separation_margin", "separations",
            "reference_sensitivity", "reference_sentence", "REFERENCE_SENSITIVE", "CHAPTER_METRICS", "COST_CASE"]
@@ -53,10 +54,12 @@ def separation_margin(n_levels: int) -> float:
 
 
 def _outcome(low: float, high: float, margin: float) -> str:
-    """"holds" (the interval lies above ``margin``), "fails" (wholly below it) or "undecided" (it straddles)."""
-    if not (np.isfinite(low) and np.isfinite(high)):
-        return "undecided"
-    return "holds" if low > margin else "fails" if high < margin else "undecided"
+    """Whether a recovery interval [low, high] recovers the known ranking, against chance (a recovery of 0, the value
+    of no effect) and ``margin`` (:func:`faithlab.study.verdicts.decisions.outcome_of`): "holds" (it lies above the
+    margin), "weaker" (above 0, not shown above the margin: it recovers the ranking, not shown by the margin),
+    "absent" (within the margin of 0, or wholly below 0) or "undecided" (it reaches both 0 and the margin; also
+    without an interval). With a margin of 0 one boundary: holds, absent or undecided."""
+    return outcome_of(low, high, zero=0.0, margin=margin, sign=1)
 
 
 def _registered(value, key: str):
@@ -304,15 +307,17 @@ def guide(recovery_by_setup: pd.DataFrame, use_cases: Mapping[str, str], *, cost
     recovery_by_setup: :func:`~faithlab.study.papers.synthesis.experiments.recovery` tables stacked with a
     ``setup`` column (``spearman low``/``high``: the t interval over the trained replicas). Per use case
     (``{situation: setup name}``), per metric: ``recovers`` — "holds" when the recovery's interval lies above
-    ``margin`` (:func:`separation_margin`), "fails" when it lies wholly below, "undecided" otherwise; ``beaten by``
+    ``margin`` (:func:`separation_margin`), "weaker" when it lies above 0 (chance) but not shown above the margin,
+    "absent" when it lies within the margin of 0 or wholly below 0, "undecided" when it reaches both (:func:`_outcome`);
+    ``beaten by``
     — the metrics that beat it by more than ``margin`` on the paired per-image difference (``separation``, a
     :func:`separations` table; without one, those whose recovery interval lies more than ``margin`` above its own);
     ``holds up`` by the rule ``holds_up`` (a key of :data:`faithlab.study.verdicts.rules.HOLDS_UP`; default the guide's
     registered one): "recovers and not worse than any" — it recovers and, against every other metric, the interval
     of (other − it) lies below ``margin`` (without ``separation``: every other's recovery interval ends less than
     ``margin`` above its own start); "recovers and not beaten" — it recovers and nothing beats it; ``not
-    separated`` when it neither holds up, nor is beaten, nor fails to recover (the replicas separate it neither
-    from the metrics that hold up nor from those shown worse). One more situation,
+    separated`` when it neither holds up, nor is beaten, nor is shown not to recover (``recovers`` "absent"; the
+    replicas separate it neither from the metrics that hold up nor from those shown worse). One more situation,
     :data:`COST_CASE`, over every use case: ``situations held`` (and ``situations not separated``) counts them per
     metric, which ``holds up`` in at least half of them and is ``not separated`` when it does not but would with
     the situations where it is not separated; ordered by cost (model inputs per image and explainer); its recovery
@@ -361,7 +366,7 @@ def guide(recovery_by_setup: pd.DataFrame, use_cases: Mapping[str, str], *, cost
                          "recovery": r["spearman"], "low": low, "high": high,
                          "replicas": int(r.get("replicas", 1)), "images": r.get("images", float("nan")),
                          "recovers": recovers, "beaten by": ", ".join(by), "holds up": bool(held),
-                         "not separated": bool(not held and not by and recovers != "fails")})
+                         "not separated": bool(not held and not by and recovers != "absent")})
     table = pd.DataFrame(rows)
     cases = list(use_cases)
     agg = table.groupby(["metric", "label"], sort=False).agg(
@@ -414,8 +419,9 @@ def _scale(part: pd.DataFrame, setup: str, n_images: Mapping[str, int] | None) -
 
 def guide_sentences(table: pd.DataFrame, *, n_images: Mapping[str, int] | None = None) -> dict[str, str]:
     """One generated sentence per situation of a :func:`guide` table: every metric that holds up (with its recovery
-    and 95 % interval), the metrics the replicas separate neither from those nor from chance, the metrics shown not
-    to recover the ranking, and the caveat of a reference-sensitive metric among those that hold up. Only what the
+    and 95 % interval), the metrics the replicas separate neither from those nor from chance, the metrics shown to
+    recover the ranking above chance but not by the margin (``recovers`` "weaker"), the metrics shown not to recover
+    it (``recovers`` "absent"), and the caveat of a reference-sensitive metric among those that hold up. Only what the
     replicas decide is named; a metric that holds up beside others is not separated from them, so the metrics are
     listed in the table's ``order`` (the registry's), not by their point estimates. ``n_images``:
     ``{setup: images per trained model}`` to state the scale (default: the table's ``images`` / ``replicas``)."""
@@ -447,7 +453,8 @@ def guide_sentences(table: pd.DataFrame, *, n_images: Mapping[str, int] | None =
                 f"than {margin:.2g} below any other metric's (mean per-image Spearman, 95 % t intervals over the "
                 "trained models)")
         open_ = part[part["not separated"]] if "not separated" in part.columns else part.iloc[:0]
-        fails = part[part["recovers"] == "fails"] if "recovers" in part.columns else part.iloc[:0]
+        weaker = part[part["recovers"] == "weaker"] if "recovers" in part.columns else part.iloc[:0]
+        absent = part[part["recovers"] == "absent"] if "recovers" in part.columns else part.iloc[:0]
         if held.empty:
             text = f"{head}, no metric holds up: none has {rule}."
             if len(open_):
@@ -465,8 +472,11 @@ def guide_sentences(table: pd.DataFrame, *, n_images: Mapping[str, int] | None =
         if beaten:
             text += (f" {beaten} of {len(part)} metrics {'is' if beaten == 1 else 'are'} beaten by another by more "
                      "than the margin (one-sided t tests, Holm-corrected over the situation's pairs).")
-        if len(fails):
-            text += f" Shown not to recover the ranking by the margin: {_names(fails['label'])}."
+        if len(weaker):
+            text += (" Shown to recover the ranking above chance, not shown by the margin: "
+                     f"{_names(weaker['label'])}.")
+        if len(absent):
+            text += f" Shown not to recover the ranking by the margin: {_names(absent['label'])}."
         sensitive = held[held["reference-sensitive"]]
         if not sensitive.empty:
             names = ", ".join(f"{r['label']} (by {r['reference spread']:.2f})" for r in sensitive.to_dict("records"))

@@ -82,8 +82,10 @@ def claim_ideal_gap(frame: pd.DataFrame, *, perfect: str, random: str, setting: 
     nothing about fidelity here), and whether it counts is undecided when it straddles. Random maps' mean score with
     its interval is the chance level in the table. When no metric counts, the claim is not testable here.
     Outcome, per counted metric: its mean gap and the t interval on the replica means, judged against the rule's
-    margin (:func:`faithlab.study.verdicts.effect`: holds above, fails below, undecided across); the cells combine as the
-    rule's ``every`` says (:func:`faithlab.study.verdicts.decide`). A metric whose premise is undecided is decided both
+    margin and its value of no effect, a gap of 0 (:func:`faithlab.study.verdicts.effect`: holds beyond the margin,
+    weaker when shown off the ideal but not beyond the margin, absent when not shown off the ideal and within the
+    margin, undecided when it reaches both); the cells combine as the rule's ``every`` says
+    (:func:`faithlab.study.verdicts.decide`). A metric whose premise is undecided is decided both
     with and without it; when the two verdicts differ, the claim is inconclusive. setting: a label appended to the
     claim's text.
 
@@ -164,24 +166,26 @@ def claim_ideal_gap(frame: pd.DataFrame, *, perfect: str, random: str, setting: 
                                      f"{'it counts' if len(maybe) == 1 else 'they count'} is undecided",
                                      verdicts.INCONCLUSIVE)
     by = {o: table.loc[table["outcome"] == o, "label"].tolist() if len(table) else []
-          for o in ("fails", "holds", "undecided")}
+          for o in ("holds", "weaker", "absent", "undecided")}
     if untestable is None:
         v = v.with_why(f"{v.why}; counted: {', '.join(cells) or 'none'}"
                        + (f"; undecided whether they count: {', '.join(maybe)}" if maybe else "")
-                       + f"; within {pct}: {', '.join(by['fails']) or 'none'}; beyond: "
-                         f"{', '.join(by['holds']) or 'none'}; undecided: {', '.join(by['undecided']) or 'none'}")
+                       + f"; beyond {pct}: {', '.join(by['holds']) or 'none'}; off the ideal, not shown beyond {pct}: "
+                         f"{', '.join(by['weaker']) or 'none'}; not shown off the ideal (within {pct}): "
+                         f"{', '.join(by['absent']) or 'none'}; undecided: {', '.join(by['undecided']) or 'none'}")
     ours = "; ".join(f"{r['label']} {100 * r['gap']:.0f} % off (random maps {100 * r['random gap']:.0f} %"
                      f"{'' if r['counts'] == 'yes' else '; not counted' if r['counts'] == 'no' else '; counts?'})"
                      for _, r in table.iterrows())
     over = f"{n_replicas} trained models, each on its own images" if n_replicas > 1 else "one model's images"
     counted = table[table["counts"] == "yes"] if len(table) else table
-    within = int((counted["outcome"] == "fails").sum()) if len(counted) else 0
+    n = {o: int((counted["outcome"] == o).sum()) if len(counted) else 0 for o in ("holds", "weaker", "absent")}
     return verdicts.Claim(
         rule.claim + (f" ({setting})" if setting else ""), rule=rule,
         premise=(f"null: random maps; a metric counts when its (perfect − random) / range lies above "
                  f"{PREMISE_BAND:g} (t interval over {over}): " + ("; ".join(premises) if premises
                                                                     else "no metric with an ideal value")),
         paper_value=PAPER_IDEAL_GAP,
-        our_value=(f"{within} of {len(counted)} counted metrics within {pct}: {ours}" if len(table)
+        our_value=(f"{n['holds']} of {len(counted)} counted metrics beyond {pct}, {n['weaker']} off the ideal but "
+                   f"not shown beyond {pct}, {n['absent']} not shown off the ideal: {ours}" if len(table)
                    else "no metric with an ideal value"),
         verdict=v, table=table, units=int(counted["images"].min()) if len(counted) else None)
