@@ -120,7 +120,9 @@ GOOD = {"T-p": 30.0, "T-y": 25.0, "A": 15.0, "B": 10.0}
 
 @pytest.mark.parametrize("means, expected, why", [
     ({"zero": GOOD, "blur": GOOD}, R, "holds in 4 of 4"),                      # shortfall 0.5 and 0.67 > 0.2
-    ({"zero": GOOD, "blur": {**GOOD, "A": 27.0}}, W, "holds in 3, weaker in 1"),  # A 10 % short: half the margin
+    # A 10 % short (half the margin): shown within it; that T-p leads at all is built in (it optimises this score),
+    # so the rule has one boundary and a smaller lead is no effect, not a weaker one
+    ({"zero": GOOD, "blur": {**GOOD, "A": 27.0}}, N, "holds in 3, absent in 1"),
     ({"zero": GOOD, "blur": {**GOOD, "A": 30.0}}, N, "absent in 1"),          # A ties T-p: inside the band
     ({"zero": GOOD, "blur": {**GOOD, "A": 35.0}}, N, "absent in 1"),          # A ahead of T-p: reversed
     ({"zero": GOOD, "blur": {**GOOD, "A": (30.0, 27.0, 24.0)}}, INC, "undecided in 1"),  # replicas disagree
@@ -176,7 +178,7 @@ def test_premise_a_is_decided_on_premise_scores_when_given():
 
 @pytest.mark.parametrize("means, sd, expected", [
     ({"zero": GOOD, "blur": GOOD}, 1.0, R),                            # T-y 17 % behind T-p: beyond 0.079
-    ({"zero": GOOD, "blur": {**GOOD, "T-y": 28.5}}, 1.0, W),           # 5 % behind: shown behind, short of 0.079
+    ({"zero": GOOD, "blur": {**GOOD, "T-y": 28.5}}, 0.3, N),           # 5 % behind: within 0.079 (one boundary)
     ({"zero": GOOD, "blur": {**GOOD, "T-y": 30.0}}, 0.3, N),           # a tie: inside the band
     ({"zero": GOOD, "blur": {**GOOD, "T-y": 33.0}}, 1.0, N),           # T-y ahead: reversed
     ({"zero": GOOD, "blur": {**GOOD, "T-y": (30.0, 27.6, 25.0)}}, 1.0, INC),  # replicas disagree: reaches 0, 0.079
