@@ -208,8 +208,8 @@ fl.plots.readable(summary)
 
 # %% [markdown]
 # The Random map is also scored with SaCo on every test digit of every model (`fs.papers.saco.random_saco_frame`:
-# one map and K + 1 passes per image, the cheapest score of the comparison), so that S1's "near 0" study check, which asks
-# Random's SaCo to lie within a narrow band around 0, rests on enough images.
+# one map and K + 1 passes per image, the cheapest score of the comparison), so that S1's "near 0" study check,
+# which asks Random's SaCo to lie within a narrow band around 0, rests on enough images.
 
 # %%
 with torch.no_grad():
