@@ -394,3 +394,27 @@ def test_the_error_rate_table_names_each_statement_and_its_worst_design():
     for statement in set(frame["statement"]):
         assert statement.replace("'", "&#x27;") in text
     assert "worst design" in text and "R = 3, n = 20" in text
+
+
+def test_the_answer_opens_with_a_grid_of_metrics_by_situation():
+    """The front page's answer is taken in at a glance: one row per metric, one column per situation, each cell the
+    guide's state there, the metrics that hold up first; the sentence follows."""
+    from faithlab.study.papers import synthesis as syn
+
+    rec, cost, card = _guide_inputs()
+    guide = syn.guide(rec, {"case one": "s1", "case two": "s2"}, cost_table=cost, reference_spread={"A": 0.5},
+                      margin=0.1)
+    answer = pages.answer_html(guide, card, "which_metric.html")
+    grid, _, sentence = answer.partition("</table>")
+    assert "fl-guide-grid" in grid and "<th>Case one</th>" in grid and "<th>Case two</th>" in grid
+    assert "Which metric to trust?" in sentence  # the sentence after the grid
+    rows = grid.split("<tr>")[2:]  # after the head
+    assert len(rows) == 3 and "A</td>" in rows[0]  # A holds up in both situations: first
+    assert rows[0].count("✔ holds up") == 2
+    states = {syn_row["label"]: pages.glance_state(syn_row) for syn_row in guide.to_dict("records")
+              if syn_row["situation"] == "case one"}
+    assert states["A"] == "holds up" and states["C"] in ("beaten", "absent", "not separated", "weaker")
+    assert pages.glance_state({"holds up": False, "beaten by": "", "recovers": "weaker"}) == "weaker"
+    assert pages.glance_state({"holds up": False, "beaten by": "", "recovers": "absent"}) == "absent"
+    assert pages.glance_state({"holds up": False, "beaten by": "A", "recovers": "holds"}) == "beaten"
+    assert pages.glance_grid_html(guide.iloc[:0]) == ""

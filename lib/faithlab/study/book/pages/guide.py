@@ -19,6 +19,50 @@ ABSENT = ("absent", "fails")
 """A recovery's outcome that says the metric does not recover the ranking: "absent" (its interval shown short of the
 margin), or "fails", the word of the tables written before the outcomes were renamed."""
 
+GLANCE = {"holds up": "✔ holds up", "weaker": "◐ recovers, less", "beaten": "✘ beaten", "absent": "✘ does not recover",
+          "not separated": "○ not separated", "undecided": "? undecided"}
+"""The at-a-glance grid's word per metric × situation (:func:`glance_grid_html`), strongest first."""
+
+
+def glance_state(row: dict) -> str:
+    """One guide row's state for the grid: holds up; beaten (by a metric shown better); absent (shown not to recover
+    the ranking by the margin); weaker (shown to recover it above chance, not by the margin, and not beaten); not
+    separated (recovers, neither shown to hold up nor beaten); undecided (whether it recovers is undecided)."""
+    if row.get("holds up"):
+        return "holds up"
+    if isinstance(row.get("beaten by"), str) and row["beaten by"]:
+        return "beaten"
+    recovers = row.get("recovers")
+    if recovers in ABSENT:
+        return "absent"
+    if recovers == "weaker":
+        return "weaker"
+    if recovers == "undecided":
+        return "undecided"
+    return "not separated"
+
+
+def glance_grid_html(guide: pd.DataFrame) -> str:
+    """The guide's answer at a glance: one row per metric, one column per situation (the cost budget apart), each
+    cell the metric's state there (:data:`GLANCE`); "" without a guide."""
+    from faithlab.study.papers.synthesis import COST_CASE
+
+    if guide.empty or "situation" not in guide:
+        return ""
+    part = guide[guide["situation"] != COST_CASE]
+    situations = list(dict.fromkeys(part["situation"]))
+    labels = list(dict.fromkeys(part["label"]))
+    state = {(r["label"], r["situation"]): glance_state(r) for r in part.to_dict("records")}
+    order = {k: i for i, k in enumerate(GLANCE)}
+    labels.sort(key=lambda m: sum(order[state[m, c]] for c in situations if (m, c) in state))
+    body = [html.element("tr", html.element("td", html.escaped(m), cls="fl-claim") + "".join(
+        html.element("td", html.escaped(GLANCE[state[m, c]]) if (m, c) in state else DASH,
+                     cls=f"fl-glance-{state[m, c].replace(' ', '-')}" if (m, c) in state else "")
+        for c in situations)) for m in labels]
+    head = html.head_row("metric", *(c[0].upper() + c[1:] for c in situations))
+    return html.glance_table(head, body, cls="fl-glance fl-guide-grid")
+
+
 def answer_html(guide: pd.DataFrame, card: pd.DataFrame, guide_href: str | None,
                 setups: pd.DataFrame | None = None) -> str:
     """The front page's answer to "which metric should I trust?": the synthesis's generated answer
@@ -42,8 +86,8 @@ def answer_html(guide: pd.DataFrame, card: pd.DataFrame, guide_href: str | None,
                  "check on your own model, not a proof.")
     link = ("" if guide_href is None else " Per situation, with intervals and the evidence: "
             + html.element("a", "which metric should I use?", href=guide_href))
-    return html.element("p", f"{QUESTION} {html.escaped(answer_sentence(guide, card))}{html.escaped(scale)}{link}",
-                        cls="fl-answer")
+    return glance_grid_html(guide) + html.element(
+        "p", f"{QUESTION} {html.escaped(answer_sentence(guide, card))}{html.escaped(scale)}{link}", cls="fl-answer")
 
 
 def _rows_table(part: pd.DataFrame, *, cost_case: bool) -> str:
@@ -78,7 +122,7 @@ def guide_html(guide: pd.DataFrame, setups: pd.DataFrame, docname: str) -> str:
     sentences = guide_sentences(guide, n_images=n_images)
     prefix = "../" * str(docname).count("/")
     evidence = f"{prefix}_generated/synthesis/metrics_compared.html"
-    parts = []
+    parts = [glance_grid_html(guide)]
     for case, part in guide.groupby("situation", sort=False):
         cost_case = case == COST_CASE
         title = case[0].upper() + case[1:]
