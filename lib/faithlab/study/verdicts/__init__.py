@@ -6,8 +6,11 @@
   :func:`rule` hands a claim function its :class:`Rule`.
 - :mod:`faithlab.study.verdicts.intervals` — intervals whose coverage is tested by simulation (:mod:`.coverage`):
   a t interval on the replica-level statistics (the trained model is the unit of replication), Wilson for shares.
-- :mod:`.decisions` — the equivalence logic: each cell's interval against the margin (:func:`judge`,
-  :func:`effect`), the cells combined as the rule says (:func:`decide`, :func:`decide_parts`).
+- :mod:`.decisions` — direction and size from one interval: each cell's interval, at one-sided 5 %, against the value
+  of no effect and the margin (holds / weaker / absent / undecided: :func:`judge`, :func:`effect`), the cells
+  combined as the rule says, with Holm's correction where one of many cells decides (:func:`decide`,
+  :func:`decide_parts`).
+- :mod:`.error_rates` — each statement's error rate for the whole rule, simulated through those functions.
 - :mod:`.power` — the design (replicas × units) that would decide a claim, with the same interval.
 - :mod:`.premises` — premises and nulls (the first step: can the comparison discriminate at all).
 - :mod:`.claim` — :class:`Claim`, what a claim function returns.
