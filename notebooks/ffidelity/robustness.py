@@ -176,10 +176,11 @@ x, y = img_test.x.to(device), img_test.y.to(device)
 rows, sample_rows = [], []
 for r in REPLICAS:
     boundary_models = {0.0: base_of[r], **{b: tuned_by_beta[r][b] for b in betas}}
-    clean_pred = {b: fs.papers.random_masking_predictions({b: m}, x, 0.0, **masking)[b][:, 0]
+    keyed = dict(masking, generator=fs.verdicts.replication.draw_seed(seed, "ffidelity/robustness/boundary", r))
+    clean_pred = {b: fs.papers.random_masking_predictions({b: m}, x, 0.0, **keyed)[b][:, 0]
                   for b, m in boundary_models.items()}
     for ratio in boundary_ratios:
-        preds = fs.papers.random_masking_predictions(boundary_models, x, ratio, **masking)
+        preds = fs.papers.random_masking_predictions(boundary_models, x, ratio, **keyed)
         for b, p in preds.items():
             scores = {"accuracy": p == y[:, None], "agreement with the original": p == preds[0.0],
                       "stability": p == clean_pred[b][:, None]}

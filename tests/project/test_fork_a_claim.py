@@ -86,7 +86,7 @@ def test_the_readmes_claim_is_decided_and_recorded_in_a_copy(tmp_path):
     test_file.write_text("import numpy as np\nimport pandas as pd\nimport pytest\n\nimport faithlab.study as fs\n\n\n"
                          + test)
     tested = run("-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", str(test_file))
-    assert tested.returncode == 0 and "3 passed" in tested.stdout, tested.stdout + tested.stderr
+    assert tested.returncode == 0 and "4 passed" in tested.stdout, tested.stdout + tested.stderr
 
     cell_file = tmp_path / "cell.py"
     cell_file.write_text(cell + "\n")
