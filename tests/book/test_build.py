@@ -190,8 +190,9 @@ def test_book_builds_with_warnings_as_errors(built_book):
         assert (html / f"{page}.html").is_file(), page
     basics = (html / "basics.html").read_text()
     assert "deletion_curves.png" in basics and "<table" in basics
-    intro = (html / "intro.html").read_text()  # the front page opens with the study map and the verdict counts
-    assert "study_map.png" in intro and "all papers" in intro and intro.index("study_map.png") < intro.index("<table")
+    intro = (html / "intro.html").read_text()  # the answer's grid, then the study map before the verdict counts
+    assert "study_map.png" in intro and "all papers" in intro and intro.index("study_map.png") < intro.index("all papers")
+    assert intro.index("Which metric to trust?") < intro.index("fl-guide-grid") < intro.index("study_map.png")
     # the claims' cell tables, linked by plain links from the claims' rows and the scorecard, are in the output too
     generated = html.parent.parent / "book" / "_generated"
     tables = [p.relative_to(generated) for p in generated.glob("*/*/cells/*.csv")]

@@ -407,7 +407,9 @@ def test_the_answer_opens_with_a_grid_of_metrics_by_situation():
     answer = pages.answer_html(guide, card, "which_metric.html")
     grid, _, sentence = answer.partition("</table>")
     assert "fl-guide-grid" in grid and "<th>Case one</th>" in grid and "<th>Case two</th>" in grid
-    assert "Which metric to trust?" in sentence  # the sentence after the grid
+    # the question and the guide's link before the grid (on the first screen), the answer's sentence after it
+    assert grid.index("Which metric to trust?") < grid.index('href="which_metric.html"') < grid.index("fl-guide-grid")
+    assert "A (2 of 2)" in sentence
     rows = grid.split("<tr>")[2:]  # after the head
     assert len(rows) == 3 and "A</td>" in rows[0]  # A holds up in both situations: first
     assert rows[0].count("✔ holds up") == 2
