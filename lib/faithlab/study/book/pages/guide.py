@@ -84,10 +84,10 @@ def answer_html(guide: pd.DataFrame, card: pd.DataFrame, guide_href: str | None,
                else f"{int(reps.min())} independently trained models, each")
         scale = (f" Each situation is {who} scored on {n} images, so a metric that holds up is a candidate to "
                  "check on your own model, not a proof.")
-    link = ("" if guide_href is None else " Per situation, with intervals and the evidence: "
-            + html.element("a", "which metric should I use?", href=guide_href))
+    link = ("" if guide_href is None else " (with intervals and the evidence: "
+            + html.element("a", "which metric should I use?", href=guide_href) + ")")
     # the question and the link to the guide first (on the first screen), the grid, then the sentence
-    return (html.element("p", f"{QUESTION} At a glance, per metric and situation:{link}", cls="fl-answer")
+    return (html.element("p", f"{QUESTION} At a glance, per metric and situation{link}:", cls="fl-answer")
             + glance_grid_html(guide)
             + html.element("p", f"{html.escaped(answer_sentence(guide, card))}{html.escaped(scale)}", cls="fl-answer"))
 
