@@ -120,21 +120,19 @@ class Rule:
     def zero_for(self, setting: str | None = None) -> float:
         """The value of no effect (0 for a difference; the chance value of a level statistic), of ``setting`` where
         the rule gives one per setting: the second boundary of :func:`faithlab.study.verdicts.judge`."""
-        if isinstance(self.zero, Mapping):
-            if setting is None or setting not in self.zero:
-                raise ValueError(f"rule {self.id} has a value of no effect per setting {sorted(self.zero)}; "
+        return self._per_setting(self.zero, "a value of no effect", setting)
+
+    def _per_setting(self, value, what: str, setting: str | None) -> float:
+        if isinstance(value, Mapping):
+            if setting is None or setting not in value:
+                raise ValueError(f"rule {self.id} has {what} per setting {sorted(value)}; "
                                  f"setting must name one, got {setting!r}")
-            return float(self.zero[setting])
-        return float(self.zero)
+            return float(value[setting])
+        return float(value)
 
     def margin_for(self, setting: str | None = None) -> float:
         """The margin, of ``setting`` where the rule gives one per setting (a table keyed by setting name)."""
-        if isinstance(self.margin, Mapping):
-            if setting is None or setting not in self.margin:
-                raise ValueError(f"rule {self.id} has a margin per setting {sorted(self.margin)}; "
-                                 f"setting must name one, got {setting!r}")
-            return float(self.margin[setting])
-        return float(self.margin)
+        return self._per_setting(self.margin, "a margin", setting)
 
     @property
     def sign(self) -> int:

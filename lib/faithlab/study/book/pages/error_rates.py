@@ -21,24 +21,11 @@ def error_rates_frame(generated: Path | None = None) -> pd.DataFrame:
     """The simulated error rates (:func:`faithlab.study.verdicts.error_rates.simulate`), cached in
     ``generated``/error_rates.csv under a key of the source of the simulation and of the decisions it runs, so that a
     warm build simulates nothing."""
-    import hashlib
-    import inspect
-
-    from faithlab import paths
+    from faithlab.study.book.pages.preregistration import cached_frame, source_key
     from faithlab.study.verdicts import decisions, error_rates, intervals
 
-    source = "".join(inspect.getsource(m) for m in (error_rates, decisions, intervals)) + str(SETS)
-    key = hashlib.sha256(source.encode()).hexdigest()[:16]
-    cached = Path(generated) / "error_rates.csv" if generated is not None else None
-    if cached is not None and cached.is_file() and cached.with_suffix(".key").is_file() \
-            and cached.with_suffix(".key").read_text().strip() == key:
-        return pd.read_csv(cached)
-    frame = error_rates.simulate(sets=SETS, seed=0)
-    if cached is not None:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        paths.atomic_write(cached, lambda tmp: frame.to_csv(tmp, index=False))
-        paths.atomic_write(cached.with_suffix(".key"), lambda tmp: Path(tmp).write_text(key))
-    return frame
+    return cached_frame(generated, "error_rates.csv", source_key(error_rates, decisions, intervals, extra=str(SETS)),
+                        lambda: error_rates.simulate(sets=SETS, seed=0))
 
 
 def error_rates_html(frame: pd.DataFrame) -> str:

@@ -102,27 +102,40 @@ def procedure_html() -> str:
             + html.element("ul", "".join(html.element("li", c) for c in checks), cls="fl-procedure"))
 
 
-def coverage_frame(generated: Path | None = None) -> pd.DataFrame:
-    """The simulated coverage of every interval (:func:`faithlab.study.verdicts.coverage.simulate`, the table the coverage
-    test asserts), cached in ``generated``/coverage.csv under a key of the two modules' source, so that a warm
-    build simulates nothing."""
-    import hashlib
-    import inspect
-
+def cached_frame(generated: Path | None, name: str, key: str, compute) -> pd.DataFrame:
+    """``compute()`` (a simulation's frame), cached in ``generated``/``name`` beside ``name``'s ``.key`` file holding
+    ``key`` (a hash of what it depends on), so that a warm build simulates nothing; computed afresh when the key
+    differs or ``generated`` is None."""
     from faithlab import paths
-    from faithlab.study.verdicts import coverage, intervals
 
-    key = hashlib.sha256((inspect.getsource(coverage) + inspect.getsource(intervals)).encode()).hexdigest()[:16]
-    cached = Path(generated) / "coverage.csv" if generated is not None else None
+    cached = Path(generated) / name if generated is not None else None
     if cached is not None and cached.is_file() and cached.with_suffix(".key").is_file() \
             and cached.with_suffix(".key").read_text().strip() == key:
         return pd.read_csv(cached)
-    frame = coverage.simulate(sets=4000, seed=0)
+    frame = compute()
     if cached is not None:
         cached.parent.mkdir(parents=True, exist_ok=True)
         paths.atomic_write(cached, lambda tmp: frame.to_csv(tmp, index=False))
         paths.atomic_write(cached.with_suffix(".key"), lambda tmp: Path(tmp).write_text(key))
     return frame
+
+
+def source_key(*modules, extra: str = "") -> str:
+    """16 hex digits of the SHA-256 of ``modules``' source (and ``extra``): the key of :func:`cached_frame`."""
+    import hashlib
+    import inspect
+
+    return hashlib.sha256(("".join(inspect.getsource(m) for m in modules) + extra).encode()).hexdigest()[:16]
+
+
+def coverage_frame(generated: Path | None = None) -> pd.DataFrame:
+    """The simulated coverage of every interval (:func:`faithlab.study.verdicts.coverage.simulate`, the table the coverage
+    test asserts), cached in ``generated``/coverage.csv under a key of the two modules' source, so that a warm
+    build simulates nothing."""
+    from faithlab.study.verdicts import coverage, intervals
+
+    return cached_frame(generated, "coverage.csv", source_key(coverage, intervals),
+                        lambda: coverage.simulate(sets=4000, seed=0))
 
 
 def coverage_html(frame: pd.DataFrame) -> str:
