@@ -139,7 +139,12 @@ class Metric:
     raising an error that names it); ideal/span: the metric's ideal value and range width where it defines them
     (the report card); tip: ``(keyword, value, why)``, how to make it cheaper (the CLI's estimate shows ``--set
     <option>=<value>``, the option named by :func:`option_name`); mc_count: ``(keyword,
-    floor, what one draw is)``, its Monte-Carlo count, which a time budget may lower to ``floor``; doc: one line
+    floor, what one draw is)``, its Monte-Carlo count, which a time budget may lower to ``floor``; degenerate:
+    settings of the function's keywords (each ``{keyword: value}``) that make the score the same for every map, or
+    undefined — a Monte-Carlo count too small to measure anything (infidelity's one normalised draw, μF's two
+    subsets), a grid whose every level removes no unit or every unit — which the function refuses with a ValueError
+    naming the option (the rule of :mod:`faithlab.metrics`; the fuzz suite calls each, and a metric with an
+    ``mc_count`` declares one of its count below ``floor``); doc: one line
     for ``help(fl.evaluate)`` and the API page; compute: dataset-level metrics only (ReCo/MeGe read the k fold
     models and the explainer, not one call shape): ``compute(context)`` → score or :class:`Estimate`.
 
@@ -172,6 +177,7 @@ class Metric:
     span: float | None = None
     tip: tuple | None = None
     mc_count: tuple | None = None
+    degenerate: tuple[Mapping[str, Any], ...] = ()
     doc: str = ""
     compute: Callable[["Context"], Any] | None = None
 
@@ -196,6 +202,10 @@ class Metric:
                              f"keywords, got {bad!r}")
         if self.function is not None:
             own = _parameters(self.implementation)
+            stray = [k for setting in self.degenerate for k in setting if k not in own]
+            if stray:
+                raise ValueError(f"metric {self.name!r}: degenerate settings name {stray}, which "
+                                 f"{self.implementation.__name__} does not take")
             missing = [k for k in [*(o.name for o in self.options), *self.fixed, *self.uses] if k not in own]
             if missing:
                 raise ValueError(f"metric {self.name!r}: {self.implementation.__name__} takes no keyword "
@@ -313,6 +323,16 @@ class checks:  # noqa: N801 - a namespace of the checks declarations share
     @staticmethod
     def positive(value, name, x):
         return _validate.positive_int(value, name)
+
+    @staticmethod
+    def at_least(minimum: int, why: str) -> Callable:
+        """A check that ``value`` is an int ≥ ``minimum`` (a Monte-Carlo count below it measures nothing: ``why``)."""
+        def check(value, name, x):
+            value = _validate.positive_int(value, name)
+            if value < minimum:
+                raise ValueError(f"{name}={value} measures nothing ({why}); use at least {minimum}")
+            return value
+        return check
 
     @staticmethod
     def positive_number(value, name, x):

@@ -13,7 +13,7 @@ lazily built masks); their public names are gathered here.
 from faithlab.perturb import autobatch
 from faithlab.perturb.engine import Masks, evaluate_inputs, grid_chunks
 from faithlab.perturb.readout import OUTPUTS, Output, logits
-from faithlab.perturb.orders import ORDERS, TIES, order, ranks, top_masks
+from faithlab.perturb.orders import ORDERS, TIES, check_informative, order, ranks, top_masks
 from faithlab.perturb.references import (PAD_TOKEN, REMOVED_TOKEN, Reference, apply_removal, gaussian_filter,
                                         make_reference)
 from faithlab.perturb.keys import SampleSeeds, keyed_seed, keyed_seeds, sample_index, sample_seeds
@@ -32,7 +32,8 @@ __all__ = ["Units", "pixel_units", "patch_units", "segment_units", "time_units",
            "UNIT_KINDS", "expand", "unit_scores", "REDUCE", "check_attributions", "constant_maps",
            "ConstantMapWarning", "warn_constant", "Reference", "make_reference", "PAD_TOKEN", "REMOVED_TOKEN",
            "apply_removal", "gaussian_filter", "ORDERS", "TIES",
-           "order", "ranks", "top_masks", "bernoulli_subset", "exact_subset", "bernoulli_rows", "exact_rows", "Rows",
+           "order", "ranks", "top_masks", "check_informative", "bernoulli_subset", "exact_subset", "bernoulli_rows",
+           "exact_rows", "Rows",
            "exact_subset_sums", "drawn_in_blocks",
            "uniform_fraction_mask", "keyed_seed", "keyed_seeds", "SampleSeeds", "sample_seeds", "sample_index",
            "Output",

@@ -15,7 +15,7 @@ import torch
 from faithlab import _validate
 from faithlab.perturb.keys import SampleSeeds
 
-__all__ = ["ORDERS", "TIES", "order", "ranks", "top_masks"]
+__all__ = ["ORDERS", "TIES", "order", "ranks", "top_masks", "check_informative"]
 
 ORDERS = ("morf", "lerf", "random")
 TIES = ("index", "random")
@@ -134,3 +134,22 @@ def top_masks(rank: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
     rank: ``(B, n)`` positions from :func:`ranks` (0 = first); counts: ``(L,)`` integer unit counts.
     """
     return rank[:, None, :] < counts.to(rank.device)[None, :, None]
+
+
+def check_informative(counts: torch.Tensor | Sequence[int], n: int, name: str, value, *, removed=None) -> None:
+    """Refuse a grid of removal levels that cannot tell one map from another: a ValueError naming ``name`` (the
+    caller's argument, given as ``value``) when every level removes no unit or all ``n`` units of the order
+    (``counts``: the units of each level taken from the order, e.g. round(f·n) for fraction f). A map orders the
+    units, so at such a level every order removes the same set and the score is the same for every map.
+    ``removed`` (optional, ``(L,)``): how many units a level then actually removes (F-Fidelity's random share of its
+    candidates); a level that removes none is not informative either."""
+    c = torch.as_tensor(counts).reshape(-1).to("cpu", torch.long)
+    useful = (c > 0) & (c < n)
+    if removed is not None:
+        useful &= torch.as_tensor(removed).reshape(-1).to("cpu") > 0
+    if c.numel() and not bool(useful.any()):
+        shown = value.tolist() if isinstance(value, torch.Tensor) else value
+        raise ValueError(f"{name}={shown} measures nothing on inputs of {n} units: every level removes "
+                         f"{'no unit or every unit' if bool((c > 0).any()) else 'no unit'} of the order (counts "
+                         f"{c.tolist()}), so the score is the same for every map; give a level f with "
+                         f"0 < round(f·{n}) < {n}")

@@ -336,6 +336,7 @@ def fewclass_fid_details(model: Callable, x: torch.Tensor, attributions: torch.T
         _validate.finite(perturbed, "perturbed")
     f = _validate.fractions(fractions, "fractions", increasing=True)
     units = perturb.pixel_units(x)
+    perturb.check_informative(torch.round(f.double() * units.n), units.n, "fractions", fractions)
     perturb.check_attributions(attributions, x)
     scores = perturb.unit_scores(attributions, units, reduce="sum_abs")
     constant = perturb.warn_constant(perturb.constant_maps(scores), "their pixels are replaced in a random order "
@@ -438,5 +439,6 @@ register(Metric(
              Option("perturbed", doc="Few-class: the perturbed images (None: select_perturbation once for all maps)",
                     check=_perturbed_option)),
     tip=("fractions", [0, 0.25, 0.5, 0.75, 1], "fewer curve points"),
+    degenerate=({"fractions": [0.0, 1.0]},),  # both curves' end points only: the same for every map
     doc="pixels replaced by an uncertain image: MIF falls to 1/N, LIF stays up"),
     shared=(SELECTION,))

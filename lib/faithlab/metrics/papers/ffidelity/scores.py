@@ -53,6 +53,17 @@ def _fidelity(plus: bool, model: Callable, x: torch.Tensor, attributions: torch.
     counts = torch.round(s * n).long()                        # |R+| per level (half to even, as removal_curve)
     size = counts if plus else n - counts                     # |R| per level
     random = a < 1 or (b is not None and bool((b * n < size).any()))
+    taken = None  # exact sampling removes min(round(α|R|), ⌊βn⌋) of R: a level where that is 0 removes nothing
+    if random and sampling == "exact":
+        taken = torch.round(a * size.double()).long()
+        if b is not None:
+            taken = taken.clamp(max=math.floor(b * n + 1e-9))
+    perturb.check_informative(counts, n, "sparsity", sparsity)
+    if taken is not None and not bool(((taken > 0) & (counts > 0) & (counts < n)).any()):
+        cause = "beta" if b is not None and math.floor(b * n + 1e-9) == 0 else "alpha"
+        raise ValueError(f"{cause}={b if cause == 'beta' else a} measures nothing on inputs of {n} units: exact "
+                         f"sampling removes min(round(α·|R|), ⌊β·n⌋) = 0 units at every level (sparsity "
+                         f"{s.tolist()}), so the score is the same for every map")
     g = None
     if random or ties == "random":  # one stream per sample (and per level below), keyed by its global index
         g = perturb.sample_seeds(generator, sample_index, x.shape[0],
@@ -112,7 +123,8 @@ _ARGS_DOC = """
     target: ``(B,)`` int64, the class each sample's score reads; None → the model's prediction ŷ on the clean x
     (one extra forward pass per sample). The paper reads the true labels (its accuracy form 1[y = ŷ]): pass
     ``target=y``.
-    sparsity: explanation sizes s ∈ [0, 1]; |R+| = round(s·n) (spec §1.7); default 0.1, 0.2, …, 0.9.
+    sparsity: explanation sizes s ∈ [0, 1]; |R+| = round(s·n) (spec §1.7); default 0.1, 0.2, …, 0.9. A grid
+    whose every level takes no unit or every unit (e.g. ``[0.0]``, ``[1.0]``) is the same for every map: refused.
     alpha: removal fraction α of the candidate set (1 → plain Fid±; <1 with n_samples → RFid±, eqs. 3–4).
     beta: F-Fidelity cap; the rate becomes min(α, βn/|R|) (eq. 6). None → no cap.
     n_samples: Monte-Carlo masks N per sample and level (ignored when nothing is random).
@@ -213,12 +225,17 @@ _DOCS = {  # what each measures, in one line (the report's metrics table, help(f
     "rfid-": "Fid− removing a random share α of the other features (Monte-Carlo masks)",
     "ffid+": "RFid+ on a copy of the model fine-tuned with random removal",
     "ffid-": "RFid− on a copy of the model fine-tuned with random removal"}
+# settings that take no unit or every unit at every size: the same score for every map (refused)
+_SAME_FOR_EVERY_MAP = ({"sparsity": [0.0]}, {"sparsity": [1.0]}, {"sparsity": [0.0, 1.0]})
 _FID = {"group": "fid", "options": (SIZES,), "fixed": {"alpha": 1.0},
-        "tip": ("sparsity", [0.1, 0.5, 0.9], "fewer explanation sizes")}
-_RFID = {"group": "rfid", "options": _RANDOM, "mc_se": "mean_mc_se", "tip": _MASKS, "mc_count": _DRAWS}
+        "tip": ("sparsity", [0.1, 0.5, 0.9], "fewer explanation sizes"), "degenerate": _SAME_FOR_EVERY_MAP}
+# n_samples = 0 draws nothing; one mask is an estimate (its mc_se is NaN), so 1 is the least count
+_RFID = {"group": "rfid", "options": _RANDOM, "mc_se": "mean_mc_se", "tip": _MASKS, "mc_count": _DRAWS,
+         "degenerate": (*_SAME_FOR_EVERY_MAP, {"n_samples": 0})}
 # FFid: the paper explains the fine-tuned model; here the given maps serve all three
 _FFID = {"group": "ffid", "options": (*_RANDOM, _BETA), "mc_se": "mean_mc_se", "tip": _MASKS, "mc_count": _DRAWS,
-         "needs": ("finetuned",), "model": "finetuned"}
+         "needs": ("finetuned",), "model": "finetuned",
+         "degenerate": (*_SAME_FOR_EVERY_MAP, {"n_samples": 0}, {"sampling": "exact", "alpha": 0.5, "beta": 0.001})}
 for _kind, _facts in (("fid", _FID), ("rfid", _RFID), ("ffid", _FFID)):
     for _sign, _label, _fn, _details in (("+", "+", fid_plus, fid_plus_details), ("-", "−", fid_minus,
                                                                                   fid_minus_details)):

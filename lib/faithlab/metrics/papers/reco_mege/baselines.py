@@ -59,12 +59,16 @@ def mu_fidelity_details(model: Callable, x: torch.Tensor, attributions: torch.Te
     Returns ``mu_f`` ``(B,)`` (NaN where the attribution sums or the output drops are constant), ``sums`` and
     ``drops`` ``(B, n_subsets)`` and ``mc_se`` ``(B,)`` float64, μF's Monte-Carlo standard error over the random
     subsets, read from these draws (no other forward pass): the jackknife over the subsets (leave one subset out,
-    all at once; NaN where μF is, where n_subsets < 3 or a leave-one-out correlation is undefined). Higher is
-    better.
+    all at once; NaN where μF is, where n_subsets < 4 or a leave-one-out correlation is undefined). n_subsets
+    below 3 is refused (a ValueError: over one subset μF is undefined, over two it is ±1 for every map), as is a
+    ``subset_fraction`` that removes every unit. Higher is better.
     """
     _validate.tensor(x, "x")
     _validate.one_of(correlation, "correlation", ("pearson", "spearman"))
     n_subsets = _validate.positive_int(n_subsets, "n_subsets")
+    if n_subsets < 3:  # a correlation over 1 subset is undefined, over 2 it is ±1 whatever the map
+        raise ValueError(f"n_subsets={n_subsets} measures nothing: μF is a correlation over the subsets, undefined "
+                         "over one and ±1 for every map over two; use at least 3 (the default is 200)")
     frac = _validate.fraction(subset_fraction, "subset_fraction", closed_low=False)
     batch_size = _validate.batch_size(batch_size, "batch_size")
     units = perturb.units_for(units, x)
@@ -73,6 +77,9 @@ def mu_fidelity_details(model: Callable, x: torch.Tensor, attributions: torch.Te
     count = round(frac * units.n)
     if count < 1:
         raise ValueError(f"subset_fraction={subset_fraction} of {units.n} units removes no unit")
+    if count >= units.n:  # every subset is every unit: one sum, one drop, no correlation
+        raise ValueError(f"subset_fraction={subset_fraction} of {units.n} units removes every unit in every subset: "
+                         "μF is then undefined for every map; use a fraction that leaves some units")
     seeds = perturb.sample_seeds(generator, sample_index, x.shape[0], why="to draw the subsets")
     if isinstance(reference, torch.Tensor):   # x's rank; rows are sliced per block only if it has one per sample
         reference = perturb.make_reference(x, reference)
@@ -110,10 +117,11 @@ _SPEARMAN_ELEMENTS = 2**22  # (rows, R, R) leave-one-out ranks held at once by t
 
 def _jackknife_se(sums: torch.Tensor, drops: torch.Tensor, correlation: str) -> torch.Tensor:
     """The jackknife standard error over the subsets (dim 1) of each row's correlation of ``sums`` and ``drops``
-    ``(B, R)`` → ``(B,)`` float64; NaN where R < 3 or a leave-one-out correlation is undefined (a constant vector:
-    μF is then NaN, or one subset alone makes the vector vary)."""
+    ``(B, R)`` → ``(B,)`` float64; NaN where R < 4 (each leave-one-out correlation over 2 subsets is ±1: their
+    spread says nothing) or a leave-one-out correlation is undefined (a constant vector: μF is then NaN, or one
+    subset alone makes the vector vary)."""
     rows, r = sums.shape
-    if r < 3 or rows == 0:
+    if r < 4 or rows == 0:
         return torch.full((rows,), torch.nan, dtype=torch.float64, device=sums.device)
     if correlation == "pearson":
         loo = _loo_pearson(sums, drops)
@@ -359,8 +367,11 @@ average_stability = plain(average_stability_details, "s_avg", """
 
 register(Metric("mu_fidelity", "μF", "reco_mege", True, mu_fidelity, details=mu_fidelity_details, score="mu_f",
                 mc_se="mc_se", ideal=1.0, span=2.0,
-                options=(Option("n_subsets", doc="μF: random subsets of 15 % of the features", check=checks.positive),),
+                options=(Option("n_subsets", doc="μF: random subsets of 15 % of the features",
+                                check=checks.at_least(3, "μF correlates over the subsets: undefined over one, ±1 "
+                                                         "for every map over two")),),
                 tip=("n_subsets", 50, "fewer random subsets"), mc_count=("n_subsets", 20, "random subsets of μF"),
+                degenerate=({"n_subsets": 2}, {"subset_fraction": 1.0}),
                 doc="correlation of removed attribution and output drop over random subsets"))
 # S_avg maps x itself: under common random numbers x's map shares its neighbours' seed, which the given maps
 # (drawn with other noise by a stochastic explainer) do not
@@ -369,4 +380,5 @@ register(Metric("s_avg", "S_avg", "reco_mege", False, average_stability, details
                 options=(Option("n_neighbours", 50, "S_avg: neighbours per sample", checks.positive),
                          Option("radius", doc="S_avg: the neighbours' radius", check=checks.positive_number)),
                 tip=("n_neighbours", 10, "fewer neighbours"), mc_count=("n_neighbours", 5, "random neighbours of S_avg"),
+                degenerate=({"n_neighbours": 0}, {"radius": 0.0}),  # one neighbour is an estimate (mc_se NaN)
                 doc="how much the map changes for nearby inputs (average sensitivity)"))

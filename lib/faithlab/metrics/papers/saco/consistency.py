@@ -37,7 +37,8 @@ def saco_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
 
     x: ``(B, C, H, W)`` images (or any layout the removal engine accepts); attributions: see
     ``perturb.unit_scores`` (e.g. ``(B, 1, H, W)``). target: ``(B,)`` int64 classes; None → the model's prediction
-    ŷ on the clean x (the paper). k: number of groups (≤ number of units).
+    ŷ on the clean x (the paper). k: number of groups, 2 … the number of units (one group has no pair to compare:
+    refused).
     reduce: the unit-salience rule, default the signed sum (the paper's s(G) = Σ M_p). reference: what a removed
     unit becomes (``perturb.make_reference``); units: None → pixels (``perturb.default_units``). All B·(K+1) inputs
     (the clean one and K single-group removals per sample) go through :class:`perturb.Removal`'s batched passes,
@@ -52,6 +53,9 @@ def saco_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
     """
     units, scores = unit_salience(x, attributions, units, reduce)
     k = _validate.positive_int(k, "k")
+    if k < 2:  # one group: no pair to compare, SaCo is 0 for every map
+        raise ValueError(f"k={k} measures nothing: SaCo compares pairs of salience groups and one group has none "
+                         "(the score would be 0 for every map); use at least 2 (the paper uses 10)")
     n = units.n
     if k > n:
         raise ValueError(f"k must be at most the number of units ({n}), got {k}")
@@ -89,12 +93,16 @@ saco = plain(saco_details, "saco", """
 
 
 def _check_k(options: dict, x: torch.Tensor, name) -> None:
-    """k must be at most the number of units of x: checked before any work, naming the caller's option."""
+    """k must be at least 2 and at most the number of units of x: checked before any work, naming the caller's
+    option."""
+    if options["k"] < 2:
+        raise ValueError(f"{name('k')}={options['k']} measures nothing: SaCo compares pairs of salience groups and one "
+                         "group has none; use at least 2")
     if options["k"] > (units := perturb.default_units(x).n):
         raise ValueError(f"{name('k')} must be at most the number of units of x ({units}), got {options['k']}")
 
 
 register(Metric("saco", "SaCo", "saco", True, saco, details=saco_details, score="saco",
                 options=(Option("k", doc="SaCo: the number of salience groups", check=checks.positive),),
-                check=_check_k, ideal=1.0, span=2.0, tip=("k", 5, "fewer groups"),
+                check=_check_k, ideal=1.0, span=2.0, tip=("k", 5, "fewer groups"), degenerate=({"k": 1},),
                 doc="do more salient pixel groups, each removed alone, move the prediction more?"))

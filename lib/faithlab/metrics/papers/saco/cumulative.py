@@ -62,6 +62,7 @@ def _curve(model: Callable, x: torch.Tensor, attributions: torch.Tensor, directi
     f = _validate.fractions(fractions, "fractions", increasing=True)
     clean_at = _clean_index(f)
     units, scores = unit_salience(x, attributions, units, reduce)
+    perturb.check_informative(torch.round(f.double() * units.n), units.n, "fractions", fractions)
     constant = perturb.warn_constant(perturb.constant_maps(scores), "their units are removed in index order; "
                                      "flagged in the details' 'constant'")
     runner = perturb.Removal(model, x, units=units, reference=reference, output=output, target=target,
@@ -234,13 +235,15 @@ def _predicted(model: Callable, x: torch.Tensor, batch_size: int) -> torch.Tenso
 # fl.evaluate: AUC, AOPC and LOdds read one most-salient-first curve (morf_details: one run for the three, ŷ's
 # probability and agreement with the labels read from the same logits); Comprehensiveness its least-salient-first
 # curve.
+# the clean input alone, or it and the input with every unit removed: the same curve for every map (refused)
+_SAME_FOR_EVERY_MAP = ({"fractions": [0.0]}, {"fractions": [0.0, 1.0]})
 register(Metric("auc_accuracy", "AUC", "saco", False, auc_accuracy, details=morf_details, score="auc_accuracy",
-                group="morf", accuracy=True, unmoved=1.0,
+                group="morf", accuracy=True, unmoved=1.0, degenerate=_SAME_FOR_EVERY_MAP,
                 doc="area under the accuracy curve as the most salient pixels are removed"))
 register(Metric("aopc", "AOPC", "saco", True, aopc, details=morf_details, score="aopc", group="morf",
-                doc="mean probability drop as the most salient pixels are removed"))
+                degenerate=_SAME_FOR_EVERY_MAP, doc="mean probability drop as the most salient pixels are removed"))
 register(Metric("log_odds", "LOdds", "saco", False, log_odds, details=morf_details, score="log_odds", group="morf",
-                doc="mean log-probability change as the most salient pixels are removed"))
+                degenerate=_SAME_FOR_EVERY_MAP, doc="mean log-probability change as the most salient pixels are removed"))
 register(Metric("comprehensiveness", "Comprehensiveness", "saco", False, comprehensiveness,
-                details=comprehensiveness_details, score="score", group="lerf",
+                details=comprehensiveness_details, score="score", group="lerf", degenerate=_SAME_FOR_EVERY_MAP,
                 doc="mean probability drop as the least salient pixels are removed (SaCo's form)"))

@@ -123,7 +123,9 @@ def infidelity_details(model: Callable, x: torch.Tensor, attributions: torch.Ten
     x: floating ``(B, C, H, W)`` images, ``(B, T, C)`` series or ``(B, L, D)`` embeddings, finite. attributions:
     x's shape, x's shape with one channel or without the channel dim (every channel of an element then gets the
     element's score); finite. target: ``(B,)`` int64 classes; None → the model's prediction ŷ on the clean x (one
-    clean pass, shared inside ``fl.evaluate``'s :func:`faithlab.perturb.sharing` block). normalize: a bool.
+    clean pass, shared inside ``fl.evaluate``'s :func:`faithlab.perturb.sharing` block). normalize: a bool;
+    with it ``n_perturb_samples`` must be at least 2 (one draw is fitted exactly by β, so every map would score 0:
+    refused with a ValueError, as every setting that makes a score the same for every map).
 
     Randomness is keyed to the sample: one root seed is drawn from ``generator`` (an int seed or a
     ``torch.Generator``) and perturbation j of sample i is drawn from its own stream, keyed by the root,
@@ -153,6 +155,10 @@ def infidelity_details(model: Callable, x: torch.Tensor, attributions: torch.Ten
     if not 0 < sigma < math.inf:
         raise ValueError(f"noise_std must be a positive finite number, got {noise_std!r}")
     _check_bool(normalize, "normalize")
+    if normalize and n < 2:  # one draw: β·a = b is solved exactly, so every map scores 0 (a perfect score)
+        raise ValueError(f"n_perturb_samples={n} with normalize=True measures nothing: with one perturbation the "
+                         "optimal β fits it exactly and every map scores 0; use at least 2 (the default is "
+                         f"{N_PERTURB_SAMPLES}), or normalize=False")
     _validate.one_of(output, "output", OUTPUTS)
     batch_size = _validate.batch_size(batch_size, "batch_size")
     b = x.shape[0]
@@ -294,6 +300,14 @@ infidelity = plain(infidelity_details, "score", """
     """)
 
 
+def _check_count(options: dict, x: torch.Tensor, name) -> None:
+    """One normalised perturbation fits exactly (every map scores 0): refused before any work, naming the option."""
+    if options["normalize"] and options["n_perturb_samples"] < 2:
+        raise ValueError(f"{name('n_perturb_samples')}={options['n_perturb_samples']} with normalize=True measures "
+                         "nothing: with one perturbation the optimal β fits it exactly and every map scores 0; use "
+                         "at least 2")
+
+
 register(Metric("infidelity", "INFD", "synthesis", False, infidelity, details=infidelity_details, score="score",
                 mc_se="mc_se", ideal=0.0,
                 options=(Option("n_perturb_samples", doc="infidelity: Gaussian perturbations per sample",
@@ -303,5 +317,6 @@ register(Metric("infidelity", "INFD", "synthesis", False, infidelity, details=in
                          Option("normalize", doc="infidelity: scale the maps by their optimal β first",
                                 check=_check_bool)),
                 tip=("n_perturb_samples", 10, "fewer perturbations"),
-                mc_count=("n_perturb_samples", 10, "Gaussian perturbations of infidelity"),
+                mc_count=("n_perturb_samples", 10, "Gaussian perturbations of infidelity"), check=_check_count,
+                degenerate=({"n_perturb_samples": 1},),  # normalised (the default): one draw fits exactly
                 doc="squared error of Iᵀφ against the output drop f(x) − f(x − I), I Gaussian"))

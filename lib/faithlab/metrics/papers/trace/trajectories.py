@@ -56,7 +56,11 @@ def default_edge(x: torch.Tensor, edge: int | None = None) -> int:
     paper's 7 × 7 grid), 4 or 2, the first that divides the side of square images; raises naming ``edge`` when
     none does."""
     if edge is not None:
-        return _validate.positive_int(edge, "edge")
+        e = _validate.positive_int(edge, "edge")
+        if e < 2:  # one patch: every map has the same one-step trajectory
+            raise ValueError(f"edge={e} measures nothing: a {e}×{e} grid is one patch, so every map has the same "
+                             "trajectory (LeRF = MoRF); use at least 2 (TRACE's grid is 7)")
+        return e
     _validate.tensor(x, "x", ndim=4)
     side = x.shape[-1]
     for e in (7, 4, 2):
@@ -270,13 +274,14 @@ def _check_edge(options: dict, x: torch.Tensor, name) -> None:
 _EDGE = Option("edge", doc="TRACE: the patch grid edge (None: 7, 4 or 2, the first that divides the image side)",
                check=_edge_option)
 _TIP = ("edge", 4, "a coarser patch grid")
+_ONE_PATCH = ({"edge": 1},)  # one patch: the same trajectory for every map (refused)
 # one run of lerf_morf_details per map serves the three (the map's patch trajectory and its two deletion curves)
 register(Metric("lerf", "ΣLeRF", "trace", True, lerf_morf_details, score="lerf_auc", group="trace",
-                needs=("images",), options=(_EDGE,), check=_check_edge, tip=_TIP,
+                needs=("images",), options=(_EDGE,), check=_check_edge, tip=_TIP, degenerate=_ONE_PATCH,
                 doc="area under the probability curve, patches removed least relevant first"))
 register(Metric("morf", "ΣMoRF", "trace", False, lerf_morf_details, score="morf_auc", group="trace",
-                needs=("images",), options=(_EDGE,), check=_check_edge, tip=_TIP,
+                needs=("images",), options=(_EDGE,), check=_check_edge, tip=_TIP, degenerate=_ONE_PATCH,
                 doc="area under the probability curve, patches removed most relevant first"))
 register(Metric("le-mo", "ΣLeRF − ΣMoRF", "trace", True, lerf_morf, details=lerf_morf_details, score="lerf_morf",
-                group="trace", needs=("images",), options=(_EDGE,), check=_check_edge, tip=_TIP,
+                group="trace", needs=("images",), options=(_EDGE,), check=_check_edge, tip=_TIP, degenerate=_ONE_PATCH,
                 doc="ΣLeRF − ΣMoRF: the gap between the two patch deletion curves"))
