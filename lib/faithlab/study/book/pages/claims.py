@@ -283,7 +283,8 @@ def setup_rows(settings: Iterable, generated: Path) -> pd.DataFrame:
 
 def metrics_html() -> str:
     """Every registered metric as its declaration says: the API page's table (name and label, paper, direction,
-    what it measures, the options evaluate exposes with their defaults, what it needs, its public function), so a
+    what it measures, the options evaluate exposes with their defaults, what it needs, the settings it refuses because
+    they make the score the same for every map (``Metric.degenerate``), its public function), so a
     metric added to the library is listed without an edit of the page."""
     from faithlab.metrics import registry
     from faithlab.report import brief
@@ -297,7 +298,10 @@ def metrics_html() -> str:
             "what it measures": m.doc,
             "options (default)": ", ".join(f"{registry.option_name(o.name, m.group)} = "
                                            f"{brief(registry.OPTIONS[o.name].default, 24)}" for o in m.options),
-            "needs": ", ".join(m.needs), "function": "" if function is None else function.__name__})
+            "needs": ", ".join(m.needs),
+            "refused: measures nothing": "; ".join(", ".join(f"{k} = {brief(v, 24)}" for k, v in setting.items())
+                                                   for setting in m.degenerate),
+            "function": "" if function is None else function.__name__})
     return table_html(pd.DataFrame(rows), css_class="fl-table fl-metrics")
 
 
