@@ -143,10 +143,10 @@ def check_informative(counts: torch.Tensor | Sequence[int], n: int, name: str, v
     units, so at such a level every order removes the same set and the score is the same for every map.
     ``removed`` (optional, ``(L,)``): how many units a level then actually removes (F-Fidelity's random share of its
     candidates); a level that removes none is not informative either."""
-    c = torch.as_tensor(counts).reshape(-1).to("cpu", torch.long)
+    c = torch.as_tensor(counts, device="cpu").reshape(-1).long()  # on the CPU whatever the default device
     useful = (c > 0) & (c < n)
     if removed is not None:
-        useful &= torch.as_tensor(removed).reshape(-1).to("cpu") > 0
+        useful &= torch.as_tensor(removed, device="cpu").reshape(-1) > 0
     if c.numel() and not bool(useful.any()):
         shown = value.tolist() if isinstance(value, torch.Tensor) else value
         raise ValueError(f"{name}={shown} measures nothing on inputs of {n} units: every level removes "
