@@ -136,8 +136,24 @@ def test_the_steady_heap_gives_a_freed_buffer_back_without_page_faults():
     assert faults["steady"] < 1000 < 10_000 < faults["system"], faults
 
 
+# scripts that make committed reference files (no timing, no "ratio"): run with --check, which writes nothing
+REFERENCES = {"road_ties_reference.py": ["--check"]}
+
+
 def test_every_benchmark_is_listed():
-    assert sorted(p.name for p in BENCH.glob("*.py") if not p.name.startswith("_")) == sorted(TINY)
+    assert sorted(p.name for p in BENCH.glob("*.py") if not p.name.startswith("_")) == sorted([*TINY, *REFERENCES])
+
+
+@pytest.mark.parametrize("script", sorted(REFERENCES))
+def test_reference_scripts_check_their_committed_files(script):
+    """The committed file follows the peer's rule (numpy); where the peer environment is there, it is also what a
+    fresh peer run gives (road_ties_reference.py: grad-cam 1.5.7)."""
+    proc = run(script, REFERENCES[script])
+    assert "follow grad-cam's rule (numpy): True" in proc.stdout
+    if GRADCAM:
+        assert "equals a fresh grad-cam 1.5.7 run: True" in proc.stdout
+    else:
+        assert "not recomputed with grad-cam" in proc.stdout
 
 
 @pytest.mark.slow
