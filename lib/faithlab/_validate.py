@@ -113,6 +113,19 @@ def _tensor_data(value: torch.Tensor, name: str) -> None:
         raise ValueError(f"{name} is empty (batch dimension of size 0)")
 
 
+def attribution_map(value: torch.Tensor, name: str = "attributions", like: torch.Tensor | None = None) -> torch.Tensor:
+    """The one dtype rule of attribution maps, shared by every metric: a floating map is returned as it is; an
+    integer or bool map (a binary mask, a superpixel selection, a segmentation: every metric only ranks or weighs
+    the values) is converted to a floating dtype, ``like``'s (the inputs x) where it is floating, else float32; a
+    complex map is refused with a TypeError naming ``name``. ``value`` must already be a tensor."""
+    if value.is_floating_point():
+        return value
+    if value.is_complex():
+        raise TypeError(f"{name} must hold real values (floating-point, integer or bool), got dtype {value.dtype}")
+    dtype = like.dtype if like is not None and like.is_floating_point() else torch.float32
+    return value.to(dtype)
+
+
 def inputs(x: torch.Tensor, name: str = "x") -> None:
     """Raise unless ``x`` can be a model's input: floating point, or integer token ids ``(B, L)``."""
     if x.is_complex() or x.dtype == torch.bool or (x.ndim > 2 and not x.is_floating_point()):

@@ -506,9 +506,9 @@ class _Logits(nn.Module):
 def test_target_is_checked_against_the_model_width(method):
     model, x = _tiny()
     opts = {"generator": 0} if method == "smoothgrad" else {}
-    with pytest.raises(ValueError, match=r"target must lie in \[0, 3\).* got \[7\] for sample\(s\) \[2\]"):
+    with pytest.raises(ValueError, match=r"target must hold classes in \[0, 2\].* got \[7\] for sample\(s\) \[2\]"):
         ex.explain(model, x, torch.tensor([0, 1, 7, 2]), method=method, **opts)
-    with pytest.raises(ValueError, match=r"target must lie in \[0, 3\)"):
+    with pytest.raises(ValueError, match=r"target must hold classes in \[0, 2\]"):
         ex.explain(model, x, 3, method=method, **opts)
     with pytest.raises(ValueError, match=r"target must hold class indices >= 0, got \[-1\] for sample\(s\) \[1\]"):
         ex.explain(model, x, torch.tensor([0, -1, 2, 2]), method=method, **opts)
@@ -689,7 +689,7 @@ def test_generator_seeds_torch_refuses_are_a_value_error():
 def test_token_inputs_are_checked_too():
     model = BagOfEmbeddings().eval()
     tokens = torch.tensor([[1, 2, 3, 0], [4, 4, 5, 6]])
-    with pytest.raises(ValueError, match=r"target must lie in \[0, 2\).* sample\(s\) \[1\]"):
+    with pytest.raises(ValueError, match=r"target must hold classes in \[0, 1\].* sample\(s\) \[1\]"):
         ex.explain(model, tokens, torch.tensor([0, 2]), method="integrated_gradients")
     with torch.no_grad():
         model.fc.weight[1, 0] = torch.nan
@@ -702,9 +702,9 @@ def test_vit_relevance_checks_its_rebuilt_logits():
     vit = fl.models.build("vit", image_size=4, patch_size=2, in_channels=1, n_classes=3, dim=8, depth=1, heads=2).eval()
     x = _x(2, 1, 4, 4)
     for method in ("lrp", "conservative_lrp", "rollout"):
-        with pytest.raises(ValueError, match=r"target must lie in \[0, 3\)"):
+        with pytest.raises(ValueError, match=r"target must hold classes in \[0, 2\]"):
             ex.explain(vit, x, torch.tensor([0, 3]), method=method)
-    with pytest.raises(ValueError, match=r"target must lie in \[0, 3\)"):  # called directly, outside explain
+    with pytest.raises(ValueError, match=r"target must hold classes in \[0, 2\]"):  # called directly, outside explain
         ex.relevance(vit, x, torch.tensor([0, 5]))
     with torch.no_grad():
         vit.head.bias[0] = torch.inf

@@ -391,7 +391,6 @@ def _bad_classes():
                                                     torch.tensor(1)), torch.tensor(torch.nan)))
     maps("attributions_inf", lambda a: a.index_put((torch.tensor(3), torch.tensor(0), torch.tensor(2),
                                                     torch.tensor(0)), torch.tensor(torch.inf)))
-    maps("attributions_int", lambda a: (a * 10).long())
     maps("attributions_complex", lambda a: a.to(torch.complex64))
     maps("attributions_list", lambda a: a.tolist())
     maps("attributions_batch_mismatch", lambda a: a[:2])

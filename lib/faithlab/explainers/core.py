@@ -170,7 +170,8 @@ def _target_range(target: torch.Tensor, n_classes: int) -> None:
     """Raise if a target is not a class index of the model's ``n_classes`` logits."""
     bad = target >= n_classes
     if bool(bad.any()):
-        raise ValueError(f"target must lie in [0, {n_classes}) (the model returns {n_classes} logits), got "
+        raise ValueError(f"target must hold classes in [0, {n_classes - 1}] (the model returns {n_classes} logits), "
+                         f"got "
                          f"{_samples(target[bad].cpu())} for sample(s) {_samples(bad.nonzero().cpu())} of x")
 
 

@@ -1,7 +1,15 @@
 """Faithfulness metrics: pure tensor functions, one package per paper of the study, built on :mod:`faithlab.perturb`.
 
 Every metric has one call shape, ``metric(model, x, attributions, *, target=None, ...)`` (``target=None``: the
-model's prediction ŷ), and a ``*_details`` twin with the same parameters. ``registry`` is the metric contract
+model's prediction ŷ), and a ``*_details`` twin with the same parameters. Every metric takes floating, integer or
+bool ``attributions`` (a binary mask, a superpixel selection or a segmentation is an explanation too: a metric only
+ranks or weighs the values) and reads an integer or bool map as floating-point values; a complex map is a TypeError
+naming ``attributions``. A setting that makes a score the same for every map, or undefined — a Monte-Carlo count too
+small to measure anything (infidelity's one normalised perturbation, μF's two subsets), one SaCo group or one TRACE
+patch, a grid of levels that each remove no unit or every unit — is refused with a ValueError naming the argument;
+each metric declares its own (``Metric.degenerate``, listed on the API page). One draw where the score still
+depends on the map (RFid±/FFid±'s ``n_samples=1``, S_avg's one neighbour) is an estimate, its ``mc_se`` NaN.
+``registry`` is the metric contract
 (:class:`~faithlab.metrics.registry.Metric`, ``register``, ``declare``) that ``fl.evaluate``, the CLI, the hints,
 the report and the tests read; each module declares its own metrics beside their functions, and importing this
 package imports every module under it (a new module's metrics are registered without an edit here).

@@ -28,12 +28,14 @@ Choices where the paper leaves freedom (recorded here and in :func:`noisy_linear
 from __future__ import annotations
 
 import math
+import warnings
 
 import torch
 import torch.nn.functional as F
 
 from faithlab import _validate
 from faithlab.perturb.keys import SampleSeeds, stream, to_unit, keyed_seeds
+from faithlab.perturb.units import caller_level
 
 __all__ = ["DIRECT_WEIGHT", "DIAGONAL_WEIGHT", "NOISE", "noisy_linear_imputation", "NoisyLinear"]
 
@@ -130,8 +132,9 @@ def noisy_linear_imputation(x: torch.Tensor, keep: torch.Tensor, *, noise: float
     noise: :class:`NoisyLinear` draws it per sample). Kept elements are returned unchanged. rtol: each image and
     channel's CG stops when its residual norm is below rtol times its right-hand side's (default 1e-5 for float32,
     1e-10 for float64); max_iter: at most this many iterations (default ``4·(H + W) + 64``, far more than the
-    batches of the tests and benchmarks need; ``details=True`` returns the counts). An image that keeps no pixel is
-    imputed as 0 plus the noise.
+    batches of the tests and benchmarks need; ``details=True`` returns the counts). A system still short of rtol
+    after max_iter iterations gives one ``RuntimeWarning`` per call (as :func:`faithlab.metrics.road` does), with
+    or without details. An image that keeps no pixel is imputed as 0 plus the noise.
 
     details: return ``{"imputed", "iterations" (B, C), "converged" (B, C) bool}`` instead of the images.
     """
@@ -152,10 +155,24 @@ def noisy_linear_imputation(x: torch.Tensor, keep: torch.Tensor, *, noise: float
             raise ValueError(f"noise must be a finite standard deviation ≥ 0 or a tensor, got {noise!r}")
         drawn = torch.randn_like(x) * sigma if sigma > 0 else None
     imputed, z, iterations = _impute(x, removed, drawn, rtol, max_iter)
+    converged = _converged(x.to(z.dtype), removed.to(z.dtype), z, rtol)
+    _warn_unconverged(converged, max_iter, rtol)
     if not details:
         return imputed
-    return {"imputed": imputed, "iterations": iterations,
-            "converged": _converged(x.to(z.dtype), removed.to(z.dtype), z, rtol)}
+    return {"imputed": imputed, "iterations": iterations, "converged": converged}
+
+
+def _warn_unconverged(converged: torch.Tensor, max_iter: int, rtol: float) -> None:
+    """One RuntimeWarning, at the caller's line, when some image-channel system of ``converged`` ``(B, C)`` is not
+    within its tolerance after ``max_iter`` iterations (one host read)."""
+    if bool(converged.all()):
+        return
+    short = (~converged).nonzero()
+    where = ", ".join(f"image {int(i)} channel {int(c)}" for i, c in short[:3].tolist())
+    warnings.warn(f"noisy_linear_imputation stopped short of its tolerance (rtol={rtol:g}) after at most "
+                  f"max_iter={max_iter} iterations on {short.shape[0]} of {converged.numel()} image-channel system(s) "
+                  f"(e.g. {where}); the imputed values are approximate (details=True shows where: 'converged'; a "
+                  "larger max_iter converges)", RuntimeWarning, stacklevel=caller_level())
 
 
 def _impute(x: torch.Tensor, removed: torch.Tensor, noise: torch.Tensor | None, rtol: float,

@@ -111,6 +111,19 @@ def check_read_out(output: Output, logits: torch.Tensor, target: torch.Tensor, t
         return
     if output != "logit" and logits.shape[1] < 2:
         raise ValueError(f"output={output!r} needs logits for at least 2 classes, got {logits.shape[1]}")
-    if target.numel() and int(target.max()) >= logits.shape[1]:
-        raise ValueError(f"{target_name} holds class {int(target.max())} but the model returns {logits.shape[1]} "
-                         f"logits")
+    check_classes(target, logits.shape[1], target_name)
+
+
+def check_classes(target: torch.Tensor, n_classes: int, name: str = "target", *, what: str = "logits") -> None:
+    """Raise unless every class index of ``target`` lies in [0, n_classes − 1]: a ValueError naming ``name`` first,
+    then the valid range, the model's width (``n_classes`` ``what``: logits, or classes) and the first value out of
+    range. One host read when every index is in range."""
+    if not target.numel():
+        return
+    low, high = torch.stack([target.min(), target.max()]).tolist()
+    if 0 <= low and high < n_classes:
+        return
+    bad = target[(target < 0) | (target >= n_classes)]
+    more = f" ({bad.numel()} values out of range)" if bad.numel() > 1 else ""
+    raise ValueError(f"{name} must hold classes in [0, {n_classes - 1}] (the model returns {n_classes} {what}), got "
+                     f"{int(bad[0])}{more}")

@@ -256,7 +256,7 @@ class Removal:
                 if attributions is None:
                     raise ValueError(f"attributions are required for order={order!r}")
                 if scores is None:
-                    check_attributions(attributions, x)
+                    attributions = check_attributions(attributions, x)
                     scores = unit_scores(attributions, self.units, reduce=reduce)
                     _validate.batch_match(x, scores, "x", "attributions")
                     warn_constant(constant_maps(scores), "their units are removed in index order")

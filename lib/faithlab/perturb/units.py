@@ -194,11 +194,12 @@ def unit_scores(attributions: torch.Tensor, units: Units, *, reduce: str) -> tor
     reduce, over all attribution elements of a unit (channels × member positions):
     ``"sum_abs"`` Σ|a| (F-Fidelity and Few-class convention), ``"sum"`` Σa (SaCo group salience),
     ``"mean_abs"`` mean |a|, ``"mean"`` mean a (TRACE average pooling to patches), ``"max"`` max a.
+    Integer and bool maps are read as float32 values, complex ones refused (``_validate.attribution_map``, the rule
+    :func:`check_attributions` applies with x's floating dtype).
     """
     _validate.one_of(reduce, "reduce", REDUCE)
-    a = _validate.tensor(attributions, "attributions")
-    if not a.is_floating_point():
-        raise TypeError(f"attributions must be floating-point, got dtype {a.dtype}")
+    given = _validate.tensor(attributions, "attributions")
+    a = _validate.attribution_map(given, "attributions")
     idx = units.index
     _validate.same_device(idx, a, "units", "attributions")
     if a.ndim > idx.ndim:  # e.g. (B, L, D) attributions of token ids (B, L): the extra dims act as channels
@@ -214,7 +215,8 @@ def unit_scores(attributions: torch.Tensor, units: Units, *, reduce: str) -> tor
     if not fits(a):
         raise ValueError(f"attributions of shape {tuple(attributions.shape)} do not match the units "
                          f"(index shape {tuple(idx.shape)}); expected x's shape or x's shape without channels")
-    _validate.finite(a, "attributions")
+    if given.is_floating_point():  # an integer or bool map is finite
+        _validate.finite(a, "attributions")
     if reduce in ("sum_abs", "mean_abs"):
         a = a.abs()
     per_unit_channels = math.prod(a.shape[d] for d in spanned)
@@ -240,11 +242,14 @@ def unit_scores(attributions: torch.Tensor, units: Units, *, reduce: str) -> tor
     return scores
 
 
-def check_attributions(attributions: torch.Tensor, x: torch.Tensor, *, name: str = "attributions") -> None:
+def check_attributions(attributions: torch.Tensor, x: torch.Tensor, *, name: str = "attributions") -> torch.Tensor:
     """Raise unless ``attributions`` fit the input ``x``: x's shape, x's shape with size 1 in the channel dim,
     x's shape without its channel dim (images ``(B, H, W)``, series ``(B, T)``), or ``(B, L, D)`` for token ids
-    ``(B, L)``, on x's device. A map with more channels or other sizes than x is refused rather than reduced into
-    unit scores."""
+    ``(B, L)``, on x's device, of a real dtype. A map with more channels or other sizes than x is refused rather
+    than reduced into unit scores. Returns the map in a floating dtype (the metrics' one dtype rule,
+    ``_validate.attribution_map``): a floating map as it is, an integer or bool map (a binary mask, a superpixel
+    selection, a segmentation) converted to x's floating dtype (float32 for token ids); a complex map is a
+    TypeError naming ``name``."""
     _validate.one_device(x=x, **{name: attributions})
     a = _validate.tensor(attributions, name)
     shape, xs = tuple(a.shape), tuple(x.shape)
@@ -256,12 +261,15 @@ def check_attributions(attributions: torch.Tensor, x: torch.Tensor, *, name: str
     if not fits:
         raise ValueError(f"{name} of shape {shape} do not fit x of shape {xs}: expected x's shape, x's shape with "
                          f"1 channel, or x's shape without the channel dim")
+    return _validate.attribution_map(a, name, like=x)
 
 
-def _caller_level() -> int:
-    """``stacklevel`` of the first frame outside faithlab, so a warning points at the user's call whatever the
-    depth of the library calls in between (Python 3.11 has no ``skip_file_prefixes``)."""
-    frame, level = sys._getframe(2), 2  # 1 = warn_constant's own frame
+def caller_level() -> int:
+    """``stacklevel`` of the first frame outside faithlab, for the function that calls this one and then
+    ``warnings.warn`` (:func:`warn_constant`, :func:`~faithlab.perturb.noisy_linear_imputation`): the warning points
+    at the user's call whatever the depth of the library calls in between (Python 3.11 has no
+    ``skip_file_prefixes``)."""
+    frame, level = sys._getframe(2), 2  # 1 = the frame that calls warnings.warn
     while frame is not None and frame.f_globals.get("__name__", "").startswith("faithlab."):
         frame, level = frame.f_back, level + 1
     return level
@@ -287,5 +295,5 @@ def warn_constant(constant: torch.Tensor, what: str, *, over: str = "units") -> 
         idx = constant.nonzero().flatten()[:5].tolist()
         warnings.warn(f"attributions are constant over the {over} for {count} of {constant.shape[0]} sample(s) "
                       f"(e.g. {idx}): they define no ranking; {what}", ConstantMapWarning,
-                      stacklevel=_caller_level())
+                      stacklevel=caller_level())
     return constant

@@ -291,7 +291,7 @@ def test_bad_inputs_and_maps_raise_naming_them():
     with pytest.raises(ValueError, match="attributions"):
         mod.infidelity(model, x, a[:, :, :2])
     with pytest.raises(TypeError, match="attributions"):
-        mod.infidelity(model, x, a > 0)
+        mod.infidelity(model, x, a.to(torch.complex64))
     with pytest.raises(ValueError, match="model"):
         mod.infidelity(model.train(), x, a)
 

@@ -110,7 +110,8 @@ def test_the_solve_reports_convergence_and_a_too_small_cap_shows_it():
     keep = _masks(24, 24, seed=0)[4][None]  # one large hole
     d = perturb.noisy_linear_imputation(x, keep, details=True)
     assert bool(d["converged"].all()) and int(d["iterations"].max()) > 3
-    capped = perturb.noisy_linear_imputation(x, keep, max_iter=2, details=True)
+    with pytest.warns(RuntimeWarning, match="max_iter=2"):
+        capped = perturb.noisy_linear_imputation(x, keep, max_iter=2, details=True)
     assert not bool(capped["converged"].all())
 
 

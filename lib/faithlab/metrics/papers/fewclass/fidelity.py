@@ -337,7 +337,7 @@ def fewclass_fid_details(model: Callable, x: torch.Tensor, attributions: torch.T
     f = _validate.fractions(fractions, "fractions", increasing=True)
     units = perturb.pixel_units(x)
     perturb.check_informative(torch.round(f.double() * units.n), units.n, "fractions", fractions)
-    perturb.check_attributions(attributions, x)
+    attributions = perturb.check_attributions(attributions, x)
     scores = perturb.unit_scores(attributions, units, reduce="sum_abs")
     constant = perturb.warn_constant(perturb.constant_maps(scores), "their pixels are replaced in a random order "
                                      "(flagged in 'constant')")
@@ -349,9 +349,7 @@ def fewclass_fid_details(model: Callable, x: torch.Tensor, attributions: torch.T
     else:
         target = predicted_class(model, x, batch_size=batch_size)
     n = _n_classes(perturb.logits(model, x[:1], finite=False).shape[1])
-    if int(target.max()) >= n:  # the model's classes are known only now; the engine checks the rest of target
-        raise ValueError(f"target holds class {int(target.max())} but the model returns {n} classes "
-                         f"(0..{n - 1})")
+    perturb.readout.check_classes(target, n, "target", what="classes")  # the model's classes are known only now
     if perturbed is None:
         perturbed = select_perturbation(model, x, grid=grid, normalisation=normalisation,
                                         batch_size=batch_size)["image"]

@@ -43,7 +43,7 @@ def _fidelity(plus: bool, model: Callable, x: torch.Tensor, attributions: torch.
     _validate.one_of(ties, "ties", perturb.TIES)
     runner = perturb.Removal(model, x, units=units, reference=reference, output=output, target=target,
                              batch_size=batch_size)
-    perturb.check_attributions(attributions, x)
+    attributions = perturb.check_attributions(attributions, x)
     scores = perturb.unit_scores(attributions, runner.units, reduce=reduce)
     _validate.batch_match(x, scores, "x", "attributions")
     s = _validate.fractions(sparsity, "sparsity")

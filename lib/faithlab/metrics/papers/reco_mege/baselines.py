@@ -72,7 +72,7 @@ def mu_fidelity_details(model: Callable, x: torch.Tensor, attributions: torch.Te
     frac = _validate.fraction(subset_fraction, "subset_fraction", closed_low=False)
     batch_size = _validate.batch_size(batch_size, "batch_size")
     units = perturb.units_for(units, x)
-    perturb.check_attributions(attributions, x)
+    attributions = perturb.check_attributions(attributions, x)
     scores = perturb.unit_scores(attributions, units, reduce="sum").double()
     count = round(frac * units.n)
     if count < 1:
@@ -285,8 +285,8 @@ def average_stability_details(model: Callable, x: torch.Tensor, attributions: to
         _validate.tensor(target, "target", ndim=1)
         if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
             raise TypeError(f"target must be an integer tensor of class indices, got dtype {target.dtype}")
-        if target.numel() and int(target.min()) < 0:
-            raise ValueError(f"target must hold class indices ≥ 0, got {int(target.min())}")
+        if target.numel() and int(target.min()) < 0:  # the range needs the model's width: one input's pass
+            perturb.readout.check_classes(target, perturb.logits(model, x[:1], finite=False).shape[1], "target")
         _validate.batch_match(x, target, "x", "target")
     if attributions is not None:
         _validate.tensor(attributions, "attributions")

@@ -40,7 +40,7 @@ def unit_salience(x: torch.Tensor, attributions: torch.Tensor, units: perturb.Un
     """Units (pixels / time steps / tokens when None) and the salience of each unit ``(B, n)`` by ``reduce``."""
     _validate.tensor(x, "x", ndim=(2, 3, 4))
     units = perturb.units_for(units, x)
-    perturb.check_attributions(attributions, x)
+    attributions = perturb.check_attributions(attributions, x)
     scores = perturb.unit_scores(attributions, units, reduce=reduce)
     _validate.batch_match(x, scores, "x", "attributions")
     return units, scores
@@ -204,16 +204,20 @@ def morf_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
         target = _predicted(model, x, batch_size)
     _validate.tensor(target, "target", ndim=1)
     _validate.batch_match(x, target, "x", "target")
-    if target.dtype != torch.int64 or bool((target < 0).any()) or bool((labels < 0).any()):
-        raise ValueError("target and labels must hold non-negative int64 class indices")
+    if target.dtype != torch.int64:
+        raise ValueError(f"target must be an int64 tensor of class indices, got dtype {target.dtype}")
+    if bool((target < 0).any()) or bool((labels < 0).any()):  # the range needs the model's width: one input's pass
+        width = perturb.logits(model, x[:1], finite=False).shape[1]
+        perturb.readout.check_classes(target, width, "target")
+        perturb.readout.check_classes(labels, width, "labels")
     n_classes = int(torch.maximum(target.max(), labels.max())) + 1
     # one read-out of both classes per input: the cell's target carries (target, labels) as target·C + labels
     both = target.to(labels.device) * n_classes + labels
 
     def read(logits: torch.Tensor, code: torch.Tensor) -> torch.Tensor:
         if int(n_classes) > logits.shape[1]:
-            raise ValueError(f"target or labels hold class {n_classes - 1} but the model returns {logits.shape[1]} "
-                             f"logits")
+            perturb.readout.check_classes(target, logits.shape[1], "target")
+            perturb.readout.check_classes(labels, logits.shape[1], "labels")
         t, label = torch.div(code, n_classes, rounding_mode="floor"), code % n_classes
         prob = logits.softmax(dim=1).gather(1, t[:, None]).squeeze(1)
         return torch.stack([prob, (logits.argmax(dim=1) == label).to(logits.dtype)], dim=1)

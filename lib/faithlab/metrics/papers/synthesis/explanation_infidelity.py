@@ -146,9 +146,7 @@ def infidelity_details(model: Callable, x: torch.Tensor, attributions: torch.Ten
     _validate.tensor(x, "x", ndim=(2, 3, 4), floating=True)
     _validate.model_accepts(model, x, "model", "x")
     _validate.finite(x, "x")
-    perturb.check_attributions(attributions, x)
-    if attributions.is_complex() or attributions.dtype == torch.bool:
-        raise TypeError(f"attributions must be a real tensor, got dtype {attributions.dtype}")
+    attributions = perturb.check_attributions(attributions, x)
     _validate.finite(attributions, "attributions")
     n = _validate.positive_int(n_perturb_samples, "n_perturb_samples")
     sigma = _validate.number(noise_std, "noise_std")
