@@ -95,3 +95,20 @@ def test_road_on_the_same_images_warns_once_per_call(monkeypatch):
 
 def test_road_with_its_own_cap_does_not_warn(monkeypatch):
     assert _road(monkeypatch, capped=False) == []
+
+
+@pytest.mark.parametrize("capped", [True, False])
+def test_every_metric_on_the_imputation_reference_warns_once_when_it_is_capped(capped):
+    """Not ROAD alone: F-Fidelity's Fid+ with the imputation as its reference (the study's "ROAD" rival method)
+    says a capped solve once per call, at the caller's line, and nothing with the default cap."""
+    x, _ = _case()
+    model = small_cnn(in_channels=1, side=SIDE, n_classes=3).double()
+    maps = torch.rand(2, SIDE, SIDE, generator=torch.Generator().manual_seed(4))
+    reference = perturb.NoisyLinear(0.0, max_iter=1 if capped else None)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        fl.metrics.fid_plus(model, x, maps, sparsity=[0.3, 0.6], reference=reference, output="prob")
+    found = _tolerance_warnings(record)
+    assert len(found) == (1 if capped else 0), [str(w.message) for w in record]
+    if capped:
+        assert found[0].filename == __file__ and "max_iter=1" in str(found[0].message)

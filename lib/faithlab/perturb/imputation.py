@@ -226,6 +226,7 @@ class NoisyLinear:
         # key would be one host-to-device copy per chunk)
         self._rows = keyed_seeds(seeds.seeds, self._draw) if seeds is not None and sigma > 0 else None
         self._unconverged: torch.Tensor | None = None  # on the inputs' device: read once, by :attr:`unconverged`
+        self._warned = False
 
     @property
     def key(self) -> tuple:
@@ -242,6 +243,17 @@ class NoisyLinear:
     def unconverged(self) -> bool:
         """Whether some system of an imputation so far stopped at ``max_iter`` short of ``rtol`` (one host read)."""
         return self._unconverged is not None and bool(self._unconverged)
+
+    def warn_unconverged(self) -> None:
+        """One RuntimeWarning per reference, at the caller's line, once an imputation so far stopped at
+        ``max_iter`` short of ``rtol`` (one host read): :class:`faithlab.perturb.Removal` calls it after each run,
+        so every metric on this reference warns as :func:`noisy_linear_imputation` does."""
+        if not self._warned and self.unconverged:
+            self._warned = True
+            warnings.warn(f"the noisy linear imputation (ROAD's reference) stopped at its iteration cap "
+                          f"(max_iter={self.max_iter}) short of its tolerance on some input; the imputed values are "
+                          "approximate (perturb.noisy_linear_imputation(details=True) shows where)", RuntimeWarning,
+                          stacklevel=caller_level())
 
     def __repr__(self) -> str:
         return f"NoisyLinear(noise={self.noise})"

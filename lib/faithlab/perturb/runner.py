@@ -108,8 +108,11 @@ class Removal:
             batch_size = autobatch.plan(self.batch_size, self.model, self.x, n_samples * (per_sample + 1))
         if self._target is None:  # the prediction in chunks of this run's batch size, as a one-shot call computes it
             self._target = self._clean_logits(batch_size).argmax(dim=1)
-        return run(self.model, self.x, self.units, self.reference, self.output, self._target, per_sample, masks,
-                   batch_size, rows=sample)
+        out = run(self.model, self.x, self.units, self.reference, self.output, self._target, per_sample, masks,
+                  batch_size, rows=sample)
+        if isinstance(self.reference, NoisyLinear):  # an imputation short of its tolerance is said, once
+            self.reference.warn_unconverged()
+        return out
 
     def _read(self, logits: torch.Tensor) -> torch.Tensor:
         """The read-out of logits of x's samples (one input each), checked as the engine checks its own."""

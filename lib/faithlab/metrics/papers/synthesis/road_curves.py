@@ -53,7 +53,6 @@ float rounding. With the noise on, both add N(0, 0.01²) but draw it differently
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 
 import torch
@@ -117,10 +116,6 @@ def road_details(model: Callable, x: torch.Tensor, attributions: torch.Tensor, *
                              batch_size=batch_size)
     morf, lerf = runner.curves(None, f, orders=(perturb.order(scores, "morf"), perturb.order(scores, "lerf")))
     clean = runner.clean()
-    if reference.unconverged:
-        warnings.warn("ROAD's imputation stopped at its iteration cap short of its tolerance on some input; the "
-                      "imputed values are approximate (perturb.noisy_linear_imputation(details=True) shows where)",
-                      RuntimeWarning, stacklevel=2)
     morf_area, lerf_area = morf.mean(dim=1), lerf.mean(dim=1)
     level_clean = clean.unsqueeze(1)   # (B, 1, …): against every level
     return {"road": (lerf_area - morf_area) / 2, "morf_area": morf_area, "lerf_area": lerf_area, "morf": morf,
