@@ -426,6 +426,6 @@ def test_the_api_table_lists_the_settings_each_metric_refuses():
     """The API page's metrics table says, from the declarations, which settings measure nothing (issue 92)."""
     from faithlab.metrics.registry import METRICS
     html = pages.metrics_html()
-    assert "refused: measures nothing" in html
+    assert "refused: the score would be the same for every map" in html
     assert "n_perturb_samples = 1" in html and "n_subsets = 2" in html and "edge = 1" in html
     assert sum(bool(m.degenerate) for m in METRICS.values()) >= 18

@@ -283,8 +283,8 @@ def setup_rows(settings: Iterable, generated: Path) -> pd.DataFrame:
 
 def metrics_html() -> str:
     """Every registered metric as its declaration says: the API page's table (name and label, paper, direction,
-    what it measures, the options evaluate exposes with their defaults, what it needs, the settings it refuses because
-    they make the score the same for every map (``Metric.degenerate``), its public function), so a
+    what it measures, the options evaluate exposes with their defaults, what it needs, its public function), then the
+    settings each refuses because they make the score the same for every map (``Metric.degenerate``), so a
     metric added to the library is listed without an edit of the page."""
     from faithlab.metrics import registry
     from faithlab.report import brief
@@ -298,11 +298,21 @@ def metrics_html() -> str:
             "what it measures": m.doc,
             "options (default)": ", ".join(f"{registry.option_name(o.name, m.group)} = "
                                            f"{brief(registry.OPTIONS[o.name].default, 24)}" for o in m.options),
-            "needs": ", ".join(m.needs),
-            "refused: measures nothing": "; ".join(", ".join(f"{k} = {brief(v, 24)}" for k, v in setting.items())
-                                                   for setting in m.degenerate),
-            "function": "" if function is None else function.__name__})
-    return table_html(pd.DataFrame(rows), css_class="fl-table fl-metrics")
+            "needs": ", ".join(m.needs), "function": "" if function is None else function.__name__})
+    # the settings each metric refuses, one row per set of metrics refusing the same (a column of its own squeezed
+    # the table past the page's width)
+    refused: dict[str, list[str]] = {}
+    for m in registry.METRICS.values():
+        if m.degenerate:
+            text = "; ".join(", ".join(f"{k} = {brief(v, 24)}" for k, v in setting.items()) for setting in m.degenerate)
+            refused.setdefault(text, []).append(m.label)
+    settings = pd.DataFrame([{"metrics": ", ".join(labels), "refused: the score would be the same for every map": text}
+                             for text, labels in refused.items()])
+    return (table_html(pd.DataFrame(rows), css_class="fl-table fl-metrics")
+            + "<p>Settings that measure nothing — a Monte-Carlo count too small to depend on the map, a grid whose "
+              "every level removes no unit or every unit — are refused with an error naming the argument "
+              "(<code>Metric.degenerate</code>):</p>"
+            + table_html(settings, css_class="fl-table fl-metrics"))
 
 
 def toc_order(toc: Mapping) -> list[str]:
