@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["Rule", "registered", "registered_answer", "rule", "all_rules", "log", "fingerprint", "DECISIONS",
+__all__ = ["Rule", "registered", "registered_answer", "rule", "all_rules", "log", "fingerprint", "zero_change",
+           "DECISIONS",
            "DIRECTIONS", "rule_files", "registrations", "audit", "audit_log", "answer", "all_answers", "HOLDS_UP",
            "BEATS", "CLAIMS_MODULES"]
 
@@ -299,6 +300,16 @@ def all_rules() -> dict[str, Rule]:
     """Every registered rule, by claim id (by paper, then in the order of the code)."""
     _import_claims()
     return {k: _RULES[k][0] for k in _order(_RULES)}
+
+
+def zero_change(date: str, new: float, why: str, *, source: str, fingerprint: str, old: float = 0.0,
+                source_why: str = "the source of the value of no effect (entry above)") -> tuple[dict, dict]:
+    """The two change-log entries of a rule that sets its value of no effect: ``zero`` from ``old`` to ``new``
+    (``why``), then ``zero_source`` (``source``, ``source_why``) with the ``fingerprint`` of the rule after both —
+    written once here for every rule that moved its zero (issue 90), spread into its ``log=[...]``."""
+    return ({"date": date, "change": "changed", "field": "zero", "old": old, "new": new, "why": why},
+            {"date": date, "change": "changed", "field": "zero_source", "old": "", "new": source,
+             "why": source_why, "fingerprint": fingerprint})
 
 
 def log() -> dict[str, list[dict]]:

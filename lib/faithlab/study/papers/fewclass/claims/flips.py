@@ -123,17 +123,18 @@ def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
     unit="XAI image of a binary model",
     log=[
         REGISTERED,
-        {"date": "2026-11-29", "change": "changed", "field": "zero", "old": 0.0, "new": 0.05,
-         "why": ("issue 90 (verdicts that say what holds): the decisions now read a second boundary, the value of no "
-                 "effect (0 unless the rule sets it), and a cell beyond it but short of the margin is 'weaker'. U is "
-                 "never below 0, so with 0 a model that a reference leaves uncertain by the paper's own definition "
-                 "(0 < U < Δ) would read 'reproduced, weaker'. Below Δ is the null, not a smaller effect: the value "
-                 "of no effect is Δ, the margin, which keeps the one boundary the rule was registered with. "
-                 "Statistic, margin, decision and design unchanged")},
-        {"date": "2026-11-29", "change": "changed", "field": "zero_source", "old": "",
-         "new": ("the paper's Δ (eq. 3), the margin itself: a U below it is the uncertain end point the paper asks "
-                 "for (the null), not a smaller confidence, so the rule keeps one boundary"),
-         "why": "a rule that sets zero says why (the entry above)", "fingerprint": "6a8f1591dd7f"},
+        *verdicts.zero_change(
+            "2026-11-29", 0.05,
+            ("issue 90 (verdicts that say what holds): the decisions now read a second boundary, the value of no "
+             "effect (0 unless the rule sets it), and a cell beyond it but short of the margin is 'weaker'. U is "
+             "never below 0, so with 0 a model that a reference leaves uncertain by the paper's own definition "
+             "(0 < U < Δ) would read 'reproduced, weaker'. Below Δ is the null, not a smaller effect: the value "
+             "of no effect is Δ, the margin, which keeps the one boundary the rule was registered with. "
+             "Statistic, margin, decision and design unchanged"),
+            source=("the paper's Δ (eq. 3), the margin itself: a U below it is the uncertain end point the paper asks "
+                    "for (the null), not a smaller confidence, so the rule keeps one boundary"),
+            fingerprint="6a8f1591dd7f",
+            source_why="a rule that sets zero says why (the entry above)"),
     ],
 )
 @verdicts.registered(
@@ -249,17 +250,18 @@ def claim_class_flip(flips: pd.DataFrame, *, binary: Sequence[str]) -> verdicts.
     note="a study check (an identity of eq. 1), not one of the paper's claims",
     log=[
         REGISTERED,
-        {"date": "2026-11-29", "change": "changed", "field": "zero", "old": 0.0, "new": 0.999,
-         "why": ("issue 90 (verdicts that say what holds): the decisions now read a second boundary, the value of no "
-                 "effect (0 unless the rule sets it), and a cell beyond it but short of the margin is 'weaker'. With "
-                 "0, an implementation whose values break their bound one time in ten (share 0.9) would read "
-                 "'reproduced, weaker'; an identity either holds or does not. The value of no effect is the margin, "
-                 "which keeps the one boundary the check was registered with. Statistic, margin and decision "
-                 "unchanged")},
-        {"date": "2026-11-29", "change": "changed", "field": "zero_source", "old": "",
-         "new": ("the margin itself: an identity has no smaller effect to report (a value meets its bound or not), "
-                 "so the rule keeps one boundary"),
-         "why": "a rule that sets zero says why (the entry above)", "fingerprint": "559ce5e08717"},
+        *verdicts.zero_change(
+            "2026-11-29", 0.999,
+            ("issue 90 (verdicts that say what holds): the decisions now read a second boundary, the value of no "
+             "effect (0 unless the rule sets it), and a cell beyond it but short of the margin is 'weaker'. With "
+             "0, an implementation whose values break their bound one time in ten (share 0.9) would read "
+             "'reproduced, weaker'; an identity either holds or does not. The value of no effect is the margin, "
+             "which keeps the one boundary the check was registered with. Statistic, margin and decision "
+             "unchanged"),
+            source=("the margin itself: an identity has no smaller effect to report (a value meets its bound or not), "
+                    "so the rule keeps one boundary"),
+            fingerprint="559ce5e08717",
+            source_why="a rule that sets zero says why (the entry above)"),
     ],
 )
 def claim_fid_bounds(values: pd.DataFrame) -> verdicts.Claim:

@@ -63,15 +63,15 @@ random maps), oriented and divided by its range, lies above this share of its ra
                  "with every metric required); the premise against random maps gets a band of 0.05 of the range "
                  "(was: significantly above 0)"),
          "fingerprint": "6f0b8c35c374"},
-        {"date": "2026-11-29", "change": "changed", "field": "zero", "old": 0.0, "new": 0.3,
-         "why": ('issue 90 item 5: the statistic is a mean of |score − ideal|, above 0 by construction and '
-                 "inflated by noise alone, so with zero 0 any counted metric would read at least 'reproduced, "
-                 "weaker'. The value of no effect is the margin: one boundary, only the paper's 30 % can "
-                 'reproduce')},
-        {"date": "2026-11-29", "change": "changed", "field": "zero_source", "old": "",
-         "new": ('the margin itself: a mean absolute gap is above 0 by construction (noise alone makes it so), so '
-                 "only the paper's 30 % is asked"),
-         "why": "the source of the value of no effect (entry above)", "fingerprint": "83878b998b6e"},
+        *verdicts.zero_change(
+            "2026-11-29", 0.3,
+            ('issue 90 item 5: the statistic is a mean of |score − ideal|, above 0 by construction and '
+             "inflated by noise alone, so with zero 0 any counted metric would read at least 'reproduced, "
+             "weaker'. The value of no effect is the margin: one boundary, only the paper's 30 % can "
+             'reproduce'),
+            source=('the margin itself: a mean absolute gap is above 0 by construction (noise alone makes it so), so '
+                    "only the paper's 30 % is asked"),
+            fingerprint="83878b998b6e"),
     ],
 )
 def claim_ideal_gap(frame: pd.DataFrame, *, perfect: str, random: str, setting: str = "",

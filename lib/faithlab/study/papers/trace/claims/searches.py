@@ -81,19 +81,20 @@ def _search_bound_cells(sums: pd.DataFrame, random: pd.DataFrame, rule: verdicts
                  "margin (0.035 [−0.026, 0.095], -Mo held), and the power analysis of those data asks 8 replicas × 4 "
                  "digits (P 0.97), the same 32 complete searches; statistic, margin and decision unchanged"),
          "fingerprint": "f081af98121c"},
-        {"date": "2026-11-29", "change": "changed", "field": "zero", "old": 0.0, "new": 1.0,
-         "why": ("issue 90 (verdicts that say what holds): the decisions now read a second boundary, the value of no "
-                 "effect (0 unless the rule sets it), and a cell beyond it in the paper's direction but short of the "
-                 "margin is 'weaker'. The statistic is SA's distance to the bound in units of a random order's, so "
-                 "no effect (SA no better than a random order) is 1, not 0 (a bound the statistic cannot pass: CS ≥ "
-                 "SA). With 0 the rule kept one boundary, and an SA that closes most of a random order's distance "
-                 "to the bound, but not all save 7.9 % of it, read 'not reproduced'; with 1 it reads 'reproduced, "
-                 "weaker', and 'not reproduced' needs an interval short of the margin that does not show SA better "
-                 "than a random order. "
-                 "Statistic, margin, decision and design unchanged")},
-        {"date": "2026-11-29", "change": "changed", "field": "zero_source", "old": "",
-         "new": "a random order's distance, the statistic's unit (SA no better than random)",
-         "why": "a rule that sets zero says why (the entry above)", "fingerprint": "6ba22af253d1"},
+        *verdicts.zero_change(
+            "2026-11-29", 1.0,
+            ("issue 90 (verdicts that say what holds): the decisions now read a second boundary, the value of no "
+             "effect (0 unless the rule sets it), and a cell beyond it in the paper's direction but short of the "
+             "margin is 'weaker'. The statistic is SA's distance to the bound in units of a random order's, so "
+             "no effect (SA no better than a random order) is 1, not 0 (a bound the statistic cannot pass: CS ≥ "
+             "SA). With 0 the rule kept one boundary, and an SA that closes most of a random order's distance "
+             "to the bound, but not all save 7.9 % of it, read 'not reproduced'; with 1 it reads 'reproduced, "
+             "weaker', and 'not reproduced' needs an interval short of the margin that does not show SA better "
+             "than a random order. "
+             "Statistic, margin, decision and design unchanged"),
+            source="a random order's distance, the statistic's unit (SA no better than random)",
+            fingerprint="6ba22af253d1",
+            source_why="a rule that sets zero says why (the entry above)"),
     ],
 )
 def claim_search_bound(sums: pd.DataFrame, random: pd.DataFrame) -> verdicts.Claim:

@@ -61,14 +61,14 @@ __all__ = ["claim_beats_methods", "claim_probability_beats_logit", "claim_refere
                  "premise gets 5 replicas. Statistic, threshold 0.1 and part (b) unchanged; the claims' own "
                  "statistics, margins and designs unchanged"),
          "fingerprint": "05855b2a6182"},
-        {"date": "2026-11-29", "change": "changed", "field": "zero", "old": 0.0, "new": 0.2,
-         "why": ('issue 90 item 5: T-p maximises the very score it is judged by, so a shortfall above 0 is built '
-                 "in; with zero 0 any method short of T-p would read 'reproduced, weaker'. The value of no effect "
-                 'is the margin: one boundary, only the size can reproduce')},
-        {"date": "2026-11-29", "change": "changed", "field": "zero_source", "old": "",
-         "new": ('the margin itself: that T-p is ahead at all is built in (it optimises this score), so only the '
-                 'size is asked'),
-         "why": "the source of the value of no effect (entry above)", "fingerprint": "acb5eb1de04b"},
+        *verdicts.zero_change(
+            "2026-11-29", 0.2,
+            ('issue 90 item 5: T-p maximises the very score it is judged by, so a shortfall above 0 is built '
+             "in; with zero 0 any method short of T-p would read 'reproduced, weaker'. The value of no effect "
+             'is the margin: one boundary, only the size can reproduce'),
+            source=('the margin itself: that T-p is ahead at all is built in (it optimises this score), so only the '
+                    'size is asked'),
+            fingerprint="acb5eb1de04b"),
     ],
 )
 def claim_beats_methods(scores: pd.DataFrame, *, model: str, target: str = "T-p", exclude: tuple[str, ...] = ("T-y",),
@@ -162,14 +162,14 @@ def claim_beats_methods(scores: pd.DataFrame, *, model: str, target: str = "T-p"
                  "premise gets 5 replicas. Statistic, threshold 0.1 and part (b) unchanged; the claims' own "
                  "statistics, margins and designs unchanged"),
          "fingerprint": "6006f3580430"},
-        {"date": "2026-11-29", "change": "changed", "field": "zero", "old": 0.0, "new": 0.079,
-         "why": ('issue 90 item 5: T-p optimises the score it is judged by, so its lead over T-y above 0 is close '
-                 "to built in; the paper's claim is the size (non-negligible). The value of no effect is the "
-                 'margin: one boundary')},
-        {"date": "2026-11-29", "change": "changed", "field": "zero_source", "old": "",
-         "new": ('the margin itself: that T-p leads at all is close to built in (it optimises this score), so '
-                 'only the size is asked'),
-         "why": "the source of the value of no effect (entry above)", "fingerprint": "1ee169b353c5"},
+        *verdicts.zero_change(
+            "2026-11-29", 0.079,
+            ('issue 90 item 5: T-p optimises the score it is judged by, so its lead over T-y above 0 is close '
+             "to built in; the paper's claim is the size (non-negligible). The value of no effect is the "
+             'margin: one boundary'),
+            source=('the margin itself: that T-p leads at all is close to built in (it optimises this score), so '
+                    'only the size is asked'),
+            fingerprint="1ee169b353c5"),
     ],
 )
 def claim_probability_beats_logit(scores: pd.DataFrame, *, target: str = "T-p", other: str = "T-y",
