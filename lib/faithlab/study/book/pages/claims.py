@@ -312,7 +312,7 @@ def metrics_html() -> str:
             + "<p>Settings that measure nothing — a Monte-Carlo count too small to depend on the map, a grid whose "
               "every level removes no unit or every unit — are refused with an error naming the argument "
               "(<code>Metric.degenerate</code>):</p>"
-            + table_html(settings, css_class="fl-table fl-metrics"))
+            + table_html(settings, css_class="fl-table"))  # not fl-metrics: its column widths are the first table's
 
 
 def toc_order(toc: Mapping) -> list[str]:
