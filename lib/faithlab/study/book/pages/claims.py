@@ -309,9 +309,10 @@ def metrics_html() -> str:
     settings = pd.DataFrame([{"metrics": ", ".join(labels), "refused: the score would be the same for every map": text}
                              for text, labels in refused.items()])
     return (table_html(pd.DataFrame(rows), css_class="fl-table fl-metrics")
-            + "<p>Settings that measure nothing — a Monte-Carlo count too small to depend on the map, a grid whose "
-              "every level removes no unit or every unit — are refused with an error naming the argument "
-              "(<code>Metric.degenerate</code>):</p>"
+            + html.element("p", html.escaped(
+                "Settings that measure nothing — a Monte-Carlo count too small to depend on the map, a grid whose "
+                "every level removes no unit or every unit — are refused with an error naming the argument (")
+                + html.element("code", "Metric.degenerate") + "):")
             + table_html(settings, css_class="fl-table"))  # not fl-metrics: its column widths are the first table's
 
 
