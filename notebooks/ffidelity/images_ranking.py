@@ -36,11 +36,11 @@
 # control** (black canvases, white digits: the removed pixel is a grey between the two) shows the same diagnostic
 # where the mechanism is weak; only its original and fine-tuned models are trained.
 #
-# **Replicas.** The unit of replication is the trained classifier: every setting trains `replicas` classifiers on
-# the same data; each replica r trains with its own seed, derived from `seed`, the setting's name (`canvas/<setting>`)
-# and r (`fs.verdicts.replicas`), and gets its own F-Fidelity fine-tuning and ROAR retrainings (cached per replica).
-# The ranking claims are
-# decided on one statistic per replica (its micro ranks or correlations averaged over the degradation seeds and
+# **Replicas.** The unit of replication is the trained classifier on its own data: every setting trains `replicas`
+# classifiers, replica r on its own draw of the setting's canvases (split, placements and colours; the data seed is
+# keyed to `seed` and r, `fs.verdicts.replication.data_seed`) and with its own seed, derived from `seed`, the
+# setting's name (`canvas/<setting>`) and r (`fs.verdicts.replicas`); each gets its own F-Fidelity fine-tuning and
+# ROAR retrainings (cached per replica). The ranking claims are decided on one statistic per replica (its micro ranks or correlations averaged over the degradation seeds and
 # sparsity levels of its `n_test` test images), with a t interval on the R replica values; the mechanism check on
 # every test image of each of `ood_replicas` replicas (the ranking study's, then more trained with the same recipe
 # and replica seeds: only their original and fine-tuned models), with a t interval on the replica means: the spread between
@@ -113,10 +113,9 @@ LABEL = {k: f"{k}: {v.image_size} px, r = {v.r:g}" for k, v in settings.items()}
 # %% tags=["shard"]
 specs = {NAMES[m]: (m, {"nt_samples": sg_samples, "n_steps": ig_steps} if m == "sg_sq_ig" else {})
          for m in explainers}
-data = {key: setting.load(seed) for key, setting in settings.items()}  # one per setting, the same for every replica
-tests = {key: test for key, (_, test) in data.items()}
+# each replica trains and is scored on its own draw of the setting's data (`fs.verdicts.replication.data_seed`)
 runs = P.ReplicaStudies(lambda key, replica, cells: settings[key].ranking_study(  # fs.papers.image_ranking_study
-    *data[key], specs, noise_levels=noise_levels, sparsity=sparsity, n_test=n_test, n_seeds=n_seeds,
+    *settings[key].load(seed, replica), specs, noise_levels=noise_levels, sparsity=sparsity, n_test=n_test, n_seeds=n_seeds,
     alpha=alpha, beta=beta, n_samples=n_samples, seed=seed, replica=replica, device=device,
     batch_size=batch_size, cells=cells, methods=(*P.PAPER_SETTINGS, *RIVALS)),
     {key: fs.verdicts.replicas(seed, f"canvas/{key}", replicas) for key in settings}, column="key")
@@ -175,20 +174,22 @@ if ood_replicas < replicas:
     raise ValueError(f"ood_replicas must be at least replicas ({replicas}), got {ood_replicas}")
 # replica r's original and fine-tuned model: the ranking study's own where it ran replica r, else trained here (the
 # same recipe and replica, cached; only these two)
-ood_sets = {k: (tests[k], {rep.index: {m: studies[k, rep.index].models[m] for m in ("original", "fine-tuned")}
-                           if (k, rep.index) in studies
-                           else settings[k].original_and_finetuned(beta=beta, seed=seed, replica=rep, device=device)
-                           for rep in fs.verdicts.replicas(seed, f"canvas/{k}", ood_replicas)}) for k in settings}
+# (each replica with its own test split, as it was trained)
+ood_sets = {k: {rep.index: ({m: studies[k, rep.index].models[m] for m in ("original", "fine-tuned")}
+                            if (k, rep.index) in studies
+                            else settings[k].original_and_finetuned(beta=beta, seed=seed, replica=rep, device=device),
+                            settings[k].load(seed, rep)[1])
+                for rep in fs.verdicts.replicas(seed, f"canvas/{k}", ood_replicas)} for k in settings}
 if grey is not None:
-    grey_models = {rep.index: grey.original_and_finetuned(beta=beta, seed=seed, replica=rep, device=device)
-                   for rep in fs.verdicts.replicas(seed, "canvas/control", ood_replicas)}
-    ood_sets["control"] = (grey.load(seed)[1], grey_models)
+    ood_sets["control"] = {rep.index: (grey.original_and_finetuned(beta=beta, seed=seed, replica=rep, device=device),
+                                       grey.load(seed, rep)[1])
+                           for rep in fs.verdicts.replicas(seed, "canvas/control", ood_replicas)}
     LABEL["control"] = f"control: grey, {grey.image_size} px"
 ood = pd.concat([P.ood_per_input(models, test.x[:n_ood].to(device), test.y[:n_ood].to(device),
                                  test.mask[:n_ood].flatten(1).to(device), beta=beta, n_draws=5,
                                  generator=fs.verdicts.replication.draw_seed(seed, f"canvas/{k}", r, "ood"),
                                  batch_size=batch_size).assign(setting=LABEL[k], replica=r)
-                 for k, (test, per) in ood_sets.items() for r, models in per.items()], ignore_index=True)
+                 for k, per in ood_sets.items() for r, (models, test) in per.items()], ignore_index=True)
 out.table(ood, "ood_per_input")
 checks, MECHANISM = {}, {}
 
@@ -198,7 +199,7 @@ checks, MECHANISM = {}, {}
 # %%
 for k in settings:
     checks[k] = out.claim(fs.verdicts.replicated(P.claim_ood_check, ood[ood["setting"] == LABEL[k]], data=LABEL[k]),
-                          note=f"{len(ood_sets[k][0].x[:n_ood])} test images × {ood_replicas} replicas, 5 draws of "
+                          note=f"{len(ood_sets[k][0][1].x[:n_ood])} test images × {ood_replicas} replicas, 5 draws of "
                                f"{int(ood.loc[ood['setting'] == LABEL[k], 'k'].max())} background pixels").claim
     MECHANISM[k] = P.mechanism(checks[k])
 ood_table = pd.concat([c.table for c in checks.values()], ignore_index=True)
@@ -211,8 +212,8 @@ for k in ood_sets:
     out.glue(f"ood_gap_{k}", float(part["original"]))
     out.glue(f"ood_gap_{k}_finetuned", float(part["fine-tuned"]))
     out.glue(f"ood_k_{k}", int(ood.loc[ood["setting"] == LABEL[k], "k"].max()))
-    out.glue(f"pixels_{k}", int(ood_sets[k][0].mask[0].numel()))
-    out.glue(f"side_{k}", int(ood_sets[k][0].mask.shape[-1]))
+    out.glue(f"pixels_{k}", int(ood_sets[k][0][1].mask[0].numel()))
+    out.glue(f"side_{k}", int(ood_sets[k][0][1].mask.shape[-1]))
 
 # %% [markdown]
 # The accuracy on clean and on background-removed inputs, per setting and model.

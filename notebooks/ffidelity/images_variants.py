@@ -32,9 +32,10 @@
 # independently trained replicas of each network. Each replica r trains with its own seed, derived from `seed`, the
 # setting's name and r (`fs.verdicts.replicas`): replica r of the CNN is replica r of {doc}`images_ranking`'s main
 # setting ("canvas/main", the same cache entries: its original and fine-tuned models are read, not retrained),
-# replica r of the ViT that of "vit/main"; each replica gets its own ROAR retraining, cached per replica, and all
-# replicas see the same data (the ViT's training canvases are more than the CNN's: `VitModels.n_train`, a
-# convolutional stem and more canvases are what a ViT this small needs to learn the task; the test split is one).
+# replica r of the ViT that of "vit/main"; each replica gets its own ROAR retraining, cached per replica. Replica r
+# trains and is scored on its own draw of the canvases (`fs.verdicts.replication.data_seed`: split, placements and
+# colours), its CNN and ViT on the same draw (the ViT's training canvases are more than the CNN's: `VitModels.n_train`,
+# a convolutional stem and more canvases are what a ViT this small needs to learn the task; the test split is one).
 # The ranking claims (F7) are decided on one statistic per replica, the others
 # (F8, F10) on the test images of every replica with a t interval on the replica means; the cost (F9) is counted in
 # every replica's LayerCAM study. The ViT's claims take the FF.OOD check of the ViT as their premise, the CNN's that
@@ -87,16 +88,16 @@ METHODS = ["Fidelity", "ROAR", "R-Fidelity", "F-Fidelity"]
 # %%
 cnn = fs.papers.ffidelity.CanvasModels(**canvas_models)
 vit_spec = fs.papers.ffidelity.VitModels(**vit_models)
-if dataset == "canvas_digits":
-    train, test = cnn.load(seed)
-    data_key = cnn.data_key(seed)
-    vit_train, _ = vit_spec.canvases(cnn).load(seed)  # the ViT's training canvases (VitModels.n_train), same test
-    vit_key = vit_spec.canvases(cnn).data_key(seed)
-else:
+REPLICAS = range(replicas)
+if dataset == "canvas_digits":  # replica r's own draw of the canvases (`fs.verdicts.replication.data_seed`)
+    vit_canvas = vit_spec.canvases(cnn)  # the ViT's training canvases (VitModels.n_train); the CNN's test split
+    DATA = {r: {"train": (cnn_data := cnn.load(seed, r))[0], "test": cnn_data[1], "key": cnn.data_key(seed, r),
+                "vit_train": vit_canvas.load(seed, r)[0], "vit_key": vit_canvas.data_key(seed, r)} for r in REPLICAS}
+else:  # a real data set: one, the same for every replica
     train = fl.data.load(dataset, split="train", data_dir=data_dir)
-    test = fl.data.load(dataset, split="test", data_dir=data_dir)
-    data_key = {"dataset": dataset}
-    vit_train, vit_key = train, data_key
+    DATA = dict.fromkeys(REPLICAS, {"train": train, "test": fl.data.load(dataset, split="test", data_dir=data_dir),
+                                    "key": {"dataset": dataset}, "vit_train": train, "vit_key": {"dataset": dataset}})
+train, test = DATA[0]["train"], DATA[0]["test"]  # replica 0's: shapes, classes and sizes (every replica's alike)
 in_channels, size = train[0][0].shape[0], train[0][0].shape[-1]
 
 # %% [markdown]
@@ -105,14 +106,13 @@ in_channels, size = train[0][0].shape[0], train[0][0].shape[-1]
 # %%
 n_classes = train.info["n_classes"]
 cnn_config = cnn.model_config(in_channels=in_channels, n_classes=n_classes)
-REPLICAS = range(replicas)
 ranking = dict(noise_levels=noise_levels, sparsity=sparsity, n_test=n_test, n_seeds=n_seeds, alpha=alpha, beta=beta,
                n_samples=n_samples, seed=seed, device=device, batch_size=batch_size)
 SG_SQ = ("sg_sq_ig", {"nt_samples": sg_samples, "n_steps": ig_steps})
 for name, value in {"n_test": n_test, "n_seeds": n_seeds, "replicas": replicas, "n_samples": n_samples,
                     "n_levels": len(sparsity),
                     "vit_dim": vit_spec.dim, "vit_depth": vit_spec.depth, "vit_heads": vit_spec.heads,
-                    "vit_stem": vit_spec.stem_width, "vit_n_train": len(vit_train), "cnn_n_train": len(train)}.items():
+                    "vit_stem": vit_spec.stem_width, "vit_n_train": len(DATA[0]["vit_train"]), "cnn_n_train": len(train)}.items():
     out.glue(name, value)
 
 # %% [markdown]
@@ -128,10 +128,12 @@ for name, value in {"n_test": n_test, "n_seeds": n_seeds, "replicas": replicas, 
 # %% tags=["shard"]
 STUDIES = {  # each study of replica `replica`: trained with `replica.seed`
     "ViT SG-SQ": lambda replica, cells: vit_spec.ranking_study(  # VitModels' recipe
-        vit_train, test, {"ViT SG-SQ": SG_SQ}, data_key=vit_key, replica=replica, methods=METHODS, cells=cells,
+        DATA[replica.index]["vit_train"], DATA[replica.index]["test"], {"ViT SG-SQ": SG_SQ},
+        data_key=DATA[replica.index]["vit_key"], replica=replica, methods=METHODS, cells=cells,
         **ranking),
     "CNN LayerCAM": lambda replica, cells: fs.papers.image_ranking_study(  # images_ranking's CNN of replica r
-        cnn.model_name, cnn_config, train, test, {"CNN LayerCAM": ("layercam", {})}, data_key=data_key,
+        cnn.model_name, cnn_config, DATA[replica.index]["train"], DATA[replica.index]["test"],
+        {"CNN LayerCAM": ("layercam", {})}, data_key=DATA[replica.index]["key"],
         train_config=cnn.train_config(replica.seed), finetune_config=cnn.finetune_config(replica.seed),
         roar_config=cnn.roar_config(replica.seed), methods=METHODS, cells=cells,
         draw_key=fs.verdicts.replication.replica_draws(seed, replica), **ranking),  # the replica's own draws
@@ -163,7 +165,7 @@ accuracy.pivot_table(index=["study", "model"], columns="replica", values="test a
 # {doc}`images_ranking`'s main check (the same models and data), recomputed as the premise of the CNN's claims.
 
 # %%
-mask = test.mask.flatten(1) if getattr(test, "mask", None) is not None else None
+has_mask = getattr(test, "mask", None) is not None
 MECHANISM = {}
 ood_draws = {(k, r): fs.verdicts.replication.replica_draws(seed, runs.replica(k, r), "ood")  # each replica's masks
              for k, r in studies}
@@ -172,9 +174,11 @@ ood_draws = {(k, r): fs.verdicts.replication.replica_draws(seed, runs.replica(k,
 # Where the data carry a ground-truth mask, the mechanism check FF.OOD on the ViT's and the CNN's models.
 
 # %%
-if mask is not None:
-    x_ood, y_ood, m_ood = test.x[:n_ood].to(device), test.y[:n_ood].to(device), mask[:n_ood].to(device)
-    ood = pd.concat([P.ood_per_input({m: st.models[m] for m in ("original", "fine-tuned")}, x_ood, y_ood, m_ood,
+if has_mask:  # each replica's own test split
+    ood_inputs = {r: (DATA[r]["test"].x[:n_ood].to(device), DATA[r]["test"].y[:n_ood].to(device),
+                      DATA[r]["test"].mask.flatten(1)[:n_ood].to(device)) for r in REPLICAS}
+    x_ood = ood_inputs[0][0]
+    ood = pd.concat([P.ood_per_input({m: st.models[m] for m in ("original", "fine-tuned")}, *ood_inputs[r],
                                      beta=beta, n_draws=5, generator=ood_draws[k, r], batch_size=batch_size)
                      .assign(study=k, replica=r) for (k, r), st in studies.items()], ignore_index=True)
     out.table(ood, "ood_per_input")
@@ -316,11 +320,13 @@ vit_agreement_table
 # shows replica 0's first few images.
 
 # %%
-x_pair, y_pair = (t.to(device) for t in fl.data.to_tensors(test, pair_n_test))  # a real folder's test set is lazy
+PAIRS = {r: tuple(t.to(device) for t in fl.data.to_tensors(DATA[r]["test"], pair_n_test))  # (lazy real folders)
+         for r in REPLICAS}  # each replica's own test split
+x_pair, y_pair = PAIRS[0]  # replica 0's: the cases shown below
 pair_ffid = dict(sparsity=sparsity, alpha=alpha, beta=beta, n_samples=n_samples, seed=seed, batch_size=batch_size)
 tuned = {r: studies["CNN LayerCAM", r].models["fine-tuned"] for r in REPLICAS}
-pair_maps = {r: P.pair_maps(tuned[r], x_pair, y_pair, seed=seed) for r in REPLICAS}
-per_image = pd.concat([P.per_image_ffid(tuned[r], x_pair, y_pair, pair_maps[r], **pair_ffid).assign(replica=r)
+pair_maps = {r: P.pair_maps(tuned[r], *PAIRS[r], seed=seed) for r in REPLICAS}
+per_image = pd.concat([P.per_image_ffid(tuned[r], *PAIRS[r], pair_maps[r], **pair_ffid).assign(replica=r)
                        for r in REPLICAS], ignore_index=True)
 out.table(per_image, "per_image_ffid")  # constant maps flagged
 out.glue("n_pair", len(x_pair))
@@ -348,15 +354,15 @@ for start in range(0, len(images), 6):  # three cases (six maps) per figure, eac
 CNN = runs.replicas["CNN LayerCAM"]  # images_ranking's main-setting replicas
 PAIR_TUNE = {rep.index: fl.train.TrainConfig(epochs=cnn.n_roar_epochs, lr=1e-3, batch_size=64, seed=rep.seed)
              for rep in CNN}  # Table 12's fine-tuning: as many epochs as a ROAR retraining
-bases = {rep.index: fl.train.fit(cnn.model_name, cnn_config, train, cnn.train_config(rep.seed), data_key=data_key,
-                                 test_data=test, device=device, progress=False) for rep in CNN}  # from the cache
+bases = {rep.index: fl.train.fit(cnn.model_name, cnn_config, DATA[rep.index]["train"], cnn.train_config(rep.seed),
+                                 data_key=DATA[rep.index]["key"], test_data=DATA[rep.index]["test"], device=device,
+                                 progress=False) for rep in CNN}  # from the cache
 on_eval = {r: fl.train.finetune(
-    bases[r][0], test, PAIR_TUNE[r], fl.train.RandomRemoval(beta), data_key={**data_key, "split": "test"},
-    base_key=bases[r][1]["key"], test_data=test, device=device, progress=False)[0].to(device).eval()
-    for r in REPLICAS}
-per_image_eval = pd.concat([P.per_image_ffid(on_eval[r], x_pair, y_pair, P.pair_maps(on_eval[r], x_pair, y_pair,
-                                                                                      seed=seed), **pair_ffid)
-                            .assign(replica=r) for r in REPLICAS], ignore_index=True)
+    bases[r][0], DATA[r]["test"], PAIR_TUNE[r], fl.train.RandomRemoval(beta),
+    data_key={**DATA[r]["key"], "split": "test"}, base_key=bases[r][1]["key"], test_data=DATA[r]["test"],
+    device=device, progress=False)[0].to(device).eval() for r in REPLICAS}
+per_image_eval = pd.concat([P.per_image_ffid(on_eval[r], *PAIRS[r], P.pair_maps(on_eval[r], *PAIRS[r], seed=seed),
+                                             **pair_ffid).assign(replica=r) for r in REPLICAS], ignore_index=True)
 out.table(per_image_eval, "per_image_ffid_on_eval")
 means = per_image.groupby("explainer")[["FFid+", "FFid−"]].mean()
 
@@ -374,9 +380,9 @@ for label in ("GradCAM", "Saliency"):
     out.glue(f"ffid_minus_{label.lower()}", float(means.loc[label, "FFid−"]))
     out.glue(f"ffid_plus_{label.lower()}_on_eval", float(means_eval.loc[label, "FFid+"]))
     out.glue(f"ffid_minus_{label.lower()}_on_eval", float(means_eval.loc[label, "FFid−"]))
-out.glue("accuracy_on_eval", float(np.mean([fl.train.loss_and_accuracy(m, test, batch_size=batch_size,
+out.glue("accuracy_on_eval", float(np.mean([fl.train.loss_and_accuracy(m, DATA[r]["test"], batch_size=batch_size,
                                                                          device=device)["accuracy"]
-                                            for m in on_eval.values()])))
+                                            for r, m in on_eval.items()])))
 both
 
 # %% [markdown]

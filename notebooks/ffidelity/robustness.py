@@ -32,7 +32,8 @@
 # with its own seed, derived from `seed`, the setting's name and r (`fs.verdicts.replicas`): the CNN's setting is
 # "canvas/main" (`images_ranking`'s main setting), the ViT's "vit/main" (`images_variants`), each series and text
 # model's `series_text/<model>` (`series_text`, whose replica seed also draws that replica's data) — so that all
-# come from the same cache entries; each replica is fine-tuned on its own (once per β for the CNN), cached per
+# come from the same cache entries. Replica r's CNN and ViT train and are scored on replica r's own draw of the
+# canvases (`fs.verdicts.replication.data_seed`); each replica is fine-tuned on its own (once per β for the CNN), cached per
 # replica. Within a replica the units are the test inputs; every per-input frame below carries a `replica` column,
 # and every claim's interval is a t interval on the replica means (or on one statistic per replica).
 
@@ -80,8 +81,7 @@ VIT = list(fs.verdicts.replicas(seed, "vit/main", replicas))
 ST = {name: list(fs.verdicts.replicas(seed, f"series_text/{name}", replicas))
       for name in [*st.ts_models, *st.text_models]}
 cases, base_of, tuned_by_beta = {}, {}, {}  # cases[domain, name, reference, replica]; the CNN's by replica
-vit_train, _ = vit.canvases(canvas).load(seed)  # the ViT's own training canvases (VitModels.n_train), same test split
-vit_key = vit.canvases(canvas).data_key(seed)
+vit_canvas = vit.canvases(canvas)  # the ViT's own training canvases (VitModels.n_train), the CNN's test split
 
 # %% [markdown]
 # Each replica's CNN, fine-tuned once per β, and the ViT, series and text models of the same replica.
@@ -93,6 +93,8 @@ for r in REPLICAS:
     tuned_by_beta[r] = {b: canvas.finetune(base, hist, img_train, img_test, beta=b, replica=CNN[r], device=device)
                         for b in sorted({beta, *betas})}
     cases["images", canvas.model_name, "zero", r] = (base, tuned_by_beta[r][beta], img_test, "pixels")
+    # replica r's own draw of the canvases (`fs.verdicts.replication.data_seed`), the CNN's and the ViT's alike
+    vit_train, vit_key = vit_canvas.load(seed, CNN[r])[0], vit_canvas.data_key(seed, CNN[r])
     vit_base, vit_hist = vit.classifier(vit_train, img_test, data_key=vit_key, replica=VIT[r], device=device)
     cases["images", "vit", "zero", r] = (vit_base, vit.finetune(
         vit_base, vit_hist, vit_train, img_test, beta=beta, data_key=vit_key, replica=VIT[r], device=device),

@@ -21,9 +21,10 @@
 # canvases on which removal is out of distribution, standing in for Colored-MNIST) with a small CNN fine-tuned once
 # per β; the chapter's mechanism check FF.OOD is decided on them too and is the claim's premise.
 #
-# **Replicas.** The unit of replication is the trained classifier: the notebook trains `replicas` (R) small CNNs on
-# the same data; each replica r trains with its own seed, derived from `seed`, the setting's name
-# ("ffidelity/sensitivity") and r (`fs.verdicts.replicas`), and is fine-tuned once per β (cached per replica). The claim is decided on one statistic per replica and setting —
+# **Replicas.** The unit of replication is the trained classifier on its own data: the notebook trains `replicas` (R)
+# small CNNs, replica r on its own draw of the canvases (`fs.verdicts.replication.data_seed`) and with its own seed,
+# derived from `seed`, the setting's name ("ffidelity/sensitivity") and r (`fs.verdicts.replicas`), fine-tuned once
+# per β (cached per replica). The claim is decided on one statistic per replica and setting —
 # its macro correlations averaged over the degradation seeds (`n_seeds`) of the ground-truth maps of its `n_test`
 # test images — with a t interval on the R replica values; every per-unit frame carries a `replica` column.
 
@@ -69,11 +70,9 @@ REPLICAS = range(replicas)
 canvas = fs.papers.ffidelity.CanvasModels(image_size=image_size, r=r, color=color, palette=palette,
                                              n_train=n_train, width=width, n_epochs=n_epochs,
                                              n_finetune_epochs=n_finetune_epochs)
-data = dict(zip(("train", "test"), canvas.load(seed)))
-key = canvas.data_key(seed)
 model_config = canvas.model_config()
 BETAS = sorted(set(grids["beta"]) | {default["beta"]})  # each replica is fine-tuned once per β
-tuned, originals = {}, {}  # tuned[replica, β]
+tuned, originals, data = {}, {}, {}  # tuned[replica, β]; data[replica]: its train and test split
 
 # %% [markdown]
 # Each replica's classifier, trained once and fine-tuned once per β.
@@ -81,19 +80,19 @@ tuned, originals = {}, {}  # tuned[replica, β]
 # %%
 for replica in fs.verdicts.replicas(seed, "ffidelity/sensitivity", replicas):
     q = replica.index
-    base, hist = fl.train.fit("small_cnn", model_config, data["train"], canvas.train_config(replica.seed),
-                              data_key=key, test_data=data["test"], device=device, progress=False)
+    train, test = data[q] = canvas.load(seed, replica)  # the replica's own draw of the canvases
+    key = canvas.data_key(seed, replica)
+    base, hist = fl.train.fit("small_cnn", model_config, train, canvas.train_config(replica.seed),
+                              data_key=key, test_data=test, device=device, progress=False)
     originals[q] = base.to(device).eval()
     for beta in BETAS:
-        model, _ = fl.train.finetune(base, data["train"], canvas.finetune_config(replica.seed),
-                                     fl.train.RandomRemoval(beta), data_key=key, base_key=hist["key"],
-                                     test_data=data["test"], device=device, progress=False)
+        model, _ = fl.train.finetune(base, train, canvas.finetune_config(replica.seed), fl.train.RandomRemoval(beta),
+                                     data_key=key, base_key=hist["key"], test_data=test, device=device, progress=False)
         tuned[q, beta] = model.to(device).eval()
-test = data["test"]
-x, y = test.x[:n_test].to(device), test.y[:n_test].to(device)
-gt = fl.explainers.ground_truth(test.mask[:n_test], x)
+inputs = {q: (test.x[:n_test].to(device), test.y[:n_test].to(device)) for q, (_, test) in data.items()}
+inputs = {q: (x, y, fl.explainers.ground_truth(data[q][1].mask[:n_test], x)) for q, (x, y) in inputs.items()}
 accuracy = pd.DataFrame([{"replica": q, "model": name, "test accuracy": fl.train.loss_and_accuracy(
-    m, test, device=device, batch_size=batch_size)["accuracy"]} for q in REPLICAS
+    m, data[q][1], device=device, batch_size=batch_size)["accuracy"]} for q in REPLICAS
     for name, m in (("original", originals[q]), *((f"fine-tuned, β = {b:g}", tuned[q, b])
                                                    for b in BETAS))])
 out.table(accuracy, "accuracy")  # ten classes: chance is 0.1
@@ -119,7 +118,7 @@ for q in REPLICAS:
         if k in scored:
             continue
         plus, minus = fs.papers.degraded_fidelity_curves(
-            tuned[q, hp["beta"]], x, y, gt, noise_levels=noise_levels, sparsity=sparsity, n_seeds=n_seeds,
+            tuned[q, hp["beta"]], *inputs[q], noise_levels=noise_levels, sparsity=sparsity, n_seeds=n_seeds,
             alpha=hp["alpha"], beta=hp["beta"], n_samples=hp["n_samples"], batch_size=batch_size,
             draw_key=fs.verdicts.replication.draw_seed(seed, "ffidelity/sensitivity", q))  # replica q's draws
         scored[k] = (plus, minus, fl.metrics.ground_truth_ranking(plus, minus, noise_levels, sparsity),
@@ -200,12 +199,12 @@ micro
 # %%
 ood = pd.concat([fs.papers.ffidelity.ood_per_input(
     {"original": originals[q], "fine-tuned": tuned[q, default["beta"]]}, test.x.to(device), test.y.to(device),
-    test.mask.flatten(1).to(device), beta=default["beta"], n_draws=5,
+    test.mask.flatten(1).to(device), beta=default["beta"], n_draws=5,  # each replica's own test split
     generator=fs.verdicts.replication.draw_seed(seed, "ffidelity/sensitivity", q, "ood"), batch_size=batch_size)
-    .assign(replica=q) for q in REPLICAS], ignore_index=True)
+    .assign(replica=q) for q, (_, test) in data.items()], ignore_index=True)
 out.table(ood, "ood_per_input")
 check = out.claim(fs.verdicts.replicated(fs.papers.ffidelity.claim_ood_check, ood, data=f"canvas digits, r = {r:g}"),
-                  note=f"{len(test.x)} test images × {replicas} replicas, 5 draws of {int(ood['k'].max())} "
+                  note=f"{len(data[0][1].x)} test images × {replicas} replicas, 5 draws of {int(ood['k'].max())} "
                        "background pixels").claim
 out.table(check.table, "ood_check")
 check.table

@@ -23,10 +23,11 @@
 # (`fs.papers.ffidelity.palette_canvases`, standing in for Colored-MNIST), on which removal is out of
 # distribution: the study check FF.OOD is decided on them and is the claim's premise.
 #
-# **Replicas.** The unit of replication is the trained classifier: for every r the notebook trains `replicas`
-# classifiers, each replica q trained with its own seed, derived from `seed`, the setting's name
-# (`ffidelity/size_plateau/<r>`) and q (`fs.verdicts.replicas`), each fine-tuned once per β (cached per replica); the claim counts the (r, β) cases of every replica and decides their share with
-# an interval that takes the replicas into account.
+# **Replicas.** The unit of replication is the trained classifier on its own data: for every r the notebook trains
+# `replicas` classifiers, replica q on its own draw of the canvases (`fs.verdicts.replication.data_seed`) and with
+# its own seed, derived from `seed`, the setting's name (`ffidelity/size_plateau/<r>`) and q
+# (`fs.verdicts.replicas`), each fine-tuned once per β (cached per replica); the claim counts the (r, β) cases of
+# every replica and decides their share with an interval that takes the replicas into account.
 
 # %% tags=["parameters"]
 image_size = 16
@@ -72,16 +73,16 @@ fl.plots.set_style()
 # %%
 if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
     raise ValueError(f"replicas must be an int ≥ 1, got {replicas!r}")
-data, models = {}, {}  # r: its canvases, test inputs and maps; (r, replica, β): (original, fine-tuned model)
+data, models = {}, {}  # (r, replica): its canvases, test inputs and maps; (r, replica, β): (original, fine-tuned)
 for r in rs:
     canvas = fs.papers.ffidelity.CanvasModels(image_size=image_size, r=r, color=color, palette=palette,
                                                  n_train=n_train, width=width, n_epochs=n_epochs,
                                                  n_finetune_epochs=n_finetune_epochs)
-    train_data, test = canvas.load(seed)
-    key = canvas.data_key(seed)
-    x, y = test.x[:n_test].to(device), test.y[:n_test].to(device)
-    data[r] = (test, x, y, fl.explainers.ground_truth(test.mask[:n_test], x))
     for replica in fs.verdicts.replicas(seed, f"ffidelity/size_plateau/{r:g}", replicas):
+        train_data, test = canvas.load(seed, replica)  # the replica's own draw of the canvases
+        key = canvas.data_key(seed, replica)
+        x, y = test.x[:n_test].to(device), test.y[:n_test].to(device)
+        data[r, replica.index] = (test, x, y, fl.explainers.ground_truth(test.mask[:n_test], x))
         base, hist = fl.train.fit("small_cnn", canvas.model_config(), train_data, canvas.train_config(replica.seed),
                                   data_key=key, test_data=test, device=device, progress=False)
         base = base.to(device).eval()
@@ -100,7 +101,7 @@ rows, curves, ood_rows = [], [], []
 draws = lambda r, q, name: fs.verdicts.replication.draw_seed(  # noqa: E731  (replica q's own draws)
     seed, f"ffidelity/size_plateau/{r:g}", q, name)
 for (r, q, beta), (base, model) in models.items():
-    test, x, y, attr = data[r]
+    test, x, y, attr = data[r, q]
     if beta == min(betas):
         ood_rows.append(fs.papers.ffidelity.ood_per_input(
             {"original": base, "fine-tuned": model}, x, y, test.mask[:n_test].flatten(1).to(device),

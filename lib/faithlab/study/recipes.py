@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from faithlab import data, train
-from faithlab.study.verdicts.replication import Replica, training_seed
+from faithlab.study.verdicts.replication import Replica, data_seed, training_seed
 
 
 def digits_vit(*, image_size: int = 16, patch_size: int = 4, dim: int = 48, depth: int = 4, heads: int = 4,
@@ -44,11 +44,14 @@ def canvas_classifier(*, image_size: int = 16, r: float = 0.3, color: bool = Fal
     Digits covering a fraction ``r`` of an ``image_size``² canvas (grey or coloured; ``clutter`` fragments of other
     digits per canvas), ``n_train`` training images (None: all); ``model_name`` "small_cnn" (or "resnet9") of
     ``width``; Adam lr 3e-3, batch 64, best test epoch kept. ``history`` feeds :func:`ffidelity_finetune`.
-    seed: the data's generator; replica: the trained replica (:func:`faithlab.study.verdicts.replicas`), whose
+    seed: the notebook's; replica: the trained replica (:func:`faithlab.study.verdicts.replicas`), whose
     ``replica.seed`` seeds the training (initialisation, batch order; None: ``seed``), part of the cache key through
-    the training config — the replicas of one setting train on the same data.
+    the training config. Each replica trains and is tested on its own draw of the canvases, seeded by
+    :func:`~faithlab.study.verdicts.replication.data_seed` of ``seed`` and the replica's index (None: ``seed``
+    itself), in the cache key through the data: the models of replica r of every setting share that draw.
     """
-    canvas = {"size": image_size, "r": r, "color": color, "seed": seed, **({"clutter": clutter} if clutter else {})}
+    canvas = {"size": image_size, "r": r, "color": color, "seed": data_seed(seed, replica),
+              **({"clutter": clutter} if clutter else {})}
     train_data = data.load("canvas_digits", split="train", n=n_train, **canvas)
     test_data = data.load("canvas_digits", split="test", **canvas)
     model_config = {"in_channels": 3 if color else 1, "n_classes": 10, "width": width}

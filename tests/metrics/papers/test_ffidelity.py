@@ -355,23 +355,26 @@ def test_target_none_reads_the_prediction_and_the_defaults_are_fl_evaluate_level
 
 
 # ------------------------------------------------------------------------------ replicas of the image classifiers
-def test_canvas_replicas_share_the_data_and_differ_in_the_training_seed(tmp_path, monkeypatch):
-    """A replica of the chapter's canvas classifier is another training seed on the same data: its own cache entry
-    (the training config, seed included, is in the key), the same canvases; replica=None keeps the old key (the
-    data's seed), as does replica 0 of a setting keyed to that seed."""
+def test_canvas_replicas_draw_their_own_data_and_training_seed(tmp_path, monkeypatch):
+    """A replica of the chapter's canvas classifier is another draw of the canvases and another training seed: its
+    own cache entry (data and training config in the key); replica=None keeps the data of the notebook's seed itself
+    (one model); the same replica trains the same model again (from the cache), through the recipe and through
+    CanvasModels alike."""
     monkeypatch.setenv("FAITHLAB_CACHE", str(tmp_path))
     options = dict(image_size=8, n_train=40, width=4, n_epochs=1)
     base, hist, train, _ = fs.recipes.canvas_classifier(**options)
-    same, hist_same, _, _ = fs.recipes.canvas_classifier(**options, replica=fs.verdicts.Replica("canvas/main", 0, 0))
-    replica1 = list(fs.verdicts.replicas(0, "canvas/main", 2))[1]
+    assert hist["spec"]["data"]["seed"] == 0  # one model: the notebook's seed
+    replica0, replica1 = fs.verdicts.replicas(0, "canvas/main", 2)
+    _, hist0, train0, _ = fs.recipes.canvas_classifier(**options, replica=replica0)
     other, hist_other, train_other, _ = fs.recipes.canvas_classifier(**options, replica=replica1)
-    assert hist_same["from_cache"] and hist_same["key"] == hist["key"]
-    assert not hist_other["from_cache"] and hist_other["key"] != hist["key"]
-    assert torch.equal(train.x, train_other.x) and hist_other["spec"]["data"] == hist["spec"]["data"]
+    assert not hist_other["from_cache"] and hist_other["key"] != hist["key"] != hist0["key"]
+    assert not torch.equal(train0.x, train_other.x) and not torch.equal(train.x, train0.x)
+    assert hist_other["spec"]["data"]["seed"] == fs.verdicts.replication.data_seed(0, replica1)
     assert any(not torch.equal(a, b) for a, b in zip(base.state_dict().values(), other.state_dict().values()))
     cm = fs.papers.ffidelity.CanvasModels(image_size=8, color=False, n_train=40, width=4, n_epochs=1)
-    again, hist_cm, _, _ = cm.classifier(replica=replica1)
+    again, hist_cm, train_cm, _ = cm.classifier(replica=replica1)
     assert hist_cm["from_cache"] and hist_cm["key"] == hist_other["key"]
+    assert torch.equal(train_cm.x, cm.load(0, replica1)[0].x) and torch.equal(train_cm.x, train_other.x)
 
 
 def test_original_and_finetuned_are_the_ranking_studys_models_of_the_replica(tmp_path, monkeypatch):
@@ -380,8 +383,8 @@ def test_original_and_finetuned_are_the_ranking_studys_models_of_the_replica(tmp
     monkeypatch.setenv("FAITHLAB_CACHE", str(tmp_path))
     cm = fs.papers.ffidelity.CanvasModels(image_size=8, color=False, n_train=40, width=4, n_epochs=1,
                                              n_finetune_epochs=1, n_roar_epochs=1)
-    train, test = cm.load(0)
     _, replica1, replica2 = fs.verdicts.replicas(0, "canvas/main", 3)
+    train, test = cm.load(0, replica1)
     study = cm.ranking_study(train, test, {"GradCAM": ("gradcam", {})}, replica=replica1, beta=0.1, n_test=2,
                              n_seeds=1, noise_levels=(0.0,), sparsity=(0.5,), n_samples=2, methods=("F-Fidelity",))
     pair = cm.original_and_finetuned(beta=0.1, replica=replica1)

@@ -211,32 +211,37 @@ def test_selection_frame_lays_out_the_winners():
     assert (frame["best U"] <= frame["U"] + 1e-12).all() and frame["Δ"].iloc[0] == 0.075
 
 
-def test_replicas_are_trained_with_their_own_seeds_on_the_same_data():
+def test_replicas_are_trained_with_their_own_seeds_on_their_own_data():
+    """Each replica trains with its own seed on its own draw of the stand-in data (``data_seed`` of the notebook's
+    seed and the replica), the same again for the same replica; replica None keeps the notebook's seed's data."""
     settings = [{"name": "cnn", "model": "small_cnn", "config": {"width": 4}, "n_epochs": 1}]
-    a, b = (P.setup("ct", settings, n_images=4, image_size=16, n_train=96, n_background=3, replica=r) for r in (0, 1))
+    a, b, a_again = (P.setup("ct", settings, n_images=4, image_size=16, n_train=96, n_background=3, replica=r)
+                     for r in (0, 1, 0))
     seeds = [s.info["training seed"].item() for s in (a, b)]
     assert seeds == [fs.verdicts.replica_seed(0, "ct/cnn", r) for r in (0, 1)]
     wa, wb = (next(iter(s.models["cnn"].parameters())) for s in (a, b))
     assert not torch.equal(wa, wb)  # independently trained
-    assert torch.equal(a.background, b.background)  # the stand-in data stay keyed to seed
+    assert not torch.equal(a.background, b.background)  # on other draws of the stand-in data
+    assert torch.equal(a.background, a_again.background) and torch.equal(a.x, a_again.x)
+    from faithlab.study.papers.fewclass.setup import _stand_in
+    one = P.setup("ct", settings, n_images=4, image_size=16, n_train=96, n_background=3)
+    assert torch.equal(one.background, _stand_in("ct", "train", image_size=16, seed=0, n=96).x[:3])
     with pytest.raises(ValueError, match="replica"):
         P.setup("ct", settings, n_images=4, image_size=16, n_train=96, replica=-1)
 
 
 def test_replicas_score_disjoint_blocks_of_the_test_split():
-    """With ``blocks``, replica r's XAI set comes from test images i with i mod blocks = r only: the replicas of a
-    claim pool distinct images, not the same images again."""
+    """With ``blocks``, replica r's XAI set comes from the test images i of its own split with i mod blocks = r
+    only."""
     settings = [{"name": "cnn", "model": "small_cnn", "config": {"width": 4}, "n_epochs": 1}]
     from faithlab.study.papers.fewclass.setup import _stand_in
-    test = _stand_in("ct", "test", image_size=16, seed=0, n=None)
-    x_all, _ = fl.data.to_tensors(test)
-    picked = []
     for r in range(3):
+        test = _stand_in("ct", "test", image_size=16, seed=fs.verdicts.replication.data_seed(0, r), n=None)
+        x_all, _ = fl.data.to_tensors(test)
         s = P.setup("ct", settings, n_images=4, image_size=16, n_train=96, n_background=3, replica=r, blocks=3)
         index = [int((x_all == img).flatten(1).all(1).nonzero()[0]) for img in s.x]
         assert all(i % 3 == r for i in index), (r, index)
-        picked += index
-    assert len(set(picked)) == len(picked)
+        assert len(set(index)) == len(index)
     with pytest.raises(ValueError, match="blocks"):
         P.setup("ct", settings, n_images=4, image_size=16, n_train=96, replica=0, blocks=0)
 

@@ -11,7 +11,7 @@ from torch import nn
 
 import faithlab as fl
 import faithlab.study as fs
-from faithlab.study.verdicts.replication import Replica, draw_seed, replica_draws, replica_seed, replicas
+from faithlab.study.verdicts.replication import Replica, data_seed, draw_seed, replica_draws, replica_seed, replicas
 
 F = fs.papers.ffidelity
 SPARSITY = [0.25, 0.5]
@@ -63,6 +63,32 @@ def test_draw_seed_is_keyed_to_seed_setting_replica_and_draw():
         draw_seed(0, "s", 0, 1.5)
     with pytest.raises(TypeError, match="Replica"):
         replica_draws(0, 1)
+
+
+def test_data_seed_is_keyed_to_the_notebook_seed_and_the_replica_index():
+    """Each replica draws its own stand-in data: keyed (not summed) to (seed, index), shared by the replicas of one
+    index across settings (the CNN and the ViT of replica r), apart from the training and draw seeds; one model
+    (None) keeps the notebook's seed."""
+    cnn, vit = next(replicas(0, "canvas/main", 1)), next(replicas(0, "vit/main", 1))
+    assert data_seed(0, cnn) == data_seed(0, vit) == data_seed(0, 0)
+    seeds = [data_seed(s, r) for s in range(3) for r in range(3)]
+    assert len(set(seeds)) == 9 and all(0 <= v < 2**31 for v in seeds)
+    assert data_seed(1, 0) != data_seed(0, 1)
+    assert data_seed(0, 0) not in (replica_seed(0, "canvas/main", 0), draw_seed(0, "canvas/main", 0))
+    assert data_seed(5, None) == 5
+    with pytest.raises(ValueError, match="replica"):
+        data_seed(0, -1)
+
+
+def test_canvas_replicas_and_reseeds_draw_other_canvases():
+    """CanvasModels.load: two replicas draw different canvases, a reseed changes them, the same replica and seed
+    give the same canvases again, and the data key follows."""
+    cm = fs.papers.ffidelity.CanvasModels(image_size=8, color=False, n_train=20)
+    first, second = replicas(0, "canvas/main", 2)
+    a, b, again = cm.load(0, first)[1], cm.load(0, second)[1], cm.load(0, first)[1]
+    reseeded = cm.load(1, next(replicas(1, "canvas/main", 1)))[1]
+    assert torch.equal(a.x, again.x) and not torch.equal(a.x, b.x) and not torch.equal(a.x, reseeded.x)
+    assert cm.data_key(0, first) != cm.data_key(0, second) != cm.data_key(0)
 
 
 # --------------------------------------------------------------------------------------- degraded_fidelity_curves

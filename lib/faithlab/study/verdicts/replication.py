@@ -13,6 +13,10 @@ it as the ``Replica`` object under one argument name, ``replica``, and uses ``re
 data's ``seed`` itself (:func:`training_seed`), the value the study's single-model paths always trained with.
 - :func:`draw_seed` (:func:`replica_draws` for a :class:`Replica`): the seed of a replica's Monte-Carlo draws,
   keyed to (notebook seed, setting, replica index, draw), so replicas and notebook seeds draw apart.
+- :func:`data_seed`: the seed of a replica's generated stand-in data (the split, the canvases, their placements and
+  colours), keyed to (notebook seed, replica index), so that each replica trains and is scored on its own draw of
+  the data set and the replica spread holds the data's variance; replica r of two settings of one chapter (the
+  CNN and the ViT of one replica) share their data.
 - The frames' ``replica`` column (:data:`REPLICA`): :func:`has_replicas`, :func:`unit_keys`, :func:`groups`,
   :func:`with_replica`, :func:`count` and :func:`column` read it, so no claim function tests for the column by hand.
   A frame without the column holds one model (replica 0).
@@ -29,7 +33,7 @@ import pandas as pd
 
 REPLICA = "replica"
 
-__all__ = ["REPLICA", "Replica", "replicas", "replica_seed", "draw_seed", "replica_draws", "training_seed",
+__all__ = ["REPLICA", "Replica", "replicas", "replica_seed", "draw_seed", "replica_draws", "data_seed", "training_seed",
            "has_replicas", "unit_keys", "groups", "with_replica", "count", "column"]
 
 
@@ -63,6 +67,20 @@ def replica_draws(seed: int, replica: Replica | None, *keys: int | str) -> int:
     if not isinstance(replica, Replica):
         raise TypeError(f"replica must be a Replica of faithlab.study.verdicts.replicas (or None), got {replica!r:.80}")
     return draw_seed(seed, replica.setting, replica.index, *keys)
+
+
+def data_seed(seed: int, replica: Replica | int | None) -> int:
+    """The seed of the generated data of replica ``replica`` (a :class:`Replica` or its index) under the notebook's
+    ``seed``: a SHA-256 key of ``("data", seed, index)``, below 2**31 (never a sum). Keyed to the index and not to the
+    setting, so that the models of one replica (the CNN and the ViT of a chapter) see the same data set; a single
+    model (``replica=None``) keeps the notebook's ``seed`` itself, the convention of the module docstring."""
+    if replica is None:
+        return int(seed)
+    index = replica.index if isinstance(replica, Replica) else replica
+    if not isinstance(index, (int, np.integer)) or isinstance(index, bool) or index < 0:
+        raise ValueError(f"replica must be a Replica or an index ≥ 0, got {replica!r:.80}")
+    digest = hashlib.sha256(f"data/{int(seed)}/{int(index)}".encode()).digest()
+    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
 
 
 @dataclass(frozen=True)

@@ -116,7 +116,9 @@ def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int
     n_background: training images for Expected Gradients (the paper: 200).
     replica: the index of an independently trained replica of every model (stand-ins only): model ``name`` is
     trained with seed :func:`faithlab.study.verdicts.replica_seed` ``(seed, f"{task}/{name}", replica)`` — the unit of
-    replication is the trained model — while the stand-in data stay keyed to ``seed``; the XAI set is then the
+    replication is the trained model on its own data — and every model of the replica trains and is scored on the
+    replica's own draw of the stand-in data (:func:`faithlab.study.verdicts.replication.data_seed` of ``seed`` and
+    ``replica``; None: ``seed``); the XAI set is then the
     first ``n_images`` test images that every model *of this replica* predicts correctly. None: every model is
     trained with ``seed`` itself (one model per setting). The paper's weights are one model: ``replica`` must be
     None or 0 with ``paper``.
@@ -142,8 +144,9 @@ def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int
     normalisation = None
     rows = []
     if not paper:
-        train_data = _stand_in(task, "train", image_size=image_size, seed=seed, n=n_train)
-        test_data = _stand_in(task, "test", image_size=image_size, seed=seed, n=None)
+        drawn = verdicts.replication.data_seed(seed, replica)  # the replica's own draw of the stand-in data
+        train_data = _stand_in(task, "train", image_size=image_size, seed=drawn, n=n_train)
+        test_data = _stand_in(task, "test", image_size=image_size, seed=drawn, n=None)
         normalisation = _normalisation(test_data, f"{task} stand-in")
         for s in settings:
             if not {"name", "model", "n_epochs"} <= set(s):
@@ -155,7 +158,7 @@ def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int
                                  train.TrainConfig(epochs=int(s["n_epochs"]), lr=3e-3, batch_size=64, seed=train_seed),
                                  test_data=test_data, device=device, progress=False,
                                  data_key={"dataset": f"fewclass_{task}", "size": image_size, "n": n_train,
-                                           "seed": seed})
+                                           "seed": drawn})
             trained[s["name"]] = model.to(device).eval()
             accuracy = train.loss_and_accuracy(trained[s["name"]], test_data, device=device)["accuracy"]
             rows.append({"model": s["name"], "architecture": s["model"], "epochs": s["n_epochs"],

@@ -20,7 +20,7 @@ from faithlab import _validate, data, train
 from faithlab.study import recipes
 from faithlab.study.papers.ffidelity.experiments import RankingStudy, image_ranking_study
 from faithlab.study.papers.setup import Setting
-from faithlab.study.verdicts.replication import Replica, replica_draws, training_seed
+from faithlab.study.verdicts.replication import Replica, data_seed, replica_draws, training_seed
 
 
 # ---- the image data and models shared by the notebooks
@@ -129,24 +129,27 @@ class CanvasModels:
         """Whether the canvases are :func:`palette_canvases` (coloured, ``palette="saturated"``)."""
         return self.color and self.palette == "saturated"
 
-    def canvas(self, seed: int = 0) -> dict:
+    def canvas(self, seed: int = 0, replica: Replica | None = None) -> dict:
         """The ``canvas_digits`` options of :func:`faithlab.data.load` (size, r, color, seed; clutter when not 0 and
-        the palette when saturated, so that the cache keys of the other models stay as they were)."""
-        return {"size": self.image_size, "r": self.r, "color": self.color, "seed": seed,
+        the palette when saturated, so that the cache keys of the other models stay as they were). The data's seed is
+        :func:`~faithlab.study.verdicts.replication.data_seed` of ``seed`` and ``replica``: each replica its own
+        draw of the data set (None: ``seed`` itself, one model)."""
+        return {"size": self.image_size, "r": self.r, "color": self.color, "seed": data_seed(seed, replica),
                 **({"clutter": self.clutter} if self.clutter else {}),
                 **({"palette": self.palette} if self.saturated else {})}
 
-    def data_key(self, seed: int = 0) -> dict:
-        """What identifies the training data in the models' cache keys."""
-        return {"dataset": "canvas_digits", "n": self.n_train, **self.canvas(seed)}
+    def data_key(self, seed: int = 0, replica: Replica | None = None) -> dict:
+        """What identifies the training data (of ``replica``, as :meth:`canvas`) in the models' cache keys."""
+        return {"dataset": "canvas_digits", "n": self.n_train, **self.canvas(seed, replica)}
 
-    def load(self, seed: int = 0) -> tuple[Dataset, Dataset]:
-        """``(train_data, test_data)``: ``n_train`` training canvases and the whole test split."""
+    def load(self, seed: int = 0, replica: Replica | None = None) -> tuple[Dataset, Dataset]:
+        """``(train_data, test_data)`` of ``replica`` (as :meth:`canvas`): ``n_train`` training canvases and the whole
+        test split."""
         if self.saturated:
-            options = dict(seed=seed, size=self.image_size, r=self.r, clutter=self.clutter)
+            options = dict(seed=data_seed(seed, replica), size=self.image_size, r=self.r, clutter=self.clutter)
             return (palette_canvases(split="train", n=self.n_train, **options),
                     palette_canvases(split="test", **options))
-        canvas = self.canvas(seed)
+        canvas = self.canvas(seed, replica)
         return (data.load("canvas_digits", split="train", n=self.n_train, **canvas),
                 data.load("canvas_digits", split="test", **canvas))
 
@@ -178,17 +181,18 @@ class CanvasModels:
         t = training_seed(seed, replica)
         options.setdefault("draw_key", replica_draws(seed, replica))
         return image_ranking_study(self.model_name, self.model_config(), train_data, test_data, explainer_specs,
-                                   data_key=self.data_key(seed), train_config=self.train_config(t),
+                                   data_key=self.data_key(seed, replica), train_config=self.train_config(t),
                                    finetune_config=self.finetune_config(t), roar_config=self.roar_config(t),
                                    seed=seed, **options)
 
     def classifier(self, *, seed: int = 0, replica: Replica | None = None, device: str | torch.device = "cpu"):
         """The original model of :meth:`ranking_study` (the same cache entry, for the same seed and replica) →
         ``(model in eval mode, history, train_data, test_data)``, as :func:`faithlab.study.recipes.canvas_classifier`."""
-        train_data, test_data = self.load(seed)
+        train_data, test_data = self.load(seed, replica)
         t = training_seed(seed, replica)
         model, history = train.fit(self.model_name, self.model_config(), train_data, self.train_config(t),
-                                   data_key=self.data_key(seed), test_data=test_data, device=device, progress=False)
+                                   data_key=self.data_key(seed, replica), test_data=test_data, device=device,
+                                   progress=False)
         return model.to(device).eval(), history, train_data, test_data
 
     def finetune(self, model: nn.Module, history: dict, train_data, test_data, *, beta: float, seed: int = 0,

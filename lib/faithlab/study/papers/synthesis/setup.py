@@ -22,7 +22,7 @@ from faithlab._optional import require
 from faithlab.data import TensorData
 from faithlab.metrics.papers.fewclass.fidelity import candidate_grid
 from faithlab.study.papers.setup import Setting
-from faithlab.study.verdicts.replication import Replica, replica_draws, training_seed
+from faithlab.study.verdicts.replication import Replica, data_seed, replica_draws, training_seed
 
 __all__ = ["Setup", "setup", "tree_setup", "part_rows", "degraded_name", "explainer_maps", "evaluate_again"]
 
@@ -144,7 +144,8 @@ def setup(spec: Mapping, *, n_test: int, image_size: int = 16, r: float = 0.3, b
     Canvas digits of ``image_size`` px covering a fraction ``r`` (drawn with ``seed``); Adam lr 3e-3 (ViT: AdamW
     2e-3, cosine), batch 64; the fine-tuned twin: F-Fidelity's random removal of up to β·n pixels,
     ``n_finetune_epochs`` epochs, lr 1e-3. replica: the trained replica (:func:`faithlab.study.verdicts.replicas`):
-    ``replica.seed`` seeds the training and the fine-tuning (None: ``seed``), on the same data.
+    ``replica.seed`` seeds the training and the fine-tuning (None: ``seed``), on the replica's own draw of the
+    canvases (:func:`~faithlab.study.verdicts.replication.data_seed` of ``seed`` and its index; None: ``seed``).
     part: (i, k), the test images evaluated: up to ``n_test`` of the i-th of k disjoint parts of the test split
     (:func:`part_rows`; the default (0, 1): the first ``n_test``), so that k replicas score disjoint images.
     """
@@ -154,7 +155,7 @@ def setup(spec: Mapping, *, n_test: int, image_size: int = 16, r: float = 0.3, b
     kind = _validate.one_of(spec["model"], "spec['model']", ("linear", "small_cnn", "vit"))
     train_seed = _seeds(seed, replica)
     color, classes, n_train = bool(spec.get("color", False)), spec.get("classes"), spec.get("n_train")
-    canvas = {"size": image_size, "r": r, "color": color, "seed": seed}
+    canvas = {"size": image_size, "r": r, "color": color, "seed": data_seed(seed, replica)}
     parts = {s: _classes(data.load("canvas_digits", split=s, **({"n": n_train} if s == "train" else {}), **canvas),
                          classes) for s in ("train", "test")}
     channels, n_classes = 3 if color else 1, parts["train"].info["n_classes"]
@@ -171,7 +172,8 @@ def setup(spec: Mapping, *, n_test: int, image_size: int = 16, r: float = 0.3, b
                   "heads": spec.get("heads", 4)}
         tc = train.TrainConfig(epochs=epochs, lr=2e-3, batch_size=64, seed=train_seed, optimizer="adamw",
                                weight_decay=0.05, scheduler="cosine")
-    # the F-Fidelity chapter's key for the same data, so its trained CNNs are found in the cache
+    # the F-Fidelity chapter's key for the same data (seed, replica and options), so its trained CNNs are found in the
+    # cache
     key = {"dataset": "canvas_digits", "n": n_train, **canvas, **({"classes": list(classes)} if classes else {})}
     model, history = train.fit(kind, config, parts["train"], tc, data_key=key, test_data=parts["test"],
                                device=device, progress=False)
@@ -210,7 +212,8 @@ def tree_setup(*, max_depth: int, n_test: int, image_size: int = 16, r: float = 
     a fraction of a second, so the tree is not cached.
 
     replica: the trained replica (:func:`faithlab.study.verdicts.replicas`), whose ``replica.seed`` is the tree's
-    ``random_state`` (None: ``seed``): the data (``seed``) stay the same. The canvases' pixels are binary, so many
+    ``random_state`` (None: ``seed``), fitted on the replica's own draw of the canvases (as :func:`setup`'s). The
+    canvases' pixels are binary, so many
     candidate splits tie in impurity and ``random_state``, which orders the features tried at each node, decides
     between them: trees of other training seeds split on other pixels."""
     require("sklearn", "tree_setup")
@@ -218,7 +221,7 @@ def tree_setup(*, max_depth: int, n_test: int, image_size: int = 16, r: float = 
 
     depth = _validate.positive_int(max_depth, "max_depth")
     train_seed = _seeds(seed, replica)
-    canvas = {"size": image_size, "r": r, "color": False, "seed": seed}
+    canvas = {"size": image_size, "r": r, "color": False, "seed": data_seed(seed, replica)}
     train_part = data.load("canvas_digits", split="train", **({} if n_train is None else {"n": n_train}), **canvas)
     test = data.load("canvas_digits", split="test", **canvas)
     estimator = DecisionTreeClassifier(max_depth=depth, random_state=train_seed)

@@ -137,7 +137,8 @@ def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float
     training canvases, or with ``torchvision_models`` the first ``n_reference`` images of ``dataset`` by file name
     (ImageNet's val split only is read, so they include the evaluated images).
 
-    seed: the data's (the canvases, their split). replicas: ``{model name: Replica}``, the replica of each model to
+    seed: the notebook's (the canvases and their split: each model's replica draws its own, :func:`faithlab.study.
+    recipes.canvas_classifier`; pass the models of one replica together, so that they share it). replicas: ``{model name: Replica}``, the replica of each model to
     train (:func:`faithlab.study.verdicts.replicas`; its ``replica.seed`` is the training's, in the cache key); a model
     missing from it is trained with ``seed`` itself. :func:`replica_models` is the notebooks' replica loop over this.
     """
@@ -186,7 +187,8 @@ def replica_models(canvas: TraceModels, n: int, *, n_images: int, n_models: int 
     """The replica loop of TRACE's notebooks → ``{r: Setup}`` for r < ``n``: replica r of each of the first
     ``n_models`` of ``canvas`` (None: all), trained (or read from the cache) by :func:`setup` with its own seed,
     :func:`faithlab.study.verdicts.replicas` (seed, <model name>, n)'s replica r, derived from ``seed``, the model's
-    name and r (the data stay those of ``seed``); with ``torchvision_models`` the pretrained weights, the same in
+    name and r, on replica r's own draw of the canvases (:func:`~faithlab.study.verdicts.replication.data_seed`,
+    shared by the models of replica r); with ``torchvision_models`` the pretrained weights, the same in
     every replica (``n`` is then 1). Replica r's ``x``, ``y`` are its own ``n_images`` test images, images
     r·n_images … (r + 1)·n_images − 1 of the first n·n_images."""
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
