@@ -22,7 +22,7 @@
 # rankings (C4). Here both tasks are stand-ins with the same structure (see the chapter page) unless `paper` is
 # set; the maps, the perturbation search and the scores are the library's. One notebook runs both tasks so that
 # each map is computed once for its Fid and its localisation score. Every model of a task is trained `replicas`
-# times (independent training seeds on the same stand-in data): the unit of replication is the trained model, so
+# times (independent training seeds, each replica on its own draw of the stand-in data): the unit of replication is the trained model, so
 # every claim's interval is a t interval on the replicas' statistics (their means over the XAI images), and each
 # replica scores its own, disjoint block of the test split. The claims are decided by their pre-registered rules
 # (each registered above its claim function in `fs.papers.fewclass.claims`).
@@ -65,8 +65,9 @@ NAME = {task: P.task_label(task, paper=paper) for task in tasks}  # stand-ins na
 # %% [markdown]
 # ## Models and XAI sets
 # Each model is trained here (cached) unless `paper` is set, `replicas` times: each replica r of model m on task t
-# trains with its own seed, derived from `seed`, the setting's name "t/m" and r (`fs.verdicts.replicas`), on the
-# same stand-in data (keyed to `seed`). The test split is cut into `replicas` disjoint blocks (test image i in block i mod `replicas`); the XAI set of replica
+# trains with its own seed, derived from `seed`, the setting's name "t/m" and r (`fs.verdicts.replicas`), on
+# replica r's own draw of the stand-in data (`fs.verdicts.replication.data_seed`, shared by the models of replica
+# r). Its test split is cut into `replicas` blocks (test image i in block i mod `replicas`); the XAI set of replica
 # r is the first `n_images` images of block r that every model of that replica predicts correctly, as in the paper
 # (its 2,500 vehicles images, 259 CT slices); a (task, model) thus pools `replicas` × `n_images` distinct images.
 # The flips and perturbation notebooks read the same cached replicas. The paper profile's weights are one model per

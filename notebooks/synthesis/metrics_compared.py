@@ -24,7 +24,7 @@
 #
 # **Replicas.** Every situation is `replicas` (R) independently trained models: each replica r of a setup is
 # trained (and fine-tuned) with its own seed, derived from `seed`, the setup's name and r (`fs.verdicts.replicas`),
-# on the same canvases, and scores its own, disjoint part of the test split (up to `n_test` images), so every
+# on its own draw of the canvases (`fs.verdicts.replication.data_seed`), and scores its own part of its test split (up to `n_test` images), so every
 # (replica, image) unit is independent. The claim is decided over R decision trees the same way (their setting's
 # name: `decision tree, depth <tree_depth>`). Every interval — the claim's and the guide's — is a t interval on the R replica means
 # (`fs.verdicts.mean_interval`): the trained model is the unit of replication, so a statement that holds for one
@@ -218,7 +218,7 @@ control.table[["label", "perfect mean", "random mean", "counts", "gap", "gap low
 
 # %% [markdown]
 # **The claim, on a model that is not additive.** `replicas` scikit-learn decision trees (depth `tree_depth`) fitted
-# on the pixels of the same grey canvases, each with its own training seed, evaluated in torch by
+# on the pixels of grey canvases, each with its own training seed and its own draw of the canvases, evaluated in torch by
 # `fl.models.DecisionTree` (its forward pass walks every image's root-to-leaf path at once and equals scikit-learn's
 # `predict_proba`). CART is deterministic but for ties: the canvases' pixels are binary, so many candidate splits
 # tie in impurity and the training seed (scikit-learn's `random_state`, the order in which features are tried)

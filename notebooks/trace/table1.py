@@ -67,9 +67,10 @@ P = fs.papers.trace
 # Default: coloured canvas digits of `image_size`² pixels (foreground fraction `r`; both in `trace_models`, shared
 # with the other TRACE notebooks), normalised per channel, so that the zero reference is the dataset's mean colour as
 # in the paper; one CNN per entry of its `settings` trained with Adam (`fs.recipes.canvas_classifier`, cached),
-# `replicas` times (`fs.papers.trace.replica_models`). The data are drawn with `seed`; each replica r trains with its
-# own seed (initialisation and batch order), derived from `seed`, the model's name and r (`fs.verdicts.replicas`),
-# the seeds of the other TRACE notebooks' replicas too. Replica r is evaluated on its own `n_images` test
+# `replicas` times (`fs.papers.trace.replica_models`). Each replica r draws its own canvases (from `seed` and r,
+# `fs.verdicts.replication.data_seed`, the same for every model of the replica) and trains with its own seed
+# (initialisation and batch order), derived from `seed`, the model's name and r (`fs.verdicts.replicas`), the seeds
+# of the other TRACE notebooks' replicas too. Replica r is evaluated on its own `n_images` test
 # digits (images r·`n_images` … (r + 1)·`n_images` − 1) and their labels (the paper explains the ground-truth
 # label), so every claim pools `replicas` × `n_images` searched images per model and takes the t interval on the
 # replica means (the trained model is the unit of replication, its images the units within it). trace/searches and
