@@ -112,7 +112,8 @@ SG_SQ = ("sg_sq_ig", {"nt_samples": sg_samples, "n_steps": ig_steps})
 for name, value in {"n_test": n_test, "n_seeds": n_seeds, "replicas": replicas, "n_samples": n_samples,
                     "n_levels": len(sparsity),
                     "vit_dim": vit_spec.dim, "vit_depth": vit_spec.depth, "vit_heads": vit_spec.heads,
-                    "vit_stem": vit_spec.stem_width, "vit_n_train": len(DATA[0]["vit_train"]), "cnn_n_train": len(train)}.items():
+                    "vit_stem": vit_spec.stem_width, "vit_n_train": len(DATA[0]["vit_train"]),
+                    "cnn_n_train": len(train)}.items():
     out.glue(name, value)
 
 # %% [markdown]
@@ -169,15 +170,15 @@ has_mask = getattr(test, "mask", None) is not None
 MECHANISM = {}
 ood_draws = {(k, r): fs.verdicts.replication.replica_draws(seed, runs.replica(k, r), "ood")  # each replica's masks
              for k, r in studies}
+ood_inputs = {r: (DATA[r]["test"].x[:n_ood].to(device), DATA[r]["test"].y[:n_ood].to(device),  # its own test split
+                  DATA[r]["test"].mask.flatten(1)[:n_ood].to(device)) for r in REPLICAS} if has_mask else {}
+x_ood = ood_inputs[0][0] if has_mask else None
 
 # %% [markdown]
 # Where the data carry a ground-truth mask, the mechanism check FF.OOD on the ViT's and the CNN's models.
 
 # %%
-if has_mask:  # each replica's own test split
-    ood_inputs = {r: (DATA[r]["test"].x[:n_ood].to(device), DATA[r]["test"].y[:n_ood].to(device),
-                      DATA[r]["test"].mask.flatten(1)[:n_ood].to(device)) for r in REPLICAS}
-    x_ood = ood_inputs[0][0]
+if has_mask:
     ood = pd.concat([P.ood_per_input({m: st.models[m] for m in ("original", "fine-tuned")}, *ood_inputs[r],
                                      beta=beta, n_draws=5, generator=ood_draws[k, r], batch_size=batch_size)
                      .assign(study=k, replica=r) for (k, r), st in studies.items()], ignore_index=True)
@@ -334,6 +335,11 @@ constant_pair = per_image.groupby(["explainer"])["constant map"].sum()
 out.glue("constant_gradcam_pair", int(constant_pair.get("GradCAM", 0)))
 cases = per_image[(per_image["replica"] == 0) & (per_image["case"] <= n_cases)]
 out.table(cases, "cases")
+
+# %% [markdown]
+# Replica 0's first test images, GradCAM's map beside Saliency's, with their FFid+ and FFid−.
+
+# %%
 images, maps, titles = [], [], []
 for i in range(min(n_cases, len(x_pair))):
     for label in ("GradCAM", "Saliency"):

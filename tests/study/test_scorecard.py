@@ -13,7 +13,7 @@ R, W, P, N, T, I = VERDICTS  # reproduced, reproduced weaker, partly, not reprod
 
 
 LEGACY = ("rule", "premise", "kind", "decision", "replicas", "stability", "units", "function", "power", "rule_id",
-          "trained_replicas", "cells", "before")
+          "trained_replicas", "cells", "before", "prospective")
 
 
 def claims(generated: Path, paper: str, experiment: str, verdicts: list[str], *, executed: bool = True,
@@ -27,7 +27,7 @@ def claims(generated: Path, paper: str, experiment: str, verdicts: list[str], *,
     rows = [{"paper": paper, "experiment": experiment, "claim": f"claim {i}", "paper_value": 1.0, "our_value": 1.0,
              "verdict": v, "rule": "a rule", "premise": "a premise", "note": "", "kind": k, "decision": "d",
              "replicas": "3 of 3 replicas", "stability": "20 of 20 seeds", "units": 30, "function": "", "power": "",
-             "rule_id": "", "trained_replicas": 3, "cells": "", "before": ""}
+             "rule_id": "", "trained_replicas": 3, "cells": "", "before": "", "prospective": ""}
             for i, (v, k) in enumerate(zip(verdicts, kinds))]
     pd.DataFrame(rows)[columns].to_csv(folder / study.CLAIMS, index=False)
     if executed:

@@ -23,7 +23,7 @@ OUTPUT_DIR_ENV = "FAITHLAB_OUTPUT_DIR"  # set by the study runner in a notebook'
 CLAIMS = "claims.csv"  # a notebook's claims, in its folder; the runner's scorecard collects them
 CLAIM_COLUMNS = ("paper", "experiment", "claim", "paper_value", "our_value", "verdict", "rule", "premise", "note",
                  "kind", "decision", "replicas", "stability", "units", "function", "power", "rule_id",
-                 "trained_replicas", "cells", "before")
+                 "trained_replicas", "cells", "before", "prospective")
 CELLS = "cells"  # a notebook's claims' cell tables, cells/<slug>.csv in its folder (the claims row names its own)
 CELL_COLUMNS = ("cell", "values", "estimate", "low", "high", "level", "interval", "df", "zero", "margin", "direction",
                 "outcome", "replicas", "units")
@@ -274,6 +274,7 @@ class Outputs:
             "trained_replicas": trained,
             "cells": cells,
             "before": getattr(recorded, "before", "") if recorded is not None else "",
+            "prospective": getattr(recorded, "prospective", "") if recorded is not None else "",
         }
         self._claims = [c for c in self._claims if c["claim"] != claim] + [row]
         frame = pd.DataFrame(self._claims, columns=list(CLAIM_COLUMNS))

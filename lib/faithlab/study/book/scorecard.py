@@ -25,7 +25,7 @@ STUDY_CHECK = "(study check)"  # the suffix of a summary row that is not a paper
 _OPTIONAL_CLAIM_COLUMNS = {  # absent from claims written before claims were functions / before replicas
     "rule": "", "premise": "", "kind": "paper", "decision": "", "replicas": "—", "stability": "—", "units": None,
     "function": "", "power": "", "rule_id": "", "trained_replicas": None, "cells": "",
-    "before": ""}
+    "before": "", "prospective": ""}
 
 
 def summarise(scorecard: pd.DataFrame) -> pd.DataFrame:

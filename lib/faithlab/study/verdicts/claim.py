@@ -51,7 +51,9 @@ class Claim:
     recompute the verdict; empty for a claim decided outside it. before: the verdict the same data got by the
     decision procedure before issue 90 (one boundary, the margin; 95 % intervals; no Holm), with the same replica and
     unit minimums, set by :func:`replicated` so that the pre-registration page lists every verdict the change moved;
-    empty for a claim decided outside it."""
+    empty for a claim decided outside it. prospective: the power of the claim's whole rule before the data
+    (:func:`faithlab.study.verdicts.power.prospective`: at the paper's effect and at the margin, the variance pooled
+    over the verdict's cells, and the design that would decide it), set by :func:`replicated`."""
 
     claim: str
     rule: str
@@ -72,6 +74,7 @@ class Claim:
     function: str = ""
     cells: tuple = ()
     before: str = ""
+    prospective: str = ""
 
     def __post_init__(self):
         from faithlab.study.verdicts.rules import Rule

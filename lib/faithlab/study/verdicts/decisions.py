@@ -54,6 +54,11 @@ DECISION_LEVEL = 1 - 2 * ALPHA
 
 # replicated() collects what every judgement rested on, for the power analysis (see faithlab.study.verdicts.power)
 RECORDER: contextvars.ContextVar = contextvars.ContextVar("faithlab_judgement_recorder", default=None)
+DECIDED: contextvars.ContextVar = contextvars.ContextVar("faithlab_decision_recorder", default=None)
+"""While :func:`faithlab.study.verdicts.replicated` records a claim, every :func:`decide` and :func:`decide_parts`
+call appends ``(kind, rule, cells or parts, verdict)`` here ("cells": the judgements decided; "parts": the parts'
+verdicts), so that the power analysis follows the verdict to the cells that enter it (not a premise's, not a cell
+judged and then left out)."""
 BEFORE: contextvars.ContextVar = contextvars.ContextVar("faithlab_procedure_before_issue_90", default=False)
 """True while :func:`faithlab.study.verdicts.replicated` decides a claim again by the procedure before issue 90 —
 one boundary (the margin), the interval at its own level (95 %), no Holm — so that the pre-registration page lists
@@ -222,7 +227,7 @@ def decide(judgements: Judgement | Sequence[Judgement] | Mapping[str, Judgement]
         why = c.sentence() if c is not None else "no interval"
         outcome = "undecided" if c is None else c.outcome
         value = {"holds": REPRODUCED, "weaker": WEAKER, "absent": NOT_REPRODUCED}.get(outcome, INCONCLUSIVE)
-        return _verdict(value, why, rule)
+        return _recorded("cells", rule, tuple(cells), _verdict(value, why, rule))
     named = {o: [c.what or "?" for c in cells if c is not None and c.outcome == o] for o in ("absent", "weaker")}
     why = ", ".join(f"{o} in {counts[o]}" for o in OUTCOMES if counts[o]) + f" of {n} {rule.over}"
     why += "".join(f"; {o}: {', '.join(names)}" for o, names in named.items() if names and len(names) <= 6)
@@ -247,7 +252,15 @@ def decide(judgements: Judgement | Sequence[Judgement] | Mapping[str, Judgement]
                  else NOT_REPRODUCED if n - absent < need else INCONCLUSIVE)
         why += (f"; the rule asks {share:.0%} ({need} of {n}); after Holm's correction {held} hold, {present} shown "
                 f"present, {absent} absent")
-    return _verdict(value, why, rule)
+    return _recorded("cells", rule, tuple(cells), _verdict(value, why, rule))
+
+
+def _recorded(kind: str, rule: Rule, what, verdict):
+    """``verdict``, appended to :data:`DECIDED` with what decided it while a recorder is set."""
+    record = DECIDED.get()
+    if record is not None:
+        record.append((kind, rule, what, verdict))
+    return verdict
 
 
 def holm_count(cells: Sequence[Judgement | None], statement: str, alpha: float = ALPHA) -> int:
@@ -300,7 +313,7 @@ def decide_parts(parts: Mapping[str, object], rule: Rule, *, untestable: str | N
     worst = rule_of([NOT_REPRODUCED if w == INCONCLUSIVE else w for w in words])
     best = rule_of([REPRODUCED if w == INCONCLUSIVE else w for w in words])
     value = worst if worst == best else INCONCLUSIVE
-    return _verdict(value, why, rule)
+    return _recorded("parts", rule, dict(parts), _verdict(value, why, rule))
 
 
 def judgement_table(judgements: Mapping[str, Judgement] | Sequence[Judgement], **columns) -> list[dict]:

@@ -10,12 +10,15 @@ design of R replicas × n units per replica decides the cell (its t interval who
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from faithlab.study.verdicts import intervals as iv
 from faithlab.study.verdicts.decisions import DECISION_LEVEL
 
-__all__ = ["variance_components", "design_needed", "REPLICA_OPTIONS", "UNIT_FACTORS", "TARGET"]
+__all__ = ["variance_components", "design_needed", "prospective", "verdict_tree", "tree_cells", "REPLICA_OPTIONS",
+           "UNIT_FACTORS", "TARGET", "SETS"]
 
 REPLICA_OPTIONS = (3, 5, 8, 12)
 """Replica counts the power analysis tries."""
@@ -128,3 +131,175 @@ def design_needed(records, *, target: float = TARGET) -> str:
                 return f"needs {r} replicas × {n} units (weakest undecided cell decided with P {now:.2f} now)"
     return (f"beyond {REPLICA_OPTIONS[-1]} replicas × {current_n * UNIT_FACTORS[-1]} units: the weakest undecided "
             f"effect sits near a boundary (decided with P {now:.2f} now)")
+
+
+# ---- the power of the whole rule before the data (issue 90, item 6)
+SETS = 200
+"""Simulated data sets per design of :func:`prospective`."""
+
+
+def verdict_tree(decided, verdict):
+    """The decisions that make ``verdict``: the :data:`~faithlab.study.verdicts.decisions.DECIDED` entry that returned
+    it (the last one when none did: a claim that rewrote its verdict's reason) and, for a claim of parts, the entries
+    of its parts, recursively → ``("cells", rule, cells)`` or ``("parts", rule, {name: tree})``; None when nothing was
+    decided. A premise's decision, or a cell judged and then left out, is not in it."""
+    if not decided:
+        return None
+    root = next((e for e in reversed(decided) if e[3] is verdict), decided[-1])
+
+    def build(entry, depth: int = 0):
+        kind, rule, what, _ = entry
+        if kind == "cells":
+            return ("cells", rule, tuple(what))
+        parts = {}
+        for name, v in what.items():
+            found = next((e for e in reversed(decided) if e[3] is v), None)
+            parts[name] = build(found, depth + 1) if found is not None and depth < 8 else None
+        return ("parts", rule, parts)
+
+    return build(root)
+
+
+def tree_cells(tree) -> list:
+    """Every judged cell of a :func:`verdict_tree` (the cells that enter the verdict)."""
+    if tree is None:
+        return []
+    if tree[0] == "cells":
+        return [c for c in tree[2] if c is not None]
+    return [c for sub in tree[2].values() for c in tree_cells(sub)]
+
+
+def _pooled(cells, data_of) -> tuple[float, float, int, float, bool] | None:
+    """(var between, var within, replicas, units per replica, whether units can grow) pooled over ``cells`` — the
+    mean of each cell's variance components (the claim's cells estimate one statistic's noise together: 2 degrees of
+    freedom per cell at R = 3 give no usable variance alone) — or None when no cell recorded its data."""
+    stats = [s[1:] for s in (_cell(c, data_of[id(c)]) for c in cells if data_of.get(id(c)) is not None)
+             if s is not None and all(np.isfinite(v) for v in s[1:5])]
+    if not stats:
+        return None
+    vb, vw, r, n, grows = zip(*stats)
+    return float(np.mean(vb)), float(np.mean(vw)), int(max(r)), float(np.mean(n)), bool(all(grows))
+
+
+def _paper_effect(rule, cell) -> float | None:
+    """The paper's effect of a cell where its rule's margin is half of it (the margin's source says so, and the
+    value of no effect is 0 or the margin itself): twice the margin; None otherwise (a convention's margin)."""
+    source = str(rule.margin_source).strip().lower()
+    if not source.startswith("half") or not (cell.zero == 0 or cell.zero == cell.margin):
+        return None
+    return 2 * cell.margin
+
+
+def _simulate_cells(tree, where: str, r: int, factor: float, pooled, rng, sets: int):
+    """(sets,) verdict words of a "cells" decision with every cell's truth at ``where`` ("margin" or "paper"), or None
+    when a cell has no paper's effect."""
+    from faithlab.study.verdicts.decisions import Judgement, decide, outcome_of
+
+    _, rule, cells = tree
+    vb, vw, _, n, grows = pooled
+    sd = math.sqrt(max(vb + (vw / (n * (factor if grows else 1))), 0.0))
+    simulated = []
+    for c in cells:
+        if c is None:
+            simulated.append([None] * sets)
+            continue
+        truth = c.margin if where == "margin" else _paper_effect(rule, c)
+        if truth is None:
+            return None
+        means = truth + sd * rng.standard_normal((sets, r))
+        est, low, high, se = iv.t_rows(means, DECISION_LEVEL)
+        column = []
+        for e, lo, hi, s, m in zip(est, low, high, se, means):
+            interval = iv.Interval(float(e), float(lo), float(hi), DECISION_LEVEL, "t on replica statistics",
+                                   int(round(r * n * factor)), r, r - 1, float(s), tuple(m))
+            column.append(Judgement(interval, c.margin, c.direction,
+                                    outcome_of(float(lo), float(hi), zero=c.zero, margin=c.margin, sign=c.sign),
+                                    c.what, c.zero))
+        simulated.append(column)
+    return np.array([str(decide([col[i] for col in simulated], rule)) for i in range(sets)])
+
+
+def _simulate(tree, where: str, r: int, factor: float, pooled, rng, sets: int):
+    """(sets,) verdict words of ``tree`` (cells or parts) at design (r replicas, units × factor), or None."""
+    from faithlab.study.verdicts.decisions import decide_parts
+
+    if tree is None:
+        return None
+    if tree[0] == "cells":
+        return _simulate_cells(tree, where, r, factor, pooled[id(tree)], rng, sets) if id(tree) in pooled else None
+    parts = {name: _simulate(sub, where, r, factor, pooled, rng, sets) for name, sub in tree[2].items()}
+    if any(v is None for v in parts.values()):
+        return None
+    return np.array([str(decide_parts({k: v[i] for k, v in parts.items()}, tree[1])) for i in range(sets)])
+
+
+def _pool_tree(tree, data_of, out: dict) -> bool:
+    """Fills ``out`` with each cells-decision's pooled variance (keyed by the decision's id); False when one has
+    no recorded data."""
+    if tree is None:
+        return False
+    if tree[0] == "cells":
+        p = _pooled([c for c in tree[2] if c is not None], data_of)
+        if p is None:
+            return False
+        out[id(tree)] = p
+        return True
+    return all(_pool_tree(sub, data_of, out) for sub in tree[2].values())
+
+
+def whole_rule_rate(records, decided, verdict, *, where: str, replicas: int | None = None, factor: float = 1,
+                    present: bool = False, sets: int = SETS, seed: int = 0) -> float | None:
+    """The share of ``sets`` simulated data sets in which the claim's whole rule (:func:`verdict_tree`) reproduces
+    it (``present``: reproduces it or shows it weaker) when every cell of its verdict sits at ``where`` ("paper": the
+    paper's effect, twice a margin that is half of it; "margin"), at ``replicas`` (None: today's) × today's units ×
+    ``factor``, with each decision's variance pooled over its cells; None when the verdict rests on no recorded cell
+    or a cell has no paper's effect."""
+    from faithlab.study.verdicts.words import REPRODUCED, WEAKER
+
+    tree = verdict_tree(decided, verdict)
+    pooled: dict = {}
+    if not tree_cells(tree) or not _pool_tree(tree, {id(j): d for j, d in records}, pooled):
+        return None
+    r = max(p[2] for p in pooled.values()) if replicas is None else int(replicas)
+    rng = np.random.default_rng([seed, r, int(round(factor * 10)), 0 if where == "margin" else 1])
+    v = _simulate(tree, where, r, factor, pooled, rng, sets)
+    return None if v is None else float(np.isin(v, [REPRODUCED, WEAKER] if present else [REPRODUCED]).mean())
+
+
+def prospective(records, decided, verdict, *, target: float = TARGET, sets: int = SETS, seed: int = 0) -> str:
+    """The power of the claim's whole rule before the data (:func:`whole_rule_rate`): how often today's design
+    reproduces the claim at the paper's effect and shows an effect at the margin present (reproduced or weaker),
+    and the smallest design of :data:`REPLICA_OPTIONS` × :data:`UNIT_FACTORS` reaching ``target`` (at the paper's
+    effect; at the margin for a convention's margin) with its cost against today's; "" when the verdict rests on no
+    recorded cell."""
+    tree = verdict_tree(decided, verdict)
+    pooled: dict = {}
+    if not tree_cells(tree) or not _pool_tree(tree, {id(j): d for j, d in records}, pooled):
+        return ""
+    r0 = max(p[2] for p in pooled.values())
+    n0 = min(p[3] for p in pooled.values())
+    grows = all(p[4] for p in pooled.values())
+
+    def rate(where, r, factor):
+        return whole_rule_rate(records, decided, verdict, where=where, replicas=r, factor=factor,
+                               present=where == "margin", sets=sets, seed=seed)
+
+    at_paper, at_margin = rate("paper", r0, 1), rate("margin", r0, 1)
+    where, now = ("paper", at_paper) if at_paper is not None else ("margin", at_margin)
+    said = [f"reproduced at the paper's effect (twice the margin) with P {at_paper:.2f}" if at_paper is not None
+            else "no paper's effect to simulate (a convention's margin)",
+            f"an effect at the margin shown present with P {at_margin:.2f}"]
+    text = (f"before the data, at {r0} replicas × {int(round(n0))} units ({sets} simulated data sets, the variance "
+            f"pooled over the verdict's cells): {'; '.join(said)}")
+    if now >= target:
+        return f"{text}; this design suffices"
+    for factor in UNIT_FACTORS if grows else (1,):
+        for r in REPLICA_OPTIONS:
+            if r < r0 or (r == r0 and factor == 1):
+                continue
+            if rate(where, r, factor) >= target:
+                aim = "reproduce it at the paper's effect" if where == "paper" else "show an effect at the margin"
+                return (f"{text}; to {aim} with P ≥ {target:g} needs {r} replicas × {int(round(n0 * factor))} units "
+                        f"(≈ {r / r0:.1f}× the trained models, {r * factor / r0:.1f}× the scored units)")
+    most = UNIT_FACTORS[-1] if grows else 1
+    return f"{text}; no design up to {REPLICA_OPTIONS[-1]} replicas × {most}× the units reaches P {target:g}"

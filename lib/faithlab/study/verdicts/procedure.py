@@ -158,13 +158,17 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
     stability = ()
     from faithlab.study.verdicts import decisions, power as power_analysis
 
-    token = decisions.RECORDER.set([])
-    try:
-        fn(*args, **kwargs)  # once more, recording the units of its judged cells for the power analysis
-        judged = decisions.RECORDER.get()
+    token, decided_token = decisions.RECORDER.set([]), decisions.DECIDED.set([])
+    try:  # once more, recording the units of its judged cells and the decisions that make its verdict
+        again = fn(*args, **kwargs)
+        judged, decided = decisions.RECORDER.get(), decisions.DECIDED.get()
     finally:
         decisions.RECORDER.reset(token)
-    power = power_analysis.design_needed(judged) if judged else ""
+        decisions.DECIDED.reset(decided_token)
+    entering = {id(c) for c in power_analysis.tree_cells(power_analysis.verdict_tree(decided, again.verdict))}
+    deciding = [(j, d) for j, d in judged if id(j) in entering] if entering else judged  # only the verdict's cells
+    power = power_analysis.design_needed(deciding) if deciding else ""
+    prospective = power_analysis.prospective(judged, decided, again.verdict) if judged else ""
     cells = decisions.cell_rows([j for j, _ in judged]) if judged else ()
     if claim.verdict == INCONCLUSIVE and claim.verdict.why.startswith("the premise is undecided") and power:
         power = f"{power}; the outcome waits on its undecided premise"
@@ -211,5 +215,6 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
         premise = then(premise, f"Not replicated here: {what} per setting (the rule asks {min_replicas}; the "
                                  "notebook's `replicas` parameter, where it has one, trains more).")
     return replace(claim, verdict=v, premise=premise, replicas=tuple(per), stability=stability, power=power,
+                   prospective=prospective,
                    raw=str(claim.verdict), trained=bool(trained), function=f"{fn.__module__}.{fn.__qualname__}",
                    cells=cells, before=before)

@@ -58,7 +58,8 @@ def glance_html(claims: pd.DataFrame, docname: str, *, notes: bool = False) -> s
         href = notebook_href(row.paper, row.experiment, docname, row.claim)
         folded = [("why this verdict", why_sentence(row._asdict())), ("rule", getattr(row, "rule", "")),
                   ("decision", getattr(row, "decision", "")),
-                  ("premise", getattr(row, "premise", "")), ("power", getattr(row, "power", ""))]
+                  ("premise", getattr(row, "premise", "")), ("power", getattr(row, "power", "")),
+                  ("power before the data", getattr(row, "prospective", ""))]
         if notes:
             folded.append(("note", getattr(row, "note", "")))
         details = "".join(html.element("p", f"{html.element('b', name)}: {text_or_dash(text)}") for name, text in folded
