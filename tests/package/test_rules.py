@@ -88,6 +88,29 @@ def test_registering_returns_the_function_unchanged_and_checks_the_fields():
         R.registered("TEST.bad", log=[], **{**fields, "colour": "red"})
 
 
+def test_a_chapters_defaults_register_the_same_rule_as_the_fields_written_out():
+    """Rules written once: a Chapter's defaults under a registration's own fields give the rule (and fingerprint)
+    of every field written out, the registration's own fields win, the place is the decorator's, and a default that
+    is not a rule field is refused."""
+    fields = dict(R.rule("B1").raw)
+    shared = {k: fields[k] for k in ("kind", "replicas", "units", "interval", "direction")}
+    chapter = R.Chapter(**shared, paper="another")
+
+    def decide():
+        return 1
+    try:
+        line = sys._getframe().f_lineno + 1
+        assert chapter.registered("TEST.chapter", log=[], **{k: v for k, v in fields.items() if k not in shared})(
+            decide) is decide
+        assert R.rule("TEST.chapter").raw == fields and R.fingerprint(R.rule("TEST.chapter")) == R.fingerprint(fields)
+        where = R._RULES["TEST.chapter"][1]  # noqa: SLF001
+        assert where.line == line and where.file == __file__
+    finally:
+        R._RULES.pop("TEST.chapter", None)  # noqa: SLF001 (the test's own registration)
+    with pytest.raises(ValueError, match="must be rule fields"):
+        R.Chapter(colour="red")
+
+
 def _entry(fields, **more):
     return {"date": "2026-11-27", "change": "registered", "why": "a test", **more,
             "fingerprint": R.fingerprint(fields)}

@@ -24,7 +24,7 @@ from faithlab.study.verdicts.procedure import __all__ as _procedure_all
 from faithlab.study.verdicts.procedure import states_decision, then  # noqa: F401
 from faithlab.study.verdicts.intervals import (Interval, mean_interval, replica_interval, share_interval,  # noqa: F401
                                          draws_interval, wilson, INTERVAL_METHODS)
-from faithlab.study.verdicts.rules import (Rule, rule, all_rules, DECISIONS, registered,  # noqa: F401
+from faithlab.study.verdicts.rules import (Rule, Chapter, rule, all_rules, DECISIONS, registered,  # noqa: F401
                                          registered_answer, zero_change)
 from faithlab.study.verdicts.decisions import (Judgement, judge, effect, decide, decide_parts,  # noqa: F401
                                          judgement_table, replica_judgement, OUTCOMES)
@@ -33,6 +33,6 @@ from faithlab.study.verdicts import replication  # noqa: F401
 from faithlab.study.verdicts.replication import Replica, replicas  # noqa: F401
 
 __all__ = [*_procedure_all, "Interval", "mean_interval", "replica_interval", "share_interval", "draws_interval",
-           "wilson", "INTERVAL_METHODS", "Rule", "rule", "all_rules", "DECISIONS", "registered",
+           "wilson", "INTERVAL_METHODS", "Rule", "Chapter", "rule", "all_rules", "DECISIONS", "registered",
            "registered_answer", "zero_change", "Judgement", "judge", "effect",
            "decide", "decide_parts", "judgement_table", "replica_judgement", "OUTCOMES", "design_needed", "replication", "Replica", "replicas"]

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["Rule", "registered", "registered_answer", "rule", "all_rules", "log", "fingerprint", "zero_change",
+__all__ = ["Rule", "Chapter", "registered", "registered_answer", "rule", "all_rules", "log", "fingerprint", "zero_change",
            "DECISIONS",
            "DIRECTIONS", "rule_files", "registrations", "audit", "audit_log", "answer", "all_answers", "HOLDS_UP",
            "BEATS", "CLAIMS_MODULES"]
@@ -268,6 +268,27 @@ def registered(claim_id: str, *, log: list[Mapping] | tuple, **fields) -> Callab
     unchanged; ValueError on a bad field or on an id registered on another function too."""
     checked = _check(claim_id, fields)
     return _register(_RULES, claim_id, checked, fields, log, 2)
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """A chapter's shared rule fields, written once (issue 90: rules written once): ``Chapter(paper="saco",
+    kind="paper", replicas=3, ...).registered("S3", claim=..., ...)`` registers the rule of :func:`registered` with
+    these fields as defaults, the registration holding only what differs. The rule is the same as if every field were
+    written out (its fingerprint too: :func:`fingerprint` reads the merged fields)."""
+
+    defaults: Mapping = field(default_factory=dict)
+
+    def __init__(self, **defaults):
+        unknown = set(defaults) - set(_FIELDS) - set(_OPTIONAL)
+        if unknown:
+            raise ValueError(f"a chapter's defaults must be rule fields, got {sorted(unknown)}")
+        object.__setattr__(self, "defaults", dict(defaults))
+
+    def registered(self, claim_id: str, *, log: list[Mapping] | tuple, **fields) -> Callable:
+        """:func:`registered` of ``claim_id`` with the chapter's defaults under ``fields``."""
+        merged = {**self.defaults, **fields}
+        return _register(_RULES, claim_id, _check(claim_id, merged), merged, log, 2)
 
 
 def registered_answer(name: str, *, log: list[Mapping] | tuple, **fields) -> Callable:
