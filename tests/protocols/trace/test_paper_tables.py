@@ -32,7 +32,7 @@ def test_versus_best_reads_the_table():
 
 def registrations_aside(source: str) -> str:
     """``source`` without its rules' registrations (whose margin sources quote the paper's numbers)."""
-    return re.sub(r"(?ms)^@verdicts\.registered(?:_answer)?\(\n.*?^\)\n", "", source)
+    return re.sub(r"(?ms)^@(?:verdicts|[A-Z_]+)\.registered(?:_answer)?\(\n.*?^\)\n", "", source)
 
 
 @pytest.mark.parametrize("value", ["31.69", "24.98", "16.24", "33.84"])

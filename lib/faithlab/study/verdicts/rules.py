@@ -28,6 +28,7 @@ entry of its own), the fingerprint recomputed for the rule alone on its last ent
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import math
@@ -287,7 +288,7 @@ class Chapter:
 
     def registered(self, claim_id: str, *, log: list[Mapping] | tuple, **fields) -> Callable:
         """:func:`registered` of ``claim_id`` with the chapter's defaults under ``fields``."""
-        merged = {**self.defaults, **fields}
+        merged = {**copy.deepcopy(self.defaults), **fields}  # each rule its own lists (premises), as written out
         return _register(_RULES, claim_id, _check(claim_id, merged), merged, log, 2)
 
 

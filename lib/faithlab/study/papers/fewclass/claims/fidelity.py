@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 
 from faithlab.study import verdicts
-from faithlab.study.papers.fewclass.claims.registration import REGISTERED
+from faithlab.study.papers.fewclass.claims.registration import CHAPTER, MECHANISM, REGISTERED
 from faithlab.study.papers.fewclass import paper
 from faithlab.study.papers.fewclass.experiments import METHODS
 from faithlab.study.papers.fewclass.paper import PAPER_C1
@@ -21,14 +21,14 @@ from faithlab.study.papers.fewclass.claims.premises import (ROOM_BELOW, both_pre
 
 
 # ---------------------------------------------------------------------------------------------------- claims
-@verdicts.registered(
-    "C1", paper="fewclass", kind="paper", claim="Random maps get the lowest Few-class Fid",
+@CHAPTER.registered(
+    "C1", claim="Random maps get the lowest Few-class Fid",
     statistic=("per XAI image, the unaltered Fid of another method's map minus the Fid of the Random map; its mean "
                "per trained replica; one cell per other method"),
-    direction="above", margin=0.0075,
+    margin=0.0075,
     margin_source=("half the smallest gap between Random and the lowest other unaltered method in Tables 1–2 "
                    "(DenseNet-121 on vehicles: BP 0.611 − Random 0.596 = 0.015)"),
-    decision="every", over="methods",
+    over="methods",
     null="Random maps (the comparison itself: a method no better than random maps does not beat them)",
     premises=["the paper's mechanism on the stand-in, for the task × model: under the fixed zero reference (every "
               "pixel replaced by the data set's mean intensity) at least 10 % of the images switch class with "
@@ -38,7 +38,6 @@ from faithlab.study.papers.fewclass.claims.premises import (ROOM_BELOW, both_pre
               "no map): trained replicas of every model, the claims' first, each on the test images every model of "
               "it predicts correctly in its block of the test split, cut into as many blocks as the premise has "
               "replicas (so they may include some of the claims' XAI images)"],
-    replicas=3, units=30, interval="t on replica means",
     unit="XAI image (each trained replica scores its own, disjoint block of the test split)",
     note=("'lowest' means losing to none: every other method must lie above Random by more than the margin for "
           "'reproduced', above Random for 'reproduced, weaker'; one method shown within the band of no meaningful "
@@ -148,18 +147,16 @@ def alteration_gains(fid: pd.DataFrame, *, alterations: Sequence[str] = ("SG", "
     return cells
 
 
-@verdicts.registered(
-    "C3", paper="fewclass", kind="paper", claim="SmoothGrad and SmoothGrad² raise Fid for most methods",
+@CHAPTER.registered(
+    "C3", claim="SmoothGrad and SmoothGrad² raise Fid for most methods",
     statistic=("per model × method × alteration (SG, SG²) cell, Fid of the altered map minus Fid of the unaltered "
                "map per XAI image; its mean per trained replica"),
-    direction="above", margin=0.0115,
+    margin=0.0115,
     margin_source="half the median gain of the 23 model × method × {SG, SG²} cells that Table 1 raises (median +0.023)",
     decision="share", share=0.51, over="model × method × alteration cells",
     null="the unaltered map of the same method on the same images (the comparison itself)",
-    premises=["the paper's mechanism on the stand-in (as C1's premise), for every model of the task",
+    premises=[MECHANISM,
               "the unaltered mean Fid leaves room to rise: it lies below 0.98 (t interval on the replica means)"],
-    replicas=3, units=30, interval="t on replica means",
-    unit="XAI image (each trained replica its own, disjoint block of the test split)",
     note=("'most' read as more than half of the cells (share 0.51: 15 of 28), fixed before the data; the paper's "
           "Table 1 raises 12 and 11 of 14 cells per alteration (23 of 28), and 21 of its 28 cells gain more than the "
           "margin"),
@@ -229,18 +226,17 @@ def _rho_per_replica(fid: pd.DataFrame, loc: pd.DataFrame, score: str, groups: l
     return out
 
 
-@verdicts.registered(
-    "C4", paper="fewclass", kind="paper", claim="The methods' Fid rankings agree with their localisation rankings",
+@CHAPTER.registered(
+    "C4", claim="The methods' Fid rankings agree with their localisation rankings",
     statistic=("per trained replica, the mean over the model × alteration cells (with at least four methods) of "
                "Spearman's ρ between the methods' mean Fid and their mean localisation score (IoU on vehicles, Dice "
                "on CT) on that replica's XAI images"),
-    direction="above", margin=0.5,
+    margin=0.5,
     margin_source=("the paper's 'strong correlation' (Sec. 5) gives no number: the threshold of a large correlation "
                    "by convention (Cohen 1988: 0.5) is the margin"),
     decision="single", null="no agreement, ρ = 0 (rankings unrelated)",
-    premises=["the paper's mechanism on the stand-in (as C1's premise), for every model of the task",
-              "at least one model × alteration cell with four or more methods computed"],
-    replicas=3, units=30, interval="t on replica statistics",
+    premises=[MECHANISM, "at least one model × alteration cell with four or more methods computed"],
+    interval="t on replica statistics",
     unit=("trained replica (its statistic rests on its own XAI images; the units counted are the images pooled over "
           "the replicas)"),
     log=[

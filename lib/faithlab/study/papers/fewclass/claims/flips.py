@@ -10,27 +10,26 @@ import numpy as np
 import pandas as pd
 
 from faithlab.study import verdicts
-from faithlab.study.papers.fewclass.claims.registration import REGISTERED
+from faithlab.study.papers.fewclass.claims.registration import BINARY, CHAPTER, REGISTERED
 from faithlab.study.papers.fewclass.claims.premises import (RANDOM_CANDIDATE_BELOW, SELECTED, both_premises,
                                                             cell_of, replica_groups, share_of, with_replica)
 
 
-@verdicts.registered(
-    "C2", paper="fewclass", kind="paper",
+@CHAPTER.registered(
+    "C2",
     claim="The perturbation framework finds, per image, a similar candidate that makes the model uncertain (U < Δ)",
     statistic=("per task × model, the share of XAI images whose selected candidate reaches U < Δ (eq. 3: Δ = "
                "min(0.1, N/40))"),
-    direction="above", margin=0.9,
+    margin=0.9,
     margin_source=("convention: the paper builds its grid 'large enough to ensure at least one alteration candidate "
                    "satisfies' the uncertainty constraint for every image and gives no rate; 'per image' read as at "
                    "least nine images in ten (its code falls back to the lowest U when no candidate passes)"),
-    decision="every", over="task × model cells",
+    over="task × model cells",
     null="a candidate drawn at random from the grid: the share of an image's candidates with U < Δ",
     premises=["the search is tested: a candidate drawn at random from the grid reaches U < Δ for less than 90 % of "
               "the images (mean over images of the share of their candidates with U < Δ; t interval on the replica "
               "means below 0.9), else any candidate would do"],
-    replicas=3, units=30, interval="share: t on replica shares ∪ Wilson",
-    unit="XAI image (each trained replica its own, disjoint block of the test split)",
+    interval="share: t on replica shares ∪ Wilson",
     log=[
         {**REGISTERED, "fingerprint": "858224cb99c0"},
     ],
@@ -80,15 +79,14 @@ def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
         verdict=v, table=table, units=int(table["images"].min()))
 
 
-@verdicts.registered(
-    "C5a", paper="fewclass", kind="paper",
+@CHAPTER.registered(
+    "C5a",
     claim=("With few classes, replacing every pixel by a fixed reference switches the class with confidence instead "
            "of reaching 1/N; the selected perturbation reaches it"),
     statistic="its three parts C5a.confident, C5a.switch and C5a.uncertain, each decided by its own rule",
-    direction="above", margin=0.0, margin_source="none of its own: each part has its margin", decision="parts",
+    margin=0.0, margin_source="none of its own: each part has its margin", decision="parts",
     parts=["C5a.confident", "C5a.switch"], share=0.5, null="each part's own",
-    premises=["a binary task was run and its models predict every XAI image correctly (the XAI set)"], replicas=3,
-    units=30, interval="t on replica means",
+    premises=["a binary task was run and its models predict every XAI image correctly (the XAI set)"],
     unit="XAI image of a binary model (each trained replica its own, disjoint block of the test split)",
     note=("partly reproduced when one of the two parts is (half, fixed before the data); the selected perturbation's "
           "uncertainty (C5a.uncertain) is shown beside them as a study check: the candidate search selects for it"),
@@ -107,20 +105,18 @@ def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
          "why": "the parts changed (entry above)", "fingerprint": "ee5b7c256e36"},
     ],
 )
-@verdicts.registered(
-    "C5a.confident", paper="fewclass", kind="paper", claim="A fixed reference leaves the binary model confident",
+@BINARY.registered(
+    "C5a.confident", claim="A fixed reference leaves the binary model confident",
     statistic=("per binary model × fixed reference (zero: the data set's mean intensity everywhere; mean: the "
                "image's own mean), the uncertainty U (eq. 2) after replacing every pixel by the reference, per XAI "
                "image; its mean per trained replica"),
-    direction="above", margin=0.05,
+    margin=0.05,
     margin_source=("the paper's own threshold of uncertainty, Δ = min(0.1, N/40) = 0.05 for N = 2 (eq. 3): below it "
                    "the paper calls the model uncertain"),
     zero=0.05,
     zero_source=("the paper's Δ (eq. 3), the margin itself: a U below it is the uncertain end point the paper asks "
                  "for (the null), not a smaller confidence, so the rule keeps one boundary"),
-    decision="every", over="model × reference cells", null="the uncertain end point the paper asks for, U < Δ",
-    premises=["a binary task was run"], replicas=3, units=30, interval="t on replica means",
-    unit="XAI image of a binary model",
+    over="model × reference cells", null="the uncertain end point the paper asks for, U < Δ",
     log=[
         REGISTERED,
         *verdicts.zero_change(
@@ -137,30 +133,27 @@ def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
             source_why="a rule that sets zero says why (the entry above)"),
     ],
 )
-@verdicts.registered(
-    "C5a.switch", paper="fewclass", kind="paper", claim="A fixed reference switches the binary model's class",
+@BINARY.registered(
+    "C5a.switch", claim="A fixed reference switches the binary model's class",
     statistic=("per binary model × fixed reference (zero, mean), the share of XAI images whose predicted class "
                "differs from the clean prediction after replacing every pixel by the reference"),
-    direction="above", margin=0.25,
+    margin=0.25,
     margin_source=("convention (the paper gives no rate): half of the share that one constant prediction switches on "
                    "a balanced binary XAI set (1/2)"),
-    decision="every", over="model × reference cells", null="no switch: a reference that keeps every prediction",
-    premises=["a binary task was run"], replicas=3, units=30, interval="share: t on replica shares ∪ Wilson",
-    unit="XAI image of a binary model",
+    over="model × reference cells", null="no switch: a reference that keeps every prediction",
+    interval="share: t on replica shares ∪ Wilson",
     log=[
         {**REGISTERED, "fingerprint": "ece8c17fbb3b"},
     ],
 )
-@verdicts.registered(
-    "C5a.uncertain", paper="fewclass", kind="study check",
+@BINARY.registered(
+    "C5a.uncertain", kind="study check",
     claim="The selected perturbation leaves the binary model uncertain (near 1/N)",
     statistic=("per binary model, the uncertainty U (eq. 2) after replacing every pixel by the selected "
                "perturbation, per XAI image; its mean per trained replica"),
     direction="below", margin=0.05,
     margin_source="the paper's own threshold of uncertainty, Δ = min(0.1, N/40) = 0.05 for N = 2 (eq. 3)",
-    decision="every", over="binary models", null="the classic references on the same images (C5a.confident)",
-    premises=["a binary task was run"], replicas=3, units=30, interval="t on replica means",
-    unit="XAI image of a binary model",
+    over="binary models", null="the classic references on the same images (C5a.confident)",
     log=[
         {**REGISTERED, "fingerprint": "2cb119e6b00e"},
         {"date": "2026-11-29", "change": "changed", "field": "kind", "old": "paper", "new": "study check",
@@ -230,13 +223,13 @@ def claim_class_flip(flips: pd.DataFrame, *, binary: Sequence[str]) -> verdicts.
         verdict=v, table=table, units=units)
 
 
-@verdicts.registered(
-    "C5b", paper="fewclass", kind="study check",
+@CHAPTER.registered(
+    "C5b", kind="study check",
     claim="Few-class Fid lies in [0, 1] for any number of classes, 1 at the ideal and 0 at the worst curves",
     statistic=("the share of the computed Fid values (10,000 random area pairs per N = 2, 3, 10, 1000, the real "
                "curves of random maps, and the ideal and worst curves of each N) that meet their bound: in [0, 1], 1 "
                "at the ideal, 0 at the worst"),
-    direction="above", margin=0.999,
+    margin=0.999,
     margin_source=("convention: an identity of eq. (1) holds for every value; 0.999 lets the Wilson interval of the "
                    "pooled values decide (a violation rate above one in a thousand fails; the library's oracle tests "
                    "check single values exactly)"),
@@ -245,7 +238,7 @@ def claim_class_flip(flips: pd.DataFrame, *, binary: Sequence[str]) -> verdicts.
                  "so the rule keeps one boundary"),
     decision="single", null="none: an identity of the metric",
     premises=["none: the bound holds by construction of eq. (1), so this checks our implementation, not the paper"],
-    replicas=3, units=30, interval="Wilson",
+    interval="Wilson",
     unit="computed Fid value (not trained: the replica minimum does not apply)",
     note="a study check (an identity of eq. 1), not one of the paper's claims",
     log=[

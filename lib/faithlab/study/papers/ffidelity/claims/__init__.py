@@ -12,8 +12,10 @@
 * :mod:`~faithlab.study.papers.ffidelity.claims.series_text`: the ranking claims of the time-series and text
   models.
 
-Every claim is decided by its pre-registered rule, registered by :func:`faithlab.study.verdicts.registered` directly
-above its claim function. A new claim of the chapter may be appended to this module.
+Every claim is decided by its pre-registered rule, registered directly above its claim function by
+:meth:`faithlab.study.verdicts.Chapter.registered`: the chapter's shared fields are written once in
+:mod:`~faithlab.study.papers.ffidelity.claims.registration` (``CHAPTER`` and its families), each registration
+holds only what differs. A new claim of the chapter may be appended to this module.
 """
 
 # Every margin is derived from the paper's own numbers by faithlab.study.papers.ffidelity.paper.margins() (a test

@@ -10,55 +10,45 @@ import pandas as pd
 
 
 from faithlab.study import verdicts
-from faithlab.study.papers.ffidelity.claims.registration import REGISTERED
+from faithlab.study.papers.ffidelity.claims.registration import (BASELINE, GT_NULL, OOD, PER_REPLICA, RANKING,
+                                                                REGISTERED)
 from faithlab.study.papers.ffidelity.claims.ranking import (apply_premise, baseline_premise, chance_premise,
                                                            chance_table, premise_text, replica_judgement,
                                                            replica_means, two_replicas)
 
 
-@verdicts.registered(
-    "F3.finetune", paper="ffidelity", kind="paper",
+@RANKING.registered(
+    "F3.finetune",
     claim="Ablation, part 1: fine-tuning alone improves Fidelity (Fidelity+Fine-tune above Fidelity; App. D.7, Fig. 3)",
     statistic=("per trained replica, Fidelity+Fine-tune's oriented micro correlation minus Fidelity's (the three "
                "micro correlations signed so that +1 is ideal, averaged over them, the degradation seeds and the "
                "sparsity levels)"),
-    direction="above", margin=0.1192,
+    margin=0.1192,
     margin_source=("half of one step's share of F-Fidelity's lead over Fidelity in oriented micro correlation in "
                    "Table 1 (SG-SQ, the ablation's setting: 1.00 against 0.52), the two steps of Fig. 3 taken as "
                    "equal (its values were lost)"),
-    decision="single", null="the ground-truth order permuted over the explainers",
-    premises=["FF.OOD holds on the data set",
-              "at least one method of the chain lies beyond its chance range",
-              "Fidelity's oriented micro correlation is not already within 0.05 of +1"],
-    replicas=3, units=30, interval="t on replica statistics",
-    unit="trained replica (its test images, pooled, are the units behind it)",
+    decision="single", premises=[OOD, "at least one method of the chain lies beyond its chance range", BASELINE],
     log=[
         {**REGISTERED, "fingerprint": "90504f5fe29e"},
     ],
 )
-@verdicts.registered(
-    "F3.ffid", paper="ffidelity", kind="paper",
+@RANKING.registered(
+    "F3.ffid",
     claim="Ablation, part 2: F-Fidelity improves on Fidelity+Fine-tune (App. D.7, Fig. 3)",
     statistic="per trained replica, F-Fidelity's oriented micro correlation minus Fidelity+Fine-tune's",
-    direction="above", margin=0.1192,
+    margin=0.1192,
     margin_source="as F3.finetune: half of one step's share of F-Fidelity's lead over Fidelity in Table 1 (SG-SQ)",
-    decision="single", null="the ground-truth order permuted over the explainers",
-    premises=["FF.OOD holds on the data set",
-              "at least one method of the chain lies beyond its chance range",
-              "Fidelity's oriented micro correlation is not already within 0.05 of +1"],
-    replicas=3, units=30, interval="t on replica statistics",
-    unit="trained replica (its test images, pooled, are the units behind it)",
+    decision="single", premises=[OOD, "at least one method of the chain lies beyond its chance range", BASELINE],
     log=[
         {**REGISTERED, "fingerprint": "5ba75278cb89"},
     ],
 )
-@verdicts.registered(
-    "F3", paper="ffidelity", kind="paper",
+@PER_REPLICA.registered(
+    "F3",
     claim="Ablation: fine-tuning alone improves Fidelity, and F-Fidelity improves further (App. D.7, Fig. 3)",
-    statistic="its two named parts, F3.finetune and F3.ffid", direction="above", margin=0.1192,
+    statistic="its two named parts, F3.finetune and F3.ffid", margin=0.1192,
     margin_source="the parts' margin (F3.finetune, F3.ffid)", decision="parts", parts=["F3.finetune", "F3.ffid"],
-    share=0.5, null="the ground-truth order permuted over the explainers", premises=["FF.OOD holds on the data set"],
-    replicas=3, units=30, interval="t on replica statistics",
+    share=0.5, null=GT_NULL, premises=[OOD],
     note=("two named parts in the paper's text ('Fidelity+Fine-tune shows a marked improvement over the original "
           "Fidelity'; 'F-Fidelity further advances this'): one of two reproduced is partly"),
     log=[

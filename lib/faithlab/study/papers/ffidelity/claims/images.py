@@ -17,7 +17,8 @@ import torch
 from faithlab import _validate, explainers, perturb
 
 from faithlab.study import verdicts
-from faithlab.study.papers.ffidelity.claims.registration import REGISTERED
+from faithlab.study.papers.ffidelity.claims.registration import (OOD, PER_INPUT, PER_REPLICA, RANKING, REGISTERED,
+                                                                TEST_IMAGE, TEST_INPUT, family)
 from faithlab.study.verdicts import replication
 from faithlab.metrics.papers import ffidelity
 from faithlab.study.papers.ffidelity.claims.ranking import apply_premise, premise_text
@@ -86,23 +87,23 @@ def _groups(wide: pd.DataFrame):
     return replication.groups(wide.index)
 
 
-@verdicts.registered(
-    "FF.OOD", paper="ffidelity", kind="study check",
+@PER_INPUT.registered(
+    "FF.OOD", kind="study check",
     claim=("removal is out of distribution on the stand-in, and F-Fidelity's fine-tuning absorbs it (the chapter's "
            "premise)"),
     statistic=("per test input, its correctness on the clean input minus its share of correct predictions with k = "
                "round(β·n) non-salient units (background pixels, background time steps) removed; cell OOD: the "
                "original model's loss; cell recovery: the original's loss minus the fine-tuned model's; each "
                "averaged per trained replica"),
-    direction="above", margin={"OOD": 0.0519, "recovery": 0.0298},
+    margin={"OOD": 0.0519, "recovery": 0.0298},
     margin_source=("paper Table 8: OOD, half the smallest accuracy drop of an image or time-series original at 10 % "
                    "random removal (ViT 50.25 → 39.87: 10.38 points); recovery, half the smallest accuracy "
                    "fine-tuning restores there (Boiler CNN 57.92 → 63.89: 5.97 points)"),
-    decision="every", over="cells (OOD, recovery)",
+    over="cells (OOD, recovery)",
     null="the same input with nothing removed (the loss is 0 when removal is in distribution and carries no evidence)",
     premises=["the removed units carry no evidence: they lie outside the ground-truth mask (the digit, the "
               "class-carrying windows)"],
-    replicas=3, units=30, interval="t on replica means", unit="test input of one trained replica",
+    unit=TEST_INPUT,
     note=("decided on every data set the chapter's claims use; the claims on that data set take it as their premise "
           "(fails: not testable here; undecided: inconclusive)"),
     log=[
@@ -193,41 +194,42 @@ def per_image_ffid(model, x: torch.Tensor, y: torch.Tensor, maps: Mapping[str, t
     return pd.DataFrame(rows, columns=["case", "explainer", "FFid+", "FFid−", "constant map"])
 
 
-@verdicts.registered(
-    "F8.plus", paper="ffidelity", kind="paper",
+MAPS = family(PER_INPUT, null="no difference between the two maps", premises=[OOD])
+"""F8 and its parts: GradCAM's map against Saliency's on the fine-tuned model."""
+
+
+@MAPS.registered(
+    "F8.plus",
     claim="F-Fidelity rates GradCAM above Saliency, part 1: higher FFid+ (App. D.10)",
     statistic=("per test image, GradCAM's FFid+ minus Saliency's on the fine-tuned model (each averaged over the "
                "explanation sizes); averaged per trained replica"),
-    direction="above", margin={"Table 11": 0.0133, "Table 12": 0.0226},
+    margin={"Table 11": 0.0133, "Table 12": 0.0226},
     margin_source=("half GradCAM's lead over Saliency in FFid+ in Table 11 (0.2286 against 0.2020) and in Table 12 "
                    "(0.1123 against 0.0672)"),
-    decision="single", null="no difference between the two maps", premises=["FF.OOD holds on the data set"], replicas=3,
-    units=30, interval="t on replica means", unit="test image of one trained replica",
+    decision="single", unit=TEST_IMAGE,
     log=[
         {**REGISTERED, "fingerprint": "e5f48d5b8a08"},
     ],
 )
-@verdicts.registered(
-    "F8.minus", paper="ffidelity", kind="paper",
+@MAPS.registered(
+    "F8.minus",
     claim="F-Fidelity rates GradCAM above Saliency, part 2: lower FFid− (App. D.10)",
     statistic=("per test image, Saliency's FFid− minus GradCAM's on the fine-tuned model (each averaged over the "
                "explanation sizes); averaged per trained replica"),
-    direction="above", margin={"Table 11": 0.0251, "Table 12": 0.0023},
+    margin={"Table 11": 0.0251, "Table 12": 0.0023},
     margin_source=("half GradCAM's lead over Saliency in FFid− in Table 11 (0.0547 against 0.1050) and in Table 12 "
                    "(0.0046 against 0.0091)"),
-    decision="single", null="no difference between the two maps", premises=["FF.OOD holds on the data set"], replicas=3,
-    units=30, interval="t on replica means", unit="test image of one trained replica",
+    decision="single", unit=TEST_IMAGE,
     log=[
         {**REGISTERED, "fingerprint": "1247d09ecd4f"},
     ],
 )
-@verdicts.registered(
-    "F8", paper="ffidelity", kind="paper",
+@MAPS.registered(
+    "F8",
     claim="F-Fidelity rates GradCAM above Saliency: higher FFid+ and lower FFid− (App. D.10, Tables 11-12)",
-    statistic="its two named parts, F8.plus and F8.minus", direction="above",
+    statistic="its two named parts, F8.plus and F8.minus",
     margin={"Table 11": 0.0133, "Table 12": 0.0226}, margin_source="the parts' margins (F8.plus, F8.minus)",
-    decision="parts", parts=["F8.plus", "F8.minus"], share=0.5, null="no difference between the two maps",
-    premises=["FF.OOD holds on the data set"], replicas=3, units=30, interval="t on replica means",
+    decision="parts", parts=["F8.plus", "F8.minus"], share=0.5,
     note=("two named parts in the paper ('higher FFid+ and lower FFid−'): one of two reproduced is partly; decided "
           "once per table (Table 11: fine-tuned on the training set; Table 12: on the evaluation set)"),
     log=[
@@ -304,8 +306,8 @@ def cost_table(costs: pd.DataFrame, *, finetune_epochs: int, roar_epochs: int) -
     return pd.DataFrame(rows)
 
 
-@verdicts.registered(
-    "F9", paper="ffidelity", kind="study check",
+@PER_REPLICA.registered(
+    "F9", kind="study check",
     claim="F-Fidelity (one fine-tuning) costs less work than ROAR (one retraining per explainer) (App. D.11, Table 13)",
     statistic=("per trained replica, the ratio F-Fidelity / ROAR of forward-pass equivalents (image passes plus two "
                "per backward pass), counted exactly, the fine-tuning counted at as many epochs as a ROAR retraining "
@@ -313,7 +315,6 @@ def cost_table(costs: pd.DataFrame, *, finetune_epochs: int, roar_epochs: int) -
     direction="below", margin=1.0,
     margin_source="the claim itself: cheaper is a ratio below 1 (Table 13: 4026 s against 7378 s, 0.55)",
     decision="single", null="none: work is counted, not sampled", premises=["every stage's work is counted"],
-    replicas=3, units=30, interval="t on replica statistics",
     unit="trained replica (one explainer: more explainers only widen the gap)",
     note=("a ratio fixed by the design (the number of training runs), the same in every replica: a study check, its "
           "interval of equal values the value itself"),
@@ -355,8 +356,8 @@ def claim_cost(cost_tables: pd.DataFrame, *, target: str = "F-Fidelity", other: 
 
 
 # ---- the rival fix: ROAD beside F-Fidelity (issue 72)
-@verdicts.registered(
-    "FF.ROAD", paper="ffidelity", kind="study check",
+@RANKING.registered(
+    "FF.ROAD", kind="study check",
     claim=("ROAD's noisy linear imputation, without retraining, recovers the ground-truth explainer ranking as well "
            "as F-Fidelity's fine-tuning (the chapter's rival question, issue 72)"),
     statistic=("per explainer and trained replica, F-Fidelity's oriented micro correlation minus ROAD's (the three "
@@ -367,10 +368,7 @@ def claim_cost(cost_tables: pd.DataFrame, *, target: str = "F-Fidelity", other: 
     margin_source=("as Text.equivalence: half the smallest lead of F-Fidelity over Fidelity in oriented micro "
                    "correlation in the paper's image and time-series tables (Table 5, ViT: 1.00 against 0.79); a "
                    "lead of F-Fidelity over ROAD below it is no meaningful lead"),
-    decision="every", over="explainers", null="the ground-truth order permuted over the explainers",
-    premises=["FF.OOD holds on the data set", "F-Fidelity recovers the ground-truth order above chance"], replicas=3,
-    units=30, interval="t on replica statistics",
-    unit="trained replica (its test images, pooled, are the units behind it)",
+    over="explainers", premises=[OOD, "F-Fidelity recovers the ground-truth order above chance"],
     note=("one-sided: ROAD ahead of F-Fidelity also answers 'as well as'; the cost in model inputs and seconds is "
           "shown beside it, not decided (seconds depend on the machine)"),
     log=[

@@ -14,7 +14,8 @@ from faithlab import _validate
 from faithlab.metrics import statistics as stats
 
 from faithlab.study import verdicts
-from faithlab.study.papers.ffidelity.claims.registration import REGISTERED
+from faithlab.study.papers.ffidelity.claims.registration import (BASELINE, GT_NULL, OOD, RANKING, REGISTERED,
+                                                                family)
 from faithlab.study.verdicts import replication
 from faithlab.metrics.papers import ffidelity
 
@@ -352,45 +353,37 @@ RANKING_RULES = ("F1", "F7")
 margin."""
 
 
-@verdicts.registered(
-    "F1", paper="ffidelity", kind="paper",
-    claim=("F-Fidelity recovers the ground-truth ranking of the degraded explainers better than Fidelity, ROAR and "
-           "R-Fidelity (Tables 1-2)"),
+COMPETITORS = family(
+    RANKING,
     statistic=("per trained replica, a competitor's mean micro rank minus F-Fidelity's (micro ranks among the four "
                "methods at every degradation seed and sparsity level, averaged over them and the three correlations; "
                "lower is better)"),
-    direction="above", margin=0.0367,
+    over="competitors",
+    premises=[OOD, "at least one method's correlation with the ground truth lies beyond its chance range", BASELINE])
+"""F1 and F7, one rule ("F-Fidelity beats every competitor in mean micro rank"), each with its tables' margin."""
+
+
+@COMPETITORS.registered(
+    "F1",
+    claim=("F-Fidelity recovers the ground-truth ranking of the degraded explainers better than Fidelity, ROAR and "
+           "R-Fidelity (Tables 1-2)"),
+    margin=0.0367,
     margin_source=("half the smallest lead in mean micro rank of F-Fidelity over another method in Tables 1-2 "
                    "(R-Fidelity, CIFAR-100 SG-SQ: 1.21 against 1.14)"),
-    decision="every", over="competitors",
-    null=("the ground-truth order permuted over the explainers (a method whose correlation with it lies within that "
-          "chance range does not see the ground truth)"),
-    premises=["FF.OOD holds on the data set",
-              "at least one method's correlation with the ground truth lies beyond its chance range",
-              "Fidelity's oriented micro correlation is not already within 0.05 of +1"],
-    replicas=3, units=30, interval="t on replica statistics",
-    unit="trained replica (its test images, pooled, are the units behind it)",
+    null=(f"{GT_NULL} (a method whose correlation with it lies within that chance range does not see the ground "
+          "truth)"),
     note="'better than the others' read as beating every competitor; the same rule as F7 with Tables 1-2's numbers",
     log=[
         {**REGISTERED, "fingerprint": "b23171b01ca4"},
     ],
 )
-@verdicts.registered(
-    "F7", paper="ffidelity", kind="paper",
+@COMPETITORS.registered(
+    "F7",
     claim=("F-Fidelity recovers the ground-truth ranking better than Fidelity, ROAR and R-Fidelity with a ViT and "
            "with LayerCAM (Tables 5, 10)"),
-    statistic=("per trained replica, a competitor's mean micro rank minus F-Fidelity's (micro ranks among the four "
-               "methods at every degradation seed and sparsity level, averaged over them and the three correlations; "
-               "lower is better)"),
-    direction="above", margin=0.0167,
+    margin=0.0167,
     margin_source=("half the smallest lead in mean micro rank of F-Fidelity over another method in Tables 5 and 10 "
                    "(R-Fidelity, ViT: 1.14 against 1.11)"),
-    decision="every", over="competitors", null="the ground-truth order permuted over the explainers",
-    premises=["FF.OOD holds on the data set",
-              "at least one method's correlation with the ground truth lies beyond its chance range",
-              "Fidelity's oriented micro correlation is not already within 0.05 of +1"],
-    replicas=3, units=30, interval="t on replica statistics",
-    unit="trained replica (its test images, pooled, are the units behind it)",
     note="the rule of F1 with the numbers of Tables 5 and 10",
     log=[
         {**REGISTERED, "fingerprint": "dd28d639121c"},
@@ -449,18 +442,14 @@ def claim_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
         verdict=v, table=table, units=units, kept_replicas=len(ranks))
 
 
-@verdicts.registered(
-    "F2", paper="ffidelity", kind="paper", claim="F-Fidelity's LeRF vs GT correlation is close to +1 (Tables 1-2)",
+@RANKING.registered(
+    "F2", claim="F-Fidelity's LeRF vs GT correlation is close to +1 (Tables 1-2)",
     statistic=("per trained replica, F-Fidelity's LeRF vs GT micro correlation averaged over degradation seeds and "
                "sparsity levels"),
-    direction="above", margin=0.9,
+    margin=0.9,
     margin_source=("half-way between F-Fidelity's LeRF vs GT micro correlation in Tables 1-2 (1.00) and the highest "
                    "one the paper reads as falling short (ROAR on PAM, Table 3: 0.80)"),
-    decision="single", null="the ground-truth order permuted over the explainers",
-    premises=["FF.OOD holds on the data set",
-              "F-Fidelity's correlation with the ground truth lies beyond its chance range"],
-    replicas=3, units=30, interval="t on replica statistics",
-    unit="trained replica (its test images, pooled, are the units behind it)",
+    decision="single", premises=[OOD, "F-Fidelity's correlation with the ground truth lies beyond its chance range"],
     log=[
         {**REGISTERED, "fingerprint": "3c63cf1cbb62"},
     ],

@@ -1,5 +1,9 @@
-"""The registration entry shared by the rules of this chapter: the first line of each rule's change log
-(:func:`faithlab.study.verdicts.registered`), written once here and named by every registration."""
+"""What the rules of this chapter share, written once here: the registration entry, the first line of each rule's
+change log (:func:`faithlab.study.verdicts.registered`), named by every registration, and the rule fields most of
+them share (:data:`CHAPTER` and its families, the recurring premises, null and units), under each registration's
+own fields."""
+
+from faithlab.study import verdicts
 
 REGISTERED = {"date": "2026-11-27", "change": "registered",
               "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's "
@@ -19,3 +23,35 @@ REGISTERED = {"date": "2026-11-27", "change": "registered",
                       "(removal out of distribution, and the fine-tuning absorbing it) is a study check that every "
                       "claim on its data set takes as premise (was coloured minus grey canvases, margin 0.05)")}
 """The chapter's registration (issue 69): the same first entry in the log of every rule it registered."""
+
+
+CHAPTER = verdicts.Chapter(paper="ffidelity", kind="paper", direction="above", decision="every", replicas=3, units=30)
+"""The fields every rule of the chapter starts from (issue 90: rules written once): a paper claim judged above its
+margin in every cell, on the house design (3 trained replicas, 30 units); a registration
+(``@CHAPTER.registered("F4", ...)``, or one of the families below) holds only what differs."""
+
+
+def family(base: verdicts.Chapter | None = None, /, **fields) -> verdicts.Chapter:
+    """A family of the chapter's rules: ``base`` (:data:`CHAPTER` by default) with ``fields`` on top."""
+    return verdicts.Chapter(**{**(base or CHAPTER).defaults, **fields})
+
+
+OOD = "FF.OOD holds on the data set"
+"""The premise of every claim on a data set: the chapter's mechanism holds there
+(:func:`~faithlab.study.papers.ffidelity.claims.images.mechanism`)."""
+BASELINE = "Fidelity's oriented micro correlation is not already within 0.05 of +1"
+"""The premise of the ranking claims against Fidelity: Fidelity leaves room to be beaten."""
+GT_NULL = "the ground-truth order permuted over the explainers"
+"""The null of the ranking claims."""
+TEST_IMAGE = "test image of one trained replica"
+TEST_INPUT = "test input of one trained replica"
+"""With :data:`TEST_IMAGE`: the unit of a per-input statistic averaged per trained replica (TEST_IMAGE for the image
+claims, TEST_INPUT for those on several domains)."""
+
+PER_REPLICA = family(interval="t on replica statistics")
+"""The rules on one statistic per trained replica (a rank, a correlation, a ratio): a t interval on them."""
+PER_INPUT = family(interval="t on replica means")
+"""The rules on a per-input statistic averaged per trained replica (FF.OOD, F8, Table 8's restore, D.3, F10)."""
+RANKING = family(PER_REPLICA, null=GT_NULL, unit="trained replica (its test images, pooled, are the units behind it)")
+"""The image ranking rules on the degraded explainers (F1, F7, F2, F3's parts, F6, FF.ROAD): one correlation or
+rank statistic per trained replica, its test images pooled, against the ground-truth order permuted."""

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from faithlab.study import verdicts
-from faithlab.study.papers.ffidelity.claims.registration import REGISTERED
+from faithlab.study.papers.ffidelity.claims.registration import (PER_INPUT, PER_REPLICA, REGISTERED, TEST_IMAGE,
+                                                                TEST_INPUT)
 from faithlab.study.verdicts import replication
 
 MIN_DROP = 0.02
@@ -86,46 +87,46 @@ def _premise_above(interval: verdicts.Interval, threshold: float, what: str) -> 
     return verdicts.Premise(p.holds is not False, p.text)
 
 
-@verdicts.registered(
-    "Table8.restore.clean", paper="ffidelity", kind="paper",
+@PER_INPUT.registered(
+    "Table8.restore.clean",
     claim="Table 8, part 1: on images and time series, fine-tuning preserves clean accuracy",
     statistic=("per test input, the fine-tuned model's correctness minus the original's on clean inputs; averaged "
                "per trained replica, per model"),
-    direction="above", margin=-0.0334,
+    margin=-0.0334,
     margin_source=("non-inferiority: the paper's largest clean-accuracy cost of fine-tuning in Table 8, which it "
                    "reads as preserved (ViT, CIFAR-100: 50.25 → 46.91)"),
-    decision="every", over="image and time-series models", null="the original model on the same inputs",
+    over="image and time-series models", null="the original model on the same inputs",
     premises=["removal costs the original accuracy: its drop from 0 % to 10 % removal does not lie wholly below 2 "
               "points (else the model leaves: nothing to restore)"],
-    replicas=3, units=30, interval="t on replica means", unit="test input of one trained replica",
+    unit=TEST_INPUT,
     log=[
         {**REGISTERED, "fingerprint": "120627568e2f"},
     ],
 )
-@verdicts.registered(
-    "Table8.restore.removed", paper="ffidelity", kind="paper",
+@PER_INPUT.registered(
+    "Table8.restore.removed",
     claim="Table 8, part 2: on images and time series, fine-tuning restores accuracy under 10 % random removal",
     statistic=("per test input, the fine-tuned model's share of correct predictions minus the original's with 10 % "
                "of the units removed (the same masked copies); averaged per trained replica, per model"),
-    direction="above", margin=0.0298,
+    margin=0.0298,
     margin_source=("half the smallest accuracy fine-tuning restores at 10 % removal over Table 8's image and "
                    "time-series rows (Boiler CNN: 57.92 → 63.89)"),
-    decision="every", over="image and time-series models", null="the original model on the same masked inputs",
+    over="image and time-series models", null="the original model on the same masked inputs",
     premises=["removal costs the original accuracy: its drop from 0 % to 10 % removal does not lie wholly below 2 "
               "points"],
-    replicas=3, units=30, interval="t on replica means", unit="test input of one trained replica",
+    unit=TEST_INPUT,
     log=[
         {**REGISTERED, "fingerprint": "b8aa5e4d7d6c"},
     ],
 )
-@verdicts.registered(
-    "Table8.restore", paper="ffidelity", kind="paper",
+@PER_INPUT.registered(
+    "Table8.restore",
     claim=("Table 8: on images and time series, fine-tuning preserves clean accuracy and restores accuracy under "
            "random removal"),
-    statistic="its two named parts, Table8.restore.clean and Table8.restore.removed", direction="above", margin=0.0298,
+    statistic="its two named parts, Table8.restore.clean and Table8.restore.removed", margin=0.0298,
     margin_source="the parts' margins (Table8.restore.clean, Table8.restore.removed)", decision="parts",
     parts=["Table8.restore.clean", "Table8.restore.removed"], share=0.5, null="the original model on the same inputs",
-    premises=["removal costs the original accuracy"], replicas=3, units=30, interval="t on replica means",
+    premises=["removal costs the original accuracy"],
     note="two named parts in the paper ('maintains stable performance' on clean inputs and under perturbation)",
     log=[
         {**REGISTERED, "fingerprint": "fcbb493212a2"},
@@ -192,20 +193,19 @@ def claim_finetune_restores(samples: pd.DataFrame, *, domains: Sequence[str] = (
         kept_replicas=_kept(intervals))
 
 
-@verdicts.registered(
-    "Table8.text", paper="ffidelity", kind="paper",
+@PER_REPLICA.registered(
+    "Table8.text",
     claim="Table 8: text models are robust to random removal even without fine-tuning",
     statistic=("per text model and trained replica, the mean accuracy drop (0 % → 10 % removal) of the original "
                "image and time-series models of that replica minus the text model's drop"),
-    direction="above", margin=0.068,
+    margin=0.068,
     margin_source=("half the smallest lead of the image and time-series models' mean drop over a text model's drop "
                    "in Table 8 (21.18 against 7.57 points, SST2 Transformer)"),
-    decision="every", over="text models",
+    over="text models",
     null="the drop of the image and time-series models (robust is relative, as the paper reads it)",
     premises=["removal hurts the references: some image or time-series original drops at least 2 points",
               "a text model beats the majority-class share by 5 points on clean inputs (else it has no accuracy to "
               "lose)"],
-    replicas=3, units=30, interval="t on replica statistics",
     unit="trained replica (its test inputs, pooled, are the units behind it)",
     note="decided on the paper's text removal (zero embedding); the pad-deletion models are shown beside it",
     log=[
@@ -312,18 +312,18 @@ def _drop_premise(samples: pd.DataFrame, clean: float, top: float, *, min_drop: 
     return _premise_above(i, min_drop, f"the original's drop from clean to {_pct(top)} masking")
 
 
-@verdicts.registered(
-    "D3.accuracy", paper="ffidelity", kind="paper",
+@PER_INPUT.registered(
+    "D3.accuracy",
     claim="D.3: fine-tuning with a larger β keeps accuracy under heavier random masking (Fig. 1(a))",
     statistic=("per test image at the largest masking ratio, accuracy of the model fine-tuned with the larger β "
                "minus the smaller's (original = β 0), per step between consecutive β; averaged per trained replica"),
-    direction="above", margin=0.025,
+    margin=0.025,
     margin_source=("Fig. 1(a)'s text: above 60 % at 50 % masking for a large β, below 40 % already at 10 % for the "
                    "original: ≥ 20 points spread over our four β steps, halved"),
-    decision="every", over="β steps", null="the smaller β's model on the same masked copies",
+    over="β steps", null="the smaller β's model on the same masked copies",
     premises=["masking costs the original accuracy: its drop from clean to the largest ratio does not lie wholly "
               "below 2 points"],
-    replicas=3, units=30, interval="t on replica means", unit="test image of one trained replica",
+    unit=TEST_IMAGE,
     log=[
         {**REGISTERED, "fingerprint": "43f88174f498"},
     ],
@@ -363,8 +363,8 @@ def claim_beta_accuracy(samples: pd.DataFrame, *, ratio: float | None = None, mi
         verdict=v, table=table, units=int(i.units), kept_replicas=_kept([s.interval for s in steps.values()]))
 
 
-@verdicts.registered(
-    "D3.agreement.masked", paper="ffidelity", kind="paper",
+@PER_INPUT.registered(
+    "D3.agreement.masked",
     claim="D.3, part 1: a larger β agrees less with the original model on masked inputs (Fig. 1(b))",
     statistic=("per test image at the largest masking ratio, agreement with the original's prediction of the model "
                "fine-tuned with the larger β minus the smaller's, per step between consecutive fine-tuned β; "
@@ -372,38 +372,35 @@ def claim_beta_accuracy(samples: pd.DataFrame, *, ratio: float | None = None, mi
     direction="below", margin=-0.025,
     margin_source=("convention from D3.accuracy's step (Fig. 1(b)'s values were lost): a step must lower agreement "
                    "by at least 2.5 points"),
-    decision="every", over="fine-tuned β steps", null="the smaller β's model on the same masked copies",
-    premises=["at least two fine-tuned β"], replicas=3, units=30, interval="t on replica means",
-    unit="test image of one trained replica",
+    over="fine-tuned β steps", null="the smaller β's model on the same masked copies",
+    premises=["at least two fine-tuned β"], unit=TEST_IMAGE,
     log=[
         {**REGISTERED, "fingerprint": "9720383f8215"},
     ],
 )
-@verdicts.registered(
-    "D3.agreement.clean", paper="ffidelity", kind="paper",
+@PER_INPUT.registered(
+    "D3.agreement.clean",
     claim="D.3, part 2: on clean inputs the fine-tuned models agree with the original",
     statistic=("per test image, a fine-tuned model's agreement with the original's prediction on the clean input "
                "minus the original's correctness (two models right on a share a of the inputs need not agree on "
                "more); averaged per trained replica, per fine-tuned β"),
-    direction="above", margin=-0.0334,
+    margin=-0.0334,
     margin_source=("non-inferiority: the paper's largest clean-accuracy cost of fine-tuning in Table 8 (ViT: 3.34 "
                    "points), read as preserved"),
-    decision="every", over="fine-tuned models", null="the original's own accuracy",
-    premises=["the original beats the majority-class share by 5 points on clean inputs"], replicas=3, units=30,
-    interval="t on replica means", unit="test image of one trained replica",
+    over="fine-tuned models", null="the original's own accuracy",
+    premises=["the original beats the majority-class share by 5 points on clean inputs"], unit=TEST_IMAGE,
     log=[
         {**REGISTERED, "fingerprint": "4e12474dab3d"},
     ],
 )
-@verdicts.registered(
-    "D3.agreement", paper="ffidelity", kind="paper",
+@PER_INPUT.registered(
+    "D3.agreement",
     claim=("D.3: a larger β agrees less with the original model on masked inputs, while clean predictions agree "
            "(Fig. 1(b))"),
-    statistic="its two named parts, D3.agreement.masked and D3.agreement.clean", direction="above", margin=-0.0334,
+    statistic="its two named parts, D3.agreement.masked and D3.agreement.clean", margin=-0.0334,
     margin_source="the parts' margins (D3.agreement.masked, D3.agreement.clean)", decision="parts",
     parts=["D3.agreement.masked", "D3.agreement.clean"], share=0.5,
-    null="the smaller β's model / the original's own accuracy", premises=["at least two fine-tuned β"], replicas=3,
-    units=30, interval="t on replica means",
+    null="the smaller β's model / the original's own accuracy", premises=["at least two fine-tuned β"],
     note=("two named parts in the paper ('higher β values ... result in lower agreement'; 'the high prediction "
           "agreement ... on clean data')"),
     log=[

@@ -15,7 +15,8 @@ import torch
 from faithlab import _validate, explainers, perturb
 
 from faithlab.study import verdicts
-from faithlab.study.papers.ffidelity.claims.registration import REGISTERED
+from faithlab.study.papers.ffidelity.claims.registration import (CHAPTER, OOD, PER_INPUT, RANKING, REGISTERED,
+                                                                TEST_IMAGE)
 from faithlab.study.verdicts import replication
 from faithlab.metrics.papers import ffidelity
 from faithlab.metrics.papers.reco_mege.distances import top_mask
@@ -31,20 +32,19 @@ def replica_count(frame: pd.DataFrame) -> int:
 
 
 # ------------------------------------------------------------------------------------------- size read-out (Fig. 4)
-@verdicts.registered(
-    "F4", paper="ffidelity", kind="paper",
+@CHAPTER.registered(
+    "F4",
     claim=("FFid+ against the explanation size has its plateau start / turning point at the true size r (Theorem 1, "
            "Fig. 4)"),
     statistic=("the share of (r, β) cases of every trained replica whose read-out r̂ lies within the tolerance (one "
                "step of the size grid) of r, cases with r = β/α+ left out"),
-    direction="above", margin=0.5,
+    margin=0.5,
     margin_source="convention (the paper shows curves only): the read-out is right in more than half the cases",
     decision="single",
     null=("the read-outs shuffled over the cases (an r̂ that carries no information about r still lands near it "
           "sometimes)"),
-    premises=["FF.OOD holds on the data set",
-              "a share that is not shown short of the margin lies beyond the shuffled read-outs' chance range"],
-    replicas=3, units=30, interval="share: t on replica shares ∪ Wilson", unit="(r, β) case of one trained replica",
+    premises=[OOD, "a share that is not shown short of the margin lies beyond the shuffled read-outs' chance range"],
+    interval="share: t on replica shares ∪ Wilson", unit="(r, β) case of one trained replica",
     log=[
         REGISTERED,
         {"date": "2026-11-27", "change": "changed",
@@ -124,21 +124,19 @@ def _null_mean_over_replicas(draws: pd.DataFrame, key: str) -> pd.Series:
     return draws[key]
 
 
-@verdicts.registered(
-    "F6", paper="ffidelity", kind="paper",
+@RANKING.registered(
+    "F6",
     claim="F-Fidelity's ranking is robust to N, β and α (App. D.9, Tables 24-26)",
     statistic=("per setting of N, β or α and trained replica, F-Fidelity's oriented macro correlation (the three "
                "macro correlations signed so that +1 is ideal, averaged over them and the degradation seeds)"),
-    direction="above", margin=0.5067,
+    margin=0.5067,
     margin_source=("F-Fidelity's weakest oriented macro correlation in the paper's image tables (Table 10, LayerCAM: "
                    "(0.26 + 1.00 + 0.26) / 3): every setting keeps the ranking at least as well"),
-    decision="every", over="settings of N, β, α", null="the ground-truth order permuted over the explainers",
-    premises=["FF.OOD holds on the data set",
+    over="settings of N, β, α",
+    premises=[OOD,
               "each setting's design can tell the margin from chance: the margin, signed as each correlation, lies "
               "beyond that correlation's chance range (else the setting is not testable and is named so); a "
               "setting whose correlations sit at chance is a cell like any other and counts against the claim"],
-    replicas=3, units=30, interval="t on replica statistics",
-    unit="trained replica (its test images, pooled, are the units behind it)",
     note="'robust across a wide range' read as every setting of the grids",
     log=[
         {**REGISTERED, "fingerprint": "384c1aeb82e6"},
@@ -284,18 +282,17 @@ def map_agreement(original: torch.Tensor, finetuned: torch.Tensor, *, top_fracti
     return per_image, nulls
 
 
-@verdicts.registered(
-    "F10", paper="ffidelity", kind="paper",
+@PER_INPUT.registered(
+    "F10",
     claim=("Fine-tuning keeps the explanations: the maps of the original and the fine-tuned model highlight the same "
            "regions (App. D.4, Table 9)"),
     statistic=("per test image, the Spearman correlation of its map on the original model and on the fine-tuned one; "
                "averaged per trained replica"),
-    direction="above", margin=0.5,
+    margin=0.5,
     margin_source=("convention (the paper's evidence is pictures: 'similar regions, minor changes of intensity'): a "
                    "large correlation by Cohen's convention, 0.5"),
     decision="single", null="the maps of other images (shuffled pairings): the mean must lie beyond that chance range",
-    premises=["FF.OOD holds on the data set", "the mean lies beyond the chance range of shuffled pairings"], replicas=3,
-    units=30, interval="t on replica means", unit="test image of one trained replica",
+    premises=[OOD, "the mean lies beyond the chance range of shuffled pairings"], unit=TEST_IMAGE,
     log=[
         {**REGISTERED, "fingerprint": "fa671a051308"},
     ],

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from faithlab.study import verdicts
-from faithlab.study.papers.ffidelity.claims.registration import REGISTERED
+from faithlab.study.papers.ffidelity.claims.registration import BASELINE, GT_NULL, PER_REPLICA, REGISTERED
 
 
 def glue_key(label: str) -> str:
@@ -44,19 +44,17 @@ def _range(value: float, null: verdicts.Null | None) -> str:
     return f"{value:.2f} (chance " + ("undefined" if null is None else f"[{null.low:.2f}, {null.high:.2f}]") + ")"
 
 
-@verdicts.registered(
-    "Series.ranking", paper="ffidelity", kind="paper",
+@PER_REPLICA.registered(
+    "Series.ranking",
     claim="Time series: F-Fidelity ranks the degraded explainers better than Fidelity and ROAR (Tables 3, 6)",
     statistic=("per series model and trained replica, a competitor's mean micro rank minus F-Fidelity's (micro ranks "
                "among the four methods, averaged over the degradation seeds, sparsity levels and three correlations)"),
-    direction="above", margin=0.4917,
+    margin=0.4917,
     margin_source=("half the smallest lead in mean micro rank of F-Fidelity over Fidelity or ROAR in Tables 3 and 6 "
                    "(ROAR, PAM LSTM: 2.05 against 1.07)"),
-    decision="every", over="model × competitor cells", null="the ground-truth order permuted over the explainers",
+    over="model × competitor cells", null=GT_NULL,
     premises=["FF.OOD holds for the series model",
-              "at least one method's correlation with the ground truth lies above its chance range",
-              "Fidelity's oriented micro correlation is not already within 0.05 of +1"],
-    replicas=3, units=30, interval="t on replica statistics",
+              "at least one method's correlation with the ground truth lies above its chance range", BASELINE],
     unit="trained replica (its test series, pooled, are the units behind it)",
     note=("R-Fidelity is not a competitor: the paper's claim on series is 'F-Fidelity and R-Fidelity outperform "
           "Fidelity and ROAR' (Table 6 ranks R-Fidelity ahead of F-Fidelity)"),
@@ -183,8 +181,8 @@ def lead_below_margin(cells: pd.DataFrame, null: pd.DataFrame, rule: verdicts.Ru
     return v, rows, texts, chance_texts, judged
 
 
-@verdicts.registered(
-    "Text.equivalence", paper="ffidelity", kind="paper",
+@PER_REPLICA.registered(
+    "Text.equivalence",
     claim=("Text: the models are robust to removal, so plain Fidelity ranks the explainers about as well as "
            "F-Fidelity (Tables 4, 7)"),
     statistic=("per text model and trained replica, F-Fidelity's oriented micro correlation minus Fidelity's "
@@ -193,10 +191,9 @@ def lead_below_margin(cells: pd.DataFrame, null: pd.DataFrame, rule: verdicts.Ru
     margin_source=("half the smallest lead of F-Fidelity over Fidelity in oriented micro correlation in the paper's "
                    "image and time-series tables (Table 5, ViT: 1.00 against 0.79): a lead below it on text is no "
                    "meaningful lead"),
-    decision="every", over="text models",
-    null="the ground-truth order permuted over the explainers (two rankings at chance are equal by construction)",
-    premises=["Fidelity and F-Fidelity both recover the ground-truth order above chance"], replicas=3, units=30,
-    interval="t on replica statistics", unit="trained replica (its test sequences, pooled, are the units behind it)",
+    over="text models", null=f"{GT_NULL} (two rankings at chance are equal by construction)",
+    premises=["Fidelity and F-Fidelity both recover the ground-truth order above chance"],
+    unit="trained replica (its test sequences, pooled, are the units behind it)",
     note=("one-sided: Fidelity better than F-Fidelity also supports 'Fidelity suffices on text'; decided on the "
           "paper's removal (zero embedding), the pad-deletion variant shown beside it"),
     log=[

@@ -12,20 +12,19 @@ import pandas as pd
 from faithlab import _validate
 
 from faithlab.study import verdicts
-from faithlab.study.papers.reco_mege.claims.registration import REGISTERED
+from faithlab.study.papers.reco_mege.claims.registration import CHECKS, REGISTERED
 
 __all__ = ["claim_identical_models"]
 
 
-@verdicts.registered(
-    "R5", paper="reco_mege", kind="study check", claim="R5: k identical models give MeGe = 1 (every distance 0)",
+@CHECKS.registered(
+    "R5", claim="R5: k identical models give MeGe = 1 (every distance 0)",
     statistic=("per (task × method) cell, the mean over images of the S= distance between the maps of k copies of "
                "one model"),
     direction="below", margin=1e-06, margin_source="float error (an identity of eq. 8: every distance is exactly 0)",
-    decision="every", over="(task × method) cells",
+    over="(task × method) cells",
     null="the same method's MeGe on maps of different images (the contrast must lie below 1)",
-    premises=["the cell has S= pairs", "maps of different images give MeGe below 1"], replicas=3, units=30,
-    interval="t on units", unit="image of D",
+    premises=["the cell has S= pairs", "maps of different images give MeGe below 1"], unit="image of D",
     note=("an identity of the definitions: checks the pipeline by construction, so it is a study check, not a claim "
           "of the paper; no model is trained for it"),
     log=[

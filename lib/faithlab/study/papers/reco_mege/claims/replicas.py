@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from faithlab.study import verdicts
-from faithlab.study.papers.reco_mege.claims.registration import REGISTERED
+from faithlab.study.papers.reco_mege.claims.registration import (CHAPTER, DEGRADED, LIPSCHITZ, REGISTERED,
+                                                                 two_parts)
 from faithlab.study.verdicts import replication
 from faithlab.study.verdicts.decisions import OUTCOMES
 from faithlab.study.papers.reco_mege import paper
@@ -134,21 +135,20 @@ def weakest_text(cells: Mapping[str, verdicts.Judgement | None]) -> str:
 
 
 # --------------------------------------------------------------------------------------------------------- R1
-@verdicts.registered(
-    "R1", paper="reco_mege", kind="paper",
+@CHAPTER.registered(
+    "R1",
     claim="R1: Grad-CAM has the best ReCo of the five methods on every dataset (normally trained ResNet-18)",
     statistic="per task and competitor, Grad-CAM's ReCo minus the competitor's, each on one replica's own S= / S≠ sets",
-    direction="above", margin=0.074,
+    margin=0.074,
     margin_source=("half the smallest lead of Grad-CAM over the best other method in Table 1 (FashionMNIST: 0.517 − "
                    "0.369 = 0.148)"),
-    decision="every", over="(task × competitor) cells",
+    over="(task × competitor) cells",
     null=("the competitor's ReCo on the same replica's sets; per task, Grad-CAM's S= against its shuffled-pairings "
           "chance level"),
     premises=["per task, the k models beat chance and are within the paper's ±3 % of their mean on images none saw "
               "(t intervals over the replicas)",
               "every method has at least 20 distances in S= and in S≠",
               "Grad-CAM's S= lies below its shuffled-pairings chance level"],
-    replicas=3, units=30, interval="t on replica statistics", unit="image of D (per replica)",
     note=("'best of the five on every dataset': Grad-CAM must beat each of the other four methods on each task, so "
           "every cell must hold"),
     log=[
@@ -220,31 +220,24 @@ def claim_gradcam_best_reco(pairs: pd.DataFrame, *, premises: pd.DataFrame | Non
 
 
 # --------------------------------------------------------------------------------------------------------- R2
-@verdicts.registered(
-    "R2", paper="reco_mege", kind="paper",
+@DEGRADED.registered(
+    "R2", **two_parts("R2.MeGe", "R2.ReCo"),
     claim="R2: MeGe and ReCo fall as the k models are degraded (randomised weights, switched labels)",
-    statistic="two named parts, each decided on its own: R2.MeGe and R2.ReCo", direction="above", margin=0,
-    margin_source="the parts' own margins (R2.MeGe, R2.ReCo)", decision="parts", parts=["R2.MeGe", "R2.ReCo"],
-    share=0.5, null="the normally trained family on the same D",
-    premises=["the normal families meet the mechanism premise over the replicas"], replicas=3, units=30,
-    interval="t on replica statistics", unit="image of D (per replica)",
     note="partly reproduced when one of the two scores falls in every cell and the other is decided",
     log=[
         {**REGISTERED, "fingerprint": "1da8f8287ca7"},
     ],
 )
-@verdicts.registered(
-    "R2.MeGe", paper="reco_mege", kind="paper",
+@DEGRADED.registered(
+    "R2.MeGe",
     claim="R2 (MeGe part): MeGe falls at the strongest weight randomisation and label switching, for every method",
     statistic=("per (task × method × degradation type) cell, the normal family's MeGe minus the strongest level's, "
                "each on one replica's own S= sets (replica r of the degraded family degrades or retrains replica r's "
                "models)"),
-    direction="above", margin=0.02,
+    margin=0.02,
     margin_source=("half the smallest fall of MeGe in Table 10 (CIFAR-10), normal minus Randomized 30 % or Switched "
                    "30 %, over the five methods (IG: 0.584 − 0.544 = 0.040)"),
-    decision="every", over="(task × method × degradation) cells", null="the normally trained family on the same D",
-    premises=["the normal families meet the mechanism premise over the replicas"], replicas=3, units=30,
-    interval="t on replica statistics", unit="image of D (per replica)",
+    over="(task × method × degradation) cells",
     note=("Fig. 4 shows the randomised and the switched families; 'regardless of the method, the models normally "
           "trained obtain the best results', so every cell must hold. Limited data is left out: the paper's own "
           "Table 14 has MeGe rising with less data (IG 0.404 → 0.419)"),
@@ -252,17 +245,15 @@ def claim_gradcam_best_reco(pairs: pd.DataFrame, *, premises: pd.DataFrame | Non
         {**REGISTERED, "fingerprint": "7ff1e0b83ac6"},
     ],
 )
-@verdicts.registered(
-    "R2.ReCo", paper="reco_mege", kind="paper",
+@DEGRADED.registered(
+    "R2.ReCo",
     claim="R2 (ReCo part): ReCo falls at the strongest weight randomisation and label switching, for every method",
     statistic=("per (task × method × degradation type) cell, the normal family's ReCo minus the strongest level's, "
                "each on one replica's own S= / S≠ sets"),
-    direction="above", margin=0.0345,
+    margin=0.0345,
     margin_source=("half the smallest fall of ReCo in Table 9 (CIFAR-10), normal minus Randomized 30 % or Switched "
                    "30 %, over the five methods (IG: 0.107 − 0.038 = 0.069)"),
-    decision="every", over="(task × method × degradation) cells", null="the normally trained family on the same D",
-    premises=["the normal families meet the mechanism premise over the replicas"], replicas=3, units=30,
-    interval="t on replica statistics", unit="image of D (per replica)",
+    over="(task × method × degradation) cells",
     log=[
         {**REGISTERED, "fingerprint": "86d691573d78"},
     ],
@@ -346,42 +337,32 @@ def claim_mege_falls(pairs: pd.DataFrame, types: Mapping[str, Sequence[str]], *,
 
 
 # --------------------------------------------------------------------------------------------------------- R3
-@verdicts.registered(
-    "R3", paper="reco_mege", kind="paper",
+@LIPSCHITZ.registered(
+    "R3", **two_parts("R3.ReCo", "R3.MeGe"),
     claim="R3: 1-Lipschitz models raise ReCo for the gradient methods and MeGe for every method (paper: CIFAR-10)",
-    statistic="two named parts, each decided on its own: R3.ReCo and R3.MeGe", direction="above", margin=0,
-    margin_source="the parts' own margins (R3.ReCo, R3.MeGe)", decision="parts", parts=["R3.ReCo", "R3.MeGe"],
-    share=0.5, null="the ResNet-18 family on the same D",
-    premises=["both families meet the mechanism premise over the replicas"], replicas=3, units=30,
-    interval="t on replica statistics", unit="image of D (per replica)",
     note="partly reproduced when one of the two parts holds for every method and the other is decided",
     log=[
         {**REGISTERED, "fingerprint": "fa253acec5c7"},
     ],
 )
-@verdicts.registered(
-    "R3.ReCo", paper="reco_mege", kind="paper",
+@LIPSCHITZ.registered(
+    "R3.ReCo",
     claim="R3 (ReCo part): 1-Lipschitz models raise ReCo for every gradient method (IG, SG, SA, GI)",
     statistic=("per gradient method, the 1-Lipschitz family's ReCo minus the ResNet-18 family's, each on one "
                "replica's own S= / S≠ sets (replica r of both explains the same D)"),
-    direction="above", margin=0.206,
+    margin=0.206,
     margin_source="half the smallest rise of ReCo of a gradient method in Table 4 (GI: 0.500 − 0.088 = 0.412)",
-    decision="every", over="gradient methods", null="the ResNet-18 family on the same D",
-    premises=["both families meet the mechanism premise over the replicas"], replicas=3, units=30,
-    interval="t on replica statistics", unit="image of D (per replica)",
+    over="gradient methods",
     log=[
         {**REGISTERED, "fingerprint": "d8bff5ade80c"},
     ],
 )
-@verdicts.registered(
-    "R3.MeGe", paper="reco_mege", kind="paper", claim="R3 (MeGe part): 1-Lipschitz models raise MeGe for every method",
+@LIPSCHITZ.registered(
+    "R3.MeGe", claim="R3 (MeGe part): 1-Lipschitz models raise MeGe for every method",
     statistic=("per method, the 1-Lipschitz family's MeGe minus the ResNet-18 family's, each on one replica's own S= "
                "sets"),
-    direction="above", margin=0.013,
-    margin_source="half the smallest rise of MeGe in Table 5 (Grad-CAM: 0.749 − 0.723 = 0.026)", decision="every",
-    over="methods", null="the ResNet-18 family on the same D",
-    premises=["both families meet the mechanism premise over the replicas"], replicas=3, units=30,
-    interval="t on replica statistics", unit="image of D (per replica)",
+    margin=0.013, margin_source="half the smallest rise of MeGe in Table 5 (Grad-CAM: 0.749 − 0.723 = 0.026)",
+    over="methods",
     log=[
         {**REGISTERED, "fingerprint": "f0cc2d35a360"},
     ],

@@ -20,7 +20,7 @@ from faithlab import _validate
 
 from faithlab.study import verdicts
 from faithlab.study.verdicts.decisions import OUTCOMES
-from faithlab.study.papers.reco_mege.claims.registration import REGISTERED
+from faithlab.study.papers.reco_mege.claims.registration import CHECKS, REGISTERED
 from faithlab.metrics.statistics import rankdata, spearman
 from faithlab.study.papers.reco_mege.experiments.sanity import (  # noqa: F401 - re-exported (reco_sanity)
     KINDS, LABELS, distance_frame, moving_point_maps, noise_maps, random_paths, wasserstein)
@@ -121,18 +121,16 @@ def unit_spearman(frame: pd.DataFrame, *, x: str, unit: str, by: str = "distance
     return pd.DataFrame(rows)
 
 
-@verdicts.registered(
-    "R4", paper="reco_mege", kind="study check",
-    claim="R4: all six distances pass both sanity checks (monotone positive relation)",
+@CHECKS.registered(
+    "R4", claim="R4: all six distances pass both sanity checks (monotone positive relation)",
     statistic=("per (check × distance) cell, the mean over independent units of the Spearman ρ between the "
                "displacement (Fig. 2: a freshly drawn path per unit) or the noise σ (Fig. 3: a fresh noise series "
                "per unit) and the distance"),
-    direction="above", margin=0.9,
+    margin=0.9,
     margin_source=("convention (the paper states no number for 'a monotonous positive correlation'): ρ of 0.9, a "
                    "strong monotone relation"),
-    decision="every", over="(check × distance) cells", null="ρ = 0: a distance unrelated to the displacement or σ",
-    premises=["the units are independent draws (paths, noise series)"], replicas=3, units=30, interval="t on units",
-    unit="path (Fig. 2) or noise series (Fig. 3)",
+    over="(check × distance) cells", null="ρ = 0: a distance unrelated to the displacement or σ",
+    premises=["the units are independent draws (paths, noise series)"], unit="path (Fig. 2) or noise series (Fig. 3)",
     note=("reformulated so it can fail with an interval over independent units (it was decided on point estimates); "
           "a study check because the paper's moving-point masks are lost and the maps are our reconstruction; no "
           "model is trained, so the replica rule does not apply"),

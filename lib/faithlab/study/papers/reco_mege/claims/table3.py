@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab.study import verdicts
-from faithlab.study.papers.reco_mege.claims.registration import REGISTERED
+from faithlab.study.papers.reco_mege.claims.registration import REGISTERED, TABLE3, two_parts
 from faithlab.study.verdicts import replication
 from faithlab.study.papers.reco_mege import paper
 from faithlab.study.papers.reco_mege.claims.premise import CHANCE_FACTOR
@@ -58,45 +58,40 @@ def _log_ratio(other: pd.Series, stable: pd.Series) -> np.ndarray:
     return np.where(np.isfinite(values), values, np.nan)
 
 
-@verdicts.registered(
-    "RM-T3", paper="reco_mege", kind="paper",
+@TABLE3.registered(
+    "RM-T3", **two_parts("RM-T3.muF", "RM-T3.Savg"),
     claim="Table 3: Grad-CAM has the highest μF, and Grad-CAM and SmoothGrad the lowest S_avg (paper: CIFAR-10)",
-    statistic="two named parts, each decided on its own: RM-T3.muF and RM-T3.Savg", direction="above", margin=0,
-    margin_source="the parts' own margins (RM-T3.muF, RM-T3.Savg)", decision="parts", parts=["RM-T3.muF", "RM-T3.Savg"],
-    share=0.5, null="μF: the same μF with the method's map of another image; S_avg: the other methods",
-    premises=["the models beat chance clearly, over the replicas"], replicas=3, units=30, interval="t on replica means",
-    unit="held-out image (per replica)",
+    null="μF: the same μF with the method's map of another image; S_avg: the other methods",
+    interval="t on replica means",
     note="partly reproduced when one of the two parts holds in full and the other is decided",
     log=[
         {**REGISTERED, "fingerprint": "2a0b3e83a3dd"},
     ],
 )
-@verdicts.registered(
-    "RM-T3.muF", paper="reco_mege", kind="paper", claim="Table 3 (μF part): Grad-CAM has the highest μF",
+@TABLE3.registered(
+    "RM-T3.muF", claim="Table 3 (μF part): Grad-CAM has the highest μF",
     statistic=("per other method, Grad-CAM's μF minus its, paired per held-out image, on the first model of each "
                "replica"),
-    direction="above", margin=0.301,
+    margin=0.301,
     margin_source="half Grad-CAM's lead in μF over the best other method in Table 3 (0.907 − 0.305 = 0.602)",
-    decision="every", over="competitors",
+    over="competitors",
     null="the same μF with the method's map of another image (μF must lie above it for some method to discriminate)",
     premises=["the models beat chance clearly, over the replicas", "some method's μF lies above its chance level"],
-    replicas=3, units=30, interval="t on replica means", unit="held-out image (per replica)",
+    interval="t on replica means",
     log=[
         {**REGISTERED, "fingerprint": "07f9b7536ec5"},
     ],
 )
-@verdicts.registered(
-    "RM-T3.Savg", paper="reco_mege", kind="paper",
+@TABLE3.registered(
+    "RM-T3.Savg",
     claim="Table 3 (S_avg part): Grad-CAM and SmoothGrad have the lowest S_avg",
     statistic=("per (Grad-CAM or SmoothGrad, other method) pair, the natural log of the other method's mean S_avg "
                "over theirs, once per replica (first model)"),
-    direction="above", margin=2.2387,
+    margin=2.2387,
     margin_source=("half the natural log of the smallest ratio in Table 3 of another method's S_avg to Grad-CAM's or "
                    "SmoothGrad's (IG / SG: ln(2.112 / 0.024) = 4.477); S_avg's scale is the maps' own, so ratios are "
                    "compared"),
-    decision="every", over="(stable, other) pairs", null="the other methods' S_avg on the same images",
-    premises=["the models beat chance clearly, over the replicas"], replicas=3, units=30,
-    interval="t on replica statistics", unit="held-out image (per replica)",
+    over="(stable, other) pairs", null="the other methods' S_avg on the same images",
     log=[
         {**REGISTERED, "fingerprint": "58fb18776a20"},
     ],

@@ -3,8 +3,9 @@
 :mod:`~faithlab.study.papers.saco.claims.separation`, :mod:`~faithlab.study.papers.saco.claims.ablation`,
 :mod:`~faithlab.study.papers.saco.claims.correlation`) (S1 Random separation, S2/S6 correlations, S3 attention ablation, S4 number of
 groups, S5 saturation, S7 removal order), each decided by its pre-registered rules
-(each registered by :func:`faithlab.study.verdicts.registered` directly above its claim
-function): the trained ViTs are the units of replication, each claim's
+(each registered directly above its claim function by the chapter's
+:class:`faithlab.study.verdicts.Chapter`, whose shared fields are written once in
+:mod:`~faithlab.study.papers.saco.claims.registration`): the trained ViTs are the units of replication, each claim's
 interval a t interval on the per-model means or statistics, judged against a margin from the paper's numbers
 (:data:`faithlab.study.papers.saco.paper.MARGINS`), after the two premises every claim checks before its outcome —
 the ViTs learned the digits (:data:`MIN_ACCURACY`, :data:`ACCURACY_TOLERANCE`), and removal matters group by group

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab.study import verdicts
-from faithlab.study.papers.saco.claims.registration import REGISTERED
+from faithlab.study.papers.saco.claims.registration import CHAPTER, PARTS, REGISTERED
 from faithlab.study.papers.saco import paper
 from faithlab.study.papers.saco.experiments import model_means, model_of, units_of, wide
 from faithlab.study.papers.saco.claims.premises import (ACCURACY_TOLERANCE, MIN_ACCURACY, gate, judged_rows,
@@ -26,50 +26,32 @@ ATTENTION_ABLATION = (("S3.gradient", "gradient, last layer", "Transformer-MM (l
 the Transformer-MM rule on the last block is "last layer + gradient", rollout "all layers, no gradient"."""
 
 
-@verdicts.registered(
-    "S3.gradient", paper="saco", kind="paper", claim="S3, part: the gradient raises SaCo of attention explanations",
+@CHAPTER.registered(
+    "S3.gradient", claim="S3, part: the gradient raises SaCo of attention explanations",
     statistic=("per test image, SaCo(with gradient) − SaCo(without), its mean per trained model; two cells: at the "
                "last layer (Transformer-MM last layer − Raw Attention) and over all layers (Transformer-MM − Rollout)"),
-    direction="above", margin=0.0309,
     margin_source=("half the smallest SaCo gain the paper reads as an improvement (Table 1: Rollout − Raw Attention "
                    "= 0.2453 − 0.1835 = 0.0618; the gradient's own gains are 0.1948 and 0.2105)"),
-    decision="every", over="comparisons", null="the variant without the gradient",
-    premises=["every ViT learned the digits (accuracy ≥ 0.8 within 0.05)",
-              "removal matters group by group (Transformer Attribution's most minus least salient group drop above "
-              "0.05)"],
-    replicas=3, units=30, interval="t on replica means", unit="test digit",
+    over="comparisons", null="the variant without the gradient",
     log=[
         {**REGISTERED, "fingerprint": "39e4717b418e"},
     ],
 )
-@verdicts.registered(
-    "S3.aggregation", paper="saco", kind="paper",
-    claim="S3, part: all-layer aggregation raises SaCo of attention explanations",
+@CHAPTER.registered(
+    "S3.aggregation", claim="S3, part: all-layer aggregation raises SaCo of attention explanations",
     statistic=("per test image, SaCo(all layers) − SaCo(last layer), its mean per trained model; two cells: without "
                "gradient (Rollout − Raw Attention) and with it (Transformer-MM − Transformer-MM last layer)"),
-    direction="above", margin=0.0309,
-    margin_source=("half the smallest SaCo gain the paper reads as an improvement (Table 1: Rollout − Raw Attention "
-                   "= 0.2453 − 0.1835 = 0.0618)"),
-    decision="every", over="comparisons", null="the variant of the last layer",
-    premises=["every ViT learned the digits (accuracy ≥ 0.8 within 0.05)",
-              "removal matters group by group (Transformer Attribution's most minus least salient group drop above "
-              "0.05)"],
-    replicas=3, units=30, interval="t on replica means", unit="test digit",
+    over="comparisons", null="the variant of the last layer",
     note="'This improvement occurs irrespective of whether the gradient is used' (§5.4): both cells.",
     log=[
         {**REGISTERED, "fingerprint": "7d1b7aa76ce0"},
     ],
 )
-@verdicts.registered(
-    "S3", paper="saco", kind="paper",
-    claim="S3: gradient and all-layer aggregation raise SaCo of attention explanations (Table 1)",
+@PARTS.registered(
+    "S3", claim="S3: gradient and all-layer aggregation raise SaCo of attention explanations (Table 1)",
     statistic="the two named ingredients S3.gradient and S3.aggregation, each decided by its own rule",
-    direction="above", margin=0.0309, margin_source="the parts' own margins (half of Table 1's smallest gain, 0.0618)",
-    decision="parts", parts=["S3.gradient", "S3.aggregation"], share=0.5, null="the parts' own nulls",
-    premises=["every ViT learned the digits (accuracy ≥ 0.8 within 0.05)",
-              "removal matters group by group (Transformer Attribution's most minus least salient group drop above "
-              "0.05)"],
-    replicas=3, units=30, interval="t on replica means",
+    margin=0.0309, margin_source="the parts' own margins (half of Table 1's smallest gain, 0.0618)",
+    parts=["S3.gradient", "S3.aggregation"],
     note="partly when one of the two ingredients is reproduced and the other decided.",
     log=[
         {**REGISTERED, "fingerprint": "8c36f322600f"},
@@ -114,18 +96,13 @@ def claim_attention_ablation(per_sample: pd.DataFrame, *, accuracy: pd.DataFrame
 
 
 # ---------------------------------------------------------------------------------------------------- S4 (Table 2)
-@verdicts.registered(
-    "S4", paper="saco", kind="paper", claim="S4: SaCo declines slightly as K grows for most methods (Table 2)",
+@CHAPTER.registered(
+    "S4", claim="S4: SaCo declines slightly as K grows for most methods (Table 2)",
     statistic=("per test image and method of the paper's ten, SaCo(K = 5) − SaCo(K = 20), its mean per trained "
                "model; one cell per method"),
-    direction="above", margin=0.0309,
     margin_source=("half the smallest SaCo gain the paper reads as an improvement (Table 1: 0.0618); the paper's own "
                    "Table 2 has 7 of its 10 methods declining by more than it"),
     decision="share", share=0.51, over="methods", null="no change with K",
-    premises=["every ViT learned the digits (accuracy ≥ 0.8 within 0.05)",
-              "removal matters group by group (Transformer Attribution's most minus least salient group drop above "
-              "0.05)"],
-    replicas=3, units=30, interval="t on replica means", unit="test digit",
     note=("'most methods exhibit a slight decline' (§5.5): more than half of the ten (6 of 10), fixed in advance; "
           "'slight' is not tested (the paper gives no bound). Random's own change over K is shown, not used."),
     log=[

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab.study import verdicts
-from faithlab.study.papers.saco.claims.registration import REGISTERED
+from faithlab.study.papers.saco.claims.registration import CHAPTER, CORRELATIONS, PARTS, REGISTERED
 from faithlab.study.papers.saco import paper
 from faithlab.study.papers.saco.experiments import FIRST, model_of, per_model_correlations, wide
 from faithlab.study.papers.saco.claims.premises import (ACCURACY_TOLERANCE, MIN_ACCURACY, accuracy_reason, gate,
@@ -49,9 +49,8 @@ def _units(models: pd.DataFrame) -> int:
     return int(models["images"].sum()) if models["images"].notna().all() else int(len(models))
 
 
-@verdicts.registered(
-    "S2", paper="saco", kind="paper",
-    claim="S2: SaCo correlates weakly with the existing metrics across samples (Fig. 2)",
+@CORRELATIONS.registered(
+    "S2", claim="S2: SaCo correlates weakly with the existing metrics across samples (Fig. 2)",
     statistic=("per trained model, method of the paper's ten and existing metric: Spearman ρ across the model's test "
                "images between SaCo and the metric (both oriented so that higher is better, spec §3.3); its mean "
                "over the methods per trained model; one cell per existing metric"),
@@ -59,14 +58,7 @@ def _units(models: pd.DataFrame) -> int:
     margin_source=("the midpoint between SaCo's largest correlation in Fig. 2 (0.22) and the existing metrics' "
                    "mutual correlation (0.4764): 'weak' = nearer the paper's SaCo values than the agreement they are "
                    "contrasted with"),
-    decision="every", over="existing metrics",
-    null="the same ρ with one metric's images shuffled (shown beside each pair)",
-    premises=["every ViT learned the digits (accuracy ≥ 0.8 within 0.05)",
-              "removal matters group by group (Transformer Attribution's most minus least salient group drop above "
-              "0.05)",
-              "the existing metrics agree with each other above chance: the t interval of their mean mutual ρ over "
-              "the trained models lies above 0.1"],
-    replicas=3, units=30, interval="t on replica statistics", unit="trained model (its test digits)",
+    over="existing metrics",
     note=("'the correlation scores between our SaCo and other existing metrics range from 0.18 to 0.22' (§5.1): each "
           "of the four is weak. One statistic per metric, no 'partly'."),
     log=[
@@ -106,22 +98,15 @@ def claim_weak_correlation(corr: pd.DataFrame, *, per_sample: pd.DataFrame | Non
         verdict=v, table=pd.DataFrame(verdicts.judgement_table(cells)), units=_units(models))
 
 
-@verdicts.registered(
-    "S6", paper="saco", kind="paper",
-    claim="S6: the existing metrics correlate more with each other than with SaCo (Fig. 2)",
+@CORRELATIONS.registered(
+    "S6", claim="S6: the existing metrics correlate more with each other than with SaCo (Fig. 2)",
     statistic=("per trained model: the mean Spearman ρ among the four existing metrics minus the mean ρ(SaCo, "
                "existing metric), over the paper's ten methods (signed, metrics oriented so that higher is better, "
                "spec §3.3); one value per trained model"),
-    direction="above", margin=0.1282,
+    margin=0.1282,
     margin_source=("half the paper's smallest gap between the existing metrics' mutual correlation and SaCo's (Fig. "
                    "2: 0.4764 − 0.22 = 0.2564)"),
-    decision="single", null="the same ρ with one metric's images shuffled (shown beside each pair)",
-    premises=["every ViT learned the digits (accuracy ≥ 0.8 within 0.05)",
-              "removal matters group by group (Transformer Attribution's most minus least salient group drop above "
-              "0.05)",
-              "the existing metrics agree with each other above chance: the t interval of their mean mutual ρ over "
-              "the trained models lies above 0.1"],
-    replicas=3, units=30, interval="t on replica statistics", unit="trained model (its test digits)",
+    decision="single",
     log=[
         {**REGISTERED, "fingerprint": "404d605f01a3"},
     ],
@@ -162,50 +147,32 @@ def claim_existing_agree_more(corr: pd.DataFrame, *, per_sample: pd.DataFrame | 
         verdict=v, table=pd.DataFrame(rows), units=_units(models))
 
 
-@verdicts.registered(
-    "S5.saturation", paper="saco", kind="paper", claim="S5, part: the cumulative drops saturate for every method",
+@CHAPTER.registered(
+    "S5.saturation", claim="S5, part: the cumulative drops saturate for every method",
     statistic=("per correctly classified test image: 1 when the cumulative drop of every one of the three maps "
                "(Transformer Attribution, Raw Attention, Random) after removing the top 30 % of the pixels is at "
                "least 0.9 of its largest drop, else 0; the share of such images"),
-    direction="above", margin=0.5,
+    margin=0.5,
     margin_source=("convention: the paper shows one image ('remain almost unchanged (above 0.9) after the removal of "
                    "the top 30 %'); over many images we ask it of most of them, more than half"),
-    decision="single", null="—",
-    premises=["every ViT learned the digits (accuracy ≥ 0.8 within 0.05)",
-              "removal matters group by group (Transformer Attribution's most minus least salient group drop above "
-              "0.05)"],
-    replicas=3, units=30, interval="share: t on replica shares ∪ Wilson", unit="test digit",
+    decision="single", null="—", interval="share: t on replica shares ∪ Wilson",
     log=[
         {**REGISTERED, "fingerprint": "50b8c1d4e846"},
     ],
 )
-@verdicts.registered(
-    "S5.separation", paper="saco", kind="paper",
-    claim="S5, part: SaCo separates the good explanation from the poor ones",
+@CHAPTER.registered(
+    "S5.separation", claim="S5, part: SaCo separates the good explanation from the poor ones",
     statistic=("per correctly classified test image, SaCo(Transformer Attribution) − SaCo(other), its mean per "
                "trained model; two cells: against Raw Attention and against Random"),
-    direction="above", margin=0.0309,
-    margin_source=("half the smallest SaCo gain the paper reads as an improvement (Table 1: Rollout − Raw Attention "
-                   "= 0.2453 − 0.1835 = 0.0618)"),
-    decision="every", over="comparisons", null="the poorer explanation on the same image",
-    premises=["every ViT learned the digits (accuracy ≥ 0.8 within 0.05)",
-              "removal matters group by group (Transformer Attribution's most minus least salient group drop above "
-              "0.05)"],
-    replicas=3, units=30, interval="t on replica means", unit="test digit",
+    over="comparisons", null="the poorer explanation on the same image",
     log=[
         {**REGISTERED, "fingerprint": "d21e07fd57f4"},
     ],
 )
-@verdicts.registered(
-    "S5", paper="saco", kind="paper",
-    claim="S5: the cumulative drops saturate for every method while SaCo separates the explanations (Fig. 3)",
-    statistic="the two parts S5.saturation and S5.separation, each decided by its own rule", direction="above",
-    margin=0.0, margin_source="the parts' own margins", decision="parts", parts=["S5.saturation", "S5.separation"],
-    share=0.5, null="the parts' own nulls",
-    premises=["every ViT learned the digits (accuracy ≥ 0.8 within 0.05)",
-              "removal matters group by group (Transformer Attribution's most minus least salient group drop above "
-              "0.05)"],
-    replicas=3, units=30, interval="t on replica means",
+@PARTS.registered(
+    "S5", claim="S5: the cumulative drops saturate for every method while SaCo separates the explanations (Fig. 3)",
+    statistic="the two parts S5.saturation and S5.separation, each decided by its own rule",
+    parts=["S5.saturation", "S5.separation"],
     note=("Decided on the three replicas of random_vs_methods' reference setting (read from the cache), over many "
           "images: the paper's one image is an anecdote. partly when one part is reproduced and the other decided."),
     log=[

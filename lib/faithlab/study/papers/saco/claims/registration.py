@@ -1,5 +1,10 @@
-"""The registration entry shared by the rules of this chapter: the first line of each rule's change log
-(:func:`faithlab.study.verdicts.registered`), written once here and named by every registration."""
+"""What the rules of this chapter share, written once here and named by every registration: the first line of each
+rule's change log (:data:`REGISTERED`) and the fields most rules share (:data:`CHAPTER`, with its sub-families
+:data:`PER_MODEL`, :data:`CORRELATIONS` and :data:`PARTS`). A rule registered by ``@CHAPTER.registered("S4", ...)``
+is the rule of :func:`faithlab.study.verdicts.registered` with every field written out: the chapter's defaults under
+the registration's own fields, which win (:class:`faithlab.study.verdicts.Chapter`)."""
+
+from faithlab.study import verdicts
 
 REGISTERED = {"date": "2026-11-27", "change": "registered",
               "why": ("issue 69: the rules move from the claim functions' code into this file, decided by t "
@@ -14,3 +19,34 @@ REGISTERED = {"date": "2026-11-27", "change": "registered",
                       "replicas, its share by t on replica shares ∪ Wilson (was a bootstrap); every claim adds the "
                       "mechanism premise (removal matters group by group, above 0.05).")}
 """The chapter's registration (issue 69): the same first entry in the log of every rule it registered."""
+
+PREMISES = ["every ViT learned the digits (accuracy ≥ 0.8 within 0.05)",
+            "removal matters group by group (Transformer Attribution's most minus least salient group drop above "
+            "0.05)"]
+"""The two premises every claim of the chapter checks before its outcome (the package's docstring)."""
+HALF_GAIN = ("half the smallest SaCo gain the paper reads as an improvement (Table 1: Rollout − Raw Attention "
+             "= 0.2453 − 0.1835 = 0.0618)")
+"""The source of the chapter's usual margin, 0.0309 (:data:`faithlab.study.papers.saco.paper.MARGINS`)."""
+
+CHAPTER = verdicts.Chapter(
+    paper="saco", kind="paper", direction="above", margin=0.0309, margin_source=HALF_GAIN, decision="every",
+    premises=PREMISES, replicas=3, units=30, interval="t on replica means", unit="test digit")
+"""The defaults of the chapter's rules: a SaCo paper claim on the trained ViTs (3 replicas, 30 test digits), a
+per-image difference averaged per trained model and judged by its t interval above the usual margin (half Table 1's
+smallest gain), every cell, under the two premises."""
+PER_MODEL = verdicts.Chapter(**{**CHAPTER.defaults, "interval": "t on replica statistics",
+                                "unit": "trained model (its test digits)"})
+"""A statistic that is not a mean, computed once per trained model (S1.cumulative, S2, S6)."""
+CORRELATIONS = verdicts.Chapter(**{
+    **PER_MODEL.defaults,
+    "premises": [*PREMISES, "the existing metrics agree with each other above chance: the t interval of their mean "
+                            "mutual ρ over the trained models lies above 0.1"],
+    "null": "the same ρ with one metric's images shuffled (shown beside each pair)"})
+"""Fig. 2's rank correlations (S2, S6): per-model statistics under a third premise, the existing metrics' agreement
+(:data:`faithlab.study.papers.saco.claims.correlation.AGREEMENT_MIN`)."""
+PARTS = verdicts.Chapter(**{
+    **{k: v for k, v in CHAPTER.defaults.items() if k != "unit"},
+    "margin": 0.0, "margin_source": "the parts' own margins", "decision": "parts", "share": 0.5,
+    "null": "the parts' own nulls"})
+"""A claim of two named parts, each decided by its own rule (S1, S3, S5, S7): the parts' margins and nulls, partly
+when one part is reproduced (share 0.5); no unit of its own."""

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab.study import verdicts
-from faithlab.study.papers.saco.claims.registration import REGISTERED
+from faithlab.study.papers.saco.claims.registration import CHAPTER, PARTS, PER_MODEL, REGISTERED
 from faithlab.study.papers.saco import paper
 from faithlab.study.papers.saco.experiments import model_means, model_of, units_of, wide
 from faithlab.study.papers.saco.claims.premises import (ACCURACY_TOLERANCE, CUMULATIVE, MIN_ACCURACY, gate,
@@ -26,19 +26,12 @@ def _per_model(values: pd.Series, rule, *, units: int, what: str):
 
 
 # ------------------------------------------------------------------------------------------------------ S1 (Fig. 4)
-@verdicts.registered(
-    "S1.zero", paper="saco", kind="study check", claim="S1, part: SaCo scores Random Attribution near 0",
+@CHAPTER.registered(
+    "S1.zero", kind="study check", claim="S1, part: SaCo scores Random Attribution near 0",
     statistic=("SaCo of the Random map per test image, its mean per trained model; two cells: the interval of that "
                "mean (below +margin) and of its negation (below +margin), so that both hold when the interval lies "
                "within ±margin (two one-sided tests)"),
-    direction="below", margin=0.0309,
-    margin_source=("half the smallest SaCo gain the paper reads as an improvement (Table 1: Rollout − Raw Attention "
-                   "= 0.2453 − 0.1835 = 0.0618)"),
-    decision="every", over="bounds", null="0, SaCo's expectation for a random map (§5.2)",
-    premises=["every ViT learned the digits (accuracy ≥ 0.8 within 0.05)",
-              "removal matters group by group (Transformer Attribution's most minus least salient group drop above "
-              "0.05)"],
-    replicas=3, units=30, interval="t on replica means", unit="test digit",
+    direction="below", over="bounds", null="0, SaCo's expectation for a random map (§5.2)",
     note=("In expectation SaCo gives a random map 0 by construction (the groups' contents are exchangeable), save "
           "for ties ∇pred(G_i) = ∇pred(G_j), which Algorithm 1 counts as satisfied; so this part checks the stand-in "
           "and the implementation more than the paper, and S1's 'partly' needs two of its three parts."),
@@ -50,18 +43,11 @@ def _per_model(values: pd.Series, rule, *, units: int, what: str):
          "fingerprint": "6827b2b32b97"},
     ],
 )
-@verdicts.registered(
-    "S1.above", paper="saco", kind="paper", claim="S1, part: most methods score above Random on SaCo",
+@CHAPTER.registered(
+    "S1.above", claim="S1, part: most methods score above Random on SaCo",
     statistic=("per test image and method, SaCo(method) − SaCo(Random); its mean per trained model; one cell per "
                "method of the paper's ten"),
-    direction="above", margin=0.0309,
-    margin_source=("half the smallest SaCo gain the paper reads as an improvement (Table 1: Rollout − Raw Attention "
-                   "= 0.2453 − 0.1835 = 0.0618)"),
     decision="share", share=0.51, over="methods", null="Random Attribution (the comparison itself)",
-    premises=["every ViT learned the digits (accuracy ≥ 0.8 within 0.05)",
-              "removal matters group by group (Transformer Attribution's most minus least salient group drop above "
-              "0.05)"],
-    replicas=3, units=30, interval="t on replica means", unit="test digit",
     note=("'most explanation methods obtain positive scores' (§5.2) read as more than half of the paper's ten "
           "methods (6 of 10), fixed before any result: 'most' in its plain sense; the paper's own Table 2 has 8 of "
           "10 above 0.1."),
@@ -69,21 +55,16 @@ def _per_model(values: pd.Series, rule, *, units: int, what: str):
         {**REGISTERED, "fingerprint": "fc9b4f855aeb"},
     ],
 )
-@verdicts.registered(
-    "S1.cumulative", paper="saco", kind="paper",
-    claim="S1, part: on the cumulative metrics Random is comparable to or better than some methods",
+@PER_MODEL.registered(
+    "S1.cumulative", claim="S1, part: on the cumulative metrics Random is comparable to or better than some methods",
     statistic=("per cumulative metric (AUC, AOPC, LOdds, Comprehensiveness, each oriented so that higher is better) "
                "and trained model: Random's mean over the model's test images minus the lowest mean of the paper's "
                "ten methods; one value per trained model"),
-    direction="above", margin=0.0,
+    margin=0.0,
     margin_source=("convention: the paper gives no cumulative-metric values (its radar charts are rescaled per axis) "
                    "and says Random is 'comparable … even surpassing some' methods; surpassing by any amount, margin "
                    "0"),
-    decision="every", over="cumulative metrics", null="the lowest of the methods on the same images",
-    premises=["every ViT learned the digits (accuracy ≥ 0.8 within 0.05)",
-              "removal matters group by group (Transformer Attribution's most minus least salient group drop above "
-              "0.05)"],
-    replicas=3, units=30, interval="t on replica statistics", unit="trained model (its test digits)",
+    over="cumulative metrics", null="the lowest of the methods on the same images",
     note=("'other metrics cannot provide consistent evaluation for Random' (§5.2): every one of the four. The "
           "minimum over methods is taken per trained model, so noise among methods close to Random favours the part; "
           "a method clearly above Random on every metric still fails it."),
@@ -91,16 +72,10 @@ def _per_model(values: pd.Series, rule, *, units: int, what: str):
         {**REGISTERED, "fingerprint": "355ac24bd5f2"},
     ],
 )
-@verdicts.registered(
-    "S1", paper="saco", kind="paper",
-    claim="S1: SaCo puts Random near 0 and below most methods; cumulative metrics barely separate it (Fig. 4)",
-    statistic="the two parts S1.above and S1.cumulative, each decided by its own rule", direction="above",
-    margin=0.0, margin_source="the parts' own margins", decision="parts",
-    parts=["S1.above", "S1.cumulative"], share=0.5, null="the parts' own nulls",
-    premises=["every ViT learned the digits (accuracy ≥ 0.8 within 0.05)",
-              "removal matters group by group (Transformer Attribution's most minus least salient group drop above "
-              "0.05)"],
-    replicas=3, units=30, interval="t on replica means",
+@PARTS.registered(
+    "S1", claim="S1: SaCo puts Random near 0 and below most methods; cumulative metrics barely separate it (Fig. 4)",
+    statistic="the two parts S1.above and S1.cumulative, each decided by its own rule",
+    parts=["S1.above", "S1.cumulative"],
     note=("partly when one of the two parts is reproduced; SaCo(Random) near 0 (S1.zero) holds by construction in "
           "expectation and is shown beside them as a study check."),
     log=[
@@ -187,50 +162,35 @@ def claim_random_separation(per_sample: pd.DataFrame, *, random_saco: pd.DataFra
 
 
 # --------------------------------------------------------------------------------------------------------- S7 (§5.2)
-@verdicts.registered(
-    "S7.best", paper="saco", kind="paper", claim="S7, part: IG is best on AOPC, LOdds and AUC",
+@CHAPTER.registered(
+    "S7.best", claim="S7, part: IG is best on AOPC, LOdds and AUC",
     statistic=("per test image, metric (AOPC, LOdds, AUC, oriented so that higher is better) and other method of the "
                "paper's ten: IG − the method; its mean per trained model; one cell per metric × method (27)"),
-    direction="above", margin=0.0,
+    margin=0.0,
     margin_source=("convention: the paper gives no cumulative-metric values (its radar charts are rescaled per "
                    "axis); 'performs best' read literally, ahead of every other method by any amount"),
-    decision="every", over="metric × method comparisons", null="each other method on the same images",
-    premises=["every ViT learned the digits (accuracy ≥ 0.8 within 0.05)",
-              "removal matters group by group (Transformer Attribution's most minus least salient group drop above "
-              "0.05)"],
-    replicas=3, units=30, interval="t on replica means", unit="test digit",
+    over="metric × method comparisons", null="each other method on the same images",
     note=("'best' = beats every other method (losing to none is not enough: an undecided comparison leaves it "
           "undecided)."),
     log=[
         {**REGISTERED, "fingerprint": "3708a78f38f4"},
     ],
 )
-@verdicts.registered(
-    "S7.worst", paper="saco", kind="paper", claim="S7, part: IG is worst on Comprehensiveness",
+@CHAPTER.registered(
+    "S7.worst", claim="S7, part: IG is worst on Comprehensiveness",
     statistic=("per test image and other method of the paper's ten: the method's oriented Comprehensiveness (higher "
                "= better) − IG's; its mean per trained model; one cell per method (9)"),
-    direction="above", margin=0.0,
+    margin=0.0,
     margin_source=("convention: the paper gives no cumulative-metric values (its radar charts are rescaled per "
                    "axis); 'the worst' read literally, behind every other method by any amount"),
-    decision="every", over="methods", null="each other method on the same images",
-    premises=["every ViT learned the digits (accuracy ≥ 0.8 within 0.05)",
-              "removal matters group by group (Transformer Attribution's most minus least salient group drop above "
-              "0.05)"],
-    replicas=3, units=30, interval="t on replica means", unit="test digit",
+    over="methods", null="each other method on the same images",
     log=[
         {**REGISTERED, "fingerprint": "61a3d49e089a"},
     ],
 )
-@verdicts.registered(
-    "S7", paper="saco", kind="paper",
-    claim="S7: IG is best on AOPC, LOdds and AUC but worst on Comprehensiveness (removal-order sensitivity, §5)",
-    statistic="the two named parts S7.best and S7.worst, each decided by its own rule", direction="above", margin=0.0,
-    margin_source="the parts' own margins", decision="parts", parts=["S7.best", "S7.worst"], share=0.5,
-    null="the parts' own nulls",
-    premises=["every ViT learned the digits (accuracy ≥ 0.8 within 0.05)",
-              "removal matters group by group (Transformer Attribution's most minus least salient group drop above "
-              "0.05)"],
-    replicas=3, units=30, interval="t on replica means",
+@PARTS.registered(
+    "S7", claim="S7: IG is best on AOPC, LOdds and AUC but worst on Comprehensiveness (removal-order sensitivity, §5)",
+    statistic="the two named parts S7.best and S7.worst, each decided by its own rule", parts=["S7.best", "S7.worst"],
     note="partly when one part is reproduced and the other decided.",
     log=[
         {**REGISTERED, "fingerprint": "bd0840b0f451"},

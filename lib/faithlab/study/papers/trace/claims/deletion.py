@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab.study import verdicts
-from faithlab.study.papers.trace.claims.registration import REGISTERED
+from faithlab.study.papers.trace.claims.registration import CHAPTER, RANDOM_TEST, REGISTERED, ZERO_DELETION_LOWERS
 from faithlab.study.papers.trace.claims.premises import (interval_text, per_image, premise_outcomes,
                                                          premise_text, random_test_premises, replica_groups)
 from faithlab.study.papers.trace.experiments import normalised_auc
@@ -17,50 +17,31 @@ from faithlab.study.verdicts import replication
 __all__ = ["claim_random_test", "claim_insertion_equals_deletion"]
 
 
-@verdicts.registered(
-    "T3a", paper="trace", kind="paper",
+@RANDOM_TEST.registered(
+    "T3a",
     claim="T3a: under the zero reference, small patches make the prediction fall faster (random deletion test, Fig. 4)",
     statistic=("per test image, the area of the zero-reference random-deletion curve (mean of its points) at the "
                "largest patches minus at the smallest (pixels); its mean per trained replica, per model"),
-    direction="above", margin=0.05,
-    margin_source=("convention: Fig. 4 gives no numbers; 0.05 of the probability's range, the chapter's one "
-                   "convention for a difference of a curve's mean probability"),
-    decision="every", over="models",
-    null="random deletion orders (no order carries information, so a difference between patch sizes is the OOD effect)",
-    premises=["(a) deletion lowers the prediction: f(x) minus the mean of the zero-reference random-order curve on "
-              "the 7 × 7 grid above 0.1"],
-    replicas=3, units=30, interval="t on replica means", unit="test image",
     log=[
         {**REGISTERED, "fingerprint": "c34797944950"},
     ],
 )
-@verdicts.registered(
-    "T3b", paper="trace", kind="paper",
+@RANDOM_TEST.registered(
+    "T3b",
     claim="T3b: the zero − blur gap shrinks as patches grow (random deletion test, Fig. 4)",
     statistic=("per test image, |zero − blur| of the random-deletion curve's area at the smallest patches (pixels) "
                "minus at the largest; its mean per trained replica, per model"),
-    direction="above", margin=0.05,
-    margin_source=("convention: Fig. 4 gives no numbers; 0.05 of the probability's range, the chapter's one "
-                   "convention for a difference of a curve's mean probability"),
-    decision="every", over="models",
-    null="random deletion orders (no order carries information, so a difference between patch sizes is the OOD effect)",
-    premises=["(a) deletion lowers the prediction: f(x) minus the mean of the zero-reference random-order curve on "
-              "the 7 × 7 grid above 0.1"],
-    replicas=3, units=30, interval="t on replica means", unit="test image",
     log=[
         {**REGISTERED, "fingerprint": "ba0ef7a0cc01"},
     ],
 )
-@verdicts.registered(
-    "T3", paper="trace", kind="paper",
+@CHAPTER.registered(
+    "T3",
     claim=("T3: under the zero reference small patches make the prediction fall faster, and the zero − blur gap "
            "shrinks as patches grow (random deletion test, Fig. 4)"),
     statistic="its two named parts T3a (faster fall) and T3b (the gap shrinks), each decided by its own rule",
-    direction="above", margin=0.05, margin_source="the parts' margins (convention: 0.05 of the probability's range)",
-    decision="parts", parts=["T3a", "T3b"], share=0.5, null="random deletion orders",
-    premises=["(a) deletion lowers the prediction: f(x) minus the mean of the zero-reference random-order curve on "
-              "the 7 × 7 grid above 0.1"],
-    replicas=3, units=30, interval="t on replica means", unit="test image",
+    margin=0.05, margin_source="the parts' margins (convention: 0.05 of the probability's range)",
+    decision="parts", parts=["T3a", "T3b"], share=0.5, null="random deletion orders", premises=[ZERO_DELETION_LOWERS],
     note=("Partly reproduced when one of the two parts is (share 0.5, fixed in advance: the paper states them as two "
           "findings)."),
     log=[
@@ -121,15 +102,15 @@ def claim_random_test(curves: pd.DataFrame, *, zero: str = "zero", blur: str = "
 
 
 
-@verdicts.registered(
-    "T6", paper="trace", kind="study check",
+@CHAPTER.registered(
+    "T6", kind="study check",
     claim="T6: insertion and deletion give the same AUC (MoRF insertion = LeRF deletion; Thm 3.1)",
     statistic="per curve, |insertion AUC − deletion AUC| / |deletion AUC|, its mean over the curves", direction="below",
     margin=1e-05,
     margin_source=("float tolerance: Thm 3.1 is an identity of the definitions, so only rounding may separate the "
                    "two AUCs"),
     decision="single", null="none: an identity; it fails only through a bug in our two curve functions", premises=[],
-    replicas=3, units=30, interval="t on units", unit="curve",
+    interval="t on units", unit="curve",
     log=[
         {**REGISTERED, "fingerprint": "8b92123f3c15"},
     ],

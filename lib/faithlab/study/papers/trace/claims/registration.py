@@ -1,5 +1,11 @@
-"""The registration entry shared by the rules of this chapter: the first line of each rule's change log
-(:func:`faithlab.study.verdicts.registered`), written once here and named by every registration."""
+"""What the rules of this chapter share, written once here and named by every registration: the first line of each
+rule's change log (:data:`REGISTERED`), the fields most rules share (:data:`CHAPTER`, with the random deletion test's
+family :data:`RANDOM_TEST`), the chapter's one convention for a margin (:func:`convention`) and its recurring
+premises. A rule registered by ``@CHAPTER.registered("T4", ...)`` is the rule of
+:func:`faithlab.study.verdicts.registered` with every field written out: the chapter's defaults under the
+registration's own fields, which win (:class:`faithlab.study.verdicts.Chapter`)."""
+
+from faithlab.study import verdicts
 
 REGISTERED = {"date": "2026-11-27", "change": "registered",
               "why": ("issue 69: the rules move from the claim functions into this file. T1: the 'SA beats Greedy' "
@@ -15,3 +21,31 @@ REGISTERED = {"date": "2026-11-27", "change": "registered",
                       "orders) decided by an interval (were nulls of random signs and point estimates). Intervals: t "
                       "on replica means (were two-stage bootstraps).")}
 """The chapter's registration (issue 69): the same first entry in the log of every rule it registered."""
+
+
+CHAPTER = verdicts.Chapter(paper="trace", kind="paper", direction="above", decision="every", replicas=3, units=30,
+                           interval="t on replica means", unit="test image")
+"""The fields most of the chapter's rules share (issue 90): a paper claim judged above its margin in every cell, by
+the t interval on the replica means of 3 trained replicas × 30 test images; a registration holds only what differs."""
+
+
+def convention(figure: str) -> str:
+    """The margin source of a claim the paper makes from ``figure`` without numbers: the chapter's one convention."""
+    return (f"convention: {figure} gives no numbers; 0.05 of the probability's range, the chapter's one convention "
+            "for a difference of a curve's mean probability")
+
+
+DELETION_LOWERS = "(a) deletion lowers the prediction: f(x) minus the mean of a random-order curve above 0.1"
+"""Premise (a) of the searched claims (T1, T1.greedy, T4), on random-order curves."""
+BOUND_PREMISES = [DELETION_LOWERS,
+                  "(b) the bound CS lies beyond random orders by more than 0.1 per curve point, for -Le and -Mo"]
+"""The premises of the search bound T1 and its study check T1.greedy."""
+ZERO_DELETION_LOWERS = ("(a) deletion lowers the prediction: f(x) minus the mean of the zero-reference random-order "
+                        "curve on the 7 × 7 grid above 0.1")
+"""Premise (a) of the random deletion test (T3 and its parts), under the zero reference."""
+RANDOM_TEST = verdicts.Chapter(**{
+    **CHAPTER.defaults, "margin": 0.05, "margin_source": convention("Fig. 4"), "over": "models",
+    "null": "random deletion orders (no order carries information, so a difference between patch sizes is the OOD "
+            "effect)",
+    "premises": [ZERO_DELETION_LOWERS]})
+"""The random deletion test's parts (T3a, T3b, Fig. 4): one difference of curve areas per model."""

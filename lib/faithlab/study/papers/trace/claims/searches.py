@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 
 from faithlab.study import verdicts
-from faithlab.study.papers.trace.claims.registration import REGISTERED
+from faithlab.study.papers.trace.claims.registration import (BOUND_PREMISES, CHAPTER, DELETION_LOWERS, REGISTERED,
+                                                             convention)
 from faithlab.study.papers.trace.claims.premises import (cross_premises, curve_points, decided, interval_text,
                                                          per_image, premise_outcomes, premise_text,
                                                          replica_groups, replica_mean, search_bound_premises,
@@ -53,8 +54,8 @@ def _search_bound_cells(sums: pd.DataFrame, random: pd.DataFrame, rule: verdicts
     return cells, pd.DataFrame(rows), min(units)
 
 
-@verdicts.registered(
-    "T1", paper="trace", kind="paper", claim="T1: TRACE-SA almost reaches the complete-search bound (Fig. 2a)",
+@CHAPTER.registered(
+    "T1", claim="T1: TRACE-SA almost reaches the complete-search bound (Fig. 2a)",
     statistic=("per test image, SA's distance to the complete-search bound CS as a share of a random order's (the "
                "replica's mean distance), for -Le (ΣLeRF) and -Mo (ΣMoRF) on the 4 × 4 grid; its mean per trained "
                "replica"),
@@ -64,11 +65,8 @@ def _search_bound_cells(sums: pd.DataFrame, random: pd.DataFrame, rule: verdicts
                    "Table 1, GoogLeNet/zero (28.13 − 23.70) / 28.13 = 0.157, halved (the same share of the way from "
                    "a random order to the best trajectory)"),
     zero=1.0, zero_source="a random order's distance, the statistic's unit (SA no better than random)",
-    decision="every", over="objectives",
-    null="a random deletion order (its distance to the bound is the statistic's denominator)",
-    premises=["(a) deletion lowers the prediction: f(x) minus the mean of a random-order curve above 0.1",
-              "(b) the bound CS lies beyond random orders by more than 0.1 per curve point, for -Le and -Mo"],
-    replicas=8, units=30, interval="t on replica means", unit="test image",
+    over="objectives", null="a random deletion order (its distance to the bound is the statistic's denominator)",
+    premises=BOUND_PREMISES, replicas=8,
     note=("SA ≥ Greedy and CS ≥ SA hold by construction: the first is the study check T1.greedy, the second bounds "
           "the statistic at 0."),
     log=[
@@ -125,19 +123,16 @@ def _search_claim(sums: pd.DataFrame, random: pd.DataFrame, rule_id: str, *, ver
         verdict=decided(rule, cells, premise_outcomes(frame)), table=table, units=units)
 
 
-@verdicts.registered(
-    "T1.greedy", paper="trace", kind="study check",
+@CHAPTER.registered(
+    "T1.greedy", kind="study check",
     claim="T1 (study check): TRACE-SA improves on TRACE-Greedy, its own start",
     statistic=("per test image, SA's gain over Greedy in the objective's direction as a share of a random order's "
                "distance to the bound, for -Le and -Mo on the 4 × 4 grid; its mean per trained replica"),
-    direction="above", margin=0.0,
+    margin=0.0,
     margin_source=("none needed: SA starts from Greedy and keeps its best, so SA ≥ Greedy holds by construction (a "
                    "study check); tested is a mean gain above 0 (the paper's 'constantly outperforms'), and a loss "
                    "would be a bug"),
-    decision="every", over="objectives", null="SA's own start (Greedy)",
-    premises=["(a) deletion lowers the prediction: f(x) minus the mean of a random-order curve above 0.1",
-              "(b) the bound CS lies beyond random orders by more than 0.1 per curve point, for -Le and -Mo"],
-    replicas=3, units=30, interval="t on replica means", unit="test image",
+    over="objectives", null="SA's own start (Greedy)", premises=BOUND_PREMISES,
     log=[
         {**REGISTERED, "fingerprint": "31f36e237213"},
     ],
@@ -153,18 +148,15 @@ def claim_search_beats_greedy(sums: pd.DataFrame, random: pd.DataFrame) -> verdi
 
 
 
-@verdicts.registered(
-    "T4", paper="trace", kind="paper",
+@CHAPTER.registered(
+    "T4",
     claim="T4: TRACE-Mo fails the LeRF test far more than TRACE-Le fails the MoRF test (Fig. 3b)",
     statistic=("per test image, SA-Mo's LeRF loss ΣLeRF(SA-Le) − ΣLeRF(SA-Mo) minus SA-Le's MoRF loss ΣMoRF(SA-Le) − "
                "ΣMoRF(SA-Mo), per curve point (t = 49); its mean per trained replica, per model"),
-    direction="above", margin=0.05,
-    margin_source=("convention: Fig. 3b gives no numbers; 0.05 of the probability's range, the chapter's one "
-                   "convention for a difference of a curve's mean probability"),
-    decision="every", over="models", null="random deletion orders, in the premise",
-    premises=["(a) deletion lowers the prediction: f(x) minus the mean of a random-order curve above 0.1",
+    margin=0.05, margin_source=convention("Fig. 3b"), over="models", null="random deletion orders, in the premise",
+    premises=[DELETION_LOWERS,
               "(b) SA-Le beats random orders under LeRF and SA-Mo under MoRF by more than 0.1 per curve point"],
-    replicas=8, units=80, interval="t on replica means", unit="test image",
+    replicas=8, units=80,
     log=[
         REGISTERED,
         {"date": "2026-11-27", "change": "changed",

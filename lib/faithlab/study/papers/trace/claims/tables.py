@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab.study import verdicts
-from faithlab.study.papers.trace.claims.registration import REGISTERED
+from faithlab.study.papers.trace.claims.registration import CHAPTER, REGISTERED
 from faithlab.study.papers.trace import paper
 from faithlab.study.papers.trace.claims.premises import (PREMISE_COLUMNS, SCORE, as_array, curve_points, decided,
                                                          interval_text, per_image, premise_outcomes, premise_row,
@@ -19,25 +19,24 @@ from faithlab.study.verdicts import replication
 __all__ = ["claim_beats_methods", "claim_probability_beats_logit", "claim_reference_robust"]
 
 
-@verdicts.registered(
-    "T2", paper="trace", kind="paper",
+@CHAPTER.registered(
+    "T2",
     claim="T2: TRACE-SA-Le−Mo (T-p) beats every attribution method in ΣLeRF − ΣMoRF (Table 1), per model",
     statistic=("per test image, an attribution method's shortfall from T-p in ΣLeRF − ΣMoRF (probabilities, t = 49) "
                "as a share of T-p's mean score over the replica's images; its mean per trained replica (1 − method / "
                "T-p), per reference × method"),
-    direction="above", margin=0.2,
+    margin=0.2,
     zero=0.2,
     zero_source=('the margin itself: that T-p is ahead at all is built in (it optimises this score), so only the size '
                  'is asked'),
     margin_source=("half the paper's smallest effect: the best method's shortfall from T-p over Table 1's 18 cells "
                    "is 0.40–0.63 (ResNet-18/zero 1 − 16.24 / 31.69 = 0.49, the ×1.95 of the text); the smallest, "
                    "VGG-16/zero 1 − 18.77 / 31.25 = 0.399, halved"),
-    decision="every", over="reference × method cells", null="a random deletion order (the Random map), in the premise",
+    over="reference × method cells", null="a random deletion order (the Random map), in the premise",
     premises=["(a) deletion lowers the prediction under each reference: f(x) minus the mean of the Random map's LeRF "
               "curve above 0.1, decided on images of its own (part (a) needs no search: more trained replicas per "
               "model and more test images than the searched ones, the notebook's premise_replicas × premise_images)",
               "(b) T-p beats random orders under each reference by more than 0.1 per curve point"],
-    replicas=3, units=30, interval="t on replica means", unit="test image",
     note=("TRACE maximises this very score, so that it wins at all is close to built in; the margin asks that it win "
           "by as much as the paper's smallest lead. 'Every method in all cells': every reference × method cell of "
           "the model must hold."),
@@ -122,23 +121,22 @@ def claim_beats_methods(scores: pd.DataFrame, *, model: str, target: str = "T-p"
         units=min(units))
 
 
-@verdicts.registered(
-    "T2b", paper="trace", kind="paper",
+@CHAPTER.registered(
+    "T2b",
     claim="T2b: scored with probabilities, T-p beats T-y by a non-negligible margin",
     statistic=("per test image, T-p's lead over T-y in ΣLeRF − ΣMoRF (probabilities, t = 49) as a share of T-p's "
                "mean score over the replica's images; its mean per trained replica, per model × reference"),
-    direction="above", margin=0.079,
+    margin=0.079,
     zero=0.079,
     zero_source=('the margin itself: that T-p leads at all is close to built in (it optimises this score), so only the '
                  'size is asked'),
     margin_source=("half the smallest gap the paper calls non-negligible: (T-p − T-y) / T-p over Table 1's 18 cells, "
                    "GoogLeNet/zero (28.13 − 23.70) / 28.13 = 0.157, halved"),
-    decision="every", over="model × reference cells", null="a random deletion order (the Random map), in the premise",
+    over="model × reference cells", null="a random deletion order (the Random map), in the premise",
     premises=["(a) deletion lowers the prediction in each cell: f(x) minus the mean of the Random map's LeRF curve "
               "above 0.1, decided on images of its own (part (a) needs no search: more trained replicas per model "
               "and more test images than the searched ones, the notebook's premise_replicas × premise_images)",
               "(b) T-p and T-y each beat random orders in each cell by more than 0.1 per curve point"],
-    replicas=3, units=30, interval="t on replica means", unit="test image",
     note=("Reformulated so that it can fail: T-p optimises the very score it is judged by, so that it is ahead is "
           "built in; the paper's claim is that the gap is non-negligible, and a gap shown inside the margin is 'not "
           "reproduced' (e.g. when the two searches find the same trajectories)."),
@@ -215,23 +213,23 @@ def claim_probability_beats_logit(scores: pd.DataFrame, *, target: str = "T-p", 
 
 
 
-@verdicts.registered(
-    "T5", paper="trace", kind="paper",
+@CHAPTER.registered(
+    "T5",
     claim=("T5: with 7×7 patches TRACE's score barely moves with the reference, unlike pixel-level scores of "
            "Gradient and IG"),
     statistic=("per test image, how far the reference moves ΣLeRF − ΣMoRF (max − min over zero, mean, blur), a "
                "pixel-level method's (Gradient, IG) minus T-p's on 7 × 7 patches, under two denominators: 'relative' "
                "(over the method's mean |score| on that model and replica) and 'per point' (over the curve's points, "
                "the same for every method); its mean per trained replica"),
-    direction="above", margin={"relative": 0.066, "per point": 0.043},
+    margin={"relative": 0.066, "per point": 0.043},
     margin_source=("the paper's 'barely moves': T-p's own spread over the references in Table 1, ResNet-18 (33.84 − "
                    "31.69 = 2.15), over its mean 32.68 (relative, 0.066) and over the 50 curve points (per point, "
                    "0.043): a pixel-level method must move by more than this beyond TRACE"),
-    decision="every", over="method × denominator cells",
+    over="method × denominator cells",
     null="a random deletion order, whose ΣLeRF − ΣMoRF is 0 in expectation (the compared scores must lie above it)",
     premises=["(a) deletion lowers the prediction (on images of its own, as T2's) and (b) T-p beats random orders, "
               "on the patch scores of every model and reference"],
-    replicas=3, units=30, interval="t on replica means", unit="test image of a model",
+    unit="test image of a model",
     note=("The relative denominator is each method's own mean |score|, and TRACE's score is the metric's maximum, "
           "which favours TRACE; the per-point denominator favours no method. The claim must hold under both. A "
           "relative spread of a score at chance divides by about 0, so a 'relative' cell counts only when both "
