@@ -137,8 +137,9 @@ def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float
     training canvases, or with ``torchvision_models`` the first ``n_reference`` images of ``dataset`` by file name
     (ImageNet's val split only is read, so they include the evaluated images).
 
-    seed: the notebook's (the canvases and their split: each model's replica draws its own, :func:`faithlab.study.
-    recipes.canvas_classifier`; pass the models of one replica together, so that they share it). replicas: ``{model name: Replica}``, the replica of each model to
+    seed: the notebook's (the canvases and their split: each model's replica draws its own, as
+    :func:`faithlab.study.recipes.canvas_classifier`; pass the models of one replica together, so that they share
+    it). replicas: ``{model name: Replica}``, the replica of each model to
     train (:func:`faithlab.study.verdicts.replicas`; its ``replica.seed`` is the training's, in the cache key); a model
     missing from it is trained with ``seed`` itself. :func:`replica_models` is the notebooks' replica loop over this.
     """
