@@ -333,13 +333,13 @@ out.table(per_image, "per_image_ffid")  # constant maps flagged
 out.glue("n_pair", len(x_pair))
 constant_pair = per_image.groupby(["explainer"])["constant map"].sum()
 out.glue("constant_gradcam_pair", int(constant_pair.get("GradCAM", 0)))
-cases = per_image[(per_image["replica"] == 0) & (per_image["case"] <= n_cases)]
-out.table(cases, "cases")
 
 # %% [markdown]
 # Replica 0's first test images, GradCAM's map beside Saliency's, with their FFid+ and FFid−.
 
 # %%
+cases = per_image[(per_image["replica"] == 0) & (per_image["case"] <= n_cases)]
+out.table(cases, "cases")
 images, maps, titles = [], [], []
 for i in range(min(n_cases, len(x_pair))):
     for label in ("GradCAM", "Saliency"):
