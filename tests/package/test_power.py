@@ -160,7 +160,7 @@ def test_the_whole_rule_of_parts_needs_every_part():
 def test_prospective_says_the_design_and_its_cost():
     rule = _rule()
     weak = power.prospective(*_decided_claim([0.05], rule=rule, sd=1.0, units=20))
-    assert weak.startswith("before the data") and "reproduced at the paper's effect (twice the margin) with P" in weak
+    assert weak.startswith("before the data") and "reproduced at twice the margin (the paper's effect that the margin halves" in weak
     assert "needs" in weak or "no design" in weak, weak
     strong = power.prospective(*_decided_claim([0.05], rule=rule, sd=0.01, units=200))
     assert strong.endswith("this design suffices"), strong

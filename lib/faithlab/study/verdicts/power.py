@@ -286,7 +286,8 @@ def prospective(records, decided, verdict, *, target: float = TARGET, sets: int 
 
     at_paper, at_margin = rate("paper", r0, 1), rate("margin", r0, 1)
     where, now = ("paper", at_paper) if at_paper is not None else ("margin", at_margin)
-    said = [f"reproduced at the paper's effect (twice the margin) with P {at_paper:.2f}" if at_paper is not None
+    said = [f"reproduced at twice the margin (the paper's effect that the margin halves, often its smallest) with P "
+            f"{at_paper:.2f}" if at_paper is not None
             else "no paper's effect to simulate (a convention's margin)",
             f"an effect at the margin shown present with P {at_margin:.2f}"]
     text = (f"before the data, at {r0} replicas × {int(round(n0))} units ({sets} simulated data sets, the variance "
@@ -301,5 +302,5 @@ def prospective(records, decided, verdict, *, target: float = TARGET, sets: int 
                 aim = "reproduce it at the paper's effect" if where == "paper" else "show an effect at the margin"
                 return (f"{text}; to {aim} with P ≥ {target:g} needs {r} replicas × {int(round(n0 * factor))} units "
                         f"(≈ {r / r0:.1f}× the trained models, {r * factor / r0:.1f}× the scored units)")
-    most = UNIT_FACTORS[-1] if grows else 1
-    return f"{text}; no design up to {REPLICA_OPTIONS[-1]} replicas × {most}× the units reaches P {target:g}"
+    units = f" × {UNIT_FACTORS[-1]}× the units" if grows else " (its units cannot grow)"
+    return f"{text}; no design up to {REPLICA_OPTIONS[-1]} replicas{units} reaches P {target:g}"
