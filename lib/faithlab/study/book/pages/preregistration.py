@@ -65,8 +65,8 @@ def procedure_html() -> str:
         f"so the claim's statement is wrong at most {alpha} of the time;",
         f"{bold(V.INCONCLUSIVE)}: a needed cell is undecided; the claim's row says what design (replicas × units) "
         "its power analysis asks to decide it: observed (the estimates and the variance its undecided cells "
-        "show) and before the data (its whole rule simulated with every cell of its verdict at the paper's "
-        "effect — twice the margin, where the margin is half of it — and at the margin, the variance pooled over "
+        "show) and before the data (its whole rule simulated with every cell of its verdict at twice the margin — "
+        "the paper's effect that the margin halves, often its smallest — and at the margin, the variance pooled over "
         "the verdict's cells, so that 2 degrees of freedom per cell do not decide what the design can do), with "
         "that design's cost in trained models and scored units;",
         f"{bold(V.PARTLY)}: only for a claim of several named parts, each with a rule of its own, when the share of "
