@@ -196,3 +196,38 @@ def test_a_cell_of_one_unit_is_undecided_with_no_interval():
     assert fs.verdicts.effect(np.array([np.nan]), rule=rule).outcome == "undecided"
     assert fs.verdicts.decide(one, rule) == fs.verdicts.INCONCLUSIVE
     assert fs.verdicts.effect(np.array([0.5, 0.51]), rule=rule).outcome == "holds"  # two units: an interval
+
+
+MARKED = sorted(n for n, r in REGISTERED.items() if any(e.get("issue") == R.REDECIDED_BY for e in r.log))
+
+
+def test_issue_90s_rule_changes_are_marked_and_undone_to_the_rules_as_they_were():
+    """The verdicts before issue 90 (the pre-registration page's moved list) are decided by the rules as they were:
+    :func:`rules.before` undoes every change marked with the issue, and gives back exactly the rule its log's last
+    fingerprint before those changes recorded."""
+    assert {"F1", "F7", "Series.ranking", "D3.accuracy", "D3.agreement.masked"} <= set(MARKED)
+    for name in MARKED:
+        log = REGISTERED[name].log
+        first = next(k for k, e in enumerate(log) if e.get("issue") == R.REDECIDED_BY)
+        assert all(e.get("issue") == R.REDECIDED_BY for e in log[first:]), f"{name}: a later change is not marked"
+        was = next(e["fingerprint"] for e in reversed(log[:first]) if "fingerprint" in e)
+        assert R.fingerprint(R.before(name)) == was, name
+        assert R.fingerprint(R.before(name)) != R.fingerprint(R.rule(name)), name
+    unmarked = next(n for n in REGISTERED if n not in MARKED and n in R.all_rules())
+    assert R.before(unmarked) is R.rule(unmarked)
+
+
+def test_a_decision_before_issue_90_reads_the_rule_as_it_was():
+    from faithlab.study.verdicts import decisions
+    i = fs.verdicts.Interval(0.3, 0.2, 0.4, 0.9, "t on replica statistics", 30, 3)
+    rule = R.rule("F1")
+    assert fs.verdicts.judge(i, rule, setting="ROAR").margin == 0.4917
+    assert fs.verdicts.judge(i, rule, setting="ROAR").outcome == "weaker"  # short of ROAR's 0.4917, above 0
+    token = decisions.BEFORE.set(True)
+    try:
+        assert fs.verdicts.deciding_before()
+        j = fs.verdicts.judge(i, rule, setting="ROAR")
+    finally:
+        decisions.BEFORE.reset(token)
+    assert not fs.verdicts.deciding_before()
+    assert j.margin == 0.0367 and j.outcome == "holds"

@@ -144,28 +144,42 @@ FALLS = {0.0: 1.0, 0.1: 0.8, 0.2: 0.6, 0.3: 0.4}
 
 
 @pytest.mark.parametrize("accuracy, clean_accuracy, spread, expected", [
-    (STEPS, 0.9, 0.0, R),                                        # every step gains 20 points
-    ({0.0: 0.2, 0.1: 0.4, 0.2: 0.6, 0.3: 0.6}, 0.9, 0.0, N),      # the last step is a tight tie: inside the band
-    ({0.0: 0.2, 0.1: 0.4, 0.2: 0.6, 0.3: 0.615}, 0.9, 0.0, W),    # the last step gains 1.5 points: below 2.5
-    ({0.0: 0.2, 0.1: 0.4, 0.2: 0.6, 0.3: 0.3}, 0.9, 0.0, N),      # the last step loses: reversed
-    (STEPS, 0.9, 0.25, I),                                       # the last step's replicas disagree: straddles
+    (STEPS, 0.9, 0.0, R),                                        # the β range gains 60 points
+    ({0.0: 0.2, 0.1: 0.4, 0.2: 0.6, 0.3: 0.2}, 0.9, 0.0, N),      # the largest β back at the original: inside the band
+    ({0.0: 0.2, 0.1: 0.4, 0.2: 0.6, 0.3: 0.25}, 0.9, 0.0, W),     # the range gains 5 points: below 10
+    ({0.0: 0.2, 0.1: 0.4, 0.2: 0.6, 0.3: 0.1}, 0.9, 0.0, N),      # the range loses: reversed
+    ({0.0: 0.2, 0.1: 0.3, 0.2: 0.35, 0.3: 0.35}, 0.9, 0.3, I),   # the largest β's replicas disagree: straddles
     (STEPS, 0.2, 0.0, T),                                        # masking costs the original nothing (0.2 → 0.2)
 ])
 def test_claim_beta_accuracy_gives_every_verdict(accuracy, clean_accuracy, spread, expected):
     frame = boundary(accuracy, FALLS, clean_accuracy=clean_accuracy, spread=spread)
     claim = F.claim_beta_accuracy(frame)
     assert claim.verdict == expected, (claim.verdict.why, claim.our_value)
-    assert claim.rule_id == "D3.accuracy" and len(claim.table) == 3
+    assert claim.rule_id == "D3.accuracy" and list(claim.table["cell"]) == ["β 0 → 0.3"]
     if expected != T:
         assert claim.units == 900 and claim.kept_replicas == 3
 
 
+def test_claim_beta_accuracy_before_issue_90_judged_every_step_against_a_quarter_of_the_margin():
+    """The verdict before issue 90 (the pre-registration page's list of moved verdicts) is the old rule's: every β
+    step against 2.5 points. A range that gains 60 points with a flat last step was not reproduced then."""
+    from faithlab.study.verdicts import decisions
+    frame = boundary({0.0: 0.2, 0.1: 0.4, 0.2: 0.8, 0.3: 0.8}, FALLS)
+    assert F.claim_beta_accuracy(frame).verdict == R
+    token = decisions.BEFORE.set(True)
+    try:
+        old = F.claim_beta_accuracy(frame)
+    finally:
+        decisions.BEFORE.reset(token)
+    assert old.verdict == N and len(old.table) == 3 and set(old.table["margin"]) == {0.025}
+
+
 @pytest.mark.parametrize("agreement, clean_agreement, clean_accuracy, spread, expected", [
-    (FALLS, 0.9, 0.9, 0.0, R),                                      # masked agreement falls, clean agrees
+    (FALLS, 0.9, 0.9, 0.0, R),                                      # masked agreement falls 40 points, clean agrees
     (FALLS, 0.6, 0.9, 0.0, P),                                      # clean agreement 30 points short: partly
     ({0.0: 1.0, 0.1: 0.6, 0.2: 0.6, 0.3: 0.6}, 0.6, 0.9, 0.0, N),   # flat masked agreement (a tight tie), clean short
-    ({0.0: 1.0, 0.1: 0.985, 0.2: 0.97, 0.3: 0.955}, 0.9, 0.9, 0.0, W),  # masked agreement falls 1.5 points a step
-    (FALLS, 0.9, 0.9, 0.3, I),                                      # the last masked step straddles its margin
+    ({0.0: 1.0, 0.1: 0.985, 0.2: 0.97, 0.3: 0.955}, 0.9, 0.9, 0.0, W),  # masked agreement falls 3 points: below 10
+    (FALLS, 0.9, 0.9, 0.3, I),                                      # the largest β's replicas disagree: straddles
     (FALLS, 0.9, 0.1, 0.0, T),                                      # the original at chance (premise)
 ])
 def test_claim_beta_agreement_gives_every_verdict(agreement, clean_agreement, clean_accuracy, spread, expected):

@@ -27,7 +27,7 @@ from faithlab.study.verdicts.intervals import (Interval, mean_interval, replica_
 from faithlab.study.verdicts.rules import (Rule, Chapter, rule, all_rules, DECISIONS, registered,  # noqa: F401
                                          registered_answer, zero_change)
 from faithlab.study.verdicts.decisions import (Judgement, judge, effect, decide, decide_parts,  # noqa: F401
-                                         judgement_table, replica_judgement, OUTCOMES)
+                                         judgement_table, replica_judgement, OUTCOMES, deciding_before)
 from faithlab.study.verdicts.power import design_needed  # noqa: F401
 from faithlab.study.verdicts import replication  # noqa: F401
 from faithlab.study.verdicts.replication import Replica, replicas  # noqa: F401
@@ -35,4 +35,5 @@ from faithlab.study.verdicts.replication import Replica, replicas  # noqa: F401
 __all__ = [*_procedure_all, "Interval", "mean_interval", "replica_interval", "share_interval", "draws_interval",
            "wilson", "INTERVAL_METHODS", "Rule", "Chapter", "rule", "all_rules", "DECISIONS", "registered",
            "registered_answer", "zero_change", "Judgement", "judge", "effect",
-           "decide", "decide_parts", "judgement_table", "replica_judgement", "OUTCOMES", "design_needed", "replication", "Replica", "replicas"]
+           "decide", "decide_parts", "judgement_table", "replica_judgement", "OUTCOMES", "deciding_before",
+           "design_needed", "replication", "Replica", "replicas"]

@@ -36,6 +36,7 @@ import numpy as np
 
 from faithlab.evaluation.intervals import confidence_level
 from faithlab.study.verdicts import intervals as iv
+from faithlab.study.verdicts import rules
 from faithlab.study.verdicts.rules import Rule
 from faithlab.study.verdicts.words import (INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, WEAKER,
                                            Verdict)
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     import torch
 
 __all__ = ["Judgement", "judge", "effect", "decide", "decide_parts", "judgement_table", "OUTCOMES", "ALPHA",
-           "DECISION_LEVEL", "cell_rows", "outcome_of"]
+           "DECISION_LEVEL", "cell_rows", "outcome_of", "deciding_before"]
 
 OUTCOMES = ("holds", "weaker", "absent", "undecided")
 ALPHA = 0.05
@@ -61,8 +62,25 @@ verdicts), so that the power analysis follows the verdict to the cells that ente
 judged and then left out)."""
 BEFORE: contextvars.ContextVar = contextvars.ContextVar("faithlab_procedure_before_issue_90", default=False)
 """True while :func:`faithlab.study.verdicts.replicated` decides a claim again by the procedure before issue 90 —
-one boundary (the margin), the interval at its own level (95 %), no Holm — so that the pre-registration page lists
-every verdict the change of procedure moved (:attr:`faithlab.study.verdicts.Claim.before`)."""
+one boundary (the margin), the interval at its own level (95 %), no Holm, each rule as registered before that issue
+(:func:`faithlab.study.verdicts.rules.before`: its margins and statistics as they were) — so that the
+pre-registration page lists every verdict the issue moved (:attr:`faithlab.study.verdicts.Claim.before`)."""
+
+
+def deciding_before() -> bool:
+    """Whether the claim being decided is decided again by the procedure before issue 90 (:data:`BEFORE`): a claim
+    function whose statistic that issue reformulated computes the old one then (its rule's log says which)."""
+    return bool(BEFORE.get())
+
+
+def _as_decided(rule: Rule) -> Rule:
+    """``rule``, or, while :data:`BEFORE` is set, the rule as registered before issue 90."""
+    if not (BEFORE.get() and isinstance(rule, Rule)):
+        return rule
+    try:
+        return rules.before(rule.id)
+    except ValueError:  # a rule built outside the registry (a test's) has no history to undo
+        return rule
 
 
 def outcome_of(low: float, high: float, *, zero: float, margin: float, sign: int) -> str:
@@ -141,6 +159,7 @@ def _margin(rule: Rule, setting: str | None, margin: float | None) -> float:
     if not isinstance(rule, Rule):
         raise TypeError(f"rule must be a faithlab.study.verdicts.Rule as registered (faithlab.study.verdicts.rule(id)), "
                         f"got {type(rule).__name__}")
+    rule = _as_decided(rule)
     return rule.margin_for(setting) if margin is None else float(margin)
 
 
@@ -153,6 +172,7 @@ def judge(interval: iv.Interval, rule: Rule, *, setting: str | None = None, what
     if not isinstance(interval, iv.Interval):
         raise TypeError(f"interval must be a faithlab.study.verdicts.Interval, got {type(interval).__name__}")
     m = _margin(rule, setting, margin)
+    rule = _as_decided(rule)
     if BEFORE.get():  # the procedure before issue 90: the margin alone, at the interval's own level
         interval, zero = interval, m
     else:
@@ -199,6 +219,7 @@ def decide(judgements: Judgement | Sequence[Judgement] | Mapping[str, Judgement]
     judged None (no interval could be computed) counts as undecided."""
     if not isinstance(rule, Rule):
         raise TypeError(f"rule must be a faithlab.study.verdicts.Rule, got {type(rule).__name__}")
+    rule = _as_decided(rule)
     if untestable is not None:
         if not isinstance(untestable, str) or not untestable.strip():
             raise ValueError(f"untestable must be a non-empty reason, got {untestable!r}")

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Callable
 
 __all__ = ["Rule", "Chapter", "registered", "registered_answer", "rule", "all_rules", "log", "fingerprint", "zero_change",
-           "DECISIONS",
+           "before", "REDECIDED_BY", "DECISIONS",
            "DIRECTIONS", "rule_files", "registrations", "audit", "audit_log", "answer", "all_answers", "HOLDS_UP",
            "BEATS", "CLAIMS_MODULES"]
 
@@ -361,6 +361,35 @@ def rule(claim_id: str) -> Rule:
         raise ValueError(f"claim_id {claim_id!r} has no rule: register it (faithlab.study.verdicts.registered above "
                          "the claim function, with its change log) before deciding it")
     return _RULES[claim_id][0]
+
+
+REDECIDED_BY = 90
+"""The issue whose changes :func:`before` undoes: a log entry that changes a field and carries ``"issue": 90`` (a
+margin moved onto the stand-in's scale, a statistic reformulated) is undone when the same data are decided again by
+the procedure before that issue (:data:`faithlab.study.verdicts.decisions.BEFORE`), so that the pre-registration
+page lists every verdict the issue moved, the rules' changes with the procedure's."""
+
+
+def before(claim_id: str) -> Rule:
+    """The rule of ``claim_id`` as registered before issue :data:`REDECIDED_BY`: each change its log marks with
+    ``"issue": REDECIDED_BY`` undone, newest first (the field back to the entry's ``old``); the rule itself when none
+    is marked."""
+    held, reg = _RULES[rule(claim_id).id]
+    cached = _BEFORE.get(claim_id)
+    if cached is not None and cached[0] is reg:
+        return cached[1]
+    fields = dict(reg.fields)
+    undone = False
+    for entry in reversed(reg.log):
+        if entry.get("issue") == REDECIDED_BY and entry.get("change") == "changed":
+            fields[entry["field"]] = copy.deepcopy(entry["old"])
+            undone = True
+    old = _check(claim_id, fields) if undone else held
+    _BEFORE[claim_id] = (reg, old)
+    return old
+
+
+_BEFORE: dict[str, tuple[Registration, Rule]] = {}
 
 
 def rule_files() -> list[Path]:

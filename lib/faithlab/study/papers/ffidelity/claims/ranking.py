@@ -14,8 +14,9 @@ from faithlab import _validate
 from faithlab.metrics import statistics as stats
 
 from faithlab.study import verdicts
-from faithlab.study.papers.ffidelity.claims.registration import (BASELINE, GT_NULL, OOD, RANKING, REGISTERED,
-                                                                family)
+from faithlab.study.papers.ffidelity.claims.registration import (BASELINE, GT_NULL, OOD, RANK_LEADS,
+                                                                RANK_LEADS_SOURCE, RANKING, REGISTERED, family,
+                                                                rank_leads_change)
 from faithlab.study.verdicts import replication
 from faithlab.metrics.papers import ffidelity
 
@@ -183,16 +184,17 @@ def two_replicas(means: pd.DataFrame, what: str) -> None:
                          f"got {len(means)}")
 
 
-def replica_judgement(values, rule: verdicts.Rule, *, units: int, what: str):
+def replica_judgement(values, rule: verdicts.Rule, *, units: int, what: str, setting: str | None = None):
     """:func:`faithlab.study.verdicts.replica_judgement` of the replica statistics ``values`` (NaN: a replica whose
-    statistic is undefined), or None when fewer than 2 replicas have one (no interval: the claim's premises say why,
-    e.g. an undefined correlation)."""
+    statistic is undefined) against the rule's margin (of ``setting`` where it has one per setting, e.g. per
+    competitor), or None when fewer than 2 replicas have one (no interval: the claim's premises say why, e.g. an
+    undefined correlation)."""
     import numpy as np
 
     v = np.asarray(values, dtype=float)
     if int(np.isfinite(v).sum()) < 2:
         return None
-    return verdicts.replica_judgement(v, rule, units=units, what=what)
+    return verdicts.replica_judgement(v, rule, units=units, what=what, setting=setting)
 
 
 def baseline_premise(oriented: pd.Series, target: str, baseline: str, tol: float) -> str | None:
@@ -360,33 +362,41 @@ COMPETITORS = family(
                "lower is better)"),
     over="competitors",
     premises=[OOD, "at least one method's correlation with the ground truth lies beyond its chance range", BASELINE])
-"""F1 and F7, one rule ("F-Fidelity beats every competitor in mean micro rank"), each with its tables' margin."""
+"""F1 and F7, one rule ("F-Fidelity beats every competitor in mean micro rank"), one margin per competitor
+(:data:`~faithlab.study.papers.ffidelity.claims.registration.RANK_LEADS`)."""
 
 
 @COMPETITORS.registered(
     "F1",
     claim=("F-Fidelity recovers the ground-truth ranking of the degraded explainers better than Fidelity, ROAR and "
            "R-Fidelity (Tables 1-2)"),
-    margin=0.0367,
-    margin_source=("half the smallest lead in mean micro rank of F-Fidelity over another method in Tables 1-2 "
-                   "(R-Fidelity, CIFAR-100 SG-SQ: 1.21 against 1.14)"),
+    margin=RANK_LEADS, margin_source=RANK_LEADS_SOURCE,
     null=(f"{GT_NULL} (a method whose correlation with it lies within that chance range does not see the ground "
           "truth)"),
-    note="'better than the others' read as beating every competitor; the same rule as F7 with Tables 1-2's numbers",
+    note="'better than the others' read as beating every competitor; the same rule as F7 on other models",
     log=[
         {**REGISTERED, "fingerprint": "b23171b01ca4"},
+        *rank_leads_change(0.0367, "half the smallest lead in mean micro rank of F-Fidelity over another method in "
+                                   "Tables 1-2 (R-Fidelity, CIFAR-100 SG-SQ: 1.21 against 1.14)",
+                           note=("'better than the others' read as beating every competitor; the same rule as F7 "
+                                 "with Tables 1-2's numbers", "'better than the others' read as beating every "
+                                 "competitor; the same rule as F7 on other models"),
+                           fingerprint="ebf551e46673"),
     ],
 )
 @COMPETITORS.registered(
     "F7",
     claim=("F-Fidelity recovers the ground-truth ranking better than Fidelity, ROAR and R-Fidelity with a ViT and "
            "with LayerCAM (Tables 5, 10)"),
-    margin=0.0167,
-    margin_source=("half the smallest lead in mean micro rank of F-Fidelity over another method in Tables 5 and 10 "
-                   "(R-Fidelity, ViT: 1.14 against 1.11)"),
-    note="the rule of F1 with the numbers of Tables 5 and 10",
+    margin=RANK_LEADS, margin_source=RANK_LEADS_SOURCE,
+    note="the rule of F1 on a ViT and with LayerCAM (Tables 5 and 10)",
     log=[
         {**REGISTERED, "fingerprint": "dd28d639121c"},
+        *rank_leads_change(0.0167, "half the smallest lead in mean micro rank of F-Fidelity over another method in "
+                                   "Tables 5 and 10 (R-Fidelity, ViT: 1.14 against 1.11)",
+                           note=("the rule of F1 with the numbers of Tables 5 and 10",
+                                 "the rule of F1 on a ViT and with LayerCAM (Tables 5 and 10)"),
+                           fingerprint="9bca8d26ce52"),
     ],
 )
 def claim_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value, n_images: int,
@@ -424,7 +434,7 @@ def claim_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
     untestable = verdicts.first_reason(baseline_premise(oriented, target, baseline, tol), null_why)
     others = [m for m in methods if m != target]
     units = int(n_images) * len(ranks)
-    judged = {m: replica_judgement((ranks[m] - ranks[target]).to_numpy(float), rule, units=units,
+    judged = {m: replica_judgement((ranks[m] - ranks[target]).to_numpy(float), rule, units=units, setting=m,
                                    what=f"{m} − {target}") for m in others}
     v = apply_premise(verdicts.decide(judged, rule, untestable=untestable), mechanism)
     rows = pd.DataFrame(verdicts.judgement_table(judged)).rename(columns={"cell": "comparison"})

@@ -55,3 +55,37 @@ PER_INPUT = family(interval="t on replica means")
 RANKING = family(PER_REPLICA, null=GT_NULL, unit="trained replica (its test images, pooled, are the units behind it)")
 """The image ranking rules on the degraded explainers (F1, F7, F2, F3's parts, F6, FF.ROAD): one correlation or
 rank statistic per trained replica, its test images pooled, against the ground-truth order permuted."""
+
+RANK_LEADS = {"Fidelity": 0.5017, "ROAR": 0.4917, "R-Fidelity": 0.0167}
+"""The margin of a lead in mean micro rank over each competitor (issue 90: one kind of claim, one margin rule): half
+F-Fidelity's smallest lead over that competitor in any of the paper's image and time-series ranking tables where the
+paper reads F-Fidelity ahead (:data:`RANK_LEADS_SOURCE`), the same for F1, F7 and the series claim."""
+RANK_LEADS_SOURCE = (
+    "per competitor, half F-Fidelity's smallest lead in mean micro rank (over the three correlations) over it in any "
+    "of the paper's image and time-series ranking tables where the paper reads F-Fidelity ahead (Tables 1-3, 5, 6, "
+    "10): Fidelity 0.5017 (PAM LSTM, Table 3: 2.07 against 1.07), ROAR 0.4917 (Table 3: 2.05 against 1.07), "
+    "R-Fidelity 0.0167 (ViT, Table 5: 1.14 against 1.11); the same margins for F1, F7 and the series claim")
+RANK_LEADS_WHY = (
+    "issue 90, one kind of claim, one margin rule: F1, F7 and the series claim ask the same thing (F-Fidelity's lead "
+    "in mean micro rank over a competitor) and had three margins 30× apart, each the smallest lead in their own "
+    "tables over whichever competitor came closest, applied to every competitor: a lead over Fidelity or ROAR (≥ 0.98 "
+    "in every table of the paper) was judged against R-Fidelity's (0.03-0.16). Now each competitor has its own "
+    "margin, half the paper's smallest lead over it in any of its ranking tables. The scale (mean rank among the "
+    "same four methods, 1 to 4) is the paper's own, so the margins stay absolute")
+
+
+def rank_leads_change(old_margin: float, old_source: str, *, fingerprint: str, competitors=tuple(RANK_LEADS),
+                      note: tuple[str, str] | None = None) -> tuple[dict, ...]:
+    """The change-log entries of a rank-lead rule moved to :data:`RANK_LEADS` (margin, margin_source, and ``note``
+    (old, new) where it named the old margin; the last carries the ``fingerprint`` of the rule after them), marked
+    as issue 90's (undone for the verdicts before it)."""
+    margins = {c: RANK_LEADS[c] for c in competitors}
+    entries = [{"date": "2026-11-29", "change": "changed", "field": "margin", "old": old_margin, "new": margins,
+                "why": RANK_LEADS_WHY, "issue": 90},
+               {"date": "2026-11-29", "change": "changed", "field": "margin_source", "old": old_source,
+                "new": RANK_LEADS_SOURCE, "why": "the source of the margins above", "issue": 90}]
+    if note is not None:
+        entries.append({"date": "2026-11-29", "change": "changed", "field": "note", "old": note[0], "new": note[1],
+                        "why": "it named the old margin's tables", "issue": 90})
+    entries[-1]["fingerprint"] = fingerprint
+    return tuple(entries)

@@ -301,8 +301,63 @@ def claim_text_robust(samples: pd.DataFrame, *, text: Sequence[str] | None = Non
         kept_replicas=min((j.interval.replicas for j in judged), default=None))
 
 
+BETA_ACCURACY = ("per test image at the largest masking ratio, accuracy of the model fine-tuned with the largest β "
+                 "minus the original's (β 0); averaged per trained replica")
+BETA_ACCURACY_SOURCE = ("Fig. 1(a)'s text: above 60 % at 50 % masking for a large β, below 40 % already at 10 % for "
+                        "the original: ≥ 20 points between the original and a large β, halved")
+BETA_AGREEMENT = ("per test image at the largest masking ratio, agreement with the original's prediction of the model "
+                  "fine-tuned with the largest β minus the smallest fine-tuned β's; averaged per trained replica")
+BETA_AGREEMENT_SOURCE = ("convention from D3.accuracy (Fig. 1(b)'s values were lost): over the β range agreement "
+                         "must fall by at least the 10 points accuracy must rise")
+_BETA_RANGE = {  # issue 90: the fields each D.3 trend rule had before it judged the change over the whole β range
+    "accuracy": {
+        "statistic": ("per test image at the largest masking ratio, accuracy of the model fine-tuned with the larger β "
+                      "minus the smaller's (original = β 0), per step between consecutive β; averaged per trained "
+                      "replica", BETA_ACCURACY),
+        "margin": (0.025, 0.1),
+        "margin_source": ("Fig. 1(a)'s text: above 60 % at 50 % masking for a large β, below 40 % already at 10 % "
+                          "for the original: ≥ 20 points spread over our four β steps, halved", BETA_ACCURACY_SOURCE),
+        "decision": ("every", "single"), "over": ("β steps", "β range"),
+        "null": ("the smaller β's model on the same masked copies",
+                 "the original model (β 0) on the same masked copies")},
+    "agreement": {
+        "statistic": ("per test image at the largest masking ratio, agreement with the original's prediction of the "
+                      "model fine-tuned with the larger β minus the smaller's, per step between consecutive "
+                      "fine-tuned β; averaged per trained replica", BETA_AGREEMENT),
+        "margin": (-0.025, -0.1),
+        "margin_source": ("convention from D3.accuracy's step (Fig. 1(b)'s values were lost): a step must lower "
+                          "agreement by at least 2.5 points", BETA_AGREEMENT_SOURCE),
+        "decision": ("every", "single"), "over": ("fine-tuned β steps", "fine-tuned β range"),
+        "null": ("the smaller β's model on the same masked copies",
+                 "the smallest fine-tuned β's model on the same masked copies")},
+}
+BETA_RANGE_WHY = (
+    "issue 90, one kind of claim, one margin rule: the paper's statement (Fig. 1(a)'s text) compares a large β with "
+    "the original, and its margin is half the paper's difference between them; we had split that difference over "
+    "our four β steps and asked every step to reach a quarter of it, a claim about each step that the paper does "
+    "not make (and four noisy cells, one of which could leave the claim undecided). Now one statistic: the change "
+    "from the smallest to the largest β against half the paper's change; the same for the masked agreement")
+
+
+def beta_range_change(which: str, *, fingerprint: str) -> tuple[dict, ...]:
+    """The change-log entries of D3.accuracy (``which`` "accuracy") or D3.agreement.masked ("agreement") when issue 90
+    moved them from every β step to the change over the β range (:data:`BETA_RANGE_WHY`), marked as that issue's (undone
+    for the verdicts before it); the last carries ``fingerprint``."""
+    entries = [{"date": "2026-11-29", "change": "changed", "field": f, "old": old, "new": new,
+                "why": BETA_RANGE_WHY if f == "statistic" else "with the statistic above", "issue": 90}
+               for f, (old, new) in _BETA_RANGE[which].items()]
+    entries[-1]["fingerprint"] = fingerprint
+    return tuple(entries)
+
+
 def _consecutive(values: Sequence[float]) -> list[tuple[float, float]]:
     return [(values[i], values[i + 1]) for i in range(len(values) - 1)]
+
+
+def _beta_cells(values: Sequence[float]) -> list[tuple[float, float]]:
+    """The (smaller, larger) β pairs a D.3 trend is judged on: the whole range (issue 90), or, while the claim is
+    decided again by the procedure before that issue, every step between consecutive β (as its rule was)."""
+    return _consecutive(values) if verdicts.deciding_before() else [(values[0], values[-1])]
 
 
 def _drop_premise(samples: pd.DataFrame, clean: float, top: float, *, min_drop: float) -> verdicts.Premise:
@@ -315,17 +370,15 @@ def _drop_premise(samples: pd.DataFrame, clean: float, top: float, *, min_drop: 
 @PER_INPUT.registered(
     "D3.accuracy",
     claim="D.3: fine-tuning with a larger β keeps accuracy under heavier random masking (Fig. 1(a))",
-    statistic=("per test image at the largest masking ratio, accuracy of the model fine-tuned with the larger β "
-               "minus the smaller's (original = β 0), per step between consecutive β; averaged per trained replica"),
-    margin=0.025,
-    margin_source=("Fig. 1(a)'s text: above 60 % at 50 % masking for a large β, below 40 % already at 10 % for the "
-                   "original: ≥ 20 points spread over our four β steps, halved"),
-    over="β steps", null="the smaller β's model on the same masked copies",
+    statistic=BETA_ACCURACY,
+    margin=0.1, margin_source=BETA_ACCURACY_SOURCE, decision="single", over="β range",
+    null="the original model (β 0) on the same masked copies",
     premises=["masking costs the original accuracy: its drop from clean to the largest ratio does not lie wholly "
               "below 2 points"],
     unit=TEST_IMAGE,
     log=[
         {**REGISTERED, "fingerprint": "43f88174f498"},
+        *beta_range_change("accuracy", fingerprint="bf8334d41c55"),
     ],
 )
 def claim_beta_accuracy(samples: pd.DataFrame, *, ratio: float | None = None, min_drop: float = MIN_DROP,
@@ -338,9 +391,10 @@ def claim_beta_accuracy(samples: pd.DataFrame, *, ratio: float | None = None, mi
     original model), ``agreement with the original`` and ``label``; every model sees the same masked copies.
     ratio: the masking compared (default the largest).
     Premise (a tolerance, decided first): masking must cost the original model accuracy — its drop from the clean
-    inputs (the smallest ratio) to ``ratio`` must not lie wholly below ``min_drop``. Per step between consecutive β
-    (0 → smallest β → … → largest): per input, accuracy(larger) − accuracy(smaller) at ``ratio``, a t interval on
-    the replica means against the rule's margin; every step must hold. Table: one row per step."""
+    inputs (the smallest ratio) to ``ratio`` must not lie wholly below ``min_drop``. The statistic
+    (issue 90: one change over the β range): per input, accuracy(largest β) − accuracy(original) at ``ratio``, a t
+    interval on the replica means against the rule's margin (decided again, for the verdict before issue 90, per
+    step between consecutive β, as the rule was). Table: one row per cell."""
     rule = verdicts.rule("D3.accuracy")
     clean, top = _clean_and_removed(samples, None, ratio)
     betas = sorted(samples["beta"].unique())
@@ -350,7 +404,7 @@ def claim_beta_accuracy(samples: pd.DataFrame, *, ratio: float | None = None, mi
     g = _groups(samples, beta=0.0, ratio=top)
     acc = {b: _values(samples, "accuracy", beta=b, ratio=top) for b in betas}
     steps = {f"β {a:g} → {b:g}": verdicts.effect(acc[b], acc[a], rule=rule, groups=g, what=f"β {a:g} → {b:g}")
-             for a, b in _consecutive(betas)}
+             for a, b in _beta_cells(betas)}
     v = verdicts.decide(steps, rule, untestable=None if premise.holds else f"no accuracy to keep: {premise.text}")
     table = pd.DataFrame(verdicts.judgement_table(steps, ratio=top))
     means = {b: float(a.mean()) for b, a in acc.items()}
@@ -366,16 +420,13 @@ def claim_beta_accuracy(samples: pd.DataFrame, *, ratio: float | None = None, mi
 @PER_INPUT.registered(
     "D3.agreement.masked",
     claim="D.3, part 1: a larger β agrees less with the original model on masked inputs (Fig. 1(b))",
-    statistic=("per test image at the largest masking ratio, agreement with the original's prediction of the model "
-               "fine-tuned with the larger β minus the smaller's, per step between consecutive fine-tuned β; "
-               "averaged per trained replica"),
-    direction="below", margin=-0.025,
-    margin_source=("convention from D3.accuracy's step (Fig. 1(b)'s values were lost): a step must lower agreement "
-                   "by at least 2.5 points"),
-    over="fine-tuned β steps", null="the smaller β's model on the same masked copies",
+    statistic=BETA_AGREEMENT,
+    direction="below", margin=-0.1, margin_source=BETA_AGREEMENT_SOURCE, decision="single",
+    over="fine-tuned β range", null="the smallest fine-tuned β's model on the same masked copies",
     premises=["at least two fine-tuned β"], unit=TEST_IMAGE,
     log=[
         {**REGISTERED, "fingerprint": "9720383f8215"},
+        *beta_range_change("agreement", fingerprint="1242214fca1e"),
     ],
 )
 @PER_INPUT.registered(
@@ -413,14 +464,14 @@ def claim_beta_agreement(samples: pd.DataFrame, *, ratio: float | None = None, a
     (D3.agreement.masked), while on clean inputs the fine-tuned models agree with it (D3.agreement.clean), by the
     rules of those parts and D3.agreement (parts).
 
-    samples: as :func:`claim_beta_accuracy`. (masked) at ``ratio`` (default the largest), per step between
-    consecutive fine-tuned β, per input agreement(larger) − agreement(smaller), a t interval on the replica means
-    against the part's margin (the paper's direction: lower), every step; (clean) on clean inputs (the smallest
+    samples: as :func:`claim_beta_accuracy`. (masked) at ``ratio`` (default the largest), over the fine-tuned β range
+    (issue 90; per step before it), per input agreement(largest) − agreement(smallest), a t interval on the replica
+    means against the part's margin (the paper's direction: lower); (clean) on clean inputs (the smallest
     ratio), per fine-tuned model, per input its agreement with the original minus the original's correctness (two
     models right on a share a of the inputs need not agree on more), against the non-inferiority margin, every
     model. Premises: at least two fine-tuned β (design), and the original can beat the majority-class share by
-    ``above_chance`` on clean inputs (else the bar of the clean part is met by any model). Table: one row per step
-    and per model."""
+    ``above_chance`` on clean inputs (else the bar of the clean part is met by any model). Table: one row per masked
+    cell and per model."""
     rule = verdicts.rule("D3.agreement")
     parts = {p: verdicts.rule(p) for p in rule.parts}
     clean, top = _clean_and_removed(samples, None, ratio)
@@ -439,7 +490,7 @@ def claim_beta_agreement(samples: pd.DataFrame, *, ratio: float | None = None, a
              for r in (clean, top)}
     masked = {f"β {a:g} → {b:g}": verdicts.effect(agree[b, top], agree[a, top], rule=parts["D3.agreement.masked"],
                                                   groups=g, what=f"β {a:g} → {b:g}")
-              for a, b in _consecutive(tuned)}
+              for a, b in _beta_cells(tuned)}
     clean_cells = {f"β {b:g}": verdicts.effect(agree[b, clean], correct, rule=parts["D3.agreement.clean"],
                                                groups=g, what=f"β {b:g}") for b in tuned}
     decided = {"D3.agreement.masked": verdicts.decide(masked, parts["D3.agreement.masked"], untestable=untestable),

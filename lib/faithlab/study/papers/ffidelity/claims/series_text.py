@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from faithlab.study import verdicts
-from faithlab.study.papers.ffidelity.claims.registration import BASELINE, GT_NULL, PER_REPLICA, REGISTERED
+from faithlab.study.papers.ffidelity.claims.registration import (BASELINE, GT_NULL, PER_REPLICA, RANK_LEADS,
+                                                                RANK_LEADS_SOURCE, REGISTERED, rank_leads_change)
 
 
 def glue_key(label: str) -> str:
@@ -49,9 +50,7 @@ def _range(value: float, null: verdicts.Null | None) -> str:
     claim="Time series: F-Fidelity ranks the degraded explainers better than Fidelity and ROAR (Tables 3, 6)",
     statistic=("per series model and trained replica, a competitor's mean micro rank minus F-Fidelity's (micro ranks "
                "among the four methods, averaged over the degradation seeds, sparsity levels and three correlations)"),
-    margin=0.4917,
-    margin_source=("half the smallest lead in mean micro rank of F-Fidelity over Fidelity or ROAR in Tables 3 and 6 "
-                   "(ROAR, PAM LSTM: 2.05 against 1.07)"),
+    margin={c: RANK_LEADS[c] for c in ("Fidelity", "ROAR")}, margin_source=RANK_LEADS_SOURCE,
     over="model × competitor cells", null=GT_NULL,
     premises=["FF.OOD holds for the series model",
               "at least one method's correlation with the ground truth lies above its chance range", BASELINE],
@@ -60,6 +59,9 @@ def _range(value: float, null: verdicts.Null | None) -> str:
           "Fidelity and ROAR' (Table 6 ranks R-Fidelity ahead of F-Fidelity)"),
     log=[
         {**REGISTERED, "fingerprint": "7ce81d8f517d"},
+        *rank_leads_change(0.4917, "half the smallest lead in mean micro rank of F-Fidelity over Fidelity or ROAR in "
+                                   "Tables 3 and 6 (ROAR, PAM LSTM: 2.05 against 1.07)",
+                           competitors=("Fidelity", "ROAR"), fingerprint="3a5c6a5edb4a"),
     ],
 )
 def claim_series_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, models: Sequence[str], n_inputs: int,
@@ -110,7 +112,7 @@ def claim_series_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, models: Seq
         units = int(n_inputs) * len(ranks)
         nan = float("nan")
         for m in competitors:
-            j = replica_judgement((ranks[m] - ranks[target]).to_numpy(float), rule, units=units,
+            j = replica_judgement((ranks[m] - ranks[target]).to_numpy(float), rule, units=units, setting=m,
                                   what=f"{model}: {m} − {target}")
             if reason is None:
                 cells_judged[f"{model} vs {m}"] = j
@@ -118,7 +120,7 @@ def claim_series_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, models: Seq
             rows.append({group: model, "competitor": m, f"{target} rank": float(ranks[target].mean()),
                          "competitor rank": float(ranks[m].mean()), "difference": j.interval.estimate if j else nan,
                          "low": j.interval.low if j else nan, "high": j.interval.high if j else nan,
-                         "margin": rule.margin_for(),
+                         "margin": rule.margin_for(m),
                          "outcome": (j.outcome if j else "undefined") if reason is None else "not testable",
                          "replicas": len(ranks),
                          "units": units, "testable": reason is None})
