@@ -148,7 +148,8 @@ class Preregistration(SphinxDirective):
                                    f"{html.element('code', 'tests/package/test_error_rates.py')} asserts at 300 data "
                                    "sets per design): how often each statement is made where it is false."),
                  pages.error_rates_html(pages.error_rates_frame(generated)),
-                 html.element("h2", "Verdicts the change of procedure moved"), pages.moved_html(card, self.env.docname)]
+                 html.element("h2", "Verdicts the change of procedure moved"), pages.moved_html(card, self.env.docname),
+                 html.element("h2", "Rules the change of procedure changed"), pages.rule_changes_html()]
         papers = {r.paper for r in all_rules().values()}
         for paper in paper_order([*CHAPTERS, *papers, *frame["paper"].astype(str)]):
             part = frame[frame["paper"].astype(str) == paper]

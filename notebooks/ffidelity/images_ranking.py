@@ -497,20 +497,16 @@ agreement_table
 # `fs.papers.ffidelity.claims`: statistic, direction, margin from the paper's numbers, how the
 # cells combine); `out.claim` records it with its replica agreement and the power analysis. Every claim on a data
 # set takes that data set's FF.OOD outcome as its premise (fails: not testable here; undecided: inconclusive). One
-# verdict per explainer, as the paper reports one per explainer.
-# 1. **F1** *F-Fidelity recovers the ground-truth ranking better than Fidelity, ROAR and R-Fidelity*
-#    (`claim_ranking`). Per trained replica, each competitor's mean micro rank minus F-Fidelity's (averaged over
-#    its degradation seeds, sparsity levels and the three correlations); a t interval on the R values must lie
-#    above the margin — half the smallest lead of F-Fidelity over another method in Tables 1–2 — for every
-#    competitor. Premises: Fidelity's oriented micro correlation is not already within 0.05 of +1, and at least
-#    one method's GT micro correlation lies beyond its chance range under a permuted ground-truth order.
-# 2. **F2** *LeRF vs GT is ≈ +1 for F-Fidelity* (`claim_lerf_near_one`): per replica, F-Fidelity's mean LeRF vs GT
-#    micro correlation, against the margin half-way between the paper's 1.00 and the 0.80 it reads as short.
-# 3. **F3** *Ablation (D.7, SG-SQ)*, two named parts (`claim_ablation`): Fidelity+Fine-tune above Fidelity, and
-#    F-Fidelity above Fidelity+Fine-tune, in the oriented micro correlation per replica; one part of two is partly.
+# verdict per explainer, as the paper reports one per explainer: F1 (`claim_ranking`), F2 (`claim_lerf_near_one`)
+# and F3 (`claim_ablation`), each by the rule the registry holds (below, as registered). Premises of F1: Fidelity's
+# oriented micro correlation is not already within 0.05 of +1, and at least one method's GT micro correlation lies
+# beyond its chance range under a permuted ground-truth order.
 #
 # The scorecard takes the verdicts of the main setting (Table 1) and, for F1 and F2, of the second data set (Table
 # 2, against the paper's Tiny-ImageNet ranks).
+
+# %%
+out.rules("F1", "F2", "F3", "F3.finetune", "F3.ffid")
 
 # %%
 PAPER_RANKS = {(key, label): f"F-Fid best; micro ranks (MoRF/LeRF/MoRF-LeRF, {name.split(' (')[0]}) " + ", ".join(

@@ -234,12 +234,13 @@ for i, label in enumerate(STUDIES):  # one figure per study: methods in rows, th
 # ## Claims of Tables 5 and 10
 # **F7** *F-Fidelity recovers the ground-truth ranking better than Fidelity, ROAR and R-Fidelity* — with a ViT
 # (Table 5) and with LayerCAM (Table 10). The claim function is `fs.papers.ffidelity.claim_ranking`, as F1 in
-# {doc}`images_ranking`, by the rule F7 (the same rule with Tables 5 and 10's numbers): per trained replica, each
-# competitor's mean micro rank minus F-Fidelity's (averaged over the replica's degradation seeds, sparsity levels and
-# the three correlations), a t interval on the R values above the margin — half the smallest lead of F-Fidelity over
-# another method in Tables 5 and 10 — for every competitor. Premises: Fidelity's oriented micro correlation is not
-# already within 0.05 of +1; at least one method's correlation with the ground-truth order lies beyond its chance
-# range with that order permuted over the six explainers (`fs.papers.ground_truth_null`); the network's FF.OOD.
+# {doc}`images_ranking`, by the rule F7 (F1's rule, the same margins per competitor; below, as registered).
+# Premises: Fidelity's oriented micro correlation is not already within 0.05 of +1; at least one method's
+# correlation with the ground-truth order lies beyond its chance range with that order permuted over the six
+# explainers (`fs.papers.ground_truth_null`); the network's FF.OOD.
+
+# %%
+out.rules("F7")
 
 # %%
 PAPER_RANKS = {label: P.paper.micro_ranks_text(table) for label, table in PAPER.items()}  # Tables 5 and 10

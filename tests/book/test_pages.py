@@ -429,3 +429,16 @@ def test_the_api_table_lists_the_settings_each_metric_refuses():
     assert "refused: the score would be the same for every map" in html
     assert "n_perturb_samples = 1" in html and "n_subsets = 2" in html and "edge = 1" in html
     assert sum(bool(m.degenerate) for m in METRICS.values()) >= 18
+
+
+def test_the_rule_changes_of_issue_90_are_listed_from_the_change_logs():
+    from faithlab.study.verdicts import rules
+
+    frame = pages.rule_changes_rows()
+    marked = {rid for rid, entries in rules.log().items() if any(e.get("issue") == rules.REDECIDED_BY for e in entries)}
+    assert set(frame["rule"]) == marked and {"F1", "D3.accuracy"} <= marked
+    f1 = frame.set_index("rule").loc["F1"]
+    assert f1["margin before"] == "0.0367" and "R-Fidelity 0.0167" in f1["margin now"]
+    assert f1["why"] == next(e["why"] for e in rules.log()["F1"] if e.get("field") == "margin")
+    text = pages.rule_changes_html()
+    assert f"{len(frame)} rules changed in issue 90" in text and "D3.agreement.masked" in text

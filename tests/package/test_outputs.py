@@ -223,3 +223,22 @@ def test_claim_records_the_claim_its_caller_decided(tmp_path):
         out.claim(_claim_mean_positive, frame)
     with pytest.raises(TypeError, match="decide it first"):
         out.claim(_claim_mean_positive)
+
+
+def test_rules_shows_the_registered_rules_and_nothing_else(tmp_path, monkeypatch):
+    """A notebook names its claims; the rules it shows come from the registry (issue 90: rules written once)."""
+    from faithlab.study import verdicts
+
+    out = outputs.Outputs("ffidelity/robustness", tmp_path)
+    shown = []
+    monkeypatch.setattr(outputs, "_in_kernel", lambda: True)
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
+    assert out.rules("D3.accuracy", "F1") is None
+    (listed,) = shown
+    text = listed._repr_markdown_()
+    for cid in ("D3.accuracy", "F1"):
+        rule = verdicts.rule(cid)
+        assert f"**{cid}** *{rule.claim}*" in text and rule.margin_source in text and rule.decision_text() in text
+    assert text.count("\n- ") == 1
+    with pytest.raises(ValueError, match="no rule"):
+        out.rules("F99")

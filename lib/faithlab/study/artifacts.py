@@ -94,6 +94,28 @@ class ClaimRow:
         return f"{row.get('claim')} — paper {row.get('paper_value')}, ours {row.get('our_value')}: {row.get('verdict')}"
 
 
+class RuleList:
+    """How a notebook states the rules its claims are decided by: read from the registry
+    (:func:`faithlab.study.verdicts.rule`), never restated in the notebook's prose (issue 90: rules written once).
+    A Markdown list, one item per rule: its id, the claim, the rule's sentence (statistic, the paper's direction, the
+    margin with its source, the interval) and how its cells combine. Displayed by :meth:`Outputs.rules`."""
+
+    def __init__(self, ids):
+        from faithlab.study import verdicts
+
+        self.rules = [verdicts.rule(i) for i in ids]
+
+    def _repr_markdown_(self) -> str:
+        def plain(text: str) -> str:  # the registry's words, never Markdown emphasis
+            return text.replace("\\", "\\\\").replace("*", "\\*").replace("`", "\\`")
+
+        return "\n".join(f"- **{r.id}** *{plain(r.claim)}*. {plain(r.text()[0].upper() + r.text()[1:])}. Decision: "
+                         f"{plain(r.decision_text())}." for r in self.rules)
+
+    def __repr__(self) -> str:
+        return "\n".join(f"{r.id}: {r.claim} — {r.text()}" for r in self.rules)
+
+
 PANELS_KEY = "faithlab-panels"
 """The PNG text chunk where :meth:`Outputs.figure` records the figure's panel grid (``"<rows>x<columns>"``)."""
 def panel_grid(fig) -> tuple[int, int]:
@@ -201,6 +223,16 @@ class Outputs:
         _show_in_notebook(png)
         plt.close(fig)
         return _ShownPath(png)
+
+    def rules(self, *ids: str) -> None:
+        """Show the registered rules of claims ``ids`` (e.g. ``out.rules("F1", "F2")``) where the notebook explains
+        its verdicts, as the registry holds them (:class:`RuleList`): a notebook names its claims and lets the
+        registry say how they are decided. Returns nothing (nothing echoed); ValueError on an unregistered id."""
+        shown = RuleList(ids)
+        if _in_kernel():
+            from IPython.display import display
+
+            display(shown)
 
     def glue(self, name: str, value, *, display: bool = False) -> None:
         """Glue a value for the book (``{glue:text}`` on the chapter page). Returns nothing, so that a cell ending

@@ -27,7 +27,7 @@ from faithlab.study.book.pages.preregistration import (procedure_html, coverage_
                                                        rules_log_html, preregistration_html)
 from faithlab.study.book.pages.guide import answer_html, guide_html, reconcile_html, glance_grid_html, glance_state
 from faithlab.study.book.pages.error_rates import error_rates_frame, error_rates_html
-from faithlab.study.book.pages.moved import moved_html, moved_rows
+from faithlab.study.book.pages.moved import moved_html, moved_rows, rule_changes_html, rule_changes_rows
 
 __all__ = [
     "DASH",
@@ -38,5 +38,6 @@ __all__ = [
     "summary_sentence", "why_sentence", "failures_html", "legend_html", "executed_parameters", "setup_rows",
     "metrics_html", "toc_order", "build_html", "transfer_html", "WHY_VERDICTS", "procedure_html", "coverage_frame",
     "coverage_html", "rules_html", "rules_log_html", "preregistration_html", "answer_html", "guide_html",
-    "reconcile_html", "glance_grid_html", "glance_state", "error_rates_frame", "error_rates_html", "moved_html", "moved_rows"
+    "reconcile_html", "glance_grid_html", "glance_state", "error_rates_frame", "error_rates_html", "moved_html", "moved_rows",
+    "rule_changes_html", "rule_changes_rows"
 ]
