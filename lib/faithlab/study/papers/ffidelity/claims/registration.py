@@ -61,7 +61,7 @@ RANK_LEADS = {"Fidelity": 0.5017, "ROAR": 0.4917, "R-Fidelity": 0.0167}
 F-Fidelity's smallest lead over that competitor in any of the paper's image and time-series ranking tables where the
 paper reads F-Fidelity ahead (:data:`RANK_LEADS_SOURCE`), the same for F1, F7 and the series claim."""
 RANK_LEADS_SOURCE = (
-    "per competitor, half F-Fidelity's smallest lead in mean micro rank (over the three correlations) over it in any "
+    "half F-Fidelity's smallest lead in mean micro rank (over the three correlations), per competitor, over it in any "
     "of the paper's image and time-series ranking tables where the paper reads F-Fidelity ahead (Tables 1-3, 5, 6, "
     "10): Fidelity 0.5017 (PAM LSTM, Table 3: 2.07 against 1.07), ROAR 0.4917 (Table 3: 2.05 against 1.07), "
     "R-Fidelity 0.0167 (ViT, Table 5: 1.14 against 1.11); the same margins for F1, F7 and the series claim")
