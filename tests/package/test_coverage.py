@@ -91,3 +91,24 @@ def test_bad_input_names_the_argument():
         intervals.replica_interval([0.4, float("nan")])
     with pytest.raises(ValueError, match="level must lie"):
         intervals.mean_interval([1.0, 2.0], level=0.2)
+
+
+def test_the_correlation_interval_is_a_t_on_fisher_z_mapped_back_and_never_passes_one():
+    from scipy import stats
+
+    r = np.array([0.99, 0.6, 0.95])  # a t on r itself: 0.847 ± 0.55, past +1
+    i = intervals.correlation_interval(r, units=120)
+    z = np.arctanh(r)
+    half = stats.t.ppf(0.975, 2) * z.std(ddof=1) / np.sqrt(3)
+    assert i.estimate == pytest.approx(np.tanh(z.mean()))
+    assert (i.low, i.high) == pytest.approx((np.tanh(z.mean() - half), np.tanh(z.mean() + half)))
+    assert -1 < i.low < i.estimate < i.high < 1 and intervals.replica_interval(r).high > 1
+    assert i.method in intervals.INTERVAL_METHODS and i.units == 120 and i.replicas == 3 and i.df == 2
+    again = intervals.correlation_interval(r, level=0.9)
+    assert (i.at(0.9).low, i.at(0.9).high) == pytest.approx((again.low, again.high))
+    perfect = intervals.correlation_interval([1.0, 1.0, 0.9])  # atanh(1) is infinite: read as the bound
+    assert np.isfinite(perfect.low) and perfect.high < 1
+    with pytest.raises(ValueError, match="values must be correlations"):
+        intervals.correlation_interval([0.5, 1.5])
+    with pytest.raises(ValueError, match="at least 2 replicas"):
+        intervals.correlation_interval([0.5, np.nan])

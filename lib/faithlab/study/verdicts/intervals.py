@@ -13,6 +13,8 @@ the power analysis (:func:`decided_probability`) uses the same interval and asks
   the replica means (each replica weighs the same) with ≥ 2 replicas; a t interval on the units with one.
 - :func:`replica_interval` — any statistic computed once per replica (a correlation, a ReCo gap, a share): a t
   interval on those R values.
+- :func:`correlation_interval` — a correlation computed once per replica: the t interval on the replicas' Fisher z
+  (atanh r), mapped back by tanh, so that it never passes ±1 and is as skewed as a correlation near its bound.
 - :func:`share_interval` — a share of binary units: the hull of the t interval on the replica shares and the Wilson
   score interval of the pooled count, so that 30 of 30 is never an interval of zero width.
 - :func:`draws_interval` — a statistic of one model's units that is not a mean (published weights: no replica to
@@ -29,7 +31,8 @@ import numpy as np
 
 from faithlab.evaluation.intervals import confidence_level, t_interval, t_quantile, t_rows
 
-__all__ = ["Interval", "mean_interval", "replica_interval", "share_interval", "draws_interval", "wilson",
+__all__ = ["Interval", "mean_interval", "replica_interval", "correlation_interval", "share_interval",
+           "draws_interval", "wilson",
            "t_quantile", "decided_probability", "INTERVAL_METHODS", "t_rows", "wilson_rows",
            "replica_means", "noncentral_t_outside"]
 
@@ -38,6 +41,8 @@ INTERVAL_METHODS = {
     "t on units": "a t interval on the units of one model (n − 1 degrees of freedom)",
     "t on replica statistics": "a t interval on the statistic computed once per trained replica (R − 1 degrees of "
                                "freedom)",
+    "t on Fisher z of replica correlations": "a t interval on the Fisher z (atanh) of the correlation computed once "
+                                             "per trained replica (R − 1 degrees of freedom), mapped back by tanh",
     "share: t on replica shares ∪ Wilson": "the hull of a t interval on the replica shares and the Wilson score "
                                           "interval of the pooled count",
     "Wilson": "the Wilson score interval of a count of binary units",
@@ -98,6 +103,10 @@ class Interval:
         elif self.method == "percentile bootstrap over units":
             tail = (1 - level) / 2
             low, high = np.quantile(np.asarray(self.draws), [tail, 1 - tail]).tolist()
+        elif self.method == FISHER:
+            half = t_quantile(level, int(self.df)) * float(self.se) if self.se > 0 else 0.0
+            z = math.atanh(self.estimate)
+            low, high = math.tanh(z - half), math.tanh(z + half)
         else:
             half = t_quantile(level, int(self.df)) * float(self.se) if self.se > 0 else 0.0
             low, high = self.estimate - half, self.estimate + half
@@ -182,6 +191,33 @@ def replica_interval(values, *, units: int | None = None, level: float = 0.95) -
     if x.size < 2:
         raise ValueError(f"a replica-level interval needs at least 2 replicas with a defined statistic, got {x.size}")
     return _t(x, level, "t on replica statistics", int(units if units is not None else x.size), int(x.size))
+
+
+FISHER = "t on Fisher z of replica correlations"
+FISHER_BOUND = 0.9999
+"""The largest |r| :func:`correlation_interval` takes as it is: a replica correlation of exactly ±1 (a perfect
+ranking of six explainers) has an infinite Fisher z, so it is read as ±0.9999 (z = ±4.95)."""
+
+
+def correlation_interval(values, *, units: int | None = None, level: float = 0.95) -> Interval:
+    """The ``level`` interval of a correlation computed once per trained replica (``values``: R numbers in [−1, 1],
+    NaN dropped): a t interval on their Fisher z = atanh(r) (R − 1 degrees of freedom; |r| above
+    :data:`FISHER_BOUND` read as that bound), mapped back by tanh — the estimate is tanh of the mean z. A t interval on
+    the raw correlations passes ±1 near the bound (F2's 0.70 [0.38, 1.02]); this one is bounded and skewed as the
+    correlation is. units: the units behind the R statistics (default R). Raises ValueError below 2 replicas or
+    outside [−1, 1]."""
+    level = confidence_level(level)
+    x = as_array(values, "values")
+    x = x[~np.isnan(x)]
+    if x.size < 2:
+        raise ValueError(f"a replica-level interval needs at least 2 replicas with a defined statistic, got {x.size}")
+    if np.any(np.abs(x) > 1 + 1e-9):
+        raise ValueError(f"values must be correlations in [-1, 1], got {x.min():.3g} … {x.max():.3g}")
+    z = np.arctanh(np.clip(x, -FISHER_BOUND, FISHER_BOUND))
+    zbar, z_low, z_high, se = (float(v[0]) for v in t_rows(z[None, :], level))
+    return Interval(math.tanh(zbar), math.tanh(z_low), math.tanh(z_high), level, FISHER,
+                    int(units if units is not None else x.size), int(x.size), x.size - 1, se,
+                    tuple(float(v) for v in x))
 
 
 def wilson_rows(successes, n, level: float) -> tuple[np.ndarray, np.ndarray]:

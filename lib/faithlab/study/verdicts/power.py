@@ -66,8 +66,8 @@ def _cell(judgement, data):
     sign = 1 if judgement.direction == "above" else -1
     boundary = _deciding_boundary(judgement)
     if groups is None:
-        if judgement.interval.method != "t on replica statistics":
-            return None
+        if judgement.interval.method not in ("t on replica statistics", "t on Fisher z of replica correlations"):
+            return None  # a Fisher-z cell is simulated as a t on its correlations (close away from ±1)
         v = values[~np.isnan(values)]
         if v.size < 2:
             return None

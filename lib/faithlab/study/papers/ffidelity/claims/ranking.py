@@ -184,7 +184,8 @@ def two_replicas(means: pd.DataFrame, what: str) -> None:
                          f"got {len(means)}")
 
 
-def replica_judgement(values, rule: verdicts.Rule, *, units: int, what: str, setting: str | None = None):
+def replica_judgement(values, rule: verdicts.Rule, *, units: int, what: str, setting: str | None = None,
+                      correlation: bool = False):
     """:func:`faithlab.study.verdicts.replica_judgement` of the replica statistics ``values`` (NaN: a replica whose
     statistic is undefined) against the rule's margin (of ``setting`` where it has one per setting, e.g. per
     competitor), or None when fewer than 2 replicas have one (no interval: the claim's premises say why, e.g. an
@@ -194,7 +195,7 @@ def replica_judgement(values, rule: verdicts.Rule, *, units: int, what: str, set
     v = np.asarray(values, dtype=float)
     if int(np.isfinite(v).sum()) < 2:
         return None
-    return verdicts.replica_judgement(v, rule, units=units, what=what, setting=setting)
+    return verdicts.replica_judgement(v, rule, units=units, what=what, setting=setting, correlation=correlation)
 
 
 def baseline_premise(oriented: pd.Series, target: str, baseline: str, tol: float) -> str | None:
@@ -460,8 +461,14 @@ def claim_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
     margin_source=("half-way between F-Fidelity's LeRF vs GT micro correlation in Tables 1-2 (1.00) and the highest "
                    "one the paper reads as falling short (ROAR on PAM, Table 3: 0.80)"),
     decision="single", premises=[OOD, "F-Fidelity's correlation with the ground truth lies beyond its chance range"],
+    interval="t on Fisher z of replica correlations",
     log=[
         {**REGISTERED, "fingerprint": "3c63cf1cbb62"},
+        {"date": "2026-11-29", "change": "changed", "field": "interval", "old": "t on replica statistics",
+         "new": "t on Fisher z of replica correlations", "issue": 90,
+         "why": ("issue 90, item 2: a t interval on the replicas' raw correlations passes +1 near the bound (0.70 "
+                 "[0.38, 1.02] in the book); on their Fisher z, mapped back, it is bounded and as skewed as a "
+                 "correlation (its coverage simulated with the others)"), "fingerprint": "6e6fff158462"},
     ],
 )
 def claim_lerf_near_one(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value, n_images: int,
@@ -472,9 +479,9 @@ def claim_lerf_near_one(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, 
 
     cells: :func:`micro_cells` with a "replica" column (at least 2); null: :func:`ground_truth_null`. Statistic:
     the target's "LeRF micro" correlation averaged over the degradation seeds and sparsity levels of each replica,
-    a t interval on the replica values against the rule's margin. Premises: the target's mean GT micro
-    correlation lies beyond its 95 % chance range under a permuted ground-truth order (else it does not see the
-    ground truth here); ``mechanism``. Raises ValueError with fewer than 2 replicas."""
+    a t interval on their Fisher z, mapped back (a correlation per replica), against the rule's margin. Premises:
+    the target's mean GT micro correlation lies beyond its 95 % chance range under a permuted ground-truth order
+    (else it does not see the ground truth here); ``mechanism``. Raises ValueError with fewer than 2 replicas."""
     rule = verdicts.rule("F2")
     lerf = replica_means(cells, group=group, value=value, column="LeRF micro", methods=[target])[target]
     two_replicas(lerf, "claim_lerf_near_one")
@@ -486,7 +493,8 @@ def claim_lerf_near_one(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, 
         f"{target}'s GT micro correlation ({row['GT micro']:.3f}) lies within its chance range "
         f"[{row['chance low']:.3f}, {row['chance high']:.3f}] with the {_PERMUTED}")
     units = int(n_images) * len(lerf)
-    j = replica_judgement(lerf.to_numpy(float), rule, units=units, what=f"{target} LeRF vs GT micro")
+    j = replica_judgement(lerf.to_numpy(float), rule, units=units, what=f"{target} LeRF vs GT micro",
+                          correlation=True)
     untestable = untestable or (None if j is not None else "fewer than 2 replicas with a defined LeRF vs GT "
                                                               "correlation")
     v = apply_premise(verdicts.decide([j], rule, untestable=untestable), mechanism)
