@@ -441,4 +441,4 @@ def test_the_rule_changes_of_issue_90_are_listed_from_the_change_logs():
     assert f1["margin before"] == "0.0367" and "R-Fidelity 0.0167" in f1["margin now"]
     assert f1["why"] == next(e["why"] for e in rules.log()["F1"] if e.get("field") == "margin")
     text = pages.rule_changes_html()
-    assert f"{len(frame)} rules changed in issue 90" in text and "D3.agreement.masked" in text
+    assert f"{len(frame)} rules changed in issue 90 (" in text and "D3.agreement.masked" in text

@@ -77,8 +77,9 @@ def rule_changes_html() -> str:
     logs, so it lists each change the logs record), or a sentence when none did."""
     frame = rule_changes_rows()
     intro = html.element("p", html.escaped(
-        f"Margins on the stand-in's scale, one margin rule per kind of claim: {len(frame)} rules changed in issue 90, "
-        "each change in its rule's log with its reason (the verdicts above are decided again with them undone). A "
+        f"{len(frame)} rules changed in issue 90 (one margin rule per kind of claim, on the stand-in's scale; "
+        "statistics and intervals reformulated), each change in its rule's log with its reason (the verdicts above "
+        "are decided again with them undone). A "
         "margin stays absolute where the statistic's scale is the paper's own (a probability, an accuracy, a share, "
         "a correlation, a rank among the same methods, a ratio)."))
     if frame.empty:
