@@ -509,7 +509,9 @@ def claim_lerf_near_one(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, 
         premise=premise_text(mechanism) + f"null: {target}'s mean GT micro correlation must lie beyond its 95 % "
                 f"chance range with the {_PERMUTED} ({row['GT micro']:.2f} against [{row['chance low']:.2f}, "
                 f"{row['chance high']:.2f}])",
-        paper_value="1.00", our_value=f"{i.estimate:.2f} [{i.low:.2f}, {i.high:.2f}] ({i.replicas} replicas)",
+        paper_value="1.00",
+        our_value=f"{i.estimate:.2f} [{i.low:.2f}, {i.high:.2f}] ("
+                  + ("Fisher-z mean of " if i.method == verdicts.intervals.FISHER else "") + f"{i.replicas} replicas)",
         verdict=v, table=table, units=units, kept_replicas=len(lerf))
 
 
