@@ -379,8 +379,9 @@ def replica_judgement(values_per_replica, rule: Rule, *, units: int | None = Non
                       what: str = "", level: float = 0.95, correlation: bool = False) -> Judgement:
     """A statistic computed once per trained replica (``values_per_replica``), its t interval judged against
     ``rule``; with ``correlation`` (a correlation per replica, the rule's interval "t on Fisher z of replica
-    correlations") the t interval on the Fisher z, mapped back (:func:`~faithlab.study.verdicts.intervals.
-    correlation_interval`) — but the plain t interval while the claim is decided by the procedure before issue 90."""
+    correlations") the t interval on the Fisher z, mapped back
+    (:func:`~faithlab.study.verdicts.intervals.correlation_interval`) — but the plain t interval while the claim is
+    decided by the procedure before issue 90."""
     if correlation and not BEFORE.get():
         interval = iv.correlation_interval(values_per_replica, units=units, level=level)
     else:
