@@ -84,7 +84,19 @@ def rule_changes_html() -> str:
         "a correlation, a rank among the same methods, a ratio)."))
     if frame.empty:
         return intro
-    rows = [html.element("tr", html.cells(r.rule, r.fields, r["margin before"] or "—", r["margin now"] or "—",
-                                          r.why)) for _, r in frame.iterrows()]
+    rows = [html.element("tr", html.cells(html.escaped(r.rule), html.escaped(r.fields),
+                                          html.escaped(r["margin before"] or "—"),
+                                          html.escaped(r["margin now"] or "—"),
+                                          html.fold(html.element("p", html.escaped(r.why)),
+                                                    html.escaped(_headline(r.why)))))
+            for _, r in frame.iterrows()]
     return intro + html.glance_table(html.head_row("rule", "fields changed", "margin before", "margin now", "why"),
                                      rows)
+
+
+def _headline(why: str) -> str:
+    """The reason's first clause (up to its first colon or full stop, without the issue's number), for the table's
+    closed fold."""
+    why = why.removeprefix("issue 90, ")
+    cut = min((i for i in (why.find(":"), why.find(". ")) if i > 0), default=len(why))
+    return why[:cut]

@@ -466,7 +466,8 @@ def claim_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
         {**REGISTERED, "fingerprint": "3c63cf1cbb62"},
         {"date": "2026-11-29", "change": "changed", "field": "interval", "old": "t on replica statistics",
          "new": "t on Fisher z of replica correlations", "issue": 90,
-         "why": ("issue 90, item 2: a t interval on the replicas' raw correlations passes +1 near the bound (0.70 "
+         "why": ("issue 90, a correlation's interval bounded as the correlation is: a t interval on the replicas' "
+                 "raw correlations passes +1 near the bound (0.70 "
                  "[0.38, 1.02] in the book); on their Fisher z, mapped back, it is bounded and as skewed as a "
                  "correlation (its coverage simulated with the others)"), "fingerprint": "6e6fff158462"},
     ],
