@@ -66,7 +66,7 @@ def _cell(judgement, data):
     sign = 1 if judgement.direction == "above" else -1
     boundary = _deciding_boundary(judgement)
     if groups is None:
-        if judgement.interval.method not in ("t on replica statistics", "t on Fisher z of replica correlations"):
+        if judgement.interval.method not in ("t on replica statistics", iv.FISHER):
             return None  # a Fisher-z cell is simulated as a t on its correlations (close away from ±1)
         v = values[~np.isnan(values)]
         if v.size < 2:

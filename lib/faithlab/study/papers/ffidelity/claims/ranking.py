@@ -461,7 +461,7 @@ def claim_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
     margin_source=("half-way between F-Fidelity's LeRF vs GT micro correlation in Tables 1-2 (1.00) and the highest "
                    "one the paper reads as falling short (ROAR on PAM, Table 3: 0.80)"),
     decision="single", premises=[OOD, "F-Fidelity's correlation with the ground truth lies beyond its chance range"],
-    interval="t on Fisher z of replica correlations",
+    interval=verdicts.intervals.FISHER,
     log=[
         {**REGISTERED, "fingerprint": "3c63cf1cbb62"},
         {"date": "2026-11-29", "change": "changed", "field": "interval", "old": "t on replica statistics",
