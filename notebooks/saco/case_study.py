@@ -187,12 +187,14 @@ out.figure(fig, "case_study")
 # ## Claim S5 over many images
 # The same three explanations for the first `n_images` correctly classified images from `sample_index` on (chosen
 # by this rule, not by looking at the scores), for every trained model, and the claim function
-# `fs.papers.saco.claim_saturation`, which decides the claim's two named parts by their rules: the share of
-# images on which every method's cumulative drop has saturated after the top 30 % (t on the models' shares ∪
-# Wilson, against a half), and SaCo's separation of Transformer Attribution from Raw Attention and from Random (per
-# image, t interval on the model means above the margin). Its premises: each model learned the digits, and
-# removal matters group by group on these images (the table below: Transformer Attribution's most minus least
-# salient group drop, Random's as the control). The single image above illustrates it.
+# `fs.papers.saco.claim_saturation`, which decides the claim's two named parts, the share of images on which every
+# method's cumulative drop has saturated after the top 30 % and SaCo's separation of Transformer Attribution from
+# Raw Attention and from Random, by the rules listed here. Its premises: each model learned the digits, and removal
+# matters group by group on these images (the table below: Transformer Attribution's most minus least salient group
+# drop, Random's as the control). The single image above illustrates it.
+
+# %%
+out.rules("S5", "S5.saturation", "S5.separation")
 
 # %%
 frames = []

@@ -283,13 +283,14 @@ out.figure(fig, "fig4_dots")
 # The paper (§5.2): "SaCo consistently scores Random Attribution near zero, while most explanation methods obtain
 # positive scores", whereas on the other metrics Random "appears to have comparable performance, even surpassing
 # some state-of-the-art methods". The claim function `fs.papers.saco.claim_random_separation` decides its two
-# parts by their rules: each of the paper's ten methods above Random on SaCo by the margin (more than half must be),
-# and on every cumulative metric Random's mean at or above the lowest method's (one value per trained model). Beside
-# them, a study check not counted (SaCo gives a random map 0 in expectation by construction): SaCo(Random) within
-# ± the margin of 0 (two one-sided t intervals on the model means, on every test digit). Premises of this and every
-# claim below: each ViT reached `min_accuracy` within `accuracy_tolerance`, and removal matters group by group (the
-# section above). Each claim's rule, decision, premise, replica agreement and power analysis are in the claims
-# table; the cells behind it are in its table here.
+# parts, SaCo's separation and the cumulative metrics' (one part per metric, each method of the paper's ten a cell
+# of its own), and beside them a study check not counted (SaCo gives a random map 0 in expectation by
+# construction), each by the rule registered for it, listed here. Premises of this and every claim below: each ViT
+# reached `min_accuracy` within `accuracy_tolerance`, and removal matters group by group (the section above). Each
+# claim's replica agreement and power analysis are in the claims table; the cells behind it are in its table here.
+
+# %%
+out.rules("S1", "S1.above", "S1.cumulative", *fs.verdicts.rule("S1.cumulative").parts, "S1.zero")
 
 # %%
 PAPER_METHODS = list(fs.papers.saco.paper.METHODS)
@@ -314,8 +315,10 @@ fl.plots.readable(s1.table)
 # The paper (§5.2): "while I.G. performs best on AOPC, LOdds, and AUC (with Most Relevant First removal), it is
 # surprisingly the worst on Comprehensiveness (with the reverse removal order)". The claim function
 # `fs.papers.saco.claim_order_sensitivity` compares IG with each of the paper's other nine methods image by
-# image: "best" on a metric means ahead of every one of them (each difference's t interval on the model means above
-# the margin), "worst" on Comprehensiveness behind every one of them; the two are the claim's named parts.
+# image, "best" and "worst" being the claim's two named parts, by the rules listed here.
+
+# %%
+out.rules("S7", "S7.best", "S7.worst")
 
 # %%
 s7 = out.claim(fs.verdicts.replicated(P.claim_order_sensitivity, per_sample, **PREMISE, trained=TRAINED),
@@ -360,6 +363,9 @@ out.glue("abs_rho_among", round(float(corr.loc[corr["kind"] == "among existing",
 out.glue("abs_rho_chance", round(float(corr["null |rho|"].mean()), 3));
 
 # %%
+out.rules("S2", "S6")
+
+# %%
 s2 = out.claim(fs.verdicts.replicated(
     P.claim_weak_correlation, corr, per_sample=per_sample, **PREMISE, trained=TRAINED)).claim
 s6 = out.claim(fs.verdicts.replicated(
@@ -373,9 +379,12 @@ fl.plots.readable(s6.table)
 # The four attention variants: last layer without gradient (raw attention), all layers without gradient
 # (rollout), last layer with gradient (Transformer-MM rule on the last block), all layers with gradient
 # (Transformer-MM). The table lists their SaCo, averaged over the settings and per setting. The claim function
-# `fs.papers.saco.claim_attention_ablation` decides the claim's two named ingredients: the gradient (at the last
+# `fs.papers.saco.claim_attention_ablation` decides the claim's two named ingredients, the gradient (at the last
 # layer and over all layers) and the aggregation (without and with the gradient), each comparison a SaCo gain per
-# image whose t interval on the model means must lie above the margin, both comparisons of an ingredient.
+# image, by the rules listed here.
+
+# %%
+out.rules("S3", "S3.gradient", "S3.aggregation")
 
 # %%
 ablation = pd.DataFrame({
@@ -401,9 +410,12 @@ fl.plots.readable(s3.table)
 # ## Table 2: number of groups K (claim S4)
 # Mean SaCo per method for every K, and per setting the share of non-random methods whose mean SaCo is lower at
 # the largest K than at the smallest (a tie counted half). The claim function `fs.papers.saco.claim_k_decline`
-# decides it per method of the paper's ten: the decline SaCo(smallest K) − SaCo(largest K) per image, its t interval
-# on the model means above the margin; more than half of the methods must decline. Random's own change is shown
-# beside them (a random map's SaCo is 0 in expectation at every K), not used.
+# decides it per method of the paper's ten, the decline SaCo(smallest K) − SaCo(largest K) per image, by the rule
+# listed here. Random's own change is shown beside them (a random map's SaCo is 0 in expectation at every K), not
+# used.
+
+# %%
+out.rules("S4")
 
 # %%
 k_per_setting = image_rows.groupby(["setting", "method"], sort=False)[list(K_COLUMNS.values())].mean()

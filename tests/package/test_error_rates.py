@@ -33,7 +33,8 @@ def test_every_statement_is_wrong_at_most_alpha_in_every_design(table):
 def test_the_simulation_covers_every_statement_shape_and_the_grid(table):
     shapes = set(table["shape"])
     assert {"single, above", "single, below", "single, below one boundary", "every, 4 cells", "every, 24 cells",
-            "share 51 %, 10 cells", "parts", "level: a share, chance 0.5"} <= shapes
+            "share 51 %, 10 cells", "parts", "every part of 4, each a share of 1 in 10",
+            "level: a share, chance 0.5"} <= shapes
     statements = set(table["statement"])
     for word in ("holds", "absent", "present", "not reproduced", "reproduced,"):
         assert any(s.startswith(word) for s in statements), word
@@ -75,3 +76,28 @@ def test_holm_counts_step_down():
     assert decisions.holm_count([strong, borderline], "holds") == 2  # step 2 tests at 5 % / 1
     assert decisions.holm_count([borderline, borderline], "holds") == 0  # step 1 tests at 2.5 %
     assert decisions.holm_count([strong, None], "holds") == 1
+
+
+def test_without_the_family_correction_a_claim_of_every_part_would_be_wrongly_not_reproduced(monkeypatch):
+    """The check can fail: deciding each of S1.cumulative-shaped claim's four parts at the unadjusted level (family
+    1) makes its "not reproduced" — one cell per part at the boundary, the rest clearly absent — wrong far more often
+    than ALPHA; with the correction (family = 4, as the claim decides) it stays within ALPHA."""
+    grid = {"replicas": (8,), "units": (200,), "ratio": (0.0,), "kinds": ("normal",), "cells": (4,),
+            "binary units": (30,), "logit SD": (0.0,)}
+    statement = "not reproduced, one cell per part at the boundary, the rest absent"
+
+    def rate(t):
+        return float(t[t["shape"].str.startswith("every part") & (t["statement"] == statement)]["rate"].iloc[0])
+
+    corrected = rate(error_rates.simulate(sets=1600, seed=2, grid=grid))
+    monkeypatch.setattr(error_rates, "decide", lambda cells, rule, family=1: decisions.decide(cells, rule))
+    unadjusted = rate(error_rates.simulate(sets=1600, seed=2, grid=grid))
+    assert corrected <= ALPHA + 2 * np.sqrt(ALPHA * (1 - ALPHA) / 400) and unadjusted > 2.5 * ALPHA, (corrected,
+                                                                                                      unadjusted)
+
+
+def test_family_is_checked():
+    rule = error_rates.rule_for_shape("share", share=0.1, margin=0.0)
+    for bad in (0, 1.5, True, "4"):
+        with pytest.raises(ValueError, match="family"):
+            decisions.decide([], rule, family=bad)

@@ -212,11 +212,14 @@ def _verdict(value: str, why: str, rule: Rule):
 
 
 def decide(judgements: Judgement | Sequence[Judgement] | Mapping[str, Judgement], rule: Rule, *,
-           untestable: str | None = None):
+           untestable: str | None = None, family: int = 1):
     """The verdict of ``rule``'s claim from its judged cells, as the rule's ``decision`` says (:data:`DECISIONS`).
 
     untestable: a premise's reason, decided before the outcome (the claim is then "not testable here"). A cell
-    judged None (no interval could be computed) counts as undecided."""
+    judged None (no interval could be computed) counts as undecided. family: how many such decisions are parts of
+    one claim any one of which makes it "not reproduced" (a claim of parts that needs every part): the cells'
+    "absent" statements are then made at ALPHA / family (Bonferroni over the parts), so that the claim's "not
+    reproduced" is wrong at most ALPHA of the time."""
     if not isinstance(rule, Rule):
         raise TypeError(f"rule must be a faithlab.study.verdicts.Rule, got {type(rule).__name__}")
     rule = _as_decided(rule)
@@ -226,6 +229,8 @@ def decide(judgements: Judgement | Sequence[Judgement] | Mapping[str, Judgement]
         return _verdict(NOT_TESTABLE, f"not testable: {untestable.strip()}", rule)
     if rule.decision == "parts":
         raise ValueError(f"rule {rule.id} decides by parts: use decide_parts")
+    if isinstance(family, bool) or not isinstance(family, int) or family < 1:
+        raise ValueError(f"family must be a whole number ≥ 1, got {family!r}")
     if isinstance(judgements, Judgement):
         cells = [judgements]
     elif isinstance(judgements, Mapping):
@@ -253,7 +258,7 @@ def decide(judgements: Judgement | Sequence[Judgement] | Mapping[str, Judgement]
     why = ", ".join(f"{o} in {counts[o]}" for o in OUTCOMES if counts[o]) + f" of {n} {rule.over}"
     why += "".join(f"; {o}: {', '.join(names)}" for o, names in named.items() if names and len(names) <= 6)
     if rule.decision == "every":
-        absent = holm_count(cells, "absent")
+        absent = holm_count(cells, "absent", ALPHA / family)
         if counts["holds"] == n:
             value = REPRODUCED
         elif absent:
@@ -268,7 +273,8 @@ def decide(judgements: Judgement | Sequence[Judgement] | Mapping[str, Judgement]
     else:  # share: every count after Holm's correction (one of many cells can decide it)
         share = float(rule.share)
         need = math.ceil(share * n - 1e-9)
-        held, present, absent = (holm_count(cells, s) for s in ("holds", "present", "absent"))
+        held, present, absent = (holm_count(cells, s, ALPHA / family if s == "absent" else ALPHA)
+                                 for s in ("holds", "present", "absent"))
         value = (REPRODUCED if held >= need else WEAKER if present >= need
                  else NOT_REPRODUCED if n - absent < need else INCONCLUSIVE)
         why += (f"; the rule asks {share:.0%} ({need} of {n}); after Holm's correction {held} hold, {present} shown "

@@ -3,7 +3,8 @@ coverage).
 
 :func:`simulate` draws nested data sets whose true effects sit exactly where a statement is false — at the margin
 for "holds" and "absent", at the value of no effect for "weaker" (the direction), every cell at the margin for "not
-reproduced" of an "every" or "share" claim, one cell short for "reproduced" of an "every" claim — and runs them
+reproduced" of an "every" or "share" claim, one cell short for "reproduced" of an "every" claim, one cell per part at
+the boundary for a claim that needs every part (each part a share) — and runs them
 through the study's own :func:`~faithlab.study.verdicts.judge`, :func:`~faithlab.study.verdicts.decide` and
 :func:`~faithlab.study.verdicts.decide_parts`. Each row is one statement × decision shape × design with the share
 of data sets in which the statement was made (wrongly). tests/package/test_error_rates.py asserts at most
@@ -158,6 +159,29 @@ def _parts(rng, sets: int, design: dict) -> list[dict]:
                  np.isin(verdicts(0.0), [REPRODUCED, WEAKER]))]
 
 
+def _every_part(rng, sets: int, design: dict, parts: int = 4) -> list[dict]:
+    """A claim that needs every one of ``parts`` parts, each a share of at least one of GRID["share cells"] cells at
+    one boundary (margin 0; S1.cumulative's shape): each part decided with ``family`` = parts, as the claim does.
+    "Not reproduced" at its least favourable point: in every part, all cells but one shown absent, that one at the
+    boundary."""
+    r, n, ratio, kind = design["replicas"], design["units"], design["ratio"], design["kind"]
+    m = GRID["share cells"]
+    part = rule_for_shape("share", share=0.1, margin=0.0)
+    names = tuple(str(k) for k in range(parts))
+    whole = rule_for_shape("parts", share=1.0, parts=names)
+
+    def verdicts(truths):
+        scales = np.geomspace(0.5, 2.0, m)
+        drawn = [_intervals(_replica_means(rng, kind, sets, r, n, ratio, truths, scales), n) for _ in names]
+        return np.array([str(decide_parts({k: decide([judge(c, part) for c in cells[i]], part, family=parts)
+                                           for k, cells in zip(names, drawn)}, whole)) for i in range(sets)])
+
+    shape = f"every part of {parts}, each a share of 1 in {m}"
+    return [_row("not reproduced, one cell per part at the boundary, the rest absent", shape, design,
+                 verdicts([0.0, *[-FAR * MARGIN] * (m - 1)]) == NOT_REPRODUCED),
+            _row("reproduced, every cell at the boundary", shape, design, verdicts([0.0] * m) == REPRODUCED)]
+
+
 def _level(rng, sets: int, r: int, n: int, sd: float) -> list[dict]:
     """A level statistic: a share of binary units against its chance value 0.5, margin 0.7 (above)."""
     rule = rule_for_shape("single", zero=0.5, margin=0.7)
@@ -200,6 +224,7 @@ def simulate(*, sets: int = 400, seed: int = 0, grid: dict | None = None):
                     rows += _single(rng, sets, design)
                     if n == g["units"][0]:
                         rows += _parts(rng, sets, design)
+                        rows += _every_part(rng, max(sets // 4, 20), design)
                         for k in g["cells"]:
                             rows += _many(rng, sets // 2 if k > 8 else sets, design, k, k == g["cells"][0])
         for n in g["binary units"]:

@@ -190,9 +190,9 @@ def _paper_effect(rule, cell) -> float | None:
     return 2 * cell.margin
 
 
-def _simulate_cells(tree, where: str, r: int, factor: float, pooled, rng, sets: int):
+def _simulate_cells(tree, where: str, r: int, factor: float, pooled, rng, sets: int, family: int = 1):
     """(sets,) verdict words of a "cells" decision with every cell's truth at ``where`` ("margin" or "paper"), or None
-    when a cell has no paper's effect."""
+    when a cell has no paper's effect; ``family`` as :func:`~faithlab.study.verdicts.decide` takes it."""
     from faithlab.study.verdicts.decisions import Judgement, decide, outcome_of
 
     _, rule, cells = tree
@@ -216,18 +216,22 @@ def _simulate_cells(tree, where: str, r: int, factor: float, pooled, rng, sets: 
                                     outcome_of(float(lo), float(hi), zero=c.zero, margin=c.margin, sign=c.sign),
                                     c.what, c.zero))
         simulated.append(column)
-    return np.array([str(decide([col[i] for col in simulated], rule)) for i in range(sets)])
+    return np.array([str(decide([col[i] for col in simulated], rule, family=family)) for i in range(sets)])
 
 
-def _simulate(tree, where: str, r: int, factor: float, pooled, rng, sets: int):
-    """(sets,) verdict words of ``tree`` (cells or parts) at design (r replicas, units × factor), or None."""
+def _simulate(tree, where: str, r: int, factor: float, pooled, rng, sets: int, family: int = 1):
+    """(sets,) verdict words of ``tree`` (cells or parts) at design (r replicas, units × factor), or None. The parts
+    of a claim that needs every part (share 1) are decided with ``family`` = their number, as the claim decides
+    them (:func:`~faithlab.study.verdicts.decide`)."""
     from faithlab.study.verdicts.decisions import decide_parts
 
     if tree is None:
         return None
     if tree[0] == "cells":
-        return _simulate_cells(tree, where, r, factor, pooled[id(tree)], rng, sets) if id(tree) in pooled else None
-    parts = {name: _simulate(sub, where, r, factor, pooled, rng, sets) for name, sub in tree[2].items()}
+        return (_simulate_cells(tree, where, r, factor, pooled[id(tree)], rng, sets, family) if id(tree) in pooled
+                else None)
+    every = len(tree[2]) if float(tree[1].share) >= 1 else 1
+    parts = {name: _simulate(sub, where, r, factor, pooled, rng, sets, every) for name, sub in tree[2].items()}
     if any(v is None for v in parts.values()):
         return None
     return np.array([str(decide_parts({k: v[i] for k, v in parts.items()}, tree[1])) for i in range(sets)])

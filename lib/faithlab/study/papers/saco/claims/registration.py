@@ -36,7 +36,7 @@ per-image difference averaged per trained model and judged by its t interval abo
 smallest gain), every cell, under the two premises."""
 PER_MODEL = verdicts.Chapter(**{**CHAPTER.defaults, "interval": "t on replica statistics",
                                 "unit": "trained model (its test digits)"})
-"""A statistic that is not a mean, computed once per trained model (S1.cumulative, S2, S6)."""
+"""A statistic that is not a mean, computed once per trained model (S2, S6; S1.cumulative as registered)."""
 CORRELATIONS = verdicts.Chapter(**{
     **PER_MODEL.defaults,
     "premises": [*PREMISES, "the existing metrics agree with each other above chance: the t interval of their mean "
