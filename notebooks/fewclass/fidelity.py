@@ -234,20 +234,16 @@ P.wide_table(frames[tasks[0]]["localisation"], SCORE[tasks[0]]).style.format(pre
 
 # %% [markdown]
 # ## Claims
-# Each claim is a function of `faithlab.study.papers.fewclass`, decided by its pre-registered rule
-# (registered above it in `fs.papers.fewclass.claims`: statistic, direction, margin with its source in the paper,
-# how the cells combine), by the equivalence logic of `faithlab.study.verdicts`: a cell holds when its 90 % interval
-# (one-sided 5 % bounds) lies beyond the margin in the paper's direction, is weaker when it lies beyond 0 but not
-# shown beyond the margin, absent when it lies inside the band of no meaningful effect or beyond 0 the other way,
-# undecided when it reaches both; the procedure is on the pre-registration page. The intervals are t intervals on the
-# replica-level statistics (the trained model is the unit of replication), and the verdict is checked per replica.
-# The cells a claim counts are fixed by the design (every method, every computed cell). **C1**, per task and model:
-# per image, Fid of each other unaltered method minus Fid of Random maps, above the margin (half the smallest
-# Random gap of Tables 1–2) for every method ("lowest" loses to none). **C3** (vehicles): per model × method ×
-# {SG, SG²} cell, Fid(altered) − Fid(none) per image above the margin (half the median SG gain of Table 1), in more
-# than half of the cells ("most"). **C4**, per task: per replica, the mean over model × alteration cells of
-# Spearman's ρ between the methods' mean Fid and mean localisation, its t interval over the replicas above 0.5
-# ("strong"). The mechanism premise above is decided first: where it fails a claim is not testable here.
+# Each claim is a function of `faithlab.study.papers.fewclass`, decided by its pre-registered rule (registered
+# above it in `fs.papers.fewclass.claims`), listed here as the registry holds it: statistic, direction, margin with
+# its source in the paper, interval and how the cells combine; the procedure (holds / weaker / absent / undecided)
+# is on the pre-registration page. The trained model is the unit of replication, and the verdict is checked per
+# replica. **C1** compares every other unaltered method with Random per task and model ("lowest" loses to none),
+# **C3** the SmoothGrad alterations with none (vehicles), **C4** the methods' Fid with their localisation. The
+# mechanism premise above is decided first: where it fails a claim is not testable here.
+
+# %%
+out.rules("C1", "C3", "C4")
 
 # %%
 agreements = []

@@ -117,17 +117,16 @@ table3
 
 # %% [markdown]
 # ## Claim: Grad-CAM is the most faithful method and, with SmoothGrad, the most stable
-# Decided by its registered rule (`claim_table3`, rule RM-T3): two named parts. RM-T3.muF: per other method,
-# Grad-CAM's μF minus its, paired per image, a t interval on the replica means (read at 90 %: one-sided 5 % bounds),
-# against the margin 0.301 (half
-# Grad-CAM's lead in the paper's Table 3); RM-T3.Savg: per (Grad-CAM or SmoothGrad, other method) pair, the log of
-# the other's mean S_avg over theirs, once per replica, a t interval on the R values against ln-ratio 2.2387 (half
-# the log of the smallest ratio in Table 3: S_avg's scale is the maps' own, so ratios are compared). Every comparison
-# of a part must hold; reproduced when both parts are, partly when one is and the other is decided. Null of μF: each
+# Decided by its registered rules (`claim_table3`, listed here): two named parts, RM-T3.muF (Grad-CAM's μF against
+# every other method's, paired per image) and RM-T3.Savg (the other methods' S_avg over Grad-CAM's and SmoothGrad's,
+# as log ratios: S_avg's scale is the maps' own, so ratios are compared). Null of μF: each
 # method's μF beside the same μF computed with its map of another image (the same subsets and output drops): when no
 # method's lies above it, μF cannot discriminate here and its part is not testable. Premise: the models beat chance
 # clearly, decided over the replicas. The NaN μF of a constant map (a Grad-CAM that is all zero) counts as 0, as
 # xplique does.
+
+# %%
+out.rules("RM-T3", "RM-T3.muF", "RM-T3.Savg")
 
 # %%
 t3 = out.claim(fs.verdicts.replicated(P.claim_table3, per_sample, premise=premise),

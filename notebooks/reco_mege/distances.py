@@ -116,11 +116,12 @@ checks
 
 # %% [markdown]
 # ## R4
-# Decided by its registered rule (`fs.papers.reco_sanity.claim_sanity_checks`, rule R4, a study check): per
-# (check × distance) cell, the mean over the independent units of their Spearman ρ, with its t interval on the
-# units (read at 90 %: one-sided 5 % bounds), against 0.9 (a strong monotone relation; the paper states no number).
-# "All six pass both": every cell must hold (its interval above 0.9); how a cell short of it counts is on the
-# pre-registration page. The null is ρ = 0, a distance unrelated to the displacement.
+# Decided by its registered rule (`fs.papers.reco_sanity.claim_sanity_checks`, rule R4, a study check, listed here):
+# per (check × distance) cell, the mean over the independent units of their Spearman ρ; "all six pass both": every
+# cell. The null is ρ = 0, a distance unrelated to the displacement.
+
+# %%
+out.rules("R4")
 
 # %%
 r4 = out.claim(fs.verdicts.replicated(R.claim_sanity_checks, units)).claim

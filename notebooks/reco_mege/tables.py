@@ -151,13 +151,14 @@ null
 
 # %% [markdown]
 # ## R1: Grad-CAM has the best ReCo on every task
-# Decided by its registered rule (`claim_gradcam_best_reco`, rule R1): per task and competitor, Grad-CAM's ReCo
-# minus the competitor's, once per replica, with a t interval on the R values (read at 90 %: one-sided 5 % bounds),
-# against the margin 0.074 (half Grad-CAM's smallest lead in the paper's Table 1). "Best of the five on every
-# dataset": every (task × competitor) cell must hold (its interval above the margin); how the other cell outcomes
-# (weaker, absent, undecided) combine is on the pre-registration page. Premises, decided before the
+# Decided by its registered rule (`claim_gradcam_best_reco`, rule R1, listed here): per task and competitor,
+# Grad-CAM's ReCo minus the competitor's, once per replica; "best of the five on every dataset": every (task ×
+# competitor) cell. Premises, decided before the
 # differences: the mechanism premise above, at least 20 distances per set, and Grad-CAM's S= below its
 # shuffled-pairings chance level (its t interval over the replicas' means).
+
+# %%
+out.rules("R1")
 
 # %%
 r1 = out.claim(fs.verdicts.replicated(P.claim_gradcam_best_reco, pairs, premises=premises)).claim

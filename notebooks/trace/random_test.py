@@ -115,12 +115,15 @@ for m in setups[0].models:
 # %% [markdown]
 # ## T3 and the mechanism premise
 # Each curve's mean over its t + 1 points (the area under it over the deleted fraction) per digit. The claim
-# function `fs.papers.trace.claim_random_test` decides T3's two named parts by their registered rules, per model:
-# (a) under the zero reference the area with the largest patches exceeds the area at the smallest (the pixel level:
-# a faster fall for small patches), and (b) the zero − blur gap of the area shrinks from the smallest to the largest
-# patches, each the t interval on the replica means above its margin. Its premise, the chapter's mechanism (a):
+# function `fs.papers.trace.claim_random_test` decides T3's two named parts by their registered rules (listed
+# here), per model: (a) under the zero reference the area with the largest patches exceeds the area at the smallest
+# (the pixel level: a faster fall for small patches), and (b) the zero − blur gap of the area shrinks from the
+# smallest to the largest patches. Its premise, the chapter's mechanism (a):
 # deletion lowers the prediction — on the 7 × 7 grid under the zero reference, f(x) minus the area of a random-order
 # curve lies above `fs.papers.trace.PREMISE_DROP` — or there is no OOD effect to measure.
+
+# %%
+out.rules("T3", "T3a", "T3b")
 
 # %%
 auc = P.normalised_auc(curves, by=["replica", "model", "reference", "patch side"])

@@ -143,6 +143,9 @@ fl.plots.legend_outside(ax)
 out.figure(fig, "fig2a")
 
 # %%
+out.rules("T1", "T1.greedy")
+
+# %%
 premise_t1 = P.search_bound_premises(sums, randoms)
 t1_claim = out.claim(fs.verdicts.replicated(P.claim_search_bound, sums, randoms, trained=not torchvision_models)).claim
 t1_greedy = out.claim(fs.verdicts.replicated(
@@ -219,6 +222,9 @@ random_t = pd.concat(random_t, ignore_index=True)
 # The cross test's scores and curves of the first replica.
 
 # %%
+out.rules("T4")
+
+# %%
 out.table(random_t, "t4_random_orders")
 out.table(cross_scores, "fig3b_scores")
 first_curves = cross_curves[cross_curves.replica == REPLICAS[0]]
@@ -260,6 +266,9 @@ fl.plots.readable(premise)
 # `fs.papers.trace.claim_insertion_equals_deletion` says so in its premise, and its "reproduced" can fail only
 # through a bug in our curve functions. It is therefore a study check (shown apart, not counted among the paper's
 # claims).
+
+# %%
+out.rules("T6")
 
 # %%
 t6_frame = P.insertion_deletion_frame(MODELS[0], X[0], cross[0], edge=edge, reference=reference, output=output,
