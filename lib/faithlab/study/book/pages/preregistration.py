@@ -56,7 +56,8 @@ def procedure_html() -> str:
     items = [
         f"{bold(V.NOT_TESTABLE)}: a premise about the stand-in demonstrably fails (the paper's mechanism is absent), "
         "decided on its own interval before the outcome statistic is looked at; a premise whose interval straddles "
-        "its bar leaves the claim inconclusive;",
+        "its bar leaves the claim inconclusive (except F-Fidelity's robustness claims, Table 8 and D.3, whose "
+        "premises are tolerances: a model, or the claim, is taken away only when shown below the bar);",
         f"{bold(V.REPRODUCED)}: the cells the claim's rule needs hold;",
         f"{bold(html.escaped(V.WEAKER))}: the paper's direction is shown where the claim needs it (its cells hold "
         "or are weaker), its size is not (a needed cell is weaker);",
