@@ -258,7 +258,10 @@ with torch.no_grad():
         for rep, t in trees.items()])
 
 # %% [markdown]
-# The decision trees' claim: no metric scores the perfect explanation near its ideal.
+# The decision trees' claim: no metric scores the perfect explanation near its ideal, by the rule listed here.
+
+# %%
+out.rules("MN1")
 
 # %%
 out.table(tree_replicas, "tree_replicas")
