@@ -194,13 +194,10 @@ mean_scores.round(3)
 # {cite:t}`miro2024fidelity` explained a decision tree by its own decision path and found that no fidelity metric
 # scored this perfect explanation within 30 % of the metric's ideal. For the metrics that state an ideal value
 # (SaCo, μF, Few-class Fid), how far from it does a perfect explanation land, and is that closer than random maps?
-# `syn.claim_ideal_gap` decides by the claim's registered rule (MN1, registered above
-# it in `fs.papers.synthesis.claims`, fixed before the result): a metric counts when it tells the perfect explanation from random maps
-# (its mean (perfect − random) / range, a t interval on the replica means, above 0.05); per counted metric, the t
-# interval on the replica means of its mean gap |score − ideal| / range, read at 90 % (one-sided 5 % bounds), is
-# judged against 0 and the paper's 30 %: beyond 30 % the claim holds for that metric; the other outcomes are on the
-# pre-registration page. The paper says "no metric", so every counted metric must hold: reproduced when all do,
-# the other verdicts as that page defines them.
+# `syn.claim_ideal_gap` decides by the claim's registered rule (MN1, registered above it in
+# `fs.papers.synthesis.claims`, fixed before the result, and listed with the claim below): a metric counts when it
+# tells the perfect explanation from random maps (its premise); per counted metric, its mean gap |score − ideal| /
+# range is judged against the paper's 30 %. The paper says "no metric", so every counted metric must hold.
 #
 # **Control, where the answer is known in advance.** On the linear model the undegraded ground truth (ξ = 0) is its
 # exact explanation of the predicted logit. For an additive model the logit drop of a removed subset is exactly the

@@ -101,9 +101,9 @@ fl.plots.readable(info)
 # keeps, for every number k of deleted patches, the highest (CS-Le) and lowest (CS-Mo) output: no trajectory can
 # beat those curves, and the best trajectory (TRACE-GO) lies between CS and SA. SA-Le and SA-Mo start from Greedy-Le
 # and Greedy-Mo and anneal for `cs_iterations` steps; `n_random` random deletion orders per digit give a random
-# trajectory's sums. The claim function `fs.papers.trace.claim_search_bound` decides T1 by its registered rule:
-# per digit, SA's distance to the bound as a share of a random order's, the t interval on the replica means below
-# the margin for -Le and for -Mo. SA ≥ Greedy holds by construction (SA starts from Greedy and keeps its best), so
+# trajectory's sums. The claim function `fs.papers.trace.claim_search_bound` decides T1 by its registered rule
+# (listed below): per digit, SA's distance to the bound as a share of a random order's, for -Le and for -Mo. SA ≥
+# Greedy holds by construction (SA starts from Greedy and keeps its best), so
 # `claim_search_beats_greedy` checks it as a study check (a mean gain above 0; a loss would be a bug).
 
 # %%
@@ -192,9 +192,9 @@ for name, objectives in (("fig3a", ("le", "mo")), ("fig3a_lemo", ("le-mo",))):
 # the first replica's five searches; T4 needs SA-Le and SA-Mo only, on every replica). The paper: "TRACE-Mo
 # performs extremely poorly in the LeRF test", while TRACE-Le is much less hurt under MoRF ("LeRF should be the
 # preferred criterion"). The claim
-# function `fs.papers.trace.claim_cross_test` decides T4 by its registered rule: per digit, how much SA-Mo loses to
-# SA-Le under LeRF minus how much SA-Le loses to SA-Mo under MoRF, per curve point, the t interval on the replica
-# means above the margin. Its premise, the chapter's mechanism: deletion lowers the prediction, and each search beats
+# function `fs.papers.trace.claim_cross_test` decides T4 by its registered rule (listed below): per digit, how much
+# SA-Mo loses to SA-Le under LeRF minus how much SA-Le loses to SA-Mo under MoRF, per curve point. Its premise, the
+# chapter's mechanism: deletion lowers the prediction, and each search beats
 # `n_random` random orders per digit on its own criterion.
 
 # %%

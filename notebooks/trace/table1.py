@@ -181,12 +181,12 @@ appendix_g.style.format(precision=2, subset=ORDER)
 # ## T2: TRACE beats every method
 # The claim functions `fs.papers.trace.claim_beats_methods` (per model) and `claim_probability_beats_logit`
 # decide T2 and T2b by their rules, registered above them in `fs.papers.trace.claims`; both are in the claims
-# table. TRACE optimises the very score it is judged by, so that it wins at all is close to built in: T2 asks, per
-# model, that T-p beat every method under every reference by the margin taken from the paper's Table 1 (each
-# method's shortfall from T-p, as a share of T-p's score, above half the paper's smallest), the t interval on the
-# replica means in every cell. T2b: scored with probabilities, T-p (optimised for the probability) leads T-y
-# (optimised for the logit) by a non-negligible share of its score ("their discrepancy is non-negligible"), in
-# every model × reference cell — a claim that can fail, where T-p merely being ahead could not. Their premise is the
+# table, and their rules are listed below. TRACE optimises the very score it is judged by, so that it wins at all
+# is close to built in: T2 asks, per model, that T-p beat every method under every reference by the paper's size
+# (each method's shortfall from T-p as a share of T-p's score). T2b: scored with probabilities, T-p (optimised for
+# the probability) leads T-y (optimised for the logit) by a non-negligible share of its score ("their discrepancy
+# is non-negligible"), in every model × reference cell — a claim that can fail, where T-p merely being ahead could
+# not. Their premise is the
 # chapter's mechanism, on every model and reference: deleting patches along a random order (the "Random" map)
 # lowers the prediction, and the search beats random orders.
 
