@@ -145,8 +145,8 @@ def test_claim_s1_cumulative_part_needs_every_metric():
 
 def test_claim_s1_cumulative_is_not_won_by_the_lowest_of_many_noisy_methods():
     """Ten methods tied with Random on every cumulative metric, the trained models far apart: the lowest of ten
-    noisy method means sits below Random on half the metrics or more by chance alone (the statistic before issue 90 read it as
-    Random surpassing a method); one cell per method with Holm's correction over the ten does not."""
+    noisy method means sits below Random on half the metrics or more by chance alone (the statistic before issue 90
+    read it as Random surpassing a method); one cell per method with Holm's correction over the ten does not."""
     tied = {m: {"SaCo": 0.3} for m in [*"ABCDEFGHI", TA]}
     frame = metric_frame({"Random": {}, **tied}, noise=0.05, model_sd=0.03, common=0.0, seed=3)
     claim = S.claim_random_separation(frame, methods=list(tied))

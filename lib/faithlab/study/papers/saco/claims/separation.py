@@ -35,9 +35,9 @@ CUMULATIVE_NOTE = ("'other metrics cannot provide consistent evaluation for Rand
                    "(share 1: no 'partly'). A metric's 'not reproduced' alone decides this part, so each metric's "
                    "'absent' statements are made at 5 % / 4 (Bonferroni over the metrics).")
 CUMULATIVE_CHANGES = (
-    ("statistic", ("per cumulative metric (AUC, AOPC, LOdds, Comprehensiveness, each oriented so that higher is better) "
-                   "and trained model: Random's mean over the model's test images minus the lowest mean of the paper's "
-                   "ten methods; one value per trained model"), CUMULATIVE_STATISTIC),
+    ("statistic", ("per cumulative metric (AUC, AOPC, LOdds, Comprehensiveness, each oriented so that higher is "
+                   "better) and trained model: Random's mean over the model's test images minus the lowest mean of the "
+                   "paper's ten methods; one value per trained model"), CUMULATIVE_STATISTIC),
     ("decision", "every", "parts"), ("parts", None, list(CUMULATIVE_PARTS.values())), ("share", None, 1.0),
     ("null", "the lowest of the methods on the same images", CUMULATIVE_NULL),
     ("note", ("'other metrics cannot provide consistent evaluation for Random' (§5.2): every one of the four. The "
