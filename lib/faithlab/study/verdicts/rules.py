@@ -62,7 +62,9 @@ DECISIONS = {
     "parts": "a claim of several named parts, each decided on its own: reproduced when every part is, reproduced, "
              "weaker when every part is reproduced or reproduced weaker, partly reproduced when the parts shown "
              "present reach the stated share and the others are decided, not reproduced when fewer are, "
-             "inconclusive when an undecided part could change that",
+             "inconclusive when an undecided part could change that; where every part is needed (share 1), one part "
+             "not reproduced decides it, so each part's absent statements are made at 5 % divided by the number of "
+             "parts",
 }
 """How a claim's cells combine into its verdict, by the ``decision`` a rule names."""
 DIRECTIONS = ("above", "below")
