@@ -8,8 +8,6 @@ from torch import nn
 
 import faithlab as fl
 from faithlab import explainers as ex
-from faithlab.explainers import vit_attention
-
 
 
 def _close(actual: torch.Tensor, expected: torch.Tensor, atol: float = 1e-6, rtol: float = 1e-5) -> None:
@@ -37,7 +35,8 @@ class SmallCNN(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         torch.manual_seed(0)
-        self.features = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.ReLU(), nn.Conv2d(4, 4, 3, padding=1), nn.ReLU())
+        self.features = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.ReLU(), nn.Conv2d(4, 4, 3, padding=1),
+                                      nn.ReLU())
         self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 3))
         self.cam_layer = self.features[2]
 
@@ -281,7 +280,8 @@ def test_random_map_shape_range_and_seed():
     assert torch.equal(r, ex.explain(_linear(), x, 0, method="random", generator=torch.Generator().manual_seed(7)))
     assert not torch.equal(r, ex.explain(_linear(), x, 0, method="random", generator=8))
     series = torch.zeros(2, 6, 3)
-    assert ex.explain(nn.Sequential(nn.Flatten(), nn.Linear(18, 2)).eval(), series, 0, method="random", generator=0).shape == (2, 6, 1)
+    series_model = nn.Sequential(nn.Flatten(), nn.Linear(18, 2)).eval()
+    assert ex.explain(series_model, series, 0, method="random", generator=0).shape == (2, 6, 1)
 
 
 def test_token_inputs_attribute_on_embeddings():
@@ -310,7 +310,7 @@ _OPTIONS = {
 }
 
 
-@pytest.mark.parametrize("method", sorted(set(ex.available()) - set(vit_attention.METHODS)))
+@pytest.mark.parametrize("method", sorted(set(ex.available()) - set(ex.METHODS)))
 def test_batch_size_invariance(method):
     """Every CNN-applicable method (the ViT attention methods have their own in test_vit_attention.py)."""
     model, x = SmallCNN().eval(), _x(5, 2, 6, 6)

@@ -1,4 +1,5 @@
-"""Hand-computed and wiring tests for faithlab.explainers.vit_attention (attention-based ViT explainers)."""
+"""Hand-computed and wiring tests for the attention-based ViT explainers (faithlab.explainers.vit_raw_attention,
+vit_rollout, vit_attention_gradcam, vit_transformer_mm, vit_conservative_lrp and their shared vit)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import pytest
 import torch
 
 import faithlab as fl
-from faithlab.explainers import vit_attention as ve
+from faithlab import explainers as ve
 
 
 def _t(rows) -> torch.Tensor:

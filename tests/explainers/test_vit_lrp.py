@@ -1,5 +1,5 @@
-"""Oracle, conservation and wiring tests for faithlab.explainers.vit_lrp (LRP, Partial LRP, Transformer
-Attribution, ATTCAT)."""
+"""Oracle, conservation and wiring tests for Chefer et al.'s relevance pass, faithlab.explainers.vit_lrp, and the
+methods read from it (LRP, Partial LRP, Transformer Attribution, ATTCAT)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import pytest
 import torch
 
 import faithlab as fl
-from faithlab.explainers import vit_attention as ve
+from faithlab import explainers as ve
 from faithlab.explainers import vit_lrp as vl
+from faithlab.explainers import vit_transformer_attribution
 
 
 def _t(rows) -> torch.Tensor:
@@ -93,7 +94,7 @@ def test_transformer_attribution_is_transformer_mm_when_relevance_is_attention(v
 
     expected = fl.explainers.explain(model, x, target, method="transformer_mm")
     honest = fl.explainers.explain(model, x, target, method="transformer_attribution")
-    monkeypatch.setattr(vl, "relevance", attention_as_relevance)
+    monkeypatch.setattr(vit_transformer_attribution, "relevance", attention_as_relevance)
     swapped = fl.explainers.explain(model, x, target, method="transformer_attribution")
     assert torch.allclose(swapped, expected, atol=1e-10)
     assert not torch.allclose(honest, expected, atol=1e-3)
@@ -126,7 +127,7 @@ def test_attcat_matches_direct_autograd(vit):
     got = fl.explainers.explain(model, x, target, method="attcat", upsample="nearest")
     assert torch.allclose(got, ve.to_pixels(expected.detach(), model.grid, (8, 8), upsample="nearest"), atol=1e-10)
     with pytest.raises(ValueError, match="one tensor per block"):
-        vl.attcat(maps, outputs[:1], grads)
+        ve.attcat(maps, outputs[:1], grads)
 
 
 @pytest.mark.parametrize("method", ve.LRP_METHODS)

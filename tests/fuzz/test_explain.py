@@ -16,15 +16,14 @@ from torch import nn
 
 import faithlab as fl
 from faithlab import explainers as ex
-from faithlab.explainers import vit_attention
 
 B, C, H, W, K = 4, 1, 4, 4, 3
 METHODS = [m for m in ex.available() if not m.startswith("test_")]  # test files may register their own
-VIT = set(vit_attention.METHODS)
+VIT = set(ex.METHODS)
 CAM = {"gradcam", "layercam", "iba"}  # the methods that read a layer of the model (the _Cam model's cam_layer)
 RANDOM = {"random", "smoothgrad", "smoothgrad_sq", "sg_sq_ig", "expected_gradients", "rise", "iba"}
 # the ViT methods that rebuild the logits from the weights (never call model.forward)
-REBUILDS_LOGITS = {"conservative_lrp", *vit_attention.LRP_METHODS}
+REBUILDS_LOGITS = {"conservative_lrp", *ex.LRP_METHODS}
 
 
 class _Cam(nn.Module):

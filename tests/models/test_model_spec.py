@@ -210,7 +210,7 @@ def test_cam_layer_on_a_vit_names_the_vit_methods():
     for model in (plain, fl.models.build("vit", image_size=8, patch_size=4)):
         with pytest.raises(ValueError, match="CAMs need a convolutional layer.*rollout.*attention_gradcam"):
             fl.models.cam_layer(model)
-    from faithlab.explainers.vit_attention import METHODS
+    from faithlab.explainers import METHODS
 
     assert set(fl.models.names.VIT_METHODS) == set(METHODS)
 

@@ -1,11 +1,23 @@
 """Explainers: ``explain(model, x, target, method=...)`` and a public ``register`` for your own method.
 
-One concept per module: ``core`` (the registry, ``explain`` and the helpers methods share), ``gradients``
-(captum-backed gradient and perturbation methods, random), ``cams`` (Grad-CAM, LayerCAM), ``perturbation`` (RISE,
-Extremal Perturbations, Excitation Backprop), ``bottleneck`` (Information Bottleneck Attribution), ``vit_attention``
-(ViT attention maps, conservative LRP), ``vit_lrp`` (Chefer et al.'s relevance propagation), ``xrai`` (PAIR's XRAI
-over any other method's map), ``ground_truth`` (ground-truth and degraded maps). Importing this package registers
-every method of its modules.
+One algorithm per module, each declaring its method name(s) with ``@register`` beside its function; importing this
+package imports every one of them, which registers them. ``core`` holds the registry, ``explain``, ``explainer``
+and the random draws a method makes; it lists no method.
+
+* Gradients (captum): ``saliency``, ``gradient``, ``input_x_gradient``, ``integrated_gradients``, ``smoothgrad``
+  (SmoothGrad, SmoothGrad² and F-Fidelity's SG-SQ IG), ``guided_backprop``, ``deconvolution``,
+  ``expected_gradients``; perturbation: ``occlusion``, ``rise``, ``extremal_perturbation`` (TorchRay); the floor:
+  ``random_map`` (method "random").
+* Layer maps: ``gradcam``, ``layercam``, ``excitation_backprop`` (TorchRay), ``bottleneck`` (Information Bottleneck
+  Attribution, method "iba").
+* ViT only (names in :data:`METHODS`): ``vit_raw_attention``, ``vit_rollout``, ``vit_attention_gradcam``,
+  ``vit_transformer_mm``, ``vit_conservative_lrp``, and on Chefer et al.'s relevance pass ``vit_lrp`` (the pass and
+  method "lrp"), ``vit_partial_lrp``, ``vit_transformer_attribution``, ``vit_attcat``. The ``vit_`` prefix also keeps
+  a module's name apart from the public function it defines (``rollout``, ``attcat``, ...).
+* Over another method's map: ``xrai`` (PAIR's XRAI).
+* Shared, registering nothing: ``vit`` (the ViT methods' names, attention recording, token maps to pixels),
+  ``_common`` (argument checks, reference inputs, CAM layers), ``_torchray`` (TorchRay glue); ``ground_truth``
+  (ground-truth and degraded maps).
 """
 
 import warnings
@@ -18,16 +30,24 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="IProgress not found", category=TqdmWarning)
     import captum.attr  # noqa: F401
 
-from faithlab.explainers import bottleneck, cams, gradients, perturbation, vit_attention, vit_lrp, xrai  # noqa: E402, F401  (they register methods)
+from faithlab.explainers import (  # noqa: E402, F401  (importing an algorithm module registers its method)
+    bottleneck, deconvolution, excitation_backprop, expected_gradients, extremal_perturbation, gradcam, gradient,
+    guided_backprop, input_x_gradient, integrated_gradients, layercam, occlusion, random_map, rise, saliency,
+    smoothgrad, vit_attcat, vit_attention_gradcam, vit_conservative_lrp, vit_lrp, vit_partial_lrp, vit_raw_attention,
+    vit_rollout, vit_transformer_attribution, vit_transformer_mm, xrai)
 from faithlab.explainers.bottleneck import BottleneckStatistics, iba_statistics  # noqa: E402
 from faithlab.explainers.core import available, explain, explainer, is_random, register  # noqa: E402
 from faithlab.explainers.ground_truth import degrade, ground_truth  # noqa: E402
-from faithlab.explainers.vit_attention import (  # noqa: E402
-    ATTENTION_METHODS, LRP_METHODS, METHODS, attention_gradcam, conservative_forward, raw_attention, rollout,
-    to_pixels, transformer_mm)
-from faithlab.explainers.vit_lrp import Relevance, attcat, linear_alpha_beta, relevance  # noqa: E402
+from faithlab.explainers.vit import ATTENTION_METHODS, LRP_METHODS, METHODS, to_pixels  # noqa: E402
+from faithlab.explainers.vit_attcat import attcat  # noqa: E402
+from faithlab.explainers.vit_attention_gradcam import attention_gradcam  # noqa: E402
+from faithlab.explainers.vit_conservative_lrp import conservative_forward  # noqa: E402
+from faithlab.explainers.vit_lrp import Relevance, linear_alpha_beta, relevance  # noqa: E402
+from faithlab.explainers.vit_raw_attention import raw_attention  # noqa: E402
+from faithlab.explainers.vit_rollout import rollout  # noqa: E402
+from faithlab.explainers.vit_transformer_mm import transformer_mm  # noqa: E402
 
 __all__ = ["explain", "explainer", "register", "available", "is_random", "ground_truth", "degrade", "raw_attention",
-           "rollout", "attention_gradcam", "transformer_mm", "to_pixels", "conservative_forward", "relevance", "Relevance",
-           "linear_alpha_beta", "attcat", "METHODS", "ATTENTION_METHODS", "LRP_METHODS", "iba_statistics",
+           "rollout", "attention_gradcam", "transformer_mm", "to_pixels", "conservative_forward", "relevance",
+           "Relevance", "linear_alpha_beta", "attcat", "METHODS", "ATTENTION_METHODS", "LRP_METHODS", "iba_statistics",
            "BottleneckStatistics"]

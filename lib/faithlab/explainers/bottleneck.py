@@ -25,8 +25,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from faithlab import _validate
-from faithlab.explainers.cams import resolve_layer
-from faithlab.explainers.core import SampleSeeds, normal, real, register
+from faithlab.explainers._common import real, resolve_layer
+from faithlab.explainers.core import SampleSeeds, normal, register
 
 __all__ = ["BottleneckStatistics", "iba_statistics"]
 

@@ -14,11 +14,11 @@ to the inputs' device: a CPU generator gives identical maps on every device.
 
 A method is a function ``fn(model, x, target, extra, *, batch_size, generator, **options)`` returning the
 attributions of the rows it is given (``extra``: None, or a per-row tensor passed to the model as a second argument,
-the pad mask of token inputs). :func:`register` adds one under a name; the method modules of this package
-(gradients, cams, perturbation, vit_attention, vit_lrp, xrai) register theirs when ``faithlab.explainers`` is
-imported. A random method draws through :func:`uniform` / :func:`normal`, one ``(rows, ...)`` block per draw for
-the rows it was given (and passes ``generator`` to :func:`chunks` with its rows when it splits them), so that it
-works with a ``torch.Generator`` and with :class:`SampleSeeds` alike.
+the pad mask of token inputs). :func:`register` adds one under a name; each algorithm module of this package
+declares its method(s) with ``@register`` beside the function, and ``faithlab.explainers`` imports every one of
+them. This module registers none and lists none. A random method draws through :func:`uniform` / :func:`normal`,
+one ``(rows, ...)`` block per draw for the rows it was given (and passes ``generator`` to :func:`chunks` with its
+rows when it splits them), so that it works with a ``torch.Generator`` and with :class:`SampleSeeds` alike.
 
 Bad input raises a ValueError or TypeError naming the argument, before captum sees it. The model's logits are
 checked on the forward passes the method already makes (no extra pass; a method that never calls the model, such
@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextvars
 import inspect
 import itertools
-import math
 import numbers
 from collections.abc import Callable
 
@@ -92,7 +91,7 @@ def get_method(name: str) -> Method:
     return _METHODS[name]
 
 
-# ---------------------------------------------------------------------------------- helpers shared by methods
+# ------------------------------------------------------------ random draws and rows (the contract of a method)
 SampleSeeds = perturb.SampleSeeds
 """The random source of ``explain(..., sample_seeds=...)`` (:class:`faithlab.perturb.SampleSeeds`): a method receives it
 as its ``generator`` and draws through :func:`uniform` / :func:`normal` with a shape ``(rows, ...)``."""
@@ -125,27 +124,6 @@ def chunks(size: int, fn: Callable[..., torch.Tensor], *rows) -> torch.Tensor:
 def leaf(t: torch.Tensor) -> torch.Tensor:
     """A detached copy that requires grad (captum then needs no warning to set it)."""
     return t.detach().requires_grad_(True)
-
-
-def repeat_rows(t: torch.Tensor | None, n: int) -> torch.Tensor | None:
-    """Each row of t repeated n times in place (None passes through)."""
-    return None if t is None else t.repeat_interleave(n, dim=0)
-
-
-def forward_args(extra: torch.Tensor | None) -> tuple | None:
-    """captum's ``additional_forward_args`` for the per-row extra argument."""
-    return None if extra is None else (extra,)
-
-
-def real(value, name: str, *, minimum: float | None = None) -> float:
-    """A finite real number (int, float or a one-element real tensor; not bool), at least ``minimum``; else a
-    TypeError/ValueError naming ``name``."""
-    v = _validate.number(value, name)
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be a finite number, got {v}")
-    if minimum is not None and v < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
-    return v
 
 
 def _samples(idx: torch.Tensor) -> str:

@@ -1,4 +1,5 @@
-"""Relevance propagation for ``faithlab.models.ViT`` (SaCo §3.4): LRP, Partial LRP, Transformer Attribution, ATTCAT.
+"""Relevance propagation for ``faithlab.models.ViT`` (SaCo §3.4), registered as ``explain(..., method="lrp")``:
+Chefer et al.'s relevance pass, which Partial LRP, Transformer Attribution and ATTCAT read too.
 
 Chefer, Gur & Wolf (CVPR 2021, "Transformer Interpretability Beyond Attention Visualization") propagate the
 relevance of the target class back through a ViT layer by layer. :func:`relevance` reruns the model's forward from
@@ -37,27 +38,25 @@ Faithfulness to Chefer's code (``ViT_LRP.py`` / ``layers_ours.py``), read for fa
   ours keeps αβ for every layer. Their pass runs on their own instrumented ViT; ours reads the weights of
   ``faithlab.models.ViT`` (or of a timm ViT converted by ``faithlab.models.vit_from_timm``).
 
-Registered methods (``fl.explainers.explain(model, x, target, method=...)``; names in
-``faithlab.explainers.vit_attention.LRP_METHODS``), all ``(B, 1, H, W)``:
-``lrp`` (relevance at the pixels, summed over channels; signed), ``partial_lrp`` (Voita et al. 2019 as in
-Chefer's code: last block's R_A, positive part, mean over heads, CLS row), ``transformer_attribution`` (Chefer
-2021: Ā_l = mean_h[(∇A_l ⊙ R_A,l)⁺], R = I, R ← R + Ā_l·R in forward order, CLS row) and ``attcat`` (see
-:func:`attcat`). Token maps are upsampled with :func:`faithlab.explainers.vit_attention.to_pixels`.
+The methods that read this pass (``fl.explainers.explain(model, x, target, method=...)``; names in
+``faithlab.explainers.LRP_METHODS``), all ``(B, 1, H, W)``: ``lrp`` here (relevance at the pixels, summed over
+channels; signed), and, each in its own module, ``partial_lrp`` (:mod:`faithlab.explainers.vit_partial_lrp`),
+``transformer_attribution`` (:mod:`faithlab.explainers.vit_transformer_attribution`) and ``attcat``
+(:mod:`faithlab.explainers.vit_attcat`). Token maps are upsampled with :func:`faithlab.explainers.to_pixels`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from faithlab.explainers.vit import check_images
 from faithlab.explainers.core import check_logits, register
-from faithlab.explainers.vit_attention import check_images, token_pixels, transformer_mm
 
-__all__ = ["Relevance", "relevance", "linear_alpha_beta", "attcat"]
+__all__ = ["Relevance", "relevance", "linear_alpha_beta"]
 
 _EPS = 1e-9
 _VIT_PARTS = ("patch_embed", "cls_token", "pos_embed", "blocks", "norm", "head", "grid", "patch_size")
@@ -200,46 +199,9 @@ def relevance(model: nn.Module, x: torch.Tensor, target: torch.Tensor, *, propag
     return result
 
 
-def attcat(attentions: Sequence[torch.Tensor], features: Sequence[torch.Tensor],
-           grads: Sequence[torch.Tensor]) -> torch.Tensor:
-    """ATTCAT (Qiang et al., NeurIPS 2022): AttCAT_i = Σ_l mean_h(A_l[h, CLS, i]) · Σ_d (∇h_l ⊙ h_l)_{i,d}, with h_l
-    the output tokens of block l, ∇h_l the gradient of the target logit w.r.t. them and A_l that block's attention;
-    patch tokens i → ``(B, T − 1)``, signed.
-
-    The paper's eq. (class activation tokens ∇h ⊙ h weighted by attention, summed over layers) was not checked
-    against its text here; this follows the SaCo spec's reading (CLS row of the block's own attention, head mean).
-    A public reimplementation (Contrast-CAT) instead averages each token's attention column over all query tokens
-    and pairs a block's attention with its input tokens. attentions: L × (B, heads, T, T); features, grads:
-    L × (B, T, D)."""
-    if not (len(attentions) == len(features) == len(grads)) or len(attentions) == 0:
-        raise ValueError("attentions, features and grads must hold one tensor per block (and at least one)")
-    return sum(a.mean(1)[:, 0, 1:] * (g * h).sum(-1)[:, 1:] for a, h, g in zip(attentions, features, grads))
-
-
-# --------------------------------------------------------------------------------------- registered methods
+# ---------------------------------------------------------------------------------------- registered method
 @register("lrp")
 def _lrp(model, x, target, extra, *, batch_size, generator):
     """Full LRP (Chefer et al. 2021's "full"): pixel relevance summed over channels, signed ``(B, 1, H, W)``
     (ViT only)."""
     return relevance(model, x, target).pixels.sum(1, keepdim=True)
-
-
-@register("partial_lrp")
-def _partial_lrp(model, x, target, extra, *, batch_size, generator, upsample: str = "bilinear"):
-    """Partial LRP (Voita et al. 2019, Chefer's version): last block's R_A, positive part, head mean, CLS row."""
-    r_a = relevance(model, x, target).attention_relevance[-1]
-    return token_pixels(model, x, r_a.clamp_min(0).mean(1)[:, 0, 1:], upsample)
-
-
-@register("transformer_attribution")
-def _transformer_attribution(model, x, target, extra, *, batch_size, generator, upsample: str = "bilinear"):
-    """Transformer Attribution (Chefer et al. 2021): rollout of mean_h[(∇A ⊙ R_A)⁺] with the identity, CLS row."""
-    rel = relevance(model, x, target)
-    return token_pixels(model, x, transformer_mm(rel.attention_relevance, rel.attention_grads), upsample)
-
-
-@register("attcat")
-def _attcat(model, x, target, extra, *, batch_size, generator, upsample: str = "bilinear"):
-    """ATTCAT (Qiang et al. 2022), see :func:`attcat`; signed token map upsampled (ViT only)."""
-    rel = relevance(model, x, target, propagate=False)
-    return token_pixels(model, x, attcat(rel.attentions, rel.features, rel.feature_grads), upsample)

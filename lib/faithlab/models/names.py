@@ -19,7 +19,7 @@ SPEC_FORMS = ("torchvision:<name>", "timm:<name>", "<zoo name>")
 
 VIT_METHODS = ("raw_attention", "rollout", "attention_gradcam", "transformer_mm", "conservative_lrp", "lrp",
                "partial_lrp", "transformer_attribution", "attcat")
-"""The explainers that work on a ViT (``faithlab.explainers.vit_attention.METHODS``; named here for error messages,
+"""The explainers that work on a ViT (``faithlab.explainers.METHODS``; named here for error messages,
 models do not import explainers)."""
 
 
