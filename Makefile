@@ -30,22 +30,23 @@ help:
 	@echo "make clean     remove the built book, generated artifacts and caches (keeps .venv)"
 	@echo "make publish   build the book, then push _build/html to the gh-pages branch (GitHub Pages) with ghp-import"
 
-# Set-up: uv (installed with pip if missing), then the locked environment with every extra (the study, the cluster,
-# timm, ...: pyproject.toml's optional-dependencies) and the dev group; fails loudly if torchvision is broken.
-$(VENV)/.synced: pyproject.toml uv.lock
+# Set-up: uv (installed with pip if missing), then the locked environment: the library with every extra (timm, the
+# report's figures, ...: pyproject.toml's optional-dependencies), the study (lib/faithlab-study, the workspace's second
+# distribution) with its cluster extra, and the dev group; fails loudly if torchvision is broken.
+$(VENV)/.synced: pyproject.toml lib/faithlab-study/pyproject.toml uv.lock
 	@if [ ! -x "$(UV)" ]; then \
 	  echo "uv not found: installing it with pip --user"; \
 	  $(PYTHON) -m pip install --user --quiet uv || $(PYTHON) -m pip install --user --quiet --break-system-packages uv; \
 	fi
-	$(UV) sync --locked --all-extras
-	@$(PY) -c "import torch, torchvision, captum, faithlab; print(f'torch {torch.__version__}, torchvision {torchvision.__version__}, cuda available: {torch.cuda.is_available()}')" \
-	  || { echo "set-up failed: torch/torchvision/faithlab do not import in $(VENV)" >&2; exit 1; }
+	$(UV) sync --locked --all-extras --all-packages
+	@$(PY) -c "import torch, torchvision, captum, faithlab, faithlab_study; print(f'torch {torch.__version__}, torchvision {torchvision.__version__}, cuda available: {torch.cuda.is_available()}')" \
+	  || { echo "set-up failed: torch/torchvision/faithlab/faithlab_study do not import in $(VENV)" >&2; exit 1; }
 	@touch $@
 
 setup: $(VENV)/.synced
 
 notebooks: setup
-	$(PY) -m faithlab.study run --profile $(PROFILE) -j $(JOBS) $(NB) $(ARGS)
+	$(PY) -m faithlab_study run --profile $(PROFILE) -j $(JOBS) $(NB) $(ARGS)
 
 html: setup
 	$(VENV)/bin/jupyter-book build book --config _config.yml $(BOOK_FLAGS)
@@ -79,7 +80,7 @@ test: setup browser-deps
 paper-dry: setup
 	$(PY) tests/support/paper_dry.py data/cache/paper-dry
 	HF_HUB_CACHE=$(CURDIR)/data/cache/paper-dry/huggingface/hub FAITHLAB_GENERATED=$(CURDIR)/_build/paper-dry/generated \
-	  FAITHLAB_CACHE=$(CURDIR)/_build/paper-dry/cache $(PY) -m faithlab.study run --profile paper-dry -j $(JOBS) $(NB) $(ARGS)
+	  FAITHLAB_CACHE=$(CURDIR)/_build/paper-dry/cache $(PY) -m faithlab_study run --profile paper-dry -j $(JOBS) $(NB) $(ARGS)
 
 clean:
 	rm -rf _build book/_build book/_generated data/cache .pytest_cache

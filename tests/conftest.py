@@ -46,6 +46,6 @@ def pytest_report_header(config):
 def project(tmp_path, monkeypatch):
     """The runner tests' throw-away project (tests/support/study_project.py): two notebooks, empty profiles, under
     ``FAITHLAB_ROOT``. Used by tests/study/ and by the runner's fuzz cases in tests/fuzz/."""
-    from study_project import make_project  # imported here: faithlab.study and pandas only for the tests that use it
+    from study_project import make_project  # imported here: faithlab_study and pandas only for the tests that use it
 
     return make_project(tmp_path, monkeypatch)

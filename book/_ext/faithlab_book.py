@@ -1,11 +1,11 @@
-"""The book's Sphinx extension: directives that show the generated outputs (the logic is in faithlab.study.book.pages).
+"""The book's Sphinx extension: directives that show the generated outputs (the logic is in faithlab_study.book.pages).
 
 - ``csv-table`` (Sphinx's, extended): a table read from ``:file:`` is formatted for reading (fixed decimals per
-  column, ``mean ± sd`` and ``[low, high]`` cells: :func:`faithlab.study.book.pages.format_table`), followed by a link to
+  column, ``mean ± sd`` and ``[low, high]`` cells: :func:`faithlab_study.book.pages.format_table`), followed by a link to
   download its CSV (every digit and column), and folded into a dropdown when it is too wide for the column or too
   long (``:no-fold:`` keeps it open); ``:columns: a, b`` shows only those columns.
 - ``fl-glance <paper>[/<experiment>]``: the claims at a glance (claim | paper | ours | verdict), from the scorecard.
-- ``fl-setup <paper>``: the set-up table, paper against ours (``faithlab.study.papers.<paper>.SETUP``).
+- ``fl-setup <paper>``: the set-up table, paper against ours (``faithlab_study.papers.<paper>.SETUP``).
 - ``fl-summary``: one sentence per paper (and per study check) from the scorecard, for the intro.
 - ``fl-answer``: the study's answer to "which metric should I trust?" with a link to the guide (the intro's first
   screen); ``fl-guide``: the guide's per-situation recommendations; ``fl-reconcile``: where the synthesis and a
@@ -34,8 +34,8 @@ from sphinx import addnodes
 from sphinx.directives.patches import CSVTable
 from sphinx.util.docutils import SphinxDirective
 
-from faithlab import html
-from faithlab.study.book import pages
+from faithlab_study.book import html
+from faithlab_study.book import pages
 
 GENERATED = "_generated"
 SCORECARD = "scorecard.csv"
@@ -116,14 +116,14 @@ class Glance(SphinxDirective):
 
 
 class Preregistration(SphinxDirective):
-    """``fl-prereg``: the decision procedure (words and numbers from faithlab.study.verdicts), the simulated coverage of its
+    """``fl-prereg``: the decision procedure (words and numbers from faithlab_study.verdicts), the simulated coverage of its
     intervals, then per paper its committed rules (registered above the claim functions, with the claims each decided
     in this build) and the claims' generated decisions and premises (``preregistration.csv``), then the rules' change
     logs."""
 
     def run(self):
-        from faithlab.study.book.chapters import CHAPTERS, PAPER_NAMES, paper_order
-        from faithlab.study.verdicts.rules import all_rules, rule_files
+        from faithlab_study.book.chapters import CHAPTERS, PAPER_NAMES, paper_order
+        from faithlab_study.verdicts.rules import all_rules, rule_files
 
         generated = _srcdir(self) / GENERATED
         path = generated / "preregistration.csv"
@@ -165,15 +165,15 @@ class Preregistration(SphinxDirective):
 
 
 class Setup(SphinxDirective):
-    """``fl-setup paper``: the chapter's paper-vs-ours table (``faithlab.study.papers.<paper>.SETUP``)."""
+    """``fl-setup paper``: the chapter's paper-vs-ours table (``faithlab_study.papers.<paper>.SETUP``)."""
 
     required_arguments = 1
 
     def run(self):
-        module = importlib.import_module(f"faithlab.study.papers.{self.arguments[0]}")
+        module = importlib.import_module(f"faithlab_study.papers.{self.arguments[0]}")
         settings = getattr(module, "SETUP", ())
         if not settings:
-            raise self.error(f"faithlab.study.papers.{self.arguments[0]} has no SETUP")
+            raise self.error(f"faithlab_study.papers.{self.arguments[0]} has no SETUP")
         generated = _srcdir(self) / GENERATED
         for setting in settings:
             paper, experiment = setting.notebook.split("/")
@@ -194,7 +194,7 @@ class Summary(SphinxDirective):
     """``fl-summary``: one sentence per paper, then per study check, from the scorecard."""
 
     def run(self):
-        from faithlab.study.book.chapters import CHAPTERS, PAPER_NAMES, paper_order
+        from faithlab_study.book.chapters import CHAPTERS, PAPER_NAMES, paper_order
 
         card = _scorecard(self)
         items = []
@@ -250,10 +250,10 @@ class Reconcile(SphinxDirective):
 
 class Failures(SphinxDirective):
     """``fl-failures``: every claim not reproduced, reproduced weaker, partly reproduced or not testable here
-    (:data:`faithlab.study.book.pages.WHY_VERDICTS`), with why."""
+    (:data:`faithlab_study.book.pages.WHY_VERDICTS`), with why."""
 
     def run(self):
-        from faithlab.study.book.chapters import CHAPTERS
+        from faithlab_study.book.chapters import CHAPTERS
 
         return [_raw(pages.failures_html(_scorecard(self), self.env.docname, order=[*CHAPTERS, "basics",
                                                                                     "synthesis"]))]
@@ -285,7 +285,7 @@ class Build(SphinxDirective):
 
 def _fold_wide_outputs(app, doctree):
     """On an executed notebook's page, every HTML table output (a pandas frame) too wide for the column or too long
-    is folded into a dropdown (:func:`faithlab.study.book.pages.fold_html_output`); the notebook file is not changed."""
+    is folded into a dropdown (:func:`faithlab_study.book.pages.fold_html_output`); the notebook file is not changed."""
     if not app.env.docname.startswith(f"{GENERATED}/"):
         return
     for node in list(doctree.findall(nodes.raw)):
@@ -302,7 +302,7 @@ RECORD_PAGES = {"speed"}  # pages that include benchmarks/RESULTS.md, whose reco
 
 def _fold_wide_tables(app, doctree):
     """On a page that includes the benchmarks' record (:data:`RECORD_PAGES`), every Markdown table too wide for the
-    column or too long (:func:`faithlab.study.book.pages.should_fold`) is folded into a dropdown, as a notebook's wide
+    column or too long (:func:`faithlab_study.book.pages.should_fold`) is folded into a dropdown, as a notebook's wide
     outputs are; the prose around it stays open."""
     if app.env.docname not in RECORD_PAGES:
         return

@@ -1,7 +1,7 @@
 """Optional dependencies: import one where it is needed, or say which extra installs it.
 
-``pip install faithlab`` brings the metric core only (torch, torchvision, captum, numpy, scipy, pandas, tqdm); the
-study, timm models, TorchRay's and PAIR's explainers, ... are optional-dependency groups of pyproject.toml. A
+``pip install faithlab`` brings the metric core only (torch, torchvision, captum, numpy, scipy, pandas, tqdm); timm
+models, TorchRay's and PAIR's explainers, the report's figures, ... are optional-dependency groups of pyproject.toml. A
 function that needs one imports it through :func:`require`, so that a slim install fails with the command that fixes
 it instead of a bare ``No module named 'timm'``::
 
@@ -25,12 +25,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "deel": ("deel-torchlip", "lipschitz"),
     "saliency": ("saliency", "saliency"),
     "ot": ("pot", "ot"),
-    "yaml": ("pyyaml", "study"),
-    "papermill": ("papermill", "study"),
-    "jupytext": ("jupytext", "study"),
-    "nbformat": ("nbformat", "study"),
-    "distributed": ("distributed", "cluster"),
-    "dask_jobqueue": ("dask-jobqueue", "cluster"),
+    "yaml": ("pyyaml", "yaml"),
 }
 
 

@@ -25,7 +25,7 @@ _TMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
 
 SHARDS_ENV = "FAITHLAB_SHARDS"
 """Set by the study runner for the kernels of a sharded notebook: the folder of its shards' per-sample tables
-(:func:`faithlab.study.artifacts.sharded` writes shard ``i`` to ``<folder>/<i>/`` and the reduce step reads them all)."""
+(:func:`faithlab_study.artifacts.sharded` writes shard ``i`` to ``<folder>/<i>/`` and the reduce step reads them all)."""
 
 
 def project_root() -> Path:

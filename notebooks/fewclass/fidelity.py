@@ -54,7 +54,7 @@ import pandas as pd
 import seaborn as sns
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 
 out = fs.artifacts.for_notebook()
 fl.plots.set_style()
@@ -184,7 +184,7 @@ fl.plots.readable(mechanism)
 paper_tables = pd.DataFrame([{"task": P.PAPER_TASK_LABELS[t], "model": m, "method": meth,
                                **dict(zip(P.paper.COLUMNS, v))}
                               for t, table in P.paper.TABLES.items() for (m, meth), v in table.items()])
-out.table(paper_tables, "paper_fid_tables")  # the paper's Tables 1–2 (faithlab.study.papers.fewclass.paper)
+out.table(paper_tables, "paper_fid_tables")  # the paper's Tables 1–2 (faithlab_study.papers.fewclass.paper)
 for task, fr in frames.items():
     out.table(P.wide_table(fr["fid"], "Fid"), f"{task}_fid_table")
     out.figure(fl.plots.box_panels(fr["fid"], x="method", y="Fid", hue="alteration", by="model",
@@ -234,7 +234,7 @@ P.wide_table(frames[tasks[0]]["localisation"], SCORE[tasks[0]]).style.format(pre
 
 # %% [markdown]
 # ## Claims
-# Each claim is a function of `faithlab.study.papers.fewclass`, decided by its pre-registered rule (registered
+# Each claim is a function of `faithlab_study.papers.fewclass`, decided by its pre-registered rule (registered
 # above it in `fs.papers.fewclass.claims`), listed here as the registry holds it: statistic, direction, margin with
 # its source in the paper, interval and how the cells combine; the procedure (holds / weaker / absent / undecided)
 # is on the pre-registration page. The trained model is the unit of replication, and the verdict is checked per

@@ -42,7 +42,7 @@ import seaborn as sns
 import torch
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 
 out = fs.artifacts.for_notebook()
 fl.plots.set_style()

@@ -43,7 +43,7 @@ import seaborn as sns
 import torch
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 
 out = fs.artifacts.for_notebook()
 fl.plots.set_style()
@@ -135,7 +135,7 @@ for task in tasks:
 
 # %% [markdown]
 # ## C2: the selected perturbation is uncertain
-# A claim function of `faithlab.study.papers.fewclass`, decided by its pre-registered rule (registered above it in
+# A claim function of `faithlab_study.papers.fewclass`, decided by its pre-registered rule (registered above it in
 # `fs.papers.fewclass.claims`, listed here): per task × model, the share of XAI images whose selected candidate
 # reaches U < Δ, pooled over the trained replicas. Premise, checked on the candidates before the selection is looked
 # at: a candidate drawn at random from the grid must not do as well, else any candidate would do.

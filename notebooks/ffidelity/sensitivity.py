@@ -52,7 +52,7 @@ batch_size = 256  # per forward call: on a CPU core twice as fast per input as 2
 import pandas as pd
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 
 out = fs.artifacts.for_notebook()
 fl.plots.set_style()

@@ -54,7 +54,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 
 out = fs.artifacts.for_notebook()
 fl.plots.set_style()

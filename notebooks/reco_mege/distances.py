@@ -44,8 +44,8 @@ import numpy as np
 import pandas as pd
 
 import faithlab as fl
-import faithlab.study as fs
-from faithlab.study.papers import reco_sanity as R
+import faithlab_study as fs
+from faithlab_study.papers.reco_mege.claims import sanity as R
 
 out = fs.artifacts.for_notebook()
 fl.plots.set_style()
@@ -116,9 +116,9 @@ checks
 
 # %% [markdown]
 # ## R4
-# Decided by its registered rule (`fs.papers.reco_sanity.claim_sanity_checks`, rule R4, a study check, listed here):
-# per (check × distance) cell, the mean over the independent units of their Spearman ρ; "all six pass both": every
-# cell. The null is ρ = 0, a distance unrelated to the displacement.
+# Decided by its registered rule (`fs.papers.reco_mege.claims.sanity.claim_sanity_checks`, rule R4, a study check,
+# listed here): per (check × distance) cell, the mean over the independent units of their Spearman ρ; "all six pass
+# both": every cell. The null is ρ = 0, a distance unrelated to the displacement.
 
 # %%
 out.rules("R4")

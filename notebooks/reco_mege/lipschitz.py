@@ -61,7 +61,7 @@ import pandas as pd
 import seaborn as sns
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 
 out = fs.artifacts.for_notebook()
 fl.plots.set_style()

@@ -55,7 +55,7 @@ batch_size = 64  # per forward call: on a CPU core these models run fastest per 
 import pandas as pd
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 
 out = fs.artifacts.for_notebook()
 fl.plots.set_style()

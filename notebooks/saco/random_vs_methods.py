@@ -56,7 +56,7 @@ import pandas as pd
 import torch
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 
 
 out = fs.artifacts.for_notebook()

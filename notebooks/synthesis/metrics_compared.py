@@ -70,8 +70,8 @@ import seaborn as sns
 import torch
 
 import faithlab as fl
-import faithlab.study as fs
-from faithlab.study.papers import synthesis as syn
+import faithlab_study as fs
+from faithlab_study.papers import synthesis as syn
 
 out = fs.artifacts.for_notebook()
 fl.plots.set_style()

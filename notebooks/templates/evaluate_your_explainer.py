@@ -15,7 +15,7 @@
 # # Evaluate your explainer
 #
 # A template to copy: point the parameters cell at your model, images and explainers, run it with
-# `python -m faithlab.study run templates/evaluate_your_explainer -p model torchvision:resnet18 -p weights my.pt
+# `python -m faithlab_study run templates/evaluate_your_explainer -p model torchvision:resnet18 -p weights my.pt
 # -p images my_images/` (or open it in Jupyter; `faithlab evaluate` is the same report as a command), and it
 # reports every faithfulness metric of the study on your explainers, how each metric ranks them, the sanity checks
 # of the synthesis chapter on your model, and the plots. As published it runs on the embedded canvas digits, with a
@@ -65,9 +65,9 @@ import pandas as pd
 import torch
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 from faithlab import report as rp
-from faithlab.study.papers import synthesis as syn
+from faithlab_study.papers import synthesis as syn
 
 out = fs.artifacts.for_notebook()
 fl.plots.set_style()

@@ -58,7 +58,7 @@ import pandas as pd
 import torch
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 
 out = fs.artifacts.for_notebook()
 fl.plots.set_style()

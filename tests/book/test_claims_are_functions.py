@@ -1,5 +1,5 @@
 """Every claim of the book goes through a claim function: no notebook records a claim from a text it wrote itself,
-and none spells out a verdict rule (a ladder, a threshold or a bootstrap) that belongs in faithlab.study.papers."""
+and none spells out a verdict rule (a ladder, a threshold or a bootstrap) that belongs in faithlab_study.papers."""
 
 from __future__ import annotations
 
@@ -26,20 +26,20 @@ def test_notebook_records_claims_from_claim_functions(notebook):
         if name == "claim" and isinstance(call.func, ast.Attribute) and getattr(call.func.value, "id", "") == "out":
             first = call.args[0] if call.args else None
             assert first is not None and not isinstance(first, (ast.Constant, ast.JoinedStr)), (
-                f"{notebook.name}:{call.lineno}: out.claim takes a faithlab.study.verdicts.Claim from a claim function")
+                f"{notebook.name}:{call.lineno}: out.claim takes a faithlab_study.verdicts.Claim from a claim function")
             assert not {k.arg for k in call.keywords} & {"verdict", "paper_value", "our_value"}, (
                 f"{notebook.name}:{call.lineno}: the claim function gives the verdict and the values")
             decided = isinstance(first, ast.Call) and (
                 getattr(first.func, "attr", None) or getattr(first.func, "id", None)) == "replicated"
             assert decided and len(call.args) == 1 and first.args, (
-                f"{notebook.name}:{call.lineno}: out.claim records the Claim that faithlab.study.verdicts.replicated "
+                f"{notebook.name}:{call.lineno}: out.claim records the Claim that faithlab_study.verdicts.replicated "
                 "decided from the claim function and its arguments (out.claim(fs.verdicts.replicated(P.claim_x, "
                 "frame, seed=seed))), so that the claim is re-run per replica and under other bootstrap seeds")
         if name in RULES and isinstance(call.func, ast.Attribute):
             owner = ast.unparse(call.func.value)
             assert not owner.endswith("verdicts"), (
                 f"{notebook.name}:{call.lineno}: {owner}.{name} decides a verdict in a notebook; move the rule into "
-                "a claim function of faithlab.study.papers")
+                "a claim function of faithlab_study.papers")
 
 
 def test_the_check_catches_a_notebook_that_writes_its_own_verdict(tmp_path):
@@ -63,7 +63,7 @@ def test_the_check_catches_a_notebook_that_writes_its_own_verdict(tmp_path):
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_notebook_defines_no_function(notebook):
     """A notebook calls the library: a helper it would define (a table, a label, a figure, a per-image loop, an
-    explainer bound to its options) lives in faithlab.study.papers, faithlab.plots or faithlab.explainers, where it is
+    explainer bound to its options) lives in faithlab_study.papers, faithlab.plots or faithlab.explainers, where it is
     tested and other notebooks and the CLI use it."""
     tree = ast.parse(notebook.read_text())
     defined = [f"{node.name} (line {node.lineno})" for node in ast.walk(tree)

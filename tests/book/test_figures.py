@@ -1,5 +1,5 @@
-"""The study's figures (:mod:`faithlab.study.book.figures`): the front page's study map, coloured by verdict, and the
-chapters' order (:mod:`faithlab.study.book.chapters`)."""
+"""The study's figures (:mod:`faithlab_study.book.figures`): the front page's study map, coloured by verdict, and the
+chapters' order (:mod:`faithlab_study.book.chapters`)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from faithlab import plots  # noqa: E402
-from faithlab.study.book import chapters, figures  # noqa: E402
-from faithlab.study.verdicts import VERDICTS  # noqa: E402
+from faithlab_study.book import chapters, figures  # noqa: E402
+from faithlab_study.verdicts import VERDICTS  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -62,10 +62,10 @@ def test_study_map_of_the_whole_study_keeps_the_book_style():
     """The front page's map, with the five papers' metrics and every notebook, saved at the runner's 150 dpi and
     shown in the book's column: 9-pt text stays 9 pt (the map is narrow enough not to be shrunk), the legend is
     outside the map, no more than the allowed panels."""
-    import faithlab.study as study
+    from faithlab_study import runner
     from faithlab.evaluation import PAPER_METRICS
 
-    names = [nb.name.split("/") for nb in study.discover()]
+    names = [nb.name.split("/") for nb in runner.discover()]
     card = pd.DataFrame([{"paper": p, "experiment": e, "verdict": VERDICTS[i % 4]}
                          for i, (p, e) in enumerate(names) if p != "templates"])
     fig = figures.study_map(card, PAPER_METRICS)

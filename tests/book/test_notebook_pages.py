@@ -1,4 +1,4 @@
-"""Executed notebooks as pages of the book (faithlab.study.book.notebook_page, faithlab.html.claim_html): one
+"""Executed notebooks as pages of the book (faithlab_study.book.notebook_page, faithlab_study.book.html.claim_html): one
 parameters cell, the chapter link and the run time first, every claim shown once where it is computed, no stderr
 on the page (but in a log and on the runner's terminal), no library progress bar in the runner's kernels."""
 
@@ -14,11 +14,12 @@ import nbformat
 import pytest
 import torch
 
-from faithlab import html as fhtml
-from faithlab import _progress, study
+from faithlab_study.book import html as fhtml
+from faithlab_study import runner
+from faithlab import _progress
 
-from faithlab.study import artifacts as outputs
-from faithlab.study.book import notebook_page
+from faithlab_study import artifacts as outputs
+from faithlab_study.book import notebook_page
 
 HEADER = "# ---\n# jupyter:\n#   jupytext:\n#     formats: py:percent\n# ---\n\n"
 
@@ -40,9 +41,9 @@ PAGE = HEADER + textwrap.dedent('''\
     import warnings
 
     import faithlab as fl
-    import faithlab.study as fs
+    import faithlab_study as fs
 
-    import faithlab.study as fs
+    import faithlab_study as fs
     from faithlab import _progress
     from tqdm import tqdm
 
@@ -70,7 +71,7 @@ PAGE = HEADER + textwrap.dedent('''\
     kept
 
     # %%
-    from faithlab.study.verdicts import Claim, Verdict
+    from faithlab_study.verdicts import Claim, Verdict
     cell = {"cell": "GradCAM − Random", "values": "0.1;0.2", "outcome": "weaker"}
     with_cells = Claim(claim="W1: a claim with its cells", rule="the lead over Random, above the margin",
                        premise="a premise", paper_value="0.3", our_value="0.15", verdict=Verdict("reproduced, weaker"),
@@ -87,7 +88,7 @@ SHARDED = HEADER + textwrap.dedent('''\
     # %% tags=["shard"]
     import pandas as pd
     import faithlab as fl
-    import faithlab.study as fs
+    import faithlab_study as fs
 
     table = fs.artifacts.sharded("rows", lambda items: pd.DataFrame({"i": list(items)}), 4, shard=shard,
                                n_shards=n_shards)
@@ -128,7 +129,7 @@ def site(tmp_path_factory):
     (root / "notebooks" / "params").mkdir(parents=True)
     (root / "_config.yml").write_text("title: t\n")
     (root / "uv.lock").write_text("lock v1\n")
-    for profile in study.PROFILES:
+    for profile in runner.PROFILES:
         (root / "notebooks" / "params" / f"{profile}.yaml").write_text(
             "defaults: {value: 5}\nnotebooks:\n  demo/page: {label: from the profile}\n")
     _write(root, "demo/page", PAGE)
@@ -144,12 +145,12 @@ def site(tmp_path_factory):
         mp.setenv("FAITHLAB_ROOT", str(root))
         mp.delenv("FAITHLAB_GENERATED", raising=False)
         mp.delenv(_progress.ENV, raising=False)
-        mp.setattr(study.runner.stamps, "library_hash", lambda: "library v1")
+        mp.setattr(runner.stamps, "library_hash", lambda: "library v1")
         messages: list[str] = []
         generated = book / "_generated"
-        results = study.run(["demo/page"], profile="smoke", overrides={"sizes": [3]}, root=root,
+        results = runner.run(["demo/page"], profile="smoke", overrides={"sizes": [3]}, root=root,
                             generated=generated, echo=messages.append)
-        results += study.run(["other/sharded"], profile="smoke", overrides={"n_shards": 2}, root=root,
+        results += runner.run(["other/sharded"], profile="smoke", overrides={"n_shards": 2}, root=root,
                              generated=generated, echo=messages.append, jobs=2)
         yield root, {r.name: r for r in results}, messages
 
@@ -279,8 +280,8 @@ def test_a_cached_notebook_keeps_its_page(site):
     before = (root / "book" / "_generated" / "demo" / "page.ipynb").read_bytes()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("FAITHLAB_ROOT", str(root))
-        mp.setattr(study.runner.stamps, "library_hash", lambda: "library v1")
-        again = study.run(["demo/page"], profile="smoke", overrides={"sizes": [3]}, root=root,
+        mp.setattr(runner.stamps, "library_hash", lambda: "library v1")
+        again = runner.run(["demo/page"], profile="smoke", overrides={"sizes": [3]}, root=root,
                           generated=root / "book" / "_generated", echo=lambda *_: None)
     assert [r.status for r in again] == ["cached"]
     assert (root / "book" / "_generated" / "demo" / "page.ipynb").read_bytes() == before
@@ -379,7 +380,7 @@ def test_progress_rejects_a_non_boolean():
 
 def test_fit_and_evaluate_bars_obey_the_environment(monkeypatch, capsys):
     import faithlab as fl
-    import faithlab.study as fs
+    import faithlab_study as fs
 
     data = fl.data.TensorData(torch.randn(16, 1, 8, 8), torch.arange(16) % 2)
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 2)).eval()

@@ -13,10 +13,10 @@ import re
 
 import pytest
 
-from faithlab import study
-from faithlab.study.papers.reco_mege import FamilySettings
+from faithlab_study import runner
+from faithlab_study.papers.reco_mege import FamilySettings
 
-NOTEBOOKS = {nb.name: nb for nb in study.discover()}
+NOTEBOOKS = {nb.name: nb for nb in runner.discover()}
 RUNNER = {"shard", "n_shards"}  # set and read by the runner (fs.artifacts.sharded), not by the notebook's own code
 CELL = re.compile(r"^# %%(.*)$", re.M)
 

@@ -1,4 +1,4 @@
-"""What the book's pages make of the generated outputs (faithlab.study.book.pages): readable tables, claims at a
+"""What the book's pages make of the generated outputs (faithlab_study.book.pages): readable tables, claims at a
 glance with links to where they are computed, the intro's sentences and the set-up tables."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from faithlab import html as fhtml
-from faithlab.study import artifacts as outputs
-from faithlab.study.papers.setup import Setting
-from faithlab.study.book import pages
+from faithlab_study import artifacts as outputs
+from faithlab_study.book import html as fhtml
+from faithlab_study.papers.setup import Setting
+from faithlab_study.book import pages
 
 R, P, N, T, I = "reproduced", "partly reproduced", "not reproduced", "not testable here", "inconclusive"
 W = "reproduced, weaker"
@@ -165,7 +165,7 @@ def _guide_inputs():
 
 
 def test_answer_guide_and_reconciliation_are_generated_from_the_synthesis_tables():
-    from faithlab.study.papers import synthesis as syn
+    from faithlab_study.papers import synthesis as syn
 
     rec, cost, card = _guide_inputs()
     guide = syn.guide(rec, {"case one": "s1", "case two": "s2"}, cost_table=cost, reference_spread={"A": 0.5},
@@ -250,7 +250,7 @@ def test_transfer_section_lists_the_settings_that_differ_and_the_scale_of_the_cl
 
 
 def test_the_preregistration_shows_the_procedure_the_rules_their_registrations_their_log_and_the_coverage():
-    from faithlab.study import verdicts
+    from faithlab_study import verdicts
 
     procedure = pages.procedure_html()
     for name in verdicts.DECISIONS:
@@ -294,7 +294,7 @@ def test_reproduced_weaker_is_counted_named_and_listed_with_why():
 
 
 def test_every_verdict_has_a_badge_class_of_its_own_styled_by_the_book(request):
-    from faithlab.study.verdicts import MEANINGS, VERDICTS
+    from faithlab_study.verdicts import MEANINGS, VERDICTS
 
     classes = [fhtml.verdict_class(v) for v in VERDICTS]
     assert fhtml.verdict_class(W) == "fl-badge-reproduced-weaker" and len(set(classes)) == len(VERDICTS)
@@ -319,7 +319,7 @@ def test_glance_links_a_claims_cell_data_and_says_how_to_recompute_it():
 
 
 def test_guide_reads_an_absent_recovery_and_reconcile_counts_reproduced_weaker_as_found():
-    from faithlab.study.papers import synthesis as syn
+    from faithlab_study.papers import synthesis as syn
 
     rec, cost, card = _guide_inputs()
     guide = syn.guide(rec, {"case one": "s1", "case two": "s2"}, cost_table=cost, reference_spread={"A": 0.5},
@@ -336,8 +336,8 @@ def test_guide_reads_an_absent_recovery_and_reconcile_counts_reproduced_weaker_a
 
 
 def test_the_procedure_names_the_four_cell_outcomes_the_six_verdicts_and_the_one_sided_level():
-    from faithlab.study.verdicts import VERDICTS
-    from faithlab.study.verdicts.decisions import OUTCOMES
+    from faithlab_study.verdicts import VERDICTS
+    from faithlab_study.verdicts.decisions import OUTCOMES
 
     procedure = pages.procedure_html()
     assert all(f"<b>{html.escape(w)}</b>" in procedure for w in (*OUTCOMES, *VERDICTS))
@@ -369,7 +369,7 @@ def test_the_build_copies_the_cell_tables_the_claims_rows_link(tmp_path, request
 def test_the_preregistration_page_lists_every_verdict_the_change_of_procedure_moved():
     import pandas as pd
 
-    from faithlab.study.book import pages
+    from faithlab_study.book import pages
 
     card = pd.DataFrame([
         {"paper": "saco", "experiment": "x", "claim": "S1 (a): moved", "verdict": "reproduced, weaker",
@@ -385,8 +385,8 @@ def test_the_preregistration_page_lists_every_verdict_the_change_of_procedure_mo
 
 
 def test_the_error_rate_table_names_each_statement_and_its_worst_design():
-    from faithlab.study.book import pages
-    from faithlab.study.verdicts import error_rates
+    from faithlab_study.book import pages
+    from faithlab_study.verdicts import error_rates
 
     frame = error_rates.simulate(sets=20, grid={"replicas": (3,), "units": (20,), "ratio": (0.0,), "kinds": ("normal",),
                                                 "cells": (4,), "binary units": (30,), "logit SD": (0.0,)})
@@ -399,7 +399,7 @@ def test_the_error_rate_table_names_each_statement_and_its_worst_design():
 def test_the_answer_opens_with_a_grid_of_metrics_by_situation():
     """The front page's answer is taken in at a glance: one row per metric, one column per situation, each cell the
     guide's state there, the metrics that hold up first; the sentence follows."""
-    from faithlab.study.papers import synthesis as syn
+    from faithlab_study.papers import synthesis as syn
 
     rec, cost, card = _guide_inputs()
     guide = syn.guide(rec, {"case one": "s1", "case two": "s2"}, cost_table=cost, reference_spread={"A": 0.5},
@@ -432,7 +432,7 @@ def test_the_api_table_lists_the_settings_each_metric_refuses():
 
 
 def test_the_rule_changes_of_issue_90_are_listed_from_the_change_logs():
-    from faithlab.study.verdicts import rules
+    from faithlab_study.verdicts import rules
 
     frame = pages.rule_changes_rows()
     marked = {rid for rid, entries in rules.log().items() if any(e.get("issue") == rules.REDECIDED_BY for e in entries)}

@@ -16,7 +16,7 @@ from torch import nn
 
 import faithlab as fl
 from faithlab import cli
-from faithlab.evaluation.estimate import probe_shape
+from faithlab.evaluation.estimation import probe_shape
 from oracles import Sleepy, image_folder
 
 
@@ -190,7 +190,7 @@ def test_engine_times_one_and_two_samples_at_the_floors_for_a_rate_and_a_fixed_c
 
     from faithlab.evaluation import budget
 
-    est = importlib.import_module("faithlab.evaluation.estimate")  # the module (the package exports the function)
+    est = importlib.import_module("faithlab.evaluation.estimation")
     x = torch.rand(3, 3, 24, 24)
     calls = []
     original = est.probe_costs

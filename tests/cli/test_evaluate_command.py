@@ -155,15 +155,15 @@ def test_usage_errors_exit_2_naming_the_flag(inputs, tmp_path, capsys, change, f
 
 @pytest.mark.slow
 def test_template_notebook_reads_a_model_file_and_an_image_folder(inputs, direct, tmp_path, monkeypatch):
-    """study.run of the template with model/weights/images parameters writes the same numbers as the command."""
-    from faithlab import study
+    """runner.run of the template with model/weights/images parameters writes the same numbers as the command."""
+    from faithlab_study import runner
 
     monkeypatch.setenv("FAITHLAB_CACHE", str(tmp_path / "cache"))
     overrides = {"model": "torchvision:resnet18", "weights": str(inputs / "weights.pt"),
                  "images": str(inputs / "images"), "image_size": SIZE, "n_images": 6, "kfold": 0,
                  "explainers": {"saliency": ["saliency", {}], "gradcam": ["gradcam", {}]}, "metrics": METRICS,
                  "report_dir": str(tmp_path / "nb_report")}
-    results = study.run(["templates/evaluate_your_explainer"], profile="smoke", overrides=overrides, root=ROOT,
+    results = runner.run(["templates/evaluate_your_explainer"], profile="smoke", overrides=overrides, root=ROOT,
                         generated=tmp_path / "gen", force=True, jobs=1, timeout=600, echo=lambda *a: None)
     assert [r.status for r in results] == ["ran"], results[0].message
     folder = tmp_path / "gen" / "templates" / "evaluate_your_explainer"

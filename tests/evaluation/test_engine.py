@@ -14,7 +14,7 @@ from oracles import evaluate_inputs, linear_kfold
 from oracles import saliency as _explain
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 from faithlab import _validate
 
 EVALUATION = pathlib.Path(fl.__file__).parent / "evaluation"
@@ -235,10 +235,10 @@ def _imports(path: pathlib.Path) -> set[str]:
 
 
 def test_the_evaluation_modules_import_one_way():
-    """loop (``evaluate``) → budget → estimate → engine → checkpoint → call: nothing below imports what is above it
-    (the import circle evaluate → budget → estimate → evaluate is gone)."""
-    above = {"call": {"checkpoint", "engine", "estimate", "budget", "loop"},
-             "checkpoint": {"engine", "estimate", "budget", "loop"}, "engine": {"estimate", "budget", "loop"},
-             "estimate": {"budget", "loop"}, "budget": {"loop"}}
+    """loop (``evaluate``) → budget → estimation → engine → checkpoint → call: nothing below imports what is above
+    it (the import circle evaluate → budget → estimate → evaluate is gone)."""
+    above = {"call": {"checkpoint", "engine", "estimation", "budget", "loop"},
+             "checkpoint": {"engine", "estimation", "budget", "loop"}, "engine": {"estimation", "budget", "loop"},
+             "estimation": {"budget", "loop"}, "budget": {"loop"}}
     wrong = {name: sorted(_imports(EVALUATION / f"{name}.py") & up) for name, up in above.items()}
     assert {k: v for k, v in wrong.items() if v} == {}

@@ -1183,7 +1183,7 @@ def _closed_port() -> int:
 
 @pytest.mark.parametrize(("call", "bad"), _params(CLI_CASES))
 def test_the_runner_refuses_a_bad_option_at_once_with_one_line_naming_it(call, bad, project, tmp_path):
-    """``python -m faithlab.study run`` in a process of its own, on a throw-away project, cache and output folder:
+    """``python -m faithlab_study run`` in a process of its own, on a throw-away project, cache and output folder:
     it exits non-zero within seconds, its last line of stderr names the option (argparse prints its usage above
     it), and no traceback. Nothing here may start a notebook."""
     args, option, why = CLI_BAD[bad]
@@ -1196,7 +1196,7 @@ def test_the_runner_refuses_a_bad_option_at_once_with_one_line_naming_it(call, b
         env["PATH"] = str(tmp_path / "bin")  # no sbatch (the interpreter is called by its full path)
     start = time.monotonic()
     try:
-        done = subprocess.run([sys.executable, "-m", "faithlab.study", "run", *args], check=False, cwd=project,
+        done = subprocess.run([sys.executable, "-m", "faithlab_study", "run", *args], check=False, cwd=project,
                               env=env, capture_output=True, text=True, timeout=60)
     except subprocess.TimeoutExpired:
         pytest.fail(f"{bad}: no answer within 60 s")
@@ -1211,7 +1211,7 @@ def test_the_runner_refuses_a_bad_option_at_once_with_one_line_naming_it(call, b
         assert not named, f"{case} now names {option}: drop it from UNCLEAR"
     else:
         assert named, f"{case}: the last line does not name {option!r} ({why!r}): {done.stderr}"
-        if not re.match(r"python -m faithlab\.study( run)?: error: ", lines[-1]):  # argparse prints usage first
+        if not re.match(r"python -m faithlab_study( run)?: error: ", lines[-1]):  # argparse prints usage first
             assert len(lines) == 1, f"{case}: more than one line: {done.stderr}"
     assert elapsed < 30, f"{case}: took {elapsed:.0f} s"
 
@@ -1220,7 +1220,7 @@ def test_the_runner_lists_the_fake_project_s_notebooks(project, tmp_path):
     """The control of the cases above: the same process and project answer a good command."""
     env = {**os.environ, "FAITHLAB_ROOT": str(project), "FAITHLAB_GENERATED": str(tmp_path / "gen"),
            "FAITHLAB_CACHE": str(tmp_path / "cache")}
-    done = subprocess.run([sys.executable, "-m", "faithlab.study", "list"], check=False, cwd=project, env=env,
+    done = subprocess.run([sys.executable, "-m", "faithlab_study", "list"], check=False, cwd=project, env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "demo/first: " in done.stdout, done.stderr
 

@@ -1,5 +1,5 @@
 """The study's intervals cover: every interval function the claims use holds the truth at least 0.93 of the time for a
-nominal 0.95 over a grid of nested designs (faithlab.study.verdicts.coverage.GRID: 3, 5 and 8 replicas, 20–200 units per
+nominal 0.95 over a grid of nested designs (faithlab_study.verdicts.coverage.GRID: 3, 5 and 8 replicas, 20–200 units per
 replica, between/within SD 0–2, normal, skewed and paired units, binary shares, a correlation per replica), and the
 simulation kernels are the public functions' own arithmetic."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from faithlab.study.verdicts import coverage, intervals
+from faithlab_study.verdicts import coverage, intervals
 
 
 @pytest.fixture(scope="module")

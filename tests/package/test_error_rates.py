@@ -1,5 +1,5 @@
 """Every statement the decisions make is wrong at most ALPHA (5 %) of the time, for the whole rule: simulated by
-faithlab.study.verdicts.error_rates through the study's own judge / decide / decide_parts, over the coverage grid's
+faithlab_study.verdicts.error_rates through the study's own judge / decide / decide_parts, over the coverage grid's
 designs (3, 5 and 8 replicas, 20 and 200 units, between/within SD 0–2, normal and skewed units, binary shares
 against a chance value) and cells of unequal variance."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from faithlab.study.verdicts import decisions, error_rates
-from faithlab.study.verdicts.decisions import ALPHA
+from faithlab_study.verdicts import decisions, error_rates
+from faithlab_study.verdicts.decisions import ALPHA
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,7 @@ def test_without_holm_a_claim_of_many_cells_would_be_wrongly_not_reproduced(monk
 
 def test_holm_counts_step_down():
     rule = error_rates.rule_for_shape("share", share=0.5)
-    from faithlab.study.verdicts import intervals as iv
+    from faithlab_study.verdicts import intervals as iv
 
     def cell(estimate, se):
         return decisions.judge(iv.Interval(estimate, estimate - 3 * se, estimate + 3 * se, 0.95, "t on replica means",

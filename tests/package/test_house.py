@@ -1,6 +1,8 @@
-"""The house's layout rules (house v4), read from the source: the library never imports the study, no private name
-crosses a module, one HTML module, one statistics module, the same files in every paper package, no module over
-600 lines, notebooks that read like chapters. Each rule has a planted violation that its checker must catch."""
+"""The house's layout rules (house v5), read from the source of both distributions (the library, lib/faithlab, and the
+study, lib/faithlab-study/faithlab_study): the library never imports the study, no private name crosses a module, one
+HTML module in each, one statistics module, the same files in every paper package, no module over 600 lines, notebooks
+that read like chapters. Each rule has a planted violation that its checker must catch. (That the library's wheel
+holds no study module is tests/project/test_wheel.py's.)"""
 
 from __future__ import annotations
 
@@ -12,27 +14,35 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LIB = ROOT / "lib" / "faithlab"
-STUDY = LIB / "study"
+STUDY = ROOT / "lib" / "faithlab-study" / "faithlab_study"
+PACKAGES = (LIB, STUDY)  # the two distributions' import packages
 NOTEBOOKS = ROOT / "notebooks"
 MAX_LINES = 600
 MAX_CELL = 25
 PAPER_FILES = {"__init__", "setup", "experiments", "claims", "paper"}  # each a module or a package
 PAPERS = ("ffidelity", "fewclass", "saco", "reco_mege", "trace", "synthesis")
-HTML_MODULE = LIB / "html.py"
+HTML_MODULES = (LIB / "html.py", STUDY / "book" / "html.py")  # the library's report page; the study's pages
 STATISTICS_MODULE = LIB / "metrics" / "statistics.py"
 
 
-def _modules(root: Path = LIB):
-    return sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
+def _modules(*roots: Path):
+    return sorted(p for root in roots or PACKAGES for p in root.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _package(path: Path) -> Path:
+    return next(root for root in PACKAGES if path == root or root in path.parents)
 
 
 def _module_name(path: Path) -> str:
-    parts = path.relative_to(LIB.parent).with_suffix("").parts
+    parts = path.relative_to(_package(path).parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def _is_module(dotted: str) -> bool:
-    base = LIB.parent.joinpath(*dotted.split("."))
+    root = next((r for r in PACKAGES if r.name == dotted.split(".")[0]), None)
+    if root is None:
+        return False
+    base = root.parent.joinpath(*dotted.split("."))
     return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
 
 
@@ -59,24 +69,24 @@ def study_imports(path: Path, source: str | None = None) -> list[str]:
             module = _absolute(path, node)
             names = [module] + [f"{module}.{a.name}" for a in node.names]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            names = [node.value] if re.fullmatch(r"faithlab\.study(\.[\w.]+)?", node.value) else []
+            names = [node.value] if re.fullmatch(r"faithlab_study(\.[\w.]+)?", node.value) else []
         else:
             continue
-        if any(n == "faithlab.study" or n.startswith("faithlab.study.") for n in names):
+        if any(n == "faithlab_study" or n.startswith("faithlab_study.") for n in names):
             found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     return found
 
 
 def test_the_library_never_imports_the_study():
-    library = [p for p in _modules() if STUDY not in p.parents]
-    found = [hit for p in library for hit in study_imports(p)]
+    assert not (LIB / "study").exists(), "the study is its own distribution (lib/faithlab-study), not a library folder"
+    found = [hit for p in _modules(LIB) for hit in study_imports(p)]
     assert not found, f"the library imports the study at {found}: the study may import the library, never back"
 
 
 def test_the_study_check_catches_an_import(tmp_path):
-    assert study_imports(LIB / "report.py", "from faithlab.study import verdicts\n")
-    assert study_imports(LIB / "report.py", "def f():\n    from faithlab import study\n")
-    assert study_imports(LIB / "report.py", "import importlib\nimportlib.import_module('faithlab.study.papers')\n")
+    assert study_imports(LIB / "report.py", "from faithlab_study import verdicts\n")
+    assert study_imports(LIB / "report.py", "def f():\n    import faithlab_study as fs\n")
+    assert study_imports(LIB / "report.py", "import importlib\nimportlib.import_module('faithlab_study.papers')\n")
     assert not study_imports(LIB / "report.py", "from faithlab import metrics\n")
 
 
@@ -95,7 +105,7 @@ def private_reach_ins(path: Path, source: str | None = None) -> list[str]:
                     modules[a.asname] = a.name
         elif isinstance(node, ast.ImportFrom):
             module = _absolute(path, node)
-            if not module.startswith("faithlab"):
+            if not module.startswith("faithlab"):  # faithlab and faithlab_study
                 continue
             for a in node.names:
                 if _is_module(f"{module}.{a.name}"):
@@ -143,19 +153,19 @@ def html_modules() -> list[str]:
         tree = _strip_docstrings(ast.parse(p.read_text()))
         source = ast.unparse(tree)
         if HTML_TAG.search(source) or "html.escape(" in source:
-            out.append(str(p.relative_to(LIB)))
+            out.append(str(p.relative_to(ROOT)))
     return out
 
 
-def test_one_module_builds_html():
-    assert html_modules() == [str(HTML_MODULE.relative_to(LIB))], (
-        "HTML (tags in strings, html.escape) is built in one module, faithlab/html.py; found in "
-        f"{html_modules()}")
+def test_one_module_builds_html_in_each_distribution():
+    assert html_modules() == [str(p.relative_to(ROOT)) for p in HTML_MODULES], (
+        "HTML (tags in strings, html.escape) is built in one module per distribution, faithlab/html.py and "
+        f"faithlab_study/book/html.py; found in {html_modules()}")
 
 
 def test_one_statistics_module():
-    named = [str(p.relative_to(LIB)) for p in _modules() if p.stem in {"stats", "statistics"}]
-    assert named == [str(STATISTICS_MODULE.relative_to(LIB))], named
+    named = [str(p.relative_to(ROOT)) for p in _modules() if p.stem in {"stats", "statistics"}]
+    assert named == [str(STATISTICS_MODULE.relative_to(ROOT))], named
 
 
 # -- the same files in every paper package ----------------------------------------------------------------------------
@@ -177,7 +187,7 @@ def test_every_paper_package_has_the_same_files(paper):
 # -- modules of one size ------------------------------------------------------------------------------------------
 
 def test_no_module_over_600_lines():
-    long = {str(p.relative_to(LIB)): n for p in _modules() if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    long = {str(p.relative_to(ROOT)): n for p in _modules() if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert not long, f"modules over {MAX_LINES} lines (split them by concept): {long}"
 
 
@@ -217,7 +227,7 @@ def test_the_cell_check_counts_lines():
 def test_notebooks_leave_replication_to_the_study(notebook):
     text = notebook.read_text()
     assert "replica_seed" not in text, (f"{notebook.relative_to(ROOT)} derives replica seeds itself: the study's "
-                                        "replica loop (faithlab.study.verdicts.replicas) names them once")
+                                        "replica loop (faithlab_study.verdicts.replicas) names them once")
 
 
 def test_protocols_do_not_test_for_the_replica_column_by_hand():
@@ -225,20 +235,20 @@ def test_protocols_do_not_test_for_the_replica_column_by_hand():
     owner = STUDY / "verdicts" / "replication.py"
     found = [f"{p.relative_to(ROOT)}:{i}" for p in _modules(STUDY) if p != owner
              for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
-    assert not found, f"replica columns tested by hand (use faithlab.study.verdicts.replication): {found}"
+    assert not found, f"replica columns tested by hand (use faithlab_study.verdicts.replication): {found}"
 
 
-def test_the_study_package_re_exports_the_runners_names_without_importing_it():
+def test_the_study_package_imports_its_subpackages_on_first_use_only():
+    """``import faithlab_study`` imports none of its subpackages (the command line checks its arguments before
+    anything heavy is imported: tests/study/test_runner_usage.py); each is imported when first named, and the
+    runner's names are the runner's only (``faithlab_study.runner.run``)."""
     import subprocess
     import sys
 
-    import faithlab.study as fs
-    from faithlab.study import runner
-
-    assert set(fs.RUNNER_NAMES) == set(runner.__all__)
-    code = "import sys, faithlab.study; print('faithlab.study.runner' in sys.modules, 'yaml' in sys.modules)"
+    code = ("import sys, faithlab_study as fs; print('faithlab_study.runner' in sys.modules, 'yaml' in sys.modules, "
+            "fs.runner.__name__, hasattr(fs, 'run'), hasattr(fs.runner, 'run'))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["False", "False"], done.stdout  # a slim install (no pyyaml) imports the study
+    assert done.stdout.split() == ["False", "False", "faithlab_study.runner", "False", "True"], done.stdout
 
 
 def test_the_metric_core_is_pure_torch():

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-MODULES = "faithlab, faithlab.metrics, faithlab.perturb, faithlab.explainers, faithlab.study.papers, faithlab.study"
+MODULES = "faithlab, faithlab.metrics, faithlab.perturb, faithlab.explainers, faithlab_study.papers, faithlab_study"
 
 
 def test_the_package_imports_with_docstrings_stripped():

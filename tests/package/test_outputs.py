@@ -7,7 +7,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pytest
 
-from faithlab.study import artifacts as outputs
+from faithlab_study import artifacts as outputs
 
 
 def test_figure_saves_closes_and_shows_only_in_a_kernel(tmp_path, monkeypatch):
@@ -105,7 +105,7 @@ def test_for_notebook_under_the_runner_takes_the_runners_name_and_folder(interac
 
 def test_for_notebook_without_a_name_outside_the_runner_asks_for_it(interactive):
     with pytest.raises(ValueError, match=r"cannot tell which notebook this is.*pass its name, e\.g\. "
-                                         r"faithlab\.study\.artifacts\.for_notebook\(\"basics/digits_classifier\"\)"):
+                                         r"faithlab_study\.artifacts\.for_notebook\(\"basics/digits_classifier\"\)"):
         outputs.for_notebook()
     assert outputs.notebook_name() is None
     out = outputs.for_notebook("paper/experiment")  # the explicit name works there
@@ -151,7 +151,7 @@ def test_figure_records_its_panel_grid_and_captions_are_checked_against_it(tmp_p
 
     import captions
 
-    from faithlab.study import artifacts as O
+    from faithlab_study import artifacts as O
 
     fig, axes = plt.subplots(2, 3)
     assert O.panel_grid(fig) == (2, 3)
@@ -181,16 +181,16 @@ def test_a_cell_ending_with_a_glue_shows_no_stray_value(tmp_path):
     import nbformat
     import papermill
 
-    from faithlab import study
+    from faithlab_study import runner
 
     nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                            "language": "python"}})
-    nb.cells = [nbformat.v4.new_code_cell("import faithlab.study as fs\nout = fs.artifacts.for_notebook('demo/page')\n"
+    nb.cells = [nbformat.v4.new_code_cell("import faithlab_study as fs\nout = fs.artifacts.for_notebook('demo/page')\n"
                                           "out.glue('n_sigmas', 10)")]
     nbformat.write(nb, tmp_path / "in.ipynb")
     done = papermill.execute_notebook(str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"),
                                       kernel_name="python3", progress_bar=False, log_output=False, cwd=str(tmp_path),
-                                      **study.kernel_options())
+                                      **runner.kernel_options())
     outputs = done.cells[0].outputs
     assert [o["output_type"] for o in outputs] == ["display_data"], outputs  # the glue record, no cell result
     assert outputs[0]["metadata"]["scrapbook"]["name"] == "n_sigmas"
@@ -198,7 +198,7 @@ def test_a_cell_ending_with_a_glue_shows_no_stray_value(tmp_path):
 
 def _claim_mean_positive(frame):
     """A claim function for the test below: the mean of ``value`` is positive (an identity, exact)."""
-    from faithlab.study.verdicts import Claim, ladder
+    from faithlab_study.verdicts import Claim, ladder
 
     return Claim("mean is positive", rule="the mean of the values, against zero", premise="the values are given",
                  paper_value="> 0", our_value=f"{frame['value'].mean():.2f}", verdict=ladder(frame["value"].mean() > 0),
@@ -206,11 +206,11 @@ def _claim_mean_positive(frame):
 
 
 def test_claim_records_the_claim_its_caller_decided(tmp_path):
-    """out.claim records: the caller decides (faithlab.study.verdicts.replicated), and the row names the function that
+    """out.claim records: the caller decides (faithlab_study.verdicts.replicated), and the row names the function that
     decided, so that the scorecard finds its rule's commit; a claim function handed over undecided is refused."""
     import pandas as pd
 
-    from faithlab.study.verdicts import replicated
+    from faithlab_study.verdicts import replicated
 
     frame = pd.DataFrame({"value": [1.0, 2.0, 3.0]})
     out = outputs.Outputs("p/e", tmp_path)
@@ -227,7 +227,7 @@ def test_claim_records_the_claim_its_caller_decided(tmp_path):
 
 def test_rules_shows_the_registered_rules_and_nothing_else(tmp_path, monkeypatch):
     """A notebook names its claims; the rules it shows come from the registry (issue 90: rules written once)."""
-    from faithlab.study import verdicts
+    from faithlab_study import verdicts
 
     out = outputs.Outputs("ffidelity/robustness", tmp_path)
     shown = []

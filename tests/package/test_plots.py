@@ -373,7 +373,7 @@ def test_readable_words_yes_no_and_rounded_numbers():
 def test_map_columns_and_image_grid_share_one_colour_bar_over_maps_scaled_to_their_own_range():
     from matplotlib.colors import Normalize
 
-    from faithlab.study.artifacts import panel_grid
+    from faithlab_study.artifacts import panel_grid
 
     images = np.random.default_rng(0).random((2, 3, 8, 8))
     maps = {"a": np.arange(128.0).reshape(2, 8, 8), "b": -np.ones((2, 8, 8))}  # a ramp and a constant map

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import faithlab as fl
-import faithlab.study as fs
-from faithlab.study.verdicts import decisions, intervals, power
+import faithlab_study as fs
+from faithlab_study.verdicts import decisions, intervals, power
 
 
 @pytest.mark.parametrize("mean, vb, vw, r, n, margin", [
@@ -99,7 +99,7 @@ def _decided_claim(effects, *, rule, units: int = 200, replicas: int = 3, sd: fl
 
 def _rule(decision: str = "single", margin: float = 0.02, source: str = "half the paper's effect"):
     from dataclasses import replace
-    from faithlab.study.verdicts.error_rates import rule_for_shape
+    from faithlab_study.verdicts.error_rates import rule_for_shape
 
     return replace(rule_for_shape(decision, margin=margin), margin_source=source)
 

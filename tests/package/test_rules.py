@@ -1,5 +1,5 @@
 """The pre-registration is one: every rule is registered in committed code directly above the claim function that
-decides by it (faithlab.study.verdicts.registered), complete and valid, every change to it has an entry in its change
+decides by it (faithlab_study.verdicts.registered), complete and valid, every change to it has an entry in its change
 log, and no claim is decided by a rule that is not registered."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import sys
 import numpy as np
 import pytest
 
-import faithlab.study as fs
-from faithlab.study.verdicts import rules as R
+import faithlab_study as fs
+from faithlab_study.verdicts import rules as R
 
 REGISTERED = R.registrations()
 
@@ -31,7 +31,7 @@ def test_every_rule_is_valid_and_its_change_log_accounts_for_it(name):
 
 
 def test_the_audit_command_passes_and_prints_every_fingerprint():
-    done = subprocess.run([sys.executable, "-m", "faithlab.study.verdicts"], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "faithlab_study.verdicts"], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     printed = dict(line.split(" ", 1) for line in done.stdout.splitlines() if not line.startswith(" "))
@@ -57,7 +57,7 @@ def test_every_rule_sits_on_the_claim_function_that_reads_it():
 
     parents = {p: r.id for r in R.all_rules().values() for p in r.parts}
     for cid, r in REGISTERED.items():
-        assert r.where.startswith(("faithlab.study.papers.", )), (cid, r.where)
+        assert r.where.startswith(("faithlab_study.papers.", )), (cid, r.where)
         module, _, name = r.where.rpartition(".")
         source = inspect.getsource(getattr(importlib.import_module(module), name))
         named = f'"{cid}"' in source.split("\ndef ", 1)[1] if "\ndef " in source else False
@@ -66,7 +66,7 @@ def test_every_rule_sits_on_the_claim_function_that_reads_it():
 
 def test_a_duplicate_id_is_refused_naming_both_places():
     fields = dict(R.rule("B1").raw)
-    with pytest.raises(ValueError, match=r"'B1' is registered twice: on faithlab\.study\.papers\.basics\."):
+    with pytest.raises(ValueError, match=r"'B1' is registered twice: on faithlab_study\.papers\.basics\."):
         @R.registered("B1", log=[], **fields)
         def elsewhere():
             pass
@@ -155,8 +155,8 @@ def test_the_guides_registered_answer_is_read_and_its_changes_are_logged():
 
 
 def test_a_lookup_imports_every_papers_claims():
-    code = ("import faithlab.study.verdicts as V, sys; r = V.rule('T4'); "
-            "print(r.paper, 'faithlab.study.papers.trace.claims' in sys.modules)")
+    code = ("import faithlab_study.verdicts as V, sys; r = V.rule('T4'); "
+            "print(r.paper, 'faithlab_study.papers.trace.claims' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.stdout.split() == ["trace", "True"], done.stdout + done.stderr
 
@@ -164,7 +164,7 @@ def test_a_lookup_imports_every_papers_claims():
 def test_no_decision_without_a_registered_rule():
     with pytest.raises(ValueError, match="has no rule"):
         fs.verdicts.rule("no such claim")
-    with pytest.raises(TypeError, match="rule must be a faithlab.study.verdicts.Rule"):
+    with pytest.raises(TypeError, match="rule must be a faithlab_study.verdicts.Rule"):
         fs.verdicts.effect(np.ones(5), rule={"margin": 0.1})
     rule = fs.verdicts.rule("B1")
     v = fs.verdicts.decide(fs.verdicts.effect(np.linspace(0.2, 0.3, 30), rule=rule), rule)
@@ -218,7 +218,7 @@ def test_issue_90s_rule_changes_are_marked_and_undone_to_the_rules_as_they_were(
 
 
 def test_a_decision_before_issue_90_reads_the_rule_as_it_was():
-    from faithlab.study.verdicts import decisions
+    from faithlab_study.verdicts import decisions
     i = fs.verdicts.Interval(0.3, 0.2, 0.4, 0.9, "t on replica statistics", 30, 3)
     rule = R.rule("F1")
     assert fs.verdicts.judge(i, rule, setting="ROAR").margin == 0.4917

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from faithlab.study.verdicts import VERDICTS, ladder, verdict
+from faithlab_study.verdicts import VERDICTS, ladder, verdict
 
 REPRODUCED, WEAKER, PARTLY, NOT, UNTESTABLE, INCONCLUSIVE = VERDICTS
 
@@ -65,7 +65,7 @@ def test_bad_rules_and_values_name_the_argument():
 
 
 # ------------------------------------------------------------------------------ premise checks and the bootstrap
-from faithlab.study.verdicts import Verdict, at_ideal, first_reason, undefined  # noqa: E402
+from faithlab_study.verdicts import Verdict, at_ideal, first_reason, undefined  # noqa: E402
 
 
 def test_verdicts_carry_the_rule_outcome():
@@ -90,7 +90,7 @@ def test_premise_at_ideal_and_undefined():
 
 def test_claim_note_carries_the_why(tmp_path):
     pytest.importorskip("pandas")
-    from faithlab.study.artifacts import Outputs
+    from faithlab_study.artifacts import Outputs
 
     out = Outputs("paper/experiment", tmp_path)
     row = out.claim("c", paper_value="p", our_value="o", verdict=ladder(False, untestable="saturated"), note="n")
@@ -99,7 +99,7 @@ def test_claim_note_carries_the_why(tmp_path):
 
 # ------------------------------------------------------------------------------------------------ nulls, settings
 def test_null_range_from_known_draws_and_the_premise_it_gives():
-    from faithlab.study.verdicts import Null, within_null
+    from faithlab_study.verdicts import Null, within_null
 
     null = Null("shuffled pairings", tuple(np.linspace(-1.0, 1.0, 401)))  # uniform on [-1, 1]: 95 % = ±0.95
     assert null.low == pytest.approx(-0.95) and null.high == pytest.approx(0.95) and null.median == pytest.approx(0)
@@ -111,7 +111,7 @@ def test_null_range_from_known_draws_and_the_premise_it_gives():
 
 
 def test_null_of_shuffled_pairings_separates_a_real_pairing_from_chance():
-    from faithlab.study.verdicts import null_draws, within_null
+    from faithlab_study.verdicts import null_draws, within_null
 
     rng = np.random.default_rng(0)
     a = rng.normal(size=40)
@@ -130,7 +130,7 @@ def test_null_of_shuffled_pairings_separates_a_real_pairing_from_chance():
 
 
 def test_null_and_settings_arguments_are_checked():
-    from faithlab.study.verdicts import Null, null_draws, within_null
+    from faithlab_study.verdicts import Null, null_draws, within_null
 
     with pytest.raises(ValueError, match="what"):
         Null("", (0.0,) * 30)
@@ -149,9 +149,8 @@ def test_null_and_settings_arguments_are_checked():
 def test_a_claim_function_s_record_reaches_claims_csv_with_its_rule_and_premise(tmp_path):
     import pandas as pd
 
-    from faithlab.study.artifacts import Outputs
-    from faithlab.study import CLAIM_COLUMNS, CLAIMS
-    from faithlab.study.verdicts import Claim, decide, effect, rule
+    from faithlab_study.artifacts import CLAIM_COLUMNS, CLAIMS, Outputs
+    from faithlab_study.verdicts import Claim, decide, effect, rule
 
     b1 = rule("B1")
     result = Claim("C3: SG raises Fid", rule=b1, premise="the cells' gains lie outside the random-map null",
@@ -190,7 +189,7 @@ def test_a_threshold_rule_is_applied_at_both_ends_of_the_interval(interval, expe
 def _claim_fn(frame, *, seed=0):
     """A claim of rule B1 (margin 0.01, above) on per-image a − b, the t interval on the replica means; ``seed``
     moves nothing (the t interval resamples nothing), so its stability is 20 of 20."""
-    from faithlab.study.verdicts import Claim, decide, effect, rule
+    from faithlab_study.verdicts import Claim, decide, effect, rule
 
     b1 = rule("B1")
     cell = effect(frame["a"], frame["b"], rule=b1, groups=frame.get("replica"))
@@ -201,7 +200,7 @@ def _claim_fn(frame, *, seed=0):
 def _seeded_claim_fn(frame, *, seed=0):
     """The same claim decided on a percentile bootstrap of one model's units drawn with ``seed``: a verdict near
     the margin moves with the seed."""
-    from faithlab.study.verdicts import Claim, decide, draws_interval, judge, rule
+    from faithlab_study.verdicts import Claim, decide, draws_interval, judge, rule
 
     b1 = rule("B1")
     x = (frame["a"] - frame["b"]).to_numpy()
@@ -215,7 +214,7 @@ def _seeded_claim_fn(frame, *, seed=0):
 def test_replicated_adds_replica_agreement_and_bootstrap_stability():
     import pandas as pd
 
-    from faithlab.study.verdicts import replicated
+    from faithlab_study.verdicts import replicated
 
     rng = np.random.default_rng(0)
     frame = pd.DataFrame({"a": 1 + rng.standard_normal(90), "b": rng.standard_normal(90),
@@ -246,7 +245,7 @@ def test_a_claim_about_trained_models_is_decided_only_over_enough_replicas():
     that fails ("not testable here") stays as it is."""
     import pandas as pd
 
-    from faithlab.study.verdicts import Claim, Verdict, replicated
+    from faithlab_study.verdicts import Claim, Verdict, replicated
 
     rng = np.random.default_rng(5)
     frame = pd.DataFrame({"a": 1 + rng.standard_normal(90), "b": rng.standard_normal(90),
@@ -289,7 +288,7 @@ def test_a_claim_about_trained_models_is_decided_only_over_enough_replicas():
 
 
 def test_replica_seeds_are_keyed_to_setting_and_replica():
-    from faithlab.study.verdicts import replica_seed
+    from faithlab_study.verdicts import replica_seed
 
     seeds = {replica_seed(0, name, r) for name in ("vehicles/ResNet-18", "ct/Xception") for r in range(5)}
     assert len(seeds) == 10 and all(0 <= s < 2**31 for s in seeds)
@@ -301,7 +300,7 @@ def test_replica_seeds_are_keyed_to_setting_and_replica():
 def test_the_power_column_says_when_an_undecided_premise_holds_the_verdict_back():
     import pandas as pd
 
-    from faithlab.study.verdicts import Premise, replicated
+    from faithlab_study.verdicts import Premise, replicated
 
     rng = np.random.default_rng(0)
     frame = pd.DataFrame({"a": 1 + rng.standard_normal(90), "b": rng.standard_normal(90),
@@ -320,7 +319,7 @@ def test_the_power_column_says_when_an_undecided_premise_holds_the_verdict_back(
 
 
 def test_premise_share_is_decided_on_its_interval():
-    from faithlab.study.verdicts import premise_share
+    from faithlab_study.verdicts import premise_share
 
     assert premise_share(28, 30, at_least=0.5, what="x").holds is True
     assert premise_share(16, 30, at_least=0.5, what="x").holds is None  # 53 % of 30: could be either side
@@ -339,7 +338,7 @@ def test_premise_share_is_decided_on_its_interval():
     ("holds (see above.)", "holds (see above.) S."), ("holds. ", "holds. S."),
 ])
 def test_a_sentence_the_procedure_adds_to_a_premise_starts_a_new_sentence(premise, expected):
-    from faithlab.study.verdicts import then
+    from faithlab_study.verdicts import then
 
     assert then(premise, "S.") == expected
 
@@ -349,7 +348,7 @@ def test_a_replica_too_small_for_the_statistic_is_left_out_not_counted_as_disagr
     replica out of the agreement — it is shown as left out — and out of the replica count the rule asks for."""
     import pandas as pd
 
-    from faithlab.study.verdicts import LEFT_OUT, replicated
+    from faithlab_study.verdicts import LEFT_OUT, replicated
 
     rng = np.random.default_rng(7)
     frame = pd.DataFrame({"a": 1 + rng.standard_normal(91), "b": rng.standard_normal(91),
@@ -375,7 +374,7 @@ def test_a_replica_only_a_premise_frame_holds_is_left_out_not_counted_as_disagre
 
     import pandas as pd
 
-    from faithlab.study.verdicts import LEFT_OUT, Claim, Verdict, replicated
+    from faithlab_study.verdicts import LEFT_OUT, Claim, Verdict, replicated
 
     rng = np.random.default_rng(8)
     frame = pd.DataFrame({"a": 1 + rng.standard_normal(90), "b": rng.standard_normal(90),
@@ -405,7 +404,7 @@ def test_a_replica_only_a_premise_frame_holds_is_left_out_not_counted_as_disagre
 def test_replica_agreement_tells_undecided_replicas_from_disagreeing_ones():
     from dataclasses import replace
 
-    from faithlab.study.verdicts import LEFT_OUT, Claim, Verdict
+    from faithlab_study.verdicts import LEFT_OUT, Claim, Verdict
 
     c = Claim("Z: x", rule="per image, a", premise="none", paper_value="", our_value="",
               verdict=Verdict(REPRODUCED), units=40)
@@ -428,7 +427,7 @@ def test_replicated_publishes_the_cell_table_and_the_verdict_before_issue_90():
     table holds the replica values the interval rests on, so the verdict can be recomputed from it."""
     import pandas as pd
 
-    from faithlab.study.verdicts import intervals, replicated
+    from faithlab_study.verdicts import intervals, replicated
 
     rng = np.random.default_rng(4)
     groups = np.repeat([0, 1, 2], 40)

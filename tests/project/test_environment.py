@@ -1,4 +1,5 @@
-"""The conda environment.yml mirrors pyproject.toml, and the locked environment has a working torch stack."""
+"""The conda environment.yml mirrors the two pyproject.toml files (the library's and the study's,
+lib/faithlab-study), and the locked environment has a working torch stack."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
+STUDY_PYPROJECT = ROOT / "lib" / "faithlab-study" / "pyproject.toml"
+LOCAL = ("-e .", "-e ./lib/faithlab-study[cluster]")  # the two distributions of this repository, editable
 
 
 def _normalise(requirement: str) -> tuple[str, str]:
@@ -17,23 +20,30 @@ def _normalise(requirement: str) -> tuple[str, str]:
     return name, match.group(2).replace(" ", "")
 
 
-def _declared(project: dict) -> list[str]:
-    """What `make` installs (uv sync --locked --all-extras): the core, every extra and the dev group; an extra that
-    names other extras of faithlab ("faithlab[study,cluster]") adds nothing of its own."""
+def _declared(project: dict, study: dict) -> list[str]:
+    """What `make` installs (uv sync --locked --all-extras --all-packages): the library's core, every extra and the dev
+    group, and the study's dependencies and extras; a requirement of faithlab itself ("faithlab[report,...]") adds
+    nothing of its own, and one the study shares with a library extra (pyyaml) counts once."""
     extras = project["project"]["optional-dependencies"]
     own = [r for reqs in extras.values() for r in reqs if _normalise(r)[0] != "faithlab"]
-    return project["project"]["dependencies"] + own + project["dependency-groups"]["dev"]
+    library = project["project"]["dependencies"] + own + project["dependency-groups"]["dev"]
+    names = dict(map(_normalise, library))
+    theirs = study["project"]["dependencies"] + [r for reqs in study["project"]["optional-dependencies"].values()
+                                                 for r in reqs]
+    shared = [r for r in theirs if _normalise(r)[0] in names]
+    assert all(names[n] == spec for n, spec in map(_normalise, shared)), f"the two pyprojects disagree on {shared}"
+    return library + [r for r in theirs if _normalise(r)[0] not in names and _normalise(r)[0] != "faithlab"]
 
 
 def test_environment_yml_names_the_same_direct_dependencies_as_pyproject():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    declared = _declared(project)
+    declared = _declared(project, tomllib.loads(STUDY_PYPROJECT.read_text()))
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
     conda_python = [d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python")]
     assert conda_python, "environment.yml must pin python"
-    assert "-e ." in pip, "environment.yml must install the project itself (-e .)"
-    listed = [_normalise(r) for r in pip if r != "-e ."]
+    assert all(local in pip for local in LOCAL), f"environment.yml must install both distributions ({LOCAL})"
+    listed = [_normalise(r) for r in pip if r not in LOCAL]
     assert len(listed) == len(dict(listed)), "environment.yml names a package twice"
     assert len(declared) == len(dict(map(_normalise, declared))), "pyproject.toml names a package in two places"
     assert dict(map(_normalise, declared)) == dict(listed)
@@ -45,7 +55,7 @@ def test_every_extra_is_installed_by_make_and_reached_by_all():
     every extra (directly or through another)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     extras = project["project"]["optional-dependencies"]
-    assert re.search(r"^\t\$\(UV\) sync --locked --all-extras$", (ROOT / "Makefile").read_text(), re.M)
+    assert re.search(r"^\t\$\(UV\) sync --locked --all-extras --all-packages$", (ROOT / "Makefile").read_text(), re.M)
     named = {e: [x.strip() for r in reqs if (m := re.match(r"faithlab\[(.*)\]$", r)) for x in m.group(1).split(",")]
              for e, reqs in extras.items()}
     assert all(x in extras for xs in named.values() for x in xs), named

@@ -1,9 +1,9 @@
 """The README's "Fork: add a metric", followed to the letter: its toy module is written into a copy of the library
-(the one file of the library a fork adds), and the metric is then found everywhere the README promises: registered,
-computed by fl.evaluate (under both spellings of its option), in help(fl.evaluate), in the CLI (--metrics, --set,
---list-metrics, the estimate's tips), in the fuzz suite (every bad-input case answered with a clear error), in the
-report's metric table and in the API page's table of metrics. The copy runs in a subprocess: the library under test
-is not touched."""
+(the one file of the library a fork adds) and named in the papers' imports as the README writes them, and the metric
+is then found everywhere the README promises: registered, computed by fl.evaluate (under both spellings of its
+option), in help(fl.evaluate), in the CLI (--metrics, --set, --list-metrics, the estimate's tips), in the fuzz suite
+(every bad-input case answered with a clear error), in the report's metric table and in the API page's table of
+metrics. The copy runs in a subprocess: the library under test is not touched."""
 
 from __future__ import annotations
 
@@ -20,13 +20,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _readme_module() -> tuple[str, str]:
-    """The README's toy module: the path it names and the code of its fenced block."""
+def _readme_module() -> tuple[str, str, str]:
+    """The README's toy module: the path it names, the code of its fenced block and the papers' import line that
+    names it."""
     text = (ROOT / "README.md").read_text()
     section = text[text.index("## Fork: add a metric"):text.index("## Layout")]
     path = re.search(r"e\.g\. `(lib/faithlab/metrics/papers/\w+\.py)`", section).group(1)
     block = re.search(r"```python\n(.*?)\n\s*```", section, re.S).group(1)
-    return path, textwrap.dedent(block)
+    imports = re.search(r"`(from faithlab\.metrics\.papers import [\w, ]+)`", section).group(1)
+    return path, textwrap.dedent(block), imports
 
 
 CHECK = r'''
@@ -36,7 +38,7 @@ sys.path.insert(0, sys.argv[1])
 import faithlab as fl
 from faithlab import cli, report
 from faithlab.metrics import registry
-from faithlab.study.book import pages
+from faithlab_study.book import pages
 import registry_fuzz
 
 assert fl.__file__.startswith(sys.argv[2]), fl.__file__
@@ -71,12 +73,18 @@ print("found everywhere")
 
 @pytest.mark.timeout(300)
 def test_the_readmes_toy_metric_appears_everywhere(tmp_path):
-    path, code = _readme_module()
-    assert path == "lib/faithlab/metrics/papers/toy.py"
+    path, code, imports = _readme_module()
+    assert path == "lib/faithlab/metrics/papers/toy.py" and " toy," in imports
     copy = tmp_path / "lib"
     shutil.copytree(ROOT / "lib" / "faithlab", copy / "faithlab",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     (copy / "faithlab" / "metrics" / "papers" / "toy.py").write_text(code + "\n")  # the one library file the fork adds
+    papers = copy / "faithlab" / "metrics" / "papers" / "__init__.py"
+    lines = papers.read_text().splitlines()
+    at = [i for i, line in enumerate(lines) if line.startswith("from faithlab.metrics.papers import ")]
+    assert len(at) == 1, at  # the one import line the README's replaces
+    lines[at[0]] = imports
+    papers.write_text("\n".join(lines) + "\n")
     env = {**os.environ, "PYTHONPATH": str(copy), "FAITHLAB_PROGRESS": "0"}
     run = subprocess.run([sys.executable, "-c", CHECK, str(ROOT / "tests" / "support"), str(copy)], env=env,
                          capture_output=True, text=True, timeout=280)

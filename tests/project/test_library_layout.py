@@ -6,8 +6,10 @@ import ast
 import pathlib
 
 import faithlab
+import faithlab_study
 
 LIB = pathlib.Path(faithlab.__file__).parent
+STUDY = pathlib.Path(faithlab_study.__file__).parent
 LIMIT = 600
 
 
@@ -23,6 +25,7 @@ def oversized_without_a_concept(root: pathlib.Path) -> list[str]:
 
 def test_every_module_over_600_lines_names_its_one_concept():
     assert oversized_without_a_concept(LIB) == []
+    assert oversized_without_a_concept(STUDY) == []
 
 
 def test_the_check_finds_a_long_module_without_its_concept(tmp_path):

@@ -291,8 +291,8 @@ def helps() -> dict[str, str]:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    return {"evaluate": text("faithlab", "evaluate"), "run": text("faithlab.study", "run"),
-            "list": text("faithlab.study", "list")}
+    return {"evaluate": text("faithlab", "evaluate"), "run": text("faithlab_study", "run"),
+            "list": text("faithlab_study", "list")}
 
 
 def flags(words: list[str]) -> list[str]:
@@ -320,7 +320,7 @@ def script_help(script: Path, monkeypatch, capsys) -> str:
 def test_every_command_of_the_readme_exists(monkeypatch, capsys):
     import shlex
 
-    from faithlab.study.runner.cli import check_arguments
+    from faithlab_study.runner.cli import check_arguments
 
     monkeypatch.chdir(ROOT)  # the runner finds the notebooks from the working directory
     text = helps()
@@ -342,11 +342,11 @@ def test_every_command_of_the_readme_exists(monkeypatch, capsys):
             for f in flags(words[words.index("evaluate") + 1:]):
                 assert accepts(text["evaluate"], f), f"{line!r}: faithlab evaluate has no option {f}"
             seen.add("evaluate")
-        elif words[:3] in (["python", "-m", "faithlab.study"], [".venv/bin/python", "-m", "faithlab.study"]):
+        elif words[:3] in (["python", "-m", "faithlab_study"], [".venv/bin/python", "-m", "faithlab_study"]):
             sub = words[3]
             assert sub in ("list", "run"), f"{line!r}: unknown runner command {sub!r}"
             for f in flags(words[4:]):
-                assert accepts(text[sub], f), f"{line!r}: python -m faithlab.study {sub} has no option {f}"
+                assert accepts(text[sub], f), f"{line!r}: python -m faithlab_study {sub} has no option {f}"
             # the notebook names, the -p names (against the notebooks' parameters cells) and the profile, as the
             # runner checks them before it runs anything; --cluster is left out (it would resolve the host)
             argv = words[3:]
@@ -362,21 +362,22 @@ def test_every_command_of_the_readme_exists(monkeypatch, capsys):
             for f in flags(words[2:]):
                 assert accepts(usage, f), f"{line!r}: {words[1]} has no option {f}"
             seen.add("script")
-        elif words[:2] == ["python", "-m"] and words[2].startswith("faithlab.") and len(words) == 3:
+        elif words[:2] == ["python", "-m"] and words[2].startswith(("faithlab.", "faithlab_study.")) and len(words) == 3:
             # a module run as a script without arguments (the rules audit): it must exist and have a __main__
             import importlib.util
 
             assert importlib.util.find_spec(f"{words[2]}.__main__") is not None, f"{line!r}: no {words[2]}.__main__"
             seen.add("module")
         elif words[:2] == ["pip", "install"]:
-            extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
-                "optional-dependencies"]
             for w in words[2:]:
                 if w.startswith("."):
-                    m = re.fullmatch(r"\.(?:\[([\w,-]+)\])?", w)
-                    assert m, f"{line!r}: {w!r} is not a path to this project"
-                    for extra in (m.group(1) or "").split(","):
-                        assert not extra or extra in extras, f"{line!r}: pyproject.toml has no extra {extra!r}"
+                    # the library (.) or the study (./lib/faithlab-study), each with its own extras
+                    m = re.fullmatch(r"(\.|\./lib/faithlab-study)(?:\[([\w,-]+)\])?", w)
+                    assert m, f"{line!r}: {w!r} is not a path to this project's distributions"
+                    theirs = tomllib.loads((ROOT / m.group(1) / "pyproject.toml").read_text(encoding="utf-8"))[
+                        "project"].get("optional-dependencies", {})
+                    for extra in (m.group(2) or "").split(","):
+                        assert not extra or extra in theirs, f"{line!r}: {m.group(1)} has no extra {extra!r}"
                 elif w.startswith("-"):
                     assert w in ("--index-url",), f"{line!r}: unexpected pip option {w}"
                 else:
@@ -405,7 +406,8 @@ def test_make_help_lists_every_target_the_readme_names():
     for target in named - {"help"}:
         assert re.search(rf"^make {re.escape(target)}\b", done.stdout, flags=re.M), f"make help omits make {target}"
     # what the README says make setup does is what the Makefile's recipe does, and book and test run it first
-    assert "$(UV) sync --locked --all-extras" in MAKEFILE and "`uv sync --locked --all-extras`" in README
+    assert ("$(UV) sync --locked --all-extras --all-packages" in MAKEFILE
+            and "`uv sync --locked --all-extras --all-packages`" in README)
     assert re.search(r"^setup: \$\(VENV\)/\.synced$", MAKEFILE, flags=re.M)
     for target in ("book", "test"):
         assert re.search(rf"^{target}: setup\b", MAKEFILE, flags=re.M), f"make {target} does not run make setup first"

@@ -1,9 +1,11 @@
-"""The slim install: the wheel built from this tree, installed without extras into a fresh environment, runs a metric
-with a known answer; the optional packages are absent there, and what needs one names the extra that installs it.
+"""The two distributions: the library's wheel, installed without extras into a fresh environment, holds no study
+module and runs a metric with a known answer; the optional packages are absent there, and what needs one names the
+extra that installs it. The study's wheel (lib/faithlab-study) holds only the study and installs on top of it.
 
-The wheel test builds with ``uv build``, makes a fresh ``uv venv`` on this Python and installs the wheel with
-``uv pip install`` from the package index (uv's cache makes torch quick when the project's environment was synced
-first); it then runs one script in that environment and reads its JSON report.
+The wheel test builds both with ``uv build``, makes a fresh ``uv venv`` on this Python and installs the library's
+wheel with ``uv pip install`` from the package index (uv's cache makes torch quick when the project's environment was
+synced first); it runs one script in that environment and reads its JSON report, then installs the study's wheel
+there and imports it.
 """
 
 from __future__ import annotations
@@ -23,14 +25,14 @@ import pytest
 from faithlab import _optional
 
 ROOT = Path(__file__).resolve().parents[2]
+STUDY_PROJECT = ROOT / "lib" / "faithlab-study"
 
 # Imports the metric core needs nothing optional for (the `faithlab evaluate` command's modules join when they land).
 CORE = ("faithlab", "faithlab.perturb", "faithlab.metrics", "faithlab.explainers", "faithlab.evaluation",
-        "faithlab.data", "faithlab.models", "faithlab.train", "faithlab.study.verdicts",
-        "faithlab.study.artifacts", "faithlab.paths", "faithlab.study.papers")
+        "faithlab.data", "faithlab.models", "faithlab.train", "faithlab.paths", "faithlab.report", "faithlab.cli")
 # Absent from a slim install (matplotlib is not among them: captum requires it).
-ABSENT = ("timm", "papermill", "seaborn", "sklearn", "yaml", "torchray", "deel", "saliency", "ot", "jupytext",
-          "jupyter_book", "distributed", "dask_jobqueue")
+ABSENT = ("faithlab_study", "timm", "papermill", "seaborn", "sklearn", "yaml", "torchray", "deel", "saliency", "ot",
+          "jupytext", "jupyter_book", "distributed", "dask_jobqueue")
 
 # Run inside the fresh environment (no tests/ there: the oracle model is written out). Prints one JSON object.
 SCRIPT = r'''
@@ -53,7 +55,6 @@ for name in sys.argv[2].split(","):
         report["absent"][name] = err.name
 
 import faithlab as fl
-import faithlab.study as fs
 
 report["version"] = fl.__version__
 report["file"] = fl.__file__
@@ -105,8 +106,8 @@ needs("extremal_perturbation", lambda: fl.explainers.explain(model.float(), x.fl
                                                             method="extremal_perturbation"))
 needs("digits", lambda: fl.data.digits())
 needs("plots", lambda: importlib.import_module("faithlab.plots"))
-needs("study", lambda: importlib.import_module("faithlab.study.runner"))  # the runner needs the study extra
-needs("wasserstein", lambda: fs.papers.reco_sanity.wasserstein(torch.ones(2, 2), torch.ones(2, 2)))
+open("methods.yaml", "w").write("Saliency: saliency\n")
+needs("explainers_yaml", lambda: importlib.import_module("faithlab.cli.arguments").parse_explainers("methods.yaml"))
 print("REPORT" + json.dumps(report))
 '''
 
@@ -142,8 +143,7 @@ def test_optional_table_names_each_package_in_the_extra_pyproject_declares():
     for module, (distribution, extra) in _optional.EXTRAS.items():
         assert extra in extras, f"{module}: no extra {extra!r} in pyproject.toml"
         named = [_name(r) for r in extras[extra]]
-        study = [_name(r) for r in extras["study"]]
-        assert distribution in named or (extra == "study" and distribution in study), (module, distribution, extra)
+        assert distribution in named, (module, distribution, extra)
 
 
 def test_require_names_the_extra_and_passes_other_errors_through(monkeypatch):
@@ -204,8 +204,37 @@ def test_wheel_installs_slim_and_runs_a_metric(tmp_path):
                 "extremal_perturbation": "needs torchray: pip install 'faithlab[torchray]'",
                 "digits": "needs scikit-learn: pip install 'faithlab[data]'",
                 "plots": "needs seaborn: pip install 'faithlab[report]'",
-                "study": "needs pyyaml: pip install 'faithlab[study]'",
-                "wasserstein": "needs pot: pip install 'faithlab[ot]'"}
+                "explainers_yaml": "needs pyyaml: pip install 'faithlab[yaml]'"}
     for label, tail in expected.items():
         assert report["needs"][label].startswith("ModuleNotFoundError: "), (label, report["needs"][label])
         assert report["needs"][label].endswith(tail), (label, report["needs"][label])
+
+    # the library's wheel holds the library only; the study's holds the study only and installs on top of it
+    with zipfile.ZipFile(wheel) as archive:
+        outside = [n for n in archive.namelist() if not n.startswith(("faithlab/", "faithlab-"))]
+        study_files = [n for n in archive.namelist() if n.startswith("faithlab/study/")]
+    assert not outside and not study_files, (outside, study_files)
+    _run([uv, "build", "--wheel", "--quiet", "-o", tmp_path / "study-dist", STUDY_PROJECT])
+    (study_wheel,) = (tmp_path / "study-dist").glob("faithlab_study-*.whl")
+    with zipfile.ZipFile(study_wheel) as archive:
+        names = archive.namelist()
+        study_metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert names and all(n.startswith(("faithlab_study/", "faithlab_study-")) for n in names), names
+    assert "faithlab_study/papers/trace/claims/__init__.py" in names
+    requires = re.findall(r"^Requires-Dist: ([^;\n]+)$", study_metadata, re.M)
+    library = [re.fullmatch(r"faithlab\[([\w,]+)\]==(\S+)", r.replace(" ", "")) for r in requires]
+    assert [(set(m[1].split(",")), m[2]) for m in library if m] == [(set(_STUDY_EXTRAS), project["version"])], requires
+    _run([uv, "pip", "install", "--quiet", "--python", python, "--find-links", tmp_path / "dist", study_wheel],
+         timeout=900)
+    code = ("import json, faithlab, faithlab_study, faithlab_study.runner, faithlab_study.verdicts; "
+            "print(json.dumps([faithlab.__file__, faithlab_study.__file__]))")
+    done = _run([python, "-c", code], cwd=tmp_path,
+                env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}, timeout=600)
+    library_file, study_file = json.loads(done.stdout.strip().splitlines()[-1])
+    assert Path(library_file).is_relative_to(env) and Path(study_file).is_relative_to(env)
+    done = _run([python, "-m", "faithlab_study", "--help"], cwd=tmp_path, timeout=600)
+    assert "run" in done.stdout
+
+
+_STUDY_EXTRAS = ("data", "lipschitz", "ot", "report", "saliency", "timm", "torchray", "yaml")
+"""The library's extras the study's chapters use (lib/faithlab-study/pyproject.toml): the study pins its library."""

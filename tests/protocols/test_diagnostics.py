@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from faithlab.study.papers import diagnostics
+from faithlab_study.papers import diagnostics
 from oracles import Gated
 
 B, SIDE = 200, 4
@@ -97,7 +97,7 @@ def test_candidates_restrict_every_draw():
 
 def test_cap_count_is_round_beta_n_unless_a_sample_has_fewer_units_of_a_kind():
     import faithlab as fl
-    import faithlab.study as fs
+    import faithlab_study as fs
 
     mask = torch.zeros(3, 100, dtype=torch.bool)
     mask[:, :40] = True

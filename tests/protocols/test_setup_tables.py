@@ -1,4 +1,4 @@
-"""The chapters' set-up tables (``SETUP`` of each protocol module, :class:`faithlab.study.papers.setup.Setting`): every
+"""The chapters' set-up tables (``SETUP`` of each protocol module, :class:`faithlab_study.papers.setup.Setting`): every
 row names an existing notebook, reads only parameters that notebook defines, and renders to a short cell under every
 profile, so the book's "paper vs ours" table is filled from the executed parameters and never breaks a build."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from faithlab import study
-from faithlab.study.papers.setup import Setting
+from faithlab_study import runner
+from faithlab_study.papers.setup import Setting
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPERS = ("ffidelity", "fewclass", "saco", "reco_mege", "trace")
@@ -20,17 +20,17 @@ CELL = 60  # characters: a cell of about 250 px
 
 
 @pytest.fixture(scope="module")
-def notebooks() -> dict[str, study.Notebook]:
-    return {nb.name: nb for nb in study.discover(ROOT)}
+def notebooks() -> dict[str, runner.Notebook]:
+    return {nb.name: nb for nb in runner.discover(ROOT)}
 
 
 @pytest.fixture(scope="module")
 def profiles() -> dict[str, dict]:
-    return {name: study.load_profile(name, ROOT) for name in PROFILES}
+    return {name: runner.load_profile(name, ROOT) for name in PROFILES}
 
 
 def setup_rows(module: str) -> tuple[Setting, ...]:
-    return importlib.import_module(f"faithlab.study.papers.{module}").SETUP
+    return importlib.import_module(f"faithlab_study.papers.{module}").SETUP
 
 
 def rows():
@@ -64,7 +64,7 @@ def test_row_reads_its_notebooks_parameters(row, notebooks):
 @pytest.mark.parametrize("row", rows())
 def test_row_renders_a_short_cell_in_every_profile(row, profile, notebooks, profiles):
     nb = notebooks[row.notebook]
-    params = study.merge_parameters(nb, profile, profiles[profile], {})
+    params = runner.merge_parameters(nb, profile, profiles[profile], {})
     text = row.render(params)
     assert isinstance(text, str) and text.strip(), f"{row.setting!r} renders empty under {profile}"
     assert len(text) <= CELL, f"{row.setting!r} under {profile}: {len(text)} characters: {text!r}"
@@ -75,7 +75,7 @@ def test_row_renders_a_short_cell_in_every_profile(row, profile, notebooks, prof
 def test_ours_follows_the_profile(module, notebooks, profiles):
     """A table whose "ours" column is the same under the smoke and paper profiles would be typed, not read."""
     def column(profile):
-        return [row.render(study.merge_parameters(notebooks[row.notebook], profile, profiles[profile], {}))
+        return [row.render(runner.merge_parameters(notebooks[row.notebook], profile, profiles[profile], {}))
                 for row in setup_rows(module)]
 
     smoke, paper = column("smoke"), column("paper")

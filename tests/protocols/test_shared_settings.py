@@ -8,10 +8,10 @@ import pytest
 import torch
 
 import faithlab as fl
-import faithlab.study as fs
-from faithlab.study.papers import fewclass, reco_mege, trace
-from faithlab.study.papers.ffidelity import CanvasModels, SeriesTextModels, VitModels
-from faithlab.study.runner import parameters
+import faithlab_study as fs
+from faithlab_study.papers import fewclass, reco_mege, trace
+from faithlab_study.papers.ffidelity import CanvasModels, SeriesTextModels, VitModels
+from faithlab_study.runner import parameters
 
 SHARED = ("ffidelity/series_text", "ffidelity/robustness")
 

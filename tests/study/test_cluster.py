@@ -19,10 +19,10 @@ import pandas as pd
 import pytest
 from study_project import HEADER, run
 
-from faithlab import study
+from faithlab_study import runner
 
-from faithlab.study import artifacts as outputs
-from faithlab.study.runner import cluster as clusters
+from faithlab_study import artifacts as outputs
+from faithlab_study.runner import cluster as clusters
 
 SHARDED = HEADER + '''# %% tags=["parameters"]
 NAME = "demo/sharded"
@@ -36,7 +36,7 @@ n_shards = 1
 import numpy as np
 import pandas as pd
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 
 out = fs.artifacts.for_notebook(NAME)
 
@@ -67,7 +67,7 @@ import os, time
 from pathlib import Path
 import pandas as pd
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 
 # the kernel's parent is the process that runs the notebook (a Dask worker here)
 attempt = Path(marker)
@@ -125,12 +125,12 @@ def test_sharded_run_equals_unsharded_run(sharded_project):
     write(sharded_project, "demo/sharded", SHARDED.replace(
         'out.table(table, "per_sample"', 'assert len(table) == n, len(table)\nout.table(table, "per_sample"'))
     whole = sharded_project / "whole"
-    results = {r.name: r for r in study.run(["demo/sharded"], root=sharded_project, generated=whole,
+    results = {r.name: r for r in runner.run(["demo/sharded"], root=sharded_project, generated=whole,
                                             echo=lambda *_: None)}
     assert results["demo/sharded"].status == "ran"
     messages: list[str] = []
     parts = sharded_project / "parts"
-    results = {r.name: r for r in study.run(["demo/sharded"], root=sharded_project, generated=parts, jobs=2,
+    results = {r.name: r for r in runner.run(["demo/sharded"], root=sharded_project, generated=parts, jobs=2,
                                             overrides={"n_shards": 3}, echo=messages.append)}
     assert results["demo/sharded"].status == "ran" and "3 shards" in results["demo/sharded"].message
     assert sum("[shard" in m and "done" in m for m in messages) == 3
@@ -138,9 +138,9 @@ def test_sharded_run_equals_unsharded_run(sharded_project):
     assert tables(whole) == tables(parts)
     summary = pd.read_csv(parts / "demo/sharded" / "summary.csv")
     assert summary["rows"].item() == 11 and summary["dtype"].item() == "float64"
-    assert not (parts / study.SHARDS).exists()  # the store goes once the reduce step is promoted
+    assert not (parts / runner.SHARDS).exists()  # the store goes once the reduce step is promoted
     # the reduce step's stamp makes the next sharded run a cache hit
-    again = study.run(["demo/sharded"], root=sharded_project, generated=parts, overrides={"n_shards": 3},
+    again = runner.run(["demo/sharded"], root=sharded_project, generated=parts, overrides={"n_shards": 3},
                       echo=lambda *_: None)
     assert [r.status for r in again] == ["cached"]
 
@@ -156,14 +156,14 @@ def test_failed_shard_fails_the_notebook_names_the_shard_and_keeps_no_stale_page
     assert (sharded_project / "_build" / "failed" / "demo" / "sharded--shard-1.ipynb").is_file()
     assert not (generated / "demo" / "sharded.ipynb").exists() and not (generated / "demo" / "sharded").exists()
     # the shards that succeeded are kept for the same key: fixing nothing and re-running reuses them
-    store = next((generated / study.SHARDS / "demo--sharded").iterdir())
-    assert sorted(p.name for p in store.iterdir() if (p / study.SHARD_DONE).is_file()) == ["0", "2"]
+    store = next((generated / runner.SHARDS / "demo--sharded").iterdir())
+    assert sorted(p.name for p in store.iterdir() if (p / runner.SHARD_DONE).is_file()) == ["0", "2"]
 
 
 def test_shard_parameters_are_checked(sharded_project):
-    with pytest.raises(study.StudyError, match="n_shards must be a positive integer"):
+    with pytest.raises(runner.StudyError, match="n_shards must be a positive integer"):
         run(sharded_project, "demo/sharded", overrides={"n_shards": 0})
-    with pytest.raises(study.StudyError, match="shard is set by the runner"):
+    with pytest.raises(runner.StudyError, match="shard is set by the runner"):
         run(sharded_project, "demo/sharded", overrides={"shard": 1})
     write(sharded_project, "demo/sharded", SHARDED.replace('# %% tags=["shard"]', "# %%"))
     results, _ = run(sharded_project, "demo/sharded", overrides={"n_shards": 2})
@@ -190,7 +190,7 @@ def test_two_notebooks_run_in_parallel_on_two_workers_and_hit_the_same_cache(pro
     for name in names:
         write(project, name, WHO.replace("demo/who", name).replace('marker = ""', f'marker = "{project / name[5:]}"'))
     generated = project / "book" / "_generated"
-    results = {r.name: r for r in study.run(names, root=project, generated=generated, cluster=dask_cluster,
+    results = {r.name: r for r in runner.run(names, root=project, generated=generated, cluster=dask_cluster,
                                             echo=lambda *_: None)}
     assert results["demo/who_a"].status == results["demo/who_b"].status == "ran"
     workers = {n: int(pd.read_csv(generated / n / "worker.csv")["worker"].item()) for n in names}
@@ -198,17 +198,17 @@ def test_two_notebooks_run_in_parallel_on_two_workers_and_hit_the_same_cache(pro
     assert set(workers.values()) <= worker_pids and len(set(workers.values())) == 2  # one notebook per worker
     assert (generated / "scorecard.csv").is_file()
     # the same stamps as a local run: nothing is executed again, on the cluster or here
-    again = study.run(names, root=project, generated=generated, cluster=dask_cluster, echo=lambda *_: None)
+    again = runner.run(names, root=project, generated=generated, cluster=dask_cluster, echo=lambda *_: None)
     assert [r.status for r in again] == ["cached", "cached"]
-    local = study.run(names, root=project, generated=generated, echo=lambda *_: None)
+    local = runner.run(names, root=project, generated=generated, echo=lambda *_: None)
     assert [r.status for r in local] == ["cached", "cached"]
 
 
 def test_sharded_notebook_on_the_cluster_equals_its_unsharded_run(sharded_project, dask_cluster):
     whole = sharded_project / "whole"
-    study.run(["demo/sharded"], root=sharded_project, generated=whole, echo=lambda *_: None)
+    runner.run(["demo/sharded"], root=sharded_project, generated=whole, echo=lambda *_: None)
     parts = sharded_project / "parts"
-    results = study.run(["demo/sharded"], root=sharded_project, generated=parts, overrides={"n_shards": 3},
+    results = runner.run(["demo/sharded"], root=sharded_project, generated=parts, overrides={"n_shards": 3},
                         cluster=dask_cluster, echo=lambda *_: None)
     assert [r.status for r in results] == ["ran"]
     assert tables(whole) == tables(parts)
@@ -221,9 +221,9 @@ def test_a_killed_worker_s_notebook_is_executed_again(project, dask_cluster):
     write(project, "demo/who", WHO.replace('marker = ""', f'marker = "{marker}"'))
     generated = project / "book" / "_generated"
     outcome: dict = {}
-    runner = threading.Thread(target=lambda: outcome.update(results=study.run(
+    thread = threading.Thread(target=lambda: outcome.update(results=runner.run(
         ["demo/who"], root=project, generated=generated, cluster=dask_cluster, echo=lambda *_: None)))
-    runner.start()
+    thread.start()
     deadline = time.monotonic() + 120
     while not (marker.is_file() and marker.read_text().strip()) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -231,14 +231,14 @@ def test_a_killed_worker_s_notebook_is_executed_again(project, dask_cluster):
     first_worker = int(marker.read_text().split()[0])
     assert first_worker in set(dask_cluster.client.run(os.getpid).values())
     os.kill(first_worker, signal.SIGKILL)  # the nanny starts a new worker; the scheduler re-assigns the task
-    runner.join(timeout=240)
-    assert not runner.is_alive(), "the run did not finish after the worker was killed"
+    thread.join(timeout=240)
+    assert not thread.is_alive(), "the run did not finish after the worker was killed"
     [result] = outcome["results"]
     assert result.status == "ran", result.message
     attempts = [int(p) for p in marker.read_text().split()]
     assert len(attempts) == 2 and attempts[1] != first_worker
     assert int(pd.read_csv(generated / "demo" / "who" / "worker.csv")["worker"].item()) == attempts[1]
-    assert json.loads((generated / "demo" / "who" / study.STAMP).read_text())["key"]
+    assert json.loads((generated / "demo" / "who" / runner.STAMP).read_text())["key"]
 
 
 # ------------------------------------------------------------------------------------------------ dask-jobqueue
@@ -272,15 +272,15 @@ def test_cluster_section_of_a_profile_is_checked_and_extended(project):
     params = project / "notebooks" / "params"
     (params / "paper.yaml").write_text("cluster: {cores: 8, gpus: 1, walltime: '1:00:00'}\n")
     (params / "paper-dry.yaml").write_text("extends: paper\ncluster: {gpus: 0}\n")
-    assert study.load_profile("paper-dry", project)["cluster"] == {"cores": 8, "gpus": 0, "walltime": "1:00:00"}
+    assert runner.load_profile("paper-dry", project)["cluster"] == {"cores": 8, "gpus": 0, "walltime": "1:00:00"}
     (params / "paper.yaml").write_text("cluster: {gpu: 1}\n")
-    with pytest.raises(study.StudyError, match="unknown keys \\['gpu'\\]"):
-        study.load_profile("paper", project)
+    with pytest.raises(runner.StudyError, match="unknown keys \\['gpu'\\]"):
+        runner.load_profile("paper", project)
     (params / "paper.yaml").write_text("cluster: {cores: 0}\n")
-    with pytest.raises(study.StudyError, match="cores must be a positive integer"):
-        study.load_profile("paper", project)
-    with pytest.raises(study.StudyError, match="number of local workers must be a positive integer"):
-        study.run(["demo/first"], root=project, generated=project / "g", cluster="local:x", echo=lambda *_: None)
+    with pytest.raises(runner.StudyError, match="cores must be a positive integer"):
+        runner.load_profile("paper", project)
+    with pytest.raises(runner.StudyError, match="number of local workers must be a positive integer"):
+        runner.run(["demo/first"], root=project, generated=project / "g", cluster="local:x", echo=lambda *_: None)
 
 
 # ------------------------------------------------------------------------------------------------ bad --cluster values
@@ -319,7 +319,7 @@ def test_an_unusable_cluster_fails_at_once_with_one_line_naming_the_option(proje
         env["PATH"] += os.pathsep + os.path.dirname(shutil.which("sh"))
     start = time.monotonic()
     try:
-        done = subprocess.run([sys.executable, "-m", "faithlab.study", "run", "demo/first", "--force", "--cluster",
+        done = subprocess.run([sys.executable, "-m", "faithlab_study", "run", "demo/first", "--force", "--cluster",
                                cluster], check=False, cwd=project, env=env, capture_output=True, text=True,
                               timeout=60)
     except subprocess.TimeoutExpired:

@@ -20,8 +20,8 @@ import torch
 from torch import nn
 
 import faithlab as fl
-import faithlab.study as fs
-from faithlab import study
+import faithlab_study as fs
+from faithlab_study import runner
 import paper_dry as fake
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +45,7 @@ def test_the_profile_names_every_notebook_and_reads_only_the_fake_folder():
 
     own = yaml.safe_load((ROOT / "notebooks" / "params" / "paper-dry.yaml").read_text())
     assert own["extends"] == "paper" and own["defaults"] == {"device": "cpu"}
-    assert set(own["notebooks"]) == {nb.name for nb in study.discover(ROOT)}  # no notebook left at paper sizes
+    assert set(own["notebooks"]) == {nb.name for nb in runner.discover(ROOT)}  # no notebook left at paper sizes
 
     def paths(value):
         if isinstance(value, dict):
@@ -58,7 +58,7 @@ def test_the_profile_names_every_notebook_and_reads_only_the_fake_folder():
             for item in value:
                 yield from paths(item)
 
-    merged = study.load_profile("paper-dry", ROOT)["notebooks"]
+    merged = runner.load_profile("paper-dry", ROOT)["notebooks"]
     found = list(paths(merged))
     assert len(found) > 20 and not [p for p in found if not p.startswith("data/cache/paper-dry")], found
 
@@ -193,7 +193,7 @@ def test_paper_dry_subset_runs(dry, tmp_path, monkeypatch):
     """One notebook per paper with the paper-dry profile; a failure names the notebook and shows its traceback."""
     monkeypatch.setenv("HF_HUB_CACHE", dry["HF_HUB_CACHE"])
     monkeypatch.setenv("FAITHLAB_CACHE", str(tmp_path / "cache"))
-    results = study.run(SUBSET, profile="paper-dry", root=ROOT, generated=tmp_path / "generated", force=True,
+    results = runner.run(SUBSET, profile="paper-dry", root=ROOT, generated=tmp_path / "generated", force=True,
                         jobs=2, timeout=900)
     assert sorted(r.name for r in results) == sorted(SUBSET)
     failed = [r for r in results if r.status != "ran"]

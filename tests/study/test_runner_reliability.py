@@ -27,8 +27,10 @@ from study_project import OK_BODY, result_value, run, write
 from torch.utils.data import TensorDataset
 
 import faithlab as fl
-from faithlab import paths, study
-from faithlab.study import artifacts as outputs
+from faithlab_study import runner
+from faithlab import paths
+from faithlab_study import artifacts as outputs
+from faithlab_study.book.scorecard import SCORECARD, write_scorecard
 from faithlab.train import TrainConfig
 from faithlab.train.cache import cache_files
 
@@ -49,7 +51,7 @@ FAKE_KERNEL = textwrap.dedent('''
         import pandas as pd
         from papermill.exceptions import PapermillExecutionError
 
-        from faithlab.study import artifacts as outputs
+        from faithlab_study import artifacts as outputs
 
         gate = os.environ.get("FAKE_KERNEL_GATE")
         if gate:  # the test holds this execution until it creates <gate>/release
@@ -84,12 +86,12 @@ RUNNER = textwrap.dedent('''
     import papermill
 
     import fake_kernel
-    from faithlab import study
+    from faithlab_study import runner
 
     papermill.execute_notebook = fake_kernel.execute_notebook
-    study.runner.stamps.library_hash = lambda: "library v1"  # as the project fixture
+    runner.stamps.library_hash = lambda: "library v1"  # as the project fixture
     root = Path(sys.argv[1])
-    results = study.run(sys.argv[2:], root=root, generated=root / "book" / "_generated", echo=print)
+    results = runner.run(sys.argv[2:], root=root, generated=root / "book" / "_generated", echo=print)
     print("RESULTS " + json.dumps({r.name: [r.status, r.message] for r in results}), flush=True)
 ''')
 
@@ -117,7 +119,7 @@ def generated_of(root: Path) -> Path:
 
 
 def scorecard(root: Path) -> pd.DataFrame:
-    return pd.read_csv(generated_of(root) / study.SCORECARD)
+    return pd.read_csv(generated_of(root) / SCORECARD)
 
 
 def wait_for(condition, seconds: float, what: str) -> None:
@@ -191,7 +193,7 @@ def test_a_second_runner_waits_for_the_notebook_another_runner_is_executing(proj
     results_b: dict = {}
 
     def runner_b():
-        for r in study.run(["demo/first"], root=project, generated=generated_of(project), echo=messages.append):
+        for r in runner.run(["demo/first"], root=project, generated=generated_of(project), echo=messages.append):
             results_b[r.name] = r
 
     thread = threading.Thread(target=runner_b)
@@ -239,7 +241,7 @@ def test_a_promotion_killed_at_any_step_is_completed_by_the_next_run(project, fa
     monkeypatch.setattr(os, "replace", real_replace)
 
     # Meanwhile, the scorecard lists only the claims of notebooks whose executed notebook is present.
-    study.write_scorecard(generated, echo=lambda message: None)
+    write_scorecard(generated, echo=lambda message: None)
     for paper, experiment in zip(scorecard(project)["paper"], scorecard(project)["experiment"]):
         assert (generated / paper / f"{experiment}.ipynb").is_file(), (paper, experiment)
 
@@ -248,7 +250,7 @@ def test_a_promotion_killed_at_any_step_is_completed_by_the_next_run(project, fa
     assert any("[recovered] demo/first" in m for m in messages), messages
     assert (generated / "demo" / "first.ipynb").is_file() and result_value(project, "demo/first") == 6
     assert scorecard(project)["our_value"].tolist() == [6, 20]
-    assert not (generated / ".staging").exists() and not list((generated / study.JOURNAL).iterdir())
+    assert not (generated / ".staging").exists() and not list((generated / runner.JOURNAL).iterdir())
     results, _ = run(project)
     assert {r.status for r in results.values()} == {"cached"}
 
@@ -259,9 +261,9 @@ def test_a_half_promoted_notebook_without_journal_is_left_out_and_executed_again
     run(project)
     (generated / "demo" / "first.ipynb").unlink()
     messages: list[str] = []
-    study.write_scorecard(generated, echo=messages.append)
+    write_scorecard(generated, echo=messages.append)
     assert scorecard(project)["experiment"].tolist() == ["second"]
-    assert any(str(generated / "demo" / "first" / study.CLAIMS) in m for m in messages), messages
+    assert any(str(generated / "demo" / "first" / outputs.CLAIMS) in m for m in messages), messages
     results, _ = run(project)
     assert results["demo/first"].status == "ran" and results["demo/second"].status == "cached"
     assert scorecard(project)["experiment"].tolist() == ["first", "second"]
@@ -285,7 +287,7 @@ def test_a_kernel_that_dies_before_it_starts_is_started_again(project, fake):
     most KERNEL_START_TRIES in all, and says so; a kernel that never starts fails the notebook after that many."""
     import papermill
 
-    from faithlab.study.runner.execution import KERNEL_START_TRIES
+    from faithlab_study.runner.execution import KERNEL_START_TRIES
 
     kernel = papermill.execute_notebook.__globals__  # the fake kernel's module namespace
     write(project, "demo/first", FIRST_PARAMS.format(value=3).replace('"no"', '"start once"'), OK_BODY)
@@ -328,7 +330,7 @@ def test_the_failed_notebook_is_removed_once_the_notebook_succeeds(project, fake
 @pytest.mark.parametrize("content", [b"\xff\xfe not UTF-8", b"{not json", b"[1, 2]"])
 def test_an_unreadable_stamp_means_execute_again(project, fake, content):
     run(project)
-    stamp = generated_of(project) / "demo" / "first" / study.STAMP
+    stamp = generated_of(project) / "demo" / "first" / runner.STAMP
     stamp.write_bytes(content)
     results, messages = run(project)
     assert results["demo/first"].status == "ran" and results["demo/second"].status == "cached"
@@ -339,14 +341,14 @@ def test_an_unreadable_stamp_means_execute_again(project, fake, content):
 @pytest.mark.parametrize("content", [b"", b"\xff\xfe\x00\x81 not UTF-8", b"a,b\n1,2\n", b'paper,"experiment\n'])
 def test_an_unreadable_claims_file_is_skipped_with_a_message(project, fake, capsys, content):
     run(project)
-    claims = generated_of(project) / "demo" / "second" / study.CLAIMS
+    claims = generated_of(project) / "demo" / "second" / outputs.CLAIMS
     claims.write_bytes(content)
     messages: list[str] = []
-    study.write_scorecard(generated_of(project), echo=messages.append)
+    write_scorecard(generated_of(project), echo=messages.append)
     assert scorecard(project)["experiment"].tolist() == ["first"]
     assert [m for m in messages if str(claims) in m], messages
     # The command line's `scorecard` does the same, on stderr.
-    assert study.main(["scorecard"]) == 0
+    assert runner.main(["scorecard"]) == 0
     assert str(claims) in capsys.readouterr().err
 
 
@@ -368,12 +370,12 @@ def test_an_unreadable_claims_file_is_skipped_with_a_message(project, fake, caps
 def test_a_malformed_profile_is_a_one_line_error_naming_file_and_line(project, capsys, text, expected):
     path = project / "notebooks" / "params" / "book.yaml"
     path.write_text(text)
-    with pytest.raises(study.StudyError) as err:
-        study.load_profile("book", project)
+    with pytest.raises(runner.StudyError) as err:
+        runner.load_profile("book", project)
     message = str(err.value)
     assert str(path) in message and "\n" not in message
     assert re.search(expected, message), message
-    assert study.main(["run", "--profile", "book"]) == 2
+    assert runner.main(["run", "--profile", "book"]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [f"error: {message}"]
 
 
@@ -386,10 +388,10 @@ def test_a_malformed_profile_is_a_one_line_error_naming_file_and_line(project, c
     ],
 )
 def test_a_malformed_override_is_an_error_naming_the_parameter(project, capsys, pairs, expected):
-    with pytest.raises(study.StudyError, match=expected):
-        study.parse_overrides(pairs)
+    with pytest.raises(runner.StudyError, match=expected):
+        runner.parse_overrides(pairs)
     argv = ["run"] + [arg for name, value in pairs for arg in ("-p", name, value)]
-    assert study.main(argv) == 2
+    assert runner.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and re.search(expected, err[0]), err
 
@@ -417,8 +419,8 @@ def test_the_parameters_cell_is_parsed_never_executed(project, tmp_path, line):
     pwned = tmp_path / "PWNED"
     line = line.replace("PWNED", str(pwned))
     path = write(project, "demo/evil", "value = 1\n" + line + "\n", "print(value)\n")
-    with pytest.raises(study.StudyError) as err:
-        study.discover(project)
+    with pytest.raises(runner.StudyError) as err:
+        runner.discover(project)
     lineno = path.read_text().splitlines().index(line) + 1
     assert str(err.value).startswith(f"{path}:{lineno}: "), str(err.value)
     assert "\n" not in str(err.value)
@@ -435,14 +437,14 @@ def test_the_parameters_cell_accepts_literals_and_comments(project):
         d = 'text'
         _private = 3
         """), "print(a)\n")
-    found = {nb.name: nb.defaults for nb in study.discover(project)}
+    found = {nb.name: nb.defaults for nb in runner.discover(project)}
     assert found["demo/literals"] == {"a": -1, "b": (1, -2.5), "c": {"k": [None, True], "n": -0.003}, "d": "text"}
 
 
 def test_a_syntax_error_in_the_parameters_cell_names_the_line(project):
     path = write(project, "demo/broken", "value = 1\nx = [1,\n", "print(value)\n")
-    with pytest.raises(study.StudyError, match=re.escape(f"{path}:")) as err:
-        study.discover(project)
+    with pytest.raises(runner.StudyError, match=re.escape(f"{path}:")) as err:
+        runner.discover(project)
     assert "not valid Python" in str(err.value)
 
 

@@ -1,4 +1,4 @@
-"""Usage errors of the study runner (``python -m faithlab.study run ...``, issue 53): exit status 2 and one line on
+"""Usage errors of the study runner (``python -m faithlab_study run ...``, issue 53): exit status 2 and one line on
 stderr naming the bad argument, within seconds, because the arguments are checked before torch, pandas, dask,
 distributed, papermill or jupytext are imported and before any cluster is contacted.
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from faithlab.study.runner import cluster as clusters
+from faithlab_study.runner import cluster as clusters
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = "basics/digits_classifier"
@@ -69,7 +69,7 @@ def _env(tmp_path: Path, **more: str) -> dict:
 def _runner(args: list[str], tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess, float]:
     start = time.monotonic()
     try:
-        done = subprocess.run([sys.executable, "-m", "faithlab.study", "run", *args], check=False, cwd=ROOT,
+        done = subprocess.run([sys.executable, "-m", "faithlab_study", "run", *args], check=False, cwd=ROOT,
                               env=_env(tmp_path, **env), capture_output=True, text=True, timeout=120)
     except subprocess.TimeoutExpired:
         pytest.fail(f"run {' '.join(args)}: no answer within 120 s")
@@ -133,7 +133,7 @@ def test_a_bad_cluster_timeout_is_one_line_naming_the_variable(tmp_path):
 
 CHECK = """
 import json, sys
-from faithlab.study.runner.cli import UsageError, check_arguments
+from faithlab_study.runner.cli import UsageError, check_arguments
 try:
     check_arguments(json.loads(sys.argv[1]))
     error = None
@@ -154,7 +154,7 @@ def _check_in_a_fresh_process(argv: list[str], tmp_path: Path, heavy: set[str]) 
 def test_the_usage_error_path_imports_nothing_heavy(case, tmp_path):
     """check_arguments finds each usage error with none of HEAVY imported (READS_NOTEBOOKS excepted where a -p name is
     checked against the parameters cells): fails if someone moves a heavy import back to the top of a module of
-    faithlab.study or into its __init__."""
+    faithlab_study or into its __init__."""
     args, named, _, reads_notebooks = USAGE[case]
     heavy = HEAVY - READS_NOTEBOOKS if reads_notebooks else HEAVY
     report = _check_in_a_fresh_process(["run", *args], tmp_path, heavy)
@@ -170,13 +170,13 @@ def test_checking_good_arguments_imports_nothing_heavy_either(tmp_path):
 
 
 def test_importing_the_package_imports_nothing_heavy_and_still_exports_everything():
-    code = ("import sys, faithlab.study as s; heavy = sorted({m.split('.')[0] for m in sys.modules} & "
+    code = ("import sys, faithlab_study as s; heavy = sorted({m.split('.')[0] for m in sys.modules} & "
             f"{set(HEAVY)!r}); names = [n for n in s.__all__ if getattr(s, n, None) is None]; "
             "print(heavy, names, hasattr(s, 'library_hash'), s.runner.stamps.__name__)")
     done = subprocess.run([sys.executable, "-c", code], check=False, cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[] [] False faithlab.study.runner.stamps", done.stdout
+    assert done.stdout.strip() == "[] [] False faithlab_study.runner.stamps", done.stdout
 
 
 # ------------------------------------------------------------------------------------ cluster.check, in process

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from faithlab import study
-from faithlab.study.verdicts import VERDICTS
+from faithlab_study.artifacts import CLAIM_COLUMNS, CLAIMS
+from faithlab_study.book.scorecard import (ALL_PAPERS, PREREGISTRATION, SCORECARD, STUDY_MAP, SUMMARY, summarise,
+                                          write_scorecard)
+from faithlab_study.verdicts import VERDICTS
 
 R, W, P, N, T, I = VERDICTS  # reproduced, reproduced weaker, partly, not reproduced, not testable here, inconclusive
 
@@ -22,21 +24,21 @@ def claims(generated: Path, paper: str, experiment: str, verdicts: list[str], *,
     (``legacy``: without the rule, premise and later columns, as claims were written before claim functions)."""
     folder = generated / paper / experiment
     folder.mkdir(parents=True)
-    columns = [c for c in study.CLAIM_COLUMNS if not (legacy and c in LEGACY)]
+    columns = [c for c in CLAIM_COLUMNS if not (legacy and c in LEGACY)]
     kinds = kinds or ["paper"] * len(verdicts)
     rows = [{"paper": paper, "experiment": experiment, "claim": f"claim {i}", "paper_value": 1.0, "our_value": 1.0,
              "verdict": v, "rule": "a rule", "premise": "a premise", "note": "", "kind": k, "decision": "d",
              "replicas": "3 of 3 replicas", "stability": "20 of 20 seeds", "units": 30, "function": "", "power": "",
              "rule_id": "", "trained_replicas": 3, "cells": "", "before": "", "prospective": ""}
             for i, (v, k) in enumerate(zip(verdicts, kinds))]
-    pd.DataFrame(rows)[columns].to_csv(folder / study.CLAIMS, index=False)
+    pd.DataFrame(rows)[columns].to_csv(folder / CLAIMS, index=False)
     if executed:
         (generated / paper / f"{experiment}.ipynb").write_text("{}")
 
 
 def assert_map_written(generated: Path) -> None:
-    assert (generated / f"{study.STUDY_MAP}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "<svg" in (generated / f"{study.STUDY_MAP}.svg").read_text()
+    assert (generated / f"{STUDY_MAP}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<svg" in (generated / f"{STUDY_MAP}.svg").read_text()
 
 
 def test_summary_counts_verdicts_per_paper_in_chapter_order(tmp_path):
@@ -49,11 +51,11 @@ def test_summary_counts_verdicts_per_paper_in_chapter_order(tmp_path):
     claims(generated, "saco", "case_study", [R, R, N], executed=False)  # interrupted run: not counted
     claims(generated, "reco_mege", "tables", ["great"])  # a verdict outside VERDICTS: skipped with a message
     messages: list[str] = []
-    assert study.write_scorecard(generated, echo=messages.append) == generated / study.SCORECARD
+    assert write_scorecard(generated, echo=messages.append) == generated / SCORECARD
     assert any("reco_mege/tables" in m and "great" in m for m in messages), messages
-    summary = pd.read_csv(generated / study.SUMMARY)
+    summary = pd.read_csv(generated / SUMMARY)
     expected = pd.DataFrame(
-        [["F-Fidelity", 2, 0, 1, 0, 1, 1, 5], ["TRACE", 0, 0, 0, 2, 1, 0, 3], [study.ALL_PAPERS, 2, 0, 1, 2, 2, 1, 8],
+        [["F-Fidelity", 2, 0, 1, 0, 1, 1, 5], ["TRACE", 0, 0, 0, 2, 1, 0, 3], [ALL_PAPERS, 2, 0, 1, 2, 2, 1, 8],
          ["F-Fidelity (study check)", 0, 0, 0, 1, 0, 0, 1],  # a chapter's study check: not among the paper's claims
          ["Basics (study check)", 0, 0, 1, 0, 0, 0, 1], ["zeta (study check)", 1, 0, 0, 0, 0, 0, 1]],
         columns=["paper", *VERDICTS, "total"],
@@ -62,26 +64,26 @@ def test_summary_counts_verdicts_per_paper_in_chapter_order(tmp_path):
     body = summary.iloc[:2]  # the papers; the study's own checks are not counted in "all papers"
     assert summary.iloc[2, 1:].tolist() == body.iloc[:, 1:].sum().tolist()
     assert (body[list(VERDICTS)].sum(axis=1) == body["total"]).all()
-    card = pd.read_csv(generated / study.SCORECARD, keep_default_na=False)
-    assert card.columns.tolist() == list(study.CLAIM_COLUMNS)
+    card = pd.read_csv(generated / SCORECARD, keep_default_na=False)
+    assert card.columns.tolist() == list(CLAIM_COLUMNS)
     assert set(card[card.paper == "trace"]["rule"]) == {""} and set(card[card.paper != "trace"]["rule"]) == {"a rule"}
     assert_map_written(generated)
-    prereg = pd.read_csv(generated / study.PREREGISTRATION, keep_default_na=False)
+    prereg = pd.read_csv(generated / PREREGISTRATION, keep_default_na=False)
     assert prereg["claim"].tolist() == card["claim"].tolist() and prereg["kind"].tolist() == card["kind"].tolist()
     assert set(prereg["rule last changed"]) == {"—"}  # no claim function recorded: no commit to name
 
 
 def test_preregistration_names_the_commit_where_a_claim_function_last_changed():
-    from faithlab.study.book.scorecard import rule_commit
+    from faithlab_study.book.scorecard import rule_commit
 
-    answer = rule_commit("faithlab.study.papers.basics.claim_deletion_sanity")
+    answer = rule_commit("faithlab_study.papers.basics.claim_deletion_sanity")
     assert answer == "uncommitted" or len(answer.split()[0]) >= 7  # "<hash> <date>" from git log -L
-    assert rule_commit("faithlab.study.papers.basics.no_such_function") == "—"
+    assert rule_commit("faithlab_study.papers.basics.no_such_function") == "—"
     assert rule_commit("no_such_module.f") == "—"
 
 
 def test_glance_shows_replica_agreement_stability_units_and_study_checks():
-    from faithlab.study.book import pages
+    from faithlab_study.book import pages
 
     card = pd.DataFrame([{"paper": "trace", "experiment": "table1", "claim": "T6: an identity", "paper_value": "1",
                           "our_value": "1", "verdict": R, "rule": "r", "decision": "reproduced when x", "premise": "p",
@@ -93,11 +95,11 @@ def test_glance_shows_replica_agreement_stability_units_and_study_checks():
 
 def test_empty_scorecard_still_writes_summary_and_map(tmp_path):
     generated = tmp_path / "generated"
-    study.write_scorecard(generated, echo=lambda message: None)
-    assert pd.read_csv(generated / study.SCORECARD).empty
-    summary = pd.read_csv(generated / study.SUMMARY)
+    write_scorecard(generated, echo=lambda message: None)
+    assert pd.read_csv(generated / SCORECARD).empty
+    summary = pd.read_csv(generated / SUMMARY)
     assert summary.columns.tolist() == ["paper", *VERDICTS, "total"]
-    assert summary.values.tolist() == [[study.ALL_PAPERS, 0, 0, 0, 0, 0, 0, 0]]
+    assert summary.values.tolist() == [[ALL_PAPERS, 0, 0, 0, 0, 0, 0, 0]]
     assert pd.read_csv(generated / "cells.csv").empty  # written all the same, so the scorecard's link never breaks
     assert_map_written(generated)
 
@@ -105,14 +107,14 @@ def test_empty_scorecard_still_writes_summary_and_map(tmp_path):
 def test_summarise_orders_chapters_then_other_slugs_alphabetically():
     papers = ["synthesis", "trace", "basics", "reco_mege", "saco", "fewclass", "ffidelity", "aaa"]
     card = pd.DataFrame({"paper": papers, "experiment": "e", "verdict": R})
-    assert study.summarise(card)["paper"].tolist() == [
-        "F-Fidelity", "Few-class Fidelity", "SaCo", "ReCo / MeGe", "TRACE", study.ALL_PAPERS,
+    assert summarise(card)["paper"].tolist() == [
+        "F-Fidelity", "Few-class Fidelity", "SaCo", "ReCo / MeGe", "TRACE", ALL_PAPERS,
         "aaa (study check)", "Basics (study check)", "Synthesis (study check)"]
 
 
 def test_compare_runs_classes_every_change_and_the_cli_fails_on_a_flip(tmp_path, capsys):
-    from faithlab.study.runner.cli import main
-    from faithlab.study.book.scorecard import compare_runs
+    from faithlab_study.runner.cli import main
+    from faithlab_study.book.scorecard import compare_runs
 
     def card(verdicts):
         return pd.DataFrame({"paper": "trace", "experiment": "table1", "verdict": verdicts,
@@ -136,7 +138,7 @@ def test_compare_runs_classes_every_change_and_the_cli_fails_on_a_flip(tmp_path,
 
 
 def test_compare_runs_tells_apart_claims_that_share_a_label():
-    from faithlab.study.book.scorecard import compare_runs
+    from faithlab_study.book.scorecard import compare_runs
 
     card = pd.DataFrame({"paper": "ffidelity", "experiment": "images_ranking", "verdict": [R, N],
                          "claim": ["F1 (GC): ranks (Table 1)", "F1 (GC): ranks (Table 2)"]})
@@ -147,14 +149,14 @@ def test_compare_runs_tells_apart_claims_that_share_a_label():
 def test_summary_counts_reproduced_weaker_in_its_own_column(tmp_path):
     generated = tmp_path / "generated"
     claims(generated, "saco", "random_vs_methods", [W, W, R, N, P])
-    study.write_scorecard(generated, echo=lambda message: None)
-    summary = pd.read_csv(generated / study.SUMMARY).set_index("paper")
+    write_scorecard(generated, echo=lambda message: None)
+    summary = pd.read_csv(generated / SUMMARY).set_index("paper")
     assert summary.loc["SaCo", [R, W, P, N, "total"]].tolist() == [1, 2, 1, 1, 5]
-    assert summary.loc[study.ALL_PAPERS, W] == 2
+    assert summary.loc[ALL_PAPERS, W] == 2
 
 
 def test_compare_runs_flags_reproduced_weaker_against_not_reproduced_as_a_flip():
-    from faithlab.study.book.scorecard import UNSTABLE_CHANGES, compare_runs
+    from faithlab_study.book.scorecard import UNSTABLE_CHANGES, compare_runs
 
     card = pd.DataFrame({"paper": "saco", "experiment": "e", "claim": ["S1: a", "S2: b", "S3: c"],
                          "verdict": [W, N, W]})
@@ -164,22 +166,22 @@ def test_compare_runs_flags_reproduced_weaker_against_not_reproduced_as_a_flip()
 
 
 def test_scorecard_joins_every_claims_cell_table_and_skips_one_outside_its_folder(tmp_path):
-    from faithlab.study.artifacts import CELL_COLUMNS
+    from faithlab_study.artifacts import CELL_COLUMNS
 
     generated = tmp_path / "generated"
     claims(generated, "saco", "random_vs_methods", [W, N])
     folder = generated / "saco" / "random_vs_methods"
-    frame = pd.read_csv(folder / study.CLAIMS)
+    frame = pd.read_csv(folder / CLAIMS)
     frame["cells"] = ["cells/S1.csv", "../../../outside.csv"]
-    frame.to_csv(folder / study.CLAIMS, index=False)
+    frame.to_csv(folder / CLAIMS, index=False)
     (folder / "cells").mkdir()
     pd.DataFrame([{c: i for i, c in enumerate(CELL_COLUMNS)}] * 2).to_csv(folder / "cells" / "S1.csv", index=False)
     (tmp_path / "outside.csv").write_text("cell\nx\n")
     messages: list[str] = []
-    study.write_scorecard(generated, echo=messages.append)
+    write_scorecard(generated, echo=messages.append)
     cells = pd.read_csv(generated / "cells.csv")
     assert cells.columns.tolist() == ["paper", "experiment", "claim", "rule_id", "verdict", *CELL_COLUMNS]
     assert cells["claim"].tolist() == ["claim 0", "claim 0"] and set(cells["verdict"]) == {W}
     assert any("outside.csv" in m for m in messages), messages
-    card = pd.read_csv(generated / study.SCORECARD, keep_default_na=False)
+    card = pd.read_csv(generated / SCORECARD, keep_default_na=False)
     assert card["cells"].tolist() == ["cells/S1.csv", "../../../outside.csv"]

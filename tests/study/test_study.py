@@ -1,4 +1,4 @@
-"""Tests of the notebook runner (faithlab.study) and the artifact writer (faithlab.study.artifacts) on a throw-away project."""
+"""Tests of the notebook runner (faithlab_study) and the artifact writer (faithlab_study.artifacts) on a throw-away project."""
 
 from __future__ import annotations
 
@@ -11,15 +11,16 @@ import pandas as pd
 import pytest
 from study_project import OK_BODY, notebook, result_value, run, write
 
-from faithlab import study
+from faithlab_study import runner
 
-from faithlab.study import artifacts as outputs
+from faithlab_study import artifacts as outputs
+from faithlab_study.book.scorecard import SCORECARD
 
 # ------------------------------------------------------------------------------------------------ discovery
 
 
 def test_discover_reads_parameter_defaults(project):
-    found = {nb.name: nb.defaults for nb in study.discover(project)}
+    found = {nb.name: nb.defaults for nb in runner.discover(project)}
     assert found == {
         "demo/first": {"NAME": "demo/first", "value": 1, "profile": "none"},
         "demo/second": {"NAME": "demo/second", "value": 10},
@@ -29,16 +30,16 @@ def test_discover_reads_parameter_defaults(project):
 def test_discover_rejects_two_parameter_cells(project):
     path = project / "notebooks" / "demo" / "bad.py"
     path.write_text(notebook("a = 1\n", 'b = 2\n# %% tags=["parameters"]\nc = 3\n'))
-    with pytest.raises(study.StudyError, match="exactly one cell tagged 'parameters'"):
-        study.discover(project)
+    with pytest.raises(runner.StudyError, match="exactly one cell tagged 'parameters'"):
+        runner.discover(project)
 
 
 def test_select_by_paper_and_unknown_name(project):
-    nbs = study.discover(project)
-    assert [nb.name for nb in study.select(nbs, ["demo"])] == ["demo/first", "demo/second"]
-    assert [nb.name for nb in study.select(nbs, ["notebooks/demo/second.py"])] == ["demo/second"]
-    with pytest.raises(study.StudyError, match="no notebook matches 'demo/nope'"):
-        study.select(nbs, ["demo/nope"])
+    nbs = runner.discover(project)
+    assert [nb.name for nb in runner.select(nbs, ["demo"])] == ["demo/first", "demo/second"]
+    assert [nb.name for nb in runner.select(nbs, ["notebooks/demo/second.py"])] == ["demo/second"]
+    with pytest.raises(runner.StudyError, match="no notebook matches 'demo/nope'"):
+        runner.select(nbs, ["demo/nope"])
 
 
 # ------------------------------------------------------------------------------------------------ parameters
@@ -48,13 +49,13 @@ def test_parameter_precedence(project):
     (project / "notebooks" / "params" / "smoke.yaml").write_text(
         "defaults: {value: 5, unrelated: 1}\nnotebooks:\n  demo/second: {value: 7}\n"
     )
-    spec = study.load_profile("smoke", project)
-    first, second = study.discover(project)
-    assert study.merge_parameters(first, "smoke", spec, {})["value"] == 5
-    assert "unrelated" not in study.merge_parameters(first, "smoke", spec, {})
-    assert study.merge_parameters(second, "smoke", spec, {})["value"] == 7
-    assert study.merge_parameters(second, "smoke", spec, {"value": 9})["value"] == 9
-    assert study.merge_parameters(first, "smoke", spec, {})["profile"] == "smoke"
+    spec = runner.load_profile("smoke", project)
+    first, second = runner.discover(project)
+    assert runner.merge_parameters(first, "smoke", spec, {})["value"] == 5
+    assert "unrelated" not in runner.merge_parameters(first, "smoke", spec, {})
+    assert runner.merge_parameters(second, "smoke", spec, {})["value"] == 7
+    assert runner.merge_parameters(second, "smoke", spec, {"value": 9})["value"] == 9
+    assert runner.merge_parameters(first, "smoke", spec, {})["profile"] == "smoke"
 
 
 def test_profile_extends_another_name_by_name(project):
@@ -63,15 +64,15 @@ def test_profile_extends_another_name_by_name(project):
         "defaults: {value: 5, other: 1}\nnotebooks:\n  demo/second: {value: 7, NAME: kept}\n"
     )
     (params / "paper-dry.yaml").write_text("extends: paper\ndefaults: {other: 2}\nnotebooks:\n  demo/second: {value: 8}\n")
-    spec = study.load_profile("paper-dry", project)
+    spec = runner.load_profile("paper-dry", project)
     assert spec["defaults"] == {"value": 5, "other": 2}
     assert spec["notebooks"]["demo/second"] == {"value": 8, "NAME": "kept"}
     (params / "paper.yaml").write_text("extends: paper-dry\n")
-    with pytest.raises(study.StudyError, match="circle"):
-        study.load_profile("paper-dry", project)
+    with pytest.raises(runner.StudyError, match="circle"):
+        runner.load_profile("paper-dry", project)
     (params / "paper-dry.yaml").write_text("extends: papr\n")
-    with pytest.raises(study.StudyError, match="papr"):
-        study.load_profile("paper-dry", project)
+    with pytest.raises(runner.StudyError, match="papr"):
+        runner.load_profile("paper-dry", project)
 
 
 def test_start_first_submits_those_notebooks_first_in_its_order(project):
@@ -84,9 +85,9 @@ def test_start_first_submits_those_notebooks_first_in_its_order(project):
     assert all(r.status == "ran" for r in results.values())
     (params / "paper.yaml").write_text("start_first: [demo/second]\n")
     (params / "paper-dry.yaml").write_text("extends: paper\n")
-    assert study.load_profile("paper-dry", project)["start_first"] == ["demo/second"]  # inherited
+    assert runner.load_profile("paper-dry", project)["start_first"] == ["demo/second"]  # inherited
     (params / "paper-dry.yaml").write_text("extends: paper\nstart_first: []\n")
-    assert study.load_profile("paper-dry", project)["start_first"] == []  # its own list wins, even an empty one
+    assert runner.load_profile("paper-dry", project)["start_first"] == []  # its own list wins, even an empty one
 
 
 @pytest.mark.parametrize("value, match", [
@@ -96,23 +97,23 @@ def test_start_first_submits_those_notebooks_first_in_its_order(project):
 ])
 def test_a_bad_start_first_is_an_error_naming_it(project, value, match):
     (project / "notebooks" / "params" / "book.yaml").write_text(f"start_first: {value}\nnotebooks: {{}}\n")
-    with pytest.raises(study.StudyError, match=match):
+    with pytest.raises(runner.StudyError, match=match):
         run(project, profile="book")
 
 
 def test_profile_typo_is_an_error(project):
     (project / "notebooks" / "params" / "book.yaml").write_text("notebooks:\n  demo/first: {valeu: 3}\n")
-    with pytest.raises(study.StudyError, match="valeu"):
+    with pytest.raises(runner.StudyError, match="valeu"):
         run(project, profile="book")
 
 
 def test_unknown_command_line_parameter_is_an_error(project):
-    with pytest.raises(study.StudyError, match="nonexistent"):
+    with pytest.raises(runner.StudyError, match="nonexistent"):
         run(project, overrides={"nonexistent": 1})
 
 
 def test_parse_overrides_types_values():
-    assert study.parse_overrides([("n", "3"), ("xs", "[0.1, 0.2]"), ("name", "cuda")]) == {
+    assert runner.parse_overrides([("n", "3"), ("xs", "[0.1, 0.2]"), ("name", "cuda")]) == {
         "n": 3,
         "xs": [0.1, 0.2],
         "name": "cuda",
@@ -147,7 +148,7 @@ def test_second_run_is_cached_and_changes_rerun_only_what_changed(project, monke
     assert result_value(project, "demo/second") == 22
 
     # A change in the library or the lock file re-executes everything.
-    monkeypatch.setattr(study.runner.stamps, "library_hash", lambda: "another library")
+    monkeypatch.setattr(runner.stamps, "library_hash", lambda: "another library")
     results, _ = run(project, overrides={"only_first": 4})
     assert {r.status for r in results.values()} == {"ran"}
     (project / "uv.lock").write_text("lock v2\n")
@@ -156,10 +157,14 @@ def test_second_run_is_cached_and_changes_rerun_only_what_changed(project, monke
 
 
 def test_library_hash_tracks_library_sources(tmp_path):
-    from faithlab.study.runner import stamps
+    from faithlab_study.runner import stamps
 
-    lib = Path(study.__file__).resolve().parents[1]
-    assert stamps.library_hash() == stamps._hash_files(lib.rglob("*.py"))  # every source of the package, no other
+    import faithlab
+
+    library, study = Path(faithlab.__file__).resolve().parent, Path(runner.__file__).resolve().parents[1]
+    sources = [*library.rglob("*.py"), *study.rglob("*.py")]  # every source of both distributions, no other
+    assert stamps.library_hash() == stamps._hash_files(sources)
+    assert stamps.library_hash() != stamps._hash_files(library.rglob("*.py"))
     (tmp_path / "a.py").write_text("x = 1\n")
     (tmp_path / "b.py").write_text("y = 2\n")
     before = stamps._hash_files(tmp_path.glob("*.py"))
@@ -168,23 +173,26 @@ def test_library_hash_tracks_library_sources(tmp_path):
 
 
 def test_the_package_does_not_reexport_library_hash():
-    """run() reads faithlab.study.runner.stamps.library_hash: a patch of the package's name would not reach it, so there is
+    """run() reads faithlab_study.runner.stamps.library_hash: a patch of the package's name would not reach it, so there is
     no such name to patch (monkeypatch.setattr then fails loudly instead of passing silently)."""
-    assert not hasattr(study, "library_hash")
-    with pytest.raises(AttributeError):
-        pytest.MonkeyPatch().setattr(study, "library_hash", lambda: "x")
+    import faithlab_study
+
+    for package in (faithlab_study, runner):
+        assert not hasattr(package, "library_hash")
+        with pytest.raises(AttributeError):
+            pytest.MonkeyPatch().setattr(package, "library_hash", lambda: "x")
 
 
 def test_parallel_jobs(project, monkeypatch):
     """Two notebooks at a time; each kernel gets its share of the cores even when the caller's OMP_NUM_THREADS asks
     for more (and the caller's value is back afterwards)."""
-    from faithlab.study.runner import cluster as clusters
+    from faithlab_study.runner import cluster as clusters
 
     write(project, "demo/threads", 'NAME = "demo/threads"\n', """
         import os
         import pandas as pd
         import faithlab as fl
-        import faithlab.study as fs
+        import faithlab_study as fs
         fs.artifacts.for_notebook(NAME).table(pd.DataFrame({"value": [int(os.environ["OMP_NUM_THREADS"])]}), "result")
         """)
     monkeypatch.setenv("OMP_NUM_THREADS", "64")
@@ -203,7 +211,7 @@ def test_local_kernels_share_the_cores(monkeypatch, asked, jobs, cores, expected
     """OMP_NUM_THREADS per kernel: the cores shared out among the jobs, or the caller's smaller value; a larger one
     is cut to the share with a message (4 threads in each of 2 kernels on 2 cores made the smoke notebooks ~6x
     slower)."""
-    from faithlab.study.runner import cluster as clusters
+    from faithlab_study.runner import cluster as clusters
 
     monkeypatch.setattr(clusters, "cores", lambda: cores)
     if asked is None:
@@ -223,7 +231,7 @@ def test_the_runner_hands_each_notebook_its_name_and_folder(project):
 import os
 import pandas as pd
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 out = fs.artifacts.for_notebook()
 out.table(pd.DataFrame({"name": [out.notebook], "staged": [str(out.folder) == os.environ["FAITHLAB_OUTPUT_DIR"]]}),
           "result")
@@ -237,7 +245,7 @@ out.claim("named", paper_value=1, our_value=1, verdict="reproduced")
     for name in ("demo/first", "other/third"):
         table = pd.read_csv(generated / name / "result.csv")
         assert table["name"].item() == name and bool(table["staged"].item())  # staged, then promoted here
-        claims = pd.read_csv(generated / name / study.CLAIMS)
+        claims = pd.read_csv(generated / name / outputs.CLAIMS)
         assert claims[["paper", "experiment"]].values.tolist() == [name.split("/")]
 
 
@@ -247,7 +255,7 @@ out.claim("named", paper_value=1, our_value=1, verdict="reproduced")
 FAILING_BODY = """
 import pandas as pd
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 out = fs.artifacts.for_notebook("demo/first")
 out.table(pd.DataFrame({"value": [-1]}), "result")
 if value > 1:
@@ -277,11 +285,11 @@ def test_failure_reports_notebook_and_leaves_no_stale_output(project, capsys):
 
 def test_cli_exit_code_names_failed_notebook(project, capsys):
     write(project, "demo/first", "value = 2\n", FAILING_BODY)
-    code = study.main(["run", "demo", "--profile", "smoke"])
+    code = runner.main(["run", "demo", "--profile", "smoke"])
     err = capsys.readouterr().err
     assert code == 1
     assert "demo/first" in err and "failed" in err
-    assert study.main(["run", "demo/none"]) == 2
+    assert runner.main(["run", "demo/none"]) == 2
 
 
 # ------------------------------------------------------------------------------------------------ kernels
@@ -291,7 +299,7 @@ FIGURE_BODY = """
 import warnings
 import matplotlib.pyplot as plt
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 out = fs.artifacts.for_notebook("demo/first")
 fig, ax = plt.subplots()
 ax.plot([0, 1], [value, 0])
@@ -337,8 +345,8 @@ def test_kernel_shows_figures_and_no_tqdm_or_kernel_notices(project, capfd):
 def test_kernel_options_encrypt_instead_of_muting_the_kernel_log():
     import zmq
 
-    options = study.kernel_options()
-    assert options["extra_arguments"][0] == f"--IPKernelApp.exec_lines={study.KERNEL_STARTUP}"
+    options = runner.kernel_options()
+    assert options["extra_arguments"][0] == f"--IPKernelApp.exec_lines={runner.KERNEL_STARTUP}"
     if zmq.has("curve"):  # the locked pyzmq wheels have Curve: the kernel's log level is left alone
         assert options["config"]["KernelManager"]["transport_encryption"] == "auto"
         assert not any("log_level" in a for a in options["extra_arguments"])
@@ -350,7 +358,7 @@ def test_kernels_stopped_at_once_keep_everything_their_last_cell_did(tmp_path):
     import nbformat
     import papermill
 
-    options = study.kernel_options()
+    options = runner.kernel_options()
     assert options["shutdown_kernel"] == "immediate"
     target = tmp_path / "last.bin"
     nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
@@ -388,7 +396,7 @@ def test_outputs_atomic_table_and_claims(tmp_path, monkeypatch):
 
     out.claim("c1", paper_value=0.9, our_value=0.8, verdict="partly reproduced")
     out.claim("c1", paper_value=0.9, our_value=0.85, verdict="partly reproduced")
-    claims = pd.read_csv(tmp_path / "stage" / study.CLAIMS)
+    claims = pd.read_csv(tmp_path / "stage" / outputs.CLAIMS)
     assert claims["our_value"].tolist() == [0.85] and claims["paper"].item() == "paper"
     with pytest.raises(ValueError, match="verdict"):
         out.claim("c2", paper_value=1, our_value=1, verdict="great")
@@ -399,7 +407,7 @@ def test_outputs_atomic_table_and_claims(tmp_path, monkeypatch):
 
 
 def _claim_with_cells(text: str, rule_id: str | None, cells: tuple):
-    from faithlab.study.verdicts import Claim, Verdict
+    from faithlab_study.verdicts import Claim, Verdict
 
     return Claim(claim=text, rule="the lead of the method over Random, above the margin", premise="a premise",
                  paper_value="0.3", our_value="0.1", verdict=Verdict("reproduced, weaker"), rule_id=rule_id,
@@ -424,10 +432,10 @@ def test_outputs_claim_writes_its_cell_table_and_the_claims_row_names_it(tmp_pat
     assert other["cells"].startswith("cells/S1-") and other["cells"] != row["cells"]
     bare = out.claim(_claim_with_cells("S2: no cells", "S2", ()))
     assert bare["cells"] == "" and not (tmp_path / "cells" / "S2.csv").exists()
-    claims = pd.read_csv(tmp_path / study.CLAIMS, keep_default_na=False)
+    claims = pd.read_csv(tmp_path / outputs.CLAIMS, keep_default_na=False)
     assert claims["cells"].tolist() == ["cells/S1.csv", other["cells"], ""]
     assert sorted(p.name for p in (tmp_path / "cells").iterdir()) == sorted(["S1.csv", other["cells"][6:]])
-    assert "cells" in study.CLAIM_COLUMNS
+    assert "cells" in outputs.CLAIM_COLUMNS
 
 
 def test_outputs_cell_table_names_are_plain_file_stems(tmp_path):
@@ -451,8 +459,8 @@ def test_outputs_refuse_another_notebooks_folder(monkeypatch, tmp_path):
 
 def test_scorecard_collects_claims(project):
     run(project)
-    card = pd.read_csv(project / "book" / "_generated" / study.SCORECARD)
+    card = pd.read_csv(project / "book" / "_generated" / SCORECARD)
     assert card["experiment"].tolist() == ["first", "second"]
     assert card["our_value"].tolist() == [2, 20]
-    stamp = json.loads((project / "book" / "_generated" / "demo" / "first" / study.STAMP).read_text())
+    stamp = json.loads((project / "book" / "_generated" / "demo" / "first" / runner.STAMP).read_text())
     assert stamp["params"]["value"] == 1

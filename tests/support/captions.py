@@ -1,5 +1,5 @@
 """The book's caption check (used by tests/book/test_build.py): the panel positions a figure's caption names
-("(left)", "top row", ...) against the panel grid :meth:`faithlab.study.artifacts.Outputs.figure` recorded in its
+("(left)", "top row", ...) against the panel grid :meth:`faithlab_study.artifacts.Outputs.figure` recorded in its
 PNG."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from faithlab.study.artifacts import PANELS_KEY
+from faithlab_study.artifacts import PANELS_KEY
 
 POSITION_WORDS = re.compile(
     r"\((?:the )?(?P<a>top|bottom|left|right)(?: (?:row|column|panels?|half|rows|columns))?\)"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from faithlab import study
+from faithlab_study import runner
 
 HEADER = "# ---\n# jupyter:\n#   jupytext:\n#     formats: py:percent\n# ---\n\n"
 
@@ -22,7 +22,7 @@ def notebook(params: str, body: str) -> str:
 OK_BODY = """
 import pandas as pd
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 out = fs.artifacts.for_notebook(NAME)
 out.table(pd.DataFrame({"value": [value * 2]}), "result")
 out.claim("doubling", paper_value=2 * value, our_value=value * 2, verdict="reproduced")
@@ -34,13 +34,13 @@ def make_project(tmp_path: Path, monkeypatch) -> Path:
     (root / "notebooks" / "params").mkdir(parents=True)
     (root / "_config.yml").write_text("title: t\n")
     (root / "uv.lock").write_text("lock v1\n")
-    for profile in study.PROFILES:
+    for profile in runner.PROFILES:
         (root / "notebooks" / "params" / f"{profile}.yaml").write_text("defaults: {}\nnotebooks: {}\n")
     write(root, "demo/first", 'NAME = "demo/first"\nvalue = 1\nprofile = "none"\n', OK_BODY)
     write(root, "demo/second", 'NAME = "demo/second"\nvalue = 10\n', OK_BODY)
     monkeypatch.setenv("FAITHLAB_ROOT", str(root))
     monkeypatch.delenv("FAITHLAB_GENERATED", raising=False)
-    monkeypatch.setattr(study.runner.stamps, "library_hash", lambda: "library v1")  # isolate from edits to lib/
+    monkeypatch.setattr(runner.stamps, "library_hash", lambda: "library v1")  # isolate from edits to lib/
     return root
 
 
@@ -53,7 +53,7 @@ def write(root: Path, name: str, params: str, body: str) -> Path:
 
 def run(root: Path, *selectors, **kw):
     messages: list[str] = []
-    results = study.run(list(selectors), root=root, generated=root / "book" / "_generated", echo=messages.append, **kw)
+    results = runner.run(list(selectors), root=root, generated=root / "book" / "_generated", echo=messages.append, **kw)
     return {r.name: r for r in results}, messages
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 
 
 @pytest.fixture(autouse=True)

@@ -1,7 +1,7 @@
-"""``python -m faithlab.study``: the study runner's command line (see :mod:`faithlab.study`)."""
+"""``python -m faithlab_study``: the study runner's command line (see :mod:`faithlab_study`)."""
 
 import sys
 
-from faithlab.study import main
+from faithlab_study.runner import main
 
 sys.exit(main())

@@ -1,6 +1,6 @@
 """The one place notebooks write their artifacts: tables (CSV), figures (PNG + SVG), glued values and claims.
 
-A notebook calls ``out = faithlab.study.artifacts.for_notebook()`` and never builds a path by hand. Under the study runner the
+A notebook calls ``out = faithlab_study.artifacts.for_notebook()`` and never builds a path by hand. Under the study runner the
 runner names the notebook (``FAITHLAB_NOTEBOOK``) and its folder, the run's staging folder (``FAITHLAB_OUTPUT_DIR``),
 moved into ``book/_generated/<paper>/<experiment>/`` only when the whole notebook succeeded; run interactively, the
 name comes from where the notebook runs (:func:`notebook_name`) and the folder is that final folder directly. Every
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from faithlab import paths
-from faithlab.study.verdicts import VERDICTS
+from faithlab_study.verdicts import VERDICTS
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 NOTEBOOK_ENV = "FAITHLAB_NOTEBOOK"  # set by the study runner in a notebook's kernel: "<paper>/<experiment>"
@@ -27,7 +27,7 @@ CLAIM_COLUMNS = ("paper", "experiment", "claim", "paper_value", "our_value", "ve
 CELLS = "cells"  # a notebook's claims' cell tables, cells/<slug>.csv in its folder (the claims row names its own)
 CELL_COLUMNS = ("cell", "values", "estimate", "low", "high", "level", "interval", "df", "zero", "margin", "direction",
                 "outcome", "replicas", "units")
-"""The columns of a claim's cell table (``faithlab.study.verdicts.Claim.cells``), in this order; a key of a
+"""The columns of a claim's cell table (``faithlab_study.verdicts.Claim.cells``), in this order; a key of a
 cell outside them follows them."""
 
 
@@ -63,7 +63,7 @@ class _Recorded(dict):
     """The row :meth:`Outputs.claim` returns: a plain dict that IPython does not echo as a cell's result (under a
     kernel :meth:`Outputs.claim` has displayed the claim's row already, :class:`ClaimRow`; echoing it again would
     show the claim twice when the call ends a cell and once otherwise). ``claim`` is the recorded
-    :class:`faithlab.study.verdicts.Claim` (None for a claim given as text) and ``table`` its table, for the notebook to
+    :class:`faithlab_study.verdicts.Claim` (None for a claim given as text) and ``table`` its table, for the notebook to
     show or save."""
 
     claim = None
@@ -78,14 +78,14 @@ class _Recorded(dict):
 
 class ClaimRow:
     """How a notebook shows a claim where it computes it: a one-row table claim | paper | ours | verdict, its rule,
-    premise and note folded under the claim (:func:`faithlab.html.claim_html`). Displayed by :meth:`Outputs.claim` in a
+    premise and note folded under the claim (:func:`faithlab_study.book.html.claim_html`). Displayed by :meth:`Outputs.claim` in a
     kernel."""
 
     def __init__(self, row: dict):
         self.row = dict(row)
 
     def _repr_html_(self) -> str:
-        from faithlab.html import claim_html
+        from faithlab_study.book.html import claim_html
 
         return claim_html(self.row)
 
@@ -96,12 +96,12 @@ class ClaimRow:
 
 class RuleList:
     """How a notebook states the rules its claims are decided by: read from the registry
-    (:func:`faithlab.study.verdicts.rule`), never restated in the notebook's prose (issue 90: rules written once).
+    (:func:`faithlab_study.verdicts.rule`), never restated in the notebook's prose (issue 90: rules written once).
     A Markdown list, one item per rule: its id, the claim, the rule's sentence (statistic, the paper's direction, the
     margin with its source, the interval) and how its cells combine. Displayed by :meth:`Outputs.rules`."""
 
     def __init__(self, ids):
-        from faithlab.study import verdicts
+        from faithlab_study import verdicts
 
         self.rules = [verdicts.rule(i) for i in ids]
 
@@ -164,7 +164,7 @@ def cells_slug(rule_id: str | None, claim: str) -> str:
 
 
 def cells_frame(cells):
-    """A claim's cells (dicts, ``faithlab.study.verdicts.Claim.cells``) as a frame: :data:`CELL_COLUMNS` first
+    """A claim's cells (dicts, ``faithlab_study.verdicts.Claim.cells``) as a frame: :data:`CELL_COLUMNS` first
     (empty where a cell lacks one), then any other key."""
     import pandas as pd
 
@@ -243,16 +243,16 @@ class Outputs:
 
     def claim(self, claim, *, paper_value=None, our_value=None, verdict: str | None = None, note: str = "") -> dict:
         """Record a decided claim for the reproduction scorecard (rewrites ``claims.csv``) and, in a Jupyter kernel,
-        show it where it is computed: the claim's row (:func:`faithlab.html.claim_html`) is displayed as an output of
+        show it where it is computed: the claim's row (:func:`faithlab_study.book.html.claim_html`) is displayed as an output of
         the calling cell, once per call, and the returned dict is not echoed. Recording decides nothing: the caller has
         decided the claim.
 
-        claim: a :class:`faithlab.study.verdicts.Claim`, the house way decided by its claim function through
-        :func:`faithlab.study.verdicts.replicated` (``out.claim(fs.verdicts.replicated(P.claim_x, frames, seed=seed))``,
+        claim: a :class:`faithlab_study.verdicts.Claim`, the house way decided by its claim function through
+        :func:`faithlab_study.verdicts.replicated` (``out.claim(fs.verdicts.replicated(P.claim_x, frames, seed=seed))``,
         which adds the replica agreement, the bootstrap stability and the deciding function's name); its rule and
         premise go to the ``rule`` and ``premise`` columns, its decision text to ``decision``. Or the claim's text
         with ``paper_value``, ``our_value`` and ``verdict`` given here. verdict: one of
-        :data:`faithlab.study.verdicts.VERDICTS`, normally from :mod:`faithlab.study.verdicts`; the rule's outcome it
+        :data:`faithlab_study.verdicts.VERDICTS`, normally from :mod:`faithlab_study.verdicts`; the rule's outcome it
         carries (``why``) is appended to ``note``. A Claim with a cell table
         (``Claim.cells``) has it written beside ``claims.csv`` as ``cells/<slug>.csv`` (:data:`CELL_COLUMNS`),
         which the row's ``cells`` column names ("" for a claim without one); its ``before`` (the verdict the same
@@ -260,7 +260,7 @@ class Outputs:
         """
         import pandas as pd
 
-        from faithlab.study.verdicts import Claim
+        from faithlab_study.verdicts import Claim
 
         rule = premise = decision = function = power = rule_id = ""
         kind, replicas, stability, units, trained = "paper", "—", "—", None, None
@@ -279,7 +279,7 @@ class Outputs:
             claim, rule, premise, paper_value, our_value, verdict = (
                 claim.claim, claim.rule, claim.premise, claim.paper_value, claim.our_value, claim.verdict)
         elif not isinstance(claim, str) or not claim.strip():
-            raise TypeError(f"claim must be a faithlab.study.verdicts.Claim or the claim's text, got {claim!r}")
+            raise TypeError(f"claim must be a faithlab_study.verdicts.Claim or the claim's text, got {claim!r}")
         if verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
         why = getattr(verdict, "why", "")
@@ -320,7 +320,7 @@ class Outputs:
         return recorded_row
 
     def _write_cells(self, recorded, claim: str) -> str:
-        """Write a :class:`~faithlab.study.verdicts.Claim`'s cell table (atomically) as ``cells/<slug>.csv``
+        """Write a :class:`~faithlab_study.verdicts.Claim`'s cell table (atomically) as ``cells/<slug>.csv``
         (:func:`cells_slug`; the claim text's hash added when another claim of this notebook has the slug) and
         return that path relative to the folder; "" (and nothing written) for a claim without cells. The table an
         earlier record of the same claim wrote under another name is removed."""
@@ -397,7 +397,7 @@ def for_notebook(notebook: str | None = None) -> Outputs:
             raise ValueError(
                 "notebook: cannot tell which notebook this is (the study runner is not executing one, and neither the "
                 "script's path, Jupyter's JPY_SESSION_NAME nor VS Code names a file notebooks/<paper>/<experiment>"
-                ".py); pass its name, e.g. faithlab.study.artifacts.for_notebook(\"basics/digits_classifier\")"
+                ".py); pass its name, e.g. faithlab_study.artifacts.for_notebook(\"basics/digits_classifier\")"
             )
     parts = notebook.split("/") if isinstance(notebook, str) else []
     plain = [re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", p) and p not in {".", ".."} for p in parts]
@@ -473,7 +473,7 @@ def sharded(name: str, compute, items, *, shard: int | None = None, n_shards: in
     store = os.environ.get(paths.SHARDS_ENV)
     if not store:
         raise ValueError(f"n_shards={n_shards} needs the study runner, which sets {paths.SHARDS_ENV} (run python -m "
-                         f"faithlab.study run <notebook> -p n_shards {n_shards}; interactively, keep n_shards = 1)")
+                         f"faithlab_study run <notebook> -p n_shards {n_shards}; interactively, keep n_shards = 1)")
     import pandas as pd
 
     if shard is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from faithlab import data, train
-from faithlab.study.verdicts.replication import Replica, data_seed, training_seed
+from faithlab_study.verdicts.replication import Replica, data_seed, training_seed
 
 
 def digits_vit(*, image_size: int = 16, patch_size: int = 4, dim: int = 48, depth: int = 4, heads: int = 4,
@@ -20,7 +20,7 @@ def digits_vit(*, image_size: int = 16, patch_size: int = 4, dim: int = 48, dept
 
     Digits upsampled to ``image_size`` ², normalised per channel, split by ``seed``; ``patch_size`` ² patches, CLS
     token, pre-norm blocks; AdamW (lr 2e-3, weight decay 0.05), cosine schedule, batch 64, best test epoch kept.
-    replica: the trained replica (:func:`faithlab.study.verdicts.replicas`): ``replica.seed`` seeds the training
+    replica: the trained replica (:func:`faithlab_study.verdicts.replicas`): ``replica.seed`` seeds the training
     (initialisation, batch order; None: ``seed``), part of the training cache key, so that the replicas of one setting
     share the data split.
     """
@@ -44,10 +44,10 @@ def canvas_classifier(*, image_size: int = 16, r: float = 0.3, color: bool = Fal
     Digits covering a fraction ``r`` of an ``image_size``² canvas (grey or coloured; ``clutter`` fragments of other
     digits per canvas), ``n_train`` training images (None: all); ``model_name`` "small_cnn" (or "resnet9") of
     ``width``; Adam lr 3e-3, batch 64, best test epoch kept. ``history`` feeds :func:`ffidelity_finetune`.
-    seed: the notebook's; replica: the trained replica (:func:`faithlab.study.verdicts.replicas`), whose
+    seed: the notebook's; replica: the trained replica (:func:`faithlab_study.verdicts.replicas`), whose
     ``replica.seed`` seeds the training (initialisation, batch order; None: ``seed``), part of the cache key through
     the training config. Each replica trains and is tested on its own draw of the canvases, seeded by
-    :func:`~faithlab.study.verdicts.replication.data_seed` of ``seed`` and the replica's index (None: ``seed``
+    :func:`~faithlab_study.verdicts.replication.data_seed` of ``seed`` and the replica's index (None: ``seed``
     itself), in the cache key through the data: the models of replica r of every setting share that draw.
     """
     canvas = {"size": image_size, "r": r, "color": color, "seed": data_seed(seed, replica),

@@ -125,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="faithlab", description="faithlab: faithfulness metrics of post-hoc explanations.",
         epilog="Run 'faithlab evaluate --help' for the report on your own model and images. The study's notebooks "
-               "run with 'python -m faithlab.study'.")
+               "run with 'python -m faithlab_study' (the faithlab-study distribution, installed on top).")
     sub = parser.add_subparsers(dest="command", metavar="command")
     ev = sub.add_parser(
         "evaluate", formatter_class=argparse.RawDescriptionHelpFormatter,

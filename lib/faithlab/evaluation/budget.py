@@ -251,7 +251,7 @@ def engine(x: torch.Tensor, *, n_classes: int, metrics: Sequence[str], batch_siz
     any, its explained inputs) and a fixed cost per chunk (its intercept, the work of one call of the group's
     metrics whatever the samples); where timing noise makes either negative, the two samples' mean rate and no fixed
     cost."""
-    from faithlab.evaluation.estimate import probe_costs, probe_shape
+    from faithlab.evaluation.estimation import probe_costs, probe_shape
     from faithlab.metrics.registry import METRICS, OPTIONS
 
     started = time.perf_counter()
@@ -309,7 +309,7 @@ def for_evaluate(model: Callable, x: torch.Tensor, budget, options: Mapping, *, 
     :class:`Allocation`, from timings of ``model`` and ``explainers`` on x's first chunk and
     :func:`faithlab.evaluation.estimate`'s counts for all of x. The seconds spent here are taken off the budget. A
     budget that cannot be met is a ValueError naming ``budget``, with the number of samples that would fit."""
-    from faithlab.evaluation.estimate import estimate
+    from faithlab.evaluation.estimation import estimate
     from faithlab.metrics.registry import OPTIONS
     from faithlab.perturb import autobatch
 

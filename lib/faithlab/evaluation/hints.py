@@ -100,8 +100,8 @@ def command_hints(*, random_map: bool, labelled: bool) -> list[str]:
                      f"{'they need' if len(kfold) > 1 else 'it needs'} k models cross-trained on labelled training "
                      "data, which faithlab evaluate does not train: cross-train your architecture with "
                      "fl.train.cross_train and call fl.evaluate(..., kfold=...) in Python (the template notebook does "
-                     "it for a zoo architecture on its own data set: python -m faithlab.study run "
-                     "templates/evaluate_your_explainer -p kfold 5).")
+                     "it for a zoo architecture on its own data set, with the study installed: python -m faithlab_study "
+                     "run templates/evaluate_your_explainer -p kfold 5).")
     return notes
 
 

@@ -12,7 +12,8 @@ depends on the map (RFid±/FFid±'s ``n_samples=1``, S_avg's one neighbour) is a
 ``registry`` is the metric contract
 (:class:`~faithlab.metrics.registry.Metric`, ``register``, ``declare``) that ``fl.evaluate``, the CLI, the hints,
 the report and the tests read; each module declares its own metrics beside their functions, and importing this
-package imports every module under it (a new module's metrics are registered without an edit here).
+package imports every paper's package (:mod:`faithlab.metrics.papers`, whose imports name them), which registers
+them.
 
 The metric modules are named on one axis, the paper, as the book's chapters are: :mod:`faithlab.metrics.papers`
 holds one module or package per chapter slug (:data:`~faithlab.metrics.registry.PAPERS`), and a metric's ``paper``
@@ -35,15 +36,12 @@ is the name of the package it is declared in (a test holds it). Inside a paper, 
 ``statistics`` holds the rank statistics and curve areas the papers share. Every metric function is gathered here,
 ``fl.metrics.fid_plus(...)``, ``fl.metrics.saco(...)``; the namespaces users call through stay short:
 ``fl.metrics.fewclass`` and ``fl.metrics.trace`` are the paper packages, ``fl.metrics.search`` is TRACE's searches
-(``fl.metrics.search.anneal(...)``). The modules' earlier paths (``faithlab.metrics.crossfold``, ``.bhatt``,
-``.consistency``, ``.cumulative``, ``.localisation``, ``.distances``, ``.ffidelity``) still import: they name the
-same module objects (:data:`MOVED`).
+(``fl.metrics.search.anneal(...)``); every other module is reached by its path under ``papers``
+(``fl.metrics.papers.reco_mege.crossfold``).
 """
 
-import sys as _sys
-
-from faithlab.metrics import papers
-from faithlab.metrics.papers import fewclass, trace
+from faithlab.metrics import context, papers, registry, statistics
+from faithlab.metrics.papers import fewclass, synthesis, trace
 from faithlab.metrics.papers.ffidelity import (DIRECTIONS, critical_points, explanation_size, fid_minus,
                                                fid_minus_details, fid_plus, fid_plus_details, ground_truth_ranking,
                                                macro_correlations, micro_correlations, micro_ranks, minus_sparsity,
@@ -59,22 +57,7 @@ from faithlab.metrics.papers.reco_mege import (average_stability, average_stabil
                                                reco_mege_of_explainer, reco_scan, shuffled_distances,
                                                shuffled_partners, split_sets)
 from faithlab.metrics.papers.trace import search
-from faithlab.metrics.papers import synthesis
 from faithlab.metrics.papers.synthesis import *  # noqa: F401,F403  (ROAD and infidelity: the rival metrics)
-
-localisation, distances = fewclass.localisation, papers.reco_mege.distances
-consistency, cumulative = papers.saco.consistency, papers.saco.cumulative
-crossfold, bhatt, ffidelity = papers.reco_mege.crossfold, papers.reco_mege.baselines, papers.ffidelity
-
-MOVED = {"ffidelity": ffidelity, "fewclass": fewclass, "localisation": localisation, "consistency": consistency,
-         "cumulative": cumulative, "crossfold": crossfold, "bhatt": bhatt, "distances": distances, "trace": trace,
-         "search": search}
-"""The modules' paths before they were grouped by paper (issue 51), each to the module or package that holds its code
-now, so that ``from faithlab.metrics.crossfold import reco`` or ``import faithlab.metrics.search`` keep working
-(``faithlab.metrics.trace`` is the TRACE package, which gathers the old module's names)."""
-for _old, _module in MOVED.items():
-    _sys.modules.setdefault(f"{__name__}.{_old}", _module)
-del _old, _module
 
 __all__ = [
     "fid_plus", "fid_plus_details", "fid_minus", "fid_minus_details", "minus_sparsity", "DIRECTIONS",
@@ -88,20 +71,5 @@ __all__ = [
     "reco_mege_details_from_predictions", "reco_mege_of_explainer", "pair_distances", "split_sets", "shuffled_partners",
     "shuffled_distances", "reco", "reco_details", "reco_scan",
     "reco_auc", "mege", "map_distance", "mu_fidelity", "mu_fidelity_details", "average_stability",
-    "average_stability_details", "registry", "papers", "MOVED", "synthesis", *synthesis.__all__,
+    "average_stability_details", "registry", "papers", "synthesis", "context", "statistics", *synthesis.__all__,
 ]
-
-from faithlab.metrics import registry  # noqa: E402
-
-
-def _declare_all() -> None:
-    """Import every module under this package, so each registers the metrics it declares (a fork's new module too,
-    e.g. ``papers/toy.py``)."""
-    import importlib
-    import pkgutil
-
-    for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):
-        importlib.import_module(info.name)
-
-
-_declare_all()

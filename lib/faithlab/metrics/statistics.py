@@ -1,6 +1,6 @@
 """Rank statistics and curve areas shared by the metric families (torch in, torch out, vectorised): ranks with
 scipy's tie conventions, Pearson and Spearman correlations, the trapezoid area under a curve, NaN-aware summaries. Pure torch (the metric
-core); the t interval of a mean that the report and the study share is :mod:`faithlab.evaluation.intervals`.
+core); the t interval of a mean that the report and the study share is :mod:`faithlab.intervals`.
 
 All functions accept any leading batch shape and work on the inputs' device. Correlations of a constant vector are
 NaN (undefined), never 0. Analysis code uses them too (with :func:`nan_mean_std`).

@@ -11,7 +11,7 @@ One concept: the book's one figure style, in three parts:
   as a reader sees them;
 - :mod:`faithlab.plots.maps`: images and attribution maps over them.
 
-The study's own figures (the study map, coloured by verdict) are the study's: :mod:`faithlab.study.book.figures`.
+The study's own figures (the study map, coloured by verdict) are drawn by the study, in this style.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ ATTRIBUTION_CMAP = "jet"
 COLUMN_PX = 772
 """Width in pixels of the book's content column: a wider figure is shrunk to it (a narrower one is shown as is)."""
 SAVE_DPI = 120
-"""Resolution at which :meth:`faithlab.study.artifacts.Outputs.figure` saves a PNG (its default)."""
+"""Resolution at which a figure of this style is saved as a PNG (the default of the study's writer too)."""
 MIN_FONT_PT = 9.0
 """Smallest font size, in points, that a reader must see once the figure is shrunk to the column."""
 MAX_PANELS = 8

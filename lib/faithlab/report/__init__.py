@@ -47,9 +47,3 @@ __all__ = ["summary", "monte_carlo_means", "monte_carlo_pairs", "monte_carlo_sen
            "random_weights", "randomisable_metrics", "on_randomised", "maps_figure", "ranks_figure", "write", "TABLES",
            "INTERPRETATION", "BOOK_URL", "replaceable"]
 
-
-def __getattr__(name: str):
-    if name == "MEANINGS":  # what each registered metric measures, in one line: its declaration's ``doc``
-        from faithlab.metrics.registry import METRICS
-        return {m.name: m.doc for m in METRICS.values() if m.doc}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

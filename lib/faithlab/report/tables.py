@@ -2,7 +2,7 @@
 (:func:`summary`, with the Monte-Carlo standard errors of :func:`monte_carlo_means` and the pairs they do not separate,
 :func:`monte_carlo_pairs`), each metric's ranking (:func:`ranks`), the explainers ranked over all the metrics with a
 bootstrap interval (:func:`overall`) and the metrics that separate each pair (:func:`separation`, the library's t
-interval :func:`faithlab.evaluation.intervals.t_interval`), the sanity checks (:func:`sanity`, on a randomised model's
+interval :func:`faithlab.intervals.t_interval`), the sanity checks (:func:`sanity`, on a randomised model's
 frame from :func:`on_randomised`) and the cost (:func:`cost`); the names of the CSV files (:data:`TABLES`,
 :data:`INTERPRETATION`)."""
 
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from faithlab.evaluation.intervals import t_interval
+from faithlab.intervals import t_interval
 
 __all__ = ["summary", "monte_carlo_means", "monte_carlo_pairs", "MC_SE", "MC_SEPARATION", "WITHIN_MC", "ranks",
            "overall", "separation", "tied_metrics", "randomisable_metrics", "on_randomised", "sanity", "cost",
@@ -210,8 +210,8 @@ def overall(frame: pd.DataFrame, *, n_boot: int = N_BOOT, level: float = LEVEL, 
 def separation(frame: pd.DataFrame, *, level: float = LEVEL, order: Sequence[str] | None = None) -> pd.DataFrame:
     """For each pair of explainers, how many per-sample metrics separate them → one row per pair: ``explainer``,
     ``versus``, ``separating metrics`` (those whose ``level`` t interval of the mean per-image difference of
-    oriented scores excludes 0: :func:`faithlab.evaluation.intervals.t_interval` over the images, the interval of one
-    model's units of the study's :func:`faithlab.study.verdicts.mean_interval`, whose coverage is tested),
+    oriented scores excludes 0: :func:`faithlab.intervals.t_interval` over the images, the interval the
+    study's verdicts use for one model's units, whose coverage the study tests),
     ``explainer better on`` / ``versus better on`` (of those, which way), ``metrics compared`` (metrics with two or
     more images scored for both), and ``separating`` (the separating metrics' labels). order: the explainers' order
     (default: the frame's; :func:`write` passes :func:`overall`'s, so that the first row compares the first two).
@@ -297,7 +297,8 @@ def sanity(frame: pd.DataFrame, randomised: pd.DataFrame | None = None, *, rando
     ``randomised``, the frame :func:`on_randomised` returns; NaN with fewer than two explainers, where there is no
     ranking), ``beats random: <explainer>`` the share of images where each explainer scores better than the random
     map ``random`` (the name of a random explainer in ``frame``; ties ½), and ``recovery (...)`` columns when
-    ``recovery`` (a :func:`faithlab.study.papers.synthesis.experiments.recovery` table) is given."""
+    ``recovery`` (a table per ``metric`` with ``spearman`` and ``pairwise`` columns: how well each metric recovers a
+    known ranking of explainers, as the study's synthesis computes it) is given."""
     from faithlab.evaluation import METRICS
     from faithlab.evaluation import meta
 

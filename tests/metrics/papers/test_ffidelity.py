@@ -9,7 +9,7 @@ import torch
 from oracles import Gated
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 from faithlab.metrics.papers import ffidelity as fd
 
 H = W = 8

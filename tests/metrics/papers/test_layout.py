@@ -1,7 +1,7 @@
 """The metric modules are named on one axis, the paper (issue 51): every metric is declared under
 ``faithlab.metrics.papers.<slug>`` with ``paper="<slug>"``; no attribute of a package hides a module of the same
-name (``fl.metrics.saco`` is a function, so SaCo's package is ``papers.saco``); the modules' earlier paths still
-import, to the same module objects."""
+name (``fl.metrics.saco`` is a function, so SaCo's package is ``papers.saco``); every module is imported under its
+own path only (no module is planted in ``sys.modules`` under an earlier name)."""
 
 from __future__ import annotations
 
@@ -71,17 +71,16 @@ def test_the_shadow_check_finds_a_function_named_like_its_module(tmp_path, monke
     assert shadowed(importlib.import_module("clash")) == ["clash.saco"]
 
 
-@pytest.mark.parametrize("old", sorted(fl.metrics.MOVED))
-def test_the_modules_earlier_paths_import_the_same_module(old):
-    assert importlib.import_module(f"faithlab.metrics.{old}") is fl.metrics.MOVED[old]
-    assert getattr(fl.metrics, old) is fl.metrics.MOVED[old]
-
-
-def test_earlier_imports_work_in_a_fresh_interpreter():
-    code = ("from faithlab.metrics.crossfold import reco\nfrom faithlab.metrics.search import anneal\n"
-            "import faithlab.metrics.bhatt as b\nfrom faithlab.metrics.trace import lerf_morf\nimport faithlab as fl\n"
-            "assert reco is fl.metrics.reco and anneal is fl.metrics.search.anneal\n"
-            "assert b.mu_fidelity is fl.metrics.mu_fidelity and lerf_morf is fl.metrics.trace.lerf_morf\n"
-            "print('ok')\n")
+def test_every_module_is_imported_under_its_own_name_only():
+    """No package plants a module in ``sys.modules`` under another path (the modules' paths before issue 51 are
+    gone: ``faithlab.metrics.crossfold`` is ``faithlab.metrics.papers.reco_mege.crossfold``)."""
+    code = ("import sys, faithlab as fl, faithlab.evaluation\n"
+            "print(sorted(k for k, m in sys.modules.items() if k.startswith('faithlab') and m is not None "
+            "and m.__name__ != k))\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert run.stdout.strip() == "ok", run.stderr
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
+    for old in ("crossfold", "bhatt", "consistency", "cumulative", "localisation", "distances", "ffidelity"):
+        assert not hasattr(fl.metrics, old), old
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(f"faithlab.metrics.{old}")

@@ -1,4 +1,4 @@
-"""The Basics chapter's sanity claim as a function (faithlab.study.papers.basics): integrated gradients' deletion AUC
+"""The Basics chapter's sanity claim as a function (faithlab_study.papers.basics): integrated gradients' deletion AUC
 against the random explainer's (the null), with the premise that the classifier learned its task (above the
 permuted-label and majority-class chance levels); synthetic frames give every verdict it can give."""
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 
 R, W, P, N, T, I = fs.verdicts.VERDICTS  # W: reproduced, weaker
 LABELS = np.arange(60) % 10

@@ -1,4 +1,4 @@
-"""Few-class Fidelity's claims as functions (faithlab.study.papers.fewclass), decided by the rules registered
+"""Few-class Fidelity's claims as functions (faithlab_study.papers.fewclass), decided by the rules registered
 above them: synthetic frames of three trained replicas reach every verdict each
 claim can give — reproduced, reproduced weaker (shown in the paper's direction, short of the margin), not reproduced
 by equivalence (a tight interval inside the band of no meaningful effect), not reproduced by reversal, inconclusive
@@ -15,9 +15,9 @@ import pytest
 import torch
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 from faithlab.metrics import fewclass as F
-from faithlab.study.papers.fewclass import paper
+from faithlab_study.papers.fewclass import paper
 
 P = fs.papers.fewclass
 R, W, PARTLY, NR, NT, INC = fs.verdicts.VERDICTS  # W: reproduced, weaker
@@ -381,7 +381,7 @@ def test_claim_c5b_is_a_study_check_decided_by_a_wilson_interval():
 # ---------------------------------------------------------------------------------------------- replicated
 def test_every_claim_is_published_over_three_replicas_with_its_power():
     """Each claim function runs on one replica's rows alone (its per-replica verdict) and through
-    faithlab.study.verdicts.replicated: on three replicas of ≥ 30 images a decided verdict is published, with the design
+    faithlab_study.verdicts.replicated: on three replicas of ≥ 30 images a decided verdict is published, with the design
     its power analysis asks; on two it is published inconclusive (the house asks three trained replicas)."""
     f, l = _ranked("same")
     cases = {

@@ -1,4 +1,4 @@
-"""Few-class Fidelity's published numbers live in ``faithlab.study.papers.fewclass.paper`` only: spot checks against the
+"""Few-class Fidelity's published numbers live in ``faithlab_study.papers.fewclass.paper`` only: spot checks against the
 paper's Tables 1 and 2 (typed by hand from the paper's text), the texts the claims quote, and no other module or
 notebook typing them again."""
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from faithlab.study.papers import fewclass
-from faithlab.study.papers.fewclass import paper
+from faithlab_study.papers import fewclass
+from faithlab_study.papers.fewclass import paper
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -54,5 +54,5 @@ def test_no_other_module_or_notebook_types_the_values(value):
     def code(path: Path) -> str:
         return "\n".join(line.split("  #")[0] for line in path.read_text(encoding="utf-8").splitlines()
                          if not line.lstrip().startswith("#"))
-    paths = [*(ROOT / "lib/faithlab/study/papers/fewclass").glob("*.py"), *(ROOT / "notebooks/fewclass").glob("*.py")]
+    paths = [*(ROOT / "lib/faithlab-study/faithlab_study/papers/fewclass").glob("*.py"), *(ROOT / "notebooks/fewclass").glob("*.py")]
     assert not [p.name for p in paths if p.name != "paper.py" and value in code(p)]

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 from faithlab.metrics import fewclass as F
 from oracles import small_cnn
 
@@ -223,7 +223,7 @@ def test_replicas_are_trained_with_their_own_seeds_on_their_own_data():
     assert not torch.equal(wa, wb)  # independently trained
     assert not torch.equal(a.background, b.background)  # on other draws of the stand-in data
     assert torch.equal(a.background, a_again.background) and torch.equal(a.x, a_again.x)
-    from faithlab.study.papers.fewclass.setup import _stand_in
+    from faithlab_study.papers.fewclass.setup import _stand_in
     one = P.setup("ct", settings, n_images=4, image_size=16, n_train=96, n_background=3)
     assert torch.equal(one.background, _stand_in("ct", "train", image_size=16, seed=0, n=96).x[:3])
     with pytest.raises(ValueError, match="replica"):
@@ -234,7 +234,7 @@ def test_replicas_score_disjoint_blocks_of_the_test_split():
     """With ``blocks``, replica r's XAI set comes from the test images i of its own split with i mod blocks = r
     only."""
     settings = [{"name": "cnn", "model": "small_cnn", "config": {"width": 4}, "n_epochs": 1}]
-    from faithlab.study.papers.fewclass.setup import _stand_in
+    from faithlab_study.papers.fewclass.setup import _stand_in
     for r in range(3):
         test = _stand_in("ct", "test", image_size=16, seed=fs.verdicts.replication.data_seed(0, r), n=None)
         x_all, _ = fl.data.to_tensors(test)

@@ -9,9 +9,9 @@ import dataclasses
 import pandas as pd
 import torch
 
-import faithlab.study as fs
+import faithlab_study as fs
 from faithlab.metrics import fewclass as F
-from faithlab.study.verdicts.replication import draw_seed
+from faithlab_study.verdicts.replication import draw_seed
 from oracles import small_cnn
 
 P = fs.papers.fewclass

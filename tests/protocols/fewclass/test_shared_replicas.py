@@ -5,7 +5,7 @@ every profile, so the cache keys are the same."""
 
 import pytest
 
-from faithlab.study.runner import parameters
+from faithlab_study.runner import parameters
 
 NOTEBOOKS = ("fewclass/fidelity", "fewclass/flips", "fewclass/perturbation")
 KEYS = ("settings", "image_size", "n_train", "seed", "replicas", "paper")

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 
 F = fs.papers.ffidelity
 R, W, P, N, T, I = fs.verdicts.VERDICTS  # W: reproduced, weaker

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 
 F = fs.papers.ffidelity
 V = fs.verdicts
@@ -163,7 +163,7 @@ def test_claim_beta_accuracy_gives_every_verdict(accuracy, clean_accuracy, sprea
 def test_claim_beta_accuracy_before_issue_90_judged_every_step_against_a_quarter_of_the_margin():
     """The verdict before issue 90 (the pre-registration page's list of moved verdicts) is the old rule's: every β
     step against 2.5 points. A range that gains 60 points with a flat last step was not reproduced then."""
-    from faithlab.study.verdicts import decisions
+    from faithlab_study.verdicts import decisions
     frame = boundary({0.0: 0.2, 0.1: 0.4, 0.2: 0.8, 0.3: 0.8}, FALLS)
     assert F.claim_beta_accuracy(frame).verdict == R
     token = decisions.BEFORE.set(True)

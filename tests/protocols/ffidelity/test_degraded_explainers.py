@@ -7,7 +7,7 @@ import torch
 from oracles import Gated
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 
 
 def CountModel() -> Gated:

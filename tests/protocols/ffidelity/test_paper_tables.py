@@ -1,4 +1,4 @@
-"""F-Fidelity's published numbers live in ``faithlab.study.papers.ffidelity.paper`` only: spot checks against the paper's
+"""F-Fidelity's published numbers live in ``faithlab_study.papers.ffidelity.paper`` only: spot checks against the paper's
 tables (typed by hand from the paper's text) and a scan that no notebook types them again."""
 
 import ast
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from faithlab.study.papers.ffidelity import paper
+from faithlab_study.papers.ffidelity import paper
 
 NOTEBOOKS = Path(__file__).resolve().parents[3] / "notebooks"
 

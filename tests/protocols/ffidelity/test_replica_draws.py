@@ -10,8 +10,8 @@ import torch
 from torch import nn
 
 import faithlab as fl
-import faithlab.study as fs
-from faithlab.study.verdicts.replication import Replica, data_seed, draw_seed, replica_draws, replica_seed, replicas
+import faithlab_study as fs
+from faithlab_study.verdicts.replication import Replica, data_seed, draw_seed, replica_draws, replica_seed, replicas
 
 F = fs.papers.ffidelity
 SPARSITY = [0.25, 0.5]

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 
 F = fs.papers.ffidelity
 

@@ -17,9 +17,9 @@ import torch
 from scipy.stats import spearmanr
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 from faithlab.metrics.papers.reco_mege.crossfold import Pairs, details_from_pairs
-from faithlab.study.papers.reco_mege import paper
+from faithlab_study.papers.reco_mege import paper
 
 P = fs.papers.reco_mege
 R, W, P_, N, T, I = fs.verdicts.VERDICTS  # W: reproduced, weaker

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 from faithlab.metrics.papers.reco_mege.crossfold import (pair_distances, reco_mege_details_from_predictions,
                                                          shuffled_distances, shuffled_partners)
 

@@ -1,4 +1,4 @@
-"""ReCo/MeGe's published numbers live in ``faithlab.study.papers.reco_mege.paper`` only: spot checks against the paper's
+"""ReCo/MeGe's published numbers live in ``faithlab_study.papers.reco_mege.paper`` only: spot checks against the paper's
 tables (typed by hand from the paper's text), the values the claims quote, and no notebook or claim typing them."""
 
 import re
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from faithlab.study.papers.reco_mege import paper
+from faithlab_study.papers.reco_mege import paper
 
 NOTEBOOKS = Path(__file__).resolve().parents[3] / "notebooks"
 

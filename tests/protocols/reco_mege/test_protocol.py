@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 from faithlab.metrics.papers.reco_mege.crossfold import Pairs
 
 P = fs.papers.reco_mege
@@ -224,7 +224,7 @@ def test_degradation_amount_reads_the_share_its_name_states():
 
 
 def test_lipschitz_family_trains_replica_0_under_seed_and_others_under_their_replica_seed(monkeypatch):
-    from faithlab.study.papers.reco_mege import setup as kfold
+    from faithlab_study.papers.reco_mege import setup as kfold
 
     calls = []
     monkeypatch.setattr(kfold, "family", lambda task, d, **kw: calls.append((task, d, kw)) or kw)
@@ -247,7 +247,7 @@ def test_lipschitz_family_trains_replica_0_under_seed_and_others_under_their_rep
 
 
 def test_digit_variant_paints_the_digit_brighter_than_its_background_in_every_channel():
-    from faithlab.study.papers.reco_mege import setup as kfold
+    from faithlab_study.papers.reco_mege import setup as kfold
 
     d = kfold.digit_variant(split="train", size=8, seed=0, tint=True)
     grey = fl.data.load("digits", split="train", size=8, seed=0, color=False)

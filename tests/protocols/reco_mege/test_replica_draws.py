@@ -12,8 +12,8 @@ import torch
 from torch import nn
 
 import faithlab as fl
-import faithlab.study as fs
-from faithlab.study.verdicts.replication import Replica, replica_draws
+import faithlab_study as fs
+from faithlab_study.verdicts.replication import Replica, replica_draws
 
 P = fs.papers.reco_mege
 S = fs.papers.reco_mege.setup

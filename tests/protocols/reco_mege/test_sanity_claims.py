@@ -12,9 +12,9 @@ import pytest
 import torch
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 from faithlab.metrics.statistics import spearman
-from faithlab.study.papers import reco_sanity as R
+from faithlab_study.papers.reco_mege.claims import sanity as R
 
 REP, W, PART, NOT, UNTESTABLE, INCONCLUSIVE = fs.verdicts.VERDICTS  # W: reproduced, weaker
 

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 import faithlab as fl
-import faithlab.study as fs
-from faithlab.study.papers.saco.experiments import FIRST, LAST
+import faithlab_study as fs
+from faithlab_study.papers.saco.experiments import FIRST, LAST
 
 S = fs.papers.saco
 R, W, P, N, T, I = fs.verdicts.VERDICTS  # W: reproduced, weaker
@@ -55,7 +55,7 @@ def metric_frame(effects, *, n: int = 30, noise: float = 0.05, model_sd: float =
 
 # --------------------------------------------------------------------------------------------------- the margins
 def test_registered_margins_are_the_papers_numbers():
-    """Each rule's margin recomputed from the paper's typed numbers (faithlab.study.papers.saco.paper): a change of either
+    """Each rule's margin recomputed from the paper's typed numbers (faithlab_study.papers.saco.paper): a change of either
     without the other fails here."""
     paper = S.paper
     saco = round((paper.TABLE_1["Rollout"] - paper.TABLE_1["Raw Attention"]) / 2, 4)

@@ -1,4 +1,4 @@
-"""SaCo's published numbers live in ``faithlab.study.papers.saco.paper`` only: spot checks against the paper's Tables 1
+"""SaCo's published numbers live in ``faithlab_study.papers.saco.paper`` only: spot checks against the paper's Tables 1
 and 2 and Fig. 2 (typed by hand from the paper's text), the margins derived from them, the quoted values of the claims,
 and no notebook typing them again."""
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from faithlab.study.papers.saco import paper
+from faithlab_study.papers.saco import paper
 
 NOTEBOOKS = Path(__file__).resolve().parents[3] / "notebooks"
 

@@ -11,8 +11,8 @@ import torch
 from torch import nn
 
 import faithlab as fl
-import faithlab.study as fs
-from faithlab.study.verdicts.replication import draw_seed
+import faithlab_study as fs
+from faithlab_study.verdicts.replication import draw_seed
 
 S = fs.papers.saco
 E = fs.papers.saco.experiments

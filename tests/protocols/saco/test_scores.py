@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 
 S = fs.papers.saco
 

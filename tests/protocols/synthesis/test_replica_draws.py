@@ -9,8 +9,8 @@ import torch
 from torch import nn
 
 import faithlab as fl
-from faithlab.study.papers import synthesis as syn
-from faithlab.study.verdicts.replication import Replica, replica_draws, replicas
+from faithlab_study.papers import synthesis as syn
+from faithlab_study.verdicts.replication import Replica, replica_draws, replicas
 
 KW = dict(noise_levels=[0.5, 1.0], methods={"Random": ("random", {})}, batch_size=4)
 

@@ -14,8 +14,8 @@ import pytest
 import torch
 
 import faithlab as fl
-import faithlab.study as fs
-from faithlab.study.papers import synthesis as syn
+import faithlab_study as fs
+from faithlab_study.papers import synthesis as syn
 
 
 def _frame(scores: dict[str, dict[str, list[float]]]) -> pd.DataFrame:
@@ -614,7 +614,7 @@ def test_evaluate_again_recomputes_maps_and_perturbation_for_the_model_and_input
 def test_holm_and_the_one_sided_p_against_hand_values_and_scipy():
     from scipy import stats
 
-    from faithlab.study.papers.synthesis.claims import advice
+    from faithlab_study.papers.synthesis.claims import advice
 
     # hand-computed Holm: sorted 0.005·4 = 0.02, 0.01·3 = 0.03, 0.03·2 = 0.06, 0.04·1 → 0.06 (monotone)
     adjusted = advice._holm(np.array([0.01, 0.04, 0.03, 0.005]))

@@ -1,4 +1,4 @@
-"""TRACE's claims T1–T6 as functions (faithlab.study.papers.trace.claim_*), decided by the rules registered
+"""TRACE's claims T1–T6 as functions (faithlab_study.papers.trace.claim_*), decided by the rules registered
 above them: on small synthetic frames of three trained replicas each gives every verdict
 it can give — reproduced (the interval beyond the margin), reproduced, weaker (beyond the value of no effect in the
 paper's direction, short of the margin), not reproduced by equivalence (a tight interval inside the band of no
@@ -15,9 +15,9 @@ import pytest
 import torch
 
 import faithlab as fl
-import faithlab.study as fs
+import faithlab_study as fs
 from faithlab.metrics import search as S
-from faithlab.study.papers import trace as P
+from faithlab_study.papers import trace as P
 from oracles import small_cnn
 
 R, W, PARTLY, N, NT, INC = fs.verdicts.VERDICTS  # W: reproduced, weaker

@@ -1,4 +1,4 @@
-"""TRACE's published numbers live in ``faithlab.study.papers.trace.paper`` only: spot checks against Table 1's
+"""TRACE's published numbers live in ``faithlab_study.papers.trace.paper`` only: spot checks against Table 1's
 ResNet-18 rows (typed by hand from the paper's text), the quoted values of the claims, and no notebook typing them."""
 
 import re
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from faithlab.study.papers.trace import paper
+from faithlab_study.papers.trace import paper
 
 NOTEBOOKS = Path(__file__).resolve().parents[3] / "notebooks"
 
@@ -57,8 +57,8 @@ def test_table1_has_every_cell_of_the_paper():
 
 
 def test_the_registered_margins_are_the_papers_numbers():
-    """A rule's margin that drifts from Table 1 (typed in faithlab.study.papers.trace.paper) fails here."""
-    from faithlab.study import verdicts
+    """A rule's margin that drifts from Table 1 (typed in faithlab_study.papers.trace.paper) fails here."""
+    from faithlab_study import verdicts
 
     assert paper.margin_beats_methods() == pytest.approx(0.2)  # half of 1 − 18.77 / 31.25 (VGG-16, zero)
     assert paper.margin_probability_gap() == pytest.approx(0.079)  # half of (28.13 − 23.70) / 28.13 (GoogLeNet)
@@ -74,7 +74,7 @@ def test_the_registered_margins_are_the_papers_numbers():
 
 
 def test_every_claim_of_the_chapter_is_registered_with_the_papers_words():
-    from faithlab.study import verdicts
+    from faithlab_study import verdicts
 
     rules = {cid: r for cid, r in verdicts.all_rules().items() if r.paper == "trace"}
     assert set(rules) == {"T1", "T1.greedy", "T2", "T2b", "T3", "T3a", "T3b", "T4", "T5", "T6"}
@@ -88,7 +88,7 @@ def test_every_claim_of_the_chapter_is_registered_with_the_papers_words():
 
 
 def test_the_premise_thresholds_are_the_registered_ones():
-    from faithlab.study import papers as protocols, verdicts
+    from faithlab_study import papers as protocols, verdicts
 
     assert protocols.trace.PREMISE_DROP == protocols.trace.PREMISE_GAIN == 0.1
     for cid in ("T1", "T2", "T2b", "T3", "T4"):
@@ -98,8 +98,8 @@ def test_the_premise_thresholds_are_the_registered_ones():
 def test_the_designs_the_power_analysis_asked_are_registered():
     """T1 and T4 rest on 8 trained replicas (the power analysis of the first book run asked them), the others on 3;
     the book profile runs at least what each rule asks."""
-    from faithlab.study import verdicts
-    from faithlab.study.runner import parameters
+    from faithlab_study import verdicts
+    from faithlab_study.runner import parameters
 
     assert (verdicts.rule("T1").replicas, verdicts.rule("T4").replicas, verdicts.rule("T4").units) == (8, 8, 80)
     notebooks = {nb.name: nb for nb in parameters.discover()}

@@ -1,4 +1,4 @@
-"""TRACE's protocol (faithlab.study.papers.trace): frames hold exactly what the metric computed, spreads and areas
+"""TRACE's protocol (faithlab_study.papers.trace): frames hold exactly what the metric computed, spreads and areas
 match hand computations, and the paper's image selection picks the first files by name."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import torch
 
 import faithlab as fl
 from faithlab.metrics import search as S
-from faithlab.study.papers import trace as P
+from faithlab_study.papers import trace as P
 from oracles import Additive, small_cnn
 
 

@@ -12,8 +12,8 @@ import pandas as pd
 import torch
 from torch import nn
 
-import faithlab.study as fs
-from faithlab.study.verdicts.replication import draw_seed
+import faithlab_study as fs
+from faithlab_study.verdicts.replication import draw_seed
 
 P = fs.papers.trace
 NOTEBOOKS = Path(__file__).resolve().parents[3] / "notebooks" / "trace"

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 import faithlab as fl
-import faithlab.study as fs
-from faithlab.study.runner import parameters
+import faithlab_study as fs
+from faithlab_study.runner import parameters
 
 NOTEBOOKS = ("trace/table1", "trace/searches", "trace/random_test")
-PROTOCOLS = Path(fl.__file__).parent / "study" / "papers"
+PROTOCOLS = Path(fs.__file__).parent / "papers"
 LOWER = ("faithlab.metrics", "faithlab.perturb")
 
 
@@ -40,7 +40,7 @@ def test_smoke_sets_the_models_once_and_book_keeps_the_defaults():
     assert book == dict.fromkeys(NOTEBOOKS, {})
     defaults = fs.papers.trace.TraceModels()
     assert [s["name"] for s in defaults.settings] == ["ResNet-9", "VGG-small", "MobileNet-small"]
-    from faithlab.study.papers.trace.setup import DENSENET_SMALL
+    from faithlab_study.papers.trace.setup import DENSENET_SMALL
     assert DENSENET_SMALL["model"] == "densenet_small"  # the fourth, left out of the book
     assert (defaults.image_size, defaults.r) == (28, 0.45)
 

@@ -9,8 +9,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from faithlab.plots.charts import string_list
-from faithlab.study.book.chapters import PAPER_NAMES, paper_order
-from faithlab.study.verdicts import VERDICTS
+from faithlab_study.book.chapters import PAPER_NAMES, paper_order
+from faithlab_study.verdicts import VERDICTS
 
 __all__ = ["VERDICT_COLORS", "study_map"]
 
@@ -22,11 +22,11 @@ tint of reproduced's bluish green (told apart by lightness, which every colour v
 def study_map(scorecard: pd.DataFrame, metrics: Mapping[str, Sequence[str]], *,
               names: Mapping[str, str] | None = None) -> Figure:
     """Map of the study for the book's front page, left to right: papers → their metrics → their experiments
-    (notebooks) → a stacked bar of their claims' verdicts, one block of rows per paper in :func:`~faithlab.study.book.chapters.paper_order`.
+    (notebooks) → a stacked bar of their claims' verdicts, one block of rows per paper in :func:`~faithlab_study.book.chapters.paper_order`.
 
     scorecard: one row per claim with at least the columns ``paper`` (chapter slug), ``experiment`` and ``verdict``
-    (one of :data:`~faithlab.study.verdicts.VERDICTS`); it may be empty. metrics: ``{paper slug: metric labels}``. names: ``{slug: display
-    name}`` (default :data:`~faithlab.study.book.chapters.PAPER_NAMES`; a slug without one is shown as is). Papers are those of ``metrics`` and of
+    (one of :data:`~faithlab_study.verdicts.VERDICTS`); it may be empty. metrics: ``{paper slug: metric labels}``. names: ``{slug: display
+    name}`` (default :data:`~faithlab_study.book.chapters.PAPER_NAMES`; a slug without one is shown as is). Papers are those of ``metrics`` and of
     ``scorecard``; one without claims shows "no verdict yet". Bar lengths share one scale (claims per paper).
     Returns a Figure that pyplot does not manage (save it; no need to close it); its height grows with the rows.
     """

@@ -32,9 +32,7 @@ import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from faithlab._optional import require
-
-yaml = require("yaml", "the study runner (faithlab.study)")
+import yaml
 
 PARAMETERS_HEADER = "# this run's parameters (profile {profile})"
 HIDDEN = "remove-cell"  # myst-nb's tag for a cell left off the page (input and output)

@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from faithlab import paths
-from faithlab.study.artifacts import CELL_COLUMNS, CLAIM_COLUMNS, CLAIMS  # what each notebook writes (re-exported)
-from faithlab.study.runner.promotion import locked, outputs_lock
-from faithlab.study.runner.stamps import first_line, to_stderr
+from faithlab_study.artifacts import CELL_COLUMNS, CLAIM_COLUMNS, CLAIMS  # what each notebook writes
+from faithlab_study.book.generated import first_line, locked, outputs_lock, to_stderr
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,16 +29,16 @@ _OPTIONAL_CLAIM_COLUMNS = {  # absent from claims written before claims were fun
 
 def summarise(scorecard: pd.DataFrame) -> pd.DataFrame:
     """Verdict counts per paper of a scorecard frame (columns :data:`CLAIM_COLUMNS`) → one row per paper of
-    :data:`faithlab.study.book.chapters.CHAPTERS` present, in the book's order, with columns paper (display name,
-    :data:`~faithlab.study.book.chapters.PAPER_NAMES`), one per verdict (:data:`faithlab.study.verdicts.VERDICTS` order) and total (its
+    :data:`faithlab_study.book.chapters.CHAPTERS` present, in the book's order, with columns paper (display name,
+    :data:`~faithlab_study.book.chapters.PAPER_NAMES`), one per verdict (:data:`faithlab_study.verdicts.VERDICTS` order) and total (its
     claims of kind "paper"); then the row "all papers" (the five papers' sum); then the study's own checks, one row
     per slug named "<name> (study check)": every claim of another slug (basics, synthesis, ...) and a chapter's claims
     of kind "study check" (identities, ratios fixed by design, checks of our stand-ins), which no paper's count and
     not the papers' total hold."""
     import pandas as pd
 
-    from faithlab.study.book.chapters import CHAPTERS, PAPER_NAMES, paper_order
-    from faithlab.study.verdicts import VERDICTS
+    from faithlab_study.book.chapters import CHAPTERS, PAPER_NAMES, paper_order
+    from faithlab_study.verdicts import VERDICTS
 
     papers = scorecard["paper"].astype(str)
     kinds = scorecard["kind"].astype(str) if "kind" in scorecard else pd.Series("paper", index=scorecard.index)
@@ -153,22 +152,22 @@ def cell_tables(folder: Path, claims: pd.DataFrame, echo) -> list[pd.DataFrame]:
 def write_scorecard(generated: Path | None = None, echo=None) -> Path:
     """Collect the ``claims.csv`` of every notebook present into ``book/_generated/scorecard.csv`` (atomically),
     with the front page's ``scorecard_summary.csv`` (:func:`summarise`) and ``study_map.png``/``.svg``
-    (:func:`faithlab.study.book.figures.study_map`, the metrics of :data:`faithlab.evaluation.PAPER_METRICS`), and every
+    (:func:`faithlab_study.book.figures.study_map`, the metrics of :data:`faithlab.evaluation.PAPER_METRICS`), and every
     claim's cell table in one ``cells.csv`` (``cell_tables``); all are written even when no claim exists, so the
     book never misses them. Returns the scorecard's path.
 
     A notebook is present when its executed ``<experiment>.ipynb`` stands beside its folder (a folder without it is
     an interrupted run's or an interactive session's). An unreadable ``claims.csv`` (or one with a verdict outside
-    :data:`faithlab.study.verdicts.VERDICTS`) is skipped with a message (``echo``, default stderr) naming it. Runs under
+    :data:`faithlab_study.verdicts.VERDICTS`) is skipped with a message (``echo``, default stderr) naming it. Runs under
     the outputs lock, so no promotion is seen half done and concurrent runners write the scorecard one after the
     other, each from the complete state of its moment.
     """
     import pandas as pd
 
-    from faithlab.evaluation import PAPER_METRICS  # the runner knows no metric: the library lists them
-    from faithlab.study.book.chapters import CHAPTERS
-    from faithlab.study.book.figures import study_map
-    from faithlab.study.verdicts import VERDICTS
+    from faithlab.evaluation import PAPER_METRICS  # the scorecard knows no metric: the library lists them
+    from faithlab_study.book.chapters import CHAPTERS
+    from faithlab_study.book.figures import study_map
+    from faithlab_study.verdicts import VERDICTS
 
     generated = Path(generated or paths.generated_dir())
     echo = echo or to_stderr
@@ -226,7 +225,7 @@ def compare_runs(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
     - "inconclusive ↔ not testable": neither run decided (allowed);
     - "decided ↔ not testable": a premise that holds in one run only while the other run decided (not allowed);
     - "size or parts": between two verdicts that both find the paper's effect here
-      (:data:`~faithlab.study.verdicts.PRESENT`: reproduced, reproduced weaker, partly reproduced) — its size shown in
+      (:data:`~faithlab_study.verdicts.PRESENT`: reproduced, reproduced weaker, partly reproduced) — its size shown in
       one run and not in the other, or another share of its parts (allowed: the direction holds in both);
     - "flip": between a verdict of PRESENT and "not reproduced" — the effect found in one run, shown absent or
       reversed in the other (not allowed).
@@ -234,7 +233,7 @@ def compare_runs(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
     the text does not break the match; the whole text where two claims of a notebook share a label)."""
     import pandas as pd
 
-    from faithlab.study.verdicts.words import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PRESENT
+    from faithlab_study.verdicts.words import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PRESENT
 
     def keyed(card):
         card = card.copy()

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from faithlab.study import verdicts
-from faithlab.study.verdicts import replication
-from faithlab.study.papers.setup import Setting
+from faithlab_study import verdicts
+from faithlab_study.verdicts import replication
+from faithlab_study.papers.setup import Setting
 
 __all__ = ["claim_deletion_sanity", "NaNWhenPerturbed"]
 
@@ -92,7 +92,7 @@ def claim_deletion_sanity(deletion: pd.DataFrame, predictions, labels, *, method
     permutations, generator ``seed``) and above the majority-class share; else the maps explain a model that knows
     nothing and the comparison says nothing about the explainer. Null of the comparison: the random explainer.
     Statistic: AUC(random) − AUC(method) per sample, its mean per replica and the t interval on the replica means
-    (:func:`faithlab.study.verdicts.effect`), judged against the rule's margin. Table: the two explainers' mean AUC, the
+    (:func:`faithlab_study.verdicts.effect`), judged against the rule's margin. Table: the two explainers' mean AUC, the
     difference and its interval, the replicas and the lowest replica's accuracy."""
     rule = verdicts.rule("B1")
     names = set(deletion["explainer"])

@@ -1,6 +1,6 @@
 """A chapter's set-up table, paper against ours: each paper module lists its :class:`Setting` rows in ``SETUP``.
 
-The book's generator (:mod:`faithlab.study.book.pages`) fills the "ours" column from the effective parameters of the
+The book's generator (:mod:`faithlab_study.book.pages`) fills the "ours" column from the effective parameters of the
 executed notebook (papermill records them in the notebook's metadata), so the table shows what this build ran, never a
 typed number; the "paper" column is the paper's own set-up, as its text or code states it (spec section named in the
 module).

@@ -2,15 +2,15 @@
 
 Usage (from the repository root)::
 
-    python -m faithlab.study list
-    python -m faithlab.study run --profile book -j 2
-    python -m faithlab.study run basics/digits_classifier --profile smoke -p n_epochs 3
-    python -m faithlab.study scorecard
-    python -m faithlab.study run saco --profile paper --cluster slurm -j 8 -p n_shards 8   # on a Dask cluster
+    python -m faithlab_study list
+    python -m faithlab_study run --profile book -j 2
+    python -m faithlab_study run basics/digits_classifier --profile smoke -p n_epochs 3
+    python -m faithlab_study scorecard
+    python -m faithlab_study run saco --profile paper --cluster slurm -j 8 -p n_shards 8   # on a Dask cluster
 
-Notebooks can run on a Dask distributed cluster (``--cluster``, :mod:`faithlab.study.runner.cluster`) and, when they
+Notebooks can run on a Dask distributed cluster (``--cluster``, :mod:`faithlab_study.runner.cluster`) and, when they
 declare the parameters ``shard = None`` and ``n_shards = 1``, as ``n_shards`` shards plus a reduce step
-(:func:`execute`, :func:`faithlab.study.artifacts.sharded`), here or there; everything below holds in every case.
+(:func:`execute`, :func:`faithlab_study.artifacts.sharded`), here or there; everything below holds in every case.
 
 Each notebook ``notebooks/<paper>/<experiment>.py`` (jupytext py:percent, exactly one cell tagged ``parameters``)
 is executed with parameters merged from, lowest to highest priority: its own parameters cell, the profile file
@@ -18,11 +18,11 @@ is executed with parameters merged from, lowest to highest priority: its own par
 {<paper>/<experiment>: {...}}``), and ``-p name value`` on the command line. Outputs go to
 ``book/_generated/<paper>/<experiment>.ipynb`` and ``book/_generated/<paper>/<experiment>/`` (tables, figures,
 claims); the kernel learns its notebook's name and staging folder from the runner (``FAITHLAB_NOTEBOOK``,
-``FAITHLAB_OUTPUT_DIR``), so a notebook opens its outputs with ``faithlab.study.artifacts.for_notebook()``. A run is skipped
+``FAITHLAB_OUTPUT_DIR``), so a notebook opens its outputs with ``faithlab_study.artifacts.for_notebook()``. A run is skipped
 when the stamp of the last successful run matches the hash of (notebook source, merged parameters, library source,
 uv.lock); an unreadable stamp counts as no stamp (the notebook is executed again).
 The kernels run with ``FAITHLAB_PROGRESS=0`` (the library's progress bars off), and each executed notebook is made
-a page of the book before its promotion (``faithlab.study.book.notebook_page``): one parameters cell, "this run's
+a page of the book before its promotion (``faithlab_study.book.notebook_page``): one parameters cell, "this run's
 parameters", a first cell linking to its chapter with the run time, and no stderr stream (moved to
 ``<experiment>/stderr.log`` and reported on the terminal).
 
@@ -53,38 +53,38 @@ exclude runners on one machine (a network file system may not honour them across
 
 The runner is split by concept; dependencies point one way (each module imports only those listed before it):
 
-* :mod:`faithlab.study.runner.parameters`: notebooks, their parameters cells, profiles, ``-p`` overrides, merging;
-* :mod:`faithlab.study.runner.stamps`: run keys and stamps (when outputs are current);
-* :mod:`faithlab.study.runner.promotion`: locks, staging folders, journaled promotion and recovery;
-* :mod:`faithlab.study.runner.shards`: the shard plan and the shards' store;
-* :mod:`faithlab.study.runner.execution`: one notebook's execution with papermill (the kernel's environment, its page);
-* :mod:`faithlab.study.book.scorecard`: the scorecard, its summary and the study map;
-* :mod:`faithlab.study.runner.scheduling`: :func:`run`, the executors (this process, local processes, a Dask cluster);
-* :mod:`faithlab.study.runner.cli`: :func:`main`, the command line.
+* :mod:`faithlab_study.runner.parameters`: notebooks, their parameters cells, profiles, ``-p`` overrides, merging;
+* :mod:`faithlab_study.runner.stamps`: run keys and stamps (when outputs are current);
+* :mod:`faithlab_study.runner.promotion`: staging folders, notebook locks, journaled promotion and recovery;
+* :mod:`faithlab_study.runner.shards`: the shard plan and the shards' store;
+* :mod:`faithlab_study.runner.execution`: one notebook's execution with papermill (the kernel's environment, its page);
+* :mod:`faithlab_study.runner.scheduling`: :func:`run`, the executors (this process, local processes, a Dask cluster);
+* :mod:`faithlab_study.runner.cli`: :func:`main`, the command line.
 
-:mod:`faithlab.study.runner.cluster` (Dask clusters) and :mod:`faithlab.study.book.notebook_page` (an executed
-notebook made a page) serve them; :mod:`faithlab.study.book.pages` serves the book's Sphinx extension. The
-``paper-dry`` profile's fake data folder (``make paper-dry``) is written by the tests' ``tests/support/paper_dry.py``.
-This package re-exports the public names; :func:`faithlab.study.runner.stamps.library_hash` stays in its module
-(patch it there).
+:mod:`faithlab_study.runner.cluster` (Dask clusters) serves them. The runner imports the book, never the reverse
+(tests/project/test_study_layers.py): :mod:`faithlab_study.book.generated` (the generated folder's locks, the
+outputs lock among them, and its one-line messages), :mod:`faithlab_study.book.notebook_page` (an executed notebook
+made a page) and :mod:`faithlab_study.book.scorecard` (the scorecard, its summary and the study map, rebuilt after
+each run and by ``scorecard``); their names are theirs, not re-exported here. :mod:`faithlab_study.book.pages`
+serves the book's Sphinx extension. The ``paper-dry`` profile's fake data folder (``make paper-dry``) is written by
+the tests' ``tests/support/paper_dry.py``. This package re-exports the runner's public names;
+:func:`faithlab_study.runner.stamps.library_hash` stays in its module (patch it there).
 """
 
 import importlib
 
-from faithlab.study.runner.cli import main  # light: ``python -m faithlab.study`` imports this package first
+from faithlab_study.runner.cli import main  # light: ``python -m faithlab_study`` imports this package first
 
-# The other names are imported on first use (PEP 562): ``python -m faithlab.study run ...`` checks its arguments
+# The other names are imported on first use (PEP 562): ``python -m faithlab_study run ...`` checks its arguments
 # before torch, pandas, papermill or dask are imported (tests/study/test_runner_usage.py), which an eager import of
-# faithlab.study.runner.execution here would defeat. Name -> the module of this package that defines it.
+# faithlab_study.runner.execution here would defeat. Name -> the module of this package that defines it.
 _EXPORTS = {
     **dict.fromkeys(("PROFILES", "Notebook", "StudyError", "discover", "load_profile", "merge_parameters",
                      "notebooks_dir", "parse_overrides", "select"), "parameters"),
     **dict.fromkeys(("STAMP", "is_current", "output_paths", "run_key"), "stamps"),
-    **dict.fromkeys(("JOURNAL", "LOCKS", "STAGING", "recover"), "promotion"),
+    **dict.fromkeys(("JOURNAL", "STAGING", "recover"), "promotion"),
     **dict.fromkeys(("SHARD_DONE", "SHARD_SECONDS", "SHARDS", "shard_plan", "shard_store"), "shards"),
     **dict.fromkeys(("KERNEL_STARTUP", "Result", "execute", "kernel_options"), "execution"),
-    **dict.fromkeys(("ALL_PAPERS", "CLAIM_COLUMNS", "CLAIMS", "SCORECARD", "STUDY_CHECK", "STUDY_MAP", "SUMMARY",
-                     "PREREGISTRATION", "summarise", "write_scorecard"), "faithlab.study.book.scorecard"),
     "run": "scheduling",
 }
 _SUBMODULES = ("cli", "cluster", "execution", "parameters", "promotion", "scheduling", "shards", "stamps")
@@ -93,12 +93,9 @@ __all__ = [  # by concept, in the order of the modules above (the API reference 
     "PROFILES", "StudyError", "Notebook", "notebooks_dir", "discover", "select", "load_profile", "parse_overrides",
     "merge_parameters",
     "STAMP", "run_key", "output_paths", "is_current",
-    "LOCKS", "STAGING", "JOURNAL", "recover",
+    "STAGING", "JOURNAL", "recover",
     "SHARDS", "SHARD_DONE", "SHARD_SECONDS", "shard_plan", "shard_store",
     "KERNEL_STARTUP", "kernel_options", "Result", "execute",
-    "CLAIMS", "CLAIM_COLUMNS", "SCORECARD", "SUMMARY", "PREREGISTRATION", "STUDY_MAP", "ALL_PAPERS", "STUDY_CHECK",
-    "summarise",
-    "write_scorecard",
     "run",
     "main",
 ]
@@ -106,8 +103,7 @@ __all__ = [  # by concept, in the order of the modules above (the API reference 
 
 def __getattr__(name: str):
     if name in _EXPORTS:
-        module = _EXPORTS[name]
-        value = getattr(importlib.import_module(module if "." in module else f"{__name__}.{module}"), name)
+        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
     elif name in _SUBMODULES:
         value = importlib.import_module(f"{__name__}.{name}")
     else:

@@ -1,4 +1,4 @@
-"""The runner's command line, ``python -m faithlab.study`` (``list``, ``run``, ``scorecard``, ``compare``).
+"""The runner's command line, ``python -m faithlab_study`` (``list``, ``run``, ``scorecard``, ``compare``).
 
 A usage error (an unknown option value, notebook, profile or parameter, a ``--cluster`` value that cannot work) ends
 the command with exit status 2 and one line on stderr, ``error: <what>``, naming the argument: :func:`check_arguments`
@@ -11,24 +11,24 @@ import argparse
 import sys
 
 from faithlab import paths
-from faithlab.study.runner.parameters import PROFILES, StudyError
+from faithlab_study.runner.parameters import PROFILES, StudyError
 
 # Nothing heavy at the top of this module (nor of the package's __init__): the command line is parsed and checked
 # (check_arguments) before torch, pandas, dask, distributed, papermill or jupytext are imported or a cluster is
 # contacted, so that a usage error answers in a fraction of a second. tests/study/test_runner_usage.py checks it.
 
 DESCRIPTION = ("Run the study's notebooks: jupytext sources → papermill → executed notebooks and artifacts for the "
-               "book.")  # the first line of faithlab.study's docstring
+               "book.")  # the first line of faithlab_study's docstring
 
 
 def _compare(first: str, second: str) -> int:
-    """Print :func:`faithlab.study.book.scorecard.compare_runs` of two scorecards; exit status 1 when a decided verdict
+    """Print :func:`faithlab_study.book.scorecard.compare_runs` of two scorecards; exit status 1 when a decided verdict
     became another decided verdict or "not testable here"."""
     from pathlib import Path
 
     import pandas as pd
 
-    from faithlab.study.book.scorecard import SCORECARD, UNSTABLE_CHANGES, compare_runs
+    from faithlab_study.book.scorecard import SCORECARD, UNSTABLE_CHANGES, compare_runs
 
     cards = []
     for given in (first, second):
@@ -56,7 +56,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m faithlab.study", description=DESCRIPTION)
+    parser = _Parser(prog="python -m faithlab_study", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list the notebooks and their parameters")
     run_p = sub.add_parser("run", help="execute notebooks (all by default)")
@@ -68,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     run_p.add_argument("--timeout", type=int, default=3600, help="seconds allowed per cell")
     run_p.add_argument("--cluster", default=None, metavar="ADDRESS|local[:N]|slurm|pbs|sge|lsf",
                        help="execute on a Dask cluster: a scheduler address, a local cluster of N workers, or -j "
-                            "batch jobs with the profile's 'cluster:' resources (see faithlab.study.runner.cluster); the "
+                            "batch jobs with the profile's 'cluster:' resources (see faithlab_study.runner.cluster); the "
                             "scheduler must answer within FAITHLAB_CLUSTER_TIMEOUT seconds (default 5)")
     sub.add_parser("scorecard", help="rebuild book/_generated/scorecard.csv, its summary and the study map from the "
                                      "notebooks' claims")
@@ -84,17 +84,17 @@ def check_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     argument) for the first argument that cannot be used, without importing torch, pandas, dask, distributed,
     papermill or jupytext and without contacting a cluster (``--help`` exits as usual).
 
-    For ``run``, in the order :func:`faithlab.study.run` checks them: ``-j``, ``--timeout``, the ``-p`` values
+    For ``run``, in the order :func:`faithlab_study.run` checks them: ``-j``, ``--timeout``, the ``-p`` values
     (``args.overrides`` holds them parsed), the notebook names (their files, none is read), the ``-p`` names
     against the selected notebooks' parameters cells (read only when ``-p`` is given), the profile file and the
-    notebooks it names, and the ``--cluster`` value (:func:`faithlab.study.runner.cluster.check`: its form, the batch
+    notebooks it names, and the ``--cluster`` value (:func:`faithlab_study.runner.cluster.check`: its form, the batch
     system's submit command, the scheduler file, the host name resolved within ``FAITHLAB_CLUSTER_TIMEOUT`` s).
     """
     args = _parser().parse_args(argv)
     if args.command != "run":
         return args
-    from faithlab.study.runner import cluster as clusters
-    from faithlab.study.runner.parameters import (
+    from faithlab_study.runner import cluster as clusters
+    from faithlab_study.runner.parameters import (
         check_overrides,
         check_profile_notebooks,
         listing,
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = check_arguments(argv)
         if args.command == "list":
-            from faithlab.study.runner.parameters import discover
+            from faithlab_study.runner.parameters import discover
 
             for nb in discover():
                 print(f"{nb.name}: {nb.defaults}")
@@ -138,14 +138,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "compare":
             return _compare(args.first, args.second)
         if args.command == "scorecard":
-            from faithlab.study.runner.promotion import recover
-            from faithlab.study.book.scorecard import write_scorecard
+            from faithlab_study.runner.promotion import recover
+            from faithlab_study.book.scorecard import write_scorecard
 
             generated = paths.generated_dir()
             recover(generated)
             print(write_scorecard(generated))
             return 0
-        from faithlab.study.runner.scheduling import run
+        from faithlab_study.runner.scheduling import run
 
         results = run(args.notebooks, args.profile, args.overrides, args.jobs, args.force, args.timeout,
                       cluster=args.cluster)

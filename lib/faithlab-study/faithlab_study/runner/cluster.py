@@ -30,6 +30,7 @@ serialisation (the runner's own cluster; nothing is read back from data files th
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import shlex
@@ -38,8 +39,6 @@ import socket
 import threading
 import time
 from pathlib import Path
-
-from faithlab._optional import message, require
 
 RESOURCE = "notebook"  # the worker resource one notebook execution takes
 SYSTEMS = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster", "lsf": "LSFCluster"}
@@ -51,6 +50,9 @@ ADDRESS_SCHEMES = ("tcp", "tls", "ws", "wss")  # schemes whose address is host:p
 RESOURCE_KEYS = {"cores", "memory", "walltime", "gpus", "queue", "account", "job_extra_directives",
                  "job_script_prologue", "interface", "local_directory", "log_directory", "python",
                  "dashboard_address"}
+
+# import name -> distribution of the study's "cluster" extra (lib/faithlab-study/pyproject.toml), which installs both
+CLUSTER_EXTRA = {"distributed": "distributed", "dask_jobqueue": "dask-jobqueue"}
 
 # One notebook execution at a time per worker process: an execution sets the environment variables its kernel
 # inherits (output folder, notebook name), which threads of one process would otherwise overwrite.
@@ -253,6 +255,22 @@ def connect_timeout() -> float:
         raise ClusterError(f"{TIMEOUT_ENV} must be a positive number of seconds (to reach a --cluster scheduler), "
                            f"got {given!r}")
     return seconds
+
+
+def message(module: str, what: str) -> str:
+    """The sentence a missing ``module`` of the cluster extra gives: what needs it and the command that installs it."""
+    return f"{what} needs {CLUSTER_EXTRA[module]}: pip install 'faithlab-study[cluster]'"
+
+
+def require(module: str, what: str):
+    """Import ``module`` (a key of :data:`CLUSTER_EXTRA`) for ``what``, or raise ModuleNotFoundError saying which extra
+    installs it; a missing dependency of an installed package re-raises unchanged."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        if err.name is None or err.name.partition(".")[0] != module:
+            raise
+        raise ModuleNotFoundError(message(module, what), name=module) from err
 
 
 def _installed(module: str, what: str) -> None:

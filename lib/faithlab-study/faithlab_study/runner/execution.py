@@ -1,7 +1,7 @@
 """Executing one notebook: papermill into a staging folder under the notebook's lock, then its page and promotion.
 
 The kernel inherits the run's environment: ``FAITHLAB_NOTEBOOK`` (the notebook's name), ``FAITHLAB_OUTPUT_DIR``
-(its staging folder, which :func:`faithlab.study.artifacts.for_notebook` writes to), ``FAITHLAB_ROOT``, and for shards
+(its staging folder, which :func:`faithlab_study.artifacts.for_notebook` writes to), ``FAITHLAB_ROOT``, and for shards
 ``FAITHLAB_SHARDS``; the library's progress bars are off.
 """
 
@@ -16,22 +16,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from faithlab import _progress, paths
-from faithlab.study.artifacts import NOTEBOOK_ENV, OUTPUT_DIR_ENV
-from faithlab.study.book import notebook_page
-from faithlab.study.runner.parameters import Notebook
-from faithlab.study.runner.promotion import (
+from faithlab_study.artifacts import NOTEBOOK_ENV, OUTPUT_DIR_ENV
+from faithlab_study.book import notebook_page
+from faithlab_study.book.generated import LOCKS, locked, outputs_lock
+from faithlab_study.runner.parameters import Notebook
+from faithlab_study.runner.promotion import (
     JOURNAL,
-    LOCKS,
-    locked,
     new_staging,
     notebook_lock,
     notebook_slug,
-    outputs_lock,
     promote,
     recover_notebook,
     remove,
 )
-from faithlab.study.runner.shards import (
+from faithlab_study.runner.shards import (
     SHARD_DONE,
     SHARD_SECONDS,
     remove_store,
@@ -39,7 +37,7 @@ from faithlab.study.runner.shards import (
     shard_seconds,
     shard_store,
 )
-from faithlab.study.runner.stamps import STAMP, is_current, output_paths
+from faithlab_study.runner.stamps import STAMP, is_current, output_paths
 
 # Run in each kernel before the notebook's first cell (IPython's exec_lines, hidden from the user namespace).
 # tqdm.auto (imported by captum and huggingface_hub, hence by faithlab.explainers and timm) prints a notice the
@@ -140,14 +138,14 @@ def execute(nb: Notebook, params: dict, key: str, root: Path, generated: Path, t
     notebook with parameter ``shard = i``, up to its last cell tagged ``shard`` — whose per-sample tables go to the
     shard store of ``key`` (nothing is promoted; a shard already stored for ``key`` is not executed again); with
     ``shard=None`` it is the reduce step: the whole notebook with ``shard = None``, whose
-    :func:`faithlab.study.artifacts.sharded` calls read the stored shards, promoted like any run. ``key`` is the reduce
+    :func:`faithlab_study.artifacts.sharded` calls read the stored shards, promoted like any run. ``key`` is the reduce
     step's run key in both cases.
 
     A successful execution's notebook is made a page of the book before it is promoted
-    (``faithlab.study.book.notebook_page.finish``: one parameters cell headed with ``profile``, the chapter link
+    (``faithlab_study.book.notebook_page.finish``: one parameters cell headed with ``profile``, the chapter link
     and the run time, its stderr moved to ``<experiment>/stderr.log`` and reported with ``echo``).
     """
-    from faithlab.study.runner import cluster
+    from faithlab_study.runner import cluster
 
     with cluster.EXECUTION_LOCK:
         if shard is not None:
@@ -197,7 +195,7 @@ def _execute_locked(nb: Notebook, params: dict, key: str, root: Path, generated:
                     start: float, shards: Path | None = None, shard: int | None = None,
                     page: dict | None = None) -> Result:
     """Execute with papermill into a staging folder and, unless a shard, finish the page and promote it. page: the
-    options of ``faithlab.study.book.notebook_page.finish`` (``profile``, ``echo``, ``n_shards``)."""
+    options of ``faithlab_study.book.notebook_page.finish`` (``profile``, ``echo``, ``n_shards``)."""
     import jupytext
     import nbformat
     from papermill.exceptions import PapermillExecutionError
@@ -223,7 +221,7 @@ def _execute_locked(nb: Notebook, params: dict, key: str, root: Path, generated:
 
         env_backup = {k: os.environ.get(k) for k in (OUTPUT_DIR_ENV, NOTEBOOK_ENV, "FAITHLAB_ROOT",
                                                      paths.SHARDS_ENV, _progress.ENV)}
-        # The notebook's name and staging folder, which its faithlab.study.artifacts.for_notebook() reads.
+        # The notebook's name and staging folder, which its faithlab_study.artifacts.for_notebook() reads.
         os.environ.update({OUTPUT_DIR_ENV: str(staged_folder), NOTEBOOK_ENV: nb.name, "FAITHLAB_ROOT": str(root)})
         # The library's progress bars off (progress=None reads it): in a page of the book they are stderr noise.
         os.environ[_progress.ENV] = "0"
@@ -266,7 +264,7 @@ def _execute_locked(nb: Notebook, params: dict, key: str, root: Path, generated:
                 else:
                     os.environ[k] = v
 
-        if shard is not None:  # its tables are in the store already (faithlab.study.artifacts.sharded wrote them)
+        if shard is not None:  # its tables are in the store already (faithlab_study.artifacts.sharded wrote them)
             failed.unlink(missing_ok=True)
             return Result(nb.name, "ran", time.monotonic() - start)
         page = page or {}

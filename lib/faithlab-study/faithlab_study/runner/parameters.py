@@ -3,8 +3,8 @@
 Each notebook ``notebooks/<paper>/<experiment>.py`` (jupytext py:percent) has exactly one cell tagged ``parameters``,
 parsed here (never executed). Its parameters are merged, lowest to highest priority, from that cell, the profile file
 ``notebooks/params/<profile>.yaml`` and ``-p name value`` on the command line (:func:`merge_parameters`). This module
-is the bottom of the runner: every other module of :mod:`faithlab.study` may import it, it imports none of them but
-:mod:`faithlab.study.runner.cluster` (a profile's ``cluster:`` section).
+is the bottom of the runner: every other module of :mod:`faithlab_study` may import it, it imports none of them but
+:mod:`faithlab_study.runner.cluster` (a profile's ``cluster:`` section).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from faithlab import paths
-from faithlab._optional import require
+import yaml
 
-yaml = require("yaml", "the study runner (faithlab.study)")
+from faithlab import paths
+
 
 PROFILES = ("smoke", "book", "paper", "paper-dry")
 
@@ -261,7 +261,7 @@ def load_profile(profile: str, root: Path | None = None, _seen: tuple[str, ...] 
                               or len(set(first)) != len(first)):
         raise StudyError(f"{at('start_first')}: 'start_first' must be a list of distinct notebook names "
                          f"'<paper>/<experiment>', found {first!r:.80}")
-    from faithlab.study.runner import cluster as clusters
+    from faithlab_study.runner import cluster as clusters
 
     try:
         resources = clusters.check_resources(data.get("cluster"), f"{at('cluster')}: 'cluster'")

@@ -1,11 +1,10 @@
 """Locks, staging folders and promotion: how a notebook's new outputs replace the old ones, even with several
-runners at once and with a runner killed at any point (the guarantees are listed in :mod:`faithlab.study`).
+runners at once and with a runner killed at any point (the guarantees are listed in :mod:`faithlab_study`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -13,10 +12,10 @@ import uuid
 from pathlib import Path
 
 from faithlab import paths
-from faithlab.study.runner.parameters import Notebook, StudyError
-from faithlab.study.runner.stamps import first_line, is_current, output_paths
+from faithlab_study.book.generated import LOCKS, first_line, locked, outputs_lock
+from faithlab_study.runner.parameters import Notebook, StudyError
+from faithlab_study.runner.stamps import is_current, output_paths
 
-LOCKS = ".locks"  # per-notebook lock files, and the lock of the outputs (promotions and scorecard)
 STAGING = ".staging"  # per-execution staging folders
 JOURNAL = ".promoting"  # one journal file per promotion in progress
 
@@ -34,42 +33,8 @@ def notebook_slug(paper: str, experiment: str) -> str:
     return f"{paper}--{experiment}"
 
 
-@contextlib.contextmanager
-def locked(path: Path, *, block: bool = True, on_wait=None):
-    """Hold an exclusive ``flock`` on ``path`` (created if missing) for the ``with`` block.
-
-    Yields "free" (taken at once), "waited" (taken after ``on_wait()`` and waiting for the holder) or, only with
-    ``block=False``, "busy" (not taken). flock belongs to the open file, so it excludes other processes and other
-    threads alike, and the system releases it when its holder dies: a killed runner never leaves a lock behind.
-    Lock files are never deleted: a process waiting on a deleted file's lock would not exclude one that creates a
-    new file under the same name.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)  # not inherited by the kernels (PEP 446)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            state = "free"
-        except BlockingIOError:
-            state = "busy"
-        if state == "busy" and block:
-            if on_wait is not None:
-                on_wait()
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            state = "waited"
-        yield state
-    finally:
-        os.close(fd)  # releases the lock
-
-
 def notebook_lock(generated: Path, slug: str) -> Path:
     return generated / LOCKS / f"{slug}.lock"
-
-
-def outputs_lock(generated: Path) -> Path:
-    """Taken for each promotion and while the scorecard is read and written (never for long), so the scorecard
-    always sees every notebook either before or after its promotion."""
-    return generated / LOCKS / "outputs.lock"
 
 
 def new_staging(generated: Path, slug: str, experiment: str) -> Path:

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faithlab import paths
-from faithlab.study.runner import stamps
-from faithlab.study.runner.execution import Result, execute, execute_job
-from faithlab.study.runner.parameters import (
+from faithlab_study.book.generated import first_line, locked, outputs_lock
+from faithlab_study.book.scorecard import write_scorecard
+from faithlab_study.runner import stamps
+from faithlab_study.runner.execution import Result, execute, execute_job
+from faithlab_study.runner.parameters import (
     Notebook,
     StudyError,
     check_overrides,
@@ -25,10 +27,9 @@ from faithlab.study.runner.parameters import (
     merge_parameters,
     select,
 )
-from faithlab.study.runner.promotion import locked, notebook_lock, notebook_slug, outputs_lock, recover, remove, tidy
-from faithlab.study.book.scorecard import write_scorecard
-from faithlab.study.runner.shards import shard_plan
-from faithlab.study.runner.stamps import first_line, is_current, output_paths, run_key
+from faithlab_study.runner.promotion import notebook_lock, notebook_slug, recover, remove, tidy
+from faithlab_study.runner.shards import shard_plan
+from faithlab_study.runner.stamps import is_current, output_paths, run_key
 
 
 @dataclass
@@ -90,7 +91,7 @@ class _Dask:
         self.connection = connection
 
     def submit(self, label, total, args, kwargs):
-        from faithlab.study.runner import cluster
+        from faithlab_study.runner import cluster
 
         resources = {cluster.RESOURCE: 1} if self.connection.uses_resources else None
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", label).strip("-")
@@ -190,7 +191,7 @@ def run(
 ) -> list[Result]:
     """Execute the selected notebooks (all by default) with a profile; return one Result per notebook.
 
-    cluster: None (this machine: ``jobs`` processes), a :class:`faithlab.study.runner.cluster.Connection`, or a
+    cluster: None (this machine: ``jobs`` processes), a :class:`faithlab_study.runner.cluster.Connection`, or a
     ``--cluster`` value (an address, ``local[:N]``, ``slurm``, ``pbs``, ``sge``, ``lsf``; ``jobs`` is then the
     number of local workers or batch jobs). Notebooks that declare ``shard``/``n_shards`` with ``n_shards`` > 1 run
     as that many shards and a reduce step (:func:`execute`), here or on the cluster.
@@ -238,7 +239,7 @@ def run(
 
 def _run_plans(plans: list[_Plan], jobs: int, cluster, spec: dict, root: Path, generated: Path, echo) -> list[Result]:
     """Choose the executor (cluster, local processes or this process) and schedule the plans on it."""
-    from faithlab.study.runner import cluster as clusters
+    from faithlab_study.runner import cluster as clusters
 
     if cluster is not None:
         if isinstance(cluster, str):

@@ -1,8 +1,8 @@
 """Sharded notebooks: the shard plan, the store of the shards' per-sample tables and what a shard executes.
 
 A notebook that declares the parameters ``shard = None`` and ``n_shards = 1`` runs, with ``n_shards`` > 1, as that
-many shards (each up to its last cell tagged ``shard``) and a reduce step (:func:`faithlab.study.runner.execution.execute`,
-:func:`faithlab.study.artifacts.sharded`).
+many shards (each up to its last cell tagged ``shard``) and a reduce step (:func:`faithlab_study.runner.execution.execute`,
+:func:`faithlab_study.artifacts.sharded`).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import contextlib
 import shutil
 from pathlib import Path
 
-from faithlab.study.runner.parameters import Notebook, StudyError
-from faithlab.study.runner.promotion import notebook_slug
+from faithlab_study.runner.parameters import Notebook, StudyError
+from faithlab_study.runner.promotion import notebook_slug
 
 SHARDS = ".shards"  # per-sample tables of sharded notebooks: <generated>/.shards/<slug>/<key[:16]>/<i>/<name>.csv
 SHARD_DONE = ".done"  # in a shard's folder: the run key it was computed for (written last)

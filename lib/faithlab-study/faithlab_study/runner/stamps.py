@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from pathlib import Path
 
-from faithlab.study.runner.parameters import Notebook
+from faithlab_study.book.generated import first_line, to_stderr
+from faithlab_study.runner.parameters import Notebook
 
 STAMP = ".stamp.json"
 
@@ -25,8 +25,12 @@ def _hash_files(files) -> str:
 
 
 def library_hash() -> str:
-    """Hash of the library's source files, the study's included (lib/faithlab: a change in lib re-runs every notebook)."""
-    return _hash_files(Path(__file__).resolve().parents[2].rglob("*.py"))
+    """Hash of the source files of the library (faithlab) and of the study (faithlab_study): a change in either re-runs
+    every notebook."""
+    import faithlab
+
+    folders = (Path(faithlab.__file__).resolve().parent, Path(__file__).resolve().parents[1])
+    return _hash_files(f for folder in folders for f in folder.rglob("*.py"))
 
 
 def run_key(nb: Notebook, params: dict, lib_hash: str, root: Path) -> str:
@@ -43,14 +47,6 @@ def run_key(nb: Notebook, params: dict, lib_hash: str, root: Path) -> str:
 def output_paths(nb: Notebook, generated: Path) -> tuple[Path, Path]:
     """(executed notebook, artifact folder) of a notebook."""
     return generated / nb.paper / f"{nb.experiment}.ipynb", generated / nb.paper / nb.experiment
-
-
-def to_stderr(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def first_line(exc: BaseException) -> str:
-    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
 
 
 def is_current(nb: Notebook, key: str, generated: Path, echo=None) -> bool:

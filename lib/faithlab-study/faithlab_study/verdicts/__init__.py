@@ -4,7 +4,7 @@
   that decides by it: per claim its statistic, the paper's direction, the smallest effect of interest (margin) with
   its source in the paper, the null, the premises, the design (R × n) and the interval, with its change log;
   :func:`rule` hands a claim function its :class:`Rule`.
-- :mod:`faithlab.study.verdicts.intervals` — intervals whose coverage is tested by simulation (:mod:`.coverage`):
+- :mod:`faithlab_study.verdicts.intervals` — intervals whose coverage is tested by simulation (:mod:`.coverage`):
   a t interval on the replica-level statistics (the trained model is the unit of replication), Wilson for shares.
 - :mod:`.decisions` — direction and size from one interval: each cell's interval, at one-sided 5 %, against the value
   of no effect and the margin (holds / weaker / absent / undecided: :func:`judge`, :func:`effect`), the cells
@@ -19,20 +19,20 @@
 - :mod:`.replication` — the replica loop (:func:`replicas`, the replicas' seeds) and the frames' ``replica`` column.
 """
 
-from faithlab.study.verdicts.procedure import *  # noqa: F401,F403
-from faithlab.study.verdicts.procedure import __all__ as _procedure_all
-from faithlab.study.verdicts.procedure import states_decision, then  # noqa: F401
-from faithlab.study.verdicts.intervals import (Interval, mean_interval, replica_interval, share_interval,  # noqa: F401
+from faithlab_study.verdicts import procedure
+from faithlab_study.verdicts.procedure import *  # noqa: F401,F403
+from faithlab_study.verdicts.procedure import states_decision, then  # noqa: F401
+from faithlab_study.verdicts.intervals import (Interval, mean_interval, replica_interval, share_interval,  # noqa: F401
                                          draws_interval, wilson, INTERVAL_METHODS)
-from faithlab.study.verdicts.rules import (Rule, Chapter, rule, all_rules, DECISIONS, registered,  # noqa: F401
+from faithlab_study.verdicts.rules import (Rule, Chapter, rule, all_rules, DECISIONS, registered,  # noqa: F401
                                          registered_answer, zero_change)
-from faithlab.study.verdicts.decisions import (Judgement, judge, effect, decide, decide_parts,  # noqa: F401
+from faithlab_study.verdicts.decisions import (Judgement, judge, effect, decide, decide_parts,  # noqa: F401
                                          judgement_table, replica_judgement, OUTCOMES, deciding_before)
-from faithlab.study.verdicts.power import design_needed  # noqa: F401
-from faithlab.study.verdicts import replication  # noqa: F401
-from faithlab.study.verdicts.replication import Replica, replicas  # noqa: F401
+from faithlab_study.verdicts.power import design_needed  # noqa: F401
+from faithlab_study.verdicts import replication  # noqa: F401
+from faithlab_study.verdicts.replication import Replica, replicas  # noqa: F401
 
-__all__ = [*_procedure_all, "Interval", "mean_interval", "replica_interval", "share_interval", "draws_interval",
+__all__ = [*procedure.__all__, "Interval", "mean_interval", "replica_interval", "share_interval", "draws_interval",
            "wilson", "INTERVAL_METHODS", "Rule", "Chapter", "rule", "all_rules", "DECISIONS", "registered",
            "registered_answer", "zero_change", "Judgement", "judge", "effect",
            "decide", "decide_parts", "judgement_table", "replica_judgement", "OUTCOMES", "deciding_before",

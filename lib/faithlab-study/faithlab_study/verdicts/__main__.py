@@ -1,10 +1,10 @@
-"""``python -m faithlab.study.verdicts [id ...]``: every registered rule's and answer's fingerprint (what the last entry
+"""``python -m faithlab_study.verdicts [id ...]``: every registered rule's and answer's fingerprint (what the last entry
 of its change log records), one ``<id> <fingerprint>`` line each, and what the audit finds wrong with its log
-(:func:`faithlab.study.verdicts.rules.audit`, indented below it); exits 1 when something is."""
+(:func:`faithlab_study.verdicts.rules.audit`, indented below it); exits 1 when something is."""
 
 import sys
 
-from faithlab.study.verdicts.rules import audit, fingerprint, registrations
+from faithlab_study.verdicts.rules import audit, fingerprint, registrations
 
 problems = 0
 named = sys.argv[1:]

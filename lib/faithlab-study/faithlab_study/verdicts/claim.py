@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from faithlab.study.verdicts.words import INCONCLUSIVE, NOT_TESTABLE, Verdict
+from faithlab_study.verdicts.words import INCONCLUSIVE, NOT_TESTABLE, Verdict
 
 __all__ = ["KINDS", "Claim", "LEFT_OUT", "states_decision"]
 
@@ -46,13 +46,13 @@ class Claim:
     per-replica premise that fails; the fewest over the cells that decide), None when it keeps every replica of its
     frames; :func:`replicated` counts these, not the replicas it was given. function: the claim function that decided
     it (``module.qualname``), set by :func:`replicated` (the scorecard names its rule's commit from it). cells: the
-    cell table behind the verdict, one dict per judged cell (:func:`faithlab.study.verdicts.decisions.cell_rows`:
+    cell table behind the verdict, one dict per judged cell (:func:`faithlab_study.verdicts.decisions.cell_rows`:
     its replica-level values, interval, boundaries and outcome), set by :func:`replicated` so that a reader can
     recompute the verdict; empty for a claim decided outside it. before: the verdict the same data got by the
     decision procedure before issue 90 (one boundary, the margin; 95 % intervals; no Holm), with the same replica and
     unit minimums, set by :func:`replicated` so that the pre-registration page lists every verdict the change moved;
     empty for a claim decided outside it. prospective: the power of the claim's whole rule before the data
-    (:func:`faithlab.study.verdicts.power.prospective`: at the paper's effect and at the margin, the variance pooled
+    (:func:`faithlab_study.verdicts.power.prospective`: at the paper's effect and at the margin, the variance pooled
     over the verdict's cells, and the design that would decide it), set by :func:`replicated`."""
 
     claim: str
@@ -77,14 +77,14 @@ class Claim:
     prospective: str = ""
 
     def __post_init__(self):
-        from faithlab.study.verdicts.rules import Rule
+        from faithlab_study.verdicts.rules import Rule
 
         if isinstance(self.rule, Rule):  # the pre-registered rule: its id, kind and sentence come from the file
             object.__setattr__(self, "rule_id", self.rule.id)
             object.__setattr__(self, "kind", self.rule.kind)
             object.__setattr__(self, "rule", self.rule.text())
         elif self.rule_id is not None:
-            from faithlab.study.verdicts.rules import rule as registered
+            from faithlab_study.verdicts.rules import rule as registered
 
             object.__setattr__(self, "rule", registered(self.rule_id).text() if not str(self.rule).strip()
                                else self.rule)
@@ -93,7 +93,7 @@ class Claim:
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"{name} must be a non-empty sentence, got {value!r}")
         if not isinstance(self.verdict, Verdict):
-            raise TypeError(f"verdict must be a faithlab.study.verdicts.Verdict, got {type(self.verdict).__name__}")
+            raise TypeError(f"verdict must be a faithlab_study.verdicts.Verdict, got {type(self.verdict).__name__}")
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
         if not isinstance(self.trained, (bool, np.bool_)):

@@ -1,10 +1,10 @@
-"""The coverage of the study's intervals (:mod:`faithlab.study.verdicts.intervals`), simulated on nested data.
+"""The coverage of the study's intervals (:mod:`faithlab_study.verdicts.intervals`), simulated on nested data.
 
 :func:`simulate` draws data sets whose true value is known — R trained replicas, each with a random offset (the
 between-replica SD, as a ratio to the within-replica SD of the units), n units each — and counts how often each
 interval of the claims holds the truth. tests/package/test_coverage.py asserts at least 0.93 for the nominal 0.95 in
 every cell of :data:`GRID`; the pre-registration page shows the table. The intervals run through the same kernels as
-:func:`~faithlab.study.verdicts.intervals.mean_interval` and its siblings (tested equal to them), vectorised over the
+:func:`~faithlab_study.verdicts.intervals.mean_interval` and its siblings (tested equal to them), vectorised over the
 simulated data sets.
 """
 
@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from faithlab.study.verdicts import intervals as iv
+from faithlab_study.verdicts import intervals as iv
 
 __all__ = ["GRID", "simulate", "two_stage_percentile"]
 

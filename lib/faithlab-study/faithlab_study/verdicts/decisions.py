@@ -1,7 +1,7 @@
-"""Decisions by the equivalence logic, from a pre-registered :class:`~faithlab.study.verdicts.rules.Rule`.
+"""Decisions by the equivalence logic, from a pre-registered :class:`~faithlab_study.verdicts.rules.Rule`.
 
 Direction and size are two questions asked of one interval. Each cell of a claim (a method against Random, a model,
-a setting) is an interval (:mod:`faithlab.study.verdicts.intervals`) with two boundaries in the paper's direction:
+a setting) is an interval (:mod:`faithlab_study.verdicts.intervals`) with two boundaries in the paper's direction:
 the value of no effect ``zero`` (0 for a difference; the chance value of a level statistic, the rule's ``zero``) and
 the margin ``m``, the smallest effect of interest (:func:`judge`). Every statement is a one-sided test at
 :data:`ALPHA` (5 %), so the interval the decisions read is the two-sided ``1 − 2·ALPHA`` (90 %) interval, the
@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from faithlab.evaluation.intervals import confidence_level
-from faithlab.study.verdicts import intervals as iv
-from faithlab.study.verdicts import rules
-from faithlab.study.verdicts.rules import Rule
-from faithlab.study.verdicts.words import (INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, WEAKER,
+from faithlab.intervals import confidence_level
+from faithlab_study.verdicts import intervals as iv
+from faithlab_study.verdicts import rules
+from faithlab_study.verdicts.rules import Rule
+from faithlab_study.verdicts.words import (INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, WEAKER,
                                            Verdict)
 
 if TYPE_CHECKING:
@@ -53,18 +53,18 @@ ALPHA = 0.05
 DECISION_LEVEL = 1 - 2 * ALPHA
 """The two-sided level of the interval whose ends are the one-sided ALPHA bounds the decisions read."""
 
-# replicated() collects what every judgement rested on, for the power analysis (see faithlab.study.verdicts.power)
+# replicated() collects what every judgement rested on, for the power analysis (see faithlab_study.verdicts.power)
 RECORDER: contextvars.ContextVar = contextvars.ContextVar("faithlab_judgement_recorder", default=None)
 DECIDED: contextvars.ContextVar = contextvars.ContextVar("faithlab_decision_recorder", default=None)
-"""While :func:`faithlab.study.verdicts.replicated` records a claim, every :func:`decide` and :func:`decide_parts`
+"""While :func:`faithlab_study.verdicts.replicated` records a claim, every :func:`decide` and :func:`decide_parts`
 call appends ``(kind, rule, cells or parts, verdict)`` here ("cells": the judgements decided; "parts": the parts'
 verdicts), so that the power analysis follows the verdict to the cells that enter it (not a premise's, not a cell
 judged and then left out)."""
 BEFORE: contextvars.ContextVar = contextvars.ContextVar("faithlab_procedure_before_issue_90", default=False)
-"""True while :func:`faithlab.study.verdicts.replicated` decides a claim again by the procedure before issue 90 —
+"""True while :func:`faithlab_study.verdicts.replicated` decides a claim again by the procedure before issue 90 —
 one boundary (the margin), the interval at its own level (95 %), no Holm, each rule as registered before that issue
-(:func:`faithlab.study.verdicts.rules.before`: its margins and statistics as they were) — so that the
-pre-registration page lists every verdict the issue moved (:attr:`faithlab.study.verdicts.Claim.before`)."""
+(:func:`faithlab_study.verdicts.rules.before`: its margins and statistics as they were) — so that the
+pre-registration page lists every verdict the issue moved (:attr:`faithlab_study.verdicts.Claim.before`)."""
 
 
 def deciding_before() -> bool:
@@ -157,7 +157,7 @@ class Judgement:
 
 def _margin(rule: Rule, setting: str | None, margin: float | None) -> float:
     if not isinstance(rule, Rule):
-        raise TypeError(f"rule must be a faithlab.study.verdicts.Rule as registered (faithlab.study.verdicts.rule(id)), "
+        raise TypeError(f"rule must be a faithlab_study.verdicts.Rule as registered (faithlab_study.verdicts.rule(id)), "
                         f"got {type(rule).__name__}")
     rule = _as_decided(rule)
     return rule.margin_for(setting) if margin is None else float(margin)
@@ -170,7 +170,7 @@ def judge(interval: iv.Interval, rule: Rule, *, setting: str | None = None, what
     :data:`DECISION_LEVEL` (the interval is rebuilt there when it can be). ``margin`` overrides the rule's only for a
     threshold the rule states in terms of the data (a premise's own threshold); claims take theirs from the file."""
     if not isinstance(interval, iv.Interval):
-        raise TypeError(f"interval must be a faithlab.study.verdicts.Interval, got {type(interval).__name__}")
+        raise TypeError(f"interval must be a faithlab_study.verdicts.Interval, got {type(interval).__name__}")
     m = _margin(rule, setting, margin)
     rule = _as_decided(rule)
     if BEFORE.get():  # the procedure before issue 90: the margin alone, at the interval's own level
@@ -188,7 +188,7 @@ def judge(interval: iv.Interval, rule: Rule, *, setting: str | None = None, what
 def effect(a: np.ndarray | torch.Tensor, b: np.ndarray | torch.Tensor | None = None, *, rule: Rule, groups=None,
            setting: str | None = None, what: str = "", level: float = 0.95) -> Judgement:
     """The mean of ``a − b`` per unit (``a`` alone when b is None; NaN units dropped), its interval
-    (:func:`~faithlab.study.verdicts.intervals.mean_interval`: a t interval on the replica means when ``groups`` names
+    (:func:`~faithlab_study.verdicts.intervals.mean_interval`: a t interval on the replica means when ``groups`` names
     ≥ 2 replicas) judged against ``rule`` (:func:`judge`); undecided, with no interval, on fewer than 2 units."""
     x = iv.as_array(a, "a")
     if b is not None:
@@ -221,7 +221,7 @@ def decide(judgements: Judgement | Sequence[Judgement] | Mapping[str, Judgement]
     "absent" statements are then made at ALPHA / family (Bonferroni over the parts), so that the claim's "not
     reproduced" is wrong at most ALPHA of the time."""
     if not isinstance(rule, Rule):
-        raise TypeError(f"rule must be a faithlab.study.verdicts.Rule, got {type(rule).__name__}")
+        raise TypeError(f"rule must be a faithlab_study.verdicts.Rule, got {type(rule).__name__}")
     rule = _as_decided(rule)
     if untestable is not None:
         if not isinstance(untestable, str) or not untestable.strip():
@@ -386,7 +386,7 @@ def replica_judgement(values_per_replica, rule: Rule, *, units: int | None = Non
     """A statistic computed once per trained replica (``values_per_replica``), its t interval judged against
     ``rule``; with ``correlation`` (a correlation per replica, the rule's interval "t on Fisher z of replica
     correlations") the t interval on the Fisher z, mapped back
-    (:func:`~faithlab.study.verdicts.intervals.correlation_interval`) — but the plain t interval while the claim is
+    (:func:`~faithlab_study.verdicts.intervals.correlation_interval`) — but the plain t interval while the claim is
     decided by the procedure before issue 90."""
     if correlation and not BEFORE.get():
         interval = iv.correlation_interval(values_per_replica, units=units, level=level)

@@ -5,10 +5,10 @@ coverage).
 for "holds" and "absent", at the value of no effect for "weaker" (the direction), every cell at the margin for "not
 reproduced" of an "every" or "share" claim, one cell short for "reproduced" of an "every" claim, one cell per part at
 the boundary for a claim that needs every part (each part a share) — and runs them
-through the study's own :func:`~faithlab.study.verdicts.judge`, :func:`~faithlab.study.verdicts.decide` and
-:func:`~faithlab.study.verdicts.decide_parts`. Each row is one statement × decision shape × design with the share
+through the study's own :func:`~faithlab_study.verdicts.judge`, :func:`~faithlab_study.verdicts.decide` and
+:func:`~faithlab_study.verdicts.decide_parts`. Each row is one statement × decision shape × design with the share
 of data sets in which the statement was made (wrongly). tests/package/test_error_rates.py asserts at most
-:data:`~faithlab.study.verdicts.decisions.ALPHA` plus twice the simulation's standard error in every row.
+:data:`~faithlab_study.verdicts.decisions.ALPHA` plus twice the simulation's standard error in every row.
 
 The designs (:data:`GRID`): R trained replicas, each with a random offset (the between-replica SD as a ratio to the
 SD of one unit) over n units; units normal or skewed (exponential − 1; a replica's mean of n of them is drawn exactly,
@@ -22,10 +22,10 @@ import math
 
 import numpy as np
 
-from faithlab.study.verdicts import intervals as iv
-from faithlab.study.verdicts.decisions import ALPHA, decide, decide_parts, judge
-from faithlab.study.verdicts.rules import Rule
-from faithlab.study.verdicts.words import NOT_REPRODUCED, REPRODUCED, WEAKER
+from faithlab_study.verdicts import intervals as iv
+from faithlab_study.verdicts.decisions import ALPHA, decide, decide_parts, judge
+from faithlab_study.verdicts.rules import Rule
+from faithlab_study.verdicts.words import NOT_REPRODUCED, REPRODUCED, WEAKER
 
 __all__ = ["GRID", "simulate", "rule_for_shape"]
 
@@ -68,7 +68,7 @@ def _replica_means(rng, kind: str, sets: int, r: int, n: int, ratio: float, trut
 
 
 def _intervals(means: np.ndarray, n: int) -> list[list[iv.Interval]]:
-    """The t interval on the replica means of each (set, cell), as :func:`~faithlab.study.verdicts.mean_interval`
+    """The t interval on the replica means of each (set, cell), as :func:`~faithlab_study.verdicts.mean_interval`
     makes it (its kernel, vectorised; tested equal in tests/package/test_coverage.py)."""
     sets, k, r = means.shape
     est, low, high, se = iv.t_rows(means.reshape(sets * k, r), 0.95)

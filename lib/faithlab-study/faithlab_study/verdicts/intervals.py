@@ -29,7 +29,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from faithlab.evaluation.intervals import confidence_level, t_interval, t_quantile, t_rows
+from faithlab.intervals import confidence_level, t_interval, t_quantile, t_rows
 
 __all__ = ["Interval", "mean_interval", "replica_interval", "correlation_interval", "share_interval",
            "draws_interval", "wilson",

@@ -1,10 +1,10 @@
 """The power analysis of a claim, with the interval that decides it (a t interval on the replica-level statistics).
 
-Under :func:`faithlab.study.verdicts.replicated` every judged cell records the data its interval rested on
-(:data:`faithlab.study.verdicts.decisions.RECORDER`). :func:`design_needed` estimates, per cell, the effect against its
+Under :func:`faithlab_study.verdicts.replicated` every judged cell records the data its interval rested on
+(:data:`faithlab_study.verdicts.decisions.RECORDER`). :func:`design_needed` estimates, per cell, the effect against its
 margin and the between- and within-replica variance (one-way random-effects ANOVA), then the probability that a
 design of R replicas × n units per replica decides the cell (its t interval wholly on one side of the margin:
-:func:`faithlab.study.verdicts.intervals.decided_probability`, noncentral t). It returns the smallest design of
+:func:`faithlab_study.verdicts.intervals.decided_probability`, noncentral t). It returns the smallest design of
 :data:`REPLICA_OPTIONS` × :data:`UNIT_FACTORS` that decides the weakest cell with probability ≥ :data:`TARGET`.
 """
 
@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-from faithlab.study.verdicts import intervals as iv
-from faithlab.study.verdicts.decisions import DECISION_LEVEL
+from faithlab_study.verdicts import intervals as iv
+from faithlab_study.verdicts.decisions import DECISION_LEVEL
 
 __all__ = ["variance_components", "design_needed", "prospective", "verdict_tree", "tree_cells", "REPLICA_OPTIONS",
            "UNIT_FACTORS", "TARGET", "SETS"]
@@ -83,7 +83,7 @@ def _deciding_boundary(judgement) -> float:
     """The boundary whose clearing decides the cell soonest. A cell is decided once its interval clears either the
     value of no effect (present or reversed) or the margin (holds, or inside the band of no meaningful effect), so
     the boundary farther from the estimate is cleared first; a rule with one boundary has only its margin. The
-    chance of a decision computed against it is a lower bound (:func:`faithlab.study.verdicts.decisions.outcome_of`
+    chance of a decision computed against it is a lower bound (:func:`faithlab_study.verdicts.decisions.outcome_of`
     decides on either)."""
     estimate, zero, margin = judgement.interval.estimate, judgement.zero, judgement.margin
     if not np.isfinite(estimate) or judgement.sign * (margin - zero) <= 0:
@@ -139,7 +139,7 @@ SETS = 200
 
 
 def verdict_tree(decided, verdict):
-    """The decisions that make ``verdict``: the :data:`~faithlab.study.verdicts.decisions.DECIDED` entry that returned
+    """The decisions that make ``verdict``: the :data:`~faithlab_study.verdicts.decisions.DECIDED` entry that returned
     it (the last one when none did: a claim that rewrote its verdict's reason) and, for a claim of parts, the entries
     of its parts, recursively → ``("cells", rule, cells)`` or ``("parts", rule, {name: tree})``; None when nothing was
     decided. A premise's decision, or a cell judged and then left out, is not in it."""
@@ -192,8 +192,8 @@ def _paper_effect(rule, cell) -> float | None:
 
 def _simulate_cells(tree, where: str, r: int, factor: float, pooled, rng, sets: int, family: int = 1):
     """(sets,) verdict words of a "cells" decision with every cell's truth at ``where`` ("margin" or "paper"), or None
-    when a cell has no paper's effect; ``family`` as :func:`~faithlab.study.verdicts.decide` takes it."""
-    from faithlab.study.verdicts.decisions import Judgement, decide, outcome_of
+    when a cell has no paper's effect; ``family`` as :func:`~faithlab_study.verdicts.decide` takes it."""
+    from faithlab_study.verdicts.decisions import Judgement, decide, outcome_of
 
     _, rule, cells = tree
     vb, vw, _, n, grows = pooled
@@ -222,8 +222,8 @@ def _simulate_cells(tree, where: str, r: int, factor: float, pooled, rng, sets: 
 def _simulate(tree, where: str, r: int, factor: float, pooled, rng, sets: int, family: int = 1):
     """(sets,) verdict words of ``tree`` (cells or parts) at design (r replicas, units × factor), or None. The parts
     of a claim that needs every part (share 1) are decided with ``family`` = their number, as the claim decides
-    them (:func:`~faithlab.study.verdicts.decide`)."""
-    from faithlab.study.verdicts.decisions import decide_parts
+    them (:func:`~faithlab_study.verdicts.decide`)."""
+    from faithlab_study.verdicts.decisions import decide_parts
 
     if tree is None:
         return None
@@ -258,7 +258,7 @@ def whole_rule_rate(records, decided, verdict, *, where: str, replicas: int | No
     paper's effect, twice a margin that is half of it; "margin"), at ``replicas`` (None: today's) × today's units ×
     ``factor``, with each decision's variance pooled over its cells; None when the verdict rests on no recorded cell
     or a cell has no paper's effect."""
-    from faithlab.study.verdicts.words import REPRODUCED, WEAKER
+    from faithlab_study.verdicts.words import REPRODUCED, WEAKER
 
     tree = verdict_tree(decided, verdict)
     pooled: dict = {}

@@ -1,4 +1,4 @@
-"""Premises and nulls of the study's claims, the first step of the procedure (:mod:`faithlab.study.verdicts.procedure`):
+"""Premises and nulls of the study's claims, the first step of the procedure (:mod:`faithlab_study.verdicts.procedure`):
 the verdict words' meanings (:data:`MEANINGS`), verdicts from threshold rules (:func:`ladder`, :func:`verdict`), the
 premise checks — a baseline already at the ideal (:func:`at_ideal`), an undefined statistic (:func:`undefined`), the
 paper's mechanism shown absent on the stand-in (:class:`Premise`, :func:`premise_interval`, :func:`premise_share`) —
@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from faithlab.study.verdicts.words import (DECIDED, INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PARTLY,  # noqa: F401
+from faithlab_study.verdicts.words import (DECIDED, INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PARTLY,  # noqa: F401
                                            REPRODUCED, VERDICTS, WEAKER, Verdict)
 
 if TYPE_CHECKING:
     import torch
 
-# torch is imported inside the functions that compute: faithlab.study.artifacts imports this module for VERDICTS, and a
+# torch is imported inside the functions that compute: faithlab_study.artifacts imports this module for VERDICTS, and a
 # notebook that only writes tables then starts without torch's 1.2 s import.
 
 __all__ = ["MEANINGS", "ladder", "verdict", "Premise", "premise_share", "premise_interval", "at_ideal", "undefined",
@@ -191,13 +191,13 @@ def premise_share(successes: int, n: int, *, at_least: float, what: str, level: 
 
 
 def premise_interval(interval, *, threshold: float, direction: str = "above", what: str) -> Premise:
-    """A premise on a quantity with its interval (:mod:`faithlab.study.verdicts.intervals`): holds when the whole
+    """A premise on a quantity with its interval (:mod:`faithlab_study.verdicts.intervals`): holds when the whole
     interval lies ``direction`` ("above" or "below") ``threshold``, fails when it lies wholly on the other side,
     undecided when it straddles the threshold."""
-    from faithlab.study.verdicts.intervals import Interval
+    from faithlab_study.verdicts.intervals import Interval
 
     if not isinstance(interval, Interval):
-        raise TypeError(f"interval must be a faithlab.study.verdicts.Interval, got {type(interval).__name__}")
+        raise TypeError(f"interval must be a faithlab_study.verdicts.Interval, got {type(interval).__name__}")
     if direction not in ("above", "below"):
         raise ValueError(f"direction must be 'above' or 'below', got {direction!r}")
     t = _number(threshold, "threshold")
@@ -335,7 +335,7 @@ def within_null(value, null: Null, *, what: str) -> str | None:
     """Premise check: the reason "<what> (value) lies within the null's range …" when ``value`` cannot be told from
     ``null``'s draws (inside its central interval, or NaN), else None."""
     if not isinstance(null, Null):
-        raise TypeError(f"null must be a faithlab.study.verdicts.Null, got {type(null).__name__}")
+        raise TypeError(f"null must be a faithlab_study.verdicts.Null, got {type(null).__name__}")
     number = _number(value, "value")
     if number != number or null.contains(number):
         return f"{what} ({number:.3f}) lies within the chance range of {null.describe()}"

@@ -1,7 +1,7 @@
 """Verdicts of the study's claims: the verdict words, premises and nulls, the :class:`Claim` a claim function
 returns and :func:`replicated`, the one wrapper every notebook's claim goes through.
 
-A verdict is one of :data:`VERDICTS`. It comes from a pre-registered rule (:mod:`faithlab.study.verdicts.rules`), in two
+A verdict is one of :data:`VERDICTS`. It comes from a pre-registered rule (:mod:`faithlab_study.verdicts.rules`), in two
 steps:
 
 1. **Premise check** — can the comparison discriminate at all? When a baseline is already at the ideal value
@@ -10,21 +10,21 @@ steps:
    the same statistic at chance, on shuffled pairings, random maps or permuted labels (:class:`Null`,
    :func:`null_draws`, :func:`within_null`) — the claim is "not testable here" and the reason is kept with the
    verdict.
-2. **Decision with uncertainty** — each cell's interval (:mod:`faithlab.study.verdicts.intervals`: the t interval on the
-   replica-level statistics, Wilson joined for shares; coverage tested in :mod:`faithlab.study.verdicts.coverage`) against
+2. **Decision with uncertainty** — each cell's interval (:mod:`faithlab_study.verdicts.intervals`: the t interval on the
+   replica-level statistics, Wilson joined for shares; coverage tested in :mod:`faithlab_study.verdicts.coverage`) against
    the rule's margin from the paper, by the equivalence logic, the cells combined as the rule says
-   (:mod:`faithlab.study.verdicts.decisions`).
+   (:mod:`faithlab_study.verdicts.decisions`).
 
-A claim is a function in ``faithlab.study.papers.<paper>`` that takes the notebook's frames and returns a
+A claim is a function in ``faithlab_study.papers.<paper>`` that takes the notebook's frames and returns a
 :class:`Claim`: the claim, its rule (registered, by id), its premise with the null it was checked against, the
 paper's value, ours, the verdict and the table behind it. Notebooks call it and record it with
-:meth:`faithlab.study.artifacts.Outputs.claim`; no verdict rule or interval is spelled out in a notebook.
+:meth:`faithlab_study.artifacts.Outputs.claim`; no verdict rule or interval is spelled out in a notebook.
 
 Every function returns a :class:`Verdict`: a plain ``str`` (one of :data:`VERDICTS`) that also carries ``why``, a
-sentence with the rule's outcome, which :meth:`faithlab.study.artifacts.Outputs.claim` adds to the claim's note.
+sentence with the rule's outcome, which :meth:`faithlab_study.artifacts.Outputs.claim` adds to the claim's note.
 
 One concept: a claim's verdict, from its premises to the published word, in three modules: the premises and nulls
-(:mod:`faithlab.study.verdicts.premises`), the :class:`Claim` (:mod:`faithlab.study.verdicts.claim`) and, here, the
+(:mod:`faithlab_study.verdicts.premises`), the :class:`Claim` (:mod:`faithlab_study.verdicts.claim`) and, here, the
 wrapper that applies the rule's replica and unit minimums and the bootstrap stability (:func:`replicated`); this
 module re-exports the other two, so that no rule has a second copy.
 """
@@ -36,12 +36,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from faithlab.study.verdicts.claim import KINDS, LEFT_OUT, Claim, states_decision  # noqa: F401 (re-exported)
-from faithlab.study.verdicts.premises import (MEANINGS, Null, Premise, at_ideal, first_reason, ladder,  # noqa: F401
+from faithlab_study.verdicts.claim import KINDS, LEFT_OUT, Claim, states_decision  # noqa: F401 (re-exported)
+from faithlab_study.verdicts.premises import (MEANINGS, Null, Premise, at_ideal, first_reason, ladder,  # noqa: F401
                                               null_draws, premise_interval, premise_share, share_above_zero,
                                               undefined, verdict, within_null)
-from faithlab.study.verdicts.replication import replica_seed  # noqa: F401 (re-exported)
-from faithlab.study.verdicts.words import (DECIDED, INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PARTLY,  # noqa: F401
+from faithlab_study.verdicts.replication import replica_seed  # noqa: F401 (re-exported)
+from faithlab_study.verdicts.words import (DECIDED, INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PARTLY,  # noqa: F401
                                            PRESENT, REPRODUCED, VERDICTS, WEAKER, Verdict)
 
 __all__ = [
@@ -118,7 +118,7 @@ def then(text: str, sentence: str) -> str:
 def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica", trained: bool | None = None,
                **kwargs) -> Claim:
     """Decide a claim with its replica agreement and bootstrap stability: the one wrapper every notebook's claim goes
-    through, before :meth:`faithlab.study.artifacts.Outputs.claim` records the claim it returns.
+    through, before :meth:`faithlab_study.artifacts.Outputs.claim` records the claim it returns.
 
     ``fn(*args, **kwargs)`` → :class:`Claim`, on frames whose rows carry the trained replica in ``column`` (the claim
     function's intervals resample replicas, then units within them). Then:
@@ -143,7 +143,7 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
         raise TypeError(f"fn must be a claim function, got {type(fn).__name__}")
     claim = fn(*args, **kwargs)
     if not isinstance(claim, Claim):
-        raise TypeError(f"{getattr(fn, '__name__', fn)} must return a faithlab.study.verdicts.Claim, got "
+        raise TypeError(f"{getattr(fn, '__name__', fn)} must return a faithlab_study.verdicts.Claim, got "
                         f"{type(claim).__name__}")
     per = []
     alone = _ALONE.set(True)
@@ -156,7 +156,7 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
     finally:
         _ALONE.reset(alone)
     stability = ()
-    from faithlab.study.verdicts import decisions, power as power_analysis
+    from faithlab_study.verdicts import decisions, power as power_analysis
 
     token, decided_token = decisions.RECORDER.set([]), decisions.DECIDED.set([])
     try:  # once more, recording the units of its judged cells and the decisions that make its verdict
@@ -190,7 +190,7 @@ def replicated(fn, *args, seeds: int = STABILITY_SEEDS, column: str = "replica",
                        "with the seed", INCONCLUSIVE)
     min_units, min_replicas = MIN_UNITS, MIN_REPLICAS
     if claim.rule_id is not None:  # the design its registered rule fixed for this claim (never below the house's)
-        from faithlab.study.verdicts.rules import rule as registered
+        from faithlab_study.verdicts.rules import rule as registered
 
         registered_rule = registered(claim.rule_id)
         min_units, min_replicas = max(min_units, registered_rule.units), max(min_replicas, registered_rule.replicas)

@@ -65,7 +65,7 @@ def replica_draws(seed: int, replica: Replica | None, *keys: int | str) -> int:
     if replica is None:
         return draw_seed(seed, "", 0, *keys)
     if not isinstance(replica, Replica):
-        raise TypeError(f"replica must be a Replica of faithlab.study.verdicts.replicas (or None), got {replica!r:.80}")
+        raise TypeError(f"replica must be a Replica of faithlab_study.verdicts.replicas (or None), got {replica!r:.80}")
     return draw_seed(seed, replica.setting, replica.index, *keys)
 
 
@@ -109,7 +109,7 @@ def training_seed(seed: int, replica: Replica | None) -> int:
     if replica is None:
         return int(seed)
     if not isinstance(replica, Replica):
-        raise TypeError(f"replica must be a Replica of faithlab.study.verdicts.replicas (or None), got {replica!r:.80}")
+        raise TypeError(f"replica must be a Replica of faithlab_study.verdicts.replicas (or None), got {replica!r:.80}")
     return int(replica.seed)
 
 

@@ -5,8 +5,8 @@ Per claim (its label, e.g. ``C1``) the rule fixes the statistic, the paper's dir
 (``margin``, with ``margin_source``: the paper's numbers it comes from, or the convention where the paper gives none),
 how several cells combine (``decision``: one statistic, every cell, a share fixed in advance, or named parts), the
 null, the premises, the replicas and units the design needs and the interval. A claim function takes its
-:class:`Rule` from :func:`rule` and hands it to :func:`faithlab.study.verdicts.decide`; a
-:class:`faithlab.study.verdicts.Claim` carries the rule it was decided by, so no decision uses a rule that is not
+:class:`Rule` from :func:`rule` and hands it to :func:`faithlab_study.verdicts.decide`; a
+:class:`faithlab_study.verdicts.Claim` carries the rule it was decided by, so no decision uses a rule that is not
 registered. :func:`rule`, :func:`all_rules`, :func:`answer`, :func:`all_answers` and :func:`log` first import every
 paper's claims (:data:`CLAIMS_MODULES`), so a lookup never depends on what the caller imported.
 
@@ -16,7 +16,7 @@ A study answer (e.g. the synthesis's guide) registers how it decides what it nam
 Each registration carries its change log (``log=[...]``, oldest first): one entry per change (``date`` YYYY-MM-DD,
 ``change`` registered/changed/removed, ``why``, and ``field``, ``old``, ``new`` for a change), the registration
 first; the last entry carries the ``fingerprint`` of the rule after it (:func:`fingerprint`), so that a change
-without a log entry is caught (:func:`audit`, tests/package/test_rules.py, ``python -m faithlab.study.verdicts``,
+without a log entry is caught (:func:`audit`, tests/package/test_rules.py, ``python -m faithlab_study.verdicts``,
 which prints the fingerprint to write). A chapter's rules registered together share that first entry, written once
 in the chapter's claims package (``claims/registration.py``: ``{**REGISTERED, "fingerprint": ...}``).
 
@@ -43,8 +43,8 @@ __all__ = ["Rule", "Chapter", "registered", "registered_answer", "rule", "all_ru
            "DIRECTIONS", "rule_files", "registrations", "audit", "audit_log", "answer", "all_answers", "HOLDS_UP",
            "BEATS", "CLAIMS_MODULES"]
 
-CLAIMS_MODULES = tuple(f"faithlab.study.papers.{p}.claims" for p in (
-    "fewclass", "ffidelity", "reco_mege", "saco", "synthesis", "trace")) + ("faithlab.study.papers.basics",)
+CLAIMS_MODULES = tuple(f"faithlab_study.papers.{p}.claims" for p in (
+    "fewclass", "ffidelity", "reco_mege", "saco", "synthesis", "trace")) + ("faithlab_study.papers.basics",)
 """The modules whose claim functions register every rule (imported before any lookup)."""
 DECISIONS = {
     "single": "one statistic, its one-sided 5 % bounds (the 90 % interval) against the value of no effect and the "
@@ -123,7 +123,7 @@ class Rule:
 
     def zero_for(self, setting: str | None = None) -> float:
         """The value of no effect (0 for a difference; the chance value of a level statistic), of ``setting`` where
-        the rule gives one per setting: the second boundary of :func:`faithlab.study.verdicts.judge`."""
+        the rule gives one per setting: the second boundary of :func:`faithlab_study.verdicts.judge`."""
         return self._per_setting(self.zero, "a value of no effect", setting)
 
     def _per_setting(self, value, what: str, setting: str | None) -> float:
@@ -351,7 +351,7 @@ def answer(name: str) -> dict:
     """The registered rule of the study answer ``name`` (e.g. ``"guide"``); ValueError when it has none."""
     _import_claims()
     if name not in _ANSWERS:
-        raise ValueError(f"answer {name!r} has no rule: register it (faithlab.study.verdicts.registered_answer above "
+        raise ValueError(f"answer {name!r} has no rule: register it (faithlab_study.verdicts.registered_answer above "
                          "the function that decides it, with its change log) before deciding it")
     return dict(_ANSWERS[name][0])
 
@@ -360,7 +360,7 @@ def rule(claim_id: str) -> Rule:
     """The registered rule of claim ``claim_id`` (e.g. ``"C1"``); ValueError when it has none."""
     _import_claims()
     if claim_id not in _RULES:
-        raise ValueError(f"claim_id {claim_id!r} has no rule: register it (faithlab.study.verdicts.registered above "
+        raise ValueError(f"claim_id {claim_id!r} has no rule: register it (faithlab_study.verdicts.registered above "
                          "the claim function, with its change log) before deciding it")
     return _RULES[claim_id][0]
 
@@ -368,7 +368,7 @@ def rule(claim_id: str) -> Rule:
 REDECIDED_BY = 90
 """The issue whose changes :func:`before` undoes: a log entry that changes a field and carries ``"issue": 90`` (a
 margin moved onto the stand-in's scale, a statistic reformulated) is undone when the same data are decided again by
-the procedure before that issue (:data:`faithlab.study.verdicts.decisions.BEFORE`), so that the pre-registration
+the procedure before that issue (:data:`faithlab_study.verdicts.decisions.BEFORE`), so that the pre-registration
 page lists every verdict the issue moved, the rules' changes with the procedure's."""
 
 

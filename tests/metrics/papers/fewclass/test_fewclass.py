@@ -485,7 +485,7 @@ def test_fid_frame_silences_the_constant_map_warning_and_keeps_the_flags():
     its notebooks must print no warning."""
     import warnings
 
-    from faithlab.study.papers import fewclass as protocol
+    from faithlab_study.papers import fewclass as protocol
 
     model = small_cnn(in_channels=2, side=8, n_classes=3)
     x = torch.rand(2, 2, 8, 8, generator=torch.Generator().manual_seed(0))

@@ -1,5 +1,6 @@
 """Distances between explanation maps (faithlab.metrics.papers.reco_mege.distances) and ReCo/MeGe's distance sanity
-checks (faithlab.study.papers.reco_sanity, paper §4.3, Figs. 2–3), against scipy / scikit-image / hand computations."""
+checks (faithlab_study.papers.reco_mege.claims.sanity, paper §4.3, Figs. 2–3), against scipy / scikit-image / hand
+computations."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from skimage.metrics import structural_similarity
 
 import faithlab as fl
 from faithlab.metrics.papers.reco_mege.distances import DISTANCES, map_distance
-from faithlab.study.papers import reco_sanity as R
+from faithlab_study.papers.reco_mege.claims import sanity as R
 
 
 def _rand(*shape, seed=0, dtype=torch.float64):

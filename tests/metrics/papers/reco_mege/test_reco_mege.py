@@ -570,14 +570,14 @@ def test_average_stability_reads_the_prediction_and_takes_given_maps_of_x():
 
 def test_one_call_shape_and_no_function_hides_its_module():
     """Issue 30: model, x, attributions positional, every option a keyword with its default (no **options), a
-    *_details twin with the same parameters; the modules are reachable under their own names (and their earlier
-    ones, ``fl.metrics.crossfold`` and ``fl.metrics.bhatt``)."""
+    *_details twin with the same parameters; the modules are reachable under their own names
+    (``fl.metrics.papers.reco_mege.crossfold`` and ``.baselines``)."""
     module = importlib.import_module("faithlab.metrics.papers.reco_mege.crossfold")
     assert inspect.ismodule(module) and inspect.isfunction(fl.metrics.reco_mege)
-    assert fl.metrics.reco_mege is module.reco_mege and fl.metrics.crossfold is module
+    assert fl.metrics.reco_mege is module.reco_mege and fl.metrics.papers.reco_mege.crossfold is module
     # Bhatt et al.'s μF and S_avg, the baselines of the paper, have a module of their own, apart from ReCo/MeGe's
     bhatt = importlib.import_module("faithlab.metrics.papers.reco_mege.baselines")
-    assert fl.metrics.bhatt is bhatt
+    assert fl.metrics.papers.reco_mege.baselines is bhatt
     for name in ("mu_fidelity", "mu_fidelity_details", "average_stability", "average_stability_details"):
         assert getattr(fl.metrics, name) is getattr(bhatt, name) and not hasattr(module, name), name
     pairs = [(fl.metrics.mu_fidelity, fl.metrics.mu_fidelity_details),
@@ -609,8 +609,7 @@ def test_evaluate_runs_reco_mege_of_explainer_and_a_user_gets_the_same():
     explain = lambda m, inputs, t: fl.explainers.explain(m, inputs, t, method="saliency")  # noqa: E731
     frame = fl.evaluate(kfold.models[0], x, y, explainer=explain, kfold=kfold, metrics=["reco", "mege"],
                         progress=False, hints=False, batch_size=5)
-    mine = fl.metrics.crossfold.reco_mege_of_explainer(kfold.models, x, explain, folds=kfold.folds, labels=y,
-                                                       batch_size=5)
+    mine = fl.metrics.reco_mege_of_explainer(kfold.models, x, explain, folds=kfold.folds, labels=y, batch_size=5)
     got = frame.set_index("metric")["score"]
     assert (got["reco"], got["mege"]) == (mine["reco"], mine["mege"])
     by_hand = torch.stack([explain(m, x, m(x).argmax(1)) for m in kfold.models])
@@ -619,4 +618,4 @@ def test_evaluate_runs_reco_mege_of_explainer_and_a_user_gets_the_same():
                                                                                     rel_tol=1e-12)
     bad = lambda m, inputs, t: explain(m, inputs, t) * float("nan")  # noqa: E731
     with pytest.raises(ValueError, match=r"explainer 'mine' returned NaN or inf maps on kfold.models\[0\]"):
-        fl.metrics.crossfold.reco_mege_of_explainer(kfold.models, x, bad, folds=kfold.folds, labels=y, name="mine")
+        fl.metrics.reco_mege_of_explainer(kfold.models, x, bad, folds=kfold.folds, labels=y, name="mine")

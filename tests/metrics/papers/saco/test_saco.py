@@ -171,15 +171,15 @@ def test_morf_details_equals_the_three_calls_and_needs_labels():
     x, attr = torch.cat([x, x * 0.5]), torch.cat([attr, attr.flip(-1)])
     labels = torch.tensor([0, 1])
     for target in (None, torch.tensor([1, 0])):
-        d = sm.cumulative.morf_details(model, x, attr, target=target, labels=labels, reference="zero")
+        d = sm.papers.saco.cumulative.morf_details(model, x, attr, target=target, labels=labels, reference="zero")
         assert torch.equal(d["auc_accuracy"], sm.auc_accuracy(model, x, attr, target=labels, reference="zero"))
         assert torch.equal(d["aopc"], sm.aopc(model, x, attr, target=target, reference="zero"))
         assert torch.equal(d["log_odds"], sm.log_odds(model, x, attr, target=target, reference="zero"))
     assert not torch.equal(d["aopc"], sm.aopc(model, x, attr, reference="zero"))  # the target is read
     with pytest.raises(ValueError, match="labels"):
-        sm.cumulative.morf_details(model, x, attr)
+        sm.papers.saco.cumulative.morf_details(model, x, attr)
     with pytest.raises(TypeError, match="labels"):
-        sm.cumulative.morf_details(model, x, attr, labels=labels.float())
+        sm.papers.saco.cumulative.morf_details(model, x, attr, labels=labels.float())
 
 
 def test_errors_name_the_argument():
@@ -201,7 +201,7 @@ def test_saco_has_the_one_call_shape_and_its_module_its_own_name():
     details twin with the same parameters; ``faithlab.metrics.papers.saco.consistency`` is the module,
     ``fl.metrics.saco`` the function."""
     module = importlib.import_module("faithlab.metrics.papers.saco.consistency")
-    assert inspect.ismodule(module) and sm.consistency is module and sm.saco is module.saco
+    assert inspect.ismodule(module) and sm.papers.saco.consistency is module and sm.saco is module.saco
     plain, details = inspect.signature(sm.saco).parameters, inspect.signature(sm.saco_details).parameters
     assert [(q.name, q.kind, q.default) for q in plain.values()] == \
         [(q.name, q.kind, q.default) for q in details.values()]
@@ -214,8 +214,8 @@ def test_saco_has_the_one_call_shape_and_its_module_its_own_name():
 def test_digits_vit_trains_replicas_on_one_split_with_their_own_seed(tmp_path, monkeypatch):
     """Issue 49: ``replica.seed`` (``replica=None``: ``seed``) is the training seed and part of the cache key; the
     data split stays ``seed``'s, so replicas of a setting differ in their weights only."""
-    from faithlab.study import recipes
-    from faithlab.study.verdicts import Replica
+    from faithlab_study import recipes
+    from faithlab_study.verdicts import Replica
 
     monkeypatch.setenv("FAITHLAB_CACHE", str(tmp_path))
     config = dict(image_size=8, patch_size=4, dim=8, depth=1, heads=2, n_epochs=1, seed=0)

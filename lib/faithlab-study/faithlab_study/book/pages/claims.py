@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from faithlab import html
-from faithlab.html import DASH, claim_anchor, text_or_dash, verdict_badge
-from faithlab.study.book.pages.tables import table_html
-from faithlab.study.verdicts import VERDICTS
-from faithlab.study.verdicts.words import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, WEAKER
+from faithlab_study.book import html
+from faithlab_study.book.html import DASH, claim_anchor, text_or_dash, verdict_badge
+from faithlab_study.book.pages.tables import table_html
+from faithlab_study.verdicts import VERDICTS
+from faithlab_study.verdicts.words import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, WEAKER
 
 def notebook_href(paper: str, experiment: str, docname: str, claim: str | None = None) -> str:
     """The link from the page ``docname`` (a Sphinx docname such as ``ffidelity/ranking``) to the executed
@@ -90,7 +90,7 @@ def glance_html(claims: pd.DataFrame, docname: str, *, notes: bool = False) -> s
 
 def cells_link(row: Mapping, docname: str) -> str:
     """The link from the page ``docname`` to a claim's cell table (its row's ``cells``, in its notebook's folder)
-    with how to recompute the verdict from it (:func:`faithlab.html.cells_html`); "" for a claim without one."""
+    with how to recompute the verdict from it (:func:`faithlab_study.book.html.cells_html`); "" for a claim without one."""
     cells = html.cells_path(dict(row))
     if not cells:
         return ""
@@ -112,7 +112,7 @@ def agreement_html(row) -> str:
 
 
 def counts(claims: pd.DataFrame) -> dict[str, int]:
-    """How many claims got each verdict (every verdict of :data:`faithlab.study.verdicts.VERDICTS`, zeros included)."""
+    """How many claims got each verdict (every verdict of :data:`faithlab_study.verdicts.VERDICTS`, zeros included)."""
     verdicts = claims["verdict"].astype(str)
     return {v: int((verdicts == v).sum()) for v in VERDICTS}
 
@@ -229,7 +229,7 @@ def why_sentence(row: Mapping) -> str:
 def failures_html(scorecard: pd.DataFrame, docname: str, *, order: Iterable[str] = ()) -> str:
     """The scorecard's opening list: every claim whose verdict is in :data:`WHY_VERDICTS`, one plain sentence each
     (paper, claim, verdict badge and :func:`why_sentence`), linking to where it is computed; papers in ``order``."""
-    from faithlab.study.book.chapters import PAPER_NAMES
+    from faithlab_study.book.chapters import PAPER_NAMES
 
     rows = scorecard[scorecard["verdict"].astype(str).isin(WHY_VERDICTS)]
     if rows.empty:
@@ -255,8 +255,8 @@ def failures_html(scorecard: pd.DataFrame, docname: str, *, order: Iterable[str]
 
 
 def legend_html() -> str:
-    """Every verdict's badge with what it means (:data:`faithlab.study.verdicts.MEANINGS`)."""
-    from faithlab.study.verdicts import MEANINGS
+    """Every verdict's badge with what it means (:data:`faithlab_study.verdicts.MEANINGS`)."""
+    from faithlab_study.verdicts import MEANINGS
 
     items = "".join(html.element("li", f"{verdict_badge(v)} {html.escaped(MEANINGS[v])}") for v in VERDICTS)
     return html.element("ul", items, cls="fl-legend")
@@ -271,7 +271,7 @@ def executed_parameters(notebook: Path) -> dict | None:
 
 
 def setup_rows(settings: Iterable, generated: Path) -> pd.DataFrame:
-    """A chapter's set-up table: setting | paper | ours (:class:`faithlab.study.papers.setup.Setting` rows; ours
+    """A chapter's set-up table: setting | paper | ours (:class:`faithlab_study.papers.setup.Setting` rows; ours
     rendered from the executed notebook's parameters under ``generated``, "not run in this build" without it)."""
     rows = []
     for setting in settings:
@@ -343,7 +343,7 @@ def build_html(url: str, *, seconds: float, notebooks: int, profiles: list[str])
     placeholder ``OWNER``/``REPOSITORY``: "this build is local, not published"), and the notebooks' total run time
     and profile(s) read from the executed notebooks (kernel time summed over notebooks; parallel runs take less
     wall time)."""
-    from faithlab.study.book.notebook_page import duration
+    from faithlab_study.book.notebook_page import duration
 
     local = not url or "OWNER" in url or "REPOSITORY" in url
     where = ("This build is local (not published)." if local else

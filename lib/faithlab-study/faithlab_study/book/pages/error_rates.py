@@ -1,5 +1,5 @@
 """The pre-registration page's error-rate table: how often each statement of the decision procedure is made when it
-is false, simulated for the whole rule (:mod:`faithlab.study.verdicts.error_rates`, the table
+is false, simulated for the whole rule (:mod:`faithlab_study.verdicts.error_rates`, the table
 tests/package/test_error_rates.py asserts)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from faithlab import html
-from faithlab.study.book.pages.tables import format_table, table_html
+from faithlab_study.book import html
+from faithlab_study.book.pages.tables import format_table, table_html
 
 __all__ = ["error_rates_frame", "error_rates_html", "SETS"]
 
@@ -18,11 +18,11 @@ SETS = 800
 
 
 def error_rates_frame(generated: Path | None = None) -> pd.DataFrame:
-    """The simulated error rates (:func:`faithlab.study.verdicts.error_rates.simulate`), cached in
+    """The simulated error rates (:func:`faithlab_study.verdicts.error_rates.simulate`), cached in
     ``generated``/error_rates.csv under a key of the source of the simulation and of the decisions it runs, so that a
     warm build simulates nothing."""
-    from faithlab.study.book.pages.preregistration import cached_frame, source_key
-    from faithlab.study.verdicts import decisions, error_rates, intervals
+    from faithlab_study.book.pages.preregistration import cached_frame, source_key
+    from faithlab_study.verdicts import decisions, error_rates, intervals
 
     return cached_frame(generated, "error_rates.csv", source_key(error_rates, decisions, intervals, extra=str(SETS)),
                         lambda: error_rates.simulate(sets=SETS, seed=0))
@@ -31,7 +31,7 @@ def error_rates_frame(generated: Path | None = None) -> pd.DataFrame:
 def error_rates_html(frame: pd.DataFrame) -> str:
     """Per statement and decision shape: the worst design's rate (± its simulation SE, and the design), the rate
     pooled over the designs and how many designs; then every design folded."""
-    from faithlab.study.verdicts.decisions import ALPHA
+    from faithlab_study.verdicts.decisions import ALPHA
 
     rows = []
     for (statement, shape), part in frame.groupby(["statement", "shape"], sort=False):

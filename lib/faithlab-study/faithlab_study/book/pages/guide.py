@@ -7,10 +7,10 @@ import math
 
 import pandas as pd
 
-from faithlab import html
-from faithlab.html import DASH
-from faithlab.study.book.pages.claims import counts, tally_text
-from faithlab.study.verdicts.words import PRESENT
+from faithlab_study.book import html
+from faithlab_study.book.html import DASH
+from faithlab_study.book.pages.claims import counts, tally_text
+from faithlab_study.verdicts.words import PRESENT
 
 QUESTION = html.element("b", "Which metric to trust?")
 """The front page's answer opens with the question it answers."""
@@ -45,7 +45,7 @@ def glance_state(row: dict) -> str:
 def glance_grid_html(guide: pd.DataFrame) -> str:
     """The guide's answer at a glance: one row per metric, one column per situation (the cost budget apart), each
     cell the metric's state there (:data:`GLANCE`); "" without a guide."""
-    from faithlab.study.papers.synthesis import COST_CASE
+    from faithlab_study.papers.synthesis import COST_CASE
 
     if guide.empty or "situation" not in guide:
         return ""
@@ -66,9 +66,9 @@ def glance_grid_html(guide: pd.DataFrame) -> str:
 def answer_html(guide: pd.DataFrame, card: pd.DataFrame, guide_href: str | None,
                 setups: pd.DataFrame | None = None) -> str:
     """The front page's answer to "which metric should I trust?": the synthesis's generated answer
-    (:func:`faithlab.study.papers.synthesis.claims.advice.answer_sentence`), the scale it rests on (``setups``: the synthesis's
+    (:func:`faithlab_study.papers.synthesis.claims.advice.answer_sentence`), the scale it rests on (``setups``: the synthesis's
     set-up table, its ``replicas`` trained models per situation and ``images`` per model) and a link to the guide."""
-    from faithlab.study.papers.synthesis import answer_sentence
+    from faithlab_study.papers.synthesis import answer_sentence
 
     if guide.empty or card.empty:
         return html.element("p", f"{QUESTION} The synthesis notebook did not run in this build; the "
@@ -114,9 +114,9 @@ def _rows_table(part: pd.DataFrame, *, cost_case: bool) -> str:
 
 def guide_html(guide: pd.DataFrame, setups: pd.DataFrame, docname: str) -> str:
     """The guide's recommendations: per situation a generated sentence
-    (:func:`faithlab.study.papers.synthesis.claims.advice.guide_sentences`) and, folded, every metric's recovery with its
+    (:func:`faithlab_study.papers.synthesis.claims.advice.guide_sentences`) and, folded, every metric's recovery with its
     interval, cost and removal-value spread."""
-    from faithlab.study.papers.synthesis import COST_CASE, guide_sentences
+    from faithlab_study.papers.synthesis import COST_CASE, guide_sentences
 
     if guide.empty:
         return html.element("p", "The synthesis notebook did not run in this build.", cls="fl-empty")
@@ -137,10 +137,10 @@ def guide_html(guide: pd.DataFrame, setups: pd.DataFrame, docname: str) -> str:
 
 def reconcile_html(card: pd.DataFrame, scorecard: pd.DataFrame, docname: str) -> str:
     """Where the synthesis and a paper's chapter may disagree: per chapter that proposes a metric
-    (:data:`faithlab.study.papers.synthesis.claims.advice.CHAPTER_METRICS`), the chapter's verdict counts beside the metric's
+    (:data:`faithlab_study.papers.synthesis.claims.advice.CHAPTER_METRICS`), the chapter's verdict counts beside the metric's
     report-card rank, the criteria that pull the rank down most, and a generated sentence on whether they agree."""
-    from faithlab.study.book.chapters import PAPER_NAMES
-    from faithlab.study.papers.synthesis import CHAPTER_METRICS, CRITERIA
+    from faithlab_study.book.chapters import PAPER_NAMES
+    from faithlab_study.papers.synthesis import CHAPTER_METRICS, CRITERIA
 
     if card.empty:
         return ""

@@ -1,22 +1,22 @@
 """The pre-registration page's list of the verdicts that the change of decision procedure (issue 90) moved: each
 claim's verdict as published beside the verdict the same data got by the procedure before it
-(:attr:`faithlab.study.verdicts.Claim.before`, decided in the same run, by the rules as registered before it), so that
+(:attr:`faithlab_study.verdicts.Claim.before`, decided in the same run, by the rules as registered before it), so that
 a change of framework never hides; and the rule changes of that issue, from the rules' change logs."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from faithlab import html
-from faithlab.html import verdict_badge
-from faithlab.study.book.pages.claims import claim_label, notebook_href
+from faithlab_study.book import html
+from faithlab_study.book.html import verdict_badge
+from faithlab_study.book.pages.claims import claim_label, notebook_href
 
 __all__ = ["moved_html", "moved_rows", "rule_changes_rows", "rule_changes_html"]
 
 
 def moved_rows(scorecard: pd.DataFrame) -> pd.DataFrame:
     """The scorecard's claims whose ``before`` verdict differs from their published one (claims without a
-    ``before``, recorded outside :func:`faithlab.study.verdicts.replicated`, are left out)."""
+    ``before``, recorded outside :func:`faithlab_study.verdicts.replicated`, are left out)."""
     if "before" not in scorecard or scorecard.empty:
         return scorecard.iloc[:0]
     before = scorecard["before"].fillna("").astype(str)
@@ -56,9 +56,9 @@ def _shown(value) -> str:
 
 def rule_changes_rows() -> pd.DataFrame:
     """One row per rule that issue 90 changed (its log's entries marked ``"issue": 90``,
-    :func:`faithlab.study.verdicts.rules.before`): rule id, the fields changed, the margin before and now, and the
+    :func:`faithlab_study.verdicts.rules.before`): rule id, the fields changed, the margin before and now, and the
     reason (the first marked entry's)."""
-    from faithlab.study.verdicts import rules
+    from faithlab_study.verdicts import rules
 
     rows = []
     for rid, entries in rules.log().items():

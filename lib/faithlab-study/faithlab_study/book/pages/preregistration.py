@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from faithlab import html
-from faithlab.html import text_or_dash
-from faithlab.study.book.pages.claims import claim_label, notebook_href
-from faithlab.study.book.pages.tables import format_table, table_html
+from faithlab_study.book import html
+from faithlab_study.book.html import text_or_dash
+from faithlab_study.book.pages.claims import claim_label, notebook_href
+from faithlab_study.book.pages.tables import format_table, table_html
 
 
 def bold(text: str) -> str:
@@ -25,12 +25,12 @@ def small(text: str) -> str:
 
 def procedure_html() -> str:
     """The decision procedure every claim goes through, as HTML, its words and numbers read from
-    :mod:`faithlab.study.verdicts` (so the page cannot drift from the code): a cell's four outcomes, then the six
+    :mod:`faithlab_study.verdicts` (so the page cannot drift from the code): a cell's four outcomes, then the six
     verdicts, how the cells combine, the intervals and the checks."""
-    from faithlab.study import verdicts as V
-    from faithlab.study.verdicts.decisions import ALPHA, DECISION_LEVEL, OUTCOMES
-    from faithlab.study.verdicts.intervals import INTERVAL_METHODS
-    from faithlab.study.verdicts.rules import DECISIONS
+    from faithlab_study import verdicts as V
+    from faithlab_study.verdicts.decisions import ALPHA, DECISION_LEVEL, OUTCOMES
+    from faithlab_study.verdicts.intervals import INTERVAL_METHODS
+    from faithlab_study.verdicts.rules import DECISIONS
 
     alpha, level = f"{ALPHA:.0%}".replace("%", " %"), f"{DECISION_LEVEL:.0%}".replace("%", " %")
     said = {o: bold(o) for o in OUTCOMES}  # a renamed outcome fails here, loudly, rather than misname it on the page
@@ -134,10 +134,10 @@ def source_key(*modules, extra: str = "") -> str:
 
 
 def coverage_frame(generated: Path | None = None) -> pd.DataFrame:
-    """The simulated coverage of every interval (:func:`faithlab.study.verdicts.coverage.simulate`, the table the coverage
+    """The simulated coverage of every interval (:func:`faithlab_study.verdicts.coverage.simulate`, the table the coverage
     test asserts), cached in ``generated``/coverage.csv under a key of the two modules' source, so that a warm
     build simulates nothing."""
-    from faithlab.study.verdicts import coverage, intervals
+    from faithlab_study.verdicts import coverage, intervals
 
     return cached_frame(generated, "coverage.csv", source_key(coverage, intervals),
                         lambda: coverage.simulate(sets=4000, seed=0))
@@ -161,11 +161,11 @@ def coverage_html(frame: pd.DataFrame) -> str:
 
 
 def rules_html(scorecard: pd.DataFrame, docname: str, paper: str) -> str:
-    """One paper's pre-registered rules (:func:`faithlab.study.verdicts.all_rules`), one row per rule: its id, the claims
+    """One paper's pre-registered rules (:func:`faithlab_study.verdicts.all_rules`), one row per rule: its id, the claims
     it decided in this build (linked where they are computed), statistic, direction and margin with its source,
     how the cells combine, null and premises, design (R × n) and interval; then the registrations as committed (the
     decorators above the claim functions), folded."""
-    from faithlab.study.verdicts.rules import all_rules
+    from faithlab_study.verdicts.rules import all_rules
 
     rules = [r for r in all_rules().values() if r.paper == paper]
     if not rules:
@@ -195,7 +195,7 @@ def rules_html(scorecard: pd.DataFrame, docname: str, paper: str) -> str:
             f"{html.escaped(r.direction)} {html.escaped(r.margin_text())}{html.BR}"
             f"{small(html.escaped(r.margin_source))}",
             how, null, f"{r.replicas} × {r.units}{html.BR}{small(html.escaped(r.interval))}"), id=f"rule-{r.id}"))
-    from faithlab.study.verdicts.rules import BEATS, HOLDS_UP, all_answers
+    from faithlab_study.verdicts.rules import BEATS, HOLDS_UP, all_answers
 
     for name, a in all_answers().items():  # a study answer's registered rule (the synthesis's guide)
         if a["paper"] != paper:
@@ -225,11 +225,11 @@ def registration_sources(paper: str) -> list[str]:
     import importlib
     import inspect
 
-    from faithlab.study.verdicts.rules import registrations
+    from faithlab_study.verdicts.rules import registrations
 
     out, seen = [], set()
     try:
-        shared = importlib.import_module(f"faithlab.study.papers.{paper}.claims.registration")
+        shared = importlib.import_module(f"faithlab_study.papers.{paper}.claims.registration")
         out.append(f"# {shared.__name__}\n" + inspect.getsource(shared).rstrip())
     except (ImportError, OSError, TypeError):
         pass
@@ -250,7 +250,7 @@ def registration_sources(paper: str) -> list[str]:
 
 def rules_log_html() -> str:
     """Every rule's and answer's change log (date, paper, rule, change, field: old → new, why), newest first."""
-    from faithlab.study.verdicts.rules import registrations
+    from faithlab_study.verdicts.rules import registrations
 
     rows = []
     for name, registration in registrations().items():
@@ -268,7 +268,7 @@ def rules_log_html() -> str:
 
 
 def preregistration_html(frame: pd.DataFrame, docname: str) -> str:
-    """The pre-registration table (``preregistration.csv`` of :func:`faithlab.study.book.scorecard.preregistration`):
+    """The pre-registration table (``preregistration.csv`` of :func:`faithlab_study.book.scorecard.preregistration`):
     one row per claim — claim (linking where it is computed) and kind | rule | decision | premise | function and the
     commit where it last changed."""
     if frame.empty:

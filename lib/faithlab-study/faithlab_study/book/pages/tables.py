@@ -19,8 +19,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from faithlab import html
-from faithlab.html import DASH
+from faithlab_study.book import html
+from faithlab_study.book.html import DASH
 
 COLUMN_PX = 772  # the content column of the book's theme at a 1400 px window
 CHAR_PX = 7.4  # mean width of a character of the tables' font (0.85 em of 16 px)
@@ -197,7 +197,7 @@ def should_fold(frame: pd.DataFrame, *, max_rows: int = 16, column_px: float = C
 
 
 def table_html(frame: pd.DataFrame, *, css_class: str = "fl-table") -> str:
-    """A small text table as HTML (every cell escaped, :func:`faithlab.html.text_table`)."""
+    """A small text table as HTML (every cell escaped, :func:`faithlab_study.book.html.text_table`)."""
     return html.text_table(frame.columns, frame.itertuples(index=False), css_class=css_class)
 
 

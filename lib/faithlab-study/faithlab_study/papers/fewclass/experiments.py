@@ -15,8 +15,8 @@ from torch import nn
 from faithlab import _validate, explainers, perturb
 from faithlab.metrics.papers import fewclass
 from faithlab.metrics.papers.fewclass import localisation
-from faithlab.study.papers.fewclass.setup import Setup
-from faithlab.study.verdicts import replication
+from faithlab_study.papers.fewclass.setup import Setup
+from faithlab_study.verdicts import replication
 
 __all__ = ["METHODS", "ALTERATIONS", "NO_SG", "method_maps", "fid_frame", "curve_frame", "localisation_frame",
            "selection_frame", "flip_frame", "rank_agreement", "evaluate_task", "wide_table", "model_draws"]
@@ -219,7 +219,7 @@ def rank_agreement(fid: pd.DataFrame, loc: pd.DataFrame, *, score: str, by: Sequ
 
 def model_draws(s: Setup, model: str, seed: int, *keys: int | str) -> int:
     """The seed of the Monte-Carlo draws ``keys`` (a draw's name) of model ``model`` of ``s`` under the notebook's
-    ``seed``: :func:`~faithlab.study.verdicts.replication.draw_seed` of (seed, setting ``"<task>/<model>"``, the
+    ``seed``: :func:`~faithlab_study.verdicts.replication.draw_seed` of (seed, setting ``"<task>/<model>"``, the
     replica ``s.replica`` (None: 0), keys), never a sum: each replica, model and notebook seed draws its own."""
     return replication.draw_seed(seed, f"{s.task}/{model}", 0 if s.replica is None else int(s.replica), *keys)
 

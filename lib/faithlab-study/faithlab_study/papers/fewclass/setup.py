@@ -16,8 +16,8 @@ from torch import nn
 
 from faithlab import _validate, data, models, train
 from faithlab.metrics import fewclass
-from faithlab.study import verdicts
-from faithlab.study.papers.setup import Setting
+from faithlab_study import verdicts
+from faithlab_study.papers.setup import Setting
 
 __all__ = ["TASKS", "STAND_INS", "CAM_LAYERS", "Setup", "setup", "SETUP"]
 
@@ -67,7 +67,7 @@ class Setup:
     the values themselves (:func:`faithlab.metrics.papers.fewclass.fidelity.select_perturbation`); None: x is searched
     as is (the stand-ins). ``replica``: the index of the trained replica these models are (:func:`setup`'s; None:
     one model per setting), which with the task, the model's name and the notebook's seed keys the Monte-Carlo draws
-    of its evaluation (:func:`~faithlab.study.papers.fewclass.experiments.model_draws`)."""
+    of its evaluation (:func:`~faithlab_study.papers.fewclass.experiments.model_draws`)."""
 
     task: str
     models: dict[str, nn.Module]
@@ -115,9 +115,9 @@ def setup(task: str, settings: Sequence[Mapping] | None = None, *, n_images: int
     train split's mean and std, ``info``), and carry them the same way: their pixels lie in about [0, 1].
     n_background: training images for Expected Gradients (the paper: 200).
     replica: the index of an independently trained replica of every model (stand-ins only): model ``name`` is
-    trained with seed :func:`faithlab.study.verdicts.replica_seed` ``(seed, f"{task}/{name}", replica)`` — the unit of
+    trained with seed :func:`faithlab_study.verdicts.replica_seed` ``(seed, f"{task}/{name}", replica)`` — the unit of
     replication is the trained model on its own data — and every model of the replica trains and is scored on the
-    replica's own draw of the stand-in data (:func:`faithlab.study.verdicts.replication.data_seed` of ``seed`` and
+    replica's own draw of the stand-in data (:func:`faithlab_study.verdicts.replication.data_seed` of ``seed`` and
     ``replica``; None: ``seed``); the XAI set is then the
     first ``n_images`` test images that every model *of this replica* predicts correctly. None: every model is
     trained with ``seed`` itself (one model per setting). The paper's weights are one model: ``replica`` must be

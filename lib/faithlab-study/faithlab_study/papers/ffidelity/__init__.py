@@ -8,7 +8,7 @@ settings, the wall-clock cost and forward passes of every stage), and :func:`ran
 into the paper's macro/micro correlations and micro ranks.
 
 The paper's files, as in every paper package, every public name gathered here
-(``faithlab.study.papers.ffidelity.<name>``):
+(``faithlab_study.papers.ffidelity.<name>``):
 
 * ``setup``: the models and data the notebooks share — :func:`palette_canvases` (canvases on which removal is out
   of distribution), :class:`CanvasModels`, the image models three notebooks share, :class:`VitModels`, the ViT two
@@ -23,8 +23,8 @@ The paper's files, as in every paper package, every public name gathered here
 * ``paper``: the paper's numbers (Tables 1–8, 10–13), read by the notebooks.
 """
 
-from faithlab.study.papers.ffidelity import claims, experiments, paper, setup
-from faithlab.study.papers.ffidelity.claims import (
+from faithlab_study.papers.ffidelity import claims, experiments, paper, setup
+from faithlab_study.papers.ffidelity.claims import (
     AGREEMENT,
     CORRELATION_LABELS,
     COST_STAGES,
@@ -67,7 +67,7 @@ from faithlab.study.papers.ffidelity.claims import (
     setting_table,
     table_layout,
 )
-from faithlab.study.papers.ffidelity.experiments import (
+from faithlab_study.papers.ffidelity.experiments import (
     PAPER_SETTINGS,
     RIVALS,
     ROAD_REFERENCE,
@@ -79,7 +79,7 @@ from faithlab.study.papers.ffidelity.experiments import (
     image_ranking_study,
     random_masking_predictions,
 )
-from faithlab.study.papers.ffidelity.setup import (
+from faithlab_study.papers.ffidelity.setup import (
     PALETTES,
     SETUP,
     CanvasModels,

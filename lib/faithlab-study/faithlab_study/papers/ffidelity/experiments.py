@@ -1,7 +1,7 @@
 """F-Fidelity's degraded-explainer study on images (spec §1.4–1.9, Tables 1–2, 5, 10, 13): the curves of degraded
 maps (:func:`degraded_fidelity_curves`), the whole study with its models and costs (:func:`image_ranking_study`,
 :class:`RankingStudy`), and random masking and constant-map counts (the models it trains are
-:mod:`~faithlab.study.papers.ffidelity.setup`'s).
+:mod:`~faithlab_study.papers.ffidelity.setup`'s).
 
 One concept: the image study's runs, from the models it trains to the degraded-map curves it scores."""
 
@@ -21,8 +21,8 @@ from torch.utils.data import Dataset
 from faithlab import _validate, data, explainers, perturb, train
 
 from faithlab.metrics.papers import ffidelity
-from faithlab.study.papers.ffidelity.claims.ranking import ranking_correlations
-from faithlab.study.verdicts.replication import Replica
+from faithlab_study.papers.ffidelity.claims.ranking import ranking_correlations
+from faithlab_study.verdicts.replication import Replica
 
 
 def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, clean: torch.Tensor, *,
@@ -34,7 +34,7 @@ def degraded_fidelity_curves(model: Callable, x: torch.Tensor, y: torch.Tensor, 
     """Mean Fid+ and Fid− curves of ``clean`` degraded at every noise level → two ``(n_seeds, n_levels, n_sparsity)``.
 
     clean: the explainer's map, any layout ``fid_plus`` accepts. draw_key: the key of every draw (a replica's
-    :func:`faithlab.study.verdicts.replication.replica_draws`, so replicas and notebook seeds draw apart):
+    :func:`faithlab_study.verdicts.replication.replica_draws`, so replicas and notebook seeds draw apart):
     degradation ``k`` of seed ``s`` uses generator ``keyed_seed(draw_key, DEGRADATION, s, k)`` and the Monte-Carlo
     masks ``keyed_seed(draw_key, MASKS, s)`` (:func:`draw_generators`), so every evaluation method called with the
     same key sees the same degraded maps and masks. The "+" and "−" curves are index-paired by :func:`faithlab.metrics.minus_sparsity`. alpha/beta/n_samples
@@ -267,11 +267,11 @@ class RankingStudy:
 @dataclass
 class ReplicaStudies:
     """The ranking studies of several settings × trained replicas, scored cell by cell. :meth:`score_cells` is the
-    score function of ``faithlab.study.artifacts.sharded``: it runs every study on the given (seed, noise level) cells and returns
+    score function of ``faithlab_study.artifacts.sharded``: it runs every study on the given (seed, noise level) cells and returns
     their curves with a ``column`` (the setting's key) and a ``replica`` column; :meth:`complete` is the reduce step:
     a study this process did not run is rebuilt from the cache (no cell scored) and every study gets its curves from
-    the scored frame. ``replicas``: ``{key: the setting's replicas}`` (:class:`faithlab.study.verdicts.Replica` of
-    :func:`faithlab.study.verdicts.replicas`); ``make(key, replica, cells)`` returns one :class:`RankingStudy`,
+    the scored frame. ``replicas``: ``{key: the setting's replicas}`` (:class:`faithlab_study.verdicts.Replica` of
+    :func:`faithlab_study.verdicts.replicas`); ``make(key, replica, cells)`` returns one :class:`RankingStudy`,
     trained with ``replica.seed``; :attr:`studies` holds them by ``(key, replica.index)``."""
 
     make: Callable[[object, Replica, Sequence], RankingStudy]
@@ -344,7 +344,7 @@ def image_ranking_study(model_name: str, model_config: dict, train_data: Dataset
 
     explainer_specs: ``{label: (method, options)}`` for :func:`faithlab.explainers.explain` (generator ``seed``).
     draw_key: the key of the degradations, masks and imputation noise (:func:`degraded_fidelity_curves`; a
-    replica's :func:`faithlab.study.verdicts.replication.replica_draws`), the same for every method: paired draws.
+    replica's :func:`faithlab_study.verdicts.replication.replica_draws`), the same for every method: paired draws.
     data_key: identifies the training data in the cache keys. roar_config: required when "ROAR" is scored.
     cache: False trains every model afresh (to time it) instead of loading cached weights.
     cells: the ``(seed, level index)`` pairs to score (default: all, see :func:`degraded_fidelity_curves`); the

@@ -222,7 +222,7 @@ def _drop(key: tuple, model: str, at: float = 0.1) -> float:
 
 def margins() -> dict[str, float | dict[str, float]]:
     """Each claim's smallest effect of interest, derived from the paper's numbers above — the values the chapter's
-    claim functions register (:func:`faithlab.study.verdicts.registered`), recomputed here so that a test catches a margin that
+    claim functions register (:func:`faithlab_study.verdicts.registered`), recomputed here so that a test catches a margin that
     drifts from the paper (rounded to 4 decimals; accuracies as fractions):
 
     - ``F1``, ``F7`` and ``Series.ranking`` (one kind of claim, one margin rule — issue 90): per competitor, half

@@ -17,10 +17,10 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from faithlab import _validate, data, train
-from faithlab.study import recipes
-from faithlab.study.papers.ffidelity.experiments import RankingStudy, image_ranking_study
-from faithlab.study.papers.setup import Setting
-from faithlab.study.verdicts.replication import Replica, data_seed, replica_draws, training_seed
+from faithlab_study import recipes
+from faithlab_study.papers.ffidelity.experiments import RankingStudy, image_ranking_study
+from faithlab_study.papers.setup import Setting
+from faithlab_study.verdicts.replication import Replica, data_seed, replica_draws, training_seed
 
 
 # ---- the image data and models shared by the notebooks
@@ -105,7 +105,7 @@ class CanvasModels:
     canvas —, training images (None: all), fragments of other digits per canvas). model_name, width: the network
     (``"small_cnn"``, ``"resnet9"``) and its width. n_epochs, n_finetune_epochs, n_roar_epochs: training,
     F-Fidelity fine-tuning (eq. 5) and ROAR retraining epochs (Adam, batch 64, lr 3e-3, 1e-3 and 3e-3, as
-    :func:`faithlab.study.recipes.canvas_classifier` and :func:`~faithlab.study.recipes.ffidelity_finetune`).
+    :func:`faithlab_study.recipes.canvas_classifier` and :func:`~faithlab_study.recipes.ffidelity_finetune`).
     """
 
     image_size: int = 16
@@ -132,7 +132,7 @@ class CanvasModels:
     def canvas(self, seed: int = 0, replica: Replica | None = None) -> dict:
         """The ``canvas_digits`` options of :func:`faithlab.data.load` (size, r, color, seed; clutter when not 0 and
         the palette when saturated, so that the cache keys of the other models stay as they were). The data's seed is
-        :func:`~faithlab.study.verdicts.replication.data_seed` of ``seed`` and ``replica``: each replica its own
+        :func:`~faithlab_study.verdicts.replication.data_seed` of ``seed`` and ``replica``: each replica its own
         draw of the data set (None: ``seed`` itself, one model)."""
         return {"size": self.image_size, "r": self.r, "color": self.color, "seed": data_seed(seed, replica),
                 **({"clutter": self.clutter} if self.clutter else {}),
@@ -174,9 +174,9 @@ class CanvasModels:
                       *, seed: int = 0, replica: Replica | None = None, **options) -> RankingStudy:
         """:func:`image_ranking_study` of these models (their data key and train, fine-tune and ROAR configs);
         ``options``: its other keyword arguments. seed: the data's (its cache key) and the explainers' generator;
-        replica: the trained replica (:func:`faithlab.study.verdicts.replicas`) whose ``replica.seed`` seeds the
+        replica: the trained replica (:func:`faithlab_study.verdicts.replicas`) whose ``replica.seed`` seeds the
         training runs (None: ``seed``), each replica trained, fine-tuned and cached on its own; the study's draws
-        are keyed to it (``draw_key``: :func:`~faithlab.study.verdicts.replication.replica_draws` of ``seed`` and
+        are keyed to it (``draw_key``: :func:`~faithlab_study.verdicts.replication.replica_draws` of ``seed`` and
         ``replica`` unless given)."""
         t = training_seed(seed, replica)
         options.setdefault("draw_key", replica_draws(seed, replica))
@@ -187,7 +187,7 @@ class CanvasModels:
 
     def classifier(self, *, seed: int = 0, replica: Replica | None = None, device: str | torch.device = "cpu"):
         """The original model of :meth:`ranking_study` (the same cache entry, for the same seed and replica) →
-        ``(model in eval mode, history, train_data, test_data)``, as :func:`faithlab.study.recipes.canvas_classifier`."""
+        ``(model in eval mode, history, train_data, test_data)``, as :func:`faithlab_study.recipes.canvas_classifier`."""
         train_data, test_data = self.load(seed, replica)
         t = training_seed(seed, replica)
         model, history = train.fit(self.model_name, self.model_config(), train_data, self.train_config(t),
@@ -197,7 +197,7 @@ class CanvasModels:
 
     def finetune(self, model: nn.Module, history: dict, train_data, test_data, *, beta: float, seed: int = 0,
                  replica: Replica | None = None, device: str | torch.device = "cpu") -> nn.Module:
-        """:func:`faithlab.study.recipes.ffidelity_finetune` of the model of :meth:`classifier` (pixels, reference zero,
+        """:func:`faithlab_study.recipes.ffidelity_finetune` of the model of :meth:`classifier` (pixels, reference zero,
         ``n_finetune_epochs``): with the study's β and the same ``replica`` (None: ``seed``), the fine-tuned model of
         :meth:`ranking_study`."""
         return recipes.ffidelity_finetune(model, history, train_data, test_data, beta=beta, units="pixels",
@@ -277,7 +277,7 @@ class VitModels:
         """:func:`image_ranking_study` of this ViT (ROAR retrains with :meth:`train_config`) for ``replica`` (its
         ``replica.seed`` the training runs' seed); ``data_key`` identifies the data in the cache keys, ``options``:
         the study's other keyword arguments (``seed``, the explainers' generator: ``replica.seed`` unless given;
-        ``draw_key``: :func:`~faithlab.study.verdicts.replication.replica_draws` of the notebook's ``seed``, 0 unless
+        ``draw_key``: :func:`~faithlab_study.verdicts.replication.replica_draws` of the notebook's ``seed``, 0 unless
         given, and ``replica``)."""
         t = replica.seed
         options.setdefault("draw_key", replica_draws(options.get("seed", 0), replica))
@@ -315,14 +315,14 @@ class SeriesTextModels:
     ``series_text_models`` (``{}``: the defaults; ``-p series_text_models '{n_epochs: 5}'`` for one run); a profile
     sets them once for both notebooks (a YAML anchor). Unknown names raise TypeError.
 
-    ts_models / text_models: names of :data:`faithlab.study.recipes.SERIES_MODELS` / :data:`~faithlab.study.recipes.TEXT_MODELS`.
+    ts_models / text_models: names of :data:`faithlab_study.recipes.SERIES_MODELS` / :data:`~faithlab_study.recipes.TEXT_MODELS`.
     ts_n_train, ts_length, ts_offset, ts_positional, ts_width, ts_kernel, ts_lstm_layers: the ``seq_comb`` series
     (training size, steps, level of the background) and the CNN-1D / bi-LSTM (time position as input channel,
     channels or hidden size, kernel, LSTM layers). text_n_train, text_length, text_width, tf_dim: the ``tokens`` task
     and the LSTM's / transformer's widths. n_test: the test split (evaluation inputs; the model keeps its best test
     epoch, so the split is part of its cache key). n_epochs, n_finetune_epochs: training and F-Fidelity fine-tuning
     (eq. 5) epochs; finetune_lr: the fine-tuning's Adam learning rate, by default the training's
-    (:data:`faithlab.study.recipes.SERIES_TEXT_LR`; spec §1.4: the fine-tuning hyper-parameters equal the training ones;
+    (:data:`faithlab_study.recipes.SERIES_TEXT_LR`; spec §1.4: the fine-tuning hyper-parameters equal the training ones;
     the epochs are cut to a third for time; at 3 epochs and 1e-3 some replicas barely absorbed removal).
     text_removals: ``{label: fine-tuning reference}`` of the text models (one fine-tuned model each;
     ``"removed_token"``: the zero embedding, ``"zero"``: the pad token that deletes the token).
@@ -366,7 +366,7 @@ class SeriesTextModels:
         return f"{recipes.DISPLAY_NAMES[name]} ({removal[reference]})"
 
     def classifier(self, name: str, *, replica: Replica, device: str | torch.device = "cpu"):
-        """:func:`faithlab.study.recipes.series_text_classifier` of ``name`` with these settings → ``(model, history,
+        """:func:`faithlab_study.recipes.series_text_classifier` of ``name`` with these settings → ``(model, history,
         train_data, test_data)`` (cached). ``replica.seed`` seeds the replica's own data draw and its training."""
         if name in self.ts_models:
             sizes = {"n_train": self.ts_n_train, "length": self.ts_length, "width": self.ts_width,
@@ -382,7 +382,7 @@ class SeriesTextModels:
 
     def finetune(self, model: nn.Module, history: dict, train_data, test_data, *, beta: float, units: str,
                  reference: str = "zero", replica: Replica, device: str | torch.device = "cpu") -> nn.Module:
-        """:func:`faithlab.study.recipes.ffidelity_finetune` of a model of :meth:`classifier` for ``replica`` with
+        """:func:`faithlab_study.recipes.ffidelity_finetune` of a model of :meth:`classifier` for ``replica`` with
         ``n_finetune_epochs`` at ``finetune_lr`` (cached under the base model's key)."""
         return recipes.ffidelity_finetune(model, history, train_data, test_data, beta=beta, units=units,
                                           reference=reference, n_epochs=self.n_finetune_epochs,

@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from faithlab.study.papers.reco_mege.setup import DEGRADATIONS
+from faithlab_study.papers.reco_mege.setup import DEGRADATIONS
 
 __all__ = ["PAPER", "LIPSCHITZ_TASK", "rank_agreement", "beside", "quoted", "margins"]
 
@@ -94,7 +94,7 @@ with normal training."""
 
 def margins() -> dict[str, float]:
     """Each claim's smallest effect of interest, derived from the paper's numbers (:data:`PAPER`) — the values the
-    claim functions register (:func:`faithlab.study.verdicts.registered`), recomputed here so that a test catches
+    claim functions register (:func:`faithlab_study.verdicts.registered`), recomputed here so that a test catches
     a margin that drifts from the paper:
 
     - ``R1``: half the smallest lead of Grad-CAM over the best other method in Table 1 (FashionMNIST 0.517 − 0.369);

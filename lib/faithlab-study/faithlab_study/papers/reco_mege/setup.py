@@ -8,13 +8,13 @@ its folds, normally or degraded (:func:`family`, :class:`Family`), the notebooks
 (:func:`explain_family`). The training itself is :func:`faithlab.train.cross_train` (cached).
 
 Seeds: a notebook's ``seed`` draws D (and roots every derived seed); a family's models train under
-``replica.seed`` of a :class:`~faithlab.study.verdicts.Replica` (:func:`run_replicas`: replica 0 is the study's own run,
-trained under ``seed`` itself; replica r ≥ 1 under :func:`faithlab.study.verdicts.replicas`' seed of replica r, derived
+``replica.seed`` of a :class:`~faithlab_study.verdicts.Replica` (:func:`run_replicas`: replica 0 is the study's own run,
+trained under ``seed`` itself; replica r ≥ 1 under :func:`faithlab_study.verdicts.replicas`' seed of replica r, derived
 from ``seed``, the setting's name and r). That seed reaches the models' ``TrainConfig`` and
 :func:`faithlab.train.cross_train`'s own ``seed`` (its blocks, switched labels and weight noise) alike. The
 Monte-Carlo draws of the evaluation (a random explainer's noise, the shuffled pairings of the chance level, μF's
 subsets, S_avg's neighbours) are keyed to (``seed``, the family's replica: its setting and index, draw) by
-:func:`family_draws` (:func:`faithlab.study.verdicts.replication.replica_draws`), never summed: each replica and
+:func:`family_draws` (:func:`faithlab_study.verdicts.replication.replica_draws`), never summed: each replica and
 notebook seed draws its own; a degraded family of replica r draws as the normal family of replica r (paired draws).
 """
 
@@ -27,9 +27,9 @@ import torch
 
 import faithlab
 from faithlab import _validate, data, explainers, perturb, train
-from faithlab.study.papers.setup import Setting
-from faithlab.study.verdicts import replication
-from faithlab.study.verdicts.replication import Replica, replica_draws
+from faithlab_study.papers.setup import Setting
+from faithlab_study.verdicts import replication
+from faithlab_study.verdicts.replication import Replica, replica_draws
 from faithlab.train.cache import cache_key
 
 __all__ = ["TASKS", "METHODS", "DEGRADATIONS", "degradation_amount", "method_options", "task_label", "Family",
@@ -184,7 +184,7 @@ def load_task(task: str, *, n: int, image_size: int, seed: int = 0, dataset: str
     """D for a task: ``n`` images of the stand-in's ``split`` (``dataset=None``) or the first ``n`` of the paper's
     dataset (``dataset="paper"``: :data:`TASKS`' loader reading ``data_dir``, resized to ``image_size`` by the
     loader's own transform where it has one). ``split="test"`` gives the test set on which the paper checks that the
-    k models have comparable accuracy (:func:`~faithlab.study.papers.reco_mege.claims.premise.decide_premise`).
+    k models have comparable accuracy (:func:`~faithlab_study.papers.reco_mege.claims.premise.decide_premise`).
 
     A stand-in's training split lists its source digits in scikit-learn's order (a few writers at a time), so its
     first images are not a sample of the task: D is the first ``n`` images of a permutation of the split drawn from
@@ -281,7 +281,7 @@ def family(task: str, d: data.TensorData, *, model: str = "resnet18_cifar", widt
     if replica is None:
         replica = Replica(f"{task}/Normal", 0, int(seed))
     if not isinstance(replica, Replica):
-        raise TypeError(f"replica must be a faithlab.study.verdicts.Replica, got {type(replica).__name__}")
+        raise TypeError(f"replica must be a faithlab_study.verdicts.Replica, got {type(replica).__name__}")
     config = replace(config, seed=replica.seed)
     spec = TASKS[task]
     if model == "resnet18_cifar" and model_config is None:
@@ -308,7 +308,7 @@ def _labels_digest(d: data.TensorData) -> str:
 
 def family_draws(fam: Family, seed: int, *keys: int | str) -> int:
     """The seed of the Monte-Carlo draws ``keys`` (a draw's name, a model's index) of family ``fam`` under the
-    notebook's ``seed``: :func:`~faithlab.study.verdicts.replication.replica_draws` of its replica (setting and
+    notebook's ``seed``: :func:`~faithlab_study.verdicts.replication.replica_draws` of its replica (setting and
     index; None: replica 0 of the unnamed setting). Each replica, setting and notebook seed draws apart."""
     return replica_draws(seed, fam.replica, *keys)
 
@@ -381,7 +381,7 @@ class FamilySettings:
         ``replica.seed`` on the same D as the ResNet-18s; k, train_batch, scheduler, device and batch_size are these
         settings'."""
         if not isinstance(replica, Replica):
-            raise TypeError(f"replica must be a faithlab.study.verdicts.Replica, got {type(replica).__name__}")
+            raise TypeError(f"replica must be a faithlab_study.verdicts.Replica, got {type(replica).__name__}")
         config = train.TrainConfig(epochs=epochs, batch_size=self.train_batch, lr=lr, seed=replica.seed,
                                    scheduler=self.scheduler)
         return family(task, d, model="lipschitz_cnn", k=self.k, seed=self.seed, replica=replica, device=self.device,
@@ -394,7 +394,7 @@ class FamilySettings:
                          dataset=self.dataset, data_dir=self.data_dir, split=split)
     def heldout(self, task: str, *, n_test: int, n_unseen: int = 0) -> data.TensorData:
         """Images that no model of a family on D saw, for the premise that the k models are of comparable accuracy
-        (:func:`~faithlab.study.papers.reco_mege.claims.premise.premise_row`): the first ``n_test`` images of the task's test
+        (:func:`~faithlab_study.papers.reco_mege.claims.premise.premise_row`): the first ``n_test`` images of the task's test
         split, then up to ``n_unseen`` images of its training split that D left out (those after D's ``n`` in the
         order it is drawn in). The paper checks its ±3 % on the test set; a small test split measures each model's
         accuracy with a binomial error that is itself near 3 %, so the unseen training images are added where the
@@ -428,7 +428,7 @@ def families(tasks: list[str], settings: FamilySettings, replicas: Mapping[str, 
 def run_replicas(seed: int, setting: str, n: int) -> list[Replica]:
     """The ``n`` replicas of ``setting`` (``"<task>/Normal"``, ``"<task>/1-Lipschitz"``) under the study's ``seed``:
     replica 0 is the study's own run, trained under ``seed`` itself (the run every notebook of the chapter shares);
-    replica r ≥ 1 is :func:`faithlab.study.verdicts.replicas`' replica r, its seed derived from ``seed``, the setting's
+    replica r ≥ 1 is :func:`faithlab_study.verdicts.replicas`' replica r, its seed derived from ``seed``, the setting's
     name and r."""
     return [Replica(setting, 0, int(seed)), *list(replication.replicas(seed, setting, n))[1:]]
 

@@ -7,28 +7,28 @@ margin from the paper's numbers (:data:`paper.MARGINS`), after the premises that
 removal matters group by group (the chapter's mechanism). Tables are pandas frames with one column per metric. One
 module per concept:
 
-- :mod:`~faithlab.study.papers.saco.setup`: the chapter's trained ViTs (``trained_vits``, the replica loop) and its
+- :mod:`~faithlab_study.papers.saco.setup`: the chapter's trained ViTs (``trained_vits``, the replica loop) and its
   set-up table (``SETUP``);
-- :mod:`~faithlab.study.papers.saco.experiments`: the metrics per sample, their directions, the radar scale and the
+- :mod:`~faithlab_study.papers.saco.experiments`: the metrics per sample, their directions, the radar scale and the
   interval of a mean over the trained models, the trained model of every row, Fig. 3's case study and Fig. 2's rank
   correlations per trained model;
-- :mod:`~faithlab.study.papers.saco.claims`: the accuracy premise (``MIN_ACCURACY``, ``ACCURACY_TOLERANCE``), the
+- :mod:`~faithlab_study.papers.saco.claims`: the accuracy premise (``MIN_ACCURACY``, ``ACCURACY_TOLERANCE``), the
   mechanism premise (``removal_premise``, ``GROUP_DROP_MIN``) and the claims S1–S7;
-- :mod:`~faithlab.study.papers.saco.paper`: the paper's numbers (Tables 1–2, Fig. 2) and the margins derived from them.
+- :mod:`~faithlab_study.papers.saco.paper`: the paper's numbers (Tables 1–2, Fig. 2) and the margins derived from them.
 
-Every public name is re-exported here (``faithlab.study.papers.saco.radar_scale``).
+Every public name is re-exported here (``faithlab_study.papers.saco.radar_scale``).
 """
 
-from faithlab.study.papers.saco import paper
-from faithlab.study.papers.saco.claims import (ACCURACY_TOLERANCE, AGREEMENT_MIN, ATTENTION_ABLATION, CUMULATIVE,
+from faithlab_study.papers.saco import paper
+from faithlab_study.papers.saco.claims import (ACCURACY_TOLERANCE, AGREEMENT_MIN, ATTENTION_ABLATION, CUMULATIVE,
                                                GROUP_DROP_MIN, MIN_ACCURACY, PREMISE_METHOD, claim_attention_ablation,
                                                claim_existing_agree_more, claim_k_decline, claim_order_sensitivity,
                                                claim_random_separation, claim_saturation, claim_weak_correlation,
                                                narrow, removal_premise)
-from faithlab.study.papers.saco.experiments import (HIGHER_IS_BETTER, case_study_frame, models_mean_interval, oriented,
+from faithlab_study.papers.saco.experiments import (HIGHER_IS_BETTER, case_study_frame, models_mean_interval, oriented,
                                                     per_image_frame, per_model_correlations, per_sample_metrics,
                                                     pixel_map, radar_scale, random_saco_frame, rank_correlations)
-from faithlab.study.papers.saco.setup import SETUP, VIT_OPTIONS, trained_vits
+from faithlab_study.papers.saco.setup import SETUP, VIT_OPTIONS, trained_vits
 
 __all__ = ["HIGHER_IS_BETTER", "per_sample_metrics", "pixel_map", "per_image_frame", "random_saco_frame", "oriented",
            "radar_scale", "models_mean_interval", "rank_correlations", "per_model_correlations", "claim_weak_correlation",

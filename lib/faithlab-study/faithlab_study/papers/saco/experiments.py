@@ -15,8 +15,8 @@ import pandas as pd
 import torch
 
 from faithlab import explainers, metrics, perturb
-from faithlab.study import verdicts
-from faithlab.study.verdicts import replication
+from faithlab_study import verdicts
+from faithlab_study.verdicts import replication
 
 __all__ = ["HIGHER_IS_BETTER", "per_sample_metrics", "pixel_map", "map_seeds", "random_maps", "per_image_frame",
            "random_saco_frame", "oriented", "radar_scale", "models_mean_interval", "case_study_frame",
@@ -201,7 +201,7 @@ def random_saco_frame(models: Mapping[tuple, tuple], *, k: int = 10, seed: int =
 
 def models_mean_interval(rows: pd.DataFrame, metric: str, *, level: float = 0.95) -> tuple[float, float, float]:
     """The mean of ``metric`` over the trained models of ``rows`` (each model's mean over its images; NaN left out) and
-    its ``level`` t interval on those model means (:func:`faithlab.study.verdicts.mean_interval`, the claims' interval) →
+    its ``level`` t interval on those model means (:func:`faithlab_study.verdicts.mean_interval`, the claims' interval) →
     ``(mean, low, high)``; with equal replicas per setting the mean is the mean over settings of each setting's mean."""
 
     i = verdicts.mean_interval(rows[metric].to_numpy(dtype=np.float64), groups=model_of(rows), level=level)

@@ -7,21 +7,21 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import torch
 
-from faithlab.study import recipes
-from faithlab.study.papers.setup import Setting
-from faithlab.study.verdicts.replication import Replica, replicas as replica_loop
+from faithlab_study import recipes
+from faithlab_study.papers.setup import Setting
+from faithlab_study.verdicts.replication import Replica, replicas as replica_loop
 
 __all__ = ["VIT_OPTIONS", "trained_vits", "SETUP"]
 
 VIT_OPTIONS = ("image_size", "patch_size", "dim", "depth", "heads", "n_epochs")
-"""The keys of a ``vit_settings`` entry that :func:`faithlab.study.recipes.digits_vit` trains with."""
+"""The keys of a ``vit_settings`` entry that :func:`faithlab_study.recipes.digits_vit` trains with."""
 
 
 def trained_vits(vit_settings: Sequence[Mapping], *, seed: int, replicas: int,
                  device: str | torch.device = "cpu") -> Iterator[tuple[Mapping, Replica, tuple]]:
     """The chapter's replica loop: for every entry of ``vit_settings`` (its ``name`` is the setting's name, which
     keys the replicas' seeds) and each of its ``replicas`` replicas, ``(setting, replica, (model, train_data,
-    test_data))`` — :func:`faithlab.study.recipes.digits_vit` of the entry's :data:`VIT_OPTIONS` on the digits split
+    test_data))`` — :func:`faithlab_study.recipes.digits_vit` of the entry's :data:`VIT_OPTIONS` on the digits split
     by ``seed``, trained with ``replica.seed`` (or loaded from the cache: both notebooks get the same weights)."""
     for setting in vit_settings:
         config = {key: setting[key] for key in VIT_OPTIONS}

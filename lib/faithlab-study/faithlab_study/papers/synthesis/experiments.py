@@ -1,13 +1,13 @@
-"""The synthesis' meta-evaluation of the metrics on :mod:`~faithlab.study.papers.synthesis.setup`'s frames.
+"""The synthesis' meta-evaluation of the metrics on :mod:`~faithlab_study.papers.synthesis.setup`'s frames.
 
 From :func:`faithlab.evaluate` frames this module computes, per metric, how well it recovers the known ranking of
 the degraded explainers (:func:`recovery`), how far the perfect explanation lands from the metric's own ideal
 (:func:`ideal_gap`; Miró-Nicolau et al.'s claim decided against random maps by
-:func:`~faithlab.study.papers.synthesis.claims.ideal_gap.claim_ideal_gap`), a
+:func:`~faithlab_study.papers.synthesis.claims.ideal_gap.claim_ideal_gap`), a
 MetaQuantus-style meta-evaluation (:func:`resilience`, :func:`reactivity`, :func:`beats`, on
 :func:`noisy_inputs`; Hedström et al., TMLR 2023), each metric's cost (:func:`cost_per_metric`), and the report
 card that ranks the metrics (:func:`report_card`). Every interval is a t interval on the trained replicas' means
-(:func:`faithlab.study.verdicts.mean_interval`): the trained model is the unit of replication."""
+(:func:`faithlab_study.verdicts.mean_interval`): the trained model is the unit of replication."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from faithlab.evaluation.meta import oriented_matrix as _matrix
 from faithlab.evaluation.meta import rank_agreement as _rank_agreement
 from faithlab.evaluation.meta import unit_columns as _units
 
-from faithlab.study import verdicts
-from faithlab.study.verdicts import replication
+from faithlab_study import verdicts
+from faithlab_study.verdicts import replication
 from faithlab.metrics.statistics import spearman
 
 __all__ = ["recovery", "recovery_units", "ideal_gap", "resilience", "reactivity", "report_card", "CRITERIA",
@@ -53,7 +53,7 @@ def recovery_units(frame: pd.DataFrame, quality: Mapping[str, float]) -> pd.Data
     when the frame stacks trained replicas, else ``sample``): ``metric``, ``label``, the unit's columns,
     ``spearman`` (0 for a unit whose scores do not vary across the explainers: it has no ranking) and ``flat``
     (that case). The units behind :func:`recovery`'s intervals and the guide's comparisons
-    (:func:`~faithlab.study.papers.synthesis.claims.advice.separations`)."""
+    (:func:`~faithlab_study.papers.synthesis.claims.advice.separations`)."""
     names = list(quality)
     if len(names) < 2:
         raise ValueError(f"quality must rank at least 2 explainers, got {names}")
@@ -80,7 +80,7 @@ def recovery(frame: pd.DataFrame, quality: Mapping[str, float], *, level: float 
     quality: ``{explainer: known quality}`` (higher = better; e.g. −ξ). Per metric: ``spearman`` the mean per-unit
     Spearman correlation between the metric's oriented scores and the quality (:func:`recovery_units`; a unit whose
     scores do not vary across the explainers has no ranking and counts as 0), ``spearman low`` / ``spearman high``
-    its ``level`` interval (:func:`faithlab.study.verdicts.mean_interval`: with a ``replica`` column, the mean of the
+    its ``level`` interval (:func:`faithlab_study.verdicts.mean_interval`: with a ``replica`` column, the mean of the
     replica means and a t interval on them, each trained model weighing the same; else a t interval on the images),
     ``replicas`` and ``images`` (all replicas together) behind it, ``spearman std`` over units, ``undefined`` the
     share of units without a ranking, ``pairwise`` the share of explainer pairs of different quality that the metric
@@ -179,7 +179,7 @@ def report_card(recovery_by_setup: pd.DataFrame, resilience_table: pd.DataFrame,
 def replica_draw(s, seed: int, *keys: int | str) -> int:
     """The seed of the Monte-Carlo draws ``keys`` (a draw's name) of setup ``s`` (a :class:`Setup`: its trained
     replica ``s.replica``, None for a single model) under the notebook's ``seed``:
-    :func:`~faithlab.study.verdicts.replication.replica_draws`, keyed, never summed: each replica, setting and
+    :func:`~faithlab_study.verdicts.replication.replica_draws`, keyed, never summed: each replica, setting and
     notebook seed draws its own."""
     return replication.replica_draws(seed, s.replica, *keys)
 

@@ -1,7 +1,7 @@
 """The published finding the synthesis chapter decides (Miró-Nicolau et al. 2024): :data:`PAPER_IDEAL_GAP`, as
 the claims table shows it, and :data:`PAPER_THRESHOLD`, the paper's own threshold, which is claim MN1's margin in
 its registered rule (a test checks that the two agree).
-:func:`~faithlab.study.papers.synthesis.claims.ideal_gap.claim_ideal_gap` quotes them; nothing else types them."""
+:func:`~faithlab_study.papers.synthesis.claims.ideal_gap.claim_ideal_gap` quotes them; nothing else types them."""
 
 from __future__ import annotations
 

@@ -17,12 +17,12 @@ from torch import nn
 
 from faithlab import _validate, data, evaluation, explainers, metrics, models, train
 
-from faithlab.study import recipes
+from faithlab_study import recipes
 from faithlab._optional import require
 from faithlab.data import TensorData
 from faithlab.metrics.papers.fewclass.fidelity import candidate_grid
-from faithlab.study.papers.setup import Setting
-from faithlab.study.verdicts.replication import Replica, data_seed, replica_draws, training_seed
+from faithlab_study.papers.setup import Setting
+from faithlab_study.verdicts.replication import Replica, data_seed, replica_draws, training_seed
 
 __all__ = ["Setup", "setup", "tree_setup", "part_rows", "degraded_name", "explainer_maps", "evaluate_again"]
 
@@ -72,7 +72,7 @@ class Setup:
     test images and labels evaluated; truth ``(B, 1, H, W)``: the ground-truth map; accuracy: of model on x;
     spec: the setup's configuration; normalisation: the ``(mean, std)`` x was standardised with (the data's
     ``info``), for Few-class Fidelity's candidate search on pixel values; replica: the trained replica
-    (:func:`faithlab.study.verdicts.replicas`) the classifier is, None for a single model (trained with ``seed``)."""
+    (:func:`faithlab_study.verdicts.replicas`) the classifier is, None for a single model (trained with ``seed``)."""
 
     name: str
     use_case: str
@@ -143,9 +143,9 @@ def setup(spec: Mapping, *, n_test: int, image_size: int = 16, r: float = 0.3, b
     (``width``; ``patch_size``, ``dim``, ``depth``, ``heads``).
     Canvas digits of ``image_size`` px covering a fraction ``r`` (drawn with ``seed``); Adam lr 3e-3 (ViT: AdamW
     2e-3, cosine), batch 64; the fine-tuned twin: F-Fidelity's random removal of up to β·n pixels,
-    ``n_finetune_epochs`` epochs, lr 1e-3. replica: the trained replica (:func:`faithlab.study.verdicts.replicas`):
+    ``n_finetune_epochs`` epochs, lr 1e-3. replica: the trained replica (:func:`faithlab_study.verdicts.replicas`):
     ``replica.seed`` seeds the training and the fine-tuning (None: ``seed``), on the replica's own draw of the
-    canvases (:func:`~faithlab.study.verdicts.replication.data_seed` of ``seed`` and its index; None: ``seed``).
+    canvases (:func:`~faithlab_study.verdicts.replication.data_seed` of ``seed`` and its index; None: ``seed``).
     part: (i, k), the test images evaluated: up to ``n_test`` of the i-th of k disjoint parts of the test split
     (:func:`part_rows`; the default (0, 1): the first ``n_test``), so that k replicas score disjoint images.
     """
@@ -211,7 +211,7 @@ def tree_setup(*, max_depth: int, n_test: int, image_size: int = 16, r: float = 
     class explained. No fine-tuned twin (``finetuned`` None): the tree has no gradient to fine-tune. Fitting takes
     a fraction of a second, so the tree is not cached.
 
-    replica: the trained replica (:func:`faithlab.study.verdicts.replicas`), whose ``replica.seed`` is the tree's
+    replica: the trained replica (:func:`faithlab_study.verdicts.replicas`), whose ``replica.seed`` is the tree's
     ``random_state`` (None: ``seed``), fitted on the replica's own draw of the canvases (as :func:`setup`'s). The
     canvases' pixels are binary, so many
     candidate splits tie in impurity and ``random_state``, which orders the features tried at each node, decides
@@ -280,7 +280,7 @@ def evaluate_again(s: Setup, model: nn.Module, finetuned: nn.Module, x: torch.Te
     :func:`explainer_maps` for that model and those inputs, and Few-class's perturbation selected again on them
     (``grid`` as :func:`faithlab.metrics.select_perturbation` takes it); ``seed`` (the notebook's) keys the maps
     (:func:`explainer_maps`) and ``evaluate``'s draws (``replica_draws(seed, s.replica, "evaluate")``, those of
-    :func:`~faithlab.study.papers.synthesis.experiments.replica_options`): the draws of the setup's own evaluation,
+    :func:`~faithlab_study.papers.synthesis.experiments.replica_options`): the draws of the setup's own evaluation,
     so a condition changes the model or the inputs, not the draws; ``batch_size`` serves all three, the other
     ``options`` go to ``evaluate``."""
     maps, _ = explainer_maps(s, noise_levels=noise_levels, methods=methods, seed=seed, x=x, model=model,

@@ -45,8 +45,9 @@ TABLE1_METHODS: dict[str, tuple[str, dict, str]] = {
 }
 """The attribution methods of Table 1 (spec §5.7) as ``{name: (explainer, options, reduce)}``: Grad is |∂f/∂x|
 (captum Saliency) averaged over channels and patch pixels; GC Grad-CAM at the model's ``cam_layer``; RISE,
-Extremal Perturbations (EP) and Excitation Backprop (EBP) as in ``faithlab.explainers.perturbation``; IG and
-I×G reduced as |·| averaged over channels and patch pixels (``"mean_abs"``); IBA the per-sample information
+Extremal Perturbations (EP) and Excitation Backprop (EBP) as in ``faithlab.explainers.rise``,
+``faithlab.explainers.extremal_perturbation`` and ``faithlab.explainers.excitation_backprop``; IG and I×G reduced
+as |·| averaged over channels and patch pixels (``"mean_abs"``); IBA the per-sample information
 bottleneck of Schulz et al. (``faithlab.explainers.bottleneck``, the authors' defaults) at the layer Grad-CAM reads,
 its statistics from :func:`method_maps`' ``statistics_data``. "Random" (a uniform random map) is our floor, not in
 the paper."""
@@ -238,7 +239,7 @@ def random_order_sums(model: Callable, x: torch.Tensor, target: torch.Tensor, *,
     (``metrics.search.random_deletion_curves``) → rows (image, order, sum, points), with constant ``labels``. A
     random order and its reverse are equally likely, so these are draws of ΣLeRF and of ΣMoRF of a random
     trajectory alike: the chance level of both criteria (the null of the chapter's mechanism premise,
-    :func:`~faithlab.study.papers.trace.claims.mechanism_premises`)."""
+    :func:`~faithlab_study.papers.trace.claims.mechanism_premises`)."""
     c = random_deletion_curves(model, x, edge=edge, n_orders=n_orders, generator=generator, reference=reference,
                                output=output, target=target, batch_size=batch_size).detach().cpu().double()
     b, n, p = c.shape

@@ -17,10 +17,10 @@ from torch import nn
 
 from faithlab import _validate, data, models, perturb, train
 from faithlab.metrics import search
-from faithlab.study import recipes
-from faithlab.study.papers.setup import Setting
-from faithlab.study.verdicts import replication
-from faithlab.study.verdicts.replication import Replica
+from faithlab_study import recipes
+from faithlab_study.papers.setup import Setting
+from faithlab_study.verdicts import replication
+from faithlab_study.verdicts.replication import Replica
 
 __all__ = ["PAPER_MODELS", "CAM_LAYERS", "DENSENET_SMALL", "TraceModels", "Setup", "setup", "replica_models",
            "models_info", "first_by_filename", "references_of", "SETUP"]
@@ -56,7 +56,7 @@ class TraceModels:
     TypeError. With ``torchvision_models`` (the ``paper`` profiles) :func:`setup` trains none of them.
 
     settings: one ``{"name", "model", "width", "n_epochs"}`` per classifier (trained by
-    :func:`faithlab.study.recipes.canvas_classifier`); image_size: the canvases' side in pixels; r: the share of the
+    :func:`faithlab_study.recipes.canvas_classifier`); image_size: the canvases' side in pixels; r: the share of the
     canvas the digit's foreground covers.
     """
 
@@ -125,7 +125,7 @@ def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float
 
     Default (``torchvision_models`` empty): coloured canvas digits of ``image_size``² pixels whose foreground
     covers a fraction ``r``; one classifier per entry of ``settings`` (``{"name", "model", "width",
-    "n_epochs"}``, trained by :func:`faithlab.study.recipes.canvas_classifier`, cached), all evaluated on the first
+    "n_epochs"}``, trained by :func:`faithlab_study.recipes.canvas_classifier`, cached), all evaluated on the first
     ``n_images`` test digits; accuracy on the whole test split. With ``torchvision_models`` (the ``paper``
     profile, e.g. :data:`PAPER_MODELS`): their ImageNet weights from the local torch-hub cache and the first
     ``n_images`` images of ``dataset`` (``"imagenet_val"``) by file name; accuracy on those images. An entry may
@@ -138,9 +138,9 @@ def setup(settings: list[dict], *, n_images: int, image_size: int = 28, r: float
     (ImageNet's val split only is read, so they include the evaluated images).
 
     seed: the notebook's (the canvases and their split: each model's replica draws its own, as
-    :func:`faithlab.study.recipes.canvas_classifier`; pass the models of one replica together, so that they share
+    :func:`faithlab_study.recipes.canvas_classifier`; pass the models of one replica together, so that they share
     it). replicas: ``{model name: Replica}``, the replica of each model to
-    train (:func:`faithlab.study.verdicts.replicas`; its ``replica.seed`` is the training's, in the cache key); a model
+    train (:func:`faithlab_study.verdicts.replicas`; its ``replica.seed`` is the training's, in the cache key); a model
     missing from it is trained with ``seed`` itself. :func:`replica_models` is the notebooks' replica loop over this.
     """
     n_images = _validate.positive_int(n_images, "n_images")
@@ -187,8 +187,8 @@ def replica_models(canvas: TraceModels, n: int, *, n_images: int, n_models: int 
                    device: str | torch.device = "cpu") -> dict[int, Setup]:
     """The replica loop of TRACE's notebooks → ``{r: Setup}`` for r < ``n``: replica r of each of the first
     ``n_models`` of ``canvas`` (None: all), trained (or read from the cache) by :func:`setup` with its own seed,
-    :func:`faithlab.study.verdicts.replicas` (seed, <model name>, n)'s replica r, derived from ``seed``, the model's
-    name and r, on replica r's own draw of the canvases (:func:`~faithlab.study.verdicts.replication.data_seed`,
+    :func:`faithlab_study.verdicts.replicas` (seed, <model name>, n)'s replica r, derived from ``seed``, the model's
+    name and r, on replica r's own draw of the canvases (:func:`~faithlab_study.verdicts.replication.data_seed`,
     shared by the models of replica r); with ``torchvision_models`` the pretrained weights, the same in
     every replica (``n`` is then 1). Replica r's ``x``, ``y`` are its own ``n_images`` test images, images
     r·n_images … (r + 1)·n_images − 1 of the first n·n_images."""

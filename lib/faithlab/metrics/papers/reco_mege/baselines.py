@@ -54,8 +54,8 @@ def mu_fidelity_details(model: Callable, x: torch.Tensor, attributions: torch.Te
     A slice of the data evaluated with its global indices gives the rows of the whole, whatever batch_size.
 
     x ``(B, ...)``, attributions shaped like x (or without the channel dim), target ``(B,)`` int64 classes; None →
-    the model's prediction ŷ on the clean x (the study's Table 3 protocol,
-    :func:`faithlab.study.papers.reco_mege.fidelity_stability`, explains and reads the true labels: ``target=y``).
+    the model's prediction ŷ on the clean x (the study's Table 3 protocol explains and reads the true labels:
+    ``target=y``).
     Returns ``mu_f`` ``(B,)`` (NaN where the attribution sums or the output drops are constant), ``sums`` and
     ``drops`` ``(B, n_subsets)`` and ``mc_se`` ``(B,)`` float64, μF's Monte-Carlo standard error over the random
     subsets, read from these draws (no other forward pass): the jackknife over the subsets (leave one subset out,

@@ -5,8 +5,8 @@ Maps are ``(..., H, W)`` tensors; an optional channel axis (``channel_dim``, e.g
 averaged first, as xplique does. ``a`` and ``b`` broadcast over their leading (batch) dims and every call returns one
 distance per pair of maps, shaped like the broadcast batch, on the inputs' device and in their floating dtype (the
 arithmetic runs in float64). Every distance is 0 for identical maps and grows as the maps differ. The 1-Wasserstein
-distance of the paper's Figs. 2–3 is not here: it needs an optimal-transport solver
-(:func:`faithlab.study.papers.reco_mege.experiments.sanity.wasserstein`).
+distance of the paper's Figs. 2–3 is not here: it needs an optimal-transport solver (POT; the study's sanity
+check computes it).
 """
 
 from __future__ import annotations

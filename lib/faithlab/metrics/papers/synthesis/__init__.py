@@ -6,19 +6,8 @@ retraining, F-Fidelity's rival fix of the out-of-distribution problem, also in F
 the package's name would then hide.
 """
 
-import importlib as _importlib
-import pkgutil as _pkgutil
+from faithlab.metrics.papers.synthesis import explanation_infidelity, road_curves
+from faithlab.metrics.papers.synthesis.explanation_infidelity import *  # noqa: F401,F403  (the package is the namespace)
+from faithlab.metrics.papers.synthesis.road_curves import *  # noqa: F401,F403
 
-__all__: list[str] = []
-
-
-def _gather() -> None:
-    """Each module's public names (``road``, ``infidelity``, …), here: the package is the namespace users call
-    through."""
-    for info in _pkgutil.iter_modules(__path__):
-        module = _importlib.import_module(f"{__name__}.{info.name}")
-        __all__.extend(getattr(module, "__all__", []))
-        globals().update({n: getattr(module, n) for n in getattr(module, "__all__", [])})
-
-
-_gather()
+__all__ = [*explanation_infidelity.__all__, *road_curves.__all__]

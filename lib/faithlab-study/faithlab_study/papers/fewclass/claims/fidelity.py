@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from faithlab.study import verdicts
-from faithlab.study.papers.fewclass.claims.registration import CHAPTER, MECHANISM, REGISTERED
-from faithlab.study.papers.fewclass import paper
-from faithlab.study.papers.fewclass.experiments import METHODS
-from faithlab.study.papers.fewclass.paper import PAPER_C1
-from faithlab.study.papers.fewclass.claims.premises import (ROOM_BELOW, both_premises, cell_of, mechanism,
+from faithlab_study import verdicts
+from faithlab_study.papers.fewclass.claims.registration import CHAPTER, MECHANISM, REGISTERED
+from faithlab_study.papers.fewclass import paper
+from faithlab_study.papers.fewclass.experiments import METHODS
+from faithlab_study.papers.fewclass.paper import PAPER_C1
+from faithlab_study.papers.fewclass.claims.premises import (ROOM_BELOW, both_premises, cell_of, mechanism,
                                                             mechanism_if, paired_values, replica_groups,
                                                             with_replica)
 
@@ -90,11 +90,11 @@ def claim_random_lowest(fid: pd.DataFrame, *, task: str, model: str, flips: pd.D
 
     fid: :func:`fid_frame` rows (model, method, alteration, image, Fid; ``replica`` when trained more than once).
     Cells: every other method computed (none is chosen by its outcome). Per method, Fid(method) − Fid(Random) per
-    XAI image, its mean per replica and the t interval on the replica means (:func:`faithlab.study.verdicts.effect`),
+    XAI image, its mean per replica and the t interval on the replica means (:func:`faithlab_study.verdicts.effect`),
     judged against the margin; "lowest" is losing to none, so every method must hold (the rule's "every").
     Premise, decided before the comparison: the chapter's mechanism (:func:`mechanism`) on ``flips`` (the
     :func:`flip_frame` rows of ``task``) for ``model``; without ``flips`` it is not checked. The paper's value is
-    :data:`~faithlab.study.papers.fewclass.paper.PAPER_C1` of ``task``. Table: one row per compared method."""
+    :data:`~faithlab_study.papers.fewclass.paper.PAPER_C1` of ``task``. Table: one row per compared method."""
     rule = verdicts.rule("C1")
     wide = paired_values(fid, "Fid", model, "none")
     names = [n for n in METHODS if n in wide.columns]
@@ -128,7 +128,7 @@ def claim_random_lowest(fid: pd.DataFrame, *, task: str, model: str, flips: pd.D
 
 def alteration_gains(fid: pd.DataFrame, *, alterations: Sequence[str] = ("SG", "SG²"), rule=None) -> dict:
     """C3's cells: for every model × method × alteration computed, Fid(altered) − Fid(none) per unit (replica,
-    image), judged by :func:`faithlab.study.verdicts.effect` against C3's rule → ``{(model, method, alteration):
+    image), judged by :func:`faithlab_study.verdicts.effect` against C3's rule → ``{(model, method, alteration):
     Judgement}``."""
     rule = rule or verdicts.rule("C3")
     cells = {}
@@ -253,7 +253,7 @@ def claim_rank_agreement(fid: pd.DataFrame, loc: pd.DataFrame, *, task: str, sco
     Statistic, once per trained replica (the unit of replication): per model × alteration, Spearman's ρ between the
     methods' mean Fid and mean ``score`` over that replica's XAI images; their NaN-aware mean over the model ×
     alteration cells (an undefined ρ, a constant ranking, is left out, never read as 0). Interval: the t interval
-    on the replicas' values (:func:`faithlab.study.verdicts.replica_judgement`), judged against the "strong" threshold.
+    on the replicas' values (:func:`faithlab_study.verdicts.replica_judgement`), judged against the "strong" threshold.
     Cells: every model × alteration with at least ``min_methods`` methods computed (fixed by the design); with none,
     the claim is not testable here. Premise: the chapter's mechanism (:func:`mechanism`) on ``flips`` for every
     model. Table: ρ per replica × model × alteration, and each replica's mean."""

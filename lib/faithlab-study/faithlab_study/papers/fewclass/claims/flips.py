@@ -9,9 +9,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from faithlab.study import verdicts
-from faithlab.study.papers.fewclass.claims.registration import BINARY, CHAPTER, REGISTERED
-from faithlab.study.papers.fewclass.claims.premises import (RANDOM_CANDIDATE_BELOW, SELECTED, both_premises,
+from faithlab_study import verdicts
+from faithlab_study.papers.fewclass.claims.registration import BINARY, CHAPTER, REGISTERED
+from faithlab_study.papers.fewclass.claims.premises import (RANDOM_CANDIDATE_BELOW, SELECTED, both_premises,
                                                             cell_of, replica_groups, share_of, with_replica)
 
 
@@ -41,7 +41,7 @@ def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
     selection: :func:`selection_frame` rows with ``task`` and ``model`` columns (and ``replica``, when the models were
     trained more than once). Per task × model, the share of images whose selected candidate reaches U < Δ, its
     interval at the replica level (the t interval on the replica shares joined with the Wilson interval of the
-    pooled count, :func:`faithlab.study.verdicts.share_interval`), judged against the margin; every task × model must
+    pooled count, :func:`faithlab_study.verdicts.share_interval`), judged against the margin; every task × model must
     hold. Premise, decided on the candidates and not on the selection: a candidate drawn at random from the grid
     reaches U < Δ for less than :data:`RANDOM_CANDIDATE_BELOW` of the images (the mean of "candidates U < Δ", t
     interval on the replica means), in every task × model, else any candidate would do and the search is not
@@ -165,7 +165,7 @@ def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
 def claim_class_flip(flips: pd.DataFrame, *, binary: Sequence[str]) -> verdicts.Claim:
     """Claim C5a: with few classes, replacing every pixel by a fixed reference switches the class with confidence
     instead of reaching 1/N, while the selected perturbation reaches it; two named parts, each decided by its own
-    rule, combined by C5a's (``verdicts.rule("C5a")``, :func:`faithlab.study.verdicts.decide_parts`).
+    rule, combined by C5a's (``verdicts.rule("C5a")``, :func:`faithlab_study.verdicts.decide_parts`).
 
     flips: :func:`flip_frame` rows per image with ``task``, ``model``, ``replacement``, ``flipped``, ``U`` and ``Δ``
     (and ``replica`` when trained more than once); binary: the tasks with two classes. Per binary model:
@@ -173,7 +173,7 @@ def claim_class_flip(flips: pd.DataFrame, *, binary: Sequence[str]) -> verdicts.
     - C5a.confident, per classic reference: U after the replacement, per image; the t interval on the replica means
       above the margin (the paper's Δ for N = 2); every model × reference;
     - C5a.switch, per classic reference: the share of images whose class switches, its interval at the replica
-      level (:func:`faithlab.study.verdicts.share_interval`) above the margin; every model × reference;
+      level (:func:`faithlab_study.verdicts.share_interval`) above the margin; every model × reference;
     - C5a.uncertain (a study check, not counted: the candidate search selects for it): U after the selected
       perturbation, per image; the t interval on the replica means below the margin; every model.
 
@@ -264,7 +264,7 @@ def claim_fid_bounds(values: pd.DataFrame) -> verdicts.Claim:
     values: one row per computed Fid with ``N`` (classes, or a text such as "real curves"), ``case`` ("random
     areas", "real curves", "ideal" or "worst") and ``Fid``. A value meets its bound when it lies in [0, 1] (to
     1e-12), is 1 at the ideal and 0 at the worst. The share of values that do, its Wilson interval
-    (:func:`faithlab.study.verdicts.share_interval` without replicas), judged against the rule's margin. This holds by
+    (:func:`faithlab_study.verdicts.share_interval` without replicas), judged against the rule's margin. This holds by
     construction of eq. (1): an identity that guards our implementation (kind "study check", not trained). Table:
     per N × case, the count, min, max and the share meeting the bound."""
     rule = verdicts.rule("C5b")

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from faithlab.study import verdicts
-from faithlab.study.verdicts import replication
+from faithlab_study import verdicts
+from faithlab_study.verdicts import replication
 
 __all__ = ["SWITCH_AT", "UNCERTAIN_AT", "ROOM_BELOW", "RANDOM_CANDIDATE_BELOW", "SELECTED", "UNIT", "mechanism",
            "mechanism_table", "with_replica", "replica_groups", "paired_values", "cell_of", "share_of",
@@ -19,7 +19,7 @@ __all__ = ["SWITCH_AT", "UNCERTAIN_AT", "ROOM_BELOW", "RANDOM_CANDIDATE_BELOW", 
 UNIT = ["replica", "image"]
 """A unit of the Fid and localisation frames: one XAI image of one trained replica."""
 SELECTED = "selected perturbation"
-"""The replacement name of the selected perturbation in :func:`~faithlab.study.papers.fewclass.experiments.flip_frame`."""
+"""The replacement name of the selected perturbation in :func:`~faithlab_study.papers.fewclass.experiments.flip_frame`."""
 SWITCH_AT = 0.1
 """The mechanism premise's threshold (C1's rule, its premise): under the fixed zero reference at least this
 share of the XAI images switch class with confidence (U ≥ Δ) — the few-class failure the paper describes is present."""

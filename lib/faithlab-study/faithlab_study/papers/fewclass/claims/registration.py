@@ -1,10 +1,10 @@
 """What the rules of this chapter share, written once here and named by every registration: the first line of each
 rule's change log (:data:`REGISTERED`) and the fields most rules share (:data:`CHAPTER`, with the binary family
 :data:`BINARY`). A rule registered by ``@CHAPTER.registered("C3", ...)`` is the rule of
-:func:`faithlab.study.verdicts.registered` with every field written out: the chapter's defaults under the
-registration's own fields, which win (:class:`faithlab.study.verdicts.Chapter`)."""
+:func:`faithlab_study.verdicts.registered` with every field written out: the chapter's defaults under the
+registration's own fields, which win (:class:`faithlab_study.verdicts.Chapter`)."""
 
-from faithlab.study import verdicts
+from faithlab_study import verdicts
 
 REGISTERED = {"date": "2026-11-27", "change": "registered",
               "why": ("issue 69: the rules move from the claim functions' code into this file, fixed from the paper "

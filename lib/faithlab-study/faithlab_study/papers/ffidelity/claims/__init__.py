@@ -1,28 +1,28 @@
 """F-Fidelity's claim functions, one module per concept (every public name re-exported here):
 
-* :mod:`~faithlab.study.papers.ffidelity.claims.ranking`: the correlations, their nulls (the ground-truth order
+* :mod:`~faithlab_study.papers.ffidelity.claims.ranking`: the correlations, their nulls (the ground-truth order
   permuted), the replica statistics and the ranking, LeRF and ablation claims;
-* :mod:`~faithlab.study.papers.ffidelity.claims.ablation`: the ablation claim (F3);
-* :mod:`~faithlab.study.papers.ffidelity.claims.images`: the chapter's mechanism (removal out of distribution,
+* :mod:`~faithlab_study.papers.ffidelity.claims.ablation`: the ablation claim (F3);
+* :mod:`~faithlab_study.papers.ffidelity.claims.images`: the chapter's mechanism (removal out of distribution,
   :func:`claim_ood_check`, the premise :func:`mechanism`), the map preference, the cost and ROAD beside F-Fidelity;
-* :mod:`~faithlab.study.papers.ffidelity.claims.sensitivity`: the size read-out, the hyperparameters' robustness and
+* :mod:`~faithlab_study.papers.ffidelity.claims.sensitivity`: the size read-out, the hyperparameters' robustness and
   the maps the fine-tuning keeps;
-* :mod:`~faithlab.study.papers.ffidelity.claims.robustness`: Table 8 and App. D.3 (fine-tuning restores accuracy,
+* :mod:`~faithlab_study.papers.ffidelity.claims.robustness`: Table 8 and App. D.3 (fine-tuning restores accuracy,
   text robust, β steps);
-* :mod:`~faithlab.study.papers.ffidelity.claims.series_text`: the ranking claims of the time-series and text
+* :mod:`~faithlab_study.papers.ffidelity.claims.series_text`: the ranking claims of the time-series and text
   models.
 
 Every claim is decided by its pre-registered rule, registered directly above its claim function by
-:meth:`faithlab.study.verdicts.Chapter.registered`: the chapter's shared fields are written once in
-:mod:`~faithlab.study.papers.ffidelity.claims.registration` (``CHAPTER`` and its families), each registration
-holds only what differs. A new claim of the chapter may be appended to this module.
+:meth:`faithlab_study.verdicts.Chapter.registered`: the chapter's shared fields are written once in
+:mod:`~faithlab_study.papers.ffidelity.claims.registration` (``CHAPTER`` and its families), each registration
+holds only what differs. A new claim of the chapter goes into the module of its concept.
 """
 
-# Every margin is derived from the paper's own numbers by faithlab.study.papers.ffidelity.paper.margins() (a test
+# Every margin is derived from the paper's own numbers by faithlab_study.papers.ffidelity.paper.margins() (a test
 # recomputes them), except where margin_source says it is a convention.
 
 
-from faithlab.study.papers.ffidelity.claims.images import (
+from faithlab_study.papers.ffidelity.claims.images import (
     COST_STAGES,
     RIVAL_COST_STAGES,
     claim_cost,
@@ -35,7 +35,7 @@ from faithlab.study.papers.ffidelity.claims.images import (
     per_image_ffid,
     rival_costs,
 )
-from faithlab.study.papers.ffidelity.claims.ranking import (
+from faithlab_study.papers.ffidelity.claims.ranking import (
     CORRELATION_LABELS,
     RANKING_RULES,
     claim_lerf_near_one,
@@ -51,7 +51,7 @@ from faithlab.study.papers.ffidelity.claims.ranking import (
     setting_table,
     table_layout,
 )
-from faithlab.study.papers.ffidelity.claims.sensitivity import (
+from faithlab_study.papers.ffidelity.claims.sensitivity import (
     AGREEMENT,
     PAIR_MAPS,
     claim_maps_preserved,
@@ -61,14 +61,14 @@ from faithlab.study.papers.ffidelity.claims.sensitivity import (
     map_agreement_over_replicas,
     pair_maps,
 )
-from faithlab.study.papers.ffidelity.claims.ablation import claim_ablation
-from faithlab.study.papers.ffidelity.claims.robustness import (
+from faithlab_study.papers.ffidelity.claims.ablation import claim_ablation
+from faithlab_study.papers.ffidelity.claims.robustness import (
     claim_beta_accuracy,
     claim_beta_agreement,
     claim_finetune_restores,
     claim_text_robust,
 )
-from faithlab.study.papers.ffidelity.claims.series_text import claim_series_ranking, claim_text_equivalence, glue_key
+from faithlab_study.papers.ffidelity.claims.series_text import claim_series_ranking, claim_text_equivalence, glue_key
 
 __all__ = [  # noqa: RUF022
     "ranking_correlations", "CORRELATION_LABELS", "oriented_correlations", "table_layout", "setting_means",

@@ -1,6 +1,6 @@
 """F-Fidelity's ablation claim F3 (App. D.7, Fig. 3): fine-tuning alone improves Fidelity and F-Fidelity improves
 further, two named parts decided by the rules registered above the claim function, judged against the nulls of
-:mod:`~faithlab.study.papers.ffidelity.claims.ranking`."""
+:mod:`~faithlab_study.papers.ffidelity.claims.ranking`."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from collections.abc import Sequence
 import pandas as pd
 
 
-from faithlab.study import verdicts
-from faithlab.study.papers.ffidelity.claims.registration import (BASELINE, GT_NULL, OOD, PER_REPLICA, RANKING,
+from faithlab_study import verdicts
+from faithlab_study.papers.ffidelity.claims.registration import (BASELINE, GT_NULL, OOD, PER_REPLICA, RANKING,
                                                                 REGISTERED)
-from faithlab.study.papers.ffidelity.claims.ranking import (apply_premise, baseline_premise, chance_premise,
+from faithlab_study.papers.ffidelity.claims.ranking import (apply_premise, baseline_premise, chance_premise,
                                                            chance_table, premise_text, replica_judgement,
                                                            replica_means, two_replicas)
 

@@ -2,8 +2,8 @@
 (:func:`ood_per_input`, :func:`claim_ood_check`, :func:`mechanism`), GradCAM preferred to Saliency (Tables 11–12),
 the cost of ROAR against F-Fidelity (Table 13) and ROAD beside F-Fidelity.
 
-Every claim is decided by its pre-registered rule (registered by :func:`faithlab.study.verdicts.registered` directly
-above its claim function, read with :func:`faithlab.study.verdicts.rule`): a t interval on the trained replicas (their means of per-input values, or one
+Every claim is decided by its pre-registered rule (registered by :func:`faithlab_study.verdicts.registered` directly
+above its claim function, read with :func:`faithlab_study.verdicts.rule`): a t interval on the trained replicas (their means of per-input values, or one
 statistic per replica) judged against the rule's margin, the cells combined as the rule says."""
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ import torch
 
 from faithlab import _validate, explainers, perturb
 
-from faithlab.study import verdicts
-from faithlab.study.papers.ffidelity.claims.registration import (OOD, PER_INPUT, PER_REPLICA, RANKING, REGISTERED,
+from faithlab_study import verdicts
+from faithlab_study.papers.ffidelity.claims.registration import (OOD, PER_INPUT, PER_REPLICA, RANKING, REGISTERED,
                                                                 TEST_IMAGE, TEST_INPUT, family)
-from faithlab.study.verdicts import replication
+from faithlab_study.verdicts import replication
 from faithlab.metrics.papers import ffidelity
-from faithlab.study.papers.ffidelity.claims.ranking import apply_premise, premise_text
+from faithlab_study.papers.ffidelity.claims.ranking import apply_premise, premise_text
 
 
 # ------------------------------------------------------------------------------------------- the mechanism
@@ -119,7 +119,7 @@ def claim_ood_check(per_input: pd.DataFrame, *, data: str, original: str = "orig
     per_input: :func:`ood_per_input` rows of the two models (with a ``replica`` column when several models were
     trained: one row per replica, input and model). data: the data set's name for the claim's label. Cells: "OOD",
     the original's loss per input; "recovery", the original's loss minus the fine-tuned model's per input; each
-    averaged per replica, a t interval on the replica means (:func:`faithlab.study.verdicts.effect`) against the rule's
+    averaged per replica, a t interval on the replica means (:func:`faithlab_study.verdicts.effect`) against the rule's
     margin for that cell; both must hold. The claims on this data set take the outcome as their premise
     (:func:`mechanism`)."""
     rule = verdicts.rule("FF.OOD")
@@ -394,7 +394,7 @@ def claim_road(cells: pd.DataFrame, null: pd.DataFrame, *, explainers: Sequence[
     ``target`` recovers the ground-truth order above chance (else there is no recovery to match); ``mechanism``, the
     data's FF.OOD. where: the data set, named in the claim's text (one claim per data set). Table: one row per
     explainer."""
-    from faithlab.study.papers.ffidelity.claims.series_text import lead_below_margin
+    from faithlab_study.papers.ffidelity.claims.series_text import lead_below_margin
 
     rule = verdicts.rule("FF.ROAD")
     if not explainers:

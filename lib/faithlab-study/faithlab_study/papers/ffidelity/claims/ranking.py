@@ -1,7 +1,7 @@
 """F-Fidelity's ranking tables and claims (spec §1.9; Tables 1–2, 5, 10; App. D.7): the macro/micro correlations
 and micro ranks of degraded explainers, their chance levels with the ground-truth order permuted, and the ranking
 and LeRF claims judged against those nulls (the ablation claim is in
-:mod:`~faithlab.study.papers.ffidelity.claims.ablation`)."""
+:mod:`~faithlab_study.papers.ffidelity.claims.ablation`)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import torch
 from faithlab import _validate
 from faithlab.metrics import statistics as stats
 
-from faithlab.study import verdicts
-from faithlab.study.papers.ffidelity.claims.registration import (BASELINE, GT_NULL, OOD, RANK_LEADS,
+from faithlab_study import verdicts
+from faithlab_study.papers.ffidelity.claims.registration import (BASELINE, GT_NULL, OOD, RANK_LEADS,
                                                                 RANK_LEADS_SOURCE, RANKING, REGISTERED, family,
                                                                 rank_leads_change)
-from faithlab.study.verdicts import replication
+from faithlab_study.verdicts import replication
 from faithlab.metrics.papers import ffidelity
 
 
@@ -186,7 +186,7 @@ def two_replicas(means: pd.DataFrame, what: str) -> None:
 
 def replica_judgement(values, rule: verdicts.Rule, *, units: int, what: str, setting: str | None = None,
                       correlation: bool = False):
-    """:func:`faithlab.study.verdicts.replica_judgement` of the replica statistics ``values`` (NaN: a replica whose
+    """:func:`faithlab_study.verdicts.replica_judgement` of the replica statistics ``values`` (NaN: a replica whose
     statistic is undefined) against the rule's margin (of ``setting`` where it has one per setting, e.g. per
     competitor), or None when fewer than 2 replicas have one (no interval: the claim's premises say why, e.g. an
     undefined correlation)."""
@@ -211,7 +211,7 @@ def apply_premise(v: verdicts.Verdict, premise: verdicts.Premise | None) -> verd
     if premise is None:
         return v
     if not isinstance(premise, verdicts.Premise):
-        raise TypeError(f"mechanism must be a faithlab.study.verdicts.Premise (faithlab.study.papers.ffidelity.mechanism), got "
+        raise TypeError(f"mechanism must be a faithlab_study.verdicts.Premise (faithlab_study.papers.ffidelity.mechanism), got "
                         f"{type(premise).__name__}")
     return premise.apply(v)
 
@@ -221,7 +221,7 @@ def premise_text(premise: verdicts.Premise | None) -> str:
 
 
 # ---- ranking, variants, plateau and sensitivity claims
-# Each claim function takes the notebook's frames and returns a faithlab.study.verdicts.Claim: its rule, its premise with
+# Each claim function takes the notebook's frames and returns a faithlab_study.verdicts.Claim: its rule, its premise with
 # the null it was checked against, the paper's value, ours, the verdict and the table behind it.
 def permuted_correlations(P: torch.Tensor, Q: torch.Tensor, *, noise_levels: Sequence[float],
                           sparsity: Sequence[float] | None = None, n_draws: int = 1000, seed: int = 0
@@ -307,7 +307,7 @@ def cell_draws(null: pd.DataFrame, group: str, value, method: str, column: str) 
 
 
 def null_of(draws: pd.Series, what: str = _PERMUTED) -> verdicts.Null | None:
-    """The :class:`faithlab.study.verdicts.Null` of ``draws``, or None when fewer than 20 are defined."""
+    """The :class:`faithlab_study.verdicts.Null` of ``draws``, or None when fewer than 20 are defined."""
     values = pd.to_numeric(draws, errors="coerce").dropna()
     return verdicts.Null(what, tuple(values.tolist())) if len(values) >= 20 else None
 
@@ -364,7 +364,7 @@ COMPETITORS = family(
     over="competitors",
     premises=[OOD, "at least one method's correlation with the ground truth lies beyond its chance range", BASELINE])
 """F1 and F7, one rule ("F-Fidelity beats every competitor in mean micro rank"), one margin per competitor
-(:data:`~faithlab.study.papers.ffidelity.claims.registration.RANK_LEADS`)."""
+(:data:`~faithlab_study.papers.ffidelity.claims.registration.RANK_LEADS`)."""
 
 
 @COMPETITORS.registered(
@@ -412,7 +412,7 @@ def claim_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value,
     replica (the units behind each replica's statistic). methods: the compared methods (default: those with a
     micro rank). Statistic per competitor: its mean micro rank minus the target's, averaged over the degradation
     seeds and sparsity levels of each replica (:func:`replica_means`), a t interval on the replica values
-    (:func:`faithlab.study.verdicts.replica_judgement`) against the rule's margin; every competitor must be beaten.
+    (:func:`faithlab_study.verdicts.replica_judgement`) against the rule's margin; every competitor must be beaten.
     Premises: ``baseline``'s oriented micro correlation is not within ``tol`` of +1 and the target's is defined; at
     least one method's mean GT micro correlation lies beyond its 95 % chance range under a permuted ground-truth
     order (else the ranks compare noise); ``mechanism``, the data's FF.OOD premise. Raises ValueError with fewer

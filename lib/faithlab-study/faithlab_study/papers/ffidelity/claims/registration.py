@@ -1,9 +1,9 @@
 """What the rules of this chapter share, written once here: the registration entry, the first line of each rule's
-change log (:func:`faithlab.study.verdicts.registered`), named by every registration, and the rule fields most of
+change log (:func:`faithlab_study.verdicts.registered`), named by every registration, and the rule fields most of
 them share (:data:`CHAPTER` and its families, the recurring premises, null and units), under each registration's
 own fields."""
 
-from faithlab.study import verdicts
+from faithlab_study import verdicts
 
 REGISTERED = {"date": "2026-11-27", "change": "registered",
               "why": ("issue 69: the rules move from the claim functions into this file, fixed from the paper's "
@@ -38,7 +38,7 @@ def family(base: verdicts.Chapter | None = None, /, **fields) -> verdicts.Chapte
 
 OOD = "FF.OOD holds on the data set"
 """The premise of every claim on a data set: the chapter's mechanism holds there
-(:func:`~faithlab.study.papers.ffidelity.claims.images.mechanism`)."""
+(:func:`~faithlab_study.papers.ffidelity.claims.images.mechanism`)."""
 BASELINE = "Fidelity's oriented micro correlation is not already within 0.05 of +1"
 """The premise of the ranking claims against Fidelity: Fidelity leaves room to be beaten."""
 GT_NULL = "the ground-truth order permuted over the explainers"

@@ -3,9 +3,9 @@ under random removal, the text models are robust to it, and accuracy and agreeme
 
 Every claim is decided by its pre-registered rule (registered above its claim function): the unit is
 a test input of one trained replica, every comparison is paired (all models of a replica see the same masked copies
-of the same inputs), and the interval is a t interval on the replica means (:func:`faithlab.study.verdicts.effect`), or on
+of the same inputs), and the interval is a t interval on the replica means (:func:`faithlab_study.verdicts.effect`), or on
 one statistic per replica where the compared inputs differ (:func:`claim_text_robust`). Every claim function takes
-``paper``, the paper's value shown beside ours (not ``paper_value``, which :meth:`faithlab.study.artifacts.Outputs.claim`
+``paper``, the paper's value shown beside ours (not ``paper_value``, which :meth:`faithlab_study.artifacts.Outputs.claim`
 keeps for a claim given as text)."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from faithlab.study import verdicts
-from faithlab.study.papers.ffidelity.claims.registration import (PER_INPUT, PER_REPLICA, REGISTERED, TEST_IMAGE,
+from faithlab_study import verdicts
+from faithlab_study.papers.ffidelity.claims.registration import (PER_INPUT, PER_REPLICA, REGISTERED, TEST_IMAGE,
                                                                 TEST_INPUT)
-from faithlab.study.verdicts import replication
+from faithlab_study.verdicts import replication
 
 MIN_DROP = 0.02
 """The smallest accuracy drop (2 points) that counts as "removal costs the model accuracy": a model whose drop's
@@ -268,7 +268,7 @@ def claim_text_robust(samples: pd.DataFrame, *, text: Sequence[str] | None = Non
         if reference is not None:
             common = reference.index.intersection(d.index)
             units = int(len(_rows(original, architecture=arch, ratio=clean)))
-            from faithlab.study.papers.ffidelity.claims.ranking import replica_judgement
+            from faithlab_study.papers.ffidelity.claims.ranking import replica_judgement
 
             j = replica_judgement((reference[common] - d[common]).to_numpy(float), rule, units=units, what=arch)
             if arch in counted and not at_chance and j is not None:

@@ -1,7 +1,7 @@
 """F-Fidelity's image claims on what the plateau and the fine-tuning keep: the size read-out of the plateau (Fig. 4),
 robustness to the hyperparameters (Tables 24–26) and explanations kept by the fine-tuning (App. D.4, Table 9), each
-decided by the rule registered above its claim function (:func:`faithlab.study.verdicts.registered`, read with
-:func:`faithlab.study.verdicts.rule`): a t interval on the trained replicas judged against the rule's margin, the
+decided by the rule registered above its claim function (:func:`faithlab_study.verdicts.registered`, read with
+:func:`faithlab_study.verdicts.rule`): a t interval on the trained replicas judged against the rule's margin, the
 cells combined as the rule says."""
 
 from __future__ import annotations
@@ -14,17 +14,17 @@ import torch
 
 from faithlab import _validate, explainers, perturb
 
-from faithlab.study import verdicts
-from faithlab.study.papers.ffidelity.claims.registration import (CHAPTER, OOD, PER_INPUT, RANKING, REGISTERED,
+from faithlab_study import verdicts
+from faithlab_study.papers.ffidelity.claims.registration import (CHAPTER, OOD, PER_INPUT, RANKING, REGISTERED,
                                                                 TEST_IMAGE)
-from faithlab.study.verdicts import replication
+from faithlab_study.verdicts import replication
 from faithlab.metrics.papers import ffidelity
 from faithlab.metrics.papers.reco_mege.distances import top_mask
 from faithlab.metrics.statistics import rankdata
-from faithlab.study.papers.ffidelity.claims.ranking import (apply_premise, beyond, null_of, premise_text,
+from faithlab_study.papers.ffidelity.claims.ranking import (apply_premise, beyond, null_of, premise_text,
                                                            replica_judgement)
 
-from faithlab.study.papers.ffidelity.claims.images import mechanism
+from faithlab_study.papers.ffidelity.claims.images import mechanism
 
 
 def replica_count(frame: pd.DataFrame) -> int:
@@ -69,7 +69,7 @@ def claim_size_readout(table: pd.DataFrame, *, tolerance: float, mechanism: verd
     table: one row per (r, β) case of every trained replica ("replica" column), with "r", "beta/alpha" and "r read
     off". Cases with r = β/α+ are left out (the two critical points coincide). A read-out is correct when
     |r̂ − r| ≤ ``tolerance``. Statistic: the share of correct read-outs, its interval the hull of a t interval on the
-    replica shares and the Wilson interval of the pooled count (:func:`faithlab.study.verdicts.share_interval`), judged
+    replica shares and the Wilson interval of the pooled count (:func:`faithlab_study.verdicts.share_interval`), judged
     against the rule's margin. Null (a premise): the read-outs shuffled over the cases (``n_null`` draws, numpy
     generator ``null_seed``) — an r̂ that carries no information about r still lands within the tolerance for some
     cases; a share not shown absent must lie beyond that null's 95 % range, else not testable here (a share shown

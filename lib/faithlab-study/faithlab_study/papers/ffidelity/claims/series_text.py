@@ -1,9 +1,9 @@
 """F-Fidelity's time-series and text study (spec §1.8–1.9; Tables 3–4, 6–7): the claims on the rankings of the
-models two notebooks share (:class:`~faithlab.study.papers.ffidelity.setup.SeriesTextModels`; series ranking, text
+models two notebooks share (:class:`~faithlab_study.papers.ffidelity.setup.SeriesTextModels`; series ranking, text
 equivalence) and their glue keys (:func:`glue_key`).
 
 Every claim function takes ``paper``, the paper's value shown beside ours (not ``paper_value``, which
-:meth:`faithlab.study.artifacts.Outputs.claim` keeps for a claim given as text), and ``seed``, the generator of all its
+:meth:`faithlab_study.artifacts.Outputs.claim` keeps for a claim given as text), and ``seed``, the generator of all its
 resampling; notebooks call them as ``out.claim(fn, frames, ..., seed=seed)``."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from faithlab.study import verdicts
-from faithlab.study.papers.ffidelity.claims.registration import (BASELINE, GT_NULL, PER_REPLICA, RANK_LEADS,
+from faithlab_study import verdicts
+from faithlab_study.papers.ffidelity.claims.registration import (BASELINE, GT_NULL, PER_REPLICA, RANK_LEADS,
                                                                 RANK_LEADS_SOURCE, REGISTERED, rank_leads_change)
 
 
@@ -30,7 +30,7 @@ def _gt_chance(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value, me
     """One method's mean "GT micro" correlation (:func:`micro_cells`) and its chance level under a permuted
     ground-truth order (:func:`ground_truth_null`'s draws, each averaged over the replicas; None when fewer than 20
     are defined)."""
-    from faithlab.study.papers.ffidelity.claims.ranking import cell_draws
+    from faithlab_study.papers.ffidelity.claims.ranking import cell_draws
 
     observed = float(cells.loc[(cells[group] == value) & (cells["method"] == method), "GT micro"].mean())
     if not len(null.loc[(null[group] == value) & (null["method"] == method)]):
@@ -81,8 +81,8 @@ def claim_series_ranking(cells: pd.DataFrame, null: pd.DataFrame, *, models: Seq
     under a permuted ground-truth order; ``baseline``'s oriented micro correlation is not within ``tol`` of +1; its
     FF.OOD premise (``mechanisms[model]``) holds (undecided: the claim is inconclusive). Raises ValueError with
     fewer than 2 replicas. Table: one row per model × competitor."""
-    from faithlab.study.papers.ffidelity.claims.ranking import apply_premise
-    from faithlab.study.papers.ffidelity.claims.ranking import two_replicas, replica_judgement, replica_means
+    from faithlab_study.papers.ffidelity.claims.ranking import apply_premise
+    from faithlab_study.papers.ffidelity.claims.ranking import two_replicas, replica_judgement, replica_means
 
     rule = verdicts.rule("Series.ranking")
     if not models:
@@ -149,7 +149,7 @@ def lead_below_margin(cells: pd.DataFrame, null: pd.DataFrame, rule: verdicts.Ru
     of ``above_chance`` recovers the ground-truth order above chance (its mean GT micro correlation above its 95 %
     range under a permuted order); a counted value failing it leaves, and every testable counted value must hold.
     Returns the verdict, the table rows (one per value), the "ours" texts, the chance texts and the judgements."""
-    from faithlab.study.papers.ffidelity.claims.ranking import two_replicas, replica_judgement, replica_means
+    from faithlab_study.papers.ffidelity.claims.ranking import two_replicas, replica_judgement, replica_means
 
     rows, judged, reasons, texts, chance_texts = [], {}, [], [], []
     for value in values:

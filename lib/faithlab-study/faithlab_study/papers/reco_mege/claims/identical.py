@@ -1,6 +1,6 @@
 """R5 (eq. 8): k identical models give MeGe = 1 and every distance 0, an identity of the definitions and so a
 check of the pipeline by construction, decided by its rule (:func:`claim_identical_models`) on the frame of
-:func:`~faithlab.study.papers.reco_mege.experiments.identical.identical_models`."""
+:func:`~faithlab_study.papers.reco_mege.experiments.identical.identical_models`."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pandas as pd
 
 from faithlab import _validate
 
-from faithlab.study import verdicts
-from faithlab.study.papers.reco_mege.claims.registration import CHECKS, REGISTERED
+from faithlab_study import verdicts
+from faithlab_study.papers.reco_mege.claims.registration import CHECKS, REGISTERED
 
 __all__ = ["claim_identical_models"]
 
@@ -41,7 +41,7 @@ def claim_identical_models(identical: pd.DataFrame, contrast: pd.DataFrame | Non
     its t interval on those images, judged below the margin; every testable cell must hold. With k copies of one
     model every distance is 0: an identity of the definitions, so this checks the pipeline by construction (a study
     check, not a claim of the paper). contrast: optional, the chapter's null for the same cells
-    (:func:`~faithlab.study.papers.reco_mege.experiments.bootstrap.null_frame` rows: the key columns and ``MeGe (shuffled)``, the
+    (:func:`~faithlab_study.papers.reco_mege.experiments.bootstrap.null_frame` rows: the key columns and ``MeGe (shuffled)``, the
     same method's MeGe when the second model explains another image). Premise per cell: at least 2 images with an S=
     pair and, given the contrast, maps of different images give MeGe below 1 (else MeGe = 1 is met by any maps and
     the check could not tell a correct pipeline from one that returns 0 for every distance); a cell that fails it is

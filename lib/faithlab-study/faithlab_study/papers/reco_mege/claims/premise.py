@@ -13,8 +13,8 @@ import torch
 
 from faithlab import data
 
-from faithlab.study import verdicts
-from faithlab.study.papers.reco_mege.setup import Family
+from faithlab_study import verdicts
+from faithlab_study.papers.reco_mege.setup import Family
 
 __all__ = ["test_accuracy", "premise_row", "decide_premise", "premise_table", "accuracy_frame", "accuracy_summary",
            "TOLERANCE", "CHANCE_FACTOR"]
@@ -35,7 +35,7 @@ def test_accuracy(fam: Family, test: data.TensorData, *, batch_size: int = 256) 
 
 def premise_row(fam: Family, heldout: data.TensorData, *, batch_size: int = 256, **columns) -> dict:
     """The premise's statistics of one trained family on images none of its models saw (``heldout``, e.g.
-    :meth:`~faithlab.study.papers.reco_mege.setup.FamilySettings.heldout`): ``accuracy`` (the k models' mean),
+    :meth:`~faithlab_study.papers.reco_mege.setup.FamilySettings.heldout`): ``accuracy`` (the k models' mean),
     ``lowest``, ``highest``, ``spread`` (the largest distance of a model's accuracy from that mean, the paper's ±3 %),
     ``bar`` (:data:`CHANCE_FACTOR` / number of classes), ``models`` (k) and ``images`` → one row (+ ``columns``, e.g.
     ``task=``, ``replica=``) for :func:`decide_premise`."""

@@ -1,8 +1,8 @@
 """What the rules of this chapter share, written once here: the registration entry, the first line of each rule's
-change log (:func:`faithlab.study.verdicts.registered`), named by every registration, and the rule fields most of
+change log (:func:`faithlab_study.verdicts.registered`), named by every registration, and the rule fields most of
 them share (:data:`CHAPTER`, its families and :func:`two_parts`), under each registration's own fields."""
 
-from faithlab.study import verdicts
+from faithlab_study import verdicts
 
 REGISTERED = {"date": "2026-11-27", "change": "registered",
               "why": ("issue 69: the rules move from the claim functions' code into this file. Before: two-stage "

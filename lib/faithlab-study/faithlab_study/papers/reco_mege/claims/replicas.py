@@ -5,9 +5,9 @@
 
 ReCo is a maximum over thresholds, not a mean of per-image values, so every statistic here is computed once per
 trained replica (one replica = one independent run of a family's whole k-fold training, on its own S= / S≠ sets;
-:func:`replica_scores`) and judged by a t interval on those R values (:func:`faithlab.study.verdicts.replica_judgement`);
+:func:`replica_scores`) and judged by a t interval on those R values (:func:`faithlab_study.verdicts.replica_judgement`);
 the images behind them are the claim's units. Each claim's premise is the chapter's mechanism premise
-(:func:`~faithlab.study.papers.reco_mege.claims.premise.decide_premise`: the k models beat chance and are of comparable
+(:func:`~faithlab_study.papers.reco_mege.claims.premise.decide_premise`: the k models beat chance and are of comparable
 accuracy, decided over the replicas), with the null of the comparison named in its rule."""
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from faithlab.study import verdicts
-from faithlab.study.papers.reco_mege.claims.registration import (CHAPTER, DEGRADED, LIPSCHITZ, REGISTERED,
+from faithlab_study import verdicts
+from faithlab_study.papers.reco_mege.claims.registration import (CHAPTER, DEGRADED, LIPSCHITZ, REGISTERED,
                                                                  two_parts)
-from faithlab.study.verdicts import replication
-from faithlab.study.verdicts.decisions import OUTCOMES
-from faithlab.study.papers.reco_mege import paper
-from faithlab.study.papers.reco_mege.claims.premise import TOLERANCE, decide_premise
-from faithlab.study.papers.reco_mege.experiments.bootstrap import pooled_sets
+from faithlab_study.verdicts import replication
+from faithlab_study.verdicts.decisions import OUTCOMES
+from faithlab_study.papers.reco_mege import paper
+from faithlab_study.papers.reco_mege.claims.premise import TOLERANCE, decide_premise
+from faithlab_study.papers.reco_mege.experiments.bootstrap import pooled_sets
 
 __all__ = ["replica_scores", "s_equal_below_chance", "claim_gradcam_best_reco", "claim_mege_falls",
            "claim_lipschitz"]
@@ -34,7 +34,7 @@ _SCORES = ("MeGe", "ReCo")
 
 def replica_scores(frame: pd.DataFrame, *, keys: Sequence[str] = ("task",)) -> pd.DataFrame:
     """ReCo and MeGe of every method on each replica's own S= / S≠ sets, from a
-    :func:`~faithlab.study.papers.reco_mege.experiments.sets.pairs_frame` (rows: method × replica × sample, with ``keys`` columns
+    :func:`~faithlab_study.papers.reco_mege.experiments.sets.pairs_frame` (rows: method × replica × sample, with ``keys`` columns
     such as ``task``, ``degradation`` or ``family``) → one row per (keys, replica, method) with ``ReCo``, ``MeGe``,
     ``n S=``, ``n S≠`` and ``units`` (the samples of D behind them). A replica without a ``replica`` column is
     replica 0."""
@@ -55,8 +55,8 @@ def replica_scores(frame: pd.DataFrame, *, keys: Sequence[str] = ("task",)) -> p
 
 def s_equal_below_chance(frame: pd.DataFrame, *, what: str) -> verdicts.Premise:
     """The null of a method's S=: per image, the mean of its S= distances with the image pairings shuffled minus the
-    S= distances themselves (:func:`~faithlab.study.papers.reco_mege.experiments.sets.pairs_frame` rows of one method), its t
-    interval over the replicas' means (:func:`faithlab.study.verdicts.mean_interval`) → a premise that holds when it lies
+    S= distances themselves (:func:`~faithlab_study.papers.reco_mege.experiments.sets.pairs_frame` rows of one method), its t
+    interval over the replicas' means (:func:`faithlab_study.verdicts.mean_interval`) → a premise that holds when it lies
     above 0 (explanations of one image by two agreeing models are more alike than of two different images), fails
     when it lies wholly below, undecided when it straddles 0."""
     width = sum(c.startswith("distance ") for c in frame.columns)
@@ -118,7 +118,7 @@ def judgement_rows(judgements: Mapping[str, verdicts.Judgement | None], **column
 
 def outcome_counts(outcomes, of: str) -> str:
     """The cells' outcomes counted as a claim's ``why`` counts them: "holds in 2, weaker in 1 of 3 ``of``" (each
-    outcome of :data:`~faithlab.study.verdicts.decisions.OUTCOMES` that occurs, in that order)."""
+    outcome of :data:`~faithlab_study.verdicts.decisions.OUTCOMES` that occurs, in that order)."""
     outcomes = list(outcomes)
     counted = ", ".join(f"{o} in {outcomes.count(o)}" for o in OUTCOMES if outcomes.count(o))
     return f"{counted or 'no cell'} of {len(outcomes)} {of}"
@@ -160,13 +160,13 @@ def claim_gradcam_best_reco(pairs: pd.DataFrame, *, premises: pd.DataFrame | Non
     """Claim R1 (Table 1): Grad-CAM (``target``) has the best ReCo of the methods on every task, decided by its rule
     (``verdicts.rule("R1")``).
 
-    pairs: :func:`~faithlab.study.papers.reco_mege.experiments.sets.pairs_frame` rows of the normally trained families, with
+    pairs: :func:`~faithlab_study.papers.reco_mege.experiments.sets.pairs_frame` rows of the normally trained families, with
     ``task`` and ``replica`` columns (one replica = one independent run of the whole k-fold training; at least 2).
     Cells: per task and competitor, Grad-CAM's ReCo minus the competitor's, each on the replica's own sets
     (:func:`replica_scores`), with a t interval on the R replica values judged against the rule's margin; "best of
     the five on every dataset" → every (task × competitor) cell must hold. premises:
-    :func:`~faithlab.study.papers.reco_mege.claims.premise.premise_row` rows with ``task`` and ``replica`` (the mechanism
-    premise, :func:`~faithlab.study.papers.reco_mege.claims.premise.decide_premise`); None skips it. Further premises per
+    :func:`~faithlab_study.papers.reco_mege.claims.premise.premise_row` rows with ``task`` and ``replica`` (the mechanism
+    premise, :func:`~faithlab_study.papers.reco_mege.claims.premise.decide_premise`); None skips it. Further premises per
     task: every method has at least ``min_pairs`` distances in S= and in S≠ over the replicas, and Grad-CAM's S=
     lies below its shuffled-pairings chance level (:func:`s_equal_below_chance`). A premise that fails makes the
     claim not testable here, one that is undecided inconclusive. Table: one row per cell."""
@@ -264,14 +264,14 @@ def claim_mege_falls(pairs: pd.DataFrame, types: Mapping[str, Sequence[str]], *,
     """Claim R2 (Fig. 4, Tables 9–10): MeGe and ReCo fall as the k models are degraded, decided by its rule
     (``verdicts.rule("R2")``: two named parts, ``R2.MeGe`` and ``R2.ReCo``).
 
-    pairs: :func:`~faithlab.study.papers.reco_mege.experiments.sets.pairs_frame` rows with ``task``, ``degradation`` and
+    pairs: :func:`~faithlab_study.papers.reco_mege.experiments.sets.pairs_frame` rows with ``task``, ``degradation`` and
     ``replica`` columns (replica r of every degradation degrades the models of the normal family's replica r, or
     trains them under its seed, on the same D). types: ``{type: [normal, …, strongest]}`` (e.g. Randomized: Normal,
     Randomized 30%). Per part (score), per (task × method × type) cell: per replica, the normal family's score minus
     the strongest level's, a t interval on the R values judged against the part's margin; every cell must hold
     (the paper: the normally trained models obtain the best results "regardless of the method"). premises:
     premise_row rows of the normal families (``task``, ``replica``), decided per task
-    (:func:`~faithlab.study.papers.reco_mege.claims.premise.decide_premise`); None skips it. Table: one row per cell and
+    (:func:`~faithlab_study.papers.reco_mege.claims.premise.decide_premise`); None skips it. Table: one row per cell and
     score, with each part's verdict."""
     rule = verdicts.rule("R2")
     if not isinstance(pairs, pd.DataFrame) or not {"task", "degradation", "method", "sample"} <= set(pairs.columns):
@@ -378,7 +378,7 @@ def claim_lipschitz(pairs: Mapping[str, pd.DataFrame], *, gradient_methods: Sequ
     ``gradient_methods``; MeGe: every method): per replica, 1-Lipschitz minus ResNet-18, a t interval on the R values
     judged against the part's margin; every method must hold. premises: premise_row rows with ``family`` and
     ``replica`` (both families' mechanism premise,
-    :func:`~faithlab.study.papers.reco_mege.claims.premise.decide_premise`); None skips it. The null of a cell is the
+    :func:`~faithlab_study.papers.reco_mege.claims.premise.decide_premise`); None skips it. The null of a cell is the
     ResNet-18 family on the same D. Table: one row per cell."""
     rule = verdicts.rule("R3")
     for name in (lipschitz, resnet):

@@ -3,8 +3,8 @@ Spearman correlation between the displacement (or σ) and the distance is positi
 chance level, the same correlation with the pairing of maps and displacement shuffled (:func:`monotonicity`,
 :func:`unit_spearman`). R4, "all six distances pass both checks", is decided over the distances × checks by
 :func:`claim_sanity_checks`. The maps and distances of the checks are
-:mod:`faithlab.study.papers.reco_mege.experiments.sanity`; its names are also reachable here, so that
-``faithlab.study.papers.reco_sanity`` (this module) keeps the checks and the claim under one name.
+:mod:`faithlab_study.papers.reco_mege.experiments.sanity`; its names are also reachable here, so that this module
+keeps the checks and the claim under one name (the notebook ``reco_mege/distances`` reads both through it).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ import torch
 
 from faithlab import _validate
 
-from faithlab.study import verdicts
-from faithlab.study.verdicts.decisions import OUTCOMES
-from faithlab.study.papers.reco_mege.claims.registration import CHECKS, REGISTERED
+from faithlab_study import verdicts
+from faithlab_study.verdicts.decisions import OUTCOMES
+from faithlab_study.papers.reco_mege.claims.registration import CHECKS, REGISTERED
 from faithlab.metrics.statistics import rankdata, spearman
-from faithlab.study.papers.reco_mege.experiments.sanity import (  # noqa: F401 - re-exported (reco_sanity)
+from faithlab_study.papers.reco_mege.experiments.sanity import (  # noqa: F401 - re-exported (the checks)
     KINDS, LABELS, distance_frame, moving_point_maps, noise_maps, random_paths, wasserstein)
 
 __all__ = ["monotonicity", "unit_spearman", "claim_sanity_checks"]
@@ -80,7 +80,7 @@ def _shuffled_rho(x, y, *, n_draws: int, level: float, seed: int) -> verdicts.Nu
     """The chance level of ρ(x, y): ``n_draws`` Spearman ρ with y's rows permuted (generator ``seed``: every group of
     the same length gets the same permutations), batched. A permutation moves the ranks, not their values, so each
     draw is the Pearson correlation of x's fixed centred ranks with y's permuted ones: one gather and one product
-    (:func:`faithlab.study.verdicts.null_draws` draws the same null one shuffle at a time). None with fewer than 3 rows
+    (:func:`faithlab_study.verdicts.null_draws` draws the same null one shuffle at a time). None with fewer than 3 rows
     or a constant column (ρ undefined in every draw)."""
     xs = torch.tensor(np.asarray(x, dtype=np.float64))
     ys = torch.tensor(np.asarray(y, dtype=np.float64))
@@ -146,7 +146,7 @@ def claim_sanity_checks(units: pd.DataFrame, *, threshold: float | None = None) 
     units: :func:`unit_spearman` rows of the checks concatenated with a ``check`` column (e.g. "Fig. 2 (moving
     point)" over :func:`random_paths`, "Fig. 3 (noise)" over the noise series of :func:`noise_maps`): per distance
     and independent unit, the Spearman ρ between the displacement (or σ) and the distance. Per (check × distance)
-    cell: the mean ρ over the units, its t interval on the units (:func:`faithlab.study.verdicts.effect`), judged above the
+    cell: the mean ρ over the units, its t interval on the units (:func:`faithlab_study.verdicts.effect`), judged above the
     margin (a strong monotone positive relation); the paper says "all six pass both", so every cell must hold. The
     null: ρ = 0, a distance unrelated to the displacement. No model is trained: the units are the independent noise
     draws and paths. A check of our reconstruction of the paper's lost masks, so a study check. Table: one row per

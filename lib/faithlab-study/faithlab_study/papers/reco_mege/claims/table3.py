@@ -1,6 +1,6 @@
 """Table 3 as a claim: ReCo/MeGe's comparison with Bhatt et al.'s μF and S_avg (spec §4.6): Grad-CAM has the
 highest μF and Grad-CAM and SmoothGrad the lowest S_avg (:func:`claim_table3`), on the scores of
-:func:`~faithlab.study.papers.reco_mege.experiments.baselines.fidelity_stability`."""
+:func:`~faithlab_study.papers.reco_mege.experiments.baselines.fidelity_stability`."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from faithlab.study import verdicts
-from faithlab.study.papers.reco_mege.claims.registration import REGISTERED, TABLE3, two_parts
-from faithlab.study.verdicts import replication
-from faithlab.study.papers.reco_mege import paper
-from faithlab.study.papers.reco_mege.claims.premise import CHANCE_FACTOR
-from faithlab.study.papers.reco_mege.claims.replicas import judge, replica_list, judgement_rows, weakest_text
+from faithlab_study import verdicts
+from faithlab_study.papers.reco_mege.claims.registration import REGISTERED, TABLE3, two_parts
+from faithlab_study.verdicts import replication
+from faithlab_study.papers.reco_mege import paper
+from faithlab_study.papers.reco_mege.claims.premise import CHANCE_FACTOR
+from faithlab_study.papers.reco_mege.claims.replicas import judge, replica_list, judgement_rows, weakest_text
 
 __all__ = ["claim_table3"]
 

@@ -13,9 +13,9 @@ from faithlab import explainers, perturb
 
 from faithlab.metrics.papers.reco_mege.baselines import average_stability_details, mu_fidelity_details
 from faithlab.metrics.papers.reco_mege.crossfold import shuffled_partners
-from faithlab.study.papers.reco_mege.experiments.sets import NULL_STREAM
-from faithlab.study.papers.reco_mege.setup import RADIUS, SUBSET_FRACTION, method_options
-from faithlab.study.verdicts.replication import replica_draws
+from faithlab_study.papers.reco_mege.experiments.sets import NULL_STREAM
+from faithlab_study.papers.reco_mege.setup import RADIUS, SUBSET_FRACTION, method_options
+from faithlab_study.verdicts.replication import replica_draws
 
 __all__ = ["fidelity_stability"]
 
@@ -36,7 +36,7 @@ def fidelity_stability(model, x: torch.Tensor, y: torch.Tensor, method: str, *, 
     another image (:func:`faithlab.metrics.shuffled_partners` over the samples, stream :data:`NULL_STREAM`), so a
     method whose μF does not exceed it orders pixels no better than an unrelated map of its own kind.
 
-    draw_key: the key of every draw (a replica's :func:`~faithlab.study.papers.reco_mege.setup.family_draws`, so
+    draw_key: the key of every draw (a replica's :func:`~faithlab_study.papers.reco_mege.setup.family_draws`, so
     replicas and notebook seeds draw apart; None: ``replica_draws(seed, None)``, a single model), one stream each
     (``keyed_seed(draw_key, stream)``, never a sum): the maps' noise per sample (:data:`MAPS`), μF's subsets
     (:data:`SUBSETS`), the shuffled partners (:data:`NULL_STREAM`) and S_avg's neighbours (:data:`NEIGHBOURS`)."""

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from faithlab.study import verdicts
-from faithlab.study.verdicts import replication
+from faithlab_study import verdicts
+from faithlab_study.verdicts import replication
 from faithlab.metrics.papers.reco_mege.crossfold import Pairs
 
 __all__ = ["score_draws", "null_frame", "pooled_sets"]
@@ -91,7 +91,7 @@ def null_frame(details: Mapping[str, dict], *, level: float = 0.95, **columns) -
     pairs of S=, ``S= mean`` is the mean distance (MeGe's), ``shuffled mean`` the mean of the same pairs with the
     second model's map of another image; ``MeGe`` and ``MeGe (shuffled)`` = 1/(1 + each). ``shuffled − S=``, ``low``,
     ``high``: per image, the mean over its S= pairs of the shuffled minus the S= distance, and the ``level`` t
-    interval of their mean over the images (:func:`faithlab.study.verdicts.mean_interval`); ``below chance``: the interval
+    interval of their mean over the images (:func:`faithlab_study.verdicts.mean_interval`); ``below chance``: the interval
     lies above 0, i.e. S= is below its shuffled level (False when fewer than two images have an S= pair defined both
     ways). A method whose S= is not below chance has a MeGe, and a ReCo, that compare noise."""
     if not isinstance(details, Mapping) or not details:

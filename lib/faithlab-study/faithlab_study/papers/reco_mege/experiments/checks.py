@@ -11,8 +11,8 @@ import torch
 
 from faithlab import explainers
 from faithlab.metrics.papers.reco_mege.crossfold import explanation_distance, flatten_maps
-from faithlab.study.papers.reco_mege.setup import Family, model_seeds
-from faithlab.study.papers.reco_mege.setup import method_options
+from faithlab_study.papers.reco_mege.setup import Family, model_seeds
+from faithlab_study.papers.reco_mege.setup import method_options
 
 __all__ = ["steps_diagnostic", "cam_grid"]
 
@@ -26,7 +26,7 @@ def steps_diagnostic(fam: Family, details: Mapping[str, dict], *, used: Mapping[
     the two (the distance ReCo and MeGe use), beside that method's mean S= distance (two models' maps of one image)
     and its shuffled level. A distance far below S= says the cheaper count changes the maps less than another model
     does. One row per method. A random method draws as model 0 of
-    :func:`~faithlab.study.papers.reco_mege.setup.explain_family` (keyed to seed, the family's replica, sample)."""
+    :func:`~faithlab_study.papers.reco_mege.setup.explain_family` (keyed to seed, the family's replica, sample)."""
     rows = []
     model, x = fam.cross.models[0], fam.data.x[:n_images]
     target = fam.predictions[0, :n_images].to(x.device)

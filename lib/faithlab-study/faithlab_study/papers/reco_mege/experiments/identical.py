@@ -12,8 +12,8 @@ import torch
 from faithlab import explainers
 
 from faithlab.metrics.papers.reco_mege.crossfold import reco_mege_details_from_predictions
-from faithlab.study.papers.reco_mege.setup import Family, model_seeds
-from faithlab.study.papers.reco_mege.setup import method_options
+from faithlab_study.papers.reco_mege.setup import Family, model_seeds
+from faithlab_study.papers.reco_mege.setup import method_options
 
 __all__ = ["identical_models"]
 
@@ -22,7 +22,7 @@ def identical_models(fam: Family, method: str, *, batch_size: int = 256, seed: i
     """R5 check: the family's first model standing in for all k (its maps and predictions copied k times) → one row
     per sample of D: ``sample``, ``S= distance`` (the mean of its S= distances, NaN without an S= pair) and ``MeGe``
     (of the whole set, the same on every row); MeGe must be 1 and every distance 0. A random method's maps are
-    model 0's of :func:`~faithlab.study.papers.reco_mege.setup.explain_family` (keyed to seed, replica, sample)."""
+    model 0's of :func:`~faithlab_study.papers.reco_mege.setup.explain_family` (keyed to seed, replica, sample)."""
     name, options = method_options(method, **settings)
     model = fam.cross.models[0]
     maps = explainers.explain(model, fam.data.x, fam.predictions[0].to(fam.data.x.device), method=name,

@@ -8,7 +8,7 @@ checked: 1-Wasserstein (the earth mover's distance of POT, the paper's ref. [9])
 ℓ1 and ℓ2. The five tensor distances come from :func:`faithlab.metrics.papers.reco_mege.distances.map_distance`;
 the Wasserstein distance is solved here, pair by pair, with ``ot.emd2`` (:func:`wasserstein`,
 :func:`distance_frame`). Whether each distance passes is decided in
-:mod:`faithlab.study.papers.reco_mege.claims.sanity`.
+:mod:`faithlab_study.papers.reco_mege.claims.sanity`.
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ def wasserstein(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     # Not a hot path: Figs. 2–3 only. ot.emd2 solves one pair at a time on the CPU (a linear programme, about
     # 0.05–0.1 s per pair of 32×32 maps); we loop over the pairs in Python. POT is imported here, not with
     # faithlab: only this check needs it.
-    ot = require("ot", "reco_sanity.wasserstein")
+    ot = require("ot", "reco_mege.experiments.sanity.wasserstein")
     for x, name in ((a, "a"), (b, "b")):
         _validate.tensor(x, name)
         if x.ndim < 2 or x.is_complex() or x.dtype == torch.bool:

@@ -12,8 +12,8 @@ import torch
 from faithlab import paths, perturb
 from faithlab.metrics.papers.reco_mege.crossfold import (Pairs, details_from_pairs, reco_mege_details_from_predictions,
                                                          shuffled_distances, shuffled_partners)
-from faithlab.study.papers.reco_mege.setup import Family, explain_family, family_draws
-from faithlab.study.papers.reco_mege.setup import method_options
+from faithlab_study.papers.reco_mege.setup import Family, explain_family, family_draws
+from faithlab_study.papers.reco_mege.setup import method_options
 from faithlab.train.cache import cache_key
 
 __all__ = ["with_null", "distance_sets", "scores", "histogram_frame", "pairs_frame"]
@@ -25,7 +25,7 @@ _NULL_VERSION = 1
 
 NULL_STREAM = 1
 """The shuffled pairings' stream: generator ``keyed_seed(draw key, NULL_STREAM)``, apart from the explainers' draws
-(the draw key: :func:`~faithlab.study.papers.reco_mege.setup.family_draws` of the notebook's seed and the family's
+(the draw key: :func:`~faithlab_study.papers.reco_mege.setup.family_draws` of the notebook's seed and the family's
 replica, or Table 3's)."""
 
 
@@ -48,7 +48,7 @@ def distance_sets(fam: Family, method: str, *, batch_size: int = 256, seed: int 
     S= pair (:func:`faithlab.metrics.shuffled_partners`, generator ``keyed_seed(family_draws(fam, seed),
     NULL_STREAM)``, drawn once per family and replica, so every method of a family gets the same pairings, each
     replica and notebook seed its own, and batch_size changes nothing); a random method's maps are keyed likewise
-    (:func:`~faithlab.study.papers.reco_mege.setup.explain_family`). Both are computed from the same
+    (:func:`~faithlab_study.papers.reco_mege.setup.explain_family`). Both are computed from the same
     maps and cached under ``<cache>/reco_mege/`` (keyed by the models, the method and its settings), so another
     notebook asking for the same sets loads them (``torch.load(weights_only=True)``); a cache file written before
     the null existed is recomputed."""
@@ -106,8 +106,8 @@ def pairs_frame(details: dict[str, dict], **columns) -> pd.DataFrame:
     """The S= / S≠ sets of every method as one frame (+ ``columns``, e.g. ``task=``, ``replica=``): one row per
     method × sample with its k − 1 pair distances (``distance j``), their kinds (``kind j``: 0 S=, 1 S≠, 2 both
     wrong) and their shuffled-pairings chance level (``shuffled j``). The frame a claim takes, so that its rows can
-    be cut to one replica (:func:`faithlab.study.verdicts.replicated`);
-    :func:`~faithlab.study.papers.reco_mege.experiments.bootstrap.pooled_sets` reads it back."""
+    be cut to one replica (:func:`faithlab_study.verdicts.replicated`);
+    :func:`~faithlab_study.papers.reco_mege.experiments.bootstrap.pooled_sets` reads it back."""
     frames = []
     for m, d in details.items():
         pairs, shuffled = d["pairs"], d.get("shuffled")

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from faithlab.study import verdicts
-from faithlab.study.papers.saco.claims.registration import CHAPTER, PARTS, REGISTERED
-from faithlab.study.papers.saco import paper
-from faithlab.study.papers.saco.experiments import model_means, model_of, units_of, wide
-from faithlab.study.papers.saco.claims.premises import (ACCURACY_TOLERANCE, MIN_ACCURACY, gate, judged_rows,
+from faithlab_study import verdicts
+from faithlab_study.papers.saco.claims.registration import CHAPTER, PARTS, REGISTERED
+from faithlab_study.papers.saco import paper
+from faithlab_study.papers.saco.experiments import model_means, model_of, units_of, wide
+from faithlab_study.papers.saco.claims.premises import (ACCURACY_TOLERANCE, MIN_ACCURACY, gate, judged_rows,
                                                         methods_present, premises_of)
 
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from faithlab.study import verdicts
-from faithlab.study.papers.saco.claims.registration import CHAPTER, CORRELATIONS, PARTS, REGISTERED
-from faithlab.study.papers.saco import paper
-from faithlab.study.papers.saco.experiments import FIRST, model_of, per_model_correlations, wide
-from faithlab.study.papers.saco.claims.premises import (ACCURACY_TOLERANCE, MIN_ACCURACY, accuracy_reason, gate,
+from faithlab_study import verdicts
+from faithlab_study.papers.saco.claims.registration import CHAPTER, CORRELATIONS, PARTS, REGISTERED
+from faithlab_study.papers.saco import paper
+from faithlab_study.papers.saco.experiments import FIRST, model_of, per_model_correlations, wide
+from faithlab_study.papers.saco.claims.premises import (ACCURACY_TOLERANCE, MIN_ACCURACY, accuracy_reason, gate,
                                                         premise_sentence, removal_premise)
 
 
@@ -188,14 +188,14 @@ def claim_saturation(frame: pd.DataFrame, *, good: str = "Transformer Attributio
 
     - S5.saturation (``verdicts.rule("S5.saturation")``): per image, 1 when every method's cumulative drop after the
       top ``at`` of the pixels has saturated (``saturated``), else 0; the share of such images with
-      :func:`faithlab.study.verdicts.share_interval` (t on the replicas' shares ∪ Wilson) above the rule's margin;
+      :func:`faithlab_study.verdicts.share_interval` (t on the replicas' shares ∪ Wilson) above the rule's margin;
     - S5.separation (``"S5.separation"``): per image, SaCo(``good``) − SaCo(poor) for each of ``poor``, its t
       interval on the replica means above the margin, every comparison.
 
     The claim by ``"S5"`` (parts). frame: :func:`case_study_frame` with ``setting`` and/or ``replica`` columns naming
     the trained model of every row when several are pooled (each trained model one replica). accuracy: optional, per trained model (the accuracy premise: ``min_accuracy`` within
     ``accuracy_tolerance``). Premise (the mechanism): removal
-    matters group by group on ``good``'s groups (:func:`~faithlab.study.papers.saco.claims.removal_premise`)."""
+    matters group by group on ``good``'s groups (:func:`~faithlab_study.papers.saco.claims.removal_premise`)."""
     rules = {i: verdicts.rule(i) for i in ("S5", "S5.saturation", "S5.separation")}
     methods = [good, *poor]
     missing = set(methods) - set(frame["method"])

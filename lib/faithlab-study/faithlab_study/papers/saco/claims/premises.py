@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from faithlab.study import verdicts
-from faithlab.study.papers.saco.experiments import FIRST, HIGHER_IS_BETTER, LAST, model_of
+from faithlab_study import verdicts
+from faithlab_study.papers.saco.experiments import FIRST, HIGHER_IS_BETTER, LAST, model_of
 
 __all__ = ["MIN_ACCURACY", "ACCURACY_TOLERANCE", "GROUP_DROP_MIN", "PREMISE_METHOD", "removal_premise",
            "accuracy_reason", "accuracy_text", "gate", "premise_sentence", "state", "narrow", "CUMULATIVE",
@@ -60,8 +60,8 @@ def removal_premise(frame: pd.DataFrame | None, *, method: str = PREMISE_METHOD,
     """The chapter's mechanism premise, removal matters group by group: per image of ``method``'s rows of
     ``frame`` (columns :data:`FIRST`, :data:`LAST`: the drop of p(ŷ|x) when the most / least salient of the K groups
     is removed alone), the difference first − last; its mean per trained model and the t interval on those means
-    (:func:`faithlab.study.verdicts.mean_interval`) must lie above ``threshold``
-    (:func:`faithlab.study.verdicts.premise_interval`). Returns the premise (None when ``frame`` is None: not checked) and
+    (:func:`faithlab_study.verdicts.mean_interval`) must lie above ``threshold``
+    (:func:`faithlab_study.verdicts.premise_interval`). Returns the premise (None when ``frame`` is None: not checked) and
     a row for the page (estimate, low, high, threshold, outcome, models, images)."""
     if frame is None:
         return None, {}
@@ -80,7 +80,7 @@ def removal_premise(frame: pd.DataFrame | None, *, method: str = PREMISE_METHOD,
 
 
 def gate(v: verdicts.Verdict, premise: verdicts.Premise | None) -> verdicts.Verdict:
-    """A verdict under the mechanism premise (:meth:`faithlab.study.verdicts.Premise.apply`; unchanged when not checked or
+    """A verdict under the mechanism premise (:meth:`faithlab_study.verdicts.Premise.apply`; unchanged when not checked or
     when the verdict is already "not testable here")."""
     if premise is None or str(v) == verdicts.NOT_TESTABLE:
         return v
@@ -95,7 +95,7 @@ def premise_sentence(accuracy, premise: verdicts.Premise | None, *, min_accuracy
 
 
 def state(judgement) -> str:
-    """A judgement's outcome for a table (one of :data:`faithlab.study.verdicts.decisions.OUTCOMES`: "holds",
+    """A judgement's outcome for a table (one of :data:`faithlab_study.verdicts.decisions.OUTCOMES`: "holds",
     "weaker", "absent", "undecided"; "undecided" for a cell without an interval)."""
     return "undecided" if judgement is None else judgement.outcome
 

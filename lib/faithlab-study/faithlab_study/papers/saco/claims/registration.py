@@ -1,10 +1,10 @@
 """What the rules of this chapter share, written once here and named by every registration: the first line of each
 rule's change log (:data:`REGISTERED`) and the fields most rules share (:data:`CHAPTER`, with its sub-families
 :data:`PER_MODEL`, :data:`CORRELATIONS` and :data:`PARTS`). A rule registered by ``@CHAPTER.registered("S4", ...)``
-is the rule of :func:`faithlab.study.verdicts.registered` with every field written out: the chapter's defaults under
-the registration's own fields, which win (:class:`faithlab.study.verdicts.Chapter`)."""
+is the rule of :func:`faithlab_study.verdicts.registered` with every field written out: the chapter's defaults under
+the registration's own fields, which win (:class:`faithlab_study.verdicts.Chapter`)."""
 
-from faithlab.study import verdicts
+from faithlab_study import verdicts
 
 REGISTERED = {"date": "2026-11-27", "change": "registered",
               "why": ("issue 69: the rules move from the claim functions' code into this file, decided by t "
@@ -26,7 +26,7 @@ PREMISES = ["every ViT learned the digits (accuracy ≥ 0.8 within 0.05)",
 """The two premises every claim of the chapter checks before its outcome (the package's docstring)."""
 HALF_GAIN = ("half the smallest SaCo gain the paper reads as an improvement (Table 1: Rollout − Raw Attention "
              "= 0.2453 − 0.1835 = 0.0618)")
-"""The source of the chapter's usual margin, 0.0309 (:data:`faithlab.study.papers.saco.paper.MARGINS`)."""
+"""The source of the chapter's usual margin, 0.0309 (:data:`faithlab_study.papers.saco.paper.MARGINS`)."""
 
 CHAPTER = verdicts.Chapter(
     paper="saco", kind="paper", direction="above", margin=0.0309, margin_source=HALF_GAIN, decision="every",
@@ -43,7 +43,7 @@ CORRELATIONS = verdicts.Chapter(**{
                             "mutual ρ over the trained models lies above 0.1"],
     "null": "the same ρ with one metric's images shuffled (shown beside each pair)"})
 """Fig. 2's rank correlations (S2, S6): per-model statistics under a third premise, the existing metrics' agreement
-(:data:`faithlab.study.papers.saco.claims.correlation.AGREEMENT_MIN`)."""
+(:data:`faithlab_study.papers.saco.claims.correlation.AGREEMENT_MIN`)."""
 PARTS = verdicts.Chapter(**{
     **{k: v for k, v in CHAPTER.defaults.items() if k != "unit"},
     "margin": 0.0, "margin_source": "the parts' own margins", "decision": "parts", "share": 0.5,

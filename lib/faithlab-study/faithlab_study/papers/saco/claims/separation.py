@@ -9,11 +9,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from faithlab.study import verdicts
-from faithlab.study.papers.saco.claims.registration import CHAPTER, PARTS, PER_MODEL, REGISTERED
-from faithlab.study.papers.saco import paper
-from faithlab.study.papers.saco.experiments import model_means, model_of, units_of, wide
-from faithlab.study.papers.saco.claims.premises import (ACCURACY_TOLERANCE, CUMULATIVE, MIN_ACCURACY, gate,
+from faithlab_study import verdicts
+from faithlab_study.papers.saco.claims.registration import CHAPTER, PARTS, PER_MODEL, REGISTERED
+from faithlab_study.papers.saco import paper
+from faithlab_study.papers.saco.experiments import model_means, model_of, units_of, wide
+from faithlab_study.papers.saco.claims.premises import (ACCURACY_TOLERANCE, CUMULATIVE, MIN_ACCURACY, gate,
                                                         judged_rows, methods_present, premises_of)
 
 
@@ -139,7 +139,7 @@ def claim_random_separation(per_sample: pd.DataFrame, *, random_saco: pd.DataFra
     expectation by construction):
 
     - S1.zero (study check, not counted): SaCo(Random) per image (from ``random_saco`` when given:
-      :func:`~faithlab.study.papers.saco.experiments.random_saco_frame`, a random map on more images of the same models; else ``random``'s rows of ``per_sample``),
+      :func:`~faithlab_study.papers.saco.experiments.random_saco_frame`, a random map on more images of the same models; else ``random``'s rows of ``per_sample``),
       its t interval on the model means within ± the margin (two one-sided cells);
     - S1.above: per method of ``methods`` (the paper's ten, those present), SaCo(method) − SaCo(Random) per image
       above the margin; more than half of the methods must hold;
@@ -147,7 +147,7 @@ def claim_random_separation(per_sample: pd.DataFrame, *, random_saco: pd.DataFra
       mean, its t interval on the models above 0; every metric must hold.
 
     per_sample: one row per (setting ×) (replica ×) method × sample with the metrics of :data:`HIGHER_IS_BETTER`
-    (and the group drops :data:`~faithlab.study.papers.saco.experiments.FIRST` / ``LAST`` for the mechanism premise, checked
+    (and the group drops :data:`~faithlab_study.papers.saco.experiments.FIRST` / ``LAST`` for the mechanism premise, checked
     when present). accuracy: per trained model the ViT's test accuracy (columns setting, replica, accuracy), for the
     accuracy premise. Table: one row per judged cell (part, cell, estimate, low, high, margin, outcome, models,
     images)."""

@@ -1,15 +1,15 @@
 """The guide the synthesis chapter and the book open with: per situation the metrics that hold up across
 independently trained replicas, with intervals (:func:`guide`, :func:`guide_sentences`, :func:`answer_sentence`),
-read from the tables of :mod:`~faithlab.study.papers.synthesis.experiments`.
+read from the tables of :mod:`~faithlab_study.papers.synthesis.experiments`.
 
 Every statement the guide makes is judged with the interval the claims use (a t interval on the trained replicas'
-means, :func:`faithlab.study.verdicts.mean_interval`) against a margin fixed before the data (:func:`separation_margin`):
+means, :func:`faithlab_study.verdicts.mean_interval`) against a margin fixed before the data (:func:`separation_margin`):
 a metric *recovers* the known ranking when its recovery's interval lies above the margin; metric A *beats* metric B
 when the one-sided t test of their paired difference (per image, A − B) against the margin rejects after Holm's
 correction over the situation's pairs (:func:`separations`); a metric *holds up* when it recovers and is shown not
 worse than every other metric by more than the margin. The rule is registered above :func:`guide`
-(:func:`faithlab.study.verdicts.registered_answer`), and the functions read it from there
-(:func:`faithlab.study.verdicts.rules.answer`). A metric that the
+(:func:`faithlab_study.verdicts.registered_answer`), and the functions read it from there
+(:func:`faithlab_study.verdicts.rules.answer`). A metric that the
 replicas separate neither from the best nor from the worse is "not separated", never named."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from faithlab.study import verdicts
-from faithlab.study.verdicts import replication
-from faithlab.study.verdicts.decisions import outcome_of
+from faithlab_study import verdicts
+from faithlab_study.verdicts import replication
+from faithlab_study.verdicts.decisions import outcome_of
 
 __all__ = ["guide", "guide_sentences", "answer_sentence", "value_range", "separation_margin", "separations",
            "reference_sensitivity", "reference_sentence", "REFERENCE_SENSITIVE", "CHAPTER_METRICS", "COST_CASE"]
@@ -55,7 +55,7 @@ def separation_margin(n_levels: int) -> float:
 
 def _outcome(low: float, high: float, margin: float) -> str:
     """Whether a recovery interval [low, high] recovers the known ranking, against chance (a recovery of 0, the value
-    of no effect) and ``margin`` (:func:`faithlab.study.verdicts.decisions.outcome_of`): "holds" (it lies above the
+    of no effect) and ``margin`` (:func:`faithlab_study.verdicts.decisions.outcome_of`): "holds" (it lies above the
     margin), "weaker" (above 0, not shown above the margin: it recovers the ranking, not shown by the margin),
     "absent" (within the margin of 0, or wholly below 0) or "undecided" (it reaches both 0 and the margin; also
     without an interval). With a margin of 0 one boundary: holds, absent or undecided."""
@@ -66,7 +66,7 @@ def _registered(value, key: str):
     """``value``, or the guide's registered one (registered above :func:`guide`) when None."""
     if value is not None:
         return value
-    from faithlab.study.verdicts.rules import answer
+    from faithlab_study.verdicts.rules import answer
 
     return answer("guide")[key]
 
@@ -82,7 +82,7 @@ def _holm(p: np.ndarray) -> np.ndarray:
 
 
 def _p_above(i, margin: float) -> float:
-    """One-sided p of the t test that the mean of :class:`~faithlab.study.verdicts.Interval` ``i`` exceeds ``margin``
+    """One-sided p of the t test that the mean of :class:`~faithlab_study.verdicts.Interval` ``i`` exceeds ``margin``
     (its estimate, standard error and degrees of freedom)."""
     from scipy import stats
 
@@ -96,19 +96,19 @@ def _p_above(i, margin: float) -> float:
 def separations(units: pd.DataFrame, *, margin: float, level: float | None = None,
                 correction: str | None = None) -> pd.DataFrame:
     """Every pair of metrics on every setup, compared on the same units: the mean of the paired per-image difference
-    of their recovery, its ``level`` t interval on the replica means (:func:`faithlab.study.verdicts.mean_interval`), and
+    of their recovery, its ``level`` t interval on the replica means (:func:`faithlab_study.verdicts.mean_interval`), and
     whether one beats the other by more than ``margin``. level: default the guide's registered one (0.95).
 
-    units: :func:`~faithlab.study.papers.synthesis.experiments.recovery_units` tables stacked with a ``setup``
+    units: :func:`~faithlab_study.papers.synthesis.experiments.recovery_units` tables stacked with a ``setup``
     column (``replica`` when the setups are replicated). correction: how a beat is decided (a key of
-    :data:`faithlab.study.verdicts.rules.BEATS`; default the guide's registered ``beats``): "per comparison" — the
+    :data:`faithlab_study.verdicts.rules.BEATS`; default the guide's registered ``beats``): "per comparison" — the
     interval lies beyond ±``margin``; "holm" — the one-sided t test against the margin rejects after Holm's
     step-down over the setup's every ordered pair (family-wise error 1 − ``level``; for one pair the same as the
     interval). Returns one row per setup and pair (``a``, ``b``: labels, in the order of the units): ``difference``
     (a − b), ``low``, ``high``, ``replicas``, ``images``, ``p`` (the smaller one-sided p of the two directions,
     Holm-adjusted under "holm") and ``outcome``: "a beats b", "b beats a", "within the margin" (the interval wholly
     inside ±``margin``: shown not to differ by more) or "not separated" (neither)."""
-    from faithlab.study.verdicts.rules import BEATS
+    from faithlab_study.verdicts.rules import BEATS
 
     correction = str(_registered(correction, "beats"))
     level = float(_registered(level, "level"))
@@ -180,7 +180,7 @@ def reference_sensitivity(units: pd.DataFrame, *, threshold: float = REFERENCE_S
     the paired per-image difference of its recovery (the same images and replicas under both references) and its
     ``level`` t interval on the replica means, judged against ±``threshold``.
 
-    units: :func:`~faithlab.study.papers.synthesis.experiments.recovery_units` tables stacked with ``setup`` and
+    units: :func:`~faithlab_study.papers.synthesis.experiments.recovery_units` tables stacked with ``setup`` and
     ``reference`` columns. Returns one row per metric: ``label``, ``spread`` (the largest |mean difference| over the
     setups and pairs), ``where`` (that setup and pair), ``outcome``: "moves" (some interval lies wholly beyond
     ±``threshold``), "stays" (every interval lies inside ±``threshold``) or "undecided"."""
@@ -230,7 +230,7 @@ def reference_sentence(sensitivity: pd.DataFrame, *, threshold: float = REFERENC
     margin=("one swap of two neighbouring degraded explainers in an otherwise right ranking, 12 / (n (n² − 1)) for n "
             "degraded explainers (0.1 for five)"),
     margin_source=("our convention, fixed by the design before any score "
-                   "(faithlab.study.papers.synthesis.separation_margin); the papers compare metrics but give no "
+                   "(faithlab_study.papers.synthesis.separation_margin); the papers compare metrics but give no "
                    "smallest difference of interest in recovery"),
     holds_up="recovers and not worse than any", beats="holm", level=0.95, replicas=5,
     interval=("t on replica means (the paired per-image difference of two metrics' recovery, averaged per trained "
@@ -296,6 +296,17 @@ def reference_sentence(sensitivity: pd.DataFrame, *, threshold: float = REFERENC
          "why": ("issue 73 (house v4): the study moved under faithlab.study, so the function the source names has a "
                  "new module path; the margin, its value and every decision are unchanged"),
          "fingerprint": "65579af60242"},
+        {"date": "2026-11-29", "change": "changed",
+         "field": "margin_source",
+         "old": ("our convention, fixed by the design before any score "
+                 "(faithlab.study.papers.synthesis.separation_margin); the papers compare metrics but give no "
+                 "smallest difference of interest in recovery"),
+         "new": ("our convention, fixed by the design before any score "
+                 "(faithlab_study.papers.synthesis.separation_margin); the papers compare metrics but give no "
+                 "smallest difference of interest in recovery"),
+         "why": ("issue 91 (house v5): the study is its own distribution, faithlab_study, so the function the source "
+                 "names has a new module path; the margin, its value and every decision are unchanged"),
+         "fingerprint": "d5e56f3692cf"},
     ],
 )
 def guide(recovery_by_setup: pd.DataFrame, use_cases: Mapping[str, str], *, cost_table: pd.DataFrame,
@@ -304,7 +315,7 @@ def guide(recovery_by_setup: pd.DataFrame, use_cases: Mapping[str, str], *, cost
           margin: float = 0.0, holds_up: str | None = None) -> pd.DataFrame:
     """The guide's table: one row per situation and metric.
 
-    recovery_by_setup: :func:`~faithlab.study.papers.synthesis.experiments.recovery` tables stacked with a
+    recovery_by_setup: :func:`~faithlab_study.papers.synthesis.experiments.recovery` tables stacked with a
     ``setup`` column (``spearman low``/``high``: the t interval over the trained replicas). Per use case
     (``{situation: setup name}``), per metric: ``recovers`` — "holds" when the recovery's interval lies above
     ``margin`` (:func:`separation_margin`), "weaker" when it lies above 0 (chance) but not shown above the margin,
@@ -312,7 +323,7 @@ def guide(recovery_by_setup: pd.DataFrame, use_cases: Mapping[str, str], *, cost
     ``beaten by``
     — the metrics that beat it by more than ``margin`` on the paired per-image difference (``separation``, a
     :func:`separations` table; without one, those whose recovery interval lies more than ``margin`` above its own);
-    ``holds up`` by the rule ``holds_up`` (a key of :data:`faithlab.study.verdicts.rules.HOLDS_UP`; default the guide's
+    ``holds up`` by the rule ``holds_up`` (a key of :data:`faithlab_study.verdicts.rules.HOLDS_UP`; default the guide's
     registered one): "recovers and not worse than any" — it recovers and, against every other metric, the interval
     of (other − it) lies below ``margin`` (without ``separation``: every other's recovery interval ends less than
     ``margin`` above its own start); "recovers and not beaten" — it recovers and nothing beats it; ``not
@@ -328,7 +339,7 @@ def guide(recovery_by_setup: pd.DataFrame, use_cases: Mapping[str, str], *, cost
     ``reference-sensitive`` when ``reference_moves`` (:func:`reference_sensitivity`'s outcome by label) says "moves"
     — without it, when the spread exceeds :data:`REFERENCE_SENSITIVE`. Sorted by situation (use-case order, then the
     cost case), then the metrics that hold up, then recovery (cost in the cost case)."""
-    from faithlab.study.verdicts.rules import HOLDS_UP
+    from faithlab_study.verdicts.rules import HOLDS_UP
 
     holds_up = str(_registered(holds_up, "holds_up"))
     if holds_up not in HOLDS_UP:

@@ -1,8 +1,8 @@
-"""Claim MN1 (Miró-Nicolau et al. 2024), decided on :mod:`~faithlab.study.papers.synthesis.setup`'s decision tree:
+"""Claim MN1 (Miró-Nicolau et al. 2024), decided on :mod:`~faithlab_study.papers.synthesis.setup`'s decision tree:
 no fidelity metric scores the perfect explanation within the paper's threshold of the metric's ideal
 (:func:`claim_ideal_gap`), each metric counted when it tells the perfect explanation from random maps
 (:data:`PREMISE_BAND`). Every interval is a t interval on the trained replicas' means
-(:func:`faithlab.study.verdicts.mean_interval`): the trained model is the unit of replication."""
+(:func:`faithlab_study.verdicts.mean_interval`): the trained model is the unit of replication."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import pandas as pd
 
 from faithlab import evaluation
 from faithlab.evaluation.meta import unit_columns as _units
-from faithlab.study import verdicts
-from faithlab.study.papers.synthesis.experiments import ideal_gap
-from faithlab.study.papers.synthesis.paper import PAPER_IDEAL_GAP
-from faithlab.study.verdicts import replication
+from faithlab_study import verdicts
+from faithlab_study.papers.synthesis.experiments import ideal_gap
+from faithlab_study.papers.synthesis.paper import PAPER_IDEAL_GAP
+from faithlab_study.verdicts import replication
 
 __all__ = ["claim_ideal_gap", "PREMISE_BAND"]
 
@@ -89,19 +89,19 @@ def claim_ideal_gap(frame: pd.DataFrame, *, perfect: str, random: str, setting: 
 
     Premise and null, per metric: the metric must tell the perfect explanation from random maps — the mean of the
     oriented difference perfect − random divided by the metric's range, its t interval on the replica means
-    (:func:`faithlab.study.verdicts.mean_interval`), judged against :data:`PREMISE_BAND`
-    (:func:`faithlab.study.verdicts.premise_interval`): the metric counts when the interval lies above, does not count when it lies below (it says
+    (:func:`faithlab_study.verdicts.mean_interval`), judged against :data:`PREMISE_BAND`
+    (:func:`faithlab_study.verdicts.premise_interval`): the metric counts when the interval lies above, does not count when it lies below (it says
     nothing about fidelity here), and whether it counts is undecided when it straddles. Random maps' mean score with
     its interval is the chance level in the table. When no metric counts, the claim is not testable here.
     Outcome, per counted metric: its mean gap and the t interval on the replica means, judged against the rule's
-    margin (:func:`faithlab.study.verdicts.effect`; one boundary: a mean absolute gap is above 0 by construction, so
+    margin (:func:`faithlab_study.verdicts.effect`; one boundary: a mean absolute gap is above 0 by construction, so
     the rule's value of no effect is the margin itself): holds beyond it, absent when shown within it, undecided
     across it; the cells combine as the rule's ``every`` says
-    (:func:`faithlab.study.verdicts.decide`). A metric whose premise is undecided is decided both
+    (:func:`faithlab_study.verdicts.decide`). A metric whose premise is undecided is decided both
     with and without it; when the two verdicts differ, the claim is inconclusive. setting: a label appended to the
     claim's text.
 
-    Returns a :class:`faithlab.study.verdicts.Claim` whose table has one row per metric with an ideal: ideal, range, the
+    Returns a :class:`faithlab_study.verdicts.Claim` whose table has one row per metric with an ideal: ideal, range, the
     perfect and random means, the chance interval (``chance low``/``high``), the premise (``perfect − random`` /
     range, ``low``, ``high``, ``counts``: yes, no or undecided), the mean ``gap`` with its interval and outcome,
     random maps' gap, the ``share within`` the margin (:func:`ideal_gap`), the ``images`` scored (all replicas

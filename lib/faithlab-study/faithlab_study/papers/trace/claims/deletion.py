@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from faithlab.study import verdicts
-from faithlab.study.papers.trace.claims.registration import CHAPTER, RANDOM_TEST, REGISTERED, ZERO_DELETION_LOWERS
-from faithlab.study.papers.trace.claims.premises import (interval_text, per_image, premise_outcomes,
+from faithlab_study import verdicts
+from faithlab_study.papers.trace.claims.registration import CHAPTER, RANDOM_TEST, REGISTERED, ZERO_DELETION_LOWERS
+from faithlab_study.papers.trace.claims.premises import (interval_text, per_image, premise_outcomes,
                                                          premise_text, random_test_premises, replica_groups)
-from faithlab.study.papers.trace.experiments import normalised_auc
-from faithlab.study.verdicts import replication
+from faithlab_study.papers.trace.experiments import normalised_auc
+from faithlab_study.verdicts import replication
 
 __all__ = ["claim_random_test", "claim_insertion_equals_deletion"]
 

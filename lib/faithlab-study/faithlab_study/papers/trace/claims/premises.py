@@ -1,7 +1,7 @@
 """TRACE's mechanism premise and the helpers its claims share.
 
 Every statistic is a mean of per-image values, so every interval is the t interval on the replica means
-(:func:`faithlab.study.verdicts.effect`): the trained model is the unit of replication, the images of a replica its units.
+(:func:`faithlab_study.verdicts.effect`): the trained model is the unit of replication, the images of a replica its units.
 Nothing is resampled, so no claim function takes a bootstrap seed.
 
 The mechanism premise (:func:`mechanism_premises`): TRACE's claims are about deleting patches and searching for the
@@ -23,9 +23,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from faithlab.study import verdicts
-from faithlab.study.papers.trace.experiments import normalised_auc
-from faithlab.study.verdicts import replication
+from faithlab_study import verdicts
+from faithlab_study.papers.trace.experiments import normalised_auc
+from faithlab_study.verdicts import replication
 
 __all__ = ["PREMISE_DROP", "PREMISE_GAIN", "PREMISE_COLUMNS", "mechanism_premises", "premise_outcomes",
            "table1_premises", "search_bound_premises", "cross_premises", "random_test_premises"]
@@ -64,7 +64,7 @@ def per_image(frame: pd.DataFrame, column: str, **where) -> np.ndarray:
 
 def replica_groups(frame: pd.DataFrame, **where):
     """The trained replica of each unit of :func:`per_image` (same rows, same order), or None without a replica
-    column: the ``groups`` of :func:`faithlab.study.verdicts.effect`."""
+    column: the ``groups`` of :func:`faithlab_study.verdicts.effect`."""
     if not replication.has_replicas(frame):
         return None
     return replication.groups(rows_where(frame, **where))
@@ -148,7 +148,7 @@ def premise_row(values, groups, threshold: float, *, data: str, part: str) -> di
 def mechanism_premises(*, clean=None, random_area=None, search=None, random=None, points: float | None = None,
                        groups=None, data: str, search_name: str = "the search") -> pd.DataFrame:
     """The chapter's mechanism premise on one data set (see the module docstring), each part decided with the t
-    interval on the replica means (:func:`faithlab.study.verdicts.premise_interval`) → a premise frame
+    interval on the replica means (:func:`faithlab_study.verdicts.premise_interval`) → a premise frame
     (:data:`PREMISE_COLUMNS`, one row per part; :func:`premise_outcomes` turns it into premises).
 
     (a) with ``clean`` (per image f(x)) and ``random_area`` (per image, the mean over its points of a random-order

@@ -2,10 +2,10 @@
 rule's change log (:data:`REGISTERED`), the fields most rules share (:data:`CHAPTER`, with the random deletion test's
 family :data:`RANDOM_TEST`), the chapter's one convention for a margin (:func:`convention`) and its recurring
 premises. A rule registered by ``@CHAPTER.registered("T4", ...)`` is the rule of
-:func:`faithlab.study.verdicts.registered` with every field written out: the chapter's defaults under the
-registration's own fields, which win (:class:`faithlab.study.verdicts.Chapter`)."""
+:func:`faithlab_study.verdicts.registered` with every field written out: the chapter's defaults under the
+registration's own fields, which win (:class:`faithlab_study.verdicts.Chapter`)."""
 
-from faithlab.study import verdicts
+from faithlab_study import verdicts
 
 REGISTERED = {"date": "2026-11-27", "change": "registered",
               "why": ("issue 69: the rules move from the claim functions into this file. T1: the 'SA beats Greedy' "

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from faithlab.study import verdicts
-from faithlab.study.papers.trace.claims.registration import (BOUND_PREMISES, CHAPTER, DELETION_LOWERS, REGISTERED,
+from faithlab_study import verdicts
+from faithlab_study.papers.trace.claims.registration import (BOUND_PREMISES, CHAPTER, DELETION_LOWERS, REGISTERED,
                                                              convention)
-from faithlab.study.papers.trace.claims.premises import (cross_premises, curve_points, decided, interval_text,
+from faithlab_study.papers.trace.claims.premises import (cross_premises, curve_points, decided, interval_text,
                                                          per_image, premise_outcomes, premise_text,
                                                          replica_groups, replica_mean, search_bound_premises,
                                                          unit_order, with_model)

@@ -7,14 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from faithlab.study import verdicts
-from faithlab.study.papers.trace.claims.registration import CHAPTER, REGISTERED
-from faithlab.study.papers.trace import paper
-from faithlab.study.papers.trace.claims.premises import (PREMISE_COLUMNS, SCORE, as_array, curve_points, decided,
+from faithlab_study import verdicts
+from faithlab_study.papers.trace.claims.registration import CHAPTER, REGISTERED
+from faithlab_study.papers.trace import paper
+from faithlab_study.papers.trace.claims.premises import (PREMISE_COLUMNS, SCORE, as_array, curve_points, decided,
                                                          interval_text, per_image, premise_outcomes, premise_row,
                                                          premise_text, replica_groups, replica_mean, table1_premises)
-from faithlab.study.papers.trace.experiments import reference_spread
-from faithlab.study.verdicts import replication
+from faithlab_study.papers.trace.experiments import reference_spread
+from faithlab_study.verdicts import replication
 
 __all__ = ["claim_beats_methods", "claim_probability_beats_logit", "claim_reference_robust"]
 

@@ -1,5 +1,5 @@
-"""The t interval of a mean, shared by the report's separations (:mod:`faithlab.report`) and the study's intervals
-(:mod:`faithlab.study.verdicts.intervals`, whose coverage is tested by simulation): :func:`t_interval` (numbers in),
+"""The t interval of a mean, used by the report's separations (:mod:`faithlab.report`) and by the study's
+verdicts (which test its coverage by simulation): :func:`t_interval` (numbers in),
 its vectorised kernel :func:`t_rows` and the quantile :func:`t_quantile` (scipy). numpy in, so it stays out of the
 metric core (:mod:`faithlab.metrics` is pure torch)."""
 
