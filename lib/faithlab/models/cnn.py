@@ -69,8 +69,20 @@ class LinearClassifier(nn.Module):
         return self.fc.weight[target].view(-1, *self.shape).detach() * x
 
 
+class _PooledFeatures(nn.Module):
+    """A CNN whose ``features`` end in the feature map Grad-CAM reads (``cam_layer``, their last block), pooled by
+    ``pool`` into the linear head ``fc``; the subclass's ``__init__`` sets the three, in that order."""
+
+    @property
+    def cam_layer(self) -> nn.Module:
+        return self.features[-1]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.pool(self.features(x)))
+
+
 @register("small_cnn")
-class SmallCNN(nn.Module):
+class SmallCNN(_PooledFeatures):
     """Three 3×3 conv blocks (ReLU; max-pool after the first two), global average pool, linear head."""
 
     def __init__(self, in_channels: int = 3, n_classes: int = 10, width: int = 16) -> None:
@@ -83,13 +95,6 @@ class SmallCNN(nn.Module):
         )
         self.pool = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten())
         self.fc = nn.Linear(2 * w, n_classes)
-
-    @property
-    def cam_layer(self) -> nn.Module:
-        return self.features[-1]
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc(self.pool(self.features(x)))
 
 
 @register("resnet9")
@@ -227,7 +232,7 @@ class InvertedResidual(nn.Module):
 
 
 @register("mobilenet_small")
-class MobileNetSmall(nn.Module):
+class MobileNetSmall(_PooledFeatures):
     """A small MobileNet (stands in for MobileNetV2/V3-Small): 3×3 conv stem (w) → five inverted residual blocks
     (w, t=1) · (2w, stride 2) · (2w) · (4w, stride 2) · (4w), t = ``expand`` except the first → 1×1 conv to 8w →
     global average pool → linear, w = ``width``. ``activation`` is "relu" (default: separate non-inplace
@@ -249,13 +254,6 @@ class MobileNetSmall(nn.Module):
         self.features = nn.Sequential(stem, *blocks, _conv_bn_act(c_in, 8 * w, 1, 1, 1, act))
         self.pool = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten())
         self.fc = nn.Linear(8 * w, n_classes)
-
-    @property
-    def cam_layer(self) -> nn.Module:
-        return self.features[-1]
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc(self.pool(self.features(x)))
 
 
 @register("densenet_small")

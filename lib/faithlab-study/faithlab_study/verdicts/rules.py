@@ -16,9 +16,11 @@ A study answer (e.g. the synthesis's guide) registers how it decides what it nam
 Each registration carries its change log (``log=[...]``, oldest first): one entry per change (``date`` YYYY-MM-DD,
 ``change`` registered/changed/removed, ``why``, and ``field``, ``old``, ``new`` for a change), the registration
 first; the last entry carries the ``fingerprint`` of the rule after it (:func:`fingerprint`), so that a change
-without a log entry is caught (:func:`audit`, tests/package/test_rules.py, ``python -m faithlab_study.verdicts``,
+without a log entry is caught (:func:`audit`, tests/faithlab_study/verdicts/test_rules.py, ``python -m faithlab_study.verdicts``,
 which prints the fingerprint to write). A chapter's rules registered together share that first entry, written once
-in the chapter's claims package (``claims/registration.py``: ``{**REGISTERED, "fingerprint": ...}``).
+in the chapter's claims package (``claims/registration.py``: ``Chapter(registration=REGISTERED, ...)``); a rule
+unchanged since gives only its fingerprint (``fingerprint=...``), a changed one its whole log
+(``[{**REGISTERED, "fingerprint": ...}, *changes]``).
 
 Until issue 73 the rules lived in one TOML file per chapter (``registered/<paper>.toml`` beside this module), with a
 file-wide change log whose fingerprints covered whole files; those files and their logs stay in git history. Each
@@ -278,18 +280,53 @@ class Chapter:
     """A chapter's shared rule fields, written once (issue 90: rules written once): ``Chapter(paper="saco",
     kind="paper", replicas=3, ...).registered("S3", claim=..., ...)`` registers the rule of :func:`registered` with
     these fields as defaults, the registration holding only what differs. The rule is the same as if every field were
-    written out (its fingerprint too: :func:`fingerprint` reads the merged fields)."""
+    written out (its fingerprint too: :func:`fingerprint` reads the merged fields).
+
+    ``registration``: the chapter's registration entry, the first entry of the change log of every rule it registered
+    together, written once; a rule unchanged since then gives only its ``fingerprint`` (:meth:`registered`).
+    :meth:`of_paper` gives the usual chapter of a paper's claims, :meth:`family` a family of the chapter's rules (its
+    defaults with a few fields on top, the same entry)."""
 
     defaults: Mapping = field(default_factory=dict)
+    registration: Mapping | None = None
 
-    def __init__(self, **defaults):
+    def __init__(self, *, registration: Mapping | None = None, **defaults):
         unknown = set(defaults) - set(_FIELDS) - set(_OPTIONAL)
         if unknown:
             raise ValueError(f"a chapter's defaults must be rule fields, got {sorted(unknown)}")
+        if registration is not None and registration.get("change") != "registered":
+            raise ValueError(f"a chapter's registration entry registers (change = \"registered\"), got "
+                             f"{registration!r:.80}")
         object.__setattr__(self, "defaults", dict(defaults))
+        object.__setattr__(self, "registration", None if registration is None else dict(registration))
 
-    def registered(self, claim_id: str, *, log: list[Mapping] | tuple, **fields) -> Callable:
-        """:func:`registered` of ``claim_id`` with the chapter's defaults under ``fields``."""
+    @classmethod
+    def of_paper(cls, paper: str, *, registration: Mapping, **fields) -> Chapter:
+        """The usual chapter of ``paper``'s claims, under its ``registration`` entry: a paper claim judged above its
+        margin in every cell, on the house design (3 trained replicas × 30 units, the house's minimums
+        :data:`~faithlab_study.verdicts.MIN_REPLICAS` and :data:`~faithlab_study.verdicts.MIN_UNITS`); ``fields``
+        after these, and over them where they name one."""
+        return cls(registration=registration, **{"paper": paper, "kind": "paper", "direction": "above",
+                                                 "decision": "every", "replicas": 3, "units": 30, **fields})
+
+    def family(self, **fields) -> Chapter:
+        """A family of the chapter's rules: its defaults with ``fields`` on top (a shared null, premises, interval),
+        under the same registration entry."""
+        return Chapter(registration=self.registration, **{**self.defaults, **fields})
+
+    def registered(self, claim_id: str, *, log: list[Mapping] | tuple | None = None, fingerprint: str | None = None,
+                   **fields) -> Callable:
+        """:func:`registered` of ``claim_id`` with the chapter's defaults under ``fields``, with its change log
+        ``log``, or, for a rule unchanged since the chapter registered it, only its ``fingerprint``: the log is then
+        the chapter's :attr:`registration` entry carrying that fingerprint."""
+        if (log is None) == (fingerprint is None):
+            raise TypeError(f"rule {claim_id}: give its change log (log=[...]) or, unchanged since its chapter "
+                            "registered it, its fingerprint (fingerprint=...), not both")
+        if fingerprint is not None:
+            if self.registration is None:
+                raise ValueError(f"rule {claim_id}: fingerprint= needs the chapter's registration entry "
+                                 "(Chapter(registration=...)); else give its log")
+            log = [{**self.registration, "fingerprint": fingerprint}]
         merged = {**copy.deepcopy(self.defaults), **fields}  # each rule its own lists (premises), as written out
         return _register(_RULES, claim_id, _check(claim_id, merged), merged, log, 2)
 

@@ -20,6 +20,21 @@ from faithlab_study.papers.fewclass.claims.premises import (ROOM_BELOW, both_pre
                                                             with_replica)
 
 
+C1_PREMISES = ["the paper's mechanism on the stand-in, for the task × model: under the fixed zero reference (every "
+               "pixel replaced by the data set's mean intensity) at least 10 % of the images switch class with "
+               "confidence (U ≥ Δ), and the selected perturbation reaches U < Δ for at least half of them; each a "
+               "share interval at the replica level (t on replica shares ∪ Wilson) that must lie above its "
+               "threshold; decided on more replicas and images than the claims' (it needs the candidate search but "
+               "no map): trained replicas of every model, the claims' first, each on the test images every model of "
+               "it predicts correctly in its block of the test split, cut into as many blocks as the premise has "
+               "replicas (so they may include some of the claims' XAI images)"]
+"""C1's premises (written once: its field and its log's last change of them)."""
+C1_NOTE = ("'lowest' means losing to none: every other method must lie above Random by more than the margin for "
+           "'reproduced', above Random for 'reproduced, weaker'; one method shown within the band of no meaningful "
+           "effect (or below Random), after Holm's correction over the methods, makes the claim not reproduced")
+"""C1's note (written once: its field and its log's last change of it)."""
+
+
 # ---------------------------------------------------------------------------------------------------- claims
 @CHAPTER.registered(
     "C1", claim="Random maps get the lowest Few-class Fid",
@@ -30,18 +45,9 @@ from faithlab_study.papers.fewclass.claims.premises import (ROOM_BELOW, both_pre
                    "(DenseNet-121 on vehicles: BP 0.611 − Random 0.596 = 0.015)"),
     over="methods",
     null="Random maps (the comparison itself: a method no better than random maps does not beat them)",
-    premises=["the paper's mechanism on the stand-in, for the task × model: under the fixed zero reference (every "
-              "pixel replaced by the data set's mean intensity) at least 10 % of the images switch class with "
-              "confidence (U ≥ Δ), and the selected perturbation reaches U < Δ for at least half of them; each a "
-              "share interval at the replica level (t on replica shares ∪ Wilson) that must lie above its "
-              "threshold; decided on more replicas and images than the claims' (it needs the candidate search but "
-              "no map): trained replicas of every model, the claims' first, each on the test images every model of "
-              "it predicts correctly in its block of the test split, cut into as many blocks as the premise has "
-              "replicas (so they may include some of the claims' XAI images)"],
+    premises=C1_PREMISES,
     unit="XAI image (each trained replica scores its own, disjoint block of the test split)",
-    note=("'lowest' means losing to none: every other method must lie above Random by more than the margin for "
-          "'reproduced', above Random for 'reproduced, weaker'; one method shown within the band of no meaningful "
-          "effect (or below Random), after Holm's correction over the methods, makes the claim not reproduced"),
+    note=C1_NOTE,
     log=[
         REGISTERED,
         {"date": "2026-11-27", "change": "changed",
@@ -51,14 +57,7 @@ from faithlab_study.papers.fewclass.claims.premises import (ROOM_BELOW, both_pre
                  "class with confidence (U ≥ Δ), and the selected perturbation reaches U < Δ for at least half of "
                  "them; each a share interval at the replica level (t on replica shares ∪ Wilson) that must lie "
                  "above its threshold"],
-         "new": ["the paper's mechanism on the stand-in, for the task × model: under the fixed zero reference "
-                 "(every pixel replaced by the data set's mean intensity) at least 10 % of the images switch class "
-                 "with confidence (U ≥ Δ), and the selected perturbation reaches U < Δ for at least half of them; "
-                 "each a share interval at the replica level (t on replica shares ∪ Wilson) that must lie above "
-                 "its threshold; decided on more replicas and images than the claims' (it needs the candidate "
-                 "search but no map): trained replicas of every model, the claims' first, each on the test images "
-                 "every model of it predicts correctly in its block of the test split, cut into as many blocks as "
-                 "the premise has replicas (so they may include some of the claims' XAI images)"],
+         "new": C1_PREMISES,
          "why": ("the design of the mechanism premise only (C3 and C4 refer to it), after the book run of "
                  "2026-11-27: on the claims' 3 replicas × 10 XAI images the CT ResNet-18's uncertain share stayed "
                  "undecided (0.733 [0.354, 1]), which held C4 on CT back (every cell decided); a throwaway run on 3 "
@@ -73,10 +72,7 @@ from faithlab_study.papers.fewclass.claims.premises import (ROOM_BELOW, both_pre
         {"date": "2026-11-29", "change": "changed", "field": "note",
          "old": ("'lowest' means losing to none: every other method must lie above Random by more than the margin; "
                  "one method shown within the margin (or below Random) makes the claim not reproduced"),
-         "new": ("'lowest' means losing to none: every other method must lie above Random by more than the margin "
-                 "for 'reproduced', above Random for 'reproduced, weaker'; one method shown within the band of no "
-                 "meaningful effect (or below Random), after Holm's correction over the methods, makes the claim "
-                 "not reproduced"),
+         "new": C1_NOTE,
          "why": ("issue 90: direction and size are asked apart (the procedure's change, not this rule's): a method "
                  "shown above Random but not by the margin now reads 'reproduced, weaker', not 'not reproduced'"),
          "fingerprint": "2ad519b04a66"},
@@ -160,9 +156,7 @@ def alteration_gains(fid: pd.DataFrame, *, alterations: Sequence[str] = ("SG", "
     note=("'most' read as more than half of the cells (share 0.51: 15 of 28), fixed before the data; the paper's "
           "Table 1 raises 12 and 11 of 14 cells per alteration (23 of 28), and 21 of its 28 cells gain more than the "
           "margin"),
-    log=[
-        {**REGISTERED, "fingerprint": "2d20e655aeb2"},
-    ],
+    fingerprint="2d20e655aeb2",
 )
 def claim_alteration_gains(fid: pd.DataFrame, *, alterations: Sequence[str] = ("SG", "SG²"), task: str = "vehicles",
                            flips: pd.DataFrame | None = None, task_name: str | None = None) -> verdicts.Claim:
@@ -239,9 +233,7 @@ def _rho_per_replica(fid: pd.DataFrame, loc: pd.DataFrame, score: str, groups: l
     interval="t on replica statistics",
     unit=("trained replica (its statistic rests on its own XAI images; the units counted are the images pooled over "
           "the replicas)"),
-    log=[
-        {**REGISTERED, "fingerprint": "bd2efa3d273b"},
-    ],
+    fingerprint="bd2efa3d273b",
 )
 def claim_rank_agreement(fid: pd.DataFrame, loc: pd.DataFrame, *, task: str, score: str,
                          flips: pd.DataFrame | None = None, min_methods: int = 4,

@@ -15,6 +15,17 @@ from faithlab_study.papers.fewclass.claims.premises import (RANDOM_CANDIDATE_BEL
                                                             cell_of, replica_groups, share_of, with_replica)
 
 
+C5A_NOTE = ("partly reproduced when one of the two parts is (half, fixed before the data); the selected perturbation's "
+            "uncertainty (C5a.uncertain) is shown beside them as a study check: the candidate search selects for it")
+"""C5a's note (written once: its field and its log's last change of it)."""
+C5A_CONFIDENT_ZERO = ("the paper's Δ (eq. 3), the margin itself: a U below it is the uncertain end point the paper "
+                      "asks for (the null), not a smaller confidence, so the rule keeps one boundary")
+"""Why C5a.confident's value of no effect is Δ, its margin (written once: its zero_source and its log's)."""
+C5B_ZERO = ("the margin itself: an identity has no smaller effect to report (a value meets its bound or not), "
+            "so the rule keeps one boundary")
+"""Why C5b's value of no effect is its margin (written once: its zero_source and its log's)."""
+
+
 @CHAPTER.registered(
     "C2",
     claim="The perturbation framework finds, per image, a similar candidate that makes the model uncertain (U < Δ)",
@@ -30,9 +41,7 @@ from faithlab_study.papers.fewclass.claims.premises import (RANDOM_CANDIDATE_BEL
               "the images (mean over images of the share of their candidates with U < Δ; t interval on the replica "
               "means below 0.9), else any candidate would do"],
     interval="share: t on replica shares ∪ Wilson",
-    log=[
-        {**REGISTERED, "fingerprint": "858224cb99c0"},
-    ],
+    fingerprint="858224cb99c0",
 )
 def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
     """Claim C2: the perturbation framework finds, per image, a similar candidate that makes the model uncertain
@@ -88,8 +97,7 @@ def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
     parts=["C5a.confident", "C5a.switch"], share=0.5, null="each part's own",
     premises=["a binary task was run and its models predict every XAI image correctly (the XAI set)"],
     unit="XAI image of a binary model (each trained replica its own, disjoint block of the test split)",
-    note=("partly reproduced when one of the two parts is (half, fixed before the data); the selected perturbation's "
-          "uncertainty (C5a.uncertain) is shown beside them as a study check: the candidate search selects for it"),
+    note=C5A_NOTE,
     log=[
         {**REGISTERED, "fingerprint": "adf65e7b3ad2"},
         {"date": "2026-11-29", "change": "changed", "field": "parts",
@@ -99,9 +107,7 @@ def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
                  "becomes a study check shown beside the claim")},
         {"date": "2026-11-29", "change": "changed", "field": "note",
          "old": "partly reproduced when two of the three parts are reproduced (more than half, fixed before the data)",
-         "new": ("partly reproduced when one of the two parts is (half, fixed before the data); the selected "
-                 "perturbation's uncertainty (C5a.uncertain) is shown beside them as a study check: the candidate "
-                 "search selects for it"),
+         "new": C5A_NOTE,
          "why": "the parts changed (entry above)", "fingerprint": "ee5b7c256e36"},
     ],
 )
@@ -114,8 +120,7 @@ def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
     margin_source=("the paper's own threshold of uncertainty, Δ = min(0.1, N/40) = 0.05 for N = 2 (eq. 3): below it "
                    "the paper calls the model uncertain"),
     zero=0.05,
-    zero_source=("the paper's Δ (eq. 3), the margin itself: a U below it is the uncertain end point the paper asks "
-                 "for (the null), not a smaller confidence, so the rule keeps one boundary"),
+    zero_source=C5A_CONFIDENT_ZERO,
     over="model × reference cells", null="the uncertain end point the paper asks for, U < Δ",
     log=[
         REGISTERED,
@@ -127,8 +132,7 @@ def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
              "(0 < U < Δ) would read 'reproduced, weaker'. Below Δ is the null, not a smaller effect: the value "
              "of no effect is Δ, the margin, which keeps the one boundary the rule was registered with. "
              "Statistic, margin, decision and design unchanged"),
-            source=("the paper's Δ (eq. 3), the margin itself: a U below it is the uncertain end point the paper asks "
-                    "for (the null), not a smaller confidence, so the rule keeps one boundary"),
+            source=C5A_CONFIDENT_ZERO,
             fingerprint="6a8f1591dd7f",
             source_why="a rule that sets zero says why (the entry above)"),
     ],
@@ -142,9 +146,7 @@ def claim_uncertain_selection(selection: pd.DataFrame) -> verdicts.Claim:
                    "a balanced binary XAI set (1/2)"),
     over="model × reference cells", null="no switch: a reference that keeps every prediction",
     interval="share: t on replica shares ∪ Wilson",
-    log=[
-        {**REGISTERED, "fingerprint": "ece8c17fbb3b"},
-    ],
+    fingerprint="ece8c17fbb3b",
 )
 @BINARY.registered(
     "C5a.uncertain", kind="study check",
@@ -234,8 +236,7 @@ def claim_class_flip(flips: pd.DataFrame, *, binary: Sequence[str]) -> verdicts.
                    "pooled values decide (a violation rate above one in a thousand fails; the library's oracle tests "
                    "check single values exactly)"),
     zero=0.999,
-    zero_source=("the margin itself: an identity has no smaller effect to report (a value meets its bound or not), "
-                 "so the rule keeps one boundary"),
+    zero_source=C5B_ZERO,
     decision="single", null="none: an identity of the metric",
     premises=["none: the bound holds by construction of eq. (1), so this checks our implementation, not the paper"],
     interval="Wilson",
@@ -251,8 +252,7 @@ def claim_class_flip(flips: pd.DataFrame, *, binary: Sequence[str]) -> verdicts.
              "'reproduced, weaker'; an identity either holds or does not. The value of no effect is the margin, "
              "which keeps the one boundary the check was registered with. Statistic, margin and decision "
              "unchanged"),
-            source=("the margin itself: an identity has no smaller effect to report (a value meets its bound or not), "
-                    "so the rule keeps one boundary"),
+            source=C5B_ZERO,
             fingerprint="559ce5e08717",
             source_why="a rule that sets zero says why (the entry above)"),
     ],

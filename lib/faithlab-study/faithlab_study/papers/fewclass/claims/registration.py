@@ -1,8 +1,7 @@
-"""What the rules of this chapter share, written once here and named by every registration: the first line of each
-rule's change log (:data:`REGISTERED`) and the fields most rules share (:data:`CHAPTER`, with the binary family
-:data:`BINARY`). A rule registered by ``@CHAPTER.registered("C3", ...)`` is the rule of
-:func:`faithlab_study.verdicts.registered` with every field written out: the chapter's defaults under the
-registration's own fields, which win (:class:`faithlab_study.verdicts.Chapter`)."""
+"""What the rules of this chapter share, written once here: the first entry of each rule's change log
+(:data:`REGISTERED`, carried by :data:`CHAPTER`: a rule unchanged since gives only its fingerprint) and the fields most
+rules share (:data:`CHAPTER`, with the binary family :data:`BINARY`), under each registration's own fields, which win
+(:class:`faithlab_study.verdicts.Chapter`)."""
 
 from faithlab_study import verdicts
 
@@ -20,16 +19,14 @@ REGISTERED = {"date": "2026-11-27", "change": "registered",
                       "exact share). Every claim rests on 3 trained replicas of ≥ 30 XAI images per cell, each "
                       "replica its own disjoint block of the test split; the mechanism premise is decided with a "
                       "share interval at the replica level (was a Wilson interval of one model).")}
-"""The chapter's registration (issue 69): the same first entry in the log of every rule it registered."""
+"""The chapter's registration (issue 69), the first entry of every rule's change log (:data:`CHAPTER` carries it)."""
 
 
-CHAPTER = verdicts.Chapter(paper="fewclass", kind="paper", direction="above", decision="every", replicas=3, units=30,
-                           interval="t on replica means",
-                           unit="XAI image (each trained replica its own, disjoint block of the test split)")
+CHAPTER = verdicts.Chapter.of_paper("fewclass", registration=REGISTERED, interval="t on replica means",
+                                    unit="XAI image (each trained replica its own, disjoint block of the test split)")
 """The fields most of the chapter's rules share (issue 90): a paper claim judged above its margin in every cell, by
 the t interval on the replica means of 3 trained replicas × 30 XAI images; a registration holds only what differs."""
-BINARY = verdicts.Chapter(**{**CHAPTER.defaults, "premises": ["a binary task was run"],
-                             "unit": "XAI image of a binary model"})
+BINARY = CHAPTER.family(premises=["a binary task was run"], unit="XAI image of a binary model")
 """C5a's parts (C5a.confident, C5a.switch, C5a.uncertain): the chapter's fields, on the binary models' XAI images."""
 MECHANISM = "the paper's mechanism on the stand-in (as C1's premise), for every model of the task"
 """The premise C3 and C4 share: the chapter's mechanism premise, written out in C1's premises."""

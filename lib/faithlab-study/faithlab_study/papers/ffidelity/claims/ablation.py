@@ -10,8 +10,7 @@ import pandas as pd
 
 
 from faithlab_study import verdicts
-from faithlab_study.papers.ffidelity.claims.registration import (BASELINE, GT_NULL, OOD, PER_REPLICA, RANKING,
-                                                                REGISTERED)
+from faithlab_study.papers.ffidelity.claims.registration import BASELINE, GT_NULL, OOD, PER_REPLICA, RANKING
 from faithlab_study.papers.ffidelity.claims.ranking import (apply_premise, baseline_premise, chance_premise,
                                                            chance_table, premise_text, replica_judgement,
                                                            replica_means, two_replicas)
@@ -28,9 +27,7 @@ from faithlab_study.papers.ffidelity.claims.ranking import (apply_premise, basel
                    "Table 1 (SG-SQ, the ablation's setting: 1.00 against 0.52), the two steps of Fig. 3 taken as "
                    "equal (its values were lost)"),
     decision="single", premises=[OOD, "at least one method of the chain lies beyond its chance range", BASELINE],
-    log=[
-        {**REGISTERED, "fingerprint": "90504f5fe29e"},
-    ],
+    fingerprint="90504f5fe29e",
 )
 @RANKING.registered(
     "F3.ffid",
@@ -39,9 +36,7 @@ from faithlab_study.papers.ffidelity.claims.ranking import (apply_premise, basel
     margin=0.1192,
     margin_source="as F3.finetune: half of one step's share of F-Fidelity's lead over Fidelity in Table 1 (SG-SQ)",
     decision="single", premises=[OOD, "at least one method of the chain lies beyond its chance range", BASELINE],
-    log=[
-        {**REGISTERED, "fingerprint": "5ba75278cb89"},
-    ],
+    fingerprint="5ba75278cb89",
 )
 @PER_REPLICA.registered(
     "F3",
@@ -51,9 +46,7 @@ from faithlab_study.papers.ffidelity.claims.ranking import (apply_premise, basel
     share=0.5, null=GT_NULL, premises=[OOD],
     note=("two named parts in the paper's text ('Fidelity+Fine-tune shows a marked improvement over the original "
           "Fidelity'; 'F-Fidelity further advances this'): one of two reproduced is partly"),
-    log=[
-        {**REGISTERED, "fingerprint": "998b2d9842f9"},
-    ],
+    fingerprint="998b2d9842f9",
 )
 def claim_ablation(cells: pd.DataFrame, null: pd.DataFrame, *, group: str, value, n_images: int,
                    chain: Sequence[str] = ("Fidelity", "Fidelity+Fine-tune", "F-Fidelity"),

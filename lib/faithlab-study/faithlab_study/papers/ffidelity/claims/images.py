@@ -17,8 +17,8 @@ import torch
 from faithlab import _validate, explainers, perturb
 
 from faithlab_study import verdicts
-from faithlab_study.papers.ffidelity.claims.registration import (OOD, PER_INPUT, PER_REPLICA, RANKING, REGISTERED,
-                                                                TEST_IMAGE, TEST_INPUT, family)
+from faithlab_study.papers.ffidelity.claims.registration import (OOD, PER_INPUT, PER_REPLICA, RANKING, TEST_IMAGE,
+                                                                TEST_INPUT)
 from faithlab_study.verdicts import replication
 from faithlab.metrics.papers import ffidelity
 from faithlab_study.papers.ffidelity.claims.ranking import apply_premise, premise_text
@@ -106,9 +106,7 @@ def _groups(wide: pd.DataFrame):
     unit=TEST_INPUT,
     note=("decided on every data set the chapter's claims use; the claims on that data set take it as their premise "
           "(fails: not testable here; undecided: inconclusive)"),
-    log=[
-        {**REGISTERED, "fingerprint": "90080c591fbf"},
-    ],
+    fingerprint="90080c591fbf",
 )
 def claim_ood_check(per_input: pd.DataFrame, *, data: str, original: str = "original",
                     finetuned: str = "fine-tuned") -> verdicts.Claim:
@@ -194,7 +192,7 @@ def per_image_ffid(model, x: torch.Tensor, y: torch.Tensor, maps: Mapping[str, t
     return pd.DataFrame(rows, columns=["case", "explainer", "FFid+", "FFid−", "constant map"])
 
 
-MAPS = family(PER_INPUT, null="no difference between the two maps", premises=[OOD])
+MAPS = PER_INPUT.family(null="no difference between the two maps", premises=[OOD])
 """F8 and its parts: GradCAM's map against Saliency's on the fine-tuned model."""
 
 
@@ -207,9 +205,7 @@ MAPS = family(PER_INPUT, null="no difference between the two maps", premises=[OO
     margin_source=("half GradCAM's lead over Saliency in FFid+ in Table 11 (0.2286 against 0.2020) and in Table 12 "
                    "(0.1123 against 0.0672)"),
     decision="single", unit=TEST_IMAGE,
-    log=[
-        {**REGISTERED, "fingerprint": "e5f48d5b8a08"},
-    ],
+    fingerprint="e5f48d5b8a08",
 )
 @MAPS.registered(
     "F8.minus",
@@ -220,9 +216,7 @@ MAPS = family(PER_INPUT, null="no difference between the two maps", premises=[OO
     margin_source=("half GradCAM's lead over Saliency in FFid− in Table 11 (0.0547 against 0.1050) and in Table 12 "
                    "(0.0046 against 0.0091)"),
     decision="single", unit=TEST_IMAGE,
-    log=[
-        {**REGISTERED, "fingerprint": "1247d09ecd4f"},
-    ],
+    fingerprint="1247d09ecd4f",
 )
 @MAPS.registered(
     "F8",
@@ -232,9 +226,7 @@ MAPS = family(PER_INPUT, null="no difference between the two maps", premises=[OO
     decision="parts", parts=["F8.plus", "F8.minus"], share=0.5,
     note=("two named parts in the paper ('higher FFid+ and lower FFid−'): one of two reproduced is partly; decided "
           "once per table (Table 11: fine-tuned on the training set; Table 12: on the evaluation set)"),
-    log=[
-        {**REGISTERED, "fingerprint": "a5a59f06e93e"},
-    ],
+    fingerprint="a5a59f06e93e",
 )
 def claim_map_preferred(per_image: pd.DataFrame, *, setting: str, better: str = "GradCAM", worse: str = "Saliency",
                         mechanism: verdicts.Premise | None = None, paper: str = "") -> verdicts.Claim:
@@ -318,9 +310,7 @@ def cost_table(costs: pd.DataFrame, *, finetune_epochs: int, roar_epochs: int) -
     unit="trained replica (one explainer: more explainers only widen the gap)",
     note=("a ratio fixed by the design (the number of training runs), the same in every replica: a study check, its "
           "interval of equal values the value itself"),
-    log=[
-        {**REGISTERED, "fingerprint": "851b13702781"},
-    ],
+    fingerprint="851b13702781",
 )
 def claim_cost(cost_tables: pd.DataFrame, *, target: str = "F-Fidelity", other: str = "ROAR",
                explainers_per_retraining: int = 1, paper: str = "") -> verdicts.Claim:

@@ -15,7 +15,7 @@ from faithlab.metrics import statistics as stats
 
 from faithlab_study import verdicts
 from faithlab_study.papers.ffidelity.claims.registration import (BASELINE, GT_NULL, OOD, RANK_LEADS,
-                                                                RANK_LEADS_SOURCE, RANKING, REGISTERED, family,
+                                                                RANK_LEADS_SOURCE, RANKING, REGISTERED,
                                                                 rank_leads_change)
 from faithlab_study.verdicts import replication
 from faithlab.metrics.papers import ffidelity
@@ -356,8 +356,7 @@ RANKING_RULES = ("F1", "F7")
 margin."""
 
 
-COMPETITORS = family(
-    RANKING,
+COMPETITORS = RANKING.family(
     statistic=("per trained replica, a competitor's mean micro rank minus F-Fidelity's (micro ranks among the four "
                "methods at every degradation seed and sparsity level, averaged over them and the three correlations; "
                "lower is better)"),

@@ -1,7 +1,7 @@
 """What the rules of this chapter share, written once here: the registration entry, the first line of each rule's
-change log (:func:`faithlab_study.verdicts.registered`), named by every registration, and the rule fields most of
-them share (:data:`CHAPTER` and its families, the recurring premises, null and units), under each registration's
-own fields."""
+change log (:func:`faithlab_study.verdicts.registered`), carried by :data:`CHAPTER` and its families (a rule unchanged
+since gives only its fingerprint), and the rule fields most of them share (:data:`CHAPTER` and its families, the
+recurring premises, null and units), under each registration's own fields."""
 
 from faithlab_study import verdicts
 
@@ -22,18 +22,13 @@ REGISTERED = {"date": "2026-11-27", "change": "registered",
                       "agreement (named parts; F2, F10, F4 are one statistic); the chapter's mechanism FF.OOD "
                       "(removal out of distribution, and the fine-tuning absorbing it) is a study check that every "
                       "claim on its data set takes as premise (was coloured minus grey canvases, margin 0.05)")}
-"""The chapter's registration (issue 69): the same first entry in the log of every rule it registered."""
+"""The chapter's registration (issue 69), the first entry of every rule's change log (:data:`CHAPTER` carries it)."""
 
 
-CHAPTER = verdicts.Chapter(paper="ffidelity", kind="paper", direction="above", decision="every", replicas=3, units=30)
+CHAPTER = verdicts.Chapter.of_paper("ffidelity", registration=REGISTERED)
 """The fields every rule of the chapter starts from (issue 90: rules written once): a paper claim judged above its
 margin in every cell, on the house design (3 trained replicas, 30 units); a registration
 (``@CHAPTER.registered("F4", ...)``, or one of the families below) holds only what differs."""
-
-
-def family(base: verdicts.Chapter | None = None, /, **fields) -> verdicts.Chapter:
-    """A family of the chapter's rules: ``base`` (:data:`CHAPTER` by default) with ``fields`` on top."""
-    return verdicts.Chapter(**{**(base or CHAPTER).defaults, **fields})
 
 
 OOD = "FF.OOD holds on the data set"
@@ -48,11 +43,11 @@ TEST_INPUT = "test input of one trained replica"
 """With :data:`TEST_IMAGE`: the unit of a per-input statistic averaged per trained replica (TEST_IMAGE for the image
 claims, TEST_INPUT for those on several domains)."""
 
-PER_REPLICA = family(interval="t on replica statistics")
+PER_REPLICA = CHAPTER.family(interval="t on replica statistics")
 """The rules on one statistic per trained replica (a rank, a correlation, a ratio): a t interval on them."""
-PER_INPUT = family(interval="t on replica means")
+PER_INPUT = CHAPTER.family(interval="t on replica means")
 """The rules on a per-input statistic averaged per trained replica (FF.OOD, F8, Table 8's restore, D.3, F10)."""
-RANKING = family(PER_REPLICA, null=GT_NULL, unit="trained replica (its test images, pooled, are the units behind it)")
+RANKING = PER_REPLICA.family(null=GT_NULL, unit="trained replica (its test images, pooled, are the units behind it)")
 """The image ranking rules on the degraded explainers (F1, F7, F2, F3's parts, F6, FF.ROAD): one correlation or
 rank statistic per trained replica, its test images pooled, against the ground-truth order permuted."""
 

@@ -99,9 +99,7 @@ def _premise_above(interval: verdicts.Interval, threshold: float, what: str) -> 
     premises=["removal costs the original accuracy: its drop from 0 % to 10 % removal does not lie wholly below 2 "
               "points (else the model leaves: nothing to restore)"],
     unit=TEST_INPUT,
-    log=[
-        {**REGISTERED, "fingerprint": "120627568e2f"},
-    ],
+    fingerprint="120627568e2f",
 )
 @PER_INPUT.registered(
     "Table8.restore.removed",
@@ -115,9 +113,7 @@ def _premise_above(interval: verdicts.Interval, threshold: float, what: str) -> 
     premises=["removal costs the original accuracy: its drop from 0 % to 10 % removal does not lie wholly below 2 "
               "points"],
     unit=TEST_INPUT,
-    log=[
-        {**REGISTERED, "fingerprint": "b8aa5e4d7d6c"},
-    ],
+    fingerprint="b8aa5e4d7d6c",
 )
 @PER_INPUT.registered(
     "Table8.restore",
@@ -128,9 +124,7 @@ def _premise_above(interval: verdicts.Interval, threshold: float, what: str) -> 
     parts=["Table8.restore.clean", "Table8.restore.removed"], share=0.5, null="the original model on the same inputs",
     premises=["removal costs the original accuracy"],
     note="two named parts in the paper ('maintains stable performance' on clean inputs and under perturbation)",
-    log=[
-        {**REGISTERED, "fingerprint": "fcbb493212a2"},
-    ],
+    fingerprint="fcbb493212a2",
 )
 def claim_finetune_restores(samples: pd.DataFrame, *, domains: Sequence[str] = ("images", "time series"),
                             clean: float | None = None, removed: float | None = None, min_drop: float = MIN_DROP,
@@ -208,9 +202,7 @@ def claim_finetune_restores(samples: pd.DataFrame, *, domains: Sequence[str] = (
               "lose)"],
     unit="trained replica (its test inputs, pooled, are the units behind it)",
     note="decided on the paper's text removal (zero embedding); the pad-deletion models are shown beside it",
-    log=[
-        {**REGISTERED, "fingerprint": "373f80789c21"},
-    ],
+    fingerprint="373f80789c21",
 )
 def claim_text_robust(samples: pd.DataFrame, *, text: Sequence[str] | None = None, domain: str = "text",
                       references: Sequence[str] = ("images", "time series"), clean: float | None = None,
@@ -440,9 +432,7 @@ def claim_beta_accuracy(samples: pd.DataFrame, *, ratio: float | None = None, mi
                    "points), read as preserved"),
     over="fine-tuned models", null="the original's own accuracy",
     premises=["the original beats the majority-class share by 5 points on clean inputs"], unit=TEST_IMAGE,
-    log=[
-        {**REGISTERED, "fingerprint": "4e12474dab3d"},
-    ],
+    fingerprint="4e12474dab3d",
 )
 @PER_INPUT.registered(
     "D3.agreement",
@@ -454,9 +444,7 @@ def claim_beta_accuracy(samples: pd.DataFrame, *, ratio: float | None = None, mi
     null="the smaller β's model / the original's own accuracy", premises=["at least two fine-tuned β"],
     note=("two named parts in the paper ('higher β values ... result in lower agreement'; 'the high prediction "
           "agreement ... on clean data')"),
-    log=[
-        {**REGISTERED, "fingerprint": "b5a88eefe324"},
-    ],
+    fingerprint="b5a88eefe324",
 )
 def claim_beta_agreement(samples: pd.DataFrame, *, ratio: float | None = None, above_chance: float = ABOVE_CHANCE,
                          paper: str = "") -> verdicts.Claim:

@@ -32,6 +32,10 @@ def replica_count(frame: pd.DataFrame) -> int:
 
 
 # ------------------------------------------------------------------------------------------- size read-out (Fig. 4)
+F4_PREMISES = [OOD, "a share that is not shown short of the margin lies beyond the shuffled read-outs' chance range"]
+"""F4's premises (written once: its field and its log's last change of them)."""
+
+
 @CHAPTER.registered(
     "F4",
     claim=("FFid+ against the explanation size has its plateau start / turning point at the true size r (Theorem 1, "
@@ -43,15 +47,14 @@ def replica_count(frame: pd.DataFrame) -> int:
     decision="single",
     null=("the read-outs shuffled over the cases (an r̂ that carries no information about r still lands near it "
           "sometimes)"),
-    premises=[OOD, "a share that is not shown short of the margin lies beyond the shuffled read-outs' chance range"],
+    premises=F4_PREMISES,
     interval="share: t on replica shares ∪ Wilson", unit="(r, β) case of one trained replica",
     log=[
         REGISTERED,
         {"date": "2026-11-27", "change": "changed",
          "field": "premises",
          "old": ["FF.OOD holds on the data set", "the share lies beyond the shuffled read-outs' chance range"],
-         "new": ["FF.OOD holds on the data set",
-                 "a share that is not shown short of the margin lies beyond the shuffled read-outs' chance range"],
+         "new": F4_PREMISES,
          "why": ("after the book run in which the size canvases' models first learned (FF.OOD held): the share of "
                  "correct read-outs was 2 % [0 %, 13 %], wholly short of the 50 % margin, and the chance premise "
                  "made it 'not testable' because chance (95 % range [0 %, 5 %]) reads r as badly. The chance range "
@@ -124,6 +127,13 @@ def _null_mean_over_replicas(draws: pd.DataFrame, key: str) -> pd.Series:
     return draws[key]
 
 
+F6_PREMISES = [OOD,
+               "each setting's design can tell the margin from chance: the margin, signed as each correlation, lies "
+               "beyond that correlation's chance range (else the setting is not testable and is named so); a "
+               "setting whose correlations sit at chance is a cell like any other and counts against the claim"]
+"""F6's premises (written once: its field and its log's last change of them)."""
+
+
 @RANKING.registered(
     "F6",
     claim="F-Fidelity's ranking is robust to N, β and α (App. D.9, Tables 24-26)",
@@ -133,10 +143,7 @@ def _null_mean_over_replicas(draws: pd.DataFrame, key: str) -> pd.Series:
     margin_source=("F-Fidelity's weakest oriented macro correlation in the paper's image tables (Table 10, LayerCAM: "
                    "(0.26 + 1.00 + 0.26) / 3): every setting keeps the ranking at least as well"),
     over="settings of N, β, α",
-    premises=[OOD,
-              "each setting's design can tell the margin from chance: the margin, signed as each correlation, lies "
-              "beyond that correlation's chance range (else the setting is not testable and is named so); a "
-              "setting whose correlations sit at chance is a cell like any other and counts against the claim"],
+    premises=F6_PREMISES,
     note="'robust across a wide range' read as every setting of the grids",
     log=[
         {**REGISTERED, "fingerprint": "384c1aeb82e6"},
@@ -144,10 +151,7 @@ def _null_mean_over_replicas(draws: pd.DataFrame, key: str) -> pd.Series:
          "old": ["FF.OOD holds on the data set",
                  "each setting's correlations lie beyond their chance range (else the setting is not testable and "
                  "leaves)"],
-         "new": ["FF.OOD holds on the data set",
-                 "each setting's design can tell the margin from chance: the margin, signed as each correlation, "
-                 "lies beyond that correlation's chance range (else the setting is not testable and is named so); "
-                 "a setting whose correlations sit at chance is a cell like any other and counts against the claim"],
+         "new": F6_PREMISES,
          "why": ("issue 90 item 5: a setting whose ranking sits at chance is a setting where the ranking is not "
                  "robust; dropping it for that reason dropped exactly the evidence against the claim. Only a design "
                  "that could not tell even the margin from chance (few explainers, a wide permutation range) makes a "
@@ -293,9 +297,7 @@ def map_agreement(original: torch.Tensor, finetuned: torch.Tensor, *, top_fracti
                    "large correlation by Cohen's convention, 0.5"),
     decision="single", null="the maps of other images (shuffled pairings): the mean must lie beyond that chance range",
     premises=[OOD, "the mean lies beyond the chance range of shuffled pairings"], unit=TEST_IMAGE,
-    log=[
-        {**REGISTERED, "fingerprint": "fa671a051308"},
-    ],
+    fingerprint="fa671a051308",
 )
 def claim_maps_preserved(per_image: pd.DataFrame, nulls: dict[str, verdicts.Null], *, value: str,
                          statistic: str = "spearman", mechanism: verdicts.Premise | None = None) -> verdicts.Claim:

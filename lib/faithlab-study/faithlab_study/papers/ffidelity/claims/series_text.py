@@ -198,9 +198,7 @@ def lead_below_margin(cells: pd.DataFrame, null: pd.DataFrame, rule: verdicts.Ru
     unit="trained replica (its test sequences, pooled, are the units behind it)",
     note=("one-sided: Fidelity better than F-Fidelity also supports 'Fidelity suffices on text'; decided on the "
           "paper's removal (zero embedding), the pad-deletion variant shown beside it"),
-    log=[
-        {**REGISTERED, "fingerprint": "98ca035daf2c"},
-    ],
+    fingerprint="98ca035daf2c",
 )
 def claim_text_equivalence(cells: pd.DataFrame, null: pd.DataFrame, *, models: Sequence[str], n_inputs: int,
                            counted: Sequence[str] | None = None, group: str = "model", a: str = "F-Fidelity",

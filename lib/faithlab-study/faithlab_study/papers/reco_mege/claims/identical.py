@@ -12,7 +12,7 @@ import pandas as pd
 from faithlab import _validate
 
 from faithlab_study import verdicts
-from faithlab_study.papers.reco_mege.claims.registration import CHECKS, REGISTERED
+from faithlab_study.papers.reco_mege.claims.registration import CHECKS
 
 __all__ = ["claim_identical_models"]
 
@@ -27,9 +27,7 @@ __all__ = ["claim_identical_models"]
     premises=["the cell has S= pairs", "maps of different images give MeGe below 1"], unit="image of D",
     note=("an identity of the definitions: checks the pipeline by construction, so it is a study check, not a claim "
           "of the paper; no model is trained for it"),
-    log=[
-        {**REGISTERED, "fingerprint": "4d640f7e35b3"},
-    ],
+    fingerprint="4d640f7e35b3",
 )
 def claim_identical_models(identical: pd.DataFrame, contrast: pd.DataFrame | None = None, *,
                            tolerance: float | None = None) -> verdicts.Claim:

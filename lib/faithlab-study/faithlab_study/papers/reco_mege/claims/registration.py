@@ -1,6 +1,7 @@
 """What the rules of this chapter share, written once here: the registration entry, the first line of each rule's
-change log (:func:`faithlab_study.verdicts.registered`), named by every registration, and the rule fields most of
-them share (:data:`CHAPTER`, its families and :func:`two_parts`), under each registration's own fields."""
+change log (:func:`faithlab_study.verdicts.registered`), carried by :data:`CHAPTER` and its families (a rule unchanged
+since gives only its fingerprint), and the rule fields most of them share (:data:`CHAPTER`, its families and
+:func:`two_parts`), under each registration's own fields."""
 
 from faithlab_study import verdicts
 
@@ -15,30 +16,26 @@ REGISTERED = {"date": "2026-11-27", "change": "registered",
                       "every or best/highest/lowest, 'partly' only for the named parts of R2, R3 and Table 3 (share "
                       "1/2); R2 on the two degradations of Fig. 4 at their strongest level; R4 over independent "
                       "units (paths, noise series) as a study check; R5 a study check")}
-"""The chapter's registration (issue 69): the same first entry in the log of every rule it registered."""
+"""The chapter's registration (issue 69), the first entry of every rule's change log (:data:`CHAPTER` carries it)."""
 
 
-CHAPTER = verdicts.Chapter(paper="reco_mege", kind="paper", direction="above", decision="every", replicas=3, units=30,
-                           interval="t on replica statistics", unit="image of D (per replica)")
+CHAPTER = verdicts.Chapter.of_paper("reco_mege", registration=REGISTERED, interval="t on replica statistics",
+                                    unit="image of D (per replica)")
 """The fields most of the chapter's rules share, written once (issue 90): a paper claim judged above its margin in
 every cell, on one statistic per trained replica (3 replicas, 30 images of D); a registration
 (``@CHAPTER.registered("R1", ...)``) holds only what differs."""
 
 
-def family(**fields) -> verdicts.Chapter:
-    """A family of the chapter's rules: :data:`CHAPTER` with ``fields`` (e.g. a shared null and premises) on top."""
-    return verdicts.Chapter(**{**CHAPTER.defaults, **fields})
-
-
-CHECKS = family(kind="study check", interval="t on units")
+CHECKS = CHAPTER.family(kind="study check", interval="t on units")
 """The study checks (R4, R5): no model is trained for them, so each is judged on its units."""
-DEGRADED = family(null="the normally trained family on the same D",
-                  premises=["the normal families meet the mechanism premise over the replicas"])
+DEGRADED = CHAPTER.family(null="the normally trained family on the same D",
+                          premises=["the normal families meet the mechanism premise over the replicas"])
 """R2 and its parts: the degraded families against the normally trained one."""
-LIPSCHITZ = family(null="the ResNet-18 family on the same D",
-                   premises=["both families meet the mechanism premise over the replicas"])
+LIPSCHITZ = CHAPTER.family(null="the ResNet-18 family on the same D",
+                           premises=["both families meet the mechanism premise over the replicas"])
 """R3 and its parts: the 1-Lipschitz family against the ResNet-18 one."""
-TABLE3 = family(unit="held-out image (per replica)", premises=["the models beat chance clearly, over the replicas"])
+TABLE3 = CHAPTER.family(unit="held-out image (per replica)",
+                        premises=["the models beat chance clearly, over the replicas"])
 """Table 3 (RM-T3) and its parts, scored on held-out images."""
 
 

@@ -18,8 +18,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab_study import verdicts
-from faithlab_study.papers.reco_mege.claims.registration import (CHAPTER, DEGRADED, LIPSCHITZ, REGISTERED,
-                                                                 two_parts)
+from faithlab_study.papers.reco_mege.claims.registration import CHAPTER, DEGRADED, LIPSCHITZ, two_parts
 from faithlab_study.verdicts import replication
 from faithlab_study.verdicts.decisions import OUTCOMES
 from faithlab_study.papers.reco_mege import paper
@@ -151,9 +150,7 @@ def weakest_text(cells: Mapping[str, verdicts.Judgement | None]) -> str:
               "Grad-CAM's S= lies below its shuffled-pairings chance level"],
     note=("'best of the five on every dataset': Grad-CAM must beat each of the other four methods on each task, so "
           "every cell must hold"),
-    log=[
-        {**REGISTERED, "fingerprint": "e95bb1dd3fb0"},
-    ],
+    fingerprint="e95bb1dd3fb0",
 )
 def claim_gradcam_best_reco(pairs: pd.DataFrame, *, premises: pd.DataFrame | None = None, target: str = "GC",
                             min_pairs: int = 20, tolerance: float = TOLERANCE) -> verdicts.Claim:
@@ -224,9 +221,7 @@ def claim_gradcam_best_reco(pairs: pd.DataFrame, *, premises: pd.DataFrame | Non
     "R2", **two_parts("R2.MeGe", "R2.ReCo"),
     claim="R2: MeGe and ReCo fall as the k models are degraded (randomised weights, switched labels)",
     note="partly reproduced when one of the two scores falls in every cell and the other is decided",
-    log=[
-        {**REGISTERED, "fingerprint": "1da8f8287ca7"},
-    ],
+    fingerprint="1da8f8287ca7",
 )
 @DEGRADED.registered(
     "R2.MeGe",
@@ -241,9 +236,7 @@ def claim_gradcam_best_reco(pairs: pd.DataFrame, *, premises: pd.DataFrame | Non
     note=("Fig. 4 shows the randomised and the switched families; 'regardless of the method, the models normally "
           "trained obtain the best results', so every cell must hold. Limited data is left out: the paper's own "
           "Table 14 has MeGe rising with less data (IG 0.404 → 0.419)"),
-    log=[
-        {**REGISTERED, "fingerprint": "7ff1e0b83ac6"},
-    ],
+    fingerprint="7ff1e0b83ac6",
 )
 @DEGRADED.registered(
     "R2.ReCo",
@@ -254,9 +247,7 @@ def claim_gradcam_best_reco(pairs: pd.DataFrame, *, premises: pd.DataFrame | Non
     margin_source=("half the smallest fall of ReCo in Table 9 (CIFAR-10), normal minus Randomized 30 % or Switched "
                    "30 %, over the five methods (IG: 0.107 − 0.038 = 0.069)"),
     over="(task × method × degradation) cells",
-    log=[
-        {**REGISTERED, "fingerprint": "86d691573d78"},
-    ],
+    fingerprint="86d691573d78",
 )
 def claim_mege_falls(pairs: pd.DataFrame, types: Mapping[str, Sequence[str]], *,
                      premises: pd.DataFrame | None = None, normal: str = "Normal",
@@ -341,9 +332,7 @@ def claim_mege_falls(pairs: pd.DataFrame, types: Mapping[str, Sequence[str]], *,
     "R3", **two_parts("R3.ReCo", "R3.MeGe"),
     claim="R3: 1-Lipschitz models raise ReCo for the gradient methods and MeGe for every method (paper: CIFAR-10)",
     note="partly reproduced when one of the two parts holds for every method and the other is decided",
-    log=[
-        {**REGISTERED, "fingerprint": "fa253acec5c7"},
-    ],
+    fingerprint="fa253acec5c7",
 )
 @LIPSCHITZ.registered(
     "R3.ReCo",
@@ -353,9 +342,7 @@ def claim_mege_falls(pairs: pd.DataFrame, types: Mapping[str, Sequence[str]], *,
     margin=0.206,
     margin_source="half the smallest rise of ReCo of a gradient method in Table 4 (GI: 0.500 − 0.088 = 0.412)",
     over="gradient methods",
-    log=[
-        {**REGISTERED, "fingerprint": "d8bff5ade80c"},
-    ],
+    fingerprint="d8bff5ade80c",
 )
 @LIPSCHITZ.registered(
     "R3.MeGe", claim="R3 (MeGe part): 1-Lipschitz models raise MeGe for every method",
@@ -363,9 +350,7 @@ def claim_mege_falls(pairs: pd.DataFrame, types: Mapping[str, Sequence[str]], *,
                "sets"),
     margin=0.013, margin_source="half the smallest rise of MeGe in Table 5 (Grad-CAM: 0.749 − 0.723 = 0.026)",
     over="methods",
-    log=[
-        {**REGISTERED, "fingerprint": "f0cc2d35a360"},
-    ],
+    fingerprint="f0cc2d35a360",
 )
 def claim_lipschitz(pairs: Mapping[str, pd.DataFrame], *, gradient_methods: Sequence[str],
                     premises: pd.DataFrame | None = None, lipschitz: str = "1-Lipschitz", resnet: str = "ResNet-18",

@@ -20,7 +20,7 @@ from faithlab import _validate
 
 from faithlab_study import verdicts
 from faithlab_study.verdicts.decisions import OUTCOMES
-from faithlab_study.papers.reco_mege.claims.registration import CHECKS, REGISTERED
+from faithlab_study.papers.reco_mege.claims.registration import CHECKS
 from faithlab.metrics.statistics import rankdata, spearman
 from faithlab_study.papers.reco_mege.experiments.sanity import (  # noqa: F401 - re-exported (the checks)
     KINDS, LABELS, distance_frame, moving_point_maps, noise_maps, random_paths, wasserstein)
@@ -134,9 +134,7 @@ def unit_spearman(frame: pd.DataFrame, *, x: str, unit: str, by: str = "distance
     note=("reformulated so it can fail with an interval over independent units (it was decided on point estimates); "
           "a study check because the paper's moving-point masks are lost and the maps are our reconstruction; no "
           "model is trained, so the replica rule does not apply"),
-    log=[
-        {**REGISTERED, "fingerprint": "81555b6592a1"},
-    ],
+    fingerprint="81555b6592a1",
 )
 def claim_sanity_checks(units: pd.DataFrame, *, threshold: float | None = None) -> verdicts.Claim:
     """Study check R4 (§4.3, Figs. 2–3): every candidate distance grows with the displacement of a point of interest

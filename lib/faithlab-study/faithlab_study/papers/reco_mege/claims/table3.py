@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab_study import verdicts
-from faithlab_study.papers.reco_mege.claims.registration import REGISTERED, TABLE3, two_parts
+from faithlab_study.papers.reco_mege.claims.registration import TABLE3, two_parts
 from faithlab_study.verdicts import replication
 from faithlab_study.papers.reco_mege import paper
 from faithlab_study.papers.reco_mege.claims.premise import CHANCE_FACTOR
@@ -64,9 +64,7 @@ def _log_ratio(other: pd.Series, stable: pd.Series) -> np.ndarray:
     null="μF: the same μF with the method's map of another image; S_avg: the other methods",
     interval="t on replica means",
     note="partly reproduced when one of the two parts holds in full and the other is decided",
-    log=[
-        {**REGISTERED, "fingerprint": "2a0b3e83a3dd"},
-    ],
+    fingerprint="2a0b3e83a3dd",
 )
 @TABLE3.registered(
     "RM-T3.muF", claim="Table 3 (μF part): Grad-CAM has the highest μF",
@@ -78,9 +76,7 @@ def _log_ratio(other: pd.Series, stable: pd.Series) -> np.ndarray:
     null="the same μF with the method's map of another image (μF must lie above it for some method to discriminate)",
     premises=["the models beat chance clearly, over the replicas", "some method's μF lies above its chance level"],
     interval="t on replica means",
-    log=[
-        {**REGISTERED, "fingerprint": "07f9b7536ec5"},
-    ],
+    fingerprint="07f9b7536ec5",
 )
 @TABLE3.registered(
     "RM-T3.Savg",
@@ -92,9 +88,7 @@ def _log_ratio(other: pd.Series, stable: pd.Series) -> np.ndarray:
                    "SmoothGrad's (IG / SG: ln(2.112 / 0.024) = 4.477); S_avg's scale is the maps' own, so ratios are "
                    "compared"),
     over="(stable, other) pairs", null="the other methods' S_avg on the same images",
-    log=[
-        {**REGISTERED, "fingerprint": "58fb18776a20"},
-    ],
+    fingerprint="58fb18776a20",
 )
 def claim_table3(per_sample: pd.DataFrame, *, premise: pd.DataFrame | None = None, target: str = "GC",
                  stable: Sequence[str] = ("GC", "SG")) -> verdicts.Claim:

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab_study import verdicts
-from faithlab_study.papers.saco.claims.registration import CHAPTER, PARTS, REGISTERED
+from faithlab_study.papers.saco.claims.registration import CHAPTER, PARTS
 from faithlab_study.papers.saco import paper
 from faithlab_study.papers.saco.experiments import model_means, model_of, units_of, wide
 from faithlab_study.papers.saco.claims.premises import (ACCURACY_TOLERANCE, MIN_ACCURACY, gate, judged_rows,
@@ -33,9 +33,7 @@ the Transformer-MM rule on the last block is "last layer + gradient", rollout "a
     margin_source=("half the smallest SaCo gain the paper reads as an improvement (Table 1: Rollout − Raw Attention "
                    "= 0.2453 − 0.1835 = 0.0618; the gradient's own gains are 0.1948 and 0.2105)"),
     over="comparisons", null="the variant without the gradient",
-    log=[
-        {**REGISTERED, "fingerprint": "39e4717b418e"},
-    ],
+    fingerprint="39e4717b418e",
 )
 @CHAPTER.registered(
     "S3.aggregation", claim="S3, part: all-layer aggregation raises SaCo of attention explanations",
@@ -43,9 +41,7 @@ the Transformer-MM rule on the last block is "last layer + gradient", rollout "a
                "gradient (Rollout − Raw Attention) and with it (Transformer-MM − Transformer-MM last layer)"),
     over="comparisons", null="the variant of the last layer",
     note="'This improvement occurs irrespective of whether the gradient is used' (§5.4): both cells.",
-    log=[
-        {**REGISTERED, "fingerprint": "7d1b7aa76ce0"},
-    ],
+    fingerprint="7d1b7aa76ce0",
 )
 @PARTS.registered(
     "S3", claim="S3: gradient and all-layer aggregation raise SaCo of attention explanations (Table 1)",
@@ -53,9 +49,7 @@ the Transformer-MM rule on the last block is "last layer + gradient", rollout "a
     margin=0.0309, margin_source="the parts' own margins (half of Table 1's smallest gain, 0.0618)",
     parts=["S3.gradient", "S3.aggregation"],
     note="partly when one of the two ingredients is reproduced and the other decided.",
-    log=[
-        {**REGISTERED, "fingerprint": "8c36f322600f"},
-    ],
+    fingerprint="8c36f322600f",
 )
 def claim_attention_ablation(per_sample: pd.DataFrame, *, accuracy: pd.DataFrame | None = None,
                              comparisons=ATTENTION_ABLATION, min_accuracy: float = MIN_ACCURACY,
@@ -105,9 +99,7 @@ def claim_attention_ablation(per_sample: pd.DataFrame, *, accuracy: pd.DataFrame
     decision="share", share=0.51, over="methods", null="no change with K",
     note=("'most methods exhibit a slight decline' (§5.5): more than half of the ten (6 of 10), fixed in advance; "
           "'slight' is not tested (the paper gives no bound). Random's own change over K is shown, not used."),
-    log=[
-        {**REGISTERED, "fingerprint": "eb8c78d64e07"},
-    ],
+    fingerprint="eb8c78d64e07",
 )
 def claim_k_decline(k_frame: pd.DataFrame, *, columns, accuracy: pd.DataFrame | None = None,
                     random: str = "Random", methods: Sequence[str] = paper.METHODS,

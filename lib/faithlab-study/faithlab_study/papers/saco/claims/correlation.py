@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab_study import verdicts
-from faithlab_study.papers.saco.claims.registration import CHAPTER, CORRELATIONS, PARTS, REGISTERED
+from faithlab_study.papers.saco.claims.registration import CHAPTER, CORRELATIONS, PARTS
 from faithlab_study.papers.saco import paper
 from faithlab_study.papers.saco.experiments import FIRST, model_of, per_model_correlations, wide
 from faithlab_study.papers.saco.claims.premises import (ACCURACY_TOLERANCE, MIN_ACCURACY, accuracy_reason, gate,
@@ -61,9 +61,7 @@ def _units(models: pd.DataFrame) -> int:
     over="existing metrics",
     note=("'the correlation scores between our SaCo and other existing metrics range from 0.18 to 0.22' (§5.1): each "
           "of the four is weak. One statistic per metric, no 'partly'."),
-    log=[
-        {**REGISTERED, "fingerprint": "601374e35f11"},
-    ],
+    fingerprint="601374e35f11",
 )
 def claim_weak_correlation(corr: pd.DataFrame, *, per_sample: pd.DataFrame | None = None,
                            accuracy: pd.DataFrame | None = None, methods=paper.METHODS,
@@ -107,9 +105,7 @@ def claim_weak_correlation(corr: pd.DataFrame, *, per_sample: pd.DataFrame | Non
     margin_source=("half the paper's smallest gap between the existing metrics' mutual correlation and SaCo's (Fig. "
                    "2: 0.4764 − 0.22 = 0.2564)"),
     decision="single",
-    log=[
-        {**REGISTERED, "fingerprint": "404d605f01a3"},
-    ],
+    fingerprint="404d605f01a3",
 )
 def claim_existing_agree_more(corr: pd.DataFrame, *, per_sample: pd.DataFrame | None = None,
                               accuracy: pd.DataFrame | None = None, methods=paper.METHODS,
@@ -156,18 +152,14 @@ def claim_existing_agree_more(corr: pd.DataFrame, *, per_sample: pd.DataFrame | 
     margin_source=("convention: the paper shows one image ('remain almost unchanged (above 0.9) after the removal of "
                    "the top 30 %'); over many images we ask it of most of them, more than half"),
     decision="single", null="—", interval="share: t on replica shares ∪ Wilson",
-    log=[
-        {**REGISTERED, "fingerprint": "50b8c1d4e846"},
-    ],
+    fingerprint="50b8c1d4e846",
 )
 @CHAPTER.registered(
     "S5.separation", claim="S5, part: SaCo separates the good explanation from the poor ones",
     statistic=("per correctly classified test image, SaCo(Transformer Attribution) − SaCo(other), its mean per "
                "trained model; two cells: against Raw Attention and against Random"),
     over="comparisons", null="the poorer explanation on the same image",
-    log=[
-        {**REGISTERED, "fingerprint": "d21e07fd57f4"},
-    ],
+    fingerprint="d21e07fd57f4",
 )
 @PARTS.registered(
     "S5", claim="S5: the cumulative drops saturate for every method while SaCo separates the explanations (Fig. 3)",
@@ -175,9 +167,7 @@ def claim_existing_agree_more(corr: pd.DataFrame, *, per_sample: pd.DataFrame | 
     parts=["S5.saturation", "S5.separation"],
     note=("Decided on the three replicas of random_vs_methods' reference setting (read from the cache), over many "
           "images: the paper's one image is an anecdote. partly when one part is reproduced and the other decided."),
-    log=[
-        {**REGISTERED, "fingerprint": "0f43ce044737"},
-    ],
+    fingerprint="0f43ce044737",
 )
 def claim_saturation(frame: pd.DataFrame, *, good: str = "Transformer Attribution",
                      poor: tuple[str, ...] = ("Raw Attention", "Random"), at: float = 0.3,

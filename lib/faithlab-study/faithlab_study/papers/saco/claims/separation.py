@@ -24,9 +24,12 @@ CUMULATIVE_WHY = ("issue 90 item 5: the part subtracted, per trained model, the 
                   "'reproduced'. Now every method is a cell of its own (Random − method per image, its t interval on "
                   "the model means) and a metric holds when at least one of the ten is shown below Random after "
                   "Holm's correction over the ten")
-CUMULATIVE_MARGIN = ("convention: the paper gives no cumulative-metric values (its radar charts are rescaled per "
-                     "axis) and says Random is 'comparable … even surpassing some' methods; surpassing by any amount, "
-                     "margin 0")
+NO_CUMULATIVE_VALUES = ("convention: the paper gives no cumulative-metric values (its radar charts are rescaled per "
+                        "axis)")
+"""How every margin on the cumulative metrics begins (S1.cumulative and its parts, S7's parts): a convention, the
+paper giving no values to take one from."""
+CUMULATIVE_MARGIN = (f"{NO_CUMULATIVE_VALUES} and says Random is 'comparable … even surpassing some' methods; "
+                     "surpassing by any amount, margin 0")
 CUMULATIVE_STATISTIC = ("the four named parts S1.cumulative.<metric> (AUC, AOPC, LOdds, Comprehensiveness), each "
                         "Random against every one of the paper's ten methods on one metric and decided by its own "
                         "rule; every metric must be reproduced")
@@ -44,6 +47,11 @@ CUMULATIVE_CHANGES = (
               "minimum over methods is taken per trained model, so noise among methods close to Random favours the "
               "part; a method clearly above Random on every metric still fails it."), CUMULATIVE_NOTE))
 """S1.cumulative's changes of issue 90 (field, old, new; old None: the field was not set)."""
+S1_STATISTIC = "the two parts S1.above and S1.cumulative, each decided by its own rule"
+"""S1's statistic (written once: its field and its log's last change of it)."""
+S1_NOTE = ("partly when one of the two parts is reproduced; SaCo(Random) near 0 (S1.zero) holds by construction in "
+           "expectation and is shown beside them as a study check.")
+"""S1's note (written once: its field and its log's last change of it)."""
 
 
 def _changes(changes, why: str, *, fingerprint: str) -> list[dict]:
@@ -89,9 +97,7 @@ def _random_against(table: pd.DataFrame, random: str, methods: Sequence[str], ru
     note=("'most explanation methods obtain positive scores' (§5.2) read as more than half of the paper's ten "
           "methods (6 of 10), fixed before any result: 'most' in its plain sense; the paper's own Table 2 has 8 of "
           "10 above 0.1."),
-    log=[
-        {**REGISTERED, "fingerprint": "fc9b4f855aeb"},
-    ],
+    fingerprint="fc9b4f855aeb",
 )
 @PER_MODEL.registered(
     "S1.cumulative", claim="S1, part: on the cumulative metrics Random is comparable to or better than some methods",
@@ -105,15 +111,14 @@ def _random_against(table: pd.DataFrame, random: str, methods: Sequence[str], ru
 )
 @PARTS.registered(
     "S1", claim="S1: SaCo puts Random near 0 and below most methods; cumulative metrics barely separate it (Fig. 4)",
-    statistic="the two parts S1.above and S1.cumulative, each decided by its own rule",
+    statistic=S1_STATISTIC,
     parts=["S1.above", "S1.cumulative"],
-    note=("partly when one of the two parts is reproduced; SaCo(Random) near 0 (S1.zero) holds by construction in "
-          "expectation and is shown beside them as a study check."),
+    note=S1_NOTE,
     log=[
         {**REGISTERED, "fingerprint": "a26d0b2a4aaf"},
         {"date": "2026-11-29", "change": "changed", "field": "statistic",
          "old": "the three parts S1.zero, S1.above and S1.cumulative, each decided by its own rule",
-         "new": "the two parts S1.above and S1.cumulative, each decided by its own rule",
+         "new": S1_STATISTIC,
          "why": ("issue 90 item 5: S1.zero holds in expectation by construction; it becomes a study check shown "
                  "beside the claim instead of a part counted in it")},
         {"date": "2026-11-29", "change": "changed", "field": "parts", "old": ["S1.zero", "S1.above", "S1.cumulative"],
@@ -123,8 +128,7 @@ def _random_against(table: pd.DataFrame, random: str, methods: Sequence[str], ru
         {"date": "2026-11-29", "change": "changed", "field": "note",
          "old": ("partly when two of the three parts are reproduced (fixed in advance: S1.zero holds by construction "
                  "in expectation, so it alone must not make the claim partly)."),
-         "new": ("partly when one of the two parts is reproduced; SaCo(Random) near 0 (S1.zero) holds by "
-                 "construction in expectation and is shown beside them as a study check."),
+         "new": S1_NOTE,
          "why": "the parts changed (entries above)", "fingerprint": "e394b8b18874"},
     ],
 )
@@ -211,34 +215,26 @@ for _metric, _id in CUMULATIVE_PARTS.items():  # one rule per cumulative metric,
     statistic=("per test image, metric (AOPC, LOdds, AUC, oriented so that higher is better) and other method of the "
                "paper's ten: IG − the method; its mean per trained model; one cell per metric × method (27)"),
     margin=0.0,
-    margin_source=("convention: the paper gives no cumulative-metric values (its radar charts are rescaled per "
-                   "axis); 'performs best' read literally, ahead of every other method by any amount"),
+    margin_source=f"{NO_CUMULATIVE_VALUES}; 'performs best' read literally, ahead of every other method by any amount",
     over="metric × method comparisons", null="each other method on the same images",
     note=("'best' = beats every other method (losing to none is not enough: an undecided comparison leaves it "
           "undecided)."),
-    log=[
-        {**REGISTERED, "fingerprint": "3708a78f38f4"},
-    ],
+    fingerprint="3708a78f38f4",
 )
 @CHAPTER.registered(
     "S7.worst", claim="S7, part: IG is worst on Comprehensiveness",
     statistic=("per test image and other method of the paper's ten: the method's oriented Comprehensiveness (higher "
                "= better) − IG's; its mean per trained model; one cell per method (9)"),
     margin=0.0,
-    margin_source=("convention: the paper gives no cumulative-metric values (its radar charts are rescaled per "
-                   "axis); 'the worst' read literally, behind every other method by any amount"),
+    margin_source=f"{NO_CUMULATIVE_VALUES}; 'the worst' read literally, behind every other method by any amount",
     over="methods", null="each other method on the same images",
-    log=[
-        {**REGISTERED, "fingerprint": "61a3d49e089a"},
-    ],
+    fingerprint="61a3d49e089a",
 )
 @PARTS.registered(
     "S7", claim="S7: IG is best on AOPC, LOdds and AUC but worst on Comprehensiveness (removal-order sensitivity, §5)",
     statistic="the two named parts S7.best and S7.worst, each decided by its own rule", parts=["S7.best", "S7.worst"],
     note="partly when one part is reproduced and the other decided.",
-    log=[
-        {**REGISTERED, "fingerprint": "bd0840b0f451"},
-    ],
+    fingerprint="bd0840b0f451",
 )
 def claim_order_sensitivity(per_sample: pd.DataFrame, *, accuracy: pd.DataFrame | None = None,
                             method: str = "Integrated Gradients", methods: Sequence[str] = paper.METHODS,

@@ -222,6 +222,19 @@ def reference_sentence(sensitivity: pd.DataFrame, *, threshold: float = REFERENC
     return head + f"; {stays} stay within ±{threshold:g} on every set-up; {open_} are undecided."
 
 
+GUIDE_MARGIN_SOURCE = ("our convention, fixed by the design before any score "
+                       "(faithlab_study.papers.synthesis.separation_margin); the papers compare metrics but give no "
+                       "smallest difference of interest in recovery")
+"""The guide's margin source (written once: its field and its log's last change of it)."""
+GUIDE_COST_BUDGET = ("a metric holds up on a cost budget when it holds up in at least half of all the situations "
+                     "(a denominator fixed before the data); it is not separated there when it does not, but would "
+                     "with the situations where it is not separated")
+"""The guide's cost budget (written once: its field and its log's last change of it)."""
+GUIDE_NULL = ("chance for a metric's recovery (a mean per-image Spearman of 0: the scores order the degraded "
+              "explainers at random); no difference for two metrics (their paired per-image difference 0)")
+"""The guide's nulls (written once: its field and its log's last change of them)."""
+
+
 @verdicts.registered_answer(
     "guide", paper="synthesis",
     statement=("Per situation with a known answer, the metrics that hold up: they recover the known ranking of "
@@ -229,17 +242,12 @@ def reference_sentence(sensitivity: pd.DataFrame, *, threshold: float = REFERENC
                "per-image Spearman; the trained models are the unit of replication)"),
     margin=("one swap of two neighbouring degraded explainers in an otherwise right ranking, 12 / (n (n² − 1)) for n "
             "degraded explainers (0.1 for five)"),
-    margin_source=("our convention, fixed by the design before any score "
-                   "(faithlab_study.papers.synthesis.separation_margin); the papers compare metrics but give no "
-                   "smallest difference of interest in recovery"),
+    margin_source=GUIDE_MARGIN_SOURCE,
     holds_up="recovers and not worse than any", beats="holm", level=0.95, replicas=5,
     interval=("t on replica means (the paired per-image difference of two metrics' recovery, averaged per trained "
               "model)"),
-    cost_budget=("a metric holds up on a cost budget when it holds up in at least half of all the situations (a "
-                 "denominator fixed before the data); it is not separated there when it does not, but would with the "
-                 "situations where it is not separated"),
-    null=("chance for a metric's recovery (a mean per-image Spearman of 0: the scores order the degraded explainers "
-          "at random); no difference for two metrics (their paired per-image difference 0)"),
+    cost_budget=GUIDE_COST_BUDGET,
+    null=GUIDE_NULL,
     log=[
         {"date": "2026-11-28", "change": "registered",
          "why": ("issue 69 item 7: the synthesis guide's rule moves from advice.py's code into this file as it "
@@ -270,16 +278,13 @@ def reference_sentence(sensitivity: pd.DataFrame, *, threshold: float = REFERENC
         {"date": "2026-11-28", "change": "changed",
          "field": "null",
          "old": "",
-         "new": ("chance for a metric's recovery (a mean per-image Spearman of 0: the scores order the degraded "
-                 "explainers at random); no difference for two metrics (their paired per-image difference 0)"),
+         "new": GUIDE_NULL,
          "why": ("the pre-registration page's null column was empty for the guide; the nulls were in advice.py's "
                  "docstrings only (no decision changes)")},
         {"date": "2026-11-28", "change": "changed",
          "field": "cost_budget",
          "old": "in at least half of the situations where some metric holds up (advice.py's code, not registered)",
-         "new": ("a metric holds up on a cost budget when it holds up in at least half of all the situations (a "
-                 "denominator fixed before the data); it is not separated there when it does not, but would with the "
-                 "situations where it is not separated"),
+         "new": GUIDE_COST_BUDGET,
          "why": ("issue 69 item 8, changed after seeing a third seed: at seed 2 no metric holds up for few classes, "
                  "so the old denominator (situations where some metric holds up) fell from 3 to 2 and six metrics "
                  "were named on a cost budget that seeds 0 and 1 did not name nor call not separated. The "
@@ -301,9 +306,7 @@ def reference_sentence(sensitivity: pd.DataFrame, *, threshold: float = REFERENC
          "old": ("our convention, fixed by the design before any score "
                  "(faithlab.study.papers.synthesis.separation_margin); the papers compare metrics but give no "
                  "smallest difference of interest in recovery"),
-         "new": ("our convention, fixed by the design before any score "
-                 "(faithlab_study.papers.synthesis.separation_margin); the papers compare metrics but give no "
-                 "smallest difference of interest in recovery"),
+         "new": GUIDE_MARGIN_SOURCE,
          "why": ("issue 91 (house v5): the study is its own distribution, faithlab_study, so the function the source "
                  "names has a new module path; the margin, its value and every decision are unchanged"),
          "fingerprint": "d5e56f3692cf"},

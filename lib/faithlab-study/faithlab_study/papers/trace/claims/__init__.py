@@ -16,7 +16,7 @@ Every public name is re-exported here (``faithlab_study.papers.trace.claims.clai
 
 # Every statistic is a mean of per-image values (images of independently trained replicas), decided by the t
 # interval on the replica means. The margins come from the paper's Table 1 (typed in faithlab_study.papers.trace.paper,
-# whose margin_* functions recompute them; tests/protocols/trace/test_paper_tables.py fails when they drift) or, for
+# whose margin_* functions recompute them; tests/faithlab_study/papers/trace/test_paper_tables.py fails when they drift) or, for
 # the claims the paper makes from figures without numbers (Fig. 4, Fig. 3b), from one stated convention of the
 # chapter: 0.05 of the probability's range for a difference of a curve's mean probability.
 #

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from faithlab_study import verdicts
-from faithlab_study.papers.trace.claims.registration import CHAPTER, RANDOM_TEST, REGISTERED, ZERO_DELETION_LOWERS
+from faithlab_study.papers.trace.claims.registration import CHAPTER, RANDOM_TEST, ZERO_DELETION_LOWERS
 from faithlab_study.papers.trace.claims.premises import (interval_text, per_image, premise_outcomes,
                                                          premise_text, random_test_premises, replica_groups)
 from faithlab_study.papers.trace.experiments import normalised_auc
@@ -22,18 +22,14 @@ __all__ = ["claim_random_test", "claim_insertion_equals_deletion"]
     claim="T3a: under the zero reference, small patches make the prediction fall faster (random deletion test, Fig. 4)",
     statistic=("per test image, the area of the zero-reference random-deletion curve (mean of its points) at the "
                "largest patches minus at the smallest (pixels); its mean per trained replica, per model"),
-    log=[
-        {**REGISTERED, "fingerprint": "c34797944950"},
-    ],
+    fingerprint="c34797944950",
 )
 @RANDOM_TEST.registered(
     "T3b",
     claim="T3b: the zero − blur gap shrinks as patches grow (random deletion test, Fig. 4)",
     statistic=("per test image, |zero − blur| of the random-deletion curve's area at the smallest patches (pixels) "
                "minus at the largest; its mean per trained replica, per model"),
-    log=[
-        {**REGISTERED, "fingerprint": "ba0ef7a0cc01"},
-    ],
+    fingerprint="ba0ef7a0cc01",
 )
 @CHAPTER.registered(
     "T3",
@@ -44,9 +40,7 @@ __all__ = ["claim_random_test", "claim_insertion_equals_deletion"]
     decision="parts", parts=["T3a", "T3b"], share=0.5, null="random deletion orders", premises=[ZERO_DELETION_LOWERS],
     note=("Partly reproduced when one of the two parts is (share 0.5, fixed in advance: the paper states them as two "
           "findings)."),
-    log=[
-        {**REGISTERED, "fingerprint": "8f833f601ba3"},
-    ],
+    fingerprint="8f833f601ba3",
 )
 def claim_random_test(curves: pd.DataFrame, *, zero: str = "zero", blur: str = "blur",
                       premise_side: int | None = None) -> verdicts.Claim:
@@ -111,9 +105,7 @@ def claim_random_test(curves: pd.DataFrame, *, zero: str = "zero", blur: str = "
                    "two AUCs"),
     decision="single", null="none: an identity; it fails only through a bug in our two curve functions", premises=[],
     interval="t on units", unit="curve",
-    log=[
-        {**REGISTERED, "fingerprint": "8b92123f3c15"},
-    ],
+    fingerprint="8b92123f3c15",
 )
 def claim_insertion_equals_deletion(frame: pd.DataFrame) -> verdicts.Claim:
     """Study check T6 (Thm 3.1; rule ``T6``): insertion and deletion give the same AUC (insertion in MoRF order =

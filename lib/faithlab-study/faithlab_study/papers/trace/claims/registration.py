@@ -1,9 +1,8 @@
-"""What the rules of this chapter share, written once here and named by every registration: the first line of each
-rule's change log (:data:`REGISTERED`), the fields most rules share (:data:`CHAPTER`, with the random deletion test's
-family :data:`RANDOM_TEST`), the chapter's one convention for a margin (:func:`convention`) and its recurring
-premises. A rule registered by ``@CHAPTER.registered("T4", ...)`` is the rule of
-:func:`faithlab_study.verdicts.registered` with every field written out: the chapter's defaults under the
-registration's own fields, which win (:class:`faithlab_study.verdicts.Chapter`)."""
+"""What the rules of this chapter share, written once here: the first entry of each rule's change log
+(:data:`REGISTERED`, carried by :data:`CHAPTER`: a rule unchanged since gives only its fingerprint), the fields most
+rules share (:data:`CHAPTER`, with the random deletion test's family :data:`RANDOM_TEST`) under each registration's
+own fields, which win (:class:`faithlab_study.verdicts.Chapter`), the chapter's one convention for a margin
+(:func:`convention`) and its recurring premises."""
 
 from faithlab_study import verdicts
 
@@ -20,11 +19,10 @@ REGISTERED = {"date": "2026-11-27", "change": "registered",
                       "tolerance. Premises: the mechanism (deletion lowers the prediction; the search beats random "
                       "orders) decided by an interval (were nulls of random signs and point estimates). Intervals: t "
                       "on replica means (were two-stage bootstraps).")}
-"""The chapter's registration (issue 69): the same first entry in the log of every rule it registered."""
+"""The chapter's registration (issue 69), the first entry of every rule's change log (:data:`CHAPTER` carries it)."""
 
 
-CHAPTER = verdicts.Chapter(paper="trace", kind="paper", direction="above", decision="every", replicas=3, units=30,
-                           interval="t on replica means", unit="test image")
+CHAPTER = verdicts.Chapter.of_paper("trace", registration=REGISTERED, interval="t on replica means", unit="test image")
 """The fields most of the chapter's rules share (issue 90): a paper claim judged above its margin in every cell, by
 the t interval on the replica means of 3 trained replicas × 30 test images; a registration holds only what differs."""
 
@@ -43,9 +41,8 @@ BOUND_PREMISES = [DELETION_LOWERS,
 ZERO_DELETION_LOWERS = ("(a) deletion lowers the prediction: f(x) minus the mean of the zero-reference random-order "
                         "curve on the 7 × 7 grid above 0.1")
 """Premise (a) of the random deletion test (T3 and its parts), under the zero reference."""
-RANDOM_TEST = verdicts.Chapter(**{
-    **CHAPTER.defaults, "margin": 0.05, "margin_source": convention("Fig. 4"), "over": "models",
-    "null": "random deletion orders (no order carries information, so a difference between patch sizes is the OOD "
-            "effect)",
-    "premises": [ZERO_DELETION_LOWERS]})
+RANDOM_TEST = CHAPTER.family(
+    margin=0.05, margin_source=convention("Fig. 4"), over="models",
+    null="random deletion orders (no order carries information, so a difference between patch sizes is the OOD effect)",
+    premises=[ZERO_DELETION_LOWERS])
 """The random deletion test's parts (T3a, T3b, Fig. 4): one difference of curve areas per model."""

@@ -54,6 +54,17 @@ def _search_bound_cells(sums: pd.DataFrame, random: pd.DataFrame, rule: verdicts
     return cells, pd.DataFrame(rows), min(units)
 
 
+T1_ZERO = "a random order's distance, the statistic's unit (SA no better than random)"
+"""Why T1's value of no effect is 1 (written once: its zero_source and its log's)."""
+
+
+def _eight_replicas(why: str, *, fingerprint: str | None = None) -> dict:
+    """The change-log entry of T1 and T4 after the first book run (3 replicas × 10 digits): the design's replicas
+    from 3 to 8, ``why`` saying what the run showed, with the rule's ``fingerprint`` where it is the last change."""
+    entry = {"date": "2026-11-27", "change": "changed", "field": "replicas", "old": 3, "new": 8, "why": why}
+    return entry if fingerprint is None else {**entry, "fingerprint": fingerprint}
+
+
 @CHAPTER.registered(
     "T1", claim="T1: TRACE-SA almost reaches the complete-search bound (Fig. 2a)",
     statistic=("per test image, SA's distance to the complete-search bound CS as a share of a random order's (the "
@@ -64,21 +75,17 @@ def _search_bound_cells(sums: pd.DataFrame, random: pd.DataFrame, rule: verdicts
                    "negligible must lie below half the smallest gap it calls non-negligible: T-p − T-y over T-p in "
                    "Table 1, GoogLeNet/zero (28.13 − 23.70) / 28.13 = 0.157, halved (the same share of the way from "
                    "a random order to the best trajectory)"),
-    zero=1.0, zero_source="a random order's distance, the statistic's unit (SA no better than random)",
+    zero=1.0, zero_source=T1_ZERO,
     over="objectives", null="a random deletion order (its distance to the bound is the statistic's denominator)",
     premises=BOUND_PREMISES, replicas=8,
     note=("SA ≥ Greedy and CS ≥ SA hold by construction: the first is the study check T1.greedy, the second bounds "
           "the statistic at 0."),
     log=[
         REGISTERED,
-        {"date": "2026-11-27", "change": "changed",
-         "field": "replicas",
-         "old": 3,
-         "new": 8,
-         "why": ("the design only, after the first book run (3 replicas × 10 digits): -Le's interval straddled the "
-                 "margin (0.035 [−0.026, 0.095], -Mo held), and the power analysis of those data asks 8 replicas × 4 "
-                 "digits (P 0.97), the same 32 complete searches; statistic, margin and decision unchanged"),
-         "fingerprint": "f081af98121c"},
+        _eight_replicas(("the design only, after the first book run (3 replicas × 10 digits): -Le's interval "
+                         "straddled the margin (0.035 [−0.026, 0.095], -Mo held), and the power analysis of those data "
+                         "asks 8 replicas × 4 digits (P 0.97), the same 32 complete searches; statistic, margin and "
+                         "decision unchanged"), fingerprint="f081af98121c"),
         *verdicts.zero_change(
             "2026-11-29", 1.0,
             ("issue 90 (verdicts that say what holds): the decisions now read a second boundary, the value of no "
@@ -90,7 +97,7 @@ def _search_bound_cells(sums: pd.DataFrame, random: pd.DataFrame, rule: verdicts
              "weaker', and 'not reproduced' needs an interval short of the margin that does not show SA better "
              "than a random order. "
              "Statistic, margin, decision and design unchanged"),
-            source="a random order's distance, the statistic's unit (SA no better than random)",
+            source=T1_ZERO,
             fingerprint="6ba22af253d1",
             source_why="a rule that sets zero says why (the entry above)"),
     ],
@@ -133,9 +140,7 @@ def _search_claim(sums: pd.DataFrame, random: pd.DataFrame, rule_id: str, *, ver
                    "study check); tested is a mean gain above 0 (the paper's 'constantly outperforms'), and a loss "
                    "would be a bug"),
     over="objectives", null="SA's own start (Greedy)", premises=BOUND_PREMISES,
-    log=[
-        {**REGISTERED, "fingerprint": "31f36e237213"},
-    ],
+    fingerprint="31f36e237213",
 )
 def claim_search_beats_greedy(sums: pd.DataFrame, random: pd.DataFrame) -> verdicts.Claim:
     """Study check of T1 (rule ``T1.greedy``): SA improves on TRACE-Greedy, its own start. SA starts from Greedy
@@ -159,13 +164,9 @@ def claim_search_beats_greedy(sums: pd.DataFrame, random: pd.DataFrame) -> verdi
     replicas=8, units=80,
     log=[
         REGISTERED,
-        {"date": "2026-11-27", "change": "changed",
-         "field": "replicas",
-         "old": 3,
-         "new": 8,
-         "why": ("the design only, after the first book run (3 replicas × 10 digits): the interval straddled the "
-                 "margin (0.181 [−0.057, 0.420]), within-replica noise dominating; the power analysis of those data "
-                 "asks 8 replicas × 10 digits (P 0.91); statistic, margin and decision unchanged")},
+        _eight_replicas("the design only, after the first book run (3 replicas × 10 digits): the interval straddled "
+                        "the margin (0.181 [−0.057, 0.420]), within-replica noise dominating; the power analysis of "
+                        "those data asks 8 replicas × 10 digits (P 0.91); statistic, margin and decision unchanged"),
         {"date": "2026-11-27", "change": "changed",
          "field": "units",
          "old": 30,

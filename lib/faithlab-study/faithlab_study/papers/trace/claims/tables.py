@@ -19,6 +19,43 @@ from faithlab_study.verdicts import replication
 __all__ = ["claim_beats_methods", "claim_probability_beats_logit", "claim_reference_robust"]
 
 
+PREMISE_A_WHY = ("the design of premise (a) only, after the book run of 2026-11-27: on the 3 replicas × 10 searched "
+                 "images the blur reference stayed undecided on all three models (ResNet-9 0.173 [0.044, 0.302], "
+                 "VGG-small 0.231 [0.057, 0.405], MobileNet-small 0.204 [0.076, 0.333]), which left T2 "
+                 "(MobileNet-small, VGG-small), T2b and T5 waiting on it; a throwaway run on 3 replicas × 100 images "
+                 "each still straddled 0.1 (t with 2 degrees of freedom; between-replica spread remains), so the "
+                 "premise gets 5 replicas. Statistic, threshold 0.1 and part (b) unchanged; the claims' own "
+                 "statistics, margins and designs unchanged")
+"""Why premise (a) of T2, T2b and T5 moved onto images of its own: one change of the chapter's design, logged on
+each of the three rules."""
+T2_PREMISES = ["(a) deletion lowers the prediction under each reference: f(x) minus the mean of the Random map's LeRF "
+               "curve above 0.1, decided on images of its own (part (a) needs no search: more trained replicas per "
+               "model and more test images than the searched ones, the notebook's premise_replicas × premise_images)",
+               "(b) T-p beats random orders under each reference by more than 0.1 per curve point"]
+"""T2's premises (written once: its field and its log's last change of them)."""
+T2_ZERO = ('the margin itself: that T-p is ahead at all is built in (it optimises this score), so only the size '
+           'is asked')
+"""Why T2's value of no effect is its margin (written once: its zero_source and its log's)."""
+T2B_PREMISES = ["(a) deletion lowers the prediction in each cell: f(x) minus the mean of the Random map's LeRF curve "
+                "above 0.1, decided on images of its own (part (a) needs no search: more trained replicas per model "
+                "and more test images than the searched ones, the notebook's premise_replicas × premise_images)",
+                "(b) T-p and T-y each beat random orders in each cell by more than 0.1 per curve point"]
+"""T2b's premises (written once: its field and its log's last change of them)."""
+T2B_ZERO = ('the margin itself: that T-p leads at all is close to built in (it optimises this score), so only the '
+            'size is asked')
+"""Why T2b's value of no effect is its margin (written once: its zero_source and its log's)."""
+T5_PREMISES = ["(a) deletion lowers the prediction (on images of its own, as T2's) and (b) T-p beats random orders, "
+               "on the patch scores of every model and reference"]
+"""T5's premises (written once: its field and its log's last change of them)."""
+
+
+def _premise_a_change(old: list, new: list, *, fingerprint: str) -> dict:
+    """The change-log entry of T2, T2b or T5 when premise (a) moved onto images of its own (:data:`PREMISE_A_WHY`):
+    the rule's premises from ``old`` to ``new``, with its ``fingerprint`` after the change."""
+    return {"date": "2026-11-27", "change": "changed", "field": "premises", "old": old, "new": new,
+            "why": PREMISE_A_WHY, "fingerprint": fingerprint}
+
+
 @CHAPTER.registered(
     "T2",
     claim="T2: TRACE-SA-Le−Mo (T-p) beats every attribution method in ΣLeRF − ΣMoRF (Table 1), per model",
@@ -27,46 +64,27 @@ __all__ = ["claim_beats_methods", "claim_probability_beats_logit", "claim_refere
                "T-p), per reference × method"),
     margin=0.2,
     zero=0.2,
-    zero_source=('the margin itself: that T-p is ahead at all is built in (it optimises this score), so only the size '
-                 'is asked'),
+    zero_source=T2_ZERO,
     margin_source=("half the paper's smallest effect: the best method's shortfall from T-p over Table 1's 18 cells "
                    "is 0.40–0.63 (ResNet-18/zero 1 − 16.24 / 31.69 = 0.49, the ×1.95 of the text); the smallest, "
                    "VGG-16/zero 1 − 18.77 / 31.25 = 0.399, halved"),
     over="reference × method cells", null="a random deletion order (the Random map), in the premise",
-    premises=["(a) deletion lowers the prediction under each reference: f(x) minus the mean of the Random map's LeRF "
-              "curve above 0.1, decided on images of its own (part (a) needs no search: more trained replicas per "
-              "model and more test images than the searched ones, the notebook's premise_replicas × premise_images)",
-              "(b) T-p beats random orders under each reference by more than 0.1 per curve point"],
+    premises=T2_PREMISES,
     note=("TRACE maximises this very score, so that it wins at all is close to built in; the margin asks that it win "
           "by as much as the paper's smallest lead. 'Every method in all cells': every reference × method cell of "
           "the model must hold."),
     log=[
         REGISTERED,
-        {"date": "2026-11-27", "change": "changed",
-         "field": "premises",
-         "old": ["(a) deletion lowers the prediction under each reference: f(x) minus the mean of the Random map's "
-                 "LeRF curve above 0.1",
-                 "(b) T-p beats random orders under each reference by more than 0.1 per curve point"],
-         "new": ["(a) deletion lowers the prediction under each reference: f(x) minus the mean of the Random map's "
-                 "LeRF curve above 0.1, decided on images of its own (part (a) needs no search: more trained "
-                 "replicas per model and more test images than the searched ones, the notebook's premise_replicas × "
-                 "premise_images)",
-                 "(b) T-p beats random orders under each reference by more than 0.1 per curve point"],
-         "why": ("the design of premise (a) only, after the book run of 2026-11-27: on the 3 replicas × 10 searched "
-                 "images the blur reference stayed undecided on all three models (ResNet-9 0.173 [0.044, 0.302], "
-                 "VGG-small 0.231 [0.057, 0.405], MobileNet-small 0.204 [0.076, 0.333]), which left T2 "
-                 "(MobileNet-small, VGG-small), T2b and T5 waiting on it; a throwaway run on 3 replicas × 100 images "
-                 "each still straddled 0.1 (t with 2 degrees of freedom; between-replica spread remains), so the "
-                 "premise gets 5 replicas. Statistic, threshold 0.1 and part (b) unchanged; the claims' own "
-                 "statistics, margins and designs unchanged"),
-         "fingerprint": "05855b2a6182"},
+        _premise_a_change(["(a) deletion lowers the prediction under each reference: f(x) minus the mean of the Random "
+                          "map's LeRF curve above 0.1",
+                          "(b) T-p beats random orders under each reference by more than 0.1 per curve point"],
+                         T2_PREMISES, fingerprint="05855b2a6182"),
         *verdicts.zero_change(
             "2026-11-29", 0.2,
             ('issue 90 item 5: T-p maximises the very score it is judged by, so a shortfall above 0 is built '
              "in; with zero 0 any method short of T-p would read 'reproduced, weaker'. The value of no effect "
              'is the margin: one boundary, only the size can reproduce'),
-            source=('the margin itself: that T-p is ahead at all is built in (it optimises this score), so only the '
-                    'size is asked'),
+            source=T2_ZERO,
             fingerprint="acb5eb1de04b"),
     ],
 )
@@ -128,45 +146,26 @@ def claim_beats_methods(scores: pd.DataFrame, *, model: str, target: str = "T-p"
                "mean score over the replica's images; its mean per trained replica, per model × reference"),
     margin=0.079,
     zero=0.079,
-    zero_source=('the margin itself: that T-p leads at all is close to built in (it optimises this score), so only the '
-                 'size is asked'),
+    zero_source=T2B_ZERO,
     margin_source=("half the smallest gap the paper calls non-negligible: (T-p − T-y) / T-p over Table 1's 18 cells, "
                    "GoogLeNet/zero (28.13 − 23.70) / 28.13 = 0.157, halved"),
     over="model × reference cells", null="a random deletion order (the Random map), in the premise",
-    premises=["(a) deletion lowers the prediction in each cell: f(x) minus the mean of the Random map's LeRF curve "
-              "above 0.1, decided on images of its own (part (a) needs no search: more trained replicas per model "
-              "and more test images than the searched ones, the notebook's premise_replicas × premise_images)",
-              "(b) T-p and T-y each beat random orders in each cell by more than 0.1 per curve point"],
+    premises=T2B_PREMISES,
     note=("Reformulated so that it can fail: T-p optimises the very score it is judged by, so that it is ahead is "
           "built in; the paper's claim is that the gap is non-negligible, and a gap shown inside the margin is 'not "
           "reproduced' (e.g. when the two searches find the same trajectories)."),
     log=[
         REGISTERED,
-        {"date": "2026-11-27", "change": "changed",
-         "field": "premises",
-         "old": ["(a) deletion lowers the prediction in each cell: f(x) minus the mean of the Random map's LeRF "
-                 "curve above 0.1",
-                 "(b) T-p and T-y each beat random orders in each cell by more than 0.1 per curve point"],
-         "new": ["(a) deletion lowers the prediction in each cell: f(x) minus the mean of the Random map's LeRF "
-                 "curve above 0.1, decided on images of its own (part (a) needs no search: more trained replicas per "
-                 "model and more test images than the searched ones, the notebook's premise_replicas × "
-                 "premise_images)",
-                 "(b) T-p and T-y each beat random orders in each cell by more than 0.1 per curve point"],
-         "why": ("the design of premise (a) only, after the book run of 2026-11-27: on the 3 replicas × 10 searched "
-                 "images the blur reference stayed undecided on all three models (ResNet-9 0.173 [0.044, 0.302], "
-                 "VGG-small 0.231 [0.057, 0.405], MobileNet-small 0.204 [0.076, 0.333]), which left T2 "
-                 "(MobileNet-small, VGG-small), T2b and T5 waiting on it; a throwaway run on 3 replicas × 100 images "
-                 "each still straddled 0.1 (t with 2 degrees of freedom; between-replica spread remains), so the "
-                 "premise gets 5 replicas. Statistic, threshold 0.1 and part (b) unchanged; the claims' own "
-                 "statistics, margins and designs unchanged"),
-         "fingerprint": "6006f3580430"},
+        _premise_a_change(["(a) deletion lowers the prediction in each cell: f(x) minus the mean of the Random map's "
+                          "LeRF curve above 0.1",
+                          "(b) T-p and T-y each beat random orders in each cell by more than 0.1 per curve point"],
+                         T2B_PREMISES, fingerprint="6006f3580430"),
         *verdicts.zero_change(
             "2026-11-29", 0.079,
             ('issue 90 item 5: T-p optimises the score it is judged by, so its lead over T-y above 0 is close '
              "to built in; the paper's claim is the size (non-negligible). The value of no effect is the "
              'margin: one boundary'),
-            source=('the margin itself: that T-p leads at all is close to built in (it optimises this score), so '
-                    'only the size is asked'),
+            source=T2B_ZERO,
             fingerprint="1ee169b353c5"),
     ],
 )
@@ -227,8 +226,7 @@ def claim_probability_beats_logit(scores: pd.DataFrame, *, target: str = "T-p", 
                    "0.043): a pixel-level method must move by more than this beyond TRACE"),
     over="method × denominator cells",
     null="a random deletion order, whose ΣLeRF − ΣMoRF is 0 in expectation (the compared scores must lie above it)",
-    premises=["(a) deletion lowers the prediction (on images of its own, as T2's) and (b) T-p beats random orders, "
-              "on the patch scores of every model and reference"],
+    premises=T5_PREMISES,
     unit="test image of a model",
     note=("The relative denominator is each method's own mean |score|, and TRACE's score is the metric's maximum, "
           "which favours TRACE; the per-point denominator favours no method. The claim must hold under both. A "
@@ -236,20 +234,9 @@ def claim_probability_beats_logit(scores: pd.DataFrame, *, target: str = "T-p", 
           "compared scores lie above chance (0; t on replica means), else it is undecided."),
     log=[
         REGISTERED,
-        {"date": "2026-11-27", "change": "changed",
-         "field": "premises",
-         "old": ["(a) deletion lowers the prediction and (b) T-p beats random orders, on the patch scores of every "
-                 "model and reference"],
-         "new": ["(a) deletion lowers the prediction (on images of its own, as T2's) and (b) T-p beats random "
-                 "orders, on the patch scores of every model and reference"],
-         "why": ("the design of premise (a) only, after the book run of 2026-11-27: on the 3 replicas × 10 searched "
-                 "images the blur reference stayed undecided on all three models (ResNet-9 0.173 [0.044, 0.302], "
-                 "VGG-small 0.231 [0.057, 0.405], MobileNet-small 0.204 [0.076, 0.333]), which left T2 "
-                 "(MobileNet-small, VGG-small), T2b and T5 waiting on it; a throwaway run on 3 replicas × 100 images "
-                 "each still straddled 0.1 (t with 2 degrees of freedom; between-replica spread remains), so the "
-                 "premise gets 5 replicas. Statistic, threshold 0.1 and part (b) unchanged; the claims' own "
-                 "statistics, margins and designs unchanged"),
-         "fingerprint": "2c6d1bfb9837"},
+        _premise_a_change(["(a) deletion lowers the prediction and (b) T-p beats random orders, on the patch scores of "
+                          "every model and reference"],
+                         T5_PREMISES, fingerprint="2c6d1bfb9837"),
     ],
 )
 def claim_reference_robust(patch_scores: pd.DataFrame, pixel_scores: pd.DataFrame, *, target: str = "T-p",

@@ -8,12 +8,16 @@ swapped): ``"le"`` maximise ΣLeRF(τ); ``"mo"`` minimise ΣMoRF(τ); ``"le-mo"`
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 
 from faithlab import _validate
+from faithlab.metrics.papers.trace.trajectories import Setup, setup
+from faithlab.perturb import Output
+from faithlab.perturb.autobatch import BatchSize
+from faithlab.perturb.references import Reference
 
 __all__ = ["OBJECTIVES", "Search", "objective_value"]
 
@@ -92,3 +96,16 @@ def non_negative_int(value, name: str) -> int:
 def at_least_two(t: int, search: str, edge: int) -> None:
     if t < 2:
         raise ValueError(f"{search} needs at least 2 patches, got edge={edge}")
+
+
+def search_setup(model: Callable, x: torch.Tensor, *, edge: int, init, reference: Reference, output: Output,
+                 target: torch.Tensor | None, batch_size: BatchSize, progress: bool | None,
+                 search: str) -> tuple[Setup, bool]:
+    """The checked set-up of a search from ``init`` over the whole population of trajectories (:func:`genetic`,
+    :func:`tabu`): whether to show its progress bar, its tensors on one device (checked before the target's forward
+    pass), the removal set-up and at least two patches (``search`` names it in the error) → ``(setup, show)``."""
+    show = _validate.progress(progress)
+    _validate.one_device(x=x, init=init, target=target)  # before the target's forward pass
+    s = setup(model, x, edge, reference, output, target, batch_size)
+    at_least_two(s.t, search, edge)
+    return s, show

@@ -12,8 +12,9 @@ from tqdm import tqdm  # plain text bar: tqdm.auto would need ipywidgets inside 
 from faithlab import _validate, perturb
 from faithlab.metrics.papers.trace import trajectories as T
 from faithlab.metrics.papers.trace.search.base import (OBJECTIVES, NAMES, Search, at_least_two, init_kind,
-                                                       non_negative_int, pair, image_shape, swap, objective_value)
-from faithlab.metrics.papers.trace.trajectories import check_trajectory, outputs, Setup, setup
+                                                       non_negative_int, pair, image_shape, swap, objective_value,
+                                                       search_setup)
+from faithlab.metrics.papers.trace.trajectories import check_trajectory, outputs, Setup
 from faithlab.perturb import orders as _orders
 from faithlab.perturb import Output
 from faithlab.perturb.autobatch import BatchSize
@@ -68,12 +69,10 @@ def genetic(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le
     """
     objective, population, generations, elite, tournament, crossover, mutation = _ga_settings(
         objective, population, generations, elite, tournament, crossover, mutation)
-    show = _validate.progress(progress)
     predicted = target is None
-    _validate.one_device(x=x, init=init, target=target)  # before the target's forward pass
-    s = setup(model, x, edge, reference, output, target, batch_size)
+    s, show = search_setup(model, x, edge=edge, init=init, reference=reference, output=output, target=target,
+                           batch_size=batch_size, progress=progress, search="the genetic algorithm")
     b, t, dev = x.shape[0], s.t, x.device
-    at_least_two(t, "the genetic algorithm", edge)
     first = _population_start(init, b, t, edge, dev)
     seeds = perturb.sample_seeds(generator, sample_index, b, why="for the genetic algorithm's draws")
     pop = _orders.uniform((b, population, t), seeds, dev).argsort(-1)  # (B, P, t) random trajectories

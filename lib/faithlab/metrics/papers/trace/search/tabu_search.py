@@ -14,8 +14,9 @@ from faithlab.metrics.papers.trace import trajectories as T
 from faithlab.metrics.papers.trace.search._chain import Chain, chain_result, start
 from faithlab.metrics.papers.trace.search.annealing import ITERATIONS
 from faithlab.metrics.papers.trace.search.base import (OBJECTIVES, NAMES, Search, at_least_two, init_kind,
-                                                       non_negative_int, pair, image_shape, swap, objective_value)
-from faithlab.metrics.papers.trace.trajectories import Setup, setup
+                                                       non_negative_int, pair, image_shape, swap, objective_value,
+                                                       search_setup)
+from faithlab.metrics.papers.trace.trajectories import Setup
 from faithlab.perturb import orders as _orders
 from faithlab.perturb import Output
 from faithlab.perturb.autobatch import BatchSize
@@ -58,12 +59,10 @@ def tabu(model: Callable, x: torch.Tensor, *, edge: int, objective: str = "le-mo
     the start and each iteration, ``accepted`` the moves made per image).
     """
     objective, iterations, n_neighbours, tenure = _tabu_settings(objective, iterations, n_neighbours, tenure)
-    show = _validate.progress(progress)
     predicted = target is None
-    _validate.one_device(x=x, init=init, target=target)  # before the target's forward pass
-    s = setup(model, x, edge, reference, output, target, batch_size)
+    s, show = search_setup(model, x, edge=edge, init=init, reference=reference, output=output, target=target,
+                           batch_size=batch_size, progress=progress, search="tabu search")
     b, t, dev = x.shape[0], s.t, x.device
-    at_least_two(t, "tabu search", edge)
     seeds = perturb.sample_seeds(generator, sample_index, b, why="for the tabu search's neighbours")
     draws = _orders.uniform((b, iterations, n_neighbours, 2), seeds, dev)
     lo_all, hi_all = pair(draws[..., 0], draws[..., 1], t)  # (B, K, N)
