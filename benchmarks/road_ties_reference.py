@@ -1,6 +1,6 @@
-"""Makes ``tests/metrics/papers/synthesis/data/road_ties_gradcam.json``: what pytorch-grad-cam 1.5.7's ROAD does on
-maps with ties, computed once with grad-cam's own code and committed, so that
-``tests/metrics/papers/synthesis/test_road_gradcam.py`` pins grad-cam's tie rule against ours without grad-cam.
+"""Makes ``tests/faithlab/metrics/papers/synthesis/data/road_ties_gradcam.json``: what pytorch-grad-cam 1.5.7's ROAD
+does on maps with ties, computed once with grad-cam's own code and committed, so that
+``tests/faithlab/metrics/papers/synthesis/test_road_gradcam.py`` pins grad-cam's tie rule against ours without grad-cam.
 
 The case (written into the file; this script is its only source): two 8×8 CAM-like maps, each a 4×4 grid of
 multiples of 1/8 upsampled by 2×2 blocks (every value tied four times or more; 7 resp. 6 of the 16 blocks exactly 0,
@@ -43,7 +43,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))   # road_peer (project side), _gradcam_side (grad-cam's side)
-REFERENCE = HERE.parent / "tests" / "metrics" / "papers" / "synthesis" / "data" / "road_ties_gradcam.json"
+REFERENCE = HERE.parent / "tests" / "faithlab" / "metrics" / "papers" / "synthesis" / "data" / "road_ties_gradcam.json"
 PERCENTILES = list(range(10, 100, 10))   # grad-cam's ROADCombined default
 DIRECTIONS = ("morf", "lerf")            # RemoveMostRelevantFirst, RemoveLeastRelevantFirst
 READ_OUTS = ("logit", "prob")            # ClassifierOutputTarget, ClassifierOutputSoftmaxTarget

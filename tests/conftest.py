@@ -40,12 +40,3 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_report_header(config):
     return f"torch intra-op threads in the test process: {torch_threads_for_tests()} (OMP_NUM_THREADS or 1)"
-
-
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    """The runner tests' throw-away project (tests/support/study_project.py): two notebooks, empty profiles, under
-    ``FAITHLAB_ROOT``. Used by tests/study/ and by the runner's fuzz cases in tests/fuzz/."""
-    from study_project import make_project  # imported here: faithlab_study and pandas only for the tests that use it
-
-    return make_project(tmp_path, monkeypatch)

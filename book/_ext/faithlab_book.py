@@ -138,14 +138,14 @@ class Preregistration(SphinxDirective):
         card = _scorecard(self)
         if "rule_id" not in card:
             card["rule_id"] = ""
-        test = html.element("code", "tests/package/test_coverage.py")
+        test = html.element("code", "tests/faithlab_study/verdicts/test_coverage.py")
         parts = [pages.procedure_html(), html.element("h2", "The intervals' coverage"),
                  html.element("p", f"Simulated when the book was built (the table {test} asserts): how often each "
                                    "interval holds the truth for a nominal 0.95, over nested designs of 3, 5 and 8 "
                                    "trained replicas."), pages.coverage_html(pages.coverage_frame(generated)),
                  html.element("h2", "The statements' error rates"),
                  html.element("p", f"Simulated when the book was built (the table "
-                                   f"{html.element('code', 'tests/package/test_error_rates.py')} asserts at 300 data "
+                                   f"{html.element('code', 'tests/faithlab_study/verdicts/test_error_rates.py')} asserts at 300 data "
                                    "sets per design): how often each statement is made where it is false."),
                  pages.error_rates_html(pages.error_rates_frame(generated)),
                  html.element("h2", "Verdicts the change of procedure moved"), pages.moved_html(card, self.env.docname),

@@ -20,7 +20,7 @@ __all__ = ["__version__", "evaluate", "perturb", "metrics", "explainers", "data"
 # it is and about 2.4 s (min 1.7 s) when this file imports the submodules above (torch alone is 1.2 s, then
 # matplotlib, pandas and the metric registry). Every ``faithlab.<module>`` import runs this file first: the
 # ``faithlab`` command checks its flags before torch is imported, and the study's verdicts and artifact writer read
-# faithlab.intervals and faithlab.paths without torch (tests/package/test_api.py).
+# faithlab.intervals and faithlab.paths without torch (tests/project/test_api.py).
 def __getattr__(name: str):
     if name == "__version__":
         from faithlab._version import version

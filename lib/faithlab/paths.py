@@ -23,11 +23,6 @@ from pathlib import Path
 _TMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
 
 
-SHARDS_ENV = "FAITHLAB_SHARDS"
-"""Set by the study runner for the kernels of a sharded notebook: the folder of its shards' per-sample tables
-(:func:`faithlab_study.artifacts.sharded` writes shard ``i`` to ``<folder>/<i>/`` and the reduce step reads them all)."""
-
-
 def project_root() -> Path:
     """The repository root (see module docstring)."""
     env = os.environ.get("FAITHLAB_ROOT")

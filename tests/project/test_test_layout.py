@@ -1,8 +1,20 @@
-"""The test suite's own layout: tests/ mirrors lib/faithlab in subfolders (tests/metrics/, tests/protocols/trace/, ...),
-no test module sits directly in tests/, and no test module imports another test module. What several modules share
-is a fixture of a conftest.py or a plain module of tests/support/ (on the path through pyproject.toml's
-``pythonpath``); a test module imported by another would run its tests twice, couple two subjects and break under
-pytest's importlib import mode."""
+"""The test suite's own layout: tests/ mirrors the two packages, and no test module imports another.
+
+* tests/faithlab/ mirrors lib/faithlab: a folder per package and subpackage (metrics/, metrics/papers/trace/,
+  metrics/papers/trace/search/, perturb/, ...); the test of a top-level module such as faithlab/intervals.py sits in
+  tests/faithlab/ itself, and a folder may also be named by a module's stem (the subject of its tests is that module).
+  Two cross-cutting suites of the library keep a folder of their own: tests/faithlab/fuzz/ (bad input over every
+  metric and explainer) and tests/faithlab/device/ (host synchronisations and the device seam).
+* tests/faithlab_study/ mirrors lib/faithlab-study/faithlab_study the same way (papers/<paper>/, papers/basics/ for
+  papers/basics.py, verdicts/, book/, runner/, the test of artifacts.py in tests/faithlab_study/ itself).
+* tests/project/ holds the checks of the repository (README, release, wheel, environment, benchmarks, house rules,
+  this layout) and tests/support/ the helpers; no other folder sits in tests/ (:func:`top_level_problems`), a folder
+  of test data (no Python file, as tests/faithlab/metrics/papers/synthesis/data/) is free, and every other folder
+  names a package, subpackage or module of its distribution (:func:`mirror_problems`).
+* No test module sits directly in tests/, none is over 600 lines (:func:`long_modules`: split it by subject), and no
+  test module imports another. What several modules share is a fixture of a conftest.py or a plain module of
+  tests/support/ (on the path through pyproject.toml's ``pythonpath``); a test module imported by another would run
+  its tests twice, couple two subjects and break under pytest's importlib import mode."""
 
 from __future__ import annotations
 
@@ -11,6 +23,14 @@ from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
 SUPPORT = "support"  # tests/support/: plain helper modules, no tests
+LIB = TESTS.parent / "lib"
+SOURCES = {"faithlab": LIB / "faithlab", "faithlab_study": LIB / "faithlab-study" / "faithlab_study"}
+"""Each mirror folder of tests/ and the package it mirrors."""
+CROSS_CUTTING = {"faithlab": {"fuzz", "device"}}
+"""The folders of a mirror that are suites across the package rather than one of its subpackages."""
+TOP_LEVEL = {*SOURCES, "project", SUPPORT}
+"""The only folders of tests/."""
+MAX_LINES = 600
 
 
 def bad_imports(source: str, name: str = "<source>") -> list[str]:
@@ -50,9 +70,128 @@ def layout_problems(root: Path) -> list[str]:
     return problems
 
 
+def _holds_files(folder: Path, pattern: str = "*") -> bool:
+    """Whether ``folder`` holds a file matching ``pattern`` outside ``__pycache__`` (a folder left with nothing but
+    byte code after its tests moved is not a folder of the suite)."""
+    return any(p.is_file() and "__pycache__" not in p.parts for p in folder.rglob(pattern))
+
+
+def mirror_problems(root: Path, sources: dict[str, Path]) -> list[str]:
+    """Every folder under ``root/<mirror>/`` that holds a Python file and names nothing of the package it mirrors
+    (``sources[<mirror>]``): no subpackage (a folder with an ``__init__.py``) and no module of that name at that place.
+    The declared cross-cutting folders (:data:`CROSS_CUTTING`) and folders of test data (no Python file) are free."""
+    problems = []
+    for mirror, source in sources.items():
+        base = root / mirror
+        if not base.is_dir():
+            problems.append(f"{mirror}/: missing (it mirrors {source.name})")
+            continue
+        for folder in sorted(p for p in base.rglob("*") if p.is_dir() and "__pycache__" not in p.parts):
+            rel = folder.relative_to(base)
+            if rel.parts[0] in CROSS_CUTTING.get(mirror, ()) or not _holds_files(folder, "*.py"):
+                continue
+            target = source.joinpath(*rel.parts)
+            if not (target / "__init__.py").is_file() and not target.with_suffix(".py").is_file():
+                problems.append(f"{mirror}/{rel.as_posix()}/: names no package, subpackage or module of {source.name} "
+                                f"(a folder of tests/{mirror}/ mirrors {source.name}/{rel.as_posix()})")
+    return problems
+
+
+def long_modules(root: Path, limit: int = MAX_LINES) -> list[str]:
+    """The test modules (``test_*.py``) and conftest.py files under ``root`` with more than ``limit`` lines."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if "__pycache__" not in path.parts and (path.name.startswith("test_") or path.name == "conftest.py"):
+            n = len(path.read_text(encoding="utf-8").splitlines())
+            if n > limit:
+                found.append(f"{path.relative_to(root).as_posix()}: {n} lines (at most {limit}: split it by subject)")
+    return found
+
+
+def top_level_problems(root: Path) -> list[str]:
+    """The folders of ``root`` but :data:`TOP_LEVEL` (hidden folders, ``__pycache__`` and folders left with byte code
+    only aside)."""
+    return [f"{p.name}/: not a folder of tests/ (only {', '.join(sorted(TOP_LEVEL))})" for p in sorted(root.iterdir())
+            if p.is_dir() and p.name not in TOP_LEVEL and p.name != "__pycache__" and not p.name.startswith(".")
+            and _holds_files(p)]
+
+
 def test_the_test_folder_mirrors_the_library_and_no_test_module_imports_another():
     assert layout_problems(TESTS) == []
     assert len(list(TESTS.rglob("test_*.py"))) > 50  # the check saw the suite
+
+
+def test_the_test_folders_mirror_the_two_packages():
+    assert mirror_problems(TESTS, SOURCES) == []
+    for mirror, source in SOURCES.items():  # the check saw both mirrors, to their depth
+        assert source.is_dir() and len({p.parent for p in (TESTS / mirror).rglob("test_*.py")}) > 5, mirror
+    assert (TESTS / "faithlab" / "metrics" / "papers" / "trace" / "search").is_dir()
+    assert (TESTS / "faithlab_study" / "papers" / "trace").is_dir()
+
+
+def test_no_test_module_is_over_600_lines():
+    assert long_modules(TESTS) == []
+
+
+def test_only_the_two_mirrors_project_and_support_sit_in_tests():
+    assert top_level_problems(TESTS) == []
+    assert {p.name for p in TESTS.iterdir() if p.is_dir() and not p.name.startswith((".", "__"))} == TOP_LEVEL
+
+
+def test_the_mirror_check_fails_on_a_folder_the_packages_lack(tmp_path):
+    lib, tests = tmp_path / "lib", tmp_path / "tests"
+    for package in ("faithlab", "faithlab/metrics", "faithlab/metrics/papers", "faithlab/metrics/papers/trace",
+                    "study/faithlab_study", "study/faithlab_study/runner"):
+        (lib / package).mkdir(parents=True)
+        (lib / package / "__init__.py").write_text("")
+    (lib / "faithlab" / "intervals.py").write_text("")
+    sources = {"faithlab": lib / "faithlab", "faithlab_study": lib / "study" / "faithlab_study"}
+    for test in ("faithlab/test_paths.py", "faithlab/metrics/papers/trace/test_trajectories.py",
+                 "faithlab/intervals/test_coverage.py", "faithlab/fuzz/test_bad_input.py",
+                 "faithlab/device/nested/test_seam.py", "faithlab_study/runner/test_cli.py",
+                 "faithlab_study/runner/conftest.py", "faithlab_study/test_artifacts.py"):
+        (tests / test).parent.mkdir(parents=True, exist_ok=True)
+        (tests / test).write_text("")
+    (tests / "faithlab/metrics/papers/trace/data").mkdir()
+    (tests / "faithlab/metrics/papers/trace/data/reference.json").write_text("{}")
+    (tests / "faithlab/metric/__pycache__").mkdir(parents=True)  # byte code left behind by a move
+    (tests / "faithlab/metric/__pycache__/test_x.cpython-312.pyc").write_text("")
+    assert mirror_problems(tests, sources) == []
+    for test in ("faithlab/metric/test_typo.py", "faithlab/metrics/papers/trace/search/test_genetic.py",
+                 "faithlab_study/fuzz/test_runner.py", "faithlab_study/protocols/trace/test_claims.py"):
+        (tests / test).parent.mkdir(parents=True, exist_ok=True)
+        (tests / test).write_text("")
+    problems = mirror_problems(tests, sources)
+    assert [p.split(":")[0] for p in problems] == [
+        "faithlab/metric/", "faithlab/metrics/papers/trace/search/", "faithlab_study/fuzz/",
+        "faithlab_study/protocols/", "faithlab_study/protocols/trace/"], problems
+    (tests / "faithlab_study").rename(tmp_path / "elsewhere")
+    assert "faithlab_study/: missing (it mirrors faithlab_study)" in mirror_problems(tests, sources)
+
+
+def test_the_length_check_fails_on_a_long_test_module(tmp_path):
+    (tmp_path / "faithlab" / "metrics").mkdir(parents=True)
+    (tmp_path / SUPPORT).mkdir()
+    (tmp_path / "faithlab" / "metrics" / "test_fine.py").write_text("x = 1\n" * MAX_LINES)
+    (tmp_path / SUPPORT / "oracles.py").write_text("x = 1\n" * (MAX_LINES + 50))  # a helper, not a test module
+    assert long_modules(tmp_path) == []
+    (tmp_path / "faithlab" / "metrics" / "test_long.py").write_text("x = 1\n" * (MAX_LINES + 1))
+    (tmp_path / "faithlab" / "conftest.py").write_text("x = 1\n" * (MAX_LINES + 2))
+    long = [p.split(":")[0] for p in long_modules(tmp_path)]
+    assert long == ["faithlab/conftest.py", "faithlab/metrics/test_long.py"], long
+
+
+def test_the_top_level_check_fails_on_another_folder(tmp_path):
+    for name in (*TOP_LEVEL, "__pycache__", ".pytest_cache"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "a.py").write_text("")
+    (tmp_path / "book" / "__pycache__").mkdir(parents=True)  # byte code left behind by a move
+    (tmp_path / "book" / "__pycache__" / "test_build.cpython-312.pyc").write_text("")
+    assert top_level_problems(tmp_path) == []
+    for name in ("metrics", "protocols"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "test_x.py").write_text("")
+    assert [p.split(":")[0] for p in top_level_problems(tmp_path)] == ["metrics/", "protocols/"]
 
 
 def test_the_checker_finds_an_import_of_a_test_module():
@@ -107,12 +246,14 @@ def test_the_suite_collects_the_book_build_and_the_paper_dry_run_first(pytestcon
     import subprocess
     import sys
 
+    study = TESTS / "faithlab_study"
     run = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                          str(TESTS / "book" / "test_pages.py"), str(TESTS / "study" / "test_paper_dry.py"),
-                          str(TESTS / "book" / "test_build.py")], capture_output=True, text=True, timeout=300,
+                          str(study / "book" / "test_pages.py"), str(study / "runner" / "test_paper_dry.py"),
+                          str(study / "book" / "test_build.py")], capture_output=True, text=True, timeout=300,
                          cwd=TESTS.parent)
     files = [line.split("::")[0] for line in run.stdout.splitlines() if "::" in line]
     assert files, run.stdout + run.stderr
     order = list(dict.fromkeys(files))
-    assert order.index("tests/study/test_paper_dry.py") < order.index("tests/book/test_pages.py"), order
-    assert order.index("tests/book/test_build.py") < order.index("tests/book/test_pages.py"), order
+    pages = order.index("tests/faithlab_study/book/test_pages.py")
+    assert order.index("tests/faithlab_study/runner/test_paper_dry.py") < pages, order
+    assert order.index("tests/faithlab_study/book/test_build.py") < pages, order

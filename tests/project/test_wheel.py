@@ -193,7 +193,7 @@ def test_wheel_installs_slim_and_runs_a_metric(tmp_path):
     unexplained = {m: why for m, why in report["modules"].items()
                    if why != "ok" and "pip install 'faithlab[" not in why}
     assert not unexplained, f"modules that fail in a slim install without naming their extra: {unexplained}"
-    # the oracle (tests/metrics/papers/saco/test_saco.py's hand computation): SaCo 0.5, group drops Σβ; MoRF removal of β's
+    # the oracle (tests/faithlab/metrics/papers/saco/test_saco.py's hand computation): SaCo 0.5, group drops Σβ; MoRF removal of β's
     # top units
     assert report["saco"] == pytest.approx([0.5])
     assert report["saco_drop"][0] == pytest.approx([0.15, 0.03, 0.10])

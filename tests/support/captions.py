@@ -1,5 +1,5 @@
-"""The book's caption check (used by tests/book/test_build.py): the panel positions a figure's caption names
-("(left)", "top row", ...) against the panel grid :meth:`faithlab_study.artifacts.Outputs.figure` recorded in its
+"""The book's caption check (used by tests/faithlab_study/book/test_build.py): the panel positions a figure's caption
+names ("(left)", "top row", ...) against the panel grid :meth:`faithlab_study.artifacts.Outputs.figure` recorded in its
 PNG."""
 
 from __future__ import annotations

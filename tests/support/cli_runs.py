@@ -1,5 +1,5 @@
-"""What the tests of ``faithlab evaluate`` (tests/cli/) share: a folder of random class images, and the check that
-the command stopped with one error line."""
+"""What the tests of ``faithlab evaluate`` (tests/faithlab/cli/) share: a folder of random class images, and the check
+that the command stopped with one error line."""
 
 from __future__ import annotations
 

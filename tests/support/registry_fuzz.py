@@ -1,8 +1,9 @@
-"""The metric registry's fuzz cases, shared by tests/fuzz/test_registered_metrics.py (every registered sample-level
-metric crossed with the bad-input cases) and tests/metrics/test_registry.py (a toy metric registered by a user is
-fuzzed too): :func:`inputs` (a seeded small CNN and its batch), :func:`own_call` (a metric's own public call with the
-keyword arguments fl.evaluate would pass), :func:`cases` and :func:`classify` (good = a TypeError/ValueError whose
-message names the caller's argument; unclear = it raises without naming it; silent = a score from invalid input)."""
+"""The metric registry's fuzz cases, shared by tests/faithlab/fuzz/test_registered_metrics.py (every registered
+sample-level metric crossed with the bad-input cases) and tests/faithlab/metrics/test_registry.py (a toy metric
+registered by a user is fuzzed too): :func:`inputs` (a seeded small CNN and its batch), :func:`own_call` (a metric's own
+public call with the keyword arguments fl.evaluate would pass), :func:`cases` and :func:`classify` (good = a
+TypeError/ValueError whose message names the caller's argument; unclear = it raises without naming it; silent = a score
+from invalid input)."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 
 ``make test`` runs ``--dist loadfile --no-loadscope-reorder``: each file goes whole to one worker, in collection order
 (without the second flag pytest-xdist hands out the files with the most tests first, whatever this order). A long
-file collected late (tests/study/ sorts after most folders) kept one worker busy while the other had run out of
-files; longest first, the small files fill both workers to the end."""
+file collected late (the runner's, under tests/faithlab_study/, sorts after most folders) kept one worker busy while
+the other had run out of files; longest first, the small files fill both workers to the end."""
 
 from __future__ import annotations
 

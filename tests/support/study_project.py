@@ -1,7 +1,7 @@
-"""The throw-away project of the notebook-runner tests (tests/study/, and the runner's fuzz cases in tests/fuzz/): two
-jupytext notebooks ``demo/first`` and ``demo/second`` whose ``OK_BODY`` writes a table and a claim, every profile of
-the runner empty, and helpers to write more notebooks, run the runner and read a result. The ``project`` fixture of
-tests/conftest.py calls :func:`make_project`."""
+"""The throw-away project of the notebook-runner tests (tests/faithlab_study/runner/, with the runner's command-line
+fuzz cases): two jupytext notebooks ``demo/first`` and ``demo/second`` whose ``OK_BODY`` writes a table and a claim,
+every profile of the runner empty, and helpers to write more notebooks, run the runner and read a result. The
+``project`` fixture of tests/faithlab_study/runner/conftest.py calls :func:`make_project`."""
 
 from __future__ import annotations
 

@@ -74,8 +74,9 @@ def _candidates(node) -> list[str]:
 
 @functools.lru_cache(maxsize=8)
 def _faithlab_modules(n_modules: int) -> tuple[str, ...]:
-    """The imported faithlab modules, sorted; recomputed only when ``sys.modules`` grows (``n_modules``)."""
-    return tuple(name for name in sorted(sys.modules) if name.startswith("faithlab."))
+    """The imported modules of the library and the study (``faithlab.*``, ``faithlab_study`` and its modules),
+    sorted; recomputed only when ``sys.modules`` grows (``n_modules``)."""
+    return tuple(name for name in sorted(sys.modules) if name.startswith(("faithlab.", "faithlab_study")))
 
 
 def missing_reference(app, env, node, contnode):

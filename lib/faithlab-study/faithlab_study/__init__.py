@@ -21,7 +21,7 @@ __all__ = ["papers", "verdicts", "artifacts", "book", "runner", "recipes"]
 
 # Lazy (PEP 562) on purpose, the study's one exception to plain imports: ``python -m faithlab_study`` imports this
 # file first, and its command line checks its arguments before torch, pandas, papermill or dask are imported
-# (tests/study/test_runner_usage.py). ``python -X importtime -c "import faithlab_study"`` (the top-level cumulative
+# (tests/faithlab_study/runner/test_runner_usage.py). ``python -X importtime -c "import faithlab_study"`` (the top-level cumulative
 # times summed, median of 5 runs on the 2-core dev machine) takes about 5 ms as it is and about 1.8 s when this file
 # imports the six subpackages above (torch alone is 1.2 s); ``import faithlab_study.runner.cli``, what the command
 # line needs, about 40 ms.

@@ -20,6 +20,7 @@ from faithlab_study.verdicts import VERDICTS
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 NOTEBOOK_ENV = "FAITHLAB_NOTEBOOK"  # set by the study runner in a notebook's kernel: "<paper>/<experiment>"
 OUTPUT_DIR_ENV = "FAITHLAB_OUTPUT_DIR"  # set by the study runner in a notebook's kernel: its staging folder
+SHARDS_ENV = "FAITHLAB_SHARDS"  # set by the study runner in a sharded notebook's kernels: the shards' folder (sharded)
 CLAIMS = "claims.csv"  # a notebook's claims, in its folder; the runner's scorecard collects them
 CLAIM_COLUMNS = ("paper", "experiment", "claim", "paper_value", "our_value", "verdict", "rule", "premise", "note",
                  "kind", "decision", "replicas", "stability", "units", "function", "power", "rule_id",
@@ -470,9 +471,9 @@ def sharded(name: str, compute, items, *, shard: int | None = None, n_shards: in
         raise ValueError(f"shard must be None or an integer in [0, n_shards={n_shards}), got {shard!r}")
     if n_shards == 1:
         return _through_csv(compute(seq))
-    store = os.environ.get(paths.SHARDS_ENV)
+    store = os.environ.get(SHARDS_ENV)
     if not store:
-        raise ValueError(f"n_shards={n_shards} needs the study runner, which sets {paths.SHARDS_ENV} (run python -m "
+        raise ValueError(f"n_shards={n_shards} needs the study runner, which sets {SHARDS_ENV} (run python -m "
                          f"faithlab_study run <notebook> -p n_shards {n_shards}; interactively, keep n_shards = 1)")
     import pandas as pd
 

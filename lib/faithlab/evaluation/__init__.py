@@ -22,8 +22,8 @@ group and explainer, the model inputs evaluated, the model calls, the inputs giv
 """
 
 from faithlab.evaluation.estimation import estimate
-from faithlab.evaluation.frame import PAPER_METRICS, cost, describe, oriented
+from faithlab.evaluation.frame import cost, describe, oriented
 from faithlab.evaluation.loop import available, evaluate
 from faithlab.metrics.registry import METRICS
 
-__all__ = ["METRICS", "PAPER_METRICS", "available", "evaluate", "cost", "oriented", "describe", "estimate"]
+__all__ = ["METRICS", "available", "evaluate", "cost", "oriented", "describe", "estimate"]

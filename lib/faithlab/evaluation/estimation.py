@@ -6,14 +6,14 @@ one and on two stand-in samples with a stand-in model (a linear read-out of the 
 can be) and stand-in explainers (random maps). Every metric evaluates the same number of model inputs per sample
 whatever the model answers, plus a fixed number per call; two probes give both, and N samples in chunks of
 ``chunk_size`` cost ``fixed × chunks + per_sample × N`` (dataset-level metrics: ``fixed + per_sample × N``).
-``tests/evaluation/test_streaming.py`` checks the estimate against the counts of real evaluations.
+``tests/faithlab/evaluation/test_streaming.py`` checks the estimate against the counts of real evaluations.
 
 The probes run on small images (:func:`probe_shape`): the counts depend on the image size only through TRACE's patch
 grid (its edge divides the side) and through removal steps that coincide when an image has few pixels (the
 fractions of Few-class Fid, F-Fidelity's sizes, the MoRF/LeRF levels, SaCo's groups give distinct pixel counts once
 the image has enough pixels). A probe image with the same grid edge and enough pixels for every step to be distinct
 gives the counts of the full size at a fraction of the cost (224 × 224 images: 35 × 35, about 100 times fewer
-pixels). ``tests/cli/test_estimate_only.py`` checks the small probes against real evaluations at the full size.
+pixels). ``tests/faithlab/cli/test_estimate_only.py`` checks the small probes against real evaluations at the full size.
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """The frame ``fl.evaluate`` returns, and what reads it: the tidy rows with each metric's label, paper, level and
 direction from the registry and each score's Monte-Carlo standard error (``mc_se``, the last column), the cost
 table (:func:`cost`), scores oriented so that higher is better (:func:`oriented`), and the registered metrics
-described (:func:`describe`) with the display names of each paper's metrics (:data:`PAPER_METRICS`)."""
+described (:func:`describe`)."""
 
 from __future__ import annotations
 
-from faithlab.metrics.registry import METRICS, OPTIONS, paper_metrics
+from faithlab.metrics.registry import METRICS, OPTIONS
 
-__all__ = ["tidy", "cost", "oriented", "describe", "PAPER_METRICS"]
-
-PAPER_METRICS: dict[str, list[str]] = paper_metrics()
-"""Display names of the study's metrics of each paper (chapter slug → labels), for the book's study map: the
-metrics registered when :mod:`faithlab.metrics` was imported (every metric of the library)."""
+__all__ = ["tidy", "cost", "oriented", "describe"]
 
 COST_COLUMNS = ["group", "explainer", "forward_inputs", "model_calls", "explained_inputs", "seconds"]
 

@@ -16,36 +16,27 @@ and the random draws a method makes; it lists no method.
   a module's name apart from the public function it defines (``rollout``, ``attcat``, ...).
 * Over another method's map: ``xrai`` (PAIR's XRAI).
 * Shared, registering nothing: ``vit`` (the ViT methods' names, attention recording, token maps to pixels),
-  ``_common`` (argument checks, reference inputs, CAM layers), ``_torchray`` (TorchRay glue); ``ground_truth``
+  ``_common`` (argument checks, reference inputs, CAM layers), ``_captum`` (captum's classes, imported quietly),
+  ``_torchray`` (TorchRay glue); ``ground_truth``
   (ground-truth and degraded maps).
 """
 
-import warnings
-
-from tqdm import TqdmWarning
-
-with warnings.catch_warnings():
-    # captum imports tqdm.auto, which warns in a Jupyter kernel without ipywidgets ("IProgress not found");
-    # faithlab never asks captum for a progress bar, so that warning says nothing about our runs.
-    warnings.filterwarnings("ignore", message="IProgress not found", category=TqdmWarning)
-    import captum.attr  # noqa: F401
-
-from faithlab.explainers import (  # noqa: E402, F401  (importing an algorithm module registers its method)
+from faithlab.explainers import (  # noqa: F401  (importing an algorithm module registers its method)
     bottleneck, deconvolution, excitation_backprop, expected_gradients, extremal_perturbation, gradcam, gradient,
     guided_backprop, input_x_gradient, integrated_gradients, layercam, occlusion, random_map, rise, saliency,
     smoothgrad, vit_attcat, vit_attention_gradcam, vit_conservative_lrp, vit_lrp, vit_partial_lrp, vit_raw_attention,
     vit_rollout, vit_transformer_attribution, vit_transformer_mm, xrai)
-from faithlab.explainers.bottleneck import BottleneckStatistics, iba_statistics  # noqa: E402
-from faithlab.explainers.core import available, explain, explainer, is_random, register  # noqa: E402
-from faithlab.explainers.ground_truth import degrade, ground_truth  # noqa: E402
-from faithlab.explainers.vit import ATTENTION_METHODS, LRP_METHODS, METHODS, to_pixels  # noqa: E402
-from faithlab.explainers.vit_attcat import attcat  # noqa: E402
-from faithlab.explainers.vit_attention_gradcam import attention_gradcam  # noqa: E402
-from faithlab.explainers.vit_conservative_lrp import conservative_forward  # noqa: E402
-from faithlab.explainers.vit_lrp import Relevance, linear_alpha_beta, relevance  # noqa: E402
-from faithlab.explainers.vit_raw_attention import raw_attention  # noqa: E402
-from faithlab.explainers.vit_rollout import rollout  # noqa: E402
-from faithlab.explainers.vit_transformer_mm import transformer_mm  # noqa: E402
+from faithlab.explainers.bottleneck import BottleneckStatistics, iba_statistics
+from faithlab.explainers.core import available, explain, explainer, is_random, register
+from faithlab.explainers.ground_truth import degrade, ground_truth
+from faithlab.explainers.vit import ATTENTION_METHODS, LRP_METHODS, METHODS, to_pixels
+from faithlab.explainers.vit_attcat import attcat
+from faithlab.explainers.vit_attention_gradcam import attention_gradcam
+from faithlab.explainers.vit_conservative_lrp import conservative_forward
+from faithlab.explainers.vit_lrp import Relevance, linear_alpha_beta, relevance
+from faithlab.explainers.vit_raw_attention import raw_attention
+from faithlab.explainers.vit_rollout import rollout
+from faithlab.explainers.vit_transformer_mm import transformer_mm
 
 __all__ = ["explain", "explainer", "register", "available", "is_random", "ground_truth", "degrade", "raw_attention",
            "rollout", "attention_gradcam", "transformer_mm", "to_pixels", "conservative_forward", "relevance",

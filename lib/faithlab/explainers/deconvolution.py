@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-from captum.attr import Deconvolution
-
+from faithlab.explainers._captum import Deconvolution
 from faithlab.explainers._common import forward_args, relu_hooks_notice_off
 from faithlab.explainers.core import register
 

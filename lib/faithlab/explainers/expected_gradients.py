@@ -5,8 +5,7 @@ points drawn from the ``generator`` (captum draws them from the global RNG)."""
 from __future__ import annotations
 
 import torch
-from captum.attr import Saliency
-
+from faithlab.explainers._captum import Saliency
 from faithlab import _validate
 from faithlab.explainers._common import forward_args, repeat_rows
 from faithlab.explainers.core import chunks, leaf, register, uniform

@@ -4,7 +4,7 @@ layer :func:`faithlab.models.cam_layer` chooses; upsampled to the input."""
 
 from __future__ import annotations
 
-from captum.attr import LayerGradCam
+from faithlab.explainers._captum import LayerGradCam
 from torch import nn
 
 from faithlab.explainers._common import cam_output, forward_args, resolve_layer

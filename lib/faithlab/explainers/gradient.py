@@ -3,8 +3,7 @@ without the absolute value (Few-class Fidelity's "BP")."""
 
 from __future__ import annotations
 
-from captum.attr import Saliency
-
+from faithlab.explainers._captum import Saliency
 from faithlab.explainers._common import forward_args
 from faithlab.explainers.core import register
 

@@ -3,8 +3,7 @@ captum's ``GuidedBackprop``, which overrides the gradient of every ``nn.ReLU`` m
 
 from __future__ import annotations
 
-from captum.attr import GuidedBackprop
-
+from faithlab.explainers._captum import GuidedBackprop
 from faithlab.explainers._common import forward_args, relu_hooks_notice_off
 from faithlab.explainers.core import register
 

@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-from captum.attr import InputXGradient
-
+from faithlab.explainers._captum import InputXGradient
 from faithlab.explainers._common import forward_args
 from faithlab.explainers.core import register
 

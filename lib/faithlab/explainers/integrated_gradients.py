@@ -4,8 +4,7 @@ trapezoid rule rescaled so that completeness holds."""
 
 from __future__ import annotations
 
-from captum.attr import IntegratedGradients
-
+from faithlab.explainers._captum import IntegratedGradients
 from faithlab import _validate
 from faithlab.explainers._common import Baseline, forward_args, reference
 from faithlab.explainers.core import register

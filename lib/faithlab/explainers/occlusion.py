@@ -3,8 +3,7 @@ with windows over images, series and embeddings."""
 
 from __future__ import annotations
 
-from captum.attr import Occlusion
-
+from faithlab.explainers._captum import Occlusion
 from faithlab import _validate
 from faithlab.explainers._common import forward_args, real
 from faithlab.explainers.core import register

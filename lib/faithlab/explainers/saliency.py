@@ -3,8 +3,7 @@ magnitude |∂f_target/∂x|, by captum's ``Saliency``."""
 
 from __future__ import annotations
 
-from captum.attr import Saliency
-
+from faithlab.explainers._captum import Saliency
 from faithlab.explainers._common import forward_args
 from faithlab.explainers.core import register
 

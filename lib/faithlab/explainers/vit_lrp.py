@@ -24,7 +24,7 @@ CLS token stop. With α = 1, β = 0 relevance goes to positive contributions onl
 negative R_j stays negative and the total is still kept; biases absorb nothing because the rule ignores them.
 Hence Σ pixels + Σ R_CLS token + Σ R_positional = 1 (the starting relevance) for any weights, biases and input
 signs, and Σ pixels = 1 − Σ R_CLS token on a ViT with a zero positional embedding;
-``tests/explainers/test_vit_lrp.py`` checks both. (A zero CLS token would not do: with zero LayerNorm shifts its
+``tests/faithlab/explainers/test_vit_lrp.py`` checks both. (A zero CLS token would not do: with zero LayerNorm shifts its
 first-block row is zero and its relevance is lost at the qkv layer.)
 
 Faithfulness to Chefer's code (``ViT_LRP.py`` / ``layers_ours.py``), read for facts only:

@@ -17,7 +17,7 @@ the same implementation share one run of it per chunk and explainer; work shared
 Adding a metric: write its function (and ``*_details`` twin) in its paper's module under
 :mod:`faithlab.metrics.papers` (``papers/<slug>.py``, with ``paper="<slug>"``) and declare it below the function with
 :func:`register` (or :func:`declare`); importing :mod:`faithlab.metrics` imports every module under the package, so
-``fl.evaluate``, the CLI, the fuzz suite (``tests/fuzz/test_registered_metrics.py``) and the API page find it. This
+``fl.evaluate``, the CLI, the fuzz suite (``tests/faithlab/fuzz/test_registered_metrics.py``) and the API page find it. This
 module imports no metric: it is the contract only.
 
 One concept: the metric declaration and what evaluate derives from it (the declaration classes, the registry of
@@ -44,7 +44,7 @@ from faithlab.metrics.context import Context, Counted, Tally, Values, explained,
 
 __all__ = ["NEEDS", "LEVELS", "PAPERS", "SIGNATURE", "Option", "Shared", "Metric", "Estimate", "Context", "Counted",
            "Tally", "Values", "declare", "register", "unregister", "registered", "METRICS", "OPTIONS", "SHARED",
-           "EVALUATE_OPTIONS", "options_of", "check_options", "paper_metrics", "accuracy_forms", "tips", "mc_counts",
+           "EVALUATE_OPTIONS", "options_of", "check_options", "accuracy_forms", "tips", "mc_counts",
            "explained", "takes_seeds_keyword", "checks", "option_name", "resolve", "plain", "scoped_name",
            "add_listener"]
 
@@ -56,8 +56,9 @@ LEVELS = ("sample", "dataset")
 
 PAPERS: dict[str, str] = {"ffidelity": "F-Fidelity", "fewclass": "Few-class Fidelity", "saco": "SaCo",
                           "reco_mege": "ReCo / MeGe", "trace": "TRACE"}
-"""The papers of the study by chapter slug, in the book's order, with their display names: a metric's ``paper``
-is one of them (or a slug of its own, listed after them)."""
+"""The papers whose metrics the library implements, by slug (the folder under :mod:`faithlab.metrics.papers`), with
+their display names, in the order the registry lists their metrics: a metric's ``paper`` is one of them (or a slug
+of its own, listed after them)."""
 
 
 SIGNATURE = inspect.Parameter.empty
@@ -357,8 +358,8 @@ EVALUATE_OPTIONS = (
 """Evaluate's own options, read by every metric whose function takes the keyword (``seed`` as ``generator``)."""
 
 METRICS: dict[str, Metric] = {}
-"""Every registered metric, by name: sample-level before dataset-level, then by paper in the book's order
-(:data:`PAPERS`, other slugs after), then by module and declaration order (the order ``fl.evaluate`` computes and
+"""Every registered metric, by name: sample-level before dataset-level, then by paper in :data:`PAPERS`'s order
+(other slugs after), then by module and declaration order (the order ``fl.evaluate`` computes and
 lists them)."""
 
 OPTIONS: dict[str, Option] = {}
@@ -534,14 +535,6 @@ def resolve(options: Mapping[str, Any], keyword: str, group: str | None = None) 
     if group is not None and f"{group}_{keyword}" in options:
         return options[f"{group}_{keyword}"]
     return options.get(keyword, OPTIONS[keyword].default)
-
-
-def paper_metrics() -> dict[str, list[str]]:
-    """Display names of the registered metrics of each paper (chapter slug → labels), for the book's study map."""
-    out: dict[str, list[str]] = {}
-    for metric in METRICS.values():
-        out.setdefault(metric.paper, []).append(metric.label)
-    return out
 
 
 def accuracy_forms() -> tuple[str, ...]:

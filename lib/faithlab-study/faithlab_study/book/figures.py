@@ -8,15 +8,25 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 from matplotlib.figure import Figure
 
+from faithlab.metrics.registry import METRICS
 from faithlab.plots.charts import string_list
 from faithlab_study.book.chapters import PAPER_NAMES, paper_order
 from faithlab_study.verdicts import VERDICTS
 
-__all__ = ["VERDICT_COLORS", "study_map"]
+__all__ = ["VERDICT_COLORS", "paper_metrics", "study_map"]
 
 VERDICT_COLORS = dict(zip(VERDICTS, ("#009E73", "#7FD1B9", "#E69F00", "#D55E00", "#999999", "#56B4E9")))
 """One colour per verdict (Okabe-Ito, colour-blind safe), the same in every figure: "reproduced, weaker" is a light
 tint of reproduced's bluish green (told apart by lightness, which every colour vision keeps)."""
+
+
+def paper_metrics() -> dict[str, list[str]]:
+    """Display names of the library's registered metrics of each paper (chapter slug → labels, in the registry's
+    order), the study map's second argument."""
+    out: dict[str, list[str]] = {}
+    for metric in METRICS.values():
+        out.setdefault(metric.paper, []).append(metric.label)
+    return out
 
 
 def study_map(scorecard: pd.DataFrame, metrics: Mapping[str, Sequence[str]], *,

@@ -152,7 +152,7 @@ def cell_tables(folder: Path, claims: pd.DataFrame, echo) -> list[pd.DataFrame]:
 def write_scorecard(generated: Path | None = None, echo=None) -> Path:
     """Collect the ``claims.csv`` of every notebook present into ``book/_generated/scorecard.csv`` (atomically),
     with the front page's ``scorecard_summary.csv`` (:func:`summarise`) and ``study_map.png``/``.svg``
-    (:func:`faithlab_study.book.figures.study_map`, the metrics of :data:`faithlab.evaluation.PAPER_METRICS`), and every
+    (:func:`faithlab_study.book.figures.study_map`, the metrics of :func:`~faithlab_study.book.figures.paper_metrics`), and every
     claim's cell table in one ``cells.csv`` (``cell_tables``); all are written even when no claim exists, so the
     book never misses them. Returns the scorecard's path.
 
@@ -164,9 +164,8 @@ def write_scorecard(generated: Path | None = None, echo=None) -> Path:
     """
     import pandas as pd
 
-    from faithlab.evaluation import PAPER_METRICS  # the scorecard knows no metric: the library lists them
     from faithlab_study.book.chapters import CHAPTERS
-    from faithlab_study.book.figures import study_map
+    from faithlab_study.book.figures import paper_metrics, study_map
     from faithlab_study.verdicts import VERDICTS
 
     generated = Path(generated or paths.generated_dir())
@@ -210,7 +209,7 @@ def write_scorecard(generated: Path | None = None, echo=None) -> Path:
         paths.atomic_write(generated / PREREGISTRATION, lambda tmp: prereg.to_csv(tmp, index=False))
         papers_only = table[table["kind"].astype(str) != "study check"]  # study checks are counted apart
         # the five papers' metrics: the rival metrics (slug "synthesis": ROAD, infidelity) are no paper's claims
-        fig = study_map(papers_only, {k: v for k, v in PAPER_METRICS.items() if k in CHAPTERS})
+        fig = study_map(papers_only, {k: v for k, v in paper_metrics().items() if k in CHAPTERS})
         for fmt in ("png", "svg"):
             paths.atomic_write(generated / f"{STUDY_MAP}.{fmt}",
                                lambda tmp, fmt=fmt: fig.savefig(tmp, format=fmt, dpi=150, bbox_inches="tight"))
@@ -220,6 +219,7 @@ def write_scorecard(generated: Path | None = None, echo=None) -> Path:
 def compare_runs(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
     """Two scorecards of the same claims (e.g. training seed 0 and seed 1) side by side: one row per claim present
     in both, with both verdicts and the change, classed as
+
     - "same";
     - "to/from inconclusive": between a verdict and "inconclusive" (more or less evidence: allowed);
     - "inconclusive ↔ not testable": neither run decided (allowed);
@@ -229,6 +229,7 @@ def compare_runs(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
       one run and not in the other, or another share of its parts (allowed: the direction holds in both);
     - "flip": between a verdict of PRESENT and "not reproduced" — the effect found in one run, shown absent or
       reversed in the other (not allowed).
+
     Matched on paper, experiment and the claim's label (the text before its first colon, so that a value quoted in
     the text does not break the match; the whole text where two claims of a notebook share a label)."""
     import pandas as pd

@@ -15,7 +15,7 @@ from faithlab_study.runner.parameters import PROFILES, StudyError
 
 # Nothing heavy at the top of this module (nor of the package's __init__): the command line is parsed and checked
 # (check_arguments) before torch, pandas, dask, distributed, papermill or jupytext are imported or a cluster is
-# contacted, so that a usage error answers in a fraction of a second. tests/study/test_runner_usage.py checks it.
+# contacted, so that a usage error answers in a fraction of a second. tests/faithlab_study/runner/test_runner_usage.py checks it.
 
 DESCRIPTION = ("Run the study's notebooks: jupytext sources → papermill → executed notebooks and artifacts for the "
                "book.")  # the first line of faithlab_study's docstring

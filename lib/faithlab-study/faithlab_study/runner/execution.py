@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from faithlab import _progress, paths
-from faithlab_study.artifacts import NOTEBOOK_ENV, OUTPUT_DIR_ENV
+from faithlab_study.artifacts import NOTEBOOK_ENV, OUTPUT_DIR_ENV, SHARDS_ENV
 from faithlab_study.book import notebook_page
 from faithlab_study.book.generated import LOCKS, locked, outputs_lock
 from faithlab_study.runner.parameters import Notebook
@@ -220,15 +220,15 @@ def _execute_locked(nb: Notebook, params: dict, key: str, root: Path, generated:
         nbformat.write(source_nb, source_ipynb)
 
         env_backup = {k: os.environ.get(k) for k in (OUTPUT_DIR_ENV, NOTEBOOK_ENV, "FAITHLAB_ROOT",
-                                                     paths.SHARDS_ENV, _progress.ENV)}
+                                                     SHARDS_ENV, _progress.ENV)}
         # The notebook's name and staging folder, which its faithlab_study.artifacts.for_notebook() reads.
         os.environ.update({OUTPUT_DIR_ENV: str(staged_folder), NOTEBOOK_ENV: nb.name, "FAITHLAB_ROOT": str(root)})
         # The library's progress bars off (progress=None reads it): in a page of the book they are stderr noise.
         os.environ[_progress.ENV] = "0"
         if shards is not None:
-            os.environ[paths.SHARDS_ENV] = str(shards)
+            os.environ[SHARDS_ENV] = str(shards)
         else:
-            os.environ.pop(paths.SHARDS_ENV, None)
+            os.environ.pop(SHARDS_ENV, None)
         os.environ.setdefault("MPLBACKEND", "Agg")
         ran_from = time.monotonic()
         try:

@@ -2,7 +2,7 @@
 
 :func:`simulate` draws data sets whose true value is known — R trained replicas, each with a random offset (the
 between-replica SD, as a ratio to the within-replica SD of the units), n units each — and counts how often each
-interval of the claims holds the truth. tests/package/test_coverage.py asserts at least 0.93 for the nominal 0.95 in
+interval of the claims holds the truth. tests/faithlab_study/verdicts/test_coverage.py asserts at least 0.93 for the nominal 0.95 in
 every cell of :data:`GRID`; the pre-registration page shows the table. The intervals run through the same kernels as
 :func:`~faithlab_study.verdicts.intervals.mean_interval` and its siblings (tested equal to them), vectorised over the
 simulated data sets.

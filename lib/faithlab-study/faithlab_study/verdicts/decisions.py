@@ -21,7 +21,7 @@ The cells then combine as the rule's ``decision`` says (:func:`decide`): one sta
 advance, or named parts each decided on its own (:func:`decide_parts`, the only way to "partly reproduced"). Where
 one of many cells can decide a statement of the claim ("not reproduced" of an "every" claim; any count of a "share"
 claim) the cells' statements are counted after Holm's step-down correction, so that the claim's statement is wrong
-at most ALPHA of the time (tests/package/test_error_rates.py simulates each).
+at most ALPHA of the time (tests/faithlab_study/verdicts/test_error_rates.py simulates each).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ reproduced" of an "every" or "share" claim, one cell short for "reproduced" of a
 the boundary for a claim that needs every part (each part a share) — and runs them
 through the study's own :func:`~faithlab_study.verdicts.judge`, :func:`~faithlab_study.verdicts.decide` and
 :func:`~faithlab_study.verdicts.decide_parts`. Each row is one statement × decision shape × design with the share
-of data sets in which the statement was made (wrongly). tests/package/test_error_rates.py asserts at most
+of data sets in which the statement was made (wrongly). tests/faithlab_study/verdicts/test_error_rates.py asserts at most
 :data:`~faithlab_study.verdicts.decisions.ALPHA` plus twice the simulation's standard error in every row.
 
 The designs (:data:`GRID`): R trained replicas, each with a random offset (the between-replica SD as a ratio to the
@@ -69,7 +69,7 @@ def _replica_means(rng, kind: str, sets: int, r: int, n: int, ratio: float, trut
 
 def _intervals(means: np.ndarray, n: int) -> list[list[iv.Interval]]:
     """The t interval on the replica means of each (set, cell), as :func:`~faithlab_study.verdicts.mean_interval`
-    makes it (its kernel, vectorised; tested equal in tests/package/test_coverage.py)."""
+    makes it (its kernel, vectorised; tested equal in tests/faithlab_study/verdicts/test_coverage.py)."""
     sets, k, r = means.shape
     est, low, high, se = iv.t_rows(means.reshape(sets * k, r), 0.95)
     out = [iv.Interval(float(e), float(lo), float(hi), 0.95, "t on replica means", r * n, r, r - 1, float(s),

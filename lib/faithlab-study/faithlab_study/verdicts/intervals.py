@@ -1,4 +1,4 @@
-"""The study's confidence intervals, each with its coverage tested by simulation (tests/package/test_coverage.py).
+"""The study's confidence intervals, each with its coverage tested by simulation (tests/faithlab_study/verdicts/test_coverage.py).
 
 Why these and not a bootstrap: with the trained model as the unit of replication and three to eight replicas, the
 two-stage percentile bootstrap (replicas, then units within them) is close to the range of the replica means and

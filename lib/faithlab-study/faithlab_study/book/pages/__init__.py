@@ -1,6 +1,6 @@
 """What the book"s pages show of the generated outputs, for the book"s Sphinx extension
 (``book/_ext/faithlab_book.py``) to place: it is a thin layer over these functions, so that what a reader sees is
-tested here (``tests/book/test_pages.py``) and the CSV files keep every digit (each table links its CSV).
+tested here (``tests/faithlab_study/book/test_pages.py``) and the CSV files keep every digit (each table links its CSV).
 
 - :mod:`~faithlab_study.book.pages.tables`: tables formatted for reading, folded when they would not fit;
 - :mod:`~faithlab_study.book.pages.claims`: claims at a glance, the scorecard"s sentences and lists, the set-up

@@ -1,6 +1,6 @@
 """The pre-registration page's error-rate table: how often each statement of the decision procedure is made when it
 is false, simulated for the whole rule (:mod:`faithlab_study.verdicts.error_rates`, the table
-tests/package/test_error_rates.py asserts)."""
+tests/faithlab_study/verdicts/test_error_rates.py asserts)."""
 
 from __future__ import annotations
 

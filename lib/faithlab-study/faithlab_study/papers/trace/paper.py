@@ -3,7 +3,7 @@
 :data:`TABLE1` holds all 18 rows (six models × three references); :data:`TABLE1_RESNET18` its ResNet-18 rows (the
 model of the paper's Fig. 1, 2 and 4, and of our first stand-in). The notebook prints them beside ours, the claims
 quote them, and the functions below recompute each registered margin of the chapter's rules from them
-(tests/protocols/trace/test_paper_tables.py fails when the file drifts from these numbers); nothing else types
+(tests/faithlab_study/papers/trace/test_paper_tables.py fails when the file drifts from these numbers); nothing else types
 them."""
 
 from __future__ import annotations
